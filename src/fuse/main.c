@@ -1,0 +1,2 @@
+/* main.c - not yet written */
+int main(void) { return 1; }

@@ -1,0 +1,2 @@
+/* attr.c - not yet written */
+#include "internal.h"

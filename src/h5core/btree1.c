@@ -1,0 +1,2 @@
+/* btree1.c - not yet written */
+#include "internal.h"

@@ -1,0 +1,2 @@
+/* btree2.c - not yet written */
+#include "internal.h"

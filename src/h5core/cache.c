@@ -1,0 +1,2 @@
+/* cache.c - not yet written */
+#include "internal.h"

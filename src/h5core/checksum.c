@@ -1,0 +1,2 @@
+/* checksum.c - not yet written */
+#include "internal.h"

@@ -1,0 +1,2 @@
+/* chunk.c - not yet written */
+#include "internal.h"

@@ -1,0 +1,2 @@
+/* dataset.c - not yet written */
+#include "internal.h"

@@ -1,0 +1,2 @@
+/* dspace.c - not yet written */
+#include "internal.h"

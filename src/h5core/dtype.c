@@ -1,0 +1,2 @@
+/* dtype.c - not yet written */
+#include "internal.h"

@@ -1,0 +1,2 @@
+/* earray.c - not yet written */
+#include "internal.h"

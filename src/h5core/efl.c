@@ -1,0 +1,2 @@
+/* efl.c - not yet written */
+#include "internal.h"

@@ -1,0 +1,2 @@
+/* farray.c - not yet written */
+#include "internal.h"

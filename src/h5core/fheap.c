@@ -1,0 +1,2 @@
+/* fheap.c - not yet written */
+#include "internal.h"

@@ -1,0 +1,222 @@
+/* file.c - opening FILE, bounded positional I/O, the per-file caches. */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+bool h5_file_range_ok(const h5_file *f, uint64_t addr, uint64_t len)
+{
+	uint64_t end;
+
+	if (!h5_addr_defined(addr) || h5_add_overflow(addr, len, &end))
+		return false;
+	return end <= f->eof;
+}
+
+int h5_file_read(h5_file *f, uint64_t addr, void *buf, size_t len)
+{
+	uint64_t abs;
+	size_t done = 0;
+
+	if (!h5_file_range_ok(f, addr, len))
+		return h5_err_set(H5_ERR_FORMAT, "address range 0x%llx+%zu is outside the file (%llu bytes)",
+				  (unsigned long long)addr, len, (unsigned long long)f->eof);
+	abs = f->base + addr;
+	if (f->mem) {
+		memcpy(buf, f->mem + abs, len);
+		return 0;
+	}
+	while (done < len) {
+		ssize_t n = pread(f->fd, (uint8_t *)buf + done, len - done, (off_t)(abs + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return h5_err_set(H5_ERR_IO, "read at 0x%llx: %s", (unsigned long long)(abs + done),
+					  strerror(errno));
+		if (n == 0)
+			return h5_err_set(H5_ERR_FORMAT, "unexpected end of file at 0x%llx",
+					  (unsigned long long)(abs + done));
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+int h5_file_read_alloc(uint8_t **out, h5_file *f, uint64_t addr, size_t len)
+{
+	uint8_t *buf;
+	int rc;
+
+	*out = NULL;
+	if (!h5_file_range_ok(f, addr, len))
+		return h5_err_set(H5_ERR_FORMAT, "address range 0x%llx+%zu is outside the file (%llu bytes)",
+				  (unsigned long long)addr, len, (unsigned long long)f->eof);
+	buf = malloc(len ? len : 1);
+	if (!buf)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory reading %zu bytes", len);
+	rc = h5_file_read(f, addr, buf, len);
+	if (rc < 0) {
+		free(buf);
+		return rc;
+	}
+	*out = buf;
+	return 0;
+}
+
+int h5_file_write(h5_file *f, uint64_t addr, const void *buf, size_t len)
+{
+	uint64_t abs, end;
+	size_t done = 0;
+
+	if (!f->writable || f->fd < 0)
+		return h5_err_set(H5_ERR_ROFS, "file is not open for writing");
+	if (!h5_addr_defined(addr) || h5_add_overflow(addr, len, &end) || h5_add_overflow(f->base, end, &abs))
+		return h5_err_set(H5_ERR_INVAL, "write address out of range");
+	abs = f->base + addr;
+	while (done < len) {
+		ssize_t n = pwrite(f->fd, (const uint8_t *)buf + done, len - done, (off_t)(abs + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return h5_err_set(H5_ERR_IO, "write at 0x%llx: %s", (unsigned long long)(abs + done),
+					  n < 0 ? strerror(errno) : "short write");
+		done += (size_t)n;
+	}
+	if (end > f->eof)
+		f->eof = end;
+	return 0;
+}
+
+int h5_file_sync(h5_file *f)
+{
+	if (f->fd >= 0 && fsync(f->fd) < 0)
+		return h5_err_set(H5_ERR_IO, "fsync: %s", strerror(errno));
+	return 0;
+}
+
+static int file_init_common(h5_file *f, const h5_open_opts *opts)
+{
+	size_t budget = opts && opts->cache_bytes ? opts->cache_bytes : H5_DEFAULT_CACHE_BYTES;
+	long ncpu;
+	int rc;
+
+	pthread_mutex_init(&f->write_lock, NULL);
+	f->root_addr = H5_ADDR_UNDEF;
+	f->ext_addr = H5_ADDR_UNDEF;
+	f->sohm_addr = H5_ADDR_UNDEF;
+	f->sym_leaf_k = 4;
+	f->btree_k = 16;
+	f->chunk_btree_k = 32;
+	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	f->nthreads = opts && opts->nthreads ? opts->nthreads : (ncpu > 0 ? (unsigned)ncpu : 1);
+	/* Metadata gets a quarter of the budget: index blocks are small and hot,
+	 * decoded chunks are large and the main consumer. */
+	rc = h5_cache_new(&f->meta, budget / 4);
+	if (rc < 0)
+		return rc;
+	rc = h5_cache_new(&f->chunks, budget - budget / 4);
+	if (rc < 0)
+		return rc;
+	return h5_superblock_read(f);
+}
+
+int h5_file_open(h5_file **out, const char *path, const h5_open_opts *opts)
+{
+	h5_file *f;
+	struct stat st;
+	int rc;
+	int writable = opts && opts->writable;
+
+	*out = NULL;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	f->fd = -1;
+	f->path = strdup(path);
+	if (!f->path) {
+		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	f->writable = writable;
+	f->fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+	if (f->fd < 0) {
+		rc = h5_err_set(errno == EROFS || errno == EACCES ? (writable ? H5_ERR_ROFS : H5_ERR_IO) : H5_ERR_IO,
+				"%s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (fstat(f->fd, &st) < 0) {
+		rc = h5_err_set(H5_ERR_IO, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+		rc = h5_err_set(H5_ERR_NOTHDF5, "%s: not a regular file", path);
+		goto out;
+	}
+	if (writable && flock(f->fd, LOCK_EX | LOCK_NB) < 0) {
+		rc = h5_err_set(H5_ERR_BUSY, "%s: locked by another process (%s)", path, strerror(errno));
+		goto out;
+	}
+	f->eof = (uint64_t)st.st_size;
+	f->file_mtime = (int64_t)st.st_mtime;
+	rc = file_init_common(f, opts);
+out:
+	if (rc < 0) {
+		h5_file_close(f);
+		return rc;
+	}
+	*out = f;
+	return 0;
+}
+
+int h5_file_open_mem(h5_file **out, const void *buf, size_t len, const h5_open_opts *opts)
+{
+	h5_file *f;
+	int rc;
+
+	*out = NULL;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	f->fd = -1;
+	f->mem = buf;
+	f->memlen = len;
+	f->eof = len;
+	f->path = strdup("<memory>");
+	if (!f->path) {
+		free(f);
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	}
+	rc = file_init_common(f, opts);
+	if (rc < 0) {
+		h5_file_close(f);
+		return rc;
+	}
+	*out = f;
+	return 0;
+}
+
+void h5_file_close(h5_file *f)
+{
+	if (!f)
+		return;
+	if (f->chunks)
+		h5_cache_free(f->chunks);
+	if (f->meta)
+		h5_cache_free(f->meta);
+	if (f->fd >= 0)
+		close(f->fd); /* also drops the flock */
+	pthread_mutex_destroy(&f->write_lock);
+	free(f->path);
+	free(f);
+}
+
+uint64_t h5_file_root(const h5_file *f) { return f->root_addr; }
+int h5_file_sb_version(const h5_file *f) { return f->sb_version; }
+uint64_t h5_file_userblock(const h5_file *f) { return f->base; }
+int64_t h5_file_mtime(const h5_file *f) { return f->file_mtime; }
+const char *h5_file_path(const h5_file *f) { return f->path; }

@@ -1,0 +1,2 @@
+/* fillval.c - not yet written */
+#include "internal.h"

@@ -1,0 +1,2 @@
+/* filter.c - not yet written */
+#include "internal.h"

@@ -1,0 +1,2 @@
+/* gheap.c - not yet written */
+#include "internal.h"

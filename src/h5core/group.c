@@ -1,0 +1,2 @@
+/* group.c - not yet written */
+#include "internal.h"

@@ -1,0 +1,149 @@
+/*
+ * h5core.h - public API of libh5core, the FUSE-free HDF5 format engine.
+ *
+ * Every function returns 0 on success or a negative h5_err code; the
+ * message explaining the failure is kept per thread (h5_err_msg()).
+ * The FUSE daemon and the h5fs-ls tool only use what is declared here.
+ */
+#ifndef H5CORE_H
+#define H5CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- errors (err.c) ---------------------------------------------------- */
+
+typedef enum h5_err {
+	H5_OK = 0,
+	H5_ERR_NOMEM = -1,       /* allocation failed */
+	H5_ERR_IO = -2,          /* the underlying file could not be read/written */
+	H5_ERR_FORMAT = -3,      /* corrupt or malformed on-disk structure */
+	H5_ERR_CHECKSUM = -4,    /* checksum mismatch */
+	H5_ERR_UNSUPPORTED = -5, /* valid HDF5, feature not supported (or filter not compiled in) */
+	H5_ERR_NOTFOUND = -6,    /* no such link / attribute / message */
+	H5_ERR_RANGE = -7,       /* output buffer too small */
+	H5_ERR_INVAL = -8,       /* bad argument from the caller */
+	H5_ERR_NOTHDF5 = -9,     /* no HDF5 signature found */
+	H5_ERR_PERM = -10,       /* operation not permitted on this object */
+	H5_ERR_ROFS = -11,       /* file opened read-only */
+	H5_ERR_LOOP = -12,       /* cycle detected in on-disk structure */
+	H5_ERR_LIMIT = -13,      /* a size/depth limit was exceeded */
+	H5_ERR_BUSY = -14        /* file locked by another writer */
+} h5_err;
+
+/* Record an error: stores the formatted message for this thread and returns
+ * code, so callers write `return h5_err_set(H5_ERR_FORMAT, "...", ...);`. */
+int h5_err_set(int code, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Prefix the current message with context ("dataset /a/b: " + old). Returns code. */
+int h5_err_wrap(int code, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+const char *h5_err_msg(void);
+void h5_err_clear(void);
+const char *h5_err_name(int code);
+
+/* ---- file (file.c, superblock.c) --------------------------------------- */
+
+typedef struct h5_file h5_file;
+
+typedef struct h5_open_opts {
+	int writable;            /* open O_RDWR and take an exclusive flock */
+	size_t cache_bytes;      /* total cache budget; 0 = default */
+	unsigned nthreads;       /* decompression threads; 0 = number of CPUs */
+} h5_open_opts;
+
+#define H5_DEFAULT_CACHE_BYTES ((size_t)256 << 20)
+
+int h5_file_open(h5_file **out, const char *path, const h5_open_opts *opts);
+/* Open an in-memory image (fuzzing, tests). The buffer must outlive the file. */
+int h5_file_open_mem(h5_file **out, const void *buf, size_t len, const h5_open_opts *opts);
+void h5_file_close(h5_file *f);
+uint64_t h5_file_root(const h5_file *f);        /* root group object header address */
+int h5_file_sb_version(const h5_file *f);
+uint64_t h5_file_userblock(const h5_file *f);
+int64_t h5_file_mtime(const h5_file *f);         /* mtime of FILE (seconds) */
+const char *h5_file_path(const h5_file *f);
+
+/* ---- objects (object.c) ------------------------------------------------ */
+
+typedef enum h5_obj_kind {
+	H5_OBJ_UNKNOWN = 0,
+	H5_OBJ_GROUP = 1,
+	H5_OBJ_DATASET = 2,
+	H5_OBJ_DATATYPE = 3
+} h5_obj_kind;
+
+typedef struct h5_obj_info {
+	h5_obj_kind kind;
+	uint64_t addr;        /* object header address: stable identity (inode) */
+	uint32_t nlink;       /* object header reference count */
+	int has_mtime;
+	int64_t mtime;        /* modification time, seconds since epoch */
+	int64_t atime, ctime, btime; /* only when has_times (v2 headers) */
+	int has_times;
+	uint64_t nattrs;      /* number of attributes (may be approximate for dense: -1 unknown) */
+} h5_obj_info;
+
+int h5_obj_info_get(h5_obj_info *out, h5_file *f, uint64_t addr);
+
+/* ---- links and groups (link.c, group.c) -------------------------------- */
+
+typedef enum h5_link_type {
+	H5_LINK_HARD = 0,
+	H5_LINK_SOFT = 1,
+	H5_LINK_EXTERNAL = 64
+} h5_link_type;
+
+typedef struct h5_link {
+	char *name;           /* UTF-8 or ASCII, NUL-terminated (may be unsafe: caller filters) */
+	size_t name_len;      /* length as stored (name may contain NUL: then strlen != name_len) */
+	h5_link_type type;
+	uint64_t addr;        /* hard: object header address */
+	char *target;         /* soft: the path as stored */
+	char *ext_file;       /* external: file name */
+	char *ext_path;       /* external: object path in that file */
+	int has_corder;
+	int64_t corder;
+	uint8_t cset;         /* 0 ASCII, 1 UTF-8 */
+} h5_link;
+
+void h5_link_clear(h5_link *l);
+
+/* Called once per link; return non-zero to stop (that value is returned). */
+typedef int (*h5_link_cb)(const h5_link *link, void *ud);
+
+/* Iterate every link of the group at addr (any storage form). Order: the
+ * storage's natural order (name order for all forms libhdf5 writes). */
+int h5_group_iterate(h5_file *f, uint64_t addr, h5_link_cb cb, void *ud);
+/* Look one name up without scanning (B-tree search / hash). H5_ERR_NOTFOUND. */
+int h5_group_lookup(h5_link *out, h5_file *f, uint64_t addr, const char *name);
+
+/* ---- datasets (dataset.c) ---------------------------------------------- */
+
+typedef struct h5_dataset h5_dataset;
+
+int h5_dataset_open(h5_dataset **out, h5_file *f, uint64_t addr);
+void h5_dataset_close(h5_dataset *d);
+/* Logical byte size: nelmts * element size (vlen-string datasets: text size). */
+uint64_t h5_dataset_size(const h5_dataset *d);
+/* Bytes of storage allocated in the file for this dataset. */
+uint64_t h5_dataset_allocated(const h5_dataset *d);
+int h5_dataset_mtime(const h5_dataset *d, int64_t *mtime);
+/* Read exactly len bytes at off; off+len must be <= h5_dataset_size(). */
+int h5_dataset_read(h5_dataset *d, void *buf, uint64_t off, size_t len);
+
+/* ---- attributes (attr.c, value.c) -------------------------------------- */
+
+typedef struct h5_attr h5_attr;
+typedef int (*h5_attr_name_cb)(const char *name, size_t name_len, void *ud);
+int h5_attr_iterate_names(h5_file *f, uint64_t addr, h5_attr_name_cb cb, void *ud);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,2 @@
+/* layout.c - not yet written */
+#include "internal.h"

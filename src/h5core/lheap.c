@@ -1,0 +1,2 @@
+/* lheap.c - not yet written */
+#include "internal.h"

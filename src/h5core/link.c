@@ -1,0 +1,2 @@
+/* link.c - not yet written */
+#include "internal.h"

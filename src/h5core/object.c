@@ -1,0 +1,2 @@
+/* object.c - not yet written */
+#include "internal.h"

@@ -1,0 +1,2 @@
+/* ohdr.c - not yet written */
+#include "internal.h"

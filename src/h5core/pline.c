@@ -1,0 +1,2 @@
+/* pline.c - not yet written */
+#include "internal.h"

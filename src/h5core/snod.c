@@ -1,0 +1,2 @@
+/* snod.c - not yet written */
+#include "internal.h"

@@ -1,0 +1,2 @@
+/* superblock.c - not yet written */
+#include "internal.h"

@@ -1,0 +1,2 @@
+/* value.c - not yet written */
+#include "internal.h"
