@@ -1,1 +1,1370 @@
-/* not yet written */
+/*
+ * fuse_ops.c - FUSE low-level operations on top of libh5core.
+ *
+ * Mapping (README "How an HDF5 file is shown"):
+ *   group          -> directory (0555)
+ *   dataset        -> regular file (0444): its raw bytes, C order, as stored
+ *   named datatype -> regular file (0444), empty
+ *   soft link      -> symlink, target rewritten relative to the link's
+ *                     directory so it resolves inside the mount
+ *   external link  -> symlink "EXTFILE::/path/in/that/file" (dangling)
+ *
+ * Inode numbers: an object is identified by its object header address, so
+ * ino = addr + 2 (the root group is FUSE_ROOT_ID), and every hard link to
+ * one object shows the same st_ino.  Soft and external links have no header:
+ * they get numbers with the top bit set, fixed per (parent, name) for the
+ * life of the mount.
+ *
+ * Locking: fs->lock protects the tables only.  Engine calls (which may do
+ * I/O and decompression) always run outside it; a node is built unlocked and
+ * then inserted, and the loser of a race frees its copy.  A node is immutable
+ * once in the table except for its lookup count, and the kernel never sends
+ * FORGET for an inode that still has requests in flight, so handlers use the
+ * node pointer after dropping the lock.
+ */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+
+#include "fuse_ops.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <unistd.h>
+
+/* Nothing below the mount changes while it is mounted (the engine opens
+ * FILE read-only), so the kernel may cache names and attributes for long. */
+#define H5FS_TIMEOUT 3600.0
+#define H5FS_SYNTH_BIT ((uint64_t)1 << 63)
+#define H5FS_NAME_MAX 255
+/* The kind map only speeds up readdir; stop growing it on huge files. */
+#define H5FS_KIND_MAP_MAX ((size_t)1 << 22)
+#define H5FS_BLKSIZE 131072
+
+enum node_type { NT_DIR, NT_FILE, NT_LINK };
+
+struct node {
+	struct node *next;      /* hash chain */
+	uint64_t ino;
+	uint64_t nlookup;
+	uint64_t addr;          /* object header address; UINT64_MAX for links */
+	h5_obj_kind kind;
+	enum node_type type;
+	char *path;             /* path of the first lookup ("" = root): logs, symlinks */
+	char *target;           /* NT_LINK: readlink text */
+	h5_dataset *ds;         /* datasets: opened once, closed when forgotten */
+	struct stat st;
+};
+
+/* (parent ino, name) -> synthetic ino, kept for the whole mount so a
+ * symlink keeps its number across FORGET and shows it in readdir too. */
+struct synth {
+	struct synth *next;
+	uint64_t parent;
+	char *name;
+	uint64_t ino;
+};
+
+/* object header address -> h5_obj_kind, for readdir's d_type. */
+struct kind_ent {
+	struct kind_ent *next;
+	uint64_t addr;
+	h5_obj_kind kind;
+};
+
+struct h5fs {
+	h5_file *f;
+	h5fs_config cfg;
+	uid_t uid;
+	gid_t gid;
+	uint64_t root_addr;
+	int64_t file_mtime;
+	uint64_t file_size;
+	pthread_mutex_t lock;
+	struct node **nodes;
+	size_t nodes_cap, nnodes;
+	struct synth **synth;
+	size_t synth_cap, nsynth;
+	uint64_t next_synth;
+	struct kind_ent **kinds;
+	size_t kinds_cap, nkinds;
+};
+
+/* ---- errors and logging ------------------------------------------------- */
+
+int h5fs_errno(int h5err)
+{
+	switch (h5err) {
+	case H5_OK: return 0;
+	case H5_ERR_NOMEM: return ENOMEM;
+	case H5_ERR_NOTFOUND: return ENOENT;
+	case H5_ERR_RANGE: return ERANGE;
+	case H5_ERR_INVAL: return EINVAL;
+	case H5_ERR_PERM: return EPERM;
+	case H5_ERR_ROFS: return EROFS;
+	case H5_ERR_BUSY: return EBUSY;
+	/* Corruption, checksum failures, cycles, limits and features the engine
+	 * cannot decode (e.g. a filter not compiled in) all mean "these bytes
+	 * cannot be produced": EIO, with the reason in the log. */
+	case H5_ERR_IO:
+	case H5_ERR_FORMAT:
+	case H5_ERR_CHECKSUM:
+	case H5_ERR_UNSUPPORTED:
+	case H5_ERR_NOTHDF5:
+	case H5_ERR_LOOP:
+	case H5_ERR_LIMIT:
+	default:
+		return EIO;
+	}
+}
+
+static void fs_log(const h5fs *fs, int prio, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void fs_log(const h5fs *fs, int prio, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (prio >= LOG_INFO && !fs->cfg.debug)
+		return;
+	va_start(ap, fmt);
+	if (fs->cfg.use_syslog) {
+		vsyslog(prio, fmt, ap);
+	} else {
+		char line[1024];
+
+		vsnprintf(line, sizeof(line), fmt, ap);
+		fprintf(stderr, "h5fs: %s\n", line);
+	}
+	va_end(ap);
+}
+
+static const char *show_path(const char *p)
+{
+	return p && *p ? p : "/";
+}
+
+/* Reply with the errno for an engine error; every EIO is logged with the
+ * object and the engine's message (read in the thread that failed). */
+static void reply_h5err(h5fs *fs, fuse_req_t req, int rc, const char *op, const char *path,
+			const char *name)
+{
+	int e = h5fs_errno(rc);
+
+	if (e == EIO)
+		fs_log(fs, LOG_ERR, "%s %s%s%s: %s", op, show_path(path), name ? "/" : "",
+		       name ? name : "", h5_err_msg());
+	else
+		fs_log(fs, LOG_DEBUG, "%s %s%s%s: %s (%s)", op, show_path(path), name ? "/" : "",
+		       name ? name : "", strerror(e), h5_err_msg());
+	fuse_reply_err(req, e);
+}
+
+/* ---- hash tables (callers hold fs->lock) --------------------------------- */
+
+static size_t hash_u64(uint64_t v, size_t cap)
+{
+	v ^= v >> 33;
+	v *= 0xff51afd7ed558ccdULL;
+	v ^= v >> 33;
+	return (size_t)(v & (cap - 1));
+}
+
+static size_t hash_name(uint64_t parent, const char *name, size_t cap)
+{
+	uint64_t h = 1469598103934665603ULL ^ parent;
+
+	for (; *name; name++)
+		h = (h ^ (uint8_t)*name) * 1099511628211ULL;
+	return hash_u64(h, cap);
+}
+
+/* Double a chained table when it is full; on allocation failure keep the
+ * old one (longer chains, still correct). */
+static void rehash(void ***tab, size_t *cap, size_t n, size_t next_off,
+		   size_t (*bucket)(const void *e, size_t cap))
+{
+	size_t ncap = *cap * 2, i;
+	void **nt;
+
+	if (n < *cap)
+		return;
+	nt = calloc(ncap, sizeof(*nt));
+	if (!nt)
+		return;
+	for (i = 0; i < *cap; i++) {
+		void *e = (*tab)[i];
+
+		while (e) {
+			void **nextp = (void **)((char *)e + next_off);
+			void *next = *nextp;
+			size_t b = bucket(e, ncap);
+
+			*nextp = nt[b];
+			nt[b] = e;
+			e = next;
+		}
+	}
+	free(*tab);
+	*tab = nt;
+	*cap = ncap;
+}
+
+static size_t node_bucket(const void *e, size_t cap) { return hash_u64(((const struct node *)e)->ino, cap); }
+static size_t synth_bucket(const void *e, size_t cap)
+{
+	const struct synth *s = e;
+
+	return hash_name(s->parent, s->name, cap);
+}
+static size_t kind_bucket(const void *e, size_t cap) { return hash_u64(((const struct kind_ent *)e)->addr, cap); }
+
+static struct node *node_find_locked(h5fs *fs, uint64_t ino)
+{
+	struct node *n = fs->nodes[hash_u64(ino, fs->nodes_cap)];
+
+	while (n && n->ino != ino)
+		n = n->next;
+	return n;
+}
+
+static void node_insert_locked(h5fs *fs, struct node *n)
+{
+	size_t b;
+
+	rehash((void ***)&fs->nodes, &fs->nodes_cap, fs->nnodes, offsetof(struct node, next), node_bucket);
+	b = hash_u64(n->ino, fs->nodes_cap);
+	n->next = fs->nodes[b];
+	fs->nodes[b] = n;
+	fs->nnodes++;
+}
+
+static void node_remove_locked(h5fs *fs, struct node *n)
+{
+	struct node **pp = &fs->nodes[hash_u64(n->ino, fs->nodes_cap)];
+
+	while (*pp && *pp != n)
+		pp = &(*pp)->next;
+	if (*pp) {
+		*pp = n->next;
+		fs->nnodes--;
+	}
+}
+
+static void node_free(struct node *n)
+{
+	if (!n)
+		return;
+	if (n->ds)
+		h5_dataset_close(n->ds);
+	free(n->path);
+	free(n->target);
+	free(n);
+}
+
+/* The node for ino, or NULL. See the header comment for why the pointer
+ * stays valid after the lock is dropped. */
+static struct node *node_get(h5fs *fs, fuse_ino_t ino)
+{
+	struct node *n;
+
+	pthread_mutex_lock(&fs->lock);
+	n = node_find_locked(fs, ino);
+	pthread_mutex_unlock(&fs->lock);
+	return n;
+}
+
+static uint64_t synth_ino(h5fs *fs, uint64_t parent, const char *name)
+{
+	size_t b;
+	struct synth *s;
+	uint64_t ino = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	b = hash_name(parent, name, fs->synth_cap);
+	for (s = fs->synth[b]; s; s = s->next)
+		if (s->parent == parent && strcmp(s->name, name) == 0) {
+			ino = s->ino;
+			goto out;
+		}
+	s = calloc(1, sizeof(*s));
+	if (!s || !(s->name = strdup(name))) {
+		free(s);
+		goto out;
+	}
+	s->parent = parent;
+	s->ino = H5FS_SYNTH_BIT | fs->next_synth++;
+	ino = s->ino;
+	rehash((void ***)&fs->synth, &fs->synth_cap, fs->nsynth, offsetof(struct synth, next), synth_bucket);
+	b = hash_name(parent, name, fs->synth_cap);
+	s->next = fs->synth[b];
+	fs->synth[b] = s;
+	fs->nsynth++;
+out:
+	pthread_mutex_unlock(&fs->lock);
+	return ino;   /* 0 only when out of memory */
+}
+
+static void kind_remember(h5fs *fs, uint64_t addr, h5_obj_kind kind)
+{
+	struct kind_ent *k;
+	size_t b;
+
+	pthread_mutex_lock(&fs->lock);
+	if (fs->nkinds >= H5FS_KIND_MAP_MAX)
+		goto out;
+	for (k = fs->kinds[hash_u64(addr, fs->kinds_cap)]; k; k = k->next)
+		if (k->addr == addr)
+			goto out;
+	k = malloc(sizeof(*k));
+	if (!k)
+		goto out;
+	k->addr = addr;
+	k->kind = kind;
+	rehash((void ***)&fs->kinds, &fs->kinds_cap, fs->nkinds, offsetof(struct kind_ent, next), kind_bucket);
+	b = hash_u64(addr, fs->kinds_cap);
+	k->next = fs->kinds[b];
+	fs->kinds[b] = k;
+	fs->nkinds++;
+out:
+	pthread_mutex_unlock(&fs->lock);
+}
+
+static int kind_lookup(h5fs *fs, uint64_t addr, h5_obj_kind *kind)
+{
+	struct kind_ent *k;
+	int found = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	for (k = fs->kinds[hash_u64(addr, fs->kinds_cap)]; k; k = k->next)
+		if (k->addr == addr) {
+			*kind = k->kind;
+			found = 1;
+			break;
+		}
+	pthread_mutex_unlock(&fs->lock);
+	return found;
+}
+
+/* ---- names and paths ------------------------------------------------------ */
+
+static uint64_t obj_ino(const h5fs *fs, uint64_t addr)
+{
+	return addr == fs->root_addr ? FUSE_ROOT_ID : addr + 2;
+}
+
+/* A link name can become a directory entry only if it is a single,
+ * non-special path component the kernel accepts. */
+static bool name_ok(const char *name, size_t name_len)
+{
+	if (!name || name_len == 0 || name_len > H5FS_NAME_MAX)
+		return false;
+	if (strlen(name) != name_len)   /* embedded NUL */
+		return false;
+	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return false;
+	return strchr(name, '/') == NULL;
+}
+
+static char *path_join(const char *dir, const char *name)
+{
+	size_t dl = strlen(dir), nl = strlen(name);
+	char *p = malloc(dl + nl + 2);
+
+	if (!p)
+		return NULL;
+	memcpy(p, dir, dl);
+	p[dl] = '/';
+	memcpy(p + dl + 1, name, nl + 1);
+	return p;
+}
+
+struct comps {
+	size_t n, cap;
+	const char **s;
+	size_t *len;
+};
+
+static int comps_push(struct comps *c, const char *s, size_t len)
+{
+	if (c->n == c->cap) {
+		size_t ncap = c->cap ? c->cap * 2 : 16;
+		const char **ns = realloc(c->s, ncap * sizeof(*ns));
+		size_t *nl;
+
+		if (!ns)
+			return -1;
+		c->s = ns;
+		nl = realloc(c->len, ncap * sizeof(*nl));
+		if (!nl)
+			return -1;
+		c->len = nl;
+		c->cap = ncap;
+	}
+	c->s[c->n] = s;
+	c->len[c->n] = len;
+	c->n++;
+	return 0;
+}
+
+/* Split p on '/', resolving "." and ".." lexically; ".." at the top is
+ * dropped, so the result can never climb above the mount root. */
+static int comps_add_path(struct comps *c, const char *p)
+{
+	while (*p) {
+		const char *e = strchr(p, '/');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+
+		if (len == 0 || (len == 1 && p[0] == '.')) {
+			/* empty or "." */
+		} else if (len == 2 && p[0] == '.' && p[1] == '.') {
+			if (c->n)
+				c->n--;
+		} else if (comps_push(c, p, len) < 0) {
+			return -1;
+		}
+		p += len;
+		if (*p == '/')
+			p++;
+	}
+	return 0;
+}
+
+/* The symlink text for HDF5 soft link `target` stored in the group shown
+ * at mount path `dir`: absolute targets are relative to the file's root,
+ * relative ones to the link's group; the result is relative to dir. */
+static char *symlink_text(const char *dir, const char *target)
+{
+	struct comps d = { 0 }, t = { 0 };
+	size_t common = 0, i, len = 0;
+	char *out = NULL, *p;
+
+	if (comps_add_path(&d, dir) < 0)
+		goto out;
+	if (target[0] != '/' && comps_add_path(&t, dir) < 0)
+		goto out;
+	if (comps_add_path(&t, target) < 0)
+		goto out;
+	while (common < d.n && common < t.n && d.len[common] == t.len[common] &&
+	       memcmp(d.s[common], t.s[common], d.len[common]) == 0)
+		common++;
+	for (i = common; i < d.n; i++)
+		len += 3;
+	for (i = common; i < t.n; i++)
+		len += t.len[i] + 1;
+	out = malloc(len + 2);
+	if (!out)
+		goto out;
+	p = out;
+	for (i = common; i < d.n; i++) {
+		memcpy(p, "../", 3);
+		p += 3;
+	}
+	for (i = common; i < t.n; i++) {
+		memcpy(p, t.s[i], t.len[i]);
+		p += t.len[i];
+		*p++ = '/';
+	}
+	if (p == out)
+		*p++ = '.';        /* the link points at its own directory */
+	else
+		p--;               /* drop the trailing '/' */
+	*p = '\0';
+out:
+	free(d.s);
+	free(d.len);
+	free(t.s);
+	free(t.len);
+	return out;
+}
+
+/* ---- nodes ----------------------------------------------------------------- */
+
+static void stat_init(h5fs *fs, struct stat *st, uint64_t ino, mode_t mode, int64_t mtime)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ino;
+	st->st_mode = mode;
+	st->st_nlink = 1;
+	st->st_uid = fs->uid;
+	st->st_gid = fs->gid;
+	st->st_blksize = H5FS_BLKSIZE;
+	st->st_mtime = (time_t)mtime;
+	st->st_ctime = (time_t)mtime;
+	st->st_atime = (time_t)mtime;
+}
+
+/* Build (unlocked) the node of the object whose header is at addr. */
+static int node_make_obj(struct node **out, h5fs *fs, uint64_t addr, const char *path)
+{
+	h5_obj_info info;
+	struct node *n;
+	uint64_t alloc = 0;
+	int64_t mtime;
+	int rc;
+
+	*out = NULL;
+	rc = h5_obj_info_get(&info, fs->f, addr);
+	if (rc < 0)
+		return rc;
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	n->addr = addr;
+	n->ino = obj_ino(fs, addr);
+	n->kind = info.kind;
+	n->path = strdup(path);
+	if (!n->path) {
+		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	mtime = info.has_mtime ? info.mtime : fs->file_mtime;
+	switch (info.kind) {
+	case H5_OBJ_GROUP:
+		n->type = NT_DIR;
+		/* st_nlink 1 = "subdirectory count unknown" (as btrfs does for
+		 * find's leaf optimisation): counting would mean decoding every
+		 * child header of every directory. */
+		stat_init(fs, &n->st, n->ino, S_IFDIR | 0555, mtime);
+		break;
+	case H5_OBJ_DATASET: {
+		int64_t dmt;
+
+		n->type = NT_FILE;
+		rc = h5_dataset_open(&n->ds, fs->f, addr);
+		if (rc < 0)
+			goto out;
+		if (h5_dataset_mtime(n->ds, &dmt) == 0)
+			mtime = dmt;
+		stat_init(fs, &n->st, n->ino, S_IFREG | 0444, mtime);
+		n->st.st_size = (off_t)h5_dataset_size(n->ds);
+		alloc = h5_dataset_allocated(n->ds);
+		n->st.st_nlink = info.nlink ? info.nlink : 1;
+		break;
+	}
+	default:
+		/* named datatypes (and headers of no known kind): empty files */
+		n->type = NT_FILE;
+		stat_init(fs, &n->st, n->ino, S_IFREG | 0444, mtime);
+		n->st.st_nlink = info.nlink ? info.nlink : 1;
+		break;
+	}
+	n->st.st_blocks = (blkcnt_t)(alloc / 512 + (alloc % 512 != 0));
+	kind_remember(fs, addr, info.kind);
+out:
+	if (rc < 0) {
+		node_free(n);
+		return rc;
+	}
+	*out = n;
+	return 0;
+}
+
+static int node_make_link(struct node **out, h5fs *fs, uint64_t ino, const char *path,
+			  const char *dir, const h5_link *l)
+{
+	struct node *n = calloc(1, sizeof(*n));
+	size_t need;
+
+	*out = NULL;
+	if (!n)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	n->addr = UINT64_MAX;
+	n->ino = ino;
+	n->type = NT_LINK;
+	n->path = strdup(path);
+	if (l->type == H5_LINK_SOFT) {
+		n->target = symlink_text(dir, l->target ? l->target : "");
+	} else {
+		const char *ef = l->ext_file ? l->ext_file : "";
+		const char *ep = l->ext_path ? l->ext_path : "";
+
+		need = strlen(ef) + strlen(ep) + 3;
+		n->target = malloc(need);
+		if (n->target)
+			snprintf(n->target, need, "%s::%s", ef, ep);
+	}
+	if (!n->path || !n->target) {
+		node_free(n);
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	}
+	stat_init(fs, &n->st, ino, S_IFLNK | 0777, fs->file_mtime);
+	n->st.st_size = (off_t)strlen(n->target);
+	*out = n;
+	return 0;
+}
+
+/* Insert a freshly built node, or take a reference on the one another
+ * thread inserted meanwhile. Returns the node now in the table. */
+static struct node *node_publish(h5fs *fs, struct node *fresh)
+{
+	struct node *n;
+
+	pthread_mutex_lock(&fs->lock);
+	n = node_find_locked(fs, fresh->ino);
+	if (!n) {
+		node_insert_locked(fs, fresh);
+		n = fresh;
+		fresh = NULL;
+	}
+	n->nlookup++;
+	pthread_mutex_unlock(&fs->lock);
+	node_free(fresh);
+	return n;
+}
+
+static struct node *node_ref_existing(h5fs *fs, uint64_t ino)
+{
+	struct node *n;
+
+	pthread_mutex_lock(&fs->lock);
+	n = node_find_locked(fs, ino);
+	if (n)
+		n->nlookup++;
+	pthread_mutex_unlock(&fs->lock);
+	return n;
+}
+
+static void node_unref(h5fs *fs, uint64_t ino, uint64_t count)
+{
+	struct node *n, *dead = NULL;
+
+	pthread_mutex_lock(&fs->lock);
+	n = node_find_locked(fs, ino);
+	if (n) {
+		n->nlookup = count < n->nlookup ? n->nlookup - count : 0;
+		if (n->nlookup == 0 && ino != FUSE_ROOT_ID) {
+			node_remove_locked(fs, n);
+			dead = n;
+		}
+	}
+	pthread_mutex_unlock(&fs->lock);
+	node_free(dead);   /* closes the dataset outside the lock */
+}
+
+/* ---- setup ------------------------------------------------------------------ */
+
+int h5fs_new(h5fs **out, h5_file *f, const h5fs_config *cfg)
+{
+	h5fs *fs;
+	struct node *root = NULL;
+	struct stat fst;
+	int rc;
+
+	*out = NULL;
+	fs = calloc(1, sizeof(*fs));
+	if (!fs)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	fs->f = f;
+	fs->cfg = *cfg;
+	fs->uid = getuid();
+	fs->gid = getgid();
+	fs->root_addr = h5_file_root(f);
+	fs->file_mtime = h5_file_mtime(f);
+	if (stat(h5_file_path(f), &fst) == 0)
+		fs->file_size = (uint64_t)fst.st_size;
+	fs->next_synth = 1;
+	pthread_mutex_init(&fs->lock, NULL);
+	fs->nodes_cap = fs->synth_cap = fs->kinds_cap = 1024;
+	fs->nodes = calloc(fs->nodes_cap, sizeof(*fs->nodes));
+	fs->synth = calloc(fs->synth_cap, sizeof(*fs->synth));
+	fs->kinds = calloc(fs->kinds_cap, sizeof(*fs->kinds));
+	if (!fs->nodes || !fs->synth || !fs->kinds) {
+		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	rc = node_make_obj(&root, fs, fs->root_addr, "");
+	if (rc < 0) {
+		h5_err_wrap(rc, "root group at 0x%llx: ", (unsigned long long)fs->root_addr);
+		goto out;
+	}
+	if (root->type != NT_DIR) {
+		rc = h5_err_set(H5_ERR_FORMAT, "root object at 0x%llx is not a group",
+				(unsigned long long)fs->root_addr);
+		goto out;
+	}
+	root->nlookup = 1;   /* never forgotten */
+	node_insert_locked(fs, root);
+	root = NULL;
+out:
+	node_free(root);
+	if (rc < 0) {
+		fs->f = NULL;    /* the caller keeps the file on failure */
+		h5fs_free(fs);
+		return rc;
+	}
+	*out = fs;
+	return 0;
+}
+
+void h5fs_free(h5fs *fs)
+{
+	size_t i;
+
+	if (!fs)
+		return;
+	for (i = 0; fs->nodes && i < fs->nodes_cap; i++) {
+		struct node *n = fs->nodes[i];
+
+		while (n) {
+			struct node *next = n->next;
+
+			node_free(n);
+			n = next;
+		}
+	}
+	for (i = 0; fs->synth && i < fs->synth_cap; i++) {
+		struct synth *s = fs->synth[i];
+
+		while (s) {
+			struct synth *next = s->next;
+
+			free(s->name);
+			free(s);
+			s = next;
+		}
+	}
+	for (i = 0; fs->kinds && i < fs->kinds_cap; i++) {
+		struct kind_ent *k = fs->kinds[i];
+
+		while (k) {
+			struct kind_ent *next = k->next;
+
+			free(k);
+			k = next;
+		}
+	}
+	free(fs->nodes);
+	free(fs->synth);
+	free(fs->kinds);
+	pthread_mutex_destroy(&fs->lock);
+	if (fs->f)
+		h5_file_close(fs->f);
+	free(fs);
+}
+
+/* ---- operations ---------------------------------------------------------------- */
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	(void)userdata;
+	/* libfuse derives max_pages, and so the largest read the kernel sends
+	 * us, from max_write; it clamps this to its own buffer size (1 MiB on
+	 * current kernels). */
+	conn->max_write = 1U << 20;
+	/* conn->max_readahead starts at the kernel's maximum: keep it. */
+}
+
+static void reply_entry_node(fuse_req_t req, const struct node *n)
+{
+	struct fuse_entry_param e;
+
+	memset(&e, 0, sizeof(e));
+	e.ino = n->ino;
+	e.generation = 1;
+	e.attr = n->st;
+	e.attr_timeout = H5FS_TIMEOUT;
+	e.entry_timeout = H5FS_TIMEOUT;
+	fuse_reply_entry(req, &e);
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	h5fs *fs = fuse_req_userdata(req);
+	struct node *p = node_get(fs, parent), *n = NULL, *fresh = NULL;
+	h5_link l;
+	char *path = NULL;
+	int rc;
+
+	memset(&l, 0, sizeof(l));
+	if (!p) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	if (p->type != NT_DIR) {
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	if (!name_ok(name, strlen(name))) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	rc = h5_group_lookup(&l, fs->f, p->addr, name);
+	if (rc < 0) {
+		reply_h5err(fs, req, rc, "lookup", p->path, name);
+		return;
+	}
+	/* Names readdir would skip must not be reachable by lookup either. */
+	if (!name_ok(l.name, l.name_len) || strcmp(l.name, name) != 0) {
+		fuse_reply_err(req, ENOENT);
+		goto out;
+	}
+	path = path_join(p->path, name);
+	if (!path) {
+		fuse_reply_err(req, ENOMEM);
+		goto out;
+	}
+	switch (l.type) {
+	case H5_LINK_HARD:
+		n = node_ref_existing(fs, obj_ino(fs, l.addr));
+		if (n)
+			break;
+		rc = node_make_obj(&fresh, fs, l.addr, path);
+		if (rc < 0) {
+			reply_h5err(fs, req, rc, "lookup", p->path, name);
+			goto out;
+		}
+		n = node_publish(fs, fresh);
+		break;
+	case H5_LINK_SOFT:
+	case H5_LINK_EXTERNAL: {
+		uint64_t ino = synth_ino(fs, p->ino, name);
+
+		if (!ino) {
+			fuse_reply_err(req, ENOMEM);
+			goto out;
+		}
+		n = node_ref_existing(fs, ino);
+		if (n)
+			break;
+		rc = node_make_link(&fresh, fs, ino, path, p->path, &l);
+		if (rc < 0) {
+			reply_h5err(fs, req, rc, "lookup", p->path, name);
+			goto out;
+		}
+		n = node_publish(fs, fresh);
+		break;
+	}
+	default:
+		/* user-defined link types (65..255) have no meaning to us */
+		fs_log(fs, LOG_INFO, "lookup %s/%s: link type %d not shown", show_path(p->path), name,
+		       (int)l.type);
+		fuse_reply_err(req, ENOENT);
+		goto out;
+	}
+	reply_entry_node(req, n);
+out:
+	free(path);
+	h5_link_clear(&l);
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	node_unref(fuse_req_userdata(req), ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	h5fs *fs = fuse_req_userdata(req);
+	size_t i;
+
+	for (i = 0; i < count; i++)
+		node_unref(fs, forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct node *n = node_get(fuse_req_userdata(req), ino);
+
+	(void)fi;
+	if (!n) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	fuse_reply_attr(req, &n->st, H5FS_TIMEOUT);
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct node *n = node_get(fuse_req_userdata(req), ino);
+
+	if (!n) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	if (n->type != NT_LINK) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	fuse_reply_readlink(req, n->target);
+}
+
+/* A directory listing, taken at opendir so that readdir offsets stay
+ * meaningful however the kernel splits the reads. */
+struct dent {
+	char *name;
+	uint64_t ino;
+	uint64_t addr;          /* hard links: to find the kind */
+	unsigned char dtype;    /* DT_* */
+};
+
+struct dirsnap {
+	size_t n, cap;
+	struct dent *e;
+	size_t skipped;
+	int nomem;
+};
+
+static void dirsnap_free(struct dirsnap *d)
+{
+	size_t i;
+
+	if (!d)
+		return;
+	for (i = 0; i < d->n; i++)
+		free(d->e[i].name);
+	free(d->e);
+	free(d);
+}
+
+static int dirsnap_cb(const h5_link *l, void *ud)
+{
+	struct dirsnap *d = ud;
+	struct dent *e;
+
+	if (!name_ok(l->name, l->name_len) ||
+	    (l->type != H5_LINK_HARD && l->type != H5_LINK_SOFT && l->type != H5_LINK_EXTERNAL)) {
+		d->skipped++;
+		return 0;
+	}
+	if (d->n == d->cap) {
+		size_t ncap = d->cap ? d->cap * 2 : 64;
+		struct dent *ne = realloc(d->e, ncap * sizeof(*ne));
+
+		if (!ne) {
+			d->nomem = 1;
+			return 1;
+		}
+		d->e = ne;
+		d->cap = ncap;
+	}
+	e = &d->e[d->n];
+	memset(e, 0, sizeof(*e));
+	e->name = strdup(l->name);
+	if (!e->name) {
+		d->nomem = 1;
+		return 1;
+	}
+	e->addr = l->type == H5_LINK_HARD ? l->addr : UINT64_MAX;
+	e->dtype = l->type == H5_LINK_HARD ? DT_UNKNOWN : DT_LNK;
+	d->n++;
+	return 0;
+}
+
+static unsigned char kind_dtype(h5_obj_kind k)
+{
+	return k == H5_OBJ_GROUP ? DT_DIR : DT_REG;
+}
+
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	h5fs *fs = fuse_req_userdata(req);
+	struct node *n = node_get(fs, ino);
+	struct dirsnap *d;
+	size_t i;
+	int rc;
+
+	if (!n) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	if (n->type != NT_DIR) {
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	rc = h5_group_iterate(fs->f, n->addr, dirsnap_cb, d);
+	if (d->nomem) {
+		fuse_reply_err(req, ENOMEM);
+		goto fail;
+	}
+	if (rc < 0) {
+		reply_h5err(fs, req, rc, "readdir", n->path, NULL);
+		goto fail;
+	}
+	if (d->skipped)
+		fs_log(fs, LOG_WARNING, "readdir %s: %zu link(s) with names that cannot be shown were skipped",
+		       show_path(n->path), d->skipped);
+	/* Hard links: d_type from the kind (cached per address; one header
+	 * decode the first time) so find/ls need not stat every entry. A child
+	 * that cannot be decoded stays DT_UNKNOWN: its lookup reports the EIO. */
+	for (i = 0; i < d->n; i++) {
+		struct dent *e = &d->e[i];
+		h5_obj_kind k;
+
+		if (e->addr != UINT64_MAX) {
+			h5_obj_info info;
+
+			e->ino = obj_ino(fs, e->addr);
+			if (kind_lookup(fs, e->addr, &k)) {
+				e->dtype = kind_dtype(k);
+			} else if (h5_obj_info_get(&info, fs->f, e->addr) == 0) {
+				kind_remember(fs, e->addr, info.kind);
+				e->dtype = kind_dtype(info.kind);
+			}
+		} else {
+			e->ino = synth_ino(fs, n->ino, e->name);
+			if (!e->ino) {
+				fuse_reply_err(req, ENOMEM);
+				goto fail;
+			}
+		}
+	}
+	fi->fh = (uint64_t)(uintptr_t)d;
+	fi->keep_cache = 1;
+	fi->cache_readdir = 1;
+	if (fuse_reply_open(req, fi) != 0)
+		dirsnap_free(d);   /* interrupted: no releasedir will come */
+	return;
+fail:
+	dirsnap_free(d);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	struct dirsnap *d = (struct dirsnap *)(uintptr_t)fi->fh;
+	char *buf;
+	size_t pos = 0;
+	uint64_t i;
+
+	if (!d) {
+		fuse_reply_err(req, EBADF);
+		return;
+	}
+	buf = malloc(size ? size : 1);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	/* offsets: 0 ".", 1 "..", 2+i entry i; each entry's d_off is the next */
+	for (i = off < 0 ? 0 : (uint64_t)off; i < d->n + 2; i++) {
+		struct stat st;
+		const char *name;
+		size_t len;
+
+		memset(&st, 0, sizeof(st));
+		if (i == 0) {
+			name = ".";
+			st.st_ino = ino;
+			st.st_mode = S_IFDIR;
+		} else if (i == 1) {
+			/* the parent is not tracked (a group may have several) */
+			name = "..";
+			st.st_ino = FUSE_ROOT_ID;
+			st.st_mode = S_IFDIR;
+		} else {
+			const struct dent *e = &d->e[i - 2];
+
+			name = e->name;
+			st.st_ino = e->ino;
+			st.st_mode = (mode_t)DTTOIF(e->dtype);
+		}
+		len = fuse_add_direntry(req, buf + pos, size - pos, name, &st, (off_t)(i + 1));
+		if (len > size - pos)
+			break;
+		pos += len;
+	}
+	fuse_reply_buf(req, buf, pos);
+	free(buf);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	dirsnap_free((struct dirsnap *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	h5fs *fs = fuse_req_userdata(req);
+	struct node *n = node_get(fs, ino);
+
+	if (!n) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	if (n->type == NT_DIR) {
+		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	/* This version cannot modify FILE: every write is EROFS, with or
+	 * without -o ro (README "Writing"). */
+	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	/* Contents cannot change while mounted, so the page cache stays valid
+	 * across opens. */
+	fi->keep_cache = 1;
+	fuse_reply_open(req, fi);
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	h5fs *fs = fuse_req_userdata(req);
+	struct node *n = node_get(fs, ino);
+	uint64_t fsize, len;
+	uint8_t *buf;
+	int rc;
+
+	(void)fi;
+	if (!n) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	if (off < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	fsize = (uint64_t)n->st.st_size;
+	if (!n->ds || (uint64_t)off >= fsize || size == 0) {
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	len = fsize - (uint64_t)off;
+	if (len > size)
+		len = size;
+	buf = malloc((size_t)len);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	rc = h5_dataset_read(n->ds, buf, (uint64_t)off, (size_t)len);
+	if (rc < 0) {
+		char what[64];
+
+		snprintf(what, sizeof(what), "read [%lld+%llu]", (long long)off, (unsigned long long)len);
+		reply_h5err(fs, req, rc, what, n->path, NULL);
+	} else {
+		fuse_reply_buf(req, (const char *)buf, (size_t)len);
+	}
+	free(buf);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)fi;
+	fuse_reply_err(req, 0);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	h5fs *fs = fuse_req_userdata(req);
+	struct statvfs sv;
+
+	(void)ino;
+	memset(&sv, 0, sizeof(sv));
+	sv.f_bsize = H5FS_BLKSIZE;
+	sv.f_frsize = 512;
+	sv.f_blocks = (fsblkcnt_t)((fs->file_size + 511) / 512);
+	pthread_mutex_lock(&fs->lock);
+	sv.f_files = (fsfilcnt_t)fs->nnodes;
+	pthread_mutex_unlock(&fs->lock);
+	sv.f_namemax = H5FS_NAME_MAX;
+	sv.f_flag = ST_RDONLY;
+	fuse_reply_statfs(req, &sv);
+}
+
+/* ---- extended attributes ---------------------------------------------------------
+ * Hook for HDF5 attributes shown as xattrs.  xattr_list fills buf with the
+ * NUL-separated names (or only measures when buf is NULL); xattr_get copies
+ * one value.  Both return 0 or a negative errno.  Until the attribute
+ * mapping is written every object simply has none. */
+
+static int xattr_list(h5fs *fs, const struct node *n, char *buf, size_t size, size_t *len)
+{
+	(void)fs;
+	(void)n;
+	(void)buf;
+	(void)size;
+	*len = 0;
+	return 0;
+}
+
+static int xattr_get(h5fs *fs, const struct node *n, const char *name, char *buf, size_t size,
+		     size_t *len)
+{
+	(void)fs;
+	(void)n;
+	(void)name;
+	(void)buf;
+	(void)size;
+	*len = 0;
+	return -ENODATA;
+}
+
+static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	h5fs *fs = fuse_req_userdata(req);
+	struct node *n = node_get(fs, ino);
+	char *buf = NULL;
+	size_t len = 0;
+	int rc;
+
+	if (!n) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	if (size) {
+		buf = malloc(size);
+		if (!buf) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+	}
+	rc = xattr_list(fs, n, buf, size, &len);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else if (size == 0)
+		fuse_reply_xattr(req, len);
+	else if (len > size)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, buf, len);
+	free(buf);
+}
+
+static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	h5fs *fs = fuse_req_userdata(req);
+	struct node *n = node_get(fs, ino);
+	char *buf = NULL;
+	size_t len = 0;
+	int rc;
+
+	if (!n) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	if (size) {
+		buf = malloc(size);
+		if (!buf) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+	}
+	rc = xattr_get(fs, n, name, buf, size, &len);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else if (size == 0)
+		fuse_reply_xattr(req, len);
+	else if (len > size)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, buf, len);
+	free(buf);
+}
+
+/* ---- everything that would modify the file -------------------------------------- */
+
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		       struct fuse_file_info *fi)
+{
+	(void)ino; (void)attr; (void)to_set; (void)fi;
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+	(void)parent; (void)name; (void)mode; (void)rdev;
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	(void)parent; (void)name; (void)mode;
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	(void)parent; (void)name;
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	(void)link; (void)parent; (void)name;
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+		      const char *newname, unsigned int flags)
+{
+	(void)parent; (void)name; (void)newparent; (void)newname; (void)flags;
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	(void)ino; (void)newparent; (void)newname;
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	(void)parent; (void)name; (void)mode; (void)fi;
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+			size_t size, int flags)
+{
+	(void)ino; (void)name; (void)value; (void)size; (void)flags;
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	(void)ino; (void)name;
+	fuse_reply_err(req, EROFS);
+}
+
+const struct fuse_lowlevel_ops h5fs_ll_ops = {
+	.init = op_init,
+	.lookup = op_lookup,
+	.forget = op_forget,
+	.forget_multi = op_forget_multi,
+	.getattr = op_getattr,
+	.readlink = op_readlink,
+	.opendir = op_opendir,
+	.readdir = op_readdir,
+	.releasedir = op_releasedir,
+	.open = op_open,
+	.read = op_read,
+	.release = op_release,
+	.statfs = op_statfs,
+	.listxattr = op_listxattr,
+	.getxattr = op_getxattr,
+	.setattr = op_setattr,
+	.mknod = op_mknod,
+	.mkdir = op_mkdir,
+	.unlink = op_unlink,
+	.rmdir = op_unlink,
+	.symlink = op_symlink,
+	.rename = op_rename,
+	.link = op_link,
+	.create = op_create,
+	.setxattr = op_setxattr,
+	.removexattr = op_removexattr,
+};

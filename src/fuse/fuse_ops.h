@@ -1,1 +1,39 @@
-/* not yet written */
+/*
+ * fuse_ops.h - the h5fs FUSE low-level operations and the inode table.
+ *
+ * main.c opens the HDF5 file, builds an h5fs (h5fs_new) and hands
+ * h5fs_ll_ops plus the h5fs to fuse_session_new(); everything that
+ * translates FUSE requests into libh5core calls lives in fuse_ops.c.
+ */
+#ifndef H5FS_FUSE_OPS_H
+#define H5FS_FUSE_OPS_H
+
+#ifndef FUSE_USE_VERSION
+/* 3.4 API: fuse_session_loop_mt with struct fuse_loop_config, present in
+ * every libfuse3 from 3.4 on (Debian bullseye 3.10 .. trixie 3.17). */
+#define FUSE_USE_VERSION 34
+#endif
+#include <fuse_lowlevel.h>
+
+#include "h5core.h"
+
+typedef struct h5fs h5fs;
+
+typedef struct h5fs_config {
+	int read_only;      /* mounted with -o ro */
+	int use_syslog;     /* daemonized: log to syslog instead of stderr */
+	int debug;          /* -d: also log informational messages */
+} h5fs_config;
+
+/* Build the filesystem state around an open file (which it then owns).
+ * Reads the root group's object header so a file whose root is unreadable
+ * is refused before anything is mounted. Returns 0 or a negative h5_err. */
+int h5fs_new(h5fs **out, h5_file *f, const h5fs_config *cfg);
+void h5fs_free(h5fs *fs);
+
+/* The one place where engine errors become errno values. */
+int h5fs_errno(int h5err);
+
+extern const struct fuse_lowlevel_ops h5fs_ll_ops;
+
+#endif

@@ -1,2 +1,430 @@
-/* cache.c - not yet written */
+/* cache.c - the shared LRU of decoded blocks, with a byte budget.
+ *
+ * One mutex guards the hash table, the LRU list and the accounting. Loads
+ * run outside the lock: the first caller of a missing key inserts a
+ * "loading" placeholder, and later callers of that key wait on the cache's
+ * condition variable until the load finishes, so every key is loaded once
+ * however many FUSE threads ask at the same time.
+ *
+ * Entries carry a reference count. Only unreferenced, loaded entries sit on
+ * the LRU list and only they are evicted, so usage can exceed the budget
+ * while many entries are in use; the excess is trimmed as they are
+ * released. Objects are freed outside the lock because a free function may
+ * release references it holds in this or another cache. */
 #include "internal.h"
+
+#include <stdio.h>
+
+typedef struct cache_ent {
+	uint32_t kind;
+	uint64_t key;
+	void *obj;
+	size_t cost;
+	h5_cache_free_fn free_fn;
+	unsigned refs;          /* users, including threads waiting on a load */
+	bool loading;
+	bool in_table;          /* false once evicted, invalidated or failed */
+	int load_rc;            /* < 0: the load failed (waiters report it) */
+	char *load_msg;         /* the loader's message, for the waiters */
+	pthread_t loader;
+	struct cache_ent *hnext;        /* hash chain */
+	struct cache_ent *lprev, *lnext; /* LRU list, only while refs == 0 */
+} cache_ent;
+
+/* A thread blocked on a load, registered so a cycle of loads that wait for
+ * each other (a hostile file whose structures nest into themselves) is
+ * reported instead of deadlocking. Lives on the waiting thread's stack. */
+typedef struct cache_waiter {
+	pthread_t thread;
+	cache_ent *on;
+	struct cache_waiter *next;
+} cache_waiter;
+
+struct h5_cache {
+	pthread_mutex_t lock;
+	pthread_cond_t loaded;
+	cache_ent **buckets;
+	size_t nbuckets;        /* power of two */
+	size_t count;           /* entries in the table */
+	size_t used;            /* cost of every live loaded entry (in table or still referenced) */
+	size_t budget;
+	cache_ent *lru_head;    /* least recently released */
+	cache_ent *lru_tail;
+	cache_waiter *waiters;
+};
+
+#define CACHE_MIN_BUCKETS 64
+
+static size_t cache_hash(uint32_t kind, uint64_t key)
+{
+	/* splitmix64 finaliser: addresses are aligned and clustered, so mix them */
+	uint64_t z = key ^ ((uint64_t)kind * 0x9E3779B97F4A7C15ULL);
+
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+	return (size_t)(z ^ (z >> 31));
+}
+
+int h5_cache_new(h5_cache **out, size_t budget)
+{
+	h5_cache *c;
+
+	*out = NULL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory creating cache");
+	c->nbuckets = CACHE_MIN_BUCKETS;
+	c->buckets = calloc(c->nbuckets, sizeof(*c->buckets));
+	if (!c->buckets) {
+		free(c);
+		return h5_err_set(H5_ERR_NOMEM, "out of memory creating cache");
+	}
+	if (pthread_mutex_init(&c->lock, NULL) != 0) {
+		free(c->buckets);
+		free(c);
+		return h5_err_set(H5_ERR_NOMEM, "cannot create cache mutex");
+	}
+	if (pthread_cond_init(&c->loaded, NULL) != 0) {
+		pthread_mutex_destroy(&c->lock);
+		free(c->buckets);
+		free(c);
+		return h5_err_set(H5_ERR_NOMEM, "cannot create cache condition variable");
+	}
+	c->budget = budget;
+	*out = c;
+	return 0;
+}
+
+static void ent_destroy(cache_ent *e)
+{
+	if (e->obj && e->free_fn)
+		e->free_fn(e->obj);
+	free(e->load_msg);
+	free(e);
+}
+
+void h5_cache_free(h5_cache *c)
+{
+	size_t i;
+
+	if (!c)
+		return;
+	/* Callers release everything before closing the file; entries still
+	 * referenced then would be a programmer error, not a file problem. */
+	for (i = 0; i < c->nbuckets; i++) {
+		cache_ent *e = c->buckets[i];
+
+		while (e) {
+			cache_ent *next = e->hnext;
+
+			ent_destroy(e);
+			e = next;
+		}
+	}
+	free(c->buckets);
+	pthread_cond_destroy(&c->loaded);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+static cache_ent *table_find(h5_cache *c, uint32_t kind, uint64_t key)
+{
+	cache_ent *e = c->buckets[cache_hash(kind, key) & (c->nbuckets - 1)];
+
+	while (e && (e->kind != kind || e->key != key))
+		e = e->hnext;
+	return e;
+}
+
+static void table_remove(h5_cache *c, cache_ent *e)
+{
+	cache_ent **pp = &c->buckets[cache_hash(e->kind, e->key) & (c->nbuckets - 1)];
+
+	while (*pp && *pp != e)
+		pp = &(*pp)->hnext;
+	if (*pp) {
+		*pp = e->hnext;
+		c->count--;
+	}
+	e->hnext = NULL;
+	e->in_table = false;
+}
+
+/* Double the table when chains get long; failure to grow is harmless. */
+static void table_grow(h5_cache *c)
+{
+	size_t nb = c->nbuckets * 2, i;
+	cache_ent **nbk;
+
+	if (nb < c->nbuckets)
+		return;
+	nbk = calloc(nb, sizeof(*nbk));
+	if (!nbk)
+		return;
+	for (i = 0; i < c->nbuckets; i++) {
+		cache_ent *e = c->buckets[i];
+
+		while (e) {
+			cache_ent *next = e->hnext;
+			size_t b = cache_hash(e->kind, e->key) & (nb - 1);
+
+			e->hnext = nbk[b];
+			nbk[b] = e;
+			e = next;
+		}
+	}
+	free(c->buckets);
+	c->buckets = nbk;
+	c->nbuckets = nb;
+}
+
+static void table_insert(h5_cache *c, cache_ent *e)
+{
+	size_t b;
+
+	if (c->count >= c->nbuckets)
+		table_grow(c);
+	b = cache_hash(e->kind, e->key) & (c->nbuckets - 1);
+	e->hnext = c->buckets[b];
+	c->buckets[b] = e;
+	e->in_table = true;
+	c->count++;
+}
+
+static void lru_unlink(h5_cache *c, cache_ent *e)
+{
+	if (e->lprev)
+		e->lprev->lnext = e->lnext;
+	else
+		c->lru_head = e->lnext;
+	if (e->lnext)
+		e->lnext->lprev = e->lprev;
+	else
+		c->lru_tail = e->lprev;
+	e->lprev = e->lnext = NULL;
+}
+
+static void lru_append(h5_cache *c, cache_ent *e)
+{
+	e->lnext = NULL;
+	e->lprev = c->lru_tail;
+	if (c->lru_tail)
+		c->lru_tail->lnext = e;
+	else
+		c->lru_head = e;
+	c->lru_tail = e;
+}
+
+/* Take unused entries off the LRU head until usage fits the budget. The
+ * victims are chained on *dead (through hnext) to be freed after unlock. */
+static void cache_evict(h5_cache *c, cache_ent **dead)
+{
+	while (c->used > c->budget && c->lru_head) {
+		cache_ent *e = c->lru_head;
+
+		lru_unlink(c, e);
+		table_remove(c, e);
+		c->used -= e->cost;
+		e->hnext = *dead;
+		*dead = e;
+	}
+}
+
+static void free_dead(cache_ent *dead)
+{
+	while (dead) {
+		cache_ent *next = dead->hnext;
+
+		ent_destroy(dead);
+		dead = next;
+	}
+}
+
+/* Would blocking on e close a cycle of threads each waiting for a load the
+ * next one is running? Called with the lock held. */
+static bool wait_would_deadlock(h5_cache *c, const cache_ent *e, pthread_t self)
+{
+	pthread_t t = e->loader;
+	size_t steps = 0;
+
+	for (;;) {
+		const cache_waiter *w;
+
+		if (pthread_equal(t, self))
+			return true;
+		for (w = c->waiters; w && !pthread_equal(w->thread, t); w = w->next)
+			;
+		/* t is running, not waiting: it will finish and wake us */
+		if (!w || ++steps > 1000000)
+			return false;
+		t = w->on->loader;
+	}
+}
+
+static void waiter_remove(h5_cache *c, cache_waiter *me)
+{
+	cache_waiter **pp = &c->waiters;
+
+	while (*pp && *pp != me)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = me->next;
+}
+
+/* Drop one reference with the lock held; unused entries go to the LRU
+ * (or to *dead when no longer in the table). */
+static void ent_unref(h5_cache *c, cache_ent *e, cache_ent **dead)
+{
+	if (--e->refs > 0)
+		return;
+	if (e->in_table && !e->loading && e->load_rc == 0) {
+		lru_append(c, e);
+		return;
+	}
+	if (!e->loading) {
+		if (e->load_rc == 0)
+			c->used -= e->cost;
+		e->hnext = *dead;
+		*dead = e;
+	}
+}
+
+int h5_cache_get(h5_cache_ref *out, h5_cache *c, uint32_t kind, uint64_t key,
+		 h5_cache_load_fn load, h5_cache_free_fn free_fn, void *ud)
+{
+	pthread_t self = pthread_self();
+	cache_ent *e, *dead = NULL;
+	void *obj = NULL;
+	size_t cost = 0;
+	int rc = 0;
+
+	out->obj = NULL;
+	out->ent = NULL;
+	pthread_mutex_lock(&c->lock);
+	e = table_find(c, kind, key);
+	if (e && e->loading) {
+		cache_waiter me = { .thread = self, .on = e };
+
+		if (wait_would_deadlock(c, e, self)) {
+			pthread_mutex_unlock(&c->lock);
+			return h5_err_set(H5_ERR_LOOP, "cache: loading block kind %u at 0x%llx needs itself "
+					  "(cyclic structure)", (unsigned)kind, (unsigned long long)key);
+		}
+		/* Our reference keeps the entry alive even if the load fails and
+		 * the entry leaves the table. */
+		e->refs++;
+		me.next = c->waiters;
+		c->waiters = &me;
+		while (e->loading)
+			pthread_cond_wait(&c->loaded, &c->lock);
+		waiter_remove(c, &me);
+		if (e->load_rc < 0) {
+			rc = h5_err_set(e->load_rc, "%s", e->load_msg ? e->load_msg : h5_err_name(e->load_rc));
+			ent_unref(c, e, &dead);
+			pthread_mutex_unlock(&c->lock);
+			free_dead(dead);
+			return rc;
+		}
+		/* loaded (possibly invalidated meanwhile: still valid for us) */
+		goto hit;
+	}
+	if (e) {
+		if (e->refs++ == 0)
+			lru_unlink(c, e);
+		goto hit;
+	}
+
+	e = calloc(1, sizeof(*e));
+	if (!e) {
+		pthread_mutex_unlock(&c->lock);
+		return h5_err_set(H5_ERR_NOMEM, "out of memory in cache");
+	}
+	e->kind = kind;
+	e->key = key;
+	e->free_fn = free_fn;
+	e->refs = 1;
+	e->loading = true;
+	e->loader = self;
+	table_insert(c, e);
+	pthread_mutex_unlock(&c->lock);
+
+	rc = load(&obj, &cost, ud);
+
+	pthread_mutex_lock(&c->lock);
+	e->loading = false;
+	if (rc < 0) {
+		/* not cached: the next caller tries again */
+		e->load_rc = rc;
+		e->load_msg = strdup(h5_err_msg());
+		if (e->in_table)
+			table_remove(c, e);
+		pthread_cond_broadcast(&c->loaded);
+		ent_unref(c, e, &dead);
+		pthread_mutex_unlock(&c->lock);
+		free_dead(dead);
+		return rc;
+	}
+	e->obj = obj;
+	e->cost = cost;
+	c->used += cost;
+	pthread_cond_broadcast(&c->loaded);
+	cache_evict(c, &dead);
+hit:
+	out->obj = e->obj;
+	out->ent = e;
+	pthread_mutex_unlock(&c->lock);
+	free_dead(dead);
+	return 0;
+}
+
+void h5_cache_release(h5_cache *c, h5_cache_ref *ref)
+{
+	cache_ent *dead = NULL;
+
+	if (!c || !ref || !ref->ent)
+		return;
+	pthread_mutex_lock(&c->lock);
+	ent_unref(c, ref->ent, &dead);
+	cache_evict(c, &dead);
+	pthread_mutex_unlock(&c->lock);
+	ref->ent = NULL;
+	ref->obj = NULL;
+	free_dead(dead);
+}
+
+void h5_cache_invalidate(h5_cache *c, uint32_t kind, uint64_t key)
+{
+	cache_ent *e, *dead = NULL;
+
+	pthread_mutex_lock(&c->lock);
+	e = table_find(c, kind, key);
+	if (e) {
+		table_remove(c, e);
+		/* An entry being loaded has refs >= 1: the loader hands it to its
+		 * caller and it is freed on release, never cached. */
+		if (e->refs == 0) {
+			lru_unlink(c, e);
+			c->used -= e->cost;
+			e->hnext = dead;
+			dead = e;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	free_dead(dead);
+}
+
+size_t h5_cache_used(const h5_cache *c)
+{
+	h5_cache *mc = (h5_cache *)c; /* the lock is not part of the logical state */
+	size_t used;
+
+	pthread_mutex_lock(&mc->lock);
+	used = mc->used;
+	pthread_mutex_unlock(&mc->lock);
+	return used;
+}
+
+size_t h5_cache_budget(const h5_cache *c)
+{
+	return c->budget;
+}

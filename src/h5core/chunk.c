@@ -1,2 +1,1069 @@
-/* chunk.c - not yet written */
+/*
+ * chunk.c - chunked datasets: the chunk indexes and reading byte windows.
+ *
+ * Indexes (spec VII "Appendix C", IV.A.2.i layout message):
+ *  - v1 B-tree (III.A.1, node type 1): layout v1-v3;
+ *  - single chunk, implicit (address arithmetic), fixed array (farray.c),
+ *    extensible array (earray.c) and v2 B-tree (III.A.2, record types
+ *    10/11): layout v4.
+ * The array indexes address chunks by a linear index over the chunk grid of
+ * the *maximum* dimensions (libhdf5 max_down_chunks); for the extensible
+ * array the unlimited dimension is moved to the front first
+ * (H5VM_swizzle_coords), so growing it appends.
+ *
+ * A read maps its byte window onto the C-order element stream, splits that
+ * into at most 2*rank-1 boxes, and visits each (box, chunk) pair: filtered
+ * chunks are decoded once into f->chunks (keyed by chunk address; the
+ * cache's load-once semantics make concurrent readers share a decode),
+ * unfiltered chunks are read straight from the file (the page cache keeps
+ * them; copying them into our cache too would only double the memory), and
+ * chunks never written read as the fill value. When a read spans several
+ * filtered chunks they are processed by up to f->nthreads threads.
+ */
 #include "internal.h"
+
+#include <stdio.h>
+
+#define CHUNK_MAX_BYTES UINT32_MAX          /* libhdf5 refuses chunks of 4 GiB or more */
+#define CHUNK_BATCH 1024                    /* (box, chunk) pairs per scheduling round */
+#define CHUNK_SPAN_MAX ((uint64_t)1 << 20)  /* read a chunk's whole touched span up to this */
+#define CHUNK_MAX_BOXES (2 * H5_MAX_RANK)
+
+struct h5_chunk_index {
+	h5_dataset *d;
+	h5_file *f;
+	uint8_t type;               /* H5_CIDX_* */
+	unsigned rank;
+	uint32_t esize;             /* element bytes */
+	uint64_t chunk_bytes;
+	bool filtered;              /* the dataset has a filter pipeline */
+	uint64_t chunk[H5_MAX_RANK];
+	uint64_t dims[H5_MAX_RANK];
+	uint64_t nchunks[H5_MAX_RANK];      /* over the current dimensions */
+	uint64_t max_chunks[H5_MAX_RANK];   /* over the maximum ones (H5_UNLIMITED kept) */
+	/* linear index = sum scaled[perm[i]] * down[i] (FA, EA, implicit) */
+	unsigned perm[H5_MAX_RANK];
+	uint64_t down[H5_MAX_RANK];
+	uint64_t max_nchunks;       /* FA, implicit: entries of the array */
+	h5_bt2 *bt2;                /* BTREE2 */
+	unsigned bt2_size_len;      /* type 11: bytes of the chunk size */
+	unsigned bt1_elem;          /* BTREE1: last key dimension (the element size) */
+};
+
+/* ---- array elements (VII.C/VII.D "Data Block Element") --------------------- */
+
+unsigned h5_chunk_size_len(uint64_t chunk_bytes)
+{
+	unsigned l2 = chunk_bytes ? 63u - (unsigned)__builtin_clzll(chunk_bytes) : 0;
+	unsigned n = 1 + (l2 + 8) / 8;
+
+	return n > 8 ? 8 : n;
+}
+
+int h5_chunk_elmt_check(const h5_fmt *fmt, unsigned client, unsigned elmt_size)
+{
+	if (client == H5_ARR_CLIENT_CHUNK && elmt_size == fmt->sizeof_addr)
+		return 0;
+	if (client == H5_ARR_CLIENT_FILT_CHUNK && elmt_size >= fmt->sizeof_addr + 1u + 4u &&
+	    elmt_size <= fmt->sizeof_addr + 8u + 4u)
+		return 0;
+	if (client > H5_ARR_CLIENT_FILT_CHUNK)
+		return h5_err_set(H5_ERR_FORMAT, "unknown array client id %u", client);
+	return h5_err_set(H5_ERR_FORMAT, "element size %u is impossible for %s chunks", elmt_size,
+			  client ? "filtered" : "unfiltered");
+}
+
+void h5_chunk_elmt_decode(h5_chunk_rec *out, const h5_fmt *fmt, unsigned client, unsigned elmt_size,
+			  const uint8_t *p)
+{
+	unsigned sa = fmt->sizeof_addr;
+	uint64_t a = h5_le_decode(p, sa);
+
+	out->addr = a == (sa >= 8 ? UINT64_MAX : (UINT64_C(1) << (8 * sa)) - 1) ? H5_ADDR_UNDEF : a;
+	out->size = 0;
+	out->filter_mask = 0;
+	if (client == H5_ARR_CLIENT_FILT_CHUNK) {
+		out->size = h5_le_decode(p + sa, elmt_size - sa - 4);
+		out->filter_mask = (uint32_t)h5_le_decode(p + elmt_size - 4, 4);
+	}
+}
+
+void h5_chunk_elmt_encode(uint8_t *p, const h5_fmt *fmt, unsigned client, unsigned elmt_size,
+			  const h5_chunk_rec *rec)
+{
+	unsigned sa = fmt->sizeof_addr;
+
+	h5_le_encode(p, rec->addr, sa); /* UNDEF encodes as all ones */
+	if (client == H5_ARR_CLIENT_FILT_CHUNK) {
+		h5_le_encode(p + sa, rec->size, elmt_size - sa - 4);
+		h5_le_encode(p + elmt_size - 4, rec->filter_mask, 4);
+	}
+}
+
+/* ---- opening ----------------------------------------------------------------- */
+
+/* The array headers must agree with the dataset: a filtered dataset stores
+ * client 1 elements, and a fixed array covers every chunk of max dims. */
+static int check_array_client(const h5_chunk_index *ci, unsigned client, const char *what, uint64_t addr)
+{
+	unsigned want = ci->filtered ? H5_ARR_CLIENT_FILT_CHUNK : H5_ARR_CLIENT_CHUNK;
+
+	if (client != want)
+		return h5_err_set(H5_ERR_FORMAT, "%s at 0x%llx stores %s chunks but the dataset is %s", what,
+				  (unsigned long long)addr, client ? "filtered" : "unfiltered",
+				  ci->filtered ? "filtered" : "unfiltered");
+	return 0;
+}
+
+static int open_farray(h5_chunk_index *ci)
+{
+	const h5_fa_hdr *h;
+	h5_cache_ref ref;
+	int rc;
+
+	rc = h5_fa_hdr_get(&h, &ref, ci->f, ci->d->layout.idx_addr);
+	if (rc < 0)
+		return rc;
+	rc = check_array_client(ci, h->client, "FAHD", h->addr);
+	if (rc == 0 && h->nelmts < ci->max_nchunks)
+		rc = h5_err_set(H5_ERR_FORMAT, "FAHD at 0x%llx: %llu entries for %llu chunks",
+				(unsigned long long)h->addr, (unsigned long long)h->nelmts,
+				(unsigned long long)ci->max_nchunks);
+	h5_cache_release(ci->f->meta, &ref);
+	return rc;
+}
+
+static int open_earray(h5_chunk_index *ci)
+{
+	const h5_ea_hdr *h;
+	h5_cache_ref ref;
+	int rc;
+
+	rc = h5_ea_hdr_get(&h, &ref, ci->f, ci->d->layout.idx_addr);
+	if (rc < 0)
+		return rc;
+	rc = check_array_client(ci, h->client, "EAHD", h->addr);
+	h5_cache_release(ci->f->meta, &ref);
+	return rc;
+}
+
+static int open_btree2(h5_chunk_index *ci)
+{
+	unsigned want_type = ci->filtered ? 11 : 10;
+	uint64_t fixed = (uint64_t)ci->f->fmt.sizeof_addr + 8u * ci->rank;
+	uint32_t rs;
+	int rc;
+
+	rc = h5_bt2_open(&ci->bt2, ci->f, ci->d->layout.idx_addr);
+	if (rc < 0)
+		return rc;
+	if (h5_bt2_type(ci->bt2) != want_type)
+		return h5_err_set(H5_ERR_FORMAT, "v2 B-tree at 0x%llx has record type %u, expected %u",
+				  (unsigned long long)ci->d->layout.idx_addr, h5_bt2_type(ci->bt2), want_type);
+	rs = h5_bt2_record_size(ci->bt2);
+	if (want_type == 10 && rs == fixed)
+		return 0;
+	if (want_type == 11 && rs >= fixed + 4 + 1 && rs <= fixed + 4 + 8) {
+		ci->bt2_size_len = (unsigned)(rs - fixed - 4);
+		return 0;
+	}
+	return h5_err_set(H5_ERR_FORMAT, "v2 B-tree at 0x%llx: record size %u does not fit rank %u",
+			  (unsigned long long)ci->d->layout.idx_addr, rs, ci->rank);
+}
+
+/* Linearisation for the array indexes (H5VM_array_offset_pre over
+ * max_down_chunks; EA: swizzled so the unlimited dimension comes first). */
+static int set_down(h5_chunk_index *ci, int unlim)
+{
+	unsigned r = ci->rank, k = 0;
+	uint64_t acc = 1;
+
+	if (unlim >= 0)
+		ci->perm[k++] = (unsigned)unlim;
+	for (unsigned i = 0; i < r; i++)
+		if ((int)i != unlim)
+			ci->perm[k++] = i;
+	for (unsigned i = r; i-- > 0;) {
+		uint64_t mc = ci->max_chunks[ci->perm[i]];
+
+		ci->down[i] = acc;
+		if (i == 0 && unlim >= 0)
+			break; /* the unlimited extent only scales the first term */
+		if (mc == H5_UNLIMITED || h5_mul_overflow(acc, mc, &acc))
+			return h5_err_set(H5_ERR_FORMAT, "chunk grid of the maximum dimensions overflows");
+	}
+	ci->max_nchunks = unlim >= 0 ? UINT64_MAX : acc;
+	return 0;
+}
+
+int h5_chunk_index_open(h5_chunk_index **out, h5_dataset *d)
+{
+	const h5_layout *l = &d->layout;
+	h5_chunk_index *ci;
+	uint64_t cb;
+	int unlim = -1, nunlim = 0;
+	int rc = 0;
+
+	*out = NULL;
+	if (l->cls != H5_LAYOUT_CHUNKED || l->ndims == 0 || l->ndims > H5_MAX_RANK || l->ndims != d->space.rank)
+		return h5_err_set(H5_ERR_FORMAT, "chunked layout of rank %u for a dataspace of rank %u", l->ndims,
+				  d->space.rank);
+	if (!d->dtype || d->dtype->size == 0)
+		return h5_err_set(H5_ERR_FORMAT, "chunked dataset with a zero-size datatype");
+	ci = calloc(1, sizeof(*ci));
+	if (!ci)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory opening chunk index");
+	ci->d = d;
+	ci->f = d->f;
+	ci->type = l->idx_type;
+	ci->rank = l->ndims;
+	ci->esize = d->dtype->size;
+	ci->filtered = d->pline.n > 0;
+	ci->bt1_elem = l->chunk_elem_size ? l->chunk_elem_size : ci->esize;
+	cb = ci->esize;
+	for (unsigned i = 0; i < ci->rank; i++) {
+		uint64_t dim = d->space.dims[i], max = d->space.maxdims[i], c = l->chunk[i];
+
+		if (c == 0) {
+			rc = h5_err_set(H5_ERR_FORMAT, "chunk dimension %u is 0", i);
+			goto out;
+		}
+		if (h5_mul_overflow(cb, c, &cb) || cb > CHUNK_MAX_BYTES) {
+			rc = h5_err_set(H5_ERR_FORMAT, "chunk of more than %llu bytes", (unsigned long long)CHUNK_MAX_BYTES);
+			goto out;
+		}
+		if (max != H5_UNLIMITED && dim > max) {
+			rc = h5_err_set(H5_ERR_FORMAT, "dimension %u: size %llu exceeds maximum %llu", i,
+					(unsigned long long)dim, (unsigned long long)max);
+			goto out;
+		}
+		ci->chunk[i] = c;
+		ci->dims[i] = dim;
+		ci->nchunks[i] = dim / c + (dim % c != 0);
+		if (max == H5_UNLIMITED) {
+			ci->max_chunks[i] = H5_UNLIMITED;
+			unlim = (int)i;
+			nunlim++;
+		} else {
+			ci->max_chunks[i] = max / c + (max % c != 0);
+		}
+	}
+	ci->chunk_bytes = cb;
+
+	switch (ci->type) {
+	case H5_CIDX_BTREE1:
+		break;
+	case H5_CIDX_SINGLE:
+		for (unsigned i = 0; i < ci->rank; i++)
+			if (ci->nchunks[i] > 1) {
+				rc = h5_err_set(H5_ERR_FORMAT, "single-chunk index but dimension %u spans %llu chunks", i,
+						(unsigned long long)ci->nchunks[i]);
+				goto out;
+			}
+		if (ci->filtered != !!(l->flags & H5_LAYOUT_FLAG_SINGLE_FILTERED)) {
+			rc = h5_err_set(H5_ERR_FORMAT, "single-chunk layout: filter flag disagrees with the pipeline");
+			goto out;
+		}
+		break;
+	case H5_CIDX_IMPLICIT:
+	case H5_CIDX_FARRAY:
+		if (nunlim) {
+			rc = h5_err_set(H5_ERR_FORMAT, "%s index with an unlimited dimension",
+					ci->type == H5_CIDX_FARRAY ? "fixed array" : "implicit");
+			goto out;
+		}
+		if (ci->type == H5_CIDX_IMPLICIT && ci->filtered) {
+			rc = h5_err_set(H5_ERR_FORMAT, "implicit chunk index on a filtered dataset");
+			goto out;
+		}
+		rc = set_down(ci, -1);
+		if (rc < 0)
+			goto out;
+		if (ci->type == H5_CIDX_FARRAY && h5_addr_defined(l->idx_addr))
+			rc = open_farray(ci);
+		break;
+	case H5_CIDX_EARRAY:
+		if (nunlim > 1) {
+			rc = h5_err_set(H5_ERR_FORMAT, "extensible array index with %d unlimited dimensions", nunlim);
+			goto out;
+		}
+		rc = set_down(ci, nunlim ? unlim : 0);
+		if (rc < 0)
+			goto out;
+		if (h5_addr_defined(l->idx_addr))
+			rc = open_earray(ci);
+		break;
+	case H5_CIDX_BTREE2:
+		if (h5_addr_defined(l->idx_addr))
+			rc = open_btree2(ci);
+		break;
+	default:
+		rc = h5_err_set(H5_ERR_FORMAT, "unknown chunk index type %u", ci->type);
+		break;
+	}
+out:
+	if (rc < 0) {
+		h5_chunk_index_close(ci);
+		return rc;
+	}
+	*out = ci;
+	return 0;
+}
+
+void h5_chunk_index_close(h5_chunk_index *ci)
+{
+	if (!ci)
+		return;
+	h5_bt2_close(ci->bt2);
+	free(ci);
+}
+
+/* ---- lookup -------------------------------------------------------------------- */
+
+static int linear_index(uint64_t *out, const h5_chunk_index *ci, const uint64_t *scaled)
+{
+	uint64_t idx = 0, t;
+
+	for (unsigned i = 0; i < ci->rank; i++)
+		if (h5_mul_overflow(scaled[ci->perm[i]], ci->down[i], &t) || h5_add_overflow(idx, t, &idx))
+			return h5_err_set(H5_ERR_FORMAT, "chunk index overflows");
+	*out = idx;
+	return 0;
+}
+
+/* III.A.1: the key offsets are element offsets; libhdf5 compares them
+ * scaled by the chunk dimensions (H5D__btree_decode_key), the trailing one
+ * by the element size. */
+static uint64_t bt1_key_scaled(const h5_chunk_index *ci, const h5_bt1_node *n, unsigned key, unsigned dim)
+{
+	uint64_t v = n->offsets[(size_t)key * n->ndims + dim];
+
+	return v / (dim < ci->rank ? ci->chunk[dim] : ci->bt1_elem);
+}
+
+static int bt1_cmp_key(const h5_chunk_index *ci, const uint64_t *scaled, const h5_bt1_node *n, unsigned key)
+{
+	for (unsigned i = 0; i <= ci->rank; i++) {
+		uint64_t a = i < ci->rank ? scaled[i] : 0, b = bt1_key_scaled(ci, n, key, i);
+
+		if (a != b)
+			return a < b ? -1 : 1;
+	}
+	return 0;
+}
+
+/* H5B_find with H5D__btree_cmp3: child i covers key[i] <= chunk < key[i+1]. */
+static int bt1_lookup(h5_chunk_rec *out, const h5_chunk_index *ci, const uint64_t *scaled)
+{
+	uint64_t addr = ci->d->layout.idx_addr;
+	int want_level = -1;
+	int rc = 0;
+
+	for (unsigned depth = 0;; depth++) {
+		h5_bt1_node *n;
+		unsigned lt = 0, rt, idx = 0;
+		int cmp = 1;
+
+		if (depth > H5_MAX_BTREE_DEPTH)
+			return h5_err_set(H5_ERR_LOOP, "v1 B-tree at 0x%llx deeper than %d levels",
+					  (unsigned long long)ci->d->layout.idx_addr, H5_MAX_BTREE_DEPTH);
+		rc = h5_bt1_get(&n, ci->f, addr, ci->rank + 1);
+		if (rc < 0)
+			return rc;
+		if (want_level >= 0 && n->level != want_level) {
+			rc = h5_err_set(H5_ERR_FORMAT, "v1 B-tree node at 0x%llx: level %u, expected %d",
+					(unsigned long long)addr, n->level, want_level);
+			h5_bt1_release(ci->f, n);
+			return rc;
+		}
+		rt = n->n;
+		while (lt < rt && cmp) {
+			idx = (lt + rt) / 2;
+			if (bt1_cmp_key(ci, scaled, n, idx + 1) >= 0)
+				cmp = 1;
+			else if (bt1_cmp_key(ci, scaled, n, idx) < 0)
+				cmp = -1;
+			else
+				cmp = 0;
+			if (cmp < 0)
+				rt = idx;
+			else
+				lt = idx + 1;
+		}
+		if (cmp != 0) {
+			h5_bt1_release(ci->f, n);
+			return 0; /* no child covers it: never written */
+		}
+		if (n->level == 0) {
+			/* H5D__btree_found: only the chunk whose left key it is */
+			if (bt1_cmp_key(ci, scaled, n, idx) == 0) {
+				out->addr = n->child[idx];
+				out->size = n->chunk_size[idx];
+				out->filter_mask = n->filter_mask[idx];
+			}
+			h5_bt1_release(ci->f, n);
+			return 0;
+		}
+		addr = n->child[idx];
+		want_level = n->level - 1;
+		h5_bt1_release(ci->f, n);
+	}
+}
+
+static int bt2_cmp(const void *key, const uint8_t *rec, size_t len, void *ud)
+{
+	const h5_chunk_index *ci = ud;
+	const uint64_t *scaled = key;
+	const uint8_t *p = rec + len - 8u * ci->rank;
+
+	for (unsigned i = 0; i < ci->rank; i++, p += 8) {
+		uint64_t v = h5_le_decode(p, 8);
+
+		if (scaled[i] != v)
+			return scaled[i] < v ? -1 : 1;
+	}
+	return 0;
+}
+
+struct bt2_found {
+	const h5_chunk_index *ci;
+	h5_chunk_rec *out;
+};
+
+static void bt2_rec_decode(h5_chunk_rec *out, const h5_chunk_index *ci, const uint8_t *rec)
+{
+	unsigned sa = ci->f->fmt.sizeof_addr;
+
+	h5_chunk_elmt_decode(out, &ci->f->fmt, ci->filtered ? H5_ARR_CLIENT_FILT_CHUNK : H5_ARR_CLIENT_CHUNK,
+			     ci->filtered ? sa + ci->bt2_size_len + 4 : sa, rec);
+}
+
+static int bt2_found_cb(const uint8_t *rec, size_t len, void *ud)
+{
+	struct bt2_found *f = ud;
+
+	bt2_rec_decode(f->out, f->ci, rec);
+	return 0;
+}
+
+int h5_chunk_lookup(h5_chunk_rec *out, h5_chunk_index *ci, const uint64_t *scaled)
+{
+	const h5_layout *l = &ci->d->layout;
+	uint64_t idx = 0;
+	int rc = 0;
+
+	out->addr = H5_ADDR_UNDEF;
+	out->size = 0;
+	out->filter_mask = 0;
+	for (unsigned i = 0; i < ci->rank; i++)
+		if (ci->max_chunks[i] != H5_UNLIMITED && scaled[i] >= ci->max_chunks[i])
+			return h5_err_set(H5_ERR_INVAL, "chunk coordinate %llu of dimension %u is beyond %llu chunks",
+					  (unsigned long long)scaled[i], i, (unsigned long long)ci->max_chunks[i]);
+	if (!h5_addr_defined(l->idx_addr))
+		return 0;
+	switch (ci->type) {
+	case H5_CIDX_SINGLE:
+		for (unsigned i = 0; i < ci->rank; i++)
+			if (scaled[i] != 0)
+				return 0;
+		out->addr = l->idx_addr;
+		out->size = ci->filtered ? l->single_size : ci->chunk_bytes;
+		out->filter_mask = ci->filtered ? l->single_mask : 0;
+		return 0;
+	case H5_CIDX_IMPLICIT:
+		rc = linear_index(&idx, ci, scaled);
+		if (rc < 0)
+			return rc;
+		/* H5D__none_idx_get_addr: the chunks sit back to back */
+		if (h5_mul_overflow(idx, ci->chunk_bytes, &idx) || h5_add_overflow(idx, l->idx_addr, &out->addr))
+			return h5_err_set(H5_ERR_FORMAT, "implicit chunk address overflows");
+		out->size = ci->chunk_bytes;
+		return 0;
+	case H5_CIDX_FARRAY:
+	case H5_CIDX_EARRAY:
+		rc = linear_index(&idx, ci, scaled);
+		if (rc < 0)
+			return rc;
+		rc = ci->type == H5_CIDX_FARRAY ? h5_fa_lookup(out, ci->f, l->idx_addr, idx)
+						: h5_ea_lookup(out, ci->f, l->idx_addr, idx);
+		break;
+	case H5_CIDX_BTREE2: {
+		struct bt2_found fd = { ci, out };
+
+		rc = h5_bt2_find(ci->bt2, bt2_cmp, scaled, bt2_found_cb, &fd);
+		if (rc == H5_ERR_NOTFOUND) {
+			h5_err_clear();
+			rc = 0;
+		}
+		break;
+	}
+	case H5_CIDX_BTREE1:
+		rc = bt1_lookup(out, ci, scaled);
+		break;
+	default:
+		return h5_err_set(H5_ERR_FORMAT, "unknown chunk index type %u", ci->type);
+	}
+	if (rc < 0)
+		return rc;
+	if (h5_addr_defined(out->addr) && !ci->filtered)
+		out->size = ci->chunk_bytes;
+	return 0;
+}
+
+/* ---- allocated bytes ------------------------------------------------------------ */
+
+struct alloc_sum {
+	const h5_chunk_index *ci;
+	uint64_t total;
+};
+
+static void sum_add(struct alloc_sum *s, uint64_t n)
+{
+	s->total = s->total > UINT64_MAX - n ? UINT64_MAX : s->total + n;
+}
+
+static int arr_sum_cb(uint64_t idx, const h5_chunk_rec *rec, void *ud)
+{
+	struct alloc_sum *s = ud;
+
+	sum_add(s, s->ci->filtered ? rec->size : s->ci->chunk_bytes);
+	return 0;
+}
+
+static int bt2_sum_cb(const uint8_t *rec, size_t len, void *ud)
+{
+	struct alloc_sum *s = ud;
+	h5_chunk_rec r;
+
+	bt2_rec_decode(&r, s->ci, rec);
+	if (h5_addr_defined(r.addr))
+		sum_add(s, s->ci->filtered ? r.size : s->ci->chunk_bytes);
+	return 0;
+}
+
+/* Every node is visited once in a tree; a hostile DAG could revisit nodes
+ * exponentially often, so visits are bounded by how many nodes fit the file. */
+static int bt1_sum(struct alloc_sum *s, uint64_t addr, int want_level, unsigned depth, uint64_t *budget)
+{
+	const h5_chunk_index *ci = s->ci;
+	h5_bt1_node *n;
+	int rc = 0;
+
+	if (depth > H5_MAX_BTREE_DEPTH || *budget == 0)
+		return h5_err_set(H5_ERR_LOOP, "v1 B-tree at 0x%llx: too many nodes visited (loop?)",
+				  (unsigned long long)ci->d->layout.idx_addr);
+	(*budget)--;
+	rc = h5_bt1_get(&n, ci->f, addr, ci->rank + 1);
+	if (rc < 0)
+		return rc;
+	if (want_level >= 0 && n->level != want_level) {
+		rc = h5_err_set(H5_ERR_FORMAT, "v1 B-tree node at 0x%llx: level %u, expected %d",
+				(unsigned long long)addr, n->level, want_level);
+	} else {
+		for (unsigned i = 0; i < n->n && rc == 0; i++) {
+			if (n->level == 0)
+				sum_add(s, n->chunk_size[i]);
+			else
+				rc = bt1_sum(s, n->child[i], n->level - 1, depth + 1, budget);
+		}
+	}
+	h5_bt1_release(ci->f, n);
+	return rc;
+}
+
+int h5_chunk_allocated(uint64_t *out, h5_chunk_index *ci)
+{
+	const h5_layout *l = &ci->d->layout;
+	struct alloc_sum s = { ci, 0 };
+	uint64_t budget;
+	int rc = 0;
+
+	*out = 0;
+	if (!h5_addr_defined(l->idx_addr))
+		return 0;
+	switch (ci->type) {
+	case H5_CIDX_SINGLE:
+		sum_add(&s, ci->filtered ? l->single_size : ci->chunk_bytes);
+		break;
+	case H5_CIDX_IMPLICIT:
+		/* allocated early, all at once (H5D__none_idx_create) */
+		s.total = h5_mul_overflow(ci->max_nchunks, ci->chunk_bytes, &s.total) ? UINT64_MAX : s.total;
+		break;
+	case H5_CIDX_FARRAY:
+		rc = h5_fa_iterate(ci->f, l->idx_addr, arr_sum_cb, &s);
+		break;
+	case H5_CIDX_EARRAY:
+		rc = h5_ea_iterate(ci->f, l->idx_addr, arr_sum_cb, &s);
+		break;
+	case H5_CIDX_BTREE2:
+		rc = h5_bt2_iterate(ci->bt2, bt2_sum_cb, &s);
+		break;
+	case H5_CIDX_BTREE1:
+		budget = ci->f->eof / (8 + 2u * ci->f->fmt.sizeof_addr) + 1;
+		rc = bt1_sum(&s, l->idx_addr, -1, 0, &budget);
+		break;
+	default:
+		return h5_err_set(H5_ERR_FORMAT, "unknown chunk index type %u", ci->type);
+	}
+	if (rc < 0)
+		return rc;
+	*out = s.total;
+	return 0;
+}
+
+/* ---- decoded chunks (f->chunks) ------------------------------------------------- */
+
+typedef struct chunk_data {
+	uint64_t owner;         /* object header of the dataset that decoded it */
+	uint64_t nbytes;
+	uint8_t *data;
+} chunk_data;
+
+struct chunk_load {
+	const h5_chunk_index *ci;
+	const h5_chunk_rec *rec;
+};
+
+static void chunk_data_free(void *obj)
+{
+	chunk_data *cd = obj;
+
+	if (cd) {
+		free(cd->data);
+		free(cd);
+	}
+}
+
+static int chunk_data_load(void **obj, size_t *cost, void *ud)
+{
+	struct chunk_load *l = ud;
+	const h5_chunk_index *ci = l->ci;
+	uint8_t *buf = NULL;
+	size_t len;
+	chunk_data *cd;
+	int rc;
+
+	if (l->rec->size == 0 || l->rec->size > SIZE_MAX)
+		return h5_err_set(H5_ERR_FORMAT, "filtered chunk at 0x%llx has size %llu",
+				  (unsigned long long)l->rec->addr, (unsigned long long)l->rec->size);
+	len = (size_t)l->rec->size;
+	rc = h5_file_read_alloc(&buf, ci->f, l->rec->addr, len);
+	if (rc < 0)
+		return rc;
+	rc = h5_filter_decode(&buf, &len, &ci->d->pline, l->rec->filter_mask, ci->d->dtype,
+			      (size_t)ci->chunk_bytes);
+	if (rc < 0) {
+		free(buf);
+		return h5_err_wrap(rc, "chunk at 0x%llx: ", (unsigned long long)l->rec->addr);
+	}
+	cd = malloc(sizeof(*cd));
+	if (!cd) {
+		free(buf);
+		return h5_err_set(H5_ERR_NOMEM, "out of memory caching a chunk");
+	}
+	cd->owner = ci->d->addr;
+	cd->nbytes = len;
+	cd->data = buf;
+	*obj = cd;
+	*cost = sizeof(*cd) + len;
+	return 0;
+}
+
+/* libhdf5 stores partial edge chunks unfiltered when the layout asks for
+ * it (H5D__chunk_is_partial_edge_chunk). */
+static bool chunk_is_filtered(const h5_chunk_index *ci, const uint64_t *scaled)
+{
+	if (!ci->filtered)
+		return false;
+	/* scaled[i] * chunk[i] < dims[i] for chunks of the dataset */
+	if (ci->d->layout.flags & H5_LAYOUT_FLAG_NO_FILTER_EDGE)
+		for (unsigned i = 0; i < ci->rank; i++)
+			if (ci->chunk[i] > ci->dims[i] - scaled[i] * ci->chunk[i])
+				return false;
+	return true;
+}
+
+/* ---- reading ----------------------------------------------------------------------- */
+
+typedef struct rbox {
+	uint64_t lo[H5_MAX_RANK], hi[H5_MAX_RANK];  /* hi exclusive */
+} rbox;
+
+typedef struct read_ctx {
+	h5_chunk_index *ci;
+	uint8_t *buf;
+	uint64_t off;
+	size_t len;
+	rbox boxes[CHUNK_MAX_BOXES];
+	unsigned nboxes;
+	uint64_t dstride[H5_MAX_RANK];  /* elements per step, dataset */
+	uint64_t cstride[H5_MAX_RANK];  /* elements per step, chunk */
+	/* the current batch */
+	size_t ntasks;
+	unsigned task_box[CHUNK_BATCH];
+	uint64_t *task_scaled;          /* CHUNK_BATCH * rank */
+	size_t next;                    /* atomic: next task to run */
+	int err;                        /* atomic: first error */
+	pthread_mutex_t lock;
+	char msg[512];
+} read_ctx;
+
+/* Split elements [a, b] of the C-order stream into boxes: greedily take the
+ * largest aligned slab that fits (at most 2*rank-1 of them). */
+static void decompose(read_ctx *x, uint64_t a, uint64_t b)
+{
+	const h5_chunk_index *ci = x->ci;
+	unsigned r = ci->rank;
+	uint64_t cur = a;
+
+	x->nboxes = 0;
+	while (cur <= b && x->nboxes < CHUNK_MAX_BOXES) {
+		uint64_t c[H5_MAX_RANK], rem = cur, cnt = 0;
+		rbox *bx = &x->boxes[x->nboxes++];
+		unsigned j;
+
+		for (unsigned i = r; i-- > 0;) {
+			c[i] = rem % ci->dims[i];
+			rem /= ci->dims[i];
+		}
+		for (j = 0; j < r; j++) {
+			bool aligned = true;
+
+			for (unsigned m = j + 1; m < r; m++)
+				aligned = aligned && c[m] == 0;
+			if (!aligned)
+				continue;
+			cnt = (b - cur + 1) / x->dstride[j];
+			if (cnt > ci->dims[j] - c[j])
+				cnt = ci->dims[j] - c[j];
+			if (cnt >= 1)
+				break;
+		}
+		for (unsigned m = 0; m < r; m++) {
+			bx->lo[m] = m < j ? c[m] : (m == j ? c[m] : 0);
+			bx->hi[m] = m < j ? c[m] + 1 : (m == j ? c[m] + cnt : ci->dims[m]);
+		}
+		cur += cnt * x->dstride[j];
+	}
+}
+
+typedef int (*row_fn)(void *ud, uint64_t ds_off, uint64_t ck_off, size_t n);
+
+/* Visit the contiguous runs of the part of chunk `base` inside [ilo, ihi),
+ * clipped to the read window: ds_off is the byte offset in the dataset,
+ * ck_off the byte offset inside the (decoded) chunk. */
+static int rows_each(const read_ctx *x, const uint64_t *ilo, const uint64_t *ihi, const uint64_t *base,
+		     row_fn fn, void *ud)
+{
+	const h5_chunk_index *ci = x->ci;
+	unsigned r = ci->rank, k = r - 1, j;
+	uint64_t c[H5_MAX_RANK], es = ci->esize, wend = x->off + x->len;
+	int rc;
+
+	/* Trailing dimensions covered entirely, in a chunk exactly as wide as
+	 * the dataset, are contiguous in both: merge them into one run. */
+	while (k > 0 && ci->chunk[k] == ci->dims[k] && ilo[k] == 0 && ihi[k] == ci->dims[k])
+		k--;
+	memcpy(c, ilo, sizeof(uint64_t) * r);
+	for (;;) {
+		uint64_t L = 0, C = 0, rs, re, s, e;
+
+		for (j = 0; j <= k; j++) {
+			L += c[j] * x->dstride[j];
+			C += (c[j] - base[j]) * x->cstride[j];
+		}
+		rs = L * es;
+		re = rs + (ihi[k] - ilo[k]) * x->dstride[k] * es;
+		s = rs > x->off ? rs : x->off;
+		e = re < wend ? re : wend;
+		if (s < e) {
+			rc = fn(ud, s, C * es + (s - rs), (size_t)(e - s));
+			if (rc < 0)
+				return rc;
+		}
+		/* odometer over the dimensions before k, last one fastest */
+		for (j = k; j > 0; j--) {
+			if (++c[j - 1] < ihi[j - 1])
+				break;
+			c[j - 1] = ilo[j - 1];
+		}
+		if (j == 0)
+			return 0;
+	}
+}
+
+struct row_mem {
+	const read_ctx *x;
+	const uint8_t *src;     /* chunk bytes, or the span read from the file */
+	uint64_t src_base;      /* chunk offset of src[0] */
+};
+
+static int row_copy(void *ud, uint64_t ds_off, uint64_t ck_off, size_t n)
+{
+	struct row_mem *m = ud;
+
+	memcpy(m->x->buf + (ds_off - m->x->off), m->src + (ck_off - m->src_base), n);
+	return 0;
+}
+
+static int row_fill(void *ud, uint64_t ds_off, uint64_t ck_off, size_t n)
+{
+	const read_ctx *x = ud;
+
+	h5_dataset_fill(x->ci->d, x->buf + (ds_off - x->off), ds_off, n);
+	return 0;
+}
+
+struct row_span {
+	uint64_t lo, hi, total, nruns;
+};
+
+static int row_measure(void *ud, uint64_t ds_off, uint64_t ck_off, size_t n)
+{
+	struct row_span *s = ud;
+
+	if (!s->nruns || ck_off < s->lo)
+		s->lo = ck_off;
+	if (!s->nruns || ck_off + n > s->hi)
+		s->hi = ck_off + n;
+	s->total += n;
+	s->nruns++;
+	return 0;
+}
+
+struct row_file {
+	const read_ctx *x;
+	uint64_t addr;
+};
+
+static int row_pread(void *ud, uint64_t ds_off, uint64_t ck_off, size_t n)
+{
+	struct row_file *rf = ud;
+
+	return h5_file_read(rf->x->ci->f, rf->addr + ck_off, rf->x->buf + (ds_off - rf->x->off), n);
+}
+
+/* Unfiltered chunk: read what the window needs straight from the file into
+ * the caller's buffer; many runs close together are read as one span. */
+static int read_direct(const read_ctx *x, const h5_chunk_rec *rec, const uint64_t *ilo, const uint64_t *ihi,
+		       const uint64_t *base)
+{
+	struct row_span sp = { 0 };
+	struct row_file rf = { x, rec->addr };
+	uint64_t span;
+	int rc;
+
+	if (!h5_file_range_ok(x->ci->f, rec->addr, x->ci->chunk_bytes))
+		return h5_err_set(H5_ERR_FORMAT, "chunk at 0x%llx+%llu lies outside the file",
+				  (unsigned long long)rec->addr, (unsigned long long)x->ci->chunk_bytes);
+	rows_each(x, ilo, ihi, base, row_measure, &sp);
+	span = sp.hi - sp.lo;
+	if (sp.nruns > 1 && (span <= CHUNK_SPAN_MAX || (span <= 2 * sp.total && span <= 64 * CHUNK_SPAN_MAX))) {
+		struct row_mem m = { x, NULL, sp.lo };
+		uint8_t *tmp;
+
+		rc = h5_file_read_alloc(&tmp, x->ci->f, rec->addr + sp.lo, (size_t)span);
+		if (rc < 0)
+			return rc;
+		m.src = tmp;
+		rc = rows_each(x, ilo, ihi, base, row_copy, &m);
+		free(tmp);
+		return rc;
+	}
+	return rows_each(x, ilo, ihi, base, row_pread, &rf);
+}
+
+static int read_filtered(const read_ctx *x, const h5_chunk_rec *rec, const uint64_t *ilo, const uint64_t *ihi,
+			 const uint64_t *base)
+{
+	h5_chunk_index *ci = x->ci;
+	struct chunk_load l = { ci, rec };
+	struct row_mem m = { x, NULL, 0 };
+	h5_cache_ref ref;
+	const chunk_data *cd;
+	int rc;
+
+	rc = h5_cache_get(&ref, ci->f->chunks, H5_CK_CHUNK, rec->addr, chunk_data_load, chunk_data_free, &l);
+	if (rc < 0)
+		return rc;
+	cd = ref.obj;
+	/* Keyed by address alone: bytes decoded for another dataset (a hostile
+	 * file sharing chunks) must not be read with this one's geometry. */
+	if (cd->owner != ci->d->addr || cd->nbytes != ci->chunk_bytes) {
+		h5_cache_release(ci->f->chunks, &ref);
+		return h5_err_set(H5_ERR_FORMAT, "chunk at 0x%llx is shared with another dataset",
+				  (unsigned long long)rec->addr);
+	}
+	m.src = cd->data;
+	rc = rows_each(x, ilo, ihi, base, row_copy, &m);
+	h5_cache_release(ci->f->chunks, &ref);
+	return rc;
+}
+
+static int run_task(read_ctx *x, size_t t)
+{
+	h5_chunk_index *ci = x->ci;
+	const rbox *bx = &x->boxes[x->task_box[t]];
+	const uint64_t *scaled = x->task_scaled + t * ci->rank;
+	uint64_t base[H5_MAX_RANK], ilo[H5_MAX_RANK], ihi[H5_MAX_RANK];
+	h5_chunk_rec rec;
+	int rc;
+
+	for (unsigned i = 0; i < ci->rank; i++) {
+		uint64_t end;
+
+		base[i] = scaled[i] * ci->chunk[i];     /* < dims[i]: scaled comes from a box */
+		end = base[i] + ci->chunk[i] < base[i] ? UINT64_MAX : base[i] + ci->chunk[i];
+		ilo[i] = bx->lo[i] > base[i] ? bx->lo[i] : base[i];
+		ihi[i] = bx->hi[i] < end ? bx->hi[i] : end;
+		if (ilo[i] >= ihi[i])
+			return 0;
+	}
+	rc = h5_chunk_lookup(&rec, ci, scaled);
+	if (rc < 0)
+		return rc;
+	if (!h5_addr_defined(rec.addr))
+		return rows_each(x, ilo, ihi, base, row_fill, x);
+	if (chunk_is_filtered(ci, scaled))
+		return read_filtered(x, &rec, ilo, ihi, base);
+	return read_direct(x, &rec, ilo, ihi, base);
+}
+
+static void record_error(read_ctx *x, int rc)
+{
+	pthread_mutex_lock(&x->lock);
+	if (!x->err) {
+		snprintf(x->msg, sizeof(x->msg), "%s", h5_err_msg());
+		__atomic_store_n(&x->err, rc, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&x->lock);
+}
+
+static void *worker(void *arg)
+{
+	read_ctx *x = arg;
+
+	for (;;) {
+		size_t t = __atomic_fetch_add(&x->next, 1, __ATOMIC_ACQ_REL);
+		int rc;
+
+		if (t >= x->ntasks || __atomic_load_n(&x->err, __ATOMIC_ACQUIRE))
+			break;
+		rc = run_task(x, t);
+		if (rc < 0)
+			record_error(x, rc);
+	}
+	return NULL;
+}
+
+/* Run the batch; with filtered chunks, on up to f->nthreads threads (the
+ * caller's included). */
+static int run_batch(read_ctx *x)
+{
+	h5_chunk_index *ci = x->ci;
+	unsigned nthreads = 1;
+	pthread_t tid[64];
+	unsigned started = 0;
+
+	x->next = 0;
+	if (ci->filtered && x->ntasks >= 2 && ci->f->nthreads > 1) {
+		nthreads = ci->f->nthreads;
+		if (nthreads > 64)
+			nthreads = 64;
+		if (nthreads > x->ntasks)
+			nthreads = (unsigned)x->ntasks;
+	}
+	for (unsigned i = 1; i < nthreads; i++) {
+		if (pthread_create(&tid[started], NULL, worker, x) != 0)
+			break; /* fewer helpers: the caller still does all the work */
+		started++;
+	}
+	worker(x);
+	for (unsigned i = 0; i < started; i++)
+		pthread_join(tid[i], NULL);
+	if (x->err)
+		return h5_err_set(x->err, "%s", x->msg);
+	return 0;
+}
+
+int h5_chunk_read(h5_dataset *d, uint8_t *buf, uint64_t off, size_t len)
+{
+	h5_chunk_index *ci = d->cidx;
+	read_ctx *x;
+	uint64_t end, nel = 1, cc[H5_MAX_RANK], clo[H5_MAX_RANK], chi[H5_MAX_RANK];
+	unsigned r, b = 0;
+	bool more;
+	int rc = 0;
+
+	if (!ci)
+		return h5_err_set(H5_ERR_INVAL, "dataset at 0x%llx has no chunk index", (unsigned long long)d->addr);
+	r = ci->rank;
+	for (unsigned i = 0; i < r; i++)
+		if (h5_mul_overflow(nel, ci->dims[i], &nel))
+			return h5_err_set(H5_ERR_FORMAT, "dataset element count overflows");
+	if (h5_add_overflow(off, len, &end) || h5_mul_overflow(nel, ci->esize, &nel) || end > nel)
+		return h5_err_set(H5_ERR_INVAL, "read of %zu bytes at %llu is past the end of the dataset", len,
+				  (unsigned long long)off);
+	if (len == 0)
+		return 0;
+	x = calloc(1, sizeof(*x));
+	if (x)
+		x->task_scaled = malloc(sizeof(uint64_t) * CHUNK_BATCH * r);
+	if (!x || !x->task_scaled) {
+		free(x);
+		return h5_err_set(H5_ERR_NOMEM, "out of memory for a chunk read");
+	}
+	pthread_mutex_init(&x->lock, NULL);
+	x->ci = ci;
+	x->buf = buf;
+	x->off = off;
+	x->len = len;
+	x->dstride[r - 1] = 1;
+	x->cstride[r - 1] = 1;
+	for (unsigned i = r - 1; i-- > 0;) {
+		x->dstride[i] = x->dstride[i + 1] * ci->dims[i + 1];   /* <= nelmts: no overflow */
+		x->cstride[i] = x->cstride[i + 1] * ci->chunk[i + 1];  /* <= chunk_bytes */
+	}
+	decompose(x, off / ci->esize, (end - 1) / ci->esize);
+
+	/* Enumerate (box, chunk) pairs in batches; the chunks of one box are
+	 * visited in C order of their coordinates. */
+	more = x->nboxes > 0;
+	if (more)
+		for (unsigned i = 0; i < r; i++) {
+			clo[i] = x->boxes[0].lo[i] / ci->chunk[i];
+			chi[i] = (x->boxes[0].hi[i] - 1) / ci->chunk[i];
+			cc[i] = clo[i];
+		}
+	while (more && rc == 0) {
+		x->ntasks = 0;
+		while (more && x->ntasks < CHUNK_BATCH) {
+			unsigned j;
+
+			x->task_box[x->ntasks] = b;
+			memcpy(x->task_scaled + x->ntasks * r, cc, sizeof(uint64_t) * r);
+			x->ntasks++;
+			for (j = r; j-- > 0;) {
+				if (++cc[j] <= chi[j])
+					break;
+				cc[j] = clo[j];
+			}
+			if (j != (unsigned)-1)
+				continue;
+			if (++b >= x->nboxes) {
+				more = false;
+				break;
+			}
+			for (unsigned i = 0; i < r; i++) {
+				clo[i] = x->boxes[b].lo[i] / ci->chunk[i];
+				chi[i] = (x->boxes[b].hi[i] - 1) / ci->chunk[i];
+				cc[i] = clo[i];
+			}
+		}
+		rc = run_batch(x);
+	}
+	pthread_mutex_destroy(&x->lock);
+	free(x->task_scaled);
+	free(x);
+	return rc;
+}

@@ -1,2 +1,477 @@
-/* farray.c - not yet written */
+/*
+ * farray.c - the fixed array chunk index (spec VII.C; libhdf5 H5FA*.c).
+ *
+ * A header (FAHD) records the number of entries and points to one data
+ * block (FADB). Small arrays keep their elements in the data block; when
+ * there are more entries than a page holds, the data block carries a bitmap
+ * of initialized pages and the elements live in checksummed pages laid out
+ * right after it (the last page may be short).
+ */
 #include "internal.h"
+
+#define FA_PREFIX 6u /* signature, version, client id */
+#define FA_CKSUM 4u
+
+size_t h5_fa_hdr_size(const h5_fmt *fmt)
+{
+	return FA_PREFIX + 2 + fmt->sizeof_size + fmt->sizeof_addr + FA_CKSUM;
+}
+
+static uint64_t prefix_size(const h5_fa_hdr *h, const h5_fmt *fmt)
+{
+	/* H5FA_DBLOCK_PREFIX_SIZE: the bitmap is part of the prefix. */
+	return FA_PREFIX + fmt->sizeof_addr + (h->npages ? h->page_init_size : 0) + FA_CKSUM;
+}
+
+uint64_t h5_fa_dblock_size(const h5_fa_hdr *h, const h5_fmt *fmt)
+{
+	uint64_t n;
+
+	if (h->npages)
+		return prefix_size(h, fmt);
+	if (h5_mul_overflow(h->nelmts, h->elmt_size, &n) || h5_add_overflow(n, prefix_size(h, fmt), &n))
+		return 0;
+	return n;
+}
+
+uint64_t h5_fa_page_nelmts(const h5_fa_hdr *h, uint64_t p)
+{
+	if (p >= h->npages)
+		return 0;
+	return p + 1 == h->npages ? h->nelmts - p * h->page_nelmts : h->page_nelmts;
+}
+
+static uint64_t full_page_size(const h5_fa_hdr *h)
+{
+	/* page_nelmts < nelmts when paged, and nelmts * elmt_size was checked */
+	return h->page_nelmts * h->elmt_size + FA_CKSUM;
+}
+
+uint64_t h5_fa_page_addr(const h5_fa_hdr *h, const h5_fmt *fmt, uint64_t p)
+{
+	uint64_t a;
+
+	if (p >= h->npages || h5_mul_overflow(p, full_page_size(h), &a) ||
+	    h5_add_overflow(a, prefix_size(h, fmt), &a) || h5_add_overflow(a, h->dblk_addr, &a))
+		return H5_ADDR_UNDEF;
+	return a;
+}
+
+uint64_t h5_fa_dblock_alloc_size(const h5_fa_hdr *h, const h5_fmt *fmt)
+{
+	uint64_t n;
+
+	if (!h->npages)
+		return h5_fa_dblock_size(h, fmt);
+	/* every element once, plus one checksum per page */
+	if (h5_mul_overflow(h->nelmts, h->elmt_size, &n) || h5_add_overflow(n, h->npages * FA_CKSUM, &n) ||
+	    h5_add_overflow(n, prefix_size(h, fmt), &n))
+		return 0;
+	return n;
+}
+
+static int check_block(const uint8_t *buf, size_t len, uint64_t size, const char *sig, uint64_t addr)
+{
+	if (size == 0 || size > len)
+		return h5_err_set(H5_ERR_FORMAT, "%s at 0x%llx: truncated (%zu of %llu bytes)", sig,
+				  (unsigned long long)addr, len, (unsigned long long)size);
+	if (memcmp(buf, sig, 4) != 0)
+		return h5_err_set(H5_ERR_FORMAT, "%s at 0x%llx: bad signature", sig, (unsigned long long)addr);
+	if (buf[4] != H5_FA_VERSION)
+		return h5_err_set(H5_ERR_FORMAT, "%s at 0x%llx: unsupported version %u", sig,
+				  (unsigned long long)addr, buf[4]);
+	return h5_checksum_verify(buf, (size_t)size, sig, addr);
+}
+
+int h5_fa_hdr_decode(h5_fa_hdr *out, const h5_fmt *fmt, uint64_t addr, const uint8_t *buf, size_t len)
+{
+	h5_rd r;
+	uint64_t bytes;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = check_block(buf, len, h5_fa_hdr_size(fmt), "FAHD", addr);
+	if (rc < 0)
+		return rc;
+	h5_rd_init(&r, buf, len);
+	h5_rd_skip(&r, 5);
+	out->addr = addr;
+	out->client = h5_rd_u8(&r);
+	out->elmt_size = h5_rd_u8(&r);
+	out->page_bits = h5_rd_u8(&r);
+	out->nelmts = h5_rd_size(&r, fmt);
+	out->dblk_addr = h5_rd_addr(&r, fmt);
+	if (!h5_rd_ok(&r))
+		return h5_err_set(H5_ERR_FORMAT, "FAHD at 0x%llx: truncated", (unsigned long long)addr);
+	rc = h5_chunk_elmt_check(fmt, out->client, out->elmt_size);
+	if (rc < 0)
+		return h5_err_wrap(rc, "FAHD at 0x%llx: ", (unsigned long long)addr);
+	/* libhdf5 (H5O__layout_decode) refuses 0 page bits; 64 would shift out. */
+	if (out->page_bits == 0 || out->page_bits > 63)
+		return h5_err_set(H5_ERR_FORMAT, "FAHD at 0x%llx: page bits %u not in 1..63",
+				  (unsigned long long)addr, out->page_bits);
+	if (h5_mul_overflow(out->nelmts, out->elmt_size, &bytes))
+		return h5_err_set(H5_ERR_FORMAT, "FAHD at 0x%llx: %llu entries overflow", (unsigned long long)addr,
+				  (unsigned long long)out->nelmts);
+	out->page_nelmts = UINT64_C(1) << out->page_bits;
+	if (out->nelmts > out->page_nelmts) {
+		out->npages = out->nelmts / out->page_nelmts + (out->nelmts % out->page_nelmts != 0);
+		out->page_init_size = (out->npages + 7) / 8;
+	}
+	return 0;
+}
+
+int h5_fa_dblock_decode(h5_fa_dblock **out, const h5_fa_hdr *h, const h5_fmt *fmt, uint64_t addr,
+			const uint8_t *buf, size_t len)
+{
+	uint64_t size = h5_fa_dblock_size(h, fmt);
+	size_t extra;
+	h5_fa_dblock *b;
+	unsigned client;
+	uint64_t owner;
+	h5_rd r;
+	int rc;
+
+	*out = NULL;
+	rc = check_block(buf, len, size, "FADB", addr);
+	if (rc < 0)
+		return rc;
+	h5_rd_init(&r, buf, (size_t)size);
+	h5_rd_skip(&r, 5);
+	client = h5_rd_u8(&r);
+	owner = h5_rd_addr(&r, fmt);
+	if (client != h->client)
+		return h5_err_set(H5_ERR_FORMAT, "FADB at 0x%llx: client id %u differs from the header's %u",
+				  (unsigned long long)addr, client, h->client);
+	if (owner != h->addr)
+		return h5_err_set(H5_ERR_FORMAT, "FADB at 0x%llx: header address 0x%llx does not point back to FAHD at 0x%llx",
+				  (unsigned long long)addr, (unsigned long long)owner, (unsigned long long)h->addr);
+	/* size was read into memory, so the bitmap or elements fit in size_t */
+	extra = (size_t)(h->npages ? h->page_init_size : h->nelmts * h->elmt_size);
+	b = calloc(1, sizeof(*b) + extra);
+	if (!b)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory decoding FADB at 0x%llx", (unsigned long long)addr);
+	b->addr = addr;
+	b->hdr_addr = h->addr;
+	if (h->npages)
+		b->page_init = (uint8_t *)(b + 1);
+	else
+		b->elmts = (uint8_t *)(b + 1);
+	memcpy(b + 1, h5_rd_bytes(&r, extra), extra);
+	*out = b;
+	return 0;
+}
+
+int h5_fa_page_verify(const h5_fa_hdr *h, uint64_t addr, uint64_t p, const uint8_t *buf, size_t len)
+{
+	uint64_t n = h5_fa_page_nelmts(h, p);
+
+	if (n == 0 || len != n * h->elmt_size + FA_CKSUM)
+		return h5_err_set(H5_ERR_FORMAT, "FA data block page %llu at 0x%llx: bad size %zu",
+				  (unsigned long long)p, (unsigned long long)addr, len);
+	return h5_checksum_verify(buf, len, "FA data block page", addr);
+}
+
+void h5_fa_dblock_free(h5_fa_dblock *b) { free(b); }
+
+/* ---- encoders (for writers) ---------------------------------------------------- */
+
+static int check_len(size_t len, uint64_t want, const char *what)
+{
+	if (want == 0 || len != want)
+		return h5_err_set(H5_ERR_INVAL, "%s encode: buffer of %zu bytes, need %llu", what, len,
+				  (unsigned long long)want);
+	return 0;
+}
+
+static void put_cksum(uint8_t *buf, size_t len)
+{
+	h5_le_encode(buf + len - FA_CKSUM, h5_checksum_metadata(buf, len - FA_CKSUM), 4);
+}
+
+int h5_fa_hdr_encode(uint8_t *buf, size_t len, const h5_fmt *fmt, const h5_fa_hdr *h)
+{
+	int rc = check_len(len, h5_fa_hdr_size(fmt), "FAHD");
+
+	if (rc < 0)
+		return rc;
+	memcpy(buf, "FAHD", 4);
+	buf[4] = H5_FA_VERSION;
+	buf[5] = h->client;
+	buf[6] = h->elmt_size;
+	buf[7] = h->page_bits;
+	h5_le_encode(buf + 8, h->nelmts, fmt->sizeof_size);
+	h5_le_encode(buf + 8 + fmt->sizeof_size, h->dblk_addr, fmt->sizeof_addr);
+	put_cksum(buf, len);
+	return 0;
+}
+
+int h5_fa_dblock_encode(uint8_t *buf, size_t len, const h5_fa_hdr *h, const h5_fmt *fmt, const h5_fa_dblock *b)
+{
+	int rc = check_len(len, h5_fa_dblock_size(h, fmt), "FADB");
+	uint8_t *p = buf + FA_PREFIX;
+
+	if (rc < 0)
+		return rc;
+	memcpy(buf, "FADB", 4);
+	buf[4] = H5_FA_VERSION;
+	buf[5] = h->client;
+	h5_le_encode(p, h->addr, fmt->sizeof_addr);
+	p += fmt->sizeof_addr;
+	if (h->npages)
+		memcpy(p, b->page_init, (size_t)h->page_init_size);
+	else
+		memcpy(p, b->elmts, (size_t)(h->nelmts * h->elmt_size));
+	put_cksum(buf, len);
+	return 0;
+}
+
+int h5_fa_page_encode(uint8_t *buf, size_t len, const h5_fa_hdr *h, uint64_t p, const uint8_t *elmts)
+{
+	uint64_t n = h5_fa_page_nelmts(h, p);
+	int rc = check_len(len, n ? n * h->elmt_size + FA_CKSUM : 0, "FA page");
+
+	if (rc < 0)
+		return rc;
+	memcpy(buf, elmts, len - FA_CKSUM);
+	put_cksum(buf, len);
+	return 0;
+}
+
+/* ---- cached loaders ---------------------------------------------------------- */
+
+typedef struct fa_page {
+	uint64_t hdr_addr, page_idx;
+	uint8_t *elmts;
+} fa_page;
+
+typedef struct fa_load {
+	h5_file *f;
+	const h5_fa_hdr *h;
+	uint64_t addr, page_idx;
+} fa_load;
+
+static void fa_free(void *obj) { free(obj); }
+
+static int fa_hdr_load(void **obj, size_t *cost, void *ud)
+{
+	fa_load *l = ud;
+	size_t size = h5_fa_hdr_size(&l->f->fmt);
+	uint8_t *buf = NULL;
+	h5_fa_hdr *h;
+	int rc;
+
+	h = malloc(sizeof(*h));
+	if (!h)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory loading FAHD");
+	rc = h5_file_read_alloc(&buf, l->f, l->addr, size);
+	if (rc >= 0)
+		rc = h5_fa_hdr_decode(h, &l->f->fmt, l->addr, buf, size);
+	free(buf);
+	if (rc < 0) {
+		free(h);
+		return rc;
+	}
+	*obj = h;
+	*cost = sizeof(*h);
+	return 0;
+}
+
+static int fa_dblock_load(void **obj, size_t *cost, void *ud)
+{
+	fa_load *l = ud;
+	uint64_t size = h5_fa_dblock_size(l->h, &l->f->fmt);
+	uint8_t *buf = NULL;
+	int rc;
+
+	if (size == 0 || size > SIZE_MAX)
+		return h5_err_set(H5_ERR_FORMAT, "FADB at 0x%llx: size overflows", (unsigned long long)l->addr);
+	rc = h5_file_read_alloc(&buf, l->f, l->addr, (size_t)size);
+	if (rc >= 0)
+		rc = h5_fa_dblock_decode((h5_fa_dblock **)obj, l->h, &l->f->fmt, l->addr, buf, (size_t)size);
+	free(buf);
+	*cost = (size_t)size + sizeof(h5_fa_dblock);
+	return rc;
+}
+
+static int fa_page_load(void **obj, size_t *cost, void *ud)
+{
+	fa_load *l = ud;
+	uint64_t size = h5_fa_page_nelmts(l->h, l->page_idx) * l->h->elmt_size + FA_CKSUM;
+	fa_page *pg;
+	int rc;
+
+	if (!h5_file_range_ok(l->f, l->addr, size) || size > SIZE_MAX - sizeof(*pg))
+		return h5_err_set(H5_ERR_FORMAT, "FA data block page at 0x%llx+%llu is outside the file",
+				  (unsigned long long)l->addr, (unsigned long long)size);
+	pg = malloc(sizeof(*pg) + (size_t)size);
+	if (!pg)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory loading FA page");
+	pg->hdr_addr = l->h->addr;
+	pg->page_idx = l->page_idx;
+	pg->elmts = (uint8_t *)(pg + 1);
+	rc = h5_file_read(l->f, l->addr, pg->elmts, (size_t)size);
+	if (rc >= 0)
+		rc = h5_fa_page_verify(l->h, l->addr, l->page_idx, pg->elmts, (size_t)size);
+	if (rc < 0) {
+		free(pg);
+		return rc;
+	}
+	*obj = pg;
+	*cost = sizeof(*pg) + (size_t)size;
+	return 0;
+}
+
+int h5_fa_hdr_get(const h5_fa_hdr **out, h5_cache_ref *ref, h5_file *f, uint64_t addr)
+{
+	fa_load l = { .f = f, .addr = addr };
+	int rc;
+
+	*out = NULL;
+	if (!h5_addr_defined(addr))
+		return h5_err_set(H5_ERR_FORMAT, "fixed array header address is undefined");
+	rc = h5_cache_get(ref, f->meta, H5_CK_FA_HDR, addr, fa_hdr_load, fa_free, &l);
+	if (rc < 0)
+		return rc;
+	*out = ref->obj;
+	return 0;
+}
+
+/* A cached block decoded for another header means two arrays share bytes. */
+static int conflict(h5_file *f, h5_cache_ref *ref, const char *what, uint64_t addr)
+{
+	h5_cache_release(f->meta, ref);
+	return h5_err_set(H5_ERR_FORMAT, "%s at 0x%llx is claimed by two different array structures", what,
+			  (unsigned long long)addr);
+}
+
+static int dblock_get(const h5_fa_dblock **out, h5_cache_ref *ref, h5_file *f, const h5_fa_hdr *h)
+{
+	fa_load l = { .f = f, .h = h, .addr = h->dblk_addr };
+	int rc;
+
+	rc = h5_cache_get(ref, f->meta, H5_CK_FA_DBLOCK, l.addr, fa_dblock_load, fa_free, &l);
+	if (rc < 0)
+		return rc;
+	*out = ref->obj;
+	if ((*out)->hdr_addr != h->addr)
+		return conflict(f, ref, "FADB", l.addr);
+	return 0;
+}
+
+/* Raw elements of page p (NULL: the page was never initialized). */
+static int page_get(const uint8_t **elmts, h5_cache_ref *ref, bool *have_ref, h5_file *f,
+		    const h5_fa_hdr *h, const h5_fa_dblock *db, uint64_t p)
+{
+	fa_load l = { .f = f, .h = h, .addr = h5_fa_page_addr(h, &f->fmt, p), .page_idx = p };
+	const fa_page *pg;
+	int rc;
+
+	*elmts = NULL;
+	*have_ref = false;
+	/* H5VM_bit_get: MSB-first bitmap. */
+	if (!(db->page_init[p / 8] & (0x80u >> (p % 8))))
+		return 0;
+	if (!h5_addr_defined(l.addr))
+		return h5_err_set(H5_ERR_FORMAT, "FADB at 0x%llx: page %llu address overflows",
+				  (unsigned long long)h->dblk_addr, (unsigned long long)p);
+	rc = h5_cache_get(ref, f->meta, H5_CK_FA_PAGE, l.addr, fa_page_load, fa_free, &l);
+	if (rc < 0)
+		return rc;
+	pg = ref->obj;
+	if (pg->hdr_addr != h->addr || pg->page_idx != p)
+		return conflict(f, ref, "FA data block page", l.addr);
+	*have_ref = true;
+	*elmts = pg->elmts;
+	return 0;
+}
+
+int h5_fa_lookup(h5_chunk_rec *out, h5_file *f, uint64_t hdr_addr, uint64_t idx)
+{
+	h5_cache_ref href, dref, pref;
+	const h5_fa_hdr *h;
+	const h5_fa_dblock *db;
+	const uint8_t *elmts;
+	bool have_page = false;
+	uint64_t i = idx;
+	int rc;
+
+	out->addr = H5_ADDR_UNDEF;
+	out->size = 0;
+	out->filter_mask = 0;
+	rc = h5_fa_hdr_get(&h, &href, f, hdr_addr);
+	if (rc < 0)
+		return rc;
+	if (idx >= h->nelmts) {
+		rc = h5_err_set(H5_ERR_FORMAT, "FAHD at 0x%llx: chunk index %llu beyond the array's %llu entries",
+				(unsigned long long)hdr_addr, (unsigned long long)idx, (unsigned long long)h->nelmts);
+		goto out_hdr;
+	}
+	if (!h5_addr_defined(h->dblk_addr))
+		goto out_hdr;
+	rc = dblock_get(&db, &dref, f, h);
+	if (rc < 0)
+		goto out_hdr;
+	elmts = db->elmts;
+	if (h->npages) {
+		rc = page_get(&elmts, &pref, &have_page, f, h, db, idx / h->page_nelmts);
+		i = idx % h->page_nelmts;
+	}
+	if (rc >= 0 && elmts)
+		h5_chunk_elmt_decode(out, &f->fmt, h->client, h->elmt_size, elmts + (size_t)i * h->elmt_size);
+	if (have_page)
+		h5_cache_release(f->meta, &pref);
+	h5_cache_release(f->meta, &dref);
+out_hdr:
+	h5_cache_release(f->meta, &href);
+	return rc;
+}
+
+static int visit(const h5_fa_hdr *h, const h5_fmt *fmt, const uint8_t *elmts, uint64_t first, uint64_t n,
+		 h5_arr_elmt_cb cb, void *ud)
+{
+	int rc = 0;
+
+	for (uint64_t i = 0; i < n && rc == 0; i++) {
+		h5_chunk_rec rec;
+
+		h5_chunk_elmt_decode(&rec, fmt, h->client, h->elmt_size, elmts + (size_t)i * h->elmt_size);
+		if (h5_addr_defined(rec.addr))
+			rc = cb(first + i, &rec, ud);
+	}
+	return rc;
+}
+
+int h5_fa_iterate(h5_file *f, uint64_t hdr_addr, h5_arr_elmt_cb cb, void *ud)
+{
+	h5_cache_ref href, dref;
+	const h5_fa_hdr *h;
+	const h5_fa_dblock *db;
+	int rc;
+
+	rc = h5_fa_hdr_get(&h, &href, f, hdr_addr);
+	if (rc < 0)
+		return rc;
+	if (!h5_addr_defined(h->dblk_addr))
+		goto out_hdr;
+	rc = dblock_get(&db, &dref, f, h);
+	if (rc < 0)
+		goto out_hdr;
+	if (!h->npages)
+		rc = visit(h, &f->fmt, db->elmts, 0, h->nelmts, cb, ud);
+	for (uint64_t p = 0; p < h->npages && rc == 0; p++) {
+		h5_cache_ref pref;
+		const uint8_t *elmts;
+		bool have_page;
+
+		rc = page_get(&elmts, &pref, &have_page, f, h, db, p);
+		if (rc == 0 && elmts)
+			rc = visit(h, &f->fmt, elmts, p * h->page_nelmts, h5_fa_page_nelmts(h, p), cb, ud);
+		if (have_page)
+			h5_cache_release(f->meta, &pref);
+	}
+	h5_cache_release(f->meta, &dref);
+out_hdr:
+	h5_cache_release(f->meta, &href);
+	return rc;
+}

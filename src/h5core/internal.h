@@ -121,7 +121,8 @@ enum h5_cache_kind {
 	H5_CK_CHUNK,        /* decoded (unfiltered) chunk: key = chunk file address */
 	H5_CK_GROUP,        /* decoded group summary */
 	H5_CK_DATASET,      /* opened dataset description */
-	H5_CK_OTHER
+	H5_CK_OTHER,
+	H5_CK_SNOD          /* h5_snod (symbol table node) */
 };
 
 typedef struct h5_cache_ref {
@@ -145,6 +146,23 @@ size_t h5_cache_budget(const h5_cache *c);
 
 /* ---- the file (file.c, superblock.c) ----------------------------------- */
 
+/* One index of the shared object header message table (III.I "SMTB"),
+ * decoded when the file is opened. */
+#define H5_SOHM_MAX_INDEXES 8
+enum {
+	H5_SOHM_DSPACE = 0x01, H5_SOHM_DTYPE = 0x02, H5_SOHM_FILL = 0x04,
+	H5_SOHM_PLINE = 0x08, H5_SOHM_ATTR = 0x10
+};
+typedef struct h5_sohm_index {
+	uint8_t index_type;     /* 0 list ("SMLI"), 1 v2 B-tree (record type 7) */
+	uint16_t mesg_types;    /* H5_SOHM_* bits of the message types it tracks */
+	uint32_t min_mesg_size;
+	uint16_t list_max, btree_min;
+	uint16_t nmesgs;
+	uint64_t index_addr;    /* SMLI list or v2 B-tree */
+	uint64_t heap_addr;     /* fractal heap holding the shared messages */
+} h5_sohm_index;
+
 struct h5_file {
 	int fd;                 /* -1 for memory images */
 	const uint8_t *mem;     /* memory image, or NULL */
@@ -161,8 +179,10 @@ struct h5_file {
 	uint16_t btree_k;       /* group internal node K (default 16) */
 	uint16_t chunk_btree_k; /* indexed storage internal node K (default 32) */
 	uint64_t sb_addr;       /* relative, always 0 */
-	uint64_t eoa;           /* end-of-file address stored in the superblock */
+	uint64_t eoa;           /* end of allocated space, relative to base (the
+				 * stored EOF field minus the stored base address) */
 	uint64_t eoa_field_off; /* absolute file offset of the EOF address field */
+	uint64_t sb_base_field; /* base address as stored: the EOF field holds eoa + this */
 	uint64_t root_addr;     /* root group object header */
 	uint64_t ext_addr;      /* superblock extension object header or UNDEF */
 	/* v0/v1: the root symbol table entry's scratch pad (cache type 1) */
@@ -170,6 +190,8 @@ struct h5_file {
 	uint64_t root_btree_addr, root_heap_addr;
 	/* shared object header message table (from the superblock extension) */
 	uint64_t sohm_addr;     /* SMTB address or UNDEF */
+	unsigned sohm_nindexes;
+	h5_sohm_index sohm_index[H5_SOHM_MAX_INDEXES];
 	h5_cache *meta;         /* decoded metadata blocks */
 	h5_cache *chunks;       /* decoded chunks */
 	unsigned nthreads;
@@ -387,6 +409,9 @@ typedef struct h5_layout {
 	uint32_t bt2_node_size;
 	uint8_t bt2_split, bt2_merge;
 	uint8_t dim_enc_size;           /* v4: bytes per chunk dimension */
+	/* virtual (v4+): global heap object holding the VDS mapping */
+	uint64_t vds_heap_addr;
+	uint32_t vds_heap_index;
 } h5_layout;
 
 int h5_layout_decode(h5_layout *out, const h5_fmt *fmt, const uint8_t *buf, size_t len);
@@ -455,6 +480,9 @@ typedef struct h5_lheap {
 	uint64_t free_off;
 } h5_lheap;
 
+/* Decode the fixed-size header (HEAP signature...data segment address);
+ * sets data_addr, size, free_off (UNDEF when none); data stays NULL. */
+int h5_lheap_decode(h5_lheap *out, const h5_fmt *fmt, const uint8_t *buf, size_t len);
 int h5_lheap_get(h5_lheap **out, h5_file *f, uint64_t addr);   /* cached */
 void h5_lheap_release(h5_file *f, h5_lheap *h);
 /* NUL-terminated string at off, or NULL if off is outside the heap or the
@@ -478,6 +506,9 @@ typedef struct h5_snod {
 
 int h5_snod_decode(h5_snod *out, const h5_fmt *fmt, unsigned leaf_k, const uint8_t *buf, size_t len);
 void h5_snod_clear(h5_snod *s);
+/* Load the SNOD at addr (2 * f->sym_leaf_k entries), cached (H5_CK_SNOD). */
+int h5_snod_get(h5_snod **out, h5_file *f, uint64_t addr);
+void h5_snod_release(h5_file *f, h5_snod *s);
 /* Decode a symbol table entry (also used by the v0/v1 superblock). */
 int h5_symentry_decode(h5_snod_entry *out, h5_rd *r, const h5_fmt *fmt);
 
@@ -495,10 +526,13 @@ typedef struct h5_bt1_node {
 	/* type 1: n+1 keys */
 	uint32_t *chunk_size;
 	uint32_t *filter_mask;
-	uint64_t *offsets;      /* (n+1) * (ndims+1) element offsets */
-	unsigned ndims;         /* dataset rank + 1 (as stored) */
+	uint64_t *offsets;      /* (n+1) * ndims offsets: key i at offsets[i * ndims] */
+	unsigned ndims;         /* offsets per key = dataset rank + 1 (as stored; last is 0) */
 } h5_bt1_node;
 
+/* chunk_ndims_plus1 == 0: the caller expects a group node (type 0); else a
+ * chunk node (type 1) with that many 64-bit offsets per key. A node of the
+ * other type is H5_ERR_FORMAT. h5_bt1_get also checks entries used <= 2K. */
 int h5_bt1_decode(h5_bt1_node **out, const h5_fmt *fmt, unsigned chunk_ndims_plus1,
 		  const uint8_t *buf, size_t len);
 int h5_bt1_get(h5_bt1_node **out, h5_file *f, uint64_t addr, unsigned chunk_ndims_plus1);
@@ -607,7 +641,13 @@ struct h5_dataset {
 	uint8_t *fill_elem;     /* one element of fill (dtype->size bytes) */
 	h5_chunk_index *cidx;   /* chunked only */
 	uint64_t chunk_bytes;   /* bytes of one full chunk */
+	char **efl_paths;       /* EFL: efl.n resolved external file names */
+	bool has_vlen;          /* dtype contains variable-length data */
 };
+
+/* Fill buf with the bytes [off, off+len) of a stream of fill elements
+ * (d->fill_elem repeated; the phase is off modulo the element size). */
+void h5_dataset_fill(const h5_dataset *d, uint8_t *buf, uint64_t off, size_t len);
 
 /* Look up chunk `scaled` (chunk coordinates, dataset rank entries). */
 int h5_chunk_index_open(h5_chunk_index **out, h5_dataset *d);
@@ -629,5 +669,160 @@ typedef struct h5_ea_geom {
 int h5_ea_geom_init(h5_ea_geom *g, unsigned max_nelmts_bits, unsigned idx_blk_elmts,
 		    unsigned data_blk_min_elmts, unsigned sup_blk_min_data_ptrs,
 		    unsigned max_dblk_page_nelmts_bits);
+
+/* Chunk-index array elements (VII.C/VII.D "Data Block Element"), shared by
+ * the fixed and extensible arrays (chunk.c). Client 0 stores the chunk
+ * address; client 1 the address, the chunk size (elmt_size - sizeof_addr - 4
+ * bytes) and a 4-byte filter mask. */
+enum { H5_ARR_CLIENT_CHUNK = 0, H5_ARR_CLIENT_FILT_CHUNK = 1 };
+/* Whether (client, elmt_size) describes a valid element; H5_ERR_FORMAT if not. */
+int h5_chunk_elmt_check(const h5_fmt *fmt, unsigned client, unsigned elmt_size);
+/* Unfiltered elements decode with size 0 and mask 0: the chunk's size is the
+ * dataset's chunk size. (client, elmt_size) must have passed the check. */
+void h5_chunk_elmt_decode(h5_chunk_rec *out, const h5_fmt *fmt, unsigned client,
+			  unsigned elmt_size, const uint8_t *p);
+void h5_chunk_elmt_encode(uint8_t *p, const h5_fmt *fmt, unsigned client,
+			  unsigned elmt_size, const h5_chunk_rec *rec);
+/* Bytes libhdf5 uses for a filtered chunk's size: 1 + (log2(chunk_bytes) + 8) / 8, at most 8. */
+unsigned h5_chunk_size_len(uint64_t chunk_bytes);
+/* Called for each allocated element of an array index, in index order. */
+typedef int (*h5_arr_elmt_cb)(uint64_t idx, const h5_chunk_rec *rec, void *ud);
+
+#define H5_EA_VERSION 0
+/* A decoded EAHD (VII.D). The geometry comes from the creation parameters. */
+typedef struct h5_ea_hdr {
+	uint64_t addr;
+	uint8_t client;         /* H5_ARR_CLIENT_* */
+	uint8_t elmt_size;      /* raw bytes per element */
+	h5_ea_geom g;
+	uint64_t nsblks_created, sblks_size, ndblks_created, dblks_size;
+	uint64_t max_idx_set;   /* elements at or beyond this index were never set */
+	uint64_t nelmts;        /* elements realized */
+	uint64_t iblock_addr;   /* UNDEF: empty array */
+} h5_ea_hdr;
+
+/* Where element idx lives (H5EA__lookup_elmt). */
+typedef struct h5_ea_loc {
+	bool in_iblock;         /* idx < idx_blk_elmts: index block element `elmt` */
+	unsigned sblk_idx;      /* otherwise: the super block (in the geometry) */
+	bool via_sblock;        /* sblk_idx >= iblock_nsblks: through an EASB */
+	uint64_t sblk_off;      /* via_sblock: slot in the index block's sblk_addrs */
+	uint64_t dblk_idx;      /* slot in iblock dblk_addrs (global) or EASB dblk_addrs (local) */
+	uint64_t dblk_nelmts;
+	uint64_t elmt;          /* element inside the index block / data block */
+	bool paged;             /* the data block is split into pages */
+	uint64_t page_idx, page_elmt, page_init_bit;
+} h5_ea_loc;
+
+/* H5_ERR_RANGE when idx lies beyond what the geometry can address. */
+int h5_ea_locate(h5_ea_loc *out, const h5_ea_geom *g, uint64_t idx);
+/* Pages per data block of super block u (0: unpaged) and bitmap bytes per data block. */
+uint64_t h5_ea_dblk_npages(const h5_ea_geom *g, unsigned u);
+uint64_t h5_ea_page_init_size(const h5_ea_geom *g, unsigned u);
+/* The block_offset libhdf5 writes for data block dblk_idx (the slot in its
+ * owner's address array) of super block u; a super block's own is start_idx(u). */
+uint64_t h5_ea_dblock_off(const h5_ea_geom *g, unsigned u, uint64_t dblk_idx);
+
+/* On-disk sizes (checksums included); 0 on overflow. */
+size_t h5_ea_hdr_size(const h5_fmt *fmt);
+uint64_t h5_ea_iblock_size(const h5_ea_hdr *h, const h5_fmt *fmt);
+uint64_t h5_ea_sblock_size(const h5_ea_hdr *h, const h5_fmt *fmt, unsigned u);
+/* The data block image read/written as one piece: the prefix only when paged. */
+uint64_t h5_ea_dblock_size(const h5_ea_hdr *h, const h5_fmt *fmt, uint64_t nelmts);
+/* The whole allocation of a data block including its pages. */
+uint64_t h5_ea_dblock_alloc_size(const h5_ea_hdr *h, const h5_fmt *fmt, uint64_t nelmts);
+uint64_t h5_ea_page_size(const h5_ea_hdr *h);
+/* Address of page p of the paged data block at dblk_addr. */
+uint64_t h5_ea_page_addr(const h5_ea_hdr *h, const h5_fmt *fmt, uint64_t dblk_addr, uint64_t p);
+
+typedef struct h5_ea_iblock {
+	uint64_t addr, hdr_addr;
+	uint8_t *elmts;         /* idx_blk_elmts raw elements */
+	uint64_t *dblk_addrs;   /* g.ndblk_addrs */
+	uint64_t *sblk_addrs;   /* g.nsblk_addrs */
+} h5_ea_iblock;
+
+typedef struct h5_ea_sblock {
+	uint64_t addr, hdr_addr, block_off;
+	unsigned sblk_idx;
+	uint64_t ndblks;
+	uint64_t npages;        /* pages per data block, 0 when unpaged */
+	uint64_t page_init_size;/* bitmap bytes per data block */
+	uint8_t *page_init;     /* ndblks * page_init_size, MSB first; NULL when unpaged */
+	uint64_t *dblk_addrs;
+} h5_ea_sblock;
+
+typedef struct h5_ea_dblock {
+	uint64_t addr, hdr_addr, block_off;
+	uint64_t nelmts, npages;
+	uint8_t *elmts;         /* nelmts raw elements; NULL when paged */
+} h5_ea_dblock;
+
+/* Decoders verify signature, version, client, checksum and the header
+ * back-pointer; sblock/dblock also the block_offset (expect_off). */
+int h5_ea_hdr_decode(h5_ea_hdr *out, const h5_fmt *fmt, uint64_t addr, const uint8_t *buf, size_t len);
+int h5_ea_iblock_decode(h5_ea_iblock **out, const h5_ea_hdr *h, const h5_fmt *fmt, uint64_t addr,
+			const uint8_t *buf, size_t len);
+int h5_ea_sblock_decode(h5_ea_sblock **out, const h5_ea_hdr *h, const h5_fmt *fmt, uint64_t addr,
+			unsigned sblk_idx, const uint8_t *buf, size_t len);
+int h5_ea_dblock_decode(h5_ea_dblock **out, const h5_ea_hdr *h, const h5_fmt *fmt, uint64_t addr,
+			uint64_t nelmts, uint64_t expect_off, const uint8_t *buf, size_t len);
+/* A data block page is elements + checksum; this only verifies it. */
+int h5_ea_page_verify(const h5_ea_hdr *h, uint64_t addr, const uint8_t *buf, size_t len);
+/* Encoders fill exactly the size above (len must match) and add the checksum. */
+int h5_ea_hdr_encode(uint8_t *buf, size_t len, const h5_fmt *fmt, const h5_ea_hdr *h);
+int h5_ea_iblock_encode(uint8_t *buf, size_t len, const h5_ea_hdr *h, const h5_fmt *fmt, const h5_ea_iblock *b);
+int h5_ea_sblock_encode(uint8_t *buf, size_t len, const h5_ea_hdr *h, const h5_fmt *fmt, const h5_ea_sblock *b);
+int h5_ea_dblock_encode(uint8_t *buf, size_t len, const h5_ea_hdr *h, const h5_fmt *fmt, const h5_ea_dblock *b);
+int h5_ea_page_encode(uint8_t *buf, size_t len, const h5_ea_hdr *h, const uint8_t *elmts);
+void h5_ea_iblock_free(h5_ea_iblock *b);
+void h5_ea_sblock_free(h5_ea_sblock *b);
+void h5_ea_dblock_free(h5_ea_dblock *b);
+
+/* Cached header (f->meta, H5_CK_EA_HDR); release with h5_cache_release(f->meta, ref). */
+int h5_ea_hdr_get(const h5_ea_hdr **out, h5_cache_ref *ref, h5_file *f, uint64_t addr);
+/* Element idx: out->addr UNDEF when the element was never set or its block
+ * or page is not allocated. */
+int h5_ea_lookup(h5_chunk_rec *out, h5_file *f, uint64_t hdr_addr, uint64_t idx);
+/* Every allocated element below max_idx_set, in index order. */
+int h5_ea_iterate(h5_file *f, uint64_t hdr_addr, h5_arr_elmt_cb cb, void *ud);
+
+/* Fixed array (farray.c, VII.C). */
+#define H5_FA_VERSION 0
+typedef struct h5_fa_hdr {
+	uint64_t addr;
+	uint8_t client, elmt_size, page_bits;
+	uint64_t nelmts;        /* entries in the array */
+	uint64_t dblk_addr;     /* UNDEF: nothing allocated */
+	/* derived (H5FA__dblock_alloc) */
+	uint64_t page_nelmts;   /* 1 << page_bits */
+	uint64_t npages;        /* 0: the data block holds the elements itself */
+	uint64_t page_init_size;/* bytes of the page-init bitmap */
+} h5_fa_hdr;
+
+typedef struct h5_fa_dblock {
+	uint64_t addr, hdr_addr;
+	uint8_t *page_init;     /* page_init_size bytes, MSB first; NULL when unpaged */
+	uint8_t *elmts;         /* nelmts raw elements; NULL when paged */
+} h5_fa_dblock;
+
+size_t h5_fa_hdr_size(const h5_fmt *fmt);
+/* The data block image (the prefix with the bitmap only, when paged). */
+uint64_t h5_fa_dblock_size(const h5_fa_hdr *h, const h5_fmt *fmt);
+/* The whole allocation including pages. */
+uint64_t h5_fa_dblock_alloc_size(const h5_fa_hdr *h, const h5_fmt *fmt);
+uint64_t h5_fa_page_nelmts(const h5_fa_hdr *h, uint64_t p);
+uint64_t h5_fa_page_addr(const h5_fa_hdr *h, const h5_fmt *fmt, uint64_t p);
+int h5_fa_hdr_decode(h5_fa_hdr *out, const h5_fmt *fmt, uint64_t addr, const uint8_t *buf, size_t len);
+int h5_fa_dblock_decode(h5_fa_dblock **out, const h5_fa_hdr *h, const h5_fmt *fmt, uint64_t addr,
+			const uint8_t *buf, size_t len);
+int h5_fa_page_verify(const h5_fa_hdr *h, uint64_t addr, uint64_t p, const uint8_t *buf, size_t len);
+int h5_fa_hdr_encode(uint8_t *buf, size_t len, const h5_fmt *fmt, const h5_fa_hdr *h);
+int h5_fa_dblock_encode(uint8_t *buf, size_t len, const h5_fa_hdr *h, const h5_fmt *fmt, const h5_fa_dblock *b);
+int h5_fa_page_encode(uint8_t *buf, size_t len, const h5_fa_hdr *h, uint64_t p, const uint8_t *elmts);
+void h5_fa_dblock_free(h5_fa_dblock *b);
+int h5_fa_hdr_get(const h5_fa_hdr **out, h5_cache_ref *ref, h5_file *f, uint64_t addr);
+int h5_fa_lookup(h5_chunk_rec *out, h5_file *f, uint64_t hdr_addr, uint64_t idx);
+int h5_fa_iterate(h5_file *f, uint64_t hdr_addr, h5_arr_elmt_cb cb, void *ud);
 
 #endif

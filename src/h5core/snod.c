@@ -1,2 +1,192 @@
-/* snod.c - not yet written */
+/*
+ * snod.c - symbol table nodes and symbol table entries
+ * (spec III.B "Symbol Table Node", III.C "Symbol Table Entry").
+ *
+ * An SNOD is a leaf of an old-style group's v1 B-tree: up to 2K entries
+ * (K = "Group Leaf Node K" from the superblock), sorted by name. It has no
+ * checksum, so the signature, version and count are all we can verify.
+ */
 #include "internal.h"
+
+/* Cached SNOD plus the cache entry it belongs to (see h5_snod_release). */
+struct snod_obj {
+	h5_snod pub;
+	void *ent;
+};
+
+struct snod_load_ud {
+	h5_file *f;
+	uint64_t addr;
+};
+
+static size_t symentry_size(const h5_fmt *fmt)
+{
+	/* name offset + header address + cache type + reserved + scratch pad */
+	return 2 * (size_t)fmt->sizeof_addr + 4 + 4 + 16;
+}
+
+int h5_symentry_decode(h5_snod_entry *out, h5_rd *r, const h5_fmt *fmt)
+{
+	const uint8_t *pad;
+	h5_rd pr;
+
+	memset(out, 0, sizeof(*out));
+	/* The name offset is an offset into the local heap, stored with the
+	 * width of an address (III.C); take it raw. */
+	out->name_off = h5_rd_uint(r, fmt->sizeof_addr);
+	out->obj_addr = h5_rd_addr(r, fmt);
+	out->cache_type = h5_rd_u32(r);
+	h5_rd_skip(r, 4);
+	pad = h5_rd_bytes(r, 16);
+	out->btree_addr = H5_ADDR_UNDEF;
+	out->heap_addr = H5_ADDR_UNDEF;
+	if (!h5_rd_ok(r))
+		return h5_err_set(H5_ERR_FORMAT, "symbol table entry truncated");
+	h5_rd_init(&pr, pad, 16);
+	switch (out->cache_type) {
+	case 0:
+		break;
+	case 1:
+		out->btree_addr = h5_rd_addr(&pr, fmt);
+		out->heap_addr = h5_rd_addr(&pr, fmt);
+		break;
+	case 2:
+		out->link_off = h5_rd_u32(&pr);
+		break;
+	default:
+		return h5_err_set(H5_ERR_FORMAT, "symbol table entry: unknown cache type %u",
+				  out->cache_type);
+	}
+	if (!h5_rd_ok(&pr))
+		return h5_err_set(H5_ERR_FORMAT, "symbol table entry: scratch pad too small");
+	return 0;
+}
+
+int h5_snod_decode(h5_snod *out, const h5_fmt *fmt, unsigned leaf_k, const uint8_t *buf, size_t len)
+{
+	h5_rd r;
+	const uint8_t *sig;
+	uint8_t version;
+	uint16_t n;
+	int rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	h5_rd_init(&r, buf, len);
+	sig = h5_rd_bytes(&r, 4);
+	version = h5_rd_u8(&r);
+	h5_rd_skip(&r, 1);
+	n = h5_rd_u16(&r);
+	if (!h5_rd_ok(&r))
+		return h5_err_set(H5_ERR_FORMAT, "SNOD: header truncated");
+	if (memcmp(sig, "SNOD", 4) != 0)
+		return h5_err_set(H5_ERR_FORMAT, "SNOD: bad signature");
+	if (version != 1)
+		return h5_err_set(H5_ERR_FORMAT, "SNOD: unsupported version %u", version);
+	if (leaf_k == 0 || n > 2 * leaf_k)
+		return h5_err_set(H5_ERR_FORMAT, "SNOD: %u symbols exceed 2K = %u", n, 2 * leaf_k);
+	/* Check the whole entry array fits before allocating for it. */
+	if ((size_t)n * symentry_size(fmt) > h5_rd_left(&r))
+		return h5_err_set(H5_ERR_FORMAT, "SNOD: %u entries do not fit in %zu bytes", n, len);
+	if (n == 0)
+		return 0;
+	out->e = calloc(n, sizeof(*out->e));
+	if (!out->e)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	for (unsigned i = 0; i < n; i++) {
+		rc = h5_symentry_decode(&out->e[i], &r, fmt);
+		if (rc < 0) {
+			rc = h5_err_wrap(rc, "SNOD entry %u: ", i);
+			goto out;
+		}
+	}
+	out->n = n;
+out:
+	if (rc < 0)
+		h5_snod_clear(out);
+	return rc;
+}
+
+void h5_snod_clear(h5_snod *s)
+{
+	if (!s)
+		return;
+	free(s->e);
+	s->e = NULL;
+	s->n = 0;
+}
+
+static void snod_free(void *obj)
+{
+	struct snod_obj *o = obj;
+
+	if (!o)
+		return;
+	h5_snod_clear(&o->pub);
+	free(o);
+}
+
+static int snod_load(void **obj, size_t *cost, void *udp)
+{
+	struct snod_load_ud *ud = udp;
+	h5_file *f = ud->f;
+	struct snod_obj *o = NULL;
+	uint8_t *buf = NULL;
+	size_t len;
+	int rc;
+
+	*obj = NULL;
+	/* The node always occupies room for 2K entries (III.B); reading it whole
+	 * is one I/O and h5_file_read_alloc bounds it by the file. */
+	len = 8 + 2 * (size_t)f->sym_leaf_k * symentry_size(&f->fmt);
+	rc = h5_file_read_alloc(&buf, f, ud->addr, len);
+	if (rc < 0)
+		goto out;
+	o = calloc(1, sizeof(*o));
+	if (!o) {
+		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	rc = h5_snod_decode(&o->pub, &f->fmt, f->sym_leaf_k, buf, len);
+	if (rc < 0)
+		goto out;
+	*obj = o;
+	*cost = sizeof(*o) + o->pub.n * sizeof(*o->pub.e);
+	o = NULL;
+out:
+	if (rc < 0)
+		rc = h5_err_wrap(rc, "SNOD at 0x%llx: ", (unsigned long long)ud->addr);
+	free(buf);
+	snod_free(o);
+	return rc;
+}
+
+int h5_snod_get(h5_snod **out, h5_file *f, uint64_t addr)
+{
+	struct snod_load_ud ud = { f, addr };
+	h5_cache_ref ref;
+	struct snod_obj *o;
+	int rc;
+
+	*out = NULL;
+	if (!h5_addr_defined(addr))
+		return h5_err_set(H5_ERR_FORMAT, "SNOD address is undefined");
+	rc = h5_cache_get(&ref, f->meta, H5_CK_SNOD, addr, snod_load, snod_free, &ud);
+	if (rc < 0)
+		return rc;
+	o = ref.obj;
+	__atomic_store_n(&o->ent, ref.ent, __ATOMIC_RELEASE);
+	*out = &o->pub;
+	return 0;
+}
+
+void h5_snod_release(h5_file *f, h5_snod *s)
+{
+	struct snod_obj *o = (struct snod_obj *)s;
+	h5_cache_ref ref;
+
+	if (!s)
+		return;
+	ref.obj = o;
+	ref.ent = __atomic_load_n(&o->ent, __ATOMIC_ACQUIRE);
+	h5_cache_release(f->meta, &ref);
+}

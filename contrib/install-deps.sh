@@ -1,0 +1,33 @@
+#!/bin/bash
+# Install (with apt-get) whatever h5fs needs to build and test that is not
+# installed yet. Needs root, or sudo. Debian/Ubuntu only.
+set -euo pipefail
+
+PACKAGES=(
+	build-essential autoconf automake libtool pkg-config
+	libfuse3-dev fuse3 zlib1g-dev check
+	libdeflate-dev liblz4-dev libzstd-dev libbz2-dev libaec-dev libblosc-dev
+	python3-h5py python3-numpy hdf5-tools attr tree
+	python3-hdf5plugin python3-tables hdf5-plugin-lzf hdf5-filter-plugin python3-netcdf4
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+		missing+=("$p")
+	fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+	echo "install-deps: all build and test dependencies are installed"
+	exit 0
+fi
+
+SUDO=
+if [ "$(id -u)" -ne 0 ]; then
+	command -v sudo >/dev/null || { echo "install-deps: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+	SUDO=sudo
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update
+$SUDO apt-get install -y --no-install-recommends "${missing[@]}"

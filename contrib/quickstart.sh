@@ -1,0 +1,20 @@
+#!/bin/bash
+# Newcomer's first run: install what is missing, build, mount the example
+# file at ./mnt and list it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./contrib/install-deps.sh
+[ -x ./configure ] || autoreconf -fi
+[ -f Makefile ] || ./configure
+make -j2
+mkdir -p mnt
+if grep -qs " $(pwd)/mnt " /proc/mounts; then
+	fusermount3 -u mnt
+fi
+./h5fs examples/example.h5 mnt
+echo "== examples/example.h5 mounted at ./mnt =="
+if command -v tree >/dev/null; then tree -a --noreport mnt; fi
+ls -lR mnt
+echo
+echo "Read a dataset:   od -A d -t f8 mnt/measurements/temperature | head"
+echo "Unmount with:     fusermount3 -u mnt"

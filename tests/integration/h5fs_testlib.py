@@ -1,0 +1,536 @@
+"""Shared helpers of the h5fs integration tests.
+
+Run by `make check` with H5FS_BIN, H5FS_LS, H5FS_SRCDIR, H5FS_BUILDDIR set
+(AM_TESTS_ENVIRONMENT); the defaults below let a test also run by hand from
+a build directory.  Exit status 77 = skipped (automake convention).
+"""
+import os
+import posixpath
+import random
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+SKIP = 77
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRCDIR = os.environ.get("H5FS_SRCDIR", os.path.abspath(os.path.join(HERE, "..", "..")))
+BUILDDIR = os.environ.get("H5FS_BUILDDIR", os.getcwd())
+H5FS = os.environ.get("H5FS_BIN", os.path.join(BUILDDIR, "h5fs"))
+H5FS_LS = os.environ.get("H5FS_LS", os.path.join(BUILDDIR, "h5fs-ls"))
+MOUNT_WAIT = 10.0      # seconds for a mount to appear
+UNMOUNT_WAIT = 10.0
+MAX_COMPARE = 64 << 20  # datasets larger than this are not byte-compared
+# Chunked reading is being written in parallel: until it lands, chunked
+# mismatches are reported but do not fail a test unless this is set.
+CHUNKED_STRICT = os.environ.get("H5FS_CHUNKED_STRICT", "0") == "1"
+
+
+def skip(why):
+    print("SKIP: " + why)
+    sys.exit(SKIP)
+
+
+def require_h5py():
+    try:
+        import h5py  # noqa: F401
+        import numpy  # noqa: F401
+    except ImportError as e:
+        skip("h5py/numpy not available to %s (%s); configure PYTHON=/usr/bin/python3" % (sys.executable, e))
+
+
+def require_fuse():
+    if not os.path.exists(H5FS):
+        skip("%s not built" % H5FS)
+    try:
+        fd = os.open("/dev/fuse", os.O_RDWR)
+        os.close(fd)
+    except OSError as e:
+        skip("/dev/fuse unusable: %s" % e)
+    if not shutil.which("fusermount3"):
+        skip("fusermount3 not installed")
+
+
+def workdir(name):
+    """A fresh scratch directory in the build tree (removed by make clean)."""
+    base = os.path.join(BUILDDIR, "tests", "integration", "work")
+    os.makedirs(base, exist_ok=True)
+    return tempfile.mkdtemp(prefix=name + "-", dir=base)
+
+
+def is_mounted(mnt):
+    mnt = os.path.realpath(mnt)
+    try:
+        with open("/proc/self/mounts") as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) > 1 and parts[1].replace("\\040", " ") == mnt:
+                    return True
+    except OSError:
+        pass
+    return False
+
+
+class MountError(Exception):
+    pass
+
+
+class Mount:
+    """h5fs FILE MNT -f in the background; always unmounted and reaped."""
+
+    def __init__(self, h5file, mnt, opts=(), cwd=None):
+        self.h5file = h5file
+        self.mnt = mnt
+        self.opts = list(opts)
+        self.cwd = cwd
+        self.proc = None
+        self.log = None
+        self.hung = False
+        os.makedirs(mnt, exist_ok=True)
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    def start(self):
+        self.log = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen([H5FS, "-f"] + self.opts + [self.h5file, self.mnt],
+                                     stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT,
+                                     cwd=self.cwd)
+        deadline = time.monotonic() + MOUNT_WAIT
+        while time.monotonic() < deadline:
+            if is_mounted(self.mnt):
+                return
+            if self.proc.poll() is not None:
+                out = self.output()
+                rc = self.proc.returncode
+                self.proc = None
+                raise MountError("h5fs exited with status %d before mounting: %s" % (rc, out.strip()))
+            time.sleep(0.02)
+        self.stop()
+        raise MountError("mount did not appear within %.0f s" % MOUNT_WAIT)
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def output(self):
+        if not self.log:
+            return ""
+        self.log.seek(0)
+        return self.log.read().decode("utf-8", "replace")
+
+    def kill(self):
+        """Abort a hung daemon: pending requests then fail instead of blocking."""
+        self.hung = True
+        if self.alive():
+            self.proc.kill()
+        subprocess.run(["fusermount3", "-uz", self.mnt], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=UNMOUNT_WAIT)
+
+    def stop(self):
+        try:
+            if is_mounted(self.mnt):
+                r = subprocess.run(["fusermount3", "-u", self.mnt], stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE, timeout=UNMOUNT_WAIT)
+                if r.returncode != 0 and is_mounted(self.mnt):
+                    subprocess.run(["fusermount3", "-uz", self.mnt], stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, timeout=UNMOUNT_WAIT)
+        except subprocess.TimeoutExpired:
+            subprocess.run(["fusermount3", "-uz", self.mnt], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, timeout=UNMOUNT_WAIT)
+        finally:
+            if self.proc is not None:
+                try:
+                    self.proc.wait(timeout=UNMOUNT_WAIT)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait(timeout=UNMOUNT_WAIT)
+            self.returncode = self.proc.returncode if self.proc is not None else None
+
+    def watchdog(self, seconds):
+        """Kill the daemon if the block runs longer than seconds."""
+        return _Watchdog(self, seconds)
+
+
+class _Watchdog:
+    def __init__(self, m, seconds):
+        self.t = threading.Timer(seconds, m.kill)
+        self.t.daemon = True
+
+    def __enter__(self):
+        self.t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.t.cancel()
+        return False
+
+
+# ---- what h5py sees ------------------------------------------------------
+
+def name_shown(name_bytes):
+    """Whether h5fs can show a link name (same rule as fuse_ops.c)."""
+    return (0 < len(name_bytes) <= 255 and b"\0" not in name_bytes and b"/" not in name_bytes
+            and name_bytes not in (b".", b".."))
+
+
+def symlink_text(dirpath, target):
+    """Expected readlink() of a soft link stored in group dirpath (mount
+    relative, "" for the root): resolve lexically, clamp at the root, then
+    make relative to dirpath."""
+    comps = []
+    base = [] if target.startswith("/") else [c for c in dirpath.split("/") if c]
+    for c in base + target.split("/"):
+        if c in ("", "."):
+            continue
+        if c == "..":
+            if comps:
+                comps.pop()
+            continue
+        comps.append(c)
+    return posixpath.relpath("/" + "/".join(comps), "/" + dirpath.strip("/"))
+
+
+class Entry:
+    __slots__ = ("kind", "addr", "rc", "target", "layout", "size", "data", "why", "dtype",
+                 "raw_target", "parent_addr", "targets")
+
+    def __init__(self, kind):
+        self.kind = kind          # "dir", "file", "link"
+        self.addr = None
+        self.rc = None
+        self.target = None
+        self.layout = None        # "compact", "contiguous", "chunked", "virtual"
+        self.size = None          # expected st_size when known
+        self.data = None          # callable -> expected bytes, or None
+        self.why = None           # why data is not compared
+        self.dtype = None
+        self.raw_target = None    # soft link value as stored
+        self.parent_addr = None
+        self.targets = None       # acceptable readlink() texts
+
+
+def dataset_bytes(ds):
+    """Expected file contents of a dataset, or (None, reason)."""
+    import h5py
+    import numpy as np
+
+    if ds.shape is None:                      # null dataspace
+        return b"", None
+    dt = ds.dtype
+    tid = ds.id.get_type()
+    cls = tid.get_class()
+    if cls == h5py.h5t.VLEN or (cls == h5py.h5t.STRING and tid.is_variable_str()):
+        return None, "variable-length type"
+    if dt.hasobject:
+        if cls == h5py.h5t.REFERENCE:
+            # read with the file type as memory type: the stored bytes
+            buf = np.empty(ds.shape, dtype="V%d" % tid.get_size())
+            if buf.size:
+                ds.id.read(h5py.h5s.ALL, h5py.h5s.ALL, buf, mtype=tid)
+            return buf.tobytes(), None
+        return None, "type holds variable-length members"
+    if ds.size == 0:
+        return b"", None
+    if ds.size * dt.itemsize > MAX_COMPARE:
+        return None, "too large to compare (%d bytes)" % (ds.size * dt.itemsize)
+    arr = ds[()]
+    return np.ascontiguousarray(np.asarray(arr)).tobytes() if not isinstance(arr, bytes) \
+        else np.array(arr, dtype=dt).tobytes(), None
+
+
+def layout_name(ds):
+    import h5py
+    lay = ds.id.get_create_plist().get_layout()
+    return {h5py.h5d.COMPACT: "compact", h5py.h5d.CONTIGUOUS: "contiguous",
+            h5py.h5d.CHUNKED: "chunked"}.get(lay, "virtual")
+
+
+def h5py_tree(path, cwd=None, max_depth=64):
+    """{mount-relative path: Entry} as h5py sees the file; errors of single
+    objects become entries with why set (h5py could not read them)."""
+    import h5py
+
+    tree = {}
+    oldcwd = os.getcwd()
+    if cwd:
+        os.chdir(cwd)
+    try:
+        f = h5py.File(path, "r")
+        try:
+            root_addr = h5py.h5o.get_info(f.id).addr
+            _walk(f, f, "", tree, [root_addr], max_depth)
+            # A group with several paths: h5fs makes its absolute soft links
+            # relative to the path by which it was first looked up, which
+            # depends on the access order; accept any of them.
+            paths = {root_addr: {""}}
+            for p, e in tree.items():
+                if e.kind == "dir":
+                    paths.setdefault(e.addr, set()).add(p)
+            for p, e in tree.items():
+                if e.raw_target is not None:
+                    dirs = paths.get(e.parent_addr, {p.rsplit("/", 1)[0]})
+                    e.targets = {symlink_text(d, e.raw_target) for d in dirs}
+        finally:
+            f.close()
+    finally:
+        os.chdir(oldcwd)
+    return tree, root_addr
+
+
+def _walk(f, g, prefix, tree, stack, max_depth):
+    import h5py
+
+    gaddr = stack[-1]
+    names = []
+    try:
+        g.id.links.iterate(lambda n: names.append(n), idx_type=h5py.h5.INDEX_NAME)
+    except Exception:
+        names = [n.encode() if isinstance(n, str) else n for n in g.keys()]
+    for nb in names:
+        if not name_shown(nb):
+            continue
+        name = nb.decode("utf-8", "surrogateescape")
+        p = prefix + "/" + name
+        try:
+            lnk = g.id.links.get_info(nb)
+        except Exception as e:
+            e_ = Entry("?")
+            e_.why = "h5py: %s" % e
+            tree[p] = e_
+            continue
+        if lnk.type == h5py.h5l.TYPE_SOFT:
+            e = Entry("link")
+            e.raw_target = g.id.links.get_val(nb).decode("utf-8", "surrogateescape")
+            e.target = symlink_text(prefix, e.raw_target)
+            e.parent_addr = gaddr
+            tree[p] = e
+            continue
+        if lnk.type == h5py.h5l.TYPE_EXTERNAL:
+            fn, op = g.id.links.get_val(nb)
+            e = Entry("link")
+            e.target = (fn + b"::" + op).decode("utf-8", "surrogateescape")
+            tree[p] = e
+            continue
+        if lnk.type != h5py.h5l.TYPE_HARD:
+            continue
+        try:
+            oid = h5py.h5o.open(g.id, nb)
+            info = h5py.h5o.get_info(oid)
+        except Exception as ex:
+            e = Entry("?")
+            e.why = "h5py cannot open: %s" % ex
+            tree[p] = e
+            continue
+        if info.type == h5py.h5o.TYPE_GROUP:
+            e = Entry("dir")
+            e.addr = info.addr
+            tree[p] = e
+            if info.addr not in stack and len(stack) < max_depth:
+                _walk(f, h5py.Group(oid), p, tree, stack + [info.addr], max_depth)
+        elif info.type == h5py.h5o.TYPE_DATASET:
+            e = Entry("file")
+            e.addr = info.addr
+            e.rc = info.rc
+            tree[p] = e
+            try:
+                ds = h5py.Dataset(oid)
+                e.layout = layout_name(ds)
+                e.dtype = str(ds.dtype)
+                data, why = dataset_bytes(ds)
+                if data is None:
+                    e.why = why
+                else:
+                    e.data = data
+                    e.size = len(data)
+            except Exception as ex:
+                e.why = "h5py cannot read: %s" % str(ex).splitlines()[0][:120]
+        else:
+            e = Entry("file")
+            e.addr = info.addr
+            e.rc = info.rc
+            e.size = 0
+            e.data = b""
+            tree[p] = e
+
+
+# ---- what the mount shows --------------------------------------------------
+
+def mount_tree(mnt, max_depth=64):
+    """{path: (kind, lstat, readlink or None, error or None)}"""
+    out = {}
+
+    def walk(d, rel, stack):
+        try:
+            names = sorted(os.listdir(d))
+        except OSError as e:
+            out[rel or "/"] = ("error", None, None, "listdir: %s" % e)
+            return
+        for n in names:
+            p = rel + "/" + n
+            full = os.path.join(d, n)
+            try:
+                st = os.lstat(full)
+            except OSError as e:
+                out[p] = ("error", None, None, "lstat: %s" % e)
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                out[p] = ("dir", st, None, None)
+                if st.st_ino not in stack and len(stack) < max_depth:
+                    walk(full, p, stack + [st.st_ino])
+            elif stat.S_ISLNK(st.st_mode):
+                try:
+                    out[p] = ("link", st, os.readlink(full), None)
+                except OSError as e:
+                    out[p] = ("error", st, None, "readlink: %s" % e)
+            else:
+                out[p] = ("file", st, None, None)
+
+    walk(mnt, "", [os.stat(mnt).st_ino])
+    return out
+
+
+class Report:
+    def __init__(self, label):
+        self.label = label
+        self.fail = []
+        self.chunked_fail = []
+        self.notes = []
+        self.compared = 0
+        self.chunked_ok = 0
+
+    def bad(self, msg, chunked=False):
+        (self.chunked_fail if chunked else self.fail).append(msg)
+
+    def failed(self):
+        return bool(self.fail) or (CHUNKED_STRICT and bool(self.chunked_fail))
+
+    def show(self, limit=25):
+        status = "FAIL" if self.failed() else "ok"
+        print("%s: %s (%d datasets byte-compared, %d chunked ok, %d chunked failing%s)" % (
+            self.label, status, self.compared, self.chunked_ok, len(self.chunked_fail),
+            "" if CHUNKED_STRICT else ", not fatal"))
+        for m in self.fail[:limit]:
+            print("    FAIL " + m)
+        if len(self.fail) > limit:
+            print("    ... %d more failures" % (len(self.fail) - limit))
+        for m in self.chunked_fail[:limit]:
+            print("    CHUNKED " + m)
+        if len(self.chunked_fail) > limit:
+            print("    ... %d more chunked failures" % (len(self.chunked_fail) - limit))
+        for m in self.notes[:limit]:
+            print("    note " + m)
+
+
+def first_diff(a, b):
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
+
+
+def compare(expected, root_addr, mnt, rep, windows=200, seed=1, compare_names=True):
+    """Compare an h5py tree with the mount: names, kinds, sizes, inodes,
+    symlink targets, every byte, and random pread windows (done first, on a
+    cold cache, so they reach the daemon unaligned)."""
+    actual = mount_tree(mnt)
+    if compare_names:
+        for p in sorted(set(expected) - set(actual)):
+            if expected[p].kind != "?":
+                rep.bad("%s: missing in mount (h5py: %s)" % (p, expected[p].kind))
+        for p in sorted(set(actual) - set(expected)):
+            rep.bad("%s: in mount but not in h5py's tree (%s)" % (p, actual[p][0]))
+    ino_of_addr = {}
+    rng = random.Random(seed)
+    # random windows first
+    for p in sorted(expected):
+        e = expected[p]
+        a = actual.get(p)
+        if e.kind != "file" or e.data is None or not a or a[0] != "file" or not e.data:
+            continue
+        try:
+            fd = os.open(mnt + p, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            n = max(1, windows // max(1, len(expected)))
+            for _ in range(n):
+                off = rng.randrange(0, len(e.data) + 16)
+                ln = rng.randrange(1, min(len(e.data), 200000) + 2)
+                try:
+                    got = os.pread(fd, ln, off)
+                except OSError as ex:
+                    rep.bad("%s: pread(%d, %d): %s" % (p, off, ln, ex), chunked=e.layout in ("chunked", "virtual"))
+                    break
+                if got != e.data[off:off + ln]:
+                    rep.bad("%s: pread(%d, %d) differs at byte %d" % (
+                        p, off, ln, off + first_diff(got, e.data[off:off + ln])), chunked=e.layout in ("chunked", "virtual"))
+                    break
+        finally:
+            os.close(fd)
+    for p in sorted(expected):
+        e = expected[p]
+        a = actual.get(p)
+        if not a:
+            continue
+        kind, st, target, err = a
+        if err:
+            rep.bad("%s: %s" % (p, err), chunked=e.layout in ("chunked", "virtual"))
+            continue
+        if e.kind == "?":
+            rep.notes.append("%s: %s; mount shows %s" % (p, e.why, kind))
+            continue
+        if kind != e.kind:
+            rep.bad("%s: mount shows %s, h5py %s" % (p, kind, e.kind))
+            continue
+        if e.addr is not None:
+            want = 1 if e.addr == root_addr else e.addr + 2
+            if st.st_ino != want:
+                rep.bad("%s: st_ino %d, expected %d (object header 0x%x)" % (p, st.st_ino, want, e.addr))
+            ino_of_addr.setdefault(e.addr, set()).add(st.st_ino)
+        if kind == "link":
+            if target not in (e.targets or {e.target}):
+                rep.bad("%s: symlink target %r, expected %r" % (p, target, e.targets or e.target))
+            continue
+        if kind == "dir":
+            if stat.S_IMODE(st.st_mode) != 0o555:
+                rep.bad("%s: directory mode %o" % (p, stat.S_IMODE(st.st_mode)))
+            continue
+        if stat.S_IMODE(st.st_mode) != 0o444:
+            rep.bad("%s: file mode %o" % (p, stat.S_IMODE(st.st_mode)))
+        if e.rc and st.st_nlink != e.rc:
+            rep.bad("%s: st_nlink %d, object reference count %d" % (p, st.st_nlink, e.rc))
+        chunked = e.layout in ("chunked", "virtual")
+        if e.size is not None and st.st_size != e.size:
+            rep.bad("%s: st_size %d, expected %d (%s, %s)" % (p, st.st_size, e.size, e.layout, e.dtype),
+                    chunked=chunked)
+            continue
+        if e.data is None:
+            rep.notes.append("%s: bytes not compared (%s)" % (p, e.why))
+            continue
+        try:
+            with open(mnt + p, "rb") as fh:
+                got = fh.read()
+        except OSError as ex:
+            rep.bad("%s: read: %s (%s, %s)" % (p, ex, e.layout, e.dtype), chunked=chunked)
+            continue
+        if got != e.data:
+            rep.bad("%s: %d bytes read, %d expected, first difference at byte %d (%s, %s)" % (
+                p, len(got), len(e.data), first_diff(got, e.data), e.layout, e.dtype), chunked=chunked)
+            continue
+        if chunked:
+            rep.chunked_ok += 1
+        else:
+            rep.compared += 1
+    for addr, inos in ino_of_addr.items():
+        if len(inos) > 1:
+            rep.bad("object 0x%x shows several inode numbers %s" % (addr, sorted(inos)))
+    return actual

@@ -1,0 +1,179 @@
+#!/usr/bin/python3
+"""Mount h5py-generated fixtures (make_fixtures.py) and compare everything
+with what h5py reads: names, kinds, modes, st_size, st_ino (object header
+address + 2; equal for hard links), st_nlink, symlink targets, every byte
+of every dataset and random pread windows.  Also: writes fail with EROFS,
+the xattr list is empty, concurrent readers get the right bytes under a
+tiny cache, and h5fs-ls --json lists every dataset."""
+import errno
+import json
+import os
+import subprocess
+import sys
+import threading
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import h5fs_testlib as T  # noqa: E402
+
+T.require_h5py()
+T.require_fuse()
+import make_fixtures  # noqa: E402
+
+failures = 0
+
+
+def some_dataset(expected):
+    return next(p for p, e in sorted(expected.items()) if e.kind == "file" and e.layout)
+
+
+def check_writes_refused(mnt, expected, rep):
+    ds = mnt + some_dataset(expected)
+    probes = [
+        ("open for write", lambda: os.open(ds, os.O_WRONLY)),
+        ("open for append", lambda: os.open(ds, os.O_WRONLY | os.O_APPEND)),
+        ("truncate", lambda: os.truncate(ds, 0)),
+        ("create", lambda: os.open(mnt + "/newfile", os.O_WRONLY | os.O_CREAT, 0o644)),
+        ("mkdir", lambda: os.mkdir(mnt + "/newdir")),
+        ("symlink", lambda: os.symlink("x", mnt + "/newlink")),
+        ("unlink", lambda: os.unlink(ds)),
+        ("rename", lambda: os.rename(ds, mnt + "/renamed")),
+        ("chmod", lambda: os.chmod(ds, 0o600)),
+        ("setxattr", lambda: os.setxattr(ds, "user.x", b"1")),
+    ]
+    for what, fn in probes:
+        try:
+            r = fn()
+            if isinstance(r, int):
+                os.close(r)
+            rep.bad("%s succeeded on a read-only mount" % what)
+        except OSError as e:
+            if e.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+                rep.bad("%s: %s, expected EROFS" % (what, e))
+
+
+def check_xattrs(mnt, expected, rep):
+    ds = mnt + some_dataset(expected)
+    try:
+        names = os.listxattr(ds, follow_symlinks=False)
+        if names:
+            rep.notes.append("xattrs listed: %s" % names[:5])
+    except OSError as e:
+        rep.bad("listxattr: %s" % e)
+    try:
+        os.getxattr(ds, "user.nope")
+        rep.bad("getxattr of a missing name succeeded")
+    except OSError as e:
+        if e.errno != errno.ENODATA:
+            rep.bad("getxattr: %s, expected ENODATA" % e)
+
+
+def check_concurrent(mnt, expected, rep):
+    files = [(p, e.data) for p, e in sorted(expected.items())
+             if e.kind == "file" and e.data and e.layout != "chunked"]
+    errs = []
+
+    def worker(k):
+        for p, data in files[k::4]:
+            try:
+                with open(mnt + p, "rb") as fh:
+                    if fh.read() != data:
+                        errs.append("%s: differs under concurrent reads" % p)
+            except OSError as ex:
+                errs.append("%s: %s" % (p, ex))
+
+    ts = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(60)
+    for e in errs:
+        rep.bad(e)
+
+
+def check_h5fs_ls(path, expected, rep, cwd):
+    try:
+        r = subprocess.run([T.H5FS_LS, "-R", "--json", path], capture_output=True, timeout=60, cwd=cwd)
+    except subprocess.TimeoutExpired:
+        rep.bad("h5fs-ls timed out")
+        return
+    try:
+        doc = json.loads(r.stdout.decode("utf-8"))
+    except ValueError as e:
+        rep.bad("h5fs-ls --json: invalid JSON (%s); rc=%d stderr=%s" % (e, r.returncode, r.stderr[:300]))
+        return
+    listed = {x["path"]: x for x in doc.get("entries", [])}
+    for p, e in expected.items():
+        if e.kind == "file" and e.layout and p not in listed:
+            # a group reached twice is listed once: accept the dataset under
+            # any path of the same object
+            if not any(x.get("addr") == e.addr for x in listed.values()):
+                rep.bad("h5fs-ls: dataset %s not listed" % p)
+        elif p in listed and e.size is not None and "logical_size" in listed[p] \
+                and e.layout != "chunked" and listed[p]["logical_size"] != e.size:
+            rep.bad("h5fs-ls: %s logical_size %s, expected %d" % (p, listed[p]["logical_size"], e.size))
+    if r.returncode != 0:
+        rep.notes.append("h5fs-ls exit %d: %s" % (r.returncode, r.stderr.decode("utf-8", "replace")[:300]))
+
+
+def run_one(fx, name, opts=(), extra=True):
+    global failures
+    path = os.path.join(fx, name)
+    rep = T.Report(name + (" " + " ".join(opts) if opts else ""))
+    try:
+        expected, root_addr = T.h5py_tree(path, cwd=fx)
+    except Exception as e:
+        print("%s: h5py cannot read the fixture: %s" % (name, e))
+        failures += 1
+        return
+    mnt = os.path.join(fx, "mnt")
+    m = T.Mount(path, mnt, opts=opts, cwd=fx)
+    try:
+        m.start()
+    except T.MountError as e:
+        rep.bad("mount failed: %s" % e)
+        rep.show()
+        failures += 1
+        return
+    try:
+        with m.watchdog(300):
+            T.compare(expected, root_addr, mnt, rep)
+            if extra:
+                check_writes_refused(mnt, expected, rep)
+                check_xattrs(mnt, expected, rep)
+            check_concurrent(mnt, expected, rep)
+        if m.hung:
+            rep.bad("daemon hung (killed after 300 s)")
+        elif not m.alive():
+            rep.bad("daemon died during the walk: %s" % m.output()[-2000:])
+    finally:
+        m.stop()
+    if extra:
+        check_h5fs_ls(path, expected, rep, fx)
+    rep.show()
+    if rep.failed():
+        failures += 1
+        log = m.output().strip()
+        if log:
+            print("    daemon log (last lines):")
+            for line in log.splitlines()[-15:]:
+                print("      " + line)
+
+
+def main():
+    fx = T.workdir("mount")
+    names = make_fixtures.make(fx)
+    for n in names:
+        run_one(fx, n)
+    # the same file again read-only with a 1 MiB cache, single-threaded too
+    run_one(fx, "sink_latest.h5", opts=("-o", "ro,cache_size=1"), extra=False)
+    run_one(fx, "sink_earliest.h5", opts=("-s",), extra=False)
+    if failures == 0:
+        import shutil
+        shutil.rmtree(fx, ignore_errors=True)
+    else:
+        print("fixtures kept in %s" % fx)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
