@@ -438,6 +438,15 @@ def first_diff(a, b):
 
 
 def compare(expected, root_addr, mnt, rep, windows=200, seed=1, compare_names=True):
+    """See _compare; a dead daemon (ENOTCONN...) ends the walk as a failure."""
+    try:
+        return _compare(expected, root_addr, mnt, rep, windows, seed, compare_names)
+    except OSError as ex:
+        rep.bad("walk aborted: %s" % ex)
+        return None
+
+
+def _compare(expected, root_addr, mnt, rep, windows, seed, compare_names):
     """Compare an h5py tree with the mount: names, kinds, sizes, inodes,
     symlink targets, every byte, and random pread windows (done first, on a
     cold cache, so they reach the daemon unaligned)."""
@@ -475,7 +484,10 @@ def compare(expected, root_addr, mnt, rep, windows=200, seed=1, compare_names=Tr
                         p, off, ln, off + first_diff(got, e.data[off:off + ln])), chunked=e.layout in ("chunked", "virtual"))
                     break
         finally:
-            os.close(fd)
+            try:
+                os.close(fd)
+            except OSError:
+                pass
     for p in sorted(expected):
         e = expected[p]
         a = actual.get(p)

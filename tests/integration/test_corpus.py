@@ -143,8 +143,10 @@ def main():
                     rep.bad("daemon died during the walk: %s" % m.output()[-500:])
             finally:
                 m.stop()
-            if m.hung or (m.returncode is not None and m.returncode < 0):
+            if m.hung or (m.returncode is not None and m.returncode < 0) or any(
+                    "daemon died" in x or "walk aborted" in x for x in rep.fail + rep.chunked_fail):
                 stats["crashed"] += 1
+                rep.fail.append("daemon crashed or hung (exit status %s)" % m.returncode)
         if rep.failed() or rep.fail:
             stats["with_failures"] += 1
             failed_files.append(rel)

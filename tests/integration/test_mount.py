@@ -144,7 +144,8 @@ def run_one(fx, name, opts=(), extra=True):
         if m.hung:
             rep.bad("daemon hung (killed after 300 s)")
         elif not m.alive():
-            rep.bad("daemon died during the walk: %s" % m.output()[-2000:])
+            # a crash is never excused, chunked or not
+            rep.bad("daemon died during the walk (status %s): %s" % (m.proc.returncode, m.output()[-2000:]))
     finally:
         m.stop()
     if extra:
