@@ -256,7 +256,8 @@ typedef struct h5_msg {
 } h5_msg;
 
 typedef struct h5_ohdr_chunk {
-	uint64_t addr;        /* relative address of the chunk's first byte (v2: of "OCHK"/"OHDR") */
+	uint64_t addr;        /* relative address of the chunk's first byte (v2: of "OCHK"/"OHDR";
+			       * v1 chunk 0: of the 16-byte prefix, which buf includes) */
 	uint8_t *buf;         /* the whole chunk as read (v2: including signature and checksum) */
 	size_t len;
 } h5_ohdr_chunk;

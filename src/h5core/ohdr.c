@@ -34,7 +34,7 @@ typedef struct ohdr_build {
 	h5_ohdr *oh;
 	size_t msgs_cap, chunks_cap;
 	ohdr_cont *pending;
-	size_t npending, pending_cap, next_pending;
+	size_t npending, pending_cap;
 } ohdr_build;
 
 void h5_ohdr_free(h5_ohdr *oh)
@@ -207,32 +207,32 @@ static int ohdr_parse_chunk(ohdr_build *b, uint32_t ci, size_t start, size_t end
 
 /* Read a continuation chunk: v1 chunks are bare messages; v2 chunks are
  * "OCHK", messages, gap, checksum. */
-static int ohdr_load_cont(ohdr_build *b, const ohdr_cont *cont)
+static int ohdr_load_cont(ohdr_build *b, ohdr_cont cont)
 {
 	h5_ohdr *oh = b->oh;
 	uint8_t *buf = NULL;
 	size_t len;
 	int rc;
 
-	if ((uint64_t)(size_t)cont->len != cont->len)
-		return h5_err_set(H5_ERR_FORMAT, "continuation chunk 0x%llx too large", (unsigned long long)cont->addr);
-	len = (size_t)cont->len;
-	rc = h5_file_read_alloc(&buf, b->f, cont->addr, len);
+	if ((uint64_t)(size_t)cont.len != cont.len)
+		return h5_err_set(H5_ERR_FORMAT, "continuation chunk 0x%llx too large", (unsigned long long)cont.addr);
+	len = (size_t)cont.len;
+	rc = h5_file_read_alloc(&buf, b->f, cont.addr, len);
 	if (rc < 0)
-		return h5_err_wrap(rc, "continuation chunk 0x%llx: ", (unsigned long long)cont->addr);
+		return h5_err_wrap(rc, "continuation chunk 0x%llx: ", (unsigned long long)cont.addr);
 	if (oh->version == 2) {
 		if (memcmp(buf, "OCHK", 4) != 0) {
 			free(buf);
 			return h5_err_set(H5_ERR_FORMAT, "continuation chunk 0x%llx: bad signature (expected OCHK)",
-					  (unsigned long long)cont->addr);
+					  (unsigned long long)cont.addr);
 		}
-		rc = h5_checksum_verify(buf, len, "object header continuation chunk", cont->addr);
+		rc = h5_checksum_verify(buf, len, "object header continuation chunk", cont.addr);
 		if (rc < 0) {
 			free(buf);
 			return rc;
 		}
 	}
-	rc = ohdr_add_chunk(b, cont->addr, buf, len);
+	rc = ohdr_add_chunk(b, cont.addr, buf, len);
 	if (rc < 0)
 		return rc;
 	if (oh->version == 2)
@@ -381,8 +381,9 @@ int h5_ohdr_load(h5_ohdr **out, h5_file *f, uint64_t addr)
 
 	/* Chunks in the order their continuation messages were found, as
 	 * libhdf5 reads them; every new chunk was checked against all others. */
-	for (b.next_pending = 0; b.next_pending < b.npending; b.next_pending++) {
-		rc = ohdr_load_cont(&b, &b.pending[b.next_pending]);
+	for (size_t i = 0; i < b.npending; i++) {
+		/* by value: parsing the chunk may grow (move) b.pending */
+		rc = ohdr_load_cont(&b, b.pending[i]);
 		if (rc < 0)
 			goto out;
 	}

@@ -144,7 +144,7 @@ def main():
             finally:
                 m.stop()
             if m.hung or (m.returncode is not None and m.returncode < 0) or any(
-                    "daemon died" in x or "walk aborted" in x for x in rep.fail + rep.chunked_fail):
+                    "daemon died" in x or "daemon is gone" in x for x in rep.fail + rep.chunked_fail):
                 stats["crashed"] += 1
                 rep.fail.append("daemon crashed or hung (exit status %s)" % m.returncode)
         if rep.failed() or rep.fail:

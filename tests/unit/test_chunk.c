@@ -1,4 +1,1086 @@
-/* placeholder: the owning module's author replaces this file */
+/* test_chunk.c - chunk indexes (earray.c, farray.c, chunk.c). */
 #include "testutil.h"
-static Suite *make_suite(void) { return suite_create("chunk"); }
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* ---- extensible array geometry (extensible-array-reference.md) ----------- */
+
+static h5_ea_geom geom_default(void)
+{
+	h5_ea_geom g;
+
+	ck_assert_int_eq(h5_ea_geom_init(&g, 32, 4, 16, 4, 10), 0);
+	return g;
+}
+
+START_TEST(ea_geom_reference_table)
+{
+	h5_ea_geom g = geom_default();
+	/* super block: ndblks, dblk_nelmts, start_idx, start_dblk (from the reference) */
+	static const uint64_t tab[][4] = {
+		{ 1, 16, 0, 0 },   { 1, 32, 16, 1 },  { 2, 32, 48, 2 },  { 2, 64, 112, 4 },
+		{ 4, 64, 240, 6 }, { 4, 128, 496, 10 }, { 8, 128, 1008, 14 },
+	};
+
+	ck_assert_uint_eq(g.nsblks, 29);
+	ck_assert_uint_eq(g.iblock_nsblks, 4);
+	ck_assert_uint_eq(g.ndblk_addrs, 6);
+	ck_assert_uint_eq(g.nsblk_addrs, 25);
+	ck_assert_uint_eq(g.arr_off_size, 4);
+	ck_assert_uint_eq(g.dblk_page_nelmts, 1024);
+	for (unsigned u = 0; u < 7; u++) {
+		ck_assert_uint_eq(g.sb_ndblks[u], tab[u][0]);
+		ck_assert_uint_eq(g.sb_dblk_nelmts[u], tab[u][1]);
+		ck_assert_uint_eq(g.sb_start_idx[u], tab[u][2]);
+		ck_assert_uint_eq(g.sb_start_dblk[u], tab[u][3]);
+	}
+	ck_assert_uint_eq(g.sb_ndblks[11], 32);
+	ck_assert_uint_eq(g.sb_dblk_nelmts[11], 1024);
+	ck_assert_uint_eq(g.sb_start_idx[11], 32752);
+	ck_assert_uint_eq(g.sb_ndblks[12], 64);
+	ck_assert_uint_eq(g.sb_dblk_nelmts[12], 1024);
+	ck_assert_uint_eq(g.sb_start_idx[12], 65520);
+	ck_assert_uint_eq(g.sb_ndblks[13], 64);
+	ck_assert_uint_eq(g.sb_dblk_nelmts[13], 2048);
+	ck_assert_uint_eq(g.sb_start_idx[13], 131056);
+	/* data blocks in file order: 16, 32, 32, 64, 64, 128 (the defect the reference records) */
+	ck_assert_uint_eq(g.sb_dblk_nelmts[2], 32);
+	/* paging starts at super block 13, exactly */
+	ck_assert_uint_eq(h5_ea_dblk_npages(&g, 12), 0);
+	ck_assert_uint_eq(h5_ea_dblk_npages(&g, 13), 2);
+	ck_assert_uint_eq(h5_ea_page_init_size(&g, 13), 1);
+	/* start_dblk keeps accumulating ndblks */
+	for (unsigned u = 1; u < g.nsblks; u++)
+		ck_assert_uint_eq(g.sb_start_dblk[u], g.sb_start_dblk[u - 1] + g.sb_ndblks[u - 1]);
+	/* block offsets of the worked example's six index-block data blocks */
+	ck_assert_uint_eq(h5_ea_dblock_off(&g, 0, 0), 0);
+	ck_assert_uint_eq(h5_ea_dblock_off(&g, 1, 1), 48);
+	ck_assert_uint_eq(h5_ea_dblock_off(&g, 2, 2), 112);
+	ck_assert_uint_eq(h5_ea_dblock_off(&g, 2, 3), 144);
+	ck_assert_uint_eq(h5_ea_dblock_off(&g, 3, 4), 368);
+	ck_assert_uint_eq(h5_ea_dblock_off(&g, 3, 5), 432);
+}
+END_TEST
+
+START_TEST(ea_geom_rejects_bad_params)
+{
+	h5_ea_geom g;
+
+	ck_assert_int_eq(h5_ea_geom_init(&g, 0, 4, 16, 4, 10), H5_ERR_FORMAT);
+	ck_assert_int_eq(h5_ea_geom_init(&g, 65, 4, 16, 4, 10), H5_ERR_FORMAT);
+	ck_assert_int_eq(h5_ea_geom_init(&g, 32, 0, 16, 4, 10), H5_ERR_FORMAT);
+	ck_assert_int_eq(h5_ea_geom_init(&g, 32, 4, 12, 4, 10), H5_ERR_FORMAT);  /* not a power of two */
+	ck_assert_int_eq(h5_ea_geom_init(&g, 32, 4, 0, 4, 10), H5_ERR_FORMAT);
+	ck_assert_int_eq(h5_ea_geom_init(&g, 32, 4, 16, 3, 10), H5_ERR_FORMAT);
+	ck_assert_int_eq(h5_ea_geom_init(&g, 32, 4, 16, 1, 10), H5_ERR_FORMAT);
+	ck_assert_int_eq(h5_ea_geom_init(&g, 32, 4, 16, 4, 0), H5_ERR_FORMAT);
+	ck_assert_int_eq(h5_ea_geom_init(&g, 32, 4, 16, 4, 33), H5_ERR_FORMAT);
+	ck_assert_int_eq(h5_ea_geom_init(&g, 3, 4, 16, 4, 2), H5_ERR_FORMAT);    /* blocks bigger than the array */
+	ck_assert_int_eq(h5_ea_geom_init(&g, 4, 4, 2, 128, 2), H5_ERR_FORMAT);   /* index block > super blocks */
+	ck_assert_int_eq(h5_ea_geom_init(&g, 64, 255, 1, 2, 64), H5_ERR_FORMAT); /* 65 super blocks */
+	/* the largest legal geometry works without overflow */
+	ck_assert_int_eq(h5_ea_geom_init(&g, 64, 255, 2, 128, 64), 0);
+	ck_assert_uint_eq(g.nsblks, 64);
+	ck_assert_uint_eq(g.dblk_page_nelmts, UINT64_MAX);
+	ck_assert_uint_eq(h5_ea_dblk_npages(&g, 63), 0);
+}
+END_TEST
+
+START_TEST(ea_locate_indices)
+{
+	h5_ea_geom g = geom_default();
+	h5_ea_loc l;
+
+	for (uint64_t i = 0; i < 4; i++) {
+		ck_assert_int_eq(h5_ea_locate(&l, &g, i), 0);
+		ck_assert(l.in_iblock);
+		ck_assert_uint_eq(l.elmt, i);
+	}
+	ck_assert_int_eq(h5_ea_locate(&l, &g, 4), 0);
+	ck_assert(!l.in_iblock && !l.via_sblock && !l.paged);
+	ck_assert_uint_eq(l.sblk_idx, 0);
+	ck_assert_uint_eq(l.dblk_idx, 0);
+	ck_assert_uint_eq(l.elmt, 0);
+
+	ck_assert_int_eq(h5_ea_locate(&l, &g, 19), 0);
+	ck_assert_uint_eq(l.sblk_idx, 0);
+	ck_assert_uint_eq(l.dblk_idx, 0);
+	ck_assert_uint_eq(l.elmt, 15);
+
+	ck_assert_int_eq(h5_ea_locate(&l, &g, 20), 0);
+	ck_assert_uint_eq(l.sblk_idx, 1);
+	ck_assert_uint_eq(l.dblk_idx, 1);
+	ck_assert_uint_eq(l.elmt, 0);
+	ck_assert_uint_eq(l.dblk_nelmts, 32);
+
+	ck_assert_int_eq(h5_ea_locate(&l, &g, 243), 0); /* last element of the index block's data blocks */
+	ck_assert(!l.via_sblock);
+	ck_assert_uint_eq(l.sblk_idx, 3);
+	ck_assert_uint_eq(l.dblk_idx, 5);
+	ck_assert_uint_eq(l.elmt, 63);
+
+	ck_assert_int_eq(h5_ea_locate(&l, &g, 244), 0); /* first element behind a super block */
+	ck_assert(l.via_sblock);
+	ck_assert_uint_eq(l.sblk_idx, 4);
+	ck_assert_uint_eq(l.sblk_off, 0);
+	ck_assert_uint_eq(l.dblk_idx, 0);
+	ck_assert_uint_eq(l.elmt, 0);
+
+	ck_assert_int_eq(h5_ea_locate(&l, &g, 499), 0);
+	ck_assert(l.via_sblock);
+	ck_assert_uint_eq(l.sblk_idx, 4);
+	ck_assert_uint_eq(l.dblk_idx, 3);
+	ck_assert_uint_eq(l.elmt, 63);
+
+	ck_assert_int_eq(h5_ea_locate(&l, &g, 131059), 0); /* last unpaged element */
+	ck_assert_uint_eq(l.sblk_idx, 12);
+	ck_assert_uint_eq(l.sblk_off, 8);
+	ck_assert_uint_eq(l.dblk_idx, 63);
+	ck_assert_uint_eq(l.elmt, 1023);
+	ck_assert(!l.paged);
+
+	ck_assert_int_eq(h5_ea_locate(&l, &g, 131060), 0); /* first paged element */
+	ck_assert_uint_eq(l.sblk_idx, 13);
+	ck_assert_uint_eq(l.dblk_idx, 0);
+	ck_assert(l.paged);
+	ck_assert_uint_eq(l.page_idx, 0);
+	ck_assert_uint_eq(l.page_elmt, 0);
+	ck_assert_uint_eq(l.page_init_bit, 0);
+
+	/* second page of the second data block of super block 13 */
+	ck_assert_int_eq(h5_ea_locate(&l, &g, 131060 + 2048 + 1024 + 5), 0);
+	ck_assert_uint_eq(l.dblk_idx, 1);
+	ck_assert_uint_eq(l.page_idx, 1);
+	ck_assert_uint_eq(l.page_elmt, 5);
+	ck_assert_uint_eq(l.page_init_bit, 3);
+
+	/* the last addressable element, and one past it */
+	uint64_t cap = 4 + g.sb_start_idx[28] + g.sb_ndblks[28] * g.sb_dblk_nelmts[28];
+	ck_assert_int_eq(h5_ea_locate(&l, &g, cap - 1), 0);
+	ck_assert_uint_eq(l.sblk_idx, 28);
+	ck_assert_int_eq(h5_ea_locate(&l, &g, cap), H5_ERR_RANGE);
+	ck_assert_int_eq(h5_ea_locate(&l, &g, UINT64_MAX), H5_ERR_RANGE);
+}
+END_TEST
+
+/* ---- hand-built arrays in a memory image ------------------------------------ */
+
+static h5_file *fake_file(const uint8_t *buf, size_t len)
+{
+	h5_file *f = calloc(1, sizeof(*f));
+
+	ck_assert_ptr_nonnull(f);
+	f->fd = -1;
+	f->mem = buf;
+	f->memlen = len;
+	f->eof = len;
+	f->fmt.sizeof_addr = 8;
+	f->fmt.sizeof_size = 8;
+	f->nthreads = 1;
+	pthread_mutex_init(&f->write_lock, NULL);
+	ck_assert_int_eq(h5_cache_new(&f->meta, 1 << 20), 0);
+	ck_assert_int_eq(h5_cache_new(&f->chunks, 1 << 20), 0);
+	return f;
+}
+
+static void put_cksum_at(tbuf *b, size_t from)
+{
+	h5_le_encode(b->p + b->len - 4, h5_checksum_metadata(b->p + from, b->len - 4 - from), 4);
+}
+
+/* Filtered element: address, 2-byte size, mask. */
+static void put_felmt(tbuf *b, uint64_t idx)
+{
+	tb_u64(b, 0x1000 + idx * 0x10);
+	tb_u16(b, (uint16_t)(100 + idx));
+	tb_u32(b, (uint32_t)(idx & 1));
+}
+
+enum {
+	EA_OK = 0, EA_BAD_HDR_CKSUM, EA_BAD_IB_OWNER, EA_BAD_SB_OFF, EA_BAD_PAGE_CKSUM, EA_BAD_DB_OWNER,
+	EA_BAD_DB_OFF, EA_BAD_SIG
+};
+
+#define EA_HDR 0x10
+#define EA_IB 0x100
+#define EA_DB0 0x200
+#define EA_SB3 0x300
+#define EA_DB3 0x400
+
+/* EA with max_bits 8, 2 index block elements, data blocks of >= 2,
+ * 2 pointers per super block and 4-element pages (so super block 3's
+ * 8-element data blocks are paged), filtered elements of 14 bytes.
+ * Elements 0..3 and 16..19 are set; 4..15 and 20..31 are not allocated. */
+static tbuf build_ea(int variant)
+{
+	tbuf b = { 0 };
+	size_t at;
+
+	tb_zero(&b, EA_HDR);
+	/* EAHD */
+	at = b.len;
+	tb_str(&b, variant == EA_BAD_SIG ? "EAHX" : "EAHD");
+	tb_u8(&b, 0);
+	tb_u8(&b, 1);  /* filtered chunks */
+	tb_u8(&b, 14); /* 8 + 2 + 4 */
+	tb_u8(&b, 8);
+	tb_u8(&b, 2);
+	tb_u8(&b, 2);
+	tb_u8(&b, 2);
+	tb_u8(&b, 2);
+	for (int i = 0; i < 4; i++)
+		tb_u64(&b, 0);
+	tb_u64(&b, 32); /* max index set */
+	tb_u64(&b, 8);
+	tb_u64(&b, EA_IB);
+	tb_checksum(&b, at);
+	if (variant == EA_BAD_HDR_CKSUM)
+		b.p[at + 20] ^= 1;
+	/* EAIB: 2 elements, dblk addrs for super blocks 0 and 1, 6 sblk addrs */
+	tb_zero(&b, EA_IB - b.len);
+	at = b.len;
+	tb_str(&b, "EAIB");
+	tb_u8(&b, 0);
+	tb_u8(&b, 1);
+	tb_u64(&b, variant == EA_BAD_IB_OWNER ? EA_HDR + 1 : EA_HDR);
+	put_felmt(&b, 0);
+	put_felmt(&b, 1);
+	tb_u64(&b, EA_DB0);
+	tb_u64(&b, UINT64_MAX);       /* super block 1's data block: never allocated */
+	tb_u64(&b, UINT64_MAX);       /* super block 2 */
+	tb_u64(&b, EA_SB3);           /* super block 3 */
+	for (int i = 0; i < 4; i++)
+		tb_u64(&b, UINT64_MAX);
+	tb_checksum(&b, at);
+	/* EADB of super block 0: elements 2 and 3, block offset 0 */
+	tb_zero(&b, EA_DB0 - b.len);
+	at = b.len;
+	tb_str(&b, "EADB");
+	tb_u8(&b, 0);
+	tb_u8(&b, 1);
+	tb_u64(&b, variant == EA_BAD_DB_OWNER ? 0x999 : EA_HDR);
+	tb_u8(&b, variant == EA_BAD_DB_OFF ? 1 : 0);
+	put_felmt(&b, 2);
+	put_felmt(&b, 3);
+	tb_checksum(&b, at);
+	/* EASB of super block 3: start_idx 14, bitmap 2 x 1 byte, 2 data blocks */
+	tb_zero(&b, EA_SB3 - b.len);
+	at = b.len;
+	tb_str(&b, "EASB");
+	tb_u8(&b, 0);
+	tb_u8(&b, 1);
+	tb_u64(&b, EA_HDR);
+	tb_u8(&b, variant == EA_BAD_SB_OFF ? 15 : 14);
+	tb_u8(&b, 0x80); /* flat bitmap: data block 0 page 0 only */
+	tb_u8(&b, 0x00);
+	tb_u64(&b, EA_DB3);
+	tb_u64(&b, UINT64_MAX);
+	tb_checksum(&b, at);
+	/* paged EADB: prefix only (block offset 14 + 0 * 8), then two pages */
+	tb_zero(&b, EA_DB3 - b.len);
+	at = b.len;
+	tb_str(&b, "EADB");
+	tb_u8(&b, 0);
+	tb_u8(&b, 1);
+	tb_u64(&b, EA_HDR);
+	tb_u8(&b, 14);
+	tb_checksum(&b, at);
+	at = b.len;
+	for (uint64_t i = 16; i < 20; i++)
+		put_felmt(&b, i);
+	tb_checksum(&b, at);
+	if (variant == EA_BAD_PAGE_CKSUM)
+		b.p[at + 3] ^= 0x40;
+	tb_zero(&b, 4 * 14 + 4); /* page 1: uninitialized garbage (zeros) */
+	return b;
+}
+
+START_TEST(ea_hand_built_lookup)
+{
+	tbuf b = build_ea(EA_OK);
+	h5_file *f = fake_file(b.p, b.len);
+	h5_chunk_rec r;
+	const h5_ea_hdr *h;
+	h5_cache_ref ref;
+
+	ck_assert_int_eq(h5_ea_hdr_get(&h, &ref, f, EA_HDR), 0);
+	ck_assert_uint_eq(h->g.nsblks, 8);
+	ck_assert_uint_eq(h->g.iblock_nsblks, 2);
+	ck_assert_uint_eq(h->g.ndblk_addrs, 2);
+	ck_assert_uint_eq(h->g.nsblk_addrs, 6);
+	ck_assert_uint_eq(h->g.arr_off_size, 1);
+	ck_assert_uint_eq(h5_ea_dblk_npages(&h->g, 3), 2);
+	ck_assert_uint_eq(h5_ea_page_addr(h, &f->fmt, EA_DB3, 1), EA_DB3 + 19 + 60);
+	h5_cache_release(f->meta, &ref);
+
+	for (uint64_t i = 0; i < 40; i++) {
+		bool set = i < 4 || (i >= 16 && i < 20);
+
+		ck_assert_int_eq(h5_ea_lookup(&r, f, EA_HDR, i), 0);
+		if (set) {
+			ck_assert_uint_eq(r.addr, 0x1000 + i * 0x10);
+			ck_assert_uint_eq(r.size, 100 + i);
+			ck_assert_uint_eq(r.filter_mask, i & 1);
+		} else {
+			ck_assert_uint_eq(r.addr, H5_ADDR_UNDEF);
+		}
+	}
+	h5_file_close(f);
+	tb_free(&b);
+}
+END_TEST
+
+struct visit_log {
+	uint64_t idx[64];
+	h5_chunk_rec rec[64];
+	unsigned n;
+	unsigned stop_after;
+};
+
+static int visit_cb(uint64_t idx, const h5_chunk_rec *rec, void *ud)
+{
+	struct visit_log *v = ud;
+
+	ck_assert_uint_lt(v->n, 64);
+	v->idx[v->n] = idx;
+	v->rec[v->n++] = *rec;
+	return v->stop_after && v->n == v->stop_after ? 42 : 0;
+}
+
+START_TEST(ea_hand_built_iterate)
+{
+	tbuf b = build_ea(EA_OK);
+	h5_file *f = fake_file(b.p, b.len);
+	struct visit_log v = { 0 };
+	static const uint64_t want[] = { 0, 1, 2, 3, 16, 17, 18, 19 };
+
+	ck_assert_int_eq(h5_ea_iterate(f, EA_HDR, visit_cb, &v), 0);
+	ck_assert_uint_eq(v.n, 8);
+	for (unsigned i = 0; i < 8; i++) {
+		ck_assert_uint_eq(v.idx[i], want[i]);
+		ck_assert_uint_eq(v.rec[i].size, 100 + want[i]);
+	}
+	memset(&v, 0, sizeof(v));
+	v.stop_after = 3;
+	ck_assert_int_eq(h5_ea_iterate(f, EA_HDR, visit_cb, &v), 42);
+	ck_assert_uint_eq(v.n, 3);
+	h5_file_close(f);
+	tb_free(&b);
+}
+END_TEST
+
+START_TEST(ea_hand_built_corrupt)
+{
+	static const struct {
+		int variant;
+		uint64_t idx;
+		int want;
+	} cases[] = {
+		{ EA_BAD_SIG, 0, H5_ERR_FORMAT },
+		{ EA_BAD_HDR_CKSUM, 0, H5_ERR_CHECKSUM },
+		{ EA_BAD_IB_OWNER, 0, H5_ERR_FORMAT },
+		{ EA_BAD_SB_OFF, 16, H5_ERR_FORMAT },
+		{ EA_BAD_PAGE_CKSUM, 17, H5_ERR_CHECKSUM },
+		{ EA_BAD_DB_OWNER, 2, H5_ERR_FORMAT },
+		{ EA_BAD_DB_OFF, 3, H5_ERR_FORMAT },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		tbuf b = build_ea(cases[i].variant);
+		h5_file *f = fake_file(b.p, b.len);
+		h5_chunk_rec r;
+		struct visit_log v = { 0 };
+
+		ck_assert_int_eq(h5_ea_lookup(&r, f, EA_HDR, cases[i].idx), cases[i].want);
+		ck_assert_int_eq(h5_ea_iterate(f, EA_HDR, visit_cb, &v), cases[i].want);
+		/* the damage is local: a lookup elsewhere still works */
+		if (cases[i].variant == EA_BAD_PAGE_CKSUM || cases[i].variant == EA_BAD_SB_OFF) {
+			ck_assert_int_eq(h5_ea_lookup(&r, f, EA_HDR, 2), 0);
+			ck_assert_uint_eq(r.addr, 0x1000 + 2 * 0x10);
+		}
+		h5_file_close(f);
+		tb_free(&b);
+	}
+}
+END_TEST
+
+START_TEST(ea_decoders_truncated_and_encode_roundtrip)
+{
+	tbuf b = build_ea(EA_OK);
+	h5_fmt fmt = { 8, 8 };
+	h5_ea_hdr h;
+	h5_ea_iblock *ib;
+	h5_ea_sblock *sb;
+	h5_ea_dblock *db;
+	uint8_t out[256];
+	size_t hs = h5_ea_hdr_size(&fmt);
+
+	/* every truncation of the header fails cleanly */
+	for (size_t n = 0; n < hs; n++)
+		ck_assert_int_eq(h5_ea_hdr_decode(&h, &fmt, EA_HDR, b.p + EA_HDR, n), H5_ERR_FORMAT);
+	ck_assert_int_eq(h5_ea_hdr_decode(&h, &fmt, EA_HDR, b.p + EA_HDR, hs), 0);
+	ck_assert_uint_eq(h.max_idx_set, 32);
+	ck_assert_uint_eq(h.iblock_addr, EA_IB);
+	/* a header back-pointer check needs the right address */
+	ck_assert_int_eq(h5_ea_iblock_decode(&ib, &h, &fmt, EA_IB, b.p + EA_IB, (size_t)h5_ea_iblock_size(&h, &fmt) - 1),
+			 H5_ERR_FORMAT);
+	ck_assert_int_eq(h5_ea_iblock_decode(&ib, &h, &fmt, EA_IB, b.p + EA_IB, (size_t)h5_ea_iblock_size(&h, &fmt)), 0);
+	ck_assert_uint_eq(ib->dblk_addrs[0], EA_DB0);
+	ck_assert_uint_eq(ib->dblk_addrs[1], H5_ADDR_UNDEF);
+	ck_assert_uint_eq(ib->sblk_addrs[1], EA_SB3);
+
+	/* encoders reproduce the hand-built bytes exactly */
+	ck_assert_int_eq(h5_ea_hdr_encode(out, hs, &fmt, &h), 0);
+	ck_assert_mem_eq(out, b.p + EA_HDR, hs);
+	ck_assert_int_eq(h5_ea_hdr_encode(out, hs + 1, &fmt, &h), H5_ERR_INVAL);
+	ck_assert_int_eq(h5_ea_iblock_encode(out, (size_t)h5_ea_iblock_size(&h, &fmt), &h, &fmt, ib), 0);
+	ck_assert_mem_eq(out, b.p + EA_IB, (size_t)h5_ea_iblock_size(&h, &fmt));
+
+	ck_assert_uint_eq(h5_ea_sblock_size(&h, &fmt, 3), 6 + 8 + 1 + 2 + 16 + 4);
+	ck_assert_int_eq(h5_ea_sblock_decode(&sb, &h, &fmt, EA_SB3, 2, b.p + EA_SB3, 64), H5_ERR_FORMAT);
+	ck_assert_int_eq(h5_ea_sblock_decode(&sb, &h, &fmt, EA_SB3, 3, b.p + EA_SB3, 64), 0);
+	ck_assert_uint_eq(sb->npages, 2);
+	ck_assert_uint_eq(sb->page_init[0], 0x80);
+	ck_assert_int_eq(h5_ea_sblock_encode(out, 37, &h, &fmt, sb), 0);
+	ck_assert_mem_eq(out, b.p + EA_SB3, 37);
+
+	ck_assert_uint_eq(h5_ea_dblock_size(&h, &fmt, 2), 6 + 8 + 1 + 28 + 4);
+	ck_assert_uint_eq(h5_ea_dblock_size(&h, &fmt, 8), 6 + 8 + 1 + 4); /* paged: prefix only */
+	ck_assert_uint_eq(h5_ea_dblock_alloc_size(&h, &fmt, 8), 19 + 2 * 60);
+	ck_assert_int_eq(h5_ea_dblock_decode(&db, &h, &fmt, EA_DB0, 2, 0, b.p + EA_DB0, 47), 0);
+	ck_assert_uint_eq(h5_le_decode(db->elmts + 14, 8), 0x1000 + 3 * 0x10);
+	ck_assert_int_eq(h5_ea_dblock_encode(out, 47, &h, &fmt, db), 0);
+	ck_assert_mem_eq(out, b.p + EA_DB0, 47);
+	h5_ea_dblock_free(db);
+	/* wrong expected block offset */
+	ck_assert_int_eq(h5_ea_dblock_decode(&db, &h, &fmt, EA_DB0, 2, 2, b.p + EA_DB0, 47), H5_ERR_FORMAT);
+	/* a data block claiming another header */
+	h5_ea_hdr other = h;
+	other.addr = EA_HDR + 8;
+	ck_assert_int_eq(h5_ea_dblock_decode(&db, &other, &fmt, EA_DB0, 2, 0, b.p + EA_DB0, 47), H5_ERR_FORMAT);
+	/* page verify / encode */
+	ck_assert_int_eq(h5_ea_page_verify(&h, EA_DB3 + 19, b.p + EA_DB3 + 19, 60), 0);
+	ck_assert_int_eq(h5_ea_page_verify(&h, EA_DB3 + 19, b.p + EA_DB3 + 19, 59), H5_ERR_FORMAT);
+	ck_assert_int_eq(h5_ea_page_encode(out, 60, &h, b.p + EA_DB3 + 19), 0);
+	ck_assert_mem_eq(out, b.p + EA_DB3 + 19, 60);
+
+	/* a header with max_idx_set beyond the capacity is refused */
+	{
+		tbuf c = { 0 };
+
+		tb_put(&c, b.p + EA_HDR, hs);
+		h5_le_encode(c.p + 12 + 4 * 8, 100000, 8);
+		put_cksum_at(&c, 0);
+		ck_assert_int_eq(h5_ea_hdr_decode(&h, &fmt, EA_HDR, c.p, c.len), H5_ERR_FORMAT);
+		/* client 1 with an element too small to hold a size */
+		memcpy(c.p, b.p + EA_HDR, hs);
+		c.p[6] = 12;
+		put_cksum_at(&c, 0);
+		ck_assert_int_eq(h5_ea_hdr_decode(&h, &fmt, EA_HDR, c.p, c.len), H5_ERR_FORMAT);
+		/* unknown client */
+		memcpy(c.p, b.p + EA_HDR, hs);
+		c.p[5] = 2;
+		put_cksum_at(&c, 0);
+		ck_assert_int_eq(h5_ea_hdr_decode(&h, &fmt, EA_HDR, c.p, c.len), H5_ERR_FORMAT);
+		/* version 1 */
+		memcpy(c.p, b.p + EA_HDR, hs);
+		c.p[4] = 1;
+		put_cksum_at(&c, 0);
+		ck_assert_int_eq(h5_ea_hdr_decode(&h, &fmt, EA_HDR, c.p, c.len), H5_ERR_FORMAT);
+		tb_free(&c);
+	}
+	h5_ea_iblock_free(ib);
+	h5_ea_sblock_free(sb);
+	tb_free(&b);
+}
+END_TEST
+
+/* ---- fixed array --------------------------------------------------------------- */
+
+#define FA_HDR 0x20
+#define FA_DB 0x80
+
+enum { FA_OK = 0, FA_BAD_OWNER, FA_BAD_PAGE_CKSUM, FA_BAD_DB_CKSUM, FA_SHORT };
+
+/* 10 filtered entries, 4 per page: pages of 4, 4 and 2; page 1 never initialized. */
+static tbuf build_fa(int variant)
+{
+	tbuf b = { 0 };
+	size_t at;
+
+	tb_zero(&b, FA_HDR);
+	at = b.len;
+	tb_str(&b, "FAHD");
+	tb_u8(&b, 0);
+	tb_u8(&b, 1);
+	tb_u8(&b, 14);
+	tb_u8(&b, 2);
+	tb_u64(&b, 10);
+	tb_u64(&b, FA_DB);
+	tb_checksum(&b, at);
+	tb_zero(&b, FA_DB - b.len);
+	at = b.len;
+	tb_str(&b, "FADB");
+	tb_u8(&b, 0);
+	tb_u8(&b, 1);
+	tb_u64(&b, variant == FA_BAD_OWNER ? FA_HDR + 2 : FA_HDR);
+	tb_u8(&b, 0xA0); /* pages 0 and 2 */
+	tb_checksum(&b, at);
+	if (variant == FA_BAD_DB_CKSUM)
+		b.p[at + 14] ^= 0x01;
+	at = b.len;
+	for (uint64_t i = 0; i < 4; i++)
+		put_felmt(&b, i);
+	tb_checksum(&b, at);
+	tb_zero(&b, 4 * 14 + 4);
+	at = b.len;
+	for (uint64_t i = 8; i < 10; i++)
+		put_felmt(&b, i == 9 ? UINT64_MAX : i);
+	if (variant == FA_SHORT) /* the file ends inside the last page */
+		return b;
+	tb_checksum(&b, at);
+	if (variant == FA_BAD_PAGE_CKSUM)
+		b.p[at] ^= 0x01;
+	return b;
+}
+
+START_TEST(fa_paging_math)
+{
+	tbuf b = build_fa(FA_OK);
+	h5_fmt fmt = { 8, 8 };
+	h5_fa_hdr h;
+
+	ck_assert_int_eq(h5_fa_hdr_decode(&h, &fmt, FA_HDR, b.p + FA_HDR, h5_fa_hdr_size(&fmt)), 0);
+	ck_assert_uint_eq(h.nelmts, 10);
+	ck_assert_uint_eq(h.page_nelmts, 4);
+	ck_assert_uint_eq(h.npages, 3);
+	ck_assert_uint_eq(h.page_init_size, 1);
+	ck_assert_uint_eq(h5_fa_page_nelmts(&h, 0), 4);
+	ck_assert_uint_eq(h5_fa_page_nelmts(&h, 2), 2);
+	ck_assert_uint_eq(h5_fa_page_nelmts(&h, 3), 0);
+	ck_assert_uint_eq(h5_fa_dblock_size(&h, &fmt), 6 + 8 + 1 + 4);
+	ck_assert_uint_eq(h5_fa_page_addr(&h, &fmt, 0), FA_DB + 19);
+	ck_assert_uint_eq(h5_fa_page_addr(&h, &fmt, 2), FA_DB + 19 + 2 * 60);
+	ck_assert_uint_eq(h5_fa_page_addr(&h, &fmt, 3), H5_ADDR_UNDEF);
+	ck_assert_uint_eq(h5_fa_dblock_alloc_size(&h, &fmt), 19 + 60 + 60 + 32);
+
+	/* libhdf5 defaults: 1200 chunks, 10 page bits -> 2 pages, the last of 176 */
+	h.nelmts = 1200;
+	h.page_bits = 10;
+	{
+		uint8_t img[64];
+
+		ck_assert_int_eq(h5_fa_hdr_encode(img, h5_fa_hdr_size(&fmt), &fmt, &h), 0);
+		ck_assert_int_eq(h5_fa_hdr_decode(&h, &fmt, FA_HDR, img, h5_fa_hdr_size(&fmt)), 0);
+		ck_assert_uint_eq(h.npages, 2);
+		ck_assert_uint_eq(h5_fa_page_nelmts(&h, 1), 176);
+		/* exactly one page's worth is not paged */
+		h.nelmts = 1024;
+		ck_assert_int_eq(h5_fa_hdr_encode(img, h5_fa_hdr_size(&fmt), &fmt, &h), 0);
+		ck_assert_int_eq(h5_fa_hdr_decode(&h, &fmt, FA_HDR, img, h5_fa_hdr_size(&fmt)), 0);
+		ck_assert_uint_eq(h.npages, 0);
+		ck_assert_uint_eq(h5_fa_dblock_size(&h, &fmt), 6 + 8 + 1024 * 14 + 4);
+		/* page bits 0 are refused, as libhdf5 does */
+		h.page_bits = 0;
+		ck_assert_int_eq(h5_fa_hdr_encode(img, h5_fa_hdr_size(&fmt), &fmt, &h), 0);
+		ck_assert_int_eq(h5_fa_hdr_decode(&h, &fmt, FA_HDR, img, h5_fa_hdr_size(&fmt)), H5_ERR_FORMAT);
+	}
+	tb_free(&b);
+}
+END_TEST
+
+START_TEST(fa_hand_built_lookup)
+{
+	tbuf b = build_fa(FA_OK);
+	h5_file *f = fake_file(b.p, b.len);
+	h5_chunk_rec r;
+	struct visit_log v = { 0 };
+
+	for (uint64_t i = 0; i < 10; i++) {
+		ck_assert_int_eq(h5_fa_lookup(&r, f, FA_HDR, i), 0);
+		if (i < 4 || i == 8) {
+			ck_assert_uint_eq(r.addr, 0x1000 + i * 0x10);
+			ck_assert_uint_eq(r.size, 100 + i);
+			ck_assert_uint_eq(r.filter_mask, i & 1);
+		} else {
+			ck_assert_uint_eq(r.addr, H5_ADDR_UNDEF);
+		}
+	}
+	ck_assert_int_eq(h5_fa_lookup(&r, f, FA_HDR, 10), H5_ERR_FORMAT);
+	ck_assert_int_eq(h5_fa_iterate(f, FA_HDR, visit_cb, &v), 0);
+	ck_assert_uint_eq(v.n, 5);
+	ck_assert_uint_eq(v.idx[4], 8);
+	h5_file_close(f);
+	tb_free(&b);
+
+	static const struct {
+		int variant;
+		uint64_t idx;
+		int want;
+	} cases[] = {
+		{ FA_BAD_OWNER, 0, H5_ERR_FORMAT },
+		{ FA_BAD_DB_CKSUM, 0, H5_ERR_CHECKSUM },
+		{ FA_BAD_PAGE_CKSUM, 8, H5_ERR_CHECKSUM },
+		{ FA_SHORT, 8, H5_ERR_FORMAT },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		b = build_fa(cases[i].variant);
+		f = fake_file(b.p, b.len);
+		memset(&v, 0, sizeof(v));
+		ck_assert_int_eq(h5_fa_lookup(&r, f, FA_HDR, cases[i].idx), cases[i].want);
+		ck_assert_int_eq(h5_fa_iterate(f, FA_HDR, visit_cb, &v), cases[i].want);
+		h5_file_close(f);
+		tb_free(&b);
+	}
+}
+END_TEST
+
+START_TEST(chunk_elmt_codec)
+{
+	h5_fmt fmt = { 4, 8 };
+	uint8_t p[16];
+	h5_chunk_rec in = { 0x12345678, 0x3abc, 5 }, out;
+
+	ck_assert_int_eq(h5_chunk_elmt_check(&fmt, 0, 4), 0);
+	ck_assert_int_eq(h5_chunk_elmt_check(&fmt, 0, 8), H5_ERR_FORMAT);
+	ck_assert_int_eq(h5_chunk_elmt_check(&fmt, 1, 9), 0);
+	ck_assert_int_eq(h5_chunk_elmt_check(&fmt, 1, 16), 0);
+	ck_assert_int_eq(h5_chunk_elmt_check(&fmt, 1, 8), H5_ERR_FORMAT);
+	ck_assert_int_eq(h5_chunk_elmt_check(&fmt, 1, 17), H5_ERR_FORMAT);
+	ck_assert_int_eq(h5_chunk_elmt_check(&fmt, 3, 4), H5_ERR_FORMAT);
+	h5_chunk_elmt_encode(p, &fmt, 1, 10, &in);
+	ck_assert_uint_eq(p[4], 0xbc);
+	ck_assert_uint_eq(p[5], 0x3a);
+	h5_chunk_elmt_decode(&out, &fmt, 1, 10, p);
+	ck_assert_uint_eq(out.addr, in.addr);
+	ck_assert_uint_eq(out.size, in.size);
+	ck_assert_uint_eq(out.filter_mask, 5);
+	memset(p, 0xff, 4);
+	h5_chunk_elmt_decode(&out, &fmt, 0, 4, p);
+	ck_assert_uint_eq(out.addr, H5_ADDR_UNDEF);
+	ck_assert_uint_eq(out.size, 0);
+	/* libhdf5's chunk-size width: 1 + (log2(size) + 8) / 8 */
+	ck_assert_uint_eq(h5_chunk_size_len(1), 2);
+	ck_assert_uint_eq(h5_chunk_size_len(255), 2);
+	ck_assert_uint_eq(h5_chunk_size_len(256), 3);
+	ck_assert_uint_eq(h5_chunk_size_len(65536), 4);
+	ck_assert_uint_eq(h5_chunk_size_len(UINT64_MAX), 8);
+}
+END_TEST
+
+/* ---- end to end against files written by h5py -------------------------------- */
+
+static const char gen_script[] =
+	"import sys, os, itertools\n"
+	"try:\n"
+	"    import h5py, numpy as np\n"
+	"except ImportError:\n"
+	"    sys.exit(77)\n"
+	"out = sys.argv[1]\n"
+	"man = open(os.path.join(out, 'manifest.txt'), 'w')\n"
+	"rng = np.random.default_rng(7)\n"
+	"def rnd(shape, dt):\n"
+	"    return (rng.integers(0, 100000, size=shape) % 251).astype(dt) if np.dtype(dt).kind in 'iu' else rng.random(shape).astype(dt)\n"
+	"def record(fname, ds, coords=None):\n"
+	"    addr = h5py.h5o.get_info(ds.id).addr\n"
+	"    b = ds[()].tobytes()\n"
+	"    bn = os.path.join(out, os.path.basename(fname) + '_' + ds.name.strip('/') + '.bin')\n"
+	"    open(bn, 'wb').write(b)\n"
+	"    if coords is None:\n"
+	"        coords = itertools.product(*[range((s + c - 1) // c) for s, c in zip(ds.shape, ds.chunks)])\n"
+	"    lines = []\n"
+	"    for sc in coords:\n"
+	"        si = ds.id.get_chunk_info_by_coord(tuple(s * c for s, c in zip(sc, ds.chunks)))\n"
+	"        lines.append('C %s %d %d %d' % (' '.join(map(str, sc)), -1 if si.byte_offset is None else si.byte_offset,\n"
+	"                     si.size, si.filter_mask if si.byte_offset is not None else 0))\n"
+	"    man.write('D %s %s %d %d %s %d %d\\n' % (fname, ds.name, addr, len(b), bn, len(ds.shape), len(lines)))\n"
+	"    man.write('\\n'.join(lines) + '\\n')\n"
+	"def mk(f, name, shape, chunks, dt, fill, maxshape=None, region=None, **kw):\n"
+	"    d = f.create_dataset(name, shape, chunks=chunks, dtype=dt, fillvalue=fill, maxshape=maxshape, **kw)\n"
+	"    if region is None:\n"
+	"        d[...] = rnd(shape, dt)\n"
+	"    else:\n"
+	"        for r in region:\n"
+	"            d[r] = rnd(d[r].shape, dt)\n"
+	"    return d\n"
+	"fn = os.path.join(out, 'latest.h5')\n"
+	"with h5py.File(fn, 'w', libver='latest') as f:\n"
+	"    ds = []\n"
+	"    ds.append(mk(f, 'fa_paged', (40, 30), (1, 1), 'i2', -1, region=[np.s_[0:30, :], np.s_[39, 29]]))\n"
+	"    ds.append(mk(f, 'fa_edge', (10, 7), (3, 4), 'i4', -1, region=[np.s_[0:5, :]]))\n"
+	"    ds.append(mk(f, 'fa_maxbig', (10, 10), (3, 4), 'i4', -1, maxshape=(20, 12), region=[np.s_[2:9, 3:10]]))\n"
+	"    ds.append(mk(f, 'fa_3d', (5, 6, 7), (2, 4, 3), 'u1', 9, region=[np.s_[0:3, 1:5, :], np.s_[4, 5, 6]]))\n"
+	"    ds.append(mk(f, 'fa_gzip', (100, 50), (7, 9), 'f8', -1, region=[np.s_[0:60, :]], compression='gzip'))\n"
+	"    ds.append(mk(f, 'fa_shuf', (100, 50), (7, 9), 'i4', -1, region=[np.s_[10:100, 5:45]], compression='gzip', shuffle=True))\n"
+	"    ds.append(mk(f, 'fa_fletch', (33,), (5,), 'i4', -1, fletcher32=True))\n"
+	"    ds.append(mk(f, 'ea_500', (500,), (1,), 'i4', -1, maxshape=(None,)))\n"
+	"    ds.append(mk(f, 'ea_gzip', (2000,), (2,), 'i8', -1, maxshape=(None,), region=[np.s_[0:1500], np.s_[1600:2000]], compression='gzip', shuffle=True))\n"
+	"    ds.append(mk(f, 'ea_swz', (6, 50), (4, 3), 'i2', -1, maxshape=(6, None), region=[np.s_[0:5, 0:40], np.s_[5, 49]]))\n"
+	"    ds.append(mk(f, 'ea_dim0', (20, 7), (3, 3), 'i4', -1, maxshape=(None, 10), region=[np.s_[0:17, :]]))\n"
+	"    ds.append(mk(f, 'bt2', (20, 30), (3, 4), 'i4', -1, maxshape=(None, None), region=[np.s_[0:11, 0:19], np.s_[19, 29]]))\n"
+	"    ds.append(mk(f, 'bt2_gzip', (200, 100), (5, 5), 'i4', -1, maxshape=(None, None), region=[np.s_[0:150, :], np.s_[180:, 50:]], compression='gzip', shuffle=True))\n"
+	"    ds.append(mk(f, 'single', (10, 12), (10, 12), 'i4', -1))\n"
+	"    ds.append(mk(f, 'single_gzip', (10, 12), (10, 12), 'i4', -1, compression='gzip'))\n"
+	"    ds.append(f.create_dataset('single_empty', (4, 4), chunks=(4, 4), dtype='i2', fillvalue=-3))\n"
+	"    ds.append(f.create_dataset('fa_empty', (40, 4), chunks=(4, 4), dtype='i2', fillvalue=5))\n"
+	"    for name, maxd in (('implicit', (10, 9)), ('implicit_max', (12, 10))):\n"
+	"        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)\n"
+	"        dcpl.set_chunk((4, 4))\n"
+	"        dcpl.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)\n"
+	"        dcpl.set_fill_value(np.array(-1, dtype='i4'))\n"
+	"        h5py.h5d.create(f.id, name.encode(), h5py.h5t.STD_I32LE, h5py.h5s.create_simple((10, 9), maxd), dcpl=dcpl)\n"
+	"        d = f[name]\n"
+	"        d[1:6, 2:7] = rnd((5, 5), 'i4')\n"
+	"        ds.append(d)\n"
+	"    for d in ds:\n"
+	"        record(fn, d)\n"
+	"    d = f.create_dataset('ea_paged', (140000,), chunks=(1,), dtype='u1', fillvalue=7, maxshape=(None,))\n"
+	"    for r in (np.s_[0:10], np.s_[131000:131100], np.s_[131060:131070], np.s_[133200:133210], np.s_[139999]):\n"
+	"        d[r] = rnd(d[r].shape, 'u1')\n"
+	"    sample = list(range(0, 30)) + list(range(130990, 131110)) + list(range(132070, 132100)) + list(range(133100, 133220)) + list(range(139980, 140000))\n"
+	"    sample += [int(x) for x in rng.integers(0, 140000, size=200)]\n"
+	"    record(fn, d, [(x,) for x in sample])\n"
+	"fn = os.path.join(out, 'earliest.h5')\n"
+	"with h5py.File(fn, 'w', libver='earliest') as f:\n"
+	"    ds = []\n"
+	"    ds.append(mk(f, 'bt1_big', (2000,), (1,), 'i2', -1, region=[np.s_[0:1000], np.s_[1100:2000]]))\n"
+	"    ds.append(mk(f, 'bt1_2d', (50, 60), (2, 3), 'f4', -1, region=[np.s_[0:40, 0:50], np.s_[49, 59]]))\n"
+	"    ds.append(mk(f, 'bt1_gzip', (50, 60), (4, 7), 'i4', -1, region=[np.s_[0:45, 3:60]], compression='gzip', shuffle=True, fletcher32=True))\n"
+	"    ds.append(mk(f, 'bt1_3d', (7, 9, 11), (3, 4, 5), 'i2', -1, maxshape=(None, None, None), region=[np.s_[0:5, :, 2:9]]))\n"
+	"    ds.append(mk(f, 'bt1_unlim', (300, 3), (2, 2), 'u2', 0, maxshape=(None, 3)))\n"
+	"    for d in ds:\n"
+	"        record(fn, d)\n"
+	"man.close()\n";
+
+typedef struct tds {
+	char file[512], name[128], bin[512];
+	uint64_t addr, nbytes;
+	unsigned rank;
+	size_t nrec;
+	uint64_t (*scaled)[H5_MAX_RANK];
+	int64_t *addrs;
+	uint64_t *sizes;
+	uint32_t *masks;
+} tds;
+
+static char *tmpdir_path;
+
+static void cleanup_tmp(void)
+{
+	char cmd[600];
+
+	if (!tmpdir_path)
+		return;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir_path);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", tmpdir_path);
+	free(tmpdir_path);
+	tmpdir_path = NULL;
+}
+
+/* The generator runs once, in the parent process (an unchecked fixture),
+ * because Check forks every test. gen_state: 0 ok, 77 skip, -1 failed. */
+static int gen_state = -1;
+
+static void gen_setup(void)
+{
+	char tmpl[] = "/tmp/h5chunkXXXXXX", path[600], cmd[1400];
+	FILE *fp;
+	int st;
+
+	if (access("/usr/bin/python3", X_OK) != 0) {
+		gen_state = 77;
+		return;
+	}
+	if (!mkdtemp(tmpl))
+		return;
+	tmpdir_path = strdup(tmpl);
+	snprintf(path, sizeof(path), "%s/gen.py", tmpl);
+	fp = fopen(path, "w");
+	if (!fp)
+		return;
+	fputs(gen_script, fp);
+	fclose(fp);
+	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 '%s' '%s'", path, tmpl);
+	st = system(cmd);
+	if (WIFEXITED(st) && (WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 77))
+		gen_state = WEXITSTATUS(st);
+}
+
+static int generate(void)
+{
+	ck_assert_msg(gen_state >= 0, "the h5py generator failed");
+	return gen_state;
+}
+
+static size_t load_manifest(tds **out)
+{
+	char path[600], line[1024];
+	FILE *fp;
+	tds *v = NULL;
+	size_t n = 0;
+
+	snprintf(path, sizeof(path), "%s/manifest.txt", tmpdir_path);
+	fp = fopen(path, "r");
+	ck_assert_ptr_nonnull(fp);
+	while (fgets(line, sizeof(line), fp)) {
+		tds *d;
+
+		ck_assert(line[0] == 'D');
+		v = realloc(v, (n + 1) * sizeof(*v));
+		d = &v[n++];
+		memset(d, 0, sizeof(*d));
+		ck_assert_int_eq(sscanf(line, "D %511s %127s %llu %llu %511s %u %zu", d->file, d->name,
+					(unsigned long long *)&d->addr, (unsigned long long *)&d->nbytes, d->bin,
+					&d->rank, &d->nrec),
+				 7);
+		d->scaled = calloc(d->nrec, sizeof(*d->scaled));
+		d->addrs = calloc(d->nrec, sizeof(*d->addrs));
+		d->sizes = calloc(d->nrec, sizeof(*d->sizes));
+		d->masks = calloc(d->nrec, sizeof(*d->masks));
+		for (size_t i = 0; i < d->nrec; i++) {
+			char *p = line + 2, *e;
+
+			ck_assert_ptr_nonnull(fgets(line, sizeof(line), fp));
+			ck_assert(line[0] == 'C');
+			for (unsigned k = 0; k < d->rank; k++, p = e)
+				d->scaled[i][k] = strtoull(p, &e, 10);
+			d->addrs[i] = strtoll(p, &e, 10);
+			p = e;
+			d->sizes[i] = strtoull(p, &e, 10);
+			p = e;
+			d->masks[i] = (uint32_t)strtoul(p, &e, 10);
+		}
+	}
+	fclose(fp);
+	*out = v;
+	return n;
+}
+
+static void free_manifest(tds *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].scaled);
+		free(v[i].addrs);
+		free(v[i].sizes);
+		free(v[i].masks);
+	}
+	free(v);
+}
+
+static uint8_t *slurp(const char *path, size_t *len)
+{
+	FILE *fp = fopen(path, "rb");
+	struct stat st;
+	uint8_t *p;
+
+	ck_assert_ptr_nonnull(fp);
+	ck_assert_int_eq(fstat(fileno(fp), &st), 0);
+	p = malloc(st.st_size ? (size_t)st.st_size : 1);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_eq(fread(p, 1, (size_t)st.st_size, fp), (size_t)st.st_size);
+	fclose(fp);
+	*len = (size_t)st.st_size;
+	return p;
+}
+
+/* Compare lookups, whole reads and random windows of every dataset. */
+static void check_all(unsigned nthreads)
+{
+	tds *v;
+	size_t n;
+	unsigned seed = 12345;
+
+	if (generate() == 77) {
+		fprintf(stderr, "test_chunk: h5py not available, end-to-end tests skipped\n");
+		return;
+	}
+	n = load_manifest(&v);
+	ck_assert_uint_ge(n, 20);
+	for (size_t i = 0; i < n; i++) {
+		tds *t = &v[i];
+		h5_open_opts o = { .nthreads = nthreads };
+		h5_file *f;
+		h5_dataset *d;
+		size_t blen;
+		uint8_t *want = slurp(t->bin, &blen), *got;
+		uint64_t alloc_sum = 0;
+
+		ck_assert_msg(h5_file_open(&f, t->file, &o) == 0, "%s: %s", t->file, h5_err_msg());
+		ck_assert_msg(h5_dataset_open(&d, f, t->addr) == 0, "%s: %s", t->name, h5_err_msg());
+		ck_assert_uint_eq(blen, t->nbytes);
+		ck_assert_uint_eq(h5_dataset_size(d), t->nbytes);
+		for (size_t k = 0; k < t->nrec; k++) {
+			h5_chunk_rec r;
+
+			ck_assert_msg(h5_chunk_lookup(&r, d->cidx, t->scaled[k]) == 0, "%s: %s", t->name, h5_err_msg());
+			if (t->addrs[k] < 0) {
+				ck_assert_msg(r.addr == H5_ADDR_UNDEF, "%s chunk %zu: got 0x%llx, want unallocated",
+					      t->name, k, (unsigned long long)r.addr);
+				continue;
+			}
+			ck_assert_msg(r.addr == (uint64_t)t->addrs[k], "%s chunk %zu: addr 0x%llx want 0x%llx", t->name,
+				      k, (unsigned long long)r.addr, (unsigned long long)t->addrs[k]);
+			ck_assert_msg(r.size == t->sizes[k], "%s chunk %zu: size %llu want %llu", t->name, k,
+				      (unsigned long long)r.size, (unsigned long long)t->sizes[k]);
+			ck_assert_uint_eq(r.filter_mask, t->masks[k]);
+			alloc_sum += t->sizes[k];
+		}
+		/* the manifests list every chunk, except for the sampled ea_paged */
+		if (strcmp(t->name, "/ea_paged") != 0) {
+			uint64_t a;
+
+			ck_assert_int_eq(h5_chunk_allocated(&a, d->cidx), 0);
+			if (strncmp(t->name, "/implicit", 9) != 0)
+				ck_assert_msg(a == alloc_sum, "%s: allocated %llu, want %llu", t->name,
+					      (unsigned long long)a, (unsigned long long)alloc_sum);
+			ck_assert_uint_eq(h5_dataset_allocated(d), a);
+		}
+		got = malloc(blen + 1);
+		ck_assert_ptr_nonnull(got);
+		ck_assert_msg(h5_dataset_read(d, got, 0, blen) == 0, "%s: %s", t->name, h5_err_msg());
+		ck_assert_msg(memcmp(got, want, blen) == 0, "%s: whole read differs", t->name);
+		for (int w = 0; w < 60 && blen > 0; w++) {
+			size_t off = (size_t)rand_r(&seed) % blen;
+			size_t len = (size_t)rand_r(&seed) % (w < 30 ? 16 : blen - off + 1);
+
+			if (len > blen - off)
+				len = blen - off;
+			memset(got, 0xEE, len + 1);
+			ck_assert_msg(h5_dataset_read(d, got, off, len) == 0, "%s: %s", t->name, h5_err_msg());
+			ck_assert_msg(memcmp(got, want + off, len) == 0, "%s: window %zu+%zu differs", t->name, off,
+				      len);
+			ck_assert_uint_eq(got[len], 0xEE); /* nothing written past the window */
+		}
+		ck_assert_int_eq(h5_dataset_read(d, got, blen, 1), H5_ERR_INVAL);
+		free(got);
+		free(want);
+		h5_dataset_close(d);
+		h5_file_close(f);
+	}
+	free_manifest(v, n);
+}
+
+START_TEST(h5py_all_indexes_serial)
+{
+	check_all(1);
+}
+END_TEST
+
+START_TEST(h5py_all_indexes_threaded)
+{
+	check_all(4);
+}
+END_TEST
+
+static tds *find_ds(tds *v, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v[i].name, name) == 0)
+			return &v[i];
+	ck_abort_msg("dataset %s not generated", name);
+	return NULL;
+}
+
+/* A one-element read decodes one chunk, not the dataset. */
+START_TEST(h5py_small_read_decodes_one_chunk)
+{
+	tds *v, *t;
+	size_t n;
+	h5_file *f;
+	h5_dataset *d;
+	uint8_t e[4];
+
+	if (generate() == 77)
+		return;
+	n = load_manifest(&v);
+	t = find_ds(v, n, "/bt1_gzip");
+	ck_assert_int_eq(h5_file_open(&f, t->file, NULL), 0);
+	ck_assert_int_eq(h5_dataset_open(&d, f, t->addr), 0);
+	ck_assert_uint_eq(h5_cache_used(f->chunks), 0);
+	ck_assert_int_eq(h5_dataset_read(d, e, 4 * (60 * 10 + 20), 4), 0);
+	ck_assert_uint_gt(h5_cache_used(f->chunks), 0);
+	ck_assert_uint_le(h5_cache_used(f->chunks), d->chunk_bytes + 256);
+	/* unfiltered chunks are read in place and never cached */
+	h5_dataset_close(d);
+	t = find_ds(v, n, "/bt1_2d");
+	ck_assert_int_eq(h5_dataset_open(&d, f, t->addr), 0);
+	{
+		size_t before = h5_cache_used(f->chunks);
+		uint8_t *all = malloc(t->nbytes);
+
+		ck_assert_int_eq(h5_dataset_read(d, all, 0, t->nbytes), 0);
+		ck_assert_uint_eq(h5_cache_used(f->chunks), before);
+		free(all);
+	}
+	h5_dataset_close(d);
+	h5_file_close(f);
+	free_manifest(v, n);
+}
+END_TEST
+
+/* Corrupting one chunk of a compressed dataset fails reads of that chunk
+ * only, with an error instead of wrong bytes. */
+START_TEST(h5py_corrupt_chunk)
+{
+	tds *v, *t;
+	size_t n, flen, k;
+	uint8_t *img, *buf;
+	h5_file *f;
+	h5_dataset *d;
+
+	if (generate() == 77)
+		return;
+	n = load_manifest(&v);
+	t = find_ds(v, n, "/fa_gzip");
+	img = slurp(t->file, &flen);
+	for (k = 0; k < t->nrec && t->addrs[k] < 0; k++)
+		;
+	ck_assert_uint_lt(k, t->nrec);
+	/* chunk (0,0): scramble its deflate stream */
+	memset(img + t->addrs[k] + 2, 0x55, (size_t)t->sizes[k] - 4);
+	ck_assert_int_eq(h5_file_open_mem(&f, img, flen, NULL), 0);
+	ck_assert_int_eq(h5_dataset_open(&d, f, t->addr), 0);
+	buf = malloc(t->nbytes);
+	ck_assert_int_lt(h5_dataset_read(d, buf, 0, 8), 0);
+	ck_assert_int_lt(h5_dataset_read(d, buf, 0, t->nbytes), 0);
+	/* a chunk elsewhere (row 50, column 40) still reads */
+	ck_assert_int_eq(h5_dataset_read(d, buf, 8 * (50 * 50 + 40), 8), 0);
+	free(buf);
+	h5_dataset_close(d);
+	h5_file_close(f);
+	free(img);
+	free_manifest(v, n);
+}
+END_TEST
+
+static Suite *make_suite(void)
+{
+	Suite *s = suite_create("chunk");
+	TCase *tc = tcase_create("arrays");
+	TCase *te = tcase_create("h5py");
+
+	tcase_add_test(tc, ea_geom_reference_table);
+	tcase_add_test(tc, ea_geom_rejects_bad_params);
+	tcase_add_test(tc, ea_locate_indices);
+	tcase_add_test(tc, ea_hand_built_lookup);
+	tcase_add_test(tc, ea_hand_built_iterate);
+	tcase_add_test(tc, ea_hand_built_corrupt);
+	tcase_add_test(tc, ea_decoders_truncated_and_encode_roundtrip);
+	tcase_add_test(tc, fa_paging_math);
+	tcase_add_test(tc, fa_hand_built_lookup);
+	tcase_add_test(tc, chunk_elmt_codec);
+	suite_add_tcase(s, tc);
+	tcase_set_timeout(te, 300);
+	tcase_add_unchecked_fixture(te, gen_setup, cleanup_tmp);
+	tcase_add_test(te, h5py_all_indexes_serial);
+	tcase_add_test(te, h5py_all_indexes_threaded);
+	tcase_add_test(te, h5py_small_read_decodes_one_chunk);
+	tcase_add_test(te, h5py_corrupt_chunk);
+	suite_add_tcase(s, te);
+	return s;
+}
+
 H5_TEST_MAIN(make_suite)

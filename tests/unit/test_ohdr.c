@@ -869,6 +869,19 @@ static const char *make_tmpdir(void)
 	return tmpdir;
 }
 
+/* Remove the temp directory (and forget it, for CK_FORK=no runs). */
+static void rm_tmpdir(void)
+{
+	char cmd[300];
+
+	if (!tmpdir[0])
+		return;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "warning: could not remove %s\n", tmpdir);
+	tmpdir[0] = 0;
+}
+
 static bool run_h5py(const char *script)
 {
 	char path[512], cmd[1024];
@@ -987,6 +1000,7 @@ START_TEST(h5py_objects)
 	fclose(fp);
 	ck_assert_int_eq(nobj, 2 * 7);
 	ck_assert_int_eq(ncommitted, 2);
+	rm_tmpdir();
 }
 END_TEST
 
@@ -1032,6 +1046,7 @@ START_TEST(h5py_continuations)
 		h5_file_close(f);
 	}
 	ck_assert_int_eq(found, 2);
+	rm_tmpdir();
 }
 END_TEST
 
@@ -1124,6 +1139,7 @@ START_TEST(h5py_sohm)
 	ck_assert_int_ge(nshared[1], 2);
 	h5_file_close(fs);
 	h5_file_close(fp);
+	rm_tmpdir();
 }
 END_TEST
 

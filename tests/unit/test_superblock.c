@@ -78,7 +78,7 @@ static void sb23(tbuf *b, unsigned version, uint64_t base, uint64_t ext, uint64_
 	tb_checksum(b, start);
 }
 
-/* Write a temp file; returns its path (static buffer per call site). */
+/* A per-test temp directory for h5py-generated files. */
 static char tmpdir[256];
 
 static const char *make_tmpdir(void)
@@ -91,20 +91,33 @@ static const char *make_tmpdir(void)
 }
 
 /* Run a Python script with h5py; false (test skipped) if h5py is missing. */
+/* Remove the temp directory (and forget it, for CK_FORK=no runs). */
+static void rm_tmpdir(void)
+{
+	char cmd[300];
+
+	if (!tmpdir[0])
+		return;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "warning: could not remove %s\n", tmpdir);
+	tmpdir[0] = 0;
+}
+
 static bool run_h5py(const char *script)
 {
 	char path[512], cmd[1024];
 	FILE *fp;
 
+	if (system("/usr/bin/python3 -c 'import h5py' >/dev/null 2>&1") != 0) {
+		fprintf(stderr, "SKIP: /usr/bin/python3 with h5py not available\n");
+		return false;
+	}
 	snprintf(path, sizeof(path), "%s/gen.py", make_tmpdir());
 	fp = fopen(path, "w");
 	ck_assert_ptr_nonnull(fp);
 	fputs(script, fp);
 	fclose(fp);
-	if (system("/usr/bin/python3 -c 'import h5py' >/dev/null 2>&1") != 0) {
-		fprintf(stderr, "SKIP: /usr/bin/python3 with h5py not available\n");
-		return false;
-	}
 	snprintf(cmd, sizeof(cmd), "cd %s && /usr/bin/python3 gen.py", make_tmpdir());
 	ck_assert_int_eq(system(cmd), 0);
 	return true;
@@ -213,6 +226,7 @@ START_TEST(fletcher32_h5py_chunks)
 		ck_assert_uint_eq(h5_checksum_fletcher32(buf, len - 4), (uint32_t)h5_le_decode(buf + len - 4, 4));
 		free(buf);
 	}
+	rm_tmpdir();
 }
 END_TEST
 
@@ -663,6 +677,7 @@ START_TEST(h5py_files)
 	}
 	fclose(fp);
 	ck_assert_int_eq(ncase, 5);
+	rm_tmpdir();
 }
 END_TEST
 
@@ -684,6 +699,7 @@ START_TEST(v2_superblock_real_checksum)
 	ck_assert_uint_eq(h5_checksum_metadata(buf, 44), (uint32_t)h5_le_decode(buf + 44, 4));
 	ck_assert_int_eq(h5_checksum_verify(buf, 48, "superblock", 0), 0);
 	free(buf);
+	rm_tmpdir();
 }
 END_TEST
 
