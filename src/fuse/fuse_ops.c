@@ -770,7 +770,7 @@ static void reply_entry_node(fuse_req_t req, const struct node *n)
 
 	memset(&e, 0, sizeof(e));
 	e.ino = n->ino;
-	e.generation = 1;
+	e.generation = 0;   /* inode numbers are never reused; the root must be 0 */
 	e.attr = n->st;
 	e.attr_timeout = H5FS_TIMEOUT;
 	e.entry_timeout = H5FS_TIMEOUT;

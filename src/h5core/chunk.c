@@ -410,9 +410,15 @@ static int bt1_lookup(h5_chunk_rec *out, const h5_chunk_index *ci, const uint64_
 	}
 }
 
+struct bt2_found {
+	const h5_chunk_index *ci;
+	h5_chunk_rec *out;
+};
+
+/* H5D__bt2_compare: scaled coordinates, slowest dimension first. */
 static int bt2_cmp(const void *key, const uint8_t *rec, size_t len, void *ud)
 {
-	const h5_chunk_index *ci = ud;
+	const h5_chunk_index *ci = ((const struct bt2_found *)ud)->ci;
 	const uint64_t *scaled = key;
 	const uint8_t *p = rec + len - 8u * ci->rank;
 
@@ -424,11 +430,6 @@ static int bt2_cmp(const void *key, const uint8_t *rec, size_t len, void *ud)
 	}
 	return 0;
 }
-
-struct bt2_found {
-	const h5_chunk_index *ci;
-	h5_chunk_rec *out;
-};
 
 static void bt2_rec_decode(h5_chunk_rec *out, const h5_chunk_index *ci, const uint8_t *rec)
 {

@@ -148,8 +148,7 @@ static int fh_hdr_derive(fh_hdr *h)
 	h->start_bits = fh_log2(h->start_block_size);
 	h->first_row_bits = h->start_bits + fh_log2(h->width);
 	max_direct_bits = fh_log2(h->max_direct_size);
-	if (h->max_heap_bits == 0 || h->max_heap_bits > 64 || h->max_heap_bits < h->first_row_bits ||
-	    h->max_heap_bits < max_direct_bits)
+	if (h->max_heap_bits == 0 || h->max_heap_bits > 64 || h->max_heap_bits < h->first_row_bits)
 		return h5_err_set(H5_ERR_FORMAT, "fractal heap header at 0x%llx: bad maximum heap size (%u bits)",
 				  a, h->max_heap_bits);
 	h->max_root_rows = h->max_heap_bits - h->first_row_bits + 1;

@@ -143,6 +143,18 @@ typedef struct h5_attr h5_attr;
 typedef int (*h5_attr_name_cb)(const char *name, size_t name_len, void *ud);
 int h5_attr_iterate_names(h5_file *f, uint64_t addr, h5_attr_name_cb cb, void *ud);
 
+/* Attributes as extended attributes (naming and text rules: doc/h5fs.1,
+ * ATTRIBUTES). An HDF5 attribute NAME is "user.NAME", or
+ * "user.h5.attr.NAME" when NAME starts with "h5."; every other "user.h5.*"
+ * name is reserved dataset metadata (user.h5.dtype, .shape, ...). */
+/* NUL-separated list "user.a\0user.b\0..." of all xattr names for the
+ * object (*out malloc'd, *len bytes including every NUL). */
+int h5_xattr_list(char **out, size_t *len, h5_file *f, uint64_t addr);
+/* Value of one xattr by full name ("user.x"); raw=1: stored bytes instead
+ * of text. H5_ERR_NOTFOUND for unknown names. The result is deterministic,
+ * so a size query and the read that follows agree. */
+int h5_xattr_get(void **out, size_t *len, h5_file *f, uint64_t addr, const char *name, int raw);
+
 #ifdef __cplusplus
 }
 #endif

@@ -592,6 +592,43 @@ typedef struct h5_attr_msg {
 
 int h5_attr_decode(h5_attr_msg *out, h5_file *f, const h5_fmt *fmt, const uint8_t *buf, size_t len);
 void h5_attr_msg_clear(h5_attr_msg *a);
+/* Find one attribute of the object at addr by name: compact messages are
+ * scanned, dense storage is searched by name hash (no full scan).
+ * H5_ERR_NOTFOUND when the object has no such attribute. */
+int h5_attr_find(h5_attr_msg *out, h5_file *f, uint64_t addr, const char *name, size_t name_len);
+
+/* ---- values as text, reserved metadata (value.c) ----------------------- */
+
+/* Text encodings are refused beyond this size (H5_ERR_LIMIT). */
+#define H5_VALUE_MAX_TEXT ((size_t)16 << 20)
+
+/* Text of nelmts elements of type t stored at data (data_len bytes, file
+ * layout; variable-length data is read from the global heap of f). The
+ * rules are in doc/h5fs.1, ATTRIBUTES. *out is malloc'd and NUL-terminated
+ * (the NUL is not counted in *out_len). */
+int h5_value_text(char **out, size_t *out_len, h5_file *f, const h5_dtype *t,
+		  const uint8_t *data, size_t data_len, uint64_t nelmts);
+/* "Raw" bytes of the same value: data as stored, except that a
+ * variable-length string type yields its strings' bytes (NUL-separated). */
+int h5_value_raw(uint8_t **out, size_t *out_len, h5_file *f, const h5_dtype *t,
+		 const uint8_t *data, size_t data_len, uint64_t nelmts);
+/* NumPy typestr ("<f8", "|S10", "|b1", "|V12", "|O") of t. */
+int h5_value_typestr(char **out, const h5_dtype *t);
+
+/* Reserved metadata of a dataset: user.h5.<key>. */
+#define H5_META_MAX 8
+typedef struct h5_meta {
+	size_t n;
+	const char *key[H5_META_MAX];   /* "dtype", "shape", ... (static strings) */
+	char *val[H5_META_MAX];         /* malloc'd text, NUL-terminated */
+	size_t len[H5_META_MAX];
+} h5_meta;
+
+/* All reserved keys that apply to the object of oh, in a fixed order (none
+ * for groups and named datatypes). only != NULL: just that key, and
+ * H5_ERR_NOTFOUND when it does not apply. */
+int h5_meta_get(h5_meta *out, h5_file *f, const h5_ohdr *oh, const char *only);
+void h5_meta_clear(h5_meta *m);
 
 /* ---- filters (filter.c) ---------------------------------------------------- */
 

@@ -13,6 +13,7 @@ Files h5py cannot open: h5fs must either refuse to mount with one clear
 In every case the daemon must survive the whole walk (checked after it)
 and no request may hang (a watchdog kills the daemon after 120 s)."""
 import os
+import re
 import subprocess
 import sys
 import time
@@ -25,6 +26,9 @@ T.require_fuse()
 
 CORPUS = os.environ.get("H5FS_CORPUS") or os.path.normpath(
     os.path.join(T.SRCDIR, "..", "shared", "corpus", "hdf5-testfiles"))
+# Files made to break readers (CVE reproducers, deliberately corrupt test
+# inputs): libhdf5 may read them anyway, h5fs may answer EIO instead.
+HOSTILE = re.compile(r"CVE|bogus|bad_|_err_|corrupt|fuzz", re.I)
 READ_CAP = 16 << 20     # bytes read per file from a mount of a bad file
 WALK_LIMIT = 120        # seconds per file
 
@@ -136,7 +140,7 @@ def main():
         else:
             try:
                 with m.watchdog(WALK_LIMIT):
-                    T.compare(expected, root_addr, mnt, rep, windows=20)
+                    T.compare(expected, root_addr, mnt, rep, windows=20, eio_ok=bool(HOSTILE.search(rel)))
                 if m.hung:
                     rep.bad("daemon hung; killed after %d s" % WALK_LIMIT)
                 elif not m.alive():

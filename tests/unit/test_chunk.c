@@ -439,7 +439,9 @@ START_TEST(ea_decoders_truncated_and_encode_roundtrip)
 	ck_assert_mem_eq(out, b.p + EA_IB, (size_t)h5_ea_iblock_size(&h, &fmt));
 
 	ck_assert_uint_eq(h5_ea_sblock_size(&h, &fmt, 3), 6 + 8 + 1 + 2 + 16 + 4);
-	ck_assert_int_eq(h5_ea_sblock_decode(&sb, &h, &fmt, EA_SB3, 2, b.p + EA_SB3, 64), H5_ERR_FORMAT);
+	/* super block 1 lives in the index block; 2 has another size (no bitmap) */
+	ck_assert_int_eq(h5_ea_sblock_decode(&sb, &h, &fmt, EA_SB3, 1, b.p + EA_SB3, 64), H5_ERR_FORMAT);
+	ck_assert_int_eq(h5_ea_sblock_decode(&sb, &h, &fmt, EA_SB3, 2, b.p + EA_SB3, 64), H5_ERR_CHECKSUM);
 	ck_assert_int_eq(h5_ea_sblock_decode(&sb, &h, &fmt, EA_SB3, 3, b.p + EA_SB3, 64), 0);
 	ck_assert_uint_eq(sb->npages, 2);
 	ck_assert_uint_eq(sb->page_init[0], 0x80);
@@ -537,7 +539,12 @@ static tbuf build_fa(int variant)
 	tb_zero(&b, 4 * 14 + 4);
 	at = b.len;
 	for (uint64_t i = 8; i < 10; i++)
-		put_felmt(&b, i == 9 ? UINT64_MAX : i);
+		if (i == 9) { /* never written */
+			tb_u64(&b, UINT64_MAX);
+			tb_zero(&b, 6);
+		} else {
+			put_felmt(&b, i);
+		}
 	if (variant == FA_SHORT) /* the file ends inside the last page */
 		return b;
 	tb_checksum(&b, at);
@@ -695,8 +702,9 @@ static const char gen_script[] =
 	"        si = ds.id.get_chunk_info_by_coord(tuple(s * c for s, c in zip(sc, ds.chunks)))\n"
 	"        lines.append('C %s %d %d %d' % (' '.join(map(str, sc)), -1 if si.byte_offset is None else si.byte_offset,\n"
 	"                     si.size, si.filter_mask if si.byte_offset is not None else 0))\n"
-	"    man.write('D %s %s %d %d %s %d %d\\n' % (fname, ds.name, addr, len(b), bn, len(ds.shape), len(lines)))\n"
-	"    man.write('\\n'.join(lines) + '\\n')\n"
+	"    alloc = sum(ds.id.get_chunk_info(i).size for i in range(ds.id.get_num_chunks()))\n"
+	"    man.write('D %s %s %d %d %s %d %d %d\\n' % (fname, ds.name, addr, len(b), bn, len(ds.shape), len(lines), alloc))\n"
+	"    man.write(''.join(l + '\\n' for l in lines))\n"
 	"def mk(f, name, shape, chunks, dt, fill, maxshape=None, region=None, **kw):\n"
 	"    d = f.create_dataset(name, shape, chunks=chunks, dtype=dt, fillvalue=fill, maxshape=maxshape, **kw)\n"
 	"    if region is None:\n"
@@ -725,7 +733,7 @@ static const char gen_script[] =
 	"    ds.append(mk(f, 'single_gzip', (10, 12), (10, 12), 'i4', -1, compression='gzip'))\n"
 	"    ds.append(f.create_dataset('single_empty', (4, 4), chunks=(4, 4), dtype='i2', fillvalue=-3))\n"
 	"    ds.append(f.create_dataset('fa_empty', (40, 4), chunks=(4, 4), dtype='i2', fillvalue=5))\n"
-	"    for name, maxd in (('implicit', (10, 9)), ('implicit_max', (12, 10))):\n"
+	"    for name, maxd in (('implicit', (10, 9)), ('implicit_max', (16, 13))):\n"
 	"        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)\n"
 	"        dcpl.set_chunk((4, 4))\n"
 	"        dcpl.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)\n"
@@ -735,7 +743,7 @@ static const char gen_script[] =
 	"        d[1:6, 2:7] = rnd((5, 5), 'i4')\n"
 	"        ds.append(d)\n"
 	"    for d in ds:\n"
-	"        record(fn, d)\n"
+	"        record(fn, d, [] if d.name == '/ea_swz' else None)\n"
 	"    d = f.create_dataset('ea_paged', (140000,), chunks=(1,), dtype='u1', fillvalue=7, maxshape=(None,))\n"
 	"    for r in (np.s_[0:10], np.s_[131000:131100], np.s_[131060:131070], np.s_[133200:133210], np.s_[139999]):\n"
 	"        d[r] = rnd(d[r].shape, 'u1')\n"
@@ -756,7 +764,7 @@ static const char gen_script[] =
 
 typedef struct tds {
 	char file[512], name[128], bin[512];
-	uint64_t addr, nbytes;
+	uint64_t addr, nbytes, alloc;
 	unsigned rank;
 	size_t nrec;
 	uint64_t (*scaled)[H5_MAX_RANK];
@@ -832,10 +840,10 @@ static size_t load_manifest(tds **out)
 		v = realloc(v, (n + 1) * sizeof(*v));
 		d = &v[n++];
 		memset(d, 0, sizeof(*d));
-		ck_assert_int_eq(sscanf(line, "D %511s %127s %llu %llu %511s %u %zu", d->file, d->name,
+		ck_assert_int_eq(sscanf(line, "D %511s %127s %llu %llu %511s %u %zu %llu", d->file, d->name,
 					(unsigned long long *)&d->addr, (unsigned long long *)&d->nbytes, d->bin,
-					&d->rank, &d->nrec),
-				 7);
+					&d->rank, &d->nrec, (unsigned long long *)&d->alloc),
+				 8);
 		d->scaled = calloc(d->nrec, sizeof(*d->scaled));
 		d->addrs = calloc(d->nrec, sizeof(*d->addrs));
 		d->sizes = calloc(d->nrec, sizeof(*d->sizes));
@@ -886,7 +894,11 @@ static uint8_t *slurp(const char *path, size_t *len)
 	return p;
 }
 
-/* Compare lookups, whole reads and random windows of every dataset. */
+/* Compare lookups, allocated bytes, whole reads and random windows of every
+ * dataset. ea_swz (unlimited dimension not first) lists no chunks: HDF5
+ * 1.10.8's H5Dget_chunk_info_by_coord linearises swizzled coordinates
+ * differently from its own read path, so only its bytes are compared (they
+ * are random per chunk, so a wrong mapping shows). */
 static void check_all(unsigned nthreads)
 {
 	tds *v;
@@ -906,7 +918,7 @@ static void check_all(unsigned nthreads)
 		h5_dataset *d;
 		size_t blen;
 		uint8_t *want = slurp(t->bin, &blen), *got;
-		uint64_t alloc_sum = 0;
+		uint64_t a;
 
 		ck_assert_msg(h5_file_open(&f, t->file, &o) == 0, "%s: %s", t->file, h5_err_msg());
 		ck_assert_msg(h5_dataset_open(&d, f, t->addr) == 0, "%s: %s", t->name, h5_err_msg());
@@ -926,18 +938,11 @@ static void check_all(unsigned nthreads)
 			ck_assert_msg(r.size == t->sizes[k], "%s chunk %zu: size %llu want %llu", t->name, k,
 				      (unsigned long long)r.size, (unsigned long long)t->sizes[k]);
 			ck_assert_uint_eq(r.filter_mask, t->masks[k]);
-			alloc_sum += t->sizes[k];
 		}
-		/* the manifests list every chunk, except for the sampled ea_paged */
-		if (strcmp(t->name, "/ea_paged") != 0) {
-			uint64_t a;
-
-			ck_assert_int_eq(h5_chunk_allocated(&a, d->cidx), 0);
-			if (strncmp(t->name, "/implicit", 9) != 0)
-				ck_assert_msg(a == alloc_sum, "%s: allocated %llu, want %llu", t->name,
-					      (unsigned long long)a, (unsigned long long)alloc_sum);
-			ck_assert_uint_eq(h5_dataset_allocated(d), a);
-		}
+		ck_assert_int_eq(h5_chunk_allocated(&a, d->cidx), 0);
+		ck_assert_msg(a == t->alloc, "%s: allocated %llu, want %llu", t->name, (unsigned long long)a,
+			      (unsigned long long)t->alloc);
+		ck_assert_uint_eq(h5_dataset_allocated(d), a);
 		got = malloc(blen + 1);
 		ck_assert_ptr_nonnull(got);
 		ck_assert_msg(h5_dataset_read(d, got, 0, blen) == 0, "%s: %s", t->name, h5_err_msg());

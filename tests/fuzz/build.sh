@@ -1,0 +1,61 @@
+#!/bin/sh
+# build.sh - build the libFuzzer target and the sanitizer replay driver.
+#
+#   tests/fuzz/build.sh [OUTDIR]        (OUTDIR defaults to ./fuzz-build)
+#
+# Produces, in OUTDIR:
+#   fuzz_walk   libFuzzer + ASan + UBSan target (tests/fuzz/fuzz_walk.c)
+#   replay      the same walk with a plain main(), ASan + UBSan (replay.c)
+#   seeds/      seed corpus: every file of the HDF5 test corpus plus the
+#               h5py seeds of gen_seeds.py (when /usr/bin/python3 has h5py)
+# Needs clang (Debian clang-14 + libclang-rt-14-dev) and the codec -dev
+# packages of contrib/install-deps.sh. Never writes into the source tree.
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../.." && pwd)
+out=${1:-$PWD/fuzz-build}
+CC=${CC:-clang}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+
+# config.h: the HAVE_* codec macros configure would define, from the
+# headers and libraries actually installed.
+libs="-lz -lm -lpthread"
+: > "$out/config.h.new"
+have() { # MACRO header lib
+	if printf '#include <%s>\nint main(void){return 0;}\n' "$2" |
+		$CC -x c - -o /dev/null "-l$3" >/dev/null 2>&1; then
+		echo "#define $1 1" >> "$out/config.h.new"
+		libs="$libs -l$3"
+	fi
+}
+have HAVE_LIBDEFLATE libdeflate.h deflate
+have HAVE_ZSTD zstd.h zstd
+have HAVE_LZ4 lz4.h lz4
+have HAVE_BLOSC blosc.h blosc
+have HAVE_BZ2 bzlib.h bz2
+have HAVE_AEC libaec.h aec
+mv "$out/config.h.new" "$out/config.h"
+
+cflags="-g -O1 -std=gnu11 -pthread -fno-omit-frame-pointer -fno-sanitize-recover=all -I$out -I$src/src/h5core"
+echo "building $out/fuzz_walk"
+$CC $cflags -fsanitize=fuzzer,address,undefined -o "$out/fuzz_walk" \
+	"$src"/src/h5core/*.c "$here/fuzz_walk.c" $libs
+echo "building $out/replay"
+$CC $cflags -fsanitize=address,undefined -o "$out/replay" \
+	"$src"/src/h5core/*.c "$here/fuzz_walk.c" "$here/replay.c" $libs
+
+# Seeds: files are copied flat (libFuzzer wants one directory).
+mkdir -p "$out/seeds"
+corpus=${H5FS_CORPUS:-$src/../shared/corpus/hdf5-testfiles}
+if [ -d "$corpus" ]; then
+	find "$corpus" -type f -name '*.h5' | while read -r f; do
+		cp -f "$f" "$out/seeds/$(echo "${f#"$corpus"/}" | tr / _)"
+	done
+fi
+cp -f "$here"/regress/* "$out/seeds/" 2>/dev/null || true
+if /usr/bin/python3 -c 'import h5py' 2>/dev/null; then
+	/usr/bin/python3 "$here/gen_seeds.py" "$out/seeds"
+fi
+echo "seeds: $(ls "$out/seeds" | wc -l) files in $out/seeds"

@@ -1,0 +1,372 @@
+/*
+ * fuzz_walk.c - libFuzzer target for libh5core: open an arbitrary byte image
+ * as an HDF5 file and do everything a mount would do with it, through the
+ * public API only (h5core.h): every group recursively (iterate, then look
+ * each name up as a FUSE lookup would), stat every object, open every
+ * dataset, size it, and read it in FUSE-sized windows.
+ *
+ * Goal (issue "No input crashes, hangs or fools h5fs"): the sanitizers catch
+ * crashes and leaks, -timeout catches hangs, and the checks below catch the
+ * engine being "fooled" into inconsistent answers:
+ *   - a sub-range of a window read back separately must give the same bytes
+ *     (chunk boundaries, fill, filters and the cache must agree);
+ *   - error codes are negative h5_err values with a message.
+ * Violations call abort() so libFuzzer records them as crashes.
+ *
+ * The same walk is used by replay.c (plain main, no libFuzzer) so `make
+ * check` replays tests/fuzz/regress/ and the corpus. See tests/fuzz/README.
+ */
+#include "fuzz_walk.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Limits that keep one input fast: FUSE reads at most 128 KiB at a time, and
+ * a hostile file can claim petabytes of logical size or millions of links. */
+#define WALK_WINDOW ((size_t)128 << 10)
+#define WALK_MAX_DEPTH 64
+#define WALK_MAX_OBJECTS 4096
+#define WALK_MAX_LINKS 20000
+#define WALK_RANDOM_WINDOWS 4
+#define WALK_MAX_READ_ERRORS 4
+
+struct walk_link {
+	char *name;
+	size_t name_len;
+	h5_link_type type;
+	uint64_t addr;
+};
+
+struct walk {
+	h5_file *f;
+	const h5fuzz_opts *opts;
+	h5fuzz_stats *st;
+	uint64_t seed;          /* derived from the input: picks read windows */
+	uint64_t read_left;     /* byte budget for dataset reads */
+	uint64_t *visited;      /* open-addressing set of object addresses */
+	size_t visited_cap, nvisited;
+	uint8_t *buf, *buf2;    /* WALK_WINDOW bytes each */
+};
+
+static uint64_t mix64(uint64_t x)
+{
+	/* splitmix64 finaliser: cheap, well spread */
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+/* An error must be one of the documented codes and carry a message. */
+static void check_err(int rc, const char *where)
+{
+	const char *msg;
+
+	if (rc >= 0)
+		return;
+	if (rc < H5_ERR_BUSY) {
+		fprintf(stderr, "fuzz_walk: %s returned undocumented error %d\n", where, rc);
+		abort();
+	}
+	msg = h5_err_msg();
+	if (!msg || !*msg || !h5_err_name(rc)) {
+		fprintf(stderr, "fuzz_walk: %s failed (%d) without a message\n", where, rc);
+		abort();
+	}
+}
+
+static void note_err(struct walk *w, int rc, const char *where, uint64_t addr)
+{
+	check_err(rc, where);
+	w->st->errors++;
+	if (w->opts->verbose)
+		fprintf(stderr, "  %s 0x%llx: %s: %s\n", where, (unsigned long long)addr, h5_err_name(rc),
+			h5_err_msg());
+}
+
+/* Returns 1 if addr was already visited (or the set is full), else records it. */
+static int visit(struct walk *w, uint64_t addr)
+{
+	size_t mask = w->visited_cap - 1, i;
+
+	if (w->nvisited >= WALK_MAX_OBJECTS)
+		return 1;
+	for (i = (size_t)mix64(addr) & mask;; i = (i + 1) & mask) {
+		if (w->visited[i] == UINT64_MAX) {
+			w->visited[i] = addr;
+			w->nvisited++;
+			return 0;
+		}
+		if (w->visited[i] == addr)
+			return 1;
+	}
+}
+
+/* ---- datasets ----------------------------------------------------------- */
+
+/* Read [off, off+len) and, when it worked, read a sub-range of it again and
+ * compare: the engine must give the same bytes whichever way it is asked. */
+static void read_window(struct walk *w, h5_dataset *d, uint64_t addr, uint64_t off, size_t len,
+			unsigned *nerr)
+{
+	size_t a, b;
+	int rc;
+
+	if (len == 0 || w->read_left < len)
+		return;
+	w->read_left -= len;
+	rc = h5_dataset_read(d, w->buf, off, len);
+	if (rc < 0) {
+		note_err(w, rc, "h5_dataset_read", addr);
+		(*nerr)++;
+		return;
+	}
+	w->st->bytes_read += len;
+	a = (size_t)(mix64(w->seed ^ off) % len);
+	b = a + (size_t)(mix64(w->seed + off) % (len - a)) + 1;
+	if (w->read_left < b - a)
+		return;
+	w->read_left -= b - a;
+	rc = h5_dataset_read(d, w->buf2, off + a, b - a);
+	if (rc < 0) {
+		/* errors may depend on the range (one bad chunk), so not a mismatch */
+		note_err(w, rc, "h5_dataset_read (re-read)", addr);
+		return;
+	}
+	if (memcmp(w->buf + a, w->buf2, b - a) != 0) {
+		fprintf(stderr, "fuzz_walk: dataset 0x%llx: bytes [%llu, %llu) differ between a read at %llu "
+			"and a re-read of the sub-range\n", (unsigned long long)addr,
+			(unsigned long long)(off + a), (unsigned long long)(off + b), (unsigned long long)off);
+		abort();
+	}
+}
+
+static void walk_dataset(struct walk *w, uint64_t addr)
+{
+	h5_dataset *d = NULL;
+	uint64_t size, off;
+	unsigned nerr = 0, i;
+	int64_t mtime;
+	int rc;
+
+	rc = h5_dataset_open(&d, w->f, addr);
+	if (rc < 0) {
+		note_err(w, rc, "h5_dataset_open", addr);
+		return;
+	}
+	w->st->datasets++;
+	size = h5_dataset_size(d);
+	(void)h5_dataset_allocated(d);
+	rc = h5_dataset_mtime(d, &mtime);
+	if (rc < 0 && rc != H5_ERR_NOTFOUND)
+		note_err(w, rc, "h5_dataset_mtime", addr);
+	if (size <= w->read_left) {
+		/* small enough: all of it, as `cat` would */
+		for (off = 0; off < size && nerr < WALK_MAX_READ_ERRORS; off += WALK_WINDOW)
+			read_window(w, d, addr, off, size - off < WALK_WINDOW ? (size_t)(size - off) : WALK_WINDOW,
+				    &nerr);
+	} else {
+		/* first and last windows, then a few unaligned ones picked by the input */
+		size_t win = size < WALK_WINDOW ? (size_t)size : WALK_WINDOW;
+
+		read_window(w, d, addr, 0, win, &nerr);
+		read_window(w, d, addr, size - win, win, &nerr);
+		for (i = 0; i < WALK_RANDOM_WINDOWS && nerr < WALK_MAX_READ_ERRORS; i++) {
+			off = mix64(w->seed ^ addr ^ (uint64_t)i << 56) % (size - win + 1);
+			read_window(w, d, addr, off, win, &nerr);
+		}
+	}
+	/* one read past the end must be refused, not served */
+	rc = h5_dataset_read(d, w->buf, size, 1);
+	if (rc != H5_ERR_INVAL) {
+		fprintf(stderr, "fuzz_walk: dataset 0x%llx: read past the end returned %d\n",
+			(unsigned long long)addr, rc);
+		abort();
+	}
+	h5_dataset_close(d);
+}
+
+/* ---- groups ------------------------------------------------------------- */
+
+static void walk_object(struct walk *w, uint64_t addr, unsigned depth);
+
+struct link_vec {
+	struct walk *w;
+	struct walk_link *v;
+	size_t n, cap;
+};
+
+static int collect_link(const h5_link *l, void *ud)
+{
+	struct link_vec *lv = ud;
+	struct walk_link *nv;
+
+	if (lv->w->st->links >= WALK_MAX_LINKS)
+		return 1;
+	if (!l->name) {
+		fprintf(stderr, "fuzz_walk: a link without a name\n");
+		abort();
+	}
+	if (lv->n == lv->cap) {
+		size_t cap = lv->cap ? lv->cap * 2 : 16;
+
+		nv = realloc(lv->v, cap * sizeof(*nv));
+		if (!nv)
+			return 1;
+		lv->v = nv;
+		lv->cap = cap;
+	}
+	nv = &lv->v[lv->n];
+	nv->name = malloc(l->name_len + 1);
+	if (!nv->name)
+		return 1;
+	/* the name must really hold name_len bytes and a NUL */
+	memcpy(nv->name, l->name, l->name_len + 1);
+	nv->name_len = l->name_len;
+	nv->type = l->type;
+	nv->addr = l->addr;
+	lv->n++;
+	lv->w->st->links++;
+	if (l->type == H5_LINK_SOFT && !l->target)
+		abort();
+	if (l->type == H5_LINK_EXTERNAL && (!l->ext_file || !l->ext_path))
+		abort();
+	return 0;
+}
+
+static void walk_group(struct walk *w, uint64_t addr, unsigned depth)
+{
+	struct link_vec lv = { w, NULL, 0, 0 };
+	h5_link l;
+	size_t i;
+	int rc;
+
+	w->st->groups++;
+	rc = h5_group_iterate(w->f, addr, collect_link, &lv);
+	if (rc < 0)
+		note_err(w, rc, "h5_group_iterate", addr);
+	/* what a FUSE lookup does after readdir: by name, then stat the target */
+	for (i = 0; i < lv.n; i++) {
+		struct walk_link *e = &lv.v[i];
+
+		if (e->name_len && strlen(e->name) == e->name_len) {
+			rc = h5_group_lookup(&l, w->f, addr, e->name);
+			if (rc == 0) {
+				if (l.type != e->type || (l.type == H5_LINK_HARD && l.addr != e->addr))
+					w->st->lookup_mismatch++;
+				h5_link_clear(&l);
+			} else if (rc == H5_ERR_NOTFOUND) {
+				check_err(rc, "h5_group_lookup");
+				w->st->lookup_mismatch++;
+			} else {
+				note_err(w, rc, "h5_group_lookup", addr);
+			}
+		}
+		if (e->type == H5_LINK_HARD)
+			walk_object(w, e->addr, depth + 1);
+	}
+	for (i = 0; i < lv.n; i++)
+		free(lv.v[i].name);
+	free(lv.v);
+}
+
+static void walk_object(struct walk *w, uint64_t addr, unsigned depth)
+{
+	h5_obj_info info;
+	int rc;
+
+	if (depth > WALK_MAX_DEPTH || visit(w, addr))
+		return;
+	w->st->objects++;
+	rc = h5_obj_info_get(&info, w->f, addr);
+	if (rc < 0) {
+		note_err(w, rc, "h5_obj_info_get", addr);
+		return;
+	}
+	if (info.addr != addr) {
+		fprintf(stderr, "fuzz_walk: h5_obj_info_get(0x%llx) describes 0x%llx\n", (unsigned long long)addr,
+			(unsigned long long)info.addr);
+		abort();
+	}
+	switch (info.kind) {
+	case H5_OBJ_GROUP:
+		walk_group(w, addr, depth);
+		break;
+	case H5_OBJ_DATASET:
+		walk_dataset(w, addr);
+		break;
+	default:
+		break;
+	}
+}
+
+/* ---- entry points --------------------------------------------------------- */
+
+void h5fuzz_default_opts(h5fuzz_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->cache_bytes = (size_t)8 << 20;
+	o->max_read = (uint64_t)16 << 20;
+}
+
+int h5fuzz_walk(h5fuzz_stats *st, const uint8_t *data, size_t size, const h5fuzz_opts *opts)
+{
+	struct walk w;
+	h5_open_opts oo;
+	size_t i;
+	int rc;
+
+	memset(st, 0, sizeof(*st));
+	memset(&w, 0, sizeof(w));
+	memset(&oo, 0, sizeof(oo));
+	oo.cache_bytes = opts->cache_bytes;
+	oo.nthreads = 1;
+	rc = h5_file_open_mem(&w.f, data, size, &oo);
+	if (rc < 0) {
+		check_err(rc, "h5_file_open_mem");
+		st->open_rc = rc;
+		return rc;
+	}
+	w.opts = opts;
+	w.st = st;
+	w.read_left = opts->max_read;
+	/* windows depend on the input so the fuzzer can steer them */
+	w.seed = size;
+	for (i = 0; i < size && i < 4096; i++)
+		w.seed = (w.seed ^ data[i]) * 0x100000001b3ULL;
+	w.visited_cap = 2 * WALK_MAX_OBJECTS;
+	w.visited = malloc(w.visited_cap * sizeof(*w.visited));
+	w.buf = malloc(WALK_WINDOW);
+	w.buf2 = malloc(WALK_WINDOW);
+	if (!w.visited || !w.buf || !w.buf2) {
+		rc = H5_ERR_NOMEM;
+		goto out;
+	}
+	memset(w.visited, 0xff, w.visited_cap * sizeof(*w.visited));
+	(void)h5_file_sb_version(w.f);
+	(void)h5_file_userblock(w.f);
+	(void)h5_file_mtime(w.f);
+	(void)h5_file_path(w.f);
+	walk_object(&w, h5_file_root(w.f), 0);
+	rc = 0;
+out:
+	free(w.visited);
+	free(w.buf);
+	free(w.buf2);
+	h5_file_close(w.f);
+	return rc;
+}
+
+/* libFuzzer entry point (replay.c links it too, unused there). */
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	h5fuzz_opts o;
+	h5fuzz_stats st;
+
+	h5fuzz_default_opts(&o);
+	h5fuzz_walk(&st, data, size, &o);
+	return 0;
+}
