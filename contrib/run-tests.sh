@@ -6,4 +6,4 @@ cd "$(dirname "$0")/.."
 ./contrib/install-deps.sh
 autoreconf -fi
 ./configure
-make -j2 check || { cat tests/integration/*.log 2>/dev/null | tail -n 200; exit 1; }
+make -j2 check || { cat test-suite.log 2>/dev/null | tail -n 300; exit 1; }

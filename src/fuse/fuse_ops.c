@@ -357,9 +357,19 @@ static int kind_lookup(h5fs *fs, uint64_t addr, h5_obj_kind *kind)
 
 /* ---- names and paths ------------------------------------------------------ */
 
+/* st_ino of the object whose header is at addr. */
 static uint64_t obj_ino(const h5fs *fs, uint64_t addr)
 {
 	return addr == fs->root_addr ? FUSE_ROOT_ID : addr + 2;
+}
+
+/* The FUSE node id for a hard link to addr. The kernel refuses a lookup
+ * that answers FUSE_ROOT_ID (a link back to the root group is a directory
+ * cycle), so such links get a node id of their own while still reporting
+ * st_ino 1, which lets find and du recognise the loop. */
+static uint64_t link_nodeid(const h5fs *fs, uint64_t addr)
+{
+	return addr + 2;
 }
 
 /* A link name can become a directory entry only if it is a single,
@@ -504,7 +514,7 @@ static void stat_init(h5fs *fs, struct stat *st, uint64_t ino, mode_t mode, int6
 }
 
 /* Build (unlocked) the node of the object whose header is at addr. */
-static int node_make_obj(struct node **out, h5fs *fs, uint64_t addr, const char *path)
+static int node_make_obj(struct node **out, h5fs *fs, uint64_t addr, uint64_t nodeid, const char *path)
 {
 	h5_obj_info info;
 	struct node *n;
@@ -520,7 +530,7 @@ static int node_make_obj(struct node **out, h5fs *fs, uint64_t addr, const char 
 	if (!n)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	n->addr = addr;
-	n->ino = obj_ino(fs, addr);
+	n->ino = nodeid;
 	n->kind = info.kind;
 	n->path = strdup(path);
 	if (!n->path) {
@@ -534,7 +544,7 @@ static int node_make_obj(struct node **out, h5fs *fs, uint64_t addr, const char 
 		/* st_nlink 1 = "subdirectory count unknown" (as btrfs does for
 		 * find's leaf optimisation): counting would mean decoding every
 		 * child header of every directory. */
-		stat_init(fs, &n->st, n->ino, S_IFDIR | 0555, mtime);
+		stat_init(fs, &n->st, obj_ino(fs, addr), S_IFDIR | 0555, mtime);
 		break;
 	case H5_OBJ_DATASET: {
 		int64_t dmt;
@@ -545,7 +555,7 @@ static int node_make_obj(struct node **out, h5fs *fs, uint64_t addr, const char 
 			goto out;
 		if (h5_dataset_mtime(n->ds, &dmt) == 0)
 			mtime = dmt;
-		stat_init(fs, &n->st, n->ino, S_IFREG | 0444, mtime);
+		stat_init(fs, &n->st, obj_ino(fs, addr), S_IFREG | 0444, mtime);
 		n->st.st_size = (off_t)h5_dataset_size(n->ds);
 		alloc = h5_dataset_allocated(n->ds);
 		n->st.st_nlink = info.nlink ? info.nlink : 1;
@@ -554,7 +564,7 @@ static int node_make_obj(struct node **out, h5fs *fs, uint64_t addr, const char 
 	default:
 		/* named datatypes (and headers of no known kind): empty files */
 		n->type = NT_FILE;
-		stat_init(fs, &n->st, n->ino, S_IFREG | 0444, mtime);
+		stat_init(fs, &n->st, obj_ino(fs, addr), S_IFREG | 0444, mtime);
 		n->st.st_nlink = info.nlink ? info.nlink : 1;
 		break;
 	}
@@ -682,7 +692,7 @@ int h5fs_new(h5fs **out, h5_file *f, const h5fs_config *cfg)
 		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	rc = node_make_obj(&root, fs, fs->root_addr, "");
+	rc = node_make_obj(&root, fs, fs->root_addr, FUSE_ROOT_ID, "");
 	if (rc < 0) {
 		h5_err_wrap(rc, "root group at 0x%llx: ", (unsigned long long)fs->root_addr);
 		goto out;
@@ -815,10 +825,10 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	switch (l.type) {
 	case H5_LINK_HARD:
-		n = node_ref_existing(fs, obj_ino(fs, l.addr));
+		n = node_ref_existing(fs, link_nodeid(fs, l.addr));
 		if (n)
 			break;
-		rc = node_make_obj(&fresh, fs, l.addr, path);
+		rc = node_make_obj(&fresh, fs, l.addr, link_nodeid(fs, l.addr), path);
 		if (rc < 0) {
 			reply_h5err(fs, req, rc, "lookup", p->path, name);
 			goto out;

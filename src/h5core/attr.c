@@ -1,2 +1,721 @@
-/* attr.c - not yet written */
+/*
+ * attr.c - attributes (IV.A.2.m "Attribute Message") and their storage, and
+ * the mapping of attributes onto extended attribute names.
+ *
+ * An object keeps its attributes either as Attribute messages in its own
+ * header ("compact") or, once there are many or they are large, "dense": an
+ * Attribute Info message (IV.A.2.v) names a fractal heap holding the
+ * messages and a v2 B-tree of type 8 indexing them by the lookup3 hash of
+ * the name (III.A.2). A message itself may be shared (flag bit 1 in the
+ * header, or in the B-tree record): then its body is a shared message
+ * reference resolved by h5_msg_read().
+ *
+ * xattr names: attribute NAME is "user.NAME"; names beginning with "h5."
+ * become "user.h5.attr.NAME" so that the reserved dataset metadata under
+ * "user.h5." (value.c) can never hide, or be hidden by, a real attribute.
+ */
 #include "internal.h"
+
+#include <stdio.h>
+
+#define ATTR_FLAG_TYPE_SHARED 0x01
+#define ATTR_FLAG_SPACE_SHARED 0x02
+#define AINFO_TRACK_CORDER 0x01
+#define AINFO_INDEX_CORDER 0x02
+/* III.A.2 type 8: heap ID (8), message flags (1), creation order (4), hash (4). */
+#define DENSE_REC_SIZE 17
+#define DENSE_ID_LEN 8
+#define DENSE_REC_HASH 13
+/* Linux limit on an xattr name (XATTR_NAME_MAX): longer ones cannot be asked for. */
+#define XATTR_NAME_MAX_LEN 255
+
+#define XATTR_USER "user."
+#define XATTR_RESERVED "user.h5."
+#define XATTR_ESCAPED "user.h5.attr."
+
+/* ---- the Attribute message ----------------------------------------------- */
+
+void h5_attr_msg_clear(h5_attr_msg *a)
+{
+	free(a->name);
+	h5_dtype_free(a->dtype);
+	free(a->data);
+	memset(a, 0, sizeof(*a));
+}
+
+/* Fixed part of versions 1-3: where the name, datatype and dataspace fields
+ * are, and their lengths. v1 pads every field to 8 bytes; v2/v3 do not. */
+typedef struct attr_hdr {
+	uint8_t version, flags, cset;
+	const uint8_t *name;    /* name_size bytes, NUL included */
+	size_t name_size;
+	const uint8_t *dt;
+	size_t dt_size;
+	const uint8_t *ds;
+	size_t ds_size;
+	const uint8_t *data;    /* the rest of the message */
+	size_t data_left;
+} attr_hdr;
+
+static size_t pad8(size_t n)
+{
+	return (n + 7) & ~(size_t)7;
+}
+
+static int attr_hdr_decode(attr_hdr *h, const uint8_t *buf, size_t len)
+{
+	h5_rd r;
+	size_t name_sz, dt_sz, ds_sz;
+
+	memset(h, 0, sizeof(*h));
+	h5_rd_init(&r, buf, len);
+	h->version = h5_rd_u8(&r);
+	h->flags = h5_rd_u8(&r);
+	h->name_size = h5_rd_u16(&r);
+	h->dt_size = h5_rd_u16(&r);
+	h->ds_size = h5_rd_u16(&r);
+	if (h->version == 3)
+		h->cset = h5_rd_u8(&r);
+	if (!h5_rd_ok(&r))
+		return h5_err_set(H5_ERR_FORMAT, "attribute message: %zu bytes is too short", len);
+	if (h->version < 1 || h->version > 3)
+		return h5_err_set(H5_ERR_FORMAT, "attribute message: bad version %u", h->version);
+	if (h->version == 1 ? h->flags != 0 : (h->flags & ~(ATTR_FLAG_TYPE_SHARED | ATTR_FLAG_SPACE_SHARED)))
+		return h5_err_set(H5_ERR_FORMAT, "attribute message v%u: unknown flags 0x%02x", h->version, h->flags);
+	if (h->version == 3 && h->cset > 1)
+		return h5_err_set(H5_ERR_FORMAT, "attribute message: unknown name character set %u", h->cset);
+	if (h->name_size == 0)
+		return h5_err_set(H5_ERR_FORMAT, "attribute message: name size 0 (no room for its NUL)");
+	name_sz = h->version == 1 ? pad8(h->name_size) : h->name_size;
+	dt_sz = h->version == 1 ? pad8(h->dt_size) : h->dt_size;
+	ds_sz = h->version == 1 ? pad8(h->ds_size) : h->ds_size;
+	h->name = h5_rd_bytes(&r, name_sz);
+	h->dt = h5_rd_bytes(&r, dt_sz);
+	h->ds = h5_rd_bytes(&r, ds_sz);
+	if (!h5_rd_ok(&r))
+		return h5_err_set(H5_ERR_FORMAT, "attribute message: name (%zu), datatype (%zu) and dataspace (%zu) "
+				  "fields run past its %zu bytes", h->name_size, h->dt_size, h->ds_size, len);
+	if (h->name[h->name_size - 1] != '\0' || memchr(h->name, 0, h->name_size) != h->name + h->name_size - 1)
+		return h5_err_set(H5_ERR_FORMAT, "attribute message: name of %zu bytes is not one NUL-terminated "
+				  "string", h->name_size);
+	h->data = buf + r.pos;
+	h->data_left = h5_rd_left(&r);
+	return 0;
+}
+
+/* The datatype or dataspace field, which for v2/v3 may be a shared message
+ * reference (committed datatype, or the SOHM heap): resolved by
+ * h5_msg_read() as if it were a shared header message of that type. */
+static int attr_field(const uint8_t **data, size_t *len, void **owned, h5_file *f, uint16_t type,
+		      bool shared, const uint8_t *p, size_t n)
+{
+	h5_msg m;
+
+	*owned = NULL;
+	if (!shared) {
+		*data = p;
+		*len = n;
+		return 0;
+	}
+	if (!f)
+		return h5_err_set(H5_ERR_INVAL, "attribute message: shared %s needs the file",
+				  type == H5_MSG_DTYPE ? "datatype" : "dataspace");
+	memset(&m, 0, sizeof(m));
+	m.type = type;
+	m.flags = H5_MSG_FLAG_SHARED;
+	m.size = (uint32_t)n;
+	m.data = p;
+	m.addr = H5_ADDR_UNDEF;
+	return h5_msg_read(data, len, owned, f, &m);
+}
+
+int h5_attr_decode(h5_attr_msg *out, h5_file *f, const h5_fmt *fmt, const uint8_t *buf, size_t len)
+{
+	const uint8_t *dt, *ds;
+	size_t dt_len, ds_len;
+	void *dt_owned = NULL, *ds_owned = NULL;
+	uint64_t nelmts, size;
+	attr_hdr h;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = attr_hdr_decode(&h, buf, len);
+	if (rc < 0)
+		return rc;
+	out->cset = h.cset;
+	out->name_len = h.name_size - 1;
+	out->name = malloc(h.name_size);
+	if (!out->name) {
+		rc = h5_err_set(H5_ERR_NOMEM, "out of memory decoding an attribute");
+		goto out;
+	}
+	memcpy(out->name, h.name, h.name_size);
+
+	rc = attr_field(&dt, &dt_len, &dt_owned, f, H5_MSG_DTYPE, h.flags & ATTR_FLAG_TYPE_SHARED, h.dt, h.dt_size);
+	if (rc == 0)
+		rc = h5_dtype_decode(&out->dtype, dt, dt_len, NULL);
+	if (rc < 0) {
+		h5_err_wrap(rc, "attribute \"%s\": datatype: ", out->name);
+		goto out;
+	}
+	rc = attr_field(&ds, &ds_len, &ds_owned, f, H5_MSG_DSPACE, h.flags & ATTR_FLAG_SPACE_SHARED, h.ds, h.ds_size);
+	if (rc == 0)
+		rc = h5_dspace_decode(&out->space, fmt, ds, ds_len);
+	if (rc == 0)
+		rc = h5_dspace_nelmts(&out->space, &nelmts);
+	if (rc < 0) {
+		h5_err_wrap(rc, "attribute \"%s\": dataspace: ", out->name);
+		goto out;
+	}
+	/* The data is exactly nelmts elements; v1 messages may carry padding. */
+	if (h5_mul_overflow(nelmts, out->dtype->size, &size) || size > h.data_left) {
+		rc = h5_err_set(H5_ERR_FORMAT, "attribute \"%s\": %llu elements of %u bytes do not fit in the %zu "
+				"bytes left in its message", out->name, (unsigned long long)nelmts,
+				out->dtype->size, h.data_left);
+		goto out;
+	}
+	out->data_size = (size_t)size;
+	out->data = malloc(size ? (size_t)size : 1);
+	if (!out->data) {
+		rc = h5_err_set(H5_ERR_NOMEM, "out of memory for attribute \"%s\" (%llu bytes)", out->name,
+				(unsigned long long)size);
+		goto out;
+	}
+	memcpy(out->data, h.data, (size_t)size);
+out:
+	free(dt_owned);
+	free(ds_owned);
+	if (rc < 0)
+		h5_attr_msg_clear(out);
+	return rc;
+}
+
+/* ---- attribute storage of an object --------------------------------------- */
+
+typedef struct ainfo {
+	bool present;
+	uint8_t flags;
+	uint64_t fheap_addr, name_bt2_addr, corder_bt2_addr;
+} ainfo;
+
+/* IV.A.2.v: version 0, flags, [max creation index], heap, name index, [creation order index]. */
+static int ainfo_get(ainfo *out, h5_file *f, const h5_ohdr *oh)
+{
+	const h5_msg *m = h5_ohdr_find(oh, H5_MSG_AINFO);
+	const uint8_t *data;
+	size_t len;
+	void *owned = NULL;
+	uint8_t version;
+	h5_rd r;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	out->fheap_addr = out->name_bt2_addr = out->corder_bt2_addr = H5_ADDR_UNDEF;
+	if (!m)
+		return 0;
+	rc = h5_msg_read(&data, &len, &owned, f, m);
+	if (rc < 0)
+		return h5_err_wrap(rc, "object 0x%llx: attribute info message: ", (unsigned long long)oh->addr);
+	h5_rd_init(&r, data, len);
+	version = h5_rd_u8(&r);
+	out->flags = h5_rd_u8(&r);
+	if (out->flags & AINFO_TRACK_CORDER)
+		h5_rd_u16(&r);
+	out->fheap_addr = h5_rd_addr(&r, &f->fmt);
+	out->name_bt2_addr = h5_rd_addr(&r, &f->fmt);
+	if (out->flags & AINFO_INDEX_CORDER)
+		out->corder_bt2_addr = h5_rd_addr(&r, &f->fmt);
+	free(owned);
+	if (!h5_rd_ok(&r) || version != 0 || (out->flags & ~(AINFO_TRACK_CORDER | AINFO_INDEX_CORDER)))
+		return h5_err_set(H5_ERR_FORMAT, "object 0x%llx: bad attribute info message (version %u, flags 0x%02x, "
+				  "%zu bytes)", (unsigned long long)oh->addr, version, out->flags, len);
+	if (h5_addr_defined(out->fheap_addr) != h5_addr_defined(out->name_bt2_addr))
+		return h5_err_set(H5_ERR_FORMAT, "object 0x%llx: attribute info names a fractal heap or a name index "
+				  "but not both", (unsigned long long)oh->addr);
+	out->present = true;
+	return 0;
+}
+
+static bool ainfo_dense(const ainfo *ai)
+{
+	return ai->present && h5_addr_defined(ai->fheap_addr);
+}
+
+/* The body of an Attribute message that may be a shared reference. */
+static int attr_body(const uint8_t **data, size_t *len, void **owned, h5_file *f, const uint8_t *p, size_t n,
+		     uint8_t msg_flags)
+{
+	h5_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.type = H5_MSG_ATTR;
+	m.flags = msg_flags & H5_MSG_FLAG_SHARED;
+	m.size = (uint32_t)n;
+	m.data = p;
+	m.addr = H5_ADDR_UNDEF;
+	return h5_msg_read(data, len, owned, f, &m);
+}
+
+/* Dense storage: the attribute heap and the name index (checked type). */
+typedef struct dense {
+	h5_fheap *heap;
+	h5_bt2 *bt;
+} dense;
+
+static void dense_close(dense *d)
+{
+	h5_bt2_close(d->bt);
+	h5_fheap_close(d->heap);
+	memset(d, 0, sizeof(*d));
+}
+
+static int dense_open(dense *d, h5_file *f, const ainfo *ai)
+{
+	int rc;
+
+	memset(d, 0, sizeof(*d));
+	rc = h5_fheap_open(&d->heap, f, ai->fheap_addr);
+	if (rc == 0)
+		rc = h5_bt2_open(&d->bt, f, ai->name_bt2_addr);
+	if (rc == 0 && (h5_bt2_type(d->bt) != 8 || h5_bt2_record_size(d->bt) != DENSE_REC_SIZE))
+		rc = h5_err_set(H5_ERR_FORMAT, "attribute name index at 0x%llx: type %u record size %u, expected 8/%d",
+				(unsigned long long)ai->name_bt2_addr, h5_bt2_type(d->bt), h5_bt2_record_size(d->bt),
+				DENSE_REC_SIZE);
+	if (rc < 0) {
+		h5_err_wrap(rc, "dense attribute storage: ");
+		dense_close(d);
+	}
+	return rc;
+}
+
+/* Read the message a type 8 record points to; *owned must be freed. */
+static int dense_rec_body(const uint8_t **data, size_t *len, void **owned, uint8_t **obj, h5_file *f,
+			  h5_fheap *heap, const uint8_t *rec, size_t rec_len)
+{
+	size_t obj_len = 0;
+	int rc;
+
+	*obj = NULL;
+	*owned = NULL;
+	if (rec_len != DENSE_REC_SIZE)
+		return h5_err_set(H5_ERR_FORMAT, "attribute name index: record of %zu bytes, expected %d", rec_len,
+				  DENSE_REC_SIZE);
+	rc = h5_fheap_read(obj, &obj_len, heap, rec, DENSE_ID_LEN);
+	if (rc < 0)
+		return h5_err_wrap(rc, "dense attribute: ");
+	return attr_body(data, len, owned, f, *obj, obj_len, rec[DENSE_ID_LEN]);
+}
+
+/* ---- listing names --------------------------------------------------------- */
+
+typedef struct name_ent {
+	char *name;
+	size_t len;
+	uint64_t corder;
+} name_ent;
+
+typedef struct name_list {
+	name_ent *v;
+	size_t n, cap;
+	bool by_corder;
+} name_list;
+
+static void name_list_free(name_list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i].name);
+	free(l->v);
+	memset(l, 0, sizeof(*l));
+}
+
+/* Add the name of the attribute message body (data, len). */
+static int name_list_add(name_list *l, const uint8_t *data, size_t len, uint64_t corder)
+{
+	attr_hdr h;
+	int rc;
+
+	rc = attr_hdr_decode(&h, data, len);
+	if (rc < 0)
+		return rc;
+	if (l->n == l->cap) {
+		size_t ncap = l->cap ? l->cap * 2 : 16;
+		name_ent *nv = realloc(l->v, ncap * sizeof(*nv));
+
+		if (!nv)
+			return h5_err_set(H5_ERR_NOMEM, "out of memory listing attributes");
+		l->v = nv;
+		l->cap = ncap;
+	}
+	l->v[l->n].name = malloc(h.name_size);
+	if (!l->v[l->n].name)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory listing attributes");
+	memcpy(l->v[l->n].name, h.name, h.name_size);
+	l->v[l->n].len = h.name_size - 1;
+	l->v[l->n].corder = corder;
+	l->n++;
+	return 0;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	const name_ent *x = a, *y = b;
+	size_t n = x->len < y->len ? x->len : y->len;
+	int c = memcmp(x->name, y->name, n);
+
+	if (c)
+		return c;
+	return (x->len > y->len) - (x->len < y->len);
+}
+
+static int corder_cmp(const void *a, const void *b)
+{
+	const name_ent *x = a, *y = b;
+
+	if (x->corder != y->corder)
+		return x->corder < y->corder ? -1 : 1;
+	return name_cmp(a, b);
+}
+
+struct dense_list_ctx {
+	h5_file *f;
+	h5_fheap *heap;
+	name_list *l;
+};
+
+static int dense_list_cb(const uint8_t *rec, size_t len, void *udp)
+{
+	struct dense_list_ctx *c = udp;
+	const uint8_t *data;
+	size_t dlen;
+	void *owned = NULL;
+	uint8_t *obj = NULL;
+	int rc;
+
+	rc = dense_rec_body(&data, &dlen, &owned, &obj, c->f, c->heap, rec, len);
+	if (rc == 0)
+		rc = name_list_add(c->l, data, dlen, h5_le_decode(rec + DENSE_ID_LEN + 1, 4));
+	free(owned);
+	free(obj);
+	return rc;
+}
+
+/* Every attribute name of the object, sorted the way h5py lists them: by
+ * creation order when it is tracked, else by name. */
+static int collect_names(name_list *l, h5_file *f, const h5_ohdr *oh)
+{
+	ainfo ai;
+	int rc;
+
+	memset(l, 0, sizeof(*l));
+	rc = ainfo_get(&ai, f, oh);
+	if (rc < 0)
+		return rc;
+	l->by_corder = ai.present && (ai.flags & AINFO_TRACK_CORDER);
+	for (size_t i = 0; i < oh->nmsgs; i++) {
+		const h5_msg *m = &oh->msgs[i];
+		const uint8_t *data;
+		size_t len;
+		void *owned = NULL;
+
+		if (m->type != H5_MSG_ATTR)
+			continue;
+		rc = h5_msg_read(&data, &len, &owned, f, m);
+		if (rc == 0)
+			rc = name_list_add(l, data, len, m->crt_order);
+		free(owned);
+		if (rc < 0)
+			return h5_err_wrap(rc, "object 0x%llx: attribute message at 0x%llx: ",
+					   (unsigned long long)oh->addr, (unsigned long long)m->addr);
+	}
+	if (ainfo_dense(&ai)) {
+		struct dense_list_ctx c = { f, NULL, l };
+		dense d;
+
+		rc = dense_open(&d, f, &ai);
+		if (rc < 0)
+			return h5_err_wrap(rc, "object 0x%llx: ", (unsigned long long)oh->addr);
+		c.heap = d.heap;
+		rc = h5_bt2_iterate(d.bt, dense_list_cb, &c);
+		dense_close(&d);
+		if (rc < 0)
+			return h5_err_wrap(rc, "object 0x%llx: ", (unsigned long long)oh->addr);
+	}
+	if (l->n > 1)
+		qsort(l->v, l->n, sizeof(*l->v), l->by_corder ? corder_cmp : name_cmp);
+	return 0;
+}
+
+int h5_attr_iterate_names(h5_file *f, uint64_t addr, h5_attr_name_cb cb, void *ud)
+{
+	h5_ohdr *oh = NULL;
+	name_list l = { 0 };
+	int rc;
+
+	rc = h5_ohdr_get(&oh, f, addr);
+	if (rc < 0)
+		return rc;
+	rc = collect_names(&l, f, oh);
+	h5_ohdr_release(f, oh);
+	for (size_t i = 0; rc == 0 && i < l.n; i++)
+		rc = cb(l.v[i].name, l.v[i].len, ud);
+	name_list_free(&l);
+	return rc;
+}
+
+/* ---- finding one attribute ------------------------------------------------- */
+
+struct dense_find_ctx {
+	h5_file *f;
+	h5_fheap *heap;
+	const char *name;
+	size_t name_len;
+	uint32_t hash;
+	h5_attr_msg *out;
+};
+
+static int dense_find_cmp(const void *key, const uint8_t *rec, size_t len, void *udp)
+{
+	uint32_t k = *(const uint32_t *)key;
+	uint32_t h = len == DENSE_REC_SIZE ? (uint32_t)h5_le_decode(rec + DENSE_REC_HASH, 4) : 0;
+
+	(void)udp;
+	return (k > h) - (k < h);
+}
+
+/* A record with the right hash: decode its message; a different name is a
+ * hash collision, so the search goes on. */
+static int dense_find_found(const uint8_t *rec, size_t len, void *udp)
+{
+	struct dense_find_ctx *c = udp;
+	const uint8_t *data;
+	size_t dlen;
+	void *owned = NULL;
+	uint8_t *obj = NULL;
+	attr_hdr h;
+	int rc;
+
+	rc = dense_rec_body(&data, &dlen, &owned, &obj, c->f, c->heap, rec, len);
+	if (rc == 0)
+		rc = attr_hdr_decode(&h, data, dlen);
+	if (rc == 0 && (h.name_size - 1 != c->name_len || memcmp(h.name, c->name, c->name_len) != 0))
+		rc = H5_ERR_NOTFOUND;
+	else if (rc == 0)
+		rc = h5_attr_decode(c->out, c->f, &c->f->fmt, data, dlen);
+	free(owned);
+	free(obj);
+	return rc;
+}
+
+static int find_in(h5_attr_msg *out, h5_file *f, const h5_ohdr *oh, const char *name, size_t name_len)
+{
+	ainfo ai;
+	int rc;
+
+	rc = ainfo_get(&ai, f, oh);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < oh->nmsgs; i++) {
+		const h5_msg *m = &oh->msgs[i];
+		const uint8_t *data;
+		size_t len;
+		void *owned = NULL;
+		attr_hdr h;
+
+		if (m->type != H5_MSG_ATTR)
+			continue;
+		rc = h5_msg_read(&data, &len, &owned, f, m);
+		if (rc == 0)
+			rc = attr_hdr_decode(&h, data, len);
+		if (rc == 0 && h.name_size - 1 == name_len && memcmp(h.name, name, name_len) == 0) {
+			rc = h5_attr_decode(out, f, &f->fmt, data, len);
+			free(owned);
+			return rc;
+		}
+		free(owned);
+		if (rc < 0)
+			return h5_err_wrap(rc, "object 0x%llx: attribute message at 0x%llx: ",
+					   (unsigned long long)oh->addr, (unsigned long long)m->addr);
+	}
+	if (ainfo_dense(&ai)) {
+		struct dense_find_ctx c = { f, NULL, name, name_len, 0, out };
+		dense d;
+
+		rc = dense_open(&d, f, &ai);
+		if (rc < 0)
+			return rc;
+		c.heap = d.heap;
+		/* III.A.2 type 8: keyed by lookup3 of the name bytes (no NUL), initval 0 */
+		c.hash = h5_checksum_lookup3(name, name_len, 0);
+		rc = h5_bt2_find(d.bt, dense_find_cmp, &c.hash, dense_find_found, &c);
+		dense_close(&d);
+		if (rc != H5_ERR_NOTFOUND)
+			return rc;
+	}
+	return h5_err_set(H5_ERR_NOTFOUND, "object 0x%llx has no attribute \"%.*s\"", (unsigned long long)oh->addr,
+			  (int)(name_len > 200 ? 200 : name_len), name);
+}
+
+int h5_attr_find(h5_attr_msg *out, h5_file *f, uint64_t addr, const char *name, size_t name_len)
+{
+	h5_ohdr *oh = NULL;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = h5_ohdr_get(&oh, f, addr);
+	if (rc < 0)
+		return rc;
+	rc = find_in(out, f, oh, name, name_len);
+	h5_ohdr_release(f, oh);
+	return rc;
+}
+
+/* ---- extended attributes ------------------------------------------------- */
+
+static bool has_prefix(const char *s, size_t len, const char *pfx)
+{
+	size_t n = strlen(pfx);
+
+	return len >= n && memcmp(s, pfx, n) == 0;
+}
+
+/* xattr name of attribute NAME: user.NAME, or user.h5.attr.NAME for names
+ * in the reserved "h5." space. */
+static size_t xattr_name_len(const char *name, size_t len)
+{
+	return (has_prefix(name, len, "h5.") ? strlen(XATTR_ESCAPED) : strlen(XATTR_USER)) + len;
+}
+
+struct xbuf {
+	char *p;
+	size_t len, cap;
+};
+
+static int xbuf_add(struct xbuf *b, const char *pfx, const char *name, size_t len)
+{
+	size_t pl = strlen(pfx), need = pl + len + 1;
+
+	if (need > b->cap - b->len) {
+		size_t ncap = b->cap ? b->cap : 256;
+		char *np;
+
+		while (ncap - b->len < need)
+			ncap *= 2;
+		np = realloc(b->p, ncap);
+		if (!np)
+			return h5_err_set(H5_ERR_NOMEM, "out of memory listing extended attributes");
+		b->p = np;
+		b->cap = ncap;
+	}
+	memcpy(b->p + b->len, pfx, pl);
+	memcpy(b->p + b->len + pl, name, len);
+	b->p[b->len + pl + len] = '\0';
+	b->len += need;
+	return 0;
+}
+
+int h5_xattr_list(char **out, size_t *len, h5_file *f, uint64_t addr)
+{
+	struct xbuf b = { 0 };
+	h5_ohdr *oh = NULL;
+	name_list l = { 0 };
+	h5_meta meta;
+	int rc;
+
+	*out = NULL;
+	*len = 0;
+	memset(&meta, 0, sizeof(meta));
+	rc = h5_ohdr_get(&oh, f, addr);
+	if (rc < 0)
+		return rc;
+	rc = h5_meta_get(&meta, f, oh, NULL);
+	for (size_t i = 0; rc == 0 && i < meta.n; i++)
+		rc = xbuf_add(&b, XATTR_RESERVED, meta.key[i], strlen(meta.key[i]));
+	if (rc == 0)
+		rc = collect_names(&l, f, oh);
+	for (size_t i = 0; rc == 0 && i < l.n; i++) {
+		const name_ent *e = &l.v[i];
+
+		/* An empty name ("user.") or one beyond the kernel's xattr name
+		 * limit could be listed but never read back: leave it out. */
+		if (e->len == 0 || xattr_name_len(e->name, e->len) > XATTR_NAME_MAX_LEN)
+			continue;
+		rc = xbuf_add(&b, has_prefix(e->name, e->len, "h5.") ? XATTR_ESCAPED : XATTR_USER, e->name, e->len);
+	}
+	if (rc == 0 && !b.p) {
+		/* no names: still a buffer, so callers need not special-case it */
+		b.p = malloc(1);
+		if (!b.p)
+			rc = h5_err_set(H5_ERR_NOMEM, "out of memory listing extended attributes");
+	}
+	h5_ohdr_release(f, oh);
+	name_list_free(&l);
+	h5_meta_clear(&meta);
+	if (rc < 0) {
+		free(b.p);
+		return rc;
+	}
+	*out = b.p;
+	*len = b.len;
+	return 0;
+}
+
+/* A copy of n bytes plus a NUL (not counted), so text values are C strings. */
+static int dup_value(void **out, size_t *len, const void *p, size_t n)
+{
+	char *c = malloc(n + 1);
+
+	if (!c)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	memcpy(c, p, n);
+	c[n] = '\0';
+	*out = c;
+	*len = n;
+	return 0;
+}
+
+int h5_xattr_get(void **out, size_t *len, h5_file *f, uint64_t addr, const char *name, int raw)
+{
+	size_t nlen = strlen(name);
+	const char *aname;
+	h5_attr_msg a;
+	uint64_t nelmts = 0;
+	int rc;
+
+	*out = NULL;
+	*len = 0;
+	memset(&a, 0, sizeof(a));
+	if (has_prefix(name, nlen, XATTR_ESCAPED) && has_prefix(name + strlen(XATTR_ESCAPED),
+								 nlen - strlen(XATTR_ESCAPED), "h5.")) {
+		aname = name + strlen(XATTR_ESCAPED);
+	} else if (has_prefix(name, nlen, XATTR_RESERVED)) {
+		h5_ohdr *oh = NULL;
+		h5_meta meta;
+
+		rc = h5_ohdr_get(&oh, f, addr);
+		if (rc < 0)
+			return rc;
+		rc = h5_meta_get(&meta, f, oh, name + strlen(XATTR_RESERVED));
+		h5_ohdr_release(f, oh);
+		if (rc < 0)
+			return rc;
+		rc = dup_value(out, len, meta.val[0], meta.len[0]);
+		h5_meta_clear(&meta);
+		return rc;
+	} else if (has_prefix(name, nlen, XATTR_USER)) {
+		aname = name + strlen(XATTR_USER);
+	} else {
+		return h5_err_set(H5_ERR_NOTFOUND, "no extended attribute \"%s\" (HDF5 attributes are user.*)", name);
+	}
+	rc = h5_attr_find(&a, f, addr, aname, strlen(aname));
+	if (rc < 0)
+		return rc;
+	rc = h5_dspace_nelmts(&a.space, &nelmts);
+	if (rc == 0 && raw)
+		rc = h5_value_raw((uint8_t **)out, len, f, a.dtype, a.data, a.data_size, nelmts);
+	else if (rc == 0)
+		rc = h5_value_text((char **)out, len, f, a.dtype, a.data, a.data_size, nelmts);
+	if (rc < 0)
+		h5_err_wrap(rc, "attribute \"%s\": ", a.name);
+	h5_attr_msg_clear(&a);
+	return rc;
+}

@@ -586,10 +586,19 @@ int h5_chunk_allocated(uint64_t *out, h5_chunk_index *ci)
 	case H5_CIDX_SINGLE:
 		sum_add(&s, ci->filtered ? l->single_size : ci->chunk_bytes);
 		break;
-	case H5_CIDX_IMPLICIT:
-		/* allocated early, all at once (H5D__none_idx_create) */
-		s.total = h5_mul_overflow(ci->max_nchunks, ci->chunk_bytes, &s.total) ? UINT64_MAX : s.total;
+	case H5_CIDX_IMPLICIT: {
+		/* Space for every chunk of the maximum dimensions is allocated at
+		 * creation (H5D__none_idx_create), but libhdf5 reports (and
+		 * H5Dget_storage_size / h5dump show) the chunks of the current
+		 * dimensions (H5D__none_idx_iterate); so do we. */
+		uint64_t nc = 1;
+
+		for (unsigned i = 0; i < ci->rank; i++)
+			if (h5_mul_overflow(nc, ci->nchunks[i], &nc))
+				nc = UINT64_MAX;
+		s.total = h5_mul_overflow(nc, ci->chunk_bytes, &s.total) ? UINT64_MAX : s.total;
 		break;
+	}
 	case H5_CIDX_FARRAY:
 		rc = h5_fa_iterate(ci->f, l->idx_addr, arr_sum_cb, &s);
 		break;

@@ -854,87 +854,97 @@ static int fh_huge_found(const uint8_t *rec, size_t len, void *udp)
 	return 0;
 }
 
-static int fh_read_huge(uint8_t **out, size_t *out_len, h5_fheap *fh, const uint8_t *id, size_t id_len)
+/* Where a huge object lives: from the ID itself ("directly accessed") or
+ * from the huge-object v2 B-tree keyed by the object number in the ID. */
+static int fh_huge_locate(struct fh_huge_rec *rec, h5_fheap *fh, const uint8_t *id, size_t id_len)
 {
 	const fh_hdr *h = fh->hdr;
 	const h5_fmt *fmt = &h->fmt;
 	unsigned long long ha = (unsigned long long)h->addr;
-	struct fh_huge_rec rec = { .hdr = h };
-	uint8_t *buf = NULL;
-	size_t len;
+	struct fh_huge_key key;
+	h5_bt2 *bt = NULL;
+	uint8_t want = h->filtered ? 2 : 1;
+	h5_rd r;
 	int rc;
 
 	if (h->huge_direct) {
-		h5_rd r;
-
 		h5_rd_init(&r, id + 1, id_len - 1);
-		rec.addr = h5_rd_addr(&r, fmt);
-		rec.len = h5_rd_uint(&r, fmt->sizeof_size);
+		rec->addr = h5_rd_addr(&r, fmt);
+		rec->len = h5_rd_uint(&r, fmt->sizeof_size);
 		if (h->filtered) {
-			rec.mask = h5_rd_u32(&r);
-			rec.mem_size = h5_rd_uint(&r, fmt->sizeof_size);
+			rec->mask = h5_rd_u32(&r);
+			rec->mem_size = h5_rd_uint(&r, fmt->sizeof_size);
 		}
 		if (!h5_rd_ok(&r))
 			return h5_err_set(H5_ERR_FORMAT, "fractal heap 0x%llx: huge heap ID too short", ha);
-	} else {
-		struct fh_huge_key key;
-		h5_bt2 *bt = NULL;
-		uint8_t want = h->filtered ? 2 : 1;
-
-		if (id_len < 1 + (size_t)h->huge_id_size)
-			return h5_err_set(H5_ERR_FORMAT, "fractal heap 0x%llx: huge heap ID too short", ha);
-		if (!h5_addr_defined(h->huge_bt2_addr))
-			return h5_err_set(H5_ERR_FORMAT, "fractal heap 0x%llx: huge object but no huge-object B-tree", ha);
-		key.id = h5_le_decode(id + 1, h->huge_id_size);
-		key.sizeof_size = fmt->sizeof_size;
-		key.id_off = (size_t)fmt->sizeof_addr + fmt->sizeof_size +
-			     (h->filtered ? 4 + (size_t)fmt->sizeof_size : 0);
-		rc = h5_bt2_open(&bt, fh->f, h->huge_bt2_addr);
-		if (rc < 0)
-			return h5_err_wrap(rc, "fractal heap 0x%llx: huge objects: ", ha);
-		if (h5_bt2_type(bt) != want || h5_bt2_record_size(bt) < key.id_off + fmt->sizeof_size) {
-			rc = h5_err_set(H5_ERR_FORMAT, "fractal heap 0x%llx: huge-object B-tree 0x%llx has type %u "
-					"(%u-byte records), expected type %u", ha,
-					(unsigned long long)h->huge_bt2_addr, h5_bt2_type(bt), h5_bt2_record_size(bt), want);
-			h5_bt2_close(bt);
-			return rc;
-		}
-		rc = h5_bt2_find(bt, fh_huge_cmp, &key, fh_huge_found, &rec);
-		h5_bt2_close(bt);
-		if (rc == H5_ERR_NOTFOUND)
-			return h5_err_set(H5_ERR_FORMAT, "fractal heap 0x%llx: huge object %llu is not in its B-tree", ha,
-					  (unsigned long long)key.id);
-		if (rc < 0)
-			return rc;
+		return 0;
 	}
+	if (id_len < 1 + (size_t)h->huge_id_size)
+		return h5_err_set(H5_ERR_FORMAT, "fractal heap 0x%llx: huge heap ID too short", ha);
+	if (!h5_addr_defined(h->huge_bt2_addr))
+		return h5_err_set(H5_ERR_FORMAT, "fractal heap 0x%llx: huge object but no huge-object B-tree", ha);
+	key.id = h5_le_decode(id + 1, h->huge_id_size);
+	key.sizeof_size = fmt->sizeof_size;
+	key.id_off = (size_t)fmt->sizeof_addr + fmt->sizeof_size + (h->filtered ? 4 + (size_t)fmt->sizeof_size : 0);
+	rc = h5_bt2_open(&bt, fh->f, h->huge_bt2_addr);
+	if (rc < 0)
+		return h5_err_wrap(rc, "fractal heap 0x%llx: huge objects: ", ha);
+	if (h5_bt2_type(bt) != want || h5_bt2_record_size(bt) < key.id_off + fmt->sizeof_size) {
+		rc = h5_err_set(H5_ERR_FORMAT, "fractal heap 0x%llx: huge-object B-tree 0x%llx has type %u "
+				"(%u-byte records), expected type %u", ha, (unsigned long long)h->huge_bt2_addr,
+				h5_bt2_type(bt), h5_bt2_record_size(bt), want);
+		goto out;
+	}
+	rc = h5_bt2_find(bt, fh_huge_cmp, &key, fh_huge_found, rec);
+	if (rc == H5_ERR_NOTFOUND)
+		rc = h5_err_set(H5_ERR_FORMAT, "fractal heap 0x%llx: huge object %llu is not in its B-tree", ha,
+				(unsigned long long)key.id);
+out:
+	h5_bt2_close(bt);
+	return rc;
+}
+
+static int fh_read_huge(uint8_t **out, size_t *out_len, h5_fheap *fh, const uint8_t *id, size_t id_len)
+{
+	const fh_hdr *h = fh->hdr;
+	unsigned long long ha = (unsigned long long)h->addr;
+	struct fh_huge_rec rec = { .hdr = h };
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	int rc;
+
+	rc = fh_huge_locate(&rec, fh, id, id_len);
+	if (rc < 0)
+		return rc;
 	if (rec.len == 0 || rec.len > SIZE_MAX || !h5_file_range_ok(fh->f, rec.addr, rec.len))
 		return h5_err_set(H5_ERR_FORMAT, "fractal heap 0x%llx: huge object at 0x%llx (%llu bytes) outside the file",
 				  ha, (unsigned long long)rec.addr, (unsigned long long)rec.len);
+	if (h->filtered && (rec.mem_size == 0 || rec.mem_size > SIZE_MAX))
+		return h5_err_set(H5_ERR_FORMAT, "fractal heap 0x%llx: huge object has bad size %llu", ha,
+				  (unsigned long long)rec.mem_size);
 	len = (size_t)rec.len;
 	rc = h5_file_read_alloc(&buf, fh->f, rec.addr, len);
 	if (rc < 0)
-		return rc;
+		goto out;
 	if (h->filtered) {
-		if (rec.mem_size == 0 || rec.mem_size > SIZE_MAX) {
-			free(buf);
-			return h5_err_set(H5_ERR_FORMAT, "fractal heap 0x%llx: huge object has bad size %llu", ha,
-					  (unsigned long long)rec.mem_size);
-		}
 		rc = h5_filter_decode(&buf, &len, &h->pline, rec.mask, NULL, (size_t)rec.mem_size);
 		if (rc < 0) {
-			free(buf);
-			return h5_err_wrap(rc, "fractal heap 0x%llx: huge object at 0x%llx: ", ha,
-					   (unsigned long long)rec.addr);
+			rc = h5_err_wrap(rc, "fractal heap 0x%llx: huge object at 0x%llx: ", ha,
+					 (unsigned long long)rec.addr);
+			goto out;
 		}
 		if (len != rec.mem_size) {
-			free(buf);
-			return h5_err_set(H5_ERR_FORMAT, "fractal heap 0x%llx: huge object decodes to %zu bytes, expected %llu",
-					  ha, len, (unsigned long long)rec.mem_size);
+			rc = h5_err_set(H5_ERR_FORMAT, "fractal heap 0x%llx: huge object decodes to %zu bytes, expected %llu",
+					ha, len, (unsigned long long)rec.mem_size);
+			goto out;
 		}
 	}
 	*out = buf;
 	*out_len = len;
-	return 0;
+	buf = NULL;
+out:
+	free(buf);
+	return rc;
 }
 
 int h5_fheap_read(uint8_t **out, size_t *out_len, h5_fheap *h, const uint8_t *id, size_t id_len)

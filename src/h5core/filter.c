@@ -7,12 +7,14 @@
  * and are checked before anything is allocated, and no decoder produces more
  * than the chunk can legitimately hold.
  *
- * Optional filters: libhdf5 (H5Z_pipeline) sets a chunk's mask bit when an
- * optional filter fails AT WRITE TIME and stores the chunk without it.  So a
- * filter whose bit is clear was applied, and if undoing it fails on read the
- * data is corrupt: libhdf5 reports "filter returned failure during read" for
- * optional filters too.  We do the same: a failing decoder is always an error,
- * whatever the optional flag says.  Only the encoder honours the flag.
+ * Optional filters (flags bit 0): "During output, if an optional filter
+ * fails it will be silently skipped in the pipeline" (IV.A.2.l), and libhdf5
+ * (H5Z_pipeline) then sets the chunk's mask bit and stores the chunk without
+ * that filter.  So a filter whose bit is clear WAS applied, and if undoing it
+ * fails on read the chunk is corrupt: libhdf5 reports "filter returned failure
+ * during read" for optional filters too.  We do the same: a failing decoder
+ * is always an error, whatever the optional flag says, and a filter this
+ * build lacks is H5_ERR_UNSUPPORTED.  Only the encoder honours the flag.
  *
  * Sizes through the pipeline: `expect` is the size of the decoded chunk.
  * Walking the pipeline in write order we know the exact input size of each
@@ -26,7 +28,6 @@
 
 #include "internal.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <zlib.h>
@@ -908,11 +909,11 @@ out:
 
 #ifdef HAVE_AEC
 /* H5Z_filter_szip stores the decoded size (4 bytes LE) then the szip stream;
- * cd (H5Zprivate.h H5Z_SZIP_PARM_*): [0] options mask, [1] pixels per
- * block, [2] bits per pixel, [3] pixels per scanline.  The szip options map to libaec as libaec's own szip
- * compatibility layer (sz_compat.c SZ_BufftoBuffDecompress) does: 32/64-bit
- * pixels are coded as interleaved bytes, and scanlines that are not a
- * multiple of the block are padded. */
+ * cd (H5Zprivate.h H5Z_SZIP_PARM_*): [0] options mask, [1] pixels per block,
+ * [2] bits per pixel, [3] pixels per scanline.  The szip parameters map to
+ * libaec as libaec's own szip compatibility layer does (sz_compat.c
+ * SZ_BufftoBuffDecompress): 32/64-bit pixels are coded as interleaved bytes,
+ * and scanlines that are not a multiple of the block are padded. */
 #define SZ_MSB_OPTION_MASK 16
 #define SZ_NN_OPTION_MASK 32
 
@@ -957,8 +958,8 @@ static int dec_szip(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
 		return h5_err_set(H5_ERR_NOMEM, "szip: out of memory");
 	tmp_size = orig;
 	if (pad) {
-		/* padded lines: at most rsi*ppb/pps <= 2x the data (pps > ppb
-		 * is not required, so bound it by the block size instead) */
+		/* lines padded to whole blocks: rsi*ppb/pps < 1 + ppb/pps, so
+		 * at most 32 times the chunk (ppb <= 32) */
 		scanlines = (orig / pixel_size + pps - 1) / pps;
 		tmp_size = (size_t)strm.rsi * ppb * pixel_size * scanlines;
 	}
@@ -1293,6 +1294,35 @@ static void bshuf_untrans(uint8_t *out, const uint8_t *in, size_t n, size_t es)
 		}
 }
 
+/* Decompress one bitshuffle block (comp 2 LZ4, 3 zstd) of exactly nbytes. */
+static int bshuf_block(uint8_t *dst, size_t nbytes, const uint8_t *src, size_t csz, uint32_t comp, size_t pos)
+{
+	if (comp == 2) {
+#ifdef HAVE_LZ4
+		int r = csz > INT_MAX || nbytes > INT_MAX ? -1 :
+			LZ4_decompress_safe((const char *)src, (char *)dst, (int)csz, (int)nbytes);
+
+		if (r < 0 || (size_t)r != nbytes)
+			return h5_err_set(H5_ERR_FORMAT, "bitshuffle: corrupt LZ4 block at offset %zu", pos);
+		return 0;
+#endif
+	} else if (comp == 3) {
+#ifdef HAVE_ZSTD
+		size_t got = 0;
+		int rc = zstd_into(dst, nbytes, &got, src, csz, "bitshuffle zstd");
+
+		if (rc < 0)
+			return rc;
+		if (got != nbytes)
+			return h5_err_set(H5_ERR_FORMAT, "bitshuffle: zstd block at offset %zu decodes to %zu bytes, expected %zu",
+					  pos, got, nbytes);
+		return 0;
+#endif
+	}
+	(void)dst, (void)nbytes, (void)src, (void)csz;
+	return h5_err_set(H5_ERR_UNSUPPORTED, "filter bitshuffle (32008): compression %u not compiled in", comp);
+}
+
 static int dec_bitshuffle(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
 {
 	const uint8_t *in = *buf;
@@ -1307,14 +1337,6 @@ static int dec_bitshuffle(uint8_t **buf, size_t *len, const h5_filter *f, fstage
 	bs = f->ncd > 3 ? f->cd[3] : 0;
 	comp = f->ncd > 4 ? f->cd[4] : 0;
 	if (comp == 2 || comp == 3) {
-#ifndef HAVE_LZ4
-		if (comp == 2)
-			return h5_err_set(H5_ERR_UNSUPPORTED, "filter bitshuffle (32008) with LZ4: lz4 not compiled in");
-#endif
-#ifndef HAVE_ZSTD
-		if (comp == 3)
-			return h5_err_set(H5_ERR_UNSUPPORTED, "filter bitshuffle (32008) with zstd: zstd not compiled in");
-#endif
 		if (in_len < 12)
 			return h5_err_set(H5_ERR_FORMAT, "bitshuffle: chunk of %zu bytes is shorter than its header", in_len);
 		{
@@ -1366,7 +1388,6 @@ static int dec_bitshuffle(uint8_t **buf, size_t *len, const h5_filter *f, fstage
 			pos += nbytes;
 		} else {
 			uint64_t csz;
-			size_t got = 0;
 
 			if (in_len - pos < 4) {
 				rc = h5_err_set(H5_ERR_FORMAT, "bitshuffle: stream truncated at block header (offset %zu)", pos);
@@ -1379,28 +1400,8 @@ static int dec_bitshuffle(uint8_t **buf, size_t *len, const h5_filter *f, fstage
 						(unsigned long long)csz, pos);
 				goto out;
 			}
-			if (comp == 2) {
-#ifdef HAVE_LZ4
-				int r = csz > INT_MAX || nbytes > INT_MAX ? -1 :
-					LZ4_decompress_safe((const char *)in + pos, (char *)tmp, (int)csz, (int)nbytes);
-
-				got = r < 0 ? 0 : (size_t)r;
-				if (r < 0 || got != nbytes) {
-					rc = h5_err_set(H5_ERR_FORMAT, "bitshuffle: corrupt LZ4 block at offset %zu", pos);
-					goto out;
-				}
-#endif
-			} else {
-#ifdef HAVE_ZSTD
-				if ((rc = zstd_into(tmp, nbytes, &got, in + pos, (size_t)csz, "bitshuffle zstd")) < 0)
-					goto out;
-				if (got != nbytes) {
-					rc = h5_err_set(H5_ERR_FORMAT, "bitshuffle: zstd block at offset %zu decodes to %zu bytes, expected %zu",
-							pos, got, nbytes);
-					goto out;
-				}
-#endif
-			}
+			if ((rc = bshuf_block(tmp, nbytes, in + pos, (size_t)csz, comp, pos)) < 0)
+				goto out;
 			pos += (size_t)csz;
 			src = tmp;
 		}

@@ -642,10 +642,13 @@ enum {
 /* Undo the pipeline on one chunk. *buf (malloc'd, *len bytes) is replaced
  * by the decoded bytes; filters whose bit is set in mask are skipped.
  * expect is the decoded chunk size: output larger than that is cut off and
- * reported (decompression bombs); smaller is an error. */
+ * reported (decompression bombs); smaller is an error.  On failure *buf is
+ * still a malloc'd buffer the caller frees (contents unspecified); the same
+ * holds for h5_filter_encode. dtype may be NULL (the cd values suffice). */
 int h5_filter_decode(uint8_t **buf, size_t *len, const h5_pline *pl, uint32_t mask,
 		     const h5_dtype *dtype, size_t expect);
-/* Apply the pipeline for writing. */
+/* Apply the pipeline for writing. An optional filter that cannot be applied
+ * is skipped and its bit set in *mask_out (as libhdf5); a required one fails. */
 int h5_filter_encode(uint8_t **buf, size_t *len, uint32_t *mask_out, const h5_pline *pl,
 		     const h5_dtype *dtype);
 /* Whether this build can decode / encode the filter. */

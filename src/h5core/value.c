@@ -1,2 +1,1086 @@
-/* value.c - not yet written */
+/*
+ * value.c - attribute and fill values as text, and the reserved dataset
+ * metadata shown as user.h5.* extended attributes.
+ *
+ * The text rules (documented in doc/h5fs.1, ATTRIBUTES) aim at what a
+ * person expects from `getfattr -d` and what a script can parse back:
+ * numbers as Python prints them, strings verbatim, containers in Python-like
+ * brackets. Values are decoded from the file layout of the datatype
+ * (IV.A.2.d): any byte order, bit offset and precision; variable-length data
+ * comes from the global heap (III.E) through h5_gheap_read().
+ *
+ * Everything here is a pure function of the file's bytes, so a getxattr
+ * size query and the read that follows return the same length.
+ */
 #include "internal.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+/* ---- bounded string builder ------------------------------------------- */
+
+typedef struct sb {
+	char *p;
+	size_t len, cap;
+} sb;
+
+static int sb_put(sb *s, const void *d, size_t n)
+{
+	if (n > H5_VALUE_MAX_TEXT - s->len)
+		return h5_err_set(H5_ERR_LIMIT, "value text longer than %zu bytes", H5_VALUE_MAX_TEXT);
+	if (s->len + n + 1 > s->cap) {
+		size_t ncap = s->cap ? s->cap : 64;
+		char *np;
+
+		while (ncap < s->len + n + 1)
+			ncap *= 2;
+		np = realloc(s->p, ncap);
+		if (!np)
+			return h5_err_set(H5_ERR_NOMEM, "out of memory formatting a value");
+		s->p = np;
+		s->cap = ncap;
+	}
+	if (n)
+		memcpy(s->p + s->len, d, n);
+	s->len += n;
+	s->p[s->len] = '\0';
+	return 0;
+}
+
+static int sb_puts(sb *s, const char *str)
+{
+	return sb_put(s, str, strlen(str));
+}
+
+static int sb_printf(sb *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int sb_printf(sb *s, const char *fmt, ...)
+{
+	char tmp[128];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(tmp))
+		return h5_err_set(H5_ERR_INVAL, "internal: formatted number too long");
+	return sb_put(s, tmp, (size_t)n);
+}
+
+/* Hand the text over; an empty value is still a valid (1-byte) buffer. */
+static int sb_finish(char **out, size_t *len, sb *s)
+{
+	if (!s->p) {
+		int rc = sb_put(s, "", 0);
+
+		if (rc < 0)
+			return rc;
+	}
+	*out = s->p;
+	*len = s->len;
+	s->p = NULL;
+	return 0;
+}
+
+static const char hexdig[] = "0123456789abcdef";
+
+static int sb_hex(sb *s, const uint8_t *p, size_t n, bool reverse)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		uint8_t b = p[reverse ? n - 1 - i : i];
+		char two[2] = { hexdig[b >> 4], hexdig[b & 15] };
+
+		rc = sb_put(s, two, 2);
+	}
+	return rc;
+}
+
+static int sb_put_hex(sb *s, const char *prefix, const uint8_t *p, size_t n, bool reverse)
+{
+	int rc = sb_puts(s, prefix);
+
+	return rc ? rc : sb_hex(s, p, n, reverse);
+}
+
+/* ---- integers (IV.A.2.d class 0: byte order, offset, precision) -------- */
+
+/* The element's bytes in little-endian order (any size). */
+static void to_le(uint8_t *le, const uint8_t *p, size_t n, bool big_endian)
+{
+	for (size_t i = 0; i < n; i++)
+		le[i] = big_endian ? p[n - 1 - i] : p[i];
+}
+
+/* Bits [pos, pos+n) of a little-endian byte string, n <= 64. */
+static uint64_t le_bits(const uint8_t *le, size_t pos, unsigned n)
+{
+	uint64_t v = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		size_t b = pos + i;
+
+		if (le[b / 8] >> (b % 8) & 1)
+			v |= (uint64_t)1 << i;
+	}
+	return v;
+}
+
+static int fmt_integer(sb *s, const h5_dtype *t, const uint8_t *p)
+{
+	uint8_t le[8];
+	uint64_t v;
+	unsigned prec = t->precision;
+
+	if (t->size > 8 || prec > 64)
+		/* wider than any C integer: the value in hex, most significant first */
+		return sb_put_hex(s, "0x", p, t->size, !t->big_endian);
+	to_le(le, p, t->size, t->big_endian);
+	v = le_bits(le, t->bit_offset, prec);
+	if (t->is_signed && (v >> (prec - 1) & 1)) {
+		/* sign-extend from the precision's top bit */
+		if (prec < 64)
+			v |= ~(uint64_t)0 << prec;
+		return sb_printf(s, "%lld", (long long)(int64_t)v);
+	}
+	return sb_printf(s, "%llu", (unsigned long long)v);
+}
+
+/* ---- floats --------------------------------------------------------------
+ * Decoded from the sign/exponent/mantissa fields of the datatype, so IEEE
+ * half/single/double of either byte order and other layouts (x87 extended,
+ * quad) all work; the text is the shortest decimal that reads back as the
+ * same value of the element's format, laid out as Python's repr(). */
+
+typedef struct fpfmt {
+	int prec;      /* significand bits including the leading one */
+	int emin, emax;/* exponent range of normal numbers (x = 1.f * 2^e) */
+	bool exact_double, single;
+} fpfmt;
+
+static bool is_ieee(const h5_dtype *t, unsigned size, unsigned esz, unsigned msz)
+{
+	return t->size == size && t->exp_size == esz && t->mant_size == msz && t->norm == 2 &&
+	       t->precision == size * 8 && t->bit_offset == 0 && t->mant_loc == 0 &&
+	       t->exp_loc == msz && t->sign_loc == size * 8 - 1 && t->exp_bias == (1u << (esz - 1)) - 1;
+}
+
+static int float_decode(long double *out, fpfmt *ff, const h5_dtype *t, const uint8_t *p)
+{
+	uint8_t *le;
+	unsigned mbits, mshift;
+	uint64_t e, m, emask;
+	long double v;
+	bool neg;
+
+	/* VAX order is neither byte order; dtype.c leaves it as little-endian. */
+	if ((t->bits & 0x41) == 0x41)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "VAX-ordered floating point values are not decoded");
+	if (t->exp_size > 32)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "float with a %u-bit exponent", t->exp_size);
+	le = malloc(t->size);
+	if (!le)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory decoding a float");
+	to_le(le, p, t->size, t->big_endian);
+	mbits = t->mant_size > 64 ? 64 : t->mant_size;
+	mshift = t->mant_size - mbits;  /* low mantissa bits below double precision anyway */
+	neg = le_bits(le, t->sign_loc, 1);
+	e = le_bits(le, t->exp_loc, t->exp_size);
+	m = mbits ? le_bits(le, t->mant_loc + mshift, mbits) : 0;
+	free(le);
+	emask = t->exp_size == 64 ? ~(uint64_t)0 : ((uint64_t)1 << t->exp_size) - 1;
+	if (e == emask) {
+		v = m ? NAN : INFINITY;
+	} else if (t->norm == 2) {
+		/* implied leading one; exponent 0 is a denormal with exponent 1-bias */
+		long double frac = ldexpl((long double)m, -(int)mbits);
+		long double ex = e == 0 ? 1.0L - (long double)t->exp_bias : (long double)e - (long double)t->exp_bias;
+
+		v = ldexpl(e == 0 ? frac : 1.0L + frac, (int)ex);
+	} else {
+		/* the leading one is stored (x87): m / 2^(mant_size-1) * 2^(e-bias) */
+		v = ldexpl((long double)m, (int)((int64_t)e - (int64_t)t->exp_bias - (int64_t)(t->mant_size - 1) +
+						(int64_t)mshift));
+	}
+	*out = neg ? -v : v;
+
+	memset(ff, 0, sizeof(*ff));
+	ff->prec = (int)t->mant_size + (t->norm == 2);
+	ff->emin = 1 - (int)t->exp_bias;
+	ff->emax = (int)(emask - 1) - (int)t->exp_bias;
+	ff->single = is_ieee(t, 4, 8, 23);
+	ff->exact_double = is_ieee(t, 8, 11, 52) || ff->prec > 53 || ff->emax > 1023 || ff->emin < -1022;
+	return 0;
+}
+
+/* x rounded to the nearest value of format ff (ties to even). */
+static double fp_quantize(double x, const fpfmt *ff)
+{
+	int ex;
+	double q, r, limit;
+
+	if (x == 0 || !isfinite(x))
+		return x;
+	frexp(x, &ex);
+	ex -= 1;                        /* x = 1.f * 2^ex */
+	if (ex < ff->emin)
+		ex = ff->emin;          /* denormals: fixed quantum */
+	q = ldexp(1.0, ex - (ff->prec - 1));
+	r = nearbyint(x / q) * q;
+	limit = ldexp(2.0 - ldexp(1.0, -(ff->prec - 1)), ff->emax);
+	/* beyond halfway past the largest finite value: infinity */
+	if (fabs(r) > limit)
+		return x < 0 ? -INFINITY : INFINITY;
+	return r;
+}
+
+static bool fp_roundtrips(const char *txt, double v, const fpfmt *ff)
+{
+	if (ff->single)
+		return strtof(txt, NULL) == (float)v;
+	if (ff->exact_double)
+		return strtod(txt, NULL) == v;
+	return fp_quantize(strtod(txt, NULL), ff) == v;
+}
+
+/* Python's repr() layout of the digits of "%.*e" output: positional for
+ * exponents -4..15 (with ".0" when integral), else d.ddde+XX. */
+static int fmt_repr(sb *s, const char *e_txt)
+{
+	char digits[40], out[64];
+	const char *p = e_txt;
+	size_t nd = 0, o = 0;
+	int ex;
+
+	if (*p == '-')
+		out[o++] = *p++;
+	for (; *p && *p != 'e'; p++)
+		if (*p >= '0' && *p <= '9' && nd < sizeof(digits) - 1)
+			digits[nd++] = *p;
+	if (*p != 'e' || nd == 0)
+		return h5_err_set(H5_ERR_INVAL, "internal: unexpected float text \"%s\"", e_txt);
+	ex = atoi(p + 1);
+	while (nd > 1 && digits[nd - 1] == '0')
+		nd--;
+	digits[nd] = '\0';
+	if (ex >= -4 && ex < 16) {
+		if (ex >= 0) {
+			for (int i = 0; i <= ex; i++)
+				out[o++] = (size_t)i < nd ? digits[i] : '0';
+			out[o++] = '.';
+			if ((size_t)ex + 1 < nd)
+				for (size_t i = (size_t)ex + 1; i < nd; i++)
+					out[o++] = digits[i];
+			else
+				out[o++] = '0';
+		} else {
+			out[o++] = '0';
+			out[o++] = '.';
+			for (int i = 0; i < -ex - 1; i++)
+				out[o++] = '0';
+			for (size_t i = 0; i < nd; i++)
+				out[o++] = digits[i];
+		}
+		out[o] = '\0';
+	} else {
+		out[o++] = digits[0];
+		if (nd > 1) {
+			out[o++] = '.';
+			for (size_t i = 1; i < nd; i++)
+				out[o++] = digits[i];
+		}
+		snprintf(out + o, sizeof(out) - o, "e%c%02d", ex < 0 ? '-' : '+', ex < 0 ? -ex : ex);
+	}
+	return sb_puts(s, out);
+}
+
+static int fmt_double(sb *s, double v, const fpfmt *ff)
+{
+	char txt[40];
+
+	if (isnan(v))
+		return sb_puts(s, "nan");
+	if (isinf(v))
+		return sb_puts(s, v < 0 ? "-inf" : "inf");
+	if (v == 0)
+		return sb_puts(s, signbit(v) ? "-0.0" : "0.0");
+	for (int d = 1; d <= 17; d++) {
+		snprintf(txt, sizeof(txt), "%.*e", d - 1, v);
+		if (fp_roundtrips(txt, v, ff))
+			return fmt_repr(s, txt);
+	}
+	snprintf(txt, sizeof(txt), "%.16e", v);
+	return fmt_repr(s, txt);
+}
+
+static int fmt_float(sb *s, const h5_dtype *t, const uint8_t *p)
+{
+	long double v = 0;
+	fpfmt ff;
+	int rc = float_decode(&v, &ff, t, p);
+
+	if (rc == H5_ERR_UNSUPPORTED) {
+		h5_err_clear();
+		return sb_put_hex(s, "0x", p, t->size, false);
+	}
+	if (rc < 0)
+		return rc;
+	return fmt_double(s, (double)v, &ff);
+}
+
+/* ---- strings ------------------------------------------------------------ */
+
+/* Quoted form used inside containers: "..." with \" \\ and C escapes. */
+static int put_quoted(sb *s, const uint8_t *p, size_t n)
+{
+	int rc = sb_put(s, "\"", 1);
+
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		uint8_t c = p[i];
+
+		if (c == '"' || c == '\\') {
+			char e[2] = { '\\', (char)c };
+			rc = sb_put(s, e, 2);
+		} else if (c == '\n') {
+			rc = sb_put(s, "\\n", 2);
+		} else if (c == '\t') {
+			rc = sb_put(s, "\\t", 2);
+		} else if (c == '\r') {
+			rc = sb_put(s, "\\r", 2);
+		} else if (c < 0x20 || c == 0x7f) {
+			rc = sb_printf(s, "\\x%02x", c);
+		} else {
+			rc = sb_put(s, &c, 1);
+		}
+	}
+	return rc ? rc : sb_put(s, "\"", 1);
+}
+
+static int put_string(sb *s, const uint8_t *p, size_t n, bool quoted)
+{
+	return quoted ? put_quoted(s, p, n) : sb_put(s, p, n);
+}
+
+/* Fixed-length string (class 3): the value ends at the first NUL for every
+ * padding; space padding also drops the trailing spaces. */
+static size_t fixed_str_len(const h5_dtype *t, const uint8_t *p)
+{
+	const uint8_t *nul = memchr(p, 0, t->size);
+	size_t n = nul ? (size_t)(nul - p) : t->size;
+
+	if (t->str_pad == 2)
+		while (n > 0 && p[n - 1] == ' ')
+			n--;
+	return n;
+}
+
+/* ---- variable-length data (class 9): 4-byte count + global heap ID ------ */
+
+typedef struct vl_ref {
+	uint32_t count;
+	uint64_t addr;
+	uint32_t index;
+} vl_ref;
+
+static int vl_ref_decode(vl_ref *out, h5_file *f, const h5_dtype *t, const uint8_t *p)
+{
+	size_t need;
+
+	if (!f)
+		return h5_err_set(H5_ERR_INVAL, "variable-length value without a file");
+	need = 4 + (size_t)f->fmt.sizeof_addr + 4;
+	if (t->size < need)
+		return h5_err_set(H5_ERR_FORMAT, "variable-length datatype of %u bytes cannot hold a heap reference "
+				  "(%zu bytes)", t->size, need);
+	out->count = (uint32_t)h5_le_decode(p, 4);
+	out->addr = h5_le_decode(p + 4, f->fmt.sizeof_addr);
+	if (f->fmt.sizeof_addr < 8 && out->addr == (((uint64_t)1 << (8 * f->fmt.sizeof_addr)) - 1))
+		out->addr = H5_ADDR_UNDEF;
+	else if (f->fmt.sizeof_addr == 8 && out->addr == UINT64_MAX)
+		out->addr = H5_ADDR_UNDEF;
+	out->index = (uint32_t)h5_le_decode(p + 4 + f->fmt.sizeof_addr, 4);
+	return 0;
+}
+
+/* The heap object of a vlen element, checked to hold count * base bytes.
+ * *obj is NULL (and *len 0) for an empty element. */
+static int vl_read(uint8_t **obj, size_t *len, h5_file *f, const h5_dtype *t, const uint8_t *p)
+{
+	uint64_t need;
+	vl_ref ref = { 0 };
+	int rc;
+
+	*obj = NULL;
+	*len = 0;
+	rc = vl_ref_decode(&ref, f, t, p);
+	if (rc < 0)
+		return rc;
+	if (ref.count == 0)
+		return 0;
+	if (t->vlen_type == 1)
+		need = ref.count;
+	else if (h5_mul_overflow(ref.count, t->base->size, &need))
+		return h5_err_set(H5_ERR_FORMAT, "variable-length element of %u items overflows", ref.count);
+	rc = h5_gheap_read(obj, len, f, ref.addr, ref.index);
+	if (rc < 0)
+		return h5_err_wrap(rc, "variable-length value: ");
+	if (*len < need) {
+		free(*obj);
+		*obj = NULL;
+		return h5_err_set(H5_ERR_FORMAT, "variable-length element of %u items needs %llu bytes, its global "
+				  "heap object 0x%llx/%u has %zu", ref.count, (unsigned long long)need,
+				  (unsigned long long)ref.addr, ref.index, *len);
+	}
+	*len = (size_t)need;
+	return 0;
+}
+
+/* ---- any element --------------------------------------------------------- */
+
+static int fmt_elem(sb *s, h5_file *f, const h5_dtype *t, const uint8_t *p, unsigned depth, bool nested);
+
+static bool is_string(const h5_dtype *t)
+{
+	return t->cls == H5T_STRING || (t->cls == H5T_VLEN && t->vlen_type == 1);
+}
+
+/* "[a, b, ...]" over the dims [dim, rank) of an array type, C order. */
+static int fmt_array_dims(sb *s, h5_file *f, const h5_dtype *t, const uint8_t **p, unsigned dim,
+			  unsigned depth)
+{
+	int rc = sb_put(s, "[", 1);
+
+	for (uint32_t i = 0; i < t->adims[dim] && rc == 0; i++) {
+		if (i)
+			rc = sb_put(s, ", ", 2);
+		if (rc)
+			break;
+		if (dim + 1 < t->arank) {
+			rc = fmt_array_dims(s, f, t, p, dim + 1, depth);
+		} else {
+			rc = fmt_elem(s, f, t->base, *p, depth + 1, true);
+			*p += t->base->size;
+		}
+	}
+	return rc ? rc : sb_put(s, "]", 1);
+}
+
+static int fmt_enum(sb *s, const h5_dtype *t, const uint8_t *p)
+{
+	for (size_t i = 0; i < t->nmembers; i++)
+		if (t->enum_values && memcmp(t->enum_values + i * t->size, p, t->size) == 0)
+			return sb_puts(s, t->enum_names[i]);
+	/* a value that names no member: the number */
+	return fmt_integer(s, t->base, p);
+}
+
+static int fmt_compound(sb *s, h5_file *f, const h5_dtype *t, const uint8_t *p, unsigned depth)
+{
+	int rc = sb_put(s, "{", 1);
+
+	for (size_t i = 0; i < t->nmembers && rc == 0; i++) {
+		const h5_dtype_member *m = &t->members[i];
+
+		if (i)
+			rc = sb_put(s, ", ", 2);
+		if (rc == 0)
+			rc = sb_puts(s, m->name);
+		if (rc == 0)
+			rc = sb_put(s, ": ", 2);
+		if (rc == 0)
+			rc = fmt_elem(s, f, m->type, p + m->offset, depth + 1, true);
+	}
+	return rc ? rc : sb_put(s, "}", 1);
+}
+
+static int fmt_vlen(sb *s, h5_file *f, const h5_dtype *t, const uint8_t *p, unsigned depth, bool nested)
+{
+	uint8_t *obj = NULL;
+	size_t len = 0;
+	int rc;
+
+	rc = vl_read(&obj, &len, f, t, p);
+	if (rc < 0)
+		return rc;
+	if (t->vlen_type == 1) {
+		const uint8_t *nul = len ? memchr(obj, 0, len) : NULL;
+
+		rc = put_string(s, obj, nul ? (size_t)(nul - obj) : len, nested);
+	} else {
+		size_t n = t->base->size ? len / t->base->size : 0;
+
+		rc = sb_put(s, "[", 1);
+		for (size_t i = 0; i < n && rc == 0; i++) {
+			if (i)
+				rc = sb_put(s, ", ", 2);
+			if (rc == 0)
+				rc = fmt_elem(s, f, t->base, obj + i * t->base->size, depth + 1, true);
+		}
+		if (rc == 0)
+			rc = sb_put(s, "]", 1);
+	}
+	free(obj);
+	return rc;
+}
+
+static int fmt_reference(sb *s, h5_file *f, const h5_dtype *t, const uint8_t *p)
+{
+	unsigned asz = f ? f->fmt.sizeof_addr : 8;
+
+	if (t->ref_type == 0 && t->size >= asz) {
+		uint64_t a = h5_le_decode(p, asz);
+
+		return sb_printf(s, "obj:0x%llx", (unsigned long long)a);
+	}
+	return sb_put_hex(s, t->ref_type == 1 ? "region:" : "ref:", p, t->size, false);
+}
+
+static int fmt_elem(sb *s, h5_file *f, const h5_dtype *t, const uint8_t *p, unsigned depth, bool nested)
+{
+	/* dtype.c limits nesting; vlen nesting adds no depth beyond the type's */
+	if (depth > H5_MAX_DTYPE_DEPTH + 1)
+		return h5_err_set(H5_ERR_LIMIT, "value nested deeper than %d levels", H5_MAX_DTYPE_DEPTH);
+	switch (t->cls) {
+	case H5T_INTEGER:
+		return fmt_integer(s, t, p);
+	case H5T_FLOAT:
+		return fmt_float(s, t, p);
+	case H5T_STRING:
+		return put_string(s, p, fixed_str_len(t, p), nested);
+	case H5T_BITFIELD:
+		/* the number, most significant byte first */
+		return sb_put_hex(s, "0x", p, t->size, !t->big_endian);
+	case H5T_OPAQUE:
+	case H5T_TIME:
+		return sb_put_hex(s, "0x", p, t->size, false);
+	case H5T_ENUM:
+		return fmt_enum(s, t, p);
+	case H5T_COMPOUND:
+		return fmt_compound(s, f, t, p, depth);
+	case H5T_ARRAY:
+		return fmt_array_dims(s, f, t, &p, 0, depth);
+	case H5T_VLEN:
+		return fmt_vlen(s, f, t, p, depth, nested);
+	case H5T_REFERENCE:
+		return fmt_reference(s, f, t, p);
+	}
+	return h5_err_set(H5_ERR_FORMAT, "value of unknown datatype class %d", t->cls);
+}
+
+static int check_extent(const h5_dtype *t, size_t data_len, uint64_t nelmts)
+{
+	uint64_t need;
+
+	if (h5_mul_overflow(nelmts, t->size, &need) || need > data_len)
+		return h5_err_set(H5_ERR_FORMAT, "value of %llu elements of %u bytes does not fit in %zu bytes",
+				  (unsigned long long)nelmts, t->size, data_len);
+	return 0;
+}
+
+int h5_value_text(char **out, size_t *out_len, h5_file *f, const h5_dtype *t,
+		  const uint8_t *data, size_t data_len, uint64_t nelmts)
+{
+	const char *sep = is_string(t) ? "\n" : ", ";
+	sb s = { 0 };
+	int rc;
+
+	*out = NULL;
+	*out_len = 0;
+	rc = check_extent(t, data_len, nelmts);
+	if (rc < 0)
+		return rc;
+	for (uint64_t i = 0; i < nelmts && rc == 0; i++) {
+		if (i)
+			rc = sb_puts(&s, sep);
+		if (rc == 0)
+			rc = fmt_elem(&s, f, t, data + i * t->size, 1, false);
+	}
+	if (rc == 0)
+		rc = sb_finish(out, out_len, &s);
+	free(s.p);
+	return rc;
+}
+
+int h5_value_raw(uint8_t **out, size_t *out_len, h5_file *f, const h5_dtype *t,
+		 const uint8_t *data, size_t data_len, uint64_t nelmts)
+{
+	sb s = { 0 };
+	int rc;
+
+	*out = NULL;
+	*out_len = 0;
+	rc = check_extent(t, data_len, nelmts);
+	if (rc < 0)
+		return rc;
+	if (t->cls == H5T_VLEN && t->vlen_type == 1) {
+		/* heap references mean nothing outside the file: the strings */
+		for (uint64_t i = 0; i < nelmts && rc == 0; i++) {
+			uint8_t *obj = NULL;
+			size_t len = 0;
+
+			if (i)
+				rc = sb_put(&s, "", 1);
+			if (rc == 0)
+				rc = vl_read(&obj, &len, f, t, data + i * t->size);
+			if (rc == 0)
+				rc = sb_put(&s, obj, len);
+			free(obj);
+		}
+	} else {
+		rc = sb_put(&s, data, (size_t)(nelmts * t->size));
+	}
+	if (rc == 0)
+		rc = sb_finish((char **)out, out_len, &s);
+	free(s.p);
+	return rc;
+}
+
+/* ---- NumPy descriptions of datatypes (user.h5.dtype, user.h5.descr) ------- */
+
+static bool is_h5py_bool(const h5_dtype *t)
+{
+	/* h5py stores numpy bool as enum int8 {FALSE = 0, TRUE = 1} */
+	return t->cls == H5T_ENUM && t->size == 1 && t->nmembers == 2 && t->enum_values &&
+	       strcmp(t->enum_names[0], "FALSE") == 0 && t->enum_values[0] == 0 &&
+	       strcmp(t->enum_names[1], "TRUE") == 0 && t->enum_values[1] == 1;
+}
+
+static int put_typestr(sb *s, const h5_dtype *t)
+{
+	char order = t->size == 1 ? '|' : t->big_endian ? '>' : '<';
+	bool pow2 = t->size == 1 || t->size == 2 || t->size == 4 || t->size == 8;
+
+	switch (t->cls) {
+	case H5T_INTEGER:
+		if (pow2)
+			return sb_printf(s, "%c%c%u", order, t->is_signed ? 'i' : 'u', t->size);
+		break;
+	case H5T_BITFIELD:
+		if (pow2)
+			return sb_printf(s, "%cu%u", order, t->size);
+		break;
+	case H5T_FLOAT:
+		if ((t->bits & 0x41) != 0x41)
+			return sb_printf(s, "%cf%u", order, t->size);
+		break;
+	case H5T_ENUM:
+		if (is_h5py_bool(t))
+			return sb_puts(s, "|b1");
+		return put_typestr(s, t->base);
+	case H5T_STRING:
+		return sb_printf(s, "|S%u", t->size);
+	case H5T_VLEN:
+		return sb_puts(s, "|O");
+	default:
+		break;
+	}
+	return sb_printf(s, "|V%u", t->size);
+}
+
+int h5_value_typestr(char **out, const h5_dtype *t)
+{
+	sb s = { 0 };
+	size_t len;
+	int rc = put_typestr(&s, t);
+
+	*out = NULL;
+	if (rc == 0)
+		rc = sb_finish(out, &len, &s);
+	free(s.p);
+	return rc;
+}
+
+/* A Python string literal ('...') of a member name. */
+static int put_pystr(sb *s, const char *str)
+{
+	int rc = sb_put(s, "'", 1);
+
+	for (const uint8_t *p = (const uint8_t *)str; *p && rc == 0; p++) {
+		if (*p == '\'' || *p == '\\') {
+			char e[2] = { '\\', (char)*p };
+			rc = sb_put(s, e, 2);
+		} else if (*p < 0x20 || *p == 0x7f) {
+			rc = sb_printf(s, "\\x%02x", *p);
+		} else {
+			rc = sb_put(s, p, 1);
+		}
+	}
+	return rc ? rc : sb_put(s, "'", 1);
+}
+
+static int put_descr(sb *s, const h5_dtype *t, unsigned depth);
+
+static int put_shape(sb *s, const h5_dtype *t)
+{
+	int rc = sb_put(s, "(", 1);
+
+	for (unsigned i = 0; i < t->arank && rc == 0; i++)
+		rc = sb_printf(s, "%s%u", i ? ", " : "", t->adims[i]);
+	if (rc == 0 && t->arank == 1)
+		rc = sb_put(s, ",", 1);
+	return rc ? rc : sb_put(s, ")", 1);
+}
+
+/* The format of a field: a typestr, a nested description, or for arrays
+ * (base, (shape)). */
+static int put_format(sb *s, const h5_dtype *t, unsigned depth)
+{
+	int rc;
+
+	if (depth > H5_MAX_DTYPE_DEPTH + 1)
+		return h5_err_set(H5_ERR_LIMIT, "datatype nested deeper than %d levels", H5_MAX_DTYPE_DEPTH);
+	if (t->cls == H5T_COMPOUND)
+		return put_descr(s, t, depth + 1);
+	if (t->cls != H5T_ARRAY) {
+		rc = sb_put(s, "'", 1);
+		if (rc == 0)
+			rc = put_typestr(s, t);
+		return rc ? rc : sb_put(s, "'", 1);
+	}
+	rc = sb_put(s, "(", 1);
+	if (rc == 0)
+		rc = put_format(s, t->base, depth + 1);
+	if (rc == 0)
+		rc = sb_put(s, ", ", 2);
+	if (rc == 0)
+		rc = put_shape(s, t);
+	return rc ? rc : sb_put(s, ")", 1);
+}
+
+/* Fields packed in order with no gap: the list form is exact. */
+static bool compound_packed(const h5_dtype *t)
+{
+	uint64_t off = 0;
+
+	for (size_t i = 0; i < t->nmembers; i++) {
+		if (t->members[i].offset != off)
+			return false;
+		off += t->members[i].type->size;
+	}
+	return off == t->size;
+}
+
+/* Compound: [('x', '<i4'), ...] when packed, else numpy's dict form with
+ * offsets and itemsize; array: (base, (shape)). np.dtype(eval(text))
+ * rebuilds the element layout exactly. */
+static int put_descr(sb *s, const h5_dtype *t, unsigned depth)
+{
+	int rc = 0;
+
+	if (depth > H5_MAX_DTYPE_DEPTH + 1)
+		return h5_err_set(H5_ERR_LIMIT, "datatype nested deeper than %d levels", H5_MAX_DTYPE_DEPTH);
+	if (t->cls != H5T_COMPOUND)
+		return put_format(s, t, depth);
+	if (compound_packed(t)) {
+		rc = sb_put(s, "[", 1);
+		for (size_t i = 0; i < t->nmembers && rc == 0; i++) {
+			const h5_dtype *mt = t->members[i].type;
+
+			rc = sb_puts(s, i ? ", (" : "(");
+			if (rc == 0)
+				rc = put_pystr(s, t->members[i].name);
+			if (rc == 0)
+				rc = sb_put(s, ", ", 2);
+			if (rc == 0 && mt->cls == H5T_ARRAY) {
+				rc = put_format(s, mt->base, depth + 1);
+				if (rc == 0)
+					rc = sb_put(s, ", ", 2);
+				if (rc == 0)
+					rc = put_shape(s, mt);
+			} else if (rc == 0) {
+				rc = put_format(s, mt, depth + 1);
+			}
+			if (rc == 0)
+				rc = sb_put(s, ")", 1);
+		}
+		return rc ? rc : sb_put(s, "]", 1);
+	}
+	rc = sb_puts(s, "{'names': [");
+	for (size_t i = 0; i < t->nmembers && rc == 0; i++) {
+		if (i)
+			rc = sb_put(s, ", ", 2);
+		if (rc == 0)
+			rc = put_pystr(s, t->members[i].name);
+	}
+	if (rc == 0)
+		rc = sb_puts(s, "], 'formats': [");
+	for (size_t i = 0; i < t->nmembers && rc == 0; i++) {
+		if (i)
+			rc = sb_put(s, ", ", 2);
+		if (rc == 0)
+			rc = put_format(s, t->members[i].type, depth + 1);
+	}
+	if (rc == 0)
+		rc = sb_puts(s, "], 'offsets': [");
+	for (size_t i = 0; i < t->nmembers && rc == 0; i++)
+		rc = sb_printf(s, "%s%u", i ? ", " : "", t->members[i].offset);
+	if (rc == 0)
+		rc = sb_printf(s, "], 'itemsize': %u}", t->size);
+	return rc;
+}
+
+/* ---- reserved dataset metadata -------------------------------------------- */
+
+void h5_meta_clear(h5_meta *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		free(m->val[i]);
+	memset(m, 0, sizeof(*m));
+}
+
+/* Decode the first message of `type` (shared ones followed) with decode. */
+typedef int (*meta_dec_fn)(void *out, h5_file *f, uint16_t type, const uint8_t *buf, size_t len);
+
+static int meta_msg(void *out, h5_file *f, const h5_ohdr *oh, uint16_t type, meta_dec_fn decode, const char *what)
+{
+	const h5_msg *m = h5_ohdr_find(oh, type);
+	const uint8_t *data;
+	size_t len;
+	void *owned = NULL;
+	int rc;
+
+	if (!m)
+		return H5_ERR_NOTFOUND;
+	rc = h5_msg_read(&data, &len, &owned, f, m);
+	if (rc == 0)
+		rc = decode(out, f, type, data, len);
+	free(owned);
+	if (rc < 0)
+		return h5_err_wrap(rc, "dataset 0x%llx, %s message: ", (unsigned long long)oh->addr, what);
+	return 0;
+}
+
+static int md_dtype(void *o, h5_file *f, uint16_t ty, const uint8_t *b, size_t l)
+{
+	(void)f, (void)ty;
+	return h5_dtype_decode(o, b, l, NULL);
+}
+
+static int md_dspace(void *o, h5_file *f, uint16_t ty, const uint8_t *b, size_t l)
+{
+	(void)ty;
+	return h5_dspace_decode(o, &f->fmt, b, l);
+}
+
+static int md_layout(void *o, h5_file *f, uint16_t ty, const uint8_t *b, size_t l)
+{
+	(void)ty;
+	return h5_layout_decode(o, &f->fmt, b, l);
+}
+
+static int md_pline(void *o, h5_file *f, uint16_t ty, const uint8_t *b, size_t l)
+{
+	(void)f, (void)ty;
+	return h5_pline_decode(o, b, l);
+}
+
+static int md_fill(void *o, h5_file *f, uint16_t ty, const uint8_t *b, size_t l)
+{
+	(void)f;
+	return h5_fill_decode(o, ty, b, l);
+}
+
+static int put_dims(sb *s, unsigned rank, const uint64_t *dims)
+{
+	int rc = 0;
+
+	for (unsigned i = 0; i < rank && rc == 0; i++) {
+		if (dims[i] == H5_UNLIMITED)
+			rc = sb_printf(s, "%sinf", i ? "," : "");
+		else
+			rc = sb_printf(s, "%s%llu", i ? "," : "", (unsigned long long)dims[i]);
+	}
+	return rc;
+}
+
+static const char *cidx_name(unsigned idx)
+{
+	switch (idx) {
+	case H5_CIDX_BTREE1: return "btree1";
+	case H5_CIDX_SINGLE: return "single";
+	case H5_CIDX_IMPLICIT: return "implicit";
+	case H5_CIDX_FARRAY: return "farray";
+	case H5_CIDX_EARRAY: return "earray";
+	case H5_CIDX_BTREE2: return "btree2";
+	default: return "unknown";
+	}
+}
+
+struct meta_src {
+	h5_file *f;
+	const h5_ohdr *oh;
+	h5_dtype *dtype;
+	h5_dspace space;
+	h5_layout layout;
+	bool have_pline;
+	h5_pline pline;
+	bool have_fill;
+	h5_fill fill;
+};
+
+/* One key's value into s; H5_ERR_NOTFOUND when it does not apply. */
+static int meta_value(sb *s, struct meta_src *m, const char *key)
+{
+	const h5_dtype *t = m->dtype;
+	int rc;
+
+	if (strcmp(key, "dtype") == 0)
+		return put_typestr(s, t);
+	if (strcmp(key, "shape") == 0 || strcmp(key, "maxshape") == 0) {
+		if (m->space.type == H5_SPACE_NULL)
+			return sb_puts(s, "null");
+		if (m->space.type == H5_SPACE_SCALAR)
+			return 0;
+		return put_dims(s, m->space.rank, key[0] == 's' ? m->space.dims : m->space.maxdims);
+	}
+	if (strcmp(key, "chunks") == 0) {
+		if (m->layout.cls != H5_LAYOUT_CHUNKED)
+			return H5_ERR_NOTFOUND;
+		return put_dims(s, m->layout.ndims, m->layout.chunk);
+	}
+	if (strcmp(key, "filters") == 0) {
+		if (!m->have_pline || m->pline.n == 0)
+			return H5_ERR_NOTFOUND;
+		for (size_t i = 0; i < m->pline.n; i++) {
+			const char *name = h5_filter_name(m->pline.filters[i].id);
+
+			rc = i ? sb_put(s, ",", 1) : 0;
+			if (rc == 0)
+				rc = strcmp(name, "unknown") == 0 ? sb_printf(s, "%u", m->pline.filters[i].id)
+								  : sb_puts(s, name);
+			if (rc < 0)
+				return rc;
+		}
+		return 0;
+	}
+	if (strcmp(key, "fill") == 0) {
+		uint8_t *zero = NULL;
+		const uint8_t *v;
+		char *txt = NULL;
+		size_t len = 0;
+
+		/* the stored fill value, or the library default of all zeros */
+		if (m->have_fill && m->fill.defined && m->fill.value && m->fill.size == t->size) {
+			v = m->fill.value;
+		} else {
+			/* every byte renders as at least one character */
+			if (t->size > H5_VALUE_MAX_TEXT)
+				return h5_err_set(H5_ERR_LIMIT, "a fill value of %u bytes exceeds the text limit",
+						  t->size);
+			zero = calloc(1, t->size);
+			if (!zero)
+				return h5_err_set(H5_ERR_NOMEM, "out of memory for a fill value");
+			v = zero;
+		}
+		rc = h5_value_text(&txt, &len, m->f, t, v, t->size, 1);
+		free(zero);
+		if (rc == 0)
+			rc = sb_put(s, txt, len);
+		free(txt);
+		return rc;
+	}
+	if (strcmp(key, "layout") == 0) {
+		if (h5_ohdr_find(m->oh, H5_MSG_EFL))
+			return sb_puts(s, "external");
+		switch (m->layout.cls) {
+		case H5_LAYOUT_COMPACT: return sb_puts(s, "compact");
+		case H5_LAYOUT_CONTIGUOUS: return sb_puts(s, "contiguous");
+		case H5_LAYOUT_VIRTUAL: return sb_puts(s, "virtual");
+		case H5_LAYOUT_CHUNKED:
+			return sb_printf(s, "chunked:%s", cidx_name(m->layout.version < 4 ? H5_CIDX_BTREE1
+								    : m->layout.idx_type));
+		}
+		return sb_printf(s, "class%u", m->layout.cls);
+	}
+	if (strcmp(key, "descr") == 0) {
+		if (t->cls != H5T_COMPOUND && t->cls != H5T_ARRAY)
+			return H5_ERR_NOTFOUND;
+		return put_descr(s, t, 1);
+	}
+	return H5_ERR_NOTFOUND;
+}
+
+static const char *const meta_keys[] = {
+	"dtype", "shape", "maxshape", "chunks", "filters", "fill", "layout", "descr"
+};
+
+int h5_meta_get(h5_meta *out, h5_file *f, const h5_ohdr *oh, const char *only)
+{
+	struct meta_src m;
+	bool any = false;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	memset(&m, 0, sizeof(m));
+	m.f = f;
+	m.oh = oh;
+	/* only datasets (a layout message, as object.c decides) carry metadata */
+	if (!h5_ohdr_find(oh, H5_MSG_LAYOUT))
+		return only ? h5_err_set(H5_ERR_NOTFOUND, "object 0x%llx is not a dataset: no user.h5.%s",
+					 (unsigned long long)oh->addr, only) : 0;
+	if (only) {
+		for (size_t i = 0; i < sizeof(meta_keys) / sizeof(meta_keys[0]); i++)
+			any |= strcmp(only, meta_keys[i]) == 0;
+		if (!any)
+			return h5_err_set(H5_ERR_NOTFOUND, "no reserved attribute user.h5.%s", only);
+	}
+	rc = meta_msg(&m.dtype, f, oh, H5_MSG_DTYPE, md_dtype, "datatype");
+	if (rc == 0)
+		rc = meta_msg(&m.space, f, oh, H5_MSG_DSPACE, md_dspace, "dataspace");
+	if (rc == 0)
+		rc = meta_msg(&m.layout, f, oh, H5_MSG_LAYOUT, md_layout, "layout");
+	if (rc == H5_ERR_NOTFOUND)
+		rc = h5_err_set(H5_ERR_FORMAT, "dataset 0x%llx lacks its datatype or dataspace message",
+				(unsigned long long)oh->addr);
+	if (rc < 0)
+		goto out;
+	rc = meta_msg(&m.pline, f, oh, H5_MSG_PLINE, md_pline, "filter pipeline");
+	m.have_pline = rc == 0;
+	if (rc == H5_ERR_NOTFOUND)
+		rc = 0;
+	if (rc < 0)
+		goto out;
+	rc = meta_msg(&m.fill, f, oh, H5_MSG_FILL, md_fill, "fill value");
+	if (rc == H5_ERR_NOTFOUND)
+		rc = meta_msg(&m.fill, f, oh, H5_MSG_FILL_OLD, md_fill, "old fill value");
+	m.have_fill = rc == 0;
+	if (rc == H5_ERR_NOTFOUND)
+		rc = 0;
+	if (rc < 0)
+		goto out;
+
+	for (size_t i = 0; i < sizeof(meta_keys) / sizeof(meta_keys[0]); i++) {
+		sb s = { 0 };
+
+		if (only && strcmp(only, meta_keys[i]) != 0)
+			continue;
+		rc = meta_value(&s, &m, meta_keys[i]);
+		if (rc == 0)
+			rc = sb_finish(&out->val[out->n], &out->len[out->n], &s);
+		free(s.p);
+		/* A listing leaves out a value too large or impossible to show,
+		 * so the other keys stay visible; asking for it reports why. */
+		if (rc == H5_ERR_NOTFOUND || (!only && (rc == H5_ERR_LIMIT || rc == H5_ERR_UNSUPPORTED))) {
+			rc = 0;
+			continue;
+		}
+		if (rc < 0) {
+			h5_err_wrap(rc, "user.h5.%s: ", meta_keys[i]);
+			goto out;
+		}
+		out->key[out->n++] = meta_keys[i];
+	}
+	if (only && out->n == 0)
+		rc = h5_err_set(H5_ERR_NOTFOUND, "user.h5.%s does not apply to dataset 0x%llx", only,
+				(unsigned long long)oh->addr);
+out:
+	h5_dtype_free(m.dtype);
+	h5_layout_clear(&m.layout);
+	h5_pline_clear(&m.pline);
+	h5_fill_clear(&m.fill);
+	if (rc < 0)
+		h5_meta_clear(out);
+	return rc;
+}

@@ -46,11 +46,12 @@ echo "building $out/replay"
 $CC $cflags -fsanitize=address,undefined -o "$out/replay" \
 	"$src"/src/h5core/*.c "$here/fuzz_walk.c" "$here/replay.c" $libs
 
-# Seeds: files are copied flat (libFuzzer wants one directory).
+# Seeds: every corpus file (licences aside), copied flat: libFuzzer wants
+# one directory.
 mkdir -p "$out/seeds"
 corpus=${H5FS_CORPUS:-$src/../shared/corpus/hdf5-testfiles}
 if [ -d "$corpus" ]; then
-	find "$corpus" -type f -name '*.h5' | while read -r f; do
+	find "$corpus" -type f ! -name 'LICENSE*' ! -name SOURCE.txt | while read -r f; do
 		cp -f "$f" "$out/seeds/$(echo "${f#"$corpus"/}" | tr / _)"
 	done
 fi

@@ -1026,6 +1026,84 @@ START_TEST(h5py_small_read_decodes_one_chunk)
 }
 END_TEST
 
+/* Several FUSE-like threads reading filtered datasets at once, through a
+ * cache small enough to evict constantly, each read itself parallel. */
+struct conc_ds {
+	h5_dataset *d;
+	uint8_t *want;
+	size_t len;
+};
+
+struct conc_arg {
+	struct conc_ds *ds;
+	unsigned nds, seed;
+	int bad;
+	char msg[256];
+};
+
+static void *conc_reader(void *p)
+{
+	struct conc_arg *a = p;
+	uint8_t *got = malloc(1 << 20);
+
+	for (int i = 0; i < 200 && got && !a->bad; i++) {
+		struct conc_ds *c = &a->ds[rand_r(&a->seed) % a->nds];
+		size_t off = (size_t)rand_r(&a->seed) % c->len;
+		size_t len = (size_t)rand_r(&a->seed) % (c->len - off + 1);
+
+		if (h5_dataset_read(c->d, got, off, len) != 0) {
+			snprintf(a->msg, sizeof(a->msg), "read failed: %s", h5_err_msg());
+			a->bad = 1;
+		} else if (memcmp(got, c->want + off, len) != 0) {
+			snprintf(a->msg, sizeof(a->msg), "window %zu+%zu differs", off, len);
+			a->bad = 1;
+		}
+	}
+	free(got);
+	return NULL;
+}
+
+START_TEST(h5py_concurrent_readers)
+{
+	static const char *names[] = { "/fa_gzip", "/ea_gzip", "/bt2_gzip", "/bt1_gzip", "/fa_shuf", "/bt1_2d" };
+	struct conc_ds ds[6];
+	struct conc_arg args[4];
+	pthread_t tid[4];
+	h5_open_opts o = { .nthreads = 3, .cache_bytes = 64 << 10 };
+	tds *v;
+	size_t n;
+	h5_file *f[2] = { NULL, NULL };
+
+	if (generate() == 77)
+		return;
+	n = load_manifest(&v);
+	for (unsigned i = 0; i < 6; i++) {
+		tds *t = find_ds(v, n, names[i]);
+		unsigned k = strstr(t->file, "earliest") != NULL;
+
+		if (!f[k])
+			ck_assert_int_eq(h5_file_open(&f[k], t->file, &o), 0);
+		ck_assert_int_eq(h5_dataset_open(&ds[i].d, f[k], t->addr), 0);
+		ds[i].want = slurp(t->bin, &ds[i].len);
+	}
+	for (unsigned i = 0; i < 4; i++) {
+		args[i] = (struct conc_arg){ .ds = ds, .nds = 6, .seed = 1000 + i };
+		ck_assert_int_eq(pthread_create(&tid[i], NULL, conc_reader, &args[i]), 0);
+	}
+	for (unsigned i = 0; i < 4; i++) {
+		pthread_join(tid[i], NULL);
+		ck_assert_msg(!args[i].bad, "reader %u: %s", i, args[i].msg);
+	}
+	for (unsigned i = 0; i < 6; i++) {
+		h5_dataset_close(ds[i].d);
+		free(ds[i].want);
+	}
+	h5_file_close(f[0]);
+	h5_file_close(f[1]);
+	free_manifest(v, n);
+}
+END_TEST
+
 /* Corrupting one chunk of a compressed dataset fails reads of that chunk
  * only, with an error instead of wrong bytes. */
 START_TEST(h5py_corrupt_chunk)
@@ -1084,6 +1162,7 @@ static Suite *make_suite(void)
 	tcase_add_test(te, h5py_all_indexes_threaded);
 	tcase_add_test(te, h5py_small_read_decodes_one_chunk);
 	tcase_add_test(te, h5py_corrupt_chunk);
+	tcase_add_test(te, h5py_concurrent_readers);
 	suite_add_tcase(s, te);
 	return s;
 }

@@ -1,0 +1,60 @@
+#!/bin/bash
+# h5fs benchmarks against h5py (run by hand, never in CI). See bench/README.md.
+#
+#   bench/run.sh [--h5fs PATH] [--size MIB] [--reads N] [--only LIST]
+#                [--dir DIR] [--rss-cache MIB,...] [--random-cache MIB,...]
+#                [--cache MIB] [--perf] [--regen]
+#
+# Every option is passed on to bench/h5fs_bench.py; this wrapper only finds
+# the h5fs binary and the right Python, and makes sure nothing stays mounted
+# under the scratch directory whatever happens to the Python process.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "$0")" && pwd)"
+PY=/usr/bin/python3
+DIR=/var/tmp/h5fs-bench
+H5FS_BIN="${H5FS:-}"
+
+args=()
+while [ $# -gt 0 ]; do
+	case "$1" in
+	-h|--help)
+		sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+		exec "$PY" "$HERE/h5fs_bench.py" --h5fs /dev/null --help ;;
+	--h5fs) H5FS_BIN="$2"; shift 2 ;;
+	--h5fs=*) H5FS_BIN="${1#*=}"; shift ;;
+	--dir) DIR="$2"; shift 2 ;;
+	--dir=*) DIR="${1#*=}"; shift ;;
+	*) args+=("$1"); shift ;;
+	esac
+done
+
+if [ -z "$H5FS_BIN" ]; then
+	for c in ./h5fs "$HERE/../h5fs" "$(command -v h5fs || true)"; do
+		if [ -n "$c" ] && [ -x "$c" ]; then H5FS_BIN="$c"; break; fi
+	done
+fi
+if [ -z "$H5FS_BIN" ] || [ ! -x "$H5FS_BIN" ]; then
+	echo "run.sh: no h5fs binary: build it (make h5fs) and pass --h5fs PATH or set H5FS" >&2
+	exit 2
+fi
+if ! "$PY" -c 'import h5py, numpy' 2>/dev/null; then
+	echo "run.sh: $PY cannot import h5py/numpy (apt-get install python3-h5py)" >&2
+	exit 2
+fi
+if [ "$(id -u)" != 0 ]; then
+	echo "run.sh: not root: the page cache cannot be dropped, 'cold' reads will be warm" >&2
+fi
+
+mkdir -p "$DIR"
+MNT="$(cd "$DIR" && pwd)/mnt"
+cleanup() {
+	# The Python side unmounts in finally blocks; this catches a kill -9.
+	if grep -q " $MNT fuse" /proc/mounts 2>/dev/null; then
+		fusermount3 -u "$MNT" || fusermount3 -u -z "$MNT" || true
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+"$PY" "$HERE/h5fs_bench.py" --h5fs "$H5FS_BIN" --dir "$DIR" ${args[@]+"${args[@]}"}
