@@ -18,10 +18,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Element sizes above this are only accepted when the file is at least as
- * large: fill_elem is allocated at that size before any data is read. */
-#define DS_MAX_SMALL_ELEM ((uint64_t)16 << 20)
-
 /* Decode one message of `type` (following a shared-message reference).
  * Returns H5_ERR_NOTFOUND when the header has no such message. */
 typedef int (*ds_decode_fn)(void *out, h5_dataset *d, uint16_t type, const uint8_t *buf, size_t len);
@@ -96,20 +92,28 @@ static bool dtype_has_vlen(const h5_dtype *t, unsigned depth)
 	return (t->cls == H5T_ARRAY || t->cls == H5T_ENUM) && dtype_has_vlen(t->base, depth + 1);
 }
 
-/* One element of fill: the stored value, or zeros when the value is
- * undefined or the library default (IV.A.2.e, IV.A.2.f). */
+/* One element of fill: the stored value, or NULL meaning zeros when the
+ * value is undefined, the library default or all zero (IV.A.2.e, IV.A.2.f).
+ * Zeros need no buffer, so a huge element type (an array of 16M doubles)
+ * with default fill costs nothing; a stored value is bounded by the file. */
 static int ds_init_fill(h5_dataset *d)
 {
 	uint32_t esize = d->dtype->size;
+	size_t i;
 
-	d->fill_elem = calloc(1, esize ? esize : 1);
-	if (!d->fill_elem)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory for a %u-byte fill value", (unsigned)esize);
+	d->fill_elem = NULL;
 	if (!d->fill.defined || d->fill.size == 0 || !d->fill.value)
 		return 0;
 	if (d->fill.size != esize)
 		return h5_err_set(H5_ERR_FORMAT, "fill value is %zu bytes but the datatype is %u bytes",
 				  d->fill.size, (unsigned)esize);
+	for (i = 0; i < esize && d->fill.value[i] == 0; i++)
+		;
+	if (i == esize)
+		return 0;
+	d->fill_elem = malloc(esize);
+	if (!d->fill_elem)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory for a %u-byte fill value", (unsigned)esize);
 	memcpy(d->fill_elem, d->fill.value, esize);
 	return 0;
 }
@@ -315,9 +319,6 @@ static int ds_open(h5_dataset *d, const h5_ohdr *oh)
 	h5_err_clear();
 
 	esize = d->dtype->size;
-	if (esize > DS_MAX_SMALL_ELEM && esize > d->f->eof)
-		return h5_err_set(H5_ERR_LIMIT, "datatype size %llu exceeds the file size",
-				  (unsigned long long)esize);
 	rc = h5_dspace_nelmts(&d->space, &d->nelmts);
 	if (rc < 0)
 		return rc;
@@ -429,13 +430,10 @@ int h5_dataset_mtime(const h5_dataset *d, int64_t *mtime)
 void h5_dataset_fill(const h5_dataset *d, uint8_t *buf, uint64_t off, size_t len)
 {
 	size_t esize = d->dtype->size, phase, n, done = 0;
-	size_t i;
 
 	if (len == 0)
 		return;
-	for (i = 0; i < esize && d->fill_elem[i] == 0; i++)
-		;
-	if (esize == 0 || i == esize) {
+	if (esize == 0 || !d->fill_elem) {
 		memset(buf, 0, len);
 		return;
 	}

@@ -564,9 +564,12 @@ static int shared_decode(shared_ref *out, const h5_fmt *fmt, const h5_msg *m)
 	out->type = h5_rd_u8(&r);
 	switch (out->version) {
 	case 1:
-		/* type byte unused: always a committed message; 6 reserved bytes */
+		/* Type byte unused: always a committed message. After 6 reserved
+		 * bytes comes what HDF5 1.6 stored as a symbol table entry: the
+		 * (meaningless) name offset, then the object header address. */
 		out->type = 2;
 		h5_rd_skip(&r, 6);
+		h5_rd_skip(&r, fmt->sizeof_size);
 		out->addr = h5_rd_addr(&r, fmt);
 		break;
 	case 2:
