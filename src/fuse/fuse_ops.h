@@ -23,6 +23,7 @@ typedef struct h5fs_config {
 	int read_only;      /* mounted with -o ro */
 	int use_syslog;     /* daemonized: log to syslog instead of stderr */
 	int debug;          /* -d: also log informational messages */
+	int xattr_raw;      /* -o xattr=raw: attribute values as stored bytes */
 } h5fs_config;
 
 /* Build the filesystem state around an open file (which it then owns).

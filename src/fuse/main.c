@@ -31,6 +31,7 @@
 struct cli {
 	char *file;
 	char *cache_size;       /* -o cache_size=MiB, as given */
+	char *xattr_mode;       /* -o xattr=text|raw */
 	int read_only;
 	int nonopts;
 };
@@ -44,6 +45,7 @@ static const struct fuse_opt cli_spec[] = {
 	FUSE_OPT_KEY("--version", KEY_VERSION),
 	FUSE_OPT_KEY("ro", KEY_RO),
 	{ "cache_size=%s", offsetof(struct cli, cache_size), 0 },
+	{ "xattr=%s", offsetof(struct cli, xattr_mode), 0 },
 	FUSE_OPT_END
 };
 
@@ -62,6 +64,8 @@ static void usage(FILE *out)
 		"    -o ro                  mount read-only (this version never writes;\n"
 		"                           every modification fails with EROFS)\n"
 		"    -o cache_size=MiB      metadata + chunk cache budget (default %zu MiB)\n"
+		"    -o xattr=text|raw      HDF5 attributes as user.* xattrs: readable text\n"
+		"                           (default) or the bytes stored in the file\n"
 		"\n",
 		H5_DEFAULT_CACHE_BYTES >> 20);
 }
@@ -187,6 +191,11 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
+	if (cli.xattr_mode && strcmp(cli.xattr_mode, "text") != 0 && strcmp(cli.xattr_mode, "raw") != 0) {
+		fprintf(stderr, "h5fs: invalid -o xattr=%s (text or raw)\n", cli.xattr_mode);
+		goto out;
+	}
+
 	/* Open and check FILE before mounting anything. */
 	rc = h5_file_open(&f, cli.file, &oopts);
 	if (rc < 0) {
@@ -196,6 +205,7 @@ int main(int argc, char **argv)
 	cfg.read_only = cli.read_only;
 	cfg.use_syslog = !copts.foreground;
 	cfg.debug = copts.debug;
+	cfg.xattr_raw = cli.xattr_mode && strcmp(cli.xattr_mode, "raw") == 0;
 	rc = h5fs_new(&fs, f, &cfg);
 	if (rc < 0) {
 		fprintf(stderr, "h5fs: %s: %s\n", cli.file, cause_of(cli.file));
@@ -256,6 +266,7 @@ out:
 	free(copts.mountpoint);
 	free(cli.file);
 	free(cli.cache_size);
+	free(cli.xattr_mode);
 	fuse_opt_free_args(&args);
 	return ret;
 }

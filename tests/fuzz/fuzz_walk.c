@@ -10,6 +10,8 @@
  * engine being "fooled" into inconsistent answers:
  *   - a sub-range of a window read back separately must give the same bytes
  *     (chunk boundaries, fill, filters and the cache must agree);
+ *   - every listed xattr can be read, twice with the same result (getxattr
+ *     asks for the size first, then the value), and the list is well formed;
  *   - error codes are negative h5_err values with a message.
  * Violations call abort() so libFuzzer records them as crashes.
  *
@@ -30,6 +32,7 @@
 #define WALK_MAX_LINKS 20000
 #define WALK_RANDOM_WINDOWS 4
 #define WALK_MAX_READ_ERRORS 4
+#define WALK_MAX_XATTRS 256         /* per object */
 
 struct walk_link {
 	char *name;
@@ -187,6 +190,57 @@ static void walk_dataset(struct walk *w, uint64_t addr)
 	h5_dataset_close(d);
 }
 
+/* ---- attributes (as the FUSE listxattr/getxattr do) -------------------- */
+
+static void walk_xattrs(struct walk *w, uint64_t addr)
+{
+	char *list = NULL;
+	size_t len = 0, pos, n = 0;
+	void *v1, *v2;
+	size_t l1, l2;
+	int raw, rc;
+
+	rc = h5_xattr_list(&list, &len, w->f, addr);
+	if (rc < 0) {
+		note_err(w, rc, "h5_xattr_list", addr);
+		return;
+	}
+	if (len && (!list || list[len - 1] != '\0')) {
+		fprintf(stderr, "fuzz_walk: object 0x%llx: xattr list of %zu bytes is not NUL-terminated\n",
+			(unsigned long long)addr, len);
+		abort();
+	}
+	for (pos = 0; pos < len && n < WALK_MAX_XATTRS; pos += strlen(list + pos) + 1, n++) {
+		const char *name = list + pos;
+
+		w->st->attrs++;
+		for (raw = 0; raw <= 1; raw++) {
+			v1 = v2 = NULL;
+			rc = h5_xattr_get(&v1, &l1, w->f, addr, name, raw);
+			if (rc < 0) {
+				note_err(w, rc, "h5_xattr_get", addr);
+				continue;
+			}
+			rc = h5_xattr_get(&v2, &l2, w->f, addr, name, raw);
+			if (rc < 0 || l1 != l2 || (l1 && memcmp(v1, v2, l1) != 0)) {
+				fprintf(stderr, "fuzz_walk: object 0x%llx: xattr \"%s\" (raw=%d) differs between two "
+					"reads (%zu bytes, then rc %d, %zu bytes)\n", (unsigned long long)addr, name, raw,
+					l1, rc, rc < 0 ? (size_t)0 : l2);
+				abort();
+			}
+			free(v1);
+			free(v2);
+		}
+	}
+	/* a name nobody lists is not found (and does not crash) */
+	rc = h5_xattr_get(&v1, &l1, w->f, addr, "user.\x01fuzz-absent", 0);
+	if (rc == 0)
+		free(v1);
+	else if (rc != H5_ERR_NOTFOUND)
+		note_err(w, rc, "h5_xattr_get (absent)", addr);
+	free(list);
+}
+
 /* ---- groups ------------------------------------------------------------- */
 
 static void walk_object(struct walk *w, uint64_t addr, unsigned depth);
@@ -289,6 +343,7 @@ static void walk_object(struct walk *w, uint64_t addr, unsigned depth)
 			(unsigned long long)info.addr);
 		abort();
 	}
+	walk_xattrs(w, addr);
 	switch (info.kind) {
 	case H5_OBJ_GROUP:
 		walk_group(w, addr, depth);

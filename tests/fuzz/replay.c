@@ -88,10 +88,10 @@ static void replay_file(struct replay *r, const char *path)
 		r->longest = t;
 		snprintf(r->longest_name, sizeof(r->longest_name), "%s", path);
 	}
-	printf("%-60s %s objs=%llu grp=%llu ds=%llu links=%llu read=%llu err=%llu%s %.3fs\n", path,
+	printf("%-60s %s objs=%llu grp=%llu ds=%llu links=%llu xattrs=%llu read=%llu err=%llu%s %.3fs\n", path,
 	       st.open_rc ? h5_err_name(st.open_rc) : "opened", (unsigned long long)st.objects,
 	       (unsigned long long)st.groups, (unsigned long long)st.datasets, (unsigned long long)st.links,
-	       (unsigned long long)st.bytes_read, (unsigned long long)st.errors,
+	       (unsigned long long)st.attrs, (unsigned long long)st.bytes_read, (unsigned long long)st.errors,
 	       st.lookup_mismatch ? " LOOKUP-MISMATCH" : "", t);
 }
 

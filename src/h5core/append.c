@@ -1,0 +1,2 @@
+/* append.c - not yet written */
+#include "internal.h"
