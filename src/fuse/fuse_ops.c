@@ -2,9 +2,10 @@
  * fuse_ops.c - FUSE low-level operations on top of libh5core.
  *
  * Mapping (README "How an HDF5 file is shown"):
- *   group          -> directory (0555)
- *   dataset        -> regular file (0444): its raw bytes, C order, as stored
- *   named datatype -> regular file (0444), empty
+ *   group          -> directory (0555 for a world-readable FILE)
+ *   dataset        -> regular file (0444 likewise): its raw bytes, C order,
+ *                     as stored
+ *   named datatype -> regular file, empty
  *   soft link      -> symlink, target rewritten relative to the link's
  *                     directory so it resolves inside the mount
  *   external link  -> symlink "EXTFILE::/path/in/that/file" (dangling)
@@ -86,6 +87,8 @@ struct h5fs {
 	h5fs_config cfg;
 	uid_t uid;
 	gid_t gid;
+	mode_t file_mode;       /* permission bits of datasets and named datatypes */
+	mode_t dir_mode;        /* permission bits of groups */
 	uint64_t root_addr;
 	int64_t file_mtime;
 	uint64_t file_size;
@@ -127,6 +130,38 @@ int h5fs_errno(int h5err)
 	}
 }
 
+static void fs_vlog(const h5fs *fs, int prio, const char *fmt, va_list ap)
+{
+	if (prio >= LOG_DEBUG ? !fs->cfg.debug : prio >= LOG_NOTICE && !(fs->cfg.verbose || fs->cfg.debug))
+		return;
+	if (fs->cfg.use_syslog) {
+		vsyslog(prio, fmt, ap);
+	} else {
+		char line[1024];
+		int n;
+
+		/* one write per line, so lines of concurrent threads never mix */
+		memcpy(line, "h5fs: ", 6);
+		n = vsnprintf(line + 6, sizeof(line) - 7, fmt, ap);
+		if (n < 0)
+			return;
+		n = n > (int)sizeof(line) - 8 ? (int)sizeof(line) - 8 : n;
+		line[6 + n] = '\n';
+		if (write(STDERR_FILENO, line, (size_t)n + 7) < 0) {
+			/* nowhere left to report it */
+		}
+	}
+}
+
+void h5fs_log(const h5fs *fs, int prio, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fs_vlog(fs, prio, fmt, ap);
+	va_end(ap);
+}
+
 static void fs_log(const h5fs *fs, int prio, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
@@ -134,17 +169,8 @@ static void fs_log(const h5fs *fs, int prio, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (prio >= LOG_INFO && !fs->cfg.debug)
-		return;
 	va_start(ap, fmt);
-	if (fs->cfg.use_syslog) {
-		vsyslog(prio, fmt, ap);
-	} else {
-		char line[1024];
-
-		vsnprintf(line, sizeof(line), fmt, ap);
-		fprintf(stderr, "h5fs: %s\n", line);
-	}
+	fs_vlog(fs, prio, fmt, ap);
 	va_end(ap);
 }
 
@@ -153,20 +179,31 @@ static const char *show_path(const char *p)
 	return p && *p ? p : "/";
 }
 
-/* Reply with the errno for an engine error; every EIO is logged with the
- * object and the engine's message (read in the thread that failed). */
+/* Reply with the errno for an engine error; every EIO is logged, once, with
+ * the object (mount path, and its object header address when known: addr
+ * UINT64_MAX if not) and the engine's message (read in the thread that
+ * failed). */
+static void reply_h5err_obj(h5fs *fs, fuse_req_t req, int rc, const char *op, const char *path,
+			    const char *name, uint64_t addr)
+{
+	int e = h5fs_errno(rc);
+	char where[48] = "";
+
+	if (addr != UINT64_MAX)
+		snprintf(where, sizeof(where), " (object header 0x%llx)", (unsigned long long)addr);
+	if (e == EIO)
+		fs_log(fs, LOG_ERR, "%s %s%s%s%s: EIO: %s", op, show_path(path), name ? "/" : "",
+		       name ? name : "", where, h5_err_msg());
+	else
+		fs_log(fs, LOG_DEBUG, "%s %s%s%s%s: %s (%s)", op, show_path(path), name ? "/" : "",
+		       name ? name : "", where, strerror(e), h5_err_msg());
+	fuse_reply_err(req, e);
+}
+
 static void reply_h5err(h5fs *fs, fuse_req_t req, int rc, const char *op, const char *path,
 			const char *name)
 {
-	int e = h5fs_errno(rc);
-
-	if (e == EIO)
-		fs_log(fs, LOG_ERR, "%s %s%s%s: %s", op, show_path(path), name ? "/" : "",
-		       name ? name : "", h5_err_msg());
-	else
-		fs_log(fs, LOG_DEBUG, "%s %s%s%s: %s (%s)", op, show_path(path), name ? "/" : "",
-		       name ? name : "", strerror(e), h5_err_msg());
-	fuse_reply_err(req, e);
+	reply_h5err_obj(fs, req, rc, op, path, name, UINT64_MAX);
 }
 
 /* ---- hash tables (callers hold fs->lock) --------------------------------- */
@@ -544,7 +581,7 @@ static int node_make_obj(struct node **out, h5fs *fs, uint64_t addr, uint64_t no
 		/* st_nlink 1 = "subdirectory count unknown" (as btrfs does for
 		 * find's leaf optimisation): counting would mean decoding every
 		 * child header of every directory. */
-		stat_init(fs, &n->st, obj_ino(fs, addr), S_IFDIR | 0555, mtime);
+		stat_init(fs, &n->st, obj_ino(fs, addr), S_IFDIR | fs->dir_mode, mtime);
 		break;
 	case H5_OBJ_DATASET: {
 		int64_t dmt;
@@ -555,7 +592,7 @@ static int node_make_obj(struct node **out, h5fs *fs, uint64_t addr, uint64_t no
 			goto out;
 		if (h5_dataset_mtime(n->ds, &dmt) == 0)
 			mtime = dmt;
-		stat_init(fs, &n->st, obj_ino(fs, addr), S_IFREG | 0444, mtime);
+		stat_init(fs, &n->st, obj_ino(fs, addr), S_IFREG | fs->file_mode, mtime);
 		n->st.st_size = (off_t)h5_dataset_size(n->ds);
 		alloc = h5_dataset_allocated(n->ds);
 		n->st.st_nlink = info.nlink ? info.nlink : 1;
@@ -564,7 +601,7 @@ static int node_make_obj(struct node **out, h5fs *fs, uint64_t addr, uint64_t no
 	default:
 		/* named datatypes (and headers of no known kind): empty files */
 		n->type = NT_FILE;
-		stat_init(fs, &n->st, obj_ino(fs, addr), S_IFREG | 0444, mtime);
+		stat_init(fs, &n->st, obj_ino(fs, addr), S_IFREG | fs->file_mode, mtime);
 		n->st.st_nlink = info.nlink ? info.nlink : 1;
 		break;
 	}
@@ -676,12 +713,30 @@ int h5fs_new(h5fs **out, h5_file *f, const h5fs_config *cfg)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	fs->f = f;
 	fs->cfg = *cfg;
-	fs->uid = getuid();
-	fs->gid = getgid();
 	fs->root_addr = h5_file_root(f);
 	fs->file_mtime = h5_file_mtime(f);
-	if (stat(h5_file_path(f), &fst) == 0)
+	/* Defaults follow FILE: whoever may read FILE may read the mount (the
+	 * kernel enforces it: main.c mounts with default_permissions). Nothing
+	 * is writable or executable; directories are searchable where FILE is
+	 * readable. In-memory images (no FILE) show the caller's, 0444/0555. */
+	fs->uid = getuid();
+	fs->gid = getgid();
+	fs->file_mode = 0444;
+	if (stat(h5_file_path(f), &fst) == 0) {
 		fs->file_size = (uint64_t)fst.st_size;
+		fs->uid = fst.st_uid;
+		fs->gid = fst.st_gid;
+		fs->file_mode = fst.st_mode & 0444;
+	}
+	fs->dir_mode = fs->file_mode | (fs->file_mode >> 2);   /* r -> r-x */
+	if (cfg->umask_set) {
+		fs->file_mode = 0444 & ~cfg->umask;
+		fs->dir_mode = 0555 & ~cfg->umask;
+	}
+	if (cfg->uid_set)
+		fs->uid = cfg->uid;
+	if (cfg->gid_set)
+		fs->gid = cfg->gid;
 	fs->next_synth = 1;
 	pthread_mutex_init(&fs->lock, NULL);
 	fs->nodes_cap = fs->synth_cap = fs->kinds_cap = 1024;
@@ -830,7 +885,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 			break;
 		rc = node_make_obj(&fresh, fs, l.addr, link_nodeid(fs, l.addr), path);
 		if (rc < 0) {
-			reply_h5err(fs, req, rc, "lookup", p->path, name);
+			reply_h5err_obj(fs, req, rc, "lookup", p->path, name, l.addr);
 			goto out;
 		}
 		n = node_publish(fs, fresh);
@@ -1004,7 +1059,7 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		goto fail;
 	}
 	if (rc < 0) {
-		reply_h5err(fs, req, rc, "readdir", n->path, NULL);
+		reply_h5err_obj(fs, req, rc, "readdir", n->path, NULL, n->addr);
 		goto fail;
 	}
 	if (d->skipped)
@@ -1162,7 +1217,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		char what[64];
 
 		snprintf(what, sizeof(what), "read [%lld+%llu]", (long long)off, (unsigned long long)len);
-		reply_h5err(fs, req, rc, what, n->path, NULL);
+		reply_h5err_obj(fs, req, rc, what, n->path, NULL, n->addr);
 	} else {
 		fuse_reply_buf(req, (const char *)buf, (size_t)len);
 	}
@@ -1362,17 +1417,19 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	fuse_reply_err(req, EROFS);
 }
 
+/* Attributes are read-only in this version whatever the mount mode:
+ * ENOTSUP says "this filesystem cannot do that" rather than "mounted ro". */
 static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 			size_t size, int flags)
 {
 	(void)ino; (void)name; (void)value; (void)size; (void)flags;
-	fuse_reply_err(req, EROFS);
+	fuse_reply_err(req, ENOTSUP);
 }
 
 static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
 	(void)ino; (void)name;
-	fuse_reply_err(req, EROFS);
+	fuse_reply_err(req, ENOTSUP);
 }
 
 const struct fuse_lowlevel_ops h5fs_ll_ops = {

@@ -17,12 +17,22 @@
 
 #include "h5core.h"
 
+#include <sys/types.h>
+
 typedef struct h5fs h5fs;
 
 typedef struct h5fs_config {
 	int read_only;      /* mounted with -o ro */
 	int use_syslog;     /* daemonized: log to syslog instead of stderr */
-	int debug;          /* -d: also log informational messages */
+	int debug;          /* -o debug or -d: log debug messages too */
+	int verbose;        /* -o verbose: log informational messages too */
+	/* Ownership and permissions shown (-o uid=, gid=, umask=). Unset:
+	 * FILE's owner and group; files get FILE's read bits, directories
+	 * those read bits plus the matching search bits. */
+	int uid_set, gid_set, umask_set;
+	uid_t uid;
+	gid_t gid;
+	mode_t umask;       /* files 0444 & ~umask, directories 0555 & ~umask */
 	int xattr_raw;      /* -o xattr=raw: attribute values as stored bytes */
 } h5fs_config;
 
@@ -34,6 +44,11 @@ void h5fs_free(h5fs *fs);
 
 /* The one place where engine errors become errno values. */
 int h5fs_errno(int h5err);
+
+/* One log line at syslog priority prio: to syslog when cfg.use_syslog,
+ * else to stderr as "h5fs: ...". Errors and warnings are always logged,
+ * LOG_NOTICE/LOG_INFO with verbose (or debug), LOG_DEBUG with debug. */
+void h5fs_log(const h5fs *fs, int prio, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 extern const struct fuse_lowlevel_ops h5fs_ll_ops;
 

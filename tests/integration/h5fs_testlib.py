@@ -80,6 +80,18 @@ class MountError(Exception):
     pass
 
 
+# What ASan/LSan/UBSan/TSan print (configure --enable-sanitizers, or a TSan
+# build): any of these in the daemon's output is a bug, even when the daemon
+# exited 0 (LSan reports at exit, after the walk has passed).
+SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
+                   "WARNING: ThreadSanitizer", "ERROR: ThreadSanitizer")
+
+
+class SanitizerReport(AssertionError):
+    """Raised by Mount.start()/stop(): not caught by the tests, so the test
+    script dies with status 1 and the report lands in its log."""
+
+
 class Mount:
     """h5fs FILE MNT -f in the background; always unmounted and reaped."""
 
@@ -114,6 +126,7 @@ class Mount:
                 out = self.output()
                 rc = self.proc.returncode
                 self.proc = None
+                self.check_sanitizers()
                 raise MountError("h5fs exited with status %d before mounting: %s" % (rc, out.strip()))
             time.sleep(0.02)
         self.stop()
@@ -155,6 +168,15 @@ class Mount:
                     self.proc.kill()
                     self.proc.wait(timeout=UNMOUNT_WAIT)
             self.returncode = self.proc.returncode if self.proc is not None else None
+        self.check_sanitizers()
+
+    def check_sanitizers(self):
+        out = self.output()
+        hit = [m for m in SANITIZER_MARKS if m in out]
+        if hit:
+            i = min(out.find(m) for m in hit)
+            raise SanitizerReport("sanitizer report in h5fs %s (exit status %s):\n%s" % (
+                self.h5file, getattr(self, "returncode", None), out[max(0, i - 200):i + 6000]))
 
     def watchdog(self, seconds):
         """Kill the daemon if the block runs longer than seconds."""
