@@ -5,7 +5,13 @@
  *
  * FILE is opened and its superblock and root group are checked before
  * anything is mounted, so a bad input fails with one line on stderr
- * ("h5fs: FILE: cause") and a non-zero exit status.
+ * ("h5fs: FILE: cause") and an exit status naming the class of failure
+ * (doc/h5fs.1, EXIT STATUS).
+ *
+ * mount(8) and fstab reach us through mount.fuse3, which runs
+ * "h5fs FILE MOUNTPOINT -o OPTS" with generic mount options in OPTS (rw,
+ * dev, suid, noatime...): libfuse takes those; options that only mean
+ * something to mount(8) are accepted and ignored here.
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -19,6 +25,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
+#include <pwd.h>
+#include <sys/stat.h>
 #include <syslog.h>
 
 #ifndef PACKAGE_VERSION
@@ -28,15 +37,49 @@
 /* Upper bound for -o cache_size, in MiB (1 TiB): larger is surely a typo. */
 #define CACHE_MIB_MAX 1048576UL
 
+/* Exit status by failure class (doc/h5fs.1, EXIT STATUS). */
+enum {
+	EXIT_OK = 0,
+	EXIT_RUNTIME = 1,       /* out of memory, or the session failed while mounted */
+	EXIT_USAGE = 2,         /* bad arguments or options */
+	EXIT_OPEN = 3,          /* FILE cannot be opened or read */
+	EXIT_NOTHDF5 = 4,       /* not HDF5, or HDF5 that uses features h5fs cannot read */
+	EXIT_CORRUPT = 5,       /* HDF5, but its superblock or root group is corrupt */
+	EXIT_MOUNT = 6          /* the mount itself failed */
+};
+
 struct cli {
 	char *file;
 	char *cache_size;       /* -o cache_size=MiB, as given */
 	char *xattr_mode;       /* -o xattr=text|raw */
+	char *uid, *gid, *umask;        /* -o uid=N, gid=N, umask=M, as given */
 	int read_only;
+	int verbose;
 	int nonopts;
 };
 
-enum { KEY_HELP, KEY_VERSION, KEY_RO };
+enum { KEY_HELP, KEY_VERSION, KEY_RO, KEY_VERBOSE };
+
+/* Options of mount(8) and fstab that mount.fuse3 passes on (or a user
+ * copies from an fstab line) and that mean nothing to a FUSE daemon;
+ * "x-*" and "comment=*" belong to userspace tools such as systemd. */
+static const char *const ignored_opts[] = {
+	"nofail", "_netdev", "auto", "noauto", "user", "nouser", "users", "owner", "group",
+	"defaults", "atime", "relatime", "strictatime", "lazytime", "nolazytime", "diratime",
+	"iversion", "noiversion", "silent", "loud", NULL
+};
+
+static int ignored_opt(const char *arg)
+{
+	size_t i;
+
+	if (strncmp(arg, "x-", 2) == 0 || strncmp(arg, "comment=", 8) == 0)
+		return 1;
+	for (i = 0; ignored_opts[i]; i++)
+		if (strcmp(arg, ignored_opts[i]) == 0)
+			return 1;
+	return 0;
+}
 
 static const struct fuse_opt cli_spec[] = {
 	FUSE_OPT_KEY("-h", KEY_HELP),
@@ -46,6 +89,10 @@ static const struct fuse_opt cli_spec[] = {
 	FUSE_OPT_KEY("ro", KEY_RO),
 	{ "cache_size=%s", offsetof(struct cli, cache_size), 0 },
 	{ "xattr=%s", offsetof(struct cli, xattr_mode), 0 },
+	{ "uid=%s", offsetof(struct cli, uid), 0 },
+	{ "gid=%s", offsetof(struct cli, gid), 0 },
+	{ "umask=%s", offsetof(struct cli, umask), 0 },
+	FUSE_OPT_KEY("verbose", KEY_VERBOSE),
 	FUSE_OPT_END
 };
 
@@ -56,17 +103,46 @@ static void usage(FILE *out)
 		"\n"
 		"Mount the HDF5 file FILE at MOUNTPOINT: groups become directories,\n"
 		"datasets read-only files holding their raw bytes, soft and external\n"
-		"links symlinks. Unmount with: fusermount3 -u MOUNTPOINT\n"
+		"links symlinks, attributes extended attributes.\n"
+		"Unmount with: fusermount3 -u MOUNTPOINT\n"
+		"\n"
+		"General options:\n"
+		"    -h, --help             print this help and exit\n"
+		"    -V, --version          print the versions of h5fs and libfuse and exit\n"
+		"    -f                     stay in the foreground, log to stderr\n"
+		"                           (default: run as a daemon, log to syslog)\n"
+		"    -d, -o debug           debug: stay in the foreground, log h5fs's debug\n"
+		"                           messages and every FUSE request\n"
+		"    -s                     single-threaded (default: a pool of threads)\n"
+		"    -o clone_fd            one /dev/fuse descriptor per thread\n"
+		"    -o max_idle_threads=N  idle threads kept for reuse (default 10)\n"
 		"\n"
 		"h5fs options:\n"
-		"    -h, --help             print this help and exit\n"
-		"    -V, --version          print the version and exit\n"
 		"    -o ro                  mount read-only (this version never writes;\n"
 		"                           every modification fails with EROFS)\n"
 		"    -o cache_size=MiB      metadata + chunk cache budget (default %zu MiB)\n"
 		"    -o xattr=text|raw      HDF5 attributes as user.* xattrs: readable text\n"
 		"                           (default) or the bytes stored in the file\n"
-		"\n",
+		"    -o uid=N               owner of every entry (default: FILE's owner)\n"
+		"    -o gid=N               group of every entry (default: FILE's group)\n"
+		"    -o umask=M             octal; files get 0444 & ~M, directories\n"
+		"                           0555 & ~M (default: files get FILE's read bits,\n"
+		"                           directories those plus the matching search bits)\n"
+		"    -o verbose             also log informational messages\n"
+		"\n"
+		"Mount options:\n"
+		"    -o allow_other         allow access by all users (default: only the\n"
+		"                           user who mounted)\n"
+		"    -o allow_root          allow access by that user and root\n"
+		"    -o auto_unmount        unmount when h5fs exits for any reason\n"
+		"    -o default_permissions always on: the kernel checks the modes shown\n"
+		"    -o OPT                 generic mount options (rw, nodev, nosuid,\n"
+		"                           noexec, noatime, ...) go to the kernel; fstab-only\n"
+		"                           ones (nofail, _netdev, auto, noauto, user, users,\n"
+		"                           defaults, x-*, comment=*) are ignored\n"
+		"\n"
+		"Exit status: 0 unmounted cleanly, 1 runtime error, 2 usage, 3 cannot open\n"
+		"FILE, 4 not HDF5 or unsupported, 5 corrupt, 6 mount failed.\n",
 		H5_DEFAULT_CACHE_BYTES >> 20);
 }
 
@@ -78,17 +154,19 @@ static int cli_proc(void *data, const char *arg, int key, struct fuse_args *outa
 	switch (key) {
 	case KEY_HELP:
 		usage(stdout);
-		printf("FUSE options:\n");
-		fuse_cmdline_help();
-		fuse_lowlevel_help();
-		exit(0);
+		exit(EXIT_OK);
 	case KEY_VERSION:
 		printf("h5fs %s\n", PACKAGE_VERSION);
 		fuse_lowlevel_version();
-		exit(0);
+		exit(EXIT_OK);
 	case KEY_RO:
 		c->read_only = 1;
 		return 1;       /* keep: the kernel mounts it MS_RDONLY too */
+	case KEY_VERBOSE:
+		c->verbose = 1;
+		return 0;
+	case FUSE_OPT_KEY_OPT:
+		return ignored_opt(arg) ? 0 : 1;
 	case FUSE_OPT_KEY_NONOPT:
 		c->nonopts++;
 		if (c->nonopts == 1) {
@@ -153,6 +231,66 @@ static int parse_cache_size(size_t *out, const char *s)
 	return 0;
 }
 
+/* -o uid=/gid=: a number, or a user/group name. */
+static int parse_id(unsigned long *out, const char *s, int is_group)
+{
+	char *end;
+	unsigned long v;
+
+	if (s[0] >= '0' && s[0] <= '9') {
+		errno = 0;
+		v = strtoul(s, &end, 10);
+		/* (uid_t)-1 means "unchanged" to chown(2): not an owner */
+		if (errno || *end || v >= (unsigned long)(uid_t)-1)
+			return -1;
+		*out = v;
+		return 0;
+	}
+	if (is_group) {
+		const struct group *g = getgrnam(s);
+
+		if (!g)
+			return -1;
+		*out = g->gr_gid;
+	} else {
+		const struct passwd *pw = getpwnam(s);
+
+		if (!pw)
+			return -1;
+		*out = pw->pw_uid;
+	}
+	return 0;
+}
+
+static int parse_umask(mode_t *out, const char *s)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 8);
+	if (errno || end == s || *end || s[0] == '-' || v > 0777)
+		return -1;
+	*out = (mode_t)v;
+	return 0;
+}
+
+/* Exit status for an engine error met while opening and checking FILE. */
+static int open_failure_status(int rc)
+{
+	switch (rc) {
+	case H5_ERR_IO:
+		return EXIT_OPEN;
+	case H5_ERR_NOTHDF5:
+	case H5_ERR_UNSUPPORTED:
+		return EXIT_NOTHDF5;
+	case H5_ERR_NOMEM:
+		return EXIT_RUNTIME;
+	default:        /* FORMAT, CHECKSUM, LOOP, LIMIT: corrupt */
+		return EXIT_CORRUPT;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
@@ -164,7 +302,8 @@ int main(int argc, char **argv)
 	h5fs *fs = NULL;
 	struct fuse_session *se = NULL;
 	char *fsname = NULL, *abs = NULL;
-	int ret = 1, rc, mounted = 0, handlers = 0;
+	int ret = EXIT_USAGE, rc, mounted = 0, handlers = 0;
+	struct stat fst;
 
 	memset(&cli, 0, sizeof(cli));
 	memset(&copts, 0, sizeof(copts));
@@ -177,7 +316,7 @@ int main(int argc, char **argv)
 	if (copts.show_help || copts.show_version) {
 		/* only reached for spellings we did not intercept */
 		usage(stdout);
-		ret = 0;
+		ret = EXIT_OK;
 		goto out;
 	}
 	if (!cli.file || !copts.mountpoint) {
@@ -195,23 +334,61 @@ int main(int argc, char **argv)
 		fprintf(stderr, "h5fs: invalid -o xattr=%s (text or raw)\n", cli.xattr_mode);
 		goto out;
 	}
+	if (cli.uid) {
+		unsigned long v;
 
-	/* Open and check FILE before mounting anything. */
+		if (parse_id(&v, cli.uid, 0) < 0) {
+			fprintf(stderr, "h5fs: invalid -o uid=%s (a user id or name)\n", cli.uid);
+			goto out;
+		}
+		cfg.uid = (uid_t)v;
+		cfg.uid_set = 1;
+	}
+	if (cli.gid) {
+		unsigned long v;
+
+		if (parse_id(&v, cli.gid, 1) < 0) {
+			fprintf(stderr, "h5fs: invalid -o gid=%s (a group id or name)\n", cli.gid);
+			goto out;
+		}
+		cfg.gid = (gid_t)v;
+		cfg.gid_set = 1;
+	}
+	if (cli.umask) {
+		if (parse_umask(&cfg.umask, cli.umask) < 0) {
+			fprintf(stderr, "h5fs: invalid -o umask=%s (octal, 0..777)\n", cli.umask);
+			goto out;
+		}
+		cfg.umask_set = 1;
+	}
+
+	/* Open and check FILE before mounting anything. Only regular files and
+	 * block devices are opened: open(2) of a FIFO would wait for a writer. */
+	if (stat(cli.file, &fst) == 0 && !S_ISREG(fst.st_mode) && !S_ISBLK(fst.st_mode)) {
+		fprintf(stderr, "h5fs: %s: %s\n", cli.file,
+			S_ISDIR(fst.st_mode) ? strerror(EISDIR) : "not a regular file");
+		ret = EXIT_OPEN;
+		goto out;
+	}
 	rc = h5_file_open(&f, cli.file, &oopts);
 	if (rc < 0) {
 		fprintf(stderr, "h5fs: %s: %s\n", cli.file, cause_of(cli.file));
+		ret = open_failure_status(rc);
 		goto out;
 	}
 	cfg.read_only = cli.read_only;
 	cfg.use_syslog = !copts.foreground;
 	cfg.debug = copts.debug;
+	cfg.verbose = cli.verbose;
 	cfg.xattr_raw = cli.xattr_mode && strcmp(cli.xattr_mode, "raw") == 0;
 	rc = h5fs_new(&fs, f, &cfg);
 	if (rc < 0) {
 		fprintf(stderr, "h5fs: %s: %s\n", cli.file, cause_of(cli.file));
+		ret = open_failure_status(rc);
 		goto out;
 	}
 	f = NULL;       /* owned by fs now */
+	ret = EXIT_RUNTIME;
 
 	/* Show FILE as the mount's source in /proc/mounts and df. */
 	abs = realpath(cli.file, NULL);
@@ -227,18 +404,25 @@ int main(int argc, char **argv)
 	}
 
 	se = fuse_session_new(&args, &h5fs_ll_ops, sizeof(h5fs_ll_ops), fs);
-	if (!se)
-		goto out;       /* libfuse printed why (e.g. unknown option) */
+	if (!se) {
+		/* libfuse printed why: an unknown option, or out of memory */
+		ret = EXIT_USAGE;
+		goto out;
+	}
 	if (fuse_set_signal_handlers(se) != 0)
 		goto out;
 	handlers = 1;
-	if (fuse_session_mount(se, copts.mountpoint) != 0)
-		goto out;       /* libfuse printed why (bad mountpoint, no /dev/fuse) */
+	if (fuse_session_mount(se, copts.mountpoint) != 0) {
+		/* libfuse printed why (bad mountpoint, no /dev/fuse, not allowed) */
+		ret = EXIT_MOUNT;
+		goto out;
+	}
 	mounted = 1;
 	if (cfg.use_syslog)
 		openlog("h5fs", LOG_PID, LOG_DAEMON);
 	if (fuse_daemonize(copts.foreground) != 0)
 		goto out;
+	h5fs_log(fs, LOG_INFO, "%s mounted at %s", abs ? abs : cli.file, copts.mountpoint);
 	if (copts.singlethread) {
 		rc = fuse_session_loop(se);
 	} else {
@@ -251,7 +435,16 @@ int main(int argc, char **argv)
 		lc.max_idle_threads = copts.max_idle_threads == UINT_MAX ? 10 : copts.max_idle_threads;
 		rc = fuse_session_loop_mt(se, &lc);
 	}
-	ret = rc < 0 ? 1 : 0;
+	/* A signal (SIGTERM, SIGINT, SIGHUP) ends the loop with its number: that
+	 * and fusermount3 -u are both clean unmounts. Requests in flight are
+	 * finished first (libfuse only cancels workers while they wait). */
+	if (rc > 0)
+		h5fs_log(fs, LOG_INFO, "signal %d: unmounting %s", rc, copts.mountpoint);
+	else if (rc == 0)
+		h5fs_log(fs, LOG_INFO, "%s unmounted", copts.mountpoint);
+	else
+		h5fs_log(fs, LOG_ERR, "session failed: %s; unmounting %s", strerror(-rc), copts.mountpoint);
+	ret = rc < 0 ? EXIT_RUNTIME : EXIT_OK;
 out:
 	if (mounted)
 		fuse_session_unmount(se);
@@ -267,6 +460,9 @@ out:
 	free(cli.file);
 	free(cli.cache_size);
 	free(cli.xattr_mode);
+	free(cli.uid);
+	free(cli.gid);
+	free(cli.umask);
 	fuse_opt_free_args(&args);
 	return ret;
 }

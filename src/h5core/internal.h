@@ -828,6 +828,28 @@ int h5_ea_lookup(h5_chunk_rec *out, h5_file *f, uint64_t hdr_addr, uint64_t idx)
 /* Every allocated element below max_idx_set, in index order. */
 int h5_ea_iterate(h5_file *f, uint64_t hdr_addr, h5_arr_elmt_cb cb, void *ud);
 
+/* Appending writer (earray.c; used by append.c, doc/APPEND.md). Elements are
+ * set on private copies of the blocks; h5_ea_writer_write() then places every
+ * changed block as a NEW block at *eoa (advancing it) and writes it, and
+ * h5_ea_writer_commit() rewrites the header in place - the one switch from
+ * the old array to the new. A new array (hdr_addr UNDEF) gets its header
+ * written by h5_ea_writer_write(); the caller then points the layout at it. */
+typedef struct h5_ea_cparam {
+	uint8_t client, elmt_size;
+	uint8_t max_nelmts_bits, idx_blk_elmts, data_blk_min_elmts, sup_blk_min_data_ptrs,
+		max_dblk_page_nelmts_bits;
+} h5_ea_cparam;
+typedef struct h5_ea_writer h5_ea_writer;
+int h5_ea_writer_open(h5_ea_writer **out, h5_file *f, uint64_t hdr_addr, const h5_ea_cparam *cp);
+int h5_ea_writer_set(h5_ea_writer *w, uint64_t idx, const h5_chunk_rec *rec);
+int h5_ea_writer_write(h5_ea_writer *w, uint64_t *eoa);
+int h5_ea_writer_commit(h5_ea_writer *w);
+/* Drop the cache entries of the header and of every block replaced. */
+void h5_ea_writer_invalidate(h5_ea_writer *w);
+const h5_ea_hdr *h5_ea_writer_hdr(const h5_ea_writer *w);
+bool h5_ea_writer_hdr_is_new(const h5_ea_writer *w);
+void h5_ea_writer_free(h5_ea_writer *w);
+
 /* Fixed array (farray.c, VII.C). */
 #define H5_FA_VERSION 0
 typedef struct h5_fa_hdr {
