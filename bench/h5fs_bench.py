@@ -14,6 +14,7 @@ later runs; a sidecar NAME.json records the parameters they were made with.
 import argparse
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -50,22 +51,55 @@ def rate(nbytes, secs):
     return nbytes / MiB / secs if secs > 0 else float("inf")
 
 
-RESULTS = []   # (name, h5fs MiB/s, h5py MiB/s, target ratio or None)
+RESULTS = []   # (name, h5fs rate, h5py rate, ratio, target ratio or None, unit)
+CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
-def report(name, nbytes, t_h5fs, t_h5py, target=None, unit="MiB/s", count=None):
-    """Print one comparison line; count switches the unit to operations/s."""
+class Clock:
+    """Wall time and CPU time of one measurement.  CPU = this process (user +
+    system, which includes the kernel's copying for our read() calls) plus,
+    for h5fs, the daemon's CPU over the same interval.  On a busy machine the
+    CPU seconds are a steadier comparison than the wall time."""
+
+    def __init__(self, mount=None):
+        self.m = mount
+        self.wall = self.cpu = self.cpu_daemon = 0.0
+
+    def __enter__(self):
+        self.d0 = self.m.cpu() if self.m else 0.0
+        self.c0 = time.process_time()
+        self.w0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall = time.perf_counter() - self.w0
+        self.cpu = time.process_time() - self.c0
+        if self.m:
+            self.cpu_daemon = self.m.cpu() - self.d0
+            self.cpu += self.cpu_daemon
+
+
+def best(clocks):
+    return min(clocks, key=lambda c: c.wall)
+
+
+def report(name, nbytes, fs, py, target=None, count=None):
+    """Print one comparison (fs, py: the Clock of each side); count switches
+    the unit to operations/s."""
     if count:
-        a, b = count / t_h5fs, count / t_h5py
+        a, b = count / fs.wall, count / py.wall
         unit = "reads/s"
     else:
-        a, b = rate(nbytes, t_h5fs), rate(nbytes, t_h5py)
+        a, b = rate(nbytes, fs.wall), rate(nbytes, py.wall)
+        unit = "MiB/s"
     ratio = a / b if b else float("inf")
     verdict = ""
     if target is not None:
         verdict = "  target >= %.1fx: %s" % (target, "MET" if ratio >= target else "MISSED")
-    say("  %-34s h5fs %9.1f %s (%7.3f s)   h5py %9.1f %s (%7.3f s)   ratio %6.2fx%s"
-        % (name, a, unit, t_h5fs, b, unit, t_h5py, ratio, verdict))
+    say("  %-32s h5fs %8.1f %s (%7.3f s)  h5py %8.1f %s (%7.3f s)  ratio %6.2fx%s"
+        % (name, a, unit, fs.wall, b, unit, py.wall, ratio, verdict))
+    say("  %-32s cpu: h5fs %.3f s (reader %.3f + daemon %.3f), h5py %.3f s; cpu ratio h5py/h5fs %.2fx"
+        % ("", fs.cpu, fs.cpu - fs.cpu_daemon, fs.cpu_daemon, py.cpu, py.cpu / fs.cpu if fs.cpu else float("inf")))
     RESULTS.append((name, a, b, ratio, target, unit))
 
 
@@ -178,7 +212,11 @@ class Mount:
         cmd += [path, self.mnt]
         self.cmd = cmd
         self.log = open(os.path.join(args.dir, "h5fs.log"), "ab")
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=self.log)
+        env = dict(os.environ)
+        for kv in args.daemon_env:
+            k, _, v = kv.partition("=")
+            env[k] = v
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=self.log, env=env)
         self.perf = None
         deadline = time.monotonic() + MOUNT_WAIT
         while not is_mounted(self.mnt):
@@ -192,6 +230,15 @@ class Mount:
 
     def path(self, name=DS):
         return os.path.join(self.mnt, name)
+
+    def cpu(self):
+        """CPU seconds (user + system, all threads) used by the daemon so far."""
+        try:
+            with open("/proc/%d/stat" % self.proc.pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / CLK_TCK
+        except (OSError, IndexError, ValueError):
+            return 0.0
 
     def hwm_kib(self):
         """Peak resident set of the daemon (VmHWM), KiB."""
@@ -272,10 +319,11 @@ def touched(nbytes):
     return a
 
 
-def h5fs_read_all(path, buf):
+def h5fs_read_all(m, buf):
     """Read the whole mounted file in 1 MiB read() calls into buf."""
+    path = m.path()
     mv = memoryview(buf)
-    t0 = time.perf_counter()
+    clk = Clock(m).__enter__()
     fd = os.open(path, os.O_RDONLY)
     try:
         pos, n = 0, len(buf)
@@ -288,15 +336,16 @@ def h5fs_read_all(path, buf):
             raise RuntimeError("%s: longer than %d bytes" % (path, n))
     finally:
         os.close(fd)
-    return time.perf_counter() - t0
+    clk.__exit__()
+    return clk
 
 
 def h5py_read_all(ds, buf):
     """ds.read_direct into the preallocated buffer."""
     arr = buf.view(ds.dtype)
-    t0 = time.perf_counter()
-    ds.read_direct(arr)
-    return time.perf_counter() - t0
+    with Clock() as clk:
+        ds.read_direct(arr)
+    return clk
 
 
 def check_equal(what, a, b):
@@ -342,21 +391,21 @@ def bench_sequential(args, env, name, targets):
             got.fill(0)
             drop_caches(env)
             m.perf_start("%s-cold-%d" % (name, rep))
-            runs["fs_cold"].append(h5fs_read_all(m.path(), got))
+            runs["fs_cold"].append(h5fs_read_all(m, got))
             m.perf_stop()
             check_equal(name + " cold read", got, ref)
             got.fill(0)
             m.perf_start("%s-warm-%d" % (name, rep))
-            runs["fs_warm"].append(h5fs_read_all(m.path(), got))
+            runs["fs_warm"].append(h5fs_read_all(m, got))
             m.perf_stop()
             check_equal(name + " second read", got, ref)
             hwm = max(hwm, m.hwm_kib())
-    report("%s cold (1st read)" % name, nbytes, min(runs["fs_cold"]), min(runs["py_cold"]), targets[0])
-    report("%s 2nd read (page cache)" % name, nbytes, min(runs["fs_warm"]), min(runs["py_warm"]), targets[1])
+    report("%s cold (1st read)" % name, nbytes, best(runs["fs_cold"]), best(runs["py_cold"]), targets[0])
+    report("%s 2nd read (page cache)" % name, nbytes, best(runs["fs_warm"]), best(runs["py_warm"]), targets[1])
     if args.repeat > 1:
         for k in ("fs_cold", "py_cold", "fs_warm", "py_warm"):
             say("    all runs %-8s %s MiB/s" % (k.replace("fs_", "h5fs ").replace("py_", "h5py "),
-                                            " ".join("%.0f" % rate(nbytes, t) for t in runs[k])))
+                                            " ".join("%.0f" % rate(nbytes, c.wall) for c in runs[k])))
     say("    h5fs daemon peak RSS (VmHWM) after %s reads: %.1f MiB" % (name, hwm / 1024.0))
 
 
@@ -365,13 +414,13 @@ def random_offsets(args, nbytes):
     return rng.integers(0, nbytes // RAND_BYTES, args.reads, dtype=np.int64) * RAND_BYTES
 
 
-def h5fs_random(path, offs, out):
-    fd = os.open(path, os.O_RDONLY)
+def h5fs_random(m, offs, out):
+    fd = os.open(m.path(), os.O_RDONLY)
     try:
-        t0 = time.perf_counter()
-        for i, off in enumerate(offs.tolist()):
-            out[i] = np.frombuffer(os.pread(fd, RAND_BYTES, off), dtype=np.uint8)
-        return time.perf_counter() - t0
+        with Clock(m) as clk:
+            for i, off in enumerate(offs.tolist()):
+                out[i] = np.frombuffer(os.pread(fd, RAND_BYTES, off), dtype=np.uint8)
+        return clk
     finally:
         os.close(fd)
 
@@ -380,11 +429,11 @@ def h5py_random(ds, offs, out):
     es = ds.dtype.itemsize
     per = RAND_BYTES // es
     view = out.view(ds.dtype).reshape(len(offs), per)
-    t0 = time.perf_counter()
-    for i, off in enumerate(offs.tolist()):
-        s = off // es
-        view[i] = ds[s:s + per]
-    return time.perf_counter() - t0
+    with Clock() as clk:
+        for i, off in enumerate(offs.tolist()):
+            s = off // es
+            view[i] = ds[s:s + per]
+    return clk
 
 
 def bench_random(args, env, cache_mib=None, tag=""):
@@ -404,7 +453,7 @@ def bench_random(args, env, cache_mib=None, tag=""):
         os.stat(m.path())
         drop_caches(env)
         m.perf_start("random" + tag)
-        t_fs = h5fs_random(m.path(), offs, got)
+        t_fs = h5fs_random(m, offs, got)
         m.perf_stop()
         check_equal("random reads", got, ref)
         report("random 4K reads (%s)" % label, 0, t_fs, t_py, 20.0 if not cache_mib else None,
@@ -426,12 +475,12 @@ def bench_rss(args, env):
         out = np.zeros((len(offs), RAND_BYTES), dtype=np.uint8)
         with Mount(args, path, ["cache_size=%d" % cache]) as m:
             drop_caches(env)
-            t_full = h5fs_read_all(m.path(), got)
+            t_full = h5fs_read_all(m, got).wall
             hwm_full = m.hwm_kib()
             # Empty the page cache again, or the random reads would all be
             # served by the kernel without reaching the daemon.
             drop_caches(env)
-            t_rand = h5fs_random(m.path(), offs, out)
+            t_rand = h5fs_random(m, offs, out).wall
             hwm = m.hwm_kib()
         say("  h5fs -o cache_size=%d: full read %.1f MiB/s, then (page cache dropped) random 4K %.0f reads/s"
             % (cache, rate(nbytes, t_full), len(offs) / t_rand))
@@ -501,7 +550,7 @@ def bench_append(args, env):
         pyfile = os.path.join(args.dir, "append-h5py.h5")
         make_empty_append_file(pyfile, deflate)
         drop_caches(env)
-        t0 = time.perf_counter()
+        py = Clock().__enter__()
         with h5py.File(pyfile, "a") as f, open(rows, "rb") as src:
             ds = f[DS]
             n = 0
@@ -514,29 +563,36 @@ def bench_append(args, env):
                 ds[n:n + len(a)] = a
                 n += len(a)
         os.sync()
-        t_py = time.perf_counter() - t0
+        py.__exit__()
         # h5fs: cat >> through the mount; the time includes the unmount, so
         # that everything h5fs buffered is on disk.
         fsfile = os.path.join(args.dir, "append-h5fs.h5")
         make_empty_append_file(fsfile, deflate)
         m = Mount(args, fsfile)
+        fs = Clock()
         try:
             drop_caches(env)
+            ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            d0 = m.cpu()
             t0 = time.perf_counter()
             subprocess.check_call("cat %s >> %s" % (rows, m.path()), shell=True)
             t_cat = time.perf_counter() - t0
+            ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            # the daemon's CPU for the final flush at unmount is not counted
+            fs.cpu_daemon = m.cpu() - d0
+            fs.cpu = fs.cpu_daemon + (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
             hwm = m.hwm_kib()
         finally:
             m.close()
         os.sync()
-        t_fs = time.perf_counter() - t0
+        fs.wall = time.perf_counter() - t0
         with h5py.File(fsfile, "r") as fa, h5py.File(pyfile, "r") as fb:
             if fa[DS].shape != fb[DS].shape:
                 raise RuntimeError("append %s: h5fs made shape %s, h5py %s" % (kind, fa[DS].shape, fb[DS].shape))
             for s in range(0, fb[DS].shape[0], 65536):
                 if not np.array_equal(fa[DS][s:s + 65536], fb[DS][s:s + 65536]):
                     raise RuntimeError("append %s: rows from %d differ" % (kind, s))
-        report("append %s (incl. unmount)" % kind, need, t_fs, t_py)
+        report("append %s (incl. unmount)" % kind, need, fs, py)
         say("    cat alone: %.3f s (%.1f MiB/s); daemon peak RSS %.1f MiB"
             % (t_cat, rate(need, t_cat), hwm / 1024.0))
         for p in (pyfile, fsfile):
@@ -569,6 +625,8 @@ def main():
                     help="extra cache_size values (MiB) to repeat the random benchmark with")
     ap.add_argument("--repeat", type=int, default=3,
                     help="runs of each sequential benchmark (best one is compared)")
+    ap.add_argument("--daemon-env", action="append", default=[], metavar="VAR=VALUE",
+                    help="environment for the h5fs daemon (repeatable), e.g. MALLOC_ARENA_MAX=1")
     ap.add_argument("--perf", action="store_true", help="perf record -g the daemon during each h5fs read")
     ap.add_argument("--regen", action="store_true", help="regenerate the data files")
     args = ap.parse_args()
@@ -589,6 +647,8 @@ def main():
     signal.signal(signal.SIGHUP, on_signal)
 
     say("h5fs benchmark: %s" % " ".join(sys.argv[1:]))
+    if args.daemon_env:
+        say("  daemon environment: %s" % " ".join(args.daemon_env))
     say("  h5fs %s | h5py %s, HDF5 %s, numpy %s | %d CPUs | kernel %s"
         % (args.h5fs, h5py.__version__, h5py.version.hdf5_version, np.__version__, os.cpu_count(),
            os.uname().release))

@@ -53,6 +53,7 @@ struct cli {
 	char *cache_size;       /* -o cache_size=MiB, as given */
 	char *xattr_mode;       /* -o xattr=text|raw */
 	char *uid, *gid, *umask;        /* -o uid=N, gid=N, umask=M, as given */
+	char *mountpoint;       /* as given: resolved after FILE is checked */
 	int read_only;
 	int verbose;
 	int nonopts;
@@ -61,12 +62,16 @@ struct cli {
 enum { KEY_HELP, KEY_VERSION, KEY_RO, KEY_VERBOSE };
 
 /* Options of mount(8) and fstab that mount.fuse3 passes on (or a user
- * copies from an fstab line) and that mean nothing to a FUSE daemon;
- * "x-*" and "comment=*" belong to userspace tools such as systemd. */
+ * copies from an fstab line) and that mean nothing to a read-only FUSE
+ * daemon (no access times are ever updated here); "x-*" and "comment=*"
+ * belong to userspace tools such as systemd. */
 static const char *const ignored_opts[] = {
 	"nofail", "_netdev", "auto", "noauto", "user", "nouser", "users", "owner", "group",
-	"defaults", "atime", "relatime", "strictatime", "lazytime", "nolazytime", "diratime",
-	"iversion", "noiversion", "silent", "loud", NULL
+	"defaults", "atime", "relatime", "norelatime", "strictatime", "nostrictatime", "lazytime",
+	"nolazytime", "diratime", "nodiratime", "iversion", "noiversion", "mand", "nomand",
+	"silent", "loud",
+	"nonempty",     /* fuse 2: mounting over a non-empty directory is always allowed now */
+	NULL
 };
 
 static int ignored_opt(const char *arg)
@@ -177,8 +182,14 @@ static int cli_proc(void *data, const char *arg, int key, struct fuse_args *outa
 			}
 			return 0;
 		}
-		if (c->nonopts == 2)
-			return 1;       /* the mountpoint, for fuse_parse_cmdline */
+		if (c->nonopts == 2) {
+			c->mountpoint = strdup(arg);
+			if (!c->mountpoint) {
+				fprintf(stderr, "h5fs: out of memory\n");
+				return -1;
+			}
+			return 0;
+		}
 		fprintf(stderr, "h5fs: too many arguments: '%s' (see h5fs --help)\n", arg);
 		return -1;
 	default:
@@ -319,7 +330,7 @@ int main(int argc, char **argv)
 		ret = EXIT_OK;
 		goto out;
 	}
-	if (!cli.file || !copts.mountpoint) {
+	if (!cli.file || !cli.mountpoint) {
 		fprintf(stderr, "h5fs: missing %s (usage: h5fs [options] FILE MOUNTPOINT; see h5fs --help)\n",
 			cli.file ? "MOUNTPOINT" : "FILE and MOUNTPOINT");
 		goto out;
@@ -388,6 +399,22 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	f = NULL;       /* owned by fs now */
+
+	/* libfuse would resolve it in fuse_parse_cmdline, before FILE is even
+	 * looked at; here a bad mountpoint is a mount failure. */
+	copts.mountpoint = realpath(cli.mountpoint, NULL);
+	if (!copts.mountpoint) {
+		fprintf(stderr, "h5fs: %s: %s\n", cli.mountpoint, strerror(errno));
+		ret = EXIT_MOUNT;
+		goto out;
+	}
+	/* FUSE would mount over a regular file too, with the root group then
+	 * shown as a file: refuse. */
+	if (stat(copts.mountpoint, &fst) == 0 && !S_ISDIR(fst.st_mode)) {
+		fprintf(stderr, "h5fs: %s: %s\n", cli.mountpoint, strerror(ENOTDIR));
+		ret = EXIT_MOUNT;
+		goto out;
+	}
 	ret = EXIT_RUNTIME;
 
 	/* Show FILE as the mount's source in /proc/mounts and df. */
@@ -460,6 +487,7 @@ out:
 	free(cli.file);
 	free(cli.cache_size);
 	free(cli.xattr_mode);
+	free(cli.mountpoint);
 	free(cli.uid);
 	free(cli.gid);
 	free(cli.umask);

@@ -1300,7 +1300,7 @@ fail:
 int h5_ea_writer_set(h5_ea_writer *w, uint64_t idx, const h5_chunk_rec *rec)
 {
 	h5_ea_sblock *sb = NULL;
-	ea_wdblk *d;
+	ea_wdblk *d = NULL;
 	h5_ea_loc loc;
 	uint8_t *p;
 	int rc;

@@ -155,6 +155,34 @@ int h5_xattr_list(char **out, size_t *len, h5_file *f, uint64_t addr);
  * so a size query and the read that follows agree. */
 int h5_xattr_get(void **out, size_t *len, h5_file *f, uint64_t addr, const char *name, int raw);
 
+/* ---- appending rows (append.c; doc/APPEND.md) ---------------------------- */
+
+/* A dataset grows by whole rows (one index of dimension 0) when it is
+ * chunked with an extensible array index, dimension 0 is its only
+ * unlimited one, the type has a fixed size and every filter is deflate,
+ * shuffle or fletcher32. h5_append_check says whether d qualifies
+ * (H5_ERR_PERM with the reason otherwise). */
+typedef struct h5_appender h5_appender;
+int h5_append_check(const h5_dataset *d);
+/* H5_ERR_PERM when the dataset cannot grow this way, H5_ERR_ROFS when the
+ * file is open read-only. Nothing is written by open. */
+int h5_append_open(h5_appender **out, h5_file *f, uint64_t dset_addr);
+/* Buffer len bytes; complete rows are applied (durably) in batches. */
+int h5_append_write(h5_appender *a, const void *buf, size_t len);
+/* Apply every complete row buffered; a partial row stays buffered. */
+int h5_append_flush(h5_appender *a);
+/* Drop the buffered bytes (after a partial row was reported). */
+void h5_append_discard(h5_appender *a);
+/* Flush and free. A trailing partial row is not applied: H5_ERR_INVAL, and
+ * its length in *pending_partial. */
+int h5_append_close(h5_appender *a, size_t *pending_partial);
+uint64_t h5_append_size(const h5_appender *a);      /* committed + buffered bytes */
+uint64_t h5_append_committed(const h5_appender *a); /* dataset bytes after the last apply */
+size_t h5_append_pending(const h5_appender *a);     /* bytes buffered, not applied */
+uint64_t h5_append_row_bytes(const h5_appender *a);
+/* Whether FILE was opened for writing. */
+int h5_file_writable(const h5_file *f);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,10 +3,15 @@
  *
  *   h5fs-ls [-R] [--json] FILE [PATH]
  *
- * For each dataset: datatype (class, size, byte order), shape, storage
- * layout (chunk shape and chunk index type when chunked), filters, and the
- * bytes allocated in the file against the logical size.  Uses libh5core
- * only, so it shows exactly what the engine understands.
+ * For each dataset: datatype (class, size, byte order), shape (and maximum
+ * shape when it differs), storage layout (chunk shape and chunk index type
+ * when chunked), filters, and the bytes allocated in the file against the
+ * logical size with their ratio.  Uses libh5core only, so it shows exactly
+ * what the engine understands.
+ *
+ * Exit status as h5fs (doc/h5fs-ls.1): 0 listed, 1 some object could not
+ * be read, 2 usage, 3 cannot open FILE, 4 not HDF5 or unsupported,
+ * 5 corrupt, 6 PATH not found.
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -14,11 +19,13 @@
 
 #include "internal.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "unknown"
@@ -26,6 +33,16 @@
 
 /* Soft links followed while resolving PATH before giving up (a cycle). */
 #define MAX_SOFT_HOPS 16
+
+enum {
+	EXIT_OK = 0,
+	EXIT_PARTIAL = 1,       /* listed, but some objects could not be read */
+	EXIT_USAGE = 2,
+	EXIT_OPEN = 3,
+	EXIT_NOTHDF5 = 4,
+	EXIT_CORRUPT = 5,
+	EXIT_NOPATH = 6
+};
 
 /* ---- a growing string ------------------------------------------------------ */
 
@@ -244,6 +261,44 @@ static void shape_desc(struct sb *s, const h5_dspace *sp, int json)
 	sb_printf(s, "]");
 }
 
+static int has_maxshape(const h5_dspace *sp)
+{
+	unsigned i;
+
+	if (sp->type != H5_SPACE_SIMPLE || !sp->has_max)
+		return 0;
+	for (i = 0; i < sp->rank; i++)
+		if (sp->maxdims[i] != sp->dims[i])
+			return 1;
+	return 0;
+}
+
+/* Maximum shape: "unlimited" (text) / null (JSON) for unlimited extents. */
+static void maxshape_desc(struct sb *s, const h5_dspace *sp, int json)
+{
+	unsigned i;
+
+	sb_printf(s, "[");
+	for (i = 0; i < sp->rank; i++) {
+		sb_printf(s, "%s", i ? (json ? ", " : ",") : "");
+		if (sp->maxdims[i] == H5_UNLIMITED)
+			sb_printf(s, json ? "null" : "unlimited");
+		else
+			sb_printf(s, "%" PRIu64, sp->maxdims[i]);
+	}
+	sb_printf(s, "]");
+}
+
+/* Compression ratio: logical bytes per allocated byte (1.00 for raw
+ * storage; above 1 for compressed or sparse data). */
+static void ratio_desc(struct sb *s, uint64_t logical, uint64_t allocated, int json)
+{
+	if (allocated == 0 || logical == 0)
+		sb_printf(s, json ? "null" : "-");
+	else
+		sb_printf(s, "%.3f", (double)logical / (double)allocated);
+}
+
 /* ---- the listing --------------------------------------------------------------- */
 
 struct lister {
@@ -317,8 +372,22 @@ static void list_dataset(struct lister *L, const char *path, uint64_t addr)
 		sb_printf(&s, ", \"addr\": %" PRIu64 ", \"dtype\": {\"class\": \"%s\", \"size\": %u, \"desc\": ",
 			  addr, dtype_class_name(d->dtype), d->dtype ? d->dtype->size : 0);
 		sb_json_str(&s, ty.p ? ty.p : "", ty.len);
+		{
+			/* as user.h5.dtype shows it: np.dtype() of it is h5py's dtype */
+			char *ts = NULL;
+
+			if (d->dtype && h5_value_typestr(&ts, d->dtype) == 0 && ts) {
+				sb_printf(&s, ", \"numpy\": ");
+				sb_json_str(&s, ts, strlen(ts));
+			}
+			free(ts);
+		}
 		sb_printf(&s, "}, \"shape\": ");
 		shape_desc(&s, &d->space, 1);
+		if (has_maxshape(&d->space)) {
+			sb_printf(&s, ", \"maxshape\": ");
+			maxshape_desc(&s, &d->space, 1);
+		}
 		sb_printf(&s, ", \"layout\": \"%s\"", layout_name(d->layout.cls));
 		if (d->layout.cls == H5_LAYOUT_CHUNKED) {
 			sb_printf(&s, ", \"chunk\": [");
@@ -346,11 +415,17 @@ static void list_dataset(struct lister *L, const char *path, uint64_t addr)
 				sb_printf(&s, "%s%" PRIu32, j ? ", " : "", fl->cd[j]);
 			sb_printf(&s, "]}");
 		}
-		sb_printf(&s, "], \"logical_size\": %" PRIu64 ", \"allocated_size\": %" PRIu64 "}",
-			  h5_dataset_size(d), h5_dataset_allocated(d));
+		sb_printf(&s, "], \"logical_size\": %" PRIu64 ", \"allocated_size\": %" PRIu64
+			  ", \"compression_ratio\": ", h5_dataset_size(d), h5_dataset_allocated(d));
+		ratio_desc(&s, h5_dataset_size(d), h5_dataset_allocated(d), 1);
+		sb_printf(&s, "}");
 	} else {
 		sb_printf(&s, " %s ", ty.p ? ty.p : "?");
 		shape_desc(&s, &d->space, 0);
+		if (has_maxshape(&d->space)) {
+			sb_printf(&s, " max=");
+			maxshape_desc(&s, &d->space, 0);
+		}
 		sb_printf(&s, " %s", layout_name(d->layout.cls));
 		if (d->layout.cls == H5_LAYOUT_CHUNKED) {
 			sb_printf(&s, "[");
@@ -367,8 +442,9 @@ static void list_dataset(struct lister *L, const char *path, uint64_t addr)
 			sb_printf(&s, "%s%s(%u)%s", i ? "," : " filters=", nm ? nm : "?", fl->id,
 				  h5_filter_available(fl->id) ? "" : "!unavailable");
 		}
-		sb_printf(&s, " allocated=%" PRIu64 " logical=%" PRIu64, h5_dataset_allocated(d),
+		sb_printf(&s, " allocated=%" PRIu64 " logical=%" PRIu64 " ratio=", h5_dataset_allocated(d),
 			  h5_dataset_size(d));
+		ratio_desc(&s, h5_dataset_size(d), h5_dataset_allocated(d), 0);
 	}
 	emit(L, &s);
 	free(s.p);
@@ -599,7 +675,9 @@ static void usage(FILE *out)
 		"  -R, --recursive   list sub-groups too\n"
 		"  --json            one JSON document instead of text\n"
 		"  -h, --help        this help\n"
-		"  -V, --version     print the version\n");
+		"  -V, --version     print the version\n"
+		"Exit status: 0 ok, 1 some objects unreadable, 2 usage, 3 cannot open FILE,\n"
+		"4 not HDF5 or unsupported, 5 corrupt, 6 PATH not found.\n");
 }
 
 int main(int argc, char **argv)
@@ -608,7 +686,8 @@ int main(int argc, char **argv)
 	const char *file = NULL, *path = "/";
 	h5_file *f = NULL;
 	uint64_t addr;
-	int i, nargs = 0, rc, ret = 1;
+	struct stat st;
+	int i, nargs = 0, rc, ret = EXIT_PARTIAL;
 
 	memset(&L, 0, sizeof(L));
 	L.first_json = 1;
@@ -626,7 +705,7 @@ int main(int argc, char **argv)
 		} else if (argv[i][0] == '-' && argv[i][1] && strcmp(argv[i], "--") != 0) {
 			fprintf(stderr, "h5fs-ls: unknown option %s\n", argv[i]);
 			usage(stderr);
-			return 2;
+			return EXIT_USAGE;
 		} else if (strcmp(argv[i], "--") == 0) {
 			continue;
 		} else if (nargs == 0) {
@@ -637,12 +716,17 @@ int main(int argc, char **argv)
 			nargs++;
 		} else {
 			usage(stderr);
-			return 2;
+			return EXIT_USAGE;
 		}
 	}
 	if (!file) {
 		usage(stderr);
-		return 2;
+		return EXIT_USAGE;
+	}
+	/* open(2) of a FIFO would wait for a writer */
+	if (stat(file, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+		fprintf(stderr, "h5fs-ls: %s: %s\n", file, S_ISDIR(st.st_mode) ? strerror(EISDIR) : "not a regular file");
+		return EXIT_OPEN;
 	}
 	rc = h5_file_open(&f, file, NULL);
 	if (rc < 0) {
@@ -652,12 +736,15 @@ int main(int argc, char **argv)
 		if (strncmp(msg, file, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ')
 			msg += n + 2;
 		fprintf(stderr, "h5fs-ls: %s: %s\n", file, msg);
-		return 1;
+		return rc == H5_ERR_IO ? EXIT_OPEN :
+		       rc == H5_ERR_NOTHDF5 || rc == H5_ERR_UNSUPPORTED ? EXIT_NOTHDF5 :
+		       rc == H5_ERR_NOMEM ? EXIT_PARTIAL : EXIT_CORRUPT;
 	}
 	L.f = f;
 	rc = resolve(&addr, f, path, 0);
 	if (rc < 0) {
 		fprintf(stderr, "h5fs-ls: %s: %s: %s\n", file, path, h5_err_msg());
+		ret = rc == H5_ERR_NOTFOUND ? EXIT_NOPATH : EXIT_PARTIAL;
 		goto out;
 	}
 	if (L.json) {
@@ -675,7 +762,7 @@ int main(int argc, char **argv)
 	list_object(&L, strcmp(path, "/") == 0 ? "/" : path, addr, 1);
 	if (L.json)
 		printf("%s]}\n", L.first_json ? "" : "\n");
-	ret = L.nerr ? 1 : 0;
+	ret = L.nerr ? EXIT_PARTIAL : EXIT_OK;
 out:
 	free(L.seen);
 	h5_file_close(f);

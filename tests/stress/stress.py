@@ -20,7 +20,6 @@ Environment: H5FS_BIN (daemon), H5FS_STRESS_SECONDS (60),
 H5FS_STRESS_THREADS (16), H5FS_STRESS_CACHE_MIB (1), H5FS_STRESS_SEED.
 Exit 77 (skip) without h5py or FUSE.
 """
-import errno
 import os
 import random
 import sys
