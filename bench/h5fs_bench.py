@@ -96,9 +96,9 @@ def report(name, nbytes, fs, py, target=None, count=None):
     verdict = ""
     if target is not None:
         verdict = "  target >= %.1fx: %s" % (target, "MET" if ratio >= target else "MISSED")
-    say("  %-32s h5fs %8.1f %s (%7.3f s)  h5py %8.1f %s (%7.3f s)  ratio %6.2fx%s"
+    say("  %-36s h5fs %8.1f %s (%7.3f s)  h5py %8.1f %s (%7.3f s)  ratio %6.2fx%s"
         % (name, a, unit, fs.wall, b, unit, py.wall, ratio, verdict))
-    say("  %-32s cpu: h5fs %.3f s (reader %.3f + daemon %.3f), h5py %.3f s; cpu ratio h5py/h5fs %.2fx"
+    say("  %-36s cpu: h5fs %.3f s (reader %.3f + daemon %.3f), h5py %.3f s; cpu ratio h5py/h5fs %.2fx"
         % ("", fs.cpu, fs.cpu - fs.cpu_daemon, fs.cpu_daemon, py.cpu, py.cpu / fs.cpu if fs.cpu else float("inf")))
     RESULTS.append((name, a, b, ratio, target, unit))
 

@@ -100,6 +100,9 @@ struct h5fs {
 	uint64_t next_synth;
 	struct kind_ent **kinds;
 	size_t kinds_cap, nkinds;
+	/* appends replace a node's ds and st: readers of either hold it shared */
+	pthread_rwlock_t ds_lock;
+	struct fuse_session *se;        /* for notify_inval_inode (h5fs_set_session) */
 };
 
 /* ---- errors and logging ------------------------------------------------- */
@@ -536,6 +539,12 @@ out:
 
 /* ---- nodes ----------------------------------------------------------------- */
 
+/* Appends are possible: FILE is open read-write and the mount is not -o ro. */
+static bool fs_writable(const h5fs *fs)
+{
+	return !fs->cfg.read_only && h5_file_writable(fs->f);
+}
+
 static void stat_init(h5fs *fs, struct stat *st, uint64_t ino, mode_t mode, int64_t mtime)
 {
 	memset(st, 0, sizeof(*st));
@@ -595,6 +604,10 @@ static int node_make_obj(struct node **out, h5fs *fs, uint64_t addr, uint64_t no
 		stat_init(fs, &n->st, obj_ino(fs, addr), S_IFREG | fs->file_mode, mtime);
 		n->st.st_size = (off_t)h5_dataset_size(n->ds);
 		alloc = h5_dataset_allocated(n->ds);
+		/* datasets that can grow by `cat >>` are owner-writable on a
+		 * writable mount (where the owner may read) */
+		if (fs_writable(fs) && h5_append_check(n->ds) == 0)
+			n->st.st_mode |= (fs->file_mode & S_IRUSR) >> 1;
 		n->st.st_nlink = info.nlink ? info.nlink : 1;
 		break;
 	}
@@ -739,6 +752,7 @@ int h5fs_new(h5fs **out, h5_file *f, const h5fs_config *cfg)
 		fs->gid = cfg->gid;
 	fs->next_synth = 1;
 	pthread_mutex_init(&fs->lock, NULL);
+	pthread_rwlock_init(&fs->ds_lock, NULL);
 	fs->nodes_cap = fs->synth_cap = fs->kinds_cap = 1024;
 	fs->nodes = calloc(fs->nodes_cap, sizeof(*fs->nodes));
 	fs->synth = calloc(fs->synth_cap, sizeof(*fs->synth));
@@ -812,6 +826,7 @@ void h5fs_free(h5fs *fs)
 	free(fs->synth);
 	free(fs->kinds);
 	pthread_mutex_destroy(&fs->lock);
+	pthread_rwlock_destroy(&fs->ds_lock);
 	if (fs->f)
 		h5_file_close(fs->f);
 	free(fs);
@@ -940,14 +955,19 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct node *n = node_get(fuse_req_userdata(req), ino);
+	h5fs *fs = fuse_req_userdata(req);
+	struct node *n = node_get(fs, ino);
+	struct stat st;
 
 	(void)fi;
 	if (!n) {
 		fuse_reply_err(req, ESTALE);
 		return;
 	}
-	fuse_reply_attr(req, &n->st, H5FS_TIMEOUT);
+	pthread_rwlock_rdlock(&fs->ds_lock);   /* an append may be updating st */
+	st = n->st;
+	pthread_rwlock_unlock(&fs->ds_lock);
+	fuse_reply_attr(req, &st, H5FS_TIMEOUT);
 }
 
 static void op_readlink(fuse_req_t req, fuse_ino_t ino)
@@ -1156,6 +1176,203 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 	fuse_reply_err(req, 0);
 }
 
+/* ---- appending: the write path (README "Appending", doc/APPEND.md) -----------------
+ * A dataset that can grow along dimension 0 opens for writing on a writable
+ * mount. Writes at its end go to the engine's appender, which applies whole
+ * rows in batches; whenever rows were applied the node gets a freshly opened
+ * dataset (size, allocation, mtime) under fs->ds_lock and the kernel's cached
+ * attributes are dropped, so stat shows the new size at once. Write handles
+ * are direct_io: the kernel caches no bytes that are not rows yet. */
+
+struct wfile {
+	h5_appender *a;
+	struct node *n;         /* the kernel holds the inode while it is open */
+	uint64_t seen;          /* committed size the node shows */
+	bool append;            /* opened with O_APPEND */
+};
+
+void h5fs_set_session(h5fs *fs, struct fuse_session *se)
+{
+	fs->se = se;
+}
+
+/* Show what the appender committed. Called after every operation that may
+ * have applied rows, whether or not it succeeded. */
+static void wfile_refresh(h5fs *fs, struct wfile *w, fuse_ino_t ino)
+{
+	h5_dataset *nd = NULL, *old;
+	uint64_t alloc;
+	int64_t mt;
+
+	if (h5_append_committed(w->a) == w->seen)
+		return;
+	if (h5_dataset_open(&nd, fs->f, w->n->addr) < 0) {
+		fs_log(fs, LOG_ERR, "append %s: reopening the dataset: %s", show_path(w->n->path), h5_err_msg());
+		return;
+	}
+	alloc = h5_dataset_allocated(nd);
+	pthread_rwlock_wrlock(&fs->ds_lock);
+	old = w->n->ds;
+	w->n->ds = nd;
+	w->n->st.st_size = (off_t)h5_dataset_size(nd);
+	w->n->st.st_blocks = (blkcnt_t)(alloc / 512 + (alloc % 512 != 0));
+	if (h5_dataset_mtime(nd, &mt) == 0)
+		w->n->st.st_mtime = w->n->st.st_ctime = (time_t)mt;
+	pthread_rwlock_unlock(&fs->ds_lock);
+	h5_dataset_close(old);
+	w->seen = h5_append_committed(w->a);
+	/* attributes only (offset -1): invalidating pages here could wait on
+	 * pages a pending write request holds locked. A changed size makes
+	 * the kernel drop the file's cached pages itself. */
+	if (fs->se)
+		fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
+}
+
+static void wfile_open(fuse_req_t req, h5fs *fs, struct node *n, struct fuse_file_info *fi)
+{
+	struct wfile *w;
+	int rc;
+
+	if (!fs_writable(fs)) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	if (fi->flags & O_TRUNC) {
+		fs_log(fs, LOG_DEBUG, "open %s with O_TRUNC: datasets only grow", show_path(n->path));
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	if (n->type != NT_FILE || !n->ds) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	rc = h5_append_open(&w->a, fs->f, n->addr);
+	if (rc < 0) {
+		int e = h5fs_errno(rc);
+
+		fs_log(fs, e == EIO ? LOG_ERR : LOG_NOTICE, "open %s for writing: %s", show_path(n->path),
+		       h5_err_msg());
+		free(w);
+		fuse_reply_err(req, e);
+		return;
+	}
+	w->n = n;
+	w->seen = h5_append_committed(w->a);
+	w->append = (fi->flags & O_APPEND) != 0;
+	fi->fh = (uint64_t)(uintptr_t)w;
+	fi->direct_io = 1;
+	if (fuse_reply_open(req, fi) != 0) {
+		h5_append_close(w->a, NULL);   /* interrupted: no release will come */
+		free(w);
+	}
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	h5fs *fs = fuse_req_userdata(req);
+	struct wfile *w = (struct wfile *)(uintptr_t)fi->fh;
+	uint64_t end;
+	int rc;
+
+	if (!w) {
+		fuse_reply_err(req, EBADF);
+		return;
+	}
+	/* Rows only go at the end: O_APPEND writes wherever the kernel thinks
+	 * the end is (its size may lag behind bytes of an unfinished row);
+	 * others must write exactly at the end. */
+	end = h5_append_size(w->a);
+	if (off < 0 || (!w->append && (uint64_t)off != end)) {
+		fs_log(fs, LOG_DEBUG, "write %s at %lld: only appending at %llu is possible", show_path(w->n->path),
+		       (long long)off, (unsigned long long)end);
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	rc = h5_append_write(w->a, buf, size);
+	wfile_refresh(fs, w, ino);
+	if (rc < 0) {
+		reply_h5err_obj(fs, req, rc, "append", w->n->path, NULL, w->n->addr);
+		return;
+	}
+	fuse_reply_write(req, size);
+}
+
+/* close() (and fsync()) apply every complete row. At close a trailing
+ * partial row is dropped and reported as EINVAL. */
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	h5fs *fs = fuse_req_userdata(req);
+	struct wfile *w = (struct wfile *)(uintptr_t)fi->fh;
+	size_t partial;
+	int rc;
+
+	if (!w) {
+		fuse_reply_err(req, 0);
+		return;
+	}
+	rc = h5_append_flush(w->a);
+	wfile_refresh(fs, w, ino);
+	if (rc < 0) {
+		reply_h5err_obj(fs, req, rc, "append", w->n->path, NULL, w->n->addr);
+		return;
+	}
+	partial = h5_append_pending(w->a);
+	if (partial) {
+		fs_log(fs, LOG_NOTICE, "append %s: %zu trailing bytes are not a whole row of %llu bytes: "
+		       "not appended", show_path(w->n->path), partial,
+		       (unsigned long long)h5_append_row_bytes(w->a));
+		h5_append_discard(w->a);
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	fuse_reply_err(req, 0);
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	h5fs *fs = fuse_req_userdata(req);
+	struct wfile *w = (struct wfile *)(uintptr_t)fi->fh;
+	int rc;
+
+	(void)datasync;
+	if (!w) {
+		fuse_reply_err(req, 0);   /* nothing of ours is unwritten */
+		return;
+	}
+	rc = h5_append_flush(w->a);    /* applied rows are on disk (fsync'd) */
+	wfile_refresh(fs, w, ino);
+	if (rc < 0) {
+		reply_h5err_obj(fs, req, rc, "fsync", w->n->path, NULL, w->n->addr);
+		return;
+	}
+	fuse_reply_err(req, 0);
+}
+
+static void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
+{
+	size_t partial = 0;
+	int rc;
+
+	/* flush normally applied everything; bytes written after it (through
+	 * a dup'd descriptor closed later) are handled the same way here, but
+	 * release cannot report errors any more: they are logged */
+	rc = h5_append_flush(w->a);
+	wfile_refresh(fs, w, ino);
+	if (rc < 0)
+		fs_log(fs, LOG_ERR, "append %s: %s", show_path(w->n->path), h5_err_msg());
+	rc = h5_append_close(w->a, &partial);
+	if (rc < 0 && partial)
+		fs_log(fs, LOG_NOTICE, "append %s: %zu trailing bytes dropped at release", show_path(w->n->path),
+		       partial);
+	free(w);
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	h5fs *fs = fuse_req_userdata(req);
@@ -1169,10 +1386,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, EISDIR);
 		return;
 	}
-	/* This version cannot modify FILE: every write is EROFS, with or
-	 * without -o ro (README "Writing"). */
+	/* Writing means appending rows (wfile_open). */
 	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
-		fuse_reply_err(req, EROFS);
+		wfile_open(req, fs, n, fi);
 		return;
 	}
 	/* Contents cannot change while mounted, so the page cache stays valid
@@ -1199,8 +1415,11 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
+	/* an append may replace n->ds and n->st meanwhile (wfile_refresh) */
+	pthread_rwlock_rdlock(&fs->ds_lock);
 	fsize = (uint64_t)n->st.st_size;
 	if (!n->ds || (uint64_t)off >= fsize || size == 0) {
+		pthread_rwlock_unlock(&fs->ds_lock);
 		fuse_reply_buf(req, NULL, 0);
 		return;
 	}
@@ -1209,10 +1428,12 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		len = size;
 	buf = malloc((size_t)len);
 	if (!buf) {
+		pthread_rwlock_unlock(&fs->ds_lock);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
 	rc = h5_dataset_read(n->ds, buf, (uint64_t)off, (size_t)len);
+	pthread_rwlock_unlock(&fs->ds_lock);
 	if (rc < 0) {
 		char what[64];
 
@@ -1226,8 +1447,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)ino;
-	(void)fi;
+	if (fi->fh)   /* only write handles (wfile_open) carry one */
+		wfile_release(fuse_req_userdata(req), (struct wfile *)(uintptr_t)fi->fh, ino);
 	fuse_reply_err(req, 0);
 }
 
@@ -1369,8 +1590,11 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		       struct fuse_file_info *fi)
 {
-	(void)ino; (void)attr; (void)to_set; (void)fi;
-	fuse_reply_err(req, EROFS);
+	h5fs *fs = fuse_req_userdata(req);
+
+	(void)ino; (void)attr; (void)fi;
+	/* datasets only grow by appending: truncate is not permitted */
+	fuse_reply_err(req, (to_set & FUSE_SET_ATTR_SIZE) && fs_writable(fs) ? EPERM : EROFS);
 }
 
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
@@ -1445,6 +1669,9 @@ const struct fuse_lowlevel_ops h5fs_ll_ops = {
 	.open = op_open,
 	.read = op_read,
 	.release = op_release,
+	.write = op_write,
+	.flush = op_flush,
+	.fsync = op_fsync,
 	.statfs = op_statfs,
 	.listxattr = op_listxattr,
 	.getxattr = op_getxattr,

@@ -41,6 +41,9 @@ typedef struct h5fs_config {
  * is refused before anything is mounted. Returns 0 or a negative h5_err. */
 int h5fs_new(h5fs **out, h5_file *f, const h5fs_config *cfg);
 void h5fs_free(h5fs *fs);
+/* The session notifications go to (appends drop the kernel's cached
+ * attributes of a grown file); set once it exists, before the loop runs. */
+void h5fs_set_session(h5fs *fs, struct fuse_session *se);
 
 /* The one place where engine errors become errno values. */
 int h5fs_errno(int h5err);

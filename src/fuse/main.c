@@ -29,6 +29,7 @@
 #include <pwd.h>
 #include <sys/stat.h>
 #include <syslog.h>
+#include <unistd.h>
 
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "unknown"
@@ -313,7 +314,7 @@ int main(int argc, char **argv)
 	h5fs *fs = NULL;
 	struct fuse_session *se = NULL;
 	char *fsname = NULL, *abs = NULL;
-	int ret = EXIT_USAGE, rc, mounted = 0, handlers = 0;
+	int ret = EXIT_USAGE, rc, mounted = 0, handlers = 0, busy_ro = 0;
 	struct stat fst;
 
 	memset(&cli, 0, sizeof(cli));
@@ -381,7 +382,17 @@ int main(int argc, char **argv)
 		ret = EXIT_OPEN;
 		goto out;
 	}
+	/* Read-write (for appends, README "Appending") unless -o ro or FILE is
+	 * not writable; the engine then holds an exclusive flock. If another
+	 * process holds FILE's lock (a writer, or libhdf5 reading it), mount
+	 * read-only rather than not at all. */
+	oopts.writable = !cli.read_only && access(cli.file, W_OK) == 0;
 	rc = h5_file_open(&f, cli.file, &oopts);
+	if (rc == H5_ERR_BUSY && oopts.writable) {
+		busy_ro = 1;
+		oopts.writable = 0;
+		rc = h5_file_open(&f, cli.file, &oopts);
+	}
 	if (rc < 0) {
 		fprintf(stderr, "h5fs: %s: %s\n", cli.file, cause_of(cli.file));
 		ret = open_failure_status(rc);
@@ -399,6 +410,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	f = NULL;       /* owned by fs now */
+	if (busy_ro)
+		h5fs_log(fs, LOG_NOTICE, "%s is locked by another process: mounted read-only", cli.file);
 
 	/* libfuse would resolve it in fuse_parse_cmdline, before FILE is even
 	 * looked at; here a bad mountpoint is a mount failure. */
@@ -436,6 +449,7 @@ int main(int argc, char **argv)
 		ret = EXIT_USAGE;
 		goto out;
 	}
+	h5fs_set_session(fs, se);
 	if (fuse_set_signal_handlers(se) != 0)
 		goto out;
 	handlers = 1;

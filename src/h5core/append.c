@@ -500,16 +500,20 @@ static int ea_cparam(h5_ea_cparam *cp, const h5_dataset *d, const h5_fmt *fmt)
 }
 
 /* Where the layout message stores the index address (IV.A.2.i, version 4:
- * version, class, flags, rank, dim size, dims, index type, 5 EA params). */
-static int layout_idx_field(uint64_t *addr, const h5_msg *lay, const h5_dataset *d, const h5_fmt *fmt)
+ * version, class, flags, dimensionality, dimension size encoding, the
+ * dimensions - rank + 1 of them, the last being the element size - index
+ * type, the 5 EA parameters, then the address). */
+static int layout_idx_field(uint64_t *addr, const h5_msg *lay, const h5_fmt *fmt)
 {
-	uint64_t off = 5 + (uint64_t)d->layout.ndims * d->layout.dim_enc_size + 1 + 5;
+	uint64_t off;
 
-	if (lay->size < off + fmt->sizeof_addr || lay->data[1] != H5_LAYOUT_CHUNKED ||
-	    lay->data[5 + d->layout.ndims * d->layout.dim_enc_size] != H5_CIDX_EARRAY)
-		return h5_err_set(H5_ERR_FORMAT, "layout message at 0x%llx: unexpected shape",
+	if (lay->size < 5 || lay->data[1] != H5_LAYOUT_CHUNKED)
+		return h5_err_set(H5_ERR_FORMAT, "layout message at 0x%llx: not chunked", (unsigned long long)lay->addr);
+	off = 5 + (uint64_t)lay->data[3] * lay->data[4];
+	if (lay->size < off + 1 + 5 + fmt->sizeof_addr || lay->data[off] != H5_CIDX_EARRAY)
+		return h5_err_set(H5_ERR_FORMAT, "layout message at 0x%llx: no extensible array index field",
 				  (unsigned long long)lay->addr);
-	*addr = lay->addr + off;
+	*addr = lay->addr + off + 1 + 5;
 	return 0;
 }
 
@@ -644,7 +648,7 @@ static int apply_rows(h5_appender *a, uint64_t nrows)
 	if (h5_ea_writer_hdr_is_new(x.ea)) {
 		uint64_t field = H5_ADDR_UNDEF;
 
-		rc = layout_idx_field(&field, lay, x.d, &f->fmt);
+		rc = layout_idx_field(&field, lay, &f->fmt);
 		if (rc == 0) {
 			h5_le_encode(v, h5_ea_writer_hdr(x.ea)->addr, f->fmt.sizeof_addr);
 			rc = oh_patch(&e, field, v, f->fmt.sizeof_addr);

@@ -167,6 +167,14 @@ static bool is_ieee(const h5_dtype *t, unsigned size, unsigned esz, unsigned msz
 	       t->exp_loc == msz && t->sign_loc == size * 8 - 1 && t->exp_bias == (1u << (esz - 1)) - 1;
 }
 
+/* Exponents and biases are 32-bit on disk; beyond +-20000 every long double
+ * is 0 or infinite anyway, so clamp before converting to int (a hostile
+ * bias must not overflow an int). */
+static int exp_clamp(int64_t x)
+{
+	return x > 20000 ? 20000 : x < -20000 ? -20000 : (int)x;
+}
+
 static int float_decode(long double *out, fpfmt *ff, const h5_dtype *t, const uint8_t *p)
 {
 	uint8_t *le;
@@ -196,20 +204,20 @@ static int float_decode(long double *out, fpfmt *ff, const h5_dtype *t, const ui
 	} else if (t->norm == 2) {
 		/* implied leading one; exponent 0 is a denormal with exponent 1-bias */
 		long double frac = ldexpl((long double)m, -(int)mbits);
-		long double ex = e == 0 ? 1.0L - (long double)t->exp_bias : (long double)e - (long double)t->exp_bias;
+		int64_t ex = (e == 0 ? 1 : (int64_t)e) - (int64_t)t->exp_bias;
 
-		v = ldexpl(e == 0 ? frac : 1.0L + frac, (int)ex);
+		v = ldexpl(e == 0 ? frac : 1.0L + frac, exp_clamp(ex));
 	} else {
 		/* the leading one is stored (x87): m / 2^(mant_size-1) * 2^(e-bias) */
-		v = ldexpl((long double)m, (int)((int64_t)e - (int64_t)t->exp_bias - (int64_t)(t->mant_size - 1) +
-						(int64_t)mshift));
+		v = ldexpl((long double)m, exp_clamp((int64_t)e - (int64_t)t->exp_bias - (int64_t)(t->mant_size - 1) +
+						     (int64_t)mshift));
 	}
 	*out = neg ? -v : v;
 
 	memset(ff, 0, sizeof(*ff));
 	ff->prec = (int)t->mant_size + (t->norm == 2);
-	ff->emin = 1 - (int)t->exp_bias;
-	ff->emax = (int)(emask - 1) - (int)t->exp_bias;
+	ff->emin = exp_clamp(1 - (int64_t)t->exp_bias);
+	ff->emax = exp_clamp((int64_t)emask - 1 - (int64_t)t->exp_bias);
 	ff->single = is_ieee(t, 4, 8, 23);
 	ff->exact_double = is_ieee(t, 8, 11, 52) || ff->prec > 53 || ff->emax > 1023 || ff->emin < -1022;
 	return 0;

@@ -1,0 +1,186 @@
+#!/usr/bin/python3
+"""The documentation matches the programs:
+- doc/h5fs.1 and doc/h5fs-ls.1 format without warnings
+  (man --warnings; skipped when man is not installed);
+- every option in the OPTIONS section of a man page is in the program's
+  --help, and every option --help lists is in the man page;
+- the exit statuses of the man page's EXIT STATUS section are the ones
+  --help lists;
+- the bash completion parses and offers every -o option --help lists.
+No mount is needed."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import h5fs_testlib as T  # noqa: E402
+
+fails = []
+
+
+def man_sections(path):
+    """{section name: [lines]} of a man page source."""
+    out, cur = {}, None
+    for line in open(path, encoding="utf-8"):
+        line = line.rstrip("\n")
+        if line.startswith(".SH "):
+            cur = line[4:].strip().strip('"')
+            out[cur] = []
+        elif cur:
+            out[cur].append(line)
+    return out
+
+
+def roff_text(line):
+    """A roff header line as plain text: macros, quotes, font escapes gone."""
+    line = re.sub(r"^\.(B|I|BR|BI|IB|RB|IR|RI)\s+", "", line)
+    line = re.sub(r"\\f[BIRP]", "", line)
+    line = line.replace("\\-", "-").replace("\\&", "").replace('"', "")
+    return line
+
+
+def option_keys(text):
+    """Option names in a header such as "-d, -o debug", "-o uid=N",
+    "-o xattr=text | raw", "-h, --help": {"-d", "-o debug", "-o uid",
+    "-o xattr", "-h", "--help"}. Placeholders (-o OPT) are left out."""
+    keys = set()
+    toks = text.replace(",", " ").split()
+    i = 0
+    while i < len(toks):
+        t = toks[i]
+        if t == "-o" and i + 1 < len(toks):
+            name = re.split(r"[=\[]", toks[i + 1])[0]
+            if name and not name.isupper():
+                keys.add("-o " + name)
+            i += 2
+            continue
+        if re.fullmatch(r"--?[A-Za-z][A-Za-z0-9-]*", t):
+            keys.add(t)
+        i += 1
+    return keys
+
+
+def man_options(path):
+    secs = man_sections(path)
+    lines = secs.get("OPTIONS", [])
+    keys = set()
+    for i, line in enumerate(lines):
+        if line.strip() == ".TP" and i + 1 < len(lines):
+            keys |= option_keys(roff_text(lines[i + 1]))
+    return keys, secs
+
+
+def help_options(prog):
+    r = subprocess.run([prog, "--help"], capture_output=True, timeout=20)
+    if r.returncode != 0:
+        fails.append("%s --help: exit %d" % (prog, r.returncode))
+    text = r.stdout.decode("utf-8", "replace")
+    keys = set()
+    for line in text.splitlines():
+        m = re.match(r"^\s{2,}(-\S.*?)(\s{2,}|$)", line)
+        if m:
+            keys |= option_keys(m.group(1))
+    return keys, text
+
+
+def exit_codes_in_man(secs):
+    codes = set()
+    lines = secs.get("EXIT STATUS", [])
+    for i, line in enumerate(lines):
+        if line.strip() == ".TP" and i + 1 < len(lines):
+            m = re.match(r"^\.B\s+(\d+)\s*$", lines[i + 1])
+            if m:
+                codes.add(int(m.group(1)))
+    return codes
+
+
+def check_page(page, prog):
+    keys_man, secs = man_options(page)
+    keys_help, help_text = help_options(prog)
+    name = os.path.basename(page)
+    if not keys_man:
+        fails.append("%s: no options found in OPTIONS" % name)
+    for k in sorted(keys_man - keys_help):
+        fails.append("%s lists %s, %s --help does not" % (name, k, os.path.basename(prog)))
+    for k in sorted(keys_help - keys_man):
+        fails.append("%s --help lists %s, %s does not" % (os.path.basename(prog), k, name))
+    codes = exit_codes_in_man(secs)
+    m = re.search(r"Exit status:(.*)", help_text, re.S)
+    help_codes = {int(c) for c in re.findall(r"(?<![\w.])(\d)(?= [a-zA-Z])", m.group(1))} if m else set()
+    if not codes:
+        fails.append("%s: EXIT STATUS lists no codes" % name)
+    elif help_codes and help_codes != codes:
+        fails.append("%s: exit statuses %s, --help says %s" % (name, sorted(codes), sorted(help_codes)))
+    print("ok   %s: %d options, exit statuses %s" % (name, len(keys_man), sorted(codes)))
+    return keys_help
+
+
+def check_man_warnings(page):
+    if not shutil.which("man"):
+        print("skip man --warnings %s: man not installed" % page)
+        return
+    env = dict(os.environ, MANWIDTH="80", LC_ALL="C.UTF-8", MAN_KEEP_FORMATTING="0")
+    r = subprocess.run(["man", "--warnings", "-l", page], capture_output=True, timeout=60, env=env)
+    err = r.stderr.decode("utf-8", "replace").strip()
+    if r.returncode != 0 or err:
+        fails.append("man --warnings -l %s: exit %d: %s" % (page, r.returncode, err[:1000]))
+    else:
+        print("ok   man --warnings -l %s" % os.path.basename(page))
+
+
+def check_completion(h5fs_keys):
+    comp = os.path.join(T.SRCDIR, "contrib", "h5fs.bash-completion")
+    if not shutil.which("bash"):
+        print("skip bash completion: no bash")
+        return
+    r = subprocess.run(["bash", "-n", comp], capture_output=True, timeout=20)
+    if r.returncode != 0:
+        fails.append("bash -n %s: %s" % (comp, r.stderr.decode()[:500]))
+        return
+    # run the completion function with stand-ins for bash-completion's helpers
+    script = r'''
+_init_completion() { cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]};
+  words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD; }
+_filedir() { COMPREPLY=("FILEDIR:$1"); }
+compopt() { :; }
+source "$1"
+COMP_WORDS=(h5fs -o ""); COMP_CWORD=2; COMPREPLY=(); _h5fs; echo "${COMPREPLY[*]}"
+COMP_WORDS=(h5fs ""); COMP_CWORD=1; COMPREPLY=(); _h5fs; echo "${COMPREPLY[*]}"
+COMP_WORDS=(h5fs f.h5 ""); COMP_CWORD=2; COMPREPLY=(); _h5fs; echo "${COMPREPLY[*]}"
+'''
+    r = subprocess.run(["bash", "-c", script, "bash", comp], capture_output=True, timeout=20)
+    out = r.stdout.decode().splitlines()
+    if r.returncode != 0 or len(out) != 3:
+        fails.append("bash completion did not run: %s" % r.stderr.decode()[:500])
+        return
+    offered = {w.split("=")[0] for w in out[0].split()}
+    for k in sorted(h5fs_keys):
+        if k.startswith("-o ") and k[3:] not in offered:
+            fails.append("bash completion does not offer -o %s" % k[3:])
+    if "FILEDIR:@(" not in out[1] or out[2] != "FILEDIR:-d":
+        fails.append("bash completion: FILE/MOUNTPOINT completion wrong: %r" % out[1:])
+    print("ok   bash completion offers %d -o options" % len(offered))
+
+
+def main():
+    for p in (T.H5FS, T.H5FS_LS):
+        if not os.path.exists(p):
+            T.skip("%s not built" % p)
+    pages = [(os.path.join(T.SRCDIR, "doc", "h5fs.1"), T.H5FS),
+             (os.path.join(T.SRCDIR, "doc", "h5fs-ls.1"), T.H5FS_LS)]
+    h5fs_keys = set()
+    for page, prog in pages:
+        check_man_warnings(page)
+        keys = check_page(page, prog)
+        if prog == T.H5FS:
+            h5fs_keys = keys
+    check_completion(h5fs_keys)
+    for f in fails:
+        print("FAIL " + f)
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

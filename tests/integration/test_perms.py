@@ -1,0 +1,174 @@
+#!/usr/bin/python3
+"""Ownership and permissions (doc/h5fs.1, -o uid=, gid=, umask=):
+- by default every entry shows FILE's owner and group, files the read bits
+  of FILE's mode and directories those plus the matching search bits;
+  symbolic links 0777;
+- -o uid=, gid= (numbers or names) and -o umask= override them;
+- the kernel enforces them (default_permissions): as root, with
+  allow_other, "nobody" may read what the modes allow and gets EACCES
+  otherwise (setpriv).
+Changing FILE's owner and running as nobody need root; without root only
+the mode rules are checked. Uses a copy of examples/example.h5."""
+import errno
+import os
+import pwd
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import h5fs_testlib as T  # noqa: E402
+
+T.require_fuse()
+fails = []
+DATASET = "measurements/temperature"
+GROUP = "measurements"
+LINK = "latest"
+
+
+def modes(mnt):
+    root = os.stat(mnt)
+    g = os.lstat(os.path.join(mnt, GROUP))
+    d = os.lstat(os.path.join(mnt, DATASET))
+    ln = os.lstat(os.path.join(mnt, LINK))
+    return root, g, d, ln
+
+
+def check(label, h5, mnt, opts, uid, gid, fmode, dmode):
+    m = T.Mount(h5, mnt, opts=opts)
+    try:
+        m.start()
+    except T.MountError as e:
+        fails.append("%s: %s" % (label, e))
+        return
+    try:
+        root, g, d, ln = modes(mnt)
+        bad = []
+        for what, st, want in (("root", root, dmode), ("group", g, dmode), ("dataset", d, fmode)):
+            if stat.S_IMODE(st.st_mode) != want:
+                bad.append("%s mode %o, expected %o" % (what, stat.S_IMODE(st.st_mode), want))
+            if (st.st_uid, st.st_gid) != (uid, gid):
+                bad.append("%s owner %d:%d, expected %d:%d" % (what, st.st_uid, st.st_gid, uid, gid))
+        if not stat.S_ISLNK(ln.st_mode) or stat.S_IMODE(ln.st_mode) != 0o777:
+            bad.append("symlink mode %o" % ln.st_mode)
+        if bad:
+            fails.append("%s: %s" % (label, "; ".join(bad)))
+        else:
+            print("ok   %-44s files %o dirs %o owner %d:%d" % (label, fmode, dmode, uid, gid))
+    finally:
+        m.stop()
+
+
+def as_nobody(argv):
+    nb = pwd.getpwnam("nobody")
+    return subprocess.run(["setpriv", "--reuid=%d" % nb.pw_uid, "--regid=%d" % nb.pw_gid,
+                           "--clear-groups"] + argv, capture_output=True, timeout=30)
+
+
+def enforce(label, h5, mnt, opts, can_read, expect_bytes):
+    m = T.Mount(h5, mnt, opts=["-o", "allow_other"] + opts)
+    try:
+        m.start()
+    except T.MountError as e:
+        fails.append("%s: %s" % (label, e))
+        return
+    try:
+        r = as_nobody(["cat", os.path.join(mnt, DATASET)])
+        err = r.stderr.decode("utf-8", "replace").strip()
+        if can_read:
+            if r.returncode != 0 or r.stdout != expect_bytes:
+                fails.append("%s: nobody could not read (%d: %s)" % (label, r.returncode, err))
+                return
+        else:
+            if r.returncode == 0 or "Permission denied" not in err:
+                fails.append("%s: nobody was not refused (exit %d, %r)" % (label, r.returncode, err))
+                return
+        print("ok   %-44s nobody %s" % (label, "reads the dataset" if can_read else "gets EACCES"))
+    finally:
+        m.stop()
+
+
+def main():
+    example = os.path.join(T.SRCDIR, "examples", "example.h5")
+    root = os.geteuid() == 0
+    # nobody must be able to reach the mount point: not under the build
+    # tree, whose directories may be private
+    base = tempfile.mkdtemp(prefix="h5fs-perms-")
+    try:
+        os.chmod(base, 0o755)
+        mnt = os.path.join(base, "mnt")
+        os.makedirs(mnt)
+        os.chmod(mnt, 0o755)
+        h5 = os.path.join(base, "run.h5")
+        shutil.copyfile(example, h5)
+        me_u, me_g = os.getuid(), os.getgid()
+
+        os.chmod(h5, 0o644)
+        check("default, FILE 0644", h5, mnt, [], me_u, me_g, 0o444, 0o555)
+        os.chmod(h5, 0o640)
+        check("default, FILE 0640", h5, mnt, [], me_u, me_g, 0o440, 0o550)
+        os.chmod(h5, 0o604)
+        check("default, FILE 0604", h5, mnt, [], me_u, me_g, 0o404, 0o505)
+        os.chmod(h5, 0o600)
+        check("default, FILE 0600", h5, mnt, [], me_u, me_g, 0o400, 0o500)
+        check("-o umask=022 (FILE 0600)", h5, mnt, ["-o", "umask=022"], me_u, me_g, 0o444, 0o555)
+        check("-o umask=0137", h5, mnt, ["-o", "umask=0137"], me_u, me_g, 0o440, 0o440)
+        check("-o uid=123,gid=456,umask=007", h5, mnt, ["-o", "uid=123,gid=456,umask=007"], 123, 456,
+              0o440, 0o550)
+        nb = pwd.getpwnam("nobody")
+        check("-o uid=nobody (a name)", h5, mnt, ["-o", "uid=nobody"], nb.pw_uid, me_g, 0o400, 0o500)
+
+        if not root:
+            print("skip owner of FILE and enforcement: not root")
+        else:
+            os.chown(h5, 12345, 23456)
+            os.chmod(h5, 0o640)
+            check("default, FILE 12345:23456 0640", h5, mnt, [], 12345, 23456, 0o440, 0o550)
+            os.chown(h5, 0, 0)
+            if not shutil.which("setpriv"):
+                print("skip enforcement: setpriv not installed")
+            else:
+                want = None
+                m = T.Mount(h5, mnt)
+                m.start()
+                try:
+                    with open(os.path.join(mnt, DATASET), "rb") as fh:
+                        want = fh.read()
+                finally:
+                    m.stop()
+                os.chmod(h5, 0o644)
+                enforce("FILE 0644: others may read", h5, mnt, [], True, want)
+                enforce("FILE 0644, -o umask=077", h5, mnt, ["-o", "umask=077"], False, want)
+                os.chmod(h5, 0o600)
+                enforce("FILE 0600: only its owner", h5, mnt, [], False, want)
+                enforce("FILE 0600, -o uid=nobody", h5, mnt, ["-o", "uid=nobody"], True, want)
+                # without allow_other even readable modes do not let others in
+                m = T.Mount(h5, mnt, opts=["-o", "umask=0"])
+                m.start()
+                try:
+                    r = as_nobody(["stat", mnt])
+                    if r.returncode == 0:
+                        fails.append("without allow_other, nobody could stat the mount")
+                    else:
+                        print("ok   %-44s nobody is refused" % "no allow_other")
+                finally:
+                    m.stop()
+    finally:
+        if T.is_mounted(os.path.join(base, "mnt")):
+            subprocess.run(["fusermount3", "-uz", os.path.join(base, "mnt")], timeout=10)
+        shutil.rmtree(base, ignore_errors=True)
+    for f in fails:
+        print("FAIL " + f)
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except OSError as e:
+        if e.errno in (errno.ENOTCONN, errno.ECONNABORTED):
+            print("FAIL daemon gone: %s" % e)
+            sys.exit(1)
+        raise
