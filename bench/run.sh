@@ -3,7 +3,8 @@
 #
 #   bench/run.sh [--h5fs PATH] [--size MIB] [--reads N] [--only LIST]
 #                [--dir DIR] [--rss-cache MIB,...] [--random-cache MIB,...]
-#                [--cache MIB] [--perf] [--regen]
+#                [--cache MIB] [--daemon-env VAR=VAL] [--perf] [--regen]
+#                [--nice N]
 #
 # Every option is passed on to bench/h5fs_bench.py; this wrapper only finds
 # the h5fs binary and the right Python, and makes sure nothing stays mounted
@@ -14,17 +15,20 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 PY=/usr/bin/python3
 DIR=/var/tmp/h5fs-bench
 H5FS_BIN="${H5FS:-}"
+NICE=
 
 args=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	-h|--help)
-		sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+		awk 'NR>1 && /^#/ {sub(/^# ?/, ""); print; next} NR>1 {exit}' "$0"
 		exec "$PY" "$HERE/h5fs_bench.py" --h5fs /dev/null --help ;;
 	--h5fs) H5FS_BIN="$2"; shift 2 ;;
 	--h5fs=*) H5FS_BIN="${1#*=}"; shift ;;
 	--dir) DIR="$2"; shift 2 ;;
 	--dir=*) DIR="${1#*=}"; shift ;;
+	--nice) NICE="$2"; shift 2 ;;   # e.g. -10: steadier numbers on a busy machine (root)
+	--nice=*) NICE="${1#*=}"; shift ;;
 	*) args+=("$1"); shift ;;
 	esac
 done
@@ -57,4 +61,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-"$PY" "$HERE/h5fs_bench.py" --h5fs "$H5FS_BIN" --dir "$DIR" ${args[@]+"${args[@]}"}
+run=("$PY")
+[ -n "$NICE" ] && run=(nice -n "$NICE" "$PY")
+"${run[@]}" "$HERE/h5fs_bench.py" --h5fs "$H5FS_BIN" --dir "$DIR" ${args[@]+"${args[@]}"}

@@ -315,7 +315,7 @@ int main(int argc, char **argv)
 	struct fuse_session *se = NULL;
 	char *fsname = NULL, *abs = NULL;
 	int ret = EXIT_USAGE, rc, mounted = 0, handlers = 0, busy_ro = 0;
-	struct stat fst;
+	struct stat fst = {0};
 
 	memset(&cli, 0, sizeof(cli));
 	memset(&copts, 0, sizeof(copts));
@@ -385,8 +385,11 @@ int main(int argc, char **argv)
 	/* Read-write (for appends, README "Appending") unless -o ro or FILE is
 	 * not writable; the engine then holds an exclusive flock. If another
 	 * process holds FILE's lock (a writer, or libhdf5 reading it), mount
-	 * read-only rather than not at all. */
-	oopts.writable = !cli.read_only && access(cli.file, W_OK) == 0;
+	 * read-only rather than not at all. A FILE without any write bit counts
+	 * as read-only even for root, who access(W_OK) would let through: chmod
+	 * a-w is how people protect a file. */
+	oopts.writable = !cli.read_only && access(cli.file, W_OK) == 0 &&
+			 (fst.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) != 0;
 	rc = h5_file_open(&f, cli.file, &oopts);
 	if (rc == H5_ERR_BUSY && oopts.writable) {
 		busy_ro = 1;

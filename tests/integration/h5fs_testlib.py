@@ -224,7 +224,7 @@ def symlink_text(dirpath, target):
 
 class Entry:
     __slots__ = ("kind", "addr", "rc", "target", "layout", "size", "data", "why", "dtype",
-                 "raw_target", "parent_addr", "targets")
+                 "raw_target", "parent_addr", "targets", "appendable")
 
     def __init__(self, kind):
         self.kind = kind          # "dir", "file", "link"
@@ -235,6 +235,7 @@ class Entry:
         self.size = None          # expected st_size when known
         self.data = None          # callable -> expected bytes, or None
         self.why = None           # why data is not compared
+        self.appendable = False
         self.dtype = None
         self.raw_target = None    # soft link value as stored
         self.parent_addr = None
@@ -283,6 +284,21 @@ def dataset_bytes(ds):
     buf = np.empty(ds.shape, dtype="V%d" % tid.get_size())
     ds.id.read(h5py.h5s.ALL, h5py.h5s.ALL, buf, mtype=tid)
     return buf.tobytes(), None
+
+
+def appendable(f, ds):
+    """Whether h5fs can append to ds (README "Appending"): chunked, dimension 0
+    the only unlimited one, so libhdf5 >= 1.10 formats index it with an
+    Extensible Array; fixed-size type; only deflate/shuffle/fletcher32."""
+    if ds.chunks is None or ds.maxshape is None or ds.maxshape[0] is not None \
+            or any(m is None for m in ds.maxshape[1:]):
+        return False
+    if f.libver[0] in ("earliest", "v108"):
+        return False
+    if _has_vlen(ds.id.get_type()):
+        return False
+    pl = ds.id.get_create_plist()
+    return all(pl.get_filter(i)[0] in (1, 2, 3) for i in range(pl.get_nfilters()))
 
 
 def layout_name(ds):
@@ -382,6 +398,7 @@ def _walk(f, g, prefix, tree, stack, max_depth):
             try:
                 ds = h5py.Dataset(oid)
                 e.layout = layout_name(ds)
+                e.appendable = appendable(f, ds)
                 try:
                     e.dtype = str(ds.dtype)
                 except Exception:
@@ -485,10 +502,12 @@ def first_diff(a, b):
     return n
 
 
-def compare(expected, root_addr, mnt, rep, windows=200, seed=1, compare_names=True, eio_ok=False):
-    """See _compare; a dead daemon (ENOTCONN...) ends the walk as a failure."""
+def compare(expected, root_addr, mnt, rep, windows=200, seed=1, compare_names=True, eio_ok=False,
+            writable=False):
+    """See _compare; a dead daemon (ENOTCONN...) ends the walk as a failure.
+    writable: the mount is read-write, so appendable datasets are 0644."""
     try:
-        return _compare(expected, root_addr, mnt, rep, windows, seed, compare_names, eio_ok)
+        return _compare(expected, root_addr, mnt, rep, windows, seed, compare_names, eio_ok, writable)
     except OSError as ex:
         if ex.errno not in DEAD:
             raise
@@ -496,7 +515,7 @@ def compare(expected, root_addr, mnt, rep, windows=200, seed=1, compare_names=Tr
         return None
 
 
-def _compare(expected, root_addr, mnt, rep, windows, seed, compare_names, eio_ok):
+def _compare(expected, root_addr, mnt, rep, windows, seed, compare_names, eio_ok, writable=False):
     """Compare an h5py tree with the mount: names, kinds, sizes, inodes,
     symlink targets, every byte, and random pread windows (done first, on a
     cold cache, so they reach the daemon unaligned)."""
@@ -600,7 +619,7 @@ def _compare(expected, root_addr, mnt, rep, windows, seed, compare_names, eio_ok
             if stat.S_IMODE(st.st_mode) != 0o555:
                 rep.bad("%s: directory mode %o" % (p, stat.S_IMODE(st.st_mode)))
             continue
-        if stat.S_IMODE(st.st_mode) != 0o444:
+        if stat.S_IMODE(st.st_mode) != (0o644 if writable and e.appendable else 0o444):
             rep.bad("%s: file mode %o" % (p, stat.S_IMODE(st.st_mode)))
         if e.rc and st.st_nlink != e.rc:
             rep.bad("%s: st_nlink %d, object reference count %d" % (p, st.st_nlink, e.rc))

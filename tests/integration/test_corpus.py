@@ -109,7 +109,7 @@ def main():
         except Exception as e:
             expected = None
             why = str(e).splitlines()[0][:100] if str(e) else type(e).__name__
-        m = T.Mount(path, mnt, cwd=cwd)
+        m = T.Mount(path, mnt, opts=("-o", "ro"), cwd=cwd)
         if expected is None:
             stats["h5py_rejects"] += 1
             try:

@@ -137,7 +137,7 @@ def run_one(fx, name, opts=(), extra=True):
         return
     try:
         with m.watchdog(300):
-            T.compare(expected, root_addr, mnt, rep)
+            T.compare(expected, root_addr, mnt, rep, writable=not any("ro" in o.split(",") for o in opts))
             if extra and m.alive():
                 check_writes_refused(mnt, expected, rep)
                 check_xattrs(mnt, expected, rep)
