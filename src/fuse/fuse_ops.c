@@ -135,7 +135,7 @@ int h5fs_errno(int h5err)
 
 static void fs_vlog(const h5fs *fs, int prio, const char *fmt, va_list ap)
 {
-	if (prio >= LOG_DEBUG ? !fs->cfg.debug : prio >= LOG_NOTICE && !(fs->cfg.verbose || fs->cfg.debug))
+	if (prio >= LOG_DEBUG ? !fs->cfg.debug : prio >= LOG_INFO && !(fs->cfg.verbose || fs->cfg.debug))
 		return;
 	if (fs->cfg.use_syslog) {
 		vsyslog(prio, fmt, ap);
@@ -1255,8 +1255,8 @@ static void wfile_open(fuse_req_t req, h5fs *fs, struct node *n, struct fuse_fil
 	if (rc < 0) {
 		int e = h5fs_errno(rc);
 
-		fs_log(fs, e == EIO ? LOG_ERR : LOG_NOTICE, "open %s for writing: %s", show_path(n->path),
-		       h5_err_msg());
+		fs_log(fs, e == EIO ? LOG_ERR : LOG_NOTICE, "open %s for writing (object header 0x%llx): %s%s",
+		       show_path(n->path), (unsigned long long)n->addr, e == EIO ? "EIO: " : "", h5_err_msg());
 		free(w);
 		fuse_reply_err(req, e);
 		return;
@@ -1483,8 +1483,8 @@ static int xattr_errno(h5fs *fs, const struct node *n, int rc, const char *op, c
 	int e = rc == H5_ERR_NOTFOUND ? ENODATA : h5fs_errno(rc);
 
 	if (e == EIO)
-		fs_log(fs, LOG_ERR, "%s %s%s%s: %s", op, show_path(n->path), name ? " " : "", name ? name : "",
-		       h5_err_msg());
+		fs_log(fs, LOG_ERR, "%s %s%s%s (object header 0x%llx): EIO: %s", op, show_path(n->path),
+		       name ? " " : "", name ? name : "", (unsigned long long)n->addr, h5_err_msg());
 	return -e;
 }
 

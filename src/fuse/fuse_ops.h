@@ -49,8 +49,9 @@ void h5fs_set_session(h5fs *fs, struct fuse_session *se);
 int h5fs_errno(int h5err);
 
 /* One log line at syslog priority prio: to syslog when cfg.use_syslog,
- * else to stderr as "h5fs: ...". Errors and warnings are always logged,
- * LOG_NOTICE/LOG_INFO with verbose (or debug), LOG_DEBUG with debug. */
+ * else to stderr as "h5fs: ...". Errors, warnings and notices (what a
+ * user should know, e.g. why a write was refused) are always logged,
+ * LOG_INFO with verbose (or debug), LOG_DEBUG with debug. */
 void h5fs_log(const h5fs *fs, int prio, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 extern const struct fuse_lowlevel_ops h5fs_ll_ops;

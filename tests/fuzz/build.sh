@@ -6,6 +6,8 @@
 # Produces, in OUTDIR:
 #   fuzz_walk   libFuzzer + ASan + UBSan target (tests/fuzz/fuzz_walk.c)
 #   replay      the same walk with a plain main(), ASan + UBSan (replay.c)
+#   fuzz_walk_nocsum, fixcsum   the target with metadata checksums waived,
+#               and the tool that rewrites the checksums of its findings
 #   seeds/      seed corpus: every file of the HDF5 test corpus plus the
 #               h5py seeds of gen_seeds.py (when /usr/bin/python3 has h5py)
 # Needs clang (Debian clang-14 + libclang-rt-14-dev) and the codec -dev
@@ -42,6 +44,14 @@ cflags="-g -O1 -std=gnu11 -pthread -fno-omit-frame-pointer -fno-sanitize-recover
 echo "building $out/fuzz_walk"
 $CC $cflags -fsanitize=fuzzer,address,undefined -o "$out/fuzz_walk" \
 	"$src"/src/h5core/*.c "$here/fuzz_walk.c" $libs
+# Same target with metadata checksums waived (nocsum.c), to fuzz behind
+# them; fixcsum rewrites the checksums of what it finds.
+echo "building $out/fuzz_walk_nocsum"
+$CC $cflags -fsanitize=fuzzer,address,undefined -Wl,--wrap=h5_checksum_verify -o "$out/fuzz_walk_nocsum" \
+	"$src"/src/h5core/*.c "$here/fuzz_walk.c" "$here/nocsum.c" $libs
+echo "building $out/fixcsum"
+$CC $cflags -fsanitize=address,undefined -Wl,--wrap=h5_checksum_verify -o "$out/fixcsum" \
+	"$src"/src/h5core/*.c "$here/fuzz_walk.c" "$here/nocsum.c" "$here/fixcsum.c" $libs
 echo "building $out/replay"
 $CC $cflags -fsanitize=address,undefined -o "$out/replay" \
 	"$src"/src/h5core/*.c "$here/fuzz_walk.c" "$here/replay.c" $libs

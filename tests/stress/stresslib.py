@@ -139,6 +139,45 @@ def make(outdir, big=4):
     return names
 
 
+# Appendable datasets (README "Appending": extensible-array index, first
+# dimension the only unlimited one, at most deflate/shuffle/fletcher32):
+# name -> (initial rows, row shape, dtype, chunks, filters)
+APPEND_SETS = {
+    "a/gzip": (1000, (64,), "<i4", (100, 64), dict(compression="gzip", shuffle=True, fletcher32=True)),
+    "a/raw": (333, (10,), "<f8", (50, 10), {}),
+    "a/fresh": (0, (), "u1", (4096,), dict(compression="gzip")),
+}
+
+
+def append_final(name, max_bytes):
+    """(bytes, row size): what dataset name holds after its initial rows
+    and max_bytes of appended rows; writers append these bytes in order."""
+    import numpy as np
+
+    rows0, shape, dt, _, _ = APPEND_SETS[name]
+    rowsize = int(np.dtype(dt).itemsize * int(np.prod(shape, dtype=np.int64)))
+    rng = np.random.default_rng(SEED + sum(map(ord, name)))
+    data = rng.integers(0, 200, (rows0 + max(1, max_bytes // rowsize),) + shape).astype(dt)
+    return data.tobytes(), rowsize
+
+
+def make_append(outdir, max_bytes):
+    """stress_append.h5 with the APPEND_SETS datasets; returns (name,
+    {dataset path: (final bytes, row size, initial bytes)})."""
+    import h5py
+    import numpy as np
+
+    name = "stress_append.h5"
+    out = {}
+    with h5py.File(os.path.join(outdir, name), "w", libver="latest") as f:
+        for ds, (rows0, shape, dt, chunks, filters) in APPEND_SETS.items():
+            final, rowsize = append_final(ds, max_bytes)
+            init = np.frombuffer(final[:rows0 * rowsize], dtype=dt).reshape((rows0,) + shape)
+            f.create_dataset(ds, data=init, maxshape=(None,) + shape, chunks=chunks, track_times=False, **filters)
+            out["/" + ds] = (final, rowsize, rows0 * rowsize)
+    return name, out
+
+
 class Expected:
     """What the mount must show, from h5py: datasets with their bytes (for
     window reads), the listing of every directory, and st_size of files."""
