@@ -493,8 +493,11 @@ def bench_rss(args, env):
 
 
 def make_empty_append_file(path, deflate):
+    """An empty (0, 256) int32 dataset h5fs can grow: chunked, dimension 0
+    unlimited, extensible-array index (libver="latest"), 1 MiB chunks; the
+    h5py side of the benchmark appends to the same kind of file."""
     kw = {"compression": "gzip", "compression_opts": 4, "shuffle": True} if deflate else {}
-    with h5py.File(path, "w") as f:
+    with h5py.File(path, "w", libver="latest") as f:
         f.create_dataset(DS, shape=(0, APPEND_ROW), maxshape=(None, APPEND_ROW), dtype=np.int32,
                          chunks=(CHUNK_BYTES // (4 * APPEND_ROW), APPEND_ROW), **kw)
 
@@ -652,7 +655,8 @@ def main():
     say("  h5fs %s | h5py %s, HDF5 %s, numpy %s | %d CPUs | kernel %s"
         % (args.h5fs, h5py.__version__, h5py.version.hdf5_version, np.__version__, os.cpu_count(),
            os.uname().release))
-    say("  load average at start: %s (other work on the machine skews the numbers)" % loadavg())
+    say("  load average at start: %s (other work on the machine skews the numbers); niceness %d"
+        % (loadavg(), os.nice(0)))
     say("  ratio = h5fs throughput / h5py throughput, same dataset, same run; h5fs reads %d KiB"
         " read() calls, h5py read_direct()" % (READ_BYTES // 1024))
     for name in args.only:

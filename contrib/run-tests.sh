@@ -6,4 +6,14 @@ cd "$(dirname "$0")/.."
 ./contrib/install-deps.sh
 autoreconf -fi
 ./configure
-make -j2 check || { cat test-suite.log 2>/dev/null | tail -n 300; exit 1; }
+set +e
+make -j2 check 2>&1 | tee make-check.out
+status=${PIPESTATUS[0]}
+set -e
+# One plain closing line with the totals of every test program.
+count() { sed -n "s/^# $1: *\\([0-9]*\\)/\\1/p" make-check.out | tail -n 1; }
+echo "tests: $(count PASS) passed, $(( $(count FAIL) + $(count ERROR) )) failed, $(count SKIP) skipped"
+if [ "$status" -ne 0 ]; then
+	tail -n 300 test-suite.log 2>/dev/null || true
+	exit "$status"
+fi

@@ -348,7 +348,7 @@ static int bt2_hdr_load(void **obj, size_t *cost, void *udp)
 	/* Every record occupies rec_size distinct bytes of some node, so a
 	 * count the file could not hold is a lie meant to make iteration
 	 * run forever over shared nodes. */
-	if (h->total_nrec > ud->f->eof / h->rec_size) {
+	if (h->total_nrec > h5_file_eof(ud->f) / h->rec_size) {
 		rc = h5_err_set(H5_ERR_FORMAT, "v2 B-tree header at 0x%llx: %llu records cannot fit in the file",
 				(unsigned long long)ud->addr, (unsigned long long)h->total_nrec);
 		goto out;

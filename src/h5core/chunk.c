@@ -609,7 +609,7 @@ int h5_chunk_allocated(uint64_t *out, h5_chunk_index *ci)
 		rc = h5_bt2_iterate(ci->bt2, bt2_sum_cb, &s);
 		break;
 	case H5_CIDX_BTREE1:
-		budget = ci->f->eof / (8 + 2u * ci->f->fmt.sizeof_addr) + 1;
+		budget = h5_file_eof(ci->f) / (8 + 2u * ci->f->fmt.sizeof_addr) + 1;
 		rc = bt1_sum(&s, l->idx_addr, -1, 0, &budget);
 		break;
 	default:

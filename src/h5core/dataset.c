@@ -250,7 +250,7 @@ static int ds_init_layout(h5_dataset *d)
 		if (!h5_file_range_ok(d->f, l->addr, d->nbytes))
 			return h5_err_set(H5_ERR_FORMAT, "contiguous storage 0x%llx+%llu lies outside the file "
 					  "(%llu bytes)", (unsigned long long)l->addr,
-					  (unsigned long long)d->nbytes, (unsigned long long)d->f->eof);
+					  (unsigned long long)d->nbytes, (unsigned long long)h5_file_eof(d->f));
 		return 0;
 	case H5_LAYOUT_CHUNKED:
 		if (d->efl.n)
@@ -322,9 +322,15 @@ static int ds_open(h5_dataset *d, const h5_ohdr *oh)
 	rc = h5_dspace_nelmts(&d->space, &d->nelmts);
 	if (rc < 0)
 		return rc;
-	/* Variable-length elements are heap references of dtype->size bytes;
-	 * their rendering is not implemented, reads are refused below. */
+	/* Variable-length elements are heap references of dtype->size bytes:
+	 * nbytes stays the size of those references (what the layout stores);
+	 * the dataset reads as text (vt_* below), measured on demand. */
 	d->has_vlen = dtype_has_vlen(d->dtype, 0);
+	if (d->has_vlen) {
+		rc = vt_new(&d->vtext);
+		if (rc < 0)
+			return rc;
+	}
 	if (h5_mul_overflow(d->nelmts, esize, &d->nbytes) || d->nbytes > (uint64_t)INT64_MAX)
 		return h5_err_set(H5_ERR_LIMIT, "dataset size overflows (%llu elements of %llu bytes)",
 				  (unsigned long long)d->nelmts, (unsigned long long)esize);
@@ -381,12 +387,23 @@ void h5_dataset_close(h5_dataset *d)
 	h5_pline_clear(&d->pline);
 	h5_efl_clear(&d->efl);
 	free(d->fill_elem);
+	vt_free(d->vtext);
 	free(d);
 }
 
 uint64_t h5_dataset_size(const h5_dataset *d)
 {
-	return d->nbytes;
+	h5_vtext *vt;
+
+	if (!d->has_vlen)
+		return d->nbytes;
+	/* The text is measured once, under the index's lock; the dataset
+	 * itself is not changed (const is kept for every other field). */
+	if (vt_ensure(&vt, (h5_dataset *)d) == 0)
+		return vt->size;
+	/* Every element is at least its newline: a size the reads can reach,
+	 * so they report the error instead of an empty file pretending. */
+	return d->nelmts;
 }
 
 uint64_t h5_dataset_allocated(const h5_dataset *d)
@@ -525,19 +542,12 @@ static int efl_read(h5_dataset *d, uint8_t *buf, uint64_t off, size_t len)
 	return 0;
 }
 
-int h5_dataset_read(h5_dataset *d, void *buf, uint64_t off, size_t len)
+/* The stored element bytes [off, off+len) (heap references for
+ * variable-length types); off+len <= d->nbytes. */
+static int ds_read_raw(h5_dataset *d, uint8_t *buf, uint64_t off, size_t len)
 {
-	uint64_t end;
 	int rc;
 
-	if (h5_add_overflow(off, len, &end) || end > d->nbytes)
-		return h5_err_set(H5_ERR_INVAL, "read of %zu bytes at %llu is past the end of the dataset "
-				  "(%llu bytes)", len, (unsigned long long)off, (unsigned long long)d->nbytes);
-	if (len == 0)
-		return 0;
-	if (d->has_vlen)
-		return h5_err_set(H5_ERR_UNSUPPORTED, "dataset at 0x%llx: variable-length data",
-				  (unsigned long long)d->addr);
 	switch (d->layout.cls) {
 	case H5_LAYOUT_COMPACT:
 		memcpy(buf, d->layout.compact + off, len);
@@ -561,6 +571,29 @@ int h5_dataset_read(h5_dataset *d, void *buf, uint64_t off, size_t len)
 	default:
 		return h5_err_set(H5_ERR_FORMAT, "unknown layout class %u", (unsigned)d->layout.cls);
 	}
+	return rc;
+}
+
+VTEXT_CODE
+
+int h5_dataset_read(h5_dataset *d, void *buf, uint64_t off, size_t len)
+{
+	uint64_t end, size = d->nbytes;
+	h5_vtext *vt = NULL;
+	int rc;
+
+	if (d->has_vlen) {
+		rc = vt_ensure(&vt, d);
+		if (rc < 0)
+			return h5_err_wrap(rc, "dataset at 0x%llx: ", (unsigned long long)d->addr);
+		size = vt->size;
+	}
+	if (h5_add_overflow(off, len, &end) || end > size)
+		return h5_err_set(H5_ERR_INVAL, "read of %zu bytes at %llu is past the end of the dataset "
+				  "(%llu bytes)", len, (unsigned long long)off, (unsigned long long)size);
+	if (len == 0)
+		return 0;
+	rc = vt ? vt_read(d, vt, buf, off, len) : ds_read_raw(d, buf, off, len);
 	if (rc < 0)
 		return h5_err_wrap(rc, "dataset at 0x%llx: ", (unsigned long long)d->addr);
 	return 0;

@@ -14,7 +14,7 @@ bool h5_file_range_ok(const h5_file *f, uint64_t addr, uint64_t len)
 
 	if (!h5_addr_defined(addr) || h5_add_overflow(addr, len, &end))
 		return false;
-	return end <= f->eof;
+	return end <= h5_file_eof(f);
 }
 
 int h5_file_read(h5_file *f, uint64_t addr, void *buf, size_t len)
@@ -24,7 +24,7 @@ int h5_file_read(h5_file *f, uint64_t addr, void *buf, size_t len)
 
 	if (!h5_file_range_ok(f, addr, len))
 		return h5_err_set(H5_ERR_FORMAT, "address range 0x%llx+%zu is outside the file (%llu bytes)",
-				  (unsigned long long)addr, len, (unsigned long long)f->eof);
+				  (unsigned long long)addr, len, (unsigned long long)h5_file_eof(f));
 	abs = f->base + addr;
 	if (f->mem) {
 		memcpy(buf, f->mem + abs, len);
@@ -54,7 +54,7 @@ int h5_file_read_alloc(uint8_t **out, h5_file *f, uint64_t addr, size_t len)
 	*out = NULL;
 	if (!h5_file_range_ok(f, addr, len))
 		return h5_err_set(H5_ERR_FORMAT, "address range 0x%llx+%zu is outside the file (%llu bytes)",
-				  (unsigned long long)addr, len, (unsigned long long)f->eof);
+				  (unsigned long long)addr, len, (unsigned long long)h5_file_eof(f));
 	buf = malloc(len ? len : 1);
 	if (!buf)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory reading %zu bytes", len);
@@ -87,8 +87,9 @@ int h5_file_write(h5_file *f, uint64_t addr, const void *buf, size_t len)
 					  n < 0 ? strerror(errno) : "short write");
 		done += (size_t)n;
 	}
+	/* release: a reader that sees the new eof finds the bytes written */
 	if (end > f->eof)
-		f->eof = end;
+		__atomic_store_n(&f->eof, end, __ATOMIC_RELEASE);
 	return 0;
 }
 

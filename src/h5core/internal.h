@@ -198,6 +198,14 @@ struct h5_file {
 	pthread_mutex_t write_lock; /* one writer at a time */
 };
 
+/* eof grows while FUSE threads read: an append (append.c) extends FILE
+ * under write_lock, so readers take it with an atomic load (found by
+ * ThreadSanitizer, tests/stress/stress.py). */
+static inline uint64_t h5_file_eof(const h5_file *f)
+{
+	return __atomic_load_n(&f->eof, __ATOMIC_ACQUIRE);
+}
+
 /* Read len bytes at relative address addr. Fails with H5_ERR_FORMAT when the
  * range leaves the file (addr+len > eof), so callers can pass disk values. */
 int h5_file_read(h5_file *f, uint64_t addr, void *buf, size_t len);
@@ -616,7 +624,7 @@ int h5_value_raw(uint8_t **out, size_t *out_len, h5_file *f, const h5_dtype *t,
 int h5_value_typestr(char **out, const h5_dtype *t);
 
 /* Reserved metadata of a dataset: user.h5.<key>. */
-#define H5_META_MAX 8
+#define H5_META_MAX 9
 typedef struct h5_meta {
 	size_t n;
 	const char *key[H5_META_MAX];   /* "dtype", "shape", ... (static strings) */
@@ -684,6 +692,7 @@ struct h5_dataset {
 	uint64_t chunk_bytes;   /* bytes of one full chunk */
 	char **efl_paths;       /* EFL: efl.n resolved external file names */
 	bool has_vlen;          /* dtype contains variable-length data */
+	struct h5_vtext *vtext; /* has_vlen: the text the dataset reads as (dataset.c) */
 };
 
 /* Fill buf with the bytes [off, off+len) of a stream of fill elements

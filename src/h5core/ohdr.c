@@ -349,11 +349,12 @@ int h5_ohdr_load(h5_ohdr **out, h5_file *f, uint64_t addr)
 	struct ohdr_obj *o;
 	ohdr_build b;
 	size_t pfx_len;
+	uint64_t eof = h5_file_eof(f);
 	int rc;
 
 	*out = NULL;
 	memset(&b, 0, sizeof(b));
-	if (!h5_addr_defined(addr) || addr >= f->eof)
+	if (!h5_addr_defined(addr) || addr >= eof)
 		return h5_err_set(H5_ERR_FORMAT, "object header address 0x%llx is outside the file",
 				  (unsigned long long)addr);
 	o = calloc(1, sizeof(*o));
@@ -365,7 +366,7 @@ int h5_ohdr_load(h5_ohdr **out, h5_file *f, uint64_t addr)
 
 	/* Read what the longest prefix could need, short near the end of file;
 	 * the per-version code checks it got enough. */
-	pfx_len = f->eof - addr < sizeof(pfx) ? (size_t)(f->eof - addr) : sizeof(pfx);
+	pfx_len = eof - addr < sizeof(pfx) ? (size_t)(eof - addr) : sizeof(pfx);
 	rc = h5_file_read(f, addr, pfx, pfx_len);
 	if (rc < 0)
 		goto out;
