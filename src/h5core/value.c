@@ -425,7 +425,9 @@ static int vl_read(uint8_t **obj, size_t *len, h5_file *f, const h5_dtype *t, co
 	rc = vl_ref_decode(&ref, f, t, p);
 	if (rc < 0)
 		return rc;
-	if (ref.count == 0)
+	/* address 0 is a null element whatever the count (libhdf5's
+	 * H5T__vlen_disk_isnull), the same rule as dataset.c */
+	if (ref.count == 0 || ref.addr == 0)
 		return 0;
 	if (t->vlen_type == 1)
 		need = ref.count;
@@ -928,14 +930,34 @@ struct meta_src {
 	h5_fill fill;
 };
 
+static bool has_vlen(const h5_dtype *t, unsigned depth)
+{
+	if (!t || depth > H5_MAX_DTYPE_DEPTH)
+		return false;
+	if (t->cls == H5T_VLEN)
+		return true;
+	if (t->cls == H5T_COMPOUND)
+		for (size_t i = 0; i < t->nmembers; i++)
+			if (t->members && has_vlen(t->members[i].type, depth + 1))
+				return true;
+	return (t->cls == H5T_ARRAY || t->cls == H5T_ENUM) && has_vlen(t->base, depth + 1);
+}
+
 /* One key's value into s; H5_ERR_NOTFOUND when it does not apply. */
 static int meta_value(sb *s, struct meta_src *m, const char *key)
 {
 	const h5_dtype *t = m->dtype;
 	int rc;
 
+	/* A type holding variable-length data reads as text (dataset.c):
+	 * there is no element layout to describe, whatever the outer class. */
 	if (strcmp(key, "dtype") == 0)
-		return put_typestr(s, t);
+		return has_vlen(t, 0) ? sb_puts(s, "|O") : put_typestr(s, t);
+	if (strcmp(key, "text") == 0) {
+		if (!has_vlen(t, 0))
+			return H5_ERR_NOTFOUND;
+		return sb_puts(s, t->cls == H5T_VLEN && t->vlen_type == 1 ? "strings" : "values");
+	}
 	if (strcmp(key, "shape") == 0 || strcmp(key, "maxshape") == 0) {
 		if (m->space.type == H5_SPACE_NULL)
 			return sb_puts(s, "null");
@@ -1011,8 +1033,9 @@ static int meta_value(sb *s, struct meta_src *m, const char *key)
 }
 
 static const char *const meta_keys[] = {
-	"dtype", "shape", "maxshape", "chunks", "filters", "fill", "layout", "descr"
+	"dtype", "shape", "maxshape", "chunks", "filters", "fill", "layout", "descr", "text"
 };
+_Static_assert(sizeof(meta_keys) / sizeof(meta_keys[0]) <= H5_META_MAX, "h5_meta holds every key");
 
 int h5_meta_get(h5_meta *out, h5_file *f, const h5_ohdr *oh, const char *only)
 {
