@@ -594,8 +594,9 @@ static int ds_read_raw(h5_dataset *d, uint8_t *buf, uint64_t off, size_t len)
  * the text offset of every stride-th element. A read then decodes at most
  * stride - 1 elements before its window and only the elements it spans.
  * Strings are measured from their stored length, without reading the
- * heap; other types must be rendered, but a run of identical references
- * (fill values, repeated records) is rendered once. */
+ * heap; other types must be rendered, but a run of consecutive elements
+ * with the same stored bytes (fill values, repeated records) is rendered
+ * once. */
 
 #define VT_STRIDE 1024                    /* elements between two index marks */
 #define VT_MAX_MARKS ((uint64_t)1 << 20)  /* 8 MiB of index at most: the stride grows beyond */
@@ -664,8 +665,20 @@ static void vt_str_decode(vt_str *out, const h5_dataset *d, const uint8_t *p)
 		out->len = 0;
 }
 
-/* Text of one element without its newline: *txt is malloc'd or NULL when
- * the text is empty. */
+/* Just the text length of a string element: measuring every element of a
+ * large dataset is this loop, so it avoids the general decoder. */
+static inline uint32_t vt_str_len(unsigned sizeof_addr, const uint8_t *p)
+{
+	uint32_t len = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+	uint8_t addr_bits = 0;
+
+	for (unsigned i = 0; i < sizeof_addr; i++)
+		addr_bits |= p[4 + i];
+	return addr_bits ? len : 0;   /* address 0: null, as vt_str_decode */
+}
+
+/* Text of one element without its newline: *txt is malloc'd (NULL for an
+ * empty string). */
 static int vt_elem_text(uint8_t **txt, size_t *len, h5_dataset *d, const uint8_t *p)
 {
 	uint8_t *obj = NULL;
@@ -801,10 +814,7 @@ static int vt_build(h5_vtext *vt, h5_dataset *d)
 			if ((i + j) % stride == 0)
 				marks[(i + j) / stride] = total;
 			if (str) {
-				vt_str s;
-
-				vt_str_decode(&s, d, p);
-				len = s.len;
+				len = vt_str_len(d->f->fmt.sizeof_addr, p);
 			} else {
 				const uint8_t *txt;
 
@@ -901,6 +911,10 @@ static int vt_read(h5_dataset *d, const h5_vtext *vt, uint8_t *out, uint64_t off
 	rc = vt_buffers(&batch, &per, &memo, d);
 	if (rc < 0)
 		goto out;
+	if (vt->nmarks == 0) {
+		rc = h5_err_set(H5_ERR_INVAL, "read of %zu bytes from a dataset without elements", len);
+		goto out;
+	}
 	/* the last mark at or before off */
 	while (hi - lo > 1) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -931,13 +945,12 @@ static int vt_read(h5_dataset *d, const h5_vtext *vt, uint8_t *out, uint64_t off
 			size_t tlen;
 
 			if (str) {
-				vt_str s;
-
 				/* strings are measured without the heap: skip the
 				 * ones before the window that way */
-				vt_str_decode(&s, d, p);
-				if (pos + s.len + 1 <= off) {
-					pos += (uint64_t)s.len + 1;
+				uint32_t slen = vt_str_len(d->f->fmt.sizeof_addr, p);
+
+				if (pos + slen + 1 <= off) {
+					pos += (uint64_t)slen + 1;
 					continue;
 				}
 				rc = vt_elem_text(&owned, &tlen, d, p);

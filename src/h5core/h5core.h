@@ -129,7 +129,10 @@ typedef struct h5_dataset h5_dataset;
 
 int h5_dataset_open(h5_dataset **out, h5_file *f, uint64_t addr);
 void h5_dataset_close(h5_dataset *d);
-/* Logical byte size: nelmts * element size (vlen-string datasets: text size). */
+/* Logical byte size: nelmts * element size. A dataset of a type holding
+ * variable-length data reads as text (doc/h5fs.1, MAPPING): its size is
+ * that text's, measured on the first call (one newline per element when
+ * the elements cannot be decoded; reads then report why). */
 uint64_t h5_dataset_size(const h5_dataset *d);
 /* Bytes of storage allocated in the file for this dataset. */
 uint64_t h5_dataset_allocated(const h5_dataset *d);

@@ -13,6 +13,7 @@
 typedef struct h5fuzz_opts {
 	size_t cache_bytes;     /* engine cache budget (h5_open_opts.cache_bytes) */
 	uint64_t max_read;      /* dataset bytes read per input, re-reads included */
+	unsigned nthreads;      /* engine decompression threads (0: 1) */
 	int verbose;            /* print every engine error to stderr */
 } h5fuzz_opts;
 
@@ -28,5 +29,9 @@ void h5fuzz_default_opts(h5fuzz_opts *o);
 /* Open data as an HDF5 image and walk it; aborts on a violated invariant.
  * Returns the open error, or 0 once the walk finished. */
 int h5fuzz_walk(h5fuzz_stats *st, const uint8_t *data, size_t size, const h5fuzz_opts *opts);
+/* The walk alone, over a file already open (several threads may walk the
+ * same file at once, as FUSE threads do); seed picks the read windows. */
+int h5fuzz_walk_file(h5fuzz_stats *st, h5_file *f, uint64_t seed, const h5fuzz_opts *opts);
+uint64_t h5fuzz_seed(const uint8_t *data, size_t size);
 
 #endif

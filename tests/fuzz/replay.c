@@ -1,7 +1,7 @@
 /*
  * replay.c - run the fuzz walk (fuzz_walk.c) over files, without libFuzzer.
  *
- *   replay [-v] [-m MAX_READ_MIB] [FILE|DIR]...
+ *   replay [-v] [-m MAX_READ_MIB] [-t THREADS] [FILE|DIR]...
  *
  * Every FILE, and every regular file under each DIR (recursively, in name
  * order), is read into memory and walked exactly as the fuzzer does. With no
@@ -10,10 +10,15 @@
  * either when absent: that is what `make check` runs, under the normal and
  * the sanitizer build. A crash, a sanitizer report or a violated invariant
  * ends the process; an input the engine rejects with an error passes.
+ *
+ * -t N opens each file once (with N decompression threads) and runs N walks
+ * of it at the same time, as concurrent FUSE requests do: build with
+ * -fsanitize=thread to check the engine's locking.
  */
 #include "fuzz_walk.h"
 
 #include <dirent.h>
+#include <pthread.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +30,7 @@
 
 struct replay {
 	h5fuzz_opts opts;
+	unsigned nwalkers;      /* -t: concurrent walks of one open file */
 	unsigned long nfiles, nopened, nfailed;
 	double longest;
 	char longest_name[4096];
@@ -63,6 +69,62 @@ static int read_whole(uint8_t **out, size_t *len, const char *path)
 	return 0;
 }
 
+struct walker {
+	pthread_t tid;
+	int started;
+	h5_file *f;
+	uint64_t seed;
+	const h5fuzz_opts *opts;
+	h5fuzz_stats st;
+};
+
+static void *walker_main(void *arg)
+{
+	struct walker *wk = arg;
+
+	h5fuzz_walk_file(&wk->st, wk->f, wk->seed, wk->opts);
+	return NULL;
+}
+
+/* -t: one open file, nwalkers walks at once; stats are summed. */
+static void walk_concurrent(h5fuzz_stats *st, const uint8_t *buf, size_t len, const struct replay *r)
+{
+	struct walker wk[64];
+	h5_open_opts oo;
+	h5_file *f = NULL;
+	unsigned i, n = r->nwalkers > 64 ? 64 : r->nwalkers;
+
+	memset(st, 0, sizeof(*st));
+	memset(&oo, 0, sizeof(oo));
+	oo.cache_bytes = r->opts.cache_bytes;
+	oo.nthreads = n;
+	st->open_rc = h5_file_open_mem(&f, buf, len, &oo);
+	if (st->open_rc < 0)
+		return;
+	for (i = 0; i < n; i++) {
+		memset(&wk[i], 0, sizeof(wk[i]));
+		wk[i].f = f;
+		wk[i].seed = h5fuzz_seed(buf, len) + i;
+		wk[i].opts = &r->opts;
+		wk[i].started = pthread_create(&wk[i].tid, NULL, walker_main, &wk[i]) == 0;
+		if (!wk[i].started)
+			walker_main(&wk[i]);
+	}
+	for (i = 0; i < n; i++) {
+		if (wk[i].started)
+			pthread_join(wk[i].tid, NULL);
+		st->objects += wk[i].st.objects;
+		st->groups += wk[i].st.groups;
+		st->datasets += wk[i].st.datasets;
+		st->links += wk[i].st.links;
+		st->attrs += wk[i].st.attrs;
+		st->bytes_read += wk[i].st.bytes_read;
+		st->errors += wk[i].st.errors;
+		st->lookup_mismatch += wk[i].st.lookup_mismatch;
+	}
+	h5_file_close(f);
+}
+
 static void replay_file(struct replay *r, const char *path)
 {
 	h5fuzz_stats st;
@@ -79,7 +141,10 @@ static void replay_file(struct replay *r, const char *path)
 	if (r->opts.verbose)
 		fprintf(stderr, "%s\n", path);
 	t = now();
-	h5fuzz_walk(&st, buf, len, &r->opts);
+	if (r->nwalkers > 1)
+		walk_concurrent(&st, buf, len, r);
+	else
+		h5fuzz_walk(&st, buf, len, &r->opts);
 	t = now() - t;
 	free(buf);
 	if (st.open_rc == 0)
@@ -181,10 +246,12 @@ int main(int argc, char **argv)
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		if (!strcmp(argv[i], "-v")) {
 			r.opts.verbose = 1;
+		} else if (!strcmp(argv[i], "-t") && i + 1 < argc) {
+			r.nwalkers = (unsigned)strtoul(argv[++i], NULL, 10);
 		} else if (!strcmp(argv[i], "-m") && i + 1 < argc) {
 			r.opts.max_read = strtoull(argv[++i], NULL, 10) << 20;
 		} else {
-			fprintf(stderr, "usage: %s [-v] [-m MAX_READ_MIB] [FILE|DIR]...\n", argv[0]);
+			fprintf(stderr, "usage: %s [-v] [-m MAX_READ_MIB] [-t THREADS] [FILE|DIR]...\n", argv[0]);
 			return 2;
 		}
 	}

@@ -26,9 +26,14 @@ H5FS_LS = os.environ.get("H5FS_LS", os.path.join(BUILDDIR, "h5fs-ls"))
 MOUNT_WAIT = 10.0      # seconds for a mount to appear
 UNMOUNT_WAIT = 10.0
 MAX_COMPARE = 64 << 20  # datasets larger than this are not byte-compared
-# Chunked reading is being written in parallel: until it lands, chunked
-# mismatches are reported but do not fail a test unless this is set.
-CHUNKED_STRICT = os.environ.get("H5FS_CHUNKED_STRICT", "0") == "1"
+# Chunked (and virtual) mismatches fail a test; H5FS_CHUNKED_STRICT=0 only
+# reports them.  Either way the known-unsupported cases below are accepted
+# as EIO when the daemon logs why.
+CHUNKED_STRICT = os.environ.get("H5FS_CHUNKED_STRICT", "1") == "1"
+# Filters libhdf5 may decode (a plugin) that h5fs does not implement on
+# purpose (README, "Limitations"): such a dataset must answer EIO, with a
+# log line naming the filter id.
+UNSUPPORTED_FILTERS = {32013: "zfp"}
 
 
 def skip(why):
@@ -224,7 +229,7 @@ def symlink_text(dirpath, target):
 
 class Entry:
     __slots__ = ("kind", "addr", "rc", "target", "layout", "size", "data", "why", "dtype",
-                 "raw_target", "parent_addr", "targets", "appendable")
+                 "raw_target", "parent_addr", "targets", "appendable", "filters")
 
     def __init__(self, kind):
         self.kind = kind          # "dir", "file", "link"
@@ -240,6 +245,29 @@ class Entry:
         self.raw_target = None    # soft link value as stored
         self.parent_addr = None
         self.targets = None       # acceptable readlink() texts
+        self.filters = ()         # filter ids of the pipeline
+
+
+def known_unsupported(e):
+    """The text h5fs logs when it refuses to read e on purpose (a virtual
+    dataset, a filter in UNSUPPORTED_FILTERS), or None."""
+    if e.layout == "virtual":
+        return "virtual dataset layout"
+    for fid in e.filters or ():
+        if fid in UNSUPPORTED_FILTERS:
+            return "%d" % fid
+    return None
+
+
+def check_logs(rep, output):
+    """Each EIO compare() accepted as a known limitation must have its log
+    line naming the dataset and the reason."""
+    lines = output.splitlines()
+    for p, needle in rep.expect_log:
+        if not any(p + " " in ln + " " and "EIO" in ln and needle in ln for ln in lines):
+            rep.bad("%s: EIO accepted as known-unsupported (%s), but no log line says so" % (p, needle),
+                    chunked=True)
+    rep.expect_log = []
 
 
 def _has_vlen(tid, depth=0):
@@ -400,6 +428,11 @@ def _walk(f, g, prefix, tree, stack, max_depth):
                 e.layout = layout_name(ds)
                 e.appendable = appendable(f, ds)
                 try:
+                    pl = ds.id.get_create_plist()
+                    e.filters = tuple(pl.get_filter(i)[0] for i in range(pl.get_nfilters()))
+                except Exception:
+                    pass
+                try:
                     e.dtype = str(ds.dtype)
                 except Exception:
                     e.dtype = "class %d" % ds.id.get_type().get_class()
@@ -470,6 +503,7 @@ class Report:
         self.notes = []
         self.compared = 0
         self.chunked_ok = 0
+        self.expect_log = []    # (path, text): EIOs accepted as known-unsupported
 
     def bad(self, msg, chunked=False):
         (self.chunked_fail if chunked else self.fail).append(msg)
@@ -551,6 +585,8 @@ def _compare(expected, root_addr, mnt, rep, windows, seed, compare_names, eio_ok
         a = actual.get(p)
         if e.kind != "file" or e.data is None or not a or a[0] != "file" or not e.data:
             continue
+        if known_unsupported(e):
+            continue        # EIO (or no extent): the whole read below checks it
         try:
             fd = os.open(mnt + p, os.O_RDONLY)
         except OSError as ex:
@@ -624,13 +660,23 @@ def _compare(expected, root_addr, mnt, rep, windows, seed, compare_names, eio_ok
         if e.rc and st.st_nlink != e.rc:
             rep.bad("%s: st_nlink %d, object reference count %d" % (p, st.st_nlink, e.rc))
         chunked = e.layout in ("chunked", "virtual")
-        if e.size is not None and st.st_size != e.size:
+        known = known_unsupported(e)
+        if known and e.layout == "virtual" and e.size is not None and st.st_size != e.size:
+            # the extent of a VDS comes from its source files, which h5fs
+            # does not read: the stored one is shown, reads answer EIO
+            rep.notes.append("%s: st_size %d, h5py %d (accepted: %s)" % (p, st.st_size, e.size, known))
+            if st.st_size == 0:
+                continue
+            want = None         # no bytes can be right: EIO
+        elif e.size is not None and st.st_size != e.size:
             rep.bad("%s: st_size %d, expected %d (%s, %s)" % (p, st.st_size, e.size, e.layout, e.dtype),
                     chunked=chunked)
             continue
-        if e.data is None:
-            rep.notes.append("%s: bytes not compared (%s)" % (p, e.why))
-            continue
+        else:
+            want = e.data
+            if want is None:
+                rep.notes.append("%s: bytes not compared (%s)" % (p, e.why))
+                continue
         try:
             with open(mnt + p, "rb") as fh:
                 got = fh.read()
@@ -640,7 +686,14 @@ def _compare(expected, root_addr, mnt, rep, windows, seed, compare_names, eio_ok
             if eio_ok and ex.errno == errno.EIO:
                 rep.notes.append("%s: read: EIO (accepted: hostile file)" % p)
                 continue
+            if known and ex.errno == errno.EIO:
+                rep.notes.append("%s: read: EIO (accepted: %s)" % (p, known))
+                rep.expect_log.append((p, known))
+                continue
             rep.bad("%s: read: %s (%s, %s)" % (p, ex, e.layout, e.dtype), chunked=chunked)
+            continue
+        if want is None:
+            rep.bad("%s: read %d bytes of a %s dataset, expected EIO" % (p, len(got), known), chunked=chunked)
             continue
         if got != e.data:
             rep.bad("%s: %d bytes read, %d expected, first difference at byte %d (%s, %s)" % (

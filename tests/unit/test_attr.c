@@ -1174,12 +1174,542 @@ START_TEST(corpus_corrupt)
 }
 END_TEST
 
+/* ---- datasets of variable-length types read as text (dataset.c) ------------- */
+
+/* Written by h5py; for every dataset NAME, NAME.txt holds the text built
+ * from h5py's values and NAME.off the file offset of its contiguous
+ * storage (-1 when chunked), so tests can patch single elements. */
+static const char *vl_script =
+	"import sys, os\n"
+	"import numpy as np, h5py\n"
+	"d = sys.argv[1]\n"
+	"s = h5py.string_dtype()\n"
+	"out = {}\n"
+	"def lines(vals):\n"
+	"    return b''.join(v + b'\\n' for v in vals)\n"
+	"with h5py.File(os.path.join(d, 'vl.h5'), 'w') as f:\n"
+	"    w = ['one', '', 'caf\\u00e9', 'two\\nlines', 'x' * 5000]\n"
+	"    f.create_dataset('words', data=np.array(w, dtype=object), dtype=s)\n"
+	"    out['words'] = lines([x.encode() for x in w])\n"
+	"    big = ['%d%s' % (i, 'y' * (i % 23)) for i in range(100000)]\n"
+	"    big[7] = ''\n"
+	"    f.create_dataset('big', data=np.array(big, dtype=object), dtype=s)\n"
+	"    out['big'] = lines([x.encode() for x in big])\n"
+	"    f.create_dataset('bigz', data=np.array(big, dtype=object), dtype=s, chunks=(999,),\n"
+	"                     compression='gzip')\n"
+	"    out['bigz'] = out['big']\n"
+	"    f.create_dataset('grid', data=np.array([['a', 'bb'], ['', 'dddd']], dtype=object), dtype=s)\n"
+	"    out['grid'] = b'a\\nbb\\n\\ndddd\\n'\n"
+	"    f.create_dataset('scalar', data='only', dtype=s)\n"
+	"    out['scalar'] = b'only\\n'\n"
+	"    f.create_dataset('unwritten', shape=(4,), dtype=s)\n"
+	"    out['unwritten'] = b'\\n' * 4\n"
+	"    f.create_dataset('none', shape=(0,), dtype=s)\n"
+	"    out['none'] = b''\n"
+	"    vi = h5py.vlen_dtype(np.dtype('<i4'))\n"
+	"    rag = np.empty(3000, dtype=object)\n"
+	"    for i in range(3000):\n"
+	"        rag[i] = np.arange(i % 5, dtype='<i4') - i\n"
+	"    f.create_dataset('ragged', data=rag, dtype=vi)\n"
+	"    out['ragged'] = lines([('[' + ', '.join(str(int(x)) for x in r) + ']').encode() for r in rag])\n"
+	"    ct = np.dtype([('a', '<i2'), ('b', s)])\n"
+	"    f.create_dataset('cmp', data=np.array([(1, 'x'), (-2, 'q\"\\n')], dtype=ct))\n"
+	"    out['cmp'] = b'{a: 1, b: \"x\"}\\n{a: -2, b: \"q\\\\\"\\\\n\"}\\n'\n"
+	"    f.create_dataset('fixed', data=np.array([b'ab', b'c'], dtype='S3'))\n"
+	"    out['fixed'] = b'ab\\0c\\0\\0'\n"
+	"    for k, v in out.items():\n"
+	"        open(os.path.join(d, k + '.txt'), 'wb').write(v)\n"
+	"        off = f[k].id.get_offset()\n"
+	"        open(os.path.join(d, k + '.off'), 'w').write(str(-1 if off is None else off))\n";
+
+static char vl_dir[64];
+static int vl_ok;
+
+static void vl_setup(void)
+{
+	char script[128], cmd[256];
+	FILE *fp;
+	int rc;
+
+	vl_ok = 0;
+	if (access("/usr/bin/python3", X_OK) != 0)
+		return;
+	snprintf(vl_dir, sizeof(vl_dir), "/tmp/h5fs_test_vlen_XXXXXX");
+	if (!mkdtemp(vl_dir))
+		return;
+	snprintf(script, sizeof(script), "%s/gen.py", vl_dir);
+	fp = fopen(script, "w");
+	if (!fp)
+		return;
+	fputs(vl_script, fp);
+	fclose(fp);
+	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s %s", script, vl_dir);
+	rc = system(cmd);
+	if (rc == -1 || !WIFEXITED(rc) || WEXITSTATUS(rc) != 0) {
+		fprintf(stderr, "test_attr: h5py generator unavailable (status %d): skipping vlen tests\n", rc);
+		return;
+	}
+	vl_ok = 1;
+}
+
+static void vl_teardown(void)
+{
+	char cmd[128];
+
+	if (vl_dir[0] && strncmp(vl_dir, "/tmp/h5fs_test_vlen_", 20) == 0) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", vl_dir);
+		if (system(cmd) != 0)
+			fprintf(stderr, "test_attr: could not remove %s\n", vl_dir);
+	}
+}
+
+static uint8_t *vl_slurp(const char *name, size_t *len)
+{
+	char path[128];
+	FILE *fp;
+	uint8_t *p;
+	long n;
+
+	snprintf(path, sizeof(path), "%s/%s", vl_dir, name);
+	fp = fopen(path, "rb");
+	ck_assert_msg(fp != NULL, "%s", path);
+	ck_assert_int_eq(fseek(fp, 0, SEEK_END), 0);
+	n = ftell(fp);
+	ck_assert(n >= 0);
+	rewind(fp);
+	p = malloc((size_t)n + 1);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_eq(fread(p, 1, (size_t)n, fp), (size_t)n);
+	fclose(fp);
+	*len = (size_t)n;
+	return p;
+}
+
+static int64_t vl_offset(const char *ds)
+{
+	char name[64];
+	size_t len;
+	uint8_t *p;
+	int64_t off;
+
+	snprintf(name, sizeof(name), "%s.off", ds);
+	p = vl_slurp(name, &len);
+	p[len] = 0;
+	off = strtoll((char *)p, NULL, 10);
+	free(p);
+	return off;
+}
+
+static h5_dataset *vl_open(h5_file *f, const char *name)
+{
+	h5_dataset *d = NULL;
+
+	ck_assert_msg(h5_dataset_open(&d, f, resolve(f, name)) == 0, "%s: %s", name, h5_err_msg());
+	return d;
+}
+
+/* The whole text, several windows (marks, element edges, the last byte)
+ * and a window past the end against NAME.txt. */
+static void vl_check(h5_file *f, const char *name)
+{
+	char txt[64];
+	size_t wlen;
+	uint8_t *want, *got;
+	h5_dataset *d = vl_open(f, name);
+	uint64_t size = h5_dataset_size(d);
+	uint32_t seed = 12345;
+
+	snprintf(txt, sizeof(txt), "%s.txt", name + 1);
+	want = vl_slurp(txt, &wlen);
+	ck_assert_msg(size == wlen, "%s: size %llu, text is %zu bytes", name, (unsigned long long)size, wlen);
+	ck_assert_uint_eq(h5_dataset_size(d), size);    /* cached: the same answer */
+	got = malloc(wlen + 1);
+	ck_assert_ptr_nonnull(got);
+	ck_assert_msg(h5_dataset_read(d, got, 0, wlen) == 0, "%s: %s", name, h5_err_msg());
+	ck_assert_msg(memcmp(got, want, wlen) == 0, "%s: text differs", name);
+	for (int i = 0; i < 300 && wlen; i++) {
+		uint64_t off, len;
+
+		seed = seed * 1103515245u + 12345u;
+		off = (seed >> 4) % wlen;
+		seed = seed * 1103515245u + 12345u;
+		len = 1 + (seed >> 4) % (i % 3 == 0 ? 70000 : 40);
+		if (off + len > wlen)
+			len = wlen - off;
+		memset(got, 0xee, len);
+		ck_assert_msg(h5_dataset_read(d, got, off, (size_t)len) == 0, "%s [%llu+%llu]: %s", name,
+			      (unsigned long long)off, (unsigned long long)len, h5_err_msg());
+		ck_assert_msg(memcmp(got, want + off, (size_t)len) == 0, "%s: window [%llu+%llu] differs", name,
+			      (unsigned long long)off, (unsigned long long)len);
+	}
+	if (wlen) {
+		ck_assert_int_eq(h5_dataset_read(d, got, wlen - 1, 1), 0);
+		ck_assert_int_eq(got[0], want[wlen - 1]);
+	}
+	ck_assert_int_eq(h5_dataset_read(d, got, wlen, 1), H5_ERR_INVAL);
+	ck_assert_int_eq(h5_dataset_read(d, got, 0, wlen + 1), H5_ERR_INVAL);
+	ck_assert_int_eq(h5_dataset_read(d, got, wlen, 0), 0);
+	free(got);
+	free(want);
+	h5_dataset_close(d);
+}
+
+START_TEST(vlen_text_matches_h5py)
+{
+	static const char *const names[] = {
+		"/words", "/big", "/bigz", "/grid", "/scalar", "/unwritten", "/none", "/ragged", "/cmp", "/fixed"
+	};
+	h5_file *f;
+
+	if (!vl_ok)
+		return;
+	{
+		char path[128];
+
+		snprintf(path, sizeof(path), "%s/vl.h5", vl_dir);
+		f = NULL;
+		ck_assert_msg(h5_file_open(&f, path, NULL) == 0, "%s", h5_err_msg());
+	}
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		vl_check(f, names[i]);
+	h5_file_close(f);
+}
+END_TEST
+
+/* Windows read on their own, element by element around index marks (every
+ * 1024 elements): each line of /big starts where the text says. */
+START_TEST(vlen_index_marks)
+{
+	char path[128];
+	h5_file *f = NULL;
+	h5_dataset *d;
+	size_t wlen;
+	uint8_t *want, got[64];
+	uint64_t pos = 0;
+
+	if (!vl_ok)
+		return;
+	snprintf(path, sizeof(path), "%s/vl.h5", vl_dir);
+	ck_assert_int_eq(h5_file_open(&f, path, NULL), 0);
+	d = vl_open(f, "/big");
+	want = vl_slurp("big.txt", &wlen);
+	/* a read before any size query measures the text itself */
+	ck_assert_int_eq(h5_dataset_read(d, got, 0, 4), 0);
+	ck_assert_int_eq(memcmp(got, "0\n1y", 4), 0);
+	for (uint64_t i = 0; i < 100000; i++) {
+		const uint8_t *nl = memchr(want + pos, '\n', wlen - pos);
+		uint64_t len = (uint64_t)(nl - (want + pos)) + 1;
+
+		if (i % 1024 == 0 || i % 1024 == 1023 || i % 1024 == 1 || i > 99990) {
+			size_t n = len < sizeof(got) ? (size_t)len : sizeof(got);
+
+			ck_assert_int_eq(h5_dataset_read(d, got, pos, n), 0);
+			ck_assert_msg(memcmp(got, want + pos, n) == 0, "element %llu", (unsigned long long)i);
+			/* a window from the middle of one element into the next */
+			if (pos + len + 2 <= wlen) {
+				ck_assert_int_eq(h5_dataset_read(d, got, pos + len - 1, 3), 0);
+				ck_assert_int_eq(memcmp(got, want + pos + len - 1, 3), 0);
+			}
+		}
+		pos += len;
+	}
+	ck_assert_uint_eq(pos, wlen);
+	free(want);
+	h5_dataset_close(d);
+	h5_file_close(f);
+}
+END_TEST
+
+struct vl_thread {
+	h5_dataset *d;
+	const uint8_t *want;
+	size_t wlen;
+	unsigned seed;
+	int bad;
+};
+
+static void *vl_reader(void *arg)
+{
+	struct vl_thread *t = arg;
+	uint8_t *buf = malloc(20000);
+
+	if (!buf) {
+		t->bad = 1;
+		return NULL;
+	}
+	for (int i = 0; i < 200 && !t->bad; i++) {
+		uint64_t off, len;
+
+		t->seed = t->seed * 1103515245u + 12345u;
+		off = (t->seed >> 4) % t->wlen;
+		t->seed = t->seed * 1103515245u + 12345u;
+		len = 1 + (t->seed >> 4) % 20000;
+		if (off + len > t->wlen)
+			len = t->wlen - off;
+		if (h5_dataset_read(t->d, buf, off, (size_t)len) != 0 || memcmp(buf, t->want + off, (size_t)len) != 0)
+			t->bad = 1;
+	}
+	free(buf);
+	return NULL;
+}
+
+/* Threads share one dataset whose text nobody measured yet. */
+START_TEST(vlen_threads)
+{
+	char path[128];
+	h5_file *f = NULL;
+	h5_dataset *d;
+	size_t wlen;
+	uint8_t *want;
+	pthread_t th[6];
+	struct vl_thread t[6];
+
+	if (!vl_ok)
+		return;
+	snprintf(path, sizeof(path), "%s/vl.h5", vl_dir);
+	ck_assert_int_eq(h5_file_open(&f, path, NULL), 0);
+	d = vl_open(f, "/bigz");
+	want = vl_slurp("bigz.txt", &wlen);
+	for (int i = 0; i < 6; i++) {
+		t[i] = (struct vl_thread){ d, want, wlen, 77u + (unsigned)i, 0 };
+		ck_assert_int_eq(pthread_create(&th[i], NULL, vl_reader, &t[i]), 0);
+	}
+	for (int i = 0; i < 6; i++) {
+		pthread_join(th[i], NULL);
+		ck_assert_msg(!t[i].bad, "thread %d read wrong bytes or failed", i);
+	}
+	ck_assert_uint_eq(h5_dataset_size(d), wlen);
+	free(want);
+	h5_dataset_close(d);
+	h5_file_close(f);
+}
+END_TEST
+
+/* First occurrence of pat[0..n) in buf[0..len), or NULL. */
+static uint8_t *vl_find(uint8_t *buf, size_t len, const char *pat, size_t n)
+{
+	for (size_t i = 0; i + n <= len; i++)
+		if (memcmp(buf + i, pat, n) == 0)
+			return buf + i;
+	return NULL;
+}
+
+/* The file image, to be patched and opened from memory. */
+static uint8_t *vl_image(size_t *len)
+{
+	return vl_slurp("vl.h5", len);
+}
+
+static h5_file *vl_open_mem(const uint8_t *img, size_t len)
+{
+	h5_file *f = NULL;
+
+	ck_assert_msg(h5_file_open_mem(&f, img, len, NULL) == 0, "%s", h5_err_msg());
+	return f;
+}
+
+/* Element i of the contiguous /words: 4-byte length, 8-byte collection
+ * address, 4-byte object index. */
+static uint8_t *vl_elem(uint8_t *img, int64_t base, unsigned i)
+{
+	return img + base + 16 * i;
+}
+
+START_TEST(vlen_null_and_bad_refs)
+{
+	size_t len, n;
+	uint8_t *img, buf[64];
+	int64_t base;
+	h5_file *f;
+	h5_dataset *d;
+
+	if (!vl_ok)
+		return;
+	img = vl_image(&len);
+	base = vl_offset("words");
+	ck_assert(base > 0 && (size_t)base + 5 * 16 <= len);
+
+	/* address 0 is a null string whatever its length: an empty line */
+	memset(vl_elem(img, base, 0) + 4, 0, 8);
+	f = vl_open_mem(img, len);
+	d = vl_open(f, "/words");
+	n = h5_dataset_size(d);
+	ck_assert_uint_eq(n, 1 + 1 + 6 + 10 + 5001);
+	ck_assert_int_eq(h5_dataset_read(d, buf, 0, 9), 0);
+	ck_assert_int_eq(memcmp(buf, "\n\ncaf\xc3\xa9\ntw", 9), 0);
+	h5_dataset_close(d);
+	h5_file_close(f);
+	free(img);
+
+	/* a length beyond the heap object: the size trusts the length, the
+	 * read of that element refuses; the other elements still read */
+	img = vl_image(&len);
+	h5_le_encode(vl_elem(img, base, 2), 1000, 4);
+	f = vl_open_mem(img, len);
+	d = vl_open(f, "/words");
+	ck_assert_uint_eq(h5_dataset_size(d), 4 + 1 + 1001 + 10 + 5001);
+	ck_assert_int_eq(h5_dataset_read(d, buf, 0, 5), 0);
+	ck_assert_int_eq(memcmp(buf, "one\n\n", 5), 0);
+	ck_assert_int_eq(h5_dataset_read(d, buf, 5, 1), H5_ERR_FORMAT);
+	ck_assert_ptr_nonnull(strstr(h5_err_msg(), "global heap object"));
+	ck_assert_ptr_nonnull(strstr(h5_err_msg(), "element 2"));
+	/* skipping over the bad element needs only its length */
+	ck_assert_int_eq(h5_dataset_read(d, buf, 4 + 1 + 1001, 4), 0);
+	ck_assert_int_eq(memcmp(buf, "two\n", 4), 0);
+	h5_dataset_close(d);
+	h5_file_close(f);
+	free(img);
+
+	/* a heap address outside the file, an object index the collection
+	 * lacks, the largest length */
+	for (int k = 0; k < 3; k++) {
+		img = vl_image(&len);
+		if (k == 0)
+			h5_le_encode(vl_elem(img, base, 0) + 4, (uint64_t)len + 4096, 8);
+		else if (k == 1)
+			h5_le_encode(vl_elem(img, base, 0) + 12, 60000, 4);
+		else
+			h5_le_encode(vl_elem(img, base, 0), 0xffffffffu, 4);
+		f = vl_open_mem(img, len);
+		d = vl_open(f, "/words");
+		n = h5_dataset_size(d);
+		ck_assert_uint_eq(n, (k == 2 ? 0xffffffffull + 1 : 4) + 1 + 6 + 10 + 5001);
+		ck_assert_int_eq(h5_dataset_read(d, buf, 0, 1), H5_ERR_FORMAT);
+		ck_assert_ptr_nonnull(strstr(h5_err_msg(), "0x"));
+		h5_dataset_close(d);
+		h5_file_close(f);
+		free(img);
+	}
+}
+END_TEST
+
+/* Damage to the global heap itself (III.E "GCOL"). */
+START_TEST(vlen_bad_heap)
+{
+	size_t len;
+	uint8_t *img, *gcol, buf[16];
+	h5_file *f;
+	h5_dataset *d;
+
+	if (!vl_ok)
+		return;
+	img = vl_image(&len);
+	gcol = vl_find(img, len, "GCOL", 4);
+	ck_assert_ptr_nonnull(gcol);
+	for (; gcol; gcol = vl_find(gcol, len - (size_t)(gcol - img), "GCOL", 4))
+		memcpy(gcol, "GCOX", 4);
+	f = vl_open_mem(img, len);
+
+	/* strings: measured from their lengths, reading them fails */
+	d = vl_open(f, "/words");
+	ck_assert_uint_eq(h5_dataset_size(d), 4 + 1 + 6 + 10 + 5001);
+	ck_assert_int_eq(h5_dataset_read(d, buf, 0, 1), H5_ERR_FORMAT);
+	ck_assert_ptr_nonnull(strstr(h5_err_msg(), "global heap"));
+	ck_assert_ptr_nonnull(strstr(h5_err_msg(), "signature"));
+	h5_dataset_close(d);
+
+	/* sequences must be rendered to be measured: the size falls back to
+	 * one newline per element and every read reports the damage, the
+	 * same way each time */
+	d = vl_open(f, "/ragged");
+	ck_assert_uint_eq(h5_dataset_size(d), 3000);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(h5_dataset_read(d, buf, 0, 1), H5_ERR_FORMAT);
+		ck_assert_ptr_nonnull(strstr(h5_err_msg(), "signature"));
+		ck_assert_ptr_nonnull(strstr(h5_err_msg(), "element"));
+	}
+	h5_dataset_close(d);
+	h5_file_close(f);
+	free(img);
+
+	/* the first collection (holding /words) claims more bytes than the
+	 * file has, or fewer than its objects need */
+	for (int k = 0; k < 2; k++) {
+		img = vl_image(&len);
+		gcol = vl_find(img, len, "GCOL", 4);
+		h5_le_encode(gcol + 8, k == 0 ? (uint64_t)len * 2 : 64, 8);
+		f = vl_open_mem(img, len);
+		d = vl_open(f, "/words");
+		ck_assert_int_eq(h5_dataset_read(d, buf, 0, 1), H5_ERR_FORMAT);
+		ck_assert_ptr_nonnull(strstr(h5_err_msg(), "global heap at 0x"));
+		h5_dataset_close(d);
+		h5_file_close(f);
+		free(img);
+	}
+}
+END_TEST
+
+/* A string type too small to hold a heap reference. */
+START_TEST(vlen_small_type)
+{
+	size_t len;
+	uint8_t *img, *p, buf[4];
+	h5_file *f;
+	h5_dataset *d;
+	int hits = 0;
+
+	if (!vl_ok)
+		return;
+	img = vl_image(&len);
+	/* datatype message: class 9 version 1, bits: string (1), UTF-8 (1 << 8), size 16 */
+	for (p = img; (p = vl_find(p, len - (size_t)(p - img), "\x19\x01\x01\x00\x10\x00\x00\x00", 8)) != NULL; p++) {
+		p[4] = 8;
+		hits++;
+	}
+	ck_assert_int_gt(hits, 0);
+	f = vl_open_mem(img, len);
+	d = vl_open(f, "/words");
+	ck_assert_uint_eq(h5_dataset_size(d), 5);       /* the fallback: one newline each */
+	ck_assert_int_eq(h5_dataset_read(d, buf, 0, 1), H5_ERR_FORMAT);
+	ck_assert_ptr_nonnull(strstr(h5_err_msg(), "heap reference"));
+	h5_dataset_close(d);
+	h5_file_close(f);
+	free(img);
+}
+END_TEST
+
+START_TEST(vlen_reserved)
+{
+	char path[128];
+	h5_file *f = NULL;
+	void *v = NULL;
+	size_t len;
+
+	if (!vl_ok)
+		return;
+	snprintf(path, sizeof(path), "%s/vl.h5", vl_dir);
+	ck_assert_int_eq(h5_file_open(&f, path, NULL), 0);
+	XA(f, "/words", "user.h5.dtype", "|O");
+	XA(f, "/words", "user.h5.text", "strings");
+	XA(f, "/grid", "user.h5.shape", "2,2");
+	XA(f, "/ragged", "user.h5.dtype", "|O");
+	XA(f, "/ragged", "user.h5.text", "values");
+	XA(f, "/ragged", "user.h5.fill", "[]");
+	XA(f, "/cmp", "user.h5.dtype", "|O");
+	XA(f, "/cmp", "user.h5.text", "values");
+	XA(f, "/cmp", "user.h5.descr", "[('a', '<i2'), ('b', '|O')]");
+	XA(f, "/fixed", "user.h5.dtype", "|S3");
+	ck_assert_int_eq(h5_xattr_get(&v, &len, f, resolve(f, "/fixed"), "user.h5.text", 0), H5_ERR_NOTFOUND);
+	{
+		char *l = list_str(f, "/words", NULL);
+
+		ck_assert_ptr_nonnull(strstr(l, "|user.h5.text|"));
+		free(l);
+		l = list_str(f, "/fixed", NULL);
+		ck_assert_ptr_null(strstr(l, "user.h5.text"));
+		free(l);
+	}
+	h5_file_close(f);
+}
+END_TEST
+
 static Suite *attr_suite(void)
 {
 	Suite *s = suite_create("attr");
 	TCase *tc = tcase_create("decode");
 	TCase *tv = tcase_create("value");
 	TCase *te = tcase_create("h5py");
+	TCase *tvl = tcase_create("vlen");
 
 	tcase_add_test(tc, attr_decode_versions);
 	tcase_add_test(tc, attr_decode_v1_padding);
@@ -1208,6 +1738,17 @@ static Suite *attr_suite(void)
 	tcase_add_test(te, corpus_values);
 	tcase_add_test(te, corpus_corrupt);
 	suite_add_tcase(s, te);
+
+	tcase_set_timeout(tvl, 120);
+	tcase_add_unchecked_fixture(tvl, vl_setup, vl_teardown);
+	tcase_add_test(tvl, vlen_text_matches_h5py);
+	tcase_add_test(tvl, vlen_index_marks);
+	tcase_add_test(tvl, vlen_threads);
+	tcase_add_test(tvl, vlen_null_and_bad_refs);
+	tcase_add_test(tvl, vlen_bad_heap);
+	tcase_add_test(tvl, vlen_small_type);
+	tcase_add_test(tvl, vlen_reserved);
+	suite_add_tcase(s, tvl);
 	return s;
 }
 
