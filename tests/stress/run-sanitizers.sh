@@ -2,35 +2,41 @@
 # Sanitizer and concurrency checks (issue "No input crashes, hangs or fools
 # h5fs"), for CI after contrib/run-tests.sh:
 #
-#   1. ASan+UBSan build (configure --enable-sanitizers): the whole `make
-#      check` (unit tests, and the integration tests whose daemon runs
-#      under ASan too; h5fs_testlib fails a test on any sanitizer report in
-#      the daemon's output, LeakSanitizer's at exit included);
-#   2. tests/stress/stress.py against the ASan daemon (16 threads, 1 MiB
-#      cache, every byte checked);
-#   3. tests/stress/growth.py (fd count constant, RSS bounded) against a
-#      plain build (ASan's allocator and fake stacks make RSS meaningless;
-#      its leak check at exit already ran in steps 1 and 2);
-#   4. ThreadSanitizer build (configure --enable-tsan when configure has it,
-#      else CFLAGS=-fsanitize=thread): `make check` and stress.py with the
-#      TSan daemon.
+#   1. ASan+UBSan build (configure --enable-sanitizers), then with its
+#      daemon: the whole `make check` (h5fs_testlib fails a test on any
+#      sanitizer report in the daemon's output, LeakSanitizer's at exit
+#      included), stress.py (16 threads, 1 MiB cache, concurrent appends,
+#      every byte checked), append_race.py (readers at the end of datasets
+#      being appended to) and corpus_mt.py (8 threads on every corpus file,
+#      hostile ones included);
+#   2. growth.py (fd count constant, RSS bounded) against a plain build:
+#      ASan's allocator and fake stacks make RSS meaningless, and its leak
+#      check at exit already ran in step 1;
+#   3. ThreadSanitizer build (configure --enable-tsan when configure has it,
+#      else CFLAGS=-fsanitize=thread): `make check`, stress.py and
+#      append_race.py with the TSan daemon.
 #
 #   tests/stress/run-sanitizers.sh [BUILD_DIR]      (default ./build-sanitizers)
 #
 # Environment: H5FS_STRESS_SECONDS (default here 30), H5FS_GROWTH_CYCLES
-# (default here 20000), H5FS_SANI_TSAN=0 to skip step 4, H5FS_SANI_CHECK=0 to
-# skip both `make check` runs, JOBS (2).  About 7 minutes on 2 cores.
+# (default here 20000), H5FS_CORPUS_MT_SECONDS (default here 0.2 per file),
+# H5FS_SANI_TSAN=0 to skip step 3, H5FS_SANI_CHECK=0 to skip the `make
+# check` runs, H5FS_SANI_CORPUS=0 to skip corpus_mt.py, JOBS (2).
+# About 10 minutes on 2 cores.
 set -euo pipefail
 
-src=$(cd "$(dirname "$0")/../.." && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../.." && pwd)
 build=$(mkdir -p "${1:-build-sanitizers}" && cd "${1:-build-sanitizers}" && pwd)
 export H5FS_STRESS_SECONDS=${H5FS_STRESS_SECONDS:-30}
 export H5FS_GROWTH_CYCLES=${H5FS_GROWTH_CYCLES:-20000}
+export H5FS_CORPUS_MT_SECONDS=${H5FS_CORPUS_MT_SECONDS:-0.2}
 jobs=${JOBS:-2}
+py=/usr/bin/python3
 # UBSan aborts on the first error (configure adds -fno-sanitize-recover);
 # the stack trace makes the report usable.
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1}
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1}
 export TSAN_OPTIONS=${TSAN_OPTIONS:-second_deadlock_stack=1:halt_on_error=0}
 
 step() { printf '\n=== %s (%s)\n' "$*" "$(date +%T)"; }
@@ -43,8 +49,12 @@ if [ ! -x "$src/configure" ] || [ -f "$src/config.status" ]; then
 	rm -rf "$copy" && mkdir -p "$copy"
 	(cd "$src" && git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$copy")
 	(cd "$copy" && autoreconf -fi >/dev/null 2>&1)
+	# the corpus lies beside the source tree (../shared)
+	export H5FS_CORPUS=${H5FS_CORPUS:-$src/../shared/corpus/hdf5-testfiles}
 	src=$copy
 fi
+# the scripts under test are the copied ones
+stress=$src/tests/stress
 
 configure_in() { # DIR ARGS...: configure once per DIR
 	local dir=$1
@@ -56,37 +66,47 @@ configure_in() { # DIR ARGS...: configure once per DIR
 }
 
 show_logs() { # DIR: the failing tests' logs
-	(cd "$1" && for f in $(grep -l '^:test-result: \(FAIL\|ERROR\)' tests/*/*.trs 2>/dev/null); do
+	(cd "$1" && grep -l '^:test-result: \(FAIL\|ERROR\)' tests/*/*.trs 2>/dev/null | while read -r f; do
 		echo "----- ${f%.trs}.log"
 		tail -n 150 "${f%.trs}.log"
 	done)
 }
 
-fail=0
+failed=()
+run() { # LABEL COMMAND...: run, remember a failure, go on
+	local label=$1
+	shift
+	step "$label"
+	"$@" || failed+=("$label")
+}
+
+check_in() { # DIR LABEL
+	step "make check: $2"
+	if ! make -C "$1" -j"$jobs" check; then
+		show_logs "$1"
+		failed+=("make check: $2")
+	fi
+}
+
 t0=$SECONDS
 
 asan=$build/asan
 step "ASan+UBSan build in $asan"
 configure_in "$asan" --enable-sanitizers
 make -C "$asan" -s -j"$jobs" >/dev/null
-if [ "${H5FS_SANI_CHECK:-1}" != 0 ]; then
-	step "make check under ASan+UBSan"
-	if ! make -C "$asan" -j"$jobs" check; then
-		show_logs "$asan"
-		fail=1
-	fi
-fi
-
-export H5FS_BUILDDIR=$asan
-step "stress.py (${H5FS_STRESS_SECONDS} s) against the ASan daemon"
-H5FS_BIN=$asan/h5fs /usr/bin/python3 "$src/tests/stress/stress.py" || fail=1
+[ "${H5FS_SANI_CHECK:-1}" = 0 ] || check_in "$asan" "ASan+UBSan"
+export H5FS_BUILDDIR=$asan H5FS_BIN=$asan/h5fs
+run "stress.py (${H5FS_STRESS_SECONDS} s), ASan" $py "$stress/stress.py"
+run "append_race.py, ASan" $py "$stress/append_race.py"
+[ "${H5FS_SANI_CORPUS:-1}" = 0 ] ||
+	run "corpus_mt.py (${H5FS_CORPUS_MT_SECONDS} s per file), ASan" $py "$stress/corpus_mt.py"
 
 plain=$build/plain
 step "plain build in $plain"
 configure_in "$plain"
 make -C "$plain" -s -j"$jobs" h5fs >/dev/null
-step "growth.py (${H5FS_GROWTH_CYCLES} cycles) against the plain daemon"
-H5FS_BUILDDIR=$plain H5FS_BIN=$plain/h5fs /usr/bin/python3 "$src/tests/stress/growth.py" || fail=1
+export H5FS_BUILDDIR=$plain H5FS_BIN=$plain/h5fs
+run "growth.py (${H5FS_GROWTH_CYCLES} cycles), plain build" $py "$stress/growth.py"
 
 if [ "${H5FS_SANI_TSAN:-1}" != 0 ]; then
 	tsan=$build/tsan
@@ -97,22 +117,18 @@ if [ "${H5FS_SANI_TSAN:-1}" != 0 ]; then
 		configure_in "$tsan" CFLAGS="-fsanitize=thread -g -O1" LDFLAGS=-fsanitize=thread
 	fi
 	make -C "$tsan" -s -j"$jobs" >/dev/null
-	if [ "${H5FS_SANI_CHECK:-1}" != 0 ]; then
-		step "make check under TSan"
-		if ! make -C "$tsan" -j"$jobs" check; then
-			show_logs "$tsan"
-			fail=1
-		fi
-	fi
-	export H5FS_BUILDDIR=$tsan
-	step "stress.py (${H5FS_STRESS_SECONDS} s) against the TSan daemon"
-	H5FS_BIN=$tsan/h5fs /usr/bin/python3 "$src/tests/stress/stress.py" || fail=1
+	unset H5FS_BIN H5FS_BUILDDIR
+	[ "${H5FS_SANI_CHECK:-1}" = 0 ] || check_in "$tsan" "TSan"
+	export H5FS_BUILDDIR=$tsan H5FS_BIN=$tsan/h5fs
+	run "stress.py (${H5FS_STRESS_SECONDS} s), TSan" $py "$stress/stress.py"
+	run "append_race.py, TSan" $py "$stress/append_race.py"
 fi
 
 step "done in $((SECONDS - t0)) s"
-if [ $fail = 0 ]; then
+if [ ${#failed[@]} = 0 ]; then
 	echo "sanitizers: 1 passed, 0 failed"
-else
-	echo "sanitizers: 0 passed, 1 failed"
+	exit 0
 fi
-exit $fail
+printf 'FAILED: %s\n' "${failed[@]}"
+echo "sanitizers: 0 passed, 1 failed"
+exit 1
