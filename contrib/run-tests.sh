@@ -17,3 +17,6 @@ if [ "$status" -ne 0 ]; then
 	tail -n 300 test-suite.log 2>/dev/null || true
 	exit "$status"
 fi
+# The same suites again under ASan+UBSan and ThreadSanitizer, plus the
+# stress, race and fd/memory-growth tests (tests/stress/run-sanitizers.sh).
+./tests/stress/run-sanitizers.sh build-sanitizers

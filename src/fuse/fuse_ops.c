@@ -32,6 +32,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -82,6 +83,11 @@ struct kind_ent {
 	h5_obj_kind kind;
 };
 
+/* A node of a circular list with a sentinel (struct h5fs: open handles). */
+struct hlink {
+	struct hlink *prev, *next;
+};
+
 struct h5fs {
 	h5_file *f;
 	h5fs_config cfg;
@@ -102,6 +108,10 @@ struct h5fs {
 	size_t kinds_cap, nkinds;
 	/* appends replace a node's ds and st: readers of either hold it shared */
 	pthread_rwlock_t ds_lock;
+	/* Open directory snapshots and write handles (under lock): when FILE
+	 * is unmounted while some are open, the kernel drops their pending
+	 * RELEASE requests, so h5fs_free() frees what is left. */
+	struct hlink open_dirs, open_wfiles;
 	struct fuse_session *se;        /* for notify_inval_inode (h5fs_set_session) */
 };
 
@@ -191,14 +201,15 @@ static void reply_h5err_obj(h5fs *fs, fuse_req_t req, int rc, const char *op, co
 {
 	int e = h5fs_errno(rc);
 	char where[48] = "";
+	const char *dir = name ? (path ? path : "") : show_path(path);   /* "/x", not "//x" */
 
 	if (addr != UINT64_MAX)
 		snprintf(where, sizeof(where), " (object header 0x%llx)", (unsigned long long)addr);
 	if (e == EIO)
-		fs_log(fs, LOG_ERR, "%s %s%s%s%s: EIO: %s", op, show_path(path), name ? "/" : "",
+		fs_log(fs, LOG_ERR, "%s %s%s%s%s: EIO: %s", op, dir, name ? "/" : "",
 		       name ? name : "", where, h5_err_msg());
 	else
-		fs_log(fs, LOG_DEBUG, "%s %s%s%s%s: %s (%s)", op, show_path(path), name ? "/" : "",
+		fs_log(fs, LOG_DEBUG, "%s %s%s%s%s: %s (%s)", op, dir, name ? "/" : "",
 		       name ? name : "", where, strerror(e), h5_err_msg());
 	fuse_reply_err(req, e);
 }
@@ -753,6 +764,8 @@ int h5fs_new(h5fs **out, h5_file *f, const h5fs_config *cfg)
 	fs->next_synth = 1;
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_rwlock_init(&fs->ds_lock, NULL);
+	fs->open_dirs.prev = fs->open_dirs.next = &fs->open_dirs;
+	fs->open_wfiles.prev = fs->open_wfiles.next = &fs->open_wfiles;
 	fs->nodes_cap = fs->synth_cap = fs->kinds_cap = 1024;
 	fs->nodes = calloc(fs->nodes_cap, sizeof(*fs->nodes));
 	fs->synth = calloc(fs->synth_cap, sizeof(*fs->synth));
@@ -785,12 +798,15 @@ out:
 	return 0;
 }
 
+static void handles_free(h5fs *fs);
+
 void h5fs_free(h5fs *fs)
 {
 	size_t i;
 
 	if (!fs)
 		return;
+	handles_free(fs);
 	for (i = 0; fs->nodes && i < fs->nodes_cap; i++) {
 		struct node *n = fs->nodes[i];
 
@@ -972,7 +988,8 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 {
-	struct node *n = node_get(fuse_req_userdata(req), ino);
+	h5fs *fs = fuse_req_userdata(req);
+	struct node *n = node_get(fs, ino);
 
 	if (!n) {
 		fuse_reply_err(req, ESTALE);
@@ -980,6 +997,14 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	}
 	if (n->type != NT_LINK) {
 		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	/* The kernel takes at most PATH_MAX - 1 bytes: /dev/fuse refuses a
+	 * longer reply, and the caller would see an EIO nobody logged. */
+	if (strlen(n->target) >= PATH_MAX) {
+		fs_log(fs, LOG_WARNING, "readlink %s: target of %zu bytes is longer than PATH_MAX",
+		       show_path(n->path), strlen(n->target));
+		fuse_reply_err(req, ENAMETOOLONG);
 		return;
 	}
 	fuse_reply_readlink(req, n->target);
@@ -995,11 +1020,31 @@ struct dent {
 };
 
 struct dirsnap {
+	struct hlink link;      /* first: fs->open_dirs */
 	size_t n, cap;
 	struct dent *e;
 	size_t skipped;
 	int nomem;
 };
+
+static void handle_add(h5fs *fs, struct hlink *list, struct hlink *h)
+{
+	pthread_mutex_lock(&fs->lock);
+	h->prev = list;
+	h->next = list->next;
+	list->next->prev = h;
+	list->next = h;
+	pthread_mutex_unlock(&fs->lock);
+}
+
+static void handle_del(h5fs *fs, struct hlink *h)
+{
+	pthread_mutex_lock(&fs->lock);
+	h->prev->next = h->next;
+	h->next->prev = h->prev;
+	h->prev = h->next = h;
+	pthread_mutex_unlock(&fs->lock);
+}
 
 static void dirsnap_free(struct dirsnap *d)
 {
@@ -1113,8 +1158,11 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fi->fh = (uint64_t)(uintptr_t)d;
 	fi->keep_cache = 1;
 	fi->cache_readdir = 1;
-	if (fuse_reply_open(req, fi) != 0)
+	handle_add(fs, &fs->open_dirs, &d->link);
+	if (fuse_reply_open(req, fi) != 0) {
+		handle_del(fs, &d->link);
 		dirsnap_free(d);   /* interrupted: no releasedir will come */
+	}
 	return;
 fail:
 	dirsnap_free(d);
@@ -1171,8 +1219,12 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	struct dirsnap *d = (struct dirsnap *)(uintptr_t)fi->fh;
+
 	(void)ino;
-	dirsnap_free((struct dirsnap *)(uintptr_t)fi->fh);
+	if (d)
+		handle_del(fuse_req_userdata(req), &d->link);
+	dirsnap_free(d);
 	fuse_reply_err(req, 0);
 }
 
@@ -1185,6 +1237,7 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
  * are direct_io: the kernel caches no bytes that are not rows yet. */
 
 struct wfile {
+	struct hlink link;      /* first: fs->open_wfiles */
 	h5_appender *a;
 	struct node *n;         /* the kernel holds the inode while it is open */
 	uint64_t seen;          /* committed size the node shows */
@@ -1266,7 +1319,9 @@ static void wfile_open(fuse_req_t req, h5fs *fs, struct node *n, struct fuse_fil
 	w->append = (fi->flags & O_APPEND) != 0;
 	fi->fh = (uint64_t)(uintptr_t)w;
 	fi->direct_io = 1;
+	handle_add(fs, &fs->open_wfiles, &w->link);
 	if (fuse_reply_open(req, fi) != 0) {
+		handle_del(fs, &w->link);
 		h5_append_close(w->a, NULL);   /* interrupted: no release will come */
 		free(w);
 	}
@@ -1354,11 +1409,33 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 	fuse_reply_err(req, 0);
 }
 
+/* Handles whose release never came (FILE unmounted while they were
+ * open): free them at exit, after the session loop. */
+static void handles_free(h5fs *fs)
+{
+	if (!fs->open_dirs.next)
+		return;         /* h5fs_new failed before the lists existed */
+	while (fs->open_dirs.next != &fs->open_dirs) {
+		struct dirsnap *d = (struct dirsnap *)(void *)fs->open_dirs.next;
+
+		handle_del(fs, &d->link);
+		dirsnap_free(d);
+	}
+	while (fs->open_wfiles.next != &fs->open_wfiles) {
+		struct wfile *w = (struct wfile *)(void *)fs->open_wfiles.next;
+
+		handle_del(fs, &w->link);
+		h5_append_close(w->a, NULL);
+		free(w);
+	}
+}
+
 static void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 {
 	size_t partial = 0;
 	int rc;
 
+	handle_del(fs, &w->link);
 	/* flush normally applied everything; bytes written after it (through
 	 * a dup'd descriptor closed later) are handled the same way here, but
 	 * release cannot report errors any more: they are logged */
@@ -1391,9 +1468,15 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		wfile_open(req, fs, n, fi);
 		return;
 	}
-	/* Contents cannot change while mounted, so the page cache stays valid
-	 * across opens. */
-	fi->keep_cache = 1;
+	/* A dataset that can grow (owner's write bit on a read-write mount,
+	 * wfile_open) is read without the page cache: a short read while an
+	 * append is being applied would leave a zero-filled page cached inside
+	 * the new size (tests/stress/append_race.py). Anything else cannot
+	 * change while mounted, so the page cache stays valid across opens. */
+	if (fs_writable(fs) && (n->st.st_mode & S_IWUSR))
+		fi->direct_io = 1;
+	else
+		fi->keep_cache = 1;
 	fuse_reply_open(req, fi);
 }
 

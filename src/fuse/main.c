@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +58,7 @@ struct cli {
 	char *mountpoint;       /* as given: resolved after FILE is checked */
 	int read_only;
 	int verbose;
+	int efl_any;            /* -o efl_any: follow any external file name */
 	int nonopts;
 };
 
@@ -99,6 +101,7 @@ static const struct fuse_opt cli_spec[] = {
 	{ "gid=%s", offsetof(struct cli, gid), 0 },
 	{ "umask=%s", offsetof(struct cli, umask), 0 },
 	FUSE_OPT_KEY("verbose", KEY_VERBOSE),
+	{ "efl_any", offsetof(struct cli, efl_any), 1 },
 	FUSE_OPT_END
 };
 
@@ -126,7 +129,8 @@ static void usage(FILE *out)
 		"h5fs options:\n"
 		"    -o ro                  mount and open FILE read-only: no appends\n"
 		"                           (default: read-write when FILE is writable)\n"
-		"    -o cache_size=MiB      metadata + chunk cache budget (default %zu MiB)\n"
+		"    -o cache_size=MiB      metadata + chunk cache budget (default: 1/16 of\n"
+		"                           the memory, 256 to 2048 MiB; here %zu MiB)\n"
 		"    -o xattr=text|raw      HDF5 attributes as user.* xattrs: readable text\n"
 		"                           (default) or the bytes stored in the file\n"
 		"    -o uid=N               owner of every entry (default: FILE's owner)\n"
@@ -135,6 +139,8 @@ static void usage(FILE *out)
 		"                           0555 & ~M (default: files get FILE's read bits,\n"
 		"                           directories those plus the matching search bits)\n"
 		"    -o verbose             also log informational messages\n"
+		"    -o efl_any             read external data files named by absolute\n"
+		"                           paths or with \"..\" (default: refused, EIO)\n"
 		"\n"
 		"Mount options:\n"
 		"    -o allow_other         allow access by all users (default: only the\n"
@@ -149,7 +155,7 @@ static void usage(FILE *out)
 		"\n"
 		"Exit status: 0 unmounted cleanly, 1 runtime error, 2 usage, 3 cannot open\n"
 		"FILE, 4 not HDF5 or unsupported, 5 corrupt, 6 mount failed.\n",
-		H5_DEFAULT_CACHE_BYTES >> 20);
+		h5_default_cache_bytes() >> 20);
 }
 
 static int cli_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
@@ -317,6 +323,11 @@ int main(int argc, char **argv)
 	int ret = EXIT_USAGE, rc, mounted = 0, handlers = 0, busy_ro = 0;
 	struct stat fst = {0};
 
+	/* Chunks are decoded into 1 MiB-class buffers by many threads; glibc
+	 * gives every thread its own arena and keeps what is freed there, so
+	 * the daemon's resident memory grew far past the cache budget. Two
+	 * arenas keep that bounded without making the threads queue on one. */
+	mallopt(M_ARENA_MAX, 2);
 	memset(&cli, 0, sizeof(cli));
 	memset(&copts, 0, sizeof(copts));
 	memset(&oopts, 0, sizeof(oopts));
@@ -336,7 +347,8 @@ int main(int argc, char **argv)
 			cli.file ? "MOUNTPOINT" : "FILE and MOUNTPOINT");
 		goto out;
 	}
-	oopts.cache_bytes = H5_DEFAULT_CACHE_BYTES;
+	oopts.cache_bytes = h5_default_cache_bytes();
+	oopts.efl_any = cli.efl_any;
 	if (cli.cache_size && parse_cache_size(&oopts.cache_bytes, cli.cache_size) < 0) {
 		fprintf(stderr, "h5fs: invalid -o cache_size=%s (MiB, 1..%lu)\n", cli.cache_size, CACHE_MIB_MAX);
 		goto out;

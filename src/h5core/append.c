@@ -8,41 +8,101 @@
  * they fall into, setting their array elements, and raising dims[0] in the
  * dataspace message (IV.A.2.b).
  *
- * Bytes arrive in any sizes; they are buffered until a batch of complete
- * rows is worth applying (or the file is flushed). One application
- * ("apply") is crash-safe by ordering alone (doc/APPEND.md):
- *   1. new chunks (including a rewritten copy of a partly filled last
- *      chunk) and new copies of every changed EA block, all beyond the end
- *      of allocated space; fsync;
- *   2. the superblock's end-of-file address; fsync;
- *   3. the switch: the EA header in place (or, for a dataset that never had
- *      an index, the layout message's index address); fsync;
- *   4. the modification time, then dims[0] LAST; fsync.
+ * All appenders of one dataset share a stream. Rows are STAGED as they
+ * arrive: complete chunk rows are built (filtered on f->nthreads threads)
+ * and written as new chunks beyond everything any structure references,
+ * and their array elements are set on private copies of the EA blocks.
+ * Nothing on disk points at them yet. A COMMIT makes staged rows visible,
+ * crash-safe by ordering alone (doc/APPEND.md):
+ *   1. the changed EA blocks as new blocks after the chunks; fsync;
+ *   2. only when that space lies beyond the end of allocated space: the
+ *      superblock's EOF address (reserving room ahead); fsync;
+ *   3. the switch: the EA header in place (or, for a dataset that never
+ *      had an index, the layout message's index address); fsync;
+ *   4. the modification time, then dims[0] LAST; fsync only when the
+ *      commit must be durable (fsync(), close).
  * Until 4, readers see the old dims[0], and everything the old dims cover
- * reads the same bytes through either the old or the new index.
+ * reads the same bytes through either the old or the new index. Commits
+ * happen every commit_bytes of rows or commit_ns after the oldest
+ * uncommitted row arrived, and on flush and close. Memory: the rows of
+ * the incomplete chunk row plus one staging batch.
  */
+#define _GNU_SOURCE /* sync_file_range */
 #include "internal.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
-/* Complete rows are applied once this much is buffered (or at flush); at
- * least one chunk row, so that a steady stream does not rewrite the same
- * partial chunk again and again. */
-#define APPEND_BATCH_MIN ((uint64_t)1 << 20)
-#define APPEND_BATCH_MAX ((uint64_t)64 << 20)
-/* Chunk images are collected up to this size before one pwrite. */
-#define APPEND_WBUF ((size_t)1 << 20)
+/* A commit once this many bytes of rows are not committed, or this long
+ * after the oldest of them arrived (H5FS_APPEND_COMMIT_BYTES and
+ * H5FS_APPEND_COMMIT_MS override both, for tests and tuning). */
+#define COMMIT_BYTES ((uint64_t)64 << 20)
+#define COMMIT_MS 1000
+/* ... or once this many array elements are set (bounds the EA writer) */
+#define COMMIT_MAX_ELMTS ((uint64_t)1 << 20)
+/* Rows collected before they are staged: large writes, and for filtered
+ * datasets enough chunks for every thread (at most STAGE_MAX_BYTES). */
+#define STAGE_BYTES ((uint64_t)8 << 20)
+#define STAGE_MAX_BYTES ((uint64_t)64 << 20)
+/* Chunk images built at once (one window); below THREAD_MIN_BYTES of
+ * chunks, threads cost more than they save. */
+#define WINDOW_BYTES ((uint64_t)16 << 20)
+#define WINDOW_JOBS 4096
+#define THREAD_MIN_BYTES ((uint64_t)256 << 10)
+#define MAX_THREADS 64
+/* Room a non-durable commit reserves beyond the end of allocated space, so
+ * that the next commits need no superblock update (doc/APPEND.md). */
+#define RESERVE_MIN ((uint64_t)1 << 20)
+#define RESERVE_MAX ((uint64_t)256 << 20)
+/* Staged chunk images are collected up to this size before one pwrite. */
+#define WBUF_BYTES ((size_t)1 << 20)
 
-struct h5_appender {
+/* One dataset being appended to, shared by all its appenders. The fields
+ * below `lock` are only used under it; `next`, `refs` and `unlinked`
+ * under f->write_lock. Rows [committed, row0) are staged, rows
+ * [row0, row0 + nbuf) are in buf (some of them may be committed already,
+ * as a partly filled chunk row). */
+typedef struct h5_astream {
+	struct h5_astream *next;
+	unsigned refs;
+	bool unlinked;          /* failed and replaced in f->astreams */
+	pthread_mutex_t lock;
 	h5_file *f;
 	uint64_t addr;          /* dataset object header */
-	uint64_t row_bytes;     /* bytes of one row */
-	uint64_t batch;         /* apply when this many complete-row bytes wait */
-	uint64_t committed;     /* dataset bytes as of the last apply (or open) */
-	uint8_t *buf;           /* bytes received and not applied */
-	size_t len, cap;
-	int failed;             /* sticky error after a failed apply */
+	h5_dataset *d;          /* type, fill, filters, dims[1:]: constant while appending */
+	unsigned rank;
+	uint64_t esize, row_bytes;
+	uint64_t dims[H5_MAX_RANK];         /* dims[1:] */
+	uint64_t chunk[H5_MAX_RANK];
+	uint64_t nch[H5_MAX_RANK];          /* chunks per dimension (1:) */
+	uint64_t down[H5_MAX_RANK];         /* EA linearisation over max dims (chunk.c set_down) */
+	uint64_t ncells;                    /* chunks per chunk row */
+	uint64_t crow_bytes;                /* bytes of the rows of one chunk row */
+	bool filtered;
+	bool simple;            /* one chunk per chunk row covering whole rows: its image is the rows */
+	uint64_t stage_rows;    /* stage when this many rows are buffered (whole chunk rows) */
+	uint64_t commit_bytes, commit_ns;
+	uint64_t ea_addr;       /* EA header, UNDEF before the first chunk */
+	uint64_t committed;     /* dims[0] on disk; read without the lock (atomic) */
+	uint64_t row0;          /* first buffered row, the first of a chunk row */
+	uint8_t *buf;
+	uint64_t nbuf, cap;     /* rows buffered / room */
+	h5_ea_writer *ea;       /* elements set since the last commit (NULL: none) */
+	uint64_t nset;
+	uint64_t since;         /* when the oldest uncommitted row arrived (ns) */
+	uint64_t last_end;      /* allocation end after the previous commit */
+	bool unsynced;          /* a commit since the last fsync did not fsync dims[0] */
+	int failed;             /* sticky: set under lock, read under write_lock too (atomic) */
+} h5_astream;
+
+struct h5_appender {
+	h5_astream *s;
+	uint8_t *part;          /* the beginning of a row not complete yet */
+	size_t plen, pcap;
 };
 
 /* ---- what can grow ------------------------------------------------------------ */
@@ -214,246 +274,7 @@ static int find_msgs(const h5_msg **ds, const h5_msg **lay, const h5_ohdr *oh)
 	return 0;
 }
 
-/* ---- open / write / flush / close ------------------------------------------------ */
-
-int h5_append_open(h5_appender **out, h5_file *f, uint64_t dset_addr)
-{
-	h5_dataset *d = NULL;
-	h5_ohdr *oh = NULL;
-	const h5_msg *ds, *lay;
-	h5_appender *a = NULL;
-	uint64_t rb = 0;
-	int rc;
-
-	*out = NULL;
-	if (!f->writable)
-		return h5_err_set(H5_ERR_ROFS, "%s is open read-only", f->path);
-	rc = h5_dataset_open(&d, f, dset_addr);
-	if (rc < 0)
-		return rc;
-	rc = check_layout(d, &rb);
-	if (rc == 0)
-		rc = check_filters(d);
-	if (rc == 0)
-		rc = h5_ohdr_get(&oh, f, dset_addr);
-	if (rc == 0)
-		rc = find_msgs(&ds, &lay, oh);
-	if (rc < 0)
-		goto out;
-	a = calloc(1, sizeof(*a));
-	if (!a) {
-		rc = h5_err_set(H5_ERR_NOMEM, "out of memory opening an appender");
-		goto out;
-	}
-	a->f = f;
-	a->addr = dset_addr;
-	a->row_bytes = rb;
-	a->committed = h5_dataset_size(d);
-	/* at least one chunk row per apply, within [BATCH_MIN, BATCH_MAX] */
-	a->batch = d->layout.chunk[0] <= APPEND_BATCH_MAX / rb ? d->layout.chunk[0] * rb : APPEND_BATCH_MAX;
-	if (a->batch < APPEND_BATCH_MIN)
-		a->batch = APPEND_BATCH_MIN;
-	*out = a;
-out:
-	if (oh)
-		h5_ohdr_release(f, oh);
-	h5_dataset_close(d);
-	if (rc < 0)
-		h5_err_wrap(rc, "dataset at 0x%llx: ", (unsigned long long)dset_addr);
-	return rc;
-}
-
-uint64_t h5_append_size(const h5_appender *a) { return a->committed + a->len; }
-uint64_t h5_append_committed(const h5_appender *a) { return a->committed; }
-size_t h5_append_pending(const h5_appender *a) { return a->len; }
-uint64_t h5_append_row_bytes(const h5_appender *a) { return a->row_bytes; }
-
-/* ---- applying rows --------------------------------------------------------------- */
-
-/* Chunk images go out sequentially from `start`, collected into one pwrite. */
-typedef struct wbuf {
-	h5_file *f;
-	uint64_t start;
-	uint8_t *p;
-	size_t len, cap;
-} wbuf;
-
-static int wb_flush(wbuf *w)
-{
-	int rc = 0;
-
-	if (w->len)
-		rc = h5_file_write(w->f, w->start, w->p, w->len);
-	w->start += w->len;
-	w->len = 0;
-	return rc;
-}
-
-static int wb_put(wbuf *w, const uint8_t *src, size_t n)
-{
-	int rc;
-
-	if (w->len + n > w->cap) {
-		rc = wb_flush(w);
-		if (rc < 0)
-			return rc;
-		if (n > w->cap)
-			return h5_file_write(w->f, (w->start += n) - n, src, n);
-	}
-	memcpy(w->p + w->len, src, n);
-	w->len += n;
-	return 0;
-}
-
-typedef struct apply_ctx {
-	h5_appender *a;
-	h5_file *f;
-	h5_dataset *d;
-	unsigned rank;
-	uint64_t esize;
-	uint64_t n0, n1;                    /* rows before / after */
-	uint64_t dims[H5_MAX_RANK];         /* new dims */
-	uint64_t chunk[H5_MAX_RANK];
-	uint64_t nch[H5_MAX_RANK];          /* chunks per dimension over the new dims */
-	uint64_t down[H5_MAX_RANK];         /* EA linearisation over max dims (chunk.c set_down) */
-	const uint8_t *old_rows;            /* rows [old_first, n0) of the first chunk row */
-	uint64_t old_first;
-	const uint8_t *new_rows;            /* rows [n0, n1) */
-	h5_ea_writer *ea;
-	wbuf wb;
-	uint64_t eoa;
-	uint64_t *old_chunks;               /* replaced chunk addresses (cache invalidation) */
-	size_t nold, old_cap;
-} apply_ctx;
-
-static const uint8_t *row_ptr(const apply_ctx *x, uint64_t row)
-{
-	if (row < x->n0)
-		return x->old_rows + (row - x->old_first) * x->a->row_bytes;
-	return x->new_rows + (row - x->n0) * x->a->row_bytes;
-}
-
-/* Copy the part of rows [lo, hi) that chunk (r, j[1..]) covers into cbuf,
- * which holds fill already. Walks the chunk's box in dims 1..rank-1 as
- * runs along the last dimension. */
-static void chunk_gather(const apply_ctx *x, uint8_t *cbuf, uint64_t r, const uint64_t *j, uint64_t lo, uint64_t hi)
-{
-	unsigned k = x->rank;
-	uint64_t ext[H5_MAX_RANK], idx[H5_MAX_RANK], cstride[H5_MAX_RANK], dstride[H5_MAX_RANK];
-	uint64_t run;
-
-	/* strides in elements: within the chunk and within one dataset row */
-	cstride[k - 1] = 1;
-	dstride[k - 1] = 1;
-	for (unsigned i = k - 1; i-- > 0;) {
-		cstride[i] = cstride[i + 1] * x->chunk[i + 1];
-		dstride[i] = i == 0 ? 0 : dstride[i + 1] * x->dims[i + 1];
-	}
-	for (unsigned i = 1; i < k; i++) {
-		uint64_t start = j[i] * x->chunk[i];
-
-		ext[i] = x->dims[i] - start < x->chunk[i] ? x->dims[i] - start : x->chunk[i];
-	}
-	run = (k == 1 ? 1 : ext[k - 1]) * x->esize;
-	for (uint64_t row = lo; row < hi; row++) {
-		const uint8_t *src = row_ptr(x, row);
-		uint8_t *dst = cbuf + (row - r * x->chunk[0]) * cstride[0] * x->esize;
-
-		if (k == 1) {
-			memcpy(dst, src, (size_t)run);
-			continue;
-		}
-		for (unsigned i = 1; i < k; i++)
-			idx[i] = 0;
-		for (;;) {
-			uint64_t so = 0, co = 0;
-			unsigned i;
-
-			for (i = 1; i < k; i++) {
-				so += (j[i] * x->chunk[i] + idx[i]) * dstride[i];
-				co += idx[i] * cstride[i];
-			}
-			memcpy(dst + co * x->esize, src + so * x->esize, (size_t)run);
-			/* next run: odometer over dims 1..k-2 */
-			for (i = k - 1; i-- > 1;) {
-				if (++idx[i] < ext[i])
-					break;
-				idx[i] = 0;
-			}
-			if (i == 0)
-				break;
-		}
-	}
-}
-
-static int note_old_chunk(apply_ctx *x, uint64_t addr)
-{
-	if (x->nold == x->old_cap) {
-		size_t ncap = x->old_cap ? x->old_cap * 2 : 16;
-		uint64_t *n = realloc(x->old_chunks, ncap * sizeof(*n));
-
-		if (!n)
-			return h5_err_set(H5_ERR_NOMEM, "out of memory");
-		x->old_chunks = n;
-		x->old_cap = ncap;
-	}
-	x->old_chunks[x->nold++] = addr;
-	return 0;
-}
-
-/* Build, filter and place one chunk, then point its array element at it. */
-static int write_chunk(apply_ctx *x, uint64_t r, const uint64_t *j)
-{
-	h5_dataset *d = x->d;
-	uint64_t scaled[H5_MAX_RANK], idx = 0, lo = r * x->chunk[0], hi = lo + x->chunk[0];
-	size_t len = (size_t)d->chunk_bytes;
-	uint8_t *cbuf;
-	h5_chunk_rec rec = { H5_ADDR_UNDEF, 0, 0 };
-	int rc;
-
-	if (lo < x->n0) {
-		/* the partly filled last chunk: its new copy replaces it */
-		h5_chunk_rec old;
-
-		scaled[0] = r;
-		for (unsigned i = 1; i < x->rank; i++)
-			scaled[i] = j[i];
-		rc = h5_chunk_lookup(&old, d->cidx, scaled);
-		if (rc < 0)
-			return rc;
-		if (h5_addr_defined(old.addr) && (rc = note_old_chunk(x, old.addr)) < 0)
-			return rc;
-	}
-	if (hi > x->n1)
-		hi = x->n1;
-	cbuf = malloc(len);
-	if (!cbuf)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory for a %zu-byte chunk", len);
-	/* chunks are full-size on disk; what no row covers holds the fill value */
-	h5_dataset_fill(d, cbuf, 0, len);
-	chunk_gather(x, cbuf, r, j, lo, hi);
-	if (d->pline.n) {
-		rc = h5_filter_encode(&cbuf, &len, &rec.filter_mask, &d->pline, d->dtype);
-		if (rc < 0)
-			goto out;
-		rec.size = len;
-	}
-	rec.addr = x->eoa;
-	if (h5_add_overflow(x->eoa, len, &x->eoa)) {
-		rc = h5_err_set(H5_ERR_LIMIT, "file address space exhausted");
-		goto out;
-	}
-	rc = wb_put(&x->wb, cbuf, len);
-	if (rc < 0)
-		goto out;
-	idx = r * x->down[0];
-	for (unsigned i = 1; i < x->rank; i++)
-		idx += j[i] * x->down[i];
-	rc = h5_ea_writer_set(x->ea, idx, &rec);
-out:
-	free(cbuf);
-	return rc;
-}
+/* ---- superblock and layout fields ------------------------------------------------ */
 
 static int write_sb_eoa(h5_file *f, uint64_t eoa)
 {
@@ -517,26 +338,735 @@ static int layout_idx_field(uint64_t *addr, const h5_msg *lay, const h5_fmt *fmt
 	return 0;
 }
 
-static int apply_rows(h5_appender *a, uint64_t nrows)
+/* ---- streams ------------------------------------------------------------------- */
+
+static uint64_t now_ns(void)
 {
-	h5_file *f = a->f;
-	apply_ctx x;
-	oh_edit e = { 0 };
-	h5_ea_cparam cp;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t env_u64(const char *name, uint64_t dflt)
+{
+	const char *v = getenv(name);
+	unsigned long long x;
+	char *end;
+
+	if (!v || !*v)
+		return dflt;
+	errno = 0;
+	x = strtoull(v, &end, 10);
+	return errno || *end || x == 0 ? dflt : (uint64_t)x;
+}
+
+static int fail(h5_astream *s, int rc)
+{
+	__atomic_store_n(&s->failed, rc, __ATOMIC_RELEASE);
+	return rc;
+}
+
+static int failed(const h5_astream *s)
+{
+	return __atomic_load_n(&s->failed, __ATOMIC_ACQUIRE);
+}
+
+/* Addresses must fit the file's offset size (II.A "Size of Offsets"). */
+static bool addr_fits(const h5_file *f, uint64_t end)
+{
+	return end < H5_ADDR_UNDEF && (f->fmt.sizeof_addr >= 8 || end < UINT64_C(1) << (8 * f->fmt.sizeof_addr));
+}
+
+/* The next free address (under write_lock). Space is handed out only here
+ * and by the EA writer at commit, always at the end, and never given back
+ * while the file is open, so a staged chunk or block is never overwritten. */
+static uint64_t alloc_ptr(h5_file *f)
+{
+	if (f->alloc_end == 0)
+		f->alloc_end = f->eoa;
+	return f->alloc_end;
+}
+
+static int file_alloc(uint64_t *addr, h5_file *f, uint64_t len)
+{
+	uint64_t end;
+
+	*addr = alloc_ptr(f);
+	if (h5_add_overflow(*addr, len, &end) || !addr_fits(f, end))
+		return h5_err_set(H5_ERR_LIMIT, "file address space exhausted");
+	f->alloc_end = end;
+	return 0;
+}
+
+/* Start writing staged bytes back now, so that the commit's fsync finds
+ * little left to do (a hint: errors show up at that fsync). */
+static void writeback_hint(h5_file *f, uint64_t addr, uint64_t len)
+{
+#ifdef SYNC_FILE_RANGE_WRITE
+	if (len >= ((uint64_t)1 << 20))
+		(void)sync_file_range(f->fd, (off64_t)(f->base + addr), (off64_t)len, SYNC_FILE_RANGE_WRITE);
+#else
+	(void)f;
+	(void)addr;
+	(void)len;
+#endif
+}
+
+/* The file must be at least base + eoa bytes long before a superblock
+ * claiming eoa can reach the disk: libhdf5 refuses a file shorter than
+ * its end of allocated space ("truncated file"). */
+static int file_extend(h5_file *f, uint64_t eoa)
+{
+	struct stat st;
+	uint64_t want;
+
+	if (h5_add_overflow(f->base, eoa, &want) || want > (uint64_t)INT64_MAX)
+		return h5_err_set(H5_ERR_LIMIT, "file size overflows");
+	if (fstat(f->fd, &st) < 0)
+		return h5_err_set(H5_ERR_IO, "fstat %s: %s", f->path, strerror(errno));
+	if ((uint64_t)st.st_size < want && ftruncate(f->fd, (off_t)want) < 0)
+		return h5_err_set(H5_ERR_IO, "extending %s: %s", f->path, strerror(errno));
+	return 0;
+}
+
+static void stream_free(h5_astream *s)
+{
+	if (!s)
+		return;
+	h5_ea_writer_free(s->ea);
+	h5_dataset_close(s->d);
+	free(s->buf);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+static int buf_reserve(h5_astream *s, uint64_t rows)
+{
+	uint64_t ncap;
+	uint8_t *nb;
+
+	if (rows <= s->cap)
+		return 0;
+	ncap = s->cap ? s->cap : ((uint64_t)64 << 10) / s->row_bytes + 1;
+	while (ncap < rows)
+		ncap *= 2;
+	if (ncap > s->stage_rows && rows <= s->stage_rows)
+		ncap = s->stage_rows;
+	nb = realloc(s->buf, (size_t)(ncap * s->row_bytes));
+	if (!nb)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory buffering %llu rows",
+				  (unsigned long long)rows);
+	s->buf = nb;
+	s->cap = ncap;
+	return 0;
+}
+
+/* Geometry, staging batch and the rows of a partly filled last chunk row
+ * (read through the current index). Called under write_lock, so that no
+ * commit of a stream being closed interleaves with reading dims[0]. */
+static int stream_new(h5_astream **out, h5_file *f, uint64_t addr)
+{
+	h5_astream *s = NULL;
+	h5_dataset *d = NULL;
+	h5_ohdr *oh = NULL;
 	const h5_msg *ds, *lay;
-	uint8_t *old = NULL, v[8];
-	uint64_t r0, r1, j[H5_MAX_RANK], acc, ncells, n1_bytes;
+	uint64_t rb = 0, acc = 1, k;
+	unsigned nt;
+	int rc;
+
+	*out = NULL;
+	rc = h5_dataset_open(&d, f, addr);
+	if (rc < 0)
+		return rc;
+	rc = check_layout(d, &rb);
+	if (rc == 0)
+		rc = check_filters(d);
+	if (rc == 0)
+		rc = h5_ohdr_get(&oh, f, addr);
+	if (rc == 0)
+		rc = find_msgs(&ds, &lay, oh);
+	if (oh)
+		h5_ohdr_release(f, oh);
+	if (rc < 0) {
+		h5_dataset_close(d);
+		return rc;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		h5_dataset_close(d);
+		return h5_err_set(H5_ERR_NOMEM, "out of memory opening an appender");
+	}
+	pthread_mutex_init(&s->lock, NULL);
+	s->f = f;
+	s->addr = addr;
+	s->d = d;
+	s->rank = d->space.rank;
+	s->esize = d->dtype->size;
+	s->row_bytes = rb;
+	s->filtered = d->pline.n != 0;
+	s->ea_addr = d->layout.idx_addr;
+	for (unsigned i = 0; i < s->rank; i++) {
+		s->chunk[i] = d->layout.chunk[i];
+		if (s->chunk[i] == 0) {
+			rc = h5_err_set(H5_ERR_FORMAT, "chunk dimension %u is 0", i);
+			goto out;
+		}
+	}
+	s->ncells = 1;
+	for (unsigned i = s->rank; i-- > 1;) {
+		uint64_t mx = d->space.maxdims[i];
+		uint64_t mc = mx / s->chunk[i] + (mx % s->chunk[i] != 0);
+
+		s->dims[i] = d->space.dims[i];
+		s->nch[i] = s->dims[i] / s->chunk[i] + (s->dims[i] % s->chunk[i] != 0);
+		s->down[i] = acc;
+		if (h5_mul_overflow(acc, mc, &acc) || h5_mul_overflow(s->ncells, s->nch[i], &s->ncells)) {
+			rc = h5_err_set(H5_ERR_LIMIT, "chunk grid overflows");
+			goto out;
+		}
+	}
+	s->down[0] = acc;
+	if (h5_mul_overflow(s->chunk[0], rb, &s->crow_bytes) || s->crow_bytes > SIZE_MAX / 4 ||
+	    d->chunk_bytes == 0 || d->chunk_bytes > SIZE_MAX / 4) {
+		rc = h5_err_set(H5_ERR_LIMIT, "chunks of %llu bytes in rows of %llu bytes are too large to append",
+				(unsigned long long)d->chunk_bytes, (unsigned long long)rb);
+		goto out;
+	}
+	s->simple = s->ncells == 1 && d->chunk_bytes == s->crow_bytes;
+	for (unsigned i = 1; i < s->rank; i++)
+		if (s->chunk[i] != s->dims[i])
+			s->simple = false;
+
+	s->commit_bytes = env_u64("H5FS_APPEND_COMMIT_BYTES", COMMIT_BYTES);
+	s->commit_ns = env_u64("H5FS_APPEND_COMMIT_MS", COMMIT_MS) * UINT64_C(1000000);
+	/* whole chunk rows per staging batch */
+	k = STAGE_BYTES / s->crow_bytes;
+	if (k == 0)
+		k = 1;
+	nt = f->nthreads ? f->nthreads : 1;
+	if (s->filtered && nt > 1 && k * s->ncells < 2 * (uint64_t)nt) {
+		uint64_t want = (2 * (uint64_t)nt + s->ncells - 1) / s->ncells;
+
+		if (want * s->crow_bytes <= STAGE_MAX_BYTES)
+			k = want;
+	}
+	if (k > 1 && k * s->crow_bytes > s->commit_bytes / 2)
+		k = s->commit_bytes / 2 / s->crow_bytes ? s->commit_bytes / 2 / s->crow_bytes : 1;
+	s->stage_rows = k * s->chunk[0];
+
+	s->committed = d->space.dims[0];
+	s->row0 = s->committed - s->committed % s->chunk[0];
+	s->nbuf = s->committed - s->row0;
+	if (s->nbuf) {
+		rc = buf_reserve(s, s->nbuf);
+		if (rc == 0)
+			rc = h5_dataset_read(d, s->buf, s->row0 * rb, (size_t)(s->nbuf * rb));
+		if (rc < 0)
+			goto out;
+	}
+	s->last_end = alloc_ptr(f);
+	*out = s;
+out:
+	if (rc < 0)
+		stream_free(s);
+	return rc;
+}
+
+/* ---- staging ------------------------------------------------------------------- */
+
+static void cell_coords(const h5_astream *s, uint64_t cell, uint64_t *j)
+{
+	for (unsigned i = s->rank; i-- > 1;) {
+		j[i] = cell % s->nch[i];
+		cell /= s->nch[i];
+	}
+}
+
+static int set_elmt(h5_astream *s, uint64_t r, uint64_t cell, const h5_chunk_rec *rec)
+{
+	uint64_t j[H5_MAX_RANK], idx, t;
+	int rc;
+
+	if (!s->ea) {
+		h5_ea_cparam cp;
+
+		ea_cparam(&cp, s->d, &s->f->fmt);
+		rc = h5_ea_writer_open(&s->ea, s->f, s->ea_addr, &cp);
+		if (rc < 0)
+			return rc;
+	}
+	cell_coords(s, cell, j);
+	if (h5_mul_overflow(r, s->down[0], &idx))
+		return h5_err_set(H5_ERR_LIMIT, "chunk row %llu is beyond the index", (unsigned long long)r);
+	for (unsigned i = 1; i < s->rank; i++) {
+		if (h5_mul_overflow(j[i], s->down[i], &t) || h5_add_overflow(idx, t, &idx))
+			return h5_err_set(H5_ERR_LIMIT, "chunk row %llu is beyond the index", (unsigned long long)r);
+	}
+	rc = h5_ea_writer_set(s->ea, idx, rec);
+	if (rc == 0)
+		s->nset++;
+	return rc;
+}
+
+static const uint8_t *row_ptr(const h5_astream *s, uint64_t row)
+{
+	return s->buf + (row - s->row0) * s->row_bytes;
+}
+
+/* Copy the part of buffered rows [lo, hi) that chunk (r, j[1..]) covers
+ * into cbuf. Walks the chunk's box in dims 1..rank-1 as runs along the
+ * last dimension. */
+static void chunk_gather(const h5_astream *s, uint8_t *cbuf, uint64_t r, const uint64_t *j, uint64_t lo, uint64_t hi)
+{
+	unsigned k = s->rank;
+	uint64_t ext[H5_MAX_RANK], idx[H5_MAX_RANK], cstride[H5_MAX_RANK], dstride[H5_MAX_RANK];
+	uint64_t run;
+
+	if (s->simple) {
+		memcpy(cbuf, row_ptr(s, lo), (size_t)((hi - lo) * s->row_bytes));
+		return;
+	}
+	/* strides in elements: within the chunk and within one dataset row */
+	cstride[k - 1] = 1;
+	dstride[k - 1] = 1;
+	for (unsigned i = k - 1; i-- > 0;) {
+		cstride[i] = cstride[i + 1] * s->chunk[i + 1];
+		dstride[i] = i == 0 ? 0 : dstride[i + 1] * s->dims[i + 1];
+	}
+	for (unsigned i = 1; i < k; i++) {
+		uint64_t start = j[i] * s->chunk[i];
+
+		ext[i] = s->dims[i] - start < s->chunk[i] ? s->dims[i] - start : s->chunk[i];
+	}
+	run = (k == 1 ? 1 : ext[k - 1]) * s->esize;
+	for (uint64_t row = lo; row < hi; row++) {
+		const uint8_t *src = row_ptr(s, row);
+		uint8_t *dst = cbuf + (row - r * s->chunk[0]) * cstride[0] * s->esize;
+
+		if (k == 1) {
+			memcpy(dst, src, (size_t)run);
+			continue;
+		}
+		for (unsigned i = 1; i < k; i++)
+			idx[i] = 0;
+		for (;;) {
+			uint64_t so = 0, co = 0;
+			unsigned i;
+
+			for (i = 1; i < k; i++) {
+				so += (j[i] * s->chunk[i] + idx[i]) * dstride[i];
+				co += idx[i] * cstride[i];
+			}
+			memcpy(dst + co * s->esize, src + so * s->esize, (size_t)run);
+			/* next run: odometer over dims 1..k-2 */
+			for (i = k - 1; i-- > 1;) {
+				if (++idx[i] < ext[i])
+					break;
+				idx[i] = 0;
+			}
+			if (i == 0)
+				break;
+		}
+	}
+}
+
+/* One chunk to build: chunk row r, cell `cell` of it. */
+typedef struct cjob {
+	uint64_t r, cell;
+	uint8_t *buf;           /* filtered: malloc'd here; else a slice of the window */
+	size_t len;
+	uint32_t mask;
+} cjob;
+
+/* Build (and filter) one chunk from buffered rows below hi. Chunks are
+ * full-size on disk; what no row covers holds the fill value. Runs on
+ * worker threads: reads the stream, writes only the job. */
+static int build_chunk(const h5_astream *s, cjob *jb, uint64_t hi)
+{
+	uint64_t j[H5_MAX_RANK], lo = jb->r * s->chunk[0], end = lo + s->chunk[0];
+	size_t len = (size_t)s->d->chunk_bytes;
+	bool full = end <= hi;
+
+	cell_coords(s, jb->cell, j);
+	for (unsigned i = 1; i < s->rank; i++)
+		if ((j[i] + 1) * s->chunk[i] > s->dims[i])
+			full = false;
+	if (end > hi)
+		end = hi;
+	if (!jb->buf) {
+		jb->buf = malloc(len);
+		if (!jb->buf)
+			return h5_err_set(H5_ERR_NOMEM, "out of memory for a %zu-byte chunk", len);
+	}
+	if (!full)
+		h5_dataset_fill(s->d, jb->buf, 0, len);
+	chunk_gather(s, jb->buf, jb->r, j, lo, end);
+	jb->len = len;
+	jb->mask = 0;
+	if (s->filtered)
+		return h5_filter_encode(&jb->buf, &jb->len, &jb->mask, &s->d->pline, s->d->dtype);
+	return 0;
+}
+
+typedef struct cwork {
+	const h5_astream *s;
+	cjob *jobs;
+	size_t n, next;         /* next: claimed atomically */
+	uint64_t hi;
+	pthread_mutex_t mu;
+	int rc;                 /* first error, with its message (errors are per thread) */
+	char msg[512];
+} cwork;
+
+static void *build_worker(void *arg)
+{
+	cwork *w = arg;
+
+	for (;;) {
+		size_t i = __atomic_fetch_add(&w->next, 1, __ATOMIC_RELAXED);
+		int rc;
+
+		if (i >= w->n)
+			break;
+		rc = build_chunk(w->s, &w->jobs[i], w->hi);
+		if (rc < 0) {
+			pthread_mutex_lock(&w->mu);
+			if (!w->rc) {
+				w->rc = rc;
+				snprintf(w->msg, sizeof(w->msg), "%s", h5_err_msg());
+			}
+			pthread_mutex_unlock(&w->mu);
+			__atomic_store_n(&w->next, w->n, __ATOMIC_RELAXED);
+		}
+	}
+	return NULL;
+}
+
+/* Build n chunks; filtered ones on up to f->nthreads threads (this one
+ * included). Fewer threads than asked for is fine. */
+static int build_window(const h5_astream *s, cjob *jobs, size_t n, uint64_t hi)
+{
+	cwork w = { .s = s, .jobs = jobs, .n = n, .hi = hi };
+	pthread_t tid[MAX_THREADS];
+	unsigned want = s->f->nthreads, nt = 0;
+
+	if (!s->filtered || n < 2 || n * s->d->chunk_bytes < THREAD_MIN_BYTES)
+		want = 1;
+	if (want > n)
+		want = (unsigned)n;
+	if (want > MAX_THREADS)
+		want = MAX_THREADS;
+	pthread_mutex_init(&w.mu, NULL);
+	while (nt + 1 < want && pthread_create(&tid[nt], NULL, build_worker, &w) == 0)
+		nt++;
+	build_worker(&w);
+	for (unsigned i = 0; i < nt; i++)
+		pthread_join(tid[i], NULL);
+	pthread_mutex_destroy(&w.mu);
+	if (w.rc)
+		return h5_err_set(w.rc, "%s", w.msg);
+	return 0;
+}
+
+/* Chunk images go out sequentially from `start`, collected into one pwrite. */
+typedef struct wbuf {
+	h5_file *f;
+	uint64_t start;
+	uint8_t *p;
+	size_t len, cap;
+} wbuf;
+
+static int wb_flush(wbuf *w)
+{
+	int rc = 0;
+
+	if (w->len)
+		rc = h5_file_write(w->f, w->start, w->p, w->len);
+	w->start += w->len;
+	w->len = 0;
+	return rc;
+}
+
+static int wb_put(wbuf *w, const uint8_t *src, size_t n)
+{
+	int rc;
+
+	if (w->len + n > w->cap) {
+		rc = wb_flush(w);
+		if (rc < 0)
+			return rc;
+		if (n > w->cap)
+			return h5_file_write(w->f, (w->start += n) - n, src, n);
+	}
+	memcpy(w->p + w->len, src, n);
+	w->len += n;
+	return 0;
+}
+
+/* Write n consecutive chunk images of `len` bytes each from src (whole
+ * chunk rows of a simple unfiltered dataset: src is the rows) and point
+ * chunk rows r.. at them. */
+static int stage_contiguous(h5_astream *s, const uint8_t *src, uint64_t r, uint64_t n, uint64_t len)
+{
+	h5_file *f = s->f;
+	uint64_t addr = 0;
+	int rc;
+
+	pthread_mutex_lock(&f->write_lock);
+	rc = file_alloc(&addr, f, n * len);
+	if (rc == 0)
+		rc = h5_file_write(f, addr, src, (size_t)(n * len));
+	pthread_mutex_unlock(&f->write_lock);
+	if (rc < 0)
+		return rc;
+	writeback_hint(f, addr, n * len);
+	for (uint64_t i = 0; i < n && rc == 0; i++) {
+		h5_chunk_rec rec = { addr + i * len, 0, 0 };
+
+		rc = set_elmt(s, r + i / s->ncells, i % s->ncells, &rec);
+	}
+	return rc;
+}
+
+/* Stage chunk rows [r0, r1) from the buffer, rows below hi being data. */
+static int stage_chunks(h5_astream *s, uint64_t r0, uint64_t r1, uint64_t hi)
+{
+	h5_file *f = s->f;
+	uint64_t total, per, cb = s->d->chunk_bytes;
+	cjob *jobs = NULL;
+	uint8_t *win = NULL;
+	wbuf wb = { .f = f, .cap = WBUF_BYTES };
+	int rc = 0;
+
+	if (!s->filtered && s->simple && hi == r1 * s->chunk[0])
+		return stage_contiguous(s, row_ptr(s, r0 * s->chunk[0]), r0, r1 - r0, s->crow_bytes);
+	if (h5_mul_overflow(r1 - r0, s->ncells, &total))
+		return h5_err_set(H5_ERR_LIMIT, "too many chunks");
+	per = WINDOW_BYTES / cb ? WINDOW_BYTES / cb : 1;
+	if (per > WINDOW_JOBS)
+		per = WINDOW_JOBS;
+	if (per > total)
+		per = total;
+	jobs = calloc((size_t)per, sizeof(*jobs));
+	if (s->filtered)
+		wb.p = malloc(wb.cap);
+	else
+		win = malloc((size_t)(per * cb));
+	if (!jobs || (s->filtered ? !wb.p : !win)) {
+		rc = h5_err_set(H5_ERR_NOMEM, "out of memory building chunks");
+		goto out;
+	}
+	for (uint64_t first = 0; first < total && rc == 0; first += per) {
+		size_t n = (size_t)(total - first < per ? total - first : per);
+		uint64_t addr = 0, sum = 0;
+
+		for (size_t i = 0; i < n; i++) {
+			jobs[i].r = r0 + (first + i) / s->ncells;
+			jobs[i].cell = (first + i) % s->ncells;
+			jobs[i].buf = s->filtered ? NULL : win + i * cb;
+		}
+		rc = build_window(s, jobs, n, hi);
+		if (rc < 0)
+			goto window_out;
+		if (!s->filtered) {
+			/* same-size images in row order: one write, like stage_contiguous */
+			pthread_mutex_lock(&f->write_lock);
+			rc = file_alloc(&addr, f, n * cb);
+			if (rc == 0)
+				rc = h5_file_write(f, addr, win, (size_t)(n * cb));
+			pthread_mutex_unlock(&f->write_lock);
+			if (rc == 0)
+				writeback_hint(f, addr, n * cb);
+			for (size_t i = 0; i < n && rc == 0; i++) {
+				h5_chunk_rec rec = { addr + i * cb, 0, 0 };
+
+				rc = set_elmt(s, jobs[i].r, jobs[i].cell, &rec);
+			}
+			continue;
+		}
+		for (size_t i = 0; i < n; i++)
+			sum += jobs[i].len;
+		pthread_mutex_lock(&f->write_lock);
+		rc = file_alloc(&addr, f, sum);
+		wb.start = addr;
+		for (size_t i = 0; i < n && rc == 0; i++)
+			rc = wb_put(&wb, jobs[i].buf, jobs[i].len);
+		if (rc == 0)
+			rc = wb_flush(&wb);
+		pthread_mutex_unlock(&f->write_lock);
+		if (rc == 0)
+			writeback_hint(f, addr, sum);
+		for (size_t i = 0; i < n && rc == 0; i++) {
+			/* H5D__earray_idx_insert: filtered elements carry size and mask */
+			h5_chunk_rec rec = { addr, jobs[i].len, jobs[i].mask };
+
+			addr += jobs[i].len;
+			rc = set_elmt(s, jobs[i].r, jobs[i].cell, &rec);
+		}
+window_out:
+		if (s->filtered)
+			for (size_t i = 0; i < n; i++) {
+				free(jobs[i].buf);
+				jobs[i].buf = NULL;
+			}
+	}
+out:
+	free(jobs);
+	free(win);
+	free(wb.p);
+	return rc;
+}
+
+/* Stage every complete chunk row in the buffer and keep the rest. */
+static int stage_complete(h5_astream *s)
+{
+	uint64_t k = s->nbuf / s->chunk[0], n = k * s->chunk[0];
+	int rc;
+
+	if (k == 0)
+		return 0;
+	rc = stage_chunks(s, s->row0 / s->chunk[0], s->row0 / s->chunk[0] + k, s->row0 + n);
+	if (rc < 0)
+		return rc;
+	memmove(s->buf, s->buf + n * s->row_bytes, (size_t)((s->nbuf - n) * s->row_bytes));
+	s->row0 += n;
+	s->nbuf -= n;
+	return 0;
+}
+
+/* Whole rows only: never more than the limits of the dataspace. */
+static int check_rows(const h5_astream *s, uint64_t add)
+{
+	uint64_t n, bytes;
+
+	if (h5_add_overflow(s->row0 + s->nbuf, add, &n) || h5_mul_overflow(n, s->row_bytes, &bytes) ||
+	    bytes > (uint64_t)INT64_MAX ||
+	    (s->f->fmt.sizeof_size < 8 && n >= (UINT64_C(1) << (8 * s->f->fmt.sizeof_size)) - 1))
+		return h5_err_set(H5_ERR_LIMIT, "dataset would exceed the size limit");
+	return 0;
+}
+
+/* Take n whole rows: buffered, and staged once a batch is complete. Whole
+ * chunk rows of a simple unfiltered dataset go from src to the file when
+ * nothing is buffered. */
+static int push_rows(h5_astream *s, const uint8_t *src, uint64_t n)
+{
+	int rc;
+
+	if (n && s->row0 + s->nbuf == s->committed)
+		s->since = now_ns();
+	while (n) {
+		uint64_t m;
+
+		if (s->nbuf == 0 && s->simple && !s->filtered && n >= s->chunk[0]) {
+			m = n / s->chunk[0];
+			if (m > WINDOW_BYTES / s->crow_bytes)
+				m = WINDOW_BYTES / s->crow_bytes ? WINDOW_BYTES / s->crow_bytes : 1;
+			rc = stage_contiguous(s, src, s->row0 / s->chunk[0], m, s->crow_bytes);
+			if (rc < 0)
+				return fail(s, rc);
+			m *= s->chunk[0];
+			s->row0 += m;
+		} else {
+			m = s->stage_rows - s->nbuf < n ? s->stage_rows - s->nbuf : n;
+			rc = buf_reserve(s, s->nbuf + m);
+			if (rc < 0)
+				return fail(s, rc);
+			memcpy(s->buf + s->nbuf * s->row_bytes, src, (size_t)(m * s->row_bytes));
+			s->nbuf += m;
+			if (s->nbuf >= s->stage_rows && (rc = stage_complete(s)) < 0)
+				return fail(s, rc);
+		}
+		src += m * s->row_bytes;
+		n -= m;
+	}
+	return 0;
+}
+
+/* ---- committing ---------------------------------------------------------------- */
+
+/* Reserve ahead: four times what the last commits used, within bounds. */
+static uint64_t reserve_size(const h5_astream *s, uint64_t end)
+{
+	uint64_t r = end > s->last_end ? (end - s->last_end) * 4 : 0;
+
+	return r < RESERVE_MIN ? RESERVE_MIN : r > RESERVE_MAX ? RESERVE_MAX : r;
+}
+
+/* Give back the reserve: the superblock's end of allocated space drops to
+ * the allocation end (everything referenced lies below), written before
+ * the fsync that follows; the file is cut only after that fsync. */
+static int shrink_eoa(h5_file *f, uint64_t end)
+{
+	return write_sb_eoa(f, end);
+}
+
+static int cut_file(h5_file *f, uint64_t end)
+{
+	struct stat st;
+
+	f->eoa = end;
+	if (fstat(f->fd, &st) < 0)
+		return h5_err_set(H5_ERR_IO, "fstat %s: %s", f->path, strerror(errno));
+	if ((uint64_t)st.st_size > f->base + end && ftruncate(f->fd, (off_t)(f->base + end)) < 0)
+		return h5_err_set(H5_ERR_IO, "truncating %s: %s", f->path, strerror(errno));
+	return 0;
+}
+
+/* Nothing new to show, but a durable request: fsync what earlier commits
+ * left unsynced, and give back a reserve. */
+static int commit_sync(h5_astream *s)
+{
+	h5_file *f = s->f;
+	uint64_t end;
+	bool shrink;
+	int rc = 0;
+
+	pthread_mutex_lock(&f->write_lock);
+	end = alloc_ptr(f);
+	shrink = f->eoa > end;
+	if (shrink)
+		rc = shrink_eoa(f, end);
+	if (rc == 0 && (shrink || s->unsynced))
+		rc = h5_file_sync(f);
+	if (rc == 0 && shrink)
+		rc = cut_file(f, end);
+	pthread_mutex_unlock(&f->write_lock);
+	if (rc == 0)
+		s->unsynced = false;
+	return rc;
+}
+
+/* Make the staged rows visible: all whole rows received (partial: the
+ * incomplete chunk row is staged with fill first) or only the complete
+ * chunk rows. durable: dims[0] is fsync'd before returning. */
+static int commit(h5_astream *s, bool partial, bool durable)
+{
+	h5_file *f = s->f;
+	oh_edit e = { 0 };
+	const h5_msg *ds, *lay;
+	uint64_t n1, end, new_eoa = 0;
+	bool shrink = false;
+	uint8_t v[8];
 	size_t dsc;
 	int rc;
 
-	memset(&x, 0, sizeof(x));
-	x.a = a;
-	x.f = f;
-	rc = h5_dataset_open(&x.d, f, a->addr);
-	if (rc == 0)
-		rc = h5_append_check(x.d);
-	if (rc == 0)
-		rc = h5_ohdr_load(&e.oh, f, a->addr);
+	if (failed(s))
+		return h5_err_set(failed(s), "an earlier append to this dataset failed");
+	rc = stage_complete(s);
+	if (rc == 0 && partial && s->nbuf && s->row0 + s->nbuf > s->committed)
+		rc = stage_chunks(s, s->row0 / s->chunk[0], s->row0 / s->chunk[0] + 1, s->row0 + s->nbuf);
+	if (rc < 0)
+		return fail(s, rc);
+	n1 = partial ? s->row0 + s->nbuf : s->row0 > s->committed ? s->row0 : s->committed;
+	if (n1 == s->committed) {
+		rc = durable ? commit_sync(s) : 0;
+		return rc < 0 ? fail(s, rc) : 0;
+	}
+
+	pthread_mutex_lock(&f->write_lock);
+	rc = h5_ohdr_load(&e.oh, f, s->addr);
 	if (rc == 0)
 		rc = find_msgs(&ds, &lay, e.oh);
 	if (rc < 0)
@@ -550,113 +1080,57 @@ static int apply_rows(h5_appender *a, uint64_t nrows)
 	for (size_t c = 0; c < e.oh->nchunks; c++)
 		e.lo[c] = SIZE_MAX;
 
-	x.rank = x.d->space.rank;
-	x.esize = x.d->dtype->size;
-	x.n0 = x.d->space.dims[0];
-	if (h5_add_overflow(x.n0, nrows, &x.n1) || h5_mul_overflow(x.n1, a->row_bytes, &n1_bytes) ||
-	    n1_bytes > (uint64_t)INT64_MAX ||
-	    (f->fmt.sizeof_size < 8 && x.n1 >= (UINT64_C(1) << (8 * f->fmt.sizeof_size)) - 1)) {
-		rc = h5_err_set(H5_ERR_LIMIT, "dataset would exceed the size limit");
+	/* 1. the changed EA blocks, new, after the staged chunks */
+	if (!s->ea) {
+		rc = h5_err_set(H5_ERR_INVAL, "append: rows staged without index entries");
 		goto out;
 	}
-	for (unsigned i = 0; i < x.rank; i++) {
-		x.dims[i] = i ? x.d->space.dims[i] : x.n1;
-		x.chunk[i] = x.d->layout.chunk[i];
-		x.nch[i] = x.dims[i] / x.chunk[i] + (x.dims[i] % x.chunk[i] != 0);
-	}
-	/* chunk.c set_down with the unlimited dimension 0 first: the other
-	 * dimensions count chunks of their maximum extent */
-	acc = 1;
-	ncells = 1;
-	for (unsigned i = x.rank; i-- > 1;) {
-		uint64_t mc = x.d->space.maxdims[i] / x.chunk[i] + (x.d->space.maxdims[i] % x.chunk[i] != 0);
-
-		x.down[i] = acc;
-		if (h5_mul_overflow(acc, mc, &acc) || h5_mul_overflow(ncells, x.nch[i], &ncells)) {
-			rc = h5_err_set(H5_ERR_LIMIT, "chunk grid overflows");
-			goto out;
-		}
-	}
-	x.down[0] = acc;
-
-	/* the rows already in the first chunk row, read through the old index */
-	r0 = x.n0 / x.chunk[0];
-	r1 = x.n1 / x.chunk[0] + (x.n1 % x.chunk[0] != 0);
-	x.old_first = r0 * x.chunk[0];
-	if (x.old_first < x.n0) {
-		uint64_t n = (x.n0 - x.old_first) * a->row_bytes;
-
-		old = malloc((size_t)n);
-		if (!old) {
-			rc = h5_err_set(H5_ERR_NOMEM, "out of memory reading the last chunk row");
-			goto out;
-		}
-		rc = h5_dataset_read(x.d, old, x.old_first * a->row_bytes, (size_t)n);
-		if (rc < 0)
-			goto out;
-	}
-	x.old_rows = old;
-	x.new_rows = a->buf;
-
-	rc = ea_cparam(&cp, x.d, &f->fmt);
-	if (rc == 0)
-		rc = h5_ea_writer_open(&x.ea, f, x.d->layout.idx_addr, &cp);
+	alloc_ptr(f);
+	rc = h5_ea_writer_write(s->ea, &f->alloc_end);
 	if (rc < 0)
 		goto out;
-	x.eoa = f->eoa;
-	x.wb.f = f;
-	x.wb.start = x.eoa;
-	x.wb.cap = APPEND_WBUF;
-	x.wb.p = malloc(x.wb.cap);
-	if (!x.wb.p) {
-		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+	end = f->alloc_end;
+	if (!addr_fits(f, end)) {
+		rc = h5_err_set(H5_ERR_LIMIT, "file address space exhausted");
 		goto out;
 	}
+	if (end > f->eoa) {
+		uint64_t r = durable ? 0 : reserve_size(s, end);
 
-	/* 1. chunks, then the EA blocks, all beyond the old end */
-	for (uint64_t r = r0; r < r1; r++) {
-		for (unsigned i = 1; i < x.rank; i++)
-			j[i] = 0;
-		for (uint64_t cell = 0; cell < ncells; cell++) {
-			unsigned i;
-
-			rc = write_chunk(&x, r, j);
-			if (rc < 0)
-				goto out;
-			for (i = x.rank; i-- > 1;) {
-				if (++j[i] < x.nch[i])
-					break;
-				j[i] = 0;
-			}
-		}
+		new_eoa = end;
+		if (r && !h5_add_overflow(end, r, &new_eoa) && addr_fits(f, new_eoa))
+			rc = file_extend(f, new_eoa);
+		else
+			new_eoa = end;
+	} else if (durable && f->eoa > end) {
+		shrink = true;
 	}
-	rc = wb_flush(&x.wb);
-	if (rc == 0)
-		rc = h5_ea_writer_write(x.ea, &x.eoa);
 	if (rc == 0)
 		rc = h5_file_sync(f);
 	if (rc < 0)
 		goto out;
 	/* 2. the superblock covers the new space before anything points there */
-	rc = write_sb_eoa(f, x.eoa);
-	if (rc == 0)
-		rc = h5_file_sync(f);
-	if (rc < 0)
-		goto out;
-	f->eoa = x.eoa;
+	if (new_eoa) {
+		rc = write_sb_eoa(f, new_eoa);
+		if (rc == 0)
+			rc = h5_file_sync(f);
+		if (rc < 0)
+			goto out;
+		f->eoa = new_eoa;
+	}
 	/* 3. the switch to the new index */
-	if (h5_ea_writer_hdr_is_new(x.ea)) {
+	if (h5_ea_writer_hdr_is_new(s->ea)) {
 		uint64_t field = H5_ADDR_UNDEF;
 
 		rc = layout_idx_field(&field, lay, &f->fmt);
 		if (rc == 0) {
-			h5_le_encode(v, h5_ea_writer_hdr(x.ea)->addr, f->fmt.sizeof_addr);
+			h5_le_encode(v, h5_ea_writer_hdr(s->ea)->addr, f->fmt.sizeof_addr);
 			rc = oh_patch(&e, field, v, f->fmt.sizeof_addr);
 		}
 		if (rc == 0)
 			rc = oh_write_chunk(f, &e, oh_chunk_of(e.oh, field));
 	} else {
-		rc = h5_ea_writer_commit(x.ea);
+		rc = h5_ea_writer_commit(s->ea);
 	}
 	if (rc == 0)
 		rc = h5_file_sync(f);
@@ -670,115 +1144,256 @@ static int apply_rows(h5_appender *a, uint64_t nrows)
 		if (c != dsc)
 			rc = oh_write_chunk(f, &e, c);
 	if (rc == 0) {
-		h5_le_encode(v, x.n1, f->fmt.sizeof_size);
+		h5_le_encode(v, n1, f->fmt.sizeof_size);
 		rc = oh_patch(&e, ds->addr + (ds->data[0] == 1 ? 8 : 4), v, f->fmt.sizeof_size);
 	}
 	if (rc == 0)
 		rc = oh_write_chunk(f, &e, dsc);
-	if (rc == 0)
+	if (rc == 0 && shrink)
+		rc = shrink_eoa(f, end);
+	if (rc == 0 && durable)
 		rc = h5_file_sync(f);
+	if (rc == 0 && shrink)
+		rc = cut_file(f, end);
 	if (rc < 0)
 		goto out;
-	a->committed = n1_bytes;
+	s->ea_addr = h5_ea_writer_hdr(s->ea)->addr;
+	s->last_end = end;
+	s->unsynced = !durable;
+	__atomic_store_n(&s->committed, n1, __ATOMIC_RELEASE);
 out:
 	/* whatever happened, cached copies of what may have changed go */
-	h5_cache_invalidate(f->meta, H5_CK_OHDR, a->addr);
-	if (x.ea)
-		h5_ea_writer_invalidate(x.ea);
-	for (size_t i = 0; i < x.nold; i++)
-		h5_cache_invalidate(f->chunks, H5_CK_CHUNK, x.old_chunks[i]);
-	h5_ea_writer_free(x.ea);
-	free(x.wb.p);
-	free(x.old_chunks);
-	free(old);
+	h5_cache_invalidate(f->meta, H5_CK_OHDR, s->addr);
+	if (s->ea)
+		h5_ea_writer_invalidate(s->ea);
+	pthread_mutex_unlock(&f->write_lock);
+	h5_ea_writer_free(s->ea);
+	s->ea = NULL;
+	s->nset = 0;
 	if (e.oh)
 		h5_ohdr_free(e.oh);
 	free(e.lo);
 	free(e.hi);
-	h5_dataset_close(x.d);
-	return rc;
+	if (rc < 0)
+		/* the file holds the old state or a complete newer one; which,
+		 * this stream cannot tell: it takes no more rows */
+		return fail(s, rc);
+	s->since = s->row0 + s->nbuf > n1 ? now_ns() : 0;
+	return 0;
 }
 
-/* Apply every complete row buffered. */
-static int apply(h5_appender *a)
+/* After rows arrived: commit when enough wait or the oldest waited long
+ * enough. Only complete chunk rows, unless none is staged (chunk rows
+ * larger than commit_bytes, or a slow writer). */
+static int maybe_commit(h5_astream *s)
 {
-	uint64_t nrows = a->len / a->row_bytes;
-	size_t used = (size_t)(nrows * a->row_bytes);
-	int rc;
+	uint64_t total = s->row0 + s->nbuf, staged;
 
-	if (a->failed)
-		return a->failed;
-	if (nrows == 0)
+	if (total == s->committed)
 		return 0;
-	pthread_mutex_lock(&a->f->write_lock);
-	rc = apply_rows(a, nrows);
-	pthread_mutex_unlock(&a->f->write_lock);
-	if (rc < 0) {
-		/* the file holds the old state or a complete newer one (the rows
-		 * were committed iff a->committed moved); either way this batch
-		 * cannot be retried blindly */
-		a->failed = rc;
-		a->len = 0;
-		return h5_err_wrap(rc, "append to dataset at 0x%llx: ", (unsigned long long)a->addr);
+	staged = s->row0 > s->committed ? s->row0 - s->committed : 0;
+	if ((total - s->committed) * s->row_bytes < s->commit_bytes && s->nset < COMMIT_MAX_ELMTS &&
+	    now_ns() - s->since < s->commit_ns)
+		return 0;
+	return commit(s, staged == 0, false);
+}
+
+/* ---- open / write / flush / close ---------------------------------------------- */
+
+int h5_append_open(h5_appender **out, h5_file *f, uint64_t dset_addr)
+{
+	h5_astream *s;
+	h5_appender *a;
+	int rc = 0;
+
+	*out = NULL;
+	if (!f->writable)
+		return h5_err_set(H5_ERR_ROFS, "%s is open read-only", f->path);
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory opening an appender");
+	pthread_mutex_lock(&f->write_lock);
+	for (h5_astream **pp = &f->astreams; (s = *pp) != NULL; pp = &s->next) {
+		if (s->addr != dset_addr)
+			continue;
+		if (!failed(s))
+			break;
+		/* a failed stream takes no rows: a fresh one starts from the file */
+		*pp = s->next;
+		s->unlinked = true;
+		s = NULL;
+		break;
 	}
-	memmove(a->buf, a->buf + used, a->len - used);
-	a->len -= used;
+	if (s) {
+		s->refs++;
+	} else {
+		rc = stream_new(&s, f, dset_addr);
+		if (rc == 0) {
+			s->refs = 1;
+			s->next = f->astreams;
+			f->astreams = s;
+		}
+	}
+	pthread_mutex_unlock(&f->write_lock);
+	if (rc < 0) {
+		free(a);
+		return h5_err_wrap(rc, "dataset at 0x%llx: ", (unsigned long long)dset_addr);
+	}
+	a->s = s;
+	*out = a;
+	return 0;
+}
+
+uint64_t h5_append_size(const h5_appender *a)
+{
+	h5_astream *s = a->s;
+	uint64_t n;
+
+	pthread_mutex_lock(&s->lock);
+	n = (s->row0 + s->nbuf) * s->row_bytes + a->plen;
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
+uint64_t h5_append_committed(const h5_appender *a)
+{
+	return __atomic_load_n(&a->s->committed, __ATOMIC_ACQUIRE) * a->s->row_bytes;
+}
+
+size_t h5_append_pending(const h5_appender *a)
+{
+	h5_astream *s = a->s;
+	size_t n;
+
+	pthread_mutex_lock(&s->lock);
+	n = (size_t)((s->row0 + s->nbuf - s->committed) * s->row_bytes) + a->plen;
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
+uint64_t h5_append_row_bytes(const h5_appender *a) { return a->s->row_bytes; }
+
+static int part_add(h5_appender *a, const uint8_t *p, size_t n)
+{
+	if (a->plen + n > a->pcap) {
+		size_t ncap = a->pcap ? a->pcap : 256;
+		uint8_t *np;
+
+		while (ncap < a->plen + n)
+			ncap *= 2;
+		np = realloc(a->part, ncap);
+		if (!np)
+			return h5_err_set(H5_ERR_NOMEM, "out of memory buffering a row");
+		a->part = np;
+		a->pcap = ncap;
+	}
+	memcpy(a->part + a->plen, p, n);
+	a->plen += n;
 	return 0;
 }
 
 int h5_append_write(h5_appender *a, const void *buf, size_t len)
 {
-	uint64_t need;
+	h5_astream *s = a->s;
+	const uint8_t *p = buf;
+	uint64_t rb = s->row_bytes, whole;
+	int rc;
 
-	if (a->failed)
-		return h5_err_set(a->failed, "an earlier append to this dataset failed");
-	if (h5_add_overflow(a->len, len, &need) || need > SIZE_MAX / 2)
-		return h5_err_set(H5_ERR_NOMEM, "append buffer overflows");
-	if (need > a->cap) {
-		size_t ncap = a->cap ? a->cap : 65536;
-		uint8_t *nb;
-
-		while (ncap < need)
-			ncap *= 2;
-		nb = realloc(a->buf, ncap);
-		if (!nb)
-			return h5_err_set(H5_ERR_NOMEM, "out of memory buffering %zu bytes", need);
-		a->buf = nb;
-		a->cap = ncap;
+	pthread_mutex_lock(&s->lock);
+	if (failed(s)) {
+		rc = h5_err_set(failed(s), "an earlier append to this dataset failed");
+		goto out;
 	}
-	memcpy(a->buf + a->len, buf, len);
-	a->len = (size_t)need;
-	if (a->len >= a->batch)
-		return apply(a);
+	rc = check_rows(s, (uint64_t)(a->plen + len) / rb);   /* plen + len cannot wrap: plen < rb */
+	if (rc < 0)
+		goto out;
+	if (a->plen) {
+		size_t take = rb - a->plen < len ? (size_t)(rb - a->plen) : len;
+
+		rc = part_add(a, p, take);
+		if (rc < 0)
+			goto out;
+		p += take;
+		len -= take;
+		if (a->plen < rb)
+			goto out;
+		rc = push_rows(s, a->part, 1);
+		a->plen = 0;
+		if (rc < 0)
+			goto out;
+	}
+	whole = len / rb;
+	if (whole) {
+		rc = push_rows(s, p, whole);
+		if (rc < 0)
+			goto out;
+		p += whole * rb;
+		len -= (size_t)(whole * rb);
+	}
+	if (len) {
+		rc = part_add(a, p, len);
+		if (rc < 0)
+			goto out;
+	}
+	rc = maybe_commit(s);
+out:
+	pthread_mutex_unlock(&s->lock);
+	if (rc < 0)
+		return h5_err_wrap(rc, "append to dataset at 0x%llx: ", (unsigned long long)s->addr);
 	return 0;
 }
 
 int h5_append_flush(h5_appender *a)
 {
-	return apply(a);
+	h5_astream *s = a->s;
+	int rc;
+
+	pthread_mutex_lock(&s->lock);
+	rc = commit(s, true, true);
+	pthread_mutex_unlock(&s->lock);
+	if (rc < 0)
+		return h5_err_wrap(rc, "append to dataset at 0x%llx: ", (unsigned long long)s->addr);
+	return 0;
 }
 
 void h5_append_discard(h5_appender *a)
 {
-	a->len = 0;
+	a->plen = 0;
 }
 
 int h5_append_close(h5_appender *a, size_t *pending_partial)
 {
+	h5_astream *s;
+	h5_file *f;
+	bool last;
 	int rc;
 
 	if (pending_partial)
 		*pending_partial = 0;
 	if (!a)
 		return 0;
-	rc = apply(a);
-	if (rc == 0 && a->len) {
+	s = a->s;
+	f = s->f;
+	rc = h5_append_flush(a);
+	if (rc == 0 && a->plen) {
 		if (pending_partial)
-			*pending_partial = a->len;
+			*pending_partial = a->plen;
 		rc = h5_err_set(H5_ERR_INVAL, "%zu trailing bytes do not make a whole row of %llu bytes: not appended",
-				a->len, (unsigned long long)a->row_bytes);
+				a->plen, (unsigned long long)s->row_bytes);
 	}
-	free(a->buf);
+	pthread_mutex_lock(&f->write_lock);
+	last = --s->refs == 0;
+	if (last && !s->unlinked) {
+		for (h5_astream **pp = &f->astreams; *pp; pp = &(*pp)->next)
+			if (*pp == s) {
+				*pp = s->next;
+				break;
+			}
+	}
+	pthread_mutex_unlock(&f->write_lock);
+	if (last)
+		stream_free(s);
+	free(a->part);
 	free(a);
 	return rc;
 }

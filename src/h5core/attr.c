@@ -95,9 +95,12 @@ static int attr_hdr_decode(attr_hdr *h, const uint8_t *buf, size_t len)
 	if (!h5_rd_ok(&r))
 		return h5_err_set(H5_ERR_FORMAT, "attribute message: name (%zu), datatype (%zu) and dataspace (%zu) "
 				  "fields run past its %zu bytes", h->name_size, h->dt_size, h->ds_size, len);
-	if (h->name[h->name_size - 1] != '\0' || memchr(h->name, 0, h->name_size) != h->name + h->name_size - 1)
-		return h5_err_set(H5_ERR_FORMAT, "attribute message: name of %zu bytes is not one NUL-terminated "
-				  "string", h->name_size);
+	/* A NUL inside the name is kept (name_len counts it): such a name can
+	 * be no xattr name, so h5_xattr_list leaves it out, and the siblings
+	 * of a hostile attribute stay readable. */
+	if (h->name[h->name_size - 1] != '\0')
+		return h5_err_set(H5_ERR_FORMAT, "attribute message: name of %zu bytes is not NUL-terminated",
+				  h->name_size);
 	h->data = buf + r.pos;
 	h->data_left = h5_rd_left(&r);
 	return 0;
@@ -637,7 +640,7 @@ int h5_xattr_list(char **out, size_t *len, h5_file *f, uint64_t addr)
 
 		/* An empty name ("user.") or one beyond the kernel's xattr name
 		 * limit could be listed but never read back: leave it out. */
-		if (e->len == 0 || xattr_name_len(e->name, e->len) > XATTR_NAME_MAX_LEN)
+		if (e->len == 0 || memchr(e->name, 0, e->len) || xattr_name_len(e->name, e->len) > XATTR_NAME_MAX_LEN)
 			continue;
 		rc = xbuf_add(&b, has_prefix(e->name, e->len, "h5.") ? XATTR_ESCAPED : XATTR_USER, e->name, e->len);
 	}

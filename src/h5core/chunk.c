@@ -48,6 +48,10 @@ struct h5_chunk_index {
 	h5_bt2 *bt2;                /* BTREE2 */
 	unsigned bt2_size_len;      /* type 11: bytes of the chunk size */
 	unsigned bt1_elem;          /* BTREE1: last key dimension (the element size) */
+	/* prefetching (under f->prefetch->lock) */
+	uint64_t pf_last_off, pf_last_end;  /* the previous read */
+	uint64_t pf_upto;           /* stream bytes below this were scheduled */
+	unsigned pf_active;         /* jobs of this index queued or running */
 };
 
 /* ---- array elements (VII.C/VII.D "Data Block Element") --------------------- */
@@ -310,10 +314,13 @@ out:
 	return 0;
 }
 
+static void prefetch_forget(h5_chunk_index *ci);
+
 void h5_chunk_index_close(h5_chunk_index *ci)
 {
 	if (!ci)
 		return;
+	prefetch_forget(ci);
 	h5_bt2_close(ci->bt2);
 	free(ci);
 }
@@ -716,7 +723,15 @@ typedef struct read_ctx {
 	int err;                        /* atomic: first error */
 	pthread_mutex_t lock;
 	char msg[512];
+	struct ext_sink *ext;           /* h5_chunk_extents: map instead of reading */
 } read_ctx;
+
+/* Where the pieces of the window are in FILE (h5_chunk_extents). */
+struct ext_sink {
+	h5_extent *out;
+	uint64_t *ds;                   /* dataset offset of each piece */
+	size_t max, n;
+};
 
 /* Split elements [a, b] of the C-order stream into boxes: greedily take the
  * largest aligned slab that fits (at most 2*rank-1 of them). */
@@ -883,6 +898,36 @@ static int read_direct(const read_ctx *x, const h5_chunk_rec *rec, const uint64_
 	return rows_each(x, ilo, ihi, base, row_pread, &rf);
 }
 
+static int row_extent(void *ud, uint64_t ds_off, uint64_t ck_off, size_t n)
+{
+	struct row_file *rf = ud;
+	struct ext_sink *e = rf->x->ext;
+
+	if (e->n == e->max)
+		return h5_err_set(H5_ERR_LIMIT, "the window spans more than %zu pieces of the file", e->max);
+	e->ds[e->n] = ds_off;
+	/* inside the file: read_direct's range check passed (map_direct) */
+	e->out[e->n].file_off = rf->x->ci->f->base + rf->addr + ck_off;
+	e->out[e->n].len = n;
+	e->n++;
+	return 0;
+}
+
+/* h5_chunk_extents: the runs of an allocated, unfiltered chunk, as file
+ * extents; anything else cannot be served from FILE's bytes. */
+static int map_direct(const read_ctx *x, const h5_chunk_rec *rec, const uint64_t *scaled, const uint64_t *ilo,
+		      const uint64_t *ihi, const uint64_t *base)
+{
+	struct row_file rf = { x, rec->addr };
+
+	if (!h5_addr_defined(rec->addr) || chunk_is_filtered(x->ci, scaled))
+		return h5_err_set(H5_ERR_UNSUPPORTED, "part of the window is not stored as plain bytes");
+	if (!h5_file_range_ok(x->ci->f, rec->addr, x->ci->chunk_bytes))
+		return h5_err_set(H5_ERR_FORMAT, "chunk at 0x%llx+%llu lies outside the file",
+				  (unsigned long long)rec->addr, (unsigned long long)x->ci->chunk_bytes);
+	return rows_each(x, ilo, ihi, base, row_extent, &rf);
+}
+
 static int read_filtered(const read_ctx *x, const h5_chunk_rec *rec, const uint64_t *ilo, const uint64_t *ihi,
 			 const uint64_t *base)
 {
@@ -932,6 +977,8 @@ static int run_task(read_ctx *x, size_t t)
 	rc = h5_chunk_lookup(&rec, ci, scaled);
 	if (rc < 0)
 		return rc;
+	if (x->ext)
+		return map_direct(x, &rec, scaled, ilo, ihi, base);
 	if (!h5_addr_defined(rec.addr))
 		return rows_each(x, ilo, ihi, base, row_fill, x);
 	if (chunk_is_filtered(ci, scaled))
@@ -996,7 +1043,9 @@ static int run_batch(read_ctx *x)
 	return 0;
 }
 
-int h5_chunk_read(h5_dataset *d, uint8_t *buf, uint64_t off, size_t len)
+/* Visit every (box, chunk) pair of [off, off+len): read into buf, or with
+ * ext, collect where the bytes lie in FILE. */
+static int chunk_walk(h5_dataset *d, uint8_t *buf, uint64_t off, size_t len, struct ext_sink *ext)
 {
 	h5_chunk_index *ci = d->cidx;
 	read_ctx *x;
@@ -1028,6 +1077,7 @@ int h5_chunk_read(h5_dataset *d, uint8_t *buf, uint64_t off, size_t len)
 	x->buf = buf;
 	x->off = off;
 	x->len = len;
+	x->ext = ext;
 	x->dstride[r - 1] = 1;
 	x->cstride[r - 1] = 1;
 	for (unsigned i = r - 1; i-- > 0;) {
@@ -1075,5 +1125,301 @@ int h5_chunk_read(h5_dataset *d, uint8_t *buf, uint64_t off, size_t len)
 	pthread_mutex_destroy(&x->lock);
 	free(x->task_scaled);
 	free(x);
+	return rc;
+}
+
+/* ---- prefetching ------------------------------------------------------------------
+ * The kernel asks for a file in readahead-sized pieces (128 KiB unless the
+ * mount's read_ahead_kb was raised), so a sequential reader of a filtered
+ * dataset wants one chunk at a time and decompression would run on one
+ * core. When reads follow each other, the chunks of the next chunk rows
+ * (whole steps of dimension 0, which a C-order stream meets next) are
+ * queued for f->prefetch's workers, which decode them into f->chunks with
+ * the same load-once h5_cache_get as readers: a reader that gets there
+ * first decodes the chunk itself and the worker then finds it cached. At
+ * most as many chunks as there are workers are decoded at a time, at most
+ * PF_QUEUE wait, and no more than a quarter of the cache is scheduled
+ * ahead, so prefetched chunks do not evict each other before use. */
+
+#define PF_QUEUE 64
+#define PF_MAX_WORKERS 8
+
+typedef struct pf_job {
+	h5_chunk_index *ci;
+	uint64_t scaled[H5_MAX_RANK];
+} pf_job;
+
+struct h5_prefetch {
+	pthread_mutex_t lock;
+	pthread_cond_t work;            /* jobs queued, or stop */
+	pthread_cond_t done;            /* a job finished */
+	pf_job q[PF_QUEUE];             /* ring */
+	size_t head, len;
+	unsigned nworkers, started;
+	pthread_t tid[PF_MAX_WORKERS];
+	bool stop;
+};
+
+int h5_prefetch_new(h5_prefetch **out, unsigned nworkers)
+{
+	h5_prefetch *p;
+
+	*out = NULL;
+	if (nworkers == 0)
+		return 0;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory for the prefetcher");
+	if (pthread_mutex_init(&p->lock, NULL) != 0) {
+		free(p);
+		return h5_err_set(H5_ERR_NOMEM, "cannot create the prefetcher's mutex");
+	}
+	if (pthread_cond_init(&p->work, NULL) != 0) {
+		pthread_mutex_destroy(&p->lock);
+		free(p);
+		return h5_err_set(H5_ERR_NOMEM, "cannot create the prefetcher's condition variable");
+	}
+	if (pthread_cond_init(&p->done, NULL) != 0) {
+		pthread_cond_destroy(&p->work);
+		pthread_mutex_destroy(&p->lock);
+		free(p);
+		return h5_err_set(H5_ERR_NOMEM, "cannot create the prefetcher's condition variable");
+	}
+	p->nworkers = nworkers > PF_MAX_WORKERS ? PF_MAX_WORKERS : nworkers;
+	*out = p;
+	return 0;
+}
+
+void h5_prefetch_free(h5_prefetch *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->stop = true;
+	pthread_cond_broadcast(&p->work);
+	pthread_mutex_unlock(&p->lock);
+	for (unsigned i = 0; i < p->started; i++)
+		pthread_join(p->tid[i], NULL);
+	pthread_cond_destroy(&p->done);
+	pthread_cond_destroy(&p->work);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
+/* Decode one chunk into the cache. Failures are left for the reader, who
+ * decodes it again and reports why. */
+static void pf_decode(const pf_job *j)
+{
+	h5_chunk_index *ci = j->ci;
+	h5_chunk_rec rec;
+	struct chunk_load l = { ci, &rec };
+	h5_cache_ref ref;
+
+	if (h5_chunk_lookup(&rec, ci, j->scaled) == 0 && h5_addr_defined(rec.addr) &&
+	    chunk_is_filtered(ci, j->scaled) &&
+	    h5_cache_get(&ref, ci->f->chunks, H5_CK_CHUNK, rec.addr, chunk_data_load, chunk_data_free, &l) == 0)
+		h5_cache_release(ci->f->chunks, &ref);
+	h5_err_clear();
+}
+
+static void *pf_worker(void *arg)
+{
+	h5_prefetch *p = arg;
+
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		pf_job j;
+
+		while (!p->stop && p->len == 0)
+			pthread_cond_wait(&p->work, &p->lock);
+		if (p->stop)
+			break;
+		j = p->q[p->head];
+		p->head = (p->head + 1) % PF_QUEUE;
+		p->len--;
+		pthread_mutex_unlock(&p->lock);
+		pf_decode(&j);
+		pthread_mutex_lock(&p->lock);
+		j.ci->pf_active--;
+		pthread_cond_broadcast(&p->done);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+/* The index is being closed: drop its queued jobs, wait for running ones. */
+static void prefetch_forget(h5_chunk_index *ci)
+{
+	h5_prefetch *p = ci->f->prefetch;
+	size_t keep = 0;
+
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	for (size_t i = 0; i < p->len; i++) {
+		const pf_job *j = &p->q[(p->head + i) % PF_QUEUE];
+
+		if (j->ci == ci)
+			ci->pf_active--;
+		else
+			p->q[(p->head + keep++) % PF_QUEUE] = *j;
+	}
+	p->len = keep;
+	while (ci->pf_active > 0)
+		pthread_cond_wait(&p->done, &p->lock);
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* Called (under p->lock) for a read of [off, end) of the stream. */
+static void prefetch_plan(h5_prefetch *p, h5_chunk_index *ci, uint64_t off, uint64_t end, size_t len)
+{
+	uint64_t rowbytes = ci->esize, rowspan, npr = 1, r0, first, stop, want, nq = 0, cap;
+	uint64_t c[H5_MAX_RANK];
+	bool seq;
+
+	/* Sequential: this read starts where the previous one ended, give or
+	 * take one read (several FUSE threads may take readahead requests
+	 * slightly out of order). */
+	seq = off >= ci->pf_last_off && off <= ci->pf_last_end + len;
+	ci->pf_last_off = off;
+	ci->pf_last_end = end;
+	if (!seq)
+		return;
+	for (unsigned i = 1; i < ci->rank; i++) {
+		if (h5_mul_overflow(rowbytes, ci->dims[i], &rowbytes))
+			return;
+		npr *= ci->nchunks[i];  /* <= elements of the dataset */
+	}
+	if (h5_mul_overflow(rowbytes, ci->chunk[0], &rowspan) || rowspan == 0 || npr == 0)
+		return;
+	/* chunks per chunk row times rows ahead >= workers, within a quarter
+	 * of the cache and the queue */
+	want = (p->nworkers + npr - 1) / npr;
+	cap = h5_cache_budget(ci->f->chunks) / 4 / ci->chunk_bytes;
+	if (cap > PF_QUEUE - p->len)
+		cap = PF_QUEUE - p->len;
+	r0 = end / rowspan + (end % rowspan != 0);     /* the first row this read did not touch */
+	first = ci->pf_upto;
+	if (first < r0 || first > r0 + want)           /* a jump: start over */
+		first = r0;
+	stop = r0 + want < ci->nchunks[0] ? r0 + want : ci->nchunks[0];
+	if (first >= stop)
+		return;
+	ci->pf_upto = stop;
+	for (uint64_t r = first; r < stop; r++) {
+		unsigned j;
+
+		if (nq >= cap) {
+			ci->pf_upto = r;        /* the rest when there is room */
+			break;
+		}
+
+		c[0] = r;
+		for (unsigned i = 1; i < ci->rank; i++)
+			c[i] = 0;
+		do {
+			pf_job *job;
+
+			if (nq >= cap) {
+				ci->pf_upto = r;        /* duplicates are cache hits */
+				break;
+			}
+			job = &p->q[(p->head + p->len) % PF_QUEUE];
+			job->ci = ci;
+			memcpy(job->scaled, c, sizeof(uint64_t) * ci->rank);
+			p->len++;
+			ci->pf_active++;
+			nq++;
+			/* odometer over dimensions 1.. (last fastest) */
+			for (j = ci->rank; j-- > 1;) {
+				if (++c[j] < ci->nchunks[j])
+					break;
+				c[j] = 0;
+			}
+		} while (j != 0 && ci->rank > 1);
+	}
+	if (nq == 0)
+		return;
+	while (p->started < p->nworkers) {
+		if (pthread_create(&p->tid[p->started], NULL, pf_worker, p) != 0)
+			break;  /* fewer workers; readers decode what is left */
+		p->started++;
+	}
+	pthread_cond_broadcast(&p->work);
+}
+
+int h5_chunk_read(h5_dataset *d, uint8_t *buf, uint64_t off, size_t len)
+{
+	h5_chunk_index *ci = d->cidx;
+	h5_prefetch *p = d->f->prefetch;
+
+	/* Schedule before reading: the workers start on the next chunks while
+	 * this thread decodes the current one. */
+	if (ci && ci->filtered && p && len > 0 && off <= UINT64_MAX - len) {
+		pthread_mutex_lock(&p->lock);
+		if (!p->stop)
+			prefetch_plan(p, ci, off, off + len, len);
+		pthread_mutex_unlock(&p->lock);
+	}
+	return chunk_walk(d, buf, off, len, NULL);
+}
+
+int h5_chunk_extents(h5_extent *out, size_t max, size_t *n, h5_dataset *d, uint64_t off, size_t len)
+{
+	struct ext_sink e = { out, NULL, max, 0 };
+	uint64_t pos = off;
+	size_t k = 0;
+	int rc;
+
+	*n = 0;
+	if (!d->cidx || d->cidx->filtered)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "filtered chunks are not stored as plain bytes");
+	if (len == 0)
+		return 0;
+	if (max == 0)
+		return h5_err_set(H5_ERR_LIMIT, "no room for a piece");
+	e.ds = malloc(sizeof(*e.ds) * max);
+	if (!e.ds)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory mapping a window");
+	rc = chunk_walk(d, NULL, off, len, &e);
+	if (rc < 0)
+		goto out;
+	/* Chunks are visited in chunk order, which is not the stream's order
+	 * when the window spans several chunks of a row: sort by dataset
+	 * offset (few pieces, mostly in order already). */
+	for (size_t i = 1; i < e.n; i++) {
+		uint64_t dk = e.ds[i];
+		h5_extent ek = e.out[i];
+		size_t j = i;
+
+		for (; j > 0 && e.ds[j - 1] > dk; j--) {
+			e.ds[j] = e.ds[j - 1];
+			e.out[j] = e.out[j - 1];
+		}
+		e.ds[j] = dk;
+		e.out[j] = ek;
+	}
+	/* The pieces must tile the window exactly; merge neighbours that are
+	 * neighbours in FILE too. */
+	for (size_t i = 0; i < e.n; i++) {
+		if (e.ds[i] != pos) {
+			rc = h5_err_set(H5_ERR_FORMAT, "chunk map of [%llu, +%zu) has a gap or overlap at %llu",
+					(unsigned long long)off, len, (unsigned long long)pos);
+			goto out;
+		}
+		pos += e.out[i].len;
+		if (k > 0 && out[k - 1].file_off + out[k - 1].len == e.out[i].file_off)
+			out[k - 1].len += e.out[i].len;
+		else
+			out[k++] = e.out[i];
+	}
+	if (pos != off + len) {
+		rc = h5_err_set(H5_ERR_FORMAT, "chunk map of [%llu, +%zu) ends at %llu", (unsigned long long)off, len,
+				(unsigned long long)pos);
+		goto out;
+	}
+	*n = k;
+out:
+	free(e.ds);
 	return rc;
 }

@@ -151,6 +151,27 @@ static int efl_resolve(char **out, const char *h5path, const char *name)
 	return 0;
 }
 
+/* Whether an external file name may reach outside FILE's directory tree:
+ * absolute, or with a ".." component. libhdf5 follows any name, which lets
+ * a hostile file make a daemon running as root read any file on the
+ * system; such names are only followed with -o efl_any. */
+static bool efl_name_escapes(const char *name)
+{
+	const char *p = name;
+
+	if (name[0] == '/')
+		return true;
+	while (*p) {
+		size_t len = strcspn(p, "/");
+
+		if (len == 2 && p[0] == '.' && p[1] == '.')
+			return true;
+		p += len;
+		p += strspn(p, "/");
+	}
+	return false;
+}
+
 /* External storage (IV.A.2.h): names come from the local heap; the logical
  * stream is the concatenation of the segments in list order. */
 static int ds_init_efl(h5_dataset *d)
@@ -213,6 +234,11 @@ static int ds_init_efl(h5_dataset *d)
 			rc = h5_err_set(H5_ERR_FORMAT, "external file list: bad name offset %llu in local heap 0x%llx",
 					(unsigned long long)d->efl.e[i].name_off,
 					(unsigned long long)d->efl.heap_addr);
+			goto out;
+		}
+		if (!d->f->efl_any && efl_name_escapes(name)) {
+			rc = h5_err_set(H5_ERR_UNSUPPORTED, "external file \"%.200s\" is absolute or contains \"..\": "
+					"not followed (mount with -o efl_any to allow)", name);
 			goto out;
 		}
 		rc = efl_resolve(&d->efl_paths[i], h5_file_path(d->f), name);
@@ -432,7 +458,11 @@ uint64_t h5_dataset_allocated(const h5_dataset *d)
 			}
 			return sum;
 		}
-		return h5_addr_defined(d->layout.addr) ? d->layout.size : 0;
+		if (!h5_addr_defined(d->layout.addr))
+			return 0;
+		/* a stored size past the end of the file (only nbytes of it are
+		 * ever read, and those were checked) must not show as blocks */
+		return h5_file_range_ok(d->f, d->layout.addr, d->layout.size) ? d->layout.size : d->nbytes;
 	case H5_LAYOUT_CHUNKED:
 		if (d->cidx && h5_chunk_allocated(&v, d->cidx) == 0)
 			return v;

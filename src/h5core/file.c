@@ -100,9 +100,54 @@ int h5_file_sync(h5_file *f)
 	return 0;
 }
 
+/* The memory limit of our cgroup (v2 "memory.max"), or 0 when there is
+ * none we can read: in a container it is far below the host's RAM. */
+static uint64_t cgroup_mem_limit(void)
+{
+	char line[64];
+	unsigned long long v;
+	char *end;
+	FILE *fp = fopen("/sys/fs/cgroup/memory.max", "re");
+
+	if (!fp)
+		return 0;
+	if (!fgets(line, sizeof(line), fp)) {
+		fclose(fp);
+		return 0;
+	}
+	fclose(fp);
+	errno = 0;
+	v = strtoull(line, &end, 10);   /* "max" parses as nothing: no limit */
+	if (errno || end == line)
+		return 0;
+	return (uint64_t)v;
+}
+
+size_t h5_default_cache_bytes(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	uint64_t mem, lim, b;
+
+	if (pages <= 0 || psz <= 0)
+		return H5_DEFAULT_CACHE_BYTES;
+	mem = (uint64_t)pages * (uint64_t)psz;
+	lim = cgroup_mem_limit();
+	if (lim && lim < mem)
+		mem = lim;
+	/* Decoded chunks are what makes random reads of compressed data fast
+	 * (each miss decodes a whole chunk); a sixteenth of the memory is
+	 * generous for that and still small next to the page cache. */
+	b = mem / 16;
+	if (b < H5_DEFAULT_CACHE_BYTES)
+		b = H5_DEFAULT_CACHE_BYTES;
+	if (b > H5_DEFAULT_CACHE_MAX_BYTES)
+		b = H5_DEFAULT_CACHE_MAX_BYTES;
+	return (size_t)b;
+}
+
 static int file_init_common(h5_file *f, const h5_open_opts *opts)
 {
-	size_t budget = opts && opts->cache_bytes ? opts->cache_bytes : H5_DEFAULT_CACHE_BYTES;
+	size_t budget = opts && opts->cache_bytes ? opts->cache_bytes : h5_default_cache_bytes();
 	long ncpu;
 	int rc;
 
@@ -115,12 +160,18 @@ static int file_init_common(h5_file *f, const h5_open_opts *opts)
 	f->chunk_btree_k = 32;
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	f->nthreads = opts && opts->nthreads ? opts->nthreads : (ncpu > 0 ? (unsigned)ncpu : 1);
-	/* Metadata gets a quarter of the budget: index blocks are small and hot,
-	 * decoded chunks are large and the main consumer. */
-	rc = h5_cache_new(&f->meta, budget / 4);
+	f->efl_any = opts && opts->efl_any;
+	/* One LRU and one budget for metadata and decoded chunks (f->chunks
+	 * is f->meta): a fixed share for metadata sat unused on files with
+	 * few objects while chunks were evicted, and metadata in use keeps
+	 * being released last, so it stays while chunks stream through.
+	 * Keys never collide: the kinds differ. */
+	rc = h5_cache_new(&f->meta, budget);
 	if (rc < 0)
 		return rc;
-	rc = h5_cache_new(&f->chunks, budget - budget / 4);
+	f->chunks = f->meta;
+	/* The reader's own thread decodes too: the others decode ahead. */
+	rc = h5_prefetch_new(&f->prefetch, f->nthreads > 8 ? 7 : f->nthreads - 1);
 	if (rc < 0)
 		return rc;
 	return h5_superblock_read(f);
@@ -205,7 +256,8 @@ void h5_file_close(h5_file *f)
 {
 	if (!f)
 		return;
-	if (f->chunks)
+	h5_prefetch_free(f->prefetch);   /* its workers use the caches */
+	if (f->chunks && f->chunks != f->meta)
 		h5_cache_free(f->chunks);
 	if (f->meta)
 		h5_cache_free(f->meta);
@@ -221,3 +273,4 @@ int h5_file_sb_version(const h5_file *f) { return f->sb_version; }
 uint64_t h5_file_userblock(const h5_file *f) { return f->base; }
 int64_t h5_file_mtime(const h5_file *f) { return f->file_mtime; }
 const char *h5_file_path(const h5_file *f) { return f->path; }
+int h5_file_fd(const h5_file *f) { return f->mem ? -1 : f->fd; }

@@ -53,11 +53,19 @@ typedef struct h5_file h5_file;
 
 typedef struct h5_open_opts {
 	int writable;            /* open O_RDWR and take an exclusive flock */
-	size_t cache_bytes;      /* total cache budget; 0 = default */
+	size_t cache_bytes;      /* total cache budget; 0 = h5_default_cache_bytes() */
 	unsigned nthreads;       /* decompression threads; 0 = number of CPUs */
+	int efl_any;             /* follow external file names that are absolute or
+				  * contain "..": off, a file may only name files in
+				  * its own directory tree (h5fs -o efl_any) */
 } h5_open_opts;
 
+/* The default cache budget (h5_default_cache_bytes) is 1/16 of the memory
+ * available (physical RAM, or the cgroup limit when lower), kept within
+ * [H5_DEFAULT_CACHE_BYTES, H5_DEFAULT_CACHE_MAX_BYTES]. */
 #define H5_DEFAULT_CACHE_BYTES ((size_t)256 << 20)
+#define H5_DEFAULT_CACHE_MAX_BYTES ((size_t)2048 << 20)
+size_t h5_default_cache_bytes(void);
 
 int h5_file_open(h5_file **out, const char *path, const h5_open_opts *opts);
 /* Open an in-memory image (fuzzing, tests). The buffer must outlive the file. */
@@ -139,6 +147,20 @@ uint64_t h5_dataset_allocated(const h5_dataset *d);
 int h5_dataset_mtime(const h5_dataset *d, int64_t *mtime);
 /* Read exactly len bytes at off; off+len must be <= h5_dataset_size(). */
 int h5_dataset_read(h5_dataset *d, void *buf, uint64_t off, size_t len);
+/* Where the bytes [off, off+len) of a dataset lie in FILE, for zero-copy
+ * reads (splice): *n pieces in dataset order, piece i being out[i].len
+ * bytes at absolute offset out[i].file_off of h5_file_fd(). Fails (with
+ * H5_ERR_UNSUPPORTED, or H5_ERR_LIMIT beyond max pieces) when any part is
+ * not stored as plain bytes in FILE - fill value, filtered chunk, compact
+ * or external storage, variable-length text, memory image; the caller then
+ * reads with h5_dataset_read, which also reports any real error. */
+typedef struct h5_extent {
+	uint64_t file_off;
+	uint64_t len;
+} h5_extent;
+int h5_dataset_extents(h5_extent *out, size_t max, size_t *n, h5_dataset *d, uint64_t off, size_t len);
+/* The descriptor of FILE (-1 for memory images); for reading only. */
+int h5_file_fd(const h5_file *f);
 
 /* ---- attributes (attr.c, value.c) -------------------------------------- */
 

@@ -193,9 +193,16 @@ struct h5_file {
 	unsigned sohm_nindexes;
 	h5_sohm_index sohm_index[H5_SOHM_MAX_INDEXES];
 	h5_cache *meta;         /* decoded metadata blocks */
-	h5_cache *chunks;       /* decoded chunks */
+	h5_cache *chunks;       /* decoded chunks: the same cache as meta (file.c) */
 	unsigned nthreads;
+	bool efl_any;           /* h5_open_opts.efl_any */
 	pthread_mutex_t write_lock; /* one writer at a time */
+	/* appending (append.c), both under write_lock: the datasets being
+	 * appended to, and where the next new space starts (0: at eoa; may lie
+	 * below eoa when a commit reserved space ahead, doc/APPEND.md) */
+	struct h5_astream *astreams;
+	uint64_t alloc_end;
+	struct h5_prefetch *prefetch; /* background chunk decoding (chunk.c) */
 };
 
 /* eof grows while FUSE threads read: an append (append.c) extends FILE
@@ -707,6 +714,16 @@ int h5_chunk_lookup(h5_chunk_rec *out, h5_chunk_index *ci, const uint64_t *scale
 int h5_chunk_allocated(uint64_t *out, h5_chunk_index *ci);
 /* Read [off, off+len) of a chunked dataset. */
 int h5_chunk_read(h5_dataset *d, uint8_t *buf, uint64_t off, size_t len);
+/* h5_dataset_extents for a chunked dataset: every part must lie in
+ * allocated, unfiltered chunks. */
+int h5_chunk_extents(h5_extent *out, size_t max, size_t *n, h5_dataset *d, uint64_t off, size_t len);
+/* Workers that decode, into f->chunks, the chunks a sequential reader of a
+ * filtered dataset will want next (h5_chunk_read schedules them). nworkers
+ * 0: no prefetching. Free stops the workers; datasets are closed first
+ * (h5_chunk_index_close waits for its dataset's jobs). */
+typedef struct h5_prefetch h5_prefetch;
+int h5_prefetch_new(h5_prefetch **out, unsigned nworkers);
+void h5_prefetch_free(h5_prefetch *p);
 
 /* Extensible array (earray.c): geometry shared by reader and writer. */
 typedef struct h5_ea_geom {

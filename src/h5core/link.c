@@ -103,8 +103,9 @@ int h5_link_decode(h5_link *out, const uint8_t *buf, size_t len, const h5_fmt *f
 		return h5_err_set(H5_ERR_FORMAT, "link message truncated");
 	if (out->cset > 1)
 		return h5_err_set(H5_ERR_FORMAT, "link message: unknown character set %u", out->cset);
-	if (name_len == 0)
-		return h5_err_set(H5_ERR_FORMAT, "link message: empty name");
+	/* An empty name (like ".", ".." or one holding "/" or NUL) is decoded:
+	 * callers that show names skip it, so one bad link does not hide its
+	 * siblings. */
 	if (name_len > h5_rd_left(&r))
 		return h5_err_set(H5_ERR_FORMAT, "link message: name length %llu exceeds the message",
 				  (unsigned long long)name_len);

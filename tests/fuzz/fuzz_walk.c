@@ -309,13 +309,24 @@ static void walk_group(struct walk *w, uint64_t addr, unsigned depth)
 
 		if (e->name_len && strlen(e->name) == e->name_len) {
 			rc = h5_group_lookup(&l, w->f, addr, e->name);
+			/* A damaged index (v1 B-tree keys, duplicate names) can make
+			 * the two disagree without any bug: counted, not fatal. */
 			if (rc == 0) {
-				if (l.type != e->type || (l.type == H5_LINK_HARD && l.addr != e->addr))
+				if (l.type != e->type || (l.type == H5_LINK_HARD && l.addr != e->addr)) {
 					w->st->lookup_mismatch++;
+					if (w->opts->verbose)
+						fprintf(stderr, "  group 0x%llx: \"%s\" lists as type %d 0x%llx, looks up "
+							"as type %d 0x%llx\n", (unsigned long long)addr, e->name,
+							(int)e->type, (unsigned long long)e->addr, (int)l.type,
+							(unsigned long long)l.addr);
+				}
 				h5_link_clear(&l);
 			} else if (rc == H5_ERR_NOTFOUND) {
 				check_err(rc, "h5_group_lookup");
-				w->st->lookup_mismatch++;
+				w->st->lookup_notfound++;
+				if (w->opts->verbose)
+					fprintf(stderr, "  group 0x%llx: \"%s\" is listed but not found: %s\n",
+						(unsigned long long)addr, e->name, h5_err_msg());
 			} else {
 				note_err(w, rc, "h5_group_lookup", addr);
 			}

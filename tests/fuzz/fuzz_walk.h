@@ -22,7 +22,8 @@ typedef struct h5fuzz_stats {
 	uint64_t objects, groups, datasets, links, attrs;
 	uint64_t bytes_read;
 	uint64_t errors;        /* engine calls that returned an error */
-	uint64_t lookup_mismatch; /* names listed by iterate that lookup disagrees on */
+	uint64_t lookup_mismatch; /* names listed by iterate that look up as another link */
+	uint64_t lookup_notfound; /* names listed by iterate that lookup does not find */
 } h5fuzz_stats;
 
 void h5fuzz_default_opts(h5fuzz_opts *o);

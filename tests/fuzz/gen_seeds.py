@@ -3,12 +3,14 @@ for the fuzzer (tests/fuzz/build.sh copies them next to the corpus files).
 
     /usr/bin/python3 gen_seeds.py OUTDIR
 
-Each file is kept small (a few KiB) so libFuzzer mutates structure, not
-bulk data: chunked datasets with every chunk index (v1 B-tree, single chunk,
-implicit, fixed array paged and unpaged, extensible array with super blocks,
-v2 B-tree), filters, fill values, compact/contiguous/external storage, old
-and new style groups (compact, dense with fractal heap and v2 B-trees),
-dense attributes, soft/external links, committed datatypes, a user block.
+Each file is kept small (a few KiB; the deep one 100 KiB) so libFuzzer
+mutates structure, not bulk data: chunked datasets with every chunk index
+(v1 B-tree, single chunk, implicit, fixed array paged and unpaged,
+extensible array with super blocks -- its paged data blocks would need more
+than 128 KiB of file --, v2 B-tree), filters, fill values, compact/
+contiguous/external storage, old and new style groups (compact, dense with
+fractal heap and v2 B-trees, indirect blocks, B-tree internal nodes), dense
+and huge attributes, soft/external links, committed datatypes, a user block.
 """
 import os
 import sys
@@ -37,7 +39,7 @@ def chunked(outdir):
     with h5py.File(os.path.join(outdir, "farray_paged.h5"), "w", libver="latest") as f:
         # more than 1024 chunks: the fixed array data block is paged
         f.create_dataset("paged", data=np.arange(1100, dtype="u1"), chunks=(1,))
-    with h5py.File(os.path.join(outdir, "earray_paged.h5"), "w", libver="latest") as f:
+    with h5py.File(os.path.join(outdir, "earray_sparse.h5"), "w", libver="latest") as f:
         d = f.create_dataset("ea", shape=(0,), maxshape=(None,), dtype="u1", chunks=(1,))
         d.resize((1100,))
         d[::7] = 1
@@ -117,6 +119,21 @@ def attributes(outdir):
         f.attrs["e"] = np.array([1, 2], dtype=h5py.enum_dtype({"A": 1, "B": 2}, basetype="i1"))
 
 
+def deep(outdir):
+    """Structures that need volume, kept under the fuzzer's -max_len (128
+    KiB): fractal heap indirect blocks and huge objects, v2 B-tree internal
+    nodes. Shared object header messages come from the corpus (h5py cannot
+    make them)."""
+    with h5py.File(os.path.join(outdir, "fheap_bt2_deep.h5"), "w", libver="latest") as f:
+        g = f.create_group("many")
+        for i in range(400):  # several direct blocks under an indirect block; B-tree depth 1
+            g["link_with_a_longer_name_%04d" % i] = h5py.SoftLink("/target_%d" % i)
+        a = f.create_group("huge_attr")
+        for i in range(9):
+            a.attrs["a%d" % i] = i
+        a.attrs["big"] = np.zeros(70000, dtype="u1")  # above the heap's max managed size
+
+
 def main():
     outdir = sys.argv[1]
     os.makedirs(outdir, exist_ok=True)
@@ -126,6 +143,7 @@ def main():
     contiguous(outdir)
     groups(outdir)
     attributes(outdir)
+    deep(outdir)
     os.unlink(os.path.join(outdir, "seed_ext.bin"))
 
 

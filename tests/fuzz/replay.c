@@ -121,6 +121,7 @@ static void walk_concurrent(h5fuzz_stats *st, const uint8_t *buf, size_t len, co
 		st->bytes_read += wk[i].st.bytes_read;
 		st->errors += wk[i].st.errors;
 		st->lookup_mismatch += wk[i].st.lookup_mismatch;
+		st->lookup_notfound += wk[i].st.lookup_notfound;
 	}
 	h5_file_close(f);
 }
@@ -153,11 +154,11 @@ static void replay_file(struct replay *r, const char *path)
 		r->longest = t;
 		snprintf(r->longest_name, sizeof(r->longest_name), "%s", path);
 	}
-	printf("%-60s %s objs=%llu grp=%llu ds=%llu links=%llu xattrs=%llu read=%llu err=%llu%s %.3fs\n", path,
+	printf("%-60s %s objs=%llu grp=%llu ds=%llu links=%llu xattrs=%llu read=%llu err=%llu%s%s %.3fs\n", path,
 	       st.open_rc ? h5_err_name(st.open_rc) : "opened", (unsigned long long)st.objects,
 	       (unsigned long long)st.groups, (unsigned long long)st.datasets, (unsigned long long)st.links,
 	       (unsigned long long)st.attrs, (unsigned long long)st.bytes_read, (unsigned long long)st.errors,
-	       st.lookup_mismatch ? " LOOKUP-MISMATCH" : "", t);
+	       st.lookup_mismatch ? " LOOKUP-MISMATCH" : "", st.lookup_notfound ? " LOOKUP-NOTFOUND" : "", t);
 }
 
 static int name_cmp(const void *a, const void *b)
