@@ -852,12 +852,22 @@ void h5fs_free(h5fs *fs)
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
-	(void)userdata;
+	h5fs *fs = userdata;
+
 	/* libfuse derives max_pages, and so the largest read the kernel sends
 	 * us, from max_write; it clamps this to its own buffer size (1 MiB on
 	 * current kernels). */
 	conn->max_write = 1U << 20;
+	/* libfuse wants the max_read mount option (main.c) repeated here */
+	if (fs->cfg.max_read)
+		conn->max_read = fs->cfg.max_read;
 	/* conn->max_readahead starts at the kernel's maximum: keep it. */
+	/* Reads of plain bytes are answered by splicing FILE's pages into
+	 * the reply (op_read): no copy through our memory. */
+	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
+		conn->want |= FUSE_CAP_SPLICE_WRITE;
+	if (conn->capable & FUSE_CAP_SPLICE_MOVE)
+		conn->want |= FUSE_CAP_SPLICE_MOVE;
 }
 
 static void reply_entry_node(fuse_req_t req, const struct node *n)
@@ -1480,6 +1490,41 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_open(req, fi);
 }
 
+/* A read window mapped to FILE (h5_dataset_extents) is answered from
+ * FILE's descriptor: libfuse splices the pages into /dev/fuse when the
+ * kernel allows it (else it preads them into one buffer itself). A window
+ * needing more pieces than this is read the ordinary way. */
+#define H5FS_MAX_EXTENTS 64
+
+static void reply_extents(fuse_req_t req, int fd, const h5_extent *ext, size_t n)
+{
+	struct fuse_bufvec one = FUSE_BUFVEC_INIT(0), *bv = &one;
+	size_t i;
+
+	if (n > 1) {
+		bv = calloc(1, sizeof(*bv) + (n - 1) * sizeof(bv->buf[0]));
+		if (!bv) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+	}
+	bv->count = n;
+	bv->idx = 0;
+	bv->off = 0;
+	for (i = 0; i < n; i++) {
+		bv->buf[i].size = (size_t)ext[i].len;
+		bv->buf[i].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+		bv->buf[i].mem = NULL;
+		bv->buf[i].fd = fd;
+		bv->buf[i].pos = (off_t)ext[i].file_off;
+	}
+	/* on failure libfuse has answered with the errno (or the request was
+	 * interrupted): nothing left to do */
+	fuse_reply_data(req, bv, FUSE_BUF_SPLICE_MOVE);
+	if (bv != &one)
+		free(bv);
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
@@ -1509,6 +1554,21 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	len = fsize - (uint64_t)off;
 	if (len > size)
 		len = size;
+	/* Plain bytes of FILE (contiguous storage, unfiltered chunks): the
+	 * extents stay valid after the lock is dropped, since an append
+	 * writes new bytes elsewhere and never rewrites bytes in use. */
+	if (h5_file_fd(fs->f) >= 0) {
+		h5_extent ext[H5FS_MAX_EXTENTS];
+		size_t next = 0;
+
+		if (h5_dataset_extents(ext, H5FS_MAX_EXTENTS, &next, n->ds, (uint64_t)off, (size_t)len) == 0 &&
+		    next > 0) {
+			pthread_rwlock_unlock(&fs->ds_lock);
+			reply_extents(req, h5_file_fd(fs->f), ext, next);
+			return;
+		}
+		h5_err_clear();  /* not mappable: read it (which reports real errors) */
+	}
 	buf = malloc((size_t)len);
 	if (!buf) {
 		pthread_rwlock_unlock(&fs->ds_lock);

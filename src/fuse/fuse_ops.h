@@ -34,6 +34,7 @@ typedef struct h5fs_config {
 	gid_t gid;
 	mode_t umask;       /* files 0444 & ~umask, directories 0555 & ~umask */
 	int xattr_raw;      /* -o xattr=raw: attribute values as stored bytes */
+	unsigned max_read;  /* -o max_read as mounted (INIT must repeat it); 0 none */
 } h5fs_config;
 
 /* Build the filesystem state around an open file (which it then owns).

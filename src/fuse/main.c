@@ -28,7 +28,9 @@
 #include <string.h>
 #include <grp.h>
 #include <pwd.h>
+#include <pthread.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -56,6 +58,7 @@ struct cli {
 	char *xattr_mode;       /* -o xattr=text|raw */
 	char *uid, *gid, *umask;        /* -o uid=N, gid=N, umask=M, as given */
 	char *mountpoint;       /* as given: resolved after FILE is checked */
+	unsigned max_read;      /* -o max_read=N (a FUSE mount option) */
 	int read_only;
 	int verbose;
 	int efl_any;            /* -o efl_any: follow any external file name */
@@ -100,6 +103,7 @@ static const struct fuse_opt cli_spec[] = {
 	{ "uid=%s", offsetof(struct cli, uid), 0 },
 	{ "gid=%s", offsetof(struct cli, gid), 0 },
 	{ "umask=%s", offsetof(struct cli, umask), 0 },
+	{ "max_read=%u", offsetof(struct cli, max_read), 0 },
 	FUSE_OPT_KEY("verbose", KEY_VERBOSE),
 	{ "efl_any", offsetof(struct cli, efl_any), 1 },
 	FUSE_OPT_END
@@ -202,6 +206,80 @@ static int cli_proc(void *data, const char *arg, int key, struct fuse_args *outa
 	default:
 		return 1;
 	}
+}
+
+/* The kernel reads a FUSE file ahead in windows of the mount's
+ * read_ahead_kb (its backing_dev_info, "0:MINOR"), 128 KiB by default -
+ * and the INIT reply can only lower that - so a sequential reader costs a
+ * request per 128 KiB, and we see one chunk at a time. A window of
+ * H5FS_READAHEAD_REQS requests of max_read bytes means 8 times fewer
+ * requests and several in flight, which our threads serve in parallel.
+ * Only root may write it; for anyone else this quietly does nothing. */
+#define H5FS_READAHEAD_REQS 4
+
+/* 1000 KiB (see where it is used) */
+#define H5FS_MAX_READ 1024000u
+
+struct ra_arg {
+	char *mnt;
+	unsigned kb;
+};
+
+/* Thread: raise read_ahead_kb once the mount answers. stat() of our own
+ * mountpoint returns only after the kernel processed our INIT reply (which
+ * would have reset the value), and gives the device number. */
+static void *raise_readahead(void *arg)
+{
+	struct ra_arg *a = arg;
+	char path[80];
+	struct stat st;
+	unsigned long cur = 0;
+	FILE *fp;
+
+	if (stat(a->mnt, &st) != 0)
+		goto out;
+	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", major(st.st_dev), minor(st.st_dev));
+	fp = fopen(path, "re");
+	if (!fp)
+		goto out;
+	if (fscanf(fp, "%lu", &cur) != 1)
+		cur = 0;
+	fclose(fp);
+	if (cur >= a->kb)
+		goto out;
+	fp = fopen(path, "we");
+	if (fp) {
+		fprintf(fp, "%u\n", a->kb);
+		fclose(fp);
+	}
+out:
+	free(a->mnt);
+	free(a);
+	return NULL;
+}
+
+static void start_raise_readahead(const char *mountpoint, unsigned max_read)
+{
+	pthread_attr_t at;
+	pthread_t t;
+	struct ra_arg *a = calloc(1, sizeof(*a));
+
+	if (!a || !(a->mnt = strdup(mountpoint))) {
+		free(a);
+		return;
+	}
+	a->kb = H5FS_READAHEAD_REQS * (max_read / 1024);
+	if (a->kb == 0 || pthread_attr_init(&at) != 0) {
+		free(a->mnt);
+		free(a);
+		return;
+	}
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &at, raise_readahead, a) != 0) {
+		free(a->mnt);
+		free(a);
+	}
+	pthread_attr_destroy(&at);
 }
 
 /* The engine's message often starts with the path already ("FILE: No such
@@ -319,7 +397,7 @@ int main(int argc, char **argv)
 	h5_file *f = NULL;
 	h5fs *fs = NULL;
 	struct fuse_session *se = NULL;
-	char *fsname = NULL, *abs = NULL;
+	char *fsname = NULL, *abs = NULL, maxread_opt[32];
 	int ret = EXIT_USAGE, rc, mounted = 0, handlers = 0, busy_ro = 0;
 	struct stat fst = {0};
 
@@ -418,6 +496,7 @@ int main(int argc, char **argv)
 	cfg.debug = copts.debug;
 	cfg.verbose = cli.verbose;
 	cfg.xattr_raw = cli.xattr_mode && strcmp(cli.xattr_mode, "raw") == 0;
+	cfg.max_read = cli.max_read ? cli.max_read : H5FS_MAX_READ;  /* see maxread_opt */
 	rc = h5fs_new(&fs, f, &cfg);
 	if (rc < 0) {
 		fprintf(stderr, "h5fs: %s: %s\n", cli.file, cause_of(cli.file));
@@ -452,6 +531,18 @@ int main(int argc, char **argv)
 		fprintf(stderr, "h5fs: out of memory\n");
 		goto out;
 	}
+	/* Reads are answered by splicing FILE's pages through a pipe (op_read)
+	 * that an unprivileged process - or root without CAP_SYS_RESOURCE -
+	 * cannot grow past pipe-max-size, 1 MiB by default; libfuse falls back
+	 * to copying a reply that might not fit. A pipe also holds the reply
+	 * header and a page more per piece when FILE's bytes are not page
+	 * aligned, so requests stop 24 KiB short of 1 MiB unless the user
+	 * chose a max_read; INIT must repeat the value (op_init). */
+	snprintf(maxread_opt, sizeof(maxread_opt), "-omax_read=%u", cfg.max_read);
+	if (fuse_opt_add_arg(&args, maxread_opt) != 0) {
+		fprintf(stderr, "h5fs: out of memory\n");
+		goto out;
+	}
 	if (fuse_opt_add_arg(&args, "-o") != 0 || fuse_opt_add_arg(&args, fsname) != 0 ||
 	    fuse_opt_add_arg(&args, "-odefault_permissions") != 0) {
 		fprintf(stderr, "h5fs: out of memory\n");
@@ -479,6 +570,7 @@ int main(int argc, char **argv)
 	if (fuse_daemonize(copts.foreground) != 0)
 		goto out;
 	h5fs_log(fs, LOG_INFO, "%s mounted at %s", abs ? abs : cli.file, copts.mountpoint);
+	start_raise_readahead(copts.mountpoint, cfg.max_read);
 	if (copts.singlethread) {
 		rc = fuse_session_loop(se);
 	} else {

@@ -1310,7 +1310,8 @@ static void prefetch_plan(h5_prefetch *p, h5_chunk_index *ci, uint64_t off, uint
 		unsigned j;
 
 		if (nq >= cap) {
-			ci->pf_upto = r;        /* the rest when there is room */
+			if (ci->pf_upto > r)
+				ci->pf_upto = r;  /* the rest when there is room */
 			break;
 		}
 

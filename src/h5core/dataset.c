@@ -1025,3 +1025,34 @@ int h5_dataset_read(h5_dataset *d, void *buf, uint64_t off, size_t len)
 		return h5_err_wrap(rc, "dataset at 0x%llx: ", (unsigned long long)d->addr);
 	return 0;
 }
+
+int h5_dataset_extents(h5_extent *out, size_t max, size_t *n, h5_dataset *d, uint64_t off, size_t len)
+{
+	uint64_t end;
+
+	*n = 0;
+	if (h5_add_overflow(off, len, &end) || end > d->nbytes)
+		return h5_err_set(H5_ERR_INVAL, "window of %zu bytes at %llu is past the end of the dataset", len,
+				  (unsigned long long)off);
+	if (d->has_vlen || h5_file_fd(d->f) < 0)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "not stored as plain bytes of FILE");
+	if (len == 0)
+		return 0;
+	switch (d->layout.cls) {
+	case H5_LAYOUT_CONTIGUOUS:
+		if (d->efl.n || !h5_addr_defined(d->layout.addr))
+			return h5_err_set(H5_ERR_UNSUPPORTED, "external or unallocated storage");
+		if (max == 0)
+			return h5_err_set(H5_ERR_LIMIT, "no room for a piece");
+		/* the whole storage was checked against the file at open, and
+		 * the file only grows */
+		out[0].file_off = d->f->base + d->layout.addr + off;
+		out[0].len = len;
+		*n = 1;
+		return 0;
+	case H5_LAYOUT_CHUNKED:
+		return h5_chunk_extents(out, max, n, d, off, len);
+	default:
+		return h5_err_set(H5_ERR_UNSUPPORTED, "layout class %u is not mapped", (unsigned)d->layout.cls);
+	}
+}

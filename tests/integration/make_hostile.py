@@ -15,7 +15,6 @@ build(dir, only=None) returns a list of Case objects; see Case for what a
 test checks about each."""
 import os
 import shutil
-import struct
 import sys
 import zlib
 
@@ -118,7 +117,7 @@ class Ohdr:
         hl = 4 + (2 if self.flags & 0x04 else 0)
         conts = []
         while end - p >= hl:
-            t, sz, fl = buf[p], u(buf, p + 1, 2), buf[p + 3]
+            t, sz = buf[p], u(buf, p + 1, 2)
             m = Msg(t, p + hl, sz, p, ci)
             self.msgs.append(m)
             if t == 0x10:
@@ -226,6 +225,11 @@ def gen_past_eof(g):
         f.create_dataset("dims_big", data=np.zeros(16, dtype="u1"), track_times=False)
         f.create_dataset("single_huge", data=np.arange(4000, dtype="<i4"), chunks=(4000,),
                          compression="gzip", track_times=False)
+        f.create_dataset("rank_huge", data=np.zeros(16, dtype="u1"), track_times=False)
+        f.create_dataset("dtype_huge", data=np.zeros(16, dtype="<i4"), track_times=False)
+        for n in ("pline_cd_count", "pline_nfilters"):
+            f.create_dataset(n, data=np.arange(400, dtype="<i4"), chunks=(100,), compression="gzip",
+                             track_times=False)
         d = f.create_dataset("attr_host", data=np.arange(10, dtype="<i2"), track_times=False)
         d.attrs["fine"] = np.arange(3, dtype="<i4")
         d.attrs["huge"] = np.arange(4, dtype="<i4")
@@ -254,6 +258,24 @@ def gen_past_eof(g):
                 if buf[m.off + 2] & 1:          # maximum dimensions follow
                     put(buf, m.off + 4 + 8 * (len(dims) + i), 8, d)
             oh.fix(buf)
+        # rank 200 (at most 32 exist)
+        oh = Ohdr(buf, addr_of(f, "rank_huge"))
+        buf[oh.one(0x01).off + 1] = 200
+        oh.fix(buf)
+        # an integer type of 4 GiB - 1 per element
+        oh = Ohdr(buf, addr_of(f, "dtype_huge"))
+        put(buf, oh.one(0x03).off + 4, 4, 0xFFFFFFFF)
+        oh.fix(buf)
+        # filter pipeline v2: 65535 client data values; 255 filters
+        for n in ("pline_cd_count", "pline_nfilters"):
+            oh = Ohdr(buf, addr_of(f, n))
+            m = oh.one(0x0B)
+            assert buf[m.off] == 2 and buf[m.off + 1] == 1 and u(buf, m.off + 2, 2) == 1
+            if n == "pline_cd_count":
+                put(buf, m.off + 6, 2, 0xFFFF)
+            else:
+                buf[m.off + 1] = 255
+            oh.fix(buf)
         # single chunk index with a filtered chunk: layout v4, flags bit 1
         oh, m = layout_msg(buf, f, "single_huge")
         o = m.off
@@ -281,7 +303,8 @@ def gen_past_eof(g):
                 "xattr_good": {"/attr_host": {"user.fine": b"0, 1, 2"}}}
 
     g.hostile("past_eof", p, patch, bad={
-        "/contig_far": None, "/contig_wrap": None, "/contig_size": None,
+        "/contig_far": None, "/contig_wrap": None, "/rank_huge": None, "/dtype_huge": None,
+        "/pline_cd_count": None, "/pline_nfilters": None,
         "/dims_overflow": None, "/dims_huge": None, "/dims_big": None, "/single_huge": None},
         info={"blocks_max": {"/contig_size": 4096}},
         why="storage addresses and sizes past EOF, dims whose product overflows (file size %d)" % size)
@@ -290,12 +313,16 @@ def gen_past_eof(g):
     # address past EOF
     def fill1(f):
         controls(f)
-        for n in ("chunk_size", "chunk_addr"):
+        for n in ("chunk_size", "chunk_addr", "chunk_dim0", "chunk_dimhuge"):
             f.create_dataset(n, data=np.arange(8000, dtype="<i4"), chunks=(2000,), compression="gzip",
                              track_times=False)
     p1 = g.pristine("chunk_eof", "earliest", fill1)
 
     def patch1(buf, f):
+        for path, v in (("chunk_dim0", 0), ("chunk_dimhuge", 0xFFFFFFFF)):
+            oh, m = layout_msg(buf, f, path)
+            assert buf[m.off] == 3 and buf[m.off + 1] == 2 and buf[m.off + 2] == 2
+            put(buf, m.off + 11, 4, v)          # after version, class, ndims, B-tree address
         for path in ("chunk_size", "chunk_addr"):
             ci = f[path].id.get_chunk_info(0)
             oh, m = layout_msg(buf, f, path)
@@ -309,8 +336,9 @@ def gen_past_eof(g):
                 put(buf, bt + 24, 4, 0xFFFFFFF0)
             else:
                 put(buf, child0, 8, 1 << 40)
-    g.hostile("chunk_eof", p1, patch1, bad={"/chunk_size": None, "/chunk_addr": None},
-              why="v1 B-tree chunk records: chunk size 4 GiB, chunk address 1 TiB")
+    g.hostile("chunk_eof", p1, patch1, bad={"/chunk_size": None, "/chunk_addr": None, "/chunk_dim0": None,
+                                             "/chunk_dimhuge": None},
+              why="v1 B-tree chunk records: chunk size 4 GiB, chunk address 1 TiB; chunk dims 0 and 2^32-1")
 
     # local heap of an old-style group: data segment size and address
     def fill2(f):
@@ -491,23 +519,28 @@ def gen_cycles(g):
     # of the collection header, object 0 (free space), a missing object
     def fill5(f):
         controls(f)
-        for n in ("into_header", "object0", "missing", "fine"):
+        for n in ("into_header", "object0", "missing", "len_huge", "len_long", "fine"):
             f.create_dataset(n, data=np.array(["one", "two", "three"], dtype=object),
                              dtype=h5py.string_dtype(), track_times=False)
     p5 = g.pristine("gheap_ids", "latest", fill5)
 
     def patch5(buf, f):
-        for n in ("into_header", "object0", "missing"):
+        for n in ("into_header", "object0", "missing", "len_huge", "len_long"):
             off = f[n].id.get_offset()
-            gcol, idx = u(buf, off + 4, 8), u(buf, off + 12, 4)
+            gcol = u(buf, off + 4, 8)
             assert buf[gcol:gcol + 4] == b"GCOL", n
             if n == "into_header":
                 put(buf, off + 4, 8, gcol + 8)
             elif n == "object0":
                 put(buf, off + 12, 4, 0)
+            elif n == "len_huge":
+                put(buf, off, 4, 0x7FFFFFF0)    # the string's length, not the object's
+            elif n == "len_long":
+                put(buf, off, 4, 100)
             else:
                 put(buf, off + 12, 4, 60000)
-    g.hostile("gheap_ids", p5, patch5, bad={"/into_header": None, "/object0": None, "/missing": None},
+    g.hostile("gheap_ids", p5, patch5, bad={"/into_header": None, "/object0": None, "/missing": None,
+                                            "/len_huge": None, "/len_long": None},
               why="variable-length string heap IDs pointing into the collection header, at object 0, "
                   "at a missing object")
 
@@ -840,6 +873,8 @@ def gen_bomb(g):
         for n, kw in (("bomb", {}), ("bomb_shuffle", {"shuffle": True})):
             f.create_dataset(n, data=np.arange(65536, dtype="u1"), chunks=(16384,), compression="gzip",
                              track_times=False, **kw)
+        rnd = np.random.RandomState(5).randint(0, 256, 65536).astype("u1")
+        f.create_dataset("inplace", data=rnd, chunks=(16384,), compression="gzip", track_times=False)
     p = g.pristine("bomb", "latest", fill)
     bomb, total = deflate_bomb(1 << 30)
     small, stotal = deflate_bomb(1 << 20)
@@ -850,8 +885,16 @@ def gen_bomb(g):
     with h5py.File(h, "r+") as f:
         for n in ("bomb", "bomb_shuffle"):
             f[n].id.write_direct_chunk((16384,), bomb, filter_mask=0)
-    c = Case("bomb", h, p, bad={"/bomb": None, "/bomb_shuffle": None},
-             why="a deflate chunk of %d bytes inflating to %d (declared 16384)" % (len(bomb), total))
+        ci = f["inplace"].id.get_chunk_info(1)
+    # the same on-disk size: a dynamic-Huffman stream of zeros, padded
+    z = zlib.compress(bytes(16 << 20), 9)
+    assert len(z) <= ci.size, (len(z), ci.size)
+    with open(h, "r+b") as fh:
+        fh.seek(ci.byte_offset)
+        fh.write(z + bytes(ci.size - len(z)))
+    c = Case("bomb", h, p, bad={"/bomb": "bomb", "/bomb_shuffle": "bomb", "/inplace": "bomb"},
+             why="deflate chunks of %d bytes inflating to %d, of %d bytes inflating to %d (declared 16384)" % (
+                 len(bomb), total, ci.size, 16 << 20))
     g.cases.append(c)
 
 
