@@ -51,6 +51,7 @@
 /* The kind map only speeds up readdir; stop growing it on huge files. */
 #define H5FS_KIND_MAP_MAX ((size_t)1 << 22)
 #define H5FS_BLKSIZE 131072
+#define H5FS_APPEND_BLKSIZE (1 << 20)  /* = max_write (op_init) */
 
 enum node_type { NT_DIR, NT_FILE, NT_LINK };
 
@@ -617,8 +618,12 @@ static int node_make_obj(struct node **out, h5fs *fs, uint64_t addr, uint64_t no
 		alloc = h5_dataset_allocated(n->ds);
 		/* datasets that can grow by `cat >>` are owner-writable on a
 		 * writable mount (where the owner may read) */
-		if (fs_writable(fs) && h5_append_check(n->ds) == 0)
+		if (fs_writable(fs) && h5_append_check(n->ds) == 0) {
 			n->st.st_mode |= (fs->file_mode & S_IRUSR) >> 1;
+			/* cat and cp size their writes by st_blksize: one
+			 * FUSE write of the largest size (max_write) */
+			n->st.st_blksize = H5FS_APPEND_BLKSIZE;
+		}
 		n->st.st_nlink = info.nlink ? info.nlink : 1;
 		break;
 	}
@@ -1240,11 +1245,13 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 
 /* ---- appending: the write path (README "Appending", doc/APPEND.md) -----------------
  * A dataset that can grow along dimension 0 opens for writing on a writable
- * mount. Writes at its end go to the engine's appender, which applies whole
- * rows in batches; whenever rows were applied the node gets a freshly opened
- * dataset (size, allocation, mtime) under fs->ds_lock and the kernel's cached
- * attributes are dropped, so stat shows the new size at once. Write handles
- * are direct_io: the kernel caches no bytes that are not rows yet. */
+ * mount. Writes at its end go to the engine's appender, which streams whole
+ * rows to the file and commits them every 64 MiB or 1 s, on fsync() and at
+ * close (doc/APPEND.md); whenever rows were committed the node gets a
+ * freshly opened dataset (size, allocation, mtime) under fs->ds_lock and
+ * the kernel's cached attributes are dropped, so stat shows the new size at
+ * once. Write handles are direct_io: the kernel caches no bytes that are
+ * not rows yet. */
 
 struct wfile {
 	struct hlink link;      /* first: fs->open_wfiles */
@@ -1260,7 +1267,7 @@ void h5fs_set_session(h5fs *fs, struct fuse_session *se)
 }
 
 /* Show what the appender committed. Called after every operation that may
- * have applied rows, whether or not it succeeded. */
+ * have committed rows, whether or not it succeeded. */
 static void wfile_refresh(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 {
 	h5_dataset *nd = NULL, *old;
@@ -1368,7 +1375,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	fuse_reply_write(req, size);
 }
 
-/* close() (and fsync()) apply every complete row. At close a trailing
+/* close() (and fsync()) commit every complete row, durably. At close a trailing
  * partial row is dropped and reported as EINVAL. */
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
@@ -1410,7 +1417,7 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 		fuse_reply_err(req, 0);   /* nothing of ours is unwritten */
 		return;
 	}
-	rc = h5_append_flush(w->a);    /* applied rows are on disk (fsync'd) */
+	rc = h5_append_flush(w->a);    /* committed rows are on disk (fsync'd) */
 	wfile_refresh(fs, w, ino);
 	if (rc < 0) {
 		reply_h5err_obj(fs, req, rc, "fsync", w->n->path, NULL, w->n->addr);

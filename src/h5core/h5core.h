@@ -192,18 +192,20 @@ int h5_append_check(const h5_dataset *d);
 /* H5_ERR_PERM when the dataset cannot grow this way, H5_ERR_ROFS when the
  * file is open read-only. Nothing is written by open. */
 int h5_append_open(h5_appender **out, h5_file *f, uint64_t dset_addr);
-/* Buffer len bytes; complete rows are applied (durably) in batches. */
+/* Take len bytes. Whole rows are written to the file as they arrive and
+ * committed (made visible) every 64 MiB or 1 s of rows; rows of all open
+ * appenders of a dataset share one stream (doc/APPEND.md). */
 int h5_append_write(h5_appender *a, const void *buf, size_t len);
-/* Apply every complete row buffered; a partial row stays buffered. */
+/* Commit every whole row received, durably (fsync'd); a partial row stays. */
 int h5_append_flush(h5_appender *a);
-/* Drop the buffered bytes (after a partial row was reported). */
+/* Drop this appender's partial row (after it was reported). */
 void h5_append_discard(h5_appender *a);
-/* Flush and free. A trailing partial row is not applied: H5_ERR_INVAL, and
- * its length in *pending_partial. */
+/* Flush and free. A trailing partial row is not appended: H5_ERR_INVAL,
+ * and its length in *pending_partial. */
 int h5_append_close(h5_appender *a, size_t *pending_partial);
-uint64_t h5_append_size(const h5_appender *a);      /* committed + buffered bytes */
-uint64_t h5_append_committed(const h5_appender *a); /* dataset bytes after the last apply */
-size_t h5_append_pending(const h5_appender *a);     /* bytes buffered, not applied */
+uint64_t h5_append_size(const h5_appender *a);      /* bytes received (committed or not) */
+uint64_t h5_append_committed(const h5_appender *a); /* dataset bytes after the last commit */
+size_t h5_append_pending(const h5_appender *a);     /* bytes received, not committed */
 uint64_t h5_append_row_bytes(const h5_appender *a);
 /* Whether FILE was opened for writing. */
 int h5_file_writable(const h5_file *f);

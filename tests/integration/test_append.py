@@ -16,8 +16,11 @@ writes inside the data, truncate, O_TRUNC: EPERM; a trailing partial row:
 close() fails with EINVAL and only whole rows are added; -o ro: EROFS.
 
 Crash safety: kill -9 the daemon at random points of a long append (20
-times); each time h5py must open the file and see a row count that never
-goes down, with every row it reports holding exactly the bytes written.
+times), while rows stream to the file uncommitted, during periodic
+commits, after fsync() and after close(); each time h5py must open the
+file and see a row count that never goes down and covers every row
+fsync() returned for, with every row it reports holding exactly the bytes
+written.
 """
 import errno
 import hashlib
@@ -341,10 +344,16 @@ def test_refusals(wd):
 
 
 ROW = 8          # int64 rows: row i holds i
-CHUNK = 1000     # rows per chunk: batches (1 MiB) end inside chunks
+CHUNK = 1000     # rows per chunk: commits end inside chunks
 
 
 def test_crash(wd):
+    """kill -9 at random points: while rows stream to the file (staged, not
+    committed), while commits run, after fsync() and after close().  Odd
+    rounds make the daemon commit every 256 KiB or 30 ms
+    (H5FS_APPEND_COMMIT_BYTES/_MS), so that kills also land among
+    non-durable periodic commits and reserved space; even rounds use the
+    defaults (64 MiB / 1 s), so that only fsync() and close() commit."""
     path = os.path.join(wd, "crash.h5")
     mnt = os.path.join(wd, "mnt-c")
     with h5py.File(path, "w", libver="latest") as f:
@@ -353,11 +362,30 @@ def test_crash(wd):
     rng = random.Random(1234)
     last = 0
     kills = 0
+    streaming = 0            # kills with rows written but not committed
+    midwrite = 0             # kills while the writer was still writing
+    saved = {k: os.environ.get(k) for k in ("H5FS_APPEND_COMMIT_BYTES", "H5FS_APPEND_COMMIT_MS")}
     for it in range(20):
         start = last
+        if it % 2:
+            os.environ["H5FS_APPEND_COMMIT_BYTES"] = str(256 << 10)
+            os.environ["H5FS_APPEND_COMMIT_MS"] = "30"
+        else:
+            for k in saved:
+                os.environ.pop(k, None)
         m = T.Mount(path, mnt)
-        m.start()
+        try:
+            m.start()
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
         stop = threading.Event()
+        st = {"pos": start, "durable": start, "done": False}
+        hold = it % 4 >= 2       # keep the file open after writing: the kill finds staged rows
+        wrng = random.Random(rng.random())
 
         def writer():
             pos = start
@@ -368,9 +396,18 @@ def test_crash(wd):
             try:
                 # at most ~6 MiB per round keeps the file (and the run) small
                 while not stop.is_set() and pos - start < (6 << 20) // ROW:
-                    n = rng.choice((1000, 8191, 65536 // ROW, 300000 // ROW))
+                    n = wrng.choice((1000, 8191, 65536 // ROW, 300000 // ROW))
                     os.write(fd, np.arange(pos, pos + n, dtype="<i8").tobytes())
                     pos += n
+                    st["pos"] = pos
+                    if wrng.random() < 0.1:
+                        os.fsync(fd)
+                        st["durable"] = pos
+                    # paced, so that kills land while rows stream in
+                    time.sleep(wrng.uniform(0, 0.008))
+                st["done"] = True
+                while hold and not stop.is_set():
+                    time.sleep(0.01)
             except OSError:
                 pass
             try:
@@ -380,9 +417,13 @@ def test_crash(wd):
 
         t = threading.Thread(target=writer, daemon=True)
         t.start()
-        time.sleep(rng.uniform(0.02, 0.3))
+        time.sleep(rng.uniform(0.02, 0.4))
         m.proc.kill()                     # kill -9
         kills += 1
+        acked = st["pos"]
+        durable = st["durable"]
+        if not st["done"]:
+            midwrite += 1
         stop.set()
         m.kill()                          # lazy unmount; pending requests fail
         t.join(timeout=20)
@@ -396,17 +437,34 @@ def test_crash(wd):
         n = x.shape[0]
         if n < last:
             fail("crash %d: %d rows, fewer than the %d before" % (it, n, last))
+        if n < durable:
+            fail("crash %d: %d rows, fewer than the %d fsync() had made durable" % (it, n, durable))
         bad = np.nonzero(x != np.arange(n, dtype="<i8"))[0]
         if bad.size:
             fail("crash %d: row %d holds %d" % (it, bad[0], x[bad[0]]))
             return
+        if acked - n >= CHUNK:
+            streaming += 1
         last = n
     r = subprocess.run(["h5dump", "-H", path], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=SHELL_WAIT)
     if r.returncode != 0:
         fail("after crashes: h5dump -H exit %d" % r.returncode)
     if last == 0:
         fail("no rows survived any of %d kills" % kills)
-    print("crash test: %d kills, %d rows committed" % (kills, last))
+    if streaming < 3 or midwrite < 3:
+        fail("only %d of %d kills found rows written but not committed, %d came while writing"
+             % (streaming, kills, midwrite))
+    # and the file still grows
+    with T.Mount(path, mnt) as m, m.watchdog(60):
+        r = sh("cat >> '%s'" % os.path.join(mnt, "x"), input=np.arange(last, last + 5000, dtype="<i8").tobytes())
+        if r.returncode:
+            fail("append after the crashes: %s" % r.stderr.decode()[:200])
+    with h5py.File(path, "r") as f:
+        x = f["x"][()]
+        if x.shape[0] != last + 5000 or (x != np.arange(last + 5000)).any():
+            fail("append after the crashes: %d rows, or wrong values" % x.shape[0])
+    print("crash test: %d kills (%d while writing, %d with rows written but not committed), %d rows committed"
+          % (kills, midwrite, streaming, last))
 
 
 def main():

@@ -8,7 +8,8 @@ cache first so it reaches the daemon, and is checked against h5py's bytes.
 The daemon's VmRSS and open fd count (/proc/PID/status, /proc/PID/fd) are
 sampled at the start, after a warm-up (a tenth of the cycles, at least one
 per dataset), every further ninth of the rest and at the end.  Passes when the fd count at the
-end equals the one at the start and RSS grew by less than
+end is no higher than after the warm-up or than the start plus libfuse's
+per-thread splice pipes, and RSS grew by less than
 H5FS_GROWTH_RSS_MIB (default 16) MiB after the warm-up.
 
 The cache budget is -o cache_size=H5FS_GROWTH_CACHE_MIB (default 4): the
@@ -32,6 +33,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import stresslib as S  # noqa: E402
+
+FUSE_MAX_IDLE_THREADS = 10   # libfuse 3 default (-o max_idle_threads)
 
 T = S.T
 CYCLES = int(os.environ.get("H5FS_GROWTH_CYCLES", "100000"))
@@ -153,9 +156,13 @@ def main():
                   "daemon read %s MiB" % (
                       os.path.basename(m.h5file), start[0], warmed[0], end[0], grow, RSS_LIMIT_KIB, start[1], end[1],
                       "?" if io0[k] is None or io1 is None else (io1 - io0[k]) >> 20))
-            if end[1] != start[1]:
-                fails.append("%s: daemon fd count %d at start, %d after %d cycles" % (
-                    m.h5file, start[1], end[1], state["done"]))
+            # libfuse keeps one splice pipe (2 fds) per worker thread once
+            # splice replies are used, and starts workers on demand (at
+            # most 10 idle ones stay): that much is not a leak.
+            fd_limit = max(warmed[1], start[1] + 2 * FUSE_MAX_IDLE_THREADS)
+            if end[1] > fd_limit:
+                fails.append("%s: daemon fd count %d at start, %d after warm-up, %d after %d cycles "
+                             "(limit %d)" % (m.h5file, start[1], warmed[1], end[1], state["done"], fd_limit))
             if grow >= RSS_LIMIT_KIB:
                 fails.append("%s: daemon RSS grew by %d KiB after warm-up (limit %d KiB)" % (
                     m.h5file, grow, RSS_LIMIT_KIB))

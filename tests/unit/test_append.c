@@ -600,6 +600,271 @@ START_TEST(append_refusals)
 }
 END_TEST
 
+/* ---- streaming: staged rows, periodic commits, shared streams ---------------- */
+
+/* Rows dims[0] holds on disk, as another reader opening the file sees it. */
+static uint64_t rows_on_disk(const char *path)
+{
+	h5_file *f = open_file(path, 0);
+	h5_dataset *d;
+	uint64_t n;
+
+	ck_assert_msg(h5_dataset_open(&d, f, DS_ADDR) == 0, "%s", h5_err_msg());
+	n = d->space.dims[0];
+	h5_dataset_close(d);
+	h5_file_close(f);
+	return n;
+}
+
+static uint64_t file_len(const char *path)
+{
+	struct stat st;
+
+	ck_assert_int_eq(stat(path, &st), 0);
+	return (uint64_t)st.st_size;
+}
+
+static uint64_t sb_eof(const char *path)
+{
+	size_t len;
+	uint8_t *img = slurp(path, &len);
+	uint64_t v;
+
+	ck_assert_uint_ge(len, 48);
+	ck_assert_uint_eq(h5_le_decode(img + 44, 4), h5_checksum_metadata(img, 44));
+	v = h5_le_decode(img + 28, 8);
+	free(img);
+	return v;
+}
+
+/* Rows are written beyond the end of allocated space as they arrive and
+ * stay invisible until a commit; a periodic commit covers whole chunk
+ * rows only and reserves space ahead (FILE extended, EOF beyond the data);
+ * close gives the reserve back: EOF == FILE's length again. */
+START_TEST(append_stream_then_commit)
+{
+	tbuf b = build_file(DS_UNLIMITED, 0, 4, 1);
+	char *path = write_file("stream.h5", &b);
+	uint64_t len0 = file_len(path), eof0 = sb_eof(path), n;
+	h5_file *f;
+	h5_appender *a;
+	int32_t *rows, *got;
+	const uint64_t total = 40000;   /* 160,000 bytes, 10,000 chunk rows */
+
+	rows = malloc(total * 4);
+	got = malloc(total * 4);
+	ck_assert_ptr_nonnull(rows);
+	ck_assert_ptr_nonnull(got);
+	for (uint64_t i = 0; i < total; i++)
+		rows[i] = (int32_t)(i * 7 + 1);
+	ck_assert_uint_eq(len0, eof0);
+	/* commit every 64 KiB; batches of 32 KiB (2,048 chunk rows) */
+	setenv("H5FS_APPEND_COMMIT_BYTES", "65536", 1);
+	setenv("H5FS_APPEND_COMMIT_MS", "100000", 1);
+	f = open_file(path, 1);
+	ck_assert_int_eq(h5_append_open(&a, f, DS_ADDR), 0);
+	unsetenv("H5FS_APPEND_COMMIT_BYTES");
+	unsetenv("H5FS_APPEND_COMMIT_MS");
+	/* 40,000 bytes: one batch staged, nothing committed */
+	ck_assert_int_eq(h5_append_write(a, rows, 40000), 0);
+	ck_assert_uint_eq(h5_append_committed(a), 0);
+	ck_assert_uint_eq(h5_append_size(a), 40000);
+	ck_assert_uint_eq(h5_append_pending(a), 40000);
+	ck_assert_uint_eq(rows_on_disk(path), 0);
+	ck_assert_uint_eq(sb_eof(path), eof0);
+	ck_assert_uint_ge(file_len(path), eof0 + 32768);   /* staged beyond the EOF */
+	/* past 64 KiB: a commit of the complete chunk rows staged so far */
+	ck_assert_int_eq(h5_append_write(a, (uint8_t *)rows + 40000, 30002), 0);
+	n = h5_append_committed(a);
+	ck_assert_uint_gt(n, 0);
+	ck_assert_uint_eq(n % 16, 0);                      /* whole chunk rows */
+	ck_assert_uint_le(n, 70000);
+	ck_assert_uint_eq(rows_on_disk(path), n / 4);
+	ck_assert_uint_ge(sb_eof(path), eof0 + (1u << 20)); /* at least 1 MiB reserved */
+	ck_assert_uint_eq(sb_eof(path), file_len(path));   /* FILE extended to the reserve */
+	read_back(path, got, n / 4);
+	ck_assert_mem_eq(got, rows, (size_t)n);
+	/* the rest, with the 2 bytes of a partial row completed first */
+	ck_assert_int_eq(h5_append_write(a, (uint8_t *)rows + 70002, total * 4 - 70002), 0);
+	ck_assert_int_eq(h5_append_close(a, NULL), 0);
+	h5_file_close(f);
+	ck_assert_uint_eq(sb_eof(path), file_len(path));   /* reserve given back */
+	read_back(path, got, total);
+	ck_assert_mem_eq(got, rows, total * 4);
+	free(rows);
+	free(got);
+	free(path);
+	tb_free(&b);
+}
+END_TEST
+
+/* Two appenders of one dataset share its stream: whole rows land in the
+ * order they complete, each keeps its own partial row. */
+START_TEST(append_two_handles)
+{
+	tbuf b = build_file(DS_UNLIMITED, 3, 4, 0);
+	char *path = write_file("two.h5", &b);
+	h5_file *f = open_file(path, 1);
+	h5_appender *a, *c;
+	int32_t v[5] = { 10, 20, 30, 40, 50 }, got[8];
+	const int32_t want[8] = { 0, 0, 0, 10, 30, 40, 20, 50 };
+	size_t partial = 9;
+
+	ck_assert_int_eq(h5_append_open(&a, f, DS_ADDR), 0);
+	ck_assert_int_eq(h5_append_open(&c, f, DS_ADDR), 0);
+	ck_assert_int_eq(h5_append_write(a, v, 6), 0);               /* row 10 and half of 20 */
+	ck_assert_int_eq(h5_append_write(c, v + 2, 8), 0);           /* 30, 40 */
+	ck_assert_uint_eq(h5_append_size(c), 6 * 4);
+	ck_assert_uint_eq(h5_append_size(a), 6 * 4 + 2);
+	ck_assert_int_eq(h5_append_write(a, (uint8_t *)v + 6, 2), 0); /* 20 complete */
+	ck_assert_int_eq(h5_append_flush(c), 0);                     /* commits a's rows too */
+	ck_assert_uint_eq(h5_append_committed(a), 7 * 4);
+	ck_assert_uint_eq(rows_on_disk(path), 7);
+	ck_assert_int_eq(h5_append_write(c, v + 4, 4), 0);
+	ck_assert_int_eq(h5_append_write(a, "xy", 2), 0);
+	ck_assert_int_eq(h5_append_close(c, &partial), 0);
+	ck_assert_uint_eq(partial, 0);
+	ck_assert_int_eq(h5_append_close(a, &partial), H5_ERR_INVAL);
+	ck_assert_uint_eq(partial, 2);
+	h5_file_close(f);
+	read_back(path, got, 8);
+	/* rows 0..2 were fill (no storage): the fill value is 0 */
+	ck_assert_mem_eq(got, want, sizeof(want));
+	free(path);
+	tb_free(&b);
+}
+END_TEST
+
+/* A process that dies with rows staged and a periodic commit behind it
+ * (space reserved, dims[0] not fsync'd) leaves a file that reads the
+ * committed rows exactly; the next appender continues after them. */
+START_TEST(append_killed_while_streaming)
+{
+	tbuf b = build_file(DS_UNLIMITED, 0, 3, 1);
+	char *path = write_file("kill.h5", &b);
+	int fds[2], st;
+	uint64_t committed = 0, n;
+	int32_t *rows = malloc(60000 * 4), *got = malloc(60000 * 4);
+	pid_t pid;
+
+	ck_assert_ptr_nonnull(rows);
+	ck_assert_ptr_nonnull(got);
+	for (int i = 0; i < 60000; i++)
+		rows[i] = i ^ 0x5a5a;
+	ck_assert_int_eq(pipe(fds), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		h5_file *f;
+		h5_appender *a;
+
+		setenv("H5FS_APPEND_COMMIT_BYTES", "100000", 1);
+		f = open_file(path, 1);
+		if (h5_append_open(&a, f, DS_ADDR) != 0)
+			_exit(2);
+		for (int i = 0; i < 60000; i += 999)
+			if (h5_append_write(a, rows + i, (size_t)(60000 - i < 999 ? 60000 - i : 999) * 4) != 0)
+				_exit(3);
+		committed = h5_append_committed(a);
+		if (write(fds[1], &committed, sizeof(committed)) != sizeof(committed))
+			_exit(4);
+		_exit(0);   /* no close, no flush: as kill -9 */
+	}
+	close(fds[1]);
+	ck_assert_int_eq(read(fds[0], &committed, sizeof(committed)), (ssize_t)sizeof(committed));
+	close(fds[0]);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	ck_assert_uint_gt(committed, 0);
+	ck_assert_uint_lt(committed, 60000 * 4);
+	n = rows_on_disk(path);
+	ck_assert_uint_eq(n * 4, committed);
+	ck_assert_uint_le(sb_eof(path), file_len(path));
+	read_back(path, got, n);
+	ck_assert_mem_eq(got, rows, (size_t)committed);
+	/* and it grows on from there */
+	{
+		h5_file *f = open_file(path, 1);
+		h5_appender *a;
+
+		ck_assert_int_eq(h5_append_open(&a, f, DS_ADDR), 0);
+		ck_assert_int_eq(h5_append_write(a, rows + n, (size_t)(60000 - n) * 4), 0);
+		ck_assert_int_eq(h5_append_close(a, NULL), 0);
+		h5_file_close(f);
+	}
+	read_back(path, got, 60000);
+	ck_assert_mem_eq(got, rows, 60000 * 4);
+	ck_assert_uint_eq(sb_eof(path), file_len(path));
+	free(rows);
+	free(got);
+	free(path);
+	tb_free(&b);
+}
+END_TEST
+
+/* Filtered chunks built on several threads decode to the rows written, in
+ * libhdf5 too, and equal what one thread builds. */
+START_TEST(append_filtered_threads)
+{
+	char script[1024], p1[128], p4[128];
+	int32_t *rows = malloc((size_t)1 << 22);
+	const size_t n = ((size_t)1 << 22) / 4;
+	int rc;
+
+	ck_assert_ptr_nonnull(rows);
+	for (size_t i = 0; i < n; i++)
+		rows[i] = (int32_t)(i / 3) ^ (int32_t)(i * 2654435761u >> 24);
+	snprintf(p1, sizeof(p1), "%s/t1.h5", tmpdir);
+	snprintf(p4, sizeof(p4), "%s/t4.h5", tmpdir);
+	snprintf(script, sizeof(script),
+		 "for p in ('%s', '%s'):\n"
+		 "    with h5py.File(p, 'w', libver='latest') as f:\n"
+		 "        f.create_dataset('x', shape=(5,), maxshape=(None,), chunks=(4096,), dtype='<i4',\n"
+		 "                         compression='gzip', shuffle=True, data=np.arange(5, dtype='<i4'))\n",
+		 p1, p4);
+	rc = run_py(script);
+	if (rc == 77) {
+		free(rows);
+		return;
+	}
+	ck_assert_int_eq(rc, 0);
+	for (int k = 0; k < 2; k++) {
+		h5_open_opts o = { .writable = 1, .nthreads = k ? 4 : 1 };
+		h5_file *f = NULL;
+		h5_appender *a;
+		h5_link l;
+
+		ck_assert_int_eq(h5_file_open(&f, k ? p4 : p1, &o), 0);
+		memset(&l, 0, sizeof(l));
+		ck_assert_int_eq(h5_group_lookup(&l, f, h5_file_root(f), "x"), 0);
+		ck_assert_msg(h5_append_open(&a, f, l.addr) == 0, "%s", h5_err_msg());
+		for (size_t off = 0; off < n * 4; off += 131072)
+			ck_assert_msg(h5_append_write(a, (uint8_t *)rows + off, 131072) == 0, "%s", h5_err_msg());
+		ck_assert_int_eq(h5_append_close(a, NULL), 0);
+		h5_link_clear(&l);
+		h5_file_close(f);
+	}
+	{
+		FILE *fp;
+
+		snprintf(script, sizeof(script), "%s/rows.bin", tmpdir);
+		fp = fopen(script, "wb");
+		ck_assert_ptr_nonnull(fp);
+		ck_assert_uint_eq(fwrite(rows, 4, n, fp), n);
+		fclose(fp);
+	}
+	snprintf(script, sizeof(script),
+		 "want = np.concatenate([np.arange(5, dtype='<i4'), np.fromfile('%s/rows.bin', dtype='<i4')])\n"
+		 "for p in ('%s', '%s'):\n"
+		 "    with h5py.File(p, 'r') as f:\n"
+		 "        x = f['x'][()]\n"
+		 "        if x.shape != want.shape or (x != want).any():\n"
+		 "            sys.exit(1)\n", tmpdir, p1, p4);
+	ck_assert_int_eq(run_py(script), 0);
+	free(rows);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("append");
@@ -619,6 +884,10 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, append_updates_superblock_and_mtime);
 	tcase_add_test(tc, append_refusals);
 	tcase_add_test(tc, append_h5py_roundtrip);
+	tcase_add_test(tc, append_stream_then_commit);
+	tcase_add_test(tc, append_two_handles);
+	tcase_add_test(tc, append_killed_while_streaming);
+	tcase_add_test(tc, append_filtered_threads);
 	suite_add_tcase(s, tc);
 	return s;
 }

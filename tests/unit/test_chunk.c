@@ -894,6 +894,53 @@ static uint8_t *slurp(const char *path, size_t *len)
 	return p;
 }
 
+/* h5_dataset_extents: a window that maps gives, read from FILE piece by
+ * piece, exactly the dataset's bytes; filtered datasets never map (nor do
+ * windows touching unwritten chunks, or the bytes would differ from the
+ * fill value h5py wrote to want). Returns how many windows mapped. */
+static size_t check_extents(const tds *t, h5_file *f, h5_dataset *d, const uint8_t *want, size_t blen,
+			    unsigned *seed)
+{
+	int fd = h5_file_fd(f);
+	size_t mapped = 0;
+	uint8_t *buf = malloc(blen + 1);
+
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_int_ge(fd, 0);
+	for (int w = 0; w < 40 && blen > 0; w++) {
+		size_t off = w == 0 ? 0 : (size_t)rand_r(seed) % blen;
+		size_t len = w == 0 ? blen : (size_t)rand_r(seed) % (blen - off + 1), n = 0, got = 0;
+		h5_extent ext[64];
+		int rc;
+
+		rc = h5_dataset_extents(ext, 64, &n, d, off, len);
+		if (d->pline.n > 0 && len > 0) {
+			ck_assert_msg(rc == H5_ERR_UNSUPPORTED, "%s: filtered window %zu+%zu mapped (%d)", t->name, off,
+				      len, rc);
+			continue;
+		}
+		if (rc != 0) {
+			ck_assert_msg(rc == H5_ERR_UNSUPPORTED || rc == H5_ERR_LIMIT, "%s: extents %zu+%zu: %s",
+				      t->name, off, len, h5_err_msg());
+			continue;
+		}
+		ck_assert_uint_le(n, 64);
+		for (size_t i = 0; i < n; i++) {
+			ck_assert_uint_le(got + ext[i].len, len);
+			ck_assert_int_eq(pread(fd, buf + got, (size_t)ext[i].len, (off_t)ext[i].file_off),
+					 (ssize_t)ext[i].len);
+			got += (size_t)ext[i].len;
+		}
+		ck_assert_msg(got == len, "%s: pieces of %zu+%zu cover %zu bytes", t->name, off, len, got);
+		ck_assert_msg(memcmp(buf, want + off, len) == 0, "%s: mapped window %zu+%zu differs", t->name,
+			      off, len);
+		mapped++;
+	}
+	ck_assert_int_eq(h5_dataset_extents(NULL, 0, &(size_t){ 0 }, d, blen, 1), H5_ERR_INVAL);
+	free(buf);
+	return mapped;
+}
+
 /* Compare lookups, allocated bytes, whole reads and random windows of every
  * dataset. ea_swz (unlimited dimension not first) lists no chunks: HDF5
  * 1.10.8's H5Dget_chunk_info_by_coord linearises swizzled coordinates
@@ -960,6 +1007,22 @@ static void check_all(unsigned nthreads)
 			ck_assert_uint_eq(got[len], 0xEE); /* nothing written past the window */
 		}
 		ck_assert_int_eq(h5_dataset_read(d, got, blen, 1), H5_ERR_INVAL);
+		/* sequential windows: with nthreads > 1 the reads after the first
+		 * schedule the next chunk rows for the prefetch workers */
+		for (size_t off = 0, step = blen / 13 + 1; off < blen; off += step) {
+			size_t len = step < blen - off ? step : blen - off;
+
+			ck_assert_msg(h5_dataset_read(d, got, off, len) == 0, "%s: %s", t->name, h5_err_msg());
+			ck_assert_msg(memcmp(got, want + off, len) == 0, "%s: sequential %zu+%zu differs", t->name,
+				      off, len);
+		}
+		{
+			size_t mapped = check_extents(t, f, d, want, blen, &seed);
+
+			/* one written, unfiltered chunk: every window maps */
+			if (strcmp(t->name, "/single") == 0)
+				ck_assert_msg(mapped == 40, "%s: %zu of 40 windows mapped", t->name, mapped);
+		}
 		free(got);
 		free(want);
 		h5_dataset_close(d);
@@ -989,6 +1052,14 @@ static tds *find_ds(tds *v, size_t n, const char *name)
 	return NULL;
 }
 
+static int probe_load(void **obj, size_t *cost, void *ud)
+{
+	(void)obj;
+	(void)cost;
+	*(int *)ud = 1;
+	return h5_err_set(H5_ERR_NOTFOUND, "probe: not cached");
+}
+
 /* A one-element read decodes one chunk, not the dataset. */
 START_TEST(h5py_small_read_decodes_one_chunk)
 {
@@ -1002,22 +1073,45 @@ START_TEST(h5py_small_read_decodes_one_chunk)
 		return;
 	n = load_manifest(&v);
 	t = find_ds(v, n, "/bt1_gzip");
-	ck_assert_int_eq(h5_file_open(&f, t->file, NULL), 0);
+	/* one thread: no prefetching either */
+	ck_assert_int_eq(h5_file_open(&f, t->file, &(h5_open_opts){ .nthreads = 1 }), 0);
 	ck_assert_int_eq(h5_dataset_open(&d, f, t->addr), 0);
-	ck_assert_uint_eq(h5_cache_used(f->chunks), 0);
-	ck_assert_int_eq(h5_dataset_read(d, e, 4 * (60 * 10 + 20), 4), 0);
-	ck_assert_uint_gt(h5_cache_used(f->chunks), 0);
-	ck_assert_uint_le(h5_cache_used(f->chunks), d->chunk_bytes + 256);
+	{
+		/* metadata shares the cache (file.c): load the index nodes the
+		 * read needs first, so what the read adds is the chunk alone */
+		const uint64_t sc[2] = { 10 / 4, 20 / 7 };
+		h5_chunk_rec r;
+		size_t used0;
+
+		ck_assert_int_eq(h5_chunk_lookup(&r, d->cidx, sc), 0);
+		used0 = h5_cache_used(f->chunks);
+		ck_assert_int_eq(h5_dataset_read(d, e, 4 * (60 * 10 + 20), 4), 0);
+		ck_assert_uint_gt(h5_cache_used(f->chunks), used0);
+		ck_assert_uint_le(h5_cache_used(f->chunks), used0 + d->chunk_bytes + 256);
+	}
 	/* unfiltered chunks are read in place and never cached */
 	h5_dataset_close(d);
 	t = find_ds(v, n, "/bt1_2d");
 	ck_assert_int_eq(h5_dataset_open(&d, f, t->addr), 0);
 	{
-		size_t before = h5_cache_used(f->chunks);
 		uint8_t *all = malloc(t->nbytes);
+		size_t probed = 0;
 
 		ck_assert_int_eq(h5_dataset_read(d, all, 0, t->nbytes), 0);
-		ck_assert_uint_eq(h5_cache_used(f->chunks), before);
+		/* no chunk of it is in the cache: asking for one runs the loader */
+		for (size_t k = 0; k < t->nrec; k++) {
+			h5_cache_ref ref;
+			int called = 0;
+
+			if (t->addrs[k] < 0)
+				continue;
+			ck_assert_int_eq(h5_cache_get(&ref, f->chunks, H5_CK_CHUNK, (uint64_t)t->addrs[k], probe_load,
+						      NULL, &called),
+					 H5_ERR_NOTFOUND);
+			ck_assert_int_eq(called, 1);
+			probed++;
+		}
+		ck_assert_uint_gt(probed, 0);
 		free(all);
 	}
 	h5_dataset_close(d);
