@@ -11,8 +11,8 @@
  *   - a sub-range of a window read back separately must give the same bytes
  *     (chunk boundaries, fill, filters and the cache must agree), and a
  *     read past h5_dataset_size() must fail;
- *   - every listed xattr can be read, twice with the same result (getxattr
- *     asks for the size first, then the value), and the list is well formed;
+ *   - every listed xattr reads the same twice (getxattr asks for the size
+ *     first, then the value), and the list is NUL-terminated;
  *   - error codes are negative h5_err values with a message.
  * Violations call abort() so libFuzzer records them as crashes.
  *
