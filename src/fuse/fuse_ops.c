@@ -1301,6 +1301,7 @@ static void wfile_refresh(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 static void wfile_open(fuse_req_t req, h5fs *fs, struct node *n, struct fuse_file_info *fi)
 {
 	struct wfile *w;
+	bool is_ds;
 	int rc;
 
 	if (!fs_writable(fs)) {
@@ -1312,7 +1313,11 @@ static void wfile_open(fuse_req_t req, h5fs *fs, struct node *n, struct fuse_fil
 		fuse_reply_err(req, EPERM);
 		return;
 	}
-	if (n->type != NT_FILE || !n->ds) {
+	/* n->ds is replaced by wfile_refresh() under ds_lock after appends */
+	pthread_rwlock_rdlock(&fs->ds_lock);
+	is_ds = n->type == NT_FILE && n->ds;
+	pthread_rwlock_unlock(&fs->ds_lock);
+	if (!is_ds) {
 		fuse_reply_err(req, EPERM);
 		return;
 	}

@@ -73,15 +73,18 @@ show_logs() { # DIR: the failing tests' logs
 }
 
 failed=()
+stages=0
 run() { # LABEL COMMAND...: run, remember a failure, go on
 	local label=$1
 	shift
 	step "$label"
+	stages=$((stages + 1))
 	"$@" || failed+=("$label")
 }
 
 check_in() { # DIR LABEL
 	step "make check: $2"
+	stages=$((stages + 1))
 	if ! make -C "$1" -j"$jobs" check; then
 		show_logs "$1"
 		failed+=("make check: $2")
@@ -126,9 +129,9 @@ fi
 
 step "done in $((SECONDS - t0)) s"
 if [ ${#failed[@]} = 0 ]; then
-	echo "sanitizers: 1 passed, 0 failed"
+	echo "sanitizers: $stages passed, 0 failed"
 	exit 0
 fi
 printf 'FAILED: %s\n' "${failed[@]}"
-echo "sanitizers: 0 passed, 1 failed"
+echo "sanitizers: $((stages - ${#failed[@]})) passed, ${#failed[@]} failed"
 exit 1
