@@ -859,6 +859,19 @@ static int dec_nbit(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
 	memset(&c, 0, sizeof(c));
 	c.cd = f->cd;
 	c.ncd = f->ncd;
+	if (f->cd[3] == NBIT_ATOMIC) {
+		/* Every element of an atomic type stores exactly `precision` bits:
+		 * refuse a stream too short for the declared element count before
+		 * allocating the (possibly huge) output. */
+		nbit_atomic p;
+		size_t idx = 4;
+
+		if ((rc = nbit_read_atomic(&p, &c, &idx, false)) < 0)
+			return rc;
+		if ((uint64_t)nelmts * p.precision > (uint64_t)*len * 8)
+			return h5_err_set(H5_ERR_FORMAT, "nbit: truncated: %zu input bytes cannot hold %u elements of %u bits",
+					  *len, nelmts, p.precision);
+	}
 	c.out_len = (size_t)out_size;
 	c.out = calloc(1, c.out_len ? c.out_len : 1);
 	if (!c.out)
