@@ -38,11 +38,19 @@ def mount_entry(mnt):
 
 
 def umount(mnt):
-    if T.is_mounted(mnt):
+    # "target is busy" can be transient right after a mount (a lookup of the
+    # mountpoint still in flight, e.g. the daemon's own read_ahead_kb stat):
+    # retry that for a while, as fusermount users do; anything else fails.
+    deadline = time.monotonic() + WAIT
+    while T.is_mounted(mnt):
         r = subprocess.run(["umount", mnt], capture_output=True, timeout=WAIT)
-        if r.returncode != 0 and T.is_mounted(mnt):
-            subprocess.run(["umount", "-l", mnt], capture_output=True, timeout=WAIT)
-            return "umount failed: %s" % r.stderr.decode()[:300]
+        if r.returncode == 0 or not T.is_mounted(mnt):
+            break
+        if b"busy" in r.stderr and time.monotonic() < deadline:
+            time.sleep(0.1)
+            continue
+        subprocess.run(["umount", "-l", mnt], capture_output=True, timeout=WAIT)
+        return "umount failed: %s" % r.stderr.decode()[:300]
     deadline = time.monotonic() + WAIT
     while T.is_mounted(mnt) and time.monotonic() < deadline:
         time.sleep(0.05)
