@@ -11,34 +11,6 @@
 #define HEAPFIX_PREFIX "/tmp/h5fs-fh-"
 #include "heap_fixtures.h"
 
-static const char *lname(unsigned long i, char *buf, size_t len)
-{
-	int n = snprintf(buf, len, "n%lu_", i);
-
-	for (unsigned long k = 0; k < i % 13 && (size_t)n + 1 < len; k++)
-		buf[n++] = 'x';
-	buf[n] = 0;
-	return buf;
-}
-
-typedef struct file_img {
-	uint8_t *buf;
-	size_t len;
-	h5_file *f;
-} file_img;
-
-static void img_open(file_img *im, const char *path)
-{
-	im->buf = slurp(path, &im->len);
-	im->f = mem_file(im->buf, im->len);
-}
-
-static void img_close(file_img *im)
-{
-	h5_file_close(im->f);
-	free(im->buf);
-}
-
 
 /* ---- B-tree record collection -------------------------------------------- */
 
