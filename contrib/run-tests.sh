@@ -7,7 +7,10 @@ cd "$(dirname "$0")/.."
 autoreconf -fi
 ./configure
 set +e
-make -j2 check 2>&1 | tee make-check.out
+# automake's "# PASS: N" summary block is kept in make-check.out only: CI
+# readers take "# pass N"/"# fail N" lines for node's test runner, whose
+# closing block also counts "# tests N", and so read it as "no test ran".
+make -j2 check 2>&1 | tee make-check.out | grep -v -E '^# (TOTAL|PASS|SKIP|XFAIL|FAIL|XPASS|ERROR): '
 status=${PIPESTATUS[0]}
 set -e
 # One plain closing line with the totals of every test program.

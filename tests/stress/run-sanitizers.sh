@@ -73,19 +73,29 @@ show_logs() { # DIR: the failing tests' logs
 }
 
 failed=()
+skipped=0
 stages=0
-run() { # LABEL COMMAND...: run, remember a failure, go on
-	local label=$1
+run() { # LABEL COMMAND...: run, remember a failure (77: a skip), go on
+	local label=$1 rc=0
 	shift
 	step "$label"
 	stages=$((stages + 1))
-	"$@" || failed+=("$label")
+	"$@" || rc=$?
+	case $rc in
+	0) ;;
+	77) skipped=$((skipped + 1)) ;;
+	*) failed+=("$label") ;;
+	esac
 }
+
+# automake's "# PASS: N" block would be read by CI as node's test runner
+# closing on no test (it has no "# tests N"); our own line counts instead.
+hide_am_summary() { grep -v -E '^# (TOTAL|PASS|SKIP|XFAIL|FAIL|XPASS|ERROR): ' || true; }
 
 check_in() { # DIR LABEL
 	step "make check: $2"
 	stages=$((stages + 1))
-	if ! make -C "$1" -j"$jobs" check; then
+	if ! make -C "$1" -j"$jobs" check 2>&1 | hide_am_summary; then
 		show_logs "$1"
 		failed+=("make check: $2")
 	fi
@@ -128,10 +138,6 @@ if [ "${H5FS_SANI_TSAN:-1}" != 0 ]; then
 fi
 
 step "done in $((SECONDS - t0)) s"
-if [ ${#failed[@]} = 0 ]; then
-	echo "sanitizers: $stages passed, 0 failed"
-	exit 0
-fi
-printf 'FAILED: %s\n' "${failed[@]}"
-echo "sanitizers: $((stages - ${#failed[@]})) passed, ${#failed[@]} failed"
-exit 1
+[ ${#failed[@]} = 0 ] || printf 'FAILED: %s\n' "${failed[@]}"
+echo "sanitizers: $((stages - ${#failed[@]} - skipped)) passed, ${#failed[@]} failed, $skipped skipped"
+[ ${#failed[@]} = 0 ]
