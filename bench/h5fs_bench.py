@@ -545,7 +545,7 @@ def h5py_append(args, env, pyfile, rows, deflate, chunk_rows):
     f.flush() + os.fsync (durable).  Returns (no-fsync clock, durable clock):
     the first is the same run without the time of the fsync."""
     make_empty_append_file(pyfile, deflate)
-    drop_caches(env)
+    prepare_source(args, env, rows)
     py = Clock().__enter__()
     with h5py.File(pyfile, "a") as f, open(rows, "rb") as src:
         ds = f[DS]
@@ -575,7 +575,7 @@ def h5fs_append(args, env, fsfile, rows, deflate):
     m = Mount(args, fsfile)
     fs = Clock()
     try:
-        drop_caches(env)
+        prepare_source(args, env, rows)
         m.perf_start("append-%s" % ("deflate" if deflate else "unfiltered"))
         ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         d0 = m.cpu()
@@ -591,6 +591,40 @@ def h5fs_append(args, env, fsfile, rows, deflate):
         m.close()
     fs.wall = time.perf_counter() - t0
     return fs, t_cat, hwm
+
+
+def prepare_source(args, env, rows):
+    """Before each side's run: the page cache emptied (cold: rows.bin comes
+    from the disk), or emptied and then rows.bin read into it (warm)."""
+    drop_caches(env)
+    if args.append_source == "warm":
+        with open(rows, "rb") as f:
+            while f.read(8 * MiB):
+                pass
+
+
+def floor_append(args, env, rows):
+    """cat rows.bin >> MNT/data into bench/fuse_floor.c: a FUSE file system
+    that answers every write at once and stores nothing, set up as h5fs sets
+    up an appendable dataset. No FUSE file system can take the rows faster."""
+    fargs = argparse.Namespace(**vars(args))
+    fargs.h5fs = args.floor
+    fargs.daemon_env = []
+    m = Mount(fargs, "-")
+    fl = Clock()
+    try:
+        prepare_source(args, env, rows)
+        ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        d0 = m.cpu()
+        t0 = time.perf_counter()
+        subprocess.check_call("cat %s >> %s" % (rows, m.path("data")), shell=True)
+        fl.wall = time.perf_counter() - t0
+        ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        fl.cpu_daemon = m.cpu() - d0
+        fl.cpu = fl.cpu_daemon + (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+    finally:
+        m.close()
+    return fl
 
 
 def bench_append(args, env):
@@ -612,15 +646,20 @@ def bench_append(args, env):
             % (kind, args.size_mib, DS, args.repeat))
         pyfile = os.path.join(args.dir, "append-h5py.h5")
         fsfile = os.path.join(args.dir, "append-h5fs.h5")
-        runs = {"py": [], "py_sync": [], "fs": []}
+        runs = {"py": [], "py_sync": [], "fs": [], "floor": []}
         for r in range(args.repeat):
             nd, d = h5py_append(args, env, pyfile, rows, deflate, chunk_rows)
             runs["py"].append(nd)
             runs["py_sync"].append(d)
             fs, t_cat, hwm = h5fs_append(args, env, fsfile, rows, deflate)
             runs["fs"].append(fs)
-            say("    run %d: h5py %.3f s (+ fsync %.3f s), h5fs %.3f s (cat alone %.3f s); "
-                "daemon peak RSS %.1f MiB" % (r + 1, nd.wall, d.wall - nd.wall, fs.wall, t_cat, hwm / 1024.0))
+            floor = ""
+            if args.floor and not deflate:
+                runs["floor"].append(floor_append(args, env, rows))
+                floor = ", FUSE floor %.3f s" % runs["floor"][-1].wall
+            say("    run %d: h5py %.3f s (+ fsync %.3f s), h5fs %.3f s (cat alone %.3f s)%s; "
+                "daemon peak RSS %.1f MiB" % (r + 1, nd.wall, d.wall - nd.wall, fs.wall, t_cat, floor,
+                                              hwm / 1024.0))
             if r == args.repeat - 1:
                 with h5py.File(fsfile, "r") as fa, h5py.File(pyfile, "r") as fb:
                     if fa[DS].shape != fb[DS].shape:
@@ -634,6 +673,9 @@ def bench_append(args, env):
         # h5fs is durable at close: compare with h5py both ways
         report("append %s vs h5py" % kind, need, best(runs["fs"]), best(runs["py"]), target=1.0)
         report("append %s vs h5py+fsync" % kind, need, best(runs["fs"]), best(runs["py_sync"]), target=1.0)
+        if runs["floor"]:
+            # the "h5fs" column is the floor here: a FUSE daemon that stores nothing
+            report("append FUSE floor vs h5py", need, best(runs["floor"]), best(runs["py"]))
 
 
 # ----------------------------------------------------------------------------
@@ -666,6 +708,9 @@ def main():
                     help="environment for the h5fs daemon (repeatable), e.g. MALLOC_ARENA_MAX=1")
     ap.add_argument("--perf", action="store_true", help="perf record -g the daemon during each h5fs read")
     ap.add_argument("--regen", action="store_true", help="regenerate the data files")
+    ap.add_argument("--floor", default="", help="bench/fuse_floor binary (run.sh builds it): the append floor")
+    ap.add_argument("--append-source", choices=("cold", "warm"), default="cold",
+                    help="rows.bin from the disk (cold, default) or from the page cache (warm)")
     args = ap.parse_args()
     args.only = [s for s in args.only.split(",") if s]
     bad = [s for s in args.only if s not in ALL]

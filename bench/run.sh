@@ -61,6 +61,15 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# The append floor (bench/fuse_floor.c): built when a compiler and libfuse3's
+# headers are there; without it the append benchmark just has no floor line.
+FLOOR="$DIR/fuse_floor"
+if cc -O2 -o "$FLOOR" "$HERE/fuse_floor.c" $(pkg-config --cflags --libs fuse3 2>/dev/null) 2>/dev/null; then
+	args+=(--floor "$FLOOR")
+else
+	echo "run.sh: cannot build bench/fuse_floor.c (cc, libfuse3-dev): no append floor" >&2
+fi
+
 run=("$PY")
 [ -n "$NICE" ] && run=(nice -n "$NICE" "$PY")
 "${run[@]}" "$HERE/h5fs_bench.py" --h5fs "$H5FS_BIN" --dir "$DIR" ${args[@]+"${args[@]}"}

@@ -83,7 +83,8 @@ int h5_file_write(h5_file *f, uint64_t addr, const void *buf, size_t len)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
-			return h5_err_set(H5_ERR_IO, "write at 0x%llx: %s", (unsigned long long)(abs + done),
+			return h5_err_set(n < 0 && (errno == ENOSPC || errno == EDQUOT) ? H5_ERR_NOSPC : H5_ERR_IO,
+					  "write at 0x%llx: %s", (unsigned long long)(abs + done),
 					  n < 0 ? strerror(errno) : "short write");
 		done += (size_t)n;
 	}
@@ -96,7 +97,8 @@ int h5_file_write(h5_file *f, uint64_t addr, const void *buf, size_t len)
 int h5_file_sync(h5_file *f)
 {
 	if (f->fd >= 0 && fsync(f->fd) < 0)
-		return h5_err_set(H5_ERR_IO, "fsync: %s", strerror(errno));
+		return h5_err_set(errno == ENOSPC || errno == EDQUOT ? H5_ERR_NOSPC : H5_ERR_IO, "fsync: %s",
+				  strerror(errno));
 	return 0;
 }
 

@@ -33,7 +33,9 @@ typedef enum h5_err {
 	H5_ERR_ROFS = -11,       /* file opened read-only */
 	H5_ERR_LOOP = -12,       /* cycle detected in on-disk structure */
 	H5_ERR_LIMIT = -13,      /* a size/depth limit was exceeded */
-	H5_ERR_BUSY = -14        /* file locked by another writer */
+	H5_ERR_BUSY = -14,       /* file locked by another writer */
+	H5_ERR_NOSPC = -15,      /* no space left where the file lies (writing) */
+	H5_ERR_LAST = H5_ERR_NOSPC  /* the lowest code: checks of "a documented code" */
 } h5_err;
 
 /* Record an error: stores the formatted message for this thread and returns

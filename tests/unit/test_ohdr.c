@@ -1230,7 +1230,7 @@ static int walk_one(const char *path, const struct stat *st, int type, struct FT
 	rc = h5_file_open(&f, path, NULL);
 	if (rc < 0) {
 		ck_assert_int_lt(rc, 0);
-		ck_assert_int_ge(rc, H5_ERR_BUSY);
+		ck_assert_int_ge(rc, H5_ERR_LAST);
 		if (rc == H5_ERR_UNSUPPORTED && yes >= 1) {
 			/* valid HDF5 using a feature we refuse: must say so */
 			fprintf(stderr, "corpus: %s: unsupported: %s\n", rel, h5_err_msg());
@@ -1253,7 +1253,7 @@ static int walk_one(const char *path, const struct stat *st, int type, struct FT
 			ck_assert_int_eq(info.kind, H5_OBJ_GROUP);
 	}
 	if (rc < 0) {
-		ck_assert_int_ge(rc, H5_ERR_BUSY);
+		ck_assert_int_ge(rc, H5_ERR_LAST);
 		if (yes == 1) {
 			fprintf(stderr, "corpus: %s: root object header: %s\n", rel, h5_err_msg());
 			walk_yes_failed++;
