@@ -22,10 +22,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	if (system(cmd) != 0)
+	if (test_py_rmdir(tmpdir) != 0)
 		fprintf(stderr, "could not remove %s\n", tmpdir);
 }
 
@@ -408,24 +405,25 @@ static void read_back(const char *path, int32_t *out, uint64_t nrows)
 	h5_file_close(f);
 }
 
-/* Run a Python script with /usr/bin/python3: its exit status, 77 when
- * h5py (or Python) is not there. */
+/* Run a Python script with /usr/bin/python3 (from its own dir under
+ * tmpdir, after a prelude importing sys, h5py and numpy as np): its exit
+ * status, 77 when h5py (or Python) is not there. */
 static int run_py(const char *script)
 {
-	char spath[256], cmd[512];
-	FILE *fp;
+	static const char prelude[] = "import sys\ntry:\n    import h5py, numpy as np\nexcept ImportError:\n    sys.exit(77)\n";
+	char dir[128], *text = malloc(sizeof(prelude) + strlen(script));
 	int st;
 
-	if (access("/usr/bin/python3", X_OK) != 0)
+	ck_assert_ptr_nonnull(text);
+	memcpy(text, prelude, sizeof(prelude) - 1);
+	strcpy(text + sizeof(prelude) - 1, script);
+	snprintf(dir, sizeof(dir), "%s/pyXXXXXX", tmpdir);
+	st = test_py_run(dir, text, NULL);
+	free(text);
+	if (st == TEST_PY_NO_PYTHON)
 		return 77;
-	snprintf(spath, sizeof(spath), "%s/t.py", tmpdir);
-	fp = fopen(spath, "w");
-	ck_assert_ptr_nonnull(fp);
-	fprintf(fp, "import sys\ntry:\n    import h5py, numpy as np\nexcept ImportError:\n    sys.exit(77)\n%s", script);
-	fclose(fp);
-	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 '%s'", spath);
-	st = system(cmd);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+	ck_assert_msg(st != TEST_PY_NO_DIR && st != TEST_PY_NO_SCRIPT, "cannot write a script under %s", tmpdir);
+	return st < 0 ? 1 : st;
 }
 
 /* A file libhdf5 made (2-D, shuffle+deflate+fletcher32, rows already in a

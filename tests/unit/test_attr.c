@@ -719,42 +719,39 @@ static const char *py_script =
 static char py_dir[64];
 static int py_ok;
 
-static void py_setup(void)
+/* Run one of the generators below into a fresh dir made from `tmpl`: 1
+ * when it wrote its files, else 0 and its tests skip: silently when
+ * python3, the temp dir or the script file is unavailable, with a message
+ * on stderr when the generator itself fails. */
+static int gen_run(char *dir, size_t room, const char *tmpl, const char *script, const char *what)
 {
-	char script[128], cmd[256];
-	FILE *fp;
 	int rc;
 
-	py_ok = 0;
-	if (access("/usr/bin/python3", X_OK) != 0)
-		return;
-	snprintf(py_dir, sizeof(py_dir), "/tmp/h5fs_test_attr_XXXXXX");
-	if (!mkdtemp(py_dir))
-		return;
-	snprintf(script, sizeof(script), "%s/gen.py", py_dir);
-	fp = fopen(script, "w");
-	if (!fp)
-		return;
-	fputs(py_script, fp);
-	fclose(fp);
-	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s %s", script, py_dir);
-	rc = system(cmd);
-	if (rc == -1 || !WIFEXITED(rc) || WEXITSTATUS(rc) != 0) {
-		fprintf(stderr, "test_attr: h5py generator unavailable (status %d): skipping h5py tests\n", rc);
-		return;
+	snprintf(dir, room, "%s", tmpl);
+	rc = test_py_run(dir, script, NULL);
+	if (rc == TEST_PY_NO_PYTHON || rc == TEST_PY_NO_DIR || rc == TEST_PY_NO_SCRIPT)
+		return 0;
+	if (rc != 0) {
+		fprintf(stderr, "test_attr: h5py generator unavailable (status %d): skipping %s tests\n", rc, what);
+		return 0;
 	}
-	py_ok = 1;
+	return 1;
+}
+
+static void gen_rmdir(const char *dir)
+{
+	if (test_py_rmdir(dir) != 0)
+		fprintf(stderr, "test_attr: could not remove %s\n", dir);
+}
+
+static void py_setup(void)
+{
+	py_ok = gen_run(py_dir, sizeof(py_dir), "/tmp/h5fs_test_attr_XXXXXX", py_script, "h5py");
 }
 
 static void py_teardown(void)
 {
-	char cmd[128];
-
-	if (py_dir[0] && strncmp(py_dir, "/tmp/h5fs_test_attr_", 20) == 0) {
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", py_dir);
-		if (system(cmd) != 0)
-			fprintf(stderr, "test_attr: could not remove %s\n", py_dir);
-	}
+	gen_rmdir(py_dir);
 }
 
 static h5_file *open_py(const char *name)
@@ -1231,40 +1228,12 @@ static int vl_ok;
 
 static void vl_setup(void)
 {
-	char script[128], cmd[256];
-	FILE *fp;
-	int rc;
-
-	vl_ok = 0;
-	if (access("/usr/bin/python3", X_OK) != 0)
-		return;
-	snprintf(vl_dir, sizeof(vl_dir), "/tmp/h5fs_test_vlen_XXXXXX");
-	if (!mkdtemp(vl_dir))
-		return;
-	snprintf(script, sizeof(script), "%s/gen.py", vl_dir);
-	fp = fopen(script, "w");
-	if (!fp)
-		return;
-	fputs(vl_script, fp);
-	fclose(fp);
-	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s %s", script, vl_dir);
-	rc = system(cmd);
-	if (rc == -1 || !WIFEXITED(rc) || WEXITSTATUS(rc) != 0) {
-		fprintf(stderr, "test_attr: h5py generator unavailable (status %d): skipping vlen tests\n", rc);
-		return;
-	}
-	vl_ok = 1;
+	vl_ok = gen_run(vl_dir, sizeof(vl_dir), "/tmp/h5fs_test_vlen_XXXXXX", vl_script, "vlen");
 }
 
 static void vl_teardown(void)
 {
-	char cmd[128];
-
-	if (vl_dir[0] && strncmp(vl_dir, "/tmp/h5fs_test_vlen_", 20) == 0) {
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", vl_dir);
-		if (system(cmd) != 0)
-			fprintf(stderr, "test_attr: could not remove %s\n", vl_dir);
-	}
+	gen_rmdir(vl_dir);
 }
 
 static uint8_t *vl_slurp(const char *name, size_t *len)

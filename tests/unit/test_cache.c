@@ -1,10 +1,8 @@
 /* test_cache.c - the shared LRU (cache.c) and end-to-end dataset reads
  * (dataset.c) against files written by h5py. */
-#define _GNU_SOURCE /* nftw */
 #include "testutil.h"
 
 #include <errno.h>
-#include <ftw.h>
 #include <stdatomic.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -677,16 +675,9 @@ static const char ds_gen_py[] =
 
 static char ds_dir[256];        /* generated files; "" when h5py is missing */
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb; (void)flag; (void)ftw;
-	return remove(path);
-}
-
 static void ds_setup(void)
 {
-	char cmd[1024], script[512];
-	FILE *fp;
+	int rc;
 
 	ds_dir[0] = '\0';
 	if (system("/usr/bin/python3 -c 'import h5py, numpy' >/dev/null 2>&1") != 0) {
@@ -694,28 +685,25 @@ static void ds_setup(void)
 		return;
 	}
 	snprintf(ds_dir, sizeof(ds_dir), "/tmp/h5fs_test_ds_XXXXXX");
-	if (!mkdtemp(ds_dir)) {
+	rc = test_py_run(ds_dir, ds_gen_py, NULL);
+	if (rc == TEST_PY_NO_DIR) {
 		fprintf(stderr, "test_cache: mkdtemp: %s\n", strerror(errno));
-		ds_dir[0] = '\0';
 		return;
 	}
-	snprintf(script, sizeof(script), "%s/gen.py", ds_dir);
-	fp = fopen(script, "w");
-	if (!fp || fputs(ds_gen_py, fp) < 0 || fclose(fp) != 0) {
-		fprintf(stderr, "test_cache: cannot write %s\n", script);
+	if (rc == TEST_PY_NO_SCRIPT) {
+		fprintf(stderr, "test_cache: cannot write %s/gen.py\n", ds_dir);
 		abort();
 	}
-	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s %s", script, ds_dir);
-	if (system(cmd) != 0) {
-		fprintf(stderr, "test_cache: generator failed: %s\n", cmd);
+	if (rc != 0) {
+		fprintf(stderr, "test_cache: generator failed (status %d): /usr/bin/python3 '%s/gen.py' '%s'\n", rc,
+			ds_dir, ds_dir);
 		abort();
 	}
 }
 
 static void ds_teardown(void)
 {
-	if (ds_dir[0])
-		nftw(ds_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	test_py_rmdir(ds_dir);
 }
 
 static uint8_t *slurp(const char *path, size_t *len)

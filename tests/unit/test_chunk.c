@@ -777,12 +777,9 @@ static char *tmpdir_path;
 
 static void cleanup_tmp(void)
 {
-	char cmd[600];
-
 	if (!tmpdir_path)
 		return;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir_path);
-	if (system(cmd) != 0)
+	if (test_py_rmdir(tmpdir_path) != 0)
 		fprintf(stderr, "could not remove %s\n", tmpdir_path);
 	free(tmpdir_path);
 	tmpdir_path = NULL;
@@ -794,27 +791,15 @@ static int gen_state = -1;
 
 static void gen_setup(void)
 {
-	char tmpl[] = "/tmp/h5chunkXXXXXX", path[600], cmd[1400];
-	FILE *fp;
-	int st;
+	char tmpl[] = "/tmp/h5chunkXXXXXX";
+	int st = test_py_run(tmpl, gen_script, NULL);
 
-	if (access("/usr/bin/python3", X_OK) != 0) {
+	if (tmpl[0])
+		tmpdir_path = strdup(tmpl);
+	if (st == TEST_PY_NO_PYTHON)
 		gen_state = 77;
-		return;
-	}
-	if (!mkdtemp(tmpl))
-		return;
-	tmpdir_path = strdup(tmpl);
-	snprintf(path, sizeof(path), "%s/gen.py", tmpl);
-	fp = fopen(path, "w");
-	if (!fp)
-		return;
-	fputs(gen_script, fp);
-	fclose(fp);
-	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 '%s' '%s'", path, tmpl);
-	st = system(cmd);
-	if (WIFEXITED(st) && (WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 77))
-		gen_state = WEXITSTATUS(st);
+	else if (st == 0 || st == 77)
+		gen_state = st;
 }
 
 static int generate(void)

@@ -1282,32 +1282,23 @@ static char coll_a[32], coll_b[32];
 
 static void py_setup(void)
 {
-	char script[300], cmd[8192];
-	FILE *fp;
+	char args[8192];
 	int rc;
 
 	py_ok = 0;
-	if (access("/usr/bin/python3", X_OK) != 0)
-		return;
-	snprintf(py_dir, sizeof(py_dir), "/tmp/h5fs_test_group_XXXXXX");
-	if (!mkdtemp(py_dir))
-		return;
-	snprintf(script, sizeof(script), "%s/gen.py", py_dir);
-	fp = fopen(script, "w");
-	if (!fp)
-		return;
-	fputs(py_script, fp);
-	fclose(fp);
 	if (!find_collision(coll_a, coll_b, sizeof(coll_a)))
 		return;
-	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s %s %s %s", script, py_dir, coll_a, coll_b);
+	snprintf(args, sizeof(args), "%s %s", coll_a, coll_b);
 	for (size_t i = 0; i < NCORPUS; i++) {
-		size_t l = strlen(cmd);
+		size_t l = strlen(args);
 
-		snprintf(cmd + l, sizeof(cmd) - l, " '%s/%s'", test_corpus_dir(), corpus_files[i]);
+		snprintf(args + l, sizeof(args) - l, " '%s/%s'", test_corpus_dir(), corpus_files[i]);
 	}
-	rc = system(cmd);
-	if (rc == -1 || !WIFEXITED(rc) || WEXITSTATUS(rc) != 0) {
+	snprintf(py_dir, sizeof(py_dir), "/tmp/h5fs_test_group_XXXXXX");
+	rc = test_py_run(py_dir, py_script, args);
+	if (rc == TEST_PY_NO_PYTHON || rc == TEST_PY_NO_DIR || rc == TEST_PY_NO_SCRIPT)
+		return;
+	if (rc != 0) {
 		fprintf(stderr, "test_group: h5py generator unavailable (status %d): skipping h5py tests\n", rc);
 		return;
 	}
@@ -1316,13 +1307,8 @@ static void py_setup(void)
 
 static void py_teardown(void)
 {
-	char cmd[400];
-
-	if (py_dir[0] && strncmp(py_dir, "/tmp/h5fs_test_group_", 21) == 0) {
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", py_dir);
-		if (system(cmd) != 0)
-			fprintf(stderr, "test_group: could not remove %s\n", py_dir);
-	}
+	if (test_py_rmdir(py_dir) != 0)
+		fprintf(stderr, "test_group: could not remove %s\n", py_dir);
 }
 
 static void hex_put(char *dst, size_t room, const uint8_t *p, size_t n)

@@ -5,6 +5,9 @@
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -54,6 +57,71 @@ static inline const char *test_corpus_dir(void)
 		return env;
 	snprintf(path, sizeof(path), "%s/../shared/corpus/hdf5-testfiles", src && *src ? src : ".");
 	return path;
+}
+
+/* ---- h5py generators -----------------------------------------------------
+ * Tests that compare against libhdf5 write their inputs at test time with
+ * /usr/bin/python3 (the python3 on PATH may lack h5py). */
+
+/* test_py_run() results that are not the script's own exit status. */
+#define TEST_PY_NO_PYTHON (-1) /* /usr/bin/python3 not executable; no dir made */
+#define TEST_PY_NO_DIR (-2)    /* mkdtemp failed (errno says why) */
+#define TEST_PY_NO_SCRIPT (-3) /* DIR/gen.py not written, or command too long */
+#define TEST_PY_ABNORMAL (-4)  /* system() failed or its shell was killed */
+
+/* Make a temp dir from the mkdtemp template `dir` (rewritten in place; set
+ * to "" when no dir was made, so test_py_rmdir() then has nothing to do),
+ * write `script` to DIR/gen.py and run
+ *     /usr/bin/python3 'DIR/gen.py' 'DIR' ARGS
+ * where ARGS (NULL for none) are extra words, already shell-quoted.
+ * Returns the script's exit status (by convention 77: skip, h5py missing;
+ * a script killed by signal N shows as 128+N from the shell) or one of the
+ * negative TEST_PY_ codes; the caller decides what skips and what fails. */
+static inline int test_py_run(char *dir, const char *script, const char *args)
+{
+	char path[4096], cmd[16384];
+	FILE *fp;
+	int n, st;
+
+	if (access("/usr/bin/python3", X_OK) != 0) {
+		dir[0] = '\0';
+		return TEST_PY_NO_PYTHON;
+	}
+	if (!mkdtemp(dir)) {
+		dir[0] = '\0';
+		return TEST_PY_NO_DIR;
+	}
+	n = snprintf(path, sizeof(path), "%s/gen.py", dir);
+	if (n < 0 || (size_t)n >= sizeof(path))
+		return TEST_PY_NO_SCRIPT;
+	fp = fopen(path, "w");
+	if (!fp)
+		return TEST_PY_NO_SCRIPT;
+	n = fputs(script, fp);
+	if (fclose(fp) != 0 || n < 0)
+		return TEST_PY_NO_SCRIPT;
+	n = snprintf(cmd, sizeof(cmd), "/usr/bin/python3 '%s' '%s'%s%s", path, dir, args ? " " : "", args ? args : "");
+	if (n < 0 || (size_t)n >= sizeof(cmd))
+		return TEST_PY_NO_SCRIPT;
+	st = system(cmd);
+	if (st == -1 || !WIFEXITED(st))
+		return TEST_PY_ABNORMAL;
+	return WEXITSTATUS(st);
+}
+
+/* Remove a temp dir made by test_py_run() (or mkdtemp) and all in it.
+ * Nothing to do for "": 0. Returns -1 when rm fails, or when `dir` is not
+ * under /tmp/ or cannot be quoted (a guard: this runs rm -rf). */
+static inline int test_py_rmdir(const char *dir)
+{
+	char cmd[4200];
+
+	if (!dir || !dir[0])
+		return 0;
+	if (strncmp(dir, "/tmp/", 5) != 0 || strchr(dir, '\'') || strlen(dir) >= 4096)
+		return -1;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
 }
 
 #define H5_TEST_MAIN(make_suite_fn)                                     \
