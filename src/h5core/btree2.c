@@ -61,8 +61,7 @@ typedef struct bt2_node {
 } bt2_node;
 
 struct h5_bt2 {
-	h5_file *f;
-	h5_cache_ref ref;
+	h5_pinned pin;              /* first: the header stays cached while open */
 	const bt2_hdr *hdr;
 };
 
@@ -321,78 +320,50 @@ out:
 	return rc;
 }
 
-struct bt2_hdr_ud {
-	h5_file *f;
-	uint64_t addr;
-};
-
-static int bt2_hdr_load(void **obj, size_t *cost, void *udp)
+/* bt2_hdr_decode for h5_file_load_block(), which allocated *obj. */
+static int bt2_hdr_dec(void **obj, size_t *cost, const uint8_t *buf, size_t len, const h5_block_load *b)
 {
-	struct bt2_hdr_ud *ud = udp;
-	size_t hsize = bt2_hdr_size(&ud->f->fmt);
-	uint8_t *buf = NULL;
-	bt2_hdr *h = NULL;
+	bt2_hdr *h = *obj;
 	int rc;
 
-	rc = h5_file_read_alloc(&buf, ud->f, ud->addr, hsize);
+	(void)cost;
+	rc = bt2_hdr_decode(h, &b->f->fmt, b->addr, buf, len);
 	if (rc < 0)
-		goto out;
-	h = malloc(sizeof(*h));
-	if (!h) {
-		rc = h5_err_set(H5_ERR_NOMEM, "out of memory loading v2 B-tree header");
-		goto out;
-	}
-	rc = bt2_hdr_decode(h, &ud->f->fmt, ud->addr, buf, hsize);
-	if (rc < 0)
-		goto out;
+		return rc;
 	/* Every record occupies rec_size distinct bytes of some node, so a
 	 * count the file could not hold is a lie meant to make iteration
 	 * run forever over shared nodes. */
-	if (h->total_nrec > h5_file_eof(ud->f) / h->rec_size) {
-		rc = h5_err_set(H5_ERR_FORMAT, "v2 B-tree header at 0x%llx: %llu records cannot fit in the file",
-				(unsigned long long)ud->addr, (unsigned long long)h->total_nrec);
-		goto out;
-	}
-	*obj = h;
-	*cost = sizeof(*h);
-	h = NULL;
-out:
-	free(buf);
-	free(h);
-	return rc;
+	if (h->total_nrec > h5_file_eof(b->f) / h->rec_size)
+		return h5_err_set(H5_ERR_FORMAT, "v2 B-tree header at 0x%llx: %llu records cannot fit in the file",
+				  (unsigned long long)b->addr, (unsigned long long)h->total_nrec);
+	return 0;
 }
 
 struct bt2_node_ud {
-	h5_file *f;
+	h5_block_load b;            /* first: what h5_file_load_block() sees */
 	const bt2_hdr *hdr;
-	uint64_t addr;
 	unsigned depth, nrec;
 };
+
+static int bt2_node_dec(void **obj, size_t *cost, const uint8_t *buf, size_t len, const h5_block_load *b)
+{
+	const struct bt2_node_ud *ud = (const struct bt2_node_ud *)b;
+
+	*cost = sizeof(bt2_node) + len * 2;
+	return bt2_node_decode((bt2_node **)obj, ud->hdr, b->addr, ud->depth, ud->nrec, buf, len);
+}
 
 static int bt2_node_load(void **obj, size_t *cost, void *udp)
 {
 	struct bt2_node_ud *ud = udp;
-	uint64_t need = bt2_node_bytes(ud->hdr, ud->depth, ud->nrec);
-	uint8_t *buf = NULL;
-	bt2_node *n = NULL;
-	int rc;
 
-	if (need > ud->hdr->node_size) {
-		rc = h5_err_set(H5_ERR_FORMAT, "v2 B-tree node at 0x%llx: %u records need %llu bytes, nodes are %u",
-				(unsigned long long)ud->addr, ud->nrec, (unsigned long long)need, ud->hdr->node_size);
-		goto out;
-	}
-	rc = h5_file_read_alloc(&buf, ud->f, ud->addr, (size_t)need);
-	if (rc < 0)
-		goto out;
-	rc = bt2_node_decode(&n, ud->hdr, ud->addr, ud->depth, ud->nrec, buf, (size_t)need);
-	if (rc < 0)
-		goto out;
-	*obj = n;
-	*cost = sizeof(*n) + (size_t)need * 2;
-out:
-	free(buf);
-	return rc;
+	/* checked before reading; never 0 (the prefix alone is BT2_PREFIX_SIZE) */
+	ud->b.size = bt2_node_bytes(ud->hdr, ud->depth, ud->nrec);
+	if (ud->b.size > ud->hdr->node_size)
+		return h5_err_set(H5_ERR_FORMAT, "v2 B-tree node at 0x%llx: %u records need %llu bytes, nodes are %u",
+				  (unsigned long long)ud->b.addr, ud->nrec, (unsigned long long)ud->b.size,
+				  ud->hdr->node_size);
+	return h5_file_load_block(obj, cost, &ud->b);
 }
 
 /* Fetch the node a pointer (addr, depth, nrec, total) leads to, and check
@@ -400,7 +371,8 @@ out:
 static int bt2_node_get(const bt2_node **out, h5_cache_ref *ref, h5_bt2 *bt, uint64_t addr, unsigned depth,
 			unsigned nrec, uint64_t total)
 {
-	struct bt2_node_ud ud = { bt->f, bt->hdr, addr, depth, nrec };
+	struct bt2_node_ud ud = { { bt->pin.f, addr, 0, "v2 B-tree node", 0, bt2_node_dec }, bt->hdr, depth,
+				  nrec };
 	const bt2_node *n;
 	int rc;
 
@@ -408,7 +380,7 @@ static int bt2_node_get(const bt2_node **out, h5_cache_ref *ref, h5_bt2 *bt, uin
 	if (addr == bt->hdr->addr)
 		return h5_err_set(H5_ERR_LOOP, "v2 B-tree at 0x%llx: node pointer leads back to the header",
 				  (unsigned long long)bt->hdr->addr);
-	rc = h5_cache_get(ref, bt->f->meta, H5_CK_BT2_NODE, addr, bt2_node_load, bt2_node_free, &ud);
+	rc = h5_cache_get(ref, bt->pin.f->meta, H5_CK_BT2_NODE, addr, bt2_node_load, bt2_node_free, &ud);
 	if (rc < 0)
 		return rc;
 	n = ref->obj;
@@ -417,14 +389,14 @@ static int bt2_node_get(const bt2_node **out, h5_cache_ref *ref, h5_bt2 *bt, uin
 				"but it is depth %u with %u records (of tree 0x%llx)",
 				(unsigned long long)bt->hdr->addr, (unsigned long long)addr, depth, nrec, n->depth,
 				n->nrec, (unsigned long long)n->hdr_addr);
-		h5_cache_release(bt->f->meta, ref);
+		h5_cache_release(bt->pin.f->meta, ref);
 		return rc;
 	}
 	if (n->total != total) {
 		rc = h5_err_set(H5_ERR_FORMAT, "v2 B-tree at 0x%llx: node 0x%llx holds %llu records in its subtree, "
 				"its parent says %llu", (unsigned long long)bt->hdr->addr, (unsigned long long)addr,
 				(unsigned long long)n->total, (unsigned long long)total);
-		h5_cache_release(bt->f->meta, ref);
+		h5_cache_release(bt->pin.f->meta, ref);
 		return rc;
 	}
 	*out = n;
@@ -438,34 +410,18 @@ static void bt2_hdr_free(void *obj)
 
 int h5_bt2_open(h5_bt2 **out, h5_file *f, uint64_t addr)
 {
-	struct bt2_hdr_ud ud = { f, addr };
-	h5_bt2 *bt;
-	int rc;
+	h5_block_load b = { f, addr, bt2_hdr_size(&f->fmt), "v2 B-tree header", sizeof(bt2_hdr), bt2_hdr_dec };
+	h5_pinned *p;
+	int rc = h5_pinned_open(&p, sizeof(h5_bt2), "v2 B-tree", H5_CK_BT2_HDR,
+				 h5_file_load_block, bt2_hdr_free, &b);
 
-	*out = NULL;
-	if (!h5_addr_defined(addr))
-		return h5_err_set(H5_ERR_INVAL, "v2 B-tree: undefined header address");
-	bt = calloc(1, sizeof(*bt));
-	if (!bt)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory opening v2 B-tree");
-	bt->f = f;
-	rc = h5_cache_get(&bt->ref, f->meta, H5_CK_BT2_HDR, addr, bt2_hdr_load, bt2_hdr_free, &ud);
-	if (rc < 0) {
-		free(bt);
-		return rc;
-	}
-	bt->hdr = bt->ref.obj;
-	*out = bt;
-	return 0;
+	*out = (h5_bt2 *)p; /* pin is the first member */
+	if (p)
+		(*out)->hdr = p->ref.obj;
+	return rc;
 }
 
-void h5_bt2_close(h5_bt2 *bt)
-{
-	if (!bt)
-		return;
-	h5_cache_release(bt->f->meta, &bt->ref);
-	free(bt);
-}
+void h5_bt2_close(h5_bt2 *bt) { h5_pinned_close(bt ? &bt->pin : NULL); }
 
 uint8_t h5_bt2_type(const h5_bt2 *bt) { return bt->hdr->type; }
 uint32_t h5_bt2_record_size(const h5_bt2 *bt) { return bt->hdr->rec_size; }
@@ -495,7 +451,7 @@ static int bt2_iter_node(h5_bt2 *bt, uint64_t addr, unsigned depth, unsigned nre
 	}
 	rc = 0;
 out:
-	h5_cache_release(bt->f->meta, &ref);
+	h5_cache_release(bt->pin.f->meta, &ref);
 	return rc;
 }
 
@@ -567,7 +523,7 @@ static int bt2_find_node(h5_bt2 *bt, uint64_t addr, unsigned depth, unsigned nre
 	}
 	rc = H5_ERR_NOTFOUND;
 out:
-	h5_cache_release(bt->f->meta, &ref);
+	h5_cache_release(bt->pin.f->meta, &ref);
 	return rc;
 }
 

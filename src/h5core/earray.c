@@ -240,20 +240,6 @@ uint64_t h5_ea_page_addr(const h5_ea_hdr *h, const h5_fmt *fmt, uint64_t dblk_ad
 
 /* ---- decoders ------------------------------------------------------------ */
 
-/* Signature, version and checksum of a block of exactly `size` bytes. */
-static int check_block(const uint8_t *buf, size_t len, uint64_t size, const char *sig, uint64_t addr)
-{
-	if (size == 0 || size > len)
-		return h5_err_set(H5_ERR_FORMAT, "%s at 0x%llx: truncated (%zu of %llu bytes)", sig,
-				  (unsigned long long)addr, len, (unsigned long long)size);
-	if (memcmp(buf, sig, 4) != 0)
-		return h5_err_set(H5_ERR_FORMAT, "%s at 0x%llx: bad signature", sig, (unsigned long long)addr);
-	if (buf[4] != H5_EA_VERSION)
-		return h5_err_set(H5_ERR_FORMAT, "%s at 0x%llx: unsupported version %u", sig,
-				  (unsigned long long)addr, buf[4]);
-	return h5_checksum_verify(buf, (size_t)size, sig, addr);
-}
-
 /* Client id and header back-pointer of an index/super/data block. */
 static int check_owner(h5_rd *r, const h5_ea_hdr *h, const h5_fmt *fmt, const char *sig, uint64_t addr)
 {
@@ -277,7 +263,7 @@ int h5_ea_hdr_decode(h5_ea_hdr *out, const h5_fmt *fmt, uint64_t addr, const uin
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	rc = check_block(buf, len, h5_ea_hdr_size(fmt), "EAHD", addr);
+	rc = h5_block_check(buf, len, h5_ea_hdr_size(fmt), "EAHD", H5_EA_VERSION, addr);
 	if (rc < 0)
 		return rc;
 	h5_rd_init(&r, buf, len);
@@ -326,7 +312,7 @@ int h5_ea_iblock_decode(h5_ea_iblock **out, const h5_ea_hdr *h, const h5_fmt *fm
 	int rc;
 
 	*out = NULL;
-	rc = check_block(buf, len, size, "EAIB", addr);
+	rc = h5_block_check(buf, len, size, "EAIB", H5_EA_VERSION, addr);
 	if (rc < 0)
 		return rc;
 	h5_rd_init(&r, buf, (size_t)size);
@@ -365,7 +351,7 @@ int h5_ea_sblock_decode(h5_ea_sblock **out, const h5_ea_hdr *h, const h5_fmt *fm
 		return h5_err_set(H5_ERR_FORMAT, "EASB at 0x%llx: super block %u has no EASB",
 				  (unsigned long long)addr, sblk_idx);
 	size = h5_ea_sblock_size(h, fmt, sblk_idx);
-	rc = check_block(buf, len, size, "EASB", addr);
+	rc = h5_block_check(buf, len, size, "EASB", H5_EA_VERSION, addr);
 	if (rc < 0)
 		return rc;
 	h5_rd_init(&r, buf, (size_t)size);
@@ -414,7 +400,7 @@ int h5_ea_dblock_decode(h5_ea_dblock **out, const h5_ea_hdr *h, const h5_fmt *fm
 	int rc;
 
 	*out = NULL;
-	rc = check_block(buf, len, size, "EADB", addr);
+	rc = h5_block_check(buf, len, size, "EADB", H5_EA_VERSION, addr);
 	if (rc < 0)
 		return rc;
 	h5_rd_init(&r, buf, (size_t)size);
@@ -599,86 +585,42 @@ typedef struct ea_page {
 } ea_page;
 
 typedef struct ea_load {
-	h5_file *f;
+	h5_block_load b;        /* first: what h5_file_load_block() sees */
 	const h5_ea_hdr *h;
-	uint64_t addr;
 	unsigned sblk_idx;
 	uint64_t nelmts, expect_off;
 } ea_load;
 
-static int ea_hdr_load(void **obj, size_t *cost, void *ud)
+/* The (buf, len) decoders in the shape h5_file_load_block() calls. */
+static int ea_hdr_dec(void **obj, size_t *cost, const uint8_t *buf, size_t len, const h5_block_load *b)
 {
-	ea_load *l = ud;
-	size_t size = h5_ea_hdr_size(&l->f->fmt);
-	uint8_t *buf = NULL;
-	h5_ea_hdr *h;
-	int rc;
-
-	h = malloc(sizeof(*h));
-	if (!h)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory loading EAHD");
-	rc = h5_file_read_alloc(&buf, l->f, l->addr, size);
-	if (rc >= 0)
-		rc = h5_ea_hdr_decode(h, &l->f->fmt, l->addr, buf, size);
-	free(buf);
-	if (rc < 0) {
-		free(h);
-		return rc;
-	}
-	*obj = h;
-	*cost = sizeof(*h);
-	return 0;
+	(void)cost;
+	return h5_ea_hdr_decode(*obj, &b->f->fmt, b->addr, buf, len);
 }
 
-static int ea_iblock_load(void **obj, size_t *cost, void *ud)
+static int ea_iblock_dec(void **obj, size_t *cost, const uint8_t *buf, size_t len, const h5_block_load *b)
 {
-	ea_load *l = ud;
-	uint64_t size = h5_ea_iblock_size(l->h, &l->f->fmt);
-	uint8_t *buf = NULL;
-	int rc;
+	const ea_load *l = (const ea_load *)b;
 
-	rc = h5_file_read_alloc(&buf, l->f, l->addr, (size_t)size);
-	if (rc >= 0)
-		rc = h5_ea_iblock_decode((h5_ea_iblock **)obj, l->h, &l->f->fmt, l->addr, buf, (size_t)size);
-	free(buf);
-	*cost = (size_t)size + sizeof(h5_ea_iblock);
-	return rc;
+	*cost = len + sizeof(h5_ea_iblock);
+	return h5_ea_iblock_decode((h5_ea_iblock **)obj, l->h, &b->f->fmt, b->addr, buf, len);
 }
 
-static int ea_sblock_load(void **obj, size_t *cost, void *ud)
+static int ea_sblock_dec(void **obj, size_t *cost, const uint8_t *buf, size_t len, const h5_block_load *b)
 {
-	ea_load *l = ud;
-	uint64_t size = h5_ea_sblock_size(l->h, &l->f->fmt, l->sblk_idx);
-	uint8_t *buf = NULL;
-	int rc;
+	const ea_load *l = (const ea_load *)b;
 
-	if (size == 0 || size > SIZE_MAX)
-		return h5_err_set(H5_ERR_FORMAT, "EASB at 0x%llx: size overflows", (unsigned long long)l->addr);
-	rc = h5_file_read_alloc(&buf, l->f, l->addr, (size_t)size);
-	if (rc >= 0)
-		rc = h5_ea_sblock_decode((h5_ea_sblock **)obj, l->h, &l->f->fmt, l->addr, l->sblk_idx, buf,
-					 (size_t)size);
-	free(buf);
-	*cost = (size_t)size * 2 + sizeof(h5_ea_sblock);
-	return rc;
+	*cost = len * 2 + sizeof(h5_ea_sblock);
+	return h5_ea_sblock_decode((h5_ea_sblock **)obj, l->h, &b->f->fmt, b->addr, l->sblk_idx, buf, len);
 }
 
-static int ea_dblock_load(void **obj, size_t *cost, void *ud)
+static int ea_dblock_dec(void **obj, size_t *cost, const uint8_t *buf, size_t len, const h5_block_load *b)
 {
-	ea_load *l = ud;
-	uint64_t size = h5_ea_dblock_size(l->h, &l->f->fmt, l->nelmts);
-	uint8_t *buf = NULL;
-	int rc;
+	const ea_load *l = (const ea_load *)b;
 
-	if (size == 0 || size > SIZE_MAX)
-		return h5_err_set(H5_ERR_FORMAT, "EADB at 0x%llx: size overflows", (unsigned long long)l->addr);
-	rc = h5_file_read_alloc(&buf, l->f, l->addr, (size_t)size);
-	if (rc >= 0)
-		rc = h5_ea_dblock_decode((h5_ea_dblock **)obj, l->h, &l->f->fmt, l->addr, l->nelmts,
-					 l->expect_off, buf, (size_t)size);
-	free(buf);
-	*cost = (size_t)size + sizeof(h5_ea_dblock);
-	return rc;
+	*cost = len + sizeof(h5_ea_dblock);
+	return h5_ea_dblock_decode((h5_ea_dblock **)obj, l->h, &b->f->fmt, b->addr, l->nelmts, l->expect_off,
+				   buf, len);
 }
 
 static int ea_page_load(void **obj, size_t *cost, void *ud)
@@ -689,19 +631,19 @@ static int ea_page_load(void **obj, size_t *cost, void *ud)
 	int rc;
 
 	if (size == 0 || size > SIZE_MAX - sizeof(*pg))
-		return h5_err_set(H5_ERR_FORMAT, "EA page at 0x%llx: size overflows", (unsigned long long)l->addr);
-	if (!h5_file_range_ok(l->f, l->addr, size))
+		return h5_err_set(H5_ERR_FORMAT, "EA page at 0x%llx: size overflows", (unsigned long long)l->b.addr);
+	if (!h5_file_range_ok(l->b.f, l->b.addr, size))
 		return h5_err_set(H5_ERR_FORMAT, "EA data block page at 0x%llx+%llu is outside the file",
-				  (unsigned long long)l->addr, (unsigned long long)size);
+				  (unsigned long long)l->b.addr, (unsigned long long)size);
 	pg = malloc(sizeof(*pg) + (size_t)size);
 	if (!pg)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory loading EA page");
 	pg->hdr_addr = l->h->addr;
 	pg->nelmts = l->h->g.dblk_page_nelmts;
 	pg->elmts = (uint8_t *)(pg + 1);
-	rc = h5_file_read(l->f, l->addr, pg->elmts, (size_t)size);
+	rc = h5_file_read(l->b.f, l->b.addr, pg->elmts, (size_t)size);
 	if (rc >= 0)
-		rc = h5_ea_page_verify(l->h, l->addr, pg->elmts, (size_t)size);
+		rc = h5_ea_page_verify(l->h, l->b.addr, pg->elmts, (size_t)size);
 	if (rc < 0) {
 		free(pg);
 		return rc;
@@ -722,13 +664,13 @@ static int conflict(h5_file *f, h5_cache_ref *ref, const char *what, uint64_t ad
 
 int h5_ea_hdr_get(const h5_ea_hdr **out, h5_cache_ref *ref, h5_file *f, uint64_t addr)
 {
-	ea_load l = { .f = f, .addr = addr };
+	ea_load l = { .b = { f, addr, h5_ea_hdr_size(&f->fmt), "EAHD", sizeof(h5_ea_hdr), ea_hdr_dec } };
 	int rc;
 
 	*out = NULL;
 	if (!h5_addr_defined(addr))
 		return h5_err_set(H5_ERR_FORMAT, "extensible array header address is undefined");
-	rc = h5_cache_get(ref, f->meta, H5_CK_EA_HDR, addr, ea_hdr_load, ea_free, &l);
+	rc = h5_cache_get(ref, f->meta, H5_CK_EA_HDR, addr, h5_file_load_block, ea_free, &l);
 	if (rc < 0)
 		return rc;
 	*out = ref->obj;
@@ -737,25 +679,27 @@ int h5_ea_hdr_get(const h5_ea_hdr **out, h5_cache_ref *ref, h5_file *f, uint64_t
 
 static int iblock_get(const h5_ea_iblock **out, h5_cache_ref *ref, h5_file *f, const h5_ea_hdr *h)
 {
-	ea_load l = { .f = f, .h = h, .addr = h->iblock_addr };
+	ea_load l = { .b = { f, h->iblock_addr, h5_ea_iblock_size(h, &f->fmt), "EAIB", 0, ea_iblock_dec },
+		      .h = h };
 	int rc;
 
-	rc = h5_cache_get(ref, f->meta, H5_CK_EA_IBLOCK, l.addr, ea_iblock_load, ea_free, &l);
+	rc = h5_cache_get(ref, f->meta, H5_CK_EA_IBLOCK, l.b.addr, h5_file_load_block, ea_free, &l);
 	if (rc < 0)
 		return rc;
 	*out = ref->obj;
 	if ((*out)->hdr_addr != h->addr)
-		return conflict(f, ref, "EAIB", l.addr);
+		return conflict(f, ref, "EAIB", l.b.addr);
 	return 0;
 }
 
 static int sblock_get(const h5_ea_sblock **out, h5_cache_ref *ref, h5_file *f, const h5_ea_hdr *h,
 		      uint64_t addr, unsigned sblk_idx)
 {
-	ea_load l = { .f = f, .h = h, .addr = addr, .sblk_idx = sblk_idx };
+	ea_load l = { .b = { f, addr, h5_ea_sblock_size(h, &f->fmt, sblk_idx), "EASB", 0, ea_sblock_dec },
+		      .h = h, .sblk_idx = sblk_idx };
 	int rc;
 
-	rc = h5_cache_get(ref, f->meta, H5_CK_EA_SBLOCK, addr, ea_sblock_load, ea_free, &l);
+	rc = h5_cache_get(ref, f->meta, H5_CK_EA_SBLOCK, addr, h5_file_load_block, ea_free, &l);
 	if (rc < 0)
 		return rc;
 	*out = ref->obj;
@@ -767,10 +711,11 @@ static int sblock_get(const h5_ea_sblock **out, h5_cache_ref *ref, h5_file *f, c
 static int dblock_get(const h5_ea_dblock **out, h5_cache_ref *ref, h5_file *f, const h5_ea_hdr *h,
 		      uint64_t addr, uint64_t nelmts, uint64_t expect_off)
 {
-	ea_load l = { .f = f, .h = h, .addr = addr, .nelmts = nelmts, .expect_off = expect_off };
+	ea_load l = { .b = { f, addr, h5_ea_dblock_size(h, &f->fmt, nelmts), "EADB", 0, ea_dblock_dec },
+		      .h = h, .nelmts = nelmts, .expect_off = expect_off };
 	int rc;
 
-	rc = h5_cache_get(ref, f->meta, H5_CK_EA_DBLOCK, addr, ea_dblock_load, ea_free, &l);
+	rc = h5_cache_get(ref, f->meta, H5_CK_EA_DBLOCK, addr, h5_file_load_block, ea_free, &l);
 	if (rc < 0)
 		return rc;
 	*out = ref->obj;
@@ -782,7 +727,7 @@ static int dblock_get(const h5_ea_dblock **out, h5_cache_ref *ref, h5_file *f, c
 
 static int page_get(const ea_page **out, h5_cache_ref *ref, h5_file *f, const h5_ea_hdr *h, uint64_t addr)
 {
-	ea_load l = { .f = f, .h = h, .addr = addr };
+	ea_load l = { .b = { .f = f, .addr = addr }, .h = h };
 	int rc;
 
 	if (!h5_addr_defined(addr))

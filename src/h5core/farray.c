@@ -70,19 +70,6 @@ uint64_t h5_fa_dblock_alloc_size(const h5_fa_hdr *h, const h5_fmt *fmt)
 	return n;
 }
 
-static int check_block(const uint8_t *buf, size_t len, uint64_t size, const char *sig, uint64_t addr)
-{
-	if (size == 0 || size > len)
-		return h5_err_set(H5_ERR_FORMAT, "%s at 0x%llx: truncated (%zu of %llu bytes)", sig,
-				  (unsigned long long)addr, len, (unsigned long long)size);
-	if (memcmp(buf, sig, 4) != 0)
-		return h5_err_set(H5_ERR_FORMAT, "%s at 0x%llx: bad signature", sig, (unsigned long long)addr);
-	if (buf[4] != H5_FA_VERSION)
-		return h5_err_set(H5_ERR_FORMAT, "%s at 0x%llx: unsupported version %u", sig,
-				  (unsigned long long)addr, buf[4]);
-	return h5_checksum_verify(buf, (size_t)size, sig, addr);
-}
-
 int h5_fa_hdr_decode(h5_fa_hdr *out, const h5_fmt *fmt, uint64_t addr, const uint8_t *buf, size_t len)
 {
 	h5_rd r;
@@ -90,7 +77,7 @@ int h5_fa_hdr_decode(h5_fa_hdr *out, const h5_fmt *fmt, uint64_t addr, const uin
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	rc = check_block(buf, len, h5_fa_hdr_size(fmt), "FAHD", addr);
+	rc = h5_block_check(buf, len, h5_fa_hdr_size(fmt), "FAHD", H5_FA_VERSION, addr);
 	if (rc < 0)
 		return rc;
 	h5_rd_init(&r, buf, len);
@@ -133,7 +120,7 @@ int h5_fa_dblock_decode(h5_fa_dblock **out, const h5_fa_hdr *h, const h5_fmt *fm
 	int rc;
 
 	*out = NULL;
-	rc = check_block(buf, len, size, "FADB", addr);
+	rc = h5_block_check(buf, len, size, "FADB", H5_FA_VERSION, addr);
 	if (rc < 0)
 		return rc;
 	h5_rd_init(&r, buf, (size_t)size);
@@ -246,52 +233,24 @@ typedef struct fa_page {
 } fa_page;
 
 typedef struct fa_load {
-	h5_file *f;
+	h5_block_load b;        /* first: what h5_file_load_block() sees */
 	const h5_fa_hdr *h;
-	uint64_t addr, page_idx;
+	uint64_t page_idx;
 } fa_load;
 
 static void fa_free(void *obj) { free(obj); }
 
-static int fa_hdr_load(void **obj, size_t *cost, void *ud)
+/* The (buf, len) decoders in the shape h5_file_load_block() calls. */
+static int fa_hdr_dec(void **obj, size_t *cost, const uint8_t *buf, size_t len, const h5_block_load *b)
 {
-	fa_load *l = ud;
-	size_t size = h5_fa_hdr_size(&l->f->fmt);
-	uint8_t *buf = NULL;
-	h5_fa_hdr *h;
-	int rc;
-
-	h = malloc(sizeof(*h));
-	if (!h)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory loading FAHD");
-	rc = h5_file_read_alloc(&buf, l->f, l->addr, size);
-	if (rc >= 0)
-		rc = h5_fa_hdr_decode(h, &l->f->fmt, l->addr, buf, size);
-	free(buf);
-	if (rc < 0) {
-		free(h);
-		return rc;
-	}
-	*obj = h;
-	*cost = sizeof(*h);
-	return 0;
+	(void)cost;
+	return h5_fa_hdr_decode(*obj, &b->f->fmt, b->addr, buf, len);
 }
 
-static int fa_dblock_load(void **obj, size_t *cost, void *ud)
+static int fa_dblock_dec(void **obj, size_t *cost, const uint8_t *buf, size_t len, const h5_block_load *b)
 {
-	fa_load *l = ud;
-	uint64_t size = h5_fa_dblock_size(l->h, &l->f->fmt);
-	uint8_t *buf = NULL;
-	int rc;
-
-	if (size == 0 || size > SIZE_MAX)
-		return h5_err_set(H5_ERR_FORMAT, "FADB at 0x%llx: size overflows", (unsigned long long)l->addr);
-	rc = h5_file_read_alloc(&buf, l->f, l->addr, (size_t)size);
-	if (rc >= 0)
-		rc = h5_fa_dblock_decode((h5_fa_dblock **)obj, l->h, &l->f->fmt, l->addr, buf, (size_t)size);
-	free(buf);
-	*cost = (size_t)size + sizeof(h5_fa_dblock);
-	return rc;
+	*cost = len + sizeof(h5_fa_dblock);
+	return h5_fa_dblock_decode((h5_fa_dblock **)obj, ((const fa_load *)b)->h, &b->f->fmt, b->addr, buf, len);
 }
 
 static int fa_page_load(void **obj, size_t *cost, void *ud)
@@ -301,18 +260,18 @@ static int fa_page_load(void **obj, size_t *cost, void *ud)
 	fa_page *pg;
 	int rc;
 
-	if (!h5_file_range_ok(l->f, l->addr, size) || size > SIZE_MAX - sizeof(*pg))
+	if (!h5_file_range_ok(l->b.f, l->b.addr, size) || size > SIZE_MAX - sizeof(*pg))
 		return h5_err_set(H5_ERR_FORMAT, "FA data block page at 0x%llx+%llu is outside the file",
-				  (unsigned long long)l->addr, (unsigned long long)size);
+				  (unsigned long long)l->b.addr, (unsigned long long)size);
 	pg = malloc(sizeof(*pg) + (size_t)size);
 	if (!pg)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory loading FA page");
 	pg->hdr_addr = l->h->addr;
 	pg->page_idx = l->page_idx;
 	pg->elmts = (uint8_t *)(pg + 1);
-	rc = h5_file_read(l->f, l->addr, pg->elmts, (size_t)size);
+	rc = h5_file_read(l->b.f, l->b.addr, pg->elmts, (size_t)size);
 	if (rc >= 0)
-		rc = h5_fa_page_verify(l->h, l->addr, l->page_idx, pg->elmts, (size_t)size);
+		rc = h5_fa_page_verify(l->h, l->b.addr, l->page_idx, pg->elmts, (size_t)size);
 	if (rc < 0) {
 		free(pg);
 		return rc;
@@ -324,13 +283,13 @@ static int fa_page_load(void **obj, size_t *cost, void *ud)
 
 int h5_fa_hdr_get(const h5_fa_hdr **out, h5_cache_ref *ref, h5_file *f, uint64_t addr)
 {
-	fa_load l = { .f = f, .addr = addr };
+	fa_load l = { .b = { f, addr, h5_fa_hdr_size(&f->fmt), "FAHD", sizeof(h5_fa_hdr), fa_hdr_dec } };
 	int rc;
 
 	*out = NULL;
 	if (!h5_addr_defined(addr))
 		return h5_err_set(H5_ERR_FORMAT, "fixed array header address is undefined");
-	rc = h5_cache_get(ref, f->meta, H5_CK_FA_HDR, addr, fa_hdr_load, fa_free, &l);
+	rc = h5_cache_get(ref, f->meta, H5_CK_FA_HDR, addr, h5_file_load_block, fa_free, &l);
 	if (rc < 0)
 		return rc;
 	*out = ref->obj;
@@ -347,15 +306,15 @@ static int conflict(h5_file *f, h5_cache_ref *ref, const char *what, uint64_t ad
 
 static int dblock_get(const h5_fa_dblock **out, h5_cache_ref *ref, h5_file *f, const h5_fa_hdr *h)
 {
-	fa_load l = { .f = f, .h = h, .addr = h->dblk_addr };
+	fa_load l = { .b = { f, h->dblk_addr, h5_fa_dblock_size(h, &f->fmt), "FADB", 0, fa_dblock_dec }, .h = h };
 	int rc;
 
-	rc = h5_cache_get(ref, f->meta, H5_CK_FA_DBLOCK, l.addr, fa_dblock_load, fa_free, &l);
+	rc = h5_cache_get(ref, f->meta, H5_CK_FA_DBLOCK, l.b.addr, h5_file_load_block, fa_free, &l);
 	if (rc < 0)
 		return rc;
 	*out = ref->obj;
 	if ((*out)->hdr_addr != h->addr)
-		return conflict(f, ref, "FADB", l.addr);
+		return conflict(f, ref, "FADB", l.b.addr);
 	return 0;
 }
 
@@ -363,7 +322,7 @@ static int dblock_get(const h5_fa_dblock **out, h5_cache_ref *ref, h5_file *f, c
 static int page_get(const uint8_t **elmts, h5_cache_ref *ref, bool *have_ref, h5_file *f,
 		    const h5_fa_hdr *h, const h5_fa_dblock *db, uint64_t p)
 {
-	fa_load l = { .f = f, .h = h, .addr = h5_fa_page_addr(h, &f->fmt, p), .page_idx = p };
+	fa_load l = { .b = { .f = f, .addr = h5_fa_page_addr(h, &f->fmt, p) }, .h = h, .page_idx = p };
 	const fa_page *pg;
 	int rc;
 
@@ -372,15 +331,15 @@ static int page_get(const uint8_t **elmts, h5_cache_ref *ref, bool *have_ref, h5
 	/* H5VM_bit_get: MSB-first bitmap. */
 	if (!(db->page_init[p / 8] & (0x80u >> (p % 8))))
 		return 0;
-	if (!h5_addr_defined(l.addr))
+	if (!h5_addr_defined(l.b.addr))
 		return h5_err_set(H5_ERR_FORMAT, "FADB at 0x%llx: page %llu address overflows",
 				  (unsigned long long)h->dblk_addr, (unsigned long long)p);
-	rc = h5_cache_get(ref, f->meta, H5_CK_FA_PAGE, l.addr, fa_page_load, fa_free, &l);
+	rc = h5_cache_get(ref, f->meta, H5_CK_FA_PAGE, l.b.addr, fa_page_load, fa_free, &l);
 	if (rc < 0)
 		return rc;
 	pg = ref->obj;
 	if (pg->hdr_addr != h->addr || pg->page_idx != p)
-		return conflict(f, ref, "FA data block page", l.addr);
+		return conflict(f, ref, "FA data block page", l.b.addr);
 	*have_ref = true;
 	*elmts = pg->elmts;
 	return 0;

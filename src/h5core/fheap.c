@@ -90,8 +90,7 @@ typedef struct fh_dblock {
 } fh_dblock;
 
 struct h5_fheap {
-	h5_file *f;
-	h5_cache_ref ref;
+	h5_pinned pin;              /* first: the header stays cached while open */
 	const fh_hdr *hdr;
 };
 
@@ -257,14 +256,11 @@ static int fh_hdr_decode(fh_hdr *h, const h5_fmt *fmt, uint64_t addr, const uint
 	return fh_hdr_derive(h);
 }
 
-struct fh_hdr_ud {
-	h5_file *f;
-	uint64_t addr;
-};
-
+/* Not h5_file_load_block(): the filter information makes the header
+ * variable-size, so it is read in two steps. ud is an h5_block_load. */
 static int fh_hdr_load(void **obj, size_t *cost, void *udp)
 {
-	struct fh_hdr_ud *ud = udp;
+	const h5_block_load *ud = udp;
 	size_t fixed = fh_hdr_fixed_size(&ud->f->fmt);
 	size_t total = fixed;
 	uint8_t *buf = NULL;
@@ -302,34 +298,18 @@ out:
 
 int h5_fheap_open(h5_fheap **out, h5_file *f, uint64_t addr)
 {
-	struct fh_hdr_ud ud = { f, addr };
-	h5_fheap *h;
-	int rc;
+	h5_block_load b = { .f = f, .addr = addr };
+	h5_pinned *p;
+	int rc = h5_pinned_open(&p, sizeof(h5_fheap), "fractal heap", H5_CK_FHEAP_HDR,
+				 fh_hdr_load, fh_hdr_free, &b);
 
-	*out = NULL;
-	if (!h5_addr_defined(addr))
-		return h5_err_set(H5_ERR_INVAL, "fractal heap: undefined header address");
-	h = calloc(1, sizeof(*h));
-	if (!h)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory opening fractal heap");
-	h->f = f;
-	rc = h5_cache_get(&h->ref, f->meta, H5_CK_FHEAP_HDR, addr, fh_hdr_load, fh_hdr_free, &ud);
-	if (rc < 0) {
-		free(h);
-		return rc;
-	}
-	h->hdr = h->ref.obj;
-	*out = h;
-	return 0;
+	*out = (h5_fheap *)p; /* pin is the first member */
+	if (p)
+		(*out)->hdr = p->ref.obj;
+	return rc;
 }
 
-void h5_fheap_close(h5_fheap *h)
-{
-	if (!h)
-		return;
-	h5_cache_release(h->f->meta, &h->ref);
-	free(h);
-}
+void h5_fheap_close(h5_fheap *h) { h5_pinned_close(h ? &h->pin : NULL); }
 
 size_t h5_fheap_id_len(const h5_fheap *h) { return h->hdr->id_len; }
 
@@ -431,50 +411,49 @@ out:
 }
 
 struct fh_iblock_ud {
-	h5_file *f;
+	h5_block_load b;            /* first: what h5_file_load_block() sees */
 	const fh_hdr *hdr;
-	uint64_t addr;
 	unsigned nrows;
 };
+
+static int fh_iblock_dec(void **obj, size_t *cost, const uint8_t *buf, size_t len, const h5_block_load *b)
+{
+	const struct fh_iblock_ud *ud = (const struct fh_iblock_ud *)b;
+	fh_iblock *ib;
+	int rc;
+
+	rc = fh_iblock_decode(&ib, ud->hdr, b->addr, ud->nrows, buf, len);
+	if (rc < 0)
+		return rc;
+	*obj = ib;
+	*cost = sizeof(*ib) + ib->nents * (sizeof(uint64_t) * (ud->hdr->filtered ? 2 : 1) +
+					   (ud->hdr->filtered ? sizeof(uint32_t) : 0));
+	return 0;
+}
 
 static int fh_iblock_load(void **obj, size_t *cost, void *udp)
 {
 	struct fh_iblock_ud *ud = udp;
-	uint64_t need = fh_iblock_bytes(ud->hdr, ud->nrows);
-	uint8_t *buf = NULL;
-	fh_iblock *ib = NULL;
-	int rc;
 
-	if (need > SIZE_MAX) {
-		rc = h5_err_set(H5_ERR_FORMAT, "fractal heap indirect block at 0x%llx: too large",
-				(unsigned long long)ud->addr);
-		goto out;
-	}
+	ud->b.size = fh_iblock_bytes(ud->hdr, ud->nrows);
+	if (ud->b.size > SIZE_MAX)
+		return h5_err_set(H5_ERR_FORMAT, "fractal heap indirect block at 0x%llx: too large",
+				  (unsigned long long)ud->b.addr);
 	/* h5_file_read_alloc refuses ranges past the end of the file, which
-	 * bounds the entry arrays allocated below too. */
-	rc = h5_file_read_alloc(&buf, ud->f, ud->addr, (size_t)need);
-	if (rc < 0)
-		goto out;
-	rc = fh_iblock_decode(&ib, ud->hdr, ud->addr, ud->nrows, buf, (size_t)need);
-	if (rc < 0)
-		goto out;
-	*obj = ib;
-	*cost = sizeof(*ib) + ib->nents * (sizeof(uint64_t) * (ud->hdr->filtered ? 2 : 1) +
-					   (ud->hdr->filtered ? sizeof(uint32_t) : 0));
-out:
-	free(buf);
-	return rc;
+	 * bounds the entry arrays allocated by the decoder too. */
+	return h5_file_load_block(obj, cost, &ud->b);
 }
 
 static int fh_iblock_get(const fh_iblock **out, h5_cache_ref *ref, h5_fheap *fh, uint64_t addr,
 			 unsigned nrows, uint64_t block_off)
 {
-	struct fh_iblock_ud ud = { fh->f, fh->hdr, addr, nrows };
+	struct fh_iblock_ud ud = { { fh->pin.f, addr, 0, "fractal heap indirect block", 0, fh_iblock_dec }, fh->hdr,
+				   nrows };
 	const fh_iblock *ib;
 	int rc;
 
 	*out = NULL;
-	rc = h5_cache_get(ref, fh->f->meta, H5_CK_FHEAP_IBLOCK, addr, fh_iblock_load, fh_iblock_free, &ud);
+	rc = h5_cache_get(ref, fh->pin.f->meta, H5_CK_FHEAP_IBLOCK, addr, fh_iblock_load, fh_iblock_free, &ud);
 	if (rc < 0)
 		return rc;
 	ib = ref->obj;
@@ -493,7 +472,7 @@ static int fh_iblock_get(const fh_iblock **out, h5_cache_ref *ref, h5_fheap *fh,
 	*out = ib;
 	return 0;
 out:
-	h5_cache_release(fh->f->meta, ref);
+	h5_cache_release(fh->pin.f->meta, ref);
 	return rc;
 }
 
@@ -618,7 +597,7 @@ out:
 static int fh_dblock_get(const fh_dblock **out, h5_cache_ref *ref, h5_fheap *fh, uint64_t addr, uint64_t size,
 			 uint64_t block_off, uint64_t disk_size, uint32_t mask)
 {
-	struct fh_dblock_ud ud = { fh->f, fh->hdr, addr, (size_t)size, disk_size, mask };
+	struct fh_dblock_ud ud = { fh->pin.f, fh->hdr, addr, (size_t)size, disk_size, mask };
 	const fh_dblock *db;
 	int rc;
 
@@ -626,7 +605,7 @@ static int fh_dblock_get(const fh_dblock **out, h5_cache_ref *ref, h5_fheap *fh,
 	if (!h5_addr_defined(addr))
 		return h5_err_set(H5_ERR_FORMAT, "fractal heap 0x%llx: object lies in an unallocated direct block",
 				  (unsigned long long)fh->hdr->addr);
-	rc = h5_cache_get(ref, fh->f->meta, H5_CK_FHEAP_DBLOCK, addr, fh_dblock_load, fh_dblock_free, &ud);
+	rc = h5_cache_get(ref, fh->pin.f->meta, H5_CK_FHEAP_DBLOCK, addr, fh_dblock_load, fh_dblock_free, &ud);
 	if (rc < 0)
 		return rc;
 	db = ref->obj;
@@ -646,7 +625,7 @@ static int fh_dblock_get(const fh_dblock **out, h5_cache_ref *ref, h5_fheap *fh,
 	*out = db;
 	return 0;
 out:
-	h5_cache_release(fh->f->meta, ref);
+	h5_cache_release(fh->pin.f->meta, ref);
 	return rc;
 }
 
@@ -739,7 +718,7 @@ static int fh_read_managed(uint8_t **out, size_t *out_len, h5_fheap *fh, const u
 						ha, (unsigned long long)iblock_addr);
 				goto out;
 			}
-			h5_cache_release(fh->f->meta, &iref);
+			h5_cache_release(fh->pin.f->meta, &iref);
 			have_iref = false;
 		}
 		dblock_addr = ib->child[entry];
@@ -749,7 +728,7 @@ static int fh_read_managed(uint8_t **out, size_t *out_len, h5_fheap *fh, const u
 			disk_size = ib->filt_size[entry];
 			mask = ib->filt_mask[entry];
 		}
-		h5_cache_release(fh->f->meta, &iref);
+		h5_cache_release(fh->pin.f->meta, &iref);
 		have_iref = false;
 	}
 
@@ -775,9 +754,9 @@ static int fh_read_managed(uint8_t **out, size_t *out_len, h5_fheap *fh, const u
 	rc = 0;
 out:
 	if (have_iref)
-		h5_cache_release(fh->f->meta, &iref);
+		h5_cache_release(fh->pin.f->meta, &iref);
 	if (have_dref)
-		h5_cache_release(fh->f->meta, &dref);
+		h5_cache_release(fh->pin.f->meta, &dref);
 	return rc;
 }
 
@@ -886,7 +865,7 @@ static int fh_huge_locate(struct fh_huge_rec *rec, h5_fheap *fh, const uint8_t *
 	key.id = h5_le_decode(id + 1, h->huge_id_size);
 	key.sizeof_size = fmt->sizeof_size;
 	key.id_off = (size_t)fmt->sizeof_addr + fmt->sizeof_size + (h->filtered ? 4 + (size_t)fmt->sizeof_size : 0);
-	rc = h5_bt2_open(&bt, fh->f, h->huge_bt2_addr);
+	rc = h5_bt2_open(&bt, fh->pin.f, h->huge_bt2_addr);
 	if (rc < 0)
 		return h5_err_wrap(rc, "fractal heap 0x%llx: huge objects: ", ha);
 	if (h5_bt2_type(bt) != want || h5_bt2_record_size(bt) < key.id_off + fmt->sizeof_size) {
@@ -916,14 +895,14 @@ static int fh_read_huge(uint8_t **out, size_t *out_len, h5_fheap *fh, const uint
 	rc = fh_huge_locate(&rec, fh, id, id_len);
 	if (rc < 0)
 		return rc;
-	if (rec.len == 0 || rec.len > SIZE_MAX || !h5_file_range_ok(fh->f, rec.addr, rec.len))
+	if (rec.len == 0 || rec.len > SIZE_MAX || !h5_file_range_ok(fh->pin.f, rec.addr, rec.len))
 		return h5_err_set(H5_ERR_FORMAT, "fractal heap 0x%llx: huge object at 0x%llx (%llu bytes) outside the file",
 				  ha, (unsigned long long)rec.addr, (unsigned long long)rec.len);
 	if (h->filtered && (rec.mem_size == 0 || rec.mem_size > SIZE_MAX))
 		return h5_err_set(H5_ERR_FORMAT, "fractal heap 0x%llx: huge object has bad size %llu", ha,
 				  (unsigned long long)rec.mem_size);
 	len = (size_t)rec.len;
-	rc = h5_file_read_alloc(&buf, fh->f, rec.addr, len);
+	rc = h5_file_read_alloc(&buf, fh->pin.f, rec.addr, len);
 	if (rc < 0)
 		goto out;
 	if (h->filtered) {

@@ -67,6 +67,82 @@ int h5_file_read_alloc(uint8_t **out, h5_file *f, uint64_t addr, size_t len)
 	return 0;
 }
 
+int h5_block_check(const uint8_t *buf, size_t len, uint64_t size, const char *sig, unsigned version,
+		   uint64_t addr)
+{
+	if (size == 0 || size > len)
+		return h5_err_set(H5_ERR_FORMAT, "%s at 0x%llx: truncated (%zu of %llu bytes)", sig,
+				  (unsigned long long)addr, len, (unsigned long long)size);
+	if (memcmp(buf, sig, 4) != 0)
+		return h5_err_set(H5_ERR_FORMAT, "%s at 0x%llx: bad signature", sig, (unsigned long long)addr);
+	if (buf[4] != version)
+		return h5_err_set(H5_ERR_FORMAT, "%s at 0x%llx: unsupported version %u", sig,
+				  (unsigned long long)addr, buf[4]);
+	return h5_checksum_verify(buf, (size_t)size, sig, addr);
+}
+
+/* Shared by all block loaders (see internal.h): the decoders copy what they
+ * keep, so the image never outlives this call, and a struct allocated here
+ * for decode() to fill is freed here when decoding fails. */
+int h5_file_load_block(void **obj, size_t *cost, void *ud)
+{
+	const h5_block_load *b = ud;
+	uint8_t *buf = NULL;
+	void *o = NULL;
+	int rc;
+
+	*obj = NULL;
+	if (b->size == 0 || b->size > SIZE_MAX)
+		return h5_err_set(H5_ERR_FORMAT, "%s at 0x%llx: size overflows", b->what, (unsigned long long)b->addr);
+	if (b->obj_size) {
+		o = malloc(b->obj_size);
+		if (!o)
+			return h5_err_set(H5_ERR_NOMEM, "out of memory loading %s", b->what);
+	}
+	rc = h5_file_read_alloc(&buf, b->f, b->addr, (size_t)b->size);
+	if (rc >= 0) {
+		*obj = o;
+		*cost = b->obj_size;
+		rc = b->decode(obj, cost, buf, (size_t)b->size, b);
+	}
+	free(buf);
+	if (rc < 0) {
+		free(o);
+		*obj = NULL;
+	}
+	return rc;
+}
+
+int h5_pinned_open(h5_pinned **out, size_t size, const char *what, uint32_t kind, h5_cache_load_fn load,
+		   h5_cache_free_fn free_fn, h5_block_load *b)
+{
+	h5_pinned *p;
+	int rc;
+
+	*out = NULL;
+	if (!h5_addr_defined(b->addr))
+		return h5_err_set(H5_ERR_INVAL, "%s: undefined header address", what);
+	p = calloc(1, size);
+	if (!p)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory opening %s", what);
+	p->f = b->f;
+	rc = h5_cache_get(&p->ref, b->f->meta, kind, b->addr, load, free_fn, b);
+	if (rc < 0) {
+		free(p);
+		return rc;
+	}
+	*out = p;
+	return 0;
+}
+
+void h5_pinned_close(h5_pinned *p)
+{
+	if (!p)
+		return;
+	h5_cache_release(p->f->meta, &p->ref);
+	free(p);
+}
+
 int h5_file_write(h5_file *f, uint64_t addr, const void *buf, size_t len)
 {
 	uint64_t abs, end;

@@ -221,6 +221,42 @@ int h5_file_read(h5_file *f, uint64_t addr, void *buf, size_t len);
 int h5_file_read_alloc(uint8_t **out, h5_file *f, uint64_t addr, size_t len);
 /* True if [addr, addr+len) lies inside the file. */
 bool h5_file_range_ok(const h5_file *f, uint64_t addr, uint64_t len);
+
+/* Signature, version and checksum of a block of exactly `size` bytes whose
+ * image starts "SIGN" version (extensible and fixed arrays, VII.B/VII.C);
+ * errors name the block by its signature. */
+int h5_block_check(const uint8_t *buf, size_t len, uint64_t size, const char *sig, unsigned version,
+		   uint64_t addr);
+
+/* Every cache loader of a metadata block reads the block whole and hands it
+ * to a pure (buf, len) decoder; h5_file_load_block() is that sequence once,
+ * so the size, read and buffer-ownership checks cannot drift apart between
+ * modules. A loader's context embeds this as its FIRST member, which is
+ * how decode() gets the rest of it back. */
+typedef struct h5_block_load h5_block_load;
+struct h5_block_load {
+	h5_file *f;
+	uint64_t addr;
+	uint64_t size;          /* bytes of the image; 0 or beyond size_t: "size overflows" */
+	const char *what;       /* names the block in errors */
+	size_t obj_size;        /* nonzero: *obj is a malloc'd struct decode() fills */
+	/* *cost is obj_size unless decode() sets it; the image is freed after. */
+	int (*decode)(void **obj, size_t *cost, const uint8_t *buf, size_t len, const h5_block_load *b);
+};
+/* An h5_cache_load_fn: ud is the h5_block_load. */
+int h5_file_load_block(void **obj, size_t *cost, void *ud);
+
+/* An open handle (h5_bt2, h5_fheap) that keeps its structure's cached
+ * header pinned in f->meta while it is open; handles embed it first. */
+typedef struct h5_pinned {
+	h5_file *f;
+	h5_cache_ref ref;
+} h5_pinned;
+/* calloc's a size-byte handle and pins the header loaded by load(ud=b);
+ * what names the structure in errors ("v2 B-tree"). */
+int h5_pinned_open(h5_pinned **out, size_t size, const char *what, uint32_t kind, h5_cache_load_fn load,
+		   h5_cache_free_fn free_fn, h5_block_load *b);
+void h5_pinned_close(h5_pinned *p);
 int h5_file_write(h5_file *f, uint64_t addr, const void *buf, size_t len);
 int h5_file_sync(h5_file *f);
 
