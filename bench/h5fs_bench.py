@@ -575,22 +575,31 @@ def h5fs_append(args, env, fsfile, rows, deflate):
     m = Mount(args, fsfile)
     fs = Clock()
     try:
-        prepare_source(args, env, rows)
-        m.perf_start("append-%s" % ("deflate" if deflate else "unfiltered"))
-        ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        d0 = m.cpu()
-        t0 = time.perf_counter()
-        subprocess.check_call("cat %s >> %s" % (rows, m.path()), shell=True)
-        t_cat = time.perf_counter() - t0
-        ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        # the daemon's CPU for the final flush at unmount is not counted
-        fs.cpu_daemon = m.cpu() - d0
-        fs.cpu = fs.cpu_daemon + (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+        t0, t_cat = timed_cat(args, env, m, rows, fs, "append-%s" % ("deflate" if deflate else "unfiltered"))
         hwm = m.hwm_kib()
     finally:
         m.close()
     fs.wall = time.perf_counter() - t0
     return fs, t_cat, hwm
+
+
+def timed_cat(args, env, m, rows, clock, perf_tag=None):
+    """The source prepared (prepare_source), then cat rows.bin >> MNT/data.
+    Sets clock.cpu_daemon and clock.cpu (the cat plus the daemon; the
+    daemon's CPU for the final flush at unmount is not counted). Returns
+    (start, seconds of the cat)."""
+    prepare_source(args, env, rows)
+    if perf_tag:
+        m.perf_start(perf_tag)
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    d0 = m.cpu()
+    t0 = time.perf_counter()
+    subprocess.check_call("cat %s >> %s" % (rows, m.path()), shell=True)
+    t_cat = time.perf_counter() - t0
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    clock.cpu_daemon = m.cpu() - d0
+    clock.cpu = clock.cpu_daemon + (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+    return t0, t_cat
 
 
 def prepare_source(args, env, rows):
@@ -613,15 +622,7 @@ def floor_append(args, env, rows):
     m = Mount(fargs, "-")
     fl = Clock()
     try:
-        prepare_source(args, env, rows)
-        ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        d0 = m.cpu()
-        t0 = time.perf_counter()
-        subprocess.check_call("cat %s >> %s" % (rows, m.path("data")), shell=True)
-        fl.wall = time.perf_counter() - t0
-        ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        fl.cpu_daemon = m.cpu() - d0
-        fl.cpu = fl.cpu_daemon + (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+        _, fl.wall = timed_cat(args, env, m, rows, fl)   # nothing to flush at unmount
     finally:
         m.close()
     return fl

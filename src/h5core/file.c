@@ -143,6 +143,12 @@ void h5_pinned_close(h5_pinned *p)
 	free(p);
 }
 
+/* A full disk (or quota) is the user's to fix, not an I/O fault: ENOSPC. */
+static int write_err(int e)
+{
+	return e == ENOSPC || e == EDQUOT ? H5_ERR_NOSPC : H5_ERR_IO;
+}
+
 int h5_file_write(h5_file *f, uint64_t addr, const void *buf, size_t len)
 {
 	uint64_t abs, end;
@@ -159,9 +165,8 @@ int h5_file_write(h5_file *f, uint64_t addr, const void *buf, size_t len)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
-			return h5_err_set(n < 0 && (errno == ENOSPC || errno == EDQUOT) ? H5_ERR_NOSPC : H5_ERR_IO,
-					  "write at 0x%llx: %s", (unsigned long long)(abs + done),
-					  n < 0 ? strerror(errno) : "short write");
+			return h5_err_set(n < 0 ? write_err(errno) : H5_ERR_IO, "write at 0x%llx: %s",
+					  (unsigned long long)(abs + done), n < 0 ? strerror(errno) : "short write");
 		done += (size_t)n;
 	}
 	/* release: a reader that sees the new eof finds the bytes written */
@@ -173,8 +178,7 @@ int h5_file_write(h5_file *f, uint64_t addr, const void *buf, size_t len)
 int h5_file_sync(h5_file *f)
 {
 	if (f->fd >= 0 && fsync(f->fd) < 0)
-		return h5_err_set(errno == ENOSPC || errno == EDQUOT ? H5_ERR_NOSPC : H5_ERR_IO, "fsync: %s",
-				  strerror(errno));
+		return h5_err_set(write_err(errno), "fsync: %s", strerror(errno));
 	return 0;
 }
 
