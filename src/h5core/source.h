@@ -1,0 +1,75 @@
+/* source.h - the byte source: where FILE's bytes come from.
+ *
+ * Every read and write of the engine ends in one of these operations, so a
+ * new place for HDF5 files to live (HTTP, S3, a test wrapper that records
+ * or fails I/O) is one new file with one h5_source_ops and one entry in the
+ * class table (source.c), and no decoder changes.
+ *
+ * Offsets are absolute byte offsets in the underlying object (the engine
+ * adds the user-block base itself). All operations are thread-safe for
+ * reads; writes come from one writer at a time (f->write_lock).
+ */
+#ifndef H5_SOURCE_H
+#define H5_SOURCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct h5_source h5_source;
+
+typedef struct h5_source_ops {
+	const char *name;       /* "local", "memory", "http", "s3", "record", ... */
+	/* Read exactly len bytes at off. A range past the end is H5_ERR_FORMAT
+	 * ("unexpected end of file"), an I/O failure H5_ERR_IO. Required. */
+	int (*read)(h5_source *s, uint64_t off, void *buf, size_t len);
+	/* Write exactly len bytes at off (extends the object). NULL: read-only. */
+	int (*write)(h5_source *s, uint64_t off, const void *buf, size_t len);
+	/* Make everything written so far durable. NULL: nothing to do. */
+	int (*sync)(h5_source *s);
+	/* Start writeback of a range early (a hint; errors ignored). NULL: none. */
+	void (*sync_hint)(h5_source *s, uint64_t off, uint64_t len);
+	/* Set the object's size (extend with zeros or cut). NULL: read-only. */
+	int (*truncate)(h5_source *s, uint64_t size);
+	/* The object's current size, asked again (appends, fstat). Required. */
+	int (*size)(h5_source *s, uint64_t *out);
+	/* A descriptor the FUSE side may splice from, or -1 (remote, memory). */
+	int (*fd)(const h5_source *s);
+	void (*close)(h5_source *s);
+} h5_source_ops;
+
+/* Implementations embed this as their first member. */
+struct h5_source {
+	const h5_source_ops *ops;
+	uint64_t size;          /* size when opened */
+	int64_t mtime;          /* seconds; 0 when unknown */
+	bool writable;
+};
+
+/* How to open a source; remote classes read the fields they know. */
+typedef struct h5_source_opts {
+	bool writable;          /* open for appends (local only; others EROFS) */
+	const char *s3_endpoint; /* -o s3_endpoint=URL, or NULL: AWS */
+	const char *s3_region;  /* -o s3_region=, or NULL: us-east-1 */
+	bool s3_path_style;     /* -o s3_path_style */
+	unsigned retries;       /* -o retries= (0: class default) */
+	unsigned timeout_s;     /* -o timeout= seconds (0: class default) */
+	size_t cache_bytes;     /* the byte budget remote blocks may use (0: default) */
+} h5_source_opts;
+
+/* A class: a name-matching rule and an opener (source.c holds the table). */
+typedef struct h5_source_class {
+	const char *name;
+	/* True if this class opens `name` (e.g. "https://", "s3://"). The local
+	 * class matches everything, so it is last in the table. */
+	bool (*matches)(const char *name);
+	int (*open)(h5_source **out, const char *name, const h5_source_opts *opts);
+} h5_source_class;
+
+/* Opens name with the first class that matches it. */
+int h5_source_open(h5_source **out, const char *name, const h5_source_opts *opts);
+/* A read-only source over a caller-owned buffer (tests, fuzzing). */
+int h5_source_open_mem(h5_source **out, const void *buf, size_t len);
+void h5_source_close(h5_source *s);
+
+#endif
