@@ -1152,6 +1152,26 @@ START_TEST(test_pipeline_rules)
 	ck_assert(!h5_filter_available(999));
 	ck_assert_str_eq(h5_filter_name(H5_FILTER_SZIP), "szip");
 	ck_assert_str_eq(h5_filter_name(999), "unknown");
+	/* the class table: every filter h5fs knows has its own name; the
+	 * built-in codecs are always available; encoders exactly for appends */
+	{
+		static const struct { uint16_t id; const char *name; bool builtin; } known[] = {
+			{ H5_FILTER_DEFLATE, "deflate", true }, { H5_FILTER_SHUFFLE, "shuffle", true },
+			{ H5_FILTER_FLETCHER32, "fletcher32", true }, { H5_FILTER_SZIP, "szip", false },
+			{ H5_FILTER_NBIT, "nbit", true }, { H5_FILTER_SCALEOFFSET, "scaleoffset", true },
+			{ H5_FILTER_BZIP2, "bzip2", false }, { H5_FILTER_LZF, "lzf", true },
+			{ H5_FILTER_BLOSC, "blosc", false }, { H5_FILTER_LZ4, "lz4", false },
+			{ H5_FILTER_BITSHUFFLE, "bitshuffle", true }, { H5_FILTER_ZSTD, "zstd", false },
+		};
+		for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+			ck_assert_str_eq(h5_filter_name(known[i].id), known[i].name);
+			if (known[i].builtin)
+				ck_assert_msg(h5_filter_available(known[i].id), "%s", known[i].name);
+			ck_assert_int_eq(h5_filter_can_encode(known[i].id),
+					 known[i].id == H5_FILTER_DEFLATE || known[i].id == H5_FILTER_SHUFFLE ||
+					 known[i].id == H5_FILTER_FLETCHER32);
+		}
+	}
 
 	/* shuffle without a valid element size */
 	tpl_init(&t);

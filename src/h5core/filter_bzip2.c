@@ -1,0 +1,80 @@
+/* filter_bzip2.c - BZip2 (307) (spec IV.A.2.l; filter.c runs the pipeline). */
+#include "filter_impl.h"
+
+#ifdef HAVE_BZ2
+#include <bzlib.h>
+#endif
+
+#ifdef HAVE_BZ2
+/* H5Zbzip2.c: one bzip2 stream. */
+static int dec_bzip2(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
+{
+	bz_stream bz;
+	size_t cap = sat_add(st.size, 1), in_done = 0, out_done = 0;
+	uint8_t *out;
+	int brc, rc = 0;
+
+	(void)f;
+	if (cap == SIZE_MAX)
+		return h5_err_set(H5_ERR_LIMIT, "bzip2: chunk too large");
+	out = malloc(cap);
+	if (!out)
+		return h5_err_set(H5_ERR_NOMEM, "bzip2: out of memory");
+	memset(&bz, 0, sizeof(bz));
+	if (BZ2_bzDecompressInit(&bz, 0, 0) != BZ_OK) {
+		free(out);
+		return h5_err_set(H5_ERR_NOMEM, "bzip2: cannot initialise the decompressor");
+	}
+	for (;;) {
+		size_t in_chunk = *len - in_done, out_chunk = cap - out_done;
+		unsigned ai, ao;
+
+		bz.next_in = (char *)(uintptr_t)(*buf + in_done);
+		bz.avail_in = ai = (unsigned)(in_chunk > UINT_MAX ? UINT_MAX : in_chunk);
+		bz.next_out = (char *)out + out_done;
+		bz.avail_out = ao = (unsigned)(out_chunk > UINT_MAX ? UINT_MAX : out_chunk);
+		brc = BZ2_bzDecompress(&bz);
+		in_done += ai - bz.avail_in;
+		out_done += ao - bz.avail_out;
+		if (out_done > st.size) {
+			rc = h5_err_set(H5_ERR_FORMAT, "bzip2: decompression bomb: output exceeds the %zu bytes of the chunk", st.size);
+			goto out;
+		}
+		if (brc == BZ_STREAM_END)
+			break;
+		if (brc == BZ_MEM_ERROR) {
+			rc = h5_err_set(H5_ERR_NOMEM, "bzip2: out of memory");
+			goto out;
+		}
+		if (brc != BZ_OK) {
+			rc = h5_err_set(H5_ERR_FORMAT, "bzip2: corrupt stream (error %d)", brc);
+			goto out;
+		}
+		if (in_done == *len && bz.avail_out > 0) {
+			/* all input used, room left, and the stream has not ended */
+			rc = h5_err_set(H5_ERR_FORMAT, "bzip2: stream truncated after %zu input bytes", in_done);
+			goto out;
+		}
+	}
+	if (st.exact && out_done != st.size) {
+		rc = h5_err_set(H5_ERR_FORMAT, "bzip2: stream decodes to %zu bytes, expected %zu", out_done, st.size);
+		goto out;
+	}
+	BZ2_bzDecompressEnd(&bz);
+	swap_buf(buf, len, out, out_done);
+	return 0;
+out:
+	BZ2_bzDecompressEnd(&bz);
+	free(out);
+	return rc;
+}
+#endif
+
+const h5_filter_class h5_filter_bzip2 = {
+	.id = H5_FILTER_BZIP2,
+	.name = "bzip2",
+	.size = H5_FSIZE_BOUND,
+#ifdef HAVE_BZ2
+	.decode = dec_bzip2,
+#endif
+};

@@ -1,0 +1,185 @@
+/* filter_deflate.c - deflate (1): zlib streams, decoded with libdeflate when built with it (spec IV.A.2.l; filter.c runs the pipeline). */
+#include "filter_impl.h"
+
+#include <zlib.h>
+
+#ifdef HAVE_LIBDEFLATE
+#include <libdeflate.h>
+#endif
+
+/* zlib inflate into at most st.size bytes (+1 byte of slack that detects a
+ * stream that would go on).  Used without libdeflate and, with it, to report
+ * size mismatches precisely. */
+static int inflate_zlib(uint8_t **out, size_t *out_len, const uint8_t *in, size_t in_len, fstage st)
+{
+	z_stream zs;
+	size_t cap = sat_add(st.size, 1);
+	size_t in_done = 0, out_done = 0;
+	uint8_t *o = NULL;
+	int zrc, rc = 0;
+
+	if (cap == SIZE_MAX)
+		return h5_err_set(H5_ERR_LIMIT, "deflate: chunk too large");
+	o = malloc(cap);
+	if (!o)
+		return h5_err_set(H5_ERR_NOMEM, "deflate: out of memory for %zu bytes", cap);
+	memset(&zs, 0, sizeof(zs));
+	if (inflateInit(&zs) != Z_OK) {
+		free(o);
+		return h5_err_set(H5_ERR_NOMEM, "deflate: inflateInit failed");
+	}
+	for (;;) {
+		size_t in_chunk = in_len - in_done, out_chunk = cap - out_done;
+
+		/* zlib counts in uInt: feed huge buffers in pieces */
+		zs.next_in = (Bytef *)(uintptr_t)(in + in_done);
+		zs.avail_in = (uInt)(in_chunk > UINT_MAX ? UINT_MAX : in_chunk);
+		zs.next_out = o + out_done;
+		zs.avail_out = (uInt)(out_chunk > UINT_MAX ? UINT_MAX : out_chunk);
+		{
+			uInt ai = zs.avail_in, ao = zs.avail_out;
+
+			zrc = inflate(&zs, Z_NO_FLUSH);
+			in_done += ai - zs.avail_in;
+			out_done += ao - zs.avail_out;
+		}
+		if (zrc == Z_STREAM_END)
+			break;
+		if (out_done > st.size) {
+			rc = h5_err_set(H5_ERR_FORMAT,
+					"deflate: decompression bomb: output exceeds the %zu bytes of the chunk",
+					st.size);
+			goto out;
+		}
+		if (zrc == Z_OK)
+			continue;
+		if (zrc == Z_BUF_ERROR && in_done == in_len) {
+			rc = h5_err_set(H5_ERR_FORMAT,
+					"deflate: stream truncated after %zu input bytes (%zu bytes decoded)",
+					in_len, out_done);
+			goto out;
+		}
+		if (zrc == Z_MEM_ERROR) {
+			rc = h5_err_set(H5_ERR_NOMEM, "deflate: out of memory");
+			goto out;
+		}
+		rc = h5_err_set(H5_ERR_FORMAT, "deflate: corrupt stream at input byte %zu: %s",
+				in_done, zs.msg ? zs.msg : "inflate failed");
+		goto out;
+	}
+	if (out_done > st.size) {
+		rc = h5_err_set(H5_ERR_FORMAT,
+				"deflate: decompression bomb: output exceeds the %zu bytes of the chunk", st.size);
+		goto out;
+	}
+	if (st.exact && out_done != st.size) {
+		rc = h5_err_set(H5_ERR_FORMAT, "deflate: stream decodes to %zu bytes, expected %zu",
+				out_done, st.size);
+		goto out;
+	}
+	*out = o;
+	*out_len = out_done;
+	o = NULL;
+out:
+	inflateEnd(&zs);
+	free(o);
+	return rc;
+}
+
+static int dec_deflate(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
+{
+	uint8_t *out = NULL;
+	size_t out_len = 0;
+	int rc;
+
+#ifdef HAVE_LIBDEFLATE
+	{
+		struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
+		enum libdeflate_result r;
+		size_t in_used = 0;
+
+		if (!d)
+			return h5_err_set(H5_ERR_NOMEM, "deflate: cannot allocate decompressor");
+		out = malloc(st.size ? st.size : 1);
+		if (!out) {
+			libdeflate_free_decompressor(d);
+			return h5_err_set(H5_ERR_NOMEM, "deflate: out of memory for %zu bytes", st.size);
+		}
+		/* With actual_out given libdeflate accepts a shorter output, and
+		 * like zlib it stops at the end of the stream (libhdf5 ignores
+		 * trailing bytes too). */
+		r = libdeflate_zlib_decompress_ex(d, *buf, *len, out, st.size, &in_used, &out_len);
+		libdeflate_free_decompressor(d);
+		if (r == LIBDEFLATE_SUCCESS && (!st.exact || out_len == st.size)) {
+			swap_buf(buf, len, out, out_len);
+			return 0;
+		}
+		free(out);
+		out = NULL;
+		/* Size mismatch or damage: let zlib say precisely what is wrong. */
+	}
+#endif
+	(void)f;
+	rc = inflate_zlib(&out, &out_len, *buf, *len, st);
+	if (rc < 0)
+		return rc;
+	swap_buf(buf, len, out, out_len);
+	return 0;
+}
+
+static int enc_deflate(uint8_t **buf, size_t *len, const h5_filter *f)
+{
+	unsigned level = 6;
+	uLongf dlen;
+	uint8_t *out;
+	int zrc;
+
+	/* H5Z_filter_deflate: exactly one cd value, the level 0..9 */
+	if (f->ncd >= 1)
+		level = f->cd[0];
+	if (level > 9)
+		return h5_err_set(H5_ERR_INVAL, "deflate: invalid level %u", level);
+#ifdef HAVE_LIBDEFLATE
+	/* libdeflate writes the same zlib format several times faster than zlib
+	 * at the same level (appends are compression-bound); level 0 (stored)
+	 * stays with zlib, whose stored blocks libdeflate does not promise. */
+	if (level > 0) {
+		struct libdeflate_compressor *c = libdeflate_alloc_compressor((int)level);
+		size_t bound, n;
+
+		if (!c)
+			return h5_err_set(H5_ERR_NOMEM, "deflate: out of memory");
+		bound = libdeflate_zlib_compress_bound(c, *len);
+		out = malloc(bound ? bound : 1);
+		n = out ? libdeflate_zlib_compress(c, *buf, *len, out, bound) : 0;
+		libdeflate_free_compressor(c);
+		if (!out)
+			return h5_err_set(H5_ERR_NOMEM, "deflate: out of memory");
+		if (n == 0) {
+			free(out);
+			return h5_err_set(H5_ERR_INVAL, "deflate: libdeflate could not compress %zu bytes", *len);
+		}
+		swap_buf(buf, len, out, n);
+		return 0;
+	}
+#endif
+	dlen = compressBound((uLong)*len);
+	out = malloc(dlen ? dlen : 1);
+	if (!out)
+		return h5_err_set(H5_ERR_NOMEM, "deflate: out of memory");
+	zrc = compress2(out, &dlen, *buf, (uLong)*len, (int)level);
+	if (zrc != Z_OK) {
+		free(out);
+		return h5_err_set(zrc == Z_MEM_ERROR ? H5_ERR_NOMEM : H5_ERR_INVAL, "deflate: compress2 failed (%d)", zrc);
+	}
+	swap_buf(buf, len, out, dlen);
+	return 0;
+}
+
+const h5_filter_class h5_filter_deflate = {
+	.id = H5_FILTER_DEFLATE,
+	.name = "deflate",
+	.size = H5_FSIZE_BOUND,
+	.decode = dec_deflate,
+	.encode = enc_deflate,
+};

@@ -1,0 +1,79 @@
+/* filter_lz4.c - LZ4 (32004), the HDF5 LZ4 plugin framing (spec IV.A.2.l; filter.c runs the pipeline). */
+#include "filter_impl.h"
+
+#ifdef HAVE_LZ4
+#include <lz4.h>
+#endif
+
+#ifdef HAVE_LZ4
+/* H5Zlz4.c framing: decoded size (8 bytes BE), block size (4 bytes BE), then
+ * per block its compressed size (4 bytes BE) and the data; a block whose
+ * compressed size equals its decoded size is stored raw. */
+static int dec_lz4(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
+{
+	const uint8_t *in = *buf;
+	uint64_t orig, blk;
+	size_t pos = 12, done = 0;
+	uint8_t *out;
+	int rc;
+
+	(void)f;
+	if (*len < 12)
+		return h5_err_set(H5_ERR_FORMAT, "lz4: chunk of %zu bytes is shorter than its header", *len);
+	orig = be_decode(in, 8);
+	blk = be_decode(in + 8, 4);
+	if ((rc = stage_check("lz4", orig, st)) < 0)
+		return rc;
+	if (blk > orig)
+		blk = orig;
+	if (orig > 0 && blk == 0)
+		return h5_err_set(H5_ERR_FORMAT, "lz4: block size 0");
+	if (blk > INT_MAX)
+		return h5_err_set(H5_ERR_FORMAT, "lz4: block size %llu too large", (unsigned long long)blk);
+	out = malloc(orig ? (size_t)orig : 1);
+	if (!out)
+		return h5_err_set(H5_ERR_NOMEM, "lz4: out of memory");
+	while (done < orig) {
+		size_t this = orig - done < blk ? (size_t)(orig - done) : (size_t)blk;
+		uint64_t csz;
+
+		if (*len - pos < 4) {
+			rc = h5_err_set(H5_ERR_FORMAT, "lz4: stream truncated at block header (offset %zu)", pos);
+			goto out;
+		}
+		csz = be_decode(in + pos, 4);
+		pos += 4;
+		if (csz > *len - pos) {
+			rc = h5_err_set(H5_ERR_FORMAT, "lz4: block of %llu bytes at offset %zu runs past the chunk",
+					(unsigned long long)csz, pos);
+			goto out;
+		}
+		if (csz == this) {
+			memcpy(out + done, in + pos, this);
+		} else {
+			int r = LZ4_decompress_safe((const char *)in + pos, (char *)out + done, (int)csz, (int)this);
+
+			if (r < 0 || (size_t)r != this) {
+				rc = h5_err_set(H5_ERR_FORMAT, "lz4: corrupt block at offset %zu", pos);
+				goto out;
+			}
+		}
+		pos += (size_t)csz;
+		done += this;
+	}
+	swap_buf(buf, len, out, (size_t)orig);
+	return 0;
+out:
+	free(out);
+	return rc;
+}
+#endif
+
+const h5_filter_class h5_filter_lz4 = {
+	.id = H5_FILTER_LZ4,
+	.name = "lz4",
+	.size = H5_FSIZE_BOUND,
+#ifdef HAVE_LZ4
+	.decode = dec_lz4,
+#endif
+};

@@ -1,0 +1,58 @@
+/* filter_zstd.c - Zstandard (32015) (spec IV.A.2.l; filter.c runs the pipeline). */
+#include "filter_impl.h"
+
+#ifdef HAVE_ZSTD
+#include <zstd.h>
+#include <zstd_errors.h>
+#endif
+
+#ifdef HAVE_ZSTD
+int h5_filter_zstd_into(uint8_t *out, size_t cap, size_t *got, const uint8_t *in, size_t in_len, const char *what)
+{
+	size_t r = ZSTD_decompress(out, cap, in, in_len);
+
+	if (ZSTD_isError(r)) {
+		if (ZSTD_getErrorCode(r) == ZSTD_error_dstSize_tooSmall)
+			return h5_err_set(H5_ERR_FORMAT, "%s: decompression bomb: output exceeds %zu bytes", what, cap);
+		if (ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation)
+			return h5_err_set(H5_ERR_NOMEM, "%s: out of memory", what);
+		return h5_err_set(H5_ERR_FORMAT, "%s: %s", what, ZSTD_getErrorName(r));
+	}
+	*got = r;
+	return 0;
+}
+
+static int dec_zstd(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
+{
+	unsigned long long fcs;
+	uint8_t *out;
+	size_t got = 0;
+	int rc;
+
+	(void)f;
+	fcs = ZSTD_getFrameContentSize(*buf, *len);
+	if (fcs == ZSTD_CONTENTSIZE_ERROR)
+		return h5_err_set(H5_ERR_FORMAT, "zstd: not a zstd frame");
+	if (fcs != ZSTD_CONTENTSIZE_UNKNOWN && (rc = stage_check("zstd", fcs, st)) < 0)
+		return rc;
+	out = malloc(st.size ? st.size : 1);
+	if (!out)
+		return h5_err_set(H5_ERR_NOMEM, "zstd: out of memory");
+	if ((rc = h5_filter_zstd_into(out, st.size, &got, *buf, *len, "zstd")) < 0 ||
+	    (rc = stage_check("zstd", got, st)) < 0) {
+		free(out);
+		return rc;
+	}
+	swap_buf(buf, len, out, got);
+	return 0;
+}
+#endif
+
+const h5_filter_class h5_filter_zstd = {
+	.id = H5_FILTER_ZSTD,
+	.name = "zstd",
+	.size = H5_FSIZE_BOUND,
+#ifdef HAVE_ZSTD
+	.decode = dec_zstd,
+#endif
+};
