@@ -135,6 +135,12 @@ typedef int (*h5_cache_load_fn)(void **obj, size_t *cost, void *ud);
 typedef void (*h5_cache_free_fn)(void *obj);
 
 int h5_cache_new(h5_cache **out, size_t budget);
+/* A view on `shared` (or on the cache it is a view of): the same budget and
+ * LRU, keys of its own (kinds must stay below 1 << 16). Related files
+ * (external links, virtual dataset sources) read through views of the top
+ * file's cache, so all of them share one budget. h5_cache_free() of a view
+ * drops its entries; the shared cache is freed after all its views. */
+int h5_cache_new_view(h5_cache **out, h5_cache *shared);
 void h5_cache_free(h5_cache *c);
 int h5_cache_get(h5_cache_ref *out, h5_cache *c, uint32_t kind, uint64_t key,
 		 h5_cache_load_fn load, h5_cache_free_fn free_fn, void *ud);
