@@ -209,6 +209,13 @@ struct h5_file {
 	struct h5_astream *astreams;
 	uint64_t alloc_end;
 	struct h5_prefetch *prefetch; /* background chunk decoding (chunk.c) */
+	/* other files (related.c): the table of files reached from this one
+	 * (top file only), the top file of a related file, the options */
+	struct h5_related *related;
+	struct h5_file *top;
+	uint32_t file_id;
+	bool ext_any;
+	char *ext_prefix;
 };
 
 /* eof grows while FUSE threads read: an append (append.c) extends FILE
@@ -265,6 +272,12 @@ int h5_pinned_open(h5_pinned **out, size_t size, const char *what, uint32_t kind
 void h5_pinned_close(h5_pinned *p);
 int h5_file_write(h5_file *f, uint64_t addr, const void *buf, size_t len);
 int h5_file_sync(h5_file *f);
+
+/* related.c: kind of name being resolved (which prefix variable applies) */
+enum { H5_RELATED_EXT = 0, H5_RELATED_VDS = 1 };
+int h5_related_open(h5_file **out, h5_file *from, const char *name, int kind);
+void h5_related_release(h5_file *f);
+void h5_related_free(h5_file *top);
 
 /* superblock.c: find the signature (0, 512, 1024, ...), decode and verify. */
 int h5_superblock_read(h5_file *f);
