@@ -755,7 +755,15 @@ struct h5_dataset {
 	char **efl_paths;       /* EFL: efl.n resolved external file names */
 	bool has_vlen;          /* dtype contains variable-length data */
 	struct h5_vtext *vtext; /* has_vlen: the text the dataset reads as (dataset.c) */
+	struct h5_vds *vds;     /* virtual: the mappings, and them resolved against */
+	struct h5_vds_view *vview; /* the sources (dataset_vds.c) */
 };
+
+/* dataset_vds.c: virtual datasets (layout class 3) */
+int h5_dataset_vds_open(h5_dataset *d);
+int h5_dataset_vds_read(h5_dataset *d, uint8_t *buf, uint64_t off, size_t len);
+void h5_dataset_vds_close(h5_dataset *d);
+size_t h5_dataset_vds_count(const h5_dataset *d);
 
 /* Fill buf with the bytes [off, off+len) of a stream of fill elements
  * (d->fill_elem repeated; the phase is off modulo the element size). */
