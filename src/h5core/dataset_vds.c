@@ -77,6 +77,13 @@ static int vsrc_open(void **handle, unsigned *rank, uint64_t *dims, void *ctx, c
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	if (strcmp(file, ".") != 0) {
 		rc = h5_related_open(&s->f, vd->f, file, H5_RELATED_VDS);
+		if (rc == H5_ERR_PERM) {
+			/* refused (outside FILE's tree): the dataset is unreadable, EIO */
+			char *msg = strdup(h5_err_msg());
+
+			rc = h5_err_set(H5_ERR_UNSUPPORTED, "source file %s", msg ? msg : file);
+			free(msg);
+		}
 		if (rc != 0) {
 			free(s);
 			return rc < 0 ? h5_err_wrap(rc, "source file %.200s: ", file) : 1;
