@@ -62,6 +62,8 @@ struct cli {
 	int read_only;
 	int verbose;
 	int efl_any;            /* -o efl_any: follow any external file name */
+	int ext_any;            /* -o ext_any: other files outside FILE's tree */
+	char *ext_prefix;       /* -o ext_prefix=DIRS */
 	int nonopts;
 };
 
@@ -106,6 +108,8 @@ static const struct fuse_opt cli_spec[] = {
 	{ "max_read=%u", offsetof(struct cli, max_read), 0 },
 	FUSE_OPT_KEY("verbose", KEY_VERBOSE),
 	{ "efl_any", offsetof(struct cli, efl_any), 1 },
+	{ "ext_any", offsetof(struct cli, ext_any), 1 },
+	{ "ext_prefix=%s", offsetof(struct cli, ext_prefix), 0 },
 	FUSE_OPT_END
 };
 
@@ -145,6 +149,12 @@ static void usage(FILE *out)
 		"    -o verbose             also log informational messages\n"
 		"    -o efl_any             read external data files named by absolute\n"
 		"                           paths or with \"..\" (default: refused, EIO)\n"
+		"    -o ext_any             follow external links and virtual dataset\n"
+		"                           sources outside FILE's directory tree\n"
+		"                           (default: refused)\n"
+		"    -o ext_prefix=DIRS     ':'-separated directories searched first for\n"
+		"                           those files (also HDF5_EXT_PREFIX,\n"
+		"                           HDF5_VDS_PREFIX)\n"
 		"\n"
 		"Mount options:\n"
 		"    -o allow_other         allow access by all users (default: only the\n"
@@ -431,6 +441,8 @@ int main(int argc, char **argv)
 	}
 	oopts.cache_bytes = h5_default_cache_bytes();
 	oopts.efl_any = cli.efl_any;
+	oopts.ext_any = cli.ext_any;
+	oopts.ext_prefix = cli.ext_prefix;
 	if (cli.cache_size && parse_cache_size(&oopts.cache_bytes, cli.cache_size) < 0) {
 		fprintf(stderr, "h5fs: invalid -o cache_size=%s (MiB, 1..%lu)\n", cli.cache_size, CACHE_MIB_MAX);
 		goto out;

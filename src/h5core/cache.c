@@ -51,7 +51,22 @@ struct h5_cache {
 	cache_ent *lru_head;    /* least recently released */
 	cache_ent *lru_tail;
 	cache_waiter *waiters;
+	/* A view (h5_cache_new_view) has core set: it is a window on another
+	 * cache, whose keys it tags so two files never share an entry. */
+	struct h5_cache *core;
+	uint32_t tag;           /* view: its kinds are (tag << 16) | kind */
+	uint32_t next_tag;      /* core: the last tag handed out */
+	unsigned nviews;        /* core: views still open */
 };
+
+/* A view resolves to its core; its keys carry its tag. */
+static h5_cache *cache_core(h5_cache *c, uint32_t *kind)
+{
+	if (!c->core)
+		return c;
+	*kind |= c->tag << 16;
+	return c->core;
+}
 
 #define CACHE_MIN_BUCKETS 64
 
@@ -103,12 +118,18 @@ static void ent_destroy(cache_ent *e)
 	free(e);
 }
 
+static void view_free(h5_cache *v);
+
 void h5_cache_free(h5_cache *c)
 {
 	size_t i;
 
 	if (!c)
 		return;
+	if (c->core) {
+		view_free(c);
+		return;
+	}
 	/* Callers release everything before closing the file; entries still
 	 * referenced then would be a programmer error, not a file problem. */
 	for (i = 0; i < c->nbuckets; i++) {
@@ -300,6 +321,7 @@ int h5_cache_get(h5_cache_ref *out, h5_cache *c, uint32_t kind, uint64_t key,
 
 	out->obj = NULL;
 	out->ent = NULL;
+	c = cache_core(c, &kind);
 	pthread_mutex_lock(&c->lock);
 	e = table_find(c, kind, key);
 	if (e && e->loading) {
@@ -381,8 +403,11 @@ void h5_cache_release(h5_cache *c, h5_cache_ref *ref)
 {
 	cache_ent *dead = NULL;
 
+	uint32_t kind = 0;
+
 	if (!c || !ref || !ref->ent)
 		return;
+	c = cache_core(c, &kind);
 	pthread_mutex_lock(&c->lock);
 	ent_unref(c, ref->ent, &dead);
 	cache_evict(c, &dead);
@@ -396,6 +421,7 @@ void h5_cache_invalidate(h5_cache *c, uint32_t kind, uint64_t key)
 {
 	cache_ent *e, *dead = NULL;
 
+	c = cache_core(c, &kind);
 	pthread_mutex_lock(&c->lock);
 	e = table_find(c, kind, key);
 	if (e) {
@@ -418,6 +444,8 @@ size_t h5_cache_used(const h5_cache *c)
 	h5_cache *mc = (h5_cache *)c; /* the lock is not part of the logical state */
 	size_t used;
 
+	if (mc->core)
+		mc = mc->core;
 	pthread_mutex_lock(&mc->lock);
 	used = mc->used;
 	pthread_mutex_unlock(&mc->lock);
@@ -426,5 +454,61 @@ size_t h5_cache_used(const h5_cache *c)
 
 size_t h5_cache_budget(const h5_cache *c)
 {
-	return c->budget;
+	return c->core ? c->core->budget : c->budget;
+}
+
+int h5_cache_new_view(h5_cache **out, h5_cache *shared)
+{
+	h5_cache *v;
+
+	*out = NULL;
+	if (shared->core)
+		shared = shared->core;
+	v = calloc(1, sizeof(*v));
+	if (!v)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory creating cache view");
+	pthread_mutex_lock(&shared->lock);
+	if (shared->next_tag == 0xffff) {
+		pthread_mutex_unlock(&shared->lock);
+		free(v);
+		return h5_err_set(H5_ERR_LIMIT, "too many files share one cache");
+	}
+	v->tag = ++shared->next_tag;
+	shared->nviews++;
+	pthread_mutex_unlock(&shared->lock);
+	v->core = shared;
+	*out = v;
+	return 0;
+}
+
+/* Closing a view drops its unused entries from the core; entries still
+ * referenced leave the table and are freed on their last release. */
+static void view_free(h5_cache *v)
+{
+	h5_cache *c = v->core;
+	cache_ent *dead = NULL;
+
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < c->nbuckets; i++) {
+		cache_ent *e = c->buckets[i];
+
+		while (e) {
+			cache_ent *next = e->hnext;
+
+			if (e->kind >> 16 == v->tag && !e->loading) {
+				table_remove(c, e);
+				if (e->refs == 0) {
+					lru_unlink(c, e);
+					c->used -= e->cost;
+					e->hnext = dead;
+					dead = e;
+				}
+			}
+			e = next;
+		}
+	}
+	c->nviews--;
+	pthread_mutex_unlock(&c->lock);
+	free_dead(dead);
+	free(v);
 }

@@ -304,10 +304,7 @@ static int ds_init_layout(h5_dataset *d)
 			return h5_err_wrap(rc, "chunk index: ");
 		return 0;
 	case H5_LAYOUT_VIRTUAL:
-		/* Opened so the object can be listed; reads are refused. */
-		if (d->efl.n)
-			return h5_err_set(H5_ERR_FORMAT, "virtual layout with an external file list");
-		return 0;
+		return h5_dataset_vds_open(d);
 	default:
 		return h5_err_set(H5_ERR_FORMAT, "unknown layout class %u", (unsigned)l->cls);
 	}
@@ -409,6 +406,7 @@ void h5_dataset_close(h5_dataset *d)
 		return;
 	if (d->cidx)
 		h5_chunk_index_close(d->cidx);
+	h5_dataset_vds_close(d);
 	if (d->efl_paths) {
 		for (i = 0; i < d->efl.n; i++)
 			free(d->efl_paths[i]);
@@ -603,7 +601,8 @@ static int ds_read_raw(h5_dataset *d, uint8_t *buf, uint64_t off, size_t len)
 		rc = h5_chunk_read(d, buf, off, len);
 		break;
 	case H5_LAYOUT_VIRTUAL:
-		return h5_err_set(H5_ERR_UNSUPPORTED, "virtual dataset layout");
+		rc = h5_dataset_vds_read(d, buf, off, len);
+		break;
 	default:
 		return h5_err_set(H5_ERR_FORMAT, "unknown layout class %u", (unsigned)d->layout.cls);
 	}

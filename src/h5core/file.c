@@ -248,12 +248,20 @@ static int file_init_common(h5_file *f, const h5_open_opts *opts)
 	 * few objects while chunks were evicted, and metadata in use keeps
 	 * being released last, so it stays while chunks stream through.
 	 * Keys never collide: the kinds differ. */
-	rc = h5_cache_new(&f->meta, budget);
+	f->ext_any = opts && opts->ext_any;
+	if (opts && opts->ext_prefix && !(f->ext_prefix = strdup(opts->ext_prefix)))
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	/* A related file (related.c) reads through a view of the top file's
+	 * cache: one budget for every file of a mount. */
+	if (opts && opts->share_with)
+		rc = h5_cache_new_view(&f->meta, opts->share_with->meta);
+	else
+		rc = h5_cache_new(&f->meta, budget);
 	if (rc < 0)
 		return rc;
 	f->chunks = f->meta;
 	/* The reader's own thread decodes too: the others decode ahead. */
-	rc = h5_prefetch_new(&f->prefetch, f->nthreads > 8 ? 7 : f->nthreads - 1);
+	rc = h5_prefetch_new(&f->prefetch, opts && opts->share_with ? 0 : f->nthreads > 8 ? 7 : f->nthreads - 1);
 	if (rc < 0)
 		return rc;
 	return h5_superblock_read(f);
@@ -338,6 +346,7 @@ void h5_file_close(h5_file *f)
 {
 	if (!f)
 		return;
+	h5_related_free(f);              /* they share f's cache */
 	h5_prefetch_free(f->prefetch);   /* its workers use the caches */
 	if (f->chunks && f->chunks != f->meta)
 		h5_cache_free(f->chunks);
@@ -346,6 +355,7 @@ void h5_file_close(h5_file *f)
 	if (f->fd >= 0)
 		close(f->fd); /* also drops the flock */
 	pthread_mutex_destroy(&f->write_lock);
+	free(f->ext_prefix);
 	free(f->path);
 	free(f);
 }

@@ -60,6 +60,11 @@ typedef struct h5_open_opts {
 	int efl_any;             /* follow external file names that are absolute or
 				  * contain "..": off, a file may only name files in
 				  * its own directory tree (h5fs -o efl_any) */
+	int ext_any;             /* open external-link targets and virtual dataset
+				  * sources outside FILE's directory tree (-o ext_any) */
+	const char *ext_prefix;  /* ':'-separated directories tried for them first
+				  * (-o ext_prefix=), after HDF5_EXT_PREFIX/HDF5_VDS_PREFIX */
+	h5_file *share_with;     /* internal: a related file shares this file's cache */
 } h5_open_opts;
 
 /* The default cache budget (h5_default_cache_bytes) is 1/16 of the memory
@@ -78,6 +83,21 @@ int h5_file_sb_version(const h5_file *f);
 uint64_t h5_file_userblock(const h5_file *f);
 int64_t h5_file_mtime(const h5_file *f);         /* mtime of FILE (seconds) */
 const char *h5_file_path(const h5_file *f);
+
+/* ---- other files (related.c) ------------------------------------------- */
+
+/* Open the file an external link names, as seen from file `from` (resolved
+ * like libhdf5, and only inside FILE's directory tree unless ext_any):
+ * 0 and *out, 1 when no such file exists, or a negative h5_err (H5_ERR_PERM
+ * for a file outside the tree). *out may be FILE itself or a file already
+ * open; release every successful open with h5_file_release_related(). */
+int h5_file_open_related(h5_file **out, h5_file *from, const char *name);
+void h5_file_release_related(h5_file *f);
+/* A number for the file, unique among the files reached from one FILE and
+ * stable while the mount lives (0 for FILE itself): for inode numbers. */
+uint32_t h5_file_id(const h5_file *f);
+/* The object at an absolute path in f (hard and soft links followed). */
+int h5_path_lookup(uint64_t *addr, h5_file *f, const char *path);
 
 /* ---- objects (object.c) ------------------------------------------------ */
 

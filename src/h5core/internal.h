@@ -135,6 +135,12 @@ typedef int (*h5_cache_load_fn)(void **obj, size_t *cost, void *ud);
 typedef void (*h5_cache_free_fn)(void *obj);
 
 int h5_cache_new(h5_cache **out, size_t budget);
+/* A view on `shared` (or on the cache it is a view of): the same budget and
+ * LRU, keys of its own (kinds must stay below 1 << 16). Related files
+ * (external links, virtual dataset sources) read through views of the top
+ * file's cache, so all of them share one budget. h5_cache_free() of a view
+ * drops its entries; the shared cache is freed after all its views. */
+int h5_cache_new_view(h5_cache **out, h5_cache *shared);
 void h5_cache_free(h5_cache *c);
 int h5_cache_get(h5_cache_ref *out, h5_cache *c, uint32_t kind, uint64_t key,
 		 h5_cache_load_fn load, h5_cache_free_fn free_fn, void *ud);
@@ -203,6 +209,13 @@ struct h5_file {
 	struct h5_astream *astreams;
 	uint64_t alloc_end;
 	struct h5_prefetch *prefetch; /* background chunk decoding (chunk.c) */
+	/* other files (related.c): the table of files reached from this one
+	 * (top file only), the top file of a related file, the options */
+	struct h5_related *related;
+	struct h5_file *top;
+	uint32_t file_id;
+	bool ext_any;
+	char *ext_prefix;
 };
 
 /* eof grows while FUSE threads read: an append (append.c) extends FILE
@@ -259,6 +272,12 @@ int h5_pinned_open(h5_pinned **out, size_t size, const char *what, uint32_t kind
 void h5_pinned_close(h5_pinned *p);
 int h5_file_write(h5_file *f, uint64_t addr, const void *buf, size_t len);
 int h5_file_sync(h5_file *f);
+
+/* related.c: kind of name being resolved (which prefix variable applies) */
+enum { H5_RELATED_EXT = 0, H5_RELATED_VDS = 1 };
+int h5_related_open(h5_file **out, h5_file *from, const char *name, int kind);
+void h5_related_release(h5_file *f);
+void h5_related_free(h5_file *top);
 
 /* superblock.c: find the signature (0, 512, 1024, ...), decode and verify. */
 int h5_superblock_read(h5_file *f);
@@ -736,7 +755,15 @@ struct h5_dataset {
 	char **efl_paths;       /* EFL: efl.n resolved external file names */
 	bool has_vlen;          /* dtype contains variable-length data */
 	struct h5_vtext *vtext; /* has_vlen: the text the dataset reads as (dataset.c) */
+	struct h5_vds *vds;     /* virtual: the mappings, and them resolved against */
+	struct h5_vds_view *vview; /* the sources (dataset_vds.c) */
 };
+
+/* dataset_vds.c: virtual datasets (layout class 3) */
+int h5_dataset_vds_open(h5_dataset *d);
+int h5_dataset_vds_read(h5_dataset *d, uint8_t *buf, uint64_t off, size_t len);
+void h5_dataset_vds_close(h5_dataset *d);
+size_t h5_dataset_vds_count(const h5_dataset *d);
 
 /* Fill buf with the bytes [off, off+len) of a stream of fill elements
  * (d->fill_elem repeated; the phase is off modulo the element size). */

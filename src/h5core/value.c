@@ -1081,6 +1081,18 @@ int h5_meta_get(h5_meta *out, h5_file *f, const h5_ohdr *oh, const char *only)
 		rc = 0;
 	if (rc < 0)
 		goto out;
+	/* A virtual dataset's shape is the extent its sources give it now
+	 * (dataset_vds.c), as h5py shows it; when they cannot be read, the
+	 * stored one (reads then report why). */
+	if (m.layout.cls == H5_LAYOUT_VIRTUAL && m.space.type == H5_SPACE_SIMPLE &&
+	    (!only || strcmp(only, "shape") == 0)) {
+		h5_dataset *d = NULL;
+
+		if (h5_dataset_open(&d, f, oh->addr) == 0 && d->space.rank == m.space.rank)
+			memcpy(m.space.dims, d->space.dims, sizeof(uint64_t) * m.space.rank);
+		h5_dataset_close(d);
+		h5_err_clear();
+	}
 
 	for (size_t i = 0; i < sizeof(meta_keys) / sizeof(meta_keys[0]); i++) {
 		sb s = { 0 };

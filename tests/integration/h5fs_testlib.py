@@ -249,10 +249,8 @@ class Entry:
 
 
 def known_unsupported(e):
-    """The text h5fs logs when it refuses to read e on purpose (a virtual
-    dataset, a filter in UNSUPPORTED_FILTERS), or None."""
-    if e.layout == "virtual":
-        return "virtual dataset layout"
+    """The text h5fs logs when it refuses to read e on purpose (a filter in
+    UNSUPPORTED_FILTERS), or None. Virtual datasets read their bytes."""
     for fid in e.filters or ():
         if fid in UNSUPPORTED_FILTERS:
             return "%d" % fid

@@ -307,6 +307,53 @@ START_TEST(test_cache_invalidate)
 }
 END_TEST
 
+/* Views (files that share the top file's budget): the same key in two
+ * views is two entries, the budget and LRU are shared, closing a view drops
+ * its entries (an entry still held is freed on its release). */
+START_TEST(test_cache_views)
+{
+	h5_cache *c, *v1, *v2;
+	h5_cache_ref r, held;
+	int loaded;
+
+	reset_counts();
+	ck_assert_int_eq(h5_cache_new(&c, 100), 0);
+	ck_assert_int_eq(h5_cache_new_view(&v1, c), 0);
+	ck_assert_int_eq(h5_cache_new_view(&v2, v1), 0);   /* a view of a view: of the core */
+	ck_assert_int_eq(cget(&r, c, 7, 10, &loaded), 0);
+	ck_assert_int_eq(loaded, 1);
+	h5_cache_release(c, &r);
+	ck_assert_int_eq(cget(&r, v1, 7, 10, &loaded), 0);
+	ck_assert_int_eq(loaded, 1);
+	h5_cache_release(v1, &r);
+	ck_assert_int_eq(cget(&held, v2, 7, 10, &loaded), 0);
+	ck_assert_int_eq(loaded, 1);
+	ck_assert_uint_eq(h5_cache_used(c), 30);
+	ck_assert_uint_eq(h5_cache_used(v1), 30);
+	ck_assert_uint_eq(h5_cache_budget(v2), 100);
+	ck_assert(cached(v1, 7));
+	ck_assert(cached(c, 7));
+	/* one budget: filling it through v1 evicts the core's own entry */
+	for (uint64_t k = 100; k < 110; k++) {
+		ck_assert_int_eq(cget(&r, v1, k, 10, NULL), 0);
+		h5_cache_release(v1, &r);
+	}
+	ck_assert_uint_le(h5_cache_used(c), 100);
+	ck_assert(!cached(c, 7));
+	/* closing v2 while its entry is held: freed on release */
+	h5_cache_free(v2);
+	ck_assert_uint_eq(((tobj *)held.obj)->magic, TOBJ_MAGIC);
+	{
+		/* the handle's release still needs a cache: the core */
+		h5_cache_release(c, &held);
+	}
+	h5_cache_free(v1);
+	ck_assert_uint_eq(h5_cache_used(c), 0);
+	h5_cache_free(c);
+	ck_assert_int_eq(atomic_load(&n_alloc), atomic_load(&n_free));
+}
+END_TEST
+
 START_TEST(test_cache_load_failure)
 {
 	h5_cache *c;
@@ -521,6 +568,7 @@ static Suite *cache_suite(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_cache_hit_and_miss);
+	tcase_add_test(tc, test_cache_views);
 	tcase_add_test(tc, test_cache_eviction_order);
 	tcase_add_test(tc, test_cache_refcount_survives);
 	tcase_add_test(tc, test_cache_oversize_entry);

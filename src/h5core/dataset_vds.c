@@ -1,0 +1,189 @@
+/* dataset_vds.c - virtual datasets in the dataset layer: the mapping list
+ * read from the global heap (layout class 3, IV.A.2.i), its sources opened
+ * as datasets of related files (related.c, "." being this file), and reads
+ * answered by vds.c. Sources are opened when the virtual dataset is, as
+ * libhdf5 does to learn the extent of unlimited mappings, and stay open
+ * with it.
+ */
+#include "internal.h"
+#include "vds.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A virtual dataset whose sources are virtual datasets, and so on: bounded,
+ * so a file that maps itself (A -> B -> A) is an error, not a recursion. */
+#define VDS_MAX_DEPTH 8
+static __thread unsigned vds_depth;
+
+typedef struct vsrc {
+	h5_file *f;             /* NULL: the virtual dataset's own file */
+	h5_dataset *d;
+	size_t swap;            /* element size to byte-swap (other byte order), or 0 */
+} vsrc;
+
+/* Same type, so the source's bytes are the virtual dataset's bytes. The
+ * one conversion h5fs makes is the byte order of a number (a big-endian
+ * source of a little-endian virtual dataset, as detector files have);
+ * libhdf5 would also convert between numeric types. */
+static bool swappable(const h5_dtype *a, const h5_dtype *b)
+{
+	return (a->cls == H5T_INTEGER || a->cls == H5T_FLOAT) && a->cls == b->cls && a->size == b->size &&
+	       a->size > 1 && a->big_endian != b->big_endian && (a->bits ^ b->bits) == 1 &&
+	       a->bit_offset == b->bit_offset && a->precision == b->precision && a->exp_bias == b->exp_bias &&
+	       a->sign_loc == b->sign_loc && a->exp_loc == b->exp_loc && a->exp_size == b->exp_size &&
+	       a->mant_loc == b->mant_loc && a->mant_size == b->mant_size;
+}
+
+static bool dtype_same(const h5_dtype *a, const h5_dtype *b, unsigned depth)
+{
+	if (depth > H5_MAX_DTYPE_DEPTH || a->cls != b->cls || a->size != b->size || a->bits != b->bits ||
+	    a->bit_offset != b->bit_offset || a->precision != b->precision || a->exp_bias != b->exp_bias ||
+	    a->sign_loc != b->sign_loc || a->exp_loc != b->exp_loc || a->exp_size != b->exp_size ||
+	    a->mant_loc != b->mant_loc || a->mant_size != b->mant_size || a->nmembers != b->nmembers ||
+	    a->arank != b->arank || !a->base != !b->base)
+		return false;
+	for (unsigned i = 0; i < a->arank; i++)
+		if (a->adims[i] != b->adims[i])
+			return false;
+	if (a->members && b->members)
+		for (size_t i = 0; i < a->nmembers; i++)
+			if (a->members[i].offset != b->members[i].offset ||
+			    strcmp(a->members[i].name, b->members[i].name) != 0 ||
+			    !dtype_same(a->members[i].type, b->members[i].type, depth + 1))
+				return false;
+	return !a->base || dtype_same(a->base, b->base, depth + 1);
+}
+
+static void vsrc_close(void *h)
+{
+	vsrc *s = h;
+
+	h5_dataset_close(s->d);
+	h5_related_release(s->f);
+	free(s);
+}
+
+static int vsrc_open(void **handle, unsigned *rank, uint64_t *dims, void *ctx, const char *file, const char *dset)
+{
+	h5_dataset *vd = ctx;
+	vsrc *s;
+	uint64_t addr;
+	int rc;
+
+	*handle = NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	if (strcmp(file, ".") != 0) {
+		rc = h5_related_open(&s->f, vd->f, file, H5_RELATED_VDS);
+		if (rc == H5_ERR_PERM) {
+			/* refused (outside FILE's tree): the dataset is unreadable, EIO */
+			char *msg = strdup(h5_err_msg());
+
+			rc = h5_err_set(H5_ERR_UNSUPPORTED, "source file %s", msg ? msg : file);
+			free(msg);
+		}
+		if (rc != 0) {
+			free(s);
+			return rc < 0 ? h5_err_wrap(rc, "source file %.200s: ", file) : 1;
+		}
+	}
+	rc = h5_path_lookup(&addr, s->f ? s->f : vd->f, dset);
+	if (rc == H5_ERR_NOTFOUND) {
+		h5_err_clear();
+		vsrc_close(s);
+		return 1;
+	}
+	if (rc == 0) {
+		vds_depth++;
+		rc = h5_dataset_open(&s->d, s->f ? s->f : vd->f, addr);
+		vds_depth--;
+	}
+	if (rc == 0 && !s->d->has_vlen && swappable(s->d->dtype, vd->dtype))
+		s->swap = vd->dtype->size;
+	else if (rc == 0 && (s->d->has_vlen || !dtype_same(s->d->dtype, vd->dtype, 0)))
+		rc = h5_err_set(H5_ERR_UNSUPPORTED, "its datatype differs from the virtual dataset's "
+				"(h5fs does not convert types)");
+	if (rc < 0) {
+		h5_err_wrap(rc, "source %.200s:%.200s: ", file, dset);
+		vsrc_close(s);
+		return rc;
+	}
+	*rank = s->d->space.rank;
+	memcpy(dims, s->d->space.dims, sizeof(uint64_t) * s->d->space.rank);
+	*handle = s;
+	return 0;
+}
+
+static int vsrc_read(void *h, void *buf, uint64_t off, size_t len)
+{
+	vsrc *s = h;
+	int rc = h5_dataset_read(s->d, buf, off, len);
+
+	/* vds.c reads whole elements */
+	if (rc == 0 && s->swap)
+		for (uint8_t *p = buf, *end = p + len; p + s->swap <= end; p += s->swap)
+			for (size_t i = 0; i < s->swap / 2; i++) {
+				uint8_t t = p[i];
+
+				p[i] = p[s->swap - 1 - i];
+				p[s->swap - 1 - i] = t;
+			}
+	return rc;
+}
+
+static const h5_vds_source_ops vsrc_ops = { vsrc_open, vsrc_read, vsrc_close };
+
+int h5_dataset_vds_open(h5_dataset *d)
+{
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	int rc;
+
+	if (d->efl.n)
+		return h5_err_set(H5_ERR_FORMAT, "virtual layout with an external file list");
+	if (d->has_vlen)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "virtual dataset of a variable-length type");
+	if (d->space.rank == 0)
+		return h5_err_set(H5_ERR_FORMAT, "virtual dataset without a simple dataspace");
+	if (vds_depth >= VDS_MAX_DEPTH)
+		return h5_err_set(H5_ERR_LOOP, "virtual datasets nested more than %d deep (a cycle?)", VDS_MAX_DEPTH);
+	rc = h5_gheap_read(&buf, &len, d->f, d->layout.vds_heap_addr, d->layout.vds_heap_index);
+	if (rc < 0)
+		return h5_err_wrap(rc, "virtual dataset mappings: ");
+	rc = h5_vds_decode(&d->vds, buf, len, &d->f->fmt);
+	free(buf);
+	if (rc < 0)
+		return rc;
+	rc = h5_vds_resolve(&d->vview, d->vds, d->space.rank, d->space.dims,
+			    d->space.has_max ? d->space.maxdims : NULL, &vsrc_ops, d);
+	if (rc < 0)
+		return rc;
+	/* the extent the sources give it now, as h5py sees it */
+	memcpy(d->space.dims, d->vview->dims, sizeof(uint64_t) * d->space.rank);
+	rc = h5_dspace_nelmts(&d->space, &d->nelmts);
+	if (rc < 0)
+		return rc;
+	if (h5_mul_overflow(d->nelmts, d->dtype->size, &d->nbytes) || d->nbytes > (uint64_t)INT64_MAX)
+		return h5_err_set(H5_ERR_LIMIT, "virtual dataset size overflows");
+	return 0;
+}
+
+int h5_dataset_vds_read(h5_dataset *d, uint8_t *buf, uint64_t off, size_t len)
+{
+	return h5_vds_read(d->vview, buf, off, len, d->dtype->size, d->fill_elem);
+}
+
+void h5_dataset_vds_close(h5_dataset *d)
+{
+	h5_vds_view_free(d->vview);
+	h5_vds_free(d->vds);
+	d->vview = NULL;
+	d->vds = NULL;
+}
+
+size_t h5_dataset_vds_count(const h5_dataset *d)
+{
+	return d->vds ? d->vds->n : 0;
+}

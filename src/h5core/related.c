@@ -1,0 +1,470 @@
+/* related.c - files reached from FILE: the targets of external links and
+ * the source files of virtual datasets.
+ *
+ * They are opened read-only on first use and kept in one table per top
+ * file (the one that was mounted), found again by device and inode, so a
+ * link back to FILE or to an already open file gives the same h5_file and
+ * its objects keep one identity. They read through views of the top
+ * file's cache: one budget for all files. Unreferenced files stay open
+ * until more than RELATED_IDLE_MAX of them are idle; then the least
+ * recently used is closed.
+ *
+ * Names are resolved as libhdf5 does (H5F_prefix_open_file): an absolute
+ * name as it is; then each prefix of HDF5_EXT_PREFIX (external links) or
+ * HDF5_VDS_PREFIX (virtual datasets) and of -o ext_prefix= ("${ORIGIN}" is
+ * the directory of the file holding the link); then the directory of that
+ * file. libhdf5 would then also try the current directory; a daemon has
+ * none worth trying. Unlike libhdf5, a file whose real path lies outside
+ * the top file's directory tree is refused unless -o ext_any: a hostile
+ * file must not make a daemon running as root read any file.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define RELATED_IDLE_MAX 32
+#define RELATED_MAX_FILES 4096
+
+typedef struct rel_ent {
+	char *path;             /* real path */
+	dev_t dev;
+	ino_t ino;
+	h5_file *f;
+	unsigned refs;
+	uint64_t used;          /* clock of the last release */
+} rel_ent;
+
+/* Guards the creation of a top file's table (once per file). */
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+
+struct h5_related {
+	pthread_mutex_t lock;
+	char *root_dir;         /* real path of the top file's directory */
+	rel_ent *ent;
+	size_t n, cap;
+	uint64_t clock;
+	/* every file ever opened keeps its number, so a file closed while idle
+	 * and opened again gives its objects the same inode numbers */
+	struct rel_id { dev_t dev; ino_t ino; } *ids;
+	size_t nids;
+};
+
+/* The number of (dev, ino): 1 + its index in r->ids (lock held). */
+static int file_number(uint32_t *out, struct h5_related *r, dev_t dev, ino_t ino)
+{
+	struct rel_id *p;
+
+	for (size_t i = 0; i < r->nids; i++)
+		if (r->ids[i].dev == dev && r->ids[i].ino == ino) {
+			*out = (uint32_t)i + 1;
+			return 0;
+		}
+	if (r->nids >= RELATED_MAX_FILES)
+		return h5_err_set(H5_ERR_LIMIT, "more than %d other files reached", RELATED_MAX_FILES);
+	p = realloc(r->ids, (r->nids + 1) * sizeof(*p));
+	if (!p)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	r->ids = p;
+	r->ids[r->nids].dev = dev;
+	r->ids[r->nids].ino = ino;
+	*out = (uint32_t)++r->nids;
+	return 0;
+}
+
+static int related_init(h5_file *top)
+{
+	struct h5_related *r;
+	char *real, *slash;
+
+	if (top->related)
+		return 0;
+	if (top->mem || !top->path)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "other files are not followed from an in-memory image");
+	real = realpath(top->path, NULL);
+	if (!real)
+		return h5_err_set(H5_ERR_IO, "%s: %s", top->path, strerror(errno));
+	slash = strrchr(real, '/');
+	if (slash == real)
+		slash[1] = 0;
+	else if (slash)
+		*slash = 0;
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		free(real);
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	}
+	pthread_mutex_init(&r->lock, NULL);
+	r->root_dir = real;
+	top->related = r;
+	return 0;
+}
+
+void h5_related_free(h5_file *top)
+{
+	struct h5_related *r = top->related;
+
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->n; i++) {
+		h5_file_close(r->ent[i].f);
+		free(r->ent[i].path);
+	}
+	free(r->ent);
+	free(r->ids);
+	free(r->root_dir);
+	pthread_mutex_destroy(&r->lock);
+	free(r);
+	top->related = NULL;
+}
+
+static bool inside(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	if (n == 1 && dir[0] == '/')
+		return true;
+	return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == 0);
+}
+
+static char *join(const char *dir, size_t dlen, const char *name)
+{
+	size_t nlen = strlen(name);
+	char *p = malloc(dlen + 1 + nlen + 1);
+
+	if (!p)
+		return NULL;
+	memcpy(p, dir, dlen);
+	p[dlen] = '/';
+	memcpy(p + dlen + 1, name, nlen + 1);
+	return p;
+}
+
+/* One candidate: 1 when it does not exist, 0 with *real set when it may be
+ * opened, H5_ERR_PERM when it exists outside the tree. */
+static int try_candidate(char **real, const h5_file *top, const char *cand)
+{
+	struct stat st;
+
+	*real = NULL;
+	if (stat(cand, &st) < 0 || !S_ISREG(st.st_mode))
+		return 1;
+	*real = realpath(cand, NULL);
+	if (!*real)
+		return 1;
+	if (!top->ext_any && !inside(*real, top->related->root_dir)) {
+		free(*real);
+		*real = NULL;
+		return h5_err_set(H5_ERR_PERM, "\"%.200s\" lies outside the directory of FILE: not followed "
+				  "(mount with -o ext_any to allow)", cand);
+	}
+	return 0;
+}
+
+/* Try each prefix of a ':'-separated list. */
+static int try_prefixes(char **real, const h5_file *top, const char *list, const char *origin, size_t olen,
+			const char *name, bool *refused)
+{
+	const char *p = list;
+
+	while (p && *p) {
+		size_t len = strcspn(p, ":");
+		char *dir, *cand;
+		int rc;
+
+		if (len == 9 && memcmp(p, "${ORIGIN}", 9) == 0)
+			dir = strndup(origin, olen);
+		else if (len >= 9 && memcmp(p, "${ORIGIN}", 9) == 0) {
+			dir = malloc(olen + len - 9 + 1);
+			if (dir) {
+				memcpy(dir, origin, olen);
+				memcpy(dir + olen, p + 9, len - 9);
+				dir[olen + len - 9] = 0;
+			}
+		} else {
+			dir = strndup(p, len);
+		}
+		if (!dir)
+			return h5_err_set(H5_ERR_NOMEM, "out of memory");
+		cand = len ? join(dir, strlen(dir), name) : strdup(name);
+		free(dir);
+		if (!cand)
+			return h5_err_set(H5_ERR_NOMEM, "out of memory");
+		rc = try_candidate(real, top, cand);
+		free(cand);
+		if (rc == 0)
+			return 0;
+		if (rc == H5_ERR_PERM)
+			*refused = true;
+		p += len;
+		if (*p == ':')
+			p++;
+	}
+	return 1;
+}
+
+static int resolve(char **real, const h5_file *top, const h5_file *from, const char *name, int kind)
+{
+	const char *env = getenv(kind == H5_RELATED_VDS ? "HDF5_VDS_PREFIX" : "HDF5_EXT_PREFIX");
+	const char *fpath = from->path ? from->path : "";
+	const char *slash = strrchr(fpath, '/');
+	size_t olen = slash ? (size_t)(slash - fpath) : 1;
+	const char *origin = slash ? fpath : ".";
+	const char *base = name;
+	bool refused = false;
+	char *cand;
+	int rc;
+
+	if (name[0] == '/') {
+		rc = try_candidate(real, top, name);
+		if (rc <= 0 && rc != H5_ERR_PERM)
+			return rc;
+		refused = rc == H5_ERR_PERM;
+		/* then the name without its directory, as libhdf5 does */
+		base = strrchr(name, '/') + 1;
+		if (!*base)
+			goto missing;
+	}
+	if ((rc = try_prefixes(real, top, env, origin, olen, base, &refused)) <= 0)
+		return rc;
+	if ((rc = try_prefixes(real, top, top->ext_prefix, origin, olen, base, &refused)) <= 0)
+		return rc;
+	cand = join(origin, olen, base);
+	if (!cand)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	rc = try_candidate(real, top, cand);
+	free(cand);
+	if (rc <= 0 && rc != H5_ERR_PERM)
+		return rc;
+	refused = refused || rc == H5_ERR_PERM;
+missing:
+	if (refused)
+		return h5_err_set(H5_ERR_PERM, "\"%.200s\" lies outside the directory of FILE: not followed "
+				  "(mount with -o ext_any to allow)", name);
+	return 1;
+}
+
+/* Close the least recently used idle files beyond the allowance (lock held;
+ * the files are returned to close outside it). */
+static size_t trim_idle(struct h5_related *r, h5_file **dead, size_t max)
+{
+	size_t idle = 0, nd = 0;
+
+	for (size_t i = 0; i < r->n; i++)
+		idle += r->ent[i].refs == 0;
+	while (idle > RELATED_IDLE_MAX && nd < max) {
+		size_t lru = SIZE_MAX;
+
+		for (size_t i = 0; i < r->n; i++)
+			if (r->ent[i].refs == 0 && (lru == SIZE_MAX || r->ent[i].used < r->ent[lru].used))
+				lru = i;
+		dead[nd++] = r->ent[lru].f;
+		free(r->ent[lru].path);
+		r->ent[lru] = r->ent[--r->n];
+		idle--;
+	}
+	return nd;
+}
+
+int h5_related_open(h5_file **out, h5_file *from, const char *name, int kind)
+{
+	h5_file *top = from->top ? from->top : from;
+	struct h5_related *r;
+	struct stat st;
+	char *real = NULL;
+	h5_file *f = NULL, *dead[4];
+	size_t nd = 0;
+	uint32_t id = 0;
+	int rc;
+
+	*out = NULL;
+	if (!name || !*name)
+		return h5_err_set(H5_ERR_FORMAT, "empty file name");
+	pthread_mutex_lock(&init_lock);
+	rc = related_init(top);
+	pthread_mutex_unlock(&init_lock);
+	if (rc < 0)
+		return rc;
+	r = top->related;
+	rc = resolve(&real, top, from, name, kind);
+	if (rc != 0)
+		return rc;
+	if (stat(real, &st) < 0) {
+		free(real);
+		return 1;
+	}
+	pthread_mutex_lock(&r->lock);
+	/* FILE itself */
+	if (top->path) {
+		struct stat tst;
+
+		if (stat(top->path, &tst) == 0 && tst.st_dev == st.st_dev && tst.st_ino == st.st_ino) {
+			pthread_mutex_unlock(&r->lock);
+			free(real);
+			*out = top;
+			return 0;
+		}
+	}
+	for (size_t i = 0; i < r->n; i++)
+		if (r->ent[i].dev == st.st_dev && r->ent[i].ino == st.st_ino) {
+			r->ent[i].refs++;
+			*out = r->ent[i].f;
+			pthread_mutex_unlock(&r->lock);
+			free(real);
+			return 0;
+		}
+	rc = file_number(&id, r, st.st_dev, st.st_ino);
+	if (rc < 0) {
+		pthread_mutex_unlock(&r->lock);
+		free(real);
+		return rc;
+	}
+	/* Opened under the lock: two threads never open one file twice. */
+	{
+		h5_open_opts o = { 0 };
+
+		o.efl_any = top->efl_any;
+		o.share_with = top;
+		rc = h5_file_open(&f, real, &o);
+	}
+	if (rc < 0) {
+		pthread_mutex_unlock(&r->lock);
+		h5_err_wrap(rc, "%.200s: ", name);
+		free(real);
+		return rc;
+	}
+	f->top = top;
+	f->file_id = id;
+	if (r->n == r->cap) {
+		size_t nc = r->cap ? r->cap * 2 : 8;
+		rel_ent *p = realloc(r->ent, nc * sizeof(*p));
+
+		if (!p) {
+			pthread_mutex_unlock(&r->lock);
+			h5_file_close(f);
+			free(real);
+			return h5_err_set(H5_ERR_NOMEM, "out of memory");
+		}
+		r->ent = p;
+		r->cap = nc;
+	}
+	r->ent[r->n++] = (rel_ent){ .path = real, .dev = st.st_dev, .ino = st.st_ino, .f = f, .refs = 1 };
+	nd = trim_idle(r, dead, 4);
+	pthread_mutex_unlock(&r->lock);
+	for (size_t i = 0; i < nd; i++)
+		h5_file_close(dead[i]);
+	*out = f;
+	return 0;
+}
+
+void h5_related_release(h5_file *f)
+{
+	h5_file *top, *dead[4];
+	struct h5_related *r;
+	size_t nd;
+
+	if (!f || !f->top)
+		return;         /* FILE itself is never closed here */
+	top = f->top;
+	r = top->related;
+	pthread_mutex_lock(&r->lock);
+	for (size_t i = 0; i < r->n; i++)
+		if (r->ent[i].f == f && r->ent[i].refs > 0) {
+			r->ent[i].refs--;
+			r->ent[i].used = ++r->clock;
+			break;
+		}
+	nd = trim_idle(r, dead, 4);
+	pthread_mutex_unlock(&r->lock);
+	for (size_t i = 0; i < nd; i++)
+		h5_file_close(dead[i]);
+}
+
+/* ---- paths inside a file ----------------------------------------------------- */
+
+static int path_walk(uint64_t *addr, h5_file *f, const char *path, unsigned depth)
+{
+	uint64_t cur = f->root_addr;
+	const char *p = path;
+	int rc = 0;
+
+	if (depth > 16)
+		return h5_err_set(H5_ERR_LOOP, "too many soft links resolving \"%.200s\"", path);
+	while (*p) {
+		size_t len = strcspn(p, "/");
+		char *comp;
+		h5_link l;
+
+		if (len == 0 || (len == 1 && p[0] == '.')) {
+			p += len + (p[len] == '/');
+			continue;
+		}
+		comp = strndup(p, len);
+		if (!comp)
+			return h5_err_set(H5_ERR_NOMEM, "out of memory");
+		memset(&l, 0, sizeof(l));
+		rc = h5_group_lookup(&l, f, cur, comp);
+		free(comp);
+		if (rc < 0)
+			return rc;
+		if (l.type == H5_LINK_HARD) {
+			cur = l.addr;
+		} else if (l.type == H5_LINK_SOFT && l.target) {
+			/* relative to the group holding the link, or absolute */
+			char *rest = NULL;
+
+			if (l.target[0] == '/') {
+				rc = path_walk(&cur, f, l.target, depth + 1);
+			} else {
+				size_t plen = (size_t)(p - path);
+
+				rest = malloc(plen + strlen(l.target) + 1);
+				if (!rest) {
+					h5_link_clear(&l);
+					return h5_err_set(H5_ERR_NOMEM, "out of memory");
+				}
+				memcpy(rest, path, plen);
+				strcpy(rest + plen, l.target);
+				rc = path_walk(&cur, f, rest, depth + 1);
+				free(rest);
+			}
+			if (rc < 0) {
+				h5_link_clear(&l);
+				return rc;
+			}
+		} else {
+			h5_link_clear(&l);
+			return h5_err_set(H5_ERR_NOTFOUND, "\"%.200s\" passes through an external link", path);
+		}
+		h5_link_clear(&l);
+		p += len + (p[len] == '/');
+	}
+	*addr = cur;
+	return 0;
+}
+
+int h5_path_lookup(uint64_t *addr, h5_file *f, const char *path)
+{
+	return path_walk(addr, f, path, 0);
+}
+
+/* ---- public wrappers ---------------------------------------------------------- */
+
+int h5_file_open_related(h5_file **out, h5_file *from, const char *name)
+{
+	return h5_related_open(out, from, name, H5_RELATED_EXT);
+}
+
+void h5_file_release_related(h5_file *f)
+{
+	h5_related_release(f);
+}
+
+uint32_t h5_file_id(const h5_file *f)
+{
+	return f->file_id;
+}
