@@ -9,7 +9,14 @@ PACKAGES=(
 	libdeflate-dev liblz4-dev libzstd-dev libbz2-dev libaec-dev libblosc-dev
 	python3-h5py python3-numpy hdf5-tools attr tree
 	python3-hdf5plugin python3-tables hdf5-plugin-lzf hdf5-filter-plugin python3-netcdf4
+	dpkg-dev debhelper lintian
 )
+
+# --list: print the list (.ci/run installs it in one apt-get call)
+if [ "${1:-}" = --list ]; then
+	echo "${PACKAGES[@]}"
+	exit 0
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -8,7 +8,8 @@ FSTAB):
   "PROGRAM#FILE" source, and carries the options an fstab line has
   (nofail, _netdev, x-systemd.*, comment=, uid=, umask=);
 - when an h5fs on mount(8)'s own PATH is this build (an installed copy),
-  the plain "FILE MNT fuse.h5fs" line as well.
+  the plain "FILE MNT fuse.h5fs" line as well (required when
+  H5FS_REQUIRE_INSTALLED=1, as contrib/package-test.sh sets it).
 Each mount must show fuse.h5fs in /proc/mounts with FILE as its source,
 serve the right bytes and honour the options; umount removes it.
 Needs root (mount), mount.fuse3 and /dev/fuse; exits 77 without them."""
@@ -175,6 +176,9 @@ def main():
             with open(fstab, "w") as fh:
                 fh.write("%s  %s  fuse.h5fs  ro,allow_other,nofail  0  0\n" % (h5, mnt))
             verify("mount -T fstab (fuse.h5fs)", ["mount", "-T", fstab, mnt], None, h5, mnt, want)
+        elif os.environ.get("H5FS_REQUIRE_INSTALLED") == "1":
+            # contrib/package-test.sh: the installed package must serve it
+            fails.append("plain fuse.h5fs fstab line: h5fs on mount(8)'s PATH is %s, not %s" % (found, T.H5FS))
         else:
             print("note: mount -T with type fuse.h5fs not tried: mount(8) clears PATH, and %s" % (
                 "h5fs on its PATH is %s, not this build" % found if found else "no h5fs is installed on it"))

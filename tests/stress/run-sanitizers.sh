@@ -16,7 +16,11 @@
 #      else CFLAGS=-fsanitize=thread): `make check`, stress.py and
 #      append_race.py with the TSan daemon.
 #
-#   tests/stress/run-sanitizers.sh [BUILD_DIR]      (default ./build-sanitizers)
+#   tests/stress/run-sanitizers.sh [BUILD_DIR [RESULTS]]   (default ./build-sanitizers)
+#
+# With RESULTS (contrib/run-tests.sh gives it), one line per test program
+# is appended to that file: "PASS name", "FAIL name" or "SKIP name" (each
+# program of each `make check`, each stress/race/corpus/growth run).
 #
 # Environment: H5FS_STRESS_SECONDS (default here 30), H5FS_GROWTH_CYCLES
 # (default here 20000), H5FS_CORPUS_MT_SECONDS (default here 0.2 per file),
@@ -28,6 +32,13 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 build=$(mkdir -p "${1:-build-sanitizers}" && cd "${1:-build-sanitizers}" && pwd)
+results=${2:-}
+if [ -n "$results" ]; then
+	results=$(cd "$(dirname "$results")" && pwd)/$(basename "$results")
+fi
+record() { [ -z "$results" ] || echo "$1 $2" >>"$results"; }
+# A build that fails before its tests run is one failed program.
+trap 'rc=$?; [ $rc = 0 ] || record FAIL "sanitizers: setup (exit $rc)"' EXIT
 export H5FS_STRESS_SECONDS=${H5FS_STRESS_SECONDS:-30}
 export H5FS_GROWTH_CYCLES=${H5FS_GROWTH_CYCLES:-20000}
 export H5FS_CORPUS_MT_SECONDS=${H5FS_CORPUS_MT_SECONDS:-0.2}
@@ -82,10 +93,23 @@ run() { # LABEL COMMAND...: run, remember a failure (77: a skip), go on
 	stages=$((stages + 1))
 	"$@" || rc=$?
 	case $rc in
-	0) ;;
-	77) skipped=$((skipped + 1)) ;;
-	*) failed+=("$label") ;;
+	0) record PASS "$label" ;;
+	77) skipped=$((skipped + 1)); record SKIP "$label" ;;
+	*) failed+=("$label"); record FAIL "$label" ;;
 	esac
+}
+
+record_trs() { # DIR PREFIX: each program of the make check just run in DIR
+	[ -n "$results" ] || return 0
+	find "$1/tests" -name '*.trs' -newer "$1/.check-started" | sort | while read -r trs; do
+		r=$(sed -n 's/^:test-result: *//p' "$trs" | head -n 1)
+		n=${trs#"$1"/}
+		case $r in
+		PASS | XFAIL) echo "PASS $2${n%.trs}" ;;
+		SKIP) echo "SKIP $2${n%.trs}" ;;
+		*) echo "FAIL $2${n%.trs}" ;;
+		esac
+	done >>"$results"
 }
 
 # automake's "# PASS: N" block would be read by CI as node's test runner
@@ -95,10 +119,15 @@ hide_am_summary() { grep -v -E '^# (TOTAL|PASS|SKIP|XFAIL|FAIL|XPASS|ERROR): ' |
 check_in() { # DIR LABEL
 	step "make check: $2"
 	stages=$((stages + 1))
+	touch "$1/.check-started"
 	if ! make -C "$1" -j"$jobs" check 2>&1 | hide_am_summary; then
 		show_logs "$1"
 		failed+=("make check: $2")
+		# a make check that failed before any test ran still counts
+		find "$1/tests" -name '*.trs' -newer "$1/.check-started" | grep -q . ||
+			record FAIL "make check: $2"
 	fi
+	record_trs "$1" "$2: "
 }
 
 t0=$SECONDS
@@ -138,6 +167,8 @@ if [ "${H5FS_SANI_TSAN:-1}" != 0 ]; then
 fi
 
 step "done in $((SECONDS - t0)) s"
+trap - EXIT
 [ ${#failed[@]} = 0 ] || printf 'FAILED: %s\n' "${failed[@]}"
-echo "sanitizers: $((stages - ${#failed[@]} - skipped)) passed, ${#failed[@]} failed, $skipped skipped"
+# (with RESULTS the caller counts per program; this line is for a run by hand)
+echo "sanitizer stages: $((stages - ${#failed[@]} - skipped)) passed, ${#failed[@]} failed, $skipped skipped"
 [ ${#failed[@]} = 0 ]
