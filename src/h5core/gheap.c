@@ -57,6 +57,10 @@ static int gheap_decode(gheap_coll **out, const h5_fmt *fmt, uint8_t *buf, size_
 				(unsigned long long)addr, (unsigned long long)csize);
 		goto out;
 	}
+	/* The collection header is padded to 8 bytes (libhdf5's
+	 * H5HG_SIZEOF_HDR aligns it): with 4-byte lengths the first object
+	 * starts at 16, not right after the size field. */
+	h5_rd_skip(&r, ((r.pos + 7) & ~(size_t)7) - r.pos);
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
@@ -72,6 +76,9 @@ static int gheap_decode(gheap_coll **out, const h5_fmt *fmt, uint8_t *buf, size_
 		size = h5_rd_size(&r, fmt);
 		if (id == 0)
 			break;
+		/* the object header is padded to 8 bytes as well (libhdf5's
+		 * H5HG_SIZEOF_OBJHDR): 16 bytes with 4-byte lengths */
+		h5_rd_skip(&r, ((r.pos + 7) & ~(size_t)7) - r.pos);
 		padded = (size + 7) & ~(uint64_t)7;
 		if (size > h5_rd_left(&r) || padded < size) {
 			rc = h5_err_set(H5_ERR_FORMAT, "global heap at 0x%llx: object %u size %llu exceeds collection",

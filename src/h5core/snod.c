@@ -22,7 +22,7 @@ struct snod_load_ud {
 static size_t symentry_size(const h5_fmt *fmt)
 {
 	/* name offset + header address + cache type + reserved + scratch pad */
-	return 2 * (size_t)fmt->sizeof_addr + 4 + 4 + 16;
+	return (size_t)fmt->sizeof_size + fmt->sizeof_addr + 4 + 4 + 16;
 }
 
 int h5_symentry_decode(h5_snod_entry *out, h5_rd *r, const h5_fmt *fmt)
@@ -31,9 +31,11 @@ int h5_symentry_decode(h5_snod_entry *out, h5_rd *r, const h5_fmt *fmt)
 	h5_rd pr;
 
 	memset(out, 0, sizeof(*out));
-	/* The name offset is an offset into the local heap, stored with the
-	 * width of an address (III.C); take it raw. */
-	out->name_off = h5_rd_uint(r, fmt->sizeof_addr);
+	/* The name offset is an offset into the local heap. The spec's table
+	 * (III.C) marks it as an offset, but libhdf5 (H5G_ent_decode) and so
+	 * every file store it with the width of a length: they differ only in
+	 * files whose offsets and lengths have different sizes. */
+	out->name_off = h5_rd_uint(r, fmt->sizeof_size);
 	out->obj_addr = h5_rd_addr(r, fmt);
 	out->cache_type = h5_rd_u32(r);
 	h5_rd_skip(r, 4);

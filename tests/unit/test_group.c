@@ -118,7 +118,7 @@ static void build_entry(tbuf *b, const h5_fmt *fmt, uint64_t name_off, uint64_t 
 {
 	size_t start;
 
-	tb_uint(b, name_off, fmt->sizeof_addr);
+	tb_uint(b, name_off, fmt->sizeof_size);   /* a length (H5G_ent_decode) */
 	tb_uint(b, obj, fmt->sizeof_addr);
 	tb_u32(b, ctype);
 	tb_u32(b, 0);

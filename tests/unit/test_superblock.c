@@ -47,8 +47,9 @@ static void sb01(tbuf *b, unsigned version, unsigned a, unsigned s, uint64_t bas
 	tb_uint(b, undef, a);  /* free space */
 	tb_uint(b, eof, a);
 	tb_uint(b, undef, a);  /* driver info */
-	/* root symbol table entry */
-	tb_uint(b, 0, a);
+	/* root symbol table entry: the name offset has the width of a length
+	 * (H5G_ent_decode) */
+	tb_uint(b, 0, s);
 	tb_uint(b, root, a);
 	tb_u32(b, cache_type);
 	tb_u32(b, 0);
