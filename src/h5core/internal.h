@@ -155,9 +155,12 @@ size_t h5_cache_budget(const h5_cache *c);
 /* One index of the shared object header message table (III.I "SMTB"),
  * decoded when the file is opened. */
 #define H5_SOHM_MAX_INDEXES 8
+/* Message type flags of an index: bit N stands for message type N, as
+ * libhdf5 stores them (H5O_SHMESG_*_FLAG = 1 << type id); the spec's
+ * table numbers the bits 0..4 instead, which no file follows. */
 enum {
-	H5_SOHM_DSPACE = 0x01, H5_SOHM_DTYPE = 0x02, H5_SOHM_FILL = 0x04,
-	H5_SOHM_PLINE = 0x08, H5_SOHM_ATTR = 0x10
+	H5_SOHM_DSPACE = 1u << 0x01, H5_SOHM_DTYPE = 1u << 0x03, H5_SOHM_FILL = 1u << 0x05,
+	H5_SOHM_PLINE = 1u << 0x0B, H5_SOHM_ATTR = 1u << 0x0C
 };
 typedef struct h5_sohm_index {
 	uint8_t index_type;     /* 0 list ("SMLI"), 1 v2 B-tree (record type 7) */
