@@ -8,13 +8,20 @@
  *   named datatype -> regular file, empty
  *   soft link      -> symlink, target rewritten relative to the link's
  *                     directory so it resolves inside the mount
- *   external link  -> symlink "EXTFILE::/path/in/that/file" (dangling)
+ *   external link  -> the object it names, read from the other file
+ *                     (engine related.c); when that file or object cannot
+ *                     be had, or lies outside FILE's tree, the symlink
+ *                     "EXTFILE::/path" (dangling) with a log line
+ *   a hard (or external) link to the group it sits in, or to one of that
+ *                  -> symlink "." / ".." / "../.." ..., so tools that walk
+ *                     group's ancestors the tree see no directory cycle
  *
  * Inode numbers: an object is identified by its object header address, so
  * ino = addr + 2 (the root group is FUSE_ROOT_ID), and every hard link to
- * one object shows the same st_ino.  Soft and external links have no header:
- * they get numbers with the top bit set, fixed per (parent, name) for the
- * life of the mount.
+ * one object shows the same st_ino. Objects of another file (reached by
+ * external links) add that file's number (h5_file_id) << 48. Soft and
+ * external links shown as symlinks have no header: they get numbers with
+ * the top bit set, fixed per (parent, name) for the life of the mount.
  *
  * Locking: fs->lock protects the tables only.  Engine calls (which may do
  * I/O and decompression) always run outside it; a node is built unlocked and
@@ -60,6 +67,9 @@ struct node {
 	uint64_t ino;
 	uint64_t nlookup;
 	uint64_t addr;          /* object header address; UINT64_MAX for links */
+	h5_file *f;             /* the file of the object: FILE, or one reached by
+				 * an external link (a reference held, node_free) */
+	uint64_t parent;        /* directories: the parent of the last lookup */
 	h5_obj_kind kind;
 	enum node_type type;
 	char *path;             /* path of the first lookup ("" = root): logs, symlinks */
@@ -320,6 +330,7 @@ static void node_free(struct node *n)
 		return;
 	if (n->ds)
 		h5_dataset_close(n->ds);
+	h5_file_release_related(n->f);   /* FILE itself is not released */
 	free(n->path);
 	free(n->target);
 	free(n);
@@ -417,6 +428,14 @@ static uint64_t obj_ino(const h5fs *fs, uint64_t addr)
 	return addr == fs->root_addr ? FUSE_ROOT_ID : addr + 2;
 }
 
+/* st_ino of the object at addr in file f (FILE or a related file). */
+static uint64_t file_ino(const h5fs *fs, h5_file *f, uint64_t addr)
+{
+	uint32_t id = h5_file_id(f);
+
+	return id == 0 ? obj_ino(fs, addr) : ((uint64_t)id << 48) | ((addr + 2) & (((uint64_t)1 << 48) - 1));
+}
+
 /* The FUSE node id for a hard link to addr. The kernel refuses a lookup
  * that answers FUSE_ROOT_ID (a link back to the root group is a directory
  * cycle), so such links get a node id of their own while still reporting
@@ -424,6 +443,44 @@ static uint64_t obj_ino(const h5fs *fs, uint64_t addr)
 static uint64_t link_nodeid(const h5fs *fs, uint64_t addr)
 {
 	return addr + 2;
+}
+
+static uint64_t file_nodeid(const h5fs *fs, h5_file *f, uint64_t addr)
+{
+	return h5_file_id(f) == 0 ? link_nodeid(fs, addr) : file_ino(fs, f, addr);
+}
+
+/* How many levels above dir (0: dir itself) the directory whose st_ino is
+ * ino lies, along the parents of the last lookups, or -1: a link to it from
+ * dir would be a directory cycle, which the kernel refuses (ELOOP). */
+static int ancestor_depth(h5fs *fs, const struct node *dir, uint64_t ino)
+{
+	const struct node *cur = dir;
+	int depth = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	while (cur && depth < 4096) {
+		if ((uint64_t)cur->st.st_ino == ino)
+			break;
+		cur = cur->ino == FUSE_ROOT_ID ? NULL : node_find_locked(fs, cur->parent);
+		depth++;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return cur && depth < 4096 ? depth : -1;
+}
+
+/* "." for depth 0, else ".." repeated depth times. */
+static char *updirs(int depth)
+{
+	char *t = malloc(depth ? (size_t)depth * 3 : 2);
+
+	if (!t)
+		return NULL;
+	if (depth == 0)
+		return strcpy(t, ".");
+	for (int i = 0; i < depth; i++)
+		memcpy(t + 3 * i, i + 1 < depth ? "../" : "..\0", 3);
+	return t;
 }
 
 /* A link name can become a directory entry only if it is a single,
@@ -574,7 +631,8 @@ static void stat_init(h5fs *fs, struct stat *st, uint64_t ino, mode_t mode, int6
 }
 
 /* Build (unlocked) the node of the object whose header is at addr. */
-static int node_make_obj(struct node **out, h5fs *fs, uint64_t addr, uint64_t nodeid, const char *path)
+static int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64_t nodeid,
+			 const char *path)
 {
 	h5_obj_info info;
 	struct node *n;
@@ -583,12 +641,14 @@ static int node_make_obj(struct node **out, h5fs *fs, uint64_t addr, uint64_t no
 	int rc;
 
 	*out = NULL;
-	rc = h5_obj_info_get(&info, fs->f, addr);
+	rc = h5_obj_info_get(&info, f, addr);
 	if (rc < 0)
 		return rc;
 	n = calloc(1, sizeof(*n));
 	if (!n)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	n->f = f;
+	h5_file_hold_related(f);
 	n->addr = addr;
 	n->ino = nodeid;
 	n->kind = info.kind;
@@ -604,23 +664,23 @@ static int node_make_obj(struct node **out, h5fs *fs, uint64_t addr, uint64_t no
 		/* st_nlink 1 = "subdirectory count unknown" (as btrfs does for
 		 * find's leaf optimisation): counting would mean decoding every
 		 * child header of every directory. */
-		stat_init(fs, &n->st, obj_ino(fs, addr), S_IFDIR | fs->dir_mode, mtime);
+		stat_init(fs, &n->st, file_ino(fs, f, addr), S_IFDIR | fs->dir_mode, mtime);
 		break;
 	case H5_OBJ_DATASET: {
 		int64_t dmt;
 
 		n->type = NT_FILE;
-		rc = h5_dataset_open(&n->ds, fs->f, addr);
+		rc = h5_dataset_open(&n->ds, f, addr);
 		if (rc < 0)
 			goto out;
 		if (h5_dataset_mtime(n->ds, &dmt) == 0)
 			mtime = dmt;
-		stat_init(fs, &n->st, obj_ino(fs, addr), S_IFREG | fs->file_mode, mtime);
+		stat_init(fs, &n->st, file_ino(fs, f, addr), S_IFREG | fs->file_mode, mtime);
 		n->st.st_size = (off_t)h5_dataset_size(n->ds);
 		alloc = h5_dataset_allocated(n->ds);
 		/* datasets that can grow by `cat >>` are owner-writable on a
 		 * writable mount (where the owner may read) */
-		if (fs_writable(fs) && h5_append_check(n->ds) == 0) {
+		if (f == fs->f && fs_writable(fs) && h5_append_check(n->ds) == 0) {
 			n->st.st_mode |= (fs->file_mode & S_IRUSR) >> 1;
 			/* cat and cp size their writes by st_blksize: one
 			 * FUSE write of the largest size (max_write) */
@@ -632,12 +692,12 @@ static int node_make_obj(struct node **out, h5fs *fs, uint64_t addr, uint64_t no
 	default:
 		/* named datatypes (and headers of no known kind): empty files */
 		n->type = NT_FILE;
-		stat_init(fs, &n->st, obj_ino(fs, addr), S_IFREG | fs->file_mode, mtime);
+		stat_init(fs, &n->st, file_ino(fs, f, addr), S_IFREG | fs->file_mode, mtime);
 		n->st.st_nlink = info.nlink ? info.nlink : 1;
 		break;
 	}
 	n->st.st_blocks = (blkcnt_t)(alloc / 512 + (alloc % 512 != 0));
-	kind_remember(fs, addr, info.kind);
+	kind_remember(fs, file_ino(fs, f, addr), info.kind);
 out:
 	if (rc < 0) {
 		node_free(n);
@@ -647,8 +707,10 @@ out:
 	return 0;
 }
 
+/* A symlink node: a soft link, an external link that is not followed, or
+ * (l NULL) a link up to an ancestor, `depth` levels up (ancestor_depth). */
 static int node_make_link(struct node **out, h5fs *fs, uint64_t ino, const char *path,
-			  const char *dir, const h5_link *l)
+			  const char *dir, const h5_link *l, int depth)
 {
 	struct node *n = calloc(1, sizeof(*n));
 	size_t need;
@@ -660,7 +722,9 @@ static int node_make_link(struct node **out, h5fs *fs, uint64_t ino, const char 
 	n->ino = ino;
 	n->type = NT_LINK;
 	n->path = strdup(path);
-	if (l->type == H5_LINK_SOFT) {
+	if (!l) {
+		n->target = updirs(depth);
+	} else if (l->type == H5_LINK_SOFT) {
 		n->target = symlink_text(dir, l->target ? l->target : "");
 	} else {
 		const char *ef = l->ext_file ? l->ext_file : "";
@@ -781,7 +845,7 @@ int h5fs_new(h5fs **out, h5_file *f, const h5fs_config *cfg)
 		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	rc = node_make_obj(&root, fs, fs->root_addr, FUSE_ROOT_ID, "");
+	rc = node_make_obj(&root, fs, f, fs->root_addr, FUSE_ROOT_ID, "");
 	if (rc < 0) {
 		h5_err_wrap(rc, "root group at 0x%llx: ", (unsigned long long)fs->root_addr);
 		goto out;
@@ -890,6 +954,31 @@ static void reply_entry_node(fuse_req_t req, const struct node *n)
 	fuse_reply_entry(req, &e);
 }
 
+/* Follow an external link of file `from`: 0 with *gf (a reference held)
+ * and *addr, or a negative h5_err whose message says why it stays a
+ * symlink (no such file or object, outside FILE's tree, unreadable). */
+static int ext_resolve(h5_file **gf, uint64_t *addr, h5_file *from, const h5_link *l)
+{
+	h5_file *g = NULL;
+	int rc;
+
+	*gf = NULL;
+	if (!l->ext_file || !l->ext_path)
+		return h5_err_set(H5_ERR_FORMAT, "external link without a file or path");
+	rc = h5_file_open_related(&g, from, l->ext_file);
+	if (rc == 1)
+		return h5_err_set(H5_ERR_NOTFOUND, "file %s not found", l->ext_file);
+	if (rc < 0)
+		return rc;
+	rc = h5_path_lookup(addr, g, l->ext_path);
+	if (rc < 0) {
+		h5_file_release_related(g);
+		return h5_err_wrap(rc, "%s::%s: ", l->ext_file, l->ext_path);
+	}
+	*gf = g;
+	return 0;
+}
+
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	h5fs *fs = fuse_req_userdata(req);
@@ -911,7 +1000,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	rc = h5_group_lookup(&l, fs->f, p->addr, name);
+	rc = h5_group_lookup(&l, p->f, p->addr, name);
 	if (rc < 0) {
 		reply_h5err(fs, req, rc, "lookup", p->path, name);
 		return;
@@ -927,20 +1016,53 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		goto out;
 	}
 	switch (l.type) {
-	case H5_LINK_HARD:
-		n = node_ref_existing(fs, link_nodeid(fs, l.addr));
-		if (n)
-			break;
-		rc = node_make_obj(&fresh, fs, l.addr, link_nodeid(fs, l.addr), path);
-		if (rc < 0) {
-			reply_h5err_obj(fs, req, rc, "lookup", p->path, name, l.addr);
-			goto out;
+	case H5_LINK_EXTERNAL:
+	case H5_LINK_HARD: {
+		h5_file *tf = p->f;
+		uint64_t taddr = l.addr;
+		int depth;
+
+		if (l.type == H5_LINK_EXTERNAL) {
+			rc = ext_resolve(&tf, &taddr, p->f, &l);
+			if (rc < 0) {
+				fs_log(fs, LOG_NOTICE, "lookup %s: external link not followed, shown as a symlink: %s",
+				       show_path(path), h5_err_msg());
+				goto as_symlink;
+			}
 		}
-		n = node_publish(fs, fresh);
+		/* a link up to this group or an ancestor: a symlink there */
+		depth = ancestor_depth(fs, p, file_ino(fs, tf, taddr));
+		if (depth >= 0) {
+			if (tf != p->f || l.type == H5_LINK_EXTERNAL)
+				h5_file_release_related(tf);
+			goto as_symlink;
+		}
+		n = node_ref_existing(fs, file_nodeid(fs, tf, taddr));
+		if (!n) {
+			rc = node_make_obj(&fresh, fs, tf, taddr, file_nodeid(fs, tf, taddr), path);
+			if (rc < 0) {
+				if (l.type == H5_LINK_EXTERNAL)
+					h5_file_release_related(tf);
+				reply_h5err_obj(fs, req, rc, "lookup", p->path, name, taddr);
+				goto out;
+			}
+			n = node_publish(fs, fresh);
+		}
+		if (l.type == H5_LINK_EXTERNAL)
+			h5_file_release_related(tf);   /* the node holds its own */
+		if (n->type == NT_DIR) {
+			/* the kernel keeps one dentry per directory: where it was
+			 * looked up last is where it is (ancestor_depth) */
+			pthread_mutex_lock(&fs->lock);
+			n->parent = p->ino;
+			pthread_mutex_unlock(&fs->lock);
+		}
 		break;
+	}
 	case H5_LINK_SOFT:
-	case H5_LINK_EXTERNAL: {
+	as_symlink: {
 		uint64_t ino = synth_ino(fs, p->ino, name);
+		int depth = -1;
 
 		if (!ino) {
 			fuse_reply_err(req, ENOMEM);
@@ -949,7 +1071,19 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		n = node_ref_existing(fs, ino);
 		if (n)
 			break;
-		rc = node_make_link(&fresh, fs, ino, path, p->path, &l);
+		if (l.type == H5_LINK_HARD || (l.type == H5_LINK_EXTERNAL && rc == 0)) {
+			h5_file *tf = p->f;
+			uint64_t taddr = l.addr;
+
+			if (l.type == H5_LINK_EXTERNAL && ext_resolve(&tf, &taddr, p->f, &l) < 0)
+				tf = NULL;
+			if (tf) {
+				depth = ancestor_depth(fs, p, file_ino(fs, tf, taddr));
+				if (l.type == H5_LINK_EXTERNAL)
+					h5_file_release_related(tf);
+			}
+		}
+		rc = node_make_link(&fresh, fs, ino, path, p->path, depth >= 0 ? NULL : &l, depth);
 		if (rc < 0) {
 			reply_h5err(fs, req, rc, "lookup", p->path, name);
 			goto out;
@@ -1034,6 +1168,7 @@ struct dent {
 	uint64_t ino;
 	uint64_t addr;          /* hard links: to find the kind */
 	unsigned char dtype;    /* DT_* */
+	h5_link *link;          /* external links: file and path, to follow */
 };
 
 struct dirsnap {
@@ -1069,8 +1204,13 @@ static void dirsnap_free(struct dirsnap *d)
 
 	if (!d)
 		return;
-	for (i = 0; i < d->n; i++)
+	for (i = 0; i < d->n; i++) {
 		free(d->e[i].name);
+		if (d->e[i].link) {
+			h5_link_clear(d->e[i].link);
+			free(d->e[i].link);
+		}
+	}
 	free(d->e);
 	free(d);
 }
@@ -1105,6 +1245,16 @@ static int dirsnap_cb(const h5_link *l, void *ud)
 	}
 	e->addr = l->type == H5_LINK_HARD ? l->addr : UINT64_MAX;
 	e->dtype = l->type == H5_LINK_HARD ? DT_UNKNOWN : DT_LNK;
+	if (l->type == H5_LINK_EXTERNAL) {
+		e->link = calloc(1, sizeof(*e->link));
+		if (!e->link || (l->ext_file && !(e->link->ext_file = strdup(l->ext_file))) ||
+		    (l->ext_path && !(e->link->ext_path = strdup(l->ext_path)))) {
+			d->n++;
+			d->nomem = 1;
+			return 1;
+		}
+		e->link->type = H5_LINK_EXTERNAL;
+	}
 	d->n++;
 	return 0;
 }
@@ -1135,7 +1285,7 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	rc = h5_group_iterate(fs->f, n->addr, dirsnap_cb, d);
+	rc = h5_group_iterate(n->f, n->addr, dirsnap_cb, d);
 	if (d->nomem) {
 		fuse_reply_err(req, ENOMEM);
 		goto fail;
@@ -1152,24 +1302,39 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	 * that cannot be decoded stays DT_UNKNOWN: its lookup reports the EIO. */
 	for (i = 0; i < d->n; i++) {
 		struct dent *e = &d->e[i];
+		h5_file *tf = n->f;
+		uint64_t taddr = e->addr;
 		h5_obj_kind k;
 
-		if (e->addr != UINT64_MAX) {
+		/* external links that lead somewhere show what they lead to */
+		if (e->link && ext_resolve(&tf, &taddr, n->f, e->link) < 0) {
+			h5_err_clear();
+			tf = NULL;
+			taddr = UINT64_MAX;
+		}
+		if (taddr != UINT64_MAX && ancestor_depth(fs, n, file_ino(fs, tf, taddr)) >= 0) {
+			taddr = UINT64_MAX;      /* a link up the tree: a symlink */
+			e->dtype = DT_LNK;
+		}
+		if (taddr != UINT64_MAX) {
 			h5_obj_info info;
+			uint64_t key = file_ino(fs, tf, taddr);
 
-			e->ino = obj_ino(fs, e->addr);
-			if (kind_lookup(fs, e->addr, &k)) {
+			e->ino = key;
+			if (kind_lookup(fs, key, &k)) {
 				e->dtype = kind_dtype(k);
-			} else if (h5_obj_info_get(&info, fs->f, e->addr) == 0) {
-				kind_remember(fs, e->addr, info.kind);
+			} else if (h5_obj_info_get(&info, tf, taddr) == 0) {
+				kind_remember(fs, key, info.kind);
 				e->dtype = kind_dtype(info.kind);
 			}
 		} else {
 			e->ino = synth_ino(fs, n->ino, e->name);
-			if (!e->ino) {
-				fuse_reply_err(req, ENOMEM);
-				goto fail;
-			}
+		}
+		if (e->link && tf)
+			h5_file_release_related(tf);
+		if (!e->ino) {
+			fuse_reply_err(req, ENOMEM);
+			goto fail;
 		}
 	}
 	fi->fh = (uint64_t)(uintptr_t)d;
@@ -1416,7 +1581,8 @@ static void wfile_open(fuse_req_t req, h5fs *fs, struct node *n, struct fuse_fil
 	bool is_ds;
 	int rc;
 
-	if (!fs_writable(fs)) {
+	/* files reached by external links are opened read-only */
+	if (!fs_writable(fs) || n->f != fs->f) {
 		fuse_reply_err(req, EROFS);
 		return;
 	}
@@ -1742,14 +1908,14 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	/* Plain bytes of FILE (contiguous storage, unfiltered chunks): the
 	 * extents stay valid after the lock is dropped, since an append
 	 * writes new bytes elsewhere and never rewrites bytes in use. */
-	if (h5_file_fd(fs->f) >= 0) {
+	if (h5_file_fd(n->f) >= 0) {
 		h5_extent ext[H5FS_MAX_EXTENTS];
 		size_t next = 0;
 
 		if (h5_dataset_extents(ext, H5FS_MAX_EXTENTS, &next, n->ds, (uint64_t)off, (size_t)len) == 0 &&
 		    next > 0) {
 			pthread_rwlock_unlock(&fs->ds_lock);
-			reply_extents(req, h5_file_fd(fs->f), ext, next);
+			reply_extents(req, h5_file_fd(n->f), ext, next);
 			return;
 		}
 		h5_err_clear();  /* not mappable: read it (which reports real errors) */
@@ -1824,7 +1990,7 @@ static int xattr_list(h5fs *fs, const struct node *n, char *buf, size_t size, si
 	*len = 0;
 	if (n->type == NT_LINK || n->addr == UINT64_MAX)
 		return 0;
-	rc = h5_xattr_list(&list, len, fs->f, n->addr);
+	rc = h5_xattr_list(&list, len, n->f, n->addr);
 	if (rc < 0)
 		return xattr_errno(fs, n, rc, "listxattr", NULL);
 	if (buf && *len <= size)
@@ -1842,7 +2008,7 @@ static int xattr_get(h5fs *fs, const struct node *n, const char *name, char *buf
 	*len = 0;
 	if (n->type == NT_LINK || n->addr == UINT64_MAX)
 		return -ENODATA;
-	rc = h5_xattr_get(&val, len, fs->f, n->addr, name, fs->cfg.xattr_raw);
+	rc = h5_xattr_get(&val, len, n->f, n->addr, name, fs->cfg.xattr_raw);
 	if (rc < 0)
 		return xattr_errno(fs, n, rc, "getxattr", name);
 	if (buf && *len <= size)

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -305,6 +306,9 @@ int h5_file_open(h5_file **out, const char *path, const h5_open_opts *opts)
 	}
 	f->eof = (uint64_t)st.st_size;
 	f->file_mtime = (int64_t)st.st_mtime;
+	/* the daemon changes directory after opening FILE: related files
+	 * (related.c) are found from where FILE really is */
+	f->real_path = realpath(path, NULL);
 	rc = file_init_common(f, opts);
 out:
 	if (rc < 0) {
@@ -356,6 +360,7 @@ void h5_file_close(h5_file *f)
 		close(f->fd); /* also drops the flock */
 	pthread_mutex_destroy(&f->write_lock);
 	free(f->ext_prefix);
+	free(f->real_path);
 	free(f->path);
 	free(f);
 }

@@ -93,6 +93,8 @@ const char *h5_file_path(const h5_file *f);
  * open; release every successful open with h5_file_release_related(). */
 int h5_file_open_related(h5_file **out, h5_file *from, const char *name);
 void h5_file_release_related(h5_file *f);
+/* One more reference on a file h5_file_open_related() gave (none on FILE). */
+void h5_file_hold_related(h5_file *f);
 /* A number for the file, unique among the files reached from one FILE and
  * stable while the mount lives (0 for FILE itself): for inode numbers. */
 uint32_t h5_file_id(const h5_file *f);

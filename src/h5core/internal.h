@@ -215,6 +215,8 @@ struct h5_file {
 	/* other files (related.c): the table of files reached from this one
 	 * (top file only), the top file of a related file, the options */
 	struct h5_related *related;
+	char *real_path;        /* absolute path of FILE when opened (realpath),
+				 * or NULL: the base for names of related files */
 	struct h5_file *top;
 	uint32_t file_id;
 	bool ext_any;

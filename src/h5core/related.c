@@ -83,11 +83,11 @@ static int related_init(h5_file *top)
 
 	if (top->related)
 		return 0;
-	if (top->mem || !top->path)
-		return h5_err_set(H5_ERR_UNSUPPORTED, "other files are not followed from an in-memory image");
-	real = realpath(top->path, NULL);
+	if (top->mem || !top->real_path)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "other files are only followed from a local FILE");
+	real = strdup(top->real_path);
 	if (!real)
-		return h5_err_set(H5_ERR_IO, "%s: %s", top->path, strerror(errno));
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	slash = strrchr(real, '/');
 	if (slash == real)
 		slash[1] = 0;
@@ -210,7 +210,7 @@ static int try_prefixes(char **real, const h5_file *top, const char *list, const
 static int resolve(char **real, const h5_file *top, const h5_file *from, const char *name, int kind)
 {
 	const char *env = getenv(kind == H5_RELATED_VDS ? "HDF5_VDS_PREFIX" : "HDF5_EXT_PREFIX");
-	const char *fpath = from->path ? from->path : "";
+	const char *fpath = from->real_path ? from->real_path : "";
 	const char *slash = strrchr(fpath, '/');
 	size_t olen = slash ? (size_t)(slash - fpath) : 1;
 	const char *origin = slash ? fpath : ".";
@@ -299,10 +299,10 @@ int h5_related_open(h5_file **out, h5_file *from, const char *name, int kind)
 	}
 	pthread_mutex_lock(&r->lock);
 	/* FILE itself */
-	if (top->path) {
+	if (top->real_path) {
 		struct stat tst;
 
-		if (stat(top->path, &tst) == 0 && tst.st_dev == st.st_dev && tst.st_ino == st.st_ino) {
+		if (stat(top->real_path, &tst) == 0 && tst.st_dev == st.st_dev && tst.st_ino == st.st_ino) {
 			pthread_mutex_unlock(&r->lock);
 			free(real);
 			*out = top;
@@ -462,6 +462,22 @@ int h5_file_open_related(h5_file **out, h5_file *from, const char *name)
 void h5_file_release_related(h5_file *f)
 {
 	h5_related_release(f);
+}
+
+void h5_file_hold_related(h5_file *f)
+{
+	struct h5_related *r;
+
+	if (!f || !f->top)
+		return;
+	r = f->top->related;
+	pthread_mutex_lock(&r->lock);
+	for (size_t i = 0; i < r->n; i++)
+		if (r->ent[i].f == f) {
+			r->ent[i].refs++;
+			break;
+		}
+	pthread_mutex_unlock(&r->lock);
 }
 
 uint32_t h5_file_id(const h5_file *f)

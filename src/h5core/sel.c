@@ -5,6 +5,8 @@
 #define _GNU_SOURCE /* qsort_r */
 #include "sel.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -215,6 +217,7 @@ static int set_regular_dim(h5_sel *s, unsigned d, uint64_t start, uint64_t strid
 	if (count != 1 && count != 0 && (stride == 0 || stride < block))
 		return sel_err("hyperslab blocks overlap");
 	m->start = start;
+	m->stride_stored = stride;
 	m->stride = count > 1 ? stride : (block == H5_UNLIMITED || block == 0 ? 1 : block);
 	m->count = count;
 	m->block = block;
@@ -415,7 +418,7 @@ int h5_sel_set_extent(h5_sel *s, unsigned rank, const uint64_t *dims)
 	if (s->type == H5_SEL_ALL) {
 		s->rank = rank;
 		for (unsigned d = 0; d < rank; d++) {
-			s->dim[d] = (h5_sel_dim){ 0, dims[d] ? dims[d] : 1, 1, dims[d], dims[d] };
+			s->dim[d] = (h5_sel_dim){ 0, dims[d] ? dims[d] : 1, 1, dims[d], dims[d], 1 };
 		}
 		return regular_nelem(s);
 	}
@@ -621,4 +624,87 @@ void h5_sel_coord(uint64_t *coord, uint64_t *n, const h5_sel *s, uint64_t ord)
 	memcpy(coord, &s->run_coord[lo * s->rank], s->rank * sizeof(uint64_t));
 	coord[last] += ord - s->run_ord[lo];
 	*n = s->run_len[lo] - (ord - s->run_ord[lo]);
+}
+
+/* ---- text, for listings ------------------------------------------------- */
+
+static int put(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int put(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(*buf + *len, *cap - *len, fmt, ap);
+		va_end(ap);
+		if (n < 0)
+			return h5_err_set(H5_ERR_INVAL, "format error");
+		if ((size_t)n < *cap - *len) {
+			*len += (size_t)n;
+			return 0;
+		}
+		char *p = realloc(*buf, *cap * 2 + (size_t)n);
+
+		if (!p)
+			return h5_err_set(H5_ERR_NOMEM, "out of memory");
+		*buf = p;
+		*cap = *cap * 2 + (size_t)n;
+	}
+}
+
+static int put_vec(char **buf, size_t *len, size_t *cap, const char *name, const h5_sel *s, int which)
+{
+	int rc = put(buf, len, cap, "%s=[", name);
+
+	for (unsigned d = 0; d < s->rank && rc == 0; d++) {
+		const h5_sel_dim *m = &s->dim[d];
+		uint64_t v = which == 0 ? m->start : which == 1 ? m->stride_stored : which == 2 ? m->count : m->block;
+
+		if (v == H5_UNLIMITED)
+			rc = put(buf, len, cap, "%sU", d ? "," : "");
+		else
+			rc = put(buf, len, cap, "%s%llu", d ? "," : "", (unsigned long long)v);
+	}
+	return rc ? rc : put(buf, len, cap, "]");
+}
+
+int h5_sel_text(char **out, const h5_sel *s)
+{
+	size_t len = 0, cap = 64;
+	char *buf = malloc(cap);
+	int rc;
+
+	*out = NULL;
+	if (!buf)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	buf[0] = 0;
+	switch (s->type) {
+	case H5_SEL_ALL: rc = put(&buf, &len, &cap, "all"); break;
+	case H5_SEL_NONE: rc = put(&buf, &len, &cap, "none"); break;
+	case H5_SEL_POINTS: rc = put(&buf, &len, &cap, "points(%zu)", s->nruns); break;
+	default:
+		if (!s->regular) {
+			rc = put(&buf, &len, &cap, "blocks(%zu runs)", s->nruns);
+			break;
+		}
+		rc = put(&buf, &len, &cap, "hyperslab(");
+		for (int w = 0; w < 4 && rc == 0; w++) {
+			static const char *const names[4] = { "start", "stride", "count", "block" };
+
+			rc = put_vec(&buf, &len, &cap, names[w], s, w);
+			if (rc == 0 && w < 3)
+				rc = put(&buf, &len, &cap, ",");
+		}
+		if (rc == 0)
+			rc = put(&buf, &len, &cap, ")");
+		break;
+	}
+	if (rc < 0) {
+		free(buf);
+		return rc;
+	}
+	*out = buf;
+	return 0;
 }

@@ -25,6 +25,7 @@ enum { H5_SEL_NONE = 0, H5_SEL_POINTS = 1, H5_SEL_HYPER = 2, H5_SEL_ALL = 3 };
 typedef struct h5_sel_dim {
 	uint64_t start, stride, count, block;
 	uint64_t n;
+	uint64_t stride_stored; /* as in the file (stride is normalised when count is 1) */
 } h5_sel_dim;
 
 typedef struct h5_sel {
@@ -70,5 +71,9 @@ bool h5_sel_locate(uint64_t *ord, uint64_t *n, const h5_sel *s, const uint64_t *
 /* The coordinate of the element with ordinal ord (< nelem), and in *n how
  * many elements from it along the last dimension have consecutive ordinals. */
 void h5_sel_coord(uint64_t *coord, uint64_t *n, const h5_sel *s, uint64_t ord);
+
+/* A short text of the selection as stored ("all", "hyperslab(start=[..],
+ * stride=[..],count=[..],block=[..])" with U for unlimited, ...). */
+int h5_sel_text(char **out, const h5_sel *s);
 
 #endif

@@ -18,6 +18,7 @@
 #endif
 
 #include "internal.h"
+#include "vds.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -397,6 +398,28 @@ static void list_dataset(struct lister *L, const char *path, uint64_t addr)
 		}
 		if (d->efl.n)
 			sb_printf(&s, ", \"external_files\": %zu", d->efl.n);
+		if (d->vds) {
+			sb_printf(&s, ", \"mappings\": [");
+			for (i = 0; i < d->vds->n; i++) {
+				const h5_vds_map *m = &d->vds->map[i];
+				char *vt = NULL, *st = NULL;
+
+				h5_sel_text(&vt, &m->virt);
+				h5_sel_text(&st, &m->src);
+				sb_printf(&s, "%s{\"file\": ", i ? ", " : "");
+				sb_json_str(&s, m->file, strlen(m->file));
+				sb_printf(&s, ", \"dataset\": ");
+				sb_json_str(&s, m->dset, strlen(m->dset));
+				sb_printf(&s, ", \"virtual\": ");
+				sb_json_str(&s, vt ? vt : "", vt ? strlen(vt) : 0);
+				sb_printf(&s, ", \"source\": ");
+				sb_json_str(&s, st ? st : "", st ? strlen(st) : 0);
+				sb_printf(&s, "}");
+				free(vt);
+				free(st);
+			}
+			sb_printf(&s, "]");
+		}
 		sb_printf(&s, ", \"filters\": [");
 		for (i = 0; i < d->pline.n; i++) {
 			const h5_filter *fl = &d->pline.filters[i];
@@ -435,6 +458,22 @@ static void list_dataset(struct lister *L, const char *path, uint64_t addr)
 		}
 		if (d->efl.n)
 			sb_printf(&s, " external(%zu files)", d->efl.n);
+		if (d->vds) {
+			/* the first mappings: virtual selection <- FILE:DATASET source selection */
+			sb_printf(&s, " mappings=%zu", d->vds->n);
+			for (i = 0; i < d->vds->n && i < 4; i++) {
+				const h5_vds_map *m = &d->vds->map[i];
+				char *vt = NULL, *st = NULL;
+
+				h5_sel_text(&vt, &m->virt);
+				h5_sel_text(&st, &m->src);
+				sb_printf(&s, "%s%s<-%s:%s:%s", i ? ";" : " ", vt ? vt : "?", m->file, m->dset, st ? st : "?");
+				free(vt);
+				free(st);
+			}
+			if (d->vds->n > 4)
+				sb_printf(&s, ";...");
+		}
 		for (i = 0; i < d->pline.n; i++) {
 			const h5_filter *fl = &d->pline.filters[i];
 			const char *nm = fl->name ? fl->name : h5_filter_name(fl->id);
@@ -469,17 +508,44 @@ static void list_link(struct lister *L, const char *path, const h5_link *l)
 		}
 	} else {
 		const char *ef = l->ext_file ? l->ext_file : "", *ep = l->ext_path ? l->ext_path : "";
+		h5_file *g = NULL;
+		uint64_t taddr = 0;
+		h5_obj_info info;
+		const char *why = NULL;
+		int rc;
 
+		/* where it leads, resolved as the daemon does (related.c) */
+		rc = h5_file_open_related(&g, L->f, ef);
+		if (rc == 1)
+			why = "file not found";
+		else if (rc < 0)
+			why = h5_err_msg();
+		else if (h5_path_lookup(&taddr, g, ep) < 0 || h5_obj_info_get(&info, g, taddr) < 0)
+			why = h5_err_msg();
 		entry_begin(L, &s, path, "extlink");
 		if (L->json) {
 			sb_printf(&s, ", \"file\": ");
 			sb_json_str(&s, ef, strlen(ef));
 			sb_printf(&s, ", \"target\": ");
 			sb_json_str(&s, ep, strlen(ep));
+			if (why) {
+				sb_printf(&s, ", \"unresolved\": ");
+				sb_json_str(&s, why, strlen(why));
+			} else {
+				sb_printf(&s, ", \"resolved\": ");
+				sb_json_str(&s, h5_file_path(g), strlen(h5_file_path(g)));
+				sb_printf(&s, ", \"resolved_kind\": \"%s\"", info.kind == H5_OBJ_GROUP ? "group" :
+					  info.kind == H5_OBJ_DATASET ? "dataset" : "other");
+			}
 			sb_printf(&s, "}");
+		} else if (why) {
+			sb_printf(&s, " -> %s::%s (not followed: %s)", ef, ep, why);
 		} else {
-			sb_printf(&s, " -> %s::%s", ef, ep);
+			sb_printf(&s, " -> %s::%s => %s (%s)", ef, ep, h5_file_path(g),
+				  info.kind == H5_OBJ_GROUP ? "group" : info.kind == H5_OBJ_DATASET ? "dataset" : "other");
 		}
+		h5_err_clear();
+		h5_file_release_related(g);
 	}
 	emit(L, &s);
 	free(s.p);
