@@ -108,7 +108,20 @@ if [ "${H5FS_SKIP_SANITIZERS:-0}" != 1 ]; then
 	before=$(grep -c '^FAIL ' "$results")
 	./tests/stress/run-sanitizers.sh build-sanitizers "$results" >"$logs/sanitizers.log" 2>&1
 	if [ "$(grep -c '^FAIL ' "$results")" -gt "$before" ]; then
-		tail_log "$logs/sanitizers.log" 80
+		# the failing programs' own logs, else the end of the stage's
+		shown=0
+		while read -r _ name; do
+			case $name in
+			"ASan+UBSan: "*) f=build-sanitizers/asan/${name#ASan+UBSan: }.log ;;
+			"TSan: "*) f=build-sanitizers/tsan/${name#TSan: }.log ;;
+			*) f= ;;
+			esac
+			if [ -n "$f" ] && [ -f "$f" ]; then
+				tail_log "$src/$f" 60
+				shown=1
+			fi
+		done < <(sed -n "$((before + 1)),\$p" <(grep '^FAIL ' "$results"))
+		[ "$shown" = 1 ] || tail_log "$logs/sanitizers.log" 80
 	fi
 fi
 

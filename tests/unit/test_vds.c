@@ -410,6 +410,7 @@ START_TEST(test_vds_fixed)
 	}
 	h5_vds_view_free(w);
 	ck_assert_int_eq(nclose, 2);
+	h5_vds_free(v);
 	/* a corrupted checksum */
 	b.p[5] ^= 1;
 	ck_assert_int_eq(h5_vds_decode(&v, b.p, b.len, &fmt) < 0 ? 0 : 1, 0);
