@@ -415,6 +415,7 @@ void h5_sel_bounds(uint64_t *lo, uint64_t *hi, const h5_sel *s, unsigned d)
 
 int h5_sel_set_extent(h5_sel *s, unsigned rank, const uint64_t *dims)
 {
+	memcpy(s->ext, dims, rank * sizeof(uint64_t));
 	if (s->type == H5_SEL_ALL) {
 		s->rank = rank;
 		for (unsigned d = 0; d < rank; d++) {
@@ -509,17 +510,57 @@ static bool dim_index(uint64_t *idx, const h5_sel_dim *m, uint64_t c)
 	return *idx < m->n;
 }
 
+/* Consecutive selected indices of dimension m from index idx on, which are
+ * also consecutive coordinates. */
+static uint64_t dim_run(const h5_sel_dim *m, uint64_t idx)
+{
+	if (m->stride == m->block)
+		return m->n - idx;
+	return min64(m->block - idx % m->block, m->n - idx);
+}
+
+/* Dimension d selected whole: every coordinate of the extent, in order. */
+static bool dim_full(const h5_sel *s, unsigned d)
+{
+	const h5_sel_dim *m = &s->dim[d];
+
+	return m->start == 0 && m->n == s->ext[d] && (m->stride == m->block || m->n <= m->block);
+}
+
+/* A run of n elements along the last dimension that reaches the end of its
+ * row continues into the next rows while the inner dimensions are
+ * selected whole: the elements stay consecutive in both orders. */
+static uint64_t extend_run(const h5_sel *s, const uint64_t *idx, uint64_t n)
+{
+	unsigned last = s->rank - 1;
+	uint64_t span;
+
+	if (!s->ext[last] || !dim_full(s, last))
+		return n;
+	span = s->ext[last];
+	for (unsigned d = last; d-- > 0;) {
+		uint64_t rem = dim_run(&s->dim[d], idx[d]), add;
+
+		if (h5_mul_overflow(rem - 1, span, &add) || h5_add_overflow(n, add, &n))
+			return n;
+		if (!dim_full(s, d) || h5_mul_overflow(span, s->ext[d], &span))
+			break;
+	}
+	return n;
+}
+
 static bool locate_regular(uint64_t *ord, uint64_t *n, const h5_sel *s, const uint64_t *coord)
 {
 	unsigned last = s->rank - 1;
 	const h5_sel_dim *m = &s->dim[last];
-	uint64_t o = 0, idx, c = coord[last], k, r;
+	uint64_t o = 0, idx, c = coord[last], k, r, idxs[H5_MAX_RANK];
 
 	for (unsigned d = 0; d < last; d++) {
 		if (!dim_index(&idx, &s->dim[d], coord[d])) {
 			*n = UINT64_MAX;
 			return false;
 		}
+		idxs[d] = idx;
 		o = o * s->dim[d].n + idx;
 	}
 	if (m->n == 0) {
@@ -547,6 +588,8 @@ static bool locate_regular(uint64_t *ord, uint64_t *n, const h5_sel *s, const ui
 	}
 	*ord = o * m->n + idx;
 	*n = m->stride == m->block ? m->n - idx : min64(m->block - r, m->n - idx);
+	if (c + *n == s->ext[last])
+		*n = extend_run(s, idxs, *n);
 	return true;
 }
 
@@ -608,6 +651,8 @@ void h5_sel_coord(uint64_t *coord, uint64_t *n, const h5_sel *s, uint64_t ord)
 		}
 		*n = m->stride == m->block ? m->n - idx[last] :
 		     min64(m->block - idx[last] % m->block, m->n - idx[last]);
+		if (coord[last] + *n == s->ext[last])
+			*n = extend_run(s, idx, *n);
 		return;
 	}
 	/* runs are in ordinal order */

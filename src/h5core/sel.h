@@ -34,6 +34,7 @@ typedef struct h5_sel {
 	bool regular;           /* "all" or a regular hyperslab: dim[] is used */
 	int unlim_dim;          /* dimension with an unlimited count or block, or -1 */
 	h5_sel_dim dim[H5_MAX_RANK];
+	uint64_t ext[H5_MAX_RANK];  /* the extent bound by h5_sel_set_extent() */
 	/* irregular hyperslab / points: runs along the last dimension */
 	size_t nruns;
 	uint64_t *run_coord;    /* nruns * rank: first element of each run */
@@ -64,12 +65,15 @@ uint64_t h5_sel_clip_extent(const h5_sel *s, uint64_t n);
 void h5_sel_bounds(uint64_t *lo, uint64_t *hi, const h5_sel *s, unsigned d);
 
 /* Is the element at coord selected? If so *ord is its ordinal and *n the
- * number of elements from it along the last dimension that are selected
- * with consecutive ordinals; if not, *n is the number of elements until the
- * next selected one along the last dimension (UINT64_MAX: none in the row). */
+ * number of elements from it, in row-major order of the extent, that are
+ * selected with consecutive ordinals (past the end of a row when the inner
+ * dimensions are selected whole); if not, *n is the number of elements
+ * until the next selected one along the last dimension (UINT64_MAX: none
+ * in the row). */
 bool h5_sel_locate(uint64_t *ord, uint64_t *n, const h5_sel *s, const uint64_t *coord);
 /* The coordinate of the element with ordinal ord (< nelem), and in *n how
- * many elements from it along the last dimension have consecutive ordinals. */
+ * many elements from it, consecutive in row-major order of the extent, have
+ * consecutive ordinals. */
 void h5_sel_coord(uint64_t *coord, uint64_t *n, const h5_sel *s, uint64_t ord);
 
 /* A short text of the selection as stored ("all", "hyperslab(start=[..],

@@ -359,31 +359,50 @@ static void fill_elems(uint8_t *dst, uint64_t n, size_t esize, const uint8_t *fi
 		memcpy(dst + i * esize, fill, esize);
 }
 
-/* Copy the elements [c .. c+seg) of one row from source s into dst. */
-static int read_row(const h5_vds_view *w, const h5_vds_src *s, uint8_t *dst, const uint64_t *coord, uint64_t seg,
-		    size_t esize)
+static void unravel(uint64_t *coord, uint64_t e, const uint64_t *dims, unsigned rank)
 {
-	unsigned last = w->rank - 1;
-	uint64_t c[H5_MAX_RANK], sc[H5_MAX_RANK], pos = 0;
+	for (unsigned d = rank; d-- > 0;) {
+		coord[d] = e % dims[d];
+		e /= dims[d];
+	}
+}
 
+static bool in_box(const h5_vds_src *s, const uint64_t *coord, unsigned last)
+{
 	for (unsigned d = 0; d < last; d++)
 		if (coord[d] < s->lo[d] || coord[d] >= s->hi[d])
-			return 0;
-	if (coord[last] + seg <= s->lo[last] || coord[last] >= s->hi[last])
-		return 0;
-	memcpy(c, coord, w->rank * sizeof(uint64_t));
-	while (pos < seg) {
-		uint64_t ord, n;
+			return false;
+	return true;
+}
 
-		c[last] = coord[last] + pos;
-		if (!h5_sel_locate(&ord, &n, &s->virt, c)) {
-			if (n >= seg - pos)
-				break;
-			pos += n;
+/* Copy what source s provides of the elements [e0, e0+ne) into dst. Runs
+ * of consecutive elements (across rows when the selections take the inner
+ * dimensions whole) become one read of the source. */
+static int read_source(const h5_vds_view *w, const h5_vds_src *s, uint8_t *dst, uint64_t e0, uint64_t ne,
+		       size_t esize)
+{
+	unsigned last = w->rank - 1;
+	uint64_t c[H5_MAX_RANK], sc[H5_MAX_RANK], e = e0, end = e0 + ne;
+
+	while (e < end) {
+		uint64_t ord, n, row_left;
+
+		unravel(c, e, w->dims, w->rank);
+		row_left = w->dims[last] - c[last];
+		if (!in_box(s, c, last) || c[last] >= s->hi[last]) {
+			e += row_left;
 			continue;
 		}
-		if (n > seg - pos)
-			n = seg - pos;
+		if (c[last] < s->lo[last]) {
+			e += s->lo[last] - c[last];
+			continue;
+		}
+		if (!h5_sel_locate(&ord, &n, &s->virt, c)) {
+			e += n < row_left ? n : row_left;
+			continue;
+		}
+		if (n > end - e)
+			n = end - e;
 		while (n > 0) {
 			uint64_t sn, lin = 0, k;
 			int rc;
@@ -392,11 +411,11 @@ static int read_row(const h5_vds_view *w, const h5_vds_src *s, uint8_t *dst, con
 			for (unsigned d = 0; d < s->src_rank; d++)
 				lin = lin * s->src_dims[d] + sc[d];
 			k = sn < n ? sn : n;
-			rc = w->ops->read(s->handle, dst + pos * esize, lin * esize, (size_t)(k * esize));
+			rc = w->ops->read(s->handle, dst + (e - e0) * esize, lin * esize, (size_t)(k * esize));
 			if (rc < 0)
 				return rc;
 			ord += k;
-			pos += k;
+			e += k;
 			n -= k;
 		}
 	}
@@ -405,32 +424,17 @@ static int read_row(const h5_vds_view *w, const h5_vds_src *s, uint8_t *dst, con
 
 static int read_elems(h5_vds_view *w, uint8_t *dst, uint64_t e0, uint64_t ne, size_t esize, const uint8_t *fill)
 {
-	unsigned last = w->rank - 1;
-	uint64_t coord[H5_MAX_RANK], e = e0;
+	fill_elems(dst, ne, esize, fill);
+	/* mappings in order: a later one wins where two overlap, as libhdf5
+	 * reads them one after another into the buffer */
+	for (size_t i = 0; i < w->nsrc; i++) {
+		int rc;
 
-	while (e < e0 + ne) {
-		uint64_t rest = e, seg;
-
-		for (unsigned d = w->rank; d-- > 0;) {
-			coord[d] = rest % w->dims[d];
-			rest /= w->dims[d];
-		}
-		seg = w->dims[last] - coord[last];
-		if (seg > e0 + ne - e)
-			seg = e0 + ne - e;
-		fill_elems(dst + (e - e0) * esize, seg, esize, fill);
-		/* mappings in order: a later one wins where two overlap, as
-		 * libhdf5 reads them one after another into the buffer */
-		for (size_t i = 0; i < w->nsrc; i++) {
-			int rc;
-
-			if (!w->src[i].handle)
-				continue;
-			rc = read_row(w, &w->src[i], dst + (e - e0) * esize, coord, seg, esize);
-			if (rc < 0)
-				return rc;
-		}
-		e += seg;
+		if (!w->src[i].handle)
+			continue;
+		rc = read_source(w, &w->src[i], dst, e0, ne, esize);
+		if (rc < 0)
+			return rc;
 	}
 	return 0;
 }
