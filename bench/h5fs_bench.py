@@ -37,7 +37,9 @@ MOUNT_WAIT = 10.0
 UNMOUNT_WAIT = 20.0
 DS = "data"                # dataset name in every generated file
 
-ALL = ["contig", "chunked", "deflate", "random", "rss", "append"]
+ALL = ["contig", "chunked", "deflate", "random", "rss", "append", "vds"]
+VDS_SOURCES = 16
+VDS_ROW = 1024             # int32 elements per row of the VDS benchmark: 4 KiB rows
 
 # ----------------------------------------------------------------------------
 # output
@@ -342,7 +344,7 @@ def h5fs_read_all(m, buf):
 
 def h5py_read_all(ds, buf):
     """ds.read_direct into the preallocated buffer."""
-    arr = buf.view(ds.dtype)
+    arr = buf.view(ds.dtype).reshape(ds.shape)
     with Clock() as clk:
         ds.read_direct(arr)
     return clk
@@ -466,6 +468,89 @@ def bench_random(args, env, cache_mib=None, tag=""):
         report("random 4K reads (%s)" % label, 0, t_fs, t_py, 20.0 if not cache_mib else None,
                count=len(offs))
         return rss_line(m, "random reads (%s)" % label)
+
+
+def vds_file(args):
+    """A virtual dataset of VDS_SOURCES source files (each its own file, a
+    (rows, 1024) int32 dataset in 1 MiB chunks), stacked along dimension 0:
+    --size MiB in all. Generated once, like the other files."""
+    rows = args.size_mib * MiB // (4 * VDS_ROW) // VDS_SOURCES
+    meta = {"version": GEN_VERSION, "name": "vds", "sources": VDS_SOURCES, "rows": rows, "h5py": h5py.__version__}
+    path = os.path.join(args.dir, "vds.h5")
+    side = path + ".json"
+    if not args.regen and os.path.exists(path) and os.path.exists(side):
+        try:
+            with open(side) as f:
+                if json.load(f) == meta:
+                    return path
+        except (OSError, ValueError):
+            pass
+    say("  generating %s (%d sources of %d rows x %d int32) ..." % (path, VDS_SOURCES, rows, VDS_ROW))
+    lay = h5py.VirtualLayout(shape=(VDS_SOURCES * rows, VDS_ROW), dtype="<i4")
+    for i in range(VDS_SOURCES):
+        name = "vds_src_%02d.h5" % i
+        with h5py.File(os.path.join(args.dir, name), "w") as f:
+            ds = f.create_dataset(DS, shape=(rows, VDS_ROW), dtype="<i4", chunks=(256, VDS_ROW))
+            for start, block in gen_uniform(rows * VDS_ROW, 1000 + i):
+                r0 = start // VDS_ROW
+                ds[r0:r0 + len(block) // VDS_ROW] = block.view("<i4").reshape(-1, VDS_ROW)
+        lay[i * rows:(i + 1) * rows] = h5py.VirtualSource(name, DS, shape=(rows, VDS_ROW))
+    with h5py.File(path, "w", libver="latest") as f:
+        f.create_virtual_dataset(DS, lay)
+    with open(side, "w") as f:
+        json.dump(meta, f)
+    return path
+
+
+def bench_vds(args, env):
+    """Full reads (cold, second) and random 4 KiB reads (one row each) of the
+    virtual dataset, h5py on the same VDS (sources found beside it)."""
+    path = vds_file(args)
+    say("\n[vds] %d-source virtual dataset, %d MiB (%s), best of %d" % (VDS_SOURCES, args.size_mib, path,
+                                                                       args.repeat))
+    here = os.getcwd()
+    os.chdir(args.dir)     # libhdf5 looks for relative sources here too
+    try:
+        with h5py.File(path, "r") as f:
+            nbytes = f[DS].size * 4
+        ref, got = touched(nbytes), touched(nbytes)
+        runs = {"py_cold": [], "py_warm": [], "fs_cold": [], "fs_warm": []}
+        for _ in range(args.repeat):
+            with h5py.File(path, "r") as f:
+                ds = f[DS]
+                drop_caches(env)
+                runs["py_cold"].append(h5py_read_all(ds, ref))
+                runs["py_warm"].append(h5py_read_all(ds, ref))
+            with Mount(args, path) as m:
+                if os.stat(m.path()).st_size != nbytes:
+                    raise RuntimeError("vds: size differs from h5py's")
+                got.fill(0)
+                drop_caches(env)
+                runs["fs_cold"].append(h5fs_read_all(m, got))
+                check_equal("vds cold read", got, ref)
+                got.fill(0)
+                runs["fs_warm"].append(h5fs_read_all(m, got))
+                check_equal("vds second read", got, ref)
+        report("vds full read cold", nbytes, best(runs["fs_cold"]), best(runs["py_cold"]), 1.0)
+        report("vds full read 2nd (page cache)", nbytes, best(runs["fs_warm"]), best(runs["py_warm"]))
+        offs = random_offsets(args, nbytes)
+        rref = np.zeros((len(offs), RAND_BYTES), dtype=np.uint8)
+        rgot = np.zeros_like(rref)
+        with h5py.File(path, "r") as f:
+            ds = f[DS]
+            view = rref.view("<i4").reshape(len(offs), VDS_ROW)
+            drop_caches(env)
+            with Clock() as t_py:
+                for i, off in enumerate(offs.tolist()):
+                    view[i] = ds[off // RAND_BYTES]
+        with Mount(args, path) as m:
+            os.stat(m.path())
+            drop_caches(env)
+            t_fs = h5fs_random(m, offs, rgot)
+            check_equal("vds random reads", rgot, rref)
+            report("vds random 4K reads", 0, t_fs, t_py, 20.0, count=len(offs))
+    finally:
+        os.chdir(here)
 
 
 def bench_rss(args, env):
@@ -696,7 +781,7 @@ def main():
     ap.add_argument("--dir", default="/var/tmp/h5fs-bench")
     ap.add_argument("--size", dest="size_mib", type=int, default=1024, help="MiB per dataset")
     ap.add_argument("--reads", type=int, default=20000, help="random 4 KiB reads")
-    ap.add_argument("--only", default="contig,chunked,deflate,random,rss,append",
+    ap.add_argument("--only", default="contig,chunked,deflate,random,rss,append,vds",
                     help="comma list of: " + ",".join(ALL))
     ap.add_argument("--rss-cache", default="64", help="cache_size values (MiB) for the rss benchmark")
     ap.add_argument("--cache", dest="cache_mib", type=int, default=0,
@@ -755,6 +840,8 @@ def main():
             bench_rss(args, env)
         elif name == "append":
             bench_append(args, env)
+        elif name == "vds":
+            bench_vds(args, env)
     say("\nload average at end: %s" % loadavg())
     say("summary (ratio = h5fs/h5py):")
     for name, a, b, ratio, target, unit in RESULTS:

@@ -1847,7 +1847,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
  * needing more pieces than this is read the ordinary way. */
 #define H5FS_MAX_EXTENTS 64
 
-static void reply_extents(fuse_req_t req, int fd, const h5_extent *ext, size_t n)
+static void reply_extents(fuse_req_t req, const h5_extent *ext, size_t n)
 {
 	struct fuse_bufvec one = FUSE_BUFVEC_INIT(0), *bv = &one;
 	size_t i;
@@ -1866,7 +1866,7 @@ static void reply_extents(fuse_req_t req, int fd, const h5_extent *ext, size_t n
 		bv->buf[i].size = (size_t)ext[i].len;
 		bv->buf[i].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
 		bv->buf[i].mem = NULL;
-		bv->buf[i].fd = fd;
+		bv->buf[i].fd = ext[i].fd;
 		bv->buf[i].pos = (off_t)ext[i].file_off;
 	}
 	/* on failure libfuse has answered with the errno (or the request was
@@ -1915,7 +1915,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		if (h5_dataset_extents(ext, H5FS_MAX_EXTENTS, &next, n->ds, (uint64_t)off, (size_t)len) == 0 &&
 		    next > 0) {
 			pthread_rwlock_unlock(&fs->ds_lock);
-			reply_extents(req, h5_file_fd(n->f), ext, next);
+			reply_extents(req, ext, next);
 			return;
 		}
 		h5_err_clear();  /* not mappable: read it (which reports real errors) */

@@ -909,6 +909,7 @@ static int row_extent(void *ud, uint64_t ds_off, uint64_t ck_off, size_t n)
 	/* inside the file: read_direct's range check passed (map_direct) */
 	e->out[e->n].file_off = rf->x->ci->f->base + rf->addr + ck_off;
 	e->out[e->n].len = n;
+	e->out[e->n].fd = h5_file_fd(rf->x->ci->f);
 	e->n++;
 	return 0;
 }

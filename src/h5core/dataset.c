@@ -1047,10 +1047,13 @@ int h5_dataset_extents(h5_extent *out, size_t max, size_t *n, h5_dataset *d, uin
 		 * the file only grows */
 		out[0].file_off = d->f->base + d->layout.addr + off;
 		out[0].len = len;
+		out[0].fd = h5_file_fd(d->f);
 		*n = 1;
 		return 0;
 	case H5_LAYOUT_CHUNKED:
 		return h5_chunk_extents(out, max, n, d, off, len);
+	case H5_LAYOUT_VIRTUAL:
+		return h5_dataset_vds_extents(out, max, n, d, off, len);
 	default:
 		return h5_err_set(H5_ERR_UNSUPPORTED, "layout class %u is not mapped", (unsigned)d->layout.cls);
 	}

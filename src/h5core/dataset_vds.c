@@ -187,3 +187,75 @@ size_t h5_dataset_vds_count(const h5_dataset *d)
 {
 	return d->vds ? d->vds->n : 0;
 }
+
+/* ---- zero-copy reads: the sources' own extents ------------------------------- */
+
+struct ext_ud {
+	h5_extent *out;
+	size_t max, n;
+	uint64_t *dst;          /* window offset of each extent */
+	size_t dst_cap;
+};
+
+static int ext_piece(void *ud, void *handle, uint64_t dst_off, uint64_t src_off, size_t len)
+{
+	struct ext_ud *x = ud;
+	vsrc *s = handle;
+	size_t got = 0;
+	int rc;
+
+	if (s->swap)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "source in the other byte order");
+	if (x->n >= x->max)
+		return h5_err_set(H5_ERR_LIMIT, "more than %zu pieces", x->max);
+	rc = h5_dataset_extents(x->out + x->n, x->max - x->n, &got, s->d, src_off, len);
+	if (rc < 0)
+		return rc;
+	/* window offsets of the new pieces, in order */
+	for (size_t i = 0; i < got; i++) {
+		x->dst[x->n + i] = dst_off;
+		dst_off += x->out[x->n + i].len;
+	}
+	x->n += got;
+	return 0;
+}
+
+int h5_dataset_vds_extents(h5_extent *out, size_t max, size_t *n, h5_dataset *d, uint64_t off, size_t len)
+{
+	size_t esize = d->dtype->size;
+	struct ext_ud x = { out, max, 0, NULL, 0 };
+	uint64_t pos = 0;
+	int rc;
+
+	*n = 0;
+	/* whole elements only (page-sized requests of 1, 2, 4, 8-byte types) */
+	if (!d->vview || off % esize || len % esize)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "not whole elements of a virtual dataset");
+	x.dst = malloc((max ? max : 1) * sizeof(*x.dst));
+	if (!x.dst)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	rc = h5_vds_pieces(d->vview, off / esize, len / esize, esize, ext_piece, &x);
+	if (rc < 0)
+		goto out;
+	/* the pieces must tile the window in order, with no fill between and
+	 * no later mapping over an earlier one; then neighbours merge */
+	*n = 0;
+	for (size_t i = 0; i < x.n; i++) {
+		if (x.dst[i] != pos) {
+			rc = h5_err_set(H5_ERR_UNSUPPORTED, "fill or overlapping mappings in the window");
+			goto out;
+		}
+		pos += out[i].len;
+		if (*n > 0 && out[*n - 1].fd == out[i].fd && out[*n - 1].file_off + out[*n - 1].len == out[i].file_off)
+			out[*n - 1].len += out[i].len;
+		else
+			out[(*n)++] = out[i];
+	}
+	if (pos != len)
+		rc = h5_err_set(H5_ERR_UNSUPPORTED, "fill in the window");
+out:
+	if (rc < 0)
+		*n = 0;
+	free(x.dst);
+	return rc;
+}

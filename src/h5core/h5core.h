@@ -181,6 +181,8 @@ int h5_dataset_read(h5_dataset *d, void *buf, uint64_t off, size_t len);
 typedef struct h5_extent {
 	uint64_t file_off;
 	uint64_t len;
+	int fd;                 /* the descriptor to read it from: FILE's, or
+				 * a source file's (virtual datasets) */
 } h5_extent;
 int h5_dataset_extents(h5_extent *out, size_t max, size_t *n, h5_dataset *d, uint64_t off, size_t len);
 /* The descriptor of FILE (-1 for memory images); for reading only. */

@@ -769,6 +769,9 @@ int h5_dataset_vds_open(h5_dataset *d);
 int h5_dataset_vds_read(h5_dataset *d, uint8_t *buf, uint64_t off, size_t len);
 void h5_dataset_vds_close(h5_dataset *d);
 size_t h5_dataset_vds_count(const h5_dataset *d);
+/* h5_dataset_extents of a virtual dataset: the pieces its sources store as
+ * plain bytes, when they tile the window exactly. */
+int h5_dataset_vds_extents(h5_extent *out, size_t max, size_t *n, h5_dataset *d, uint64_t off, size_t len);
 
 /* Fill buf with the bytes [off, off+len) of a stream of fill elements
  * (d->fill_elem repeated; the phase is off modulo the element size). */

@@ -375,11 +375,11 @@ static bool in_box(const h5_vds_src *s, const uint64_t *coord, unsigned last)
 	return true;
 }
 
-/* Copy what source s provides of the elements [e0, e0+ne) into dst. Runs
- * of consecutive elements (across rows when the selections take the inner
- * dimensions whole) become one read of the source. */
-static int read_source(const h5_vds_view *w, const h5_vds_src *s, uint8_t *dst, uint64_t e0, uint64_t ne,
-		       size_t esize)
+/* Call fn for each piece source s provides of the elements [e0, e0+ne):
+ * runs of consecutive elements (across rows when the selections take the
+ * inner dimensions whole) are one piece each. */
+static int visit_source(const h5_vds_view *w, const h5_vds_src *s, uint64_t e0, uint64_t ne, size_t esize,
+			h5_vds_piece_fn fn, void *ud)
 {
 	unsigned last = w->rank - 1;
 	uint64_t c[H5_MAX_RANK], sc[H5_MAX_RANK], e = e0, end = e0 + ne;
@@ -411,7 +411,7 @@ static int read_source(const h5_vds_view *w, const h5_vds_src *s, uint8_t *dst, 
 			for (unsigned d = 0; d < s->src_rank; d++)
 				lin = lin * s->src_dims[d] + sc[d];
 			k = sn < n ? sn : n;
-			rc = w->ops->read(s->handle, dst + (e - e0) * esize, lin * esize, (size_t)(k * esize));
+			rc = fn(ud, s->handle, (e - e0) * esize, lin * esize, (size_t)(k * esize));
 			if (rc < 0)
 				return rc;
 			ord += k;
@@ -422,9 +422,8 @@ static int read_source(const h5_vds_view *w, const h5_vds_src *s, uint8_t *dst, 
 	return 0;
 }
 
-static int read_elems(h5_vds_view *w, uint8_t *dst, uint64_t e0, uint64_t ne, size_t esize, const uint8_t *fill)
+int h5_vds_pieces(h5_vds_view *w, uint64_t e0, uint64_t ne, size_t esize, h5_vds_piece_fn fn, void *ud)
 {
-	fill_elems(dst, ne, esize, fill);
 	/* mappings in order: a later one wins where two overlap, as libhdf5
 	 * reads them one after another into the buffer */
 	for (size_t i = 0; i < w->nsrc; i++) {
@@ -432,11 +431,31 @@ static int read_elems(h5_vds_view *w, uint8_t *dst, uint64_t e0, uint64_t ne, si
 
 		if (!w->src[i].handle)
 			continue;
-		rc = read_source(w, &w->src[i], dst, e0, ne, esize);
+		rc = visit_source(w, &w->src[i], e0, ne, esize, fn, ud);
 		if (rc < 0)
 			return rc;
 	}
 	return 0;
+}
+
+struct read_ud {
+	const h5_vds_view *w;
+	uint8_t *dst;
+};
+
+static int read_piece(void *ud, void *handle, uint64_t dst_off, uint64_t src_off, size_t n)
+{
+	struct read_ud *r = ud;
+
+	return r->w->ops->read(handle, r->dst + dst_off, src_off, n);
+}
+
+static int read_elems(h5_vds_view *w, uint8_t *dst, uint64_t e0, uint64_t ne, size_t esize, const uint8_t *fill)
+{
+	struct read_ud r = { w, dst };
+
+	fill_elems(dst, ne, esize, fill);
+	return h5_vds_pieces(w, e0, ne, esize, read_piece, &r);
 }
 
 int h5_vds_read(h5_vds_view *w, void *buf, uint64_t off, size_t len, size_t esize, const uint8_t *fill)

@@ -71,6 +71,11 @@ typedef struct h5_vds_view {
 int h5_vds_resolve(h5_vds_view **out, const h5_vds *v, unsigned rank, const uint64_t *dims,
 		   const uint64_t *maxdims, const h5_vds_source_ops *ops, void *ctx);
 void h5_vds_view_free(h5_vds_view *w);
+/* Each piece the sources provide of the elements [e0, e0+ne): n bytes at
+ * byte src_off of the source dataset (handle) go to byte dst_off of the
+ * window, in mapping order (a later piece may cover an earlier one). */
+typedef int (*h5_vds_piece_fn)(void *ud, void *handle, uint64_t dst_off, uint64_t src_off, size_t n);
+int h5_vds_pieces(h5_vds_view *w, uint64_t e0, uint64_t ne, size_t esize, h5_vds_piece_fn fn, void *ud);
 /* Read len bytes at byte offset off of the virtual dataset (elements of
  * esize bytes; fill: esize bytes, or NULL for zeros). */
 int h5_vds_read(h5_vds_view *w, void *buf, uint64_t off, size_t len, size_t esize, const uint8_t *fill);
