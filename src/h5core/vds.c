@@ -367,12 +367,41 @@ static void unravel(uint64_t *coord, uint64_t e, const uint64_t *dims, unsigned 
 	}
 }
 
-static bool in_box(const h5_vds_src *s, const uint64_t *coord, unsigned last)
+/* Move c to the first coordinate at or after it (row-major) inside the
+ * bounding box of source s; false when there is none. */
+static bool box_next(uint64_t *c, const h5_vds_src *s, unsigned rank)
 {
-	for (unsigned d = 0; d < last; d++)
-		if (coord[d] < s->lo[d] || coord[d] >= s->hi[d])
-			return false;
+	for (unsigned d = 0; d < rank; d++) {
+		if (c[d] < s->lo[d]) {
+			for (unsigned k = d; k < rank; k++)
+				c[k] = s->lo[k];
+			return true;
+		}
+		if (c[d] >= s->hi[d]) {
+			int k = (int)d - 1;
+
+			for (;;) {
+				if (k < 0)
+					return false;
+				if (++c[k] < s->hi[k])
+					break;
+				k--;
+			}
+			for (unsigned j = (unsigned)k + 1; j < rank; j++)
+				c[j] = s->lo[j];
+			return true;
+		}
+	}
 	return true;
+}
+
+static uint64_t ravel(const uint64_t *c, const uint64_t *dims, unsigned rank)
+{
+	uint64_t e = 0;
+
+	for (unsigned d = 0; d < rank; d++)
+		e = e * dims[d] + c[d];
+	return e;
 }
 
 /* Call fn for each piece source s provides of the elements [e0, e0+ne):
@@ -388,15 +417,13 @@ static int visit_source(const h5_vds_view *w, const h5_vds_src *s, uint64_t e0, 
 		uint64_t ord, n, row_left;
 
 		unravel(c, e, w->dims, w->rank);
+		/* skip what lies outside the mapping's bounding box at once */
+		if (!box_next(c, s, w->rank))
+			break;
+		e = ravel(c, w->dims, w->rank);
+		if (e >= end)
+			break;
 		row_left = w->dims[last] - c[last];
-		if (!in_box(s, c, last) || c[last] >= s->hi[last]) {
-			e += row_left;
-			continue;
-		}
-		if (c[last] < s->lo[last]) {
-			e += s->lo[last] - c[last];
-			continue;
-		}
 		if (!h5_sel_locate(&ord, &n, &s->virt, c)) {
 			e += n < row_left ? n : row_left;
 			continue;
