@@ -164,101 +164,6 @@ int h5_append_check(const h5_dataset *d)
 	return rc < 0 ? rc : check_filters(d);
 }
 
-/* ---- object header edits ---------------------------------------------------------
- * A private copy of the header (h5_ohdr_load) is patched; each changed chunk
- * is written back with one pwrite of [first changed byte, end of chunk), so
- * a v2 chunk's checksum lands in the same write as the bytes it covers. */
-
-typedef struct oh_edit {
-	h5_ohdr *oh;
-	size_t *lo;             /* per chunk: first changed byte, or SIZE_MAX */
-	size_t *hi;
-} oh_edit;
-
-static int oh_patch(oh_edit *e, uint64_t addr, const void *bytes, size_t n)
-{
-	for (size_t c = 0; c < e->oh->nchunks; c++) {
-		h5_ohdr_chunk *ch = &e->oh->chunks[c];
-		uint64_t off;
-
-		if (addr < ch->addr || addr - ch->addr > ch->len || ch->len - (addr - ch->addr) < n)
-			continue;
-		off = addr - ch->addr;
-		memcpy(ch->buf + off, bytes, n);
-		if ((size_t)off < e->lo[c])
-			e->lo[c] = (size_t)off;
-		if ((size_t)off + n > e->hi[c])
-			e->hi[c] = (size_t)off + n;
-		return 0;
-	}
-	return h5_err_set(H5_ERR_FORMAT, "object header 0x%llx: address 0x%llx is in none of its chunks",
-			  (unsigned long long)e->oh->addr, (unsigned long long)addr);
-}
-
-static int oh_write_chunk(h5_file *f, oh_edit *e, size_t c)
-{
-	h5_ohdr_chunk *ch = &e->oh->chunks[c];
-	size_t end = e->hi[c];
-	int rc;
-
-	if (e->lo[c] == SIZE_MAX)
-		return 0;
-	if (e->oh->version >= 2) {
-		h5_le_encode(ch->buf + ch->len - 4, h5_checksum_metadata(ch->buf, ch->len - 4), 4);
-		end = ch->len;
-	}
-	rc = h5_file_write(f, ch->addr + e->lo[c], ch->buf + e->lo[c], end - e->lo[c]);
-	e->lo[c] = SIZE_MAX;
-	e->hi[c] = 0;
-	return rc;
-}
-
-static size_t oh_chunk_of(const h5_ohdr *oh, uint64_t addr)
-{
-	for (size_t c = 0; c < oh->nchunks; c++)
-		if (addr >= oh->chunks[c].addr && addr - oh->chunks[c].addr < oh->chunks[c].len)
-			return c;
-	return SIZE_MAX;
-}
-
-/* Set the modification time everywhere the header records one: the
- * modification time messages (IV.A.2.r, IV.A.2.o) and the v2 prefix
- * (whose change time libhdf5's H5O_touch also updates). */
-static int oh_touch(oh_edit *e, uint32_t now)
-{
-	h5_ohdr *oh = e->oh;
-	uint8_t v[16];
-	int rc = 0;
-
-	for (size_t i = 0; i < oh->nmsgs && rc == 0; i++) {
-		const h5_msg *m = &oh->msgs[i];
-
-		if (m->flags & H5_MSG_FLAG_SHARED)
-			continue;
-		if (m->type == H5_MSG_MTIME && m->size >= 8 && m->data[0] == 1) {
-			h5_le_encode(v, now, 4);
-			rc = oh_patch(e, m->addr + 4, v, 4);
-		} else if (m->type == H5_MSG_MTIME_OLD && m->size >= 14) {
-			time_t t = (time_t)now;
-			struct tm tm;
-			char s[32];
-
-			if (!gmtime_r(&t, &tm))
-				continue;
-			snprintf(s, sizeof(s), "%04d%02d%02d%02d%02d%02d", tm.tm_year + 1900, tm.tm_mon + 1,
-				 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
-			rc = oh_patch(e, m->addr, s, 14);
-		}
-	}
-	if (rc == 0 && oh->version >= 2 && oh->has_times) {
-		/* "OHDR", version, flags, then access, modification, change, birth */
-		h5_le_encode(v, now, 4);
-		h5_le_encode(v + 4, now, 4);
-		rc = oh_patch(e, oh->addr + 10, v, 8);
-	}
-	return rc;
-}
-
 /* The dataspace and layout messages must be unshared and stored in this
  * header, because they are rewritten in place. */
 static int find_msgs(const h5_msg **ds, const h5_msg **lay, const h5_ohdr *oh)
@@ -279,34 +184,6 @@ static int find_msgs(const h5_msg **ds, const h5_msg **lay, const h5_ohdr *oh)
 
 /* ---- superblock and layout fields ------------------------------------------------ */
 
-static int write_sb_eoa(h5_file *f, uint64_t eoa)
-{
-	uint64_t rel = f->eoa_field_off - f->base, stored;
-	uint8_t sb[12 + 4 * 8 + 4];
-	size_t sb_len;
-	int rc;
-
-	if (h5_add_overflow(eoa, f->sb_base_field, &stored))
-		return h5_err_set(H5_ERR_LIMIT, "end-of-file address overflows");
-	if (f->sb_version <= 1) {
-		uint8_t v[8];
-
-		h5_le_encode(v, stored, f->fmt.sizeof_addr);
-		return h5_file_write(f, rel, v, f->fmt.sizeof_addr);
-	}
-	/* v2/v3 (II.A): the EOF address, root address and checksum end the
-	 * superblock; they are rewritten in one piece */
-	sb_len = 12 + 4 * (size_t)f->fmt.sizeof_addr + 4;
-	rc = h5_file_read(f, 0, sb, sb_len);
-	if (rc < 0)
-		return rc;
-	if (rel >= sb_len)
-		return h5_err_set(H5_ERR_FORMAT, "superblock: EOF field outside the superblock");
-	h5_le_encode(sb + rel, stored, f->fmt.sizeof_addr);
-	h5_le_encode(sb + sb_len - 4, h5_checksum_metadata(sb, sb_len - 4), 4);
-	return h5_file_write(f, rel, sb + rel, sb_len - (size_t)rel);
-}
-
 static int ea_cparam(h5_ea_cparam *cp, const h5_dataset *d, const h5_fmt *fmt)
 {
 	const h5_layout *l = &d->layout;
@@ -320,24 +197,6 @@ static int ea_cparam(h5_ea_cparam *cp, const h5_dataset *d, const h5_fmt *fmt)
 	cp->data_blk_min_elmts = l->ea_min_elmts;
 	cp->sup_blk_min_data_ptrs = l->ea_min_ptrs;
 	cp->max_dblk_page_nelmts_bits = l->ea_page_bits;
-	return 0;
-}
-
-/* Where the layout message stores the index address (IV.A.2.i, version 4:
- * version, class, flags, dimensionality, dimension size encoding, the
- * dimensions - rank + 1 of them, the last being the element size - index
- * type, the 5 EA parameters, then the address). */
-static int layout_idx_field(uint64_t *addr, const h5_msg *lay, const h5_fmt *fmt)
-{
-	uint64_t off;
-
-	if (lay->size < 5 || lay->data[1] != H5_LAYOUT_CHUNKED)
-		return h5_err_set(H5_ERR_FORMAT, "layout message at 0x%llx: not chunked", (unsigned long long)lay->addr);
-	off = 5 + (uint64_t)lay->data[3] * lay->data[4];
-	if (lay->size < off + 1 + 5 + fmt->sizeof_addr || lay->data[off] != H5_CIDX_EARRAY)
-		return h5_err_set(H5_ERR_FORMAT, "layout message at 0x%llx: no extensible array index field",
-				  (unsigned long long)lay->addr);
-	*addr = lay->addr + off + 1 + 5;
 	return 0;
 }
 
@@ -1005,7 +864,7 @@ static uint64_t reserve_size(const h5_astream *s, uint64_t end)
  * the fsync that follows; the file is cut only after that fsync. */
 static int shrink_eoa(h5_file *f, uint64_t end)
 {
-	return write_sb_eoa(f, end);
+	return h5_superblock_write_eoa(f, end);
 }
 
 static int cut_file(h5_file *f, uint64_t end)
@@ -1050,7 +909,7 @@ static int commit_sync(h5_astream *s)
 static int commit(h5_astream *s, bool partial, bool durable)
 {
 	h5_file *f = s->f;
-	oh_edit e = { 0 };
+	h5_ohdr_edit e = { 0 };
 	const h5_msg *ds, *lay;
 	uint64_t n1, end, new_eoa = 0;
 	bool shrink = false;
@@ -1117,7 +976,7 @@ static int commit(h5_astream *s, bool partial, bool durable)
 		goto out;
 	/* 2. the superblock covers the new space before anything points there */
 	if (new_eoa) {
-		rc = write_sb_eoa(f, new_eoa);
+		rc = h5_superblock_write_eoa(f, new_eoa);
 		if (rc == 0)
 			rc = h5_file_sync(f);
 		if (rc < 0)
@@ -1128,13 +987,13 @@ static int commit(h5_astream *s, bool partial, bool durable)
 	if (h5_ea_writer_hdr_is_new(s->ea)) {
 		uint64_t field = H5_ADDR_UNDEF;
 
-		rc = layout_idx_field(&field, lay, &f->fmt);
+		rc = h5_layout_ea_addr_field(&field, lay, &f->fmt);
 		if (rc == 0) {
 			h5_le_encode(v, h5_ea_writer_hdr(s->ea)->addr, f->fmt.sizeof_addr);
-			rc = oh_patch(&e, field, v, f->fmt.sizeof_addr);
+			rc = h5_ohdr_patch(&e, field, v, f->fmt.sizeof_addr);
 		}
 		if (rc == 0)
-			rc = oh_write_chunk(f, &e, oh_chunk_of(e.oh, field));
+			rc = h5_ohdr_write_chunk(f, &e, h5_ohdr_chunk_of(e.oh, field));
 	} else {
 		rc = h5_ea_writer_commit(s->ea);
 	}
@@ -1144,17 +1003,16 @@ static int commit(h5_astream *s, bool partial, bool durable)
 		goto out;
 	/* 4. modification time, then dims[0] last: the dataspace's chunk is
 	 * written after every other chunk */
-	rc = oh_touch(&e, (uint32_t)time(NULL));
-	dsc = oh_chunk_of(e.oh, ds->addr);
+	rc = h5_ohdr_touch(&e, (uint32_t)time(NULL));
+	dsc = h5_ohdr_chunk_of(e.oh, ds->addr);
 	for (size_t c = 0; rc == 0 && c < e.oh->nchunks; c++)
 		if (c != dsc)
-			rc = oh_write_chunk(f, &e, c);
+			rc = h5_ohdr_write_chunk(f, &e, c);
 	if (rc == 0) {
-		h5_le_encode(v, n1, f->fmt.sizeof_size);
-		rc = oh_patch(&e, ds->addr + (ds->data[0] == 1 ? 8 : 4), v, f->fmt.sizeof_size);
+		rc = h5_dspace_patch_dim0(&e, ds, &f->fmt, n1);
 	}
 	if (rc == 0)
-		rc = oh_write_chunk(f, &e, dsc);
+		rc = h5_ohdr_write_chunk(f, &e, dsc);
 	if (rc == 0 && shrink)
 		rc = shrink_eoa(f, end);
 	if (rc == 0 && durable)

@@ -96,3 +96,14 @@ int h5_dspace_nelmts(const h5_dspace *s, uint64_t *out)
 	*out = n;
 	return 0;
 }
+
+/* Patch the current size of dimension 0 of the dataspace message ds in a
+ * header being edited (appends): the first dimension follows the 8-byte
+ * version 1 prefix or the 4-byte version 2 one (IV.A.2.b). */
+int h5_dspace_patch_dim0(h5_ohdr_edit *e, const h5_msg *ds, const h5_fmt *fmt, uint64_t n)
+{
+	uint8_t v[8];
+
+	h5_le_encode(v, n, fmt->sizeof_size);
+	return h5_ohdr_patch(e, ds->addr + (ds->data[0] == 1 ? 8 : 4), v, fmt->sizeof_size);
+}

@@ -406,3 +406,25 @@ int h5_dtype_decode(h5_dtype **out, const uint8_t *buf, size_t len, size_t *used
 		*used = ret < 0 ? 0 : r.pos;
 	return ret;
 }
+
+/* Whether any part of t is variable-length (such a dataset reads as text). */
+static bool has_vlen_at(const h5_dtype *t, unsigned depth)
+{
+	size_t i;
+
+	if (!t || depth > H5_MAX_DTYPE_DEPTH)
+		return false;
+	if (t->cls == H5T_VLEN)
+		return true;
+	if (t->cls == H5T_COMPOUND) {
+		for (i = 0; i < t->nmembers; i++)
+			if (t->members && has_vlen_at(t->members[i].type, depth + 1))
+				return true;
+	}
+	return (t->cls == H5T_ARRAY || t->cls == H5T_ENUM) && has_vlen_at(t->base, depth + 1);
+}
+
+bool h5_dtype_has_vlen(const h5_dtype *t)
+{
+	return has_vlen_at(t, 0);
+}

@@ -188,6 +188,63 @@ int h5_dataset_extents(h5_extent *out, size_t max, size_t *n, h5_dataset *d, uin
 /* The descriptor of FILE (-1 for memory images); for reading only. */
 int h5_file_fd(const h5_file *f);
 
+/* ---- describing a dataset (describe.c) ---------------------------------- */
+
+/* What h5fs-ls prints about a dataset, in the engine's own vocabulary (the
+ * names user.h5.* xattrs use). Pointers into the dataset (dims, maxdims,
+ * chunk, filters[i].cd) stay valid while it is open; the rest is freed by
+ * h5_dataset_info_clear. */
+typedef enum h5_shape_kind {
+	H5_SHAPE_SCALAR = 0,
+	H5_SHAPE_SIMPLE = 1,
+	H5_SHAPE_NULL = 2
+} h5_shape_kind;
+
+typedef struct h5_filter_info {
+	unsigned id;
+	const char *name;         /* name stored in the file, else the codec's, or NULL */
+	int optional;             /* may be skipped when it fails (flag bit 0) */
+	int available;            /* this build can decode it */
+	size_t ncd;
+	const uint32_t *cd;       /* client data values */
+} h5_filter_info;
+
+/* One mapping of a virtual dataset: virtual selection <- file:dataset
+ * source selection (selections as text, h5_sel_text). */
+typedef struct h5_mapping_info {
+	const char *file;         /* as stored ("." = the same file; may hold %b) */
+	const char *dataset;
+	char *virt_sel;
+	char *src_sel;
+} h5_mapping_info;
+
+typedef struct h5_dataset_info {
+	const char *dtype_class;  /* "integer", "float", ..., "unknown" */
+	unsigned dtype_size;      /* bytes per element (0 unknown) */
+	char *dtype_text;         /* "int32le", "compound[8]{a@0:float64le}", ... */
+	char *dtype_numpy;        /* NumPy typestr as user.h5.dtype, or NULL */
+	h5_shape_kind shape;
+	unsigned rank;
+	const uint64_t *dims;
+	const uint64_t *maxdims;  /* UINT64_MAX for unlimited */
+	int has_maxshape;         /* some maximum differs from the current extent */
+	const char *layout;       /* "compact", "contiguous", "chunked", "virtual", "unknown" */
+	unsigned chunk_rank;      /* chunked only: chunk dims in elements */
+	const uint64_t *chunk;
+	const char *index;        /* chunked only: "btree1", "single", "implicit",
+				   * "farray", "earray", "btree2"; else NULL */
+	size_t n_external;        /* external raw data files (0: none) */
+	size_t nmappings;         /* virtual datasets: the mappings */
+	h5_mapping_info *mappings;
+	size_t nfilters;
+	h5_filter_info *filters;
+	uint64_t logical_size;    /* h5_dataset_size */
+	uint64_t allocated_size;  /* h5_dataset_allocated */
+} h5_dataset_info;
+
+int h5_dataset_describe(h5_dataset_info *out, h5_dataset *d);
+void h5_dataset_info_clear(h5_dataset_info *info);
+
 /* ---- attributes (attr.c, value.c) -------------------------------------- */
 
 typedef struct h5_attr h5_attr;

@@ -286,6 +286,8 @@ void h5_related_free(h5_file *top);
 
 /* superblock.c: find the signature (0, 512, 1024, ...), decode and verify. */
 int h5_superblock_read(h5_file *f);
+/* Rewrite the superblock's end-of-file address (superblock.c). */
+int h5_superblock_write_eoa(h5_file *f, uint64_t eoa);
 /* Pure decoder of a superblock image starting at the signature. */
 int h5_superblock_decode(h5_file *f, const uint8_t *buf, size_t len);
 
@@ -357,6 +359,23 @@ void h5_ohdr_release(h5_file *f, h5_ohdr *oh);
 /* Uncached load / free (used by the cache loader and by tests). */
 int h5_ohdr_load(h5_ohdr **out, h5_file *f, uint64_t addr);
 void h5_ohdr_free(h5_ohdr *oh);
+
+/* Editing a private copy of a header (h5_ohdr_load) in place (ohdr.c):
+ * h5_ohdr_patch changes bytes at a file address inside one of its chunks;
+ * h5_ohdr_write_chunk writes a changed chunk back in one write of [first
+ * changed byte, end of chunk), v2 checksum included; the caller allocates
+ * lo (set to SIZE_MAX) and hi (zeros), one entry per chunk. */
+typedef struct h5_ohdr_edit {
+	h5_ohdr *oh;
+	size_t *lo;             /* per chunk: first changed byte, or SIZE_MAX */
+	size_t *hi;
+} h5_ohdr_edit;
+int h5_ohdr_patch(h5_ohdr_edit *e, uint64_t addr, const void *bytes, size_t n);
+int h5_ohdr_write_chunk(h5_file *f, h5_ohdr_edit *e, size_t c);
+/* Index of the chunk holding addr, SIZE_MAX when none does. */
+size_t h5_ohdr_chunk_of(const h5_ohdr *oh, uint64_t addr);
+/* Set every modification time the header records to now (not written). */
+int h5_ohdr_touch(h5_ohdr_edit *e, uint32_t now);
 /* First message of a type, or NULL. */
 const h5_msg *h5_ohdr_find(const h5_ohdr *oh, uint16_t type);
 /* Count of messages of a type. */
@@ -385,6 +404,9 @@ typedef struct h5_dspace {
 int h5_dspace_decode(h5_dspace *out, const h5_fmt *fmt, const uint8_t *buf, size_t len);
 /* Number of elements (scalar 1, null 0); H5_ERR_LIMIT on overflow. */
 int h5_dspace_nelmts(const h5_dspace *s, uint64_t *out);
+/* Patch the size of dimension 0 in the dataspace message ds of a header
+ * being edited (appends; dspace.c). */
+int h5_dspace_patch_dim0(h5_ohdr_edit *e, const h5_msg *ds, const h5_fmt *fmt, uint64_t n);
 
 typedef enum h5_tclass {
 	H5T_INTEGER = 0, H5T_FLOAT = 1, H5T_TIME = 2, H5T_STRING = 3,
@@ -433,6 +455,8 @@ struct h5_dtype {
 	uint8_t ref_type;       /* 0 object, 1 region */
 };
 
+/* Whether t holds variable-length data anywhere (nested up to H5_MAX_DTYPE_DEPTH). */
+bool h5_dtype_has_vlen(const h5_dtype *t);
 /* Decode a datatype message (all versions, nested up to H5_MAX_DTYPE_DEPTH).
  * *used (optional) receives the bytes consumed. */
 int h5_dtype_decode(h5_dtype **out, const uint8_t *buf, size_t len, size_t *used);
@@ -449,6 +473,9 @@ typedef struct h5_fill {
 /* type is H5_MSG_FILL or H5_MSG_FILL_OLD. */
 int h5_fill_decode(h5_fill *out, uint16_t type, const uint8_t *buf, size_t len);
 void h5_fill_clear(h5_fill *fv);
+/* One element (esize bytes, malloc'd) of the fill fv stores, or *out NULL
+ * meaning zeros; H5_ERR_FORMAT when the stored size is not esize. */
+int h5_fill_elem(uint8_t **out, const h5_fill *fv, uint32_t esize);
 
 enum { H5_LAYOUT_COMPACT = 0, H5_LAYOUT_CONTIGUOUS = 1, H5_LAYOUT_CHUNKED = 2, H5_LAYOUT_VIRTUAL = 3 };
 enum {
@@ -492,6 +519,14 @@ typedef struct h5_layout {
 
 int h5_layout_decode(h5_layout *out, const h5_fmt *fmt, const uint8_t *buf, size_t len);
 void h5_layout_clear(h5_layout *l);
+/* The one vocabulary of layout and chunk index names (user.h5.layout,
+ * user.h5.index, h5fs-ls): "compact", ...; "btree1", "single", "implicit",
+ * "farray", "earray", "btree2"; "unknown" for other values. */
+const char *h5_layout_class_name(unsigned cls);
+const char *h5_layout_index_name(unsigned idx_type);
+/* File address of the extensible array index address inside the stored
+ * layout message lay (v4, chunked, earray), for appends. */
+int h5_layout_ea_addr_field(uint64_t *addr, const h5_msg *lay, const h5_fmt *fmt);
 
 typedef struct h5_filter {
 	uint16_t id;
@@ -677,6 +712,18 @@ int h5_attr_find(h5_attr_msg *out, h5_file *f, uint64_t addr, const char *name, 
 /* Text encodings are refused beyond this size (H5_ERR_LIMIT). */
 #define H5_VALUE_MAX_TEXT ((size_t)16 << 20)
 
+/* The engine's string builder (strbuf.c): grows up to H5_VALUE_MAX_TEXT;
+ * each call returns 0 or an h5_err. h5_sb_printf is for short pieces
+ * (numbers); strings of any length go through h5_sb_puts. */
+typedef struct h5_sb {
+	char *p;
+	size_t len, cap;
+} h5_sb;
+int h5_sb_put(h5_sb *s, const void *d, size_t n);
+int h5_sb_puts(h5_sb *s, const char *str);
+int h5_sb_printf(h5_sb *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int h5_sb_finish(char **out, size_t *len, h5_sb *s);
+
 /* Text of nelmts elements of type t stored at data (data_len bytes, file
  * layout; variable-length data is read from the global heap of f). The
  * rules are in doc/h5fs.1, ATTRIBUTES. *out is malloc'd and NUL-terminated
@@ -759,7 +806,7 @@ struct h5_dataset {
 	uint64_t chunk_bytes;   /* bytes of one full chunk */
 	char **efl_paths;       /* EFL: efl.n resolved external file names */
 	bool has_vlen;          /* dtype contains variable-length data */
-	struct h5_vtext *vtext; /* has_vlen: the text the dataset reads as (dataset.c) */
+	struct h5_vtext *vtext; /* has_vlen: the text the dataset reads as (vlen.c) */
 	struct h5_vds *vds;     /* virtual: the mappings, and them resolved against */
 	struct h5_vds_view *vview; /* the sources (dataset_vds.c) */
 };
@@ -774,8 +821,25 @@ size_t h5_dataset_vds_count(const h5_dataset *d);
 int h5_dataset_vds_extents(h5_extent *out, size_t max, size_t *n, h5_dataset *d, uint64_t off, size_t len);
 
 /* Fill buf with the bytes [off, off+len) of a stream of fill elements
- * (d->fill_elem repeated; the phase is off modulo the element size). */
+ * (d->fill_elem repeated; the phase is off modulo the element size). fillval.c */
 void h5_dataset_fill(const h5_dataset *d, uint8_t *buf, uint64_t off, size_t len);
+/* Decode the messages describing a dataset into d->space, dtype, layout,
+ * fill, pline (and efl when efl is set); d->f must be set. dataset.c */
+int h5_dataset_msgs_decode(h5_dataset *d, const h5_ohdr *oh, bool efl);
+void h5_dataset_msgs_clear(h5_dataset *d);
+/* Read [off, off+len) of the stored bytes (what the layout holds, before
+ * any text rendering); the caller checked the bounds. */
+int h5_dataset_read_raw(h5_dataset *d, uint8_t *buf, uint64_t off, size_t len);
+
+/* A dataset of a type holding variable-length data reads as text (vlen.c):
+ * the text is measured once, on first use (h5_vtext_ensure), and read by
+ * window; h5_vtext_read's caller checked off+len <= h5_vtext_size(). */
+typedef struct h5_vtext h5_vtext;
+int h5_vtext_new(h5_vtext **out);
+void h5_vtext_free(h5_vtext *vt);
+int h5_vtext_ensure(h5_vtext **out, h5_dataset *d);
+uint64_t h5_vtext_size(const h5_vtext *vt);
+int h5_vtext_read(h5_dataset *d, const h5_vtext *vt, uint8_t *out, uint64_t off, size_t len);
 
 /* Look up chunk `scaled` (chunk coordinates, dataset rank entries). */
 int h5_chunk_index_open(h5_chunk_index **out, h5_dataset *d);

@@ -242,3 +242,48 @@ out:
 		h5_layout_clear(out);
 	return ret;
 }
+
+/* Names for users (xattrs user.h5.layout/index, h5fs-ls): one vocabulary.
+ * When chunk indexes become an ops table, h5_layout_index_name returns
+ * the table entry's name. */
+const char *h5_layout_class_name(unsigned cls)
+{
+	switch (cls) {
+	case H5_LAYOUT_COMPACT: return "compact";
+	case H5_LAYOUT_CONTIGUOUS: return "contiguous";
+	case H5_LAYOUT_CHUNKED: return "chunked";
+	case H5_LAYOUT_VIRTUAL: return "virtual";
+	default: return "unknown";
+	}
+}
+
+const char *h5_layout_index_name(unsigned idx_type)
+{
+	switch (idx_type) {
+	case H5_CIDX_BTREE1: return "btree1";
+	case H5_CIDX_SINGLE: return "single";
+	case H5_CIDX_IMPLICIT: return "implicit";
+	case H5_CIDX_FARRAY: return "farray";
+	case H5_CIDX_EARRAY: return "earray";
+	case H5_CIDX_BTREE2: return "btree2";
+	default: return "unknown";
+	}
+}
+
+/* Where the layout message stores the index address (IV.A.2.i, version 4:
+ * version, class, flags, dimensionality, dimension size encoding, the
+ * dimensions - rank + 1 of them, the last being the element size - index
+ * type, the 5 EA parameters, then the address). */
+int h5_layout_ea_addr_field(uint64_t *addr, const h5_msg *lay, const h5_fmt *fmt)
+{
+	uint64_t off;
+
+	if (lay->size < 5 || lay->data[1] != H5_LAYOUT_CHUNKED)
+		return h5_err_set(H5_ERR_FORMAT, "layout message at 0x%llx: not chunked", (unsigned long long)lay->addr);
+	off = 5 + (uint64_t)lay->data[3] * lay->data[4];
+	if (lay->size < off + 1 + 5 + fmt->sizeof_addr || lay->data[off] != H5_CIDX_EARRAY)
+		return h5_err_set(H5_ERR_FORMAT, "layout message at 0x%llx: no extensible array index field",
+				  (unsigned long long)lay->addr);
+	*addr = lay->addr + off + 1 + 5;
+	return 0;
+}

@@ -390,3 +390,33 @@ int h5_superblock_read(h5_file *f)
 	}
 	return 0;
 }
+
+/* Rewrite the superblock's end-of-file address (II.A) with eoa (relative
+ * to the base address), checksum included for v2/v3; used by appends. */
+int h5_superblock_write_eoa(h5_file *f, uint64_t eoa)
+{
+	uint64_t rel = f->eoa_field_off - f->base, stored;
+	uint8_t sb[12 + 4 * 8 + 4];
+	size_t sb_len;
+	int rc;
+
+	if (h5_add_overflow(eoa, f->sb_base_field, &stored))
+		return h5_err_set(H5_ERR_LIMIT, "end-of-file address overflows");
+	if (f->sb_version <= 1) {
+		uint8_t v[8];
+
+		h5_le_encode(v, stored, f->fmt.sizeof_addr);
+		return h5_file_write(f, rel, v, f->fmt.sizeof_addr);
+	}
+	/* v2/v3 (II.A): the EOF address, root address and checksum end the
+	 * superblock; they are rewritten in one piece */
+	sb_len = 12 + 4 * (size_t)f->fmt.sizeof_addr + 4;
+	rc = h5_file_read(f, 0, sb, sb_len);
+	if (rc < 0)
+		return rc;
+	if (rel >= sb_len)
+		return h5_err_set(H5_ERR_FORMAT, "superblock: EOF field outside the superblock");
+	h5_le_encode(sb + rel, stored, f->fmt.sizeof_addr);
+	h5_le_encode(sb + sb_len - 4, h5_checksum_metadata(sb, sb_len - 4), 4);
+	return h5_file_write(f, rel, sb + rel, sb_len - (size_t)rel);
+}

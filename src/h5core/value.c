@@ -18,74 +18,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-/* ---- bounded string builder ------------------------------------------- */
-
-typedef struct sb {
-	char *p;
-	size_t len, cap;
-} sb;
-
-static int sb_put(sb *s, const void *d, size_t n)
-{
-	if (n > H5_VALUE_MAX_TEXT - s->len)
-		return h5_err_set(H5_ERR_LIMIT, "value text longer than %zu bytes", H5_VALUE_MAX_TEXT);
-	if (s->len + n + 1 > s->cap) {
-		size_t ncap = s->cap ? s->cap : 64;
-		char *np;
-
-		while (ncap < s->len + n + 1)
-			ncap *= 2;
-		np = realloc(s->p, ncap);
-		if (!np)
-			return h5_err_set(H5_ERR_NOMEM, "out of memory formatting a value");
-		s->p = np;
-		s->cap = ncap;
-	}
-	if (n)
-		memcpy(s->p + s->len, d, n);
-	s->len += n;
-	s->p[s->len] = '\0';
-	return 0;
-}
-
-static int sb_puts(sb *s, const char *str)
-{
-	return sb_put(s, str, strlen(str));
-}
-
-static int sb_printf(sb *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int sb_printf(sb *s, const char *fmt, ...)
-{
-	char tmp[128];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= sizeof(tmp))
-		return h5_err_set(H5_ERR_INVAL, "internal: formatted number too long");
-	return sb_put(s, tmp, (size_t)n);
-}
-
-/* Hand the text over; an empty value is still a valid (1-byte) buffer. */
-static int sb_finish(char **out, size_t *len, sb *s)
-{
-	if (!s->p) {
-		int rc = sb_put(s, "", 0);
-
-		if (rc < 0)
-			return rc;
-	}
-	*out = s->p;
-	*len = s->len;
-	s->p = NULL;
-	return 0;
-}
-
 static const char hexdig[] = "0123456789abcdef";
 
-static int sb_hex(sb *s, const uint8_t *p, size_t n, bool reverse)
+static int sb_hex(h5_sb *s, const uint8_t *p, size_t n, bool reverse)
 {
 	int rc = 0;
 
@@ -93,14 +28,14 @@ static int sb_hex(sb *s, const uint8_t *p, size_t n, bool reverse)
 		uint8_t b = p[reverse ? n - 1 - i : i];
 		char two[2] = { hexdig[b >> 4], hexdig[b & 15] };
 
-		rc = sb_put(s, two, 2);
+		rc = h5_sb_put(s, two, 2);
 	}
 	return rc;
 }
 
-static int sb_put_hex(sb *s, const char *prefix, const uint8_t *p, size_t n, bool reverse)
+static int sb_put_hex(h5_sb *s, const char *prefix, const uint8_t *p, size_t n, bool reverse)
 {
-	int rc = sb_puts(s, prefix);
+	int rc = h5_sb_puts(s, prefix);
 
 	return rc ? rc : sb_hex(s, p, n, reverse);
 }
@@ -128,7 +63,7 @@ static uint64_t le_bits(const uint8_t *le, size_t pos, unsigned n)
 	return v;
 }
 
-static int fmt_integer(sb *s, const h5_dtype *t, const uint8_t *p)
+static int fmt_integer(h5_sb *s, const h5_dtype *t, const uint8_t *p)
 {
 	uint8_t le[8];
 	uint64_t v;
@@ -143,9 +78,9 @@ static int fmt_integer(sb *s, const h5_dtype *t, const uint8_t *p)
 		/* sign-extend from the precision's top bit */
 		if (prec < 64)
 			v |= ~(uint64_t)0 << prec;
-		return sb_printf(s, "%lld", (long long)(int64_t)v);
+		return h5_sb_printf(s, "%lld", (long long)(int64_t)v);
 	}
-	return sb_printf(s, "%llu", (unsigned long long)v);
+	return h5_sb_printf(s, "%llu", (unsigned long long)v);
 }
 
 /* ---- floats --------------------------------------------------------------
@@ -255,7 +190,7 @@ static bool fp_roundtrips(const char *txt, double v, const fpfmt *ff)
 
 /* Python's repr() layout of the digits of "%.*e" output: positional for
  * exponents -4..15 (with ".0" when integral), else d.ddde+XX. */
-static int fmt_repr(sb *s, const char *e_txt)
+static int fmt_repr(h5_sb *s, const char *e_txt)
 {
 	char digits[40], out[64];
 	const char *p = e_txt;
@@ -301,19 +236,19 @@ static int fmt_repr(sb *s, const char *e_txt)
 		}
 		snprintf(out + o, sizeof(out) - o, "e%c%02d", ex < 0 ? '-' : '+', ex < 0 ? -ex : ex);
 	}
-	return sb_puts(s, out);
+	return h5_sb_puts(s, out);
 }
 
-static int fmt_double(sb *s, double v, const fpfmt *ff)
+static int fmt_double(h5_sb *s, double v, const fpfmt *ff)
 {
 	char txt[40];
 
 	if (isnan(v))
-		return sb_puts(s, "nan");
+		return h5_sb_puts(s, "nan");
 	if (isinf(v))
-		return sb_puts(s, v < 0 ? "-inf" : "inf");
+		return h5_sb_puts(s, v < 0 ? "-inf" : "inf");
 	if (v == 0)
-		return sb_puts(s, signbit(v) ? "-0.0" : "0.0");
+		return h5_sb_puts(s, signbit(v) ? "-0.0" : "0.0");
 	for (int d = 1; d <= 17; d++) {
 		snprintf(txt, sizeof(txt), "%.*e", d - 1, v);
 		if (fp_roundtrips(txt, v, ff))
@@ -323,7 +258,7 @@ static int fmt_double(sb *s, double v, const fpfmt *ff)
 	return fmt_repr(s, txt);
 }
 
-static int fmt_float(sb *s, const h5_dtype *t, const uint8_t *p)
+static int fmt_float(h5_sb *s, const h5_dtype *t, const uint8_t *p)
 {
 	long double v = 0;
 	fpfmt ff;
@@ -341,34 +276,34 @@ static int fmt_float(sb *s, const h5_dtype *t, const uint8_t *p)
 /* ---- strings ------------------------------------------------------------ */
 
 /* Quoted form used inside containers: "..." with \" \\ and C escapes. */
-static int put_quoted(sb *s, const uint8_t *p, size_t n)
+static int put_quoted(h5_sb *s, const uint8_t *p, size_t n)
 {
-	int rc = sb_put(s, "\"", 1);
+	int rc = h5_sb_put(s, "\"", 1);
 
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		uint8_t c = p[i];
 
 		if (c == '"' || c == '\\') {
 			char e[2] = { '\\', (char)c };
-			rc = sb_put(s, e, 2);
+			rc = h5_sb_put(s, e, 2);
 		} else if (c == '\n') {
-			rc = sb_put(s, "\\n", 2);
+			rc = h5_sb_put(s, "\\n", 2);
 		} else if (c == '\t') {
-			rc = sb_put(s, "\\t", 2);
+			rc = h5_sb_put(s, "\\t", 2);
 		} else if (c == '\r') {
-			rc = sb_put(s, "\\r", 2);
+			rc = h5_sb_put(s, "\\r", 2);
 		} else if (c < 0x20 || c == 0x7f) {
-			rc = sb_printf(s, "\\x%02x", c);
+			rc = h5_sb_printf(s, "\\x%02x", c);
 		} else {
-			rc = sb_put(s, &c, 1);
+			rc = h5_sb_put(s, &c, 1);
 		}
 	}
-	return rc ? rc : sb_put(s, "\"", 1);
+	return rc ? rc : h5_sb_put(s, "\"", 1);
 }
 
-static int put_string(sb *s, const uint8_t *p, size_t n, bool quoted)
+static int put_string(h5_sb *s, const uint8_t *p, size_t n, bool quoted)
 {
-	return quoted ? put_quoted(s, p, n) : sb_put(s, p, n);
+	return quoted ? put_quoted(s, p, n) : h5_sb_put(s, p, n);
 }
 
 /* Fixed-length string (class 3): the value ends at the first NUL for every
@@ -449,7 +384,7 @@ static int vl_read(uint8_t **obj, size_t *len, h5_file *f, const h5_dtype *t, co
 
 /* ---- any element --------------------------------------------------------- */
 
-static int fmt_elem(sb *s, h5_file *f, const h5_dtype *t, const uint8_t *p, unsigned depth, bool nested);
+static int fmt_elem(h5_sb *s, h5_file *f, const h5_dtype *t, const uint8_t *p, unsigned depth, bool nested);
 
 static bool is_string(const h5_dtype *t)
 {
@@ -457,14 +392,14 @@ static bool is_string(const h5_dtype *t)
 }
 
 /* "[a, b, ...]" over the dims [dim, rank) of an array type, C order. */
-static int fmt_array_dims(sb *s, h5_file *f, const h5_dtype *t, const uint8_t **p, unsigned dim,
+static int fmt_array_dims(h5_sb *s, h5_file *f, const h5_dtype *t, const uint8_t **p, unsigned dim,
 			  unsigned depth)
 {
-	int rc = sb_put(s, "[", 1);
+	int rc = h5_sb_put(s, "[", 1);
 
 	for (uint32_t i = 0; i < t->adims[dim] && rc == 0; i++) {
 		if (i)
-			rc = sb_put(s, ", ", 2);
+			rc = h5_sb_put(s, ", ", 2);
 		if (rc)
 			break;
 		if (dim + 1 < t->arank) {
@@ -474,38 +409,38 @@ static int fmt_array_dims(sb *s, h5_file *f, const h5_dtype *t, const uint8_t **
 			*p += t->base->size;
 		}
 	}
-	return rc ? rc : sb_put(s, "]", 1);
+	return rc ? rc : h5_sb_put(s, "]", 1);
 }
 
-static int fmt_enum(sb *s, const h5_dtype *t, const uint8_t *p)
+static int fmt_enum(h5_sb *s, const h5_dtype *t, const uint8_t *p)
 {
 	for (size_t i = 0; i < t->nmembers; i++)
 		if (t->enum_values && memcmp(t->enum_values + i * t->size, p, t->size) == 0)
-			return sb_puts(s, t->enum_names[i]);
+			return h5_sb_puts(s, t->enum_names[i]);
 	/* a value that names no member: the number */
 	return fmt_integer(s, t->base, p);
 }
 
-static int fmt_compound(sb *s, h5_file *f, const h5_dtype *t, const uint8_t *p, unsigned depth)
+static int fmt_compound(h5_sb *s, h5_file *f, const h5_dtype *t, const uint8_t *p, unsigned depth)
 {
-	int rc = sb_put(s, "{", 1);
+	int rc = h5_sb_put(s, "{", 1);
 
 	for (size_t i = 0; i < t->nmembers && rc == 0; i++) {
 		const h5_dtype_member *m = &t->members[i];
 
 		if (i)
-			rc = sb_put(s, ", ", 2);
+			rc = h5_sb_put(s, ", ", 2);
 		if (rc == 0)
-			rc = sb_puts(s, m->name);
+			rc = h5_sb_puts(s, m->name);
 		if (rc == 0)
-			rc = sb_put(s, ": ", 2);
+			rc = h5_sb_put(s, ": ", 2);
 		if (rc == 0)
 			rc = fmt_elem(s, f, m->type, p + m->offset, depth + 1, true);
 	}
-	return rc ? rc : sb_put(s, "}", 1);
+	return rc ? rc : h5_sb_put(s, "}", 1);
 }
 
-static int fmt_vlen(sb *s, h5_file *f, const h5_dtype *t, const uint8_t *p, unsigned depth, bool nested)
+static int fmt_vlen(h5_sb *s, h5_file *f, const h5_dtype *t, const uint8_t *p, unsigned depth, bool nested)
 {
 	uint8_t *obj = NULL;
 	size_t len = 0;
@@ -521,33 +456,33 @@ static int fmt_vlen(sb *s, h5_file *f, const h5_dtype *t, const uint8_t *p, unsi
 	} else {
 		size_t n = t->base->size ? len / t->base->size : 0;
 
-		rc = sb_put(s, "[", 1);
+		rc = h5_sb_put(s, "[", 1);
 		for (size_t i = 0; i < n && rc == 0; i++) {
 			if (i)
-				rc = sb_put(s, ", ", 2);
+				rc = h5_sb_put(s, ", ", 2);
 			if (rc == 0)
 				rc = fmt_elem(s, f, t->base, obj + i * t->base->size, depth + 1, true);
 		}
 		if (rc == 0)
-			rc = sb_put(s, "]", 1);
+			rc = h5_sb_put(s, "]", 1);
 	}
 	free(obj);
 	return rc;
 }
 
-static int fmt_reference(sb *s, h5_file *f, const h5_dtype *t, const uint8_t *p)
+static int fmt_reference(h5_sb *s, h5_file *f, const h5_dtype *t, const uint8_t *p)
 {
 	unsigned asz = f ? f->fmt.sizeof_addr : 8;
 
 	if (t->ref_type == 0 && t->size >= asz) {
 		uint64_t a = h5_le_decode(p, asz);
 
-		return sb_printf(s, "obj:0x%llx", (unsigned long long)a);
+		return h5_sb_printf(s, "obj:0x%llx", (unsigned long long)a);
 	}
 	return sb_put_hex(s, t->ref_type == 1 ? "region:" : "ref:", p, t->size, false);
 }
 
-static int fmt_elem(sb *s, h5_file *f, const h5_dtype *t, const uint8_t *p, unsigned depth, bool nested)
+static int fmt_elem(h5_sb *s, h5_file *f, const h5_dtype *t, const uint8_t *p, unsigned depth, bool nested)
 {
 	/* dtype.c limits nesting; vlen nesting adds no depth beyond the type's */
 	if (depth > H5_MAX_DTYPE_DEPTH + 1)
@@ -593,7 +528,7 @@ int h5_value_text(char **out, size_t *out_len, h5_file *f, const h5_dtype *t,
 		  const uint8_t *data, size_t data_len, uint64_t nelmts)
 {
 	const char *sep = is_string(t) ? "\n" : ", ";
-	sb s = { 0 };
+	h5_sb s = { 0 };
 	int rc;
 
 	*out = NULL;
@@ -603,12 +538,12 @@ int h5_value_text(char **out, size_t *out_len, h5_file *f, const h5_dtype *t,
 		return rc;
 	for (uint64_t i = 0; i < nelmts && rc == 0; i++) {
 		if (i)
-			rc = sb_puts(&s, sep);
+			rc = h5_sb_puts(&s, sep);
 		if (rc == 0)
 			rc = fmt_elem(&s, f, t, data + i * t->size, 1, false);
 	}
 	if (rc == 0)
-		rc = sb_finish(out, out_len, &s);
+		rc = h5_sb_finish(out, out_len, &s);
 	free(s.p);
 	return rc;
 }
@@ -616,7 +551,7 @@ int h5_value_text(char **out, size_t *out_len, h5_file *f, const h5_dtype *t,
 int h5_value_raw(uint8_t **out, size_t *out_len, h5_file *f, const h5_dtype *t,
 		 const uint8_t *data, size_t data_len, uint64_t nelmts)
 {
-	sb s = { 0 };
+	h5_sb s = { 0 };
 	int rc;
 
 	*out = NULL;
@@ -631,18 +566,18 @@ int h5_value_raw(uint8_t **out, size_t *out_len, h5_file *f, const h5_dtype *t,
 			size_t len = 0;
 
 			if (i)
-				rc = sb_put(&s, "", 1);
+				rc = h5_sb_put(&s, "", 1);
 			if (rc == 0)
 				rc = vl_read(&obj, &len, f, t, data + i * t->size);
 			if (rc == 0)
-				rc = sb_put(&s, obj, len);
+				rc = h5_sb_put(&s, obj, len);
 			free(obj);
 		}
 	} else {
-		rc = sb_put(&s, data, (size_t)(nelmts * t->size));
+		rc = h5_sb_put(&s, data, (size_t)(nelmts * t->size));
 	}
 	if (rc == 0)
-		rc = sb_finish((char **)out, out_len, &s);
+		rc = h5_sb_finish((char **)out, out_len, &s);
 	free(s.p);
 	return rc;
 }
@@ -657,7 +592,7 @@ static bool is_h5py_bool(const h5_dtype *t)
 	       strcmp(t->enum_names[1], "TRUE") == 0 && t->enum_values[1] == 1;
 }
 
-static int put_typestr(sb *s, const h5_dtype *t)
+static int put_typestr(h5_sb *s, const h5_dtype *t)
 {
 	char order = t->size == 1 ? '|' : t->big_endian ? '>' : '<';
 	bool pow2 = t->size == 1 || t->size == 2 || t->size == 4 || t->size == 8;
@@ -665,77 +600,77 @@ static int put_typestr(sb *s, const h5_dtype *t)
 	switch (t->cls) {
 	case H5T_INTEGER:
 		if (pow2)
-			return sb_printf(s, "%c%c%u", order, t->is_signed ? 'i' : 'u', t->size);
+			return h5_sb_printf(s, "%c%c%u", order, t->is_signed ? 'i' : 'u', t->size);
 		break;
 	case H5T_BITFIELD:
 		if (pow2)
-			return sb_printf(s, "%cu%u", order, t->size);
+			return h5_sb_printf(s, "%cu%u", order, t->size);
 		break;
 	case H5T_FLOAT:
 		if ((t->bits & 0x41) != 0x41)
-			return sb_printf(s, "%cf%u", order, t->size);
+			return h5_sb_printf(s, "%cf%u", order, t->size);
 		break;
 	case H5T_ENUM:
 		if (is_h5py_bool(t))
-			return sb_puts(s, "|b1");
+			return h5_sb_puts(s, "|b1");
 		return put_typestr(s, t->base);
 	case H5T_STRING:
-		return sb_printf(s, "|S%u", t->size);
+		return h5_sb_printf(s, "|S%u", t->size);
 	case H5T_VLEN:
-		return sb_puts(s, "|O");
+		return h5_sb_puts(s, "|O");
 	default:
 		break;
 	}
-	return sb_printf(s, "|V%u", t->size);
+	return h5_sb_printf(s, "|V%u", t->size);
 }
 
 int h5_value_typestr(char **out, const h5_dtype *t)
 {
-	sb s = { 0 };
+	h5_sb s = { 0 };
 	size_t len;
 	int rc = put_typestr(&s, t);
 
 	*out = NULL;
 	if (rc == 0)
-		rc = sb_finish(out, &len, &s);
+		rc = h5_sb_finish(out, &len, &s);
 	free(s.p);
 	return rc;
 }
 
 /* A Python string literal ('...') of a member name. */
-static int put_pystr(sb *s, const char *str)
+static int put_pystr(h5_sb *s, const char *str)
 {
-	int rc = sb_put(s, "'", 1);
+	int rc = h5_sb_put(s, "'", 1);
 
 	for (const uint8_t *p = (const uint8_t *)str; *p && rc == 0; p++) {
 		if (*p == '\'' || *p == '\\') {
 			char e[2] = { '\\', (char)*p };
-			rc = sb_put(s, e, 2);
+			rc = h5_sb_put(s, e, 2);
 		} else if (*p < 0x20 || *p == 0x7f) {
-			rc = sb_printf(s, "\\x%02x", *p);
+			rc = h5_sb_printf(s, "\\x%02x", *p);
 		} else {
-			rc = sb_put(s, p, 1);
+			rc = h5_sb_put(s, p, 1);
 		}
 	}
-	return rc ? rc : sb_put(s, "'", 1);
+	return rc ? rc : h5_sb_put(s, "'", 1);
 }
 
-static int put_descr(sb *s, const h5_dtype *t, unsigned depth);
+static int put_descr(h5_sb *s, const h5_dtype *t, unsigned depth);
 
-static int put_shape(sb *s, const h5_dtype *t)
+static int put_shape(h5_sb *s, const h5_dtype *t)
 {
-	int rc = sb_put(s, "(", 1);
+	int rc = h5_sb_put(s, "(", 1);
 
 	for (unsigned i = 0; i < t->arank && rc == 0; i++)
-		rc = sb_printf(s, "%s%u", i ? ", " : "", t->adims[i]);
+		rc = h5_sb_printf(s, "%s%u", i ? ", " : "", t->adims[i]);
 	if (rc == 0 && t->arank == 1)
-		rc = sb_put(s, ",", 1);
-	return rc ? rc : sb_put(s, ")", 1);
+		rc = h5_sb_put(s, ",", 1);
+	return rc ? rc : h5_sb_put(s, ")", 1);
 }
 
 /* The format of a field: a typestr, a nested description, or for arrays
  * (base, (shape)). */
-static int put_format(sb *s, const h5_dtype *t, unsigned depth)
+static int put_format(h5_sb *s, const h5_dtype *t, unsigned depth)
 {
 	int rc;
 
@@ -744,19 +679,19 @@ static int put_format(sb *s, const h5_dtype *t, unsigned depth)
 	if (t->cls == H5T_COMPOUND)
 		return put_descr(s, t, depth + 1);
 	if (t->cls != H5T_ARRAY) {
-		rc = sb_put(s, "'", 1);
+		rc = h5_sb_put(s, "'", 1);
 		if (rc == 0)
 			rc = put_typestr(s, t);
-		return rc ? rc : sb_put(s, "'", 1);
+		return rc ? rc : h5_sb_put(s, "'", 1);
 	}
-	rc = sb_put(s, "(", 1);
+	rc = h5_sb_put(s, "(", 1);
 	if (rc == 0)
 		rc = put_format(s, t->base, depth + 1);
 	if (rc == 0)
-		rc = sb_put(s, ", ", 2);
+		rc = h5_sb_put(s, ", ", 2);
 	if (rc == 0)
 		rc = put_shape(s, t);
-	return rc ? rc : sb_put(s, ")", 1);
+	return rc ? rc : h5_sb_put(s, ")", 1);
 }
 
 /* Fields packed in order with no gap: the list form is exact. */
@@ -775,7 +710,7 @@ static bool compound_packed(const h5_dtype *t)
 /* Compound: [('x', '<i4'), ...] when packed, else numpy's dict form with
  * offsets and itemsize; array: (base, (shape)). np.dtype(eval(text))
  * rebuilds the element layout exactly. */
-static int put_descr(sb *s, const h5_dtype *t, unsigned depth)
+static int put_descr(h5_sb *s, const h5_dtype *t, unsigned depth)
 {
 	int rc = 0;
 
@@ -784,50 +719,50 @@ static int put_descr(sb *s, const h5_dtype *t, unsigned depth)
 	if (t->cls != H5T_COMPOUND)
 		return put_format(s, t, depth);
 	if (compound_packed(t)) {
-		rc = sb_put(s, "[", 1);
+		rc = h5_sb_put(s, "[", 1);
 		for (size_t i = 0; i < t->nmembers && rc == 0; i++) {
 			const h5_dtype *mt = t->members[i].type;
 
-			rc = sb_puts(s, i ? ", (" : "(");
+			rc = h5_sb_puts(s, i ? ", (" : "(");
 			if (rc == 0)
 				rc = put_pystr(s, t->members[i].name);
 			if (rc == 0)
-				rc = sb_put(s, ", ", 2);
+				rc = h5_sb_put(s, ", ", 2);
 			if (rc == 0 && mt->cls == H5T_ARRAY) {
 				rc = put_format(s, mt->base, depth + 1);
 				if (rc == 0)
-					rc = sb_put(s, ", ", 2);
+					rc = h5_sb_put(s, ", ", 2);
 				if (rc == 0)
 					rc = put_shape(s, mt);
 			} else if (rc == 0) {
 				rc = put_format(s, mt, depth + 1);
 			}
 			if (rc == 0)
-				rc = sb_put(s, ")", 1);
+				rc = h5_sb_put(s, ")", 1);
 		}
-		return rc ? rc : sb_put(s, "]", 1);
+		return rc ? rc : h5_sb_put(s, "]", 1);
 	}
-	rc = sb_puts(s, "{'names': [");
+	rc = h5_sb_puts(s, "{'names': [");
 	for (size_t i = 0; i < t->nmembers && rc == 0; i++) {
 		if (i)
-			rc = sb_put(s, ", ", 2);
+			rc = h5_sb_put(s, ", ", 2);
 		if (rc == 0)
 			rc = put_pystr(s, t->members[i].name);
 	}
 	if (rc == 0)
-		rc = sb_puts(s, "], 'formats': [");
+		rc = h5_sb_puts(s, "], 'formats': [");
 	for (size_t i = 0; i < t->nmembers && rc == 0; i++) {
 		if (i)
-			rc = sb_put(s, ", ", 2);
+			rc = h5_sb_put(s, ", ", 2);
 		if (rc == 0)
 			rc = put_format(s, t->members[i].type, depth + 1);
 	}
 	if (rc == 0)
-		rc = sb_puts(s, "], 'offsets': [");
+		rc = h5_sb_puts(s, "], 'offsets': [");
 	for (size_t i = 0; i < t->nmembers && rc == 0; i++)
-		rc = sb_printf(s, "%s%u", i ? ", " : "", t->members[i].offset);
+		rc = h5_sb_printf(s, "%s%u", i ? ", " : "", t->members[i].offset);
 	if (rc == 0)
-		rc = sb_printf(s, "], 'itemsize': %u}", t->size);
+		rc = h5_sb_printf(s, "], 'itemsize': %u}", t->size);
 	return rc;
 }
 
@@ -840,146 +775,62 @@ void h5_meta_clear(h5_meta *m)
 	memset(m, 0, sizeof(*m));
 }
 
-/* Decode the first message of `type` (shared ones followed) with decode. */
-typedef int (*meta_dec_fn)(void *out, h5_file *f, uint16_t type, const uint8_t *buf, size_t len);
-
-static int meta_msg(void *out, h5_file *f, const h5_ohdr *oh, uint16_t type, meta_dec_fn decode, const char *what)
-{
-	const h5_msg *m = h5_ohdr_find(oh, type);
-	const uint8_t *data;
-	size_t len;
-	void *owned = NULL;
-	int rc;
-
-	if (!m)
-		return H5_ERR_NOTFOUND;
-	rc = h5_msg_read(&data, &len, &owned, f, m);
-	if (rc == 0)
-		rc = decode(out, f, type, data, len);
-	free(owned);
-	if (rc < 0)
-		return h5_err_wrap(rc, "dataset 0x%llx, %s message: ", (unsigned long long)oh->addr, what);
-	return 0;
-}
-
-static int md_dtype(void *o, h5_file *f, uint16_t ty, const uint8_t *b, size_t l)
-{
-	(void)f, (void)ty;
-	return h5_dtype_decode(o, b, l, NULL);
-}
-
-static int md_dspace(void *o, h5_file *f, uint16_t ty, const uint8_t *b, size_t l)
-{
-	(void)ty;
-	return h5_dspace_decode(o, &f->fmt, b, l);
-}
-
-static int md_layout(void *o, h5_file *f, uint16_t ty, const uint8_t *b, size_t l)
-{
-	(void)ty;
-	return h5_layout_decode(o, &f->fmt, b, l);
-}
-
-static int md_pline(void *o, h5_file *f, uint16_t ty, const uint8_t *b, size_t l)
-{
-	(void)f, (void)ty;
-	return h5_pline_decode(o, b, l);
-}
-
-static int md_fill(void *o, h5_file *f, uint16_t ty, const uint8_t *b, size_t l)
-{
-	(void)f;
-	return h5_fill_decode(o, ty, b, l);
-}
-
-static int put_dims(sb *s, unsigned rank, const uint64_t *dims)
+static int put_dims(h5_sb *s, unsigned rank, const uint64_t *dims)
 {
 	int rc = 0;
 
 	for (unsigned i = 0; i < rank && rc == 0; i++) {
 		if (dims[i] == H5_UNLIMITED)
-			rc = sb_printf(s, "%sinf", i ? "," : "");
+			rc = h5_sb_printf(s, "%sinf", i ? "," : "");
 		else
-			rc = sb_printf(s, "%s%llu", i ? "," : "", (unsigned long long)dims[i]);
+			rc = h5_sb_printf(s, "%s%llu", i ? "," : "", (unsigned long long)dims[i]);
 	}
 	return rc;
-}
-
-static const char *cidx_name(unsigned idx)
-{
-	switch (idx) {
-	case H5_CIDX_BTREE1: return "btree1";
-	case H5_CIDX_SINGLE: return "single";
-	case H5_CIDX_IMPLICIT: return "implicit";
-	case H5_CIDX_FARRAY: return "farray";
-	case H5_CIDX_EARRAY: return "earray";
-	case H5_CIDX_BTREE2: return "btree2";
-	default: return "unknown";
-	}
 }
 
 struct meta_src {
 	h5_file *f;
 	const h5_ohdr *oh;
-	h5_dtype *dtype;
-	h5_dspace space;
-	h5_layout layout;
-	bool have_pline;
-	h5_pline pline;
-	bool have_fill;
-	h5_fill fill;
+	h5_dataset d;           /* only its messages (h5_dataset_msgs_decode) */
 };
 
-static bool has_vlen(const h5_dtype *t, unsigned depth)
-{
-	if (!t || depth > H5_MAX_DTYPE_DEPTH)
-		return false;
-	if (t->cls == H5T_VLEN)
-		return true;
-	if (t->cls == H5T_COMPOUND)
-		for (size_t i = 0; i < t->nmembers; i++)
-			if (t->members && has_vlen(t->members[i].type, depth + 1))
-				return true;
-	return (t->cls == H5T_ARRAY || t->cls == H5T_ENUM) && has_vlen(t->base, depth + 1);
-}
-
 /* One key's value into s; H5_ERR_NOTFOUND when it does not apply. */
-static int meta_value(sb *s, struct meta_src *m, const char *key)
+static int meta_value(h5_sb *s, struct meta_src *m, const char *key)
 {
-	const h5_dtype *t = m->dtype;
+	const h5_dtype *t = m->d.dtype;
 	int rc;
 
-	/* A type holding variable-length data reads as text (dataset.c):
+	/* A type holding variable-length data reads as text (vlen.c):
 	 * there is no element layout to describe, whatever the outer class. */
 	if (strcmp(key, "dtype") == 0)
-		return has_vlen(t, 0) ? sb_puts(s, "|O") : put_typestr(s, t);
+		return h5_dtype_has_vlen(t) ? h5_sb_puts(s, "|O") : put_typestr(s, t);
 	if (strcmp(key, "text") == 0) {
-		if (!has_vlen(t, 0))
+		if (!h5_dtype_has_vlen(t))
 			return H5_ERR_NOTFOUND;
-		return sb_puts(s, t->cls == H5T_VLEN && t->vlen_type == 1 ? "strings" : "values");
+		return h5_sb_puts(s, t->cls == H5T_VLEN && t->vlen_type == 1 ? "strings" : "values");
 	}
 	if (strcmp(key, "shape") == 0 || strcmp(key, "maxshape") == 0) {
-		if (m->space.type == H5_SPACE_NULL)
-			return sb_puts(s, "null");
-		if (m->space.type == H5_SPACE_SCALAR)
+		if (m->d.space.type == H5_SPACE_NULL)
+			return h5_sb_puts(s, "null");
+		if (m->d.space.type == H5_SPACE_SCALAR)
 			return 0;
-		return put_dims(s, m->space.rank, key[0] == 's' ? m->space.dims : m->space.maxdims);
+		return put_dims(s, m->d.space.rank, key[0] == 's' ? m->d.space.dims : m->d.space.maxdims);
 	}
 	if (strcmp(key, "chunks") == 0) {
-		if (m->layout.cls != H5_LAYOUT_CHUNKED)
+		if (m->d.layout.cls != H5_LAYOUT_CHUNKED)
 			return H5_ERR_NOTFOUND;
-		return put_dims(s, m->layout.ndims, m->layout.chunk);
+		return put_dims(s, m->d.layout.ndims, m->d.layout.chunk);
 	}
 	if (strcmp(key, "filters") == 0) {
-		if (!m->have_pline || m->pline.n == 0)
+		if (m->d.pline.n == 0)
 			return H5_ERR_NOTFOUND;
-		for (size_t i = 0; i < m->pline.n; i++) {
-			const char *name = h5_filter_name(m->pline.filters[i].id);
+		for (size_t i = 0; i < m->d.pline.n; i++) {
+			const char *name = h5_filter_name(m->d.pline.filters[i].id);
 
-			rc = i ? sb_put(s, ",", 1) : 0;
+			rc = i ? h5_sb_put(s, ",", 1) : 0;
 			if (rc == 0)
-				rc = strcmp(name, "unknown") == 0 ? sb_printf(s, "%u", m->pline.filters[i].id)
-								  : sb_puts(s, name);
+				rc = strcmp(name, "unknown") == 0 ? h5_sb_printf(s, "%u", m->d.pline.filters[i].id)
+								  : h5_sb_puts(s, name);
 			if (rc < 0)
 				return rc;
 		}
@@ -992,8 +843,8 @@ static int meta_value(sb *s, struct meta_src *m, const char *key)
 		size_t len = 0;
 
 		/* the stored fill value, or the library default of all zeros */
-		if (m->have_fill && m->fill.defined && m->fill.value && m->fill.size == t->size) {
-			v = m->fill.value;
+		if (m->d.fill.defined && m->d.fill.value && m->d.fill.size == t->size) {
+			v = m->d.fill.value;
 		} else {
 			/* every byte renders as at least one character */
 			if (t->size > H5_VALUE_MAX_TEXT)
@@ -1007,22 +858,22 @@ static int meta_value(sb *s, struct meta_src *m, const char *key)
 		rc = h5_value_text(&txt, &len, m->f, t, v, t->size, 1);
 		free(zero);
 		if (rc == 0)
-			rc = sb_put(s, txt, len);
+			rc = h5_sb_put(s, txt, len);
 		free(txt);
 		return rc;
 	}
 	if (strcmp(key, "layout") == 0) {
 		if (h5_ohdr_find(m->oh, H5_MSG_EFL))
-			return sb_puts(s, "external");
-		switch (m->layout.cls) {
-		case H5_LAYOUT_COMPACT: return sb_puts(s, "compact");
-		case H5_LAYOUT_CONTIGUOUS: return sb_puts(s, "contiguous");
-		case H5_LAYOUT_VIRTUAL: return sb_puts(s, "virtual");
+			return h5_sb_puts(s, "external");
+		switch (m->d.layout.cls) {
+		case H5_LAYOUT_COMPACT: return h5_sb_puts(s, "compact");
+		case H5_LAYOUT_CONTIGUOUS: return h5_sb_puts(s, "contiguous");
+		case H5_LAYOUT_VIRTUAL: return h5_sb_puts(s, "virtual");
 		case H5_LAYOUT_CHUNKED:
-			return sb_printf(s, "chunked:%s", cidx_name(m->layout.version < 4 ? H5_CIDX_BTREE1
-								    : m->layout.idx_type));
+			return h5_sb_printf(s, "chunked:%s", h5_layout_index_name(m->d.layout.version < 4 ? H5_CIDX_BTREE1
+								    : m->d.layout.idx_type));
 		}
-		return sb_printf(s, "class%u", m->layout.cls);
+		return h5_sb_printf(s, "class%u", m->d.layout.cls);
 	}
 	if (strcmp(key, "descr") == 0) {
 		if (t->cls != H5T_COMPOUND && t->cls != H5T_ARRAY)
@@ -1057,51 +908,34 @@ int h5_meta_get(h5_meta *out, h5_file *f, const h5_ohdr *oh, const char *only)
 		if (!any)
 			return h5_err_set(H5_ERR_NOTFOUND, "no reserved attribute user.h5.%s", only);
 	}
-	rc = meta_msg(&m.dtype, f, oh, H5_MSG_DTYPE, md_dtype, "datatype");
-	if (rc == 0)
-		rc = meta_msg(&m.space, f, oh, H5_MSG_DSPACE, md_dspace, "dataspace");
-	if (rc == 0)
-		rc = meta_msg(&m.layout, f, oh, H5_MSG_LAYOUT, md_layout, "layout");
-	if (rc == H5_ERR_NOTFOUND)
-		rc = h5_err_set(H5_ERR_FORMAT, "dataset 0x%llx lacks its datatype or dataspace message",
-				(unsigned long long)oh->addr);
-	if (rc < 0)
+	m.d.f = f;
+	m.d.addr = oh->addr;
+	rc = h5_dataset_msgs_decode(&m.d, oh, false);
+	if (rc < 0) {
+		h5_err_wrap(rc, "dataset 0x%llx, ", (unsigned long long)oh->addr);
 		goto out;
-	rc = meta_msg(&m.pline, f, oh, H5_MSG_PLINE, md_pline, "filter pipeline");
-	m.have_pline = rc == 0;
-	if (rc == H5_ERR_NOTFOUND)
-		rc = 0;
-	if (rc < 0)
-		goto out;
-	rc = meta_msg(&m.fill, f, oh, H5_MSG_FILL, md_fill, "fill value");
-	if (rc == H5_ERR_NOTFOUND)
-		rc = meta_msg(&m.fill, f, oh, H5_MSG_FILL_OLD, md_fill, "old fill value");
-	m.have_fill = rc == 0;
-	if (rc == H5_ERR_NOTFOUND)
-		rc = 0;
-	if (rc < 0)
-		goto out;
+	}
 	/* A virtual dataset's shape is the extent its sources give it now
 	 * (dataset_vds.c), as h5py shows it; when they cannot be read, the
 	 * stored one (reads then report why). */
-	if (m.layout.cls == H5_LAYOUT_VIRTUAL && m.space.type == H5_SPACE_SIMPLE &&
+	if (m.d.layout.cls == H5_LAYOUT_VIRTUAL && m.d.space.type == H5_SPACE_SIMPLE &&
 	    (!only || strcmp(only, "shape") == 0)) {
 		h5_dataset *d = NULL;
 
-		if (h5_dataset_open(&d, f, oh->addr) == 0 && d->space.rank == m.space.rank)
-			memcpy(m.space.dims, d->space.dims, sizeof(uint64_t) * m.space.rank);
+		if (h5_dataset_open(&d, f, oh->addr) == 0 && d->space.rank == m.d.space.rank)
+			memcpy(m.d.space.dims, d->space.dims, sizeof(uint64_t) * m.d.space.rank);
 		h5_dataset_close(d);
 		h5_err_clear();
 	}
 
 	for (size_t i = 0; i < sizeof(meta_keys) / sizeof(meta_keys[0]); i++) {
-		sb s = { 0 };
+		h5_sb s = { 0 };
 
 		if (only && strcmp(only, meta_keys[i]) != 0)
 			continue;
 		rc = meta_value(&s, &m, meta_keys[i]);
 		if (rc == 0)
-			rc = sb_finish(&out->val[out->n], &out->len[out->n], &s);
+			rc = h5_sb_finish(&out->val[out->n], &out->len[out->n], &s);
 		free(s.p);
 		/* A listing leaves out a value too large or impossible to show,
 		 * so the other keys stay visible; asking for it reports why. */
@@ -1119,10 +953,7 @@ int h5_meta_get(h5_meta *out, h5_file *f, const h5_ohdr *oh, const char *only)
 		rc = h5_err_set(H5_ERR_NOTFOUND, "user.h5.%s does not apply to dataset 0x%llx", only,
 				(unsigned long long)oh->addr);
 out:
-	h5_dtype_free(m.dtype);
-	h5_layout_clear(&m.layout);
-	h5_pline_clear(&m.pline);
-	h5_fill_clear(&m.fill);
+	h5_dataset_msgs_clear(&m.d);
 	if (rc < 0)
 		h5_meta_clear(out);
 	return rc;

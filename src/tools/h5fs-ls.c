@@ -17,8 +17,7 @@
 #include <config.h>
 #endif
 
-#include "internal.h"
-#include "vds.h"
+#include "h5core.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -45,11 +44,14 @@ enum {
 	EXIT_NOPATH = 6
 };
 
-/* ---- a growing string ------------------------------------------------------ */
+/* ---- the text of one entry ----------------------------------------------------
+ * Built in a stdio memory stream: the engine's string builder (h5_sb) is
+ * internal, and stdio already grows a buffer. */
 
 struct sb {
-	char *p;
-	size_t len, cap;
+	FILE *fp;
+	char *p;                /* the text, once sb_done closed the stream */
+	size_t len;
 	int nomem;
 };
 
@@ -58,36 +60,25 @@ static void sb_printf(struct sb *s, const char *fmt, ...) __attribute__((format(
 static void sb_printf(struct sb *s, const char *fmt, ...)
 {
 	va_list ap;
-	int n;
 
 	if (s->nomem)
 		return;
-	for (;;) {
-		size_t room = s->cap - s->len;
-
-		va_start(ap, fmt);
-		n = vsnprintf(s->p ? s->p + s->len : NULL, room, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			s->nomem = 1;
-			return;
-		}
-		if ((size_t)n < room) {
-			s->len += (size_t)n;
-			return;
-		}
-		{
-			size_t ncap = (s->cap ? s->cap : 64) * 2 + (size_t)n;
-			char *np = realloc(s->p, ncap);
-
-			if (!np) {
-				s->nomem = 1;
-				return;
-			}
-			s->p = np;
-			s->cap = ncap;
-		}
+	if (!s->fp && !(s->fp = open_memstream(&s->p, &s->len))) {
+		s->nomem = 1;
+		return;
 	}
+	va_start(ap, fmt);
+	if (vfprintf(s->fp, fmt, ap) < 0)
+		s->nomem = 1;
+	va_end(ap);
+}
+
+/* Close the stream: s->p is the text (NULL when nothing was written). */
+static void sb_done(struct sb *s)
+{
+	if (s->fp && fclose(s->fp) != 0)
+		s->nomem = 1;
+	s->fp = NULL;
 }
 
 static int utf8_valid(const unsigned char *p, size_t len)
@@ -136,156 +127,36 @@ static void sb_json_str(struct sb *s, const char *str, size_t len)
 
 /* ---- descriptions ---------------------------------------------------------------- */
 
-static void dtype_desc(struct sb *s, const h5_dtype *t, int depth)
-{
-	const char *order;
-	size_t i;
-
-	if (!t || depth > H5_MAX_DTYPE_DEPTH) {
-		sb_printf(s, "?");
-		return;
-	}
-	order = t->size <= 1 ? "" : t->big_endian ? "be" : "le";
-	switch (t->cls) {
-	case H5T_INTEGER:
-		sb_printf(s, "%sint%u%s", t->is_signed ? "" : "u", t->size * 8, order);
-		break;
-	case H5T_FLOAT:
-		sb_printf(s, "float%u%s", t->size * 8, order);
-		break;
-	case H5T_TIME:
-		sb_printf(s, "time%u%s", t->size * 8, order);
-		break;
-	case H5T_BITFIELD:
-		sb_printf(s, "bitfield%u%s", t->size * 8, order);
-		break;
-	case H5T_STRING:
-		sb_printf(s, "string[%u,%s,%s]", t->size, t->cset ? "utf8" : "ascii",
-			  t->str_pad == 0 ? "nullterm" : t->str_pad == 1 ? "nullpad" : "spacepad");
-		break;
-	case H5T_OPAQUE:
-		sb_printf(s, "opaque[%u]", t->size);
-		if (t->tag && *t->tag)
-			sb_printf(s, "(%s)", t->tag);
-		break;
-	case H5T_REFERENCE:
-		sb_printf(s, "reference(%s)", t->ref_type == 0 ? "object" : t->ref_type == 1 ? "region" : "other");
-		break;
-	case H5T_ENUM:
-		sb_printf(s, "enum<");
-		dtype_desc(s, t->base, depth + 1);
-		sb_printf(s, ">{%zu}", t->nmembers);
-		break;
-	case H5T_VLEN:
-		if (t->vlen_type == 1) {
-			sb_printf(s, "vlen-string(%s)", t->cset ? "utf8" : "ascii");
-		} else {
-			sb_printf(s, "vlen<");
-			dtype_desc(s, t->base, depth + 1);
-			sb_printf(s, ">");
-		}
-		break;
-	case H5T_ARRAY:
-		sb_printf(s, "array[");
-		for (i = 0; i < t->arank; i++)
-			sb_printf(s, "%s%" PRIu32, i ? "," : "", t->adims[i]);
-		sb_printf(s, "]<");
-		dtype_desc(s, t->base, depth + 1);
-		sb_printf(s, ">");
-		break;
-	case H5T_COMPOUND:
-		sb_printf(s, "compound[%u]{", t->size);
-		for (i = 0; i < t->nmembers; i++) {
-			sb_printf(s, "%s%s@%" PRIu32 ":", i ? "," : "",
-				  t->members[i].name ? t->members[i].name : "?", t->members[i].offset);
-			dtype_desc(s, t->members[i].type, depth + 1);
-		}
-		sb_printf(s, "}");
-		break;
-	default:
-		sb_printf(s, "class%d[%u]", (int)t->cls, t->size);
-		break;
-	}
-}
-
-static const char *dtype_class_name(const h5_dtype *t)
-{
-	static const char *const names[] = {
-		"integer", "float", "time", "string", "bitfield", "opaque",
-		"compound", "reference", "enum", "vlen", "array"
-	};
-
-	if (t && (unsigned)t->cls < sizeof(names) / sizeof(names[0]))
-		return names[t->cls];
-	return "unknown";
-}
-
-static const char *layout_name(unsigned cls)
-{
-	switch (cls) {
-	case H5_LAYOUT_COMPACT: return "compact";
-	case H5_LAYOUT_CONTIGUOUS: return "contiguous";
-	case H5_LAYOUT_CHUNKED: return "chunked";
-	case H5_LAYOUT_VIRTUAL: return "virtual";
-	default: return "unknown";
-	}
-}
-
-static const char *index_name(unsigned idx)
-{
-	switch (idx) {
-	case H5_CIDX_BTREE1: return "btree-v1";
-	case H5_CIDX_SINGLE: return "single-chunk";
-	case H5_CIDX_IMPLICIT: return "implicit";
-	case H5_CIDX_FARRAY: return "fixed-array";
-	case H5_CIDX_EARRAY: return "extensible-array";
-	case H5_CIDX_BTREE2: return "btree-v2";
-	default: return "unknown";
-	}
-}
-
-static void shape_desc(struct sb *s, const h5_dspace *sp, int json)
+static void shape_desc(struct sb *s, const h5_dataset_info *di, int json)
 {
 	unsigned i;
 
-	if (sp->type == H5_SPACE_NULL) {
+	if (di->shape == H5_SHAPE_NULL) {
 		sb_printf(s, json ? "null" : "null");
 		return;
 	}
-	if (sp->type == H5_SPACE_SCALAR) {
+	if (di->shape == H5_SHAPE_SCALAR) {
 		sb_printf(s, json ? "[]" : "scalar");
 		return;
 	}
 	sb_printf(s, "[");
-	for (i = 0; i < sp->rank; i++)
-		sb_printf(s, "%s%" PRIu64, i ? (json ? ", " : ",") : "", sp->dims[i]);
+	for (i = 0; i < di->rank; i++)
+		sb_printf(s, "%s%" PRIu64, i ? (json ? ", " : ",") : "", di->dims[i]);
 	sb_printf(s, "]");
 }
 
-static int has_maxshape(const h5_dspace *sp)
-{
-	unsigned i;
-
-	if (sp->type != H5_SPACE_SIMPLE || !sp->has_max)
-		return 0;
-	for (i = 0; i < sp->rank; i++)
-		if (sp->maxdims[i] != sp->dims[i])
-			return 1;
-	return 0;
-}
-
 /* Maximum shape: "unlimited" (text) / null (JSON) for unlimited extents. */
-static void maxshape_desc(struct sb *s, const h5_dspace *sp, int json)
+static void maxshape_desc(struct sb *s, const h5_dataset_info *di, int json)
 {
 	unsigned i;
 
 	sb_printf(s, "[");
-	for (i = 0; i < sp->rank; i++) {
+	for (i = 0; i < di->rank; i++) {
 		sb_printf(s, "%s", i ? (json ? ", " : ",") : "");
-		if (sp->maxdims[i] == H5_UNLIMITED)
+		if (di->maxdims[i] == UINT64_MAX)
 			sb_printf(s, json ? "null" : "unlimited");
 		else
-			sb_printf(s, "%" PRIu64, sp->maxdims[i]);
+			sb_printf(s, "%" PRIu64, di->maxdims[i]);
 	}
 	sb_printf(s, "]");
 }
@@ -314,6 +185,7 @@ struct lister {
 
 static void emit(struct lister *L, struct sb *s)
 {
+	sb_done(s);
 	if (s->nomem) {
 		fprintf(stderr, "h5fs-ls: out of memory\n");
 		L->nerr++;
@@ -358,136 +230,120 @@ static void entry_error(struct lister *L, const char *path, const char *kind, in
 static void list_dataset(struct lister *L, const char *path, uint64_t addr)
 {
 	h5_dataset *d = NULL;
-	struct sb s = { 0 }, ty = { 0 };
+	h5_dataset_info di;
+	struct sb s = { 0 };
 	size_t i;
 	int rc;
 
 	rc = h5_dataset_open(&d, L->f, addr);
+	if (rc == 0) {
+		rc = h5_dataset_describe(&di, d);
+		if (rc < 0)
+			h5_dataset_close(d);
+	}
 	if (rc < 0) {
 		entry_error(L, path, "dataset", rc);
 		return;
 	}
-	dtype_desc(&ty, d->dtype, 0);
 	entry_begin(L, &s, path, "dataset");
 	if (L->json) {
 		sb_printf(&s, ", \"addr\": %" PRIu64 ", \"dtype\": {\"class\": \"%s\", \"size\": %u, \"desc\": ",
-			  addr, dtype_class_name(d->dtype), d->dtype ? d->dtype->size : 0);
-		sb_json_str(&s, ty.p ? ty.p : "", ty.len);
-		{
+			  addr, di.dtype_class, di.dtype_size);
+		sb_json_str(&s, di.dtype_text, strlen(di.dtype_text));
+		if (di.dtype_numpy) {
 			/* as user.h5.dtype shows it: np.dtype() of it is h5py's dtype */
-			char *ts = NULL;
-
-			if (d->dtype && h5_value_typestr(&ts, d->dtype) == 0 && ts) {
-				sb_printf(&s, ", \"numpy\": ");
-				sb_json_str(&s, ts, strlen(ts));
-			}
-			free(ts);
+			sb_printf(&s, ", \"numpy\": ");
+			sb_json_str(&s, di.dtype_numpy, strlen(di.dtype_numpy));
 		}
 		sb_printf(&s, "}, \"shape\": ");
-		shape_desc(&s, &d->space, 1);
-		if (has_maxshape(&d->space)) {
+		shape_desc(&s, &di, 1);
+		if (di.has_maxshape) {
 			sb_printf(&s, ", \"maxshape\": ");
-			maxshape_desc(&s, &d->space, 1);
+			maxshape_desc(&s, &di, 1);
 		}
-		sb_printf(&s, ", \"layout\": \"%s\"", layout_name(d->layout.cls));
-		if (d->layout.cls == H5_LAYOUT_CHUNKED) {
+		sb_printf(&s, ", \"layout\": \"%s\"", di.layout);
+		if (di.index) {
 			sb_printf(&s, ", \"chunk\": [");
-			for (i = 0; i < d->layout.ndims; i++)
-				sb_printf(&s, "%s%" PRIu64, i ? ", " : "", d->layout.chunk[i]);
-			sb_printf(&s, "], \"index\": \"%s\"", index_name(d->layout.idx_type));
+			for (i = 0; i < di.chunk_rank; i++)
+				sb_printf(&s, "%s%" PRIu64, i ? ", " : "", di.chunk[i]);
+			sb_printf(&s, "], \"index\": \"%s\"", di.index);
 		}
-		if (d->efl.n)
-			sb_printf(&s, ", \"external_files\": %zu", d->efl.n);
-		if (d->vds) {
+		if (di.n_external)
+			sb_printf(&s, ", \"external_files\": %zu", di.n_external);
+		if (di.nmappings) {
 			sb_printf(&s, ", \"mappings\": [");
-			for (i = 0; i < d->vds->n; i++) {
-				const h5_vds_map *m = &d->vds->map[i];
-				char *vt = NULL, *st = NULL;
+			for (i = 0; i < di.nmappings; i++) {
+				const h5_mapping_info *m = &di.mappings[i];
 
-				h5_sel_text(&vt, &m->virt);
-				h5_sel_text(&st, &m->src);
 				sb_printf(&s, "%s{\"file\": ", i ? ", " : "");
 				sb_json_str(&s, m->file, strlen(m->file));
 				sb_printf(&s, ", \"dataset\": ");
-				sb_json_str(&s, m->dset, strlen(m->dset));
+				sb_json_str(&s, m->dataset, strlen(m->dataset));
 				sb_printf(&s, ", \"virtual\": ");
-				sb_json_str(&s, vt ? vt : "", vt ? strlen(vt) : 0);
+				sb_json_str(&s, m->virt_sel, strlen(m->virt_sel));
 				sb_printf(&s, ", \"source\": ");
-				sb_json_str(&s, st ? st : "", st ? strlen(st) : 0);
+				sb_json_str(&s, m->src_sel, strlen(m->src_sel));
 				sb_printf(&s, "}");
-				free(vt);
-				free(st);
 			}
 			sb_printf(&s, "]");
 		}
 		sb_printf(&s, ", \"filters\": [");
-		for (i = 0; i < d->pline.n; i++) {
-			const h5_filter *fl = &d->pline.filters[i];
+		for (i = 0; i < di.nfilters; i++) {
+			const h5_filter_info *fl = &di.filters[i];
 			size_t j;
 
 			sb_printf(&s, "%s{\"id\": %u, \"name\": ", i ? ", " : "", fl->id);
-			{
-				const char *nm = fl->name ? fl->name : h5_filter_name(fl->id);
-
-				sb_json_str(&s, nm ? nm : "", nm ? strlen(nm) : 0);
-			}
+			sb_json_str(&s, fl->name ? fl->name : "", fl->name ? strlen(fl->name) : 0);
 			sb_printf(&s, ", \"optional\": %s, \"available\": %s, \"cd\": [",
-				  (fl->flags & 1) ? "true" : "false",
-				  h5_filter_available(fl->id) ? "true" : "false");
+				  fl->optional ? "true" : "false", fl->available ? "true" : "false");
 			for (j = 0; j < fl->ncd; j++)
 				sb_printf(&s, "%s%" PRIu32, j ? ", " : "", fl->cd[j]);
 			sb_printf(&s, "]}");
 		}
 		sb_printf(&s, "], \"logical_size\": %" PRIu64 ", \"allocated_size\": %" PRIu64
-			  ", \"compression_ratio\": ", h5_dataset_size(d), h5_dataset_allocated(d));
-		ratio_desc(&s, h5_dataset_size(d), h5_dataset_allocated(d), 1);
+			  ", \"compression_ratio\": ", di.logical_size, di.allocated_size);
+		ratio_desc(&s, di.logical_size, di.allocated_size, 1);
 		sb_printf(&s, "}");
 	} else {
-		sb_printf(&s, " %s ", ty.p ? ty.p : "?");
-		shape_desc(&s, &d->space, 0);
-		if (has_maxshape(&d->space)) {
+		sb_printf(&s, " %s ", di.dtype_text);
+		shape_desc(&s, &di, 0);
+		if (di.has_maxshape) {
 			sb_printf(&s, " max=");
-			maxshape_desc(&s, &d->space, 0);
+			maxshape_desc(&s, &di, 0);
 		}
-		sb_printf(&s, " %s", layout_name(d->layout.cls));
-		if (d->layout.cls == H5_LAYOUT_CHUNKED) {
+		sb_printf(&s, " %s", di.layout);
+		if (di.index) {
 			sb_printf(&s, "[");
-			for (i = 0; i < d->layout.ndims; i++)
-				sb_printf(&s, "%s%" PRIu64, i ? "," : "", d->layout.chunk[i]);
-			sb_printf(&s, "] %s", index_name(d->layout.idx_type));
+			for (i = 0; i < di.chunk_rank; i++)
+				sb_printf(&s, "%s%" PRIu64, i ? "," : "", di.chunk[i]);
+			sb_printf(&s, "] %s", di.index);
 		}
-		if (d->efl.n)
-			sb_printf(&s, " external(%zu files)", d->efl.n);
-		if (d->vds) {
+		if (di.n_external)
+			sb_printf(&s, " external(%zu files)", di.n_external);
+		if (di.nmappings) {
 			/* the first mappings: virtual selection <- FILE:DATASET source selection */
-			sb_printf(&s, " mappings=%zu", d->vds->n);
-			for (i = 0; i < d->vds->n && i < 4; i++) {
-				const h5_vds_map *m = &d->vds->map[i];
-				char *vt = NULL, *st = NULL;
+			sb_printf(&s, " mappings=%zu", di.nmappings);
+			for (i = 0; i < di.nmappings && i < 4; i++) {
+				const h5_mapping_info *m = &di.mappings[i];
 
-				h5_sel_text(&vt, &m->virt);
-				h5_sel_text(&st, &m->src);
-				sb_printf(&s, "%s%s<-%s:%s:%s", i ? ";" : " ", vt ? vt : "?", m->file, m->dset, st ? st : "?");
-				free(vt);
-				free(st);
+				sb_printf(&s, "%s%s<-%s:%s:%s", i ? ";" : " ", m->virt_sel, m->file, m->dataset, m->src_sel);
 			}
-			if (d->vds->n > 4)
+			if (di.nmappings > 4)
 				sb_printf(&s, ";...");
 		}
-		for (i = 0; i < d->pline.n; i++) {
-			const h5_filter *fl = &d->pline.filters[i];
-			const char *nm = fl->name ? fl->name : h5_filter_name(fl->id);
+		for (i = 0; i < di.nfilters; i++) {
+			const h5_filter_info *fl = &di.filters[i];
 
-			sb_printf(&s, "%s%s(%u)%s", i ? "," : " filters=", nm ? nm : "?", fl->id,
-				  h5_filter_available(fl->id) ? "" : "!unavailable");
+			sb_printf(&s, "%s%s(%u)%s", i ? "," : " filters=", fl->name ? fl->name : "?", fl->id,
+				  fl->available ? "" : "!unavailable");
 		}
-		sb_printf(&s, " allocated=%" PRIu64 " logical=%" PRIu64 " ratio=", h5_dataset_allocated(d),
-			  h5_dataset_size(d));
-		ratio_desc(&s, h5_dataset_size(d), h5_dataset_allocated(d), 0);
+		sb_printf(&s, " allocated=%" PRIu64 " logical=%" PRIu64 " ratio=", di.allocated_size,
+			  di.logical_size);
+		ratio_desc(&s, di.logical_size, di.allocated_size, 0);
 	}
 	emit(L, &s);
 	free(s.p);
-	free(ty.p);
+	h5_dataset_info_clear(&di);
 	h5_dataset_close(d);
 }
 
@@ -819,6 +675,7 @@ int main(int argc, char **argv)
 			struct sb s = { 0 };
 
 			sb_json_str(&s, file, strlen(file));
+			sb_done(&s);
 			printf("%s", s.p ? s.p : "\"\"");
 			free(s.p);
 		}

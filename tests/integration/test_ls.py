@@ -5,7 +5,10 @@ shape, maximum shape, dtype (via the NumPy type string), chunk shape,
 layout, filter pipeline (ids in order; compression names as h5py calls
 them), allocated size (get_storage_size), logical size and their ratio,
 and the chunk index type libhdf5 picks for that layout and libver.  The
-text listing must name every dataset with its shape.  No mount needed."""
+text listing must name every dataset with its shape.  Then, through a real
+mount, each dataset's user.h5.layout xattr must name the same layout and
+chunk index as h5fs-ls (one vocabulary: btree1, single, farray, earray,
+btree2, ...)."""
 import json
 import os
 import shutil
@@ -71,15 +74,15 @@ def make(path, libver):
 def expected_index(ds, libver):
     """The chunk index libhdf5 uses (H5Dchunk.c / H5Dlayout.c rules)."""
     if libver == "earliest":
-        return "btree-v1"
+        return "btree1"
     unlimited = sum(1 for m in ds.maxshape if m is None)
     if unlimited > 1:
-        return "btree-v2"
+        return "btree2"
     if unlimited == 1:
-        return "extensible-array"
+        return "earray"
     if tuple(ds.chunks) == tuple(ds.shape):
-        return "single-chunk"
-    return "fixed-array"
+        return "single"
+    return "farray"
 
 
 def h5py_datasets(path):
@@ -101,7 +104,7 @@ def check_file(path, libver):
         doc = json.loads(r.stdout.decode("utf-8"))
     except ValueError as e:
         fails.append("%s: invalid JSON: %s" % (libver, e))
-        return
+        return {}
     entries = {e["path"]: e for e in doc["entries"]}
     f, dsets = h5py_datasets(path)
     n = 0
@@ -194,16 +197,44 @@ def check_file(path, libver):
     finally:
         f.close()
     print("%s: %d datasets compared" % (libver, n))
+    return entries
+
+
+def check_vocabulary(path, libver, entries, wd):
+    """user.h5.layout through a mount == h5fs-ls's layout[:index]."""
+    mnt = os.path.join(wd, "mnt_%s" % libver)
+    n = 0
+    with T.Mount(path, mnt) as m:
+        for p, e in sorted(entries.items()):
+            if e.get("kind") != "dataset" or e.get("external_files"):
+                continue
+            want = e["layout"] + (":" + e["index"] if "index" in e else "")
+            try:
+                got = os.getxattr(mnt + p, "user.h5.layout").decode()
+            except OSError as ex:
+                fails.append("%s %s: user.h5.layout: %s" % (libver, p, ex))
+                continue
+            if got != want:
+                fails.append("%s %s: user.h5.layout %r, h5fs-ls says %r" % (libver, p, got, want))
+            n += 1
+        if not m.alive():
+            fails.append("%s: daemon died: %s" % (libver, m.output()[-2000:]))
+    if n == 0:
+        fails.append("%s: no dataset's layout compared with its xattr" % libver)
+    print("%s: %d layout xattrs agree with h5fs-ls" % (libver, n))
 
 
 def main():
     if not os.path.exists(T.H5FS_LS):
         T.skip("%s not built" % T.H5FS_LS)
+    T.require_fuse()
     wd = T.workdir("ls")
     for libver in ("earliest", "latest"):
         p = os.path.join(wd, "ls_%s.h5" % libver)
         make(p, libver)
-        check_file(p, libver)
+        entries = check_file(p, libver)
+        if entries:
+            check_vocabulary(p, libver, entries, wd)
     for x in fails:
         print("FAIL " + x)
     if not fails:
