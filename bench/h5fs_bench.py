@@ -37,7 +37,7 @@ MOUNT_WAIT = 10.0
 UNMOUNT_WAIT = 20.0
 DS = "data"                # dataset name in every generated file
 
-ALL = ["contig", "chunked", "deflate", "random", "rss", "append", "vds"]
+ALL = ["contig", "chunked", "deflate", "random", "rss", "append", "vds", "warm"]
 VDS_SOURCES = 16
 VDS_ROW = 1024             # int32 elements per row of the VDS benchmark: 4 KiB rows
 
@@ -85,9 +85,9 @@ def best(clocks):
     return min(clocks, key=lambda c: c.wall)
 
 
-def report(name, nbytes, fs, py, target=None, count=None):
-    """Print one comparison (fs, py: the Clock of each side); count switches
-    the unit to operations/s."""
+def report(name, nbytes, fs, py, target=None, count=None, other="h5py"):
+    """Print one comparison (fs, py: the Clock of each side; other names the
+    second side); count switches the unit to operations/s."""
     if count:
         a, b = count / fs.wall, count / py.wall
         unit = "reads/s"
@@ -98,10 +98,11 @@ def report(name, nbytes, fs, py, target=None, count=None):
     verdict = ""
     if target is not None:
         verdict = "  target >= %.1fx: %s" % (target, "MET" if ratio >= target else "MISSED")
-    say("  %-36s h5fs %8.1f %s (%7.3f s)  h5py %8.1f %s (%7.3f s)  ratio %6.2fx%s"
-        % (name, a, unit, fs.wall, b, unit, py.wall, ratio, verdict))
-    say("  %-36s cpu: h5fs %.3f s (reader %.3f + daemon %.3f), h5py %.3f s; cpu ratio h5py/h5fs %.2fx"
-        % ("", fs.cpu, fs.cpu - fs.cpu_daemon, fs.cpu_daemon, py.cpu, py.cpu / fs.cpu if fs.cpu else float("inf")))
+    say("  %-36s h5fs %8.1f %s (%7.3f s)  %s %8.1f %s (%7.3f s)  ratio %6.2fx%s"
+        % (name, a, unit, fs.wall, other, b, unit, py.wall, ratio, verdict))
+    say("  %-36s cpu: h5fs %.3f s (reader %.3f + daemon %.3f), %s %.3f s; cpu ratio %s/h5fs %.2fx"
+        % ("", fs.cpu, fs.cpu - fs.cpu_daemon, fs.cpu_daemon, other, py.cpu, other,
+           py.cpu / fs.cpu if fs.cpu else float("inf")))
     RESULTS.append((name, a, b, ratio, target, unit))
 
 
@@ -202,13 +203,13 @@ def data_file(args, name):
 class Mount:
     """h5fs -f FILE MNT in the background; always unmounted on exit."""
 
-    def __init__(self, args, path, opts=None):
+    def __init__(self, args, path, opts=None, binary=None):
         self.args = args
         self.mnt = os.path.join(args.dir, "mnt")
         os.makedirs(self.mnt, exist_ok=True)
         if is_mounted(self.mnt):
             subprocess.call(["fusermount3", "-u", self.mnt])
-        cmd = [args.h5fs, "-f"]
+        cmd = [binary or args.h5fs, "-f"]
         for o in opts or []:
             cmd += ["-o", o]
         cmd += [path, self.mnt]
@@ -241,6 +242,15 @@ class Mount:
             return (int(fields[11]) + int(fields[12])) / CLK_TCK
         except (OSError, IndexError, ValueError):
             return 0.0
+
+    def cpu_split(self):
+        """(user, system) CPU seconds of the daemon so far."""
+        try:
+            with open("/proc/%d/stat" % self.proc.pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return int(fields[11]) / CLK_TCK, int(fields[12]) / CLK_TCK
+        except (OSError, IndexError, ValueError):
+            return 0.0, 0.0
 
     def hwm_kib(self):
         """Peak resident set of the daemon (VmHWM), KiB."""
@@ -553,6 +563,97 @@ def bench_vds(args, env):
         os.chdir(here)
 
 
+def raw_file(args, name):
+    """The dataset's bytes as a plain file (for the read floor), made once."""
+    path = data_file(args, name)
+    raw = os.path.join(args.dir, name + ".raw")
+    if not os.path.exists(raw) or os.path.getmtime(raw) < os.path.getmtime(path):
+        with h5py.File(path, "r") as f:
+            f[DS][()].tofile(raw)
+    return raw
+
+
+def warm_file(path):
+    """Put FILE in the page cache (both sides then read it warm)."""
+    with open(path, "rb") as f:
+        while f.read(16 * MiB):
+            pass
+
+
+def bench_warm(args, env):
+    """Page cache warm on both sides (FILE read once before; fresh h5py File
+    and fresh mount, so neither HDF5's nor h5fs's caches help): h5py
+    read_direct and ds[()], against read() of the mount in 1 MiB calls,
+    np.fromfile and cat. For the uncompressed dataset also the read floor
+    (bench/fuse_read_floor.c: a FUSE file system that only splices a
+    page-cached file), cold and warm. The daemon's CPU seconds per GiB,
+    user and system, for each h5fs read."""
+    for name in ("deflate", "contig"):
+        path = data_file(args, name)
+        with h5py.File(path, "r") as f:
+            nbytes = f[DS].size * f[DS].dtype.itemsize
+            dt = f[DS].dtype
+        gib = nbytes / float(1 << 30)
+        say("\n[warm %s] page cache warm on both sides, %d MiB, best of %d" % (name, args.size_mib, args.repeat))
+        ref, got = touched(nbytes), touched(nbytes)
+        runs = {k: [] for k in ("py_direct", "py_slice", "fs_read", "fs_fromfile", "fs_cat")}
+        cpu = {k: [] for k in ("fs_read", "fs_fromfile", "fs_cat")}
+        for _ in range(args.repeat):
+            warm_file(path)
+            with h5py.File(path, "r") as f:
+                runs["py_direct"].append(h5py_read_all(f[DS], ref))
+            with h5py.File(path, "r") as f:
+                with Clock() as c:
+                    a = f[DS][()]
+                runs["py_slice"].append(c)
+                del a
+            for kind in ("fs_read", "fs_fromfile", "fs_cat"):
+                warm_file(path)
+                with Mount(args, path) as m:
+                    u0, s0 = m.cpu_split()
+                    if kind == "fs_read":
+                        clk = h5fs_read_all(m, got)
+                        check_equal(name + " warm read", got, ref)
+                    elif kind == "fs_fromfile":
+                        with Clock(m) as clk:
+                            a = np.fromfile(m.path(), dtype=dt)
+                        if a.nbytes != nbytes:
+                            raise RuntimeError("np.fromfile read %d bytes" % a.nbytes)
+                        del a
+                    else:
+                        with Clock(m) as clk:
+                            subprocess.check_call("cat %s > /dev/null" % m.path(), shell=True)
+                    u1, s1 = m.cpu_split()
+                    runs[kind].append(clk)
+                    cpu[kind].append((u1 - u0, s1 - s0))
+        py = best(runs["py_direct"])
+        for kind, label in (("fs_read", "read() 1 MiB"), ("fs_fromfile", "np.fromfile"), ("fs_cat", "cat")):
+            report("%s warm: %s vs read_direct" % (name, label), nbytes, best(runs[kind]), py,
+                   3.0 if name == "deflate" and kind == "fs_read" else None)
+        report("%s warm: read() 1 MiB vs h5py ds[()]" % name, nbytes, best(runs["fs_read"]), best(runs["py_slice"]))
+        for kind in ("fs_read", "fs_fromfile", "fs_cat"):
+            us = min(cpu[kind], key=lambda x: x[0] + x[1])
+            say("    daemon CPU per GiB (%s): user %.3f s, system %.3f s" % (kind[3:], us[0] / gib, us[1] / gib))
+        if name != "contig" or not args.read_floor:
+            continue
+        raw = raw_file(args, name)
+        say("\n[read floor] %s through bench/fuse_read_floor (splice of a page-cached file)" % name)
+        fl = {"cold": [], "warm": [], "h5fs_cold": [], "h5fs_warm": []}
+        for _ in range(args.repeat):
+            for binary, path_, keyp in ((args.read_floor, raw, ""), (None, path, "h5fs_")):
+                with Mount(args, path_, binary=binary) as m:
+                    drop_caches(env)
+                    fl[keyp + "cold"].append(h5fs_read_all(m, got))
+                    check_equal("floor cold", got, ref)
+                with Mount(args, path_, binary=binary) as m:
+                    warm_file(path_)
+                    fl[keyp + "warm"].append(h5fs_read_all(m, got))
+        report("contig cold: h5fs vs read floor", nbytes, best(fl["h5fs_cold"]), best(fl["cold"]), 0.9,
+               other="floor")
+        report("contig warm FILE: h5fs vs read floor", nbytes, best(fl["h5fs_warm"]), best(fl["warm"]), 0.9,
+               other="floor")
+
+
 def bench_rss(args, env):
     """Peak RSS of the daemon under -o cache_size=N: a full read of the
     compressed dataset (every chunk decoded once) then the random reads."""
@@ -781,7 +882,7 @@ def main():
     ap.add_argument("--dir", default="/var/tmp/h5fs-bench")
     ap.add_argument("--size", dest="size_mib", type=int, default=1024, help="MiB per dataset")
     ap.add_argument("--reads", type=int, default=20000, help="random 4 KiB reads")
-    ap.add_argument("--only", default="contig,chunked,deflate,random,rss,append,vds",
+    ap.add_argument("--only", default="contig,chunked,deflate,random,rss,append,vds,warm",
                     help="comma list of: " + ",".join(ALL))
     ap.add_argument("--rss-cache", default="64", help="cache_size values (MiB) for the rss benchmark")
     ap.add_argument("--cache", dest="cache_mib", type=int, default=0,
@@ -795,6 +896,7 @@ def main():
     ap.add_argument("--perf", action="store_true", help="perf record -g the daemon during each h5fs read")
     ap.add_argument("--regen", action="store_true", help="regenerate the data files")
     ap.add_argument("--floor", default="", help="bench/fuse_floor binary (run.sh builds it): the append floor")
+    ap.add_argument("--read-floor", default="", help="bench/fuse_read_floor binary (run.sh builds it): the read floor")
     ap.add_argument("--append-source", choices=("cold", "warm"), default="cold",
                     help="rows.bin from the disk (cold, default) or from the page cache (warm)")
     args = ap.parse_args()
@@ -842,6 +944,8 @@ def main():
             bench_append(args, env)
         elif name == "vds":
             bench_vds(args, env)
+        elif name == "warm":
+            bench_warm(args, env)
     say("\nload average at end: %s" % loadavg())
     say("summary (ratio = h5fs/h5py):")
     for name, a, b, ratio, target, unit in RESULTS:

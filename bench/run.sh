@@ -70,6 +70,14 @@ else
 	echo "run.sh: cannot build bench/fuse_floor.c (cc, libfuse3-dev): no append floor" >&2
 fi
 
+# The read floor (bench/fuse_read_floor.c), likewise.
+RFLOOR="$DIR/fuse_read_floor"
+if cc -O2 -o "$RFLOOR" "$HERE/fuse_read_floor.c" $(pkg-config --cflags --libs fuse3 2>/dev/null) -lpthread 2>/dev/null; then
+	args+=(--read-floor "$RFLOOR")
+else
+	echo "run.sh: cannot build bench/fuse_read_floor.c (cc, libfuse3-dev): no read floor" >&2
+fi
+
 run=("$PY")
 [ -n "$NICE" ] && run=(nice -n "$NICE" "$PY")
 "${run[@]}" "$HERE/h5fs_bench.py" --h5fs "$H5FS_BIN" --dir "$DIR" ${args[@]+"${args[@]}"}

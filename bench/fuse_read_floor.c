@@ -1,0 +1,170 @@
+/* fuse_read_floor: the fastest a FUSE file system can serve a sequential
+ * read here, for the read benchmarks (bench/README.md, "read floor"). It
+ * serves one file, `data`, whose bytes are those of RAWFILE, set up as h5fs
+ * serves an uncompressed dataset: keep_cache, max_read 1000 KiB, the
+ * mount's read_ahead_kb raised to four such requests (as root), the same
+ * multithreaded libfuse loop, and every read answered by splicing
+ * RAWFILE's pages (no copy in user space). Whatever h5fs does beyond that
+ * costs on top of this.
+ *
+ *   fuse_read_floor -f RAWFILE MNT     (the arguments of `h5fs -f FILE MNT`)
+ *
+ * Built by bench/run.sh: cc -O2 fuse_read_floor.c $(pkg-config --cflags --libs fuse3)
+ */
+#define FUSE_USE_VERSION 34
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#define DATA_INO 2
+#define MAX_READ 1024000u
+
+static int raw_fd = -1;
+static off_t raw_size;
+
+static void fill_stat(fuse_ino_t ino, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ino;
+	if (ino == FUSE_ROOT_ID) {
+		st->st_mode = S_IFDIR | 0555;
+		st->st_nlink = 2;
+	} else {
+		st->st_mode = S_IFREG | 0444;
+		st->st_nlink = 1;
+		st->st_size = raw_size;
+		st->st_blksize = 131072;
+	}
+}
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	(void)userdata;
+	conn->max_write = 1u << 20;
+	conn->max_read = MAX_READ;
+	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
+		conn->want |= FUSE_CAP_SPLICE_WRITE;
+	if (conn->capable & FUSE_CAP_SPLICE_MOVE)
+		conn->want |= FUSE_CAP_SPLICE_MOVE;
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fuse_entry_param e;
+
+	if (parent != FUSE_ROOT_ID || strcmp(name, "data") != 0) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	memset(&e, 0, sizeof(e));
+	e.ino = DATA_INO;
+	fill_stat(DATA_INO, &e.attr);
+	e.attr_timeout = e.entry_timeout = 3600.0;
+	fuse_reply_entry(req, &e);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct stat st;
+
+	(void)fi;
+	fill_stat(ino, &st);
+	fuse_reply_attr(req, &st, 3600.0);
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	if (ino != DATA_INO) {
+		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	fi->keep_cache = 1;
+	fuse_reply_open(req, fi);
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(0);
+
+	(void)ino;
+	(void)fi;
+	if (off >= raw_size) {
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	if ((off_t)size > raw_size - off)
+		size = (size_t)(raw_size - off);
+	bv.buf[0].size = size;
+	bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+	bv.buf[0].fd = raw_fd;
+	bv.buf[0].pos = off;
+	fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
+}
+
+static const struct fuse_lowlevel_ops ops = {
+	.init = op_init,
+	.lookup = op_lookup,
+	.getattr = op_getattr,
+	.open = op_open,
+	.read = op_read,
+};
+
+/* as h5fs's main.c: read_ahead_kb of the mount = 4 requests of max_read */
+static void *raise_readahead(void *arg)
+{
+	const char *mnt = arg;
+	char path[80];
+	struct stat st;
+	FILE *fp;
+
+	if (stat(mnt, &st) != 0)
+		return NULL;
+	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", major(st.st_dev), minor(st.st_dev));
+	fp = fopen(path, "we");
+	if (fp) {
+		fprintf(fp, "%u\n", 4 * (MAX_READ / 1024));
+		fclose(fp);
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	char *fargv[] = { argv[0], "-o", "ro,default_permissions,max_read=1024000", NULL };
+	struct fuse_args args = FUSE_ARGS_INIT(3, fargv);
+	struct fuse_loop_config cfg = { .clone_fd = 0, .max_idle_threads = 10 };
+	struct fuse_session *se;
+	struct stat st;
+	pthread_t t;
+	int rc = 1;
+
+	if (argc != 4 || strcmp(argv[1], "-f") != 0) {
+		fprintf(stderr, "usage: %s -f RAWFILE MNT\n", argv[0]);
+		return 2;
+	}
+	raw_fd = open(argv[2], O_RDONLY);
+	if (raw_fd < 0 || fstat(raw_fd, &st) < 0) {
+		perror(argv[2]);
+		return 1;
+	}
+	raw_size = st.st_size;
+	se = fuse_session_new(&args, &ops, sizeof(ops), NULL);
+	if (!se)
+		return 1;
+	if (fuse_set_signal_handlers(se) == 0 && fuse_session_mount(se, argv[3]) == 0) {
+		pthread_create(&t, NULL, raise_readahead, argv[3]);
+		pthread_detach(t);
+		rc = fuse_session_loop_mt(se, &cfg);
+		fuse_session_unmount(se);
+	}
+	fuse_remove_signal_handlers(se);
+	fuse_session_destroy(se);
+	return rc ? 1 : 0;
+}
