@@ -485,8 +485,10 @@ def vds_file(args):
     (rows, 1024) int32 dataset in 1 MiB chunks), stacked along dimension 0:
     --size MiB in all. Generated once, like the other files."""
     rows = args.size_mib * MiB // (4 * VDS_ROW) // VDS_SOURCES
-    meta = {"version": GEN_VERSION, "name": "vds", "sources": VDS_SOURCES, "rows": rows, "h5py": h5py.__version__}
-    path = os.path.join(args.dir, "vds.h5")
+    filt = args.vds_filter
+    meta = {"version": GEN_VERSION, "name": "vds", "sources": VDS_SOURCES, "rows": rows, "filter": filt,
+            "h5py": h5py.__version__}
+    path = os.path.join(args.dir, "vds-%s.h5" % filt)
     side = path + ".json"
     if not args.regen and os.path.exists(path) and os.path.exists(side):
         try:
@@ -498,10 +500,12 @@ def vds_file(args):
     say("  generating %s (%d sources of %d rows x %d int32) ..." % (path, VDS_SOURCES, rows, VDS_ROW))
     lay = h5py.VirtualLayout(shape=(VDS_SOURCES * rows, VDS_ROW), dtype="<i4")
     for i in range(VDS_SOURCES):
-        name = "vds_src_%02d.h5" % i
+        name = "vds_%s_src_%02d.h5" % (filt, i)
+        kw = dict(compression="gzip", compression_opts=4, shuffle=True) if filt == "deflate" else {}
+        gen = gen_walk if filt == "deflate" else gen_uniform
         with h5py.File(os.path.join(args.dir, name), "w") as f:
-            ds = f.create_dataset(DS, shape=(rows, VDS_ROW), dtype="<i4", chunks=(256, VDS_ROW))
-            for start, block in gen_uniform(rows * VDS_ROW, 1000 + i):
+            ds = f.create_dataset(DS, shape=(rows, VDS_ROW), dtype="<i4", chunks=(256, VDS_ROW), **kw)
+            for start, block in gen(rows * VDS_ROW, 1000 + i):
                 r0 = start // VDS_ROW
                 ds[r0:r0 + len(block) // VDS_ROW] = block.view("<i4").reshape(-1, VDS_ROW)
         lay[i * rows:(i + 1) * rows] = h5py.VirtualSource(name, DS, shape=(rows, VDS_ROW))
@@ -516,8 +520,8 @@ def bench_vds(args, env):
     """Full reads (cold, second) and random 4 KiB reads (one row each) of the
     virtual dataset, h5py on the same VDS (sources found beside it)."""
     path = vds_file(args)
-    say("\n[vds] %d-source virtual dataset, %d MiB (%s), best of %d" % (VDS_SOURCES, args.size_mib, path,
-                                                                       args.repeat))
+    say("\n[vds] %d-source virtual dataset (sources %s), %d MiB (%s), best of %d"
+        % (VDS_SOURCES, args.vds_filter, args.size_mib, path, args.repeat))
     here = os.getcwd()
     os.chdir(args.dir)     # libhdf5 looks for relative sources here too
     try:
@@ -896,6 +900,8 @@ def main():
     ap.add_argument("--perf", action="store_true", help="perf record -g the daemon during each h5fs read")
     ap.add_argument("--regen", action="store_true", help="regenerate the data files")
     ap.add_argument("--floor", default="", help="bench/fuse_floor binary (run.sh builds it): the append floor")
+    ap.add_argument("--vds-filter", choices=("none", "deflate"), default="deflate",
+                    help="vds: sources unfiltered or shuffle+deflate(4) like the deflate dataset")
     ap.add_argument("--read-floor", default="", help="bench/fuse_read_floor binary (run.sh builds it): the read floor")
     ap.add_argument("--append-source", choices=("cold", "warm"), default="cold",
                     help="rows.bin from the disk (cold, default) or from the page cache (warm)")
