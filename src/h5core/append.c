@@ -265,14 +265,8 @@ static int file_alloc(uint64_t *addr, h5_file *f, uint64_t len)
  * little left to do (a hint: errors show up at that fsync). */
 static void writeback_hint(h5_file *f, uint64_t addr, uint64_t len)
 {
-#ifdef SYNC_FILE_RANGE_WRITE
 	if (len >= ((uint64_t)1 << 20))
-		(void)sync_file_range(f->fd, (off64_t)(f->base + addr), (off64_t)len, SYNC_FILE_RANGE_WRITE);
-#else
-	(void)f;
-	(void)addr;
-	(void)len;
-#endif
+		h5_file_sync_hint(f, addr, len);
 }
 
 /* The file must be at least base + eoa bytes long before a superblock
@@ -280,15 +274,15 @@ static void writeback_hint(h5_file *f, uint64_t addr, uint64_t len)
  * its end of allocated space ("truncated file"). */
 static int file_extend(h5_file *f, uint64_t eoa)
 {
-	struct stat st;
-	uint64_t want;
+	uint64_t want, size;
+	int rc;
 
 	if (h5_add_overflow(f->base, eoa, &want) || want > (uint64_t)INT64_MAX)
 		return h5_err_set(H5_ERR_LIMIT, "file size overflows");
-	if (fstat(f->fd, &st) < 0)
-		return h5_err_set(H5_ERR_IO, "fstat %s: %s", f->path, strerror(errno));
-	if ((uint64_t)st.st_size < want && ftruncate(f->fd, (off_t)want) < 0)
-		return h5_err_set(H5_ERR_IO, "extending %s: %s", f->path, strerror(errno));
+	if ((rc = h5_file_size(f, &size)) < 0)
+		return h5_err_wrap(rc, "%s: ", f->path);
+	if (size < want && (rc = h5_file_truncate(f, want)) < 0)
+		return h5_err_wrap(rc, "extending %s: ", f->path);
 	return 0;
 }
 
@@ -869,13 +863,14 @@ static int shrink_eoa(h5_file *f, uint64_t end)
 
 static int cut_file(h5_file *f, uint64_t end)
 {
-	struct stat st;
+	uint64_t size;
+	int rc;
 
 	f->eoa = end;
-	if (fstat(f->fd, &st) < 0)
-		return h5_err_set(H5_ERR_IO, "fstat %s: %s", f->path, strerror(errno));
-	if ((uint64_t)st.st_size > f->base + end && ftruncate(f->fd, (off_t)(f->base + end)) < 0)
-		return h5_err_set(H5_ERR_IO, "truncating %s: %s", f->path, strerror(errno));
+	if ((rc = h5_file_size(f, &size)) < 0)
+		return h5_err_wrap(rc, "%s: ", f->path);
+	if (size > f->base + end && (rc = h5_file_truncate(f, f->base + end)) < 0)
+		return h5_err_wrap(rc, "truncating %s: ", f->path);
 	return 0;
 }
 
@@ -1264,5 +1259,5 @@ int h5_append_close(h5_appender *a, size_t *pending_partial)
 
 int h5_file_writable(const h5_file *f)
 {
-	return f->writable && f->fd >= 0;
+	return f->writable && f->src->ops->write != NULL;
 }

@@ -132,8 +132,8 @@ static int ds_init_efl(h5_dataset *d)
 	size_t i;
 	int rc = 0;
 
-	if (d->f->mem) {
-		rc = h5_err_set(H5_ERR_UNSUPPORTED, "external data files are not read for in-memory images");
+	if (!d->f->real_path) {
+		rc = h5_err_set(H5_ERR_UNSUPPORTED, "external data files are only read next to a local FILE");
 		goto out;
 	}
 	if (d->layout.cls != H5_LAYOUT_CONTIGUOUS) {

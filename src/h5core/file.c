@@ -21,30 +21,12 @@ bool h5_file_range_ok(const h5_file *f, uint64_t addr, uint64_t len)
 int h5_file_read(h5_file *f, uint64_t addr, void *buf, size_t len)
 {
 	uint64_t abs;
-	size_t done = 0;
 
 	if (!h5_file_range_ok(f, addr, len))
 		return h5_err_set(H5_ERR_FORMAT, "address range 0x%llx+%zu is outside the file (%llu bytes)",
 				  (unsigned long long)addr, len, (unsigned long long)h5_file_eof(f));
 	abs = f->base + addr;
-	if (f->mem) {
-		memcpy(buf, f->mem + abs, len);
-		return 0;
-	}
-	while (done < len) {
-		ssize_t n = pread(f->fd, (uint8_t *)buf + done, len - done, (off_t)(abs + done));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return h5_err_set(H5_ERR_IO, "read at 0x%llx: %s", (unsigned long long)(abs + done),
-					  strerror(errno));
-		if (n == 0)
-			return h5_err_set(H5_ERR_FORMAT, "unexpected end of file at 0x%llx",
-					  (unsigned long long)(abs + done));
-		done += (size_t)n;
-	}
-	return 0;
+	return f->src->ops->read(f->src, abs, buf, len);
 }
 
 int h5_file_read_alloc(uint8_t **out, h5_file *f, uint64_t addr, size_t len)
@@ -144,32 +126,19 @@ void h5_pinned_close(h5_pinned *p)
 	free(p);
 }
 
-/* A full disk (or quota) is the user's to fix, not an I/O fault: ENOSPC. */
-static int write_err(int e)
-{
-	return e == ENOSPC || e == EDQUOT ? H5_ERR_NOSPC : H5_ERR_IO;
-}
-
 int h5_file_write(h5_file *f, uint64_t addr, const void *buf, size_t len)
 {
 	uint64_t abs, end;
-	size_t done = 0;
+	int rc;
 
-	if (!f->writable || f->fd < 0)
+	if (!f->writable || !f->src->ops->write)
 		return h5_err_set(H5_ERR_ROFS, "file is not open for writing");
 	if (!h5_addr_defined(addr) || h5_add_overflow(addr, len, &end) || h5_add_overflow(f->base, end, &abs))
 		return h5_err_set(H5_ERR_INVAL, "write address out of range");
 	abs = f->base + addr;
-	while (done < len) {
-		ssize_t n = pwrite(f->fd, (const uint8_t *)buf + done, len - done, (off_t)(abs + done));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return h5_err_set(n < 0 ? write_err(errno) : H5_ERR_IO, "write at 0x%llx: %s",
-					  (unsigned long long)(abs + done), n < 0 ? strerror(errno) : "short write");
-		done += (size_t)n;
-	}
+	rc = f->src->ops->write(f->src, abs, buf, len);
+	if (rc < 0)
+		return rc;
 	/* release: a reader that sees the new eof finds the bytes written */
 	if (end > f->eof)
 		__atomic_store_n(&f->eof, end, __ATOMIC_RELEASE);
@@ -178,9 +147,25 @@ int h5_file_write(h5_file *f, uint64_t addr, const void *buf, size_t len)
 
 int h5_file_sync(h5_file *f)
 {
-	if (f->fd >= 0 && fsync(f->fd) < 0)
-		return h5_err_set(write_err(errno), "fsync: %s", strerror(errno));
-	return 0;
+	return f->src->ops->sync ? f->src->ops->sync(f->src) : 0;
+}
+
+void h5_file_sync_hint(h5_file *f, uint64_t addr, uint64_t len)
+{
+	if (f->src->ops->sync_hint)
+		f->src->ops->sync_hint(f->src, f->base + addr, len);
+}
+
+int h5_file_size(h5_file *f, uint64_t *out)
+{
+	return f->src->ops->size(f->src, out);
+}
+
+int h5_file_truncate(h5_file *f, uint64_t size)
+{
+	if (!f->src->ops->truncate)
+		return h5_err_set(H5_ERR_ROFS, "file is not open for writing");
+	return f->src->ops->truncate(f->src, size);
 }
 
 /* The memory limit of our cgroup (v2 "memory.max"), or 0 when there is
@@ -268,47 +253,30 @@ static int file_init_common(h5_file *f, const h5_open_opts *opts)
 	return h5_superblock_read(f);
 }
 
-int h5_file_open(h5_file **out, const char *path, const h5_open_opts *opts)
+int h5_file_open_source(h5_file **out, h5_source *src, const char *name, const h5_open_opts *opts)
 {
 	h5_file *f;
-	struct stat st;
 	int rc;
-	int writable = opts && opts->writable;
 
 	*out = NULL;
 	f = calloc(1, sizeof(*f));
-	if (!f)
+	if (!f) {
+		h5_source_close(src);
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
-	f->fd = -1;
-	f->path = strdup(path);
+	}
+	f->src = src;
+	f->writable = src->writable;
+	f->eof = src->size;
+	f->file_mtime = src->mtime;
+	f->path = strdup(name);
 	if (!f->path) {
 		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	f->writable = writable;
-	f->fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
-	if (f->fd < 0) {
-		rc = h5_err_set(errno == EROFS || errno == EACCES ? (writable ? H5_ERR_ROFS : H5_ERR_IO) : H5_ERR_IO,
-				"%s: %s", path, strerror(errno));
-		goto out;
-	}
-	if (fstat(f->fd, &st) < 0) {
-		rc = h5_err_set(H5_ERR_IO, "%s: %s", path, strerror(errno));
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
-		rc = h5_err_set(H5_ERR_NOTHDF5, "%s: not a regular file", path);
-		goto out;
-	}
-	if (writable && flock(f->fd, LOCK_EX | LOCK_NB) < 0) {
-		rc = h5_err_set(H5_ERR_BUSY, "%s: locked by another process (%s)", path, strerror(errno));
-		goto out;
-	}
-	f->eof = (uint64_t)st.st_size;
-	f->file_mtime = (int64_t)st.st_mtime;
 	/* the daemon changes directory after opening FILE: related files
-	 * (related.c) are found from where FILE really is */
-	f->real_path = realpath(path, NULL);
+	 * (related.c) are found from where a local FILE really is */
+	if (src->ops->fd(src) >= 0)
+		f->real_path = realpath(name, NULL);
 	rc = file_init_common(f, opts);
 out:
 	if (rc < 0) {
@@ -319,31 +287,37 @@ out:
 	return 0;
 }
 
-int h5_file_open_mem(h5_file **out, const void *buf, size_t len, const h5_open_opts *opts)
+int h5_file_open(h5_file **out, const char *path, const h5_open_opts *opts)
 {
-	h5_file *f;
+	h5_source_opts so = { 0 };
+	h5_source *src = NULL;
 	int rc;
 
 	*out = NULL;
-	f = calloc(1, sizeof(*f));
-	if (!f)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory");
-	f->fd = -1;
-	f->mem = buf;
-	f->memlen = len;
-	f->eof = len;
-	f->path = strdup("<memory>");
-	if (!f->path) {
-		free(f);
-		return h5_err_set(H5_ERR_NOMEM, "out of memory");
-	}
-	rc = file_init_common(f, opts);
-	if (rc < 0) {
-		h5_file_close(f);
+	so.writable = opts && opts->writable;
+	rc = h5_source_open(&src, path, &so);
+	if (rc < 0)
 		return rc;
+	if (opts && (opts->io_trace || opts->io_fail_at)) {
+		h5_trace_opts to = { opts->io_trace, opts->io_fail_at, 0 };
+
+		rc = h5_source_trace(&src, src, &to);
+		if (rc < 0)
+			return rc;
 	}
-	*out = f;
-	return 0;
+	return h5_file_open_source(out, src, path, opts);
+}
+
+int h5_file_open_mem(h5_file **out, const void *buf, size_t len, const h5_open_opts *opts)
+{
+	h5_source *src = NULL;
+	int rc;
+
+	*out = NULL;
+	rc = h5_source_open_mem(&src, buf, len);
+	if (rc < 0)
+		return rc;
+	return h5_file_open_source(out, src, "<memory>", opts);
 }
 
 void h5_file_close(h5_file *f)
@@ -356,8 +330,7 @@ void h5_file_close(h5_file *f)
 		h5_cache_free(f->chunks);
 	if (f->meta)
 		h5_cache_free(f->meta);
-	if (f->fd >= 0)
-		close(f->fd); /* also drops the flock */
+	h5_source_close(f->src);        /* also drops a local file's flock */
 	pthread_mutex_destroy(&f->write_lock);
 	free(f->ext_prefix);
 	free(f->real_path);
@@ -370,4 +343,4 @@ int h5_file_sb_version(const h5_file *f) { return f->sb_version; }
 uint64_t h5_file_userblock(const h5_file *f) { return f->base; }
 int64_t h5_file_mtime(const h5_file *f) { return f->file_mtime; }
 const char *h5_file_path(const h5_file *f) { return f->path; }
-int h5_file_fd(const h5_file *f) { return f->mem ? -1 : f->fd; }
+int h5_file_fd(const h5_file *f) { return f->src->ops->fd(f->src); }

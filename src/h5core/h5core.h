@@ -65,6 +65,9 @@ typedef struct h5_open_opts {
 	const char *ext_prefix;  /* ':'-separated directories tried for them first
 				  * (-o ext_prefix=), after HDF5_EXT_PREFIX/HDF5_VDS_PREFIX */
 	h5_file *share_with;     /* internal: a related file shares this file's cache */
+	const char *io_trace;    /* tests: record every write and sync here (source.h,
+				  * h5_source_trace); reads are not spliced then */
+	uint64_t io_fail_at;     /* tests: the Nth write or sync fails (0: none) */
 } h5_open_opts;
 
 /* The default cache budget (h5_default_cache_bytes) is 1/16 of the memory
@@ -75,6 +78,10 @@ typedef struct h5_open_opts {
 size_t h5_default_cache_bytes(void);
 
 int h5_file_open(h5_file **out, const char *path, const h5_open_opts *opts);
+/* Open FILE from a byte source (source.h), which the file then owns (also
+ * on failure); name is FILE's name for messages. */
+struct h5_source;
+int h5_file_open_source(h5_file **out, struct h5_source *src, const char *name, const h5_open_opts *opts);
 /* Open an in-memory image (fuzzing, tests). The buffer must outlive the file. */
 int h5_file_open_mem(h5_file **out, const void *buf, size_t len, const h5_open_opts *opts);
 void h5_file_close(h5_file *f);

@@ -13,6 +13,7 @@
 #define H5CORE_INTERNAL_H
 
 #include "h5core.h"
+#include "source.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -173,9 +174,8 @@ typedef struct h5_sohm_index {
 } h5_sohm_index;
 
 struct h5_file {
-	int fd;                 /* -1 for memory images */
-	const uint8_t *mem;     /* memory image, or NULL */
-	size_t memlen;
+	h5_source *src;         /* where the bytes are (source.h): every read,
+				 * write and sync of FILE goes through it */
 	char *path;
 	int writable;
 	uint64_t base;          /* absolute offset of the superblock (user block size) */
@@ -277,6 +277,12 @@ int h5_pinned_open(h5_pinned **out, size_t size, const char *what, uint32_t kind
 void h5_pinned_close(h5_pinned *p);
 int h5_file_write(h5_file *f, uint64_t addr, const void *buf, size_t len);
 int h5_file_sync(h5_file *f);
+/* Start writing back [addr, addr+len) early (a hint). */
+void h5_file_sync_hint(h5_file *f, uint64_t addr, uint64_t len);
+/* The size of the underlying object now (absolute, user block included),
+ * and setting it (appends). */
+int h5_file_size(h5_file *f, uint64_t *out);
+int h5_file_truncate(h5_file *f, uint64_t size);
 
 /* related.c: kind of name being resolved (which prefix variable applies) */
 enum { H5_RELATED_EXT = 0, H5_RELATED_VDS = 1 };

@@ -83,7 +83,7 @@ static int related_init(h5_file *top)
 
 	if (top->related)
 		return 0;
-	if (top->mem || !top->real_path)
+	if (!top->real_path)
 		return h5_err_set(H5_ERR_UNSUPPORTED, "other files are only followed from a local FILE");
 	real = strdup(top->real_path);
 	if (!real)

@@ -72,4 +72,18 @@ int h5_source_open(h5_source **out, const char *name, const h5_source_opts *opts
 int h5_source_open_mem(h5_source **out, const void *buf, size_t len);
 void h5_source_close(h5_source *s);
 
+/* A source that passes everything to `inner` (which it then owns) and
+ * records each write and sync to log_path (source_trace.c gives the
+ * format); the fail_at-th write or sync (1-based, counted together) fails
+ * with fail_code (default H5_ERR_IO) instead of reaching inner. It has no
+ * descriptor (h5_file_fd() is -1: nothing bypasses it). */
+typedef struct h5_trace_opts {
+	const char *log_path;   /* NULL: count only */
+	uint64_t fail_at;       /* 0: none fails */
+	int fail_code;
+} h5_trace_opts;
+int h5_source_trace(h5_source **out, h5_source *inner, const h5_trace_opts *o);
+/* Writes and syncs a trace source has seen (0 for other sources). */
+uint64_t h5_source_trace_count(const h5_source *s);
+
 #endif

@@ -747,9 +747,7 @@ static h5_file *fake_file(const uint8_t *buf, size_t len)
 	h5_file *f = calloc(1, sizeof(*f));
 
 	ck_assert_ptr_nonnull(f);
-	f->fd = -1;
-	f->mem = buf;
-	f->memlen = len;
+	ck_assert_int_eq(h5_source_open_mem(&f->src, buf, len), 0);
 	f->eof = len;
 	f->path = strdup("<test>");
 	f->fmt = fmt88;

@@ -14,7 +14,6 @@ static const uint8_t SIG[8] = { 0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n' };
 static void fresh_file(h5_file *f)
 {
 	memset(f, 0, sizeof(*f));
-	f->fd = -1;
 	f->root_addr = f->ext_addr = f->sohm_addr = H5_ADDR_UNDEF;
 	f->sym_leaf_k = 4;
 	f->btree_k = 16;

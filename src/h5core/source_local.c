@@ -1,0 +1,177 @@
+/* source_local.c - a local file as a byte source: positional reads and
+ * writes on a descriptor, fsync, an exclusive flock while open for
+ * writing, and the descriptor itself for the FUSE side to splice from. */
+#define _GNU_SOURCE /* sync_file_range */
+#include "internal.h"
+#include "source_impl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct local_source {
+	h5_source base;         /* first: the h5_source the engine sees */
+	int fd;
+} local_source;
+
+/* A full disk (or quota) is the user's to fix, not an I/O fault: ENOSPC. */
+static int write_err(int e)
+{
+	return e == ENOSPC || e == EDQUOT ? H5_ERR_NOSPC : H5_ERR_IO;
+}
+
+static int local_read(h5_source *s, uint64_t off, void *buf, size_t len)
+{
+	local_source *l = (local_source *)s;
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pread(l->fd, (uint8_t *)buf + done, len - done, (off_t)(off + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return h5_err_set(H5_ERR_IO, "read at 0x%llx: %s", (unsigned long long)(off + done),
+					  strerror(errno));
+		if (n == 0)
+			return h5_err_set(H5_ERR_FORMAT, "unexpected end of file at 0x%llx",
+					  (unsigned long long)(off + done));
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+static int local_write(h5_source *s, uint64_t off, const void *buf, size_t len)
+{
+	local_source *l = (local_source *)s;
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pwrite(l->fd, (const uint8_t *)buf + done, len - done, (off_t)(off + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return h5_err_set(n < 0 ? write_err(errno) : H5_ERR_IO, "write at 0x%llx: %s",
+					  (unsigned long long)(off + done), n < 0 ? strerror(errno) : "short write");
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+static int local_sync(h5_source *s)
+{
+	local_source *l = (local_source *)s;
+
+	if (fsync(l->fd) < 0)
+		return h5_err_set(write_err(errno), "fsync: %s", strerror(errno));
+	return 0;
+}
+
+/* Start writeback early, so the fsync of a commit finds less to do. */
+static void local_sync_hint(h5_source *s, uint64_t off, uint64_t len)
+{
+	(void)sync_file_range(((local_source *)s)->fd, (off64_t)off, (off64_t)len, SYNC_FILE_RANGE_WRITE);
+}
+
+static int local_truncate(h5_source *s, uint64_t size)
+{
+	if (ftruncate(((local_source *)s)->fd, (off_t)size) < 0)
+		return h5_err_set(write_err(errno), "ftruncate: %s", strerror(errno));
+	return 0;
+}
+
+static int local_size(h5_source *s, uint64_t *out)
+{
+	struct stat st;
+
+	if (fstat(((local_source *)s)->fd, &st) < 0)
+		return h5_err_set(H5_ERR_IO, "fstat: %s", strerror(errno));
+	*out = (uint64_t)st.st_size;
+	return 0;
+}
+
+static int local_fd(const h5_source *s)
+{
+	return ((const local_source *)s)->fd;
+}
+
+static void local_close(h5_source *s)
+{
+	local_source *l = (local_source *)s;
+
+	if (l->fd >= 0)
+		close(l->fd); /* also drops the flock */
+	free(l);
+}
+
+static const h5_source_ops local_ops = {
+	.name = "local",
+	.read = local_read,
+	.write = local_write,
+	.sync = local_sync,
+	.sync_hint = local_sync_hint,
+	.truncate = local_truncate,
+	.size = local_size,
+	.fd = local_fd,
+	.close = local_close,
+};
+
+static const h5_source_ops local_ro_ops = {
+	.name = "local",
+	.read = local_read,
+	.size = local_size,
+	.fd = local_fd,
+	.close = local_close,
+};
+
+static int local_open(h5_source **out, const char *path, const h5_source_opts *opts)
+{
+	local_source *l;
+	struct stat st;
+	bool writable = opts->writable;
+	int rc = 0;
+
+	*out = NULL;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	l->base.ops = writable ? &local_ops : &local_ro_ops;
+	l->base.writable = writable;
+	l->fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+	if (l->fd < 0) {
+		rc = h5_err_set(errno == EROFS || errno == EACCES ? (writable ? H5_ERR_ROFS : H5_ERR_IO) : H5_ERR_IO,
+				"%s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (fstat(l->fd, &st) < 0) {
+		rc = h5_err_set(H5_ERR_IO, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+		rc = h5_err_set(H5_ERR_NOTHDF5, "%s: not a regular file", path);
+		goto out;
+	}
+	if (writable && flock(l->fd, LOCK_EX | LOCK_NB) < 0) {
+		rc = h5_err_set(H5_ERR_BUSY, "%s: locked by another process (%s)", path, strerror(errno));
+		goto out;
+	}
+	l->base.size = (uint64_t)st.st_size;
+	l->base.mtime = (int64_t)st.st_mtime;
+out:
+	if (rc < 0) {
+		local_close(&l->base);
+		return rc;
+	}
+	*out = &l->base;
+	return 0;
+}
+
+const h5_source_class h5_source_local_class = {
+	.name = "local",
+	.matches = NULL,        /* every name: the last class */
+	.open = local_open,
+};
