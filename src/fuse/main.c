@@ -41,16 +41,6 @@
 /* Upper bound for -o cache_size, in MiB (1 TiB): larger is surely a typo. */
 #define CACHE_MIB_MAX 1048576UL
 
-/* Exit status by failure class (doc/h5fs.1, EXIT STATUS). */
-enum {
-	EXIT_OK = 0,
-	EXIT_RUNTIME = 1,       /* out of memory, or the session failed while mounted */
-	EXIT_USAGE = 2,         /* bad arguments or options */
-	EXIT_OPEN = 3,          /* FILE cannot be opened or read */
-	EXIT_NOTHDF5 = 4,       /* not HDF5, or HDF5 that uses features h5fs cannot read */
-	EXIT_CORRUPT = 5,       /* HDF5, but its superblock or root group is corrupt */
-	EXIT_MOUNT = 6          /* the mount itself failed */
-};
 
 struct cli {
 	char *file;
@@ -180,11 +170,11 @@ static int cli_proc(void *data, const char *arg, int key, struct fuse_args *outa
 	switch (key) {
 	case KEY_HELP:
 		usage(stdout);
-		exit(EXIT_OK);
+		exit(H5_EXIT_OK);
 	case KEY_VERSION:
 		printf("h5fs %s\n", PACKAGE_VERSION);
 		fuse_lowlevel_version();
-		exit(EXIT_OK);
+		exit(H5_EXIT_OK);
 	case KEY_RO:
 		c->read_only = 1;
 		return 1;       /* keep: the kernel mounts it MS_RDONLY too */
@@ -384,17 +374,7 @@ static int parse_umask(mode_t *out, const char *s)
 /* Exit status for an engine error met while opening and checking FILE. */
 static int open_failure_status(int rc)
 {
-	switch (rc) {
-	case H5_ERR_IO:
-		return EXIT_OPEN;
-	case H5_ERR_NOTHDF5:
-	case H5_ERR_UNSUPPORTED:
-		return EXIT_NOTHDF5;
-	case H5_ERR_NOMEM:
-		return EXIT_RUNTIME;
-	default:        /* FORMAT, CHECKSUM, LOOP, LIMIT: corrupt */
-		return EXIT_CORRUPT;
-	}
+	return h5_exit_for_open_error(rc, H5_EXIT_RUNTIME);
 }
 
 int main(int argc, char **argv)
@@ -408,7 +388,7 @@ int main(int argc, char **argv)
 	h5fs *fs = NULL;
 	struct fuse_session *se = NULL;
 	char *fsname = NULL, *abs = NULL, maxread_opt[32];
-	int ret = EXIT_USAGE, rc, mounted = 0, handlers = 0, busy_ro = 0;
+	int ret = H5_EXIT_USAGE, rc, mounted = 0, handlers = 0, busy_ro = 0;
 	struct stat fst = {0};
 
 	/* Chunks are decoded into 1 MiB-class buffers by many threads; glibc
@@ -431,7 +411,7 @@ int main(int argc, char **argv)
 	if (copts.show_help || copts.show_version) {
 		/* only reached for spellings we did not intercept */
 		usage(stdout);
-		ret = EXIT_OK;
+		ret = H5_EXIT_OK;
 		goto out;
 	}
 	if (!cli.file || !cli.mountpoint) {
@@ -485,7 +465,7 @@ int main(int argc, char **argv)
 	if (stat(cli.file, &fst) == 0 && !S_ISREG(fst.st_mode) && !S_ISBLK(fst.st_mode)) {
 		fprintf(stderr, "h5fs: %s: %s\n", cli.file,
 			S_ISDIR(fst.st_mode) ? strerror(EISDIR) : "not a regular file");
-		ret = EXIT_OPEN;
+		ret = H5_EXIT_OPEN;
 		goto out;
 	}
 	/* Read-write (for appends, README "Appending") unless -o ro or FILE is
@@ -528,17 +508,17 @@ int main(int argc, char **argv)
 	copts.mountpoint = realpath(cli.mountpoint, NULL);
 	if (!copts.mountpoint) {
 		fprintf(stderr, "h5fs: %s: %s\n", cli.mountpoint, strerror(errno));
-		ret = EXIT_MOUNT;
+		ret = H5_EXIT_MOUNT;
 		goto out;
 	}
 	/* FUSE would mount over a regular file too, with the root group then
 	 * shown as a file: refuse. */
 	if (stat(copts.mountpoint, &fst) == 0 && !S_ISDIR(fst.st_mode)) {
 		fprintf(stderr, "h5fs: %s: %s\n", cli.mountpoint, strerror(ENOTDIR));
-		ret = EXIT_MOUNT;
+		ret = H5_EXIT_MOUNT;
 		goto out;
 	}
-	ret = EXIT_RUNTIME;
+	ret = H5_EXIT_RUNTIME;
 
 	/* Show FILE as the mount's source in /proc/mounts and df. */
 	abs = realpath(cli.file, NULL);
@@ -568,7 +548,7 @@ int main(int argc, char **argv)
 	se = fuse_session_new(&args, &h5fs_ll_ops, sizeof(h5fs_ll_ops), fs);
 	if (!se) {
 		/* libfuse printed why: an unknown option, or out of memory */
-		ret = EXIT_USAGE;
+		ret = H5_EXIT_USAGE;
 		goto out;
 	}
 	h5fs_set_session(fs, se);
@@ -577,7 +557,7 @@ int main(int argc, char **argv)
 	handlers = 1;
 	if (fuse_session_mount(se, copts.mountpoint) != 0) {
 		/* libfuse printed why (bad mountpoint, no /dev/fuse, not allowed) */
-		ret = EXIT_MOUNT;
+		ret = H5_EXIT_MOUNT;
 		goto out;
 	}
 	mounted = 1;
@@ -608,7 +588,7 @@ int main(int argc, char **argv)
 		h5fs_log(fs, LOG_INFO, "%s unmounted", copts.mountpoint);
 	else
 		h5fs_log(fs, LOG_ERR, "session failed: %s; unmounting %s", strerror(-rc), copts.mountpoint);
-	ret = rc < 0 ? EXIT_RUNTIME : EXIT_OK;
+	ret = rc < 0 ? H5_EXIT_RUNTIME : H5_EXIT_OK;
 out:
 	if (mounted)
 		fuse_session_unmount(se);

@@ -64,3 +64,18 @@ const char *h5_err_name(int code)
 	default: return "unknown error";
 	}
 }
+
+h5_exit h5_exit_for_open_error(int rc, h5_exit nomem)
+{
+	switch (rc) {
+	case H5_ERR_IO:
+		return H5_EXIT_OPEN;
+	case H5_ERR_NOTHDF5:
+	case H5_ERR_UNSUPPORTED:
+		return H5_EXIT_NOTHDF5;
+	case H5_ERR_NOMEM:
+		return nomem;
+	default:        /* FORMAT, CHECKSUM, LOOP, LIMIT: corrupt */
+		return H5_EXIT_CORRUPT;
+	}
+}

@@ -91,6 +91,23 @@ uint64_t h5_file_userblock(const h5_file *f);
 int64_t h5_file_mtime(const h5_file *f);         /* mtime of FILE (seconds) */
 const char *h5_file_path(const h5_file *f);
 
+/* ---- exit statuses of h5fs and h5fs-ls (doc/h5fs.1, doc/h5fs-ls.1) ---- */
+
+typedef enum h5_exit {
+	H5_EXIT_OK = 0,
+	H5_EXIT_RUNTIME = 1,    /* h5fs: out of memory, or the session failed */
+	H5_EXIT_PARTIAL = 1,    /* h5fs-ls: listed, but some objects could not be read */
+	H5_EXIT_USAGE = 2,      /* bad arguments or options */
+	H5_EXIT_OPEN = 3,       /* FILE cannot be opened or read */
+	H5_EXIT_NOTHDF5 = 4,    /* not HDF5, or HDF5 using features h5fs cannot read */
+	H5_EXIT_CORRUPT = 5,    /* HDF5, but its superblock or root group is corrupt */
+	H5_EXIT_MOUNT = 6,      /* h5fs: the mount itself failed */
+	H5_EXIT_NOPATH = 6      /* h5fs-ls: PATH does not exist */
+} h5_exit;
+/* The exit status for an error (h5_err) opening FILE; out of memory is
+ * `nomem` (each tool's status 1). */
+h5_exit h5_exit_for_open_error(int rc, h5_exit nomem);
+
 /* ---- other files (related.c) ------------------------------------------- */
 
 /* Open the file an external link names, as seen from file `from` (resolved

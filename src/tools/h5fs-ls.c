@@ -34,15 +34,6 @@
 /* Soft links followed while resolving PATH before giving up (a cycle). */
 #define MAX_SOFT_HOPS 16
 
-enum {
-	EXIT_OK = 0,
-	EXIT_PARTIAL = 1,       /* listed, but some objects could not be read */
-	EXIT_USAGE = 2,
-	EXIT_OPEN = 3,
-	EXIT_NOTHDF5 = 4,
-	EXIT_CORRUPT = 5,
-	EXIT_NOPATH = 6
-};
 
 /* ---- the text of one entry ----------------------------------------------------
  * Built in a stdio memory stream: the engine's string builder (h5_sb) is
@@ -609,7 +600,7 @@ int main(int argc, char **argv)
 	h5_file *f = NULL;
 	uint64_t addr;
 	struct stat st;
-	int i, nargs = 0, rc, ret = EXIT_PARTIAL;
+	int i, nargs = 0, rc, ret = H5_EXIT_PARTIAL;
 
 	memset(&L, 0, sizeof(L));
 	L.first_json = 1;
@@ -627,7 +618,7 @@ int main(int argc, char **argv)
 		} else if (argv[i][0] == '-' && argv[i][1] && strcmp(argv[i], "--") != 0) {
 			fprintf(stderr, "h5fs-ls: unknown option %s\n", argv[i]);
 			usage(stderr);
-			return EXIT_USAGE;
+			return H5_EXIT_USAGE;
 		} else if (strcmp(argv[i], "--") == 0) {
 			continue;
 		} else if (nargs == 0) {
@@ -638,17 +629,17 @@ int main(int argc, char **argv)
 			nargs++;
 		} else {
 			usage(stderr);
-			return EXIT_USAGE;
+			return H5_EXIT_USAGE;
 		}
 	}
 	if (!file) {
 		usage(stderr);
-		return EXIT_USAGE;
+		return H5_EXIT_USAGE;
 	}
 	/* open(2) of a FIFO would wait for a writer */
 	if (stat(file, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
 		fprintf(stderr, "h5fs-ls: %s: %s\n", file, S_ISDIR(st.st_mode) ? strerror(EISDIR) : "not a regular file");
-		return EXIT_OPEN;
+		return H5_EXIT_OPEN;
 	}
 	rc = h5_file_open(&f, file, NULL);
 	if (rc < 0) {
@@ -658,15 +649,13 @@ int main(int argc, char **argv)
 		if (strncmp(msg, file, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ')
 			msg += n + 2;
 		fprintf(stderr, "h5fs-ls: %s: %s\n", file, msg);
-		return rc == H5_ERR_IO ? EXIT_OPEN :
-		       rc == H5_ERR_NOTHDF5 || rc == H5_ERR_UNSUPPORTED ? EXIT_NOTHDF5 :
-		       rc == H5_ERR_NOMEM ? EXIT_PARTIAL : EXIT_CORRUPT;
+		return h5_exit_for_open_error(rc, H5_EXIT_PARTIAL);
 	}
 	L.f = f;
 	rc = resolve(&addr, f, path, 0);
 	if (rc < 0) {
 		fprintf(stderr, "h5fs-ls: %s: %s: %s\n", file, path, h5_err_msg());
-		ret = rc == H5_ERR_NOTFOUND ? EXIT_NOPATH : EXIT_PARTIAL;
+		ret = rc == H5_ERR_NOTFOUND ? H5_EXIT_NOPATH : H5_EXIT_PARTIAL;
 		goto out;
 	}
 	if (L.json) {
@@ -685,7 +674,7 @@ int main(int argc, char **argv)
 	list_object(&L, strcmp(path, "/") == 0 ? "/" : path, addr, 1);
 	if (L.json)
 		printf("%s]}\n", L.first_json ? "" : "\n");
-	ret = L.nerr ? EXIT_PARTIAL : EXIT_OK;
+	ret = L.nerr ? H5_EXIT_PARTIAL : H5_EXIT_OK;
 out:
 	free(L.seen);
 	h5_file_close(f);
