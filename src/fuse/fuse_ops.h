@@ -3,7 +3,8 @@
  *
  * main.c opens the HDF5 file, builds an h5fs (h5fs_new) and hands
  * h5fs_ll_ops plus the h5fs to fuse_session_new(); everything that
- * translates FUSE requests into libh5core calls lives in fuse_ops.c.
+ * translates FUSE requests into libh5core calls lives in the ll*.c files
+ * (ll.h says which does what).
  */
 #ifndef H5FS_FUSE_OPS_H
 #define H5FS_FUSE_OPS_H

@@ -1,0 +1,612 @@
+/* ll.c - the FUSE low-level read operations: lookup, attributes,
+ * directories, reads. Handlers translate: request -> engine -> one reply. */
+#include "ll.h"
+
+/* ---- operations ---------------------------------------------------------------- */
+
+void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	h5fs *fs = userdata;
+
+	/* libfuse derives max_pages, and so the largest read the kernel sends
+	 * us, from max_write; it clamps this to its own buffer size (1 MiB on
+	 * current kernels). */
+	conn->max_write = 1U << 20;
+	/* libfuse wants the max_read mount option (main.c) repeated here */
+	if (fs->cfg.max_read)
+		conn->max_read = fs->cfg.max_read;
+	/* conn->max_readahead starts at the kernel's maximum: keep it. */
+	/* Reads of plain bytes are answered by splicing FILE's pages into
+	 * the reply (op_read): no copy through our memory. */
+	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
+		conn->want |= FUSE_CAP_SPLICE_WRITE;
+	if (conn->capable & FUSE_CAP_SPLICE_MOVE)
+		conn->want |= FUSE_CAP_SPLICE_MOVE;
+}
+
+static void reply_entry_node(fuse_req_t req, const struct node *n)
+{
+	struct fuse_entry_param e;
+
+	memset(&e, 0, sizeof(e));
+	e.ino = n->ino;
+	e.generation = 0;   /* inode numbers are never reused; the root must be 0 */
+	e.attr = n->st;
+	e.attr_timeout = H5FS_TIMEOUT;
+	e.entry_timeout = H5FS_TIMEOUT;
+	fuse_reply_entry(req, &e);
+}
+
+/* Follow an external link of file `from`: 0 with *gf (a reference held)
+ * and *addr, or a negative h5_err whose message says why it stays a
+ * symlink (no such file or object, outside FILE's tree, unreadable). */
+static int ext_resolve(h5_file **gf, uint64_t *addr, h5_file *from, const h5_link *l)
+{
+	h5_file *g = NULL;
+	int rc;
+
+	*gf = NULL;
+	if (!l->ext_file || !l->ext_path)
+		return h5_err_set(H5_ERR_FORMAT, "external link without a file or path");
+	rc = h5_file_open_related(&g, from, l->ext_file);
+	if (rc == 1)
+		return h5_err_set(H5_ERR_NOTFOUND, "file %s not found", l->ext_file);
+	if (rc < 0)
+		return rc;
+	rc = h5_path_lookup(addr, g, l->ext_path);
+	if (rc < 0) {
+		h5_file_release_related(g);
+		return h5_err_wrap(rc, "%s::%s: ", l->ext_file, l->ext_path);
+	}
+	*gf = g;
+	return 0;
+}
+
+void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	h5fs *fs = fuse_req_userdata(req);
+	struct node *p = node_get(fs, parent), *n = NULL, *fresh = NULL;
+	h5_link l;
+	char *path = NULL;
+	int rc;
+
+	memset(&l, 0, sizeof(l));
+	if (!p) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	if (p->type != NT_DIR) {
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	if (!name_ok(name, strlen(name))) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	rc = h5_group_lookup(&l, p->f, p->addr, name);
+	if (rc < 0) {
+		reply_h5err(fs, req, rc, "lookup", p->path, name);
+		return;
+	}
+	/* Names readdir would skip must not be reachable by lookup either. */
+	if (!name_ok(l.name, l.name_len) || strcmp(l.name, name) != 0) {
+		fuse_reply_err(req, ENOENT);
+		goto out;
+	}
+	path = path_join(p->path, name);
+	if (!path) {
+		fuse_reply_err(req, ENOMEM);
+		goto out;
+	}
+	switch (l.type) {
+	case H5_LINK_EXTERNAL:
+	case H5_LINK_HARD: {
+		h5_file *tf = p->f;
+		uint64_t taddr = l.addr;
+		int depth;
+
+		if (l.type == H5_LINK_EXTERNAL) {
+			rc = ext_resolve(&tf, &taddr, p->f, &l);
+			if (rc < 0) {
+				h5fs_log(fs, LOG_NOTICE, "lookup %s: external link not followed, shown as a symlink: %s",
+				       show_path(path), h5_err_msg());
+				goto as_symlink;
+			}
+		}
+		/* a link up to this group or an ancestor: a symlink there */
+		depth = ancestor_depth(fs, p, file_ino(fs, tf, taddr));
+		if (depth >= 0) {
+			if (tf != p->f || l.type == H5_LINK_EXTERNAL)
+				h5_file_release_related(tf);
+			goto as_symlink;
+		}
+		n = node_ref_existing(fs, file_nodeid(fs, tf, taddr));
+		if (!n) {
+			rc = node_make_obj(&fresh, fs, tf, taddr, file_nodeid(fs, tf, taddr), path);
+			if (rc < 0) {
+				if (l.type == H5_LINK_EXTERNAL)
+					h5_file_release_related(tf);
+				reply_h5err_obj(fs, req, rc, "lookup", p->path, name, taddr);
+				goto out;
+			}
+			n = node_publish(fs, fresh);
+		}
+		if (l.type == H5_LINK_EXTERNAL)
+			h5_file_release_related(tf);   /* the node holds its own */
+		if (n->type == NT_DIR) {
+			/* the kernel keeps one dentry per directory: where it was
+			 * looked up last is where it is (ancestor_depth) */
+			pthread_mutex_lock(&fs->lock);
+			n->parent = p->ino;
+			pthread_mutex_unlock(&fs->lock);
+		}
+		break;
+	}
+	case H5_LINK_SOFT:
+	as_symlink: {
+		uint64_t ino = synth_ino(fs, p->ino, name);
+		int depth = -1;
+
+		if (!ino) {
+			fuse_reply_err(req, ENOMEM);
+			goto out;
+		}
+		n = node_ref_existing(fs, ino);
+		if (n)
+			break;
+		if (l.type == H5_LINK_HARD || (l.type == H5_LINK_EXTERNAL && rc == 0)) {
+			h5_file *tf = p->f;
+			uint64_t taddr = l.addr;
+
+			if (l.type == H5_LINK_EXTERNAL && ext_resolve(&tf, &taddr, p->f, &l) < 0)
+				tf = NULL;
+			if (tf) {
+				depth = ancestor_depth(fs, p, file_ino(fs, tf, taddr));
+				if (l.type == H5_LINK_EXTERNAL)
+					h5_file_release_related(tf);
+			}
+		}
+		rc = node_make_link(&fresh, fs, ino, path, p->path, depth >= 0 ? NULL : &l, depth);
+		if (rc < 0) {
+			reply_h5err(fs, req, rc, "lookup", p->path, name);
+			goto out;
+		}
+		n = node_publish(fs, fresh);
+		break;
+	}
+	default:
+		/* user-defined link types (65..255) have no meaning to us */
+		h5fs_log(fs, LOG_INFO, "lookup %s/%s: link type %d not shown", show_path(p->path), name,
+		       (int)l.type);
+		fuse_reply_err(req, ENOENT);
+		goto out;
+	}
+	reply_entry_node(req, n);
+out:
+	free(path);
+	h5_link_clear(&l);
+}
+
+void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	node_unref(fuse_req_userdata(req), ino, nlookup);
+	fuse_reply_none(req);
+}
+
+void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	h5fs *fs = fuse_req_userdata(req);
+	size_t i;
+
+	for (i = 0; i < count; i++)
+		node_unref(fs, forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	h5fs *fs = fuse_req_userdata(req);
+	struct node *n = node_get(fs, ino);
+	struct stat st;
+
+	(void)fi;
+	if (!n) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	pthread_rwlock_rdlock(&fs->ds_lock);   /* an append may be updating st */
+	st = n->st;
+	pthread_rwlock_unlock(&fs->ds_lock);
+	fuse_reply_attr(req, &st, H5FS_TIMEOUT);
+}
+
+void op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	h5fs *fs = fuse_req_userdata(req);
+	struct node *n = node_get(fs, ino);
+
+	if (!n) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	if (n->type != NT_LINK) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	/* The kernel takes at most PATH_MAX - 1 bytes: /dev/fuse refuses a
+	 * longer reply, and the caller would see an EIO nobody logged. */
+	if (strlen(n->target) >= PATH_MAX) {
+		h5fs_log(fs, LOG_WARNING, "readlink %s: target of %zu bytes is longer than PATH_MAX",
+		       show_path(n->path), strlen(n->target));
+		fuse_reply_err(req, ENAMETOOLONG);
+		return;
+	}
+	fuse_reply_readlink(req, n->target);
+}
+
+/* A directory listing, taken at opendir so that readdir offsets stay
+ * meaningful however the kernel splits the reads. */
+struct dent {
+	char *name;
+	uint64_t ino;
+	uint64_t addr;          /* hard links: to find the kind */
+	unsigned char dtype;    /* DT_* */
+	h5_link *link;          /* external links: file and path, to follow */
+};
+
+struct dirsnap {
+	struct hlink link;      /* first: fs->open_dirs */
+	size_t n, cap;
+	struct dent *e;
+	size_t skipped;
+	int nomem;
+};
+
+void handle_add(h5fs *fs, struct hlink *list, struct hlink *h)
+{
+	pthread_mutex_lock(&fs->lock);
+	h->prev = list;
+	h->next = list->next;
+	list->next->prev = h;
+	list->next = h;
+	pthread_mutex_unlock(&fs->lock);
+}
+
+void handle_del(h5fs *fs, struct hlink *h)
+{
+	pthread_mutex_lock(&fs->lock);
+	h->prev->next = h->next;
+	h->next->prev = h->prev;
+	h->prev = h->next = h;
+	pthread_mutex_unlock(&fs->lock);
+}
+
+void dirsnap_free(struct dirsnap *d)
+{
+	size_t i;
+
+	if (!d)
+		return;
+	for (i = 0; i < d->n; i++) {
+		free(d->e[i].name);
+		if (d->e[i].link) {
+			h5_link_clear(d->e[i].link);
+			free(d->e[i].link);
+		}
+	}
+	free(d->e);
+	free(d);
+}
+
+static int dirsnap_cb(const h5_link *l, void *ud)
+{
+	struct dirsnap *d = ud;
+	struct dent *e;
+
+	if (!name_ok(l->name, l->name_len) ||
+	    (l->type != H5_LINK_HARD && l->type != H5_LINK_SOFT && l->type != H5_LINK_EXTERNAL)) {
+		d->skipped++;
+		return 0;
+	}
+	if (d->n == d->cap) {
+		size_t ncap = d->cap ? d->cap * 2 : 64;
+		struct dent *ne = realloc(d->e, ncap * sizeof(*ne));
+
+		if (!ne) {
+			d->nomem = 1;
+			return 1;
+		}
+		d->e = ne;
+		d->cap = ncap;
+	}
+	e = &d->e[d->n];
+	memset(e, 0, sizeof(*e));
+	e->name = strdup(l->name);
+	if (!e->name) {
+		d->nomem = 1;
+		return 1;
+	}
+	e->addr = l->type == H5_LINK_HARD ? l->addr : UINT64_MAX;
+	e->dtype = l->type == H5_LINK_HARD ? DT_UNKNOWN : DT_LNK;
+	if (l->type == H5_LINK_EXTERNAL) {
+		e->link = calloc(1, sizeof(*e->link));
+		if (!e->link || (l->ext_file && !(e->link->ext_file = strdup(l->ext_file))) ||
+		    (l->ext_path && !(e->link->ext_path = strdup(l->ext_path)))) {
+			d->n++;
+			d->nomem = 1;
+			return 1;
+		}
+		e->link->type = H5_LINK_EXTERNAL;
+	}
+	d->n++;
+	return 0;
+}
+
+static unsigned char kind_dtype(h5_obj_kind k)
+{
+	return k == H5_OBJ_GROUP ? DT_DIR : DT_REG;
+}
+
+void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	h5fs *fs = fuse_req_userdata(req);
+	struct node *n = node_get(fs, ino);
+	struct dirsnap *d;
+	size_t i;
+	int rc;
+
+	if (!n) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	if (n->type != NT_DIR) {
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	rc = h5_group_iterate(n->f, n->addr, dirsnap_cb, d);
+	if (d->nomem) {
+		fuse_reply_err(req, ENOMEM);
+		goto fail;
+	}
+	if (rc < 0) {
+		reply_h5err_obj(fs, req, rc, "readdir", n->path, NULL, n->addr);
+		goto fail;
+	}
+	if (d->skipped)
+		h5fs_log(fs, LOG_WARNING, "readdir %s: %zu link(s) with names that cannot be shown were skipped",
+		       show_path(n->path), d->skipped);
+	/* Hard links: d_type from the kind (cached per address; one header
+	 * decode the first time) so find/ls need not stat every entry. A child
+	 * that cannot be decoded stays DT_UNKNOWN: its lookup reports the EIO. */
+	for (i = 0; i < d->n; i++) {
+		struct dent *e = &d->e[i];
+		h5_file *tf = n->f;
+		uint64_t taddr = e->addr;
+		h5_obj_kind k;
+
+		/* external links that lead somewhere show what they lead to */
+		if (e->link && ext_resolve(&tf, &taddr, n->f, e->link) < 0) {
+			h5_err_clear();
+			tf = NULL;
+			taddr = UINT64_MAX;
+		}
+		if (taddr != UINT64_MAX && ancestor_depth(fs, n, file_ino(fs, tf, taddr)) >= 0) {
+			taddr = UINT64_MAX;      /* a link up the tree: a symlink */
+			e->dtype = DT_LNK;
+		}
+		if (taddr != UINT64_MAX) {
+			h5_obj_info info;
+			uint64_t key = file_ino(fs, tf, taddr);
+
+			e->ino = key;
+			if (kind_lookup(fs, key, &k)) {
+				e->dtype = kind_dtype(k);
+			} else if (h5_obj_info_get(&info, tf, taddr) == 0) {
+				kind_remember(fs, key, info.kind);
+				e->dtype = kind_dtype(info.kind);
+			}
+		} else {
+			e->ino = synth_ino(fs, n->ino, e->name);
+		}
+		if (e->link && tf)
+			h5_file_release_related(tf);
+		if (!e->ino) {
+			fuse_reply_err(req, ENOMEM);
+			goto fail;
+		}
+	}
+	fi->fh = (uint64_t)(uintptr_t)d;
+	fi->keep_cache = 1;
+	fi->cache_readdir = 1;
+	handle_add(fs, &fs->open_dirs, &d->link);
+	if (fuse_reply_open(req, fi) != 0) {
+		handle_del(fs, &d->link);
+		dirsnap_free(d);   /* interrupted: no releasedir will come */
+	}
+	return;
+fail:
+	dirsnap_free(d);
+}
+
+void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	struct dirsnap *d = (struct dirsnap *)(uintptr_t)fi->fh;
+	char *buf;
+	size_t pos = 0;
+	uint64_t i;
+
+	if (!d) {
+		fuse_reply_err(req, EBADF);
+		return;
+	}
+	buf = malloc(size ? size : 1);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	/* offsets: 0 ".", 1 "..", 2+i entry i; each entry's d_off is the next */
+	for (i = off < 0 ? 0 : (uint64_t)off; i < d->n + 2; i++) {
+		struct stat st;
+		const char *name;
+		size_t len;
+
+		memset(&st, 0, sizeof(st));
+		if (i == 0) {
+			name = ".";
+			st.st_ino = ino;
+			st.st_mode = S_IFDIR;
+		} else if (i == 1) {
+			/* the parent is not tracked (a group may have several) */
+			name = "..";
+			st.st_ino = FUSE_ROOT_ID;
+			st.st_mode = S_IFDIR;
+		} else {
+			const struct dent *e = &d->e[i - 2];
+
+			name = e->name;
+			st.st_ino = e->ino;
+			st.st_mode = (mode_t)DTTOIF(e->dtype);
+		}
+		len = fuse_add_direntry(req, buf + pos, size - pos, name, &st, (off_t)(i + 1));
+		if (len > size - pos)
+			break;
+		pos += len;
+	}
+	fuse_reply_buf(req, buf, pos);
+	free(buf);
+}
+
+void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct dirsnap *d = (struct dirsnap *)(uintptr_t)fi->fh;
+
+	(void)ino;
+	if (d)
+		handle_del(fuse_req_userdata(req), &d->link);
+	dirsnap_free(d);
+	fuse_reply_err(req, 0);
+}
+
+
+/* A read window mapped to FILE (h5_dataset_extents) is answered from
+ * the descriptors of FILE (or of a virtual dataset's source files): libfuse splices the pages into /dev/fuse when the
+ * kernel allows it (else it preads them into one buffer itself). A window
+ * needing more pieces than this is read the ordinary way. */
+#define H5FS_MAX_EXTENTS 64
+
+static void reply_extents(fuse_req_t req, const h5_extent *ext, size_t n)
+{
+	struct fuse_bufvec one = FUSE_BUFVEC_INIT(0), *bv = &one;
+	size_t i;
+
+	if (n > 1) {
+		bv = calloc(1, sizeof(*bv) + (n - 1) * sizeof(bv->buf[0]));
+		if (!bv) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+	}
+	bv->count = n;
+	bv->idx = 0;
+	bv->off = 0;
+	for (i = 0; i < n; i++) {
+		bv->buf[i].size = (size_t)ext[i].len;
+		bv->buf[i].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+		bv->buf[i].mem = NULL;
+		bv->buf[i].fd = ext[i].fd;
+		bv->buf[i].pos = (off_t)ext[i].file_off;
+	}
+	/* on failure libfuse has answered with the errno (or the request was
+	 * interrupted): nothing left to do */
+	fuse_reply_data(req, bv, FUSE_BUF_SPLICE_MOVE);
+	if (bv != &one)
+		free(bv);
+}
+
+void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	h5fs *fs = fuse_req_userdata(req);
+	struct node *n = node_get(fs, ino);
+	uint64_t fsize, len;
+	uint8_t *buf;
+	int rc;
+
+	(void)fi;
+	if (!n) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	if (off < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	/* an append may replace n->ds and n->st meanwhile (wfile_refresh) */
+	pthread_rwlock_rdlock(&fs->ds_lock);
+	fsize = (uint64_t)n->st.st_size;
+	if (!n->ds || (uint64_t)off >= fsize || size == 0) {
+		pthread_rwlock_unlock(&fs->ds_lock);
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	len = fsize - (uint64_t)off;
+	if (len > size)
+		len = size;
+	/* Plain bytes of FILE (contiguous storage, unfiltered chunks): the
+	 * extents stay valid after the lock is dropped, since an append
+	 * writes new bytes elsewhere and never rewrites bytes in use. */
+	if (h5_file_fd(n->f) >= 0) {
+		h5_extent ext[H5FS_MAX_EXTENTS];
+		size_t next = 0;
+
+		if (h5_dataset_extents(ext, H5FS_MAX_EXTENTS, &next, n->ds, (uint64_t)off, (size_t)len) == 0 &&
+		    next > 0) {
+			pthread_rwlock_unlock(&fs->ds_lock);
+			reply_extents(req, ext, next);
+			return;
+		}
+		h5_err_clear();  /* not mappable: read it (which reports real errors) */
+	}
+	buf = malloc((size_t)len);
+	if (!buf) {
+		pthread_rwlock_unlock(&fs->ds_lock);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	rc = h5_dataset_read(n->ds, buf, (uint64_t)off, (size_t)len);
+	pthread_rwlock_unlock(&fs->ds_lock);
+	if (rc < 0) {
+		char what[64];
+
+		snprintf(what, sizeof(what), "read [%lld+%llu]", (long long)off, (unsigned long long)len);
+		reply_h5err_obj(fs, req, rc, what, n->path, NULL, n->addr);
+	} else {
+		fuse_reply_buf(req, (const char *)buf, (size_t)len);
+	}
+	free(buf);
+}
+
+
+void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	h5fs *fs = fuse_req_userdata(req);
+	struct statvfs sv;
+
+	(void)ino;
+	memset(&sv, 0, sizeof(sv));
+	sv.f_bsize = H5FS_BLKSIZE;
+	sv.f_frsize = 512;
+	sv.f_blocks = (fsblkcnt_t)((fs->file_size + 511) / 512);
+	pthread_mutex_lock(&fs->lock);
+	sv.f_files = (fsfilcnt_t)fs->nnodes;
+	pthread_mutex_unlock(&fs->lock);
+	sv.f_namemax = H5FS_NAME_MAX;
+	sv.f_flag = ST_RDONLY;
+	fuse_reply_statfs(req, &sv);
+}

@@ -1,0 +1,173 @@
+/*
+ * ll.h - what the daemon's files share (private to src/fuse): the node
+ * (inode) table, the mount state, and the functions one file offers the
+ * others. The split follows squashfuse: ll_inode.c (inode table, names,
+ * node lifetime), ll_log.c (errors -> errno, logging), ll_setup.c (mount
+ * state), ll.c (lookup, attributes, directories, reads), ll_write.c (the
+ * append path), ll_xattr.c (extended attributes), ll_modify.c (everything
+ * that would change FILE, refused) and the operations table.
+ *
+ * Mapping and inode numbers: see ll_inode.c.
+ */
+#ifndef H5FS_LL_H
+#define H5FS_LL_H
+
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+
+#include "fuse_ops.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <unistd.h>
+
+/* Nothing below the mount changes while it is mounted (the engine opens
+ * FILE read-only), so the kernel may cache names and attributes for long. */
+#define H5FS_TIMEOUT 3600.0
+#define H5FS_SYNTH_BIT ((uint64_t)1 << 63)
+#define H5FS_NAME_MAX 255
+/* The kind map only speeds up readdir; stop growing it on huge files. */
+#define H5FS_KIND_MAP_MAX ((size_t)1 << 22)
+#define H5FS_BLKSIZE 131072
+#define H5FS_APPEND_BLKSIZE (1 << 20)  /* = max_write (op_init) */
+
+enum node_type { NT_DIR, NT_FILE, NT_LINK };
+
+struct node {
+	struct node *next;      /* hash chain */
+	uint64_t ino;
+	uint64_t nlookup;
+	uint64_t addr;          /* object header address; UINT64_MAX for links */
+	h5_file *f;             /* the file of the object: FILE, or one reached by
+				 * an external link (a reference held, node_free) */
+	uint64_t parent;        /* directories: the parent of the last lookup */
+	h5_obj_kind kind;
+	enum node_type type;
+	char *path;             /* path of the first lookup ("" = root): logs, symlinks */
+	char *target;           /* NT_LINK: readlink text */
+	h5_dataset *ds;         /* datasets: opened once, closed when forgotten */
+	struct wqueue *wq;      /* the write order of its write handles (under fs->lock) */
+	struct stat st;
+};
+
+/* (parent ino, name) -> synthetic ino, kept for the whole mount so a
+ * symlink keeps its number across FORGET and shows it in readdir too. */
+struct synth {
+	struct synth *next;
+	uint64_t parent;
+	char *name;
+	uint64_t ino;
+};
+
+/* object header address -> h5_obj_kind, for readdir's d_type. */
+struct kind_ent {
+	struct kind_ent *next;
+	uint64_t addr;
+	h5_obj_kind kind;
+};
+
+/* A node of a circular list with a sentinel (struct h5fs: open handles). */
+struct hlink {
+	struct hlink *prev, *next;
+};
+
+struct h5fs {
+	h5_file *f;
+	h5fs_config cfg;
+	uid_t uid;
+	gid_t gid;
+	mode_t file_mode;       /* permission bits of datasets and named datatypes */
+	mode_t dir_mode;        /* permission bits of groups */
+	uint64_t root_addr;
+	int64_t file_mtime;
+	uint64_t file_size;
+	pthread_mutex_t lock;
+	struct node **nodes;
+	size_t nodes_cap, nnodes;
+	struct synth **synth;
+	size_t synth_cap, nsynth;
+	uint64_t next_synth;
+	struct kind_ent **kinds;
+	size_t kinds_cap, nkinds;
+	/* appends replace a node's ds and st: readers of either hold it shared */
+	pthread_rwlock_t ds_lock;
+	/* Open directory snapshots and write handles (under lock): when FILE
+	 * is unmounted while some are open, the kernel drops their pending
+	 * RELEASE requests, so h5fs_free() frees what is left. */
+	struct hlink open_dirs, open_wfiles;
+	struct fuse_session *se;        /* for notify_inval_inode (h5fs_set_session) */
+};
+
+struct dirsnap;
+
+/* ll.c */
+void dirsnap_free(struct dirsnap *d);
+void handle_add(h5fs *fs, struct hlink *list, struct hlink *h);
+void handle_del(h5fs *fs, struct hlink *h);
+void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
+void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets);
+void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void op_init(void *userdata, struct fuse_conn_info *conn);
+void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi);
+void op_readlink(fuse_req_t req, fuse_ino_t ino);
+void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+
+/* ll_inode.c */
+int ancestor_depth(h5fs *fs, const struct node *dir, uint64_t ino);
+uint64_t file_ino(const h5fs *fs, h5_file *f, uint64_t addr);
+uint64_t file_nodeid(const h5fs *fs, h5_file *f, uint64_t addr);
+bool fs_writable(const h5fs *fs);
+int kind_lookup(h5fs *fs, uint64_t addr, h5_obj_kind *kind);
+void kind_remember(h5fs *fs, uint64_t addr, h5_obj_kind kind);
+bool name_ok(const char *name, size_t name_len);
+void node_free(struct node *n);
+struct node *node_get(h5fs *fs, fuse_ino_t ino);
+void node_insert_locked(h5fs *fs, struct node *n);
+int node_make_link(struct node **out, h5fs *fs, uint64_t ino, const char *path,
+			  const char *dir, const h5_link *l, int depth);
+int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64_t nodeid,
+			 const char *path);
+struct node *node_publish(h5fs *fs, struct node *fresh);
+struct node *node_ref_existing(h5fs *fs, uint64_t ino);
+void node_unref(h5fs *fs, uint64_t ino, uint64_t count);
+char *path_join(const char *dir, const char *name);
+uint64_t synth_ino(h5fs *fs, uint64_t parent, const char *name);
+
+/* ll_log.c */
+void reply_h5err(h5fs *fs, fuse_req_t req, int rc, const char *op, const char *path,
+			const char *name);
+void reply_h5err_obj(h5fs *fs, fuse_req_t req, int rc, const char *op, const char *path,
+			    const char *name, uint64_t addr);
+const char *show_path(const char *p);
+
+/* ll_write.c */
+void handles_free(h5fs *fs);
+void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi);
+void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void op_statfs(fuse_req_t req, fuse_ino_t ino);
+void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		     struct fuse_file_info *fi);
+
+/* ll_xattr.c */
+void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
+void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+
+#endif

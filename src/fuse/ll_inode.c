@@ -1,0 +1,593 @@
+/*
+ * ll_inode.c - the inode table: nodes, names and paths, node lifetime.
+ *
+ * Mapping (README "How an HDF5 file is shown"):
+ *   group          -> directory (0555 for a world-readable FILE)
+ *   dataset        -> regular file (0444 likewise): its raw bytes, C order,
+ *                     as stored
+ *   named datatype -> regular file, empty
+ *   soft link      -> symlink, target rewritten relative to the link's
+ *                     directory so it resolves inside the mount
+ *   external link  -> the object it names, read from the other file
+ *                     (engine related.c); when that file or object cannot
+ *                     be had, or lies outside FILE's tree, the symlink
+ *                     "EXTFILE::/path" (dangling) with a log line
+ *   a hard (or external) link to the group it sits in, or to one of that
+ *                  -> symlink "." / ".." / "../.." ..., so tools that walk
+ *                     group's ancestors the tree see no directory cycle
+ *
+ * Inode numbers: an object is identified by its object header address, so
+ * ino = addr + 2 (the root group is FUSE_ROOT_ID), and every hard link to
+ * one object shows the same st_ino. Objects of another file (reached by
+ * external links) add that file's number (h5_file_id) << 48. Soft and
+ * external links shown as symlinks have no header: they get numbers with
+ * the top bit set, fixed per (parent, name) for the life of the mount.
+ *
+ * Locking: fs->lock protects the tables only.  Engine calls (which may do
+ * I/O and decompression) always run outside it; a node is built unlocked and
+ * then inserted, and the loser of a race frees its copy.  A node is immutable
+ * once in the table except for its lookup count, and the kernel never sends
+ * FORGET for an inode that still has requests in flight, so handlers use the
+ * node pointer after dropping the lock.
+ */
+#include "ll.h"
+
+/* ---- hash tables (callers hold fs->lock) --------------------------------- */
+
+static size_t hash_u64(uint64_t v, size_t cap)
+{
+	v ^= v >> 33;
+	v *= 0xff51afd7ed558ccdULL;
+	v ^= v >> 33;
+	return (size_t)(v & (cap - 1));
+}
+
+static size_t hash_name(uint64_t parent, const char *name, size_t cap)
+{
+	uint64_t h = 1469598103934665603ULL ^ parent;
+
+	for (; *name; name++)
+		h = (h ^ (uint8_t)*name) * 1099511628211ULL;
+	return hash_u64(h, cap);
+}
+
+/* Double a chained table when it is full; on allocation failure keep the
+ * old one (longer chains, still correct). */
+static void rehash(void ***tab, size_t *cap, size_t n, size_t next_off,
+		   size_t (*bucket)(const void *e, size_t cap))
+{
+	size_t ncap = *cap * 2, i;
+	void **nt;
+
+	if (n < *cap)
+		return;
+	nt = calloc(ncap, sizeof(*nt));
+	if (!nt)
+		return;
+	for (i = 0; i < *cap; i++) {
+		void *e = (*tab)[i];
+
+		while (e) {
+			void **nextp = (void **)((char *)e + next_off);
+			void *next = *nextp;
+			size_t b = bucket(e, ncap);
+
+			*nextp = nt[b];
+			nt[b] = e;
+			e = next;
+		}
+	}
+	free(*tab);
+	*tab = nt;
+	*cap = ncap;
+}
+
+static size_t node_bucket(const void *e, size_t cap) { return hash_u64(((const struct node *)e)->ino, cap); }
+static size_t synth_bucket(const void *e, size_t cap)
+{
+	const struct synth *s = e;
+
+	return hash_name(s->parent, s->name, cap);
+}
+static size_t kind_bucket(const void *e, size_t cap) { return hash_u64(((const struct kind_ent *)e)->addr, cap); }
+
+static struct node *node_find_locked(h5fs *fs, uint64_t ino)
+{
+	struct node *n = fs->nodes[hash_u64(ino, fs->nodes_cap)];
+
+	while (n && n->ino != ino)
+		n = n->next;
+	return n;
+}
+
+void node_insert_locked(h5fs *fs, struct node *n)
+{
+	size_t b;
+
+	rehash((void ***)&fs->nodes, &fs->nodes_cap, fs->nnodes, offsetof(struct node, next), node_bucket);
+	b = hash_u64(n->ino, fs->nodes_cap);
+	n->next = fs->nodes[b];
+	fs->nodes[b] = n;
+	fs->nnodes++;
+}
+
+static void node_remove_locked(h5fs *fs, struct node *n)
+{
+	struct node **pp = &fs->nodes[hash_u64(n->ino, fs->nodes_cap)];
+
+	while (*pp && *pp != n)
+		pp = &(*pp)->next;
+	if (*pp) {
+		*pp = n->next;
+		fs->nnodes--;
+	}
+}
+
+void node_free(struct node *n)
+{
+	if (!n)
+		return;
+	if (n->ds)
+		h5_dataset_close(n->ds);
+	h5_file_release_related(n->f);   /* FILE itself is not released */
+	free(n->path);
+	free(n->target);
+	free(n);
+}
+
+/* The node for ino, or NULL. See the header comment for why the pointer
+ * stays valid after the lock is dropped. */
+struct node *node_get(h5fs *fs, fuse_ino_t ino)
+{
+	struct node *n;
+
+	pthread_mutex_lock(&fs->lock);
+	n = node_find_locked(fs, ino);
+	pthread_mutex_unlock(&fs->lock);
+	return n;
+}
+
+uint64_t synth_ino(h5fs *fs, uint64_t parent, const char *name)
+{
+	size_t b;
+	struct synth *s;
+	uint64_t ino = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	b = hash_name(parent, name, fs->synth_cap);
+	for (s = fs->synth[b]; s; s = s->next)
+		if (s->parent == parent && strcmp(s->name, name) == 0) {
+			ino = s->ino;
+			goto out;
+		}
+	s = calloc(1, sizeof(*s));
+	if (!s || !(s->name = strdup(name))) {
+		free(s);
+		goto out;
+	}
+	s->parent = parent;
+	s->ino = H5FS_SYNTH_BIT | fs->next_synth++;
+	ino = s->ino;
+	rehash((void ***)&fs->synth, &fs->synth_cap, fs->nsynth, offsetof(struct synth, next), synth_bucket);
+	b = hash_name(parent, name, fs->synth_cap);
+	s->next = fs->synth[b];
+	fs->synth[b] = s;
+	fs->nsynth++;
+out:
+	pthread_mutex_unlock(&fs->lock);
+	return ino;   /* 0 only when out of memory */
+}
+
+void kind_remember(h5fs *fs, uint64_t addr, h5_obj_kind kind)
+{
+	struct kind_ent *k;
+	size_t b;
+
+	pthread_mutex_lock(&fs->lock);
+	if (fs->nkinds >= H5FS_KIND_MAP_MAX)
+		goto out;
+	for (k = fs->kinds[hash_u64(addr, fs->kinds_cap)]; k; k = k->next)
+		if (k->addr == addr)
+			goto out;
+	k = malloc(sizeof(*k));
+	if (!k)
+		goto out;
+	k->addr = addr;
+	k->kind = kind;
+	rehash((void ***)&fs->kinds, &fs->kinds_cap, fs->nkinds, offsetof(struct kind_ent, next), kind_bucket);
+	b = hash_u64(addr, fs->kinds_cap);
+	k->next = fs->kinds[b];
+	fs->kinds[b] = k;
+	fs->nkinds++;
+out:
+	pthread_mutex_unlock(&fs->lock);
+}
+
+int kind_lookup(h5fs *fs, uint64_t addr, h5_obj_kind *kind)
+{
+	struct kind_ent *k;
+	int found = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	for (k = fs->kinds[hash_u64(addr, fs->kinds_cap)]; k; k = k->next)
+		if (k->addr == addr) {
+			*kind = k->kind;
+			found = 1;
+			break;
+		}
+	pthread_mutex_unlock(&fs->lock);
+	return found;
+}
+
+/* ---- names and paths ------------------------------------------------------ */
+
+/* st_ino of the object whose header is at addr. */
+static uint64_t obj_ino(const h5fs *fs, uint64_t addr)
+{
+	return addr == fs->root_addr ? FUSE_ROOT_ID : addr + 2;
+}
+
+/* st_ino of the object at addr in file f (FILE or a related file). */
+uint64_t file_ino(const h5fs *fs, h5_file *f, uint64_t addr)
+{
+	uint32_t id = h5_file_id(f);
+
+	return id == 0 ? obj_ino(fs, addr) : ((uint64_t)id << 48) | ((addr + 2) & (((uint64_t)1 << 48) - 1));
+}
+
+/* The FUSE node id for a hard link to addr. The kernel refuses a lookup
+ * that answers FUSE_ROOT_ID (a link back to the root group is a directory
+ * cycle), so such links get a node id of their own while still reporting
+ * st_ino 1, which lets find and du recognise the loop. */
+static uint64_t link_nodeid(const h5fs *fs, uint64_t addr)
+{
+	return addr + 2;
+}
+
+uint64_t file_nodeid(const h5fs *fs, h5_file *f, uint64_t addr)
+{
+	return h5_file_id(f) == 0 ? link_nodeid(fs, addr) : file_ino(fs, f, addr);
+}
+
+/* How many levels above dir (0: dir itself) the directory whose st_ino is
+ * ino lies, along the parents of the last lookups, or -1: a link to it from
+ * dir would be a directory cycle, which the kernel refuses (ELOOP). */
+int ancestor_depth(h5fs *fs, const struct node *dir, uint64_t ino)
+{
+	const struct node *cur = dir;
+	int depth = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	while (cur && depth < 4096) {
+		if ((uint64_t)cur->st.st_ino == ino)
+			break;
+		cur = cur->ino == FUSE_ROOT_ID ? NULL : node_find_locked(fs, cur->parent);
+		depth++;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return cur && depth < 4096 ? depth : -1;
+}
+
+/* "." for depth 0, else ".." repeated depth times. */
+static char *updirs(int depth)
+{
+	char *t = malloc(depth ? (size_t)depth * 3 : 2);
+
+	if (!t)
+		return NULL;
+	if (depth == 0)
+		return strcpy(t, ".");
+	for (int i = 0; i < depth; i++)
+		memcpy(t + 3 * i, i + 1 < depth ? "../" : "..\0", 3);
+	return t;
+}
+
+/* A link name can become a directory entry only if it is a single,
+ * non-special path component the kernel accepts. */
+bool name_ok(const char *name, size_t name_len)
+{
+	if (!name || name_len == 0 || name_len > H5FS_NAME_MAX)
+		return false;
+	if (strlen(name) != name_len)   /* embedded NUL */
+		return false;
+	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return false;
+	return strchr(name, '/') == NULL;
+}
+
+char *path_join(const char *dir, const char *name)
+{
+	size_t dl = strlen(dir), nl = strlen(name);
+	char *p = malloc(dl + nl + 2);
+
+	if (!p)
+		return NULL;
+	memcpy(p, dir, dl);
+	p[dl] = '/';
+	memcpy(p + dl + 1, name, nl + 1);
+	return p;
+}
+
+struct comps {
+	size_t n, cap;
+	const char **s;
+	size_t *len;
+};
+
+static int comps_push(struct comps *c, const char *s, size_t len)
+{
+	if (c->n == c->cap) {
+		size_t ncap = c->cap ? c->cap * 2 : 16;
+		const char **ns = realloc(c->s, ncap * sizeof(*ns));
+		size_t *nl;
+
+		if (!ns)
+			return -1;
+		c->s = ns;
+		nl = realloc(c->len, ncap * sizeof(*nl));
+		if (!nl)
+			return -1;
+		c->len = nl;
+		c->cap = ncap;
+	}
+	c->s[c->n] = s;
+	c->len[c->n] = len;
+	c->n++;
+	return 0;
+}
+
+/* Split p on '/', resolving "." and ".." lexically; ".." at the top is
+ * dropped, so the result can never climb above the mount root. */
+static int comps_add_path(struct comps *c, const char *p)
+{
+	while (*p) {
+		const char *e = strchr(p, '/');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+
+		if (len == 0 || (len == 1 && p[0] == '.')) {
+			/* empty or "." */
+		} else if (len == 2 && p[0] == '.' && p[1] == '.') {
+			if (c->n)
+				c->n--;
+		} else if (comps_push(c, p, len) < 0) {
+			return -1;
+		}
+		p += len;
+		if (*p == '/')
+			p++;
+	}
+	return 0;
+}
+
+/* The symlink text for HDF5 soft link `target` stored in the group shown
+ * at mount path `dir`: absolute targets are relative to the file's root,
+ * relative ones to the link's group; the result is relative to dir. */
+static char *symlink_text(const char *dir, const char *target)
+{
+	struct comps d = { 0 }, t = { 0 };
+	size_t common = 0, i, len = 0;
+	char *out = NULL, *p;
+
+	if (comps_add_path(&d, dir) < 0)
+		goto out;
+	if (target[0] != '/' && comps_add_path(&t, dir) < 0)
+		goto out;
+	if (comps_add_path(&t, target) < 0)
+		goto out;
+	while (common < d.n && common < t.n && d.len[common] == t.len[common] &&
+	       memcmp(d.s[common], t.s[common], d.len[common]) == 0)
+		common++;
+	for (i = common; i < d.n; i++)
+		len += 3;
+	for (i = common; i < t.n; i++)
+		len += t.len[i] + 1;
+	out = malloc(len + 2);
+	if (!out)
+		goto out;
+	p = out;
+	for (i = common; i < d.n; i++) {
+		memcpy(p, "../", 3);
+		p += 3;
+	}
+	for (i = common; i < t.n; i++) {
+		memcpy(p, t.s[i], t.len[i]);
+		p += t.len[i];
+		*p++ = '/';
+	}
+	if (p == out)
+		*p++ = '.';        /* the link points at its own directory */
+	else
+		p--;               /* drop the trailing '/' */
+	*p = '\0';
+out:
+	free(d.s);
+	free(d.len);
+	free(t.s);
+	free(t.len);
+	return out;
+}
+
+/* ---- nodes ----------------------------------------------------------------- */
+
+/* Appends are possible: FILE is open read-write and the mount is not -o ro. */
+bool fs_writable(const h5fs *fs)
+{
+	return !fs->cfg.read_only && h5_file_writable(fs->f);
+}
+
+static void stat_init(h5fs *fs, struct stat *st, uint64_t ino, mode_t mode, int64_t mtime)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ino;
+	st->st_mode = mode;
+	st->st_nlink = 1;
+	st->st_uid = fs->uid;
+	st->st_gid = fs->gid;
+	st->st_blksize = H5FS_BLKSIZE;
+	st->st_mtime = (time_t)mtime;
+	st->st_ctime = (time_t)mtime;
+	st->st_atime = (time_t)mtime;
+}
+
+/* Build (unlocked) the node of the object whose header is at addr. */
+int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64_t nodeid,
+			 const char *path)
+{
+	h5_obj_info info;
+	struct node *n;
+	uint64_t alloc = 0;
+	int64_t mtime;
+	int rc;
+
+	*out = NULL;
+	rc = h5_obj_info_get(&info, f, addr);
+	if (rc < 0)
+		return rc;
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	n->f = f;
+	h5_file_hold_related(f);
+	n->addr = addr;
+	n->ino = nodeid;
+	n->kind = info.kind;
+	n->path = strdup(path);
+	if (!n->path) {
+		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	mtime = info.has_mtime ? info.mtime : fs->file_mtime;
+	switch (info.kind) {
+	case H5_OBJ_GROUP:
+		n->type = NT_DIR;
+		/* st_nlink 1 = "subdirectory count unknown" (as btrfs does for
+		 * find's leaf optimisation): counting would mean decoding every
+		 * child header of every directory. */
+		stat_init(fs, &n->st, file_ino(fs, f, addr), S_IFDIR | fs->dir_mode, mtime);
+		break;
+	case H5_OBJ_DATASET: {
+		int64_t dmt;
+
+		n->type = NT_FILE;
+		rc = h5_dataset_open(&n->ds, f, addr);
+		if (rc < 0)
+			goto out;
+		if (h5_dataset_mtime(n->ds, &dmt) == 0)
+			mtime = dmt;
+		stat_init(fs, &n->st, file_ino(fs, f, addr), S_IFREG | fs->file_mode, mtime);
+		n->st.st_size = (off_t)h5_dataset_size(n->ds);
+		alloc = h5_dataset_allocated(n->ds);
+		/* datasets that can grow by `cat >>` are owner-writable on a
+		 * writable mount (where the owner may read) */
+		if (f == fs->f && fs_writable(fs) && h5_append_check(n->ds) == 0) {
+			n->st.st_mode |= (fs->file_mode & S_IRUSR) >> 1;
+			/* cat and cp size their writes by st_blksize: one
+			 * FUSE write of the largest size (max_write) */
+			n->st.st_blksize = H5FS_APPEND_BLKSIZE;
+		}
+		n->st.st_nlink = info.nlink ? info.nlink : 1;
+		break;
+	}
+	default:
+		/* named datatypes (and headers of no known kind): empty files */
+		n->type = NT_FILE;
+		stat_init(fs, &n->st, file_ino(fs, f, addr), S_IFREG | fs->file_mode, mtime);
+		n->st.st_nlink = info.nlink ? info.nlink : 1;
+		break;
+	}
+	n->st.st_blocks = (blkcnt_t)(alloc / 512 + (alloc % 512 != 0));
+	kind_remember(fs, file_ino(fs, f, addr), info.kind);
+out:
+	if (rc < 0) {
+		node_free(n);
+		return rc;
+	}
+	*out = n;
+	return 0;
+}
+
+/* A symlink node: a soft link, an external link that is not followed, or
+ * (l NULL) a link up to an ancestor, `depth` levels up (ancestor_depth). */
+int node_make_link(struct node **out, h5fs *fs, uint64_t ino, const char *path,
+			  const char *dir, const h5_link *l, int depth)
+{
+	struct node *n = calloc(1, sizeof(*n));
+	size_t need;
+
+	*out = NULL;
+	if (!n)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	n->addr = UINT64_MAX;
+	n->ino = ino;
+	n->type = NT_LINK;
+	n->path = strdup(path);
+	if (!l) {
+		n->target = updirs(depth);
+	} else if (l->type == H5_LINK_SOFT) {
+		n->target = symlink_text(dir, l->target ? l->target : "");
+	} else {
+		const char *ef = l->ext_file ? l->ext_file : "";
+		const char *ep = l->ext_path ? l->ext_path : "";
+
+		need = strlen(ef) + strlen(ep) + 3;
+		n->target = malloc(need);
+		if (n->target)
+			snprintf(n->target, need, "%s::%s", ef, ep);
+	}
+	if (!n->path || !n->target) {
+		node_free(n);
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	}
+	stat_init(fs, &n->st, ino, S_IFLNK | 0777, fs->file_mtime);
+	n->st.st_size = (off_t)strlen(n->target);
+	*out = n;
+	return 0;
+}
+
+/* Insert a freshly built node, or take a reference on the one another
+ * thread inserted meanwhile. Returns the node now in the table. */
+struct node *node_publish(h5fs *fs, struct node *fresh)
+{
+	struct node *n;
+
+	pthread_mutex_lock(&fs->lock);
+	n = node_find_locked(fs, fresh->ino);
+	if (!n) {
+		node_insert_locked(fs, fresh);
+		n = fresh;
+		fresh = NULL;
+	}
+	n->nlookup++;
+	pthread_mutex_unlock(&fs->lock);
+	node_free(fresh);
+	return n;
+}
+
+struct node *node_ref_existing(h5fs *fs, uint64_t ino)
+{
+	struct node *n;
+
+	pthread_mutex_lock(&fs->lock);
+	n = node_find_locked(fs, ino);
+	if (n)
+		n->nlookup++;
+	pthread_mutex_unlock(&fs->lock);
+	return n;
+}
+
+void node_unref(h5fs *fs, uint64_t ino, uint64_t count)
+{
+	struct node *n, *dead = NULL;
+
+	pthread_mutex_lock(&fs->lock);
+	n = node_find_locked(fs, ino);
+	if (n) {
+		n->nlookup = count < n->nlookup ? n->nlookup - count : 0;
+		if (n->nlookup == 0 && ino != FUSE_ROOT_ID) {
+			node_remove_locked(fs, n);
+			dead = n;
+		}
+	}
+	pthread_mutex_unlock(&fs->lock);
+	node_free(dead);   /* closes the dataset outside the lock */
+}

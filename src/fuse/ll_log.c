@@ -1,0 +1,96 @@
+/* ll_log.c - engine errors become errno here, and one log line per event. */
+#include "ll.h"
+
+/* ---- errors and logging ------------------------------------------------- */
+
+int h5fs_errno(int h5err)
+{
+	switch (h5err) {
+	case H5_OK: return 0;
+	case H5_ERR_NOMEM: return ENOMEM;
+	case H5_ERR_NOTFOUND: return ENOENT;
+	case H5_ERR_RANGE: return ERANGE;
+	case H5_ERR_INVAL: return EINVAL;
+	case H5_ERR_PERM: return EPERM;
+	case H5_ERR_ROFS: return EROFS;
+	case H5_ERR_BUSY: return EBUSY;
+	case H5_ERR_NOSPC: return ENOSPC;
+	/* Corruption, checksum failures, cycles, limits and features the engine
+	 * cannot decode (e.g. a filter not compiled in) all mean "these bytes
+	 * cannot be produced": EIO, with the reason in the log. */
+	case H5_ERR_IO:
+	case H5_ERR_FORMAT:
+	case H5_ERR_CHECKSUM:
+	case H5_ERR_UNSUPPORTED:
+	case H5_ERR_NOTHDF5:
+	case H5_ERR_LOOP:
+	case H5_ERR_LIMIT:
+	default:
+		return EIO;
+	}
+}
+
+static void fs_vlog(const h5fs *fs, int prio, const char *fmt, va_list ap)
+{
+	if (prio >= LOG_DEBUG ? !fs->cfg.debug : prio >= LOG_INFO && !(fs->cfg.verbose || fs->cfg.debug))
+		return;
+	if (fs->cfg.use_syslog) {
+		vsyslog(prio, fmt, ap);
+	} else {
+		char line[1024];
+		int n;
+
+		/* one write per line, so lines of concurrent threads never mix */
+		memcpy(line, "h5fs: ", 6);
+		n = vsnprintf(line + 6, sizeof(line) - 7, fmt, ap);
+		if (n < 0)
+			return;
+		n = n > (int)sizeof(line) - 8 ? (int)sizeof(line) - 8 : n;
+		line[6 + n] = '\n';
+		if (write(STDERR_FILENO, line, (size_t)n + 7) < 0) {
+			/* nowhere left to report it */
+		}
+	}
+}
+
+void h5fs_log(const h5fs *fs, int prio, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fs_vlog(fs, prio, fmt, ap);
+	va_end(ap);
+}
+
+const char *show_path(const char *p)
+{
+	return p && *p ? p : "/";
+}
+
+/* Reply with the errno for an engine error; every EIO is logged, once, with
+ * the object (mount path, and its object header address when known: addr
+ * UINT64_MAX if not) and the engine's message (read in the thread that
+ * failed). */
+void reply_h5err_obj(h5fs *fs, fuse_req_t req, int rc, const char *op, const char *path,
+			    const char *name, uint64_t addr)
+{
+	int e = h5fs_errno(rc);
+	char where[48] = "";
+	const char *dir = name ? (path ? path : "") : show_path(path);   /* "/x", not "//x" */
+
+	if (addr != UINT64_MAX)
+		snprintf(where, sizeof(where), " (object header 0x%llx)", (unsigned long long)addr);
+	if (e == EIO)
+		h5fs_log(fs, LOG_ERR, "%s %s%s%s%s: EIO: %s", op, dir, name ? "/" : "",
+		       name ? name : "", where, h5_err_msg());
+	else
+		h5fs_log(fs, LOG_DEBUG, "%s %s%s%s%s: %s (%s)", op, dir, name ? "/" : "",
+		       name ? name : "", where, strerror(e), h5_err_msg());
+	fuse_reply_err(req, e);
+}
+
+void reply_h5err(h5fs *fs, fuse_req_t req, int rc, const char *op, const char *path,
+			const char *name)
+{
+	reply_h5err_obj(fs, req, rc, op, path, name, UINT64_MAX);
+}

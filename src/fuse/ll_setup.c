@@ -1,0 +1,127 @@
+/* ll_setup.c - the mount state: h5fs_new, h5fs_free. */
+#include "ll.h"
+
+/* ---- setup ------------------------------------------------------------------ */
+
+int h5fs_new(h5fs **out, h5_file *f, const h5fs_config *cfg)
+{
+	h5fs *fs;
+	struct node *root = NULL;
+	struct stat fst;
+	int rc;
+
+	*out = NULL;
+	fs = calloc(1, sizeof(*fs));
+	if (!fs)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	fs->f = f;
+	fs->cfg = *cfg;
+	fs->root_addr = h5_file_root(f);
+	fs->file_mtime = h5_file_mtime(f);
+	/* Defaults follow FILE: whoever may read FILE may read the mount (the
+	 * kernel enforces it: main.c mounts with default_permissions). Nothing
+	 * is writable or executable; directories are searchable where FILE is
+	 * readable. In-memory images (no FILE) show the caller's, 0444/0555. */
+	fs->uid = getuid();
+	fs->gid = getgid();
+	fs->file_mode = 0444;
+	if (stat(h5_file_path(f), &fst) == 0) {
+		fs->file_size = (uint64_t)fst.st_size;
+		fs->uid = fst.st_uid;
+		fs->gid = fst.st_gid;
+		fs->file_mode = fst.st_mode & 0444;
+	}
+	fs->dir_mode = fs->file_mode | (fs->file_mode >> 2);   /* r -> r-x */
+	if (cfg->umask_set) {
+		fs->file_mode = 0444 & ~cfg->umask;
+		fs->dir_mode = 0555 & ~cfg->umask;
+	}
+	if (cfg->uid_set)
+		fs->uid = cfg->uid;
+	if (cfg->gid_set)
+		fs->gid = cfg->gid;
+	fs->next_synth = 1;
+	pthread_mutex_init(&fs->lock, NULL);
+	pthread_rwlock_init(&fs->ds_lock, NULL);
+	fs->open_dirs.prev = fs->open_dirs.next = &fs->open_dirs;
+	fs->open_wfiles.prev = fs->open_wfiles.next = &fs->open_wfiles;
+	fs->nodes_cap = fs->synth_cap = fs->kinds_cap = 1024;
+	fs->nodes = calloc(fs->nodes_cap, sizeof(*fs->nodes));
+	fs->synth = calloc(fs->synth_cap, sizeof(*fs->synth));
+	fs->kinds = calloc(fs->kinds_cap, sizeof(*fs->kinds));
+	if (!fs->nodes || !fs->synth || !fs->kinds) {
+		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	rc = node_make_obj(&root, fs, f, fs->root_addr, FUSE_ROOT_ID, "");
+	if (rc < 0) {
+		h5_err_wrap(rc, "root group at 0x%llx: ", (unsigned long long)fs->root_addr);
+		goto out;
+	}
+	if (root->type != NT_DIR) {
+		rc = h5_err_set(H5_ERR_FORMAT, "root object at 0x%llx is not a group",
+				(unsigned long long)fs->root_addr);
+		goto out;
+	}
+	root->nlookup = 1;   /* never forgotten */
+	node_insert_locked(fs, root);
+	root = NULL;
+out:
+	node_free(root);
+	if (rc < 0) {
+		fs->f = NULL;    /* the caller keeps the file on failure */
+		h5fs_free(fs);
+		return rc;
+	}
+	*out = fs;
+	return 0;
+}
+
+
+void h5fs_free(h5fs *fs)
+{
+	size_t i;
+
+	if (!fs)
+		return;
+	handles_free(fs);
+	for (i = 0; fs->nodes && i < fs->nodes_cap; i++) {
+		struct node *n = fs->nodes[i];
+
+		while (n) {
+			struct node *next = n->next;
+
+			node_free(n);
+			n = next;
+		}
+	}
+	for (i = 0; fs->synth && i < fs->synth_cap; i++) {
+		struct synth *s = fs->synth[i];
+
+		while (s) {
+			struct synth *next = s->next;
+
+			free(s->name);
+			free(s);
+			s = next;
+		}
+	}
+	for (i = 0; fs->kinds && i < fs->kinds_cap; i++) {
+		struct kind_ent *k = fs->kinds[i];
+
+		while (k) {
+			struct kind_ent *next = k->next;
+
+			free(k);
+			k = next;
+		}
+	}
+	free(fs->nodes);
+	free(fs->synth);
+	free(fs->kinds);
+	pthread_mutex_destroy(&fs->lock);
+	pthread_rwlock_destroy(&fs->ds_lock);
+	if (fs->f)
+		h5_file_close(fs->f);
+	free(fs);
+}

@@ -1,0 +1,440 @@
+/* ll_write.c - appending through the mount (README "Appending", doc/APPEND.md). */
+#include "ll.h"
+
+/* ---- appending: the write path (README "Appending", doc/APPEND.md) -----------------
+ * A dataset that can grow along dimension 0 opens for writing on a writable
+ * mount. Writes at its end go to the engine's appender, which streams whole
+ * rows to the file and commits them every 64 MiB or 1 s, on fsync() and at
+ * close (doc/APPEND.md); whenever rows were committed the node gets a
+ * freshly opened dataset (size, allocation, mtime) under fs->ds_lock and
+ * the kernel's cached attributes are dropped, so stat shows the new size at
+ * once. Write handles are direct_io: the kernel caches no bytes that are
+ * not rows yet.
+ *
+ * Write-behind (doc/APPEND.md "When a write's errors are reported"): the
+ * kernel sends one file's writes one at a time and waits for each reply, so
+ * a write is answered as soon as it is checked, and then applied by the
+ * same worker, its request buffer still held: the writer prepares its next
+ * bytes while the engine stores these. The writes of a dataset's handles
+ * are applied in the order they were accepted (tickets); at most WQ_EARLY
+ * of them are answered before they are applied, the others wait as before
+ * (libfuse's other workers stay free for readers). The offset check runs
+ * against the rows the stream will hold once every accepted write is
+ * applied (vrows, and each handle's vplen). An error applying a write that
+ * was answered already is logged and kept in its handle: the handle's next
+ * write, fsync and close fail with it. flush, fsync and release first wait
+ * until every accepted write is applied. */
+#define WQ_EARLY 4
+
+struct wqueue {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;      /* turn moved, or early dropped */
+	uint64_t next, turn;    /* tickets handed out / applied */
+	unsigned early;         /* writes answered, not applied yet */
+	uint64_t vrows;         /* stream rows once every accepted write is applied */
+	uint64_t row_bytes;
+	uint64_t seen;          /* committed size the node shows (under apply) */
+	pthread_mutex_t apply;  /* engine calls on the node's appenders and wfile_refresh */
+	unsigned refs;          /* write handles (under fs->lock) */
+};
+
+struct wfile {
+	struct hlink link;      /* first: fs->open_wfiles */
+	h5_appender *a;
+	struct node *n;         /* the kernel holds the inode while it is open */
+	struct wqueue *q;       /* n->wq */
+	bool append;            /* opened with O_APPEND */
+	/* under q->mu */
+	uint64_t vplen;         /* its partial row once every accepted write is applied */
+	int err;                /* errno of a write answered before it failed */
+};
+
+void h5fs_set_session(h5fs *fs, struct fuse_session *se)
+{
+	fs->se = se;
+}
+
+/* Show what the appender committed. Called (under q->apply) after every
+ * operation that may have committed rows, whether or not it succeeded. */
+static void wfile_refresh(h5fs *fs, struct wfile *w, fuse_ino_t ino)
+{
+	h5_dataset *nd = NULL, *old;
+	uint64_t alloc;
+	int64_t mt;
+
+	if (h5_append_committed(w->a) == w->q->seen)
+		return;
+	if (h5_dataset_open(&nd, fs->f, w->n->addr) < 0) {
+		h5fs_log(fs, LOG_ERR, "append %s: reopening the dataset: %s", show_path(w->n->path), h5_err_msg());
+		return;
+	}
+	alloc = h5_dataset_allocated(nd);
+	pthread_rwlock_wrlock(&fs->ds_lock);
+	old = w->n->ds;
+	w->n->ds = nd;
+	w->n->st.st_size = (off_t)h5_dataset_size(nd);
+	w->n->st.st_blocks = (blkcnt_t)(alloc / 512 + (alloc % 512 != 0));
+	if (h5_dataset_mtime(nd, &mt) == 0)
+		w->n->st.st_mtime = w->n->st.st_ctime = (time_t)mt;
+	pthread_rwlock_unlock(&fs->ds_lock);
+	h5_dataset_close(old);
+	w->q->seen = h5_append_committed(w->a);
+	/* attributes only (offset -1): invalidating pages here could wait on
+	 * pages a pending write request holds locked. A changed size makes
+	 * the kernel drop the file's cached pages itself. */
+	if (fs->se)
+		fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
+}
+
+static void wq_free(struct wqueue *q)
+{
+	pthread_mutex_destroy(&q->mu);
+	pthread_mutex_destroy(&q->apply);
+	pthread_cond_destroy(&q->cv);
+	free(q);
+}
+
+/* Wait until every write accepted so far is applied. */
+static void wq_drain(struct wqueue *q)
+{
+	uint64_t t;
+
+	pthread_mutex_lock(&q->mu);
+	t = q->next;
+	while (q->turn < t)
+		pthread_cond_wait(&q->cv, &q->mu);
+	pthread_mutex_unlock(&q->mu);
+}
+
+/* w joins its node's queue, made by the node's first write handle. The rows
+ * the stream holds are taken from the engine once nothing is in flight: w's
+ * appender may have a fresh stream (an earlier one failed). */
+static int wq_attach(h5fs *fs, struct wfile *w)
+{
+	struct wqueue *q, *fresh = calloc(1, sizeof(*fresh));
+
+	if (!fresh)
+		return ENOMEM;
+	pthread_mutex_init(&fresh->mu, NULL);
+	pthread_mutex_init(&fresh->apply, NULL);
+	pthread_cond_init(&fresh->cv, NULL);
+	fresh->row_bytes = h5_append_row_bytes(w->a);
+	fresh->seen = h5_append_committed(w->a);
+	pthread_mutex_lock(&fs->lock);
+	q = w->n->wq;
+	if (!q) {
+		q = w->n->wq = fresh;
+		fresh = NULL;
+	}
+	q->refs++;
+	pthread_mutex_unlock(&fs->lock);
+	if (fresh)
+		wq_free(fresh);
+	w->q = q;
+	pthread_mutex_lock(&q->mu);
+	while (q->turn < q->next)
+		pthread_cond_wait(&q->cv, &q->mu);
+	q->vrows = h5_append_size(w->a) / q->row_bytes;   /* a new handle has no partial row */
+	pthread_mutex_unlock(&q->mu);
+	return 0;
+}
+
+/* w leaves its queue (drained: flush or release ran); the last handle frees it. */
+static void wq_detach(h5fs *fs, struct wfile *w)
+{
+	struct wqueue *q = w->q;
+	bool last;
+
+	pthread_mutex_lock(&fs->lock);
+	last = --q->refs == 0;
+	if (last)
+		w->n->wq = NULL;
+	pthread_mutex_unlock(&fs->lock);
+	if (last)
+		wq_free(q);
+	w->q = NULL;
+}
+
+/* The error of a write answered before it failed, or 0. */
+static int wfile_err(struct wfile *w)
+{
+	int e;
+
+	pthread_mutex_lock(&w->q->mu);
+	e = w->err;
+	pthread_mutex_unlock(&w->q->mu);
+	return e;
+}
+
+static void wfile_open(fuse_req_t req, h5fs *fs, struct node *n, struct fuse_file_info *fi)
+{
+	struct wfile *w;
+	bool is_ds;
+	int rc;
+
+	/* files reached by external links are opened read-only */
+	if (!fs_writable(fs) || n->f != fs->f) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	if (fi->flags & O_TRUNC) {
+		h5fs_log(fs, LOG_DEBUG, "open %s with O_TRUNC: datasets only grow", show_path(n->path));
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	/* n->ds is replaced by wfile_refresh() under ds_lock after appends */
+	pthread_rwlock_rdlock(&fs->ds_lock);
+	is_ds = n->type == NT_FILE && n->ds;
+	pthread_rwlock_unlock(&fs->ds_lock);
+	if (!is_ds) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	rc = h5_append_open(&w->a, fs->f, n->addr);
+	if (rc < 0) {
+		int e = h5fs_errno(rc);
+
+		h5fs_log(fs, e == EIO ? LOG_ERR : LOG_NOTICE, "open %s for writing (object header 0x%llx): %s%s",
+		       show_path(n->path), (unsigned long long)n->addr, e == EIO ? "EIO: " : "", h5_err_msg());
+		free(w);
+		fuse_reply_err(req, e);
+		return;
+	}
+	w->n = n;
+	w->append = (fi->flags & O_APPEND) != 0;
+	rc = wq_attach(fs, w);
+	if (rc) {
+		h5_append_close(w->a, NULL);
+		free(w);
+		fuse_reply_err(req, rc);
+		return;
+	}
+	fi->fh = (uint64_t)(uintptr_t)w;
+	fi->direct_io = 1;
+	handle_add(fs, &fs->open_wfiles, &w->link);
+	if (fuse_reply_open(req, fi) != 0) {
+		handle_del(fs, &w->link);
+		h5_append_close(w->a, NULL);   /* interrupted: no release will come */
+		wq_detach(fs, w);
+		free(w);
+	}
+}
+
+void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	h5fs *fs = fuse_req_userdata(req);
+	struct wfile *w = (struct wfile *)(uintptr_t)fi->fh;
+	struct wqueue *q;
+	uint64_t end, t;
+	bool early;
+	int rc, e;
+
+	if (!w) {
+		fuse_reply_err(req, EBADF);
+		return;
+	}
+	q = w->q;
+	pthread_mutex_lock(&q->mu);
+	e = w->err;
+	/* Rows only go at the end: O_APPEND writes wherever the kernel thinks
+	 * the end is (its size may lag behind bytes of an unfinished row);
+	 * others must write exactly at the end, accepted writes included. */
+	end = q->vrows * q->row_bytes + w->vplen;
+	if (!e && (off < 0 || (!w->append && (uint64_t)off != end)))
+		e = EPERM;
+	if (e) {
+		pthread_mutex_unlock(&q->mu);
+		if (e == EPERM)
+			h5fs_log(fs, LOG_DEBUG, "write %s at %lld: only appending at %llu is possible",
+			       show_path(w->n->path), (long long)off, (unsigned long long)end);
+		fuse_reply_err(req, e);
+		return;
+	}
+	t = q->next++;
+	w->vplen += size;       /* what h5_append_write will do with the bytes */
+	q->vrows += w->vplen / q->row_bytes;
+	w->vplen %= q->row_bytes;
+	early = q->early < WQ_EARLY;
+	if (early)
+		q->early++;
+	pthread_mutex_unlock(&q->mu);
+	if (early)
+		fuse_reply_write(req, size);
+
+	pthread_mutex_lock(&q->mu);
+	while (q->turn != t)
+		pthread_cond_wait(&q->cv, &q->mu);
+	pthread_mutex_unlock(&q->mu);
+	pthread_mutex_lock(&q->apply);
+	rc = h5_append_write(w->a, buf, size);
+	if (rc < 0) {
+		if (early)
+			h5fs_log(fs, LOG_ERR, "append %s (object header 0x%llx): %s: reported by the next write, "
+			       "fsync or close", show_path(w->n->path), (unsigned long long)w->n->addr, h5_err_msg());
+		else
+			reply_h5err_obj(fs, req, rc, "append", w->n->path, NULL, w->n->addr);
+	}
+	wfile_refresh(fs, w, ino);
+	pthread_mutex_unlock(&q->apply);
+	pthread_mutex_lock(&q->mu);
+	if (rc < 0) {
+		/* the stream did not take the bytes: the handle takes no more */
+		if (!w->err)
+			w->err = h5fs_errno(rc);
+	}
+	if (early)
+		q->early--;
+	q->turn++;
+	pthread_cond_broadcast(&q->cv);
+	pthread_mutex_unlock(&q->mu);
+	if (!early && rc == 0)
+		fuse_reply_write(req, size);
+}
+
+/* close() (and fsync()) commit every complete row, durably. At close a trailing
+ * partial row is dropped and reported as EINVAL. */
+void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	h5fs *fs = fuse_req_userdata(req);
+	struct wfile *w = (struct wfile *)(uintptr_t)fi->fh;
+	size_t partial;
+	int rc, e;
+
+	if (!w) {
+		fuse_reply_err(req, 0);
+		return;
+	}
+	wq_drain(w->q);
+	pthread_mutex_lock(&w->q->apply);
+	rc = h5_append_flush(w->a);
+	wfile_refresh(fs, w, ino);
+	e = rc < 0 ? 0 : wfile_err(w);
+	partial = rc < 0 || e ? 0 : h5_append_pending(w->a);
+	if (partial) {
+		h5fs_log(fs, LOG_NOTICE, "append %s: %zu trailing bytes are not a whole row of %llu bytes: "
+		       "not appended", show_path(w->n->path), partial,
+		       (unsigned long long)h5_append_row_bytes(w->a));
+		h5_append_discard(w->a);
+		pthread_mutex_lock(&w->q->mu);
+		w->vplen = 0;
+		pthread_mutex_unlock(&w->q->mu);
+		e = EINVAL;
+	}
+	pthread_mutex_unlock(&w->q->apply);
+	if (rc < 0)
+		reply_h5err_obj(fs, req, rc, "append", w->n->path, NULL, w->n->addr);
+	else
+		fuse_reply_err(req, e);
+}
+
+void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	h5fs *fs = fuse_req_userdata(req);
+	struct wfile *w = (struct wfile *)(uintptr_t)fi->fh;
+	int rc;
+
+	(void)datasync;
+	if (!w) {
+		fuse_reply_err(req, 0);   /* nothing of ours is unwritten */
+		return;
+	}
+	wq_drain(w->q);
+	pthread_mutex_lock(&w->q->apply);
+	rc = h5_append_flush(w->a);    /* committed rows are on disk (fsync'd) */
+	wfile_refresh(fs, w, ino);
+	pthread_mutex_unlock(&w->q->apply);
+	if (rc < 0) {
+		reply_h5err_obj(fs, req, rc, "fsync", w->n->path, NULL, w->n->addr);
+		return;
+	}
+	fuse_reply_err(req, wfile_err(w));
+}
+
+/* Handles whose release never came (FILE unmounted while they were
+ * open): free them at exit, after the session loop. */
+void handles_free(h5fs *fs)
+{
+	if (!fs->open_dirs.next)
+		return;         /* h5fs_new failed before the lists existed */
+	while (fs->open_dirs.next != &fs->open_dirs) {
+		struct hlink *h = fs->open_dirs.next;   /* the first member of a dirsnap */
+
+		handle_del(fs, h);
+		dirsnap_free((struct dirsnap *)(void *)h);
+	}
+	while (fs->open_wfiles.next != &fs->open_wfiles) {
+		struct wfile *w = (struct wfile *)(void *)fs->open_wfiles.next;
+
+		handle_del(fs, &w->link);
+		h5_append_close(w->a, NULL);
+		wq_detach(fs, w);
+		free(w);
+	}
+}
+
+static void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
+{
+	size_t partial = 0;
+	int rc;
+
+	handle_del(fs, &w->link);
+	/* flush normally applied everything; bytes written after it (through
+	 * a dup'd descriptor closed later) are handled the same way here, but
+	 * release cannot report errors any more: they are logged */
+	wq_drain(w->q);
+	pthread_mutex_lock(&w->q->apply);
+	rc = h5_append_flush(w->a);
+	wfile_refresh(fs, w, ino);
+	if (rc < 0)
+		h5fs_log(fs, LOG_ERR, "append %s: %s", show_path(w->n->path), h5_err_msg());
+	rc = h5_append_close(w->a, &partial);
+	pthread_mutex_unlock(&w->q->apply);
+	if (rc < 0 && partial)
+		h5fs_log(fs, LOG_NOTICE, "append %s: %zu trailing bytes dropped at release", show_path(w->n->path),
+		       partial);
+	wq_detach(fs, w);
+	free(w);
+}
+
+void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	h5fs *fs = fuse_req_userdata(req);
+	struct node *n = node_get(fs, ino);
+
+	if (!n) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	if (n->type == NT_DIR) {
+		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	/* Writing means appending rows (wfile_open). */
+	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
+		wfile_open(req, fs, n, fi);
+		return;
+	}
+	/* A dataset that can grow (owner's write bit on a read-write mount,
+	 * wfile_open) is read without the page cache: a short read while an
+	 * append is being applied would leave a zero-filled page cached inside
+	 * the new size (tests/stress/append_race.py). Anything else cannot
+	 * change while mounted, so the page cache stays valid across opens. */
+	if (fs_writable(fs) && (n->st.st_mode & S_IWUSR))
+		fi->direct_io = 1;
+	else
+		fi->keep_cache = 1;
+	fuse_reply_open(req, fi);
+}
+
+void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	if (fi->fh)   /* only write handles (wfile_open) carry one */
+		wfile_release(fuse_req_userdata(req), (struct wfile *)(uintptr_t)fi->fh, ino);
+	fuse_reply_err(req, 0);
+}
