@@ -32,8 +32,9 @@
 #include <syslog.h>
 #include <unistd.h>
 
-/* Nothing below the mount changes while it is mounted (the engine opens
- * FILE read-only), so the kernel may cache names and attributes for long. */
+/* Nothing below the mount changes while it is mounted but what appends
+ * through it change (and those tell the kernel, ll_write.c), so the kernel
+ * may cache names and attributes for long. */
 #define H5FS_TIMEOUT 3600.0
 #define H5FS_SYNTH_BIT ((uint64_t)1 << 63)
 #define H5FS_NAME_MAX 255
@@ -43,6 +44,12 @@
 #define H5FS_APPEND_BLKSIZE (1 << 20)  /* = max_write (op_init) */
 
 enum node_type { NT_DIR, NT_FILE, NT_LINK };
+
+/* st_blocks: 512-byte units of storage, rounded up */
+static inline blkcnt_t blocks_of(uint64_t bytes)
+{
+	return (blkcnt_t)(bytes / 512 + (bytes % 512 != 0));
+}
 
 struct node {
 	struct node *next;      /* hash chain */

@@ -25,10 +25,12 @@
  *
  * Locking: fs->lock protects the tables only.  Engine calls (which may do
  * I/O and decompression) always run outside it; a node is built unlocked and
- * then inserted, and the loser of a race frees its copy.  A node is immutable
- * once in the table except for its lookup count, and the kernel never sends
- * FORGET for an inode that still has requests in flight, so handlers use the
- * node pointer after dropping the lock.
+ * then inserted, and the loser of a race frees its copy.  Once in the table
+ * a node changes only in its lookup count, a directory's parent (under
+ * fs->lock) and, after appends, a dataset's ds and st (under fs->ds_lock,
+ * which readers of either hold shared); the kernel never sends FORGET for
+ * an inode that still has requests in flight, so handlers use the node
+ * pointer after dropping the lock.
  */
 #include "ll.h"
 
@@ -495,7 +497,7 @@ int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64
 		n->st.st_nlink = info.nlink ? info.nlink : 1;
 		break;
 	}
-	n->st.st_blocks = (blkcnt_t)(alloc / 512 + (alloc % 512 != 0));
+	n->st.st_blocks = blocks_of(alloc);
 	kind_remember(fs, file_ino(fs, f, addr), info.kind);
 out:
 	if (rc < 0) {

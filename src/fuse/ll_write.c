@@ -73,7 +73,7 @@ static void wfile_refresh(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	old = w->n->ds;
 	w->n->ds = nd;
 	w->n->st.st_size = (off_t)h5_dataset_size(nd);
-	w->n->st.st_blocks = (blkcnt_t)(alloc / 512 + (alloc % 512 != 0));
+	w->n->st.st_blocks = blocks_of(alloc);
 	if (h5_dataset_mtime(nd, &mt) == 0)
 		w->n->st.st_mtime = w->n->st.st_ctime = (time_t)mt;
 	pthread_rwlock_unlock(&fs->ds_lock);
