@@ -29,6 +29,7 @@
  */
 #define _GNU_SOURCE /* sync_file_range */
 #include "internal.h"
+#include "cidx.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -94,7 +95,8 @@ typedef struct h5_astream {
 	uint64_t row0;          /* first buffered row, the first of a chunk row */
 	uint8_t *buf;
 	uint64_t nbuf, cap;     /* rows buffered / room */
-	h5_ea_writer *ea;       /* elements set since the last commit (NULL: none) */
+	const h5_cidx_write_ops *wops; /* the index's append operations (cidx.h) */
+	void *ea;               /* its writer: entries set since the last commit (NULL: none) */
 	uint64_t nset;
 	uint64_t since;         /* when the oldest uncommitted row arrived (ns) */
 	uint64_t last_end;      /* allocation end after the previous commit */
@@ -117,7 +119,7 @@ static int check_layout(const h5_dataset *d, uint64_t *row_bytes)
 
 	if (l->cls != H5_LAYOUT_CHUNKED)
 		return h5_err_set(H5_ERR_PERM, "not chunked (layout class %u): cannot grow", l->cls);
-	if (l->idx_type != H5_CIDX_EARRAY || l->version < 4)
+	if (l->version < 4 || !h5_cidx_ops_of(l->idx_type) || !h5_cidx_ops_of(l->idx_type)->write)
 		return h5_err_set(H5_ERR_PERM, "chunk index type %u is not an extensible array: cannot grow",
 				  l->idx_type);
 	if (d->space.type != H5_SPACE_SIMPLE || d->space.rank == 0 || d->space.rank != l->ndims)
@@ -183,22 +185,6 @@ static int find_msgs(const h5_msg **ds, const h5_msg **lay, const h5_ohdr *oh)
 }
 
 /* ---- superblock and layout fields ------------------------------------------------ */
-
-static int ea_cparam(h5_ea_cparam *cp, const h5_dataset *d, const h5_fmt *fmt)
-{
-	const h5_layout *l = &d->layout;
-
-	cp->client = d->pline.n ? H5_ARR_CLIENT_FILT_CHUNK : H5_ARR_CLIENT_CHUNK;
-	/* H5D__earray_idx_create: filtered elements carry the chunk size in
-	 * 1 + (log2(chunk bytes) + 8) / 8 bytes, and a filter mask */
-	cp->elmt_size = (uint8_t)(fmt->sizeof_addr + (d->pline.n ? h5_chunk_size_len(d->chunk_bytes) + 4 : 0));
-	cp->max_nelmts_bits = l->ea_max_bits;
-	cp->idx_blk_elmts = l->ea_idx_elmts;
-	cp->data_blk_min_elmts = l->ea_min_elmts;
-	cp->sup_blk_min_data_ptrs = l->ea_min_ptrs;
-	cp->max_dblk_page_nelmts_bits = l->ea_page_bits;
-	return 0;
-}
 
 /* ---- streams ------------------------------------------------------------------- */
 
@@ -290,7 +276,8 @@ static void stream_free(h5_astream *s)
 {
 	if (!s)
 		return;
-	h5_ea_writer_free(s->ea);
+	if (s->ea)
+		s->wops->free(s->ea);
 	h5_dataset_close(s->d);
 	free(s->buf);
 	pthread_mutex_destroy(&s->lock);
@@ -446,10 +433,8 @@ static int set_elmt(h5_astream *s, uint64_t r, uint64_t cell, const h5_chunk_rec
 	int rc;
 
 	if (!s->ea) {
-		h5_ea_cparam cp;
-
-		ea_cparam(&cp, s->d, &s->f->fmt);
-		rc = h5_ea_writer_open(&s->ea, s->f, s->ea_addr, &cp);
+		s->wops = h5_cidx_ops_of(s->d->layout.idx_type)->write;
+		rc = s->wops->open(&s->ea, s->f, s->d, s->ea_addr);
 		if (rc < 0)
 			return rc;
 	}
@@ -460,7 +445,7 @@ static int set_elmt(h5_astream *s, uint64_t r, uint64_t cell, const h5_chunk_rec
 		if (h5_mul_overflow(j[i], s->down[i], &t) || h5_add_overflow(idx, t, &idx))
 			return h5_err_set(H5_ERR_LIMIT, "chunk row %llu is beyond the index", (unsigned long long)r);
 	}
-	rc = h5_ea_writer_set(s->ea, idx, rec);
+	rc = s->wops->set(s->ea, idx, rec);
 	if (rc == 0)
 		s->nset++;
 	return rc;
@@ -946,7 +931,7 @@ static int commit(h5_astream *s, bool partial, bool durable)
 		goto out;
 	}
 	alloc_ptr(f);
-	rc = h5_ea_writer_write(s->ea, &f->alloc_end);
+	rc = s->wops->write(s->ea, &f->alloc_end);
 	if (rc < 0)
 		goto out;
 	end = f->alloc_end;
@@ -979,18 +964,18 @@ static int commit(h5_astream *s, bool partial, bool durable)
 		f->eoa = new_eoa;
 	}
 	/* 3. the switch to the new index */
-	if (h5_ea_writer_hdr_is_new(s->ea)) {
+	if (s->wops->addr_is_new(s->ea)) {
 		uint64_t field = H5_ADDR_UNDEF;
 
 		rc = h5_layout_ea_addr_field(&field, lay, &f->fmt);
 		if (rc == 0) {
-			h5_le_encode(v, h5_ea_writer_hdr(s->ea)->addr, f->fmt.sizeof_addr);
+			h5_le_encode(v, s->wops->addr(s->ea), f->fmt.sizeof_addr);
 			rc = h5_ohdr_patch(&e, field, v, f->fmt.sizeof_addr);
 		}
 		if (rc == 0)
 			rc = h5_ohdr_write_chunk(f, &e, h5_ohdr_chunk_of(e.oh, field));
 	} else {
-		rc = h5_ea_writer_commit(s->ea);
+		rc = s->wops->commit(s->ea);
 	}
 	if (rc == 0)
 		rc = h5_file_sync(f);
@@ -1016,7 +1001,7 @@ static int commit(h5_astream *s, bool partial, bool durable)
 		rc = cut_file(f, end);
 	if (rc < 0)
 		goto out;
-	s->ea_addr = h5_ea_writer_hdr(s->ea)->addr;
+	s->ea_addr = s->wops->addr(s->ea);
 	s->last_end = end;
 	s->unsynced = !durable;
 	__atomic_store_n(&s->committed, n1, __ATOMIC_RELEASE);
@@ -1024,9 +1009,10 @@ out:
 	/* whatever happened, cached copies of what may have changed go */
 	h5_cache_invalidate(f->meta, H5_CK_OHDR, s->addr);
 	if (s->ea)
-		h5_ea_writer_invalidate(s->ea);
+		s->wops->invalidate(s->ea);
 	pthread_mutex_unlock(&f->write_lock);
-	h5_ea_writer_free(s->ea);
+	if (s->ea)
+		s->wops->free(s->ea);
 	s->ea = NULL;
 	s->nset = 0;
 	if (e.oh)

@@ -21,6 +21,7 @@
  * filtered chunks they are processed by up to f->nthreads threads.
  */
 #include "internal.h"
+#include "cidx.h"
 
 #include <stdio.h>
 
@@ -28,31 +29,6 @@
 #define CHUNK_BATCH 1024                    /* (box, chunk) pairs per scheduling round */
 #define CHUNK_SPAN_MAX ((uint64_t)1 << 20)  /* read a chunk's whole touched span up to this */
 #define CHUNK_MAX_BOXES (2 * H5_MAX_RANK)
-
-struct h5_chunk_index {
-	h5_dataset *d;
-	h5_file *f;
-	uint8_t type;               /* H5_CIDX_* */
-	unsigned rank;
-	uint32_t esize;             /* element bytes */
-	uint64_t chunk_bytes;
-	bool filtered;              /* the dataset has a filter pipeline */
-	uint64_t chunk[H5_MAX_RANK];
-	uint64_t dims[H5_MAX_RANK];
-	uint64_t nchunks[H5_MAX_RANK];      /* over the current dimensions */
-	uint64_t max_chunks[H5_MAX_RANK];   /* over the maximum ones (H5_UNLIMITED kept) */
-	/* linear index = sum scaled[perm[i]] * down[i] (FA, EA, implicit) */
-	unsigned perm[H5_MAX_RANK];
-	uint64_t down[H5_MAX_RANK];
-	uint64_t max_nchunks;       /* FA, implicit: entries of the array */
-	h5_bt2 *bt2;                /* BTREE2 */
-	unsigned bt2_size_len;      /* type 11: bytes of the chunk size */
-	unsigned bt1_elem;          /* BTREE1: last key dimension (the element size) */
-	/* prefetching (under f->prefetch->lock) */
-	uint64_t pf_last_off, pf_last_end;  /* the previous read */
-	uint64_t pf_upto;           /* stream bytes below this were scheduled */
-	unsigned pf_active;         /* jobs of this index queued or running */
-};
 
 /* ---- array elements (VII.C/VII.D "Data Block Element") --------------------- */
 
@@ -105,100 +81,6 @@ void h5_chunk_elmt_encode(uint8_t *p, const h5_fmt *fmt, unsigned client, unsign
 }
 
 /* ---- opening ----------------------------------------------------------------- */
-
-/* The array headers must agree with the dataset: a filtered dataset stores
- * client 1 elements, and a fixed array covers every chunk of max dims. */
-static int check_array_client(const h5_chunk_index *ci, unsigned client, const char *what, uint64_t addr)
-{
-	unsigned want = ci->filtered ? H5_ARR_CLIENT_FILT_CHUNK : H5_ARR_CLIENT_CHUNK;
-
-	if (client != want)
-		return h5_err_set(H5_ERR_FORMAT, "%s at 0x%llx stores %s chunks but the dataset is %s", what,
-				  (unsigned long long)addr, client ? "filtered" : "unfiltered",
-				  ci->filtered ? "filtered" : "unfiltered");
-	return 0;
-}
-
-static int open_farray(h5_chunk_index *ci)
-{
-	const h5_fa_hdr *h;
-	h5_cache_ref ref;
-	int rc;
-
-	rc = h5_fa_hdr_get(&h, &ref, ci->f, ci->d->layout.idx_addr);
-	if (rc < 0)
-		return rc;
-	rc = check_array_client(ci, h->client, "FAHD", h->addr);
-	if (rc == 0 && h->nelmts < ci->max_nchunks)
-		rc = h5_err_set(H5_ERR_FORMAT, "FAHD at 0x%llx: %llu entries for %llu chunks",
-				(unsigned long long)h->addr, (unsigned long long)h->nelmts,
-				(unsigned long long)ci->max_nchunks);
-	h5_cache_release(ci->f->meta, &ref);
-	return rc;
-}
-
-static int open_earray(h5_chunk_index *ci)
-{
-	const h5_ea_hdr *h;
-	h5_cache_ref ref;
-	int rc;
-
-	rc = h5_ea_hdr_get(&h, &ref, ci->f, ci->d->layout.idx_addr);
-	if (rc < 0)
-		return rc;
-	rc = check_array_client(ci, h->client, "EAHD", h->addr);
-	h5_cache_release(ci->f->meta, &ref);
-	return rc;
-}
-
-static int open_btree2(h5_chunk_index *ci)
-{
-	unsigned want_type = ci->filtered ? 11 : 10;
-	uint64_t fixed = (uint64_t)ci->f->fmt.sizeof_addr + 8u * ci->rank;
-	uint32_t rs;
-	int rc;
-
-	rc = h5_bt2_open(&ci->bt2, ci->f, ci->d->layout.idx_addr);
-	if (rc < 0)
-		return rc;
-	if (h5_bt2_type(ci->bt2) != want_type)
-		return h5_err_set(H5_ERR_FORMAT, "v2 B-tree at 0x%llx has record type %u, expected %u",
-				  (unsigned long long)ci->d->layout.idx_addr, h5_bt2_type(ci->bt2), want_type);
-	rs = h5_bt2_record_size(ci->bt2);
-	if (want_type == 10 && rs == fixed)
-		return 0;
-	if (want_type == 11 && rs >= fixed + 4 + 1 && rs <= fixed + 4 + 8) {
-		ci->bt2_size_len = (unsigned)(rs - fixed - 4);
-		return 0;
-	}
-	return h5_err_set(H5_ERR_FORMAT, "v2 B-tree at 0x%llx: record size %u does not fit rank %u",
-			  (unsigned long long)ci->d->layout.idx_addr, rs, ci->rank);
-}
-
-/* Linearisation for the array indexes (H5VM_array_offset_pre over
- * max_down_chunks; EA: swizzled so the unlimited dimension comes first). */
-static int set_down(h5_chunk_index *ci, int unlim)
-{
-	unsigned r = ci->rank, k = 0;
-	uint64_t acc = 1;
-
-	if (unlim >= 0)
-		ci->perm[k++] = (unsigned)unlim;
-	for (unsigned i = 0; i < r; i++)
-		if ((int)i != unlim)
-			ci->perm[k++] = i;
-	for (unsigned i = r; i-- > 0;) {
-		uint64_t mc = ci->max_chunks[ci->perm[i]];
-
-		ci->down[i] = acc;
-		if (i == 0 && unlim >= 0)
-			break; /* the unlimited extent only scales the first term */
-		if (mc == H5_UNLIMITED || h5_mul_overflow(acc, mc, &acc))
-			return h5_err_set(H5_ERR_FORMAT, "chunk grid of the maximum dimensions overflows");
-	}
-	ci->max_nchunks = unlim >= 0 ? UINT64_MAX : acc;
-	return 0;
-}
 
 int h5_chunk_index_open(h5_chunk_index **out, h5_dataset *d)
 {
@@ -254,57 +136,12 @@ int h5_chunk_index_open(h5_chunk_index **out, h5_dataset *d)
 	}
 	ci->chunk_bytes = cb;
 
-	switch (ci->type) {
-	case H5_CIDX_BTREE1:
-		break;
-	case H5_CIDX_SINGLE:
-		for (unsigned i = 0; i < ci->rank; i++)
-			if (ci->nchunks[i] > 1) {
-				rc = h5_err_set(H5_ERR_FORMAT, "single-chunk index but dimension %u spans %llu chunks", i,
-						(unsigned long long)ci->nchunks[i]);
-				goto out;
-			}
-		if (ci->filtered != !!(l->flags & H5_LAYOUT_FLAG_SINGLE_FILTERED)) {
-			rc = h5_err_set(H5_ERR_FORMAT, "single-chunk layout: filter flag disagrees with the pipeline");
-			goto out;
-		}
-		break;
-	case H5_CIDX_IMPLICIT:
-	case H5_CIDX_FARRAY:
-		if (nunlim) {
-			rc = h5_err_set(H5_ERR_FORMAT, "%s index with an unlimited dimension",
-					ci->type == H5_CIDX_FARRAY ? "fixed array" : "implicit");
-			goto out;
-		}
-		if (ci->type == H5_CIDX_IMPLICIT && ci->filtered) {
-			rc = h5_err_set(H5_ERR_FORMAT, "implicit chunk index on a filtered dataset");
-			goto out;
-		}
-		rc = set_down(ci, -1);
-		if (rc < 0)
-			goto out;
-		if (ci->type == H5_CIDX_FARRAY && h5_addr_defined(l->idx_addr))
-			rc = open_farray(ci);
-		break;
-	case H5_CIDX_EARRAY:
-		if (nunlim > 1) {
-			rc = h5_err_set(H5_ERR_FORMAT, "extensible array index with %d unlimited dimensions", nunlim);
-			goto out;
-		}
-		rc = set_down(ci, nunlim ? unlim : 0);
-		if (rc < 0)
-			goto out;
-		if (h5_addr_defined(l->idx_addr))
-			rc = open_earray(ci);
-		break;
-	case H5_CIDX_BTREE2:
-		if (h5_addr_defined(l->idx_addr))
-			rc = open_btree2(ci);
-		break;
-	default:
+	ci->ops = h5_cidx_ops_of(ci->type);
+	if (!ci->ops) {
 		rc = h5_err_set(H5_ERR_FORMAT, "unknown chunk index type %u", ci->type);
-		break;
+		goto out;
 	}
+	rc = ci->ops->open(ci, nunlim, unlim);
 out:
 	if (rc < 0) {
 		h5_chunk_index_close(ci);
@@ -321,143 +158,16 @@ void h5_chunk_index_close(h5_chunk_index *ci)
 	if (!ci)
 		return;
 	prefetch_forget(ci);
-	h5_bt2_close(ci->bt2);
+	if (ci->ops && ci->ops->close)
+		ci->ops->close(ci);
 	free(ci);
 }
 
 /* ---- lookup -------------------------------------------------------------------- */
 
-static int linear_index(uint64_t *out, const h5_chunk_index *ci, const uint64_t *scaled)
-{
-	uint64_t idx = 0, t;
-
-	for (unsigned i = 0; i < ci->rank; i++)
-		if (h5_mul_overflow(scaled[ci->perm[i]], ci->down[i], &t) || h5_add_overflow(idx, t, &idx))
-			return h5_err_set(H5_ERR_FORMAT, "chunk index overflows");
-	*out = idx;
-	return 0;
-}
-
-/* III.A.1: the key offsets are element offsets; libhdf5 compares them
- * scaled by the chunk dimensions (H5D__btree_decode_key), the trailing one
- * by the element size. */
-static uint64_t bt1_key_scaled(const h5_chunk_index *ci, const h5_bt1_node *n, unsigned key, unsigned dim)
-{
-	uint64_t v = n->offsets[(size_t)key * n->ndims + dim];
-
-	return v / (dim < ci->rank ? ci->chunk[dim] : ci->bt1_elem);
-}
-
-static int bt1_cmp_key(const h5_chunk_index *ci, const uint64_t *scaled, const h5_bt1_node *n, unsigned key)
-{
-	for (unsigned i = 0; i <= ci->rank; i++) {
-		uint64_t a = i < ci->rank ? scaled[i] : 0, b = bt1_key_scaled(ci, n, key, i);
-
-		if (a != b)
-			return a < b ? -1 : 1;
-	}
-	return 0;
-}
-
-/* H5B_find with H5D__btree_cmp3: child i covers key[i] <= chunk < key[i+1]. */
-static int bt1_lookup(h5_chunk_rec *out, const h5_chunk_index *ci, const uint64_t *scaled)
-{
-	uint64_t addr = ci->d->layout.idx_addr;
-	int want_level = -1;
-	int rc = 0;
-
-	for (unsigned depth = 0;; depth++) {
-		h5_bt1_node *n;
-		unsigned lt = 0, rt, idx = 0;
-		int cmp = 1;
-
-		if (depth > H5_MAX_BTREE_DEPTH)
-			return h5_err_set(H5_ERR_LOOP, "v1 B-tree at 0x%llx deeper than %d levels",
-					  (unsigned long long)ci->d->layout.idx_addr, H5_MAX_BTREE_DEPTH);
-		rc = h5_bt1_get(&n, ci->f, addr, ci->rank + 1);
-		if (rc < 0)
-			return rc;
-		if (want_level >= 0 && n->level != want_level) {
-			rc = h5_err_set(H5_ERR_FORMAT, "v1 B-tree node at 0x%llx: level %u, expected %d",
-					(unsigned long long)addr, n->level, want_level);
-			h5_bt1_release(ci->f, n);
-			return rc;
-		}
-		rt = n->n;
-		while (lt < rt && cmp) {
-			idx = (lt + rt) / 2;
-			if (bt1_cmp_key(ci, scaled, n, idx + 1) >= 0)
-				cmp = 1;
-			else if (bt1_cmp_key(ci, scaled, n, idx) < 0)
-				cmp = -1;
-			else
-				cmp = 0;
-			if (cmp < 0)
-				rt = idx;
-			else
-				lt = idx + 1;
-		}
-		if (cmp != 0) {
-			h5_bt1_release(ci->f, n);
-			return 0; /* no child covers it: never written */
-		}
-		if (n->level == 0) {
-			/* H5D__btree_found: only the chunk whose left key it is */
-			if (bt1_cmp_key(ci, scaled, n, idx) == 0) {
-				out->addr = n->child[idx];
-				out->size = n->chunk_size[idx];
-				out->filter_mask = n->filter_mask[idx];
-			}
-			h5_bt1_release(ci->f, n);
-			return 0;
-		}
-		addr = n->child[idx];
-		want_level = n->level - 1;
-		h5_bt1_release(ci->f, n);
-	}
-}
-
-struct bt2_found {
-	const h5_chunk_index *ci;
-	h5_chunk_rec *out;
-};
-
-/* H5D__bt2_compare: scaled coordinates, slowest dimension first. */
-static int bt2_cmp(const void *key, const uint8_t *rec, size_t len, void *ud)
-{
-	const h5_chunk_index *ci = ((const struct bt2_found *)ud)->ci;
-	const uint64_t *scaled = key;
-	const uint8_t *p = rec + len - 8u * ci->rank;
-
-	for (unsigned i = 0; i < ci->rank; i++, p += 8) {
-		uint64_t v = h5_le_decode(p, 8);
-
-		if (scaled[i] != v)
-			return scaled[i] < v ? -1 : 1;
-	}
-	return 0;
-}
-
-static void bt2_rec_decode(h5_chunk_rec *out, const h5_chunk_index *ci, const uint8_t *rec)
-{
-	unsigned sa = ci->f->fmt.sizeof_addr;
-
-	h5_chunk_elmt_decode(out, &ci->f->fmt, ci->filtered ? H5_ARR_CLIENT_FILT_CHUNK : H5_ARR_CLIENT_CHUNK,
-			     ci->filtered ? sa + ci->bt2_size_len + 4 : sa, rec);
-}
-
-static int bt2_found_cb(const uint8_t *rec, size_t len, void *ud)
-{
-	struct bt2_found *f = ud;
-
-	bt2_rec_decode(f->out, f->ci, rec);
-	return 0;
-}
-
 int h5_chunk_lookup(h5_chunk_rec *out, h5_chunk_index *ci, const uint64_t *scaled)
 {
 	const h5_layout *l = &ci->d->layout;
-	uint64_t idx = 0;
 	int rc = 0;
 
 	out->addr = H5_ADDR_UNDEF;
@@ -469,48 +179,7 @@ int h5_chunk_lookup(h5_chunk_rec *out, h5_chunk_index *ci, const uint64_t *scale
 					  (unsigned long long)scaled[i], i, (unsigned long long)ci->max_chunks[i]);
 	if (!h5_addr_defined(l->idx_addr))
 		return 0;
-	switch (ci->type) {
-	case H5_CIDX_SINGLE:
-		for (unsigned i = 0; i < ci->rank; i++)
-			if (scaled[i] != 0)
-				return 0;
-		out->addr = l->idx_addr;
-		out->size = ci->filtered ? l->single_size : ci->chunk_bytes;
-		out->filter_mask = ci->filtered ? l->single_mask : 0;
-		return 0;
-	case H5_CIDX_IMPLICIT:
-		rc = linear_index(&idx, ci, scaled);
-		if (rc < 0)
-			return rc;
-		/* H5D__none_idx_get_addr: the chunks sit back to back */
-		if (h5_mul_overflow(idx, ci->chunk_bytes, &idx) || h5_add_overflow(idx, l->idx_addr, &out->addr))
-			return h5_err_set(H5_ERR_FORMAT, "implicit chunk address overflows");
-		out->size = ci->chunk_bytes;
-		return 0;
-	case H5_CIDX_FARRAY:
-	case H5_CIDX_EARRAY:
-		rc = linear_index(&idx, ci, scaled);
-		if (rc < 0)
-			return rc;
-		rc = ci->type == H5_CIDX_FARRAY ? h5_fa_lookup(out, ci->f, l->idx_addr, idx)
-						: h5_ea_lookup(out, ci->f, l->idx_addr, idx);
-		break;
-	case H5_CIDX_BTREE2: {
-		struct bt2_found fd = { ci, out };
-
-		rc = h5_bt2_find(ci->bt2, bt2_cmp, scaled, bt2_found_cb, &fd);
-		if (rc == H5_ERR_NOTFOUND) {
-			h5_err_clear();
-			rc = 0;
-		}
-		break;
-	}
-	case H5_CIDX_BTREE1:
-		rc = bt1_lookup(out, ci, scaled);
-		break;
-	default:
-		return h5_err_set(H5_ERR_FORMAT, "unknown chunk index type %u", ci->type);
-	}
+	rc = ci->ops->lookup(out, ci, scaled);
 	if (rc < 0)
 		return rc;
 	if (h5_addr_defined(out->addr) && !ci->filtered)
@@ -520,112 +189,12 @@ int h5_chunk_lookup(h5_chunk_rec *out, h5_chunk_index *ci, const uint64_t *scale
 
 /* ---- allocated bytes ------------------------------------------------------------ */
 
-struct alloc_sum {
-	const h5_chunk_index *ci;
-	uint64_t total;
-};
-
-static void sum_add(struct alloc_sum *s, uint64_t n)
-{
-	s->total = s->total > UINT64_MAX - n ? UINT64_MAX : s->total + n;
-}
-
-static int arr_sum_cb(uint64_t idx, const h5_chunk_rec *rec, void *ud)
-{
-	struct alloc_sum *s = ud;
-
-	sum_add(s, s->ci->filtered ? rec->size : s->ci->chunk_bytes);
-	return 0;
-}
-
-static int bt2_sum_cb(const uint8_t *rec, size_t len, void *ud)
-{
-	struct alloc_sum *s = ud;
-	h5_chunk_rec r;
-
-	bt2_rec_decode(&r, s->ci, rec);
-	if (h5_addr_defined(r.addr))
-		sum_add(s, s->ci->filtered ? r.size : s->ci->chunk_bytes);
-	return 0;
-}
-
-/* Every node is visited once in a tree; a hostile DAG could revisit nodes
- * exponentially often, so visits are bounded by how many nodes fit the file. */
-static int bt1_sum(struct alloc_sum *s, uint64_t addr, int want_level, unsigned depth, uint64_t *budget)
-{
-	const h5_chunk_index *ci = s->ci;
-	h5_bt1_node *n;
-	int rc = 0;
-
-	if (depth > H5_MAX_BTREE_DEPTH || *budget == 0)
-		return h5_err_set(H5_ERR_LOOP, "v1 B-tree at 0x%llx: too many nodes visited (loop?)",
-				  (unsigned long long)ci->d->layout.idx_addr);
-	(*budget)--;
-	rc = h5_bt1_get(&n, ci->f, addr, ci->rank + 1);
-	if (rc < 0)
-		return rc;
-	if (want_level >= 0 && n->level != want_level) {
-		rc = h5_err_set(H5_ERR_FORMAT, "v1 B-tree node at 0x%llx: level %u, expected %d",
-				(unsigned long long)addr, n->level, want_level);
-	} else {
-		for (unsigned i = 0; i < n->n && rc == 0; i++) {
-			if (n->level == 0)
-				sum_add(s, n->chunk_size[i]);
-			else
-				rc = bt1_sum(s, n->child[i], n->level - 1, depth + 1, budget);
-		}
-	}
-	h5_bt1_release(ci->f, n);
-	return rc;
-}
-
 int h5_chunk_allocated(uint64_t *out, h5_chunk_index *ci)
 {
-	const h5_layout *l = &ci->d->layout;
-	struct alloc_sum s = { ci, 0 };
-	uint64_t budget;
-	int rc = 0;
-
 	*out = 0;
-	if (!h5_addr_defined(l->idx_addr))
+	if (!h5_addr_defined(ci->d->layout.idx_addr))
 		return 0;
-	switch (ci->type) {
-	case H5_CIDX_SINGLE:
-		sum_add(&s, ci->filtered ? l->single_size : ci->chunk_bytes);
-		break;
-	case H5_CIDX_IMPLICIT: {
-		/* Space for every chunk of the maximum dimensions is allocated at
-		 * creation (H5D__none_idx_create), but libhdf5 reports (and
-		 * H5Dget_storage_size / h5dump show) the chunks of the current
-		 * dimensions (H5D__none_idx_iterate); so do we. */
-		uint64_t nc = 1;
-
-		for (unsigned i = 0; i < ci->rank; i++)
-			if (h5_mul_overflow(nc, ci->nchunks[i], &nc))
-				nc = UINT64_MAX;
-		s.total = h5_mul_overflow(nc, ci->chunk_bytes, &s.total) ? UINT64_MAX : s.total;
-		break;
-	}
-	case H5_CIDX_FARRAY:
-		rc = h5_fa_iterate(ci->f, l->idx_addr, arr_sum_cb, &s);
-		break;
-	case H5_CIDX_EARRAY:
-		rc = h5_ea_iterate(ci->f, l->idx_addr, arr_sum_cb, &s);
-		break;
-	case H5_CIDX_BTREE2:
-		rc = h5_bt2_iterate(ci->bt2, bt2_sum_cb, &s);
-		break;
-	case H5_CIDX_BTREE1:
-		budget = h5_file_eof(ci->f) / (8 + 2u * ci->f->fmt.sizeof_addr) + 1;
-		rc = bt1_sum(&s, l->idx_addr, -1, 0, &budget);
-		break;
-	default:
-		return h5_err_set(H5_ERR_FORMAT, "unknown chunk index type %u", ci->type);
-	}
-	if (rc < 0)
-		return rc;
-	*out = s.total;
-	return 0;
+	return ci->ops->allocated(out, ci);
 }
 
 /* ---- decoded chunks (f->chunks) ------------------------------------------------- */

@@ -1,6 +1,7 @@
 /* layout.c - the Data Layout message (IV.A.2.i "The Data Layout Message",
  * versions 1-5; 5 is encoded exactly like 4). */
 #include "internal.h"
+#include "cidx.h"
 
 /* Chunk "dimensionality" counts the dataset rank plus one trailing
  * dimension holding the element size, in every version of the message
@@ -257,17 +258,12 @@ const char *h5_layout_class_name(unsigned cls)
 	}
 }
 
+/* The name comes from the index's table entry (cidx.c). */
 const char *h5_layout_index_name(unsigned idx_type)
 {
-	switch (idx_type) {
-	case H5_CIDX_BTREE1: return "btree1";
-	case H5_CIDX_SINGLE: return "single";
-	case H5_CIDX_IMPLICIT: return "implicit";
-	case H5_CIDX_FARRAY: return "farray";
-	case H5_CIDX_EARRAY: return "earray";
-	case H5_CIDX_BTREE2: return "btree2";
-	default: return "unknown";
-	}
+	const h5_cidx_ops *o = h5_cidx_ops_of(idx_type);
+
+	return o ? o->name : "unknown";
 }
 
 /* Where the layout message stores the index address (IV.A.2.i, version 4:

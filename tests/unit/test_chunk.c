@@ -1,5 +1,6 @@
 /* test_chunk.c - chunk indexes (earray.c, farray.c, chunk.c). */
 #include "testutil.h"
+#include "cidx.h"
 
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -1216,12 +1217,51 @@ START_TEST(h5py_corrupt_chunk)
 }
 END_TEST
 
+/* The chunk index table (cidx.c): every index type has its entry, with a
+ * name, open, lookup and allocated; appends go through the extensible
+ * array's write operations, and only through those. */
+START_TEST(cidx_table_complete)
+{
+	static const struct { unsigned type; const char *name; bool writes; } want[] = {
+		{ H5_CIDX_BTREE1, "btree1", false }, { H5_CIDX_SINGLE, "single", false },
+		{ H5_CIDX_IMPLICIT, "implicit", false }, { H5_CIDX_FARRAY, "farray", false },
+		{ H5_CIDX_EARRAY, "earray", true }, { H5_CIDX_BTREE2, "btree2", false },
+	};
+
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const h5_cidx_ops *o = h5_cidx_ops_of(want[i].type);
+
+		ck_assert_ptr_nonnull(o);
+		ck_assert_uint_eq(o->type, want[i].type);
+		ck_assert_str_eq(o->name, want[i].name);
+		ck_assert_str_eq(h5_layout_index_name(want[i].type), want[i].name);
+		ck_assert_ptr_nonnull(o->open);
+		ck_assert_ptr_nonnull(o->lookup);
+		ck_assert_ptr_nonnull(o->allocated);
+		ck_assert_int_eq(o->write != NULL, want[i].writes);
+		if (o->write) {
+			ck_assert_ptr_nonnull(o->write->open);
+			ck_assert_ptr_nonnull(o->write->set);
+			ck_assert_ptr_nonnull(o->write->write);
+			ck_assert_ptr_nonnull(o->write->addr);
+			ck_assert_ptr_nonnull(o->write->addr_is_new);
+			ck_assert_ptr_nonnull(o->write->commit);
+			ck_assert_ptr_nonnull(o->write->invalidate);
+			ck_assert_ptr_nonnull(o->write->free);
+		}
+	}
+	ck_assert_ptr_null(h5_cidx_ops_of(99));
+	ck_assert_str_eq(h5_layout_index_name(99), "unknown");
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("chunk");
 	TCase *tc = tcase_create("arrays");
 	TCase *te = tcase_create("h5py");
 
+	tcase_add_test(tc, cidx_table_complete);
 	tcase_add_test(tc, ea_geom_reference_table);
 	tcase_add_test(tc, ea_geom_rejects_bad_params);
 	tcase_add_test(tc, ea_locate_indices);

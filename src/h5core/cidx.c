@@ -1,0 +1,64 @@
+/* cidx.c - the table of chunk indexes (cidx.h) and what the array
+ * indexes share. */
+#include "cidx.h"
+
+static const h5_cidx_ops *const table[] = {
+	&h5_cidx_btree1, &h5_cidx_single, &h5_cidx_implicit, &h5_cidx_farray, &h5_cidx_earray, &h5_cidx_btree2,
+};
+
+const h5_cidx_ops *h5_cidx_ops_of(unsigned type)
+{
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+		if (table[i]->type == type)
+			return table[i];
+	return NULL;
+}
+
+/* The array headers must agree with the dataset: a filtered dataset stores
+ * client 1 elements, and a fixed array covers every chunk of max dims. */
+int h5_cidx_check_client(const h5_chunk_index *ci, unsigned client, const char *what, uint64_t addr)
+{
+	unsigned want = ci->filtered ? H5_ARR_CLIENT_FILT_CHUNK : H5_ARR_CLIENT_CHUNK;
+
+	if (client != want)
+		return h5_err_set(H5_ERR_FORMAT, "%s at 0x%llx stores %s chunks but the dataset is %s", what,
+				  (unsigned long long)addr, client ? "filtered" : "unfiltered",
+				  ci->filtered ? "filtered" : "unfiltered");
+	return 0;
+}
+
+/* Linearisation for the array indexes (H5VM_array_offset_pre over
+ * max_down_chunks; EA: swizzled so the unlimited dimension comes first). */
+int h5_cidx_set_down(h5_chunk_index *ci, int unlim)
+{
+	unsigned r = ci->rank, k = 0;
+	uint64_t acc = 1;
+
+	if (unlim >= 0)
+		ci->perm[k++] = (unsigned)unlim;
+	for (unsigned i = 0; i < r; i++)
+		if ((int)i != unlim)
+			ci->perm[k++] = i;
+	for (unsigned i = r; i-- > 0;) {
+		uint64_t mc = ci->max_chunks[ci->perm[i]];
+
+		ci->down[i] = acc;
+		if (i == 0 && unlim >= 0)
+			break; /* the unlimited extent only scales the first term */
+		if (mc == H5_UNLIMITED || h5_mul_overflow(acc, mc, &acc))
+			return h5_err_set(H5_ERR_FORMAT, "chunk grid of the maximum dimensions overflows");
+	}
+	ci->max_nchunks = unlim >= 0 ? UINT64_MAX : acc;
+	return 0;
+}
+
+int h5_cidx_linear(uint64_t *out, const h5_chunk_index *ci, const uint64_t *scaled)
+{
+	uint64_t idx = 0, t;
+
+	for (unsigned i = 0; i < ci->rank; i++)
+		if (h5_mul_overflow(scaled[ci->perm[i]], ci->down[i], &t) || h5_add_overflow(idx, t, &idx))
+			return h5_err_set(H5_ERR_FORMAT, "chunk index overflows");
+	*out = idx;
+	return 0;
+}

@@ -1,0 +1,108 @@
+/* cidx.h - chunk indexes as a table of operations, like libhdf5's
+ * H5D_chunk_ops_t: one file per index (cidx_<name>.c) with one
+ * h5_cidx_ops, the table in cidx.c. chunk.c keeps the chunk grid, the
+ * dispatch and the read machinery; earray.c, farray.c, btree1.c and
+ * btree2.c stay the on-disk structures the indexes sit on.
+ *
+ * Adding an index: a new cidx_<name>.c with its h5_cidx_ops, one line in
+ * cidx.c's table, and its H5_CIDX_* value decoded in layout.c.
+ */
+#ifndef H5_CIDX_H
+#define H5_CIDX_H
+
+#include "internal.h"
+
+struct h5_chunk_index {
+	h5_dataset *d;
+	h5_file *f;
+	uint8_t type;               /* H5_CIDX_* */
+	const struct h5_cidx_ops *ops; /* the table entry of that type (cidx.c) */
+	unsigned rank;
+	uint32_t esize;             /* element bytes */
+	uint64_t chunk_bytes;
+	bool filtered;              /* the dataset has a filter pipeline */
+	uint64_t chunk[H5_MAX_RANK];
+	uint64_t dims[H5_MAX_RANK];
+	uint64_t nchunks[H5_MAX_RANK];      /* over the current dimensions */
+	uint64_t max_chunks[H5_MAX_RANK];   /* over the maximum ones (H5_UNLIMITED kept) */
+	/* linear index = sum scaled[perm[i]] * down[i] (FA, EA, implicit) */
+	unsigned perm[H5_MAX_RANK];
+	uint64_t down[H5_MAX_RANK];
+	uint64_t max_nchunks;       /* FA, implicit: entries of the array */
+	h5_bt2 *bt2;                /* BTREE2 */
+	unsigned bt2_size_len;      /* type 11: bytes of the chunk size */
+	unsigned bt1_elem;          /* BTREE1: last key dimension (the element size) */
+	/* prefetching (under f->prefetch->lock) */
+	uint64_t pf_last_off, pf_last_end;  /* the previous read */
+	uint64_t pf_upto;           /* stream bytes below this were scheduled */
+	unsigned pf_active;         /* jobs of this index queued or running */
+};
+
+/* The index's part of an append (append.c): the extensible array writer
+ * today; an index without one refuses appends (EPERM). */
+typedef struct h5_cidx_write_ops {
+	/* a writer over the index at idx_addr (UNDEF: create one) */
+	int (*open)(void **w, h5_file *f, const h5_dataset *d, uint64_t idx_addr);
+	/* the record of linear chunk index idx (the array order of ci) */
+	int (*set)(void *w, uint64_t idx, const h5_chunk_rec *rec);
+	/* new and copied index blocks past the old end of file (*alloc_end) */
+	int (*write)(void *w, uint64_t *alloc_end);
+	/* the index's address now, and whether it is new (the layout message
+	 * must then point at it before the commit) */
+	uint64_t (*addr)(void *w);
+	bool (*addr_is_new)(void *w);
+	/* the in-place switch to the new blocks (after the fsync) */
+	int (*commit)(void *w);
+	/* forget cached blocks after a failed commit */
+	void (*invalidate)(void *w);
+	void (*free)(void *w);
+} h5_cidx_write_ops;
+
+typedef struct h5_cidx_ops {
+	uint8_t type;           /* H5_CIDX_* (layout.c) */
+	const char *name;       /* h5_layout_index_name(): "btree1", "earray", ... */
+	/* Validate the index against the dataset (ci's grid is set) and open
+	 * what lookups need; the index address may be undefined (no chunk yet).
+	 * nunlim: unlimited dimensions, unlim: the last of them or -1. */
+	int (*open)(h5_chunk_index *ci, int nunlim, int unlim);
+	/* The record of the chunk at scaled coordinates (out preset to "never
+	 * written"); called only with a defined index address. */
+	int (*lookup)(h5_chunk_rec *out, h5_chunk_index *ci, const uint64_t *scaled);
+	/* Bytes of the allocated chunks (st_blocks), with a defined address. */
+	int (*allocated)(uint64_t *out, h5_chunk_index *ci);
+	void (*close)(h5_chunk_index *ci);      /* NULL: nothing to release */
+	const h5_cidx_write_ops *write;         /* NULL: no appends */
+} h5_cidx_ops;
+
+/* The table entry of an H5_CIDX_* type, or NULL. */
+const h5_cidx_ops *h5_cidx_ops_of(unsigned type);
+
+extern const h5_cidx_ops h5_cidx_btree1, h5_cidx_single, h5_cidx_implicit, h5_cidx_farray, h5_cidx_earray,
+	h5_cidx_btree2;
+
+/* ---- shared by the index files (cidx.c) ---- */
+/* The array headers must agree with the dataset (client 1 = filtered). */
+int h5_cidx_check_client(const h5_chunk_index *ci, unsigned client, const char *what, uint64_t addr);
+/* Linearisation for the array indexes; unlim first when >= 0 (EA). */
+int h5_cidx_set_down(h5_chunk_index *ci, int unlim);
+int h5_cidx_linear(uint64_t *out, const h5_chunk_index *ci, const uint64_t *scaled);
+
+struct alloc_sum {
+	const h5_chunk_index *ci;
+	uint64_t total;
+};
+
+static inline void sum_add(struct alloc_sum *s, uint64_t n)
+{
+	s->total = s->total > UINT64_MAX - n ? UINT64_MAX : s->total + n;
+}
+
+static inline int h5_cidx_arr_sum_cb(uint64_t idx, const h5_chunk_rec *rec, void *ud)
+{
+	struct alloc_sum *s = ud;
+
+	sum_add(s, s->ci->filtered ? rec->size : s->ci->chunk_bytes);
+	return 0;
+}
+
+#endif
