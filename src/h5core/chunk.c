@@ -30,56 +30,6 @@
 #define CHUNK_SPAN_MAX ((uint64_t)1 << 20)  /* read a chunk's whole touched span up to this */
 #define CHUNK_MAX_BOXES (2 * H5_MAX_RANK)
 
-/* ---- array elements (VII.C/VII.D "Data Block Element") --------------------- */
-
-unsigned h5_chunk_size_len(uint64_t chunk_bytes)
-{
-	unsigned l2 = chunk_bytes ? 63u - (unsigned)__builtin_clzll(chunk_bytes) : 0;
-	unsigned n = 1 + (l2 + 8) / 8;
-
-	return n > 8 ? 8 : n;
-}
-
-int h5_chunk_elmt_check(const h5_fmt *fmt, unsigned client, unsigned elmt_size)
-{
-	if (client == H5_ARR_CLIENT_CHUNK && elmt_size == fmt->sizeof_addr)
-		return 0;
-	if (client == H5_ARR_CLIENT_FILT_CHUNK && elmt_size >= fmt->sizeof_addr + 1u + 4u &&
-	    elmt_size <= fmt->sizeof_addr + 8u + 4u)
-		return 0;
-	if (client > H5_ARR_CLIENT_FILT_CHUNK)
-		return h5_err_set(H5_ERR_FORMAT, "unknown array client id %u", client);
-	return h5_err_set(H5_ERR_FORMAT, "element size %u is impossible for %s chunks", elmt_size,
-			  client ? "filtered" : "unfiltered");
-}
-
-void h5_chunk_elmt_decode(h5_chunk_rec *out, const h5_fmt *fmt, unsigned client, unsigned elmt_size,
-			  const uint8_t *p)
-{
-	unsigned sa = fmt->sizeof_addr;
-	uint64_t a = h5_le_decode(p, sa);
-
-	out->addr = a == (sa >= 8 ? UINT64_MAX : (UINT64_C(1) << (8 * sa)) - 1) ? H5_ADDR_UNDEF : a;
-	out->size = 0;
-	out->filter_mask = 0;
-	if (client == H5_ARR_CLIENT_FILT_CHUNK) {
-		out->size = h5_le_decode(p + sa, elmt_size - sa - 4);
-		out->filter_mask = (uint32_t)h5_le_decode(p + elmt_size - 4, 4);
-	}
-}
-
-void h5_chunk_elmt_encode(uint8_t *p, const h5_fmt *fmt, unsigned client, unsigned elmt_size,
-			  const h5_chunk_rec *rec)
-{
-	unsigned sa = fmt->sizeof_addr;
-
-	h5_le_encode(p, rec->addr, sa); /* UNDEF encodes as all ones */
-	if (client == H5_ARR_CLIENT_FILT_CHUNK) {
-		h5_le_encode(p + sa, rec->size, elmt_size - sa - 4);
-		h5_le_encode(p + elmt_size - 4, rec->filter_mask, 4);
-	}
-}
-
 /* ---- opening ----------------------------------------------------------------- */
 
 int h5_chunk_index_open(h5_chunk_index **out, h5_dataset *d)

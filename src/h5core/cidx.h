@@ -10,7 +10,7 @@
 #ifndef H5_CIDX_H
 #define H5_CIDX_H
 
-#include "internal.h"
+#include "array.h"
 
 struct h5_chunk_index {
 	h5_dataset *d;

@@ -10,7 +10,7 @@
  * exactly as H5EA__hdr_init computes it (see
  * shared/spec/extensible-array-reference.md).
  */
-#include "internal.h"
+#include "array.h"
 
 #include <stdio.h>
 

@@ -7,7 +7,7 @@
  * of initialized pages and the elements live in checksummed pages laid out
  * right after it (the last page may be short).
  */
-#include "internal.h"
+#include "array.h"
 
 #define FA_PREFIX 6u /* signature, version, client id */
 #define FA_CKSUM 4u

@@ -3,6 +3,7 @@
  * dataset object header (no libhdf5 needed). When /usr/bin/python3 has
  * h5py, the appended file is also read back by libhdf5. */
 #include "testutil.h"
+#include "array.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,5 +1,6 @@
 /* test_chunk.c - chunk indexes (earray.c, farray.c, chunk.c). */
 #include "testutil.h"
+#include "array.h"
 #include "cidx.h"
 
 #include <sys/stat.h>
