@@ -377,19 +377,256 @@ static int open_failure_status(int rc)
 	return h5_exit_for_open_error(rc, H5_EXIT_RUNTIME);
 }
 
-int main(int argc, char **argv)
-{
-	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+/* Everything main() sets up, torn down in one place (daemon_free). */
+struct daemon {
+	struct fuse_args args;
 	struct fuse_cmdline_opts copts;
 	struct cli cli;
 	h5_open_opts oopts;
 	h5fs_config cfg;
-	h5_file *f = NULL;
-	h5fs *fs = NULL;
-	struct fuse_session *se = NULL;
-	char *fsname = NULL, *abs = NULL, maxread_opt[32];
-	int ret = H5_EXIT_USAGE, rc, mounted = 0, handlers = 0, busy_ro = 0;
-	struct stat fst = {0};
+	h5_file *f;
+	h5fs *fs;
+	struct fuse_session *se;
+	char *fsname, *abs, maxread_opt[32];
+	int mounted, handlers, busy_ro;
+	struct stat fst;
+};
+
+/* Options and arguments: -1 to go on, or the exit status. */
+static int parse(struct daemon *D)
+{
+	int ret = H5_EXIT_USAGE;
+
+	if (fuse_opt_parse(&D->args, &D->cli, cli_spec, cli_proc) != 0)
+		return ret;
+	if (fuse_parse_cmdline(&D->args, &D->copts) != 0)
+		return ret;
+	if (D->copts.show_help || D->copts.show_version) {
+		/* only reached for spellings we did not intercept */
+		usage(stdout);
+		ret = H5_EXIT_OK;
+		return ret;
+	}
+	if (!D->cli.file || !D->cli.mountpoint) {
+		fprintf(stderr, "h5fs: missing %s (usage: h5fs [options] FILE MOUNTPOINT; see h5fs --help)\n",
+			D->cli.file ? "MOUNTPOINT" : "FILE and MOUNTPOINT");
+		return ret;
+	}
+	D->oopts.cache_bytes = h5_default_cache_bytes();
+	D->oopts.efl_any = D->cli.efl_any;
+	D->oopts.ext_any = D->cli.ext_any;
+	D->oopts.ext_prefix = D->cli.ext_prefix;
+	if (D->cli.cache_size && parse_cache_size(&D->oopts.cache_bytes, D->cli.cache_size) < 0) {
+		fprintf(stderr, "h5fs: invalid -o cache_size=%s (MiB, 1..%lu)\n", D->cli.cache_size, CACHE_MIB_MAX);
+		return ret;
+	}
+
+	if (D->cli.xattr_mode && strcmp(D->cli.xattr_mode, "text") != 0 && strcmp(D->cli.xattr_mode, "raw") != 0) {
+		fprintf(stderr, "h5fs: invalid -o xattr=%s (text or raw)\n", D->cli.xattr_mode);
+		return ret;
+	}
+	if (D->cli.uid) {
+		unsigned long v;
+
+		if (parse_id(&v, D->cli.uid, 0) < 0) {
+			fprintf(stderr, "h5fs: invalid -o uid=%s (a user id or name)\n", D->cli.uid);
+			return ret;
+		}
+		D->cfg.uid = (uid_t)v;
+		D->cfg.uid_set = 1;
+	}
+	if (D->cli.gid) {
+		unsigned long v;
+
+		if (parse_id(&v, D->cli.gid, 1) < 0) {
+			fprintf(stderr, "h5fs: invalid -o gid=%s (a group id or name)\n", D->cli.gid);
+			return ret;
+		}
+		D->cfg.gid = (gid_t)v;
+		D->cfg.gid_set = 1;
+	}
+	if (D->cli.umask) {
+		if (parse_umask(&D->cfg.umask, D->cli.umask) < 0) {
+			fprintf(stderr, "h5fs: invalid -o umask=%s (octal, 0..777)\n", D->cli.umask);
+			return ret;
+		}
+		D->cfg.umask_set = 1;
+	}
+
+	return -1;
+}
+
+/* FILE opened and checked, the mount state built, the mountpoint
+ * checked: before anything is mounted (a bad FILE is one stderr line and
+ * an exit status, never a half-mounted directory). -1 to go on. */
+static int open_file(struct daemon *D)
+{
+	int ret = H5_EXIT_USAGE, rc;
+
+	/* Open and check FILE before mounting anything. Only regular files and
+	 * block devices are opened: open(2) of a FIFO would wait for a writer. */
+	if (stat(D->cli.file, &D->fst) == 0 && !S_ISREG(D->fst.st_mode) && !S_ISBLK(D->fst.st_mode)) {
+		fprintf(stderr, "h5fs: %s: %s\n", D->cli.file,
+			S_ISDIR(D->fst.st_mode) ? strerror(EISDIR) : "not a regular file");
+		ret = H5_EXIT_OPEN;
+		return ret;
+	}
+	/* Read-write (for appends, README "Appending") unless -o ro or FILE is
+	 * not writable; the engine then holds an exclusive flock. If another
+	 * process holds FILE's lock (a writer, or libhdf5 reading it), mount
+	 * read-only rather than not at all. A FILE without any write bit counts
+	 * as read-only even for root, who access(W_OK) would let through: chmod
+	 * a-w is how people protect a file. */
+	D->oopts.writable = !D->cli.read_only && access(D->cli.file, W_OK) == 0 &&
+			 (D->fst.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) != 0;
+	rc = h5_file_open(&D->f, D->cli.file, &D->oopts);
+	if (rc == H5_ERR_BUSY && D->oopts.writable) {
+		D->busy_ro = 1;
+		D->oopts.writable = 0;
+		rc = h5_file_open(&D->f, D->cli.file, &D->oopts);
+	}
+	if (rc < 0) {
+		fprintf(stderr, "h5fs: %s: %s\n", D->cli.file, cause_of(D->cli.file));
+		ret = open_failure_status(rc);
+		return ret;
+	}
+	D->cfg.read_only = D->cli.read_only;
+	D->cfg.use_syslog = !D->copts.foreground;
+	D->cfg.debug = D->copts.debug;
+	D->cfg.verbose = D->cli.verbose;
+	D->cfg.xattr_raw = D->cli.xattr_mode && strcmp(D->cli.xattr_mode, "raw") == 0;
+	D->cfg.max_read = D->cli.max_read ? D->cli.max_read : H5FS_MAX_READ;  /* see D->maxread_opt */
+	rc = h5fs_new(&D->fs, D->f, &D->cfg);
+	if (rc < 0) {
+		fprintf(stderr, "h5fs: %s: %s\n", D->cli.file, cause_of(D->cli.file));
+		ret = open_failure_status(rc);
+		return ret;
+	}
+	D->f = NULL;       /* owned by D->fs now */
+	if (D->busy_ro)
+		h5fs_log(D->fs, LOG_NOTICE, "%s is locked by another process: D->mounted read-only", D->cli.file);
+
+	/* libfuse would resolve it in fuse_parse_cmdline, before FILE is even
+	 * looked at; here a bad mountpoint is a mount failure. */
+	D->copts.mountpoint = realpath(D->cli.mountpoint, NULL);
+	if (!D->copts.mountpoint) {
+		fprintf(stderr, "h5fs: %s: %s\n", D->cli.mountpoint, strerror(errno));
+		ret = H5_EXIT_MOUNT;
+		return ret;
+	}
+	/* FUSE would mount over a regular file too, with the root group then
+	 * shown as a file: refuse. */
+	if (stat(D->copts.mountpoint, &D->fst) == 0 && !S_ISDIR(D->fst.st_mode)) {
+		fprintf(stderr, "h5fs: %s: %s\n", D->cli.mountpoint, strerror(ENOTDIR));
+		ret = H5_EXIT_MOUNT;
+		return ret;
+	}
+	return -1;
+}
+
+/* Mount and serve until unmounted or signalled: the exit status. */
+static int run(struct daemon *D)
+{
+	int ret = H5_EXIT_RUNTIME, rc;
+
+	/* Show FILE as the mount's source in /proc/mounts and df. */
+	D->abs = realpath(D->cli.file, NULL);
+	D->fsname = fsname_opt(D->abs ? D->abs : D->cli.file);
+	if (!D->fsname) {
+		fprintf(stderr, "h5fs: out of memory\n");
+		return ret;
+	}
+	/* Reads are answered by splicing FILE's pages through a pipe (op_read)
+	 * that an unprivileged process - or root without CAP_SYS_RESOURCE -
+	 * cannot grow past pipe-max-size, 1 MiB by default; libfuse falls back
+	 * to copying a reply that might not fit. A pipe also holds the reply
+	 * header and a page more per piece when FILE's bytes are not page
+	 * aligned, so requests stop 24 KiB short of 1 MiB unless the user
+	 * chose a max_read; INIT must repeat the value (op_init). */
+	snprintf(D->maxread_opt, sizeof(D->maxread_opt), "-omax_read=%u", D->cfg.max_read);
+	if (fuse_opt_add_arg(&D->args, D->maxread_opt) != 0) {
+		fprintf(stderr, "h5fs: out of memory\n");
+		return ret;
+	}
+	if (fuse_opt_add_arg(&D->args, "-o") != 0 || fuse_opt_add_arg(&D->args, D->fsname) != 0 ||
+	    fuse_opt_add_arg(&D->args, "-odefault_permissions") != 0) {
+		fprintf(stderr, "h5fs: out of memory\n");
+		return ret;
+	}
+
+	D->se = fuse_session_new(&D->args, &h5fs_ll_ops, sizeof(h5fs_ll_ops), D->fs);
+	if (!D->se) {
+		/* libfuse printed why: an unknown option, or out of memory */
+		ret = H5_EXIT_USAGE;
+		return ret;
+	}
+	h5fs_set_session(D->fs, D->se);
+	if (fuse_set_signal_handlers(D->se) != 0)
+		return ret;
+	D->handlers = 1;
+	if (fuse_session_mount(D->se, D->copts.mountpoint) != 0) {
+		/* libfuse printed why (bad mountpoint, no /dev/fuse, not allowed) */
+		ret = H5_EXIT_MOUNT;
+		return ret;
+	}
+	D->mounted = 1;
+	if (D->cfg.use_syslog)
+		openlog("h5fs", LOG_PID, LOG_DAEMON);
+	if (fuse_daemonize(D->copts.foreground) != 0)
+		return ret;
+	h5fs_log(D->fs, LOG_INFO, "%s D->mounted at %s", D->abs ? D->abs : D->cli.file, D->copts.mountpoint);
+	start_raise_readahead(D->copts.mountpoint, D->cfg.max_read);
+	if (D->copts.singlethread) {
+		rc = fuse_session_loop(D->se);
+	} else {
+		struct fuse_loop_config lc;
+
+		memset(&lc, 0, sizeof(lc));
+		lc.clone_fd = D->copts.clone_fd;
+		/* libfuse >= 3.12 leaves UINT_MAX here for "not given" and then
+		 * complains about it: keep libfuse's traditional default. */
+		lc.max_idle_threads = D->copts.max_idle_threads == UINT_MAX ? 10 : D->copts.max_idle_threads;
+		rc = fuse_session_loop_mt(D->se, &lc);
+	}
+	/* A signal (SIGTERM, SIGINT, SIGHUP) ends the loop with its number: that
+	 * and fusermount3 -u are both clean unmounts. Requests in flight are
+	 * finished first (libfuse only cancels workers while they wait). */
+	if (rc > 0)
+		h5fs_log(D->fs, LOG_INFO, "signal %d: unmounting %s", rc, D->copts.mountpoint);
+	else if (rc == 0)
+		h5fs_log(D->fs, LOG_INFO, "%s unmounted", D->copts.mountpoint);
+	else
+		h5fs_log(D->fs, LOG_ERR, "session failed: %s; unmounting %s", strerror(-rc), D->copts.mountpoint);
+	return rc < 0 ? H5_EXIT_RUNTIME : H5_EXIT_OK;
+}
+
+static void daemon_free(struct daemon *D)
+{
+	if (D->mounted)
+		fuse_session_unmount(D->se);
+	if (D->handlers)
+		fuse_remove_signal_handlers(D->se);
+	if (D->se)
+		fuse_session_destroy(D->se);
+	h5fs_free(D->fs);
+	h5_file_close(D->f);
+	free(D->fsname);
+	free(D->abs);
+	free(D->copts.mountpoint);
+	free(D->cli.file);
+	free(D->cli.cache_size);
+	free(D->cli.xattr_mode);
+	free(D->cli.mountpoint);
+	free(D->cli.uid);
+	free(D->cli.gid);
+	free(D->cli.umask);
+	fuse_opt_free_args(&D->args);
+}
+
+int main(int argc, char **argv)
+{
+	struct daemon d;
+	int ret;
 
 	/* Chunks are decoded into 1 MiB-class buffers by many threads; glibc
 	 * gives every thread its own arena and keeps what is freed there, so
@@ -400,214 +637,13 @@ int main(int argc, char **argv)
 	 * glibc's own MALLOC_ARENA_MAX, when set, is left to decide. */
 	if (!getenv("MALLOC_ARENA_MAX"))
 		mallopt(M_ARENA_MAX, 1);
-	memset(&cli, 0, sizeof(cli));
-	memset(&copts, 0, sizeof(copts));
-	memset(&oopts, 0, sizeof(oopts));
-	memset(&cfg, 0, sizeof(cfg));
-	if (fuse_opt_parse(&args, &cli, cli_spec, cli_proc) != 0)
-		goto out;
-	if (fuse_parse_cmdline(&args, &copts) != 0)
-		goto out;
-	if (copts.show_help || copts.show_version) {
-		/* only reached for spellings we did not intercept */
-		usage(stdout);
-		ret = H5_EXIT_OK;
-		goto out;
-	}
-	if (!cli.file || !cli.mountpoint) {
-		fprintf(stderr, "h5fs: missing %s (usage: h5fs [options] FILE MOUNTPOINT; see h5fs --help)\n",
-			cli.file ? "MOUNTPOINT" : "FILE and MOUNTPOINT");
-		goto out;
-	}
-	oopts.cache_bytes = h5_default_cache_bytes();
-	oopts.efl_any = cli.efl_any;
-	oopts.ext_any = cli.ext_any;
-	oopts.ext_prefix = cli.ext_prefix;
-	if (cli.cache_size && parse_cache_size(&oopts.cache_bytes, cli.cache_size) < 0) {
-		fprintf(stderr, "h5fs: invalid -o cache_size=%s (MiB, 1..%lu)\n", cli.cache_size, CACHE_MIB_MAX);
-		goto out;
-	}
-
-	if (cli.xattr_mode && strcmp(cli.xattr_mode, "text") != 0 && strcmp(cli.xattr_mode, "raw") != 0) {
-		fprintf(stderr, "h5fs: invalid -o xattr=%s (text or raw)\n", cli.xattr_mode);
-		goto out;
-	}
-	if (cli.uid) {
-		unsigned long v;
-
-		if (parse_id(&v, cli.uid, 0) < 0) {
-			fprintf(stderr, "h5fs: invalid -o uid=%s (a user id or name)\n", cli.uid);
-			goto out;
-		}
-		cfg.uid = (uid_t)v;
-		cfg.uid_set = 1;
-	}
-	if (cli.gid) {
-		unsigned long v;
-
-		if (parse_id(&v, cli.gid, 1) < 0) {
-			fprintf(stderr, "h5fs: invalid -o gid=%s (a group id or name)\n", cli.gid);
-			goto out;
-		}
-		cfg.gid = (gid_t)v;
-		cfg.gid_set = 1;
-	}
-	if (cli.umask) {
-		if (parse_umask(&cfg.umask, cli.umask) < 0) {
-			fprintf(stderr, "h5fs: invalid -o umask=%s (octal, 0..777)\n", cli.umask);
-			goto out;
-		}
-		cfg.umask_set = 1;
-	}
-
-	/* Open and check FILE before mounting anything. Only regular files and
-	 * block devices are opened: open(2) of a FIFO would wait for a writer. */
-	if (stat(cli.file, &fst) == 0 && !S_ISREG(fst.st_mode) && !S_ISBLK(fst.st_mode)) {
-		fprintf(stderr, "h5fs: %s: %s\n", cli.file,
-			S_ISDIR(fst.st_mode) ? strerror(EISDIR) : "not a regular file");
-		ret = H5_EXIT_OPEN;
-		goto out;
-	}
-	/* Read-write (for appends, README "Appending") unless -o ro or FILE is
-	 * not writable; the engine then holds an exclusive flock. If another
-	 * process holds FILE's lock (a writer, or libhdf5 reading it), mount
-	 * read-only rather than not at all. A FILE without any write bit counts
-	 * as read-only even for root, who access(W_OK) would let through: chmod
-	 * a-w is how people protect a file. */
-	oopts.writable = !cli.read_only && access(cli.file, W_OK) == 0 &&
-			 (fst.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) != 0;
-	rc = h5_file_open(&f, cli.file, &oopts);
-	if (rc == H5_ERR_BUSY && oopts.writable) {
-		busy_ro = 1;
-		oopts.writable = 0;
-		rc = h5_file_open(&f, cli.file, &oopts);
-	}
-	if (rc < 0) {
-		fprintf(stderr, "h5fs: %s: %s\n", cli.file, cause_of(cli.file));
-		ret = open_failure_status(rc);
-		goto out;
-	}
-	cfg.read_only = cli.read_only;
-	cfg.use_syslog = !copts.foreground;
-	cfg.debug = copts.debug;
-	cfg.verbose = cli.verbose;
-	cfg.xattr_raw = cli.xattr_mode && strcmp(cli.xattr_mode, "raw") == 0;
-	cfg.max_read = cli.max_read ? cli.max_read : H5FS_MAX_READ;  /* see maxread_opt */
-	rc = h5fs_new(&fs, f, &cfg);
-	if (rc < 0) {
-		fprintf(stderr, "h5fs: %s: %s\n", cli.file, cause_of(cli.file));
-		ret = open_failure_status(rc);
-		goto out;
-	}
-	f = NULL;       /* owned by fs now */
-	if (busy_ro)
-		h5fs_log(fs, LOG_NOTICE, "%s is locked by another process: mounted read-only", cli.file);
-
-	/* libfuse would resolve it in fuse_parse_cmdline, before FILE is even
-	 * looked at; here a bad mountpoint is a mount failure. */
-	copts.mountpoint = realpath(cli.mountpoint, NULL);
-	if (!copts.mountpoint) {
-		fprintf(stderr, "h5fs: %s: %s\n", cli.mountpoint, strerror(errno));
-		ret = H5_EXIT_MOUNT;
-		goto out;
-	}
-	/* FUSE would mount over a regular file too, with the root group then
-	 * shown as a file: refuse. */
-	if (stat(copts.mountpoint, &fst) == 0 && !S_ISDIR(fst.st_mode)) {
-		fprintf(stderr, "h5fs: %s: %s\n", cli.mountpoint, strerror(ENOTDIR));
-		ret = H5_EXIT_MOUNT;
-		goto out;
-	}
-	ret = H5_EXIT_RUNTIME;
-
-	/* Show FILE as the mount's source in /proc/mounts and df. */
-	abs = realpath(cli.file, NULL);
-	fsname = fsname_opt(abs ? abs : cli.file);
-	if (!fsname) {
-		fprintf(stderr, "h5fs: out of memory\n");
-		goto out;
-	}
-	/* Reads are answered by splicing FILE's pages through a pipe (op_read)
-	 * that an unprivileged process - or root without CAP_SYS_RESOURCE -
-	 * cannot grow past pipe-max-size, 1 MiB by default; libfuse falls back
-	 * to copying a reply that might not fit. A pipe also holds the reply
-	 * header and a page more per piece when FILE's bytes are not page
-	 * aligned, so requests stop 24 KiB short of 1 MiB unless the user
-	 * chose a max_read; INIT must repeat the value (op_init). */
-	snprintf(maxread_opt, sizeof(maxread_opt), "-omax_read=%u", cfg.max_read);
-	if (fuse_opt_add_arg(&args, maxread_opt) != 0) {
-		fprintf(stderr, "h5fs: out of memory\n");
-		goto out;
-	}
-	if (fuse_opt_add_arg(&args, "-o") != 0 || fuse_opt_add_arg(&args, fsname) != 0 ||
-	    fuse_opt_add_arg(&args, "-odefault_permissions") != 0) {
-		fprintf(stderr, "h5fs: out of memory\n");
-		goto out;
-	}
-
-	se = fuse_session_new(&args, &h5fs_ll_ops, sizeof(h5fs_ll_ops), fs);
-	if (!se) {
-		/* libfuse printed why: an unknown option, or out of memory */
-		ret = H5_EXIT_USAGE;
-		goto out;
-	}
-	h5fs_set_session(fs, se);
-	if (fuse_set_signal_handlers(se) != 0)
-		goto out;
-	handlers = 1;
-	if (fuse_session_mount(se, copts.mountpoint) != 0) {
-		/* libfuse printed why (bad mountpoint, no /dev/fuse, not allowed) */
-		ret = H5_EXIT_MOUNT;
-		goto out;
-	}
-	mounted = 1;
-	if (cfg.use_syslog)
-		openlog("h5fs", LOG_PID, LOG_DAEMON);
-	if (fuse_daemonize(copts.foreground) != 0)
-		goto out;
-	h5fs_log(fs, LOG_INFO, "%s mounted at %s", abs ? abs : cli.file, copts.mountpoint);
-	start_raise_readahead(copts.mountpoint, cfg.max_read);
-	if (copts.singlethread) {
-		rc = fuse_session_loop(se);
-	} else {
-		struct fuse_loop_config lc;
-
-		memset(&lc, 0, sizeof(lc));
-		lc.clone_fd = copts.clone_fd;
-		/* libfuse >= 3.12 leaves UINT_MAX here for "not given" and then
-		 * complains about it: keep libfuse's traditional default. */
-		lc.max_idle_threads = copts.max_idle_threads == UINT_MAX ? 10 : copts.max_idle_threads;
-		rc = fuse_session_loop_mt(se, &lc);
-	}
-	/* A signal (SIGTERM, SIGINT, SIGHUP) ends the loop with its number: that
-	 * and fusermount3 -u are both clean unmounts. Requests in flight are
-	 * finished first (libfuse only cancels workers while they wait). */
-	if (rc > 0)
-		h5fs_log(fs, LOG_INFO, "signal %d: unmounting %s", rc, copts.mountpoint);
-	else if (rc == 0)
-		h5fs_log(fs, LOG_INFO, "%s unmounted", copts.mountpoint);
-	else
-		h5fs_log(fs, LOG_ERR, "session failed: %s; unmounting %s", strerror(-rc), copts.mountpoint);
-	ret = rc < 0 ? H5_EXIT_RUNTIME : H5_EXIT_OK;
-out:
-	if (mounted)
-		fuse_session_unmount(se);
-	if (handlers)
-		fuse_remove_signal_handlers(se);
-	if (se)
-		fuse_session_destroy(se);
-	h5fs_free(fs);
-	h5_file_close(f);
-	free(fsname);
-	free(abs);
-	free(copts.mountpoint);
-	free(cli.file);
-	free(cli.cache_size);
-	free(cli.xattr_mode);
-	free(cli.mountpoint);
-	free(cli.uid);
-	free(cli.gid);
-	free(cli.umask);
-	fuse_opt_free_args(&args);
+	memset(&d, 0, sizeof(d));
+	d.args = (struct fuse_args)FUSE_ARGS_INIT(argc, argv);
+	ret = parse(&d);
+	if (ret < 0)
+		ret = open_file(&d);
+	if (ret < 0)
+		ret = run(&d);
+	daemon_free(&d);
 	return ret;
 }
