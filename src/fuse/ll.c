@@ -62,40 +62,33 @@ static int ext_resolve(h5_file **gf, uint64_t *addr, h5_file *from, const h5_lin
 	return 0;
 }
 
-void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+/* The node a name of a directory leads to: 0 and *out (referenced), or an
+ * errno (EIO logged). */
+static int do_lookup(struct node **out, h5fs *fs, fuse_ino_t parent, const char *name)
 {
-	h5fs *fs = fuse_req_userdata(req);
 	struct node *p = node_get(fs, parent), *n = NULL, *fresh = NULL;
 	h5_link l;
 	char *path = NULL;
-	int rc;
+	int rc, e = 0;
 
 	memset(&l, 0, sizeof(l));
-	if (!p) {
-		fuse_reply_err(req, ESTALE);
-		return;
-	}
-	if (p->type != NT_DIR) {
-		fuse_reply_err(req, ENOTDIR);
-		return;
-	}
-	if (!name_ok(name, strlen(name))) {
-		fuse_reply_err(req, ENOENT);
-		return;
-	}
+	if (!p)
+		return ESTALE;
+	if (p->type != NT_DIR)
+		return ENOTDIR;
+	if (!name_ok(name, strlen(name)))
+		return ENOENT;
 	rc = h5_group_lookup(&l, p->f, p->addr, name);
-	if (rc < 0) {
-		reply_h5err(fs, req, rc, "lookup", p->path, name);
-		return;
-	}
+	if (rc < 0)
+		return h5err_logged(fs, rc, "lookup", p->path, name, UINT64_MAX);
 	/* Names readdir would skip must not be reachable by lookup either. */
 	if (!name_ok(l.name, l.name_len) || strcmp(l.name, name) != 0) {
-		fuse_reply_err(req, ENOENT);
+		e = ENOENT;
 		goto out;
 	}
 	path = path_join(p->path, name);
 	if (!path) {
-		fuse_reply_err(req, ENOMEM);
+		e = ENOMEM;
 		goto out;
 	}
 	switch (l.type) {
@@ -126,7 +119,7 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 			if (rc < 0) {
 				if (l.type == H5_LINK_EXTERNAL)
 					h5_file_release_related(tf);
-				reply_h5err_obj(fs, req, rc, "lookup", p->path, name, taddr);
+				e = h5err_logged(fs, rc, "lookup", p->path, name, taddr);
 				goto out;
 			}
 			n = node_publish(fs, fresh);
@@ -148,7 +141,7 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		int depth = -1;
 
 		if (!ino) {
-			fuse_reply_err(req, ENOMEM);
+			e = ENOMEM;
 			goto out;
 		}
 		n = node_ref_existing(fs, ino);
@@ -168,7 +161,7 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		}
 		rc = node_make_link(&fresh, fs, ino, path, p->path, depth >= 0 ? NULL : &l, depth);
 		if (rc < 0) {
-			reply_h5err(fs, req, rc, "lookup", p->path, name);
+			e = h5err_logged(fs, rc, "lookup", p->path, name, UINT64_MAX);
 			goto out;
 		}
 		n = node_publish(fs, fresh);
@@ -178,13 +171,25 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		/* user-defined link types (65..255) have no meaning to us */
 		h5fs_log(fs, LOG_INFO, "lookup %s/%s: link type %d not shown", show_path(p->path), name,
 		       (int)l.type);
-		fuse_reply_err(req, ENOENT);
+		e = ENOENT;
 		goto out;
 	}
-	reply_entry_node(req, n);
+	*out = n;
 out:
 	free(path);
 	h5_link_clear(&l);
+	return e;
+}
+
+void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct node *n = NULL;
+	int e = do_lookup(&n, fuse_req_userdata(req), parent, name);
+
+	if (e)
+		fuse_reply_err(req, e);
+	else
+		reply_entry_node(req, n);
 }
 
 void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
@@ -203,45 +208,58 @@ void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forg
 	fuse_reply_none(req);
 }
 
-void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+static int do_getattr(struct stat *st, h5fs *fs, fuse_ino_t ino)
 {
-	h5fs *fs = fuse_req_userdata(req);
 	struct node *n = node_get(fs, ino);
-	struct stat st;
 
-	(void)fi;
-	if (!n) {
-		fuse_reply_err(req, ESTALE);
-		return;
-	}
+	if (!n)
+		return ESTALE;
 	pthread_rwlock_rdlock(&fs->ds_lock);   /* an append may be updating st */
-	st = n->st;
+	*st = n->st;
 	pthread_rwlock_unlock(&fs->ds_lock);
-	fuse_reply_attr(req, &st, H5FS_TIMEOUT);
+	return 0;
 }
 
-void op_readlink(fuse_req_t req, fuse_ino_t ino)
+void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	h5fs *fs = fuse_req_userdata(req);
+	struct stat st;
+	int e = do_getattr(&st, fuse_req_userdata(req), ino);
+
+	(void)fi;
+	if (e)
+		fuse_reply_err(req, e);
+	else
+		fuse_reply_attr(req, &st, H5FS_TIMEOUT);
+}
+
+static int do_readlink(const char **target, h5fs *fs, fuse_ino_t ino)
+{
 	struct node *n = node_get(fs, ino);
 
-	if (!n) {
-		fuse_reply_err(req, ESTALE);
-		return;
-	}
-	if (n->type != NT_LINK) {
-		fuse_reply_err(req, EINVAL);
-		return;
-	}
+	if (!n)
+		return ESTALE;
+	if (n->type != NT_LINK)
+		return EINVAL;
 	/* The kernel takes at most PATH_MAX - 1 bytes: /dev/fuse refuses a
 	 * longer reply, and the caller would see an EIO nobody logged. */
 	if (strlen(n->target) >= PATH_MAX) {
 		h5fs_log(fs, LOG_WARNING, "readlink %s: target of %zu bytes is longer than PATH_MAX",
-		       show_path(n->path), strlen(n->target));
-		fuse_reply_err(req, ENAMETOOLONG);
-		return;
+			 show_path(n->path), strlen(n->target));
+		return ENAMETOOLONG;
 	}
-	fuse_reply_readlink(req, n->target);
+	*target = n->target;
+	return 0;
+}
+
+void op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	const char *target = NULL;
+	int e = do_readlink(&target, fuse_req_userdata(req), ino);
+
+	if (e)
+		fuse_reply_err(req, e);
+	else
+		fuse_reply_readlink(req, target);
 }
 
 /* A directory listing, taken at opendir so that readdir offsets stay
@@ -347,34 +365,29 @@ static unsigned char kind_dtype(h5_obj_kind k)
 	return k == H5_OBJ_GROUP ? DT_DIR : DT_REG;
 }
 
-void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+/* A snapshot of the directory's entries (the kinds and inode numbers of
+ * what they lead to): 0 and *out, or an errno (EIO logged). */
+static int do_opendir(struct dirsnap **out, h5fs *fs, fuse_ino_t ino)
 {
-	h5fs *fs = fuse_req_userdata(req);
 	struct node *n = node_get(fs, ino);
 	struct dirsnap *d;
 	size_t i;
-	int rc;
+	int rc, err = 0;
 
-	if (!n) {
-		fuse_reply_err(req, ESTALE);
-		return;
-	}
-	if (n->type != NT_DIR) {
-		fuse_reply_err(req, ENOTDIR);
-		return;
-	}
+	if (!n)
+		return ESTALE;
+	if (n->type != NT_DIR)
+		return ENOTDIR;
 	d = calloc(1, sizeof(*d));
-	if (!d) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
+	if (!d)
+		return ENOMEM;
 	rc = h5_group_iterate(n->f, n->addr, dirsnap_cb, d);
 	if (d->nomem) {
-		fuse_reply_err(req, ENOMEM);
+		err = ENOMEM;
 		goto fail;
 	}
 	if (rc < 0) {
-		reply_h5err_obj(fs, req, rc, "readdir", n->path, NULL, n->addr);
+		err = h5err_logged(fs, rc, "readdir", n->path, NULL, n->addr);
 		goto fail;
 	}
 	if (d->skipped)
@@ -416,9 +429,26 @@ void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		if (e->link && tf)
 			h5_file_release_related(tf);
 		if (!e->ino) {
-			fuse_reply_err(req, ENOMEM);
+			err = ENOMEM;
 			goto fail;
 		}
+	}
+	*out = d;
+	return 0;
+fail:
+	dirsnap_free(d);
+	return err;
+}
+
+void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	h5fs *fs = fuse_req_userdata(req);
+	struct dirsnap *d = NULL;
+	int e = do_opendir(&d, fs, ino);
+
+	if (e) {
+		fuse_reply_err(req, e);
+		return;
 	}
 	fi->fh = (uint64_t)(uintptr_t)d;
 	fi->keep_cache = 1;
@@ -428,9 +458,6 @@ void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		handle_del(fs, &d->link);
 		dirsnap_free(d);   /* interrupted: no releasedir will come */
 	}
-	return;
-fail:
-	dirsnap_free(d);
 }
 
 void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -529,67 +556,78 @@ static void reply_extents(fuse_req_t req, const h5_extent *ext, size_t n)
 		free(bv);
 }
 
-void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		    struct fuse_file_info *fi)
+/* What a read answers with: pieces of files to splice (next > 0), or
+ * len bytes in buf (malloc'd), or nothing (end of file). */
+struct read_answer {
+	h5_extent ext[H5FS_MAX_EXTENTS];
+	size_t next;
+	uint8_t *buf;
+	size_t len;
+};
+
+static int do_read(struct read_answer *a, h5fs *fs, fuse_ino_t ino, size_t size, off_t off)
 {
-	h5fs *fs = fuse_req_userdata(req);
 	struct node *n = node_get(fs, ino);
 	uint64_t fsize, len;
-	uint8_t *buf;
-	int rc;
+	int rc, e = 0;
 
-	(void)fi;
-	if (!n) {
-		fuse_reply_err(req, ESTALE);
-		return;
-	}
-	if (off < 0) {
-		fuse_reply_err(req, EINVAL);
-		return;
-	}
+	if (!n)
+		return ESTALE;
+	if (off < 0)
+		return EINVAL;
 	/* an append may replace n->ds and n->st meanwhile (wfile_refresh) */
 	pthread_rwlock_rdlock(&fs->ds_lock);
 	fsize = (uint64_t)n->st.st_size;
-	if (!n->ds || (uint64_t)off >= fsize || size == 0) {
-		pthread_rwlock_unlock(&fs->ds_lock);
-		fuse_reply_buf(req, NULL, 0);
-		return;
-	}
+	if (!n->ds || (uint64_t)off >= fsize || size == 0)
+		goto out;
 	len = fsize - (uint64_t)off;
 	if (len > size)
 		len = size;
-	/* Plain bytes of FILE (contiguous storage, unfiltered chunks): the
-	 * extents stay valid after the lock is dropped, since an append
-	 * writes new bytes elsewhere and never rewrites bytes in use. */
+	/* Plain bytes of FILE (contiguous storage, unfiltered chunks; a
+	 * virtual dataset's sources): the extents stay valid after the lock is
+	 * dropped, since an append writes new bytes elsewhere and never
+	 * rewrites bytes in use. */
 	if (h5_file_fd(n->f) >= 0) {
-		h5_extent ext[H5FS_MAX_EXTENTS];
-		size_t next = 0;
-
-		if (h5_dataset_extents(ext, H5FS_MAX_EXTENTS, &next, n->ds, (uint64_t)off, (size_t)len) == 0 &&
-		    next > 0) {
-			pthread_rwlock_unlock(&fs->ds_lock);
-			reply_extents(req, ext, next);
-			return;
-		}
+		if (h5_dataset_extents(a->ext, H5FS_MAX_EXTENTS, &a->next, n->ds, (uint64_t)off, (size_t)len) == 0 &&
+		    a->next > 0)
+			goto out;
+		a->next = 0;
 		h5_err_clear();  /* not mappable: read it (which reports real errors) */
 	}
-	buf = malloc((size_t)len);
-	if (!buf) {
-		pthread_rwlock_unlock(&fs->ds_lock);
-		fuse_reply_err(req, ENOMEM);
-		return;
+	a->buf = malloc((size_t)len);
+	if (!a->buf) {
+		e = ENOMEM;
+		goto out;
 	}
-	rc = h5_dataset_read(n->ds, buf, (uint64_t)off, (size_t)len);
-	pthread_rwlock_unlock(&fs->ds_lock);
+	rc = h5_dataset_read(n->ds, a->buf, (uint64_t)off, (size_t)len);
 	if (rc < 0) {
 		char what[64];
 
 		snprintf(what, sizeof(what), "read [%lld+%llu]", (long long)off, (unsigned long long)len);
-		reply_h5err_obj(fs, req, rc, what, n->path, NULL, n->addr);
-	} else {
-		fuse_reply_buf(req, (const char *)buf, (size_t)len);
+		e = h5err_logged(fs, rc, what, n->path, NULL, n->addr);
+		goto out;
 	}
-	free(buf);
+	a->len = (size_t)len;
+out:
+	pthread_rwlock_unlock(&fs->ds_lock);
+	return e;
+}
+
+void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct read_answer *a = calloc(1, sizeof(*a));
+	int e = a ? do_read(a, fuse_req_userdata(req), ino, size, off) : ENOMEM;
+
+	(void)fi;
+	if (e)
+		fuse_reply_err(req, e);
+	else if (a->next)
+		reply_extents(req, a->ext, a->next);
+	else
+		fuse_reply_buf(req, (const char *)a->buf, a->len);
+	if (a)
+		free(a->buf);
+	free(a);
 }
 
 

@@ -155,6 +155,9 @@ char *path_join(const char *dir, const char *name);
 uint64_t synth_ino(h5fs *fs, uint64_t parent, const char *name);
 
 /* ll_log.c */
+/* The errno for an engine error, logged (every EIO, once, with the object;
+ * addr UINT64_MAX when unknown): what a do_x() returns. */
+int h5err_logged(h5fs *fs, int rc, const char *op, const char *path, const char *name, uint64_t addr);
 void reply_h5err(h5fs *fs, fuse_req_t req, int rc, const char *op, const char *path,
 			const char *name);
 void reply_h5err_obj(h5fs *fs, fuse_req_t req, int rc, const char *op, const char *path,

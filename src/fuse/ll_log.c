@@ -71,8 +71,7 @@ const char *show_path(const char *p)
  * the object (mount path, and its object header address when known: addr
  * UINT64_MAX if not) and the engine's message (read in the thread that
  * failed). */
-void reply_h5err_obj(h5fs *fs, fuse_req_t req, int rc, const char *op, const char *path,
-			    const char *name, uint64_t addr)
+int h5err_logged(h5fs *fs, int rc, const char *op, const char *path, const char *name, uint64_t addr)
 {
 	int e = h5fs_errno(rc);
 	char where[48] = "";
@@ -86,7 +85,13 @@ void reply_h5err_obj(h5fs *fs, fuse_req_t req, int rc, const char *op, const cha
 	else
 		h5fs_log(fs, LOG_DEBUG, "%s %s%s%s%s: %s (%s)", op, dir, name ? "/" : "",
 		       name ? name : "", where, strerror(e), h5_err_msg());
-	fuse_reply_err(req, e);
+	return e;
+}
+
+void reply_h5err_obj(h5fs *fs, fuse_req_t req, int rc, const char *op, const char *path,
+			    const char *name, uint64_t addr)
+{
+	fuse_reply_err(req, h5err_logged(fs, rc, op, path, name, addr));
 }
 
 void reply_h5err(h5fs *fs, fuse_req_t req, int rc, const char *op, const char *path,
