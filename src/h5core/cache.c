@@ -417,6 +417,20 @@ void h5_cache_release(h5_cache *c, h5_cache_ref *ref)
 	free_dead(dead);
 }
 
+/* Take e out of the table (lock held): unused, it goes to *dead; in use,
+ * it is freed on its last release. An entry being loaded has refs >= 1:
+ * the loader hands it to its caller and it is never cached. */
+static void ent_drop(h5_cache *c, cache_ent *e, cache_ent **dead)
+{
+	table_remove(c, e);
+	if (e->refs == 0) {
+		lru_unlink(c, e);
+		c->used -= e->cost;
+		e->hnext = *dead;
+		*dead = e;
+	}
+}
+
 void h5_cache_invalidate(h5_cache *c, uint32_t kind, uint64_t key)
 {
 	cache_ent *e, *dead = NULL;
@@ -424,17 +438,8 @@ void h5_cache_invalidate(h5_cache *c, uint32_t kind, uint64_t key)
 	c = cache_core(c, &kind);
 	pthread_mutex_lock(&c->lock);
 	e = table_find(c, kind, key);
-	if (e) {
-		table_remove(c, e);
-		/* An entry being loaded has refs >= 1: the loader hands it to its
-		 * caller and it is freed on release, never cached. */
-		if (e->refs == 0) {
-			lru_unlink(c, e);
-			c->used -= e->cost;
-			e->hnext = dead;
-			dead = e;
-		}
-	}
+	if (e)
+		ent_drop(c, e, &dead);
 	pthread_mutex_unlock(&c->lock);
 	free_dead(dead);
 }
@@ -495,15 +500,8 @@ static void view_free(h5_cache *v)
 		while (e) {
 			cache_ent *next = e->hnext;
 
-			if (e->kind >> 16 == v->tag && !e->loading) {
-				table_remove(c, e);
-				if (e->refs == 0) {
-					lru_unlink(c, e);
-					c->used -= e->cost;
-					e->hnext = dead;
-					dead = e;
-				}
-			}
+			if (e->kind >> 16 == v->tag && !e->loading)
+				ent_drop(c, e, &dead);
 			e = next;
 		}
 	}
