@@ -253,7 +253,10 @@ static int file_init_common(h5_file *f, const h5_open_opts *opts)
 	return h5_superblock_read(f);
 }
 
-int h5_file_open_source(h5_file **out, h5_source *src, const char *name, const h5_open_opts *opts)
+/* local: FILE is a file here, whose directory related files are found
+ * from; asked before any wrapper (a trace source has no descriptor). */
+static int file_open_source(h5_file **out, h5_source *src, const char *name, bool local,
+			    const h5_open_opts *opts)
 {
 	h5_file *f;
 	int rc;
@@ -275,7 +278,7 @@ int h5_file_open_source(h5_file **out, h5_source *src, const char *name, const h
 	}
 	/* the daemon changes directory after opening FILE: related files
 	 * (related.c) are found from where a local FILE really is */
-	if (src->ops->fd(src) >= 0)
+	if (local)
 		f->real_path = realpath(name, NULL);
 	rc = file_init_common(f, opts);
 out:
@@ -287,10 +290,16 @@ out:
 	return 0;
 }
 
+int h5_file_open_source(h5_file **out, h5_source *src, const char *name, const h5_open_opts *opts)
+{
+	return file_open_source(out, src, name, src->ops->fd(src) >= 0, opts);
+}
+
 int h5_file_open(h5_file **out, const char *path, const h5_open_opts *opts)
 {
 	h5_source_opts so = { 0 };
 	h5_source *src = NULL;
+	bool local;
 	int rc;
 
 	*out = NULL;
@@ -298,6 +307,7 @@ int h5_file_open(h5_file **out, const char *path, const h5_open_opts *opts)
 	rc = h5_source_open(&src, path, &so);
 	if (rc < 0)
 		return rc;
+	local = src->ops->fd(src) >= 0;
 	if (opts && (opts->io_trace || opts->io_fail_at)) {
 		h5_trace_opts to = { opts->io_trace, opts->io_fail_at, 0 };
 
@@ -305,7 +315,7 @@ int h5_file_open(h5_file **out, const char *path, const h5_open_opts *opts)
 		if (rc < 0)
 			return rc;
 	}
-	return h5_file_open_source(out, src, path, opts);
+	return file_open_source(out, src, path, local, opts);
 }
 
 int h5_file_open_mem(h5_file **out, const void *buf, size_t len, const h5_open_opts *opts)

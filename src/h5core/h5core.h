@@ -79,7 +79,9 @@ size_t h5_default_cache_bytes(void);
 
 int h5_file_open(h5_file **out, const char *path, const h5_open_opts *opts);
 /* Open FILE from a byte source (source.h), which the file then owns (also
- * on failure); name is FILE's name for messages. */
+ * on failure); name is FILE's name for messages, and, when the source has
+ * a descriptor, the path related files (external links, VDS sources,
+ * external storage) are found from. */
 struct h5_source;
 int h5_file_open_source(h5_file **out, struct h5_source *src, const char *name, const h5_open_opts *opts);
 /* Open an in-memory image (fuzzing, tests). The buffer must outlive the file. */

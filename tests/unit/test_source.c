@@ -148,6 +148,50 @@ START_TEST(test_trace)
 }
 END_TEST
 
+/* A failing sync gives the chosen error and is not logged; a trace over a
+ * read-only source stays read-only. */
+START_TEST(test_trace_sync_fails)
+{
+	char p[512], logp[512];
+	h5_source_opts o = { .writable = true };
+	h5_trace_opts to = { 0 };
+	h5_source *s;
+	uint8_t log[64];
+	FILE *lf;
+	size_t n;
+
+	snprintf(p, sizeof(p), "%s", tmp_path("ts.bin"));
+	snprintf(logp, sizeof(logp), "%s", tmp_path("ts.log"));
+	put_file(p, "0123", 4);
+	ck_assert_int_eq(h5_source_open(&s, p, &o), 0);
+	to.log_path = logp;
+	to.fail_at = 2;
+	to.fail_code = H5_ERR_NOSPC;
+	ck_assert_int_eq(h5_source_trace(&s, s, &to), 0);
+	ck_assert_int_eq(s->ops->write(s, 4, "x", 1), 0);
+	ck_assert_int_eq(s->ops->sync(s), H5_ERR_NOSPC);
+	ck_assert_int_eq(s->ops->sync(s), 0);
+	ck_assert_uint_eq(h5_source_trace_count(s), 3);
+	h5_source_close(s);
+	lf = fopen(logp, "rb");
+	ck_assert_ptr_nonnull(lf);
+	n = fread(log, 1, sizeof(log), lf);
+	fclose(lf);
+	ck_assert_uint_eq(n, 17 + 1 + 1);   /* W(4,1,"x") S: the failed sync is not there */
+	ck_assert_int_eq(log[0], 'W');
+	ck_assert_int_eq(log[18], 'S');
+
+	o.writable = false;
+	ck_assert_int_eq(h5_source_open(&s, p, &o), 0);
+	ck_assert_int_eq(h5_source_trace(&s, s, NULL), 0);
+	ck_assert(!s->writable);
+	ck_assert_ptr_null(s->ops->write);
+	ck_assert_ptr_null(s->ops->truncate);
+	ck_assert_uint_eq(h5_source_trace_count(s), 0);
+	h5_source_close(s);
+}
+END_TEST
+
 /* FILE through a trace source: reads work, nothing is spliced. */
 START_TEST(test_file_through_trace)
 {
@@ -161,9 +205,13 @@ START_TEST(test_file_through_trace)
 	ck_assert_msg(h5_file_open(&f, path, &oo) == 0, "%s", h5_err_msg());
 	ck_assert_int_eq(h5_file_fd(f), -1);
 	ck_assert_uint_gt(h5_file_root(f), 0);
+	/* still a local FILE: related files are found from its directory */
+	ck_assert_ptr_nonnull(f->real_path);
+	ck_assert_ptr_nonnull(strstr(f->real_path, "/examples/example.h5"));
 	h5_file_close(f);
 	ck_assert_msg(h5_file_open(&f, path, NULL) == 0, "%s", h5_err_msg());
 	ck_assert_int_ge(h5_file_fd(f), 0);
+	ck_assert_ptr_nonnull(f->real_path);
 	h5_file_close(f);
 }
 END_TEST
@@ -177,6 +225,7 @@ static Suite *source_suite(void)
 	tcase_add_test(tc, test_local_writable);
 	tcase_add_test(tc, test_memory);
 	tcase_add_test(tc, test_trace);
+	tcase_add_test(tc, test_trace_sync_fails);
 	tcase_add_test(tc, test_file_through_trace);
 	suite_add_tcase(s, tc);
 	return s;
