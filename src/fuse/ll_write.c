@@ -225,6 +225,10 @@ static void wfile_open(fuse_req_t req, h5fs *fs, struct node *n, struct fuse_fil
 	}
 }
 
+/* The one handler with two possible reply points, by design (write-behind,
+ * doc/APPEND.md): a checked write is answered at once while fewer than
+ * WQ_EARLY are ahead, and applied after; otherwise it is answered once
+ * applied. Either way each request gets exactly one reply. */
 void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
@@ -299,17 +303,13 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_
 
 /* close() (and fsync()) commit every complete row, durably. At close a trailing
  * partial row is dropped and reported as EINVAL. */
-void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+static int do_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 {
-	h5fs *fs = fuse_req_userdata(req);
-	struct wfile *w = (struct wfile *)(uintptr_t)fi->fh;
 	size_t partial;
 	int rc, e;
 
-	if (!w) {
-		fuse_reply_err(req, 0);
-		return;
-	}
+	if (!w)
+		return 0;
 	wq_drain(w->q);
 	pthread_mutex_lock(&w->q->apply);
 	rc = h5_append_flush(w->a);
@@ -327,33 +327,32 @@ void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		e = EINVAL;
 	}
 	pthread_mutex_unlock(&w->q->apply);
-	if (rc < 0)
-		reply_h5err_obj(fs, req, rc, "append", w->n->path, NULL, w->n->addr);
-	else
-		fuse_reply_err(req, e);
+	return rc < 0 ? h5err_logged(fs, rc, "append", w->n->path, NULL, w->n->addr) : e;
 }
 
-void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	h5fs *fs = fuse_req_userdata(req);
-	struct wfile *w = (struct wfile *)(uintptr_t)fi->fh;
+	fuse_reply_err(req, do_flush(fuse_req_userdata(req), (struct wfile *)(uintptr_t)fi->fh, ino));
+}
+
+static int do_fsync(h5fs *fs, struct wfile *w, fuse_ino_t ino)
+{
 	int rc;
 
-	(void)datasync;
-	if (!w) {
-		fuse_reply_err(req, 0);   /* nothing of ours is unwritten */
-		return;
-	}
+	if (!w)
+		return 0;       /* nothing of ours is unwritten */
 	wq_drain(w->q);
 	pthread_mutex_lock(&w->q->apply);
 	rc = h5_append_flush(w->a);    /* committed rows are on disk (fsync'd) */
 	wfile_refresh(fs, w, ino);
 	pthread_mutex_unlock(&w->q->apply);
-	if (rc < 0) {
-		reply_h5err_obj(fs, req, rc, "fsync", w->n->path, NULL, w->n->addr);
-		return;
-	}
-	fuse_reply_err(req, wfile_err(w));
+	return rc < 0 ? h5err_logged(fs, rc, "fsync", w->n->path, NULL, w->n->addr) : wfile_err(w);
+}
+
+void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	(void)datasync;
+	fuse_reply_err(req, do_fsync(fuse_req_userdata(req), (struct wfile *)(uintptr_t)fi->fh, ino));
 }
 
 /* Handles whose release never came (FILE unmounted while they were
