@@ -689,13 +689,20 @@ def bench_rss(args, env):
 # ---- append (run only when h5fs supports `cat >>`) ---------------------------
 
 
+APPEND_LIBVER = {"earray": "latest", "btree1": "earliest", "btree2": "latest"}
+APPEND_INDEX = "earray"     # --append-index
+
+
 def make_empty_append_file(path, deflate):
     """An empty (0, 256) int32 dataset h5fs can grow: chunked, dimension 0
-    unlimited, extensible-array index (libver="latest"), 1 MiB chunks; the
-    h5py side of the benchmark appends to the same kind of file."""
+    unlimited, 1 MiB chunks, indexed by an extensible array (libver="latest")
+    or a v1 B-tree (libver="earliest", h5py's default) or a v2 B-tree (both
+    dimensions unlimited) per --append-index; the h5py side of the benchmark
+    appends to the same kind of file."""
     kw = {"compression": "gzip", "compression_opts": 4, "shuffle": True} if deflate else {}
-    with h5py.File(path, "w", libver="latest") as f:
-        f.create_dataset(DS, shape=(0, APPEND_ROW), maxshape=(None, APPEND_ROW), dtype=np.int32,
+    with h5py.File(path, "w", libver=APPEND_LIBVER[APPEND_INDEX]) as f:
+        f.create_dataset(DS, shape=(0, APPEND_ROW),
+                         maxshape=(None, None if APPEND_INDEX == "btree2" else APPEND_ROW), dtype=np.int32,
                          chunks=(CHUNK_BYTES // (4 * APPEND_ROW), APPEND_ROW), **kw)
 
 
@@ -833,8 +840,8 @@ def bench_append(args, env):
     chunk_rows = CHUNK_BYTES // (4 * APPEND_ROW)
     for deflate in (False, True):
         kind = "deflate" if deflate else "unfiltered"
-        say("\n[append %s] %d MiB: cat rows.bin >> MNT/%s vs h5py resize+write (%d runs each)"
-            % (kind, args.size_mib, DS, args.repeat))
+        say("\n[append %s, %s index] %d MiB: cat rows.bin >> MNT/%s vs h5py resize+write (%d runs each)"
+            % (kind, APPEND_INDEX, args.size_mib, DS, args.repeat))
         pyfile = os.path.join(args.dir, "append-h5py.h5")
         fsfile = os.path.join(args.dir, "append-h5fs.h5")
         runs = {"py": [], "py_sync": [], "fs": [], "floor": []}
@@ -903,9 +910,13 @@ def main():
     ap.add_argument("--vds-filter", choices=("none", "deflate"), default="deflate",
                     help="vds: sources unfiltered or shuffle+deflate(4) like the deflate dataset")
     ap.add_argument("--read-floor", default="", help="bench/fuse_read_floor binary (run.sh builds it): the read floor")
+    ap.add_argument("--append-index", choices=sorted(APPEND_LIBVER), default="earray",
+                    help="chunk index of the append benchmark's datasets")
     ap.add_argument("--append-source", choices=("cold", "warm"), default="cold",
                     help="rows.bin from the disk (cold, default) or from the page cache (warm)")
     args = ap.parse_args()
+    global APPEND_INDEX
+    APPEND_INDEX = args.append_index
     args.only = [s for s in args.only.split(",") if s]
     bad = [s for s in args.only if s not in ALL]
     if bad or args.size_mib < 1 or args.reads < 1 or args.repeat < 1:

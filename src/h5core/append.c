@@ -119,14 +119,20 @@ static int check_layout(const h5_dataset *d, uint64_t *row_bytes)
 
 	if (l->cls != H5_LAYOUT_CHUNKED)
 		return h5_err_set(H5_ERR_PERM, "not chunked (layout class %u): cannot grow", l->cls);
-	if (l->version < 4 || !h5_cidx_ops_of(l->idx_type) || !h5_cidx_ops_of(l->idx_type)->write)
-		return h5_err_set(H5_ERR_PERM, "chunk index type %u is not an extensible array: cannot grow",
-				  l->idx_type);
+	if (!h5_cidx_ops_of(l->idx_type) || !h5_cidx_ops_of(l->idx_type)->write)
+		return h5_err_set(H5_ERR_PERM, "chunk index %s: cannot grow", h5_layout_index_name(l->idx_type));
 	if (d->space.type != H5_SPACE_SIMPLE || d->space.rank == 0 || d->space.rank != l->ndims)
 		return h5_err_set(H5_ERR_PERM, "dataspace is not simple: cannot grow");
-	if (d->space.maxdims[0] != H5_UNLIMITED)
-		return h5_err_set(H5_ERR_PERM, "dimension 0 is not unlimited: cannot grow");
-	for (unsigned i = 1; i < d->space.rank; i++)
+	/* unlimited, or a fixed maximum not reached yet (fixed array, implicit
+	 * and single-chunk indexes grow within it) */
+	if (d->space.maxdims[0] != H5_UNLIMITED && d->space.maxdims[0] <= d->space.dims[0])
+		return h5_err_set(H5_ERR_PERM, "dimension 0 is at its maximum (%llu): cannot grow",
+				  (unsigned long long)d->space.maxdims[0]);
+	/* an extensible array indexes one unlimited dimension, dimension 0;
+	 * the others any: dims[1:] stay as they are while appending */
+	if (l->idx_type == H5_CIDX_EARRAY && d->space.maxdims[0] != H5_UNLIMITED)
+		return h5_err_set(H5_ERR_PERM, "extensible array over a dimension 0 that is not unlimited: cannot grow");
+	for (unsigned i = 1; i < d->space.rank && l->idx_type == H5_CIDX_EARRAY; i++)
 		if (d->space.maxdims[i] == H5_UNLIMITED)
 			return h5_err_set(H5_ERR_PERM, "dimension %u is unlimited too: cannot grow", i);
 	if (d->has_vlen || !d->dtype || d->dtype->size == 0)
@@ -359,7 +365,9 @@ static int stream_new(h5_astream **out, h5_file *f, uint64_t addr)
 	s->ncells = 1;
 	for (unsigned i = s->rank; i-- > 1;) {
 		uint64_t mx = d->space.maxdims[i];
-		uint64_t mc = mx / s->chunk[i] + (mx % s->chunk[i] != 0);
+		/* the arrays' linearisation is over the maximum dims; a v1 B-tree
+		 * may have other unlimited ones (it uses the coordinates) */
+		uint64_t mc = mx == H5_UNLIMITED ? 1 : mx / s->chunk[i] + (mx % s->chunk[i] != 0);
 
 		s->dims[i] = d->space.dims[i];
 		s->nch[i] = s->dims[i] / s->chunk[i] + (s->dims[i] % s->chunk[i] != 0);
@@ -427,25 +435,54 @@ static void cell_coords(const h5_astream *s, uint64_t cell, uint64_t *j)
 	}
 }
 
-static int set_elmt(h5_astream *s, uint64_t r, uint64_t cell, const h5_chunk_rec *rec)
+static int writer_open(h5_astream *s)
 {
-	uint64_t j[H5_MAX_RANK], idx, t;
-	int rc;
+	if (s->ea)
+		return 0;
+	s->wops = h5_cidx_ops_of(s->d->layout.idx_type)->write;
+	return s->wops->open(&s->ea, s->f, s->d, s->ea_addr);
+}
 
-	if (!s->ea) {
-		s->wops = h5_cidx_ops_of(s->d->layout.idx_type)->write;
-		rc = s->wops->open(&s->ea, s->f, s->d, s->ea_addr);
-		if (rc < 0)
-			return rc;
-	}
+/* Scaled coordinates j and linear index (the arrays' order) of a chunk. */
+static int chunk_pos(uint64_t *j, uint64_t *idx, const h5_astream *s, uint64_t r, uint64_t cell)
+{
+	uint64_t t;
+
 	cell_coords(s, cell, j);
-	if (h5_mul_overflow(r, s->down[0], &idx))
+	if (h5_mul_overflow(r, s->down[0], idx))
 		return h5_err_set(H5_ERR_LIMIT, "chunk row %llu is beyond the index", (unsigned long long)r);
 	for (unsigned i = 1; i < s->rank; i++) {
-		if (h5_mul_overflow(j[i], s->down[i], &t) || h5_add_overflow(idx, t, &idx))
+		if (h5_mul_overflow(j[i], s->down[i], &t) || h5_add_overflow(*idx, t, idx))
 			return h5_err_set(H5_ERR_LIMIT, "chunk row %llu is beyond the index", (unsigned long long)r);
 	}
-	rc = s->wops->set(s->ea, idx, rec);
+	j[0] = r;
+	return 0;
+}
+
+/* Where the index puts chunk (r, cell) itself (implicit, unfiltered single
+ * chunk): 1 and *addr, or 0 when the chunk goes to new space. */
+static int placed(uint64_t *addr, h5_astream *s, uint64_t r, uint64_t cell)
+{
+	uint64_t j[H5_MAX_RANK], idx;
+	int rc = writer_open(s);
+
+	if (rc == 0 && !s->wops->place)
+		return 0;
+	if (rc == 0)
+		rc = chunk_pos(j, &idx, s, r, cell);
+	return rc < 0 ? rc : s->wops->place(s->ea, idx, addr);
+}
+
+static int set_elmt(h5_astream *s, uint64_t r, uint64_t cell, const h5_chunk_rec *rec)
+{
+	uint64_t j[H5_MAX_RANK], idx;
+	int rc = writer_open(s);
+
+	if (rc == 0)
+		rc = chunk_pos(j, &idx, s, r, cell);
+	if (rc < 0)
+		return rc;
+	rc = s->wops->set(s->ea, j, idx, rec);
 	if (rc == 0)
 		s->nset++;
 	return rc;
@@ -649,12 +686,46 @@ static int wb_put(wbuf *w, const uint8_t *src, size_t n)
 /* Write n consecutive chunk images of `len` bytes each from src (whole
  * chunk rows of a simple unfiltered dataset: src is the rows) and point
  * chunk rows r.. at them. */
+/* Unfiltered chunk images the index places itself (placed()): each is
+ * written where its slot is, past dims[0] (invisible until dims[0] grows)
+ * or, for the last chunk, with its old rows' bytes unchanged. Returns 1
+ * when the index places chunks. */
+static int stage_placed(h5_astream *s, const uint8_t *src, uint64_t r, uint64_t cell, uint64_t n, uint64_t len)
+{
+	uint64_t addr;
+	int rc = placed(&addr, s, r, cell);
+
+	for (uint64_t i = 0; rc == 1 && i < n; i++) {
+		uint64_t ri = r + (cell + i) / s->ncells, ci = (cell + i) % s->ncells;
+		h5_chunk_rec rec;
+
+		rc = placed(&addr, s, ri, ci);
+		if (rc == 0)
+			rc = h5_err_set(H5_ERR_FORMAT, "chunk index places some chunks only");
+		if (rc < 0)
+			break;
+		pthread_mutex_lock(&s->f->write_lock);
+		rc = h5_file_write(s->f, addr, src + i * len, (size_t)len);
+		pthread_mutex_unlock(&s->f->write_lock);
+		rec.addr = addr;
+		rec.size = len;
+		rec.filter_mask = 0;
+		if (rc == 0)
+			rc = set_elmt(s, ri, ci, &rec);
+		if (rc == 0)
+			rc = 1;
+	}
+	return rc;
+}
+
 static int stage_contiguous(h5_astream *s, const uint8_t *src, uint64_t r, uint64_t n, uint64_t len)
 {
 	h5_file *f = s->f;
 	uint64_t addr = 0;
-	int rc;
+	int rc = stage_placed(s, src, r, 0, n, len);
 
+	if (rc != 0)
+		return rc < 0 ? rc : 0;
 	pthread_mutex_lock(&f->write_lock);
 	rc = file_alloc(&addr, f, n * len);
 	if (rc == 0)
@@ -715,6 +786,11 @@ static int stage_chunks(h5_astream *s, uint64_t r0, uint64_t r1, uint64_t hi)
 			goto window_out;
 		if (!s->filtered) {
 			/* same-size images in row order: one write, like stage_contiguous */
+			rc = stage_placed(s, win, jobs[0].r, jobs[0].cell, n, cb);
+			if (rc != 0) {
+				rc = rc < 0 ? rc : 0;
+				continue;
+			}
 			pthread_mutex_lock(&f->write_lock);
 			rc = file_alloc(&addr, f, n * cb);
 			if (rc == 0)
@@ -788,6 +864,9 @@ static int check_rows(const h5_astream *s, uint64_t add)
 	    bytes > (uint64_t)INT64_MAX ||
 	    (s->f->fmt.sizeof_size < 8 && n >= (UINT64_C(1) << (8 * s->f->fmt.sizeof_size)) - 1))
 		return h5_err_set(H5_ERR_LIMIT, "dataset would exceed the size limit");
+	if (n > s->d->space.maxdims[0])
+		return h5_err_set(H5_ERR_PERM, "%llu rows would exceed the maximum of %llu: nothing appended",
+				  (unsigned long long)n, (unsigned long long)s->d->space.maxdims[0]);
 	return 0;
 }
 
@@ -893,7 +972,7 @@ static int commit(h5_astream *s, bool partial, bool durable)
 	const h5_msg *ds, *lay;
 	uint64_t n1, end, new_eoa = 0;
 	bool shrink = false;
-	uint8_t v[8];
+	uint8_t v[32];
 	size_t dsc;
 	int rc;
 
@@ -967,13 +1046,18 @@ static int commit(h5_astream *s, bool partial, bool durable)
 	if (s->wops->addr_is_new(s->ea)) {
 		uint64_t field = H5_ADDR_UNDEF;
 
-		rc = h5_layout_ea_addr_field(&field, lay, &f->fmt);
-		if (rc == 0) {
-			h5_le_encode(v, s->wops->addr(s->ea), f->fmt.sizeof_addr);
-			rc = h5_ohdr_patch(&e, field, v, f->fmt.sizeof_addr);
-		}
+		size_t vlen = f->fmt.sizeof_addr;
+
+		rc = s->wops->addr_field(&field, lay, &f->fmt);
+		h5_le_encode(v, s->wops->addr(s->ea), f->fmt.sizeof_addr);
+		if (rc == 0 && s->wops->switch_bytes)
+			rc = s->wops->switch_bytes(s->ea, &f->fmt, &field, v, &vlen);
+		if (rc == 0)
+			rc = h5_ohdr_patch(&e, field, v, vlen);
 		if (rc == 0)
 			rc = h5_ohdr_write_chunk(f, &e, h5_ohdr_chunk_of(e.oh, field));
+		if (rc == 0 && s->wops->switched)
+			rc = s->wops->switched(s->ea);
 	} else {
 		rc = s->wops->commit(s->ea);
 	}

@@ -19,54 +19,10 @@
  * file pointing a child at its ancestor or at a node of another tree) is a
  * format error rather than a reinterpretation of the cached bytes.
  */
-#include "internal.h"
-
-#define BT2_PREFIX_SIZE 10u     /* signature, version, type, checksum */
-#define BT2_MAX_NREC 65535u     /* libhdf5 keeps node record counts in 16 bits */
-
-typedef struct bt2_level {
-	uint32_t max_nrec;          /* records that fit a node at this depth */
-	uint64_t cum_max_nrec;      /* records that fit the subtree (saturating) */
-	uint8_t cum_max_nrec_size;  /* bytes of a "total records" field pointing here */
-} bt2_level;
-
-/* The decoded header (the cached H5_CK_BT2_HDR object). */
-typedef struct bt2_hdr {
-	uint64_t addr;
-	uint8_t type;
-	uint32_t node_size;
-	uint16_t rec_size;
-	uint16_t depth;
-	uint8_t split_pct, merge_pct;
-	uint64_t root_addr;
-	uint16_t root_nrec;
-	uint64_t total_nrec;
-	h5_fmt fmt;
-	uint8_t max_nrec_size;      /* bytes of a "records in child" field */
-	bt2_level lv[H5_MAX_BTREE_DEPTH + 1];
-} bt2_hdr;
-
-/* A decoded node (the cached H5_CK_BT2_NODE object). */
-typedef struct bt2_node {
-	uint64_t addr;
-	uint64_t hdr_addr;          /* the tree it was loaded for */
-	uint16_t depth;             /* 0 = leaf */
-	uint16_t nrec;
-	uint32_t rec_size;
-	uint64_t total;             /* nrec plus every child's subtree total */
-	uint8_t *recs;              /* nrec * rec_size bytes */
-	uint64_t *child;            /* internal: nrec + 1 */
-	uint16_t *child_nrec;
-	uint64_t *child_total;
-} bt2_node;
-
-struct h5_bt2 {
-	h5_pinned pin;              /* first: the header stays cached while open */
-	const bt2_hdr *hdr;
-};
+#include "btree2_int.h"
 
 /* libhdf5's H5VM_limit_enc_size: bytes needed to store values up to limit. */
-static uint8_t bt2_enc_size(uint64_t limit)
+uint8_t h5_bt2_enc_size(uint64_t limit)
 {
 	unsigned bits = 0;
 
@@ -75,13 +31,13 @@ static uint8_t bt2_enc_size(uint64_t limit)
 	return (uint8_t)(bits / 8 + 1);
 }
 
-static size_t bt2_hdr_size(const h5_fmt *fmt)
+size_t h5_bt2_hdr_size(const h5_fmt *fmt)
 {
 	return BT2_PREFIX_SIZE + 4 + 2 + 2 + 1 + 1 + fmt->sizeof_addr + 2 + fmt->sizeof_size;
 }
 
 /* Pointer size in an internal node at depth d (H5B2_INT_POINTER_SIZE). */
-static unsigned bt2_ptr_size(const bt2_hdr *h, unsigned d)
+unsigned h5_bt2_ptr_size(const bt2_hdr *h, unsigned d)
 {
 	return (unsigned)h->fmt.sizeof_addr + h->max_nrec_size + h->lv[d - 1].cum_max_nrec_size;
 }
@@ -89,7 +45,7 @@ static unsigned bt2_ptr_size(const bt2_hdr *h, unsigned d)
 /* Per-depth capacities exactly as libhdf5's H5B2__hdr_init computes them:
  * the field widths inside internal nodes depend on them, so an off-by-one
  * here would misread every internal node. */
-static int bt2_init_levels(bt2_hdr *h)
+int h5_bt2_init_levels(bt2_hdr *h)
 {
 	uint64_t leaf_max;
 
@@ -109,9 +65,9 @@ static int bt2_init_levels(bt2_hdr *h)
 	h->lv[0].max_nrec = (uint32_t)leaf_max;
 	h->lv[0].cum_max_nrec = leaf_max;
 	h->lv[0].cum_max_nrec_size = 0;
-	h->max_nrec_size = bt2_enc_size(leaf_max);
+	h->max_nrec_size = h5_bt2_enc_size(leaf_max);
 	for (unsigned d = 1; d <= h->depth; d++) {
-		unsigned ptr = bt2_ptr_size(h, d);
+		unsigned ptr = h5_bt2_ptr_size(h, d);
 		uint64_t fixed = (uint64_t)BT2_PREFIX_SIZE + ptr;
 		uint64_t n, cum;
 
@@ -129,15 +85,15 @@ static int bt2_init_levels(bt2_hdr *h)
 		if (h5_mul_overflow(n + 1, h->lv[d - 1].cum_max_nrec, &cum) || h5_add_overflow(cum, n, &cum))
 			cum = UINT64_MAX;
 		h->lv[d].cum_max_nrec = cum;
-		h->lv[d].cum_max_nrec_size = bt2_enc_size(cum);
+		h->lv[d].cum_max_nrec_size = h5_bt2_enc_size(cum);
 	}
 	return 0;
 }
 
-/* Pure decoder of a BTHD image (exactly bt2_hdr_size() bytes or more). */
+/* Pure decoder of a BTHD image (exactly h5_bt2_hdr_size() bytes or more). */
 static int bt2_hdr_decode(bt2_hdr *h, const h5_fmt *fmt, uint64_t addr, const uint8_t *buf, size_t len)
 {
-	size_t hsize = bt2_hdr_size(fmt);
+	size_t hsize = h5_bt2_hdr_size(fmt);
 	const uint8_t *sig;
 	uint8_t version;
 	h5_rd r;
@@ -178,7 +134,7 @@ static int bt2_hdr_decode(bt2_hdr *h, const h5_fmt *fmt, uint64_t addr, const ui
 	if (h->depth > H5_MAX_BTREE_DEPTH)
 		return h5_err_set(H5_ERR_LIMIT, "v2 B-tree header at 0x%llx: depth %u exceeds the limit of %u",
 				  (unsigned long long)addr, h->depth, H5_MAX_BTREE_DEPTH);
-	rc = bt2_init_levels(h);
+	rc = h5_bt2_init_levels(h);
 	if (rc < 0)
 		return rc;
 	if (!h5_addr_defined(h->root_addr)) {
@@ -211,16 +167,16 @@ static void bt2_node_free(void *obj)
 }
 
 /* On-disk bytes of a node at depth with nrec records (checksum included). */
-static uint64_t bt2_node_bytes(const bt2_hdr *h, unsigned depth, unsigned nrec)
+uint64_t h5_bt2_node_bytes(const bt2_hdr *h, unsigned depth, unsigned nrec)
 {
 	uint64_t n = BT2_PREFIX_SIZE + (uint64_t)nrec * h->rec_size;
 
 	if (depth > 0)
-		n += ((uint64_t)nrec + 1) * bt2_ptr_size(h, depth);
+		n += ((uint64_t)nrec + 1) * h5_bt2_ptr_size(h, depth);
 	return n;
 }
 
-/* Pure decoder of a BTIN/BTLF image of exactly bt2_node_bytes() bytes. */
+/* Pure decoder of a BTIN/BTLF image of exactly h5_bt2_node_bytes() bytes. */
 static int bt2_node_decode(bt2_node **out, const bt2_hdr *h, uint64_t addr, unsigned depth, unsigned nrec,
 			   const uint8_t *buf, size_t len)
 {
@@ -228,7 +184,7 @@ static int bt2_node_decode(bt2_node **out, const bt2_hdr *h, uint64_t addr, unsi
 	const uint8_t *sig, *recs;
 	bt2_node *n = NULL;
 	uint8_t version, type;
-	uint64_t need = bt2_node_bytes(h, depth, nrec);
+	uint64_t need = h5_bt2_node_bytes(h, depth, nrec);
 	h5_rd r;
 	int rc;
 
@@ -358,7 +314,7 @@ static int bt2_node_load(void **obj, size_t *cost, void *udp)
 	struct bt2_node_ud *ud = udp;
 
 	/* checked before reading; never 0 (the prefix alone is BT2_PREFIX_SIZE) */
-	ud->b.size = bt2_node_bytes(ud->hdr, ud->depth, ud->nrec);
+	ud->b.size = h5_bt2_node_bytes(ud->hdr, ud->depth, ud->nrec);
 	if (ud->b.size > ud->hdr->node_size)
 		return h5_err_set(H5_ERR_FORMAT, "v2 B-tree node at 0x%llx: %u records need %llu bytes, nodes are %u",
 				  (unsigned long long)ud->b.addr, ud->nrec, (unsigned long long)ud->b.size,
@@ -368,7 +324,7 @@ static int bt2_node_load(void **obj, size_t *cost, void *udp)
 
 /* Fetch the node a pointer (addr, depth, nrec, total) leads to, and check
  * the cached node is that node. */
-static int bt2_node_get(const bt2_node **out, h5_cache_ref *ref, h5_bt2 *bt, uint64_t addr, unsigned depth,
+int h5_bt2_node_get(const bt2_node **out, h5_cache_ref *ref, h5_bt2 *bt, uint64_t addr, unsigned depth,
 			unsigned nrec, uint64_t total)
 {
 	struct bt2_node_ud ud = { { bt->pin.f, addr, 0, "v2 B-tree node", 0, bt2_node_dec }, bt->hdr, depth,
@@ -410,7 +366,7 @@ static void bt2_hdr_free(void *obj)
 
 int h5_bt2_open(h5_bt2 **out, h5_file *f, uint64_t addr)
 {
-	h5_block_load b = { f, addr, bt2_hdr_size(&f->fmt), "v2 B-tree header", sizeof(bt2_hdr), bt2_hdr_dec };
+	h5_block_load b = { f, addr, h5_bt2_hdr_size(&f->fmt), "v2 B-tree header", sizeof(bt2_hdr), bt2_hdr_dec };
 	h5_pinned *p;
 	int rc = h5_pinned_open(&p, sizeof(h5_bt2), "v2 B-tree", H5_CK_BT2_HDR,
 				 h5_file_load_block, bt2_hdr_free, &b);
@@ -434,7 +390,7 @@ static int bt2_iter_node(h5_bt2 *bt, uint64_t addr, unsigned depth, unsigned nre
 	const bt2_node *n;
 	int rc;
 
-	rc = bt2_node_get(&n, &ref, bt, addr, depth, nrec, total);
+	rc = h5_bt2_node_get(&n, &ref, bt, addr, depth, nrec, total);
 	if (rc < 0)
 		return rc;
 	for (unsigned i = 0; i <= n->nrec; i++) {
@@ -492,7 +448,7 @@ static int bt2_find_node(h5_bt2 *bt, uint64_t addr, unsigned depth, unsigned nre
 	unsigned lo, hi;
 	int rc;
 
-	rc = bt2_node_get(&n, &ref, bt, addr, depth, nrec, total);
+	rc = h5_bt2_node_get(&n, &ref, bt, addr, depth, nrec, total);
 	if (rc < 0)
 		return rc;
 	lo = 0;

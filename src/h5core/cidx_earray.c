@@ -72,7 +72,11 @@ static int eaw_open(void **w, h5_file *f, const h5_dataset *d, uint64_t idx_addr
 	return h5_ea_writer_open((h5_ea_writer **)w, f, idx_addr, &cp);
 }
 
-static int eaw_set(void *w, uint64_t idx, const h5_chunk_rec *rec) { return h5_ea_writer_set(w, idx, rec); }
+static int eaw_set(void *w, const uint64_t *scaled, uint64_t idx, const h5_chunk_rec *rec)
+{
+	(void)scaled;
+	return h5_ea_writer_set(w, idx, rec);
+}
 static int eaw_write(void *w, uint64_t *alloc_end) { return h5_ea_writer_write(w, alloc_end); }
 static uint64_t eaw_addr(void *w) { return h5_ea_writer_hdr(w)->addr; }
 static bool eaw_addr_is_new(void *w) { return h5_ea_writer_hdr_is_new(w); }
@@ -86,6 +90,7 @@ static const h5_cidx_write_ops ea_write_ops = {
 	.write = eaw_write,
 	.addr = eaw_addr,
 	.addr_is_new = eaw_addr_is_new,
+	.addr_field = h5_layout_ea_addr_field,
 	.commit = eaw_commit,
 	.invalidate = eaw_invalidate,
 	.free = eaw_free,

@@ -50,10 +50,43 @@ static int fa_allocated(uint64_t *out, h5_chunk_index *ci)
 	return rc;
 }
 
+/* ---- appends: the writer of farray_write.c behind the table's write ops ---- */
+
+static int faw_open(void **w, h5_file *f, const h5_dataset *d, uint64_t idx_addr)
+{
+	return h5_faw_open((h5_faw **)w, f, d, idx_addr);
+}
+
+static int faw_set(void *w, const uint64_t *scaled, uint64_t idx, const h5_chunk_rec *rec)
+{
+	(void)scaled;
+	return h5_faw_set(w, idx, rec);
+}
+
+static int faw_write(void *w, uint64_t *alloc_end) { return h5_faw_write(w, alloc_end); }
+static uint64_t faw_addr(void *w) { return h5_faw_addr(w); }
+static bool faw_addr_is_new(void *w) { return h5_faw_addr_is_new(w); }
+static int faw_commit(void *w) { return h5_faw_commit(w); }
+static void faw_invalidate(void *w) { h5_faw_invalidate(w); }
+static void faw_free(void *w) { h5_faw_free(w); }
+
+static const h5_cidx_write_ops fa_write_ops = {
+	.open = faw_open,
+	.set = faw_set,
+	.write = faw_write,
+	.addr = faw_addr,
+	.addr_is_new = faw_addr_is_new,
+	.addr_field = h5_layout_fa_addr_field,
+	.commit = faw_commit,
+	.invalidate = faw_invalidate,
+	.free = faw_free,
+};
+
 const h5_cidx_ops h5_cidx_farray = {
 	.type = H5_CIDX_FARRAY,
 	.name = "farray",
 	.open = fa_open,
 	.lookup = fa_lookup,
 	.allocated = fa_allocated,
+	.write = &fa_write_ops,
 };

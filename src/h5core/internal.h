@@ -532,7 +532,11 @@ const char *h5_layout_class_name(unsigned cls);
 const char *h5_layout_index_name(unsigned idx_type);
 /* File address of the extensible array index address inside the stored
  * layout message lay (v4, chunked, earray), for appends. */
+int h5_layout_bt1_addr_field(uint64_t *addr, const h5_msg *lay, const h5_fmt *fmt);
 int h5_layout_ea_addr_field(uint64_t *addr, const h5_msg *lay, const h5_fmt *fmt);
+int h5_layout_bt2_addr_field(uint64_t *addr, const h5_msg *lay, const h5_fmt *fmt);
+int h5_layout_fa_addr_field(uint64_t *addr, const h5_msg *lay, const h5_fmt *fmt);
+int h5_layout_single_addr_field(uint64_t *addr, const h5_msg *lay, const h5_fmt *fmt);
 
 typedef struct h5_filter {
 	uint16_t id;
@@ -791,6 +795,33 @@ typedef struct h5_chunk_rec {
 	uint64_t size;          /* bytes on disk */
 	uint32_t filter_mask;
 } h5_chunk_rec;
+
+/* The appending writer of v1 B-tree chunk indexes (btree1_write.c):
+ * records set in memory (scaled chunk offsets, rank entries), changed nodes
+ * written as new nodes by h5_bt1w_write (new root: h5_bt1w_root), then
+ * after the layout switch h5_bt1w_patch fixes unchanged siblings' pointers. */
+typedef struct h5_bt1w h5_bt1w;
+int h5_bt1w_open(h5_bt1w **out, h5_file *f, uint64_t root, unsigned rank, const uint64_t *chunk,
+		 uint32_t esize);
+int h5_bt1w_set(h5_bt1w *w, const uint64_t *scaled, const h5_chunk_rec *rec);
+int h5_bt1w_write(h5_bt1w *w, uint64_t *alloc_end);
+uint64_t h5_bt1w_root(const h5_bt1w *w);
+int h5_bt1w_patch(h5_bt1w *w);
+void h5_bt1w_invalidate(h5_bt1w *w);
+void h5_bt1w_free(h5_bt1w *w);
+/* The appending writer of v2 B-tree chunk indexes (btree2_write.c): records
+ * set by scaled coordinates, changed nodes written new by h5_bt2w_write,
+ * the header rewritten in place by h5_bt2w_commit (or new: the layout
+ * message must then point at h5_bt2w_addr). */
+typedef struct h5_bt2w h5_bt2w;
+int h5_bt2w_open(h5_bt2w **out, h5_file *f, const h5_dataset *d, uint64_t idx_addr);
+int h5_bt2w_set(h5_bt2w *w, const uint64_t *scaled, const h5_chunk_rec *rec);
+int h5_bt2w_write(h5_bt2w *w, uint64_t *alloc_end);
+uint64_t h5_bt2w_addr(const h5_bt2w *w);
+bool h5_bt2w_addr_is_new(const h5_bt2w *w);
+int h5_bt2w_commit(h5_bt2w *w);
+void h5_bt2w_invalidate(h5_bt2w *w);
+void h5_bt2w_free(h5_bt2w *w);
 
 typedef struct h5_chunk_index h5_chunk_index;
 

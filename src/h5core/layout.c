@@ -266,20 +266,69 @@ const char *h5_layout_index_name(unsigned idx_type)
 	return o ? o->name : "unknown";
 }
 
-/* Where the layout message stores the index address (IV.A.2.i, version 4:
+/* Where a version 4 layout message stores the index address (IV.A.2.i:
  * version, class, flags, dimensionality, dimension size encoding, the
  * dimensions - rank + 1 of them, the last being the element size - index
- * type, the 5 EA parameters, then the address). */
-int h5_layout_ea_addr_field(uint64_t *addr, const h5_msg *lay, const h5_fmt *fmt)
+ * type, the index's parameters - 1 byte for a fixed array, 5 for an
+ * extensible array, 6 for a v2 B-tree - then the address). */
+static int v4_idx_addr_field(uint64_t *addr, const h5_msg *lay, const h5_fmt *fmt, unsigned type, unsigned nparam,
+			     const char *what)
 {
 	uint64_t off;
 
-	if (lay->size < 5 || lay->data[1] != H5_LAYOUT_CHUNKED)
-		return h5_err_set(H5_ERR_FORMAT, "layout message at 0x%llx: not chunked", (unsigned long long)lay->addr);
-	off = 5 + (uint64_t)lay->data[3] * lay->data[4];
-	if (lay->size < off + 1 + 5 + fmt->sizeof_addr || lay->data[off] != H5_CIDX_EARRAY)
-		return h5_err_set(H5_ERR_FORMAT, "layout message at 0x%llx: no extensible array index field",
+	if (lay->size < 5 || lay->data[0] != 4 || lay->data[1] != H5_LAYOUT_CHUNKED)
+		return h5_err_set(H5_ERR_FORMAT, "layout message at 0x%llx: not a v4 chunked layout",
 				  (unsigned long long)lay->addr);
-	*addr = lay->addr + off + 1 + 5;
+	off = 5 + (uint64_t)lay->data[3] * lay->data[4];
+	if (lay->size < off + 1 + nparam + fmt->sizeof_addr || lay->data[off] != type)
+		return h5_err_set(H5_ERR_FORMAT, "layout message at 0x%llx: no %s index field",
+				  (unsigned long long)lay->addr, what);
+	*addr = lay->addr + off + 1 + nparam;
+	return 0;
+}
+
+int h5_layout_ea_addr_field(uint64_t *addr, const h5_msg *lay, const h5_fmt *fmt)
+{
+	return v4_idx_addr_field(addr, lay, fmt, H5_CIDX_EARRAY, 5, "extensible array");
+}
+
+/* Single chunk: filtered (flags bit 1), the size and mask come first. */
+int h5_layout_single_addr_field(uint64_t *addr, const h5_msg *lay, const h5_fmt *fmt)
+{
+	unsigned nparam = lay->size > 2 && (lay->data[2] & H5_LAYOUT_FLAG_SINGLE_FILTERED) ? fmt->sizeof_size + 4u : 0;
+
+	return v4_idx_addr_field(addr, lay, fmt, H5_CIDX_SINGLE, nparam, "single chunk");
+}
+
+int h5_layout_fa_addr_field(uint64_t *addr, const h5_msg *lay, const h5_fmt *fmt)
+{
+	return v4_idx_addr_field(addr, lay, fmt, H5_CIDX_FARRAY, 1, "fixed array");
+}
+
+int h5_layout_bt2_addr_field(uint64_t *addr, const h5_msg *lay, const h5_fmt *fmt)
+{
+	return v4_idx_addr_field(addr, lay, fmt, H5_CIDX_BTREE2, 6, "v2 B-tree");
+}
+
+/* Where a layout v1-v3 chunked message holds its v1 B-tree address
+ * (spec IV.A.2.i "Data Layout Message": v3 version, class,
+ * dimensionality, address; v1/v2 version, dimensionality, class, 5
+ * reserved bytes, address). */
+int h5_layout_bt1_addr_field(uint64_t *addr, const h5_msg *lay, const h5_fmt *fmt)
+{
+	uint64_t off;
+
+	if (lay->size < 3)
+		return h5_err_set(H5_ERR_FORMAT, "layout message at 0x%llx: truncated", (unsigned long long)lay->addr);
+	if (lay->data[0] == 3 && lay->data[1] == H5_LAYOUT_CHUNKED)
+		off = 3;
+	else if ((lay->data[0] == 1 || lay->data[0] == 2) && lay->data[2] == H5_LAYOUT_CHUNKED)
+		off = 8;
+	else
+		return h5_err_set(H5_ERR_FORMAT, "layout message at 0x%llx: not a v1-v3 chunked layout",
+				  (unsigned long long)lay->addr);
+	if (lay->size < off + fmt->sizeof_addr)
+		return h5_err_set(H5_ERR_FORMAT, "layout message at 0x%llx: truncated", (unsigned long long)lay->addr);
+	*addr = lay->addr + off;
 	return 0;
 }

@@ -4,7 +4,9 @@
  * the Nth write or sync fail (error-path tests). Reads pass through.
  *
  * Log format (little-endian): per write 'W', u64 offset, u64 length, the
- * bytes; per sync 'S'. */
+ * bytes; per sync 'S'; per size change 'T', u64 new size, u64 0 (a crash
+ * image must know FILE's length: libhdf5 refuses a file shorter than its
+ * end of allocated space). */
 #include "internal.h"
 
 #include <errno.h>
@@ -97,8 +99,9 @@ static void trace_sync_hint(h5_source *s, uint64_t off, uint64_t len)
 static int trace_truncate(h5_source *s, uint64_t size)
 {
 	trace_source *t = (trace_source *)s;
+	int rc = t->inner->ops->truncate(t->inner, size);
 
-	return t->inner->ops->truncate(t->inner, size);
+	return rc < 0 ? rc : trace_log(t, 'T', size, NULL, 0);
 }
 
 static int trace_size(h5_source *s, uint64_t *out)

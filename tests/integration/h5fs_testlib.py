@@ -315,12 +315,19 @@ def dataset_bytes(ds):
 
 def appendable(f, ds):
     """Whether h5fs can append to ds (README "Appending"): chunked, dimension 0
-    the only unlimited one, so libhdf5 >= 1.10 formats index it with an
-    Extensible Array; fixed-size type; only deflate/shuffle/fletcher32."""
-    if ds.chunks is None or ds.maxshape is None or ds.maxshape[0] is not None \
-            or any(m is None for m in ds.maxshape[1:]):
+    unlimited, indexed by a v1 B-tree (libver earliest/v108, any other
+    dimension unlimited too), a v2 B-tree (libver >= v110, several unlimited
+    dimensions) or an Extensible Array (libver >= v110, dimension 0 the only
+    unlimited one); fixed-size type; only
+    deflate/shuffle/fletcher32."""
+    import h5py
+    import bt1_dump
+    if ds.chunks is None or ds.maxshape is None or ds.maxshape[0] is not None:
         return False
-    if f.libver[0] in ("earliest", "v108"):
+    idx = bt1_dump.index_type(ds.file.filename, h5py.h5o.get_info(ds.id).addr)
+    if idx not in ("btree1", "btree2", "earray"):
+        return False
+    if idx == "earray" and any(m is None for m in ds.maxshape[1:]):
         return False
     if _has_vlen(ds.id.get_type()):
         return False

@@ -10,13 +10,12 @@ builds for the same rows (ea_dump.py: counters, block offsets, page-init
 bitmaps, which slots are set).  Then h5py appends more and h5fs reads it.
 
 Refusals (file byte-identical afterwards): writes to datasets that cannot
-grow (contiguous, compact, fixed maximum, fixed-array and v2 B-tree
-indexes, a filter h5fs cannot write, variable-length strings): EPERM;
+grow (contiguous, compact, a fixed-array dataset at its maximum, a filter h5fs cannot write, variable-length strings): EPERM;
 writes inside the data, truncate, O_TRUNC: EPERM; a trailing partial row:
 close() fails with EINVAL and only whole rows are added; -o ro: EROFS.
 
 Crash safety: kill -9 the daemon at random points of a long append (20
-times), while rows stream to the file uncommitted, during periodic
+times, for an extensible array and for a v1 B-tree index), while rows stream to the file uncommitted, during periodic
 commits, after fsync() and after close(); each time h5py must open the
 file and see a row count that never goes down and covers every row
 fsync() returned for, with every row it reports holding exactly the bytes
@@ -83,9 +82,7 @@ def make_refusals(path):
         f.create_dataset("contig", data=np.arange(10, dtype="<i4"))
         f.create_dataset("compact", data=np.arange(4, dtype="<i4"),
                          dcpl=_compact_dcpl())
-        f.create_dataset("fixedmax", shape=(4,), maxshape=(8,), chunks=(2,), dtype="<i4")
         f.create_dataset("farray", shape=(4,), chunks=(2,), dtype="<i4")
-        f.create_dataset("btree2", shape=(2, 2), maxshape=(None, None), chunks=(1, 1), dtype="<i4")
         f.create_dataset("scaleoff", shape=(0,), maxshape=(None,), chunks=(4,), dtype="<i4",
                          scaleoffset=0)
         f.create_dataset("vlen", shape=(0,), maxshape=(None,), chunks=(4,), dtype=h5py.string_dtype())
@@ -302,7 +299,7 @@ def test_refusals(wd):
     make_refusals(path)
     before = sha(path)
     with T.Mount(path, mnt) as m, m.watchdog(60):
-        for n in ("contig", "compact", "fixedmax", "farray", "btree2", "scaleoff", "vlen"):
+        for n in ("contig", "compact", "farray", "scaleoff", "vlen"):
             p = os.path.join(mnt, n)
             expect_err("open %s for append" % n, lambda: os.open(p, os.O_WRONLY | os.O_APPEND), (errno.EPERM,))
         expect_err("truncate ok", lambda: os.truncate(os.path.join(mnt, "ok"), 0), (errno.EPERM,))
@@ -347,16 +344,17 @@ ROW = 8          # int64 rows: row i holds i
 CHUNK = 1000     # rows per chunk: commits end inside chunks
 
 
-def test_crash(wd):
-    """kill -9 at random points: while rows stream to the file (staged, not
+def test_crash(wd, libver="latest"):
+    """kill -9 at random points (libver "latest": an extensible array index;
+    "earliest": a v1 B-tree): while rows stream to the file (staged, not
     committed), while commits run, after fsync() and after close().  Odd
     rounds make the daemon commit every 256 KiB or 30 ms
     (H5FS_APPEND_COMMIT_BYTES/_MS), so that kills also land among
     non-durable periodic commits and reserved space; even rounds use the
     defaults (64 MiB / 1 s), so that only fsync() and close() commit."""
-    path = os.path.join(wd, "crash.h5")
+    path = os.path.join(wd, "crash-%s.h5" % libver)
     mnt = os.path.join(wd, "mnt-c")
-    with h5py.File(path, "w", libver="latest") as f:
+    with h5py.File(path, "w", libver=libver) as f:
         f.create_dataset("x", shape=(0,), maxshape=(None,), chunks=(CHUNK,), dtype="<i8",
                          compression="gzip", compression_opts=1, shuffle=True, fletcher32=True)
     rng = random.Random(1234)
@@ -463,13 +461,16 @@ def test_crash(wd):
         x = f["x"][()]
         if x.shape[0] != last + 5000 or (x != np.arange(last + 5000)).any():
             fail("append after the crashes: %d rows, or wrong values" % x.shape[0])
-    print("crash test: %d kills (%d while writing, %d with rows written but not committed), %d rows committed"
-          % (kills, midwrite, streaming, last))
+    print("crash test (%s): %d kills (%d while writing, %d with rows written but not committed), %d rows committed"
+          % (libver, kills, midwrite, streaming, last))
 
 
 def main():
     wd = T.workdir("append")
-    for fn in (test_refusals, test_shell_appends, test_crash):
+    def test_crash_btree1(wd):
+        test_crash(wd, "earliest")
+
+    for fn in (test_refusals, test_shell_appends, test_crash, test_crash_btree1):
         t = time.monotonic()
         try:
             fn(wd)

@@ -23,7 +23,8 @@ failures = 0
 
 
 def some_dataset(expected):
-    return next(p for p, e in sorted(expected.items()) if e.kind == "file" and e.layout)
+    """A dataset that cannot grow (writes to it are refused on any mount)."""
+    return next(p for p, e in sorted(expected.items()) if e.kind == "file" and e.layout and not e.appendable)
 
 
 def check_writes_refused(mnt, expected, rep):

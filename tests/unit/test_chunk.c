@@ -1219,14 +1219,14 @@ START_TEST(h5py_corrupt_chunk)
 END_TEST
 
 /* The chunk index table (cidx.c): every index type has its entry, with a
- * name, open, lookup and allocated; appends go through the extensible
- * array's write operations, and only through those. */
+ * name, open, lookup and allocated, and its append write operations (an
+ * index whose chunks have fixed places needs no layout field). */
 START_TEST(cidx_table_complete)
 {
 	static const struct { unsigned type; const char *name; bool writes; } want[] = {
-		{ H5_CIDX_BTREE1, "btree1", false }, { H5_CIDX_SINGLE, "single", false },
-		{ H5_CIDX_IMPLICIT, "implicit", false }, { H5_CIDX_FARRAY, "farray", false },
-		{ H5_CIDX_EARRAY, "earray", true }, { H5_CIDX_BTREE2, "btree2", false },
+		{ H5_CIDX_BTREE1, "btree1", true }, { H5_CIDX_SINGLE, "single", true },
+		{ H5_CIDX_IMPLICIT, "implicit", true }, { H5_CIDX_FARRAY, "farray", true },
+		{ H5_CIDX_EARRAY, "earray", true }, { H5_CIDX_BTREE2, "btree2", true },
 	};
 
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
@@ -1246,6 +1246,7 @@ START_TEST(cidx_table_complete)
 			ck_assert_ptr_nonnull(o->write->write);
 			ck_assert_ptr_nonnull(o->write->addr);
 			ck_assert_ptr_nonnull(o->write->addr_is_new);
+			ck_assert(o->write->addr_field != NULL || o->write->place != NULL);
 			ck_assert_ptr_nonnull(o->write->commit);
 			ck_assert_ptr_nonnull(o->write->invalidate);
 			ck_assert_ptr_nonnull(o->write->free);

@@ -1,0 +1,219 @@
+/*
+ * farray_write.c - the appending writer of fixed array chunk indexes (spec
+ * VII.C; libhdf5's H5FA*.c, H5Dfarray.c), for datasets that grow within a
+ * fixed maximum.
+ *
+ * The array's elements are read into memory once (h5_fa_iterate; entries
+ * never set are libhdf5's fill: an undefined address, size and mask 0),
+ * records are set there, and the whole data block - prefix, page-init
+ * bitmap and every page when paged - is written as a NEW block past the old
+ * end of file (copy-on-write, doc/APPEND.md). The switch is the header,
+ * rewritten in place in one checksummed write naming the new block. A
+ * dataset without an array gets a new header too; the layout message is
+ * then pointed at it. Pages are all written and marked initialized (pages
+ * never set hold fill elements), so no page is read as garbage.
+ */
+#include "array.h"
+
+struct h5_faw {
+	h5_file *f;
+	h5_fa_hdr h;            /* working header (addr, dblk_addr change) */
+	bool hdr_new, changed;
+	unsigned elmt_size;
+	uint8_t *elmts;         /* nelmts raw elements */
+};
+
+static void put_elmt(h5_faw *w, uint64_t idx, const h5_chunk_rec *rec)
+{
+	h5_chunk_elmt_encode(w->elmts + idx * w->elmt_size, &w->f->fmt, w->h.client, w->elmt_size, rec);
+}
+
+static int load_cb(uint64_t idx, const h5_chunk_rec *rec, void *ud)
+{
+	h5_faw *w = ud;
+
+	if (idx >= w->h.nelmts)
+		return h5_err_set(H5_ERR_FORMAT, "fixed array element %llu beyond %llu", (unsigned long long)idx,
+				  (unsigned long long)w->h.nelmts);
+	put_elmt(w, idx, rec);
+	return 0;
+}
+
+/* The header fields a decode derives (pages), for a header made here. */
+static int derive(h5_faw *w)
+{
+	size_t hs = h5_fa_hdr_size(&w->f->fmt);
+	uint8_t buf[64];
+	int rc;
+
+	rc = h5_fa_hdr_encode(buf, hs, &w->f->fmt, &w->h);
+	if (rc == 0)
+		rc = h5_fa_hdr_decode(&w->h, &w->f->fmt, w->h.addr, buf, hs);
+	return rc;
+}
+
+int h5_faw_open(h5_faw **out, h5_file *f, const h5_dataset *d, uint64_t idx_addr)
+{
+	const h5_layout *l = &d->layout;
+	h5_chunk_rec fill = { H5_ADDR_UNDEF, 0, 0 };
+	h5_faw *w;
+	int rc = 0;
+
+	*out = NULL;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	w->f = f;
+	w->elmt_size = f->fmt.sizeof_addr + (d->pline.n ? h5_chunk_size_len(d->chunk_bytes) + 4 : 0);
+	if (h5_addr_defined(idx_addr)) {
+		const h5_fa_hdr *h;
+		h5_cache_ref ref;
+
+		rc = h5_fa_hdr_get(&h, &ref, f, idx_addr);
+		if (rc < 0)
+			goto out;
+		w->h = *h;
+		h5_cache_release(f->meta, &ref);
+		if (w->h.elmt_size != w->elmt_size || w->h.client != (d->pline.n ? H5_ARR_CLIENT_FILT_CHUNK : H5_ARR_CLIENT_CHUNK)) {
+			rc = h5_err_set(H5_ERR_FORMAT, "FAHD at 0x%llx: element size %u, expected %u",
+					(unsigned long long)idx_addr, w->h.elmt_size, w->elmt_size);
+			goto out;
+		}
+	} else {
+		/* H5D__farray_idx_create: one entry per chunk of the maximum
+		 * dimensions, the layout's page bits */
+		uint64_t n = 1;
+
+		for (unsigned i = 0; i < d->space.rank; i++) {
+			uint64_t mx = d->space.maxdims[i], c = l->chunk[i];
+
+			if (mx == H5_UNLIMITED || c == 0 || h5_mul_overflow(n, mx / c + (mx % c != 0), &n)) {
+				rc = h5_err_set(H5_ERR_FORMAT, "fixed array over unlimited or overflowing dimensions");
+				goto out;
+			}
+		}
+		w->hdr_new = true;
+		w->h.addr = H5_ADDR_UNDEF;
+		w->h.client = d->pline.n ? H5_ARR_CLIENT_FILT_CHUNK : H5_ARR_CLIENT_CHUNK;
+		w->h.elmt_size = (uint8_t)w->elmt_size;
+		w->h.page_bits = l->fa_page_bits;
+		w->h.nelmts = n;
+		w->h.dblk_addr = H5_ADDR_UNDEF;
+		rc = derive(w);
+		if (rc < 0)
+			goto out;
+	}
+	if (w->h.nelmts > ((uint64_t)1 << 31) / w->elmt_size) {
+		rc = h5_err_set(H5_ERR_LIMIT, "fixed array of %llu entries too large to rewrite",
+				(unsigned long long)w->h.nelmts);
+		goto out;
+	}
+	w->elmts = malloc(w->h.nelmts ? (size_t)(w->h.nelmts * w->elmt_size) : 1);
+	if (!w->elmts) {
+		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	for (uint64_t i = 0; i < w->h.nelmts; i++)
+		put_elmt(w, i, &fill);
+	if (h5_addr_defined(w->h.dblk_addr))
+		rc = h5_fa_iterate(f, idx_addr, load_cb, w);
+out:
+	if (rc < 0) {
+		h5_faw_free(w);
+		return rc;
+	}
+	*out = w;
+	return 0;
+}
+
+int h5_faw_set(h5_faw *w, uint64_t idx, const h5_chunk_rec *rec)
+{
+	if (idx >= w->h.nelmts)
+		return h5_err_set(H5_ERR_LIMIT, "chunk %llu beyond the fixed array's %llu entries",
+				  (unsigned long long)idx, (unsigned long long)w->h.nelmts);
+	put_elmt(w, idx, rec);
+	w->changed = true;
+	return 0;
+}
+
+/* The new data block (and a new header) from *alloc_end on. */
+int h5_faw_write(h5_faw *w, uint64_t *alloc_end)
+{
+	const h5_fmt *fmt = &w->f->fmt;
+	uint64_t dsz, total, a = *alloc_end;
+	size_t hs = h5_fa_hdr_size(fmt);
+	h5_fa_dblock b = { 0 };
+	uint8_t *buf = NULL, *bits = NULL;
+	int rc;
+
+	if (!w->changed)
+		return 0;
+	total = h5_fa_dblock_alloc_size(&w->h, fmt);
+	dsz = h5_fa_dblock_size(&w->h, fmt);
+	if (total == 0 || total > SIZE_MAX / 2)
+		return h5_err_set(H5_ERR_LIMIT, "fixed array data block too large");
+	buf = calloc(1, (size_t)total + (w->hdr_new ? hs : 0));
+	if (w->h.npages)
+		bits = calloc(1, (size_t)w->h.page_init_size);
+	if (!buf || (w->h.npages && !bits)) {
+		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	if (w->hdr_new) {
+		w->h.addr = a + total;
+	}
+	w->h.dblk_addr = a;
+	b.addr = a;
+	b.hdr_addr = w->h.addr;
+	b.page_init = bits;
+	b.elmts = w->elmts;
+	for (uint64_t p = 0; p < w->h.npages; p++)
+		bits[p / 8] |= (uint8_t)(0x80u >> (p % 8));
+	rc = h5_fa_dblock_encode(buf, (size_t)dsz, &w->h, fmt, &b);
+	for (uint64_t p = 0; rc == 0 && p < w->h.npages; p++) {
+		uint64_t pa = h5_fa_page_addr(&w->h, fmt, p), n = h5_fa_page_nelmts(&w->h, p);
+
+		rc = h5_fa_page_encode(buf + (pa - a), (size_t)(n * w->elmt_size + 4), &w->h, p,
+				       w->elmts + p * w->h.page_nelmts * w->elmt_size);
+	}
+	if (rc == 0 && w->hdr_new)
+		rc = h5_fa_hdr_encode(buf + total, hs, fmt, &w->h);
+	if (rc == 0)
+		rc = h5_file_write(w->f, a, buf, (size_t)total + (w->hdr_new ? hs : 0));
+	if (rc == 0)
+		*alloc_end = a + total + (w->hdr_new ? hs : 0);
+out:
+	free(buf);
+	free(bits);
+	return rc;
+}
+
+uint64_t h5_faw_addr(const h5_faw *w) { return w->h.addr; }
+bool h5_faw_addr_is_new(const h5_faw *w) { return w->hdr_new; }
+
+/* The switch: the header names the new data block, in one write. */
+int h5_faw_commit(h5_faw *w)
+{
+	uint8_t buf[64];
+	size_t hs = h5_fa_hdr_size(&w->f->fmt);
+	int rc;
+
+	if (w->hdr_new || !w->changed)
+		return 0;
+	rc = h5_fa_hdr_encode(buf, hs, &w->f->fmt, &w->h);
+	return rc < 0 ? rc : h5_file_write(w->f, w->h.addr, buf, hs);
+}
+
+void h5_faw_invalidate(h5_faw *w)
+{
+	if (h5_addr_defined(w->h.addr))
+		h5_cache_invalidate(w->f->meta, H5_CK_FA_HDR, w->h.addr);
+}
+
+void h5_faw_free(h5_faw *w)
+{
+	if (!w)
+		return;
+	free(w->elmts);
+	free(w);
+}

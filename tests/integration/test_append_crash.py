@@ -1,0 +1,228 @@
+#!/usr/bin/python3
+"""Crash-state enumeration of appends (issue 13; in the spirit of SQLite's
+crash tests and CrashMonkey), per chunk index the engine can append to (v1 B-tree, v2 B-tree,
+fixed array, implicit, extensible array).
+
+append_trace (a helper built by make check) appends rows through the
+engine with its byte source wrapped by the trace source (source_trace.c),
+which records every write, size change and sync in order, with small
+commit thresholds so that periodic commits, durable flushes and partial
+chunk rewrites all happen.  The trace is then replayed onto the original
+file in part, to build the files a crash could leave:
+
+- every sync interval: everything before the interval's sync point, plus
+  every prefix of the writes issued since (kill -9: the kernel keeps
+  completed writes, in order);
+- for every interval, random subsets of the writes since the last sync,
+  each write torn into 512-byte sectors that land or not independently
+  (a power cut: the disk may store unsynced sectors in any order).
+
+Each image must open in h5py with a row count between the old one and the
+final one, and every row it reports must hold exactly the bytes appended.
+The count of states checked is printed.  Bounded: a few thousand images
+per run, no timing.
+"""
+import os
+import random
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import h5fs_testlib as T  # noqa: E402
+
+T.require_h5py()
+import h5py  # noqa: E402
+import numpy as np  # noqa: E402
+
+HELPER = os.path.join(T.BUILDDIR, "tests", "integration", "append_trace")
+SUBSETS = 40            # random torn subsets per sync interval
+FILT = dict(compression="gzip", shuffle=True, fletcher32=True)
+failures = []
+
+
+def fail(msg):
+    failures.append(msg)
+    print("FAIL: " + msg, flush=True)
+
+
+CASES = [
+    # name, libver, shape, maxshape, chunks, dtype, filters, rows appended, piece bytes, flush every
+    ("btree1-1d", "earliest", (5,), (None,), (2,), "<i4", {}, 3000, 1000, 3),
+    ("btree1-3d-filt", "earliest", (3, 2, 3), (None, 2, 3), (2, 2, 2), "<i2", FILT, 700, 777, 2),
+    ("btree2-2d", "latest", (5, 3), (None, None), (2, 2), "<i4", {}, 3000, 1000, 3),
+    ("btree2-3d-filt", "latest", (3, 2, 3), (None, 2, None), (2, 2, 2), "<i2", FILT, 700, 777, 2),
+    ("farray-paged-filt", "latest", (3, 4), (4000, 4), (1, 3), "<i4", FILT, 2500, 999, 2),
+    ("implicit-2d", "latest", (4, 4), (2000, 4), (3, 2), "<i4", "early", 1500, 1000, 3),
+    ("earray-1d", "latest", (5,), (None,), (2,), "<i4", {}, 3000, 1000, 3),
+    ("earray-3d-filt", "latest", (3, 2, 3), (None, 2, 3), (2, 2, 2), "<i2", FILT, 700, 777, 2),
+]
+
+
+def parse_trace(path):
+    ops = []
+    with open(path, "rb") as fh:
+        data = fh.read()
+    p = 0
+    while p < len(data):
+        tag = data[p:p + 1]
+        if tag == b"S":
+            ops.append(("S",))
+            p += 1
+        elif tag in (b"W", b"T"):
+            off, ln = struct.unpack_from("<QQ", data, p + 1)
+            p += 17
+            if tag == b"W":
+                ops.append(("W", off, data[p:p + ln]))
+                p += ln
+            else:
+                ops.append(("T", off))
+        else:
+            raise AssertionError("bad trace tag %r at %d" % (tag, p))
+    return ops
+
+
+def apply(img, op):
+    if op[0] == "W":
+        off, b = op[1], op[2]
+        if len(img) < off + len(b):
+            img.extend(b"\0" * (off + len(b) - len(img)))
+        img[off:off + len(b)] = b
+    elif op[0] == "T":
+        if op[1] < len(img):
+            del img[op[1]:]
+        else:
+            img.extend(b"\0" * (op[1] - len(img)))
+
+
+def torn(img, op, rng):
+    """Apply a write sector by sector (512-byte file sectors), each or not."""
+    if op[0] != "W":
+        if rng.random() < 0.5:
+            apply(img, op)
+        return
+    off, b = op[1], op[2]
+    pos = 0
+    while pos < len(b):
+        end = min(len(b), ((off + pos) // 512 + 1) * 512 - off)
+        if rng.random() < 0.5:
+            apply(img, ("W", off + pos, b[pos:end]))
+        pos = end
+
+
+def check_image(img, tmp, ds_name, old_n, expect):
+    with open(tmp, "wb") as fh:
+        fh.write(img)
+    try:
+        with h5py.File(tmp, "r") as f:
+            d = f[ds_name]
+            n = d.shape[0]
+            if n < old_n or n > len(expect):
+                return "row count %d outside [%d, %d]" % (n, old_n, len(expect))
+            got = d[()]
+            if not np.array_equal(got, expect[:n]):
+                bad = np.nonzero((got != expect[:n]).reshape(n, -1).any(axis=1))[0]
+                return "%d rows, row %d differs" % (n, bad[0])
+    except Exception as e:  # noqa: BLE001 - any failure to open or read is a crash-safety bug
+        return "h5py: %s" % e
+    return None
+
+
+def run_case(work, case, rng):
+    name, libver, shape, maxshape, chunks, dt, filt, nrows, piece, every = case
+    path = os.path.join(work, name + ".h5")
+    with h5py.File(path, "w", libver=libver) as f:
+        if filt == "early":     # implicit index: every chunk allocated at creation
+            dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+            dcpl.set_chunk(chunks)
+            dcpl.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)
+            g = f.create_group("g")
+            h5py.h5d.create(g.id, b"x", h5py.h5t.py_create(np.dtype(dt)), h5py.h5s.create_simple(shape, maxshape),
+                            dcpl=dcpl)
+            d = f["g/x"]
+        else:
+            d = f.create_dataset("g/x", shape=shape, maxshape=maxshape, chunks=chunks, dtype=dt, **filt)
+        d[...] = (np.arange(int(np.prod(shape))) % 1000).reshape(shape)
+    with h5py.File(path, "r") as f:
+        old = f["g/x"][()]
+    base = open(path, "rb").read()
+    tail = shape[1:]
+    more = ((np.arange(nrows * int(np.prod(tail))) * 7 + 3) % 30000).astype(dt).reshape((nrows,) + tail)
+    expect = np.concatenate([old, more])
+    rows_path = os.path.join(work, name + ".rows")
+    more.tofile(rows_path)
+    trace = os.path.join(work, name + ".trace")
+    env = dict(os.environ, H5FS_APPEND_COMMIT_BYTES=str(4 * piece), H5FS_APPEND_COMMIT_MS="100000")
+    r = subprocess.run([HELPER, path, "/g/x", rows_path, trace, str(piece), str(every)], env=env,
+                       capture_output=True, timeout=120)
+    if r.returncode != 0:
+        fail("%s: append_trace exit %d: %s" % (name, r.returncode, r.stderr.decode()[-500:]))
+        return 0
+    final = open(path, "rb").read()
+    ops = parse_trace(trace)
+    img = bytearray(base)
+    for op in ops:
+        apply(img, op)
+    if bytes(img) != final[:len(img)] or len(img) != len(final):
+        fail("%s: the replayed trace does not rebuild the final file" % name)
+        return 0
+    err = check_image(final, os.path.join(work, "img.h5"), "g/x", len(expect), expect)
+    if err:
+        fail("%s: final file: %s" % (name, err))
+        return 0
+    # sync intervals: [start, sync index)
+    syncs = [i for i, op in enumerate(ops) if op[0] == "S"]
+    bounds = [-1] + syncs + [len(ops)]
+    states = 0
+    durable = bytearray(base)
+    tmp = os.path.join(work, "img.h5")
+    for k in range(len(bounds) - 1):
+        lo, hi = bounds[k] + 1, bounds[k + 1]
+        pending = [op for op in ops[lo:hi] if op[0] != "S"]
+        cur = bytearray(durable)
+        for j in range(len(pending) + 1):           # every prefix (kill -9)
+            if j:
+                apply(cur, pending[j - 1])
+            err = check_image(cur, tmp, "g/x", len(old), expect)
+            states += 1
+            if err:
+                fail("%s: interval %d, prefix %d/%d: %s" % (name, k, j, len(pending), err))
+                return states
+        for _ in range(SUBSETS if len(pending) > 1 else 0):    # torn subsets (power cut)
+            cur = bytearray(durable)
+            for op in pending:
+                torn(cur, op, rng)
+            err = check_image(cur, tmp, "g/x", len(old), expect)
+            states += 1
+            if err:
+                fail("%s: interval %d, torn subset: %s" % (name, k, err))
+                return states
+        for op in pending:
+            apply(durable, op)
+    print("%s: %d writes/syncs traced, %d syncs, %d crash states checked" % (name, len(ops), len(syncs), states),
+          flush=True)
+    return states
+
+
+def main():
+    if not os.path.exists(HELPER):
+        T.skip("append_trace not built")
+    work = tempfile.mkdtemp(prefix="append-crash-", dir=os.path.dirname(T.workdir("append-crash")))
+    rng = random.Random(13)
+    total = 0
+    try:
+        for case in CASES:
+            total += run_case(work, case, rng)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print("%d crash states checked in all" % total)
+    if failures:
+        print("%d failure(s)" % len(failures))
+        sys.exit(1)
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()
