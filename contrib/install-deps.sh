@@ -9,7 +9,7 @@ PACKAGES=(
 	libdeflate-dev liblz4-dev libzstd-dev libbz2-dev libaec-dev libblosc-dev
 	python3-h5py python3-numpy hdf5-tools attr tree
 	python3-hdf5plugin python3-tables hdf5-plugin-lzf hdf5-filter-plugin python3-netcdf4
-	dpkg-dev debhelper lintian libhdf5-dev rsync
+	dpkg-dev debhelper lintian libhdf5-dev rsync netcdf-bin
 )
 
 # --list: print the list (.ci/run installs it in one apt-get call)
