@@ -10,6 +10,7 @@ PACKAGES=(
 	python3-h5py python3-numpy hdf5-tools attr tree
 	python3-hdf5plugin python3-tables hdf5-plugin-lzf hdf5-filter-plugin python3-netcdf4
 	dpkg-dev debhelper lintian libhdf5-dev rsync netcdf-bin
+	libcurl4-openssl-dev nginx-light python3-botocore
 )
 
 # --list: print the list (.ci/run installs it in one apt-get call)
@@ -37,4 +38,11 @@ fi
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update
+# no service started by what is installed (nginx-light would listen on
+# port 80): the tests run their own servers on 127.0.0.1
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+	printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
+	$SUDO chmod +x /usr/sbin/policy-rc.d
+	trap '$SUDO rm -f /usr/sbin/policy-rc.d' EXIT
+fi
 $SUDO apt-get install -y --no-install-recommends "${missing[@]}"

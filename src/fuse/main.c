@@ -54,6 +54,9 @@ struct cli {
 	int efl_any;            /* -o efl_any: follow any external file name */
 	int ext_any;            /* -o ext_any: other files outside FILE's tree */
 	char *ext_prefix;       /* -o ext_prefix=DIRS */
+	char *s3_endpoint, *s3_region;  /* -o s3_endpoint=URL, s3_region=R */
+	int s3_path_style;      /* -o s3_path_style */
+	unsigned retries, timeout;      /* -o retries=N, timeout=S (remote FILE) */
 	int nonopts;
 };
 
@@ -100,6 +103,11 @@ static const struct fuse_opt cli_spec[] = {
 	{ "efl_any", offsetof(struct cli, efl_any), 1 },
 	{ "ext_any", offsetof(struct cli, ext_any), 1 },
 	{ "ext_prefix=%s", offsetof(struct cli, ext_prefix), 0 },
+	{ "s3_endpoint=%s", offsetof(struct cli, s3_endpoint), 0 },
+	{ "s3_region=%s", offsetof(struct cli, s3_region), 0 },
+	{ "s3_path_style", offsetof(struct cli, s3_path_style), 1 },
+	{ "retries=%u", offsetof(struct cli, retries), 0 },
+	{ "timeout=%u", offsetof(struct cli, timeout), 0 },
 	FUSE_OPT_END
 };
 
@@ -145,6 +153,14 @@ static void usage(FILE *out)
 		"    -o ext_prefix=DIRS     ':'-separated directories searched first for\n"
 		"                           those files (also HDF5_EXT_PREFIX,\n"
 		"                           HDF5_VDS_PREFIX)\n"
+		"\n"
+		"Remote FILEs (http://, https://, s3://BUCKET/KEY; always read-only):\n"
+		"    -o s3_endpoint=URL     S3 endpoint (default https://s3.REGION.amazonaws.com)\n"
+		"    -o s3_region=R         S3 region for signing (default us-east-1)\n"
+		"    -o s3_path_style       ENDPOINT/BUCKET/KEY instead of BUCKET.ENDPOINT/KEY\n"
+		"                           (always for an endpoint with a port or an IP)\n"
+		"    -o retries=N           retries of a failed request (default 4)\n"
+		"    -o timeout=S           seconds for one request (default 30)\n"
 		"\n"
 		"Mount options:\n"
 		"    -o allow_other         allow access by all users (default: only the\n"
@@ -416,6 +432,11 @@ static int parse(struct daemon *D)
 	D->oopts.efl_any = D->cli.efl_any;
 	D->oopts.ext_any = D->cli.ext_any;
 	D->oopts.ext_prefix = D->cli.ext_prefix;
+	D->oopts.s3_endpoint = D->cli.s3_endpoint;
+	D->oopts.s3_region = D->cli.s3_region;
+	D->oopts.s3_path_style = D->cli.s3_path_style;
+	D->oopts.retries = D->cli.retries;
+	D->oopts.timeout_s = D->cli.timeout;
 	if (D->cli.cache_size && parse_cache_size(&D->oopts.cache_bytes, D->cli.cache_size) < 0) {
 		fprintf(stderr, "h5fs: invalid -o cache_size=%s (MiB, 1..%lu)\n", D->cli.cache_size, CACHE_MIB_MAX);
 		return ret;

@@ -303,7 +303,15 @@ int h5_file_open(h5_file **out, const char *path, const h5_open_opts *opts)
 	int rc;
 
 	*out = NULL;
-	so.writable = opts && opts->writable;
+	if (opts) {
+		so.writable = opts->writable;
+		so.s3_endpoint = opts->s3_endpoint;
+		so.s3_region = opts->s3_region;
+		so.s3_path_style = opts->s3_path_style;
+		so.retries = opts->retries;
+		so.timeout_s = opts->timeout_s;
+		so.cache_bytes = opts->cache_bytes;
+	}
 	rc = h5_source_open(&src, path, &so);
 	if (rc < 0)
 		return rc;

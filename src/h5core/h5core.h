@@ -68,6 +68,12 @@ typedef struct h5_open_opts {
 	const char *io_trace;    /* tests: record every write and sync here (source.h,
 				  * h5_source_trace); reads are not spliced then */
 	uint64_t io_fail_at;     /* tests: the Nth write or sync fails (0: none) */
+	/* remote FILEs (http://, https://, s3://; source.h h5_source_opts) */
+	const char *s3_endpoint; /* -o s3_endpoint=URL (NULL: AWS) */
+	const char *s3_region;   /* -o s3_region= (NULL: us-east-1) */
+	int s3_path_style;       /* -o s3_path_style */
+	unsigned retries;        /* -o retries= (0: default) */
+	unsigned timeout_s;      /* -o timeout= seconds (0: default) */
 } h5_open_opts;
 
 /* The default cache budget (h5_default_cache_bytes) is 1/16 of the memory

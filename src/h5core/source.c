@@ -1,11 +1,16 @@
 /* source.c - the byte-source class table (source.h): which implementation
  * opens a given FILE name. A new kind of source (HTTP, S3) is one file with
  * its h5_source_class and one line in `classes` below. */
+#include <config.h>
 #include "internal.h"
 #include "source_impl.h"
 
 /* First match wins; the local class takes every name, so it is last. */
 static const h5_source_class *const classes[] = {
+#ifdef HAVE_CURL
+	&h5_source_http_class,
+	&h5_source_s3_class,
+#endif
 	&h5_source_local_class,
 };
 

@@ -6,5 +6,7 @@
 #include "source.h"
 
 extern const h5_source_class h5_source_local_class;   /* source_local.c */
+extern const h5_source_class h5_source_http_class;    /* source_http.c (HAVE_CURL) */
+extern const h5_source_class h5_source_s3_class;      /* source_s3.c (HAVE_CURL) */
 
 #endif
