@@ -15,7 +15,7 @@ writes inside the data, truncate, O_TRUNC: EPERM; a trailing partial row:
 close() fails with EINVAL and only whole rows are added; -o ro: EROFS.
 
 Crash safety: kill -9 the daemon at random points of a long append (20
-times, for an extensible array and for a v1 B-tree index), while rows stream to the file uncommitted, during periodic
+times, for an extensible array, a v1 and a v2 B-tree and a fixed array), while rows stream to the file uncommitted, during periodic
 commits, after fsync() and after close(); each time h5py must open the
 file and see a row count that never goes down and covers every row
 fsync() returned for, with every row it reports holding exactly the bytes
@@ -344,18 +344,21 @@ ROW = 8          # int64 rows: row i holds i
 CHUNK = 1000     # rows per chunk: commits end inside chunks
 
 
-def test_crash(wd, libver="latest"):
-    """kill -9 at random points (libver "latest": an extensible array index;
-    "earliest": a v1 B-tree): while rows stream to the file (staged, not
+def test_crash(wd, libver="latest", kind="earray"):
+    """kill -9 at random points, per chunk index (kind: "earray" and
+    "btree2" with libver "latest", "btree1" with "earliest", "farray" with a
+    fixed maximum; btree2 datasets are (n, 1): the same 8-byte rows): while rows stream to the file (staged, not
     committed), while commits run, after fsync() and after close().  Odd
     rounds make the daemon commit every 256 KiB or 30 ms
     (H5FS_APPEND_COMMIT_BYTES/_MS), so that kills also land among
     non-durable periodic commits and reserved space; even rounds use the
     defaults (64 MiB / 1 s), so that only fsync() and close() commit."""
-    path = os.path.join(wd, "crash-%s.h5" % libver)
+    path = os.path.join(wd, "crash-%s.h5" % kind)
     mnt = os.path.join(wd, "mnt-c")
+    shape, maxshape, chunks = {"btree2": ((0, 1), (None, None), (CHUNK, 1)),
+                               "farray": ((0,), (20 << 20,), (CHUNK,))}.get(kind, ((0,), (None,), (CHUNK,)))
     with h5py.File(path, "w", libver=libver) as f:
-        f.create_dataset("x", shape=(0,), maxshape=(None,), chunks=(CHUNK,), dtype="<i8",
+        f.create_dataset("x", shape=shape, maxshape=maxshape, chunks=chunks, dtype="<i8",
                          compression="gzip", compression_opts=1, shuffle=True, fletcher32=True)
     rng = random.Random(1234)
     last = 0
@@ -428,7 +431,7 @@ def test_crash(wd, libver="latest"):
         m.stop()
         try:
             with h5py.File(path, "r") as f:
-                x = f["x"][()]
+                x = f["x"][()].reshape(-1)
         except Exception as e:   # noqa: BLE001
             fail("crash %d: h5py cannot read the file: %s" % (it, e))
             return
@@ -458,19 +461,26 @@ def test_crash(wd, libver="latest"):
         if r.returncode:
             fail("append after the crashes: %s" % r.stderr.decode()[:200])
     with h5py.File(path, "r") as f:
-        x = f["x"][()]
+        x = f["x"][()].reshape(-1)
         if x.shape[0] != last + 5000 or (x != np.arange(last + 5000)).any():
             fail("append after the crashes: %d rows, or wrong values" % x.shape[0])
     print("crash test (%s): %d kills (%d while writing, %d with rows written but not committed), %d rows committed"
-          % (libver, kills, midwrite, streaming, last))
+          % (kind, kills, midwrite, streaming, last))
 
 
 def main():
     wd = T.workdir("append")
     def test_crash_btree1(wd):
-        test_crash(wd, "earliest")
+        test_crash(wd, "earliest", "btree1")
 
-    for fn in (test_refusals, test_shell_appends, test_crash, test_crash_btree1):
+    def test_crash_btree2(wd):
+        test_crash(wd, "latest", "btree2")
+
+    def test_crash_farray(wd):
+        test_crash(wd, "latest", "farray")
+
+    for fn in (test_refusals, test_shell_appends, test_crash, test_crash_btree1, test_crash_btree2,
+               test_crash_farray):
         t = time.monotonic()
         try:
             fn(wd)
