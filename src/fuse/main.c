@@ -641,6 +641,9 @@ static void daemon_free(struct daemon *D)
 	free(D->cli.uid);
 	free(D->cli.gid);
 	free(D->cli.umask);
+	free(D->cli.ext_prefix);
+	free(D->cli.s3_endpoint);
+	free(D->cli.s3_region);
 	fuse_opt_free_args(&D->args);
 }
 

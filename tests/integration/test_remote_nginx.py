@@ -132,8 +132,10 @@ def main():
         size = os.path.getsize(os.path.join(root, "f.h5"))
         sent = sum(int(ln.rsplit(" ", 1)[1]) for ln in lines)
         print("f.h5 over nginx: %d requests, %d bytes sent for %d bytes stored" % (len(lines), sent, size))
-        if not lines or len(lines) > 12:
-            fail("f.h5: %d requests (want 1..12): %r" % (len(lines), lines[:20]))
+        # the count depends on how the kernel's parallel reads interleave
+        # (slower under the sanitizers): bound it loosely, bytes tightly
+        if not lines or len(lines) > 64:
+            fail("f.h5: %d requests (want 1..64: large blocks): %r" % (len(lines), lines[:20]))
         if sent > size:
             fail("f.h5: %d bytes sent for a %d-byte file" % (sent, size))
         if any('"-"' in ln or " 206 " not in ln for ln in lines):
