@@ -557,10 +557,12 @@ static void reply_extents(fuse_req_t req, const h5_extent *ext, size_t n)
 }
 
 /* What a read answers with: pieces of files to splice (next > 0), or
- * len bytes in buf (malloc'd), or nothing (end of file). */
+ * pieces of decoded chunks held in the engine's cache (pin.niov > 0), or
+ * len bytes in buf (h5_buf_alloc'd), or nothing (end of file). */
 struct read_answer {
 	h5_extent ext[H5FS_MAX_EXTENTS];
 	size_t next;
+	h5_pin pin;
 	uint8_t *buf;
 	size_t len;
 };
@@ -594,7 +596,12 @@ static int do_read(struct read_answer *a, h5fs *fs, fuse_ino_t ino, size_t size,
 		a->next = 0;
 		h5_err_clear();  /* not mappable: read it (which reports real errors) */
 	}
-	a->buf = malloc((size_t)len);
+	/* Decoded chunks: written to /dev/fuse from the cache itself, with no
+	 * copy into a reply buffer (issue 16). */
+	if (h5_dataset_pin(&a->pin, n->ds, (uint64_t)off, (size_t)len) == 0 && a->pin.niov > 0)
+		goto out;
+	h5_err_clear();  /* not pinnable: read it (which reports real errors) */
+	a->buf = h5_buf_alloc((size_t)len);
 	if (!a->buf) {
 		e = ENOMEM;
 		goto out;
@@ -623,10 +630,14 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 		fuse_reply_err(req, e);
 	else if (a->next)
 		reply_extents(req, a->ext, a->next);
+	else if (a->pin.niov)
+		fuse_reply_iov(req, a->pin.iov, (int)a->pin.niov);
 	else
 		fuse_reply_buf(req, (const char *)a->buf, a->len);
-	if (a)
-		free(a->buf);
+	if (a) {
+		h5_pin_release(&a->pin);        /* the reply is written: unpin */
+		h5_buf_free(a->buf);
+	}
 	free(a);
 }
 

@@ -165,7 +165,7 @@ static void chunk_data_free(void *obj)
 	chunk_data *cd = obj;
 
 	if (cd) {
-		free(cd->data);
+		h5_buf_free(cd->data);
 		free(cd);
 	}
 }
@@ -183,18 +183,18 @@ static int chunk_data_load(void **obj, size_t *cost, void *ud)
 		return h5_err_set(H5_ERR_FORMAT, "filtered chunk at 0x%llx has size %llu",
 				  (unsigned long long)l->rec->addr, (unsigned long long)l->rec->size);
 	len = (size_t)l->rec->size;
-	rc = h5_file_read_alloc(&buf, ci->f, l->rec->addr, len);
+	rc = h5_file_read_buf(&buf, ci->f, l->rec->addr, len);
 	if (rc < 0)
 		return rc;
 	rc = h5_filter_decode(&buf, &len, &ci->d->pline, l->rec->filter_mask, ci->d->dtype,
 			      (size_t)ci->chunk_bytes);
 	if (rc < 0) {
-		free(buf);
+		h5_buf_free(buf);
 		return h5_err_wrap(rc, "chunk at 0x%llx: ", (unsigned long long)l->rec->addr);
 	}
 	cd = malloc(sizeof(*cd));
 	if (!cd) {
-		free(buf);
+		h5_buf_free(buf);
 		return h5_err_set(H5_ERR_NOMEM, "out of memory caching a chunk");
 	}
 	cd->owner = ci->d->addr;
@@ -243,6 +243,7 @@ typedef struct read_ctx {
 	pthread_mutex_t lock;
 	char msg[512];
 	struct ext_sink *ext;           /* h5_chunk_extents: map instead of reading */
+	struct pin_sink *pin;           /* h5_chunk_pin: hold chunks instead of copying */
 } read_ctx;
 
 /* Where the pieces of the window are in FILE (h5_chunk_extents). */
@@ -250,6 +251,13 @@ struct ext_sink {
 	h5_extent *out;
 	uint64_t *ds;                   /* dataset offset of each piece */
 	size_t max, n;
+};
+
+/* Where the pieces of the window are in decoded chunks (h5_chunk_pin);
+ * filled under read_ctx.lock. */
+struct pin_sink {
+	h5_pin *out;
+	uint64_t ds[H5_PIN_MAX];        /* dataset offset of each piece */
 };
 
 /* Split elements [a, b] of the C-order stream into boxes: greedily take the
@@ -406,12 +414,12 @@ static int read_direct(const read_ctx *x, const h5_chunk_rec *rec, const uint64_
 		struct row_mem m = { x, NULL, sp.lo };
 		uint8_t *tmp;
 
-		rc = h5_file_read_alloc(&tmp, x->ci->f, rec->addr + sp.lo, (size_t)span);
+		rc = h5_file_read_buf(&tmp, x->ci->f, rec->addr + sp.lo, (size_t)span);
 		if (rc < 0)
 			return rc;
 		m.src = tmp;
 		rc = rows_each(x, ilo, ihi, base, row_copy, &m);
-		free(tmp);
+		h5_buf_free(tmp);
 		return rc;
 	}
 	return rows_each(x, ilo, ihi, base, row_pread, &rf);
@@ -448,30 +456,88 @@ static int map_direct(const read_ctx *x, const h5_chunk_rec *rec, const uint64_t
 	return rows_each(x, ilo, ihi, base, row_extent, &rf);
 }
 
+/* The decoded chunk rec in the cache (decoded now if missing), held. */
+static int chunk_get(h5_cache_ref *ref, h5_chunk_index *ci, const h5_chunk_rec *rec)
+{
+	struct chunk_load l = { ci, rec };
+	const chunk_data *cd;
+	int rc;
+
+	rc = h5_cache_get(ref, ci->f->chunks, H5_CK_CHUNK, rec->addr, chunk_data_load, chunk_data_free, &l);
+	if (rc < 0)
+		return rc;
+	cd = ref->obj;
+	/* Keyed by address alone: bytes decoded for another dataset (a hostile
+	 * file sharing chunks) must not be read with this one's geometry. */
+	if (cd->owner != ci->d->addr || cd->nbytes != ci->chunk_bytes) {
+		h5_cache_release(ci->f->chunks, ref);
+		return h5_err_set(H5_ERR_FORMAT, "chunk at 0x%llx is shared with another dataset",
+				  (unsigned long long)rec->addr);
+	}
+	return 0;
+}
+
 static int read_filtered(const read_ctx *x, const h5_chunk_rec *rec, const uint64_t *ilo, const uint64_t *ihi,
 			 const uint64_t *base)
 {
 	h5_chunk_index *ci = x->ci;
-	struct chunk_load l = { ci, rec };
 	struct row_mem m = { x, NULL, 0 };
 	h5_cache_ref ref;
-	const chunk_data *cd;
 	int rc;
 
-	rc = h5_cache_get(&ref, ci->f->chunks, H5_CK_CHUNK, rec->addr, chunk_data_load, chunk_data_free, &l);
+	rc = chunk_get(&ref, ci, rec);
 	if (rc < 0)
 		return rc;
-	cd = ref.obj;
-	/* Keyed by address alone: bytes decoded for another dataset (a hostile
-	 * file sharing chunks) must not be read with this one's geometry. */
-	if (cd->owner != ci->d->addr || cd->nbytes != ci->chunk_bytes) {
-		h5_cache_release(ci->f->chunks, &ref);
-		return h5_err_set(H5_ERR_FORMAT, "chunk at 0x%llx is shared with another dataset",
-				  (unsigned long long)rec->addr);
-	}
-	m.src = cd->data;
+	m.src = ((const chunk_data *)ref.obj)->data;
 	rc = rows_each(x, ilo, ihi, base, row_copy, &m);
 	h5_cache_release(ci->f->chunks, &ref);
+	return rc;
+}
+
+static int row_pin(void *ud, uint64_t ds_off, uint64_t ck_off, size_t n)
+{
+	struct row_mem *m = ud;
+	struct pin_sink *s = m->x->pin;
+	h5_pin *p = s->out;
+
+	if (p->niov == H5_PIN_MAX)
+		return h5_err_set(H5_ERR_LIMIT, "the window spans more than %d pieces of chunks", H5_PIN_MAX);
+	s->ds[p->niov] = ds_off;
+	p->iov[p->niov].iov_base = (void *)(uintptr_t)(m->src + ck_off);
+	p->iov[p->niov].iov_len = n;
+	p->niov++;
+	return 0;
+}
+
+/* h5_chunk_pin: hold the decoded chunk and note where its rows are. */
+static int pin_filtered(read_ctx *x, const h5_chunk_rec *rec, const uint64_t *scaled, const uint64_t *ilo,
+			const uint64_t *ihi, const uint64_t *base)
+{
+	h5_chunk_index *ci = x->ci;
+	struct row_mem m = { x, NULL, 0 };
+	h5_pin *p = x->pin->out;
+	h5_cache_ref ref;
+	int rc;
+
+	if (!h5_addr_defined(rec->addr) || !chunk_is_filtered(ci, scaled))
+		return h5_err_set(H5_ERR_UNSUPPORTED, "part of the window is not a decoded chunk");
+	rc = chunk_get(&ref, ci, rec);
+	if (rc < 0)
+		return rc;
+	m.src = ((const chunk_data *)ref.obj)->data;
+	pthread_mutex_lock(&x->lock);
+	if (p->nheld == 2 * H5_PIN_MAX) {
+		rc = h5_err_set(H5_ERR_LIMIT, "the window spans more than %d chunks", H5_PIN_MAX);
+	} else {
+		/* held from here: h5_chunk_pin releases it on failure too */
+		p->held[p->nheld++] = ref.obj;
+		p->held[p->nheld++] = ref.ent;
+		ref.ent = NULL;
+		rc = rows_each(x, ilo, ihi, base, row_pin, &m);
+	}
+	pthread_mutex_unlock(&x->lock);
+	if (ref.ent)
+		h5_cache_release(ci->f->chunks, &ref);
 	return rc;
 }
 
@@ -499,6 +565,8 @@ static int run_task(read_ctx *x, size_t t)
 		return rc;
 	if (x->ext)
 		return map_direct(x, &rec, scaled, ilo, ihi, base);
+	if (x->pin)
+		return pin_filtered(x, &rec, scaled, ilo, ihi, base);
 	if (!h5_addr_defined(rec.addr))
 		return rows_each(x, ilo, ihi, base, row_fill, x);
 	if (chunk_is_filtered(ci, scaled))
@@ -564,8 +632,10 @@ static int run_batch(read_ctx *x)
 }
 
 /* Visit every (box, chunk) pair of [off, off+len): read into buf, or with
- * ext, collect where the bytes lie in FILE. */
-static int chunk_walk(h5_dataset *d, uint8_t *buf, uint64_t off, size_t len, struct ext_sink *ext)
+ * ext, collect where the bytes lie in FILE, or with pin, hold the decoded
+ * chunks and collect where the bytes lie in them. */
+static int chunk_walk(h5_dataset *d, uint8_t *buf, uint64_t off, size_t len, struct ext_sink *ext,
+		      struct pin_sink *pin)
 {
 	h5_chunk_index *ci = d->cidx;
 	read_ctx *x;
@@ -598,6 +668,7 @@ static int chunk_walk(h5_dataset *d, uint8_t *buf, uint64_t off, size_t len, str
 	x->off = off;
 	x->len = len;
 	x->ext = ext;
+	x->pin = pin;
 	x->dstride[r - 1] = 1;
 	x->cstride[r - 1] = 1;
 	for (unsigned i = r - 1; i-- > 0;) {
@@ -869,20 +940,101 @@ static void prefetch_plan(h5_prefetch *p, h5_chunk_index *ci, uint64_t off, uint
 	pthread_cond_broadcast(&p->work);
 }
 
-int h5_chunk_read(h5_dataset *d, uint8_t *buf, uint64_t off, size_t len)
+/* Schedule before reading: the workers start on the next chunks while
+ * this thread decodes the current one. */
+static void prefetch_schedule(h5_dataset *d, uint64_t off, size_t len)
 {
 	h5_chunk_index *ci = d->cidx;
 	h5_prefetch *p = d->f->prefetch;
 
-	/* Schedule before reading: the workers start on the next chunks while
-	 * this thread decodes the current one. */
 	if (ci && ci->filtered && p && len > 0 && off <= UINT64_MAX - len) {
 		pthread_mutex_lock(&p->lock);
 		if (!p->stop)
 			prefetch_plan(p, ci, off, off + len, len);
 		pthread_mutex_unlock(&p->lock);
 	}
-	return chunk_walk(d, buf, off, len, NULL);
+}
+
+int h5_chunk_read(h5_dataset *d, uint8_t *buf, uint64_t off, size_t len)
+{
+	prefetch_schedule(d, off, len);
+	return chunk_walk(d, buf, off, len, NULL, NULL);
+}
+
+void h5_pin_release(h5_pin *p)
+{
+	for (size_t i = 0; i + 1 < p->nheld; i += 2) {
+		h5_cache_ref ref = { p->held[i], p->held[i + 1] };
+
+		h5_cache_release(p->cache, &ref);
+	}
+	p->nheld = 0;
+	p->niov = 0;
+}
+
+int h5_chunk_pin(h5_pin *out, h5_dataset *d, uint64_t off, size_t len)
+{
+	struct pin_sink *s;
+	uint64_t pos = off;
+	size_t k = 0;
+	int rc;
+
+	out->niov = 0;
+	out->nheld = 0;
+	out->cache = d->f->chunks;
+	if (!d->cidx || !d->cidx->filtered)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "unfiltered chunks are read from FILE");
+	if (len == 0)
+		return 0;
+	s = malloc(sizeof(*s));
+	if (!s)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory pinning a window");
+	s->out = out;
+	prefetch_schedule(d, off, len);
+	rc = chunk_walk(d, NULL, off, len, NULL, s);
+	if (rc < 0)
+		goto out;
+	/* chunk order is not the stream's order when the window spans several
+	 * chunks of a row: sort by dataset offset (few pieces, mostly sorted) */
+	for (size_t i = 1; i < out->niov; i++) {
+		uint64_t dk = s->ds[i];
+		struct iovec vk = out->iov[i];
+		size_t j = i;
+
+		for (; j > 0 && s->ds[j - 1] > dk; j--) {
+			s->ds[j] = s->ds[j - 1];
+			out->iov[j] = out->iov[j - 1];
+		}
+		s->ds[j] = dk;
+		out->iov[j] = vk;
+	}
+	/* the pieces must tile the window exactly; merge neighbours that are
+	 * neighbours in memory too */
+	for (size_t i = 0; i < out->niov; i++) {
+		const uint8_t *b = out->iov[i].iov_base;
+
+		if (s->ds[i] != pos) {
+			rc = h5_err_set(H5_ERR_FORMAT, "chunk map of [%llu, +%zu) has a gap or overlap at %llu",
+					(unsigned long long)off, len, (unsigned long long)pos);
+			goto out;
+		}
+		pos += out->iov[i].iov_len;
+		if (k > 0 && (const uint8_t *)out->iov[k - 1].iov_base + out->iov[k - 1].iov_len == b)
+			out->iov[k - 1].iov_len += out->iov[i].iov_len;
+		else
+			out->iov[k++] = out->iov[i];
+	}
+	if (pos != off + len) {
+		rc = h5_err_set(H5_ERR_FORMAT, "chunk map of [%llu, +%zu) ends at %llu", (unsigned long long)off, len,
+				(unsigned long long)pos);
+		goto out;
+	}
+	out->niov = k;
+out:
+	if (rc < 0)
+		h5_pin_release(out);
+	free(s);
+	return rc;
 }
 
 int h5_chunk_extents(h5_extent *out, size_t max, size_t *n, h5_dataset *d, uint64_t off, size_t len)
@@ -902,7 +1054,7 @@ int h5_chunk_extents(h5_extent *out, size_t max, size_t *n, h5_dataset *d, uint6
 	e.ds = malloc(sizeof(*e.ds) * max);
 	if (!e.ds)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory mapping a window");
-	rc = chunk_walk(d, NULL, off, len, &e);
+	rc = chunk_walk(d, NULL, off, len, &e, NULL);
 	if (rc < 0)
 		goto out;
 	/* Chunks are visited in chunk order, which is not the stream's order

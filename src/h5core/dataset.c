@@ -606,3 +606,18 @@ int h5_dataset_extents(h5_extent *out, size_t max, size_t *n, h5_dataset *d, uin
 		return h5_err_set(H5_ERR_UNSUPPORTED, "layout class %u is not mapped", (unsigned)d->layout.cls);
 	}
 }
+
+int h5_dataset_pin(h5_pin *out, h5_dataset *d, uint64_t off, size_t len)
+{
+	uint64_t end;
+
+	out->niov = 0;
+	out->nheld = 0;
+	out->cache = NULL;
+	if (h5_add_overflow(off, len, &end) || end > d->nbytes)
+		return h5_err_set(H5_ERR_INVAL, "window of %zu bytes at %llu is past the end of the dataset", len,
+				  (unsigned long long)off);
+	if (d->has_vlen || d->layout.cls != H5_LAYOUT_CHUNKED)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "not stored as filtered chunks");
+	return h5_chunk_pin(out, d, off, len);
+}

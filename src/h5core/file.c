@@ -29,7 +29,7 @@ int h5_file_read(h5_file *f, uint64_t addr, void *buf, size_t len)
 	return f->src->ops->read(f->src, abs, buf, len);
 }
 
-int h5_file_read_alloc(uint8_t **out, h5_file *f, uint64_t addr, size_t len)
+static int read_into_new(uint8_t **out, h5_file *f, uint64_t addr, size_t len, void *(*alloc)(size_t))
 {
 	uint8_t *buf;
 	int rc;
@@ -38,7 +38,7 @@ int h5_file_read_alloc(uint8_t **out, h5_file *f, uint64_t addr, size_t len)
 	if (!h5_file_range_ok(f, addr, len))
 		return h5_err_set(H5_ERR_FORMAT, "address range 0x%llx+%zu is outside the file (%llu bytes)",
 				  (unsigned long long)addr, len, (unsigned long long)h5_file_eof(f));
-	buf = malloc(len ? len : 1);
+	buf = alloc(len ? len : 1);
 	if (!buf)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory reading %zu bytes", len);
 	rc = h5_file_read(f, addr, buf, len);
@@ -48,6 +48,21 @@ int h5_file_read_alloc(uint8_t **out, h5_file *f, uint64_t addr, size_t len)
 	}
 	*out = buf;
 	return 0;
+}
+
+static void *plain_malloc(size_t n)
+{
+	return malloc(n);
+}
+
+int h5_file_read_alloc(uint8_t **out, h5_file *f, uint64_t addr, size_t len)
+{
+	return read_into_new(out, f, addr, len, plain_malloc);
+}
+
+int h5_file_read_buf(uint8_t **out, h5_file *f, uint64_t addr, size_t len)
+{
+	return read_into_new(out, f, addr, len, h5_buf_alloc);
 }
 
 int h5_block_check(const uint8_t *buf, size_t len, uint64_t size, const char *sig, unsigned version,

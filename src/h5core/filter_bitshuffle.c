@@ -124,7 +124,7 @@ static int dec_bitshuffle(uint8_t **buf, size_t *len, const h5_filter *f, fstage
 	if (total % es)
 		return h5_err_set(H5_ERR_FORMAT, "bitshuffle: %zu bytes are not whole %zu-byte elements", total, es);
 	nelm = total / es;
-	out = malloc(total ? total : 1);
+	out = h5_buf_alloc(total ? total : 1);
 	if (!out)
 		return h5_err_set(H5_ERR_NOMEM, "bitshuffle: out of memory");
 	if (comp != 0) {
@@ -134,7 +134,7 @@ static int dec_bitshuffle(uint8_t **buf, size_t *len, const h5_filter *f, fstage
 			rc = h5_err_set(H5_ERR_FORMAT, "bitshuffle: block too large");
 			goto out;
 		}
-		tmp = malloc(tb ? tb : 1);
+		tmp = h5_buf_alloc(tb ? tb : 1);
 		if (!tmp) {
 			rc = h5_err_set(H5_ERR_NOMEM, "bitshuffle: out of memory");
 			goto out;
@@ -180,8 +180,8 @@ static int dec_bitshuffle(uint8_t **buf, size_t *len, const h5_filter *f, fstage
 	swap_buf(buf, len, out, total);
 	out = NULL;
 out:
-	free(tmp);
-	free(out);
+	h5_buf_free(tmp);
+	h5_buf_free(out);
 	return rc;
 }
 

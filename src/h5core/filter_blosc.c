@@ -26,14 +26,14 @@ static int dec_blosc(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
 		return rc;
 	if (nbytes > INT_MAX)
 		return h5_err_set(H5_ERR_FORMAT, "blosc: decoded size %zu too large", nbytes);
-	out = malloc(nbytes ? nbytes : 1);
+	out = h5_buf_alloc(nbytes ? nbytes : 1);
 	if (!out)
 		return h5_err_set(H5_ERR_NOMEM, "blosc: out of memory");
 	r = blosc_decompress_ctx(*buf, out, nbytes, 1);
 	if (r < 0 || (size_t)r != nbytes) {
 		const char *lib = blosc_cbuffer_complib(*buf);
 
-		free(out);
+		h5_buf_free(out);
 		return h5_err_set(H5_ERR_FORMAT, "blosc: decompression failed (%d; codec %s)", r, lib ? lib : "unknown");
 	}
 	swap_buf(buf, len, out, nbytes);

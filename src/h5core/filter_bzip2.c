@@ -17,12 +17,12 @@ static int dec_bzip2(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
 	(void)f;
 	if (cap == SIZE_MAX)
 		return h5_err_set(H5_ERR_LIMIT, "bzip2: chunk too large");
-	out = malloc(cap);
+	out = h5_buf_alloc(cap);
 	if (!out)
 		return h5_err_set(H5_ERR_NOMEM, "bzip2: out of memory");
 	memset(&bz, 0, sizeof(bz));
 	if (BZ2_bzDecompressInit(&bz, 0, 0) != BZ_OK) {
-		free(out);
+		h5_buf_free(out);
 		return h5_err_set(H5_ERR_NOMEM, "bzip2: cannot initialise the decompressor");
 	}
 	for (;;) {
@@ -65,7 +65,7 @@ static int dec_bzip2(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
 	return 0;
 out:
 	BZ2_bzDecompressEnd(&bz);
-	free(out);
+	h5_buf_free(out);
 	return rc;
 }
 #endif

@@ -20,12 +20,12 @@ static int inflate_zlib(uint8_t **out, size_t *out_len, const uint8_t *in, size_
 
 	if (cap == SIZE_MAX)
 		return h5_err_set(H5_ERR_LIMIT, "deflate: chunk too large");
-	o = malloc(cap);
+	o = h5_buf_alloc(cap);
 	if (!o)
 		return h5_err_set(H5_ERR_NOMEM, "deflate: out of memory for %zu bytes", cap);
 	memset(&zs, 0, sizeof(zs));
 	if (inflateInit(&zs) != Z_OK) {
-		free(o);
+		h5_buf_free(o);
 		return h5_err_set(H5_ERR_NOMEM, "deflate: inflateInit failed");
 	}
 	for (;;) {
@@ -82,7 +82,7 @@ static int inflate_zlib(uint8_t **out, size_t *out_len, const uint8_t *in, size_
 	o = NULL;
 out:
 	inflateEnd(&zs);
-	free(o);
+	h5_buf_free(o);
 	return rc;
 }
 
@@ -100,7 +100,7 @@ static int dec_deflate(uint8_t **buf, size_t *len, const h5_filter *f, fstage st
 
 		if (!d)
 			return h5_err_set(H5_ERR_NOMEM, "deflate: cannot allocate decompressor");
-		out = malloc(st.size ? st.size : 1);
+		out = h5_buf_alloc(st.size ? st.size : 1);
 		if (!out) {
 			libdeflate_free_decompressor(d);
 			return h5_err_set(H5_ERR_NOMEM, "deflate: out of memory for %zu bytes", st.size);
@@ -114,7 +114,7 @@ static int dec_deflate(uint8_t **buf, size_t *len, const h5_filter *f, fstage st
 			swap_buf(buf, len, out, out_len);
 			return 0;
 		}
-		free(out);
+		h5_buf_free(out);
 		out = NULL;
 		/* Size mismatch or damage: let zlib say precisely what is wrong. */
 	}
@@ -150,13 +150,13 @@ static int enc_deflate(uint8_t **buf, size_t *len, const h5_filter *f)
 		if (!c)
 			return h5_err_set(H5_ERR_NOMEM, "deflate: out of memory");
 		bound = libdeflate_zlib_compress_bound(c, *len);
-		out = malloc(bound ? bound : 1);
+		out = h5_buf_alloc(bound ? bound : 1);
 		n = out ? libdeflate_zlib_compress(c, *buf, *len, out, bound) : 0;
 		libdeflate_free_compressor(c);
 		if (!out)
 			return h5_err_set(H5_ERR_NOMEM, "deflate: out of memory");
 		if (n == 0) {
-			free(out);
+			h5_buf_free(out);
 			return h5_err_set(H5_ERR_INVAL, "deflate: libdeflate could not compress %zu bytes", *len);
 		}
 		swap_buf(buf, len, out, n);
@@ -164,12 +164,12 @@ static int enc_deflate(uint8_t **buf, size_t *len, const h5_filter *f)
 	}
 #endif
 	dlen = compressBound((uLong)*len);
-	out = malloc(dlen ? dlen : 1);
+	out = h5_buf_alloc(dlen ? dlen : 1);
 	if (!out)
 		return h5_err_set(H5_ERR_NOMEM, "deflate: out of memory");
 	zrc = compress2(out, &dlen, *buf, (uLong)*len, (int)level);
 	if (zrc != Z_OK) {
-		free(out);
+		h5_buf_free(out);
 		return h5_err_set(zrc == Z_MEM_ERROR ? H5_ERR_NOMEM : H5_ERR_INVAL, "deflate: compress2 failed (%d)", zrc);
 	}
 	swap_buf(buf, len, out, dlen);

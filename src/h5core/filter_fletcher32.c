@@ -31,7 +31,7 @@ static int enc_fletcher32(uint8_t **buf, size_t *len, const h5_filter *f)
 	(void)f;
 	if (*len > SIZE_MAX - 4)
 		return h5_err_set(H5_ERR_LIMIT, "fletcher32: chunk too large");
-	out = malloc(*len + 4);
+	out = h5_buf_alloc(*len + 4);
 	if (!out)
 		return h5_err_set(H5_ERR_NOMEM, "fletcher32: out of memory");
 	memcpy(out, *buf, *len);

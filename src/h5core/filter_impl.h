@@ -82,10 +82,12 @@ static inline int stage_check(const char *what, uint64_t n, fstage st)
 	return 0;
 }
 
-/* Replace *buf by out (out_len bytes). */
+/* Replace *buf by out (out_len bytes). Decoder outputs come from
+ * h5_buf_alloc and the input goes back to the pool: chunk after chunk the
+ * same few buffers are reused, without page faults (bufpool.c). */
 static inline void swap_buf(uint8_t **buf, size_t *len, uint8_t *out, size_t out_len)
 {
-	free(*buf);
+	h5_buf_free(*buf);
 	*buf = out;
 	*len = out_len;
 }

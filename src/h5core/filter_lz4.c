@@ -30,7 +30,7 @@ static int dec_lz4(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
 		return h5_err_set(H5_ERR_FORMAT, "lz4: block size 0");
 	if (blk > INT_MAX)
 		return h5_err_set(H5_ERR_FORMAT, "lz4: block size %llu too large", (unsigned long long)blk);
-	out = malloc(orig ? (size_t)orig : 1);
+	out = h5_buf_alloc(orig ? (size_t)orig : 1);
 	if (!out)
 		return h5_err_set(H5_ERR_NOMEM, "lz4: out of memory");
 	while (done < orig) {
@@ -64,7 +64,7 @@ static int dec_lz4(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
 	swap_buf(buf, len, out, (size_t)orig);
 	return 0;
 out:
-	free(out);
+	h5_buf_free(out);
 	return rc;
 }
 #endif

@@ -14,7 +14,7 @@ static int dec_lzf(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
 	int rc = 0;
 
 	(void)f;
-	out = malloc(cap ? cap : 1);
+	out = h5_buf_alloc(cap ? cap : 1);
 	if (!out)
 		return h5_err_set(H5_ERR_NOMEM, "lzf: out of memory");
 	op = out;
@@ -69,7 +69,7 @@ static int dec_lzf(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
 truncated:
 	rc = h5_err_set(H5_ERR_FORMAT, "lzf: back reference truncated at the end of the stream");
 out:
-	free(out);
+	h5_buf_free(out);
 	return rc;
 }
 

@@ -82,7 +82,7 @@ static int dec_scaleoffset(uint8_t **buf, size_t *len, const h5_filter *f, fstag
 	minval = h5_le_decode(*buf + 5, minval_size);
 	if (minbits > size * 8)
 		return h5_err_set(H5_ERR_FORMAT, "scaleoffset: minbits %u exceed the %u-bit type", minbits, size * 8);
-	out = malloc(out_size ? (size_t)out_size : 1);
+	out = h5_buf_alloc(out_size ? (size_t)out_size : 1);
 	if (!out)
 		return h5_err_set(H5_ERR_NOMEM, "scaleoffset: out of memory");
 
@@ -142,7 +142,7 @@ done:
 	swap_buf(buf, len, out, (size_t)out_size);
 	out = NULL;
 out:
-	free(out);
+	h5_buf_free(out);
 	return rc;
 }
 

@@ -158,7 +158,7 @@ static int dec_shuffle(uint8_t **buf, size_t *len, const h5_filter *f, fstage st
 		return rc;
 	if (es <= 1 || *len / es <= 1)
 		return 0;
-	out = malloc(*len);
+	out = h5_buf_alloc(*len);
 	if (!out)
 		return h5_err_set(H5_ERR_NOMEM, "shuffle: out of memory");
 	shuffle_run(out, *buf, *len, es, true);
@@ -176,7 +176,7 @@ static int enc_shuffle(uint8_t **buf, size_t *len, const h5_filter *f)
 		return rc;
 	if (es <= 1 || *len / es <= 1)
 		return 0;
-	out = malloc(*len);
+	out = h5_buf_alloc(*len);
 	if (!out)
 		return h5_err_set(H5_ERR_NOMEM, "shuffle: out of memory");
 	shuffle_run(out, *buf, *len, es, false);

@@ -51,7 +51,7 @@ static int dec_szip(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
 	strm.bits_per_sample = deinterleave ? 8 : bpp;
 	pixel_size = strm.bits_per_sample > 16 ? 4 : strm.bits_per_sample > 8 ? 2 : 1;
 
-	out = malloc(orig ? orig : 1);
+	out = h5_buf_alloc(orig ? orig : 1);
 	if (!out)
 		return h5_err_set(H5_ERR_NOMEM, "szip: out of memory");
 	tmp_size = orig;
@@ -62,7 +62,7 @@ static int dec_szip(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
 		tmp_size = (size_t)strm.rsi * ppb * pixel_size * scanlines;
 	}
 	if (pad || deinterleave) {
-		tmp = malloc(tmp_size ? tmp_size : 1);
+		tmp = h5_buf_alloc(tmp_size ? tmp_size : 1);
 		if (!tmp) {
 			rc = h5_err_set(H5_ERR_NOMEM, "szip: out of memory");
 			goto out;
@@ -111,8 +111,8 @@ static int dec_szip(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
 	swap_buf(buf, len, out, orig);
 	out = NULL;
 out:
-	free(tmp);
-	free(out);
+	h5_buf_free(tmp);
+	h5_buf_free(out);
 	return rc;
 }
 #endif

@@ -35,12 +35,12 @@ static int dec_zstd(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
 		return h5_err_set(H5_ERR_FORMAT, "zstd: not a zstd frame");
 	if (fcs != ZSTD_CONTENTSIZE_UNKNOWN && (rc = stage_check("zstd", fcs, st)) < 0)
 		return rc;
-	out = malloc(st.size ? st.size : 1);
+	out = h5_buf_alloc(st.size ? st.size : 1);
 	if (!out)
 		return h5_err_set(H5_ERR_NOMEM, "zstd: out of memory");
 	if ((rc = h5_filter_zstd_into(out, st.size, &got, *buf, *len, "zstd")) < 0 ||
 	    (rc = stage_check("zstd", got, st)) < 0) {
-		free(out);
+		h5_buf_free(out);
 		return rc;
 	}
 	swap_buf(buf, len, out, got);

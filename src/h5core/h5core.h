@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -219,6 +220,33 @@ typedef struct h5_extent {
 int h5_dataset_extents(h5_extent *out, size_t max, size_t *n, h5_dataset *d, uint64_t off, size_t len);
 /* The descriptor of FILE (-1 for memory images); for reading only. */
 int h5_file_fd(const h5_file *f);
+
+/* Zero-copy reads from the engine's memory: the bytes [off, off+len) of a
+ * filtered chunked dataset as iov[0..niov), in dataset order, pointing
+ * into decoded chunks held in the cache. The chunks stay pinned (never
+ * evicted or freed) until h5_pin_release, so a reply can be written from
+ * them straight (writev) without a copy into a reply buffer. Fails like
+ * h5_dataset_extents (H5_ERR_UNSUPPORTED: some part is not a decoded
+ * chunk - unfiltered, fill value, other layouts; H5_ERR_LIMIT: more than
+ * H5_PIN_MAX pieces or chunks); the caller then reads with
+ * h5_dataset_read, which also reports any real error. Nothing is held
+ * after a failure. */
+#define H5_PIN_MAX 64
+typedef struct h5_pin {
+	struct iovec iov[H5_PIN_MAX];
+	size_t niov;
+	void *cache;                    /* opaque: where the chunks are held */
+	void *held[2 * H5_PIN_MAX];     /* opaque: (object, entry) per chunk */
+	size_t nheld;
+} h5_pin;
+int h5_dataset_pin(h5_pin *out, h5_dataset *d, uint64_t off, size_t len);
+void h5_pin_release(h5_pin *p);
+
+/* Buffers for reads, reused without page faults by the engine's decoders
+ * as well (bufpool.c): plain malloc blocks, so free() of one is fine too
+ * (only the reuse is lost), and h5_buf_free takes any malloc'd pointer. */
+void *h5_buf_alloc(size_t n);
+void h5_buf_free(void *p);
 
 /* ---- describing a dataset (describe.c) ---------------------------------- */
 

@@ -99,6 +99,12 @@ uint32_t h5_checksum_fletcher32(const void *buf, size_t len);
 /* Verify the 4-byte little-endian checksum stored at buf[len-4..len) over buf[0..len-4). */
 int h5_checksum_verify(const uint8_t *buf, size_t len, const char *what, uint64_t addr);
 
+/* ---- reusable buffers (bufpool.c) ---------------------------------------
+ * Large buffers kept mapped for reuse by the next decode or reply: plain
+ * malloc() blocks, so h5_buf_free takes any malloc'd pointer and free()
+ * takes a pool buffer (the reuse is then lost). */
+void h5_buf_trim(void);         /* give every idle buffer back (h5_buf_alloc/free: h5core.h) */         /* give every idle buffer back */
+
 /* ---- cache (cache.c) ----------------------------------------------------
  * One LRU with a byte budget, keyed by (kind, key), shared by all datasets.
  * Entries are refcounted: an entry in use is never freed; eviction picks the
@@ -237,6 +243,8 @@ int h5_file_read(h5_file *f, uint64_t addr, void *buf, size_t len);
 /* Same, into a fresh malloc'd buffer. len is checked against eof first, so
  * no allocation is larger than the file. */
 int h5_file_read_alloc(uint8_t **out, h5_file *f, uint64_t addr, size_t len);
+/* The same into an h5_buf_alloc buffer (chunk bytes about to be decoded). */
+int h5_file_read_buf(uint8_t **out, h5_file *f, uint64_t addr, size_t len);
 /* True if [addr, addr+len) lies inside the file. */
 bool h5_file_range_ok(const h5_file *f, uint64_t addr, uint64_t len);
 
@@ -889,6 +897,7 @@ int h5_chunk_read(h5_dataset *d, uint8_t *buf, uint64_t off, size_t len);
 /* h5_dataset_extents for a chunked dataset: every part must lie in
  * allocated, unfiltered chunks. */
 int h5_chunk_extents(h5_extent *out, size_t max, size_t *n, h5_dataset *d, uint64_t off, size_t len);
+int h5_chunk_pin(h5_pin *out, h5_dataset *d, uint64_t off, size_t len);
 /* Workers that decode, into f->chunks, the chunks a sequential reader of a
  * filtered dataset will want next (h5_chunk_read schedules them). nworkers
  * 0: no prefetching. Free stops the workers; datasets are closed first

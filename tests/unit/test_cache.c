@@ -561,6 +561,44 @@ START_TEST(test_cache_mt_failed_load)
 }
 END_TEST
 
+/* bufpool.c: a large buffer given back is handed out again for the same
+ * or a slightly smaller size (so decoding chunk after chunk touches the same
+ * pages), never for a much smaller or a larger one; plain malloc blocks and
+ * pool buffers mix freely with free(). */
+START_TEST(test_bufpool_reuse)
+{
+	uint8_t *a, *b, *c, *m;
+
+	h5_buf_trim();
+	a = h5_buf_alloc(1 << 20);
+	ck_assert_ptr_nonnull(a);
+	memset(a, 1, 1 << 20);
+	h5_buf_free(a);
+	b = h5_buf_alloc((1 << 20) - 1000);
+	ck_assert_ptr_eq(b, a);
+	h5_buf_free(b);
+	c = h5_buf_alloc(4 << 20);              /* larger: not the 1 MiB one */
+	ck_assert_ptr_ne(c, a);
+	memset(c, 2, 4 << 20);
+	h5_buf_free(c);
+	b = h5_buf_alloc(300 << 10);            /* much smaller: neither */
+	ck_assert_ptr_ne(b, a);
+	ck_assert_ptr_ne(b, c);
+	free(b);                                /* a pool buffer to free() */
+	m = malloc(2 << 20);                    /* a malloc block to the pool */
+	ck_assert_ptr_nonnull(m);
+	h5_buf_free(m);
+	b = h5_buf_alloc(2 << 20);
+	ck_assert_ptr_eq(b, m);
+	h5_buf_free(b);
+	h5_buf_free(NULL);
+	b = h5_buf_alloc(10);                   /* small: plain malloc */
+	ck_assert_ptr_nonnull(b);
+	h5_buf_free(b);
+	h5_buf_trim();
+}
+END_TEST
+
 static Suite *cache_suite(void)
 {
 	Suite *s = suite_create("cache");
@@ -568,6 +606,7 @@ static Suite *cache_suite(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_cache_hit_and_miss);
+	tcase_add_test(tc, test_bufpool_reuse);
 	tcase_add_test(tc, test_cache_views);
 	tcase_add_test(tc, test_cache_eviction_order);
 	tcase_add_test(tc, test_cache_refcount_survives);

@@ -926,6 +926,47 @@ static size_t check_extents(const tds *t, h5_file *f, h5_dataset *d, const uint8
 	return mapped;
 }
 
+/* h5_dataset_pin: a window of a filtered dataset whose chunks are all
+ * written comes back as pieces of decoded chunks that tile it, equal to
+ * the bytes; anything else is refused (UNSUPPORTED or LIMIT) holding
+ * nothing. Returns how many windows were pinned. */
+static size_t check_pins(const tds *t, h5_dataset *d, const uint8_t *want, size_t blen, unsigned *seed)
+{
+	size_t pinned = 0;
+
+	for (int w = 0; w < 40 && blen > 0; w++) {
+		size_t off = w == 0 ? 0 : (size_t)rand_r(seed) % blen;
+		size_t len = w == 0 ? blen : (size_t)rand_r(seed) % (w < 20 ? 64 : blen - off + 1), got = 0;
+		h5_pin pin;
+		int rc;
+
+		if (len > blen - off)
+			len = blen - off;
+		rc = h5_dataset_pin(&pin, d, off, len);
+		if (rc != 0) {
+			ck_assert_msg(rc == H5_ERR_UNSUPPORTED || rc == H5_ERR_LIMIT, "%s: pin %zu+%zu: %s", t->name,
+				      off, len, h5_err_msg());
+			ck_assert_msg(pin.nheld == 0 && pin.niov == 0, "%s: a failed pin holds chunks", t->name);
+			ck_assert_msg(d->pline.n > 0 || rc == H5_ERR_UNSUPPORTED, "%s: unfiltered pin: %d", t->name,
+				      rc);
+			continue;
+		}
+		ck_assert_msg(d->pline.n > 0, "%s: an unfiltered window was pinned", t->name);
+		ck_assert_uint_le(pin.niov, H5_PIN_MAX);
+		for (size_t i = 0; i < pin.niov; i++) {
+			ck_assert_uint_le(got + pin.iov[i].iov_len, len);
+			ck_assert_msg(memcmp(pin.iov[i].iov_base, want + off + got, pin.iov[i].iov_len) == 0,
+				      "%s: pinned window %zu+%zu differs in piece %zu", t->name, off, len, i);
+			got += pin.iov[i].iov_len;
+		}
+		ck_assert_msg(got == len, "%s: pieces of %zu+%zu cover %zu bytes", t->name, off, len, got);
+		h5_pin_release(&pin);
+		ck_assert_uint_eq(pin.nheld, 0);
+		pinned++;
+	}
+	return pinned;
+}
+
 /* Compare lookups, allocated bytes, whole reads and random windows of every
  * dataset. ea_swz (unlimited dimension not first) lists no chunks: HDF5
  * 1.10.8's H5Dget_chunk_info_by_coord linearises swizzled coordinates
@@ -1007,6 +1048,13 @@ static void check_all(unsigned nthreads)
 			/* one written, unfiltered chunk: every window maps */
 			if (strcmp(t->name, "/single") == 0)
 				ck_assert_msg(mapped == 40, "%s: %zu of 40 windows mapped", t->name, mapped);
+		}
+		{
+			size_t pinned = check_pins(t, d, want, blen, &seed);
+
+			/* filtered, every chunk written: every window pins */
+			if (strcmp(t->name, "/single_gzip") == 0 || strcmp(t->name, "/fa_fletch") == 0)
+				ck_assert_msg(pinned == 40, "%s: %zu of 40 windows pinned", t->name, pinned);
 		}
 		free(got);
 		free(want);
@@ -1210,10 +1258,53 @@ START_TEST(h5py_corrupt_chunk)
 	ck_assert_int_lt(h5_dataset_read(d, buf, 0, t->nbytes), 0);
 	/* a chunk elsewhere (row 50, column 40) still reads */
 	ck_assert_int_eq(h5_dataset_read(d, buf, 8 * (50 * 50 + 40), 8), 0);
+	{
+		h5_pin pin;
+
+		/* pinning reports the damage itself, holding nothing */
+		ck_assert_int_eq(h5_dataset_pin(&pin, d, 0, 8), H5_ERR_FORMAT);
+		ck_assert_uint_eq(pin.nheld, 0);
+	}
 	free(buf);
 	h5_dataset_close(d);
 	h5_file_close(f);
 	free(img);
+	free_manifest(v, n);
+}
+END_TEST
+
+/* Pinned chunks stay valid while other reads push everything else out of a
+ * cache far smaller than the dataset, and are cached again after release. */
+START_TEST(h5py_pin_survives_eviction)
+{
+	tds *v, *t;
+	size_t n, blen;
+	h5_file *f;
+	h5_dataset *d;
+	h5_pin pin;
+	uint8_t *want, *buf;
+
+	if (generate() == 77)
+		return;
+	n = load_manifest(&v);
+	t = find_ds(v, n, "/bt2_gzip");
+	want = slurp(t->bin, &blen);
+	ck_assert_int_eq(h5_file_open(&f, t->file, &(h5_open_opts){ .nthreads = 2, .cache_bytes = 4096 }), 0);
+	ck_assert_int_eq(h5_dataset_open(&d, f, t->addr), 0);
+	/* row 3, columns 10..14: inside chunk (0, 2) */
+	ck_assert_int_eq(h5_dataset_pin(&pin, d, 4 * (3 * 100 + 10), 20), 0);
+	ck_assert_uint_eq(pin.niov, 1);
+	buf = malloc(blen);
+	ck_assert_int_eq(h5_dataset_read(d, buf, 0, blen), 0);
+	ck_assert_int_eq(memcmp(buf, want, blen), 0);
+	ck_assert_int_eq(memcmp(pin.iov[0].iov_base, want + 4 * (3 * 100 + 10), 20), 0);
+	h5_pin_release(&pin);
+	ck_assert_int_eq(h5_dataset_read(d, buf, 0, blen), 0);
+	ck_assert_int_eq(memcmp(buf, want, blen), 0);
+	free(buf);
+	free(want);
+	h5_dataset_close(d);
+	h5_file_close(f);
 	free_manifest(v, n);
 }
 END_TEST
@@ -1278,6 +1369,7 @@ static Suite *make_suite(void)
 	tcase_set_timeout(te, 300);
 	tcase_add_unchecked_fixture(te, gen_setup, cleanup_tmp);
 	tcase_add_test(te, h5py_all_indexes_serial);
+	tcase_add_test(te, h5py_pin_survives_eviction);
 	tcase_add_test(te, h5py_all_indexes_threaded);
 	tcase_add_test(te, h5py_small_read_decodes_one_chunk);
 	tcase_add_test(te, h5py_corrupt_chunk);

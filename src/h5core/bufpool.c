@@ -1,0 +1,98 @@
+/* bufpool.c - large buffers kept for reuse (chunk decoding, read replies).
+ *
+ * Why: decoding a chunk takes two or three buffers of about the chunk's
+ * size (the stored bytes, each filter's output), and the decoded chunk
+ * lives in the cache until evicted. From glibc such buffers are fresh
+ * mmaps or freshly trimmed heap, so every chunk costs its size in page
+ * faults and kernel page zeroing: measured here at about 15% of all CPU
+ * of a sequential read of a deflate+shuffle dataset (issue 16). Kept
+ * here instead, a buffer that was touched once stays mapped and the next
+ * chunk of the same geometry reuses it.
+ *
+ * The buffers are plain malloc() blocks: anything malloc'd may be given
+ * to h5_buf_free (its size comes from malloc_usable_size), and a pool
+ * buffer may be given to free(); only the reuse is lost. Small buffers
+ * are not pooled (glibc serves them from its arenas without faults).
+ * Idle buffers are bounded (BUF_IDLE_BYTES, BUF_IDLE_MAX), so memory
+ * outside the cache budget stays small: in a steady read the pool holds
+ * the few buffers one decode frees and the next one takes.
+ */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <malloc.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#define BUF_MIN ((size_t)64 << 10)      /* smaller: plain malloc/free */
+#define BUF_IDLE_MAX 32                 /* idle buffers kept */
+#define BUF_IDLE_BYTES ((size_t)48 << 20)
+
+static pthread_mutex_t buf_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	void *p;
+	size_t cap;
+} buf_idle[BUF_IDLE_MAX];
+static size_t buf_nidle, buf_idle_bytes;
+
+/* Sizes are rounded up to 64 KiB so that buffers for nearly equal sizes
+ * (compressed chunks) can stand in for each other. */
+static size_t buf_round(size_t n)
+{
+	return n > SIZE_MAX - (BUF_MIN - 1) ? n : (n + BUF_MIN - 1) & ~(BUF_MIN - 1);
+}
+
+void *h5_buf_alloc(size_t n)
+{
+	size_t best = SIZE_MAX, limit;
+	void *p = NULL;
+
+	if (n < BUF_MIN)
+		return malloc(n ? n : 1);
+	/* accept a buffer at most a quarter (plus one step) larger than asked:
+	 * a much larger one is better kept for a larger request */
+	limit = n + n / 4 + BUF_MIN;
+	pthread_mutex_lock(&buf_lock);
+	for (size_t i = 0; i < buf_nidle; i++)
+		if (buf_idle[i].cap >= n && buf_idle[i].cap <= limit &&
+		    (best == SIZE_MAX || buf_idle[i].cap < buf_idle[best].cap))
+			best = i;
+	if (best != SIZE_MAX) {
+		p = buf_idle[best].p;
+		buf_idle_bytes -= buf_idle[best].cap;
+		buf_idle[best] = buf_idle[--buf_nidle];
+	}
+	pthread_mutex_unlock(&buf_lock);
+	return p ? p : malloc(buf_round(n));
+}
+
+void h5_buf_free(void *p)
+{
+	size_t cap;
+
+	if (!p)
+		return;
+	cap = malloc_usable_size(p);
+	if (cap < BUF_MIN) {
+		free(p);
+		return;
+	}
+	pthread_mutex_lock(&buf_lock);
+	if (buf_nidle < BUF_IDLE_MAX && buf_idle_bytes + cap <= BUF_IDLE_BYTES) {
+		buf_idle[buf_nidle].p = p;
+		buf_idle[buf_nidle++].cap = cap;
+		buf_idle_bytes += cap;
+		p = NULL;
+	}
+	pthread_mutex_unlock(&buf_lock);
+	free(p);
+}
+
+void h5_buf_trim(void)
+{
+	pthread_mutex_lock(&buf_lock);
+	while (buf_nidle > 0)
+		free(buf_idle[--buf_nidle].p);
+	buf_idle_bytes = 0;
+	pthread_mutex_unlock(&buf_lock);
+}
