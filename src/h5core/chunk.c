@@ -29,6 +29,7 @@
 #define CHUNK_BATCH 1024                    /* (box, chunk) pairs per scheduling round */
 #define CHUNK_SPAN_MAX ((uint64_t)1 << 20)  /* read a chunk's whole touched span up to this */
 #define CHUNK_MAX_BOXES (2 * H5_MAX_RANK)
+#define CHUNK_PASSED_MAX 64                 /* chunks one read notes for drop-behind */
 
 /* ---- opening ----------------------------------------------------------------- */
 
@@ -49,6 +50,10 @@ int h5_chunk_index_open(h5_chunk_index **out, h5_dataset *d)
 	ci = calloc(1, sizeof(*ci));
 	if (!ci)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory opening chunk index");
+	if (pthread_mutex_init(&ci->stream_lock, NULL) != 0) {
+		free(ci);
+		return h5_err_set(H5_ERR_NOMEM, "cannot create a chunk index mutex");
+	}
 	ci->d = d;
 	ci->f = d->f;
 	ci->type = l->idx_type;
@@ -85,6 +90,10 @@ int h5_chunk_index_open(h5_chunk_index **out, h5_dataset *d)
 		}
 	}
 	ci->chunk_bytes = cb;
+	/* drop-behind keeps about 16 MiB of chunks a stream has passed, for
+	 * the reads the kernel's parallel readahead hands us out of order */
+	ci->drop_keep = (unsigned)(cb >= (16u << 20) / 8 ? 8 : cb <= (16u << 20) / CHUNK_DROP_MAX ? CHUNK_DROP_MAX
+		: (16u << 20) / cb);
 
 	ci->ops = h5_cidx_ops_of(ci->type);
 	if (!ci->ops) {
@@ -110,6 +119,7 @@ void h5_chunk_index_close(h5_chunk_index *ci)
 	prefetch_forget(ci);
 	if (ci->ops && ci->ops->close)
 		ci->ops->close(ci);
+	pthread_mutex_destroy(&ci->stream_lock);
 	free(ci);
 }
 
@@ -244,6 +254,9 @@ typedef struct read_ctx {
 	char msg[512];
 	struct ext_sink *ext;           /* h5_chunk_extents: map instead of reading */
 	struct pin_sink *pin;           /* h5_chunk_pin: hold chunks instead of copying */
+	bool stream;                    /* a sequential read: note chunks read to their end */
+	uint64_t passed[CHUNK_PASSED_MAX]; /* their addresses (under lock) */
+	unsigned npassed;
 } read_ctx;
 
 /* Where the pieces of the window are in FILE (h5_chunk_extents). */
@@ -541,6 +554,72 @@ static int pin_filtered(read_ctx *x, const h5_chunk_rec *rec, const uint64_t *sc
 	return rc;
 }
 
+/* A sequential read that covers the last element of a decoded chunk has
+ * passed it: the stream will not come back, and the kernel keeps the bytes
+ * in its page cache. Noted here, dropped from our cache a little later
+ * (stream_drop): the chunks a stream leaves behind would otherwise fill
+ * the whole budget, and each one new memory, page-faulted in and zeroed,
+ * instead of a reused buffer (issue 16). */
+static void note_passed(read_ctx *x, uint64_t addr, const uint64_t *base)
+{
+	const h5_chunk_index *ci = x->ci;
+	uint64_t last = 0;
+
+	for (unsigned i = 0; i < ci->rank; i++) {
+		uint64_t hi = ci->dims[i] - base[i] < ci->chunk[i] ? ci->dims[i] : base[i] + ci->chunk[i];
+
+		last += (hi - 1) * x->dstride[i];       /* < elements of the dataset */
+	}
+	if (x->off + x->len < (last + 1) * ci->esize)
+		return;
+	pthread_mutex_lock(&x->lock);
+	if (x->npassed < CHUNK_PASSED_MAX)
+		x->passed[x->npassed++] = addr;
+	pthread_mutex_unlock(&x->lock);
+}
+
+/* Queue the chunks a stream has passed; beyond drop_keep of them the
+ * oldest leave the cache (in use, they go at their last release). */
+static void stream_drop(h5_chunk_index *ci, const uint64_t *passed, unsigned n)
+{
+	uint64_t gone[CHUNK_PASSED_MAX];
+	unsigned ngone = 0;
+
+	pthread_mutex_lock(&ci->stream_lock);
+	for (unsigned i = 0; i < n; i++) {
+		bool seen = false;
+
+		for (unsigned k = 0; k < ci->drop_len && !seen; k++)
+			seen = ci->drop[(ci->drop_head + k) % CHUNK_DROP_MAX] == passed[i];
+		if (seen)
+			continue;
+		if (ci->drop_len == ci->drop_keep) {
+			gone[ngone++] = ci->drop[ci->drop_head];
+			ci->drop_head = (ci->drop_head + 1) % CHUNK_DROP_MAX;
+			ci->drop_len--;
+		}
+		ci->drop[(ci->drop_head + ci->drop_len++) % CHUNK_DROP_MAX] = passed[i];
+	}
+	pthread_mutex_unlock(&ci->stream_lock);
+	for (unsigned i = 0; i < ngone; i++)
+		h5_cache_invalidate(ci->f->chunks, H5_CK_CHUNK, gone[i]);
+}
+
+/* Whether a read of [off, end) follows the previous one: it starts where
+ * that one ended, give or take one read (several FUSE threads may take
+ * readahead requests slightly out of order). */
+static bool stream_follows(h5_chunk_index *ci, uint64_t off, uint64_t end, size_t len)
+{
+	bool seq;
+
+	pthread_mutex_lock(&ci->stream_lock);
+	seq = off >= ci->pf_last_off && off <= ci->pf_last_end + len;
+	ci->pf_last_off = off;
+	ci->pf_last_end = end;
+	pthread_mutex_unlock(&ci->stream_lock);
+	return seq;
+}
+
 static int run_task(read_ctx *x, size_t t)
 {
 	h5_chunk_index *ci = x->ci;
@@ -566,12 +645,16 @@ static int run_task(read_ctx *x, size_t t)
 	if (x->ext)
 		return map_direct(x, &rec, scaled, ilo, ihi, base);
 	if (x->pin)
-		return pin_filtered(x, &rec, scaled, ilo, ihi, base);
-	if (!h5_addr_defined(rec.addr))
+		rc = pin_filtered(x, &rec, scaled, ilo, ihi, base);
+	else if (!h5_addr_defined(rec.addr))
 		return rows_each(x, ilo, ihi, base, row_fill, x);
-	if (chunk_is_filtered(ci, scaled))
-		return read_filtered(x, &rec, ilo, ihi, base);
-	return read_direct(x, &rec, ilo, ihi, base);
+	else if (chunk_is_filtered(ci, scaled))
+		rc = read_filtered(x, &rec, ilo, ihi, base);
+	else
+		return read_direct(x, &rec, ilo, ihi, base);
+	if (rc == 0 && x->stream)
+		note_passed(x, rec.addr, base);
+	return rc;
 }
 
 static void record_error(read_ctx *x, int rc)
@@ -635,7 +718,7 @@ static int run_batch(read_ctx *x)
  * ext, collect where the bytes lie in FILE, or with pin, hold the decoded
  * chunks and collect where the bytes lie in them. */
 static int chunk_walk(h5_dataset *d, uint8_t *buf, uint64_t off, size_t len, struct ext_sink *ext,
-		      struct pin_sink *pin)
+		      struct pin_sink *pin, bool stream)
 {
 	h5_chunk_index *ci = d->cidx;
 	read_ctx *x;
@@ -669,6 +752,7 @@ static int chunk_walk(h5_dataset *d, uint8_t *buf, uint64_t off, size_t len, str
 	x->len = len;
 	x->ext = ext;
 	x->pin = pin;
+	x->stream = stream;
 	x->dstride[r - 1] = 1;
 	x->cstride[r - 1] = 1;
 	for (unsigned i = r - 1; i-- > 0;) {
@@ -713,6 +797,8 @@ static int chunk_walk(h5_dataset *d, uint8_t *buf, uint64_t off, size_t len, str
 		}
 		rc = run_batch(x);
 	}
+	if (x->npassed)
+		stream_drop(ci, x->passed, x->npassed);
 	pthread_mutex_destroy(&x->lock);
 	free(x->task_scaled);
 	free(x);
@@ -861,21 +947,12 @@ static void prefetch_forget(h5_chunk_index *ci)
 	pthread_mutex_unlock(&p->lock);
 }
 
-/* Called (under p->lock) for a read of [off, end) of the stream. */
-static void prefetch_plan(h5_prefetch *p, h5_chunk_index *ci, uint64_t off, uint64_t end, size_t len)
+/* Called (under p->lock) for a sequential read of [off, end) of the stream. */
+static void prefetch_plan(h5_prefetch *p, h5_chunk_index *ci, uint64_t end)
 {
 	uint64_t rowbytes = ci->esize, rowspan, npr = 1, r0, first, stop, want, nq = 0, cap;
 	uint64_t c[H5_MAX_RANK];
-	bool seq;
 
-	/* Sequential: this read starts where the previous one ended, give or
-	 * take one read (several FUSE threads may take readahead requests
-	 * slightly out of order). */
-	seq = off >= ci->pf_last_off && off <= ci->pf_last_end + len;
-	ci->pf_last_off = off;
-	ci->pf_last_end = end;
-	if (!seq)
-		return;
 	for (unsigned i = 1; i < ci->rank; i++) {
 		if (h5_mul_overflow(rowbytes, ci->dims[i], &rowbytes))
 			return;
@@ -940,25 +1017,30 @@ static void prefetch_plan(h5_prefetch *p, h5_chunk_index *ci, uint64_t off, uint
 	pthread_cond_broadcast(&p->work);
 }
 
-/* Schedule before reading: the workers start on the next chunks while
- * this thread decodes the current one. */
-static void prefetch_schedule(h5_dataset *d, uint64_t off, size_t len)
+/* Whether [off, off+len) continues a sequential stream of a filtered
+ * dataset; if so, schedule the chunks ahead before reading: the workers
+ * start on the next chunks while this thread decodes the current one. */
+static bool prefetch_schedule(h5_dataset *d, uint64_t off, size_t len)
 {
 	h5_chunk_index *ci = d->cidx;
 	h5_prefetch *p = d->f->prefetch;
 
-	if (ci && ci->filtered && p && len > 0 && off <= UINT64_MAX - len) {
+	if (!ci || !ci->filtered || len == 0 || off > UINT64_MAX - len || !stream_follows(ci, off, off + len, len))
+		return false;
+	if (p) {
 		pthread_mutex_lock(&p->lock);
 		if (!p->stop)
-			prefetch_plan(p, ci, off, off + len, len);
+			prefetch_plan(p, ci, off + len);
 		pthread_mutex_unlock(&p->lock);
 	}
+	return true;
 }
 
 int h5_chunk_read(h5_dataset *d, uint8_t *buf, uint64_t off, size_t len)
 {
-	prefetch_schedule(d, off, len);
-	return chunk_walk(d, buf, off, len, NULL, NULL);
+	bool stream = prefetch_schedule(d, off, len);
+
+	return chunk_walk(d, buf, off, len, NULL, NULL, stream);
 }
 
 void h5_pin_release(h5_pin *p)
@@ -990,8 +1072,7 @@ int h5_chunk_pin(h5_pin *out, h5_dataset *d, uint64_t off, size_t len)
 	if (!s)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory pinning a window");
 	s->out = out;
-	prefetch_schedule(d, off, len);
-	rc = chunk_walk(d, NULL, off, len, NULL, s);
+	rc = chunk_walk(d, NULL, off, len, NULL, s, prefetch_schedule(d, off, len));
 	if (rc < 0)
 		goto out;
 	/* chunk order is not the stream's order when the window spans several
@@ -1054,7 +1135,7 @@ int h5_chunk_extents(h5_extent *out, size_t max, size_t *n, h5_dataset *d, uint6
 	e.ds = malloc(sizeof(*e.ds) * max);
 	if (!e.ds)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory mapping a window");
-	rc = chunk_walk(d, NULL, off, len, &e, NULL);
+	rc = chunk_walk(d, NULL, off, len, &e, NULL, false);
 	if (rc < 0)
 		goto out;
 	/* Chunks are visited in chunk order, which is not the stream's order

@@ -12,6 +12,10 @@
 
 #include "array.h"
 
+#include <pthread.h>
+
+#define CHUNK_DROP_MAX 256
+
 struct h5_chunk_index {
 	h5_dataset *d;
 	h5_file *f;
@@ -32,8 +36,13 @@ struct h5_chunk_index {
 	h5_bt2 *bt2;                /* BTREE2 */
 	unsigned bt2_size_len;      /* type 11: bytes of the chunk size */
 	unsigned bt1_elem;          /* BTREE1: last key dimension (the element size) */
-	/* prefetching (under f->prefetch->lock) */
+	/* sequential streams (under stream_lock) */
+	pthread_mutex_t stream_lock;
 	uint64_t pf_last_off, pf_last_end;  /* the previous read */
+	uint64_t drop[CHUNK_DROP_MAX];      /* chunks a stream has read to their end, */
+	unsigned drop_head, drop_len, drop_keep; /* oldest first: dropped from the cache
+					     * when more than drop_keep wait (chunk.c) */
+	/* prefetching (under f->prefetch->lock) */
 	uint64_t pf_upto;           /* stream bytes below this were scheduled */
 	unsigned pf_active;         /* jobs of this index queued or running */
 };

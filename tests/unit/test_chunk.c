@@ -1273,6 +1273,75 @@ START_TEST(h5py_corrupt_chunk)
 }
 END_TEST
 
+static size_t count_cached(h5_file *f, const tds *t)
+{
+	size_t cached = 0;
+
+	for (size_t k = 0; k < t->nrec; k++) {
+		h5_cache_ref ref;
+		int called = 0;
+
+		if (t->addrs[k] < 0)
+			continue;
+		if (h5_cache_get(&ref, f->chunks, H5_CK_CHUNK, (uint64_t)t->addrs[k], probe_load, NULL, &called) == 0) {
+			h5_cache_release(f->chunks, &ref);
+			cached++;
+		}
+	}
+	return cached;
+}
+
+/* Drop-behind: a sequential stream leaves at most drop_keep decoded chunks
+ * behind it in the cache (the kernel keeps those bytes); scattered reads
+ * keep what they decoded. */
+START_TEST(h5py_stream_drops_behind)
+{
+	tds *v, *t;
+	size_t n, blen, win = 1000;
+	h5_file *f;
+	h5_dataset *d;
+	uint8_t *want, *buf;
+
+	if (generate() == 77)
+		return;
+	n = load_manifest(&v);
+	t = find_ds(v, n, "/bt2_gzip");         /* 40 x 20 chunks of 100 bytes */
+	want = slurp(t->bin, &blen);
+	buf = malloc(blen);
+	ck_assert_int_eq(h5_file_open(&f, t->file, &(h5_open_opts){ .nthreads = 1 }), 0);
+	ck_assert_int_eq(h5_dataset_open(&d, f, t->addr), 0);
+	ck_assert_uint_lt(d->cidx->drop_keep, t->nrec);
+	for (size_t off = 0; off < blen; off += win) {
+		size_t len = win < blen - off ? win : blen - off;
+
+		ck_assert_int_eq(h5_dataset_read(d, buf + off, off, len), 0);
+	}
+	ck_assert_int_eq(memcmp(buf, want, blen), 0);
+	ck_assert_uint_le(count_cached(f, t), d->cidx->drop_keep);
+	ck_assert_uint_gt(count_cached(f, t), 0);
+	/* backwards, window by window: never a stream, everything stays */
+	for (size_t off = blen; off > 0;) {
+		size_t len = off % win ? off % win : win;
+
+		off -= len;
+		ck_assert_int_eq(h5_dataset_read(d, buf + off, off, len), 0);
+	}
+	ck_assert_int_eq(memcmp(buf, want, blen), 0);
+	{
+		size_t allocated = 0;
+
+		for (size_t k = 0; k < t->nrec; k++)
+			allocated += t->addrs[k] >= 0;
+		ck_assert_uint_eq(count_cached(f, t), allocated);
+	}
+	free(buf);
+	free(want);
+	h5_dataset_close(d);
+	h5_file_close(f);
+	free_manifest(v, n);
+}
+END_TEST
+
 /* Pinned chunks stay valid while other reads push everything else out of a
  * cache far smaller than the dataset, and are cached again after release. */
 START_TEST(h5py_pin_survives_eviction)
@@ -1370,6 +1439,7 @@ static Suite *make_suite(void)
 	tcase_add_unchecked_fixture(te, gen_setup, cleanup_tmp);
 	tcase_add_test(te, h5py_all_indexes_serial);
 	tcase_add_test(te, h5py_pin_survives_eviction);
+	tcase_add_test(te, h5py_stream_drops_behind);
 	tcase_add_test(te, h5py_all_indexes_threaded);
 	tcase_add_test(te, h5py_small_read_decodes_one_chunk);
 	tcase_add_test(te, h5py_corrupt_chunk);
