@@ -820,6 +820,7 @@ static int chunk_walk(h5_dataset *d, uint8_t *buf, uint64_t off, size_t len, str
 
 #define PF_QUEUE 64
 #define PF_MAX_WORKERS 8
+#define PF_DEPTH 1                          /* chunks ahead per worker */
 
 typedef struct pf_job {
 	h5_chunk_index *ci;
@@ -833,9 +834,27 @@ struct h5_prefetch {
 	pf_job q[PF_QUEUE];             /* ring */
 	size_t head, len;
 	unsigned nworkers, started;
+	unsigned depth;                 /* chunks decoded ahead of a stream */
 	pthread_t tid[PF_MAX_WORKERS];
 	bool stop;
 };
+
+/* How many chunks a stream's workers decode ahead: PF_DEPTH per worker
+ * (measured, bench/README.md "Prefetch depth"); H5FS_PREFETCH_DEPTH
+ * overrides it, for measuring. */
+static unsigned prefetch_depth(unsigned nworkers)
+{
+	const char *e = getenv("H5FS_PREFETCH_DEPTH");
+	char *end;
+	unsigned long v;
+
+	if (e && *e) {
+		v = strtoul(e, &end, 10);
+		if (*end == '\0' && v >= 1 && v <= PF_QUEUE)
+			return (unsigned)v;
+	}
+	return nworkers * PF_DEPTH < PF_QUEUE ? nworkers * PF_DEPTH : PF_QUEUE;
+}
 
 int h5_prefetch_new(h5_prefetch **out, unsigned nworkers)
 {
@@ -863,6 +882,7 @@ int h5_prefetch_new(h5_prefetch **out, unsigned nworkers)
 		return h5_err_set(H5_ERR_NOMEM, "cannot create the prefetcher's condition variable");
 	}
 	p->nworkers = nworkers > PF_MAX_WORKERS ? PF_MAX_WORKERS : nworkers;
+	p->depth = prefetch_depth(p->nworkers);
 	*out = p;
 	return 0;
 }
@@ -960,9 +980,9 @@ static void prefetch_plan(h5_prefetch *p, h5_chunk_index *ci, uint64_t end)
 	}
 	if (h5_mul_overflow(rowbytes, ci->chunk[0], &rowspan) || rowspan == 0 || npr == 0)
 		return;
-	/* chunks per chunk row times rows ahead >= workers, within a quarter
+	/* chunks per chunk row times rows ahead >= the depth, within a quarter
 	 * of the cache and the queue */
-	want = (p->nworkers + npr - 1) / npr;
+	want = (p->depth + npr - 1) / npr;
 	cap = h5_cache_budget(ci->f->chunks) / 4 / ci->chunk_bytes;
 	if (cap > PF_QUEUE - p->len)
 		cap = PF_QUEUE - p->len;
