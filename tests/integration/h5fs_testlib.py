@@ -82,6 +82,15 @@ def is_mounted(mnt):
     return False
 
 
+def _default_signals():
+    # A shell runs background jobs with SIGINT and SIGQUIT ignored, and
+    # libfuse (rightly) leaves an ignored signal alone: a daemon started
+    # under `run-tests.sh &` would never see the SIGINT test_signal sends.
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
 class MountError(Exception):
     pass
 
@@ -123,7 +132,7 @@ class Mount:
         self.log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen([H5FS, "-f"] + self.opts + [self.h5file, self.mnt],
                                      stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT,
-                                     cwd=self.cwd)
+                                     cwd=self.cwd, preexec_fn=_default_signals)
         deadline = time.monotonic() + MOUNT_WAIT
         while time.monotonic() < deadline:
             if is_mounted(self.mnt):
