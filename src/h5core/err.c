@@ -69,6 +69,7 @@ h5_exit h5_exit_for_open_error(int rc, h5_exit nomem)
 {
 	switch (rc) {
 	case H5_ERR_IO:
+	case H5_ERR_NOTFOUND:   /* a remote FILE the server does not have */
 		return H5_EXIT_OPEN;
 	case H5_ERR_NOTHDF5:
 	case H5_ERR_UNSUPPORTED:

@@ -310,6 +310,23 @@ int h5_file_open_source(h5_file **out, h5_source *src, const char *name, const h
 	return file_open_source(out, src, name, src->ops->fd(src) >= 0, opts);
 }
 
+/* A remote FILE keeps what opened it: the files beside it (external
+ * links, virtual dataset sources) are opened the same way (related.c). */
+static int remember_remote(h5_file *f, const h5_source_opts *so)
+{
+	struct h5_remote_opts *r = &f->remote;
+
+	r->on = true;
+	r->s3_path_style = so->s3_path_style;
+	r->retries = so->retries;
+	r->timeout_s = so->timeout_s;
+	r->cache_bytes = so->cache_bytes;
+	if ((so->s3_endpoint && !(r->s3_endpoint = strdup(so->s3_endpoint))) ||
+	    (so->s3_region && !(r->s3_region = strdup(so->s3_region))))
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	return 0;
+}
+
 int h5_file_open(h5_file **out, const char *path, const h5_open_opts *opts)
 {
 	h5_source_opts so = { 0 };
@@ -338,7 +355,12 @@ int h5_file_open(h5_file **out, const char *path, const h5_open_opts *opts)
 		if (rc < 0)
 			return rc;
 	}
-	return file_open_source(out, src, path, local, opts);
+	rc = file_open_source(out, src, path, local, opts);
+	if (rc == 0 && !local && (rc = remember_remote(*out, &so)) < 0) {
+		h5_file_close(*out);
+		*out = NULL;
+	}
+	return rc;
 }
 
 int h5_file_open_mem(h5_file **out, const void *buf, size_t len, const h5_open_opts *opts)
@@ -366,6 +388,8 @@ void h5_file_close(h5_file *f)
 	h5_source_close(f->src);        /* also drops a local file's flock */
 	pthread_mutex_destroy(&f->write_lock);
 	free(f->ext_prefix);
+	free(f->remote.s3_endpoint);
+	free(f->remote.s3_region);
 	free(f->real_path);
 	free(f->path);
 	free(f);

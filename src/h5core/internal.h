@@ -227,6 +227,15 @@ struct h5_file {
 	uint32_t file_id;
 	bool ext_any;
 	char *ext_prefix;
+	/* a remote FILE (its URL is path): how to open the related files that
+	 * lie beside it on the same server (related.c) */
+	struct h5_remote_opts {
+		bool on;
+		char *s3_endpoint, *s3_region;
+		bool s3_path_style;
+		unsigned retries, timeout_s;
+		size_t cache_bytes;
+	} remote;
 };
 
 /* eof grows while FUSE threads read: an append (append.c) extends FILE

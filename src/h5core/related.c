@@ -50,17 +50,19 @@ struct h5_related {
 	uint64_t clock;
 	/* every file ever opened keeps its number, so a file closed while idle
 	 * and opened again gives its objects the same inode numbers */
-	struct rel_id { dev_t dev; ino_t ino; } *ids;
+	struct rel_id { dev_t dev; ino_t ino; char *url; } *ids; /* url: remote files */
 	size_t nids;
 };
 
-/* The number of (dev, ino): 1 + its index in r->ids (lock held). */
-static int file_number(uint32_t *out, struct h5_related *r, dev_t dev, ino_t ino)
+/* The number of (dev, ino), or of url for a remote file: 1 + its index in
+ * r->ids (lock held). */
+static int file_number(uint32_t *out, struct h5_related *r, dev_t dev, ino_t ino, const char *url)
 {
 	struct rel_id *p;
 
 	for (size_t i = 0; i < r->nids; i++)
-		if (r->ids[i].dev == dev && r->ids[i].ino == ino) {
+		if (url ? r->ids[i].url && strcmp(r->ids[i].url, url) == 0
+			: !r->ids[i].url && r->ids[i].dev == dev && r->ids[i].ino == ino) {
 			*out = (uint32_t)i + 1;
 			return 0;
 		}
@@ -72,6 +74,9 @@ static int file_number(uint32_t *out, struct h5_related *r, dev_t dev, ino_t ino
 	r->ids = p;
 	r->ids[r->nids].dev = dev;
 	r->ids[r->nids].ino = ino;
+	r->ids[r->nids].url = NULL;
+	if (url && !(r->ids[r->nids].url = strdup(url)))
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	*out = (uint32_t)++r->nids;
 	return 0;
 }
@@ -83,9 +88,10 @@ static int related_init(h5_file *top)
 
 	if (top->related)
 		return 0;
-	if (!top->real_path)
-		return h5_err_set(H5_ERR_UNSUPPORTED, "other files are only followed from a local FILE");
-	real = strdup(top->real_path);
+	if (!top->real_path && !top->remote.on)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "other files are only followed from a local or remote FILE");
+	/* a remote FILE's "directory" is its URL up to the last '/' */
+	real = strdup(top->real_path ? top->real_path : top->path);
 	if (!real)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	slash = strrchr(real, '/');
@@ -115,6 +121,8 @@ void h5_related_free(h5_file *top)
 		free(r->ent[i].path);
 	}
 	free(r->ent);
+	for (size_t i = 0; i < r->nids; i++)
+		free(r->ids[i].url);
 	free(r->ids);
 	free(r->root_dir);
 	pthread_mutex_destroy(&r->lock);
@@ -270,6 +278,155 @@ static size_t trim_idle(struct h5_related *r, h5_file **dead, size_t max)
 	return nd;
 }
 
+/* ---- related files of a remote FILE ------------------------------------------
+ * They are looked for beside the file that names them, on the same server
+ * and with the same options (credentials, endpoint): the directory of its
+ * URL joined with the name, percent-encoded. An absolute name is looked
+ * for by its last component (as libhdf5 falls back to); a name with ".."
+ * would leave the URL's directory and is refused unless -o ext_any, as a
+ * local file outside FILE's tree is. The prefix variables name local
+ * directories and do not apply. A file the server does not have (404) is
+ * missing: a dangling link, or fill values for a virtual dataset. */
+
+static bool url_plain(unsigned char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+	       c == '.' || c == '_' || c == '~';
+}
+
+static int remote_candidate(char **url, const h5_file *top, const h5_file *from, const char *name)
+{
+	const char *base = from->path, *slash = strrchr(base, '/'), *p;
+	size_t dlen = slash ? (size_t)(slash - base) : 0, cap;
+	char *out, *o;
+
+	*url = NULL;
+	if (name[0] == '/') {
+		name = strrchr(name, '/') + 1;
+		if (!*name)
+			return 1;
+	}
+	cap = dlen + 1 + 3 * strlen(name) + 1;
+	out = malloc(cap);
+	if (!out)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	memcpy(out, base, dlen);
+	o = out + dlen;
+	for (p = name; *p;) {
+		size_t len = strcspn(p, "/");
+
+		if ((len == 1 && p[0] == '.') || len == 0) {
+			p += len + (p[len] == '/');
+			continue;
+		}
+		if (len == 2 && p[0] == '.' && p[1] == '.' && !top->ext_any) {
+			free(out);
+			return h5_err_set(H5_ERR_PERM, "\"%.200s\" lies outside the directory of FILE: not followed "
+					  "(mount with -o ext_any to allow)", name);
+		}
+		*o++ = '/';
+		for (size_t i = 0; i < len; i++) {
+			unsigned char c = (unsigned char)p[i];
+
+			if (url_plain(c)) {
+				*o++ = (char)c;
+			} else {
+				snprintf(o, 4, "%%%02X", c);
+				o += 3;
+			}
+		}
+		p += len + (p[len] == '/');
+	}
+	*o = 0;
+	if (o == out + dlen) {
+		free(out);
+		return 1;
+	}
+	*url = out;
+	return 0;
+}
+
+static int remote_open(h5_file **out, h5_file *top, h5_file *from, const char *name)
+{
+	struct h5_related *r = top->related;
+	h5_file *f = NULL, *dead[4];
+	char *url = NULL;
+	size_t nd;
+	uint32_t id = 0;
+	int rc;
+
+	rc = remote_candidate(&url, top, from, name);
+	if (rc != 0)
+		return rc;
+	pthread_mutex_lock(&r->lock);
+	if (strcmp(url, top->path) == 0) {
+		pthread_mutex_unlock(&r->lock);
+		free(url);
+		*out = top;
+		return 0;
+	}
+	for (size_t i = 0; i < r->n; i++)
+		if (strcmp(r->ent[i].path, url) == 0) {
+			r->ent[i].refs++;
+			*out = r->ent[i].f;
+			pthread_mutex_unlock(&r->lock);
+			free(url);
+			return 0;
+		}
+	if (r->n == r->cap) {
+		size_t nc = r->cap ? r->cap * 2 : 8;
+		rel_ent *p = realloc(r->ent, nc * sizeof(*p));
+
+		if (!p) {
+			rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+			goto out;
+		}
+		r->ent = p;
+		r->cap = nc;
+	}
+	/* Opened under the lock: two threads never open one file twice. */
+	{
+		h5_open_opts o = { 0 };
+
+		o.efl_any = top->efl_any;
+		o.ext_any = top->ext_any;
+		o.share_with = top;
+		o.s3_endpoint = top->remote.s3_endpoint;
+		o.s3_region = top->remote.s3_region;
+		o.s3_path_style = top->remote.s3_path_style;
+		o.retries = top->remote.retries;
+		o.timeout_s = top->remote.timeout_s;
+		o.cache_bytes = top->remote.cache_bytes;
+		rc = h5_file_open(&f, url, &o);
+	}
+	if (rc == H5_ERR_NOTFOUND) {
+		h5_err_clear();
+		rc = 1;                 /* the server has no such file */
+		goto out;
+	}
+	if (rc < 0) {
+		h5_err_wrap(rc, "%.200s: ", name);
+		goto out;
+	}
+	rc = file_number(&id, r, 0, 0, url);
+	if (rc < 0)
+		goto out;
+	f->top = top;
+	f->file_id = id;
+	r->ent[r->n++] = (rel_ent){ .path = url, .f = f, .refs = 1 };
+	url = NULL;
+	*out = f;
+	f = NULL;
+out:
+	nd = rc == 0 ? trim_idle(r, dead, 4) : 0;
+	pthread_mutex_unlock(&r->lock);
+	for (size_t i = 0; i < nd; i++)
+		h5_file_close(dead[i]);
+	h5_file_close(f);
+	free(url);
+	return rc;
+}
+
 int h5_related_open(h5_file **out, h5_file *from, const char *name, int kind)
 {
 	h5_file *top = from->top ? from->top : from;
@@ -290,6 +447,8 @@ int h5_related_open(h5_file **out, h5_file *from, const char *name, int kind)
 	if (rc < 0)
 		return rc;
 	r = top->related;
+	if (top->remote.on)
+		return remote_open(out, top, from, name);
 	rc = resolve(&real, top, from, name, kind);
 	if (rc != 0)
 		return rc;
@@ -317,7 +476,7 @@ int h5_related_open(h5_file **out, h5_file *from, const char *name, int kind)
 			free(real);
 			return 0;
 		}
-	rc = file_number(&id, r, st.st_dev, st.st_ino);
+	rc = file_number(&id, r, st.st_dev, st.st_ino, NULL);
 	if (rc < 0) {
 		pthread_mutex_unlock(&r->lock);
 		free(real);

@@ -265,7 +265,7 @@ static int get_range(http_source *h, reply *r, uint64_t off, uint8_t *buf, size_
 		} else if (cc == CURLE_OK && (status == 401 || status == 403)) {
 			return h5_err_set(H5_ERR_IO, "%s: access denied (HTTP %ld)", h->name, status);
 		} else if (cc == CURLE_OK && status == 404) {
-			return h5_err_set(H5_ERR_IO, "%s: not found (HTTP 404)", h->name);
+			return h5_err_set(H5_ERR_NOTFOUND, "%s: not found (HTTP 404)", h->name);
 		} else if (cc == CURLE_OK && !transient(cc, status)) {
 			return h5_err_set(H5_ERR_IO, "%s: HTTP %ld", h->name, status);
 		} else if (cc != CURLE_OK && !transient(cc, status)) {
@@ -358,6 +358,14 @@ static int fetch_blocks(http_source *h, uint64_t b, uint64_t n)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	}
 	rc = get_range(h, &r, off, buf, (size_t)(end - off));
+	/* gone from the server after the mount: an I/O error like any other
+	 * (only at open does a 404 mean "no such file") */
+	if (rc == H5_ERR_NOTFOUND) {
+		char msg[512];
+
+		snprintf(msg, sizeof(msg), "%s", h5_err_msg());
+		rc = h5_err_set(H5_ERR_IO, "%s", msg);
+	}
 	if (rc == 0) {
 		pthread_mutex_lock(&h->mu);
 		for (uint64_t i = 0; i < n; i++)

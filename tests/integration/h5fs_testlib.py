@@ -737,7 +737,7 @@ def _compare(expected, root_addr, mnt, rep, windows, seed, compare_names, eio_ok
             if eio_ok and "[Errno %d]" % errno.EIO in err:
                 rep.notes.append("%s: %s (accepted: hostile file)" % (p, err))
                 continue
-            if e.why and (e.why.startswith(("h5py cannot", "unrepresentable"))) \
+            if e.why and (e.why.startswith(("h5py cannot", "unrepresentable", "remote:"))) \
                     and "[Errno %d]" % errno.EIO in err:
                 # libhdf5 itself cannot open it (or no st_size fits): EIO is
                 # the right answer for this one object.
