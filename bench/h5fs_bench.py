@@ -689,20 +689,23 @@ def bench_rss(args, env):
 # ---- append (run only when h5fs supports `cat >>`) ---------------------------
 
 
-APPEND_LIBVER = {"earray": "latest", "btree1": "earliest", "btree2": "latest"}
+APPEND_LIBVER = {"earray": "latest", "btree1": "earliest", "btree2": "latest", "farray": "latest"}
 APPEND_INDEX = "earray"     # --append-index
+APPEND_MAX_ROWS = 0         # farray: the fixed maximum of dimension 0 (main: twice the rows appended)
 
 
 def make_empty_append_file(path, deflate):
     """An empty (0, 256) int32 dataset h5fs can grow: chunked, dimension 0
     unlimited, 1 MiB chunks, indexed by an extensible array (libver="latest")
     or a v1 B-tree (libver="earliest", h5py's default) or a v2 B-tree (both
-    dimensions unlimited) per --append-index; the h5py side of the benchmark
-    appends to the same kind of file."""
+    dimensions unlimited) or a fixed array (libver="latest", dimension 0 with
+    a fixed maximum, twice the rows appended) per --append-index; the h5py
+    side of the benchmark appends to the same kind of file."""
     kw = {"compression": "gzip", "compression_opts": 4, "shuffle": True} if deflate else {}
+    maxshape = {"btree2": (None, None), "farray": (APPEND_MAX_ROWS, APPEND_ROW)}.get(APPEND_INDEX,
+                                                                                   (None, APPEND_ROW))
     with h5py.File(path, "w", libver=APPEND_LIBVER[APPEND_INDEX]) as f:
-        f.create_dataset(DS, shape=(0, APPEND_ROW),
-                         maxshape=(None, None if APPEND_INDEX == "btree2" else APPEND_ROW), dtype=np.int32,
+        f.create_dataset(DS, shape=(0, APPEND_ROW), maxshape=maxshape, dtype=np.int32,
                          chunks=(CHUNK_BYTES // (4 * APPEND_ROW), APPEND_ROW), **kw)
 
 
@@ -915,8 +918,9 @@ def main():
     ap.add_argument("--append-source", choices=("cold", "warm"), default="cold",
                     help="rows.bin from the disk (cold, default) or from the page cache (warm)")
     args = ap.parse_args()
-    global APPEND_INDEX
+    global APPEND_INDEX, APPEND_MAX_ROWS
     APPEND_INDEX = args.append_index
+    APPEND_MAX_ROWS = 2 * args.size_mib * MiB // (4 * APPEND_ROW)
     args.only = [s for s in args.only.split(",") if s]
     bad = [s for s in args.only if s not in ALL]
     if bad or args.size_mib < 1 or args.reads < 1 or args.repeat < 1:

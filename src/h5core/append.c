@@ -130,6 +130,12 @@ static int check_layout(const h5_dataset *d, uint64_t *row_bytes)
 				  (unsigned long long)d->space.maxdims[0]);
 	/* an extensible array indexes one unlimited dimension, dimension 0;
 	 * the others any: dims[1:] stay as they are while appending */
+	/* libhdf5 allocates an implicit index's chunks (all of the maximum
+	 * dimensions) only once the dataset has elements; appending places
+	 * chunks there and never allocates them, so refuse here, before
+	 * anything is written, rather than at the first write. */
+	if (l->idx_type == H5_CIDX_IMPLICIT && !h5_addr_defined(l->idx_addr))
+		return h5_err_set(H5_ERR_PERM, "implicit index without allocated chunks (empty dataset): cannot grow");
 	if (l->idx_type == H5_CIDX_EARRAY && d->space.maxdims[0] != H5_UNLIMITED)
 		return h5_err_set(H5_ERR_PERM, "extensible array over a dimension 0 that is not unlimited: cannot grow");
 	for (unsigned i = 1; i < d->space.rank && l->idx_type == H5_CIDX_EARRAY; i++)

@@ -10,16 +10,22 @@ builds for the same rows (ea_dump.py: counters, block offsets, page-init
 bitmaps, which slots are set).  Then h5py appends more and h5fs reads it.
 
 Refusals (file byte-identical afterwards): writes to datasets that cannot
-grow (contiguous, compact, a fixed-array dataset at its maximum, a filter h5fs cannot write, variable-length strings): EPERM;
+grow (contiguous, compact, a fixed-array dataset at its maximum, a filter
+h5fs cannot write, variable-length strings, an empty implicit-index
+dataset, whose chunks libhdf5 has not allocated): EPERM;
 writes inside the data, truncate, O_TRUNC: EPERM; a trailing partial row:
 close() fails with EINVAL and only whole rows are added; -o ro: EROFS.
 
 Crash safety: kill -9 the daemon at random points of a long append (20
-times, for an extensible array, a v1 and a v2 B-tree and a fixed array), while rows stream to the file uncommitted, during periodic
-commits, after fsync() and after close(); each time h5py must open the
-file and see a row count that never goes down and covers every row
-fsync() returned for, with every row it reports holding exactly the bytes
-written.
+times per chunk index: extensible array, v1 and v2 B-tree, fixed array,
+implicit (early allocation), single chunk unfiltered and filtered), while
+rows stream to the file uncommitted, during periodic commits, after
+fsync() and after close(); each time h5py must open the file and see a row
+count that never goes down and covers every row fsync() returned for, with
+every row it reports holding exactly the bytes written.
+
+By hand, `test_append.py crash_single crash_implicit` runs only those parts
+(names: refusals, shell_appends, crash_<index>).
 """
 import errno
 import hashlib
@@ -38,6 +44,7 @@ T.require_fuse()
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
+import bt1_dump  # noqa: E402
 import ea_dump  # noqa: E402
 
 SHELL_WAIT = 60          # seconds for one shell command
@@ -87,6 +94,12 @@ def make_refusals(path):
                          scaleoffset=0)
         f.create_dataset("vlen", shape=(0,), maxshape=(None,), chunks=(4,), dtype=h5py.string_dtype())
         f.create_dataset("ok", shape=(3,), maxshape=(None,), chunks=(2,), dtype="<i4", data=[1, 2, 3])
+        # implicit index, still empty: libhdf5 has not allocated its chunks yet
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_chunk((4,))
+        dcpl.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)
+        h5py.h5d.create(f.id, b"implicit0", h5py.h5t.py_create(np.dtype("<i4")),
+                        h5py.h5s.create_simple((0,), (100,)), dcpl=dcpl)
 
 
 def _compact_dcpl():
@@ -299,7 +312,7 @@ def test_refusals(wd):
     make_refusals(path)
     before = sha(path)
     with T.Mount(path, mnt) as m, m.watchdog(60):
-        for n in ("contig", "compact", "farray", "scaleoff", "vlen"):
+        for n in ("contig", "compact", "farray", "scaleoff", "vlen", "implicit0"):
             p = os.path.join(mnt, n)
             expect_err("open %s for append" % n, lambda: os.open(p, os.O_WRONLY | os.O_APPEND), (errno.EPERM,))
         expect_err("truncate ok", lambda: os.truncate(os.path.join(mnt, "ok"), 0), (errno.EPERM,))
@@ -344,24 +357,77 @@ ROW = 8          # int64 rows: row i holds i
 CHUNK = 1000     # rows per chunk: commits end inside chunks
 
 
-def test_crash(wd, libver="latest", kind="earray"):
-    """kill -9 at random points, per chunk index (kind: "earray" and
-    "btree2" with libver "latest", "btree1" with "earliest", "farray" with a
-    fixed maximum; btree2 datasets are (n, 1): the same 8-byte rows): while rows stream to the file (staged, not
-    committed), while commits run, after fsync() and after close().  Odd
-    rounds make the daemon commit every 256 KiB or 30 ms
-    (H5FS_APPEND_COMMIT_BYTES/_MS), so that kills also land among
-    non-durable periodic commits and reserved space; even rounds use the
-    defaults (64 MiB / 1 s), so that only fsync() and close() commit."""
+# kill -9 rounds per chunk index: libver, shape, maxshape, chunks, filtered,
+# early allocation, rows already there (0..n-1), rows per round at most,
+# write sizes (rows), longest pause between writes (s).
+# btree2 datasets are (n, 1): the same 8-byte rows.
+# implicit: unfiltered, every chunk of the maximum allocated at creation (a
+# sparse 160 MiB FILE; libhdf5 allocates nothing while dims[0] is 0, and
+# h5fs does not allocate an implicit index's space, so the fixture has 10
+# rows).
+# single/single_f: one chunk the size of the maximum (libhdf5 makes one only
+# when dims == maxdims, so the fixture is shrunk to 10 rows); every commit
+# rewrites that 4 MiB chunk, so rounds write less, more slowly (kills must
+# still land while the writer writes).
+SINGLE_MAX = 1 << 19
+BIG_ROUND = (6 << 20) // ROW      # ~6 MiB per round keeps the file (and the run) small
+BIG_WRITES = (1000, 8191, 65536 // ROW, 300000 // ROW)
+SMALL_WRITES = (1, 100, 1000, 4096)
+CRASH_KINDS = {
+    "earray": ("latest", (0,), (None,), (CHUNK,), True, False, 0, BIG_ROUND, BIG_WRITES, 0.008),
+    "btree1": ("earliest", (0,), (None,), (CHUNK,), True, False, 0, BIG_ROUND, BIG_WRITES, 0.008),
+    "btree2": ("latest", (0, 1), (None, None), (CHUNK, 1), True, False, 0, BIG_ROUND, BIG_WRITES, 0.008),
+    "farray": ("latest", (0,), (20 << 20,), (CHUNK,), True, False, 0, BIG_ROUND, BIG_WRITES, 0.008),
+    "implicit": ("latest", (10,), (20 << 20,), (CHUNK,), False, True, 10, BIG_ROUND, BIG_WRITES, 0.008),
+    "single": ("latest", (10,), (SINGLE_MAX,), (SINGLE_MAX,), False, False, 10, 20000, SMALL_WRITES, 0.03),
+    "single_f": ("latest", (10,), (SINGLE_MAX,), (SINGLE_MAX,), True, False, 10, 20000, SMALL_WRITES, 0.03),
+}
+FILT1 = dict(compression="gzip", compression_opts=1, shuffle=True, fletcher32=True)
+
+
+def make_crash_file(path, kind):
+    libver, shape, maxshape, chunks, filtered, early, first = CRASH_KINDS[kind][:7]
+    with h5py.File(path, "w", libver=libver) as f:
+        if early:
+            dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+            dcpl.set_chunk(chunks)
+            dcpl.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)
+            h5py.h5d.create(f.id, b"x", h5py.h5t.py_create(np.dtype("<i8")),
+                            h5py.h5s.create_simple(shape, maxshape), dcpl=dcpl)
+            f["x"][:] = np.arange(first, dtype="<i8")
+        elif kind.startswith("single"):
+            d = f.create_dataset("x", shape=maxshape, maxshape=maxshape, chunks=chunks, dtype="<i8",
+                                 **(FILT1 if filtered else {}))
+            d[:first] = np.arange(first, dtype="<i8")
+            d.resize(shape)
+        else:
+            f.create_dataset("x", shape=shape, maxshape=maxshape, chunks=chunks, dtype="<i8",
+                             **(FILT1 if filtered else {}))
+    with h5py.File(path, "r") as f:
+        got = bt1_dump.index_type(path, h5py.h5o.get_info(f["x"].id).addr)
+        n = f["x"].shape[0]
+    if got != kind.split("_")[0]:
+        fail("crash fixture %s: index %s" % (kind, got))
+    if n != first:
+        fail("crash fixture %s: %d rows, expected %d" % (kind, n, first))
+
+
+def test_crash(wd, kind="earray"):
+    """kill -9 at random points, per chunk index (CRASH_KINDS): while rows
+    stream to the file (staged, not committed), while commits run, after
+    fsync() and after close().  Odd rounds make the daemon commit every
+    256 KiB or 30 ms (H5FS_APPEND_COMMIT_BYTES/_MS), so that kills also land
+    among non-durable periodic commits and reserved space; even rounds use
+    the defaults (64 MiB / 1 s), so that only fsync() and close() commit."""
     path = os.path.join(wd, "crash-%s.h5" % kind)
     mnt = os.path.join(wd, "mnt-c")
-    shape, maxshape, chunks = {"btree2": ((0, 1), (None, None), (CHUNK, 1)),
-                               "farray": ((0,), (20 << 20,), (CHUNK,))}.get(kind, ((0,), (None,), (CHUNK,)))
-    with h5py.File(path, "w", libver=libver) as f:
-        f.create_dataset("x", shape=shape, maxshape=maxshape, chunks=chunks, dtype="<i8",
-                         compression="gzip", compression_opts=1, shuffle=True, fletcher32=True)
+    first, per_round, sizes, pause = CRASH_KINDS[kind][6:]
+    make_crash_file(path, kind)
+    # rows written but not committed at a kill: more than a chunk, or for a
+    # single chunk (never complete) any row
+    pending_min = 1 if kind.startswith("single") else CHUNK
     rng = random.Random(1234)
-    last = 0
+    last = first
     kills = 0
     streaming = 0            # kills with rows written but not committed
     midwrite = 0             # kills while the writer was still writing
@@ -395,9 +461,8 @@ def test_crash(wd, libver="latest", kind="earray"):
             except OSError:
                 return
             try:
-                # at most ~6 MiB per round keeps the file (and the run) small
-                while not stop.is_set() and pos - start < (6 << 20) // ROW:
-                    n = wrng.choice((1000, 8191, 65536 // ROW, 300000 // ROW))
+                while not stop.is_set() and pos - start < per_round:
+                    n = wrng.choice(sizes)
                     os.write(fd, np.arange(pos, pos + n, dtype="<i8").tobytes())
                     pos += n
                     st["pos"] = pos
@@ -405,7 +470,7 @@ def test_crash(wd, libver="latest", kind="earray"):
                         os.fsync(fd)
                         st["durable"] = pos
                     # paced, so that kills land while rows stream in
-                    time.sleep(wrng.uniform(0, 0.008))
+                    time.sleep(wrng.uniform(0, pause))
                 st["done"] = True
                 while hold and not stop.is_set():
                     time.sleep(0.01)
@@ -444,13 +509,13 @@ def test_crash(wd, libver="latest", kind="earray"):
         if bad.size:
             fail("crash %d: row %d holds %d" % (it, bad[0], x[bad[0]]))
             return
-        if acked - n >= CHUNK:
+        if acked - n >= pending_min:
             streaming += 1
         last = n
     r = subprocess.run(["h5dump", "-H", path], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=SHELL_WAIT)
     if r.returncode != 0:
         fail("after crashes: h5dump -H exit %d" % r.returncode)
-    if last == 0:
+    if last == first:
         fail("no rows survived any of %d kills" % kills)
     if streaming < 3 or midwrite < 3:
         fail("only %d of %d kills found rows written but not committed, %d came while writing"
@@ -470,23 +535,18 @@ def test_crash(wd, libver="latest", kind="earray"):
 
 def main():
     wd = T.workdir("append")
-    def test_crash_btree1(wd):
-        test_crash(wd, "earliest", "btree1")
-
-    def test_crash_btree2(wd):
-        test_crash(wd, "latest", "btree2")
-
-    def test_crash_farray(wd):
-        test_crash(wd, "latest", "farray")
-
-    for fn in (test_refusals, test_shell_appends, test_crash, test_crash_btree1, test_crash_btree2,
-               test_crash_farray):
+    only = sys.argv[1:]       # e.g. "crash_single": run only these (by hand)
+    tests = [("refusals", test_refusals), ("shell_appends", test_shell_appends)]
+    tests += [("crash_" + k, lambda wd, k=k: test_crash(wd, k)) for k in CRASH_KINDS]
+    for name, fn in tests:
+        if only and name not in only:
+            continue
         t = time.monotonic()
         try:
             fn(wd)
         except T.MountError as e:
-            fail("%s: %s" % (fn.__name__, e))
-        print("%s: %.1f s" % (fn.__name__, time.monotonic() - t), flush=True)
+            fail("%s: %s" % (name, e))
+        print("test_%s: %.1f s" % (name, time.monotonic() - t), flush=True)
     if failures:
         print("%d failure(s)" % len(failures))
         sys.exit(1)

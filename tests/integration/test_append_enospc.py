@@ -1,18 +1,29 @@
 #!/usr/bin/python3
 """An append that runs out of disk space (doc/APPEND.md "When a write's
-errors are reported").
+errors are reported"), per chunk index: extensible array, v1 B-tree
+(libver "earliest", h5py's default) and v2 B-tree (both dimensions
+unlimited).
 
-FILE lies on a 6 MiB tmpfs; rows are appended through the mount 1 MiB at a
-time until the space is gone. Writes are answered before the engine stores
-them (write-behind), so the failure must come back by a later write(),
+FILE lies on a 6 MiB tmpfs (a fresh one per index); rows are appended
+through the mount 1 MiB at a time until the space is gone. Writes are
+answered before the engine stores them (write-behind), so the failure must
+come back by a later write(),
 fsync() or close() of the same descriptor - never be lost - and once one
 failed every later write of that descriptor fails too. The daemon stays up,
 unmounts cleanly, and h5py then reads a valid file whose rows are exactly
-the bytes written, including every row an fsync() returned for.
+the bytes written, including every row an fsync() returned for; nothing
+else in FILE is lost (another dataset, an attribute, the index type) and
+h5dump reads the whole file.
+
+Then a sweep (sweep()) makes every page of a commit the one missing, so
+that ENOSPC hits the chunk write and, for each index, the index writes
+after it (B-tree nodes, array blocks), and checks the same, and that FILE
+grows on once there is space again.
 Needs root (mount -t tmpfs).
 """
 import errno
 import os
+import shutil
 import subprocess
 import sys
 
@@ -24,88 +35,256 @@ T.require_fuse()
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
+import bt1_dump  # noqa: E402
+
 ROW = 256                 # int32 values per row: 1 KiB
 CHUNK_ROWS = 1024         # 1 MiB chunks
 BLOCK_ROWS = 1024         # rows per write()
 SPACE = "6m"
+# index: libver, maxshape
+KINDS = {
+    "earray": ("latest", (None, ROW)),
+    "btree1": ("earliest", (None, ROW)),
+    "btree2": ("latest", (None, None)),
+}
+KEEP = np.arange(5000, dtype="<f8") * 0.25     # another dataset; must survive
 
 
 def rows(start, n):
     return (np.arange(start * ROW, (start + n) * ROW, dtype=np.int64) % 1000003).astype(np.int32).reshape(n, ROW)
 
 
-def main():
-    if os.geteuid() != 0:
-        T.skip("needs root to mount a tmpfs")
-    wd = T.workdir("append_enospc")
-    small = os.path.join(wd, "small")
+def make_file(path, kind, chunk_rows=CHUNK_ROWS):
+    libver, maxshape = KINDS[kind]
+    with h5py.File(path, "w", libver=libver) as f:
+        f.create_dataset("d", shape=(0, ROW), maxshape=maxshape, dtype=np.int32,
+                         chunks=(chunk_rows, ROW))
+        f.create_dataset("g/keep", data=KEEP, chunks=(1000,), compression="gzip")
+        f["g"].attrs["note"] = "untouched"
+    with h5py.File(path, "r") as f:
+        got = bt1_dump.index_type(path, h5py.h5o.get_info(f["d"].id).addr)
+    return None if got == kind else "fixture: index %s, expected %s" % (got, kind)
+
+
+def run(kind, wd, small, failures):
     mnt = os.path.join(wd, "mnt")
-    os.makedirs(small)
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=" + SPACE, "tmpfs", small],
-                       capture_output=True, text=True, timeout=30)
-    if r.returncode != 0:
-        T.skip("cannot mount a tmpfs: %s" % r.stderr.strip())
-    failures = []
-    try:
-        path = os.path.join(small, "f.h5")
-        with h5py.File(path, "w", libver="latest") as f:
-            f.create_dataset("d", shape=(0, ROW), maxshape=(None, ROW), dtype=np.int32,
-                             chunks=(CHUNK_ROWS, ROW))
-        written = 0           # rows whose write() returned
-        synced = 0            # rows an fsync() returned for
-        err = None
-        with T.Mount(path, mnt) as m:
-            with m.watchdog(120):
-                fd = os.open(os.path.join(mnt, "d"), os.O_WRONLY | os.O_APPEND)
+    os.makedirs(mnt, exist_ok=True)
+
+    def bad(msg):
+        failures.append("%s: %s" % (kind, msg))
+
+    path = os.path.join(small, "f.h5")
+    err = make_file(path, kind)
+    if err:
+        bad(err)
+        return
+    written = 0           # rows whose write() returned
+    synced = 0            # rows an fsync() returned for
+    err = None
+    with T.Mount(path, mnt) as m:
+        with m.watchdog(120):
+            fd = os.open(os.path.join(mnt, "d"), os.O_WRONLY | os.O_APPEND)
+            try:
+                os.write(fd, rows(0, BLOCK_ROWS).tobytes())
+                os.fsync(fd)
+                written = synced = BLOCK_ROWS
+                for _ in range(32):      # 32 MiB into 6 MiB of space
+                    os.write(fd, rows(written, BLOCK_ROWS).tobytes())
+                    written += BLOCK_ROWS
+            except OSError as e:
+                err = e
+            if err is None:
                 try:
-                    os.write(fd, rows(0, BLOCK_ROWS).tobytes())
                     os.fsync(fd)
-                    written = synced = BLOCK_ROWS
-                    for _ in range(32):      # 32 MiB into 6 MiB of space
-                        os.write(fd, rows(written, BLOCK_ROWS).tobytes())
-                        written += BLOCK_ROWS
                 except OSError as e:
                     err = e
-                if err is None:
-                    try:
-                        os.fsync(fd)
-                    except OSError as e:
-                        err = e
-                if err is not None:
-                    # sticky: the descriptor takes no more rows
-                    try:
-                        os.write(fd, rows(written, BLOCK_ROWS).tobytes())
-                        failures.append("a write after the failure (%s) succeeded" % err)
-                    except OSError as e:
-                        if e.errno != err.errno:
-                            failures.append("write after %s failed with %s" % (err, e))
+            if err is not None:
+                # sticky: the descriptor takes no more rows
                 try:
-                    os.close(fd)
+                    os.write(fd, rows(written, BLOCK_ROWS).tobytes())
+                    bad("a write after the failure (%s) succeeded" % err)
                 except OSError as e:
-                    err = err or e
-                if err is None:
-                    failures.append("32 MiB appended to a 6 MiB tmpfs without an error")
-                elif err.errno != errno.ENOSPC:
-                    failures.append("unexpected error %s" % err)
-                else:
-                    print("reported: %s (after %d rows written, %d synced)" % (err, written, synced))
-                # the mount still serves the dataset
-                st = os.stat(os.path.join(mnt, "d"))
-                if st.st_size % (ROW * 4):
-                    failures.append("size %d is not whole rows" % st.st_size)
-            if not m.alive():
-                failures.append("the daemon died: %s" % m.output())
+                    if e.errno != err.errno:
+                        bad("write after %s failed with %s" % (err, e))
+            try:
+                os.close(fd)
+            except OSError as e:
+                err = err or e
+            if err is None:
+                bad("32 MiB appended to a 6 MiB tmpfs without an error")
+            elif err.errno != errno.ENOSPC:
+                bad("unexpected error %s" % err)
+            else:
+                print("%s: reported: %s (after %d rows written, %d synced)" % (kind, err, written, synced))
+            # the mount still serves the dataset
+            st = os.stat(os.path.join(mnt, "d"))
+            if st.st_size % (ROW * 4):
+                bad("size %d is not whole rows" % st.st_size)
+        if not m.alive():
+            bad("the daemon died: %s" % m.output())
+    try:
         with h5py.File(path, "r") as f:
             d = f["d"]
             n = d.shape[0]
             if n < synced or n > written:
-                failures.append("h5py sees %d rows, expected %d..%d" % (n, synced, written))
+                bad("h5py sees %d rows, expected %d..%d" % (n, synced, written))
             elif not np.array_equal(d[:n], rows(0, n)):
-                failures.append("the %d rows h5py reads are not the bytes written" % n)
+                bad("the %d rows h5py reads are not the bytes written" % n)
             else:
-                print("h5py: %d rows, all exact" % n)
-    finally:
-        subprocess.run(["umount", small], timeout=30)
+                print("%s: h5py: %d rows, all exact" % (kind, n))
+            if not np.array_equal(f["g/keep"][()], KEEP):
+                bad("g/keep reads differently")
+            if f["g"].attrs.get("note") != "untouched":
+                bad("g's attribute reads %r" % f["g"].attrs.get("note"))
+            got = bt1_dump.index_type(path, h5py.h5o.get_info(d.id).addr)
+            if got != kind:
+                bad("index is now %s" % got)
+    except Exception as e:  # noqa: BLE001 - any failure to open or read is a bug
+        bad("h5py: %s" % e)
+        return
+    if shutil.which("h5dump"):
+        r = subprocess.run(["h5dump", path], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
+        if r.returncode != 0:
+            bad("h5dump exit %d: %s" % (r.returncode, r.stderr.decode()[:300]))
+
+
+def free_bytes(small):
+    st = os.statvfs(small)
+    return st.f_bavail * st.f_frsize
+
+
+def fill(small, nbytes):
+    """A filler file taking nbytes (whole pages) of the tmpfs."""
+    with open(os.path.join(small, "filler"), "wb") as fh:
+        fh.write(b"\xa5" * nbytes)
+
+
+def append_synced(mnt, start, nblocks, block):
+    """Append nblocks blocks of block rows, fsync after each; returns (rows
+    synced, error)."""
+    fd = os.open(os.path.join(mnt, "d"), os.O_WRONLY | os.O_APPEND)
+    n, err = start, None
+    try:
+        for _ in range(nblocks):
+            os.write(fd, rows(n, block).tobytes())
+            os.fsync(fd)
+            n += block
+    except OSError as e:
+        err = e
+    try:
+        os.close(fd)
+    except OSError as e:
+        err = err or e
+    return n, err
+
+
+SWEEP_CHUNK = 3           # rows (3 KiB chunks: commits do not end on page boundaries)
+SWEEP_COMMITS = 8
+
+
+def sweep(kind, wd, small, failures):
+    """ENOSPC at every page of a commit, in the chunk write and in the index
+    writes after it: small chunks (3 rows), one fsync'd chunk per commit.
+    A dry run measures the pages each of SWEEP_COMMITS commits takes and
+    where its chunk lies; then for each commit k and each page p of it, a
+    fresh file gets k-1 commits, a filler leaves p pages too few, and commit
+    k must fail with ENOSPC; h5py then reads the k-1 commits' rows (or all
+    k, if the commit's switch landed), exact, the other dataset intact; and
+    once the filler is gone the same file takes more rows through a new
+    mount.  FILE's length afterwards tells whether the chunk write or a
+    later one failed: the index writes (B-tree nodes, array blocks) must
+    have failed at least once."""
+    mnt = os.path.join(wd, "mnt")
+    os.makedirs(mnt, exist_ok=True)
+    path = os.path.join(small, "f.h5")
+    page = os.statvfs(small).f_frsize
+    blk = SWEEP_CHUNK
+
+    def bad(msg):
+        failures.append("%s sweep: %s" % (kind, msg))
+
+    # dry run: pages per commit, and each commit's chunk
+    make_file(path, kind, SWEEP_CHUNK)
+    used = []
+    with T.Mount(path, mnt) as m, m.watchdog(60):
+        for k in range(SWEEP_COMMITS):
+            f0 = free_bytes(small)
+            n, err = append_synced(mnt, k * blk, 1, blk)
+            if err:
+                bad("dry run, commit %d: %s" % (k + 1, err))
+                return
+            used.append(f0 - free_bytes(small))
+    with h5py.File(path, "r") as f:
+        chunks = [f["d"].id.get_chunk_info_by_coord((k * blk, 0)) for k in range(SWEEP_COMMITS)]
+        chunks = [(c.byte_offset, c.byte_offset + c.size) for c in chunks]
+    os.unlink(path)
+    where = {"chunk": 0, "index": 0}
+    for k in range(SWEEP_COMMITS):
+        for short in range(1, used[k] // page + 1):
+            make_file(path, kind, SWEEP_CHUNK)
+            with T.Mount(path, mnt) as m:
+                with m.watchdog(60):
+                    n, err = append_synced(mnt, 0, k, blk)
+                    if err:
+                        bad("commit %d, %d pages short: earlier commits: %s" % (k + 1, short, err))
+                    fill(small, free_bytes(small) - (used[k] - short * page))
+                    n, err = append_synced(mnt, n, 1, blk)
+                if not m.alive():
+                    bad("commit %d, %d pages short: the daemon died" % (k + 1, short))
+            os.unlink(os.path.join(small, "filler"))
+            what = "commit %d, %d pages short" % (k + 1, short)
+            if err is None or err.errno != errno.ENOSPC:
+                bad("%s: %s, expected ENOSPC" % (what, err))
+            # the chunk goes first: FILE reaching its end means a later write
+            # (index nodes or blocks, their header) ran out of space
+            size = os.path.getsize(path)
+            where["index" if size >= chunks[k][1] else "chunk"] += 1
+            try:
+                with h5py.File(path, "r") as f:
+                    got = f["d"].shape[0]
+                    if got not in (k * blk, (k + 1) * blk) or not np.array_equal(f["d"][()], rows(0, got)):
+                        bad("%s: h5py reads %d rows or wrong values" % (what, got))
+                    if not np.array_equal(f["g/keep"][()], KEEP):
+                        bad("%s: g/keep reads differently" % what)
+            except Exception as e:  # noqa: BLE001
+                bad("%s: h5py: %s" % (what, e))
+                os.unlink(path)
+                continue
+            # with space again the file grows on
+            with T.Mount(path, mnt) as m, m.watchdog(60):
+                n2, err2 = append_synced(mnt, got, 1, blk)
+            if err2:
+                bad("%s: append after freeing space: %s" % (what, err2))
+            else:
+                with h5py.File(path, "r") as f:
+                    if f["d"].shape[0] != n2 or not np.array_equal(f["d"][()], rows(0, n2)):
+                        bad("%s: after freeing space h5py reads %d rows, expected %d"
+                            % (what, f["d"].shape[0], n2))
+            os.unlink(path)
+    print("%s sweep: %d commits, pages each %s; ENOSPC in chunk writes %d times, in index writes %d times"
+          % (kind, SWEEP_COMMITS, [u // page for u in used], where["chunk"], where["index"]))
+    if not where["index"]:
+        bad("no index write ran out of space")
+
+
+def main():
+    if os.geteuid() != 0:
+        T.skip("needs root to mount a tmpfs")
+    wd = T.workdir("append_enospc")
+    failures = []
+    for kind in KINDS:
+        small = os.path.join(wd, "small-" + kind)
+        os.makedirs(small)
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=" + SPACE, "tmpfs", small],
+                           capture_output=True, text=True, timeout=30)
+        if r.returncode != 0:
+            T.skip("cannot mount a tmpfs: %s" % r.stderr.strip())
+        try:
+            run(kind, wd, small, failures)
+            os.unlink(os.path.join(small, "f.h5"))
+            sweep(kind, wd, small, failures)
+        finally:
+            subprocess.run(["umount", small], timeout=30)
     for f in failures:
         print("FAIL: " + f)
     return 1 if failures else 0
