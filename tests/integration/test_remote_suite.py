@@ -39,6 +39,38 @@ OPTS = ["-o", "ro,retries=2,timeout=20"]
 KNOWN = {}          # (file name, dataset path) -> bytes h5py cannot give (make_chunked)
 
 
+def make_links(wd):
+    """External links as a remote FILE must resolve them beside its URL:
+    into a subdirectory, to a name needing percent-encoding, by the last
+    component of an absolute name, a VDS whose sources sit beside it; and
+    ones it must not follow: out of the directory (..), a missing file."""
+    import h5py
+    import numpy as np
+
+    d = os.path.join(wd, "links")
+    os.makedirs(os.path.join(d, "sub"))
+    with h5py.File(os.path.join(wd, "outside.h5"), "w") as f:
+        f["x"] = np.arange(5, dtype="<i2")
+    with h5py.File(os.path.join(d, "sub", "inner.h5"), "w") as f:
+        f["g/x"] = np.arange(7, dtype="<f8")
+    with h5py.File(os.path.join(d, "with space & #.h5"), "w") as f:
+        f["y"] = np.arange(9, dtype="<u4")
+    with h5py.File(os.path.join(d, "src.h5"), "w") as f:
+        f["s"] = np.arange(12, dtype="<i4")
+    with h5py.File(os.path.join(d, "top.h5"), "w") as f:
+        f["own"] = np.arange(3, dtype="<i8")
+        f["to_sub"] = h5py.ExternalLink("sub/inner.h5", "/g")
+        f["to_space"] = h5py.ExternalLink("with space & #.h5", "/y")
+        f["to_abs"] = h5py.ExternalLink("/nonexistent/dir/src.h5", "/s")
+        f["to_out"] = h5py.ExternalLink("../outside.h5", "/x")
+        f["to_missing"] = h5py.ExternalLink("missing.h5", "/x")
+        lay = h5py.VirtualLayout(shape=(2, 12), dtype="<i4")
+        lay[0] = h5py.VirtualSource("src.h5", "s", shape=(12,))
+        lay[1] = h5py.VirtualSource("gone.h5", "s", shape=(12,))
+        f.create_virtual_dataset("vds", lay, fillvalue=-1)
+    return [("links/top.h5", os.path.join(d, "top.h5"))]
+
+
 def sources(wd):
     """(label, path) of every file to serve."""
     out = []
@@ -52,6 +84,7 @@ def sources(wd):
     for n in sorted(os.listdir(ck)):
         if n.endswith(".h5"):
             out.append(("chunked/" + n, os.path.join(ck, n)))
+    out.extend(make_links(wd))
     if os.path.isdir(C.CORPUS):
         for p in C.corpus_files():
             out.append((os.path.relpath(p, C.CORPUS), p))
@@ -87,7 +120,8 @@ def main():
     os.makedirs(www)
     files = sources(wd)
     # nginx serves each file from where it is (its neighbours too)
-    roots = {"fixtures": os.path.join(wd, "fixtures"), "chunked": os.path.join(wd, "chunked")}
+    roots = {"fixtures": os.path.join(wd, "fixtures"), "chunked": os.path.join(wd, "chunked"),
+             "links": os.path.join(wd, "links")}
     if os.path.isdir(C.CORPUS):
         roots["corpus"] = C.CORPUS
     for k, d in roots.items():
@@ -99,7 +133,7 @@ def main():
     try:
         for label, path in files:
             top = label.split("/", 1)[0]
-            url_path = label if top in ("fixtures", "chunked") else "corpus/" + label
+            url_path = label if top in ("fixtures", "chunked", "links") else "corpus/" + label
             url = "http://127.0.0.1:%d/%s" % (port, urllib.parse.quote(url_path))
             cwd = os.path.dirname(path)
             try:
