@@ -25,15 +25,40 @@ import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
 
-def make(path, size_mib):
+LAYOUTS = ("interleaved", "meta-first", "paged")
+
+
+def make(path, size_mib, layout):
+    """199 datasets in 10 groups with an attribute each, and a large "big".
+    interleaved: each dataset written as it is created, so object headers
+    and heaps lie between the data (h5py's usual way). meta-first: every
+    group, dataset and attribute created before any data is written (late
+    allocation): all metadata in the first 100 KiB. paged: the same made
+    with libver="latest" and paged aggregation (fs_strategy="page",
+    4 MiB pages, persistent free space): metadata and raw data in separate
+    4 MiB pages, the metadata in the first."""
     big = min(200, size_mib // 2) << 20
     per = ((size_mib << 20) - big) // 199
-    with h5py.File(path, "w") as f:
+    kw = {}
+    if layout == "paged":
+        kw = dict(libver="latest", fs_strategy="page", fs_page_size=4 << 20, fs_persist=True)
+    with h5py.File(path, "w", **kw) as f:
+        ds = []
         for i in range(199):
             g = f.require_group("g%02d" % (i % 10))
-            d = g.create_dataset("d%03d" % i, data=np.full(per // 8, i, dtype="<f8"))
+            if layout == "interleaved":
+                d = g.create_dataset("d%03d" % i, data=np.full(per // 8, i, dtype="<f8"))
+            else:
+                d = g.create_dataset("d%03d" % i, shape=(per // 8,), dtype="<f8")
             d.attrs["index"] = i
-        f.create_dataset("big", data=np.arange(big // 8, dtype="<f8"))
+            ds.append(d)
+        if layout == "interleaved":
+            f.create_dataset("big", data=np.arange(big // 8, dtype="<f8"))
+        else:
+            b = f.create_dataset("big", shape=(big // 8,), dtype="<f8")
+            for i, d in enumerate(ds):
+                d[...] = np.full(per // 8, i, dtype="<f8")
+            b[...] = np.arange(big // 8, dtype="<f8")
 
 
 def logged(wd):
@@ -44,10 +69,14 @@ def logged(wd):
     return len(lines), sum(int(ln.rsplit(" ", 1)[1]) for ln in lines)
 
 
-def run(url, wd, mnt, label, big_off, big_len):
+def reset_log(wd):
     open(os.path.join(wd, "access.log"), "w").close()
     subprocess.run(["kill", "-USR1", open(os.path.join(wd, "nginx.pid")).read().strip()])
     time.sleep(0.2)
+
+
+def run(url, wd, mnt, label, big_off, big_len):
+    reset_log(wd)
     t0 = time.monotonic()
     with T.Mount(url, mnt, ["-o", "retries=2,timeout=30"]):
         subprocess.run(["ls", "-R", mnt], stdout=subprocess.DEVNULL, check=True)
@@ -65,42 +94,88 @@ def run(url, wd, mnt, label, big_off, big_len):
     subprocess.run(["curl", "-s", "-o", "/dev/null", "-r", "%d-%d" % (big_off, big_off + big_len - 1), url],
                    check=True)
     t5 = time.monotonic()
-    print("%s (cold mount): mount+ls -R+getfattr -d: %d requests, %.2f s, %.1f MiB fetched" % (
+    size = os.path.getsize(os.path.join(wd, "www", "f.h5"))
+    print("%s h5fs (cold mount): mount+ls -R+getfattr -d: %d requests, %.2f s, %.1f MiB fetched" % (
         label, n1, t1 - t0, b1 / 2**20))
-    print("%s: cat big (%.0f MiB): %.2f s (%.0f MiB/s), %d requests; curl same range: %.2f s (%.0f MiB/s)" % (
-        label, big_len / 2**20, t3 - t2, big_len / 2**20 / (t3 - t2), n2 - n1, t5 - t4,
-        big_len / 2**20 / (t5 - t4)))
-    print("%s: total fetched %.1f MiB (stored file %.1f MiB)" % (label, b2 / 2**20, os.path.getsize(
-        os.path.join(wd, "www", "f.h5")) / 2**20))
+    print("%s h5fs: cat big (%.0f MiB): %.2f s (%.0f MiB/s), %d requests; curl same range: %.2f s (%.0f MiB/s); "
+          "cat/curl %.2f" % (label, big_len / 2**20, t3 - t2, big_len / 2**20 / (t3 - t2), n2 - n1, t5 - t4,
+                             big_len / 2**20 / (t5 - t4), (t3 - t2) / (t5 - t4)))
+    print("%s h5fs: total fetched %.1f MiB (stored file %.1f MiB, %.3fx)" % (
+        label, b2 / 2**20, size / 2**20, b2 / size))
+    sys.stdout.flush()
+
+
+def read_attrs(name, obj):
+    dict(obj.attrs)
+    return None  # anything else would end visititems()
+
+
+def run_ros3(url, wd, label):
+    """libhdf5's read-only S3 driver on the same URL: open, visit every
+    object and read its attributes (what ls -R + getfattr -d need), then
+    read big whole."""
+    reset_log(wd)
+    t0 = time.monotonic()
+    with h5py.File(url, "r", driver="ros3") as f:
+        f.visititems(read_attrs)
+    t1 = time.monotonic()
+    time.sleep(0.2)
+    n1, b1 = logged(wd)
+    with h5py.File(url, "r", driver="ros3") as f:
+        d = f["big"]
+        n1o, _ = logged(wd)
+        t2 = time.monotonic()
+        d[...]
+        t3 = time.monotonic()
+    time.sleep(0.2)
+    n2, b2 = logged(wd)
+    print("%s ROS3 (libhdf5 %s): open+visit+attributes: %d requests, %.2f s, %.1f MiB fetched" % (
+        label, h5py.version.hdf5_version, n1, t1 - t0, b1 / 2**20))
+    print("%s ROS3: read big: %.2f s, %d requests" % (label, t3 - t2, n2 - n1o))
+    sys.stdout.flush()
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--size-mib", type=int, default=1024)
     ap.add_argument("--delay-ms", type=float, default=20)
+    ap.add_argument("--layout", action="append", choices=LAYOUTS,
+                    help="file layout(s) to measure (default: all)")
+    ap.add_argument("--no-ros3", action="store_true", help="skip libhdf5's ROS3 driver")
     a = ap.parse_args()
-    wd = tempfile.mkdtemp(prefix="h5fs-remote-bench-")
-    os.makedirs(os.path.join(wd, "www"))
-    path = os.path.join(wd, "www", "f.h5")
-    make(path, a.size_mib)
-    with h5py.File(path, "r") as f:
-        big_off, big_len = f["big"].id.get_offset(), f["big"].id.get_storage_size()
-    proc, port = N.start_nginx(os.path.join(wd, "www"), wd)
-    proxy = None
-    mnt = os.path.join(wd, "mnt")
-    try:
-        run("http://127.0.0.1:%d/f.h5" % port, wd, mnt, "loopback", big_off, big_len)
-        proxy = subprocess.Popen([sys.executable, os.path.join(HERE, "..", "tests", "integration", "delay_proxy.py"),
-                                  str(port), str(a.delay_ms)], stdout=subprocess.PIPE)
-        pport = int(proxy.stdout.readline())
-        run("http://127.0.0.1:%d/f.h5" % pport, wd, mnt, "%g ms each way" % a.delay_ms, big_off, big_len)
-    finally:
-        if proxy:
-            proxy.kill()
-            proxy.wait(10)
-        proc.terminate()
-        proc.wait(10)
-        subprocess.run(["rm", "-rf", wd])
+    ros3 = not a.no_ros3 and "ros3" in h5py.registered_drivers()
+    for layout in a.layout or LAYOUTS:
+        wd = tempfile.mkdtemp(prefix="h5fs-remote-bench-")
+        os.makedirs(os.path.join(wd, "www"))
+        path = os.path.join(wd, "www", "f.h5")
+        make(path, a.size_mib, layout)
+        with h5py.File(path, "r") as f:
+            big_off, big_len = f["big"].id.get_offset(), f["big"].id.get_storage_size()
+        proc, port = N.start_nginx(os.path.join(wd, "www"), wd)
+        proxy = None
+        mnt = os.path.join(wd, "mnt")
+        print("== %s layout, %d MiB file" % (layout, os.path.getsize(path) >> 20))
+        try:
+            url = "http://127.0.0.1:%d/f.h5" % port
+            run(url, wd, mnt, "loopback", big_off, big_len)
+            if ros3:
+                run_ros3(url, wd, "loopback")
+            proxy = subprocess.Popen([sys.executable, os.path.join(HERE, "..", "tests", "integration",
+                                                                   "delay_proxy.py"),
+                                      str(port), str(a.delay_ms)], stdout=subprocess.PIPE)
+            pport = int(proxy.stdout.readline())
+            url = "http://127.0.0.1:%d/f.h5" % pport
+            label = "%g ms each way" % a.delay_ms
+            run(url, wd, mnt, label, big_off, big_len)
+            if ros3:
+                run_ros3(url, wd, label)
+        finally:
+            if proxy:
+                proxy.kill()
+                proxy.wait(10)
+            proc.terminate()
+            proc.wait(10)
+            subprocess.run(["rm", "-rf", wd])
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 #!/bin/bash
-# Install (with apt-get) whatever h5fs needs to build and test that is not
-# installed yet. Needs root, or sudo. Debian/Ubuntu only.
+# Install whatever h5fs needs to build and test that is not installed yet:
+# Debian packages with apt-get, then npm packages globally with npm (s3rver
+# for test_s3rver.py). Needs root, or sudo. Debian/Ubuntu only.
 set -euo pipefail
 
 PACKAGES=(
@@ -19,6 +20,31 @@ if [ "${1:-}" = --list ]; then
 	exit 0
 fi
 
+# npm packages (the registry through npm itself), installed globally after
+# the Debian ones: s3rver, the S3-compatible server of test_s3rver.py
+NPM_PACKAGES=(s3rver@3)
+
+SUDO=
+if [ "$(id -u)" -ne 0 ]; then
+	SUDO=sudo
+fi
+
+npm_deps() {
+	if ! command -v npm >/dev/null; then
+		# nodejs from wherever apt has it (Debian's brings npm separately)
+		echo "install-deps: installing nodejs npm"
+		DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends nodejs npm
+	fi
+	if command -v s3rver >/dev/null; then
+		echo "install-deps: s3rver is installed"
+		return 0
+	fi
+	echo "install-deps: npm install -g ${NPM_PACKAGES[*]}"
+	# one more try after a pause: a registry hiccup should not fail CI
+	$SUDO npm install -g --no-audit --no-fund "${NPM_PACKAGES[@]}" ||
+		{ sleep 10 && $SUDO npm install -g --no-audit --no-fund "${NPM_PACKAGES[@]}"; }
+}
+
 missing=()
 for p in "${PACKAGES[@]}"; do
 	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
@@ -26,14 +52,13 @@ for p in "${PACKAGES[@]}"; do
 	fi
 done
 if [ ${#missing[@]} -eq 0 ]; then
-	echo "install-deps: all build and test dependencies are installed"
+	echo "install-deps: all Debian build and test dependencies are installed"
+	npm_deps
 	exit 0
 fi
 
-SUDO=
-if [ "$(id -u)" -ne 0 ]; then
+if [ -n "$SUDO" ]; then
 	command -v sudo >/dev/null || { echo "install-deps: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
-	SUDO=sudo
 fi
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
@@ -46,3 +71,4 @@ if [ ! -e /usr/sbin/policy-rc.d ]; then
 	trap '$SUDO rm -f /usr/sbin/policy-rc.d' EXIT
 fi
 $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+npm_deps

@@ -200,6 +200,7 @@ struct h5_file {
 	uint64_t sb_base_field; /* base address as stored: the EOF field holds eoa + this */
 	uint64_t root_addr;     /* root group object header */
 	uint64_t ext_addr;      /* superblock extension object header or UNDEF */
+	uint64_t fs_page_size;  /* paged aggregation's file space page, or 0 */
 	/* v0/v1: the root symbol table entry's scratch pad (cache type 1) */
 	bool root_stab_cached;
 	uint64_t root_btree_addr, root_heap_addr;

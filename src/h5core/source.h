@@ -36,6 +36,10 @@ typedef struct h5_source_ops {
 	/* A descriptor the FUSE side may splice from, or -1 (remote, memory). */
 	int (*fd)(const h5_source *s);
 	void (*close)(h5_source *s);
+	/* The file's space is allocated in pages of page_size bytes from
+	 * offset base (libhdf5's paged aggregation, from the superblock
+	 * extension): a hint to fetch whole pages. NULL: ignored. */
+	void (*page_hint)(h5_source *s, uint64_t base, uint64_t page_size);
 } h5_source_ops;
 
 /* Implementations embed this as their first member. */

@@ -4,70 +4,38 @@
  * Every request is a ranged GET (RFC 9110 14.2): the first one fetches
  * the first 4 MiB and gives the object's size from its Content-Range, so no HEAD.
  * The ETag of that reply is pinned and sent as If-Match on every later
- * request; a replaced object answers 412 and the read is EIO, never bytes
- * from two versions. A server that answers 200 to a ranged request is
- * refused at open. Bytes are cached in aligned blocks inside the cache
- * budget; a miss right after cached (or arriving) bytes doubles the
- * read-ahead (up to RA_MAX blocks) and a jump resets it; the missing blocks
- * a read needs are fetched in one request. Easy handles are pooled (their
- * connections are reused) and share DNS, TLS sessions and connections, so
- * FUSE threads have several requests in flight; HTTP/2 is used where
- * offered. Failures (5xx, timeouts, resets, short bodies) are retried with
- * backoff; the read that finally fails is EIO, the source stays usable. */
+ * request; a replaced object answers 412 (or, from a server that ignores
+ * If-Match, another ETag or size) and the read is EIO, never bytes from
+ * two versions. A server that answers 200 to a ranged request is refused
+ * at open. Bytes are cached in aligned blocks inside the cache budget; a
+ * miss fetches the missing blocks of that read in one request. A
+ * sequential stream (a miss right after cached or arriving bytes, or a
+ * read of a block that was read ahead) is read ahead in the background by
+ * source_http_ra.c, several requests in flight; a jump resets it. Easy
+ * handles are pooled (their connections are reused) and share DNS, TLS
+ * sessions and connections, so FUSE threads have several requests in
+ * flight; HTTP/2 is used where offered. Failures (5xx, timeouts, resets,
+ * short bodies) are retried with backoff; the read that finally fails is
+ * EIO, the source stays usable. */
 #define _GNU_SOURCE /* asprintf */
 #include <config.h>
-#include "internal.h"
-#include "source_impl.h"
 #include "source_http.h"
+#include "source_http_int.h" /* internal.h, curl, pthread */
 
-#include <curl/curl.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
 
-#define BLOCK ((size_t)512 << 10)    /* cache block: small, metadata is scattered */
-#define FIRST ((size_t)4 << 20)      /* the first fetch: superblock, root metadata */
-#define RA_MAX 128                   /* read-ahead limit in blocks (64 MiB) */
-#define POOL 16                      /* idle easy handles kept */
+#define BLOCK HTTP_BLOCK
+#define FIRST HTTP_FIRST
+#define POOL HTTP_POOL
 #define DEFAULT_RETRIES 4
 #define DEFAULT_TIMEOUT 30
 
-typedef struct blk {
-	uint64_t idx;                /* block number; UINT64_MAX: empty */
-	uint64_t used;               /* LRU tick */
-	uint8_t *p;
-} blk;
-
-typedef struct http_source {
-	h5_source base;
-	char *url, *name, *etag, *userpwd, *sigv4, *token_hdr;
-	unsigned retries;
-	long timeout_s;
-	CURLSH *share;
-	pthread_mutex_t share_mu[CURL_LOCK_DATA_LAST];
-	pthread_mutex_t mu;          /* pool, cache, read-ahead state, in flight */
-	pthread_cond_t landed;       /* a fetch finished */
-	struct { uint64_t b, n; } inflight[POOL]; /* block ranges being fetched */
-	unsigned ninflight;
-	CURL *pool[POOL];
-	unsigned npool;
-	blk *slots;
-	unsigned nslots;
-	uint64_t tick;
-	unsigned ra;
-} http_source;
-
-/* One request's reply, filled by the callbacks. */
-typedef struct reply {
-	uint8_t *buf;
-	size_t cap, got;
-	bool overflow;
-	uint64_t cr_first, cr_last, cr_total;
-	bool have_cr;
-	char etag[256];
-} reply;
+/* short names inside this file */
+typedef http_reply reply;
+typedef http_blk blk;
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 
@@ -137,7 +105,7 @@ static size_t on_header(char *p, size_t sz, size_t n, void *u)
 	return len;
 }
 
-static CURL *handle_get(http_source *h)
+CURL *http_handle_get(http_source *h)
 {
 	CURL *c = NULL;
 
@@ -168,7 +136,7 @@ static CURL *handle_get(http_source *h)
 	return c;
 }
 
-static void handle_put(http_source *h, CURL *c)
+void http_handle_put(http_source *h, CURL *c)
 {
 	pthread_mutex_lock(&h->mu);
 	if (h->npool < POOL) {
@@ -200,84 +168,120 @@ static bool transient(CURLcode cc, long status)
 	}
 }
 
+/* True if a 206 came from another version of the object than the one
+ * pinned at open: servers that ignore If-Match (some S3 look-alikes do)
+ * still tell by the ETag or the size in Content-Range. */
+static bool changed(const http_source *h, const reply *r)
+{
+	if (h->base.size && r->cr_total != h->base.size)
+		return true;
+	return h->etag && r->etag[0] && strcmp(h->etag, r->etag) != 0;
+}
+
+/* Sets c up for a GET of [off, off+len) into buf, the reply in *r (which
+ * must outlive the transfer); returns the header list for
+ * http_request_done(). */
+struct curl_slist *http_request(http_source *h, CURL *c, reply *r, uint64_t off, uint8_t *buf, size_t len)
+{
+	struct curl_slist *hd = NULL;
+	char range[64], ifm[300];
+
+	memset(r, 0, sizeof(*r));
+	r->buf = buf;
+	r->cap = len;
+	snprintf(range, sizeof(range), "%llu-%llu", (unsigned long long)off,
+		 (unsigned long long)(off + len - 1));
+	if (h->etag) {
+		snprintf(ifm, sizeof(ifm), "If-Match: %s", h->etag);
+		hd = curl_slist_append(hd, ifm);
+	}
+	if (h->sigv4)
+		hd = curl_slist_append(hd, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+	if (h->token_hdr)
+		hd = curl_slist_append(hd, h->token_hdr);
+	curl_easy_setopt(c, CURLOPT_URL, h->url);
+	curl_easy_setopt(c, CURLOPT_RANGE, range); /* libcurl copies strings */
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hd);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, r->cerr);
+	return hd;
+}
+
+/* After a transfer: c back to the pool, or closed if its connection may
+ * be broken. */
+void http_request_done(http_source *h, CURL *c, struct curl_slist *hd, CURLcode cc)
+{
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, NULL);
+	curl_slist_free_all(hd);
+	if (cc != CURLE_OK && cc != CURLE_WRITE_ERROR)
+		curl_easy_cleanup(c);
+	else
+		http_handle_put(h, c);
+}
+
+/* 0 if *r is the range [off, off+len) of the pinned object, else the
+ * error (message set), *retry true if another try may succeed. */
+int http_verdict(http_source *h, const reply *r, CURLcode cc, long status, uint64_t off, size_t len,
+		 bool *retry)
+{
+	unsigned long long a = off, z = off + len - 1;
+
+	*retry = false;
+	if (r->overflow || (cc == CURLE_OK && status == 200))
+		return h5_err_set(H5_ERR_IO, "%s: the server ignores Range requests (200 to a ranged GET)",
+				  h->name);
+	if (cc == CURLE_OK && status == 206) {
+		if (!r->have_cr || r->cr_first != off || r->cr_last < r->cr_first ||
+		    r->got != r->cr_last - r->cr_first + 1) {
+			*retry = true;
+			return h5_err_set(H5_ERR_IO, "%s: reply to range %llu-%llu has Content-Range %llu-%llu "
+					  "and %zu bytes", h->name, a, z, (unsigned long long)r->cr_first,
+					  (unsigned long long)r->cr_last, r->got);
+		}
+		if (changed(h, r))
+			return h5_err_set(H5_ERR_IO, "%s: the object changed on the server (ETag %s, size %llu; "
+					  "pinned %s, %llu)", h->name, r->etag, (unsigned long long)r->cr_total,
+					  h->etag ? h->etag : "", (unsigned long long)h->base.size);
+		return 0;
+	}
+	if (cc == CURLE_OK && status == 412)
+		return h5_err_set(H5_ERR_IO, "%s: the object changed on the server (ETag %s no longer matches)",
+				  h->name, h->etag ? h->etag : "");
+	if (cc == CURLE_OK && status == 416)
+		return h5_err_set(H5_ERR_FORMAT, "unexpected end of file at 0x%llx (range %llu-%llu not "
+				  "satisfiable)", a, a, z);
+	if (cc == CURLE_OK && (status == 401 || status == 403))
+		return h5_err_set(H5_ERR_IO, "%s: access denied (HTTP %ld)", h->name, status);
+	if (cc == CURLE_OK && status == 404)
+		return h5_err_set(H5_ERR_NOTFOUND, "%s: not found (HTTP 404)", h->name);
+	*retry = transient(cc, status);
+	if (cc == CURLE_OK)
+		return h5_err_set(H5_ERR_IO, "%s: range %llu-%llu: HTTP %ld", h->name, a, z, status);
+	return h5_err_set(H5_ERR_IO, "%s: range %llu-%llu: %s", h->name, a, z,
+			  r->cerr[0] ? r->cerr : curl_easy_strerror(cc));
+}
+
 /* One ranged GET of [off, off+len) into buf, retried; *r the reply. */
 static int get_range(http_source *h, reply *r, uint64_t off, uint8_t *buf, size_t len)
 {
-	char range[64], ifm[300];
-	int rc = 0;
-
-	snprintf(range, sizeof(range), "%llu-%llu", (unsigned long long)off,
-		 (unsigned long long)(off + len - 1));
 	for (unsigned attempt = 0;; attempt++) {
-		struct curl_slist *hd = NULL;
-		char cerr[CURL_ERROR_SIZE] = "";
+		struct curl_slist *hd;
 		long status = 0;
+		bool retry;
 		CURLcode cc;
-		CURL *c = handle_get(h);
+		CURL *c = http_handle_get(h);
+		int rc;
 
 		if (!c)
 			return h5_err_set(H5_ERR_NOMEM, "%s: cannot create a curl handle", h->name);
-		memset(r, 0, sizeof(*r));
-		r->buf = buf;
-		r->cap = len;
-		if (h->etag) {
-			snprintf(ifm, sizeof(ifm), "If-Match: %s", h->etag);
-			hd = curl_slist_append(hd, ifm);
-		}
-		if (h->sigv4)
-			hd = curl_slist_append(hd, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
-		if (h->token_hdr)
-			hd = curl_slist_append(hd, h->token_hdr);
-		curl_easy_setopt(c, CURLOPT_URL, h->url);
-		curl_easy_setopt(c, CURLOPT_RANGE, range);
-		curl_easy_setopt(c, CURLOPT_HTTPHEADER, hd);
-		curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
-		curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
-		curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
+		hd = http_request(h, c, r, off, buf, len);
 		cc = curl_easy_perform(c);
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-		curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
-		curl_easy_setopt(c, CURLOPT_ERRORBUFFER, NULL);
-		curl_slist_free_all(hd);
-		if (cc != CURLE_OK && cc != CURLE_WRITE_ERROR) {
-			curl_easy_cleanup(c); /* its connection may be broken */
-			c = NULL;
-		} else {
-			handle_put(h, c);
-		}
-		if (r->overflow || status == 200)
-			return h5_err_set(H5_ERR_IO, "%s: the server ignores Range requests (200 to a ranged GET)",
-					  h->name);
-		if (cc == CURLE_OK && status == 206) {
-			if (!r->have_cr || r->cr_first != off || r->cr_last < r->cr_first ||
-			    r->got != r->cr_last - r->cr_first + 1)
-				rc = h5_err_set(H5_ERR_IO, "%s: reply to range %s has Content-Range %llu-%llu "
-						"and %zu bytes", h->name, range, (unsigned long long)r->cr_first,
-						(unsigned long long)r->cr_last, r->got);
-			else
-				return 0;
-		} else if (cc == CURLE_OK && status == 412) {
-			return h5_err_set(H5_ERR_IO, "%s: the object changed on the server (ETag %s no longer matches)",
-					  h->name, h->etag ? h->etag : "");
-		} else if (cc == CURLE_OK && status == 416) {
-			return h5_err_set(H5_ERR_FORMAT, "unexpected end of file at 0x%llx (range %s not satisfiable)",
-					  (unsigned long long)off, range);
-		} else if (cc == CURLE_OK && (status == 401 || status == 403)) {
-			return h5_err_set(H5_ERR_IO, "%s: access denied (HTTP %ld)", h->name, status);
-		} else if (cc == CURLE_OK && status == 404) {
-			return h5_err_set(H5_ERR_NOTFOUND, "%s: not found (HTTP 404)", h->name);
-		} else if (cc == CURLE_OK && !transient(cc, status)) {
-			return h5_err_set(H5_ERR_IO, "%s: HTTP %ld", h->name, status);
-		} else if (cc != CURLE_OK && !transient(cc, status)) {
-			return h5_err_set(H5_ERR_IO, "%s: %s", h->name, cerr[0] ? cerr : curl_easy_strerror(cc));
-		} else {
-			if (cc != CURLE_OK)
-				rc = h5_err_set(H5_ERR_IO, "%s: range %s: %s", h->name, range,
-						cerr[0] ? cerr : curl_easy_strerror(cc));
-			else
-				rc = h5_err_set(H5_ERR_IO, "%s: range %s: HTTP %ld", h->name, range, status);
-		}
-		if (attempt >= h->retries)
+		http_request_done(h, c, hd, cc);
+		rc = http_verdict(h, r, cc, status, off, len, &retry);
+		if (rc == 0 || !retry || attempt >= h->retries)
 			return rc;
 		/* backoff: 100 ms, 200 ms, 400 ms ... capped at 3.2 s */
 		struct timespec ts = { 0, 0 };
@@ -289,6 +293,11 @@ static int get_range(http_source *h, reply *r, uint64_t off, uint8_t *buf, size_
 	}
 }
 
+uint64_t http_nblocks(const http_source *h)
+{
+	return (h->base.size + BLOCK - 1) / BLOCK;
+}
+
 static size_t block_len(const http_source *h, uint64_t b)
 {
 	uint64_t start = b * BLOCK;
@@ -296,7 +305,7 @@ static size_t block_len(const http_source *h, uint64_t b)
 	return h->base.size - start < BLOCK ? (size_t)(h->base.size - start) : BLOCK;
 }
 
-/* The slot holding block b, or NULL (h->mu held). */
+/* The slot holding block b, or NULL (h->mu held); a hit counts as a use. */
 static blk *slot_find(http_source *h, uint64_t b)
 {
 	for (unsigned i = 0; i < h->nslots; i++)
@@ -307,12 +316,21 @@ static blk *slot_find(http_source *h, uint64_t b)
 	return NULL;
 }
 
+/* True if block b is cached (h->mu held); not a use. */
+bool http_cached(const http_source *h, uint64_t b)
+{
+	for (unsigned i = 0; i < h->nslots; i++)
+		if (h->slots[i].idx == b)
+			return true;
+	return false;
+}
+
 /* Store block b from p (h->mu held): the least recently used slot goes. */
-static void slot_put(http_source *h, uint64_t b, const uint8_t *p)
+static void slot_put(http_source *h, uint64_t b, const uint8_t *p, bool ahead)
 {
 	blk *v = &h->slots[0];
 
-	if (slot_find(h, b))
+	if (http_cached(h, b))
 		return;
 	for (unsigned i = 1; i < h->nslots; i++)
 		if (h->slots[i].used < v->used)
@@ -320,10 +338,21 @@ static void slot_put(http_source *h, uint64_t b, const uint8_t *p)
 	memcpy(v->p, p, block_len(h, b));
 	v->idx = b;
 	v->used = ++h->tick;
+	h->ra_unread += (unsigned)ahead - (unsigned)v->ahead;
+	v->ahead = ahead;
 }
 
-/* True if block b is being fetched by another thread (h->mu held). */
-static bool in_flight(const http_source *h, uint64_t b)
+/* Blocks [b, b+n) from buf into the cache (h->mu not held). */
+void http_store(http_source *h, uint64_t b, uint64_t n, const uint8_t *buf, bool ahead)
+{
+	pthread_mutex_lock(&h->mu);
+	for (uint64_t i = 0; i < n; i++)
+		slot_put(h, b + i, buf + i * BLOCK, ahead);
+	pthread_mutex_unlock(&h->mu);
+}
+
+/* True if block b is being fetched (h->mu held). */
+bool http_in_flight(const http_source *h, uint64_t b)
 {
 	for (unsigned i = 0; i < h->ninflight; i++)
 		if (b >= h->inflight[i].b && b - h->inflight[i].b < h->inflight[i].n)
@@ -331,7 +360,7 @@ static bool in_flight(const http_source *h, uint64_t b)
 	return false;
 }
 
-static void flight_end(http_source *h, uint64_t b)
+void http_flight_end(http_source *h, uint64_t b)
 {
 	pthread_mutex_lock(&h->mu);
 	for (unsigned i = 0; i < h->ninflight; i++)
@@ -354,7 +383,7 @@ static int fetch_blocks(http_source *h, uint64_t b, uint64_t n)
 	int rc;
 
 	if (!buf) {
-		flight_end(h, b);
+		http_flight_end(h, b);
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	}
 	rc = get_range(h, &r, off, buf, (size_t)(end - off));
@@ -366,15 +395,34 @@ static int fetch_blocks(http_source *h, uint64_t b, uint64_t n)
 		snprintf(msg, sizeof(msg), "%s", h5_err_msg());
 		rc = h5_err_set(H5_ERR_IO, "%s", msg);
 	}
-	if (rc == 0) {
-		pthread_mutex_lock(&h->mu);
-		for (uint64_t i = 0; i < n; i++)
-			slot_put(h, b + i, buf + i * BLOCK);
-		pthread_mutex_unlock(&h->mu);
-	}
+	if (rc == 0)
+		http_store(h, b, n, buf, false);
 	free(buf);
-	flight_end(h, b);
+	http_flight_end(h, b);
 	return rc;
+}
+
+/* Widens a fetch of the missing block *first (for bytes [lo, hi)) to
+ * the whole pages holding those bytes: blocks before it back to the page
+ * start while they are missing too, *stop to the last page's end (h->mu
+ * held). */
+static void page_widen(const http_source *h, uint64_t lo, uint64_t hi, uint64_t *first, uint64_t *stop,
+		       uint64_t cap)
+{
+	uint64_t p0 = lo, p1 = hi;
+
+	if (lo >= h->page_base) {
+		p0 = h->page_base + (lo - h->page_base) / h->page * h->page;
+		p1 = h->page_base + ((hi - h->page_base) + h->page - 1) / h->page * h->page;
+	}
+	if (p1 > h->base.size || p1 < hi)
+		p1 = h->base.size;
+	while (*first > p0 / BLOCK && cap > 1 && !http_cached(h, *first - 1) && !http_in_flight(h, *first - 1)) {
+		(*first)--;
+		cap--;
+	}
+	if ((p1 + BLOCK - 1) / BLOCK > *stop)
+		*stop = (p1 + BLOCK - 1) / BLOCK;
 }
 
 static int http_read(h5_source *s, uint64_t off, void *out, size_t len)
@@ -382,7 +430,6 @@ static int http_read(h5_source *s, uint64_t off, void *out, size_t len)
 	http_source *h = (http_source *)s;
 	uint8_t *dst = out;
 	uint64_t end, last;
-	unsigned ra;
 
 	if (len == 0)
 		return 0;
@@ -396,43 +443,48 @@ static int http_read(h5_source *s, uint64_t off, void *out, size_t len)
 		blk *v;
 
 		pthread_mutex_lock(&h->mu);
+		http_ra_forked(h);
 		v = slot_find(h, b);
 		if (v) {
+			/* the stream reached bytes read ahead: read further */
+			if (v->ahead) {
+				v->ahead = false;
+				h->ra_unread--;
+				http_ra_note(h, b, true);
+			}
 			memcpy(dst, v->p + from, to - from);
 			pthread_mutex_unlock(&h->mu);
 			dst += to - from;
 			continue;
 		}
-		/* another thread fetches it (the kernel's parallel read-ahead):
-		 * wait for that instead of asking twice */
-		if (in_flight(h, b) || h->ninflight == POOL) {
+		/* another thread fetches it (the kernel's parallel read-ahead,
+		 * or ours): wait for that instead of asking twice */
+		if (http_in_flight(h, b) || h->ninflight == POOL) {
 			pthread_cond_wait(&h->landed, &h->mu);
 			pthread_mutex_unlock(&h->mu);
 			b--;
 			continue;
 		}
-		/* a miss: this block, the rest of the read that is missing too,
-		 * and the read-ahead, in one request (never more than half the
-		 * cache, so the blocks this read needs stay) */
-		/* sequential: the block before is here or on its way (the
-		 * kernel's parallel read-ahead reads out of order); a jump
-		 * resets the read-ahead */
-		if (b > 0 && (in_flight(h, b - 1) || slot_find(h, b - 1)))
-			h->ra = h->ra * 2 > RA_MAX ? RA_MAX : h->ra * 2;
-		else
-			h->ra = 1;
-		ra = h->ra;
-		uint64_t want = last - b + 1 > ra ? last - b + 1 : ra;
-		uint64_t n = 1, nblocks = (s->size + BLOCK - 1) / BLOCK;
+		/* a miss. Sequential if the block before is here or on its way
+		 * (the kernel's parallel reads come out of order) and the read
+		 * is a data-sized one (object headers and heaps that follow
+		 * each other are not a stream): the background reads ahead from
+		 * here; a jump stops it. This read fetches its own missing
+		 * blocks in one request (never more than half the cache, so
+		 * they stay). */
+		if (len >= HTTP_RA_MIN_READ)
+			http_ra_note(h, b, b > 0 && (http_cached(h, b - 1) || http_in_flight(h, b - 1)));
+		uint64_t first = b, n = 1, stop = last + 1, cap = h->nslots / 2 ? h->nslots / 2 : 1;
 
-		if (want > h->nslots / 2)
-			want = h->nslots / 2 ? h->nslots / 2 : 1;
-		while (n < want && b + n < nblocks && !slot_find(h, b + n) && !in_flight(h, b + n))
+		if (h->page)
+			page_widen(h, off > bstart ? off : bstart, end, &first, &stop, cap);
+		while (first + n < stop && n < cap && !http_cached(h, first + n) && !http_in_flight(h, first + n))
 			n++;
-		h->inflight[h->ninflight].b = b;
+		h->inflight[h->ninflight].b = first;
+		h->inflight[h->ninflight].bg = false;
 		h->inflight[h->ninflight++].n = n;
 		pthread_mutex_unlock(&h->mu);
-		int rc = fetch_blocks(h, b, n);
+		int rc = fetch_blocks(h, first, n);
 
 		if (rc < 0)
 			return rc;
@@ -459,6 +511,7 @@ static void http_close(h5_source *s)
 
 	if (!h)
 		return;
+	http_ra_stop(h); /* its transfers use the pool and the share */
 	for (unsigned i = 0; i < h->npool; i++)
 		curl_easy_cleanup(h->pool[i]);
 	if (h->share)
@@ -467,6 +520,7 @@ static void http_close(h5_source *s)
 		pthread_mutex_destroy(&h->share_mu[i]);
 	pthread_mutex_destroy(&h->mu);
 	pthread_cond_destroy(&h->landed);
+	pthread_cond_destroy(&h->ra_wake);
 	if (h->slots)
 		for (unsigned i = 0; i < h->nslots; i++)
 			free(h->slots[i].p);
@@ -480,12 +534,24 @@ static void http_close(h5_source *s)
 	free(h);
 }
 
+static void http_page_hint(h5_source *s, uint64_t base, uint64_t page)
+{
+	http_source *h = (http_source *)s;
+
+	pthread_mutex_lock(&h->mu);
+	h->page = page;
+	h->page_base = base;
+	h->page_blocks = base % BLOCK == 0 && page % BLOCK == 0 ? page / BLOCK : 0;
+	pthread_mutex_unlock(&h->mu);
+}
+
 static const h5_source_ops http_ops = {
 	.name = "http",
 	.read = http_read,
 	.size = http_size,
 	.fd = http_fd,
 	.close = http_close,
+	.page_hint = http_page_hint,
 };
 
 /* The first request: FIRST bytes (or the whole object), the size and the
@@ -509,10 +575,9 @@ static int first_fetch(http_source *h)
 			rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
 	}
 	if (rc == 0) {
-		pthread_mutex_lock(&h->mu);
-		for (uint64_t b = 0; b * BLOCK < r.got && b < h->nslots / 2; b++)
-			slot_put(h, b, buf + b * BLOCK);
-		pthread_mutex_unlock(&h->mu);
+		uint64_t n = (r.got + BLOCK - 1) / BLOCK;
+
+		http_store(h, 0, n < h->nslots / 2 ? n : h->nslots / 2, buf, false);
 	}
 	free(buf);
 	return rc;
@@ -535,6 +600,7 @@ int http_source_open(h5_source **out, const char *url, const char *name, const h
 	h->base.ops = &http_ops;
 	pthread_mutex_init(&h->mu, NULL);
 	pthread_cond_init(&h->landed, NULL);
+	pthread_cond_init(&h->ra_wake, NULL);
 	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
 		pthread_mutex_init(&h->share_mu[i], NULL);
 	h->retries = opts->retries ? opts->retries : DEFAULT_RETRIES;

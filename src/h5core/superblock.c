@@ -8,6 +8,9 @@ static const uint8_t h5_signature[8] = { 0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, 
 /* Largest superblock image: version 1 with 8-byte addresses is 100 bytes. */
 /* Metadata cache image message (libhdf5 1.10+, not in the format spec). */
 #define SB_MSG_MDCI 0x0018
+/* File space info message (IV.A.2.w) and its "paged aggregation" strategy */
+#define SB_MSG_FSINFO 0x0017
+#define SB_FSPACE_PAGE 1
 #define SB_MAX_SIZE 128
 
 /* Extra results of the decoder that only the loader needs. */
@@ -319,6 +322,20 @@ static int sb_read_extension(h5_file *f)
 				goto out;
 			break;
 		}
+		case SB_MSG_FSINFO: { /* version 1: strategy, persist, threshold, page size, ... */
+			uint8_t version = h5_rd_u8(&r), strategy = h5_rd_u8(&r);
+			uint64_t page;
+
+			if (version != 1)
+				break; /* version 0 has no pages */
+			h5_rd_u8(&r);
+			h5_rd_size(&r, &f->fmt);
+			page = h5_rd_size(&r, &f->fmt);
+			/* only a hint to the source: a bad value is ignored */
+			if (h5_rd_ok(&r) && strategy == SB_FSPACE_PAGE && page >= 512)
+				f->fs_page_size = page;
+			break;
+		}
 		case SB_MSG_MDCI:
 			/* libhdf5 left (some) metadata in a cache image instead of
 			 * at its addresses; what is there may be stale or absent. */
@@ -329,6 +346,10 @@ static int sb_read_extension(h5_file *f)
 			break;
 		}
 	}
+	/* a remote source fetches whole pages: metadata pages hold
+	 * metadata only, so one request brings a page's worth of it */
+	if (f->fs_page_size && f->src && f->src->ops->page_hint)
+		f->src->ops->page_hint(f->src, f->base, f->fs_page_size);
 	if (h5_addr_defined(f->sohm_addr))
 		rc = sb_read_smtb(f, nindexes);
 out:

@@ -2,10 +2,12 @@
 127.0.0.1 only, with faults switched on by the test: it serves one file's
 bytes with Range support and an ETag, logs every request (range, status,
 bytes sent), and can ignore Range (200), send a wrong Content-Range, cut a
-body short, answer 403/404/503, or replace the object (new ETag)."""
+body short, answer 403/404/503, or replace the object (new ETag); it can
+delay each answer and counts the requests answered at once."""
 import http.server
 import re
 import threading
+import time
 
 
 class State:
@@ -16,6 +18,9 @@ class State:
         self.status = 200         # for mode "status"
         self.fail_next = 0        # this many requests answer 503 first
         self.log = []             # (range header, status, body bytes)
+        self.delay = 0.0          # seconds before each answer (latency)
+        self.active = 0           # requests being answered now
+        self.max_active = 0       # the most at once
         self.lock = threading.Lock()
 
 
@@ -37,6 +42,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_GET(self):
+        st = self.server.state
+        with st.lock:
+            st.active += 1
+            st.max_active = max(st.max_active, st.active)
+        try:
+            if st.delay:
+                time.sleep(st.delay)
+            self._get()
+        finally:
+            with st.lock:
+                st.active -= 1
+
+    def _get(self):
         st = self.server.state
         with st.lock:
             mode, data, etag = st.mode, st.data, st.etag
@@ -96,9 +114,10 @@ class Server:
 
 
 if __name__ == "__main__":
-    # python3 remote_server.py FILE PORT: serve FILE until killed (a server
-    # process a test can kill by its PID, connections and all)
+    # python3 remote_server.py FILE PORT [DELAY_S]: serve FILE until killed
+    # (a server process a test can kill by its PID, connections and all)
     import sys
     s = Server(open(sys.argv[1], "rb").read(), int(sys.argv[2]))
+    s.state.delay = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
     print(s.port, flush=True)
     s.thread.join()

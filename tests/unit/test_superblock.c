@@ -681,6 +681,37 @@ START_TEST(h5py_files)
 }
 END_TEST
 
+/* The file space info message of a paged-aggregation file gives its page
+ * size (the remote source fetches whole pages); other files have none. */
+START_TEST(fsinfo_page_size)
+{
+	static const char *script =
+		"import h5py, numpy as np\n"
+		"with h5py.File('paged.h5', 'w', libver='latest', fs_strategy='page', fs_page_size=65536) as f:\n"
+		"    f['x'] = np.arange(10)\n"
+		"with h5py.File('fsm.h5', 'w', libver='latest', fs_strategy='fsm', fs_persist=True) as f:\n"
+		"    f['x'] = np.arange(10)\n"
+		"with h5py.File('plain.h5', 'w', libver='latest') as f:\n"
+		"    f['x'] = np.arange(10)\n";
+	static const struct { const char *name; uint64_t page; } cases[] = {
+		{ "paged.h5", 65536 }, { "fsm.h5", 0 }, { "plain.h5", 0 },
+	};
+	char path[600];
+
+	if (!run_h5py(script))
+		return;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		h5_file *f;
+
+		snprintf(path, sizeof(path), "%s/%s", make_tmpdir(), cases[i].name);
+		ck_assert_msg(h5_file_open(&f, path, NULL) == 0, "%s: %s", cases[i].name, h5_err_msg());
+		ck_assert_uint_eq(f->fs_page_size, cases[i].page);
+		h5_file_close(f);
+	}
+	rm_tmpdir();
+}
+END_TEST
+
 START_TEST(v2_superblock_real_checksum)
 {
 	static const char *script =
@@ -773,6 +804,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, read_truncated_superblock);
 	tcase_add_test(tc, read_extension_smtb);
 	tcase_add_test(tc, h5py_files);
+	tcase_add_test(tc, fsinfo_page_size);
 	tcase_add_test(tc, corpus_superblocks);
 	suite_add_tcase(s, tc);
 	return s;

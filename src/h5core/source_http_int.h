@@ -1,0 +1,89 @@
+/* source_http_int.h - what source_http.c (requests, cache, reads) and
+ * source_http_ra.c (the background read-ahead worker) share: the source's
+ * state and the helpers both call. Private to those two files. */
+#ifndef H5_SOURCE_HTTP_INT_H
+#define H5_SOURCE_HTTP_INT_H
+
+#include "internal.h"
+#include "source_impl.h"
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <sys/types.h>
+
+#define HTTP_BLOCK ((size_t)512 << 10)  /* cache block: small, metadata is scattered */
+#define HTTP_FIRST ((size_t)4 << 20)    /* the first fetch: superblock, root metadata */
+#define HTTP_POOL 16                    /* idle easy handles kept; fetches in flight */
+#define HTTP_RA_WIN 8                   /* blocks per read-ahead request, at least (4 MiB) */
+#define HTTP_RA_REQS 4                  /* read-ahead requests in flight at most */
+#define HTTP_RA_MAX 128                 /* blocks read ahead of the stream (64 MiB) */
+#define HTTP_RA_MIN_READ ((size_t)32 << 10) /* smaller reads start no stream */
+
+typedef struct http_blk {
+	uint64_t idx;                /* block number; UINT64_MAX: empty */
+	uint64_t used;               /* LRU tick */
+	bool ahead;                  /* read ahead and not read since */
+	uint8_t *p;
+} http_blk;
+
+typedef struct http_source {
+	h5_source base;
+	char *url, *name, *etag, *userpwd, *sigv4, *token_hdr;
+	unsigned retries;
+	long timeout_s;
+	CURLSH *share;
+	pthread_mutex_t share_mu[CURL_LOCK_DATA_LAST];
+	pthread_mutex_t mu;          /* everything below */
+	pthread_cond_t landed;       /* a fetch finished */
+	struct { uint64_t b, n; bool bg; } inflight[HTTP_POOL]; /* block ranges being fetched */
+	unsigned ninflight;
+	CURL *pool[HTTP_POOL];
+	unsigned npool;
+	http_blk *slots;
+	unsigned nslots;
+	uint64_t tick;
+	/* paged aggregation (http_page_hint): fetches cover whole pages */
+	uint64_t page, page_base;
+	uint64_t page_blocks;        /* blocks a page, if pages are block aligned */
+	/* background read-ahead (source_http_ra.c): blocks [ra_next,
+	 * ra_until) are to be fetched; ra_until 0: no stream */
+	uint64_t ra_next, ra_until, ra_len;
+	unsigned ra_unread;          /* slots read ahead and not read since */
+	bool ra_started, ra_stop;
+	pid_t ra_pid;                /* the process whose thread ra_thread is */
+	pthread_t ra_thread;
+	pthread_cond_t ra_wake;      /* work for an idle worker, or stop */
+	CURLM *multi;
+} http_source;
+
+/* One request's reply, filled by the callbacks. */
+typedef struct http_reply {
+	uint8_t *buf;
+	size_t cap, got;
+	bool overflow;
+	uint64_t cr_first, cr_last, cr_total;
+	bool have_cr;
+	char etag[256];
+	char cerr[CURL_ERROR_SIZE];
+} http_reply;
+
+/* source_http.c */
+CURL *http_handle_get(http_source *h);
+void http_handle_put(http_source *h, CURL *c);
+struct curl_slist *http_request(http_source *h, CURL *c, http_reply *r, uint64_t off, uint8_t *buf,
+				size_t len);
+void http_request_done(http_source *h, CURL *c, struct curl_slist *hd, CURLcode cc);
+int http_verdict(http_source *h, const http_reply *r, CURLcode cc, long status, uint64_t off, size_t len,
+		 bool *retry);
+bool http_cached(const http_source *h, uint64_t b);
+bool http_in_flight(const http_source *h, uint64_t b);
+void http_store(http_source *h, uint64_t b, uint64_t n, const uint8_t *buf, bool ahead);
+void http_flight_end(http_source *h, uint64_t b);
+uint64_t http_nblocks(const http_source *h);
+
+/* source_http_ra.c; h->mu held for note and forked, not for stop */
+void http_ra_note(http_source *h, uint64_t b, bool sequential);
+void http_ra_forked(http_source *h);
+void http_ra_stop(http_source *h);
+
+#endif

@@ -1,0 +1,287 @@
+/* source_http_ra.c - background read-ahead of the HTTP source: one
+ * worker thread per source, started at the first sequential stream, keeps
+ * up to HTTP_RA_REQS ranged GETs of HTTP_RA_WIN blocks in flight through a
+ * curl multi handle (each on its own pooled connection), so a `cat` over a
+ * slow link overlaps round trips instead of waiting for each.
+ *
+ * The reading threads (http_read) say where the stream is with
+ * http_ra_note(): a sequential miss or the first read of a block read
+ * ahead moves the target [ra_next, ra_until) forward (the distance starts
+ * at two windows and doubles up to HTTP_RA_MAX blocks, at most half the
+ * cache, so blocks read ahead do not evict each other or the blocks being
+ * read); a jump empties it.
+ * Blocks being fetched are in h->inflight, so a reader waits for them
+ * rather than asking twice. A background fetch that fails is dropped (and
+ * stops the stream): the reader then fetches the block itself, with
+ * retries, and reports EIO if that fails too. Nothing is retried here. */
+#include <config.h>
+#include "source_http_int.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct ra_xfer {
+	CURL *c;                     /* NULL: this slot is free */
+	struct curl_slist *hd;
+	http_reply r;
+	uint64_t b, n;
+	uint8_t *buf;
+} ra_xfer;
+
+/* Blocks read ahead of the readers at most: half the cache keeps what
+ * the readers need. */
+static uint64_t ra_max(const http_source *h)
+{
+	return h->nslots / 2 < HTTP_RA_MAX ? h->nslots / 2 : HTTP_RA_MAX;
+}
+
+/* The next window to fetch, registered in h->inflight (h->mu held);
+ * false if there is none now. A window stops at a block already cached or
+ * in flight; a window shorter than HTTP_RA_WIN only there or at the end
+ * of the object, else it waits for the stream to move on (no trickle of
+ * one-block requests). */
+static bool ra_pick(http_source *h, uint64_t *bp, uint64_t *np)
+{
+	uint64_t nb = http_nblocks(h), until = h->ra_until < nb ? h->ra_until : nb;
+	uint64_t b = h->ra_next, n = 0, win = h->ra_len / HTTP_RA_REQS, held = h->ra_unread;
+
+	/* the requests in flight cover the distance read ahead */
+	if (win < HTTP_RA_WIN)
+		win = HTTP_RA_WIN;
+	if (h->ra_stop || h->ninflight >= HTTP_POOL)
+		return false;
+	/* all streams together hold at most ra_max() blocks read ahead and
+	 * not read yet (arrived or arriving), so none evicts another's */
+	for (unsigned i = 0; i < h->ninflight; i++)
+		if (h->inflight[i].bg)
+			held += h->inflight[i].n;
+	if (held >= ra_max(h))
+		return false;
+	if (win > ra_max(h) - held)
+		win = ra_max(h) - held;
+	while (b < until && (http_cached(h, b) || http_in_flight(h, b)))
+		b++;
+	h->ra_next = b;
+	while (b + n < until && n < win && !http_cached(h, b + n) && !http_in_flight(h, b + n))
+		n++;
+	if (n == 0 || (n < HTTP_RA_WIN && b + n == until && until < nb))
+		return false;
+	/* whole pages of a paged file (the next window starts on a page) */
+	if (h->page_blocks > 1 && b + n < nb && n > h->page_blocks) {
+		uint64_t past = (b + n - h->page_base / HTTP_BLOCK) % h->page_blocks;
+
+		n -= past;
+	}
+	h->ra_next = b + n;
+	h->inflight[h->ninflight].b = b;
+	h->inflight[h->ninflight].n = n;
+	h->inflight[h->ninflight++].bg = true;
+	*bp = b;
+	*np = n;
+	return true;
+}
+
+/* Starts the GET of window x->b, x->n on the multi handle (h->mu not held). */
+static int ra_start(http_source *h, ra_xfer *x)
+{
+	uint64_t off = x->b * HTTP_BLOCK, end = (x->b + x->n) * HTTP_BLOCK;
+
+	if (end > h->base.size)
+		end = h->base.size;
+	x->buf = malloc((size_t)(end - off));
+	x->c = x->buf ? http_handle_get(h) : NULL;
+	if (!x->c) {
+		free(x->buf);
+		x->buf = NULL;
+		return H5_ERR_NOMEM;
+	}
+	x->hd = http_request(h, x->c, &x->r, off, x->buf, (size_t)(end - off));
+	if (curl_multi_add_handle(h->multi, x->c) != CURLM_OK) {
+		http_request_done(h, x->c, x->hd, CURLE_FAILED_INIT);
+		x->c = NULL;
+		free(x->buf);
+		x->buf = NULL;
+		return H5_ERR_IO;
+	}
+	return 0;
+}
+
+/* A transfer ended (cc: its result; aborted at stop): the blocks into the
+ * cache if the reply is right, else the stream stops (h->mu not held). */
+static void ra_finish(http_source *h, ra_xfer *x, CURLcode cc, bool aborted)
+{
+	uint64_t len = (x->b + x->n) * HTTP_BLOCK;
+	long status = 0;
+	bool retry;
+
+	if (len > h->base.size)
+		len = h->base.size;
+	len -= x->b * HTTP_BLOCK;
+	curl_multi_remove_handle(h->multi, x->c);
+	curl_easy_getinfo(x->c, CURLINFO_RESPONSE_CODE, &status);
+	http_request_done(h, x->c, x->hd, aborted ? CURLE_ABORTED_BY_CALLBACK : cc);
+	if (!aborted && http_verdict(h, &x->r, cc, status, x->b * HTTP_BLOCK, (size_t)len, &retry) == 0) {
+		http_store(h, x->b, x->n, x->buf, true);
+	} else {
+		pthread_mutex_lock(&h->mu);
+		h->ra_until = 0;
+		h->ra_len = 0;
+		pthread_mutex_unlock(&h->mu);
+	}
+	free(x->buf);
+	http_flight_end(h, x->b); /* wakes readers waiting for these blocks */
+	memset(x, 0, sizeof(*x));
+}
+
+static void *ra_main(void *arg)
+{
+	http_source *h = arg;
+	ra_xfer x[HTTP_RA_REQS];
+	unsigned nrun = 0;
+
+	memset(x, 0, sizeof(x));
+	pthread_mutex_lock(&h->mu);
+	while (!h->ra_stop) {
+		uint64_t b, n;
+
+		while (nrun < HTTP_RA_REQS && ra_pick(h, &b, &n)) {
+			ra_xfer *f = x;
+
+			while (f->c)
+				f++;
+			f->b = b;
+			f->n = n;
+			pthread_mutex_unlock(&h->mu);
+			if (ra_start(h, f) < 0) {
+				http_flight_end(h, b);
+				pthread_mutex_lock(&h->mu);
+				h->ra_until = 0;
+				break;
+			}
+			nrun++;
+			pthread_mutex_lock(&h->mu);
+		}
+		if (h->ra_stop)
+			break;
+		if (nrun == 0) {
+			pthread_cond_wait(&h->ra_wake, &h->mu);
+			continue;
+		}
+		pthread_mutex_unlock(&h->mu);
+		int still = 0, q;
+		CURLMsg *m;
+
+		curl_multi_perform(h->multi, &still);
+		while ((m = curl_multi_info_read(h->multi, &q)))
+			for (unsigned i = 0; m->msg == CURLMSG_DONE && i < HTTP_RA_REQS; i++)
+				if (x[i].c == m->easy_handle) {
+					ra_finish(h, &x[i], m->data.result, false);
+					nrun--;
+					break;
+				}
+		/* bounded: http_ra_note() and http_ra_stop() wake it early */
+		if (still)
+			curl_multi_poll(h->multi, NULL, 0, 1000, NULL);
+		pthread_mutex_lock(&h->mu);
+	}
+	pthread_mutex_unlock(&h->mu);
+	for (unsigned i = 0; i < HTTP_RA_REQS; i++)
+		if (x[i].c)
+			ra_finish(h, &x[i], CURLE_OK, true);
+	return NULL;
+}
+
+/* Starts the worker (h->mu held); without it there is just no read-ahead. */
+static void ra_launch(http_source *h)
+{
+	sigset_t all, old;
+
+	if (!h->multi && !(h->multi = curl_multi_init()))
+		return;
+	/* signals stay with the FUSE threads */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	h->ra_stop = false;
+	if (pthread_create(&h->ra_thread, NULL, ra_main, h) == 0) {
+		h->ra_started = true;
+		h->ra_pid = getpid();
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+void http_ra_note(http_source *h, uint64_t b, bool sequential)
+{
+	uint64_t max = ra_max(h), until;
+
+	if (!sequential || max < HTTP_RA_WIN) {
+		/* a jump: what the stream left unread is plain cache now, no
+		 * longer counted against the read-ahead */
+		if (h->ra_unread)
+			for (unsigned i = 0; i < h->nslots; i++)
+				h->slots[i].ahead = false;
+		h->ra_unread = 0;
+		h->ra_until = 0;
+		h->ra_len = 0;
+		return;
+	}
+	h->ra_len = h->ra_len ? h->ra_len * 2 : 2 * HTTP_RA_WIN;
+	if (h->ra_len > max)
+		h->ra_len = max;
+	until = b + 1 + h->ra_len;
+	/* no stream yet, the reader passed the worker, or the worker is
+	 * further than this stream reads ahead: another stream elsewhere
+	 * (two cats at once), and the worker turns to this one */
+	if (h->ra_until == 0 || h->ra_next <= b || h->ra_next > until) {
+		h->ra_next = b + 1;
+		h->ra_until = until;
+	} else if (until > h->ra_until) {
+		h->ra_until = until;
+	}
+	if (!h->ra_started)
+		ra_launch(h);
+	if (!h->ra_started)
+		return;
+	pthread_cond_signal(&h->ra_wake);
+	curl_multi_wakeup(h->multi);
+}
+
+void http_ra_forked(http_source *h)
+{
+	if (!h->ra_started || h->ra_pid == getpid())
+		return;
+	/* a child forked after the worker started (fuse_daemonize after
+	 * the open): the thread did not come along, its fetches never
+	 * land. Forget them; the multi handle is left to the parent. */
+	for (unsigned i = 0; i < h->ninflight;)
+		if (h->inflight[i].bg)
+			h->inflight[i] = h->inflight[--h->ninflight];
+		else
+			i++;
+	h->multi = NULL;
+	h->ra_started = false;
+	h->ra_until = 0;
+	h->ra_len = 0;
+	pthread_cond_broadcast(&h->landed);
+}
+
+void http_ra_stop(http_source *h)
+{
+	bool mine;
+
+	pthread_mutex_lock(&h->mu);
+	http_ra_forked(h);
+	mine = h->ra_started;
+	h->ra_stop = true;
+	pthread_cond_signal(&h->ra_wake);
+	if (mine)
+		curl_multi_wakeup(h->multi);
+	pthread_mutex_unlock(&h->mu);
+	if (mine)
+		pthread_join(h->ra_thread, NULL);
+	h->ra_started = false;
+	if (h->multi)
+		curl_multi_cleanup(h->multi);
+	h->multi = NULL;
+}
