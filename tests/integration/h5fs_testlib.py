@@ -82,6 +82,18 @@ def is_mounted(mnt):
     return False
 
 
+def stop_process(proc, timeout=10):
+    """Stop a server a test started (SIGTERM, then SIGKILL), time-bounded."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout)
+
+
 def _default_signals():
     # A shell runs background jobs with SIGINT and SIGQUIT ignored, and
     # libfuse (rightly) leaves an ignored signal alone: a daemon started

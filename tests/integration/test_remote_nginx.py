@@ -141,12 +141,7 @@ def main():
         if any('"-"' in ln or " 206 " not in ln for ln in lines):
             fail("a request without Range or not 206: %r" % lines[:5])
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        T.stop_process(proc)
     if failures:
         print("%d failure(s)" % failures)
         return 1

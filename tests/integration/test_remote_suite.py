@@ -15,7 +15,6 @@ locally.
 """
 import os
 import shutil
-import subprocess
 import sys
 import time
 import urllib.parse
@@ -172,12 +171,7 @@ def main():
             else:
                 stats["full_match"] += 1
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        T.stop_process(proc)
     print("remote suite summary (%.0f s): %s" % (time.monotonic() - t0,
                                                  ", ".join("%s=%d" % kv for kv in stats.items())))
     if failed:

@@ -155,12 +155,7 @@ def main():
     finally:
         os.environ.clear()
         os.environ.update(saved)
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        T.stop_process(proc)
     failures_total = failures + test_remote.failures  # mount_refused's
     if failures_total:
         print("%d failure(s)" % failures_total)

@@ -1093,6 +1093,25 @@ static int probe_load(void **obj, size_t *cost, void *ud)
 	return h5_err_set(H5_ERR_NOTFOUND, "probe: not cached");
 }
 
+/* How many of t's chunks are in f's cache (probing runs no decode). */
+static size_t count_cached(h5_file *f, const tds *t)
+{
+	size_t cached = 0;
+
+	for (size_t k = 0; k < t->nrec; k++) {
+		h5_cache_ref ref;
+		int called = 0;
+
+		if (t->addrs[k] < 0)
+			continue;
+		if (h5_cache_get(&ref, f->chunks, H5_CK_CHUNK, (uint64_t)t->addrs[k], probe_load, NULL, &called) == 0) {
+			h5_cache_release(f->chunks, &ref);
+			cached++;
+		}
+	}
+	return cached;
+}
+
 /* A one-element read decodes one chunk, not the dataset. */
 START_TEST(h5py_small_read_decodes_one_chunk)
 {
@@ -1132,19 +1151,10 @@ START_TEST(h5py_small_read_decodes_one_chunk)
 
 		ck_assert_int_eq(h5_dataset_read(d, all, 0, t->nbytes), 0);
 		/* no chunk of it is in the cache: asking for one runs the loader */
-		for (size_t k = 0; k < t->nrec; k++) {
-			h5_cache_ref ref;
-			int called = 0;
-
-			if (t->addrs[k] < 0)
-				continue;
-			ck_assert_int_eq(h5_cache_get(&ref, f->chunks, H5_CK_CHUNK, (uint64_t)t->addrs[k], probe_load,
-						      NULL, &called),
-					 H5_ERR_NOTFOUND);
-			ck_assert_int_eq(called, 1);
-			probed++;
-		}
+		for (size_t k = 0; k < t->nrec; k++)
+			probed += t->addrs[k] >= 0;
 		ck_assert_uint_gt(probed, 0);
+		ck_assert_uint_eq(count_cached(f, t), 0);
 		free(all);
 	}
 	h5_dataset_close(d);
@@ -1272,24 +1282,6 @@ START_TEST(h5py_corrupt_chunk)
 	free_manifest(v, n);
 }
 END_TEST
-
-static size_t count_cached(h5_file *f, const tds *t)
-{
-	size_t cached = 0;
-
-	for (size_t k = 0; k < t->nrec; k++) {
-		h5_cache_ref ref;
-		int called = 0;
-
-		if (t->addrs[k] < 0)
-			continue;
-		if (h5_cache_get(&ref, f->chunks, H5_CK_CHUNK, (uint64_t)t->addrs[k], probe_load, NULL, &called) == 0) {
-			h5_cache_release(f->chunks, &ref);
-			cached++;
-		}
-	}
-	return cached;
-}
 
 /* Drop-behind: a sequential stream leaves at most drop_keep decoded chunks
  * behind it in the cache (the kernel keeps those bytes); scattered reads
