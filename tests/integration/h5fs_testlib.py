@@ -82,6 +82,25 @@ def is_mounted(mnt):
     return False
 
 
+_failures = [0]
+
+
+def fail(msg):
+    """Count and print one failure (the scripts that check many cases and
+    report them all; finish() gives their exit status)."""
+    _failures[0] += 1
+    print("FAIL: " + msg, flush=True)
+
+
+def finish():
+    """Exit status after fail(): 1 with the count of failures, else 0."""
+    if _failures[0]:
+        print("%d failure(s)" % _failures[0])
+        return 1
+    print("ok")
+    return 0
+
+
 def stop_process(proc, timeout=10):
     """Stop a server a test started (SIGTERM, then SIGKILL), time-bounded."""
     if proc.poll() is not None:

@@ -27,14 +27,9 @@ import numpy as np  # noqa: E402
 
 import remote_server  # noqa: E402
 
-failures = 0
 FAST = ["-o", "retries=2,timeout=5"]
 
-
-def fail(msg):
-    global failures
-    failures += 1
-    print("FAIL: " + msg)
+fail = T.fail
 
 
 def make_fixture(path):
@@ -193,11 +188,7 @@ def main():
             fail("h5fs-ls URL: status %d, %r" % (r.returncode, r.stdout[:200] + r.stderr[:200]))
     finally:
         srv.stop()
-    if failures:
-        print("%d failure(s)" % failures)
-        return 1
-    print("ok")
-    return 0
+    return T.finish()
 
 
 if __name__ == "__main__":

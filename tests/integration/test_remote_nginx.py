@@ -34,13 +34,7 @@ CORPUS = os.environ.get("H5FS_CORPUS") or next(
                  "/work/shared/corpus/hdf5-testfiles") if os.path.isdir(p)), None)
 SAMPLE = ["tools/test/h5dump/testfiles/thyperslab.h5", "tools/test/h5dump/testfiles/tsaf.h5",
           "tools/test/h5diff/testfiles/h5diff_hyper1.h5"]
-failures = 0
-
-
-def fail(msg):
-    global failures
-    failures += 1
-    print("FAIL: " + msg)
+fail = T.fail
 
 
 def free_port():
@@ -142,11 +136,7 @@ def main():
             fail("a request without Range or not 206: %r" % lines[:5])
     finally:
         T.stop_process(proc)
-    if failures:
-        print("%d failure(s)" % failures)
-        return 1
-    print("ok")
-    return 0
+    return T.finish()
 
 
 if __name__ == "__main__":

@@ -29,13 +29,7 @@ import remote_server  # noqa: E402
 
 PAGE = 1 << 20
 BLOCK = 512 << 10  # source_http_int.h HTTP_BLOCK
-failures = 0
-
-
-def fail(msg):
-    global failures
-    failures += 1
-    print("FAIL: " + msg)
+fail = T.fail
 
 
 def make(path):
@@ -98,11 +92,7 @@ def main():
                         fail("%s: attribute a7 is %r" % (name, v[:80]))
     finally:
         srv.stop()
-    if failures:
-        print("%d failure(s)" % failures)
-        return 1
-    print("ok")
-    return 0
+    return T.finish()
 
 
 if __name__ == "__main__":

@@ -32,13 +32,7 @@ import remote_server  # noqa: E402
 
 OPTS = ["-o", "retries=2,timeout=10"]
 MiB = 1 << 20
-failures = 0
-
-
-def fail(msg):
-    global failures
-    failures += 1
-    print("FAIL: " + msg)
+fail = T.fail
 
 
 def make(path):
@@ -199,11 +193,7 @@ def main():
     with h5py.File(path, "r") as f:
         want = f["big"][()].tobytes()
     server_dies(path, want, mnt)
-    if failures:
-        print("%d failure(s)" % failures)
-        return 1
-    print("ok")
-    return 0
+    return T.finish()
 
 
 if __name__ == "__main__":

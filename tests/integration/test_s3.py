@@ -34,13 +34,7 @@ import numpy as np  # noqa: E402
 
 KEY, SECRET, TOKEN = "AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "tok/en+123="
 REGION = "eu-west-1"
-failures = 0
-
-
-def fail(msg):
-    global failures
-    failures += 1
-    print("FAIL: " + msg)
+fail = T.fail
 
 
 class S3(http.server.BaseHTTPRequestHandler):
@@ -165,11 +159,7 @@ def main():
         httpd.shutdown()
         httpd.server_close()
         th.join(10)
-    if failures:
-        print("%d failure(s)" % failures)
-        return 1
-    print("ok")
-    return 0
+    return T.finish()
 
 
 if __name__ == "__main__":

@@ -45,13 +45,7 @@ except ImportError:
 import test_remote  # noqa: E402  (fixture and helpers)
 
 KEY = SECRET = "S3RVER"  # s3rver's built-in account
-failures = 0
-
-
-def fail(msg):
-    global failures
-    failures += 1
-    print("FAIL: " + msg)
+fail = T.fail
 
 
 def start_s3rver(wd):
@@ -156,12 +150,7 @@ def main():
         os.environ.clear()
         os.environ.update(saved)
         T.stop_process(proc)
-    failures_total = failures + test_remote.failures  # mount_refused's
-    if failures_total:
-        print("%d failure(s)" % failures_total)
-        return 1
-    print("ok")
-    return 0
+    return T.finish()  # test_remote's helpers count into the same tally
 
 
 if __name__ == "__main__":
