@@ -127,6 +127,18 @@ def index_type(path, ohdr_addr):
     return None
 
 
+def partial_edge_unfiltered(path, ohdr_addr):
+    """Whether a layout v4 chunked dataset stores partial edge chunks
+    unfiltered (layout flags bit 0, H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS)."""
+    with open(path, "rb") as fh:
+        buf = fh.read()
+    base = base_of(buf)
+    for t, d in _ohdr_msgs(buf, base + ohdr_addr, base):
+        if t == 8:
+            return d[0] in (4, 5) and d[1] == 2 and bool(d[2] & 1)
+    return False
+
+
 def bt2_shape(path, ohdr_addr):
     """(depth, total records, root records) of a layout v4 v2 B-tree index,
     from its header (checksum verified by the caller's h5py reads)."""

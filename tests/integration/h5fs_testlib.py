@@ -354,25 +354,33 @@ def dataset_bytes(ds):
 
 
 def appendable(f, ds):
-    """Whether h5fs can append to ds (README "Appending"): chunked, dimension 0
-    unlimited, indexed by a v1 B-tree (libver earliest/v108, any other
-    dimension unlimited too), a v2 B-tree (libver >= v110, several unlimited
-    dimensions) or an Extensible Array (libver >= v110, dimension 0 the only
-    unlimited one); fixed-size type; only
-    deflate/shuffle/fletcher32."""
+    """Whether h5fs can append to ds (README "Appending", append.c
+    check_layout): chunked, dimension 0 unlimited or below a fixed maximum,
+    any chunk index (an Extensible Array only over an unlimited dimension 0
+    with the others limited; an implicit index only once libhdf5 allocated
+    its chunks, i.e. with rows); fixed-size type; only
+    deflate/shuffle/fletcher32, and no unfiltered partial edge chunks."""
     import h5py
     import bt1_dump
-    if ds.chunks is None or ds.maxshape is None or ds.maxshape[0] is not None:
+    if ds.chunks is None or ds.maxshape is None or not ds.shape:
         return False
-    idx = bt1_dump.index_type(ds.file.filename, h5py.h5o.get_info(ds.id).addr)
-    if idx not in ("btree1", "btree2", "earray"):
+    if ds.maxshape[0] is not None and ds.maxshape[0] <= ds.shape[0]:
         return False
-    if idx == "earray" and any(m is None for m in ds.maxshape[1:]):
+    addr = h5py.h5o.get_info(ds.id).addr
+    idx = bt1_dump.index_type(ds.file.filename, addr)
+    if idx not in ("btree1", "btree2", "earray", "farray", "implicit", "single"):
+        return False
+    if idx == "earray" and (ds.maxshape[0] is not None or any(m is None for m in ds.maxshape[1:])):
+        return False
+    if idx == "implicit" and ds.id.get_storage_size() == 0:
         return False
     if _has_vlen(ds.id.get_type()):
         return False
     pl = ds.id.get_create_plist()
-    return all(pl.get_filter(i)[0] in (1, 2, 3) for i in range(pl.get_nfilters()))
+    nf = pl.get_nfilters()
+    if nf and bt1_dump.partial_edge_unfiltered(ds.file.filename, addr):
+        return False
+    return all(pl.get_filter(i)[0] in (1, 2, 3) for i in range(nf))
 
 
 def layout_name(ds):

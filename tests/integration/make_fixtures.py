@@ -162,6 +162,8 @@ def chunked(f, rng):
     sp[200:300] = np.arange(100)
     sp[950:] = 7
     c.create_dataset("empty_unlim", shape=(0,), maxshape=(None,), dtype="<f4", chunks=(10,), **kw)
+    # a fixed maximum above the size: grows within it (v1 B-tree or fixed array)
+    c.create_dataset("fixed_max_grow", data=np.arange(30, dtype="<i2"), chunks=(8,), maxshape=(100,), **kw)
     c.create_dataset("lzf", data=np.tile(np.arange(50, dtype="<i4"), 40), chunks=(200,), compression="lzf", **kw)
     c.create_dataset("scaleoffset", data=rng.integers(1000, 1100, 500).astype("<i4"), chunks=(100,),
                      scaleoffset=0, **kw)
