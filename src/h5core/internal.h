@@ -908,6 +908,16 @@ int h5_chunk_read(h5_dataset *d, uint8_t *buf, uint64_t off, size_t len);
  * allocated, unfiltered chunks. */
 int h5_chunk_extents(h5_extent *out, size_t max, size_t *n, h5_dataset *d, uint64_t off, size_t len);
 int h5_chunk_pin(h5_pin *out, h5_dataset *d, uint64_t off, size_t len);
+/* Decode chunk `scaled` into f->chunks unless it is there (no-op for
+ * unallocated or unfiltered chunks): what a prefetch worker does. */
+int h5_chunk_decode(h5_chunk_index *ci, const uint64_t *scaled);
+/* Sequential streams (chunk_stream.c). note: whether a read of [off,
+ * off+len) continues a stream of a filtered dataset, scheduling the chunks
+ * ahead if so; drop: chunks such a read has passed (drop-behind); forget:
+ * the index is being closed (queued jobs dropped, running ones waited for). */
+bool h5_chunk_stream_note(h5_dataset *d, uint64_t off, size_t len);
+void h5_chunk_stream_drop(h5_chunk_index *ci, const uint64_t *passed, unsigned n);
+void h5_chunk_stream_forget(h5_chunk_index *ci);
 /* Workers that decode, into f->chunks, the chunks a sequential reader of a
  * filtered dataset will want next (h5_chunk_read schedules them). nworkers
  * 0: no prefetching. Free stops the workers; datasets are closed first
