@@ -13,9 +13,10 @@
  * to h5_buf_free (its size comes from malloc_usable_size), and a pool
  * buffer may be given to free(); only the reuse is lost. Small buffers
  * are not pooled (glibc serves them from its arenas without faults).
- * Idle buffers are bounded (BUF_IDLE_BYTES, BUF_IDLE_MAX), so memory
- * outside the cache budget stays small: in a steady read the pool holds
- * the few buffers one decode frees and the next one takes.
+ * Idle buffers are bounded (BUF_IDLE_MAX of them, and a quarter of the
+ * cache budget between 4 and 48 MiB: h5_buf_budget), so memory outside
+ * the budget stays small: in a steady read the pool holds the few buffers
+ * one decode frees and the next one takes.
  */
 #define _GNU_SOURCE
 #include "internal.h"
@@ -26,7 +27,8 @@
 
 #define BUF_MIN ((size_t)64 << 10)      /* smaller: plain malloc/free */
 #define BUF_IDLE_MAX 32                 /* idle buffers kept */
-#define BUF_IDLE_BYTES ((size_t)48 << 20)
+#define BUF_IDLE_BYTES ((size_t)48 << 20) /* at most; a file's budget may lower it */
+#define BUF_IDLE_MIN ((size_t)4 << 20)
 
 static pthread_mutex_t buf_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
@@ -34,6 +36,7 @@ static struct {
 	size_t cap;
 } buf_idle[BUF_IDLE_MAX];
 static size_t buf_nidle, buf_idle_bytes;
+static size_t buf_idle_limit = BUF_IDLE_BYTES;
 
 /* Sizes are rounded up to 64 KiB so that buffers for nearly equal sizes
  * (compressed chunks) can stand in for each other. */
@@ -78,7 +81,7 @@ void h5_buf_free(void *p)
 		return;
 	}
 	pthread_mutex_lock(&buf_lock);
-	if (buf_nidle < BUF_IDLE_MAX && buf_idle_bytes + cap <= BUF_IDLE_BYTES) {
+	if (buf_nidle < BUF_IDLE_MAX && buf_idle_bytes + cap <= buf_idle_limit) {
 		buf_idle[buf_nidle].p = p;
 		buf_idle[buf_nidle++].cap = cap;
 		buf_idle_bytes += cap;
@@ -86,6 +89,30 @@ void h5_buf_free(void *p)
 	}
 	pthread_mutex_unlock(&buf_lock);
 	free(p);
+}
+
+void h5_buf_budget(size_t cache_budget)
+{
+	size_t lim = cache_budget / 4;
+
+	lim = lim < BUF_IDLE_MIN ? BUF_IDLE_MIN : lim > BUF_IDLE_BYTES ? BUF_IDLE_BYTES : lim;
+	pthread_mutex_lock(&buf_lock);
+	buf_idle_limit = lim;
+	while (buf_nidle > 0 && buf_idle_bytes > lim) {
+		buf_idle_bytes -= buf_idle[--buf_nidle].cap;
+		free(buf_idle[buf_nidle].p);
+	}
+	pthread_mutex_unlock(&buf_lock);
+}
+
+size_t h5_buf_idle(void)
+{
+	size_t n;
+
+	pthread_mutex_lock(&buf_lock);
+	n = buf_idle_bytes;
+	pthread_mutex_unlock(&buf_lock);
+	return n;
 }
 
 void h5_buf_trim(void)

@@ -260,6 +260,8 @@ static int file_init_common(h5_file *f, const h5_open_opts *opts)
 		rc = h5_cache_new(&f->meta, budget);
 	if (rc < 0)
 		return rc;
+	if (!(opts && opts->share_with))
+		h5_buf_budget(budget);
 	f->chunks = f->meta;
 	/* The reader's own thread decodes too: the others decode ahead. */
 	rc = h5_prefetch_new(&f->prefetch, opts && opts->share_with ? 0 : f->nthreads > 8 ? 7 : f->nthreads - 1);

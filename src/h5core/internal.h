@@ -103,7 +103,10 @@ int h5_checksum_verify(const uint8_t *buf, size_t len, const char *what, uint64_
  * Large buffers kept mapped for reuse by the next decode or reply: plain
  * malloc() blocks, so h5_buf_free takes any malloc'd pointer and free()
  * takes a pool buffer (the reuse is then lost). */
-void h5_buf_trim(void);         /* give every idle buffer back (h5_buf_alloc/free: h5core.h) */         /* give every idle buffer back */
+void h5_buf_trim(void);         /* give every idle buffer back (h5_buf_alloc/free: h5core.h) */
+/* Idle buffers kept: a quarter of the cache budget, within [4, 48] MiB. */
+void h5_buf_budget(size_t cache_budget);
+size_t h5_buf_idle(void);       /* bytes kept idle now (tests) */         /* give every idle buffer back */
 
 /* ---- cache (cache.c) ----------------------------------------------------
  * One LRU with a byte budget, keyed by (kind, key), shared by all datasets.

@@ -596,6 +596,27 @@ START_TEST(test_bufpool_reuse)
 	ck_assert_ptr_nonnull(b);
 	h5_buf_free(b);
 	h5_buf_trim();
+	/* a 16 MiB cache keeps at most 4 MiB idle: of two 3 MiB buffers
+	 * given back the first stays, the second is freed; a large budget
+	 * keeps both */
+	for (int big = 0; big < 2; big++) {
+		h5_buf_budget(big ? (size_t)1 << 30 : 16 << 20);
+		a = h5_buf_alloc(3 << 20);
+		b = h5_buf_alloc(3 << 20);
+		ck_assert_ptr_nonnull(a);
+		ck_assert_ptr_nonnull(b);
+		h5_buf_free(a);
+		h5_buf_free(b);
+		if (big)
+			ck_assert_uint_ge(h5_buf_idle(), (size_t)6 << 20);
+		else
+			ck_assert_uint_le(h5_buf_idle(), (size_t)4 << 20);
+		c = h5_buf_alloc(3 << 20);
+		ck_assert_ptr_eq(c, a);
+		h5_buf_free(c);
+		h5_buf_trim();
+		ck_assert_uint_eq(h5_buf_idle(), 0);
+	}
 }
 END_TEST
 
