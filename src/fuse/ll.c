@@ -557,7 +557,8 @@ static void reply_extents(fuse_req_t req, const h5_extent *ext, size_t n)
 }
 
 /* What a read answers with: pieces of files to splice (next > 0), or
- * pieces of decoded chunks held in the engine's cache (pin.niov > 0), or
+ * pieces of decoded chunks or remote blocks held in the engine's or the
+ * byte source's cache (pin.niov > 0), or
  * len bytes in buf (h5_buf_alloc'd), or nothing (end of file). */
 struct read_answer {
 	h5_extent ext[H5FS_MAX_EXTENTS];
@@ -596,8 +597,9 @@ static int do_read(struct read_answer *a, h5fs *fs, fuse_ino_t ino, size_t size,
 		a->next = 0;
 		h5_err_clear();  /* not mappable: read it (which reports real errors) */
 	}
-	/* Decoded chunks: written to /dev/fuse from the cache itself, with no
-	 * copy into a reply buffer (issue 16). */
+	/* Decoded chunks, or a remote FILE's cached blocks: written to
+	 * /dev/fuse from the cache itself, with no copy into a reply buffer
+	 * (issues 16, 15). */
 	if (h5_dataset_pin(&a->pin, n->ds, (uint64_t)off, (size_t)len) == 0 && a->pin.niov > 0)
 		goto out;
 	h5_err_clear();  /* not pinnable: read it (which reports real errors) */

@@ -791,7 +791,13 @@ void h5_pin_release(h5_pin *p)
 
 		h5_cache_release(p->cache, &ref);
 	}
+	for (size_t i = 0; i < p->nsrc_held; i++) {
+		h5_source *src = p->src;
+
+		src->ops->unpin(src, p->src_held[i]);
+	}
 	p->nheld = 0;
+	p->nsrc_held = 0;
 	p->niov = 0;
 }
 
@@ -804,6 +810,7 @@ int h5_chunk_pin(h5_pin *out, h5_dataset *d, uint64_t off, size_t len)
 
 	out->niov = 0;
 	out->nheld = 0;
+	out->nsrc_held = 0;
 	out->cache = d->f->chunks;
 	if (!d->cidx || !d->cidx->filtered)
 		return h5_err_set(H5_ERR_UNSUPPORTED, "unfiltered chunks are read from FILE");

@@ -11,6 +11,7 @@
  * Reads never materialise more than the requested window: a contiguous
  * read is one h5_file_read() of exactly that window. */
 #include "internal.h"
+#include "cidx.h" /* filtered: which pin applies */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -573,15 +574,12 @@ int h5_dataset_read(h5_dataset *d, void *buf, uint64_t off, size_t len)
 	return 0;
 }
 
-int h5_dataset_extents(h5_extent *out, size_t max, size_t *n, h5_dataset *d, uint64_t off, size_t len)
+/* Where the bytes [off, off+len) lie in FILE (h5_dataset_extents without
+ * the descriptor, which h5_dataset_pin does not need). */
+static int plain_extents(h5_extent *out, size_t max, size_t *n, h5_dataset *d, uint64_t off, size_t len)
 {
-	uint64_t end;
-
 	*n = 0;
-	if (h5_add_overflow(off, len, &end) || end > d->nbytes)
-		return h5_err_set(H5_ERR_INVAL, "window of %zu bytes at %llu is past the end of the dataset", len,
-				  (unsigned long long)off);
-	if (d->has_vlen || h5_file_fd(d->f) < 0)
+	if (d->has_vlen)
 		return h5_err_set(H5_ERR_UNSUPPORTED, "not stored as plain bytes of FILE");
 	if (len == 0)
 		return 0;
@@ -607,17 +605,73 @@ int h5_dataset_extents(h5_extent *out, size_t max, size_t *n, h5_dataset *d, uin
 	}
 }
 
+int h5_dataset_extents(h5_extent *out, size_t max, size_t *n, h5_dataset *d, uint64_t off, size_t len)
+{
+	uint64_t end;
+
+	*n = 0;
+	if (h5_add_overflow(off, len, &end) || end > d->nbytes)
+		return h5_err_set(H5_ERR_INVAL, "window of %zu bytes at %llu is past the end of the dataset", len,
+				  (unsigned long long)off);
+	if (h5_file_fd(d->f) < 0)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "not stored as plain bytes of FILE");
+	return plain_extents(out, max, n, d, off, len);
+}
+
+/* h5_dataset_pin of plain bytes of a FILE without a descriptor: each
+ * piece of FILE pinned in the byte source's cache. */
+static int pin_source(h5_pin *out, h5_dataset *d, uint64_t off, size_t len)
+{
+	h5_source *src = d->f->src;
+	h5_extent *ext = NULL;
+	size_t next = 0;
+	int rc;
+
+	if (!src->ops->pin || d->layout.cls == H5_LAYOUT_VIRTUAL)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "the byte source does not pin");
+	ext = malloc(H5_PIN_MAX * sizeof(*ext));
+	if (!ext)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory pinning a window");
+	rc = plain_extents(ext, H5_PIN_MAX, &next, d, off, len);
+	out->src = src;
+	for (size_t i = 0; rc == 0 && i < next; i++) {
+		size_t k = 0;
+
+		if (out->nsrc_held == H5_PIN_MAX) {
+			rc = h5_err_set(H5_ERR_LIMIT, "the window spans more than %d pieces", H5_PIN_MAX);
+			break;
+		}
+		rc = src->ops->pin(src, ext[i].file_off, (size_t)ext[i].len, out->iov + out->niov,
+				   H5_PIN_MAX - out->niov, &k, &out->src_held[out->nsrc_held]);
+		if (rc == 0) {
+			out->nsrc_held++;
+			out->niov += k;
+		}
+	}
+	if (rc < 0)
+		h5_pin_release(out);
+	free(ext);
+	return rc;
+}
+
 int h5_dataset_pin(h5_pin *out, h5_dataset *d, uint64_t off, size_t len)
 {
 	uint64_t end;
 
 	out->niov = 0;
 	out->nheld = 0;
+	out->nsrc_held = 0;
 	out->cache = NULL;
+	out->src = NULL;
 	if (h5_add_overflow(off, len, &end) || end > d->nbytes)
 		return h5_err_set(H5_ERR_INVAL, "window of %zu bytes at %llu is past the end of the dataset", len,
 				  (unsigned long long)off);
-	if (d->has_vlen || d->layout.cls != H5_LAYOUT_CHUNKED)
-		return h5_err_set(H5_ERR_UNSUPPORTED, "not stored as filtered chunks");
-	return h5_chunk_pin(out, d, off, len);
+	if (d->has_vlen)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "variable-length data is converted");
+	if (d->layout.cls == H5_LAYOUT_CHUNKED && d->cidx && d->cidx->filtered)
+		return h5_chunk_pin(out, d, off, len);
+	/* plain bytes: a local FILE splices them instead (h5_dataset_extents) */
+	if (h5_file_fd(d->f) >= 0)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "plain bytes of a local FILE are spliced");
+	return pin_source(out, d, off, len);
 }

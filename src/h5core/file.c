@@ -29,6 +29,20 @@ int h5_file_read(h5_file *f, uint64_t addr, void *buf, size_t len)
 	return f->src->ops->read(f->src, abs, buf, len);
 }
 
+void h5_file_prefetch(h5_file *f, const uint64_t *addr, size_t n)
+{
+	uint64_t abs[H5_PREFETCH_MAX];
+	size_t k = 0;
+
+	if (!f->src->ops->prefetch)
+		return;
+	for (size_t i = 0; i < n && k < H5_PREFETCH_MAX; i++)
+		if (h5_file_range_ok(f, addr[i], 1))
+			abs[k++] = f->base + addr[i];
+	if (k)
+		f->src->ops->prefetch(f->src, abs, k);
+}
+
 static int read_into_new(uint8_t **out, h5_file *f, uint64_t addr, size_t len, void *(*alloc)(size_t))
 {
 	uint8_t *buf;

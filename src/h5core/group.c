@@ -202,8 +202,16 @@ static int link_name_cmp(const void *a, const void *b)
 	return (x->name_len > y->name_len) - (x->name_len < y->name_len);
 }
 
-static int link_list_emit(struct link_list *l, h5_link_cb cb, void *ud)
+static int link_list_emit(h5_file *f, struct link_list *l, h5_link_cb cb, void *ud)
 {
+	uint64_t a[H5_PREFETCH_MAX];
+	size_t k = 0;
+
+	/* the children's headers are read next: fetched together if remote */
+	for (size_t i = 0; i < l->n && k < H5_PREFETCH_MAX; i++)
+		if (l->v[i].type == H5_LINK_HARD)
+			a[k++] = l->v[i].addr;
+	h5_file_prefetch(f, a, k);
 	if (l->n > 1)
 		qsort(l->v, l->n, sizeof(*l->v), link_name_cmp);
 	for (size_t i = 0; i < l->n; i++) {
@@ -502,6 +510,16 @@ static int stab_walk_snod(struct stab_walk *w, uint64_t addr)
 	rc = h5_snod_get(&sn, w->f, addr);
 	if (rc < 0)
 		return rc;
+	{
+		/* the children's headers are read next (a lookup each, by
+		 * ls -l and the like): a remote source fetches them together */
+		uint64_t a[H5_PREFETCH_MAX];
+		size_t k = 0;
+
+		for (size_t i = 0; i < sn->n && k < H5_PREFETCH_MAX; i++)
+			a[k++] = sn->e[i].obj_addr;
+		h5_file_prefetch(w->f, a, k);
+	}
 	for (size_t i = 0; i < sn->n; i++) {
 		rc = stab_entry_link(&lnk, w->heap, &sn->e[i]);
 		if (rc < 0) {
@@ -536,6 +554,7 @@ static int stab_walk_node(struct stab_walk *w, uint64_t addr, int expect_level)
 				(unsigned long long)addr, nd->level, expect_level);
 		goto out;
 	}
+	h5_file_prefetch(w->f, nd->child, nd->n); /* all of them are walked */
 	for (unsigned i = 0; i < nd->n; i++) {
 		if (nd->level > 0)
 			rc = stab_walk_node(w, nd->child[i], nd->level - 1);
@@ -552,8 +571,10 @@ out:
 static int stab_iterate(h5_file *f, const h5_stab *st, h5_link_cb cb, void *ud)
 {
 	struct stab_walk w = { .f = f, .cb = cb, .ud = ud };
+	uint64_t both[2] = { st->heap_addr, st->btree_addr };
 	int rc;
 
+	h5_file_prefetch(f, both, 2);
 	rc = h5_lheap_get(&w.heap, f, st->heap_addr);
 	if (rc < 0)
 		return rc;
@@ -698,14 +719,14 @@ int h5_group_iterate(h5_file *f, uint64_t addr, h5_link_cb cb, void *ud)
 		h5_ohdr_release(f, oh);
 		oh = NULL;
 		if (rc == 0)
-			rc = link_list_emit(&list, cb, ud);
+			rc = link_list_emit(f, &list, cb, ud);
 		break;
 	case GF_DENSE:
 		h5_ohdr_release(f, oh);
 		oh = NULL;
 		rc = dense_collect(&list, f, &gs.linfo);
 		if (rc == 0)
-			rc = link_list_emit(&list, cb, ud);
+			rc = link_list_emit(f, &list, cb, ud);
 		break;
 	}
 out:

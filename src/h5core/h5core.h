@@ -222,13 +222,16 @@ int h5_dataset_extents(h5_extent *out, size_t max, size_t *n, h5_dataset *d, uin
 int h5_file_fd(const h5_file *f);
 
 /* Zero-copy reads from the engine's memory: the bytes [off, off+len) of a
- * filtered chunked dataset as iov[0..niov), in dataset order, pointing
- * into decoded chunks held in the cache. The chunks stay pinned (never
- * evicted or freed) until h5_pin_release, so a reply can be written from
+ * dataset as iov[0..niov), in dataset order, pointing into decoded chunks
+ * held in the cache (filtered chunks), or for a FILE without a descriptor
+ * (remote) into the byte source's cached blocks (contiguous storage,
+ * unfiltered chunks). The chunks and blocks stay pinned (never evicted,
+ * freed or reused) until h5_pin_release, so a reply can be written from
  * them straight (writev) without a copy into a reply buffer. Fails like
- * h5_dataset_extents (H5_ERR_UNSUPPORTED: some part is not a decoded
- * chunk - unfiltered, fill value, other layouts; H5_ERR_LIMIT: more than
- * H5_PIN_MAX pieces or chunks); the caller then reads with
+ * h5_dataset_extents (H5_ERR_UNSUPPORTED: some part is neither - a local
+ * FILE's plain bytes (spliced instead), fill value, other layouts;
+ * H5_ERR_LIMIT: more than H5_PIN_MAX pieces or chunks, or the source
+ * holds enough pinned already); the caller then reads with
  * h5_dataset_read, which also reports any real error. Nothing is held
  * after a failure. */
 #define H5_PIN_MAX 64
@@ -238,6 +241,9 @@ typedef struct h5_pin {
 	void *cache;                    /* opaque: where the chunks are held */
 	void *held[2 * H5_PIN_MAX];     /* opaque: (object, entry) per chunk */
 	size_t nheld;
+	void *src;                      /* opaque: the byte source holding blocks */
+	void *src_held[H5_PIN_MAX];     /* opaque: its holds, one per piece of FILE */
+	size_t nsrc_held;
 } h5_pin;
 int h5_dataset_pin(h5_pin *out, h5_dataset *d, uint64_t off, size_t len);
 void h5_pin_release(h5_pin *p);

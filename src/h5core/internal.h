@@ -253,6 +253,11 @@ static inline uint64_t h5_file_eof(const h5_file *f)
 /* Read len bytes at relative address addr. Fails with H5_ERR_FORMAT when the
  * range leaves the file (addr+len > eof), so callers can pass disk values. */
 int h5_file_read(h5_file *f, uint64_t addr, void *buf, size_t len);
+/* Metadata at these addresses will be read soon: the byte source may fetch
+ * them together in the background (its prefetch op; remote sources). At
+ * most H5_PREFETCH_MAX are passed on; undefined ones are skipped. */
+#define H5_PREFETCH_MAX 64
+void h5_file_prefetch(h5_file *f, const uint64_t *addr, size_t n);
 /* Same, into a fresh malloc'd buffer. len is checked against eof first, so
  * no allocation is larger than the file. */
 int h5_file_read_alloc(uint8_t **out, h5_file *f, uint64_t addr, size_t len);

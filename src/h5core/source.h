@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 typedef struct h5_source h5_source;
 
@@ -40,6 +41,21 @@ typedef struct h5_source_ops {
 	 * offset base (libhdf5's paged aggregation, from the superblock
 	 * extension): a hint to fetch whole pages. NULL: ignored. */
 	void (*page_hint)(h5_source *s, uint64_t base, uint64_t page_size);
+	/* Zero-copy reads for sources without a descriptor (remote): the
+	 * bytes [off, off+len) as iov[0..*n) (at most max pieces) pointing
+	 * into the source's own cache, fetched first if missing. The memory
+	 * stays valid and unchanged (never evicted or reused) until
+	 * unpin(s, *hold). Fails like read, or H5_ERR_LIMIT when it would
+	 * hold too much of the cache (the caller then reads with read);
+	 * nothing is held after a failure. NULL: not offered. */
+	int (*pin)(h5_source *s, uint64_t off, size_t len, struct iovec *iov, size_t max, size_t *n,
+		   void **hold);
+	void (*unpin)(h5_source *s, void *hold);
+	/* Metadata at these n offsets will be read soon (the object headers
+	 * of a group's children, its B-tree nodes and heap: addresses known
+	 * before they are read one by one): a hint to fetch them together,
+	 * in the background. NULL: ignored (local files read fast enough). */
+	void (*prefetch)(h5_source *s, const uint64_t *off, size_t n);
 } h5_source_ops;
 
 /* Implementations embed this as their first member. */

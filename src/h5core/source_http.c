@@ -66,8 +66,13 @@ static size_t on_body(char *p, size_t sz, size_t n, void *u)
 		r->overflow = true;
 		return 0;
 	}
-	memcpy(r->buf + r->got, p, len);
-	r->got += len;
+	for (size_t done = 0; done < len;) {
+		size_t at = r->got % BLOCK, k = BLOCK - at < len - done ? BLOCK - at : len - done;
+
+		memcpy(r->seg[r->got / BLOCK] + at, p + done, k);
+		r->got += k;
+		done += k;
+	}
 	return len;
 }
 
@@ -178,16 +183,16 @@ static bool changed(const http_source *h, const reply *r)
 	return h->etag && r->etag[0] && strcmp(h->etag, r->etag) != 0;
 }
 
-/* Sets c up for a GET of [off, off+len) into buf, the reply in *r (which
- * must outlive the transfer); returns the header list for
- * http_request_done(). */
-struct curl_slist *http_request(http_source *h, CURL *c, reply *r, uint64_t off, uint8_t *buf, size_t len)
+/* Sets c up for a GET of [off, off+len) into the BLOCK-sized segments
+ * seg (which, like the reply *r, must outlive the transfer); returns the
+ * header list for http_request_done(). */
+struct curl_slist *http_request(http_source *h, CURL *c, reply *r, uint64_t off, uint8_t *const *seg, size_t len)
 {
 	struct curl_slist *hd = NULL;
 	char range[64], ifm[300];
 
 	memset(r, 0, sizeof(*r));
-	r->buf = buf;
+	r->seg = seg;
 	r->cap = len;
 	snprintf(range, sizeof(range), "%llu-%llu", (unsigned long long)off,
 		 (unsigned long long)(off + len - 1));
@@ -263,8 +268,8 @@ int http_verdict(http_source *h, const reply *r, CURLcode cc, long status, uint6
 			  r->cerr[0] ? r->cerr : curl_easy_strerror(cc));
 }
 
-/* One ranged GET of [off, off+len) into buf, retried; *r the reply. */
-static int get_range(http_source *h, reply *r, uint64_t off, uint8_t *buf, size_t len)
+/* One ranged GET of [off, off+len) into seg, retried; *r the reply. */
+static int get_range(http_source *h, reply *r, uint64_t off, uint8_t *const *seg, size_t len)
 {
 	for (unsigned attempt = 0;; attempt++) {
 		struct curl_slist *hd;
@@ -276,7 +281,7 @@ static int get_range(http_source *h, reply *r, uint64_t off, uint8_t *buf, size_
 
 		if (!c)
 			return h5_err_set(H5_ERR_NOMEM, "%s: cannot create a curl handle", h->name);
-		hd = http_request(h, c, r, off, buf, len);
+		hd = http_request(h, c, r, off, seg, len);
 		cc = curl_easy_perform(c);
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 		http_request_done(h, c, hd, cc);
@@ -296,13 +301,6 @@ static int get_range(http_source *h, reply *r, uint64_t off, uint8_t *buf, size_
 uint64_t http_nblocks(const http_source *h)
 {
 	return (h->base.size + BLOCK - 1) / BLOCK;
-}
-
-static size_t block_len(const http_source *h, uint64_t b)
-{
-	uint64_t start = b * BLOCK;
-
-	return h->base.size - start < BLOCK ? (size_t)(h->base.size - start) : BLOCK;
 }
 
 /* The slot holding block b, or NULL (h->mu held); a hit counts as a use. */
@@ -325,29 +323,67 @@ bool http_cached(const http_source *h, uint64_t b)
 	return false;
 }
 
-/* Store block b from p (h->mu held): the least recently used slot goes. */
-static void slot_put(http_source *h, uint64_t b, const uint8_t *p, bool ahead)
+/* The least recently used slot that may go (h->mu held): never a pinned
+ * one (a reply is being written from it) nor one a transfer writes into;
+ * NULL if there is none. */
+static blk *slot_victim(http_source *h)
 {
-	blk *v = &h->slots[0];
+	blk *v = NULL;
 
-	if (http_cached(h, b))
-		return;
-	for (unsigned i = 1; i < h->nslots; i++)
-		if (h->slots[i].used < v->used)
+	for (unsigned i = 0; i < h->nslots; i++)
+		if (!h->slots[i].refs && !h->slots[i].loading && (!v || h->slots[i].used < v->used))
 			v = &h->slots[i];
-	memcpy(v->p, p, block_len(h, b));
-	v->idx = b;
-	v->used = ++h->tick;
-	h->ra_unread += (unsigned)ahead - (unsigned)v->ahead;
-	v->ahead = ahead;
+	return v;
 }
 
-/* Blocks [b, b+n) from buf into the cache (h->mu not held). */
-void http_store(http_source *h, uint64_t b, uint64_t n, const uint8_t *buf, bool ahead)
+/* Up to n slots (least recently used first) taken out of the cache for a
+ * transfer to write blocks into, as slot[i] and seg[i]; returns how many
+ * (h->mu held). http_land() puts them back. */
+uint64_t http_reserve(http_source *h, uint64_t n, unsigned *slot, uint8_t **seg, uint8_t loading)
+{
+	uint64_t k = 0;
+
+	for (; k < n; k++) {
+		blk *v = slot_victim(h);
+
+		if (!v)
+			break;
+		if (v->ahead)
+			h->ra_unread--;
+		v->ahead = false;
+		v->idx = UINT64_MAX;
+		v->loading = loading;
+		slot[k] = (unsigned)(v - h->slots);
+		seg[k] = v->p;
+	}
+	return k;
+}
+
+/* http_land with h->mu held. */
+static void land_locked(http_source *h, uint64_t b, uint64_t n, const unsigned *slot, bool ok, bool ahead)
+{
+	for (uint64_t i = 0; i < n; i++) {
+		blk *v = &h->slots[slot[i]];
+
+		v->loading = HTTP_LOAD_NONE;
+		/* landed already (first_fetch lands what came, then frees all) */
+		if (v->idx != UINT64_MAX)
+			continue;
+		v->used = ok ? ++h->tick : 0;
+		if (ok) {
+			v->idx = b + i;
+			v->ahead = ahead;
+			h->ra_unread += ahead;
+		}
+	}
+}
+
+/* The transfer into slot[0..n) for blocks [b, b+n) ended: the blocks are
+ * cached if ok, else the slots are empty again (h->mu not held). */
+void http_land(http_source *h, uint64_t b, uint64_t n, const unsigned *slot, bool ok, bool ahead)
 {
 	pthread_mutex_lock(&h->mu);
-	for (uint64_t i = 0; i < n; i++)
-		slot_put(h, b + i, buf + i * BLOCK, ahead);
+	land_locked(h, b, n, slot, ok, ahead);
 	pthread_mutex_unlock(&h->mu);
 }
 
@@ -372,21 +408,17 @@ void http_flight_end(http_source *h, uint64_t b)
 	pthread_mutex_unlock(&h->mu);
 }
 
-/* Fetches blocks [b, b+n) in one request into the cache (registered in
- * h->inflight by the caller, removed here). */
-static int fetch_blocks(http_source *h, uint64_t b, uint64_t n)
+/* Fetches blocks [b, b+n) in one request straight into the slots
+ * reserved for them (registered in h->inflight by the caller, removed
+ * here, and the slots landed). */
+static int fetch_blocks(http_source *h, uint64_t b, uint64_t n, const unsigned *slot, uint8_t *const *seg)
 {
 	uint64_t off = b * BLOCK;
 	uint64_t end = (b + n) * BLOCK < h->base.size ? (b + n) * BLOCK : h->base.size;
-	uint8_t *buf = malloc((size_t)(end - off));
 	reply r;
 	int rc;
 
-	if (!buf) {
-		http_flight_end(h, b);
-		return h5_err_set(H5_ERR_NOMEM, "out of memory");
-	}
-	rc = get_range(h, &r, off, buf, (size_t)(end - off));
+	rc = get_range(h, &r, off, seg, (size_t)(end - off));
 	/* gone from the server after the mount: an I/O error like any other
 	 * (only at open does a 404 mean "no such file") */
 	if (rc == H5_ERR_NOTFOUND) {
@@ -395,9 +427,7 @@ static int fetch_blocks(http_source *h, uint64_t b, uint64_t n)
 		snprintf(msg, sizeof(msg), "%s", h5_err_msg());
 		rc = h5_err_set(H5_ERR_IO, "%s", msg);
 	}
-	if (rc == 0)
-		http_store(h, b, n, buf, false);
-	free(buf);
+	http_land(h, b, n, slot, rc == 0, false);
 	http_flight_end(h, b);
 	return rc;
 }
@@ -425,10 +455,27 @@ static void page_widen(const http_source *h, uint64_t lo, uint64_t hi, uint64_t 
 		*stop = (p1 + BLOCK - 1) / BLOCK;
 }
 
-static int http_read(h5_source *s, uint64_t off, void *out, size_t len)
+/* Pins taken by one http_pin: the slots, to unpin. */
+typedef struct http_hold {
+	unsigned n;
+	unsigned slot[];
+} http_hold;
+
+/* Drops the pins of hold (h->mu held). */
+static void hold_drop(http_source *h, http_hold *hold)
 {
-	http_source *h = (http_source *)s;
-	uint8_t *dst = out;
+	for (unsigned i = 0; i < hold->n; i++) {
+		h->slots[hold->slot[i]].refs--;
+		h->npinned--;
+	}
+	hold->n = 0;
+}
+
+/* The bytes [off, off+len) fetched as needed, then copied to dst, or with
+ * hold set, pinned where they are as iov[0..) instead (h->mu not held). */
+static int http_get(http_source *h, uint64_t off, uint8_t *dst, size_t len, struct iovec *iov, http_hold *hold)
+{
+	h5_source *s = &h->base;
 	uint64_t end, last;
 
 	if (len == 0)
@@ -452,9 +499,19 @@ static int http_read(h5_source *s, uint64_t off, void *out, size_t len)
 				h->ra_unread--;
 				http_ra_note(h, b, true);
 			}
-			memcpy(dst, v->p + from, to - from);
+			if (hold) {
+				/* pinned at once: the fetches of the blocks after it
+				 * cannot evict it */
+				v->refs++;
+				h->npinned++;
+				hold->slot[hold->n] = (unsigned)(v - h->slots);
+				iov[hold->n].iov_base = v->p + from;
+				iov[hold->n++].iov_len = to - from;
+			} else {
+				memcpy(dst, v->p + from, to - from);
+				dst += to - from;
+			}
 			pthread_mutex_unlock(&h->mu);
-			dst += to - from;
 			continue;
 		}
 		/* another thread fetches it (the kernel's parallel read-ahead,
@@ -480,17 +537,95 @@ static int http_read(h5_source *s, uint64_t off, void *out, size_t len)
 			page_widen(h, off > bstart ? off : bstart, end, &first, &stop, cap);
 		while (first + n < stop && n < cap && !http_cached(h, first + n) && !http_in_flight(h, first + n))
 			n++;
+		uint8_t **seg = malloc((size_t)n * (sizeof(*seg) + sizeof(unsigned)));
+		unsigned *slot = (unsigned *)(seg + n);
+
+		if (!seg) {
+			pthread_mutex_unlock(&h->mu);
+			return h5_err_set(H5_ERR_NOMEM, "out of memory");
+		}
+		/* slots pinned or being written into cannot take it: fewer
+		 * blocks (the rest on the next turn), or none until a transfer
+		 * lands or a reply unpins */
+		n = http_reserve(h, n, slot, seg, HTTP_LOAD_FG);
+		if (n == 0) {
+			free(seg);
+			pthread_cond_wait(&h->landed, &h->mu);
+			pthread_mutex_unlock(&h->mu);
+			b--;
+			continue;
+		}
 		h->inflight[h->ninflight].b = first;
 		h->inflight[h->ninflight].bg = false;
 		h->inflight[h->ninflight++].n = n;
 		pthread_mutex_unlock(&h->mu);
-		int rc = fetch_blocks(h, first, n);
+		int rc = fetch_blocks(h, first, n, slot, seg);
 
+		free(seg);
 		if (rc < 0)
 			return rc;
 		b--; /* now cached: copy it on the next turn */
 	}
 	return 0;
+}
+
+static int http_read(h5_source *s, uint64_t off, void *out, size_t len)
+{
+	return http_get((http_source *)s, off, out, len, NULL, NULL);
+}
+
+/* Pins hold the slots a FUSE reply is written from; at most a quarter of
+ * the cache together, so a fetch (at most half) and the read-ahead (at
+ * most half of what is left to it) always find slots to evict. */
+static int http_pin(h5_source *s, uint64_t off, size_t len, struct iovec *iov, size_t max, size_t *n,
+		    void **holdp)
+{
+	http_source *h = (http_source *)s;
+	uint64_t nb = len ? (off + len - 1) / BLOCK - off / BLOCK + 1 : 0;
+	http_hold *hold = NULL;
+	int rc = 0;
+
+	*n = 0;
+	*holdp = NULL;
+	if (nb > max)
+		return h5_err_set(H5_ERR_LIMIT, "%s: the range spans more than %zu blocks", h->name, max);
+	pthread_mutex_lock(&h->mu);
+	if (h->npinned + nb > h->nslots / 4)
+		rc = h5_err_set(H5_ERR_LIMIT, "%s: a quarter of the cache is pinned", h->name);
+	pthread_mutex_unlock(&h->mu);
+	if (rc < 0)
+		return rc;
+	hold = malloc(sizeof(*hold) + (size_t)nb * sizeof(hold->slot[0]));
+	if (!hold)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	hold->n = 0;
+	rc = http_get(h, off, NULL, len, iov, hold);
+	if (rc < 0)
+		goto out;
+	*n = hold->n;
+	*holdp = hold;
+	hold = NULL;
+out:
+	if (hold) {
+		pthread_mutex_lock(&h->mu);
+		hold_drop(h, hold);
+		pthread_mutex_unlock(&h->mu);
+		free(hold);
+	}
+	return rc;
+}
+
+static void http_unpin(h5_source *s, void *p)
+{
+	http_source *h = (http_source *)s;
+
+	if (!p)
+		return;
+	pthread_mutex_lock(&h->mu);
+	hold_drop(h, p);
+	pthread_cond_broadcast(&h->landed); /* a fetch may wait for a slot */
+	pthread_mutex_unlock(&h->mu);
+	free(p);
 }
 
 static int http_size(h5_source *s, uint64_t *out)
@@ -545,6 +680,24 @@ static void http_page_hint(h5_source *s, uint64_t base, uint64_t page)
 	pthread_mutex_unlock(&h->mu);
 }
 
+/* Blocks of metadata the engine will read next (a group's children): the
+ * read-ahead worker fetches the missing ones, several at once, instead of
+ * one round trip each as the readers reach them. */
+static void http_prefetch(h5_source *s, const uint64_t *off, size_t n)
+{
+	http_source *h = (http_source *)s;
+
+	pthread_mutex_lock(&h->mu);
+	http_ra_forked(h);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t b = off[i] / BLOCK;
+
+		if (off[i] < s->size && !http_cached(h, b) && !http_in_flight(h, b))
+			http_ra_hint(h, b);
+	}
+	pthread_mutex_unlock(&h->mu);
+}
+
 static const h5_source_ops http_ops = {
 	.name = "http",
 	.read = http_read,
@@ -552,19 +705,26 @@ static const h5_source_ops http_ops = {
 	.fd = http_fd,
 	.close = http_close,
 	.page_hint = http_page_hint,
+	.pin = http_pin,
+	.unpin = http_unpin,
+	.prefetch = http_prefetch,
 };
 
 /* The first request: FIRST bytes (or the whole object), the size and the
  * ETag. */
 static int first_fetch(http_source *h)
 {
-	uint8_t *buf = malloc(FIRST);
+	uint8_t *seg[FIRST / BLOCK];
+	unsigned slot[FIRST / BLOCK];
+	uint64_t n;
 	reply r;
 	int rc;
 
-	if (!buf)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory");
-	rc = get_range(h, &r, 0, buf, FIRST);
+	/* straight into the slots (at least 2 * FIRST of them, all free) */
+	pthread_mutex_lock(&h->mu);
+	n = http_reserve(h, FIRST / BLOCK, slot, seg, HTTP_LOAD_FG);
+	pthread_mutex_unlock(&h->mu);
+	rc = get_range(h, &r, 0, seg, n * BLOCK);
 	if (rc == H5_ERR_FORMAT) /* 416 at 0: an empty object */
 		rc = h5_err_set(H5_ERR_NOTHDF5, "%s: empty object", h->name);
 	if (rc == 0 && r.cr_total == 0)
@@ -574,12 +734,12 @@ static int first_fetch(http_source *h)
 		if (r.etag[0] && !(h->etag = strdup(r.etag)))
 			rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
 	}
-	if (rc == 0) {
-		uint64_t n = (r.got + BLOCK - 1) / BLOCK;
-
-		http_store(h, 0, n < h->nslots / 2 ? n : h->nslots / 2, buf, false);
-	}
-	free(buf);
+	pthread_mutex_lock(&h->mu);
+	if (rc == 0)
+		land_locked(h, 0, (r.got + BLOCK - 1) / BLOCK, slot, true, false);
+	/* the slots past a small object's end are free again */
+	land_locked(h, 0, n, slot, false, false);
+	pthread_mutex_unlock(&h->mu);
 	return rc;
 }
 

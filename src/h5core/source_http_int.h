@@ -18,11 +18,17 @@
 #define HTTP_RA_REQS 4                  /* read-ahead requests in flight at most */
 #define HTTP_RA_MAX 128                 /* blocks read ahead of the stream (64 MiB) */
 #define HTTP_RA_MIN_READ ((size_t)32 << 10) /* smaller reads start no stream */
+#define HTTP_HINTS 64                   /* metadata blocks queued by http_prefetch */
+
+enum { HTTP_LOAD_NONE, HTTP_LOAD_FG, HTTP_LOAD_BG };
 
 typedef struct http_blk {
 	uint64_t idx;                /* block number; UINT64_MAX: empty */
 	uint64_t used;               /* LRU tick */
 	bool ahead;                  /* read ahead and not read since */
+	unsigned refs;               /* pins (http_pin): never evicted while > 0 */
+	uint8_t loading;             /* a transfer writes into it (not cached yet):
+				      * LOAD_FG a reader's fetch, LOAD_BG the read-ahead */
 	uint8_t *p;
 } http_blk;
 
@@ -41,6 +47,7 @@ typedef struct http_source {
 	unsigned npool;
 	http_blk *slots;
 	unsigned nslots;
+	unsigned npinned;            /* pins on all slots together (http_pin) */
 	uint64_t tick;
 	/* paged aggregation (http_page_hint): fetches cover whole pages */
 	uint64_t page, page_base;
@@ -53,12 +60,18 @@ typedef struct http_source {
 	pid_t ra_pid;                /* the process whose thread ra_thread is */
 	pthread_t ra_thread;
 	pthread_cond_t ra_wake;      /* work for an idle worker, or stop */
+	/* blocks of metadata about to be read (http_prefetch), fetched by the
+	 * worker before the stream's windows, one block a request */
+	uint64_t hint[HTTP_HINTS];
+	unsigned nhint;
 	CURLM *multi;
 } http_source;
 
-/* One request's reply, filled by the callbacks. */
+/* One request's reply, filled by the callbacks: the body lands in seg[0],
+ * seg[1], ... HTTP_BLOCK bytes each (the cache slots it is fetched into:
+ * no copy afterwards). */
 typedef struct http_reply {
-	uint8_t *buf;
+	uint8_t *const *seg;
 	size_t cap, got;
 	bool overflow;
 	uint64_t cr_first, cr_last, cr_total;
@@ -70,20 +83,22 @@ typedef struct http_reply {
 /* source_http.c */
 CURL *http_handle_get(http_source *h);
 void http_handle_put(http_source *h, CURL *c);
-struct curl_slist *http_request(http_source *h, CURL *c, http_reply *r, uint64_t off, uint8_t *buf,
+struct curl_slist *http_request(http_source *h, CURL *c, http_reply *r, uint64_t off, uint8_t *const *seg,
 				size_t len);
 void http_request_done(http_source *h, CURL *c, struct curl_slist *hd, CURLcode cc);
 int http_verdict(http_source *h, const http_reply *r, CURLcode cc, long status, uint64_t off, size_t len,
 		 bool *retry);
 bool http_cached(const http_source *h, uint64_t b);
 bool http_in_flight(const http_source *h, uint64_t b);
-void http_store(http_source *h, uint64_t b, uint64_t n, const uint8_t *buf, bool ahead);
+uint64_t http_reserve(http_source *h, uint64_t n, unsigned *slot, uint8_t **seg, uint8_t loading);
+void http_land(http_source *h, uint64_t b, uint64_t n, const unsigned *slot, bool ok, bool ahead);
 void http_flight_end(http_source *h, uint64_t b);
 uint64_t http_nblocks(const http_source *h);
 
 /* source_http_ra.c; h->mu held for note and forked, not for stop */
 void http_ra_note(http_source *h, uint64_t b, bool sequential);
 void http_ra_forked(http_source *h);
+void http_ra_hint(http_source *h, uint64_t b);
 void http_ra_stop(http_source *h);
 
 #endif

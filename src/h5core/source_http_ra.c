@@ -27,7 +27,9 @@ typedef struct ra_xfer {
 	struct curl_slist *hd;
 	http_reply r;
 	uint64_t b, n;
-	uint8_t *buf;
+	bool hint;                   /* a block of metadata (http_ra_hint) */
+	unsigned slot[HTTP_RA_MAX];  /* the slots it lands in (http_reserve) */
+	uint8_t *seg[HTTP_RA_MAX];
 } ra_xfer;
 
 /* Blocks read ahead of the readers at most: half the cache keeps what
@@ -42,7 +44,7 @@ static uint64_t ra_max(const http_source *h)
  * in flight; a window shorter than HTTP_RA_WIN only there or at the end
  * of the object, else it waits for the stream to move on (no trickle of
  * one-block requests). */
-static bool ra_pick(http_source *h, uint64_t *bp, uint64_t *np)
+static bool ra_pick(http_source *h, ra_xfer *x)
 {
 	uint64_t nb = http_nblocks(h), until = h->ra_until < nb ? h->ra_until : nb;
 	uint64_t b = h->ra_next, n = 0, win = h->ra_len / HTTP_RA_REQS, held = h->ra_unread;
@@ -52,6 +54,23 @@ static bool ra_pick(http_source *h, uint64_t *bp, uint64_t *np)
 		win = HTTP_RA_WIN;
 	if (h->ra_stop || h->ninflight >= HTTP_POOL)
 		return false;
+	/* hinted metadata first: a reader is about to wait for it */
+	while (h->nhint) {
+		uint64_t hb = h->hint[0];
+
+		memmove(h->hint, h->hint + 1, --h->nhint * sizeof(h->hint[0]));
+		if (http_cached(h, hb) || http_in_flight(h, hb) || http_reserve(h, 1, x->slot, x->seg,
+										 HTTP_LOAD_BG) == 0)
+			continue;
+		h->inflight[h->ninflight].b = hb;
+		h->inflight[h->ninflight].n = 1;
+		h->inflight[h->ninflight++].bg = true;
+		x->b = hb;
+		x->n = 1;
+		x->hint = true;
+		return true;
+	}
+	x->hint = false;
 	/* all streams together hold at most ra_max() blocks read ahead and
 	 * not read yet (arrived or arriving), so none evicts another's */
 	for (unsigned i = 0; i < h->ninflight; i++)
@@ -74,12 +93,17 @@ static bool ra_pick(http_source *h, uint64_t *bp, uint64_t *np)
 
 		n -= past;
 	}
+	/* straight into slots; fewer if pins and other transfers hold the
+	 * rest (the next pick continues from there) */
+	n = http_reserve(h, n, x->slot, x->seg, HTTP_LOAD_BG);
+	if (n == 0)
+		return false;
 	h->ra_next = b + n;
 	h->inflight[h->ninflight].b = b;
 	h->inflight[h->ninflight].n = n;
 	h->inflight[h->ninflight++].bg = true;
-	*bp = b;
-	*np = n;
+	x->b = b;
+	x->n = n;
 	return true;
 }
 
@@ -90,19 +114,13 @@ static int ra_start(http_source *h, ra_xfer *x)
 
 	if (end > h->base.size)
 		end = h->base.size;
-	x->buf = malloc((size_t)(end - off));
-	x->c = x->buf ? http_handle_get(h) : NULL;
-	if (!x->c) {
-		free(x->buf);
-		x->buf = NULL;
+	x->c = http_handle_get(h);
+	if (!x->c)
 		return H5_ERR_NOMEM;
-	}
-	x->hd = http_request(h, x->c, &x->r, off, x->buf, (size_t)(end - off));
+	x->hd = http_request(h, x->c, &x->r, off, x->seg, (size_t)(end - off));
 	if (curl_multi_add_handle(h->multi, x->c) != CURLM_OK) {
 		http_request_done(h, x->c, x->hd, CURLE_FAILED_INIT);
 		x->c = NULL;
-		free(x->buf);
-		x->buf = NULL;
 		return H5_ERR_IO;
 	}
 	return 0;
@@ -123,14 +141,17 @@ static void ra_finish(http_source *h, ra_xfer *x, CURLcode cc, bool aborted)
 	curl_easy_getinfo(x->c, CURLINFO_RESPONSE_CODE, &status);
 	http_request_done(h, x->c, x->hd, aborted ? CURLE_ABORTED_BY_CALLBACK : cc);
 	if (!aborted && http_verdict(h, &x->r, cc, status, x->b * HTTP_BLOCK, (size_t)len, &retry) == 0) {
-		http_store(h, x->b, x->n, x->buf, true);
+		http_land(h, x->b, x->n, x->slot, true, !x->hint);
+	} else if (x->hint) {
+		/* the reader fetches it itself; the stream goes on */
+		http_land(h, x->b, x->n, x->slot, false, false);
 	} else {
+		http_land(h, x->b, x->n, x->slot, false, false);
 		pthread_mutex_lock(&h->mu);
 		h->ra_until = 0;
 		h->ra_len = 0;
 		pthread_mutex_unlock(&h->mu);
 	}
-	free(x->buf);
 	http_flight_end(h, x->b); /* wakes readers waiting for these blocks */
 	memset(x, 0, sizeof(*x));
 }
@@ -144,18 +165,17 @@ static void *ra_main(void *arg)
 	memset(x, 0, sizeof(x));
 	pthread_mutex_lock(&h->mu);
 	while (!h->ra_stop) {
-		uint64_t b, n;
-
-		while (nrun < HTTP_RA_REQS && ra_pick(h, &b, &n)) {
+		while (nrun < HTTP_RA_REQS) {
 			ra_xfer *f = x;
 
 			while (f->c)
 				f++;
-			f->b = b;
-			f->n = n;
+			if (!ra_pick(h, f))
+				break;
 			pthread_mutex_unlock(&h->mu);
 			if (ra_start(h, f) < 0) {
-				http_flight_end(h, b);
+				http_land(h, f->b, f->n, f->slot, false, false);
+				http_flight_end(h, f->b);
 				pthread_mutex_lock(&h->mu);
 				h->ra_until = 0;
 				break;
@@ -247,6 +267,22 @@ void http_ra_note(http_source *h, uint64_t b, bool sequential)
 	curl_multi_wakeup(h->multi);
 }
 
+void http_ra_hint(http_source *h, uint64_t b)
+{
+	for (unsigned i = 0; i < h->nhint; i++)
+		if (h->hint[i] == b)
+			return;
+	if (h->nhint == HTTP_HINTS)
+		return; /* a hint: the readers fetch what is not queued */
+	h->hint[h->nhint++] = b;
+	if (!h->ra_started)
+		ra_launch(h);
+	if (!h->ra_started)
+		return;
+	pthread_cond_signal(&h->ra_wake);
+	curl_multi_wakeup(h->multi);
+}
+
 void http_ra_forked(http_source *h)
 {
 	if (!h->ra_started || h->ra_pid == getpid())
@@ -259,10 +295,16 @@ void http_ra_forked(http_source *h)
 			h->inflight[i] = h->inflight[--h->ninflight];
 		else
 			i++;
+	for (unsigned i = 0; i < h->nslots; i++)
+		if (h->slots[i].loading == HTTP_LOAD_BG) {
+			h->slots[i].loading = HTTP_LOAD_NONE;
+			h->slots[i].used = 0;
+		}
 	h->multi = NULL;
 	h->ra_started = false;
 	h->ra_until = 0;
 	h->ra_len = 0;
+	h->nhint = 0;
 	pthread_cond_broadcast(&h->landed);
 }
 

@@ -1370,6 +1370,148 @@ START_TEST(h5py_pin_survives_eviction)
 }
 END_TEST
 
+/* A byte source over a memory image that offers pin/unpin (like the
+ * remote sources, which have no descriptor) and counts its live holds. */
+typedef struct pin_src {
+	h5_source base;
+	const uint8_t *p;
+	int *live;
+} pin_src;
+
+static int pin_src_read(h5_source *s, uint64_t off, void *buf, size_t len)
+{
+	pin_src *m = (pin_src *)s;
+
+	if (off > s->size || len > s->size - off)
+		return h5_err_set(H5_ERR_FORMAT, "unexpected end of file");
+	memcpy(buf, m->p + off, len);
+	return 0;
+}
+
+static int pin_src_size(h5_source *s, uint64_t *out)
+{
+	*out = s->size;
+	return 0;
+}
+
+static int pin_src_fd(const h5_source *s)
+{
+	(void)s;
+	return -1;
+}
+
+static void pin_src_close(h5_source *s)
+{
+	free(s);
+}
+
+/* Two pieces a range (its halves), so pieces from several holds merge
+ * into one iovec list in the right order. */
+static int pin_src_pin(h5_source *s, uint64_t off, size_t len, struct iovec *iov, size_t max, size_t *n,
+		       void **hold)
+{
+	pin_src *m = (pin_src *)s;
+
+	*n = 0;
+	*hold = NULL;
+	if (off > s->size || len > s->size - off)
+		return h5_err_set(H5_ERR_FORMAT, "unexpected end of file");
+	if (max < 2)
+		return h5_err_set(H5_ERR_LIMIT, "no room");
+	iov[0].iov_base = (void *)(uintptr_t)(m->p + off);
+	iov[0].iov_len = len / 2;
+	iov[1].iov_base = (void *)(uintptr_t)(m->p + off + len / 2);
+	iov[1].iov_len = len - len / 2;
+	*n = 2;
+	*hold = m->live;
+	(*m->live)++;
+	return 0;
+}
+
+static void pin_src_unpin(h5_source *s, void *hold)
+{
+	(void)s;
+	(*(int *)hold)--;
+}
+
+static const h5_source_ops pin_src_ops = {
+	.name = "pin-test",
+	.read = pin_src_read,
+	.size = pin_src_size,
+	.fd = pin_src_fd,
+	.close = pin_src_close,
+	.pin = pin_src_pin,
+	.unpin = pin_src_unpin,
+};
+
+/* h5_dataset_pin of a FILE without a descriptor: contiguous and
+ * unfiltered chunked windows come back as pieces of the source's memory
+ * equal to the bytes, every hold released with the pin; filtered ones
+ * still pin decoded chunks; nothing is held after a refusal. */
+START_TEST(h5py_pin_from_source)
+{
+	tds *v;
+	size_t n, pinned_plain = 0;
+	unsigned seed = 151;
+
+	if (generate() == 77)
+		return;
+	n = load_manifest(&v);
+	for (size_t i = 0; i < n; i++) {
+		tds *t = &v[i];
+		size_t flen, blen;
+		uint8_t *img = slurp(t->file, &flen), *want = slurp(t->bin, &blen);
+		pin_src *src = calloc(1, sizeof(*src));
+		int live = 0;
+		h5_file *f;
+		h5_dataset *d;
+
+		ck_assert_ptr_nonnull(src);
+		src->base.ops = &pin_src_ops;
+		src->base.size = flen;
+		src->p = img;
+		src->live = &live;
+		ck_assert_int_eq(h5_file_open_source(&f, &src->base, t->file, NULL), 0);
+		ck_assert_msg(h5_dataset_open(&d, f, t->addr) == 0, "%s: %s", t->name, h5_err_msg());
+		for (int w = 0; w < 30 && blen > 0; w++) {
+			size_t off = w == 0 ? 0 : (size_t)rand_r(&seed) % blen;
+			size_t len = w == 0 ? blen : (size_t)rand_r(&seed) % (w < 15 ? 64 : blen - off + 1), got = 0;
+			h5_pin pin;
+			int rc;
+
+			if (len > blen - off)
+				len = blen - off;
+			rc = h5_dataset_pin(&pin, d, off, len);
+			if (rc != 0) {
+				ck_assert_msg(rc == H5_ERR_UNSUPPORTED || rc == H5_ERR_LIMIT, "%s: pin %zu+%zu: %s",
+					      t->name, off, len, h5_err_msg());
+				ck_assert_msg(pin.nheld == 0 && pin.nsrc_held == 0 && pin.niov == 0 && live == 0,
+					      "%s: a failed pin holds something", t->name);
+				continue;
+			}
+			ck_assert_msg(d->pline.n > 0 || (size_t)live == pin.nsrc_held, "%s: holds", t->name);
+			for (size_t k = 0; k < pin.niov; k++) {
+				ck_assert_uint_le(got + pin.iov[k].iov_len, len);
+				ck_assert_msg(memcmp(pin.iov[k].iov_base, want + off + got, pin.iov[k].iov_len) == 0,
+					      "%s: pinned window %zu+%zu differs in piece %zu", t->name, off, len, k);
+				got += pin.iov[k].iov_len;
+			}
+			ck_assert_msg(got == len, "%s: pieces of %zu+%zu cover %zu bytes", t->name, off, len, got);
+			h5_pin_release(&pin);
+			ck_assert_int_eq(live, 0);
+			pinned_plain += d->pline.n == 0 && len > 0;
+		}
+		h5_dataset_close(d);
+		h5_file_close(f);
+		free(img);
+		free(want);
+	}
+	/* the manifest has unfiltered datasets of several index types */
+	ck_assert_uint_gt(pinned_plain, 20);
+	free_manifest(v, n);
+}
+END_TEST
+
 /* The chunk index table (cidx.c): every index type has its entry, with a
  * name, open, lookup and allocated, and its append write operations (an
  * index whose chunks have fixed places needs no layout field). */
@@ -1431,6 +1573,7 @@ static Suite *make_suite(void)
 	tcase_add_unchecked_fixture(te, gen_setup, cleanup_tmp);
 	tcase_add_test(te, h5py_all_indexes_serial);
 	tcase_add_test(te, h5py_pin_survives_eviction);
+	tcase_add_test(te, h5py_pin_from_source);
 	tcase_add_test(te, h5py_stream_drops_behind);
 	tcase_add_test(te, h5py_all_indexes_threaded);
 	tcase_add_test(te, h5py_small_read_decodes_one_chunk);
