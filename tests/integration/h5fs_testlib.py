@@ -117,9 +117,10 @@ def _default_signals():
     # A shell runs background jobs with SIGINT and SIGQUIT ignored, and
     # libfuse (rightly) leaves an ignored signal alone: a daemon started
     # under `run-tests.sh &` would never see the SIGINT test_signal sends.
+    # nohup does the same to SIGHUP.
     import signal
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+    for s in (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP):
+        signal.signal(s, signal.SIG_DFL)
 
 
 class MountError(Exception):
