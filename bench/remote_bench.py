@@ -5,7 +5,10 @@
 
 A file of --size-mib with 200 datasets (h5py) served by nginx on
 127.0.0.1, directly (loopback) and through delay_proxy.py (--delay-ms each
-way). For each: requests and seconds for mount + ls -R + getfattr -d of
+way): once with no window (latency only: one connection is as fast as
+loopback) and once per --window-mib (each connection at most that many
+bytes unacknowledged per round trip, as TCP is; default: this kernel's
+largest receive window). For each: requests and seconds for mount + ls -R + getfattr -d of
 every dataset (cold: a fresh mount); a sequential cat of the largest
 dataset against curl -o /dev/null of the same byte range; bytes fetched
 (nginx's log) against bytes stored. Run from the build directory.
@@ -59,6 +62,12 @@ def make(path, size_mib, layout):
             for i, d in enumerate(ds):
                 d[...] = np.full(per // 8, i, dtype="<f8")
             b[...] = np.arange(big // 8, dtype="<f8")
+
+
+def rmem_max():
+    """The largest receive window this kernel's autotuning gives a TCP
+    connection (net.ipv4.tcp_rmem, third field)."""
+    return int(open("/proc/sys/net/ipv4/tcp_rmem").read().split()[2])
 
 
 def logged(wd):
@@ -142,7 +151,11 @@ def main():
     ap.add_argument("--layout", action="append", choices=LAYOUTS,
                     help="file layout(s) to measure (default: all)")
     ap.add_argument("--no-ros3", action="store_true", help="skip libhdf5's ROS3 driver")
+    ap.add_argument("--window-mib", type=float, action="append",
+                    help="also through the delay with a TCP window of this many MiB per connection "
+                         "(default: none, and this kernel's largest receive window, tcp_rmem's third field)")
     a = ap.parse_args()
+    windows = [0] + [int(w * 2**20) for w in (a.window_mib or [rmem_max() / 2**20])]
     ros3 = not a.no_ros3 and "ros3" in h5py.registered_drivers()
     for layout in a.layout or LAYOUTS:
         wd = tempfile.mkdtemp(prefix="h5fs-remote-bench-")
@@ -160,15 +173,19 @@ def main():
             run(url, wd, mnt, "loopback", big_off, big_len)
             if ros3:
                 run_ros3(url, wd, "loopback")
-            proxy = subprocess.Popen([sys.executable, os.path.join(HERE, "..", "tests", "integration",
-                                                                   "delay_proxy.py"),
-                                      str(port), str(a.delay_ms)], stdout=subprocess.PIPE)
-            pport = int(proxy.stdout.readline())
-            url = "http://127.0.0.1:%d/f.h5" % pport
-            label = "%g ms each way" % a.delay_ms
-            run(url, wd, mnt, label, big_off, big_len)
-            if ros3:
-                run_ros3(url, wd, label)
+            for w in windows:
+                proxy = subprocess.Popen([sys.executable, os.path.join(HERE, "..", "tests", "integration",
+                                                                       "delay_proxy.py"),
+                                          str(port), str(a.delay_ms), str(w)], stdout=subprocess.PIPE)
+                pport = int(proxy.stdout.readline())
+                url = "http://127.0.0.1:%d/f.h5" % pport
+                label = "%g ms each way, %s" % (a.delay_ms, "window %g MiB" % (w / 2**20) if w else "no window")
+                run(url, wd, mnt, label, big_off, big_len)
+                if ros3 and not w:
+                    run_ros3(url, wd, label)
+                proxy.kill()
+                proxy.wait(10)
+                proxy = None
         finally:
             if proxy:
                 proxy.kill()

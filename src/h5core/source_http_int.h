@@ -15,8 +15,8 @@
 #define HTTP_FIRST ((size_t)4 << 20)    /* the first fetch: superblock, root metadata */
 #define HTTP_POOL 16                    /* idle easy handles kept; fetches in flight */
 #define HTTP_RA_WIN 8                   /* blocks per read-ahead request, at least (4 MiB) */
-#define HTTP_RA_REQS 4                  /* read-ahead requests in flight at most */
-#define HTTP_RA_MAX 128                 /* blocks read ahead of the stream (64 MiB) */
+#define HTTP_RA_REQS 8                  /* read-ahead requests in flight at most */
+#define HTTP_RA_MAX 256                 /* blocks read ahead of the stream (128 MiB) */
 #define HTTP_RA_MIN_READ ((size_t)32 << 10) /* smaller reads start no stream */
 #define HTTP_HINTS 64                   /* metadata blocks queued by http_prefetch */
 
