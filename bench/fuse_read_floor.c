@@ -8,6 +8,12 @@
  * costs on top of this.
  *
  *   fuse_read_floor -f RAWFILE MNT     (the arguments of `h5fs -f FILE MNT`)
+ *   fuse_read_floor -m RAWFILE MNT     the same, but RAWFILE read into memory
+ *                                      first and every read answered from it
+ *                                      with fuse_reply_buf: the floor of a
+ *                                      file system whose bytes have no
+ *                                      descriptor (h5fs's remote blocks,
+ *                                      decoded chunks)
  *
  * Built by bench/run.sh: cc -O2 fuse_read_floor.c $(pkg-config --cflags --libs fuse3)
  */
@@ -28,6 +34,7 @@
 
 static int raw_fd = -1;
 static off_t raw_size;
+static char *raw_mem;      /* -m: RAWFILE's bytes */
 
 static void fill_stat(fuse_ino_t ino, struct stat *st)
 {
@@ -101,6 +108,10 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 	}
 	if ((off_t)size > raw_size - off)
 		size = (size_t)(raw_size - off);
+	if (raw_mem) {
+		fuse_reply_buf(req, raw_mem + off, size);
+		return;
+	}
 	bv.buf[0].size = size;
 	bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
 	bv.buf[0].fd = raw_fd;
@@ -145,8 +156,8 @@ int main(int argc, char **argv)
 	pthread_t t;
 	int rc = 1;
 
-	if (argc != 4 || strcmp(argv[1], "-f") != 0) {
-		fprintf(stderr, "usage: %s -f RAWFILE MNT\n", argv[0]);
+	if (argc != 4 || (strcmp(argv[1], "-f") != 0 && strcmp(argv[1], "-m") != 0)) {
+		fprintf(stderr, "usage: %s -f|-m RAWFILE MNT\n", argv[0]);
 		return 2;
 	}
 	raw_fd = open(argv[2], O_RDONLY);
@@ -155,6 +166,20 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	raw_size = st.st_size;
+	if (strcmp(argv[1], "-m") == 0) {
+		raw_mem = malloc(raw_size ? (size_t)raw_size : 1);
+		for (off_t got = 0; raw_mem && got < raw_size;) {
+			ssize_t k = pread(raw_fd, raw_mem + got, (size_t)(raw_size - got), got);
+
+			if (k <= 0) {
+				perror(argv[2]);
+				return 1;
+			}
+			got += k;
+		}
+		if (!raw_mem)
+			return 1;
+	}
 	se = fuse_session_new(&args, &ops, sizeof(ops), NULL);
 	if (!se)
 		return 1;

@@ -134,6 +134,7 @@ CURL *http_handle_get(http_source *h)
 	curl_easy_setopt(c, CURLOPT_USERAGENT, "h5fs/" PACKAGE_VERSION);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 512L << 10);
 	if (h->sigv4) {
 		curl_easy_setopt(c, CURLOPT_AWS_SIGV4, h->sigv4);
 		curl_easy_setopt(c, CURLOPT_USERPWD, h->userpwd);
