@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #define BLOCK HTTP_BLOCK
@@ -657,9 +658,8 @@ static void http_close(h5_source *s)
 	pthread_mutex_destroy(&h->mu);
 	pthread_cond_destroy(&h->landed);
 	pthread_cond_destroy(&h->ra_wake);
-	if (h->slots)
-		for (unsigned i = 0; i < h->nslots; i++)
-			free(h->slots[i].p);
+	if (h->arena)
+		munmap(h->arena, h->arena_len);
 	free(h->slots);
 	free(h->url);
 	free(h->name);
@@ -668,6 +668,30 @@ static void http_close(h5_source *s)
 	free(h->sigv4);
 	free(h->token_hdr);
 	free(h);
+}
+
+/* The slots' bytes in one anonymous mapping, touched only as blocks
+ * arrive, in transparent huge pages where the kernel gives them: a
+ * first `cat` over a fresh mount otherwise spends more time faulting in
+ * and zeroing 4 KiB pages than receiving (a fault per 4 KiB of the
+ * memcpy into the slots). Aligned to 2 MiB so every huge page is whole. */
+static int slots_map(http_source *h)
+{
+	size_t huge = (size_t)2 << 20, len = (size_t)h->nslots * BLOCK;
+	uint8_t *m;
+
+	h->arena_len = len + huge;
+	m = mmap(NULL, h->arena_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory (%zu bytes of remote blocks)", len);
+	h->arena = m;
+	m += (huge - (uintptr_t)m % huge) % huge;
+	(void)madvise(m, len, MADV_HUGEPAGE); /* a hint: 4 KiB pages do too */
+	for (unsigned i = 0; i < h->nslots; i++) {
+		h->slots[i].idx = UINT64_MAX;
+		h->slots[i].p = m + (size_t)i * BLOCK;
+	}
+	return 0;
 }
 
 static void http_page_hint(h5_source *s, uint64_t base, uint64_t page)
@@ -787,11 +811,9 @@ int http_source_open(h5_source **out, const char *url, const char *name, const h
 	h->slots = calloc(h->nslots, sizeof(*h->slots));
 	if (!h->slots)
 		goto nomem;
-	for (unsigned i = 0; i < h->nslots; i++) {
-		h->slots[i].idx = UINT64_MAX;
-		if (!(h->slots[i].p = malloc(BLOCK)))
-			goto nomem;
-	}
+	rc = slots_map(h);
+	if (rc < 0)
+		goto out;
 	h->share = curl_share_init();
 	if (!h->share)
 		goto nomem;

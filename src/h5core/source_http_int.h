@@ -47,6 +47,8 @@ typedef struct http_source {
 	unsigned npool;
 	http_blk *slots;
 	unsigned nslots;
+	uint8_t *arena;              /* the slots' bytes, one mapping (slots_map) */
+	size_t arena_len;
 	unsigned npinned;            /* pins on all slots together (http_pin) */
 	uint64_t tick;
 	/* paged aggregation (http_page_hint): fetches cover whole pages */
