@@ -536,6 +536,7 @@ int h5_dataset_read_raw(h5_dataset *d, uint8_t *buf, uint64_t off, size_t len)
 			h5_dataset_fill(d, buf, off, len);
 			return 0;
 		} else {
+			h5_file_extent_hint(d->f, d->layout.addr, d->layout.addr + d->nbytes);
 			rc = h5_file_read(d->f, d->layout.addr + off, buf, len);
 		}
 		break;
@@ -633,6 +634,9 @@ static int pin_source(h5_pin *out, h5_dataset *d, uint64_t off, size_t len)
 	if (!ext)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory pinning a window");
 	rc = plain_extents(ext, H5_PIN_MAX, &next, d, off, len);
+	/* a contiguous dataset: read ahead of a cat no further than its end */
+	if (rc == 0 && d->layout.cls == H5_LAYOUT_CONTIGUOUS)
+		h5_file_extent_hint(d->f, d->layout.addr, d->layout.addr + d->nbytes);
 	out->src = src;
 	for (size_t i = 0; rc == 0 && i < next; i++) {
 		size_t k = 0;

@@ -43,6 +43,12 @@ void h5_file_prefetch(h5_file *f, const uint64_t *addr, size_t n)
 		f->src->ops->prefetch(f->src, abs, k);
 }
 
+void h5_file_extent_hint(h5_file *f, uint64_t addr, uint64_t end)
+{
+	if (f->src->ops->extent_hint && end > addr && h5_file_range_ok(f, addr, end - addr))
+		f->src->ops->extent_hint(f->src, f->base + addr, f->base + end);
+}
+
 static int read_into_new(uint8_t **out, h5_file *f, uint64_t addr, size_t len, void *(*alloc)(size_t))
 {
 	uint8_t *buf;

@@ -258,6 +258,9 @@ int h5_file_read(h5_file *f, uint64_t addr, void *buf, size_t len);
  * most H5_PREFETCH_MAX are passed on; undefined ones are skipped. */
 #define H5_PREFETCH_MAX 64
 void h5_file_prefetch(h5_file *f, const uint64_t *addr, size_t n);
+/* The relative range [addr, end) is one object read front to back: the
+ * byte source reads ahead no further than end (its extent_hint op). */
+void h5_file_extent_hint(h5_file *f, uint64_t addr, uint64_t end);
 /* Same, into a fresh malloc'd buffer. len is checked against eof first, so
  * no allocation is larger than the file. */
 int h5_file_read_alloc(uint8_t **out, h5_file *f, uint64_t addr, size_t len);

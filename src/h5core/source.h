@@ -56,6 +56,10 @@ typedef struct h5_source_ops {
 	 * before they are read one by one): a hint to fetch them together,
 	 * in the background. NULL: ignored (local files read fast enough). */
 	void (*prefetch)(h5_source *s, const uint64_t *off, size_t n);
+	/* The bytes [start, end) are one object read front to back (a
+	 * contiguous dataset's storage, announced before each read of it):
+	 * a pass over it reads ahead no further than end. NULL: ignored. */
+	void (*extent_hint)(h5_source *s, uint64_t start, uint64_t end);
 } h5_source_ops;
 
 /* Implementations embed this as their first member. */

@@ -723,6 +723,28 @@ static void http_prefetch(h5_source *s, const uint64_t *off, size_t n)
 	pthread_mutex_unlock(&h->mu);
 }
 
+/* A contiguous dataset about to be read: remembered (most recent first),
+ * so read-ahead inside it stops at its end rather than fetching up to
+ * the whole distance of whatever lies behind it. */
+static void http_extent_hint(h5_source *s, uint64_t start, uint64_t end)
+{
+	http_source *h = (http_source *)s;
+	uint64_t lo = start / BLOCK, hi = (end + BLOCK - 1) / BLOCK;
+	unsigned i;
+
+	pthread_mutex_lock(&h->mu);
+	for (i = 0; i < h->next && (h->ext[i].lo != lo || h->ext[i].hi != hi); i++)
+		;
+	if (i == h->next && h->next < HTTP_EXTENTS)
+		h->next++;
+	if (i == h->next)
+		i--;
+	memmove(h->ext + 1, h->ext, i * sizeof(h->ext[0]));
+	h->ext[0].lo = lo;
+	h->ext[0].hi = hi;
+	pthread_mutex_unlock(&h->mu);
+}
+
 static const h5_source_ops http_ops = {
 	.name = "http",
 	.read = http_read,
@@ -733,6 +755,7 @@ static const h5_source_ops http_ops = {
 	.pin = http_pin,
 	.unpin = http_unpin,
 	.prefetch = http_prefetch,
+	.extent_hint = http_extent_hint,
 };
 
 /* The first request: FIRST bytes (or the whole object), the size and the

@@ -19,6 +19,7 @@
 #define HTTP_RA_MAX 256                 /* blocks read ahead of the stream (128 MiB) */
 #define HTTP_RA_MIN_READ ((size_t)32 << 10) /* smaller reads start no stream */
 #define HTTP_HINTS 64                   /* metadata blocks queued by http_prefetch */
+#define HTTP_EXTENTS 8                  /* objects read front to back remembered (http_extent_hint) */
 
 enum { HTTP_LOAD_NONE, HTTP_LOAD_FG, HTTP_LOAD_BG };
 
@@ -66,6 +67,12 @@ typedef struct http_source {
 	 * worker before the stream's windows, one block a request */
 	uint64_t hint[HTTP_HINTS];
 	unsigned nhint;
+	/* objects read front to back (contiguous datasets), in blocks
+	 * [lo, hi): a stream inside one reads ahead no further than hi;
+	 * the most recently announced first */
+	struct { uint64_t lo, hi; } ext[HTTP_EXTENTS];
+	unsigned next;
+	bool ra_capped;              /* ra_until is an object's end, not the distance */
 	CURLM *multi;
 } http_source;
 

@@ -85,7 +85,7 @@ static bool ra_pick(http_source *h, ra_xfer *x)
 	h->ra_next = b;
 	while (b + n < until && n < win && !http_cached(h, b + n) && !http_in_flight(h, b + n))
 		n++;
-	if (n == 0 || (n < HTTP_RA_WIN && b + n == until && until < nb))
+	if (n == 0 || (n < HTTP_RA_WIN && b + n == until && until < nb && !h->ra_capped))
 		return false;
 	/* whole pages of a paged file (the next window starts on a page) */
 	if (h->page_blocks > 1 && b + n < nb && n > h->page_blocks) {
@@ -250,6 +250,16 @@ void http_ra_note(http_source *h, uint64_t b, bool sequential)
 	if (h->ra_len > max)
 		h->ra_len = max;
 	until = b + 1 + h->ra_len;
+	/* inside an object read front to back: not past its end */
+	h->ra_capped = false;
+	for (unsigned i = 0; i < h->next; i++)
+		if (b >= h->ext[i].lo && b < h->ext[i].hi) {
+			if (until >= h->ext[i].hi) {
+				until = h->ext[i].hi;
+				h->ra_capped = true;
+			}
+			break;
+		}
 	/* no stream yet, the reader passed the worker, or the worker is
 	 * further than this stream reads ahead: another stream elsewhere
 	 * (two cats at once), and the worker turns to this one */

@@ -5,7 +5,10 @@ Through remote_server.py on 127.0.0.1 with 20 ms before each answer: a
 full cat of every dataset of a 100+ MiB file (in file order) gives h5py's
 bytes, fetches at most 1.1x the bytes stored, and has several requests in
 flight at once even for one reader reading 128 KiB at a time (the
-read-ahead overlaps round trips); two readers at once get exact bytes.
+read-ahead overlaps round trips); a cat of one contiguous dataset fetches
+its bytes and at most a block more at each end (read-ahead stops at its
+end); two readers at
+once get exact bytes.
 Then the server
 process is killed while read-ahead requests are in flight: every byte a
 read returns is still right, a read past what was fetched is EIO, the
@@ -111,6 +114,24 @@ def full_cat(path, data, mnt):
             dt, srv.state.max_active))
         if srv.state.max_active < 2:
             fail("one reader: never two requests in flight at once: no background read-ahead")
+
+        # one dataset alone: its read-ahead stops at its end, the 18 MiB
+        # of datasets stored after it are not fetched
+        quiet(srv)
+        with T.Mount(srv.url, mnt, OPTS) as m, m.watchdog(300):
+            os.listdir(mnt)
+            quiet(srv)
+            n0 = len(srv.state.log)
+            want = dict(exp)["big"]
+            got = cat(mnt, "big")
+            if got != want:
+                fail("cat big alone: %s" % T.first_diff(got, want))
+            quiet(srv)
+            sent = sum(n for _, _, n in srv.state.log[n0:])
+        print("cat big alone: %d bytes fetched for its %d" % (sent, len(want)))
+        # its bytes, and at most a 512 KiB block more at either end
+        if sent > len(want) + MiB:
+            fail("cat big alone: %d bytes fetched for its %d: read ahead past its end" % (sent, len(want)))
 
         # two streams at once (the worker turns to whichever reads): both
         # exact, each byte fetched about once
