@@ -11,7 +11,11 @@ bytes unacknowledged per round trip, as TCP is; default: this kernel's
 largest receive window). For each: requests and seconds for mount + ls -R + getfattr -d of
 every dataset (cold: a fresh mount); a sequential cat of the largest
 dataset against curl -o /dev/null of the same byte range; bytes fetched
-(nginx's log) against bytes stored. Run from the build directory.
+(nginx's log) against bytes stored; --reads random 4 KiB preads of big
+on a fresh mount (loopback and the delayed link without a window), each
+checked against the served file, and the same reads through ROS3
+(--ros3-reads of them over the delayed link: one request each). Run
+from the build directory.
 """
 import argparse
 import os
@@ -114,6 +118,51 @@ def run(url, wd, mnt, label, big_off, big_len):
     sys.stdout.flush()
 
 
+def offsets(big_len, n):
+    rng = np.random.default_rng(15)
+    return [int(x) * 4096 for x in rng.integers(0, big_len // 4096, n)]
+
+
+def run_random(url, wd, mnt, label, big_off, big_len, n):
+    """n random 4 KiB preads of big on a fresh mount (one reader), every
+    one checked against the file nginx serves."""
+    local = open(os.path.join(wd, "www", "f.h5"), "rb")
+    offs = offsets(big_len, n)
+    reset_log(wd)
+    with T.Mount(url, mnt, ["-o", "retries=2,timeout=30"]):
+        fd = os.open(os.path.join(mnt, "big"), os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+            t0 = time.monotonic()
+            got = [os.pread(fd, 4096, o) for o in offs]
+            t1 = time.monotonic()
+        finally:
+            os.close(fd)
+    time.sleep(0.2)
+    nreq, nbytes = logged(wd)
+    bad = sum(1 for o, g in zip(offs, got) if g != os.pread(local.fileno(), 4096, big_off + o))
+    local.close()
+    print("%s h5fs: %d random 4 KiB reads of big (fresh mount): %.2f s (%.0f reads/s), %d requests, "
+          "%.1f MiB fetched, %d wrong" % (label, n, t1 - t0, n / (t1 - t0), nreq, nbytes / 2**20, bad))
+    sys.stdout.flush()
+
+
+def run_random_ros3(url, wd, label, big_len, n):
+    offs = offsets(big_len, n)
+    reset_log(wd)
+    with h5py.File(url, "r", driver="ros3") as f:
+        d = f["big"]
+        t0 = time.monotonic()
+        for o in offs:
+            d[o // 8:o // 8 + 512]
+        t1 = time.monotonic()
+    time.sleep(0.2)
+    nreq, nbytes = logged(wd)
+    print("%s ROS3: %d random 4 KiB reads of big: %.2f s (%.0f reads/s), %d requests (with the open), "
+          "%.1f MiB fetched" % (label, n, t1 - t0, n / (t1 - t0), nreq, nbytes / 2**20))
+    sys.stdout.flush()
+
+
 def read_attrs(name, obj):
     dict(obj.attrs)
     return None  # anything else would end visititems()
@@ -151,6 +200,9 @@ def main():
     ap.add_argument("--layout", action="append", choices=LAYOUTS,
                     help="file layout(s) to measure (default: all)")
     ap.add_argument("--no-ros3", action="store_true", help="skip libhdf5's ROS3 driver")
+    ap.add_argument("--reads", type=int, default=20000, help="random 4 KiB reads of big (0: none)")
+    ap.add_argument("--ros3-reads", type=int, default=500,
+                    help="random reads through ROS3 over the delayed link (one request each)")
     ap.add_argument("--window-mib", type=float, action="append",
                     help="also through the delay with a TCP window of this many MiB per connection "
                          "(default: none, and this kernel's largest receive window, tcp_rmem's third field)")
@@ -171,8 +223,12 @@ def main():
         try:
             url = "http://127.0.0.1:%d/f.h5" % port
             run(url, wd, mnt, "loopback", big_off, big_len)
+            if a.reads:
+                run_random(url, wd, mnt, "loopback", big_off, big_len, a.reads)
             if ros3:
                 run_ros3(url, wd, "loopback")
+                if a.reads:
+                    run_random_ros3(url, wd, "loopback", big_len, a.reads)
             for w in windows:
                 proxy = subprocess.Popen([sys.executable, os.path.join(HERE, "..", "tests", "integration",
                                                                        "delay_proxy.py"),
@@ -181,8 +237,12 @@ def main():
                 url = "http://127.0.0.1:%d/f.h5" % pport
                 label = "%g ms each way, %s" % (a.delay_ms, "window %g MiB" % (w / 2**20) if w else "no window")
                 run(url, wd, mnt, label, big_off, big_len)
+                if a.reads and not w:
+                    run_random(url, wd, mnt, label, big_off, big_len, a.reads)
                 if ros3 and not w:
                     run_ros3(url, wd, label)
+                    if a.ros3_reads:
+                        run_random_ros3(url, wd, label, big_len, min(a.reads, a.ros3_reads))
                 proxy.kill()
                 proxy.wait(10)
                 proxy = None
