@@ -231,6 +231,17 @@ static void ra_launch(http_source *h)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+/* Work for the worker: started if need be, woken if idle or polling. */
+static void ra_kick(http_source *h)
+{
+	if (!h->ra_started)
+		ra_launch(h);
+	if (!h->ra_started)
+		return;
+	pthread_cond_signal(&h->ra_wake);
+	curl_multi_wakeup(h->multi);
+}
+
 void http_ra_note(http_source *h, uint64_t b, bool sequential)
 {
 	uint64_t max = ra_max(h), until;
@@ -269,12 +280,7 @@ void http_ra_note(http_source *h, uint64_t b, bool sequential)
 	} else if (until > h->ra_until) {
 		h->ra_until = until;
 	}
-	if (!h->ra_started)
-		ra_launch(h);
-	if (!h->ra_started)
-		return;
-	pthread_cond_signal(&h->ra_wake);
-	curl_multi_wakeup(h->multi);
+	ra_kick(h);
 }
 
 void http_ra_hint(http_source *h, uint64_t b)
@@ -285,12 +291,7 @@ void http_ra_hint(http_source *h, uint64_t b)
 	if (h->nhint == HTTP_HINTS)
 		return; /* a hint: the readers fetch what is not queued */
 	h->hint[h->nhint++] = b;
-	if (!h->ra_started)
-		ra_launch(h);
-	if (!h->ra_started)
-		return;
-	pthread_cond_signal(&h->ra_wake);
-	curl_multi_wakeup(h->multi);
+	ra_kick(h);
 }
 
 void http_ra_forked(http_source *h)

@@ -62,6 +62,12 @@ def require_fuse():
         skip("fusermount3 not installed")
 
 
+def require_curl():
+    """h5fs built with libcurl (remote FILEs); a test of them skips otherwise."""
+    if "#define HAVE_CURL 1" not in open(os.path.join(BUILDDIR, "config.h")).read():
+        skip("h5fs built without libcurl")
+
+
 def workdir(name):
     """A fresh scratch directory in the build tree (removed by make clean)."""
     base = os.path.join(BUILDDIR, "tests", "integration", "work")

@@ -20,8 +20,7 @@ import h5fs_testlib as T  # noqa: E402
 
 T.require_h5py()
 T.require_fuse()
-if "#define HAVE_CURL 1" not in open(os.path.join(T.BUILDDIR, "config.h")).read():
-    T.skip("h5fs built without libcurl")
+T.require_curl()
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 

@@ -24,8 +24,7 @@ import h5fs_testlib as T  # noqa: E402
 
 T.require_h5py()
 T.require_fuse()
-if "#define HAVE_CURL 1" not in open(os.path.join(T.BUILDDIR, "config.h")).read():
-    T.skip("h5fs built without libcurl")
+T.require_curl()
 import test_remote_nginx as N  # noqa: E402  (nginx on loopback)
 import test_corpus as C  # noqa: E402  (the corpus walk's file list and hostile names)
 import make_fixtures  # noqa: E402

@@ -21,8 +21,7 @@ import h5fs_testlib as T  # noqa: E402
 
 T.require_h5py()
 T.require_fuse()
-if "#define HAVE_CURL 1" not in open(os.path.join(T.BUILDDIR, "config.h")).read():
-    T.skip("h5fs built without libcurl")
+T.require_curl()
 try:
     from botocore.auth import S3SigV4Auth
     from botocore.awsrequest import AWSRequest

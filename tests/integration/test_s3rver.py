@@ -30,8 +30,7 @@ import h5fs_testlib as T  # noqa: E402
 
 T.require_h5py()
 T.require_fuse()
-if "#define HAVE_CURL 1" not in open(os.path.join(T.BUILDDIR, "config.h")).read():
-    T.skip("h5fs built without libcurl")
+T.require_curl()
 S3RVER = os.environ.get("H5FS_S3RVER") or shutil.which("s3rver")
 if not S3RVER:
     T.skip("s3rver not installed (contrib/install-deps.sh: npm install -g s3rver@3)")
