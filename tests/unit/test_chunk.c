@@ -930,13 +930,29 @@ static size_t check_extents(const tds *t, h5_file *f, h5_dataset *d, const uint8
  * written comes back as pieces of decoded chunks that tile it, equal to
  * the bytes; anything else is refused (UNSUPPORTED or LIMIT) holding
  * nothing. Returns how many windows were pinned. */
+/* The pinned pieces of window [off, off+len), in order, are its bytes
+ * of want and cover it exactly. */
+static void check_pieces(const h5_pin *pin, const uint8_t *want, size_t off, size_t len, const char *name)
+{
+	size_t got = 0;
+
+	ck_assert_uint_le(pin->niov, H5_PIN_MAX);
+	for (size_t i = 0; i < pin->niov; i++) {
+		ck_assert_uint_le(got + pin->iov[i].iov_len, len);
+		ck_assert_msg(memcmp(pin->iov[i].iov_base, want + off + got, pin->iov[i].iov_len) == 0,
+			      "%s: pinned window %zu+%zu differs in piece %zu", name, off, len, i);
+		got += pin->iov[i].iov_len;
+	}
+	ck_assert_msg(got == len, "%s: pieces of %zu+%zu cover %zu bytes", name, off, len, got);
+}
+
 static size_t check_pins(const tds *t, h5_dataset *d, const uint8_t *want, size_t blen, unsigned *seed)
 {
 	size_t pinned = 0;
 
 	for (int w = 0; w < 40 && blen > 0; w++) {
 		size_t off = w == 0 ? 0 : (size_t)rand_r(seed) % blen;
-		size_t len = w == 0 ? blen : (size_t)rand_r(seed) % (w < 20 ? 64 : blen - off + 1), got = 0;
+		size_t len = w == 0 ? blen : (size_t)rand_r(seed) % (w < 20 ? 64 : blen - off + 1);
 		h5_pin pin;
 		int rc;
 
@@ -952,14 +968,7 @@ static size_t check_pins(const tds *t, h5_dataset *d, const uint8_t *want, size_
 			continue;
 		}
 		ck_assert_msg(d->pline.n > 0, "%s: an unfiltered window was pinned", t->name);
-		ck_assert_uint_le(pin.niov, H5_PIN_MAX);
-		for (size_t i = 0; i < pin.niov; i++) {
-			ck_assert_uint_le(got + pin.iov[i].iov_len, len);
-			ck_assert_msg(memcmp(pin.iov[i].iov_base, want + off + got, pin.iov[i].iov_len) == 0,
-				      "%s: pinned window %zu+%zu differs in piece %zu", t->name, off, len, i);
-			got += pin.iov[i].iov_len;
-		}
-		ck_assert_msg(got == len, "%s: pieces of %zu+%zu cover %zu bytes", t->name, off, len, got);
+		check_pieces(&pin, want, off, len, t->name);
 		h5_pin_release(&pin);
 		ck_assert_uint_eq(pin.nheld, 0);
 		pinned++;
@@ -1370,61 +1379,31 @@ START_TEST(h5py_pin_survives_eviction)
 }
 END_TEST
 
-/* A byte source over a memory image that offers pin/unpin (like the
- * remote sources, which have no descriptor) and counts its live holds. */
-typedef struct pin_src {
-	h5_source base;
-	const uint8_t *p;
-	int *live;
-} pin_src;
-
-static int pin_src_read(h5_source *s, uint64_t off, void *buf, size_t len)
-{
-	pin_src *m = (pin_src *)s;
-
-	if (off > s->size || len > s->size - off)
-		return h5_err_set(H5_ERR_FORMAT, "unexpected end of file");
-	memcpy(buf, m->p + off, len);
-	return 0;
-}
-
-static int pin_src_size(h5_source *s, uint64_t *out)
-{
-	*out = s->size;
-	return 0;
-}
-
-static int pin_src_fd(const h5_source *s)
-{
-	(void)s;
-	return -1;
-}
-
-static void pin_src_close(h5_source *s)
-{
-	free(s);
-}
+/* The memory source (source_mem.c) plus pin/unpin, as the remote
+ * sources offer them (they have no descriptor either), counting its live
+ * holds. One at a time: the test is single-threaded. */
+static const uint8_t *pin_img;
+static int pin_live;
+static h5_source_ops pin_src_ops;
 
 /* Two pieces a range (its halves), so pieces from several holds merge
  * into one iovec list in the right order. */
 static int pin_src_pin(h5_source *s, uint64_t off, size_t len, struct iovec *iov, size_t max, size_t *n,
 		       void **hold)
 {
-	pin_src *m = (pin_src *)s;
-
 	*n = 0;
 	*hold = NULL;
 	if (off > s->size || len > s->size - off)
 		return h5_err_set(H5_ERR_FORMAT, "unexpected end of file");
 	if (max < 2)
 		return h5_err_set(H5_ERR_LIMIT, "no room");
-	iov[0].iov_base = (void *)(uintptr_t)(m->p + off);
+	iov[0].iov_base = (void *)(uintptr_t)(pin_img + off);
 	iov[0].iov_len = len / 2;
-	iov[1].iov_base = (void *)(uintptr_t)(m->p + off + len / 2);
+	iov[1].iov_base = (void *)(uintptr_t)(pin_img + off + len / 2);
 	iov[1].iov_len = len - len / 2;
 	*n = 2;
-	*hold = m->live;
-	(*m->live)++;
+	*hold = &pin_live;
+	pin_live++;
 	return 0;
 }
 
@@ -1434,15 +1413,20 @@ static void pin_src_unpin(h5_source *s, void *hold)
 	(*(int *)hold)--;
 }
 
-static const h5_source_ops pin_src_ops = {
-	.name = "pin-test",
-	.read = pin_src_read,
-	.size = pin_src_size,
-	.fd = pin_src_fd,
-	.close = pin_src_close,
-	.pin = pin_src_pin,
-	.unpin = pin_src_unpin,
-};
+static h5_source *pin_src_open(const uint8_t *img, size_t len)
+{
+	h5_source *s;
+
+	ck_assert_int_eq(h5_source_open_mem(&s, img, len), 0);
+	pin_src_ops = *s->ops;
+	pin_src_ops.name = "pin-test";
+	pin_src_ops.pin = pin_src_pin;
+	pin_src_ops.unpin = pin_src_unpin;
+	s->ops = &pin_src_ops;
+	pin_img = img;
+	pin_live = 0;
+	return s;
+}
 
 /* h5_dataset_pin of a FILE without a descriptor: contiguous and
  * unfiltered chunked windows come back as pieces of the source's memory
@@ -1461,21 +1445,14 @@ START_TEST(h5py_pin_from_source)
 		tds *t = &v[i];
 		size_t flen, blen;
 		uint8_t *img = slurp(t->file, &flen), *want = slurp(t->bin, &blen);
-		pin_src *src = calloc(1, sizeof(*src));
-		int live = 0;
 		h5_file *f;
 		h5_dataset *d;
 
-		ck_assert_ptr_nonnull(src);
-		src->base.ops = &pin_src_ops;
-		src->base.size = flen;
-		src->p = img;
-		src->live = &live;
-		ck_assert_int_eq(h5_file_open_source(&f, &src->base, t->file, NULL), 0);
+		ck_assert_int_eq(h5_file_open_source(&f, pin_src_open(img, flen), t->file, NULL), 0);
 		ck_assert_msg(h5_dataset_open(&d, f, t->addr) == 0, "%s: %s", t->name, h5_err_msg());
 		for (int w = 0; w < 30 && blen > 0; w++) {
 			size_t off = w == 0 ? 0 : (size_t)rand_r(&seed) % blen;
-			size_t len = w == 0 ? blen : (size_t)rand_r(&seed) % (w < 15 ? 64 : blen - off + 1), got = 0;
+			size_t len = w == 0 ? blen : (size_t)rand_r(&seed) % (w < 15 ? 64 : blen - off + 1);
 			h5_pin pin;
 			int rc;
 
@@ -1485,20 +1462,14 @@ START_TEST(h5py_pin_from_source)
 			if (rc != 0) {
 				ck_assert_msg(rc == H5_ERR_UNSUPPORTED || rc == H5_ERR_LIMIT, "%s: pin %zu+%zu: %s",
 					      t->name, off, len, h5_err_msg());
-				ck_assert_msg(pin.nheld == 0 && pin.nsrc_held == 0 && pin.niov == 0 && live == 0,
+				ck_assert_msg(pin.nheld == 0 && pin.nsrc_held == 0 && pin.niov == 0 && pin_live == 0,
 					      "%s: a failed pin holds something", t->name);
 				continue;
 			}
-			ck_assert_msg(d->pline.n > 0 || (size_t)live == pin.nsrc_held, "%s: holds", t->name);
-			for (size_t k = 0; k < pin.niov; k++) {
-				ck_assert_uint_le(got + pin.iov[k].iov_len, len);
-				ck_assert_msg(memcmp(pin.iov[k].iov_base, want + off + got, pin.iov[k].iov_len) == 0,
-					      "%s: pinned window %zu+%zu differs in piece %zu", t->name, off, len, k);
-				got += pin.iov[k].iov_len;
-			}
-			ck_assert_msg(got == len, "%s: pieces of %zu+%zu cover %zu bytes", t->name, off, len, got);
+			ck_assert_msg(d->pline.n > 0 || (size_t)pin_live == pin.nsrc_held, "%s: holds", t->name);
+			check_pieces(&pin, want, off, len, t->name);
 			h5_pin_release(&pin);
-			ck_assert_int_eq(live, 0);
+			ck_assert_int_eq(pin_live, 0);
 			pinned_plain += d->pline.n == 0 && len > 0;
 		}
 		h5_dataset_close(d);
