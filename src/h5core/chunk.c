@@ -571,9 +571,9 @@ static int pin_filtered(read_ctx *x, const h5_chunk_rec *rec, const uint64_t *sc
 /* A sequential read that covers the last element of a decoded chunk has
  * passed it: the stream will not come back, and the kernel keeps the bytes
  * in its page cache. Noted here, dropped from our cache a little later
- * (h5_chunk_stream_drop, chunk_stream.c): the chunks a stream leaves behind would otherwise fill
- * the whole budget, and each one new memory, page-faulted in and zeroed,
- * instead of a reused buffer (issue 16). */
+ * (h5_chunk_stream_drop, chunk_stream.c): the chunks a stream leaves
+ * behind would otherwise fill the whole budget, and each one new memory,
+ * page-faulted in and zeroed, instead of a reused buffer (issue 16). */
 static void note_passed(read_ctx *x, uint64_t addr, const uint64_t *base)
 {
 	const h5_chunk_index *ci = x->ci;

@@ -638,13 +638,10 @@ static int pin_source(h5_pin *out, h5_dataset *d, uint64_t off, size_t len)
 	if (rc == 0 && d->layout.cls == H5_LAYOUT_CONTIGUOUS)
 		h5_file_extent_hint(d->f, d->layout.addr, d->layout.addr + d->nbytes);
 	out->src = src;
+	/* next <= H5_PIN_MAX: one hold each fits src_held */
 	for (size_t i = 0; rc == 0 && i < next; i++) {
 		size_t k = 0;
 
-		if (out->nsrc_held == H5_PIN_MAX) {
-			rc = h5_err_set(H5_ERR_LIMIT, "the window spans more than %d pieces", H5_PIN_MAX);
-			break;
-		}
 		rc = src->ops->pin(src, ext[i].file_off, (size_t)ext[i].len, out->iov + out->niov,
 				   H5_PIN_MAX - out->niov, &k, &out->src_held[out->nsrc_held]);
 		if (rc == 0) {

@@ -106,7 +106,7 @@ int h5_checksum_verify(const uint8_t *buf, size_t len, const char *what, uint64_
 void h5_buf_trim(void);         /* give every idle buffer back (h5_buf_alloc/free: h5core.h) */
 /* Idle buffers kept: a quarter of the cache budget, within [4, 48] MiB. */
 void h5_buf_budget(size_t cache_budget);
-size_t h5_buf_idle(void);       /* bytes kept idle now (tests) */         /* give every idle buffer back */
+size_t h5_buf_idle(void);       /* bytes kept idle now (tests) */
 
 /* ---- cache (cache.c) ----------------------------------------------------
  * One LRU with a byte budget, keyed by (kind, key), shared by all datasets.

@@ -733,12 +733,13 @@ static void http_extent_hint(h5_source *s, uint64_t start, uint64_t end)
 	unsigned i;
 
 	pthread_mutex_lock(&h->mu);
-	for (i = 0; i < h->next && (h->ext[i].lo != lo || h->ext[i].hi != hi); i++)
+	for (i = 0; i < h->nextents && (h->ext[i].lo != lo || h->ext[i].hi != hi); i++)
 		;
-	if (i == h->next && h->next < HTTP_EXTENTS)
-		h->next++;
-	if (i == h->next)
-		i--;
+	if (i == h->nextents) { /* a new one: the oldest goes when full */
+		if (h->nextents < HTTP_EXTENTS)
+			h->nextents++;
+		i = h->nextents - 1;
+	}
 	memmove(h->ext + 1, h->ext, i * sizeof(h->ext[0]));
 	h->ext[0].lo = lo;
 	h->ext[0].hi = hi;

@@ -71,7 +71,7 @@ typedef struct http_source {
 	 * [lo, hi): a stream inside one reads ahead no further than hi;
 	 * the most recently announced first */
 	struct { uint64_t lo, hi; } ext[HTTP_EXTENTS];
-	unsigned next;
+	unsigned nextents;
 	bool ra_capped;              /* ra_until is an object's end, not the distance */
 	CURLM *multi;
 } http_source;

@@ -263,7 +263,7 @@ void http_ra_note(http_source *h, uint64_t b, bool sequential)
 	until = b + 1 + h->ra_len;
 	/* inside an object read front to back: not past its end */
 	h->ra_capped = false;
-	for (unsigned i = 0; i < h->next; i++)
+	for (unsigned i = 0; i < h->nextents; i++)
 		if (b >= h->ext[i].lo && b < h->ext[i].hi) {
 			if (until >= h->ext[i].hi) {
 				until = h->ext[i].hi;
