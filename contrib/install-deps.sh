@@ -8,6 +8,7 @@ PACKAGES=(
 	build-essential autoconf automake libtool pkg-config
 	libfuse3-dev fuse3 zlib1g-dev check
 	libdeflate-dev liblz4-dev libzstd-dev libbz2-dev libaec-dev libblosc-dev
+	liblzo2-dev libzfp-dev hdf5-filter-plugin-zfp-serial
 	python3-h5py python3-numpy hdf5-tools attr tree
 	python3-hdf5plugin python3-tables hdf5-plugin-lzf hdf5-filter-plugin python3-netcdf4
 	dpkg-dev debhelper lintian libhdf5-dev rsync netcdf-bin

@@ -37,6 +37,7 @@ static const h5_filter_class *const filter_classes[] = {
 	&h5_filter_deflate, &h5_filter_shuffle, &h5_filter_fletcher32, &h5_filter_szip,
 	&h5_filter_nbit, &h5_filter_scaleoffset, &h5_filter_bzip2, &h5_filter_lzf,
 	&h5_filter_blosc, &h5_filter_lz4, &h5_filter_bitshuffle, &h5_filter_zstd,
+	&h5_filter_lzo, &h5_filter_zfp,
 };
 
 static const h5_filter_class *filter_class(uint16_t id)

@@ -45,7 +45,7 @@ typedef struct h5_filter_class {
 
 extern const h5_filter_class h5_filter_deflate, h5_filter_shuffle, h5_filter_fletcher32, h5_filter_szip,
 	h5_filter_nbit, h5_filter_scaleoffset, h5_filter_bzip2, h5_filter_lzf, h5_filter_blosc, h5_filter_lz4,
-	h5_filter_bitshuffle, h5_filter_zstd;
+	h5_filter_bitshuffle, h5_filter_zstd, h5_filter_lzo, h5_filter_zfp;
 
 #ifdef HAVE_ZSTD
 /* One zstd frame into out (at most cap bytes); bitshuffle's zstd blocks too. */

@@ -1,0 +1,102 @@
+/* filter_lzo.c - LZO (305), PyTables' lzo filter (spec IV.A.2.l names the
+ * registered id; the chunk format is PyTables' H5Zlzo.c; filter.c runs the
+ * pipeline).
+ *
+ * A chunk is one LZO1X stream (it ends with its own end marker). PyTables
+ * 0.5 to 0.7 appended a trailer of 8 bytes: the adler32 of the decoded
+ * bytes, then their count, each a 4-byte number as the (little-endian)
+ * writer held it; 0.8 and later write none, with the same client values
+ * ({level, object version, object class}), so the values cannot tell.
+ * The stream can: decoding it whole stops at its end marker, and 8 bytes
+ * not consumed after a stream that decodes alone are such a trailer, which
+ * is then checked as PyTables checked it.
+ */
+#include "filter_impl.h"
+
+#ifdef HAVE_LZO
+#include <lzo1x.h>
+#include <pthread.h>
+#endif
+
+#ifdef HAVE_LZO
+#define LZO_TRAILER 8
+
+static pthread_once_t lzo_once = PTHREAD_ONCE_INIT;
+static int lzo_init_rc;
+
+/* lzo_init() checks the library matches the header's ABI; once per process. */
+static void lzo_init_once(void)
+{
+	lzo_init_rc = lzo_init();
+}
+
+static uint32_t le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* One LZO1X stream of in_len bytes into out (cap bytes): *got decoded. The
+ * _safe decoder checks both buffers' bounds, whatever the stream says. */
+static int lzo_run(lzo_uint *got, uint8_t *out, size_t cap, const uint8_t *in, size_t in_len)
+{
+	*got = cap;
+	return lzo1x_decompress_safe(in, in_len, out, got, NULL);
+}
+
+static int dec_lzo(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
+{
+	lzo_uint got = 0;
+	uint8_t *out;
+	int lrc, rc = 0;
+
+	(void)f;
+	pthread_once(&lzo_once, lzo_init_once);
+	if (lzo_init_rc != LZO_E_OK)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "lzo: library initialisation failed (%d)", lzo_init_rc);
+	out = h5_buf_alloc(st.size ? st.size : 1);
+	if (!out)
+		return h5_err_set(H5_ERR_NOMEM, "lzo: out of memory");
+	lrc = lzo_run(&got, out, st.size, *buf, *len);
+	if (lrc == LZO_E_INPUT_NOT_CONSUMED && *len >= LZO_TRAILER) {
+		/* PyTables 0.5-0.7: the stream, then adler32 and length */
+		size_t in_len = *len - LZO_TRAILER;
+
+		lrc = lzo_run(&got, out, st.size, *buf, in_len);
+		if (lrc == LZO_E_OK && le32(*buf + in_len + 4) != got) {
+			rc = h5_err_set(H5_ERR_FORMAT, "lzo: stream decodes to %zu bytes, its trailer gives %u",
+					(size_t)got, le32(*buf + in_len + 4));
+			goto out;
+		}
+		if (lrc == LZO_E_OK && lzo_adler32(lzo_adler32(0, NULL, 0), out, got) != le32(*buf + in_len)) {
+			rc = h5_err_set(H5_ERR_FORMAT, "lzo: checksum mismatch (adler32 of the %zu decoded bytes)",
+					(size_t)got);
+			goto out;
+		}
+	}
+	if (lrc == LZO_E_OUTPUT_OVERRUN) {
+		rc = h5_err_set(H5_ERR_FORMAT, "lzo: decompression bomb: output exceeds the %zu bytes of the chunk",
+				st.size);
+		goto out;
+	}
+	if (lrc != LZO_E_OK) {
+		rc = h5_err_set(H5_ERR_FORMAT, "lzo: corrupt stream (error %d)", lrc);
+		goto out;
+	}
+	if ((rc = stage_check("lzo", got, st)) < 0)
+		goto out;
+	swap_buf(buf, len, out, got);
+	return 0;
+out:
+	h5_buf_free(out);
+	return rc;
+}
+#endif
+
+const h5_filter_class h5_filter_lzo = {
+	.id = H5_FILTER_LZO,
+	.name = "lzo",
+	.size = H5_FSIZE_BOUND,
+#ifdef HAVE_LZO
+	.decode = dec_lzo,
+#endif
+};
