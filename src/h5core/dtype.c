@@ -252,10 +252,11 @@ static int decode_array(h5_dtype *t, h5_rd *r, unsigned depth)
 	unsigned i;
 	int ret;
 
-	if (t->version < 2)
-		return h5_err_set(H5_ERR_FORMAT, "datatype message: array class in version %u", t->version);
+	/* Versions 1 and 2 have the same layout (libhdf5's H5O_dtype_decode
+	 * reads both so; old PyTables files have version 1 arrays): 3 reserved
+	 * bytes after the rank and permutation indices after the dimensions. */
 	t->arank = h5_rd_u8(r);
-	if (t->version == 2)
+	if (t->version < 3)
 		h5_rd_skip(r, 3); /* reserved */
 	if (!h5_rd_ok(r))
 		return h5_err_set(H5_ERR_FORMAT, "datatype message: array truncated");
@@ -263,8 +264,8 @@ static int decode_array(h5_dtype *t, h5_rd *r, unsigned depth)
 		return h5_err_set(H5_ERR_FORMAT, "datatype message: array rank %u out of range", t->arank);
 	for (i = 0; i < t->arank; i++)
 		t->adims[i] = h5_rd_u32(r);
-	/* Version 2 stores permutation indices, which libhdf5 never implemented. */
-	if (t->version == 2)
+	/* Versions 1 and 2 store permutation indices, which libhdf5 never implemented. */
+	if (t->version < 3)
 		h5_rd_skip(r, 4 * (size_t)t->arank);
 	if (!h5_rd_ok(r))
 		return h5_err_set(H5_ERR_FORMAT, "datatype message: array dimensions truncated");

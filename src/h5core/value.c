@@ -14,6 +14,7 @@
  */
 #include "internal.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -63,6 +64,74 @@ static uint64_t le_bits(const uint8_t *le, size_t pos, unsigned n)
 	return v;
 }
 
+/* An integer wider than 64 bits (precision up to 65535, dtype.c) in
+ * decimal: its bits in 32-bit limbs, negated when the sign bit is set,
+ * then divided by 10^9 until nothing is left. */
+static int fmt_wide_integer(h5_sb *s, const h5_dtype *t, const uint8_t *p)
+{
+	unsigned prec = t->precision, nl = (prec + 31) / 32, top;
+	size_t nd = 0, cap = (size_t)nl * 10 + 1;
+	uint8_t *le = malloc(t->size);
+	uint32_t *limb = calloc(nl, sizeof(*limb));
+	char *dig = malloc(cap);
+	bool neg = false;
+	int rc;
+
+	if (!le || !limb || !dig) {
+		rc = h5_err_set(H5_ERR_NOMEM, "out of memory formatting a %u-bit integer", prec);
+		goto out;
+	}
+	to_le(le, p, t->size, t->big_endian);
+	for (unsigned i = 0; i < nl; i++)
+		limb[i] = (uint32_t)le_bits(le, t->bit_offset + (size_t)i * 32, prec - i * 32 < 32 ? prec - i * 32 : 32);
+	if (t->is_signed && (limb[(prec - 1) / 32] >> ((prec - 1) % 32) & 1)) {
+		uint64_t carry = 1;
+
+		/* two's complement of the sign-extended value: invert, add one */
+		neg = true;
+		if (prec % 32)
+			limb[nl - 1] |= ~(uint32_t)0 << (prec % 32);
+		for (unsigned i = 0; i < nl; i++) {
+			carry += (uint32_t)~limb[i];
+			limb[i] = (uint32_t)carry;
+			carry >>= 32;
+		}
+	}
+	/* digits, least significant first, nine per division */
+	for (top = nl; top > 0 && limb[top - 1] == 0; top--)
+		;
+	do {
+		uint64_t rem = 0;
+
+		for (unsigned i = top; i-- > 0;) {
+			uint64_t cur = rem << 32 | limb[i];
+
+			limb[i] = (uint32_t)(cur / 1000000000u);
+			rem = cur % 1000000000u;
+		}
+		while (top > 0 && limb[top - 1] == 0)
+			top--;
+		for (int k = 0; k < 9 && (top > 0 || rem > 0 || k == 0); k++) {
+			dig[nd++] = (char)('0' + rem % 10);
+			rem /= 10;
+		}
+	} while (top > 0);
+	if (neg)
+		dig[nd++] = '-';
+	for (size_t a = 0, b = nd - 1; a < b; a++, b--) {
+		char c = dig[a];
+
+		dig[a] = dig[b];
+		dig[b] = c;
+	}
+	rc = h5_sb_put(s, dig, nd);
+out:
+	free(le);
+	free(limb);
+	free(dig);
+	return rc;
+}
+
 static int fmt_integer(h5_sb *s, const h5_dtype *t, const uint8_t *p)
 {
 	uint8_t le[8];
@@ -70,8 +139,7 @@ static int fmt_integer(h5_sb *s, const h5_dtype *t, const uint8_t *p)
 	unsigned prec = t->precision;
 
 	if (t->size > 8 || prec > 64)
-		/* wider than any C integer: the value in hex, most significant first */
-		return sb_put_hex(s, "0x", p, t->size, !t->big_endian);
+		return fmt_wide_integer(s, t, p);
 	to_le(le, p, t->size, t->big_endian);
 	v = le_bits(le, t->bit_offset, prec);
 	if (t->is_signed && (v >> (prec - 1) & 1)) {
@@ -592,6 +660,32 @@ static bool is_h5py_bool(const h5_dtype *t)
 	       strcmp(t->enum_names[1], "TRUE") == 0 && t->enum_values[1] == 1;
 }
 
+/* Whether NumPy has a type for this float layout. Its f2/f4/f8 are IEEE
+ * binary16/32/64; f12 and f16 are the C long double of the machine (x87
+ * extended on x86, IEEE binary128 on aarch64, ...), so a long double
+ * layout of sizeof(long double) bytes is f<size> there. Anything else -
+ * an IEEE quad on x86-64, where '<f16' would read its bytes as x87
+ * numbers, or any other layout - has no NumPy type and is |V<size>. */
+static bool numpy_float(const h5_dtype *t)
+{
+	if ((t->bits & 0x41) == 0x41)   /* VAX order */
+		return false;
+	if (is_ieee(t, 2, 5, 10) || is_ieee(t, 4, 8, 23) || is_ieee(t, 8, 11, 52))
+		return true;
+	if (t->size != sizeof(long double))
+		return false;
+#if LDBL_MANT_DIG == 64
+	/* x87: the leading one stored (normalization 0), 80 bits in the low bytes */
+	return t->exp_size == 15 && t->mant_size == 64 && t->norm == 0 && t->precision == 80 &&
+	       t->bit_offset == 0 && t->mant_loc == 0 && t->exp_loc == 64 && t->sign_loc == 79 &&
+	       t->exp_bias == 16383;
+#elif LDBL_MANT_DIG == 113
+	return is_ieee(t, 16, 15, 112);
+#else
+	return false;
+#endif
+}
+
 static int put_typestr(h5_sb *s, const h5_dtype *t)
 {
 	char order = t->size == 1 ? '|' : t->big_endian ? '>' : '<';
@@ -607,7 +701,7 @@ static int put_typestr(h5_sb *s, const h5_dtype *t)
 			return h5_sb_printf(s, "%cu%u", order, t->size);
 		break;
 	case H5T_FLOAT:
-		if ((t->bits & 0x41) != 0x41)
+		if (numpy_float(t))
 			return h5_sb_printf(s, "%cf%u", order, t->size);
 		break;
 	case H5T_ENUM:
