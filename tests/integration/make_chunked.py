@@ -687,9 +687,8 @@ def direct_file(path, rng, fx):
 
 
 def unsupported_file(path, rng, fx):
-    """Datasets h5fs must refuse with EIO: an optional filter nobody knows
-    (id 40001) that was not skipped, and zfp (32013) when Debian's plugin
-    can write it."""
+    """A dataset h5fs must refuse with EIO: an optional filter nobody knows
+    (id 40001) that was not skipped."""
     name = os.path.basename(path)
     with new_file(path, "latest") as f:
         f.create_dataset("plain", data=np.arange(100, dtype="<i4"), track_times=False)
@@ -697,17 +696,84 @@ def unsupported_file(path, rng, fx):
         for c0 in range(0, 40, 8):
             ds.id.write_direct_chunk((c0,), rng.bytes(8), 0)
         fx.eio[(name, "/unknown_40001_earray")] = "40001"
-        try:
-            import hdf5plugin
-            ds = f.create_dataset("zfp", data=np.linspace(0, 1, 600, dtype="<f4").reshape(20, 30),
-                                  chunks=(8, 8), track_times=False, **hdf5plugin.Zfp(rate=8))
-            if ds.id.get_create_plist().get_filter(0)[0] == 32013:
-                fx.eio[(name, "/zfp")] = "32013"
-        except Exception as e:
-            fx.notes.append("zfp: h5py could not write it (%s); corpus h5ex_d_zfp.h5 covers it"
-                            % str(e).splitlines()[0][:100])
-            if "zfp" in f:
-                del f["zfp"]
+
+
+def _zfp_double(x):
+    """H5Z-ZFP's generic client values carry a double as two 32-bit words."""
+    return tuple(np.frombuffer(np.float64(x).tobytes(), "<u4").tolist())
+
+
+def zfp_file(path, rng, fx):
+    """ZFP (32013) chunks written by libhdf5 through Debian's H5Z-ZFP plugin
+    (hdf5-filter-plugin-zfp-serial, in libhdf5's default plugin directory),
+    given its generic client values (mode, 0, parameters): rate, precision,
+    accuracy, expert and reversible modes; float, double, int32, int64;
+    chunks of 1 to 4 dimensions of more than one element (one of size 1
+    dropped), partial edge chunks. False when the plugin is missing."""
+    if not h5py.h5z.filter_avail(32013):
+        fx.notes.append("zfp: libhdf5 finds no H5Z-ZFP plugin (hdf5-filter-plugin-zfp-serial): no zfp fixtures")
+        return False
+    rate, prec, acc = (lambda r: (1, 0) + _zfp_double(r)), (lambda p: (2, 0, p)), \
+        (lambda a: (3, 0) + _zfp_double(a))
+    expert = (4, 0, 16, 600, 40, (1 << 32) - 1074)      # minbits, maxbits, maxprec, minexp -1074
+    cases = [("rate8_f4_2d", "<f4", (61, 45), (16, 10), rate(8)),
+             ("rate16_f8_1d", "<f8", (1001,), (128,), rate(16)),
+             ("prec20_f8_3d", "<f8", (20, 17, 9), (8, 8, 4), prec(20)),
+             ("prec12_f4_4d", "<f4", (6, 7, 5, 4), (3, 4, 5, 2), prec(12)),
+             ("acc_f8_2d", "<f8", (61, 45), (16, 10), acc(0.01)),
+             ("acc_f4_unity", "<f4", (40, 1, 30), (16, 1, 8), acc(1e-3)),
+             ("expert_f8_2d", "<f8", (33, 20), (8, 8), expert),
+             ("reversible_f4_2d", "<f4", (61, 45), (16, 10), (5,)),
+             ("reversible_f8_3d", "<f8", (20, 17, 9), (8, 8, 4), (5,)),
+             ("reversible_i4_1d", "<i4", (500,), (64,), (5,)),
+             ("rate32_i8_2d", "<i8", (30, 30), (16, 16), rate(32))]
+    with new_file(path, "latest") as f:
+        for name, dt, shape, chunks, cd in cases:
+            n = int(np.prod(shape))
+            if np.dtype(dt).kind == "f":
+                x = np.linspace(0, 20, n).reshape(shape)
+                data = (np.sin(x) * 100 + rng.standard_normal(shape)).astype(dt)
+            else:
+                data = (np.arange(n).reshape(shape) * 7 % 1000 - 300).astype(dt)
+            try:
+                ds = f.create_dataset(name, shape=shape, chunks=chunks, dtype=dt, track_times=False,
+                                      compression=32013, compression_opts=cd)
+                ds[...] = data
+            except Exception as e:
+                fx.problems.append("zfp %s: h5py could not write it (%s)" % (name, str(e).splitlines()[0][:100]))
+    return True
+
+
+def lzo_file(path, fx):
+    """LZO (305) chunks written by PyTables (complib='lzo'): a CArray, a
+    shuffled EArray grown by appends, a Table with an array column.
+    Importing tables registers its LZO filter with the libhdf5 h5py uses, so
+    h5py reads them back. False without PyTables or its LZO."""
+    try:
+        import tables
+    except ImportError as e:
+        fx.notes.append("PyTables not importable (%s): no lzo fixtures" % e)
+        return False
+    if not tables.which_lib_version("lzo"):
+        fx.notes.append("PyTables has no LZO: no lzo fixtures")
+        return False
+    lzo = tables.Filters(complevel=5, complib="lzo")
+    with tables.open_file(path, "w") as f:
+        f.create_carray("/", "carray", obj=(np.arange(5000, dtype="<i4") * 37 % 2001).reshape(100, 50),
+                        filters=lzo, chunkshape=(16, 50))
+        ea = f.create_earray("/", "earray_shuffle", atom=tables.Float64Atom(), shape=(0, 7),
+                             filters=tables.Filters(complevel=1, complib="lzo", shuffle=True), chunkshape=(33, 7))
+        for k in range(3):
+            ea.append(np.sin(np.linspace(k, k + 1, 700)).reshape(100, 7))
+        t = f.create_table("/", "table", {"a": tables.Int32Col(pos=0), "b": tables.Float64Col(shape=(3,), pos=1)},
+                           filters=lzo, chunkshape=64)
+        row = t.row
+        for i in range(300):
+            row["a"] = i * 3 - 100
+            row["b"] = (i, i * 0.5, -i)
+            row.append()
+        t.flush()
+    return True
 
 
 def unsupported_v1_file(path, rng, fx):
@@ -761,7 +827,11 @@ def make(outdir):
     direct_file(os.path.join(outdir, "direct.h5"), np.random.default_rng(SEED + 13), fx)
     fx.files.append(("direct.h5", "zstd, bitshuffle, a skipped optional filter (chunks encoded here)"))
     unsupported_file(os.path.join(outdir, "unsupported.h5"), np.random.default_rng(SEED + 14), fx)
-    fx.files.append(("unsupported.h5", "an unknown optional filter not skipped, zfp: EIO"))
+    fx.files.append(("unsupported.h5", "an unknown optional filter not skipped: EIO"))
+    if zfp_file(os.path.join(outdir, "zfp.h5"), np.random.default_rng(SEED + 20), fx):
+        fx.files.append(("zfp.h5", "zfp (H5Z-ZFP): rate, precision, accuracy, expert, reversible; 1-4 dims"))
+    if lzo_file(os.path.join(outdir, "lzo.h5"), fx):
+        fx.files.append(("lzo.h5", "lzo written by PyTables: carray, shuffled earray, table"))
     if unsupported_v1_file(os.path.join(outdir, "unsupported_v1.h5"), np.random.default_rng(SEED + 15), fx):
         fx.files.append(("unsupported_v1.h5", "an unknown mandatory filter: EIO"))
     return fx

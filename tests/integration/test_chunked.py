@@ -9,7 +9,8 @@ shuffle+deflate, fletcher32} x {edge chunks, unwritten chunks with a
 non-zero fill value} x ranks 1-32; the extra filters (lzf, lz4, bzip2,
 blosc with every compressor and shuffle mode, szip, scaleoffset, nbit);
 partial edge chunks stored unfiltered; zstd and bitshuffle chunks encoded
-by the generator; unknown filters and zfp.
+by the generator; zfp (written through the H5Z-ZFP plugin in five modes)
+and lzo (written by PyTables); unknown filters.
 
 Each file is mounted and compared with what h5py reads (the file's own
 type as memory type): names, sizes, every byte, 200 random pread windows
@@ -40,8 +41,8 @@ WINDOWS = 200        # random pread windows per dataset
 DD_READS = 3         # dd reads per dataset of more than 4 KiB
 WATCHDOG = 90        # seconds per mount
 # filters that need a library configure may not have found (config.h)
-OPTIONAL_LIBS = {4: "HAVE_AEC", 307: "HAVE_BZ2", 32001: "HAVE_BLOSC", 32004: "HAVE_LZ4",
-                 32015: "HAVE_ZSTD"}
+OPTIONAL_LIBS = {4: "HAVE_AEC", 305: "HAVE_LZO", 307: "HAVE_BZ2", 32001: "HAVE_BLOSC", 32004: "HAVE_LZ4",
+                 32013: "HAVE_ZFP", 32015: "HAVE_ZSTD"}
 
 fails = []
 
