@@ -28,7 +28,14 @@ static int dtype_text(h5_sb *s, const h5_dtype *t, int depth)
 	case H5T_INTEGER:
 		return h5_sb_printf(s, "%sint%u%s", t->is_signed ? "" : "u", t->size * 8, order);
 	case H5T_FLOAT:
-		return h5_sb_printf(s, "float%u%s", t->size * 8, order);
+		/* IEEE needs no more words; other layouts say which they are */
+		rc = h5_sb_printf(s, "float%u%s", t->size * 8, order);
+		if (rc == 0 && h5_dtype_float_kind(t) == H5_FLOAT_X87)
+			rc = h5_sb_puts(s, "(x87)");
+		else if (rc == 0 && h5_dtype_float_kind(t) == H5_FLOAT_OTHER)
+			rc = h5_sb_printf(s, "(sign@%u,exp@%u:%u,mant@%u:%u)", t->sign_loc, t->exp_loc, t->exp_size,
+					  t->mant_loc, t->mant_size);
+		return rc;
 	case H5T_TIME:
 		return h5_sb_printf(s, "time%u%s", t->size * 8, order);
 	case H5T_BITFIELD:

@@ -246,6 +246,28 @@ static int decode_enum(h5_dtype *t, h5_rd *r, unsigned depth)
 	return 0;
 }
 
+static bool float_fields(const h5_dtype *t, unsigned prec, unsigned esz, unsigned msz, unsigned norm)
+{
+	return t->precision == prec && t->bit_offset == 0 && t->exp_size == esz && t->mant_size == msz &&
+	       t->mant_loc == 0 && t->exp_loc == msz && t->sign_loc == esz + msz && t->norm == norm &&
+	       t->exp_bias == (1u << (esz - 1)) - 1;
+}
+
+h5_float_kind h5_dtype_float_kind(const h5_dtype *t)
+{
+	/* IV.A.2.d class 1: normalization 2 = leading one implied (IEEE),
+	 * 0 = stored (x87); VAX order is neither byte order */
+	if (t->cls != H5T_FLOAT || (t->bits & 0x41) == 0x41)
+		return H5_FLOAT_OTHER;
+	if ((t->size == 2 && float_fields(t, 16, 5, 10, 2)) || (t->size == 4 && float_fields(t, 32, 8, 23, 2)) ||
+	    (t->size == 8 && float_fields(t, 64, 11, 52, 2)) || (t->size == 16 && float_fields(t, 128, 15, 112, 2)))
+		return H5_FLOAT_IEEE;
+	/* x87: 64 mantissa bits with the leading one, in the low 10 bytes of 10, 12 or 16 */
+	if (t->size >= 10 && float_fields(t, 80, 15, 64, 0))
+		return H5_FLOAT_X87;
+	return H5_FLOAT_OTHER;
+}
+
 static int decode_array(h5_dtype *t, h5_rd *r, unsigned depth)
 {
 	uint64_t total;

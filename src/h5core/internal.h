@@ -496,6 +496,11 @@ bool h5_dtype_has_vlen(const h5_dtype *t);
  * *used (optional) receives the bytes consumed. */
 int h5_dtype_decode(h5_dtype **out, const uint8_t *buf, size_t len, size_t *used);
 void h5_dtype_free(h5_dtype *t);
+/* What a float type's fields describe: IEEE 754 binary16/32/64/128 of the
+ * type's size, the x87 extended format (80 bits, the leading one stored),
+ * or another layout. */
+typedef enum h5_float_kind { H5_FLOAT_IEEE, H5_FLOAT_X87, H5_FLOAT_OTHER } h5_float_kind;
+h5_float_kind h5_dtype_float_kind(const h5_dtype *t);
 
 typedef struct h5_fill {
 	uint8_t version;

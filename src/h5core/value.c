@@ -668,19 +668,16 @@ static bool is_h5py_bool(const h5_dtype *t)
  * numbers, or any other layout - has no NumPy type and is |V<size>. */
 static bool numpy_float(const h5_dtype *t)
 {
-	if ((t->bits & 0x41) == 0x41)   /* VAX order */
-		return false;
-	if (is_ieee(t, 2, 5, 10) || is_ieee(t, 4, 8, 23) || is_ieee(t, 8, 11, 52))
+	h5_float_kind k = h5_dtype_float_kind(t);
+
+	if (k == H5_FLOAT_IEEE && t->size <= 8)
 		return true;
 	if (t->size != sizeof(long double))
 		return false;
 #if LDBL_MANT_DIG == 64
-	/* x87: the leading one stored (normalization 0), 80 bits in the low bytes */
-	return t->exp_size == 15 && t->mant_size == 64 && t->norm == 0 && t->precision == 80 &&
-	       t->bit_offset == 0 && t->mant_loc == 0 && t->exp_loc == 64 && t->sign_loc == 79 &&
-	       t->exp_bias == 16383;
+	return k == H5_FLOAT_X87;
 #elif LDBL_MANT_DIG == 113
-	return is_ieee(t, 16, 15, 112);
+	return k == H5_FLOAT_IEEE;
 #else
 	return false;
 #endif

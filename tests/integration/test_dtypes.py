@@ -11,6 +11,7 @@ of the fixtures of make_dtype_fixtures.py:
     text the values written and h5dump's (to h5dump's 6 digits); the x87
     long double h5py writes keeps '<f16' where that is the C long double,
     and np.frombuffer of the mounted bytes with it gives h5py's values;
+    h5fs-ls names them float128le/be and float128le(x87);
   * 128-bit (and a 100-bit, offset 12) integer attributes, signed and
     unsigned, both byte orders: decimal text equal to the values written
     (Python integers of the bytes h5py reads) and, for values h5dump can
@@ -126,6 +127,11 @@ def check_quad(path, mnt, written):
                 bad("longdouble: np.frombuffer(mount, %s) differs from h5py" % dt)
         if not m.alive():
             bad("quad: the daemon died")
+    ls = subprocess.run([T.H5FS_LS, path], capture_output=True, text=True, timeout=60).stdout
+    for name, want in (("quad_le", "float128le "), ("quad_be", "float128be "), ("longdouble", "float128le(x87) ")):
+        line = [ln for ln in ls.splitlines() if ln.startswith("/" + name + " ")]
+        if not line or want not in line[0]:
+            bad("h5fs-ls %s: %r, expected type %r" % (name, line, want.strip()))
     print("checked quad.h5 (IEEE binary128, x87 long double)")
 
 
