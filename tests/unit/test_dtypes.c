@@ -1,0 +1,279 @@
+/* test_dtypes.c - datatypes other writers produce (issue 21): array types
+ * in datatype message version 1 (dtype.c), float layouts and their NumPy
+ * type strings (h5_dtype_float_kind, h5_value_typestr), integers wider than
+ * 64 bits as decimal text (value.c). Messages are built byte by byte as
+ * spec IV.A.2.d lays them out.
+ */
+#include "config.h"
+#include "testutil.h"
+
+#include <float.h>
+
+/* class-and-version byte, the three class bit bytes, the size */
+static void head(tbuf *b, unsigned version, unsigned cls, uint32_t bits, uint32_t size)
+{
+	tb_u8(b, version << 4 | cls);
+	tb_u8(b, bits & 0xff);
+	tb_u8(b, (bits >> 8) & 0xff);
+	tb_u8(b, (bits >> 16) & 0xff);
+	tb_u32(b, size);
+}
+
+static void dt_int(tbuf *b, uint32_t size, bool sgn, bool be, unsigned off, unsigned prec)
+{
+	head(b, 1, 0, (be ? 1u : 0u) | (sgn ? 8u : 0u), size);
+	tb_u16(b, off);
+	tb_u16(b, prec);
+}
+
+static void dt_float(tbuf *b, uint32_t size, bool be, unsigned norm, unsigned prec, unsigned sign, unsigned eloc,
+		     unsigned esz, unsigned mloc, unsigned msz, uint32_t bias)
+{
+	head(b, 1, 1, (be ? 1u : 0u) | norm << 4 | sign << 8, size);
+	tb_u16(b, 0);
+	tb_u16(b, prec);
+	tb_u8(b, eloc);
+	tb_u8(b, esz);
+	tb_u8(b, mloc);
+	tb_u8(b, msz);
+	tb_u32(b, bias);
+}
+
+static h5_dtype *decode(const tbuf *b)
+{
+	h5_dtype *t = NULL;
+	int rc = h5_dtype_decode(&t, b->p, b->len, NULL);
+
+	ck_assert_msg(rc == 0, "dtype decode: %s", h5_err_msg());
+	return t;
+}
+
+static char *typestr(const h5_dtype *t)
+{
+	char *s = NULL;
+
+	ck_assert_int_eq(h5_value_typestr(&s, t), 0);
+	return s;
+}
+
+/* An array of (2, 3) big-endian int16 in datatype version 'version': rank,
+ * 3 reserved bytes, dimensions, permutation indices, base type. */
+static void dt_array(tbuf *b, unsigned version)
+{
+	head(b, version, 10, 0, 12);
+	tb_u8(b, 2);
+	tb_u8(b, 0);
+	tb_u8(b, 0);
+	tb_u8(b, 0);
+	tb_u32(b, 2);
+	tb_u32(b, 3);
+	tb_u32(b, 0);
+	tb_u32(b, 1);
+	dt_int(b, 2, true, true, 0, 16);
+}
+
+START_TEST(array_version1)
+{
+	for (unsigned version = 1; version <= 2; version++) {
+		tbuf b = { 0 };
+		size_t used = 0;
+		h5_dtype *t = NULL;
+		char *s;
+
+		dt_array(&b, version);
+		ck_assert_int_eq(h5_dtype_decode(&t, b.p, b.len, &used), 0);
+		ck_assert_uint_eq(used, b.len);
+		ck_assert_int_eq(t->cls, H5T_ARRAY);
+		ck_assert_uint_eq(t->arank, 2);
+		ck_assert_uint_eq(t->adims[0], 2);
+		ck_assert_uint_eq(t->adims[1], 3);
+		ck_assert_int_eq(t->base->cls, H5T_INTEGER);
+		ck_assert(t->base->big_endian);
+		s = typestr(t);
+		ck_assert_str_eq(s, "|V12");
+		free(s);
+		h5_dtype_free(t);
+		/* cut anywhere: an error, never a read past the end */
+		for (size_t cut = 0; cut < b.len; cut++) {
+			t = NULL;
+			ck_assert_int_lt(h5_dtype_decode(&t, b.p, cut, NULL), 0);
+			ck_assert_ptr_null(t);
+		}
+		tb_free(&b);
+	}
+}
+END_TEST
+
+START_TEST(float_kinds_and_typestr)
+{
+	static const struct {
+		uint32_t size;
+		bool be;
+		unsigned norm, prec, sign, eloc, esz, mloc, msz;
+		uint32_t bias;
+		h5_float_kind kind;
+		const char *ts;     /* NULL: depends on the machine's long double */
+	} v[] = {
+		{ 2, false, 2, 16, 15, 10, 5, 0, 10, 15, H5_FLOAT_IEEE, "<f2" },
+		{ 4, true, 2, 32, 31, 23, 8, 0, 23, 127, H5_FLOAT_IEEE, ">f4" },
+		{ 8, false, 2, 64, 63, 52, 11, 0, 52, 1023, H5_FLOAT_IEEE, "<f8" },
+		{ 16, false, 2, 128, 127, 112, 15, 0, 112, 16383, H5_FLOAT_IEEE, NULL },
+		{ 16, true, 2, 128, 127, 112, 15, 0, 112, 16383, H5_FLOAT_IEEE, NULL },
+		{ 16, false, 0, 80, 79, 64, 15, 0, 64, 16383, H5_FLOAT_X87, NULL },
+		/* a 4-byte float with a 7-bit exponent: no NumPy type */
+		{ 4, false, 2, 32, 31, 24, 7, 0, 24, 63, H5_FLOAT_OTHER, "|V4" },
+		/* IEEE fields but a bias off by one */
+		{ 8, false, 2, 64, 63, 52, 11, 0, 52, 1024, H5_FLOAT_OTHER, "|V8" },
+	};
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		tbuf b = { 0 };
+		h5_dtype *t;
+		char *s;
+		const char *want = v[i].ts;
+
+		dt_float(&b, v[i].size, v[i].be, v[i].norm, v[i].prec, v[i].sign, v[i].eloc, v[i].esz, v[i].mloc,
+			 v[i].msz, v[i].bias);
+		t = decode(&b);
+		ck_assert_msg(h5_dtype_float_kind(t) == v[i].kind, "case %zu: kind %d", i, h5_dtype_float_kind(t));
+		s = typestr(t);
+		if (!want) {
+			/* NumPy's f16 is the C long double: x87 on x86, IEEE quad on aarch64 */
+			bool native = sizeof(long double) == 16 &&
+				      ((LDBL_MANT_DIG == 64 && v[i].kind == H5_FLOAT_X87) ||
+				       (LDBL_MANT_DIG == 113 && v[i].kind == H5_FLOAT_IEEE));
+			want = native ? (v[i].be ? ">f16" : "<f16") : "|V16";
+		}
+		ck_assert_msg(strcmp(s, want) == 0, "case %zu: typestr %s, expected %s", i, s, want);
+		free(s);
+		h5_dtype_free(t);
+		tb_free(&b);
+	}
+}
+END_TEST
+
+static char *text(const h5_dtype *t, const uint8_t *data, size_t len, uint64_t n)
+{
+	char *txt = NULL;
+	size_t tl = 0;
+	int rc = h5_value_text(&txt, &tl, NULL, t, data, len, n);
+
+	ck_assert_msg(rc == 0, "h5_value_text: %s", h5_err_msg());
+	ck_assert_uint_eq(tl, strlen(txt));
+	return txt;
+}
+
+/* v (two's complement, lo/hi 64-bit halves) as 16 bytes in the byte order */
+static void put128(uint8_t *p, uint64_t lo, uint64_t hi, bool be)
+{
+	for (unsigned i = 0; i < 16; i++) {
+		uint8_t byte = (uint8_t)((i < 8 ? lo >> (8 * i) : hi >> (8 * (i - 8))) & 0xff);
+
+		p[be ? 15 - i : i] = byte;
+	}
+}
+
+START_TEST(wide_integers_decimal)
+{
+	static const struct {
+		uint64_t lo, hi;
+		const char *s, *u;      /* as signed, as unsigned */
+	} v[] = {
+		{ 0, 0, "0", "0" },
+		{ 1, 0, "1", "1" },
+		{ UINT64_MAX, UINT64_MAX, "-1", "340282366920938463463374607431768211455" },
+		{ 0, 1, "18446744073709551616", "18446744073709551616" },
+		{ 0, 0x8000000000000000ull, "-170141183460469231731687303715884105728",
+		  "170141183460469231731687303715884105728" },
+		{ UINT64_MAX, 0x7fffffffffffffffull, "170141183460469231731687303715884105727",
+		  "170141183460469231731687303715884105727" },
+		/* 12345678901234567890123456789 = 0x27e41b3246bec9b16e398115 */
+		{ 0x46bec9b16e398115ull, 0x27e41b32ull, "12345678901234567890123456789",
+		  "12345678901234567890123456789" },
+		/* 1000000000 * 2^64: a zero nine-digit group in the middle */
+		{ 0, 1000000000ull, "18446744073709551616000000000", "18446744073709551616000000000" },
+	};
+
+	for (int be = 0; be <= 1; be++)
+		for (int sgn = 0; sgn <= 1; sgn++) {
+			tbuf b = { 0 };
+			uint8_t data[16 * 8];
+			size_t n = sizeof(v) / sizeof(v[0]);
+			char want[1024] = "", *got;
+			h5_dtype *t;
+
+			dt_int(&b, 16, sgn, be, 0, 128);
+			t = decode(&b);
+			for (size_t i = 0; i < n; i++) {
+				put128(data + 16 * i, v[i].lo, v[i].hi, be);
+				if (i)
+					strcat(want, ", ");
+				strcat(want, sgn ? v[i].s : v[i].u);
+			}
+			got = text(t, data, sizeof(data), n);
+			ck_assert_msg(strcmp(got, want) == 0, "be %d signed %d: %s", be, sgn, got);
+			free(got);
+			h5_dtype_free(t);
+			tb_free(&b);
+		}
+}
+END_TEST
+
+START_TEST(wide_integers_offset_and_width)
+{
+	tbuf b = { 0 };
+	uint8_t data[16] = { 0 };
+	h5_dtype *t;
+	char *got;
+
+	/* 100 bits at offset 12 of 16 bytes, signed: -1 and the bits around set */
+	dt_int(&b, 16, true, false, 12, 100);
+	t = decode(&b);
+	memset(data, 0xff, sizeof(data));
+	got = text(t, data, sizeof(data), 1);
+	ck_assert_str_eq(got, "-1");
+	free(got);
+	/* the top of the 100 bits clear, the rest set: 2^99 - 1 */
+	data[13] = 0x7f;        /* bit 111 = 12 + 99: byte 13, bit 7 */
+	got = text(t, data, sizeof(data), 1);
+	ck_assert_str_eq(got, "633825300114114700748351602687");
+	free(got);
+	h5_dtype_free(t);
+	tb_free(&b);
+
+	/* the widest precision a message can hold (65535 bits): 2^65535 - 1 has
+	 * 19729 digits (Python's str gives its ends) */
+	{
+		tbuf w = { 0 };
+		uint8_t *big = malloc(8192);
+
+		ck_assert_ptr_nonnull(big);
+		dt_int(&w, 8192, false, false, 0, 65535);
+		t = decode(&w);
+		memset(big, 0xff, 8192);
+		got = text(t, big, 8192, 1);
+		ck_assert_uint_eq(strlen(got), 19729);
+		ck_assert(strncmp(got, "1001764965203423232489", 22) == 0);
+		ck_assert_str_eq(got + 19729 - 6, "578367");
+		free(got);
+		h5_dtype_free(t);
+		tb_free(&w);
+		free(big);
+	}
+}
+END_TEST
+
+static Suite *make_suite(void)
+{
+	Suite *s = suite_create("dtypes");
+	TCase *tc = tcase_create("dtypes");
+
+	tcase_add_test(tc, array_version1);
+	tcase_add_test(tc, float_kinds_and_typestr);
+	tcase_add_test(tc, wide_integers_decimal);
+	tcase_add_test(tc, wide_integers_offset_and_width);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+H5_TEST_MAIN(make_suite)
