@@ -5,9 +5,9 @@ $H5FS_SRCDIR/../shared/corpus/hdf5-testfiles; skipped when absent).
 Files h5py can open: the tree (names, kinds, symlinks, inodes, sizes) must
 match h5py's, and the bytes of every dataset too.  Chunked (and virtual)
 datasets are reported separately; they fail the test unless
-H5FS_CHUNKED_STRICT=0.  The known-unsupported ones (the zfp filter:
-h5fs_testlib.known_unsupported) are accepted as EIO only with
-the daemon's log line saying why.
+H5FS_CHUNKED_STRICT=0.  The known-unsupported ones (filters this build
+lacks: h5fs_testlib.UNSUPPORTED_FILTERS, e.g. zfp without libzfp) are
+accepted as EIO only with the daemon's log line saying why.
 
 Files h5py cannot open: h5fs must either refuse to mount with one clear
 "h5fs: FILE: cause" line, or mount and answer EIO on the bad objects.
