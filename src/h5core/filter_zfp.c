@@ -166,6 +166,14 @@ static int dec_zfp(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
 	}
 	if (*len >= maxsz && ((uintptr_t)*buf & 7) == 0) {
 		bs = stream_open(*buf, *len);
+	} else if (maxsz > sat_add(sat_add((size_t)nbytes, (size_t)nbytes), 4096)) {
+		/* the bound is near the raw size in every real mode; only a header
+		 * forcing huge minimum block sizes (expert minbits) makes it larger,
+		 * and then a chunk shorter than it cannot be whole: no padded copy
+		 * of that size */
+		rc = h5_err_set(H5_ERR_FORMAT, "zfp: chunk of %zu bytes, its mode needs up to %zu for %llu bytes",
+				*len, maxsz, (unsigned long long)nbytes);
+		goto out;
 	} else {
 		size_t cap = sat_add(maxsz > *len ? maxsz : *len, 8);
 

@@ -154,7 +154,7 @@ START_TEST(zfp_name)
 END_TEST
 
 #ifdef HAVE_ZFP
-enum { ZM_RATE, ZM_PREC, ZM_ACC, ZM_REV, ZM_EXPERT };
+enum { ZM_RATE, ZM_PREC, ZM_ACC, ZM_REV, ZM_EXPERT, ZM_PAD };
 
 static void set_mode(zfp_stream *zs, int mode, zfp_type t, unsigned dims)
 {
@@ -163,7 +163,8 @@ static void set_mode(zfp_stream *zs, int mode, zfp_type t, unsigned dims)
 	case ZM_PREC: zfp_stream_set_precision(zs, 18); break;
 	case ZM_ACC: zfp_stream_set_accuracy(zs, 1e-3); break;
 	case ZM_REV: zfp_stream_set_reversible(zs); break;
-	default: zfp_stream_set_params(zs, 16, 900, 40, -1074); break;
+	case ZM_EXPERT: zfp_stream_set_params(zs, 16, 900, 40, -1074); break;
+	default: zfp_stream_set_params(zs, 4000, 4000, 64, -1074); break;    /* 4000 bits a block, always */
 	}
 }
 
@@ -322,6 +323,22 @@ START_TEST(zfp_bad_values)
 	pl = one_filter(&f, 32013, bad, ncd);
 	ck_assert_int_eq(decode(&out, &len, &pl, chunk, sizeof(chunk), 512), 0);
 	free(out);
+	/* a mode whose blocks take 4000 bits each (16 blocks: 8000 bytes for
+	 * 512, and zfp_stream_maximum_size adds a header): a short chunk is
+	 * refused, not read through an 8000-byte copy;
+	 * one of the full size decodes */
+	{
+		uint32_t pad[6];
+		size_t npad = zfp_cd(pad, ZM_PAD, zfp_type_double, 1, n);
+		uint8_t *full = calloc(1, 8192);
+
+		ck_assert_ptr_nonnull(full);
+		pl = one_filter(&f, 32013, pad, npad);
+		ck_assert_int_eq(decode(&out, &len, &pl, chunk, sizeof(chunk), 512), H5_ERR_FORMAT);
+		ck_assert_int_eq(decode(&out, &len, &pl, full, 8192, 512), 0);
+		free(out);
+		free(full);
+	}
 	/* an all-zero stream of the right field decodes (to zeros) */
 	pl = one_filter(&f, 32013, cd, ncd);
 	ck_assert_int_eq(decode(&out, &len, &pl, chunk, sizeof(chunk), 512), 0);
