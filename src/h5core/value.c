@@ -71,7 +71,10 @@ static int fmt_wide_integer(h5_sb *s, const h5_dtype *t, const uint8_t *p)
 {
 	unsigned prec = t->precision, nl = (prec + 31) / 32, top;
 	size_t nd = 0, cap = (size_t)nl * 10 + 1;
-	uint8_t *le = malloc(t->size);
+	/* only the bytes holding the bits (offset and precision are 16-bit,
+	 * dtype.c keeps them inside the element), not the whole element */
+	size_t need = ((size_t)t->bit_offset + prec + 7) / 8;
+	uint8_t *le = malloc(need);
 	uint32_t *limb = calloc(nl, sizeof(*limb));
 	char *dig = malloc(cap);
 	bool neg = false;
@@ -81,7 +84,8 @@ static int fmt_wide_integer(h5_sb *s, const h5_dtype *t, const uint8_t *p)
 		rc = h5_err_set(H5_ERR_NOMEM, "out of memory formatting a %u-bit integer", prec);
 		goto out;
 	}
-	to_le(le, p, t->size, t->big_endian);
+	for (size_t i = 0; i < need; i++)
+		le[i] = t->big_endian ? p[t->size - 1 - i] : p[i];
 	for (unsigned i = 0; i < nl; i++)
 		limb[i] = (uint32_t)le_bits(le, t->bit_offset + (size_t)i * 32, prec - i * 32 < 32 ? prec - i * 32 : 32);
 	if (t->is_signed && (limb[(prec - 1) / 32] >> ((prec - 1) % 32) & 1)) {

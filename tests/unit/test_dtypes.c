@@ -241,6 +241,22 @@ START_TEST(wide_integers_offset_and_width)
 	h5_dtype_free(t);
 	tb_free(&b);
 
+	/* the same in a 32-byte big-endian element: bit 111 is in byte 31 - 13 */
+	{
+		tbuf be = { 0 };
+		uint8_t d32[32];
+
+		dt_int(&be, 32, true, true, 12, 100);
+		t = decode(&be);
+		memset(d32, 0xff, sizeof(d32));
+		d32[18] = 0x7f;
+		got = text(t, d32, sizeof(d32), 1);
+		ck_assert_str_eq(got, "633825300114114700748351602687");
+		free(got);
+		h5_dtype_free(t);
+		tb_free(&be);
+	}
+
 	/* the widest precision a message can hold (65535 bits): 2^65535 - 1 has
 	 * 19729 digits (Python's str gives its ends) */
 	{
