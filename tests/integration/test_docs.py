@@ -6,7 +6,10 @@
   --help, and every option --help lists is in the man page;
 - the exit statuses of the man page's EXIT STATUS section are the ones
   --help lists;
-- the bash completion parses and offers every -o option --help lists.
+- the bash completion parses and offers every -o option --help lists;
+- h5fs.1 names every filter of the engine's table (filter.c's
+  filter_classes, each class's name and id) as "name (id", and no filter
+  it lists as not decoded is in that table.
 No mount is needed."""
 import os
 import re
@@ -164,6 +167,41 @@ COMP_WORDS=(h5fs f.h5 ""); COMP_CWORD=2; COMPREPLY=(); _h5fs; echo "${COMPREPLY[
     print("ok   bash completion offers %d -o options" % len(offered))
 
 
+def check_filters(page):
+    """The filters of filter.c's table against h5fs.1 (MAPPING names the
+    built-in ones with their ids, LIMITATIONS the registered ones not
+    decoded)."""
+    core = os.path.join(T.SRCDIR, "src", "h5core")
+    with open(os.path.join(core, "internal.h")) as fh:
+        ids = {m.group(1): int(m.group(2)) for m in re.finditer(r"(H5_FILTER_[A-Z0-9]+) = (\d+)", fh.read())}
+    with open(os.path.join(core, "filter.c")) as fh:
+        table = re.search(r"filter_classes\[\] = \{(.*?)\};", fh.read(), re.S).group(1)
+    built = {}
+    for cls in re.findall(r"&h5_filter_(\w+)", table):
+        with open(os.path.join(core, "filter_%s.c" % cls)) as fh:
+            src = fh.read()
+        m = re.search(r"\.id = (H5_FILTER_\w+),\s*\.name = \"([^\"]+)\"", src)
+        if not m or m.group(1) not in ids:
+            fails.append("filter_%s.c: no .id/.name found" % cls)
+            continue
+        built[ids[m.group(1)]] = m.group(2)
+    if len(built) < 14:
+        fails.append("filter table: only %d classes found" % len(built))
+    with open(page) as fh:
+        text = " ".join(roff_text(ln) for ln in fh)
+    text = re.sub(r"\s+", " ", text)
+    for fid, name in sorted(built.items()):
+        if "%s (%d" % (name, fid) not in text:
+            fails.append("h5fs.1 does not name filter %s as \"%s (%d\"" % (name, name, fid))
+    m = re.search(r"registered with The HDF Group these are not decoded(.*?)\. ?(?:\.IP|$)", text)
+    if not m:
+        fails.append("h5fs.1: no list of registered filters not decoded")
+        return
+    for fid in re.findall(r"\((\d+)", m.group(1)):
+        if int(fid) in built:
+            fails.append("h5fs.1 lists filter %s as not decoded, but it is built in" % fid)
+
+
 def main():
     for p in (T.H5FS, T.H5FS_LS):
         if not os.path.exists(p):
@@ -177,6 +215,7 @@ def main():
         if prog == T.H5FS:
             h5fs_keys = keys
     check_completion(h5fs_keys)
+    check_filters(pages[0][0])
     for f in fails:
         print("FAIL " + f)
     return 1 if fails else 0
