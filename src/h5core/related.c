@@ -627,9 +627,11 @@ static int walk_link(struct walk_at *out, const struct walk_at *at, const h5_lin
 	top.path = (char *)"";
 	rc = walk_path(out, &top, l->ext_path, ext, hops);
 	h5_related_release(g);
-	if (rc < 0)
+	/* each hop of a chain names itself, but a loop would name one hop 16
+	 * times: h5_link_follow names the first */
+	if (rc < 0 && rc != H5_ERR_LOOP)
 		return h5_err_wrap(rc, "%s::%s: ", l->ext_file, l->ext_path);
-	return 0;
+	return rc;
 }
 
 /* Walk path from the group `from` (absolute paths from its file's root):
@@ -722,6 +724,8 @@ int h5_link_follow(h5_file **gf, uint64_t *addr, char **fpath, h5_file *from, co
 	if (l->type == H5_LINK_SOFT && (!l->target || l->target[0] != '/'))
 		return h5_err_set(H5_ERR_INVAL, "only absolute soft links are followed from their file's root");
 	rc = walk_link(&out, &at, l, true, &hops);
+	if (rc == H5_ERR_LOOP && l->type == H5_LINK_EXTERNAL)
+		return h5_err_wrap(rc, "%s::%s: ", l->ext_file, l->ext_path);
 	if (rc < 0)
 		return rc;
 	*gf = out.f;
