@@ -92,18 +92,22 @@ static int show_object(struct node **out, h5fs *fs, const struct node *p, const 
 		return h5err_logged(fs, rc, "lookup", p->path, name, taddr);
 	if (fresh->type == NT_DIR) {
 		fresh->parent = p->ino;
-		if (tf != fs->f && fpath) {
-			fresh->fpath = strdup(fpath);
-			fresh->a_mnt = path_ncomps(path);
-			fresh->a_file = path_ncomps(fpath);
-		} else if (tf != fs->f && p->fpath) {
-			fresh->fpath = path_join(strcmp(p->fpath, "/") == 0 ? "" : p->fpath, name);
-			fresh->a_mnt = p->a_mnt;
-			fresh->a_file = p->a_file;
-		}
-		if (tf != fs->f && !fresh->fpath) {
-			node_free(fresh);
-			return ENOMEM;
+		/* a group of another file: where that file is shown (a followed
+		 * link's target is a new anchor, a hard link keeps p's) */
+		if (tf != fs->f && (fpath || p->fpath)) {
+			if (fpath) {
+				fresh->fpath = strdup(fpath);
+				fresh->a_mnt = path_ncomps(path);
+				fresh->a_file = path_ncomps(fpath);
+			} else {
+				fresh->fpath = path_join(strcmp(p->fpath, "/") == 0 ? "" : p->fpath, name);
+				fresh->a_mnt = p->a_mnt;
+				fresh->a_file = p->a_file;
+			}
+			if (!fresh->fpath) {
+				node_free(fresh);
+				return ENOMEM;
+			}
 		}
 	}
 	*out = node_publish(fs, fresh);

@@ -78,7 +78,8 @@ struct node {
 };
 
 /* (parent ino, name) -> synthetic ino, kept for the whole mount so a
- * symlink keeps its number across FORGET and shows it in readdir too. */
+ * symlink keeps its number across FORGET and shows it in readdir too;
+ * directories' node ids come from here as well, dropped at FORGET. */
 struct synth {
 	struct synth *next;
 	uint64_t parent;

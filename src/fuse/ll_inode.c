@@ -18,14 +18,15 @@
  *                     outside FILE's tree, the symlink "EXTFILE::/path"
  *                     (dangling) with a log line
  *   a hard (or external) link to the group it sits in, or to one of that
+ *   group's ancestors on the path it is reached by
  *                  -> symlink "." / ".." / "../.." ..., so tools that walk
- *                     group's ancestors on the path the link is reached by
  *                     the tree see no directory cycle
  *
  * The tree is a function of the file alone: a directory is one node per
- * path (its node id fixed per (parent node, name), synth_ino), so whether
- * a link leads up is decided along that path's own ancestors, whatever
- * the kernel looked up before; two nodes of one group report one st_ino.
+ * path (its node id from the (parent node, name) table, synth_ino, while
+ * the kernel holds it), so whether a link leads up is decided along that
+ * path's own ancestors, whatever the kernel looked up before; two nodes
+ * of one group report one st_ino.
  *
  * Inode numbers: an object is identified by its object header address, so
  * ino = addr + 2 (the root group is FUSE_ROOT_ID), and every hard link to
@@ -39,9 +40,9 @@
  * Locking: fs->lock protects the tables only.  Engine calls (which may do
  * I/O and decompression) always run outside it; a node is built unlocked and
  * then inserted, and the loser of a race frees its copy.  Once in the table
- * a node changes only in its lookup count, a directory's parent (under
- * fs->lock) and, after appends, a dataset's ds and st (under fs->ds_lock,
- * which readers of either hold shared); the kernel never sends FORGET for
+ * a node changes only in its lookup count (under fs->lock) and, after
+ * appends, a dataset's ds and st (under fs->ds_lock, which readers of
+ * either hold shared); the kernel never sends FORGET for
  * an inode that still has requests in flight, so handlers use the node
  * pointer after dropping the lock.
  */
@@ -192,6 +193,30 @@ uint64_t synth_ino(h5fs *fs, uint64_t parent, const char *name)
 out:
 	pthread_mutex_unlock(&fs->lock);
 	return ino;   /* 0 only when out of memory */
+}
+
+/* A directory's node id is for the kernel only (readdir and stat show
+ * st_ino): when the kernel forgets the node, its entry goes too, so the
+ * table holds the directories in use, not every path ever walked (a file
+ * whose groups are linked many times over has very many paths). A later
+ * lookup of the path gets a new number. */
+static void synth_drop_locked(h5fs *fs, const struct node *n)
+{
+	const char *name = strrchr(n->path, '/');
+	struct synth **pp;
+
+	name = name ? name + 1 : n->path;
+	pp = &fs->synth[hash_name(n->parent, name, fs->synth_cap)];
+	while (*pp && (*pp)->ino != n->ino)
+		pp = &(*pp)->next;
+	if (*pp) {
+		struct synth *s = *pp;
+
+		*pp = s->next;
+		fs->nsynth--;
+		free(s->name);
+		free(s);
+	}
 }
 
 void kind_remember(h5fs *fs, uint64_t addr, h5_obj_kind kind)
@@ -654,6 +679,8 @@ void node_unref(h5fs *fs, uint64_t ino, uint64_t count)
 		n->nlookup = count < n->nlookup ? n->nlookup - count : 0;
 		if (n->nlookup == 0 && ino != FUSE_ROOT_ID) {
 			node_remove_locked(fs, n);
+			if (n->type == NT_DIR && (n->ino & H5FS_SYNTH_BIT))
+				synth_drop_locked(fs, n);
 			dead = n;
 		}
 	}

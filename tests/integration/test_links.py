@@ -13,13 +13,15 @@ h5py's view (fixtures: make_link_fixtures.py, written by h5py).
     place, and every path reads what h5py reads through master.h5;
   * h5ex_g_visit (the fixture and the corpus copies): the tree is the same
     whatever the walk order (depth-first, reversed, breadth-first, and a
-    direct lookup of the deep path on a fresh mount first): every name,
+    direct lookup of the deep path on a fresh mount first, and after the
+    kernel forgot a walked tree, which drops directories' node ids): every name,
     kind, st_ino, symlink target and byte equals h5py's per-path view
     (h5fs_testlib.h5py_tree), and /group1 has one st_ino by every path.
 """
 import os
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import h5fs_testlib as T  # noqa: E402
@@ -30,7 +32,7 @@ T.require_fuse()
 import h5py  # noqa: E402
 
 fails = []
-ORDERS = ("dfs", "rdfs", "bfs", "deep")
+ORDERS = ("dfs", "rdfs", "bfs", "deep", "forget")
 CORPUS = os.environ.get("H5FS_CORPUS") or os.path.normpath(
     os.path.join(T.SRCDIR, "..", "shared", "corpus", "hdf5-testfiles"))
 DEEP = ("group2/group4/group1/group5/dset1", "group1/group3/group4/group1/group5",
@@ -58,16 +60,39 @@ def read(p):
         return "error %s" % e
 
 
+def drop_dentries():
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as fh:
+            fh.write("2\n")
+        return True
+    except OSError:
+        return False
+
+
 def tree_compare(label, h5, mnt, order, expected, root_addr):
     """A fresh mount walked in `order` first, then compared in full."""
     rep = T.Report("%s (%s)" % (label, order))
     with T.Mount(h5, mnt, opts=("-o", "ro")) as m, m.watchdog(120):
-        if order == "deep":
+        if order in ("deep", "forget"):
+            if order == "forget":
+                # walked once, then the kernel forgets the nodes (FORGET:
+                # directories' node ids are dropped, ll_inode.c) and looks
+                # everything up again, the deep path first
+                T.mount_tree(mnt, order="dfs")
+                walked = os.statvfs(mnt).f_files      # the daemon's nodes
+                if not drop_dentries():
+                    rep.notes.append("cannot drop the kernel's dentries (not root): a second walk only")
+                else:
+                    deadline = time.monotonic() + 10
+                    while os.statvfs(mnt).f_files >= walked and time.monotonic() < deadline:
+                        time.sleep(0.1)
+                    if os.statvfs(mnt).f_files >= walked:
+                        rep.bad("no node forgotten after dropping dentries (%d nodes)" % walked)
             for p in DEEP:
                 full = os.path.join(mnt, p)
                 if os.path.lexists(full):
                     os.lstat(full)
-            seen = T.mount_tree(mnt, order="dfs")
+            seen = T.mount_tree(mnt, order="dfs" if order == "deep" else "bfs")
         else:
             seen = T.mount_tree(mnt, order=order)
         # what the first walk saw is what h5py shows
