@@ -37,28 +37,80 @@ static void reply_entry_node(fuse_req_t req, const struct node *n)
 	fuse_reply_entry(req, &e);
 }
 
-/* Follow an external link of file `from`: 0 with *gf (a reference held)
- * and *addr, or a negative h5_err whose message says why it stays a
- * symlink (no such file or object, outside FILE's tree, unreadable). */
-static int ext_resolve(h5_file **gf, uint64_t *addr, h5_file *from, const h5_link *l)
+/* Where link l of directory p leads when it is shown in place: an
+ * external link (chains followed, engine h5_link_follow), or an absolute
+ * soft link of another file whose target is not shown where that file is
+ * (mount_target). 0 with *tf (a reference held), *taddr and *fpath (the
+ * path in *tf, malloc'd); 1 for a soft link shown as a symlink that
+ * resolves in the mount; or a negative h5_err whose message says why it
+ * stays a symlink (no such file or object, outside FILE's tree, a loop). */
+static int link_place(h5_file **tf, uint64_t *taddr, char **fpath, const struct node *p, const h5_link *l)
 {
-	h5_file *g = NULL;
+	*tf = NULL;
+	*fpath = NULL;
+	if (l->type == H5_LINK_SOFT) {
+		char *m;
+
+		if (!p->fpath || !l->target || l->target[0] != '/')
+			return 1;
+		m = mount_target(p, l->target);
+		if (m) {
+			free(m);
+			return 1;
+		}
+	}
+	return h5_link_follow(tf, taddr, fpath, p->f, l);
+}
+
+/* The node of object taddr of tf shown as `name` in directory p (at mount
+ * path `path`; fpath: its path in tf when a link was followed to it, which
+ * makes it an anchor of tf's tree): 0 and *out (referenced), or an errno
+ * (EIO logged). */
+static int show_object(struct node **out, h5fs *fs, const struct node *p, const char *name, const char *path,
+		       h5_file *tf, uint64_t taddr, const char *fpath)
+{
+	struct node *fresh = NULL;
+	h5_obj_info info;
+	h5_obj_kind k = H5_OBJ_UNKNOWN;
+	uint64_t id;
 	int rc;
 
-	*gf = NULL;
-	if (!l->ext_file || !l->ext_path)
-		return h5_err_set(H5_ERR_FORMAT, "external link without a file or path");
-	rc = h5_file_open_related(&g, from, l->ext_file);
-	if (rc == 1)
-		return h5_err_set(H5_ERR_NOTFOUND, "file %s not found", l->ext_file);
-	if (rc < 0)
-		return rc;
-	rc = h5_path_lookup(addr, g, l->ext_path);
-	if (rc < 0) {
-		h5_file_release_related(g);
-		return h5_err_wrap(rc, "%s::%s: ", l->ext_file, l->ext_path);
+	if (!kind_lookup(fs, file_ino(fs, tf, taddr), &k)) {
+		if (h5_obj_info_get(&info, tf, taddr) == 0)
+			k = info.kind;
+		h5_err_clear();   /* node_make_obj reports it */
 	}
-	*gf = g;
+	/* a directory is a node per path: its ancestors are its own */
+	id = k == H5_OBJ_GROUP ? synth_ino(fs, p->ino, name) : file_nodeid(fs, tf, taddr);
+	if (!id)
+		return ENOMEM;
+	*out = node_ref_existing(fs, id);
+	if (*out)
+		return 0;
+	rc = node_make_obj(&fresh, fs, tf, taddr, id, path);
+	if (rc < 0)
+		return h5err_logged(fs, rc, "lookup", p->path, name, taddr);
+	if (fresh->type == NT_DIR) {
+		fresh->parent = p->ino;
+		/* a group of another file: where that file is shown (a followed
+		 * link's target is a new anchor, a hard link keeps p's) */
+		if (tf != fs->f && (fpath || p->fpath)) {
+			if (fpath) {
+				fresh->fpath = strdup(fpath);
+				fresh->a_mnt = path_ncomps(path);
+				fresh->a_file = path_ncomps(fpath);
+			} else {
+				fresh->fpath = path_join(strcmp(p->fpath, "/") == 0 ? "" : p->fpath, name);
+				fresh->a_mnt = p->a_mnt;
+				fresh->a_file = p->a_file;
+			}
+			if (!fresh->fpath) {
+				node_free(fresh);
+				return ENOMEM;
+			}
+		}
+	}
+	*out = node_publish(fs, fresh);
 	return 0;
 }
 
@@ -66,10 +118,12 @@ static int ext_resolve(h5_file **gf, uint64_t *addr, h5_file *from, const h5_lin
  * errno (EIO logged). */
 static int do_lookup(struct node **out, h5fs *fs, fuse_ino_t parent, const char *name)
 {
-	struct node *p = node_get(fs, parent), *n = NULL, *fresh = NULL;
-	h5_link l;
-	char *path = NULL;
-	int rc, e = 0;
+	struct node *p = node_get(fs, parent), *fresh = NULL;
+	h5_link l, shown;
+	h5_file *tf = NULL;
+	uint64_t taddr = UINT64_MAX, ino;
+	char *path = NULL, *fpath = NULL, *mtarget = NULL;
+	int rc, e = 0, depth = -1;
 
 	memset(&l, 0, sizeof(l));
 	if (!p)
@@ -92,81 +146,19 @@ static int do_lookup(struct node **out, h5fs *fs, fuse_ino_t parent, const char 
 		goto out;
 	}
 	switch (l.type) {
-	case H5_LINK_EXTERNAL:
-	case H5_LINK_HARD: {
-		h5_file *tf = p->f;
-		uint64_t taddr = l.addr;
-		int depth;
-
-		if (l.type == H5_LINK_EXTERNAL) {
-			rc = ext_resolve(&tf, &taddr, p->f, &l);
-			if (rc < 0) {
-				h5fs_log(fs, LOG_NOTICE, "lookup %s: external link not followed, shown as a symlink: %s",
-				       show_path(path), h5_err_msg());
-				goto as_symlink;
-			}
-		}
-		/* a link up to this group or an ancestor: a symlink there */
-		depth = ancestor_depth(fs, p, file_ino(fs, tf, taddr));
-		if (depth >= 0) {
-			if (tf != p->f || l.type == H5_LINK_EXTERNAL)
-				h5_file_release_related(tf);
-			goto as_symlink;
-		}
-		n = node_ref_existing(fs, file_nodeid(fs, tf, taddr));
-		if (!n) {
-			rc = node_make_obj(&fresh, fs, tf, taddr, file_nodeid(fs, tf, taddr), path);
-			if (rc < 0) {
-				if (l.type == H5_LINK_EXTERNAL)
-					h5_file_release_related(tf);
-				e = h5err_logged(fs, rc, "lookup", p->path, name, taddr);
-				goto out;
-			}
-			n = node_publish(fs, fresh);
-		}
-		if (l.type == H5_LINK_EXTERNAL)
-			h5_file_release_related(tf);   /* the node holds its own */
-		if (n->type == NT_DIR) {
-			/* the kernel keeps one dentry per directory: where it was
-			 * looked up last is where it is (ancestor_depth) */
-			pthread_mutex_lock(&fs->lock);
-			n->parent = p->ino;
-			pthread_mutex_unlock(&fs->lock);
-		}
+	case H5_LINK_HARD:
+		tf = p->f;
+		h5_file_hold_related(tf);
+		taddr = l.addr;
+		rc = 0;
 		break;
-	}
 	case H5_LINK_SOFT:
-	as_symlink: {
-		uint64_t ino = synth_ino(fs, p->ino, name);
-		int depth = -1;
-
-		if (!ino) {
-			e = ENOMEM;
-			goto out;
-		}
-		n = node_ref_existing(fs, ino);
-		if (n)
-			break;
-		if (l.type == H5_LINK_HARD || (l.type == H5_LINK_EXTERNAL && rc == 0)) {
-			h5_file *tf = p->f;
-			uint64_t taddr = l.addr;
-
-			if (l.type == H5_LINK_EXTERNAL && ext_resolve(&tf, &taddr, p->f, &l) < 0)
-				tf = NULL;
-			if (tf) {
-				depth = ancestor_depth(fs, p, file_ino(fs, tf, taddr));
-				if (l.type == H5_LINK_EXTERNAL)
-					h5_file_release_related(tf);
-			}
-		}
-		rc = node_make_link(&fresh, fs, ino, path, p->path, depth >= 0 ? NULL : &l, depth);
-		if (rc < 0) {
-			e = h5err_logged(fs, rc, "lookup", p->path, name, UINT64_MAX);
-			goto out;
-		}
-		n = node_publish(fs, fresh);
+	case H5_LINK_EXTERNAL:
+		rc = link_place(&tf, &taddr, &fpath, p, &l);
+		if (rc < 0)
+			h5fs_log(fs, LOG_NOTICE, "lookup %s: %s link not followed, shown as a symlink: %s",
+				 show_path(path), l.type == H5_LINK_SOFT ? "soft" : "external", h5_err_msg());
 		break;
-	}
 	default:
 		/* user-defined link types (65..255) have no meaning to us */
 		h5fs_log(fs, LOG_INFO, "lookup %s/%s: link type %d not shown", show_path(p->path), name,
@@ -174,9 +166,48 @@ static int do_lookup(struct node **out, h5fs *fs, fuse_ino_t parent, const char 
 		e = ENOENT;
 		goto out;
 	}
-	*out = n;
+	if (rc == 0) {
+		/* a link up to this group or one of its ancestors on this path:
+		 * a symlink there */
+		depth = ancestor_depth(fs, p, file_ino(fs, tf, taddr));
+		if (depth < 0) {
+			e = show_object(out, fs, p, name, path, tf, taddr, fpath);
+			goto out;
+		}
+	}
+	ino = synth_ino(fs, p->ino, name);
+	if (!ino) {
+		e = ENOMEM;
+		goto out;
+	}
+	*out = node_ref_existing(fs, ino);
+	if (*out)
+		goto out;
+	shown = l;
+	if (l.type == H5_LINK_SOFT && rc == 1 && p->fpath && l.target && l.target[0] == '/') {
+		/* in its own file's namespace, where that file is shown */
+		shown.target = mtarget = mount_target(p, l.target);
+		if (!mtarget) {
+			e = ENOMEM;
+			goto out;
+		}
+	} else if (l.type == H5_LINK_SOFT && rc < 0) {
+		/* dangling in another file: say which */
+		shown.type = H5_LINK_EXTERNAL;
+		shown.ext_file = (char *)h5_file_path(p->f);
+		shown.ext_path = l.target;
+	}
+	rc = node_make_link(&fresh, fs, ino, path, p->path, depth >= 0 ? NULL : &shown, depth);
+	if (rc < 0) {
+		e = h5err_logged(fs, rc, "lookup", p->path, name, UINT64_MAX);
+		goto out;
+	}
+	*out = node_publish(fs, fresh);
 out:
+	h5_file_release_related(tf);
 	free(path);
+	free(fpath);
+	free(mtarget);
 	h5_link_clear(&l);
 	return e;
 }
@@ -269,7 +300,7 @@ struct dent {
 	uint64_t ino;
 	uint64_t addr;          /* hard links: to find the kind */
 	unsigned char dtype;    /* DT_* */
-	h5_link *link;          /* external links: file and path, to follow */
+	h5_link *link;          /* links that may be shown in place (link_place) */
 };
 
 struct dirsnap {
@@ -278,6 +309,7 @@ struct dirsnap {
 	struct dent *e;
 	size_t skipped;
 	int nomem;
+	bool keep_soft;         /* a directory of another file: soft links may lead out */
 };
 
 void handle_add(h5fs *fs, struct hlink *list, struct hlink *h)
@@ -346,15 +378,16 @@ static int dirsnap_cb(const h5_link *l, void *ud)
 	}
 	e->addr = l->type == H5_LINK_HARD ? l->addr : UINT64_MAX;
 	e->dtype = l->type == H5_LINK_HARD ? DT_UNKNOWN : DT_LNK;
-	if (l->type == H5_LINK_EXTERNAL) {
+	if (l->type == H5_LINK_EXTERNAL || (l->type == H5_LINK_SOFT && d->keep_soft)) {
 		e->link = calloc(1, sizeof(*e->link));
 		if (!e->link || (l->ext_file && !(e->link->ext_file = strdup(l->ext_file))) ||
-		    (l->ext_path && !(e->link->ext_path = strdup(l->ext_path)))) {
+		    (l->ext_path && !(e->link->ext_path = strdup(l->ext_path))) ||
+		    (l->target && !(e->link->target = strdup(l->target)))) {
 			d->n++;
 			d->nomem = 1;
 			return 1;
 		}
-		e->link->type = H5_LINK_EXTERNAL;
+		e->link->type = l->type;
 	}
 	d->n++;
 	return 0;
@@ -381,6 +414,7 @@ static int do_opendir(struct dirsnap **out, h5fs *fs, fuse_ino_t ino)
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return ENOMEM;
+	d->keep_soft = n->fpath != NULL;
 	rc = h5_group_iterate(n->f, n->addr, dirsnap_cb, d);
 	if (d->nomem) {
 		err = ENOMEM;
@@ -402,11 +436,16 @@ static int do_opendir(struct dirsnap **out, h5fs *fs, fuse_ino_t ino)
 		uint64_t taddr = e->addr;
 		h5_obj_kind k;
 
-		/* external links that lead somewhere show what they lead to */
-		if (e->link && ext_resolve(&tf, &taddr, n->f, e->link) < 0) {
-			h5_err_clear();
-			tf = NULL;
-			taddr = UINT64_MAX;
+		/* links shown in place show what they lead to (link_place) */
+		if (e->link) {
+			char *fp = NULL;
+
+			if (link_place(&tf, &taddr, &fp, n, e->link) != 0) {
+				h5_err_clear();
+				tf = NULL;
+				taddr = UINT64_MAX;
+			}
+			free(fp);
 		}
 		if (taddr != UINT64_MAX && ancestor_depth(fs, n, file_ino(fs, tf, taddr)) >= 0) {
 			taddr = UINT64_MAX;      /* a link up the tree: a symlink */

@@ -58,10 +58,19 @@ struct node {
 	uint64_t addr;          /* object header address; UINT64_MAX for links */
 	h5_file *f;             /* the file of the object: FILE, or one reached by
 				 * an external link (a reference held, node_free) */
-	uint64_t parent;        /* directories: the parent of the last lookup */
+	uint64_t parent;        /* directories: the directory looked up in (one node
+				 * per path, so it never changes) */
 	h5_obj_kind kind;
 	enum node_type type;
-	char *path;             /* path of the first lookup ("" = root): logs, symlinks */
+	char *path;             /* directories: their path ("" = root); others: the
+				 * path of the first lookup (logs) */
+	/* Directories of a file other than FILE (NULL/0 in FILE, whose root
+	 * is the mount's): the group's path in its file ("/a/b"), and where
+	 * that file is shown: the first a_file components of fpath are at
+	 * the first a_mnt components of path (the target of the external
+	 * link that led there). Absolute soft links map through this. */
+	char *fpath;
+	unsigned a_mnt, a_file;
 	char *target;           /* NT_LINK: readlink text */
 	h5_dataset *ds;         /* datasets: opened once, closed when forgotten */
 	struct wqueue *wq;      /* the write order of its write handles (under fs->lock) */
@@ -69,7 +78,8 @@ struct node {
 };
 
 /* (parent ino, name) -> synthetic ino, kept for the whole mount so a
- * symlink keeps its number across FORGET and shows it in readdir too. */
+ * symlink keeps its number across FORGET and shows it in readdir too;
+ * directories' node ids come from here as well, dropped at FORGET. */
 struct synth {
 	struct synth *next;
 	uint64_t parent;
@@ -146,6 +156,8 @@ struct node *node_get(h5fs *fs, fuse_ino_t ino);
 void node_insert_locked(h5fs *fs, struct node *n);
 int node_make_link(struct node **out, h5fs *fs, uint64_t ino, const char *path,
 			  const char *dir, const h5_link *l, int depth);
+char *mount_target(const struct node *dir, const char *target);
+unsigned path_ncomps(const char *p);
 int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64_t nodeid,
 			 const char *path);
 struct node *node_publish(h5fs *fs, struct node *fresh);

@@ -7,14 +7,26 @@
  *                     as stored
  *   named datatype -> regular file, empty
  *   soft link      -> symlink, target rewritten relative to the link's
- *                     directory so it resolves inside the mount
+ *                     directory so it resolves inside the mount; an
+ *                     absolute target is in its own file's namespace,
+ *                     mapped to where that file's object is shown
+ *                     (mount_target); one of another file that is not
+ *                     shown there is followed and shown in place
  *   external link  -> the object it names, read from the other file
- *                     (engine related.c); when that file or object cannot
- *                     be had, or lies outside FILE's tree, the symlink
- *                     "EXTFILE::/path" (dangling) with a log line
+ *                     (engine related.c, chains followed as libhdf5 does);
+ *                     when that file or object cannot be had, or lies
+ *                     outside FILE's tree, the symlink "EXTFILE::/path"
+ *                     (dangling) with a log line
  *   a hard (or external) link to the group it sits in, or to one of that
+ *   group's ancestors on the path it is reached by
  *                  -> symlink "." / ".." / "../.." ..., so tools that walk
- *                     group's ancestors the tree see no directory cycle
+ *                     the tree see no directory cycle
+ *
+ * The tree is a function of the file alone: a directory is one node per
+ * path (its node id from the (parent node, name) table, synth_ino, while
+ * the kernel holds it), so whether a link leads up is decided along that
+ * path's own ancestors, whatever the kernel looked up before; two nodes
+ * of one group report one st_ino.
  *
  * Inode numbers: an object is identified by its object header address, so
  * ino = addr + 2 (the root group is FUSE_ROOT_ID), and every hard link to
@@ -22,13 +34,15 @@
  * external links) add that file's number (h5_file_id) << 48. Soft and
  * external links shown as symlinks have no header: they get numbers with
  * the top bit set, fixed per (parent, name) for the life of the mount.
+ * FUSE node ids are st_ino for everything but directories, whose node
+ * ids are such numbers too (one per path; st_ino stays the object's).
  *
  * Locking: fs->lock protects the tables only.  Engine calls (which may do
  * I/O and decompression) always run outside it; a node is built unlocked and
  * then inserted, and the loser of a race frees its copy.  Once in the table
- * a node changes only in its lookup count, a directory's parent (under
- * fs->lock) and, after appends, a dataset's ds and st (under fs->ds_lock,
- * which readers of either hold shared); the kernel never sends FORGET for
+ * a node changes only in its lookup count (under fs->lock) and, after
+ * appends, a dataset's ds and st (under fs->ds_lock, which readers of
+ * either hold shared); the kernel never sends FORGET for
  * an inode that still has requests in flight, so handlers use the node
  * pointer after dropping the lock.
  */
@@ -133,6 +147,7 @@ void node_free(struct node *n)
 		h5_dataset_close(n->ds);
 	h5_file_release_related(n->f);   /* FILE itself is not released */
 	free(n->path);
+	free(n->fpath);
 	free(n->target);
 	free(n);
 }
@@ -178,6 +193,30 @@ uint64_t synth_ino(h5fs *fs, uint64_t parent, const char *name)
 out:
 	pthread_mutex_unlock(&fs->lock);
 	return ino;   /* 0 only when out of memory */
+}
+
+/* A directory's node id is for the kernel only (readdir and stat show
+ * st_ino): when the kernel forgets the node, its entry goes too, so the
+ * table holds the directories in use, not every path ever walked (a file
+ * whose groups are linked many times over has very many paths). A later
+ * lookup of the path gets a new number. */
+static void synth_drop_locked(h5fs *fs, const struct node *n)
+{
+	const char *name = strrchr(n->path, '/');
+	struct synth **pp;
+
+	name = name ? name + 1 : n->path;
+	pp = &fs->synth[hash_name(n->parent, name, fs->synth_cap)];
+	while (*pp && (*pp)->ino != n->ino)
+		pp = &(*pp)->next;
+	if (*pp) {
+		struct synth *s = *pp;
+
+		*pp = s->next;
+		fs->nsynth--;
+		free(s->name);
+		free(s);
+	}
 }
 
 void kind_remember(h5fs *fs, uint64_t addr, h5_obj_kind kind)
@@ -237,23 +276,17 @@ uint64_t file_ino(const h5fs *fs, h5_file *f, uint64_t addr)
 	return id == 0 ? obj_ino(fs, addr) : ((uint64_t)id << 48) | ((addr + 2) & (((uint64_t)1 << 48) - 1));
 }
 
-/* The FUSE node id for a hard link to addr. The kernel refuses a lookup
- * that answers FUSE_ROOT_ID (a link back to the root group is a directory
- * cycle), so such links get a node id of their own while still reporting
- * st_ino 1, which lets find and du recognise the loop. */
-static uint64_t link_nodeid(const h5fs *fs, uint64_t addr)
-{
-	return addr + 2;
-}
-
+/* The FUSE node id of a dataset or named datatype at addr of f: its
+ * st_ino, except that FILE's root group object, were it one, would not
+ * answer FUSE_ROOT_ID (directories have node ids per path, do_lookup). */
 uint64_t file_nodeid(const h5fs *fs, h5_file *f, uint64_t addr)
 {
-	return h5_file_id(f) == 0 ? link_nodeid(fs, addr) : file_ino(fs, f, addr);
+	return h5_file_id(f) == 0 ? addr + 2 : file_ino(fs, f, addr);
 }
 
 /* How many levels above dir (0: dir itself) the directory whose st_ino is
- * ino lies, along the parents of the last lookups, or -1: a link to it from
- * dir would be a directory cycle, which the kernel refuses (ELOOP). */
+ * ino lies, along dir's path, or -1: a link to it from dir would be a
+ * directory cycle, which the kernel refuses (ELOOP). */
 int ancestor_depth(h5fs *fs, const struct node *dir, uint64_t ino)
 {
 	const struct node *cur = dir;
@@ -406,6 +439,65 @@ out:
 	free(d.len);
 	free(t.s);
 	free(t.len);
+	return out;
+}
+
+unsigned path_ncomps(const char *p)
+{
+	struct comps c = { 0 };
+	unsigned n = comps_add_path(&c, p) < 0 ? 0 : (unsigned)c.n;
+
+	free(c.s);
+	free(c.len);
+	return n;
+}
+
+/* The absolute mount path ("/x/y", "/" for the root) at which the object
+ * at absolute path `target` of dir's file is shown, or NULL when it is not
+ * shown where that file is (or out of memory). FILE's root is the mount's;
+ * another file is shown from its anchor down (struct node, fpath). */
+char *mount_target(const struct node *dir, const char *target)
+{
+	struct comps t = { 0 }, fp = { 0 }, mp = { 0 };
+	char *out = NULL, *q;
+	size_t i, len = 2;
+
+	if (!dir->fpath)
+		return strdup(target);
+	if (comps_add_path(&t, target) < 0 || comps_add_path(&fp, dir->fpath) < 0 ||
+	    comps_add_path(&mp, dir->path) < 0 || t.n < dir->a_file || fp.n < dir->a_file || mp.n < dir->a_mnt)
+		goto out;
+	for (i = 0; i < dir->a_file; i++)
+		if (t.len[i] != fp.len[i] || memcmp(t.s[i], fp.s[i], t.len[i]) != 0)
+			goto out;
+	for (i = 0; i < dir->a_mnt; i++)
+		len += mp.len[i] + 1;
+	for (i = dir->a_file; i < t.n; i++)
+		len += t.len[i] + 1;
+	out = malloc(len);
+	if (!out)
+		goto out;
+	q = out;
+	for (i = 0; i < dir->a_mnt; i++) {
+		*q++ = '/';
+		memcpy(q, mp.s[i], mp.len[i]);
+		q += mp.len[i];
+	}
+	for (i = dir->a_file; i < t.n; i++) {
+		*q++ = '/';
+		memcpy(q, t.s[i], t.len[i]);
+		q += t.len[i];
+	}
+	if (q == out)
+		*q++ = '/';
+	*q = '\0';
+out:
+	free(t.s);
+	free(t.len);
+	free(fp.s);
+	free(fp.len);
+	free(mp.s);
+	free(mp.len);
 	return out;
 }
 
@@ -587,6 +679,8 @@ void node_unref(h5fs *fs, uint64_t ino, uint64_t count)
 		n->nlookup = count < n->nlookup ? n->nlookup - count : 0;
 		if (n->nlookup == 0 && ino != FUSE_ROOT_ID) {
 			node_remove_locked(fs, n);
+			if (n->type == NT_DIR && (n->ino & H5FS_SYNTH_BIT))
+				synth_drop_locked(fs, n);
 			dead = n;
 		}
 	}

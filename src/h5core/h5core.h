@@ -131,7 +131,8 @@ void h5_file_hold_related(h5_file *f);
 /* A number for the file, unique among the files reached from one FILE and
  * stable while the mount lives (0 for FILE itself): for inode numbers. */
 uint32_t h5_file_id(const h5_file *f);
-/* The object at an absolute path in f (hard and soft links followed). */
+/* The object at an absolute path in f (hard and soft links followed;
+ * an external link on the way is H5_ERR_NOTFOUND). */
 int h5_path_lookup(uint64_t *addr, h5_file *f, const char *path);
 
 /* ---- objects (object.c) ------------------------------------------------ */
@@ -178,6 +179,15 @@ typedef struct h5_link {
 } h5_link;
 
 void h5_link_clear(h5_link *l);
+/* (related.c) Follow an external link, or an absolute soft link, of file `from` as
+ * libhdf5 does: soft and external links met on the way are followed too
+ * (chains of external links), at most 16 such links in all counting l
+ * itself (libhdf5's default "nlinks"), so a loop of links is H5_ERR_LOOP.
+ * 0 with *gf (a reference held: h5_file_release_related), *addr, and
+ * *fpath (malloc'd): the path in *gf by which the object was reached,
+ * "/a/b" ("/" for the root), that of the last link's target when links
+ * were followed; or a negative h5_err saying why not. */
+int h5_link_follow(h5_file **gf, uint64_t *addr, char **fpath, h5_file *from, const h5_link *l);
 
 /* Called once per link; return non-zero to stop (that value is returned). */
 typedef int (*h5_link_cb)(const h5_link *link, void *ud);

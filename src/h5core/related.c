@@ -543,72 +543,204 @@ void h5_related_release(h5_file *f)
 		h5_file_close(dead[i]);
 }
 
-/* ---- paths inside a file ----------------------------------------------------- */
+/* ---- paths inside a file, links followed as libhdf5 follows them ------------ */
 
-static int path_walk(uint64_t *addr, h5_file *f, const char *path, unsigned depth)
+/* libhdf5's default limit of soft and external link traversals per path
+ * (H5L_NUM_LINKS, the link access property "nlinks"): a loop of links ends
+ * there as an error, as in libhdf5. */
+#define LINK_HOPS_MAX 16
+
+/* Where a walk stands: a group or object of file f (a reference held),
+ * and the path by which it was reached in f ("" for the root). */
+struct walk_at {
+	h5_file *f;
+	uint64_t addr;
+	char *path;
+};
+
+static int walk_hop(unsigned *hops, const char *path)
 {
-	uint64_t cur = f->root_addr;
+	if (++*hops > LINK_HOPS_MAX)
+		return h5_err_set(H5_ERR_LOOP, "more than %d soft or external links resolving \"%.200s\" "
+				  "(a loop of links?)", LINK_HOPS_MAX, path);
+	return 0;
+}
+
+/* Move `at` to `to` (taking over its reference and path). */
+static void walk_move(struct walk_at *at, struct walk_at *to)
+{
+	h5_file_release_related(at->f);
+	free(at->path);
+	*at = *to;
+	memset(to, 0, sizeof(*to));
+}
+
+static char *walk_join(const char *dir, const char *name, size_t len)
+{
+	size_t dl = strlen(dir);
+	char *p = malloc(dl + len + 2);
+
+	if (!p)
+		return NULL;
+	memcpy(p, dir, dl);
+	p[dl] = '/';
+	memcpy(p + dl + 1, name, len);
+	p[dl + 1 + len] = '\0';
+	return p;
+}
+
+static int walk_path(struct walk_at *out, const struct walk_at *from, const char *path, bool ext,
+		     unsigned *hops);
+
+/* Follow link l found in the group at `at`: soft links in the same file
+ * (absolute, or relative to that group), external links (when ext) from
+ * the root of the file they name. */
+static int walk_link(struct walk_at *out, const struct walk_at *at, const h5_link *l, bool ext,
+		     unsigned *hops)
+{
+	struct walk_at top = { 0 };
+	h5_file *g = NULL;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (l->type == H5_LINK_SOFT && l->target) {
+		rc = walk_hop(hops, l->target);
+		if (rc < 0)
+			return rc;
+		return walk_path(out, at, l->target, ext, hops);
+	}
+	if (l->type != H5_LINK_EXTERNAL || !l->ext_file || !l->ext_path)
+		return h5_err_set(H5_ERR_NOTFOUND, "link \"%.200s\" of type %d cannot be followed",
+				  l->name ? l->name : "", (int)l->type);
+	if (!ext)
+		return h5_err_set(H5_ERR_NOTFOUND, "\"%.200s\" is an external link", l->name ? l->name : "");
+	rc = walk_hop(hops, l->ext_path);
+	if (rc < 0)
+		return rc;
+	rc = h5_related_open(&g, at->f, l->ext_file, H5_RELATED_EXT);
+	if (rc == 1)
+		return h5_err_set(H5_ERR_NOTFOUND, "file not found: %.200s", l->ext_file);
+	if (rc < 0)
+		return rc;
+	top.f = g;
+	top.addr = g->root_addr;
+	top.path = (char *)"";
+	rc = walk_path(out, &top, l->ext_path, ext, hops);
+	h5_related_release(g);
+	/* each hop of a chain names itself, but a loop would name one hop 16
+	 * times: h5_link_follow names the first */
+	if (rc < 0 && rc != H5_ERR_LOOP)
+		return h5_err_wrap(rc, "%s::%s: ", l->ext_file, l->ext_path);
+	return rc;
+}
+
+/* Walk path from the group `from` (absolute paths from its file's root):
+ * 0 and *out, whose reference and path the caller releases. */
+static int walk_path(struct walk_at *out, const struct walk_at *from, const char *path, bool ext,
+		     unsigned *hops)
+{
+	struct walk_at at = { 0 }, next = { 0 };
 	const char *p = path;
+	h5_link l;
 	int rc = 0;
 
-	if (depth > 16)
-		return h5_err_set(H5_ERR_LOOP, "too many soft links resolving \"%.200s\"", path);
+	memset(out, 0, sizeof(*out));
+	memset(&l, 0, sizeof(l));
+	at.f = from->f;
+	h5_file_hold_related(at.f);
+	at.addr = path[0] == '/' ? from->f->root_addr : from->addr;
+	at.path = strdup(path[0] == '/' ? "" : from->path);
+	if (!at.path) {
+		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+		goto out;
+	}
 	while (*p) {
 		size_t len = strcspn(p, "/");
 		char *comp;
-		h5_link l;
 
 		if (len == 0 || (len == 1 && p[0] == '.')) {
 			p += len + (p[len] == '/');
 			continue;
 		}
 		comp = strndup(p, len);
-		if (!comp)
-			return h5_err_set(H5_ERR_NOMEM, "out of memory");
-		memset(&l, 0, sizeof(l));
-		rc = h5_group_lookup(&l, f, cur, comp);
-		free(comp);
-		if (rc < 0)
-			return rc;
-		if (l.type == H5_LINK_HARD) {
-			cur = l.addr;
-		} else if (l.type == H5_LINK_SOFT && l.target) {
-			/* relative to the group holding the link, or absolute */
-			char *rest = NULL;
-
-			if (l.target[0] == '/') {
-				rc = path_walk(&cur, f, l.target, depth + 1);
-			} else {
-				size_t plen = (size_t)(p - path);
-
-				rest = malloc(plen + strlen(l.target) + 1);
-				if (!rest) {
-					h5_link_clear(&l);
-					return h5_err_set(H5_ERR_NOMEM, "out of memory");
-				}
-				memcpy(rest, path, plen);
-				strcpy(rest + plen, l.target);
-				rc = path_walk(&cur, f, rest, depth + 1);
-				free(rest);
-			}
-			if (rc < 0) {
-				h5_link_clear(&l);
-				return rc;
-			}
-		} else {
-			h5_link_clear(&l);
-			return h5_err_set(H5_ERR_NOTFOUND, "\"%.200s\" passes through an external link", path);
+		if (!comp) {
+			rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+			goto out;
 		}
 		h5_link_clear(&l);
+		rc = h5_group_lookup(&l, at.f, at.addr, comp);
+		free(comp);
+		if (rc < 0)
+			goto out;
+		if (l.type == H5_LINK_HARD) {
+			char *np = walk_join(at.path, p, len);
+
+			if (!np) {
+				rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+				goto out;
+			}
+			free(at.path);
+			at.path = np;
+			at.addr = l.addr;
+		} else {
+			rc = walk_link(&next, &at, &l, ext, hops);
+			if (rc < 0)
+				goto out;
+			walk_move(&at, &next);
+		}
 		p += len + (p[len] == '/');
 	}
-	*addr = cur;
-	return 0;
+	*out = at;
+	memset(&at, 0, sizeof(at));
+out:
+	h5_link_clear(&l);
+	h5_file_release_related(at.f);
+	free(at.path);
+	return rc;
 }
 
 int h5_path_lookup(uint64_t *addr, h5_file *f, const char *path)
 {
-	return path_walk(addr, f, path, 0);
+	struct walk_at top = { f, f->root_addr, (char *)"" }, at;
+	unsigned hops = 0;
+	int rc = walk_path(&at, &top, path, false, &hops);
+
+	if (rc < 0)
+		return rc;
+	*addr = at.addr;
+	h5_file_release_related(at.f);
+	free(at.path);
+	return 0;
+}
+
+int h5_link_follow(h5_file **gf, uint64_t *addr, char **fpath, h5_file *from, const h5_link *l)
+{
+	struct walk_at at = { from, 0, (char *)"" }, out;
+	unsigned hops = 0;
+	int rc;
+
+	*gf = NULL;
+	*fpath = NULL;
+	if (l->type == H5_LINK_SOFT && (!l->target || l->target[0] != '/'))
+		return h5_err_set(H5_ERR_INVAL, "only absolute soft links are followed from their file's root");
+	rc = walk_link(&out, &at, l, true, &hops);
+	if (rc == H5_ERR_LOOP && l->type == H5_LINK_EXTERNAL)
+		return h5_err_wrap(rc, "%s::%s: ", l->ext_file, l->ext_path);
+	if (rc < 0)
+		return rc;
+	*gf = out.f;
+	*addr = out.addr;
+	*fpath = out.path[0] ? out.path : NULL;
+	if (!*fpath) {
+		free(out.path);
+		*fpath = strdup("/");
+		if (!*fpath) {
+			h5_file_release_related(*gf);
+			*gf = NULL;
+			return h5_err_set(H5_ERR_NOMEM, "out of memory");
+		}
+	}
+	return 0;
 }
 
 /* ---- public wrappers ---------------------------------------------------------- */

@@ -359,16 +359,13 @@ static void list_link(struct lister *L, const char *path, const h5_link *l)
 		uint64_t taddr = 0;
 		h5_obj_info info;
 		const char *why = NULL;
-		int rc;
+		char *gpath = NULL;
 
-		/* where it leads, resolved as the daemon does (related.c) */
-		rc = h5_file_open_related(&g, L->f, ef);
-		if (rc == 1)
-			why = "file not found";
-		else if (rc < 0)
+		/* where it leads, followed as the daemon does (related.c:
+		 * chains of links too) */
+		if (h5_link_follow(&g, &taddr, &gpath, L->f, l) < 0 || h5_obj_info_get(&info, g, taddr) < 0)
 			why = h5_err_msg();
-		else if (h5_path_lookup(&taddr, g, ep) < 0 || h5_obj_info_get(&info, g, taddr) < 0)
-			why = h5_err_msg();
+		free(gpath);
 		entry_begin(L, &s, path, "extlink");
 		if (L->json) {
 			sb_printf(&s, ", \"file\": ");
