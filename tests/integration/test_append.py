@@ -483,6 +483,12 @@ def test_crash(wd, kind="earray"):
 
         t = threading.Thread(target=writer, daemon=True)
         t.start()
+        # the random delay counts from the writer's first row: on a loaded
+        # machine (the sanitizer builds) opening the file alone can take
+        # longer than the delay, and a kill before any write tests nothing
+        t_end = time.monotonic() + 20
+        while st["pos"] == start and t.is_alive() and time.monotonic() < t_end:
+            time.sleep(0.005)
         time.sleep(rng.uniform(0.02, 0.4))
         m.proc.kill()                     # kill -9
         kills += 1
