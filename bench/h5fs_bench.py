@@ -902,11 +902,12 @@ def chunk_list(args, path):
 
 
 def floor_seconds(args, path, chunks, esize, cbytes, runs, out=None):
-    """Run decode_floor; the seconds of each of its runs."""
+    """Run decode_floor; (wall seconds, CPU seconds) of each of its runs."""
     cmd = [args.decode_floor, "-r", str(runs)] + (["-o", out] if out else []) + [path, str(esize), str(cbytes)]
     with open(chunks) as f:
         res = subprocess.run(cmd, stdin=f, stdout=subprocess.PIPE, check=True, universal_newlines=True)
-    secs = [float(l.split()[3]) for l in res.stdout.splitlines() if l.startswith("decode_floor: run ")]
+    secs = [(float(l.split()[3]), float(l.split()[6])) for l in res.stdout.splitlines()
+            if l.startswith("decode_floor: run ")]
     if len(secs) != runs:
         raise RuntimeError("decode_floor printed %d runs, not %d:\n%s" % (len(secs), runs, res.stdout))
     return secs
@@ -942,33 +943,41 @@ def bench_decode(args, env):
     del ref
     # Each round: the floor (best of 3), then h5fs warm and cold; the ratio
     # is taken within the round, so a busy machine skews both sides alike.
+    # CPU seconds too: the floor's threads; h5fs's daemon plus cat (whose
+    # system time holds the FUSE copy into its buffer).
     rounds = []
     for i in range(args.repeat):
         warm_file(path)
-        fl = min(floor_seconds(args, path, chunks, esize, cbytes, 3))
-        t = {}
+        fl, fl_cpu = min(floor_seconds(args, path, chunks, esize, cbytes, 3))
+        t, c = {}, {}
         for kind in ("warm", "cold"):
             warm_file(path)
             with Mount(args, path) as m:
                 if kind == "cold":
                     drop_caches(env)
+                ch0 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 with Clock(m) as clk:
                     subprocess.check_call(["cat", m.path()], stdout=subprocess.DEVNULL)
+                ch1 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 t[kind] = clk.wall
-        rounds.append((fl, t["warm"], t["cold"]))
-        say("  round %d: floor %.3f s (%.0f MiB/s), h5fs cat warm %.3f s (%.2fx the floor's time),"
-            " cold %.3f s (%.2fx); load %s" % (i + 1, fl, rate(nbytes, fl), t["warm"], t["warm"] / fl,
-                                             t["cold"], t["cold"] / fl, loadavg()))
+                c[kind] = clk.cpu_daemon + (ch1.ru_utime - ch0.ru_utime) + (ch1.ru_stime - ch0.ru_stime)
+        rounds.append((fl, t["warm"], t["cold"], fl_cpu, c["warm"], c["cold"]))
+        say("  round %d: floor %.3f s (cpu %.3f s), h5fs cat warm %.3f s (cpu %.3f s; %.2fx the floor's time),"
+            " cold %.3f s (cpu %.3f s; %.2fx); load %s"
+            % (i + 1, fl, fl_cpu, t["warm"], c["warm"], t["warm"] / fl, t["cold"], c["cold"], t["cold"] / fl,
+               loadavg()))
     fl = min(r[0] for r in rounds)
-    say("  decode floor: best %.3f s (%.1f MiB/s), rounds %.3f-%.3f s"
-        % (fl, rate(nbytes, fl), fl, max(r[0] for r in rounds)))
+    say("  decode floor: best %.3f s (%.1f MiB/s), rounds %.3f-%.3f s; cpu %.3f-%.3f s"
+        % (fl, rate(nbytes, fl), fl, max(r[0] for r in rounds), min(r[3] for r in rounds),
+           max(r[3] for r in rounds)))
     for k, kind in ((1, "warm"), (2, "cold")):
         ts = [r[k] for r in rounds]
         ratios = sorted(r[k] / r[0] for r in rounds)
+        cratios = sorted(r[k + 3] / r[3] for r in rounds)
         say("  h5fs cat %s: best %.3f s (%.1f MiB/s), rounds %.3f-%.3f s; h5fs/floor time per round %.2f-%.2fx"
-            " (median %.2fx), best/best %.2fx"
+            " (median %.2fx), best/best %.2fx; cpu h5fs/floor %.2f-%.2fx (median %.2fx)"
             % (kind, min(ts), rate(nbytes, min(ts)), min(ts), max(ts), ratios[0], ratios[-1],
-               ratios[len(ratios) // 2], min(ts) / fl))
+               ratios[len(ratios) // 2], min(ts) / fl, cratios[0], cratios[-1], cratios[len(cratios) // 2]))
         RESULTS.append(("deflate cat %s: fraction of decode floor" % kind, rate(nbytes, min(ts)),
                         rate(nbytes, fl), fl / min(ts), None, "MiB/s"))
 
