@@ -5,8 +5,10 @@
  * type; every record is set here, written as append.c writes it (new blocks
  * past the end of file, then the switch or the in-place commit), and every
  * chunk is looked up again: the records of a first session, then those of
- * a second session that replaces some and grows the grid. The chunk
- * addresses are made up (never read: only the index is under test). */
+ * a second session that replaces some and grows the grid. Then libhdf5
+ * reads indexes the writers rewrote in place (fixed and extensible arrays,
+ * v2 B-tree) over chunks h5py wrote. The chunk addresses are made up
+ * (never read: only the index is under test). */
 #include "testutil.h"
 #include "cidx.h"
 
@@ -330,6 +332,163 @@ START_TEST(earray_filtered)
 }
 END_TEST
 
+/* ---- libhdf5 reads what the writers committed in place --------------------
+ * h5py writes every chunk (so each index exists on disk), the writers then
+ * replace every 7th record and commit in place, as an append does when the
+ * index's header stays where it is; the superblock's end of file covers
+ * the new blocks. libhdf5 (get_chunk_info_by_coord) must then see the new
+ * records for those chunks and the old ones for the rest. */
+
+static const char oracle_gen[] =
+	"import sys, json\n"
+	"try:\n"
+	"    import h5py, numpy as np\n"
+	"except ImportError:\n"
+	"    sys.exit(77)\n"
+	"d = sys.argv[1]\n"
+	"with h5py.File(d + '/o.h5', 'w', libver='latest') as f:\n"
+	"    f.create_dataset('fa', data=np.arange(8000, dtype='<i4'), chunks=(4,))\n"
+	"    f.create_dataset('faz', data=np.arange(64, dtype='<f8'), chunks=(4,), compression='gzip')\n"
+	"    f.create_dataset('ea', data=np.arange(400, dtype='<i4'), maxshape=(None,), chunks=(4,))\n"
+	"    f.create_dataset('bt2', data=np.arange(400, dtype='<i4').reshape(20, 20), maxshape=(None, None),\n"
+	"                     chunks=(2, 2), compression='gzip')\n"
+	"    before = {}\n"
+	"    for name in ('fa', 'faz', 'ea', 'bt2'):\n"
+	"        ds = f[name]\n"
+	"        before[name] = [[list(c.chunk_offset), c.byte_offset, c.size, c.filter_mask]\n"
+	"                        for c in (ds.id.get_chunk_info(i) for i in range(ds.id.get_num_chunks()))]\n"
+	"json.dump(before, open(d + '/before.json', 'w'))\n";
+
+/* argv[2]: the dataset; DIR/expect.txt: "scaled... addr size mask" of the
+ * chunks rewritten (scaled in chunks, rank numbers). */
+static const char oracle_check[] =
+	"import sys, json\n"
+	"import h5py\n"
+	"d, name = sys.argv[1], sys.argv[2]\n"
+	"before = {tuple(c[0]): c[1:] for c in json.load(open(d + '/before.json'))[name]}\n"
+	"with h5py.File(d + '/o.h5', 'r') as f:\n"
+	"    ds = f[name]\n"
+	"    rank = len(ds.chunks)\n"
+	"    want = dict(before)\n"
+	"    for line in open(d + '/expect.txt'):\n"
+	"        v = [int(x) for x in line.split()]\n"
+	"        off = tuple(v[i] * ds.chunks[i] for i in range(rank))\n"
+	"        want[off] = [v[rank], v[rank + 1] if ds.compression else want[off][1], v[rank + 2]]\n"
+	"    bad = 0\n"
+	"    for off, w in sorted(want.items()):\n"
+	"        c = ds.id.get_chunk_info_by_coord(off)\n"
+	"        if [c.byte_offset, c.size, c.filter_mask] != w:\n"
+	"            bad += 1\n"
+	"            if bad < 5:\n"
+	"                print('chunk', off, 'libhdf5 reads', c.byte_offset, c.size, c.filter_mask, 'want', w)\n"
+	"    print(name, len(want), 'chunks,', bad, 'wrong')\n"
+	"sys.exit(1 if bad else 0)\n";
+
+static void oracle_in_place(const char *name, uint8_t type, const uint64_t *n)
+{
+	char path[128], sub[64], args[160];
+	fixture x = { 0 };
+	h5_open_opts o = { .writable = 1 };
+	const h5_cidx_write_ops *wo;
+	h5_chunk_index *ci;
+	uint64_t sc[H5_MAX_RANK] = { 0 }, end, eoa, idx_before;
+	h5_link l;
+	void *w;
+	FILE *fp;
+	int st = test_py_run(tmpdir, oracle_gen, NULL);
+
+	if (st == 77 || st == TEST_PY_NO_PYTHON) {
+		fprintf(stderr, "test_index_write: no /usr/bin/python3 with h5py: skipped\n");
+		return;
+	}
+	ck_assert_msg(st == 0, "h5py generator failed: %d", st);
+	snprintf(path, sizeof(path), "%s/o.h5", tmpdir);
+	ck_assert_msg(h5_file_open(&x.f, path, &o) == 0, "%s", h5_err_msg());
+	memset(&l, 0, sizeof(l));
+	ck_assert_int_eq(h5_group_lookup(&l, x.f, h5_file_root(x.f), name), 0);
+	ck_assert_msg(h5_dataset_open(&x.d, x.f, l.addr) == 0, "%s", h5_err_msg());
+	h5_link_clear(&l);
+	ck_assert_uint_eq(x.d->layout.idx_type, type);
+	idx_before = x.d->layout.idx_addr;
+	ck_assert(h5_addr_defined(idx_before));
+	wo = h5_cidx_ops_of(type)->write;
+	ck_assert_msg(h5_chunk_index_open(&ci, x.d) == 0, "%s", h5_err_msg());
+	ck_assert_msg(wo->open(&w, x.f, x.d, idx_before) == 0, "%s", h5_err_msg());
+	snprintf(sub, sizeof(sub), "%s/expect.txt", tmpdir);
+	fp = fopen(sub, "w");
+	ck_assert_ptr_nonnull(fp);
+	do {
+		uint64_t li;
+		h5_chunk_rec r = rec_of(x.d, sc, 1);
+
+		if (!touched(x.d, sc))
+			continue;
+		ck_assert_int_eq(h5_cidx_linear(&li, ci, sc), 0);
+		ck_assert_msg(wo->set(w, sc, li, &r) == 0, "%s", h5_err_msg());
+		for (unsigned i = 0; i < x.d->space.rank; i++)
+			fprintf(fp, "%llu ", (unsigned long long)sc[i]);
+		fprintf(fp, "%llu %llu %u\n", (unsigned long long)r.addr, (unsigned long long)r.size, r.filter_mask);
+	} while (next_cell(sc, n, x.d->space.rank));
+	ck_assert_int_eq(fclose(fp), 0);
+	end = eoa = x.f->eoa;
+	ck_assert_msg(wo->write(w, &end) == 0, "%s", h5_err_msg());
+	ck_assert_uint_gt(end, eoa);
+	/* append.c's order: the end of file first, then the switch */
+	ck_assert_msg(h5_superblock_write_eoa(x.f, end) == 0, "%s", h5_err_msg());
+	x.f->eoa = end;
+	ck_assert(!wo->addr_is_new(w));
+	ck_assert_msg(wo->commit(w) == 0, "commit: %s", h5_err_msg());
+	ck_assert_int_eq(h5_file_sync(x.f), 0);
+	wo->invalidate(w);
+	wo->free(w);
+	h5_chunk_index_close(ci);
+	close_ds(&x);
+	snprintf(args, sizeof(args), "'%s' %s", tmpdir, name);
+	snprintf(path, sizeof(path), "%s/check.py", tmpdir);
+	fp = fopen(path, "w");
+	ck_assert_ptr_nonnull(fp);
+	fputs(oracle_check, fp);
+	ck_assert_int_eq(fclose(fp), 0);
+	{
+		char cmd[512];
+
+		snprintf(cmd, sizeof(cmd), "/usr/bin/python3 '%s' %s", path, args);
+		ck_assert_msg(system(cmd) == 0, "libhdf5 does not read the records written: %s", cmd);
+	}
+}
+
+START_TEST(oracle_farray)
+{
+	static const uint64_t n[1] = { 2000 };
+
+	oracle_in_place("fa", H5_CIDX_FARRAY, n);
+}
+END_TEST
+
+START_TEST(oracle_farray_filtered)
+{
+	static const uint64_t n[1] = { 16 };
+
+	oracle_in_place("faz", H5_CIDX_FARRAY, n);
+}
+END_TEST
+
+START_TEST(oracle_earray)
+{
+	static const uint64_t n[1] = { 100 };
+
+	oracle_in_place("ea", H5_CIDX_EARRAY, n);
+}
+END_TEST
+
+START_TEST(oracle_btree2_filtered)
+{
+	static const uint64_t n[2] = { 10, 10 };
+
+	oracle_in_place("bt2", H5_CIDX_BTREE2, n);
+}
+END_TEST
+
 /* A fixed array has an entry for every chunk of the maximum dimensions:
  * a record past them is refused, not written somewhere. */
 START_TEST(farray_refuses_out_of_range)
@@ -368,6 +527,14 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, earray_rank1);
 	tcase_add_test(tc, earray_filtered);
 	tcase_add_test(tc, farray_refuses_out_of_range);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("libhdf5");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, oracle_farray);
+	tcase_add_test(tc, oracle_farray_filtered);
+	tcase_add_test(tc, oracle_earray);
+	tcase_add_test(tc, oracle_btree2_filtered);
 	suite_add_tcase(s, tc);
 	return s;
 }
