@@ -317,6 +317,7 @@ static Suite *make_suite(void)
 	TCase *tc = tcase_create("resolve");
 
 	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);     /* a loaded machine: 40 files opened and closed */
 	tcase_add_test(tc, relative_to_the_linking_file);
 	tcase_add_test(tc, file_itself_and_missing);
 	tcase_add_test(tc, absolute_falls_back_to_base_name);
