@@ -6,8 +6,9 @@
  * past the end of file, then the switch or the in-place commit), and every
  * chunk is looked up again: the records of a first session, then those of
  * a second session that replaces some and grows the grid. Then libhdf5
- * reads indexes the writers rewrote in place (fixed and extensible arrays,
- * v2 B-tree) over chunks h5py wrote. The chunk addresses are made up
+ * reads indexes the writers rewrote over chunks h5py wrote (fixed and
+ * extensible arrays, v2 B-tree in place; a v1 B-tree with the layout
+ * switched to its new root). The chunk addresses are made up
  * (never read: only the index is under test). */
 #include "testutil.h"
 #include "cidx.h"
@@ -335,9 +336,40 @@ END_TEST
 /* ---- libhdf5 reads what the writers committed in place --------------------
  * h5py writes every chunk (so each index exists on disk), the writers then
  * replace every 7th record and commit in place, as an append does when the
- * index's header stays where it is; the superblock's end of file covers
- * the new blocks. libhdf5 (get_chunk_info_by_coord) must then see the new
- * records for those chunks and the old ones for the rest. */
+ * index's header stays where it is, or (v1 B-tree: a new root) switch the
+ * layout message to the new index; the superblock's end of file covers
+ * the new blocks first. libhdf5 (get_chunk_info_by_coord) must then see the
+ * new records for those chunks and the old ones for the rest. */
+
+/* append.c's switch: the layout message's index address, rewritten in a
+ * private copy of the header and written back. */
+static void switch_layout(fixture *x, const h5_cidx_write_ops *wo, uint64_t addr)
+{
+	h5_ohdr_edit e = { 0 };
+	const h5_msg *lay;
+	uint64_t field;
+	uint8_t v[8];
+	size_t c;
+
+	ck_assert_int_eq(h5_ohdr_load(&e.oh, x->f, x->d->addr), 0);
+	e.lo = malloc(e.oh->nchunks * sizeof(*e.lo));
+	e.hi = calloc(e.oh->nchunks, sizeof(*e.hi));
+	ck_assert(e.lo && e.hi);
+	for (c = 0; c < e.oh->nchunks; c++)
+		e.lo[c] = SIZE_MAX;
+	lay = h5_ohdr_find(e.oh, H5_MSG_LAYOUT);
+	ck_assert_ptr_nonnull(lay);
+	ck_assert_int_eq(wo->addr_field(&field, lay, &x->f->fmt), 0);
+	h5_le_encode(v, addr, x->f->fmt.sizeof_addr);
+	ck_assert_int_eq(h5_ohdr_patch(&e, field, v, x->f->fmt.sizeof_addr), 0);
+	c = h5_ohdr_chunk_of(e.oh, field);
+	ck_assert_uint_ne(c, SIZE_MAX);
+	ck_assert_msg(h5_ohdr_write_chunk(x->f, &e, c) == 0, "%s", h5_err_msg());
+	h5_cache_invalidate(x->f->meta, H5_CK_OHDR, x->d->addr);
+	h5_ohdr_free(e.oh);
+	free(e.lo);
+	free(e.hi);
+}
 
 static const char oracle_gen[] =
 	"import sys, json\n"
@@ -357,6 +389,11 @@ static const char oracle_gen[] =
 	"        ds = f[name]\n"
 	"        before[name] = [[list(c.chunk_offset), c.byte_offset, c.size, c.filter_mask]\n"
 	"                        for c in (ds.id.get_chunk_info(i) for i in range(ds.id.get_num_chunks()))]\n"
+	"with h5py.File(d + '/o1.h5', 'w') as f:\n"
+	"    ds = f.create_dataset('bt1z', data=np.arange(1200, dtype='<i2').reshape(200, 6), maxshape=(None, 6),\n"
+	"                          chunks=(2, 3), compression='gzip')\n"
+	"    before['bt1z'] = [[list(c.chunk_offset), c.byte_offset, c.size, c.filter_mask]\n"
+	"                      for c in (ds.id.get_chunk_info(i) for i in range(ds.id.get_num_chunks()))]\n"
 	"json.dump(before, open(d + '/before.json', 'w'))\n";
 
 /* argv[2]: the dataset; DIR/expect.txt: "scaled... addr size mask" of the
@@ -364,9 +401,9 @@ static const char oracle_gen[] =
 static const char oracle_check[] =
 	"import sys, json\n"
 	"import h5py\n"
-	"d, name = sys.argv[1], sys.argv[2]\n"
+	"d, name, file = sys.argv[1], sys.argv[2], sys.argv[3]\n"
 	"before = {tuple(c[0]): c[1:] for c in json.load(open(d + '/before.json'))[name]}\n"
-	"with h5py.File(d + '/o.h5', 'r') as f:\n"
+	"with h5py.File(d + '/' + file, 'r') as f:\n"
 	"    ds = f[name]\n"
 	"    rank = len(ds.chunks)\n"
 	"    want = dict(before)\n"
@@ -384,7 +421,7 @@ static const char oracle_check[] =
 	"    print(name, len(want), 'chunks,', bad, 'wrong')\n"
 	"sys.exit(1 if bad else 0)\n";
 
-static void oracle_in_place(const char *name, uint8_t type, const uint64_t *n)
+static void oracle_in_place(const char *file, const char *name, uint8_t type, const uint64_t *n)
 {
 	char path[128], sub[64], args[160];
 	fixture x = { 0 };
@@ -402,7 +439,7 @@ static void oracle_in_place(const char *name, uint8_t type, const uint64_t *n)
 		return;
 	}
 	ck_assert_msg(st == 0, "h5py generator failed: %d", st);
-	snprintf(path, sizeof(path), "%s/o.h5", tmpdir);
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, file);
 	ck_assert_msg(h5_file_open(&x.f, path, &o) == 0, "%s", h5_err_msg());
 	memset(&l, 0, sizeof(l));
 	ck_assert_int_eq(h5_group_lookup(&l, x.f, h5_file_root(x.f), name), 0);
@@ -436,14 +473,20 @@ static void oracle_in_place(const char *name, uint8_t type, const uint64_t *n)
 	/* append.c's order: the end of file first, then the switch */
 	ck_assert_msg(h5_superblock_write_eoa(x.f, end) == 0, "%s", h5_err_msg());
 	x.f->eoa = end;
-	ck_assert(!wo->addr_is_new(w));
-	ck_assert_msg(wo->commit(w) == 0, "commit: %s", h5_err_msg());
+	if (wo->addr_is_new(w)) {
+		ck_assert_uint_eq(type, H5_CIDX_BTREE1);        /* the arrays and v2 trees stay put */
+		switch_layout(&x, wo, wo->addr(w));
+		if (wo->switched)
+			ck_assert_msg(wo->switched(w) == 0, "switched: %s", h5_err_msg());
+	} else {
+		ck_assert_msg(wo->commit(w) == 0, "commit: %s", h5_err_msg());
+	}
 	ck_assert_int_eq(h5_file_sync(x.f), 0);
 	wo->invalidate(w);
 	wo->free(w);
 	h5_chunk_index_close(ci);
 	close_ds(&x);
-	snprintf(args, sizeof(args), "'%s' %s", tmpdir, name);
+	snprintf(args, sizeof(args), "'%s' %s %s", tmpdir, name, file);
 	snprintf(path, sizeof(path), "%s/check.py", tmpdir);
 	fp = fopen(path, "w");
 	ck_assert_ptr_nonnull(fp);
@@ -461,7 +504,7 @@ START_TEST(oracle_farray)
 {
 	static const uint64_t n[1] = { 2000 };
 
-	oracle_in_place("fa", H5_CIDX_FARRAY, n);
+	oracle_in_place("o.h5", "fa", H5_CIDX_FARRAY, n);
 }
 END_TEST
 
@@ -469,7 +512,7 @@ START_TEST(oracle_farray_filtered)
 {
 	static const uint64_t n[1] = { 16 };
 
-	oracle_in_place("faz", H5_CIDX_FARRAY, n);
+	oracle_in_place("o.h5", "faz", H5_CIDX_FARRAY, n);
 }
 END_TEST
 
@@ -477,7 +520,7 @@ START_TEST(oracle_earray)
 {
 	static const uint64_t n[1] = { 100 };
 
-	oracle_in_place("ea", H5_CIDX_EARRAY, n);
+	oracle_in_place("o.h5", "ea", H5_CIDX_EARRAY, n);
 }
 END_TEST
 
@@ -485,7 +528,17 @@ START_TEST(oracle_btree2_filtered)
 {
 	static const uint64_t n[2] = { 10, 10 };
 
-	oracle_in_place("bt2", H5_CIDX_BTREE2, n);
+	oracle_in_place("o.h5", "bt2", H5_CIDX_BTREE2, n);
+}
+END_TEST
+
+START_TEST(oracle_btree1_filtered)
+{
+	/* 200 chunks: a root over several leaves; the writer copies the
+	 * changed leaves and the root, the layout is switched to the new root */
+	static const uint64_t n[2] = { 100, 2 };
+
+	oracle_in_place("o1.h5", "bt1z", H5_CIDX_BTREE1, n);
 }
 END_TEST
 
@@ -535,6 +588,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, oracle_farray_filtered);
 	tcase_add_test(tc, oracle_earray);
 	tcase_add_test(tc, oracle_btree2_filtered);
+	tcase_add_test(tc, oracle_btree1_filtered);
 	suite_add_tcase(s, tc);
 	return s;
 }
