@@ -23,7 +23,8 @@ static void teardown(void)
 }
 
 /* z: 40 chunks of 1 MiB (int32), shuffle+deflate; small: 64 chunks of
- * 16 KiB, deflate; plain: the same unfiltered. */
+ * 16 KiB, deflate; plain: the same unfiltered; rows: the same as 64 rows
+ * of 4096, chunks of 4 x 1024 (16 KiB; a chunk row is 4 chunks). */
 static const char gen_script[] =
 	"import sys\n"
 	"try:\n"
@@ -35,7 +36,8 @@ static const char gen_script[] =
 	"    f.create_dataset('z', data=a, chunks=(262144,), compression='gzip', shuffle=True)\n"
 	"    b = np.arange(64 * 4096, dtype='<i4')\n"
 	"    f.create_dataset('small', data=b, chunks=(4096,), compression='gzip')\n"
-	"    f.create_dataset('plain', data=b, chunks=(4096,))\n";
+	"    f.create_dataset('plain', data=b, chunks=(4096,))\n"
+	"    f.create_dataset('rows', data=b.reshape(64, 4096), chunks=(4, 1024), compression='gzip')\n";
 
 typedef struct sfix {
 	h5_file *f;
@@ -73,11 +75,17 @@ static void close_ds(sfix *x)
 	h5_file_close(x->f);
 }
 
+/* Chunk c in C order over the chunk grid (1-D: chunk c). */
 static uint64_t chunk_addr(sfix *x, uint64_t c)
 {
 	h5_chunk_rec r;
-	uint64_t sc[1] = { c };
+	uint64_t sc[H5_MAX_RANK] = { 0 };
+	const h5_chunk_index *ci = x->d->cidx;
 
+	for (unsigned i = ci->rank; i-- > 0;) {
+		sc[i] = c % ci->nchunks[i];
+		c /= ci->nchunks[i];
+	}
 	ck_assert_int_eq(h5_chunk_lookup(&r, x->d->cidx, sc), 0);
 	ck_assert(h5_addr_defined(r.addr));
 	return r.addr;
@@ -181,6 +189,47 @@ START_TEST(prefetches_ahead)
 }
 END_TEST
 
+/* A 2-D dataset is prefetched by whole chunk rows (what a C-order reader
+ * meets next): after the first row of chunks (4 of them, 64 KiB of the
+ * file), the 4 chunks of the second row, not the third. */
+static bool wait_cached(sfix *x, const uint64_t *cs, unsigned n)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		unsigned k = 0;
+
+		while (k < n && cached(x, cs[k]))
+			k++;
+		if (k == n)
+			return true;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec >= 10)
+			return false;
+		usleep(2000);
+	}
+}
+
+START_TEST(prefetches_chunk_rows)
+{
+	sfix x;
+	static const uint64_t row1[4] = { 4, 5, 6, 7 };
+
+	if (open_ds(&x, "rows", 3) == 77)
+		return;
+	ck_assert_uint_eq(x.d->cidx->nchunks[1], 4);
+	read_at(&x, 0, 4 * 4096 * 4);           /* chunk row 0, a stream from 0 */
+	for (uint64_t c = 0; c < 4; c++)
+		ck_assert(cached(&x, c));
+	ck_assert_msg(wait_cached(&x, row1, 4), "chunk row 1 not decoded ahead within 10 s");
+	usleep(50000);
+	for (uint64_t c = 8; c < 12; c++)
+		ck_assert(!cached(&x, c));
+	close_ds(&x);
+}
+END_TEST
+
 /* A full sequential read of 40 chunks of 1 MiB: drop_keep is 16 (about
  * 16 MiB), so chunks 0-23 left the cache and 24-39 stayed. No workers, so
  * nothing decodes a chunk again behind the reader. */
@@ -263,6 +312,7 @@ static Suite *make_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, detects_streams);
 	tcase_add_test(tc, prefetches_ahead);
+	tcase_add_test(tc, prefetches_chunk_rows);
 	tcase_add_test(tc, drops_behind_a_stream);
 	tcase_add_test(tc, scattered_reads_keep_chunks);
 	tcase_add_test(tc, drop_queue);
