@@ -37,7 +37,7 @@ MOUNT_WAIT = 10.0
 UNMOUNT_WAIT = 20.0
 DS = "data"                # dataset name in every generated file
 
-ALL = ["contig", "chunked", "deflate", "random", "rss", "append", "vds", "warm"]
+ALL = ["contig", "chunked", "deflate", "random", "rss", "append", "vds", "warm", "decode"]
 VDS_SOURCES = 16
 VDS_ROW = 1024             # int32 elements per row of the VDS benchmark: 4 KiB rows
 
@@ -882,6 +882,105 @@ def bench_append(args, env):
 # ----------------------------------------------------------------------------
 
 
+def chunk_list(args, path):
+    """DIR/NAME.chunks: "offset size" of each chunk of the dataset in FILE,
+    in dataset order, as bench/decode_floor.c reads them; (path, element
+    size, chunk bytes)."""
+    out = path[:-3] + ".chunks"
+    with h5py.File(path, "r") as f:
+        ds = f[DS]
+        esize = ds.dtype.itemsize
+        cbytes = ds.chunks[0] * esize
+        infos = [ds.id.get_chunk_info(i) for i in range(ds.id.get_num_chunks())]
+    infos.sort(key=lambda c: c.chunk_offset)
+    if any(c.filter_mask for c in infos):
+        raise RuntimeError("%s: a chunk skips a filter; the decode floor expects shuffle+deflate on all" % path)
+    with open(out, "w") as f:
+        for c in infos:
+            f.write("%d %d\n" % (c.byte_offset, c.size))
+    return out, esize, cbytes
+
+
+def floor_seconds(args, path, chunks, esize, cbytes, runs, out=None):
+    """Run decode_floor; (wall seconds, CPU seconds) of each of its runs."""
+    cmd = [args.decode_floor, "-r", str(runs)] + (["-o", out] if out else []) + [path, str(esize), str(cbytes)]
+    with open(chunks) as f:
+        res = subprocess.run(cmd, stdin=f, stdout=subprocess.PIPE, check=True, universal_newlines=True)
+    secs = [(float(l.split()[3]), float(l.split()[6])) for l in res.stdout.splitlines()
+            if l.startswith("decode_floor: run ")]
+    if len(secs) != runs:
+        raise RuntimeError("decode_floor printed %d runs, not %d:\n%s" % (len(secs), runs, res.stdout))
+    return secs
+
+
+def bench_decode(args, env):
+    """h5fs `cat` of the deflate dataset against the decode floor
+    (bench/decode_floor.c: the same chunks, already in memory, inflated with
+    libdeflate and unshuffled on every core, nothing else). Printed as the
+    fraction of the floor's speed h5fs delivers and as h5fs's time / the
+    floor's time, best and range over --repeat runs; warm (FILE in the page
+    cache, fresh mount) and cold (page cache dropped, fresh mount). The
+    floor runs 3 times per round, interleaved with h5fs's runs."""
+    if not args.decode_floor:
+        say("\n[decode] skipped: no bench/decode_floor (run.sh builds it; needs cc and libdeflate-dev)")
+        return
+    path = data_file(args, "deflate")
+    chunks, esize, cbytes = chunk_list(args, path)
+    with h5py.File(path, "r") as f:
+        nbytes = f[DS].size * esize
+        ref = touched(nbytes)
+        h5py_read_all(f[DS], ref)
+    say("\n[decode] deflate, %d MiB: h5fs cat vs the decode floor (%d CPUs), %d rounds"
+        % (args.size_mib, os.cpu_count(), args.repeat))
+    # The floor's bytes, checked once: a floor that decodes wrongly is no floor.
+    out = os.path.join(args.dir, "decode_floor.out")
+    try:
+        floor_seconds(args, path, chunks, esize, cbytes, 1, out)
+        check_equal("decode floor", np.fromfile(out, dtype=np.uint8), ref)
+    finally:
+        if os.path.exists(out):
+            os.unlink(out)
+    del ref
+    # Each round: the floor (best of 3), then h5fs warm and cold; the ratio
+    # is taken within the round, so a busy machine skews both sides alike.
+    # CPU seconds too: the floor's threads; h5fs's daemon plus cat (whose
+    # system time holds the FUSE copy into its buffer).
+    rounds = []
+    for i in range(args.repeat):
+        warm_file(path)
+        fl, fl_cpu = min(floor_seconds(args, path, chunks, esize, cbytes, 3))
+        t, c = {}, {}
+        for kind in ("warm", "cold"):
+            warm_file(path)
+            with Mount(args, path) as m:
+                if kind == "cold":
+                    drop_caches(env)
+                ch0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                with Clock(m) as clk:
+                    subprocess.check_call(["cat", m.path()], stdout=subprocess.DEVNULL)
+                ch1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                t[kind] = clk.wall
+                c[kind] = clk.cpu_daemon + (ch1.ru_utime - ch0.ru_utime) + (ch1.ru_stime - ch0.ru_stime)
+        rounds.append((fl, t["warm"], t["cold"], fl_cpu, c["warm"], c["cold"]))
+        say("  round %d: floor %.3f s (cpu %.3f s), h5fs cat warm %.3f s (cpu %.3f s; %.2fx the floor's time),"
+            " cold %.3f s (cpu %.3f s; %.2fx); load %s"
+            % (i + 1, fl, fl_cpu, t["warm"], c["warm"], t["warm"] / fl, t["cold"], c["cold"], t["cold"] / fl,
+               loadavg()))
+    fl = min(r[0] for r in rounds)
+    say("  decode floor: best %.3f s (%.1f MiB/s), rounds %.3f-%.3f s; cpu %.3f-%.3f s"
+        % (fl, rate(nbytes, fl), fl, max(r[0] for r in rounds), min(r[3] for r in rounds),
+           max(r[3] for r in rounds)))
+    for k, kind in ((1, "warm"), (2, "cold")):
+        ts = [r[k] for r in rounds]
+        ratios = sorted(r[k] / r[0] for r in rounds)
+        cratios = sorted(r[k + 3] / r[3] for r in rounds)
+        say("  h5fs cat %s: best %.3f s (%.1f MiB/s), rounds %.3f-%.3f s; h5fs/floor time per round %.2f-%.2fx"
+            " (median %.2fx), best/best %.2fx; cpu h5fs/floor %.2f-%.2fx (median %.2fx)"
+            % (kind, min(ts), rate(nbytes, min(ts)), min(ts), max(ts), ratios[0], ratios[-1],
+               ratios[len(ratios) // 2], min(ts) / fl, cratios[0], cratios[-1], cratios[len(cratios) // 2]))
+        RESULTS.append(("deflate cat %s: fraction of decode floor" % kind, rate(nbytes, min(ts)),
+                        rate(nbytes, fl), fl / min(ts), None, "MiB/s"))
+
 def loadavg():
     try:
         with open("/proc/loadavg") as f:
@@ -896,7 +995,7 @@ def main():
     ap.add_argument("--dir", default="/var/tmp/h5fs-bench")
     ap.add_argument("--size", dest="size_mib", type=int, default=1024, help="MiB per dataset")
     ap.add_argument("--reads", type=int, default=20000, help="random 4 KiB reads")
-    ap.add_argument("--only", default="contig,chunked,deflate,random,rss,append,vds,warm",
+    ap.add_argument("--only", default="contig,chunked,deflate,random,rss,append,vds,warm,decode",
                     help="comma list of: " + ",".join(ALL))
     ap.add_argument("--rss-cache", default="64", help="cache_size values (MiB) for the rss benchmark")
     ap.add_argument("--cache", dest="cache_mib", type=int, default=0,
@@ -913,6 +1012,8 @@ def main():
     ap.add_argument("--vds-filter", choices=("none", "deflate"), default="deflate",
                     help="vds: sources unfiltered or shuffle+deflate(4) like the deflate dataset")
     ap.add_argument("--read-floor", default="", help="bench/fuse_read_floor binary (run.sh builds it): the read floor")
+    ap.add_argument("--decode-floor", default="",
+                    help="bench/decode_floor binary (run.sh builds it): the decode floor")
     ap.add_argument("--append-index", choices=sorted(APPEND_LIBVER), default="earray",
                     help="chunk index of the append benchmark's datasets")
     ap.add_argument("--append-source", choices=("cold", "warm"), default="cold",
@@ -967,6 +1068,8 @@ def main():
             bench_vds(args, env)
         elif name == "warm":
             bench_warm(args, env)
+        elif name == "decode":
+            bench_decode(args, env)
     say("\nload average at end: %s" % loadavg())
     say("summary (ratio = h5fs/h5py):")
     for name, a, b, ratio, target, unit in RESULTS:

@@ -78,6 +78,15 @@ else
 	echo "run.sh: cannot build bench/fuse_read_floor.c (cc, libfuse3-dev): no read floor" >&2
 fi
 
+# The decode floor (bench/decode_floor.c): libdeflate + unshuffle on every
+# core, from memory; without it the decode benchmark is skipped.
+DFLOOR="$DIR/decode_floor"
+if cc -O2 -o "$DFLOOR" "$HERE/decode_floor.c" -ldeflate -lpthread 2>/dev/null; then
+	args+=(--decode-floor "$DFLOOR")
+else
+	echo "run.sh: cannot build bench/decode_floor.c (cc, libdeflate-dev): no decode floor" >&2
+fi
+
 run=("$PY")
 [ -n "$NICE" ] && run=(nice -n "$NICE" "$PY")
 "${run[@]}" "$HERE/h5fs_bench.py" --h5fs "$H5FS_BIN" --dir "$DIR" ${args[@]+"${args[@]}"}

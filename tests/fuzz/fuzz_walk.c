@@ -11,6 +11,10 @@
  *   - a sub-range of a window read back separately must give the same bytes
  *     (chunk boundaries, fill, filters and the cache must agree), and a
  *     read past h5_dataset_size() must fail;
+ *   - the daemon's faster ways to answer a read (h5_dataset_extents: where
+ *     the bytes lie in FILE; h5_dataset_pin: iovecs into decoded chunks)
+ *     give exactly the bytes h5_dataset_read gives, or fail with a
+ *     documented error and hold nothing;
  *   - every listed xattr reads the same twice (getxattr asks for the size
  *     first, then the value), and the list is NUL-terminated;
  *   - error codes are negative h5_err values with a message.
@@ -24,6 +28,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 /* Limits that keep one input fast: FUSE reads at most 128 KiB at a time, and
  * a hostile file can claim petabytes of logical size or millions of links. */
@@ -34,6 +40,7 @@
 #define WALK_RANDOM_WINDOWS 4
 #define WALK_MAX_READ_ERRORS 4
 #define WALK_MAX_XATTRS 256         /* per object */
+#define WALK_MAX_EXTENTS 64         /* pieces of one window, as the daemon asks */
 
 struct walk_link {
 	char *name;
@@ -109,8 +116,74 @@ static int visit(struct walk *w, uint64_t addr)
 
 /* ---- datasets ----------------------------------------------------------- */
 
+static void fail_window(const char *what, uint64_t addr, uint64_t off, size_t len)
+{
+	fprintf(stderr, "fuzz_walk: dataset 0x%llx: window [%llu, +%zu): %s\n", (unsigned long long)addr,
+		(unsigned long long)off, len, what);
+	abort();
+}
+
+/* The daemon answers a read (op_read) from FILE's bytes when the window
+ * maps to them (h5_dataset_extents, spliced), else from pinned decoded
+ * chunks (h5_dataset_pin), else by h5_dataset_read. Both fast paths are
+ * asked here for [off, off+len) and must give the bytes want holds (what
+ * h5_dataset_read gave; NULL when that failed: then only the error rules
+ * apply). w->buf2 is scratch. */
+static void check_fast_paths(struct walk *w, h5_dataset *d, uint64_t addr, uint64_t off, size_t len,
+			     const uint8_t *want)
+{
+	h5_extent ext[WALK_MAX_EXTENTS];
+	h5_pin pin;
+	size_t n = 0, pos = 0;
+	int rc;
+
+	rc = h5_dataset_extents(ext, WALK_MAX_EXTENTS, &n, d, off, len);
+	if (rc < 0) {
+		check_err(rc, "h5_dataset_extents");   /* most windows: not plain bytes */
+	} else {
+		if (n > WALK_MAX_EXTENTS)
+			fail_window("more extents than asked for", addr, off, len);
+		for (size_t i = 0; i < n; i++) {
+			if (ext[i].len == 0 || ext[i].len > len - pos || ext[i].fd < 0)
+				fail_window("an extent is empty, too long or has no descriptor", addr, off, len);
+			if (want && (pread(ext[i].fd, w->buf2, (size_t)ext[i].len, (off_t)ext[i].file_off) !=
+				     (ssize_t)ext[i].len || memcmp(w->buf2, want + pos, (size_t)ext[i].len) != 0))
+				fail_window("an extent's bytes in FILE differ from h5_dataset_read", addr, off, len);
+			pos += (size_t)ext[i].len;
+		}
+		if (pos != len)
+			fail_window("the extents do not cover the window", addr, off, len);
+		w->st->extents++;
+	}
+	memset(&pin, 0, sizeof(pin));
+	rc = h5_dataset_pin(&pin, d, off, len);
+	if (rc < 0) {
+		check_err(rc, "h5_dataset_pin");
+		if (pin.nheld || pin.nsrc_held)
+			fail_window("h5_dataset_pin failed and still holds chunks", addr, off, len);
+		return;
+	}
+	pos = 0;
+	if (pin.niov > H5_PIN_MAX)
+		fail_window("more pinned pieces than H5_PIN_MAX", addr, off, len);
+	for (size_t i = 0; i < pin.niov; i++) {
+		if (pin.iov[i].iov_len > len - pos || (pin.iov[i].iov_len && !pin.iov[i].iov_base))
+			fail_window("a pinned piece lies past the window", addr, off, len);
+		if (want && memcmp(pin.iov[i].iov_base, want + pos, pin.iov[i].iov_len) != 0)
+			fail_window("pinned bytes differ from h5_dataset_read", addr, off, len);
+		pos += pin.iov[i].iov_len;
+	}
+	if (pin.niov && pos != len)
+		fail_window("the pinned pieces do not cover the window", addr, off, len);
+	h5_pin_release(&pin);
+	if (pin.nheld || pin.nsrc_held)
+		fail_window("h5_pin_release left chunks held", addr, off, len);
+	w->st->pinned++;
+}
+
 /* Read [off, off+len) and, when it worked, read a sub-range of it again and
- * compare: the engine must give the same bytes whichever way it is asked. */
+ * compare: the engine must give the same bytes whichever way it is asked.
+ * Then the fast paths of the daemon, over the window and the sub-range. */
 static void read_window(struct walk *w, h5_dataset *d, uint64_t addr, uint64_t off, size_t len,
 			unsigned *nerr)
 {
@@ -124,6 +197,7 @@ static void read_window(struct walk *w, h5_dataset *d, uint64_t addr, uint64_t o
 	if (rc < 0) {
 		note_err(w, rc, "h5_dataset_read", addr);
 		(*nerr)++;
+		check_fast_paths(w, d, addr, off, len, NULL);
 		return;
 	}
 	w->st->bytes_read += len;
@@ -144,6 +218,8 @@ static void read_window(struct walk *w, h5_dataset *d, uint64_t addr, uint64_t o
 			(unsigned long long)(off + a), (unsigned long long)(off + b), (unsigned long long)off);
 		abort();
 	}
+	check_fast_paths(w, d, addr, off, len, w->buf);
+	check_fast_paths(w, d, addr, off + a, b - a, w->buf + a);
 }
 
 static void walk_dataset(struct walk *w, uint64_t addr)

@@ -4,7 +4,9 @@
  *   replay [-v] [-m MAX_READ_MIB] [-t THREADS] [FILE|DIR]...
  *
  * Every FILE, and every regular file under each DIR (recursively, in name
- * order), is read into memory and walked exactly as the fuzzer does. With no
+ * order), is read into memory and walked exactly as the fuzzer does, then
+ * (without -t) walked again opened from disk, as the daemon opens it, so
+ * the extents of plain bytes in FILE are checked too. With no
  * arguments it replays $H5FS_SRCDIR/tests/fuzz/regress and the corpus
  * ($H5FS_CORPUS, else $H5FS_SRCDIR/../shared/corpus/hdf5-testfiles), skipping
  * either when absent: that is what `make check` runs, under the normal and
@@ -119,6 +121,8 @@ static void walk_concurrent(h5fuzz_stats *st, const uint8_t *buf, size_t len, co
 		st->links += wk[i].st.links;
 		st->attrs += wk[i].st.attrs;
 		st->bytes_read += wk[i].st.bytes_read;
+		st->extents += wk[i].st.extents;
+		st->pinned += wk[i].st.pinned;
 		st->errors += wk[i].st.errors;
 		st->lookup_mismatch += wk[i].st.lookup_mismatch;
 		st->lookup_notfound += wk[i].st.lookup_notfound;
@@ -126,9 +130,28 @@ static void walk_concurrent(h5fuzz_stats *st, const uint8_t *buf, size_t len, co
 	h5_file_close(f);
 }
 
+/* The walk again over FILE opened from disk, as the daemon opens it: only
+ * then has the engine a descriptor, so h5_dataset_extents can answer and
+ * its extents are checked against the bytes read. */
+static void walk_disk(h5fuzz_stats *st, const char *path, const uint8_t *buf, size_t len, const struct replay *r)
+{
+	h5_open_opts oo;
+	h5_file *f = NULL;
+
+	memset(st, 0, sizeof(*st));
+	memset(&oo, 0, sizeof(oo));
+	oo.cache_bytes = r->opts.cache_bytes;
+	oo.nthreads = r->opts.nthreads ? r->opts.nthreads : 1;
+	st->open_rc = h5_file_open(&f, path, &oo);
+	if (st->open_rc < 0)
+		return;
+	h5fuzz_walk_file(st, f, h5fuzz_seed(buf, len), &r->opts);
+	h5_file_close(f);
+}
+
 static void replay_file(struct replay *r, const char *path)
 {
-	h5fuzz_stats st;
+	h5fuzz_stats st, disk;
 	uint8_t *buf;
 	size_t len;
 	double t;
@@ -146,6 +169,9 @@ static void replay_file(struct replay *r, const char *path)
 		walk_concurrent(&st, buf, len, r);
 	else
 		h5fuzz_walk(&st, buf, len, &r->opts);
+	memset(&disk, 0, sizeof(disk));
+	if (st.open_rc == 0 && r->nwalkers <= 1)
+		walk_disk(&disk, path, buf, len, r);
 	t = now() - t;
 	free(buf);
 	if (st.open_rc == 0)
@@ -154,11 +180,14 @@ static void replay_file(struct replay *r, const char *path)
 		r->longest = t;
 		snprintf(r->longest_name, sizeof(r->longest_name), "%s", path);
 	}
-	printf("%-60s %s objs=%llu grp=%llu ds=%llu links=%llu xattrs=%llu read=%llu err=%llu%s%s %.3fs\n", path,
+	printf("%-60s %s objs=%llu grp=%llu ds=%llu links=%llu xattrs=%llu read=%llu ext=%llu pin=%llu err=%llu%s%s "
+	       "disk: ext=%llu pin=%llu %.3fs\n", path,
 	       st.open_rc ? h5_err_name(st.open_rc) : "opened", (unsigned long long)st.objects,
 	       (unsigned long long)st.groups, (unsigned long long)st.datasets, (unsigned long long)st.links,
-	       (unsigned long long)st.attrs, (unsigned long long)st.bytes_read, (unsigned long long)st.errors,
-	       st.lookup_mismatch ? " LOOKUP-MISMATCH" : "", st.lookup_notfound ? " LOOKUP-NOTFOUND" : "", t);
+	       (unsigned long long)st.attrs, (unsigned long long)st.bytes_read, (unsigned long long)st.extents,
+	       (unsigned long long)st.pinned, (unsigned long long)st.errors,
+	       st.lookup_mismatch ? " LOOKUP-MISMATCH" : "", st.lookup_notfound ? " LOOKUP-NOTFOUND" : "",
+	       (unsigned long long)disk.extents, (unsigned long long)disk.pinned, t);
 }
 
 static int name_cmp(const void *a, const void *b)

@@ -1,206 +1,331 @@
-/* test_related.c - links followed across files (related.c: h5_link_follow,
- * h5_path_lookup) on files h5py writes at test time: chains of external
- * links, an external link in the middle of a path, libhdf5's limit of 16
- * soft or external links (h5py follows 16 and refuses 17: the generator
- * checks that), loops, soft links, and the path each hop reports. */
+/* test_related.c - files reached from FILE (related.c): how external-link
+ * and VDS source names are resolved (absolute, HDF5_EXT_PREFIX /
+ * HDF5_VDS_PREFIX, -o ext_prefix, "${ORIGIN}", the directory of the file
+ * holding the link), the refusal of files outside FILE's directory tree
+ * (unless ext_any), one h5_file per file whatever the name, and file
+ * numbers that survive the idle files being closed. The files are tiny
+ * valid HDF5 files built here (a superblock and one object header). */
 #include "testutil.h"
 
-static char py_dir[64];
-static int py_ok;
+#include <sys/stat.h>
 
-static const char py_script[] =
-	"import os, sys\n"
-	"try:\n"
-	"    import h5py, numpy as np\n"
-	"except ImportError:\n"
-	"    sys.exit(77)\n"
-	"d = sys.argv[1]\n"
-	"os.makedirs(os.path.join(d, 'chain'))\n"
-	"with h5py.File(os.path.join(d, 'chain', 'c.h5'), 'w') as f:\n"
-	"    f.create_dataset('c/data', data=np.arange(6))\n"
-	"    f.create_group('c/sub')\n"
-	"    f['c/sub/soft'] = h5py.SoftLink('/c/data')\n"
-	"with h5py.File(os.path.join(d, 'chain', 'b.h5'), 'w') as f:\n"
-	"    f['to_c'] = h5py.ExternalLink('c.h5', '/c/data')\n"
-	"    f['to_cgrp'] = h5py.ExternalLink('c.h5', '/c')\n"
-	"    f['via_soft'] = h5py.SoftLink('/to_cgrp/sub')\n"
-	"with h5py.File(os.path.join(d, 'chain', 'la.h5'), 'w') as f:\n"
-	"    f['x'] = h5py.ExternalLink('lb.h5', '/y')\n"
-	"with h5py.File(os.path.join(d, 'chain', 'lb.h5'), 'w') as f:\n"
-	"    f['y'] = h5py.ExternalLink('la.h5', '/x')\n"
-	"for k in range(17):\n"
-	"    with h5py.File(os.path.join(d, 'chain', 'h%02d.h5' % k), 'w') as f:\n"
-	"        if k < 16:\n"
-	"            f['n'] = h5py.ExternalLink('h%02d.h5' % (k + 1), '/n')\n"
-	"        else:\n"
-	"            f.create_dataset('n', data=np.arange(3))\n"
-	"with h5py.File(os.path.join(d, 'm.h5'), 'w') as f:\n"
-	"    f['nested'] = h5py.ExternalLink('chain/b.h5', '/to_c')\n"
-	"    f['mid'] = h5py.ExternalLink('chain/b.h5', '/to_cgrp/sub/soft')\n"
-	"    f['via'] = h5py.ExternalLink('chain/b.h5', '/via_soft')\n"
-	"    f['hops16'] = h5py.ExternalLink('chain/h01.h5', '/n')\n"
-	"    f['hops17'] = h5py.ExternalLink('chain/h00.h5', '/n')\n"
-	"    f['loop'] = h5py.ExternalLink('chain/la.h5', '/x')\n"
-	"    f['missing'] = h5py.ExternalLink('chain/none.h5', '/x')\n"
-	"    f['nothing'] = h5py.ExternalLink('chain/c.h5', '/c/none')\n"
-	"    f.create_dataset('local/data', data=np.arange(2))\n"
-	"    f['soft'] = h5py.SoftLink('/local/data')\n"
-	"with h5py.File(os.path.join(d, 'm.h5'), 'r') as f, open(os.path.join(d, 'addr.txt'), 'w') as o:\n"
-	"    for n in ('nested', 'mid', 'via', 'hops16'):\n"
-	"        o.write('%s %d\\n' % (n, h5py.h5o.get_info(f[n].id).addr))\n"
-	"    for n in ('hops17', 'loop'):\n"
-	"        try:\n"
-	"            f[n]\n"
-	"            sys.exit(3)\n"
-	"        except KeyError as e:\n"
-	"            if 'too many links' not in str(e):\n"
-	"                sys.exit(4)\n";
+static char tmpdir[64];
+static char top_dir[128];
 
-static void py_setup(void)
+/* A v2 superblock whose root is an object header with one NIL message:
+ * enough for h5_file_open. `tag` goes into the NIL message's bytes so
+ * the files differ. */
+static void write_h5(const char *path, uint32_t tag)
 {
-	int rc;
-
-	py_ok = 0;
-	snprintf(py_dir, sizeof(py_dir), "/tmp/h5fs_test_related_XXXXXX");
-	rc = test_py_run(py_dir, py_script, NULL);
-	if (rc != 0) {
-		fprintf(stderr, "test_related: h5py generator unavailable (status %d): skipping\n", rc);
-		return;
-	}
-	py_ok = 1;
-}
-
-static void py_teardown(void)
-{
-	if (test_py_rmdir(py_dir) != 0)
-		fprintf(stderr, "test_related: could not remove %s\n", py_dir);
-}
-
-/* h5py's object header address of link `name` of m.h5 */
-static uint64_t want_addr(const char *name)
-{
-	char path[128], n[64];
-	unsigned long long a;
-	uint64_t out = UINT64_MAX;
+	static const uint8_t sig[8] = { 0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n' };
+	tbuf b = { 0 };
+	size_t start;
 	FILE *fp;
 
-	snprintf(path, sizeof(path), "%s/addr.txt", py_dir);
-	fp = fopen(path, "r");
+	tb_put(&b, sig, 8);
+	tb_u8(&b, 2);
+	tb_u8(&b, 8);
+	tb_u8(&b, 8);
+	tb_u8(&b, 0);
+	tb_u64(&b, 0);
+	tb_u64(&b, UINT64_MAX);
+	tb_u64(&b, 0);          /* EOF, patched below */
+	tb_u64(&b, 48);         /* root object header */
+	tb_checksum(&b, 0);
+	start = b.len;
+	tb_str(&b, "OHDR");
+	tb_u8(&b, 2);
+	tb_u8(&b, 0x00);        /* chunk 0 size in 1 byte */
+	tb_u8(&b, 4 + 4);
+	tb_u8(&b, H5_MSG_NIL);
+	tb_u16(&b, 4);
+	tb_u8(&b, 0);
+	tb_u32(&b, tag);
+	tb_checksum(&b, start);
+	h5_le_encode(b.p + 28, b.len, 8);
+	h5_le_encode(b.p + 44, h5_checksum_metadata(b.p, 44), 4);
+	fp = fopen(path, "wb");
 	ck_assert_ptr_nonnull(fp);
-	while (fscanf(fp, "%63s %llu", n, &a) == 2)
-		if (strcmp(n, name) == 0)
-			out = a;
-	fclose(fp);
-	ck_assert_uint_ne(out, UINT64_MAX);
-	return out;
+	ck_assert_uint_eq(fwrite(b.p, 1, b.len, fp), b.len);
+	ck_assert_int_eq(fclose(fp), 0);
+	tb_free(&b);
 }
 
-static h5_file *open_master(void)
+static void mk(const char *rel, uint32_t tag)
 {
-	char path[128];
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, rel);
+	write_h5(path, tag);
+}
+
+static void mkd(const char *rel)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, rel);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+}
+
+/* tmpdir/top/{a.h5, c.h5, sub/b.h5, sub/b2.h5, pre/d.h5, pre/c.h5},
+ * tmpdir/outside/e.h5 (outside the top file's tree) */
+static void setup(void)
+{
+	strcpy(tmpdir, "/tmp/h5fs-test-related-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+	snprintf(top_dir, sizeof(top_dir), "%s/top", tmpdir);
+	mkd("top");
+	mkd("top/sub");
+	mkd("top/pre");
+	mkd("outside");
+	mk("top/a.h5", 1);
+	mk("top/c.h5", 2);
+	mk("top/sub/b.h5", 3);
+	mk("top/sub/b2.h5", 4);
+	mk("top/pre/d.h5", 5);
+	mk("top/pre/c.h5", 6);
+	mk("outside/e.h5", 7);
+	unsetenv("HDF5_EXT_PREFIX");
+	unsetenv("HDF5_VDS_PREFIX");
+}
+
+static void teardown(void)
+{
+	if (test_py_rmdir(tmpdir) != 0)
+		fprintf(stderr, "could not remove %s\n", tmpdir);
+}
+
+static h5_file *open_top(int ext_any, const char *ext_prefix)
+{
+	char path[512];
+	h5_open_opts o = { .ext_any = ext_any, .ext_prefix = ext_prefix };
 	h5_file *f = NULL;
 
-	snprintf(path, sizeof(path), "%s/m.h5", py_dir);
-	ck_assert_int_eq(h5_file_open(&f, path, NULL), 0);
+	snprintf(path, sizeof(path), "%s/a.h5", top_dir);
+	ck_assert_msg(h5_file_open(&f, path, &o) == 0, "%s: %s", path, h5_err_msg());
 	return f;
 }
 
-/* Follow link `name` of m.h5's root: its h5_link_follow result; on success
- * *fpath and the file's base name. */
-static int follow(h5_file *f, const char *name, uint64_t *addr, char **fpath, char *base, size_t room)
+/* Open `name` from `from`; 0 and *out, 1 (no such file) or an h5_err. */
+static int rel(h5_file **out, h5_file *from, const char *name, int kind)
 {
-	h5_link l;
-	h5_file *g = NULL;
-	int rc;
-
-	memset(&l, 0, sizeof(l));
-	ck_assert_int_eq(h5_group_lookup(&l, f, h5_file_root(f), name), 0);
-	rc = h5_link_follow(&g, addr, fpath, f, &l);
-	if (rc == 0) {
-		const char *p = h5_file_path(g), *s = strrchr(p, '/');
-
-		snprintf(base, room, "%s", s ? s + 1 : p);
-		h5_file_release_related(g);
-	}
-	h5_link_clear(&l);
-	return rc;
+	*out = NULL;
+	return h5_related_open(out, from, name, kind);
 }
 
-START_TEST(py_chains)
+/* The file's real path ends with `tail` (relative to tmpdir). */
+static void ck_is(const h5_file *f, const char *tail)
 {
-	static const struct {
-		const char *name, *file, *fpath;
-	} ok[] = {
-		{ "nested", "c.h5", "/c/data" },          /* a chain of two */
-		{ "mid", "c.h5", "/c/data" },             /* external, hard, soft */
-		{ "via", "c.h5", "/c/sub" },              /* soft, then external */
-		{ "hops16", "h16.h5", "/n" },             /* 16 links: the limit */
-		{ "soft", "m.h5", "/local/data" },        /* an absolute soft link */
-	};
-	h5_file *f;
-	uint64_t addr;
-	char *fpath = NULL, base[64];
+	char want[512], *real;
 
-	if (!py_ok)
-		return;
-	f = open_master();
-	for (size_t i = 0; i < sizeof(ok) / sizeof(*ok); i++) {
-		addr = 0;
-		ck_assert_msg(follow(f, ok[i].name, &addr, &fpath, base, sizeof(base)) == 0, "%s: %s", ok[i].name,
-			      h5_err_msg());
-		ck_assert_str_eq(base, ok[i].file);
-		ck_assert_str_eq(fpath, ok[i].fpath);
-		if (strcmp(ok[i].name, "soft") != 0)
-			ck_assert_uint_eq(addr, want_addr(ok[i].name));
-		free(fpath);
-		fpath = NULL;
-	}
-	h5_file_close(f);
+	ck_assert_ptr_nonnull(f);
+	snprintf(want, sizeof(want), "%s/%s", tmpdir, tail);
+	real = realpath(want, NULL);
+	ck_assert_ptr_nonnull(real);
+	ck_assert_ptr_nonnull(f->real_path);
+	ck_assert_str_eq(f->real_path, real);
+	free(real);
+}
+
+START_TEST(relative_to_the_linking_file)
+{
+	h5_file *top = open_top(0, NULL), *b, *b_again, *b2;
+
+	ck_assert_int_eq(rel(&b, top, "sub/b.h5", H5_RELATED_EXT), 0);
+	ck_is(b, "top/sub/b.h5");
+	ck_assert_ptr_eq(b->top, top);
+	ck_assert_uint_eq(h5_file_id(b), 1);
+	/* another spelling of the same file: the same h5_file, one identity */
+	ck_assert_int_eq(rel(&b_again, top, "./sub/../sub//b.h5", H5_RELATED_EXT), 0);
+	ck_assert_ptr_eq(b_again, b);
+	/* a name in b.h5 is relative to b.h5's directory, not FILE's */
+	ck_assert_int_eq(rel(&b2, b, "b2.h5", H5_RELATED_EXT), 0);
+	ck_is(b2, "top/sub/b2.h5");
+	ck_assert_uint_eq(h5_file_id(b2), 2);
+	ck_assert_int_eq(rel(&b2, top, "b2.h5", H5_RELATED_EXT), 1);
+	h5_related_release(b);
+	h5_related_release(b_again);
+	h5_related_release(b2);
+	h5_file_close(top);
 }
 END_TEST
 
-START_TEST(py_refused)
+START_TEST(file_itself_and_missing)
 {
-	static const struct {
-		const char *name;
-		int rc;
-		const char *msg;
-	} bad[] = {
-		{ "hops17", H5_ERR_LOOP, "more than 16" },
-		{ "loop", H5_ERR_LOOP, "more than 16" },
-		{ "missing", H5_ERR_NOTFOUND, "file not found: chain/none.h5" },
-		{ "nothing", H5_ERR_NOTFOUND, "chain/c.h5::/c/none" },
-	};
-	h5_file *f;
-	uint64_t addr = 0;
-	char *fpath = NULL, base[64];
+	h5_file *top = open_top(0, NULL), *f;
+	char abs_top[512];
 
-	if (!py_ok)
-		return;
-	f = open_master();
-	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
-		ck_assert_int_eq(follow(f, bad[i].name, &addr, &fpath, base, sizeof(base)), bad[i].rc);
-		ck_assert_ptr_null(fpath);
-		ck_assert_msg(strstr(h5_err_msg(), bad[i].msg), "%s: %s", bad[i].name, h5_err_msg());
+	ck_assert_int_eq(rel(&f, top, "a.h5", H5_RELATED_EXT), 0);
+	ck_assert_ptr_eq(f, top);
+	snprintf(abs_top, sizeof(abs_top), "%s/a.h5", top_dir);
+	ck_assert_int_eq(rel(&f, top, abs_top, H5_RELATED_EXT), 0);
+	ck_assert_ptr_eq(f, top);
+	ck_assert_int_eq(rel(&f, top, "nope.h5", H5_RELATED_EXT), 1);
+	ck_assert_ptr_null(f);
+	/* a directory is not a file */
+	ck_assert_int_eq(rel(&f, top, "sub", H5_RELATED_EXT), 1);
+	ck_assert_int_lt(rel(&f, top, "", H5_RELATED_EXT), 0);
+	h5_file_close(top);
+}
+END_TEST
+
+/* libhdf5 (H5F_prefix_open_file): an absolute name that does not exist is
+ * tried again by its last component, in the linking file's directory. */
+START_TEST(absolute_falls_back_to_base_name)
+{
+	h5_file *top = open_top(0, NULL), *f;
+
+	ck_assert_int_eq(rel(&f, top, "/no/such/dir/c.h5", H5_RELATED_EXT), 0);
+	ck_is(f, "top/c.h5");
+	h5_related_release(f);
+	ck_assert_int_eq(rel(&f, top, "/no/such/dir/", H5_RELATED_EXT), 1);
+	h5_file_close(top);
+}
+END_TEST
+
+START_TEST(outside_the_tree_refused)
+{
+	h5_file *top = open_top(0, NULL), *f;
+	char abs_e[512];
+
+	ck_assert_int_eq(rel(&f, top, "../outside/e.h5", H5_RELATED_EXT), H5_ERR_PERM);
+	ck_assert_ptr_null(f);
+	ck_assert_ptr_nonnull(strstr(h5_err_msg(), "ext_any"));
+	snprintf(abs_e, sizeof(abs_e), "%s/outside/e.h5", tmpdir);
+	ck_assert_int_eq(rel(&f, top, abs_e, H5_RELATED_EXT), H5_ERR_PERM);
+	/* a symlink inside the tree to a file outside it: the real path counts */
+	{
+		char link[512];
+
+		snprintf(link, sizeof(link), "%s/sneaky.h5", top_dir);
+		ck_assert_int_eq(symlink(abs_e, link), 0);
+		ck_assert_int_eq(rel(&f, top, "sneaky.h5", H5_RELATED_EXT), H5_ERR_PERM);
 	}
-	/* h5_path_lookup (virtual dataset sources) stays inside its file */
-	ck_assert_int_eq(h5_path_lookup(&addr, f, "/local/data"), 0);
-	ck_assert_int_eq(h5_path_lookup(&addr, f, "/soft"), 0);
-	ck_assert_int_eq(h5_path_lookup(&addr, f, "/nested"), H5_ERR_NOTFOUND);
-	h5_file_close(f);
+	h5_file_close(top);
+	top = open_top(1, NULL);
+	ck_assert_int_eq(rel(&f, top, "../outside/e.h5", H5_RELATED_EXT), 0);
+	ck_is(f, "outside/e.h5");
+	h5_related_release(f);
+	h5_file_close(top);
+}
+END_TEST
+
+/* The prefix variable of the kind of name is tried before the linking
+ * file's directory; the other kind's variable is not used. */
+START_TEST(env_prefix_per_kind)
+{
+	h5_file *top = open_top(0, NULL), *f;
+
+	ck_assert_int_eq(setenv("HDF5_EXT_PREFIX", "${ORIGIN}/nothing:${ORIGIN}/pre", 1), 0);
+	ck_assert_int_eq(rel(&f, top, "d.h5", H5_RELATED_EXT), 0);
+	ck_is(f, "top/pre/d.h5");
+	h5_related_release(f);
+	/* c.h5 is both in pre/ and next to a.h5: the prefix wins */
+	ck_assert_int_eq(rel(&f, top, "c.h5", H5_RELATED_EXT), 0);
+	ck_is(f, "top/pre/c.h5");
+	h5_related_release(f);
+	/* a VDS source name does not use HDF5_EXT_PREFIX */
+	ck_assert_int_eq(rel(&f, top, "d.h5", H5_RELATED_VDS), 1);
+	ck_assert_int_eq(rel(&f, top, "c.h5", H5_RELATED_VDS), 0);
+	ck_is(f, "top/c.h5");
+	h5_related_release(f);
+	unsetenv("HDF5_EXT_PREFIX");
+	ck_assert_int_eq(setenv("HDF5_VDS_PREFIX", "${ORIGIN}/pre", 1), 0);
+	ck_assert_int_eq(rel(&f, top, "d.h5", H5_RELATED_VDS), 0);
+	ck_is(f, "top/pre/d.h5");
+	h5_related_release(f);
+	ck_assert_int_eq(rel(&f, top, "d.h5", H5_RELATED_EXT), 1);
+	h5_file_close(top);
+}
+END_TEST
+
+/* -o ext_prefix: after the variable, before the linking file's directory;
+ * a plain directory works as well as ${ORIGIN}; a prefix outside the tree
+ * is refused like any other name. */
+START_TEST(option_prefix)
+{
+	char list[600], bad[600];
+	h5_file *top, *f;
+
+	snprintf(list, sizeof(list), "%s/nothing:%s/pre", top_dir, top_dir);
+	top = open_top(0, list);
+	ck_assert_int_eq(rel(&f, top, "d.h5", H5_RELATED_EXT), 0);
+	ck_is(f, "top/pre/d.h5");
+	h5_related_release(f);
+	ck_assert_int_eq(rel(&f, top, "c.h5", H5_RELATED_VDS), 0);
+	ck_is(f, "top/pre/c.h5");
+	h5_related_release(f);
+	/* the variable comes first */
+	ck_assert_int_eq(setenv("HDF5_EXT_PREFIX", "${ORIGIN}", 1), 0);
+	ck_assert_int_eq(rel(&f, top, "c.h5", H5_RELATED_EXT), 0);
+	ck_is(f, "top/c.h5");
+	h5_related_release(f);
+	unsetenv("HDF5_EXT_PREFIX");
+	h5_file_close(top);
+	snprintf(bad, sizeof(bad), "%s/outside", tmpdir);
+	top = open_top(0, bad);
+	ck_assert_int_eq(rel(&f, top, "e.h5", H5_RELATED_EXT), H5_ERR_PERM);
+	h5_file_close(top);
+}
+END_TEST
+
+/* More files than stay open when idle: the idle ones are closed, and a file
+ * opened again keeps its number (its objects keep their inode numbers). */
+START_TEST(numbers_survive_idle_close)
+{
+	h5_file *top = open_top(0, NULL), *f, *first;
+	char name[64];
+	uint32_t id_first;
+
+	mkd("top/many");
+	for (int i = 0; i < 40; i++) {
+		snprintf(name, sizeof(name), "top/many/m%02d.h5", i);
+		mk(name, 100 + (uint32_t)i);
+	}
+	ck_assert_int_eq(rel(&first, top, "many/m00.h5", H5_RELATED_EXT), 0);
+	id_first = h5_file_id(first);
+	ck_assert_uint_eq(id_first, 1);
+	h5_related_release(first);
+	for (int i = 1; i < 40; i++) {
+		snprintf(name, sizeof(name), "many/m%02d.h5", i);
+		ck_assert_int_eq(rel(&f, top, name, H5_RELATED_EXT), 0);
+		ck_assert_uint_eq(h5_file_id(f), (uint32_t)i + 1);
+		h5_related_release(f);
+	}
+	ck_assert_int_eq(rel(&f, top, "many/m00.h5", H5_RELATED_EXT), 0);
+	ck_assert_uint_eq(h5_file_id(f), id_first);
+	ck_is(f, "top/many/m00.h5");
+	h5_related_release(f);
+	/* a held file is not closed under its holder */
+	ck_assert_int_eq(rel(&first, top, "many/m01.h5", H5_RELATED_EXT), 0);
+	for (int i = 2; i < 40; i++) {
+		snprintf(name, sizeof(name), "many/m%02d.h5", i);
+		ck_assert_int_eq(rel(&f, top, name, H5_RELATED_EXT), 0);
+		h5_related_release(f);
+	}
+	ck_assert_int_eq(rel(&f, top, "many/m01.h5", H5_RELATED_EXT), 0);
+	ck_assert_ptr_eq(f, first);
+	h5_related_release(f);
+	h5_related_release(first);
+	h5_file_close(top);
 }
 END_TEST
 
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("related");
-	TCase *tp = tcase_create("h5py");
+	TCase *tc = tcase_create("resolve");
 
-	tcase_add_unchecked_fixture(tp, py_setup, py_teardown);
-	tcase_set_timeout(tp, 120);
-	tcase_add_test(tp, py_chains);
-	tcase_add_test(tp, py_refused);
-	suite_add_tcase(s, tp);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);     /* a loaded machine: 40 files opened and closed */
+	tcase_add_test(tc, relative_to_the_linking_file);
+	tcase_add_test(tc, file_itself_and_missing);
+	tcase_add_test(tc, absolute_falls_back_to_base_name);
+	tcase_add_test(tc, outside_the_tree_refused);
+	tcase_add_test(tc, env_prefix_per_kind);
+	tcase_add_test(tc, option_prefix);
+	tcase_add_test(tc, numbers_survive_idle_close);
+	suite_add_tcase(s, tc);
 	return s;
 }
 
