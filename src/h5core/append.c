@@ -30,6 +30,7 @@
 #define _GNU_SOURCE /* sync_file_range */
 #include "internal.h"
 #include "cidx.h"
+#include "space.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -232,56 +233,12 @@ static int failed(const h5_astream *s)
 	return __atomic_load_n(&s->failed, __ATOMIC_ACQUIRE);
 }
 
-/* Addresses must fit the file's offset size (II.A "Size of Offsets"). */
-static bool addr_fits(const h5_file *f, uint64_t end)
-{
-	return end < H5_ADDR_UNDEF && (f->fmt.sizeof_addr >= 8 || end < UINT64_C(1) << (8 * f->fmt.sizeof_addr));
-}
-
-/* The next free address (under write_lock). Space is handed out only here
- * and by the EA writer at commit, always at the end, and never given back
- * while the file is open, so a staged chunk or block is never overwritten. */
-static uint64_t alloc_ptr(h5_file *f)
-{
-	if (f->alloc_end == 0)
-		f->alloc_end = f->eoa;
-	return f->alloc_end;
-}
-
-static int file_alloc(uint64_t *addr, h5_file *f, uint64_t len)
-{
-	uint64_t end;
-
-	*addr = alloc_ptr(f);
-	if (h5_add_overflow(*addr, len, &end) || !addr_fits(f, end))
-		return h5_err_set(H5_ERR_LIMIT, "file address space exhausted");
-	f->alloc_end = end;
-	return 0;
-}
-
 /* Start writing staged bytes back now, so that the commit's fsync finds
  * little left to do (a hint: errors show up at that fsync). */
 static void writeback_hint(h5_file *f, uint64_t addr, uint64_t len)
 {
 	if (len >= ((uint64_t)1 << 20))
 		h5_file_sync_hint(f, addr, len);
-}
-
-/* The file must be at least base + eoa bytes long before a superblock
- * claiming eoa can reach the disk: libhdf5 refuses a file shorter than
- * its end of allocated space ("truncated file"). */
-static int file_extend(h5_file *f, uint64_t eoa)
-{
-	uint64_t want, size;
-	int rc;
-
-	if (h5_add_overflow(f->base, eoa, &want) || want > (uint64_t)INT64_MAX)
-		return h5_err_set(H5_ERR_LIMIT, "file size overflows");
-	if ((rc = h5_file_size(f, &size)) < 0)
-		return h5_err_wrap(rc, "%s: ", f->path);
-	if (size < want && (rc = h5_file_truncate(f, want)) < 0)
-		return h5_err_wrap(rc, "extending %s: ", f->path);
-	return 0;
 }
 
 static void stream_free(h5_astream *s)
@@ -423,7 +380,7 @@ static int stream_new(h5_astream **out, h5_file *f, uint64_t addr)
 		if (rc < 0)
 			goto out;
 	}
-	s->last_end = alloc_ptr(f);
+	s->last_end = h5_space_end(f);
 	*out = s;
 out:
 	if (rc < 0)
@@ -733,7 +690,7 @@ static int stage_contiguous(h5_astream *s, const uint8_t *src, uint64_t r, uint6
 	if (rc != 0)
 		return rc < 0 ? rc : 0;
 	pthread_mutex_lock(&f->write_lock);
-	rc = file_alloc(&addr, f, n * len);
+	rc = h5_space_alloc(&addr, f, n * len);
 	if (rc == 0)
 		rc = h5_file_write(f, addr, src, (size_t)(n * len));
 	pthread_mutex_unlock(&f->write_lock);
@@ -798,7 +755,7 @@ static int stage_chunks(h5_astream *s, uint64_t r0, uint64_t r1, uint64_t hi)
 				continue;
 			}
 			pthread_mutex_lock(&f->write_lock);
-			rc = file_alloc(&addr, f, n * cb);
+			rc = h5_space_alloc(&addr, f, n * cb);
 			if (rc == 0)
 				rc = h5_file_write(f, addr, win, (size_t)(n * cb));
 			pthread_mutex_unlock(&f->write_lock);
@@ -814,7 +771,7 @@ static int stage_chunks(h5_astream *s, uint64_t r0, uint64_t r1, uint64_t hi)
 		for (size_t i = 0; i < n; i++)
 			sum += jobs[i].len;
 		pthread_mutex_lock(&f->write_lock);
-		rc = file_alloc(&addr, f, sum);
+		rc = h5_space_alloc(&addr, f, sum);
 		wb.start = addr;
 		for (size_t i = 0; i < n && rc == 0; i++)
 			rc = wb_put(&wb, jobs[i].buf, jobs[i].len);
@@ -931,19 +888,6 @@ static int shrink_eoa(h5_file *f, uint64_t end)
 	return h5_superblock_write_eoa(f, end);
 }
 
-static int cut_file(h5_file *f, uint64_t end)
-{
-	uint64_t size;
-	int rc;
-
-	f->eoa = end;
-	if ((rc = h5_file_size(f, &size)) < 0)
-		return h5_err_wrap(rc, "%s: ", f->path);
-	if (size > f->base + end && (rc = h5_file_truncate(f, f->base + end)) < 0)
-		return h5_err_wrap(rc, "truncating %s: ", f->path);
-	return 0;
-}
-
 /* Nothing new to show, but a durable request: fsync what earlier commits
  * left unsynced, and give back a reserve. */
 static int commit_sync(h5_astream *s)
@@ -954,14 +898,14 @@ static int commit_sync(h5_astream *s)
 	int rc = 0;
 
 	pthread_mutex_lock(&f->write_lock);
-	end = alloc_ptr(f);
+	end = h5_space_end(f);
 	shrink = f->eoa > end;
 	if (shrink)
 		rc = shrink_eoa(f, end);
 	if (rc == 0 && (shrink || s->unsynced))
 		rc = h5_file_sync(f);
 	if (rc == 0 && shrink)
-		rc = cut_file(f, end);
+		rc = h5_space_cut(f, end);
 	pthread_mutex_unlock(&f->write_lock);
 	if (rc == 0)
 		s->unsynced = false;
@@ -1015,21 +959,23 @@ static int commit(h5_astream *s, bool partial, bool durable)
 		rc = h5_err_set(H5_ERR_INVAL, "append: rows staged without index entries");
 		goto out;
 	}
-	alloc_ptr(f);
-	rc = s->wops->write(s->ea, &f->alloc_end);
+	end = h5_space_end(f);
+	rc = s->wops->write(s->ea, &end);
+	/* what the writer advanced, even when it failed after writing */
+	if (end != h5_space_end(f)) {
+		int rc2 = h5_space_claim(f, end);
+
+		if (rc == 0)
+			rc = rc2;
+	}
 	if (rc < 0)
 		goto out;
-	end = f->alloc_end;
-	if (!addr_fits(f, end)) {
-		rc = h5_err_set(H5_ERR_LIMIT, "file address space exhausted");
-		goto out;
-	}
 	if (end > f->eoa) {
 		uint64_t r = durable ? 0 : reserve_size(s, end);
 
 		new_eoa = end;
-		if (r && !h5_add_overflow(end, r, &new_eoa) && addr_fits(f, new_eoa))
-			rc = file_extend(f, new_eoa);
+		if (r && !h5_add_overflow(end, r, &new_eoa) && h5_space_fits(f, new_eoa))
+			rc = h5_space_extend(f, new_eoa);
 		else
 			new_eoa = end;
 	} else if (durable && f->eoa > end) {
@@ -1088,7 +1034,7 @@ static int commit(h5_astream *s, bool partial, bool durable)
 	if (rc == 0 && durable)
 		rc = h5_file_sync(f);
 	if (rc == 0 && shrink)
-		rc = cut_file(f, end);
+		rc = h5_space_cut(f, end);
 	if (rc < 0)
 		goto out;
 	s->ea_addr = s->wops->addr(s->ea);
