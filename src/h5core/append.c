@@ -13,7 +13,8 @@
  * and written as new chunks beyond everything any structure references,
  * and their array elements are set on private copies of the EA blocks.
  * Nothing on disk points at them yet. A COMMIT makes staged rows visible,
- * crash-safe by ordering alone (doc/APPEND.md):
+ * crash-safe by ordering alone (doc/APPEND.md; the order is txn.c's, the
+ * space space.c's):
  *   1. the changed EA blocks as new blocks after the chunks; fsync;
  *   2. only when that space lies beyond the end of allocated space: the
  *      superblock's EOF address (reserving room ahead); fsync;
@@ -31,6 +32,7 @@
 #include "internal.h"
 #include "cidx.h"
 #include "space.h"
+#include "txn.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -59,10 +61,6 @@
 #define WINDOW_JOBS 4096
 #define THREAD_MIN_BYTES ((uint64_t)256 << 10)
 #define MAX_THREADS 64
-/* Room a non-durable commit reserves beyond the end of allocated space, so
- * that the next commits need no superblock update (doc/APPEND.md). */
-#define RESERVE_MIN ((uint64_t)1 << 20)
-#define RESERVE_MAX ((uint64_t)256 << 20)
 /* Staged chunk images are collected up to this size before one pwrite. */
 #define WBUF_BYTES ((size_t)1 << 20)
 
@@ -872,40 +870,15 @@ static int push_rows(h5_astream *s, const uint8_t *src, uint64_t n)
 
 /* ---- committing ---------------------------------------------------------------- */
 
-/* Reserve ahead: four times what the last commits used, within bounds. */
-static uint64_t reserve_size(const h5_astream *s, uint64_t end)
-{
-	uint64_t r = end > s->last_end ? (end - s->last_end) * 4 : 0;
-
-	return r < RESERVE_MIN ? RESERVE_MIN : r > RESERVE_MAX ? RESERVE_MAX : r;
-}
-
-/* Give back the reserve: the superblock's end of allocated space drops to
- * the allocation end (everything referenced lies below), written before
- * the fsync that follows; the file is cut only after that fsync. */
-static int shrink_eoa(h5_file *f, uint64_t end)
-{
-	return h5_superblock_write_eoa(f, end);
-}
-
 /* Nothing new to show, but a durable request: fsync what earlier commits
  * left unsynced, and give back a reserve. */
 static int commit_sync(h5_astream *s)
 {
 	h5_file *f = s->f;
-	uint64_t end;
-	bool shrink;
-	int rc = 0;
+	int rc;
 
 	pthread_mutex_lock(&f->write_lock);
-	end = h5_space_end(f);
-	shrink = f->eoa > end;
-	if (shrink)
-		rc = shrink_eoa(f, end);
-	if (rc == 0 && (shrink || s->unsynced))
-		rc = h5_file_sync(f);
-	if (rc == 0 && shrink)
-		rc = h5_space_cut(f, end);
+	rc = h5_txn_sync(f, s->unsynced);
 	pthread_mutex_unlock(&f->write_lock);
 	if (rc == 0)
 		s->unsynced = false;
@@ -919,10 +892,9 @@ static int commit(h5_astream *s, bool partial, bool durable)
 {
 	h5_file *f = s->f;
 	h5_ohdr_edit e = { 0 };
+	h5_txn t;
 	const h5_msg *ds, *lay;
-	uint64_t n1, end, new_eoa = 0;
-	bool shrink = false;
-	uint8_t v[32];
+	uint64_t n1;
 	size_t dsc;
 	int rc;
 
@@ -954,67 +926,17 @@ static int commit(h5_astream *s, bool partial, bool durable)
 	for (size_t c = 0; c < e.oh->nchunks; c++)
 		e.lo[c] = SIZE_MAX;
 
-	/* 1. the changed EA blocks, new, after the staged chunks */
+	/* 1. the changed index blocks, new, after the staged chunks; fsync;
+	 * 2. the superblock covers the new space; fsync (txn.c) */
 	if (!s->ea) {
 		rc = h5_err_set(H5_ERR_INVAL, "append: rows staged without index entries");
 		goto out;
 	}
-	end = h5_space_end(f);
-	rc = s->wops->write(s->ea, &end);
-	/* what the writer advanced, even when it failed after writing */
-	if (end != h5_space_end(f)) {
-		int rc2 = h5_space_claim(f, end);
-
-		if (rc == 0)
-			rc = rc2;
-	}
-	if (rc < 0)
-		goto out;
-	if (end > f->eoa) {
-		uint64_t r = durable ? 0 : reserve_size(s, end);
-
-		new_eoa = end;
-		if (r && !h5_add_overflow(end, r, &new_eoa) && h5_space_fits(f, new_eoa))
-			rc = h5_space_extend(f, new_eoa);
-		else
-			new_eoa = end;
-	} else if (durable && f->eoa > end) {
-		shrink = true;
-	}
+	h5_txn_begin(&t, f, durable, s->wops, s->ea);
+	rc = h5_txn_stage(&t, s->last_end);
+	/* 3. the switch to the new index; fsync */
 	if (rc == 0)
-		rc = h5_file_sync(f);
-	if (rc < 0)
-		goto out;
-	/* 2. the superblock covers the new space before anything points there */
-	if (new_eoa) {
-		rc = h5_superblock_write_eoa(f, new_eoa);
-		if (rc == 0)
-			rc = h5_file_sync(f);
-		if (rc < 0)
-			goto out;
-		f->eoa = new_eoa;
-	}
-	/* 3. the switch to the new index */
-	if (s->wops->addr_is_new(s->ea)) {
-		uint64_t field = H5_ADDR_UNDEF;
-
-		size_t vlen = f->fmt.sizeof_addr;
-
-		rc = s->wops->addr_field(&field, lay, &f->fmt);
-		h5_le_encode(v, s->wops->addr(s->ea), f->fmt.sizeof_addr);
-		if (rc == 0 && s->wops->switch_bytes)
-			rc = s->wops->switch_bytes(s->ea, &f->fmt, &field, v, &vlen);
-		if (rc == 0)
-			rc = h5_ohdr_patch(&e, field, v, vlen);
-		if (rc == 0)
-			rc = h5_ohdr_write_chunk(f, &e, h5_ohdr_chunk_of(e.oh, field));
-		if (rc == 0 && s->wops->switched)
-			rc = s->wops->switched(s->ea);
-	} else {
-		rc = s->wops->commit(s->ea);
-	}
-	if (rc == 0)
-		rc = h5_file_sync(f);
+		rc = h5_txn_switch(&t, &e, lay);
 	if (rc < 0)
 		goto out;
 	/* 4. modification time, then dims[0] last: the dataspace's chunk is
@@ -1028,17 +950,11 @@ static int commit(h5_astream *s, bool partial, bool durable)
 		rc = h5_dspace_patch_dim0(&e, ds, &f->fmt, n1);
 	}
 	if (rc == 0)
-		rc = h5_ohdr_write_chunk(f, &e, dsc);
-	if (rc == 0 && shrink)
-		rc = shrink_eoa(f, end);
-	if (rc == 0 && durable)
-		rc = h5_file_sync(f);
-	if (rc == 0 && shrink)
-		rc = h5_space_cut(f, end);
+		rc = h5_txn_last(&t, &e, dsc);
 	if (rc < 0)
 		goto out;
 	s->ea_addr = s->wops->addr(s->ea);
-	s->last_end = end;
+	s->last_end = t.end;
 	s->unsynced = !durable;
 	__atomic_store_n(&s->committed, n1, __ATOMIC_RELEASE);
 out:
