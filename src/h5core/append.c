@@ -12,8 +12,9 @@
  * arrive: complete chunk rows are built (filtered on f->nthreads threads)
  * and written as new chunks beyond everything any structure references,
  * and their array elements are set on private copies of the EA blocks.
- * Nothing on disk points at them yet. A COMMIT makes staged rows visible,
- * crash-safe by ordering alone (doc/APPEND.md):
+ * Nothing on disk points at them yet (staging is append_stage.c's). A
+ * COMMIT makes staged rows visible, crash-safe by ordering alone
+ * (doc/APPEND.md; the order is txn.c's, the space space.c's):
  *   1. the changed EA blocks as new blocks after the chunks; fsync;
  *   2. only when that space lies beyond the end of allocated space: the
  *      superblock's EOF address (reserving room ahead); fsync;
@@ -30,6 +31,9 @@
 #define _GNU_SOURCE /* sync_file_range */
 #include "internal.h"
 #include "cidx.h"
+#include "space.h"
+#include "txn.h"
+#include "append_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -51,58 +55,6 @@
  * buffer, appending 1 GiB unfiltered took three times the CPU. */
 #define STAGE_BYTES ((uint64_t)1 << 20)
 #define STAGE_MAX_BYTES ((uint64_t)64 << 20)
-/* Chunk images built at once (one window; for filtered datasets at least
- * two per thread); below THREAD_MIN_BYTES of chunks, threads cost more
- * than they save. */
-#define WINDOW_BYTES ((uint64_t)1 << 20)
-#define WINDOW_JOBS 4096
-#define THREAD_MIN_BYTES ((uint64_t)256 << 10)
-#define MAX_THREADS 64
-/* Room a non-durable commit reserves beyond the end of allocated space, so
- * that the next commits need no superblock update (doc/APPEND.md). */
-#define RESERVE_MIN ((uint64_t)1 << 20)
-#define RESERVE_MAX ((uint64_t)256 << 20)
-/* Staged chunk images are collected up to this size before one pwrite. */
-#define WBUF_BYTES ((size_t)1 << 20)
-
-/* One dataset being appended to, shared by all its appenders. The fields
- * below `lock` are only used under it; `next`, `refs` and `unlinked`
- * under f->write_lock. Rows [committed, row0) are staged, rows
- * [row0, row0 + nbuf) are in buf (some of them may be committed already,
- * as a partly filled chunk row). */
-typedef struct h5_astream {
-	struct h5_astream *next;
-	unsigned refs;
-	bool unlinked;          /* failed and replaced in f->astreams */
-	pthread_mutex_t lock;
-	h5_file *f;
-	uint64_t addr;          /* dataset object header */
-	h5_dataset *d;          /* type, fill, filters, dims[1:]: constant while appending */
-	unsigned rank;
-	uint64_t esize, row_bytes;
-	uint64_t dims[H5_MAX_RANK];         /* dims[1:] */
-	uint64_t chunk[H5_MAX_RANK];
-	uint64_t nch[H5_MAX_RANK];          /* chunks per dimension (1:) */
-	uint64_t down[H5_MAX_RANK];         /* EA linearisation over max dims (chunk.c set_down) */
-	uint64_t ncells;                    /* chunks per chunk row */
-	uint64_t crow_bytes;                /* bytes of the rows of one chunk row */
-	bool filtered;
-	bool simple;            /* one chunk per chunk row covering whole rows: its image is the rows */
-	uint64_t stage_rows;    /* stage when this many rows are buffered (whole chunk rows) */
-	uint64_t commit_bytes, commit_ns;
-	uint64_t ea_addr;       /* EA header, UNDEF before the first chunk */
-	uint64_t committed;     /* dims[0] on disk; read without the lock (atomic) */
-	uint64_t row0;          /* first buffered row, the first of a chunk row */
-	uint8_t *buf;
-	uint64_t nbuf, cap;     /* rows buffered / room */
-	const h5_cidx_write_ops *wops; /* the index's append operations (cidx.h) */
-	void *ea;               /* its writer: entries set since the last commit (NULL: none) */
-	uint64_t nset;
-	uint64_t since;         /* when the oldest uncommitted row arrived (ns) */
-	uint64_t last_end;      /* allocation end after the previous commit */
-	bool unsynced;          /* a commit since the last fsync did not fsync dims[0] */
-	int failed;             /* sticky: set under lock, read under write_lock too (atomic) */
-} h5_astream;
 
 struct h5_appender {
 	h5_astream *s;
@@ -230,58 +182,6 @@ static int fail(h5_astream *s, int rc)
 static int failed(const h5_astream *s)
 {
 	return __atomic_load_n(&s->failed, __ATOMIC_ACQUIRE);
-}
-
-/* Addresses must fit the file's offset size (II.A "Size of Offsets"). */
-static bool addr_fits(const h5_file *f, uint64_t end)
-{
-	return end < H5_ADDR_UNDEF && (f->fmt.sizeof_addr >= 8 || end < UINT64_C(1) << (8 * f->fmt.sizeof_addr));
-}
-
-/* The next free address (under write_lock). Space is handed out only here
- * and by the EA writer at commit, always at the end, and never given back
- * while the file is open, so a staged chunk or block is never overwritten. */
-static uint64_t alloc_ptr(h5_file *f)
-{
-	if (f->alloc_end == 0)
-		f->alloc_end = f->eoa;
-	return f->alloc_end;
-}
-
-static int file_alloc(uint64_t *addr, h5_file *f, uint64_t len)
-{
-	uint64_t end;
-
-	*addr = alloc_ptr(f);
-	if (h5_add_overflow(*addr, len, &end) || !addr_fits(f, end))
-		return h5_err_set(H5_ERR_LIMIT, "file address space exhausted");
-	f->alloc_end = end;
-	return 0;
-}
-
-/* Start writing staged bytes back now, so that the commit's fsync finds
- * little left to do (a hint: errors show up at that fsync). */
-static void writeback_hint(h5_file *f, uint64_t addr, uint64_t len)
-{
-	if (len >= ((uint64_t)1 << 20))
-		h5_file_sync_hint(f, addr, len);
-}
-
-/* The file must be at least base + eoa bytes long before a superblock
- * claiming eoa can reach the disk: libhdf5 refuses a file shorter than
- * its end of allocated space ("truncated file"). */
-static int file_extend(h5_file *f, uint64_t eoa)
-{
-	uint64_t want, size;
-	int rc;
-
-	if (h5_add_overflow(f->base, eoa, &want) || want > (uint64_t)INT64_MAX)
-		return h5_err_set(H5_ERR_LIMIT, "file size overflows");
-	if ((rc = h5_file_size(f, &size)) < 0)
-		return h5_err_wrap(rc, "%s: ", f->path);
-	if (size < want && (rc = h5_file_truncate(f, want)) < 0)
-		return h5_err_wrap(rc, "extending %s: ", f->path);
-	return 0;
 }
 
 static void stream_free(h5_astream *s)
@@ -423,442 +323,12 @@ static int stream_new(h5_astream **out, h5_file *f, uint64_t addr)
 		if (rc < 0)
 			goto out;
 	}
-	s->last_end = alloc_ptr(f);
+	s->last_end = h5_space_end(f);
 	*out = s;
 out:
 	if (rc < 0)
 		stream_free(s);
 	return rc;
-}
-
-/* ---- staging ------------------------------------------------------------------- */
-
-static void cell_coords(const h5_astream *s, uint64_t cell, uint64_t *j)
-{
-	for (unsigned i = s->rank; i-- > 1;) {
-		j[i] = cell % s->nch[i];
-		cell /= s->nch[i];
-	}
-}
-
-static int writer_open(h5_astream *s)
-{
-	if (s->ea)
-		return 0;
-	s->wops = h5_cidx_ops_of(s->d->layout.idx_type)->write;
-	return s->wops->open(&s->ea, s->f, s->d, s->ea_addr);
-}
-
-/* Scaled coordinates j and linear index (the arrays' order) of a chunk. */
-static int chunk_pos(uint64_t *j, uint64_t *idx, const h5_astream *s, uint64_t r, uint64_t cell)
-{
-	uint64_t t;
-
-	cell_coords(s, cell, j);
-	if (h5_mul_overflow(r, s->down[0], idx))
-		return h5_err_set(H5_ERR_LIMIT, "chunk row %llu is beyond the index", (unsigned long long)r);
-	for (unsigned i = 1; i < s->rank; i++) {
-		if (h5_mul_overflow(j[i], s->down[i], &t) || h5_add_overflow(*idx, t, idx))
-			return h5_err_set(H5_ERR_LIMIT, "chunk row %llu is beyond the index", (unsigned long long)r);
-	}
-	j[0] = r;
-	return 0;
-}
-
-/* Where the index puts chunk (r, cell) itself (implicit, unfiltered single
- * chunk): 1 and *addr, or 0 when the chunk goes to new space. */
-static int placed(uint64_t *addr, h5_astream *s, uint64_t r, uint64_t cell)
-{
-	uint64_t j[H5_MAX_RANK], idx;
-	int rc = writer_open(s);
-
-	if (rc == 0 && !s->wops->place)
-		return 0;
-	if (rc == 0)
-		rc = chunk_pos(j, &idx, s, r, cell);
-	return rc < 0 ? rc : s->wops->place(s->ea, idx, addr);
-}
-
-static int set_elmt(h5_astream *s, uint64_t r, uint64_t cell, const h5_chunk_rec *rec)
-{
-	uint64_t j[H5_MAX_RANK], idx;
-	int rc = writer_open(s);
-
-	if (rc == 0)
-		rc = chunk_pos(j, &idx, s, r, cell);
-	if (rc < 0)
-		return rc;
-	rc = s->wops->set(s->ea, j, idx, rec);
-	if (rc == 0)
-		s->nset++;
-	return rc;
-}
-
-static const uint8_t *row_ptr(const h5_astream *s, uint64_t row)
-{
-	return s->buf + (row - s->row0) * s->row_bytes;
-}
-
-/* Copy the part of buffered rows [lo, hi) that chunk (r, j[1..]) covers
- * into cbuf. Walks the chunk's box in dims 1..rank-1 as runs along the
- * last dimension. */
-static void chunk_gather(const h5_astream *s, uint8_t *cbuf, uint64_t r, const uint64_t *j, uint64_t lo, uint64_t hi)
-{
-	unsigned k = s->rank;
-	uint64_t ext[H5_MAX_RANK], idx[H5_MAX_RANK], cstride[H5_MAX_RANK], dstride[H5_MAX_RANK];
-	uint64_t run;
-
-	if (s->simple) {
-		memcpy(cbuf, row_ptr(s, lo), (size_t)((hi - lo) * s->row_bytes));
-		return;
-	}
-	/* strides in elements: within the chunk and within one dataset row */
-	cstride[k - 1] = 1;
-	dstride[k - 1] = 1;
-	for (unsigned i = k - 1; i-- > 0;) {
-		cstride[i] = cstride[i + 1] * s->chunk[i + 1];
-		dstride[i] = i == 0 ? 0 : dstride[i + 1] * s->dims[i + 1];
-	}
-	for (unsigned i = 1; i < k; i++) {
-		uint64_t start = j[i] * s->chunk[i];
-
-		ext[i] = s->dims[i] - start < s->chunk[i] ? s->dims[i] - start : s->chunk[i];
-	}
-	run = (k == 1 ? 1 : ext[k - 1]) * s->esize;
-	for (uint64_t row = lo; row < hi; row++) {
-		const uint8_t *src = row_ptr(s, row);
-		uint8_t *dst = cbuf + (row - r * s->chunk[0]) * cstride[0] * s->esize;
-
-		if (k == 1) {
-			memcpy(dst, src, (size_t)run);
-			continue;
-		}
-		for (unsigned i = 1; i < k; i++)
-			idx[i] = 0;
-		for (;;) {
-			uint64_t so = 0, co = 0;
-			unsigned i;
-
-			for (i = 1; i < k; i++) {
-				so += (j[i] * s->chunk[i] + idx[i]) * dstride[i];
-				co += idx[i] * cstride[i];
-			}
-			memcpy(dst + co * s->esize, src + so * s->esize, (size_t)run);
-			/* next run: odometer over dims 1..k-2 */
-			for (i = k - 1; i-- > 1;) {
-				if (++idx[i] < ext[i])
-					break;
-				idx[i] = 0;
-			}
-			if (i == 0)
-				break;
-		}
-	}
-}
-
-/* One chunk to build: chunk row r, cell `cell` of it. */
-typedef struct cjob {
-	uint64_t r, cell;
-	uint8_t *buf;           /* filtered: malloc'd here; else a slice of the window */
-	size_t len;
-	uint32_t mask;
-} cjob;
-
-/* Build (and filter) one chunk from buffered rows below hi. Chunks are
- * full-size on disk; what no row covers holds the fill value. Runs on
- * worker threads: reads the stream, writes only the job. */
-static int build_chunk(const h5_astream *s, cjob *jb, uint64_t hi)
-{
-	uint64_t j[H5_MAX_RANK], lo = jb->r * s->chunk[0], end = lo + s->chunk[0];
-	size_t len = (size_t)s->d->chunk_bytes;
-	bool full = end <= hi;
-
-	cell_coords(s, jb->cell, j);
-	for (unsigned i = 1; i < s->rank; i++)
-		if ((j[i] + 1) * s->chunk[i] > s->dims[i])
-			full = false;
-	if (end > hi)
-		end = hi;
-	if (!jb->buf) {
-		jb->buf = malloc(len);
-		if (!jb->buf)
-			return h5_err_set(H5_ERR_NOMEM, "out of memory for a %zu-byte chunk", len);
-	}
-	if (!full)
-		h5_dataset_fill(s->d, jb->buf, 0, len);
-	chunk_gather(s, jb->buf, jb->r, j, lo, end);
-	jb->len = len;
-	jb->mask = 0;
-	if (s->filtered)
-		return h5_filter_encode(&jb->buf, &jb->len, &jb->mask, &s->d->pline, s->d->dtype);
-	return 0;
-}
-
-typedef struct cwork {
-	const h5_astream *s;
-	cjob *jobs;
-	size_t n, next;         /* next: claimed atomically */
-	uint64_t hi;
-	pthread_mutex_t mu;
-	int rc;                 /* first error, with its message (errors are per thread) */
-	char msg[512];
-} cwork;
-
-static void *build_worker(void *arg)
-{
-	cwork *w = arg;
-
-	for (;;) {
-		size_t i = __atomic_fetch_add(&w->next, 1, __ATOMIC_RELAXED);
-		int rc;
-
-		if (i >= w->n)
-			break;
-		rc = build_chunk(w->s, &w->jobs[i], w->hi);
-		if (rc < 0) {
-			pthread_mutex_lock(&w->mu);
-			if (!w->rc) {
-				w->rc = rc;
-				snprintf(w->msg, sizeof(w->msg), "%s", h5_err_msg());
-			}
-			pthread_mutex_unlock(&w->mu);
-			__atomic_store_n(&w->next, w->n, __ATOMIC_RELAXED);
-		}
-	}
-	return NULL;
-}
-
-/* Build n chunks; filtered ones on up to f->nthreads threads (this one
- * included). Fewer threads than asked for is fine. */
-static int build_window(const h5_astream *s, cjob *jobs, size_t n, uint64_t hi)
-{
-	cwork w = { .s = s, .jobs = jobs, .n = n, .hi = hi };
-	pthread_t tid[MAX_THREADS];
-	unsigned want = s->f->nthreads, nt = 0;
-
-	if (!s->filtered || n < 2 || n * s->d->chunk_bytes < THREAD_MIN_BYTES)
-		want = 1;
-	if (want > n)
-		want = (unsigned)n;
-	if (want > MAX_THREADS)
-		want = MAX_THREADS;
-	pthread_mutex_init(&w.mu, NULL);
-	while (nt + 1 < want && pthread_create(&tid[nt], NULL, build_worker, &w) == 0)
-		nt++;
-	build_worker(&w);
-	for (unsigned i = 0; i < nt; i++)
-		pthread_join(tid[i], NULL);
-	pthread_mutex_destroy(&w.mu);
-	if (w.rc)
-		return h5_err_set(w.rc, "%s", w.msg);
-	return 0;
-}
-
-/* Chunk images go out sequentially from `start`, collected into one pwrite. */
-typedef struct wbuf {
-	h5_file *f;
-	uint64_t start;
-	uint8_t *p;
-	size_t len, cap;
-} wbuf;
-
-static int wb_flush(wbuf *w)
-{
-	int rc = 0;
-
-	if (w->len)
-		rc = h5_file_write(w->f, w->start, w->p, w->len);
-	w->start += w->len;
-	w->len = 0;
-	return rc;
-}
-
-static int wb_put(wbuf *w, const uint8_t *src, size_t n)
-{
-	int rc;
-
-	if (w->len + n > w->cap) {
-		rc = wb_flush(w);
-		if (rc < 0)
-			return rc;
-		if (n > w->cap)
-			return h5_file_write(w->f, (w->start += n) - n, src, n);
-	}
-	memcpy(w->p + w->len, src, n);
-	w->len += n;
-	return 0;
-}
-
-/* Write n consecutive chunk images of `len` bytes each from src (whole
- * chunk rows of a simple unfiltered dataset: src is the rows) and point
- * chunk rows r.. at them. */
-/* Unfiltered chunk images the index places itself (placed()): each is
- * written where its slot is, past dims[0] (invisible until dims[0] grows)
- * or, for the last chunk, with its old rows' bytes unchanged. Returns 1
- * when the index places chunks. */
-static int stage_placed(h5_astream *s, const uint8_t *src, uint64_t r, uint64_t cell, uint64_t n, uint64_t len)
-{
-	uint64_t addr;
-	int rc = placed(&addr, s, r, cell);
-
-	for (uint64_t i = 0; rc == 1 && i < n; i++) {
-		uint64_t ri = r + (cell + i) / s->ncells, ci = (cell + i) % s->ncells;
-		h5_chunk_rec rec;
-
-		rc = placed(&addr, s, ri, ci);
-		if (rc == 0)
-			rc = h5_err_set(H5_ERR_FORMAT, "chunk index places some chunks only");
-		if (rc < 0)
-			break;
-		pthread_mutex_lock(&s->f->write_lock);
-		rc = h5_file_write(s->f, addr, src + i * len, (size_t)len);
-		pthread_mutex_unlock(&s->f->write_lock);
-		rec.addr = addr;
-		rec.size = len;
-		rec.filter_mask = 0;
-		if (rc == 0)
-			rc = set_elmt(s, ri, ci, &rec);
-		if (rc == 0)
-			rc = 1;
-	}
-	return rc;
-}
-
-static int stage_contiguous(h5_astream *s, const uint8_t *src, uint64_t r, uint64_t n, uint64_t len)
-{
-	h5_file *f = s->f;
-	uint64_t addr = 0;
-	int rc = stage_placed(s, src, r, 0, n, len);
-
-	if (rc != 0)
-		return rc < 0 ? rc : 0;
-	pthread_mutex_lock(&f->write_lock);
-	rc = file_alloc(&addr, f, n * len);
-	if (rc == 0)
-		rc = h5_file_write(f, addr, src, (size_t)(n * len));
-	pthread_mutex_unlock(&f->write_lock);
-	if (rc < 0)
-		return rc;
-	writeback_hint(f, addr, n * len);
-	for (uint64_t i = 0; i < n && rc == 0; i++) {
-		h5_chunk_rec rec = { addr + i * len, 0, 0 };
-
-		rc = set_elmt(s, r + i / s->ncells, i % s->ncells, &rec);
-	}
-	return rc;
-}
-
-/* Stage chunk rows [r0, r1) from the buffer, rows below hi being data. */
-static int stage_chunks(h5_astream *s, uint64_t r0, uint64_t r1, uint64_t hi)
-{
-	h5_file *f = s->f;
-	uint64_t total, per, cb = s->d->chunk_bytes;
-	cjob *jobs = NULL;
-	uint8_t *win = NULL;
-	wbuf wb = { .f = f, .cap = WBUF_BYTES };
-	int rc = 0;
-
-	if (!s->filtered && s->simple && hi == r1 * s->chunk[0])
-		return stage_contiguous(s, row_ptr(s, r0 * s->chunk[0]), r0, r1 - r0, s->crow_bytes);
-	if (h5_mul_overflow(r1 - r0, s->ncells, &total))
-		return h5_err_set(H5_ERR_LIMIT, "too many chunks");
-	per = WINDOW_BYTES / cb ? WINDOW_BYTES / cb : 1;
-	if (s->filtered && per < 2 * (uint64_t)f->nthreads)
-		per = 2 * (uint64_t)f->nthreads;
-	if (per > WINDOW_JOBS)
-		per = WINDOW_JOBS;
-	if (per > total)
-		per = total;
-	jobs = calloc((size_t)per, sizeof(*jobs));
-	if (s->filtered)
-		wb.p = malloc(wb.cap);
-	else
-		win = malloc((size_t)(per * cb));
-	if (!jobs || (s->filtered ? !wb.p : !win)) {
-		rc = h5_err_set(H5_ERR_NOMEM, "out of memory building chunks");
-		goto out;
-	}
-	for (uint64_t first = 0; first < total && rc == 0; first += per) {
-		size_t n = (size_t)(total - first < per ? total - first : per);
-		uint64_t addr = 0, sum = 0;
-
-		for (size_t i = 0; i < n; i++) {
-			jobs[i].r = r0 + (first + i) / s->ncells;
-			jobs[i].cell = (first + i) % s->ncells;
-			jobs[i].buf = s->filtered ? NULL : win + i * cb;
-		}
-		rc = build_window(s, jobs, n, hi);
-		if (rc < 0)
-			goto window_out;
-		if (!s->filtered) {
-			/* same-size images in row order: one write, like stage_contiguous */
-			rc = stage_placed(s, win, jobs[0].r, jobs[0].cell, n, cb);
-			if (rc != 0) {
-				rc = rc < 0 ? rc : 0;
-				continue;
-			}
-			pthread_mutex_lock(&f->write_lock);
-			rc = file_alloc(&addr, f, n * cb);
-			if (rc == 0)
-				rc = h5_file_write(f, addr, win, (size_t)(n * cb));
-			pthread_mutex_unlock(&f->write_lock);
-			if (rc == 0)
-				writeback_hint(f, addr, n * cb);
-			for (size_t i = 0; i < n && rc == 0; i++) {
-				h5_chunk_rec rec = { addr + i * cb, 0, 0 };
-
-				rc = set_elmt(s, jobs[i].r, jobs[i].cell, &rec);
-			}
-			continue;
-		}
-		for (size_t i = 0; i < n; i++)
-			sum += jobs[i].len;
-		pthread_mutex_lock(&f->write_lock);
-		rc = file_alloc(&addr, f, sum);
-		wb.start = addr;
-		for (size_t i = 0; i < n && rc == 0; i++)
-			rc = wb_put(&wb, jobs[i].buf, jobs[i].len);
-		if (rc == 0)
-			rc = wb_flush(&wb);
-		pthread_mutex_unlock(&f->write_lock);
-		if (rc == 0)
-			writeback_hint(f, addr, sum);
-		for (size_t i = 0; i < n && rc == 0; i++) {
-			/* H5D__earray_idx_insert: filtered elements carry size and mask */
-			h5_chunk_rec rec = { addr, jobs[i].len, jobs[i].mask };
-
-			addr += jobs[i].len;
-			rc = set_elmt(s, jobs[i].r, jobs[i].cell, &rec);
-		}
-window_out:
-		if (s->filtered)
-			for (size_t i = 0; i < n; i++) {
-				free(jobs[i].buf);
-				jobs[i].buf = NULL;
-			}
-	}
-out:
-	free(jobs);
-	free(win);
-	free(wb.p);
-	return rc;
-}
-
-/* Stage every complete chunk row in the buffer and keep the rest. */
-static int stage_complete(h5_astream *s)
-{
-	uint64_t k = s->nbuf / s->chunk[0], n = k * s->chunk[0];
-	int rc;
-
-	if (k == 0)
-		return 0;
-	rc = stage_chunks(s, s->row0 / s->chunk[0], s->row0 / s->chunk[0] + k, s->row0 + n);
-	if (rc < 0)
-		return rc;
-	memmove(s->buf, s->buf + n * s->row_bytes, (size_t)((s->nbuf - n) * s->row_bytes));
-	s->row0 += n;
-	s->nbuf -= n;
-	return 0;
 }
 
 /* Whole rows only: never more than the limits of the dataspace. */
@@ -892,7 +362,7 @@ static int push_rows(h5_astream *s, const uint8_t *src, uint64_t n)
 			m = n / s->chunk[0];
 			if (m > WINDOW_BYTES / s->crow_bytes)
 				m = WINDOW_BYTES / s->crow_bytes ? WINDOW_BYTES / s->crow_bytes : 1;
-			rc = stage_contiguous(s, src, s->row0 / s->chunk[0], m, s->crow_bytes);
+			rc = h5_astage_contiguous(s, src, s->row0 / s->chunk[0], m, s->crow_bytes);
 			if (rc < 0)
 				return fail(s, rc);
 			m *= s->chunk[0];
@@ -904,7 +374,7 @@ static int push_rows(h5_astream *s, const uint8_t *src, uint64_t n)
 				return fail(s, rc);
 			memcpy(s->buf + s->nbuf * s->row_bytes, src, (size_t)(m * s->row_bytes));
 			s->nbuf += m;
-			if (s->nbuf >= s->stage_rows && (rc = stage_complete(s)) < 0)
+			if (s->nbuf >= s->stage_rows && (rc = h5_astage_complete(s)) < 0)
 				return fail(s, rc);
 		}
 		src += m * s->row_bytes;
@@ -915,53 +385,15 @@ static int push_rows(h5_astream *s, const uint8_t *src, uint64_t n)
 
 /* ---- committing ---------------------------------------------------------------- */
 
-/* Reserve ahead: four times what the last commits used, within bounds. */
-static uint64_t reserve_size(const h5_astream *s, uint64_t end)
-{
-	uint64_t r = end > s->last_end ? (end - s->last_end) * 4 : 0;
-
-	return r < RESERVE_MIN ? RESERVE_MIN : r > RESERVE_MAX ? RESERVE_MAX : r;
-}
-
-/* Give back the reserve: the superblock's end of allocated space drops to
- * the allocation end (everything referenced lies below), written before
- * the fsync that follows; the file is cut only after that fsync. */
-static int shrink_eoa(h5_file *f, uint64_t end)
-{
-	return h5_superblock_write_eoa(f, end);
-}
-
-static int cut_file(h5_file *f, uint64_t end)
-{
-	uint64_t size;
-	int rc;
-
-	f->eoa = end;
-	if ((rc = h5_file_size(f, &size)) < 0)
-		return h5_err_wrap(rc, "%s: ", f->path);
-	if (size > f->base + end && (rc = h5_file_truncate(f, f->base + end)) < 0)
-		return h5_err_wrap(rc, "truncating %s: ", f->path);
-	return 0;
-}
-
 /* Nothing new to show, but a durable request: fsync what earlier commits
  * left unsynced, and give back a reserve. */
 static int commit_sync(h5_astream *s)
 {
 	h5_file *f = s->f;
-	uint64_t end;
-	bool shrink;
-	int rc = 0;
+	int rc;
 
 	pthread_mutex_lock(&f->write_lock);
-	end = alloc_ptr(f);
-	shrink = f->eoa > end;
-	if (shrink)
-		rc = shrink_eoa(f, end);
-	if (rc == 0 && (shrink || s->unsynced))
-		rc = h5_file_sync(f);
-	if (rc == 0 && shrink)
-		rc = cut_file(f, end);
+	rc = h5_txn_sync(f, s->unsynced);
 	pthread_mutex_unlock(&f->write_lock);
 	if (rc == 0)
 		s->unsynced = false;
@@ -975,18 +407,17 @@ static int commit(h5_astream *s, bool partial, bool durable)
 {
 	h5_file *f = s->f;
 	h5_ohdr_edit e = { 0 };
+	h5_txn t;
 	const h5_msg *ds, *lay;
-	uint64_t n1, end, new_eoa = 0;
-	bool shrink = false;
-	uint8_t v[32];
+	uint64_t n1;
 	size_t dsc;
 	int rc;
 
 	if (failed(s))
 		return h5_err_set(failed(s), "an earlier append to this dataset failed");
-	rc = stage_complete(s);
+	rc = h5_astage_complete(s);
 	if (rc == 0 && partial && s->nbuf && s->row0 + s->nbuf > s->committed)
-		rc = stage_chunks(s, s->row0 / s->chunk[0], s->row0 / s->chunk[0] + 1, s->row0 + s->nbuf);
+		rc = h5_astage_chunks(s, s->row0 / s->chunk[0], s->row0 / s->chunk[0] + 1, s->row0 + s->nbuf);
 	if (rc < 0)
 		return fail(s, rc);
 	n1 = partial ? s->row0 + s->nbuf : s->row0 > s->committed ? s->row0 : s->committed;
@@ -1010,65 +441,17 @@ static int commit(h5_astream *s, bool partial, bool durable)
 	for (size_t c = 0; c < e.oh->nchunks; c++)
 		e.lo[c] = SIZE_MAX;
 
-	/* 1. the changed EA blocks, new, after the staged chunks */
+	/* 1. the changed index blocks, new, after the staged chunks; fsync;
+	 * 2. the superblock covers the new space; fsync (txn.c) */
 	if (!s->ea) {
 		rc = h5_err_set(H5_ERR_INVAL, "append: rows staged without index entries");
 		goto out;
 	}
-	alloc_ptr(f);
-	rc = s->wops->write(s->ea, &f->alloc_end);
-	if (rc < 0)
-		goto out;
-	end = f->alloc_end;
-	if (!addr_fits(f, end)) {
-		rc = h5_err_set(H5_ERR_LIMIT, "file address space exhausted");
-		goto out;
-	}
-	if (end > f->eoa) {
-		uint64_t r = durable ? 0 : reserve_size(s, end);
-
-		new_eoa = end;
-		if (r && !h5_add_overflow(end, r, &new_eoa) && addr_fits(f, new_eoa))
-			rc = file_extend(f, new_eoa);
-		else
-			new_eoa = end;
-	} else if (durable && f->eoa > end) {
-		shrink = true;
-	}
+	h5_txn_begin(&t, f, durable, s->wops, s->ea);
+	rc = h5_txn_stage(&t, s->last_end);
+	/* 3. the switch to the new index; fsync */
 	if (rc == 0)
-		rc = h5_file_sync(f);
-	if (rc < 0)
-		goto out;
-	/* 2. the superblock covers the new space before anything points there */
-	if (new_eoa) {
-		rc = h5_superblock_write_eoa(f, new_eoa);
-		if (rc == 0)
-			rc = h5_file_sync(f);
-		if (rc < 0)
-			goto out;
-		f->eoa = new_eoa;
-	}
-	/* 3. the switch to the new index */
-	if (s->wops->addr_is_new(s->ea)) {
-		uint64_t field = H5_ADDR_UNDEF;
-
-		size_t vlen = f->fmt.sizeof_addr;
-
-		rc = s->wops->addr_field(&field, lay, &f->fmt);
-		h5_le_encode(v, s->wops->addr(s->ea), f->fmt.sizeof_addr);
-		if (rc == 0 && s->wops->switch_bytes)
-			rc = s->wops->switch_bytes(s->ea, &f->fmt, &field, v, &vlen);
-		if (rc == 0)
-			rc = h5_ohdr_patch(&e, field, v, vlen);
-		if (rc == 0)
-			rc = h5_ohdr_write_chunk(f, &e, h5_ohdr_chunk_of(e.oh, field));
-		if (rc == 0 && s->wops->switched)
-			rc = s->wops->switched(s->ea);
-	} else {
-		rc = s->wops->commit(s->ea);
-	}
-	if (rc == 0)
-		rc = h5_file_sync(f);
+		rc = h5_txn_switch(&t, &e, lay);
 	if (rc < 0)
 		goto out;
 	/* 4. modification time, then dims[0] last: the dataspace's chunk is
@@ -1082,17 +465,11 @@ static int commit(h5_astream *s, bool partial, bool durable)
 		rc = h5_dspace_patch_dim0(&e, ds, &f->fmt, n1);
 	}
 	if (rc == 0)
-		rc = h5_ohdr_write_chunk(f, &e, dsc);
-	if (rc == 0 && shrink)
-		rc = shrink_eoa(f, end);
-	if (rc == 0 && durable)
-		rc = h5_file_sync(f);
-	if (rc == 0 && shrink)
-		rc = cut_file(f, end);
+		rc = h5_txn_last(&t, &e, dsc);
 	if (rc < 0)
 		goto out;
 	s->ea_addr = s->wops->addr(s->ea);
-	s->last_end = end;
+	s->last_end = t.end;
 	s->unsynced = !durable;
 	__atomic_store_n(&s->committed, n1, __ATOMIC_RELEASE);
 out:

@@ -136,7 +136,7 @@ int h5_ea_lookup(h5_chunk_rec *out, h5_file *f, uint64_t hdr_addr, uint64_t idx)
 /* Every allocated element below max_idx_set, in index order. */
 int h5_ea_iterate(h5_file *f, uint64_t hdr_addr, h5_arr_elmt_cb cb, void *ud);
 
-/* Appending writer (earray.c; used by append.c, doc/APPEND.md). Elements are
+/* Appending writer (earray_write.c; used by append.c, doc/APPEND.md). Elements are
  * set on private copies of the blocks; h5_ea_writer_write() then places every
  * changed block as a NEW block at *eoa (advancing it) and writes it, and
  * h5_ea_writer_commit() rewrites the header in place - the one switch from

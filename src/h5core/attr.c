@@ -15,6 +15,7 @@
  * "user.h5." (value.c) can never hide, or be hidden by, a real attribute.
  */
 #include "internal.h"
+#include "dense.h"
 
 #include <stdio.h>
 
@@ -22,10 +23,6 @@
 #define ATTR_FLAG_SPACE_SHARED 0x02
 #define AINFO_TRACK_CORDER 0x01
 #define AINFO_INDEX_CORDER 0x02
-/* III.A.2 type 8: heap ID (8), message flags (1), creation order (4), hash (4). */
-#define DENSE_REC_SIZE 17
-#define DENSE_ID_LEN 8
-#define DENSE_REC_HASH 13
 /* Linux limit on an xattr name (XATTR_NAME_MAX): longer ones cannot be asked for. */
 #define XATTR_NAME_MAX_LEN 255
 
@@ -259,54 +256,19 @@ static int attr_body(const uint8_t **data, size_t *len, void **owned, h5_file *f
 	return h5_msg_read(data, len, owned, f, &m);
 }
 
-/* Dense storage: the attribute heap and the name index (checked type). */
-typedef struct dense {
-	h5_fheap *heap;
-	h5_bt2 *bt;
-} dense;
-
-static void dense_close(dense *d)
+/* Dense storage (dense.c): the message a type 8 record points to; *owned
+ * must be freed. */
+static int dense_rec_body(const uint8_t **data, size_t *len, void **owned, h5_file *f, const h5_dense_rec *r)
 {
-	h5_bt2_close(d->bt);
-	h5_fheap_close(d->heap);
-	memset(d, 0, sizeof(*d));
-}
-
-static int dense_open(dense *d, h5_file *f, const ainfo *ai)
-{
-	int rc;
-
-	memset(d, 0, sizeof(*d));
-	rc = h5_fheap_open(&d->heap, f, ai->fheap_addr);
-	if (rc == 0)
-		rc = h5_bt2_open(&d->bt, f, ai->name_bt2_addr);
-	if (rc == 0 && (h5_bt2_type(d->bt) != 8 || h5_bt2_record_size(d->bt) != DENSE_REC_SIZE))
-		rc = h5_err_set(H5_ERR_FORMAT, "attribute name index at 0x%llx: type %u record size %u, expected 8/%d",
-				(unsigned long long)ai->name_bt2_addr, h5_bt2_type(d->bt), h5_bt2_record_size(d->bt),
-				DENSE_REC_SIZE);
-	if (rc < 0) {
-		h5_err_wrap(rc, "dense attribute storage: ");
-		dense_close(d);
-	}
-	return rc;
-}
-
-/* Read the message a type 8 record points to; *owned must be freed. */
-static int dense_rec_body(const uint8_t **data, size_t *len, void **owned, uint8_t **obj, h5_file *f,
-			  h5_fheap *heap, const uint8_t *rec, size_t rec_len)
-{
-	size_t obj_len = 0;
-	int rc;
-
-	*obj = NULL;
 	*owned = NULL;
-	if (rec_len != DENSE_REC_SIZE)
-		return h5_err_set(H5_ERR_FORMAT, "attribute name index: record of %zu bytes, expected %d", rec_len,
-				  DENSE_REC_SIZE);
-	rc = h5_fheap_read(obj, &obj_len, heap, rec, DENSE_ID_LEN);
-	if (rc < 0)
-		return h5_err_wrap(rc, "dense attribute: ");
-	return attr_body(data, len, owned, f, *obj, obj_len, rec[DENSE_ID_LEN]);
+	return attr_body(data, len, owned, f, r->obj, r->obj_len, r->flags);
+}
+
+static int dense_open(h5_dense *d, h5_file *f, const ainfo *ai)
+{
+	int rc = h5_dense_open(d, f, H5_DENSE_ATTRS, ai->fheap_addr, ai->name_bt2_addr);
+
+	return rc < 0 ? h5_err_wrap(rc, "dense attribute storage: ") : 0;
 }
 
 /* ---- listing names --------------------------------------------------------- */
@@ -381,24 +343,21 @@ static int corder_cmp(const void *a, const void *b)
 
 struct dense_list_ctx {
 	h5_file *f;
-	h5_fheap *heap;
 	name_list *l;
 };
 
-static int dense_list_cb(const uint8_t *rec, size_t len, void *udp)
+static int dense_list_cb(const h5_dense_rec *r, void *udp)
 {
 	struct dense_list_ctx *c = udp;
 	const uint8_t *data;
 	size_t dlen;
 	void *owned = NULL;
-	uint8_t *obj = NULL;
 	int rc;
 
-	rc = dense_rec_body(&data, &dlen, &owned, &obj, c->f, c->heap, rec, len);
+	rc = dense_rec_body(&data, &dlen, &owned, c->f, r);
 	if (rc == 0)
-		rc = name_list_add(c->l, data, dlen, h5_le_decode(rec + DENSE_ID_LEN + 1, 4));
+		rc = name_list_add(c->l, data, dlen, r->corder);
 	free(owned);
-	free(obj);
 	return rc;
 }
 
@@ -431,15 +390,14 @@ static int collect_names(name_list *l, h5_file *f, const h5_ohdr *oh)
 					   (unsigned long long)oh->addr, (unsigned long long)m->addr);
 	}
 	if (ainfo_dense(&ai)) {
-		struct dense_list_ctx c = { f, NULL, l };
-		dense d;
+		struct dense_list_ctx c = { f, l };
+		h5_dense d;
 
 		rc = dense_open(&d, f, &ai);
 		if (rc < 0)
 			return h5_err_wrap(rc, "object 0x%llx: ", (unsigned long long)oh->addr);
-		c.heap = d.heap;
-		rc = h5_bt2_iterate(d.bt, dense_list_cb, &c);
-		dense_close(&d);
+		rc = h5_dense_iterate(&d, dense_list_cb, &c);
+		h5_dense_close(&d);
 		if (rc < 0)
 			return h5_err_wrap(rc, "object 0x%llx: ", (unsigned long long)oh->addr);
 	}
@@ -469,35 +427,23 @@ int h5_attr_iterate_names(h5_file *f, uint64_t addr, h5_attr_name_cb cb, void *u
 
 struct dense_find_ctx {
 	h5_file *f;
-	h5_fheap *heap;
 	const char *name;
 	size_t name_len;
-	uint32_t hash;
 	h5_attr_msg *out;
 };
 
-static int dense_find_cmp(const void *key, const uint8_t *rec, size_t len, void *udp)
-{
-	uint32_t k = *(const uint32_t *)key;
-	uint32_t h = len == DENSE_REC_SIZE ? (uint32_t)h5_le_decode(rec + DENSE_REC_HASH, 4) : 0;
-
-	(void)udp;
-	return (k > h) - (k < h);
-}
-
 /* A record with the right hash: decode its message; a different name is a
  * hash collision, so the search goes on. */
-static int dense_find_found(const uint8_t *rec, size_t len, void *udp)
+static int dense_find_found(const h5_dense_rec *r, void *udp)
 {
 	struct dense_find_ctx *c = udp;
 	const uint8_t *data;
 	size_t dlen;
 	void *owned = NULL;
-	uint8_t *obj = NULL;
 	attr_hdr h;
 	int rc;
 
-	rc = dense_rec_body(&data, &dlen, &owned, &obj, c->f, c->heap, rec, len);
+	rc = dense_rec_body(&data, &dlen, &owned, c->f, r);
 	if (rc == 0)
 		rc = attr_hdr_decode(&h, data, dlen);
 	if (rc == 0 && (h.name_size - 1 != c->name_len || memcmp(h.name, c->name, c->name_len) != 0))
@@ -505,7 +451,6 @@ static int dense_find_found(const uint8_t *rec, size_t len, void *udp)
 	else if (rc == 0)
 		rc = h5_attr_decode(c->out, c->f, &c->f->fmt, data, dlen);
 	free(owned);
-	free(obj);
 	return rc;
 }
 
@@ -540,17 +485,14 @@ static int find_in(h5_attr_msg *out, h5_file *f, const h5_ohdr *oh, const char *
 					   (unsigned long long)oh->addr, (unsigned long long)m->addr);
 	}
 	if (ainfo_dense(&ai)) {
-		struct dense_find_ctx c = { f, NULL, name, name_len, 0, out };
-		dense d;
+		struct dense_find_ctx c = { f, name, name_len, out };
+		h5_dense d;
 
 		rc = dense_open(&d, f, &ai);
 		if (rc < 0)
 			return rc;
-		c.heap = d.heap;
-		/* III.A.2 type 8: keyed by lookup3 of the name bytes (no NUL), initval 0 */
-		c.hash = h5_checksum_lookup3(name, name_len, 0);
-		rc = h5_bt2_find(d.bt, dense_find_cmp, &c.hash, dense_find_found, &c);
-		dense_close(&d);
+		rc = h5_dense_find(&d, name, name_len, dense_find_found, &c);
+		h5_dense_close(&d);
 		if (rc != H5_ERR_NOTFOUND)
 			return rc;
 	}

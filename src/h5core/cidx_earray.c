@@ -1,6 +1,6 @@
 /* cidx_earray.c - the extensible array chunk index (layout v4, index type
- * 4; the structure and its writer in earray.c; libhdf5's H5Dearray.c). The
- * one index appends go through today (doc/APPEND.md). */
+ * 4; the structure in earray.c, its writer in earray_write.c; libhdf5's
+ * H5Dearray.c). The one index appends go through today (doc/APPEND.md). */
 #include "cidx.h"
 
 static int open_earray(h5_chunk_index *ci)
@@ -46,7 +46,7 @@ static int ea_allocated(uint64_t *out, h5_chunk_index *ci)
 	return rc;
 }
 
-/* ---- appends: the writer of earray.c behind the table's write ops ---- */
+/* ---- appends: the writer of earray_write.c behind the table's write ops ---- */
 
 static int ea_cparam(h5_ea_cparam *cp, const h5_dataset *d, const h5_fmt *fmt)
 {

@@ -8,9 +8,11 @@
  * split into checksummed pages whose existence the EASB tracks in a bitmap.
  * The geometry is not stored: it follows from the creation parameters
  * exactly as H5EA__hdr_init computes it (see
- * shared/spec/extensible-array-reference.md).
+ * shared/spec/extensible-array-reference.md). The appending writer is
+ * earray_write.c; the loaders it shares are declared in earray_int.h.
  */
 #include "array.h"
+#include "earray_int.h"
 
 #include <stdio.h>
 
@@ -190,7 +192,7 @@ static uint64_t dblock_prefix_size(const h5_ea_hdr *h, const h5_fmt *fmt)
 	return EA_PREFIX + fmt->sizeof_addr + h->g.arr_off_size + EA_CKSUM;
 }
 
-static uint64_t dblock_npages(const h5_ea_hdr *h, uint64_t nelmts)
+uint64_t h5_ea_dblock_npages(const h5_ea_hdr *h, uint64_t nelmts)
 {
 	return nelmts > h->g.dblk_page_nelmts ? nelmts / h->g.dblk_page_nelmts : 0;
 }
@@ -199,7 +201,7 @@ uint64_t h5_ea_dblock_size(const h5_ea_hdr *h, const h5_fmt *fmt, uint64_t nelmt
 {
 	uint64_t n;
 
-	if (dblock_npages(h, nelmts))
+	if (h5_ea_dblock_npages(h, nelmts))
 		return dblock_prefix_size(h, fmt);
 	if (h5_mul_overflow(nelmts, h->elmt_size, &n) || h5_add_overflow(n, dblock_prefix_size(h, fmt), &n))
 		return 0;
@@ -217,7 +219,7 @@ uint64_t h5_ea_page_size(const h5_ea_hdr *h)
 
 uint64_t h5_ea_dblock_alloc_size(const h5_ea_hdr *h, const h5_fmt *fmt, uint64_t nelmts)
 {
-	uint64_t np = dblock_npages(h, nelmts), n;
+	uint64_t np = h5_ea_dblock_npages(h, nelmts), n;
 
 	if (!np)
 		return h5_ea_dblock_size(h, fmt, nelmts);
@@ -393,7 +395,7 @@ int h5_ea_dblock_decode(h5_ea_dblock **out, const h5_ea_hdr *h, const h5_fmt *fm
 			uint64_t nelmts, uint64_t expect_off, const uint8_t *buf, size_t len)
 {
 	uint64_t size = h5_ea_dblock_size(h, fmt, nelmts);
-	uint64_t np = dblock_npages(h, nelmts);
+	uint64_t np = h5_ea_dblock_npages(h, nelmts);
 	size_t esz = np ? 0 : (size_t)(nelmts * h->elmt_size); /* bounded by size */
 	h5_ea_dblock *b;
 	h5_rd r;
@@ -556,7 +558,7 @@ int h5_ea_dblock_encode(uint8_t *buf, size_t len, const h5_ea_hdr *h, const h5_f
 	p += fmt->sizeof_addr;
 	h5_le_encode(p, b->block_off, h->g.arr_off_size);
 	p += h->g.arr_off_size;
-	if (!dblock_npages(h, b->nelmts))
+	if (!h5_ea_dblock_npages(h, b->nelmts))
 		memcpy(p, b->elmts, (size_t)(b->nelmts * h->elmt_size));
 	put_cksum(buf, len);
 	return 0;
@@ -578,11 +580,6 @@ int h5_ea_page_encode(uint8_t *buf, size_t len, const h5_ea_hdr *h, const uint8_
  * decoded in (owning header, super block, size), and a hit whose context
  * differs means two structures claim the same bytes: corrupt. */
 
-typedef struct ea_page {
-	uint64_t hdr_addr;
-	uint64_t nelmts;
-	uint8_t *elmts;   /* points at the page image (checksum included) */
-} ea_page;
 
 typedef struct ea_load {
 	h5_block_load b;        /* first: what h5_file_load_block() sees */
@@ -627,7 +624,7 @@ static int ea_page_load(void **obj, size_t *cost, void *ud)
 {
 	ea_load *l = ud;
 	uint64_t size = h5_ea_page_size(l->h);
-	ea_page *pg;
+	h5_ea_page *pg;
 	int rc;
 
 	if (size == 0 || size > SIZE_MAX - sizeof(*pg))
@@ -677,7 +674,7 @@ int h5_ea_hdr_get(const h5_ea_hdr **out, h5_cache_ref *ref, h5_file *f, uint64_t
 	return 0;
 }
 
-static int iblock_get(const h5_ea_iblock **out, h5_cache_ref *ref, h5_file *f, const h5_ea_hdr *h)
+int h5_ea_iblock_get(const h5_ea_iblock **out, h5_cache_ref *ref, h5_file *f, const h5_ea_hdr *h)
 {
 	ea_load l = { .b = { f, h->iblock_addr, h5_ea_iblock_size(h, &f->fmt), "EAIB", 0, ea_iblock_dec },
 		      .h = h };
@@ -692,8 +689,8 @@ static int iblock_get(const h5_ea_iblock **out, h5_cache_ref *ref, h5_file *f, c
 	return 0;
 }
 
-static int sblock_get(const h5_ea_sblock **out, h5_cache_ref *ref, h5_file *f, const h5_ea_hdr *h,
-		      uint64_t addr, unsigned sblk_idx)
+int h5_ea_sblock_get(const h5_ea_sblock **out, h5_cache_ref *ref, h5_file *f, const h5_ea_hdr *h,
+		     uint64_t addr, unsigned sblk_idx)
 {
 	ea_load l = { .b = { f, addr, h5_ea_sblock_size(h, &f->fmt, sblk_idx), "EASB", 0, ea_sblock_dec },
 		      .h = h, .sblk_idx = sblk_idx };
@@ -708,8 +705,8 @@ static int sblock_get(const h5_ea_sblock **out, h5_cache_ref *ref, h5_file *f, c
 	return 0;
 }
 
-static int dblock_get(const h5_ea_dblock **out, h5_cache_ref *ref, h5_file *f, const h5_ea_hdr *h,
-		      uint64_t addr, uint64_t nelmts, uint64_t expect_off)
+int h5_ea_dblock_get(const h5_ea_dblock **out, h5_cache_ref *ref, h5_file *f, const h5_ea_hdr *h,
+		     uint64_t addr, uint64_t nelmts, uint64_t expect_off)
 {
 	ea_load l = { .b = { f, addr, h5_ea_dblock_size(h, &f->fmt, nelmts), "EADB", 0, ea_dblock_dec },
 		      .h = h, .nelmts = nelmts, .expect_off = expect_off };
@@ -725,7 +722,7 @@ static int dblock_get(const h5_ea_dblock **out, h5_cache_ref *ref, h5_file *f, c
 	return 0;
 }
 
-static int page_get(const ea_page **out, h5_cache_ref *ref, h5_file *f, const h5_ea_hdr *h, uint64_t addr)
+int h5_ea_page_get(const h5_ea_page **out, h5_cache_ref *ref, h5_file *f, const h5_ea_hdr *h, uint64_t addr)
 {
 	ea_load l = { .b = { .f = f, .addr = addr }, .h = h };
 	int rc;
@@ -768,7 +765,7 @@ static int unit_get(ea_unit *un, h5_file *f, const h5_ea_hdr *h, const h5_ea_ibl
 	const h5_ea_geom *g = &h->g;
 	const h5_ea_sblock *sb;
 	const h5_ea_dblock *db;
-	const ea_page *pg = NULL;
+	const h5_ea_page *pg = NULL;
 	uint64_t dblk_addr;
 	int rc;
 
@@ -789,7 +786,7 @@ static int unit_get(ea_unit *un, h5_file *f, const h5_ea_hdr *h, const h5_ea_ibl
 		if (loc->paged)
 			return h5_err_set(H5_ERR_UNSUPPORTED,
 					  "EAHD at 0x%llx: paged data blocks in the index block", (unsigned long long)h->addr);
-		rc = dblock_get(&db, &un->refs[un->nrefs], f, h, dblk_addr, loc->dblk_nelmts,
+		rc = h5_ea_dblock_get(&db, &un->refs[un->nrefs], f, h, dblk_addr, loc->dblk_nelmts,
 				h5_ea_dblock_off(g, loc->sblk_idx, loc->dblk_idx));
 		if (rc < 0)
 			return rc;
@@ -805,14 +802,14 @@ static int unit_get(ea_unit *un, h5_file *f, const h5_ea_hdr *h, const h5_ea_ibl
 			un->n = UINT64_MAX;
 		return 0;
 	}
-	rc = sblock_get(&sb, &un->refs[un->nrefs], f, h, ib->sblk_addrs[loc->sblk_off], loc->sblk_idx);
+	rc = h5_ea_sblock_get(&sb, &un->refs[un->nrefs], f, h, ib->sblk_addrs[loc->sblk_off], loc->sblk_idx);
 	if (rc < 0)
 		return rc;
 	un->nrefs++;
 	dblk_addr = sb->dblk_addrs[loc->dblk_idx];
 	if (!h5_addr_defined(dblk_addr))
 		return 0;
-	rc = dblock_get(&db, &un->refs[un->nrefs], f, h, dblk_addr, loc->dblk_nelmts,
+	rc = h5_ea_dblock_get(&db, &un->refs[un->nrefs], f, h, dblk_addr, loc->dblk_nelmts,
 			h5_ea_dblock_off(g, loc->sblk_idx, loc->dblk_idx));
 	if (rc < 0)
 		return rc;
@@ -826,7 +823,7 @@ static int unit_get(ea_unit *un, h5_file *f, const h5_ea_hdr *h, const h5_ea_ibl
 	/* H5VM_bit_get: bit i is (byte i/8) & (0x80 >> i%8), one flat bitmap. */
 	if (!(sb->page_init[loc->page_init_bit / 8] & (0x80u >> (loc->page_init_bit % 8))))
 		return 0;
-	rc = page_get(&pg, &un->refs[un->nrefs], f, h, h5_ea_page_addr(h, &f->fmt, dblk_addr, loc->page_idx));
+	rc = h5_ea_page_get(&pg, &un->refs[un->nrefs], f, h, h5_ea_page_addr(h, &f->fmt, dblk_addr, loc->page_idx));
 	if (rc < 0)
 		return rc;
 	un->nrefs++;
@@ -855,7 +852,7 @@ int h5_ea_lookup(h5_chunk_rec *out, h5_file *f, uint64_t hdr_addr, uint64_t idx)
 	rc = h5_ea_locate(&loc, &h->g, idx);
 	if (rc < 0)
 		goto out_hdr;
-	rc = iblock_get(&ib, &iref, f, h);
+	rc = h5_ea_iblock_get(&ib, &iref, f, h);
 	if (rc < 0)
 		goto out_hdr;
 	rc = unit_get(&un, f, h, ib, &loc, idx);
@@ -882,7 +879,7 @@ int h5_ea_iterate(h5_file *f, uint64_t hdr_addr, h5_arr_elmt_cb cb, void *ud)
 		return rc;
 	if (!h5_addr_defined(h->iblock_addr) || h->max_idx_set == 0)
 		goto out_hdr;
-	rc = iblock_get(&ib, &iref, f, h);
+	rc = h5_ea_iblock_get(&ib, &iref, f, h);
 	if (rc < 0)
 		goto out_hdr;
 	while (idx < h->max_idx_set) {
@@ -917,542 +914,4 @@ int h5_ea_iterate(h5_file *f, uint64_t hdr_addr, h5_arr_elmt_cb cb, void *ud)
 out_hdr:
 	h5_cache_release(f->meta, &href);
 	return rc;
-}
-
-/* ---- the appending writer ----------------------------------------------------
- * Changes are made on private working copies of the blocks they touch
- * (copied from the cache or created as libhdf5's H5EA__*_create would),
- * then every changed block is written as a NEW block beyond the end of the
- * file (copy-on-write) and its parent's pointer redirected, up to the index
- * block. Only the header is rewritten in place, by h5_ea_writer_commit():
- * it is the single switch from the old array to the new one, so a crash
- * before it leaves the old array intact (doc/APPEND.md). */
-
-typedef struct ea_wdblk {
-	unsigned u;             /* super block of the geometry */
-	bool via_sblock;
-	uint64_t slot;          /* iblock-global or super-block-local slot */
-	uint64_t old_addr;      /* UNDEF: created by this writer */
-	uint64_t nelmts, npages;
-	uint8_t *elmts;         /* nelmts raw elements (all pages when paged) */
-} ea_wdblk;
-
-struct h5_ea_writer {
-	h5_file *f;
-	h5_ea_hdr h;            /* working header: counters, iblock_addr */
-	bool hdr_new;           /* no EAHD on disk yet: h5_ea_writer_write places one */
-	bool written;
-	h5_ea_iblock *ib;       /* working index block, NULL until touched */
-	uint64_t old_iblock;
-	h5_ea_sblock **sb;      /* nsblk_addrs working super blocks (NULL: untouched) */
-	uint64_t *sb_old;       /* their previous addresses */
-	ea_wdblk *db;
-	size_t ndb, db_cap;
-	size_t last_db;         /* lookup hint: appends hit the same block repeatedly */
-	uint8_t fill[32];       /* one encoded "never set" element */
-};
-
-const h5_ea_hdr *h5_ea_writer_hdr(const h5_ea_writer *w) { return &w->h; }
-bool h5_ea_writer_hdr_is_new(const h5_ea_writer *w) { return w->hdr_new; }
-
-void h5_ea_writer_free(h5_ea_writer *w)
-{
-	if (!w)
-		return;
-	for (size_t i = 0; i < w->ndb; i++)
-		free(w->db[i].elmts);
-	free(w->db);
-	if (w->sb)
-		for (unsigned i = 0; i < w->h.g.nsblk_addrs; i++)
-			free(w->sb[i]);
-	free(w->sb);
-	free(w->sb_old);
-	free(w->ib);
-	free(w);
-}
-
-static void fill_elmts(const h5_ea_writer *w, uint8_t *p, uint64_t n)
-{
-	for (uint64_t i = 0; i < n; i++)
-		memcpy(p + i * w->h.elmt_size, w->fill, w->h.elmt_size);
-}
-
-int h5_ea_writer_open(h5_ea_writer **out, h5_file *f, uint64_t hdr_addr, const h5_ea_cparam *cp)
-{
-	static const h5_chunk_rec undef = { H5_ADDR_UNDEF, 0, 0 };
-	h5_ea_writer *w;
-	int rc;
-
-	*out = NULL;
-	if (!f->writable)
-		return h5_err_set(H5_ERR_ROFS, "extensible array: file is open read-only");
-	w = calloc(1, sizeof(*w));
-	if (!w)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory for the extensible array writer");
-	w->f = f;
-	if (h5_addr_defined(hdr_addr)) {
-		const h5_ea_hdr *h;
-		h5_cache_ref ref;
-
-		rc = h5_ea_hdr_get(&h, &ref, f, hdr_addr);
-		if (rc < 0)
-			goto out;
-		w->h = *h;
-		h5_cache_release(f->meta, &ref);
-		if (w->h.client != cp->client || w->h.elmt_size != cp->elmt_size ||
-		    w->h.g.max_nelmts_bits != cp->max_nelmts_bits || w->h.g.idx_blk_elmts != cp->idx_blk_elmts ||
-		    w->h.g.data_blk_min_elmts != cp->data_blk_min_elmts ||
-		    w->h.g.sup_blk_min_data_ptrs != cp->sup_blk_min_data_ptrs ||
-		    w->h.g.max_dblk_page_nelmts_bits != cp->max_dblk_page_nelmts_bits) {
-			rc = h5_err_set(H5_ERR_FORMAT, "EAHD at 0x%llx: parameters differ from the dataset's layout "
-					"(client %u, element size %u)", (unsigned long long)hdr_addr,
-					w->h.client, w->h.elmt_size);
-			goto out;
-		}
-	} else {
-		rc = h5_chunk_elmt_check(&f->fmt, cp->client, cp->elmt_size);
-		if (rc < 0)
-			goto out;
-		w->hdr_new = true;
-		w->h.addr = H5_ADDR_UNDEF;
-		w->h.client = cp->client;
-		w->h.elmt_size = cp->elmt_size;
-		w->h.iblock_addr = H5_ADDR_UNDEF;
-		rc = h5_ea_geom_init(&w->h.g, cp->max_nelmts_bits, cp->idx_blk_elmts, cp->data_blk_min_elmts,
-				     cp->sup_blk_min_data_ptrs, cp->max_dblk_page_nelmts_bits);
-		if (rc < 0)
-			goto out;
-	}
-	if (w->h.elmt_size > sizeof(w->fill)) {
-		rc = h5_err_set(H5_ERR_FORMAT, "extensible array element of %u bytes", w->h.elmt_size);
-		goto out;
-	}
-	/* H5D_EARRAY_FILL / H5D_EARRAY_FILT_FILL: undefined address, size 0, mask 0 */
-	h5_chunk_elmt_encode(w->fill, &f->fmt, w->h.client, w->h.elmt_size, &undef);
-	w->old_iblock = w->h.iblock_addr;
-	w->sb = calloc(w->h.g.nsblk_addrs ? w->h.g.nsblk_addrs : 1, sizeof(*w->sb));
-	w->sb_old = calloc(w->h.g.nsblk_addrs ? w->h.g.nsblk_addrs : 1, sizeof(*w->sb_old));
-	if (!w->sb || !w->sb_old)
-		rc = h5_err_set(H5_ERR_NOMEM, "out of memory for the extensible array writer");
-out:
-	if (rc < 0) {
-		h5_ea_writer_free(w);
-		return rc;
-	}
-	*out = w;
-	return 0;
-}
-
-/* The working index block: a copy of the one on disk, or a new one whose
- * elements and pointers are all undefined (H5EA__iblock_create). */
-static int w_iblock(h5_ea_writer *w)
-{
-	const h5_ea_geom *g = &w->h.g;
-	size_t naddr = (size_t)g->ndblk_addrs + g->nsblk_addrs, esz = (size_t)g->idx_blk_elmts * w->h.elmt_size;
-	h5_ea_iblock *b;
-
-	if (w->ib)
-		return 0;
-	b = calloc(1, sizeof(*b) + naddr * sizeof(uint64_t) + esz);
-	if (!b)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory for an EA index block");
-	b->dblk_addrs = (uint64_t *)(b + 1);
-	b->sblk_addrs = b->dblk_addrs + g->ndblk_addrs;
-	b->elmts = (uint8_t *)(b->sblk_addrs + g->nsblk_addrs);
-	if (h5_addr_defined(w->h.iblock_addr)) {
-		const h5_ea_iblock *src;
-		h5_cache_ref ref;
-		int rc = iblock_get(&src, &ref, w->f, &w->h);
-
-		if (rc < 0) {
-			free(b);
-			return rc;
-		}
-		memcpy(b->elmts, src->elmts, esz);
-		memcpy(b->dblk_addrs, src->dblk_addrs, naddr * sizeof(uint64_t));
-		h5_cache_release(w->f->meta, &ref);
-	} else {
-		fill_elmts(w, b->elmts, g->idx_blk_elmts);
-		for (size_t i = 0; i < naddr; i++)
-			b->dblk_addrs[i] = H5_ADDR_UNDEF;
-		w->h.nelmts += g->idx_blk_elmts;
-	}
-	b->hdr_addr = w->h.addr;
-	w->ib = b;
-	return 0;
-}
-
-static int w_sblock(h5_ea_sblock **out, h5_ea_writer *w, const h5_ea_loc *loc)
-{
-	const h5_ea_geom *g = &w->h.g;
-	unsigned u = loc->sblk_idx;
-	uint64_t n = g->sb_ndblks[u], npages = h5_ea_dblk_npages(g, u);
-	uint64_t bitmap = npages ? n * h5_ea_page_init_size(g, u) : 0, addr;
-	h5_ea_sblock *b;
-	int rc;
-
-	if (w->sb[loc->sblk_off]) {
-		*out = w->sb[loc->sblk_off];
-		return 0;
-	}
-	b = calloc(1, sizeof(*b) + (size_t)n * sizeof(uint64_t) + (size_t)bitmap);
-	if (!b)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory for an EA super block");
-	b->sblk_idx = u;
-	b->ndblks = n;
-	b->npages = npages;
-	b->page_init_size = npages ? h5_ea_page_init_size(g, u) : 0;
-	b->block_off = g->sb_start_idx[u];
-	b->dblk_addrs = (uint64_t *)(b + 1);
-	b->page_init = bitmap ? (uint8_t *)(b->dblk_addrs + n) : NULL;
-	addr = w->ib->sblk_addrs[loc->sblk_off];
-	if (h5_addr_defined(addr)) {
-		const h5_ea_sblock *src;
-		h5_cache_ref ref;
-
-		rc = sblock_get(&src, &ref, w->f, &w->h, addr, u);
-		if (rc < 0) {
-			free(b);
-			return rc;
-		}
-		memcpy(b->dblk_addrs, src->dblk_addrs, (size_t)n * sizeof(uint64_t));
-		if (bitmap)
-			memcpy(b->page_init, src->page_init, (size_t)bitmap);
-		h5_cache_release(w->f->meta, &ref);
-	} else {
-		/* H5EA__sblock_create */
-		for (uint64_t i = 0; i < n; i++)
-			b->dblk_addrs[i] = H5_ADDR_UNDEF;
-		w->h.nsblks_created++;
-		w->h.sblks_size += h5_ea_sblock_size(&w->h, &w->f->fmt, u);
-	}
-	w->sb_old[loc->sblk_off] = addr;
-	w->sb[loc->sblk_off] = b;
-	*out = b;
-	return 0;
-}
-
-/* Copy the initialized pages of a paged data block into elmts. */
-static int w_load_pages(h5_ea_writer *w, const h5_ea_sblock *sb, uint64_t dblk_addr, uint64_t slot,
-			uint8_t *elmts)
-{
-	uint64_t psize = w->h.g.dblk_page_nelmts * w->h.elmt_size;
-
-	for (uint64_t p = 0; p < sb->npages; p++) {
-		uint64_t bit = slot * sb->npages + p;
-		const ea_page *pg;
-		h5_cache_ref ref;
-		int rc;
-
-		if (!(sb->page_init[bit / 8] & (0x80u >> (bit % 8))))
-			continue;
-		rc = page_get(&pg, &ref, w->f, &w->h, h5_ea_page_addr(&w->h, &w->f->fmt, dblk_addr, p));
-		if (rc < 0)
-			return rc;
-		memcpy(elmts + p * psize, pg->elmts, (size_t)psize);
-		h5_cache_release(w->f->meta, &ref);
-	}
-	return 0;
-}
-
-static int w_dblock(ea_wdblk **out, h5_ea_writer *w, const h5_ea_loc *loc, h5_ea_sblock *sb)
-{
-	const h5_ea_geom *g = &w->h.g;
-	uint64_t addr, nbytes;
-	ea_wdblk *d;
-	int rc;
-
-	if (w->last_db < w->ndb) {
-		d = &w->db[w->last_db];
-		if (d->u == loc->sblk_idx && d->slot == loc->dblk_idx) {
-			*out = d;
-			return 0;
-		}
-	}
-	for (size_t i = 0; i < w->ndb; i++)
-		if (w->db[i].u == loc->sblk_idx && w->db[i].slot == loc->dblk_idx) {
-			w->last_db = i;
-			*out = &w->db[i];
-			return 0;
-		}
-	if (w->ndb == w->db_cap) {
-		size_t ncap = w->db_cap ? w->db_cap * 2 : 8;
-		ea_wdblk *nd = realloc(w->db, ncap * sizeof(*nd));
-
-		if (!nd)
-			return h5_err_set(H5_ERR_NOMEM, "out of memory for EA data blocks");
-		w->db = nd;
-		w->db_cap = ncap;
-	}
-	d = &w->db[w->ndb];
-	memset(d, 0, sizeof(*d));
-	d->u = loc->sblk_idx;
-	d->via_sblock = loc->via_sblock;
-	d->slot = loc->dblk_idx;
-	d->nelmts = loc->dblk_nelmts;
-	d->npages = dblock_npages(&w->h, d->nelmts);
-	if (d->npages && !loc->via_sblock)
-		return h5_err_set(H5_ERR_UNSUPPORTED, "extensible array: paged data blocks in the index block");
-	if (h5_mul_overflow(d->nelmts, w->h.elmt_size, &nbytes) || nbytes > SIZE_MAX / 2 ||
-	    !h5_ea_dblock_alloc_size(&w->h, &w->f->fmt, d->nelmts))
-		return h5_err_set(H5_ERR_LIMIT, "extensible array data block of %llu elements is too large",
-				  (unsigned long long)d->nelmts);
-	d->elmts = malloc((size_t)nbytes);
-	if (!d->elmts)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory for an EA data block");
-	fill_elmts(w, d->elmts, d->nelmts);
-	addr = loc->via_sblock ? sb->dblk_addrs[loc->dblk_idx] : w->ib->dblk_addrs[loc->dblk_idx];
-	d->old_addr = addr;
-	if (h5_addr_defined(addr)) {
-		uint64_t off = h5_ea_dblock_off(g, loc->sblk_idx, loc->dblk_idx);
-
-		if (d->npages) {
-			const h5_ea_dblock *src;
-			h5_cache_ref ref;
-
-			/* verify the prefix, then the pages that exist */
-			rc = dblock_get(&src, &ref, w->f, &w->h, addr, d->nelmts, off);
-			if (rc < 0)
-				goto fail;
-			h5_cache_release(w->f->meta, &ref);
-			rc = w_load_pages(w, sb, addr, loc->dblk_idx, d->elmts);
-		} else {
-			const h5_ea_dblock *src;
-			h5_cache_ref ref;
-
-			rc = dblock_get(&src, &ref, w->f, &w->h, addr, d->nelmts, off);
-			if (rc == 0) {
-				memcpy(d->elmts, src->elmts, (size_t)nbytes);
-				h5_cache_release(w->f->meta, &ref);
-			}
-		}
-		if (rc < 0)
-			goto fail;
-	} else {
-		/* H5EA__dblock_create: the allocation includes every page */
-		w->h.ndblks_created++;
-		w->h.dblks_size += h5_ea_dblock_alloc_size(&w->h, &w->f->fmt, d->nelmts);
-		w->h.nelmts += d->nelmts;
-	}
-	w->last_db = w->ndb++;
-	*out = d;
-	return 0;
-fail:
-	free(d->elmts);
-	return rc;
-}
-
-int h5_ea_writer_set(h5_ea_writer *w, uint64_t idx, const h5_chunk_rec *rec)
-{
-	h5_ea_sblock *sb = NULL;
-	ea_wdblk *d = NULL;
-	h5_ea_loc loc;
-	uint8_t *p;
-	int rc;
-
-	if (w->written)
-		return h5_err_set(H5_ERR_INVAL, "extensible array writer: set after write");
-	if (!h5_addr_defined(rec->addr))
-		return h5_err_set(H5_ERR_INVAL, "extensible array writer: element %llu with undefined address",
-				  (unsigned long long)idx);
-	if (w->h.g.max_nelmts_bits < 64 && idx >= (UINT64_C(1) << w->h.g.max_nelmts_bits))
-		return h5_err_set(H5_ERR_LIMIT, "extensible array: element %llu beyond its %u-bit capacity",
-				  (unsigned long long)idx, w->h.g.max_nelmts_bits);
-	rc = h5_ea_locate(&loc, &w->h.g, idx);
-	if (rc < 0)
-		return rc;
-	rc = w_iblock(w);
-	if (rc < 0)
-		return rc;
-	if (loc.in_iblock) {
-		p = w->ib->elmts + loc.elmt * w->h.elmt_size;
-	} else {
-		if (loc.via_sblock) {
-			rc = w_sblock(&sb, w, &loc);
-			if (rc < 0)
-				return rc;
-		}
-		rc = w_dblock(&d, w, &loc, sb);
-		if (rc < 0)
-			return rc;
-		p = d->elmts + loc.elmt * w->h.elmt_size;
-		if (loc.paged)
-			sb->page_init[loc.page_init_bit / 8] |= (uint8_t)(0x80u >> (loc.page_init_bit % 8));
-	}
-	if (rec->size && w->h.client == H5_ARR_CLIENT_FILT_CHUNK) {
-		unsigned n = w->h.elmt_size - w->f->fmt.sizeof_addr - 4;
-
-		if (n < 8 && rec->size >> (8 * n))
-			return h5_err_set(H5_ERR_LIMIT, "chunk of %llu bytes does not fit the index's %u-byte size field",
-					  (unsigned long long)rec->size, n);
-	}
-	h5_chunk_elmt_encode(p, &w->f->fmt, w->h.client, w->h.elmt_size, rec);
-	if (idx >= w->h.max_idx_set)
-		w->h.max_idx_set = idx + 1;
-	return 0;
-}
-
-static int w_alloc(uint64_t *addr, uint64_t *eoa, uint64_t size)
-{
-	*addr = *eoa;
-	if (size == 0 || h5_add_overflow(*eoa, size, eoa) || *eoa >= H5_ADDR_UNDEF)
-		return h5_err_set(H5_ERR_LIMIT, "file address space exhausted");
-	return 0;
-}
-
-static int w_write_dblock(h5_ea_writer *w, ea_wdblk *d, uint64_t *eoa)
-{
-	const h5_fmt *fmt = &w->f->fmt;
-	uint64_t alloc = h5_ea_dblock_alloc_size(&w->h, fmt, d->nelmts);
-	uint64_t pre = h5_ea_dblock_size(&w->h, fmt, d->nelmts), addr;
-	h5_ea_dblock b = { .hdr_addr = w->h.addr, .nelmts = d->nelmts, .npages = d->npages, .elmts = d->elmts };
-	uint8_t *img;
-	int rc;
-
-	rc = w_alloc(&addr, eoa, alloc);
-	if (rc < 0)
-		return rc;
-	if (alloc > SIZE_MAX)
-		return h5_err_set(H5_ERR_LIMIT, "EA data block too large");
-	img = malloc((size_t)alloc);
-	if (!img)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory writing an EA data block");
-	b.addr = addr;
-	b.block_off = h5_ea_dblock_off(&w->h.g, d->u, d->slot);
-	rc = h5_ea_dblock_encode(img, (size_t)pre, &w->h, fmt, &b);
-	for (uint64_t p = 0; rc == 0 && p < d->npages; p++) {
-		uint64_t psize = h5_ea_page_size(&w->h);
-
-		/* pages never initialized are written too (as "never set"), so the
-		 * file is never shorter than the space the header accounts for */
-		rc = h5_ea_page_encode(img + pre + p * psize, (size_t)psize, &w->h,
-				       d->elmts + p * w->h.g.dblk_page_nelmts * w->h.elmt_size);
-	}
-	if (rc == 0)
-		rc = h5_file_write(w->f, addr, img, (size_t)alloc);
-	free(img);
-	if (rc < 0)
-		return rc;
-	if (d->via_sblock)
-		w->sb[d->u - w->h.g.iblock_nsblks]->dblk_addrs[d->slot] = addr;
-	else
-		w->ib->dblk_addrs[d->slot] = addr;
-	return 0;
-}
-
-static int w_write_block(h5_ea_writer *w, uint64_t *addr, uint64_t *eoa, uint64_t size,
-			 int (*enc)(uint8_t *, size_t, const h5_ea_hdr *, const h5_fmt *, const void *), const void *b)
-{
-	uint8_t *img;
-	int rc;
-
-	rc = w_alloc(addr, eoa, size);
-	if (rc < 0)
-		return rc;
-	img = malloc((size_t)size);
-	if (!img)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory writing an EA block");
-	rc = enc(img, (size_t)size, &w->h, &w->f->fmt, b);
-	if (rc == 0)
-		rc = h5_file_write(w->f, *addr, img, (size_t)size);
-	free(img);
-	return rc;
-}
-
-static int enc_sblock(uint8_t *buf, size_t len, const h5_ea_hdr *h, const h5_fmt *fmt, const void *b)
-{
-	return h5_ea_sblock_encode(buf, len, h, fmt, b);
-}
-
-static int enc_iblock(uint8_t *buf, size_t len, const h5_ea_hdr *h, const h5_fmt *fmt, const void *b)
-{
-	return h5_ea_iblock_encode(buf, len, h, fmt, b);
-}
-
-int h5_ea_writer_write(h5_ea_writer *w, uint64_t *eoa)
-{
-	const h5_ea_geom *g = &w->h.g;
-	int rc;
-
-	if (w->written)
-		return h5_err_set(H5_ERR_INVAL, "extensible array writer: written twice");
-	w->written = true;
-	if (!w->ib)
-		return 0; /* nothing was set */
-	if (w->hdr_new) {
-		/* blocks point back at the header, so it is placed first */
-		rc = w_alloc(&w->h.addr, eoa, h5_ea_hdr_size(&w->f->fmt));
-		if (rc < 0)
-			return rc;
-	}
-	for (size_t i = 0; i < w->ndb; i++) {
-		rc = w_write_dblock(w, &w->db[i], eoa);
-		if (rc < 0)
-			return rc;
-	}
-	for (unsigned s = 0; s < g->nsblk_addrs; s++) {
-		h5_ea_sblock *b = w->sb[s];
-
-		if (!b)
-			continue;
-		b->hdr_addr = w->h.addr;
-		rc = w_write_block(w, &b->addr, eoa, h5_ea_sblock_size(&w->h, &w->f->fmt, b->sblk_idx), enc_sblock, b);
-		if (rc < 0)
-			return rc;
-		w->ib->sblk_addrs[s] = b->addr;
-	}
-	w->ib->hdr_addr = w->h.addr;
-	rc = w_write_block(w, &w->ib->addr, eoa, h5_ea_iblock_size(&w->h, &w->f->fmt), enc_iblock, w->ib);
-	if (rc < 0)
-		return rc;
-	w->h.iblock_addr = w->ib->addr;
-	if (w->hdr_new)
-		return h5_ea_writer_commit(w);
-	return 0;
-}
-
-int h5_ea_writer_commit(h5_ea_writer *w)
-{
-	size_t size = h5_ea_hdr_size(&w->f->fmt);
-	uint8_t buf[128];
-	int rc;
-
-	if (!w->written)
-		return h5_err_set(H5_ERR_INVAL, "extensible array writer: commit before write");
-	if (!w->ib)
-		return 0;
-	if (size > sizeof(buf))
-		return h5_err_set(H5_ERR_INVAL, "EAHD of %zu bytes", size);
-	rc = h5_ea_hdr_encode(buf, size, &w->f->fmt, &w->h);
-	if (rc < 0)
-		return rc;
-	/* One write of the whole header: it replaces the counters and the index
-	 * block pointer together (doc/APPEND.md, "atomicity"). */
-	return h5_file_write(w->f, w->h.addr, buf, size);
-}
-
-void h5_ea_writer_invalidate(h5_ea_writer *w)
-{
-	h5_cache *c = w->f->meta;
-
-	if (h5_addr_defined(w->h.addr))
-		h5_cache_invalidate(c, H5_CK_EA_HDR, w->h.addr);
-	if (h5_addr_defined(w->old_iblock))
-		h5_cache_invalidate(c, H5_CK_EA_IBLOCK, w->old_iblock);
-	for (unsigned s = 0; w->sb && s < w->h.g.nsblk_addrs; s++)
-		if (w->sb[s] && h5_addr_defined(w->sb_old[s]))
-			h5_cache_invalidate(c, H5_CK_EA_SBLOCK, w->sb_old[s]);
-	for (size_t i = 0; i < w->ndb; i++) {
-		const ea_wdblk *d = &w->db[i];
-
-		if (!h5_addr_defined(d->old_addr))
-			continue;
-		h5_cache_invalidate(c, H5_CK_EA_DBLOCK, d->old_addr);
-		for (uint64_t p = 0; p < d->npages; p++) {
-			uint64_t a = h5_ea_page_addr(&w->h, &w->f->fmt, d->old_addr, p);
-
-			if (h5_addr_defined(a))
-				h5_cache_invalidate(c, H5_CK_EA_PAGE, a);
-		}
-	}
 }

@@ -13,6 +13,7 @@
  * dense groups by name for H5_INDEX_NAME; symbol tables are stored sorted).
  */
 #include "internal.h"
+#include "dense.h"
 
 enum group_form { GF_STAB, GF_COMPACT, GF_DENSE };
 
@@ -293,57 +294,39 @@ static int compact_lookup(h5_link *out, h5_file *f, const h5_ohdr *oh, const cha
 			  (unsigned long long)oh->addr);
 }
 
-/* ---- dense storage ------------------------------------------------------ */
-
-/* III.A.2 type 5 record: 4-byte name hash + 7-byte fractal heap ID. */
-#define DENSE_REC_SIZE 11
-#define DENSE_ID_LEN 7
+/* ---- dense storage (dense.c) --------------------------------------------- */
 
 struct dense_ctx {
 	h5_file *f;
-	h5_fheap *heap;
 	struct link_list *list;   /* iterate */
 	const char *name;         /* lookup */
 	size_t name_len;
-	uint32_t hash;
 	h5_link *out;
 };
 
-/* Read and decode the link a type 5 record points to, checking that the
- * record's hash really is the hash of the decoded name. */
-static int dense_rec_link(h5_link *out, h5_file *f, h5_fheap *heap, const uint8_t *rec, size_t len)
+/* Decode the link a type 5 record points to, checking that the record's
+ * hash really is the hash of the decoded name. */
+static int dense_rec_link(h5_link *out, h5_file *f, const h5_dense_rec *r)
 {
-	uint8_t *obj = NULL;
-	size_t obj_len = 0;
-	uint32_t hash;
-	int rc;
+	int rc = h5_link_decode(out, r->obj, r->obj_len, &f->fmt);
 
-	if (len != DENSE_REC_SIZE)
-		return h5_err_set(H5_ERR_FORMAT, "link name index: record size %zu, expected %d", len,
-				  DENSE_REC_SIZE);
-	rc = h5_fheap_read(&obj, &obj_len, heap, rec + 4, DENSE_ID_LEN);
 	if (rc < 0)
 		return rc;
-	rc = h5_link_decode(out, obj, obj_len, &f->fmt);
-	free(obj);
-	if (rc < 0)
-		return rc;
-	hash = (uint32_t)h5_le_decode(rec, 4);
-	if (h5_checksum_lookup3(out->name, out->name_len, 0) != hash) {
+	if (h5_checksum_lookup3(out->name, out->name_len, 0) != r->hash) {
 		h5_link_clear(out);
 		return h5_err_set(H5_ERR_FORMAT, "link name index: hash 0x%08x does not match its link's name",
-				  hash);
+				  r->hash);
 	}
 	return 0;
 }
 
-static int dense_collect_cb(const uint8_t *rec, size_t len, void *udp)
+static int dense_collect_cb(const h5_dense_rec *r, void *udp)
 {
 	struct dense_ctx *c = udp;
 	h5_link lnk;
 	int rc;
 
-	rc = dense_rec_link(&lnk, c->f, c->heap, rec, len);
+	rc = dense_rec_link(&lnk, c->f, r);
 	if (rc == H5_ERR_UNSUPPORTED)
 		return 0;
 	if (rc < 0)
@@ -354,21 +337,13 @@ static int dense_collect_cb(const uint8_t *rec, size_t len, void *udp)
 	return rc;
 }
 
-static int dense_cmp(const void *key, const uint8_t *rec, size_t len, void *udp)
-{
-	uint32_t k = *(const uint32_t *)key;
-	uint32_t h = len >= 4 ? (uint32_t)h5_le_decode(rec, 4) : 0;
-
-	return (k > h) - (k < h);
-}
-
-static int dense_found_cb(const uint8_t *rec, size_t len, void *udp)
+static int dense_found_cb(const h5_dense_rec *r, void *udp)
 {
 	struct dense_ctx *c = udp;
 	h5_link lnk;
 	int rc;
 
-	rc = dense_rec_link(&lnk, c->f, c->heap, rec, len);
+	rc = dense_rec_link(&lnk, c->f, r);
 	/* A user-defined link is invisible (as in iteration): keep searching. */
 	if (rc == H5_ERR_UNSUPPORTED)
 		return H5_ERR_NOTFOUND;
@@ -383,70 +358,31 @@ static int dense_found_cb(const uint8_t *rec, size_t len, void *udp)
 	return 0;
 }
 
-/* Open the heap and the name index named by a Link Info message. */
-static int dense_open(h5_fheap **heap, h5_bt2 **bt, h5_file *f, const h5_linfo *li)
-{
-	int rc;
-
-	*heap = NULL;
-	*bt = NULL;
-	rc = h5_fheap_open(heap, f, li->fheap_addr);
-	if (rc < 0)
-		goto out;
-	rc = h5_bt2_open(bt, f, li->name_bt2_addr);
-	if (rc < 0)
-		goto out;
-	if (h5_bt2_type(*bt) != 5 || h5_bt2_record_size(*bt) != DENSE_REC_SIZE) {
-		rc = h5_err_set(H5_ERR_FORMAT, "link name index at 0x%llx: type %u record size %u, expected 5/%d",
-				(unsigned long long)li->name_bt2_addr, h5_bt2_type(*bt),
-				h5_bt2_record_size(*bt), DENSE_REC_SIZE);
-		goto out;
-	}
-out:
-	if (rc < 0) {
-		h5_bt2_close(*bt);
-		h5_fheap_close(*heap);
-		*bt = NULL;
-		*heap = NULL;
-	}
-	return rc;
-}
-
 static int dense_collect(struct link_list *l, h5_file *f, const h5_linfo *li)
 {
-	struct dense_ctx c = { 0 };
-	h5_bt2 *bt = NULL;
+	struct dense_ctx c = { .f = f, .list = l };
+	h5_dense d;
 	int rc;
 
-	rc = dense_open(&c.heap, &bt, f, li);
+	rc = h5_dense_open(&d, f, H5_DENSE_LINKS, li->fheap_addr, li->name_bt2_addr);
 	if (rc < 0)
 		return rc;
-	c.f = f;
-	c.list = l;
-	rc = h5_bt2_iterate(bt, dense_collect_cb, &c);
-	h5_bt2_close(bt);
-	h5_fheap_close(c.heap);
+	rc = h5_dense_iterate(&d, dense_collect_cb, &c);
+	h5_dense_close(&d);
 	return rc;
 }
 
 static int dense_lookup(h5_link *out, h5_file *f, const h5_linfo *li, const char *name, size_t len)
 {
-	struct dense_ctx c = { 0 };
-	h5_bt2 *bt = NULL;
+	struct dense_ctx c = { .f = f, .name = name, .name_len = len, .out = out };
+	h5_dense d;
 	int rc;
 
-	rc = dense_open(&c.heap, &bt, f, li);
+	rc = h5_dense_open(&d, f, H5_DENSE_LINKS, li->fheap_addr, li->name_bt2_addr);
 	if (rc < 0)
 		return rc;
-	c.f = f;
-	c.name = name;
-	c.name_len = len;
-	/* III.A.2 type 5: the key is lookup3 of the name bytes, initval 0. */
-	c.hash = h5_checksum_lookup3(name, len, 0);
-	c.out = out;
-	rc = h5_bt2_find(bt, dense_cmp, &c.hash, dense_found_cb, &c);
-	h5_bt2_close(bt);
-	h5_fheap_close(c.heap);
+	rc = h5_dense_find(&d, name, len, dense_found_cb, &c);
+	h5_dense_close(&d);
 	if (rc == H5_ERR_NOTFOUND)
 		rc = h5_err_set(H5_ERR_NOTFOUND, "no link \"%s\"", name);
 	return rc;

@@ -216,9 +216,9 @@ struct h5_file {
 	unsigned nthreads;
 	bool efl_any;           /* h5_open_opts.efl_any */
 	pthread_mutex_t write_lock; /* one writer at a time */
-	/* appending (append.c), both under write_lock: the datasets being
-	 * appended to, and where the next new space starts (0: at eoa; may lie
-	 * below eoa when a commit reserved space ahead, doc/APPEND.md) */
+	/* under write_lock: the datasets being appended to (append.c), and
+	 * where the next new space starts (space.c; 0: at eoa; may lie below
+	 * eoa when a commit reserved space ahead, doc/APPEND.md) */
 	struct h5_astream *astreams;
 	uint64_t alloc_end;
 	struct h5_prefetch *prefetch; /* background chunk decoding (chunk.c) */

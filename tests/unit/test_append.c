@@ -1,4 +1,4 @@
-/* test_append.c - the extensible array writer (earray.c) and appending rows
+/* test_append.c - the extensible array writer (earray_write.c) and appending rows
  * (append.c), on files built here byte by byte: a v2 superblock and one
  * dataset object header (no libhdf5 needed). When /usr/bin/python3 has
  * h5py, the appended file is also read back by libhdf5. */

@@ -1,0 +1,63 @@
+/* append_int.h - what append.c (streams, commits, the public calls) shares
+ * with append_stage.c (staging: building, filtering and writing chunks and
+ * setting their index entries): the stream of one dataset. */
+#ifndef H5_APPEND_INT_H
+#define H5_APPEND_INT_H
+
+#include "internal.h"
+#include "cidx.h"
+
+/* Chunk images built at once (one window; for filtered datasets at least
+ * two per thread); whole chunk rows of a simple unfiltered dataset go to
+ * the file in pieces of this size too. */
+#define WINDOW_BYTES ((uint64_t)1 << 20)
+
+/* One dataset being appended to, shared by all its appenders. The fields
+ * below `lock` are only used under it; `next`, `refs` and `unlinked`
+ * under f->write_lock. Rows [committed, row0) are staged, rows
+ * [row0, row0 + nbuf) are in buf (some of them may be committed already,
+ * as a partly filled chunk row). */
+typedef struct h5_astream {
+	struct h5_astream *next;
+	unsigned refs;
+	bool unlinked;          /* failed and replaced in f->astreams */
+	pthread_mutex_t lock;
+	h5_file *f;
+	uint64_t addr;          /* dataset object header */
+	h5_dataset *d;          /* type, fill, filters, dims[1:]: constant while appending */
+	unsigned rank;
+	uint64_t esize, row_bytes;
+	uint64_t dims[H5_MAX_RANK];         /* dims[1:] */
+	uint64_t chunk[H5_MAX_RANK];
+	uint64_t nch[H5_MAX_RANK];          /* chunks per dimension (1:) */
+	uint64_t down[H5_MAX_RANK];         /* EA linearisation over max dims (chunk.c set_down) */
+	uint64_t ncells;                    /* chunks per chunk row */
+	uint64_t crow_bytes;                /* bytes of the rows of one chunk row */
+	bool filtered;
+	bool simple;            /* one chunk per chunk row covering whole rows: its image is the rows */
+	uint64_t stage_rows;    /* stage when this many rows are buffered (whole chunk rows) */
+	uint64_t commit_bytes, commit_ns;
+	uint64_t ea_addr;       /* EA header, UNDEF before the first chunk */
+	uint64_t committed;     /* dims[0] on disk; read without the lock (atomic) */
+	uint64_t row0;          /* first buffered row, the first of a chunk row */
+	uint8_t *buf;
+	uint64_t nbuf, cap;     /* rows buffered / room */
+	const h5_cidx_write_ops *wops; /* the index's append operations (cidx.h) */
+	void *ea;               /* its writer: entries set since the last commit (NULL: none) */
+	uint64_t nset;
+	uint64_t since;         /* when the oldest uncommitted row arrived (ns) */
+	uint64_t last_end;      /* allocation end after the previous commit */
+	bool unsynced;          /* a commit since the last fsync did not fsync dims[0] */
+	int failed;             /* sticky: set under lock, read under write_lock too (atomic) */
+} h5_astream;
+
+/* Stage every complete chunk row in the buffer and keep the rest. */
+int h5_astage_complete(h5_astream *s);
+/* Stage chunk rows [r0, r1) from the buffer, rows below hi being data
+ * (the last chunk row may be partial: filled). */
+int h5_astage_chunks(h5_astream *s, uint64_t r0, uint64_t r1, uint64_t hi);
+/* Whole chunk rows r.. of a simple unfiltered dataset straight from src:
+ * n chunk images of len bytes each. */
+int h5_astage_contiguous(h5_astream *s, const uint8_t *src, uint64_t r, uint64_t n, uint64_t len);
+
+#endif

@@ -1,0 +1,140 @@
+/*
+ * txn.c - the ordered commit (txn.h, doc/APPEND.md "Commit").
+ *
+ * libhdf5 has no crash safety of its own (its metadata cache writes back in
+ * any order); h5fs gets it from the order of writes and three fsyncs:
+ * nothing on disk points at new space before that space and the
+ * superblock's EOF address (II.A) covering it are durable, and the one
+ * in-place switch comes before the last write that makes it visible.
+ */
+#include "txn.h"
+#include "space.h"
+
+/* Room a non-durable commit reserves beyond the end of allocated space, so
+ * that the next commits need no superblock update (doc/APPEND.md). */
+#define RESERVE_MIN ((uint64_t)1 << 20)
+#define RESERVE_MAX ((uint64_t)256 << 20)
+
+/* Four times what the last commits used, within bounds. */
+static uint64_t reserve_size(uint64_t last_end, uint64_t end)
+{
+	uint64_t r = end > last_end ? (end - last_end) * 4 : 0;
+
+	return r < RESERVE_MIN ? RESERVE_MIN : r > RESERVE_MAX ? RESERVE_MAX : r;
+}
+
+void h5_txn_begin(h5_txn *t, h5_file *f, bool durable, const h5_cidx_write_ops *wops, void *w)
+{
+	*t = (h5_txn){ .f = f, .wops = wops, .w = w, .durable = durable };
+}
+
+/* The index writer writes its blocks from the allocation end on and
+ * advances its copy of it; the allocation end follows, even when the
+ * writer failed after writing. */
+static int write_blocks(h5_txn *t)
+{
+	uint64_t start = h5_space_end(t->f), a = start;
+	int rc = t->wops->write(t->w, &a);
+
+	if (a != start) {
+		int rc2 = h5_space_claim(t->f, a);
+
+		if (rc == 0)
+			rc = rc2;
+	}
+	t->end = h5_space_end(t->f);
+	return rc;
+}
+
+int h5_txn_stage(h5_txn *t, uint64_t last_end)
+{
+	h5_file *f = t->f;
+	uint64_t end;
+	int rc = write_blocks(t);
+
+	if (rc < 0)
+		return rc;
+	end = t->end;
+	if (end > f->eoa) {
+		uint64_t r = t->durable ? 0 : reserve_size(last_end, end);
+
+		t->new_eoa = end;
+		if (r && !h5_add_overflow(end, r, &t->new_eoa) && h5_space_fits(f, t->new_eoa))
+			rc = h5_space_extend(f, t->new_eoa);
+		else
+			t->new_eoa = end;
+	} else if (t->durable && f->eoa > end) {
+		t->shrink = true;
+	}
+	if (rc == 0)
+		rc = h5_file_sync(f);
+	if (rc < 0 || !t->new_eoa)
+		return rc;
+	/* the superblock covers the new space before anything points there */
+	rc = h5_superblock_write_eoa(f, t->new_eoa);
+	if (rc == 0)
+		rc = h5_file_sync(f);
+	if (rc == 0)
+		f->eoa = t->new_eoa;
+	return rc;
+}
+
+/* A new index (none before, or a new root or header): the layout message
+ * points at it, in one write of its chunk; else the index switches in
+ * place (its header). */
+int h5_txn_switch(h5_txn *t, h5_ohdr_edit *e, const h5_msg *lay)
+{
+	h5_file *f = t->f;
+	int rc;
+
+	if (t->wops->addr_is_new(t->w)) {
+		uint64_t field = H5_ADDR_UNDEF;
+		size_t vlen = f->fmt.sizeof_addr;
+		uint8_t v[32];
+
+		rc = t->wops->addr_field(&field, lay, &f->fmt);
+		h5_le_encode(v, t->wops->addr(t->w), f->fmt.sizeof_addr);
+		if (rc == 0 && t->wops->switch_bytes)
+			rc = t->wops->switch_bytes(t->w, &f->fmt, &field, v, &vlen);
+		if (rc == 0)
+			rc = h5_ohdr_patch(e, field, v, vlen);
+		if (rc == 0)
+			rc = h5_ohdr_write_chunk(f, e, h5_ohdr_chunk_of(e->oh, field));
+		if (rc == 0 && t->wops->switched)
+			rc = t->wops->switched(t->w);
+	} else {
+		rc = t->wops->commit(t->w);
+	}
+	return rc < 0 ? rc : h5_file_sync(f);
+}
+
+/* Then the reserve goes back: the superblock's end of allocated space
+ * drops to the allocation end (everything referenced lies below), written
+ * before the fsync that follows; the file is cut only after that fsync. */
+int h5_txn_last(h5_txn *t, h5_ohdr_edit *e, size_t c)
+{
+	int rc = h5_ohdr_write_chunk(t->f, e, c);
+
+	if (rc == 0 && t->shrink)
+		rc = h5_superblock_write_eoa(t->f, t->end);
+	if (rc == 0 && t->durable)
+		rc = h5_file_sync(t->f);
+	if (rc == 0 && t->shrink)
+		rc = h5_space_cut(t->f, t->end);
+	return rc;
+}
+
+int h5_txn_sync(h5_file *f, bool unsynced)
+{
+	uint64_t end = h5_space_end(f);
+	bool shrink = f->eoa > end;
+	int rc = 0;
+
+	if (shrink)
+		rc = h5_superblock_write_eoa(f, end);
+	if (rc == 0 && (shrink || unsynced))
+		rc = h5_file_sync(f);
+	if (rc == 0 && shrink)
+		rc = h5_space_cut(f, end);
+	return rc;
+}

@@ -1,0 +1,51 @@
+/* txn.h - the ordered commit: making what a writer staged visible,
+ * crash-safe by the order of writes alone (doc/APPEND.md "Commit").
+ *
+ * A writer first writes everything new beyond what any structure
+ * references (space.h) and sets its index entries on an index writer
+ * (cidx.h's write ops), then, under f->write_lock:
+ *   h5_txn_stage   the index writer's new and copied blocks after that;
+ *                  fsync; when the new space lies beyond the end of
+ *                  allocated space, the superblock's EOF address (with
+ *                  room reserved ahead); fsync;
+ *   h5_txn_switch  the one in-place switch to the new index: its header,
+ *                  or the layout message's index address; fsync;
+ *   (the caller)   every other change of the object header;
+ *   h5_txn_last    the last write (the chunk holding dims[0]); the reserve
+ *                  given back; fsync when durable; the file cut.
+ * Until the last write, readers and a crash see the old state; after it,
+ * the complete new one. */
+#ifndef H5_TXN_H
+#define H5_TXN_H
+
+#include "internal.h"
+#include "cidx.h"
+
+typedef struct h5_txn {
+	h5_file *f;
+	const h5_cidx_write_ops *wops;
+	void *w;                /* the index writer */
+	bool durable;           /* fsync the last write before h5_txn_last returns */
+	uint64_t end;           /* the allocation end once staged */
+	uint64_t new_eoa;       /* 0, or the EOF address the superblock got */
+	bool shrink;            /* a durable commit gives back a reserve */
+} h5_txn;
+
+void h5_txn_begin(h5_txn *t, h5_file *f, bool durable, const h5_cidx_write_ops *wops, void *w);
+
+/* A commit that is not durable reserves room ahead (four times what the
+ * space used since last_end took, 1..256 MiB), so that the next commits
+ * need no superblock write. */
+int h5_txn_stage(h5_txn *t, uint64_t last_end);
+
+/* e: an edit of the object header whose layout message is lay. */
+int h5_txn_switch(h5_txn *t, h5_ohdr_edit *e, const h5_msg *lay);
+
+/* Chunk c of e, written after every other change. */
+int h5_txn_last(h5_txn *t, h5_ohdr_edit *e, size_t c);
+
+/* Nothing new to show, but a durable request: fsync what earlier commits
+ * left unsynced (unsynced), and give back a reserve. */
+int h5_txn_sync(h5_file *f, bool unsynced);
+
+#endif

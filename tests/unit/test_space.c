@@ -1,0 +1,279 @@
+/* test_space.c - file space (space.c) and the ordered commit (txn.c) on a
+ * file built here byte by byte (a v2 superblock and one object header), with
+ * an index writer of its own whose blocks are a byte pattern: where space
+ * is handed out, what the superblock's EOF address and the file's length
+ * become after a periodic commit (reserve) and a durable one (given back),
+ * and a writer that fails after writing. */
+#include "testutil.h"
+#include "space.h"
+#include "txn.h"
+
+#include <sys/stat.h>
+
+#define SB_SIZE 48
+
+static char tmpdir[64];
+static char path[128];
+
+static void setup(void)
+{
+	strcpy(tmpdir, "/tmp/h5fs-test-space-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+}
+
+static void teardown(void)
+{
+	if (test_py_rmdir(tmpdir) != 0)
+		fprintf(stderr, "could not remove %s\n", tmpdir);
+}
+
+/* Superblock v2 (root: the object header after it), then an object header
+ * v2 holding one 8-byte NIL message; the EOF address is the file's length. */
+static uint64_t make_file(void)
+{
+	static const uint8_t sig[8] = { 0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n' };
+	tbuf b = { 0 };
+	FILE *fp;
+	uint64_t len;
+
+	tb_put(&b, sig, 8);
+	tb_u8(&b, 2);
+	tb_u8(&b, 8);
+	tb_u8(&b, 8);
+	tb_u8(&b, 0);
+	tb_u64(&b, 0);              /* base */
+	tb_u64(&b, UINT64_MAX);     /* no extension */
+	tb_u64(&b, 0);              /* EOF, below */
+	tb_u64(&b, SB_SIZE);        /* root */
+	tb_checksum(&b, 0);
+	tb_str(&b, "OHDR");
+	tb_u8(&b, 2);
+	tb_u8(&b, 0x00);            /* chunk 0 size in 1 byte */
+	tb_u8(&b, 12);
+	tb_u8(&b, H5_MSG_NIL);
+	tb_u16(&b, 8);
+	tb_u8(&b, 0);
+	tb_zero(&b, 8);
+	tb_checksum(&b, SB_SIZE);
+	len = b.len;
+	h5_le_encode(b.p + 28, len, 8);
+	h5_le_encode(b.p + 44, h5_checksum_metadata(b.p, 44), 4);
+	snprintf(path, sizeof(path), "%s/f.h5", tmpdir);
+	fp = fopen(path, "wb");
+	ck_assert_ptr_nonnull(fp);
+	ck_assert_uint_eq(fwrite(b.p, 1, b.len, fp), b.len);
+	fclose(fp);
+	tb_free(&b);
+	return len;
+}
+
+static h5_file *open_file(int writable)
+{
+	h5_open_opts o = { .writable = writable };
+	h5_file *f = NULL;
+
+	ck_assert_msg(h5_file_open(&f, path, &o) == 0, "%s: %s", path, h5_err_msg());
+	return f;
+}
+
+static uint64_t file_size(void)
+{
+	struct stat st;
+
+	ck_assert_int_eq(stat(path, &st), 0);
+	return (uint64_t)st.st_size;
+}
+
+/* The superblock's EOF address as a fresh open reads it. */
+static uint64_t eoa_on_disk(void)
+{
+	h5_file *f = open_file(0);
+	uint64_t eoa = f->eoa;
+
+	h5_file_close(f);
+	return eoa;
+}
+
+START_TEST(space_alloc_claim_fits)
+{
+	uint64_t len = make_file(), a;
+	h5_file *f = open_file(1);
+
+	pthread_mutex_lock(&f->write_lock);
+	ck_assert_uint_eq(f->eoa, len);
+	ck_assert_uint_eq(h5_space_end(f), len);
+	ck_assert_int_eq(h5_space_alloc(&a, f, 100), 0);
+	ck_assert_uint_eq(a, len);
+	ck_assert_uint_eq(h5_space_end(f), len + 100);
+	ck_assert_int_eq(h5_space_alloc(&a, f, 0), 0);
+	ck_assert_uint_eq(a, len + 100);
+	/* never below what was handed out */
+	ck_assert_int_eq(h5_space_claim(f, len + 50), H5_ERR_INVAL);
+	ck_assert_uint_eq(h5_space_end(f), len + 100);
+	ck_assert_int_eq(h5_space_claim(f, len + 300), 0);
+	ck_assert_uint_eq(h5_space_end(f), len + 300);
+	ck_assert_int_eq(h5_space_alloc(&a, f, UINT64_MAX - 10), H5_ERR_LIMIT);
+	ck_assert_uint_eq(h5_space_end(f), len + 300);
+	ck_assert(!h5_space_fits(f, H5_ADDR_UNDEF));
+	/* 4-byte addresses: nothing at or past 4 GiB */
+	f->fmt.sizeof_addr = 4;
+	ck_assert(h5_space_fits(f, UINT64_C(0xffffffff)));
+	ck_assert(!h5_space_fits(f, UINT64_C(0x100000000)));
+	ck_assert_int_eq(h5_space_alloc(&a, f, UINT64_C(0x100000000)), H5_ERR_LIMIT);
+	ck_assert_uint_eq(h5_space_end(f), len + 300);
+	f->fmt.sizeof_addr = 8;
+	/* nothing was written: the file and its superblock are as they were */
+	pthread_mutex_unlock(&f->write_lock);
+	h5_file_close(f);
+	ck_assert_uint_eq(file_size(), len);
+	ck_assert_uint_eq(eoa_on_disk(), len);
+}
+END_TEST
+
+/* ---- an index writer of its own -------------------------------------------------- */
+
+typedef struct pat_writer {
+	h5_file *f;
+	size_t n;               /* bytes of "blocks" to write */
+	int fail_after;         /* fail once written */
+	uint64_t at;            /* where they went */
+} pat_writer;
+
+static int pat_write(void *wp, uint64_t *alloc_end)
+{
+	pat_writer *w = wp;
+	uint8_t *buf = malloc(w->n);
+	int rc;
+
+	ck_assert_ptr_nonnull(buf);
+	for (size_t i = 0; i < w->n; i++)
+		buf[i] = (uint8_t)(i * 7 + 1);
+	w->at = *alloc_end;
+	rc = h5_file_write(w->f, *alloc_end, buf, w->n);
+	free(buf);
+	if (rc < 0)
+		return rc;
+	*alloc_end += w->n;
+	return w->fail_after ? h5_err_set(H5_ERR_IO, "failing after the write, as asked") : 0;
+}
+
+static const h5_cidx_write_ops pat_ops = { .write = pat_write };
+
+static void check_pattern(uint64_t at, size_t n)
+{
+	FILE *fp = fopen(path, "rb");
+	uint8_t *buf = malloc(n);
+
+	ck_assert_ptr_nonnull(fp);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_int_eq(fseek(fp, (long)at, SEEK_SET), 0);
+	ck_assert_uint_eq(fread(buf, 1, n, fp), n);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_uint_eq(buf[i], (uint8_t)(i * 7 + 1));
+	free(buf);
+	fclose(fp);
+}
+
+/* A periodic commit reserves room ahead (at least 1 MiB): the superblock
+ * and the file's length cover it; a second commit within it leaves the
+ * superblock alone; a durable request gives the reserve back. */
+START_TEST(txn_reserve_and_give_back)
+{
+	uint64_t len = make_file();
+	h5_file *f = open_file(1);
+	pat_writer w = { .f = f, .n = 1000 };
+	h5_txn t;
+
+	pthread_mutex_lock(&f->write_lock);
+	h5_txn_begin(&t, f, false, &pat_ops, &w);
+	ck_assert_msg(h5_txn_stage(&t, h5_space_end(f)) == 0, "%s", h5_err_msg());
+	ck_assert_uint_eq(w.at, len);
+	ck_assert_uint_eq(t.end, len + 1000);
+	ck_assert_uint_eq(t.new_eoa, len + 1000 + (UINT64_C(1) << 20));
+	ck_assert_uint_eq(f->eoa, t.new_eoa);
+	ck_assert(!t.shrink);
+	pthread_mutex_unlock(&f->write_lock);
+	ck_assert_uint_eq(eoa_on_disk(), len + 1000 + (UINT64_C(1) << 20));
+	ck_assert_uint_ge(file_size(), len + 1000 + (UINT64_C(1) << 20));
+	check_pattern(len, 1000);
+
+	/* within the reserve: no superblock write */
+	pthread_mutex_lock(&f->write_lock);
+	h5_txn_begin(&t, f, false, &pat_ops, &w);
+	ck_assert_int_eq(h5_txn_stage(&t, len + 1000), 0);
+	ck_assert_uint_eq(w.at, len + 1000);
+	ck_assert_uint_eq(t.new_eoa, 0);
+	ck_assert_uint_eq(f->eoa, len + 1000 + (UINT64_C(1) << 20));
+
+	/* durable, nothing new: the reserve goes back, the file is cut */
+	ck_assert_int_eq(h5_txn_sync(f, true), 0);
+	ck_assert_uint_eq(f->eoa, len + 2000);
+	pthread_mutex_unlock(&f->write_lock);
+	h5_file_close(f);
+	ck_assert_uint_eq(eoa_on_disk(), len + 2000);
+	ck_assert_uint_eq(file_size(), len + 2000);
+	check_pattern(len + 1000, 1000);
+}
+END_TEST
+
+/* A durable commit reserves nothing: the EOF address is the end exactly. */
+START_TEST(txn_durable_exact)
+{
+	uint64_t len = make_file();
+	h5_file *f = open_file(1);
+	pat_writer w = { .f = f, .n = 4096 };
+	h5_txn t;
+
+	pthread_mutex_lock(&f->write_lock);
+	h5_txn_begin(&t, f, true, &pat_ops, &w);
+	ck_assert_int_eq(h5_txn_stage(&t, len), 0);
+	ck_assert_uint_eq(t.new_eoa, len + 4096);
+	ck_assert_uint_eq(f->eoa, len + 4096);
+	pthread_mutex_unlock(&f->write_lock);
+	h5_file_close(f);
+	ck_assert_uint_eq(eoa_on_disk(), len + 4096);
+	ck_assert_uint_eq(file_size(), len + 4096);
+	check_pattern(len, 4096);
+}
+END_TEST
+
+/* A writer failing after it wrote: its space stays handed out (never
+ * written over by the next writer), the superblock is untouched. */
+START_TEST(txn_writer_fails)
+{
+	uint64_t len = make_file();
+	h5_file *f = open_file(1);
+	pat_writer w = { .f = f, .n = 500, .fail_after = 1 };
+	h5_txn t;
+
+	pthread_mutex_lock(&f->write_lock);
+	h5_txn_begin(&t, f, false, &pat_ops, &w);
+	ck_assert_int_eq(h5_txn_stage(&t, len), H5_ERR_IO);
+	ck_assert_uint_eq(h5_space_end(f), len + 500);
+	ck_assert_uint_eq(f->eoa, len);
+	w.fail_after = 0;
+	h5_txn_begin(&t, f, true, &pat_ops, &w);
+	ck_assert_int_eq(h5_txn_stage(&t, len), 0);
+	ck_assert_uint_eq(w.at, len + 500);
+	pthread_mutex_unlock(&f->write_lock);
+	h5_file_close(f);
+	ck_assert_uint_eq(eoa_on_disk(), len + 1000);
+}
+END_TEST
+
+static Suite *make_suite(void)
+{
+	Suite *s = suite_create("space");
+	TCase *tc = tcase_create("space");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, space_alloc_claim_fits);
+	tcase_add_test(tc, txn_reserve_and_give_back);
+	tcase_add_test(tc, txn_durable_exact);
+	tcase_add_test(tc, txn_writer_fails);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+H5_TEST_MAIN(make_suite)
