@@ -353,6 +353,7 @@ uint64_t http_reserve(http_source *h, uint64_t n, unsigned *slot, uint8_t **seg,
 		if (v->ahead)
 			h->ra_unread--;
 		v->ahead = false;
+		v->chunk = false;
 		v->idx = UINT64_MAX;
 		v->loading = loading;
 		slot[k] = (unsigned)(v - h->slots);
@@ -362,7 +363,7 @@ uint64_t http_reserve(http_source *h, uint64_t n, unsigned *slot, uint8_t **seg,
 }
 
 /* http_land with h->mu held. */
-static void land_locked(http_source *h, uint64_t b, uint64_t n, const unsigned *slot, bool ok, bool ahead)
+static void land_locked(http_source *h, uint64_t b, uint64_t n, const unsigned *slot, bool ok, uint8_t ahead)
 {
 	for (uint64_t i = 0; i < n; i++) {
 		blk *v = &h->slots[slot[i]];
@@ -374,15 +375,16 @@ static void land_locked(http_source *h, uint64_t b, uint64_t n, const unsigned *
 		v->used = ok ? ++h->tick : 0;
 		if (ok) {
 			v->idx = b + i;
-			v->ahead = ahead;
-			h->ra_unread += ahead;
+			v->ahead = ahead != HTTP_AHEAD_NO;
+			v->chunk = ahead == HTTP_AHEAD_CHUNK;
+			h->ra_unread += v->ahead;
 		}
 	}
 }
 
 /* The transfer into slot[0..n) for blocks [b, b+n) ended: the blocks are
  * cached if ok, else the slots are empty again (h->mu not held). */
-void http_land(http_source *h, uint64_t b, uint64_t n, const unsigned *slot, bool ok, bool ahead)
+void http_land(http_source *h, uint64_t b, uint64_t n, const unsigned *slot, bool ok, uint8_t ahead)
 {
 	pthread_mutex_lock(&h->mu);
 	land_locked(h, b, n, slot, ok, ahead);
@@ -395,6 +397,19 @@ bool http_in_flight(const http_source *h, uint64_t b)
 	for (unsigned i = 0; i < h->ninflight; i++)
 		if (b >= h->inflight[i].b && b - h->inflight[i].b < h->inflight[i].n)
 			return true;
+	return false;
+}
+
+/* True if block b was read ahead for a chunk stream, or is being (h->mu
+ * held): the stream hints what follows it, bytes after it are no stream. */
+bool http_chunk_block(const http_source *h, uint64_t b)
+{
+	for (unsigned i = 0; i < h->ninflight; i++)
+		if (b >= h->inflight[i].b && b - h->inflight[i].b < h->inflight[i].n)
+			return h->inflight[i].chunk;
+	for (unsigned i = 0; i < h->nslots; i++)
+		if (h->slots[i].idx == b)
+			return h->slots[i].chunk;
 	return false;
 }
 
@@ -429,7 +444,7 @@ static int fetch_blocks(http_source *h, uint64_t b, uint64_t n, const unsigned *
 		snprintf(msg, sizeof(msg), "%s", h5_err_msg());
 		rc = h5_err_set(H5_ERR_IO, "%s", msg);
 	}
-	http_land(h, b, n, slot, rc == 0, false);
+	http_land(h, b, n, slot, rc == 0, HTTP_AHEAD_NO);
 	http_flight_end(h, b);
 	return rc;
 }
@@ -559,6 +574,7 @@ static int http_get(http_source *h, uint64_t off, uint8_t *dst, size_t len, stru
 		}
 		h->inflight[h->ninflight].b = first;
 		h->inflight[h->ninflight].bg = false;
+		h->inflight[h->ninflight].chunk = false;
 		h->inflight[h->ninflight++].n = n;
 		pthread_mutex_unlock(&h->mu);
 		int rc = fetch_blocks(h, first, n, slot, seg);
@@ -746,6 +762,18 @@ static void http_extent_hint(h5_source *s, uint64_t start, uint64_t end)
 	pthread_mutex_unlock(&h->mu);
 }
 
+/* The chunks a stream reads next (chunk_stream.c): queued for the
+ * read-ahead worker, which fetches them before they are asked for. */
+static void http_ranges_hint(h5_source *s, const h5_range *r, size_t n, bool restart)
+{
+	http_source *h = (http_source *)s;
+
+	pthread_mutex_lock(&h->mu);
+	http_ra_forked(h);
+	http_ra_chunks(h, r, n, restart);
+	pthread_mutex_unlock(&h->mu);
+}
+
 static const h5_source_ops http_ops = {
 	.name = "http",
 	.read = http_read,
@@ -757,6 +785,7 @@ static const h5_source_ops http_ops = {
 	.unpin = http_unpin,
 	.prefetch = http_prefetch,
 	.extent_hint = http_extent_hint,
+	.ranges_hint = http_ranges_hint,
 };
 
 /* The first request: FIRST bytes (or the whole object), the size and the
@@ -785,9 +814,9 @@ static int first_fetch(http_source *h)
 	}
 	pthread_mutex_lock(&h->mu);
 	if (rc == 0)
-		land_locked(h, 0, (r.got + BLOCK - 1) / BLOCK, slot, true, false);
+		land_locked(h, 0, (r.got + BLOCK - 1) / BLOCK, slot, true, HTTP_AHEAD_NO);
 	/* the slots past a small object's end are free again */
-	land_locked(h, 0, n, slot, false, false);
+	land_locked(h, 0, n, slot, false, HTTP_AHEAD_NO);
 	pthread_mutex_unlock(&h->mu);
 	return rc;
 }
