@@ -329,8 +329,9 @@ static void ra_hint(h5_chunk_index *ci, uint64_t from, uint64_t to, bool restart
 		h5_file_ranges_hint(ci->f, r, n, restart);
 }
 
-/* A sequential read ending at stream byte end: hint the chunks ahead. */
-static void ra_plan(h5_chunk_index *ci, uint64_t end)
+/* A sequential read of len bytes ending at stream byte end: hint the
+ * chunks ahead. */
+static void ra_plan(h5_chunk_index *ci, uint64_t end, size_t len)
 {
 	uint64_t rowbytes = ci->esize, rowspan, npr = 1, total, cur, first, most, from, to;
 	bool restart;
@@ -353,9 +354,11 @@ static void ra_plan(h5_chunk_index *ci, uint64_t end)
 	if (first > most)
 		first = most;
 	pthread_mutex_lock(&ci->stream_lock);
-	/* a jump: past what was hinted, or back by more than a row (the
-	 * kernel's parallel reads come a little out of order) */
-	restart = ci->ra_win == 0 || cur > ci->ra_next || cur + npr < ci->ra_cur;
+	/* a jump: further on than two reads go (stream_follows lets a read
+	 * start up to a read past the previous one's end), or back by more
+	 * than a row (the kernel's parallel reads come a little out of order) */
+	restart = ci->ra_win == 0 || cur > ci->ra_next ||
+		  (cur - ci->ra_cur) / npr > 1 + 2 * (uint64_t)len / rowspan || cur + npr < ci->ra_cur;
 	if (restart) {
 		ci->ra_win = first;
 		ci->ra_next = cur;
@@ -390,7 +393,7 @@ bool h5_chunk_stream_note(h5_dataset *d, uint64_t off, size_t len)
 	if (!ci || !ci->filtered || len == 0 || off > UINT64_MAX - len || !stream_follows(ci, off, off + len, len))
 		return false;
 	if (d->f->src->ops->ranges_hint)
-		ra_plan(ci, off + len);
+		ra_plan(ci, off + len, len);
 	if (p) {
 		pthread_mutex_lock(&p->lock);
 		if (!p->stop)
