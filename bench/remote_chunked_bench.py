@@ -74,7 +74,7 @@ def timing(wd):
         return out
     for ln in lines:
         p = ln.split()
-        end, rt, nbytes = float(p[0]), float(p[1]), int(p[-1])
+        end, rt, nbytes = float(p[0]), float(p[1]), int(p[4])
         out.append((end - rt, end, nbytes))
     return out
 

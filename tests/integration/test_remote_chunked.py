@@ -18,6 +18,9 @@ index blocks between the chunks are fetched by the lookup):
   the jump the chunk jumped to is fetched, and nothing outside the
   first window from there (8 MiB of chunks: the window started over)
   but single blocks of the index;
+- a cat of a virtual dataset whose source is a chunked dataset of
+  another file on the server: the source's chunks are fetched the same
+  way (once, coalesced, bounded);
 - through delay_proxy.py (20 ms each way) the same cat gives the same
   bytes, each byte fetched once, in no more requests than 4 MiB pieces of
   the chunks' runs allow.
@@ -77,11 +80,14 @@ def chunks(path, name):
     return [(o, s) for _, o, s in sorted(out)]
 
 
-def requests(wd):
-    """[(start, end, first byte, last byte, bytes sent)] from timing.log."""
+def requests(wd, name="/f.h5"):
+    """[(start, end, first byte, last byte, bytes sent)] of the requests
+    for name, from timing.log."""
     out = []
     for ln in open(os.path.join(wd, "timing.log")).read().splitlines():
         p = ln.split()
+        if p[5] != name:
+            continue
         rng = p[2].strip('"')
         if not rng.startswith("bytes=") or p[3] != "206":
             fail("a request without a range or not answered 206: %s" % ln)
@@ -225,12 +231,56 @@ def jump(url, mnt, wd, want, cks):
         fail("jump: %d bytes fetched after the jump, more than the first window's %d" % (sent, hi - lo))
 
 
+def make_vds(root):
+    """src.h5: a chunked, compressed "data"; vds.h5: a virtual dataset of
+    all of it (its source beside it on the server)."""
+    rng = np.random.default_rng(232)
+    n = 32 * MiB // 8
+    with h5py.File(os.path.join(root, "src.h5"), "w") as f:
+        f.create_dataset("data", data=np.round(rng.normal(size=n) * 1000, 2), chunks=(1 << 15,), shuffle=True,
+                         compression="gzip")
+    lay = h5py.VirtualLayout(shape=(n,), dtype="<f8")
+    lay[:] = h5py.VirtualSource("src.h5", "data", shape=(n,))
+    with h5py.File(os.path.join(root, "vds.h5"), "w") as f:
+        f.create_virtual_dataset("v", lay, fillvalue=-1)
+
+
+def vds(url, mnt, wd, root):
+    """A cat of the virtual dataset: its source's chunks are read ahead
+    like a chunked dataset's of FILE."""
+    with h5py.File(os.path.join(root, "vds.h5"), "r") as f:
+        want = f["v"][()].tobytes()
+    cks = chunks(os.path.join(root, "src.h5"), "data")
+    reset_log(wd)
+    with T.Mount(url, mnt, OPTS) as m, m.watchdog(300):
+        os.stat(os.path.join(mnt, "v"))
+        quiet(wd)
+        n0 = len(requests(wd, "/src.h5"))
+        with open(os.path.join(mnt, "v"), "rb") as fh:
+            got = fh.read()
+        if got != want:
+            fail("cat of the VDS: %s" % T.first_diff(got, want))
+        quiet(wd)
+    every = requests(wd, "/src.h5")
+    reqs = every[n0:]
+    stored = sum(s for _, s in cks)
+    sent = sum(r[4] for r in reqs)
+    print("cat of a VDS over a remote chunked source: %d requests for %d chunks, %d bytes for %d stored" % (
+        len(reqs), len(cks), sent, stored))
+    check_once("VDS source", every, cks)
+    if len(reqs) >= len(cks):
+        fail("VDS source: %d requests for %d chunks: not coalesced" % (len(reqs), len(cks)))
+    if sent > 1.1 * stored:
+        fail("VDS source: %d bytes fetched for %d stored" % (sent, stored))
+
+
 def main():
     wd = T.workdir("remote-chunked")
     root = os.path.join(wd, "www")
     os.makedirs(root)
     path = os.path.join(root, "f.h5")
     make(path)
+    make_vds(root)
     with h5py.File(path, "r") as f:
         want = {n: f[n][()].tobytes() for n in ("data", "grid")}
     cks = {n: chunks(path, n) for n in ("data", "grid")}
@@ -247,6 +297,7 @@ def main():
         url = "http://127.0.0.1:%d/f.h5" % port
         cat_checked(url, mnt, wd, "data", want["data"], cks["data"], "cat data", False)
         jump(url, mnt, wd, want["data"], cks["data"])
+        vds("http://127.0.0.1:%d/vds.h5" % port, mnt, wd, root)
 
         proxy = T.subprocess.Popen([sys.executable, os.path.join(T.HERE, "delay_proxy.py"), str(port), "20"],
                                    stdout=T.subprocess.PIPE)

@@ -61,7 +61,7 @@ events { worker_connections 64; }
 http {
   log_format ranges '$request_uri "$http_range" $status $body_bytes_sent';
   access_log %s/access.log ranges;
-  log_format timing '$msec $request_time "$http_range" $status $body_bytes_sent';
+  log_format timing '$msec $request_time "$http_range" $status $body_bytes_sent $request_uri';
   access_log %s/timing.log timing;
   client_body_temp_path %s/tmp; proxy_temp_path %s/tmp; fastcgi_temp_path %s/tmp;
   uwsgi_temp_path %s/tmp; scgi_temp_path %s/tmp;
