@@ -329,10 +329,11 @@ static void ra_hint(h5_chunk_index *ci, uint64_t from, uint64_t to, bool restart
 		h5_file_ranges_hint(ci->f, r, n, restart);
 }
 
-/* A sequential read of len bytes ending at stream byte end: hint the
- * chunks ahead. */
-static void ra_plan(h5_chunk_index *ci, uint64_t end, size_t len)
+/* A sequential read of [off, off+len): hint the chunks ahead (from the
+ * read's own when the stream starts over). */
+static void ra_plan(h5_chunk_index *ci, uint64_t off, size_t len)
 {
+	uint64_t end = off + len;
 	uint64_t rowbytes = ci->esize, rowspan, npr = 1, total, cur, first, most, from, to;
 	bool restart;
 
@@ -361,7 +362,7 @@ static void ra_plan(h5_chunk_index *ci, uint64_t end, size_t len)
 		  (cur - ci->ra_cur) / npr > 1 + 2 * (uint64_t)len / rowspan || cur + npr < ci->ra_cur;
 	if (restart) {
 		ci->ra_win = first;
-		ci->ra_next = cur;
+		ci->ra_next = off / rowspan * npr;
 		ci->ra_cur = cur;
 	} else {
 		if (cur > ci->ra_cur)
@@ -393,7 +394,7 @@ bool h5_chunk_stream_note(h5_dataset *d, uint64_t off, size_t len)
 	if (!ci || !ci->filtered || len == 0 || off > UINT64_MAX - len || !stream_follows(ci, off, off + len, len))
 		return false;
 	if (d->f->src->ops->ranges_hint)
-		ra_plan(ci, off + len, len);
+		ra_plan(ci, off, len);
 	if (p) {
 		pthread_mutex_lock(&p->lock);
 		if (!p->stop)
