@@ -9,7 +9,10 @@
  * ahead moves the target [ra_next, ra_until) forward (the distance starts
  * at two windows and doubles up to HTTP_RA_MAX blocks, at most half the
  * cache, so blocks read ahead do not evict each other or the blocks being
- * read); a jump empties it.
+ * read); a jump empties it. A stream over a chunked dataset says which
+ * chunks it reads next instead (http_ra_chunks, from chunk_stream.c
+ * through the ranges_hint op): those runs of blocks are fetched first,
+ * in its order, and its reads move no byte-stream target.
  * Blocks being fetched are in h->inflight, so a reader waits for them
  * rather than asking twice. A background fetch that fails is dropped (and
  * stops the stream): the reader then fetches the block itself, with
@@ -289,7 +292,8 @@ void http_ra_note(http_source *h, uint64_t b, bool sequential)
 	 * blocks read ahead leaves room for more. The block just after
 	 * them, or after a block read ahead for such a stream, too: a reader
 	 * a little ahead of the hints */
-	if ((b >= h->ck_lo && b <= h->ck_hi) || http_chunk_block(h, b) || (b > 0 && http_chunk_block(h, b - 1))) {
+	if ((h->ck_hi > h->ck_lo && b >= h->ck_lo && b <= h->ck_hi) || http_chunk_block(h, b) ||
+	    (b > 0 && http_chunk_block(h, b - 1))) {
 		if (h->nrq)
 			ra_kick(h);
 		return;
