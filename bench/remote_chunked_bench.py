@@ -22,7 +22,10 @@ largest receive window). Per link, --runs times each:
 - curl-then-decode: one curl of the whole file to a temp file, then h5py
   reads data from it (what a user does today);
 - --reads random 4 KiB preads of data on a fresh mount (one reader,
-  fadvise RANDOM) against --fsspec-reads of them through h5py+fsspec.
+  fadvise RANDOM) against --fsspec-reads of them through h5py+fsspec;
+- CPU seconds of each (h5fs's daemon from /proc, the Python process's
+  with its threads, curl's as a child), which a loaded machine changes
+  less than the wall times.
 Every cat is compared with h5py's bytes. Run from the build directory.
 """
 import argparse
@@ -99,17 +102,28 @@ def rng_(a):
     return "%.2f-%.2f" % (min(a), max(a)) if a else "-"
 
 
-def cat_remote(url, wd, mnt, name, want, runs):
+def cpu(pid):
+    """CPU seconds (user + system, all threads) of a process so far."""
+    p = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+    return (int(p[11]) + int(p[12])) / os.sysconf("SC_CLK_TCK")
+
+
+CPU = {}  # what -> [CPU seconds of h5fs during the cat]
+
+
+def cat_remote(url, wd, mnt, name, want, runs, what=None):
     ts, info = [], ""
     for _ in range(runs):
-        with T.Mount(url, mnt, ["-o", "retries=2,timeout=30"]):
+        with T.Mount(url, mnt, ["-o", "retries=2,timeout=30"]) as m:
             os.stat(os.path.join(mnt, name))
             time.sleep(0.3)
             reset_log(wd)
+            c0 = cpu(m.proc.pid)
             t0 = time.monotonic()
             with open(os.path.join(mnt, name), "rb") as fh:
                 got = fh.read()
             ts.append(time.monotonic() - t0)
+            CPU.setdefault(what or name, []).append(cpu(m.proc.pid) - c0)
         if got != want:
             print("  WRONG BYTES in cat %s" % name)
         time.sleep(0.3)
@@ -122,32 +136,41 @@ def cat_remote(url, wd, mnt, name, want, runs):
 def cat_local(path, mnt, name, runs):
     ts = []
     for _ in range(runs):
-        with T.Mount(path, mnt):
+        with T.Mount(path, mnt) as m:
             os.stat(os.path.join(mnt, name))
+            c0 = cpu(m.proc.pid)
             t0 = time.monotonic()
             subprocess.run(["cat", os.path.join(mnt, name)], stdout=subprocess.DEVNULL, check=True)
             ts.append(time.monotonic() - t0)
+            CPU.setdefault("local " + name, []).append(cpu(m.proc.pid) - c0)
     return ts
 
 
 def fsspec_read(url, name, runs, block):
     ts = []
     for _ in range(runs):
+        c0 = time.process_time()
         t0 = time.monotonic()
         with fsspec.open(url, "rb", block_size=block) as fo, h5py.File(fo, "r") as f:
             f[name][()]
         ts.append(time.monotonic() - t0)
+        CPU.setdefault("fsspec %d MiB" % (block // MiB), []).append(time.process_time() - c0)
     return ts
 
 
 def curl_decode(url, name, runs, tmp):
     ts = []
     for _ in range(runs):
+        c0 = time.process_time()
+        r0 = os.times()
         t0 = time.monotonic()
         subprocess.run(["curl", "-s", "-o", tmp, url], check=True)
         with h5py.File(tmp, "r") as f:
             f[name][()]
         ts.append(time.monotonic() - t0)
+        r1 = os.times()
+        CPU.setdefault("curl-then-decode", []).append(
+            time.process_time() - c0 + r1.children_user + r1.children_system - r0.children_user - r0.children_system)
         os.unlink(tmp)
     return ts
 
@@ -189,12 +212,13 @@ def rmem_max():
 
 def link(url, wd, mnt, label, a, want, wantg, size, local_cat):
     print("== %s" % label)
-    ts, info = cat_remote(url, wd, mnt, "data", want, a.runs)
+    CPU.clear()
+    ts, info = cat_remote(url, wd, mnt, "data", want, a.runs, "data " + label)
     print("  h5fs cat data: %s s (%s)" % (rng_(ts), info))
     if local_cat:
         print("  remote/local: %.2f-%.2fx the local mount's time (>= 0.8x its speed: <= 1.25)" % (
             min(ts) / max(local_cat), max(ts) / min(local_cat)))
-    tg, infog = cat_remote(url, wd, mnt, "grid", wantg, a.runs)
+    tg, infog = cat_remote(url, wd, mnt, "grid", wantg, a.runs, "grid " + label)
     print("  h5fs cat grid (2-D chunks): %s s (%s)" % (rng_(tg), infog))
     cd = curl_decode(url, "data", a.runs, os.path.join(wd, "dl.h5"))
     print("  curl-then-decode: %s s; h5fs %.1f-%.1fx faster" % (rng_(cd), min(cd) / max(ts), max(cd) / min(ts)))
@@ -205,6 +229,8 @@ def link(url, wd, mnt, label, a, want, wantg, size, local_cat):
             print("  h5py over fsspec (block %d MiB): %s s" % (blk // MiB, rng_(fs)))
             best = fs if best is None or min(fs) < min(best) else best
         print("  h5fs %.1f-%.1fx faster than the better fsspec" % (min(best) / max(ts), max(best) / min(ts)))
+    print("  CPU seconds (user + system, all threads; h5fs: the daemon alone, nginx not counted): " +
+          "; ".join("%s %s" % (k, rng_(v)) for k, v in CPU.items()))
     if a.reads:
         rate, bad = random_h5fs(url, mnt, want, a.reads)
         line = "  random 4 KiB reads: h5fs %.0f reads/s (%d wrong)" % (rate, bad)
@@ -241,7 +267,8 @@ def main():
     mnt = os.path.join(wd, "mnt")
     try:
         loc = cat_local(path, mnt, "data", a.runs)
-        print("== local mount: cat data %s s (warm page cache)" % rng_(loc))
+        print("== local mount: cat data %s s (warm page cache), h5fs CPU %s s" % (
+            rng_(loc), rng_(CPU["local data"])))
         url = "http://127.0.0.1:%d/f.h5" % port
         link(url, wd, mnt, "loopback", a, want, wantg, len(want), loc)
         for w in ([] if a.loopback_only else windows):

@@ -293,6 +293,7 @@ static void prefetch_plan(h5_prefetch *p, h5_chunk_index *ci, uint64_t end)
 
 #define RA_FIRST ((uint64_t)8 << 20)
 #define RA_MAX ((uint64_t)64 << 20)
+#define RA_JUMP ((uint64_t)8 << 20)
 
 /* The chunks [from, to) (row-major numbers) as ranges of FILE, passed to
  * the source H5_PREFETCH_MAX at a time. Lookup failures end the hint:
@@ -355,11 +356,11 @@ static void ra_plan(h5_chunk_index *ci, uint64_t off, size_t len)
 	if (first > most)
 		first = most;
 	pthread_mutex_lock(&ci->stream_lock);
-	/* a jump: further on than two reads go (stream_follows lets a read
-	 * start up to a read past the previous one's end), or back by more
-	 * than a row (the kernel's parallel reads come a little out of order) */
+	/* a jump: past the hinted chunks, more than RA_JUMP further on (the
+	 * kernel's readahead keeps several 1000 KiB reads in flight, which
+	 * arrive in any order), or back by more than a row */
 	restart = ci->ra_win == 0 || cur > ci->ra_next ||
-		  (cur - ci->ra_cur) / npr > 1 + 2 * (uint64_t)len / rowspan || cur + npr < ci->ra_cur;
+		  (cur - ci->ra_cur) / npr > RA_JUMP / rowspan + 1 || cur + npr < ci->ra_cur;
 	if (restart) {
 		ci->ra_win = first;
 		ci->ra_next = off / rowspan * npr;

@@ -325,17 +325,33 @@ bool http_cached(const http_source *h, uint64_t b)
 	return false;
 }
 
-/* The least recently used slot that may go (h->mu held): never a pinned
- * one (a reply is being written from it) nor one a transfer writes into;
- * NULL if there is none. */
+/* Ticks (block uses) after which a chunk block read ahead and read is
+ * done with: the chunks around it were decoded long since. */
+#define CHUNK_DONE ((uint64_t)64)
+
+/* The slot that may go (h->mu held): never a pinned one (a reply is
+ * being written from it) nor one a transfer writes into; NULL if there is
+ * none. The least recently used chunk block read long ago first: the
+ * decoded chunks are in the engine's cache, and its memory is touched
+ * already, where an empty slot's first use costs the kernel zeroing a
+ * page (a third of a fresh mount's `cat` of a chunked dataset was that).
+ * Otherwise the least recently used (empty slots first). */
 static blk *slot_victim(http_source *h)
 {
-	blk *v = NULL;
+	blk *v = NULL, *done = NULL;
 
-	for (unsigned i = 0; i < h->nslots; i++)
-		if (!h->slots[i].refs && !h->slots[i].loading && (!v || h->slots[i].used < v->used))
-			v = &h->slots[i];
-	return v;
+	for (unsigned i = 0; i < h->nslots; i++) {
+		blk *c = &h->slots[i];
+
+		if (c->refs || c->loading)
+			continue;
+		if (!v || c->used < v->used)
+			v = c;
+		if (c->chunk && !c->ahead && c->idx != UINT64_MAX && h->tick - c->used > CHUNK_DONE &&
+		    (!done || c->used < done->used))
+			done = c;
+	}
+	return done ? done : v;
 }
 
 /* Up to n slots (least recently used first) taken out of the cache for a

@@ -81,12 +81,11 @@ typedef struct http_source {
 	/* the chunks ahead of a stream over a chunked dataset (http_ranges_hint)
 	 * as runs of blocks, in the order the stream reads them: fetched by
 	 * the worker after the metadata hints, before the byte stream's
-	 * windows. [ck_lo, ck_hi) spans the blocks hinted since the stream
-	 * (re)started: reads there start no byte stream, whose read-ahead
-	 * would follow the bytes past the chunks */
+	 * windows. Reads of these blocks (queued, or landed with .chunk)
+	 * start no byte stream, whose read-ahead would follow the bytes past
+	 * the chunks */
 	struct { uint64_t b, n; } rq[HTTP_RQ];
 	unsigned nrq;
-	uint64_t ck_lo, ck_hi;
 	CURLM *multi;
 } http_source;
 

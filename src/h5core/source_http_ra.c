@@ -283,17 +283,25 @@ static void ra_kick(http_source *h)
 	curl_multi_wakeup(h->multi);
 }
 
+/* True if block b is in a run of chunk blocks waiting to be fetched. */
+static bool ra_queued(const http_source *h, uint64_t b)
+{
+	for (unsigned i = 0; i < h->nrq; i++)
+		if (b >= h->rq[i].b && b - h->rq[i].b < h->rq[i].n)
+			return true;
+	return false;
+}
+
 void http_ra_note(http_source *h, uint64_t b, bool sequential)
 {
 	uint64_t max = ra_max(h), until;
 
-	/* inside the chunks of a stream that hints them (http_ra_chunks):
-	 * that stream says what comes next, not the byte order; a read of
-	 * blocks read ahead leaves room for more. The block just after
-	 * them, or after a block read ahead for such a stream, too: a reader
-	 * a little ahead of the hints */
-	if ((h->ck_hi > h->ck_lo && b >= h->ck_lo && b <= h->ck_hi) || http_chunk_block(h, b) ||
-	    (b > 0 && http_chunk_block(h, b - 1))) {
+	/* the chunks of a stream that hints them (http_ra_chunks): that
+	 * stream says what comes next, not the byte order; a read of blocks
+	 * read ahead leaves room for more. The block just after them too: a
+	 * reader a little ahead of the hints, or of an earlier stream */
+	if (ra_queued(h, b) || http_chunk_block(h, b) ||
+	    (b > 0 && (ra_queued(h, b - 1) || http_chunk_block(h, b - 1)))) {
 		if (h->nrq)
 			ra_kick(h);
 		return;
@@ -348,18 +356,11 @@ void http_ra_hint(http_source *h, uint64_t b)
 
 void http_ra_chunks(http_source *h, const h5_range *r, size_t n, bool restart)
 {
-	if (restart || h->ck_hi == 0) {
+	if (restart)
 		h->nrq = 0;
-		h->ck_lo = UINT64_MAX;
-		h->ck_hi = 0;
-	}
 	for (size_t i = 0; i < n; i++) {
 		uint64_t lo = r[i].off / HTTP_BLOCK, hi = (r[i].off + r[i].len + HTTP_BLOCK - 1) / HTTP_BLOCK;
 
-		if (lo < h->ck_lo)
-			h->ck_lo = lo;
-		if (hi > h->ck_hi)
-			h->ck_hi = hi;
 		/* neighbours coalesce when their blocks touch (a gap of less
 		 * than a block: the cache fetches whole blocks anyway) */
 		if (h->nrq && lo >= h->rq[h->nrq - 1].b && lo <= h->rq[h->nrq - 1].b + h->rq[h->nrq - 1].n) {
