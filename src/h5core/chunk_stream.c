@@ -360,7 +360,7 @@ static void ra_plan(h5_chunk_index *ci, uint64_t off, size_t len)
 	 * kernel's readahead keeps several 1000 KiB reads in flight, which
 	 * arrive in any order), or back by more than a row */
 	restart = ci->ra_win == 0 || cur > ci->ra_next ||
-		  (cur - ci->ra_cur) / npr > RA_JUMP / rowspan + 1 || cur + npr < ci->ra_cur;
+		  (cur > ci->ra_cur && (cur - ci->ra_cur) / npr > RA_JUMP / rowspan + 1) || cur + npr < ci->ra_cur;
 	if (restart) {
 		ci->ra_win = first;
 		ci->ra_next = off / rowspan * npr;
