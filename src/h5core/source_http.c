@@ -416,19 +416,6 @@ bool http_in_flight(const http_source *h, uint64_t b)
 	return false;
 }
 
-/* True if block b was read ahead for a chunk stream, or is being (h->mu
- * held): the stream hints what follows it, bytes after it are no stream. */
-bool http_chunk_block(const http_source *h, uint64_t b)
-{
-	for (unsigned i = 0; i < h->ninflight; i++)
-		if (b >= h->inflight[i].b && b - h->inflight[i].b < h->inflight[i].n)
-			return h->inflight[i].chunk;
-	for (unsigned i = 0; i < h->nslots; i++)
-		if (h->slots[i].idx == b)
-			return h->slots[i].chunk;
-	return false;
-}
-
 void http_flight_end(http_source *h, uint64_t b)
 {
 	pthread_mutex_lock(&h->mu);
@@ -775,18 +762,6 @@ static void http_extent_hint(h5_source *s, uint64_t start, uint64_t end)
 	memmove(h->ext + 1, h->ext, i * sizeof(h->ext[0]));
 	h->ext[0].lo = lo;
 	h->ext[0].hi = hi;
-	pthread_mutex_unlock(&h->mu);
-}
-
-/* The chunks a stream reads next (chunk_stream.c): queued for the
- * read-ahead worker, which fetches them before they are asked for. */
-static void http_ranges_hint(h5_source *s, const h5_range *r, size_t n, bool restart)
-{
-	http_source *h = (http_source *)s;
-
-	pthread_mutex_lock(&h->mu);
-	http_ra_forked(h);
-	http_ra_chunks(h, r, n, restart);
 	pthread_mutex_unlock(&h->mu);
 }
 

@@ -31,7 +31,7 @@ typedef struct http_blk {
 	uint64_t idx;                /* block number; UINT64_MAX: empty */
 	uint64_t used;               /* LRU tick */
 	bool ahead;                  /* read ahead and not read since */
-	bool chunk;                  /* read ahead for a chunk stream (http_ra_chunks) */
+	bool chunk;                  /* read ahead for a chunk stream (http_ranges_hint) */
 	unsigned refs;               /* pins (http_pin): never evicted while > 0 */
 	uint8_t loading;             /* a transfer writes into it (not cached yet):
 				      * LOAD_FG a reader's fetch, LOAD_BG the read-ahead */
@@ -112,7 +112,6 @@ int http_verdict(http_source *h, const http_reply *r, CURLcode cc, long status, 
 		 bool *retry);
 bool http_cached(const http_source *h, uint64_t b);
 bool http_in_flight(const http_source *h, uint64_t b);
-bool http_chunk_block(const http_source *h, uint64_t b);
 uint64_t http_reserve(http_source *h, uint64_t n, unsigned *slot, uint8_t **seg, uint8_t loading);
 void http_land(http_source *h, uint64_t b, uint64_t n, const unsigned *slot, bool ok, uint8_t ahead);
 void http_flight_end(http_source *h, uint64_t b);
@@ -122,7 +121,7 @@ uint64_t http_nblocks(const http_source *h);
 void http_ra_note(http_source *h, uint64_t b, bool sequential);
 void http_ra_forked(http_source *h);
 void http_ra_hint(http_source *h, uint64_t b);
-void http_ra_chunks(http_source *h, const h5_range *r, size_t n, bool restart);
+void http_ranges_hint(h5_source *s, const h5_range *r, size_t n, bool restart); /* h->mu not held */
 void http_ra_stop(http_source *h);
 
 #endif

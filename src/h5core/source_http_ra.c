@@ -10,7 +10,7 @@
  * at two windows and doubles up to HTTP_RA_MAX blocks, at most half the
  * cache, so blocks read ahead do not evict each other or the blocks being
  * read); a jump empties it. A stream over a chunked dataset says which
- * chunks it reads next instead (http_ra_chunks, from chunk_stream.c
+ * chunks it reads next instead (http_ranges_hint, from chunk_stream.c
  * through the ranges_hint op): those runs of blocks are fetched first,
  * in its order, and its reads move no byte-stream target.
  * Blocks being fetched are in h->inflight, so a reader waits for them
@@ -31,7 +31,7 @@ typedef struct ra_xfer {
 	http_reply r;
 	uint64_t b, n;
 	bool hint;                   /* a block of metadata (http_ra_hint) */
-	bool chunk;                  /* chunks of a stream (http_ra_chunks) */
+	bool chunk;                  /* chunks of a stream (http_ranges_hint) */
 	unsigned slot[HTTP_RA_MAX];  /* the slots it lands in (http_reserve) */
 	uint8_t *seg[HTTP_RA_MAX];
 } ra_xfer;
@@ -283,6 +283,19 @@ static void ra_kick(http_source *h)
 	curl_multi_wakeup(h->multi);
 }
 
+/* True if block b was read ahead for a chunk stream, or is being (h->mu
+ * held): the stream hints what follows it, bytes after it are no stream. */
+static bool chunk_block(const http_source *h, uint64_t b)
+{
+	for (unsigned i = 0; i < h->ninflight; i++)
+		if (b >= h->inflight[i].b && b - h->inflight[i].b < h->inflight[i].n)
+			return h->inflight[i].chunk;
+	for (unsigned i = 0; i < h->nslots; i++)
+		if (h->slots[i].idx == b)
+			return h->slots[i].chunk;
+	return false;
+}
+
 /* True if block b is in a run of chunk blocks waiting to be fetched. */
 static bool ra_queued(const http_source *h, uint64_t b)
 {
@@ -296,12 +309,12 @@ void http_ra_note(http_source *h, uint64_t b, bool sequential)
 {
 	uint64_t max = ra_max(h), until;
 
-	/* the chunks of a stream that hints them (http_ra_chunks): that
+	/* the chunks of a stream that hints them (http_ranges_hint): that
 	 * stream says what comes next, not the byte order; a read of blocks
 	 * read ahead leaves room for more. The block just after them too: a
 	 * reader a little ahead of the hints, or of an earlier stream */
-	if (ra_queued(h, b) || http_chunk_block(h, b) ||
-	    (b > 0 && (ra_queued(h, b - 1) || http_chunk_block(h, b - 1)))) {
+	if (ra_queued(h, b) || chunk_block(h, b) ||
+	    (b > 0 && (ra_queued(h, b - 1) || chunk_block(h, b - 1)))) {
 		if (h->nrq)
 			ra_kick(h);
 		return;
@@ -354,8 +367,14 @@ void http_ra_hint(http_source *h, uint64_t b)
 	ra_kick(h);
 }
 
-void http_ra_chunks(http_source *h, const h5_range *r, size_t n, bool restart)
+/* The chunks a stream reads next (chunk_stream.c, the ranges_hint op):
+ * queued for the worker, which fetches them before they are asked for. */
+void http_ranges_hint(h5_source *s, const h5_range *r, size_t n, bool restart)
 {
+	http_source *h = (http_source *)s;
+
+	pthread_mutex_lock(&h->mu);
+	http_ra_forked(h);
 	if (restart)
 		h->nrq = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -373,6 +392,7 @@ void http_ra_chunks(http_source *h, const h5_range *r, size_t n, bool restart)
 	}
 	if (h->nrq)
 		ra_kick(h);
+	pthread_mutex_unlock(&h->mu);
 }
 
 void http_ra_forked(http_source *h)
