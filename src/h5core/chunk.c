@@ -37,7 +37,7 @@ int h5_chunk_index_open(h5_chunk_index **out, h5_dataset *d)
 {
 	const h5_layout *l = &d->layout;
 	h5_chunk_index *ci;
-	uint64_t cb, npr = 1;
+	uint64_t cb;
 	int unlim = -1, nunlim = 0;
 	int rc = 0;
 
@@ -90,20 +90,7 @@ int h5_chunk_index_open(h5_chunk_index **out, h5_dataset *d)
 		}
 	}
 	ci->chunk_bytes = cb;
-	/* drop-behind keeps about 16 MiB of chunks a stream has passed, for
-	 * the reads the kernel's parallel readahead hands us out of order */
-	ci->drop_keep = (unsigned)(cb >= (16u << 20) / 8 ? 8 : cb <= (16u << 20) / CHUNK_DROP_MAX ? CHUNK_DROP_MAX
-		: (16u << 20) / cb);
-	/* and two rows of chunks (within 64 MiB): a C-order stream passes a
-	 * whole row of chunks at its last element row, and the reads that
-	 * come out of order still touch every chunk of the row; dropped
-	 * earlier, they were decoded again (and fetched again if remote) */
-	for (unsigned i = 1; i < ci->rank; i++)
-		npr = npr * ci->nchunks[i] > CHUNK_DROP_MAX ? CHUNK_DROP_MAX : npr * ci->nchunks[i];
-	if (2 * npr > ci->drop_keep && ci->drop_keep < (64u << 20) / cb)
-		ci->drop_keep = (unsigned)(2 * npr < (64u << 20) / cb ? 2 * npr : (64u << 20) / cb);
-	if (ci->drop_keep > CHUNK_DROP_MAX)
-		ci->drop_keep = CHUNK_DROP_MAX;
+	ci->drop_keep = h5_chunk_stream_keep(ci);
 
 	ci->ops = h5_cidx_ops_of(ci->type);
 	if (!ci->ops) {

@@ -10,6 +10,24 @@
 
 #include <stdlib.h>
 
+/* How many passed chunks drop-behind keeps: about 16 MiB, for the reads
+ * the kernel's parallel readahead hands us out of order, and two rows of
+ * chunks (within 64 MiB): a C-order stream passes a whole row of chunks
+ * at its last element row, and the reads that come out of order still
+ * touch every chunk of the row; dropped earlier, they were decoded again
+ * (and fetched again if remote). */
+unsigned h5_chunk_stream_keep(const h5_chunk_index *ci)
+{
+	uint64_t cb = ci->chunk_bytes, npr = 1, keep;
+
+	keep = cb >= (16u << 20) / 8 ? 8 : cb <= (16u << 20) / CHUNK_DROP_MAX ? CHUNK_DROP_MAX : (16u << 20) / cb;
+	for (unsigned i = 1; i < ci->rank; i++)
+		npr = npr * ci->nchunks[i] > CHUNK_DROP_MAX ? CHUNK_DROP_MAX : npr * ci->nchunks[i];
+	if (2 * npr > keep && keep < (64u << 20) / cb)
+		keep = 2 * npr < (64u << 20) / cb ? 2 * npr : (64u << 20) / cb;
+	return (unsigned)(keep > CHUNK_DROP_MAX ? CHUNK_DROP_MAX : keep);
+}
+
 /* Queue the chunks a stream has passed; beyond drop_keep of them the
  * oldest leave the cache (in use, they go at their last release). */
 void h5_chunk_stream_drop(h5_chunk_index *ci, const uint64_t *passed, unsigned n)

@@ -934,6 +934,8 @@ int h5_chunk_decode(h5_chunk_index *ci, const uint64_t *scaled);
  * the index is being closed (queued jobs dropped, running ones waited for). */
 bool h5_chunk_stream_note(h5_dataset *d, uint64_t off, size_t len);
 void h5_chunk_stream_drop(h5_chunk_index *ci, const uint64_t *passed, unsigned n);
+/* keep: how many passed chunks drop-behind keeps (ci's geometry set). */
+unsigned h5_chunk_stream_keep(const h5_chunk_index *ci);
 void h5_chunk_stream_forget(h5_chunk_index *ci);
 /* Workers that decode, into f->chunks, the chunks a sequential reader of a
  * filtered dataset will want next (h5_chunk_read schedules them). nworkers
