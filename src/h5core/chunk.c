@@ -90,10 +90,7 @@ int h5_chunk_index_open(h5_chunk_index **out, h5_dataset *d)
 		}
 	}
 	ci->chunk_bytes = cb;
-	/* drop-behind keeps about 16 MiB of chunks a stream has passed, for
-	 * the reads the kernel's parallel readahead hands us out of order */
-	ci->drop_keep = (unsigned)(cb >= (16u << 20) / 8 ? 8 : cb <= (16u << 20) / CHUNK_DROP_MAX ? CHUNK_DROP_MAX
-		: (16u << 20) / cb);
+	ci->drop_keep = h5_chunk_stream_keep(ci);
 
 	ci->ops = h5_cidx_ops_of(ci->type);
 	if (!ci->ops) {

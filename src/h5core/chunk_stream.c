@@ -10,6 +10,24 @@
 
 #include <stdlib.h>
 
+/* How many passed chunks drop-behind keeps: about 16 MiB, for the reads
+ * the kernel's parallel readahead hands us out of order, and two rows of
+ * chunks (within 64 MiB): a C-order stream passes a whole row of chunks
+ * at its last element row, and the reads that come out of order still
+ * touch every chunk of the row; dropped earlier, they were decoded again
+ * (and fetched again if remote). */
+unsigned h5_chunk_stream_keep(const h5_chunk_index *ci)
+{
+	uint64_t cb = ci->chunk_bytes, npr = 1, keep;
+
+	keep = cb >= (16u << 20) / 8 ? 8 : cb <= (16u << 20) / CHUNK_DROP_MAX ? CHUNK_DROP_MAX : (16u << 20) / cb;
+	for (unsigned i = 1; i < ci->rank; i++)
+		npr = npr * ci->nchunks[i] > CHUNK_DROP_MAX ? CHUNK_DROP_MAX : npr * ci->nchunks[i];
+	if (2 * npr > keep && keep < (64u << 20) / cb)
+		keep = 2 * npr < (64u << 20) / cb ? 2 * npr : (64u << 20) / cb;
+	return (unsigned)(keep > CHUNK_DROP_MAX ? CHUNK_DROP_MAX : keep);
+}
+
 /* Queue the chunks a stream has passed; beyond drop_keep of them the
  * oldest leave the cache (in use, they go at their last release). */
 void h5_chunk_stream_drop(h5_chunk_index *ci, const uint64_t *passed, unsigned n)
@@ -276,9 +294,117 @@ static void prefetch_plan(h5_prefetch *p, h5_chunk_index *ci, uint64_t end)
 	pthread_cond_broadcast(&p->work);
 }
 
+/* ---- remote read-ahead ------------------------------------------------------------
+ * Over a remote FILE a chunk's bytes take a round trip to arrive, and the
+ * byte source's own read-ahead follows the byte stream, which is not the
+ * chunks' order (nor ends where the dataset's chunks end). The index knows
+ * where the next chunks are, so a stream tells the source (its ranges_hint
+ * op, h5_file_ranges_hint) the stored ranges of the chunks ahead, in the
+ * order it will read them: row-major chunk order, which is the order a
+ * C-order stream meets chunk rows (all chunks of one row of chunks at
+ * once). The window starts at RA_FIRST bytes of decoded chunks (at
+ * least two chunk rows: the prefetch workers decode the next row), doubles
+ * each time the stream has used half of it, up to RA_MAX (or those two
+ * rows), and starts over at a jump. The source fetches them
+ * (several requests in flight) while the prefetch workers decode what
+ * has arrived. Local sources have no such op: nothing happens. */
+
+#define RA_FIRST ((uint64_t)8 << 20)
+#define RA_MAX ((uint64_t)64 << 20)
+#define RA_JUMP ((uint64_t)8 << 20)
+
+/* The chunks [from, to) (row-major numbers) as ranges of FILE, passed to
+ * the source H5_PREFETCH_MAX at a time. Lookup failures end the hint:
+ * the reader meets them again and reports them. */
+static void ra_hint(h5_chunk_index *ci, uint64_t from, uint64_t to, bool restart)
+{
+	h5_range r[H5_PREFETCH_MAX];
+	uint64_t scaled[H5_MAX_RANK];
+	size_t n = 0;
+
+	for (uint64_t c = from; c < to; c++) {
+		uint64_t rest = c;
+		h5_chunk_rec rec;
+
+		for (unsigned i = ci->rank; i-- > 0;) {
+			scaled[i] = rest % ci->nchunks[i];
+			rest /= ci->nchunks[i];
+		}
+		if (h5_chunk_lookup(&rec, ci, scaled) < 0) {
+			h5_err_clear();
+			break;
+		}
+		if (!h5_addr_defined(rec.addr) || rec.size == 0)
+			continue; /* fill: nothing stored */
+		r[n].off = rec.addr;
+		r[n++].len = rec.size;
+		if (n == H5_PREFETCH_MAX) {
+			h5_file_ranges_hint(ci->f, r, n, restart);
+			restart = false;
+			n = 0;
+		}
+	}
+	if (n || restart)
+		h5_file_ranges_hint(ci->f, r, n, restart);
+}
+
+/* A sequential read of [off, off+len): hint the chunks ahead (from the
+ * read's own when the stream starts over). */
+static void ra_plan(h5_chunk_index *ci, uint64_t off, size_t len)
+{
+	uint64_t end = off + len;
+	uint64_t rowbytes = ci->esize, rowspan, npr = 1, total, cur, first, most, from, to;
+	bool restart;
+
+	for (unsigned i = 1; i < ci->rank; i++) {
+		if (h5_mul_overflow(rowbytes, ci->dims[i], &rowbytes))
+			return;
+		npr *= ci->nchunks[i];  /* <= elements of the dataset */
+	}
+	if (h5_mul_overflow(rowbytes, ci->chunk[0], &rowspan) || rowspan == 0 || npr == 0 || end == 0 ||
+	    ci->chunk_bytes == 0 || h5_mul_overflow(npr, ci->nchunks[0], &total))
+		return;
+	cur = (end - 1) / rowspan * npr;   /* the first chunk of the row being read */
+	/* at least two rows of chunks: a C-order stream needs a row's chunks
+	 * all at once, and the prefetch workers decode the next row */
+	first = RA_FIRST / ci->chunk_bytes > 2 ? RA_FIRST / ci->chunk_bytes : 2;
+	if (first < 2 * npr)
+		first = 2 * npr;
+	most = RA_MAX / ci->chunk_bytes > 2 * npr ? RA_MAX / ci->chunk_bytes : 2 * npr;
+	if (first > most)
+		first = most;
+	pthread_mutex_lock(&ci->stream_lock);
+	/* a jump: past the hinted chunks, more than RA_JUMP further on (the
+	 * kernel's readahead keeps several 1000 KiB reads in flight, which
+	 * arrive in any order), or back by more than a row */
+	restart = ci->ra_win == 0 || cur > ci->ra_next ||
+		  (cur > ci->ra_cur && (cur - ci->ra_cur) / npr > RA_JUMP / rowspan + 1) || cur + npr < ci->ra_cur;
+	if (restart) {
+		ci->ra_win = first;
+		ci->ra_next = off / rowspan * npr;
+		ci->ra_cur = cur;
+	} else {
+		if (cur > ci->ra_cur)
+			ci->ra_cur = cur;
+		cur = ci->ra_cur;
+		if (ci->ra_next - cur > ci->ra_win / 2 || ci->ra_next >= total) {
+			pthread_mutex_unlock(&ci->stream_lock);
+			return; /* enough hinted ahead: most reads end here */
+		}
+		ci->ra_win = ci->ra_win * 2 < most ? ci->ra_win * 2 : most;
+	}
+	from = ci->ra_next;
+	to = cur + ci->ra_win < total ? cur + ci->ra_win : total;
+	ci->ra_next = to > from ? to : from;
+	pthread_mutex_unlock(&ci->stream_lock);
+	if (to > from || restart)
+		ra_hint(ci, from, to, restart);
+}
+
 /* Whether [off, off+len) continues a sequential stream of a filtered
  * dataset; if so, schedule the chunks ahead before reading: the workers
- * start on the next chunks while this thread decodes the current one. */
+ * start on the next chunks while this thread decodes the current one,
+ * and a remote source fetches the chunks after those. */
 bool h5_chunk_stream_note(h5_dataset *d, uint64_t off, size_t len)
 {
 	h5_chunk_index *ci = d->cidx;
@@ -286,6 +412,8 @@ bool h5_chunk_stream_note(h5_dataset *d, uint64_t off, size_t len)
 
 	if (!ci || !ci->filtered || len == 0 || off > UINT64_MAX - len || !stream_follows(ci, off, off + len, len))
 		return false;
+	if (d->f->src->ops->ranges_hint)
+		ra_plan(ci, off, len);
 	if (p) {
 		pthread_mutex_lock(&p->lock);
 		if (!p->stop)

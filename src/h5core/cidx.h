@@ -42,6 +42,11 @@ struct h5_chunk_index {
 	uint64_t drop[CHUNK_DROP_MAX];      /* chunks a stream has read to their end, */
 	unsigned drop_head, drop_len, drop_keep; /* oldest first: dropped from the cache
 					     * when more than drop_keep wait (chunk.c) */
+	/* remote read-ahead (chunk_stream.c, under stream_lock): chunks in
+	 * row-major order below ra_next were hinted to the byte source;
+	 * ra_win chunks from ra_cur (the first of the row the stream reads)
+	 * are wanted (0: no stream yet) */
+	uint64_t ra_next, ra_win, ra_cur;
 	/* prefetching (under f->prefetch->lock) */
 	uint64_t pf_upto;           /* stream bytes below this were scheduled */
 	unsigned pf_active;         /* jobs of this index queued or running */

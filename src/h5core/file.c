@@ -49,6 +49,22 @@ void h5_file_extent_hint(h5_file *f, uint64_t addr, uint64_t end)
 		f->src->ops->extent_hint(f->src, f->base + addr, f->base + end);
 }
 
+void h5_file_ranges_hint(h5_file *f, const h5_range *r, size_t n, bool restart)
+{
+	h5_range abs[H5_PREFETCH_MAX];
+	size_t k = 0;
+
+	if (!f->src->ops->ranges_hint)
+		return;
+	for (size_t i = 0; i < n && k < H5_PREFETCH_MAX; i++)
+		if (r[i].len && h5_file_range_ok(f, r[i].off, r[i].len)) {
+			abs[k].off = f->base + r[i].off;
+			abs[k++].len = r[i].len;
+		}
+	if (k || restart)
+		f->src->ops->ranges_hint(f->src, abs, k, restart);
+}
+
 static int read_into_new(uint8_t **out, h5_file *f, uint64_t addr, size_t len, void *(*alloc)(size_t))
 {
 	uint8_t *buf;

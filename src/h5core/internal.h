@@ -261,6 +261,12 @@ void h5_file_prefetch(h5_file *f, const uint64_t *addr, size_t n);
 /* The relative range [addr, end) is one object read front to back: the
  * byte source reads ahead no further than end (its extent_hint op). */
 void h5_file_extent_hint(h5_file *f, uint64_t addr, uint64_t end);
+/* The relative ranges r[0..n) (chunks ahead of a stream) will be read
+ * next, in this order: the byte source may fetch them in the background
+ * (its ranges_hint op; remote sources). restart: a new stream or a jump.
+ * At most H5_PREFETCH_MAX are passed on; ranges outside the file are
+ * skipped. */
+void h5_file_ranges_hint(h5_file *f, const h5_range *r, size_t n, bool restart);
 /* Same, into a fresh malloc'd buffer. len is checked against eof first, so
  * no allocation is larger than the file. */
 int h5_file_read_alloc(uint8_t **out, h5_file *f, uint64_t addr, size_t len);
@@ -933,6 +939,8 @@ int h5_chunk_decode(h5_chunk_index *ci, const uint64_t *scaled);
  * the index is being closed (queued jobs dropped, running ones waited for). */
 bool h5_chunk_stream_note(h5_dataset *d, uint64_t off, size_t len);
 void h5_chunk_stream_drop(h5_chunk_index *ci, const uint64_t *passed, unsigned n);
+/* keep: how many passed chunks drop-behind keeps (ci's geometry set). */
+unsigned h5_chunk_stream_keep(const h5_chunk_index *ci);
 void h5_chunk_stream_forget(h5_chunk_index *ci);
 /* Workers that decode, into f->chunks, the chunks a sequential reader of a
  * filtered dataset will want next (h5_chunk_read schedules them). nworkers

@@ -19,6 +19,11 @@
 
 typedef struct h5_source h5_source;
 
+/* A byte range of the object: [off, off + len). */
+typedef struct h5_range {
+	uint64_t off, len;
+} h5_range;
+
 typedef struct h5_source_ops {
 	const char *name;       /* "local", "memory", "http", "s3", "record", ... */
 	/* Read exactly len bytes at off. A range past the end is H5_ERR_FORMAT
@@ -60,6 +65,13 @@ typedef struct h5_source_ops {
 	 * contiguous dataset's storage, announced before each read of it):
 	 * a pass over it reads ahead no further than end. NULL: ignored. */
 	void (*extent_hint)(h5_source *s, uint64_t start, uint64_t end);
+	/* The ranges r[0..n) will be read next, in this order (the stored
+	 * chunks ahead of a sequential stream over a chunked dataset: the
+	 * index knows where they are before they are read): a hint to fetch
+	 * them in the background, neighbours together, several at once.
+	 * restart: a new stream, or the stream jumped; ranges hinted before
+	 * and not fetched yet are forgotten. NULL: ignored. */
+	void (*ranges_hint)(h5_source *s, const h5_range *r, size_t n, bool restart);
 } h5_source_ops;
 
 /* Implementations embed this as their first member. */

@@ -20,13 +20,18 @@
 #define HTTP_RA_MIN_READ ((size_t)32 << 10) /* smaller reads start no stream */
 #define HTTP_HINTS 64                   /* metadata blocks queued by http_prefetch */
 #define HTTP_EXTENTS 8                  /* objects read front to back remembered (http_extent_hint) */
+#define HTTP_RQ 256                     /* runs of chunk blocks queued (http_ranges_hint) */
 
 enum { HTTP_LOAD_NONE, HTTP_LOAD_FG, HTTP_LOAD_BG };
+/* how blocks landed (http_land): fetched for a reader, read ahead of a
+ * byte stream, or read ahead as the chunks of a chunk stream */
+enum { HTTP_AHEAD_NO, HTTP_AHEAD_STREAM, HTTP_AHEAD_CHUNK };
 
 typedef struct http_blk {
 	uint64_t idx;                /* block number; UINT64_MAX: empty */
 	uint64_t used;               /* LRU tick */
 	bool ahead;                  /* read ahead and not read since */
+	bool chunk;                  /* read ahead for a chunk stream (http_ranges_hint) */
 	unsigned refs;               /* pins (http_pin): never evicted while > 0 */
 	uint8_t loading;             /* a transfer writes into it (not cached yet):
 				      * LOAD_FG a reader's fetch, LOAD_BG the read-ahead */
@@ -42,7 +47,7 @@ typedef struct http_source {
 	pthread_mutex_t share_mu[CURL_LOCK_DATA_LAST];
 	pthread_mutex_t mu;          /* everything below */
 	pthread_cond_t landed;       /* a fetch finished */
-	struct { uint64_t b, n; bool bg; } inflight[HTTP_POOL]; /* block ranges being fetched */
+	struct { uint64_t b, n; bool bg, chunk; } inflight[HTTP_POOL]; /* block ranges being fetched */
 	unsigned ninflight;
 	CURL *pool[HTTP_POOL];
 	unsigned npool;
@@ -73,6 +78,14 @@ typedef struct http_source {
 	struct { uint64_t lo, hi; } ext[HTTP_EXTENTS];
 	unsigned nextents;
 	bool ra_capped;              /* ra_until is an object's end, not the distance */
+	/* the chunks ahead of a stream over a chunked dataset (http_ranges_hint)
+	 * as runs of blocks, in the order the stream reads them: fetched by
+	 * the worker after the metadata hints, before the byte stream's
+	 * windows. Reads of these blocks (queued, or landed with .chunk)
+	 * start no byte stream, whose read-ahead would follow the bytes past
+	 * the chunks */
+	struct { uint64_t b, n; } rq[HTTP_RQ];
+	unsigned nrq;
 	CURLM *multi;
 } http_source;
 
@@ -100,7 +113,7 @@ int http_verdict(http_source *h, const http_reply *r, CURLcode cc, long status, 
 bool http_cached(const http_source *h, uint64_t b);
 bool http_in_flight(const http_source *h, uint64_t b);
 uint64_t http_reserve(http_source *h, uint64_t n, unsigned *slot, uint8_t **seg, uint8_t loading);
-void http_land(http_source *h, uint64_t b, uint64_t n, const unsigned *slot, bool ok, bool ahead);
+void http_land(http_source *h, uint64_t b, uint64_t n, const unsigned *slot, bool ok, uint8_t ahead);
 void http_flight_end(http_source *h, uint64_t b);
 uint64_t http_nblocks(const http_source *h);
 
@@ -108,6 +121,7 @@ uint64_t http_nblocks(const http_source *h);
 void http_ra_note(http_source *h, uint64_t b, bool sequential);
 void http_ra_forked(http_source *h);
 void http_ra_hint(http_source *h, uint64_t b);
+void http_ranges_hint(h5_source *s, const h5_range *r, size_t n, bool restart); /* h->mu not held */
 void http_ra_stop(http_source *h);
 
 #endif

@@ -9,7 +9,10 @@
  * ahead moves the target [ra_next, ra_until) forward (the distance starts
  * at two windows and doubles up to HTTP_RA_MAX blocks, at most half the
  * cache, so blocks read ahead do not evict each other or the blocks being
- * read); a jump empties it.
+ * read); a jump empties it. A stream over a chunked dataset says which
+ * chunks it reads next instead (http_ranges_hint, from chunk_stream.c
+ * through the ranges_hint op): those runs of blocks are fetched first,
+ * in its order, and its reads move no byte-stream target.
  * Blocks being fetched are in h->inflight, so a reader waits for them
  * rather than asking twice. A background fetch that fails is dropped (and
  * stops the stream): the reader then fetches the block itself, with
@@ -28,6 +31,7 @@ typedef struct ra_xfer {
 	http_reply r;
 	uint64_t b, n;
 	bool hint;                   /* a block of metadata (http_ra_hint) */
+	bool chunk;                  /* chunks of a stream (http_ranges_hint) */
 	unsigned slot[HTTP_RA_MAX];  /* the slots it lands in (http_reserve) */
 	uint8_t *seg[HTTP_RA_MAX];
 } ra_xfer;
@@ -64,6 +68,7 @@ static bool ra_pick(http_source *h, ra_xfer *x)
 			continue;
 		h->inflight[h->ninflight].b = hb;
 		h->inflight[h->ninflight].n = 1;
+		h->inflight[h->ninflight].chunk = false;
 		h->inflight[h->ninflight++].bg = true;
 		x->b = hb;
 		x->n = 1;
@@ -71,6 +76,7 @@ static bool ra_pick(http_source *h, ra_xfer *x)
 		return true;
 	}
 	x->hint = false;
+	x->chunk = false;
 	/* all streams together hold at most ra_max() blocks read ahead and
 	 * not read yet (arrived or arriving), so none evicts another's */
 	for (unsigned i = 0; i < h->ninflight; i++)
@@ -80,6 +86,37 @@ static bool ra_pick(http_source *h, ra_xfer *x)
 		return false;
 	if (win > ra_max(h) - held)
 		win = ra_max(h) - held;
+	/* the chunks a stream reads next, in its order */
+	while (h->nrq) {
+		uint64_t cb = h->rq[0].b, ce = cb + h->rq[0].n, cn = 0, cw = win;
+
+		while (cb < ce && (http_cached(h, cb) || http_in_flight(h, cb)))
+			cb++;
+		while (cb + cn < ce && cn < cw && !http_cached(h, cb + cn) && !http_in_flight(h, cb + cn))
+			cn++;
+		if (cn == 0) {
+			if (cb == ce)
+				memmove(h->rq, h->rq + 1, --h->nrq * sizeof(h->rq[0]));
+			else
+				h->rq[0].b = cb;
+			continue;
+		}
+		cn = http_reserve(h, cn, x->slot, x->seg, HTTP_LOAD_BG);
+		if (cn == 0)
+			return false;
+		h->rq[0].b = cb + cn;
+		h->rq[0].n = ce - (cb + cn);
+		if (h->rq[0].n == 0)
+			memmove(h->rq, h->rq + 1, --h->nrq * sizeof(h->rq[0]));
+		h->inflight[h->ninflight].b = cb;
+		h->inflight[h->ninflight].n = cn;
+		h->inflight[h->ninflight].chunk = true;
+		h->inflight[h->ninflight++].bg = true;
+		x->b = cb;
+		x->n = cn;
+		x->chunk = true;
+		return true;
+	}
 	while (b < until && (http_cached(h, b) || http_in_flight(h, b)))
 		b++;
 	h->ra_next = b;
@@ -101,9 +138,11 @@ static bool ra_pick(http_source *h, ra_xfer *x)
 	h->ra_next = b + n;
 	h->inflight[h->ninflight].b = b;
 	h->inflight[h->ninflight].n = n;
+	h->inflight[h->ninflight].chunk = false;
 	h->inflight[h->ninflight++].bg = true;
 	x->b = b;
 	x->n = n;
+	x->chunk = false;
 	return true;
 }
 
@@ -141,15 +180,17 @@ static void ra_finish(http_source *h, ra_xfer *x, CURLcode cc, bool aborted)
 	curl_easy_getinfo(x->c, CURLINFO_RESPONSE_CODE, &status);
 	http_request_done(h, x->c, x->hd, aborted ? CURLE_ABORTED_BY_CALLBACK : cc);
 	if (!aborted && http_verdict(h, &x->r, cc, status, x->b * HTTP_BLOCK, (size_t)len, &retry) == 0) {
-		http_land(h, x->b, x->n, x->slot, true, !x->hint);
+		http_land(h, x->b, x->n, x->slot, true,
+			  x->hint ? HTTP_AHEAD_NO : x->chunk ? HTTP_AHEAD_CHUNK : HTTP_AHEAD_STREAM);
 	} else if (x->hint) {
 		/* the reader fetches it itself; the stream goes on */
-		http_land(h, x->b, x->n, x->slot, false, false);
+		http_land(h, x->b, x->n, x->slot, false, HTTP_AHEAD_NO);
 	} else {
-		http_land(h, x->b, x->n, x->slot, false, false);
+		http_land(h, x->b, x->n, x->slot, false, HTTP_AHEAD_NO);
 		pthread_mutex_lock(&h->mu);
 		h->ra_until = 0;
 		h->ra_len = 0;
+		h->nrq = 0;
 		pthread_mutex_unlock(&h->mu);
 	}
 	http_flight_end(h, x->b); /* wakes readers waiting for these blocks */
@@ -174,7 +215,7 @@ static void *ra_main(void *arg)
 				break;
 			pthread_mutex_unlock(&h->mu);
 			if (ra_start(h, f) < 0) {
-				http_land(h, f->b, f->n, f->slot, false, false);
+				http_land(h, f->b, f->n, f->slot, false, HTTP_AHEAD_NO);
 				http_flight_end(h, f->b);
 				pthread_mutex_lock(&h->mu);
 				h->ra_until = 0;
@@ -242,10 +283,42 @@ static void ra_kick(http_source *h)
 	curl_multi_wakeup(h->multi);
 }
 
+/* True if block b was read ahead for a chunk stream, or is being (h->mu
+ * held): the stream hints what follows it, bytes after it are no stream. */
+static bool chunk_block(const http_source *h, uint64_t b)
+{
+	for (unsigned i = 0; i < h->ninflight; i++)
+		if (b >= h->inflight[i].b && b - h->inflight[i].b < h->inflight[i].n)
+			return h->inflight[i].chunk;
+	for (unsigned i = 0; i < h->nslots; i++)
+		if (h->slots[i].idx == b)
+			return h->slots[i].chunk;
+	return false;
+}
+
+/* True if block b is in a run of chunk blocks waiting to be fetched. */
+static bool ra_queued(const http_source *h, uint64_t b)
+{
+	for (unsigned i = 0; i < h->nrq; i++)
+		if (b >= h->rq[i].b && b - h->rq[i].b < h->rq[i].n)
+			return true;
+	return false;
+}
+
 void http_ra_note(http_source *h, uint64_t b, bool sequential)
 {
 	uint64_t max = ra_max(h), until;
 
+	/* the chunks of a stream that hints them (http_ranges_hint): that
+	 * stream says what comes next, not the byte order; a read of blocks
+	 * read ahead leaves room for more. The block just after them too: a
+	 * reader a little ahead of the hints, or of an earlier stream */
+	if (ra_queued(h, b) || chunk_block(h, b) ||
+	    (b > 0 && (ra_queued(h, b - 1) || chunk_block(h, b - 1)))) {
+		if (h->nrq)
+			ra_kick(h);
+		return;
+	}
 	if (!sequential || max < HTTP_RA_WIN) {
 		/* a jump: what the stream left unread is plain cache now, no
 		 * longer counted against the read-ahead */
@@ -292,6 +365,34 @@ void http_ra_hint(http_source *h, uint64_t b)
 		return; /* a hint: the readers fetch what is not queued */
 	h->hint[h->nhint++] = b;
 	ra_kick(h);
+}
+
+/* The chunks a stream reads next (chunk_stream.c, the ranges_hint op):
+ * queued for the worker, which fetches them before they are asked for. */
+void http_ranges_hint(h5_source *s, const h5_range *r, size_t n, bool restart)
+{
+	http_source *h = (http_source *)s;
+
+	pthread_mutex_lock(&h->mu);
+	http_ra_forked(h);
+	if (restart)
+		h->nrq = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t lo = r[i].off / HTTP_BLOCK, hi = (r[i].off + r[i].len + HTTP_BLOCK - 1) / HTTP_BLOCK;
+
+		/* neighbours coalesce when their blocks touch (a gap of less
+		 * than a block: the cache fetches whole blocks anyway) */
+		if (h->nrq && lo >= h->rq[h->nrq - 1].b && lo <= h->rq[h->nrq - 1].b + h->rq[h->nrq - 1].n) {
+			if (hi > h->rq[h->nrq - 1].b + h->rq[h->nrq - 1].n)
+				h->rq[h->nrq - 1].n = hi - h->rq[h->nrq - 1].b;
+		} else if (h->nrq < HTTP_RQ) {
+			h->rq[h->nrq].b = lo;
+			h->rq[h->nrq++].n = hi - lo;
+		} /* else a hint: the readers fetch what is not queued */
+	}
+	if (h->nrq)
+		ra_kick(h);
+	pthread_mutex_unlock(&h->mu);
 }
 
 void http_ra_forked(http_source *h)

@@ -44,7 +44,12 @@ def free_port():
     return p
 
 
-def start_nginx(root, wd):
+def start_nginx(root, wd, rate=None):
+    """nginx serving root on 127.0.0.1 (its files in wd): access.log has
+    each request's Range, status and body bytes; timing.log the same after
+    when it ended ($msec) and how long it took ($request_time), so requests
+    in flight together show. rate: nginx's limit_rate per connection
+    (e.g. "20m"), so that transfers last long enough to overlap visibly."""
     port = free_port()
     conf = os.path.join(wd, "nginx.conf")
     with open(conf, "w") as fh:
@@ -56,11 +61,14 @@ events { worker_connections 64; }
 http {
   log_format ranges '$request_uri "$http_range" $status $body_bytes_sent';
   access_log %s/access.log ranges;
+  log_format timing '$msec $request_time "$http_range" $status $body_bytes_sent $request_uri';
+  access_log %s/timing.log timing;
   client_body_temp_path %s/tmp; proxy_temp_path %s/tmp; fastcgi_temp_path %s/tmp;
   uwsgi_temp_path %s/tmp; scgi_temp_path %s/tmp;
-  server { listen 127.0.0.1:%d; root %s; }
+  server { listen 127.0.0.1:%d; root %s; %s }
 }
-""" % ("user root;" if os.geteuid() == 0 else "", wd, wd, wd, wd, wd, wd, wd, wd, port, root))
+""" % ("user root;" if os.geteuid() == 0 else "", wd, wd, wd, wd, wd, wd, wd, wd, wd, port, root,
+       "limit_rate %s;" % rate if rate else ""))
     os.makedirs(os.path.join(wd, "tmp"), exist_ok=True)
     proc = subprocess.Popen([NGINX, "-c", conf, "-p", wd, "-g", "daemon off;"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

@@ -1483,6 +1483,132 @@ START_TEST(h5py_pin_from_source)
 }
 END_TEST
 
+/* The memory source plus ranges_hint, recording what a stream hints
+ * (chunk_stream.c's remote read-ahead). */
+#define RA_REC_MAX 4096
+static struct { uint64_t off, len; bool restart; } ra_rec[RA_REC_MAX];
+static size_t ra_nrec;
+static h5_source_ops ra_src_ops;
+
+static void ra_src_hint(h5_source *s, const h5_range *r, size_t n, bool restart)
+{
+	(void)s;
+	for (size_t i = 0; i < n || (restart && i == 0); i++) {
+		ck_assert_uint_lt(ra_nrec, RA_REC_MAX);
+		ra_rec[ra_nrec].off = i < n ? r[i].off : 0;
+		ra_rec[ra_nrec].len = i < n ? r[i].len : 0;
+		ra_rec[ra_nrec++].restart = restart && i == 0;
+	}
+}
+
+static h5_source *ra_src_open(const uint8_t *img, size_t len)
+{
+	h5_source *s;
+
+	ck_assert_int_eq(h5_source_open_mem(&s, img, len), 0);
+	ra_src_ops = *s->ops;
+	ra_src_ops.name = "ra-test";
+	ra_src_ops.ranges_hint = ra_src_hint;
+	s->ops = &ra_src_ops;
+	ra_nrec = 0;
+	return s;
+}
+
+/* A sequential pass over a filtered chunked dataset of a source with
+ * ranges_hint hints every allocated chunk once, in row-major order (the
+ * order a C-order stream needs them), starting with one restart; a jump
+ * then restarts at the chunk row jumped to. */
+START_TEST(h5py_stream_hints_chunks)
+{
+	tds *v;
+	size_t n, checked = 0;
+
+	if (generate() == 77)
+		return;
+	n = load_manifest(&v);
+	for (size_t i = 0; i < n; i++) {
+		tds *t = &v[i];
+		size_t flen, blen, step = 4096, k = 0;
+		uint8_t *img = slurp(t->file, &flen), *want = slurp(t->bin, &blen), *buf;
+		uint64_t total = 1, scaled[H5_MAX_RANK], rowspan;
+		h5_chunk_index *ci;
+		h5_file *f;
+		h5_dataset *d;
+
+		ck_assert_int_eq(h5_file_open_source(&f, ra_src_open(img, flen), t->file, NULL), 0);
+		ck_assert_msg(h5_dataset_open(&d, f, t->addr) == 0, "%s: %s", t->name, h5_err_msg());
+		ci = d->cidx;
+		if (!ci || !ci->filtered || blen < 2 * step) {
+			h5_dataset_close(d);
+			h5_file_close(f);
+			free(img);
+			free(want);
+			continue;
+		}
+		buf = malloc(step);
+		for (size_t off = 0; off < blen; off += step) {
+			size_t len = blen - off < step ? blen - off : step;
+
+			ck_assert_int_eq(h5_dataset_read(d, buf, off, len), 0);
+			ck_assert_mem_eq(buf, want + off, len);
+		}
+		/* what was hinted: every allocated chunk, in row-major order */
+		for (unsigned r = 0; r < ci->rank; r++)
+			total *= ci->nchunks[r];
+		ck_assert_msg(ra_nrec > 0 && ra_rec[0].restart, "%s: no hint, or the first not a restart", t->name);
+		for (uint64_t c = 0; c < total; c++) {
+			uint64_t rest = c;
+			h5_chunk_rec rec;
+
+			for (unsigned r = ci->rank; r-- > 0;) {
+				scaled[r] = rest % ci->nchunks[r];
+				rest /= ci->nchunks[r];
+			}
+			ck_assert_int_eq(h5_chunk_lookup(&rec, ci, scaled), 0);
+			if (!h5_addr_defined(rec.addr))
+				continue;
+			while (k < ra_nrec && ra_rec[k].len == 0)
+				k++;
+			ck_assert_msg(k < ra_nrec, "%s: chunk %llu not hinted", t->name, (unsigned long long)c);
+			ck_assert_msg(ra_rec[k].off == f->base + rec.addr && ra_rec[k].len == rec.size,
+				      "%s: hint %zu is not chunk %llu", t->name, k, (unsigned long long)c);
+			ck_assert_msg(k == 0 || !ra_rec[k].restart, "%s: a restart in a sequential pass", t->name);
+			k++;
+		}
+		ck_assert_msg(k == ra_nrec, "%s: %zu hints for fewer chunks", t->name, ra_nrec);
+		/* a jump back to the middle restarts there */
+		rowspan = (uint64_t)ci->esize * ci->chunk[0];
+		for (unsigned r = 1; r < ci->rank; r++)
+			rowspan *= ci->dims[r];
+		if (ci->nchunks[0] >= 4 && rowspan >= 4) {
+			uint64_t at = ci->nchunks[0] / 2 * rowspan;
+			h5_chunk_rec rec;
+
+			step = rowspan / 4 < 4096 ? rowspan / 4 : 4096; /* two reads inside the row */
+
+			memset(scaled, 0, sizeof(scaled));
+			scaled[0] = ci->nchunks[0] / 2;
+			ck_assert_int_eq(h5_chunk_lookup(&rec, ci, scaled), 0);
+			ra_nrec = 0;
+			for (uint64_t off = at; off < at + 2 * step && off < blen; off += step)
+				ck_assert_int_eq(h5_dataset_read(d, buf, off, blen - off < step ? blen - off : step), 0);
+			ck_assert_msg(ra_nrec > 0 && ra_rec[0].restart, "%s: the jump did not restart", t->name);
+			if (h5_addr_defined(rec.addr))
+				ck_assert_msg(ra_rec[0].off == f->base + rec.addr, "%s: the restart is not at the jump",
+					      t->name);
+		}
+		checked++;
+		free(buf);
+		h5_dataset_close(d);
+		h5_file_close(f);
+		free(img);
+		free(want);
+	}
+	ck_assert_uint_gt(checked, 0);
+	free_manifest(v, n);
+}
+END_TEST
+
 /* The chunk index table (cidx.c): every index type has its entry, with a
  * name, open, lookup and allocated, and its append write operations (an
  * index whose chunks have fixed places needs no layout field). */
@@ -1546,6 +1672,7 @@ static Suite *make_suite(void)
 	tcase_add_test(te, h5py_pin_survives_eviction);
 	tcase_add_test(te, h5py_pin_from_source);
 	tcase_add_test(te, h5py_stream_drops_behind);
+	tcase_add_test(te, h5py_stream_hints_chunks);
 	tcase_add_test(te, h5py_all_indexes_threaded);
 	tcase_add_test(te, h5py_small_read_decodes_one_chunk);
 	tcase_add_test(te, h5py_corrupt_chunk);
