@@ -336,8 +336,9 @@ typedef struct h5_storage {
 	uint64_t contig_size;
 	const uint8_t *compact;   /* compact: the stored bytes */
 	size_t compact_size;
-	const uint8_t *fill;      /* one element of the fill value (zeros when the
-				   * file defines none), fill_size bytes */
+	const uint8_t *fill;      /* one element of the fill value, fill_size
+				   * bytes, or NULL: zeros (the file defines none,
+				   * or all zero) */
 	size_t fill_size;
 	int fill_defined;         /* the file stores a fill value */
 	size_t n_external;        /* external raw data files */
@@ -347,6 +348,9 @@ typedef struct h5_storage {
 } h5_storage;
 /* Pointers stay valid while d is open. */
 int h5_dataset_storage(h5_storage *out, const h5_dataset *d);
+/* len stored bytes at absolute offset file_off of FILE (a chunk h5_dataset_chunks
+ * named, as stored: nothing is decoded), through FILE's byte source. */
+int h5_file_pread(h5_file *f, void *buf, size_t len, uint64_t file_off);
 
 /* ---- datatypes and attribute values for tools (typeview.c) --------------- */
 

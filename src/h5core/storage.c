@@ -62,7 +62,7 @@ int h5_dataset_storage(h5_storage *out, const h5_dataset *d)
 	out->has_vlen = d->has_vlen;
 	out->edge_unfiltered = d->layout.cls == H5_LAYOUT_CHUNKED && (d->layout.flags & H5_LAYOUT_FLAG_NO_FILTER_EDGE);
 	out->fill = d->fill_elem;
-	out->fill_size = d->fill_elem && d->dtype ? d->dtype->size : 0;
+	out->fill_size = d->fill_elem ? d->dtype->size : 0;
 	out->fill_defined = d->fill.defined && d->fill.value;
 	switch (d->layout.cls) {
 	case H5_LAYOUT_COMPACT:
@@ -82,4 +82,13 @@ int h5_dataset_storage(h5_storage *out, const h5_dataset *d)
 		break;
 	}
 	return 0;
+}
+
+int h5_file_pread(h5_file *f, void *buf, size_t len, uint64_t file_off)
+{
+	uint64_t base = h5_file_userblock(f);
+
+	if (file_off < base || !h5_file_range_ok(f, file_off - base, len))
+		return h5_err_set(H5_ERR_INVAL, "bytes %llu+%zu are outside the file", (unsigned long long)file_off, len);
+	return h5_file_read(f, file_off - base, buf, len);
 }
