@@ -131,12 +131,44 @@ struct attrs_ctx {
 	int n;
 };
 
+/* Variable-length strings (one NUL between two), each cut at a NUL of its
+ * own, as lists nested over dims[level..rank). */
+static void vstrings(struct jb *b, const char **p, const char *end, const uint64_t *dims, unsigned rank,
+		     unsigned level)
+{
+	if (level == rank) {
+		const char *nul = *p < end ? memchr(*p, 0, (size_t)(end - *p)) : NULL;
+		size_t len = *p < end ? (nul ? (size_t)(nul - *p) : (size_t)(end - *p)) : 0;
+
+		jb_str(b, *p < end ? *p : "", len);
+		*p += len + 1;
+		return;
+	}
+	jb_printf(b, "[");
+	for (uint64_t i = 0; i < dims[level]; i++) {
+		jb_printf(b, "%s", i ? ", " : "");
+		vstrings(b, p, end, dims, rank, level + 1);
+	}
+	jb_printf(b, "]");
+}
+
 static int attr_cb(const h5_attr_value *a, void *ud)
 {
 	struct attrs_ctx *c = ud;
 	struct jb *b = &c->b;
 	const h5_type_view *t = a->type;
 
+	if (t->kind == H5_TYPE_VSTRING) {
+		uint64_t nul = 0;
+
+		for (size_t i = 0; i < a->size; i++)
+			nul += a->data[i] == 0;
+		/* a string holding a NUL would shift every string after it */
+		if (a->nelmts && nul != a->nelmts - 1) {
+			note(c->R, "%s: attribute %s not written: a string holds a NUL byte", c->path, a->name);
+			return 0;
+		}
+	}
 	if (strlen(a->name) != a->name_len || a->null_space ||
 	    (t->kind != H5_TYPE_VSTRING && !json_expressible(t))) {
 		note(c->R, "%s: attribute %s not written: %s", c->path, a->name,
@@ -148,22 +180,9 @@ static int attr_cb(const h5_attr_value *a, void *ud)
 	jb_str(b, a->name, a->name_len);
 	jb_printf(b, ": ");
 	if (t->kind == H5_TYPE_VSTRING) {
-		/* the strings, one NUL between two: cut each at a NUL of its own */
-		const char *p = (const char *)a->data, *end = p + a->size;
+		const char *p = (const char *)a->data;
 
-		if (a->rank)
-			jb_printf(b, "[");
-		for (uint64_t i = 0; i < a->nelmts; i++) {
-			const char *nul = p < end ? memchr(p, 0, (size_t)(end - p)) : NULL;
-			size_t len = p < end ? (nul ? (size_t)(nul - p) : (size_t)(end - p)) : 0;
-
-			jb_printf(b, "%s", i ? ", " : "");
-			jb_str(b, p < end ? p : "", len);
-			p += len + 1;
-		}
-		if (a->rank)
-			jb_printf(b, "]");
-		/* multi-dimensional string attributes are written flat */
+		vstrings(b, &p, p + a->size, a->dims, a->rank, 0);
 	} else if (a->rank == 0) {
 		json_value(b, t, a->data);
 	} else {

@@ -16,8 +16,23 @@
 
 /* The Zarr v2 dtype of t (a typestr, or a list for compounds); NULL and a
  * reason when there is none. */
+/* h5py reads a compound of two equal floats named r and i as complex. */
+static int is_complex(const h5_type_view *t)
+{
+	const h5_type_view *m = t->members;
+
+	return t->kind == H5_TYPE_COMPOUND && t->nmembers == 2 && m[0].kind == H5_TYPE_NUMBER &&
+	       m[0].typestr[1] == 'f' && strcmp(m[0].typestr, m[1].typestr) == 0 && strcmp(m[0].name, "r") == 0 &&
+	       strcmp(m[1].name, "i") == 0 && m[0].offset == 0 && m[1].offset == m[0].size &&
+	       t->size == 2 * m[0].size && m[0].size >= 4;
+}
+
 const char *zarr_dtype(struct jb *b, const h5_type_view *t, int top)
 {
+	if (is_complex(t)) {
+		jb_printf(b, "\"%cc%u\"", t->members[0].typestr[0], t->size);
+		return NULL;
+	}
 	switch (t->kind) {
 	case H5_TYPE_NUMBER:
 	case H5_TYPE_STRING:
@@ -75,7 +90,13 @@ const char *zarr_dtype(struct jb *b, const h5_type_view *t, int top)
  * strings), booleans, base64 of the bytes for strings and compounds. */
 void zarr_fill(struct jb *b, const h5_type_view *t, const uint8_t *fill)
 {
-	if (t->kind == H5_TYPE_NUMBER)
+	if (is_complex(t)) {
+		jb_printf(b, "[");
+		json_number(b, t->members[0].typestr, fill, 1);
+		jb_printf(b, ", ");
+		json_number(b, t->members[1].typestr, fill + t->members[1].offset, 1);
+		jb_printf(b, "]");
+	} else if (t->kind == H5_TYPE_NUMBER)
 		json_number(b, t->typestr, fill, 1);
 	else {
 		jb_printf(b, "\"");
