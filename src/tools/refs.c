@@ -129,6 +129,8 @@ struct attrs_ctx {
 	const char *path;
 	struct jb b;
 	int n;
+	int dimlist;              /* a DIMENSION_LIST attribute was met */
+	int is_scale;             /* CLASS is "DIMENSION_SCALE" */
 };
 
 /* Variable-length strings (one NUL between two), each cut at a NUL of its
@@ -169,6 +171,15 @@ static int attr_cb(const h5_attr_value *a, void *ud)
 			return 0;
 		}
 	}
+	if (strcmp(a->name, "CLASS") == 0 && t->kind == H5_TYPE_STRING && a->rank == 0 &&
+	    t->size >= 15 && memcmp(a->data, "DIMENSION_SCALE", 15) == 0)
+		c->is_scale = 1;
+	/* the dimension scale bookkeeping (references) becomes _ARRAY_DIMENSIONS */
+	if (strcmp(a->name, "DIMENSION_LIST") == 0 || strcmp(a->name, "REFERENCE_LIST") == 0) {
+		c->dimlist |= a->name[0] == 'D';
+		if (!json_expressible(t))
+			return 0;
+	}
 	if (strlen(a->name) != a->name_len || a->null_space ||
 	    (t->kind != H5_TYPE_VSTRING && !json_expressible(t))) {
 		note(c->R, "%s: attribute %s not written: %s", c->path, a->name,
@@ -193,14 +204,94 @@ static int attr_cb(const h5_attr_value *a, void *ud)
 	return 0;
 }
 
-/* .zattrs of the object at addr (written only when it has some). */
-static void put_attrs(struct refs *R, const char *prefix, const char *path, uint64_t addr)
+struct find_link {
+	uint64_t addr;
+	char *name;
+};
+
+static int find_link_cb(const h5_link *l, void *ud)
 {
-	struct attrs_ctx c = { R, path, { 0 }, 0 };
+	struct find_link *fl = ud;
+
+	if (l->type != H5_LINK_HARD || l->addr != fl->addr || strlen(l->name) != l->name_len)
+		return 0;
+	fl->name = strdup(l->name);
+	return 1;
+}
+
+/* The name of the dimension scale at addr: a link to it in the dataset's
+ * group, else in the root group (where netCDF-4 and h5py put them). */
+static char *scale_name(struct refs *R, uint64_t group, uint64_t addr)
+{
+	struct find_link fl = { addr, NULL };
+
+	h5_group_iterate(R->f, group, find_link_cb, &fl);
+	if (!fl.name && group != h5_file_root(R->f))
+		h5_group_iterate(R->f, h5_file_root(R->f), find_link_cb, &fl);
+	h5_err_clear();
+	return fl.name;
+}
+
+/* "_ARRAY_DIMENSIONS" (xarray's dimension names) where dimension scales
+ * say them: a scale is its own dimension; a dataset with a DIMENSION_LIST
+ * names the first scale attached to each dimension (that attribute's text,
+ * h5fs's xattr rendering: "[obj:0xADDR], [obj:0xADDR]"). Nothing is
+ * written unless every dimension has a name. */
+static void put_dims(struct refs *R, struct attrs_ctx *c, uint64_t group, uint64_t addr, unsigned rank)
+{
+	const char *own = strrchr(c->path, '/');
+	char *text = NULL, *names[64] = { 0 };
+	size_t len = 0;
+	unsigned i = 0;
+
+	if (c->is_scale && rank == 1) {
+		jb_printf(&c->b, "%s\"_ARRAY_DIMENSIONS\": [", c->n++ ? ", " : "");
+		jb_str(&c->b, own ? own + 1 : c->path, strlen(own ? own + 1 : c->path));
+		jb_printf(&c->b, "]");
+		return;
+	}
+	if (!c->dimlist || rank == 0 || rank > 64 ||
+	    h5_xattr_get((void **)&text, &len, R->f, addr, "user.DIMENSION_LIST", 0) < 0) {
+		h5_err_clear();
+		return;
+	}
+	for (const char *p = text; i < rank; i++) {
+		const char *q = strstr(p, "obj:0x"), *end = strchr(p, ']');
+		char *e;
+		uint64_t a;
+
+		if (!q || !end || q > end)
+			break;
+		a = strtoull(q + 6, &e, 16);
+		if (!(names[i] = scale_name(R, group, a)))
+			break;
+		p = end + 1;
+	}
+	if (i == rank) {
+		jb_printf(&c->b, "%s\"_ARRAY_DIMENSIONS\": [", c->n++ ? ", " : "");
+		for (i = 0; i < rank; i++) {
+			jb_printf(&c->b, "%s", i ? ", " : "");
+			jb_str(&c->b, names[i], strlen(names[i]));
+		}
+		jb_printf(&c->b, "]");
+	}
+	for (i = 0; i < rank; i++)
+		free(names[i]);
+	free(text);
+}
+
+/* .zattrs of the object at addr (written only when it has some); rank >= 0
+ * for a dataset (_ARRAY_DIMENSIONS), group: the group it was reached in. */
+static void put_attrs(struct refs *R, const char *prefix, const char *path, uint64_t addr, int rank,
+		      uint64_t group)
+{
+	struct attrs_ctx c = { R, path, { 0 }, 0, 0, 0 };
 	int rc;
 
 	jb_printf(&c.b, "{");
 	rc = h5_attr_iterate_values(R->f, addr, attr_cb, &c);
+	if (rank >= 0)
+		put_dims(R, &c, group, addr, (unsigned)rank);
 	jb_printf(&c.b, "}");
 	if (rc < 0) {
 		note(R, "%s: attributes: %s", path, h5_err_msg());
@@ -432,7 +523,7 @@ static void put_dataset(struct refs *R, const char *prefix, const char *path, ui
 		R->nerr++;
 		goto out;
 	}
-	put_attrs(R, prefix, path, addr);
+	put_attrs(R, prefix, path, addr, (int)rank, R->nanc ? R->anc[R->nanc - 1] : h5_file_root(R->f));
 	if (strcmp(di.layout, "chunked") == 0) {
 		struct chunk_ctx x = { R, prefix, path, di.chunk, rank, extra, 0, 0 };
 
@@ -566,7 +657,7 @@ static void put_group(struct refs *R, const char *prefix, const char *path, uint
 	if (put_meta(R, prefix, ".zgroup", &zg) < 0)
 		R->nerr++;
 	free(zg.p);
-	put_attrs(R, prefix, path, addr);
+	put_attrs(R, prefix, path, addr, -1, 0);
 	rc = h5_group_iterate(R->f, addr, collect_cb, &lv);
 	if (rc < 0 || lv.nomem) {
 		note(R, "%s: %s", path, lv.nomem ? "out of memory" : h5_err_msg());

@@ -11,7 +11,8 @@ make_vds_fixtures) and every corpus file h5py opens:
     view of the dataset (expressible()), and must agree;
   - every array the references hold reads equal to h5py's object at that
     path (second names of hard links, soft links included);
-  - attributes equal h5py's (those with a JSON form; the others absent);
+  - attributes equal h5py's (those with a JSON form; the others absent),
+    and _ARRAY_DIMENSIONS names the dimension scales h5py's ds.dims gives;
   - exit status 0, and 1 with --strict when something was skipped.
 The fixtures and a corpus sample are then served by nginx on 127.0.0.1:
 `h5fs-ls --refs http://...` must write the same document with the URL in
@@ -270,8 +271,29 @@ def attr_has_json(obj, name):
     return dtype_why(dt) is None
 
 
-def expected_attrs(obj):
+def expected_dims(obj, name):
+    """_ARRAY_DIMENSIONS from h5py's view of the dimension scales."""
+    if not isinstance(obj, h5py.Dataset) or not obj.shape:
+        return None
+    try:
+        cls = obj.attrs.get("CLASS")
+    except Exception:
+        cls = None
+    if cls is not None and text(np.asarray(cls).tobytes()) == "DIMENSION_SCALE" and obj.ndim == 1:
+        return [name.rsplit("/", 1)[-1]]
+    if "DIMENSION_LIST" not in obj.attrs:
+        return None
+    try:
+        return [obj.dims[i][0].name.rsplit("/", 1)[-1] for i in range(obj.ndim)]
+    except Exception:
+        return None
+
+
+def expected_attrs(obj, name):
     out = {}
+    dims = expected_dims(obj, name)
+    if dims is not None:
+        out["_ARRAY_DIMENSIONS"] = dims
     for name in obj.attrs:
         if not attr_has_json(obj, name):
             continue
@@ -430,7 +452,7 @@ def check_file(path, label, target=None, stats=None, known=None):
                     if stats is not None:
                         stats["arrays"] += 1
             got_attrs = dict((g[name] if name else g).attrs)
-            exp = expected_attrs(obj)
+            exp = expected_attrs(obj, name)
             if not same(got_attrs, exp):
                 bad = sorted(k for k in set(exp) | set(got_attrs)
                              if k not in exp or k not in got_attrs or not same(got_attrs[k], exp[k]))
