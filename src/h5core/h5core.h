@@ -368,6 +368,8 @@ typedef enum h5_type_kind {
 typedef struct h5_type_view {
 	h5_type_kind kind;
 	unsigned size;            /* bytes of one element */
+	int str_pad;              /* fixed-length strings: 0 null-terminated,
+				   * 1 null-padded, 2 space-padded */
 	char *typestr;            /* NumPy typestr: "<f8", "|b1", "|S10", "|V12", "|O" */
 	const char *name;         /* as a compound member: its name */
 	uint32_t offset;          /* as a compound member: its byte offset */

@@ -34,12 +34,17 @@ static int view_of(h5_type_view *out, const h5_dtype *t, unsigned depth)
 			? H5_TYPE_NUMBER : H5_TYPE_OTHER;
 		break;
 	case H5T_FLOAT:
+		/* x87 extended and quad precision have no portable NumPy type */
+		out->kind = out->typestr[1] != 'V' && (t->size == 2 || t->size == 4 || t->size == 8)
+			? H5_TYPE_NUMBER : H5_TYPE_OTHER;
+		break;
 	case H5T_BITFIELD:
 	case H5T_ENUM:
 		out->kind = out->typestr[1] != 'V' ? H5_TYPE_NUMBER : H5_TYPE_OTHER;
 		break;
 	case H5T_STRING:
 		out->kind = H5_TYPE_STRING;
+		out->str_pad = t->str_pad;
 		break;
 	case H5T_VLEN:
 		out->kind = t->vlen_type == 1 ? H5_TYPE_VSTRING : H5_TYPE_OTHER;

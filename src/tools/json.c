@@ -210,8 +210,12 @@ void json_value(struct jb *b, const h5_type_view *t, const uint8_t *p)
 		break;
 	case H5_TYPE_STRING: {
 		const uint8_t *nul = memchr(p, 0, t->size);
+		size_t n = nul ? (size_t)(nul - p) : t->size;
 
-		jb_str(b, (const char *)p, nul ? (size_t)(nul - p) : t->size);
+		/* space-padded: the padding is not part of the value */
+		while (t->str_pad == 2 && n && p[n - 1] == ' ')
+			n--;
+		jb_str(b, (const char *)p, n);
 		break;
 	}
 	case H5_TYPE_COMPOUND:

@@ -671,7 +671,8 @@ static void put_group(struct refs *R, const char *prefix, const char *path, uint
 
 		if (!cp || !cpath) {
 			R->nerr++;
-		} else if (nl != l->name_len || nl == 0 || strchr(l->name, '/') || !strcmp(l->name, ".") ||
+		} else if (nl != l->name_len || nl == 0 || strchr(l->name, '/') || strchr(l->name, '\\') ||
+			   !strcmp(l->name, ".") ||
 			   !strcmp(l->name, "..")) {
 			note(R, "%s: a link name that cannot be a Zarr key is skipped", path);
 		} else {

@@ -34,8 +34,16 @@ const char *zarr_dtype(struct jb *b, const h5_type_view *t, int top)
 		return NULL;
 	}
 	switch (t->kind) {
-	case H5_TYPE_NUMBER:
 	case H5_TYPE_STRING:
+		/* HDF5 reads the others converted: a null-terminated string up
+		 * to its last byte at most (the terminator's place), the padding
+		 * spaces of a space-padded one as NULs; Zarr gives the field */
+		if (t->str_pad == 0)
+			return "null-terminated strings (HDF5 reads them without the last byte of a full field)";
+		if (t->str_pad == 2)
+			return "space-padded strings (HDF5 reads the padding as NULs)";
+		/* fall through */
+	case H5_TYPE_NUMBER:
 		jb_printf(b, "\"%s\"", t->typestr);
 		return NULL;
 	case H5_TYPE_COMPOUND: {

@@ -128,10 +128,14 @@ def dtype_why(dt, top=True):
     return None
 
 
-def h5type_why(tid):
+def h5type_why(tid, attr=False):
     """Types h5py maps onto a NumPy type by converting (odd precisions,
-    non-IEEE floats, time) have no byte-exact Zarr dtype."""
+    non-IEEE floats, time, space-padded strings) have no byte-exact Zarr
+    dtype; attributes only need a JSON value."""
     cls = tid.get_class()
+    if cls == h5py.h5t.STRING and not tid.is_variable_str() and tid.get_strpad() != h5py.h5t.STR_NULLPAD \
+            and not attr:
+        return "string not null-padded"
     if cls == h5py.h5t.BITFIELD and tid.get_size() not in (1, 2, 4, 8):
         return "odd bitfield"
     if cls == h5py.h5t.INTEGER:
@@ -144,12 +148,12 @@ def h5type_why(tid):
     if cls == h5py.h5t.TIME:
         return "time"
     if cls == h5py.h5t.ENUM:
-        return h5type_why(tid.get_super())
+        return h5type_why(tid.get_super(), attr)
     if cls == h5py.h5t.ARRAY:
-        return h5type_why(tid.get_super())
+        return h5type_why(tid.get_super(), attr)
     if cls == h5py.h5t.COMPOUND:
         for i in range(tid.get_nmembers()):
-            w = h5type_why(tid.get_member_type(i))
+            w = h5type_why(tid.get_member_type(i), attr)
             if w:
                 return w
     return None
@@ -184,7 +188,11 @@ def expressible(ds):
     w = h5type_why(ds.id.get_type())
     if w:
         return w
-    w = dtype_why(ds.dtype)
+    try:
+        dt = ds.dtype
+    except Exception as e:
+        return "no NumPy dtype in h5py (%r)" % e
+    w = dtype_why(dt)
     if w:
         return w
     ids = [dcpl.get_filter(i)[0] for i in range(dcpl.get_nfilters())]
@@ -263,12 +271,25 @@ def attr_has_json(obj, name):
     if aid.get_space().get_simple_extent_type() == h5py.h5s.NULL:
         return False
     tid = aid.get_type()
-    dt = aid.dtype
-    if h5type_why(tid):
+    try:
+        dt = aid.dtype
+    except Exception:
+        return False
+    if h5type_why(tid, attr=True):
         return False
     if h5py.check_string_dtype(dt) is not None and h5py.check_string_dtype(dt).length is None:
         return True
-    return dtype_why(dt) is None
+    return json_dtype(dt)
+
+
+def json_dtype(dt):
+    """Whether values of dt have a JSON form: numbers, fixed strings, and
+    compounds or arrays of them (padding does not matter)."""
+    if dt.names:
+        return all(json_dtype(dt.fields[n][0]) for n in dt.names)
+    if dt.subdtype:
+        return json_dtype(dt.subdtype[0])
+    return dt.kind in "biufcS"
 
 
 def expected_dims(obj, name):
@@ -326,7 +347,11 @@ def h5py_datasets(f):
     def visit(name, obj):
         if isinstance(obj, h5py.Dataset):
             out[name] = obj
-    f.visititems(visit)
+    try:
+        f.visititems(visit)
+    except (RuntimeError, KeyError, OSError) as e:
+        # libhdf5 gives up on some object of the file: those it reached
+        print("   h5py stopped walking: %s" % e)
     return out
 
 
@@ -371,6 +396,10 @@ def check_file(path, label, target=None, stats=None, known=None):
     """Check the references of path (written from target: path or a URL)."""
     print("..", label, flush=True)
     rc, out, err = run_refs(target or path)
+    if rc in (3, 4, 5) and not target:
+        # a file h5fs does not open (multi-file driver, ...): as h5fs refuses it
+        print("   h5fs-ls refuses it (exit %d): %s" % (rc, err.strip()[-200:]))
+        return None
     if rc not in (0, 1):
         fail("%s: exit %d: %s" % (label, rc, err[-300:]))
         return None
@@ -395,6 +424,8 @@ def check_file(path, label, target=None, stats=None, known=None):
                 why = None if "/%s: dataset skipped: a chunk was stored with a filter skipped" % name \
                     not in err else "filter skipped in a chunk (h5fs-ls)"
             written = (name + "/.zarray") in refs
+            if "\\" in name:
+                continue     # zarr reads "\\" in a key as "/": such names are not written
             if why:
                 if written:
                     fail("%s: /%s written although %s" % (label, name, why))
@@ -407,8 +438,16 @@ def check_file(path, label, target=None, stats=None, known=None):
                 continue
             if not h5py_reads(ds):
                 continue     # h5py cannot read it: nothing to compare with
+            if not written and "h5fs-ls: /%s: " % name in err and rc == 1:
+                print("   /%s: h5fs-ls cannot read it: %s" % (name, err.split("h5fs-ls: /%s: " % name)[1]
+                                                           .split("\n")[0]))
+                continue
             if not written:
                 fail("%s: /%s missing (%s)" % (label, name, err.strip()[-200:]))
+        if ".zgroup" not in refs:
+            if rc != 1:
+                fail("%s: no root group and no error: %s" % (label, err[-300:]))
+            return doc
         g = open_refs(doc)
         nkeys = {}
         for key in refs:
@@ -421,7 +460,11 @@ def check_file(path, label, target=None, stats=None, known=None):
             metas = sorted(set(metas[int(i * step)] for i in range(MAX_ARRAYS)) | {metas[-1]})
         for key in metas:
             name = key.rsplit("/", 1)[0] if "/" in key else ""
-            obj = f[name] if name else f["/"]
+            try:
+                obj = f[name] if name else f["/"]
+            except Exception as e:
+                print("   h5py cannot open /%s: %s" % (name, e))
+                continue
             if key.endswith(".zarray"):
                 try:
                     za = g[name] if name else zarr.open_array(g.store, mode="r")
@@ -452,7 +495,11 @@ def check_file(path, label, target=None, stats=None, known=None):
                     if stats is not None:
                         stats["arrays"] += 1
             got_attrs = dict((g[name] if name else g).attrs)
-            exp = expected_attrs(obj, name)
+            try:
+                exp = expected_attrs(obj, name)
+            except (RuntimeError, OSError, KeyError) as e:
+                print("   h5py cannot list the attributes of /%s: %s" % (name, e))
+                continue
             if not same(got_attrs, exp):
                 bad = sorted(k for k in set(exp) | set(got_attrs)
                              if k not in exp or k not in got_attrs or not same(got_attrs[k], exp[k]))
