@@ -117,6 +117,9 @@ static int bt1_walk(struct bt1_walk *w, uint64_t addr, int want_level, unsigned 
 		rc = h5_err_set(H5_ERR_FORMAT, "v1 B-tree node at 0x%llx: level %u, expected %d",
 				(unsigned long long)addr, n->level, want_level);
 	} else {
+		/* every child node is walked: a remote source fetches them together */
+		if (n->level > 0)
+			h5_file_prefetch(ci->f, n->child, n->n);
 		for (unsigned i = 0; i < n->n && rc == 0; i++) {
 			if (n->level == 0) {
 				uint64_t scaled[H5_MAX_RANK];
