@@ -13,7 +13,7 @@ PACKAGES=(
 	python3-hdf5plugin python3-tables hdf5-plugin-lzf hdf5-filter-plugin python3-netcdf4
 	dpkg-dev debhelper lintian libhdf5-dev rsync netcdf-bin
 	libcurl4-openssl-dev nginx-light python3-botocore
-	python3-fsspec python3-aiohttp
+	python3-fsspec python3-zarr python3-numcodecs python3-aiohttp
 )
 
 # --list: print the list (.ci/run installs it in one apt-get call)

@@ -62,3 +62,35 @@ int h5_cidx_linear(uint64_t *out, const h5_chunk_index *ci, const uint64_t *scal
 	*out = idx;
 	return 0;
 }
+
+void h5_cidx_unlinear(uint64_t *scaled, const h5_chunk_index *ci, uint64_t idx)
+{
+	for (unsigned i = 0; i < ci->rank; i++) {
+		uint64_t dn = ci->down[i] ? ci->down[i] : 1;
+
+		scaled[ci->perm[i]] = idx / dn;
+		idx %= dn;
+	}
+}
+
+struct arr_iter {
+	h5_chunk_index *ci;
+	h5_cidx_iter_cb cb;
+	void *ud;
+};
+
+static int arr_iter_cb(uint64_t idx, const h5_chunk_rec *rec, void *ud)
+{
+	struct arr_iter *a = ud;
+	uint64_t scaled[H5_MAX_RANK];
+
+	h5_cidx_unlinear(scaled, a->ci, idx);
+	return a->cb(scaled, rec, a->ud);
+}
+
+int h5_cidx_arr_iterate(h5_chunk_index *ci, h5_arr_iterate_fn walk, h5_cidx_iter_cb cb, void *ud)
+{
+	struct arr_iter a = { ci, cb, ud };
+
+	return walk(ci->f, ci->d->layout.idx_addr, arr_iter_cb, &a);
+}

@@ -87,6 +87,10 @@ typedef struct h5_cidx_write_ops {
 	void (*free)(void *w);
 } h5_cidx_write_ops;
 
+/* One allocated chunk met by an index walk: its scaled coordinates (rank
+ * entries) and its record (unfiltered chunks: size may be 0). */
+typedef int (*h5_cidx_iter_cb)(const uint64_t *scaled, const h5_chunk_rec *rec, void *ud);
+
 typedef struct h5_cidx_ops {
 	uint8_t type;           /* H5_CIDX_* (layout.c) */
 	const char *name;       /* h5_layout_index_name(): "btree1", "earray", ... */
@@ -99,6 +103,9 @@ typedef struct h5_cidx_ops {
 	int (*lookup)(h5_chunk_rec *out, h5_chunk_index *ci, const uint64_t *scaled);
 	/* Bytes of the allocated chunks (st_blocks), with a defined address. */
 	int (*allocated)(uint64_t *out, h5_chunk_index *ci);
+	/* Every allocated chunk, in the index's own order, with a defined
+	 * address; cb returns non-zero to stop (that value is returned). */
+	int (*iterate)(h5_chunk_index *ci, h5_cidx_iter_cb cb, void *ud);
 	void (*close)(h5_chunk_index *ci);      /* NULL: nothing to release */
 	const h5_cidx_write_ops *write;         /* NULL: no appends */
 } h5_cidx_ops;
@@ -115,6 +122,11 @@ int h5_cidx_check_client(const h5_chunk_index *ci, unsigned client, const char *
 /* Linearisation for the array indexes; unlim first when >= 0 (EA). */
 int h5_cidx_set_down(h5_chunk_index *ci, int unlim);
 int h5_cidx_linear(uint64_t *out, const h5_chunk_index *ci, const uint64_t *scaled);
+/* The inverse: scaled coordinates of linear index idx (FA, EA, implicit). */
+void h5_cidx_unlinear(uint64_t *scaled, const h5_chunk_index *ci, uint64_t idx);
+/* The iterate op of the array indexes over h5_fa_iterate / h5_ea_iterate. */
+typedef int (*h5_arr_iterate_fn)(h5_file *f, uint64_t hdr_addr, h5_arr_elmt_cb cb, void *ud);
+int h5_cidx_arr_iterate(h5_chunk_index *ci, h5_arr_iterate_fn walk, h5_cidx_iter_cb cb, void *ud);
 
 struct alloc_sum {
 	const h5_chunk_index *ci;

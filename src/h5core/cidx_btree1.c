@@ -91,17 +91,25 @@ static int bt1_lookup(h5_chunk_rec *out, h5_chunk_index *ci, const uint64_t *sca
 
 
 /* Every node is visited once in a tree; a hostile DAG could revisit nodes
- * exponentially often, so visits are bounded by how many nodes fit the file. */
-static int bt1_sum(struct alloc_sum *s, uint64_t addr, int want_level, unsigned depth, uint64_t *budget)
+ * exponentially often, so visits are bounded by how many nodes fit the file.
+ * Leaves hand each chunk's scaled key (its left key) and record to cb. */
+struct bt1_walk {
+	h5_chunk_index *ci;
+	h5_cidx_iter_cb cb;
+	void *ud;
+	uint64_t budget;
+};
+
+static int bt1_walk(struct bt1_walk *w, uint64_t addr, int want_level, unsigned depth)
 {
-	const h5_chunk_index *ci = s->ci;
+	h5_chunk_index *ci = w->ci;
 	h5_bt1_node *n;
 	int rc = 0;
 
-	if (depth > H5_MAX_BTREE_DEPTH || *budget == 0)
+	if (depth > H5_MAX_BTREE_DEPTH || w->budget == 0)
 		return h5_err_set(H5_ERR_LOOP, "v1 B-tree at 0x%llx: too many nodes visited (loop?)",
 				  (unsigned long long)ci->d->layout.idx_addr);
-	(*budget)--;
+	w->budget--;
 	rc = h5_bt1_get(&n, ci->f, addr, ci->rank + 1);
 	if (rc < 0)
 		return rc;
@@ -109,22 +117,45 @@ static int bt1_sum(struct alloc_sum *s, uint64_t addr, int want_level, unsigned 
 		rc = h5_err_set(H5_ERR_FORMAT, "v1 B-tree node at 0x%llx: level %u, expected %d",
 				(unsigned long long)addr, n->level, want_level);
 	} else {
+		/* every child node is walked: a remote source fetches them together */
+		if (n->level > 0)
+			h5_file_prefetch(ci->f, n->child, n->n);
 		for (unsigned i = 0; i < n->n && rc == 0; i++) {
-			if (n->level == 0)
-				sum_add(s, n->chunk_size[i]);
-			else
-				rc = bt1_sum(s, n->child[i], n->level - 1, depth + 1, budget);
+			if (n->level == 0) {
+				uint64_t scaled[H5_MAX_RANK];
+				h5_chunk_rec r = { n->child[i], n->chunk_size[i], n->filter_mask[i] };
+
+				for (unsigned k = 0; k < ci->rank; k++)
+					scaled[k] = bt1_key_scaled(ci, n, i, k);
+				rc = w->cb(scaled, &r, w->ud);
+			} else {
+				rc = bt1_walk(w, n->child[i], n->level - 1, depth + 1);
+			}
 		}
 	}
 	h5_bt1_release(ci->f, n);
 	return rc;
 }
 
+static int bt1_iterate(h5_chunk_index *ci, h5_cidx_iter_cb cb, void *ud)
+{
+	struct bt1_walk w = { ci, cb, ud, h5_file_eof(ci->f) / (8 + 2u * ci->f->fmt.sizeof_addr) + 1 };
+
+	return bt1_walk(&w, ci->d->layout.idx_addr, -1, 0);
+}
+
+/* a v1 B-tree key holds every chunk's size, filtered or not */
+static int bt1_sum_cb(const uint64_t *scaled, const h5_chunk_rec *rec, void *ud)
+{
+	(void)scaled;
+	sum_add(ud, rec->size);
+	return 0;
+}
+
 static int bt1_allocated(uint64_t *out, h5_chunk_index *ci)
 {
 	struct alloc_sum s = { ci, 0 };
-	uint64_t budget = h5_file_eof(ci->f) / (8 + 2u * ci->f->fmt.sizeof_addr) + 1;
-	int rc = bt1_sum(&s, ci->d->layout.idx_addr, -1, 0, &budget);
+	int rc = bt1_iterate(ci, bt1_sum_cb, &s);
 
 	*out = s.total;
 	return rc;
@@ -208,5 +239,6 @@ const h5_cidx_ops h5_cidx_btree1 = {
 	.open = bt1_open,
 	.lookup = bt1_lookup,
 	.allocated = bt1_allocated,
+	.iterate = bt1_iterate,
 	.write = &bt1_write_ops,
 };

@@ -102,6 +102,35 @@ static int bt2_allocated(uint64_t *out, h5_chunk_index *ci)
 	return rc;
 }
 
+struct bt2_iter {
+	const h5_chunk_index *ci;
+	h5_cidx_iter_cb cb;
+	void *ud;
+};
+
+/* Records 10/11 end with the scaled coordinates, 8 bytes each. */
+static int bt2_iter_cb(const uint8_t *rec, size_t len, void *ud)
+{
+	struct bt2_iter *it = ud;
+	const uint8_t *p = rec + len - 8u * it->ci->rank;
+	uint64_t scaled[H5_MAX_RANK];
+	h5_chunk_rec r;
+
+	bt2_rec_decode(&r, it->ci, rec);
+	if (!h5_addr_defined(r.addr))
+		return 0;
+	for (unsigned i = 0; i < it->ci->rank; i++, p += 8)
+		scaled[i] = h5_le_decode(p, 8);
+	return it->cb(scaled, &r, it->ud);
+}
+
+static int bt2_idx_iterate(h5_chunk_index *ci, h5_cidx_iter_cb cb, void *ud)
+{
+	struct bt2_iter it = { ci, cb, ud };
+
+	return h5_bt2_iterate(ci->bt2, bt2_iter_cb, &it);
+}
+
 static void bt2_idx_close(h5_chunk_index *ci)
 {
 	h5_bt2_close(ci->bt2);
@@ -146,6 +175,7 @@ const h5_cidx_ops h5_cidx_btree2 = {
 	.open = bt2_idx_open,
 	.lookup = bt2_lookup,
 	.allocated = bt2_allocated,
+	.iterate = bt2_idx_iterate,
 	.close = bt2_idx_close,
 	.write = &bt2_write_ops,
 };

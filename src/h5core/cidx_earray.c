@@ -46,6 +46,11 @@ static int ea_allocated(uint64_t *out, h5_chunk_index *ci)
 	return rc;
 }
 
+static int ea_iterate(h5_chunk_index *ci, h5_cidx_iter_cb cb, void *ud)
+{
+	return h5_cidx_arr_iterate(ci, h5_ea_iterate, cb, ud);
+}
+
 /* ---- appends: the writer of earray_write.c behind the table's write ops ---- */
 
 static int ea_cparam(h5_ea_cparam *cp, const h5_dataset *d, const h5_fmt *fmt)
@@ -102,5 +107,6 @@ const h5_cidx_ops h5_cidx_earray = {
 	.open = ea_open,
 	.lookup = ea_lookup,
 	.allocated = ea_allocated,
+	.iterate = ea_iterate,
 	.write = &ea_write_ops,
 };

@@ -50,6 +50,11 @@ static int fa_allocated(uint64_t *out, h5_chunk_index *ci)
 	return rc;
 }
 
+static int fa_iterate(h5_chunk_index *ci, h5_cidx_iter_cb cb, void *ud)
+{
+	return h5_cidx_arr_iterate(ci, h5_fa_iterate, cb, ud);
+}
+
 /* ---- appends: the writer of farray_write.c behind the table's write ops ---- */
 
 static int faw_open(void **w, h5_file *f, const h5_dataset *d, uint64_t idx_addr)
@@ -88,5 +93,6 @@ const h5_cidx_ops h5_cidx_farray = {
 	.open = fa_open,
 	.lookup = fa_lookup,
 	.allocated = fa_allocated,
+	.iterate = fa_iterate,
 	.write = &fa_write_ops,
 };

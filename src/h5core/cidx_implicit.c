@@ -42,6 +42,33 @@ static int implicit_allocated(uint64_t *out, h5_chunk_index *ci)
 	return 0;
 }
 
+/* The chunks of the current dimensions, in C order of the grid. */
+static int implicit_iterate(h5_chunk_index *ci, h5_cidx_iter_cb cb, void *ud)
+{
+	uint64_t scaled[H5_MAX_RANK] = { 0 };
+	int rc = 0;
+
+	for (unsigned i = 0; i < ci->rank; i++)
+		if (ci->nchunks[i] == 0)
+			return 0;
+	while (rc == 0) {
+		h5_chunk_rec r = { H5_ADDR_UNDEF, 0, 0 };
+		unsigned k;
+
+		rc = implicit_lookup(&r, ci, scaled);
+		if (rc == 0)
+			rc = cb(scaled, &r, ud);
+		for (k = ci->rank; k-- > 0;) {
+			if (++scaled[k] < ci->nchunks[k])
+				break;
+			scaled[k] = 0;
+		}
+		if (k == (unsigned)-1)
+			break;
+	}
+	return rc;
+}
+
 /* ---- appends: every chunk has its place already; nothing to index ---- */
 
 typedef struct implicit_w {
@@ -112,5 +139,6 @@ const h5_cidx_ops h5_cidx_implicit = {
 	.open = implicit_open,
 	.lookup = implicit_lookup,
 	.allocated = implicit_allocated,
+	.iterate = implicit_iterate,
 	.write = &implicit_write_ops,
 };

@@ -37,6 +37,15 @@ static int single_allocated(uint64_t *out, h5_chunk_index *ci)
 	return 0;
 }
 
+static int single_iterate(h5_chunk_index *ci, h5_cidx_iter_cb cb, void *ud)
+{
+	uint64_t scaled[H5_MAX_RANK] = { 0 };
+	h5_chunk_rec r;
+	int rc = single_lookup(&r, ci, scaled);
+
+	return rc < 0 ? rc : cb(scaled, &r, ud);
+}
+
 /* ---- appends: rows grow within the one chunk ----
  * Unfiltered with a chunk: it is rewritten in place (its old rows' bytes
  * unchanged, the new ones past dims[0]). Filtered, or no chunk yet: the new
@@ -143,5 +152,6 @@ const h5_cidx_ops h5_cidx_single = {
 	.open = single_open,
 	.lookup = single_lookup,
 	.allocated = single_allocated,
+	.iterate = single_iterate,
 	.write = &single_write_ops,
 };

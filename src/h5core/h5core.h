@@ -321,6 +321,94 @@ typedef struct h5_dataset_info {
 int h5_dataset_describe(h5_dataset_info *out, h5_dataset *d);
 void h5_dataset_info_clear(h5_dataset_info *info);
 
+/* ---- where a dataset's bytes are stored (storage.c) --------------------- */
+
+/* For tools handing the stored bytes to other readers (h5fs-ls --refs).
+ * One allocated chunk: offsets are absolute in FILE (the user block
+ * counted), `offset` the element coordinates of its first element. */
+typedef struct h5_chunk_loc {
+	unsigned rank;
+	const uint64_t *offset;
+	uint64_t file_off;
+	uint64_t size;            /* bytes stored (filtered: as encoded) */
+	uint32_t filter_mask;     /* bit i set: filter i of the pipeline was skipped */
+} h5_chunk_loc;
+/* Called once per chunk; return non-zero to stop (that value is returned). */
+typedef int (*h5_chunk_cb)(const h5_chunk_loc *c, void *ud);
+/* Every allocated chunk of a chunked dataset that holds elements of the
+ * current extent, in the index's own order (not C order), through the
+ * chunk index's walk (any of the six indexes); unallocated chunks are not
+ * visited. H5_ERR_INVAL when the dataset is not chunked. */
+int h5_dataset_chunks(h5_dataset *d, h5_chunk_cb cb, void *ud);
+
+typedef struct h5_storage {
+	uint64_t contig_off;      /* contiguous in FILE: absolute offset, else UINT64_MAX */
+	uint64_t contig_size;
+	const uint8_t *compact;   /* compact: the stored bytes */
+	size_t compact_size;
+	const uint8_t *fill;      /* one element of the fill value, fill_size
+				   * bytes, or NULL: zeros (the file defines none,
+				   * or all zero) */
+	size_t fill_size;
+	int fill_defined;         /* the file stores a fill value */
+	size_t n_external;        /* external raw data files */
+	int is_virtual;
+	int has_vlen;             /* the type holds variable-length data */
+	int edge_unfiltered;      /* partial edge chunks are stored unfiltered */
+} h5_storage;
+/* Pointers stay valid while d is open. */
+int h5_dataset_storage(h5_storage *out, const h5_dataset *d);
+/* len stored bytes at absolute offset file_off of FILE (a chunk h5_dataset_chunks
+ * named, as stored: nothing is decoded), through FILE's byte source. */
+int h5_file_pread(h5_file *f, void *buf, size_t len, uint64_t file_off);
+
+/* ---- datatypes and attribute values for tools (typeview.c) --------------- */
+
+typedef enum h5_type_kind {
+	H5_TYPE_NUMBER = 0,       /* integer, float, bitfield, enum (as its base), h5py bool */
+	H5_TYPE_STRING = 1,       /* fixed-length string */
+	H5_TYPE_VSTRING = 2,      /* variable-length string */
+	H5_TYPE_COMPOUND = 3,
+	H5_TYPE_ARRAY = 4,
+	H5_TYPE_OTHER = 5         /* opaque, time, reference, sequence, odd sizes */
+} h5_type_kind;
+
+/* A datatype as NumPy sees it. Compound members and an array's base are
+ * the members (an array has one, named NULL). */
+typedef struct h5_type_view {
+	h5_type_kind kind;
+	unsigned size;            /* bytes of one element */
+	int str_pad;              /* fixed-length strings: 0 null-terminated,
+				   * 1 null-padded, 2 space-padded */
+	char *typestr;            /* NumPy typestr: "<f8", "|b1", "|S10", "|V12", "|O" */
+	const char *name;         /* as a compound member: its name */
+	uint32_t offset;          /* as a compound member: its byte offset */
+	unsigned arank;           /* array: its dimensions */
+	uint32_t adims[32];
+	size_t nmembers;
+	struct h5_type_view *members;
+} h5_type_view;
+int h5_dataset_type(h5_type_view *out, const h5_dataset *d);
+void h5_type_view_clear(h5_type_view *t);
+
+/* One attribute: data is the value as stored, except variable-length
+ * strings: their bytes, one NUL between two strings (h5_value_raw). */
+typedef struct h5_attr_value {
+	const char *name;
+	size_t name_len;
+	const h5_type_view *type;
+	int null_space;
+	unsigned rank;            /* 0: scalar */
+	const uint64_t *dims;
+	uint64_t nelmts;
+	const uint8_t *data;
+	size_t size;
+} h5_attr_value;
+typedef int (*h5_attr_value_cb)(const h5_attr_value *a, void *ud);
+/* Every attribute of the object at addr, in the order h5_attr_iterate_names
+ * gives; an attribute that cannot be decoded stops the walk with its error. */
+int h5_attr_iterate_values(h5_file *f, uint64_t addr, h5_attr_value_cb cb, void *ud);
+
 /* ---- attributes (attr.c, value.c) -------------------------------------- */
 
 typedef struct h5_attr h5_attr;

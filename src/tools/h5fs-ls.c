@@ -2,6 +2,8 @@
  * h5fs-ls - list an HDF5 file the way h5fs would show it, without mounting.
  *
  *   h5fs-ls [-R] [--json] FILE [PATH]
+ *   h5fs-ls --refs [--url=URL] [--inline=N] [--split=MIB] [--strict]
+ *           [--follow-external] FILE [PATH]     (chunk references: refs.c)
  *
  * For each dataset: datatype (class, size, byte order), shape (and maximum
  * shape when it differs), storage layout (chunk shape and chunk index type
@@ -18,6 +20,7 @@
 #endif
 
 #include "h5core.h"
+#include "refs.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -579,11 +582,20 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: h5fs-ls [-R] [--json] FILE [PATH]\n"
+		"       h5fs-ls --refs [OPTIONS] FILE|URL [PATH]\n"
 		"List the HDF5 file FILE (from PATH, default /) as h5fs shows it:\n"
 		"per dataset its type, shape, layout, chunking, chunk index, filters and\n"
 		"allocated vs logical size.\n"
 		"  -R, --recursive   list sub-groups too\n"
 		"  --json            one JSON document instead of text\n"
+		"  --refs            kerchunk (version 1) chunk references of every dataset\n"
+		"                    for zarr/fsspec, instead of the listing\n"
+		"  --url=URL         the URL written into references (default: FILE's\n"
+		"                    absolute path or URL)\n"
+		"  --inline=N        inline chunks smaller than N bytes (default 500)\n"
+		"  --split=MIB       cut contiguous datasets in pieces of at most MIB MiB\n"
+		"  --strict          exit 1 when a dataset had to be skipped\n"
+		"  --follow-external follow external links (inside FILE's directory tree)\n"
 		"  -h, --help        this help\n"
 		"  -V, --version     print the version\n"
 		"Exit status: 0 ok, 1 some objects unreadable, 2 usage, 3 cannot open FILE,\n"
@@ -593,6 +605,9 @@ static void usage(FILE *out)
 int main(int argc, char **argv)
 {
 	struct lister L;
+	refs_opts ro = { .inline_max = 500 };
+	int refs = 0;
+	char *url_alloc = NULL;
 	const char *file = NULL, *path = "/";
 	h5_file *f = NULL;
 	uint64_t addr;
@@ -606,6 +621,29 @@ int main(int argc, char **argv)
 			L.recursive = 1;
 		} else if (strcmp(argv[i], "--json") == 0) {
 			L.json = 1;
+		} else if (strcmp(argv[i], "--refs") == 0) {
+			refs = 1;
+		} else if (strncmp(argv[i], "--url=", 6) == 0 && argv[i][6]) {
+			ro.url = argv[i] + 6;
+		} else if (strncmp(argv[i], "--inline=", 9) == 0 || strncmp(argv[i], "--split=", 8) == 0) {
+			const char *v = strchr(argv[i], '=') + 1;
+			char *end;
+			unsigned long long n;
+
+			errno = 0;
+			n = strtoull(v, &end, 10);
+			if (!*v || *end || errno || *v == '-' || (argv[i][2] == 's' && n > (UINT64_MAX >> 20))) {
+				fprintf(stderr, "h5fs-ls: bad number in %s\n", argv[i]);
+				return H5_EXIT_USAGE;
+			}
+			if (argv[i][2] == 'i')
+				ro.inline_max = n;
+			else
+				ro.split_bytes = (uint64_t)n << 20;
+		} else if (strcmp(argv[i], "--strict") == 0) {
+			ro.strict = 1;
+		} else if (strcmp(argv[i], "--follow-external") == 0) {
+			ro.follow_external = 1;
 		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
 			usage(stdout);
 			return 0;
@@ -655,6 +693,12 @@ int main(int argc, char **argv)
 		ret = rc == H5_ERR_NOTFOUND ? H5_EXIT_NOPATH : H5_EXIT_PARTIAL;
 		goto out;
 	}
+	if (refs) {
+		if (!ro.url)
+			ro.url = strstr(file, "://") ? file : (url_alloc = realpath(file, NULL)) ? url_alloc : file;
+		ret = refs_write(f, strcmp(path, "/") == 0 ? "/" : path, addr, &ro);
+		goto out;
+	}
 	if (L.json) {
 		printf("{\"file\": ");
 		{
@@ -673,6 +717,7 @@ int main(int argc, char **argv)
 		printf("%s]}\n", L.first_json ? "" : "\n");
 	ret = L.nerr ? H5_EXIT_PARTIAL : H5_EXIT_OK;
 out:
+	free(url_alloc);
 	free(L.seen);
 	h5_file_close(f);
 	return ret;

@@ -976,6 +976,75 @@ static size_t check_pins(const tds *t, h5_dataset *d, const uint8_t *want, size_
 	return pinned;
 }
 
+/* h5_dataset_chunks: every allocated chunk h5py reports (H5Dget_chunk_info
+ * per coordinate) exactly once, with its file offset, stored size and
+ * filter mask, and nothing else. ea_swz (no chunk list, see check_all):
+ * each chunk walked is the one a lookup of its coordinates finds, and the
+ * sizes add up to the allocated bytes. */
+struct walk_ck {
+	const tds *t;
+	h5_dataset *d;
+	unsigned char *seen;
+	size_t n;
+	uint64_t bytes;
+};
+
+static int walk_ck_cb(const h5_chunk_loc *c, void *ud)
+{
+	struct walk_ck *w = ud;
+	const tds *t = w->t;
+	size_t k;
+
+	ck_assert_uint_eq(c->rank, t->rank);
+	w->bytes += c->size;
+	if (t->nrec == 0) {
+		uint64_t scaled[H5_MAX_RANK];
+		h5_chunk_rec r;
+
+		for (unsigned i = 0; i < c->rank; i++)
+			scaled[i] = c->offset[i] / w->d->layout.chunk[i];
+		ck_assert_int_eq(h5_chunk_lookup(&r, w->d->cidx, scaled), 0);
+		ck_assert_uint_eq(c->file_off, r.addr);
+		ck_assert_uint_eq(c->size, r.size);
+		ck_assert_uint_eq(c->filter_mask, r.filter_mask);
+		w->n++;
+		return 0;
+	}
+	for (k = 0; k < t->nrec; k++) {
+		unsigned i;
+
+		for (i = 0; i < t->rank && c->offset[i] == t->scaled[k][i] * w->d->layout.chunk[i]; i++)
+			;
+		if (i == t->rank)
+			break;
+	}
+	ck_assert_msg(k < t->nrec && t->addrs[k] >= 0, "%s: walk gave a chunk h5py does not have", t->name);
+	ck_assert_msg(!w->seen[k], "%s: chunk %zu walked twice", t->name, k);
+	w->seen[k] = 1;
+	w->n++;
+	ck_assert_uint_eq(c->file_off, (uint64_t)t->addrs[k]);
+	ck_assert_uint_eq(c->size, t->sizes[k]);
+	ck_assert_uint_eq(c->filter_mask, t->masks[k]);
+	return 0;
+}
+
+static void check_walk(const tds *t, h5_dataset *d)
+{
+	struct walk_ck w = { t, d, calloc(t->nrec + 1, 1), 0, 0 };
+	size_t want = 0;
+
+	ck_assert_ptr_nonnull(w.seen);
+	ck_assert_msg(h5_dataset_chunks(d, walk_ck_cb, &w) == 0, "%s: %s", t->name, h5_err_msg());
+	for (size_t k = 0; k < t->nrec; k++)
+		want += t->addrs[k] >= 0;
+	if (t->nrec)
+		ck_assert_msg(w.n == want, "%s: walked %zu chunks, h5py has %zu", t->name, w.n, want);
+	else
+		ck_assert_msg(w.n > 0, "%s: no chunk walked", t->name);
+	ck_assert_uint_eq(w.bytes, h5_dataset_allocated(d));
+	free(w.seen);
+}
+
 /* Compare lookups, allocated bytes, whole reads and random windows of every
  * dataset. ea_swz (unlimited dimension not first) lists no chunks: HDF5
  * 1.10.8's H5Dget_chunk_info_by_coord linearises swizzled coordinates
@@ -1025,6 +1094,7 @@ static void check_all(unsigned nthreads)
 		ck_assert_msg(a == t->alloc, "%s: allocated %llu, want %llu", t->name, (unsigned long long)a,
 			      (unsigned long long)t->alloc);
 		ck_assert_uint_eq(h5_dataset_allocated(d), a);
+		check_walk(t, d);
 		got = malloc(blen + 1);
 		ck_assert_ptr_nonnull(got);
 		ck_assert_msg(h5_dataset_read(d, got, 0, blen) == 0, "%s: %s", t->name, h5_err_msg());

@@ -1,0 +1,751 @@
+/*
+ * refs.c - h5fs-ls --refs: the chunk references kerchunk writes (its
+ * version 1 JSON, {"version": 1, "refs": {...}}), from the engine's own
+ * walk of each chunk index (h5_dataset_chunks), so that zarr reads the
+ * datasets through fsspec's ReferenceFileSystem without libhdf5.
+ *
+ * Groups become Zarr v2 groups (.zgroup, .zattrs), datasets arrays
+ * (.zarray, .zattrs, one [url, offset, length] per allocated chunk; small
+ * chunks inlined as "base64:..."). What Zarr v2 cannot express (variable-
+ * length data, references, padded compounds, filters without a numcodecs
+ * 0.11 codec, chunks stored with a filter skipped, virtual or external
+ * storage) is skipped with one line on stderr per dataset, never written
+ * wrongly. Entries are printed as they are made: nothing holds the whole
+ * document, so a dataset of millions of chunks streams.
+ */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+
+#include "refs.h"
+#include "json.h"
+#include "zarr_meta.h"
+
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_DEPTH 64              /* groups nested deeper are not written (a cycle, or hostile) */
+#define PROGRESS_EVERY_NS 500000000LL
+
+/* ---- the document ----------------------------------------------------------------- */
+
+struct refs {
+	const refs_opts *o;
+	h5_file *f;               /* the file being walked (external links change it) */
+	const char *url;          /* its URL in references */
+	int first;                /* no entry printed yet */
+	unsigned nskipped, nerr;
+	uint64_t anc[MAX_DEPTH];  /* groups being written: a link back is a cycle */
+	unsigned nanc;
+	int tty;                  /* stderr is a terminal: progress lines */
+	uint64_t nchunks;
+	struct timespec last;
+	int progress_shown;
+};
+
+static void put_key(struct refs *R, const char *prefix, const char *name)
+{
+	struct jb b = { 0 };
+	size_t pl = strlen(prefix), nl = strlen(name);
+	char *k = malloc(pl + nl + 1);
+
+	if (k) {
+		memcpy(k, prefix, pl);
+		memcpy(k + pl, name, nl + 1);
+		jb_str(&b, k, pl + nl);
+	} else {
+		b.nomem = 1;
+	}
+	jb_done(&b);
+	printf("%s\n    %s: ", R->first ? "" : ",", b.nomem ? "\"\"" : b.p);
+	R->first = 0;
+	free(k);
+	free(b.p);
+}
+
+/* An entry whose value is JSON text, written as a JSON string. */
+static int put_meta(struct refs *R, const char *prefix, const char *name, struct jb *val)
+{
+	struct jb s = { 0 };
+
+	jb_done(val);
+	if (val->nomem)
+		return -1;
+	jb_str(&s, val->p, strlen(val->p));
+	jb_done(&s);
+	if (s.nomem) {
+		free(s.p);
+		return -1;
+	}
+	put_key(R, prefix, name);
+	fputs(s.p, stdout);
+	free(s.p);
+	return 0;
+}
+
+static void progress(struct refs *R, const char *path, int done)
+{
+	struct timespec now;
+
+	if (!R->tty)
+		return;
+	if (done) {
+		if (R->progress_shown)
+			fputs("\r\033[K", stderr);
+		R->progress_shown = 0;
+		return;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if ((now.tv_sec - R->last.tv_sec) * 1000000000LL + (now.tv_nsec - R->last.tv_nsec) < PROGRESS_EVERY_NS)
+		return;
+	R->last = now;
+	fprintf(stderr, "\r\033[Kh5fs-ls: %" PRIu64 " chunks referenced (%s)", R->nchunks, path);
+	R->progress_shown = 1;
+}
+
+static void note(struct refs *R, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void note(struct refs *R, const char *fmt, ...)
+{
+	va_list ap;
+
+	progress(R, "", 1);
+	va_start(ap, fmt);
+	fputs("h5fs-ls: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+struct attrs_ctx {
+	struct refs *R;
+	const char *path;
+	struct jb b;
+	int n;
+	int dimlist;              /* a DIMENSION_LIST attribute was met */
+	int is_scale;             /* CLASS is "DIMENSION_SCALE" */
+};
+
+/* Variable-length strings (one NUL between two), each cut at a NUL of its
+ * own, as lists nested over dims[level..rank). */
+static void vstrings(struct jb *b, const char **p, const char *end, const uint64_t *dims, unsigned rank,
+		     unsigned level)
+{
+	if (level == rank) {
+		const char *nul = *p < end ? memchr(*p, 0, (size_t)(end - *p)) : NULL;
+		size_t len = *p < end ? (nul ? (size_t)(nul - *p) : (size_t)(end - *p)) : 0;
+
+		jb_str(b, *p < end ? *p : "", len);
+		*p += len + 1;
+		return;
+	}
+	jb_printf(b, "[");
+	for (uint64_t i = 0; i < dims[level]; i++) {
+		jb_printf(b, "%s", i ? ", " : "");
+		vstrings(b, p, end, dims, rank, level + 1);
+	}
+	jb_printf(b, "]");
+}
+
+static int attr_cb(const h5_attr_value *a, void *ud)
+{
+	struct attrs_ctx *c = ud;
+	struct jb *b = &c->b;
+	const h5_type_view *t = a->type;
+
+	if (t->kind == H5_TYPE_VSTRING) {
+		uint64_t nul = 0;
+
+		for (size_t i = 0; i < a->size; i++)
+			nul += a->data[i] == 0;
+		/* a string holding a NUL would shift every string after it */
+		if (a->nelmts && nul != a->nelmts - 1) {
+			note(c->R, "%s: attribute %s not written: a string holds a NUL byte", c->path, a->name);
+			return 0;
+		}
+	}
+	if (strcmp(a->name, "CLASS") == 0 && t->kind == H5_TYPE_STRING && a->rank == 0 &&
+	    t->size >= 15 && memcmp(a->data, "DIMENSION_SCALE", 15) == 0)
+		c->is_scale = 1;
+	/* the dimension scale bookkeeping (references) becomes _ARRAY_DIMENSIONS */
+	if (strcmp(a->name, "DIMENSION_LIST") == 0 || strcmp(a->name, "REFERENCE_LIST") == 0) {
+		c->dimlist |= a->name[0] == 'D';
+		if (!json_expressible(t))
+			return 0;
+	}
+	if (strlen(a->name) != a->name_len || a->null_space ||
+	    (t->kind != H5_TYPE_VSTRING && !json_expressible(t))) {
+		note(c->R, "%s: attribute %s not written: %s", c->path, a->name,
+		     a->null_space ? "null dataspace" : strlen(a->name) != a->name_len ? "name holds a NUL"
+		     : "its type has no JSON form");
+		return 0;
+	}
+	jb_printf(b, "%s", c->n++ ? ", " : "");
+	jb_str(b, a->name, a->name_len);
+	jb_printf(b, ": ");
+	if (t->kind == H5_TYPE_VSTRING) {
+		const char *p = (const char *)a->data;
+
+		vstrings(b, &p, p + a->size, a->dims, a->rank, 0);
+	} else if (a->rank == 0) {
+		json_value(b, t, a->data);
+	} else {
+		uint64_t k = 0;
+
+		json_nested(b, t, a->data, a->dims, a->rank, 0, &k);
+	}
+	return 0;
+}
+
+struct find_link {
+	uint64_t addr;
+	char *name;
+};
+
+static int find_link_cb(const h5_link *l, void *ud)
+{
+	struct find_link *fl = ud;
+
+	if (l->type != H5_LINK_HARD || l->addr != fl->addr || strlen(l->name) != l->name_len)
+		return 0;
+	fl->name = strdup(l->name);
+	return 1;
+}
+
+/* The name of the dimension scale at addr: a link to it in the dataset's
+ * group, else in the root group (where netCDF-4 and h5py put them). */
+static char *scale_name(struct refs *R, uint64_t group, uint64_t addr)
+{
+	struct find_link fl = { addr, NULL };
+
+	h5_group_iterate(R->f, group, find_link_cb, &fl);
+	if (!fl.name && group != h5_file_root(R->f))
+		h5_group_iterate(R->f, h5_file_root(R->f), find_link_cb, &fl);
+	h5_err_clear();
+	return fl.name;
+}
+
+/* "_ARRAY_DIMENSIONS" (xarray's dimension names) where dimension scales
+ * say them: a scale is its own dimension; a dataset with a DIMENSION_LIST
+ * names the first scale attached to each dimension (that attribute's text,
+ * h5fs's xattr rendering: "[obj:0xADDR], [obj:0xADDR]"). Nothing is
+ * written unless every dimension has a name. */
+static void put_dims(struct refs *R, struct attrs_ctx *c, uint64_t group, uint64_t addr, unsigned rank)
+{
+	const char *own = strrchr(c->path, '/');
+	char *text = NULL, *names[64] = { 0 };
+	size_t len = 0;
+	unsigned i = 0;
+
+	if (c->is_scale && rank == 1) {
+		jb_printf(&c->b, "%s\"_ARRAY_DIMENSIONS\": [", c->n++ ? ", " : "");
+		jb_str(&c->b, own ? own + 1 : c->path, strlen(own ? own + 1 : c->path));
+		jb_printf(&c->b, "]");
+		return;
+	}
+	if (!c->dimlist || rank == 0 || rank > 64 ||
+	    h5_xattr_get((void **)&text, &len, R->f, addr, "user.DIMENSION_LIST", 0) < 0) {
+		h5_err_clear();
+		return;
+	}
+	for (const char *p = text; i < rank; i++) {
+		const char *q = strstr(p, "obj:0x"), *end = strchr(p, ']');
+		char *e;
+		uint64_t a;
+
+		if (!q || !end || q > end)
+			break;
+		a = strtoull(q + 6, &e, 16);
+		if (!(names[i] = scale_name(R, group, a)))
+			break;
+		p = end + 1;
+	}
+	if (i == rank) {
+		jb_printf(&c->b, "%s\"_ARRAY_DIMENSIONS\": [", c->n++ ? ", " : "");
+		for (i = 0; i < rank; i++) {
+			jb_printf(&c->b, "%s", i ? ", " : "");
+			jb_str(&c->b, names[i], strlen(names[i]));
+		}
+		jb_printf(&c->b, "]");
+	}
+	for (i = 0; i < rank; i++)
+		free(names[i]);
+	free(text);
+}
+
+/* .zattrs of the object at addr (written only when it has some); rank >= 0
+ * for a dataset (_ARRAY_DIMENSIONS), group: the group it was reached in. */
+static void put_attrs(struct refs *R, const char *prefix, const char *path, uint64_t addr, int rank,
+		      uint64_t group)
+{
+	struct attrs_ctx c = { R, path, { 0 }, 0, 0, 0 };
+	int rc;
+
+	jb_printf(&c.b, "{");
+	rc = h5_attr_iterate_values(R->f, addr, attr_cb, &c);
+	if (rank >= 0)
+		put_dims(R, &c, group, addr, (unsigned)rank);
+	jb_printf(&c.b, "}");
+	if (rc < 0) {
+		note(R, "%s: attributes: %s", path, h5_err_msg());
+		R->nerr++;
+	}
+	if (c.n && put_meta(R, prefix, ".zattrs", &c.b) < 0)
+		R->nerr++;
+	if (!c.n)
+		jb_done(&c.b);
+	free(c.b.p);
+}
+
+/* ---- datasets -------------------------------------------------------------------- */
+
+struct chunk_ctx {
+	struct refs *R;
+	const char *prefix;       /* "a/b/ds/" */
+	const char *path;
+	const uint64_t *chunk;    /* chunk dims (rank entries) */
+	unsigned rank, extra;     /* extra: array type dims appended (chunk index 0) */
+	int check_only;
+	int masked;               /* a chunk with a skipped filter was met */
+};
+
+static int put_chunk_ref(struct refs *R, const char *prefix, const char *key, uint64_t off, uint64_t size)
+{
+	char name[32 * 21 + 1];
+
+	snprintf(name, sizeof(name), "%s", key);
+	put_key(R, prefix, name);
+	if (size < R->o->inline_max) {
+		uint8_t *buf = malloc(size ? size : 1);
+		struct jb b = { 0 };
+
+		if (!buf || h5_file_pread(R->f, buf, (size_t)size, off) < 0) {
+			free(buf);
+			return -1;
+		}
+		jb_printf(&b, "\"base64:");
+		jb_base64(&b, buf, (size_t)size);
+		jb_printf(&b, "\"");
+		jb_done(&b);
+		fputs(b.nomem ? "null" : b.p, stdout);
+		free(b.p);
+		free(buf);
+		return b.nomem ? -1 : 0;
+	}
+	fputs("[", stdout);
+	{
+		struct jb u = { 0 };
+
+		jb_str(&u, R->url, strlen(R->url));
+		jb_done(&u);
+		fputs(u.nomem ? "\"\"" : u.p, stdout);
+		free(u.p);
+	}
+	printf(", %" PRIu64 ", %" PRIu64 "]", off, size);
+	return 0;
+}
+
+static void chunk_key(char *key, size_t cap, const uint64_t *idx, unsigned n)
+{
+	size_t len = 0;
+
+	key[0] = 0;
+	for (unsigned i = 0; i < n && len < cap; i++)
+		len += (size_t)snprintf(key + len, cap - len, "%s%" PRIu64, i ? "." : "", idx[i]);
+	if (n == 0)
+		snprintf(key, cap, "0");
+}
+
+static int chunk_cb(const h5_chunk_loc *c, void *ud)
+{
+	struct chunk_ctx *x = ud;
+	uint64_t idx[64];
+	char key[64 * 21 + 1];
+
+	if (x->check_only) {
+		if (c->filter_mask) {
+			x->masked = 1;
+			return 1;
+		}
+		return 0;
+	}
+	for (unsigned i = 0; i < x->rank; i++)
+		idx[i] = c->offset[i] / x->chunk[i];
+	for (unsigned i = 0; i < x->extra; i++)
+		idx[x->rank + i] = 0;
+	chunk_key(key, sizeof(key), idx, x->rank + x->extra);
+	if (put_chunk_ref(x->R, x->prefix, key, c->file_off, c->size) < 0)
+		return h5_err_set(H5_ERR_IO, "cannot read the chunk at %" PRIu64 " to inline it", c->file_off);
+	x->R->nchunks++;
+	if ((x->R->nchunks & 1023) == 0)
+		progress(x->R, x->path, 0);
+	return 0;
+}
+
+/* A partial edge chunk exists when a dimension is not a multiple of its chunk. */
+static int has_partial_edge(const h5_dataset_info *di)
+{
+	for (unsigned i = 0; i < di->rank && i < di->chunk_rank; i++)
+		if (di->chunk[i] && di->dims[i] % di->chunk[i])
+			return 1;
+	return 0;
+}
+
+/* Rows per piece of a contiguous dataset cut at --split: the largest
+ * divisor of the row count within the budget (zarr wants every chunk whole). */
+static uint64_t split_rows(uint64_t rows, uint64_t row_bytes, uint64_t budget)
+{
+	uint64_t want = row_bytes ? budget / row_bytes : rows;
+
+	if (want >= rows || rows == 0)
+		return rows ? rows : 1;
+	for (uint64_t r = want ? want : 1; r > 1; r--)
+		if (rows % r == 0)
+			return r;
+	return 1;
+}
+
+static void put_dataset(struct refs *R, const char *prefix, const char *path, uint64_t addr)
+{
+	h5_dataset *d = NULL;
+	h5_dataset_info di;
+	h5_storage st;
+	h5_type_view tv = { 0 };
+	struct jb za = { 0 };
+	const char *why = NULL;
+	const h5_type_view *et;    /* the element type zarr sees */
+	uint8_t *zeros = NULL;
+	const uint8_t *fill;
+	uint64_t shape[64], chunks[64], esize;
+	unsigned rank, extra = 0;
+	int have_di = 0, rc;
+
+	rc = h5_dataset_open(&d, R->f, addr);
+	if (rc == 0 && (rc = h5_dataset_describe(&di, d)) == 0)
+		have_di = 1;
+	if (rc == 0)
+		rc = h5_dataset_storage(&st, d);
+	if (rc == 0)
+		rc = h5_dataset_type(&tv, d);
+	if (rc < 0) {
+		note(R, "%s: %s", path, h5_err_msg());
+		R->nerr++;
+		goto out;
+	}
+	et = tv.kind == H5_TYPE_ARRAY ? &tv.members[0] : &tv;
+	fill = st.fill;
+	if (!fill && !(fill = zeros = calloc(1, tv.size ? tv.size : 1))) {
+		note(R, "%s: out of memory", path);
+		R->nerr++;
+		goto out;
+	}
+	if (di.shape == H5_SHAPE_NULL)
+		why = "null dataspace";
+	else if (st.is_virtual)
+		why = "virtual dataset";
+	else if (st.n_external)
+		why = "external storage";
+	else if (st.has_vlen)
+		why = "variable-length data";
+	if (!why) {
+		jb_printf(&za, "{\"zarr_format\": 2, \"order\": \"C\", \"dtype\": ");
+		why = zarr_dtype(&za, &tv, 1);
+	}
+	if (!why && tv.kind == H5_TYPE_ARRAY) {
+		/* one fill value per base element: all of them must agree */
+		for (size_t k = et->size; k + et->size <= st.fill_size; k += et->size)
+			if (memcmp(fill, fill + k, et->size) != 0)
+				why = "array type whose fill value differs per element";
+		extra = tv.arank;
+	}
+	rank = di.shape == H5_SHAPE_SIMPLE ? di.rank : 0;
+	if (!why && rank + extra > 64)
+		why = "more than 64 dimensions";
+	if (!why && di.nfilters) {
+		jb_printf(&za, ", \"compressor\": null, \"filters\": ");
+		why = zarr_filters(&za, &di, et->size);
+	} else if (!why) {
+		jb_printf(&za, ", \"compressor\": null, \"filters\": null");
+	}
+	if (!why && strcmp(di.layout, "chunked") == 0 && di.nfilters) {
+		struct chunk_ctx x = { R, prefix, path, di.chunk, rank, extra, 1, 0 };
+
+		if (st.edge_unfiltered && has_partial_edge(&di))
+			why = "partial edge chunks stored unfiltered";
+		else if ((rc = h5_dataset_chunks(d, chunk_cb, &x)) < 0)
+			why = "its chunk index cannot be read";
+		else if (x.masked)
+			why = "a chunk was stored with a filter skipped";
+	}
+	if (why) {
+		note(R, "%s: dataset skipped: %s", path, why);
+		R->nskipped++;
+		jb_done(&za);
+		goto out;
+	}
+	esize = et->size;
+	for (unsigned i = 0; i < rank; i++)
+		shape[i] = di.dims[i];
+	for (unsigned i = 0; i < extra; i++)
+		shape[rank + i] = tv.adims[i];
+	if (strcmp(di.layout, "chunked") == 0) {
+		for (unsigned i = 0; i < rank; i++)
+			chunks[i] = di.chunk[i];
+	} else {
+		uint64_t row = esize;
+
+		for (unsigned i = 0; i < rank + extra; i++)
+			chunks[i] = shape[i] ? shape[i] : 1;
+		for (unsigned i = 1; i < rank + extra; i++)
+			row *= shape[i];
+		if (rank && R->o->split_bytes && strcmp(di.layout, "contiguous") == 0)
+			chunks[0] = split_rows(shape[0], row, R->o->split_bytes);
+	}
+	for (unsigned i = 0; i < extra; i++)
+		chunks[rank + i] = tv.adims[i];
+	jb_printf(&za, ", \"shape\": [");
+	for (unsigned i = 0; i < rank + extra; i++)
+		jb_printf(&za, "%s%" PRIu64, i ? ", " : "", shape[i]);
+	jb_printf(&za, "], \"chunks\": [");
+	for (unsigned i = 0; i < rank + extra; i++)
+		jb_printf(&za, "%s%" PRIu64, i ? ", " : "", chunks[i]);
+	jb_printf(&za, "], \"fill_value\": ");
+	zarr_fill(&za, et, fill);
+	jb_printf(&za, "}");
+	if (put_meta(R, prefix, ".zarray", &za) < 0) {
+		R->nerr++;
+		goto out;
+	}
+	put_attrs(R, prefix, path, addr, (int)rank, R->nanc ? R->anc[R->nanc - 1] : h5_file_root(R->f));
+	if (strcmp(di.layout, "chunked") == 0) {
+		struct chunk_ctx x = { R, prefix, path, di.chunk, rank, extra, 0, 0 };
+
+		rc = h5_dataset_chunks(d, chunk_cb, &x);
+	} else if (strcmp(di.layout, "compact") == 0) {
+		char key[64 * 21 + 1];
+		uint64_t zero[64] = { 0 };
+		struct jb b = { 0 };
+
+		chunk_key(key, sizeof(key), zero, rank + extra);
+		jb_printf(&b, "\"base64:");
+		jb_base64(&b, st.compact, st.compact_size);
+		jb_printf(&b, "\"");
+		jb_done(&b);
+		put_key(R, prefix, key);
+		fputs(b.nomem ? "null" : b.p, stdout);
+		free(b.p);
+	} else if (st.contig_off != UINT64_MAX) {
+		uint64_t piece = esize, idx[64] = { 0 }, n;
+
+		for (unsigned i = 0; i < rank + extra; i++)
+			piece *= chunks[i];
+		n = rank ? shape[0] / chunks[0] : 1;
+		for (uint64_t k = 0; k < n && rc == 0; k++) {
+			char key[64 * 21 + 1];
+
+			idx[0] = k;
+			chunk_key(key, sizeof(key), idx, rank + extra);
+			if (piece && (k + 1) * piece <= st.contig_size)
+				rc = put_chunk_ref(R, prefix, key, st.contig_off + k * piece, piece) < 0
+					? h5_err_set(H5_ERR_IO, "cannot read contiguous data to inline it") : 0;
+		}
+	}
+	if (rc < 0) {
+		/* the document is already partly written: say so, count it */
+		note(R, "%s: chunk references incomplete: %s", path, h5_err_msg());
+		R->nerr++;
+	}
+out:
+	free(zeros);
+	free(za.p);
+	h5_type_view_clear(&tv);
+	if (have_di)
+		h5_dataset_info_clear(&di);
+	h5_dataset_close(d);
+}
+
+/* ---- groups and links ------------------------------------------------------------ */
+
+static void put_object(struct refs *R, const char *prefix, const char *path, uint64_t addr);
+
+struct linkvec {
+	h5_link *v;
+	size_t n, cap;
+	int nomem;
+};
+
+static int collect_cb(const h5_link *l, void *ud)
+{
+	struct linkvec *lv = ud;
+	h5_link *c;
+
+	if (lv->n == lv->cap) {
+		size_t ncap = lv->cap ? lv->cap * 2 : 32;
+		h5_link *n = realloc(lv->v, ncap * sizeof(*n));
+
+		if (!n)
+			return lv->nomem = 1;
+		lv->v = n;
+		lv->cap = ncap;
+	}
+	c = &lv->v[lv->n];
+	memset(c, 0, sizeof(*c));
+	c->type = l->type;
+	c->addr = l->addr;
+	c->name_len = l->name_len;
+	c->name = malloc(l->name_len + 1);
+	c->target = l->target ? strdup(l->target) : NULL;
+	c->ext_file = l->ext_file ? strdup(l->ext_file) : NULL;
+	c->ext_path = l->ext_path ? strdup(l->ext_path) : NULL;
+	lv->n++;
+	if (c->name)
+		memcpy(c->name, l->name, l->name_len + 1);
+	if (!c->name || (l->target && !c->target) || (l->ext_file && !c->ext_file) || (l->ext_path && !c->ext_path))
+		return lv->nomem = 1;
+	return 0;
+}
+
+/* An external link, followed into its file when --follow-external (and
+ * the file lies where h5fs would open it). */
+static void put_external(struct refs *R, const char *prefix, const char *path, const h5_link *l)
+{
+	h5_file *g = NULL, *saved_f = R->f;
+	const char *saved_url = R->url;
+	char *abs = NULL;
+	uint64_t addr;
+	int rc;
+
+	if (!R->o->follow_external) {
+		note(R, "%s: external link to %s:%s not followed (--follow-external)", path, l->ext_file, l->ext_path);
+		return;
+	}
+	rc = h5_file_open_related(&g, R->f, l->ext_file);
+	if (rc != 0) {
+		note(R, "%s: external link to %s not followed: %s", path, l->ext_file,
+		     rc == 1 ? "no such file" : h5_err_msg());
+		return;
+	}
+	if (h5_path_lookup(&addr, g, l->ext_path) < 0) {
+		note(R, "%s: external link to %s:%s: %s", path, l->ext_file, l->ext_path, h5_err_msg());
+		goto out;
+	}
+	abs = strstr(h5_file_path(g), "://") ? strdup(h5_file_path(g)) : realpath(h5_file_path(g), NULL);
+	R->f = g;
+	R->url = abs ? abs : h5_file_path(g);
+	put_object(R, prefix, path, addr);
+	R->f = saved_f;
+	R->url = saved_url;
+out:
+	free(abs);
+	h5_file_release_related(g);
+}
+
+static void put_group(struct refs *R, const char *prefix, const char *path, uint64_t addr)
+{
+	struct linkvec lv = { 0 };
+	struct jb zg = { 0 };
+	int rc;
+
+	jb_printf(&zg, "{\"zarr_format\": 2}");
+	if (put_meta(R, prefix, ".zgroup", &zg) < 0)
+		R->nerr++;
+	free(zg.p);
+	put_attrs(R, prefix, path, addr, -1, 0);
+	rc = h5_group_iterate(R->f, addr, collect_cb, &lv);
+	if (rc < 0 || lv.nomem) {
+		note(R, "%s: %s", path, lv.nomem ? "out of memory" : h5_err_msg());
+		R->nerr++;
+	}
+	R->anc[R->nanc++] = addr;
+	for (size_t i = 0; i < lv.n && !lv.nomem; i++) {
+		const h5_link *l = &lv.v[i];
+		size_t pl = strlen(prefix), nl = strlen(l->name), ppl = strlen(path);
+		char *cp = malloc(pl + nl + 2), *cpath = malloc(ppl + nl + 2);
+
+		if (!cp || !cpath) {
+			R->nerr++;
+		} else if (nl != l->name_len || nl == 0 || strchr(l->name, '/') || strchr(l->name, '\\') ||
+			   !strcmp(l->name, ".") ||
+			   !strcmp(l->name, "..")) {
+			note(R, "%s: a link name that cannot be a Zarr key is skipped", path);
+		} else {
+			sprintf(cp, "%s%s/", prefix, l->name);
+			sprintf(cpath, "%s%s%s", path, ppl && path[ppl - 1] == '/' ? "" : "/", l->name);
+			if (l->type == H5_LINK_HARD) {
+				put_object(R, cp, cpath, l->addr);
+			} else if (l->type == H5_LINK_SOFT) {
+				uint64_t t;
+
+				/* fsspec has no links: the target is written again here */
+				if (l->target && l->target[0] == '/' && h5_path_lookup(&t, R->f, l->target) == 0)
+					put_object(R, cp, cpath, t);
+				else
+					note(R, "%s: soft link to %s not followed", cpath, l->target ? l->target : "");
+			} else {
+				put_external(R, cp, cpath, l);
+			}
+		}
+		free(cp);
+		free(cpath);
+	}
+	R->nanc--;
+	for (size_t i = 0; i < lv.n; i++)
+		h5_link_clear(&lv.v[i]);
+	free(lv.v);
+}
+
+static void put_object(struct refs *R, const char *prefix, const char *path, uint64_t addr)
+{
+	h5_obj_info info;
+	int rc = h5_obj_info_get(&info, R->f, addr);
+
+	if (rc < 0) {
+		note(R, "%s: %s", path, h5_err_msg());
+		R->nerr++;
+		return;
+	}
+	if (info.kind == H5_OBJ_DATASET) {
+		put_dataset(R, prefix, path, addr);
+	} else if (info.kind == H5_OBJ_GROUP) {
+		for (unsigned i = 0; i < R->nanc; i++)
+			if (R->anc[i] == addr) {
+				note(R, "%s: link back to an enclosing group not written (a cycle)", path);
+				return;
+			}
+		if (R->nanc == MAX_DEPTH) {
+			note(R, "%s: groups nested deeper than %d not written", path, MAX_DEPTH);
+			R->nerr++;
+			return;
+		}
+		put_group(R, prefix, path, addr);
+	}
+	/* named datatypes have no Zarr form: nothing to write */
+}
+
+int refs_write(h5_file *f, const char *path, uint64_t addr, const refs_opts *o)
+{
+	struct refs R = { .o = o, .f = f, .url = o->url, .first = 1 };
+
+	R.tty = isatty(STDERR_FILENO);
+	clock_gettime(CLOCK_MONOTONIC, &R.last);
+	printf("{\"version\": 1, \"refs\": {");
+	put_object(&R, "", path, addr);
+	printf("\n}}\n");
+	progress(&R, "", 1);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "h5fs-ls: writing the references failed\n");
+		return H5_EXIT_PARTIAL;
+	}
+	if (R.nskipped)
+		fprintf(stderr, "h5fs-ls: %u dataset%s skipped (no Zarr v2 form)\n", R.nskipped, R.nskipped == 1 ? "" : "s");
+	if (R.nerr)
+		return H5_EXIT_PARTIAL;
+	return R.nskipped && o->strict ? H5_EXIT_PARTIAL : H5_EXIT_OK;
+}
