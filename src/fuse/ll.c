@@ -12,6 +12,7 @@ void op_init(void *userdata, struct fuse_conn_info *conn)
 	 * us, from max_write; it clamps this to its own buffer size (1 MiB on
 	 * current kernels). */
 	conn->max_write = 1U << 20;
+	live_start(fs);     /* here: after fuse_daemonize's fork */
 	/* libfuse wants the max_read mount option (main.c) repeated here */
 	if (fs->cfg.max_read)
 		conn->max_read = fs->cfg.max_read;
@@ -24,23 +25,25 @@ void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_SPLICE_MOVE;
 }
 
-static void reply_entry_node(fuse_req_t req, const struct node *n)
+static void reply_entry_node(fuse_req_t req, h5fs *fs, const struct node *n)
 {
 	struct fuse_entry_param e;
 
 	memset(&e, 0, sizeof(e));
 	e.ino = n->ino;
-	e.generation = 0;   /* inode numbers are never reused; the root must be 0 */
+	/* 0 unless a live FILE's change gave the id to another object
+	 * (node_adopt); the root's is always 0 */
+	e.generation = n->entry_gen;
 	e.attr = n->st;
-	e.attr_timeout = H5FS_TIMEOUT;
-	e.entry_timeout = H5FS_TIMEOUT;
+	e.attr_timeout = node_timeout(fs);
+	e.entry_timeout = node_timeout(fs);
 	fuse_reply_entry(req, &e);
 }
 
 /* Follow an external link of file `from`: 0 with *gf (a reference held)
  * and *addr, or a negative h5_err whose message says why it stays a
  * symlink (no such file or object, outside FILE's tree, unreadable). */
-static int ext_resolve(h5_file **gf, uint64_t *addr, h5_file *from, const h5_link *l)
+int ext_resolve(h5_file **gf, uint64_t *addr, h5_file *from, const h5_link *l)
 {
 	h5_file *g = NULL;
 	int rc;
@@ -67,6 +70,7 @@ static int ext_resolve(h5_file **gf, uint64_t *addr, h5_file *from, const h5_lin
 static int do_lookup(struct node **out, h5fs *fs, fuse_ino_t parent, const char *name)
 {
 	struct node *p = node_get(fs, parent), *n = NULL, *fresh = NULL;
+	struct use u;
 	h5_link l;
 	char *path = NULL;
 	int rc, e = 0;
@@ -78,9 +82,15 @@ static int do_lookup(struct node **out, h5fs *fs, fuse_ino_t parent, const char 
 		return ENOTDIR;
 	if (!name_ok(name, strlen(name)))
 		return ENOENT;
-	rc = h5_group_lookup(&l, p->f, p->addr, name);
-	if (rc < 0)
-		return h5err_logged(fs, rc, "lookup", p->path, name, UINT64_MAX);
+	/* a group a live FILE no longer has holds no names */
+	e = node_use(&u, fs, p);
+	if (e)
+		return e == ESTALE ? ENOENT : e;
+	rc = h5_group_lookup(&l, u.f, u.addr, name);
+	if (rc < 0) {
+		e = h5err_logged(fs, rc, "lookup", p->path, name, UINT64_MAX);
+		goto out;
+	}
 	/* Names readdir would skip must not be reachable by lookup either. */
 	if (!name_ok(l.name, l.name_len) || strcmp(l.name, name) != 0) {
 		e = ENOENT;
@@ -94,12 +104,12 @@ static int do_lookup(struct node **out, h5fs *fs, fuse_ino_t parent, const char 
 	switch (l.type) {
 	case H5_LINK_EXTERNAL:
 	case H5_LINK_HARD: {
-		h5_file *tf = p->f;
+		h5_file *tf = u.f;
 		uint64_t taddr = l.addr;
 		int depth;
 
 		if (l.type == H5_LINK_EXTERNAL) {
-			rc = ext_resolve(&tf, &taddr, p->f, &l);
+			rc = ext_resolve(&tf, &taddr, u.f, &l);
 			if (rc < 0) {
 				h5fs_log(fs, LOG_NOTICE, "lookup %s: external link not followed, shown as a symlink: %s",
 				       show_path(path), h5_err_msg());
@@ -109,11 +119,18 @@ static int do_lookup(struct node **out, h5fs *fs, fuse_ino_t parent, const char 
 		/* a link up to this group or an ancestor: a symlink there */
 		depth = ancestor_depth(fs, p, file_ino(fs, tf, taddr));
 		if (depth >= 0) {
-			if (tf != p->f || l.type == H5_LINK_EXTERNAL)
+			if (tf != u.f || l.type == H5_LINK_EXTERNAL)
 				h5_file_release_related(tf);
 			goto as_symlink;
 		}
 		n = node_ref_existing(fs, file_nodeid(fs, tf, taddr));
+		if (n && (e = node_adopt(fs, n, tf, taddr, path, u.g)) != 0) {
+			node_unref(fs, n->ino, 1);
+			n = NULL;
+			if (l.type == H5_LINK_EXTERNAL)
+				h5_file_release_related(tf);
+			goto out;
+		}
 		if (!n) {
 			rc = node_make_obj(&fresh, fs, tf, taddr, file_nodeid(fs, tf, taddr), path);
 			if (rc < 0) {
@@ -122,17 +139,18 @@ static int do_lookup(struct node **out, h5fs *fs, fuse_ino_t parent, const char 
 				e = h5err_logged(fs, rc, "lookup", p->path, name, taddr);
 				goto out;
 			}
+			fresh->gen = u.g;
+			gen_hold(u.g);
 			n = node_publish(fs, fresh);
 		}
 		if (l.type == H5_LINK_EXTERNAL)
 			h5_file_release_related(tf);   /* the node holds its own */
-		if (n->type == NT_DIR) {
-			/* the kernel keeps one dentry per directory: where it was
-			 * looked up last is where it is (ancestor_depth) */
-			pthread_mutex_lock(&fs->lock);
-			n->parent = p->ino;
-			pthread_mutex_unlock(&fs->lock);
-		}
+		/* the kernel keeps one dentry per directory: where it was
+		 * looked up last is where it is (ancestor_depth); for every
+		 * node, the entry a live FILE's change invalidates (ll_live.c) */
+		pthread_mutex_lock(&fs->lock);
+		n->parent = p->ino;
+		pthread_mutex_unlock(&fs->lock);
 		break;
 	}
 	case H5_LINK_SOFT:
@@ -145,13 +163,20 @@ static int do_lookup(struct node **out, h5fs *fs, fuse_ino_t parent, const char 
 			goto out;
 		}
 		n = node_ref_existing(fs, ino);
-		if (n)
+		if (n && (e = node_fresh(fs, n)) == 0)
 			break;
+		if (n) {
+			/* the name is no symlink any more: ask again */
+			node_unref(fs, n->ino, 1);
+			n = NULL;
+			e = e == ESTALE ? ENOENT : e;
+			goto out;
+		}
 		if (l.type == H5_LINK_HARD || (l.type == H5_LINK_EXTERNAL && rc == 0)) {
-			h5_file *tf = p->f;
+			h5_file *tf = u.f;
 			uint64_t taddr = l.addr;
 
-			if (l.type == H5_LINK_EXTERNAL && ext_resolve(&tf, &taddr, p->f, &l) < 0)
+			if (l.type == H5_LINK_EXTERNAL && ext_resolve(&tf, &taddr, u.f, &l) < 0)
 				tf = NULL;
 			if (tf) {
 				depth = ancestor_depth(fs, p, file_ino(fs, tf, taddr));
@@ -164,6 +189,8 @@ static int do_lookup(struct node **out, h5fs *fs, fuse_ino_t parent, const char 
 			e = h5err_logged(fs, rc, "lookup", p->path, name, UINT64_MAX);
 			goto out;
 		}
+		fresh->gen = u.g;
+		gen_hold(u.g);
 		n = node_publish(fs, fresh);
 		break;
 	}
@@ -176,6 +203,7 @@ static int do_lookup(struct node **out, h5fs *fs, fuse_ino_t parent, const char 
 	}
 	*out = n;
 out:
+	node_use_end(&u);
 	free(path);
 	h5_link_clear(&l);
 	return e;
@@ -189,7 +217,7 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (e)
 		fuse_reply_err(req, e);
 	else
-		reply_entry_node(req, n);
+		reply_entry_node(req, fuse_req_userdata(req), n);
 }
 
 void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
@@ -212,9 +240,15 @@ static int do_getattr(struct stat *st, h5fs *fs, fuse_ino_t ino)
 {
 	struct node *n = node_get(fs, ino);
 
+	int e;
+
 	if (!n)
 		return ESTALE;
-	pthread_rwlock_rdlock(&fs->ds_lock);   /* an append may be updating st */
+	e = node_fresh(fs, n);
+	if (e)
+		return e;
+	/* an append or a refresh may be updating st */
+	pthread_rwlock_rdlock(&fs->ds_lock);
 	*st = n->st;
 	pthread_rwlock_unlock(&fs->ds_lock);
 	return 0;
@@ -222,22 +256,27 @@ static int do_getattr(struct stat *st, h5fs *fs, fuse_ino_t ino)
 
 void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	h5fs *fs = fuse_req_userdata(req);
 	struct stat st;
-	int e = do_getattr(&st, fuse_req_userdata(req), ino);
+	int e = do_getattr(&st, fs, ino);
 
 	(void)fi;
 	if (e)
 		fuse_reply_err(req, e);
 	else
-		fuse_reply_attr(req, &st, H5FS_TIMEOUT);
+		fuse_reply_attr(req, &st, node_timeout(fs));
 }
 
 static int do_readlink(const char **target, h5fs *fs, fuse_ino_t ino)
 {
 	struct node *n = node_get(fs, ino);
+	int e;
 
 	if (!n)
 		return ESTALE;
+	e = node_fresh(fs, n);
+	if (e)
+		return e;
 	if (n->type != NT_LINK)
 		return EINVAL;
 	/* The kernel takes at most PATH_MAX - 1 bytes: /dev/fuse refuses a
@@ -371,6 +410,7 @@ static int do_opendir(struct dirsnap **out, h5fs *fs, fuse_ino_t ino)
 {
 	struct node *n = node_get(fs, ino);
 	struct dirsnap *d;
+	struct use u;
 	size_t i;
 	int rc, err = 0;
 
@@ -378,10 +418,15 @@ static int do_opendir(struct dirsnap **out, h5fs *fs, fuse_ino_t ino)
 		return ESTALE;
 	if (n->type != NT_DIR)
 		return ENOTDIR;
+	err = node_use(&u, fs, n);
+	if (err)
+		return err;
 	d = calloc(1, sizeof(*d));
-	if (!d)
+	if (!d) {
+		node_use_end(&u);
 		return ENOMEM;
-	rc = h5_group_iterate(n->f, n->addr, dirsnap_cb, d);
+	}
+	rc = h5_group_iterate(u.f, u.addr, dirsnap_cb, d);
 	if (d->nomem) {
 		err = ENOMEM;
 		goto fail;
@@ -398,12 +443,12 @@ static int do_opendir(struct dirsnap **out, h5fs *fs, fuse_ino_t ino)
 	 * that cannot be decoded stays DT_UNKNOWN: its lookup reports the EIO. */
 	for (i = 0; i < d->n; i++) {
 		struct dent *e = &d->e[i];
-		h5_file *tf = n->f;
+		h5_file *tf = u.f;
 		uint64_t taddr = e->addr;
 		h5_obj_kind k;
 
 		/* external links that lead somewhere show what they lead to */
-		if (e->link && ext_resolve(&tf, &taddr, n->f, e->link) < 0) {
+		if (e->link && ext_resolve(&tf, &taddr, u.f, e->link) < 0) {
 			h5_err_clear();
 			tf = NULL;
 			taddr = UINT64_MAX;
@@ -433,9 +478,11 @@ static int do_opendir(struct dirsnap **out, h5fs *fs, fuse_ino_t ino)
 			goto fail;
 		}
 	}
+	node_use_end(&u);
 	*out = d;
 	return 0;
 fail:
+	node_use_end(&u);
 	dirsnap_free(d);
 	return err;
 }
@@ -451,8 +498,9 @@ void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	fi->fh = (uint64_t)(uintptr_t)d;
-	fi->keep_cache = 1;
-	fi->cache_readdir = 1;
+	/* a live FILE's listing may change: the kernel asks again */
+	fi->keep_cache = !fs->live;
+	fi->cache_readdir = !fs->live;
 	handle_add(fs, &fs->open_dirs, &d->link);
 	if (fuse_reply_open(req, fi) != 0) {
 		handle_del(fs, &d->link);
@@ -566,20 +614,38 @@ struct read_answer {
 	h5_pin pin;
 	uint8_t *buf;
 	size_t len;
+	struct gen *g;          /* held until the reply is written */
 };
 
-static int do_read(struct read_answer *a, h5fs *fs, fuse_ino_t ino, size_t size, off_t off)
+static void answer_clear(struct read_answer *a)
 {
-	struct node *n = node_get(fs, ino);
+	h5_pin_release(&a->pin);        /* the reply is written: unpin */
+	memset(&a->pin, 0, sizeof(a->pin));
+	h5_buf_free(a->buf);
+	a->buf = NULL;
+	a->len = 0;
+	a->next = 0;
+	gen_release(a->g);
+	a->g = NULL;
+}
+
+/* One attempt at the answer, on the generation n shows now; *failed: the
+ * engine could not read it (which a live FILE's change may explain). */
+static int read_once(struct read_answer *a, bool *failed, h5fs *fs, struct node *n, size_t size, off_t off)
+{
 	uint64_t fsize, len;
 	int rc, e = 0;
 
-	if (!n)
-		return ESTALE;
-	if (off < 0)
-		return EINVAL;
-	/* an append may replace n->ds and n->st meanwhile (wfile_refresh) */
+	*failed = false;
+	/* an append or a refresh may replace n->ds and n->st meanwhile */
 	pthread_rwlock_rdlock(&fs->ds_lock);
+	a->g = n->gen;
+	if (a->g)
+		gen_hold(a->g);
+	if (n->stale) {
+		e = ESTALE;
+		goto out;
+	}
 	fsize = (uint64_t)n->st.st_size;
 	if (!n->ds || (uint64_t)off >= fsize || size == 0)
 		goto out;
@@ -589,7 +655,7 @@ static int do_read(struct read_answer *a, h5fs *fs, fuse_ino_t ino, size_t size,
 	/* Plain bytes of FILE (contiguous storage, unfiltered chunks; a
 	 * virtual dataset's sources): the extents stay valid after the lock is
 	 * dropped, since an append writes new bytes elsewhere and never
-	 * rewrites bytes in use. */
+	 * rewrites bytes in use, and a.g keeps the descriptors open. */
 	if (h5_file_fd(n->f) >= 0) {
 		if (h5_dataset_extents(a->ext, H5FS_MAX_EXTENTS, &a->next, n->ds, (uint64_t)off, (size_t)len) == 0 &&
 		    a->next > 0)
@@ -614,12 +680,41 @@ static int do_read(struct read_answer *a, h5fs *fs, fuse_ino_t ino, size_t size,
 
 		snprintf(what, sizeof(what), "read [%lld+%llu]", (long long)off, (unsigned long long)len);
 		e = h5err_logged(fs, rc, what, n->path, NULL, n->addr);
+		*failed = e == EIO;
 		goto out;
 	}
 	a->len = (size_t)len;
 out:
 	pthread_rwlock_unlock(&fs->ds_lock);
 	return e;
+}
+
+/* The answer, made again while a live FILE changes under it (ll_live.c):
+ * the bytes of one version or an error, never a mix. */
+static int do_read(struct read_answer *a, h5fs *fs, fuse_ino_t ino, size_t size, off_t off)
+{
+	struct node *n = node_get(fs, ino);
+	bool failed;
+	int e;
+
+	if (!n)
+		return ESTALE;
+	if (off < 0)
+		return EINVAL;
+	for (int attempt = 0;; attempt++) {
+		int c;
+
+		e = node_fresh(fs, n);
+		if (e)
+			return e;
+		e = read_once(a, &failed, fs, n, size, off);
+		if (e && !failed)
+			return e;
+		c = live_read_check(fs, a->g, attempt, failed, n->path);
+		if (c != EAGAIN)
+			return c ? c : e;
+		answer_clear(a);
+	}
 }
 
 void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
@@ -636,10 +731,8 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 		fuse_reply_iov(req, a->pin.iov, (int)a->pin.niov);
 	else
 		fuse_reply_buf(req, (const char *)a->buf, a->len);
-	if (a) {
-		h5_pin_release(&a->pin);        /* the reply is written: unpin */
-		h5_buf_free(a->buf);
-	}
+	if (a)
+		answer_clear(a);
 	free(a);
 }
 

@@ -132,6 +132,7 @@ void node_free(struct node *n)
 	if (n->ds)
 		h5_dataset_close(n->ds);
 	h5_file_release_related(n->f);   /* FILE itself is not released */
+	gen_release(n->gen);             /* last: it may close FILE */
 	free(n->path);
 	free(n->target);
 	free(n);
@@ -202,6 +203,26 @@ void kind_remember(h5fs *fs, uint64_t addr, h5_obj_kind kind)
 	fs->kinds[b] = k;
 	fs->nkinds++;
 out:
+	pthread_mutex_unlock(&fs->lock);
+}
+
+/* A new generation of FILE (ll_live.c) may hold other kinds at the
+ * addresses remembered. */
+void kind_forget_all(h5fs *fs)
+{
+	pthread_mutex_lock(&fs->lock);
+	for (size_t i = 0; i < fs->kinds_cap; i++) {
+		struct kind_ent *k = fs->kinds[i];
+
+		while (k) {
+			struct kind_ent *next = k->next;
+
+			free(k);
+			k = next;
+		}
+		fs->kinds[i] = NULL;
+	}
+	fs->nkinds = 0;
 	pthread_mutex_unlock(&fs->lock);
 }
 
@@ -414,7 +435,7 @@ out:
 /* Appends are possible: FILE is open read-write and the mount is not -o ro. */
 bool fs_writable(const h5fs *fs)
 {
-	return !fs->cfg.read_only && h5_file_writable(fs->f);
+	return fs->writable;   /* h5fs_new: !read_only && h5_file_writable(FILE) */
 }
 
 static void stat_init(h5fs *fs, struct stat *st, uint64_t ino, mode_t mode, int64_t mtime)
@@ -481,7 +502,7 @@ int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64
 		alloc = h5_dataset_allocated(n->ds);
 		/* datasets that can grow by `cat >>` are owner-writable on a
 		 * writable mount (where the owner may read) */
-		if (f == fs->f && fs_writable(fs) && h5_append_check(n->ds) == 0) {
+		if (fs_writable(fs) && f == fs->f && h5_append_check(n->ds) == 0) {
 			n->st.st_mode |= (fs->file_mode & S_IRUSR) >> 1;
 			/* cat and cp size their writes by st_blksize: one
 			 * FUSE write of the largest size (max_write) */

@@ -405,9 +405,15 @@ void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	h5fs *fs = fuse_req_userdata(req);
 	struct node *n = node_get(fs, ino);
+	int e;
 
 	if (!n) {
 		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	e = node_fresh(fs, n);   /* a live FILE may have lost it */
+	if (e) {
+		fuse_reply_err(req, e);
 		return;
 	}
 	if (n->type == NT_DIR) {
@@ -423,9 +429,12 @@ void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * wfile_open) is read without the page cache: a short read while an
 	 * append is being applied would leave a zero-filled page cached inside
 	 * the new size (tests/stress/append_race.py). Anything else cannot
-	 * change while mounted, so the page cache stays valid across opens. */
+	 * change while mounted (but a live FILE, ll_live.c), so the page cache
+	 * stays valid across opens. */
 	if (fs_writable(fs) && (n->st.st_mode & S_IWUSR))
 		fi->direct_io = 1;
+	else if (live_direct(fs))
+		fi->direct_io = 1;      /* a live FILE that changed: ll_live.c */
 	else
 		fi->keep_cache = 1;
 	fuse_reply_open(req, fi);

@@ -130,6 +130,21 @@ void h5_related_free(h5_file *top)
 	top->related = NULL;
 }
 
+int h5_related_changed(h5_file *top)
+{
+	struct h5_related *r = top->related;
+	int m = 0;
+
+	if (!r)
+		return 0;
+	pthread_mutex_lock(&r->lock);
+	for (size_t i = 0; i < r->n; i++)
+		if (r->ent[i].f && r->ent[i].f != top)
+			m |= h5_file_changed(r->ent[i].f, r->ent[i].path);
+	pthread_mutex_unlock(&r->lock);
+	return m;
+}
+
 static bool inside(const char *path, const char *dir)
 {
 	size_t n = strlen(dir);

@@ -1,0 +1,690 @@
+/*
+ * ll_live.c - live files (-o refresh=SECONDS; README "Live files"): a
+ * mounted FILE that changes shows its new state, never stale or mixed
+ * bytes. The design is generations, chosen to be obviously correct rather
+ * than clever:
+ *
+ * - Noticing. A watcher thread looks at FILE and the related files its
+ *   generation opened (external link targets, VDS sources) whenever
+ *   inotify reports an event on FILE or its directory, and at least every
+ *   refresh seconds: h5_file_changed() compares fstat of the open
+ *   descriptor and stat of the path with the stamp taken at open (device,
+ *   inode, size, mtime, ctime).
+ * - A change opens FILE anew, by its path, as the next generation (struct
+ *   gen, ll.h): a new source, new caches, a new related-file table, so no
+ *   decoded metadata, chunk index or chunk of the old bytes is ever used
+ *   with the new ones. Half-written metadata (a SWMR writer flushing, a
+ *   copy under way) fails to open: tried again with doubling backoff.
+ * - Nodes are re-resolved by path when next used (node_fresh): if the path
+ *   leads to an object with the node's id, that object's dataset and
+ *   attributes replace the node's; else the node is stale (ESTALE on open
+ *   descriptors, ENOENT to lookups). A lookup whose name now leads to a
+ *   stale node's id makes the node that object, with a new entry
+ *   generation, so the kernel drops its old inode (node_adopt).
+ *   An old generation is closed when the last node and read let go.
+ * - The kernel's caches: entries and attributes time out after refresh
+ *   seconds; after a change the watcher invalidates every inode (pages,
+ *   attributes, cached listings) and the entries whose path now leads
+ *   elsewhere; files opened once FILE has changed are read with direct_io,
+ *   so the page cache never holds pages of two versions.
+ * - Reads are checked after they are made (live_read_check): FILE's
+ *   descriptor still has its generation's stamp, so no byte was written
+ *   meanwhile; else the read is made again on a new generation (at most
+ *   LIVE_READ_TRIES times, then EIO with a log line). File times move in
+ *   clock ticks, so a generation opened within LIVE_QUIET_NS of FILE's last
+ *   change cannot be vouched for by its stamp ("racy", as git's index
+ *   says) and is opened again once FILE is quiet. A file a SWMR writer has
+ *   open is read as libhdf5's SWMR reader does: such a writer never
+ *   rewrites data in place and its metadata is checksummed, so reads are
+ *   not refused for its appends, and a failed decode is retried on a fresh
+ *   generation with backoff.
+ * A read-write mount holds FILE's exclusive flock, which keeps libhdf5
+ * writers out: it is never live, and its own appends are no changes.
+ */
+#include "ll.h"
+
+#include <poll.h>
+#include <sys/inotify.h>
+#include <time.h>
+
+#define LIVE_QUIET_NS 30000000LL        /* more than a clock tick of file times */
+#define LIVE_OPEN_TRIES 8               /* 5 ms doubling: about 1.3 s in all */
+#define LIVE_READ_TRIES 4
+
+struct live {
+	pthread_mutex_t mu;     /* one refresh or node rebuild at a time */
+	const h5_open_opts *opts;
+	char *path;
+	unsigned refresh;
+	uint64_t ngen;          /* numbers handed out (under mu) */
+	uint64_t seen;          /* the generation the kernel was told about */
+	pthread_t thread;
+	bool started;
+	int wake[2];            /* pipe: live_free stops the watcher */
+	int ino_fd;             /* inotify, or -1 */
+	int failed_rc;          /* the refresh failure last logged, 0: none */
+	bool gone_logged;
+	bool changed_once;      /* a second generation was made: direct_io */
+	char **retired;         /* node paths replaced (read unlocked in logs) */
+	size_t nretired;
+};
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void sleep_ns(int64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000), (long)(ns % 1000000000) };
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+void gen_hold(struct gen *g)
+{
+	__atomic_add_fetch(&g->refs, 1, __ATOMIC_RELAXED);
+}
+
+void gen_release(struct gen *g)
+{
+	if (g && __atomic_sub_fetch(&g->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		h5_file_close(g->f);
+		free(g);
+	}
+}
+
+struct gen *gen_current(h5fs *fs)
+{
+	struct gen *g;
+
+	pthread_mutex_lock(&fs->lock);
+	g = fs->gen;
+	gen_hold(g);
+	pthread_mutex_unlock(&fs->lock);
+	return g;
+}
+
+static int64_t latest_ns(int64_t m, int64_t c)
+{
+	return m > c ? m : c;
+}
+
+static struct gen *gen_make(h5fs *fs, h5_file *f)
+{
+	struct gen *g = calloc(1, sizeof(*g));
+	h5_file_stamp s;
+
+	if (!g)
+		return NULL;
+	g->f = f;
+	g->refs = 1;
+	g->num = ++fs->lv->ngen;
+	g->swmr = h5_file_swmr(f) != 0;
+	if (h5_file_stamp_get(&s, f))
+		g->racy = now_ns() - latest_ns(s.mtime_ns, s.ctime_ns) < LIVE_QUIET_NS;
+	return g;
+}
+
+double node_timeout(const h5fs *fs)
+{
+	return fs->live ? (double)fs->lv->refresh : H5FS_TIMEOUT;
+}
+
+bool live_direct(h5fs *fs)
+{
+	return fs->live && __atomic_load_n(&fs->lv->changed_once, __ATOMIC_RELAXED);
+}
+
+int live_new(h5fs *fs, h5_file *f)
+{
+	struct live *lv = calloc(1, sizeof(*lv));
+	h5_file_stamp s;
+
+	if (!lv)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	pthread_mutex_init(&lv->mu, NULL);
+	lv->wake[0] = lv->wake[1] = lv->ino_fd = -1;
+	lv->opts = fs->cfg.open_opts;
+	lv->refresh = fs->cfg.refresh;
+	fs->lv = lv;
+	fs->gen = gen_make(fs, f);
+	if (!fs->gen)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	lv->seen = fs->gen->num;
+	/* only local files have a stamp to compare (remote: not yet) */
+	fs->live = lv->refresh > 0 && lv->opts && !fs->writable && h5_file_stamp_get(&s, f);
+	if (fs->live) {
+		/* absolute: the daemon leaves its directory (fuse_daemonize);
+		 * not resolved: a symlink at the path may be pointed elsewhere */
+		const char *p = h5_file_path(f);
+		char cwd[PATH_MAX];
+
+		if (p[0] != '/' && getcwd(cwd, sizeof(cwd)))
+			lv->path = path_join(cwd, p);
+		else
+			lv->path = strdup(p);
+		if (!lv->path)
+			return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	}
+	return 0;
+}
+
+/* ---- resolving a path in a generation ------------------------------------ */
+
+/* The object path leads to in generation g, following hard and external
+ * links as lookups do: 0 with *tf (FILE, or a related file with a reference
+ * to release) and *taddr; 1 when the last name is a link shown as a symlink
+ * (*last filled, to clear); or a negative h5_err (no such name). */
+static int resolve(h5_file **tf, uint64_t *taddr, h5_link *last, struct gen *g, const char *path)
+{
+	h5_file *f = g->f, *held = NULL;
+	uint64_t addr = h5_file_root(f);
+	char name[H5FS_NAME_MAX + 1];
+	int rc = 0;
+
+	*tf = NULL;
+	memset(last, 0, sizeof(*last));
+	while (*path) {
+		const char *e;
+		size_t len;
+		h5_link l;
+
+		if (*path == '/') {
+			path++;
+			continue;
+		}
+		if (rc == 1) {          /* a symlink in the middle: not ours */
+			h5_link_clear(last);
+			rc = h5_err_set(H5_ERR_NOTFOUND, "no such object");
+			break;
+		}
+		e = strchr(path, '/');
+		len = e ? (size_t)(e - path) : strlen(path);
+		if (len > H5FS_NAME_MAX) {
+			rc = h5_err_set(H5_ERR_NOTFOUND, "no such object");
+			break;
+		}
+		memcpy(name, path, len);
+		name[len] = '\0';
+		path += len;
+		memset(&l, 0, sizeof(l));
+		rc = h5_group_lookup(&l, f, addr, name);
+		if (rc < 0)
+			break;
+		if (l.type == H5_LINK_HARD) {
+			addr = l.addr;
+		} else if (l.type == H5_LINK_EXTERNAL) {
+			h5_file *nf = NULL;
+			uint64_t na;
+
+			if (ext_resolve(&nf, &na, f, &l) == 0) {
+				h5_file_release_related(held);
+				held = f = nf;
+				addr = na;
+			} else {
+				h5_err_clear();
+				*last = l;
+				memset(&l, 0, sizeof(l));
+				rc = 1;
+			}
+		} else {
+			*last = l;
+			memset(&l, 0, sizeof(l));
+			rc = 1;
+		}
+		h5_link_clear(&l);
+	}
+	if (rc != 0) {
+		h5_file_release_related(held);
+		return rc;
+	}
+	*tf = f;
+	*taddr = addr;
+	return 0;
+}
+
+/* ---- nodes --------------------------------------------------------------- */
+
+static void retire(struct live *lv, char *s)
+{
+	char **n = realloc(lv->retired, (lv->nretired + 1) * sizeof(*n));
+
+	if (!n)
+		return;         /* leaks s rather than free what a log may read */
+	lv->retired = n;
+	lv->retired[lv->nretired++] = s;
+}
+
+/* Make n show generation g (lv->mu held): tmp's object (NULL: keep n's
+ * fields; stale: the path leads elsewhere now). tmp gets n's old fields
+ * and is freed here, outside ds_lock. */
+static void node_swap(h5fs *fs, struct node *n, struct node *tmp, struct gen *g, bool stale)
+{
+	struct gen *old;
+
+	gen_hold(g);
+	pthread_rwlock_wrlock(&fs->ds_lock);
+	old = n->gen;
+	n->gen = g;
+	n->stale = stale;
+	if (tmp) {
+		h5_dataset *ds = n->ds;
+		h5_file *f = n->f;
+		char *target = n->target;
+
+		n->ds = tmp->ds;
+		n->f = tmp->f;
+		n->target = tmp->target;
+		n->addr = tmp->addr;
+		n->kind = tmp->kind;
+		n->type = tmp->type;
+		n->st = tmp->st;
+		tmp->ds = ds;
+		tmp->f = f;
+		tmp->target = target;
+		tmp->gen = old;
+		old = NULL;
+	}
+	pthread_rwlock_unlock(&fs->ds_lock);
+	if (tmp && tmp->target)
+		retire(fs->lv, tmp->target);   /* readlink may have it */
+	if (tmp)
+		tmp->target = NULL;
+	node_free(tmp);
+	gen_release(old);
+}
+
+/* The mount path of the group a path's last name is in. */
+static char *dir_of(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	size_t n = s ? (size_t)(s - path) : 0;
+	char *d = malloc(n + 1);
+
+	if (d) {
+		memcpy(d, path, n);
+		d[n] = '\0';
+	}
+	return d;
+}
+
+/* Re-resolve n by its path in the current generation (lv->mu held):
+ * 0, ESTALE when the path leads elsewhere or nowhere now, or EIO (logged:
+ * the object is there but cannot be read; n keeps its old generation and
+ * is tried again at its next use). */
+static int node_rebuild(h5fs *fs, struct node *n)
+{
+	struct gen *g = fs->gen;        /* changes only under lv->mu */
+	struct node *tmp = NULL;
+	h5_file *tf = NULL;
+	uint64_t taddr = 0;
+	h5_link last;
+	bool stale = true;
+	int rc, e = 0;
+
+	if (n->gen == g)
+		return n->stale ? ESTALE : 0;
+	rc = resolve(&tf, &taddr, &last, g, n->path);
+	if (n->type == NT_LINK) {
+		if (rc == 1) {
+			char *dir = dir_of(n->path);
+
+			rc = dir ? node_make_link(&tmp, fs, n->ino, n->path, dir, &last, -1)
+				 : h5_err_set(H5_ERR_NOMEM, "out of memory");
+			free(dir);
+			stale = rc < 0;
+		} else if (rc == 0 && n->target[0] == '.') {
+			stale = false;  /* a link up the tree: still one */
+		}
+	} else if (rc == 0 && (n->ino == FUSE_ROOT_ID || file_nodeid(fs, tf, taddr) == n->ino)) {
+		rc = node_make_obj(&tmp, fs, tf, taddr, n->ino, n->path);
+		if (rc < 0) {
+			e = h5err_logged(fs, rc, "refresh", n->path, NULL, taddr);
+			goto out;
+		}
+		stale = tmp->type != n->type;
+		if (stale) {
+			node_free(tmp);
+			tmp = NULL;
+		}
+	}
+	h5_err_clear();
+	node_swap(fs, n, stale ? NULL : tmp, g, stale);
+	if (stale)
+		node_free(tmp);
+	e = stale ? ESTALE : 0;
+out:
+	if (tf && tf != g->f)
+		h5_file_release_related(tf);
+	h5_link_clear(&last);
+	return e;
+}
+
+int node_fresh(h5fs *fs, struct node *n)
+{
+	bool same, stale;
+	int e;
+
+	if (!fs->live)
+		return 0;
+	pthread_rwlock_rdlock(&fs->ds_lock);
+	pthread_mutex_lock(&fs->lock);
+	same = n->gen == fs->gen;
+	pthread_mutex_unlock(&fs->lock);
+	stale = n->stale;
+	pthread_rwlock_unlock(&fs->ds_lock);
+	if (same)
+		return stale ? ESTALE : 0;
+	pthread_mutex_lock(&fs->lv->mu);
+	e = node_rebuild(fs, n);
+	pthread_mutex_unlock(&fs->lv->mu);
+	return e;
+}
+
+int node_adopt(h5fs *fs, struct node *n, h5_file *f, uint64_t addr, const char *path, struct gen *g)
+{
+	struct node *tmp = NULL;
+	char *old_path;
+	int rc, e = 0;
+
+	if (!fs->live)
+		return 0;
+	pthread_mutex_lock(&fs->lv->mu);
+	if (g != fs->gen)       /* the lookup itself read an older generation */
+		goto out;
+	if (node_rebuild(fs, n) != ESTALE)
+		goto out;
+	/* its own path leads elsewhere now and this name leads to its id:
+	 * the node is this object from now on, under a new entry generation */
+	rc = node_make_obj(&tmp, fs, f, addr, n->ino, path);
+	if (rc < 0) {
+		e = h5err_logged(fs, rc, "lookup", path, NULL, addr);
+		goto out;
+	}
+	old_path = n->path;
+	n->path = tmp->path;
+	tmp->path = NULL;
+	retire(fs->lv, old_path);
+	n->entry_gen = g->num;
+	node_swap(fs, n, tmp, g, false);
+out:
+	pthread_mutex_unlock(&fs->lv->mu);
+	return e;
+}
+
+int node_use(struct use *u, h5fs *fs, struct node *n)
+{
+	int e = node_fresh(fs, n);
+
+	memset(u, 0, sizeof(*u));
+	if (e)
+		return e;
+	pthread_rwlock_rdlock(&fs->ds_lock);
+	u->f = n->f;
+	u->addr = n->addr;
+	u->g = n->gen;
+	if (u->g)
+		gen_hold(u->g);
+	if (u->f)
+		h5_file_hold_related(u->f);
+	pthread_rwlock_unlock(&fs->ds_lock);
+	if (u->g && __atomic_load_n(&u->g->broken, __ATOMIC_ACQUIRE)) {
+		/* rewritten in place and not readable yet (logged at refresh) */
+		node_use_end(u);
+		return EIO;
+	}
+	return 0;
+}
+
+void node_use_end(struct use *u)
+{
+	if (u->f)
+		h5_file_release_related(u->f);
+	gen_release(u->g);
+	memset(u, 0, sizeof(*u));
+}
+
+/* ---- refreshing ------------------------------------------------------------ */
+
+/* Open FILE anew when it changed (lv->mu held; doubt: also when the stamp
+ * says nothing, after a failed read): 1 when a new generation is current,
+ * 0 when nothing changed, or a negative h5_err (logged once) when FILE
+ * cannot be opened now. */
+static int refresh_locked(h5fs *fs, bool doubt)
+{
+	struct live *lv = fs->lv;
+	struct gen *cur = fs->gen, *g;
+	h5_file *f = NULL;
+	struct stat st;
+	int m, rc = 0;
+
+	m = h5_file_changed(cur->f, lv->path);
+	if (!m && !cur->racy && !doubt)
+		return 0;
+	if (m == H5_CHANGED_GONE) {
+		/* the descriptor still reads the last state */
+		if (!lv->gone_logged)
+			h5fs_log(fs, LOG_NOTICE, "%s was deleted: showing its last state", lv->path);
+		lv->gone_logged = true;
+		return 0;
+	}
+	lv->gone_logged = false;
+	for (int t = 0; t < LIVE_OPEN_TRIES; t++) {
+		if (t)
+			sleep_ns(5000000LL << (t - 1));
+		/* changed within a clock tick: let it be quiet first */
+		if (stat(lv->path, &st) == 0) {
+			int64_t d = now_ns() - latest_ns((int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec,
+							 (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec);
+
+			if (d >= 0 && d < LIVE_QUIET_NS)
+				sleep_ns(LIVE_QUIET_NS - d);
+		}
+		rc = h5_file_open(&f, lv->path, lv->opts);
+		if (rc == 0)
+			break;
+	}
+	if (rc < 0) {
+		/* written in place and unreadable now: its old bytes are gone */
+		if (m & H5_CHANGED_BYTES)
+			__atomic_store_n(&cur->broken, true, __ATOMIC_RELEASE);
+		if (rc != lv->failed_rc)
+			h5fs_log(fs, LOG_ERR, "%s changed and cannot be read now%s: %s", lv->path,
+				 (m & H5_CHANGED_BYTES) ? " (reads answer EIO)" : "", h5_err_msg());
+		lv->failed_rc = rc;
+		return rc;
+	}
+	lv->failed_rc = 0;
+	g = gen_make(fs, f);
+	if (!g) {
+		h5_file_close(f);
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	}
+	pthread_mutex_lock(&fs->lock);
+	fs->gen = g;
+	fs->f = f;
+	fs->root_addr = h5_file_root(f);
+	fs->file_mtime = h5_file_mtime(f);
+	if (stat(lv->path, &st) == 0)
+		fs->file_size = (uint64_t)st.st_size;
+	pthread_mutex_unlock(&fs->lock);
+	__atomic_store_n(&lv->changed_once, true, __ATOMIC_RELAXED);
+	kind_forget_all(fs);
+	gen_release(cur);
+	h5fs_log(fs, LOG_DEBUG, "%s changed: generation %llu", lv->path, (unsigned long long)g->num);
+	return 1;
+}
+
+int live_read_check(h5fs *fs, struct gen *g, int attempt, bool failed, const char *path)
+{
+	bool ok;
+
+	if (!fs->live || !g)
+		return 0;
+	/* an answer made on an old generation whose bytes are intact (FILE
+	 * renamed over, or deleted) is one version: it may go */
+	ok = !__atomic_load_n(&g->broken, __ATOMIC_ACQUIRE) &&
+	     (g->swmr || (!g->racy && h5_file_changed(g->f, NULL) == 0));
+	if (ok && !(failed && g->swmr))
+		return 0;
+	if (attempt + 1 >= LIVE_READ_TRIES) {
+		if (!failed)
+			h5fs_log(fs, LOG_ERR, "read %s: %s %s: EIO", show_path(path), fs->lv->path,
+				 __atomic_load_n(&g->broken, __ATOMIC_ACQUIRE) ? "was rewritten and cannot be read now"
+									: "kept changing while being read");
+		return EIO;
+	}
+	pthread_mutex_lock(&fs->lv->mu);
+	if (g == fs->gen)
+		refresh_locked(fs, true);
+	pthread_mutex_unlock(&fs->lv->mu);
+	h5_err_clear();
+	if (failed)
+		sleep_ns(5000000LL << attempt);   /* a SWMR writer mid-flush */
+	return EAGAIN;
+}
+
+/* ---- the watcher ---------------------------------------------------------- */
+
+struct seen_node {
+	uint64_t ino, parent;
+	enum node_type type;
+	char *path;
+};
+
+/* After a new generation: drop what the kernel caches of every inode, and
+ * the entries whose path leads elsewhere now. From the watcher, never a
+ * request handler (an invalidation can wait on that request's locks). */
+static void tell_kernel(h5fs *fs)
+{
+	struct seen_node *v = NULL;
+	struct gen *g = gen_current(fs);
+	size_t n = 0, i;
+
+	if (g->num == fs->lv->seen || !fs->se)
+		goto out;
+	pthread_mutex_lock(&fs->lock);
+	v = calloc(fs->nnodes ? fs->nnodes : 1, sizeof(*v));
+	for (i = 0; v && i < fs->nodes_cap; i++)
+		for (struct node *x = fs->nodes[i]; x && n < fs->nnodes; x = x->next) {
+			v[n].ino = x->ino;
+			v[n].parent = x->parent;
+			v[n].type = x->type;
+			v[n].path = strdup(x->path);
+			n++;
+		}
+	pthread_mutex_unlock(&fs->lock);
+	for (i = 0; i < n; i++) {
+		h5_file *tf = NULL;
+		uint64_t taddr;
+		h5_link last;
+		const char *name;
+		int rc;
+
+		if (v[i].path && v[i].ino != FUSE_ROOT_ID && v[i].parent) {
+			rc = resolve(&tf, &taddr, &last, g, v[i].path);
+			name = strrchr(v[i].path, '/');
+			if ((rc < 0 || (rc == 0 && v[i].type != NT_LINK && file_nodeid(fs, tf, taddr) != v[i].ino)) && name)
+				fuse_lowlevel_notify_inval_entry(fs->se, v[i].parent, name + 1, strlen(name + 1));
+			if (rc == 0 && tf != g->f)
+				h5_file_release_related(tf);
+			h5_link_clear(&last);
+			h5_err_clear();
+		}
+		fuse_lowlevel_notify_inval_inode(fs->se, v[i].ino, 0, 0);
+		free(v[i].path);
+	}
+	fs->lv->seen = g->num;
+out:
+	free(v);
+	gen_release(g);
+}
+
+static void watch_path(struct live *lv)
+{
+	char *dir;
+
+	if (lv->ino_fd < 0)
+		return;
+	inotify_add_watch(lv->ino_fd, lv->path, IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVE_SELF |
+			  IN_DELETE_SELF);
+	dir = dir_of(lv->path);
+	if (dir)
+		inotify_add_watch(lv->ino_fd, dir[0] ? dir : "/", IN_MOVED_TO | IN_CREATE | IN_DELETE);
+	free(dir);
+}
+
+static void *watcher(void *arg)
+{
+	h5fs *fs = arg;
+	struct live *lv = fs->lv;
+	char buf[4096];
+
+	for (;;) {
+		struct pollfd p[2] = { { lv->wake[0], POLLIN, 0 }, { lv->ino_fd, POLLIN, 0 } };
+		int r = poll(p, lv->ino_fd >= 0 ? 2 : 1, (int)(lv->refresh > 86400 ? 86400 : lv->refresh) * 1000);
+
+		if (r < 0 && errno != EINTR)
+			sleep_ns(100000000LL);
+		if (p[0].revents)
+			break;
+		if (lv->ino_fd >= 0 && p[1].revents)
+			while (read(lv->ino_fd, buf, sizeof(buf)) > 0)
+				;
+		pthread_mutex_lock(&lv->mu);
+		if (refresh_locked(fs, false) == 1)
+			watch_path(lv);         /* a file renamed over FILE */
+		pthread_mutex_unlock(&lv->mu);
+		h5_err_clear();
+		tell_kernel(fs);
+	}
+	return NULL;
+}
+
+/* From op_init: after fuse_daemonize's fork, whose child has no threads
+ * of the parent. */
+void live_start(h5fs *fs)
+{
+	struct live *lv = fs->lv;
+
+	if (!fs->live || lv->started || pipe(lv->wake) != 0)
+		return;
+	for (int i = 0; i < 2; i++)
+		fcntl(lv->wake[i], F_SETFD, FD_CLOEXEC);
+	lv->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);   /* -1: poll only */
+	watch_path(lv);
+	if (pthread_create(&lv->thread, NULL, watcher, fs) == 0) {
+		lv->started = true;
+		return;
+	}
+	h5fs_log(fs, LOG_ERR, "cannot start the watcher of %s: changes are not shown", lv->path);
+}
+
+void live_free(h5fs *fs)
+{
+	struct live *lv = fs->lv;
+
+	if (!lv)
+		return;
+	if (lv->started) {
+		(void)!write(lv->wake[1], "x", 1);
+		pthread_join(lv->thread, NULL);
+	}
+	for (int i = 0; i < 2; i++)
+		if (lv->wake[i] >= 0)
+			close(lv->wake[i]);
+	if (lv->ino_fd >= 0)
+		close(lv->ino_fd);
+	for (size_t i = 0; i < lv->nretired; i++)
+		free(lv->retired[i]);
+	free(lv->retired);
+	free(lv->path);
+	pthread_mutex_destroy(&lv->mu);
+	free(lv);
+	fs->lv = NULL;
+}
