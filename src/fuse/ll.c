@@ -140,6 +140,7 @@ static int do_lookup(struct node **out, h5fs *fs, fuse_ino_t parent, const char 
 				goto out;
 			}
 			fresh->gen = u.g;
+			fresh->checked = u.g->num;
 			gen_hold(u.g);
 			n = node_publish(fs, fresh);
 		}
@@ -190,6 +191,7 @@ static int do_lookup(struct node **out, h5fs *fs, fuse_ino_t parent, const char 
 			goto out;
 		}
 		fresh->gen = u.g;
+		fresh->checked = u.g->num;
 		gen_hold(u.g);
 		n = node_publish(fs, fresh);
 		break;

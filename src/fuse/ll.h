@@ -82,7 +82,9 @@ struct node {
 	h5_dataset *ds;         /* datasets: opened once, closed when forgotten */
 	struct gen *gen;        /* the generation f, addr, ds, st were read in
 				 * (a reference; changed under ds_lock) */
-	bool stale;             /* in gen, path no longer leads to this object */
+	uint64_t checked;       /* the generation n was last resolved in (gen,
+				 * which its fields belong to, may be older) */
+	bool stale;             /* then, its path no longer led to this object */
 	uint64_t entry_gen;     /* fuse_entry_param.generation: bumped when the
 				 * node id is given to another object (ll_live.c) */
 	struct wqueue *wq;      /* the write order of its write handles (under fs->lock) */

@@ -260,19 +260,23 @@ static void retire(struct live *lv, char *s)
 	lv->retired[lv->nretired++] = s;
 }
 
-/* Make n show generation g (lv->mu held): tmp's object (NULL: keep n's
- * fields; stale: the path leads elsewhere now). tmp gets n's old fields
- * and is freed here, outside ds_lock. */
+/* Record that n was resolved in generation g (lv->mu held): with tmp,
+ * the object found there, whose fields (read in g) n takes; NULL: n keeps
+ * its fields and the generation they belong to (stale: the path leads
+ * elsewhere now). tmp gets n's old fields and is freed here, outside
+ * ds_lock. */
 static void node_swap(h5fs *fs, struct node *n, struct node *tmp, struct gen *g, bool stale)
 {
-	struct gen *old;
+	struct gen *old = NULL;
 
-	gen_hold(g);
+	if (tmp)
+		gen_hold(g);
 	pthread_rwlock_wrlock(&fs->ds_lock);
-	old = n->gen;
-	n->gen = g;
+	n->checked = g->num;
 	n->stale = stale;
 	if (tmp) {
+		old = n->gen;
+		n->gen = g;
 		h5_dataset *ds = n->ds;
 		h5_file *f = n->f;
 		char *target = n->target;
@@ -327,7 +331,7 @@ static int node_rebuild(h5fs *fs, struct node *n)
 	bool stale = true;
 	int rc, e = 0;
 
-	if (n->gen == g)
+	if (n->checked == g->num)
 		return n->stale ? ESTALE : 0;
 	rc = resolve(&tf, &taddr, &last, g, n->path);
 	if (n->type == NT_LINK) {
@@ -374,7 +378,7 @@ int node_fresh(h5fs *fs, struct node *n)
 		return 0;
 	pthread_rwlock_rdlock(&fs->ds_lock);
 	pthread_mutex_lock(&fs->lock);
-	same = n->gen == fs->gen;
+	same = n->checked == fs->gen->num;
 	pthread_mutex_unlock(&fs->lock);
 	stale = n->stale;
 	pthread_rwlock_unlock(&fs->ds_lock);

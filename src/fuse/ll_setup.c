@@ -69,6 +69,7 @@ int h5fs_new(h5fs **out, h5_file *f, const h5fs_config *cfg)
 	}
 	root->nlookup = 1;   /* never forgotten */
 	root->gen = fs->gen;
+	root->checked = fs->gen->num;
 	gen_hold(root->gen);
 	node_insert_locked(fs, root);
 	root = NULL;
