@@ -213,8 +213,12 @@ out:
 
 void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	h5fs *fs = fuse_req_userdata(req);
 	struct node *n = NULL;
-	int e = do_lookup(&n, fuse_req_userdata(req), parent, name);
+	int e;
+
+	for (int attempt = 0; (e = do_lookup(&n, fs, parent, name)) == EIO && live_retry(fs, attempt); attempt++)
+		;
 
 	if (e)
 		fuse_reply_err(req, e);

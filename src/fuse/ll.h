@@ -206,6 +206,9 @@ int node_use(struct use *u, h5fs *fs, struct node *n);
 void node_use_end(struct use *u);
 int live_read_check(h5fs *fs, struct gen *g, int attempt, bool failed, const char *path);
 bool live_direct(h5fs *fs);
+/* After an engine error (EIO) of attempt: true when a live FILE is being
+ * written and a fresh generation is worth another attempt. */
+bool live_retry(h5fs *fs, int attempt);
 
 /* ll_log.c */
 /* The errno for an engine error, logged (every EIO, once, with the object;

@@ -174,6 +174,8 @@ int live_new(h5fs *fs, h5_file *f)
 	return 0;
 }
 
+static int refresh_locked(h5fs *fs, bool doubt);
+
 /* ---- resolving a path in a generation ------------------------------------ */
 
 /* The object path leads to in generation g, following hard and external
@@ -384,10 +386,13 @@ int node_fresh(h5fs *fs, struct node *n)
 	pthread_rwlock_unlock(&fs->ds_lock);
 	if (same)
 		return stale ? ESTALE : 0;
-	pthread_mutex_lock(&fs->lv->mu);
-	e = node_rebuild(fs, n);
-	pthread_mutex_unlock(&fs->lv->mu);
-	return e;
+	for (int attempt = 0;; attempt++) {
+		pthread_mutex_lock(&fs->lv->mu);
+		e = node_rebuild(fs, n);
+		pthread_mutex_unlock(&fs->lv->mu);
+		if (e != EIO || !live_retry(fs, attempt))
+			return e;
+	}
 }
 
 int node_adopt(h5fs *fs, struct node *n, h5_file *f, uint64_t addr, const char *path, struct gen *g)
@@ -522,6 +527,27 @@ static int refresh_locked(h5fs *fs, bool doubt)
 	gen_release(cur);
 	h5fs_log(fs, LOG_DEBUG, "%s changed: generation %llu", lv->path, (unsigned long long)g->num);
 	return 1;
+}
+
+bool live_retry(h5fs *fs, int attempt)
+{
+	struct live *lv = fs->lv;
+	bool again = false;
+
+	if (!fs->live || attempt + 1 >= LIVE_READ_TRIES)
+		return false;
+	pthread_mutex_lock(&lv->mu);
+	/* metadata a writer is still writing (a SWMR writer's flush, a
+	 * file being copied): a fresh generation after a pause */
+	if (fs->gen->swmr || fs->gen->racy || h5_file_changed(fs->gen->f, lv->path)) {
+		refresh_locked(fs, true);
+		again = true;
+	}
+	pthread_mutex_unlock(&lv->mu);
+	h5_err_clear();
+	if (again)
+		sleep_ns(5000000LL << attempt);
+	return again;
 }
 
 int live_read_check(h5fs *fs, struct gen *g, int attempt, bool failed, const char *path)
