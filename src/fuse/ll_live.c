@@ -65,6 +65,8 @@ struct live {
 	int failed_rc;          /* the refresh failure last logged, 0: none */
 	bool gone_logged;
 	bool changed_once;      /* a second generation was made: direct_io */
+	bool local;             /* FILE is a local file (else remote: probes) */
+	bool accessed;          /* a request came since the last probe (atomic) */
 	char **retired;         /* node paths replaced (read unlocked in logs) */
 	size_t nretired;
 };
@@ -156,9 +158,13 @@ int live_new(h5fs *fs, h5_file *f)
 	if (!fs->gen)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	lv->seen = fs->gen->num;
-	/* only local files have a stamp to compare (remote: not yet) */
-	fs->live = lv->refresh > 0 && lv->opts && !fs->writable && h5_file_stamp_get(&s, f);
-	if (fs->live) {
+	/* local files have a stamp; remote ones ask the server (by ETag) */
+	fs->live = lv->refresh > 0 && lv->opts && !fs->writable && h5_file_watchable(f);
+	lv->local = h5_file_stamp_get(&s, f);
+	if (fs->live && !lv->local) {
+		if (!(lv->path = strdup(h5_file_path(f))))
+			return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	} else if (fs->live) {
 		/* absolute: the daemon leaves its directory (fuse_daemonize);
 		 * not resolved: a symlink at the path may be pointed elsewhere */
 		const char *p = h5_file_path(f);
@@ -378,6 +384,7 @@ int node_fresh(h5fs *fs, struct node *n)
 
 	if (!fs->live)
 		return 0;
+	__atomic_store_n(&fs->lv->accessed, true, __ATOMIC_RELAXED);
 	pthread_rwlock_rdlock(&fs->ds_lock);
 	pthread_mutex_lock(&fs->lock);
 	same = n->checked == fs->gen->num;
@@ -472,9 +479,11 @@ static int refresh_locked(h5fs *fs, bool doubt)
 	struct stat st;
 	int m, rc = 0;
 
-	m = h5_file_changed(cur->f, lv->path);
+	m = h5_file_changed(cur->f, lv->local ? lv->path : NULL);
 	if (!m && !cur->racy && !doubt)
 		return 0;
+	if (!lv->local && !m)
+		return 0;       /* the same object on the server: nothing to reopen */
 	if (m == H5_CHANGED_GONE) {
 		/* the descriptor still reads the last state */
 		if (!lv->gone_logged)
@@ -487,7 +496,7 @@ static int refresh_locked(h5fs *fs, bool doubt)
 		if (t)
 			sleep_ns(5000000LL << (t - 1));
 		/* changed within a clock tick: let it be quiet first */
-		if (stat(lv->path, &st) == 0) {
+		if (lv->local && stat(lv->path, &st) == 0) {
 			int64_t d = now_ns() - latest_ns((int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec,
 							 (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec);
 
@@ -519,10 +528,13 @@ static int refresh_locked(h5fs *fs, bool doubt)
 	fs->f = f;
 	fs->root_addr = h5_file_root(f);
 	fs->file_mtime = h5_file_mtime(f);
-	if (stat(lv->path, &st) == 0)
+	if (lv->local && stat(lv->path, &st) == 0)
 		fs->file_size = (uint64_t)st.st_size;
 	pthread_mutex_unlock(&fs->lock);
-	__atomic_store_n(&lv->changed_once, true, __ATOMIC_RELAXED);
+	/* opened again only because its stamp was racy: the same bytes, the
+	 * page cache stays usable */
+	if (m)
+		__atomic_store_n(&lv->changed_once, true, __ATOMIC_RELAXED);
 	kind_forget_all(fs);
 	gen_release(cur);
 	h5fs_log(fs, LOG_DEBUG, "%s changed: generation %llu", lv->path, (unsigned long long)g->num);
@@ -539,7 +551,7 @@ bool live_retry(h5fs *fs, int attempt)
 	pthread_mutex_lock(&lv->mu);
 	/* metadata a writer is still writing (a SWMR writer's flush, a
 	 * file being copied): a fresh generation after a pause */
-	if (fs->gen->swmr || fs->gen->racy || h5_file_changed(fs->gen->f, lv->path)) {
+	if (fs->gen->swmr || fs->gen->racy || h5_file_changed(fs->gen->f, lv->local ? lv->path : NULL)) {
 		refresh_locked(fs, true);
 		again = true;
 	}
@@ -639,7 +651,7 @@ static void watch_path(struct live *lv)
 {
 	char *dir;
 
-	if (lv->ino_fd < 0)
+	if (lv->ino_fd < 0 || !lv->local)
 		return;
 	inotify_add_watch(lv->ino_fd, lv->path, IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVE_SELF |
 			  IN_DELETE_SELF);
@@ -666,6 +678,13 @@ static void *watcher(void *arg)
 		if (lv->ino_fd >= 0 && p[1].revents)
 			while (read(lv->ino_fd, buf, sizeof(buf)) > 0)
 				;
+		/* a remote FILE: one request, only when the mount was used */
+		if (!lv->local && __atomic_exchange_n(&lv->accessed, false, __ATOMIC_RELAXED)) {
+			struct gen *g = gen_current(fs);
+
+			h5_file_probe(g->f);
+			gen_release(g);
+		}
 		pthread_mutex_lock(&lv->mu);
 		if (refresh_locked(fs, false) == 1)
 			watch_path(lv);         /* a file renamed over FILE */

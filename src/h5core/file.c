@@ -314,7 +314,7 @@ int h5_file_changed(h5_file *f, const char *path)
 	int m = 0;
 
 	if (!f->has_stamp)
-		return 0;
+		return f->src->ops->changed && f->src->ops->changed(f->src, 0) == 1 ? H5_CHANGED_BYTES : 0;
 	/* the descriptor: the bytes we read, whatever the path names now */
 	if (fstat(h5_file_fd(f), &st) == 0) {
 		stamp_from(&now, &st);
@@ -336,6 +336,18 @@ int h5_file_changed(h5_file *f, const char *path)
 	if (f->related)
 		m |= h5_related_changed(f);
 	return m;
+}
+
+int h5_file_probe(h5_file *f)
+{
+	if (f->has_stamp || !f->src->ops->changed)
+		return 0;
+	return f->src->ops->changed(f->src, 1) == 1 ? H5_CHANGED_BYTES : 0;
+}
+
+int h5_file_watchable(const h5_file *f)
+{
+	return f->has_stamp || f->src->ops->changed != NULL;
 }
 
 int h5_file_swmr(const h5_file *f)

@@ -122,6 +122,13 @@ int h5_file_stamp_get(h5_file_stamp *out, const h5_file *f);
  * link targets, VDS sources, by their real paths). 0: unchanged, or no
  * stamp. */
 int h5_file_changed(h5_file *f, const char *path);
+/* A remote FILE (no stamp; its byte source's changed op): ask the server
+ * whether the object was replaced (H5_CHANGED_BYTES) - a request, so the
+ * caller rate-limits it; h5_file_changed() above only tells what replies
+ * so far said. 0 for other files. */
+int h5_file_probe(h5_file *f);
+/* f can tell it changed: a local file (stamped) or a source that can. */
+int h5_file_watchable(const h5_file *f);
 /* The superblock says a writer has the file open in SWMR mode (v3 status
  * flags, spec II.A: bit 2 "SWMR write access"). */
 int h5_file_swmr(const h5_file *f);

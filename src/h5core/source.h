@@ -60,6 +60,12 @@ typedef struct h5_source_ops {
 	 * contiguous dataset's storage, announced before each read of it):
 	 * a pass over it reads ahead no further than end. NULL: ignored. */
 	void (*extent_hint)(h5_source *s, uint64_t start, uint64_t end);
+	/* Whether the object changed since it was opened (a remote object
+	 * replaced: another ETag). probe: ask the server now (one request);
+	 * else only what requests so far have seen. 1, 0, or 0 when the
+	 * question cannot be answered now. NULL: never known (h5fs -o
+	 * refresh then stamps local files itself, file.c). */
+	int (*changed)(h5_source *s, int probe);
 } h5_source_ops;
 
 /* Implementations embed this as their first member. */

@@ -16,7 +16,8 @@ Covered:
   * non-SWMR appends on a v1 B-tree dataset, with new groups and a growing
     attribute; SWMR appends (h5py swmr_mode) on an extensible array and a
     v2 B-tree dataset; tail -f following appends;
-  * an external link target file rewritten;
+  * an external link target file rewritten; an object replaced on nginx
+    (another ETag: opened anew instead of EIO);
   * -o refresh=0 keeps the view as mounted.
 """
 import errno
@@ -388,6 +389,37 @@ def test_extlink(d):
             T.fail("external link: " + err)
 
 
+def test_remote(d):
+    """An object replaced on nginx (another ETag) is opened anew."""
+    import shutil
+    if "#define HAVE_CURL 1" not in open(os.path.join(T.BUILDDIR, "config.h")).read():
+        print("SKIP test_remote: h5fs built without libcurl")
+        return
+    if not (shutil.which("nginx") or os.path.exists("/usr/sbin/nginx")):
+        print("SKIP test_remote: nginx not installed")
+        return
+    import test_remote_nginx as N
+    root, mnt = os.path.join(d, "www"), os.path.join(d, "mnt")
+    os.makedirs(root)
+    run_py(VERSION, os.path.join(root, "cur.h5"), 1)
+    run_py(VERSION, os.path.join(d, "v2.h5"), 2)
+    proc, port = N.start_nginx(root, d)
+    try:
+        url = "http://127.0.0.1:%d/cur.h5" % port
+        with T.Mount(url, mnt) as m, m.watchdog(120):
+            rd = Reader(mnt, ["a", "b", "g/c"], versions={1, 2})
+            rd.start()
+            time.sleep(0.5)
+            subprocess.run(["cp", os.path.join(d, "v2.h5"), os.path.join(root, "cur.tmp")], check=True)
+            os.rename(os.path.join(root, "cur.tmp"), os.path.join(root, "cur.h5"))
+            wait_for("remote object replaced", lambda: head_version(mnt, "a") == 2 and head_version(mnt, "g/c") == 2)
+            time.sleep(1.0)
+            rd.finish("remote")
+            check_tree(mnt, os.path.join(root, "cur.h5"), "remote v2")
+    finally:
+        T.stop_process(proc)
+
+
 def test_frozen(d):
     cur, mnt = os.path.join(d, "frozen.h5"), os.path.join(d, "mnt")
     run_py(VERSION, cur, 1)
@@ -403,7 +435,7 @@ def test_frozen(d):
 def main():
     base = T.workdir("live")
     only = os.environ.get("LIVE_ONLY")     # one test by name, by hand
-    for t in (test_rewrites, test_appends, test_swmr, test_extlink, test_frozen):
+    for t in (test_rewrites, test_appends, test_swmr, test_extlink, test_remote, test_frozen):
         if only and t.__name__ != only:
             continue
         d = os.path.join(base, t.__name__)
