@@ -254,9 +254,9 @@ static int do_getattr(struct stat *st, h5fs *fs, fuse_ino_t ino)
 	if (e)
 		return e;
 	/* an append or a refresh may be updating st */
-	pthread_rwlock_rdlock(&fs->ds_lock);
+	pthread_rwlock_rdlock(&n->lk);
 	*st = n->st;
-	pthread_rwlock_unlock(&fs->ds_lock);
+	pthread_rwlock_unlock(&n->lk);
 	return 0;
 }
 
@@ -637,14 +637,16 @@ static void answer_clear(struct read_answer *a)
 
 /* One attempt at the answer, on the generation n shows now; *failed: the
  * engine could not read it (which a live FILE's change may explain). */
-static int read_once(struct read_answer *a, bool *failed, h5fs *fs, struct node *n, size_t size, off_t off)
+static int read_once(struct read_answer *a, bool *failed, int *unlogged, h5fs *fs, struct node *n, size_t size,
+		     off_t off, int attempt)
 {
 	uint64_t fsize, len;
 	int rc, e = 0;
 
 	*failed = false;
+	*unlogged = 0;
 	/* an append or a refresh may replace n->ds and n->st meanwhile */
-	pthread_rwlock_rdlock(&fs->ds_lock);
+	pthread_rwlock_rdlock(&n->lk);
 	a->g = n->gen;
 	if (a->g)
 		gen_hold(a->g);
@@ -685,13 +687,20 @@ static int read_once(struct read_answer *a, bool *failed, h5fs *fs, struct node 
 		char what[64];
 
 		snprintf(what, sizeof(what), "read [%lld+%llu]", (long long)off, (unsigned long long)len);
-		e = h5err_logged(fs, rc, what, n->path, NULL, n->addr);
+		if (fs->live && attempt + 1 < H5FS_LIVE_READ_TRIES && h5fs_errno(rc) == EIO) {
+			/* maybe a writer's doing: do_read logs it unless a
+			 * new generation answers */
+			*unlogged = rc;
+			e = EIO;
+		} else {
+			e = h5err_logged(fs, rc, what, n->path, NULL, n->addr);
+		}
 		*failed = e == EIO;
 		goto out;
 	}
 	a->len = (size_t)len;
 out:
-	pthread_rwlock_unlock(&fs->ds_lock);
+	pthread_rwlock_unlock(&n->lk);
 	return e;
 }
 
@@ -701,7 +710,7 @@ static int do_read(struct read_answer *a, h5fs *fs, fuse_ino_t ino, size_t size,
 {
 	struct node *n = node_get(fs, ino);
 	bool failed;
-	int e;
+	int e, unlogged;
 
 	if (!n)
 		return ESTALE;
@@ -713,10 +722,12 @@ static int do_read(struct read_answer *a, h5fs *fs, fuse_ino_t ino, size_t size,
 		e = node_fresh(fs, n);
 		if (e)
 			return e;
-		e = read_once(a, &failed, fs, n, size, off);
+		e = read_once(a, &failed, &unlogged, fs, n, size, off, attempt);
 		if (e && !failed)
 			return e;
 		c = live_read_check(fs, a->g, attempt, failed, n->path);
+		if (c == 0 && unlogged)  /* no change explains it */
+			return h5err_logged(fs, unlogged, "read", n->path, NULL, n->addr);
 		if (c != EAGAIN)
 			return c ? c : e;
 		answer_clear(a);

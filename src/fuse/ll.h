@@ -81,7 +81,7 @@ struct node {
 	char *target;           /* NT_LINK: readlink text */
 	h5_dataset *ds;         /* datasets: opened once, closed when forgotten */
 	struct gen *gen;        /* the generation f, addr, ds, st were read in
-				 * (a reference; changed under ds_lock) */
+				 * (a reference; changed under lk) */
 	uint64_t checked;       /* the generation n was last resolved in (gen,
 				 * which its fields belong to, may be older) */
 	bool stale;             /* then, its path no longer led to this object */
@@ -89,6 +89,11 @@ struct node {
 				 * node id is given to another object (ll_live.c) */
 	struct wqueue *wq;      /* the write order of its write handles (under fs->lock) */
 	struct stat st;
+	/* An append (ll_write.c) or a live FILE's refresh (ll_live.c) replaces
+	 * f, addr, ds, st, gen of this node: readers of them hold it shared.
+	 * One per node: a refresh of one object never waits for reads of
+	 * another. */
+	pthread_rwlock_t lk;
 };
 
 /* (parent ino, name) -> synthetic ino, kept for the whole mount so a
@@ -130,8 +135,6 @@ struct h5fs {
 	uint64_t next_synth;
 	struct kind_ent **kinds;
 	size_t kinds_cap, nkinds;
-	/* appends replace a node's ds and st: readers of either hold it shared */
-	pthread_rwlock_t ds_lock;
 	/* Open directory snapshots and write handles (under lock): when FILE
 	 * is unmounted while some are open, the kernel drops their pending
 	 * RELEASE requests, so h5fs_free() frees what is left. */
@@ -193,6 +196,9 @@ char *path_join(const char *dir, const char *name);
 uint64_t synth_ino(h5fs *fs, uint64_t parent, const char *name);
 
 /* ll_live.c */
+/* attempts at a read while a live FILE changes (the last one's error is
+ * logged; the earlier ones', met while a writer writes, are not) */
+#define H5FS_LIVE_READ_TRIES 4
 void gen_hold(struct gen *g);
 void gen_release(struct gen *g);
 struct gen *gen_current(h5fs *fs);

@@ -27,8 +27,8 @@
  * I/O and decompression) always run outside it; a node is built unlocked and
  * then inserted, and the loser of a race frees its copy.  Once in the table
  * a node changes only in its lookup count, a directory's parent (under
- * fs->lock) and, after appends, a dataset's ds and st (under fs->ds_lock,
- * which readers of either hold shared); the kernel never sends FORGET for
+ * fs->lock) and, after appends or a live FILE's refresh, its object's
+ * fields (under its own lk, which readers of them hold shared); the kernel never sends FORGET for
  * an inode that still has requests in flight, so handlers use the node
  * pointer after dropping the lock.
  */
@@ -133,6 +133,7 @@ void node_free(struct node *n)
 		h5_dataset_close(n->ds);
 	h5_file_release_related(n->f);   /* FILE itself is not released */
 	gen_release(n->gen);             /* last: it may close FILE */
+	pthread_rwlock_destroy(&n->lk);
 	free(n->path);
 	free(n->target);
 	free(n);
@@ -469,6 +470,7 @@ int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64
 	n = calloc(1, sizeof(*n));
 	if (!n)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	pthread_rwlock_init(&n->lk, NULL);
 	n->f = f;
 	h5_file_hold_related(f);
 	n->addr = addr;
@@ -540,6 +542,7 @@ int node_make_link(struct node **out, h5fs *fs, uint64_t ino, const char *path,
 	*out = NULL;
 	if (!n)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	pthread_rwlock_init(&n->lk, NULL);
 	n->addr = UINT64_MAX;
 	n->ino = ino;
 	n->type = NT_LINK;

@@ -30,7 +30,7 @@
  * - Reads are checked after they are made (live_read_check): FILE's
  *   descriptor still has its generation's stamp, so no byte was written
  *   meanwhile; else the read is made again on a new generation (at most
- *   LIVE_READ_TRIES times, then EIO with a log line). File times move in
+ *   H5FS_LIVE_READ_TRIES times, then EIO with a log line). File times move in
  *   clock ticks, so a generation opened within LIVE_QUIET_NS of FILE's last
  *   change cannot be vouched for by its stamp ("racy", as git's index
  *   says) and is opened again once FILE is quiet. A file a SWMR writer has
@@ -49,7 +49,6 @@
 
 #define LIVE_QUIET_NS 30000000LL        /* more than a clock tick of file times */
 #define LIVE_OPEN_TRIES 8               /* 5 ms doubling: about 1.3 s in all */
-#define LIVE_READ_TRIES 4
 
 struct live {
 	pthread_mutex_t mu;     /* one refresh or node rebuild at a time */
@@ -272,14 +271,14 @@ static void retire(struct live *lv, char *s)
  * the object found there, whose fields (read in g) n takes; NULL: n keeps
  * its fields and the generation they belong to (stale: the path leads
  * elsewhere now). tmp gets n's old fields and is freed here, outside
- * ds_lock. */
+ * n->lk. */
 static void node_swap(h5fs *fs, struct node *n, struct node *tmp, struct gen *g, bool stale)
 {
 	struct gen *old = NULL;
 
 	if (tmp)
 		gen_hold(g);
-	pthread_rwlock_wrlock(&fs->ds_lock);
+	pthread_rwlock_wrlock(&n->lk);
 	n->checked = g->num;
 	n->stale = stale;
 	if (tmp) {
@@ -302,7 +301,7 @@ static void node_swap(h5fs *fs, struct node *n, struct node *tmp, struct gen *g,
 		tmp->gen = old;
 		old = NULL;
 	}
-	pthread_rwlock_unlock(&fs->ds_lock);
+	pthread_rwlock_unlock(&n->lk);
 	if (tmp && tmp->target)
 		retire(fs->lv, tmp->target);   /* readlink may have it */
 	if (tmp)
@@ -385,12 +384,12 @@ int node_fresh(h5fs *fs, struct node *n)
 	if (!fs->live)
 		return 0;
 	__atomic_store_n(&fs->lv->accessed, true, __ATOMIC_RELAXED);
-	pthread_rwlock_rdlock(&fs->ds_lock);
+	pthread_rwlock_rdlock(&n->lk);
 	pthread_mutex_lock(&fs->lock);
 	same = n->checked == fs->gen->num;
 	pthread_mutex_unlock(&fs->lock);
 	stale = n->stale;
-	pthread_rwlock_unlock(&fs->ds_lock);
+	pthread_rwlock_unlock(&n->lk);
 	if (same)
 		return stale ? ESTALE : 0;
 	for (int attempt = 0;; attempt++) {
@@ -440,7 +439,7 @@ int node_use(struct use *u, h5fs *fs, struct node *n)
 	memset(u, 0, sizeof(*u));
 	if (e)
 		return e;
-	pthread_rwlock_rdlock(&fs->ds_lock);
+	pthread_rwlock_rdlock(&n->lk);
 	u->f = n->f;
 	u->addr = n->addr;
 	u->g = n->gen;
@@ -448,7 +447,7 @@ int node_use(struct use *u, h5fs *fs, struct node *n)
 		gen_hold(u->g);
 	if (u->f)
 		h5_file_hold_related(u->f);
-	pthread_rwlock_unlock(&fs->ds_lock);
+	pthread_rwlock_unlock(&n->lk);
 	if (u->g && __atomic_load_n(&u->g->broken, __ATOMIC_ACQUIRE)) {
 		/* rewritten in place and not readable yet (logged at refresh) */
 		node_use_end(u);
@@ -546,7 +545,7 @@ bool live_retry(h5fs *fs, int attempt)
 	struct live *lv = fs->lv;
 	bool again = false;
 
-	if (!fs->live || attempt + 1 >= LIVE_READ_TRIES)
+	if (!fs->live || attempt + 1 >= H5FS_LIVE_READ_TRIES)
 		return false;
 	pthread_mutex_lock(&lv->mu);
 	/* metadata a writer is still writing (a SWMR writer's flush, a
@@ -574,7 +573,7 @@ int live_read_check(h5fs *fs, struct gen *g, int attempt, bool failed, const cha
 	     (g->swmr || (!g->racy && h5_file_changed(g->f, NULL) == 0));
 	if (ok && !(failed && g->swmr))
 		return 0;
-	if (attempt + 1 >= LIVE_READ_TRIES) {
+	if (attempt + 1 >= H5FS_LIVE_READ_TRIES) {
 		if (!failed)
 			h5fs_log(fs, LOG_ERR, "read %s: %s %s: EIO", show_path(path), fs->lv->path,
 				 __atomic_load_n(&g->broken, __ATOMIC_ACQUIRE) ? "was rewritten and cannot be read now"
