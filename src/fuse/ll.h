@@ -71,6 +71,8 @@ struct node {
 	struct node *next;      /* hash chain */
 	uint64_t ino;
 	uint64_t nlookup;
+	unsigned busy;          /* the live watcher uses it (under fs->lock) */
+	bool dead;              /* forgotten while busy: the watcher frees it */
 	uint64_t addr;          /* object header address; UINT64_MAX for links */
 	h5_file *f;             /* the file of the object: FILE, or one reached by
 				 * an external link (a reference held, node_free) */

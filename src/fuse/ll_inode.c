@@ -611,7 +611,10 @@ void node_unref(h5fs *fs, uint64_t ino, uint64_t count)
 		n->nlookup = count < n->nlookup ? n->nlookup - count : 0;
 		if (n->nlookup == 0 && ino != FUSE_ROOT_ID) {
 			node_remove_locked(fs, n);
-			dead = n;
+			if (n->busy)
+				n->dead = true;   /* ll_live.c's sweep frees it */
+			else
+				dead = n;
 		}
 	}
 	pthread_mutex_unlock(&fs->lock);

@@ -274,16 +274,24 @@ static void retire(struct live *lv, char *s)
  * n->lk. */
 static void node_swap(h5fs *fs, struct node *n, struct node *tmp, struct gen *g, bool stale)
 {
-	struct gen *old = NULL;
+	struct gen *old;
+	h5_dataset *old_ds = NULL;
+	h5_file *old_f = NULL;
 
-	if (tmp)
-		gen_hold(g);
+	gen_hold(g);
 	pthread_rwlock_wrlock(&n->lk);
 	n->checked = g->num;
 	n->stale = stale;
+	old = n->gen;
+	n->gen = g;
+	if (!tmp && stale) {
+		/* it only answers ESTALE now: let its generation go */
+		old_ds = n->ds;
+		n->ds = NULL;
+		old_f = n->f;
+		n->f = n->f ? g->f : NULL;
+	}
 	if (tmp) {
-		old = n->gen;
-		n->gen = g;
 		h5_dataset *ds = n->ds;
 		h5_file *f = n->f;
 		char *target = n->target;
@@ -307,6 +315,10 @@ static void node_swap(h5fs *fs, struct node *n, struct node *tmp, struct gen *g,
 	if (tmp)
 		tmp->target = NULL;
 	node_free(tmp);
+	if (old_ds)
+		h5_dataset_close(old_ds);
+	if (old_f)
+		h5_file_release_related(old_f);
 	gen_release(old);
 }
 
@@ -328,7 +340,7 @@ static char *dir_of(const char *path)
  * 0, ESTALE when the path leads elsewhere or nowhere now, or EIO (logged:
  * the object is there but cannot be read; n keeps its old generation and
  * is tried again at its next use). */
-static int node_rebuild(h5fs *fs, struct node *n)
+static int node_rebuild(h5fs *fs, struct node *n, bool log)
 {
 	struct gen *g = fs->gen;        /* changes only under lv->mu */
 	struct node *tmp = NULL;
@@ -355,7 +367,7 @@ static int node_rebuild(h5fs *fs, struct node *n)
 	} else if (rc == 0 && (n->ino == FUSE_ROOT_ID || file_nodeid(fs, tf, taddr) == n->ino)) {
 		rc = node_make_obj(&tmp, fs, tf, taddr, n->ino, n->path);
 		if (rc < 0) {
-			e = h5err_logged(fs, rc, "refresh", n->path, NULL, taddr);
+			e = log ? h5err_logged(fs, rc, "refresh", n->path, NULL, taddr) : h5fs_errno(rc);
 			goto out;
 		}
 		stale = tmp->type != n->type;
@@ -393,11 +405,20 @@ int node_fresh(h5fs *fs, struct node *n)
 	if (same)
 		return stale ? ESTALE : 0;
 	for (int attempt = 0;; attempt++) {
+		char msg[256];
+
 		pthread_mutex_lock(&fs->lv->mu);
-		e = node_rebuild(fs, n);
+		/* a writer mid-flush may explain a failure: logged only when no
+		 * fresh generation answers */
+		e = node_rebuild(fs, n, false);
 		pthread_mutex_unlock(&fs->lv->mu);
-		if (e != EIO || !live_retry(fs, attempt))
+		if (e != EIO)
 			return e;
+		snprintf(msg, sizeof(msg), "%s", h5_err_msg());
+		if (!live_retry(fs, attempt)) {
+			h5fs_log(fs, LOG_ERR, "refresh %s: EIO: %s", show_path(n->path), msg);
+			return e;
+		}
 	}
 }
 
@@ -412,7 +433,7 @@ int node_adopt(h5fs *fs, struct node *n, h5_file *f, uint64_t addr, const char *
 	pthread_mutex_lock(&fs->lv->mu);
 	if (g != fs->gen)       /* the lookup itself read an older generation */
 		goto out;
-	if (node_rebuild(fs, n) != ESTALE)
+	if (node_rebuild(fs, n, true) != ESTALE)
 		goto out;
 	/* its own path leads elsewhere now and this name leads to its id:
 	 * the node is this object from now on, under a new entry generation */
@@ -592,54 +613,49 @@ int live_read_check(h5fs *fs, struct gen *g, int attempt, bool failed, const cha
 
 /* ---- the watcher ---------------------------------------------------------- */
 
-struct seen_node {
-	uint64_t ino, parent;
-	enum node_type type;
-	char *path;
-};
-
-/* After a new generation: drop what the kernel caches of every inode, and
- * the entries whose path leads elsewhere now. From the watcher, never a
- * request handler (an invalidation can wait on that request's locks). */
-static void tell_kernel(h5fs *fs)
+/* After a new generation: every node is resolved in it now (not at its
+ * next use), so old generations are closed as soon as no read holds them,
+ * and the kernel drops what it caches of every inode and the entries whose
+ * path leads elsewhere now. From the watcher, never a request handler (an
+ * invalidation can wait on that request's locks). */
+static void sweep(h5fs *fs)
 {
-	struct seen_node *v = NULL;
+	struct node **v = NULL;
 	struct gen *g = gen_current(fs);
 	size_t n = 0, i;
 
-	if (g->num == fs->lv->seen || !fs->se)
+	if (g->num == fs->lv->seen)
 		goto out;
 	pthread_mutex_lock(&fs->lock);
 	v = calloc(fs->nnodes ? fs->nnodes : 1, sizeof(*v));
 	for (i = 0; v && i < fs->nodes_cap; i++)
 		for (struct node *x = fs->nodes[i]; x && n < fs->nnodes; x = x->next) {
-			v[n].ino = x->ino;
-			v[n].parent = x->parent;
-			v[n].type = x->type;
-			v[n].path = strdup(x->path);
-			n++;
+			x->busy++;      /* a FORGET meanwhile leaves it to us */
+			v[n++] = x;
 		}
 	pthread_mutex_unlock(&fs->lock);
 	for (i = 0; i < n; i++) {
-		h5_file *tf = NULL;
-		uint64_t taddr;
-		h5_link last;
-		const char *name;
-		int rc;
+		struct node *x = v[i];
+		const char *name = strrchr(x->path, '/');   /* retired, never freed */
+		int e;
 
-		if (v[i].path && v[i].ino != FUSE_ROOT_ID && v[i].parent) {
-			rc = resolve(&tf, &taddr, &last, g, v[i].path);
-			name = strrchr(v[i].path, '/');
-			if ((rc < 0 || (rc == 0 && v[i].type != NT_LINK && file_nodeid(fs, tf, taddr) != v[i].ino)) && name)
-				fuse_lowlevel_notify_inval_entry(fs->se, v[i].parent, name + 1, strlen(name + 1));
-			if (rc == 0 && tf != g->f)
-				h5_file_release_related(tf);
-			h5_link_clear(&last);
-			h5_err_clear();
-		}
-		fuse_lowlevel_notify_inval_inode(fs->se, v[i].ino, 0, 0);
-		free(v[i].path);
+		pthread_mutex_lock(&fs->lv->mu);
+		e = node_rebuild(fs, x, false);   /* tried again at its next use */
+		pthread_mutex_unlock(&fs->lv->mu);
+		h5_err_clear();
+		if (!fs->se)
+			continue;
+		if (e == ESTALE && x->parent && name)
+			fuse_lowlevel_notify_inval_entry(fs->se, x->parent, name + 1, strlen(name + 1));
+		fuse_lowlevel_notify_inval_inode(fs->se, x->ino, 0, 0);
 	}
+	pthread_mutex_lock(&fs->lock);
+	for (i = 0; i < n; i++)
+		if (--v[i]->busy || !v[i]->dead)
+			v[i] = NULL;
+	pthread_mutex_unlock(&fs->lock);
+	for (i = 0; i < n; i++)
+		node_free(v[i]);
 	fs->lv->seen = g->num;
 out:
 	free(v);
@@ -689,7 +705,7 @@ static void *watcher(void *arg)
 			watch_path(lv);         /* a file renamed over FILE */
 		pthread_mutex_unlock(&lv->mu);
 		h5_err_clear();
-		tell_kernel(fs);
+		sweep(fs);
 	}
 	return NULL;
 }

@@ -339,6 +339,8 @@ def test_swmr(d):
     with h5py.File(path, "w", libver="latest") as f:
         f.create_dataset("ea", shape=(0, 16), maxshape=(None, 16), chunks=(4, 16), dtype="u1")
         f.create_dataset("bt2", shape=(0, 16), maxshape=(None, None), chunks=(4, 16), dtype="u1")
+        for k in range(3):
+            f.create_dataset("idle%d" % k, data=[k])
     with h5py.File(path, "r") as f:
         from h5py import h5d
         kinds = {nm: f[nm].id.get_create_plist().get_layout() for nm in ("ea", "bt2")}
@@ -349,7 +351,12 @@ def test_swmr(d):
         rd.start()
         sizes = {"ea": [], "bt2": []}
         w = subprocess.Popen([sys.executable, "-c", SWMR, path, str(n), str(step)])
+        t0, idle = time.monotonic(), 0
         while w.poll() is None:
+            # objects looked up once, at different generations, then idle
+            if idle < 3 and time.monotonic() - t0 > 0.5 * idle:
+                os.stat(os.path.join(mnt, "idle%d" % idle))
+                idle += 1
             for nm in sizes:
                 try:
                     sizes[nm].append(os.stat(os.path.join(mnt, nm)).st_size)
@@ -369,6 +376,14 @@ def test_swmr(d):
             if open(os.path.join(mnt, nm), "rb").read() != want:
                 T.fail("SWMR %s: bytes differ" % nm)
         rd.finish("swmr")
+        # old generations are closed once nothing holds them: one or two
+        # descriptors of FILE open, not one per generation an idle object
+        # was last read in
+        time.sleep(2.5)
+        fds = [x for x in os.listdir("/proc/%d/fd" % m.proc.pid)
+               if os.path.realpath("/proc/%d/fd/%s" % (m.proc.pid, x)) == os.path.realpath(path)]
+        if len(fds) > 2:
+            T.fail("SWMR: %d descriptors of FILE still open: old generations kept" % len(fds))
         if os.environ.get("LIVE_LOG"):
             print(m.output()[-3000:])
 
