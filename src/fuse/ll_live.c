@@ -15,10 +15,12 @@
  *   decoded metadata, chunk index or chunk of the old bytes is ever used
  *   with the new ones. Half-written metadata (a SWMR writer flushing, a
  *   copy under way) fails to open: tried again with doubling backoff.
- * - Nodes are re-resolved by path when next used (node_fresh): if the path
- *   leads to an object with the node's id, that object's dataset and
- *   attributes replace the node's; else the node is stale (ESTALE on open
- *   descriptors, ENOENT to lookups). A lookup whose name now leads to a
+ * - Nodes are re-resolved by path (node_rebuild): all of them by the
+ *   watcher right after a new generation (sweep), and any a request meets
+ *   before that (node_fresh). If the path leads to an object with the
+ *   node's id, that object's dataset and attributes replace the node's;
+ *   else the node is stale (ESTALE on open descriptors, ENOENT to
+ *   lookups) and lets go of its old object. A lookup whose name now leads to a
  *   stale node's id makes the node that object, with a new entry
  *   generation, so the kernel drops its old inode (node_adopt).
  *   An old generation is closed when the last node and read let go.
