@@ -664,7 +664,9 @@ static int read_once(struct read_answer *a, bool *failed, int *unlogged, h5fs *f
 	 * virtual dataset's sources): the extents stay valid after the lock is
 	 * dropped, since an append writes new bytes elsewhere and never
 	 * rewrites bytes in use, and a.g keeps the descriptors open. */
-	if (h5_file_fd(n->f) >= 0) {
+	/* (not for a live FILE that has changed: the pages are spliced while
+	 * the reply is written, after live_read_check) */
+	if (h5_file_fd(n->f) >= 0 && !live_direct(fs)) {
 		if (h5_dataset_extents(a->ext, H5FS_MAX_EXTENTS, &a->next, n->ds, (uint64_t)off, (size_t)len) == 0 &&
 		    a->next > 0)
 			goto out;

@@ -28,7 +28,9 @@
  *   seconds; after a change the watcher invalidates every inode (pages,
  *   attributes, cached listings) and the entries whose path now leads
  *   elsewhere; files opened once FILE has changed are read with direct_io,
- *   so the page cache never holds pages of two versions.
+ *   so the page cache never holds pages of two versions, and their plain
+ *   bytes are copied rather than spliced (a splice happens while the reply
+ *   is written, after the check below).
  * - Reads are checked after they are made (live_read_check): FILE's
  *   descriptor still has its generation's stamp, so no byte was written
  *   meanwhile; else the read is made again on a new generation (at most
