@@ -50,6 +50,9 @@ void h5fs_free(h5fs *fs);
 /* The session notifications go to (appends drop the kernel's cached
  * attributes of a grown file); set once it exists, before the loop runs. */
 void h5fs_set_session(h5fs *fs, struct fuse_session *se);
+/* Stop the thread that watches a live FILE (it sends the session
+ * notifications): before the session is unmounted and destroyed. */
+void h5fs_stop_watching(h5fs *fs);
 
 /* The one place where engine errors become errno values. */
 int h5fs_errno(int h5err);

@@ -733,16 +733,24 @@ void live_start(h5fs *fs)
 	h5fs_log(fs, LOG_ERR, "cannot start the watcher of %s: changes are not shown", lv->path);
 }
 
+void h5fs_stop_watching(h5fs *fs)
+{
+	struct live *lv = fs ? fs->lv : NULL;
+
+	if (!lv || !lv->started)
+		return;
+	(void)!write(lv->wake[1], "x", 1);
+	pthread_join(lv->thread, NULL);
+	lv->started = false;
+}
+
 void live_free(h5fs *fs)
 {
 	struct live *lv = fs->lv;
 
 	if (!lv)
 		return;
-	if (lv->started) {
-		(void)!write(lv->wake[1], "x", 1);
-		pthread_join(lv->thread, NULL);
-	}
+	h5fs_stop_watching(fs);
 	for (int i = 0; i < 2; i++)
 		if (lv->wake[i] >= 0)
 			close(lv->wake[i]);

@@ -643,6 +643,7 @@ static int run(struct daemon *D)
 
 static void daemon_free(struct daemon *D)
 {
+	h5fs_stop_watching(D->fs);      /* it notifies the session */
 	if (D->mounted)
 		fuse_session_unmount(D->se);
 	if (D->handlers)
