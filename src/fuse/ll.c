@@ -620,7 +620,8 @@ struct read_answer {
 	h5_pin pin;
 	uint8_t *buf;
 	size_t len;
-	struct gen *g;          /* held until the reply is written */
+	struct gen *g;          /* held until the reply is written, */
+	h5_file *rf;            /* with the related file read (its cache view) */
 };
 
 static void answer_clear(struct read_answer *a)
@@ -631,6 +632,8 @@ static void answer_clear(struct read_answer *a)
 	a->buf = NULL;
 	a->len = 0;
 	a->next = 0;
+	h5_file_release_related(a->rf);
+	a->rf = NULL;
 	gen_release(a->g);
 	a->g = NULL;
 }
@@ -650,6 +653,8 @@ static int read_once(struct read_answer *a, bool *failed, int *unlogged, h5fs *f
 	a->g = n->gen;
 	if (a->g)
 		gen_hold(a->g);
+	a->rf = n->f;
+	h5_file_hold_related(a->rf);
 	if (n->stale) {
 		e = ESTALE;
 		goto out;
