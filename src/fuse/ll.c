@@ -285,14 +285,16 @@ static int do_readlink(const char **target, h5fs *fs, fuse_ino_t ino)
 		return e;
 	if (n->type != NT_LINK)
 		return EINVAL;
+	pthread_rwlock_rdlock(&n->lk);   /* a live refresh may replace it */
+	*target = n->target;             /* (the old text is kept: ll_live.c) */
+	pthread_rwlock_unlock(&n->lk);
 	/* The kernel takes at most PATH_MAX - 1 bytes: /dev/fuse refuses a
 	 * longer reply, and the caller would see an EIO nobody logged. */
-	if (strlen(n->target) >= PATH_MAX) {
+	if (strlen(*target) >= PATH_MAX) {
 		h5fs_log(fs, LOG_WARNING, "readlink %s: target of %zu bytes is longer than PATH_MAX",
-			 show_path(n->path), strlen(n->target));
+			 show_path(n->path), strlen(*target));
 		return ENAMETOOLONG;
 	}
-	*target = n->target;
 	return 0;
 }
 
@@ -438,7 +440,7 @@ static int do_opendir(struct dirsnap **out, h5fs *fs, fuse_ino_t ino)
 		goto fail;
 	}
 	if (rc < 0) {
-		err = h5err_logged(fs, rc, "readdir", n->path, NULL, n->addr);
+		err = h5err_logged(fs, rc, "readdir", n->path, NULL, u.addr);
 		goto fail;
 	}
 	if (d->skipped)

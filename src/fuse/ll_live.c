@@ -305,7 +305,8 @@ static void node_swap(h5fs *fs, struct node *n, struct node *tmp, struct gen *g,
 		n->target = tmp->target;
 		n->addr = tmp->addr;
 		n->kind = tmp->kind;
-		n->type = tmp->type;
+		if (n->type != tmp->type)   /* node_adopt only; readers check it unlocked */
+			n->type = tmp->type;
 		n->st = tmp->st;
 		tmp->ds = ds;
 		tmp->f = f;
@@ -625,6 +626,7 @@ int live_read_check(h5fs *fs, struct gen *g, int attempt, bool failed, const cha
 static void sweep(h5fs *fs)
 {
 	struct node **v = NULL;
+	uint64_t *parent = NULL;
 	struct gen *g = gen_current(fs);
 	size_t n = 0, i;
 
@@ -632,25 +634,28 @@ static void sweep(h5fs *fs)
 		goto out;
 	pthread_mutex_lock(&fs->lock);
 	v = calloc(fs->nnodes ? fs->nnodes : 1, sizeof(*v));
-	for (i = 0; v && i < fs->nodes_cap; i++)
+	parent = calloc(fs->nnodes ? fs->nnodes : 1, sizeof(*parent));
+	for (i = 0; v && parent && i < fs->nodes_cap; i++)
 		for (struct node *x = fs->nodes[i]; x && n < fs->nnodes; x = x->next) {
 			x->busy++;      /* a FORGET meanwhile leaves it to us */
+			parent[n] = x->parent;
 			v[n++] = x;
 		}
 	pthread_mutex_unlock(&fs->lock);
 	for (i = 0; i < n; i++) {
 		struct node *x = v[i];
-		const char *name = strrchr(x->path, '/');   /* retired, never freed */
+		const char *name;
 		int e;
 
 		pthread_mutex_lock(&fs->lv->mu);
 		e = node_rebuild(fs, x, false);   /* tried again at its next use */
+		name = strrchr(x->path, '/');     /* changes under mu; retired, never freed */
 		pthread_mutex_unlock(&fs->lv->mu);
 		h5_err_clear();
 		if (!fs->se)
 			continue;
-		if (e == ESTALE && x->parent && name)
-			fuse_lowlevel_notify_inval_entry(fs->se, x->parent, name + 1, strlen(name + 1));
+		if (e == ESTALE && parent[i] && name)
+			fuse_lowlevel_notify_inval_entry(fs->se, parent[i], name + 1, strlen(name + 1));
 		fuse_lowlevel_notify_inval_inode(fs->se, x->ino, 0, 0);
 	}
 	pthread_mutex_lock(&fs->lock);
@@ -663,6 +668,7 @@ static void sweep(h5fs *fs)
 	fs->lv->seen = g->num;
 out:
 	free(v);
+	free(parent);
 	gen_release(g);
 }
 

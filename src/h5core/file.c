@@ -333,9 +333,7 @@ int h5_file_changed(h5_file *f, const char *path)
 		else if ((uint64_t)st.st_dev != f->stamp.dev || (uint64_t)st.st_ino != f->stamp.ino)
 			m |= H5_CHANGED_PATH;
 	}
-	if (f->related)
-		m |= h5_related_changed(f);
-	return m;
+	return m | h5_related_changed(f);
 }
 
 int h5_file_probe(h5_file *f)

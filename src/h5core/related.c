@@ -132,9 +132,12 @@ void h5_related_free(h5_file *top)
 
 int h5_related_changed(h5_file *top)
 {
-	struct h5_related *r = top->related;
+	struct h5_related *r;
 	int m = 0;
 
+	pthread_mutex_lock(&init_lock);     /* the table is made on first use */
+	r = top->related;
+	pthread_mutex_unlock(&init_lock);
 	if (!r)
 		return 0;
 	pthread_mutex_lock(&r->lock);
