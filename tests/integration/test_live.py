@@ -16,7 +16,7 @@ Covered:
   * non-SWMR appends on a v1 B-tree dataset, with new groups and a growing
     attribute; SWMR appends (h5py swmr_mode) on an extensible array and a
     v2 B-tree dataset; tail -f following appends;
-  * an external link target file rewritten; an object replaced on nginx
+  * an external link target file and a VDS source file rewritten; an object replaced on nginx
     (another ETag: opened anew instead of EIO);
   * -o refresh=0 keeps the view as mounted.
 """
@@ -85,6 +85,15 @@ for i in range(n):
         if i == n // 2 and "gone" in f:
             del f["gone"]
     time.sleep(0.15)
+'''
+
+# a VDS source: /a of 64 rows of version v (the VDS file maps all of it)
+VDS_SRC = GEN + r'''
+path, v = sys.argv[1], int(sys.argv[2])
+with h5py.File(path, "w") as f:
+    for k in range(v):          # /a at another address each version
+        f.create_dataset("pad%d" % k, data=rows(v, "pad", 0, 4))
+    f.create_dataset("a", data=rows(v, "a", 0, 64))
 '''
 
 SWMR = GEN + r'''
@@ -404,6 +413,28 @@ def test_extlink(d):
             T.fail("external link: " + err)
 
 
+def test_vds_source(d):
+    """A virtual dataset's source file rewritten in place."""
+    src, vds, mnt = os.path.join(d, "src.h5"), os.path.join(d, "vds.h5"), os.path.join(d, "mnt")
+    run_py(VDS_SRC, src, 1)
+    lay = h5py.VirtualLayout(shape=(64, 16), dtype="u1")
+    lay[:] = h5py.VirtualSource("src.h5", "a", shape=(64, 16))
+    with h5py.File(vds, "w", libver="latest") as f:
+        f.create_virtual_dataset("a", lay)
+    with T.Mount(vds, mnt, ["-o", "ro"]) as m, m.watchdog(120):
+        if head_version(mnt, "a") != 1:
+            T.fail("VDS source: v1 not shown")
+        rd = Reader(mnt, ["a"], versions={1, 2})
+        rd.start()
+        run_py(VDS_SRC, os.path.join(d, "src2.h5"), 2)
+        subprocess.run(["sh", "-c", 'cat "$1" > "$2"', "sh", os.path.join(d, "src2.h5"), src], check=True)
+        wait_for("VDS source rewritten", lambda: head_version(mnt, "a") == 2)
+        rd.finish("vds source")
+        err = check_bytes("a", 0, open(os.path.join(mnt, "a"), "rb").read(), {2})
+        if err:
+            T.fail("VDS source: " + err)
+
+
 def test_remote(d):
     """An object replaced on nginx (another ETag) is opened anew."""
     import shutil
@@ -450,7 +481,7 @@ def test_frozen(d):
 def main():
     base = T.workdir("live")
     only = os.environ.get("LIVE_ONLY")     # one test by name, by hand
-    for t in (test_rewrites, test_appends, test_swmr, test_extlink, test_remote, test_frozen):
+    for t in (test_rewrites, test_appends, test_swmr, test_extlink, test_vds_source, test_remote, test_frozen):
         if only and t.__name__ != only:
             continue
         d = os.path.join(base, t.__name__)
