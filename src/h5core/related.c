@@ -106,7 +106,7 @@ static int related_init(h5_file *top)
 	}
 	pthread_mutex_init(&r->lock, NULL);
 	r->root_dir = real;
-	top->related = r;
+	__atomic_store_n(&top->related, r, __ATOMIC_RELEASE);   /* h5_related_changed */
 	return 0;
 }
 
@@ -135,9 +135,9 @@ int h5_related_changed(h5_file *top)
 	struct h5_related *r;
 	int m = 0;
 
-	pthread_mutex_lock(&init_lock);     /* the table is made on first use */
-	r = top->related;
-	pthread_mutex_unlock(&init_lock);
+	/* the table is made on first use (related_init): asked on every read
+	 * of a live mount, so no lock for a file that has none */
+	r = __atomic_load_n(&top->related, __ATOMIC_ACQUIRE);
 	if (!r)
 		return 0;
 	pthread_mutex_lock(&r->lock);
