@@ -15,7 +15,8 @@ Covered:
     objects and attributes (listings and xattrs equal h5py's);
   * non-SWMR appends on a v1 B-tree dataset, with new groups and a growing
     attribute; SWMR appends (h5py swmr_mode) on an extensible array and a
-    v2 B-tree dataset; tail -f following appends;
+    v2 B-tree dataset, and by a libhdf5 C writer (live_writer.c); tail -f
+    following appends;
   * an external link target file and a VDS source file rewritten; an object replaced on nginx
     (another ETag: opened anew instead of EIO);
   * -o refresh=0 keeps the view as mounted.
@@ -397,6 +398,43 @@ def test_swmr(d):
             print(m.output()[-3000:])
 
 
+def test_c_writer(d):
+    """SWMR appends by a libhdf5 C writer (live_writer.c)."""
+    import shutil
+    cc = shutil.which("cc") or shutil.which("gcc")
+    r = subprocess.run(["pkg-config", "--cflags", "--libs", "hdf5-serial"], capture_output=True, text=True)
+    if r.returncode != 0:
+        r = subprocess.run(["pkg-config", "--cflags", "--libs", "hdf5"], capture_output=True, text=True)
+    if not cc or r.returncode != 0:
+        print("SKIP test_c_writer: no C compiler or libhdf5-dev")
+        return
+    exe, path, mnt = os.path.join(d, "live_writer"), os.path.join(d, "c.h5"), os.path.join(d, "mnt")
+    src = os.path.join(T.SRCDIR, "tests", "integration", "live_writer.c")
+    b = subprocess.run([cc, "-O1", "-o", exe, src] + r.stdout.split(), capture_output=True, text=True, timeout=120)
+    if b.returncode != 0:
+        T.fail("live_writer.c does not build: %s" % b.stderr[-500:])
+        return
+    subprocess.run([exe, path, "create"], check=True, timeout=60)
+    n, step = 30, 5
+    with T.Mount(path, mnt, ["-o", "ro"]) as m, m.watchdog(120):
+        rd = Reader(mnt, ["c"], versions={0})
+        rd.start()
+        sizes = []
+        w = subprocess.Popen([exe, path, "append", str(n), str(step)])
+        while w.poll() is None:
+            sizes.append(os.stat(os.path.join(mnt, "c")).st_size)
+            time.sleep(0.1)
+        if w.returncode != 0:
+            T.fail("live_writer failed (%d)" % w.returncode)
+        wait_for("C SWMR writer: size", lambda: os.stat(os.path.join(mnt, "c")).st_size == n * step * ROW)
+        rd.finish("c writer")
+        if len(set(sizes)) < 3:
+            T.fail("C SWMR writer: growth not followed while writing: %s" % sorted(set(sizes)))
+        want = b"".join(row(0, "c", r) for r in range(n * step))
+        if open(os.path.join(mnt, "c"), "rb").read() != want:
+            T.fail("C SWMR writer: bytes differ")
+
+
 def test_extlink(d):
     main, ext, mnt = os.path.join(d, "main.h5"), os.path.join(d, "ext.h5"), os.path.join(d, "mnt")
     run_py(VERSION, ext, 1)
@@ -481,7 +519,7 @@ def test_frozen(d):
 def main():
     base = T.workdir("live")
     only = os.environ.get("LIVE_ONLY")     # one test by name, by hand
-    for t in (test_rewrites, test_appends, test_swmr, test_extlink, test_vds_source, test_remote, test_frozen):
+    for t in (test_rewrites, test_appends, test_swmr, test_c_writer, test_extlink, test_vds_source, test_remote, test_frozen):
         if only and t.__name__ != only:
             continue
         d = os.path.join(base, t.__name__)
