@@ -41,8 +41,9 @@
  * I/O and decompression) always run outside it; a node is built unlocked and
  * then inserted, and the loser of a race frees its copy.  Once in the table
  * a node changes only in its lookup count (under fs->lock) and, after
- * appends, a dataset's ds and st (under fs->ds_lock, which readers of
- * either hold shared); the kernel never sends FORGET for
+ * appends or a live FILE's refresh, its object's fields (under its own
+ * lk, which readers of them hold shared; a directory's anchors, fpath,
+ * a_mnt and a_file, never change); the kernel never sends FORGET for
  * an inode that still has requests in flight, so handlers use the node
  * pointer after dropping the lock.
  */
@@ -146,6 +147,8 @@ void node_free(struct node *n)
 	if (n->ds)
 		h5_dataset_close(n->ds);
 	h5_file_release_related(n->f);   /* FILE itself is not released */
+	gen_release(n->gen);             /* last: it may close FILE */
+	pthread_rwlock_destroy(&n->lk);
 	free(n->path);
 	free(n->fpath);
 	free(n->target);
@@ -195,6 +198,26 @@ out:
 	return ino;   /* 0 only when out of memory */
 }
 
+/* The (parent, name) number `old` given up (a live FILE's change left
+ * its node stale, ll.c renew_synth): the name gets a new one, so the
+ * kernel never sees one node id for two objects. 0: out of memory. */
+uint64_t synth_renew(h5fs *fs, uint64_t parent, const char *name, uint64_t old)
+{
+	struct synth *s;
+	uint64_t ino = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	for (s = fs->synth[hash_name(parent, name, fs->synth_cap)]; s; s = s->next)
+		if (s->parent == parent && strcmp(s->name, name) == 0) {
+			if (s->ino == old)
+				s->ino = H5FS_SYNTH_BIT | fs->next_synth++;
+			ino = s->ino;
+			break;
+		}
+	pthread_mutex_unlock(&fs->lock);
+	return ino ? ino : synth_ino(fs, parent, name);
+}
+
 /* A directory's node id is for the kernel only (readdir and stat show
  * st_ino): when the kernel forgets the node, its entry goes too, so the
  * table holds the directories in use, not every path ever walked (a file
@@ -241,6 +264,26 @@ void kind_remember(h5fs *fs, uint64_t addr, h5_obj_kind kind)
 	fs->kinds[b] = k;
 	fs->nkinds++;
 out:
+	pthread_mutex_unlock(&fs->lock);
+}
+
+/* A new generation of FILE (ll_live.c) may hold other kinds at the
+ * addresses remembered. */
+void kind_forget_all(h5fs *fs)
+{
+	pthread_mutex_lock(&fs->lock);
+	for (size_t i = 0; i < fs->kinds_cap; i++) {
+		struct kind_ent *k = fs->kinds[i];
+
+		while (k) {
+			struct kind_ent *next = k->next;
+
+			free(k);
+			k = next;
+		}
+		fs->kinds[i] = NULL;
+	}
+	fs->nkinds = 0;
 	pthread_mutex_unlock(&fs->lock);
 }
 
@@ -506,7 +549,7 @@ out:
 /* Appends are possible: FILE is open read-write and the mount is not -o ro. */
 bool fs_writable(const h5fs *fs)
 {
-	return !fs->cfg.read_only && h5_file_writable(fs->f);
+	return fs->writable;   /* h5fs_new: !read_only && h5_file_writable(FILE) */
 }
 
 static void stat_init(h5fs *fs, struct stat *st, uint64_t ino, mode_t mode, int64_t mtime)
@@ -540,6 +583,7 @@ int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64
 	n = calloc(1, sizeof(*n));
 	if (!n)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	pthread_rwlock_init(&n->lk, NULL);
 	n->f = f;
 	h5_file_hold_related(f);
 	n->addr = addr;
@@ -573,7 +617,7 @@ int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64
 		alloc = h5_dataset_allocated(n->ds);
 		/* datasets that can grow by `cat >>` are owner-writable on a
 		 * writable mount (where the owner may read) */
-		if (f == fs->f && fs_writable(fs) && h5_append_check(n->ds) == 0) {
+		if (fs_writable(fs) && f == fs->f && h5_append_check(n->ds) == 0) {
 			n->st.st_mode |= (fs->file_mode & S_IRUSR) >> 1;
 			/* cat and cp size their writes by st_blksize: one
 			 * FUSE write of the largest size (max_write) */
@@ -611,6 +655,7 @@ int node_make_link(struct node **out, h5fs *fs, uint64_t ino, const char *path,
 	*out = NULL;
 	if (!n)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	pthread_rwlock_init(&n->lk, NULL);
 	n->addr = UINT64_MAX;
 	n->ino = ino;
 	n->type = NT_LINK;
@@ -681,7 +726,10 @@ void node_unref(h5fs *fs, uint64_t ino, uint64_t count)
 			node_remove_locked(fs, n);
 			if (n->type == NT_DIR && (n->ino & H5FS_SYNTH_BIT))
 				synth_drop_locked(fs, n);
-			dead = n;
+			if (n->busy)
+				n->dead = true;   /* ll_live.c's sweep frees it */
+			else
+				dead = n;
 		}
 	}
 	pthread_mutex_unlock(&fs->lock);
