@@ -17,12 +17,15 @@
  *   copy under way) fails to open: tried again with doubling backoff.
  * - Nodes are re-resolved by path (node_rebuild): all of them by the
  *   watcher right after a new generation (sweep), and any a request meets
- *   before that (node_fresh). If the path leads to an object with the
- *   node's id, that object's dataset and attributes replace the node's;
- *   else the node is stale (ESTALE on open descriptors, ENOENT to
+ *   before that (node_fresh), the path walked as a lookup walks it
+ *   (resolve). If the path leads to an object with the node's id (a
+ *   directory, a node per path: the same group shown from the same
+ *   anchors; a symlink: a symlink), that object's fields replace the
+ *   node's; else the node is stale (ESTALE on open descriptors, ENOENT to
  *   lookups) and lets go of its old object. A lookup whose name now leads to a
- *   stale node's id makes the node that object, with a new entry
- *   generation, so the kernel drops its old inode (node_adopt).
+ *   stale object node's id makes the node that object, with a new entry
+ *   generation, so the kernel drops its old inode (node_adopt); a stale
+ *   directory or symlink gives its (parent, name) number up (ll.c).
  *   An old generation is closed when the last node and read let go.
  * - The kernel's caches: entries and attributes time out after refresh
  *   seconds; after a change the watcher invalidates every inode (pages,

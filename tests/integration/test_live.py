@@ -19,6 +19,12 @@ Covered:
     following appends;
   * an external link target file and a VDS source file rewritten; an object replaced on nginx
     (another ETag: opened anew instead of EIO);
+  * links (issue 21's rules) across changes: a group reached by an external
+    link and shown from it (an absolute soft link inside it a symlink, one
+    outside it shown in place, a hard link up the path a "." symlink)
+    after its file is rewritten and after the link is pointed at another
+    group; a group at two paths (two directories, one st_ino) replaced by
+    another group;
   * -o refresh=0 keeps the view as mounted.
 """
 import errno
@@ -111,6 +117,34 @@ for i in range(n):
         ds.flush()
     time.sleep(0.05)
 f.close()
+'''
+
+
+# external links and per-path directories (test_links_live): FILE main
+# (version v) links x to EXT:/inner (v < 3) or EXT:/inner2, and has a group
+# g1 also linked as g2; EXT (version v) has pads (addresses move), /inner
+# (d; s -> /inner/d; out -> /other/e; up = /inner) and /inner2 (d; s ->
+# /inner2/d).
+LINKS = GEN + r'''
+main, ext, v, which = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+if which in ("ext", "both"):
+    with h5py.File(ext, "w") as f:
+        for k in range(v):
+            f.create_dataset("pad%d" % k, data=rows(v, "pad", 0, 4))
+        f.create_dataset("inner/d", data=rows(v, "d", 0, 8))
+        f["inner/s"] = h5py.SoftLink("/inner/d")
+        f["inner/out"] = h5py.SoftLink("/other/e")
+        f["inner/up"] = f["inner"]
+        f.create_dataset("other/e", data=rows(v, "e", 0, 8))
+        f.create_dataset("inner2/d", data=rows(v, "d2", 0, 8))
+        f["inner2/s"] = h5py.SoftLink("/inner2/d")
+if which in ("main", "both"):
+    with h5py.File(main, "w") as f:
+        for k in range(v):
+            f.create_dataset("pad%d" % k, data=rows(v, "pad", 0, 4))
+        f["x"] = h5py.ExternalLink("ext.h5", "/inner" if v < 3 else "/inner2")
+        f.create_dataset("g1/k" if v < 3 else "g1/k3", data=rows(v, "k", 0, 8))
+        f["g2"] = f["g1"]
 '''
 
 
@@ -451,6 +485,88 @@ def test_extlink(d):
             T.fail("external link: " + err)
 
 
+def test_links_live(d):
+    """Issue 21's tree (links shown in place, anchors of another file's
+    groups, directories one node per path) re-resolved on a live FILE."""
+    main, ext, mnt = os.path.join(d, "main.h5"), os.path.join(d, "ext.h5"), os.path.join(d, "mnt")
+
+    def rewrite(v, which):
+        new = os.path.join(d, "new%d%s" % (v, which))
+        os.makedirs(new)
+        run_py(LINKS, os.path.join(new, "main.h5"), os.path.join(new, "ext.h5"), v, which)
+        for nm in (["main.h5"] if which == "main" else ["ext.h5"]):
+            subprocess.run(["sh", "-c", 'cat "$1" > "$2"', "sh", os.path.join(new, nm), os.path.join(d, nm)],
+                           check=True)
+
+    def read(p):
+        with open(os.path.join(mnt, p), "rb") as f:
+            return f.read()
+
+    def check_x(label, v, inner):
+        """x shows EXT:/inner (or /inner2) of version v as issue 21 does."""
+        want = ["d", "out", "s", "up"] if inner == "inner" else ["d", "s"]
+        if sorted(os.listdir(os.path.join(mnt, "x"))) != want:
+            T.fail("%s: x lists %s, want %s" % (label, sorted(os.listdir(os.path.join(mnt, "x"))), want))
+            return
+        dn = "d" if inner == "inner" else "d2"
+        err = check_bytes(dn, 0, read("x/d"), {v})
+        if err:
+            T.fail("%s: x/d: %s" % (label, err))
+        # an absolute soft link inside the anchor: a symlink to x/d
+        if not os.path.islink(os.path.join(mnt, "x/s")) or read("x/s") != read("x/d"):
+            T.fail("%s: x/s is not a symlink to x/d (%r)" % (label, os.path.islink(os.path.join(mnt, "x/s"))))
+        if inner == "inner":
+            # outside the anchor: followed, shown in place
+            if os.path.islink(os.path.join(mnt, "x/out")):
+                T.fail("%s: x/out is a symlink" % label)
+            err = check_bytes("e", 0, read("x/out"), {v})
+            if err:
+                T.fail("%s: x/out: %s" % (label, err))
+            # a hard link to its own group: "."
+            if os.readlink(os.path.join(mnt, "x/up")) != ".":
+                T.fail("%s: x/up -> %r" % (label, os.readlink(os.path.join(mnt, "x/up"))))
+
+    def check_g(label, kid):
+        s1, s2 = os.stat(os.path.join(mnt, "g1")), os.stat(os.path.join(mnt, "g2"))
+        l1, l2 = sorted(os.listdir(os.path.join(mnt, "g1"))), sorted(os.listdir(os.path.join(mnt, "g2")))
+        if s1.st_ino != s2.st_ino or l1 != [kid] or l2 != [kid]:
+            T.fail("%s: g1 %d %s, g2 %d %s (want one st_ino, [%s])" % (label, s1.st_ino, l1, s2.st_ino, l2, kid))
+
+    run_py(LINKS, main, ext, 1, "both")
+    with T.Mount(main, mnt, ["-o", "ro"]) as m, m.watchdog(120):
+        check_x("v1", 1, "inner")
+        check_g("v1", "k")
+        # the external file rewritten in place (its group moves)
+        rewrite(2, "ext")
+        wait_for("external file rewritten", lambda: head_version(mnt, "x/d") == 2)
+        check_x("ext v2", 2, "inner")
+        check_g("ext v2", "k")
+        # FILE rewritten, x still to EXT:/inner: x is re-resolved through
+        # the link to the same group from the same anchor, so a descriptor
+        # of it stays good (ESTALE had the anchor come out otherwise)
+        fd = os.open(os.path.join(mnt, "x"), os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            link = os.readlink("s", dir_fd=fd)
+            rewrite(2, "main")
+            wait_for("FILE rewritten", lambda: os.path.exists(os.path.join(mnt, "pad1")))
+            check_x("main v2", 2, "inner")
+            check_g("main v2", "k")
+            try:
+                if sorted(os.listdir(fd)) != ["d", "out", "s", "up"] or os.readlink("s", dir_fd=fd) != link:
+                    T.fail("main v2: x's descriptor lists %s" % sorted(os.listdir(fd)))
+            except OSError as e:
+                T.fail("main v2: x's descriptor: %s" % e)
+        finally:
+            os.close(fd)
+        # FILE rewritten: x leads to another group of EXT (a new anchor),
+        # g1 (and g2) to another group
+        rewrite(3, "main")
+        wait_for("external link pointed elsewhere", lambda: sorted(os.listdir(os.path.join(mnt, "x"))) == ["d", "s"])
+        check_x("main v3", 2, "inner2")
+        wait_for("group replaced", lambda: os.listdir(os.path.join(mnt, "g1")) == ["k3"])
+        check_g("main v3", "k3")
+
+
 def test_vds_source(d):
     """A virtual dataset's source file rewritten in place."""
     src, vds, mnt = os.path.join(d, "src.h5"), os.path.join(d, "vds.h5"), os.path.join(d, "mnt")
@@ -519,7 +635,7 @@ def test_frozen(d):
 def main():
     base = T.workdir("live")
     only = os.environ.get("LIVE_ONLY")     # one test by name, by hand
-    for t in (test_rewrites, test_appends, test_swmr, test_c_writer, test_extlink, test_vds_source, test_remote, test_frozen):
+    for t in (test_rewrites, test_appends, test_swmr, test_c_writer, test_extlink, test_links_live, test_vds_source, test_remote, test_frozen):
         if only and t.__name__ != only:
             continue
         d = os.path.join(base, t.__name__)
