@@ -40,75 +40,6 @@ static void reply_entry_node(fuse_req_t req, h5fs *fs, const struct node *n)
 	fuse_reply_entry(req, &e);
 }
 
-/* Where link l of directory p (whose file, in the generation read, is pf)
- * leads when it is shown in place: an external link (chains followed,
- * engine h5_link_follow), or an absolute soft link of another file whose
- * target is not shown where that file is (mount_target). 0 with *tf (a
- * reference held), *taddr and *fpath (the path in *tf, malloc'd); 1 for a
- * soft link shown as a symlink that resolves in the mount; or a negative
- * h5_err whose message says why it stays a symlink (no such file or
- * object, outside FILE's tree, a loop). p: only its anchors and path
- * (ll_live.c passes the groups of a path it walks). */
-int link_place(h5_file **tf, uint64_t *taddr, char **fpath, const struct node *p, h5_file *pf, const h5_link *l)
-{
-	*tf = NULL;
-	*fpath = NULL;
-	if (l->type == H5_LINK_SOFT) {
-		char *m;
-
-		if (!p->fpath || !l->target || l->target[0] != '/')
-			return 1;
-		m = mount_target(p, l->target);
-		if (m) {
-			free(m);
-			return 1;
-		}
-	}
-	return h5_link_follow(tf, taddr, fpath, pf, l);
-}
-
-/* The link a name of directory p (file pf) shows as a symlink, given
- * link_place's answer rc: *shown borrows l's strings and *mtarget (to
- * free). 0, or ENOMEM. */
-int link_shown(h5_link *shown, char **mtarget, const struct node *p, h5_file *pf, const h5_link *l, int rc)
-{
-	*shown = *l;
-	*mtarget = NULL;
-	if (l->type == H5_LINK_SOFT && rc == 1 && p->fpath && l->target && l->target[0] == '/') {
-		/* in its own file's namespace, where that file is shown */
-		shown->target = *mtarget = mount_target(p, l->target);
-		if (!*mtarget)
-			return ENOMEM;
-	} else if (l->type == H5_LINK_SOFT && rc < 0) {
-		/* dangling in another file: say which */
-		shown->type = H5_LINK_EXTERNAL;
-		shown->ext_file = (char *)h5_file_path(pf);
-		shown->ext_path = l->target;
-	}
-	return 0;
-}
-
-/* The anchors of group d of file tf, shown as `name` (mount path `path`)
- * in directory p, in a generation whose FILE is top: a group of another
- * file is shown from where that file is (a followed link's target, fpath,
- * is a new anchor; a hard link keeps p's). 0, or ENOMEM. */
-int dir_anchor(struct node *d, h5_file *top, const struct node *p, h5_file *tf, const char *name, const char *path,
-	       const char *fpath)
-{
-	if (tf == top || (!fpath && !p->fpath))
-		return 0;
-	if (fpath) {
-		d->fpath = strdup(fpath);
-		d->a_mnt = path_ncomps(path);
-		d->a_file = path_ncomps(fpath);
-	} else {
-		d->fpath = path_join(strcmp(p->fpath, "/") == 0 ? "" : p->fpath, name);
-		d->a_mnt = p->a_mnt;
-		d->a_file = p->a_file;
-	}
-	return d->fpath ? 0 : ENOMEM;
-}
-
 /* A node that a live FILE's change left stale (ESTALE: its path leads
  * elsewhere now) under the (parent, name) number `id`: that number is
  * given up and a new one returned for the name (0: out of memory). A
@@ -133,8 +64,9 @@ static int show_object(struct node **out, h5fs *fs, const struct node *p, const 
 	h5_obj_info info;
 	h5_obj_kind k = H5_OBJ_UNKNOWN;
 	uint64_t id;
-	int rc, e;
+	int rc, e, tries = 0;
 
+again:
 	if (!kind_lookup(fs, file_ino(fs, tf, taddr), &k)) {
 		if (h5_obj_info_get(&info, tf, taddr) == 0)
 			k = info.kind;
@@ -171,6 +103,15 @@ static int show_object(struct node **out, h5fs *fs, const struct node *p, const 
 		rc = node_make_obj(&fresh, fs, tf, taddr, id, path);
 		if (rc < 0)
 			return h5err_logged(fs, rc, "lookup", p->path, name, taddr);
+		if ((fresh->type == NT_DIR) != (k == H5_OBJ_GROUP) && tries++ == 0) {
+			/* the kind map was filled from an older generation of a
+			 * live FILE as it was refreshed: node_make_obj has put
+			 * the kind read now there */
+			node_free(fresh);
+			fresh = NULL;
+			k = H5_OBJ_UNKNOWN;
+			goto again;
+		}
 		if (fresh->type == NT_DIR) {
 			fresh->parent = p->ino;
 			if (dir_anchor(fresh, u->g->f, p, tf, name, path, fpath) != 0) {

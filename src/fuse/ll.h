@@ -173,10 +173,6 @@ struct use {
 struct dirsnap;
 
 /* ll.c */
-int dir_anchor(struct node *d, h5_file *top, const struct node *p, h5_file *tf, const char *name, const char *path,
-	       const char *fpath);
-int link_place(h5_file **tf, uint64_t *taddr, char **fpath, const struct node *p, h5_file *pf, const h5_link *l);
-int link_shown(h5_link *shown, char **mtarget, const struct node *p, h5_file *pf, const h5_link *l, int rc);
 void dirsnap_free(struct dirsnap *d);
 void handle_add(h5fs *fs, struct hlink *list, struct hlink *h);
 void handle_del(h5fs *fs, struct hlink *h);
@@ -206,6 +202,10 @@ void node_insert_locked(h5fs *fs, struct node *n);
 int node_make_link(struct node **out, h5fs *fs, uint64_t ino, const char *path,
 			  const char *dir, const h5_link *l, int depth);
 char *mount_target(const struct node *dir, const char *target);
+int dir_anchor(struct node *d, h5_file *top, const struct node *p, h5_file *tf, const char *name, const char *path,
+	       const char *fpath);
+int link_place(h5_file **tf, uint64_t *taddr, char **fpath, const struct node *p, h5_file *pf, const h5_link *l);
+int link_shown(h5_link *shown, char **mtarget, const struct node *p, h5_file *pf, const h5_link *l, int rc);
 unsigned path_ncomps(const char *p);
 int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64_t nodeid,
 			 const char *path);
