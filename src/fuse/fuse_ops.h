@@ -36,6 +36,10 @@ typedef struct h5fs_config {
 	mode_t umask;       /* files 0444 & ~umask, directories 0555 & ~umask */
 	int xattr_raw;      /* -o xattr=raw: attribute values as stored bytes */
 	unsigned max_read;  /* -o max_read as mounted (INIT must repeat it); 0 none */
+	/* -o refresh=SECONDS: how often FILE is looked at for changes (0: the
+	 * view stays as mounted); open_opts: how to open it again. */
+	unsigned refresh;
+	const h5_open_opts *open_opts;
 } h5fs_config;
 
 /* Build the filesystem state around an open file (which it then owns).
@@ -46,6 +50,9 @@ void h5fs_free(h5fs *fs);
 /* The session notifications go to (appends drop the kernel's cached
  * attributes of a grown file); set once it exists, before the loop runs. */
 void h5fs_set_session(h5fs *fs, struct fuse_session *se);
+/* Stop the thread that watches a live FILE (it sends the session
+ * notifications): before the session is unmounted and destroyed. */
+void h5fs_stop_watching(h5fs *fs);
 
 /* The one place where engine errors become errno values. */
 int h5fs_errno(int h5err);

@@ -12,6 +12,7 @@ void op_init(void *userdata, struct fuse_conn_info *conn)
 	 * us, from max_write; it clamps this to its own buffer size (1 MiB on
 	 * current kernels). */
 	conn->max_write = 1U << 20;
+	live_start(fs);     /* here: after fuse_daemonize's fork */
 	/* libfuse wants the max_read mount option (main.c) repeated here */
 	if (fs->cfg.max_read)
 		conn->max_read = fs->cfg.max_read;
@@ -24,57 +25,48 @@ void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_SPLICE_MOVE;
 }
 
-static void reply_entry_node(fuse_req_t req, const struct node *n)
+static void reply_entry_node(fuse_req_t req, h5fs *fs, const struct node *n)
 {
 	struct fuse_entry_param e;
 
 	memset(&e, 0, sizeof(e));
 	e.ino = n->ino;
-	e.generation = 0;   /* inode numbers are never reused; the root must be 0 */
+	/* 0 unless a live FILE's change gave the id to another object
+	 * (node_adopt); the root's is always 0 */
+	e.generation = n->entry_gen;
 	e.attr = n->st;
-	e.attr_timeout = H5FS_TIMEOUT;
-	e.entry_timeout = H5FS_TIMEOUT;
+	e.attr_timeout = node_timeout(fs);
+	e.entry_timeout = node_timeout(fs);
 	fuse_reply_entry(req, &e);
 }
 
-/* Where link l of directory p leads when it is shown in place: an
- * external link (chains followed, engine h5_link_follow), or an absolute
- * soft link of another file whose target is not shown where that file is
- * (mount_target). 0 with *tf (a reference held), *taddr and *fpath (the
- * path in *tf, malloc'd); 1 for a soft link shown as a symlink that
- * resolves in the mount; or a negative h5_err whose message says why it
- * stays a symlink (no such file or object, outside FILE's tree, a loop). */
-static int link_place(h5_file **tf, uint64_t *taddr, char **fpath, const struct node *p, const h5_link *l)
+/* A node that a live FILE's change left stale (ESTALE: its path leads
+ * elsewhere now) under the (parent, name) number `id`: that number is
+ * given up and a new one returned for the name (0: out of memory). A
+ * directory's anchors and a symlink's kind are fixed for its life, so
+ * the name's new object is a new node, not the old one adopted. */
+static uint64_t renew_synth(h5fs *fs, struct node *n, uint64_t parent, const char *name)
 {
-	*tf = NULL;
-	*fpath = NULL;
-	if (l->type == H5_LINK_SOFT) {
-		char *m;
+	uint64_t id = n->ino;
 
-		if (!p->fpath || !l->target || l->target[0] != '/')
-			return 1;
-		m = mount_target(p, l->target);
-		if (m) {
-			free(m);
-			return 1;
-		}
-	}
-	return h5_link_follow(tf, taddr, fpath, p->f, l);
+	node_unref(fs, id, 1);
+	return synth_renew(fs, parent, name, id);
 }
 
 /* The node of object taddr of tf shown as `name` in directory p (at mount
  * path `path`; fpath: its path in tf when a link was followed to it, which
- * makes it an anchor of tf's tree): 0 and *out (referenced), or an errno
- * (EIO logged). */
-static int show_object(struct node **out, h5fs *fs, const struct node *p, const char *name, const char *path,
-		       h5_file *tf, uint64_t taddr, const char *fpath)
+ * makes it an anchor of tf's tree), read in the generation u holds: 0 and
+ * *out (referenced), or an errno (EIO logged). */
+static int show_object(struct node **out, h5fs *fs, const struct node *p, const struct use *u, const char *name,
+		       const char *path, h5_file *tf, uint64_t taddr, const char *fpath)
 {
-	struct node *fresh = NULL;
+	struct node *n, *fresh = NULL;
 	h5_obj_info info;
 	h5_obj_kind k = H5_OBJ_UNKNOWN;
 	uint64_t id;
-	int rc;
+	int rc, e, tries = 0;
 
+again:
 	if (!kind_lookup(fs, file_ino(fs, tf, taddr), &k)) {
 		if (h5_obj_info_get(&info, tf, taddr) == 0)
 			k = info.kind;
@@ -84,32 +76,107 @@ static int show_object(struct node **out, h5fs *fs, const struct node *p, const 
 	id = k == H5_OBJ_GROUP ? synth_ino(fs, p->ino, name) : file_nodeid(fs, tf, taddr);
 	if (!id)
 		return ENOMEM;
-	*out = node_ref_existing(fs, id);
-	if (*out)
-		return 0;
-	rc = node_make_obj(&fresh, fs, tf, taddr, id, path);
-	if (rc < 0)
-		return h5err_logged(fs, rc, "lookup", p->path, name, taddr);
-	if (fresh->type == NT_DIR) {
-		fresh->parent = p->ino;
-		/* a group of another file: where that file is shown (a followed
-		 * link's target is a new anchor, a hard link keeps p's) */
-		if (tf != fs->f && (fpath || p->fpath)) {
-			if (fpath) {
-				fresh->fpath = strdup(fpath);
-				fresh->a_mnt = path_ncomps(path);
-				fresh->a_file = path_ncomps(fpath);
-			} else {
-				fresh->fpath = path_join(strcmp(p->fpath, "/") == 0 ? "" : p->fpath, name);
-				fresh->a_mnt = p->a_mnt;
-				fresh->a_file = p->a_file;
-			}
-			if (!fresh->fpath) {
+	n = node_ref_existing(fs, id);
+	if (n && k == H5_OBJ_GROUP) {
+		/* re-resolved by its path, anchors included (ll_live.c) */
+		e = node_fresh(fs, n);
+		if (e == 0)
+			goto found;
+		if (e != ESTALE) {
+			node_unref(fs, n->ino, 1);
+			return e;
+		}
+		id = renew_synth(fs, n, p->ino, name);
+		if (!id)
+			return ENOMEM;
+		n = NULL;
+	} else if (n) {
+		/* the object's own node (hard links share it); a stale one
+		 * whose id this name leads to now becomes this object */
+		e = node_adopt(fs, n, tf, taddr, path, u->g);
+		if (e) {
+			node_unref(fs, n->ino, 1);
+			return e;
+		}
+	}
+	if (!n) {
+		rc = node_make_obj(&fresh, fs, tf, taddr, id, path);
+		if (rc < 0)
+			return h5err_logged(fs, rc, "lookup", p->path, name, taddr);
+		if ((fresh->type == NT_DIR) != (k == H5_OBJ_GROUP) && tries++ == 0) {
+			/* the kind map was filled from an older generation of a
+			 * live FILE as it was refreshed: node_make_obj has put
+			 * the kind read now there */
+			node_free(fresh);
+			fresh = NULL;
+			k = H5_OBJ_UNKNOWN;
+			goto again;
+		}
+		if (fresh->type == NT_DIR) {
+			fresh->parent = p->ino;
+			if (dir_anchor(fresh, u->g->f, p, tf, name, path, fpath) != 0) {
 				node_free(fresh);
 				return ENOMEM;
 			}
 		}
+		fresh->gen = u->g;
+		fresh->checked = u->g->num;
+		gen_hold(u->g);
+		*out = node_publish(fs, fresh);
+		return 0;
 	}
+found:
+	if (n->type != NT_DIR) {
+		/* the entry a live FILE's change invalidates (ll_live.c); a
+		 * directory's parent is its path's, fixed */
+		pthread_mutex_lock(&fs->lock);
+		n->parent = p->ino;
+		pthread_mutex_unlock(&fs->lock);
+	}
+	*out = n;
+	return 0;
+}
+
+/* The symlink node `name` of directory p shows (l as link_place answered
+ * rc; depth >= 0: a link up the path, "." / ".."...), read in the
+ * generation u holds: 0 and *out (referenced), or an errno. */
+static int show_symlink(struct node **out, h5fs *fs, const struct node *p, const struct use *u, const char *name,
+			const char *path, const h5_link *l, int rc, int depth)
+{
+	struct node *n, *fresh = NULL;
+	h5_link shown;
+	char *mtarget = NULL;
+	uint64_t ino = synth_ino(fs, p->ino, name);
+	int e;
+
+	if (!ino)
+		return ENOMEM;
+	n = node_ref_existing(fs, ino);
+	if (n) {
+		e = node_fresh(fs, n);
+		if (e == 0) {
+			*out = n;
+			return 0;
+		}
+		if (e != ESTALE) {
+			node_unref(fs, n->ino, 1);
+			return e;
+		}
+		/* the name was something else in the generation n was read in */
+		ino = renew_synth(fs, n, p->ino, name);
+		if (!ino)
+			return ENOMEM;
+	}
+	e = link_shown(&shown, &mtarget, p, u->f, l, rc);
+	if (e)
+		return e;
+	rc = node_make_link(&fresh, fs, ino, path, p->path, depth >= 0 ? NULL : &shown, depth);
+	free(mtarget);
+	if (rc < 0)
+		return h5err_logged(fs, rc, "lookup", p->path, name, UINT64_MAX);
+	fresh->gen = u->g;
+	fresh->checked = u->g->num;
+	gen_hold(u->g);
 	*out = node_publish(fs, fresh);
 	return 0;
 }
@@ -118,11 +185,12 @@ static int show_object(struct node **out, h5fs *fs, const struct node *p, const 
  * errno (EIO logged). */
 static int do_lookup(struct node **out, h5fs *fs, fuse_ino_t parent, const char *name)
 {
-	struct node *p = node_get(fs, parent), *fresh = NULL;
-	h5_link l, shown;
+	struct node *p = node_get(fs, parent);
+	struct use u;
+	h5_link l;
 	h5_file *tf = NULL;
-	uint64_t taddr = UINT64_MAX, ino;
-	char *path = NULL, *fpath = NULL, *mtarget = NULL;
+	uint64_t taddr = UINT64_MAX;
+	char *path = NULL, *fpath = NULL;
 	int rc, e = 0, depth = -1;
 
 	memset(&l, 0, sizeof(l));
@@ -132,9 +200,15 @@ static int do_lookup(struct node **out, h5fs *fs, fuse_ino_t parent, const char 
 		return ENOTDIR;
 	if (!name_ok(name, strlen(name)))
 		return ENOENT;
-	rc = h5_group_lookup(&l, p->f, p->addr, name);
-	if (rc < 0)
-		return h5err_logged(fs, rc, "lookup", p->path, name, UINT64_MAX);
+	/* a group a live FILE no longer has holds no names */
+	e = node_use(&u, fs, p);
+	if (e)
+		return e == ESTALE ? ENOENT : e;
+	rc = h5_group_lookup(&l, u.f, u.addr, name);
+	if (rc < 0) {
+		e = h5err_logged(fs, rc, "lookup", p->path, name, UINT64_MAX);
+		goto out;
+	}
 	/* Names readdir would skip must not be reachable by lookup either. */
 	if (!name_ok(l.name, l.name_len) || strcmp(l.name, name) != 0) {
 		e = ENOENT;
@@ -147,14 +221,14 @@ static int do_lookup(struct node **out, h5fs *fs, fuse_ino_t parent, const char 
 	}
 	switch (l.type) {
 	case H5_LINK_HARD:
-		tf = p->f;
+		tf = u.f;
 		h5_file_hold_related(tf);
 		taddr = l.addr;
 		rc = 0;
 		break;
 	case H5_LINK_SOFT:
 	case H5_LINK_EXTERNAL:
-		rc = link_place(&tf, &taddr, &fpath, p, &l);
+		rc = link_place(&tf, &taddr, &fpath, p, u.f, &l);
 		if (rc < 0)
 			h5fs_log(fs, LOG_NOTICE, "lookup %s: %s link not followed, shown as a symlink: %s",
 				 show_path(path), l.type == H5_LINK_SOFT ? "soft" : "external", h5_err_msg());
@@ -171,56 +245,33 @@ static int do_lookup(struct node **out, h5fs *fs, fuse_ino_t parent, const char 
 		 * a symlink there */
 		depth = ancestor_depth(fs, p, file_ino(fs, tf, taddr));
 		if (depth < 0) {
-			e = show_object(out, fs, p, name, path, tf, taddr, fpath);
+			e = show_object(out, fs, p, &u, name, path, tf, taddr, fpath);
 			goto out;
 		}
 	}
-	ino = synth_ino(fs, p->ino, name);
-	if (!ino) {
-		e = ENOMEM;
-		goto out;
-	}
-	*out = node_ref_existing(fs, ino);
-	if (*out)
-		goto out;
-	shown = l;
-	if (l.type == H5_LINK_SOFT && rc == 1 && p->fpath && l.target && l.target[0] == '/') {
-		/* in its own file's namespace, where that file is shown */
-		shown.target = mtarget = mount_target(p, l.target);
-		if (!mtarget) {
-			e = ENOMEM;
-			goto out;
-		}
-	} else if (l.type == H5_LINK_SOFT && rc < 0) {
-		/* dangling in another file: say which */
-		shown.type = H5_LINK_EXTERNAL;
-		shown.ext_file = (char *)h5_file_path(p->f);
-		shown.ext_path = l.target;
-	}
-	rc = node_make_link(&fresh, fs, ino, path, p->path, depth >= 0 ? NULL : &shown, depth);
-	if (rc < 0) {
-		e = h5err_logged(fs, rc, "lookup", p->path, name, UINT64_MAX);
-		goto out;
-	}
-	*out = node_publish(fs, fresh);
+	e = show_symlink(out, fs, p, &u, name, path, &l, rc, depth);
 out:
 	h5_file_release_related(tf);
+	node_use_end(&u);
 	free(path);
 	free(fpath);
-	free(mtarget);
 	h5_link_clear(&l);
 	return e;
 }
 
 void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	h5fs *fs = fuse_req_userdata(req);
 	struct node *n = NULL;
-	int e = do_lookup(&n, fuse_req_userdata(req), parent, name);
+	int e;
+
+	for (int attempt = 0; (e = do_lookup(&n, fs, parent, name)) == EIO && live_retry(fs, attempt); attempt++)
+		;
 
 	if (e)
 		fuse_reply_err(req, e);
 	else
-		reply_entry_node(req, n);
+		reply_entry_node(req, fuse_req_userdata(req), n);
 }
 
 void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
@@ -243,42 +294,55 @@ static int do_getattr(struct stat *st, h5fs *fs, fuse_ino_t ino)
 {
 	struct node *n = node_get(fs, ino);
 
+	int e;
+
 	if (!n)
 		return ESTALE;
-	pthread_rwlock_rdlock(&fs->ds_lock);   /* an append may be updating st */
+	e = node_fresh(fs, n);
+	if (e)
+		return e;
+	/* an append or a refresh may be updating st */
+	pthread_rwlock_rdlock(&n->lk);
 	*st = n->st;
-	pthread_rwlock_unlock(&fs->ds_lock);
+	pthread_rwlock_unlock(&n->lk);
 	return 0;
 }
 
 void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	h5fs *fs = fuse_req_userdata(req);
 	struct stat st;
-	int e = do_getattr(&st, fuse_req_userdata(req), ino);
+	int e = do_getattr(&st, fs, ino);
 
 	(void)fi;
 	if (e)
 		fuse_reply_err(req, e);
 	else
-		fuse_reply_attr(req, &st, H5FS_TIMEOUT);
+		fuse_reply_attr(req, &st, node_timeout(fs));
 }
 
 static int do_readlink(const char **target, h5fs *fs, fuse_ino_t ino)
 {
 	struct node *n = node_get(fs, ino);
+	int e;
 
 	if (!n)
 		return ESTALE;
+	e = node_fresh(fs, n);
+	if (e)
+		return e;
 	if (n->type != NT_LINK)
 		return EINVAL;
+	pthread_rwlock_rdlock(&n->lk);   /* a live refresh may replace it */
+	*target = n->target;             /* (the old text is kept: ll_live.c) */
+	pthread_rwlock_unlock(&n->lk);
 	/* The kernel takes at most PATH_MAX - 1 bytes: /dev/fuse refuses a
 	 * longer reply, and the caller would see an EIO nobody logged. */
-	if (strlen(n->target) >= PATH_MAX) {
+	if (strlen(*target) >= PATH_MAX) {
 		h5fs_log(fs, LOG_WARNING, "readlink %s: target of %zu bytes is longer than PATH_MAX",
-			 show_path(n->path), strlen(n->target));
+			 show_path(n->path), strlen(*target));
 		return ENAMETOOLONG;
 	}
-	*target = n->target;
 	return 0;
 }
 
@@ -404,6 +468,7 @@ static int do_opendir(struct dirsnap **out, h5fs *fs, fuse_ino_t ino)
 {
 	struct node *n = node_get(fs, ino);
 	struct dirsnap *d;
+	struct use u;
 	size_t i;
 	int rc, err = 0;
 
@@ -411,17 +476,22 @@ static int do_opendir(struct dirsnap **out, h5fs *fs, fuse_ino_t ino)
 		return ESTALE;
 	if (n->type != NT_DIR)
 		return ENOTDIR;
+	err = node_use(&u, fs, n);
+	if (err)
+		return err;
 	d = calloc(1, sizeof(*d));
-	if (!d)
+	if (!d) {
+		node_use_end(&u);
 		return ENOMEM;
+	}
 	d->keep_soft = n->fpath != NULL;
-	rc = h5_group_iterate(n->f, n->addr, dirsnap_cb, d);
+	rc = h5_group_iterate(u.f, u.addr, dirsnap_cb, d);
 	if (d->nomem) {
 		err = ENOMEM;
 		goto fail;
 	}
 	if (rc < 0) {
-		err = h5err_logged(fs, rc, "readdir", n->path, NULL, n->addr);
+		err = h5err_logged(fs, rc, "readdir", n->path, NULL, u.addr);
 		goto fail;
 	}
 	if (d->skipped)
@@ -432,7 +502,7 @@ static int do_opendir(struct dirsnap **out, h5fs *fs, fuse_ino_t ino)
 	 * that cannot be decoded stays DT_UNKNOWN: its lookup reports the EIO. */
 	for (i = 0; i < d->n; i++) {
 		struct dent *e = &d->e[i];
-		h5_file *tf = n->f;
+		h5_file *tf = u.f;
 		uint64_t taddr = e->addr;
 		h5_obj_kind k;
 
@@ -440,7 +510,7 @@ static int do_opendir(struct dirsnap **out, h5fs *fs, fuse_ino_t ino)
 		if (e->link) {
 			char *fp = NULL;
 
-			if (link_place(&tf, &taddr, &fp, n, e->link) != 0) {
+			if (link_place(&tf, &taddr, &fp, n, u.f, e->link) != 0) {
 				h5_err_clear();
 				tf = NULL;
 				taddr = UINT64_MAX;
@@ -472,9 +542,11 @@ static int do_opendir(struct dirsnap **out, h5fs *fs, fuse_ino_t ino)
 			goto fail;
 		}
 	}
+	node_use_end(&u);
 	*out = d;
 	return 0;
 fail:
+	node_use_end(&u);
 	dirsnap_free(d);
 	return err;
 }
@@ -490,8 +562,9 @@ void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	fi->fh = (uint64_t)(uintptr_t)d;
-	fi->keep_cache = 1;
-	fi->cache_readdir = 1;
+	/* a live FILE's listing may change: the kernel asks again */
+	fi->keep_cache = !fs->live;
+	fi->cache_readdir = !fs->live;
 	handle_add(fs, &fs->open_dirs, &d->link);
 	if (fuse_reply_open(req, fi) != 0) {
 		handle_del(fs, &d->link);
@@ -605,20 +678,45 @@ struct read_answer {
 	h5_pin pin;
 	uint8_t *buf;
 	size_t len;
+	struct gen *g;          /* held until the reply is written, */
+	h5_file *rf;            /* with the related file read (its cache view) */
 };
 
-static int do_read(struct read_answer *a, h5fs *fs, fuse_ino_t ino, size_t size, off_t off)
+static void answer_clear(struct read_answer *a)
 {
-	struct node *n = node_get(fs, ino);
+	h5_pin_release(&a->pin);        /* the reply is written: unpin */
+	memset(&a->pin, 0, sizeof(a->pin));
+	h5_buf_free(a->buf);
+	a->buf = NULL;
+	a->len = 0;
+	a->next = 0;
+	h5_file_release_related(a->rf);
+	a->rf = NULL;
+	gen_release(a->g);
+	a->g = NULL;
+}
+
+/* One attempt at the answer, on the generation n shows now; *failed: the
+ * engine could not read it (which a live FILE's change may explain). */
+static int read_once(struct read_answer *a, bool *failed, int *unlogged, h5fs *fs, struct node *n, size_t size,
+		     off_t off, int attempt)
+{
 	uint64_t fsize, len;
 	int rc, e = 0;
 
-	if (!n)
-		return ESTALE;
-	if (off < 0)
-		return EINVAL;
-	/* an append may replace n->ds and n->st meanwhile (wfile_refresh) */
-	pthread_rwlock_rdlock(&fs->ds_lock);
+	*failed = false;
+	*unlogged = 0;
+	/* an append or a refresh may replace n->ds and n->st meanwhile */
+	pthread_rwlock_rdlock(&n->lk);
+	a->g = n->gen;
+	if (a->g)
+		gen_hold(a->g);
+	a->rf = n->f;
+	h5_file_hold_related(a->rf);
+	if (n->stale) {
+		e = ESTALE;
+		goto out;
+	}
 	fsize = (uint64_t)n->st.st_size;
 	if (!n->ds || (uint64_t)off >= fsize || size == 0)
 		goto out;
@@ -628,8 +726,10 @@ static int do_read(struct read_answer *a, h5fs *fs, fuse_ino_t ino, size_t size,
 	/* Plain bytes of FILE (contiguous storage, unfiltered chunks; a
 	 * virtual dataset's sources): the extents stay valid after the lock is
 	 * dropped, since an append writes new bytes elsewhere and never
-	 * rewrites bytes in use. */
-	if (h5_file_fd(n->f) >= 0) {
+	 * rewrites bytes in use, and a.g keeps the descriptors open. */
+	/* (not for a live FILE that has changed: the pages are spliced while
+	 * the reply is written, after live_read_check) */
+	if (h5_file_fd(n->f) >= 0 && !live_direct(fs)) {
 		if (h5_dataset_extents(a->ext, H5FS_MAX_EXTENTS, &a->next, n->ds, (uint64_t)off, (size_t)len) == 0 &&
 		    a->next > 0)
 			goto out;
@@ -652,13 +752,51 @@ static int do_read(struct read_answer *a, h5fs *fs, fuse_ino_t ino, size_t size,
 		char what[64];
 
 		snprintf(what, sizeof(what), "read [%lld+%llu]", (long long)off, (unsigned long long)len);
-		e = h5err_logged(fs, rc, what, n->path, NULL, n->addr);
+		if (fs->live && attempt + 1 < H5FS_LIVE_READ_TRIES && h5fs_errno(rc) == EIO) {
+			/* maybe a writer's doing: do_read logs it unless a
+			 * new generation answers */
+			*unlogged = rc;
+			e = EIO;
+		} else {
+			e = h5err_logged(fs, rc, what, n->path, NULL, n->addr);
+		}
+		*failed = e == EIO;
 		goto out;
 	}
 	a->len = (size_t)len;
 out:
-	pthread_rwlock_unlock(&fs->ds_lock);
+	pthread_rwlock_unlock(&n->lk);
 	return e;
+}
+
+/* The answer, made again while a live FILE changes under it (ll_live.c):
+ * the bytes of one version or an error, never a mix. */
+static int do_read(struct read_answer *a, h5fs *fs, fuse_ino_t ino, size_t size, off_t off)
+{
+	struct node *n = node_get(fs, ino);
+	bool failed;
+	int e, unlogged;
+
+	if (!n)
+		return ESTALE;
+	if (off < 0)
+		return EINVAL;
+	for (int attempt = 0;; attempt++) {
+		int c;
+
+		e = node_fresh(fs, n);
+		if (e)
+			return e;
+		e = read_once(a, &failed, &unlogged, fs, n, size, off, attempt);
+		if (e && !failed)
+			return e;
+		c = live_read_check(fs, a->g, attempt, failed, n->path);
+		if (c == 0 && unlogged)  /* no change explains it */
+			return h5err_logged(fs, unlogged, "read", n->path, NULL, n->addr);
+		if (c != EAGAIN)
+			return c ? c : e;
+		answer_clear(a);
+	}
 }
 
 void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
@@ -675,10 +813,8 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 		fuse_reply_iov(req, a->pin.iov, (int)a->pin.niov);
 	else
 		fuse_reply_buf(req, (const char *)a->buf, a->len);
-	if (a) {
-		h5_pin_release(&a->pin);        /* the reply is written: unpin */
-		h5_buf_free(a->buf);
-	}
+	if (a)
+		answer_clear(a);
 	free(a);
 }
 

@@ -32,9 +32,10 @@
 #include <syslog.h>
 #include <unistd.h>
 
-/* Nothing below the mount changes while it is mounted but what appends
- * through it change (and those tell the kernel, ll_write.c), so the kernel
- * may cache names and attributes for long. */
+/* A frozen mount (-o refresh=0, or a read-write one) changes only by its
+ * own appends (which tell the kernel, ll_write.c), so the kernel may cache
+ * names and attributes for long; a live one says "refresh seconds"
+ * (node_timeout, ll_live.c). */
 #define H5FS_TIMEOUT 3600.0
 #define H5FS_SYNTH_BIT ((uint64_t)1 << 63)
 #define H5FS_NAME_MAX 255
@@ -51,15 +52,33 @@ static inline blkcnt_t blocks_of(uint64_t bytes)
 	return (blkcnt_t)(bytes / 512 + (bytes % 512 != 0));
 }
 
+/* A generation: FILE as opened once (ll_live.c). A change of FILE opens it
+ * anew as the next generation; nodes, and reads in flight, hold the one
+ * they were read in, which is closed when the last of them lets go. */
+struct gen {
+	h5_file *f;
+	uint64_t num;           /* 1, 2, ...; the kernel's entry generation of a
+				 * node made again for another object */
+	unsigned refs;          /* atomic */
+	bool racy;              /* opened within a clock tick of FILE's last
+				 * change: its stamp cannot vouch for its bytes */
+	bool swmr;              /* a SWMR writer has FILE open (superblock) */
+	bool broken;            /* FILE was rewritten and cannot be opened anew:
+				 * this generation's bytes are gone (EIO) */
+};
+
 struct node {
 	struct node *next;      /* hash chain */
 	uint64_t ino;
 	uint64_t nlookup;
+	unsigned busy;          /* the live watcher uses it (under fs->lock) */
+	bool dead;              /* forgotten while busy: the watcher frees it */
 	uint64_t addr;          /* object header address; UINT64_MAX for links */
 	h5_file *f;             /* the file of the object: FILE, or one reached by
 				 * an external link (a reference held, node_free) */
 	uint64_t parent;        /* directories: the directory looked up in (one node
-				 * per path, so it never changes) */
+				 * per path, so it never changes); others: that of
+				 * the last lookup (the entry ll_live.c invalidates) */
 	h5_obj_kind kind;
 	enum node_type type;
 	char *path;             /* directories: their path ("" = root); others: the
@@ -68,13 +87,27 @@ struct node {
 	 * is the mount's): the group's path in its file ("/a/b"), and where
 	 * that file is shown: the first a_file components of fpath are at
 	 * the first a_mnt components of path (the target of the external
-	 * link that led there). Absolute soft links map through this. */
+	 * link that led there). Absolute soft links map through this. Fixed
+	 * for the node's life: a live FILE's change that moves them makes
+	 * the node stale (ll_live.c node_rebuild) and the path a new node. */
 	char *fpath;
 	unsigned a_mnt, a_file;
 	char *target;           /* NT_LINK: readlink text */
 	h5_dataset *ds;         /* datasets: opened once, closed when forgotten */
+	struct gen *gen;        /* the generation f, addr, ds, st were read in
+				 * (a reference; changed under lk) */
+	uint64_t checked;       /* the generation n was last resolved in (gen,
+				 * which its fields belong to, may be older) */
+	bool stale;             /* then, its path no longer led to this object */
+	uint64_t entry_gen;     /* fuse_entry_param.generation: bumped when the
+				 * node id is given to another object (ll_live.c) */
 	struct wqueue *wq;      /* the write order of its write handles (under fs->lock) */
 	struct stat st;
+	/* An append (ll_write.c) or a live FILE's refresh (ll_live.c) replaces
+	 * f, addr, ds, st, gen of this node: readers of them hold it shared.
+	 * One per node: a refresh of one object never waits for reads of
+	 * another. */
+	pthread_rwlock_t lk;
 };
 
 /* (parent ino, name) -> synthetic ino, kept for the whole mount so a
@@ -117,13 +150,24 @@ struct h5fs {
 	uint64_t next_synth;
 	struct kind_ent **kinds;
 	size_t kinds_cap, nkinds;
-	/* appends replace a node's ds and st: readers of either hold it shared */
-	pthread_rwlock_t ds_lock;
 	/* Open directory snapshots and write handles (under lock): when FILE
 	 * is unmounted while some are open, the kernel drops their pending
 	 * RELEASE requests, so h5fs_free() frees what is left. */
 	struct hlink open_dirs, open_wfiles;
 	struct fuse_session *se;        /* for notify_inval_inode (h5fs_set_session) */
+	bool writable;          /* appends possible (fs_writable) */
+	/* live files (ll_live.c): refresh > 0 on a mount that does not append */
+	bool live;
+	struct gen *gen;        /* the current generation (under lock) */
+	struct live *lv;        /* the watcher (ll_live.c) */
+};
+
+/* What a request reads of a node: its file, object and generation, held
+ * (node_use) until node_use_end, whatever a refresh does meanwhile. */
+struct use {
+	h5_file *f;
+	uint64_t addr;
+	struct gen *g;
 };
 
 struct dirsnap;
@@ -150,6 +194,7 @@ uint64_t file_nodeid(const h5fs *fs, h5_file *f, uint64_t addr);
 bool fs_writable(const h5fs *fs);
 int kind_lookup(h5fs *fs, uint64_t addr, h5_obj_kind *kind);
 void kind_remember(h5fs *fs, uint64_t addr, h5_obj_kind kind);
+void kind_forget_all(h5fs *fs);
 bool name_ok(const char *name, size_t name_len);
 void node_free(struct node *n);
 struct node *node_get(h5fs *fs, fuse_ino_t ino);
@@ -157,6 +202,10 @@ void node_insert_locked(h5fs *fs, struct node *n);
 int node_make_link(struct node **out, h5fs *fs, uint64_t ino, const char *path,
 			  const char *dir, const h5_link *l, int depth);
 char *mount_target(const struct node *dir, const char *target);
+int dir_anchor(struct node *d, h5_file *top, const struct node *p, h5_file *tf, const char *name, const char *path,
+	       const char *fpath);
+int link_place(h5_file **tf, uint64_t *taddr, char **fpath, const struct node *p, h5_file *pf, const h5_link *l);
+int link_shown(h5_link *shown, char **mtarget, const struct node *p, h5_file *pf, const h5_link *l, int rc);
 unsigned path_ncomps(const char *p);
 int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64_t nodeid,
 			 const char *path);
@@ -165,6 +214,28 @@ struct node *node_ref_existing(h5fs *fs, uint64_t ino);
 void node_unref(h5fs *fs, uint64_t ino, uint64_t count);
 char *path_join(const char *dir, const char *name);
 uint64_t synth_ino(h5fs *fs, uint64_t parent, const char *name);
+uint64_t synth_renew(h5fs *fs, uint64_t parent, const char *name, uint64_t old);
+
+/* ll_live.c */
+/* attempts at a read while a live FILE changes (the last one's error is
+ * logged; the earlier ones', met while a writer writes, are not) */
+#define H5FS_LIVE_READ_TRIES 4
+void gen_hold(struct gen *g);
+void gen_release(struct gen *g);
+struct gen *gen_current(h5fs *fs);
+int live_new(h5fs *fs, h5_file *f);
+void live_free(h5fs *fs);
+void live_start(h5fs *fs);
+double node_timeout(const h5fs *fs);
+int node_fresh(h5fs *fs, struct node *n);
+int node_adopt(h5fs *fs, struct node *n, h5_file *f, uint64_t addr, const char *path, struct gen *g);
+int node_use(struct use *u, h5fs *fs, struct node *n);
+void node_use_end(struct use *u);
+int live_read_check(h5fs *fs, struct gen *g, int attempt, bool failed, const char *path);
+bool live_direct(h5fs *fs);
+/* After an engine error (EIO) of attempt: true when a live FILE is being
+ * written and a fresh generation is worth another attempt. */
+bool live_retry(h5fs *fs, int attempt);
 
 /* ll_log.c */
 /* The errno for an engine error, logged (every EIO, once, with the object;

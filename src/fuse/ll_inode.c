@@ -41,8 +41,9 @@
  * I/O and decompression) always run outside it; a node is built unlocked and
  * then inserted, and the loser of a race frees its copy.  Once in the table
  * a node changes only in its lookup count (under fs->lock) and, after
- * appends, a dataset's ds and st (under fs->ds_lock, which readers of
- * either hold shared); the kernel never sends FORGET for
+ * appends or a live FILE's refresh, its object's fields (under its own
+ * lk, which readers of them hold shared; a directory's anchors, fpath,
+ * a_mnt and a_file, never change); the kernel never sends FORGET for
  * an inode that still has requests in flight, so handlers use the node
  * pointer after dropping the lock.
  */
@@ -146,6 +147,8 @@ void node_free(struct node *n)
 	if (n->ds)
 		h5_dataset_close(n->ds);
 	h5_file_release_related(n->f);   /* FILE itself is not released */
+	gen_release(n->gen);             /* last: it may close FILE */
+	pthread_rwlock_destroy(&n->lk);
 	free(n->path);
 	free(n->fpath);
 	free(n->target);
@@ -195,6 +198,26 @@ out:
 	return ino;   /* 0 only when out of memory */
 }
 
+/* The (parent, name) number `old` given up (a live FILE's change left
+ * its node stale, ll.c renew_synth): the name gets a new one, so the
+ * kernel never sees one node id for two objects. 0: out of memory. */
+uint64_t synth_renew(h5fs *fs, uint64_t parent, const char *name, uint64_t old)
+{
+	struct synth *s;
+	uint64_t ino = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	for (s = fs->synth[hash_name(parent, name, fs->synth_cap)]; s; s = s->next)
+		if (s->parent == parent && strcmp(s->name, name) == 0) {
+			if (s->ino == old)
+				s->ino = H5FS_SYNTH_BIT | fs->next_synth++;
+			ino = s->ino;
+			break;
+		}
+	pthread_mutex_unlock(&fs->lock);
+	return ino ? ino : synth_ino(fs, parent, name);
+}
+
 /* A directory's node id is for the kernel only (readdir and stat show
  * st_ino): when the kernel forgets the node, its entry goes too, so the
  * table holds the directories in use, not every path ever walked (a file
@@ -241,6 +264,26 @@ void kind_remember(h5fs *fs, uint64_t addr, h5_obj_kind kind)
 	fs->kinds[b] = k;
 	fs->nkinds++;
 out:
+	pthread_mutex_unlock(&fs->lock);
+}
+
+/* A new generation of FILE (ll_live.c) may hold other kinds at the
+ * addresses remembered. */
+void kind_forget_all(h5fs *fs)
+{
+	pthread_mutex_lock(&fs->lock);
+	for (size_t i = 0; i < fs->kinds_cap; i++) {
+		struct kind_ent *k = fs->kinds[i];
+
+		while (k) {
+			struct kind_ent *next = k->next;
+
+			free(k);
+			k = next;
+		}
+		fs->kinds[i] = NULL;
+	}
+	fs->nkinds = 0;
 	pthread_mutex_unlock(&fs->lock);
 }
 
@@ -501,12 +544,81 @@ out:
 	return out;
 }
 
+/* Where link l of directory p (whose file, in the generation read, is pf)
+ * leads when it is shown in place: an external link (chains followed,
+ * engine h5_link_follow), or an absolute soft link of another file whose
+ * target is not shown where that file is (mount_target). 0 with *tf (a
+ * reference held), *taddr and *fpath (the path in *tf, malloc'd); 1 for a
+ * soft link shown as a symlink that resolves in the mount; or a negative
+ * h5_err whose message says why it stays a symlink (no such file or
+ * object, outside FILE's tree, a loop). p: only its anchors and path
+ * (ll_live.c passes the groups of a path it walks). */
+int link_place(h5_file **tf, uint64_t *taddr, char **fpath, const struct node *p, h5_file *pf, const h5_link *l)
+{
+	*tf = NULL;
+	*fpath = NULL;
+	if (l->type == H5_LINK_SOFT) {
+		char *m;
+
+		if (!p->fpath || !l->target || l->target[0] != '/')
+			return 1;
+		m = mount_target(p, l->target);
+		if (m) {
+			free(m);
+			return 1;
+		}
+	}
+	return h5_link_follow(tf, taddr, fpath, pf, l);
+}
+
+/* The link a name of directory p (file pf) shows as a symlink, given
+ * link_place's answer rc: *shown borrows l's strings and *mtarget (to
+ * free). 0, or ENOMEM. */
+int link_shown(h5_link *shown, char **mtarget, const struct node *p, h5_file *pf, const h5_link *l, int rc)
+{
+	*shown = *l;
+	*mtarget = NULL;
+	if (l->type == H5_LINK_SOFT && rc == 1 && p->fpath && l->target && l->target[0] == '/') {
+		/* in its own file's namespace, where that file is shown */
+		shown->target = *mtarget = mount_target(p, l->target);
+		if (!*mtarget)
+			return ENOMEM;
+	} else if (l->type == H5_LINK_SOFT && rc < 0) {
+		/* dangling in another file: say which */
+		shown->type = H5_LINK_EXTERNAL;
+		shown->ext_file = (char *)h5_file_path(pf);
+		shown->ext_path = l->target;
+	}
+	return 0;
+}
+
+/* The anchors of group d of file tf, shown as `name` (mount path `path`)
+ * in directory p, in a generation whose FILE is top: a group of another
+ * file is shown from where that file is (a followed link's target, fpath,
+ * is a new anchor; a hard link keeps p's). 0, or ENOMEM. */
+int dir_anchor(struct node *d, h5_file *top, const struct node *p, h5_file *tf, const char *name, const char *path,
+	       const char *fpath)
+{
+	if (tf == top || (!fpath && !p->fpath))
+		return 0;
+	if (fpath) {
+		d->fpath = strdup(fpath);
+		d->a_mnt = path_ncomps(path);
+		d->a_file = path_ncomps(fpath);
+	} else {
+		d->fpath = path_join(strcmp(p->fpath, "/") == 0 ? "" : p->fpath, name);
+		d->a_mnt = p->a_mnt;
+		d->a_file = p->a_file;
+	}
+	return d->fpath ? 0 : ENOMEM;
+}
+
 /* ---- nodes ----------------------------------------------------------------- */
 
 /* Appends are possible: FILE is open read-write and the mount is not -o ro. */
 bool fs_writable(const h5fs *fs)
 {
-	return !fs->cfg.read_only && h5_file_writable(fs->f);
+	return fs->writable;   /* h5fs_new: !read_only && h5_file_writable(FILE) */
 }
 
 static void stat_init(h5fs *fs, struct stat *st, uint64_t ino, mode_t mode, int64_t mtime)
@@ -540,6 +652,7 @@ int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64
 	n = calloc(1, sizeof(*n));
 	if (!n)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	pthread_rwlock_init(&n->lk, NULL);
 	n->f = f;
 	h5_file_hold_related(f);
 	n->addr = addr;
@@ -573,7 +686,7 @@ int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64
 		alloc = h5_dataset_allocated(n->ds);
 		/* datasets that can grow by `cat >>` are owner-writable on a
 		 * writable mount (where the owner may read) */
-		if (f == fs->f && fs_writable(fs) && h5_append_check(n->ds) == 0) {
+		if (fs_writable(fs) && f == fs->f && h5_append_check(n->ds) == 0) {
 			n->st.st_mode |= (fs->file_mode & S_IRUSR) >> 1;
 			/* cat and cp size their writes by st_blksize: one
 			 * FUSE write of the largest size (max_write) */
@@ -611,6 +724,7 @@ int node_make_link(struct node **out, h5fs *fs, uint64_t ino, const char *path,
 	*out = NULL;
 	if (!n)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	pthread_rwlock_init(&n->lk, NULL);
 	n->addr = UINT64_MAX;
 	n->ino = ino;
 	n->type = NT_LINK;
@@ -681,7 +795,10 @@ void node_unref(h5fs *fs, uint64_t ino, uint64_t count)
 			node_remove_locked(fs, n);
 			if (n->type == NT_DIR && (n->ino & H5FS_SYNTH_BIT))
 				synth_drop_locked(fs, n);
-			dead = n;
+			if (n->busy)
+				n->dead = true;   /* ll_live.c's sweep frees it */
+			else
+				dead = n;
 		}
 	}
 	pthread_mutex_unlock(&fs->lock);

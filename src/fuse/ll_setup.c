@@ -16,6 +16,7 @@ int h5fs_new(h5fs **out, h5_file *f, const h5fs_config *cfg)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	fs->f = f;
 	fs->cfg = *cfg;
+	fs->writable = !cfg->read_only && h5_file_writable(f);
 	fs->root_addr = h5_file_root(f);
 	fs->file_mtime = h5_file_mtime(f);
 	/* Defaults follow FILE: whoever may read FILE may read the mount (the
@@ -42,7 +43,6 @@ int h5fs_new(h5fs **out, h5_file *f, const h5fs_config *cfg)
 		fs->gid = cfg->gid;
 	fs->next_synth = 1;
 	pthread_mutex_init(&fs->lock, NULL);
-	pthread_rwlock_init(&fs->ds_lock, NULL);
 	fs->open_dirs.prev = fs->open_dirs.next = &fs->open_dirs;
 	fs->open_wfiles.prev = fs->open_wfiles.next = &fs->open_wfiles;
 	fs->nodes_cap = fs->synth_cap = fs->kinds_cap = 1024;
@@ -53,6 +53,9 @@ int h5fs_new(h5fs **out, h5_file *f, const h5fs_config *cfg)
 		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
 		goto out;
 	}
+	rc = live_new(fs, f);
+	if (rc < 0)
+		goto out;
 	rc = node_make_obj(&root, fs, f, fs->root_addr, FUSE_ROOT_ID, "");
 	if (rc < 0) {
 		h5_err_wrap(rc, "root group at 0x%llx: ", (unsigned long long)fs->root_addr);
@@ -64,12 +67,17 @@ int h5fs_new(h5fs **out, h5_file *f, const h5fs_config *cfg)
 		goto out;
 	}
 	root->nlookup = 1;   /* never forgotten */
+	root->gen = fs->gen;
+	root->checked = fs->gen->num;
+	gen_hold(root->gen);
 	node_insert_locked(fs, root);
 	root = NULL;
 out:
 	node_free(root);
 	if (rc < 0) {
 		fs->f = NULL;    /* the caller keeps the file on failure */
+		if (fs->gen)
+			fs->gen->f = NULL;
 		h5fs_free(fs);
 		return rc;
 	}
@@ -84,6 +92,7 @@ void h5fs_free(h5fs *fs)
 
 	if (!fs)
 		return;
+	live_free(fs);       /* the watcher stops first: it reads the tables */
 	handles_free(fs);
 	for (i = 0; fs->nodes && i < fs->nodes_cap; i++) {
 		struct node *n = fs->nodes[i];
@@ -120,8 +129,7 @@ void h5fs_free(h5fs *fs)
 	free(fs->synth);
 	free(fs->kinds);
 	pthread_mutex_destroy(&fs->lock);
-	pthread_rwlock_destroy(&fs->ds_lock);
-	if (fs->f)
-		h5_file_close(fs->f);
+	/* FILE (fs->f) belongs to its generation: closed with the last one */
+	gen_release(fs->gen);
 	free(fs);
 }

@@ -6,7 +6,7 @@
  * mount. Writes at its end go to the engine's appender, which streams whole
  * rows to the file and commits them every 64 MiB or 1 s, on fsync() and at
  * close (doc/APPEND.md); whenever rows were committed the node gets a
- * freshly opened dataset (size, allocation, mtime) under fs->ds_lock and
+ * freshly opened dataset (size, allocation, mtime) under the node's lock and
  * the kernel's cached attributes are dropped, so stat shows the new size at
  * once. Write handles are direct_io: the kernel caches no bytes that are
  * not rows yet.
@@ -69,14 +69,14 @@ static void wfile_refresh(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 		return;
 	}
 	alloc = h5_dataset_allocated(nd);
-	pthread_rwlock_wrlock(&fs->ds_lock);
+	pthread_rwlock_wrlock(&w->n->lk);
 	old = w->n->ds;
 	w->n->ds = nd;
 	w->n->st.st_size = (off_t)h5_dataset_size(nd);
 	w->n->st.st_blocks = blocks_of(alloc);
 	if (h5_dataset_mtime(nd, &mt) == 0)
 		w->n->st.st_mtime = w->n->st.st_ctime = (time_t)mt;
-	pthread_rwlock_unlock(&fs->ds_lock);
+	pthread_rwlock_unlock(&w->n->lk);
 	h5_dataset_close(old);
 	w->q->seen = h5_append_committed(w->a);
 	/* attributes only (offset -1): invalidating pages here could wait on
@@ -182,10 +182,10 @@ static void wfile_open(fuse_req_t req, h5fs *fs, struct node *n, struct fuse_fil
 		fuse_reply_err(req, EPERM);
 		return;
 	}
-	/* n->ds is replaced by wfile_refresh() under ds_lock after appends */
-	pthread_rwlock_rdlock(&fs->ds_lock);
+	/* n->ds is replaced by wfile_refresh() under n->lk after appends */
+	pthread_rwlock_rdlock(&n->lk);
 	is_ds = n->type == NT_FILE && n->ds;
-	pthread_rwlock_unlock(&fs->ds_lock);
+	pthread_rwlock_unlock(&n->lk);
 	if (!is_ds) {
 		fuse_reply_err(req, EPERM);
 		return;
@@ -405,9 +405,15 @@ void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	h5fs *fs = fuse_req_userdata(req);
 	struct node *n = node_get(fs, ino);
+	int e;
 
 	if (!n) {
 		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	e = node_fresh(fs, n);   /* a live FILE may have lost it */
+	if (e) {
+		fuse_reply_err(req, e);
 		return;
 	}
 	if (n->type == NT_DIR) {
@@ -423,9 +429,12 @@ void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * wfile_open) is read without the page cache: a short read while an
 	 * append is being applied would leave a zero-filled page cached inside
 	 * the new size (tests/stress/append_race.py). Anything else cannot
-	 * change while mounted, so the page cache stays valid across opens. */
+	 * change while mounted (but a live FILE, ll_live.c), so the page cache
+	 * stays valid across opens. */
 	if (fs_writable(fs) && (n->st.st_mode & S_IWUSR))
 		fi->direct_io = 1;
+	else if (live_direct(fs))
+		fi->direct_io = 1;      /* a live FILE that changed: ll_live.c */
 	else
 		fi->keep_cache = 1;
 	fuse_reply_open(req, fi);

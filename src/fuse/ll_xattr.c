@@ -22,12 +22,19 @@ static int xattr_errno(h5fs *fs, const struct node *n, int rc, const char *op, c
 static int xattr_list(h5fs *fs, const struct node *n, char *buf, size_t size, size_t *len)
 {
 	char *list = NULL;
+	struct use u;
 	int rc;
 
 	*len = 0;
-	if (n->type == NT_LINK || n->addr == UINT64_MAX)
+	rc = node_use(&u, fs, (struct node *)n);    /* a live FILE: as it is now */
+	if (rc)
+		return -rc;
+	if (n->type == NT_LINK || u.addr == UINT64_MAX) {
+		node_use_end(&u);
 		return 0;
-	rc = h5_xattr_list(&list, len, n->f, n->addr);
+	}
+	rc = h5_xattr_list(&list, len, u.f, u.addr);
+	node_use_end(&u);
 	if (rc < 0)
 		return xattr_errno(fs, n, rc, "listxattr", NULL);
 	if (buf && *len <= size)
@@ -40,12 +47,19 @@ static int xattr_get(h5fs *fs, const struct node *n, const char *name, char *buf
 		     size_t *len)
 {
 	void *val = NULL;
+	struct use u;
 	int rc;
 
 	*len = 0;
-	if (n->type == NT_LINK || n->addr == UINT64_MAX)
+	rc = node_use(&u, fs, (struct node *)n);
+	if (rc)
+		return -rc;
+	if (n->type == NT_LINK || u.addr == UINT64_MAX) {
+		node_use_end(&u);
 		return -ENODATA;
-	rc = h5_xattr_get(&val, len, n->f, n->addr, name, fs->cfg.xattr_raw);
+	}
+	rc = h5_xattr_get(&val, len, u.f, u.addr, name, fs->cfg.xattr_raw);
+	node_use_end(&u);
 	if (rc < 0)
 		return xattr_errno(fs, n, rc, "getxattr", name);
 	if (buf && *len <= size)

@@ -57,6 +57,7 @@ struct cli {
 	char *s3_endpoint, *s3_region;  /* -o s3_endpoint=URL, s3_region=R */
 	int s3_path_style;      /* -o s3_path_style */
 	unsigned retries, timeout;      /* -o retries=N, timeout=S (remote FILE) */
+	char *refresh;          /* -o refresh=SECONDS, as given */
 	int nonopts;
 };
 
@@ -108,6 +109,7 @@ static const struct fuse_opt cli_spec[] = {
 	{ "s3_path_style", offsetof(struct cli, s3_path_style), 1 },
 	{ "retries=%u", offsetof(struct cli, retries), 0 },
 	{ "timeout=%u", offsetof(struct cli, timeout), 0 },
+	{ "refresh=%s", offsetof(struct cli, refresh), 0 },
 	FUSE_OPT_END
 };
 
@@ -144,6 +146,10 @@ static void usage(FILE *out)
 		"    -o umask=M             octal; files get 0444 & ~M, directories\n"
 		"                           0555 & ~M (default: files get FILE's read bits,\n"
 		"                           directories those plus the matching search bits)\n"
+		"    -o refresh=SECONDS     show changes of FILE made by other processes:\n"
+		"                           look at it on every inotify event and at\n"
+		"                           least this often (default 1; 0: the view\n"
+		"                           stays as mounted). Read-only mounts only\n"
 		"    -o verbose             also log informational messages\n"
 		"    -o efl_any             read external data files named by absolute\n"
 		"                           paths or with \"..\" (default: refused, EIO)\n"
@@ -446,6 +452,20 @@ static int parse(struct daemon *D)
 		fprintf(stderr, "h5fs: invalid -o xattr=%s (text or raw)\n", D->cli.xattr_mode);
 		return ret;
 	}
+	D->cfg.refresh = 1;
+	if (D->cli.refresh) {
+		char *end;
+		unsigned long v;
+
+		errno = 0;
+		v = strtoul(D->cli.refresh, &end, 10);
+		if (errno || end == D->cli.refresh || *end || D->cli.refresh[0] == '-' || v > 86400) {
+			fprintf(stderr, "h5fs: invalid -o refresh=%s (seconds, 0..86400)\n", D->cli.refresh);
+			return ret;
+		}
+		D->cfg.refresh = (unsigned)v;
+	}
+	D->cfg.open_opts = &D->oopts;
 	if (D->cli.uid) {
 		unsigned long v;
 
@@ -623,6 +643,7 @@ static int run(struct daemon *D)
 
 static void daemon_free(struct daemon *D)
 {
+	h5fs_stop_watching(D->fs);      /* it notifies the session */
 	if (D->mounted)
 		fuse_session_unmount(D->se);
 	if (D->handlers)
@@ -641,6 +662,7 @@ static void daemon_free(struct daemon *D)
 	free(D->cli.uid);
 	free(D->cli.gid);
 	free(D->cli.umask);
+	free(D->cli.refresh);
 	free(D->cli.ext_prefix);
 	free(D->cli.s3_endpoint);
 	free(D->cli.s3_region);

@@ -306,6 +306,69 @@ static int file_init_common(h5_file *f, const h5_open_opts *opts)
 	return h5_superblock_read(f);
 }
 
+static void stamp_from(h5_file_stamp *s, const struct stat *st)
+{
+	s->dev = (uint64_t)st->st_dev;
+	s->ino = (uint64_t)st->st_ino;
+	s->size = (uint64_t)st->st_size;
+	s->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+	s->ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
+}
+
+int h5_file_stamp_get(h5_file_stamp *out, const h5_file *f)
+{
+	if (!f->has_stamp)
+		return 0;
+	*out = f->stamp;
+	return 1;
+}
+
+int h5_file_changed(h5_file *f, const char *path)
+{
+	h5_file_stamp now;
+	struct stat st;
+	int m = 0;
+
+	if (!f->has_stamp)
+		return f->src->ops->changed && f->src->ops->changed(f->src, 0) == 1 ? H5_CHANGED_BYTES : 0;
+	/* the descriptor: the bytes we read, whatever the path names now */
+	if (fstat(h5_file_fd(f), &st) == 0) {
+		stamp_from(&now, &st);
+		/* ctime moves on unlink too: a deleted file keeps its bytes */
+		if (now.size != f->stamp.size || now.mtime_ns != f->stamp.mtime_ns ||
+		    (now.ctime_ns != f->stamp.ctime_ns && st.st_nlink > 0))
+			m |= H5_CHANGED_BYTES;
+	} else {
+		m |= H5_CHANGED_BYTES;
+	}
+	/* the path: an fstab line names a path, so a file renamed over it is
+	 * the one to show (the ctime of a rename moves only the new file's) */
+	if (path) {
+		if (stat(path, &st) != 0)
+			m |= H5_CHANGED_GONE;
+		else if ((uint64_t)st.st_dev != f->stamp.dev || (uint64_t)st.st_ino != f->stamp.ino)
+			m |= H5_CHANGED_PATH;
+	}
+	return m | h5_related_changed(f);
+}
+
+int h5_file_probe(h5_file *f)
+{
+	if (f->has_stamp || !f->src->ops->changed)
+		return 0;
+	return f->src->ops->changed(f->src, 1) == 1 ? H5_CHANGED_BYTES : 0;
+}
+
+int h5_file_watchable(const h5_file *f)
+{
+	return f->has_stamp || f->src->ops->changed != NULL;
+}
+
+int h5_file_swmr(const h5_file *f)
+{
+	return f->sb_version >= 3 && (f->sb_flags & 0x04) != 0;
+}
+
 /* local: FILE is a file here, whose directory related files are found
  * from; asked before any wrapper (a trace source has no descriptor). */
 static int file_open_source(h5_file **out, h5_source *src, const char *name, bool local,
@@ -331,8 +394,15 @@ static int file_open_source(h5_file **out, h5_source *src, const char *name, boo
 	}
 	/* the daemon changes directory after opening FILE: related files
 	 * (related.c) are found from where a local FILE really is */
-	if (local)
+	if (local) {
+		struct stat st;
+
 		f->real_path = realpath(name, NULL);
+		if (fstat(src->ops->fd(src), &st) == 0) {
+			stamp_from(&f->stamp, &st);
+			f->has_stamp = true;
+		}
+	}
 	rc = file_init_common(f, opts);
 out:
 	if (rc < 0) {

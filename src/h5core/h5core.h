@@ -100,6 +100,39 @@ uint64_t h5_file_userblock(const h5_file *f);
 int64_t h5_file_mtime(const h5_file *f);         /* mtime of FILE (seconds) */
 const char *h5_file_path(const h5_file *f);
 
+/* ---- change detection (file.c; h5fs -o refresh) ------------------------
+ * A local FILE is stamped when opened (fstat of its descriptor): device,
+ * inode, size, modification and change times. Any write to the file moves
+ * its mtime or ctime (at the clock tick's granularity, see h5fs's
+ * ll_live.c for how a write within the tick of the stamp is handled). */
+typedef struct h5_file_stamp {
+	uint64_t dev, ino, size;
+	int64_t mtime_ns, ctime_ns;
+} h5_file_stamp;
+enum {
+	H5_CHANGED_BYTES = 1,   /* the open file was written or truncated */
+	H5_CHANGED_PATH = 2,    /* FILE's path now names another file (rename) */
+	H5_CHANGED_GONE = 4     /* no file at FILE's path any more */
+};
+/* 0 when f has no stamp (remote or memory sources), else 1 and *out. */
+int h5_file_stamp_get(h5_file_stamp *out, const h5_file *f);
+/* H5_CHANGED_* bits for f against its stamp: the descriptor always, path
+ * too unless NULL (FILE's name as given may be relative to a directory
+ * the caller left), and every related file the top file opened (external
+ * link targets, VDS sources, by their real paths). 0: unchanged, or no
+ * stamp. */
+int h5_file_changed(h5_file *f, const char *path);
+/* A remote FILE (no stamp; its byte source's changed op): ask the server
+ * whether the object was replaced (H5_CHANGED_BYTES) - a request, so the
+ * caller rate-limits it; h5_file_changed() above only tells what replies
+ * so far said. 0 for other files. */
+int h5_file_probe(h5_file *f);
+/* f can tell it changed: a local file (stamped) or a source that can. */
+int h5_file_watchable(const h5_file *f);
+/* The superblock says a writer has the file open in SWMR mode (v3 status
+ * flags, spec II.A: bit 2 "SWMR write access"). */
+int h5_file_swmr(const h5_file *f);
+
 /* ---- exit statuses of h5fs and h5fs-ls (doc/h5fs.1, doc/h5fs-ls.1) ---- */
 
 typedef enum h5_exit {

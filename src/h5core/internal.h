@@ -190,6 +190,10 @@ struct h5_file {
 	uint64_t base;          /* absolute offset of the superblock (user block size) */
 	uint64_t eof;           /* bytes readable from base: addresses must stay below */
 	int64_t file_mtime;
+	/* a local file as opened (fstat of its descriptor): what
+	 * h5_file_changed() compares with; has_stamp false for other sources */
+	h5_file_stamp stamp;
+	bool has_stamp;
 	h5_fmt fmt;
 	int sb_version;
 	uint8_t sb_flags;       /* file consistency flags */
@@ -324,6 +328,8 @@ enum { H5_RELATED_EXT = 0, H5_RELATED_VDS = 1 };
 int h5_related_open(h5_file **out, h5_file *from, const char *name, int kind);
 void h5_related_release(h5_file *f);
 void h5_related_free(h5_file *top);
+/* h5_file_changed() bits of every related file open (under its table's lock). */
+int h5_related_changed(h5_file *top);
 
 /* superblock.c: find the signature (0, 512, 1024, ...), decode and verify. */
 int h5_superblock_read(h5_file *f);

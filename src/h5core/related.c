@@ -106,7 +106,7 @@ static int related_init(h5_file *top)
 	}
 	pthread_mutex_init(&r->lock, NULL);
 	r->root_dir = real;
-	top->related = r;
+	__atomic_store_n(&top->related, r, __ATOMIC_RELEASE);   /* h5_related_changed */
 	return 0;
 }
 
@@ -128,6 +128,24 @@ void h5_related_free(h5_file *top)
 	pthread_mutex_destroy(&r->lock);
 	free(r);
 	top->related = NULL;
+}
+
+int h5_related_changed(h5_file *top)
+{
+	struct h5_related *r;
+	int m = 0;
+
+	/* the table is made on first use (related_init): asked on every read
+	 * of a live mount, so no lock for a file that has none */
+	r = __atomic_load_n(&top->related, __ATOMIC_ACQUIRE);
+	if (!r)
+		return 0;
+	pthread_mutex_lock(&r->lock);
+	for (size_t i = 0; i < r->n; i++)
+		if (r->ent[i].f && r->ent[i].f != top)
+			m |= h5_file_changed(r->ent[i].f, r->ent[i].path);
+	pthread_mutex_unlock(&r->lock);
+	return m;
 }
 
 static bool inside(const char *path, const char *dir)

@@ -72,6 +72,12 @@ typedef struct h5_source_ops {
 	 * restart: a new stream, or the stream jumped; ranges hinted before
 	 * and not fetched yet are forgotten. NULL: ignored. */
 	void (*ranges_hint)(h5_source *s, const h5_range *r, size_t n, bool restart);
+	/* Whether the object changed since it was opened (a remote object
+	 * replaced: another ETag). probe: ask the server now (one request);
+	 * else only what requests so far have seen. 1, 0, or 0 when the
+	 * question cannot be answered now. NULL: never known (h5fs -o
+	 * refresh then stamps local files itself, file.c). */
+	int (*changed)(h5_source *s, int probe);
 } h5_source_ops;
 
 /* Implementations embed this as their first member. */

@@ -236,6 +236,12 @@ int http_verdict(http_source *h, const reply *r, CURLcode cc, long status, uint6
 	unsigned long long a = off, z = off + len - 1;
 
 	*retry = false;
+	/* first: a 412's body may not fit a small read's buffer */
+	if (status == 412 && (cc == CURLE_OK || cc == CURLE_WRITE_ERROR)) {
+		__atomic_store_n(&h->replaced, true, __ATOMIC_RELEASE);
+		return h5_err_set(H5_ERR_IO, "%s: the object changed on the server (ETag %s no longer matches)",
+				  h->name, h->etag ? h->etag : "");
+	}
 	if (r->overflow || (cc == CURLE_OK && status == 200))
 		return h5_err_set(H5_ERR_IO, "%s: the server ignores Range requests (200 to a ranged GET)",
 				  h->name);
@@ -247,15 +253,14 @@ int http_verdict(http_source *h, const reply *r, CURLcode cc, long status, uint6
 					  "and %zu bytes", h->name, a, z, (unsigned long long)r->cr_first,
 					  (unsigned long long)r->cr_last, r->got);
 		}
-		if (changed(h, r))
+		if (changed(h, r)) {
+			__atomic_store_n(&h->replaced, true, __ATOMIC_RELEASE);
 			return h5_err_set(H5_ERR_IO, "%s: the object changed on the server (ETag %s, size %llu; "
 					  "pinned %s, %llu)", h->name, r->etag, (unsigned long long)r->cr_total,
 					  h->etag ? h->etag : "", (unsigned long long)h->base.size);
+		}
 		return 0;
 	}
-	if (cc == CURLE_OK && status == 412)
-		return h5_err_set(H5_ERR_IO, "%s: the object changed on the server (ETag %s no longer matches)",
-				  h->name, h->etag ? h->etag : "");
 	if (cc == CURLE_OK && status == 416)
 		return h5_err_set(H5_ERR_FORMAT, "unexpected end of file at 0x%llx (range %llu-%llu not "
 				  "satisfiable)", a, a, z);
@@ -765,6 +770,19 @@ static void http_extent_hint(h5_source *s, uint64_t start, uint64_t end)
 	pthread_mutex_unlock(&h->mu);
 }
 
+/* h5fs -o refresh: a one-byte GET with the pinned ETag (412 or another
+ * ETag or size: replaced); network trouble answers "not known" (0). */
+static int http_changed(h5_source *s, int probe)
+{
+	http_source *h = (http_source *)s;
+	uint8_t one[16], *seg[1] = { one };
+	reply r;
+
+	if (probe && !__atomic_load_n(&h->replaced, __ATOMIC_ACQUIRE) && get_range(h, &r, 0, seg, 1) < 0)
+		h5_err_clear();
+	return __atomic_load_n(&h->replaced, __ATOMIC_ACQUIRE);
+}
+
 static const h5_source_ops http_ops = {
 	.name = "http",
 	.read = http_read,
@@ -777,6 +795,7 @@ static const h5_source_ops http_ops = {
 	.prefetch = http_prefetch,
 	.extent_hint = http_extent_hint,
 	.ranges_hint = http_ranges_hint,
+	.changed = http_changed,
 };
 
 /* The first request: FIRST bytes (or the whole object), the size and the

@@ -41,6 +41,7 @@ typedef struct http_blk {
 typedef struct http_source {
 	h5_source base;
 	char *url, *name, *etag, *userpwd, *sigv4, *token_hdr;
+	bool replaced;               /* a reply said the object changed (atomic) */
 	unsigned retries;
 	long timeout_s;
 	CURLSH *share;

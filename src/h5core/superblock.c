@@ -396,8 +396,11 @@ int h5_superblock_read(h5_file *f)
 	if (rc < 0)
 		return rc;
 	/* Addresses at or past the end of allocated space are invalid (libhdf5
-	 * refuses to read there); trailing bytes after it belong to no object. */
-	if (f->eoa < f->eof)
+	 * refuses to read there); trailing bytes after it belong to no object.
+	 * But a SWMR writer (status flag, II.A) does not rewrite the stored
+	 * end of file as it allocates: like libhdf5's SWMR reader, read up to
+	 * the file's size then. */
+	if (f->eoa < f->eof && !h5_file_swmr(f))
 		f->eof = f->eoa;
 	if (h5_addr_defined(x.drvinfo_addr)) {
 		rc = sb_read_drvinfo(f, x.drvinfo_addr);

@@ -6,8 +6,8 @@ dataset read through `h5fs http://... MNT` equals h5py's local read, in few
 requests (read-ahead, coalescing), and opening one for writing is EROFS.
 Faults: 503s before the mount (retried), a server killed mid-mount then
 restarted (EIO for that read only, then the bytes again), bodies cut short,
-a wrong Content-Range, an object replaced during the mount (ETag, EIO,
-never mixed bytes); refused at mount with a clear message: 200 to a ranged
+a wrong Content-Range, an object replaced during the mount (ETag: EIO
+with -o refresh=0, else opened anew as the new object; never mixed bytes); refused at mount with a clear message: 200 to a ranged
 request, 403, 404, nothing listening.
 """
 import errno
@@ -158,13 +158,31 @@ def main():
             proc.kill()
             proc.wait(10)
 
-        # the object replaced during the mount: EIO, never mixed bytes
-        with T.Mount(srv.url, mnt, FAST) as m, m.watchdog(120):
-            srv.state.data = data[:-1] + bytes([data[-1] ^ 0xFF])
+        # the object replaced during the mount, with -o refresh=0: EIO,
+        # never mixed bytes
+        v2 = data[:-1] + bytes([data[-1] ^ 0xFF])
+        with T.Mount(srv.url, mnt, FAST + ["-o", "refresh=0"]) as m, m.watchdog(120):
+            srv.state.data = v2
             srv.state.etag = '"v2"'
             expect_eio(mnt, "g/b", "replaced")
             if "changed on the server" not in m.output():
                 fail("replaced: no log line saying so: %r" % m.output()[:300])
+        srv.state.data, srv.state.etag = data, '"v1"'
+        # live (the default): opened anew as the new object, whose bytes
+        # (h5py's read of v2) the read returns
+        h5v2 = os.path.join(wd, "v2.h5")
+        with open(h5v2, "wb") as fh:
+            fh.write(v2)
+        want = expected(h5v2)["g/b"]
+        with T.Mount(srv.url, mnt, FAST) as m, m.watchdog(120):
+            srv.state.data = v2
+            srv.state.etag = '"v2"'
+            try:
+                got = read(mnt, "g/b")
+                if got != want:
+                    fail("replaced, live: %s" % T.first_diff(got, want))
+            except OSError as e:
+                fail("replaced, live: read of g/b: %s" % e)
         srv.state.data, srv.state.etag = data, '"v1"'
 
         # refused at mount

@@ -10,9 +10,10 @@ creates a bucket at start-up, uploads fixtures with botocore-signed PUTs
 must name the same key), mounts each with -o
 s3_endpoint=http://127.0.0.1:PORT,s3_path_style and compares every dataset
 with h5py's local read. A missing key is refused at mount (exit
-status 3, "not found"); an object replaced during the mount
-gives EIO, never mixed bytes (s3rver ignores If-Match: the reply's ETag
-gives the change away).
+status 3, "not found"); an object replaced during the mount gives EIO
+with -o refresh=0 and is opened anew as the new object otherwise, never
+mixed bytes (s3rver ignores If-Match: the reply's ETag gives the change
+away).
 """
 import errno
 import os
@@ -127,11 +128,11 @@ def main():
         test_remote.mount_refused("s3://bucket/no/such.h5", mnt, "missing key", "not found", opts)
 
         # the object replaced during the mount (same size, one byte
-        # changed): EIO, never bytes from two versions
+        # changed), with -o refresh=0: EIO, never bytes from two versions
         v2 = os.path.join(wd, "v2.h5")
         with open(v2, "wb") as fh:
             fh.write(data[:-1] + bytes([data[-1] ^ 0xFF]))
-        with T.Mount("s3://bucket/dir/f.h5", mnt, opts) as m, m.watchdog(120):
+        with T.Mount("s3://bucket/dir/f.h5", mnt, opts + ["-o", "refresh=0"]) as m, m.watchdog(120):
             if test_remote.read(mnt, "a") != exp["a"]:
                 fail("replaced: a: wrong bytes before the replacement")
             put(port, "dir/f.h5", v2)
@@ -145,6 +146,19 @@ def main():
                 fail("replaced: no log line saying so: %r" % m.output()[:300])
             if not m.alive():
                 fail("replaced: the daemon died")
+        # live (the default): opened anew as the new object, whose bytes
+        # (h5py's read of v2) the read returns
+        put(port, "dir/f.h5", f1)   # v1 again
+        want = test_remote.expected(v2)["g/b"]
+        with T.Mount("s3://bucket/dir/f.h5", mnt, opts) as m, m.watchdog(120):
+            test_remote.read(mnt, "a")
+            put(port, "dir/f.h5", v2)
+            try:
+                got = test_remote.read(mnt, "g/b")
+                if got != want:
+                    fail("replaced, live: %s" % T.first_diff(got, want))
+            except OSError as e:
+                fail("replaced, live: read of g/b: %s" % e)
     finally:
         os.environ.clear()
         os.environ.update(saved)

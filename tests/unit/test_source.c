@@ -1,6 +1,7 @@
 /* test_source.c - byte sources (source.h): local files, memory images, the
  * trace wrapper that records writes and syncs and fails the Nth, and FILE
- * opened through a wrapped source. */
+ * opened through a wrapped source; the stamp that tells a changed FILE
+ * (h5_file_changed) and generations of one path read apart. */
 #include "testutil.h"
 
 #include <fcntl.h>
@@ -216,6 +217,143 @@ START_TEST(test_file_through_trace)
 }
 END_TEST
 
+/* ---- change detection and generations (h5fs -o refresh, ll_live.c) ------- */
+
+static const char gen_script[] =
+	"import sys, h5py, numpy as np\n"
+	"d = sys.argv[1]\n"
+	"for v in (1, 2):\n"
+	"    with h5py.File(d + '/v%d.h5' % v, 'w', libver='latest') as f:\n"
+	"        for k in range(v):\n"
+	"            f.create_dataset('pad%d' % k, data=np.zeros(16 * (k + 1), 'u1'))\n"
+	"        f.create_dataset('a', data=np.full(4096, v, 'u1'))\n"
+	"        f.create_dataset('b', data=np.full(4096, 10 + v, 'u1'))\n";
+
+static void copy_file(const char *to, const char *from)
+{
+	char cmd[2048];
+
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", from, to);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/* The byte at offset 0 of the dataset at path in f. */
+static int first_byte(h5_file *f, const char *path)
+{
+	uint64_t addr;
+	h5_dataset *d;
+	uint8_t b = 0;
+
+	ck_assert_msg(h5_path_lookup(&addr, f, path) == 0, "%s", h5_err_msg());
+	ck_assert_msg(h5_dataset_open(&d, f, addr) == 0, "%s", h5_err_msg());
+	ck_assert_msg(h5_dataset_read(d, &b, 0, 1) == 0, "%s", h5_err_msg());
+	h5_dataset_close(d);
+	return b;
+}
+
+START_TEST(test_changed_and_generations)
+{
+	char gdir[] = "/tmp/h5fs_test_live_XXXXXX", v1[300], v2[300], cur[300], tmp[300];
+	h5_file *g1, *g2;
+	int rc = test_py_run(gdir, gen_script, NULL);
+	FILE *fp;
+
+	if (rc == 77 || rc == TEST_PY_NO_PYTHON) {
+		test_py_rmdir(gdir);
+		return;     /* no h5py: nothing to compare with */
+	}
+	ck_assert_int_eq(rc, 0);
+	snprintf(v1, sizeof(v1), "%s/v1.h5", gdir);
+	snprintf(v2, sizeof(v2), "%s/v2.h5", gdir);
+	snprintf(cur, sizeof(cur), "%s/cur.h5", gdir);
+	snprintf(tmp, sizeof(tmp), "%s/cur.tmp", gdir);
+	copy_file(cur, v1);
+	ck_assert_msg(h5_file_open(&g1, cur, NULL) == 0, "%s", h5_err_msg());
+	ck_assert_int_eq(h5_file_changed(g1, cur), 0);
+	ck_assert_int_eq(first_byte(g1, "/a"), 1);     /* gen 1's cache holds v1's metadata */
+	/* rewritten in place with the same names at other addresses */
+	copy_file(cur, v2);
+	ck_assert_int_eq(h5_file_changed(g1, cur) & H5_CHANGED_BYTES, H5_CHANGED_BYTES);
+	ck_assert_int_eq(h5_file_changed(g1, cur) & (H5_CHANGED_PATH | H5_CHANGED_GONE), 0);
+	/* the next generation reads v2 through caches of its own: nothing
+	 * gen 1 decoded (still in its cache) is used for it */
+	ck_assert_msg(h5_file_open(&g2, cur, NULL) == 0, "%s", h5_err_msg());
+	ck_assert_int_eq(first_byte(g2, "/a"), 2);
+	ck_assert_int_eq(first_byte(g2, "/b"), 12);
+	ck_assert_int_eq(h5_file_changed(g2, cur), 0);
+	h5_file_close(g1);
+	/* replaced by rename: the descriptor keeps its bytes, the path moved */
+	copy_file(tmp, v1);
+	ck_assert_int_eq(rename(tmp, cur), 0);
+	ck_assert_int_eq(h5_file_changed(g2, cur), H5_CHANGED_PATH);
+	ck_assert_int_eq(first_byte(g2, "/a"), 2);
+	/* deleted: the unlink moves ctime, but the bytes are intact */
+	ck_assert_int_eq(unlink(cur), 0);
+	ck_assert_int_eq(h5_file_changed(g2, cur), H5_CHANGED_GONE);
+	ck_assert_int_eq(h5_file_changed(g2, NULL), 0);
+	h5_file_close(g2);
+	/* grown: size */
+	copy_file(cur, v1);
+	ck_assert_msg(h5_file_open(&g1, cur, NULL) == 0, "%s", h5_err_msg());
+	fp = fopen(cur, "ab");
+	ck_assert_ptr_nonnull(fp);
+	fputc(0, fp);
+	fclose(fp);
+	ck_assert_int_eq(h5_file_changed(g1, cur), H5_CHANGED_BYTES);
+	h5_file_close(g1);
+	ck_assert_int_eq(test_py_rmdir(gdir), 0);
+}
+END_TEST
+
+/* A SWMR writer leaves the stored end of file behind as it allocates: a
+ * superblock v3 whose status flags say "SWMR write access" is read up to
+ * the file's size (as libhdf5's SWMR reader does), any other up to its
+ * stored end of file. */
+START_TEST(test_swmr_eof)
+{
+	char gdir[] = "/tmp/h5fs_test_live_XXXXXX", v1[300];
+	uint8_t sb[48], pad[4096];
+	uint64_t size_plain = 0, size_swmr = 0;
+	h5_file *f;
+	uint32_t ck;
+	FILE *fp;
+	int rc = test_py_run(gdir, gen_script, NULL);
+
+	if (rc == 77 || rc == TEST_PY_NO_PYTHON) {
+		test_py_rmdir(gdir);
+		return;
+	}
+	ck_assert_int_eq(rc, 0);
+	snprintf(v1, sizeof(v1), "%s/v1.h5", gdir);
+	memset(pad, 0xee, sizeof(pad));
+	fp = fopen(v1, "r+b");
+	ck_assert_ptr_nonnull(fp);
+	ck_assert_uint_eq(fread(sb, 1, sizeof(sb), fp), sizeof(sb));
+	ck_assert_int_eq(sb[8], 3);             /* libver latest: superblock v3 */
+	ck_assert_int_eq(fseek(fp, 0, SEEK_END), 0);
+	ck_assert_uint_eq(fwrite(pad, 1, sizeof(pad), fp), sizeof(pad));   /* past the stored EOF */
+	fclose(fp);
+	ck_assert_msg(h5_file_open(&f, v1, NULL) == 0, "%s", h5_err_msg());
+	ck_assert(!h5_file_swmr(f));
+	size_plain = f->eof;
+	h5_file_close(f);
+	sb[11] = 0x05;                          /* write access | SWMR write access */
+	ck = h5_checksum_metadata(sb, 44);
+	memcpy(sb + 44, &ck, 4);                /* little-endian hosts (as every test here) */
+	fp = fopen(v1, "r+b");
+	ck_assert_ptr_nonnull(fp);
+	ck_assert_uint_eq(fwrite(sb, 1, sizeof(sb), fp), sizeof(sb));
+	fclose(fp);
+	ck_assert_msg(h5_file_open(&f, v1, NULL) == 0, "%s", h5_err_msg());
+	ck_assert(h5_file_swmr(f));
+	size_swmr = f->eof;
+	ck_assert_int_eq(first_byte(f, "/a"), 1);
+	h5_file_close(f);
+	ck_assert_uint_eq(size_swmr, size_plain + sizeof(pad));
+	ck_assert_int_eq(test_py_rmdir(gdir), 0);
+}
+END_TEST
+
 static Suite *source_suite(void)
 {
 	Suite *s = suite_create("source");
@@ -227,6 +365,8 @@ static Suite *source_suite(void)
 	tcase_add_test(tc, test_trace);
 	tcase_add_test(tc, test_trace_sync_fails);
 	tcase_add_test(tc, test_file_through_trace);
+	tcase_add_test(tc, test_changed_and_generations);
+	tcase_add_test(tc, test_swmr_eof);
 	suite_add_tcase(s, tc);
 	return s;
 }
