@@ -20,6 +20,7 @@
 #endif
 
 #include "h5core.h"
+#include "linkvec.h"
 #include "refs.h"
 
 #include <errno.h>
@@ -418,54 +419,15 @@ static int seen_add(struct lister *L, uint64_t addr)
 	return 0;
 }
 
-struct linkvec {
-	h5_link *v;
-	size_t n, cap;
-	int nomem;
-};
-
-static int collect_cb(const h5_link *l, void *ud)
-{
-	struct linkvec *lv = ud;
-	h5_link *c;
-
-	if (lv->n == lv->cap) {
-		size_t ncap = lv->cap ? lv->cap * 2 : 32;
-		h5_link *n = realloc(lv->v, ncap * sizeof(*n));
-
-		if (!n) {
-			lv->nomem = 1;
-			return 1;
-		}
-		lv->v = n;
-		lv->cap = ncap;
-	}
-	c = &lv->v[lv->n];
-	*c = *l;
-	c->name = malloc(l->name_len + 1);
-	c->target = l->target ? strdup(l->target) : NULL;
-	c->ext_file = l->ext_file ? strdup(l->ext_file) : NULL;
-	c->ext_path = l->ext_path ? strdup(l->ext_path) : NULL;
-	if (c->name)
-		memcpy(c->name, l->name, l->name_len + 1);
-	lv->n++;
-	if (!c->name || (l->target && !c->target) || (l->ext_file && !c->ext_file) ||
-	    (l->ext_path && !c->ext_path)) {
-		lv->nomem = 1;
-		return 1;
-	}
-	return 0;
-}
-
 static void list_object(struct lister *L, const char *path, uint64_t addr, int top);
 
 static void list_group(struct lister *L, const char *path, uint64_t addr)
 {
-	struct linkvec lv = { 0 };
+	linkvec lv;
 	size_t i;
 	int rc;
 
-	rc = h5_group_iterate(L->f, addr, collect_cb, &lv);
+	rc = linkvec_collect(&lv, L->f, addr);
 	if (lv.nomem) {
 		fprintf(stderr, "h5fs-ls: out of memory\n");
 		L->nerr++;
@@ -494,9 +456,7 @@ static void list_group(struct lister *L, const char *path, uint64_t addr)
 		free(child);
 	}
 out:
-	for (i = 0; i < lv.n; i++)
-		h5_link_clear(&lv.v[i]);
-	free(lv.v);
+	linkvec_clear(&lv);
 }
 
 static void list_object(struct lister *L, const char *path, uint64_t addr, int top)

@@ -19,6 +19,7 @@
 
 #include "refs.h"
 #include "json.h"
+#include "linkvec.h"
 #include "zarr_meta.h"
 
 #include <inttypes.h>
@@ -575,66 +576,24 @@ out:
 
 static void put_object(struct refs *R, const char *prefix, const char *path, uint64_t addr);
 
-struct linkvec {
-	h5_link *v;
-	size_t n, cap;
-	int nomem;
-};
-
-static int collect_cb(const h5_link *l, void *ud)
-{
-	struct linkvec *lv = ud;
-	h5_link *c;
-
-	if (lv->n == lv->cap) {
-		size_t ncap = lv->cap ? lv->cap * 2 : 32;
-		h5_link *n = realloc(lv->v, ncap * sizeof(*n));
-
-		if (!n)
-			return lv->nomem = 1;
-		lv->v = n;
-		lv->cap = ncap;
-	}
-	c = &lv->v[lv->n];
-	memset(c, 0, sizeof(*c));
-	c->type = l->type;
-	c->addr = l->addr;
-	c->name_len = l->name_len;
-	c->name = malloc(l->name_len + 1);
-	c->target = l->target ? strdup(l->target) : NULL;
-	c->ext_file = l->ext_file ? strdup(l->ext_file) : NULL;
-	c->ext_path = l->ext_path ? strdup(l->ext_path) : NULL;
-	lv->n++;
-	if (c->name)
-		memcpy(c->name, l->name, l->name_len + 1);
-	if (!c->name || (l->target && !c->target) || (l->ext_file && !c->ext_file) || (l->ext_path && !c->ext_path))
-		return lv->nomem = 1;
-	return 0;
-}
-
 /* An external link, followed into its file when --follow-external (and
- * the file lies where h5fs would open it). */
+ * the file lies where h5fs would open it); chains of links are followed
+ * as the mount follows them (h5_link_follow: libhdf5's limit, loops
+ * refused). */
 static void put_external(struct refs *R, const char *prefix, const char *path, const h5_link *l)
 {
 	h5_file *g = NULL, *saved_f = R->f;
 	const char *saved_url = R->url;
-	char *abs = NULL;
+	char *abs = NULL, *fpath = NULL;
 	uint64_t addr;
-	int rc;
 
 	if (!R->o->follow_external) {
 		note(R, "%s: external link to %s:%s not followed (--follow-external)", path, l->ext_file, l->ext_path);
 		return;
 	}
-	rc = h5_file_open_related(&g, R->f, l->ext_file);
-	if (rc != 0) {
-		note(R, "%s: external link to %s not followed: %s", path, l->ext_file,
-		     rc == 1 ? "no such file" : h5_err_msg());
+	if (h5_link_follow(&g, &addr, &fpath, R->f, l) < 0) {
+		note(R, "%s: external link to %s:%s not followed: %s", path, l->ext_file, l->ext_path, h5_err_msg());
 		return;
-	}
-	if (h5_path_lookup(&addr, g, l->ext_path) < 0) {
-		note(R, "%s: external link to %s:%s: %s", path, l->ext_file, l->ext_path, h5_err_msg());
-		goto out;
 	}
 	abs = strstr(h5_file_path(g), "://") ? strdup(h5_file_path(g)) : realpath(h5_file_path(g), NULL);
 	R->f = g;
@@ -642,14 +601,14 @@ static void put_external(struct refs *R, const char *prefix, const char *path, c
 	put_object(R, prefix, path, addr);
 	R->f = saved_f;
 	R->url = saved_url;
-out:
 	free(abs);
+	free(fpath);
 	h5_file_release_related(g);
 }
 
 static void put_group(struct refs *R, const char *prefix, const char *path, uint64_t addr)
 {
-	struct linkvec lv = { 0 };
+	linkvec lv;
 	struct jb zg = { 0 };
 	int rc;
 
@@ -658,7 +617,7 @@ static void put_group(struct refs *R, const char *prefix, const char *path, uint
 		R->nerr++;
 	free(zg.p);
 	put_attrs(R, prefix, path, addr, -1, 0);
-	rc = h5_group_iterate(R->f, addr, collect_cb, &lv);
+	rc = linkvec_collect(&lv, R->f, addr);
 	if (rc < 0 || lv.nomem) {
 		note(R, "%s: %s", path, lv.nomem ? "out of memory" : h5_err_msg());
 		R->nerr++;
@@ -696,9 +655,7 @@ static void put_group(struct refs *R, const char *prefix, const char *path, uint
 		free(cpath);
 	}
 	R->nanc--;
-	for (size_t i = 0; i < lv.n; i++)
-		h5_link_clear(&lv.v[i]);
-	free(lv.v);
+	linkvec_clear(&lv);
 }
 
 static void put_object(struct refs *R, const char *prefix, const char *path, uint64_t addr)

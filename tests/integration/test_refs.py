@@ -583,8 +583,40 @@ def main():
         check_file(p, os.path.relpath(p, CORPUS), stats=cstats)
     print("corpus: %(files)d files h5py opens, %(arrays)d arrays and %(attrs)d attributes equal, "
           "%(skipped)d datasets skipped" % cstats)
+    chains(wd)
     remote(wd, files, corpus, known)
     return T.finish()
+
+
+def chains(wd):
+    """--follow-external follows chains of external links as the mount does
+    (master.h5:/nested -> chain_b.h5:/to_c -> chain_c.h5:/c/data, and a
+    group reached through a chain), refuses loops and the 17th link, and
+    without the option writes none of them."""
+    import make_link_fixtures
+    d = os.path.join(wd, "links")
+    os.makedirs(d)
+    make_link_fixtures.make(d)
+    master = os.path.join(d, "master.h5")
+    rc, out, err = run_refs(master, "--follow-external")
+    if rc != 0:
+        fail("links: --follow-external exit %d: %s" % (rc, err))
+        return
+    g = open_refs(json.loads(out))
+    with h5py.File(master, "r") as f:
+        for name in ("nested", "nested_grp/inner", "hops16"):
+            want = f[name][()]
+            if name not in g or not equal_arrays(g[name][()], want):
+                fail("links: %s through the chain differs from h5py's" % name)
+    for name in ("loop", "hops17"):
+        if name in g:
+            fail("links: %s written, but h5py refuses it" % name)
+        if "/" + name + ":" not in err:
+            fail("links: no line on stderr for %s" % name)
+    rc, out, err = run_refs(master)
+    if rc != 0 or "nested" in open_refs(json.loads(out)):
+        fail("links: without --follow-external the chain is written (exit %d)" % rc)
+    print("links: chains followed with --follow-external")
 
 
 # ---- over HTTP -------------------------------------------------------------------
