@@ -172,13 +172,13 @@ def check_filters(page):
     built-in ones with their ids, LIMITATIONS the registered ones not
     decoded)."""
     core = os.path.join(T.SRCDIR, "src", "h5core")
-    with open(os.path.join(core, "internal.h")) as fh:
+    with open(os.path.join(core, "base", "internal.h")) as fh:
         ids = {m.group(1): int(m.group(2)) for m in re.finditer(r"(H5_FILTER_[A-Z0-9]+) = (\d+)", fh.read())}
-    with open(os.path.join(core, "filter.c")) as fh:
+    with open(os.path.join(core, "filter", "filter.c")) as fh:
         table = re.search(r"filter_classes\[\] = \{(.*?)\};", fh.read(), re.S).group(1)
     built = {}
     for cls in re.findall(r"&h5_filter_(\w+)", table):
-        with open(os.path.join(core, "filter_%s.c" % cls)) as fh:
+        with open(os.path.join(core, "filter", "filter_%s.c" % cls)) as fh:
             src = fh.read()
         m = re.search(r"\.id = (H5_FILTER_\w+),\s*\.name = \"([^\"]+)\"", src)
         if not m or m.group(1) not in ids:
