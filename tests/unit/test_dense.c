@@ -33,54 +33,13 @@ static const char py_script[] =
 	"        ds.attrs['a%02d' % i] = np.int32(i)\n"
 	"    ds.attrs[ca] = np.int32(-1)\n";
 
-/* Two distinct names "c<i>" with the same lookup3 hash (as test_group.c). */
-struct hname {
-	uint32_t hash, i;
-};
-
-static int hname_cmp(const void *a, const void *b)
-{
-	const struct hname *x = a, *y = b;
-
-	if (x->hash != y->hash)
-		return x->hash < y->hash ? -1 : 1;
-	return (x->i > y->i) - (x->i < y->i);
-}
-
-static bool find_collision(char *a, char *b, size_t room)
-{
-	const uint32_t n = 1u << 19;
-	struct hname *v = malloc(n * sizeof(*v));
-	bool found = false;
-	char buf[32];
-
-	if (!v)
-		return false;
-	for (uint32_t i = 0; i < n; i++) {
-		int l = snprintf(buf, sizeof(buf), "c%u", i);
-
-		v[i].hash = h5_checksum_lookup3(buf, (size_t)l, 0);
-		v[i].i = i;
-	}
-	qsort(v, n, sizeof(*v), hname_cmp);
-	for (uint32_t i = 0; i + 1 < n && !found; i++) {
-		if (v[i].hash == v[i + 1].hash) {
-			snprintf(a, room, "c%u", v[i].i);
-			snprintf(b, room, "c%u", v[i + 1].i);
-			found = true;
-		}
-	}
-	free(v);
-	return found;
-}
-
 static void py_setup(void)
 {
 	char args[128];
 	int rc;
 
 	py_ok = 0;
-	if (!find_collision(coll_a, coll_b, sizeof(coll_a)))
+	if (!test_hash_collision(coll_a, coll_b, sizeof(coll_a)))
 		return;
 	snprintf(args, sizeof(args), "%s %s", coll_a, coll_b);
 	snprintf(py_dir, sizeof(py_dir), "/tmp/h5fs_test_dense_XXXXXX");

@@ -124,6 +124,49 @@ static inline int test_py_rmdir(const char *dir)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
+/* Two distinct names "c<i>" with the same lookup3 hash, the hash of the
+ * name indexes of dense groups and attributes (2^19 names give about 32
+ * colliding pairs): tests of lookups that must go on past a collision. */
+struct test_hname {
+	uint32_t hash, i;
+};
+
+static inline int test_hname_cmp(const void *a, const void *b)
+{
+	const struct test_hname *x = a, *y = b;
+
+	if (x->hash != y->hash)
+		return x->hash < y->hash ? -1 : 1;
+	return (x->i > y->i) - (x->i < y->i);
+}
+
+static inline bool test_hash_collision(char *a, char *b, size_t room)
+{
+	const uint32_t n = 1u << 19;
+	struct test_hname *v = malloc(n * sizeof(*v));
+	bool found = false;
+	char buf[32];
+
+	if (!v)
+		return false;
+	for (uint32_t i = 0; i < n; i++) {
+		int l = snprintf(buf, sizeof(buf), "c%u", i);
+
+		v[i].hash = h5_checksum_lookup3(buf, (size_t)l, 0);
+		v[i].i = i;
+	}
+	qsort(v, n, sizeof(*v), test_hname_cmp);
+	for (uint32_t i = 0; i + 1 < n && !found; i++) {
+		if (v[i].hash == v[i + 1].hash) {
+			snprintf(a, room, "c%u", v[i].i);
+			snprintf(b, room, "c%u", v[i + 1].i);
+			found = true;
+		}
+	}
+	free(v);
+	return found;
+}
+
 #define H5_TEST_MAIN(make_suite_fn)                                     \
 	int main(void)                                                  \
 	{                                                               \
