@@ -7,11 +7,11 @@
  *
  *   fuse_floor -f IGNORED MNT     (the arguments of `h5fs -f FILE MNT`)
  *
- * Built by bench/run.sh: cc -O2 fuse_floor.c $(pkg-config --cflags --libs fuse3)
+ * Built by bench/run.sh: cc -O2 fuse_floor.c floor_common.c $(pkg-config --cflags --libs fuse3)
  */
-#define FUSE_USE_VERSION 34
+#include "floor_common.h"
+
 #include <errno.h>
-#include <fuse_lowlevel.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -92,26 +92,9 @@ static const struct fuse_lowlevel_ops ops = {
 
 int main(int argc, char **argv)
 {
-	char *fargv[] = { argv[0], NULL };
-	struct fuse_args args = FUSE_ARGS_INIT(1, fargv);
-	struct fuse_loop_config lc = { .clone_fd = 0, .max_idle_threads = 10 };
-	struct fuse_session *se;
-	int rc = 1;
-
 	if (argc != 4 || strcmp(argv[1], "-f") != 0) {
 		fprintf(stderr, "usage: %s -f IGNORED MOUNTPOINT\n", argv[0]);
 		return 2;
 	}
-	se = fuse_session_new(&args, &ops, sizeof(ops), NULL);
-	if (!se)
-		return 1;
-	if (fuse_set_signal_handlers(se) == 0) {
-		if (fuse_session_mount(se, argv[3]) == 0) {
-			rc = fuse_session_loop_mt(se, &lc) != 0;
-			fuse_session_unmount(se);
-		}
-		fuse_remove_signal_handlers(se);
-	}
-	fuse_session_destroy(se);
-	return rc;
+	return floor_run(argv[0], &ops, NULL, argv[3], NULL);
 }

@@ -15,12 +15,12 @@
  *                                      descriptor (h5fs's remote blocks,
  *                                      decoded chunks)
  *
- * Built by bench/run.sh: cc -O2 fuse_read_floor.c $(pkg-config --cflags --libs fuse3)
+ * Built by bench/run.sh: cc -O2 fuse_read_floor.c floor_common.c $(pkg-config --cflags --libs fuse3) -lpthread
  */
-#define FUSE_USE_VERSION 34
+#include "floor_common.h"
+
 #include <errno.h>
 #include <fcntl.h>
-#include <fuse_lowlevel.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,7 +127,8 @@ static const struct fuse_lowlevel_ops ops = {
 	.read = op_read,
 };
 
-/* as h5fs's main.c: read_ahead_kb of the mount = 4 requests of max_read */
+/* as h5fs's main.c: read_ahead_kb of the mount = 4 requests of max_read
+ * (in a thread: the mount answers stat only once the loop runs) */
 static void *raise_readahead(void *arg)
 {
 	const char *mnt = arg;
@@ -146,15 +147,17 @@ static void *raise_readahead(void *arg)
 	return NULL;
 }
 
+static void start_readahead(const char *mnt)
+{
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, raise_readahead, (void *)mnt) == 0)
+		pthread_detach(t);
+}
+
 int main(int argc, char **argv)
 {
-	char *fargv[] = { argv[0], "-o", "ro,default_permissions,max_read=1024000", NULL };
-	struct fuse_args args = FUSE_ARGS_INIT(3, fargv);
-	struct fuse_loop_config cfg = { .clone_fd = 0, .max_idle_threads = 10 };
-	struct fuse_session *se;
 	struct stat st;
-	pthread_t t;
-	int rc = 1;
 
 	if (argc != 4 || (strcmp(argv[1], "-f") != 0 && strcmp(argv[1], "-m") != 0)) {
 		fprintf(stderr, "usage: %s -f|-m RAWFILE MNT\n", argv[0]);
@@ -180,16 +183,5 @@ int main(int argc, char **argv)
 		if (!raw_mem)
 			return 1;
 	}
-	se = fuse_session_new(&args, &ops, sizeof(ops), NULL);
-	if (!se)
-		return 1;
-	if (fuse_set_signal_handlers(se) == 0 && fuse_session_mount(se, argv[3]) == 0) {
-		pthread_create(&t, NULL, raise_readahead, argv[3]);
-		pthread_detach(t);
-		rc = fuse_session_loop_mt(se, &cfg);
-		fuse_session_unmount(se);
-	}
-	fuse_remove_signal_handlers(se);
-	fuse_session_destroy(se);
-	return rc ? 1 : 0;
+	return floor_run(argv[0], &ops, "ro,default_permissions,max_read=1024000", argv[3], start_readahead);
 }

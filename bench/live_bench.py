@@ -12,10 +12,19 @@ writer. Run by hand (never in CI):
    (open, extend, close: a new file generation each time). Default
    refresh (1 s; inotify makes it sooner). Median and max.
 2. throughput: sequential 1 MiB reads of a contiguous and of a deflate
-   dataset (cold: page cache dropped when root, and warm: a second read)
+   dataset (fresh: the first read of a new mount, FILE in the page cache;
+   cold: page cache dropped when root; warm: a second read; the daemon's
+   CPU ms per GiB of the fresh and cold reads)
    and 20,000 random 4 KiB reads, on a -o ro mount (watching on, the
-   default) and a -o ro,refresh=0 mount, alternated --repeat times; the
-   range over the runs of each.
+   default) and a -o ro,refresh=0 mount (and --base BINARY, another build
+   such as main's, -o ro), alternated --repeat times; the range over the
+   runs of each.
+2b. changed: the same sequential reads after FILE changed once (touched:
+   a new generation, so descriptors opened now use direct_io), with 8 MiB
+   read()s (each split into 1 MiB requests: ll_dio.c records and hashes
+   them), read twice (first, second), watching against refresh=0 (which
+   never sees the touch) and --base; throughput and the daemon's CPU ms
+   per GiB.
 3. follow: a SWMR writer process appends 1 MiB rows at 100 rows/s for
    --follow-seconds; a reader follows the mounted dataset (stat, then
    reads the rows that appeared) and checks every row (its number and the
@@ -33,58 +42,25 @@ import time
 import h5py
 import numpy as np
 
+import benchlib as B
+from benchlib import drop_caches, say
+
 MiB = 1 << 20
 
 
-def say(msg=""):
-    print(msg, flush=True)
+def Mount(args, path, opts, binary=None):
+    """h5fs (or `binary`) -o OPTS on `path` at DIR/mnt."""
+    mnt = os.path.join(args.dir, "mnt")
+    return B.Mount([binary or args.h5fs, "-f", "-o", opts, path, mnt], mnt,
+                   os.path.join(args.dir, "h5fs.log"), timeout=10, poll=0.02, close_timeout=20)
 
 
-def is_mounted(mnt):
-    mnt = os.path.realpath(mnt)
-    with open("/proc/self/mountinfo") as f:
-        return any(line.split()[4] == mnt for line in f)
-
-
-class Mount:
-    def __init__(self, args, path, opts):
-        self.mnt = os.path.join(args.dir, "mnt")
-        os.makedirs(self.mnt, exist_ok=True)
-        self.log = open(os.path.join(args.dir, "h5fs.log"), "ab")
-        self.proc = subprocess.Popen([args.h5fs, "-f", "-o", opts, path, self.mnt],
-                                     stdout=self.log, stderr=self.log)
-        deadline = time.monotonic() + 10
-        while not is_mounted(self.mnt):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.close()
-                raise RuntimeError("h5fs did not mount (see %s/h5fs.log)" % args.dir)
-            time.sleep(0.02)
-
-    def close(self):
-        if is_mounted(self.mnt):
-            subprocess.run(["fusermount3", "-u", self.mnt], timeout=20)
-        try:
-            self.proc.wait(20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(20)
-        self.log.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
-def drop_caches():
-    try:
-        os.sync()
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3\n")
-        return True
-    except OSError:
-        return False
+def cpu_s(pid):
+    """The daemon's user + system CPU seconds so far: what a read cost it,
+    steadier than throughput on a loaded machine."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def ms(v):
@@ -171,12 +147,12 @@ def make_data(args):
     return path
 
 
-def seq_read(p):
+def seq_read(p, bs=MiB):
     fd = os.open(p, os.O_RDONLY)
     t0 = time.perf_counter()
     total = 0
     while True:
-        b = os.read(fd, MiB)
+        b = os.read(fd, bs)
         if not b:
             break
         total += len(b)
@@ -200,14 +176,26 @@ def rand_read(p, n):
 
 def throughput(args):
     path = make_data(args)
-    res = {}
+    res, cpu = {}, {}
     cold_ok = True
+    variants = [("watching", "ro", None), ("refresh=0", "ro,refresh=0", None)]
+    if args.base:       # another build (main), watching: interleaved with ours
+        variants.append(("base", "ro", args.base))
     for rep in range(args.repeat):
-        for label, opts in (("watching", "ro"), ("refresh=0", "ro,refresh=0")):
-            with Mount(args, path, opts) as m:
+        for label, opts, binary in variants:
+            seq_read(path)      # FILE in the page cache, for "fresh"
+            with Mount(args, path, opts, binary) as m:
+                def timed(ds, kind):
+                    # and the daemon's CPU ms per GiB (a warm read is the kernel's)
+                    c0 = cpu_s(m.proc.pid)
+                    res.setdefault((label, ds, kind), []).append(seq_read(os.path.join(m.mnt, ds)))
+                    cpu.setdefault((label, ds, kind), []).append(
+                        (cpu_s(m.proc.pid) - c0) * 1000 * 1024 / args.size_mib)
+                for ds in ("contig", "deflate"):
+                    timed(ds, "fresh")  # a new mount: nothing in its page cache, FILE warm
                 for ds in ("contig", "deflate"):
                     cold_ok = drop_caches() and cold_ok
-                    res.setdefault((label, ds, "cold"), []).append(seq_read(os.path.join(m.mnt, ds)))
+                    timed(ds, "cold")
                     res.setdefault((label, ds, "warm"), []).append(seq_read(os.path.join(m.mnt, ds)))
                 cold_ok = drop_caches() and cold_ok
                 res.setdefault((label, "random 4 KiB", "reads/s"), []).append(
@@ -216,8 +204,46 @@ def throughput(args):
         % (args.size_mib, args.repeat, "after drop_caches" if cold_ok else "NOT dropped (not root)"))
     for key in sorted({k[1:] for k in res}):
         w, z = res[("watching",) + key], res[("refresh=0",) + key]
-        say("  %-14s %-8s watching %8.0f..%-8.0f refresh=0 %8.0f..%-8.0f (median ratio %.3f)"
-            % (key[0], key[1], min(w), max(w), min(z), max(z), statistics.median(w) / statistics.median(z)))
+        line = "  %-14s %-8s watching %8.0f..%-8.0f refresh=0 %8.0f..%-8.0f (median ratio %.3f)" % (
+            key[0], key[1], min(w), max(w), min(z), max(z), statistics.median(w) / statistics.median(z))
+        if args.base:
+            b = res[("base",) + key]
+            line += "; base %8.0f..%-8.0f (watching/base median ratio %.3f)" % (
+                min(b), max(b), statistics.median(w) / statistics.median(b))
+        say(line)
+    for key in sorted(cpu, key=lambda k: (k[1], k[2], k[0])):
+        say("  daemon CPU ms per GiB, %-7s %-5s %-9s %6.0f..%-6.0f median %6.0f"
+            % (key[1], key[2], key[0], min(cpu[key]), max(cpu[key]), statistics.median(cpu[key])))
+
+
+def changed(args):
+    path = make_data(args)
+    res, cpu = {}, {}
+    variants = [("watching", "ro", None), ("refresh=0", "ro,refresh=0", None)]
+    if args.base:
+        variants.append(("base", "ro", args.base))
+    for rep in range(args.repeat):
+        for label, opts, binary in variants:
+            seq_read(path)      # FILE in the page cache
+            with Mount(args, path, opts, binary) as m:
+                os.utime(path)  # a change: the watcher opens FILE anew
+                time.sleep(1.5)
+                os.stat(os.path.join(m.mnt, "contig"))
+                for ds in ("contig", "deflate"):
+                    for kind in ("first", "second"):
+                        c0 = cpu_s(m.proc.pid)
+                        res.setdefault((label, ds, kind), []).append(
+                            seq_read(os.path.join(m.mnt, ds), 8 * MiB))
+                        cpu.setdefault((label, ds, kind), []).append(
+                            (cpu_s(m.proc.pid) - c0) * 1000 * 1024 / args.size_mib)
+    say("after a change, 8 MiB read()s (%d MiB datasets, %d runs; MiB/s):" % (args.size_mib, args.repeat))
+    for key in sorted({k[1:] for k in res}):
+        line = "  %-8s %-7s" % key
+        for label, _, _ in variants:
+            r, c = res[(label,) + key], cpu[(label,) + key]
+            line += " %s %5.0f..%-5.0f (CPU ms/GiB %4.0f..%-4.0f med %4.0f)" % (
+                label, min(r), max(r), min(c), max(c), statistics.median(c))
+        say(line)
 
 
 # ---- 3. follow a SWMR writer ------------------------------------------------------
@@ -296,8 +322,11 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--follow-seconds", type=float, default=10.0)
     ap.add_argument("--only", default="latency,throughput,follow")
+    ap.add_argument("--base", default="", help="throughput: another h5fs binary (e.g. main's), mounted -o ro "
+                    "in the same rounds")
     args = ap.parse_args()
     args.h5fs = os.path.abspath(args.h5fs)
+    args.base = os.path.abspath(args.base) if args.base else ""
     os.makedirs(args.dir, exist_ok=True)
     for name in args.only.split(","):
         globals()[name](args)

@@ -64,7 +64,7 @@ trap 'exit 130' INT TERM
 # The append floor (bench/fuse_floor.c): built when a compiler and libfuse3's
 # headers are there; without it the append benchmark just has no floor line.
 FLOOR="$DIR/fuse_floor"
-if cc -O2 -o "$FLOOR" "$HERE/fuse_floor.c" $(pkg-config --cflags --libs fuse3 2>/dev/null) 2>/dev/null; then
+if cc -O2 -o "$FLOOR" "$HERE/fuse_floor.c" "$HERE/floor_common.c" $(pkg-config --cflags --libs fuse3 2>/dev/null) 2>/dev/null; then
 	args+=(--floor "$FLOOR")
 else
 	echo "run.sh: cannot build bench/fuse_floor.c (cc, libfuse3-dev): no append floor" >&2
@@ -72,7 +72,7 @@ fi
 
 # The read floor (bench/fuse_read_floor.c), likewise.
 RFLOOR="$DIR/fuse_read_floor"
-if cc -O2 -o "$RFLOOR" "$HERE/fuse_read_floor.c" $(pkg-config --cflags --libs fuse3 2>/dev/null) -lpthread 2>/dev/null; then
+if cc -O2 -o "$RFLOOR" "$HERE/fuse_read_floor.c" "$HERE/floor_common.c" $(pkg-config --cflags --libs fuse3 2>/dev/null) -lpthread 2>/dev/null; then
 	args+=(--read-floor "$RFLOOR")
 else
 	echo "run.sh: cannot build bench/fuse_read_floor.c (cc, libfuse3-dev): no read floor" >&2

@@ -6,7 +6,7 @@ set -euo pipefail
 
 PACKAGES=(
 	build-essential autoconf automake libtool pkg-config
-	libfuse3-dev fuse3 zlib1g-dev check
+	libfuse3-dev fuse3 zlib1g-dev libsqlite3-dev check
 	libdeflate-dev liblz4-dev libzstd-dev libbz2-dev libaec-dev libblosc-dev
 	liblzo2-dev libzfp-dev hdf5-filter-plugin-zfp-serial
 	python3-h5py python3-numpy hdf5-tools attr tree

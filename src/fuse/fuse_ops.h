@@ -40,6 +40,13 @@ typedef struct h5fs_config {
 	 * view stays as mounted); open_opts: how to open it again. */
 	unsigned refresh;
 	const h5_open_opts *open_opts;
+	/* Collections: the persistent index (-o index=PATH; NULL: the
+	 * default file under $XDG_CACHE_HOME/h5fs/), or none (-o noindex). */
+	const char *index_path;
+	int noindex;
+	/* -o h5_suffixes=: the names of an S3 prefix's HDF5 members (NULL:
+	 * H5_SUFFIXES_DEFAULT; coll_s3.c) */
+	const char *h5_suffixes;
 } h5fs_config;
 
 /* Build the filesystem state around an open file (which it then owns).
@@ -53,6 +60,35 @@ void h5fs_set_session(h5fs *fs, struct fuse_session *se);
 /* Stop the thread that watches a live FILE (it sends the session
  * notifications): before the session is unmounted and destroyed. */
 void h5fs_stop_watching(h5fs *fs);
+
+/* The mount: a table of roots (root.h) that h5fs_ll_ops serves, its
+ * fuse_session_new() userdata. A single FILE is one root (it takes fs). */
+typedef struct h5fs_mount h5fs_mount;
+int h5fs_mount_single(h5fs_mount **out, h5fs *fs);
+/* A collection: DIR's tree, each HDF5 file in it a directory (root_coll.c);
+ * max_files: descriptors on files under DIR at most (0: the default). */
+int h5fs_mount_collection(h5fs_mount **out, const char *dir, const h5fs_config *cfg, unsigned max_files);
+/* -o max_files's default: half the soft RLIMIT_NOFILE, at most 1,024 */
+unsigned h5fs_default_max_files(void);
+void h5fs_mount_set_session(h5fs_mount *m, struct fuse_session *se);
+/* Stop the threads that watch live files (they notify the session):
+ * before the session is unmounted and destroyed. */
+void h5fs_mount_stop(h5fs_mount *m);
+void h5fs_mount_free(h5fs_mount *m);
+/* The mount's node id of one of fs's (its kernel notifications), when fs
+ * is one root of several. */
+void h5fs_set_ino_map(h5fs *fs, uint64_t (*map)(void *ud, uint64_t local), void *ud);
+/* fs is watched by its collection's one thread (the root op tick), not
+ * a watcher thread of its own (-o refresh): before it is started. */
+void h5fs_share_watch(h5fs *fs);
+/* fs is a live FILE that has changed (a collection's member whose
+ * indexed record went stale): its datasets are read without the page
+ * cache, as after a change it saw itself (ll_live.c). */
+void h5fs_set_changed(h5fs *fs);
+/* Log lines about fs start with label (a collection's member: its path). */
+int h5fs_set_label(h5fs *fs, const char *label);
+/* h5fs_log without a file: by the logging options of cfg. */
+void h5fs_log_cfg(const h5fs_config *cfg, int prio, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* The one place where engine errors become errno values. */
 int h5fs_errno(int h5err);

@@ -1,56 +1,44 @@
-/* ll.c - the FUSE low-level read operations: lookup, attributes,
- * directories, reads. Handlers translate: request -> engine -> one reply. */
+/* ll.c - the member root's read operations (root.h): lookup, attributes,
+ * directories, reads. Each translates: request -> engine -> a result the
+ * dispatcher (dispatch.c) replies with. */
 #include "ll.h"
 
 /* ---- operations ---------------------------------------------------------------- */
 
-void op_init(void *userdata, struct fuse_conn_info *conn)
+static void entry_of(struct root_entry *e, h5fs *fs, const struct node *n)
 {
-	h5fs *fs = userdata;
-
-	/* libfuse derives max_pages, and so the largest read the kernel sends
-	 * us, from max_write; it clamps this to its own buffer size (1 MiB on
-	 * current kernels). */
-	conn->max_write = 1U << 20;
-	live_start(fs);     /* here: after fuse_daemonize's fork */
-	/* libfuse wants the max_read mount option (main.c) repeated here */
-	if (fs->cfg.max_read)
-		conn->max_read = fs->cfg.max_read;
-	/* conn->max_readahead starts at the kernel's maximum: keep it. */
-	/* Reads of plain bytes are answered by splicing FILE's pages into
-	 * the reply (op_read): no copy through our memory. */
-	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
-		conn->want |= FUSE_CAP_SPLICE_WRITE;
-	if (conn->capable & FUSE_CAP_SPLICE_MOVE)
-		conn->want |= FUSE_CAP_SPLICE_MOVE;
+	memset(e, 0, sizeof(*e));
+	e->ino = n->ino;
+	/* generation 0: a node id is never given to another object while
+	 * the kernel holds it (ll.c show_object) */
+	pthread_rwlock_rdlock((pthread_rwlock_t *)&n->lk);
+	e->attr = n->st;
+	pthread_rwlock_unlock((pthread_rwlock_t *)&n->lk);
+	e->timeout = node_timeout(fs);
 }
 
-static void reply_entry_node(fuse_req_t req, h5fs *fs, const struct node *n)
+/* n (referenced), the node of the (parent, name) number *id: is it still
+ * what the name shows? 0 and *keep when so (n kept; with file_only, only
+ * when n is a file). Else a live FILE's change left it stale (its path
+ * leads elsewhere now, or to another kind): n is unreferenced, the number
+ * given up and *id the name's new one, 0 and !*keep. A directory's
+ * anchors and a symlink's kind are fixed for its life, so the name's new
+ * object is a new node, not the old one adopted. Or an errno (n
+ * unreferenced). */
+static int synth_recheck(bool *keep, uint64_t *id, h5fs *fs, struct node *n, uint64_t parent, const char *name,
+			 bool file_only)
 {
-	struct fuse_entry_param e;
+	uint64_t old = n->ino;    /* n may be gone once unreferenced */
+	int e = node_fresh(fs, n);
 
-	memset(&e, 0, sizeof(e));
-	e.ino = n->ino;
-	/* 0 unless a live FILE's change gave the id to another object
-	 * (node_adopt); the root's is always 0 */
-	e.generation = n->entry_gen;
-	e.attr = n->st;
-	e.attr_timeout = node_timeout(fs);
-	e.entry_timeout = node_timeout(fs);
-	fuse_reply_entry(req, &e);
-}
-
-/* A node that a live FILE's change left stale (ESTALE: its path leads
- * elsewhere now) under the (parent, name) number `id`: that number is
- * given up and a new one returned for the name (0: out of memory). A
- * directory's anchors and a symlink's kind are fixed for its life, so
- * the name's new object is a new node, not the old one adopted. */
-static uint64_t renew_synth(h5fs *fs, struct node *n, uint64_t parent, const char *name)
-{
-	uint64_t id = n->ino;
-
-	node_unref(fs, id, 1);
-	return synth_renew(fs, parent, name, id);
+	*keep = e == 0 && (!file_only || n->type == NT_FILE);
+	if (*keep)
+		return 0;
+	node_unref(fs, old, 1);
+	if (e != 0 && e != ESTALE)
+		return e;
+	*id = synth_renew(fs, parent, name, old);
+	return *id ? 0 : ENOMEM;
 }
 
 /* The node of object taddr of tf shown as `name` in directory p (at mount
@@ -64,6 +52,7 @@ static int show_object(struct node **out, h5fs *fs, const struct node *p, const 
 	h5_obj_info info;
 	h5_obj_kind k = H5_OBJ_UNKNOWN;
 	uint64_t id;
+	bool keep;
 	int rc, e, tries = 0;
 
 again:
@@ -79,24 +68,36 @@ again:
 	n = node_ref_existing(fs, id);
 	if (n && k == H5_OBJ_GROUP) {
 		/* re-resolved by its path, anchors included (ll_live.c) */
+		e = synth_recheck(&keep, &id, fs, n, p->ino, name, false);
+		if (e)
+			return e;
+		if (keep)
+			goto found;
+		n = NULL;
+	} else if (n) {
+		/* the object's own node (hard links share it), unless a live
+		 * FILE's change left it stale: the kernel may still send
+		 * requests for that id meaning the old object (they carry no
+		 * generation), so it is not made another object before the
+		 * kernel forgets it; the name gets its (parent, name) number */
 		e = node_fresh(fs, n);
 		if (e == 0)
 			goto found;
-		if (e != ESTALE) {
-			node_unref(fs, n->ino, 1);
+		node_unref(fs, n->ino, 1);
+		if (e != ESTALE)
 			return e;
-		}
-		id = renew_synth(fs, n, p->ino, name);
+		id = synth_ino(fs, p->ino, name);
 		if (!id)
 			return ENOMEM;
-		n = NULL;
-	} else if (n) {
-		/* the object's own node (hard links share it); a stale one
-		 * whose id this name leads to now becomes this object */
-		e = node_adopt(fs, n, tf, taddr, path, u->g);
-		if (e) {
-			node_unref(fs, n->ino, 1);
-			return e;
+		n = node_ref_existing(fs, id);
+		if (n) {
+			/* shown so before: still this object? */
+			e = synth_recheck(&keep, &id, fs, n, p->ino, name, true);
+			if (e)
+				return e;
+			if (keep)
+				goto found;
+			n = NULL;
 		}
 	}
 	if (!n) {
@@ -119,6 +120,8 @@ again:
 				return ENOMEM;
 			}
 		}
+		if (id & H5FS_SYNTH_BIT)
+			fresh->parent = p->ino;     /* its number is (parent, name)'s */
 		fresh->gen = u->g;
 		fresh->checked = u->g->num;
 		gen_hold(u->g);
@@ -147,25 +150,22 @@ static int show_symlink(struct node **out, h5fs *fs, const struct node *p, const
 	h5_link shown;
 	char *mtarget = NULL;
 	uint64_t ino = synth_ino(fs, p->ino, name);
+	bool keep;
 	int e;
 
 	if (!ino)
 		return ENOMEM;
 	n = node_ref_existing(fs, ino);
 	if (n) {
-		e = node_fresh(fs, n);
-		if (e == 0) {
+		/* else the name was something else in the generation n was
+		 * read in */
+		e = synth_recheck(&keep, &ino, fs, n, p->ino, name, false);
+		if (e)
+			return e;
+		if (keep) {
 			*out = n;
 			return 0;
 		}
-		if (e != ESTALE) {
-			node_unref(fs, n->ino, 1);
-			return e;
-		}
-		/* the name was something else in the generation n was read in */
-		ino = renew_synth(fs, n, p->ino, name);
-		if (!ino)
-			return ENOMEM;
 	}
 	e = link_shown(&shown, &mtarget, p, u->f, l, rc);
 	if (e)
@@ -259,35 +259,22 @@ out:
 	return e;
 }
 
-void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+int member_lookup(void *r, struct root_entry *e, uint64_t parent, const char *name)
 {
-	h5fs *fs = fuse_req_userdata(req);
+	h5fs *fs = r;
 	struct node *n = NULL;
-	int e;
+	int err;
 
-	for (int attempt = 0; (e = do_lookup(&n, fs, parent, name)) == EIO && live_retry(fs, attempt); attempt++)
+	for (int attempt = 0; (err = do_lookup(&n, fs, parent, name)) == EIO && live_retry(fs, attempt); attempt++)
 		;
-
-	if (e)
-		fuse_reply_err(req, e);
-	else
-		reply_entry_node(req, fuse_req_userdata(req), n);
+	if (!err)
+		entry_of(e, fs, n);
+	return err;
 }
 
-void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+void member_forget(void *r, uint64_t ino, uint64_t nlookup)
 {
-	node_unref(fuse_req_userdata(req), ino, nlookup);
-	fuse_reply_none(req);
-}
-
-void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
-{
-	h5fs *fs = fuse_req_userdata(req);
-	size_t i;
-
-	for (i = 0; i < count; i++)
-		node_unref(fs, forgets[i].ino, forgets[i].nlookup);
-	fuse_reply_none(req);
+	node_unref(r, ino, nlookup);
 }
 
 static int do_getattr(struct stat *st, h5fs *fs, fuse_ino_t ino)
@@ -308,17 +295,10 @@ static int do_getattr(struct stat *st, h5fs *fs, fuse_ino_t ino)
 	return 0;
 }
 
-void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+int member_getattr(void *r, struct stat *st, double *timeout, uint64_t ino)
 {
-	h5fs *fs = fuse_req_userdata(req);
-	struct stat st;
-	int e = do_getattr(&st, fs, ino);
-
-	(void)fi;
-	if (e)
-		fuse_reply_err(req, e);
-	else
-		fuse_reply_attr(req, &st, node_timeout(fs));
+	*timeout = node_timeout(r);
+	return do_getattr(st, r, ino);
 }
 
 static int do_readlink(const char **target, h5fs *fs, fuse_ino_t ino)
@@ -346,15 +326,16 @@ static int do_readlink(const char **target, h5fs *fs, fuse_ino_t ino)
 	return 0;
 }
 
-void op_readlink(fuse_req_t req, fuse_ino_t ino)
+int member_readlink(void *r, char **target, uint64_t ino)
 {
-	const char *target = NULL;
-	int e = do_readlink(&target, fuse_req_userdata(req), ino);
+	const char *t = NULL;
+	int e = do_readlink(&t, r, ino);
 
 	if (e)
-		fuse_reply_err(req, e);
-	else
-		fuse_reply_readlink(req, target);
+		return e;
+	/* a copy: a live refresh may replace the node's text meanwhile */
+	*target = strdup(t);
+	return *target ? 0 : ENOMEM;
 }
 
 /* A directory listing, taken at opendir so that readdir offsets stay
@@ -551,156 +532,80 @@ fail:
 	return err;
 }
 
-void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+int member_opendir(void *r, void **dh, bool *keep, uint64_t ino)
 {
-	h5fs *fs = fuse_req_userdata(req);
+	h5fs *fs = r;
 	struct dirsnap *d = NULL;
 	int e = do_opendir(&d, fs, ino);
 
-	if (e) {
-		fuse_reply_err(req, e);
-		return;
-	}
-	fi->fh = (uint64_t)(uintptr_t)d;
+	if (e)
+		return e;
 	/* a live FILE's listing may change: the kernel asks again */
-	fi->keep_cache = !fs->live;
-	fi->cache_readdir = !fs->live;
+	*keep = !fs->live;
 	handle_add(fs, &fs->open_dirs, &d->link);
-	if (fuse_reply_open(req, fi) != 0) {
-		handle_del(fs, &d->link);
-		dirsnap_free(d);   /* interrupted: no releasedir will come */
-	}
+	*dh = d;
+	return 0;
 }
 
-void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		       struct fuse_file_info *fi)
+int member_readdir(void *r, struct root_dirent *out, void *dh, size_t i)
 {
-	struct dirsnap *d = (struct dirsnap *)(uintptr_t)fi->fh;
-	char *buf;
-	size_t pos = 0;
-	uint64_t i;
+	const struct dirsnap *d = dh;
+	const struct dent *e;
 
-	if (!d) {
-		fuse_reply_err(req, EBADF);
-		return;
-	}
-	buf = malloc(size ? size : 1);
-	if (!buf) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	/* offsets: 0 ".", 1 "..", 2+i entry i; each entry's d_off is the next */
-	for (i = off < 0 ? 0 : (uint64_t)off; i < d->n + 2; i++) {
-		struct stat st;
-		const char *name;
-		size_t len;
-
-		memset(&st, 0, sizeof(st));
-		if (i == 0) {
-			name = ".";
-			st.st_ino = ino;
-			st.st_mode = S_IFDIR;
-		} else if (i == 1) {
-			/* the parent is not tracked (a group may have several) */
-			name = "..";
-			st.st_ino = FUSE_ROOT_ID;
-			st.st_mode = S_IFDIR;
-		} else {
-			const struct dent *e = &d->e[i - 2];
-
-			name = e->name;
-			st.st_ino = e->ino;
-			st.st_mode = (mode_t)DTTOIF(e->dtype);
-		}
-		len = fuse_add_direntry(req, buf + pos, size - pos, name, &st, (off_t)(i + 1));
-		if (len > size - pos)
-			break;
-		pos += len;
-	}
-	fuse_reply_buf(req, buf, pos);
-	free(buf);
+	(void)r;
+	if (i >= d->n)
+		return ENOENT;
+	e = &d->e[i];
+	memset(out, 0, sizeof(*out));
+	out->name = e->name;
+	out->ino = e->ino;
+	out->type = (mode_t)DTTOIF(e->dtype);
+	return 0;
 }
 
-void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+void member_releasedir(void *r, void *dh)
 {
-	struct dirsnap *d = (struct dirsnap *)(uintptr_t)fi->fh;
+	struct dirsnap *d = dh;
 
-	(void)ino;
 	if (d)
-		handle_del(fuse_req_userdata(req), &d->link);
+		handle_del(r, &d->link);
 	dirsnap_free(d);
-	fuse_reply_err(req, 0);
 }
 
-
-/* A read window mapped to FILE (h5_dataset_extents) is answered from
- * the descriptors of FILE (or of a virtual dataset's source files): libfuse splices the pages into /dev/fuse when the
- * kernel allows it (else it preads them into one buffer itself). A window
- * needing more pieces than this is read the ordinary way. */
-#define H5FS_MAX_EXTENTS 64
-
-static void reply_extents(fuse_req_t req, const h5_extent *ext, size_t n)
-{
-	struct fuse_bufvec one = FUSE_BUFVEC_INIT(0), *bv = &one;
-	size_t i;
-
-	if (n > 1) {
-		bv = calloc(1, sizeof(*bv) + (n - 1) * sizeof(bv->buf[0]));
-		if (!bv) {
-			fuse_reply_err(req, ENOMEM);
-			return;
-		}
-	}
-	bv->count = n;
-	bv->idx = 0;
-	bv->off = 0;
-	for (i = 0; i < n; i++) {
-		bv->buf[i].size = (size_t)ext[i].len;
-		bv->buf[i].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-		bv->buf[i].mem = NULL;
-		bv->buf[i].fd = ext[i].fd;
-		bv->buf[i].pos = (off_t)ext[i].file_off;
-	}
-	/* on failure libfuse has answered with the errno (or the request was
-	 * interrupted): nothing left to do */
-	fuse_reply_data(req, bv, FUSE_BUF_SPLICE_MOVE);
-	if (bv != &one)
-		free(bv);
-}
-
-/* What a read answers with: pieces of files to splice (next > 0), or
- * pieces of decoded chunks or remote blocks held in the engine's or the
- * byte source's cache (pin.niov > 0), or
- * len bytes in buf (h5_buf_alloc'd), or nothing (end of file). */
+/* What a read answers with: the read plan (h5_dataset_map) - pieces of
+ * files to splice (H5_PLAN_EXTENTS), pieces of decoded chunks or remote
+ * blocks held in the engine's or the byte source's cache (H5_PLAN_PINNED),
+ * bytes in a buffer (H5_PLAN_BUFFER), or nothing (end of file). */
 struct read_answer {
-	h5_extent ext[H5FS_MAX_EXTENTS];
-	size_t next;
-	h5_pin pin;
-	uint8_t *buf;
-	size_t len;
+	h5_read_plan plan;
 	struct gen *g;          /* held until the reply is written, */
 	h5_file *rf;            /* with the related file read (its cache view) */
+	struct pc_answer pa;    /* a cached handle's answer (ll_pcache.c) */
+	struct dio_answer da;   /* a live direct_io handle's (ll_dio.c) */
 };
 
 static void answer_clear(struct read_answer *a)
 {
-	h5_pin_release(&a->pin);        /* the reply is written: unpin */
-	memset(&a->pin, 0, sizeof(a->pin));
-	h5_buf_free(a->buf);
-	a->buf = NULL;
-	a->len = 0;
-	a->next = 0;
+	h5_read_plan_release(&a->plan); /* the reply is written: unpin */
 	h5_file_release_related(a->rf);
 	a->rf = NULL;
 	gen_release(a->g);
 	a->g = NULL;
+	pcache_answer_clear(&a->pa);
+	dio_answer_clear(&a->da);
 }
 
 /* One attempt at the answer, on the generation n shows now; *failed: the
- * engine could not read it (which a live FILE's change may explain). */
+ * engine could not read it (which a live FILE's change may explain).
+ * fh: the handle's (H5FS_FH_CACHED: on a live mount, the page cache holds
+ * what it reads, ll_pcache.c; H5FS_FH_DIO: a live direct_io handle, whose
+ * read()s of several requests ll_dio.c keeps to one version); tid: the
+ * thread reading. */
 static int read_once(struct read_answer *a, bool *failed, int *unlogged, h5fs *fs, struct node *n, size_t size,
-		     off_t off, int attempt)
+		     off_t off, int attempt, uint64_t fh, pid_t tid)
 {
+	bool cached = fs->live && fh == H5FS_FH_CACHED;
+	struct dio_ledger *dio = fs->live ? fh_dio(fh) : NULL;
 	uint64_t fsize, len;
 	int rc, e = 0;
 
@@ -723,31 +628,19 @@ static int read_once(struct read_answer *a, bool *failed, int *unlogged, h5fs *f
 	len = fsize - (uint64_t)off;
 	if (len > size)
 		len = size;
-	/* Plain bytes of FILE (contiguous storage, unfiltered chunks; a
-	 * virtual dataset's sources): the extents stay valid after the lock is
-	 * dropped, since an append writes new bytes elsewhere and never
-	 * rewrites bytes in use, and a.g keeps the descriptors open. */
-	/* (not for a live FILE that has changed: the pages are spliced while
-	 * the reply is written, after live_read_check) */
-	if (h5_file_fd(n->f) >= 0 && !live_direct(fs)) {
-		if (h5_dataset_extents(a->ext, H5FS_MAX_EXTENTS, &a->next, n->ds, (uint64_t)off, (size_t)len) == 0 &&
-		    a->next > 0)
-			goto out;
-		a->next = 0;
-		h5_err_clear();  /* not mappable: read it (which reports real errors) */
-	}
-	/* Decoded chunks, or a remote FILE's cached blocks: written to
-	 * /dev/fuse from the cache itself, with no copy into a reply buffer
-	 * (issues 16, 15). */
-	if (h5_dataset_pin(&a->pin, n->ds, (uint64_t)off, (size_t)len) == 0 && a->pin.niov > 0)
-		goto out;
-	h5_err_clear();  /* not pinnable: read it (which reports real errors) */
-	a->buf = h5_buf_alloc((size_t)len);
-	if (!a->buf) {
-		e = ENOMEM;
-		goto out;
-	}
-	rc = h5_dataset_read(n->ds, a->buf, (uint64_t)off, (size_t)len);
+	/* One plan (the view's map: h5_dataset_map for raw bytes, plan.c; a
+	 * buffer of text for vlen data, view.c): plain bytes of FILE (contiguous
+	 * storage, unfiltered chunks; a virtual dataset's sources) as
+	 * extents to splice - they stay valid after the lock is dropped,
+	 * since an append writes new bytes elsewhere and never rewrites bytes
+	 * in use, and a.g keeps the descriptors open; decoded chunks or a
+	 * remote FILE's cached blocks pinned, written to /dev/fuse from the
+	 * cache itself with no copy into a reply buffer (issues 16, 15); the
+	 * rest read into a buffer. Never spliced on a live mount: libfuse
+	 * splices FILE's pages while it writes the reply, after
+	 * live_read_check, so a write in that instant would go unseen; there
+	 * the bytes are copied, then checked. */
+	rc = n->view->map(&a->plan, n->ds, (uint64_t)off, (size_t)len, fs->live ? H5_MAP_NO_SPLICE : 0);
 	if (rc < 0) {
 		char what[64];
 
@@ -763,15 +656,32 @@ static int read_once(struct read_answer *a, bool *failed, int *unlogged, h5fs *f
 		*failed = e == EIO;
 		goto out;
 	}
-	a->len = (size_t)len;
+	if (cached && a->plan.kind == H5_PLAN_PINNED) {
+		e = pcache_prepare(&a->pa, fs, n, a->g, (uint64_t)off, a->plan.pin.iov, a->plan.pin.niov);
+	} else if (cached && a->plan.kind == H5_PLAN_BUFFER) {
+		struct iovec one = { a->plan.buf, a->plan.len };
+
+		e = pcache_prepare(&a->pa, fs, n, a->g, (uint64_t)off, &one, 1);
+	}
 out:
+	if (dio && !e && !n->stale) {
+		/* every answer, the empty one too: it ends the read() */
+		struct iovec one = { a->plan.buf, a->plan.len };
+
+		if (a->plan.kind == H5_PLAN_PINNED)
+			e = dio_prepare(&a->da, dio, n, a->g, tid, (uint64_t)off, size, a->plan.pin.iov,
+					a->plan.pin.niov);
+		else
+			e = dio_prepare(&a->da, dio, n, a->g, tid, (uint64_t)off, size, &one, a->plan.len ? 1 : 0);
+	}
 	pthread_rwlock_unlock(&n->lk);
 	return e;
 }
 
 /* The answer, made again while a live FILE changes under it (ll_live.c):
  * the bytes of one version or an error, never a mix. */
-static int do_read(struct read_answer *a, h5fs *fs, fuse_ino_t ino, size_t size, off_t off)
+static int do_read(struct read_answer *a, h5fs *fs, fuse_ino_t ino, size_t size, off_t off, uint64_t fh,
+		   pid_t tid)
 {
 	struct node *n = node_get(fs, ino);
 	bool failed;
@@ -787,52 +697,78 @@ static int do_read(struct read_answer *a, h5fs *fs, fuse_ino_t ino, size_t size,
 		e = node_fresh(fs, n);
 		if (e)
 			return e;
-		e = read_once(a, &failed, &unlogged, fs, n, size, off, attempt);
+		e = read_once(a, &failed, &unlogged, fs, n, size, off, attempt, fh, tid);
 		if (e && !failed)
 			return e;
 		c = live_read_check(fs, a->g, attempt, failed, n->path);
 		if (c == 0 && unlogged)  /* no change explains it */
 			return h5err_logged(fs, unlogged, "read", n->path, NULL, n->addr);
+		if (c == 0 && !e && a->pa.npages) {
+			/* checked: the kernel may now be given these pages */
+			c = pcache_commit(fs, n, &a->pa, n->path);
+			if (c == EAGAIN && (attempt + 1 >= H5FS_LIVE_READ_TRIES ||
+					    (a->pa.verdict == PC_UNREADABLE && !live_retry(fs, attempt)))) {
+				h5fs_log(fs, LOG_ERR, "read %s: the pages the kernel caches could not be checked "
+					 "against FILE's new state: EIO", show_path(n->path));
+				c = EIO;
+			}
+		}
+		if (c == 0 && !e && a->da.used) {
+			/* checked: a piece of a read() that began in another
+			 * generation is answered only if that is one version */
+			c = dio_commit(fs, fh_dio(fh), &a->da, n->path);
+			if (c == EAGAIN && (attempt + 1 >= H5FS_LIVE_READ_TRIES || !live_retry(fs, attempt))) {
+				h5fs_log(fs, LOG_ERR, "read %s: the read() under way could not be checked "
+					 "against FILE's new state: EIO", show_path(n->path));
+				c = EIO;
+			}
+		}
 		if (c != EAGAIN)
 			return c ? c : e;
 		answer_clear(a);
 	}
 }
 
-void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+int member_read(void *r, struct root_read *out, uint64_t ino, size_t size, off_t off,
+		struct fuse_file_info *fi)
 {
 	struct read_answer *a = calloc(1, sizeof(*a));
-	int e = a ? do_read(a, fuse_req_userdata(req), ino, size, off) : ENOMEM;
+	pid_t tid = out->tid;
+	int e;
 
-	(void)fi;
+	memset(out, 0, sizeof(*out));
+	if (!a)
+		return ENOMEM;
+	e = do_read(a, r, ino, size, off, fi ? fi->fh : 0, tid);
+	out->priv = a;
 	if (e)
-		fuse_reply_err(req, e);
-	else if (a->next)
-		reply_extents(req, a->ext, a->next);
-	else if (a->pin.niov)
-		fuse_reply_iov(req, a->pin.iov, (int)a->pin.niov);
-	else
-		fuse_reply_buf(req, (const char *)a->buf, a->len);
-	if (a)
-		answer_clear(a);
-	free(a);
+		return e;
+	out->ext = a->plan.ext;
+	out->next = a->plan.next;
+	out->iov = a->plan.pin.iov;
+	out->niov = (int)a->plan.pin.niov;
+	out->buf = a->plan.buf;
+	out->len = a->plan.len;
+	return 0;
 }
 
-
-void op_statfs(fuse_req_t req, fuse_ino_t ino)
+void member_read_done(void *r, struct root_read *out)
 {
-	h5fs *fs = fuse_req_userdata(req);
-	struct statvfs sv;
+	struct read_answer *a = out->priv;
 
-	(void)ino;
-	memset(&sv, 0, sizeof(sv));
-	sv.f_bsize = H5FS_BLKSIZE;
-	sv.f_frsize = 512;
-	sv.f_blocks = (fsblkcnt_t)((fs->file_size + 511) / 512);
+	(void)r;
+	if (a)
+		answer_clear(a);   /* the reply is written: unpin */
+	free(a);
+	out->priv = NULL;
+}
+
+void member_usage(void *r, uint64_t *bytes, uint64_t *objects)
+{
+	h5fs *fs = r;
+
+	*bytes = fs->file_size;
 	pthread_mutex_lock(&fs->lock);
-	sv.f_files = (fsfilcnt_t)fs->nnodes;
+	*objects = fs->nnodes;
 	pthread_mutex_unlock(&fs->lock);
-	sv.f_namemax = H5FS_NAME_MAX;
-	sv.f_flag = ST_RDONLY;
-	fuse_reply_statfs(req, &sv);
 }

@@ -4,8 +4,9 @@
  * others. The split follows squashfuse: ll_inode.c (inode table, names,
  * node lifetime), ll_log.c (errors -> errno, logging), ll_setup.c (mount
  * state), ll.c (lookup, attributes, directories, reads), ll_write.c (the
- * append path), ll_xattr.c (extended attributes), ll_modify.c (everything
- * that would change FILE, refused) and the operations table.
+ * append path), ll_xattr.c (extended attributes); root_member.c makes
+ * them the member root class (root.h), which dispatch.c serves FUSE
+ * requests with.
  *
  * Mapping and inode numbers: see ll_inode.c.
  */
@@ -17,6 +18,7 @@
 #endif
 
 #include "fuse_ops.h"
+#include "root.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -29,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -94,15 +97,27 @@ struct node {
 	unsigned a_mnt, a_file;
 	char *target;           /* NT_LINK: readlink text */
 	h5_dataset *ds;         /* datasets: opened once, closed when forgotten */
+	const h5_view_ops *view; /* how ds's bytes are shown: its size and reads
+				 * (raw bytes, or vlen data as text; changed
+				 * with ds, under lk) */
 	struct gen *gen;        /* the generation f, addr, ds, st were read in
 				 * (a reference; changed under lk) */
 	uint64_t checked;       /* the generation n was last resolved in (gen,
 				 * which its fields belong to, may be older) */
 	bool stale;             /* then, its path no longer led to this object */
-	uint64_t entry_gen;     /* fuse_entry_param.generation: bumped when the
-				 * node id is given to another object (ll_live.c) */
 	struct wqueue *wq;      /* the write order of its write handles (under fs->lock) */
 	struct stat st;
+	struct pcache *pc;      /* what cached handles were answered (ll_pcache.c;
+				 * made at the first such answer) */
+	/* Every xattr of the object as read in gen (ll_xattr.c), so a walk's
+	 * listxattr and getxattr requests decode its header once; NULL until
+	 * asked, and dropped (xattr_cache_drop, under lk) whenever f, addr,
+	 * gen or the object itself change. xs_epoch counts the drops: a set
+	 * read meanwhile is not kept. */
+	struct xa_set *xs;
+	unsigned xs_epoch;
+	bool xs_skip;           /* not kept (too large, an error): ask the
+				 * engine for each xattr until dropped */
 	/* An append (ll_write.c) or a live FILE's refresh (ll_live.c) replaces
 	 * f, addr, ds, st, gen of this node: readers of them hold it shared.
 	 * One per node: a refresh of one object never waits for reads of
@@ -155,6 +170,13 @@ struct h5fs {
 	 * RELEASE requests, so h5fs_free() frees what is left. */
 	struct hlink open_dirs, open_wfiles;
 	struct fuse_session *se;        /* for notify_inval_inode (h5fs_set_session) */
+	/* The mount's node id of one of ours, for those notifications (NULL:
+	 * the same; 0: the kernel does not know it): h5fs_set_ino_map. */
+	uint64_t (*ino_out)(void *ud, uint64_t local);
+	void *ino_out_ud;
+	char *label;            /* a collection's member: its path, before log lines */
+	bool shared_watch;      /* a collection's member: its one thread looks
+				 * (live_tick), no watcher of its own */
 	bool writable;          /* appends possible (fs_writable) */
 	/* live files (ll_live.c): refresh > 0 on a mount that does not append */
 	bool live;
@@ -172,20 +194,26 @@ struct use {
 
 struct dirsnap;
 
-/* ll.c */
+static inline uint64_t fs_ino_out(const h5fs *fs, uint64_t local)
+{
+	return fs->ino_out ? fs->ino_out(fs->ino_out_ud, local) : local;
+}
+
+/* ll.c: the member root's reads (root.h) */
 void dirsnap_free(struct dirsnap *d);
 void handle_add(h5fs *fs, struct hlink *list, struct hlink *h);
 void handle_del(h5fs *fs, struct hlink *h);
-void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
-void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets);
-void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void op_init(void *userdata, struct fuse_conn_info *conn);
-void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
-void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		       struct fuse_file_info *fi);
-void op_readlink(fuse_req_t req, fuse_ino_t ino);
-void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+int member_lookup(void *r, struct root_entry *e, uint64_t parent, const char *name);
+void member_forget(void *r, uint64_t ino, uint64_t nlookup);
+int member_getattr(void *r, struct stat *st, double *timeout, uint64_t ino);
+int member_readlink(void *r, char **target, uint64_t ino);
+int member_opendir(void *r, void **dh, bool *keep, uint64_t ino);
+int member_readdir(void *r, struct root_dirent *out, void *dh, size_t i);
+void member_releasedir(void *r, void *dh);
+int member_read(void *r, struct root_read *out, uint64_t ino, size_t size, off_t off,
+		struct fuse_file_info *fi);
+void member_read_done(void *r, struct root_read *out);
+void member_usage(void *r, uint64_t *bytes, uint64_t *objects);
 
 /* ll_inode.c */
 int ancestor_depth(h5fs *fs, const struct node *dir, uint64_t ino);
@@ -226,9 +254,9 @@ struct gen *gen_current(h5fs *fs);
 int live_new(h5fs *fs, h5_file *f);
 void live_free(h5fs *fs);
 void live_start(h5fs *fs);
+void live_tick(h5fs *fs);
 double node_timeout(const h5fs *fs);
 int node_fresh(h5fs *fs, struct node *n);
-int node_adopt(h5fs *fs, struct node *n, h5_file *f, uint64_t addr, const char *path, struct gen *g);
 int node_use(struct use *u, h5fs *fs, struct node *n);
 void node_use_end(struct use *u);
 int live_read_check(h5fs *fs, struct gen *g, int attempt, bool failed, const char *path);
@@ -236,6 +264,71 @@ bool live_direct(h5fs *fs);
 /* After an engine error (EIO) of attempt: true when a live FILE is being
  * written and a fresh generation is worth another attempt. */
 bool live_retry(h5fs *fs, int attempt);
+
+/* ll_pcache.c */
+/* fi->fh of a read handle that uses the page cache on a live mount (write
+ * handles hold a struct wfile, other read handles 0) */
+#define H5FS_FH_CACHED ((uint64_t)1)
+enum pc_verdict { PC_SAME, PC_VERIFIED, PC_DIFFERS, PC_UNREADABLE };
+/* An answer to a cached handle, hashed before it is checked and recorded
+ * (pcache_commit) once it passed live_read_check. */
+struct pc_answer {
+	uint64_t gen;           /* the generation answered from */
+	uint64_t base, adds;    /* the ledger as pcache_prepare saw it */
+	enum pc_verdict verdict;
+	uint64_t first;         /* the first page */
+	size_t npages;
+	bool aligned;
+	uint64_t *h;
+};
+struct pcache;
+/* Under n->lk (shared): hash the answer (iov: a buffer, or pinned decoded
+ * chunks), and when the ledger holds another generation's pages, read
+ * them again in g (n->ds) and compare. */
+int pcache_prepare(struct pc_answer *pa, h5fs *fs, struct node *n, struct gen *g, uint64_t off,
+		   const struct iovec *iov, size_t niov);
+/* After live_read_check: 0 (recorded: reply), EAGAIN (the ledger moved
+ * meanwhile: read again) or EIO (logged once per node: the kernel may hold
+ * pages of another version). */
+int pcache_commit(h5fs *fs, struct node *n, struct pc_answer *pa, const char *path);
+void pcache_answer_clear(struct pc_answer *pa);
+void pcache_free(struct pcache *pc);
+/* A page's fingerprint (hash and length, never 0), its length, and an
+ * answer's, page by page from its start (ll_dio.c uses them too). */
+uint64_t pcache_entry(const uint8_t *p, size_t len);
+size_t pcache_entry_len(uint64_t e);
+void pcache_hash_answer(uint64_t *h, const struct iovec *iov, size_t niov, size_t len);
+
+/* ll_dio.c */
+/* fi->fh of a live mount's direct_io read handle: a struct dio_ledger *
+ * with this bit set (malloc'd pointers have it clear; H5FS_FH_CACHED too) */
+#define H5FS_FH_DIO ((uint64_t)2)
+struct dio_ledger;
+static inline struct dio_ledger *fh_dio(uint64_t fh)
+{
+	return fh & H5FS_FH_DIO ? (struct dio_ledger *)(uintptr_t)(fh & ~H5FS_FH_DIO) : NULL;
+}
+/* An answer to a direct_io handle, hashed before it is checked and
+ * recorded (dio_commit) once it passed live_read_check. */
+struct dio_answer {
+	bool used;
+	pid_t tid;              /* the thread whose read() it is a piece of */
+	uint64_t gen, off;
+	size_t len, asked;
+	enum pc_verdict verdict;
+	size_t npieces;
+	uint64_t *h;
+};
+struct dio_ledger *dio_new(void);
+void dio_free(struct dio_ledger *d);
+/* Under n->lk (shared): hash the answer, and when it continues tid's run
+ * of another generation, read the run again in g (n->ds) and compare. */
+int dio_prepare(struct dio_answer *da, struct dio_ledger *d, struct node *n, struct gen *g, pid_t tid, uint64_t off,
+		size_t asked, const struct iovec *iov, size_t niov);
+/* After live_read_check: 0 (recorded: reply), EAGAIN (could not verify:
+ * read again) or EIO (logged: the read() would mix two versions). */
+int dio_commit(h5fs *fs, struct dio_ledger *d, struct dio_answer *da, const char *path);
+void dio_answer_clear(struct dio_answer *da);
 
 /* ll_log.c */
 /* The errno for an engine error, logged (every EIO, once, with the object;
@@ -247,20 +340,18 @@ void reply_h5err_obj(h5fs *fs, fuse_req_t req, int rc, const char *op, const cha
 			    const char *name, uint64_t addr);
 const char *show_path(const char *p);
 
-/* ll_write.c */
+/* ll_write.c: the member root's open and append path (root.h) */
 void handles_free(h5fs *fs);
-void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
-void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		    struct fuse_file_info *fi);
-void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void op_statfs(fuse_req_t req, fuse_ino_t ino);
-void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
-		     struct fuse_file_info *fi);
+int member_open(void *r, struct fuse_file_info *fi, uint64_t ino);
+int member_release(void *r, uint64_t ino, struct fuse_file_info *fi);
+void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t size, off_t off,
+		  struct fuse_file_info *fi);
+int member_flush(void *r, uint64_t ino, struct fuse_file_info *fi);
+int member_fsync(void *r, uint64_t ino, struct fuse_file_info *fi);
 
 /* ll_xattr.c */
-void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
-void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+void xattr_cache_drop(struct node *n);
+int member_listxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino);
+int member_getxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino, const char *name);
 
 #endif

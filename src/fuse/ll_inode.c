@@ -49,24 +49,9 @@
  */
 #include "ll.h"
 
+#include "hash.h"
+
 /* ---- hash tables (callers hold fs->lock) --------------------------------- */
-
-static size_t hash_u64(uint64_t v, size_t cap)
-{
-	v ^= v >> 33;
-	v *= 0xff51afd7ed558ccdULL;
-	v ^= v >> 33;
-	return (size_t)(v & (cap - 1));
-}
-
-static size_t hash_name(uint64_t parent, const char *name, size_t cap)
-{
-	uint64_t h = 1469598103934665603ULL ^ parent;
-
-	for (; *name; name++)
-		h = (h ^ (uint8_t)*name) * 1099511628211ULL;
-	return hash_u64(h, cap);
-}
 
 /* Double a chained table when it is full; on allocation failure keep the
  * old one (longer chains, still correct). */
@@ -146,8 +131,10 @@ void node_free(struct node *n)
 		return;
 	if (n->ds)
 		h5_dataset_close(n->ds);
+	xattr_cache_drop(n);
 	h5_file_release_related(n->f);   /* FILE itself is not released */
 	gen_release(n->gen);             /* last: it may close FILE */
+	pcache_free(n->pc);
 	pthread_rwlock_destroy(&n->lk);
 	free(n->path);
 	free(n->fpath);
@@ -682,7 +669,8 @@ int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64
 		if (h5_dataset_mtime(n->ds, &dmt) == 0)
 			mtime = dmt;
 		stat_init(fs, &n->st, file_ino(fs, f, addr), S_IFREG | fs->file_mode, mtime);
-		n->st.st_size = (off_t)h5_dataset_size(n->ds);
+		n->view = h5_dataset_view(n->ds);
+		n->st.st_size = (off_t)n->view->size(n->ds);
 		alloc = h5_dataset_allocated(n->ds);
 		/* datasets that can grow by `cat >>` are owner-writable on a
 		 * writable mount (where the owner may read) */
@@ -793,7 +781,10 @@ void node_unref(h5fs *fs, uint64_t ino, uint64_t count)
 		n->nlookup = count < n->nlookup ? n->nlookup - count : 0;
 		if (n->nlookup == 0 && ino != FUSE_ROOT_ID) {
 			node_remove_locked(fs, n);
-			if (n->type == NT_DIR && (n->ino & H5FS_SYNTH_BIT))
+			/* a directory's number, or a dataset's shown under its
+			 * (parent, name) number (ll.c show_object); a symlink
+			 * keeps its number */
+			if (n->type != NT_LINK && (n->ino & H5FS_SYNTH_BIT))
 				synth_drop_locked(fs, n);
 			if (n->busy)
 				n->dead = true;   /* ll_live.c's sweep frees it */

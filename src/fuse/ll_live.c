@@ -11,9 +11,12 @@
  *   descriptor and stat of the path with the stamp taken at open (device,
  *   inode, size, mtime, ctime).
  * - A change opens FILE anew, by its path, as the next generation (struct
- *   gen, ll.h): a new source, new caches, a new related-file table, so no
- *   decoded metadata, chunk index or chunk of the old bytes is ever used
- *   with the new ones. Half-written metadata (a SWMR writer flushing, a
+ *   gen, ll.h): a new source, a new related-file table, and a view of its
+ *   own in the mount's one engine context (h5_open_opts.ctx: the cache
+ *   budget and decoding threads are the mount's, not one set per
+ *   generation; cache keys carry the generation's file), so no decoded
+ *   metadata, chunk index or chunk of the old bytes is ever used with the
+ *   new ones, and the old generation's entries go when it is closed. Half-written metadata (a SWMR writer flushing, a
  *   copy under way) fails to open: tried again with doubling backoff.
  * - Nodes are re-resolved by path (node_rebuild): all of them by the
  *   watcher right after a new generation (sweep), and any a request meets
@@ -22,16 +25,20 @@
  *   directory, a node per path: the same group shown from the same
  *   anchors; a symlink: a symlink), that object's fields replace the
  *   node's; else the node is stale (ESTALE on open descriptors, ENOENT to
- *   lookups) and lets go of its old object. A lookup whose name now leads to a
- *   stale object node's id makes the node that object, with a new entry
- *   generation, so the kernel drops its old inode (node_adopt); a stale
- *   directory or symlink gives its (parent, name) number up (ll.c).
+ *   lookups) and lets go of its old object. Its id is not given to
+ *   another object while the kernel holds it (FUSE requests carry no
+ *   generation: reads of the old inode would get the other object's
+ *   bytes): a name that now leads to a stale node's id is shown under its
+ *   (parent, name) number instead, as a stale directory or symlink gives
+ *   its number up for a new one (ll.c show_object).
  *   An old generation is closed when the last node and read let go.
  * - The kernel's caches: entries and attributes time out after refresh
  *   seconds; after a change the watcher invalidates every inode (pages,
  *   attributes, cached listings) and the entries whose path now leads
- *   elsewhere; files opened once FILE has changed are read with direct_io,
- *   so the page cache never holds pages of two versions, and their plain
+ *   elsewhere; files opened once FILE has changed are read with direct_io
+ *   (a read() the kernel splits into several requests is kept to one
+ *   version by ll_dio.c). Files opened before use the page cache, whose pages ll_pcache.c
+ *   records and verifies before they could meet another version's. Plain
  *   bytes are copied rather than spliced (a splice happens while the reply
  *   is written, after the check below).
  * - Reads are checked after they are made (live_read_check): FILE's
@@ -40,7 +47,13 @@
  *   H5FS_LIVE_READ_TRIES times, then EIO with a log line). File times move in
  *   clock ticks, so a generation opened within LIVE_QUIET_NS of FILE's last
  *   change cannot be vouched for by its stamp ("racy", as git's index
- *   says) and is opened again once FILE is quiet. A file a SWMR writer has
+ *   says) and is opened again once FILE is quiet. Nor can one opened
+ *   while a write() is still copying its bytes in: the times move when a
+ *   write starts, its inotify event comes when it returns, and a write
+ *   descheduled on a loaded machine can take longer than LIVE_QUIET_NS.
+ *   With inotify, a stamp vouches only once an event of FILE came after
+ *   it (writes_done; LIVE_SETTLE_NS where no event ever comes: writers
+ *   through mmap, file systems that send none). A file a SWMR writer has
  *   open is read as libhdf5's SWMR reader does: such a writer never
  *   rewrites data in place and its metadata is checksummed, so reads are
  *   not refused for its appends, and a failed decode is retried on a fresh
@@ -55,6 +68,7 @@
 #include <time.h>
 
 #define LIVE_QUIET_NS 30000000LL        /* more than a clock tick of file times */
+#define LIVE_SETTLE_NS 1000000000LL     /* a change with no event after it: vouched after this */
 #define LIVE_OPEN_TRIES 8               /* 5 ms doubling: about 1.3 s in all */
 
 struct live {
@@ -68,6 +82,9 @@ struct live {
 	bool started;
 	int wake[2];            /* pipe: live_free stops the watcher */
 	int ino_fd;             /* inotify, or -1 */
+	int file_wd;            /* the watch of FILE (-1: none, the old rule alone) */
+	int dir_wd;             /* the watch of FILE's folder (events of other names: not FILE's) */
+	int64_t event_ns;       /* when the watcher last read an event of FILE (atomic) */
 	int failed_rc;          /* the refresh failure last logged, 0: none */
 	bool gone_logged;
 	bool changed_once;      /* a second generation was made: direct_io */
@@ -122,6 +139,39 @@ static int64_t latest_ns(int64_t m, int64_t c)
 	return m > c ? m : c;
 }
 
+/* Reads what inotify has for us (the watcher, or a reopen waiting for a
+ * write's event): the time an event of FILE came (one on FILE itself, or
+ * on its folder under its name). True when there were events: a thread
+ * other than the watcher then kicks it (they may be changes to show). */
+static bool read_events(struct live *lv)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	const char *base = strrchr(lv->path, '/');
+	bool any = false;
+	ssize_t n;
+
+	base = base ? base + 1 : lv->path;
+	while ((n = read(lv->ino_fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t i = 0; i + (ssize_t)sizeof(struct inotify_event) <= n;) {
+			const struct inotify_event *ev = (const struct inotify_event *)(buf + i);
+
+			if (ev->wd != lv->dir_wd || (ev->len && strcmp(ev->name, base) == 0))
+				__atomic_store_n(&lv->event_ns, now_ns(), __ATOMIC_RELEASE);
+			i += (ssize_t)sizeof(*ev) + ev->len;
+		}
+		any = true;
+	}
+	return any;
+}
+
+/* Has every write that moved FILE's times to t returned? (See the top.) */
+static bool writes_done(const struct live *lv, int64_t t)
+{
+	if (!lv || lv->ino_fd < 0 || lv->file_wd < 0 || !lv->local)
+		return true;
+	return __atomic_load_n(&lv->event_ns, __ATOMIC_ACQUIRE) >= t || now_ns() - t >= LIVE_SETTLE_NS;
+}
+
 static struct gen *gen_make(h5fs *fs, h5_file *f)
 {
 	struct gen *g = calloc(1, sizeof(*g));
@@ -133,8 +183,11 @@ static struct gen *gen_make(h5fs *fs, h5_file *f)
 	g->refs = 1;
 	g->num = ++fs->lv->ngen;
 	g->swmr = h5_file_swmr(f) != 0;
-	if (h5_file_stamp_get(&s, f))
-		g->racy = now_ns() - latest_ns(s.mtime_ns, s.ctime_ns) < LIVE_QUIET_NS;
+	if (h5_file_stamp_get(&s, f)) {
+		int64_t t = latest_ns(s.mtime_ns, s.ctime_ns);
+
+		g->racy = now_ns() - t < LIVE_QUIET_NS || !writes_done(fs->lv, t);
+	}
 	return g;
 }
 
@@ -148,6 +201,12 @@ bool live_direct(h5fs *fs)
 	return fs->live && __atomic_load_n(&fs->lv->changed_once, __ATOMIC_RELAXED);
 }
 
+void h5fs_set_changed(h5fs *fs)
+{
+	if (fs->live)
+		__atomic_store_n(&fs->lv->changed_once, true, __ATOMIC_RELAXED);
+}
+
 int live_new(h5fs *fs, h5_file *f)
 {
 	struct live *lv = calloc(1, sizeof(*lv));
@@ -156,7 +215,7 @@ int live_new(h5fs *fs, h5_file *f)
 	if (!lv)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	pthread_mutex_init(&lv->mu, NULL);
-	lv->wake[0] = lv->wake[1] = lv->ino_fd = -1;
+	lv->wake[0] = lv->wake[1] = lv->ino_fd = lv->file_wd = lv->dir_wd = -1;
 	lv->opts = fs->cfg.open_opts;
 	lv->refresh = fs->cfg.refresh;
 	fs->lv = lv;
@@ -357,6 +416,7 @@ static void node_swap(h5fs *fs, struct node *n, struct node *tmp, struct gen *g,
 	n->stale = stale;
 	old = n->gen;
 	n->gen = g;
+	xattr_cache_drop(n);    /* read in the old generation */
 	if (!tmp && stale) {
 		/* it only answers ESTALE now: let its generation go */
 		old_ds = n->ds;
@@ -366,18 +426,19 @@ static void node_swap(h5fs *fs, struct node *n, struct node *tmp, struct gen *g,
 	}
 	if (tmp) {
 		h5_dataset *ds = n->ds;
+		const h5_view_ops *view = n->view;
 		h5_file *f = n->f;
 		char *target = n->target;
 
 		n->ds = tmp->ds;
+		n->view = tmp->view;
 		n->f = tmp->f;
 		n->target = tmp->target;
 		n->addr = tmp->addr;
 		n->kind = tmp->kind;
-		if (n->type != tmp->type)   /* node_adopt only; readers check it unlocked */
-			n->type = tmp->type;
 		n->st = tmp->st;
 		tmp->ds = ds;
+		tmp->view = view;
 		tmp->f = f;
 		tmp->target = target;
 		tmp->gen = old;
@@ -447,8 +508,9 @@ static int node_rebuild(h5fs *fs, struct node *n, bool log)
 			same = true;
 		else if (n->type == NT_DIR)
 			same = file_ino(fs, tf, taddr) == (uint64_t)n->st.st_ino && same_anchors(n, &anc);
-		else
-			same = file_nodeid(fs, tf, taddr) == n->ino;
+		else    /* its own id; a (parent, name) number's: its object's */
+			same = file_nodeid(fs, tf, taddr) ==
+			       ((n->ino & H5FS_SYNTH_BIT) && n->f ? file_nodeid(fs, n->f, n->addr) : n->ino);
 		if (same) {
 			rc = node_make_obj(&tmp, fs, tf, taddr, n->ino, n->path);
 			if (rc < 0) {
@@ -506,37 +568,6 @@ int node_fresh(h5fs *fs, struct node *n)
 	}
 }
 
-int node_adopt(h5fs *fs, struct node *n, h5_file *f, uint64_t addr, const char *path, struct gen *g)
-{
-	struct node *tmp = NULL;
-	char *old_path;
-	int rc, e = 0;
-
-	if (!fs->live)
-		return 0;
-	pthread_mutex_lock(&fs->lv->mu);
-	if (g != fs->gen)       /* the lookup itself read an older generation */
-		goto out;
-	if (node_rebuild(fs, n, true) != ESTALE)
-		goto out;
-	/* its own path leads elsewhere now and this name leads to its id:
-	 * the node is this object from now on, under a new entry generation */
-	rc = node_make_obj(&tmp, fs, f, addr, n->ino, path);
-	if (rc < 0) {
-		e = h5err_logged(fs, rc, "lookup", path, NULL, addr);
-		goto out;
-	}
-	old_path = n->path;
-	n->path = tmp->path;
-	tmp->path = NULL;
-	retire(fs->lv, old_path);
-	n->entry_gen = g->num;
-	node_swap(fs, n, tmp, g, false);
-out:
-	pthread_mutex_unlock(&fs->lv->mu);
-	return e;
-}
-
 int node_use(struct use *u, h5fs *fs, struct node *n)
 {
 	int e = node_fresh(fs, n);
@@ -571,6 +602,8 @@ void node_use_end(struct use *u)
 
 /* ---- refreshing ------------------------------------------------------------ */
 
+static void watch_path(struct live *lv);
+
 /* Open FILE anew when it changed (lv->mu held; doubt: also when the stamp
  * says nothing, after a failed read): 1 when a new generation is current,
  * 0 when nothing changed, or a negative h5_err (logged once) when FILE
@@ -599,13 +632,21 @@ static int refresh_locked(h5fs *fs, bool doubt)
 	for (int t = 0; t < LIVE_OPEN_TRIES; t++) {
 		if (t)
 			sleep_ns(5000000LL << (t - 1));
-		/* changed within a clock tick: let it be quiet first */
+		/* changed within a clock tick: let it be quiet first; a write
+		 * still copying in: wait for its event (where none comes,
+		 * LIVE_SETTLE_NS at most: a read waits rather than fails) */
 		if (lv->local && stat(lv->path, &st) == 0) {
-			int64_t d = now_ns() - latest_ns((int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec,
-							 (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec);
+			int64_t at = latest_ns((int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec,
+					       (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec);
+			int64_t d = now_ns() - at;
 
 			if (d >= 0 && d < LIVE_QUIET_NS)
 				sleep_ns(LIVE_QUIET_NS - d);
+			for (int64_t w = 0; w < LIVE_SETTLE_NS && !writes_done(lv, at); w += 2000000) {
+				sleep_ns(2000000);
+				if (read_events(lv))
+					(void)!write(lv->wake[1], "k", 1);
+			}
 		}
 		rc = h5_file_open(&f, lv->path, lv->opts);
 		if (rc == 0)
@@ -641,6 +682,7 @@ static int refresh_locked(h5fs *fs, bool doubt)
 		__atomic_store_n(&lv->changed_once, true, __ATOMIC_RELAXED);
 	kind_forget_all(fs);
 	gen_release(cur);
+	watch_path(lv);         /* a file renamed over FILE: watch the new one */
 	h5fs_log(fs, LOG_DEBUG, "%s changed: generation %llu", lv->path, (unsigned long long)g->num);
 	return 1;
 }
@@ -733,9 +775,11 @@ static void sweep(h5fs *fs)
 		h5_err_clear();
 		if (!fs->se)
 			continue;
-		if (e == ESTALE && parent[i] && name)
-			fuse_lowlevel_notify_inval_entry(fs->se, parent[i], name + 1, strlen(name + 1));
-		fuse_lowlevel_notify_inval_inode(fs->se, x->ino, 0, 0);
+		if (e == ESTALE && parent[i] && name && fs_ino_out(fs, parent[i]))
+			fuse_lowlevel_notify_inval_entry(fs->se, fs_ino_out(fs, parent[i]), name + 1,
+							 strlen(name + 1));
+		if (fs_ino_out(fs, x->ino))
+			fuse_lowlevel_notify_inval_inode(fs->se, fs_ino_out(fs, x->ino), 0, 0);
 	}
 	pthread_mutex_lock(&fs->lock);
 	for (i = 0; i < n; i++)
@@ -757,19 +801,48 @@ static void watch_path(struct live *lv)
 
 	if (lv->ino_fd < 0 || !lv->local)
 		return;
-	inotify_add_watch(lv->ino_fd, lv->path, IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVE_SELF |
+	int wd = inotify_add_watch(lv->ino_fd, lv->path, IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVE_SELF |
 			  IN_DELETE_SELF);
+
+	/* the first watch: what was written before it sends no event, and
+	 * counts as done (a write copying in at this instant is not seen) */
+	if (wd >= 0 && lv->file_wd < 0)
+		__atomic_store_n(&lv->event_ns, now_ns(), __ATOMIC_RELEASE);
+	if (wd >= 0)
+		lv->file_wd = wd;
 	dir = dir_of(lv->path);
 	if (dir)
-		inotify_add_watch(lv->ino_fd, dir[0] ? dir : "/", IN_MOVED_TO | IN_CREATE | IN_DELETE);
+		lv->dir_wd = inotify_add_watch(lv->ino_fd, dir[0] ? dir : "/", IN_MOVED_TO | IN_CREATE | IN_DELETE);
 	free(dir);
+}
+
+/* One look at FILE (and the related files of its generation): a change
+ * opens the next generation and re-resolves the nodes. The watcher's, or
+ * a collection's one thread for all its members (live_start not called). */
+void live_tick(h5fs *fs)
+{
+	struct live *lv = fs->lv;
+
+	if (!fs->live)
+		return;
+	/* a remote FILE: one request, only when the mount was used */
+	if (!lv->local && __atomic_exchange_n(&lv->accessed, false, __ATOMIC_RELAXED)) {
+		struct gen *g = gen_current(fs);
+
+		h5_file_probe(g->f);
+		gen_release(g);
+	}
+	pthread_mutex_lock(&lv->mu);
+	refresh_locked(fs, false);
+	pthread_mutex_unlock(&lv->mu);
+	h5_err_clear();
+	sweep(fs);
 }
 
 static void *watcher(void *arg)
 {
 	h5fs *fs = arg;
 	struct live *lv = fs->lv;
-	char buf[4096];
 
 	for (;;) {
 		struct pollfd p[2] = { { lv->wake[0], POLLIN, 0 }, { lv->ino_fd, POLLIN, 0 } };
@@ -777,24 +850,16 @@ static void *watcher(void *arg)
 
 		if (r < 0 && errno != EINTR)
 			sleep_ns(100000000LL);
-		if (p[0].revents)
-			break;
-		if (lv->ino_fd >= 0 && p[1].revents)
-			while (read(lv->ino_fd, buf, sizeof(buf)) > 0)
-				;
-		/* a remote FILE: one request, only when the mount was used */
-		if (!lv->local && __atomic_exchange_n(&lv->accessed, false, __ATOMIC_RELAXED)) {
-			struct gen *g = gen_current(fs);
+		if (p[0].revents) {
+			char c = 'x';
 
-			h5_file_probe(g->f);
-			gen_release(g);
+			/* "k": a reopen read our events; else live_free stops us */
+			if (read(lv->wake[0], &c, 1) != 1 || c != 'k')
+				break;
 		}
-		pthread_mutex_lock(&lv->mu);
-		if (refresh_locked(fs, false) == 1)
-			watch_path(lv);         /* a file renamed over FILE */
-		pthread_mutex_unlock(&lv->mu);
-		h5_err_clear();
-		sweep(fs);
+		if (lv->ino_fd >= 0 && p[1].revents)
+			read_events(lv);
+		live_tick(fs);
 	}
 	return NULL;
 }

@@ -30,11 +30,11 @@ int h5fs_errno(int h5err)
 	}
 }
 
-static void fs_vlog(const h5fs *fs, int prio, const char *fmt, va_list ap)
+static void cfg_vlog(const h5fs_config *cfg, int prio, const char *fmt, va_list ap)
 {
-	if (prio >= LOG_DEBUG ? !fs->cfg.debug : prio >= LOG_INFO && !(fs->cfg.verbose || fs->cfg.debug))
+	if (prio >= LOG_DEBUG ? !cfg->debug : prio >= LOG_INFO && !(cfg->verbose || cfg->debug))
 		return;
-	if (fs->cfg.use_syslog) {
+	if (cfg->use_syslog) {
 		vsyslog(prio, fmt, ap);
 	} else {
 		char line[1024];
@@ -58,7 +58,24 @@ void h5fs_log(const h5fs *fs, int prio, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	fs_vlog(fs, prio, fmt, ap);
+	if (fs->label) {
+		/* a member of a collection: which file the line is about */
+		char msg[1024];
+
+		vsnprintf(msg, sizeof(msg), fmt, ap);
+		h5fs_log_cfg(&fs->cfg, prio, "%s: %s", fs->label, msg);
+	} else {
+		cfg_vlog(&fs->cfg, prio, fmt, ap);
+	}
+	va_end(ap);
+}
+
+void h5fs_log_cfg(const h5fs_config *cfg, int prio, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	cfg_vlog(cfg, prio, fmt, ap);
 	va_end(ap);
 }
 

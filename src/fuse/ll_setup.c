@@ -131,5 +131,6 @@ void h5fs_free(h5fs *fs)
 	pthread_mutex_destroy(&fs->lock);
 	/* FILE (fs->f) belongs to its generation: closed with the last one */
 	gen_release(fs->gen);
+	free(fs->label);
 	free(fs);
 }

@@ -49,6 +49,13 @@ struct wfile {
 	int err;                /* errno of a write answered before it failed */
 };
 
+/* A handle's write state: NULL for read handles (fh 0, or on a live
+ * mount H5FS_FH_CACHED or a tagged dio ledger, ll.h). */
+static struct wfile *wfile_of(const struct fuse_file_info *fi)
+{
+	return fi->fh && fi->fh != H5FS_FH_CACHED && !fh_dio(fi->fh) ? (struct wfile *)(uintptr_t)fi->fh : NULL;
+}
+
 void h5fs_set_session(h5fs *fs, struct fuse_session *se)
 {
 	fs->se = se;
@@ -72,7 +79,9 @@ static void wfile_refresh(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	pthread_rwlock_wrlock(&w->n->lk);
 	old = w->n->ds;
 	w->n->ds = nd;
-	w->n->st.st_size = (off_t)h5_dataset_size(nd);
+	w->n->view = h5_dataset_view(nd);
+	w->n->st.st_size = (off_t)w->n->view->size(nd);
+	xattr_cache_drop(w->n);  /* user.h5.shape has grown */
 	w->n->st.st_blocks = blocks_of(alloc);
 	if (h5_dataset_mtime(nd, &mt) == 0)
 		w->n->st.st_mtime = w->n->st.st_ctime = (time_t)mt;
@@ -83,7 +92,7 @@ static void wfile_refresh(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	 * pages a pending write request holds locked. A changed size makes
 	 * the kernel drop the file's cached pages itself. */
 	if (fs->se)
-		fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
+		fuse_lowlevel_notify_inval_inode(fs->se, fs_ino_out(fs, ino), -1, 0);
 }
 
 static void wq_free(struct wqueue *q)
@@ -166,7 +175,7 @@ static int wfile_err(struct wfile *w)
 	return e;
 }
 
-static void wfile_open(fuse_req_t req, h5fs *fs, struct node *n, struct fuse_file_info *fi)
+static int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 {
 	struct wfile *w;
 	bool is_ds;
@@ -174,26 +183,22 @@ static void wfile_open(fuse_req_t req, h5fs *fs, struct node *n, struct fuse_fil
 
 	/* files reached by external links are opened read-only */
 	if (!fs_writable(fs) || n->f != fs->f) {
-		fuse_reply_err(req, EROFS);
-		return;
+		return EROFS;
 	}
 	if (fi->flags & O_TRUNC) {
 		h5fs_log(fs, LOG_DEBUG, "open %s with O_TRUNC: datasets only grow", show_path(n->path));
-		fuse_reply_err(req, EPERM);
-		return;
+		return EPERM;
 	}
 	/* n->ds is replaced by wfile_refresh() under n->lk after appends */
 	pthread_rwlock_rdlock(&n->lk);
 	is_ds = n->type == NT_FILE && n->ds;
 	pthread_rwlock_unlock(&n->lk);
 	if (!is_ds) {
-		fuse_reply_err(req, EPERM);
-		return;
+		return EPERM;
 	}
 	w = calloc(1, sizeof(*w));
 	if (!w) {
-		fuse_reply_err(req, ENOMEM);
-		return;
+		return ENOMEM;
 	}
 	rc = h5_append_open(&w->a, fs->f, n->addr);
 	if (rc < 0) {
@@ -202,8 +207,7 @@ static void wfile_open(fuse_req_t req, h5fs *fs, struct node *n, struct fuse_fil
 		h5fs_log(fs, e == EIO ? LOG_ERR : LOG_NOTICE, "open %s for writing (object header 0x%llx): %s%s",
 		       show_path(n->path), (unsigned long long)n->addr, e == EIO ? "EIO: " : "", h5_err_msg());
 		free(w);
-		fuse_reply_err(req, e);
-		return;
+		return e;
 	}
 	w->n = n;
 	w->append = (fi->flags & O_APPEND) != 0;
@@ -211,29 +215,24 @@ static void wfile_open(fuse_req_t req, h5fs *fs, struct node *n, struct fuse_fil
 	if (rc) {
 		h5_append_close(w->a, NULL);
 		free(w);
-		fuse_reply_err(req, rc);
-		return;
+		return rc;
 	}
 	fi->fh = (uint64_t)(uintptr_t)w;
 	fi->direct_io = 1;
+	/* (a reply the kernel does not take is released by the dispatcher) */
 	handle_add(fs, &fs->open_wfiles, &w->link);
-	if (fuse_reply_open(req, fi) != 0) {
-		handle_del(fs, &w->link);
-		h5_append_close(w->a, NULL);   /* interrupted: no release will come */
-		wq_detach(fs, w);
-		free(w);
-	}
+	return 0;
 }
 
 /* The one handler with two possible reply points, by design (write-behind,
  * doc/APPEND.md): a checked write is answered at once while fewer than
  * WQ_EARLY are ahead, and applied after; otherwise it is answered once
  * applied. Either way each request gets exactly one reply. */
-void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
-		     struct fuse_file_info *fi)
+void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t size, off_t off,
+		  struct fuse_file_info *fi)
 {
-	h5fs *fs = fuse_req_userdata(req);
-	struct wfile *w = (struct wfile *)(uintptr_t)fi->fh;
+	h5fs *fs = r;
+	struct wfile *w = wfile_of(fi);
 	struct wqueue *q;
 	uint64_t end, t;
 	bool early;
@@ -330,9 +329,9 @@ static int do_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	return rc < 0 ? h5err_logged(fs, rc, "append", w->n->path, NULL, w->n->addr) : e;
 }
 
-void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+int member_flush(void *r, uint64_t ino, struct fuse_file_info *fi)
 {
-	fuse_reply_err(req, do_flush(fuse_req_userdata(req), (struct wfile *)(uintptr_t)fi->fh, ino));
+	return do_flush(r, wfile_of(fi), ino);
 }
 
 static int do_fsync(h5fs *fs, struct wfile *w, fuse_ino_t ino)
@@ -349,10 +348,9 @@ static int do_fsync(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	return rc < 0 ? h5err_logged(fs, rc, "fsync", w->n->path, NULL, w->n->addr) : wfile_err(w);
 }
 
-void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+int member_fsync(void *r, uint64_t ino, struct fuse_file_info *fi)
 {
-	(void)datasync;
-	fuse_reply_err(req, do_fsync(fuse_req_userdata(req), (struct wfile *)(uintptr_t)fi->fh, ino));
+	return do_fsync(r, wfile_of(fi), ino);
 }
 
 /* Handles whose release never came (FILE unmounted while they were
@@ -401,48 +399,50 @@ static void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	free(w);
 }
 
-void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+int member_open(void *r, struct fuse_file_info *fi, uint64_t ino)
 {
-	h5fs *fs = fuse_req_userdata(req);
+	h5fs *fs = r;
 	struct node *n = node_get(fs, ino);
 	int e;
 
-	if (!n) {
-		fuse_reply_err(req, ESTALE);
-		return;
-	}
+	if (!n)
+		return ESTALE;
 	e = node_fresh(fs, n);   /* a live FILE may have lost it */
-	if (e) {
-		fuse_reply_err(req, e);
-		return;
-	}
-	if (n->type == NT_DIR) {
-		fuse_reply_err(req, EISDIR);
-		return;
-	}
+	if (e)
+		return e;
+	if (n->type == NT_DIR)
+		return EISDIR;
 	/* Writing means appending rows (wfile_open). */
-	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
-		wfile_open(req, fs, n, fi);
-		return;
-	}
+	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
+		return wfile_open(fs, n, fi);
 	/* A dataset that can grow (owner's write bit on a read-write mount,
 	 * wfile_open) is read without the page cache: a short read while an
 	 * append is being applied would leave a zero-filled page cached inside
 	 * the new size (tests/stress/append_race.py). Anything else cannot
 	 * change while mounted (but a live FILE, ll_live.c), so the page cache
 	 * stays valid across opens. */
-	if (fs_writable(fs) && (n->st.st_mode & S_IWUSR))
+	if (fs_writable(fs) && (n->st.st_mode & S_IWUSR)) {
 		fi->direct_io = 1;
-	else if (live_direct(fs))
+	} else if (live_direct(fs)) {
+		struct dio_ledger *d = dio_new();   /* read()s of several requests: ll_dio.c */
+
+		if (!d)
+			return ENOMEM;
 		fi->direct_io = 1;      /* a live FILE that changed: ll_live.c */
-	else
+		fi->fh = (uint64_t)(uintptr_t)d | H5FS_FH_DIO;
+	} else {
 		fi->keep_cache = 1;
-	fuse_reply_open(req, fi);
+		/* what the kernel caches of a live FILE is recorded (ll_pcache.c) */
+		if (fs->live)
+			fi->fh = H5FS_FH_CACHED;
+	}
+	return 0;
 }
 
-void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+int member_release(void *r, uint64_t ino, struct fuse_file_info *fi)
 {
-	if (fi->fh)   /* only write handles (wfile_open) carry one */
-		wfile_release(fuse_req_userdata(req), (struct wfile *)(uintptr_t)fi->fh, ino);
-	fuse_reply_err(req, 0);
+	if (wfile_of(fi))   /* write handles (wfile_open) */
+		wfile_release(r, wfile_of(fi), ino);
+	dio_free(fh_dio(fi->fh));
+	return 0;
 }

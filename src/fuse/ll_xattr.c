@@ -1,13 +1,121 @@
 /* ll_xattr.c - HDF5 attributes as extended attributes. */
 #include "ll.h"
+#include "xattrs.h"
 
 /* ---- extended attributes ---------------------------------------------------------
- * HDF5 attributes shown as xattrs (names and text rules: h5_xattr_list and
- * h5_xattr_get in the engine, doc/h5fs.1 ATTRIBUTES).  xattr_list fills buf
+ * HDF5 attributes shown as xattrs (names and text rules: xa_list and
+ * xa_get, src/common/xattrs.c, doc/h5fs.1 ATTRIBUTES).  xattr_list fills buf
  * with the NUL-separated names (or only measures when buf is NULL); xattr_get
  * copies one value.  Both return 0 or a negative errno; *len is always the
  * full length, so a size query (size 0) and the read after it agree and the
- * caller answers ERANGE when size is too small.  Symlinks have none. */
+ * caller answers ERANGE when size is too small.  Symlinks have none.
+ *
+ * The kernel caches no xattrs: `getfattr -d` costs a listxattr and two
+ * getxattr requests (size, then value) per name, every time. So the first
+ * request for an object reads all of its xattrs at once (xa_all: one
+ * pass over its header) into its node, and the others are answered from
+ * there until the node changes (xattr_cache_drop). Values the engine left
+ * out (errors, large ones, a virtual dataset's shape) and names not in the
+ * set are asked of the engine as before. */
+
+/* What a node keeps: values up to XS_VALUE_MAX bytes, sets up to XS_SET_MAX,
+ * and all nodes together up to XS_TOTAL_MAX (beyond it, a node keeps none
+ * and the engine answers its requests one by one). */
+#define XS_VALUE_MAX ((size_t)16 << 10)
+#define XS_SET_MAX ((size_t)256 << 10)
+#define XS_TOTAL_MAX ((size_t)64 << 20)
+/* Objects with more xattrs than this are not kept (xa_all would
+ * scan their header once per attribute). */
+#define XS_NAMES_MAX 512
+
+static size_t xs_total;         /* bytes of all nodes' sets (atomic) */
+
+void xattr_cache_drop(struct node *n)
+{
+	if (n->xs) {
+		__atomic_sub_fetch(&xs_total, n->xs->bytes, __ATOMIC_RELAXED);
+		xa_set_free(n->xs);
+		n->xs = NULL;
+	}
+	n->xs_skip = false;
+	n->xs_epoch++;
+}
+
+/* From set s: the list (name NULL) or name's value into buf (when it fits
+ * size; *len its length): 1, or 0 when the engine must answer (a value
+ * the set left out, a name it does not have). */
+static int set_answer(const xa_set *s, const char *name, char *buf, size_t size, size_t *len)
+{
+	const void *p = s->list;
+
+	*len = s->list_len;
+	if (name) {
+		size_t i;
+
+		for (i = 0; i < s->n && strcmp(s->v[i].name, name) != 0; i++)
+			;
+		if (i == s->n || !s->v[i].val)
+			return 0;
+		p = s->v[i].val;
+		*len = s->v[i].len;
+	}
+	if (buf && *len <= size)
+		memcpy(buf, p, *len);
+	return 1;
+}
+
+/* Answer from n's set, reading it first when it has none: 1 answered, 0
+ * not (the engine answers: see set_answer; objects of other files than
+ * FILE, whose changes the generations do not follow; errors, which the
+ * engine reports again). u: what the request reads of n (node_use). */
+static int xattr_cached(h5fs *fs, struct node *n, const struct use *u, const char *name, char *buf, size_t size,
+			size_t *len)
+{
+	xa_set *s = NULL;
+	unsigned epoch;
+	bool kept = false, skip;
+	int r, rc;
+
+	for (int pass = 0; pass < 2; pass++) {
+		pthread_rwlock_rdlock(&n->lk);
+		if (n->xs && n->gen == u->g && n->addr == u->addr) {
+			r = set_answer(n->xs, name, buf, size, len);
+			pthread_rwlock_unlock(&n->lk);
+			return r;
+		}
+		epoch = n->xs_epoch;
+		skip = n->xs_skip;
+		pthread_rwlock_unlock(&n->lk);
+		if (pass || skip || !u->g || u->f != u->g->f)
+			return 0;
+		rc = xa_all(&s, u->f, u->addr, fs->cfg.xattr_raw, XS_VALUE_MAX, XS_NAMES_MAX);
+		h5_err_clear();
+		pthread_rwlock_wrlock(&n->lk);
+		if (!n->xs && n->xs_epoch == epoch && n->gen == u->g && n->addr == u->addr) {
+			if (rc == 0 && s->bytes <= XS_SET_MAX &&
+			    __atomic_add_fetch(&xs_total, s->bytes, __ATOMIC_RELAXED) <= XS_TOTAL_MAX) {
+				n->xs = s;
+				kept = true;
+			} else {
+				if (rc == 0 && s->bytes <= XS_SET_MAX)
+					__atomic_sub_fetch(&xs_total, s->bytes, __ATOMIC_RELAXED);
+				/* the same next time: the engine answers each
+				 * request, as without the set */
+				n->xs_skip = true;
+			}
+		}
+		pthread_rwlock_unlock(&n->lk);
+		if (rc < 0)
+			return 0;
+		if (!kept) {
+			/* changed meanwhile, or over the budget: this request only */
+			r = set_answer(s, name, buf, size, len);
+			xa_set_free(s);
+			return r;
+		}
+	}
+	return 0;
+}
 
 static int xattr_errno(h5fs *fs, const struct node *n, int rc, const char *op, const char *name)
 {
@@ -33,7 +141,11 @@ static int xattr_list(h5fs *fs, const struct node *n, char *buf, size_t size, si
 		node_use_end(&u);
 		return 0;
 	}
-	rc = h5_xattr_list(&list, len, u.f, u.addr);
+	if (xattr_cached(fs, (struct node *)n, &u, NULL, buf, size, len)) {
+		node_use_end(&u);
+		return 0;
+	}
+	rc = xa_list(&list, len, u.f, u.addr);
 	node_use_end(&u);
 	if (rc < 0)
 		return xattr_errno(fs, n, rc, "listxattr", NULL);
@@ -58,7 +170,13 @@ static int xattr_get(h5fs *fs, const struct node *n, const char *name, char *buf
 		node_use_end(&u);
 		return -ENODATA;
 	}
-	rc = h5_xattr_get(&val, len, u.f, u.addr, name, fs->cfg.xattr_raw);
+	/* other namespaces (security.*, system.*: ls asks) have none: the
+	 * engine says so without reading the object */
+	if (strncmp(name, "user.", 5) == 0 && xattr_cached(fs, (struct node *)n, &u, name, buf, size, len)) {
+		node_use_end(&u);
+		return 0;
+	}
+	rc = xa_get(&val, len, u.f, u.addr, name, fs->cfg.xattr_raw);
 	node_use_end(&u);
 	if (rc < 0)
 		return xattr_errno(fs, n, rc, "getxattr", name);
@@ -68,64 +186,24 @@ static int xattr_get(h5fs *fs, const struct node *n, const char *name, char *buf
 	return 0;
 }
 
-void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+int member_listxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino)
 {
-	h5fs *fs = fuse_req_userdata(req);
+	h5fs *fs = r;
 	struct node *n = node_get(fs, ino);
-	char *buf = NULL;
-	size_t len = 0;
-	int rc;
 
-	if (!n) {
-		fuse_reply_err(req, ESTALE);
-		return;
-	}
-	if (size) {
-		buf = malloc(size);
-		if (!buf) {
-			fuse_reply_err(req, ENOMEM);
-			return;
-		}
-	}
-	rc = xattr_list(fs, n, buf, size, &len);
-	if (rc < 0)
-		fuse_reply_err(req, -rc);
-	else if (size == 0)
-		fuse_reply_xattr(req, len);
-	else if (len > size)
-		fuse_reply_err(req, ERANGE);
-	else
-		fuse_reply_buf(req, buf, len);
-	free(buf);
+	*len = 0;
+	if (!n)
+		return ESTALE;
+	return -xattr_list(fs, n, buf, size, len);
 }
 
-void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+int member_getxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino, const char *name)
 {
-	h5fs *fs = fuse_req_userdata(req);
+	h5fs *fs = r;
 	struct node *n = node_get(fs, ino);
-	char *buf = NULL;
-	size_t len = 0;
-	int rc;
 
-	if (!n) {
-		fuse_reply_err(req, ESTALE);
-		return;
-	}
-	if (size) {
-		buf = malloc(size);
-		if (!buf) {
-			fuse_reply_err(req, ENOMEM);
-			return;
-		}
-	}
-	rc = xattr_get(fs, n, name, buf, size, &len);
-	if (rc < 0)
-		fuse_reply_err(req, -rc);
-	else if (size == 0)
-		fuse_reply_xattr(req, len);
-	else if (len > size)
-		fuse_reply_err(req, ERANGE);
-	else
-		fuse_reply_buf(req, buf, len);
-	free(buf);
+	*len = 0;
+	if (!n)
+		return ESTALE;
+	return -xattr_get(fs, n, name, buf, size, len);
 }

@@ -18,6 +18,7 @@
 #endif
 
 #include "fuse_ops.h"
+#include "tool_exit.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -26,9 +27,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <grp.h>
 #include <pwd.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <syslog.h>
@@ -58,6 +61,10 @@ struct cli {
 	int s3_path_style;      /* -o s3_path_style */
 	unsigned retries, timeout;      /* -o retries=N, timeout=S (remote FILE) */
 	char *refresh;          /* -o refresh=SECONDS, as given */
+	unsigned max_files;     /* -o max_files=N (a collection; 0: default) */
+	char *index;            /* -o index=PATH (a collection's index file) */
+	int noindex;            /* -o noindex */
+	char *h5_suffixes;      /* -o h5_suffixes=.h5:.nxs (an S3 prefix's members) */
 	int nonopts;
 };
 
@@ -110,6 +117,10 @@ static const struct fuse_opt cli_spec[] = {
 	{ "retries=%u", offsetof(struct cli, retries), 0 },
 	{ "timeout=%u", offsetof(struct cli, timeout), 0 },
 	{ "refresh=%s", offsetof(struct cli, refresh), 0 },
+	{ "max_files=%u", offsetof(struct cli, max_files), 0 },
+	{ "index=%s", offsetof(struct cli, index), 0 },
+	{ "noindex", offsetof(struct cli, noindex), 1 },
+	{ "h5_suffixes=%s", offsetof(struct cli, h5_suffixes), 0 },
 	FUSE_OPT_END
 };
 
@@ -117,10 +128,16 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: h5fs [options] FILE MOUNTPOINT\n"
+		"       h5fs [options] DIR MOUNTPOINT\n"
+		"       h5fs [options] s3://BUCKET/[PREFIX/] MOUNTPOINT\n"
 		"\n"
 		"Mount the HDF5 file FILE at MOUNTPOINT: groups become directories,\n"
 		"datasets read-only files holding their raw bytes, soft and external\n"
 		"links symlinks, attributes extended attributes.\n"
+		"Mount the directory DIR (a collection): its folders as directories,\n"
+		"each HDF5 file in it as a directory showing that file as above, other\n"
+		"files as read-only files. An S3 prefix likewise: its folders, objects\n"
+		"with an HDF5 suffix as directories, other objects as read-only files.\n"
 		"Unmount with: fusermount3 -u MOUNTPOINT\n"
 		"\n"
 		"General options:\n"
@@ -159,14 +176,26 @@ static void usage(FILE *out)
 		"    -o ext_prefix=DIRS     ':'-separated directories searched first for\n"
 		"                           those files (also HDF5_EXT_PREFIX,\n"
 		"                           HDF5_VDS_PREFIX)\n"
+		"    -o max_files=N         DIR: files under DIR open at once, at most\n"
+		"                           (default: half the open-file limit, at\n"
+		"                           most 1024; here %u)\n"
+		"    -o index=PATH          DIR: keep the tree, stat data and xattrs of\n"
+		"                           every HDF5 file in the SQLite database PATH, so\n"
+		"                           a remount answers from it without opening\n"
+		"                           unchanged files (default: a file under\n"
+		"                           $XDG_CACHE_HOME/h5fs/ or ~/.cache/h5fs/)\n"
+		"    -o noindex             DIR: no index\n"
 		"\n"
-		"Remote FILEs (http://, https://, s3://BUCKET/KEY; always read-only):\n"
+		"Remote FILEs (http://, https://, s3://BUCKET/KEY; always read-only) and S3\n"
+		"prefixes (s3://BUCKET/PREFIX/, a collection: one listing per folder):\n"
 		"    -o s3_endpoint=URL     S3 endpoint (default https://s3.REGION.amazonaws.com)\n"
 		"    -o s3_region=R         S3 region for signing (default us-east-1)\n"
 		"    -o s3_path_style       ENDPOINT/BUCKET/KEY instead of BUCKET.ENDPOINT/KEY\n"
 		"                           (always for an endpoint with a port or an IP)\n"
 		"    -o retries=N           retries of a failed request (default 4)\n"
 		"    -o timeout=S           seconds for one request (default 30)\n"
+		"    -o h5_suffixes=LIST    names of an S3 prefix's HDF5 members, ':'-separated,\n"
+		"                           any case (default " H5_SUFFIXES_DEFAULT ")\n"
 		"\n"
 		"Mount options:\n"
 		"    -o allow_other         allow access by all users (default: only the\n"
@@ -180,8 +209,8 @@ static void usage(FILE *out)
 		"                           defaults, x-*, comment=*) are ignored\n"
 		"\n"
 		"Exit status: 0 unmounted cleanly, 1 runtime error, 2 usage, 3 cannot open\n"
-		"FILE, 4 not HDF5 or unsupported, 5 corrupt, 6 mount failed.\n",
-		h5_default_cache_bytes() >> 20);
+		"FILE or DIR, 4 not HDF5 or unsupported, 5 corrupt, 6 mount failed.\n",
+		h5_default_cache_bytes() >> 20, h5fs_default_max_files());
 }
 
 static int cli_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
@@ -192,11 +221,11 @@ static int cli_proc(void *data, const char *arg, int key, struct fuse_args *outa
 	switch (key) {
 	case KEY_HELP:
 		usage(stdout);
-		exit(H5_EXIT_OK);
+		exit(TOOL_EXIT_OK);
 	case KEY_VERSION:
 		printf("h5fs %s\n", PACKAGE_VERSION);
 		fuse_lowlevel_version();
-		exit(H5_EXIT_OK);
+		exit(TOOL_EXIT_OK);
 	case KEY_RO:
 		c->read_only = 1;
 		return 1;       /* keep: the kernel mounts it MS_RDONLY too */
@@ -396,7 +425,7 @@ static int parse_umask(mode_t *out, const char *s)
 /* Exit status for an engine error met while opening and checking FILE. */
 static int open_failure_status(int rc)
 {
-	return h5_exit_for_open_error(rc, H5_EXIT_RUNTIME);
+	return tool_exit_for_open_error(rc, TOOL_EXIT_RUNTIME);
 }
 
 /* Everything main() sets up, torn down in one place (daemon_free). */
@@ -405,9 +434,11 @@ struct daemon {
 	struct fuse_cmdline_opts copts;
 	struct cli cli;
 	h5_open_opts oopts;
+	h5_ctx *ctx;            /* the mount's one engine context */
 	h5fs_config cfg;
 	h5_file *f;
 	h5fs *fs;
+	h5fs_mount *m;
 	struct fuse_session *se;
 	char *fsname, *abs, maxread_opt[32];
 	int mounted, handlers, busy_ro;
@@ -417,7 +448,7 @@ struct daemon {
 /* Options and arguments: -1 to go on, or the exit status. */
 static int parse(struct daemon *D)
 {
-	int ret = H5_EXIT_USAGE;
+	int ret = TOOL_EXIT_USAGE;
 
 	if (fuse_opt_parse(&D->args, &D->cli, cli_spec, cli_proc) != 0)
 		return ret;
@@ -426,7 +457,7 @@ static int parse(struct daemon *D)
 	if (D->copts.show_help || D->copts.show_version) {
 		/* only reached for spellings we did not intercept */
 		usage(stdout);
-		ret = H5_EXIT_OK;
+		ret = TOOL_EXIT_OK;
 		return ret;
 	}
 	if (!D->cli.file || !D->cli.mountpoint) {
@@ -466,6 +497,7 @@ static int parse(struct daemon *D)
 		D->cfg.refresh = (unsigned)v;
 	}
 	D->cfg.open_opts = &D->oopts;
+	D->cfg.h5_suffixes = D->cli.h5_suffixes;
 	if (D->cli.uid) {
 		unsigned long v;
 
@@ -497,20 +529,124 @@ static int parse(struct daemon *D)
 	return -1;
 }
 
+/* -o max_files for a collection, and the soft RLIMIT_NOFILE raised to
+ * the hard one, so the descriptors FUSE, the engine and a thousand
+ * members' files take fit. The default is taken from the soft limit as
+ * it was (half of it, at most 1024); a max_files the limit cannot hold is
+ * lowered, with a line on stderr. */
+#define MEMBER_FDS 1
+#define DAEMON_FDS 64
+
+static unsigned collection_max_files(const struct daemon *D)
+{
+	unsigned mf = D->cli.max_files ? D->cli.max_files : h5fs_default_max_files();
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return mf;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+			getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur != RLIM_INFINITY && (rlim_t)mf * MEMBER_FDS + DAEMON_FDS > rl.rlim_cur) {
+		unsigned fit = rl.rlim_cur > DAEMON_FDS + MEMBER_FDS ?
+			(unsigned)((rl.rlim_cur - DAEMON_FDS) / MEMBER_FDS) : 1;
+
+		fprintf(stderr, "h5fs: -o max_files=%u does not fit in the open-file limit %llu: %u\n", mf,
+			(unsigned long long)rl.rlim_cur, fit);
+		mf = fit;
+	}
+	return mf;
+}
+
+/* Is path at or under dir (both real paths)? */
+static int path_under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	if (n == 1)
+		return 1;       /* "/" */
+	return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == 0);
+}
+
+/* DIR as a collection (root_coll.c): -1 to go on, or the exit status. A
+ * MOUNTPOINT inside DIR would show the mount inside itself (a walk that
+ * never ends): refused. */
+static int check_mountpoint(struct daemon *D);
+
+static int open_collection(struct daemon *D)
+{
+	char *rdir = realpath(D->cli.file, NULL), *rmnt = realpath(D->cli.mountpoint, NULL);
+	int rc, ret = -1;
+
+	if (rdir && rmnt && path_under(rmnt, rdir)) {
+		fprintf(stderr, "h5fs: %s: %s: contains MOUNTPOINT %s (the mount would show itself)\n",
+			D->cli.file, strerror(EISDIR), D->cli.mountpoint);
+		ret = TOOL_EXIT_OPEN;
+		goto out;
+	}
+	D->oopts.writable = !D->cli.read_only;
+	D->cfg.index_path = D->cli.index;
+	D->cfg.noindex = D->cli.noindex;
+	rc = h5fs_mount_collection(&D->m, D->cli.file, &D->cfg, collection_max_files(D));
+	if (rc < 0) {
+		fprintf(stderr, "h5fs: %s: %s\n", D->cli.file, cause_of(D->cli.file));
+		ret = open_failure_status(rc);
+	}
+out:
+	free(rdir);
+	free(rmnt);
+	return ret;
+}
+
 /* FILE opened and checked, the mount state built, the mountpoint
  * checked: before anything is mounted (a bad FILE is one stderr line and
  * an exit status, never a half-mounted directory). -1 to go on. */
 static int open_file(struct daemon *D)
 {
-	int ret = H5_EXIT_USAGE, rc;
+	int ret = TOOL_EXIT_USAGE, rc;
+	size_t flen = strlen(D->cli.file);
+
+	/* HTTP has no listing standard: a URL naming a directory cannot be
+	 * a collection (an s3:// prefix can) */
+	if ((strncmp(D->cli.file, "http://", 7) == 0 || strncmp(D->cli.file, "https://", 8) == 0) &&
+	    D->cli.file[flen - 1] == '/') {
+		fprintf(stderr, "h5fs: %s: a URL ending in '/' names a directory, and HTTP has no standard "
+			"listing of one: mount one file's URL, or an s3:// prefix\n", D->cli.file);
+		return TOOL_EXIT_OPEN;
+	}
 
 	/* Open and check FILE before mounting anything. Only regular files and
 	 * block devices are opened: open(2) of a FIFO would wait for a writer. */
-	if (stat(D->cli.file, &D->fst) == 0 && !S_ISREG(D->fst.st_mode) && !S_ISBLK(D->fst.st_mode)) {
-		fprintf(stderr, "h5fs: %s: %s\n", D->cli.file,
-			S_ISDIR(D->fst.st_mode) ? strerror(EISDIR) : "not a regular file");
-		ret = H5_EXIT_OPEN;
+	D->cfg.read_only = D->cli.read_only;
+	D->cfg.use_syslog = !D->copts.foreground;
+	D->cfg.debug = D->copts.debug;
+	D->cfg.verbose = D->cli.verbose;
+	D->cfg.xattr_raw = D->cli.xattr_mode && strcmp(D->cli.xattr_mode, "raw") == 0;
+	D->cfg.max_read = D->cli.max_read ? D->cli.max_read : H5FS_MAX_READ;  /* see D->maxread_opt */
+	if (stat(D->cli.file, &D->fst) == 0 && !S_ISREG(D->fst.st_mode) && !S_ISBLK(D->fst.st_mode) &&
+	    !S_ISDIR(D->fst.st_mode)) {
+		fprintf(stderr, "h5fs: %s: %s\n", D->cli.file, "not a regular file");
+		ret = TOOL_EXIT_OPEN;
 		return ret;
+	}
+	/* One context for everything the mount opens (FILE, the files it
+	 * links to, the generations of a live FILE; every member of a
+	 * collection): one cache of -o cache_size, one set of decoding
+	 * threads (started at the first read, so after fuse_daemonize
+	 * forks). */
+	rc = h5_ctx_new(&D->ctx, &(h5_ctx_opts){ .cache_bytes = D->oopts.cache_bytes });
+	if (rc < 0) {
+		fprintf(stderr, "h5fs: %s\n", h5_err_msg());
+		return TOOL_EXIT_RUNTIME;
+	}
+	D->oopts.ctx = D->ctx;
+	/* a directory, or an S3 prefix (s3://BUCKET/ or .../PREFIX/, ending
+	 * in '/'): a collection (coll_s3.c lists it) */
+	if (S_ISDIR(D->fst.st_mode) || (strncasecmp(D->cli.file, "s3://", 5) == 0 && D->cli.file[flen - 1] == '/')) {
+		ret = open_collection(D);
+		return ret >= 0 ? ret : check_mountpoint(D);
 	}
 	/* Read-write (for appends, README "Appending") unless -o ro or FILE is
 	 * not writable; the engine then holds an exclusive flock. If another
@@ -531,12 +667,6 @@ static int open_file(struct daemon *D)
 		ret = open_failure_status(rc);
 		return ret;
 	}
-	D->cfg.read_only = D->cli.read_only;
-	D->cfg.use_syslog = !D->copts.foreground;
-	D->cfg.debug = D->copts.debug;
-	D->cfg.verbose = D->cli.verbose;
-	D->cfg.xattr_raw = D->cli.xattr_mode && strcmp(D->cli.xattr_mode, "raw") == 0;
-	D->cfg.max_read = D->cli.max_read ? D->cli.max_read : H5FS_MAX_READ;  /* see D->maxread_opt */
 	rc = h5fs_new(&D->fs, D->f, &D->cfg);
 	if (rc < 0) {
 		fprintf(stderr, "h5fs: %s: %s\n", D->cli.file, cause_of(D->cli.file));
@@ -544,22 +674,35 @@ static int open_file(struct daemon *D)
 		return ret;
 	}
 	D->f = NULL;       /* owned by D->fs now */
+	rc = h5fs_mount_single(&D->m, D->fs);
+	if (rc < 0) {
+		fprintf(stderr, "h5fs: %s\n", h5_err_msg());
+		return TOOL_EXIT_RUNTIME;
+	}
+	/* (the mount owns fs now) */
 	if (D->busy_ro)
-		h5fs_log(D->fs, LOG_NOTICE, "%s is locked by another process: D->mounted read-only", D->cli.file);
+		h5fs_log_cfg(&D->cfg, LOG_NOTICE, "%s is locked by another process: mounted read-only", D->cli.file);
+	return check_mountpoint(D);
+}
+
+/* The mountpoint resolved and checked: -1 to go on, or the exit status. */
+static int check_mountpoint(struct daemon *D)
+{
+	int ret;
 
 	/* libfuse would resolve it in fuse_parse_cmdline, before FILE is even
 	 * looked at; here a bad mountpoint is a mount failure. */
 	D->copts.mountpoint = realpath(D->cli.mountpoint, NULL);
 	if (!D->copts.mountpoint) {
 		fprintf(stderr, "h5fs: %s: %s\n", D->cli.mountpoint, strerror(errno));
-		ret = H5_EXIT_MOUNT;
+		ret = TOOL_EXIT_MOUNT;
 		return ret;
 	}
 	/* FUSE would mount over a regular file too, with the root group then
 	 * shown as a file: refuse. */
 	if (stat(D->copts.mountpoint, &D->fst) == 0 && !S_ISDIR(D->fst.st_mode)) {
 		fprintf(stderr, "h5fs: %s: %s\n", D->cli.mountpoint, strerror(ENOTDIR));
-		ret = H5_EXIT_MOUNT;
+		ret = TOOL_EXIT_MOUNT;
 		return ret;
 	}
 	return -1;
@@ -568,7 +711,7 @@ static int open_file(struct daemon *D)
 /* Mount and serve until unmounted or signalled: the exit status. */
 static int run(struct daemon *D)
 {
-	int ret = H5_EXIT_RUNTIME, rc;
+	int ret = TOOL_EXIT_RUNTIME, rc;
 
 	/* Show FILE as the mount's source in /proc/mounts and df. */
 	D->abs = realpath(D->cli.file, NULL);
@@ -595,19 +738,19 @@ static int run(struct daemon *D)
 		return ret;
 	}
 
-	D->se = fuse_session_new(&D->args, &h5fs_ll_ops, sizeof(h5fs_ll_ops), D->fs);
+	D->se = fuse_session_new(&D->args, &h5fs_ll_ops, sizeof(h5fs_ll_ops), D->m);
 	if (!D->se) {
 		/* libfuse printed why: an unknown option, or out of memory */
-		ret = H5_EXIT_USAGE;
+		ret = TOOL_EXIT_USAGE;
 		return ret;
 	}
-	h5fs_set_session(D->fs, D->se);
+	h5fs_mount_set_session(D->m, D->se);
 	if (fuse_set_signal_handlers(D->se) != 0)
 		return ret;
 	D->handlers = 1;
 	if (fuse_session_mount(D->se, D->copts.mountpoint) != 0) {
 		/* libfuse printed why (bad mountpoint, no /dev/fuse, not allowed) */
-		ret = H5_EXIT_MOUNT;
+		ret = TOOL_EXIT_MOUNT;
 		return ret;
 	}
 	D->mounted = 1;
@@ -615,7 +758,7 @@ static int run(struct daemon *D)
 		openlog("h5fs", LOG_PID, LOG_DAEMON);
 	if (fuse_daemonize(D->copts.foreground) != 0)
 		return ret;
-	h5fs_log(D->fs, LOG_INFO, "%s D->mounted at %s", D->abs ? D->abs : D->cli.file, D->copts.mountpoint);
+	h5fs_log_cfg(&D->cfg, LOG_INFO, "%s mounted at %s", D->abs ? D->abs : D->cli.file, D->copts.mountpoint);
 	start_raise_readahead(D->copts.mountpoint, D->cfg.max_read);
 	if (D->copts.singlethread) {
 		rc = fuse_session_loop(D->se);
@@ -633,25 +776,29 @@ static int run(struct daemon *D)
 	 * and fusermount3 -u are both clean unmounts. Requests in flight are
 	 * finished first (libfuse only cancels workers while they wait). */
 	if (rc > 0)
-		h5fs_log(D->fs, LOG_INFO, "signal %d: unmounting %s", rc, D->copts.mountpoint);
+		h5fs_log_cfg(&D->cfg, LOG_INFO, "signal %d: unmounting %s", rc, D->copts.mountpoint);
 	else if (rc == 0)
-		h5fs_log(D->fs, LOG_INFO, "%s unmounted", D->copts.mountpoint);
+		h5fs_log_cfg(&D->cfg, LOG_INFO, "%s unmounted", D->copts.mountpoint);
 	else
-		h5fs_log(D->fs, LOG_ERR, "session failed: %s; unmounting %s", strerror(-rc), D->copts.mountpoint);
-	return rc < 0 ? H5_EXIT_RUNTIME : H5_EXIT_OK;
+		h5fs_log_cfg(&D->cfg, LOG_ERR, "session failed: %s; unmounting %s", strerror(-rc), D->copts.mountpoint);
+	return rc < 0 ? TOOL_EXIT_RUNTIME : TOOL_EXIT_OK;
 }
 
 static void daemon_free(struct daemon *D)
 {
-	h5fs_stop_watching(D->fs);      /* it notifies the session */
+	h5fs_mount_stop(D->m);          /* its watchers notify the session */
+	if (D->m)
+		D->fs = NULL;           /* the mount's */
 	if (D->mounted)
 		fuse_session_unmount(D->se);
 	if (D->handlers)
 		fuse_remove_signal_handlers(D->se);
 	if (D->se)
 		fuse_session_destroy(D->se);
+	h5fs_mount_free(D->m);          /* and the fs of its roots */
 	h5fs_free(D->fs);
 	h5_file_close(D->f);
+	h5_ctx_free(D->ctx);            /* after every file of the mount */
 	free(D->fsname);
 	free(D->abs);
 	free(D->copts.mountpoint);
@@ -666,6 +813,8 @@ static void daemon_free(struct daemon *D)
 	free(D->cli.ext_prefix);
 	free(D->cli.s3_endpoint);
 	free(D->cli.s3_region);
+	free(D->cli.h5_suffixes);
+	free(D->cli.index);
 	fuse_opt_free_args(&D->args);
 }
 

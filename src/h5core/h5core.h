@@ -3,7 +3,8 @@
  *
  * Every function returns 0 on success or a negative h5_err code; the
  * message explaining the failure is kept per thread (h5_err_msg()).
- * The FUSE daemon and the h5fs-ls tool only use what is declared here.
+ * The FUSE daemon, the h5fs-ls tool and what they share (src/common/)
+ * only use what is declared here; tests also have h5core_test.h.
  */
 #ifndef H5CORE_H
 #define H5CORE_H
@@ -50,14 +51,43 @@ const char *h5_err_msg(void);
 void h5_err_clear(void);
 const char *h5_err_name(int code);
 
+/* ---- engine context (ctx.c) ---------------------------------------------
+ * What every file opened in it shares: one cache budget (decoded metadata
+ * and chunks of all its files in one LRU, keyed per file so no file sees
+ * another's entries, and a closed file's entries dropped), one bounded
+ * pool of worker threads (chunk prefetch and parallel decode, the
+ * filtering of appends), started lazily at the first work, and its share
+ * of the buffer pool's budget. A daemon makes one per mount, a tool one
+ * per run; a file opened without one gets a private context, sized from
+ * its h5_open_opts (cache_bytes, nthreads), as before contexts existed.
+ * Files hold a reference: h5_ctx_free() drops the caller's, and the
+ * context ends when its last file is closed. Thread-safe. */
+typedef struct h5_ctx h5_ctx;
+
+typedef struct h5_ctx_opts {
+	size_t cache_bytes;      /* the cache budget; 0 = h5_default_cache_bytes() */
+	unsigned nthreads;       /* threads decoding at once, the reader's own
+				  * included (the pool has nthreads - 1 workers);
+				  * 0 = number of CPUs */
+} h5_ctx_opts;
+
+int h5_ctx_new(h5_ctx **out, const h5_ctx_opts *opts);
+void h5_ctx_free(h5_ctx *ctx);
+size_t h5_ctx_cache_budget(const h5_ctx *ctx);
+size_t h5_ctx_cache_used(const h5_ctx *ctx);    /* bytes cached, every file's */
+unsigned h5_ctx_threads(const h5_ctx *ctx);     /* workers started so far */
+
 /* ---- file (file.c, superblock.c) --------------------------------------- */
 
 typedef struct h5_file h5_file;
 
 typedef struct h5_open_opts {
 	int writable;            /* open O_RDWR and take an exclusive flock */
-	size_t cache_bytes;      /* total cache budget; 0 = h5_default_cache_bytes() */
-	unsigned nthreads;       /* decompression threads; 0 = number of CPUs */
+	h5_ctx *ctx;             /* the context to open in (its cache, threads);
+				  * NULL: a private one from cache_bytes and nthreads */
+	size_t cache_bytes;      /* total cache budget; 0 = h5_default_cache_bytes()
+				  * (with ctx: only a remote source's block cache) */
+	unsigned nthreads;       /* decompression threads; 0 = number of CPUs (not with ctx) */
 	int efl_any;             /* follow external file names that are absolute or
 				  * contain "..": off, a file may only name files in
 				  * its own directory tree (h5fs -o efl_any) */
@@ -65,10 +95,16 @@ typedef struct h5_open_opts {
 				  * sources outside FILE's directory tree (-o ext_any) */
 	const char *ext_prefix;  /* ':'-separated directories tried for them first
 				  * (-o ext_prefix=), after HDF5_EXT_PREFIX/HDF5_VDS_PREFIX */
-	h5_file *share_with;     /* internal: a related file shares this file's cache */
-	const char *io_trace;    /* tests: record every write and sync here (source.h,
-				  * h5_source_trace); reads are not spliced then */
-	uint64_t io_fail_at;     /* tests: the Nth write or sync fails (0: none) */
+	const char *ext_root;    /* the directory tree they may lie in (NULL:
+				  * FILE's directory; a collection: its DIR) */
+	int related_idle;        /* those files kept open while unused: 0 the
+				  * default (32), negative none (a collection,
+				  * which counts descriptors) */
+	/* Asked before another file is opened for FILE (delta 1: 0 to go on,
+	 * or a negative h5_err) and told when it is closed (delta -1): a
+	 * collection bounds its open descriptors (-o max_files). NULL: none. */
+	int (*fd_gate)(void *ud, int delta);
+	void *fd_gate_ud;
 	/* remote FILEs (http://, https://, s3://; source.h h5_source_opts) */
 	const char *s3_endpoint; /* -o s3_endpoint=URL (NULL: AWS) */
 	const char *s3_region;   /* -o s3_region= (NULL: us-east-1) */
@@ -85,6 +121,7 @@ typedef struct h5_open_opts {
 size_t h5_default_cache_bytes(void);
 
 int h5_file_open(h5_file **out, const char *path, const h5_open_opts *opts);
+/* (Test hooks, such as a trace of every write: h5core_test.h, tests only.) */
 /* Open FILE from a byte source (source.h), which the file then owns (also
  * on failure); name is FILE's name for messages, and, when the source has
  * a descriptor, the path related files (external links, VDS sources,
@@ -133,22 +170,47 @@ int h5_file_watchable(const h5_file *f);
  * flags, spec II.A: bit 2 "SWMR write access"). */
 int h5_file_swmr(const h5_file *f);
 
-/* ---- exit statuses of h5fs and h5fs-ls (doc/h5fs.1, doc/h5fs-ls.1) ---- */
-
-typedef enum h5_exit {
-	H5_EXIT_OK = 0,
-	H5_EXIT_RUNTIME = 1,    /* h5fs: out of memory, or the session failed */
-	H5_EXIT_PARTIAL = 1,    /* h5fs-ls: listed, but some objects could not be read */
-	H5_EXIT_USAGE = 2,      /* bad arguments or options */
-	H5_EXIT_OPEN = 3,       /* FILE cannot be opened or read */
-	H5_EXIT_NOTHDF5 = 4,    /* not HDF5, or HDF5 using features h5fs cannot read */
-	H5_EXIT_CORRUPT = 5,    /* HDF5, but its superblock or root group is corrupt */
-	H5_EXIT_MOUNT = 6,      /* h5fs: the mount itself failed */
-	H5_EXIT_NOPATH = 6      /* h5fs-ls: PATH does not exist */
-} h5_exit;
-/* The exit status for an error (h5_err) opening FILE; out of memory is
- * `nomem` (each tool's status 1). */
-h5_exit h5_exit_for_open_error(int rc, h5_exit nomem);
+/* ---- S3 prefix listings (io/source_s3_list.c) -------------------------
+ * One directory level of s3://BUCKET/PREFIX/: ListObjectsV2 with the
+ * delimiter "/", every page (continuation tokens), the same endpoint,
+ * region, path style and credentials as an object (h5_open_opts). */
+typedef struct h5_s3_entry {
+	char *name;              /* relative to the prefix; a common prefix
+				  * without its trailing '/' */
+	int is_prefix;           /* a CommonPrefix: a folder */
+	uint64_t size;           /* objects: Size */
+	int64_t mtime_ns;        /* objects: LastModified (ns since the epoch) */
+	char *etag;              /* objects: ETag as sent (quotes kept); NULL for a prefix */
+} h5_s3_entry;
+typedef struct h5_s3_listing {
+	h5_s3_entry *v;          /* sorted by name (bytes), duplicates dropped */
+	size_t n, cap;
+	unsigned pages;          /* list requests answered (pages decoded) */
+	int truncated;           /* the last page said IsTruncated */
+	char *next_token;        /* and gave this NextContinuationToken */
+} h5_s3_listing;
+/* url: s3://BUCKET/ or s3://BUCKET/PREFIX/ (a trailing '/' is required:
+ * H5_ERR_INVAL otherwise). A missing bucket is H5_ERR_NOTFOUND, refused
+ * access and failed requests H5_ERR_IO, a reply that is not a listing
+ * H5_ERR_FORMAT; transient failures are retried as object reads are.
+ * H5_ERR_UNSUPPORTED when built without libcurl. */
+int h5_s3_list(h5_s3_listing *out, const char *url, const h5_open_opts *opts);
+/* One ListBucketResult page (buf, len): its Contents and CommonPrefixes
+ * appended to *l (names relative to prefix, which every key must start
+ * with), truncated and next_token set. No I/O. An <Error> document is
+ * its Code and Message as the error (NoSuchBucket, NoSuchKey:
+ * H5_ERR_NOTFOUND); anything else not a well-formed listing is
+ * H5_ERR_FORMAT. */
+int h5_s3_list_decode(h5_s3_listing *l, const char *prefix, const void *buf, size_t len);
+/* Sorts by name and drops repeated entries (a prefix repeated on two pages). */
+void h5_s3_listing_sort(h5_s3_listing *l);
+void h5_s3_listing_free(h5_s3_listing *l);
+/* Objects of a prefix are HDF5 members by name (an object's signature
+ * would take a GET each): suffixes is a ':'-separated list (h5fs and
+ * h5fs-ls -o h5_suffixes=), compared without regard to case; NULL or ""
+ * is the default list. 1 if name ends in one of them (and is longer). */
+#define H5_SUFFIXES_DEFAULT ".h5:.hdf5:.he5:.nc:.nc4:.nwb:.h5ad"
+int h5_name_has_suffix(const char *name, const char *suffixes);
 
 /* ---- other files (related.c) ------------------------------------------- */
 
@@ -161,6 +223,7 @@ int h5_file_open_related(h5_file **out, h5_file *from, const char *name);
 void h5_file_release_related(h5_file *f);
 /* One more reference on a file h5_file_open_related() gave (none on FILE). */
 void h5_file_hold_related(h5_file *f);
+
 /* A number for the file, unique among the files reached from one FILE and
  * stable while the mount lives (0 for FILE itself): for inode numbers. */
 uint32_t h5_file_id(const h5_file *f);
@@ -291,6 +354,58 @@ typedef struct h5_pin {
 int h5_dataset_pin(h5_pin *out, h5_dataset *d, uint64_t off, size_t len);
 void h5_pin_release(h5_pin *p);
 
+/* The read plan: how the bytes [off, off+len) of a dataset are answered,
+ * decided in one call (one walk of a chunk index) from what the layout
+ * maps them to (plan.c, doc/DESIGN.md "The path of a read"):
+ *  - H5_PLAN_EXTENTS: ext[0..next), pieces of files to splice from their
+ *    descriptors (plain bytes of a local FILE, or of a virtual dataset's
+ *    sources), in dataset order;
+ *  - H5_PLAN_PINNED: pin.iov[0..pin.niov), the engine's memory (decoded
+ *    chunks, a remote FILE's cached blocks), held until the release;
+ *  - H5_PLAN_BUFFER: buf, len bytes (h5_buf_alloc'd) read, decoded,
+ *    filled or converted to text (the rest: compact and external storage,
+ *    fill, a mix of kinds, more than H5_PLAN_MAX pieces).
+ * flags: H5_MAP_NO_SPLICE (a live FILE: its bytes are copied, never
+ * spliced, so the reply cannot change after it was checked). A negative
+ * h5_err is a real error (the window cannot be read); nothing is held
+ * then. h5_read_plan_release frees and unpins (again harmless). */
+#define H5_PLAN_MAX 64
+#define H5_MAP_NO_SPLICE 0x1u
+typedef enum h5_plan_kind {
+	H5_PLAN_EMPTY = 0, H5_PLAN_EXTENTS, H5_PLAN_PINNED, H5_PLAN_BUFFER
+} h5_plan_kind;
+typedef struct h5_read_plan {
+	h5_plan_kind kind;
+	h5_extent ext[H5_PLAN_MAX];
+	size_t next;
+	h5_pin pin;
+	uint8_t *buf;
+	size_t len;
+} h5_read_plan;
+int h5_dataset_map(h5_read_plan *out, h5_dataset *d, uint64_t off, size_t len, unsigned flags);
+void h5_read_plan_release(h5_read_plan *p);
+
+/* Views (view.c): how a dataset's bytes are shown - "raw", the stored
+ * element bytes as they are, or "text", variable-length data one line
+ * per element (doc/h5fs.1, MAPPING), measured on first use. A daemon
+ * node holds the view it shows its dataset with; h5_dataset_view is the
+ * default (text for a type holding variable-length data, else raw), and
+ * h5_dataset_size, h5_dataset_read and h5_dataset_map are its ops. */
+typedef struct h5_view_ops {
+	const char *name;
+	/* the bytes shown (text: measured on the first call; one newline
+	 * per element when the elements cannot be decoded, so reads reach
+	 * the error) */
+	uint64_t (*size)(const h5_dataset *d);
+	/* exactly len bytes at off; off+len <= size */
+	int (*read)(h5_dataset *d, void *buf, uint64_t off, size_t len);
+	/* the read plan of [off, off+len) (h5_dataset_map) */
+	int (*map)(h5_read_plan *out, h5_dataset *d, uint64_t off, size_t len, unsigned flags);
+} h5_view_ops;
+extern const h5_view_ops h5_view_raw;
+extern const h5_view_ops h5_view_text;
+const h5_view_ops *h5_dataset_view(const h5_dataset *d);
+
 /* Buffers for reads, reused without page faults by the engine's decoders
  * as well (bufpool.c): plain malloc blocks, so free() of one is fine too
  * (only the reuse is lost), and h5_buf_free takes any malloc'd pointer. */
@@ -299,8 +414,7 @@ void h5_buf_free(void *p);
 
 /* ---- describing a dataset (describe.c) ---------------------------------- */
 
-/* What h5fs-ls prints about a dataset, in the engine's own vocabulary (the
- * names user.h5.* xattrs use). Pointers into the dataset (dims, maxdims,
+/* What h5fs-ls prints about a dataset, in the engine's own vocabulary. Pointers into the dataset (dims, maxdims,
  * chunk, filters[i].cd) stay valid while it is open; the rest is freed by
  * h5_dataset_info_clear. */
 typedef enum h5_shape_kind {
@@ -442,23 +556,88 @@ typedef int (*h5_attr_value_cb)(const h5_attr_value *a, void *ud);
  * gives; an attribute that cannot be decoded stops the walk with its error. */
 int h5_attr_iterate_values(h5_file *f, uint64_t addr, h5_attr_value_cb cb, void *ud);
 
-/* ---- attributes (attr.c, value.c) -------------------------------------- */
+/* ---- attributes (attr.c, value.c) --------------------------------------
+ * (Their names and values as extended attributes: src/common/xattrs.h.) */
 
 typedef struct h5_attr h5_attr;
 typedef int (*h5_attr_name_cb)(const char *name, size_t name_len, void *ud);
 int h5_attr_iterate_names(h5_file *f, uint64_t addr, h5_attr_name_cb cb, void *ud);
 
-/* Attributes as extended attributes (naming and text rules: doc/h5fs.1,
- * ATTRIBUTES). An HDF5 attribute NAME is "user.NAME", or
- * "user.h5.attr.NAME" when NAME starts with "h5."; every other "user.h5.*"
- * name is reserved dataset metadata (user.h5.dtype, .shape, ...). */
-/* NUL-separated list "user.a\0user.b\0..." of all xattr names for the
- * object (*out malloc'd, *len bytes including every NUL). */
-int h5_xattr_list(char **out, size_t *len, h5_file *f, uint64_t addr);
-/* Value of one xattr by full name ("user.x"); raw=1: stored bytes instead
- * of text. H5_ERR_NOTFOUND for unknown names. The result is deterministic,
- * so a size query and the read that follows agree. */
-int h5_xattr_get(void **out, size_t *len, h5_file *f, uint64_t addr, const char *name, int raw);
+/* The value of attribute NAME (name_len bytes; the first of equal names)
+ * of the object at addr: as text (doc/h5fs.1, ATTRIBUTES) or, raw=1, the
+ * bytes as stored (variable-length strings: their bytes, one NUL between
+ * two). *out is malloc'd with a NUL after its *len bytes. The result is
+ * deterministic, so a size query and the read that follows agree.
+ * H5_ERR_NOTFOUND when the object has no such attribute. */
+int h5_attr_value_get(void **out, size_t *len, h5_file *f, uint64_t addr, const char *name, size_t name_len,
+		      int raw);
+/* Every attribute of the object at once (one pass over its header, for a
+ * daemon answering a walk's listxattr and getxattr from memory): the names
+ * as h5_attr_iterate_names gives them and each value as h5_attr_value_get
+ * gives it, or val NULL when that must be asked of h5_attr_value_get (an
+ * error, which it reports; a value over max_value bytes). H5_ERR_LIMIT for
+ * an object of more than max_attrs attributes (compact ones are found by a
+ * scan of the header each). */
+typedef struct h5_attr_ent {
+	const char *name;       /* name_len bytes and a NUL */
+	size_t name_len;
+	void *val;              /* len bytes and a NUL, or NULL */
+	size_t len;
+} h5_attr_ent;
+typedef struct h5_attr_set {
+	h5_attr_ent *v;
+	size_t n;
+} h5_attr_set;
+int h5_attr_all(h5_attr_set **out, h5_file *f, uint64_t addr, int raw, size_t max_value, size_t max_attrs);
+void h5_attr_set_free(h5_attr_set *s);
+
+/* ---- a dataset's metadata from its header (meta.c) ----------------------- */
+
+/* What the object header at addr says of a dataset, without opening it (no
+ * chunk index is read): for the daemon's and tools' user.h5.* xattrs
+ * (src/common/xattrs.c), which name and format it. Three parts are texts
+ * the engine makes, each with its own outcome, so that one which cannot be
+ * made leaves the others. */
+typedef struct h5_meta_text {
+	char *text;               /* NUL-terminated, or NULL */
+	size_t len;
+	int rc;                   /* 0; H5_ERR_NOTFOUND: does not apply; else why not */
+	char *msg;                /* rc an error but NOTFOUND: its message */
+} h5_meta_text;
+
+typedef struct h5_meta_filter {
+	unsigned id;
+	const char *name;         /* the codec's name, NULL when this build knows none */
+} h5_meta_filter;
+
+typedef struct h5_dset_meta {
+	int is_dataset;           /* 0: a group or named datatype, nothing else set */
+	h5_meta_text typestr;     /* the type's NumPy typestr (h5_type_view.typestr) */
+	h5_meta_text descr;       /* compound and array types: a NumPy descr
+				   * (np.dtype(eval(text))) */
+	h5_meta_text fill;        /* the fill value (stored, else zeros) as text */
+	int has_vlen;             /* the type holds variable-length data (it
+				   * reads as text, h5_dataset_size) */
+	int vlen_strings;         /* ... and is a variable-length string */
+	h5_shape_kind shape;
+	unsigned rank;            /* SIMPLE only, else 0 */
+	const uint64_t *dims;     /* a virtual dataset with live_shape: the extent
+				   * its sources give it now (else as stored) */
+	const uint64_t *maxdims;  /* UINT64_MAX for unlimited */
+	unsigned layout_class;    /* as stored (IV.A.2.i): 0 compact, 1 contiguous,
+				   * 2 chunked, 3 virtual */
+	const char *layout;       /* its name: "compact", ..., "unknown" */
+	int is_virtual;
+	int external;             /* raw data in external files */
+	const char *index;        /* chunked: "btree1", "single", ..., else NULL */
+	unsigned chunk_rank;      /* chunked: the chunk dimensions as stored */
+	const uint64_t *chunk;
+	size_t nfilters;          /* the pipeline, in application order */
+	h5_meta_filter *filters;
+	void *priv;               /* what the pointers point into */
+} h5_dset_meta;
+int h5_dataset_meta(h5_dset_meta *out, h5_file *f, uint64_t addr, int live_shape);
+void h5_dataset_meta_clear(h5_dset_meta *m);
 
 /* ---- appending rows (append.c; doc/APPEND.md) ---------------------------- */
 

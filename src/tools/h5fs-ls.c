@@ -1,7 +1,8 @@
 /*
  * h5fs-ls - list an HDF5 file the way h5fs would show it, without mounting.
  *
- *   h5fs-ls [-R] [--json] FILE [PATH]
+ *   h5fs-ls [-R] [--json] [-o OPTIONS] FILE [PATH]
+ *   h5fs-ls [-R] [--json] [-o OPTIONS] DIR | s3://BUCKET/[PREFIX/]
  *   h5fs-ls --refs [--url=URL] [--inline=N] [--split=MIB] [--strict]
  *           [--follow-external] FILE [PATH]     (chunk references: refs.c)
  *
@@ -9,7 +10,10 @@
  * shape when it differs), storage layout (chunk shape and chunk index type
  * when chunked), filters, and the bytes allocated in the file against the
  * logical size with their ratio.  Uses libh5core only, so it shows exactly
- * what the engine understands.
+ * what the engine understands. A collection (a directory, an S3 prefix)
+ * is listed as h5fs DIR MNT shows it: folders, HDF5 members (with -R
+ * their trees, paths below the member's), other files (collection.c
+ * walks it).
  *
  * Exit status as h5fs (doc/h5fs-ls.1): 0 listed, 1 some object could not
  * be read, 2 usage, 3 cannot open FILE, 4 not HDF5 or unsupported,
@@ -20,8 +24,10 @@
 #endif
 
 #include "h5core.h"
+#include "collection.h"
 #include "linkvec.h"
 #include "refs.h"
+#include "tool_exit.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -29,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #ifndef PACKAGE_VERSION
@@ -181,6 +188,7 @@ struct lister {
 static void emit(struct lister *L, struct sb *s)
 {
 	sb_done(s);
+	coll_progress_clear();
 	if (s->nomem) {
 		fprintf(stderr, "h5fs-ls: out of memory\n");
 		L->nerr++;
@@ -538,16 +546,141 @@ out:
 	return rc;
 }
 
+/* ---- collections (collection.c walks them) ------------------------------ */
+
+static void coll_folder(void *u, const char *path)
+{
+	struct lister *L = u;
+	struct sb s = { 0 };
+
+	entry_begin(L, &s, path, "folder");
+	if (L->json)
+		sb_printf(&s, "}");
+	emit(L, &s);
+	free(s.p);
+}
+
+static void coll_plain(void *u, const char *path, uint64_t size)
+{
+	struct lister *L = u;
+	struct sb s = { 0 };
+
+	entry_begin(L, &s, path, "file");
+	sb_printf(&s, L->json ? ", \"size\": %" PRIu64 "}" : " size=%" PRIu64, size);
+	emit(L, &s);
+	free(s.p);
+}
+
+/* A member: its line, then (opened: -R) its tree below its path, as the
+ * mount shows it under the member's directory. */
+static void coll_member(void *u, const char *path, uint64_t size, h5_file *f, int rc)
+{
+	struct lister *L = u;
+	struct sb s = { 0 };
+
+	if (rc < 0) {
+		entry_error(L, path, "hdf5", rc);
+		return;
+	}
+	entry_begin(L, &s, path, "hdf5");
+	sb_printf(&s, L->json ? ", \"size\": %" PRIu64 "}" : " size=%" PRIu64, size);
+	emit(L, &s);
+	free(s.p);
+	if (!f)
+		return;
+	L->f = f;
+	L->nseen = 0;   /* hard links are per file */
+	list_object(L, path, h5_file_root(f), 1);
+	L->f = NULL;
+}
+
+/* A folder that could not be listed: an entry; the top itself: the
+ * command fails (stderr, exit 3) */
+static void coll_error(void *u, const char *path, int rc)
+{
+	struct lister *L = u;
+
+	if (*path)
+		entry_error(L, path, "folder", rc);
+	else
+		fprintf(stderr, "h5fs-ls: %s\n", h5_err_msg());
+}
+
+static int list_collection(struct lister *L, const char *top, const coll_opts *co)
+{
+	coll_visit v = { L, coll_folder, coll_member, coll_plain, coll_error };
+	int rc;
+
+	if (L->json) {
+		struct sb s = { 0 };
+
+		sb_json_str(&s, top, strlen(top));
+		sb_done(&s);
+		printf("{\"collection\": %s, \"entries\": [", s.p ? s.p : "\"\"");
+		free(s.p);
+	}
+	rc = coll_walk(top, co, &v);
+	if (L->json)
+		printf("%s]}\n", L->first_json ? "" : "\n");
+	if (rc < 0)
+		return rc == H5_ERR_NOMEM ? TOOL_EXIT_PARTIAL : TOOL_EXIT_OPEN;
+	return L->nerr ? TOOL_EXIT_PARTIAL : TOOL_EXIT_OK;
+}
+
+/* -o a,b=c: what the daemon's -o of the same names does (doc/h5fs.1). */
+static int parse_o(h5_open_opts *oo, char **suffixes, char *arg)
+{
+	char *save = NULL;
+
+	for (char *t = strtok_r(arg, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		char *v = strchr(t, '='), *end;
+		unsigned long n;
+
+		if (v)
+			*v++ = 0;
+		if (strcmp(t, "s3_endpoint") == 0 && v)
+			oo->s3_endpoint = v;
+		else if (strcmp(t, "s3_region") == 0 && v)
+			oo->s3_region = v;
+		else if (strcmp(t, "s3_path_style") == 0 && !v)
+			oo->s3_path_style = 1;
+		else if (strcmp(t, "h5_suffixes") == 0 && v && *v)
+			*suffixes = v;
+		else if ((strcmp(t, "retries") == 0 || strcmp(t, "timeout") == 0) && v && *v && *v != '-' &&
+			 (errno = 0, n = strtoul(v, &end, 10), !*end && !errno && n <= 3600)) {
+			if (t[0] == 'r')
+				oo->retries = (unsigned)n;
+			else
+				oo->timeout_s = (unsigned)n;
+		} else {
+			fprintf(stderr, "h5fs-ls: unknown or malformed option -o %s%s%s\n", t, v ? "=" : "", v ? v : "");
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: h5fs-ls [-R] [--json] FILE [PATH]\n"
+		"usage: h5fs-ls [-R] [--json] [-o OPTIONS] FILE [PATH]\n"
+		"       h5fs-ls [-R] [--json] [-o OPTIONS] DIR|s3://BUCKET/[PREFIX/]\n"
 		"       h5fs-ls --refs [OPTIONS] FILE|URL [PATH]\n"
 		"List the HDF5 file FILE (from PATH, default /) as h5fs shows it:\n"
 		"per dataset its type, shape, layout, chunking, chunk index, filters and\n"
-		"allocated vs logical size.\n"
-		"  -R, --recursive   list sub-groups too\n"
+		"allocated vs logical size. A directory DIR or an S3 prefix is listed as\n"
+		"h5fs DIR MNT shows it: folders, HDF5 members (by signature in DIR, by\n"
+		"suffix under a prefix; -R: with their trees) and other files.\n"
+		"  -R, --recursive   list sub-groups (and sub-folders, members' trees) too\n"
 		"  --json            one JSON document instead of text\n"
+		"  -o OPT[,OPT...]   options as h5fs's (remote FILEs and collections):\n"
+		"  -o s3_endpoint=URL  S3 endpoint (default https://s3.REGION.amazonaws.com)\n"
+		"  -o s3_region=R    S3 region for signing (default us-east-1)\n"
+		"  -o s3_path_style  ENDPOINT/BUCKET/KEY instead of BUCKET.ENDPOINT/KEY\n"
+		"  -o retries=N      retries of a failed remote request (default 4)\n"
+		"  -o timeout=S      seconds a remote request may take (default 30)\n"
+		"  -o h5_suffixes=LIST  names of HDF5 members of an S3 prefix, ':'-separated,\n"
+		"                    any case (default " H5_SUFFIXES_DEFAULT ")\n"
 		"  --refs            kerchunk (version 1) chunk references of every dataset\n"
 		"                    for zarr/fsspec, instead of the listing\n"
 		"  --url=URL         the URL written into references (default: FILE's\n"
@@ -558,7 +691,8 @@ static void usage(FILE *out)
 		"  --follow-external follow external links (inside FILE's directory tree)\n"
 		"  -h, --help        this help\n"
 		"  -V, --version     print the version\n"
-		"Exit status: 0 ok, 1 some objects unreadable, 2 usage, 3 cannot open FILE,\n"
+		"Exit status: 0 ok, 1 some objects unreadable, 2 usage, 3 cannot open FILE\n"
+		"(or list DIR or the prefix),\n"
 		"4 not HDF5 or unsupported, 5 corrupt, 6 PATH not found.\n");
 }
 
@@ -569,10 +703,13 @@ int main(int argc, char **argv)
 	int refs = 0;
 	char *url_alloc = NULL;
 	const char *file = NULL, *path = "/";
+	h5_open_opts oo = { 0 };
+	char *suffixes = NULL;
 	h5_file *f = NULL;
+	h5_ctx *ctx = NULL;
 	uint64_t addr;
 	struct stat st;
-	int i, nargs = 0, rc, ret = H5_EXIT_PARTIAL;
+	int i, nargs = 0, rc, ret = TOOL_EXIT_PARTIAL;
 
 	memset(&L, 0, sizeof(L));
 	L.first_json = 1;
@@ -581,6 +718,13 @@ int main(int argc, char **argv)
 			L.recursive = 1;
 		} else if (strcmp(argv[i], "--json") == 0) {
 			L.json = 1;
+		} else if (strcmp(argv[i], "-o") == 0 || (strncmp(argv[i], "-o", 2) == 0 && argv[i][2])) {
+			char *arg = argv[i][2] ? argv[i] + 2 : i + 1 < argc ? argv[++i] : NULL;
+
+			if (!arg || parse_o(&oo, &suffixes, arg) < 0) {
+				usage(stderr);
+				return TOOL_EXIT_USAGE;
+			}
 		} else if (strcmp(argv[i], "--refs") == 0) {
 			refs = 1;
 		} else if (strncmp(argv[i], "--url=", 6) == 0 && argv[i][6]) {
@@ -594,7 +738,7 @@ int main(int argc, char **argv)
 			n = strtoull(v, &end, 10);
 			if (!*v || *end || errno || *v == '-' || (argv[i][2] == 's' && n > (UINT64_MAX >> 20))) {
 				fprintf(stderr, "h5fs-ls: bad number in %s\n", argv[i]);
-				return H5_EXIT_USAGE;
+				return TOOL_EXIT_USAGE;
 			}
 			if (argv[i][2] == 'i')
 				ro.inline_max = n;
@@ -613,7 +757,7 @@ int main(int argc, char **argv)
 		} else if (argv[i][0] == '-' && argv[i][1] && strcmp(argv[i], "--") != 0) {
 			fprintf(stderr, "h5fs-ls: unknown option %s\n", argv[i]);
 			usage(stderr);
-			return H5_EXIT_USAGE;
+			return TOOL_EXIT_USAGE;
 		} else if (strcmp(argv[i], "--") == 0) {
 			continue;
 		} else if (nargs == 0) {
@@ -624,19 +768,50 @@ int main(int argc, char **argv)
 			nargs++;
 		} else {
 			usage(stderr);
-			return H5_EXIT_USAGE;
+			return TOOL_EXIT_USAGE;
 		}
 	}
 	if (!file) {
 		usage(stderr);
-		return H5_EXIT_USAGE;
+		return TOOL_EXIT_USAGE;
+	}
+	/* HTTP has no listing standard: a URL naming a folder is no FILE */
+	if ((strncasecmp(file, "http://", 7) == 0 || strncasecmp(file, "https://", 8) == 0) &&
+	    file[strlen(file) - 1] == '/') {
+		fprintf(stderr, "h5fs-ls: %s: an http(s) URL ending in '/' names no file, and HTTP has no "
+			"listing to list it (use s3://BUCKET/PREFIX/ for an S3 prefix)\n", file);
+		return TOOL_EXIT_USAGE;
+	}
+	/* one engine context for the run: every file it opens (FILE, the
+	 * targets of external links, a collection's members) shares its
+	 * cache and threads */
+	rc = h5_ctx_new(&ctx, NULL);
+	if (rc < 0) {
+		fprintf(stderr, "h5fs-ls: %s\n", h5_err_msg());
+		return TOOL_EXIT_PARTIAL;         /* out of memory */
+	}
+	oo.ctx = ctx;
+	if (coll_is_collection(file)) {
+		coll_opts co = { &oo, suffixes, L.recursive };
+
+		if (refs || nargs > 1) {
+			fprintf(stderr, "h5fs-ls: %s: %s is for one FILE, not a collection\n", file,
+				refs ? "--refs" : "PATH");
+			h5_ctx_free(ctx);
+			return TOOL_EXIT_USAGE;
+		}
+		ret = list_collection(&L, file, &co);
+		free(L.seen);
+		h5_ctx_free(ctx);
+		return ret;
 	}
 	/* open(2) of a FIFO would wait for a writer */
 	if (stat(file, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
 		fprintf(stderr, "h5fs-ls: %s: %s\n", file, S_ISDIR(st.st_mode) ? strerror(EISDIR) : "not a regular file");
-		return H5_EXIT_OPEN;
+		h5_ctx_free(ctx);
+		return TOOL_EXIT_OPEN;
 	}
-	rc = h5_file_open(&f, file, NULL);
+	rc = h5_file_open(&f, file, &oo);
 	if (rc < 0) {
 		const char *msg = h5_err_msg();
 		size_t n = strlen(file);
@@ -644,13 +819,14 @@ int main(int argc, char **argv)
 		if (strncmp(msg, file, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ')
 			msg += n + 2;
 		fprintf(stderr, "h5fs-ls: %s: %s\n", file, msg);
-		return h5_exit_for_open_error(rc, H5_EXIT_PARTIAL);
+		h5_ctx_free(ctx);
+		return tool_exit_for_open_error(rc, TOOL_EXIT_PARTIAL);
 	}
 	L.f = f;
 	rc = resolve(&addr, f, path, 0);
 	if (rc < 0) {
 		fprintf(stderr, "h5fs-ls: %s: %s: %s\n", file, path, h5_err_msg());
-		ret = rc == H5_ERR_NOTFOUND ? H5_EXIT_NOPATH : H5_EXIT_PARTIAL;
+		ret = rc == H5_ERR_NOTFOUND ? TOOL_EXIT_NOPATH : TOOL_EXIT_PARTIAL;
 		goto out;
 	}
 	if (refs) {
@@ -675,10 +851,11 @@ int main(int argc, char **argv)
 	list_object(&L, strcmp(path, "/") == 0 ? "/" : path, addr, 1);
 	if (L.json)
 		printf("%s]}\n", L.first_json ? "" : "\n");
-	ret = L.nerr ? H5_EXIT_PARTIAL : H5_EXIT_OK;
+	ret = L.nerr ? TOOL_EXIT_PARTIAL : TOOL_EXIT_OK;
 out:
 	free(url_alloc);
 	free(L.seen);
 	h5_file_close(f);
+	h5_ctx_free(ctx);
 	return ret;
 }

@@ -18,6 +18,7 @@
 #endif
 
 #include "refs.h"
+#include "tool_exit.h"
 #include "json.h"
 #include "linkvec.h"
 #include "zarr_meta.h"
@@ -252,7 +253,7 @@ static void put_dims(struct refs *R, struct attrs_ctx *c, uint64_t group, uint64
 		return;
 	}
 	if (!c->dimlist || rank == 0 || rank > 64 ||
-	    h5_xattr_get((void **)&text, &len, R->f, addr, "user.DIMENSION_LIST", 0) < 0) {
+	    h5_attr_value_get((void **)&text, &len, R->f, addr, "DIMENSION_LIST", 14, 0) < 0) {
 		h5_err_clear();
 		return;
 	}
@@ -698,11 +699,11 @@ int refs_write(h5_file *f, const char *path, uint64_t addr, const refs_opts *o)
 	progress(&R, "", 1);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		fprintf(stderr, "h5fs-ls: writing the references failed\n");
-		return H5_EXIT_PARTIAL;
+		return TOOL_EXIT_PARTIAL;
 	}
 	if (R.nskipped)
 		fprintf(stderr, "h5fs-ls: %u dataset%s skipped (no Zarr v2 form)\n", R.nskipped, R.nskipped == 1 ? "" : "s");
 	if (R.nerr)
-		return H5_EXIT_PARTIAL;
-	return R.nskipped && o->strict ? H5_EXIT_PARTIAL : H5_EXIT_OK;
+		return TOOL_EXIT_PARTIAL;
+	return R.nskipped && o->strict ? TOOL_EXIT_PARTIAL : TOOL_EXIT_OK;
 }

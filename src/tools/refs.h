@@ -14,7 +14,7 @@ typedef struct refs_opts {
 } refs_opts;
 
 /* Write the references of the object at addr (path as given) of f; returns
- * the exit status (h5_exit). */
+ * the exit status (tool_exit). */
 int refs_write(h5_file *f, const char *path, uint64_t addr, const refs_opts *o);
 
 #endif

@@ -47,16 +47,19 @@ cflags="-g -O1 -std=gnu11 -pthread -fno-omit-frame-pointer -fno-sanitize-recover
 for d in base io format index filter dataset write; do
 	cflags="$cflags -I$core/$d"
 done
+# and the presentation the daemon and tools share (xattr names, src/common)
+cflags="$cflags -I$src/src/common"
 # The engine's sources without the remote byte sources: this config.h has
 # no HAVE_CURL (as Makefile.am's "if HAVE_CURL"), so source.c does not
 # name them, and they would need libcurl and PACKAGE_VERSION.
 srcs=
 for f in "$core"/*/*.c; do
 	case ${f##*/} in
-	source_http.c | source_http_ra.c | source_s3.c) ;;
+	source_http.c | source_http_req.c | source_http_ra.c | source_s3.c) ;;
 	*) srcs="$srcs $f" ;;
 	esac
 done
+srcs="$srcs $src/src/common/xattrs.c"
 echo "building $out/fuzz_walk"
 $CC $cflags -fsanitize=fuzzer,address,undefined -o "$out/fuzz_walk" \
 	$srcs "$here/fuzz_walk.c" $libs

@@ -11,10 +11,12 @@
  *   - a sub-range of a window read back separately must give the same bytes
  *     (chunk boundaries, fill, filters and the cache must agree), and a
  *     read past h5_dataset_size() must fail;
- *   - the daemon's faster ways to answer a read (h5_dataset_extents: where
- *     the bytes lie in FILE; h5_dataset_pin: iovecs into decoded chunks)
- *     give exactly the bytes h5_dataset_read gives, or fail with a
- *     documented error and hold nothing;
+ *   - the read plan the daemon answers with (h5_dataset_map: extents to
+ *     splice, pinned pieces, or a buffer) and the narrower fast paths
+ *     (h5_dataset_extents: where the bytes lie in FILE; h5_dataset_pin:
+ *     iovecs into decoded chunks) give exactly the bytes h5_dataset_read
+ *     gives, or fail with a documented error and hold nothing (the plan
+ *     never fails where the read works);
  *   - every listed xattr reads the same twice (getxattr asks for the size
  *     first, then the value), and the list is NUL-terminated;
  *   - error codes are negative h5_err values with a message.
@@ -24,6 +26,9 @@
  * check` replays tests/fuzz/regress/ and the corpus. See tests/fuzz/README.
  */
 #include "fuzz_walk.h"
+#include "xattrs.h"
+#include "file.h"
+#include "dataset.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -181,6 +186,89 @@ static void check_fast_paths(struct walk *w, h5_dataset *d, uint64_t addr, uint6
 	w->st->pinned++;
 }
 
+static void check_plan(struct walk *w, h5_dataset *d, uint64_t addr, uint64_t off, size_t len, const uint8_t *want,
+		       unsigned flags);
+
+/* The daemon's answer (the plan) and the narrower fast paths. */
+static void check_answers(struct walk *w, h5_dataset *d, uint64_t addr, uint64_t off, size_t len,
+			  const uint8_t *want)
+{
+	check_plan(w, d, addr, off, len, want, 0);
+	check_plan(w, d, addr, off, len, want, H5_MAP_NO_SPLICE);
+	check_fast_paths(w, d, addr, off, len, want);
+}
+
+/* The read plan the daemon answers with (h5_dataset_map), with splicing
+ * allowed and not (a live mount): its bytes - extents read back from
+ * their descriptors, pinned pieces, or the buffer - are exactly want's;
+ * when h5_dataset_read worked the plan must work too (else the daemon
+ * would fail a read the engine can do); a failed plan holds nothing. */
+static void check_plan(struct walk *w, h5_dataset *d, uint64_t addr, uint64_t off, size_t len, const uint8_t *want,
+		       unsigned flags)
+{
+	h5_read_plan *p = malloc(sizeof(*p));
+	size_t pos = 0;
+	int rc;
+
+	if (!p)
+		abort();
+	rc = h5_dataset_map(p, d, off, len, flags);
+	if (rc < 0) {
+		check_err(rc, "h5_dataset_map");
+		if (want)
+			fail_window("h5_dataset_map failed where h5_dataset_read worked", addr, off, len);
+		if (p->pin.nheld || p->pin.nsrc_held || p->buf || p->next)
+			fail_window("h5_dataset_map failed and still holds something", addr, off, len);
+		free(p);
+		return;
+	}
+	switch (p->kind) {
+	case H5_PLAN_EXTENTS:
+		if ((flags & H5_MAP_NO_SPLICE) || p->next == 0 || p->next > H5_PLAN_MAX)
+			fail_window("extents where none may be, or too many", addr, off, len);
+		for (size_t i = 0; i < p->next; i++) {
+			const h5_extent *e = &p->ext[i];
+
+			if (e->len == 0 || e->len > len - pos || e->fd < 0)
+				fail_window("a planned extent is empty, too long or has no descriptor", addr, off, len);
+			if (want && (pread(e->fd, w->buf2, (size_t)e->len, (off_t)e->file_off) != (ssize_t)e->len ||
+				     memcmp(w->buf2, want + pos, (size_t)e->len) != 0))
+				fail_window("a planned extent differs from h5_dataset_read", addr, off, len);
+			pos += (size_t)e->len;
+		}
+		break;
+	case H5_PLAN_PINNED:
+		if (p->pin.niov == 0 || p->pin.niov > H5_PIN_MAX)
+			fail_window("no pinned pieces, or too many", addr, off, len);
+		for (size_t i = 0; i < p->pin.niov; i++) {
+			const struct iovec *v = &p->pin.iov[i];
+
+			if (v->iov_len > len - pos || (v->iov_len && !v->iov_base))
+				fail_window("a planned pinned piece lies past the window", addr, off, len);
+			if (want && memcmp(v->iov_base, want + pos, v->iov_len) != 0)
+				fail_window("planned pinned bytes differ from h5_dataset_read", addr, off, len);
+			pos += v->iov_len;
+		}
+		break;
+	case H5_PLAN_BUFFER:
+		if (!p->buf || p->len != len || p->pin.nheld || p->pin.nsrc_held)
+			fail_window("a planned buffer of the wrong size, or holding pins", addr, off, len);
+		if (want && memcmp(p->buf, want, len) != 0)
+			fail_window("the planned buffer differs from h5_dataset_read", addr, off, len);
+		pos = len;
+		break;
+	default:
+		break;
+	}
+	if (pos != len)
+		fail_window("the plan does not cover the window", addr, off, len);
+	h5_read_plan_release(p);
+	if (p->pin.nheld || p->pin.nsrc_held || p->buf)
+		fail_window("h5_read_plan_release left something held", addr, off, len);
+	w->st->planned++;
+	free(p);
+}
+
 /* Read [off, off+len) and, when it worked, read a sub-range of it again and
  * compare: the engine must give the same bytes whichever way it is asked.
  * Then the fast paths of the daemon, over the window and the sub-range. */
@@ -197,7 +285,7 @@ static void read_window(struct walk *w, h5_dataset *d, uint64_t addr, uint64_t o
 	if (rc < 0) {
 		note_err(w, rc, "h5_dataset_read", addr);
 		(*nerr)++;
-		check_fast_paths(w, d, addr, off, len, NULL);
+		check_answers(w, d, addr, off, len, NULL);
 		return;
 	}
 	w->st->bytes_read += len;
@@ -218,8 +306,8 @@ static void read_window(struct walk *w, h5_dataset *d, uint64_t addr, uint64_t o
 			(unsigned long long)(off + a), (unsigned long long)(off + b), (unsigned long long)off);
 		abort();
 	}
-	check_fast_paths(w, d, addr, off, len, w->buf);
-	check_fast_paths(w, d, addr, off + a, b - a, w->buf + a);
+	check_answers(w, d, addr, off, len, w->buf);
+	check_answers(w, d, addr, off + a, b - a, w->buf + a);
 }
 
 static void walk_dataset(struct walk *w, uint64_t addr)
@@ -279,9 +367,9 @@ static void walk_xattrs(struct walk *w, uint64_t addr)
 	size_t l1, l2;
 	int raw, rc;
 
-	rc = h5_xattr_list(&list, &len, w->f, addr);
+	rc = xa_list(&list, &len, w->f, addr);
 	if (rc < 0) {
-		note_err(w, rc, "h5_xattr_list", addr);
+		note_err(w, rc, "xa_list", addr);
 		return;
 	}
 	if (len && (!list || list[len - 1] != '\0')) {
@@ -295,12 +383,12 @@ static void walk_xattrs(struct walk *w, uint64_t addr)
 		w->st->attrs++;
 		for (raw = 0; raw <= 1; raw++) {
 			v1 = v2 = NULL;
-			rc = h5_xattr_get(&v1, &l1, w->f, addr, name, raw);
+			rc = xa_get(&v1, &l1, w->f, addr, name, raw);
 			if (rc < 0) {
-				note_err(w, rc, "h5_xattr_get", addr);
+				note_err(w, rc, "xa_get", addr);
 				continue;
 			}
-			rc = h5_xattr_get(&v2, &l2, w->f, addr, name, raw);
+			rc = xa_get(&v2, &l2, w->f, addr, name, raw);
 			if (rc < 0 || l1 != l2 || (l1 && memcmp(v1, v2, l1) != 0)) {
 				fprintf(stderr, "fuzz_walk: object 0x%llx: xattr \"%s\" (raw=%d) differs between two "
 					"reads (%zu bytes, then rc %d, %zu bytes)\n", (unsigned long long)addr, name, raw,
@@ -312,11 +400,11 @@ static void walk_xattrs(struct walk *w, uint64_t addr)
 		}
 	}
 	/* a name nobody lists is not found (and does not crash) */
-	rc = h5_xattr_get(&v1, &l1, w->f, addr, "user.\x01fuzz-absent", 0);
+	rc = xa_get(&v1, &l1, w->f, addr, "user.\x01fuzz-absent", 0);
 	if (rc == 0)
 		free(v1);
 	else if (rc != H5_ERR_NOTFOUND)
-		note_err(w, rc, "h5_xattr_get (absent)", addr);
+		note_err(w, rc, "xa_get (absent)", addr);
 	free(list);
 }
 

@@ -22,6 +22,7 @@ typedef struct h5fuzz_stats {
 	uint64_t objects, groups, datasets, links, attrs;
 	uint64_t bytes_read;
 	uint64_t extents, pinned; /* windows h5_dataset_extents / h5_dataset_pin served */
+	uint64_t planned;       /* windows h5_dataset_map answered */
 	uint64_t errors;        /* engine calls that returned an error */
 	uint64_t lookup_mismatch; /* names listed by iterate that look up as another link */
 	uint64_t lookup_notfound; /* names listed by iterate that lookup does not find */

@@ -7,6 +7,8 @@
  * file whose checksums are right: fixcsum writes that file.
  */
 #include "nocsum.h"
+#include "rd.h"
+#include "checksum.h"
 
 #include <string.h>
 

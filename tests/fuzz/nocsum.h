@@ -2,7 +2,7 @@
 #ifndef H5FUZZ_NOCSUM_H
 #define H5FUZZ_NOCSUM_H
 
-#include "internal.h"
+#include "base.h"
 
 /* When set, mismatching checksums are rewritten in this image (fixcsum). */
 extern uint8_t *h5fuzz_fix_image;

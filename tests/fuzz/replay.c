@@ -18,6 +18,7 @@
  * -fsanitize=thread to check the engine's locking.
  */
 #include "fuzz_walk.h"
+#include "file.h"
 
 #include <dirent.h>
 #include <pthread.h>
@@ -123,6 +124,7 @@ static void walk_concurrent(h5fuzz_stats *st, const uint8_t *buf, size_t len, co
 		st->bytes_read += wk[i].st.bytes_read;
 		st->extents += wk[i].st.extents;
 		st->pinned += wk[i].st.pinned;
+		st->planned += wk[i].st.planned;
 		st->errors += wk[i].st.errors;
 		st->lookup_mismatch += wk[i].st.lookup_mismatch;
 		st->lookup_notfound += wk[i].st.lookup_notfound;
@@ -180,12 +182,12 @@ static void replay_file(struct replay *r, const char *path)
 		r->longest = t;
 		snprintf(r->longest_name, sizeof(r->longest_name), "%s", path);
 	}
-	printf("%-60s %s objs=%llu grp=%llu ds=%llu links=%llu xattrs=%llu read=%llu ext=%llu pin=%llu err=%llu%s%s "
+	printf("%-60s %s objs=%llu grp=%llu ds=%llu links=%llu xattrs=%llu read=%llu ext=%llu pin=%llu plan=%llu err=%llu%s%s "
 	       "disk: ext=%llu pin=%llu %.3fs\n", path,
 	       st.open_rc ? h5_err_name(st.open_rc) : "opened", (unsigned long long)st.objects,
 	       (unsigned long long)st.groups, (unsigned long long)st.datasets, (unsigned long long)st.links,
 	       (unsigned long long)st.attrs, (unsigned long long)st.bytes_read, (unsigned long long)st.extents,
-	       (unsigned long long)st.pinned, (unsigned long long)st.errors,
+	       (unsigned long long)st.pinned, (unsigned long long)st.planned, (unsigned long long)st.errors,
 	       st.lookup_mismatch ? " LOOKUP-MISMATCH" : "", st.lookup_notfound ? " LOOKUP-NOTFOUND" : "",
 	       (unsigned long long)disk.extents, (unsigned long long)disk.pinned, t);
 }

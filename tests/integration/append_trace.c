@@ -1,6 +1,6 @@
 /*
  * append_trace.c - appends rows to one dataset through the engine with
- * every write, size change and sync recorded (h5_open_opts.io_trace, the
+ * every write, size change and sync recorded (h5core_test.h io_trace, the
  * byte source's trace wrapper), for test_append_crash.py, which replays
  * the trace in part to build the files a crash could leave.
  *
@@ -15,11 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "h5core.h"
+#include "h5core_test.h"
 
 int main(int argc, char **argv)
 {
 	h5_open_opts oo = { 0 };
+	h5_test_hooks hooks = { 0 };
 	h5_file *f = NULL;
 	h5_appender *a = NULL;
 	uint64_t addr;
@@ -44,8 +45,8 @@ int main(int argc, char **argv)
 	fclose(fp);
 	oo.writable = 1;
 	oo.nthreads = 1;
-	oo.io_trace = argv[4];
-	rc = h5_file_open(&f, argv[1], &oo);
+	hooks.io_trace = argv[4];
+	rc = h5_file_open_hooked(&f, argv[1], &oo, &hooks);
 	if (rc == 0)
 		rc = h5_path_lookup(&addr, f, argv[2]);
 	if (rc == 0)

@@ -407,9 +407,11 @@ def layout_name(ds):
             h5py.h5d.CHUNKED: "chunked"}.get(lay, "virtual")
 
 
-def h5py_tree(path, cwd=None, max_depth=64):
+def h5py_tree(path, cwd=None, max_depth=64, root_dir=None):
     """{mount-relative path: Entry} as h5py sees the file; errors of single
-    objects become entries with why set (h5py could not read them)."""
+    objects become entries with why set (h5py could not read them).
+    root_dir: the tree external links may reach (default: the file's
+    directory; a collection's DIR)."""
     import h5py
 
     tree = {}
@@ -418,7 +420,7 @@ def h5py_tree(path, cwd=None, max_depth=64):
         os.chdir(cwd)
     try:
         f = h5py.File(path, "r")
-        ctx = _WalkCtx(f, os.path.realpath(path))
+        ctx = _WalkCtx(f, os.path.realpath(path), root_dir and os.path.realpath(root_dir))
         try:
             root_addr = h5py.h5o.get_info(f.id).addr
             _walk(f, f, "", tree, [(ctx.top, root_addr)], max_depth, ctx, ctx.top, None)
@@ -435,9 +437,9 @@ def h5py_tree(path, cwd=None, max_depth=64):
 class _WalkCtx:
     """Files reached by external links during one h5py_tree walk."""
 
-    def __init__(self, f, top):
+    def __init__(self, f, top, root_dir=None):
         self.top = top
-        self.root_dir = os.path.dirname(top)
+        self.root_dir = root_dir or os.path.dirname(top)
         self.files = {top: f}
 
     def resolve(self, from_path, fn, op):

@@ -172,7 +172,7 @@ def check_filters(page):
     built-in ones with their ids, LIMITATIONS the registered ones not
     decoded)."""
     core = os.path.join(T.SRCDIR, "src", "h5core")
-    with open(os.path.join(core, "base", "internal.h")) as fh:
+    with open(os.path.join(core, "filter", "filter.h")) as fh:
         ids = {m.group(1): int(m.group(2)) for m in re.finditer(r"(H5_FILTER_[A-Z0-9]+) = (\d+)", fh.read())}
     with open(os.path.join(core, "filter", "filter.c")) as fh:
         table = re.search(r"filter_classes\[\] = \{(.*?)\};", fh.read(), re.S).group(1)

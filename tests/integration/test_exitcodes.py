@@ -178,7 +178,9 @@ def main():
     expect("h5fs-ls: no arguments", L, [], 2)
     expect("h5fs-ls: unknown option", L, ["--bogus", good], 2)
     expect("h5fs-ls: missing FILE", L, [os.path.join(wd, "nope.h5")], 3, None, "h5fs-ls: ")
-    expect("h5fs-ls: FILE is a directory", L, [wd], 3, None, "h5fs-ls: ")
+    # a directory is a collection (issue 25 item 6): listed, its corrupt
+    # and unsupported members with their errors (its FIFO not opened)
+    expect("h5fs-ls: DIR with bad members", L, [wd], 1)
     expect("h5fs-ls: FILE is a FIFO", L, [fifo], 3, None, "h5fs-ls: ")
     expect("h5fs-ls: not HDF5", L, [text], 4, None, "h5fs-ls: ")
     expect("h5fs-ls: unsupported version", L, [unsup], 4, None, "h5fs-ls: ")

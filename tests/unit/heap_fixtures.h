@@ -5,6 +5,14 @@
 #ifndef H5FS_HEAP_FIXTURES_H
 #define H5FS_HEAP_FIXTURES_H
 
+#include "source.h"
+#include "base.h"
+#include "checksum.h"
+#include "cache.h"
+#include "file.h"
+
+#include <pthread.h>
+
 #ifndef HEAPFIX_PREFIX
 #error "define HEAPFIX_PREFIX before including heap_fixtures.h"
 /* Link names of the generated groups: n<i>_ padded with 0..12 x's, so

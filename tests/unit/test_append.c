@@ -4,6 +4,15 @@
  * h5py, the appended file is also read back by libhdf5. */
 #include "testutil.h"
 #include "array.h"
+#include "base.h"
+#include "rd.h"
+#include "checksum.h"
+#include "cache.h"
+#include "file.h"
+#include "ohdr.h"
+#include "layout.h"
+#include "chunk_rec.h"
+#include "dataset.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -23,8 +32,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	if (test_py_rmdir(tmpdir) != 0)
-		fprintf(stderr, "could not remove %s\n", tmpdir);
+	test_tmp_remove(tmpdir);
 }
 
 static void put_sb(tbuf *b, uint64_t eof)

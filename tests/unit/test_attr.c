@@ -1,6 +1,15 @@
 /* test_attr.c - attribute messages (IV.A.2.m), attribute storage and the
  * xattr mapping (attr.c), and the text encoding of values (value.c). */
 #include "testutil.h"
+#include "xattrs.h"
+#include "base.h"
+#include "rd.h"
+#include "file.h"
+#include "dspace.h"
+#include "dtype.h"
+#include "attr.h"
+#include "value.h"
+#include "dataset.h"
 
 #include <math.h>
 #include <sys/wait.h>
@@ -231,7 +240,7 @@ START_TEST(attr_decode_corrupt)
 	m.p[8 + 4] = 'x';
 	ck_assert_int_eq(h5_attr_decode(&a, NULL, &fmt8, m.p, m.len), H5_ERR_FORMAT);
 	/* embedded NUL inside the declared name: decoded with its full length
-	 * (h5_xattr_list leaves such a name out, its siblings stay listed) */
+	 * (xa_list leaves such a name out, its siblings stay listed) */
 	m.p[8 + 4] = 0;
 	m.p[8 + 1] = 0;
 	ck_assert_int_eq(h5_attr_decode(&a, NULL, &fmt8, m.p, m.len), 0);
@@ -740,8 +749,7 @@ static int gen_run(char *dir, size_t room, const char *tmpl, const char *script,
 
 static void gen_rmdir(const char *dir)
 {
-	if (test_py_rmdir(dir) != 0)
-		fprintf(stderr, "test_attr: could not remove %s\n", dir);
+	test_tmp_remove(dir);
 }
 
 static void py_setup(void)
@@ -784,7 +792,7 @@ static void check_xattr(h5_file *f, const char *path, const char *name, const ch
 {
 	void *v = NULL;
 	size_t len = 0;
-	int rc = h5_xattr_get(&v, &len, f, resolve(f, path), name, 0);
+	int rc = xa_get(&v, &len, f, resolve(f, path), name, 0);
 
 	ck_assert_msg(rc == 0, "%s %s: %s", path, name, h5_err_msg());
 	ck_assert_msg(len == expect_len && memcmp(v, expect, len) == 0, "%s %s: got \"%.*s\" (%zu), expected \"%s\"",
@@ -800,7 +808,7 @@ static char *list_str(h5_file *f, const char *path, size_t *count)
 	char *l = NULL;
 	size_t len = 0, n = 0;
 
-	ck_assert_msg(h5_xattr_list(&l, &len, f, resolve(f, path)) == 0, "%s: %s", path, h5_err_msg());
+	ck_assert_msg(xa_list(&l, &len, f, resolve(f, path)) == 0, "%s: %s", path, h5_err_msg());
 	for (size_t i = 0; i < len; i++) {
 		if (l[i] == '\0') {
 			l[i] = '|';
@@ -854,10 +862,97 @@ START_TEST(e2e_compact_values)
 		size_t len;
 
 		snprintf(want, sizeof(want), "obj:0x%llx", (unsigned long long)h5_file_root(f));
-		ck_assert_int_eq(h5_xattr_get(&v, &len, f, h5_file_root(f), "user.ref", 0), 0);
+		ck_assert_int_eq(xa_get(&v, &len, f, h5_file_root(f), "user.ref", 0), 0);
 		ck_assert_str_eq((char *)v, want);
 		free(v);
 	}
+	h5_file_close(f);
+}
+END_TEST
+
+/* The engine's data behind user.h5.* and the attribute xattrs, before any
+ * naming or formatting (src/common/xattrs.c makes those). */
+START_TEST(dataset_meta_data)
+{
+	h5_dset_meta m;
+	h5_attr_set *as = NULL;
+	h5_file *f;
+	void *v = NULL;
+	size_t len = 0;
+
+	if (!py_ok)
+		return;
+	f = open_py("compact.h5");
+	ck_assert_msg(h5_dataset_meta(&m, f, resolve(f, "/ds"), 1) == 0, "%s", h5_err_msg());
+	ck_assert_int_eq(m.is_dataset, 1);
+	ck_assert_int_eq(m.typestr.rc, 0);
+	ck_assert_str_eq(m.typestr.text, "<f4");
+	ck_assert_int_eq(m.descr.rc, H5_ERR_NOTFOUND);
+	ck_assert_ptr_null(m.descr.text);
+	ck_assert_int_eq(m.fill.rc, 0);
+	ck_assert_str_eq(m.fill.text, "1.5");
+	ck_assert_int_eq(m.has_vlen, 0);
+	ck_assert_int_eq(m.shape, H5_SHAPE_SIMPLE);
+	ck_assert_uint_eq(m.rank, 2);
+	ck_assert_uint_eq(m.dims[0], 100);
+	ck_assert_uint_eq(m.dims[1], 3);
+	ck_assert_uint_eq(m.maxdims[0], UINT64_MAX);
+	ck_assert_uint_eq(m.maxdims[1], 3);
+	ck_assert_uint_eq(m.layout_class, 2);
+	ck_assert_str_eq(m.layout, "chunked");
+	ck_assert_str_eq(m.index, "btree1");
+	ck_assert_int_eq(m.external, 0);
+	ck_assert_int_eq(m.is_virtual, 0);
+	ck_assert_uint_eq(m.chunk_rank, 2);
+	ck_assert_uint_eq(m.chunk[0], 10);
+	ck_assert_uint_eq(m.chunk[1], 3);
+	ck_assert_uint_eq(m.nfilters, 2);
+	ck_assert_uint_eq(m.filters[0].id, 2);
+	ck_assert_str_eq(m.filters[0].name, "shuffle");
+	ck_assert_uint_eq(m.filters[1].id, 1);
+	ck_assert_str_eq(m.filters[1].name, "deflate");
+	h5_dataset_meta_clear(&m);
+
+	ck_assert_msg(h5_dataset_meta(&m, f, resolve(f, "/cd"), 0) == 0, "%s", h5_err_msg());
+	ck_assert_int_eq(m.descr.rc, 0);
+	ck_assert_str_eq(m.descr.text, "{'names': ['a', 'b'], 'formats': ['<i2', '>f8'], 'offsets': [0, 8], 'itemsize': 16}");
+	ck_assert_uint_eq(m.descr.len, strlen(m.descr.text));
+	ck_assert_str_eq(m.layout, "contiguous");
+	ck_assert_ptr_null(m.index);
+	ck_assert_ptr_null(m.chunk);
+	ck_assert_uint_eq(m.nfilters, 0);
+	h5_dataset_meta_clear(&m);
+
+	ck_assert_msg(h5_dataset_meta(&m, f, resolve(f, "/nul"), 0) == 0, "%s", h5_err_msg());
+	ck_assert_int_eq(m.shape, H5_SHAPE_NULL);
+	ck_assert_uint_eq(m.rank, 0);
+	h5_dataset_meta_clear(&m);
+	/* a group: nothing */
+	ck_assert_msg(h5_dataset_meta(&m, f, resolve(f, "/g"), 1) == 0, "%s", h5_err_msg());
+	ck_assert_int_eq(m.is_dataset, 0);
+	ck_assert_ptr_null(m.typestr.text);
+	h5_dataset_meta_clear(&m);
+
+	/* attributes by their HDF5 names: no user. prefix here */
+	ck_assert_msg(h5_attr_value_get(&v, &len, f, resolve(f, "/ds"), "units", 5, 0) == 0, "%s", h5_err_msg());
+	ck_assert_str_eq((char *)v, "m/s");
+	ck_assert_uint_eq(len, 3);
+	free(v);
+	ck_assert_int_eq(h5_attr_value_get(&v, &len, f, resolve(f, "/ds"), "user.units", 10, 0), H5_ERR_NOTFOUND);
+	ck_assert_msg(h5_attr_all(&as, f, resolve(f, "/ds"), 0, SIZE_MAX, SIZE_MAX) == 0, "%s", h5_err_msg());
+	ck_assert_uint_eq(as->n, 1);
+	ck_assert_str_eq(as->v[0].name, "units");
+	ck_assert_uint_eq(as->v[0].name_len, 5);
+	ck_assert_str_eq((char *)as->v[0].val, "m/s");
+	h5_attr_set_free(as);
+	/* a value over max_value is left out (NULL), the name stays */
+	ck_assert_msg(h5_attr_all(&as, f, resolve(f, "/ds"), 0, 2, SIZE_MAX) == 0, "%s", h5_err_msg());
+	ck_assert_uint_eq(as->n, 1);
+	ck_assert_ptr_null(as->v[0].val);
+	h5_attr_set_free(as);
+	as = NULL;
+	ck_assert_int_eq(h5_attr_all(&as, f, resolve(f, "/ds"), 0, SIZE_MAX, 0), H5_ERR_LIMIT);
+	ck_assert_ptr_null(as);
 	h5_file_close(f);
 }
 END_TEST
@@ -905,17 +1000,17 @@ START_TEST(e2e_reserved)
 		size_t len;
 		uint64_t g = resolve(f, "/g"), ds = resolve(f, "/ds"), sc = resolve(f, "/sc");
 
-		ck_assert_int_eq(h5_xattr_get(&v, &len, f, g, "user.h5.dtype", 0), H5_ERR_NOTFOUND);
-		ck_assert_int_eq(h5_xattr_get(&v, &len, f, ds, "user.h5.descr", 0), H5_ERR_NOTFOUND);
-		ck_assert_int_eq(h5_xattr_get(&v, &len, f, sc, "user.h5.chunks", 0), H5_ERR_NOTFOUND);
-		ck_assert_int_eq(h5_xattr_get(&v, &len, f, sc, "user.h5.filters", 0), H5_ERR_NOTFOUND);
-		ck_assert_int_eq(h5_xattr_get(&v, &len, f, ds, "user.h5.nonsense", 0), H5_ERR_NOTFOUND);
-		ck_assert_int_eq(h5_xattr_get(&v, &len, f, ds, "user.nonsense", 0), H5_ERR_NOTFOUND);
-		ck_assert_int_eq(h5_xattr_get(&v, &len, f, ds, "trusted.units", 0), H5_ERR_NOTFOUND);
-		ck_assert_int_eq(h5_xattr_get(&v, &len, f, ds, "units", 0), H5_ERR_NOTFOUND);
+		ck_assert_int_eq(xa_get(&v, &len, f, g, "user.h5.dtype", 0), H5_ERR_NOTFOUND);
+		ck_assert_int_eq(xa_get(&v, &len, f, ds, "user.h5.descr", 0), H5_ERR_NOTFOUND);
+		ck_assert_int_eq(xa_get(&v, &len, f, sc, "user.h5.chunks", 0), H5_ERR_NOTFOUND);
+		ck_assert_int_eq(xa_get(&v, &len, f, sc, "user.h5.filters", 0), H5_ERR_NOTFOUND);
+		ck_assert_int_eq(xa_get(&v, &len, f, ds, "user.h5.nonsense", 0), H5_ERR_NOTFOUND);
+		ck_assert_int_eq(xa_get(&v, &len, f, ds, "user.nonsense", 0), H5_ERR_NOTFOUND);
+		ck_assert_int_eq(xa_get(&v, &len, f, ds, "trusted.units", 0), H5_ERR_NOTFOUND);
+		ck_assert_int_eq(xa_get(&v, &len, f, ds, "units", 0), H5_ERR_NOTFOUND);
 		/* escaped names only exist for attributes starting with h5. */
-		ck_assert_int_eq(h5_xattr_get(&v, &len, f, ds, "user.h5.attr.units", 0), H5_ERR_NOTFOUND);
-		ck_assert_int_eq(h5_xattr_get(&v, &len, f, h5_file_root(f), "user.h5.dtype", 0), H5_ERR_NOTFOUND);
+		ck_assert_int_eq(xa_get(&v, &len, f, ds, "user.h5.attr.units", 0), H5_ERR_NOTFOUND);
+		ck_assert_int_eq(xa_get(&v, &len, f, h5_file_root(f), "user.h5.dtype", 0), H5_ERR_NOTFOUND);
 		ck_assert_ptr_null(v);
 	}
 	h5_file_close(f);
@@ -933,20 +1028,20 @@ START_TEST(e2e_raw)
 		return;
 	f = open_py("compact.h5");
 	root = h5_file_root(f);
-	ck_assert_int_eq(h5_xattr_get(&v, &len, f, root, "user.be", 1), 0);
+	ck_assert_int_eq(xa_get(&v, &len, f, root, "user.be", 1), 0);
 	ck_assert_uint_eq(len, 12);
 	ck_assert_mem_eq(v, "\0\0\0\1\xff\xff\xff\xfe\0\0\0\3", 12);
 	free(v);
-	ck_assert_int_eq(h5_xattr_get(&v, &len, f, root, "user.s", 1), 0);
+	ck_assert_int_eq(xa_get(&v, &len, f, root, "user.s", 1), 0);
 	ck_assert_uint_eq(len, 5);
 	ck_assert_mem_eq(v, "hello", 5);
 	free(v);
 	/* variable-length strings: the bytes, NUL-separated */
-	ck_assert_int_eq(h5_xattr_get(&v, &len, f, root, "user.vsa", 1), 0);
+	ck_assert_int_eq(xa_get(&v, &len, f, root, "user.vsa", 1), 0);
 	ck_assert_uint_eq(len, 8);
 	ck_assert_mem_eq(v, "a\0bb\0ccc", 8);
 	free(v);
-	ck_assert_int_eq(h5_xattr_get(&v, &len, f, root, "user.empty", 1), 0);
+	ck_assert_int_eq(xa_get(&v, &len, f, root, "user.empty", 1), 0);
 	ck_assert_uint_eq(len, 0);
 	free(v);
 	h5_file_close(f);
@@ -995,9 +1090,9 @@ START_TEST(e2e_dense)
 		size_t len;
 		uint64_t a = resolve(f, "/nine");
 
-		ck_assert_int_eq(h5_xattr_get(&v, &len, f, a, "user.k9", 0), H5_ERR_NOTFOUND);
-		ck_assert_int_eq(h5_xattr_get(&v, &len, f, a, "user.h5.shape", 0), H5_ERR_NOTFOUND);
-		ck_assert_int_eq(h5_xattr_get(&v, &len, f, a, "user.", 0), H5_ERR_NOTFOUND);
+		ck_assert_int_eq(xa_get(&v, &len, f, a, "user.k9", 0), H5_ERR_NOTFOUND);
+		ck_assert_int_eq(xa_get(&v, &len, f, a, "user.h5.shape", 0), H5_ERR_NOTFOUND);
+		ck_assert_int_eq(xa_get(&v, &len, f, a, "user.", 0), H5_ERR_NOTFOUND);
 	}
 	/* creation order tracked: listed in creation order, dense and compact */
 	l = list_str(f, "/ordered", &n);
@@ -1073,13 +1168,90 @@ START_TEST(e2e_ten_thousand)
 
 		snprintf(name, sizeof(name), "user.attr_%05d", i);
 		snprintf(want, sizeof(want), "%d", i);
-		ck_assert_msg(h5_xattr_get(&v, &len, f, a, name, 0) == 0, "%s: %s", name, h5_err_msg());
+		ck_assert_msg(xa_get(&v, &len, f, a, name, 0) == 0, "%s: %s", name, h5_err_msg());
 		ck_assert_str_eq((char *)v, want);
 		free(v);
 	}
 	ck_assert_int_eq(h5_attr_iterate_names(f, a, count_cb, &u), 0);
 	ck_assert_uint_eq(u.n, 10000);
 	ck_assert_str_eq(u.last, "attr_09999");
+	h5_file_close(f);
+}
+END_TEST
+
+/* xa_all gives what xa_list and xa_get give, one name
+ * at a time: the same list, and each value (or NULL where xa_get
+ * fails). Returns the number of names. */
+static size_t check_all(h5_file *f, const char *path, int raw)
+{
+	uint64_t a = resolve(f, path);
+	xa_set *s = NULL;
+	char *l = NULL;
+	size_t len = 0, n = 0;
+
+	ck_assert_msg(xa_all(&s, f, a, raw, SIZE_MAX, SIZE_MAX) == 0, "%s: %s", path, h5_err_msg());
+	ck_assert_msg(xa_list(&l, &len, f, a) == 0, "%s: %s", path, h5_err_msg());
+	ck_assert_uint_eq(s->list_len, len);
+	ck_assert(memcmp(s->list, l, len) == 0);
+	for (size_t i = 0; i < len; i++)
+		n += l[i] == '\0';
+	ck_assert_uint_eq(s->n, n);
+	ck_assert(s->bytes >= len);
+	for (size_t i = 0, pos = 0; i < s->n; pos += strlen(l + pos) + 1, i++) {
+		void *v = NULL;
+		size_t vlen = 0;
+		int rc;
+
+		ck_assert_str_eq(s->v[i].name, l + pos);
+		rc = xa_get(&v, &vlen, f, a, s->v[i].name, raw);
+		h5_err_clear();
+		if (rc < 0) {
+			ck_assert_msg(!s->v[i].val, "%s %s: xa_get fails (%d), xa_all has a value", path,
+				      s->v[i].name, rc);
+		} else {
+			ck_assert_msg(s->v[i].val, "%s %s: no value", path, s->v[i].name);
+			ck_assert_msg(s->v[i].len == vlen && memcmp(s->v[i].val, v, vlen) == 0, "%s %s: \"%.*s\" vs \"%.*s\"",
+				      path, s->v[i].name, (int)s->v[i].len, (char *)s->v[i].val, (int)vlen, (char *)v);
+			ck_assert(((char *)s->v[i].val)[vlen] == '\0');
+		}
+		free(v);
+	}
+	xa_set_free(s);
+	free(l);
+	return n;
+}
+
+START_TEST(e2e_xattr_all)
+{
+	h5_file *f;
+	xa_set *s = NULL;
+	uint64_t a;
+
+	if (!py_ok)
+		return;
+	f = open_py("compact.h5");
+	ck_assert_uint_gt(check_all(f, "/", 0), 5);
+	ck_assert_uint_gt(check_all(f, "/", 1), 5);
+	ck_assert_uint_ge(check_all(f, "/ds", 0), 7);   /* user.h5.* and attributes */
+	check_all(f, "/cd", 0);
+	/* a value over max_value is left to xa_get; so is every value
+	 * of an object with more names than max_names */
+	a = resolve(f, "/ds");
+	ck_assert_int_eq(xa_all(&s, f, a, 0, 2, SIZE_MAX), 0);
+	for (size_t i = 0; i < s->n; i++)
+		if (strcmp(s->v[i].name, "user.h5.layout") == 0)
+			ck_assert_ptr_null(s->v[i].val);   /* "chunked:btree1" */
+		else if (strcmp(s->v[i].name, "user.h5.dtype") == 0)
+			ck_assert_ptr_null(s->v[i].val);   /* "<f4": 3 bytes */
+	xa_set_free(s);
+	s = NULL;
+	ck_assert_int_eq(xa_all(&s, f, a, 0, SIZE_MAX, 1), H5_ERR_LIMIT);
+	ck_assert_ptr_null(s);
+	h5_file_close(f);
+
+	f = open_py("dense.h5");
+	ck_assert_uint_eq(check_all(f, "/nine", 0), 11);   /* dense storage, by name hash */
+	ck_assert_uint_eq(check_all(f, "/big", 0), 10000);
 	h5_file_close(f);
 }
 END_TEST
@@ -1129,10 +1301,10 @@ START_TEST(corpus_values)
 		void *v;
 		size_t len;
 
-		ck_assert_int_eq(h5_xattr_get(&v, &len, f, h5_file_root(f), "user.DU64BITS", 0), 0);
+		ck_assert_int_eq(xa_get(&v, &len, f, h5_file_root(f), "user.DU64BITS", 0), 0);
 		ck_assert_int_eq(strncmp(v, "18446744073709551615, 18446744073709551614, ", 44), 0);
 		free(v);
-		ck_assert_int_eq(h5_xattr_get(&v, &len, f, h5_file_root(f), "user.DS08BITS", 0), 0);
+		ck_assert_int_eq(xa_get(&v, &len, f, h5_file_root(f), "user.DS08BITS", 0), 0);
 		ck_assert_int_eq(strncmp(v, "-1, -2, -4, -8, -16, -32, -64, -128, -2,", 40), 0);
 		free(v);
 		h5_file_close(f);
@@ -1163,13 +1335,13 @@ START_TEST(corpus_corrupt)
 
 	if (!f)
 		return;
-	ck_assert_int_eq(h5_xattr_list(&l, &len, f, resolve(f, "/image")), H5_ERR_FORMAT);
+	ck_assert_int_eq(xa_list(&l, &len, f, resolve(f, "/image")), H5_ERR_FORMAT);
 	ck_assert_ptr_null(l);
 	h5_file_close(f);
 	f = open_corpus("tools/test/h5dump/testfiles/tCVE-2021-37501_attr_decode.h5");
 	if (!f)
 		return;
-	ck_assert_int_eq(h5_xattr_get(&v, &len, f, resolve(f, "/input_1"), "user.weight_names", 0), H5_ERR_FORMAT);
+	ck_assert_int_eq(xa_get(&v, &len, f, resolve(f, "/input_1"), "user.weight_names", 0), H5_ERR_FORMAT);
 	ck_assert_ptr_null(v);
 	h5_file_close(f);
 }
@@ -1662,7 +1834,7 @@ START_TEST(vlen_reserved)
 	XA(f, "/cmp", "user.h5.text", "values");
 	XA(f, "/cmp", "user.h5.descr", "[('a', '<i2'), ('b', '|O')]");
 	XA(f, "/fixed", "user.h5.dtype", "|S3");
-	ck_assert_int_eq(h5_xattr_get(&v, &len, f, resolve(f, "/fixed"), "user.h5.text", 0), H5_ERR_NOTFOUND);
+	ck_assert_int_eq(xa_get(&v, &len, f, resolve(f, "/fixed"), "user.h5.text", 0), H5_ERR_NOTFOUND);
 	{
 		char *l = list_str(f, "/words", NULL);
 
@@ -1704,10 +1876,12 @@ static Suite *attr_suite(void)
 	tcase_add_unchecked_fixture(te, py_setup, py_teardown);
 	tcase_add_test(te, e2e_compact_values);
 	tcase_add_test(te, e2e_reserved);
+	tcase_add_test(te, dataset_meta_data);
 	tcase_add_test(te, e2e_raw);
 	tcase_add_test(te, e2e_compact_list);
 	tcase_add_test(te, e2e_dense);
 	tcase_add_test(te, e2e_ten_thousand);
+	tcase_add_test(te, e2e_xattr_all);
 	tcase_add_test(te, corpus_values);
 	tcase_add_test(te, corpus_corrupt);
 	suite_add_tcase(s, te);

@@ -10,6 +10,11 @@
 
 #define HEAPFIX_PREFIX "/tmp/h5fs-bt2-"
 #include "heap_fixtures.h"
+#include "base.h"
+#include "rd.h"
+#include "checksum.h"
+#include "file.h"
+#include "btree2.h"
 
 /* ---- record collection -------------------------------------------------- */
 

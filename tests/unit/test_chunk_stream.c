@@ -6,6 +6,14 @@
  * loading anything. */
 #include "testutil.h"
 #include "cidx.h"
+#include "pool.h"
+#include "base.h"
+#include "cache.h"
+#include "ctx.h"
+#include "file.h"
+#include "chunk_rec.h"
+#include "dataset.h"
+#include "chunk.h"
 
 #include <time.h>
 
@@ -18,8 +26,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	if (test_py_rmdir(tmpdir) != 0)
-		fprintf(stderr, "could not remove %s\n", tmpdir);
+	test_tmp_remove(tmpdir);
 }
 
 /* z: 40 chunks of 1 MiB (int32), shuffle+deflate; small: 64 chunks of
@@ -164,7 +171,7 @@ START_TEST(prefetches_ahead)
 
 	if (open_ds(&x, "small", 3) == 77)
 		return;
-	ck_assert_ptr_nonnull(x.f->prefetch);
+	ck_assert_ptr_nonnull(x.f->pool);
 	read_at(&x, 0, 16384);                  /* the first read at 0: a stream */
 	ck_assert(cached(&x, 0));
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -230,8 +237,8 @@ START_TEST(prefetches_chunk_rows)
 }
 END_TEST
 
-/* A full sequential read of 40 chunks of 1 MiB: drop_keep is 16 (about
- * 16 MiB), so chunks 0-23 left the cache and 24-39 stayed. No workers, so
+/* A full sequential read of 40 chunks of 1 MiB: drop_keep is 32 (about
+ * 32 MiB), so chunks 0-7 left the cache and 8-39 stayed. No workers, so
  * nothing decodes a chunk again behind the reader. */
 START_TEST(drops_behind_a_stream)
 {
@@ -240,13 +247,13 @@ START_TEST(drops_behind_a_stream)
 
 	if (open_ds(&x, "z", 1) == 77)
 		return;
-	ck_assert_ptr_null(x.f->prefetch);
-	ck_assert_uint_eq(x.d->cidx->drop_keep, 16);
+	ck_assert_ptr_null(x.f->pool);
+	ck_assert_uint_eq(x.d->cidx->drop_keep, 32);
 	for (uint64_t off = 0; off < 40 * cb; off += cb / 4)
 		read_at(&x, off, cb / 4);
 	for (uint64_t c = 0; c < 40; c++)
-		ck_assert_msg(cached(&x, c) == (c >= 24), "chunk %llu %s", (unsigned long long)c,
-			      c >= 24 ? "dropped" : "kept");
+		ck_assert_msg(cached(&x, c) == (c >= 8), "chunk %llu %s", (unsigned long long)c,
+			      c >= 8 ? "dropped" : "kept");
 	close_ds(&x);
 }
 END_TEST
@@ -263,6 +270,82 @@ START_TEST(scattered_reads_keep_chunks)
 		read_at(&x, ((i * 17) % 30) * cb + 4096, cb - 8192);
 	for (uint64_t c = 0; c < 30; c++)
 		ck_assert(cached(&x, c));
+	close_ds(&x);
+}
+END_TEST
+
+/* A parallel section that holds the pool's one worker until released. */
+typedef struct blocker {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	unsigned inside;
+	bool go;
+	h5_pool *p;
+} blocker;
+
+static void block_fn(void *arg)
+{
+	blocker *b = arg;
+
+	pthread_mutex_lock(&b->mu);
+	b->inside++;
+	pthread_cond_broadcast(&b->cv);
+	while (!b->go)
+		pthread_cond_wait(&b->cv, &b->mu);
+	pthread_mutex_unlock(&b->mu);
+}
+
+static void *block_thread(void *arg)
+{
+	blocker *b = arg;
+
+	h5_pool_run(b->p, block_fn, b, 1);
+	return NULL;
+}
+
+/* The pool's worker comes late to a stream's prefetch jobs (it was
+ * helping a parallel section): the jobs of chunks the stream has passed
+ * (decoded by the reader, then dropped behind it) are skipped, not decoded
+ * into the cache again (over HTTP that fetched their bytes twice). */
+START_TEST(late_prefetch_jobs_skipped)
+{
+	sfix x;
+	blocker b = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+	pthread_t t;
+	unsigned active;
+	int waited = 0;
+
+	if (open_ds(&x, "small", 2) == 77)  /* one worker */
+		return;
+	ck_assert_ptr_nonnull(x.f->pool);
+	b.p = x.f->pool;
+	ck_assert_int_eq(pthread_create(&t, NULL, block_thread, &b), 0);
+	pthread_mutex_lock(&b.mu);
+	while (b.inside < 2)                    /* the caller and the worker */
+		pthread_cond_wait(&b.cv, &b.mu);
+	pthread_mutex_unlock(&b.mu);
+	x.d->cidx->drop_keep = 1;
+	for (uint64_t c = 0; c < 6; c++)        /* a stream: jobs for chunks 1..6 wait */
+		read_at(&x, c * 16384, 16384);
+	for (uint64_t c = 0; c < 5; c++)
+		ck_assert_msg(!cached(&x, c), "chunk %llu not dropped", (unsigned long long)c);
+	pthread_mutex_lock(&b.mu);
+	b.go = true;
+	pthread_cond_broadcast(&b.cv);
+	pthread_mutex_unlock(&b.mu);
+	pthread_join(t, NULL);
+	do {                                    /* the worker runs the jobs */
+		h5_pool_lock(x.f->pool);
+		active = x.d->cidx->pf_active;
+		h5_pool_unlock(x.f->pool);
+		if (active)
+			usleep(10000);
+	} while (active && ++waited < 1000);
+	ck_assert_uint_eq(active, 0);
+	for (uint64_t c = 1; c < 5; c++)
+		ck_assert_msg(!cached(&x, c), "chunk %llu decoded again after the stream passed it",
+			      (unsigned long long)c);
+	ck_assert(cached(&x, 6));               /* ahead of the stream: decoded */
 	close_ds(&x);
 }
 END_TEST
@@ -316,6 +399,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, drops_behind_a_stream);
 	tcase_add_test(tc, scattered_reads_keep_chunks);
 	tcase_add_test(tc, drop_queue);
+	tcase_add_test(tc, late_prefetch_jobs_skipped);
 	suite_add_tcase(s, tc);
 	return s;
 }

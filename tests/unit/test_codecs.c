@@ -8,6 +8,8 @@
  */
 #include "config.h"
 #include "testutil.h"
+#include "pline.h"
+#include "filter.h"
 
 #include <math.h>
 

@@ -1,5 +1,8 @@
 /* test_core.c - the bounded reader, little-endian helpers and error messages. */
 #include "testutil.h"
+#include "base.h"
+#include "rd.h"
+#include "file.h"
 
 START_TEST(rd_reads_little_endian)
 {

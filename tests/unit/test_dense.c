@@ -7,6 +7,12 @@
  * other kind refused. */
 #include "testutil.h"
 #include "dense.h"
+#include "base.h"
+#include "rd.h"
+#include "checksum.h"
+#include "file.h"
+#include "ohdr.h"
+#include "linkmsg.h"
 
 /* as the generator below writes them */
 #define NLINKS 40
@@ -53,8 +59,7 @@ static void py_setup(void)
 
 static void py_teardown(void)
 {
-	if (test_py_rmdir(py_dir) != 0)
-		fprintf(stderr, "test_dense: could not remove %s\n", py_dir);
+	test_tmp_remove(py_dir);
 }
 
 #define NEED_PY()                                                              \

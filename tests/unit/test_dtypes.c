@@ -6,6 +6,8 @@
  */
 #include "config.h"
 #include "testutil.h"
+#include "dtype.h"
+#include "value.h"
 
 #include <float.h>
 

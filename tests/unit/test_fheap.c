@@ -10,6 +10,12 @@
 
 #define HEAPFIX_PREFIX "/tmp/h5fs-fh-"
 #include "heap_fixtures.h"
+#include "base.h"
+#include "rd.h"
+#include "checksum.h"
+#include "file.h"
+#include "fheap.h"
+#include "btree2.h"
 
 
 /* ---- B-tree record collection -------------------------------------------- */

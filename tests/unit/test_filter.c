@@ -13,6 +13,10 @@
 #include "config.h"
 
 #include "testutil.h"
+#include "rd.h"
+#include "checksum.h"
+#include "pline.h"
+#include "filter.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -11,6 +11,19 @@
  *     files, compared against what h5py lists.
  */
 #include "testutil.h"
+#include "source.h"
+#include "base.h"
+#include "rd.h"
+#include "checksum.h"
+#include "cache.h"
+#include "file.h"
+#include "ohdr.h"
+#include "layout.h"
+#include "linkmsg.h"
+#include "lheap.h"
+#include "snod.h"
+#include "btree1.h"
+#include "group.h"
 
 #include <errno.h>
 #include <sys/stat.h>
@@ -1263,8 +1276,7 @@ static void py_setup(void)
 
 static void py_teardown(void)
 {
-	if (test_py_rmdir(py_dir) != 0)
-		fprintf(stderr, "test_group: could not remove %s\n", py_dir);
+	test_tmp_remove(py_dir);
 }
 
 static void hex_put(char *dst, size_t room, const uint8_t *p, size_t n)

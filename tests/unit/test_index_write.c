@@ -12,6 +12,16 @@
  * (never read: only the index is under test). */
 #include "testutil.h"
 #include "cidx.h"
+#include "base.h"
+#include "rd.h"
+#include "cache.h"
+#include "file.h"
+#include "superblock.h"
+#include "ohdr.h"
+#include "layout.h"
+#include "chunk_rec.h"
+#include "dataset.h"
+#include "chunk.h"
 
 static char tmpdir[64];
 
@@ -22,8 +32,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	if (test_py_rmdir(tmpdir) != 0)
-		fprintf(stderr, "could not remove %s\n", tmpdir);
+	test_tmp_remove(tmpdir);
 }
 
 /* old.h5: libhdf5's earliest format (v1 B-trees); new.h5: "latest" (fixed

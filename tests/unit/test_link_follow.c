@@ -4,6 +4,7 @@
  * soft or external links (h5py follows 16 and refuses 17: the generator
  * checks that), loops, soft links, and the path each hop reports. */
 #include "testutil.h"
+#include "file.h"
 
 static char py_dir[64];
 static int py_ok;
@@ -72,8 +73,7 @@ static void py_setup(void)
 
 static void py_teardown(void)
 {
-	if (test_py_rmdir(py_dir) != 0)
-		fprintf(stderr, "test_link_follow: could not remove %s\n", py_dir);
+	test_tmp_remove(py_dir);
 }
 
 /* h5py's object header address of link `name` of m.h5 */

@@ -9,6 +9,15 @@
 
 #include "testutil.h"
 #include "messages_vectors.h"
+#include "base.h"
+#include "rd.h"
+#include "ohdr.h"
+#include "dspace.h"
+#include "dtype.h"
+#include "fillval.h"
+#include "layout.h"
+#include "pline.h"
+#include "efl.h"
 
 static const h5_fmt FMT88 = { 8, 8 };
 static int decode_err(const uint8_t *p, size_t len);

@@ -4,6 +4,12 @@
  * over every file of the corpus. */
 #define _GNU_SOURCE /* nftw */
 #include "testutil.h"
+#include "base.h"
+#include "rd.h"
+#include "checksum.h"
+#include "cache.h"
+#include "file.h"
+#include "ohdr.h"
 
 #include <ftw.h>
 #include <sys/stat.h>
@@ -875,13 +881,7 @@ static const char *make_tmpdir(void)
 /* Remove the temp directory (and forget it, for CK_FORK=no runs). */
 static void rm_tmpdir(void)
 {
-	char cmd[300];
-
-	if (!tmpdir[0])
-		return;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "warning: could not remove %s\n", tmpdir);
+	test_tmp_remove(tmpdir);
 	tmpdir[0] = 0;
 }
 

@@ -6,6 +6,11 @@
  * numbers that survive the idle files being closed. The files are tiny
  * valid HDF5 files built here (a superblock and one object header). */
 #include "testutil.h"
+#include "rd.h"
+#include "checksum.h"
+#include "file.h"
+#include "ohdr.h"
+#include "related.h"
 
 #include <sys/stat.h>
 
@@ -91,8 +96,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	if (test_py_rmdir(tmpdir) != 0)
-		fprintf(stderr, "could not remove %s\n", tmpdir);
+	test_tmp_remove(tmpdir);
 }
 
 static h5_file *open_top(int ext_any, const char *ext_prefix)
@@ -207,6 +211,68 @@ START_TEST(outside_the_tree_refused)
 	ck_is(f, "outside/e.h5");
 	h5_related_release(f);
 	h5_file_close(top);
+}
+END_TEST
+
+/* h5_open_opts.ext_root widens the tree (a collection's DIR): a file
+ * beside the top's folder is reached, one outside ext_root still not. */
+START_TEST(ext_root_widens_the_tree)
+{
+	h5_open_opts o = { .ext_root = tmpdir };
+	h5_file *top = NULL, *f;
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/sub/b.h5", top_dir);
+	ck_assert_int_eq(h5_file_open(&top, path, &o), 0);
+	ck_assert_int_eq(rel(&f, top, "../../outside/e.h5", H5_RELATED_EXT), 0);
+	ck_is(f, "outside/e.h5");
+	h5_related_release(f);
+	ck_assert_int_eq(rel(&f, top, "/etc/passwd", H5_RELATED_EXT), H5_ERR_PERM);
+	h5_file_close(top);
+}
+END_TEST
+
+/* h5_open_opts.fd_gate is asked before each other file is opened and
+ * told after it is closed; a refusal is the open's error; with
+ * related_idle < 0 a file is closed as soon as it is released. */
+static int gate_open, gate_max, gate_refuse;
+
+static int gate(void *ud, int delta)
+{
+	ck_assert_ptr_eq(ud, &gate_open);
+	if (delta > 0 && gate_refuse)
+		return h5_err_set(H5_ERR_LIMIT, "no room");
+	gate_open += delta;
+	if (gate_open > gate_max)
+		gate_max = gate_open;
+	return 0;
+}
+
+START_TEST(fd_gate_counts_every_open)
+{
+	h5_open_opts o = { .fd_gate = gate, .fd_gate_ud = &gate_open, .related_idle = -1 };
+	h5_file *top = NULL, *f, *g;
+	char path[512];
+
+	gate_open = gate_max = gate_refuse = 0;
+	snprintf(path, sizeof(path), "%s/a.h5", top_dir);
+	ck_assert_int_eq(h5_file_open(&top, path, &o), 0);
+	ck_assert_int_eq(gate_open, 0);         /* FILE itself is its opener's */
+	ck_assert_int_eq(rel(&f, top, "c.h5", H5_RELATED_EXT), 0);
+	ck_assert_int_eq(rel(&g, top, "sub/b.h5", H5_RELATED_EXT), 0);
+	ck_assert_int_eq(gate_open, 2);
+	h5_related_release(f);
+	ck_assert_int_eq(gate_open, 1);         /* closed when released */
+	gate_refuse = 1;
+	ck_assert_int_eq(rel(&f, top, "c.h5", H5_RELATED_EXT), H5_ERR_LIMIT);
+	ck_assert_ptr_nonnull(strstr(h5_err_msg(), "no room"));
+	gate_refuse = 0;
+	h5_related_release(g);
+	ck_assert_int_eq(gate_open, 0);
+	ck_assert_int_eq(rel(&f, top, "c.h5", H5_RELATED_EXT), 0);
+	h5_file_close(top);                     /* closes what is still open */
+	ck_assert_int_eq(gate_open, 0);
+	ck_assert_int_eq(gate_max, 2);
 }
 END_TEST
 
@@ -325,6 +391,8 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, env_prefix_per_kind);
 	tcase_add_test(tc, option_prefix);
 	tcase_add_test(tc, numbers_survive_idle_close);
+	tcase_add_test(tc, ext_root_widens_the_tree);
+	tcase_add_test(tc, fd_gate_counts_every_open);
 	suite_add_tcase(s, tc);
 	return s;
 }

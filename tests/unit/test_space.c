@@ -7,6 +7,11 @@
 #include "testutil.h"
 #include "space.h"
 #include "txn.h"
+#include "base.h"
+#include "rd.h"
+#include "checksum.h"
+#include "file.h"
+#include "ohdr.h"
 
 #include <sys/stat.h>
 
@@ -23,8 +28,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	if (test_py_rmdir(tmpdir) != 0)
-		fprintf(stderr, "could not remove %s\n", tmpdir);
+	test_tmp_remove(tmpdir);
 }
 
 /* Superblock v2 (root: the object header after it), then an object header

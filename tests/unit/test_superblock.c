@@ -2,6 +2,12 @@
  * loader (superblock.c): built images of every version, user blocks, the
  * superblock extension with its shared message table, and h5py files. */
 #include "testutil.h"
+#include "base.h"
+#include "rd.h"
+#include "checksum.h"
+#include "file.h"
+#include "superblock.h"
+#include "ohdr.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -94,13 +100,7 @@ static const char *make_tmpdir(void)
 /* Remove the temp directory (and forget it, for CK_FORK=no runs). */
 static void rm_tmpdir(void)
 {
-	char cmd[300];
-
-	if (!tmpdir[0])
-		return;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "warning: could not remove %s\n", tmpdir);
+	test_tmp_remove(tmpdir);
 	tmpdir[0] = 0;
 }
 

@@ -4,6 +4,9 @@
 #include "testutil.h"
 
 #include "vds.h"
+#include "base.h"
+#include "rd.h"
+#include "dataset.h"
 
 /* ---- encoders for the selection formats --------------------------------- */
 
@@ -553,13 +556,4 @@ static Suite *vds_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(vds_suite());
-	int nf;
-
-	srunner_run_all(sr, CK_NORMAL);
-	nf = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nf == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+H5_TEST_MAIN(vds_suite)

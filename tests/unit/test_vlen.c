@@ -5,6 +5,9 @@
  * (h5py writes the file and the expected text). Strings are measured
  * without the heap, other types rendered, null elements are empty lines. */
 #include "testutil.h"
+#include "file.h"
+#include "dataset.h"
+#include "vlen.h"
 
 static char tmpdir[64];
 
@@ -15,8 +18,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	if (test_py_rmdir(tmpdir) != 0)
-		fprintf(stderr, "could not remove %s\n", tmpdir);
+	test_tmp_remove(tmpdir);
 }
 
 /* Each dataset NAME gets NAME.txt: its expected text (one line per element,

@@ -9,7 +9,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "base.h"
+#include "rd.h"
+#include "checksum.h"
+#include "h5core_test.h"
 
 /* A growable byte buffer for building on-disk structures in tests. */
 typedef struct tbuf {
@@ -124,6 +127,14 @@ static inline int test_py_rmdir(const char *dir)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
+/* A test's temp dir removed at its end (nothing for NULL or ""); a dir
+ * that stays is said on stderr, not failed: the tests have run. */
+static inline void test_tmp_remove(const char *dir)
+{
+	if (dir && test_py_rmdir(dir) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+}
+
 /* Two distinct names "c<i>" with the same lookup3 hash, the hash of the
  * name indexes of dense groups and attributes (2^19 names give about 32
  * colliding pairs): tests of lookups that must go on past a collision. */
@@ -167,15 +178,27 @@ static inline bool test_hash_collision(char *a, char *b, size_t room)
 	return found;
 }
 
-#define H5_TEST_MAIN(make_suite_fn)                                     \
-	int main(void)                                                  \
-	{                                                               \
-		SRunner *sr = srunner_create(make_suite_fn());          \
-		int nfail;                                              \
-		srunner_run_all(sr, CK_NORMAL);                         \
-		nfail = srunner_ntests_failed(sr);                      \
-		srunner_free(sr);                                       \
-		return nfail == 0 ? 0 : 1;                              \
+/* Run every test of `sr` (freed here) with fork mode `fork` (CK_NOFORK for
+ * tests that share state between cases; CK_FORK_GETENV for Check's default),
+ * then remove `tmp_dir` (NULL or "" for none; only under /tmp/, see
+ * test_py_rmdir()). Returns main()'s exit status: 0 when all passed. */
+static inline int test_run(SRunner *sr, enum fork_status fork, const char *tmp_dir)
+{
+	int nfail;
+
+	srunner_set_fork_status(sr, fork);
+	srunner_run_all(sr, CK_NORMAL);
+	nfail = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	test_tmp_remove(tmp_dir);
+	return nfail == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+/* main() for a test program of one suite, run as Check's default. */
+#define H5_TEST_MAIN(make_suite_fn)                                         \
+	int main(void)                                                      \
+	{                                                                   \
+		return test_run(srunner_create(make_suite_fn()), CK_FORK_GETENV, NULL); \
 	}
 
 #endif

@@ -6,7 +6,9 @@
  * filter (filter id 3) uses libhdf5's own Fletcher-32 variant, which sums
  * big-endian 16-bit words and has its own rule for an odd trailing byte.
  * Both must match libhdf5 bit for bit, so they follow H5checksum.c. */
-#include "internal.h"
+#include "base.h"
+#include "rd.h"
+#include "checksum.h"
 
 #define LOOKUP3_ROT(x, k) (((x) << (k)) | ((x) >> (32 - (k))))
 

@@ -1,5 +1,5 @@
 /* err.c - per-thread error messages (libgit2-style: code + kept message). */
-#include "internal.h"
+#include "base.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -62,21 +62,5 @@ const char *h5_err_name(int code)
 	case H5_ERR_BUSY: return "file is locked";
 	case H5_ERR_NOSPC: return "no space left on device";
 	default: return "unknown error";
-	}
-}
-
-h5_exit h5_exit_for_open_error(int rc, h5_exit nomem)
-{
-	switch (rc) {
-	case H5_ERR_IO:
-	case H5_ERR_NOTFOUND:   /* a remote FILE the server does not have */
-		return H5_EXIT_OPEN;
-	case H5_ERR_NOTHDF5:
-	case H5_ERR_UNSUPPORTED:
-		return H5_EXIT_NOTHDF5;
-	case H5_ERR_NOMEM:
-		return nomem;
-	default:        /* FORMAT, CHECKSUM, LOOP, LIMIT: corrupt */
-		return H5_EXIT_CORRUPT;
 	}
 }

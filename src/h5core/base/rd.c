@@ -1,5 +1,6 @@
 /* rd.c - the bounded little-endian reader every decoder uses. */
-#include "internal.h"
+#include "base.h"
+#include "rd.h"
 
 uint64_t h5_le_decode(const uint8_t *p, unsigned n)
 {

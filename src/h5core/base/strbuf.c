@@ -7,7 +7,8 @@
 #include <config.h>
 #endif
 
-#include "internal.h"
+#include "base.h"
+#include "strbuf.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -5,9 +5,18 @@
  * (drop-behind). chunk.c reads; this file decides what to decode before
  * it is asked for and what to forget after it was read.
  */
-#include "internal.h"
+#include "source.h"
+#include "base.h"
+#include "cache.h"
+#include "ctx.h"
+#include "file.h"
+#include "chunk_rec.h"
+#include "dataset.h"
+#include "chunk.h"
 #include "cidx.h"
+#include "pool.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 
 /* How many passed chunks drop-behind keeps: about 16 MiB, for the reads
@@ -20,7 +29,7 @@ unsigned h5_chunk_stream_keep(const h5_chunk_index *ci)
 {
 	uint64_t cb = ci->chunk_bytes, npr = 1, keep;
 
-	keep = cb >= (16u << 20) / 8 ? 8 : cb <= (16u << 20) / CHUNK_DROP_MAX ? CHUNK_DROP_MAX : (16u << 20) / cb;
+	keep = cb >= (32u << 20) / 8 ? 8 : cb <= (32u << 20) / CHUNK_DROP_MAX ? CHUNK_DROP_MAX : (32u << 20) / cb;
 	for (unsigned i = 1; i < ci->rank; i++)
 		npr = npr * ci->nchunks[i] > CHUNK_DROP_MAX ? CHUNK_DROP_MAX : npr * ci->nchunks[i];
 	if (2 * npr > keep && keep < (64u << 20) / cb)
@@ -76,38 +85,22 @@ static bool stream_follows(h5_chunk_index *ci, uint64_t off, uint64_t end, size_
  * dataset wants one chunk at a time and decompression would run on one
  * core. When reads follow each other, the chunks of the next chunk rows
  * (whole steps of dimension 0, which a C-order stream meets next) are
- * queued for f->prefetch's workers, which decode them into f->chunks with
+ * queued as jobs of the context's worker pool (pool.c, f->pool), which
+ * decode them into f->chunks with
  * the same load-once h5_cache_get as readers: a reader that gets there
  * first decodes the chunk itself and the worker then finds it cached. At
  * most as many chunks as there are workers are decoded at a time, at most
- * PF_QUEUE wait, and no more than a quarter of the cache is scheduled
- * ahead, so prefetched chunks do not evict each other before use. */
+ * H5_POOL_QUEUE wait (for every file of the context), and no more than a
+ * quarter of the cache is scheduled ahead, so prefetched chunks do not
+ * evict each other before use. */
 
-#define PF_QUEUE 64
-#define PF_MAX_WORKERS 8
 #define PF_DEPTH 1                          /* chunks ahead per worker */
+#define PF_WORKERS_MAX 7                    /* workers counted, at most (as measured) */
 
-typedef struct pf_job {
-	h5_chunk_index *ci;
-	uint64_t scaled[H5_MAX_RANK];
-} pf_job;
+static unsigned env_depth;                  /* H5FS_PREFETCH_DEPTH, 0: unset */
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 
-struct h5_prefetch {
-	pthread_mutex_t lock;
-	pthread_cond_t work;            /* jobs queued, or stop */
-	pthread_cond_t done;            /* a job finished */
-	pf_job q[PF_QUEUE];             /* ring */
-	size_t head, len;
-	unsigned nworkers, started;
-	unsigned depth;                 /* chunks decoded ahead of a stream */
-	pthread_t tid[PF_MAX_WORKERS];
-	bool stop;
-};
-
-/* How many chunks a stream's workers decode ahead: PF_DEPTH per worker
- * (measured, bench/README.md "Prefetch depth"); H5FS_PREFETCH_DEPTH
- * overrides it, for measuring. */
-static unsigned prefetch_depth(unsigned nworkers)
+static void read_env_depth(void)
 {
 	const char *e = getenv("H5FS_PREFETCH_DEPTH");
 	char *end;
@@ -115,117 +108,64 @@ static unsigned prefetch_depth(unsigned nworkers)
 
 	if (e && *e) {
 		v = strtoul(e, &end, 10);
-		if (*end == '\0' && v >= 1 && v <= PF_QUEUE)
-			return (unsigned)v;
+		if (*end == '\0' && v >= 1 && v <= H5_POOL_QUEUE)
+			env_depth = (unsigned)v;
 	}
-	return nworkers * PF_DEPTH < PF_QUEUE ? nworkers * PF_DEPTH : PF_QUEUE;
 }
 
-int h5_prefetch_new(h5_prefetch **out, unsigned nworkers)
+/* How many chunks a stream's workers decode ahead: PF_DEPTH per worker
+ * (measured, bench/README.md "Prefetch depth"); H5FS_PREFETCH_DEPTH
+ * overrides it, for measuring. */
+static unsigned prefetch_depth(const h5_pool *p)
 {
-	h5_prefetch *p;
+	unsigned n = h5_pool_workers(p);
 
-	*out = NULL;
-	if (nworkers == 0)
-		return 0;
-	p = calloc(1, sizeof(*p));
-	if (!p)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory for the prefetcher");
-	if (pthread_mutex_init(&p->lock, NULL) != 0) {
-		free(p);
-		return h5_err_set(H5_ERR_NOMEM, "cannot create the prefetcher's mutex");
-	}
-	if (pthread_cond_init(&p->work, NULL) != 0) {
-		pthread_mutex_destroy(&p->lock);
-		free(p);
-		return h5_err_set(H5_ERR_NOMEM, "cannot create the prefetcher's condition variable");
-	}
-	if (pthread_cond_init(&p->done, NULL) != 0) {
-		pthread_cond_destroy(&p->work);
-		pthread_mutex_destroy(&p->lock);
-		free(p);
-		return h5_err_set(H5_ERR_NOMEM, "cannot create the prefetcher's condition variable");
-	}
-	p->nworkers = nworkers > PF_MAX_WORKERS ? PF_MAX_WORKERS : nworkers;
-	p->depth = prefetch_depth(p->nworkers);
-	*out = p;
-	return 0;
+	pthread_once(&env_once, read_env_depth);
+	if (env_depth)
+		return env_depth;
+	return (n < PF_WORKERS_MAX ? n : PF_WORKERS_MAX) * PF_DEPTH;
 }
 
-void h5_prefetch_free(h5_prefetch *p)
+/* Whether the stream reads past chunk row `row` already: a job the
+ * workers came to late (the pool's workers also help parallel sections,
+ * which go first). The reader decoded that chunk itself meanwhile, and
+ * drop-behind may have dropped it: decoding it again would only read its
+ * stored bytes again (over HTTP, a second fetch of blocks the source let
+ * go once they were read). */
+static bool pf_stale(h5_chunk_index *ci, uint64_t row)
 {
-	if (!p)
+	uint64_t rowspan = ci->esize, off;
+
+	for (unsigned i = 1; i < ci->rank; i++)
+		if (h5_mul_overflow(rowspan, ci->dims[i], &rowspan))
+			return false;
+	if (h5_mul_overflow(rowspan, ci->chunk[0], &rowspan) || rowspan == 0)
+		return false;
+	pthread_mutex_lock(&ci->stream_lock);
+	off = ci->pf_last_off;
+	pthread_mutex_unlock(&ci->stream_lock);
+	return off / rowspan > row;
+}
+
+/* A pool job: decode one chunk into the cache, unless the stream has
+ * passed it. Failures are left for the reader, who decodes it again and
+ * reports why. */
+static void pf_decode(void *owner, const uint64_t *scaled)
+{
+	if (pf_stale(owner, scaled[0]))
 		return;
-	pthread_mutex_lock(&p->lock);
-	p->stop = true;
-	pthread_cond_broadcast(&p->work);
-	pthread_mutex_unlock(&p->lock);
-	for (unsigned i = 0; i < p->started; i++)
-		pthread_join(p->tid[i], NULL);
-	pthread_cond_destroy(&p->done);
-	pthread_cond_destroy(&p->work);
-	pthread_mutex_destroy(&p->lock);
-	free(p);
-}
-
-/* Decode one chunk into the cache. Failures are left for the reader, who
- * decodes it again and reports why. */
-static void pf_decode(const pf_job *j)
-{
-	(void)h5_chunk_decode(j->ci, j->scaled);
+	(void)h5_chunk_decode(owner, scaled);
 	h5_err_clear();
-}
-
-static void *pf_worker(void *arg)
-{
-	h5_prefetch *p = arg;
-
-	pthread_mutex_lock(&p->lock);
-	for (;;) {
-		pf_job j;
-
-		while (!p->stop && p->len == 0)
-			pthread_cond_wait(&p->work, &p->lock);
-		if (p->stop)
-			break;
-		j = p->q[p->head];
-		p->head = (p->head + 1) % PF_QUEUE;
-		p->len--;
-		pthread_mutex_unlock(&p->lock);
-		pf_decode(&j);
-		pthread_mutex_lock(&p->lock);
-		j.ci->pf_active--;
-		pthread_cond_broadcast(&p->done);
-	}
-	pthread_mutex_unlock(&p->lock);
-	return NULL;
 }
 
 /* The index is being closed: drop its queued jobs, wait for running ones. */
 void h5_chunk_stream_forget(h5_chunk_index *ci)
 {
-	h5_prefetch *p = ci->f->prefetch;
-	size_t keep = 0;
-
-	if (!p)
-		return;
-	pthread_mutex_lock(&p->lock);
-	for (size_t i = 0; i < p->len; i++) {
-		const pf_job *j = &p->q[(p->head + i) % PF_QUEUE];
-
-		if (j->ci == ci)
-			ci->pf_active--;
-		else
-			p->q[(p->head + keep++) % PF_QUEUE] = *j;
-	}
-	p->len = keep;
-	while (ci->pf_active > 0)
-		pthread_cond_wait(&p->done, &p->lock);
-	pthread_mutex_unlock(&p->lock);
+	h5_pool_forget(ci->f->pool, ci, &ci->pf_active);
 }
 
-/* Called (under p->lock) for a sequential read of [off, end) of the stream. */
-static void prefetch_plan(h5_prefetch *p, h5_chunk_index *ci, uint64_t end)
+/* Called (under the pool's lock) for a sequential read of [off, end) of the stream. */
+static void prefetch_plan(h5_pool *p, h5_chunk_index *ci, uint64_t end)
 {
 	uint64_t rowbytes = ci->esize, rowspan, npr = 1, r0, first, stop, want, nq = 0, cap;
 	uint64_t c[H5_MAX_RANK];
@@ -239,10 +179,10 @@ static void prefetch_plan(h5_prefetch *p, h5_chunk_index *ci, uint64_t end)
 		return;
 	/* chunks per chunk row times rows ahead >= the depth, within a quarter
 	 * of the cache and the queue */
-	want = (p->depth + npr - 1) / npr;
+	want = (prefetch_depth(p) + npr - 1) / npr;
 	cap = h5_cache_budget(ci->f->chunks) / 4 / ci->chunk_bytes;
-	if (cap > PF_QUEUE - p->len)
-		cap = PF_QUEUE - p->len;
+	if (cap > h5_pool_room(p))
+		cap = h5_pool_room(p);
 	r0 = end / rowspan + (end % rowspan != 0);     /* the first row this read did not touch */
 	first = ci->pf_upto;
 	if (first < r0 || first > r0 + want)           /* a jump: start over */
@@ -264,17 +204,14 @@ static void prefetch_plan(h5_prefetch *p, h5_chunk_index *ci, uint64_t end)
 		for (unsigned i = 1; i < ci->rank; i++)
 			c[i] = 0;
 		do {
-			pf_job *job;
+			h5_pool_job job = { .fn = pf_decode, .owner = ci, .active = &ci->pf_active };
 
 			if (nq >= cap) {
 				ci->pf_upto = r;        /* duplicates are cache hits */
 				break;
 			}
-			job = &p->q[(p->head + p->len) % PF_QUEUE];
-			job->ci = ci;
-			memcpy(job->scaled, c, sizeof(uint64_t) * ci->rank);
-			p->len++;
-			ci->pf_active++;
+			memcpy(job.arg, c, sizeof(uint64_t) * ci->rank);
+			h5_pool_queue(p, &job);
 			nq++;
 			/* odometer over dimensions 1.. (last fastest) */
 			for (j = ci->rank; j-- > 1;) {
@@ -284,14 +221,7 @@ static void prefetch_plan(h5_prefetch *p, h5_chunk_index *ci, uint64_t end)
 			}
 		} while (j != 0 && ci->rank > 1);
 	}
-	if (nq == 0)
-		return;
-	while (p->started < p->nworkers) {
-		if (pthread_create(&p->tid[p->started], NULL, pf_worker, p) != 0)
-			break;  /* fewer workers; readers decode what is left */
-		p->started++;
-	}
-	pthread_cond_broadcast(&p->work);
+	/* h5_pool_unlock starts the workers and wakes them */
 }
 
 /* ---- remote read-ahead ------------------------------------------------------------
@@ -311,7 +241,7 @@ static void prefetch_plan(h5_prefetch *p, h5_chunk_index *ci, uint64_t end)
 
 #define RA_FIRST ((uint64_t)8 << 20)
 #define RA_MAX ((uint64_t)64 << 20)
-#define RA_JUMP ((uint64_t)8 << 20)
+#define RA_JUMP ((uint64_t)16 << 20)
 
 /* The chunks [from, to) (row-major numbers) as ranges of FILE, passed to
  * the source H5_PREFETCH_MAX at a time. Lookup failures end the hint:
@@ -353,7 +283,7 @@ static void ra_hint(h5_chunk_index *ci, uint64_t from, uint64_t to, bool restart
 static void ra_plan(h5_chunk_index *ci, uint64_t off, size_t len)
 {
 	uint64_t end = off + len;
-	uint64_t rowbytes = ci->esize, rowspan, npr = 1, total, cur, first, most, from, to;
+	uint64_t rowbytes = ci->esize, rowspan, npr = 1, total, cur, first, most, from, to, jump, back;
 	bool restart;
 
 	for (unsigned i = 1; i < ci->rank; i++) {
@@ -374,11 +304,21 @@ static void ra_plan(h5_chunk_index *ci, uint64_t off, size_t len)
 	if (first > most)
 		first = most;
 	pthread_mutex_lock(&ci->stream_lock);
-	/* a jump: past the hinted chunks, more than RA_JUMP further on (the
-	 * kernel's readahead keeps several 1000 KiB reads in flight, which
-	 * arrive in any order), or back by more than a row */
-	restart = ci->ra_win == 0 || cur > ci->ra_next ||
-		  (cur > ci->ra_cur && (cur - ci->ra_cur) / npr > RA_JUMP / rowspan + 1) || cur + npr < ci->ra_cur;
+	/* a jump: more than RA_JUMP (at least a row) past the furthest read
+	 * or the hinted chunks, or back by more than the largest window. The
+	 * kernel's readahead keeps several 1000 KiB reads in flight and FUSE
+	 * threads serve them in any order: on a loaded machine reads came
+	 * up to 13 chunks behind the furthest one, and a stream a little
+	 * ahead of its hints is the same stream. Counted as jumps (back by
+	 * more than a row, or past the hints at all), they restarted the
+	 * hints every few MiB from a small window, the readers overtook it
+	 * and fetched chunks themselves, and the source's cache let blocks
+	 * go and fetched them again (1.5-2x the stored bytes in
+	 * bench/remote_chunked_bench.py). */
+	jump = (RA_JUMP / rowspan + 1) * npr;
+	back = most > jump ? most : jump;
+	restart = ci->ra_win == 0 || cur > ci->ra_next + jump || (cur > ci->ra_cur && cur - ci->ra_cur > jump) ||
+		  cur + back < ci->ra_cur;
 	if (restart) {
 		ci->ra_win = first;
 		ci->ra_next = off / rowspan * npr;
@@ -387,7 +327,7 @@ static void ra_plan(h5_chunk_index *ci, uint64_t off, size_t len)
 		if (cur > ci->ra_cur)
 			ci->ra_cur = cur;
 		cur = ci->ra_cur;
-		if (ci->ra_next - cur > ci->ra_win / 2 || ci->ra_next >= total) {
+		if ((ci->ra_next > cur && ci->ra_next - cur > ci->ra_win / 2) || ci->ra_next >= total) {
 			pthread_mutex_unlock(&ci->stream_lock);
 			return; /* enough hinted ahead: most reads end here */
 		}
@@ -408,17 +348,16 @@ static void ra_plan(h5_chunk_index *ci, uint64_t off, size_t len)
 bool h5_chunk_stream_note(h5_dataset *d, uint64_t off, size_t len)
 {
 	h5_chunk_index *ci = d->cidx;
-	h5_prefetch *p = d->f->prefetch;
+	h5_pool *p = d->f->pool;
 
 	if (!ci || !ci->filtered || len == 0 || off > UINT64_MAX - len || !stream_follows(ci, off, off + len, len))
 		return false;
 	if (d->f->src->ops->ranges_hint)
 		ra_plan(ci, off, len);
 	if (p) {
-		pthread_mutex_lock(&p->lock);
-		if (!p->stop)
-			prefetch_plan(p, ci, off + len);
-		pthread_mutex_unlock(&p->lock);
+		h5_pool_lock(p);
+		prefetch_plan(p, ci, off + len);
+		h5_pool_unlock(p);
 	}
 	return true;
 }

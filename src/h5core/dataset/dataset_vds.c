@@ -5,7 +5,14 @@
  * libhdf5 does to learn the extent of unlimited mappings, and stay open
  * with it.
  */
-#include "internal.h"
+#include "base.h"
+#include "file.h"
+#include "dspace.h"
+#include "dtype.h"
+#include "gheap.h"
+#include "related.h"
+#include "dataset.h"
+#include "layout_ops.h"
 #include "vds.h"
 
 #include <stdlib.h>
@@ -188,74 +195,70 @@ size_t h5_dataset_vds_count(const h5_dataset *d)
 	return d->vds ? d->vds->n : 0;
 }
 
-/* ---- zero-copy reads: the sources' own extents ------------------------------- */
+/* ---- the read plan: the sources' own pieces ---------------------------------- */
 
-struct ext_ud {
-	h5_extent *out;
-	size_t max, n;
-	uint64_t *dst;          /* window offset of each extent */
-	size_t dst_cap;
+struct cut_ud {
+	h5_plan_build *b;
 };
 
-static int ext_piece(void *ud, void *handle, uint64_t dst_off, uint64_t src_off, size_t len)
+/* n bytes at src_off of source `handle` for window byte dst_off: its
+ * source's pieces of a file, when that is all they are (fill of a source
+ * is its own fill value, a decoded chunk its own cache's: read then). */
+static int cut_piece(void *ud, void *handle, uint64_t dst_off, uint64_t src_off, size_t n)
 {
-	struct ext_ud *x = ud;
+	struct cut_ud *x = ud;
+	h5_plan_build *b = x->b, *sub = NULL;
 	vsrc *s = handle;
-	size_t got = 0;
-	int rc;
+	int rc = 0;
 
-	if (s->swap)
-		return h5_err_set(H5_ERR_UNSUPPORTED, "source in the other byte order");
-	if (x->n >= x->max)
-		return h5_err_set(H5_ERR_LIMIT, "more than %zu pieces", x->max);
-	rc = h5_dataset_extents(x->out + x->n, x->max - x->n, &got, s->d, src_off, len);
-	if (rc < 0)
-		return rc;
-	/* window offsets of the new pieces, in order */
-	for (size_t i = 0; i < got; i++) {
-		x->dst[x->n + i] = dst_off;
-		dst_off += x->out[x->n + i].len;
+	if (b->read)
+		return 0;
+	if (s->swap) {
+		b->read = true;         /* converted: read */
+		return 0;
 	}
-	x->n += got;
-	return 0;
-}
-
-int h5_dataset_vds_extents(h5_extent *out, size_t max, size_t *n, h5_dataset *d, uint64_t off, size_t len)
-{
-	size_t esize = d->dtype->size;
-	struct ext_ud x = { out, max, 0, NULL, 0 };
-	uint64_t pos = 0;
-	int rc;
-
-	*n = 0;
-	/* whole elements only (page-sized requests of 1, 2, 4, 8-byte types) */
-	if (!d->vview || off % esize || len % esize)
-		return h5_err_set(H5_ERR_UNSUPPORTED, "not whole elements of a virtual dataset");
-	x.dst = malloc((max ? max : 1) * sizeof(*x.dst));
-	if (!x.dst)
+	sub = malloc(sizeof(*sub));
+	if (!sub)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
-	rc = h5_vds_pieces(d->vview, off / esize, len / esize, esize, ext_piece, &x);
+	rc = h5_plan_cut(sub, s->d, src_off, n, NULL, b->flags);
 	if (rc < 0)
 		goto out;
-	/* the pieces must tile the window in order, with no fill between and
-	 * no later mapping over an earlier one; then neighbours merge */
-	*n = 0;
-	for (size_t i = 0; i < x.n; i++) {
-		if (x.dst[i] != pos) {
-			rc = h5_err_set(H5_ERR_UNSUPPORTED, "fill or overlapping mappings in the window");
-			goto out;
+	for (size_t i = 0; i < sub->n && !b->read; i++) {
+		h5_piece p = sub->pc[i];
+
+		if (p.kind != H5_PIECE_EXTENT) {
+			b->read = true;
+			break;
 		}
-		pos += out[i].len;
-		if (*n > 0 && out[*n - 1].fd == out[i].fd && out[*n - 1].file_off + out[*n - 1].len == out[i].file_off)
-			out[*n - 1].len += out[i].len;
-		else
-			out[(*n)++] = out[i];
+		p.ds = p.ds - src_off + b->off + dst_off;
+		h5_plan_add(b, &p);
 	}
-	if (pos != len)
-		rc = h5_err_set(H5_ERR_UNSUPPORTED, "fill in the window");
+	if (sub->read)
+		b->read = true;
 out:
-	if (rc < 0)
-		*n = 0;
-	free(x.dst);
+	free(sub);
 	return rc;
+}
+
+/* The virtual layout's map op: the pieces its sources store as plain
+ * bytes, when they tile the window exactly (whole elements only:
+ * page-sized requests of 1, 2, 4, 8-byte types); plan.c checks the tiling
+ * (fill between mappings, or a later mapping over an earlier one, reads
+ * the window instead). */
+int h5_dataset_vds_cut(h5_plan_build *b)
+{
+	h5_dataset *d = b->d;
+	size_t esize = d->dtype->size;
+	struct cut_ud x = { b };
+	int rc;
+
+	if (!d->vview || b->off % esize || b->len % esize) {
+		b->read = true;
+		return 0;
+	}
+	rc = h5_vds_pieces(d->vview, b->off / esize, b->len / esize, esize, cut_piece, &x);
+	if (rc < 0)
+		return rc;
+	b->overlap_reads = true;
+	return 0;
 }

@@ -8,7 +8,15 @@
 #include <config.h>
 #endif
 
-#include "internal.h"
+#include "base.h"
+#include "strbuf.h"
+#include "dspace.h"
+#include "dtype.h"
+#include "layout.h"
+#include "pline.h"
+#include "filter.h"
+#include "value.h"
+#include "dataset.h"
 #include "vds.h"
 
 #include <inttypes.h>

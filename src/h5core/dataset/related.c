@@ -18,10 +18,13 @@
  * the top file's directory tree is refused unless -o ext_any: a hostile
  * file must not make a daemon running as root read any file.
  */
-#include "internal.h"
+#include "base.h"
+#include "file.h"
+#include "related.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +51,7 @@ struct h5_related {
 	rel_ent *ent;
 	size_t n, cap;
 	uint64_t clock;
+	size_t idle_max;        /* idle files kept open (h5_open_opts.related_idle) */
 	/* every file ever opened keeps its number, so a file closed while idle
 	 * and opened again gives its objects the same inode numbers */
 	struct rel_id { dev_t dev; ino_t ino; char *url; } *ids; /* url: remote files */
@@ -90,15 +94,22 @@ static int related_init(h5_file *top)
 		return 0;
 	if (!top->real_path && !top->remote.on)
 		return h5_err_set(H5_ERR_UNSUPPORTED, "other files are only followed from a local or remote FILE");
-	/* a remote FILE's "directory" is its URL up to the last '/' */
-	real = strdup(top->real_path ? top->real_path : top->path);
-	if (!real)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory");
-	slash = strrchr(real, '/');
-	if (slash == real)
-		slash[1] = 0;
-	else if (slash)
-		*slash = 0;
+	if (top->ext_root) {
+		/* a collection's tree (h5_open_opts.ext_root): its real path */
+		real = realpath(top->ext_root, NULL);
+		if (!real)
+			return h5_err_set(H5_ERR_IO, "%s: %s", top->ext_root, strerror(errno));
+	} else {
+		/* a remote FILE's "directory" is its URL up to the last '/' */
+		real = strdup(top->real_path ? top->real_path : top->path);
+		if (!real)
+			return h5_err_set(H5_ERR_NOMEM, "out of memory");
+		slash = strrchr(real, '/');
+		if (slash == real)
+			slash[1] = 0;
+		else if (slash)
+			*slash = 0;
+	}
 	r = calloc(1, sizeof(*r));
 	if (!r) {
 		free(real);
@@ -106,8 +117,35 @@ static int related_init(h5_file *top)
 	}
 	pthread_mutex_init(&r->lock, NULL);
 	r->root_dir = real;
+	r->idle_max = top->related_idle > 0 ? (size_t)top->related_idle : top->related_idle < 0 ? 0 : RELATED_IDLE_MAX;
 	__atomic_store_n(&top->related, r, __ATOMIC_RELEASE);   /* h5_related_changed */
 	return 0;
+}
+
+/* h5_file_open of another file for top, through top's descriptor gate
+ * (h5_open_opts.fd_gate). */
+static int rel_file_open(h5_file **f, h5_file *top, const char *name, const h5_open_opts *o)
+{
+	int rc;
+
+	if (top->fd_gate) {
+		rc = top->fd_gate(top->fd_gate_ud, 1);
+		if (rc < 0)
+			return h5_err_wrap(rc, "%.200s: ", name);
+	}
+	rc = h5_file_open(f, name, o);
+	if (rc < 0 && top->fd_gate)
+		top->fd_gate(top->fd_gate_ud, -1);
+	return rc;
+}
+
+static void rel_file_close(h5_file *top, h5_file *f)
+{
+	if (!f)
+		return;
+	h5_file_close(f);
+	if (top->fd_gate)
+		top->fd_gate(top->fd_gate_ud, -1);
 }
 
 void h5_related_free(h5_file *top)
@@ -117,7 +155,7 @@ void h5_related_free(h5_file *top)
 	if (!r)
 		return;
 	for (size_t i = 0; i < r->n; i++) {
-		h5_file_close(r->ent[i].f);
+		rel_file_close(top, r->ent[i].f);
 		free(r->ent[i].path);
 	}
 	free(r->ent);
@@ -282,7 +320,7 @@ static size_t trim_idle(struct h5_related *r, h5_file **dead, size_t max)
 
 	for (size_t i = 0; i < r->n; i++)
 		idle += r->ent[i].refs == 0;
-	while (idle > RELATED_IDLE_MAX && nd < max) {
+	while (idle > r->idle_max && nd < max) {
 		size_t lru = SIZE_MAX;
 
 		for (size_t i = 0; i < r->n; i++)
@@ -408,14 +446,14 @@ static int remote_open(h5_file **out, h5_file *top, h5_file *from, const char *n
 
 		o.efl_any = top->efl_any;
 		o.ext_any = top->ext_any;
-		o.share_with = top;
+		o.ctx = top->ctx;
 		o.s3_endpoint = top->remote.s3_endpoint;
 		o.s3_region = top->remote.s3_region;
 		o.s3_path_style = top->remote.s3_path_style;
 		o.retries = top->remote.retries;
 		o.timeout_s = top->remote.timeout_s;
 		o.cache_bytes = top->remote.cache_bytes;
-		rc = h5_file_open(&f, url, &o);
+		rc = rel_file_open(&f, top, url, &o);
 	}
 	if (rc == H5_ERR_NOTFOUND) {
 		h5_err_clear();
@@ -439,8 +477,8 @@ out:
 	nd = rc == 0 ? trim_idle(r, dead, 4) : 0;
 	pthread_mutex_unlock(&r->lock);
 	for (size_t i = 0; i < nd; i++)
-		h5_file_close(dead[i]);
-	h5_file_close(f);
+		rel_file_close(top, dead[i]);
+	rel_file_close(top, f);         /* opened, but not kept */
 	free(url);
 	return rc;
 }
@@ -505,8 +543,8 @@ int h5_related_open(h5_file **out, h5_file *from, const char *name, int kind)
 		h5_open_opts o = { 0 };
 
 		o.efl_any = top->efl_any;
-		o.share_with = top;
-		rc = h5_file_open(&f, real, &o);
+		o.ctx = top->ctx;
+		rc = rel_file_open(&f, top, real, &o);
 	}
 	if (rc < 0) {
 		pthread_mutex_unlock(&r->lock);
@@ -522,7 +560,7 @@ int h5_related_open(h5_file **out, h5_file *from, const char *name, int kind)
 
 		if (!p) {
 			pthread_mutex_unlock(&r->lock);
-			h5_file_close(f);
+			rel_file_close(top, f);
 			free(real);
 			return h5_err_set(H5_ERR_NOMEM, "out of memory");
 		}
@@ -533,7 +571,7 @@ int h5_related_open(h5_file **out, h5_file *from, const char *name, int kind)
 	nd = trim_idle(r, dead, 4);
 	pthread_mutex_unlock(&r->lock);
 	for (size_t i = 0; i < nd; i++)
-		h5_file_close(dead[i]);
+		rel_file_close(top, dead[i]);
 	*out = f;
 	return 0;
 }
@@ -558,7 +596,7 @@ void h5_related_release(h5_file *f)
 	nd = trim_idle(r, dead, 4);
 	pthread_mutex_unlock(&r->lock);
 	for (size_t i = 0; i < nd; i++)
-		h5_file_close(dead[i]);
+		rel_file_close(top, dead[i]);
 }
 
 /* ---- paths inside a file, links followed as libhdf5 follows them ------------ */

@@ -4,6 +4,8 @@
  */
 #define _GNU_SOURCE /* qsort_r */
 #include "sel.h"
+#include "base.h"
+#include "rd.h"
 
 #include <stdarg.h>
 #include <stdio.h>

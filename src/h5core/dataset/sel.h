@@ -11,7 +11,8 @@
 #ifndef H5_SEL_H
 #define H5_SEL_H
 
-#include "internal.h"
+#include "base.h"
+#include "rd.h"
 
 enum { H5_SEL_NONE = 0, H5_SEL_POINTS = 1, H5_SEL_HYPER = 2, H5_SEL_ALL = 3 };
 

@@ -6,7 +6,11 @@
  * contiguous, compact and fill value storage. No decoding happens here: the
  * bytes are named, not read.
  */
-#include "internal.h"
+#include "base.h"
+#include "file.h"
+#include "layout.h"
+#include "chunk_rec.h"
+#include "dataset.h"
 #include "cidx.h"
 
 struct chunks_walk {

@@ -6,7 +6,13 @@
  * dimensions; and every attribute's type, shape and stored bytes. What the
  * value means in another format is the tool's business.
  */
-#include "internal.h"
+#include "base.h"
+#include "file.h"
+#include "dspace.h"
+#include "dtype.h"
+#include "attr.h"
+#include "value.h"
+#include "dataset.h"
 
 #include <string.h>
 

@@ -4,6 +4,10 @@
  * default view (last available) and printf gap 0.
  */
 #include "vds.h"
+#include "base.h"
+#include "rd.h"
+#include "checksum.h"
+#include "dataset.h"
 
 #include <stdio.h>
 #include <stdlib.h>

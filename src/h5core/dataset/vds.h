@@ -14,6 +14,8 @@
 #define H5_VDS_H
 
 #include "sel.h"
+#include "base.h"
+#include "dataset.h"
 
 /* Hostile-file limits: mappings in one dataset, printf sources per mapping. */
 #define H5_VDS_MAX_MAPPINGS ((size_t)1 << 16)

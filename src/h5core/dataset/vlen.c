@@ -1,12 +1,20 @@
 /*
  * vlen.c - a dataset of a type holding variable-length data, read as text
- * (doc/h5fs.1, MAPPING); dataset.c asks it for the size and the bytes.
+ * (doc/h5fs.1, MAPPING): the state and reads of the text view (view.c).
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
+#include <pthread.h>
 #endif
 
-#include "internal.h"
+#include "base.h"
+#include "rd.h"
+#include "strbuf.h"
+#include "dtype.h"
+#include "gheap.h"
+#include "value.h"
+#include "dataset.h"
+#include "vlen.h"
 
 /* ---- variable-length data as text ---------------------------------------
  * Elements of a type holding variable-length data are references into the
@@ -276,13 +284,21 @@ out:
  * measuring again; memory or I/O failures are retried next time. */
 int h5_vtext_ensure(h5_vtext **out, h5_dataset *d)
 {
-	h5_vtext *vt = d->vtext;
+	h5_vtext *vt = __atomic_load_n(&d->vtext, __ATOMIC_ACQUIRE), *none = NULL;
 	int rc = 0;
 
 	*out = NULL;
-	if (!vt)
-		return h5_err_set(H5_ERR_INVAL, "internal: dataset at 0x%llx has no text index",
-				  (unsigned long long)d->addr);
+	if (!vt) {
+		/* the text view's state, made on its first use (view.c); of
+		 * two threads making it at once, one keeps its own */
+		rc = h5_vtext_new(&vt);
+		if (rc < 0)
+			return rc;
+		if (!__atomic_compare_exchange_n(&d->vtext, &none, vt, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+			h5_vtext_free(vt);
+			vt = none;
+		}
+	}
 	pthread_mutex_lock(&vt->lock);
 	if (!vt->ready) {
 		if (vt->err) {

@@ -26,6 +26,9 @@
  * fewer is a corrupt chunk.
  */
 #include "filter_impl.h"
+#include "dtype.h"
+#include "pline.h"
+#include "filter.h"
 
 /* A pipeline message holds at most 32 filters (IV.A.2.l), one mask bit each. */
 #define FILTER_MAX_PIPELINE 32

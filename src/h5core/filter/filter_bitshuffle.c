@@ -1,5 +1,7 @@
 /* filter_bitshuffle.c - bitshuffle (32008), with its LZ4 / zstd block compression (spec IV.A.2.l; filter.c runs the pipeline). */
 #include "filter_impl.h"
+#include "pline.h"
+#include "filter.h"
 
 #ifdef HAVE_LZ4
 #include <lz4.h>

@@ -1,5 +1,7 @@
 /* filter_blosc.c - Blosc (32001) (spec IV.A.2.l; filter.c runs the pipeline). */
 #include "filter_impl.h"
+#include "pline.h"
+#include "filter.h"
 
 #ifdef HAVE_BLOSC
 #include <blosc.h>

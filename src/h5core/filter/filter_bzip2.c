@@ -1,5 +1,7 @@
 /* filter_bzip2.c - BZip2 (307) (spec IV.A.2.l; filter.c runs the pipeline). */
 #include "filter_impl.h"
+#include "pline.h"
+#include "filter.h"
 
 #ifdef HAVE_BZ2
 #include <bzlib.h>

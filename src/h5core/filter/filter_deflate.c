@@ -1,5 +1,7 @@
 /* filter_deflate.c - deflate (1): zlib streams, decoded with libdeflate when built with it (spec IV.A.2.l; filter.c runs the pipeline). */
 #include "filter_impl.h"
+#include "pline.h"
+#include "filter.h"
 
 #include <zlib.h>
 

@@ -1,5 +1,9 @@
 /* filter_fletcher32.c - fletcher32 (3): checksum appended to the chunk (spec IV.A.2.l; filter.c runs the pipeline). */
 #include "filter_impl.h"
+#include "rd.h"
+#include "checksum.h"
+#include "pline.h"
+#include "filter.h"
 
 /* H5Z_filter_fletcher32 appends the checksum little-endian (UINT32ENCODE).
  * Files from libhdf5 <= 1.6.2 on little-endian hosts hold it with the bytes

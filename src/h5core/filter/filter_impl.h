@@ -10,7 +10,8 @@
 
 #include "config.h"
 
-#include "internal.h"
+#include "base.h"
+#include "pline.h"
 
 #include <limits.h>
 

@@ -1,5 +1,7 @@
 /* filter_lz4.c - LZ4 (32004), the HDF5 LZ4 plugin framing (spec IV.A.2.l; filter.c runs the pipeline). */
 #include "filter_impl.h"
+#include "pline.h"
+#include "filter.h"
 
 #ifdef HAVE_LZ4
 #include <lz4.h>

@@ -1,5 +1,7 @@
 /* filter_lzf.c - LZF (32000), as h5py writes it (spec IV.A.2.l; filter.c runs the pipeline). */
 #include "filter_impl.h"
+#include "pline.h"
+#include "filter.h"
 
 /* The h5py LZF filter stores a raw liblzf stream (when compression does not
  * pay, the optional filter fails at write time and the mask bit is set).

@@ -12,6 +12,8 @@
  * is then checked as PyTables checked it.
  */
 #include "filter_impl.h"
+#include "pline.h"
+#include "filter.h"
 
 #ifdef HAVE_LZO
 #include <lzo1x.h>

@@ -1,5 +1,8 @@
 /* filter_nbit.c - n-bit (5): packed significant bits (spec IV.A.2.l; filter.c runs the pipeline). */
 #include "filter_impl.h"
+#include "base.h"
+#include "pline.h"
+#include "filter.h"
 
 /* H5Znbit.c.  cd values: [0] number of cd values, [1] "no need to compress",
  * [2] elements in the chunk, then the datatype description starting with a

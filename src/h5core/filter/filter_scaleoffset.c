@@ -1,5 +1,8 @@
 /* filter_scaleoffset.c - scale-offset (6): minimum-bits integers and D-scaled floats (spec IV.A.2.l; filter.c runs the pipeline). */
 #include "filter_impl.h"
+#include "rd.h"
+#include "pline.h"
+#include "filter.h"
 
 #include <math.h>
 

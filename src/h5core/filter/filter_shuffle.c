@@ -1,5 +1,7 @@
 /* filter_shuffle.c - shuffle (2): byte transposition by element (spec IV.A.2.l; filter.c runs the pipeline). */
 #include "filter_impl.h"
+#include "pline.h"
+#include "filter.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>

@@ -1,5 +1,8 @@
 /* filter_szip.c - szip (4), decoded with libaec (spec IV.A.2.l; filter.c runs the pipeline). */
 #include "filter_impl.h"
+#include "rd.h"
+#include "pline.h"
+#include "filter.h"
 
 #ifdef HAVE_AEC
 #include <libaec.h>

@@ -12,6 +12,9 @@
  * in C order. A chunk is the bare zfp bit stream of that field.
  */
 #include "filter_impl.h"
+#include "base.h"
+#include "pline.h"
+#include "filter.h"
 
 #ifdef HAVE_ZFP
 #include <zfp.h>

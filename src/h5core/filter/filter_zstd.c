@@ -1,5 +1,7 @@
 /* filter_zstd.c - Zstandard (32015) (spec IV.A.2.l; filter.c runs the pipeline). */
 #include "filter_impl.h"
+#include "pline.h"
+#include "filter.h"
 
 #ifdef HAVE_ZSTD
 #include <zstd.h>

@@ -1,6 +1,6 @@
 /*
  * attr.c - attributes (IV.A.2.m "Attribute Message") and their storage, and
- * the mapping of attributes onto extended attribute names.
+ * their values.
  *
  * An object keeps its attributes either as Attribute messages in its own
  * header ("compact") or, once there are many or they are large, "dense": an
@@ -10,11 +10,18 @@
  * header, or in the B-tree record): then its body is a shared message
  * reference resolved by h5_msg_read().
  *
- * xattr names: attribute NAME is "user.NAME"; names beginning with "h5."
- * become "user.h5.attr.NAME" so that the reserved dataset metadata under
- * "user.h5." (value.c) can never hide, or be hidden by, a real attribute.
+ * Values are given as text (value.c) or as stored; what they are called
+ * as extended attributes is the daemon's and tools' business
+ * (src/common/xattrs.c).
  */
-#include "internal.h"
+#include "base.h"
+#include "rd.h"
+#include "file.h"
+#include "ohdr.h"
+#include "dspace.h"
+#include "dtype.h"
+#include "attr.h"
+#include "value.h"
 #include "dense.h"
 
 #include <stdio.h>
@@ -23,12 +30,6 @@
 #define ATTR_FLAG_SPACE_SHARED 0x02
 #define AINFO_TRACK_CORDER 0x01
 #define AINFO_INDEX_CORDER 0x02
-/* Linux limit on an xattr name (XATTR_NAME_MAX): longer ones cannot be asked for. */
-#define XATTR_NAME_MAX_LEN 255
-
-#define XATTR_USER "user."
-#define XATTR_RESERVED "user.h5."
-#define XATTR_ESCAPED "user.h5.attr."
 
 /* ---- the Attribute message ----------------------------------------------- */
 
@@ -93,8 +94,8 @@ static int attr_hdr_decode(attr_hdr *h, const uint8_t *buf, size_t len)
 		return h5_err_set(H5_ERR_FORMAT, "attribute message: name (%zu), datatype (%zu) and dataspace (%zu) "
 				  "fields run past its %zu bytes", h->name_size, h->dt_size, h->ds_size, len);
 	/* A NUL inside the name is kept (name_len counts it): such a name can
-	 * be no xattr name, so h5_xattr_list leaves it out, and the siblings
-	 * of a hostile attribute stay readable. */
+	 * be no xattr name, so the xattr list (src/common/xattrs.c) leaves it
+	 * out, and the siblings of a hostile attribute stay readable. */
 	if (h->name[h->name_size - 1] != '\0')
 		return h5_err_set(H5_ERR_FORMAT, "attribute message: name of %zu bytes is not NUL-terminated",
 				  h->name_size);
@@ -514,153 +515,109 @@ int h5_attr_find(h5_attr_msg *out, h5_file *f, uint64_t addr, const char *name, 
 	return rc;
 }
 
-/* ---- extended attributes ------------------------------------------------- */
+/* ---- values ------------------------------------------------------------------ */
 
-static bool has_prefix(const char *s, size_t len, const char *pfx)
+/* The value of attribute a as h5_attr_value_get gives it. */
+static int attr_value(void **out, size_t *len, h5_file *f, const h5_attr_msg *a, int raw)
 {
-	size_t n = strlen(pfx);
-
-	return len >= n && memcmp(s, pfx, n) == 0;
-}
-
-/* xattr name of attribute NAME: user.NAME, or user.h5.attr.NAME for names
- * in the reserved "h5." space. */
-static size_t xattr_name_len(const char *name, size_t len)
-{
-	return (has_prefix(name, len, "h5.") ? strlen(XATTR_ESCAPED) : strlen(XATTR_USER)) + len;
-}
-
-struct xbuf {
-	char *p;
-	size_t len, cap;
-};
-
-static int xbuf_add(struct xbuf *b, const char *pfx, const char *name, size_t len)
-{
-	size_t pl = strlen(pfx), need = pl + len + 1;
-
-	if (need > b->cap - b->len) {
-		size_t ncap = b->cap ? b->cap : 256;
-		char *np;
-
-		while (ncap - b->len < need)
-			ncap *= 2;
-		np = realloc(b->p, ncap);
-		if (!np)
-			return h5_err_set(H5_ERR_NOMEM, "out of memory listing extended attributes");
-		b->p = np;
-		b->cap = ncap;
-	}
-	memcpy(b->p + b->len, pfx, pl);
-	memcpy(b->p + b->len + pl, name, len);
-	b->p[b->len + pl + len] = '\0';
-	b->len += need;
-	return 0;
-}
-
-int h5_xattr_list(char **out, size_t *len, h5_file *f, uint64_t addr)
-{
-	struct xbuf b = { 0 };
-	h5_ohdr *oh = NULL;
-	name_list l = { 0 };
-	h5_meta meta;
+	uint64_t nelmts = 0;
 	int rc;
 
-	*out = NULL;
-	*len = 0;
-	memset(&meta, 0, sizeof(meta));
-	rc = h5_ohdr_get(&oh, f, addr);
+	rc = h5_dspace_nelmts(&a->space, &nelmts);
+	if (rc == 0 && raw)
+		rc = h5_value_raw((uint8_t **)out, len, f, a->dtype, a->data, a->data_size, nelmts);
+	else if (rc == 0)
+		rc = h5_value_text((char **)out, len, f, a->dtype, a->data, a->data_size, nelmts);
 	if (rc < 0)
-		return rc;
-	rc = h5_meta_get(&meta, f, oh, NULL);
-	for (size_t i = 0; rc == 0 && i < meta.n; i++)
-		rc = xbuf_add(&b, XATTR_RESERVED, meta.key[i], strlen(meta.key[i]));
-	if (rc == 0)
-		rc = collect_names(&l, f, oh);
-	for (size_t i = 0; rc == 0 && i < l.n; i++) {
-		const name_ent *e = &l.v[i];
-
-		/* An empty name ("user.") or one beyond the kernel's xattr name
-		 * limit could be listed but never read back: leave it out. */
-		if (e->len == 0 || memchr(e->name, 0, e->len) || xattr_name_len(e->name, e->len) > XATTR_NAME_MAX_LEN)
-			continue;
-		rc = xbuf_add(&b, has_prefix(e->name, e->len, "h5.") ? XATTR_ESCAPED : XATTR_USER, e->name, e->len);
-	}
-	if (rc == 0 && !b.p) {
-		/* no names: still a buffer, so callers need not special-case it */
-		b.p = malloc(1);
-		if (!b.p)
-			rc = h5_err_set(H5_ERR_NOMEM, "out of memory listing extended attributes");
-	}
-	h5_ohdr_release(f, oh);
-	name_list_free(&l);
-	h5_meta_clear(&meta);
-	if (rc < 0) {
-		free(b.p);
-		return rc;
-	}
-	*out = b.p;
-	*len = b.len;
-	return 0;
+		h5_err_wrap(rc, "attribute \"%s\": ", a->name);
+	return rc;
 }
 
-/* A copy of n bytes plus a NUL (not counted), so text values are C strings. */
-static int dup_value(void **out, size_t *len, const void *p, size_t n)
+int h5_attr_value_get(void **out, size_t *len, h5_file *f, uint64_t addr, const char *name, size_t name_len,
+		      int raw)
 {
-	char *c = malloc(n + 1);
-
-	if (!c)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory");
-	memcpy(c, p, n);
-	c[n] = '\0';
-	*out = c;
-	*len = n;
-	return 0;
-}
-
-int h5_xattr_get(void **out, size_t *len, h5_file *f, uint64_t addr, const char *name, int raw)
-{
-	size_t nlen = strlen(name);
-	const char *aname;
 	h5_attr_msg a;
-	uint64_t nelmts = 0;
 	int rc;
 
 	*out = NULL;
 	*len = 0;
 	memset(&a, 0, sizeof(a));
-	if (has_prefix(name, nlen, XATTR_ESCAPED) && has_prefix(name + strlen(XATTR_ESCAPED),
-								 nlen - strlen(XATTR_ESCAPED), "h5.")) {
-		aname = name + strlen(XATTR_ESCAPED);
-	} else if (has_prefix(name, nlen, XATTR_RESERVED)) {
-		h5_ohdr *oh = NULL;
-		h5_meta meta;
-
-		rc = h5_ohdr_get(&oh, f, addr);
-		if (rc < 0)
-			return rc;
-		rc = h5_meta_get(&meta, f, oh, name + strlen(XATTR_RESERVED));
-		h5_ohdr_release(f, oh);
-		if (rc < 0)
-			return rc;
-		rc = dup_value(out, len, meta.val[0], meta.len[0]);
-		h5_meta_clear(&meta);
-		return rc;
-	} else if (has_prefix(name, nlen, XATTR_USER)) {
-		aname = name + strlen(XATTR_USER);
-	} else {
-		return h5_err_set(H5_ERR_NOTFOUND, "no extended attribute \"%s\" (HDF5 attributes are user.*)", name);
-	}
-	rc = h5_attr_find(&a, f, addr, aname, strlen(aname));
+	rc = h5_attr_find(&a, f, addr, name, name_len);
 	if (rc < 0)
 		return rc;
-	rc = h5_dspace_nelmts(&a.space, &nelmts);
-	if (rc == 0 && raw)
-		rc = h5_value_raw((uint8_t **)out, len, f, a.dtype, a.data, a.data_size, nelmts);
-	else if (rc == 0)
-		rc = h5_value_text((char **)out, len, f, a.dtype, a.data, a.data_size, nelmts);
-	if (rc < 0)
-		h5_err_wrap(rc, "attribute \"%s\": ", a.name);
+	rc = attr_value(out, len, f, &a, raw);
 	h5_attr_msg_clear(&a);
+	return rc;
+}
+
+/* ---- every attribute at once ---------------------------------------------------- */
+
+void h5_attr_set_free(h5_attr_set *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->n; i++) {
+		free((char *)s->v[i].name);
+		free(s->v[i].val);
+	}
+	free(s->v);
+	free(s);
+}
+
+int h5_attr_all(h5_attr_set **out, h5_file *f, uint64_t addr, int raw, size_t max_value, size_t max_attrs)
+{
+	h5_attr_set *s = NULL;
+	h5_ohdr *oh = NULL;
+	name_list l = { 0 };
+	int rc;
+
+	*out = NULL;
+	rc = h5_ohdr_get(&oh, f, addr);
+	if (rc < 0)
+		return rc;
+	rc = collect_names(&l, f, oh);
+	if (rc < 0)
+		goto out;
+	if (l.n > max_attrs) {
+		rc = h5_err_set(H5_ERR_LIMIT, "object 0x%llx has %zu attributes, more than %zu",
+				(unsigned long long)addr, l.n, max_attrs);
+		goto out;
+	}
+	s = calloc(1, sizeof(*s));
+	if (s)
+		s->v = calloc(l.n + 1, sizeof(*s->v));
+	if (!s || !s->v) {
+		rc = h5_err_set(H5_ERR_NOMEM, "out of memory reading attributes");
+		goto out;
+	}
+	for (size_t i = 0; i < l.n; i++) {
+		h5_attr_ent *e = &s->v[s->n++];
+		h5_attr_msg a;
+
+		/* the list's name (NUL-terminated as stored) moves to the set */
+		e->name = l.v[i].name;
+		e->name_len = l.v[i].len;
+		l.v[i].name = NULL;
+		/* found as h5_attr_value_get finds it (the first of equal
+		 * names); a value that fails or is too large is left for
+		 * h5_attr_value_get, which says why */
+		if (!memchr(e->name, 0, e->name_len) && find_in(&a, f, oh, e->name, e->name_len) == 0) {
+			if (a.data_size <= max_value && attr_value(&e->val, &e->len, f, &a, raw) == 0 &&
+			    e->len > max_value) {
+				free(e->val);
+				e->val = NULL;
+			}
+			if (!e->val)
+				e->len = 0;
+			h5_attr_msg_clear(&a);
+		}
+		h5_err_clear();
+	}
+	*out = s;
+	s = NULL;
+out:
+	h5_ohdr_release(f, oh);
+	name_list_free(&l);
+	h5_attr_set_free(s);
 	return rc;
 }

@@ -8,7 +8,11 @@
  * after its signature, type, level and entry count check out; walking the
  * tree (group.c, chunk.c) must bound depth and detect loops itself.
  */
-#include "internal.h"
+#include "base.h"
+#include "rd.h"
+#include "cache.h"
+#include "file.h"
+#include "btree1.h"
 
 /* Cached node plus the cache entry it belongs to (see h5_bt1_release). */
 struct bt1_obj {

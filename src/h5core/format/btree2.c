@@ -20,6 +20,12 @@
  * format error rather than a reinterpretation of the cached bytes.
  */
 #include "btree2_int.h"
+#include "base.h"
+#include "rd.h"
+#include "checksum.h"
+#include "cache.h"
+#include "file.h"
+#include "btree2.h"
 
 /* libhdf5's H5VM_limit_enc_size: bytes needed to store values up to limit. */
 uint8_t h5_bt2_enc_size(uint64_t limit)

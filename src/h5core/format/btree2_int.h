@@ -4,7 +4,10 @@
 #ifndef H5_BTREE2_INT_H
 #define H5_BTREE2_INT_H
 
-#include "internal.h"
+#include "base.h"
+#include "cache.h"
+#include "file.h"
+#include "btree2.h"
 
 #define BT2_PREFIX_SIZE 10u     /* signature, version, type, checksum */
 #define BT2_MAX_NREC 65535u     /* libhdf5 keeps node record counts in 16 bits */

@@ -9,6 +9,11 @@
  *                        hash (4).
  */
 #include "dense.h"
+#include "rd.h"
+#include "checksum.h"
+#include "file.h"
+#include "fheap.h"
+#include "btree2.h"
 
 /* The record layout of each kind. */
 typedef struct dense_fmt {

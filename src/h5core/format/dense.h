@@ -6,7 +6,10 @@
 #ifndef H5_DENSE_H
 #define H5_DENSE_H
 
-#include "internal.h"
+#include "base.h"
+#include "file.h"
+#include "fheap.h"
+#include "btree2.h"
 
 typedef enum h5_dense_kind {
 	H5_DENSE_LINKS,         /* Link Info message (IV.A.2.c): type 5 records */

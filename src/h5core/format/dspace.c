@@ -1,5 +1,8 @@
 /* dspace.c - the Dataspace message (IV.A.2.b "The Dataspace Message"). */
-#include "internal.h"
+#include "base.h"
+#include "rd.h"
+#include "ohdr.h"
+#include "dspace.h"
 
 /* Flag bits of the dataspace message (IV.A.2.b, "Flags"). */
 #define DSPACE_FLAG_MAX 0x01

@@ -4,7 +4,9 @@
  * so the decoder works on one shared cursor and limits the nesting depth to
  * H5_MAX_DTYPE_DEPTH; every count is checked against the bytes left before
  * anything is allocated for it. */
-#include "internal.h"
+#include "base.h"
+#include "rd.h"
+#include "dtype.h"
 
 
 /* Byte order bits: bit 0 big-endian, bit 6 (float, v3+) VAX order. */

@@ -1,6 +1,8 @@
 /* efl.c - the External Data Files message (IV.A.2.h "The Data Storage -
  * External Data Files Message", version 1). */
-#include "internal.h"
+#include "base.h"
+#include "rd.h"
+#include "efl.h"
 
 void h5_efl_clear(h5_efl *e)
 {

@@ -1,6 +1,10 @@
 /* fillval.c - the Fill Value messages: the old one (IV.A.2.e, type 0x0004)
  * and the current one (IV.A.2.f, type 0x0005, versions 1-3). */
-#include "internal.h"
+#include "base.h"
+#include "rd.h"
+#include "ohdr.h"
+#include "fillval.h"
+#include "dataset.h"
 
 /* Version 3 flag bits (IV.A.2.f, "Flags"). */
 #define FILL_V3_ALLOC_MASK 0x03

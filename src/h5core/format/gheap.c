@@ -1,7 +1,11 @@
 /* gheap.c - global heap collections (spec III.E "Global Heap"), which hold
  * variable-length data and region references. A collection is decoded once
  * into an index of (id, offset, size) and cached; objects are copied out. */
-#include "internal.h"
+#include "base.h"
+#include "rd.h"
+#include "cache.h"
+#include "file.h"
+#include "gheap.h"
 
 #define GCOL_HDR_MIN 16 /* signature, version, reserved, size (8 with 8-byte lengths) */
 

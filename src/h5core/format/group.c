@@ -12,7 +12,15 @@
  * Iteration is in name order for every form (libhdf5 sorts compact and
  * dense groups by name for H5_INDEX_NAME; symbol tables are stored sorted).
  */
-#include "internal.h"
+#include "base.h"
+#include "checksum.h"
+#include "file.h"
+#include "ohdr.h"
+#include "linkmsg.h"
+#include "lheap.h"
+#include "snod.h"
+#include "btree1.h"
+#include "group.h"
 #include "dense.h"
 
 enum group_form { GF_STAB, GF_COMPACT, GF_DENSE };

@@ -1,6 +1,9 @@
 /* layout.c - the Data Layout message (IV.A.2.i "The Data Layout Message",
  * versions 1-5; 5 is encoded exactly like 4). */
-#include "internal.h"
+#include "base.h"
+#include "rd.h"
+#include "ohdr.h"
+#include "layout.h"
 #include "cidx.h"
 
 /* Chunk "dimensionality" counts the dataset rank plus one trailing

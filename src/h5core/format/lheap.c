@@ -6,18 +6,20 @@
  * header is fixed-size; its data segment lives elsewhere (usually right after
  * it) and is read whole, because every lookup touches several names.
  */
-#include "internal.h"
+#include "base.h"
+#include "rd.h"
+#include "cache.h"
+#include "file.h"
+#include "lheap.h"
+#include "held.h"
+
+#include <stddef.h>
 
 /* The cached object: the public heap plus the cache entry it came from, so
  * h5_lheap_release() can hand the entry back without a second lookup. */
 struct lheap_obj {
 	h5_lheap pub;
 	void *ent;
-};
-
-struct lheap_load_ud {
-	h5_file *f;
-	uint64_t addr;
 };
 
 int h5_lheap_decode(h5_lheap *out, const h5_fmt *fmt, const uint8_t *buf, size_t len)
@@ -78,7 +80,7 @@ static void lheap_free(void *obj)
 
 static int lheap_load(void **obj, size_t *cost, void *udp)
 {
-	struct lheap_load_ud *ud = udp;
+	const h5_held_load *ud = udp;
 	h5_file *f = ud->f;
 	uint8_t hdr[8 + 8 + 8 + 8];
 	size_t hlen = lheap_hdr_size(&f->fmt);
@@ -117,35 +119,17 @@ out:
 
 int h5_lheap_get(h5_lheap **out, h5_file *f, uint64_t addr)
 {
-	struct lheap_load_ud ud = { f, addr };
-	h5_cache_ref ref;
 	struct lheap_obj *o;
-	int rc;
+	int rc = h5_held_get((void **)&o, f, H5_CK_LHEAP, addr, "local heap", offsetof(struct lheap_obj, ent),
+			     lheap_load, lheap_free);
 
-	*out = NULL;
-	if (!h5_addr_defined(addr))
-		return h5_err_set(H5_ERR_FORMAT, "local heap address is undefined");
-	rc = h5_cache_get(&ref, f->meta, H5_CK_LHEAP, addr, lheap_load, lheap_free, &ud);
-	if (rc < 0)
-		return rc;
-	o = ref.obj;
-	/* Every holder stores the same entry pointer; atomic so concurrent
-	 * first users do not race on a plain write. */
-	__atomic_store_n(&o->ent, ref.ent, __ATOMIC_RELEASE);
-	*out = &o->pub;
-	return 0;
+	*out = rc < 0 ? NULL : &o->pub;
+	return rc;
 }
 
 void h5_lheap_release(h5_file *f, h5_lheap *h)
 {
-	struct lheap_obj *o = (struct lheap_obj *)h;
-	h5_cache_ref ref;
-
-	if (!h)
-		return;
-	ref.obj = o;
-	ref.ent = __atomic_load_n(&o->ent, __ATOMIC_ACQUIRE);
-	h5_cache_release(f->meta, &ref);
+	h5_held_release(f, h, offsetof(struct lheap_obj, ent)); /* pub is the first member */
 }
 
 const char *h5_lheap_string(const h5_lheap *h, uint64_t off)

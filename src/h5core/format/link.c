@@ -6,7 +6,9 @@
  * storage) or as an object in the group's fractal heap (dense storage); the
  * same decoder serves both.
  */
-#include "internal.h"
+#include "base.h"
+#include "rd.h"
+#include "linkmsg.h"
 
 #define LINK_FLAG_NAME_SIZE 0x03
 #define LINK_FLAG_CORDER 0x04

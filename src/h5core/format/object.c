@@ -1,6 +1,10 @@
 /* object.c - what kind of object an object header describes, and its
  * stat-like facts (link count, times, attribute count). */
-#include "internal.h"
+#include "base.h"
+#include "rd.h"
+#include "file.h"
+#include "ohdr.h"
+#include "btree2.h"
 
 /* Kind from the messages present (IV.A.2): a layout message makes a
  * dataset; symbol table, link info or link messages a group (an empty

@@ -6,7 +6,13 @@
  * A loaded header keeps every chunk exactly as read; messages point into
  * those buffers, so a cached header is an immutable snapshot that many
  * threads read at once. */
-#include "internal.h"
+#include "base.h"
+#include "rd.h"
+#include "checksum.h"
+#include "cache.h"
+#include "file.h"
+#include "ohdr.h"
+#include "fheap.h"
 
 #include <stdio.h>
 #include <time.h>

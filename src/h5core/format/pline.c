@@ -1,6 +1,8 @@
 /* pline.c - the Filter Pipeline message (IV.A.2.l "The Data Storage -
  * Filter Pipeline Message", versions 1 and 2). */
-#include "internal.h"
+#include "base.h"
+#include "rd.h"
+#include "pline.h"
 
 /* The spec caps a pipeline at 32 filters (H5Z_MAX_NFILTERS). */
 #define PLINE_MAX_FILTERS 32

@@ -6,17 +6,19 @@
  * (K = "Group Leaf Node K" from the superblock), sorted by name. It has no
  * checksum, so the signature, version and count are all we can verify.
  */
-#include "internal.h"
+#include "base.h"
+#include "rd.h"
+#include "cache.h"
+#include "file.h"
+#include "snod.h"
+#include "held.h"
+
+#include <stddef.h>
 
 /* Cached SNOD plus the cache entry it belongs to (see h5_snod_release). */
 struct snod_obj {
 	h5_snod pub;
 	void *ent;
-};
-
-struct snod_load_ud {
-	h5_file *f;
-	uint64_t addr;
 };
 
 static size_t symentry_size(const h5_fmt *fmt)
@@ -129,7 +131,7 @@ static void snod_free(void *obj)
 
 static int snod_load(void **obj, size_t *cost, void *udp)
 {
-	struct snod_load_ud *ud = udp;
+	const h5_held_load *ud = udp;
 	h5_file *f = ud->f;
 	struct snod_obj *o = NULL;
 	uint8_t *buf = NULL;
@@ -164,31 +166,15 @@ out:
 
 int h5_snod_get(h5_snod **out, h5_file *f, uint64_t addr)
 {
-	struct snod_load_ud ud = { f, addr };
-	h5_cache_ref ref;
 	struct snod_obj *o;
-	int rc;
+	int rc = h5_held_get((void **)&o, f, H5_CK_SNOD, addr, "SNOD", offsetof(struct snod_obj, ent), snod_load,
+			     snod_free);
 
-	*out = NULL;
-	if (!h5_addr_defined(addr))
-		return h5_err_set(H5_ERR_FORMAT, "SNOD address is undefined");
-	rc = h5_cache_get(&ref, f->meta, H5_CK_SNOD, addr, snod_load, snod_free, &ud);
-	if (rc < 0)
-		return rc;
-	o = ref.obj;
-	__atomic_store_n(&o->ent, ref.ent, __ATOMIC_RELEASE);
-	*out = &o->pub;
-	return 0;
+	*out = rc < 0 ? NULL : &o->pub;
+	return rc;
 }
 
 void h5_snod_release(h5_file *f, h5_snod *s)
 {
-	struct snod_obj *o = (struct snod_obj *)s;
-	h5_cache_ref ref;
-
-	if (!s)
-		return;
-	ref.obj = o;
-	ref.ent = __atomic_load_n(&o->ent, __ATOMIC_ACQUIRE);
-	h5_cache_release(f->meta, &ref);
+	h5_held_release(f, s, offsetof(struct snod_obj, ent)); /* pub is the first member */
 }

@@ -1,7 +1,13 @@
 /* superblock.c - locate and decode the superblock (spec II.A "Format
  * Signature and Superblock") and the superblock extension (II.C), including
  * the shared object header message table it points to (III.I). */
-#include "internal.h"
+#include "base.h"
+#include "rd.h"
+#include "checksum.h"
+#include "file.h"
+#include "superblock.h"
+#include "ohdr.h"
+#include "snod.h"
 
 static const uint8_t h5_signature[8] = { 0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n' };
 

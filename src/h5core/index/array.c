@@ -2,6 +2,9 @@
  * extensible arrays (VII.C/VII.D "Data Block Element"), below both arrays
  * and the chunk indexes that use them. */
 #include "array.h"
+#include "base.h"
+#include "rd.h"
+#include "chunk_rec.h"
 
 unsigned h5_chunk_size_len(uint64_t chunk_bytes)
 {

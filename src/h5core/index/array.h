@@ -5,9 +5,13 @@
 #ifndef H5_ARRAY_H
 #define H5_ARRAY_H
 
-#include "internal.h"
+#include "base.h"
+#include "cache.h"
+#include "file.h"
+#include "chunk_rec.h"
+#include "dataset.h"
 
-/* Extensible array (earray.c): geometry shared by reader and writer. */
+/* Extensible array (earray_geom.c): geometry shared by reader and writer. */
 typedef struct h5_ea_geom {
 	unsigned max_nelmts_bits, idx_blk_elmts, data_blk_min_elmts, sup_blk_min_data_ptrs, max_dblk_page_nelmts_bits;
 	unsigned nsblks, iblock_nsblks, ndblk_addrs, nsblk_addrs, arr_off_size;

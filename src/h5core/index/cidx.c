@@ -1,6 +1,9 @@
 /* cidx.c - the table of chunk indexes (cidx.h) and what the array
  * indexes share. */
 #include "cidx.h"
+#include "base.h"
+#include "chunk_rec.h"
+#include "dataset.h"
 
 static const h5_cidx_ops *const table[] = {
 	&h5_cidx_btree1, &h5_cidx_single, &h5_cidx_implicit, &h5_cidx_farray, &h5_cidx_earray, &h5_cidx_btree2,

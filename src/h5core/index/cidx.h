@@ -11,6 +11,12 @@
 #define H5_CIDX_H
 
 #include "array.h"
+#include "base.h"
+#include "file.h"
+#include "ohdr.h"
+#include "btree2.h"
+#include "chunk_rec.h"
+#include "dataset.h"
 
 #include <pthread.h>
 
@@ -47,7 +53,7 @@ struct h5_chunk_index {
 	 * ra_win chunks from ra_cur (the first of the row the stream reads)
 	 * are wanted (0: no stream yet) */
 	uint64_t ra_next, ra_win, ra_cur;
-	/* prefetching (under f->prefetch->lock) */
+	/* prefetching (under the lock of f->pool, pool.h) */
 	uint64_t pf_upto;           /* stream bytes below this were scheduled */
 	unsigned pf_active;         /* jobs of this index queued or running */
 };

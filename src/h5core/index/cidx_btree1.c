@@ -1,6 +1,13 @@
 /* cidx_btree1.c - the version 1 B-tree chunk index (III.A.1, node type 1;
  * libhdf5's H5Dbtree.c). */
 #include "cidx.h"
+#include "base.h"
+#include "file.h"
+#include "layout.h"
+#include "btree1.h"
+#include "chunk_rec.h"
+#include "dataset.h"
+#include "btree1_write.h"
 
 static int bt1_open(h5_chunk_index *ci, int nunlim, int unlim)
 {

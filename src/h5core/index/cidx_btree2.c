@@ -1,6 +1,14 @@
 /* cidx_btree2.c - the version 2 B-tree chunk index (layout v4, index type
  * 5, record types 10 and 11; the tree in btree2.c; libhdf5's H5Dbtree2.c). */
 #include "cidx.h"
+#include "base.h"
+#include "rd.h"
+#include "file.h"
+#include "layout.h"
+#include "btree2.h"
+#include "chunk_rec.h"
+#include "dataset.h"
+#include "btree2_write.h"
 
 static int open_btree2(h5_chunk_index *ci)
 {

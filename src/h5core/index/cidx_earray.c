@@ -2,6 +2,12 @@
  * 4; the structure in earray.c, its writer in earray_write.c; libhdf5's
  * H5Dearray.c). The one index appends go through today (doc/APPEND.md). */
 #include "cidx.h"
+#include "base.h"
+#include "cache.h"
+#include "file.h"
+#include "layout.h"
+#include "chunk_rec.h"
+#include "dataset.h"
 
 static int open_earray(h5_chunk_index *ci)
 {

@@ -1,6 +1,12 @@
 /* cidx_farray.c - the fixed array chunk index (layout v4, index type 3;
  * the structure in farray.c; libhdf5's H5Dfarray.c). */
 #include "cidx.h"
+#include "base.h"
+#include "cache.h"
+#include "file.h"
+#include "layout.h"
+#include "chunk_rec.h"
+#include "dataset.h"
 
 static int open_farray(h5_chunk_index *ci)
 {

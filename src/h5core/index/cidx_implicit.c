@@ -2,6 +2,11 @@
  * chunk of the maximum dimensions allocated at creation, back to back
  * (libhdf5's H5Dnone.c). */
 #include "cidx.h"
+#include "base.h"
+#include "file.h"
+#include "layout.h"
+#include "chunk_rec.h"
+#include "dataset.h"
 
 static int implicit_open(h5_chunk_index *ci, int nunlim, int unlim)
 {

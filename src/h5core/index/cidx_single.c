@@ -2,6 +2,12 @@
  * chunk's address, and size and filter mask when filtered, in the layout
  * message; libhdf5's H5Dsingle.c). */
 #include "cidx.h"
+#include "base.h"
+#include "rd.h"
+#include "file.h"
+#include "layout.h"
+#include "chunk_rec.h"
+#include "dataset.h"
 
 static int single_open(h5_chunk_index *ci, int nunlim, int unlim)
 {

@@ -5,13 +5,13 @@
 #define H5_EARRAY_INT_H
 
 #include "array.h"
+#include "cache.h"
+#include "file.h"
+#include "array_int.h"
 
-/* A data block page (the cached H5_CK_EA_PAGE object). */
-typedef struct h5_ea_page {
-	uint64_t hdr_addr;
-	uint64_t nelmts;
-	uint8_t *elmts;   /* points at the page image (checksum included) */
-} h5_ea_page;
+/* A data block page (the cached H5_CK_EA_PAGE object; its tag is the
+ * elements per page). */
+typedef h5_arr_page h5_ea_page;
 
 /* Pages of a data block of nelmts elements (0: not paged). */
 uint64_t h5_ea_dblock_npages(const h5_ea_hdr *h, uint64_t nelmts);

@@ -8,19 +8,23 @@
  * right after it (the last page may be short).
  */
 #include "array.h"
-
-#define FA_PREFIX 6u /* signature, version, client id */
-#define FA_CKSUM 4u
+#include "base.h"
+#include "rd.h"
+#include "checksum.h"
+#include "cache.h"
+#include "file.h"
+#include "chunk_rec.h"
+#include "array_int.h"
 
 size_t h5_fa_hdr_size(const h5_fmt *fmt)
 {
-	return FA_PREFIX + 2 + fmt->sizeof_size + fmt->sizeof_addr + FA_CKSUM;
+	return H5_ARR_PREFIX + 2 + fmt->sizeof_size + fmt->sizeof_addr + H5_ARR_CKSUM;
 }
 
 static uint64_t prefix_size(const h5_fa_hdr *h, const h5_fmt *fmt)
 {
 	/* H5FA_DBLOCK_PREFIX_SIZE: the bitmap is part of the prefix. */
-	return FA_PREFIX + fmt->sizeof_addr + (h->npages ? h->page_init_size : 0) + FA_CKSUM;
+	return H5_ARR_PREFIX + fmt->sizeof_addr + (h->npages ? h->page_init_size : 0) + H5_ARR_CKSUM;
 }
 
 uint64_t h5_fa_dblock_size(const h5_fa_hdr *h, const h5_fmt *fmt)
@@ -44,7 +48,7 @@ uint64_t h5_fa_page_nelmts(const h5_fa_hdr *h, uint64_t p)
 static uint64_t full_page_size(const h5_fa_hdr *h)
 {
 	/* page_nelmts < nelmts when paged, and nelmts * elmt_size was checked */
-	return h->page_nelmts * h->elmt_size + FA_CKSUM;
+	return h->page_nelmts * h->elmt_size + H5_ARR_CKSUM;
 }
 
 uint64_t h5_fa_page_addr(const h5_fa_hdr *h, const h5_fmt *fmt, uint64_t p)
@@ -64,7 +68,7 @@ uint64_t h5_fa_dblock_alloc_size(const h5_fa_hdr *h, const h5_fmt *fmt)
 	if (!h->npages)
 		return h5_fa_dblock_size(h, fmt);
 	/* every element once, plus one checksum per page */
-	if (h5_mul_overflow(h->nelmts, h->elmt_size, &n) || h5_add_overflow(n, h->npages * FA_CKSUM, &n) ||
+	if (h5_mul_overflow(h->nelmts, h->elmt_size, &n) || h5_add_overflow(n, h->npages * H5_ARR_CKSUM, &n) ||
 	    h5_add_overflow(n, prefix_size(h, fmt), &n))
 		return 0;
 	return n;
@@ -77,22 +81,16 @@ int h5_fa_hdr_decode(h5_fa_hdr *out, const h5_fmt *fmt, uint64_t addr, const uin
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	rc = h5_block_check(buf, len, h5_fa_hdr_size(fmt), "FAHD", H5_FA_VERSION, addr);
+	rc = h5_arr_hdr_open(&r, &out->client, &out->elmt_size, "FAHD", H5_FA_VERSION, addr, buf, len, h5_fa_hdr_size(fmt));
 	if (rc < 0)
 		return rc;
-	h5_rd_init(&r, buf, len);
-	h5_rd_skip(&r, 5);
 	out->addr = addr;
-	out->client = h5_rd_u8(&r);
-	out->elmt_size = h5_rd_u8(&r);
 	out->page_bits = h5_rd_u8(&r);
 	out->nelmts = h5_rd_size(&r, fmt);
 	out->dblk_addr = h5_rd_addr(&r, fmt);
-	if (!h5_rd_ok(&r))
-		return h5_err_set(H5_ERR_FORMAT, "FAHD at 0x%llx: truncated", (unsigned long long)addr);
-	rc = h5_chunk_elmt_check(fmt, out->client, out->elmt_size);
+	rc = h5_arr_hdr_close(&r, fmt, "FAHD", addr, out->client, out->elmt_size);
 	if (rc < 0)
-		return h5_err_wrap(rc, "FAHD at 0x%llx: ", (unsigned long long)addr);
+		return rc;
 	/* libhdf5 (H5O__layout_decode) refuses 0 page bits; 64 would shift out. */
 	if (out->page_bits == 0 || out->page_bits > 63)
 		return h5_err_set(H5_ERR_FORMAT, "FAHD at 0x%llx: page bits %u not in 1..63",
@@ -114,25 +112,14 @@ int h5_fa_dblock_decode(h5_fa_dblock **out, const h5_fa_hdr *h, const h5_fmt *fm
 	uint64_t size = h5_fa_dblock_size(h, fmt);
 	size_t extra;
 	h5_fa_dblock *b;
-	unsigned client;
-	uint64_t owner;
+	h5_arr_owner o = { fmt, "FAHD", H5_FA_VERSION, h->client, h->addr };
 	h5_rd r;
 	int rc;
 
 	*out = NULL;
-	rc = h5_block_check(buf, len, size, "FADB", H5_FA_VERSION, addr);
+	rc = h5_arr_block_open(&r, &o, "FADB", addr, buf, len, size);
 	if (rc < 0)
 		return rc;
-	h5_rd_init(&r, buf, (size_t)size);
-	h5_rd_skip(&r, 5);
-	client = h5_rd_u8(&r);
-	owner = h5_rd_addr(&r, fmt);
-	if (client != h->client)
-		return h5_err_set(H5_ERR_FORMAT, "FADB at 0x%llx: client id %u differs from the header's %u",
-				  (unsigned long long)addr, client, h->client);
-	if (owner != h->addr)
-		return h5_err_set(H5_ERR_FORMAT, "FADB at 0x%llx: header address 0x%llx does not point back to FAHD at 0x%llx",
-				  (unsigned long long)addr, (unsigned long long)owner, (unsigned long long)h->addr);
 	/* size was read into memory, so the bitmap or elements fit in size_t */
 	extra = (size_t)(h->npages ? h->page_init_size : h->nelmts * h->elmt_size);
 	b = calloc(1, sizeof(*b) + extra);
@@ -153,7 +140,7 @@ int h5_fa_page_verify(const h5_fa_hdr *h, uint64_t addr, uint64_t p, const uint8
 {
 	uint64_t n = h5_fa_page_nelmts(h, p);
 
-	if (n == 0 || len != n * h->elmt_size + FA_CKSUM)
+	if (n == 0 || len != n * h->elmt_size + H5_ARR_CKSUM)
 		return h5_err_set(H5_ERR_FORMAT, "FA data block page %llu at 0x%llx: bad size %zu",
 				  (unsigned long long)p, (unsigned long long)addr, len);
 	return h5_checksum_verify(buf, len, "FA data block page", addr);
@@ -163,79 +150,56 @@ void h5_fa_dblock_free(h5_fa_dblock *b) { free(b); }
 
 /* ---- encoders (for writers) ---------------------------------------------------- */
 
-static int check_len(size_t len, uint64_t want, const char *what)
-{
-	if (want == 0 || len != want)
-		return h5_err_set(H5_ERR_INVAL, "%s encode: buffer of %zu bytes, need %llu", what, len,
-				  (unsigned long long)want);
-	return 0;
-}
-
-static void put_cksum(uint8_t *buf, size_t len)
-{
-	h5_le_encode(buf + len - FA_CKSUM, h5_checksum_metadata(buf, len - FA_CKSUM), 4);
-}
-
 int h5_fa_hdr_encode(uint8_t *buf, size_t len, const h5_fmt *fmt, const h5_fa_hdr *h)
 {
-	int rc = check_len(len, h5_fa_hdr_size(fmt), "FAHD");
+	int rc = h5_arr_check_len(len, h5_fa_hdr_size(fmt), "FAHD");
 
 	if (rc < 0)
 		return rc;
-	memcpy(buf, "FAHD", 4);
-	buf[4] = H5_FA_VERSION;
-	buf[5] = h->client;
+	h5_arr_put_prefix(buf, "FAHD", H5_FA_VERSION, h->client);
 	buf[6] = h->elmt_size;
 	buf[7] = h->page_bits;
 	h5_le_encode(buf + 8, h->nelmts, fmt->sizeof_size);
 	h5_le_encode(buf + 8 + fmt->sizeof_size, h->dblk_addr, fmt->sizeof_addr);
-	put_cksum(buf, len);
+	h5_arr_put_cksum(buf, len);
 	return 0;
 }
 
 int h5_fa_dblock_encode(uint8_t *buf, size_t len, const h5_fa_hdr *h, const h5_fmt *fmt, const h5_fa_dblock *b)
 {
-	int rc = check_len(len, h5_fa_dblock_size(h, fmt), "FADB");
-	uint8_t *p = buf + FA_PREFIX;
+	int rc = h5_arr_check_len(len, h5_fa_dblock_size(h, fmt), "FADB");
+	uint8_t *p = buf + H5_ARR_PREFIX;
 
 	if (rc < 0)
 		return rc;
-	memcpy(buf, "FADB", 4);
-	buf[4] = H5_FA_VERSION;
-	buf[5] = h->client;
+	h5_arr_put_prefix(buf, "FADB", H5_FA_VERSION, h->client);
 	h5_le_encode(p, h->addr, fmt->sizeof_addr);
 	p += fmt->sizeof_addr;
 	if (h->npages)
 		memcpy(p, b->page_init, (size_t)h->page_init_size);
 	else
 		memcpy(p, b->elmts, (size_t)(h->nelmts * h->elmt_size));
-	put_cksum(buf, len);
+	h5_arr_put_cksum(buf, len);
 	return 0;
 }
 
 int h5_fa_page_encode(uint8_t *buf, size_t len, const h5_fa_hdr *h, uint64_t p, const uint8_t *elmts)
 {
 	uint64_t n = h5_fa_page_nelmts(h, p);
-	int rc = check_len(len, n ? n * h->elmt_size + FA_CKSUM : 0, "FA page");
+	int rc = h5_arr_check_len(len, n ? n * h->elmt_size + H5_ARR_CKSUM : 0, "FA page");
 
 	if (rc < 0)
 		return rc;
-	memcpy(buf, elmts, len - FA_CKSUM);
-	put_cksum(buf, len);
+	memcpy(buf, elmts, len - H5_ARR_CKSUM);
+	h5_arr_put_cksum(buf, len);
 	return 0;
 }
 
 /* ---- cached loaders ---------------------------------------------------------- */
 
-typedef struct fa_page {
-	uint64_t hdr_addr, page_idx;
-	uint8_t *elmts;
-} fa_page;
-
 typedef struct fa_load {
 	h5_block_load b;        /* first: what h5_file_load_block() sees */
 	const h5_fa_hdr *h;
-	uint64_t page_idx;
 } fa_load;
 
 static void fa_free(void *obj) { free(obj); }
@@ -253,32 +217,10 @@ static int fa_dblock_dec(void **obj, size_t *cost, const uint8_t *buf, size_t le
 	return h5_fa_dblock_decode((h5_fa_dblock **)obj, ((const fa_load *)b)->h, &b->f->fmt, b->addr, buf, len);
 }
 
-static int fa_page_load(void **obj, size_t *cost, void *ud)
+/* h5_fa_page_verify in the shape of the shared page loader (array_block.c). */
+static int fa_page_verify(const void *h, uint64_t addr, uint64_t p, const uint8_t *buf, size_t len)
 {
-	fa_load *l = ud;
-	uint64_t size = h5_fa_page_nelmts(l->h, l->page_idx) * l->h->elmt_size + FA_CKSUM;
-	fa_page *pg;
-	int rc;
-
-	if (!h5_file_range_ok(l->b.f, l->b.addr, size) || size > SIZE_MAX - sizeof(*pg))
-		return h5_err_set(H5_ERR_FORMAT, "FA data block page at 0x%llx+%llu is outside the file",
-				  (unsigned long long)l->b.addr, (unsigned long long)size);
-	pg = malloc(sizeof(*pg) + (size_t)size);
-	if (!pg)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory loading FA page");
-	pg->hdr_addr = l->h->addr;
-	pg->page_idx = l->page_idx;
-	pg->elmts = (uint8_t *)(pg + 1);
-	rc = h5_file_read(l->b.f, l->b.addr, pg->elmts, (size_t)size);
-	if (rc >= 0)
-		rc = h5_fa_page_verify(l->h, l->b.addr, l->page_idx, pg->elmts, (size_t)size);
-	if (rc < 0) {
-		free(pg);
-		return rc;
-	}
-	*obj = pg;
-	*cost = sizeof(*pg) + (size_t)size;
-	return 0;
+	return h5_fa_page_verify(h, addr, p, buf, len);
 }
 
 int h5_fa_hdr_get(const h5_fa_hdr **out, h5_cache_ref *ref, h5_file *f, uint64_t addr)
@@ -296,14 +238,6 @@ int h5_fa_hdr_get(const h5_fa_hdr **out, h5_cache_ref *ref, h5_file *f, uint64_t
 	return 0;
 }
 
-/* A cached block decoded for another header means two arrays share bytes. */
-static int conflict(h5_file *f, h5_cache_ref *ref, const char *what, uint64_t addr)
-{
-	h5_cache_release(f->meta, ref);
-	return h5_err_set(H5_ERR_FORMAT, "%s at 0x%llx is claimed by two different array structures", what,
-			  (unsigned long long)addr);
-}
-
 static int dblock_get(const h5_fa_dblock **out, h5_cache_ref *ref, h5_file *f, const h5_fa_hdr *h)
 {
 	fa_load l = { .b = { f, h->dblk_addr, h5_fa_dblock_size(h, &f->fmt), "FADB", 0, fa_dblock_dec }, .h = h };
@@ -314,7 +248,7 @@ static int dblock_get(const h5_fa_dblock **out, h5_cache_ref *ref, h5_file *f, c
 		return rc;
 	*out = ref->obj;
 	if ((*out)->hdr_addr != h->addr)
-		return conflict(f, ref, "FADB", l.b.addr);
+		return h5_arr_conflict(f, ref, "FADB", l.b.addr);
 	return 0;
 }
 
@@ -322,8 +256,10 @@ static int dblock_get(const h5_fa_dblock **out, h5_cache_ref *ref, h5_file *f, c
 static int page_get(const uint8_t **elmts, h5_cache_ref *ref, bool *have_ref, h5_file *f,
 		    const h5_fa_hdr *h, const h5_fa_dblock *db, uint64_t p)
 {
-	fa_load l = { .b = { .f = f, .addr = h5_fa_page_addr(h, &f->fmt, p) }, .h = h, .page_idx = p };
-	const fa_page *pg;
+	h5_arr_page_load l = { f, H5_CK_FA_PAGE, h5_fa_page_addr(h, &f->fmt, p),
+			       h5_fa_page_nelmts(h, p) * h->elmt_size + H5_ARR_CKSUM, h, h->addr, p,
+			       "FA data block page", fa_page_verify };
+	const h5_arr_page *pg;
 	int rc;
 
 	*elmts = NULL;
@@ -331,15 +267,12 @@ static int page_get(const uint8_t **elmts, h5_cache_ref *ref, bool *have_ref, h5
 	/* H5VM_bit_get: MSB-first bitmap. */
 	if (!(db->page_init[p / 8] & (0x80u >> (p % 8))))
 		return 0;
-	if (!h5_addr_defined(l.b.addr))
+	if (!h5_addr_defined(l.addr))
 		return h5_err_set(H5_ERR_FORMAT, "FADB at 0x%llx: page %llu address overflows",
 				  (unsigned long long)h->dblk_addr, (unsigned long long)p);
-	rc = h5_cache_get(ref, f->meta, H5_CK_FA_PAGE, l.b.addr, fa_page_load, fa_free, &l);
+	rc = h5_arr_page_get(&pg, ref, &l);
 	if (rc < 0)
 		return rc;
-	pg = ref->obj;
-	if (pg->hdr_addr != h->addr || pg->page_idx != p)
-		return conflict(f, ref, "FA data block page", l.b.addr);
 	*have_ref = true;
 	*elmts = pg->elmts;
 	return 0;

@@ -17,9 +17,19 @@
  * cache budget between 4 and 48 MiB: h5_buf_budget), so memory outside
  * the budget stays small: in a steady read the pool holds the few buffers
  * one decode frees and the next one takes.
+ *
+ * The budget comes from the engine contexts (ctx.c) alive: a quarter of
+ * the sum of their cache budgets, so opening a file no longer sets it for
+ * the whole process (the last file opened won). The free list itself stays
+ * one per process: a buffer is allocated by one thread and freed by any
+ * (a decoded chunk leaves the cache on whichever thread evicts it, a
+ * reply buffer after the FUSE reply), and h5_buf_free has no context to
+ * give it back to; a daemon has one context, so its pool is that
+ * context's.
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "base.h"
+#include "bufpool.h"
 
 #include <malloc.h>
 #include <pthread.h>
@@ -37,6 +47,8 @@ static struct {
 } buf_idle[BUF_IDLE_MAX];
 static size_t buf_nidle, buf_idle_bytes;
 static size_t buf_idle_limit = BUF_IDLE_BYTES;
+static size_t buf_ctx_budgets;  /* the cache budgets of the live contexts */
+static bool buf_fixed;          /* h5_buf_budget set the limit (tests) */
 
 /* Sizes are rounded up to 64 KiB so that buffers for nearly equal sizes
  * (compressed chunks) can stand in for each other. */
@@ -91,18 +103,47 @@ void h5_buf_free(void *p)
 	free(p);
 }
 
-void h5_buf_budget(size_t cache_budget)
+/* buf_lock held */
+static void set_limit(size_t cache_budget)
 {
 	size_t lim = cache_budget / 4;
 
 	lim = lim < BUF_IDLE_MIN ? BUF_IDLE_MIN : lim > BUF_IDLE_BYTES ? BUF_IDLE_BYTES : lim;
-	pthread_mutex_lock(&buf_lock);
 	buf_idle_limit = lim;
 	while (buf_nidle > 0 && buf_idle_bytes > lim) {
 		buf_idle_bytes -= buf_idle[--buf_nidle].cap;
 		free(buf_idle[buf_nidle].p);
 	}
+}
+
+void h5_buf_budget(size_t cache_budget)
+{
+	pthread_mutex_lock(&buf_lock);
+	buf_fixed = cache_budget != 0;
+	set_limit(cache_budget ? cache_budget : buf_ctx_budgets);
 	pthread_mutex_unlock(&buf_lock);
+}
+
+void h5_buf_ctx_budget(size_t cache_budget, bool add)
+{
+	pthread_mutex_lock(&buf_lock);
+	if (add)
+		buf_ctx_budgets = buf_ctx_budgets > SIZE_MAX - cache_budget ? SIZE_MAX : buf_ctx_budgets + cache_budget;
+	else
+		buf_ctx_budgets = buf_ctx_budgets > cache_budget ? buf_ctx_budgets - cache_budget : 0;
+	if (!buf_fixed)
+		set_limit(buf_ctx_budgets);
+	pthread_mutex_unlock(&buf_lock);
+}
+
+size_t h5_buf_limit(void)
+{
+	size_t n;
+
+	pthread_mutex_lock(&buf_lock);
+	n = buf_idle_limit;
+	pthread_mutex_unlock(&buf_lock);
+	return n;
 }
 
 size_t h5_buf_idle(void)

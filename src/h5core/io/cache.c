@@ -11,11 +11,14 @@
  * while many entries are in use; the excess is trimmed as they are
  * released. Objects are freed outside the lock because a free function may
  * release references it holds in this or another cache. */
-#include "internal.h"
+#include "base.h"
+#include "cache.h"
 
+#include <pthread.h>
 #include <stdio.h>
 
 typedef struct cache_ent {
+	uint32_t tag;           /* the view (file) it belongs to; 0: the core's own */
 	uint32_t kind;
 	uint64_t key;
 	void *obj;
@@ -29,6 +32,11 @@ typedef struct cache_ent {
 	pthread_t loader;
 	struct cache_ent *hnext;        /* hash chain */
 	struct cache_ent *lprev, *lnext; /* LRU list, only while refs == 0 */
+	/* the view's list of its entries in the table (view NULL: the core's
+	 * own entry, or out of the table), so closing a file walks its own
+	 * entries, not a context's whole cache */
+	struct h5_cache *view;
+	struct cache_ent *vprev, *vnext;
 } cache_ent;
 
 /* A thread blocked on a load, registered so a cycle of loads that wait for
@@ -54,26 +62,39 @@ struct h5_cache {
 	/* A view (h5_cache_new_view) has core set: it is a window on another
 	 * cache, whose keys it tags so two files never share an entry. */
 	struct h5_cache *core;
-	uint32_t tag;           /* view: its kinds are (tag << 16) | kind */
+	uint32_t tag;           /* view: every key it asks for is (tag, kind, key) */
 	uint32_t next_tag;      /* core: the last tag handed out */
 	unsigned nviews;        /* core: views still open */
+	cache_ent *vhead;       /* view: its entries in the core's table (core's lock) */
 };
 
-/* A view resolves to its core; its keys carry its tag. */
-static h5_cache *cache_core(h5_cache *c, uint32_t *kind)
+static void view_unlink(cache_ent *e)
 {
-	if (!c->core)
-		return c;
-	*kind |= c->tag << 16;
-	return c->core;
+	if (!e->view)
+		return;
+	if (e->vprev)
+		e->vprev->vnext = e->vnext;
+	else
+		e->view->vhead = e->vnext;
+	if (e->vnext)
+		e->vnext->vprev = e->vprev;
+	e->view = NULL;
+	e->vprev = e->vnext = NULL;
+}
+
+/* A view resolves to its core; its keys carry its tag. */
+static h5_cache *cache_core(h5_cache *c, uint32_t *tag)
+{
+	*tag = c->tag;
+	return c->core ? c->core : c;
 }
 
 #define CACHE_MIN_BUCKETS 64
 
-static size_t cache_hash(uint32_t kind, uint64_t key)
+static size_t cache_hash(uint32_t tag, uint32_t kind, uint64_t key)
 {
 	/* splitmix64 finaliser: addresses are aligned and clustered, so mix them */
-	uint64_t z = key ^ ((uint64_t)kind * 0x9E3779B97F4A7C15ULL);
+	uint64_t z = key ^ ((((uint64_t)tag << 32) | kind) * 0x9E3779B97F4A7C15ULL);
 
 	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
 	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
@@ -148,18 +169,18 @@ void h5_cache_free(h5_cache *c)
 	free(c);
 }
 
-static cache_ent *table_find(h5_cache *c, uint32_t kind, uint64_t key)
+static cache_ent *table_find(h5_cache *c, uint32_t tag, uint32_t kind, uint64_t key)
 {
-	cache_ent *e = c->buckets[cache_hash(kind, key) & (c->nbuckets - 1)];
+	cache_ent *e = c->buckets[cache_hash(tag, kind, key) & (c->nbuckets - 1)];
 
-	while (e && (e->kind != kind || e->key != key))
+	while (e && (e->kind != kind || e->key != key || e->tag != tag))
 		e = e->hnext;
 	return e;
 }
 
 static void table_remove(h5_cache *c, cache_ent *e)
 {
-	cache_ent **pp = &c->buckets[cache_hash(e->kind, e->key) & (c->nbuckets - 1)];
+	cache_ent **pp = &c->buckets[cache_hash(e->tag, e->kind, e->key) & (c->nbuckets - 1)];
 
 	while (*pp && *pp != e)
 		pp = &(*pp)->hnext;
@@ -169,6 +190,7 @@ static void table_remove(h5_cache *c, cache_ent *e)
 	}
 	e->hnext = NULL;
 	e->in_table = false;
+	view_unlink(e);
 }
 
 /* Double the table when chains get long; failure to grow is harmless. */
@@ -187,7 +209,7 @@ static void table_grow(h5_cache *c)
 
 		while (e) {
 			cache_ent *next = e->hnext;
-			size_t b = cache_hash(e->kind, e->key) & (nb - 1);
+			size_t b = cache_hash(e->tag, e->kind, e->key) & (nb - 1);
 
 			e->hnext = nbk[b];
 			nbk[b] = e;
@@ -199,17 +221,25 @@ static void table_grow(h5_cache *c)
 	c->nbuckets = nb;
 }
 
-static void table_insert(h5_cache *c, cache_ent *e)
+/* view: the view e belongs to, or NULL (the core's own entry). */
+static void table_insert(h5_cache *c, cache_ent *e, h5_cache *view)
 {
 	size_t b;
 
 	if (c->count >= c->nbuckets)
 		table_grow(c);
-	b = cache_hash(e->kind, e->key) & (c->nbuckets - 1);
+	b = cache_hash(e->tag, e->kind, e->key) & (c->nbuckets - 1);
 	e->hnext = c->buckets[b];
 	c->buckets[b] = e;
 	e->in_table = true;
 	c->count++;
+	if (view) {
+		e->view = view;
+		e->vnext = view->vhead;
+		if (view->vhead)
+			view->vhead->vprev = e;
+		view->vhead = e;
+	}
 }
 
 static void lru_unlink(h5_cache *c, cache_ent *e)
@@ -315,15 +345,17 @@ int h5_cache_get(h5_cache_ref *out, h5_cache *c, uint32_t kind, uint64_t key,
 {
 	pthread_t self = pthread_self();
 	cache_ent *e, *dead = NULL;
+	h5_cache *view = c->core ? c : NULL;
 	void *obj = NULL;
 	size_t cost = 0;
+	uint32_t tag;
 	int rc = 0;
 
 	out->obj = NULL;
 	out->ent = NULL;
-	c = cache_core(c, &kind);
+	c = cache_core(c, &tag);
 	pthread_mutex_lock(&c->lock);
-	e = table_find(c, kind, key);
+	e = table_find(c, tag, kind, key);
 	if (e && e->loading) {
 		cache_waiter me = { .thread = self, .on = e };
 
@@ -361,13 +393,14 @@ int h5_cache_get(h5_cache_ref *out, h5_cache *c, uint32_t kind, uint64_t key,
 		pthread_mutex_unlock(&c->lock);
 		return h5_err_set(H5_ERR_NOMEM, "out of memory in cache");
 	}
+	e->tag = tag;
 	e->kind = kind;
 	e->key = key;
 	e->free_fn = free_fn;
 	e->refs = 1;
 	e->loading = true;
 	e->loader = self;
-	table_insert(c, e);
+	table_insert(c, e, view);
 	pthread_mutex_unlock(&c->lock);
 
 	rc = load(&obj, &cost, ud);
@@ -402,12 +435,11 @@ hit:
 void h5_cache_release(h5_cache *c, h5_cache_ref *ref)
 {
 	cache_ent *dead = NULL;
-
-	uint32_t kind = 0;
+	uint32_t tag;
 
 	if (!c || !ref || !ref->ent)
 		return;
-	c = cache_core(c, &kind);
+	c = cache_core(c, &tag);
 	pthread_mutex_lock(&c->lock);
 	ent_unref(c, ref->ent, &dead);
 	cache_evict(c, &dead);
@@ -434,10 +466,11 @@ static void ent_drop(h5_cache *c, cache_ent *e, cache_ent **dead)
 void h5_cache_invalidate(h5_cache *c, uint32_t kind, uint64_t key)
 {
 	cache_ent *e, *dead = NULL;
+	uint32_t tag;
 
-	c = cache_core(c, &kind);
+	c = cache_core(c, &tag);
 	pthread_mutex_lock(&c->lock);
-	e = table_find(c, kind, key);
+	e = table_find(c, tag, kind, key);
 	if (e)
 		ent_drop(c, e, &dead);
 	pthread_mutex_unlock(&c->lock);
@@ -473,10 +506,11 @@ int h5_cache_new_view(h5_cache **out, h5_cache *shared)
 	if (!v)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory creating cache view");
 	pthread_mutex_lock(&shared->lock);
-	if (shared->next_tag == 0xffff) {
+	/* 2^32 - 1 files opened in one context, generations included */
+	if (shared->next_tag == UINT32_MAX) {
 		pthread_mutex_unlock(&shared->lock);
 		free(v);
-		return h5_err_set(H5_ERR_LIMIT, "too many files share one cache");
+		return h5_err_set(H5_ERR_LIMIT, "too many files opened in one cache");
 	}
 	v->tag = ++shared->next_tag;
 	shared->nviews++;
@@ -487,26 +521,42 @@ int h5_cache_new_view(h5_cache **out, h5_cache *shared)
 }
 
 /* Closing a view drops its unused entries from the core; entries still
- * referenced leave the table and are freed on their last release. */
+ * referenced leave the table and are freed on their last release. Its own
+ * list, not the core's table: a context of thousands of files closes
+ * one without walking every file's entries. */
 static void view_free(h5_cache *v)
 {
 	h5_cache *c = v->core;
-	cache_ent *dead = NULL;
+	cache_ent *e, *next, *dead = NULL;
 
 	pthread_mutex_lock(&c->lock);
-	for (size_t i = 0; i < c->nbuckets; i++) {
-		cache_ent *e = c->buckets[i];
-
-		while (e) {
-			cache_ent *next = e->hnext;
-
-			if (e->kind >> 16 == v->tag && !e->loading)
-				ent_drop(c, e, &dead);
-			e = next;
-		}
+	for (e = v->vhead; e; e = next) {
+		next = e->vnext;
+		if (!e->loading)
+			ent_drop(c, e, &dead);          /* unlinks it from v's list */
+	}
+	/* entries still loading stay in the table until their load ends; no
+	 * one asks for v's keys any more, and they carry no pointer to v */
+	for (e = v->vhead; e; e = next) {
+		next = e->vnext;
+		view_unlink(e);
 	}
 	c->nviews--;
 	pthread_mutex_unlock(&c->lock);
 	free_dead(dead);
 	free(v);
+}
+
+size_t h5_cache_view_used(const h5_cache *v)
+{
+	h5_cache *c = v->core ? v->core : (h5_cache *)v;   /* the lock is not logical state */
+	size_t used = 0;
+
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < c->nbuckets; i++)
+		for (cache_ent *e = c->buckets[i]; e; e = e->hnext)
+			if (e->tag == v->tag && !e->loading && e->load_rc == 0)
+				used += e->cost;
+	pthread_mutex_unlock(&c->lock);
+	return used;
 }

@@ -1,8 +1,17 @@
-/* file.c - opening FILE, bounded positional I/O, the per-file caches. */
-#include "internal.h"
+/* file.c - opening FILE in an engine context, bounded positional I/O. */
+#include "source.h"
+#include "base.h"
+#include "checksum.h"
+#include "cache.h"
+#include "ctx.h"
+#include "file.h"
+#include "superblock.h"
+#include "related.h"
+#include "h5core_test.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/file.h>
@@ -115,7 +124,7 @@ int h5_block_check(const uint8_t *buf, size_t len, uint64_t size, const char *si
 	return h5_checksum_verify(buf, (size_t)size, sig, addr);
 }
 
-/* Shared by all block loaders (see internal.h): the decoders copy what they
+/* Shared by all block loaders (see file.h): the decoders copy what they
  * keep, so the image never outlives this call, and a struct allocated here
  * for decode() to fill is freed here when decoding fails. */
 int h5_file_load_block(void **obj, size_t *cost, void *ud)
@@ -266,8 +275,6 @@ size_t h5_default_cache_bytes(void)
 
 static int file_init_common(h5_file *f, const h5_open_opts *opts)
 {
-	size_t budget = opts && opts->cache_bytes ? opts->cache_bytes : h5_default_cache_bytes();
-	long ncpu;
 	int rc;
 
 	pthread_mutex_init(&f->write_lock, NULL);
@@ -277,32 +284,40 @@ static int file_init_common(h5_file *f, const h5_open_opts *opts)
 	f->sym_leaf_k = 4;
 	f->btree_k = 16;
 	f->chunk_btree_k = 32;
-	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	f->nthreads = opts && opts->nthreads ? opts->nthreads : (ncpu > 0 ? (unsigned)ncpu : 1);
 	f->efl_any = opts && opts->efl_any;
+	f->ext_any = opts && opts->ext_any;
+	f->related_idle = opts ? opts->related_idle : 0;
+	f->fd_gate = opts ? opts->fd_gate : NULL;
+	f->fd_gate_ud = opts ? opts->fd_gate_ud : NULL;
+	if (opts && opts->ext_root && !(f->ext_root = strdup(opts->ext_root)))
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	if (opts && opts->ext_prefix && !(f->ext_prefix = strdup(opts->ext_prefix)))
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	/* The context's cache, threads and buffer budget (ctx.c); a file
+	 * opened without one has a private context as large as a file's
+	 * resources were before contexts. */
+	if (opts && opts->ctx) {
+		f->ctx = opts->ctx;
+		h5_ctx_ref(f->ctx);
+	} else {
+		h5_ctx_opts co = { .cache_bytes = opts ? opts->cache_bytes : 0, .nthreads = opts ? opts->nthreads : 0 };
+
+		rc = h5_ctx_new(&f->ctx, &co);
+		if (rc < 0)
+			return rc;
+	}
+	f->nthreads = f->ctx->nthreads;
+	f->pool = f->ctx->pool;
 	/* One LRU and one budget for metadata and decoded chunks (f->chunks
 	 * is f->meta): a fixed share for metadata sat unused on files with
 	 * few objects while chunks were evicted, and metadata in use keeps
 	 * being released last, so it stays while chunks stream through.
-	 * Keys never collide: the kinds differ. */
-	f->ext_any = opts && opts->ext_any;
-	if (opts && opts->ext_prefix && !(f->ext_prefix = strdup(opts->ext_prefix)))
-		return h5_err_set(H5_ERR_NOMEM, "out of memory");
-	/* A related file (related.c) reads through a view of the top file's
-	 * cache: one budget for every file of a mount. */
-	if (opts && opts->share_with)
-		rc = h5_cache_new_view(&f->meta, opts->share_with->meta);
-	else
-		rc = h5_cache_new(&f->meta, budget);
+	 * Keys never collide: the kinds differ, and a view's keys carry its
+	 * file's tag, so files of one context never share an entry. */
+	rc = h5_cache_new_view(&f->meta, f->ctx->cache);
 	if (rc < 0)
 		return rc;
-	if (!(opts && opts->share_with))
-		h5_buf_budget(budget);
 	f->chunks = f->meta;
-	/* The reader's own thread decodes too: the others decode ahead. */
-	rc = h5_prefetch_new(&f->prefetch, opts && opts->share_with ? 0 : f->nthreads > 8 ? 7 : f->nthreads - 1);
-	if (rc < 0)
-		return rc;
 	return h5_superblock_read(f);
 }
 
@@ -437,6 +452,11 @@ static int remember_remote(h5_file *f, const h5_source_opts *so)
 
 int h5_file_open(h5_file **out, const char *path, const h5_open_opts *opts)
 {
+	return h5_file_open_hooked(out, path, opts, NULL);
+}
+
+int h5_file_open_hooked(h5_file **out, const char *path, const h5_open_opts *opts, const h5_test_hooks *hooks)
+{
 	h5_source_opts so = { 0 };
 	h5_source *src = NULL;
 	bool local;
@@ -456,8 +476,8 @@ int h5_file_open(h5_file **out, const char *path, const h5_open_opts *opts)
 	if (rc < 0)
 		return rc;
 	local = src->ops->fd(src) >= 0;
-	if (opts && (opts->io_trace || opts->io_fail_at)) {
-		h5_trace_opts to = { opts->io_trace, opts->io_fail_at, 0 };
+	if (hooks && (hooks->io_trace || hooks->io_fail_at)) {
+		h5_trace_opts to = { hooks->io_trace, hooks->io_fail_at, 0 };
 
 		rc = h5_source_trace(&src, src, &to);
 		if (rc < 0)
@@ -487,15 +507,16 @@ void h5_file_close(h5_file *f)
 {
 	if (!f)
 		return;
-	h5_related_free(f);              /* they share f's cache */
-	h5_prefetch_free(f->prefetch);   /* its workers use the caches */
+	h5_related_free(f);             /* files opened from this one */
 	if (f->chunks && f->chunks != f->meta)
 		h5_cache_free(f->chunks);
 	if (f->meta)
-		h5_cache_free(f->meta);
+		h5_cache_free(f->meta);  /* a view: drops f's entries */
+	h5_ctx_free(f->ctx);            /* f's reference */
 	h5_source_close(f->src);        /* also drops a local file's flock */
 	pthread_mutex_destroy(&f->write_lock);
 	free(f->ext_prefix);
+	free(f->ext_root);
 	free(f->remote.s3_endpoint);
 	free(f->remote.s3_region);
 	free(f->real_path);

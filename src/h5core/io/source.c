@@ -2,7 +2,8 @@
  * opens a given FILE name. A new kind of source (HTTP, S3) is one file with
  * its h5_source_class and one line in `classes` below. */
 #include <config.h>
-#include "internal.h"
+#include "base.h"
+#include "source.h"
 #include "source_impl.h"
 
 /* First match wins; the local class takes every name, so it is last. */

@@ -97,6 +97,9 @@ typedef struct h5_source_opts {
 	unsigned retries;       /* -o retries= (0: class default) */
 	unsigned timeout_s;     /* -o timeout= seconds (0: class default) */
 	size_t cache_bytes;     /* the byte budget remote blocks may use (0: default) */
+	bool data_file;         /* local: an external data file (IV.A.2.h): a regular
+				 * file only, opened without blocking (a name
+				 * leading to a FIFO must not hang the daemon) */
 } h5_source_opts;
 
 /* A class: a name-matching rule and an opener (source.c holds the table). */

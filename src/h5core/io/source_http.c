@@ -16,17 +16,20 @@
  * sessions and connections, so FUSE threads have several requests in
  * flight; HTTP/2 is used where offered. Failures (5xx, timeouts, resets,
  * short bodies) are retried with backoff; the read that finally fails is
- * EIO, the source stays usable. */
+ * EIO, the source stays usable. The requests themselves (handles, a ranged
+ * GET, the verdict on its reply, retries) are source_http_req.c. */
 #define _GNU_SOURCE /* asprintf */
 #include <config.h>
 #include "source_http.h"
-#include "source_http_int.h" /* internal.h, curl, pthread */
+#include "source.h"
+#include "base.h"
+#include "source_http_int.h" /* curl, the engine headers it uses */
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/mman.h>
-#include <time.h>
 
 #define BLOCK HTTP_BLOCK
 #define FIRST HTTP_FIRST
@@ -57,254 +60,6 @@ static void share_unlock(CURL *h, curl_lock_data d, void *u)
 	pthread_mutex_unlock(&((http_source *)u)->share_mu[d]);
 }
 
-static size_t on_body(char *p, size_t sz, size_t n, void *u)
-{
-	reply *r = u;
-	size_t len = sz * n;
-
-	if (len > r->cap - r->got) {
-		/* more than the range asked for: a server that ignored Range */
-		r->overflow = true;
-		return 0;
-	}
-	for (size_t done = 0; done < len;) {
-		size_t at = r->got % BLOCK, k = BLOCK - at < len - done ? BLOCK - at : len - done;
-
-		memcpy(r->seg[r->got / BLOCK] + at, p + done, k);
-		r->got += k;
-		done += k;
-	}
-	return len;
-}
-
-static size_t on_header(char *p, size_t sz, size_t n, void *u)
-{
-	reply *r = u;
-	size_t len = sz * n;
-	char line[512];
-	size_t l = len < sizeof(line) - 1 ? len : sizeof(line) - 1;
-
-	memcpy(line, p, l);
-	line[l] = 0;
-	while (l && (line[l - 1] == '\r' || line[l - 1] == '\n'))
-		line[--l] = 0;
-	if (strncasecmp(line, "HTTP/", 5) == 0) {
-		/* a new response (after a redirect): forget the previous headers */
-		r->have_cr = false;
-		r->etag[0] = 0;
-	} else if (strncasecmp(line, "content-range:", 14) == 0) {
-		unsigned long long a, b, t;
-
-		if (sscanf(line + 14, " bytes %llu-%llu/%llu", &a, &b, &t) == 3) {
-			r->cr_first = a;
-			r->cr_last = b;
-			r->cr_total = t;
-			r->have_cr = true;
-		}
-	} else if (strncasecmp(line, "etag:", 5) == 0) {
-		const char *v = line + 5;
-
-		while (*v == ' ' || *v == '\t')
-			v++;
-		snprintf(r->etag, sizeof(r->etag), "%s", v);
-	}
-	return len;
-}
-
-CURL *http_handle_get(http_source *h)
-{
-	CURL *c = NULL;
-
-	pthread_mutex_lock(&h->mu);
-	if (h->npool)
-		c = h->pool[--h->npool];
-	pthread_mutex_unlock(&h->mu);
-	if (c)
-		return c;
-	c = curl_easy_init();
-	if (!c)
-		return NULL;
-	curl_easy_setopt(c, CURLOPT_SHARE, h->share);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
-	curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
-	curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, h->timeout_s);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, h->timeout_s);
-	curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
-	curl_easy_setopt(c, CURLOPT_USERAGENT, "h5fs/" PACKAGE_VERSION);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 512L << 10);
-	if (h->sigv4) {
-		curl_easy_setopt(c, CURLOPT_AWS_SIGV4, h->sigv4);
-		curl_easy_setopt(c, CURLOPT_USERPWD, h->userpwd);
-	}
-	return c;
-}
-
-void http_handle_put(http_source *h, CURL *c)
-{
-	pthread_mutex_lock(&h->mu);
-	if (h->npool < POOL) {
-		h->pool[h->npool++] = c;
-		c = NULL;
-	}
-	pthread_mutex_unlock(&h->mu);
-	if (c)
-		curl_easy_cleanup(c);
-}
-
-/* Failures worth another try: the network, a timeout, a cut body, 5xx. */
-static bool transient(CURLcode cc, long status)
-{
-	switch (cc) {
-	case CURLE_OK:
-		return status >= 500 || status == 429;
-	case CURLE_COULDNT_CONNECT:
-	case CURLE_OPERATION_TIMEDOUT:
-	case CURLE_RECV_ERROR:
-	case CURLE_SEND_ERROR:
-	case CURLE_PARTIAL_FILE:
-	case CURLE_GOT_NOTHING:
-	case CURLE_HTTP2:
-	case CURLE_HTTP2_STREAM:
-		return true;
-	default:
-		return false;
-	}
-}
-
-/* True if a 206 came from another version of the object than the one
- * pinned at open: servers that ignore If-Match (some S3 look-alikes do)
- * still tell by the ETag or the size in Content-Range. */
-static bool changed(const http_source *h, const reply *r)
-{
-	if (h->base.size && r->cr_total != h->base.size)
-		return true;
-	return h->etag && r->etag[0] && strcmp(h->etag, r->etag) != 0;
-}
-
-/* Sets c up for a GET of [off, off+len) into the BLOCK-sized segments
- * seg (which, like the reply *r, must outlive the transfer); returns the
- * header list for http_request_done(). */
-struct curl_slist *http_request(http_source *h, CURL *c, reply *r, uint64_t off, uint8_t *const *seg, size_t len)
-{
-	struct curl_slist *hd = NULL;
-	char range[64], ifm[300];
-
-	memset(r, 0, sizeof(*r));
-	r->seg = seg;
-	r->cap = len;
-	snprintf(range, sizeof(range), "%llu-%llu", (unsigned long long)off,
-		 (unsigned long long)(off + len - 1));
-	if (h->etag) {
-		snprintf(ifm, sizeof(ifm), "If-Match: %s", h->etag);
-		hd = curl_slist_append(hd, ifm);
-	}
-	if (h->sigv4)
-		hd = curl_slist_append(hd, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
-	if (h->token_hdr)
-		hd = curl_slist_append(hd, h->token_hdr);
-	curl_easy_setopt(c, CURLOPT_URL, h->url);
-	curl_easy_setopt(c, CURLOPT_RANGE, range); /* libcurl copies strings */
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hd);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
-	curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, r->cerr);
-	return hd;
-}
-
-/* After a transfer: c back to the pool, or closed if its connection may
- * be broken. */
-void http_request_done(http_source *h, CURL *c, struct curl_slist *hd, CURLcode cc)
-{
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, NULL);
-	curl_slist_free_all(hd);
-	if (cc != CURLE_OK && cc != CURLE_WRITE_ERROR)
-		curl_easy_cleanup(c);
-	else
-		http_handle_put(h, c);
-}
-
-/* 0 if *r is the range [off, off+len) of the pinned object, else the
- * error (message set), *retry true if another try may succeed. */
-int http_verdict(http_source *h, const reply *r, CURLcode cc, long status, uint64_t off, size_t len,
-		 bool *retry)
-{
-	unsigned long long a = off, z = off + len - 1;
-
-	*retry = false;
-	/* first: a 412's body may not fit a small read's buffer */
-	if (status == 412 && (cc == CURLE_OK || cc == CURLE_WRITE_ERROR)) {
-		__atomic_store_n(&h->replaced, true, __ATOMIC_RELEASE);
-		return h5_err_set(H5_ERR_IO, "%s: the object changed on the server (ETag %s no longer matches)",
-				  h->name, h->etag ? h->etag : "");
-	}
-	if (r->overflow || (cc == CURLE_OK && status == 200))
-		return h5_err_set(H5_ERR_IO, "%s: the server ignores Range requests (200 to a ranged GET)",
-				  h->name);
-	if (cc == CURLE_OK && status == 206) {
-		if (!r->have_cr || r->cr_first != off || r->cr_last < r->cr_first ||
-		    r->got != r->cr_last - r->cr_first + 1) {
-			*retry = true;
-			return h5_err_set(H5_ERR_IO, "%s: reply to range %llu-%llu has Content-Range %llu-%llu "
-					  "and %zu bytes", h->name, a, z, (unsigned long long)r->cr_first,
-					  (unsigned long long)r->cr_last, r->got);
-		}
-		if (changed(h, r)) {
-			__atomic_store_n(&h->replaced, true, __ATOMIC_RELEASE);
-			return h5_err_set(H5_ERR_IO, "%s: the object changed on the server (ETag %s, size %llu; "
-					  "pinned %s, %llu)", h->name, r->etag, (unsigned long long)r->cr_total,
-					  h->etag ? h->etag : "", (unsigned long long)h->base.size);
-		}
-		return 0;
-	}
-	if (cc == CURLE_OK && status == 416)
-		return h5_err_set(H5_ERR_FORMAT, "unexpected end of file at 0x%llx (range %llu-%llu not "
-				  "satisfiable)", a, a, z);
-	if (cc == CURLE_OK && (status == 401 || status == 403))
-		return h5_err_set(H5_ERR_IO, "%s: access denied (HTTP %ld)", h->name, status);
-	if (cc == CURLE_OK && status == 404)
-		return h5_err_set(H5_ERR_NOTFOUND, "%s: not found (HTTP 404)", h->name);
-	*retry = transient(cc, status);
-	if (cc == CURLE_OK)
-		return h5_err_set(H5_ERR_IO, "%s: range %llu-%llu: HTTP %ld", h->name, a, z, status);
-	return h5_err_set(H5_ERR_IO, "%s: range %llu-%llu: %s", h->name, a, z,
-			  r->cerr[0] ? r->cerr : curl_easy_strerror(cc));
-}
-
-/* One ranged GET of [off, off+len) into seg, retried; *r the reply. */
-static int get_range(http_source *h, reply *r, uint64_t off, uint8_t *const *seg, size_t len)
-{
-	for (unsigned attempt = 0;; attempt++) {
-		struct curl_slist *hd;
-		long status = 0;
-		bool retry;
-		CURLcode cc;
-		CURL *c = http_handle_get(h);
-		int rc;
-
-		if (!c)
-			return h5_err_set(H5_ERR_NOMEM, "%s: cannot create a curl handle", h->name);
-		hd = http_request(h, c, r, off, seg, len);
-		cc = curl_easy_perform(c);
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-		http_request_done(h, c, hd, cc);
-		rc = http_verdict(h, r, cc, status, off, len, &retry);
-		if (rc == 0 || !retry || attempt >= h->retries)
-			return rc;
-		/* backoff: 100 ms, 200 ms, 400 ms ... capped at 3.2 s */
-		struct timespec ts = { 0, 0 };
-		unsigned ms = 100u << (attempt < 5 ? attempt : 5);
-
-		ts.tv_sec = ms / 1000;
-		ts.tv_nsec = (long)(ms % 1000) * 1000000L;
-		nanosleep(&ts, NULL);
-	}
-}
-
 uint64_t http_nblocks(const http_source *h)
 {
 	return (h->base.size + BLOCK - 1) / BLOCK;
@@ -330,33 +85,61 @@ bool http_cached(const http_source *h, uint64_t b)
 	return false;
 }
 
-/* Ticks (block uses) after which a chunk block read ahead and read is
- * done with: the chunks around it were decoded long since. */
-#define CHUNK_DONE ((uint64_t)64)
+/* How soon a slot may go (http_slot_victim): lower first. */
+enum { GO_DONE, GO_LRU, GO_HALF, GO_UNREAD };
 
-/* The slot that may go (h->mu held): never a pinned one (a reply is
- * being written from it) nor one a transfer writes into; NULL if there is
- * none. The least recently used chunk block read long ago first: the
- * decoded chunks are in the engine's cache, and its memory is touched
- * already, where an empty slot's first use costs the kernel zeroing a
- * page (a third of a fresh mount's `cat` of a chunked dataset was that).
- * Otherwise the least recently used (empty slots first). */
-static blk *slot_victim(http_source *h)
+static int slot_class(const blk *c, uint64_t tick)
 {
-	blk *v = NULL, *done = NULL;
+	if (c->idx == UINT64_MAX || tick - c->used > HTTP_CHUNK_STALE)
+		return GO_LRU;
+	if (c->ahead)
+		return GO_UNREAD;
+	if (c->chunk && c->nread < BLOCK)
+		return GO_HALF;
+	if (c->chunk && tick - c->used > HTTP_CHUNK_DONE)
+		return GO_DONE;
+	return GO_LRU;
+}
 
-	for (unsigned i = 0; i < h->nslots; i++) {
-		blk *c = &h->slots[i];
+/* The slot that may go (h->mu held by the caller): never a pinned one (a
+ * reply is being written from it) nor one a transfer writes into; NULL if
+ * there is none. In order, each class least recently used first:
+ * - a chunk block read whole long ago: the decoded chunks are in the
+ *   engine's cache, and its memory is touched already, where an empty
+ *   slot's first use costs the kernel zeroing a page (a third of a fresh
+ *   mount's `cat` of a chunked dataset was that);
+ * - any other (empty slots first, they have used 0);
+ * - a chunk block partly read: it holds the end of one chunk and the
+ *   start of the next, and a stream's reads come out of order (FUSE
+ *   threads serving the kernel's readahead), up to a dozen chunks apart;
+ * - a block read ahead and not read yet: the stream reads it next.
+ * Untouched for HTTP_CHUNK_STALE ticks, the last two are plain LRU again
+ * (a block that also holds an index node is never read whole; a stream
+ * that stopped leaves blocks unread). By plain LRU alone (before), once
+ * no block was done (blocks the readers fetched themselves, overtaking
+ * the read-ahead under CPU load, never counted as done), the
+ * read-ahead's next blocks, landed about when the oldest ones were read,
+ * could go before use and be fetched again, each refetch pushing out
+ * another. The read-ahead holds at most half the slots unread, so a
+ * stream always leaves the first classes something to take. */
+http_blk *http_slot_victim(http_blk *slots, unsigned n, uint64_t tick)
+{
+	blk *v = NULL;
+	int vc = GO_UNREAD + 1;
+
+	for (unsigned i = 0; i < n; i++) {
+		blk *c = &slots[i];
+		int k;
 
 		if (c->refs || c->loading)
 			continue;
-		if (!v || c->used < v->used)
+		k = slot_class(c, tick);
+		if (k < vc || (k == vc && c->used < v->used)) {
 			v = c;
-		if (c->chunk && !c->ahead && c->idx != UINT64_MAX && h->tick - c->used > CHUNK_DONE &&
-		    (!done || c->used < done->used))
-			done = c;
+			vc = k;
+		}
 	}
-	return done ? done : v;
+	return v;
 }
 
 /* Up to n slots (least recently used first) taken out of the cache for a
@@ -367,7 +150,7 @@ uint64_t http_reserve(http_source *h, uint64_t n, unsigned *slot, uint8_t **seg,
 	uint64_t k = 0;
 
 	for (; k < n; k++) {
-		blk *v = slot_victim(h);
+		blk *v = http_slot_victim(h->slots, h->nslots, h->tick);
 
 		if (!v)
 			break;
@@ -375,6 +158,7 @@ uint64_t http_reserve(http_source *h, uint64_t n, unsigned *slot, uint8_t **seg,
 			h->ra_unread--;
 		v->ahead = false;
 		v->chunk = false;
+		v->nread = 0;
 		v->idx = UINT64_MAX;
 		v->loading = loading;
 		slot[k] = (unsigned)(v - h->slots);
@@ -396,8 +180,8 @@ static void land_locked(http_source *h, uint64_t b, uint64_t n, const unsigned *
 		v->used = ok ? ++h->tick : 0;
 		if (ok) {
 			v->idx = b + i;
-			v->ahead = ahead != HTTP_AHEAD_NO;
-			v->chunk = ahead == HTTP_AHEAD_CHUNK;
+			v->ahead = ahead == HTTP_AHEAD_STREAM || ahead == HTTP_AHEAD_CHUNK;
+			v->chunk = ahead == HTTP_AHEAD_CHUNK || ahead == HTTP_FETCHED_CHUNK;
 			h->ra_unread += v->ahead;
 		}
 	}
@@ -435,15 +219,16 @@ void http_flight_end(http_source *h, uint64_t b)
 
 /* Fetches blocks [b, b+n) in one request straight into the slots
  * reserved for them (registered in h->inflight by the caller, removed
- * here, and the slots landed). */
-static int fetch_blocks(http_source *h, uint64_t b, uint64_t n, const unsigned *slot, uint8_t *const *seg)
+ * here, and the slots landed as `how`). */
+static int fetch_blocks(http_source *h, uint64_t b, uint64_t n, const unsigned *slot, uint8_t *const *seg,
+			uint8_t how)
 {
 	uint64_t off = b * BLOCK;
 	uint64_t end = (b + n) * BLOCK < h->base.size ? (b + n) * BLOCK : h->base.size;
 	reply r;
 	int rc;
 
-	rc = get_range(h, &r, off, seg, (size_t)(end - off));
+	rc = http_get_range(h, &r, off, seg, (size_t)(end - off));
 	/* gone from the server after the mount: an I/O error like any other
 	 * (only at open does a 404 mean "no such file") */
 	if (rc == H5_ERR_NOTFOUND) {
@@ -452,7 +237,7 @@ static int fetch_blocks(http_source *h, uint64_t b, uint64_t n, const unsigned *
 		snprintf(msg, sizeof(msg), "%s", h5_err_msg());
 		rc = h5_err_set(H5_ERR_IO, "%s", msg);
 	}
-	http_land(h, b, n, slot, rc == 0, HTTP_AHEAD_NO);
+	http_land(h, b, n, slot, rc == 0, how);
 	http_flight_end(h, b);
 	return rc;
 }
@@ -518,6 +303,8 @@ static int http_get(http_source *h, uint64_t off, uint8_t *dst, size_t len, stru
 		http_ra_forked(h);
 		v = slot_find(h, b);
 		if (v) {
+			if (v->nread < BLOCK)
+				v->nread += (uint32_t)(to - from);
 			/* the stream reached bytes read ahead: read further */
 			if (v->ahead) {
 				v->ahead = false;
@@ -580,12 +367,16 @@ static int http_get(http_source *h, uint64_t off, uint8_t *dst, size_t len, stru
 			b--;
 			continue;
 		}
+		/* among a chunk stream's chunks: chunk data, let go once read
+		 * whole like the blocks its read-ahead fetches */
+		bool span = len >= HTTP_RA_MIN_READ && http_chunk_span(h, first);
+
 		h->inflight[h->ninflight].b = first;
 		h->inflight[h->ninflight].bg = false;
-		h->inflight[h->ninflight].chunk = false;
+		h->inflight[h->ninflight].chunk = span;
 		h->inflight[h->ninflight++].n = n;
 		pthread_mutex_unlock(&h->mu);
-		int rc = fetch_blocks(h, first, n, slot, seg);
+		int rc = fetch_blocks(h, first, n, slot, seg, span ? HTTP_FETCHED_CHUNK : HTTP_AHEAD_NO);
 
 		free(seg);
 		if (rc < 0)
@@ -778,7 +569,7 @@ static int http_changed(h5_source *s, int probe)
 	uint8_t one[16], *seg[1] = { one };
 	reply r;
 
-	if (probe && !__atomic_load_n(&h->replaced, __ATOMIC_ACQUIRE) && get_range(h, &r, 0, seg, 1) < 0)
+	if (probe && !__atomic_load_n(&h->replaced, __ATOMIC_ACQUIRE) && http_get_range(h, &r, 0, seg, 1) < 0)
 		h5_err_clear();
 	return __atomic_load_n(&h->replaced, __ATOMIC_ACQUIRE);
 }
@@ -812,7 +603,7 @@ static int first_fetch(http_source *h)
 	pthread_mutex_lock(&h->mu);
 	n = http_reserve(h, FIRST / BLOCK, slot, seg, HTTP_LOAD_FG);
 	pthread_mutex_unlock(&h->mu);
-	rc = get_range(h, &r, 0, seg, n * BLOCK);
+	rc = http_get_range(h, &r, 0, seg, n * BLOCK);
 	if (rc == H5_ERR_FORMAT) /* 416 at 0: an empty object */
 		rc = h5_err_set(H5_ERR_NOTHDF5, "%s: empty object", h->name);
 	if (rc == 0 && r.cr_total == 0)
@@ -871,6 +662,7 @@ int http_source_open(h5_source **out, const char *url, const char *name, const h
 	if (budget < 2 * FIRST)
 		budget = 2 * FIRST;
 	h->nslots = (unsigned)(budget / BLOCK);
+	h->rq_lo = UINT64_MAX; /* no chunk stream's span yet */
 	h->slots = calloc(h->nslots, sizeof(*h->slots));
 	if (!h->slots)
 		goto nomem;

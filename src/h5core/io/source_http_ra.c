@@ -16,14 +16,29 @@
  * Blocks being fetched are in h->inflight, so a reader waits for them
  * rather than asking twice. A background fetch that fails is dropped (and
  * stops the stream): the reader then fetches the block itself, with
- * retries, and reports EIO if that fails too. Nothing is retried here. */
+ * retries, and reports EIO if that fails too. Nothing is retried here.
+ *
+ * The worker is a thread of its own, not a job of the engine context's
+ * pool (pool.c): it spends a stream's life blocked in curl_multi_poll, not
+ * decoding, and would hold a decoding worker for all that time. So that a
+ * context of many remote files does not keep a thread per file that was
+ * once streamed, the worker ends after HTTP_RA_IDLE_S seconds without
+ * work, and the next stream starts another. */
+#define _GNU_SOURCE /* pthread_setname_np */
 #include <config.h>
 #include "source_http_int.h"
+#include "pool.h"
+#include "source.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+
+#define HTTP_RA_IDLE_S 10               /* the worker ends after this long idle */
 
 typedef struct ra_xfer {
 	CURL *c;                     /* NULL: this slot is free */
@@ -52,6 +67,7 @@ static bool ra_pick(http_source *h, ra_xfer *x)
 {
 	uint64_t nb = http_nblocks(h), until = h->ra_until < nb ? h->ra_until : nb;
 	uint64_t b = h->ra_next, n = 0, win = h->ra_len / HTTP_RA_REQS, held = h->ra_unread;
+	bool capped = false;
 
 	/* the requests in flight cover the distance read ahead */
 	if (win < HTTP_RA_WIN)
@@ -120,9 +136,22 @@ static bool ra_pick(http_source *h, ra_xfer *x)
 	while (b < until && (http_cached(h, b) || http_in_flight(h, b)))
 		b++;
 	h->ra_next = b;
+	/* never among a chunk stream's blocks (http_ranges_hint's span): its
+	 * queue fetches them, and those read whole and let go are not wanted
+	 * again; a late read just before them (out of order) otherwise
+	 * started a window that fetched their holes a second time */
+	if (h->rq_lo <= h->rq_hi && b <= h->rq_hi && until > h->rq_lo) {
+		if (b >= h->rq_lo) {
+			h->ra_until = 0;
+			h->ra_len = 0;
+			return false;
+		}
+		until = h->rq_lo;
+		capped = true;
+	}
 	while (b + n < until && n < win && !http_cached(h, b + n) && !http_in_flight(h, b + n))
 		n++;
-	if (n == 0 || (n < HTTP_RA_WIN && b + n == until && until < nb && !h->ra_capped))
+	if (n == 0 || (n < HTTP_RA_WIN && b + n == until && until < nb && !h->ra_capped && !capped))
 		return false;
 	/* whole pages of a paged file (the next window starts on a page) */
 	if (h->page_blocks > 1 && b + n < nb && n > h->page_blocks) {
@@ -202,6 +231,9 @@ static void *ra_main(void *arg)
 	http_source *h = arg;
 	ra_xfer x[HTTP_RA_REQS];
 	unsigned nrun = 0;
+	bool idle = false;              /* a wait timed out and nothing came */
+
+	pthread_setname_np(pthread_self(), H5_THREAD_PREFIX "readahead");
 
 	memset(x, 0, sizeof(x));
 	pthread_mutex_lock(&h->mu);
@@ -227,9 +259,18 @@ static void *ra_main(void *arg)
 		if (h->ra_stop)
 			break;
 		if (nrun == 0) {
-			pthread_cond_wait(&h->ra_wake, &h->mu);
+			struct timespec until;
+
+			if (idle) {
+				h->ra_idle = true;      /* ra_kick joins us */
+				break;
+			}
+			clock_gettime(CLOCK_REALTIME, &until);  /* ra_wake's clock */
+			until.tv_sec += HTTP_RA_IDLE_S;
+			idle = pthread_cond_timedwait(&h->ra_wake, &h->mu, &until) == ETIMEDOUT;
 			continue;
 		}
+		idle = false;
 		pthread_mutex_unlock(&h->mu);
 		int still = 0, q;
 		CURLMsg *m;
@@ -275,6 +316,12 @@ static void ra_launch(http_source *h)
 /* Work for the worker: started if need be, woken if idle or polling. */
 static void ra_kick(http_source *h)
 {
+	if (h->ra_started && h->ra_idle) {
+		/* it ended idle; it let go of h->mu before returning */
+		pthread_join(h->ra_thread, NULL);
+		h->ra_started = false;
+		h->ra_idle = false;
+	}
 	if (!h->ra_started)
 		ra_launch(h);
 	if (!h->ra_started)
@@ -296,6 +343,20 @@ static bool chunk_block(const http_source *h, uint64_t b)
 	return false;
 }
 
+/* True if block b is among a chunk stream's chunks (h->mu held): the
+ * blocks its hints spanned, or up to ra_max() blocks after them. After
+ * them: a stream's readers overtake its hints when the reads that move
+ * them come out of order (a loaded machine: chunk_stream.c hints only
+ * from reads that follow the previous one). Blocks those readers fetched
+ * were taken for a byte stream, whose read-ahead doubles on every block
+ * read and can run on past the dataset's end, up to ra_max() blocks, in
+ * windows cut among the chunk queue's fetches: what the 1.3x over-fetch
+ * of loaded rounds looked like (bench/README.md, issue 23). */
+bool http_chunk_span(const http_source *h, uint64_t b)
+{
+	return h->rq_lo <= h->rq_hi && b >= h->rq_lo && (b <= h->rq_hi || b - h->rq_hi <= ra_max(h));
+}
+
 /* True if block b is in a run of chunk blocks waiting to be fetched. */
 static bool ra_queued(const http_source *h, uint64_t b)
 {
@@ -312,8 +373,14 @@ void http_ra_note(http_source *h, uint64_t b, bool sequential)
 	/* the chunks of a stream that hints them (http_ranges_hint): that
 	 * stream says what comes next, not the byte order; a read of blocks
 	 * read ahead leaves room for more. The block just after them too: a
-	 * reader a little ahead of the hints, or of an earlier stream */
-	if (ra_queued(h, b) || chunk_block(h, b) ||
+	 * reader a little ahead of the hints, or of an earlier stream. And
+	 * anything between its chunks: a block a reader fetched itself (out
+	 * of order, ahead of the hints) or one read long ago and let go is
+	 * no byte stream either. Taken for one, it started windows that
+	 * followed the bytes from there, fetching blocks the chunk queue had
+	 * fetched and the cache had let go since (a cat of 167 MiB stored
+	 * fetched 250-350 MiB) */
+	if (http_chunk_span(h, b) || ra_queued(h, b) || chunk_block(h, b) ||
 	    (b > 0 && (ra_queued(h, b - 1) || chunk_block(h, b - 1)))) {
 		if (h->nrq)
 			ra_kick(h);
@@ -375,11 +442,23 @@ void http_ranges_hint(h5_source *s, const h5_range *r, size_t n, bool restart)
 
 	pthread_mutex_lock(&h->mu);
 	http_ra_forked(h);
-	if (restart)
+	if (restart) {
 		h->nrq = 0;
+		/* the span goes with a stream elsewhere, not with a stream
+		 * that starts over among or just after its own chunks (reads
+		 * that came far out of order) */
+		if (!n || r[0].off / HTTP_BLOCK < h->rq_lo || r[0].off / HTTP_BLOCK > h->rq_hi + HTTP_RA_MAX) {
+			h->rq_lo = UINT64_MAX;
+			h->rq_hi = 0;
+		}
+	}
 	for (size_t i = 0; i < n; i++) {
 		uint64_t lo = r[i].off / HTTP_BLOCK, hi = (r[i].off + r[i].len + HTTP_BLOCK - 1) / HTTP_BLOCK;
 
+		if (lo < h->rq_lo)
+			h->rq_lo = lo;
+		if (hi > h->rq_hi)
+			h->rq_hi = hi;
 		/* neighbours coalesce when their blocks touch (a gap of less
 		 * than a block: the cache fetches whole blocks anyway) */
 		if (h->nrq && lo >= h->rq[h->nrq - 1].b && lo <= h->rq[h->nrq - 1].b + h->rq[h->nrq - 1].n) {
@@ -389,6 +468,12 @@ void http_ranges_hint(h5_source *s, const h5_range *r, size_t n, bool restart)
 			h->rq[h->nrq].b = lo;
 			h->rq[h->nrq++].n = hi - lo;
 		} /* else a hint: the readers fetch what is not queued */
+	}
+	/* a byte-stream window among the chunks fetches what the queue
+	 * fetches, or fetched and the cache let go: stopped */
+	if (h->ra_until && h->ra_next >= h->rq_lo && h->ra_next <= h->rq_hi) {
+		h->ra_until = 0;
+		h->ra_len = 0;
 	}
 	if (h->nrq)
 		ra_kick(h);
@@ -414,6 +499,7 @@ void http_ra_forked(http_source *h)
 		}
 	h->multi = NULL;
 	h->ra_started = false;
+	h->ra_idle = false;
 	h->ra_until = 0;
 	h->ra_len = 0;
 	h->nhint = 0;
@@ -433,8 +519,9 @@ void http_ra_stop(http_source *h)
 		curl_multi_wakeup(h->multi);
 	pthread_mutex_unlock(&h->mu);
 	if (mine)
-		pthread_join(h->ra_thread, NULL);
+		pthread_join(h->ra_thread, NULL);   /* also one that ended idle */
 	h->ra_started = false;
+	h->ra_idle = false;
 	if (h->multi)
 		curl_multi_cleanup(h->multi);
 	h->multi = NULL;

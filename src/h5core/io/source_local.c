@@ -2,7 +2,8 @@
  * writes on a descriptor, fsync, an exclusive flock while open for
  * writing, and the descriptor itself for the FUSE side to splice from. */
 #define _GNU_SOURCE /* sync_file_range */
-#include "internal.h"
+#include "base.h"
+#include "source.h"
 #include "source_impl.h"
 
 #include <errno.h>
@@ -141,7 +142,7 @@ static int local_open(h5_source **out, const char *path, const h5_source_opts *o
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	l->base.ops = writable ? &local_ops : &local_ro_ops;
 	l->base.writable = writable;
-	l->fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+	l->fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | (opts->data_file ? O_NONBLOCK : 0));
 	if (l->fd < 0) {
 		rc = h5_err_set(errno == EROFS || errno == EACCES ? (writable ? H5_ERR_ROFS : H5_ERR_IO) : H5_ERR_IO,
 				"%s: %s", path, strerror(errno));
@@ -151,8 +152,8 @@ static int local_open(h5_source **out, const char *path, const h5_source_opts *o
 		rc = h5_err_set(H5_ERR_IO, "%s: %s", path, strerror(errno));
 		goto out;
 	}
-	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
-		rc = h5_err_set(H5_ERR_NOTHDF5, "%s: not a regular file", path);
+	if (!S_ISREG(st.st_mode) && (opts->data_file || !S_ISBLK(st.st_mode))) {
+		rc = h5_err_set(opts->data_file ? H5_ERR_IO : H5_ERR_NOTHDF5, "%s: not a regular file", path);
 		goto out;
 	}
 	if (writable && flock(l->fd, LOCK_EX | LOCK_NB) < 0) {

@@ -1,6 +1,7 @@
 /* source_mem.c - a caller-owned memory image as a read-only byte source
  * (fuzzing, tests). */
-#include "internal.h"
+#include "source.h"
+#include "base.h"
 
 #include <stdlib.h>
 #include <string.h>

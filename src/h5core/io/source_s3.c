@@ -8,9 +8,11 @@
  * else the AWS_PROFILE (or "default") section of ~/.aws/credentials, else
  * anonymous requests. */
 #define _GNU_SOURCE /* asprintf */
-#include "internal.h"
+#include "base.h"
+#include "source.h"
 #include "source_impl.h"
 #include "source_http.h"
+#include "source_s3.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -119,19 +121,15 @@ static bool needs_path_style(const char *host)
 	return true;
 }
 
-static int s3_url(char **out, const char *name, const h5_source_opts *o)
+int s3_bucket_url(char **out, const char *bucket, size_t blen, const char *rest, const h5_source_opts *o)
 {
 	const char *region = o->s3_region && *o->s3_region ? o->s3_region : "us-east-1";
-	const char *bk = name + 5, *slash = strchr(bk, '/');
-	char defep[256], *key = NULL;
+	char defep[256];
 	const char *ep = o->s3_endpoint, *host;
-	size_t blen, schlen;
-	int rc, n;
+	size_t schlen, hlen;
+	int n;
 
 	*out = NULL;
-	if (!slash || slash == bk || !slash[1])
-		return h5_err_set(H5_ERR_INVAL, "%s: expected s3://BUCKET/KEY", name);
-	blen = (size_t)(slash - bk);
 	if (!ep || !*ep) {
 		snprintf(defep, sizeof(defep), "https://s3.%s.amazonaws.com", region);
 		ep = defep;
@@ -141,23 +139,53 @@ static int s3_url(char **out, const char *name, const h5_source_opts *o)
 		return h5_err_set(H5_ERR_INVAL, "s3_endpoint=%s: expected http(s)://HOST[:PORT]", ep);
 	host += 3;
 	schlen = (size_t)(host - ep);
-	rc = key_encode(&key, slash + 1);
-	if (rc < 0)
-		return rc;
-	size_t hlen = strlen(host);
-
+	hlen = strlen(host);
 	while (hlen && host[hlen - 1] == '/')
 		hlen--;
-	if (o->s3_path_style || needs_path_style(host) || memchr(bk, '.', blen))
-		n = asprintf(out, "%.*s%.*s/%.*s/%s", (int)schlen, ep, (int)hlen, host, (int)blen, bk, key);
-	else
-		n = asprintf(out, "%.*s%.*s.%.*s/%s", (int)schlen, ep, (int)blen, bk, (int)hlen, host, key);
-	free(key);
+	if (o->s3_path_style || needs_path_style(host) || memchr(bucket, '.', blen))
+		n = asprintf(out, "%.*s%.*s/%.*s%s", (int)schlen, ep, (int)hlen, host, (int)blen, bucket, rest);
+	else /* a query right after the host needs the path "/" */
+		n = asprintf(out, "%.*s%.*s.%.*s%s%s", (int)schlen, ep, (int)blen, bucket, (int)hlen, host,
+			     rest[0] == '/' ? "" : "/", rest);
 	if (n < 0) {
 		*out = NULL;
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	}
 	return 0;
+}
+
+static int s3_url(char **out, const char *name, const h5_source_opts *o)
+{
+	const char *bk = name + 5, *slash = strchr(bk, '/');
+	char *key = NULL;
+	int rc;
+
+	*out = NULL;
+	if (!slash || slash == bk || !slash[1])
+		return h5_err_set(H5_ERR_INVAL, "%s: expected s3://BUCKET/KEY", name);
+	rc = key_encode(&key, slash);
+	if (rc < 0)
+		return rc;
+	rc = s3_bucket_url(out, bk, (size_t)(slash - bk), key, o);
+	free(key);
+	return rc;
+}
+
+void s3_auth_get(s3_auth *a, const h5_source_opts *o)
+{
+	const char *region = o->s3_region && *o->s3_region ? o->s3_region : "us-east-1";
+	s3_creds c;
+
+	memset(a, 0, sizeof(*a));
+	creds_get(&c);
+	if (c.key[0] && c.secret[0]) {
+		snprintf(a->sigv4, sizeof(a->sigv4), "aws:amz:%s:s3", region);
+		snprintf(a->userpwd, sizeof(a->userpwd), "%s:%s", c.key, c.secret);
+		snprintf(a->token, sizeof(a->token), "%s", c.token);
+		a->auth.sigv4 = a->sigv4;
+		a->auth.userpwd = a->userpwd;
+		a->auth.token = a->token[0] ? a->token : NULL;
+	}
 }
 
 static bool s3_matches(const char *name)
@@ -167,25 +195,16 @@ static bool s3_matches(const char *name)
 
 static int s3_open(h5_source **out, const char *name, const h5_source_opts *opts)
 {
-	const char *region = opts->s3_region && *opts->s3_region ? opts->s3_region : "us-east-1";
-	char *url = NULL, sigv4[300], userpwd[520];
-	http_auth auth = { 0 };
-	s3_creds c;
+	char *url = NULL;
+	s3_auth a;
 	int rc;
 
 	*out = NULL;
 	rc = s3_url(&url, name, opts);
 	if (rc < 0)
 		return rc;
-	creds_get(&c);
-	if (c.key[0] && c.secret[0]) {
-		snprintf(sigv4, sizeof(sigv4), "aws:amz:%s:s3", region);
-		snprintf(userpwd, sizeof(userpwd), "%s:%s", c.key, c.secret);
-		auth.sigv4 = sigv4;
-		auth.userpwd = userpwd;
-		auth.token = c.token[0] ? c.token : NULL;
-	}
-	rc = http_source_open(out, url, name, &auth, opts);
+	s3_auth_get(&a, opts);
+	rc = http_source_open(out, url, name, &a.auth, opts);
 	free(url);
 	return rc;
 }

@@ -7,9 +7,12 @@
  * bytes; per sync 'S'; per size change 'T', u64 new size, u64 0 (a crash
  * image must know FILE's length: libhdf5 refuses a file shorter than its
  * end of allocated space). */
-#include "internal.h"
+#include "base.h"
+#include "source.h"
+#include "rd.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

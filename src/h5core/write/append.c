@@ -29,7 +29,14 @@
  * the incomplete chunk row plus one staging batch.
  */
 #define _GNU_SOURCE /* sync_file_range */
-#include "internal.h"
+#include "base.h"
+#include "cache.h"
+#include "file.h"
+#include "ohdr.h"
+#include "dspace.h"
+#include "layout.h"
+#include "filter.h"
+#include "dataset.h"
 #include "cidx.h"
 #include "space.h"
 #include "txn.h"
@@ -37,6 +44,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <time.h>

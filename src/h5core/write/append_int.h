@@ -4,8 +4,12 @@
 #ifndef H5_APPEND_INT_H
 #define H5_APPEND_INT_H
 
-#include "internal.h"
+#include "base.h"
+#include "file.h"
+#include "dataset.h"
 #include "cidx.h"
+
+#include <pthread.h>
 
 /* Chunk images built at once (one window; for filtered datasets at least
  * two per thread); whole chunk rows of a simple unfiltered dataset go to

@@ -9,7 +9,14 @@
  */
 #include "append_int.h"
 #include "space.h"
+#include "pool.h"
+#include "base.h"
+#include "file.h"
+#include "filter.h"
+#include "chunk_rec.h"
+#include "dataset.h"
 
+#include <pthread.h>
 #include <stdio.h>
 
 #define WINDOW_JOBS 4096
@@ -198,7 +205,7 @@ typedef struct cwork {
 	char msg[512];
 } cwork;
 
-static void *build_worker(void *arg)
+static void build_worker(void *arg)
 {
 	cwork *w = arg;
 
@@ -219,16 +226,15 @@ static void *build_worker(void *arg)
 			__atomic_store_n(&w->next, w->n, __ATOMIC_RELAXED);
 		}
 	}
-	return NULL;
 }
 
 /* Build n chunks; filtered ones on up to f->nthreads threads (this one
- * included). Fewer threads than asked for is fine. */
+ * included, the others idle workers of the context's pool, pool.c).
+ * Fewer threads than asked for is fine. */
 static int build_window(const h5_astream *s, cjob *jobs, size_t n, uint64_t hi)
 {
 	cwork w = { .s = s, .jobs = jobs, .n = n, .hi = hi };
-	pthread_t tid[MAX_THREADS];
-	unsigned want = s->f->nthreads, nt = 0;
+	unsigned want = s->f->nthreads;
 
 	if (!s->filtered || n < 2 || n * s->d->chunk_bytes < THREAD_MIN_BYTES)
 		want = 1;
@@ -237,11 +243,7 @@ static int build_window(const h5_astream *s, cjob *jobs, size_t n, uint64_t hi)
 	if (want > MAX_THREADS)
 		want = MAX_THREADS;
 	pthread_mutex_init(&w.mu, NULL);
-	while (nt + 1 < want && pthread_create(&tid[nt], NULL, build_worker, &w) == 0)
-		nt++;
-	build_worker(&w);
-	for (unsigned i = 0; i < nt; i++)
-		pthread_join(tid[i], NULL);
+	h5_pool_run(s->f->pool, build_worker, &w, want - 1);
 	pthread_mutex_destroy(&w.mu);
 	if (w.rc)
 		return h5_err_set(w.rc, "%s", w.msg);

@@ -22,7 +22,13 @@
  */
 #include <limits.h>
 
-#include "internal.h"
+#include "base.h"
+#include "rd.h"
+#include "cache.h"
+#include "file.h"
+#include "btree1.h"
+#include "chunk_rec.h"
+#include "btree1_write.h"
 
 typedef struct bw_node {
 	uint64_t addr;          /* on disk; UNDEF for a node made by a split */

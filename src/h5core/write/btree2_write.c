@@ -25,6 +25,16 @@
  */
 #include "array.h"
 #include "btree2_int.h"
+#include "base.h"
+#include "rd.h"
+#include "checksum.h"
+#include "cache.h"
+#include "file.h"
+#include "layout.h"
+#include "btree2.h"
+#include "chunk_rec.h"
+#include "dataset.h"
+#include "btree2_write.h"
 
 typedef struct b2_node {
 	uint64_t addr;          /* on disk; UNDEF: made by a split */

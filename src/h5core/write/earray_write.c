@@ -1,11 +1,16 @@
 /*
  * earray_write.c - the extensible array appending writer (spec VII.D;
  * libhdf5 H5EA*.c): cidx_earray.c's write ops, like btree1_write.c,
- * btree2_write.c and farray_write.c for the other indexes. The reader, the
- * geometry, the codecs and the cached loaders are earray.c's.
+ * btree2_write.c and farray_write.c for the other indexes. The geometry is
+ * earray_geom.c's, the codecs earray_codec.c's, the reader and the cached
+ * loaders earray.c's.
  */
 #include "array.h"
 #include "earray_int.h"
+#include "base.h"
+#include "cache.h"
+#include "file.h"
+#include "chunk_rec.h"
 
 /* ---- the appending writer ----------------------------------------------------
  * Changes are made on private working copies of the blocks they touch

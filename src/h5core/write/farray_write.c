@@ -14,6 +14,12 @@
  * never set hold fill elements), so no page is read as garbage.
  */
 #include "array.h"
+#include "base.h"
+#include "cache.h"
+#include "file.h"
+#include "layout.h"
+#include "chunk_rec.h"
+#include "dataset.h"
 
 struct h5_faw {
 	h5_file *f;

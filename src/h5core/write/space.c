@@ -9,6 +9,8 @@
  * superblock field itself is written by the ordered commit (txn.c).
  */
 #include "space.h"
+#include "base.h"
+#include "file.h"
 
 bool h5_space_fits(const h5_file *f, uint64_t end)
 {

@@ -8,7 +8,8 @@
 #ifndef H5_SPACE_H
 #define H5_SPACE_H
 
-#include "internal.h"
+#include "base.h"
+#include "file.h"
 
 /* Whether an end address fits the file's offset size (II.A "Size of
  * Offsets") and is not the undefined address. */

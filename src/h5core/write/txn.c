@@ -9,6 +9,11 @@
  */
 #include "txn.h"
 #include "space.h"
+#include "base.h"
+#include "rd.h"
+#include "file.h"
+#include "superblock.h"
+#include "ohdr.h"
 
 /* Room a non-durable commit reserves beyond the end of allocated space, so
  * that the next commits need no superblock update (doc/APPEND.md). */

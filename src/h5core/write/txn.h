@@ -18,7 +18,9 @@
 #ifndef H5_TXN_H
 #define H5_TXN_H
 
-#include "internal.h"
+#include "base.h"
+#include "file.h"
+#include "ohdr.h"
 #include "cidx.h"
 
 typedef struct h5_txn {

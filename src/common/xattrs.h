@@ -1,0 +1,46 @@
+/*
+ * xattrs.h - HDF5 attributes and dataset metadata as extended attributes
+ * (naming and text rules: doc/h5fs.1, ATTRIBUTES), made from the engine's
+ * data (h5_attr_value_get, h5_attr_all, h5_dataset_meta) for the daemon
+ * (ll_xattr.c) and the tools.
+ *
+ * An HDF5 attribute NAME is "user.NAME", or "user.h5.attr.NAME" when NAME
+ * starts with "h5."; every other "user.h5.*" name is reserved dataset
+ * metadata (user.h5.dtype, .shape, ...), so that it can never hide, or be
+ * hidden by, a real attribute.
+ */
+#ifndef XATTRS_H
+#define XATTRS_H
+
+#include "h5core.h"
+
+/* NUL-separated list "user.a\0user.b\0..." of all xattr names for the
+ * object (*out malloc'd, *len bytes including every NUL). */
+int xa_list(char **out, size_t *len, h5_file *f, uint64_t addr);
+/* Value of one xattr by full name ("user.x"); raw=1: stored bytes instead
+ * of text. H5_ERR_NOTFOUND for unknown names. The result is deterministic,
+ * so a size query and the read that follows agree. */
+int xa_get(void **out, size_t *len, h5_file *f, uint64_t addr, const char *name, int raw);
+/* Every xattr of the object at once (for a daemon that answers a walk's
+ * listxattr and getxattr from memory): the list as xa_list gives it and,
+ * in its order, each value as xa_get(raw) gives it, or val NULL when that
+ * must be asked of xa_get (an error, which it reports; stored data or text
+ * over max_value bytes; a value that does not depend on FILE alone, the
+ * shape of a virtual dataset). bytes: the memory the set holds.
+ * H5_ERR_LIMIT for an object of more than max_names xattrs. */
+typedef struct xa_ent {
+	const char *name;       /* into list */
+	void *val;              /* len bytes and a NUL, or NULL */
+	size_t len;
+} xa_ent;
+typedef struct xa_set {
+	char *list;
+	size_t list_len;
+	xa_ent *v;
+	size_t n;
+	size_t bytes;
+} xa_set;
+int xa_all(xa_set **out, h5_file *f, uint64_t addr, int raw, size_t max_value, size_t max_names);
+void xa_set_free(xa_set *s);
+
+#endif

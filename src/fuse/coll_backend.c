@@ -1,0 +1,29 @@
+/* coll_backend.c - the table of collection backends (coll_backend.h): a
+ * new one is one file and one entry here, before the local one. */
+#include "coll_backend.h"
+
+#include <stdlib.h>
+
+static const struct coll_backend *const backends[] = {
+	&coll_s3,               /* s3://BUCKET/PREFIX/ */
+	&coll_local,            /* matches everything: last */
+};
+
+const struct coll_backend *coll_backend_of(const char *spec)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < sizeof(backends) / sizeof(backends[0]); i++)
+		if (backends[i]->matches(spec))
+			return backends[i];
+	return backends[i];
+}
+
+void coll_dirents_free(struct coll_dirent *d, size_t n)
+{
+	size_t i;
+
+	for (i = 0; d && i < n; i++)
+		free(d[i].name);
+	free(d);
+}

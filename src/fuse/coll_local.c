@@ -1,0 +1,217 @@
+/* coll_local.c - the local-DIR collection backend (coll_backend.h): the
+ * directory is held open and every path is reached from it with openat
+ * and fstatat, so a DIR renamed while mounted is still the one shown. */
+#include "coll_backend.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct local {
+	int dfd;                /* DIR */
+	char *dir;              /* its real path: members open by it */
+};
+
+static bool local_matches(const char *spec)
+{
+	(void)spec;
+	return true;
+}
+
+static int local_open(void **out, const char *spec, const h5_open_opts *oo)
+{
+	struct local *l = calloc(1, sizeof(*l));
+
+	(void)oo;
+	*out = NULL;
+	if (!l)
+		return ENOMEM;
+	l->dfd = open(spec, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	l->dir = realpath(spec, NULL);
+	if (l->dfd < 0 || !l->dir) {
+		int e = errno ? errno : ENOMEM;
+
+		if (l->dfd >= 0)
+			close(l->dfd);
+		free(l->dir);
+		free(l);
+		return e;
+	}
+	*out = l;
+	return 0;
+}
+
+static void local_close(void *b)
+{
+	struct local *l = b;
+
+	if (!l)
+		return;
+	close(l->dfd);
+	free(l->dir);
+	free(l);
+}
+
+static const char *rel(const char *path)
+{
+	return *path ? path : ".";
+}
+
+static void stat_of(struct coll_stat *cs, const struct stat *st)
+{
+	memset(cs, 0, sizeof(*cs));
+	cs->is_dir = S_ISDIR(st->st_mode);
+	cs->is_file = S_ISREG(st->st_mode);
+	cs->size = (uint64_t)st->st_size;
+	cs->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec;
+	cs->mode = st->st_mode & 07777;
+	cs->uid = st->st_uid;
+	cs->gid = st->st_gid;
+	cs->ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000LL + st->st_ctim.tv_nsec;
+	cs->ino = (uint64_t)st->st_ino;
+}
+
+/* Symlinks in DIR are followed (stat, not lstat), as a user listing DIR
+ * sees them; one leading nowhere is left out. */
+static int local_stat(void *b, struct coll_stat *cs, const char *path)
+{
+	struct local *l = b;
+	struct stat st;
+
+	if (fstatat(l->dfd, rel(path), &st, 0) != 0)
+		return errno;
+	stat_of(cs, &st);
+	return 0;
+}
+
+static int local_list(void *b, struct coll_dirent **out, size_t *n, const char *path)
+{
+	struct local *l = b;
+	struct coll_dirent *v = NULL;
+	size_t cap = 0;
+	struct dirent *de;
+	DIR *d;
+	int fd, e = 0;
+
+	*out = NULL;
+	*n = 0;
+	fd = openat(l->dfd, rel(path), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	d = fdopendir(fd);
+	if (!d) {
+		e = errno;
+		close(fd);
+		return e;
+	}
+	while ((errno = 0, de = readdir(d)) != NULL) {
+		struct stat st;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, 0) != 0)
+			continue;       /* gone meanwhile, or a dangling symlink */
+		if (*n == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			struct coll_dirent *nv = realloc(v, ncap * sizeof(*nv));
+
+			if (!nv) {
+				e = ENOMEM;
+				break;
+			}
+			v = nv;
+			cap = ncap;
+		}
+		stat_of(&v[*n].st, &st);
+		v[*n].name = strdup(de->d_name);
+		if (!v[*n].name) {
+			e = ENOMEM;
+			break;
+		}
+		(*n)++;
+	}
+	if (!e && errno)
+		e = errno;
+	closedir(d);
+	if (e) {
+		coll_dirents_free(v, *n);
+		*n = 0;
+		return e;
+	}
+	*out = v;
+	return 0;
+}
+
+static char *full_path(const struct local *l, const char *path)
+{
+	size_t len = strlen(l->dir) + strlen(path) + 2;
+	char *p = malloc(len);
+
+	if (p)
+		snprintf(p, len, "%s/%s", l->dir, path);
+	return p;
+}
+
+static int local_open_source(void *b, h5_source **out, const char *path)
+{
+	h5_source_opts so;
+	char *p;
+	int rc;
+
+	*out = NULL;
+	/* the errno of a file gone or unreadable (the source says EIO) */
+	if (faccessat(((struct local *)b)->dfd, rel(path), R_OK, 0) != 0)
+		return errno;
+	p = full_path(b, path);
+	if (!p)
+		return ENOMEM;
+	memset(&so, 0, sizeof(so));
+	rc = h5_source_open(out, p, &so);
+	free(p);
+	return rc < 0 ? (rc == H5_ERR_NOTFOUND ? ENOENT : rc == H5_ERR_PERM ? EACCES : EIO) : 0;
+}
+
+static int local_open_member(void *b, h5_file **out, const char *path, const h5_open_opts *oo)
+{
+	char *p = full_path(b, path);
+	h5_open_opts o = *oo;
+	int rc;
+
+	*out = NULL;
+	if (!p)
+		return ENOMEM;
+	/* read-write (appends) where the file may be written, as a single
+	 * FILE is (main.c); a file another process holds locked opens
+	 * read-only */
+	o.writable = oo->writable && access(p, W_OK) == 0;
+	rc = h5_file_open(out, p, &o);
+	if (rc == H5_ERR_BUSY && o.writable) {
+		o.writable = 0;
+		rc = h5_file_open(out, p, &o);
+	}
+	free(p);
+	return rc < 0 ? EIO : 0;
+}
+
+static const char *local_tree(void *b)
+{
+	return ((struct local *)b)->dir;
+}
+
+const struct coll_backend coll_local = {
+	.name = "local",
+	.matches = local_matches,
+	.open = local_open,
+	.close = local_close,
+	.list = local_list,
+	.stat = local_stat,
+	.open_source = local_open_source,
+	.open_member = local_open_member,
+	.tree = local_tree,
+};

@@ -1,0 +1,232 @@
+/*
+ * coll_mount.c - a collection's mount (`h5fs DIR MNT`, `h5fs
+ * s3://BUCKET/PREFIX/ MNT`): the table of roots with the folder root
+ * (root_coll.c) in slot 0, the backend and the index, and the hooks the
+ * dispatcher opens members with (dispatch_slot.c): an indexed root when
+ * the member's record matches its file, else the live root, recorded.
+ */
+#include "root_coll.h"
+
+/* ---- the dispatcher's hooks --------------------------------------------------- */
+
+/* The one place a collection opens a member's file (the engine context,
+ * the collection's tree for related files, the mount's options): its
+ * live root, *out. EIO with one log line per stamp when it is no HDF5. */
+static int open_live(struct coll *c, h5fs **out, const char *path, struct slot *s)
+{
+	struct fnode *n = coll_fnode_by_ino(c, s->folder_ino);
+	h5_file *f = NULL;
+	h5fs *fs = NULL;
+	int e, rc;
+	bool log;
+
+	*out = NULL;
+	e = c->be->open_member(c->b, &f, path, &c->oo);
+	if (!e) {
+		rc = h5fs_new(&fs, f, &c->cfg);
+		if (rc < 0) {
+			h5_file_close(f);
+			e = EIO;
+		}
+	}
+	if (e) {
+		pthread_mutex_lock(&c->mu);
+		log = n && !n->logged;
+		if (n)
+			n->logged = true;
+		pthread_mutex_unlock(&c->mu);
+		if (log)
+			h5fs_log_cfg(&c->cfg, LOG_ERR, "%s: cannot be opened as HDF5: EIO: %s", path, h5_err_msg());
+		h5_err_clear();
+		return EIO;
+	}
+	h5fs_set_ino_map(fs, dispatch_ino_out, s);
+	/* its indexed root saw the file change: datasets keep their numbers,
+	 * and the kernel may hold pages of the old file until the watcher
+	 * drops them (dispatch_slot.c) */
+	if (s->changed)
+		h5fs_set_changed(fs);
+	/* one thread looks at every open member (dispatch_slot.c ticker):
+	 * a thread per member made opening and closing them cost a thread's
+	 * start and join each (15 ms on a loaded machine) */
+	h5fs_share_watch(fs);
+	if (h5fs_set_label(fs, path) < 0) {
+		h5_err_clear();         /* lines without the path: still lines */
+	}
+	*out = fs;
+	return 0;
+}
+
+static int open_live_cb(void *cv, h5fs **out, const char *path, struct slot *s)
+{
+	return open_live(cv, out, path, s);
+}
+
+/* An indexed root's look for a change of its file (coll_index.c): the
+ * backend's stat, no descriptor. */
+static int stamp_cb(void *cv, struct member_stamp *ms, const char *path)
+{
+	struct coll *c = cv;
+	struct coll_stat cs;
+	int e = c->be->stat(c->b, &cs, path);
+
+	if (!e && cs.is_file)
+		coll_stamp_of(ms, &cs);
+	return e ? e : cs.is_file ? 0 : ENOENT;
+}
+
+/* A member opened by the dispatcher (s->opening: no request uses s->ops
+ * meanwhile). Unchanged since its record (the stamp DIR's backend gives
+ * now): an indexed root, no file opened. Else the live root, walked and
+ * recorded before the first answer: synchronously, so that a cold walk
+ * (find, getfattr -R) leaves a complete index behind, and the member's
+ * metadata is read once for both (the walk warms the caches the
+ * request then uses). */
+static int hook_open_member(void *cv, void **out, const char *path, struct slot *s)
+{
+	struct coll *c = cv;
+	struct member_stamp before, after;
+	struct coll_stat cs;
+	bool stamped = false;
+	h5fs *fs;
+	int e;
+
+	*out = NULL;
+	s->ops = &h5fs_member_ops;
+	if (c->ci) {
+		const struct root_ops *ops;
+
+		e = c->be->stat(c->b, &cs, path);
+		if (e == ENOENT || (!e && !cs.is_file))
+			return ENOENT;  /* gone since listed: a removed file of DIR */
+		if (!e) {
+			stamped = true;
+			coll_stamp_of(&before, &cs);
+			if (coll_index_root(c->ci, &ops, out, path, &before, open_live_cb, stamp_cb, c, s) == 0) {
+				s->ops = ops;
+				return 0;
+			}
+		}
+	}
+	h5_err_clear();
+	e = open_live(c, &fs, path, s);
+	if (e)
+		return e;
+	if (stamped && c->be->stat(c->b, &cs, path) == 0) {
+		coll_stamp_of(&after, &cs);
+		coll_index_record(c->ci, path, &before, &after, &h5fs_member_ops, fs);
+	}
+	*out = fs;
+	return 0;
+}
+
+static char *hook_member_path(void *cv, uint64_t folder_ino)
+{
+	struct fnode *n = coll_fnode_by_ino(cv, folder_ino);
+
+	return n ? strdup(n->path) : NULL;
+}
+
+static unsigned hook_fds(void *cv)
+{
+	struct coll *c = cv;
+
+	return __atomic_load_n(&c->fds, __ATOMIC_SEQ_CST);
+}
+
+static const struct coll_hooks hooks = {
+	.open_member = hook_open_member,
+	.member_path = hook_member_path,
+	.fds = hook_fds,
+};
+
+static void coll_destroy(void *cv)
+{
+	struct coll *c = cv;
+	size_t i;
+
+	if (!c)
+		return;
+	for (i = 0; c->by_path && i < c->cap; i++) {
+		struct fnode *x, *nx;
+
+		for (x = c->by_path[i]; x; x = nx) {
+			nx = x->next_p;
+			free(x->path);
+			free(x);
+		}
+	}
+	coll_index_close(c->ci);
+	if (c->be && c->b)
+		c->be->close(c->b);
+	free(c->by_path);
+	free(c->by_ino);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+}
+
+int h5fs_mount_collection(h5fs_mount **out, const char *dir, const h5fs_config *cfg, unsigned max_files)
+{
+	h5fs_mount *m = NULL;
+	struct coll *c;
+	struct slot *s;
+	int rc, e;
+
+	*out = NULL;
+	rc = mount_new(&m, cfg, false);
+	if (rc < 0)
+		return rc;
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		h5fs_mount_free(m);
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	}
+	pthread_mutex_init(&c->mu, NULL);
+	m->coll = c;
+	m->coll_free = coll_destroy;
+	m->hooks = &hooks;
+	m->max_files = max_files ? max_files : h5fs_default_max_files();
+	c->m = m;
+	c->cfg = *cfg;
+	c->oo = *cfg->open_opts;
+	c->timeout = cfg->refresh ? (double)cfg->refresh : H5FS_TIMEOUT;
+	c->next_ino = FUSE_ROOT_ID;
+	c->cap = 1024;
+	c->by_path = calloc(c->cap, sizeof(*c->by_path));
+	c->by_ino = calloc(c->cap, sizeof(*c->by_ino));
+	c->be = coll_backend_of(dir);
+	if (!c->by_path || !c->by_ino || !coll_fnode_get(c, "")) {
+		h5fs_mount_free(m);
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	}
+	h5_err_clear();
+	e = c->be->open(&c->b, dir, cfg->open_opts);
+	if (e) {
+		/* the backend's own words when it has some (an S3 listing's
+		 * NoSuchBucket), else the errno's */
+		char msg[512];
+
+		snprintf(msg, sizeof(msg), "%s", *h5_err_msg() ? h5_err_msg() : strerror(e));
+		c->b = NULL;
+		h5fs_mount_free(m);
+		return h5_err_set(e == ENOENT ? H5_ERR_NOTFOUND : e == EACCES ? H5_ERR_PERM : H5_ERR_IO, "%s", msg);
+	}
+	/* related files of a member may lie anywhere in the collection's
+	 * tree, not only beside it (unless -o ext_any: anywhere) */
+	c->oo.ext_root = c->be->tree ? c->be->tree(c->b) : NULL;
+	c->oo.writable = !cfg->read_only;
+	c->oo.related_idle = -1;        /* closed when unused: max_files counts them */
+	c->oo.fd_gate = coll_gate;
+	c->oo.fd_gate_ud = c;
+	c->cfg.open_opts = &c->oo;      /* a live member opens anew with them */
+	if (c->be->configure)
+		c->be->configure(c->b, &c->cfg, h5fs_log_cfg);
+	/* the persistent index: none is a log line, never a failed mount */
+	coll_index_open(&c->ci, dir, &c->cfg);
+	if (slot_add(&s, m, &coll_folder_ops, c) != 0 || dispatch_global(m, 0, FUSE_ROOT_ID, 0, NULL, true) != FUSE_ROOT_ID) {
+		h5fs_mount_free(m);
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	}
+	*out = m;
+	return 0;
+}

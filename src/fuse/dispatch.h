@@ -1,0 +1,123 @@
+/*
+ * dispatch.h - the mount: a table of roots (root.h) and the FUSE handlers
+ * over it (dispatch.c), the member slots of a collection opened and
+ * closed on demand (dispatch_slot.c), and the refused modifying
+ * operations (ll_modify.c). Private to src/fuse.
+ */
+#ifndef H5FS_DISPATCH_H
+#define H5FS_DISPATCH_H
+
+#include "ll.h"
+#include "idmap.h"
+
+struct h5fs_mount;
+
+/* One root of the mount. Fixed roots (the single FILE, the folders of a
+ * collection) are open for the mount's life; a member of a collection is
+ * opened on first use and closed when idle, each opening a new epoch. */
+struct slot {
+	struct h5fs_mount *m;
+	uint32_t idx;           /* in m->slots */
+	const struct root_ops *ops;
+	void *r;                /* NULL while closed */
+	char *path;             /* members: the file's path in the collection */
+	uint64_t folder_ino;    /* members: the folder root's id of it */
+	uint64_t epoch;         /* openings so far */
+	unsigned busy;          /* requests in it now (under m->mu) */
+	unsigned pins;          /* open handles in it (under m->mu) */
+	bool opening;           /* being opened or closed (under m->mu) */
+	/* members: the root was closed because its file changed (root op
+	 * changed): the watcher tells the kernel to drop what it holds of
+	 * the member (inval), and the member's later openings are live
+	 * files that changed (h5fs_set_changed: no page cache kept) */
+	bool inval, changed;
+	struct stat top;        /* members: the stat of its top (the file's) */
+	double top_timeout;
+	struct slot *next;      /* path hash chain */
+	struct slot *onext, *oprev;     /* open members (m->open) */
+};
+
+/* A request's node: its slot (held) and local id. */
+struct target {
+	struct slot *s;
+	uint64_t local;
+};
+
+/* What a collection lends the dispatcher (coll_mount.c). */
+struct coll_hooks {
+	/* open the member at path (DIR-relative) as a member root */
+	int (*open_member)(void *coll, void **r, const char *path, struct slot *s);
+	/* the DIR-relative path of the folder root's id, malloc'd */
+	char *(*member_path)(void *coll, uint64_t folder_ino);
+	/* descriptors held by the folder root now (plain files being read) */
+	unsigned (*fds)(void *coll);
+};
+
+struct h5fs_mount {
+	h5fs_config cfg;
+	bool identity;          /* one fixed root, global = local */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;      /* a slot opened or closed, or let go */
+	unsigned waiters;       /* requests waiting on cv for room (room_locked) */
+	pthread_cond_t stop_cv; /* the ticker: stop */
+	struct slot **slots;
+	size_t nslots, slots_cap;
+	struct slot **by_path;
+	size_t path_cap;
+	unsigned inflight;      /* requests in some slot now */
+	unsigned open_members;
+	struct slot open;       /* sentinel of the open members, most recently used first */
+	unsigned max_files;     /* descriptors on files under DIR (collections) */
+	struct fuse_session *se;
+	bool started;
+	/* a collection's one watcher of its open members (-o refresh) */
+	pthread_t ticker;
+	bool ticking, stopping;
+	struct idmap ids;       /* a collection's node ids */
+	void *coll;
+	const struct coll_hooks *hooks;
+	void (*coll_free)(void *coll);
+};
+
+/* dispatch.c */
+uint64_t dispatch_global(h5fs_mount *m, uint32_t slot, uint64_t local, uint64_t parent, const char *name,
+			 bool made);
+uint64_t dispatch_ino_out(void *ud, uint64_t local);
+void reply_extents(fuse_req_t req, const h5_extent *ext, size_t n);
+
+/* dispatch_slot.c */
+int mount_new(h5fs_mount **out, const h5fs_config *cfg, bool identity);
+/* room for one more descriptor under DIR (plain files): 0 or EMFILE */
+int slots_reserve(h5fs_mount *m);
+int slot_enter(h5fs_mount *m, struct slot *s);
+void slot_leave(h5fs_mount *m, struct slot *s);
+void slot_pin(h5fs_mount *m, struct slot *s);
+void slot_unpin(h5fs_mount *m, struct slot *s);
+struct slot *slot_if_open(h5fs_mount *m, uint64_t g, uint64_t *local);
+int slot_member(struct target *t, h5fs_mount *m, uint64_t folder_ino, const struct stat *top, double timeout);
+bool slot_top_attr(h5fs_mount *m, uint64_t g, struct stat *st, double *timeout);
+int slot_add(struct slot **out, h5fs_mount *m, const struct root_ops *ops, void *r);
+void slots_start(h5fs_mount *m);
+void slots_usage(h5fs_mount *m, uint64_t *bytes, uint64_t *objects);
+/* close idle members until the descriptors fit in max_files (m->mu held) */
+void slots_trim_locked(h5fs_mount *m, unsigned want);
+/* s used now: last in the order members are closed in (m->mu held) */
+/* A request's look for a change of s's member file (a live mount's
+ * indexed member; at most once per refresh interval, by the root): may let
+ * go of m->mu meanwhile and close s. m->mu held. */
+void slot_check_changed_locked(h5fs_mount *m, struct slot *s);
+void slot_touch_locked(h5fs_mount *m, struct slot *s);
+
+/* ll_modify.c */
+void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev);
+void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
+void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name);
+void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+	       const char *newname, unsigned int flags);
+void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname);
+void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, struct fuse_file_info *fi);
+void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size, int flags);
+void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+
+#endif

@@ -1,0 +1,564 @@
+/* dispatch_slot.c - the mount's table of roots (dispatch.h): building
+ * it, and the member slots of a collection, opened at first use and
+ * closed, least recently used first, when more than max_files
+ * descriptors on files under DIR would be open (default: half the soft
+ * RLIMIT_NOFILE); closed too when their root says its file changed (an
+ * indexed member of a live mount, root op changed), the kernel's
+ * entries of them then dropped by the collection's watcher thread. */
+#include "dispatch.h"
+#include "hash.h"
+
+#include <sys/resource.h>
+#include <time.h>
+
+/* How long a request waits for another request to let go of a
+ * descriptor when max_files are all in use by requests in flight, before
+ * it fails with EMFILE (0.5 s). A request alone in flight fails at once: only it
+ * could let go (a chain of external links longer than max_files). */
+#define SLOT_WAIT_MS 500
+
+/* Half the soft RLIMIT_NOFILE, at most 1,024 (issue 25). */
+unsigned h5fs_default_max_files(void)
+{
+	struct rlimit rl;
+	rlim_t v = 1024;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur / 2 < v)
+		v = rl.rlim_cur / 2;
+	return v ? (unsigned)v : 1;
+}
+
+int mount_new(h5fs_mount **out, const h5fs_config *cfg, bool identity)
+{
+	h5fs_mount *m = calloc(1, sizeof(*m));
+
+	*out = NULL;
+	if (!m)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	m->cfg = *cfg;
+	m->identity = identity;
+	m->open.onext = m->open.oprev = &m->open;
+	m->path_cap = 1024;
+	m->by_path = calloc(m->path_cap, sizeof(*m->by_path));
+	pthread_mutex_init(&m->mu, NULL);
+	pthread_cond_init(&m->cv, NULL);
+	pthread_cond_init(&m->stop_cv, NULL);
+	/* the folders' top takes FUSE_ROOT_ID (h5fs_mount_collection) */
+	if (idmap_init(&m->ids, FUSE_ROOT_ID) < 0 || !m->by_path) {
+		h5fs_mount_free(m);
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	}
+	*out = m;
+	return 0;
+}
+
+int slot_add(struct slot **out, h5fs_mount *m, const struct root_ops *ops, void *r)
+{
+	struct slot *s;
+
+	*out = NULL;
+	if (m->nslots == m->slots_cap) {
+		size_t ncap = m->slots_cap ? m->slots_cap * 2 : 16;
+		struct slot **ns = realloc(m->slots, ncap * sizeof(*ns));
+
+		if (!ns)
+			return ENOMEM;
+		m->slots = ns;
+		m->slots_cap = ncap;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return ENOMEM;
+	s->m = m;
+	s->ops = ops;
+	s->r = r;
+	s->idx = (uint32_t)m->nslots;
+	m->slots[m->nslots++] = s;
+	*out = s;
+	return 0;
+}
+
+int h5fs_mount_single(h5fs_mount **out, h5fs *fs)
+{
+	struct slot *s;
+	int rc = mount_new(out, &fs->cfg, true);
+
+	if (rc < 0)
+		return rc;
+	if (slot_add(&s, *out, &h5fs_member_ops, fs) != 0) {
+		h5fs_mount_free(*out);
+		*out = NULL;
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	}
+	return 0;
+}
+
+static void slot_close(h5fs_mount *m, struct slot *s)
+{
+	void *r = s->r;
+
+	s->opening = true;
+	s->r = NULL;
+	m->open_members--;
+	s->oprev->onext = s->onext;
+	s->onext->oprev = s->oprev;
+	s->onext = s->oprev = NULL;
+	pthread_mutex_unlock(&m->mu);
+	if (m->started && s->ops->stop)
+		s->ops->stop(r);
+	s->ops->free(r);
+	pthread_mutex_lock(&m->mu);
+	s->opening = false;
+	pthread_cond_broadcast(&m->cv);
+}
+
+/* Descriptors on files under DIR now: one per member open or being
+ * opened, and those counted by the collection (plain files, signature
+ * reads, the related files of members: coll_gate). */
+static unsigned fds_now_locked(h5fs_mount *m)
+{
+	return m->open_members + (m->hooks && m->hooks->fds ? m->hooks->fds(m->coll) : 0);
+}
+
+/* s was used now: the open list stays in order of use, most recent
+ * first, so the least recently used idle member is found from the back
+ * (a scan of every open member per close cost 4% of a walk of 10,000
+ * members with 1,024 open). m->mu held. */
+void slot_touch_locked(h5fs_mount *m, struct slot *s)
+{
+	if (!s->onext || m->open.onext == s)
+		return;
+	s->oprev->onext = s->onext;
+	s->onext->oprev = s->oprev;
+	s->onext = m->open.onext;
+	s->oprev = &m->open;
+	m->open.onext->oprev = s;
+	m->open.onext = s;
+}
+
+void slots_trim_locked(h5fs_mount *m, unsigned want)
+{
+	while (m->max_files && fds_now_locked(m) + want > m->max_files) {
+		struct slot *lru = NULL, *s;
+
+		for (s = m->open.oprev; s != &m->open; s = s->oprev) {
+			if (!s->opening && !s->busy && !s->pins && s->ops->idle(s->r)) {
+				lru = s;
+				break;
+			}
+		}
+		if (!lru)
+			return;
+		slot_close(m, lru);
+	}
+}
+
+/* Room for `want` more descriptors (closing idle members, waiting a while
+ * for busy ones to finish): 0 or EMFILE. m->mu held. */
+static int room_locked(h5fs_mount *m, unsigned want)
+{
+	struct timespec until;
+	int e;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += (long)SLOT_WAIT_MS * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec += until.tv_nsec / 1000000000L;
+		until.tv_nsec %= 1000000000L;
+	}
+	for (;;) {
+		slots_trim_locked(m, want);
+		if (!m->max_files || fds_now_locked(m) + want <= m->max_files)
+			return 0;
+		if (m->inflight <= 1)
+			return EMFILE;
+		m->waiters++;
+		e = pthread_cond_timedwait(&m->cv, &m->mu, &until);
+		m->waiters--;
+		if (e != 0)
+			return EMFILE;
+	}
+}
+
+int slots_reserve(h5fs_mount *m)
+{
+	int e;
+
+	pthread_mutex_lock(&m->mu);
+	e = room_locked(m, 1);
+	pthread_mutex_unlock(&m->mu);
+	if (e)
+		h5fs_log_cfg(&m->cfg, LOG_WARNING, "-o max_files=%u: every descriptor is in use: EMFILE",
+			     m->max_files);
+	return e;
+}
+
+/* The member's root r said its file changed (root op changed): closed
+ * now unless in use (then by the first request that finds it unused), so
+ * that it opens anew, live; the watcher then tells the kernel to drop
+ * what it holds of it. m->mu held. */
+static void close_changed_locked(h5fs_mount *m, struct slot *s, void *r)
+{
+	while (s->opening)
+		pthread_cond_wait(&m->cv, &m->mu);
+	if (s->r != r)
+		return;         /* closed (or opened anew) meanwhile */
+	s->changed = true;
+	s->inval = true;
+	if (s->busy || s->pins)
+		return;
+	h5fs_log_cfg(&m->cfg, LOG_INFO, "%s: changed since it was indexed: opened live", s->path);
+	slot_close(m, s);
+}
+
+/* A request's look for a change of its member's file (at most once per
+ * refresh interval, by the root: a stat, made without m->mu). */
+void slot_check_changed_locked(h5fs_mount *m, struct slot *s)
+{
+	const struct root_ops *ops = s->ops;
+	void *r = s->r;
+	bool ch;
+
+	if (!r || !ops->changed || !m->cfg.read_only || !m->cfg.refresh)
+		return;         /* only a live mount looks */
+	s->busy++;              /* not closed while it looks */
+	pthread_mutex_unlock(&m->mu);
+	ch = ops->changed(r, true);
+	pthread_mutex_lock(&m->mu);
+	s->busy--;
+	if (ch)
+		close_changed_locked(m, s, r);
+}
+
+int slot_enter(h5fs_mount *m, struct slot *s)
+{
+	int e = 0;
+
+	pthread_mutex_lock(&m->mu);
+	while (s->opening)
+		pthread_cond_wait(&m->cv, &m->mu);
+	slot_check_changed_locked(m, s);
+	if (s->path && !s->r) {
+		void *r = NULL;
+
+		e = room_locked(m, 1);
+		if (e) {
+			pthread_mutex_unlock(&m->mu);
+			h5fs_log_cfg(&m->cfg, LOG_WARNING, "open %s: -o max_files=%u: every descriptor is in use: "
+				     "EMFILE", s->path, m->max_files);
+			return e;
+		}
+		s->opening = true;
+		m->open_members++;      /* counted while it opens */
+		pthread_mutex_unlock(&m->mu);
+		e = m->hooks->open_member(m->coll, &r, s->path, s);
+		if (!e && m->started && s->ops->start)
+			s->ops->start(r, m->se);
+		pthread_mutex_lock(&m->mu);
+		s->opening = false;
+		if (e) {
+			m->open_members--;
+		} else {
+			s->r = r;
+			s->epoch++;
+			s->onext = m->open.onext;
+			s->oprev = &m->open;
+			m->open.onext->oprev = s;
+			m->open.onext = s;
+		}
+		pthread_cond_broadcast(&m->cv);
+	}
+	if (!e) {
+		s->busy++;
+		m->inflight++;
+		slot_touch_locked(m, s);
+	}
+	pthread_mutex_unlock(&m->mu);
+	return e;
+}
+
+void slot_leave(h5fs_mount *m, struct slot *s)
+{
+	pthread_mutex_lock(&m->mu);
+	s->busy--;
+	m->inflight--;
+	slot_touch_locked(m, s);
+	if (m->waiters)         /* a request waiting for room may close it now */
+		pthread_cond_broadcast(&m->cv);
+	pthread_mutex_unlock(&m->mu);
+}
+
+void slot_pin(h5fs_mount *m, struct slot *s)
+{
+	pthread_mutex_lock(&m->mu);
+	s->pins++;
+	pthread_mutex_unlock(&m->mu);
+}
+
+void slot_unpin(h5fs_mount *m, struct slot *s)
+{
+	pthread_mutex_lock(&m->mu);
+	s->pins--;
+	if (m->waiters)
+		pthread_cond_broadcast(&m->cv);
+	pthread_mutex_unlock(&m->mu);
+}
+
+/* The member slot of the folder root's id (made on first sight, closed):
+ * t->s, not entered. */
+int slot_member(struct target *t, h5fs_mount *m, uint64_t folder_ino, const struct stat *top, double timeout)
+{
+	size_t b = hash_u64(folder_ino, m->path_cap);
+	struct slot *s;
+	char *path;
+	int e = 0;
+
+	memset(t, 0, sizeof(*t));
+	pthread_mutex_lock(&m->mu);
+	for (s = m->by_path[b]; s && s->folder_ino != folder_ino; s = s->next)
+		;
+	pthread_mutex_unlock(&m->mu);
+	if (!s) {
+		path = m->hooks->member_path(m->coll, folder_ino);
+		if (!path)
+			return ENOMEM;
+		pthread_mutex_lock(&m->mu);
+		for (s = m->by_path[b]; s && s->folder_ino != folder_ino; s = s->next)
+			;
+		if (!s) {
+			e = slot_add(&s, m, &h5fs_member_ops, NULL);
+			if (!e) {
+				s->path = path;
+				path = NULL;
+				s->folder_ino = folder_ino;
+				s->next = m->by_path[b];
+				m->by_path[b] = s;
+			}
+		}
+		pthread_mutex_unlock(&m->mu);
+		free(path);
+		if (e)
+			return e;
+	}
+	pthread_mutex_lock(&m->mu);
+	s->top = *top;
+	s->top_timeout = timeout;
+	pthread_mutex_unlock(&m->mu);
+	t->s = s;
+	t->local = FUSE_ROOT_ID;
+	return 0;
+}
+
+struct inval {
+	uint64_t g, parent;
+	char *name;
+};
+
+struct invals {
+	struct inval *v;
+	size_t n, cap;
+};
+
+static void inval_add(void *arg, const struct gid *x)
+{
+	struct invals *iv = arg;
+
+	if (iv->n == iv->cap) {
+		size_t nc = iv->cap ? iv->cap * 2 : 64;
+		struct inval *nv = realloc(iv->v, nc * sizeof(*nv));
+
+		if (!nv)
+			return;         /* what is not dropped expires (timeouts) */
+		iv->v = nv;
+		iv->cap = nc;
+	}
+	iv->v[iv->n].g = x->g;
+	iv->v[iv->n].parent = x->parent;
+	iv->v[iv->n].name = x->name ? strdup(x->name) : NULL;
+	iv->n++;
+}
+
+/* The kernel drops its entries and attributes (and cached pages) of the
+ * members closed because their file changed, as a live FILE's watcher
+ * does after a new generation (ll_live.c): every node id it was given of
+ * them, the member's own entry in its folder included. Ids that keep
+ * their number across openings (datasets) would otherwise keep pages of
+ * the old file. From the watcher's thread (never a request's: an
+ * invalidation may wait for locks a request holds). m->mu held, let go
+ * while the kernel is told. */
+static void inval_changed_locked(h5fs_mount *m)
+{
+	struct invals iv = { 0 };
+
+	for (size_t i = 0; i < m->nslots; i++) {
+		if (!m->slots[i]->inval)
+			continue;
+		m->slots[i]->inval = false;
+		idmap_each(&m->ids, m->slots[i]->idx, inval_add, &iv);
+	}
+	if (!iv.n)
+		return;
+	pthread_mutex_unlock(&m->mu);
+	for (size_t i = 0; i < iv.n; i++) {
+		if (m->se && iv.v[i].parent && iv.v[i].name)
+			fuse_lowlevel_notify_inval_entry(m->se, iv.v[i].parent, iv.v[i].name,
+							 strlen(iv.v[i].name));
+		if (m->se)
+			fuse_lowlevel_notify_inval_inode(m->se, iv.v[i].g, 0, 0);
+		free(iv.v[i].name);
+	}
+	free(iv.v);
+	pthread_mutex_lock(&m->mu);
+}
+
+/* Every refresh seconds, each open member looks for changes of its file
+ * (ll_live.c live_tick; an indexed root: root op changed, when a request
+ * came since its last look), held busy meanwhile so it is not closed. */
+static void *ticker(void *arg)
+{
+	h5fs_mount *m = arg;
+	struct slot **v = NULL;
+	size_t cap = 0;
+
+	pthread_mutex_lock(&m->mu);
+	while (!m->stopping) {
+		struct timespec until;
+		struct slot *s;
+		size_t n = 0, i;
+
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += m->cfg.refresh;
+		while (!m->stopping && pthread_cond_timedwait(&m->stop_cv, &m->mu, &until) == 0)
+			;
+		if (m->stopping)
+			break;
+		for (s = m->open.onext; s != &m->open; s = s->onext) {
+			if (s->opening || (!s->ops->tick && !s->ops->changed))
+				continue;
+			if (n == cap) {
+				size_t nc = cap ? cap * 2 : 64;
+				struct slot **nv = realloc(v, nc * sizeof(*nv));
+
+				if (!nv)
+					break;
+				v = nv;
+				cap = nc;
+			}
+			s->busy++;
+			m->inflight++;
+			v[n++] = s;
+		}
+		pthread_mutex_unlock(&m->mu);
+		for (i = 0; i < n; i++) {
+			void *r = v[i]->r;
+			bool ch = false;
+
+			if (v[i]->ops->tick)
+				v[i]->ops->tick(r);
+			if (v[i]->ops->changed)
+				ch = v[i]->ops->changed(r, false);
+			slot_leave(m, v[i]);
+			if (ch) {
+				pthread_mutex_lock(&m->mu);
+				close_changed_locked(m, v[i], r);
+				pthread_mutex_unlock(&m->mu);
+			}
+		}
+		pthread_mutex_lock(&m->mu);
+		inval_changed_locked(m);
+	}
+	pthread_mutex_unlock(&m->mu);
+	free(v);
+	return NULL;
+}
+
+void slots_start(h5fs_mount *m)
+{
+	size_t i;
+
+	pthread_mutex_lock(&m->mu);
+	m->started = true;
+	if (!m->identity && m->cfg.refresh && !m->ticking)
+		m->ticking = pthread_create(&m->ticker, NULL, ticker, m) == 0;
+	for (i = 0; i < m->nslots; i++) {
+		struct slot *s = m->slots[i];
+
+		if (s->r && s->ops->start)
+			s->ops->start(s->r, m->se);
+	}
+	pthread_mutex_unlock(&m->mu);
+}
+
+void slots_usage(h5fs_mount *m, uint64_t *bytes, uint64_t *objects)
+{
+	size_t i;
+
+	*bytes = *objects = 0;
+	pthread_mutex_lock(&m->mu);
+	for (i = 0; i < m->nslots; i++) {
+		struct slot *s = m->slots[i];
+		uint64_t b = 0, o = 0;
+
+		if (s->r && !s->opening && s->ops->usage)
+			s->ops->usage(s->r, &b, &o);
+		*bytes += b;
+		*objects += o;
+	}
+	if (!m->identity)
+		*objects += m->ids.n;
+	pthread_mutex_unlock(&m->mu);
+}
+
+void h5fs_mount_set_session(h5fs_mount *m, struct fuse_session *se)
+{
+	m->se = se;
+}
+
+void h5fs_mount_stop(h5fs_mount *m)
+{
+	size_t i;
+
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->mu);
+	m->stopping = true;
+	pthread_cond_broadcast(&m->stop_cv);
+	pthread_mutex_unlock(&m->mu);
+	if (m->ticking)
+		pthread_join(m->ticker, NULL);
+	m->ticking = false;
+	pthread_mutex_lock(&m->mu);
+	for (i = 0; i < m->nslots; i++) {
+		struct slot *s = m->slots[i];
+
+		if (s->r && s->ops->stop)
+			s->ops->stop(s->r);
+	}
+	m->started = false;
+	pthread_mutex_unlock(&m->mu);
+}
+
+void h5fs_mount_free(h5fs_mount *m)
+{
+	size_t i;
+
+	if (!m)
+		return;
+	for (i = 0; i < m->nslots; i++) {
+		struct slot *s = m->slots[i];
+
+		if (s->r)
+			s->ops->free(s->r);
+		free(s->path);
+		free(s);
+	}
+	idmap_free(&m->ids);
+	if (m->coll_free)
+		m->coll_free(m->coll);
+	free(m->slots);
+	free(m->by_path);
+	pthread_mutex_destroy(&m->mu);
+	pthread_cond_destroy(&m->cv);
+	pthread_cond_destroy(&m->stop_cv);
+	free(m);
+}

@@ -1,0 +1,30 @@
+/* hash.h - the bucket hashes of the daemon's chained and open-addressed
+ * tables (inodes, (parent, name) numbers, ids, paths): one mix for all, so
+ * every table spreads its keys alike. cap is a power of two. */
+#ifndef H5FS_FUSE_HASH_H
+#define H5FS_FUSE_HASH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A 64-bit key's bucket: the murmur3 finalizer's first half, enough to
+ * spread sequential ids over the low bits. */
+static inline size_t hash_u64(uint64_t v, size_t cap)
+{
+	v ^= v >> 33;
+	v *= 0xff51afd7ed558ccdULL;
+	v ^= v >> 33;
+	return (size_t)(v & (cap - 1));
+}
+
+/* A string's bucket, seeded (a parent's id, or 0): FNV-1a, mixed. */
+static inline size_t hash_name(uint64_t seed, const char *s, size_t cap)
+{
+	uint64_t h = 1469598103934665603ULL ^ seed;
+
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 1099511628211ULL;
+	return hash_u64(h, cap);
+}
+
+#endif

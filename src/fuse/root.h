@@ -1,0 +1,111 @@
+/*
+ * root.h - a root: one tree the mount shows, served through a table of
+ * inode operations (the model is squashfuse's sqfs_ll inode strategies).
+ *
+ * A mount is a table of roots (dispatch.c). A single-FILE mount has one:
+ * the member root of FILE (root_member.c, the ll*.c machinery) at the
+ * mount's root. A collection (`h5fs DIR MNT`) has the folder root
+ * (root_coll.c: DIR's directories and plain files) and one member root
+ * per HDF5 file looked into, shown at that file's place in the folders.
+ *
+ * Every operation works on the root's own node ids ("local" ids; a
+ * root's top directory is FUSE_ROOT_ID) and returns 0 or a positive
+ * errno and fills a result; it never replies. The FUSE handlers
+ * (dispatch.c) translate the request's node id to (root, local id), call
+ * the operation, translate every node id and st_ino in the result back
+ * to the mount's, and make the one reply. The exception is write: an
+ * append answers before it is applied (write-behind, doc/APPEND.md), so
+ * a root's write op replies itself (its reply carries no node id).
+ */
+#ifndef H5FS_ROOT_H
+#define H5FS_ROOT_H
+
+#include "fuse_ops.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+
+/* What a lookup leads to. */
+struct root_entry {
+	uint64_t ino;           /* local node id */
+	uint64_t generation;    /* fuse_entry_param.generation */
+	struct stat attr;       /* st_ino local too */
+	double timeout;         /* entry and attribute timeout */
+	/* The folder root only: the name is an HDF5 member whose tree
+	 * (a member root, made by the dispatcher) is shown here. */
+	bool member;
+};
+
+/* One directory entry (index i of the listing opened by opendir;
+ * "." and ".." are the dispatcher's). */
+struct root_dirent {
+	const char *name;       /* valid until releasedir */
+	uint64_t ino;           /* local st_ino */
+	mode_t type;            /* S_IFDIR, S_IFREG, S_IFLNK or 0 (unknown) */
+	bool member;            /* an HDF5 member (folder root) */
+};
+
+/* What a read answers with: pieces of files to splice (next > 0), an
+ * iovec into memory held until read_done (niov > 0), or len bytes at
+ * buf, or nothing (end of file). priv is the root's. */
+struct root_read {
+	const h5_extent *ext;
+	size_t next;
+	const struct iovec *iov;
+	int niov;
+	const void *buf;
+	size_t len;
+	void *priv;
+	int tid;        /* in: the thread whose read() the request is a piece of */
+};
+
+struct root_ops {
+	const char *name;
+	int (*lookup)(void *r, struct root_entry *e, uint64_t parent, const char *name);
+	void (*forget)(void *r, uint64_t ino, uint64_t nlookup);
+	int (*getattr)(void *r, struct stat *st, double *timeout, uint64_t ino);
+	/* *target malloc'd, the caller frees it */
+	int (*readlink)(void *r, char **target, uint64_t ino);
+	/* *keep: the kernel may cache the listing */
+	int (*opendir)(void *r, void **dh, bool *keep, uint64_t ino);
+	/* entry i of the listing: 0, or ENOENT past its end */
+	int (*readdir)(void *r, struct root_dirent *d, void *dh, size_t i);
+	void (*releasedir)(void *r, void *dh);
+	/* fills fi (fh, direct_io, keep_cache) */
+	int (*open)(void *r, struct fuse_file_info *fi, uint64_t ino);
+	int (*read)(void *r, struct root_read *a, uint64_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi);
+	void (*read_done)(void *r, struct root_read *a);
+	int (*release)(void *r, uint64_t ino, struct fuse_file_info *fi);
+	/* replies itself (write-behind); NULL: EROFS */
+	void (*write)(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t size, off_t off,
+		      struct fuse_file_info *fi);
+	int (*flush)(void *r, uint64_t ino, struct fuse_file_info *fi);
+	int (*fsync)(void *r, uint64_t ino, struct fuse_file_info *fi);
+	/* *len the full length; buf filled when it fits in size */
+	int (*listxattr)(void *r, char *buf, size_t size, size_t *len, uint64_t ino);
+	int (*getxattr)(void *r, char *buf, size_t size, size_t *len, uint64_t ino, const char *name);
+	/* setattr of the size: EPERM where datasets may grow, else EROFS */
+	bool (*writable)(void *r);
+	/* bytes and objects shown (statfs) */
+	void (*usage)(void *r, uint64_t *bytes, uint64_t *objects);
+	/* not used by any request in flight or open handle: may be closed */
+	bool (*idle)(void *r);
+	void (*start)(void *r, struct fuse_session *se);   /* after daemonizing */
+	/* a collection's one watcher thread: look for changes now (NULL: none) */
+	void (*tick)(void *r);
+	void (*stop)(void *r);                             /* before unmounting */
+	/* The root shows a file that has changed since it was made (an
+	 * indexed root whose record is stale): the dispatcher closes it
+	 * when nothing uses it and opens the member anew. access: asked by a
+	 * request (else by the watcher). NULL: never. */
+	bool (*changed)(void *r, bool access);
+	void (*free)(void *r);
+};
+
+/* The member root class (root_member.c): the single-FILE machinery. */
+extern const struct root_ops h5fs_member_ops;
+
+#endif

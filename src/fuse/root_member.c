@@ -1,0 +1,93 @@
+/* root_member.c - the member root class (root.h): one HDF5 file shown as
+ * a tree, the ll*.c machinery (struct h5fs). A single-FILE mount is one
+ * member root at the mount's root; a collection has one per HDF5 file
+ * looked into (root_coll.c). */
+#include "ll.h"
+
+static bool member_writable(void *r)
+{
+	return fs_writable(r);
+}
+
+/* No open directory or write handle: a collection may close it (its
+ * nodes then re-resolve by path in the member opened anew, dispatch.c).
+ * Requests in flight are counted by the dispatcher. */
+static bool member_idle(void *r)
+{
+	h5fs *fs = r;
+	bool idle;
+
+	pthread_mutex_lock(&fs->lock);
+	idle = fs->open_dirs.next == &fs->open_dirs && fs->open_wfiles.next == &fs->open_wfiles;
+	pthread_mutex_unlock(&fs->lock);
+	return idle;
+}
+
+static void member_start(void *r, struct fuse_session *se)
+{
+	h5fs *fs = r;
+
+	h5fs_set_session(fs, se);
+	if (!fs->shared_watch)
+		live_start(fs);
+}
+
+static void member_tick(void *r)
+{
+	live_tick(r);
+}
+
+void h5fs_share_watch(h5fs *fs)
+{
+	fs->shared_watch = true;
+}
+
+static void member_stop(void *r)
+{
+	h5fs_stop_watching(r);
+}
+
+static void member_free(void *r)
+{
+	h5fs_free(r);
+}
+
+int h5fs_set_label(h5fs *fs, const char *label)
+{
+	free(fs->label);
+	fs->label = label ? strdup(label) : NULL;
+	return label && !fs->label ? h5_err_set(H5_ERR_NOMEM, "out of memory") : 0;
+}
+
+void h5fs_set_ino_map(h5fs *fs, uint64_t (*map)(void *ud, uint64_t local), void *ud)
+{
+	fs->ino_out = map;
+	fs->ino_out_ud = ud;
+}
+
+const struct root_ops h5fs_member_ops = {
+	.name = "member",
+	.lookup = member_lookup,
+	.forget = member_forget,
+	.getattr = member_getattr,
+	.readlink = member_readlink,
+	.opendir = member_opendir,
+	.readdir = member_readdir,
+	.releasedir = member_releasedir,
+	.open = member_open,
+	.read = member_read,
+	.read_done = member_read_done,
+	.release = member_release,
+	.write = member_write,
+	.flush = member_flush,
+	.fsync = member_fsync,
+	.listxattr = member_listxattr,
+	.getxattr = member_getxattr,
+	.writable = member_writable,
+	.usage = member_usage,
+	.idle = member_idle,
+	.start = member_start,
+	.tick = member_tick,
+	.stop = member_stop,
+	.free = member_free,
+};

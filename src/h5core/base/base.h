@@ -1,0 +1,45 @@
+/*
+ * base.h - what every file of the engine uses: limits, address and overflow
+ * helpers, the sizes of offsets and lengths (h5_fmt).
+ *
+ * Conventions (see doc/DESIGN.md):
+ *  - functions return 0 or a negative h5_err code, set via h5_err_set();
+ *  - outputs come first (`**out`), one `goto out` cleanup path;
+ *  - decoders (h5_*_decode) take (buf, len) and never do I/O; loaders
+ *    (h5_*_load / _open) do the I/O, verify, and go through the cache;
+ *  - every size, count and address from disk is bounds/overflow checked.
+ *  - a module's exported symbols carry its prefix; everything else is static.
+ */
+#ifndef H5_BASE_BASE_H
+#define H5_BASE_BASE_H
+
+#include "h5core.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define H5_ADDR_UNDEF UINT64_MAX
+#define H5_UNLIMITED UINT64_MAX
+#define H5_MAX_RANK 32
+/* Limits that keep hostile files from recursing or allocating without bound. */
+#define H5_MAX_DTYPE_DEPTH 16
+#define H5_MAX_BTREE_DEPTH 64
+#define H5_MAX_OHDR_CHUNKS 4096
+#define H5_MAX_NAME 65535
+
+static inline bool h5_addr_defined(uint64_t a) { return a != H5_ADDR_UNDEF; }
+
+/* Overflow-checked arithmetic: return true on overflow. */
+static inline bool h5_add_overflow(uint64_t a, uint64_t b, uint64_t *r) { return __builtin_add_overflow(a, b, r); }
+static inline bool h5_mul_overflow(uint64_t a, uint64_t b, uint64_t *r) { return __builtin_mul_overflow(a, b, r); }
+
+/* ---- sizes of offsets/lengths from the superblock ---------------------- */
+
+typedef struct h5_fmt {
+	uint8_t sizeof_addr;  /* 2, 4 or 8 */
+	uint8_t sizeof_size;  /* 2, 4 or 8 */
+} h5_fmt;
+
+#endif

@@ -1,0 +1,55 @@
+/*
+ * rd.h - the bounded little-endian reader (rd.c).
+ */
+#ifndef H5_BASE_RD_H
+#define H5_BASE_RD_H
+
+#include "base.h"
+
+/* ---- bounded little-endian reader (rd.c) -------------------------------
+ * A cursor over (buf, len). Reading past the end sets `bad` and yields 0, so
+ * a decoder reads a whole structure and checks h5_rd_ok() once before
+ * trusting any of it. */
+
+typedef struct h5_rd {
+	const uint8_t *p;
+	size_t len;
+	size_t pos;
+	bool bad;
+} h5_rd;
+
+static inline void h5_rd_init(h5_rd *r, const void *buf, size_t len)
+{
+	r->p = (const uint8_t *)buf;
+	r->len = len;
+	r->pos = 0;
+	r->bad = false;
+}
+static inline bool h5_rd_ok(const h5_rd *r) { return !r->bad; }
+static inline size_t h5_rd_left(const h5_rd *r) { return r->bad ? 0 : r->len - r->pos; }
+static inline bool h5_rd_need(h5_rd *r, size_t n)
+{
+	if (r->bad || n > r->len - r->pos) {
+		r->bad = true;
+		return false;
+	}
+	return true;
+}
+/* Little-endian unsigned integer of n bytes (0..8). */
+uint64_t h5_rd_uint(h5_rd *r, unsigned n);
+static inline uint8_t h5_rd_u8(h5_rd *r) { return (uint8_t)h5_rd_uint(r, 1); }
+static inline uint16_t h5_rd_u16(h5_rd *r) { return (uint16_t)h5_rd_uint(r, 2); }
+static inline uint32_t h5_rd_u32(h5_rd *r) { return (uint32_t)h5_rd_uint(r, 4); }
+static inline uint64_t h5_rd_u64(h5_rd *r) { return h5_rd_uint(r, 8); }
+/* An address of fmt->sizeof_addr bytes; all-ones becomes H5_ADDR_UNDEF. */
+uint64_t h5_rd_addr(h5_rd *r, const h5_fmt *fmt);
+/* A length of fmt->sizeof_size bytes. */
+uint64_t h5_rd_size(h5_rd *r, const h5_fmt *fmt);
+/* Pointer to the next n bytes (NULL and bad if not available). */
+const uint8_t *h5_rd_bytes(h5_rd *r, size_t n);
+void h5_rd_skip(h5_rd *r, size_t n);
+/* Little-endian decode of n bytes at p (no bounds checks: caller checked). */
+uint64_t h5_le_decode(const uint8_t *p, unsigned n);
+void h5_le_encode(uint8_t *p, uint64_t v, unsigned n);
+
+#endif

@@ -1,0 +1,114 @@
+/* view.c - how a dataset's bytes are shown (h5core.h h5_view_ops): the
+ * stored element bytes as they are ("raw", mapped by the layout into a
+ * read plan, plan.c), or the elements of a type holding variable-length
+ * data as text, one line per element ("text", vlen.c: heap references are
+ * meaningless outside the file). A daemon node holds its view; the
+ * dataset itself has no notion of how it is shown. */
+#include "layout_ops.h"
+#include "vlen.h"
+
+static uint64_t raw_size(const h5_dataset *d)
+{
+	return d->nbytes;
+}
+
+static int raw_read(h5_dataset *d, void *buf, uint64_t off, size_t len)
+{
+	uint64_t end;
+	int rc;
+
+	if (h5_add_overflow(off, len, &end) || end > d->nbytes)
+		return h5_err_set(H5_ERR_INVAL, "read of %zu bytes at %llu is past the end of the dataset "
+				  "(%llu bytes)", len, (unsigned long long)off, (unsigned long long)d->nbytes);
+	if (len == 0)
+		return 0;
+	rc = h5_dataset_read_raw(d, buf, off, len);
+	if (rc < 0)
+		return h5_err_wrap(rc, "dataset at 0x%llx: ", (unsigned long long)d->addr);
+	return 0;
+}
+
+const h5_view_ops h5_view_raw = {
+	.name = "raw",
+	.size = raw_size,
+	.read = raw_read,
+	.map = h5_plan_map_raw,
+};
+
+static uint64_t text_size(const h5_dataset *d)
+{
+	h5_vtext *vt;
+
+	/* The text is measured once, under its own lock; the dataset is not
+	 * changed otherwise (const is kept for every other field). */
+	if (h5_vtext_ensure(&vt, (h5_dataset *)d) == 0)
+		return h5_vtext_size(vt);
+	/* Every element is at least its newline: a size the reads can reach,
+	 * so they report the error instead of an empty file pretending. */
+	return d->nelmts;
+}
+
+static int text_read(h5_dataset *d, void *buf, uint64_t off, size_t len)
+{
+	h5_vtext *vt;
+	uint64_t end;
+	int rc;
+
+	rc = h5_vtext_ensure(&vt, d);
+	if (rc < 0)
+		return h5_err_wrap(rc, "dataset at 0x%llx: ", (unsigned long long)d->addr);
+	if (h5_add_overflow(off, len, &end) || end > h5_vtext_size(vt))
+		return h5_err_set(H5_ERR_INVAL, "read of %zu bytes at %llu is past the end of the dataset "
+				  "(%llu bytes)", len, (unsigned long long)off,
+				  (unsigned long long)h5_vtext_size(vt));
+	if (len == 0)
+		return 0;
+	rc = h5_vtext_read(d, vt, buf, off, len);
+	if (rc < 0)
+		return h5_err_wrap(rc, "dataset at 0x%llx: ", (unsigned long long)d->addr);
+	return 0;
+}
+
+/* Text is made, never stored: always a buffer. */
+static int text_map(h5_read_plan *out, h5_dataset *d, uint64_t off, size_t len, unsigned flags)
+{
+	int rc;
+
+	(void)flags;
+	h5_plan_init(out, d);
+	if (len == 0)
+		return text_read(d, NULL, off, 0);
+	if (!h5_plan_buffer(out, len))
+		return h5_err_set(H5_ERR_NOMEM, "out of memory for a read of %zu bytes", len);
+	rc = text_read(d, out->buf, off, len);
+	if (rc < 0)
+		h5_read_plan_release(out);
+	return rc;
+}
+
+const h5_view_ops h5_view_text = {
+	.name = "text",
+	.size = text_size,
+	.read = text_read,
+	.map = text_map,
+};
+
+const h5_view_ops *h5_dataset_view(const h5_dataset *d)
+{
+	return d->has_vlen ? &h5_view_text : &h5_view_raw;
+}
+
+uint64_t h5_dataset_size(const h5_dataset *d)
+{
+	return h5_dataset_view(d)->size(d);
+}
+
+int h5_dataset_read(h5_dataset *d, void *buf, uint64_t off, size_t len)
+{
+	return h5_dataset_view(d)->read(d, buf, off, len);
+}
+
+int h5_dataset_map(h5_read_plan *out, h5_dataset *d, uint64_t off, size_t len, unsigned flags)
+{
+	return h5_dataset_view(d)->map(out, d, off, len, flags);
+}

@@ -1,0 +1,37 @@
+/*
+ * filter.h - the filter pipeline applied (filter.c).
+ */
+#ifndef H5_FILTER_FILTER_H
+#define H5_FILTER_FILTER_H
+
+#include "base.h"
+#include "dtype.h"
+#include "pline.h"
+
+/* ---- filters (filter.c) ---------------------------------------------------- */
+
+enum {
+	H5_FILTER_DEFLATE = 1, H5_FILTER_SHUFFLE = 2, H5_FILTER_FLETCHER32 = 3,
+	H5_FILTER_SZIP = 4, H5_FILTER_NBIT = 5, H5_FILTER_SCALEOFFSET = 6,
+	H5_FILTER_LZO = 305, H5_FILTER_BZIP2 = 307, H5_FILTER_LZF = 32000, H5_FILTER_BLOSC = 32001,
+	H5_FILTER_LZ4 = 32004, H5_FILTER_BITSHUFFLE = 32008, H5_FILTER_ZFP = 32013, H5_FILTER_ZSTD = 32015
+};
+
+/* Undo the pipeline on one chunk. *buf (malloc'd, *len bytes) is replaced
+ * by the decoded bytes; filters whose bit is set in mask are skipped.
+ * expect is the decoded chunk size: output larger than that is cut off and
+ * reported (decompression bombs); smaller is an error.  On failure *buf is
+ * still a malloc'd buffer the caller frees (contents unspecified); the same
+ * holds for h5_filter_encode. dtype may be NULL (the cd values suffice). */
+int h5_filter_decode(uint8_t **buf, size_t *len, const h5_pline *pl, uint32_t mask,
+		     const h5_dtype *dtype, size_t expect);
+/* Apply the pipeline for writing. An optional filter that cannot be applied
+ * is skipped and its bit set in *mask_out (as libhdf5); a required one fails. */
+int h5_filter_encode(uint8_t **buf, size_t *len, uint32_t *mask_out, const h5_pline *pl,
+		     const h5_dtype *dtype);
+/* Whether this build can decode / encode the filter. */
+bool h5_filter_available(uint16_t id);
+bool h5_filter_can_encode(uint16_t id);
+const char *h5_filter_name(uint16_t id);
+
+#endif

@@ -1,0 +1,30 @@
+/*
+ * btree2.h - version 2 B-trees (btree2.c; III.A.2).
+ */
+#ifndef H5_FORMAT_BTREE2_H
+#define H5_FORMAT_BTREE2_H
+
+#include "base.h"
+#include "file.h"
+
+/* ---- version 2 B-trees (btree2.c) ----------------------------------------- */
+
+typedef struct h5_bt2 h5_bt2;
+int h5_bt2_open(h5_bt2 **out, h5_file *f, uint64_t addr);
+void h5_bt2_close(h5_bt2 *bt);
+uint8_t h5_bt2_type(const h5_bt2 *bt);
+uint32_t h5_bt2_record_size(const h5_bt2 *bt);
+uint64_t h5_bt2_nrecords(const h5_bt2 *bt);
+/* Visit every record in key order; cb returns non-zero to stop. */
+typedef int (*h5_bt2_rec_cb)(const uint8_t *rec, size_t len, void *ud);
+int h5_bt2_iterate(h5_bt2 *bt, h5_bt2_rec_cb cb, void *ud);
+/* Search with cmp(key, rec) < 0 / 0 / > 0 as libhdf5's compare callback
+ * (key less than / equal to / greater than the record). On a match, found()
+ * is called and its result returned; H5_ERR_NOTFOUND if nothing matched.
+ * For hash-keyed records cmp may return 0 on a hash match and found() may
+ * return H5_ERR_NOTFOUND to reject a collision; the search then continues
+ * over the neighbouring records with the same hash. */
+typedef int (*h5_bt2_cmp_fn)(const void *key, const uint8_t *rec, size_t len, void *ud);
+int h5_bt2_find(h5_bt2 *bt, h5_bt2_cmp_fn cmp, const void *key, h5_bt2_rec_cb found, void *ud);
+
+#endif

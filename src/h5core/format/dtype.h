@@ -1,0 +1,68 @@
+/*
+ * dtype.h - the datatype message (dtype.c; IV.A.2.d).
+ */
+#ifndef H5_FORMAT_DTYPE_H
+#define H5_FORMAT_DTYPE_H
+
+#include "base.h"
+
+typedef enum h5_tclass {
+	H5T_INTEGER = 0, H5T_FLOAT = 1, H5T_TIME = 2, H5T_STRING = 3,
+	H5T_BITFIELD = 4, H5T_OPAQUE = 5, H5T_COMPOUND = 6, H5T_REFERENCE = 7,
+	H5T_ENUM = 8, H5T_VLEN = 9, H5T_ARRAY = 10
+} h5_tclass;
+
+typedef struct h5_dtype h5_dtype;
+
+typedef struct h5_dtype_member {
+	char *name;
+	uint32_t offset;      /* byte offset inside the compound */
+	h5_dtype *type;
+} h5_dtype_member;
+
+struct h5_dtype {
+	h5_tclass cls;
+	uint8_t version;
+	uint32_t size;          /* element size in bytes */
+	uint32_t bits;          /* the 24 class bit-field bits as stored */
+	/* integer, float, bitfield, time */
+	bool big_endian;
+	bool is_signed;
+	uint16_t bit_offset, precision;
+	/* float */
+	uint8_t sign_loc, exp_loc, exp_size, mant_loc, mant_size, norm;
+	uint32_t exp_bias;
+	/* string and vlen string */
+	uint8_t str_pad;        /* 0 null-terminated, 1 null-padded, 2 space-padded */
+	uint8_t cset;           /* 0 ASCII, 1 UTF-8 */
+	/* opaque */
+	char *tag;
+	/* compound / enum */
+	size_t nmembers;
+	h5_dtype_member *members;  /* compound */
+	char **enum_names;         /* enum: nmembers names */
+	uint8_t *enum_values;      /* enum: nmembers * base->size bytes */
+	/* enum, vlen, array */
+	h5_dtype *base;
+	/* vlen */
+	uint8_t vlen_type;      /* 0 sequence, 1 string */
+	/* array */
+	unsigned arank;
+	uint32_t adims[H5_MAX_RANK];
+	/* reference */
+	uint8_t ref_type;       /* 0 object, 1 region */
+};
+
+/* Whether t holds variable-length data anywhere (nested up to H5_MAX_DTYPE_DEPTH). */
+bool h5_dtype_has_vlen(const h5_dtype *t);
+/* Decode a datatype message (all versions, nested up to H5_MAX_DTYPE_DEPTH).
+ * *used (optional) receives the bytes consumed. */
+int h5_dtype_decode(h5_dtype **out, const uint8_t *buf, size_t len, size_t *used);
+void h5_dtype_free(h5_dtype *t);
+/* What a float type's fields describe: IEEE 754 binary16/32/64/128 of the
+ * type's size, the x87 extended format (80 bits, the leading one stored),
+ * or another layout. */
+typedef enum h5_float_kind { H5_FLOAT_IEEE, H5_FLOAT_X87, H5_FLOAT_OTHER } h5_float_kind;
+h5_float_kind h5_dtype_float_kind(const h5_dtype *t);
+
+#endif

@@ -1,0 +1,107 @@
+/*
+ * ohdr.h - object headers and their messages (ohdr.c; IV.A).
+ */
+#ifndef H5_FORMAT_OHDR_H
+#define H5_FORMAT_OHDR_H
+
+#include "base.h"
+#include "file.h"
+
+/* ---- object headers (ohdr.c) --------------------------------------------- */
+
+enum h5_msg_type {
+	H5_MSG_NIL = 0x0000,
+	H5_MSG_DSPACE = 0x0001,
+	H5_MSG_LINFO = 0x0002,
+	H5_MSG_DTYPE = 0x0003,
+	H5_MSG_FILL_OLD = 0x0004,
+	H5_MSG_FILL = 0x0005,
+	H5_MSG_LINK = 0x0006,
+	H5_MSG_EFL = 0x0007,
+	H5_MSG_LAYOUT = 0x0008,
+	H5_MSG_BOGUS = 0x0009,
+	H5_MSG_GINFO = 0x000A,
+	H5_MSG_PLINE = 0x000B,
+	H5_MSG_ATTR = 0x000C,
+	H5_MSG_COMMENT = 0x000D,
+	H5_MSG_MTIME_OLD = 0x000E,
+	H5_MSG_SHMESG = 0x000F,
+	H5_MSG_CONT = 0x0010,
+	H5_MSG_STAB = 0x0011,
+	H5_MSG_MTIME = 0x0012,
+	H5_MSG_BTREEK = 0x0013,
+	H5_MSG_DRVINFO = 0x0014,
+	H5_MSG_AINFO = 0x0015,
+	H5_MSG_REFCOUNT = 0x0016
+};
+
+#define H5_MSG_FLAG_CONSTANT 0x01
+#define H5_MSG_FLAG_SHARED 0x02
+
+typedef struct h5_msg {
+	uint16_t type;
+	uint8_t flags;
+	uint16_t crt_order;   /* v2 headers that track it */
+	uint32_t size;
+	const uint8_t *data;  /* points into h5_ohdr.chunks[chunk] */
+	uint32_t chunk;       /* index into h5_ohdr.chunks */
+	uint64_t addr;        /* relative file address of the message data (for in-place updates) */
+} h5_msg;
+
+typedef struct h5_ohdr_chunk {
+	uint64_t addr;        /* relative address of the chunk's first byte (v2: of "OCHK"/"OHDR";
+			       * v1 chunk 0: of the 16-byte prefix, which buf includes) */
+	uint8_t *buf;         /* the whole chunk as read (v2: including signature and checksum) */
+	size_t len;
+} h5_ohdr_chunk;
+
+typedef struct h5_ohdr {
+	uint64_t addr;
+	uint8_t version;      /* 1 or 2 */
+	uint8_t flags;        /* v2 header flags */
+	uint32_t refcount;    /* v1: from prefix; v2: refcount message or 1 */
+	bool has_times;       /* v2 with times stored */
+	uint32_t atime, mtime, ctime, btime;
+	size_t nmsgs;
+	h5_msg *msgs;         /* in header order, continuation and NIL messages included */
+	size_t nchunks;
+	h5_ohdr_chunk *chunks;
+} h5_ohdr;
+
+/* Load an object header with all continuation chunks (cycle-checked,
+ * checksums verified). Goes through f->meta; release with h5_ohdr_release. */
+int h5_ohdr_get(h5_ohdr **out, h5_file *f, uint64_t addr);
+void h5_ohdr_release(h5_file *f, h5_ohdr *oh);
+/* Uncached load / free (used by the cache loader and by tests). */
+int h5_ohdr_load(h5_ohdr **out, h5_file *f, uint64_t addr);
+void h5_ohdr_free(h5_ohdr *oh);
+
+/* Editing a private copy of a header (h5_ohdr_load) in place (ohdr.c):
+ * h5_ohdr_patch changes bytes at a file address inside one of its chunks;
+ * h5_ohdr_write_chunk writes a changed chunk back in one write of [first
+ * changed byte, end of chunk), v2 checksum included; the caller allocates
+ * lo (set to SIZE_MAX) and hi (zeros), one entry per chunk. */
+typedef struct h5_ohdr_edit {
+	h5_ohdr *oh;
+	size_t *lo;             /* per chunk: first changed byte, or SIZE_MAX */
+	size_t *hi;
+} h5_ohdr_edit;
+int h5_ohdr_patch(h5_ohdr_edit *e, uint64_t addr, const void *bytes, size_t n);
+int h5_ohdr_write_chunk(h5_file *f, h5_ohdr_edit *e, size_t c);
+/* Index of the chunk holding addr, SIZE_MAX when none does. */
+size_t h5_ohdr_chunk_of(const h5_ohdr *oh, uint64_t addr);
+/* Set every modification time the header records to now (not written). */
+int h5_ohdr_touch(h5_ohdr_edit *e, uint32_t now);
+/* First message of a type, or NULL. */
+const h5_msg *h5_ohdr_find(const h5_ohdr *oh, uint16_t type);
+/* Count of messages of a type. */
+size_t h5_ohdr_count(const h5_ohdr *oh, uint16_t type);
+/* The message body, following a shared-message reference if the message is
+ * shared (committed datatype in another header, or SOHM heap). *owned is a
+ * buffer the caller frees (NULL when *data points into oh). */
+int h5_msg_read(const uint8_t **data, size_t *len, void **owned,
+		h5_file *f, const h5_msg *m);
+/* Modification time (MTIME or MTIME_OLD message, else v2 header times). */
+int h5_ohdr_mtime(const h5_ohdr *oh, int64_t *mtime);
+
+#endif

@@ -1,0 +1,34 @@
+/*
+ * snod.h - symbol table nodes and entries (snod.c; III.B, III.C).
+ */
+#ifndef H5_FORMAT_SNOD_H
+#define H5_FORMAT_SNOD_H
+
+#include "base.h"
+#include "rd.h"
+#include "file.h"
+
+/* ---- symbol table nodes (snod.c) ------------------------------------------ */
+
+typedef struct h5_snod_entry {
+	uint64_t name_off;
+	uint64_t obj_addr;
+	uint32_t cache_type;
+	uint64_t btree_addr, heap_addr; /* cache_type 1 */
+	uint32_t link_off;              /* cache_type 2: soft link value offset */
+} h5_snod_entry;
+
+typedef struct h5_snod {
+	size_t n;
+	h5_snod_entry *e;
+} h5_snod;
+
+int h5_snod_decode(h5_snod *out, const h5_fmt *fmt, unsigned leaf_k, const uint8_t *buf, size_t len);
+void h5_snod_clear(h5_snod *s);
+/* Load the SNOD at addr (2 * f->sym_leaf_k entries), cached (H5_CK_SNOD). */
+int h5_snod_get(h5_snod **out, h5_file *f, uint64_t addr);
+void h5_snod_release(h5_file *f, h5_snod *s);
+/* Decode a symbol table entry (also used by the v0/v1 superblock). */
+int h5_symentry_decode(h5_snod_entry *out, h5_rd *r, const h5_fmt *fmt);
+
+#endif

@@ -1,0 +1,185 @@
+/*
+ * file.h - the file (file.c): its state, reads and writes through its byte
+ * source, loading metadata blocks through the cache.
+ */
+#ifndef H5_IO_FILE_H
+#define H5_IO_FILE_H
+
+#include "source.h"
+#include "base.h"
+#include "cache.h"
+#include "ctx.h"
+
+#include <pthread.h>
+
+/* ---- the file (file.c, superblock.c) ----------------------------------- */
+
+/* One index of the shared object header message table (III.I "SMTB"),
+ * decoded when the file is opened. */
+#define H5_SOHM_MAX_INDEXES 8
+/* Message type flags of an index: bit N stands for message type N, as
+ * libhdf5 stores them (H5O_SHMESG_*_FLAG = 1 << type id); the spec's
+ * table numbers the bits 0..4 instead, which no file follows. */
+enum {
+	H5_SOHM_DSPACE = 1u << 0x01, H5_SOHM_DTYPE = 1u << 0x03, H5_SOHM_FILL = 1u << 0x05,
+	H5_SOHM_PLINE = 1u << 0x0B, H5_SOHM_ATTR = 1u << 0x0C
+};
+typedef struct h5_sohm_index {
+	uint8_t index_type;     /* 0 list ("SMLI"), 1 v2 B-tree (record type 7) */
+	uint16_t mesg_types;    /* H5_SOHM_* bits of the message types it tracks */
+	uint32_t min_mesg_size;
+	uint16_t list_max, btree_min;
+	uint16_t nmesgs;
+	uint64_t index_addr;    /* SMLI list or v2 B-tree */
+	uint64_t heap_addr;     /* fractal heap holding the shared messages */
+} h5_sohm_index;
+
+struct h5_file {
+	h5_source *src;         /* where the bytes are (source.h): every read,
+				 * write and sync of FILE goes through it */
+	char *path;
+	int writable;
+	uint64_t base;          /* absolute offset of the superblock (user block size) */
+	uint64_t eof;           /* bytes readable from base: addresses must stay below */
+	int64_t file_mtime;
+	/* a local file as opened (fstat of its descriptor): what
+	 * h5_file_changed() compares with; has_stamp false for other sources */
+	h5_file_stamp stamp;
+	bool has_stamp;
+	h5_fmt fmt;
+	int sb_version;
+	uint8_t sb_flags;       /* file consistency flags */
+	uint16_t sym_leaf_k;    /* group leaf node K (v0/v1; default 4) */
+	uint16_t btree_k;       /* group internal node K (default 16) */
+	uint16_t chunk_btree_k; /* indexed storage internal node K (default 32) */
+	uint64_t sb_addr;       /* relative, always 0 */
+	uint64_t eoa;           /* end of allocated space, relative to base (the
+				 * stored EOF field minus the stored base address) */
+	uint64_t eoa_field_off; /* absolute file offset of the EOF address field */
+	uint64_t sb_base_field; /* base address as stored: the EOF field holds eoa + this */
+	uint64_t root_addr;     /* root group object header */
+	uint64_t ext_addr;      /* superblock extension object header or UNDEF */
+	uint64_t fs_page_size;  /* paged aggregation's file space page, or 0 */
+	/* v0/v1: the root symbol table entry's scratch pad (cache type 1) */
+	bool root_stab_cached;
+	uint64_t root_btree_addr, root_heap_addr;
+	/* shared object header message table (from the superblock extension) */
+	uint64_t sohm_addr;     /* SMTB address or UNDEF */
+	unsigned sohm_nindexes;
+	h5_sohm_index sohm_index[H5_SOHM_MAX_INDEXES];
+	/* the context it was opened in (ctx.c: a reference), and what it
+	 * reads through of it: a view of its cache, its worker pool */
+	struct h5_ctx *ctx;
+	h5_cache *meta;         /* decoded metadata blocks */
+	h5_cache *chunks;       /* decoded chunks: the same cache as meta (file.c) */
+	unsigned nthreads;      /* the context's: threads decoding at once */
+	bool efl_any;           /* h5_open_opts.efl_any */
+	pthread_mutex_t write_lock; /* one writer at a time */
+	/* under write_lock: the datasets being appended to (append.c), and
+	 * where the next new space starts (space.c; 0: at eoa; may lie below
+	 * eoa when a commit reserved space ahead, doc/APPEND.md) */
+	struct h5_astream *astreams;
+	uint64_t alloc_end;
+	struct h5_pool *pool;   /* the context's workers (pool.h), or NULL */
+	/* other files (related.c): the table of files reached from this one
+	 * (top file only), the top file of a related file, the options */
+	struct h5_related *related;
+	char *real_path;        /* absolute path of FILE when opened (realpath),
+				 * or NULL: the base for names of related files */
+	struct h5_file *top;
+	uint32_t file_id;
+	bool ext_any;
+	char *ext_prefix;
+	char *ext_root;         /* h5_open_opts.ext_root (NULL: FILE's directory) */
+	int related_idle;       /* h5_open_opts.related_idle */
+	int (*fd_gate)(void *ud, int delta);    /* h5_open_opts.fd_gate */
+	void *fd_gate_ud;
+	/* a remote FILE (its URL is path): how to open the related files that
+	 * lie beside it on the same server (related.c) */
+	struct h5_remote_opts {
+		bool on;
+		char *s3_endpoint, *s3_region;
+		bool s3_path_style;
+		unsigned retries, timeout_s;
+		size_t cache_bytes;
+	} remote;
+};
+
+/* eof grows while FUSE threads read: an append (append.c) extends FILE
+ * under write_lock, so readers take it with an atomic load (found by
+ * ThreadSanitizer, tests/stress/stress.py). */
+static inline uint64_t h5_file_eof(const h5_file *f)
+{
+	return __atomic_load_n(&f->eof, __ATOMIC_ACQUIRE);
+}
+
+/* Read len bytes at relative address addr. Fails with H5_ERR_FORMAT when the
+ * range leaves the file (addr+len > eof), so callers can pass disk values. */
+int h5_file_read(h5_file *f, uint64_t addr, void *buf, size_t len);
+/* Metadata at these addresses will be read soon: the byte source may fetch
+ * them together in the background (its prefetch op; remote sources). At
+ * most H5_PREFETCH_MAX are passed on; undefined ones are skipped. */
+#define H5_PREFETCH_MAX 64
+void h5_file_prefetch(h5_file *f, const uint64_t *addr, size_t n);
+/* The relative range [addr, end) is one object read front to back: the
+ * byte source reads ahead no further than end (its extent_hint op). */
+void h5_file_extent_hint(h5_file *f, uint64_t addr, uint64_t end);
+/* The relative ranges r[0..n) (chunks ahead of a stream) will be read
+ * next, in this order: the byte source may fetch them in the background
+ * (its ranges_hint op; remote sources). restart: a new stream or a jump.
+ * At most H5_PREFETCH_MAX are passed on; ranges outside the file are
+ * skipped. */
+void h5_file_ranges_hint(h5_file *f, const h5_range *r, size_t n, bool restart);
+/* Same, into a fresh malloc'd buffer. len is checked against eof first, so
+ * no allocation is larger than the file. */
+int h5_file_read_alloc(uint8_t **out, h5_file *f, uint64_t addr, size_t len);
+/* The same into an h5_buf_alloc buffer (chunk bytes about to be decoded). */
+int h5_file_read_buf(uint8_t **out, h5_file *f, uint64_t addr, size_t len);
+/* True if [addr, addr+len) lies inside the file. */
+bool h5_file_range_ok(const h5_file *f, uint64_t addr, uint64_t len);
+
+/* Signature, version and checksum of a block of exactly `size` bytes whose
+ * image starts "SIGN" version (extensible and fixed arrays, VII.B/VII.C);
+ * errors name the block by its signature. */
+int h5_block_check(const uint8_t *buf, size_t len, uint64_t size, const char *sig, unsigned version,
+		   uint64_t addr);
+
+/* Every cache loader of a metadata block reads the block whole and hands it
+ * to a pure (buf, len) decoder; h5_file_load_block() is that sequence once,
+ * so the size, read and buffer-ownership checks cannot drift apart between
+ * modules. A loader's context embeds this as its FIRST member, which is
+ * how decode() gets the rest of it back. */
+typedef struct h5_block_load h5_block_load;
+struct h5_block_load {
+	h5_file *f;
+	uint64_t addr;
+	uint64_t size;          /* bytes of the image; 0 or beyond size_t: "size overflows" */
+	const char *what;       /* names the block in errors */
+	size_t obj_size;        /* nonzero: *obj is a malloc'd struct decode() fills */
+	/* *cost is obj_size unless decode() sets it; the image is freed after. */
+	int (*decode)(void **obj, size_t *cost, const uint8_t *buf, size_t len, const h5_block_load *b);
+};
+/* An h5_cache_load_fn: ud is the h5_block_load. */
+int h5_file_load_block(void **obj, size_t *cost, void *ud);
+
+/* An open handle (h5_bt2, h5_fheap) that keeps its structure's cached
+ * header pinned in f->meta while it is open; handles embed it first. */
+typedef struct h5_pinned {
+	h5_file *f;
+	h5_cache_ref ref;
+} h5_pinned;
+/* calloc's a size-byte handle and pins the header loaded by load(ud=b);
+ * what names the structure in errors ("v2 B-tree"). */
+int h5_pinned_open(h5_pinned **out, size_t size, const char *what, uint32_t kind, h5_cache_load_fn load,
+		   h5_cache_free_fn free_fn, h5_block_load *b);
+void h5_pinned_close(h5_pinned *p);
+int h5_file_write(h5_file *f, uint64_t addr, const void *buf, size_t len);
+int h5_file_sync(h5_file *f);
+/* Start writing back [addr, addr+len) early (a hint). */
+void h5_file_sync_hint(h5_file *f, uint64_t addr, uint64_t len);
+/* The size of the underlying object now (absolute, user block included),
+ * and setting it (appends). */
+int h5_file_size(h5_file *f, uint64_t *out);
+int h5_file_truncate(h5_file *f, uint64_t size);
+
+#endif

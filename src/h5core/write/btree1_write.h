@@ -1,0 +1,25 @@
+/*
+ * btree1_write.h - the appending writer of v1 B-tree chunk indexes (btree1_write.c).
+ */
+#ifndef H5_WRITE_BTREE1_WRITE_H
+#define H5_WRITE_BTREE1_WRITE_H
+
+#include "base.h"
+#include "file.h"
+#include "chunk_rec.h"
+
+/* The appending writer of v1 B-tree chunk indexes (btree1_write.c):
+ * records set in memory (scaled chunk offsets, rank entries), changed nodes
+ * written as new nodes by h5_bt1w_write (new root: h5_bt1w_root), then
+ * after the layout switch h5_bt1w_patch fixes unchanged siblings' pointers. */
+typedef struct h5_bt1w h5_bt1w;
+int h5_bt1w_open(h5_bt1w **out, h5_file *f, uint64_t root, unsigned rank, const uint64_t *chunk,
+		 uint32_t esize);
+int h5_bt1w_set(h5_bt1w *w, const uint64_t *scaled, const h5_chunk_rec *rec);
+int h5_bt1w_write(h5_bt1w *w, uint64_t *alloc_end);
+uint64_t h5_bt1w_root(const h5_bt1w *w);
+int h5_bt1w_patch(h5_bt1w *w);
+void h5_bt1w_invalidate(h5_bt1w *w);
+void h5_bt1w_free(h5_bt1w *w);
+
+#endif
