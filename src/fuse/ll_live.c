@@ -82,6 +82,8 @@ struct live {
 	bool started;
 	int wake[2];            /* pipe: live_free stops the watcher */
 	int ino_fd;             /* inotify, or -1 */
+	/* watch descriptors: set by watch_path under mu, read by the watcher's
+	 * read_events without it (atomic, relaxed: each is one int on its own) */
 	int file_wd;            /* the watch of FILE (-1: none, the old rule alone) */
 	int dir_wd;             /* the watch of FILE's folder (events of other names: not FILE's) */
 	int64_t event_ns;       /* when the watcher last read an event of FILE (atomic) */
@@ -152,10 +154,12 @@ static bool read_events(struct live *lv)
 
 	base = base ? base + 1 : lv->path;
 	while ((n = read(lv->ino_fd, buf, sizeof(buf))) > 0) {
+		int dir_wd = __atomic_load_n(&lv->dir_wd, __ATOMIC_RELAXED);
+
 		for (ssize_t i = 0; i + (ssize_t)sizeof(struct inotify_event) <= n;) {
 			const struct inotify_event *ev = (const struct inotify_event *)(buf + i);
 
-			if (ev->wd != lv->dir_wd || (ev->len && strcmp(ev->name, base) == 0))
+			if (ev->wd != dir_wd || (ev->len && strcmp(ev->name, base) == 0))
 				__atomic_store_n(&lv->event_ns, now_ns(), __ATOMIC_RELEASE);
 			i += (ssize_t)sizeof(*ev) + ev->len;
 		}
@@ -167,7 +171,7 @@ static bool read_events(struct live *lv)
 /* Has every write that moved FILE's times to t returned? (See the top.) */
 static bool writes_done(const struct live *lv, int64_t t)
 {
-	if (!lv || lv->ino_fd < 0 || lv->file_wd < 0 || !lv->local)
+	if (!lv || lv->ino_fd < 0 || __atomic_load_n(&lv->file_wd, __ATOMIC_RELAXED) < 0 || !lv->local)
 		return true;
 	return __atomic_load_n(&lv->event_ns, __ATOMIC_ACQUIRE) >= t || now_ns() - t >= LIVE_SETTLE_NS;
 }
@@ -806,13 +810,14 @@ static void watch_path(struct live *lv)
 
 	/* the first watch: what was written before it sends no event, and
 	 * counts as done (a write copying in at this instant is not seen) */
-	if (wd >= 0 && lv->file_wd < 0)
+	if (wd >= 0 && __atomic_load_n(&lv->file_wd, __ATOMIC_RELAXED) < 0)
 		__atomic_store_n(&lv->event_ns, now_ns(), __ATOMIC_RELEASE);
 	if (wd >= 0)
-		lv->file_wd = wd;
+		__atomic_store_n(&lv->file_wd, wd, __ATOMIC_RELAXED);
 	dir = dir_of(lv->path);
 	if (dir)
-		lv->dir_wd = inotify_add_watch(lv->ino_fd, dir[0] ? dir : "/", IN_MOVED_TO | IN_CREATE | IN_DELETE);
+		__atomic_store_n(&lv->dir_wd, inotify_add_watch(lv->ino_fd, dir[0] ? dir : "/", IN_MOVED_TO | IN_CREATE | IN_DELETE),
+				 __ATOMIC_RELAXED);
 	free(dir);
 }
 
