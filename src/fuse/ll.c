@@ -56,7 +56,7 @@ static int show_object(struct node **out, h5fs *fs, const struct node *p, const 
 	int rc, e, tries = 0;
 
 again:
-	if (!kind_lookup(fs, file_ino(fs, tf, taddr), &k)) {
+	if (!kind_lookup(fs, file_ino(tf, taddr), &k)) {
 		if (h5_obj_info_get(&info, tf, taddr) == 0)
 			k = info.kind;
 		h5_err_clear();   /* node_make_obj reports it */
@@ -243,7 +243,7 @@ static int do_lookup(struct node **out, h5fs *fs, fuse_ino_t parent, const char 
 	if (rc == 0) {
 		/* a link up to this group or one of its ancestors on this path:
 		 * a symlink there */
-		depth = ancestor_depth(fs, p, file_ino(fs, tf, taddr));
+		depth = ancestor_depth(fs, p, file_ino(tf, taddr));
 		if (depth < 0) {
 			e = show_object(out, fs, p, &u, name, path, tf, taddr, fpath);
 			goto out;
@@ -498,13 +498,13 @@ static int do_opendir(struct dirsnap **out, h5fs *fs, fuse_ino_t ino)
 			}
 			free(fp);
 		}
-		if (taddr != UINT64_MAX && ancestor_depth(fs, n, file_ino(fs, tf, taddr)) >= 0) {
+		if (taddr != UINT64_MAX && ancestor_depth(fs, n, file_ino(tf, taddr)) >= 0) {
 			taddr = UINT64_MAX;      /* a link up the tree: a symlink */
 			e->dtype = DT_LNK;
 		}
 		if (taddr != UINT64_MAX) {
 			h5_obj_info info;
-			uint64_t key = file_ino(fs, tf, taddr);
+			uint64_t key = file_ino(tf, taddr);
 
 			e->ino = key;
 			if (kind_lookup(fs, key, &k)) {
@@ -767,7 +767,7 @@ void member_usage(void *r, uint64_t *bytes, uint64_t *objects)
 {
 	h5fs *fs = r;
 
-	*bytes = fs->file_size;
+	*bytes = __atomic_load_n(&fs->file_size, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&fs->lock);
 	*objects = fs->nnodes;
 	pthread_mutex_unlock(&fs->lock);

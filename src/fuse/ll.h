@@ -154,7 +154,8 @@ struct h5fs {
 	gid_t gid;
 	mode_t file_mode;       /* permission bits of datasets and named datatypes */
 	mode_t dir_mode;        /* permission bits of groups */
-	uint64_t root_addr;
+	/* FILE's mtime and size: a live refresh stores them (under lock), readers
+	 * without it load them atomically (st_mtime of links, statfs) */
 	int64_t file_mtime;
 	uint64_t file_size;
 	pthread_mutex_t lock;
@@ -217,7 +218,7 @@ void member_usage(void *r, uint64_t *bytes, uint64_t *objects);
 
 /* ll_inode.c */
 int ancestor_depth(h5fs *fs, const struct node *dir, uint64_t ino);
-uint64_t file_ino(const h5fs *fs, h5_file *f, uint64_t addr);
+uint64_t file_ino(const h5_file *f, uint64_t addr);
 uint64_t file_nodeid(const h5fs *fs, h5_file *f, uint64_t addr);
 bool fs_writable(const h5fs *fs);
 int kind_lookup(h5fs *fs, uint64_t addr, h5_obj_kind *kind);

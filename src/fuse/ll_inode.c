@@ -292,18 +292,20 @@ int kind_lookup(h5fs *fs, uint64_t addr, h5_obj_kind *kind)
 
 /* ---- names and paths ------------------------------------------------------ */
 
-/* st_ino of the object whose header is at addr. */
-static uint64_t obj_ino(const h5fs *fs, uint64_t addr)
+/* st_ino of the object whose header is at addr of FILE's generation f:
+ * f's own root, not the mount's current one (a live refresh switches
+ * that while lookups in an older generation still run). */
+static uint64_t obj_ino(const h5_file *f, uint64_t addr)
 {
-	return addr == fs->root_addr ? FUSE_ROOT_ID : addr + 2;
+	return addr == h5_file_root(f) ? FUSE_ROOT_ID : addr + 2;
 }
 
 /* st_ino of the object at addr in file f (FILE or a related file). */
-uint64_t file_ino(const h5fs *fs, h5_file *f, uint64_t addr)
+uint64_t file_ino(const h5_file *f, uint64_t addr)
 {
 	uint32_t id = h5_file_id(f);
 
-	return id == 0 ? obj_ino(fs, addr) : ((uint64_t)id << 48) | ((addr + 2) & (((uint64_t)1 << 48) - 1));
+	return id == 0 ? obj_ino(f, addr) : ((uint64_t)id << 48) | ((addr + 2) & (((uint64_t)1 << 48) - 1));
 }
 
 /* The FUSE node id of a dataset or named datatype at addr of f: its
@@ -311,7 +313,7 @@ uint64_t file_ino(const h5fs *fs, h5_file *f, uint64_t addr)
  * answer FUSE_ROOT_ID (directories have node ids per path, do_lookup). */
 uint64_t file_nodeid(const h5fs *fs, h5_file *f, uint64_t addr)
 {
-	return h5_file_id(f) == 0 ? addr + 2 : file_ino(fs, f, addr);
+	return h5_file_id(f) == 0 ? addr + 2 : file_ino(f, addr);
 }
 
 /* How many levels above dir (0: dir itself) the directory whose st_ino is
@@ -650,14 +652,14 @@ int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64
 		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	mtime = info.has_mtime ? info.mtime : fs->file_mtime;
+	mtime = info.has_mtime ? info.mtime : h5_file_mtime(f);
 	switch (info.kind) {
 	case H5_OBJ_GROUP:
 		n->type = NT_DIR;
 		/* st_nlink 1 = "subdirectory count unknown" (as btrfs does for
 		 * find's leaf optimisation): counting would mean decoding every
 		 * child header of every directory. */
-		stat_init(fs, &n->st, file_ino(fs, f, addr), S_IFDIR | fs->dir_mode, mtime);
+		stat_init(fs, &n->st, file_ino(f, addr), S_IFDIR | fs->dir_mode, mtime);
 		break;
 	case H5_OBJ_DATASET: {
 		int64_t dmt;
@@ -668,7 +670,7 @@ int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64
 			goto out;
 		if (h5_dataset_mtime(n->ds, &dmt) == 0)
 			mtime = dmt;
-		stat_init(fs, &n->st, file_ino(fs, f, addr), S_IFREG | fs->file_mode, mtime);
+		stat_init(fs, &n->st, file_ino(f, addr), S_IFREG | fs->file_mode, mtime);
 		n->view = h5_dataset_view(n->ds);
 		n->st.st_size = (off_t)n->view->size(n->ds);
 		alloc = h5_dataset_allocated(n->ds);
@@ -686,12 +688,12 @@ int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64
 	default:
 		/* named datatypes (and headers of no known kind): empty files */
 		n->type = NT_FILE;
-		stat_init(fs, &n->st, file_ino(fs, f, addr), S_IFREG | fs->file_mode, mtime);
+		stat_init(fs, &n->st, file_ino(f, addr), S_IFREG | fs->file_mode, mtime);
 		n->st.st_nlink = info.nlink ? info.nlink : 1;
 		break;
 	}
 	n->st.st_blocks = blocks_of(alloc);
-	kind_remember(fs, file_ino(fs, f, addr), info.kind);
+	kind_remember(fs, file_ino(f, addr), info.kind);
 out:
 	if (rc < 0) {
 		node_free(n);
@@ -734,7 +736,7 @@ int node_make_link(struct node **out, h5fs *fs, uint64_t ino, const char *path,
 		node_free(n);
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	}
-	stat_init(fs, &n->st, ino, S_IFLNK | 0777, fs->file_mtime);
+	stat_init(fs, &n->st, ino, S_IFLNK | 0777, __atomic_load_n(&fs->file_mtime, __ATOMIC_RELAXED));
 	n->st.st_size = (off_t)strlen(n->target);
 	*out = n;
 	return 0;

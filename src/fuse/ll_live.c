@@ -281,7 +281,7 @@ static int resolve(struct node **link, h5_file **tf, uint64_t *taddr, struct nod
 		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	up[nup++] = file_ino(fs, f, addr);
+	up[nup++] = file_ino(f, addr);
 	while (*path) {
 		const char *e;
 		size_t len;
@@ -326,7 +326,7 @@ static int resolve(struct node **link, h5_file **tf, uint64_t *taddr, struct nod
 			break;
 		}
 		if (prc == 0) {
-			id = file_ino(fs, nf, na);
+			id = file_ino(nf, na);
 			for (size_t i = nup; i-- > 0;)
 				if (up[i] == id) {
 					depth = (int)(nup - 1 - i);
@@ -511,7 +511,7 @@ static int node_rebuild(h5fs *fs, struct node *n, bool log)
 		if (n->ino == FUSE_ROOT_ID)
 			same = true;
 		else if (n->type == NT_DIR)
-			same = file_ino(fs, tf, taddr) == (uint64_t)n->st.st_ino && same_anchors(n, &anc);
+			same = file_ino(tf, taddr) == (uint64_t)n->st.st_ino && same_anchors(n, &anc);
 		else    /* its own id; a (parent, name) number's: its object's */
 			same = file_nodeid(fs, tf, taddr) ==
 			       ((n->ino & H5FS_SYNTH_BIT) && n->f ? file_nodeid(fs, n->f, n->addr) : n->ino);
@@ -675,10 +675,9 @@ static int refresh_locked(h5fs *fs, bool doubt)
 	pthread_mutex_lock(&fs->lock);
 	fs->gen = g;
 	fs->f = f;
-	fs->root_addr = h5_file_root(f);
-	fs->file_mtime = h5_file_mtime(f);
+	__atomic_store_n(&fs->file_mtime, h5_file_mtime(f), __ATOMIC_RELAXED);
 	if (lv->local && stat(lv->path, &st) == 0)
-		fs->file_size = (uint64_t)st.st_size;
+		__atomic_store_n(&fs->file_size, (uint64_t)st.st_size, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&fs->lock);
 	/* opened again only because its stamp was racy: the same bytes, the
 	 * page cache stays usable */

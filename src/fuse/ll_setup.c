@@ -17,7 +17,6 @@ int h5fs_new(h5fs **out, h5_file *f, const h5fs_config *cfg)
 	fs->f = f;
 	fs->cfg = *cfg;
 	fs->writable = !cfg->read_only && h5_file_writable(f);
-	fs->root_addr = h5_file_root(f);
 	fs->file_mtime = h5_file_mtime(f);
 	/* Defaults follow FILE: whoever may read FILE may read the mount (the
 	 * kernel enforces it: main.c mounts with default_permissions). Nothing
@@ -56,14 +55,14 @@ int h5fs_new(h5fs **out, h5_file *f, const h5fs_config *cfg)
 	rc = live_new(fs, f);
 	if (rc < 0)
 		goto out;
-	rc = node_make_obj(&root, fs, f, fs->root_addr, FUSE_ROOT_ID, "");
+	rc = node_make_obj(&root, fs, f, h5_file_root(f), FUSE_ROOT_ID, "");
 	if (rc < 0) {
-		h5_err_wrap(rc, "root group at 0x%llx: ", (unsigned long long)fs->root_addr);
+		h5_err_wrap(rc, "root group at 0x%llx: ", (unsigned long long)h5_file_root(f));
 		goto out;
 	}
 	if (root->type != NT_DIR) {
 		rc = h5_err_set(H5_ERR_FORMAT, "root object at 0x%llx is not a group",
-				(unsigned long long)fs->root_addr);
+				(unsigned long long)h5_file_root(f));
 		goto out;
 	}
 	root->nlookup = 1;   /* never forgotten */
