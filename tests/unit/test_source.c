@@ -13,6 +13,9 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#ifdef HAVE_CURL
+#include "source_s3.h"  /* s3_opts, and source_http.h: http_opts */
+#endif
 
 static char dir[256];
 
@@ -361,6 +364,75 @@ START_TEST(test_swmr_eof)
 }
 END_TEST
 
+#ifdef HAVE_CURL
+/* Each remote class owns its options: h5_source_param says whose a key
+ * is and refuses malformed values; the class parsers take their keys and
+ * pass over the others; the last of a key wins. */
+START_TEST(test_source_params)
+{
+	const char *p[] = { "s3_region=eu-west-1", "retries=7", "s3_path_style", "timeout=12",
+			    "s3_endpoint=http://127.0.0.1:9000", "retries=2", NULL };
+	http_opts ho;
+	s3_opts so;
+
+	ck_assert_int_eq(h5_source_param("retries=3"), 1);
+	ck_assert_int_eq(h5_source_param("timeout=0"), 1);
+	ck_assert_int_eq(h5_source_param("s3_endpoint=http://x"), 1);
+	ck_assert_int_eq(h5_source_param("s3_path_style"), 1);
+	ck_assert_int_eq(h5_source_param("allow_other"), 0);
+	ck_assert_int_eq(h5_source_param("retriesx=3"), 0);
+	ck_assert_int_eq(h5_source_param("retries=3x"), H5_ERR_INVAL);
+	ck_assert_int_eq(h5_source_param("retries=-1"), H5_ERR_INVAL);
+	ck_assert_int_eq(h5_source_param("retries"), H5_ERR_INVAL);
+	ck_assert_int_eq(h5_source_param("timeout=99999999999"), H5_ERR_INVAL);
+	ck_assert_int_eq(h5_source_param("s3_region"), H5_ERR_INVAL);
+	ck_assert_int_eq(h5_source_param("s3_path_style=1"), H5_ERR_INVAL);
+	h5_err_clear();
+	ck_assert_int_eq(http_opts_parse(&ho, p), 0);
+	ck_assert_uint_eq(ho.retries, 2);
+	ck_assert_uint_eq(ho.timeout_s, 12);
+	ck_assert_int_eq(s3_opts_parse(&so, p), 0);
+	ck_assert_str_eq(so.region, "eu-west-1");
+	ck_assert_str_eq(so.endpoint, "http://127.0.0.1:9000");
+	ck_assert(so.path_style);
+	ck_assert_int_eq(http_opts_parse(&ho, NULL), 0);
+	ck_assert_uint_eq(ho.retries, 0);
+}
+END_TEST
+
+/* The remote classes resolve a related file's name beside the file that
+ * names it, percent-encoded; "." and empty parts dropped, ".." refused
+ * unless any, an absolute name by its last part. */
+START_TEST(test_source_resolve)
+{
+	const h5_source_class *h = h5_source_class_of("https://h/d/f.h5");
+	const h5_source_class *s3 = h5_source_class_of("s3://b/d/f.h5");
+	const h5_source_class *loc = h5_source_class_of("/tmp/f.h5");
+	char *u;
+
+	ck_assert_str_eq(h->name, "http");
+	ck_assert_str_eq(s3->name, "s3");
+	ck_assert_str_eq(loc->name, "local");
+	ck_assert_ptr_null(loc->resolve);       /* related.c looks for local files */
+	ck_assert_int_eq(h->resolve(&u, "sub/./a b.h5", "https://h/d/f.h5", false), 0);
+	ck_assert_str_eq(u, "https://h/d/sub/a%20b.h5");
+	free(u);
+	ck_assert_int_eq(s3->resolve(&u, "/abs/dir/x.h5", "s3://b/d/f.h5", false), 0);
+	ck_assert_str_eq(u, "s3://b/d/x.h5");
+	free(u);
+	ck_assert_int_eq(h->resolve(&u, "../up.h5", "https://h/d/f.h5", false), H5_ERR_PERM);
+	h5_err_clear();
+	ck_assert_ptr_null(u);
+	ck_assert_int_eq(h->resolve(&u, "../up.h5", "https://h/d/f.h5", true), 0);
+	ck_assert_str_eq(u, "https://h/d/../up.h5");
+	free(u);
+	ck_assert_int_eq(h->resolve(&u, "/", "https://h/d/f.h5", false), 1);
+	ck_assert_int_eq(h->resolve(&u, "./", "https://h/d/f.h5", false), 1);
+	ck_assert_ptr_null(u);
+}
+END_TEST
+#endif
+
 static Suite *source_suite(void)
 {
 	Suite *s = suite_create("source");
@@ -374,6 +446,10 @@ static Suite *source_suite(void)
 	tcase_add_test(tc, test_file_through_trace);
 	tcase_add_test(tc, test_changed_and_generations);
 	tcase_add_test(tc, test_swmr_eof);
+#ifdef HAVE_CURL
+	tcase_add_test(tc, test_source_params);
+	tcase_add_test(tc, test_source_resolve);
+#endif
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -26,7 +26,9 @@
 #include "base.h"
 
 #include <curl/curl.h>
+#include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -548,10 +550,15 @@ int http_source_open(h5_source **out, const char *url, const char *name, const h
 		     const h5_source_opts *opts)
 {
 	http_transport *h;
+	http_opts ho;
+	int rc;
 
 	*out = NULL;
 	if (opts->writable)
 		return h5_err_set(H5_ERR_ROFS, "%s: remote files are read-only", name);
+	rc = http_opts_parse(&ho, opts->params);
+	if (rc < 0)
+		return rc;
 	pthread_once(&global_once, global_init);
 	h = calloc(1, sizeof(*h));
 	if (!h)
@@ -560,8 +567,8 @@ int http_source_open(h5_source **out, const char *url, const char *name, const h
 	pthread_mutex_init(&h->mu, NULL);
 	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
 		pthread_mutex_init(&h->share_mu[i], NULL);
-	h->retries = opts->retries ? opts->retries : DEFAULT_RETRIES;
-	h->timeout_s = opts->timeout_s ? (long)opts->timeout_s : DEFAULT_TIMEOUT;
+	h->retries = ho.retries ? ho.retries : DEFAULT_RETRIES;
+	h->timeout_s = ho.timeout_s ? (long)ho.timeout_s : DEFAULT_TIMEOUT;
 	h->url = strdup(url);
 	h->name = strdup(name);
 	if (!h->url || !h->name)
@@ -590,6 +597,123 @@ nomem:
 	return h5_err_set(H5_ERR_NOMEM, "out of memory");
 }
 
+/* An unsigned option value: decimal digits only. */
+static int param_uint(unsigned *out, const char *param, const char *v, bool has_value)
+{
+	unsigned long long n = 0;
+
+	if (!has_value || !*v)
+		return h5_err_set(H5_ERR_INVAL, "-o %s: expected a number", param);
+	for (const char *p = v; *p; p++) {
+		if (*p < '0' || *p > '9' || (n = n * 10 + (unsigned)(*p - '0')) > UINT_MAX)
+			return h5_err_set(H5_ERR_INVAL, "-o %s: expected a number", param);
+	}
+	*out = (unsigned)n;
+	return 0;
+}
+
+/* One of param's keys into *o: 1, 0 not ours, or H5_ERR_INVAL. */
+static int http_param_into(http_opts *o, const char *param)
+{
+	bool has;
+	const char *v;
+	int rc;
+
+	if ((v = h5_source_param_value(param, "retries", &has)))
+		rc = param_uint(&o->retries, param, v, has);
+	else if ((v = h5_source_param_value(param, "timeout", &has)))
+		rc = param_uint(&o->timeout_s, param, v, has);
+	else
+		return 0;
+	return rc < 0 ? rc : 1;
+}
+
+int http_opts_parse(http_opts *o, const char *const *params)
+{
+	memset(o, 0, sizeof(*o));
+	for (size_t i = 0; params && params[i]; i++) {
+		int rc = http_param_into(o, params[i]);
+
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int http_param(const char *param)
+{
+	http_opts o;
+
+	return http_param_into(&o, param);
+}
+
+/* ---- related files ------------------------------------------------------
+ * They are looked for beside the file that names them, on the same server
+ * and with the same options (credentials, endpoint): the directory of its
+ * URL joined with the name, percent-encoded. An absolute name is looked
+ * for by its last component (as libhdf5 falls back to); a name with ".."
+ * would leave the URL's directory and is refused unless any (-o ext_any),
+ * as a local file outside FILE's tree is. The prefix variables name local
+ * directories and do not apply. */
+
+static bool url_plain(unsigned char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+	       c == '.' || c == '_' || c == '~';
+}
+
+int http_resolve(char **out, const char *name, const char *base, bool any)
+{
+	const char *slash = strrchr(base, '/'), *p;
+	size_t dlen = slash ? (size_t)(slash - base) : 0, cap;
+	char *url, *o;
+
+	*out = NULL;
+	if (name[0] == '/') {
+		name = strrchr(name, '/') + 1;
+		if (!*name)
+			return 1;
+	}
+	cap = dlen + 1 + 3 * strlen(name) + 1;
+	url = malloc(cap);
+	if (!url)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	memcpy(url, base, dlen);
+	o = url + dlen;
+	for (p = name; *p;) {
+		size_t len = strcspn(p, "/");
+
+		if ((len == 1 && p[0] == '.') || len == 0) {
+			p += len + (p[len] == '/');
+			continue;
+		}
+		if (len == 2 && p[0] == '.' && p[1] == '.' && !any) {
+			free(url);
+			return h5_err_set(H5_ERR_PERM, "\"%.200s\" lies outside the directory of FILE: not followed "
+					  "(mount with -o ext_any to allow)", name);
+		}
+		*o++ = '/';
+		for (size_t i = 0; i < len; i++) {
+			unsigned char c = (unsigned char)p[i];
+
+			if (url_plain(c)) {
+				*o++ = (char)c;
+			} else {
+				snprintf(o, 4, "%%%02X", c);
+				o += 3;
+			}
+		}
+		p += len + (p[len] == '/');
+	}
+	*o = 0;
+	if (o == url + dlen) {
+		free(url);
+		return 1;
+	}
+	*out = url;
+	return 0;
+}
+
 static bool http_matches(const char *name)
 {
 	return strncasecmp(name, "http://", 7) == 0 || strncasecmp(name, "https://", 8) == 0;
@@ -604,4 +728,6 @@ const h5_source_class h5_source_http_class = {
 	.name = "http",
 	.matches = http_matches,
 	.open = http_open,
+	.param = http_param,
+	.resolve = http_resolve,
 };
