@@ -490,14 +490,12 @@ static void http_wake(bc_transport *t)
 }
 
 /* In a child forked while a stream ran (fuse_daemonize after the open):
- * the multi handle is the parent's; the next stream makes its own. */
+ * the multi handle is the parent's; the next stream makes its own. Not
+ * under h->mu: a parent's thread may have held it at the fork, and the
+ * child has no worker yet (the cache starts one after this). */
 static void http_forked(bc_transport *t)
 {
-	http_transport *h = (http_transport *)t;
-
-	pthread_mutex_lock(&h->mu);
-	h->multi = NULL;
-	pthread_mutex_unlock(&h->mu);
+	((http_transport *)t)->multi = NULL;
 }
 
 /* h5fs -o refresh: a one-byte GET with the pinned ETag (412 or another
