@@ -199,8 +199,8 @@ static int fetch_blocks(bc_cache *h, uint64_t b, uint64_t n, const unsigned *slo
 	int rc;
 
 	rc = h->t->ops->fetch(h->t, &f);
-	/* gone from the server after the mount: an I/O error like any other
-	 * (only at open does a 404 mean "no such file") */
+	/* gone after the open (a 404): an I/O error like any other (only
+	 * at open does it mean "no such file") */
 	if (rc == H5_ERR_NOTFOUND) {
 		char msg[512];
 
@@ -564,8 +564,8 @@ static int first_fetch(bc_cache *h)
 	rc = h->t->ops->fetch(h->t, &f);
 	if (rc == H5_ERR_FORMAT) /* 416 at 0: an empty object */
 		rc = h5_err_set(H5_ERR_NOTHDF5, "%s: empty object", h->name);
-	if (rc == 0 && f.total == 0)
-		rc = h5_err_set(H5_ERR_IO, "%s: no object size in Content-Range", h->name);
+	if (rc == 0 && f.total == 0) /* a transport's duty; a guard */
+		rc = h5_err_set(H5_ERR_IO, "%s: the object's size is unknown", h->name);
 	if (rc == 0)
 		h->base.size = f.total;
 	pthread_mutex_lock(&h->mu);

@@ -219,8 +219,8 @@ static bool other_version(const http_transport *h, const reply *r)
 /* Sets c up for a GET of [off, off+len) into the BLOCK-sized segments
  * seg (which, like the reply *r, must outlive the transfer); returns the
  * header list for http_request_done(). */
-static struct curl_slist *http_request(http_transport *h, CURL *c, reply *r, uint64_t off, uint8_t *const *seg,
-				       size_t len)
+static struct curl_slist *http_request(http_transport *h, CURL *c, reply *r, uint64_t off,
+				       uint8_t *const *seg, size_t len)
 {
 	struct curl_slist *hd = NULL;
 	char range[64], ifm[300];
@@ -352,6 +352,8 @@ static int http_fetch(bc_transport *t, bc_fetch *f)
 	f->got = r.got;
 	f->total = r.cr_total;
 	if (h->size == 0) { /* the first fetch, at open (one thread) */
+		if (r.cr_total == 0)
+			return f->rc = h5_err_set(H5_ERR_IO, "%s: no object size in Content-Range", h->name);
 		h->size = r.cr_total;
 		if (r.etag[0] && !(h->etag = strdup(r.etag)))
 			return f->rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
