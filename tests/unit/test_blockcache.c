@@ -180,6 +180,17 @@ static void quiesce(bc_cache *c, mem_transport *m)
 	ck_assert_uint_ge(stable, 5);
 }
 
+/* The first range the read-ahead asked for (its order against a
+ * reader's fetch is the threads' business). */
+static unsigned first_bg(const mem_transport *m)
+{
+	for (unsigned i = 0; i < m->nlog; i++)
+		if (m->log[i].bg)
+			return i;
+	ck_abort_msg("no background fetch");
+	return 0;
+}
+
 static void read_check(h5_source *s, const uint8_t *data, uint64_t off, size_t len)
 {
 	uint8_t *buf = malloc(len);
@@ -310,9 +321,8 @@ START_TEST(test_bc_readahead)
 	quiesce((bc_cache *)s, &m);
 	ck_assert_uint_eq(m.nfetch, 2);
 	ck_assert_uint_ge(m.nstream, 1);
-	ck_assert(m.log[2].bg);
-	ck_assert_uint_eq(m.log[2].off, BC_FIRST + BC_BLOCK);
-	ck_assert_uint_eq(m.log[2].len, BC_RA_WIN * BC_BLOCK);
+	ck_assert_uint_eq(m.log[first_bg(&m)].off, BC_FIRST + BC_BLOCK);
+	ck_assert_uint_eq(m.log[first_bg(&m)].len, BC_RA_WIN * BC_BLOCK);
 	for (uint64_t off = BC_FIRST; off < size; off += 64 << 10)
 		read_check(s, data, off, 64 << 10);
 	quiesce((bc_cache *)s, &m);
@@ -346,8 +356,8 @@ START_TEST(test_bc_extent_caps_readahead)
 	read_check(s, data, BC_FIRST, 64 << 10);
 	quiesce((bc_cache *)s, &m);
 	ck_assert_uint_eq(m.nstream, 1);
-	ck_assert_uint_eq(m.log[2].off, BC_FIRST + BC_BLOCK);
-	ck_assert_uint_eq(m.log[2].off + m.log[2].len, 6 * MiB);
+	ck_assert_uint_eq(m.log[first_bg(&m)].off, BC_FIRST + BC_BLOCK);
+	ck_assert_uint_eq(m.log[first_bg(&m)].off + m.log[first_bg(&m)].len, 6 * MiB);
 	h5_source_close(s);
 	free(data);
 }
