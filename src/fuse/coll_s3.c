@@ -41,7 +41,7 @@ struct s3dir {
 
 struct s3c {
 	char *spec;             /* s3://BUCKET/PREFIX/ */
-	h5_open_opts oo;        /* endpoint, region, path style, retries, timeout */
+	h5_open_opts oo;        /* the source classes' options (endpoint, region, ...) */
 	char *suffixes;         /* NULL: H5_SUFFIXES_DEFAULT */
 	double ttl;
 	const h5fs_config *cfg; /* for the log; NULL before configure */
@@ -107,11 +107,7 @@ static int s3c_open(void **out, const char *spec, const h5_open_opts *oo)
 		return ENOMEM;
 	}
 	/* what a request needs; the strings are main.c's, alive for the mount */
-	s->oo.s3_endpoint = oo->s3_endpoint;
-	s->oo.s3_region = oo->s3_region;
-	s->oo.s3_path_style = oo->s3_path_style;
-	s->oo.retries = oo->retries;
-	s->oo.timeout_s = oo->timeout_s;
+	s->oo.source_params = oo->source_params;
 	e = s3c_list_top(s);
 	if (e) {
 		s3c_close(s);
@@ -376,11 +372,7 @@ static int s3c_open_source(void *b, h5_source **out, const char *path)
 	u = url_of(s, path);
 	if (!u)
 		return ENOMEM;
-	so.s3_endpoint = s->oo.s3_endpoint;
-	so.s3_region = s->oo.s3_region;
-	so.s3_path_style = s->oo.s3_path_style;
-	so.retries = s->oo.retries;
-	so.timeout_s = s->oo.timeout_s;
+	so.params = s->oo.source_params;
 	rc = h5_source_open(out, u, &so);
 	free(u);
 	return rc < 0 ? errno_of(rc) : 0;

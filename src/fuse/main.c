@@ -18,6 +18,7 @@
 #endif
 
 #include "fuse_ops.h"
+#include "source.h"
 #include "tool_exit.h"
 
 #include <errno.h>
@@ -57,9 +58,11 @@ struct cli {
 	int efl_any;            /* -o efl_any: follow any external file name */
 	int ext_any;            /* -o ext_any: other files outside FILE's tree */
 	char *ext_prefix;       /* -o ext_prefix=DIRS */
-	char *s3_endpoint, *s3_region;  /* -o s3_endpoint=URL, s3_region=R */
-	int s3_path_style;      /* -o s3_path_style */
-	unsigned retries, timeout;      /* -o retries=N, timeout=S (remote FILE) */
+	/* the byte-source classes' options (-o s3_endpoint=URL, s3_region=R,
+	 * s3_path_style, retries=N, timeout=S: the keys h5_source_param()
+	 * owns), in order, NULL-terminated: h5_open_opts.source_params */
+	char **params;
+	size_t nparams;
 	char *refresh;          /* -o refresh=SECONDS, as given */
 	unsigned max_files;     /* -o max_files=N (a collection; 0: default) */
 	char *index;            /* -o index=PATH (a collection's index file) */
@@ -111,11 +114,6 @@ static const struct fuse_opt cli_spec[] = {
 	{ "efl_any", offsetof(struct cli, efl_any), 1 },
 	{ "ext_any", offsetof(struct cli, ext_any), 1 },
 	{ "ext_prefix=%s", offsetof(struct cli, ext_prefix), 0 },
-	{ "s3_endpoint=%s", offsetof(struct cli, s3_endpoint), 0 },
-	{ "s3_region=%s", offsetof(struct cli, s3_region), 0 },
-	{ "s3_path_style", offsetof(struct cli, s3_path_style), 1 },
-	{ "retries=%u", offsetof(struct cli, retries), 0 },
-	{ "timeout=%u", offsetof(struct cli, timeout), 0 },
 	{ "refresh=%s", offsetof(struct cli, refresh), 0 },
 	{ "max_files=%u", offsetof(struct cli, max_files), 0 },
 	{ "index=%s", offsetof(struct cli, index), 0 },
@@ -213,6 +211,24 @@ static void usage(FILE *out)
 		h5_default_cache_bytes() >> 20, h5fs_default_max_files());
 }
 
+/* Keeps arg, a byte-source class's option, for h5_open_opts.source_params. */
+static int cli_param_add(struct cli *c, const char *arg)
+{
+	char **p = realloc(c->params, (c->nparams + 2) * sizeof(*p));
+
+	if (!p) {
+		fprintf(stderr, "h5fs: out of memory\n");
+		return -1;
+	}
+	c->params = p;
+	if (!(p[c->nparams] = strdup(arg))) {
+		fprintf(stderr, "h5fs: out of memory\n");
+		return -1;
+	}
+	p[++c->nparams] = NULL;
+	return 0;
+}
+
 static int cli_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
 {
 	struct cli *c = data;
@@ -233,6 +249,17 @@ static int cli_proc(void *data, const char *arg, int key, struct fuse_args *outa
 		c->verbose = 1;
 		return 0;
 	case FUSE_OPT_KEY_OPT:
+		/* an option of a byte-source class (remote FILEs): theirs to
+		 * parse, each class its own (source_http.c, source_s3.c) */
+		switch (h5_source_param(arg)) {
+		case 0:
+			break;
+		case 1:
+			return cli_param_add(c, arg);
+		default:
+			fprintf(stderr, "h5fs: %s\n", h5_err_msg());
+			return -1;
+		}
 		return ignored_opt(arg) ? 0 : 1;
 	case FUSE_OPT_KEY_NONOPT:
 		c->nonopts++;
@@ -469,11 +496,7 @@ static int parse(struct daemon *D)
 	D->oopts.efl_any = D->cli.efl_any;
 	D->oopts.ext_any = D->cli.ext_any;
 	D->oopts.ext_prefix = D->cli.ext_prefix;
-	D->oopts.s3_endpoint = D->cli.s3_endpoint;
-	D->oopts.s3_region = D->cli.s3_region;
-	D->oopts.s3_path_style = D->cli.s3_path_style;
-	D->oopts.retries = D->cli.retries;
-	D->oopts.timeout_s = D->cli.timeout;
+	D->oopts.source_params = (const char *const *)D->cli.params;
 	if (D->cli.cache_size && parse_cache_size(&D->oopts.cache_bytes, D->cli.cache_size) < 0) {
 		fprintf(stderr, "h5fs: invalid -o cache_size=%s (MiB, 1..%lu)\n", D->cli.cache_size, CACHE_MIB_MAX);
 		return ret;
@@ -811,8 +834,9 @@ static void daemon_free(struct daemon *D)
 	free(D->cli.umask);
 	free(D->cli.refresh);
 	free(D->cli.ext_prefix);
-	free(D->cli.s3_endpoint);
-	free(D->cli.s3_region);
+	for (size_t i = 0; i < D->cli.nparams; i++)
+		free(D->cli.params[i]);
+	free(D->cli.params);
 	free(D->cli.h5_suffixes);
 	free(D->cli.index);
 	fuse_opt_free_args(&D->args);

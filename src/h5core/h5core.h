@@ -105,12 +105,12 @@ typedef struct h5_open_opts {
 	 * collection bounds its open descriptors (-o max_files). NULL: none. */
 	int (*fd_gate)(void *ud, int delta);
 	void *fd_gate_ud;
-	/* remote FILEs (http://, https://, s3://; source.h h5_source_opts) */
-	const char *s3_endpoint; /* -o s3_endpoint=URL (NULL: AWS) */
-	const char *s3_region;   /* -o s3_region= (NULL: us-east-1) */
-	int s3_path_style;       /* -o s3_path_style */
-	unsigned retries;        /* -o retries= (0: default) */
-	unsigned timeout_s;      /* -o timeout= seconds (0: default) */
+	/* the byte-source classes' own options (remote FILEs: -o
+	 * s3_endpoint=URL, s3_region=R, s3_path_style, retries=N,
+	 * timeout=S), "key=value" or "key" each, NULL-terminated; NULL: none.
+	 * h5_source_param() (io/source.h) tells the keys some class owns;
+	 * each class parses its own (source_http.h, source_s3.h). */
+	const char *const *source_params;
 } h5_open_opts;
 
 /* The default cache budget (h5_default_cache_bytes) is 1/16 of the memory

@@ -55,7 +55,7 @@ cflags="$cflags -I$src/src/common"
 srcs=
 for f in "$core"/*/*.c; do
 	case ${f##*/} in
-	source_http.c | source_http_req.c | source_http_ra.c | source_s3.c) ;;
+	source_http.c | source_s3.c) ;;
 	*) srcs="$srcs $f" ;;
 	esac
 done

@@ -27,7 +27,7 @@ import numpy as np  # noqa: E402
 import remote_server  # noqa: E402
 
 PAGE = 1 << 20
-BLOCK = 512 << 10  # source_http_int.h HTTP_BLOCK
+BLOCK = 512 << 10  # blockcache.h BC_BLOCK
 fail = T.fail
 
 

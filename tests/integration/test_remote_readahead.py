@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Background read-ahead of remote FILEs (issue 15, source_http_ra.c).
+"""Background read-ahead of remote FILEs (issue 15, blockcache_ra.c over source_http.c).
 
 Through remote_server.py on 127.0.0.1 with 20 ms before each answer: a
 full cat of every dataset of a 100+ MiB file (in file order) gives h5py's

@@ -1,8 +1,8 @@
 /* test_source.c - byte sources (source.h): local files, memory images, the
  * trace wrapper that records writes and syncs and fails the Nth, and FILE
  * opened through a wrapped source; the stamp that tells a changed FILE
- * (h5_file_changed) and generations of one path read apart; the HTTP
- * source's choice of the cache slot that goes (http_slot_victim). */
+ * (h5_file_changed) and generations of one path read apart. The block
+ * cache of remote sources is test_blockcache.c's. */
 #include <config.h>
 #include "testutil.h"
 #include "source.h"
@@ -14,7 +14,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #ifdef HAVE_CURL
-#include "source_http_int.h"
+#include "source_s3.h"  /* s3_opts, and source_http.h: http_opts */
 #endif
 
 static char dir[256];
@@ -365,110 +365,70 @@ START_TEST(test_swmr_eof)
 END_TEST
 
 #ifdef HAVE_CURL
-/* The HTTP source's block cache under a chunk stream (issue 23): a block
- * read ahead and not read yet, or one holding a chunk not read yet, goes
- * last, whatever its age; a chunk block read whole long ago goes first.
- * Plain LRU took the stream's next block here (it landed before the
- * oldest block was read) and the stream fetched it again. */
-START_TEST(test_http_slot_victim)
+/* Each remote class owns its options: h5_source_param says whose a key
+ * is and refuses malformed values; the class parsers take their keys and
+ * pass over the others; the last of a key wins. */
+START_TEST(test_source_params)
 {
-	http_blk s[6];
-	uint64_t tick = 1000;
+	const char *p[] = { "s3_region=eu-west-1", "retries=7", "s3_path_style", "timeout=12",
+			    "s3_endpoint=http://127.0.0.1:9000", "retries=2", NULL };
+	http_opts ho;
+	s3_opts so;
 
-	memset(s, 0, sizeof(s));
-	for (unsigned i = 0; i < 6; i++)
-		s[i].idx = 100 + i;
-	s[0].used = 900;                        /* fetched by a reader, read: plain */
-	s[0].nread = HTTP_BLOCK;
-	s[1].used = 850;                        /* read ahead for the chunk stream, unread */
-	s[1].chunk = s[1].ahead = true;
-	s[2].used = 800;                        /* one of its two chunks read */
-	s[2].chunk = true;
-	s[2].nread = HTTP_BLOCK / 2;
-	s[3].used = 950;                        /* read whole, lately */
-	s[3].chunk = true;
-	s[3].nread = HTTP_BLOCK;
-	s[4].used = 1;                          /* pinned by a reply */
-	s[4].refs = 1;
-	s[5].used = 2;                          /* being written by a transfer */
-	s[5].loading = HTTP_LOAD_BG;
-	/* the plain block, least recently used of the plain ones */
-	ck_assert_ptr_eq(http_slot_victim(s, 6, tick), &s[0]);
-	/* a chunk block read whole more than HTTP_CHUNK_DONE ticks ago: first */
-	s[3].used = tick - HTTP_CHUNK_DONE - 1;
-	ck_assert_ptr_eq(http_slot_victim(s, 6, tick), &s[3]);
-	/* without those two: the half-read block before the unread one */
-	s[0].refs = s[3].refs = 1;
-	ck_assert_ptr_eq(http_slot_victim(s, 6, tick), &s[2]);
-	s[2].refs = 1;
-	ck_assert_ptr_eq(http_slot_victim(s, 6, tick), &s[1]);
-	s[1].refs = 1;
-	ck_assert_ptr_null(http_slot_victim(s, 6, tick));
-	/* untouched for HTTP_CHUNK_STALE ticks: plain LRU again (a block
-	 * holding an index node is never read whole) */
-	s[1].refs = s[2].refs = s[0].refs = 0;
-	tick = 900 + HTTP_CHUNK_STALE + 1;
-	ck_assert_ptr_eq(http_slot_victim(s, 6, tick), &s[2]);
-	/* an empty slot is plain, and has used 0 */
-	s[5].loading = 0;
-	s[5].idx = UINT64_MAX;
-	s[5].used = 0;
-	ck_assert_ptr_eq(http_slot_victim(s, 6, tick), &s[5]);
+	ck_assert_int_eq(h5_source_param("retries=3"), 1);
+	ck_assert_int_eq(h5_source_param("timeout=0"), 1);
+	ck_assert_int_eq(h5_source_param("s3_endpoint=http://x"), 1);
+	ck_assert_int_eq(h5_source_param("s3_path_style"), 1);
+	ck_assert_int_eq(h5_source_param("allow_other"), 0);
+	ck_assert_int_eq(h5_source_param("retriesx=3"), 0);
+	ck_assert_int_eq(h5_source_param("retries=3x"), H5_ERR_INVAL);
+	ck_assert_int_eq(h5_source_param("retries=-1"), H5_ERR_INVAL);
+	ck_assert_int_eq(h5_source_param("retries"), H5_ERR_INVAL);
+	ck_assert_int_eq(h5_source_param("timeout=99999999999"), H5_ERR_INVAL);
+	ck_assert_int_eq(h5_source_param("s3_region"), H5_ERR_INVAL);
+	ck_assert_int_eq(h5_source_param("s3_path_style=1"), H5_ERR_INVAL);
+	h5_err_clear();
+	ck_assert_int_eq(http_opts_parse(&ho, p), 0);
+	ck_assert_uint_eq(ho.retries, 2);
+	ck_assert_uint_eq(ho.timeout_s, 12);
+	ck_assert_int_eq(s3_opts_parse(&so, p), 0);
+	ck_assert_str_eq(so.region, "eu-west-1");
+	ck_assert_str_eq(so.endpoint, "http://127.0.0.1:9000");
+	ck_assert(so.path_style);
+	ck_assert_int_eq(http_opts_parse(&ho, NULL), 0);
+	ck_assert_uint_eq(ho.retries, 0);
 }
 END_TEST
 
-/* Blocks a reader fetched itself among a chunk stream's chunks land as
- * chunk blocks (done once read whole), not as read ahead. */
-START_TEST(test_http_land_fetched_chunk)
+/* The remote classes resolve a related file's name beside the file that
+ * names it, percent-encoded; "." and empty parts dropped, ".." refused
+ * unless any, an absolute name by its last part. */
+START_TEST(test_source_resolve)
 {
-	http_source h;
-	http_blk s[2];
-	unsigned slot[2] = { 0, 1 };
+	const h5_source_class *h = h5_source_class_of("https://h/d/f.h5");
+	const h5_source_class *s3 = h5_source_class_of("s3://b/d/f.h5");
+	const h5_source_class *loc = h5_source_class_of("/tmp/f.h5");
+	char *u;
 
-	memset(&h, 0, sizeof(h));
-	memset(s, 0, sizeof(s));
-	pthread_mutex_init(&h.mu, NULL);
-	h.slots = s;
-	h.nslots = 2;
-	s[0].idx = s[1].idx = UINT64_MAX;
-	s[0].loading = s[1].loading = HTTP_LOAD_FG;
-	http_land(&h, 7, 2, slot, true, HTTP_FETCHED_CHUNK);
-	for (unsigned i = 0; i < 2; i++) {
-		ck_assert_uint_eq(s[i].idx, 7 + i);
-		ck_assert(s[i].chunk);
-		ck_assert(!s[i].ahead);
-		ck_assert_uint_eq(s[i].loading, HTTP_LOAD_NONE);
-	}
-	ck_assert_uint_eq(h.ra_unread, 0);
-	pthread_mutex_destroy(&h.mu);
-}
-END_TEST
-
-/* A read just past a chunk stream's hinted blocks (a reader that overtook
- * the hints) belongs to that stream: it starts no byte stream, whose
- * read-ahead would follow the bytes past the dataset's end; far past
- * them it is another stream. */
-START_TEST(test_http_chunk_span)
-{
-	http_source h;
-
-	memset(&h, 0, sizeof(h));
-	h.nslots = 128;                         /* ra_max(): 64 blocks */
-	h.rq_lo = UINT64_MAX;
-	ck_assert(!http_chunk_span(&h, 10));    /* no chunk stream */
-	h.rq_lo = 100;
-	h.rq_hi = 140;
-	ck_assert(!http_chunk_span(&h, 99));
-	ck_assert(http_chunk_span(&h, 100));
-	ck_assert(http_chunk_span(&h, 140));
-	ck_assert(http_chunk_span(&h, 143));
-	ck_assert(http_chunk_span(&h, 140 + 64));
-	ck_assert(!http_chunk_span(&h, 140 + 65));
-	/* a sequential miss there moves no byte-stream target */
-	http_ra_note(&h, 143, true);
-	ck_assert_uint_eq(h.ra_until, 0);
-	ck_assert_uint_eq(h.ra_len, 0);
-	ck_assert(!h.ra_started);
+	ck_assert_str_eq(h->name, "http");
+	ck_assert_str_eq(s3->name, "s3");
+	ck_assert_str_eq(loc->name, "local");
+	ck_assert_ptr_null(loc->resolve);       /* related.c looks for local files */
+	ck_assert_int_eq(h->resolve(&u, "sub/./a b.h5", "https://h/d/f.h5", false), 0);
+	ck_assert_str_eq(u, "https://h/d/sub/a%20b.h5");
+	free(u);
+	ck_assert_int_eq(s3->resolve(&u, "/abs/dir/x.h5", "s3://b/d/f.h5", false), 0);
+	ck_assert_str_eq(u, "s3://b/d/x.h5");
+	free(u);
+	ck_assert_int_eq(h->resolve(&u, "../up.h5", "https://h/d/f.h5", false), H5_ERR_PERM);
+	h5_err_clear();
+	ck_assert_ptr_null(u);
+	ck_assert_int_eq(h->resolve(&u, "../up.h5", "https://h/d/f.h5", true), 0);
+	ck_assert_str_eq(u, "https://h/d/../up.h5");
+	free(u);
+	ck_assert_int_eq(h->resolve(&u, "/", "https://h/d/f.h5", false), 1);
+	ck_assert_int_eq(h->resolve(&u, "./", "https://h/d/f.h5", false), 1);
+	ck_assert_ptr_null(u);
 }
 END_TEST
 #endif
@@ -487,9 +447,8 @@ static Suite *source_suite(void)
 	tcase_add_test(tc, test_changed_and_generations);
 	tcase_add_test(tc, test_swmr_eof);
 #ifdef HAVE_CURL
-	tcase_add_test(tc, test_http_slot_victim);
-	tcase_add_test(tc, test_http_land_fetched_chunk);
-	tcase_add_test(tc, test_http_chunk_span);
+	tcase_add_test(tc, test_source_params);
+	tcase_add_test(tc, test_source_resolve);
 #endif
 	suite_add_tcase(s, tc);
 	return s;

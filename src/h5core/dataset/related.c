@@ -92,7 +92,7 @@ static int related_init(h5_file *top)
 
 	if (top->related)
 		return 0;
-	if (!top->real_path && !top->remote.on)
+	if (!top->real_path && !top->remote.cls)
 		return h5_err_set(H5_ERR_UNSUPPORTED, "other files are only followed from a local or remote FILE");
 	if (top->ext_root) {
 		/* a collection's tree (h5_open_opts.ext_root): its real path */
@@ -335,72 +335,11 @@ static size_t trim_idle(struct h5_related *r, h5_file **dead, size_t max)
 }
 
 /* ---- related files of a remote FILE ------------------------------------------
- * They are looked for beside the file that names them, on the same server
- * and with the same options (credentials, endpoint): the directory of its
- * URL joined with the name, percent-encoded. An absolute name is looked
- * for by its last component (as libhdf5 falls back to); a name with ".."
- * would leave the URL's directory and is refused unless -o ext_any, as a
- * local file outside FILE's tree is. The prefix variables name local
- * directories and do not apply. A file the server does not have (404) is
- * missing: a dangling link, or fill values for a virtual dataset. */
-
-static bool url_plain(unsigned char c)
-{
-	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-	       c == '.' || c == '_' || c == '~';
-}
-
-static int remote_candidate(char **url, const h5_file *top, const h5_file *from, const char *name)
-{
-	const char *base = from->path, *slash = strrchr(base, '/'), *p;
-	size_t dlen = slash ? (size_t)(slash - base) : 0, cap;
-	char *out, *o;
-
-	*url = NULL;
-	if (name[0] == '/') {
-		name = strrchr(name, '/') + 1;
-		if (!*name)
-			return 1;
-	}
-	cap = dlen + 1 + 3 * strlen(name) + 1;
-	out = malloc(cap);
-	if (!out)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory");
-	memcpy(out, base, dlen);
-	o = out + dlen;
-	for (p = name; *p;) {
-		size_t len = strcspn(p, "/");
-
-		if ((len == 1 && p[0] == '.') || len == 0) {
-			p += len + (p[len] == '/');
-			continue;
-		}
-		if (len == 2 && p[0] == '.' && p[1] == '.' && !top->ext_any) {
-			free(out);
-			return h5_err_set(H5_ERR_PERM, "\"%.200s\" lies outside the directory of FILE: not followed "
-					  "(mount with -o ext_any to allow)", name);
-		}
-		*o++ = '/';
-		for (size_t i = 0; i < len; i++) {
-			unsigned char c = (unsigned char)p[i];
-
-			if (url_plain(c)) {
-				*o++ = (char)c;
-			} else {
-				snprintf(o, 4, "%%%02X", c);
-				o += 3;
-			}
-		}
-		p += len + (p[len] == '/');
-	}
-	*o = 0;
-	if (o == out + dlen) {
-		free(out);
-		return 1;
-	}
-	*url = out;
-	return 0;
-}
+ * The class that opened the file naming them says where they are (its
+ * resolve op: source_http.c joins the name to the directory of the URL,
+ * for s3:// too), and they are opened with the same options (credentials,
+ * endpoint). A file the server does not have (404) is missing: a
+ * dangling link, or fill values for a virtual dataset. */
 
 static int remote_open(h5_file **out, h5_file *top, h5_file *from, const char *name)
 {
@@ -410,8 +349,12 @@ static int remote_open(h5_file **out, h5_file *top, h5_file *from, const char *n
 	size_t nd;
 	uint32_t id = 0;
 	int rc;
+	/* the class of the file naming it says where it is */
+	const h5_source_class *cls = from->remote.cls ? from->remote.cls : top->remote.cls;
 
-	rc = remote_candidate(&url, top, from, name);
+	if (!cls->resolve)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "%s: its files name no other files", cls->name);
+	rc = cls->resolve(&url, name, from->path, top->ext_any);
 	if (rc != 0)
 		return rc;
 	pthread_mutex_lock(&r->lock);
@@ -447,11 +390,7 @@ static int remote_open(h5_file **out, h5_file *top, h5_file *from, const char *n
 		o.efl_any = top->efl_any;
 		o.ext_any = top->ext_any;
 		o.ctx = top->ctx;
-		o.s3_endpoint = top->remote.s3_endpoint;
-		o.s3_region = top->remote.s3_region;
-		o.s3_path_style = top->remote.s3_path_style;
-		o.retries = top->remote.retries;
-		o.timeout_s = top->remote.timeout_s;
+		o.source_params = (const char *const *)top->remote.params;
 		o.cache_bytes = top->remote.cache_bytes;
 		rc = rel_file_open(&f, top, url, &o);
 	}
@@ -503,7 +442,7 @@ int h5_related_open(h5_file **out, h5_file *from, const char *name, int kind)
 	if (rc < 0)
 		return rc;
 	r = top->related;
-	if (top->remote.on)
+	if (top->remote.cls)
 		return remote_open(out, top, from, name);
 	rc = resolve(&real, top, from, name, kind);
 	if (rc != 0)

@@ -434,19 +434,25 @@ int h5_file_open_source(h5_file **out, h5_source *src, const char *name, const h
 }
 
 /* A remote FILE keeps what opened it: the files beside it (external
- * links, virtual dataset sources) are opened the same way (related.c). */
-static int remember_remote(h5_file *f, const h5_source_opts *so)
+ * links, virtual dataset sources) are found by its class and opened the
+ * same way (related.c). */
+static int remember_remote(h5_file *f, const char *path, const h5_source_opts *so)
 {
 	struct h5_remote_opts *r = &f->remote;
+	size_t n = 0;
 
-	r->on = true;
-	r->s3_path_style = so->s3_path_style;
-	r->retries = so->retries;
-	r->timeout_s = so->timeout_s;
+	r->cls = h5_source_class_of(path);
 	r->cache_bytes = so->cache_bytes;
-	if ((so->s3_endpoint && !(r->s3_endpoint = strdup(so->s3_endpoint))) ||
-	    (so->s3_region && !(r->s3_region = strdup(so->s3_region))))
+	while (so->params && so->params[n])
+		n++;
+	if (n == 0)
+		return 0;
+	r->params = calloc(n + 1, sizeof(*r->params));
+	if (!r->params)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		if (!(r->params[i] = strdup(so->params[i])))
+			return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	return 0;
 }
 
@@ -465,11 +471,7 @@ int h5_file_open_hooked(h5_file **out, const char *path, const h5_open_opts *opt
 	*out = NULL;
 	if (opts) {
 		so.writable = opts->writable;
-		so.s3_endpoint = opts->s3_endpoint;
-		so.s3_region = opts->s3_region;
-		so.s3_path_style = opts->s3_path_style;
-		so.retries = opts->retries;
-		so.timeout_s = opts->timeout_s;
+		so.params = opts->source_params;
 		so.cache_bytes = opts->cache_bytes;
 	}
 	rc = h5_source_open(&src, path, &so);
@@ -484,7 +486,7 @@ int h5_file_open_hooked(h5_file **out, const char *path, const h5_open_opts *opt
 			return rc;
 	}
 	rc = file_open_source(out, src, path, local, opts);
-	if (rc == 0 && !local && (rc = remember_remote(*out, &so)) < 0) {
+	if (rc == 0 && !local && (rc = remember_remote(*out, path, &so)) < 0) {
 		h5_file_close(*out);
 		*out = NULL;
 	}
@@ -517,8 +519,9 @@ void h5_file_close(h5_file *f)
 	pthread_mutex_destroy(&f->write_lock);
 	free(f->ext_prefix);
 	free(f->ext_root);
-	free(f->remote.s3_endpoint);
-	free(f->remote.s3_region);
+	for (size_t i = 0; f->remote.params && f->remote.params[i]; i++)
+		free(f->remote.params[i]);
+	free(f->remote.params);
 	free(f->real_path);
 	free(f->path);
 	free(f);

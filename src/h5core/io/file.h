@@ -94,13 +94,12 @@ struct h5_file {
 	int related_idle;       /* h5_open_opts.related_idle */
 	int (*fd_gate)(void *ud, int delta);    /* h5_open_opts.fd_gate */
 	void *fd_gate_ud;
-	/* a remote FILE (its URL is path): how to open the related files that
-	 * lie beside it on the same server (related.c) */
+	/* a remote FILE (its URL is path): the class that opened it, which
+	 * says where its related files are (its resolve op), and how they
+	 * are opened: the same class options (related.c) */
 	struct h5_remote_opts {
-		bool on;
-		char *s3_endpoint, *s3_region;
-		bool s3_path_style;
-		unsigned retries, timeout_s;
+		const h5_source_class *cls;     /* NULL: not remote */
+		char **params;          /* h5_open_opts.source_params, copied */
 		size_t cache_bytes;
 	} remote;
 };

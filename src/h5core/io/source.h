@@ -88,18 +88,19 @@ struct h5_source {
 	bool writable;
 };
 
-/* How to open a source; remote classes read the fields they know. */
+/* How to open a source. */
 typedef struct h5_source_opts {
 	bool writable;          /* open for appends (local only; others EROFS) */
-	const char *s3_endpoint; /* -o s3_endpoint=URL, or NULL: AWS */
-	const char *s3_region;  /* -o s3_region=, or NULL: us-east-1 */
-	bool s3_path_style;     /* -o s3_path_style */
-	unsigned retries;       /* -o retries= (0: class default) */
-	unsigned timeout_s;     /* -o timeout= seconds (0: class default) */
 	size_t cache_bytes;     /* the byte budget remote blocks may use (0: default) */
 	bool data_file;         /* local: an external data file (IV.A.2.h): a regular
 				 * file only, opened without blocking (a name
 				 * leading to a FIFO must not hang the daemon) */
+	/* The classes' own options, "key=value" or "key" each (h5fs -o
+	 * s3_region=R, retries=N, ...), NULL-terminated; NULL: none. Each
+	 * class parses the keys it owns into an options struct of its own
+	 * (source_http.h http_opts, source_s3.h s3_opts) and passes over the
+	 * others; h5_source_param() says which keys some class owns. */
+	const char *const *params;
 } h5_source_opts;
 
 /* A class: a name-matching rule and an opener (source.c holds the table). */
@@ -109,7 +110,29 @@ typedef struct h5_source_class {
 	 * class matches everything, so it is last in the table. */
 	bool (*matches)(const char *name);
 	int (*open)(h5_source **out, const char *name, const h5_source_opts *opts);
+	/* Whether param ("key=value" or "key") is one of this class's
+	 * options: 1, 0 (not its key), or H5_ERR_INVAL (message set) for its
+	 * key with a malformed value. NULL: the class has none. */
+	int (*param)(const char *param);
+	/* The name to open for a file related to one this class opened (an
+	 * external link's file name, a virtual dataset's source file name):
+	 * name as the file gives it, base the name the class opened. *out a
+	 * new string, or 1: it names no file (missing); H5_ERR_PERM for a
+	 * name leaving base's directory unless any (-o ext_any). NULL: the
+	 * names are local paths, which related.c looks for itself (prefixes,
+	 * ${ORIGIN}, real paths inside FILE's tree). */
+	int (*resolve)(char **out, const char *name, const char *base, bool any);
 } h5_source_class;
+
+/* The class that opens name (the first that matches it). */
+const h5_source_class *h5_source_class_of(const char *name);
+/* Whether some class owns param (h5fs and h5fs-ls pass their -o options
+ * through this): 1, 0 none, or H5_ERR_INVAL for a malformed value. */
+int h5_source_param(const char *param);
+/* The value of param if its key is key: "key=value" gives "value" and
+ * *has_value true, "key" gives "" and *has_value false; NULL: another key
+ * (the classes' parsers). */
+const char *h5_source_param_value(const char *param, const char *key, bool *has_value);
 
 /* Opens name with the first class that matches it. */
 int h5_source_open(h5_source **out, const char *name, const h5_source_opts *opts);

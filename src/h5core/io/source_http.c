@@ -1,45 +1,73 @@
 /* source_http.c - FILE on an HTTP(S) server as a read-only byte source
- * (issue 15), on libcurl.
+ * (issue 15): a transport of the block cache (blockcache.h) on libcurl.
  *
- * Every request is a ranged GET (RFC 9110 14.2): the first one fetches
- * the first 4 MiB and gives the object's size from its Content-Range, so no HEAD.
- * The ETag of that reply is pinned and sent as If-Match on every later
- * request; a replaced object answers 412 (or, from a server that ignores
- * If-Match, another ETag or size) and the read is EIO, never bytes from
- * two versions. A server that answers 200 to a ranged request is refused
- * at open. Bytes are cached in aligned blocks inside the cache budget; a
- * miss fetches the missing blocks of that read in one request. A
- * sequential stream (a miss right after cached or arriving bytes, or a
- * read of a block that was read ahead) is read ahead in the background by
- * source_http_ra.c, several requests in flight; a jump resets it. Easy
- * handles are pooled (their connections are reused) and share DNS, TLS
- * sessions and connections, so FUSE threads have several requests in
- * flight; HTTP/2 is used where offered. Failures (5xx, timeouts, resets,
- * short bodies) are retried with backoff; the read that finally fails is
- * EIO, the source stays usable. The requests themselves (handles, a ranged
- * GET, the verdict on its reply, retries) are source_http_req.c. */
+ * Every request is a ranged GET (RFC 9110 14.2): the first one (the
+ * cache's first fetch, the first 4 MiB) gives the object's size from its
+ * Content-Range, so no HEAD. The ETag of that reply is pinned and sent as
+ * If-Match on every later request; a replaced object answers 412 (or,
+ * from a server that ignores If-Match, another ETag or size) and the read
+ * is EIO, never bytes from two versions. A server that answers 200 to a
+ * ranged request is refused. The body lands straight in the cache slots
+ * the cache hands over (no copy). Easy handles are pooled (their
+ * connections are reused) and share DNS, TLS sessions and connections,
+ * so FUSE threads have several requests in flight; HTTP/2 is used where
+ * offered; the cache's read-ahead runs up to BC_STREAM_MAX of them at
+ * once through a curl multi handle (http_stream). Failures (5xx,
+ * timeouts, resets, short bodies) of a reader's fetch are retried with
+ * backoff; the read that finally fails is EIO, the source stays usable.
+ * source_s3.c opens S3 objects through http_source_open with SigV4
+ * credentials. Blocks, pins, read-ahead and hints are blockcache.c's. */
 #define _GNU_SOURCE /* asprintf */
 #include <config.h>
 #include "source_http.h"
+#include "blockcache.h"
 #include "source.h"
+#include "source_impl.h"
 #include "base.h"
-#include "source_http_int.h" /* curl, the engine headers it uses */
 
+#include <curl/curl.h>
+#include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/mman.h>
+#include <time.h>
 
-#define BLOCK HTTP_BLOCK
-#define FIRST HTTP_FIRST
-#define POOL HTTP_POOL
+#define BLOCK BC_BLOCK
+#define POOL 16                 /* idle easy handles kept */
 #define DEFAULT_RETRIES 4
 #define DEFAULT_TIMEOUT 30
 
+typedef struct http_transport {
+	bc_transport base;
+	char *url, *name, *etag, *userpwd, *sigv4, *token_hdr;
+	uint64_t size;               /* pinned by the first reply (0 before) */
+	bool replaced;               /* a reply said the object changed (atomic) */
+	unsigned retries;
+	long timeout_s;
+	CURLSH *share;
+	pthread_mutex_t share_mu[CURL_LOCK_DATA_LAST];
+	pthread_mutex_t mu;          /* pool, npool, multi */
+	CURL *pool[POOL];
+	unsigned npool;
+	CURLM *multi;                /* the read-ahead's transfers (http_stream) */
+} http_transport;
+
+/* One request's reply, filled by the callbacks: the body lands in seg[0],
+ * seg[1], ... BLOCK bytes each (the cache slots it is fetched into). */
+typedef struct http_reply {
+	uint8_t *const *seg;
+	size_t cap, got;
+	bool overflow;
+	uint64_t cr_first, cr_last, cr_total;
+	bool have_cr;
+	char etag[256];
+	char cerr[CURL_ERROR_SIZE];
+} http_reply;
+
 /* short names inside this file */
 typedef http_reply reply;
-typedef http_blk blk;
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 
@@ -51,431 +79,455 @@ static void global_init(void)
 static void share_lock(CURL *h, curl_lock_data d, curl_lock_access a, void *u)
 {
 	(void)h; (void)a;
-	pthread_mutex_lock(&((http_source *)u)->share_mu[d]);
+	pthread_mutex_lock(&((http_transport *)u)->share_mu[d]);
 }
 
 static void share_unlock(CURL *h, curl_lock_data d, void *u)
 {
 	(void)h;
-	pthread_mutex_unlock(&((http_source *)u)->share_mu[d]);
+	pthread_mutex_unlock(&((http_transport *)u)->share_mu[d]);
 }
 
-uint64_t http_nblocks(const http_source *h)
+static size_t on_body(char *p, size_t sz, size_t n, void *u)
 {
-	return (h->base.size + BLOCK - 1) / BLOCK;
-}
+	reply *r = u;
+	size_t len = sz * n;
 
-/* The slot holding block b, or NULL (h->mu held); a hit counts as a use. */
-static blk *slot_find(http_source *h, uint64_t b)
-{
-	for (unsigned i = 0; i < h->nslots; i++)
-		if (h->slots[i].idx == b) {
-			h->slots[i].used = ++h->tick;
-			return &h->slots[i];
-		}
-	return NULL;
-}
-
-/* True if block b is cached (h->mu held); not a use. */
-bool http_cached(const http_source *h, uint64_t b)
-{
-	for (unsigned i = 0; i < h->nslots; i++)
-		if (h->slots[i].idx == b)
-			return true;
-	return false;
-}
-
-/* How soon a slot may go (http_slot_victim): lower first. */
-enum { GO_DONE, GO_LRU, GO_HALF, GO_UNREAD };
-
-static int slot_class(const blk *c, uint64_t tick)
-{
-	if (c->idx == UINT64_MAX || tick - c->used > HTTP_CHUNK_STALE)
-		return GO_LRU;
-	if (c->ahead)
-		return GO_UNREAD;
-	if (c->chunk && c->nread < BLOCK)
-		return GO_HALF;
-	if (c->chunk && tick - c->used > HTTP_CHUNK_DONE)
-		return GO_DONE;
-	return GO_LRU;
-}
-
-/* The slot that may go (h->mu held by the caller): never a pinned one (a
- * reply is being written from it) nor one a transfer writes into; NULL if
- * there is none. In order, each class least recently used first:
- * - a chunk block read whole long ago: the decoded chunks are in the
- *   engine's cache, and its memory is touched already, where an empty
- *   slot's first use costs the kernel zeroing a page (a third of a fresh
- *   mount's `cat` of a chunked dataset was that);
- * - any other (empty slots first, they have used 0);
- * - a chunk block partly read: it holds the end of one chunk and the
- *   start of the next, and a stream's reads come out of order (FUSE
- *   threads serving the kernel's readahead), up to a dozen chunks apart;
- * - a block read ahead and not read yet: the stream reads it next.
- * Untouched for HTTP_CHUNK_STALE ticks, the last two are plain LRU again
- * (a block that also holds an index node is never read whole; a stream
- * that stopped leaves blocks unread). By plain LRU alone (before), once
- * no block was done (blocks the readers fetched themselves, overtaking
- * the read-ahead under CPU load, never counted as done), the
- * read-ahead's next blocks, landed about when the oldest ones were read,
- * could go before use and be fetched again, each refetch pushing out
- * another. The read-ahead holds at most half the slots unread, so a
- * stream always leaves the first classes something to take. */
-http_blk *http_slot_victim(http_blk *slots, unsigned n, uint64_t tick)
-{
-	blk *v = NULL;
-	int vc = GO_UNREAD + 1;
-
-	for (unsigned i = 0; i < n; i++) {
-		blk *c = &slots[i];
-		int k;
-
-		if (c->refs || c->loading)
-			continue;
-		k = slot_class(c, tick);
-		if (k < vc || (k == vc && c->used < v->used)) {
-			v = c;
-			vc = k;
-		}
+	if (len > r->cap - r->got) {
+		/* more than the range asked for: a server that ignored Range */
+		r->overflow = true;
+		return 0;
 	}
-	return v;
-}
+	for (size_t done = 0; done < len;) {
+		size_t at = r->got % BLOCK, k = BLOCK - at < len - done ? BLOCK - at : len - done;
 
-/* Up to n slots (least recently used first) taken out of the cache for a
- * transfer to write blocks into, as slot[i] and seg[i]; returns how many
- * (h->mu held). http_land() puts them back. */
-uint64_t http_reserve(http_source *h, uint64_t n, unsigned *slot, uint8_t **seg, uint8_t loading)
-{
-	uint64_t k = 0;
-
-	for (; k < n; k++) {
-		blk *v = http_slot_victim(h->slots, h->nslots, h->tick);
-
-		if (!v)
-			break;
-		if (v->ahead)
-			h->ra_unread--;
-		v->ahead = false;
-		v->chunk = false;
-		v->nread = 0;
-		v->idx = UINT64_MAX;
-		v->loading = loading;
-		slot[k] = (unsigned)(v - h->slots);
-		seg[k] = v->p;
+		memcpy(r->seg[r->got / BLOCK] + at, p + done, k);
+		r->got += k;
+		done += k;
 	}
-	return k;
+	return len;
 }
 
-/* http_land with h->mu held. */
-static void land_locked(http_source *h, uint64_t b, uint64_t n, const unsigned *slot, bool ok, uint8_t ahead)
+static size_t on_header(char *p, size_t sz, size_t n, void *u)
 {
-	for (uint64_t i = 0; i < n; i++) {
-		blk *v = &h->slots[slot[i]];
+	reply *r = u;
+	size_t len = sz * n;
+	char line[512];
+	size_t l = len < sizeof(line) - 1 ? len : sizeof(line) - 1;
 
-		v->loading = HTTP_LOAD_NONE;
-		/* landed already (first_fetch lands what came, then frees all) */
-		if (v->idx != UINT64_MAX)
-			continue;
-		v->used = ok ? ++h->tick : 0;
-		if (ok) {
-			v->idx = b + i;
-			v->ahead = ahead == HTTP_AHEAD_STREAM || ahead == HTTP_AHEAD_CHUNK;
-			v->chunk = ahead == HTTP_AHEAD_CHUNK || ahead == HTTP_FETCHED_CHUNK;
-			h->ra_unread += v->ahead;
+	memcpy(line, p, l);
+	line[l] = 0;
+	while (l && (line[l - 1] == '\r' || line[l - 1] == '\n'))
+		line[--l] = 0;
+	if (strncasecmp(line, "HTTP/", 5) == 0) {
+		/* a new response (after a redirect): forget the previous headers */
+		r->have_cr = false;
+		r->etag[0] = 0;
+	} else if (strncasecmp(line, "content-range:", 14) == 0) {
+		unsigned long long a, b, t;
+
+		if (sscanf(line + 14, " bytes %llu-%llu/%llu", &a, &b, &t) == 3) {
+			r->cr_first = a;
+			r->cr_last = b;
+			r->cr_total = t;
+			r->have_cr = true;
 		}
+	} else if (strncasecmp(line, "etag:", 5) == 0) {
+		const char *v = line + 5;
+
+		while (*v == ' ' || *v == '\t')
+			v++;
+		snprintf(r->etag, sizeof(r->etag), "%s", v);
 	}
+	return len;
 }
 
-/* The transfer into slot[0..n) for blocks [b, b+n) ended: the blocks are
- * cached if ok, else the slots are empty again (h->mu not held). */
-void http_land(http_source *h, uint64_t b, uint64_t n, const unsigned *slot, bool ok, uint8_t ahead)
+static CURL *http_handle_get(http_transport *h)
+{
+	CURL *c = NULL;
+
+	pthread_mutex_lock(&h->mu);
+	if (h->npool)
+		c = h->pool[--h->npool];
+	pthread_mutex_unlock(&h->mu);
+	if (c)
+		return c;
+	c = curl_easy_init();
+	if (!c)
+		return NULL;
+	curl_easy_setopt(c, CURLOPT_SHARE, h->share);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+	curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
+	curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, h->timeout_s);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, h->timeout_s);
+	curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(c, CURLOPT_USERAGENT, "h5fs/" PACKAGE_VERSION);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 512L << 10);
+	if (h->sigv4) {
+		curl_easy_setopt(c, CURLOPT_AWS_SIGV4, h->sigv4);
+		curl_easy_setopt(c, CURLOPT_USERPWD, h->userpwd);
+	}
+	return c;
+}
+
+static void http_handle_put(http_transport *h, CURL *c)
 {
 	pthread_mutex_lock(&h->mu);
-	land_locked(h, b, n, slot, ok, ahead);
+	if (h->npool < POOL) {
+		h->pool[h->npool++] = c;
+		c = NULL;
+	}
 	pthread_mutex_unlock(&h->mu);
+	if (c)
+		curl_easy_cleanup(c);
 }
 
-/* True if block b is being fetched (h->mu held). */
-bool http_in_flight(const http_source *h, uint64_t b)
+/* Failures worth another try: the network, a timeout, a cut body, 5xx. */
+static bool transient(CURLcode cc, long status)
 {
-	for (unsigned i = 0; i < h->ninflight; i++)
-		if (b >= h->inflight[i].b && b - h->inflight[i].b < h->inflight[i].n)
-			return true;
-	return false;
+	switch (cc) {
+	case CURLE_OK:
+		return status >= 500 || status == 429;
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_OPERATION_TIMEDOUT:
+	case CURLE_RECV_ERROR:
+	case CURLE_SEND_ERROR:
+	case CURLE_PARTIAL_FILE:
+	case CURLE_GOT_NOTHING:
+	case CURLE_HTTP2:
+	case CURLE_HTTP2_STREAM:
+		return true;
+	default:
+		return false;
+	}
 }
 
-void http_flight_end(http_source *h, uint64_t b)
+/* True if a 206 came from another version of the object than the one
+ * pinned by the first reply: servers that ignore If-Match (some S3 look-alikes do)
+ * still tell by the ETag or the size in Content-Range. */
+static bool other_version(const http_transport *h, const reply *r)
 {
-	pthread_mutex_lock(&h->mu);
-	for (unsigned i = 0; i < h->ninflight; i++)
-		if (h->inflight[i].b == b) {
-			h->inflight[i] = h->inflight[--h->ninflight];
-			break;
+	if (h->size && r->cr_total != h->size)
+		return true;
+	return h->etag && r->etag[0] && strcmp(h->etag, r->etag) != 0;
+}
+
+/* Sets c up for a GET of [off, off+len) into the BLOCK-sized segments
+ * seg (which, like the reply *r, must outlive the transfer); returns the
+ * header list for http_request_done(). */
+static struct curl_slist *http_request(http_transport *h, CURL *c, reply *r, uint64_t off,
+				       uint8_t *const *seg, size_t len)
+{
+	struct curl_slist *hd = NULL;
+	char range[64], ifm[300];
+
+	memset(r, 0, sizeof(*r));
+	r->seg = seg;
+	r->cap = len;
+	snprintf(range, sizeof(range), "%llu-%llu", (unsigned long long)off,
+		 (unsigned long long)(off + len - 1));
+	if (h->etag) {
+		snprintf(ifm, sizeof(ifm), "If-Match: %s", h->etag);
+		hd = curl_slist_append(hd, ifm);
+	}
+	if (h->sigv4)
+		hd = curl_slist_append(hd, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+	if (h->token_hdr)
+		hd = curl_slist_append(hd, h->token_hdr);
+	curl_easy_setopt(c, CURLOPT_URL, h->url);
+	curl_easy_setopt(c, CURLOPT_RANGE, range); /* libcurl copies strings */
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hd);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, r->cerr);
+	return hd;
+}
+
+/* After a transfer: c back to the pool, or closed if its connection may
+ * be broken. */
+static void http_request_done(http_transport *h, CURL *c, struct curl_slist *hd, CURLcode cc)
+{
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, NULL);
+	curl_slist_free_all(hd);
+	if (cc != CURLE_OK && cc != CURLE_WRITE_ERROR)
+		curl_easy_cleanup(c);
+	else
+		http_handle_put(h, c);
+}
+
+/* 0 if *r is the range [off, off+len) of the pinned object, else the
+ * error (message set), *retry true if another try may succeed. */
+static int http_verdict(http_transport *h, const reply *r, CURLcode cc, long status, uint64_t off, size_t len,
+			bool *retry)
+{
+	unsigned long long a = off, z = off + len - 1;
+
+	*retry = false;
+	/* first: a 412's body may not fit a small read's buffer */
+	if (status == 412 && (cc == CURLE_OK || cc == CURLE_WRITE_ERROR)) {
+		__atomic_store_n(&h->replaced, true, __ATOMIC_RELEASE);
+		return h5_err_set(H5_ERR_IO, "%s: the object changed on the server (ETag %s no longer matches)",
+				  h->name, h->etag ? h->etag : "");
+	}
+	if (r->overflow || (cc == CURLE_OK && status == 200))
+		return h5_err_set(H5_ERR_IO, "%s: the server ignores Range requests (200 to a ranged GET)",
+				  h->name);
+	if (cc == CURLE_OK && status == 206) {
+		if (!r->have_cr || r->cr_first != off || r->cr_last < r->cr_first ||
+		    r->got != r->cr_last - r->cr_first + 1) {
+			*retry = true;
+			return h5_err_set(H5_ERR_IO, "%s: reply to range %llu-%llu has Content-Range %llu-%llu "
+					  "and %zu bytes", h->name, a, z, (unsigned long long)r->cr_first,
+					  (unsigned long long)r->cr_last, r->got);
 		}
-	pthread_cond_broadcast(&h->landed);
-	pthread_mutex_unlock(&h->mu);
+		if (other_version(h, r)) {
+			__atomic_store_n(&h->replaced, true, __ATOMIC_RELEASE);
+			return h5_err_set(H5_ERR_IO, "%s: the object changed on the server (ETag %s, size %llu; "
+					  "pinned %s, %llu)", h->name, r->etag, (unsigned long long)r->cr_total,
+					  h->etag ? h->etag : "", (unsigned long long)h->size);
+		}
+		return 0;
+	}
+	if (cc == CURLE_OK && status == 416)
+		return h5_err_set(H5_ERR_FORMAT, "unexpected end of file at 0x%llx (range %llu-%llu not "
+				  "satisfiable)", a, a, z);
+	if (cc == CURLE_OK && (status == 401 || status == 403))
+		return h5_err_set(H5_ERR_IO, "%s: access denied (HTTP %ld)", h->name, status);
+	if (cc == CURLE_OK && status == 404)
+		return h5_err_set(H5_ERR_NOTFOUND, "%s: not found (HTTP 404)", h->name);
+	*retry = transient(cc, status);
+	if (cc == CURLE_OK)
+		return h5_err_set(H5_ERR_IO, "%s: range %llu-%llu: HTTP %ld", h->name, a, z, status);
+	return h5_err_set(H5_ERR_IO, "%s: range %llu-%llu: %s", h->name, a, z,
+			  r->cerr[0] ? r->cerr : curl_easy_strerror(cc));
 }
 
-/* Fetches blocks [b, b+n) in one request straight into the slots
- * reserved for them (registered in h->inflight by the caller, removed
- * here, and the slots landed as `how`). */
-static int fetch_blocks(http_source *h, uint64_t b, uint64_t n, const unsigned *slot, uint8_t *const *seg,
-			uint8_t how)
+/* One ranged GET of [off, off+len) into seg, retried; *r the reply. */
+static int http_get_range(http_transport *h, reply *r, uint64_t off, uint8_t *const *seg, size_t len)
 {
-	uint64_t off = b * BLOCK;
-	uint64_t end = (b + n) * BLOCK < h->base.size ? (b + n) * BLOCK : h->base.size;
+	for (unsigned attempt = 0;; attempt++) {
+		struct curl_slist *hd;
+		long status = 0;
+		bool retry;
+		CURLcode cc;
+		CURL *c = http_handle_get(h);
+		int rc;
+
+		if (!c)
+			return h5_err_set(H5_ERR_NOMEM, "%s: cannot create a curl handle", h->name);
+		hd = http_request(h, c, r, off, seg, len);
+		cc = curl_easy_perform(c);
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+		http_request_done(h, c, hd, cc);
+		rc = http_verdict(h, r, cc, status, off, len, &retry);
+		if (rc == 0 || !retry || attempt >= h->retries)
+			return rc;
+		/* backoff: 100 ms, 200 ms, 400 ms ... capped at 3.2 s */
+		struct timespec ts = { 0, 0 };
+		unsigned ms = 100u << (attempt < 5 ? attempt : 5);
+
+		ts.tv_sec = ms / 1000;
+		ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* bc_transport_ops fetch: one ranged GET, retried. The first reply pins
+ * the object (its size and ETag) for all later ones. */
+static int http_fetch(bc_transport *t, bc_fetch *f)
+{
+	http_transport *h = (http_transport *)t;
 	reply r;
 	int rc;
 
-	rc = http_get_range(h, &r, off, seg, (size_t)(end - off));
-	/* gone from the server after the mount: an I/O error like any other
-	 * (only at open does a 404 mean "no such file") */
-	if (rc == H5_ERR_NOTFOUND) {
-		char msg[512];
-
-		snprintf(msg, sizeof(msg), "%s", h5_err_msg());
-		rc = h5_err_set(H5_ERR_IO, "%s", msg);
-	}
-	http_land(h, b, n, slot, rc == 0, how);
-	http_flight_end(h, b);
-	return rc;
-}
-
-/* Widens a fetch of the missing block *first (for bytes [lo, hi)) to
- * the whole pages holding those bytes: blocks before it back to the page
- * start while they are missing too, *stop to the last page's end (h->mu
- * held). */
-static void page_widen(const http_source *h, uint64_t lo, uint64_t hi, uint64_t *first, uint64_t *stop,
-		       uint64_t cap)
-{
-	uint64_t p0 = lo, p1 = hi;
-
-	if (lo >= h->page_base) {
-		p0 = h->page_base + (lo - h->page_base) / h->page * h->page;
-		p1 = h->page_base + ((hi - h->page_base) + h->page - 1) / h->page * h->page;
-	}
-	if (p1 > h->base.size || p1 < hi)
-		p1 = h->base.size;
-	while (*first > p0 / BLOCK && cap > 1 && !http_cached(h, *first - 1) && !http_in_flight(h, *first - 1)) {
-		(*first)--;
-		cap--;
-	}
-	if ((p1 + BLOCK - 1) / BLOCK > *stop)
-		*stop = (p1 + BLOCK - 1) / BLOCK;
-}
-
-/* Pins taken by one http_pin: the slots, to unpin. */
-typedef struct http_hold {
-	unsigned n;
-	unsigned slot[];
-} http_hold;
-
-/* Drops the pins of hold (h->mu held). */
-static void hold_drop(http_source *h, http_hold *hold)
-{
-	for (unsigned i = 0; i < hold->n; i++) {
-		h->slots[hold->slot[i]].refs--;
-		h->npinned--;
-	}
-	hold->n = 0;
-}
-
-/* The bytes [off, off+len) fetched as needed, then copied to dst, or with
- * hold set, pinned where they are as iov[0..) instead (h->mu not held). */
-static int http_get(http_source *h, uint64_t off, uint8_t *dst, size_t len, struct iovec *iov, http_hold *hold)
-{
-	h5_source *s = &h->base;
-	uint64_t end, last;
-
-	if (len == 0)
-		return 0;
-	if (h5_add_overflow(off, len, &end) || end > s->size)
-		return h5_err_set(H5_ERR_FORMAT, "unexpected end of file at 0x%llx", (unsigned long long)s->size);
-	last = (end - 1) / BLOCK;
-	for (uint64_t b = off / BLOCK; b <= last; b++) {
-		uint64_t bstart = b * BLOCK;
-		size_t from = off > bstart ? (size_t)(off - bstart) : 0;
-		size_t to = end - bstart < BLOCK ? (size_t)(end - bstart) : BLOCK;
-		blk *v;
-
-		pthread_mutex_lock(&h->mu);
-		http_ra_forked(h);
-		v = slot_find(h, b);
-		if (v) {
-			if (v->nread < BLOCK)
-				v->nread += (uint32_t)(to - from);
-			/* the stream reached bytes read ahead: read further */
-			if (v->ahead) {
-				v->ahead = false;
-				h->ra_unread--;
-				http_ra_note(h, b, true);
-			}
-			if (hold) {
-				/* pinned at once: the fetches of the blocks after it
-				 * cannot evict it */
-				v->refs++;
-				h->npinned++;
-				hold->slot[hold->n] = (unsigned)(v - h->slots);
-				iov[hold->n].iov_base = v->p + from;
-				iov[hold->n++].iov_len = to - from;
-			} else {
-				memcpy(dst, v->p + from, to - from);
-				dst += to - from;
-			}
-			pthread_mutex_unlock(&h->mu);
-			continue;
-		}
-		/* another thread fetches it (the kernel's parallel read-ahead,
-		 * or ours): wait for that instead of asking twice */
-		if (http_in_flight(h, b) || h->ninflight == POOL) {
-			pthread_cond_wait(&h->landed, &h->mu);
-			pthread_mutex_unlock(&h->mu);
-			b--;
-			continue;
-		}
-		/* a miss. Sequential if the block before is here or on its way
-		 * (the kernel's parallel reads come out of order) and the read
-		 * is a data-sized one (object headers and heaps that follow
-		 * each other are not a stream): the background reads ahead from
-		 * here; a jump stops it. This read fetches its own missing
-		 * blocks in one request (never more than half the cache, so
-		 * they stay). */
-		if (len >= HTTP_RA_MIN_READ)
-			http_ra_note(h, b, b > 0 && (http_cached(h, b - 1) || http_in_flight(h, b - 1)));
-		uint64_t first = b, n = 1, stop = last + 1, cap = h->nslots / 2 ? h->nslots / 2 : 1;
-
-		if (h->page)
-			page_widen(h, off > bstart ? off : bstart, end, &first, &stop, cap);
-		while (first + n < stop && n < cap && !http_cached(h, first + n) && !http_in_flight(h, first + n))
-			n++;
-		uint8_t **seg = malloc((size_t)n * (sizeof(*seg) + sizeof(unsigned)));
-		unsigned *slot = (unsigned *)(seg + n);
-
-		if (!seg) {
-			pthread_mutex_unlock(&h->mu);
-			return h5_err_set(H5_ERR_NOMEM, "out of memory");
-		}
-		/* slots pinned or being written into cannot take it: fewer
-		 * blocks (the rest on the next turn), or none until a transfer
-		 * lands or a reply unpins */
-		n = http_reserve(h, n, slot, seg, HTTP_LOAD_FG);
-		if (n == 0) {
-			free(seg);
-			pthread_cond_wait(&h->landed, &h->mu);
-			pthread_mutex_unlock(&h->mu);
-			b--;
-			continue;
-		}
-		/* among a chunk stream's chunks: chunk data, let go once read
-		 * whole like the blocks its read-ahead fetches */
-		bool span = len >= HTTP_RA_MIN_READ && http_chunk_span(h, first);
-
-		h->inflight[h->ninflight].b = first;
-		h->inflight[h->ninflight].bg = false;
-		h->inflight[h->ninflight].chunk = span;
-		h->inflight[h->ninflight++].n = n;
-		pthread_mutex_unlock(&h->mu);
-		int rc = fetch_blocks(h, first, n, slot, seg, span ? HTTP_FETCHED_CHUNK : HTTP_AHEAD_NO);
-
-		free(seg);
-		if (rc < 0)
-			return rc;
-		b--; /* now cached: copy it on the next turn */
-	}
-	return 0;
-}
-
-static int http_read(h5_source *s, uint64_t off, void *out, size_t len)
-{
-	return http_get((http_source *)s, off, out, len, NULL, NULL);
-}
-
-/* Pins hold the slots a FUSE reply is written from; at most a quarter of
- * the cache together, so a fetch (at most half) and the read-ahead (at
- * most half of what is left to it) always find slots to evict. */
-static int http_pin(h5_source *s, uint64_t off, size_t len, struct iovec *iov, size_t max, size_t *n,
-		    void **holdp)
-{
-	http_source *h = (http_source *)s;
-	uint64_t nb = len ? (off + len - 1) / BLOCK - off / BLOCK + 1 : 0;
-	http_hold *hold = NULL;
-	int rc = 0;
-
-	*n = 0;
-	*holdp = NULL;
-	if (nb > max)
-		return h5_err_set(H5_ERR_LIMIT, "%s: the range spans more than %zu blocks", h->name, max);
-	pthread_mutex_lock(&h->mu);
-	if (h->npinned + nb > h->nslots / 4)
-		rc = h5_err_set(H5_ERR_LIMIT, "%s: a quarter of the cache is pinned", h->name);
-	pthread_mutex_unlock(&h->mu);
+	rc = http_get_range(h, &r, f->off, f->seg, f->len);
+	f->rc = rc;
 	if (rc < 0)
 		return rc;
-	hold = malloc(sizeof(*hold) + (size_t)nb * sizeof(hold->slot[0]));
-	if (!hold)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory");
-	hold->n = 0;
-	rc = http_get(h, off, NULL, len, iov, hold);
-	if (rc < 0)
-		goto out;
-	*n = hold->n;
-	*holdp = hold;
-	hold = NULL;
-out:
-	if (hold) {
-		pthread_mutex_lock(&h->mu);
-		hold_drop(h, hold);
-		pthread_mutex_unlock(&h->mu);
-		free(hold);
+	f->got = r.got;
+	f->total = r.cr_total;
+	if (h->size == 0) { /* the first fetch, at open (one thread) */
+		if (r.cr_total == 0)
+			return f->rc = h5_err_set(H5_ERR_IO, "%s: no object size in Content-Range", h->name);
+		h->size = r.cr_total;
+		if (r.etag[0] && !(h->etag = strdup(r.etag)))
+			return f->rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
 	}
-	return rc;
-}
-
-static void http_unpin(h5_source *s, void *p)
-{
-	http_source *h = (http_source *)s;
-
-	if (!p)
-		return;
-	pthread_mutex_lock(&h->mu);
-	hold_drop(h, p);
-	pthread_cond_broadcast(&h->landed); /* a fetch may wait for a slot */
-	pthread_mutex_unlock(&h->mu);
-	free(p);
-}
-
-static int http_size(h5_source *s, uint64_t *out)
-{
-	*out = s->size;
 	return 0;
 }
 
-static int http_fd(const h5_source *s)
+/* The multi handle of the read-ahead, made at its first stream. */
+static CURLM *stream_multi(http_transport *h)
 {
-	(void)s;
-	return -1; /* no splicing: bytes come from the cache */
+	CURLM *m;
+
+	pthread_mutex_lock(&h->mu);
+	if (!h->multi)
+		h->multi = curl_multi_init();
+	m = h->multi;
+	pthread_mutex_unlock(&h->mu);
+	return m;
 }
 
-static void http_close(h5_source *s)
+/* A background transfer: the cache's fetch and the request behind it. */
+typedef struct stream_xfer {
+	bc_fetch *f;                 /* NULL: this slot is free */
+	CURL *c;
+	struct curl_slist *hd;
+	reply r;
+} stream_xfer;
+
+/* Starts the GET of x->f on m; on failure x->f->rc is set. */
+static int stream_start(http_transport *h, CURLM *m, stream_xfer *x)
 {
-	http_source *h = (http_source *)s;
+	x->c = http_handle_get(h);
+	if (!x->c)
+		return x->f->rc = h5_err_set(H5_ERR_NOMEM, "%s: cannot create a curl handle", h->name);
+	x->hd = http_request(h, x->c, &x->r, x->f->off, x->f->seg, x->f->len);
+	if (curl_multi_add_handle(m, x->c) != CURLM_OK) {
+		http_request_done(h, x->c, x->hd, CURLE_FAILED_INIT);
+		x->c = NULL;
+		return x->f->rc = h5_err_set(H5_ERR_IO, "%s: cannot start a transfer", h->name);
+	}
+	return 0;
+}
+
+/* A transfer ended (cc: its result; aborted at stop): its verdict into
+ * x->f->rc; x->f is then the cache's again (done). */
+static void stream_finish(http_transport *h, CURLM *m, stream_xfer *x, CURLcode cc, bool aborted)
+{
+	long status = 0;
+	bool retry;
+
+	curl_multi_remove_handle(m, x->c);
+	curl_easy_getinfo(x->c, CURLINFO_RESPONSE_CODE, &status);
+	http_request_done(h, x->c, x->hd, aborted ? CURLE_ABORTED_BY_CALLBACK : cc);
+	if (aborted)
+		x->f->rc = H5_ERR_IO;
+	else
+		x->f->rc = http_verdict(h, &x->r, cc, status, x->f->off, x->f->len, &retry);
+	if (x->f->rc == 0) {
+		x->f->got = x->r.got;
+		x->f->total = x->r.cr_total;
+	}
+}
+
+/* bc_transport_ops stream: the read-ahead's fetches, up to max at once
+ * through the multi handle, each on its own pooled connection; not
+ * retried (a reader fetches what failed itself). */
+static void http_stream(bc_transport *t, bc_queue *q, unsigned max)
+{
+	http_transport *h = (http_transport *)t;
+	stream_xfer x[BC_STREAM_MAX];
+	CURLM *m = stream_multi(h);
+	unsigned nrun = 0;
+	bc_fetch *f;
+
+	if (max > BC_STREAM_MAX)
+		max = BC_STREAM_MAX;
+	memset(x, 0, sizeof(x));
+	if (!m) {
+		/* no multi handle: no read-ahead (its fetches fail, the
+		 * stream stops; readers fetch for themselves) */
+		while ((f = q->next(q))) {
+			f->rc = h5_err_set(H5_ERR_NOMEM, "%s: cannot create a curl multi handle", h->name);
+			q->done(q, f);
+		}
+		return;
+	}
+	while (!q->stopping(q)) {
+		int still = 0, left;
+		CURLMsg *msg;
+
+		while (nrun < max) {
+			stream_xfer *s = x;
+
+			while (s->f)
+				s++;
+			if (!(s->f = q->next(q)))
+				break;
+			if (stream_start(h, m, s) < 0) {
+				q->done(q, s->f);
+				memset(s, 0, sizeof(*s));
+				break;
+			}
+			nrun++;
+		}
+		if (nrun == 0)
+			return;
+		curl_multi_perform(m, &still);
+		while ((msg = curl_multi_info_read(m, &left)))
+			for (unsigned i = 0; msg->msg == CURLMSG_DONE && i < max; i++)
+				if (x[i].c && x[i].c == msg->easy_handle) {
+					stream_finish(h, m, &x[i], msg->data.result, false);
+					q->done(q, x[i].f);
+					memset(&x[i], 0, sizeof(x[i]));
+					nrun--;
+					break;
+				}
+		/* bounded: http_wake wakes it early */
+		if (still)
+			curl_multi_poll(m, NULL, 0, 1000, NULL);
+	}
+	for (unsigned i = 0; i < max; i++)
+		if (x[i].c) {
+			stream_finish(h, m, &x[i], CURLE_OK, true);
+			q->done(q, x[i].f);
+		}
+}
+
+static void http_wake(bc_transport *t)
+{
+	http_transport *h = (http_transport *)t;
+
+	pthread_mutex_lock(&h->mu);
+	if (h->multi)
+		curl_multi_wakeup(h->multi);
+	pthread_mutex_unlock(&h->mu);
+}
+
+/* In a child forked while a stream ran (fuse_daemonize after the open):
+ * the multi handle is the parent's; the next stream makes its own. Not
+ * under h->mu: a parent's thread may have held it at the fork, and the
+ * child has no worker yet (the cache starts one after this). */
+static void http_forked(bc_transport *t)
+{
+	((http_transport *)t)->multi = NULL;
+}
+
+/* h5fs -o refresh: a one-byte GET with the pinned ETag (412 or another
+ * ETag or size: replaced); network trouble answers "not known" (0). */
+static int http_changed(bc_transport *t, int probe)
+{
+	http_transport *h = (http_transport *)t;
+	uint8_t one[16], *seg[1] = { one };
+	reply r;
+
+	if (probe && !__atomic_load_n(&h->replaced, __ATOMIC_ACQUIRE) && http_get_range(h, &r, 0, seg, 1) < 0)
+		h5_err_clear();
+	return __atomic_load_n(&h->replaced, __ATOMIC_ACQUIRE);
+}
+
+static void http_close(bc_transport *t)
+{
+	http_transport *h = (http_transport *)t;
 
 	if (!h)
 		return;
-	http_ra_stop(h); /* its transfers use the pool and the share */
 	for (unsigned i = 0; i < h->npool; i++)
 		curl_easy_cleanup(h->pool[i]);
+	if (h->multi)
+		curl_multi_cleanup(h->multi);
 	if (h->share)
 		curl_share_cleanup(h->share);
 	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
 		pthread_mutex_destroy(&h->share_mu[i]);
 	pthread_mutex_destroy(&h->mu);
-	pthread_cond_destroy(&h->landed);
-	pthread_cond_destroy(&h->ra_wake);
-	if (h->arena)
-		munmap(h->arena, h->arena_len);
-	free(h->slots);
 	free(h->url);
 	free(h->name);
 	free(h->etag);
@@ -485,165 +537,38 @@ static void http_close(h5_source *s)
 	free(h);
 }
 
-/* The slots' bytes in one anonymous mapping, touched only as blocks
- * arrive, in transparent huge pages where the kernel gives them: a
- * first `cat` over a fresh mount otherwise spends more time faulting in
- * and zeroing 4 KiB pages than receiving (a fault per 4 KiB of the
- * memcpy into the slots). Aligned to 2 MiB so every huge page is whole. */
-static int slots_map(http_source *h)
-{
-	size_t huge = (size_t)2 << 20, len = (size_t)h->nslots * BLOCK;
-	uint8_t *m;
-
-	h->arena_len = len + huge;
-	m = mmap(NULL, h->arena_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (m == MAP_FAILED)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory (%zu bytes of remote blocks)", len);
-	h->arena = m;
-	m += (huge - (uintptr_t)m % huge) % huge;
-	(void)madvise(m, len, MADV_HUGEPAGE); /* a hint: 4 KiB pages do too */
-	for (unsigned i = 0; i < h->nslots; i++) {
-		h->slots[i].idx = UINT64_MAX;
-		h->slots[i].p = m + (size_t)i * BLOCK;
-	}
-	return 0;
-}
-
-static void http_page_hint(h5_source *s, uint64_t base, uint64_t page)
-{
-	http_source *h = (http_source *)s;
-
-	pthread_mutex_lock(&h->mu);
-	h->page = page;
-	h->page_base = base;
-	h->page_blocks = base % BLOCK == 0 && page % BLOCK == 0 ? page / BLOCK : 0;
-	pthread_mutex_unlock(&h->mu);
-}
-
-/* Blocks of metadata the engine will read next (a group's children): the
- * read-ahead worker fetches the missing ones, several at once, instead of
- * one round trip each as the readers reach them. */
-static void http_prefetch(h5_source *s, const uint64_t *off, size_t n)
-{
-	http_source *h = (http_source *)s;
-
-	pthread_mutex_lock(&h->mu);
-	http_ra_forked(h);
-	for (size_t i = 0; i < n; i++) {
-		uint64_t b = off[i] / BLOCK;
-
-		if (off[i] < s->size && !http_cached(h, b) && !http_in_flight(h, b))
-			http_ra_hint(h, b);
-	}
-	pthread_mutex_unlock(&h->mu);
-}
-
-/* A contiguous dataset about to be read: remembered (most recent first),
- * so read-ahead inside it stops at its end rather than fetching up to
- * the whole distance of whatever lies behind it. */
-static void http_extent_hint(h5_source *s, uint64_t start, uint64_t end)
-{
-	http_source *h = (http_source *)s;
-	uint64_t lo = start / BLOCK, hi = (end + BLOCK - 1) / BLOCK;
-	unsigned i;
-
-	pthread_mutex_lock(&h->mu);
-	for (i = 0; i < h->nextents && (h->ext[i].lo != lo || h->ext[i].hi != hi); i++)
-		;
-	if (i == h->nextents) { /* a new one: the oldest goes when full */
-		if (h->nextents < HTTP_EXTENTS)
-			h->nextents++;
-		i = h->nextents - 1;
-	}
-	memmove(h->ext + 1, h->ext, i * sizeof(h->ext[0]));
-	h->ext[0].lo = lo;
-	h->ext[0].hi = hi;
-	pthread_mutex_unlock(&h->mu);
-}
-
-/* h5fs -o refresh: a one-byte GET with the pinned ETag (412 or another
- * ETag or size: replaced); network trouble answers "not known" (0). */
-static int http_changed(h5_source *s, int probe)
-{
-	http_source *h = (http_source *)s;
-	uint8_t one[16], *seg[1] = { one };
-	reply r;
-
-	if (probe && !__atomic_load_n(&h->replaced, __ATOMIC_ACQUIRE) && http_get_range(h, &r, 0, seg, 1) < 0)
-		h5_err_clear();
-	return __atomic_load_n(&h->replaced, __ATOMIC_ACQUIRE);
-}
-
-static const h5_source_ops http_ops = {
-	.name = "http",
-	.read = http_read,
-	.size = http_size,
-	.fd = http_fd,
-	.close = http_close,
-	.page_hint = http_page_hint,
-	.pin = http_pin,
-	.unpin = http_unpin,
-	.prefetch = http_prefetch,
-	.extent_hint = http_extent_hint,
-	.ranges_hint = http_ranges_hint,
+static const bc_transport_ops http_transport_ops = {
+	.fetch = http_fetch,
+	.stream = http_stream,
+	.wake = http_wake,
+	.forked = http_forked,
 	.changed = http_changed,
+	.close = http_close,
 };
-
-/* The first request: FIRST bytes (or the whole object), the size and the
- * ETag. */
-static int first_fetch(http_source *h)
-{
-	uint8_t *seg[FIRST / BLOCK];
-	unsigned slot[FIRST / BLOCK];
-	uint64_t n;
-	reply r;
-	int rc;
-
-	/* straight into the slots (at least 2 * FIRST of them, all free) */
-	pthread_mutex_lock(&h->mu);
-	n = http_reserve(h, FIRST / BLOCK, slot, seg, HTTP_LOAD_FG);
-	pthread_mutex_unlock(&h->mu);
-	rc = http_get_range(h, &r, 0, seg, n * BLOCK);
-	if (rc == H5_ERR_FORMAT) /* 416 at 0: an empty object */
-		rc = h5_err_set(H5_ERR_NOTHDF5, "%s: empty object", h->name);
-	if (rc == 0 && r.cr_total == 0)
-		rc = h5_err_set(H5_ERR_IO, "%s: no object size in Content-Range", h->name);
-	if (rc == 0) {
-		h->base.size = r.cr_total;
-		if (r.etag[0] && !(h->etag = strdup(r.etag)))
-			rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
-	}
-	pthread_mutex_lock(&h->mu);
-	if (rc == 0)
-		land_locked(h, 0, (r.got + BLOCK - 1) / BLOCK, slot, true, HTTP_AHEAD_NO);
-	/* the slots past a small object's end are free again */
-	land_locked(h, 0, n, slot, false, HTTP_AHEAD_NO);
-	pthread_mutex_unlock(&h->mu);
-	return rc;
-}
 
 int http_source_open(h5_source **out, const char *url, const char *name, const http_auth *auth,
 		     const h5_source_opts *opts)
 {
-	http_source *h;
-	size_t budget;
-	int rc = 0;
+	http_transport *h;
+	http_opts ho;
+	int rc;
 
 	*out = NULL;
 	if (opts->writable)
 		return h5_err_set(H5_ERR_ROFS, "%s: remote files are read-only", name);
+	rc = http_opts_parse(&ho, opts->params);
+	if (rc < 0)
+		return rc;
 	pthread_once(&global_once, global_init);
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
-	h->base.ops = &http_ops;
+	h->base.ops = &http_transport_ops;
 	pthread_mutex_init(&h->mu, NULL);
-	pthread_cond_init(&h->landed, NULL);
-	pthread_cond_init(&h->ra_wake, NULL);
 	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
 		pthread_mutex_init(&h->share_mu[i], NULL);
-	h->retries = opts->retries ? opts->retries : DEFAULT_RETRIES;
-	h->timeout_s = opts->timeout_s ? (long)opts->timeout_s : DEFAULT_TIMEOUT;
+	h->retries = ho.retries ? ho.retries : DEFAULT_RETRIES;
+	h->timeout_s = ho.timeout_s ? (long)ho.timeout_s : DEFAULT_TIMEOUT;
 	h->url = strdup(url);
 	h->name = strdup(name);
 	if (!h->url || !h->name)
@@ -656,19 +581,6 @@ int http_source_open(h5_source **out, const char *url, const char *name, const h
 			goto nomem;
 		}
 	}
-	/* the remote blocks get a quarter of the cache budget (decoded chunks
-	 * and metadata live in the engine's cache), at least 2 * FIRST */
-	budget = (opts->cache_bytes ? opts->cache_bytes : H5_DEFAULT_CACHE_BYTES) / 4;
-	if (budget < 2 * FIRST)
-		budget = 2 * FIRST;
-	h->nslots = (unsigned)(budget / BLOCK);
-	h->rq_lo = UINT64_MAX; /* no chunk stream's span yet */
-	h->slots = calloc(h->nslots, sizeof(*h->slots));
-	if (!h->slots)
-		goto nomem;
-	rc = slots_map(h);
-	if (rc < 0)
-		goto out;
 	h->share = curl_share_init();
 	if (!h->share)
 		goto nomem;
@@ -678,16 +590,128 @@ int http_source_open(h5_source **out, const char *url, const char *name, const h
 	curl_share_setopt(h->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
 	curl_share_setopt(h->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
 	curl_share_setopt(h->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
-	rc = first_fetch(h);
-	if (rc < 0)
-		goto out;
-	*out = &h->base;
-	return 0;
+	/* the cache owns the transport from here, closed on failure too */
+	return bc_source_open(out, &h->base, name, opts->cache_bytes);
 nomem:
-	rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
-out:
 	http_close(&h->base);
-	return rc;
+	return h5_err_set(H5_ERR_NOMEM, "out of memory");
+}
+
+/* An unsigned option value: decimal digits only. */
+static int param_uint(unsigned *out, const char *param, const char *v, bool has_value)
+{
+	unsigned long long n = 0;
+
+	if (!has_value || !*v)
+		return h5_err_set(H5_ERR_INVAL, "-o %s: expected a number", param);
+	for (const char *p = v; *p; p++) {
+		if (*p < '0' || *p > '9' || (n = n * 10 + (unsigned)(*p - '0')) > UINT_MAX)
+			return h5_err_set(H5_ERR_INVAL, "-o %s: expected a number", param);
+	}
+	*out = (unsigned)n;
+	return 0;
+}
+
+/* One of param's keys into *o: 1, 0 not ours, or H5_ERR_INVAL. */
+static int http_param_into(http_opts *o, const char *param)
+{
+	bool has;
+	const char *v;
+	int rc;
+
+	if ((v = h5_source_param_value(param, "retries", &has)))
+		rc = param_uint(&o->retries, param, v, has);
+	else if ((v = h5_source_param_value(param, "timeout", &has)))
+		rc = param_uint(&o->timeout_s, param, v, has);
+	else
+		return 0;
+	return rc < 0 ? rc : 1;
+}
+
+int http_opts_parse(http_opts *o, const char *const *params)
+{
+	memset(o, 0, sizeof(*o));
+	for (size_t i = 0; params && params[i]; i++) {
+		int rc = http_param_into(o, params[i]);
+
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int http_param(const char *param)
+{
+	http_opts o;
+
+	return http_param_into(&o, param);
+}
+
+/* ---- related files ------------------------------------------------------
+ * They are looked for beside the file that names them, on the same server
+ * and with the same options (credentials, endpoint): the directory of its
+ * URL joined with the name, percent-encoded. An absolute name is looked
+ * for by its last component (as libhdf5 falls back to); a name with ".."
+ * would leave the URL's directory and is refused unless any (-o ext_any),
+ * as a local file outside FILE's tree is. The prefix variables name local
+ * directories and do not apply. */
+
+static bool url_plain(unsigned char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+	       c == '.' || c == '_' || c == '~';
+}
+
+int http_resolve(char **out, const char *name, const char *base, bool any)
+{
+	const char *slash = strrchr(base, '/'), *p;
+	size_t dlen = slash ? (size_t)(slash - base) : 0, cap;
+	char *url, *o;
+
+	*out = NULL;
+	if (name[0] == '/') {
+		name = strrchr(name, '/') + 1;
+		if (!*name)
+			return 1;
+	}
+	cap = dlen + 1 + 3 * strlen(name) + 1;
+	url = malloc(cap);
+	if (!url)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	memcpy(url, base, dlen);
+	o = url + dlen;
+	for (p = name; *p;) {
+		size_t len = strcspn(p, "/");
+
+		if ((len == 1 && p[0] == '.') || len == 0) {
+			p += len + (p[len] == '/');
+			continue;
+		}
+		if (len == 2 && p[0] == '.' && p[1] == '.' && !any) {
+			free(url);
+			return h5_err_set(H5_ERR_PERM, "\"%.200s\" lies outside the directory of FILE: not followed "
+					  "(mount with -o ext_any to allow)", name);
+		}
+		*o++ = '/';
+		for (size_t i = 0; i < len; i++) {
+			unsigned char c = (unsigned char)p[i];
+
+			if (url_plain(c)) {
+				*o++ = (char)c;
+			} else {
+				snprintf(o, 4, "%%%02X", c);
+				o += 3;
+			}
+		}
+		p += len + (p[len] == '/');
+	}
+	*o = 0;
+	if (o == url + dlen) {
+		free(url);
+		return 1;
+	}
+	*out = url;
+	return 0;
 }
 
 static bool http_matches(const char *name)
@@ -704,4 +728,6 @@ const h5_source_class h5_source_http_class = {
 	.name = "http",
 	.matches = http_matches,
 	.open = http_open,
+	.param = http_param,
+	.resolve = http_resolve,
 };

@@ -121,11 +121,11 @@ static bool needs_path_style(const char *host)
 	return true;
 }
 
-int s3_bucket_url(char **out, const char *bucket, size_t blen, const char *rest, const h5_source_opts *o)
+int s3_bucket_url(char **out, const char *bucket, size_t blen, const char *rest, const s3_opts *o)
 {
-	const char *region = o->s3_region && *o->s3_region ? o->s3_region : "us-east-1";
+	const char *region = o->region && *o->region ? o->region : "us-east-1";
 	char defep[256];
-	const char *ep = o->s3_endpoint, *host;
+	const char *ep = o->endpoint, *host;
 	size_t schlen, hlen;
 	int n;
 
@@ -142,7 +142,7 @@ int s3_bucket_url(char **out, const char *bucket, size_t blen, const char *rest,
 	hlen = strlen(host);
 	while (hlen && host[hlen - 1] == '/')
 		hlen--;
-	if (o->s3_path_style || needs_path_style(host) || memchr(bucket, '.', blen))
+	if (o->path_style || needs_path_style(host) || memchr(bucket, '.', blen))
 		n = asprintf(out, "%.*s%.*s/%.*s%s", (int)schlen, ep, (int)hlen, host, (int)blen, bucket, rest);
 	else /* a query right after the host needs the path "/" */
 		n = asprintf(out, "%.*s%.*s.%.*s%s%s", (int)schlen, ep, (int)blen, bucket, (int)hlen, host,
@@ -154,7 +154,7 @@ int s3_bucket_url(char **out, const char *bucket, size_t blen, const char *rest,
 	return 0;
 }
 
-static int s3_url(char **out, const char *name, const h5_source_opts *o)
+static int s3_url(char **out, const char *name, const s3_opts *o)
 {
 	const char *bk = name + 5, *slash = strchr(bk, '/');
 	char *key = NULL;
@@ -171,9 +171,9 @@ static int s3_url(char **out, const char *name, const h5_source_opts *o)
 	return rc;
 }
 
-void s3_auth_get(s3_auth *a, const h5_source_opts *o)
+void s3_auth_get(s3_auth *a, const s3_opts *o)
 {
-	const char *region = o->s3_region && *o->s3_region ? o->s3_region : "us-east-1";
+	const char *region = o->region && *o->region ? o->region : "us-east-1";
 	s3_creds c;
 
 	memset(a, 0, sizeof(*a));
@@ -188,6 +188,50 @@ void s3_auth_get(s3_auth *a, const h5_source_opts *o)
 	}
 }
 
+/* One of param's keys into *o: 1, 0 not ours, or H5_ERR_INVAL. */
+static int s3_param_into(s3_opts *o, const char *param)
+{
+	bool has;
+	const char *v;
+
+	if ((v = h5_source_param_value(param, "s3_endpoint", &has)) ||
+	    (v = h5_source_param_value(param, "s3_region", &has))) {
+		if (!has)
+			return h5_err_set(H5_ERR_INVAL, "-o %s: expected a value", param);
+		if (param[3] == 'e')
+			o->endpoint = v;
+		else
+			o->region = v;
+		return 1;
+	}
+	if ((v = h5_source_param_value(param, "s3_path_style", &has))) {
+		if (has)
+			return h5_err_set(H5_ERR_INVAL, "-o %s: takes no value", param);
+		o->path_style = true;
+		return 1;
+	}
+	return 0;
+}
+
+int s3_opts_parse(s3_opts *o, const char *const *params)
+{
+	memset(o, 0, sizeof(*o));
+	for (size_t i = 0; params && params[i]; i++) {
+		int rc = s3_param_into(o, params[i]);
+
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int s3_param(const char *param)
+{
+	s3_opts o;
+
+	return s3_param_into(&o, param);
+}
+
 static bool s3_matches(const char *name)
 {
 	return strncasecmp(name, "s3://", 5) == 0;
@@ -196,14 +240,18 @@ static bool s3_matches(const char *name)
 static int s3_open(h5_source **out, const char *name, const h5_source_opts *opts)
 {
 	char *url = NULL;
+	s3_opts so;
 	s3_auth a;
 	int rc;
 
 	*out = NULL;
-	rc = s3_url(&url, name, opts);
+	rc = s3_opts_parse(&so, opts->params);
 	if (rc < 0)
 		return rc;
-	s3_auth_get(&a, opts);
+	rc = s3_url(&url, name, &so);
+	if (rc < 0)
+		return rc;
+	s3_auth_get(&a, &so);
 	rc = http_source_open(out, url, name, &a.auth, opts);
 	free(url);
 	return rc;
@@ -213,4 +261,6 @@ const h5_source_class h5_source_s3_class = {
 	.name = "s3",
 	.matches = s3_matches,
 	.open = s3_open,
+	.param = s3_param,
+	.resolve = http_resolve,        /* s3://BUCKET/DIR/ joins as a URL does */
 };

@@ -645,7 +645,7 @@ static int q_encode(h5_sb *sb, const char *s)
 /* The URL of one page: parameters in sorted order, as SigV4 canonicalizes
  * them (so the signature holds whatever libcurl does with the query). */
 static int page_url(char **out, const char *bucket, size_t blen, const char *prefix, const char *token,
-		    const h5_source_opts *so)
+		    const s3_opts *so)
 {
 	h5_sb sb = { 0 };
 	char *q = NULL;
@@ -733,7 +733,8 @@ static int page_get(h5_s3_listing *l, CURL *c, const char *url, const char *name
 
 int h5_s3_list(h5_s3_listing *out, const char *url, const h5_open_opts *opts)
 {
-	h5_source_opts so = { 0 };
+	s3_opts so;
+	http_opts ho;
 	const char *bk, *slash, *prefix;
 	struct curl_slist *hd = NULL;
 	char *page = NULL, *token = NULL, *tokhdr = NULL;
@@ -749,13 +750,11 @@ int h5_s3_list(h5_s3_listing *out, const char *url, const h5_open_opts *opts)
 	if (!slash || slash == bk || url[strlen(url) - 1] != '/')
 		return h5_err_set(H5_ERR_INVAL, "%s: expected s3://BUCKET/ or s3://BUCKET/PREFIX/", url);
 	prefix = slash + 1;
-	if (opts) {
-		so.s3_endpoint = opts->s3_endpoint;
-		so.s3_region = opts->s3_region;
-		so.s3_path_style = opts->s3_path_style;
-		so.retries = opts->retries;
-		so.timeout_s = opts->timeout_s;
-	}
+	rc = s3_opts_parse(&so, opts ? opts->source_params : NULL);
+	if (rc == 0)
+		rc = http_opts_parse(&ho, opts ? opts->source_params : NULL);
+	if (rc < 0)
+		return rc;
 	s3_auth_get(&a, &so);
 	pthread_once(&global_once, global_init);
 	c = curl_easy_init();
@@ -763,7 +762,7 @@ int h5_s3_list(h5_s3_listing *out, const char *url, const h5_open_opts *opts)
 		rc = h5_err_set(H5_ERR_NOMEM, "%s: cannot create a curl handle", url);
 		goto out;
 	}
-	long timeout = so.timeout_s ? (long)so.timeout_s : LIST_TIMEOUT;
+	long timeout = ho.timeout_s ? (long)ho.timeout_s : LIST_TIMEOUT;
 
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
@@ -791,7 +790,7 @@ int h5_s3_list(h5_s3_listing *out, const char *url, const h5_open_opts *opts)
 		rc = page_url(&page, bk, (size_t)(slash - bk), prefix, token, &so);
 		if (rc < 0)
 			goto out;
-		rc = page_get(out, c, page, url, prefix, so.retries ? so.retries : LIST_RETRIES);
+		rc = page_get(out, c, page, url, prefix, ho.retries ? ho.retries : LIST_RETRIES);
 		free(page);
 		page = NULL;
 		if (rc < 0)

@@ -1,16 +1,17 @@
-/* source_http_ra.c - background read-ahead of the HTTP source: one
+/* blockcache_ra.c - background read-ahead of the block cache: one
  * worker thread per source, started at the first sequential stream, keeps
- * up to HTTP_RA_REQS ranged GETs of HTTP_RA_WIN blocks in flight through a
- * curl multi handle (each on its own pooled connection), so a `cat` over a
- * slow link overlaps round trips instead of waiting for each.
+ * up to BC_RA_REQS fetches of BC_RA_WIN blocks or more in flight through
+ * the transport's stream op (HTTP: a curl multi handle, each on its own
+ * pooled connection), so a `cat` over a slow link overlaps round trips
+ * instead of waiting for each.
  *
- * The reading threads (http_read) say where the stream is with
- * http_ra_note(): a sequential miss or the first read of a block read
+ * The reading threads (bc_read) say where the stream is with
+ * bc_ra_note(): a sequential miss or the first read of a block read
  * ahead moves the target [ra_next, ra_until) forward (the distance starts
- * at two windows and doubles up to HTTP_RA_MAX blocks, at most half the
+ * at two windows and doubles up to BC_RA_MAX blocks, at most half the
  * cache, so blocks read ahead do not evict each other or the blocks being
  * read); a jump empties it. A stream over a chunked dataset says which
- * chunks it reads next instead (http_ranges_hint, from chunk_stream.c
+ * chunks it reads next instead (bc_ranges_hint, from chunk_stream.c
  * through the ranges_hint op): those runs of blocks are fetched first,
  * in its order, and its reads move no byte-stream target.
  * Blocks being fetched are in h->inflight, so a reader waits for them
@@ -19,14 +20,14 @@
  * retries, and reports EIO if that fails too. Nothing is retried here.
  *
  * The worker is a thread of its own, not a job of the engine context's
- * pool (pool.c): it spends a stream's life blocked in curl_multi_poll, not
+ * pool (pool.c): it spends a stream's life waiting for the network, not
  * decoding, and would hold a decoding worker for all that time. So that a
  * context of many remote files does not keep a thread per file that was
- * once streamed, the worker ends after HTTP_RA_IDLE_S seconds without
+ * once streamed, the worker ends after BC_RA_IDLE_S seconds without
  * work, and the next stream starts another. */
 #define _GNU_SOURCE /* pthread_setname_np */
 #include <config.h>
-#include "source_http_int.h"
+#include "blockcache_int.h"
 #include "pool.h"
 #include "source.h"
 
@@ -38,49 +39,55 @@
 #include <time.h>
 #include <unistd.h>
 
-#define HTTP_RA_IDLE_S 10               /* the worker ends after this long idle */
+#define BC_RA_IDLE_S 10                 /* the worker ends after this long idle */
 
 typedef struct ra_xfer {
-	CURL *c;                     /* NULL: this slot is free */
-	struct curl_slist *hd;
-	http_reply r;
+	bc_fetch f;                  /* first: what the transport is handed */
+	bool busy;                   /* handed to the transport, not done yet */
 	uint64_t b, n;
-	bool hint;                   /* a block of metadata (http_ra_hint) */
-	bool chunk;                  /* chunks of a stream (http_ranges_hint) */
-	unsigned slot[HTTP_RA_MAX];  /* the slots it lands in (http_reserve) */
-	uint8_t *seg[HTTP_RA_MAX];
+	bool hint;                   /* a block of metadata (bc_ra_hint) */
+	bool chunk;                  /* chunks of a stream (bc_ranges_hint) */
+	unsigned slot[BC_RA_MAX];    /* the slots it lands in (bc_reserve) */
+	uint8_t *seg[BC_RA_MAX];
 } ra_xfer;
 
+/* The worker's fetches, as the transport's stream op sees them. */
+typedef struct ra_queue {
+	bc_queue q;                  /* first */
+	bc_cache *h;
+	unsigned started;            /* fetches handed out (ra_next) */
+	ra_xfer x[BC_RA_REQS];
+} ra_queue;
 /* Blocks read ahead of the readers at most: half the cache keeps what
  * the readers need. */
-static uint64_t ra_max(const http_source *h)
+static uint64_t ra_max(const bc_cache *h)
 {
-	return h->nslots / 2 < HTTP_RA_MAX ? h->nslots / 2 : HTTP_RA_MAX;
+	return h->nslots / 2 < BC_RA_MAX ? h->nslots / 2 : BC_RA_MAX;
 }
 
 /* The next window to fetch, registered in h->inflight (h->mu held);
  * false if there is none now. A window stops at a block already cached or
- * in flight; a window shorter than HTTP_RA_WIN only there or at the end
+ * in flight; a window shorter than BC_RA_WIN only there or at the end
  * of the object, else it waits for the stream to move on (no trickle of
  * one-block requests). */
-static bool ra_pick(http_source *h, ra_xfer *x)
+static bool ra_pick(bc_cache *h, ra_xfer *x)
 {
-	uint64_t nb = http_nblocks(h), until = h->ra_until < nb ? h->ra_until : nb;
-	uint64_t b = h->ra_next, n = 0, win = h->ra_len / HTTP_RA_REQS, held = h->ra_unread;
+	uint64_t nb = bc_nblocks(h), until = h->ra_until < nb ? h->ra_until : nb;
+	uint64_t b = h->ra_next, n = 0, win = h->ra_len / BC_RA_REQS, held = h->ra_unread;
 	bool capped = false;
 
 	/* the requests in flight cover the distance read ahead */
-	if (win < HTTP_RA_WIN)
-		win = HTTP_RA_WIN;
-	if (h->ra_stop || h->ninflight >= HTTP_POOL)
+	if (win < BC_RA_WIN)
+		win = BC_RA_WIN;
+	if (h->ra_stop || h->ninflight >= BC_POOL)
 		return false;
 	/* hinted metadata first: a reader is about to wait for it */
 	while (h->nhint) {
 		uint64_t hb = h->hint[0];
 
 		memmove(h->hint, h->hint + 1, --h->nhint * sizeof(h->hint[0]));
-		if (http_cached(h, hb) || http_in_flight(h, hb) || http_reserve(h, 1, x->slot, x->seg,
-										 HTTP_LOAD_BG) == 0)
+		if (bc_cached(h, hb) || bc_in_flight(h, hb) || bc_reserve(h, 1, x->slot, x->seg,
+										 BC_LOAD_BG) == 0)
 			continue;
 		h->inflight[h->ninflight].b = hb;
 		h->inflight[h->ninflight].n = 1;
@@ -89,6 +96,7 @@ static bool ra_pick(http_source *h, ra_xfer *x)
 		x->b = hb;
 		x->n = 1;
 		x->hint = true;
+		x->chunk = false;
 		return true;
 	}
 	x->hint = false;
@@ -106,9 +114,9 @@ static bool ra_pick(http_source *h, ra_xfer *x)
 	while (h->nrq) {
 		uint64_t cb = h->rq[0].b, ce = cb + h->rq[0].n, cn = 0, cw = win;
 
-		while (cb < ce && (http_cached(h, cb) || http_in_flight(h, cb)))
+		while (cb < ce && (bc_cached(h, cb) || bc_in_flight(h, cb)))
 			cb++;
-		while (cb + cn < ce && cn < cw && !http_cached(h, cb + cn) && !http_in_flight(h, cb + cn))
+		while (cb + cn < ce && cn < cw && !bc_cached(h, cb + cn) && !bc_in_flight(h, cb + cn))
 			cn++;
 		if (cn == 0) {
 			if (cb == ce)
@@ -117,7 +125,7 @@ static bool ra_pick(http_source *h, ra_xfer *x)
 				h->rq[0].b = cb;
 			continue;
 		}
-		cn = http_reserve(h, cn, x->slot, x->seg, HTTP_LOAD_BG);
+		cn = bc_reserve(h, cn, x->slot, x->seg, BC_LOAD_BG);
 		if (cn == 0)
 			return false;
 		h->rq[0].b = cb + cn;
@@ -133,10 +141,10 @@ static bool ra_pick(http_source *h, ra_xfer *x)
 		x->chunk = true;
 		return true;
 	}
-	while (b < until && (http_cached(h, b) || http_in_flight(h, b)))
+	while (b < until && (bc_cached(h, b) || bc_in_flight(h, b)))
 		b++;
 	h->ra_next = b;
-	/* never among a chunk stream's blocks (http_ranges_hint's span): its
+	/* never among a chunk stream's blocks (bc_ranges_hint's span): its
 	 * queue fetches them, and those read whole and let go are not wanted
 	 * again; a late read just before them (out of order) otherwise
 	 * started a window that fetched their holes a second time */
@@ -149,19 +157,19 @@ static bool ra_pick(http_source *h, ra_xfer *x)
 		until = h->rq_lo;
 		capped = true;
 	}
-	while (b + n < until && n < win && !http_cached(h, b + n) && !http_in_flight(h, b + n))
+	while (b + n < until && n < win && !bc_cached(h, b + n) && !bc_in_flight(h, b + n))
 		n++;
-	if (n == 0 || (n < HTTP_RA_WIN && b + n == until && until < nb && !h->ra_capped && !capped))
+	if (n == 0 || (n < BC_RA_WIN && b + n == until && until < nb && !h->ra_capped && !capped))
 		return false;
 	/* whole pages of a paged file (the next window starts on a page) */
 	if (h->page_blocks > 1 && b + n < nb && n > h->page_blocks) {
-		uint64_t past = (b + n - h->page_base / HTTP_BLOCK) % h->page_blocks;
+		uint64_t past = (b + n - h->page_base / BC_BLOCK) % h->page_blocks;
 
 		n -= past;
 	}
 	/* straight into slots; fewer if pins and other transfers hold the
 	 * rest (the next pick continues from there) */
-	n = http_reserve(h, n, x->slot, x->seg, HTTP_LOAD_BG);
+	n = bc_reserve(h, n, x->slot, x->seg, BC_LOAD_BG);
 	if (n == 0)
 		return false;
 	h->ra_next = b + n;
@@ -175,133 +183,141 @@ static bool ra_pick(http_source *h, ra_xfer *x)
 	return true;
 }
 
-/* Starts the GET of window x->b, x->n on the multi handle (h->mu not held). */
-static int ra_start(http_source *h, ra_xfer *x)
+/* The transport asks for the next fetch (bc_queue next). */
+static bc_fetch *ra_next(bc_queue *q)
 {
-	uint64_t off = x->b * HTTP_BLOCK, end = (x->b + x->n) * HTTP_BLOCK;
+	ra_queue *rq = (ra_queue *)q;
+	bc_cache *h = rq->h;
+	ra_xfer *x = NULL;
 
-	if (end > h->base.size)
-		end = h->base.size;
-	x->c = http_handle_get(h);
-	if (!x->c)
-		return H5_ERR_NOMEM;
-	x->hd = http_request(h, x->c, &x->r, off, x->seg, (size_t)(end - off));
-	if (curl_multi_add_handle(h->multi, x->c) != CURLM_OK) {
-		http_request_done(h, x->c, x->hd, CURLE_FAILED_INIT);
-		x->c = NULL;
-		return H5_ERR_IO;
+	pthread_mutex_lock(&h->mu);
+	for (unsigned i = 0; i < BC_RA_REQS && !x; i++)
+		if (!rq->x[i].busy)
+			x = &rq->x[i];
+	if (x && ra_pick(h, x)) {
+		uint64_t off = x->b * BC_BLOCK, end = (x->b + x->n) * BC_BLOCK;
+
+		if (end > h->base.size)
+			end = h->base.size;
+		memset(&x->f, 0, sizeof(x->f));
+		x->f.off = off;
+		x->f.len = (size_t)(end - off);
+		x->f.seg = x->seg;
+		x->busy = true;
+		rq->started++;
+	} else {
+		if (x) /* nothing to do: the worker waits for a kick after this */
+			h->ra_gen_seen = h->ra_gen;
+		x = NULL;
 	}
-	return 0;
+	pthread_mutex_unlock(&h->mu);
+	return x ? &x->f : NULL;
 }
 
-/* A transfer ended (cc: its result; aborted at stop): the blocks into the
- * cache if the reply is right, else the stream stops (h->mu not held). */
-static void ra_finish(http_source *h, ra_xfer *x, CURLcode cc, bool aborted)
+/* A fetch ended (bc_queue done; aborted at stop too): the blocks into the
+ * cache if it succeeded, else the stream stops (h->mu not held). */
+static void ra_done(bc_queue *q, bc_fetch *f)
 {
-	uint64_t len = (x->b + x->n) * HTTP_BLOCK;
-	long status = 0;
-	bool retry;
+	bc_cache *h = ((ra_queue *)q)->h;
+	ra_xfer *x = (ra_xfer *)f;
 
-	if (len > h->base.size)
-		len = h->base.size;
-	len -= x->b * HTTP_BLOCK;
-	curl_multi_remove_handle(h->multi, x->c);
-	curl_easy_getinfo(x->c, CURLINFO_RESPONSE_CODE, &status);
-	http_request_done(h, x->c, x->hd, aborted ? CURLE_ABORTED_BY_CALLBACK : cc);
-	if (!aborted && http_verdict(h, &x->r, cc, status, x->b * HTTP_BLOCK, (size_t)len, &retry) == 0) {
-		http_land(h, x->b, x->n, x->slot, true,
-			  x->hint ? HTTP_AHEAD_NO : x->chunk ? HTTP_AHEAD_CHUNK : HTTP_AHEAD_STREAM);
+	if (f->rc == 0) {
+		bc_land(h, x->b, x->n, x->slot, true,
+			x->hint ? BC_AHEAD_NO : x->chunk ? BC_AHEAD_CHUNK : BC_AHEAD_STREAM);
 	} else if (x->hint) {
 		/* the reader fetches it itself; the stream goes on */
-		http_land(h, x->b, x->n, x->slot, false, HTTP_AHEAD_NO);
+		bc_land(h, x->b, x->n, x->slot, false, BC_AHEAD_NO);
 	} else {
-		http_land(h, x->b, x->n, x->slot, false, HTTP_AHEAD_NO);
+		bc_land(h, x->b, x->n, x->slot, false, BC_AHEAD_NO);
 		pthread_mutex_lock(&h->mu);
 		h->ra_until = 0;
 		h->ra_len = 0;
 		h->nrq = 0;
 		pthread_mutex_unlock(&h->mu);
 	}
-	http_flight_end(h, x->b); /* wakes readers waiting for these blocks */
-	memset(x, 0, sizeof(*x));
+	bc_flight_end(h, x->b); /* wakes readers waiting for these blocks */
+	x->busy = false;
+}
+
+static bool ra_stopping(bc_queue *q)
+{
+	bc_cache *h = ((ra_queue *)q)->h;
+	bool stop;
+
+	pthread_mutex_lock(&h->mu);
+	stop = h->ra_stop;
+	pthread_mutex_unlock(&h->mu);
+	return stop;
+}
+
+/* The queue's fetches through the transport: its stream op, or one by
+ * one with fetch (which retries) for a transport without one. */
+static void ra_run(bc_cache *h, ra_queue *q)
+{
+	bc_transport *t = h->t;
+	bc_fetch *f;
+
+	if (t->ops->stream) {
+		t->ops->stream(t, &q->q, BC_RA_REQS);
+		return;
+	}
+	while (!ra_stopping(&q->q) && (f = ra_next(&q->q))) {
+		f->rc = t->ops->fetch(t, f);
+		ra_done(&q->q, f);
+	}
 }
 
 static void *ra_main(void *arg)
 {
-	http_source *h = arg;
-	ra_xfer x[HTTP_RA_REQS];
-	unsigned nrun = 0;
+	bc_cache *h = arg;
+	ra_queue *q = calloc(1, sizeof(*q));
 	bool idle = false;              /* a wait timed out and nothing came */
 
 	pthread_setname_np(pthread_self(), H5_THREAD_PREFIX "readahead");
-
-	memset(x, 0, sizeof(x));
 	pthread_mutex_lock(&h->mu);
+	if (!q) {
+		h->ra_idle = true;      /* no read-ahead; the next kick tries again */
+		pthread_mutex_unlock(&h->mu);
+		return NULL;
+	}
+	q->q.next = ra_next;
+	q->q.done = ra_done;
+	q->q.stopping = ra_stopping;
+	q->h = h;
 	while (!h->ra_stop) {
-		while (nrun < HTTP_RA_REQS) {
-			ra_xfer *f = x;
+		struct timespec until;
 
-			while (f->c)
-				f++;
-			if (!ra_pick(h, f))
-				break;
-			pthread_mutex_unlock(&h->mu);
-			if (ra_start(h, f) < 0) {
-				http_land(h, f->b, f->n, f->slot, false, HTTP_AHEAD_NO);
-				http_flight_end(h, f->b);
-				pthread_mutex_lock(&h->mu);
-				h->ra_until = 0;
-				break;
-			}
-			nrun++;
-			pthread_mutex_lock(&h->mu);
-		}
+		q->started = 0;
+		pthread_mutex_unlock(&h->mu);
+		ra_run(h, q);
+		pthread_mutex_lock(&h->mu);
 		if (h->ra_stop)
 			break;
-		if (nrun == 0) {
-			struct timespec until;
-
-			if (idle) {
-				h->ra_idle = true;      /* ra_kick joins us */
-				break;
-			}
-			clock_gettime(CLOCK_REALTIME, &until);  /* ra_wake's clock */
-			until.tv_sec += HTTP_RA_IDLE_S;
-			idle = pthread_cond_timedwait(&h->ra_wake, &h->mu, &until) == ETIMEDOUT;
+		if (q->started) {
+			idle = false;
 			continue;
 		}
-		idle = false;
-		pthread_mutex_unlock(&h->mu);
-		int still = 0, q;
-		CURLMsg *m;
-
-		curl_multi_perform(h->multi, &still);
-		while ((m = curl_multi_info_read(h->multi, &q)))
-			for (unsigned i = 0; m->msg == CURLMSG_DONE && i < HTTP_RA_REQS; i++)
-				if (x[i].c == m->easy_handle) {
-					ra_finish(h, &x[i], m->data.result, false);
-					nrun--;
-					break;
-				}
-		/* bounded: http_ra_note() and http_ra_stop() wake it early */
-		if (still)
-			curl_multi_poll(h->multi, NULL, 0, 1000, NULL);
-		pthread_mutex_lock(&h->mu);
+		/* kicked since it last found nothing: look again */
+		if (h->ra_gen != h->ra_gen_seen)
+			continue;
+		if (idle) {
+			h->ra_idle = true;      /* bc_ra_kick joins us */
+			break;
+		}
+		clock_gettime(CLOCK_REALTIME, &until);  /* ra_wake's clock */
+		until.tv_sec += BC_RA_IDLE_S;
+		idle = pthread_cond_timedwait(&h->ra_wake, &h->mu, &until) == ETIMEDOUT;
 	}
 	pthread_mutex_unlock(&h->mu);
-	for (unsigned i = 0; i < HTTP_RA_REQS; i++)
-		if (x[i].c)
-			ra_finish(h, &x[i], CURLE_OK, true);
+	free(q);
 	return NULL;
 }
 
 /* Starts the worker (h->mu held); without it there is just no read-ahead. */
-static void ra_launch(http_source *h)
+static void ra_launch(bc_cache *h)
 {
 	sigset_t all, old;
 
-	if (!h->multi && !(h->multi = curl_multi_init()))
-		return;
 	/* signals stay with the FUSE threads */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -314,7 +330,7 @@ static void ra_launch(http_source *h)
 }
 
 /* Work for the worker: started if need be, woken if idle or polling. */
-static void ra_kick(http_source *h)
+static void ra_kick(bc_cache *h)
 {
 	if (h->ra_started && h->ra_idle) {
 		/* it ended idle; it let go of h->mu before returning */
@@ -326,13 +342,15 @@ static void ra_kick(http_source *h)
 		ra_launch(h);
 	if (!h->ra_started)
 		return;
+	h->ra_gen++;
 	pthread_cond_signal(&h->ra_wake);
-	curl_multi_wakeup(h->multi);
+	if (h->t->ops->wake)
+		h->t->ops->wake(h->t);
 }
 
 /* True if block b was read ahead for a chunk stream, or is being (h->mu
  * held): the stream hints what follows it, bytes after it are no stream. */
-static bool chunk_block(const http_source *h, uint64_t b)
+static bool chunk_block(const bc_cache *h, uint64_t b)
 {
 	for (unsigned i = 0; i < h->ninflight; i++)
 		if (b >= h->inflight[i].b && b - h->inflight[i].b < h->inflight[i].n)
@@ -352,13 +370,13 @@ static bool chunk_block(const http_source *h, uint64_t b)
  * read and can run on past the dataset's end, up to ra_max() blocks, in
  * windows cut among the chunk queue's fetches: what the 1.3x over-fetch
  * of loaded rounds looked like (bench/README.md, issue 23). */
-bool http_chunk_span(const http_source *h, uint64_t b)
+bool bc_chunk_span(const bc_cache *h, uint64_t b)
 {
 	return h->rq_lo <= h->rq_hi && b >= h->rq_lo && (b <= h->rq_hi || b - h->rq_hi <= ra_max(h));
 }
 
 /* True if block b is in a run of chunk blocks waiting to be fetched. */
-static bool ra_queued(const http_source *h, uint64_t b)
+static bool ra_queued(const bc_cache *h, uint64_t b)
 {
 	for (unsigned i = 0; i < h->nrq; i++)
 		if (b >= h->rq[i].b && b - h->rq[i].b < h->rq[i].n)
@@ -366,11 +384,11 @@ static bool ra_queued(const http_source *h, uint64_t b)
 	return false;
 }
 
-void http_ra_note(http_source *h, uint64_t b, bool sequential)
+void bc_ra_note(bc_cache *h, uint64_t b, bool sequential)
 {
 	uint64_t max = ra_max(h), until;
 
-	/* the chunks of a stream that hints them (http_ranges_hint): that
+	/* the chunks of a stream that hints them (bc_ranges_hint): that
 	 * stream says what comes next, not the byte order; a read of blocks
 	 * read ahead leaves room for more. The block just after them too: a
 	 * reader a little ahead of the hints, or of an earlier stream. And
@@ -380,13 +398,13 @@ void http_ra_note(http_source *h, uint64_t b, bool sequential)
 	 * followed the bytes from there, fetching blocks the chunk queue had
 	 * fetched and the cache had let go since (a cat of 167 MiB stored
 	 * fetched 250-350 MiB) */
-	if (http_chunk_span(h, b) || ra_queued(h, b) || chunk_block(h, b) ||
+	if (bc_chunk_span(h, b) || ra_queued(h, b) || chunk_block(h, b) ||
 	    (b > 0 && (ra_queued(h, b - 1) || chunk_block(h, b - 1)))) {
 		if (h->nrq)
 			ra_kick(h);
 		return;
 	}
-	if (!sequential || max < HTTP_RA_WIN) {
+	if (!sequential || max < BC_RA_WIN) {
 		/* a jump: what the stream left unread is plain cache now, no
 		 * longer counted against the read-ahead */
 		if (h->ra_unread)
@@ -397,7 +415,7 @@ void http_ra_note(http_source *h, uint64_t b, bool sequential)
 		h->ra_len = 0;
 		return;
 	}
-	h->ra_len = h->ra_len ? h->ra_len * 2 : 2 * HTTP_RA_WIN;
+	h->ra_len = h->ra_len ? h->ra_len * 2 : 2 * BC_RA_WIN;
 	if (h->ra_len > max)
 		h->ra_len = max;
 	until = b + 1 + h->ra_len;
@@ -423,12 +441,12 @@ void http_ra_note(http_source *h, uint64_t b, bool sequential)
 	ra_kick(h);
 }
 
-void http_ra_hint(http_source *h, uint64_t b)
+void bc_ra_hint(bc_cache *h, uint64_t b)
 {
 	for (unsigned i = 0; i < h->nhint; i++)
 		if (h->hint[i] == b)
 			return;
-	if (h->nhint == HTTP_HINTS)
+	if (h->nhint == BC_HINTS)
 		return; /* a hint: the readers fetch what is not queued */
 	h->hint[h->nhint++] = b;
 	ra_kick(h);
@@ -436,24 +454,24 @@ void http_ra_hint(http_source *h, uint64_t b)
 
 /* The chunks a stream reads next (chunk_stream.c, the ranges_hint op):
  * queued for the worker, which fetches them before they are asked for. */
-void http_ranges_hint(h5_source *s, const h5_range *r, size_t n, bool restart)
+void bc_ranges_hint(h5_source *s, const h5_range *r, size_t n, bool restart)
 {
-	http_source *h = (http_source *)s;
+	bc_cache *h = (bc_cache *)s;
 
 	pthread_mutex_lock(&h->mu);
-	http_ra_forked(h);
+	bc_ra_forked(h);
 	if (restart) {
 		h->nrq = 0;
 		/* the span goes with a stream elsewhere, not with a stream
 		 * that starts over among or just after its own chunks (reads
 		 * that came far out of order) */
-		if (!n || r[0].off / HTTP_BLOCK < h->rq_lo || r[0].off / HTTP_BLOCK > h->rq_hi + HTTP_RA_MAX) {
+		if (!n || r[0].off / BC_BLOCK < h->rq_lo || r[0].off / BC_BLOCK > h->rq_hi + BC_RA_MAX) {
 			h->rq_lo = UINT64_MAX;
 			h->rq_hi = 0;
 		}
 	}
 	for (size_t i = 0; i < n; i++) {
-		uint64_t lo = r[i].off / HTTP_BLOCK, hi = (r[i].off + r[i].len + HTTP_BLOCK - 1) / HTTP_BLOCK;
+		uint64_t lo = r[i].off / BC_BLOCK, hi = (r[i].off + r[i].len + BC_BLOCK - 1) / BC_BLOCK;
 
 		if (lo < h->rq_lo)
 			h->rq_lo = lo;
@@ -464,7 +482,7 @@ void http_ranges_hint(h5_source *s, const h5_range *r, size_t n, bool restart)
 		if (h->nrq && lo >= h->rq[h->nrq - 1].b && lo <= h->rq[h->nrq - 1].b + h->rq[h->nrq - 1].n) {
 			if (hi > h->rq[h->nrq - 1].b + h->rq[h->nrq - 1].n)
 				h->rq[h->nrq - 1].n = hi - h->rq[h->nrq - 1].b;
-		} else if (h->nrq < HTTP_RQ) {
+		} else if (h->nrq < BC_RQ) {
 			h->rq[h->nrq].b = lo;
 			h->rq[h->nrq++].n = hi - lo;
 		} /* else a hint: the readers fetch what is not queued */
@@ -480,24 +498,26 @@ void http_ranges_hint(h5_source *s, const h5_range *r, size_t n, bool restart)
 	pthread_mutex_unlock(&h->mu);
 }
 
-void http_ra_forked(http_source *h)
+void bc_ra_forked(bc_cache *h)
 {
 	if (!h->ra_started || h->ra_pid == getpid())
 		return;
 	/* a child forked after the worker started (fuse_daemonize after
 	 * the open): the thread did not come along, its fetches never
-	 * land. Forget them; the multi handle is left to the parent. */
+	 * land. Forget them; the transport's stream state (a curl multi
+	 * handle) is left to the parent. */
 	for (unsigned i = 0; i < h->ninflight;)
 		if (h->inflight[i].bg)
 			h->inflight[i] = h->inflight[--h->ninflight];
 		else
 			i++;
 	for (unsigned i = 0; i < h->nslots; i++)
-		if (h->slots[i].loading == HTTP_LOAD_BG) {
-			h->slots[i].loading = HTTP_LOAD_NONE;
+		if (h->slots[i].loading == BC_LOAD_BG) {
+			h->slots[i].loading = BC_LOAD_NONE;
 			h->slots[i].used = 0;
 		}
-	h->multi = NULL;
+	if (h->t->ops->forked)
+		h->t->ops->forked(h->t);
 	h->ra_started = false;
 	h->ra_idle = false;
 	h->ra_until = 0;
@@ -506,23 +526,20 @@ void http_ra_forked(http_source *h)
 	pthread_cond_broadcast(&h->landed);
 }
 
-void http_ra_stop(http_source *h)
+void bc_ra_stop(bc_cache *h)
 {
 	bool mine;
 
 	pthread_mutex_lock(&h->mu);
-	http_ra_forked(h);
+	bc_ra_forked(h);
 	mine = h->ra_started;
 	h->ra_stop = true;
 	pthread_cond_signal(&h->ra_wake);
-	if (mine)
-		curl_multi_wakeup(h->multi);
+	if (mine && h->t->ops->wake)
+		h->t->ops->wake(h->t);
 	pthread_mutex_unlock(&h->mu);
 	if (mine)
 		pthread_join(h->ra_thread, NULL);   /* also one that ended idle */
 	h->ra_started = false;
 	h->ra_idle = false;
-	if (h->multi)
-		curl_multi_cleanup(h->multi);
-	h->multi = NULL;
 }
