@@ -748,6 +748,20 @@ def make_versions(d, script, nrows):
     return files, want, c_off
 
 
+def write_version(how, cur, files, want, c_off, v):
+    """FILE becomes version v of make_versions' files: c's rows of it
+    written over the same addresses in one pwrite ("overwrite"), a copy
+    renamed over FILE ("rename"), or FILE rewritten in place ("cat")."""
+    if how == "overwrite":
+        with open(cur, "r+b") as f:
+            os.pwrite(f.fileno(), want["c"][v], c_off)
+    elif how == "rename":
+        subprocess.run(["cp", files[v], cur + ".tmp"], check=True)
+        os.rename(cur + ".tmp", cur)
+    else:
+        subprocess.run(["sh", "-c", 'cat "$1" > "$2"', "sh", files[v], cur], check=True)
+
+
 def test_no_mix(d):
     rounds = int(os.environ.get("LIVE_ROUNDS", "6"))
     files, want, c_off = make_versions(d, NOMIX, NOMIX_ROWS)
@@ -766,15 +780,7 @@ def test_no_mix(d):
                     h.start()
                 time.sleep(0.3)
                 for v in range(2, 7):
-                    if how == "overwrite":
-                        # the same addresses: c's rows of version v, one pwrite
-                        with open(cur, "r+b") as f:
-                            os.pwrite(f.fileno(), want["c"][v], c_off)
-                    elif how == "rename":
-                        subprocess.run(["cp", files[v], cur + ".tmp"], check=True)
-                        os.rename(cur + ".tmp", cur)
-                    else:
-                        subprocess.run(["sh", "-c", 'cat "$1" > "$2"', "sh", files[v], cur], check=True)
+                    write_version(how, cur, files, want, c_off, v)
                     time.sleep(0.05 * (rnd % 4))
                 wait_for("%s: the last version" % how, lambda: head_version(mnt, "c") == 6)
                 time.sleep(0.3)

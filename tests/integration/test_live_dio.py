@@ -43,12 +43,7 @@ def test_big_reads(d):
         time.sleep(0.05)
         with T.Mount(cur, mnt, ["-o", "ro"]) as m, m.watchdog(240):
             # a first change: descriptors opened from now on use direct_io
-            if how == "overwrite":
-                with open(cur, "r+b") as f:
-                    os.pwrite(f.fileno(), want["c"][2], c_off)
-            else:
-                subprocess.run(["cp", files[2], cur + ".tmp"], check=True)
-                os.rename(cur + ".tmp", cur)
+            L.write_version("overwrite" if how == "overwrite" else "rename", cur, files, want, c_off, 2)
             wait_for("big reads: the first change", lambda: head_version(mnt, "c") == 2)
             names = ("c", "k", "z")
             fds = [os.open(os.path.join(mnt, nm), os.O_RDONLY) for nm in names]
@@ -59,14 +54,7 @@ def test_big_reads(d):
                     h.start()
                 time.sleep(0.3)
                 for v in (3, 4, 5, 2, 3, 4, 5, 6):
-                    if how == "overwrite":
-                        with open(cur, "r+b") as f:
-                            os.pwrite(f.fileno(), want["c"][v], c_off)
-                    elif how == "rename":
-                        subprocess.run(["cp", files[v], cur + ".tmp"], check=True)
-                        os.rename(cur + ".tmp", cur)
-                    else:
-                        subprocess.run(["sh", "-c", 'cat "$1" > "$2"', "sh", files[v], cur], check=True)
+                    L.write_version(how, cur, files, want, c_off, v)
                     time.sleep(0.1 + 0.1 * (rnd % 3))
                 wait_for("big reads, %s: the last version" % how, lambda: head_version(mnt, "c") == 6)
                 time.sleep(0.3)
