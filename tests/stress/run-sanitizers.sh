@@ -13,8 +13,10 @@
 #      ASan's allocator and fake stacks make RSS meaningless, and its leak
 #      check at exit already ran in step 1;
 #   3. ThreadSanitizer build (configure --enable-tsan when configure has it,
-#      else CFLAGS=-fsanitize=thread): `make check`, stress.py and
-#      append_race.py with the TSan daemon.
+#      else CFLAGS=-fsanitize=thread): `make check` of TSAN_TESTS (the unit
+#      tests and the integration tests of the parts with threads of their
+#      own; Makefile.am says which and why), stress.py and append_race.py
+#      with the TSan daemon.
 #
 #   tests/stress/run-sanitizers.sh [BUILD_DIR [RESULTS]]   (default ./build-sanitizers)
 #
@@ -116,18 +118,20 @@ record_trs() { # DIR PREFIX: each program of the make check just run in DIR
 # closing on no test (it has no "# tests N"); our own line counts instead.
 hide_am_summary() { grep -v -E '^# (TOTAL|PASS|SKIP|XFAIL|FAIL|XPASS|ERROR): ' || true; }
 
-check_in() { # DIR LABEL
-	step "make check: $2"
+check_in() { # DIR LABEL [MAKE ARGS...]
+	local dir=$1 label=$2
+	shift 2
+	step "make check: $label"
 	stages=$((stages + 1))
-	touch "$1/.check-started"
-	if ! make -C "$1" -j"$jobs" check 2>&1 | hide_am_summary; then
-		show_logs "$1"
-		failed+=("make check: $2")
+	touch "$dir/.check-started"
+	if ! make -C "$dir" -j"$jobs" check "$@" 2>&1 | hide_am_summary; then
+		show_logs "$dir"
+		failed+=("make check: $label")
 		# a make check that failed before any test ran still counts
-		find "$1/tests" -name '*.trs' -newer "$1/.check-started" | grep -q . ||
-			record FAIL "make check: $2"
+		find "$dir/tests" -name '*.trs' -newer "$dir/.check-started" | grep -q . ||
+			record FAIL "make check: $label"
 	fi
-	record_trs "$1" "$2: "
+	record_trs "$dir" "$label: "
 }
 
 t0=$SECONDS
@@ -160,7 +164,9 @@ if [ "${H5FS_SANI_TSAN:-1}" != 0 ]; then
 	fi
 	make -C "$tsan" -s -j"$jobs" >/dev/null
 	unset H5FS_BIN H5FS_BUILDDIR
-	[ "${H5FS_SANI_CHECK:-1}" = 0 ] || check_in "$tsan" "TSan"
+	# the tests of the parts with threads of their own (Makefile.am's
+	# TSAN_TESTS; stress.py and append_race.py below cover the rest)
+	[ "${H5FS_SANI_CHECK:-1}" = 0 ] || check_in "$tsan" "TSan" 'TESTS=$(TSAN_TESTS)'
 	export H5FS_BUILDDIR=$tsan H5FS_BIN=$tsan/h5fs
 	run "stress.py (${H5FS_STRESS_SECONDS} s), TSan" $py "$stress/stress.py"
 	run "append_race.py, TSan" $py "$stress/append_race.py"
