@@ -551,8 +551,8 @@ START_TEST(test_bc_slot_victim)
 	memset(s, 0, sizeof(s));
 	for (unsigned i = 0; i < 6; i++)
 		s[i].idx = 100 + i;
-	s[0].used = 900;                        /* fetched by a reader, read: plain */
-	s[0].nread = BC_BLOCK;
+	s[0].used = 900;                        /* fetched by a reader, partly read: plain */
+	s[0].nread = BC_BLOCK / 4;
 	s[1].used = 850;                        /* read ahead for the chunk stream, unread */
 	s[1].chunk = s[1].ahead = true;
 	s[2].used = 800;                        /* one of its two chunks read */
@@ -570,6 +570,12 @@ START_TEST(test_bc_slot_victim)
 	/* a chunk block read whole more than BC_CHUNK_DONE ticks ago: first */
 	s[3].used = tick - BC_CHUNK_DONE - 1;
 	ck_assert_ptr_eq(bc_slot_victim(s, 6, tick), &s[3]);
+	/* so is any block read whole that long ago (a chunk a reader fetched
+	 * itself, outside a stream: random reads), before an empty slot
+	 * whose first use costs fresh pages */
+	s[0].nread = BC_BLOCK;
+	ck_assert_ptr_eq(bc_slot_victim(s, 6, tick), &s[0]);
+	s[0].nread = BC_BLOCK / 4;
 	/* without those two: the half-read block before the unread one */
 	s[0].refs = s[3].refs = 1;
 	ck_assert_ptr_eq(bc_slot_victim(s, 6, tick), &s[2]);

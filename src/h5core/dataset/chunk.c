@@ -192,6 +192,12 @@ static int chunk_data_load(void **obj, size_t *cost, void *ud)
 		return h5_err_set(H5_ERR_FORMAT, "filtered chunk at 0x%llx has size %llu",
 				  (unsigned long long)l->rec->addr, (unsigned long long)l->rec->size);
 	len = (size_t)l->rec->size;
+	/* read whole, and no further: a remote source's byte-stream
+	 * read-ahead would otherwise take two chunks read one after the other
+	 * (random reads that happen to be neighbours) for a stream and follow
+	 * the bytes past them, into other datasets. A stream over the chunks
+	 * reads ahead through chunk_stream.c's hints instead. */
+	h5_file_extent_hint(ci->f, l->rec->addr, l->rec->addr + l->rec->size);
 	rc = h5_file_read_buf(&buf, ci->f, l->rec->addr, len);
 	if (rc < 0)
 		return rc;

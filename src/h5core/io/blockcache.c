@@ -66,7 +66,7 @@ static int slot_class(const blk *c, uint64_t tick)
 		return GO_UNREAD;
 	if (c->chunk && c->nread < BLOCK)
 		return GO_HALF;
-	if (c->chunk && tick - c->used > BC_CHUNK_DONE)
+	if ((c->chunk || c->nread >= BLOCK) && tick - c->used > BC_CHUNK_DONE)
 		return GO_DONE;
 	return GO_LRU;
 }
@@ -74,10 +74,14 @@ static int slot_class(const blk *c, uint64_t tick)
 /* The slot that may go (h->mu held by the caller): never a pinned one (a
  * reply is being written from it) nor one a transfer writes into; NULL if
  * there is none. In order, each class least recently used first:
- * - a chunk block read whole long ago: the decoded chunks are in the
- *   engine's cache, and its memory is touched already, where an empty
- *   slot's first use costs the kernel zeroing a page (a third of a fresh
- *   mount's `cat` of a chunked dataset was that);
+ * - a block read whole long ago: a chunk block's decoded chunks are in
+ *   the engine's cache (also those of chunks a reader fetched itself,
+ *   outside any stream: random reads), a byte stream's bytes went to
+ *   the kernel's page cache; and its memory is touched already, where an
+ *   empty slot's first use costs the kernel zeroing a page (a third of a
+ *   fresh mount's `cat` of a chunked dataset was that; random 4 KiB
+ *   reads, which fetch each chunk once, had every fetch land in fresh
+ *   pages before blocks other than a stream's could count as done);
  * - any other (empty slots first, they have used 0);
  * - a chunk block partly read: it holds the end of one chunk and the
  *   start of the next, and a stream's reads come out of order (FUSE

@@ -34,6 +34,8 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <stdint.h>
+#include <sys/mman.h>
 
 #define BUF_MIN ((size_t)64 << 10)      /* smaller: plain malloc/free */
 #define BUF_IDLE_MAX 32                 /* idle buffers kept */
@@ -57,6 +59,23 @@ static size_t buf_round(size_t n)
 	return n > SIZE_MAX - (BUF_MIN - 1) ? n : (n + BUF_MIN - 1) & ~(BUF_MIN - 1);
 }
 
+/* A new buffer, its pages mapped in one call: one by one on first touch
+ * they are a page fault each, and in a virtual machine a fault is an exit
+ * to the hypervisor. */
+static void *buf_fresh(size_t n)
+{
+	void *p = malloc(n);
+#ifdef MADV_POPULATE_WRITE
+	if (p && n >= BUF_MIN) {
+		uintptr_t a = ((uintptr_t)p + 4095) & ~(uintptr_t)4095, e = ((uintptr_t)p + n) & ~(uintptr_t)4095;
+
+		if (e > a)
+			(void)madvise((void *)a, e - a, MADV_POPULATE_WRITE);
+	}
+#endif
+	return p;
+}
+
 void *h5_buf_alloc(size_t n)
 {
 	size_t best = SIZE_MAX, limit;
@@ -78,7 +97,7 @@ void *h5_buf_alloc(size_t n)
 		buf_idle[best] = buf_idle[--buf_nidle];
 	}
 	pthread_mutex_unlock(&buf_lock);
-	return p ? p : malloc(buf_round(n));
+	return p ? p : buf_fresh(buf_round(n));
 }
 
 void h5_buf_free(void *p)
