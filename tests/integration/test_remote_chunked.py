@@ -21,6 +21,12 @@ index blocks between the chunks are fetched by the lookup):
 - reads out of order (1000 KiB each, 8 of every 32 read 24 MiB late, as
   FUSE threads serve the kernel's readahead on a loaded machine): the
   same bytes, every chunk fetched once, at most 1.1x the stored bytes;
+- random reads (fadvise RANDOM, 4 KiB at the start of each of four
+  neighbouring chunks, in four places): the same bytes, and nothing
+  fetched but the blocks of the chunks read and single blocks of the
+  index (a chunk's read announces its extent: before, two neighbours
+  read in turn started a byte stream that fetched 4 MiB and more past
+  them);
 - a cat of a virtual dataset whose source is a chunked dataset of
   another file on the server: the source's chunks are fetched the same
   way (once, coalesced, bounded);
@@ -323,6 +329,47 @@ def vds(url, mnt, wd, root):
         fail("VDS source: %d bytes fetched for %d stored" % (sent, stored))
 
 
+def random_reads(url, mnt, wd, want, cks):
+    """4 KiB at the start of each of 4 neighbouring chunks, at 10, 30, 50
+    and 70 MiB of data: the blocks of those chunks are fetched, and
+    beyond them single blocks of the index only."""
+    ck = 256 << 10
+    groups = [list(range(m * MiB // ck, m * MiB // ck + 4)) for m in (10, 30, 50, 70)]
+    reset_log(wd)
+    with T.Mount(url, mnt, OPTS) as m, m.watchdog(300):
+        fd = os.open(os.path.join(mnt, "data"), os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+            quiet(wd)
+            n0 = len(requests(wd))
+            for g in groups:
+                for c in g:
+                    off = c * ck
+                    if os.pread(fd, 4096, off) != want[off:off + 4096]:
+                        fail("random reads: wrong bytes at %d" % off)
+            quiet(wd)
+        finally:
+            os.close(fd)
+    reqs = requests(wd)[n0:]
+    spans = []
+    for g in groups:
+        lo = cks[g[0]][0] // BLOCK * BLOCK
+        hi = (max(o + s for o, s in cks[g[0]:g[-1] + 1]) + BLOCK - 1) // BLOCK * BLOCK
+        spans.append((lo, hi))
+    sent = sum(r[4] for r in reqs)
+    allowed = sum(hi - lo for lo, hi in spans) + 4 * BLOCK
+    print("random reads of 4 chunks in 4 places: %d requests, %d bytes (their blocks: %d)" % (
+        len(reqs), sent, allowed - 4 * BLOCK))
+    for r in reqs:
+        inside = any(r[2] >= lo and r[3] < hi for lo, hi in spans)
+        if not inside and r[4] > BLOCK:
+            fail("random reads: bytes %d-%d fetched, beyond the blocks of the chunks read" % (r[2], r[3]))
+            break
+    if sent > allowed:
+        fail("random reads: %d bytes fetched, more than the chunks' blocks and 4 of the index (%d)" % (
+            sent, allowed))
+
+
 def main():
     wd = T.workdir("remote-chunked")
     root = os.path.join(wd, "www")
@@ -347,6 +394,7 @@ def main():
         cat_checked(url, mnt, wd, "data", want["data"], cks["data"], "cat data", False)
         jump(url, mnt, wd, want["data"], cks["data"])
         out_of_order(url, mnt, wd, want["data"], cks["data"])
+        random_reads(url, mnt, wd, want["data"], cks["data"])
         vds("http://127.0.0.1:%d/vds.h5" % port, mnt, wd, root)
 
         proxy = T.subprocess.Popen([sys.executable, os.path.join(T.HERE, "delay_proxy.py"), str(port), "20"],
