@@ -257,7 +257,10 @@ static int compact_decode(h5_link *out, h5_file *f, const h5_msg *m)
 	return rc;
 }
 
-static int compact_collect(struct link_list *l, h5_file *f, const h5_ohdr *oh)
+/* Each link message of a compact group, decoded, to fn (which takes the
+ * link or clears it); fn returning 1 stops the walk with 0. Links of a
+ * type this build does not know are skipped, as libhdf5 does. */
+static int compact_each(h5_file *f, const h5_ohdr *oh, int (*fn)(h5_link *lnk, void *ud), void *ud)
 {
 	h5_link lnk;
 	int rc;
@@ -270,34 +273,54 @@ static int compact_collect(struct link_list *l, h5_file *f, const h5_ohdr *oh)
 			continue;
 		if (rc < 0)
 			return h5_err_wrap(rc, "group at 0x%llx: ", (unsigned long long)oh->addr);
-		rc = link_list_push(l, &lnk);
-		if (rc < 0) {
-			h5_link_clear(&lnk);
-			return rc;
-		}
+		rc = fn(&lnk, ud);
+		if (rc != 0)
+			return rc > 0 ? 0 : rc;
 	}
+	return 0;
+}
+
+static int collect_one(h5_link *lnk, void *ud)
+{
+	int rc = link_list_push(ud, lnk);
+
+	if (rc < 0)
+		h5_link_clear(lnk);
+	return rc;
+}
+
+static int compact_collect(struct link_list *l, h5_file *f, const h5_ohdr *oh)
+{
+	return compact_each(f, oh, collect_one, l);
+}
+
+struct compact_find {
+	const char *name;
+	size_t len;
+	h5_link *out;
+	bool found;
+};
+
+static int find_one(h5_link *lnk, void *ud)
+{
+	struct compact_find *c = ud;
+
+	if (link_name_is(lnk, c->name, c->len)) {
+		*c->out = *lnk;
+		c->found = true;
+		return 1;
+	}
+	h5_link_clear(lnk);
 	return 0;
 }
 
 static int compact_lookup(h5_link *out, h5_file *f, const h5_ohdr *oh, const char *name, size_t len)
 {
-	h5_link lnk;
-	int rc;
+	struct compact_find c = { name, len, out, false };
+	int rc = compact_each(f, oh, find_one, &c);
 
-	for (size_t i = 0; i < oh->nmsgs; i++) {
-		if (oh->msgs[i].type != H5_MSG_LINK)
-			continue;
-		rc = compact_decode(&lnk, f, &oh->msgs[i]);
-		if (rc == H5_ERR_UNSUPPORTED)
-			continue;
-		if (rc < 0)
-			return h5_err_wrap(rc, "group at 0x%llx: ", (unsigned long long)oh->addr);
-		if (link_name_is(&lnk, name, len)) {
-			*out = lnk;
-			return 0;
-		}
-		h5_link_clear(&lnk);
-	}
+	if (rc < 0 || c.found)
+		return rc;
 	return h5_err_set(H5_ERR_NOTFOUND, "no link \"%s\" in group at 0x%llx", name,
 			  (unsigned long long)oh->addr);
 }
