@@ -3,9 +3,9 @@
 # h5fs"), for CI after contrib/run-tests.sh:
 #
 #   1. ASan+UBSan build (configure --enable-sanitizers), then with its
-#      daemon: the whole `make check` (h5fs_testlib fails a test on any
-#      sanitizer report in the daemon's output, LeakSanitizer's at exit
-#      included), stress.py (16 threads, 1 MiB cache, concurrent appends,
+#      daemon: `make check` of ASAN_TESTS, every test but the corpus
+#      comparison (h5fs_testlib fails a test on any sanitizer report in
+#      the daemon's output, LeakSanitizer's at exit included), stress.py (16 threads, 1 MiB cache, concurrent appends,
 #      every byte checked), append_race.py (readers at the end of datasets
 #      being appended to) and corpus_mt.py (8 threads on every corpus file,
 #      hostile ones included);
@@ -27,7 +27,10 @@
 # Environment: H5FS_STRESS_SECONDS (default here 30), H5FS_GROWTH_CYCLES
 # (default here 20000), H5FS_CORPUS_MT_SECONDS (default here 0.2 per file),
 # H5FS_SANI_TSAN=0 to skip step 3, H5FS_SANI_CHECK=0 to skip the `make
-# check` runs, H5FS_SANI_CORPUS=0 to skip corpus_mt.py, JOBS (2).
+# check` runs, H5FS_SANI_CORPUS=0 to skip corpus_mt.py, JOBS (2: the
+# builds), CHECK_JOBS (3: the make checks, whose integration tests spend
+# part of their time waiting on mounts, servers, refresh intervals and
+# quiet logs, so a third one uses the cores they leave idle).
 # About 10 minutes on 2 cores.
 set -euo pipefail
 
@@ -45,6 +48,7 @@ export H5FS_STRESS_SECONDS=${H5FS_STRESS_SECONDS:-30}
 export H5FS_GROWTH_CYCLES=${H5FS_GROWTH_CYCLES:-20000}
 export H5FS_CORPUS_MT_SECONDS=${H5FS_CORPUS_MT_SECONDS:-0.2}
 jobs=${JOBS:-2}
+check_jobs=${CHECK_JOBS:-3}
 py=/usr/bin/python3
 # UBSan aborts on the first error (configure adds -fno-sanitize-recover);
 # the stack trace makes the report usable.
@@ -124,7 +128,7 @@ check_in() { # DIR LABEL [MAKE ARGS...]
 	step "make check: $label"
 	stages=$((stages + 1))
 	touch "$dir/.check-started"
-	if ! make -C "$dir" -j"$jobs" check "$@" 2>&1 | hide_am_summary; then
+	if ! make -C "$dir" -j"$check_jobs" check "$@" 2>&1 | hide_am_summary; then
 		show_logs "$dir"
 		failed+=("make check: $label")
 		# a make check that failed before any test ran still counts
@@ -140,7 +144,9 @@ asan=$build/asan
 step "ASan+UBSan build in $asan"
 configure_in "$asan" --enable-sanitizers
 make -C "$asan" -s -j"$jobs" >/dev/null
-[ "${H5FS_SANI_CHECK:-1}" = 0 ] || check_in "$asan" "ASan+UBSan"
+# every test but the corpus comparison (Makefile.am's ASAN_TESTS):
+# corpus_mt.py below reads every corpus file under ASan, on 8 threads
+[ "${H5FS_SANI_CHECK:-1}" = 0 ] || check_in "$asan" "ASan+UBSan" 'TESTS=$(ASAN_TESTS)'
 export H5FS_BUILDDIR=$asan H5FS_BIN=$asan/h5fs
 run "stress.py (${H5FS_STRESS_SECONDS} s), ASan" $py "$stress/stress.py"
 run "append_race.py, ASan" $py "$stress/append_race.py"
