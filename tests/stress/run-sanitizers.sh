@@ -3,9 +3,10 @@
 # h5fs"), for CI after contrib/run-tests.sh:
 #
 #   1. ASan+UBSan build (configure --enable-sanitizers), then with its
-#      daemon: `make check` of ASAN_TESTS, every test but the corpus
-#      comparison (h5fs_testlib fails a test on any sanitizer report in
-#      the daemon's output, LeakSanitizer's at exit included), stress.py (16 threads, 1 MiB cache, concurrent appends,
+#      daemon: `make check` of ASAN_TESTS (Makefile.am says which and
+#      why: every unit test and the tests of memory, a few threaded ones;
+#      h5fs_testlib fails a test on any sanitizer report in the daemon's
+#      output, LeakSanitizer's at exit included), stress.py (16 threads, 1 MiB cache, concurrent appends,
 #      every byte checked), append_race.py (readers at the end of datasets
 #      being appended to) and corpus_mt.py (8 threads on every corpus file,
 #      hostile ones included);
@@ -14,9 +15,9 @@
 #      check at exit already ran in step 1;
 #   3. ThreadSanitizer build (configure --enable-tsan when configure has it,
 #      else CFLAGS=-fsanitize=thread): `make check` of TSAN_TESTS (the unit
-#      tests and the integration tests of the parts with threads of their
-#      own; Makefile.am says which and why), stress.py and append_race.py
-#      with the TSan daemon.
+#      tests that start threads and the integration tests of the parts
+#      with threads of their own; Makefile.am says which and why),
+#      stress.py and append_race.py with the TSan daemon.
 #
 #   tests/stress/run-sanitizers.sh [BUILD_DIR [RESULTS]]   (default ./build-sanitizers)
 #
@@ -24,14 +25,11 @@
 # is appended to that file: "PASS name", "FAIL name" or "SKIP name" (each
 # program of each `make check`, each stress/race/corpus/growth run).
 #
-# Environment: H5FS_STRESS_SECONDS (default here 30), H5FS_GROWTH_CYCLES
-# (default here 20000), H5FS_CORPUS_MT_SECONDS (default here 0.2 per file),
+# Environment: H5FS_STRESS_SECONDS (default here 20), H5FS_GROWTH_CYCLES
+# (default here 20000), H5FS_CORPUS_MT_SECONDS (default here 0.1 per file),
 # H5FS_SANI_TSAN=0 to skip step 3, H5FS_SANI_CHECK=0 to skip the `make
-# check` runs, H5FS_SANI_CORPUS=0 to skip corpus_mt.py, JOBS (2: the
-# builds), CHECK_JOBS (3: the make checks, whose integration tests spend
-# part of their time waiting on mounts, servers, refresh intervals and
-# quiet logs, so a third one uses the cores they leave idle).
-# About 10 minutes on 2 cores.
+# check` runs, H5FS_SANI_CORPUS=0 to skip corpus_mt.py, JOBS (2).
+# About 17 minutes on 2 cores (CI's machine kind, the corpus beside the tree).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -44,11 +42,10 @@ fi
 record() { [ -z "$results" ] || echo "$1 $2" >>"$results"; }
 # A build that fails before its tests run is one failed program.
 trap 'rc=$?; [ $rc = 0 ] || record FAIL "sanitizers: setup (exit $rc)"' EXIT
-export H5FS_STRESS_SECONDS=${H5FS_STRESS_SECONDS:-30}
+export H5FS_STRESS_SECONDS=${H5FS_STRESS_SECONDS:-20}
 export H5FS_GROWTH_CYCLES=${H5FS_GROWTH_CYCLES:-20000}
-export H5FS_CORPUS_MT_SECONDS=${H5FS_CORPUS_MT_SECONDS:-0.2}
+export H5FS_CORPUS_MT_SECONDS=${H5FS_CORPUS_MT_SECONDS:-0.1}
 jobs=${JOBS:-2}
-check_jobs=${CHECK_JOBS:-3}
 py=/usr/bin/python3
 # UBSan aborts on the first error (configure adds -fno-sanitize-recover);
 # the stack trace makes the report usable.
@@ -128,7 +125,7 @@ check_in() { # DIR LABEL [MAKE ARGS...]
 	step "make check: $label"
 	stages=$((stages + 1))
 	touch "$dir/.check-started"
-	if ! make -C "$dir" -j"$check_jobs" check "$@" 2>&1 | hide_am_summary; then
+	if ! make -C "$dir" -j"$jobs" check "$@" 2>&1 | hide_am_summary; then
 		show_logs "$dir"
 		failed+=("make check: $label")
 		# a make check that failed before any test ran still counts
@@ -144,8 +141,8 @@ asan=$build/asan
 step "ASan+UBSan build in $asan"
 configure_in "$asan" --enable-sanitizers
 make -C "$asan" -s -j"$jobs" >/dev/null
-# every test but the corpus comparison (Makefile.am's ASAN_TESTS):
-# corpus_mt.py below reads every corpus file under ASan, on 8 threads
+# Makefile.am's ASAN_TESTS (corpus_mt.py below reads every corpus file
+# under ASan, on 8 threads)
 [ "${H5FS_SANI_CHECK:-1}" = 0 ] || check_in "$asan" "ASan+UBSan" 'TESTS=$(ASAN_TESTS)'
 export H5FS_BUILDDIR=$asan H5FS_BIN=$asan/h5fs
 run "stress.py (${H5FS_STRESS_SECONDS} s), ASan" $py "$stress/stress.py"
