@@ -165,6 +165,13 @@ def check_once(what, reqs, cks):
             return
 
 
+def blocks_of(cks):
+    """[lo, hi): the cache blocks holding the chunks cks."""
+    lo = cks[0][0] // BLOCK * BLOCK
+    hi = (max(o + s for o, s in cks) + BLOCK - 1) // BLOCK * BLOCK
+    return lo, hi
+
+
 def cat_checked(url, mnt, wd, name, want, cks, what, overlap):
     reset_log(wd)
     with T.Mount(url, mnt, OPTS) as m, m.watchdog(300):
@@ -223,10 +230,8 @@ def jump(url, mnt, wd, want, cks):
             os.close(fd)
     reqs = requests(wd)
     t = 48 * MiB // ck                     # the chunk jumped to
-    lo = cks[t][0] // BLOCK * BLOCK
     # read: 8 chunks; the first window: 8 MiB of chunks (32) from there
-    hi = max(o + s for o, s in cks[t:t + 32])
-    hi = (hi + BLOCK - 1) // BLOCK * BLOCK
+    lo, hi = blocks_of(cks[t:t + 32])
     sent = sum(r[4] for r in reqs)
     print("16 MiB read: %d bytes fetched; then a jump to 48 MiB, 2 MiB read: %d requests, %d bytes (the "
           "first window's chunks: %d bytes)" % (before, len(reqs), sent, hi - lo))
@@ -351,11 +356,7 @@ def random_reads(url, mnt, wd, want, cks):
         finally:
             os.close(fd)
     reqs = requests(wd)[n0:]
-    spans = []
-    for g in groups:
-        lo = cks[g[0]][0] // BLOCK * BLOCK
-        hi = (max(o + s for o, s in cks[g[0]:g[-1] + 1]) + BLOCK - 1) // BLOCK * BLOCK
-        spans.append((lo, hi))
+    spans = [blocks_of(cks[g[0]:g[-1] + 1]) for g in groups]
     sent = sum(r[4] for r in reqs)
     allowed = sum(hi - lo for lo, hi in spans) + 4 * BLOCK
     print("random reads of 4 chunks in 4 places: %d requests, %d bytes (their blocks: %d)" % (

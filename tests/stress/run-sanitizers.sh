@@ -6,8 +6,8 @@
 #      daemon: `make check` of ASAN_TESTS (Makefile.am says which and
 #      why: every unit test and the tests of memory, a few threaded ones;
 #      h5fs_testlib fails a test on any sanitizer report in the daemon's
-#      output, LeakSanitizer's at exit included), stress.py (16 threads, 1 MiB cache, concurrent appends,
-#      every byte checked), append_race.py (readers at the end of datasets
+#      output, LeakSanitizer's at exit included), stress.py (16 threads,
+#      1 MiB cache, concurrent appends, every byte checked), append_race.py (readers at the end of datasets
 #      being appended to) and corpus_mt.py (8 threads on every corpus file,
 #      hostile ones included);
 #   2. growth.py (fd count constant, RSS bounded) against a plain build:

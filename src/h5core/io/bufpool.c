@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #define BUF_MIN ((size_t)64 << 10)      /* smaller: plain malloc/free */
 #define BUF_IDLE_MAX 32                 /* idle buffers kept */
@@ -66,8 +67,11 @@ static void *buf_fresh(size_t n)
 {
 	void *p = malloc(n);
 #ifdef MADV_POPULATE_WRITE
-	if (p && n >= BUF_MIN) {
-		uintptr_t a = ((uintptr_t)p + 4095) & ~(uintptr_t)4095, e = ((uintptr_t)p + n) & ~(uintptr_t)4095;
+	long psz = sysconf(_SC_PAGESIZE);
+
+	if (p && psz > 0) { /* the pages wholly inside the block: no neighbour's */
+		uintptr_t mask = (uintptr_t)psz - 1;
+		uintptr_t a = ((uintptr_t)p + mask) & ~mask, e = ((uintptr_t)p + n) & ~mask;
 
 		if (e > a)
 			(void)madvise((void *)a, e - a, MADV_POPULATE_WRITE);
