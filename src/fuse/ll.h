@@ -221,6 +221,13 @@ int ancestor_depth(h5fs *fs, const struct node *dir, uint64_t ino);
 uint64_t file_ino(const h5_file *f, uint64_t addr);
 uint64_t file_nodeid(const h5fs *fs, h5_file *f, uint64_t addr);
 bool fs_writable(const h5fs *fs);
+/* Every write (a write descriptor's first bytes, setfattr, mkdir, rm, mv,
+ * ...) runs between these two: fs_write_begin returns 0 when FILE is held
+ * for writing, or an errno (EROFS on a mount that cannot write, EBUSY when
+ * another program holds FILE's lock); fs_write_end gives FILE back once the
+ * write is committed. The lock policy lives behind them alone. */
+int fs_write_begin(h5fs *fs);
+void fs_write_end(h5fs *fs);
 int kind_lookup(h5fs *fs, uint64_t addr, h5_obj_kind *kind);
 void kind_remember(h5fs *fs, uint64_t addr, h5_obj_kind kind);
 void kind_forget_all(h5fs *fs);
