@@ -6,6 +6,7 @@
 #include <config.h>
 
 #include "xattrs.h"
+#include "h5util.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -33,63 +34,17 @@ static bool has_prefix(const char *s, size_t len, const char *pfx)
 	return len >= n && memcmp(s, pfx, n) == 0;
 }
 
-/* ---- a growing buffer ----------------------------------------------------- */
-
-typedef struct xbuf {
-	char *p;
-	size_t len, cap;
-} xbuf;
-
-static int xbuf_put(xbuf *b, const void *d, size_t n)
-{
-	if (n + 1 > b->cap - b->len) {
-		size_t ncap = b->cap ? b->cap : 256;
-		char *np;
-
-		while (ncap - b->len < n + 1)
-			ncap *= 2;
-		np = realloc(b->p, ncap);
-		if (!np)
-			return h5_err_set(H5_ERR_NOMEM, "out of memory for extended attributes");
-		b->p = np;
-		b->cap = ncap;
-	}
-	memcpy(b->p + b->len, d, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-	return 0;
-}
-
-static int xbuf_puts(xbuf *b, const char *s)
-{
-	return xbuf_put(b, s, strlen(s));
-}
-
-/* short pieces only (numbers, names) */
-static int xbuf_printf(xbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int xbuf_printf(xbuf *b, const char *fmt, ...)
-{
-	char tmp[128];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= sizeof(tmp))
-		return h5_err_set(H5_ERR_LIMIT, "text piece too long");
-	return xbuf_put(b, tmp, (size_t)n);
-}
+/* ---- text: the string builder of h5util.h ---- */
 
 /* name and its NUL appended to a NUL-separated list */
-static int xbuf_add_name(xbuf *b, const char *pfx, const char *name, size_t len)
+static int sb_add_name(h5_sb *b, const char *pfx, const char *name, size_t len)
 {
-	int rc = xbuf_puts(b, pfx);
+	int rc = h5_sb_puts(b, pfx);
 
 	if (rc == 0)
-		rc = xbuf_put(b, name, len);
+		rc = h5_sb_put(b, name, len);
 	if (rc == 0)
-		b->len++;       /* keep the NUL xbuf_put wrote */
+		b->len++;       /* keep the NUL h5_sb_put wrote */
 	return rc;
 }
 
@@ -112,48 +67,48 @@ static bool listable(const char *name, size_t len)
 
 /* ---- user.h5.* texts --------------------------------------------------------- */
 
-static int put_dims(xbuf *b, unsigned rank, const uint64_t *dims)
+static int put_dims(h5_sb *b, unsigned rank, const uint64_t *dims)
 {
 	int rc = 0;
 
 	for (unsigned i = 0; i < rank && rc == 0; i++) {
 		if (dims[i] == UINT64_MAX)
-			rc = xbuf_printf(b, "%sinf", i ? "," : "");
+			rc = h5_sb_printf(b, "%sinf", i ? "," : "");
 		else
-			rc = xbuf_printf(b, "%s%llu", i ? "," : "", (unsigned long long)dims[i]);
+			rc = h5_sb_printf(b, "%s%llu", i ? "," : "", (unsigned long long)dims[i]);
 	}
 	return rc;
 }
 
 /* A text the engine made: its outcome as ours. */
-static int put_text(xbuf *b, const h5_meta_text *t)
+static int put_text(h5_sb *b, const h5_meta_text *t)
 {
 	if (t->rc == H5_ERR_NOTFOUND)
 		return H5_ERR_NOTFOUND;
 	if (t->rc < 0)
 		return h5_err_set(t->rc, "%s", t->msg ? t->msg : h5_err_name(t->rc));
-	return xbuf_put(b, t->text, t->len);
+	return h5_sb_put(b, t->text, t->len);
 }
 
 /* One key's value into b; H5_ERR_NOTFOUND when it does not apply. */
-static int meta_value(xbuf *b, const h5_dset_meta *m, const char *key)
+static int meta_value(h5_sb *b, const h5_dset_meta *m, const char *key)
 {
 	int rc;
 
 	/* A type holding variable-length data reads as text: there is no
 	 * element layout to describe, whatever the outer class. */
 	if (strcmp(key, "dtype") == 0)
-		return m->has_vlen ? xbuf_puts(b, "|O") : put_text(b, &m->typestr);
+		return m->has_vlen ? h5_sb_puts(b, "|O") : put_text(b, &m->typestr);
 	if (strcmp(key, "text") == 0) {
 		if (!m->has_vlen)
 			return H5_ERR_NOTFOUND;
-		return xbuf_puts(b, m->vlen_strings ? "strings" : "values");
+		return h5_sb_puts(b, m->vlen_strings ? "strings" : "values");
 	}
 	if (strcmp(key, "shape") == 0 || strcmp(key, "maxshape") == 0) {
 		if (m->shape == H5_SHAPE_NULL)
-			return xbuf_puts(b, "null");
+			return h5_sb_puts(b, "null");
 		if (m->shape == H5_SHAPE_SCALAR)
-			return xbuf_put(b, "", 0);
+			return h5_sb_put(b, "", 0);
 		return put_dims(b, m->rank, key[0] == 's' ? m->dims : m->maxdims);
 	}
 	if (strcmp(key, "chunks") == 0) {
@@ -165,10 +120,10 @@ static int meta_value(xbuf *b, const h5_dset_meta *m, const char *key)
 		if (m->nfilters == 0)
 			return H5_ERR_NOTFOUND;
 		for (size_t i = 0; i < m->nfilters; i++) {
-			rc = i ? xbuf_put(b, ",", 1) : 0;
+			rc = i ? h5_sb_put(b, ",", 1) : 0;
 			if (rc == 0)
-				rc = m->filters[i].name ? xbuf_puts(b, m->filters[i].name)
-							: xbuf_printf(b, "%u", m->filters[i].id);
+				rc = m->filters[i].name ? h5_sb_puts(b, m->filters[i].name)
+							: h5_sb_printf(b, "%u", m->filters[i].id);
 			if (rc < 0)
 				return rc;
 		}
@@ -178,12 +133,12 @@ static int meta_value(xbuf *b, const h5_dset_meta *m, const char *key)
 		return put_text(b, &m->fill);
 	if (strcmp(key, "layout") == 0) {
 		if (m->external)
-			return xbuf_puts(b, "external");
+			return h5_sb_puts(b, "external");
 		if (m->chunk)
-			return xbuf_printf(b, "chunked:%s", m->index);
+			return h5_sb_printf(b, "chunked:%s", m->index);
 		if (strcmp(m->layout, "unknown") == 0)
-			return xbuf_printf(b, "class%u", m->layout_class);
-		return xbuf_puts(b, m->layout);
+			return h5_sb_printf(b, "class%u", m->layout_class);
+		return h5_sb_puts(b, m->layout);
 	}
 	if (strcmp(key, "descr") == 0)
 		return put_text(b, &m->descr);
@@ -214,11 +169,11 @@ static int meta_vals_get(meta_vals *out, const h5_dset_meta *m)
 
 	memset(out, 0, sizeof(*out));
 	for (size_t i = 0; m->is_dataset && i < NKEYS; i++) {
-		xbuf b = { 0 };
+		h5_sb b = { 0 };
 
 		rc = meta_value(&b, m, meta_keys[i]);
 		if (rc == 0 && !b.p)
-			rc = xbuf_put(&b, "", 0);
+			rc = h5_sb_put(&b, "", 0);
 		if (rc == 0) {
 			out->key[out->n] = meta_keys[i];
 			out->val[out->n] = b.p;
@@ -242,14 +197,14 @@ static int meta_vals_get(meta_vals *out, const h5_dset_meta *m)
 
 static int names_cb(const char *name, size_t len, void *ud)
 {
-	return listable(name, len) ? xbuf_add_name(ud, attr_prefix(name, len), name, len) : 0;
+	return listable(name, len) ? sb_add_name(ud, attr_prefix(name, len), name, len) : 0;
 }
 
 int xa_list(char **out, size_t *len, h5_file *f, uint64_t addr)
 {
 	h5_dset_meta m;
 	meta_vals mv = { 0 };
-	xbuf b = { 0 };
+	h5_sb b = { 0 };
 	int rc;
 
 	*out = NULL;
@@ -260,7 +215,7 @@ int xa_list(char **out, size_t *len, h5_file *f, uint64_t addr)
 		return rc;
 	rc = meta_vals_get(&mv, &m);
 	for (size_t i = 0; rc == 0 && i < mv.n; i++)
-		rc = xbuf_add_name(&b, XATTR_RESERVED, mv.key[i], strlen(mv.key[i]));
+		rc = sb_add_name(&b, XATTR_RESERVED, mv.key[i], strlen(mv.key[i]));
 	if (rc == 0)
 		rc = h5_attr_iterate_names(f, addr, names_cb, &b);
 	/* no names: still a buffer, so callers need not special-case it */
@@ -296,7 +251,7 @@ static int dup_value(void **out, size_t *len, const void *p, size_t n)
 static int meta_get(void **out, size_t *len, h5_file *f, uint64_t addr, const char *key)
 {
 	h5_dset_meta m;
-	xbuf b = { 0 };
+	h5_sb b = { 0 };
 	size_t i;
 	int rc;
 
@@ -379,7 +334,7 @@ int xa_all(xa_set **out, h5_file *f, uint64_t addr, int raw, size_t max_value, s
 	meta_vals mv = { 0 };
 	h5_dset_meta m;
 	xa_set *s = NULL;
-	xbuf b = { 0 };
+	h5_sb b = { 0 };
 	size_t pos = 0;
 	int rc;
 
@@ -401,10 +356,10 @@ int xa_all(xa_set **out, h5_file *f, uint64_t addr, int raw, size_t max_value, s
 	if (rc < 0)
 		goto out;
 	for (size_t i = 0; rc == 0 && i < mv.n; i++)
-		rc = xbuf_add_name(&b, XATTR_RESERVED, mv.key[i], strlen(mv.key[i]));
+		rc = sb_add_name(&b, XATTR_RESERVED, mv.key[i], strlen(mv.key[i]));
 	for (size_t i = 0; rc == 0 && i < as->n; i++)
 		if (listable(as->v[i].name, as->v[i].name_len))
-			rc = xbuf_add_name(&b, attr_prefix(as->v[i].name, as->v[i].name_len), as->v[i].name,
+			rc = sb_add_name(&b, attr_prefix(as->v[i].name, as->v[i].name_len), as->v[i].name,
 					   as->v[i].name_len);
 	if (rc == 0 && !b.p && !(b.p = malloc(1)))
 		rc = h5_err_set(H5_ERR_NOMEM, "out of memory listing extended attributes");

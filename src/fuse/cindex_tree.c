@@ -4,6 +4,7 @@
 #include "cindex.h"
 
 #include "h5core.h"
+#include "h5util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -46,22 +47,6 @@ static int type_of(uint32_t mode)
 	return CINDEX_FILE;
 }
 
-/* parent's path + "/" + name; the root's path is "/". */
-static char *join_path(const char *parent, const char *name)
-{
-	size_t pl = strlen(parent), nl = strlen(name);
-	int slash = !(pl && parent[pl - 1] == '/');
-	char *p = malloc(pl + slash + nl + 1);
-
-	if (!p)
-		return NULL;
-	memcpy(p, parent, pl);
-	if (slash)
-		p[pl] = '/';
-	memcpy(p + pl + slash, name, nl + 1);
-	return p;
-}
-
 int cindex_tree_add(uint32_t *out, cindex_tree *t, uint32_t parent, const char *name,
 		    const cindex_stat *st, const char *target)
 {
@@ -93,7 +78,7 @@ int cindex_tree_add(uint32_t *out, cindex_tree *t, uint32_t parent, const char *
 	} else {
 		nd->parent = parent;
 		nd->name = strdup(name);
-		nd->path = join_path(t->nodes[parent].path, name);
+		nd->path = h5_path_join(t->nodes[parent].path, name);
 		/* readdir position: how many children parent had before
 		 * (nkids counts them while building; seal recounts) */
 		nd->order = t->nodes[parent].nkids++;

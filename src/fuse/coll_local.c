@@ -2,6 +2,8 @@
  * directory is held open and every path is reached from it with openat
  * and fstatat, so a DIR renamed while mounted is still the one shown. */
 #include "coll_backend.h"
+#include "h5util.h"
+#include "h5errno.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -150,12 +152,7 @@ static int local_list(void *b, struct coll_dirent **out, size_t *n, const char *
 
 static char *full_path(const struct local *l, const char *path)
 {
-	size_t len = strlen(l->dir) + strlen(path) + 2;
-	char *p = malloc(len);
-
-	if (p)
-		snprintf(p, len, "%s/%s", l->dir, path);
-	return p;
+	return h5_path_join(l->dir, path);
 }
 
 static int local_open_source(void *b, h5_source **out, const char *path)
@@ -174,7 +171,7 @@ static int local_open_source(void *b, h5_source **out, const char *path)
 	memset(&so, 0, sizeof(so));
 	rc = h5_source_open(out, p, &so);
 	free(p);
-	return rc < 0 ? (rc == H5_ERR_NOTFOUND ? ENOENT : rc == H5_ERR_PERM ? EACCES : EIO) : 0;
+	return rc < 0 ? h5fs_errno(rc) : 0;
 }
 
 static int local_open_member(void *b, h5_file **out, const char *path, const h5_open_opts *oo)

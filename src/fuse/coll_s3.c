@@ -129,20 +129,6 @@ static void s3c_configure(void *b, const h5fs_config *cfg, coll_log_fn log)
 	s->suffixes = cfg->h5_suffixes && *cfg->h5_suffixes ? strdup(cfg->h5_suffixes) : NULL;
 }
 
-static int errno_of(int rc)
-{
-	switch (rc) {
-	case H5_ERR_NOMEM:
-		return ENOMEM;
-	case H5_ERR_NOTFOUND:
-		return ENOENT;
-	case H5_ERR_PERM:
-		return EACCES;
-	default:
-		return EIO;
-	}
-}
-
 /* Drops the oldest listings past S3_DIRS_MAX (s->mu held): they are
  * fetched again when needed. */
 static void trim(struct s3c *s)
@@ -211,7 +197,7 @@ again:
 	}
 	if (rc < 0 && s->log)
 		s->log(s->cfg, LOG_ERR, "%s: cannot be listed: %s: %s", url ? url : path,
-			     strerror(errno_of(rc)), h5_err_msg());
+			     strerror(h5fs_errno(rc)), h5_err_msg());
 	free(url);
 
 	pthread_mutex_lock(&s->mu);
@@ -221,7 +207,7 @@ again:
 		/* nothing kept: the next lookup asks again */
 		d->at = 0;
 		pthread_mutex_unlock(&s->mu);
-		return errno_of(rc);
+		return h5fs_errno(rc);
 	}
 	h5_s3_listing_free(&d->l);
 	d->l = l;
@@ -375,7 +361,7 @@ static int s3c_open_source(void *b, h5_source **out, const char *path)
 	so.params = s->oo.source_params;
 	rc = h5_source_open(out, u, &so);
 	free(u);
-	return rc < 0 ? errno_of(rc) : 0;
+	return rc < 0 ? h5fs_errno(rc) : 0;
 }
 
 /* The GET that tells whether the member is HDF5: h5_file_open reads the

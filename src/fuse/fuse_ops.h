@@ -17,6 +17,7 @@
 #include <fuse_lowlevel.h>
 
 #include "h5core.h"
+#include "h5errno.h"
 
 #include <sys/types.h>
 
@@ -90,8 +91,8 @@ int h5fs_set_label(h5fs *fs, const char *label);
 /* h5fs_log without a file: by the logging options of cfg. */
 void h5fs_log_cfg(const h5fs_config *cfg, int prio, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* The one place where engine errors become errno values. */
-int h5fs_errno(int h5err);
+/* The one place where engine errors become errno values: h5fs_errno,
+ * src/common/h5errno.h (included above). */
 
 /* One log line at syslog priority prio: to syslog when cfg.use_syslog,
  * else to stderr as "h5fs: ...". Errors, warnings and notices (what a

@@ -214,7 +214,7 @@ static int do_lookup(struct node **out, h5fs *fs, fuse_ino_t parent, const char 
 		e = ENOENT;
 		goto out;
 	}
-	path = path_join(p->path, name);
+	path = h5_path_join(p->path, name);
 	if (!path) {
 		e = ENOMEM;
 		goto out;

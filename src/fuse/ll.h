@@ -19,6 +19,7 @@
 
 #include "fuse_ops.h"
 #include "root.h"
+#include "h5util.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -248,7 +249,6 @@ int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64
 struct node *node_publish(h5fs *fs, struct node *fresh);
 struct node *node_ref_existing(h5fs *fs, uint64_t ino);
 void node_unref(h5fs *fs, uint64_t ino, uint64_t count);
-char *path_join(const char *dir, const char *name);
 uint64_t synth_ino(h5fs *fs, uint64_t parent, const char *name);
 uint64_t synth_renew(h5fs *fs, uint64_t parent, const char *name, uint64_t old);
 

@@ -362,19 +362,6 @@ bool name_ok(const char *name, size_t name_len)
 	return strchr(name, '/') == NULL;
 }
 
-char *path_join(const char *dir, const char *name)
-{
-	size_t dl = strlen(dir), nl = strlen(name);
-	char *p = malloc(dl + nl + 2);
-
-	if (!p)
-		return NULL;
-	memcpy(p, dir, dl);
-	p[dl] = '/';
-	memcpy(p + dl + 1, name, nl + 1);
-	return p;
-}
-
 struct comps {
 	size_t n, cap;
 	const char **s;
@@ -595,7 +582,7 @@ int dir_anchor(struct node *d, h5_file *top, const struct node *p, h5_file *tf, 
 		d->a_mnt = path_ncomps(path);
 		d->a_file = path_ncomps(fpath);
 	} else {
-		d->fpath = path_join(strcmp(p->fpath, "/") == 0 ? "" : p->fpath, name);
+		d->fpath = h5_path_join(p->fpath, name);
 		d->a_mnt = p->a_mnt;
 		d->a_file = p->a_file;
 	}

@@ -240,7 +240,7 @@ int live_new(h5fs *fs, h5_file *f)
 		char cwd[PATH_MAX];
 
 		if (p[0] != '/' && getcwd(cwd, sizeof(cwd)))
-			lv->path = path_join(cwd, p);
+			lv->path = h5_path_join(cwd, p);
 		else
 			lv->path = strdup(p);
 		if (!lv->path)
@@ -333,7 +333,7 @@ static int resolve(struct node **link, h5_file **tf, uint64_t *taddr, struct nod
 					break;
 				}
 		}
-		npath = path_join(dir.path, name);
+		npath = h5_path_join(dir.path, name);
 		if (!npath) {
 			rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
 		} else if (prc != 0 || depth >= 0) {

@@ -1,34 +1,8 @@
-/* ll_log.c - engine errors become errno here, and one log line per event. */
+/* ll_log.c - one log line per event (the errno an engine error becomes
+ * is src/common/h5errno.c's). */
 #include "ll.h"
 
-/* ---- errors and logging ------------------------------------------------- */
-
-int h5fs_errno(int h5err)
-{
-	switch (h5err) {
-	case H5_OK: return 0;
-	case H5_ERR_NOMEM: return ENOMEM;
-	case H5_ERR_NOTFOUND: return ENOENT;
-	case H5_ERR_RANGE: return ERANGE;
-	case H5_ERR_INVAL: return EINVAL;
-	case H5_ERR_PERM: return EPERM;
-	case H5_ERR_ROFS: return EROFS;
-	case H5_ERR_BUSY: return EBUSY;
-	case H5_ERR_NOSPC: return ENOSPC;
-	/* Corruption, checksum failures, cycles, limits and features the engine
-	 * cannot decode (e.g. a filter not compiled in) all mean "these bytes
-	 * cannot be produced": EIO, with the reason in the log. */
-	case H5_ERR_IO:
-	case H5_ERR_FORMAT:
-	case H5_ERR_CHECKSUM:
-	case H5_ERR_UNSUPPORTED:
-	case H5_ERR_NOTHDF5:
-	case H5_ERR_LOOP:
-	case H5_ERR_LIMIT:
-	default:
-		return EIO;
-	}
-}
+/* ---- logging ------------------------------------------------------------ */
 
 static void cfg_vlog(const h5fs_config *cfg, int prio, const char *fmt, va_list ap)
 {

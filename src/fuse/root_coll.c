@@ -94,19 +94,10 @@ struct fnode *coll_fnode_get(struct coll *c, const char *path)
 	return x;
 }
 
+/* A member's path below the collection's folder: "" is the folder. */
 static char *child_path(const char *dir, const char *name)
 {
-	size_t dl = strlen(dir), nl = strlen(name);
-	char *p = malloc(dl + nl + 2);
-
-	if (!p)
-		return NULL;
-	if (dl) {
-		memcpy(p, dir, dl);
-		p[dl++] = '/';
-	}
-	memcpy(p + dl, name, nl + 1);
-	return p;
+	return *dir ? h5_path_join(dir, name) : strdup(name);
 }
 
 /* ---- what a file is --------------------------------------------------------- */

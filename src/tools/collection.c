@@ -3,6 +3,7 @@
  * (h5_s3_list), entries in name order, and the progress line. */
 #define _GNU_SOURCE /* asprintf */
 #include "collection.h"
+#include "h5util.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -92,13 +93,10 @@ int coll_is_collection(const char *name)
 	return stat(name, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* b below a; "" is here */
 static char *join(const char *a, const char *b)
 {
-	char *p;
-
-	if (asprintf(&p, "%s%s%s", a, *a && a[strlen(a) - 1] != '/' ? "/" : "", b) < 0)
-		return NULL;
-	return p;
+	return *a ? h5_path_join(a, b) : strdup(b);
 }
 
 static int name_cmp(const void *a, const void *b)

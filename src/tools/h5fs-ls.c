@@ -24,6 +24,7 @@
 #endif
 
 #include "h5core.h"
+#include "json.h"
 #include "collection.h"
 #include "linkvec.h"
 #include "refs.h"
@@ -48,130 +49,53 @@
 
 
 /* ---- the text of one entry ----------------------------------------------------
- * Built in a stdio memory stream: the engine's string builder (h5_sb) is
- * internal, and stdio already grows a buffer. */
-
-struct sb {
-	FILE *fp;
-	char *p;                /* the text, once sb_done closed the stream */
-	size_t len;
-	int nomem;
-};
-
-static void sb_printf(struct sb *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void sb_printf(struct sb *s, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (s->nomem)
-		return;
-	if (!s->fp && !(s->fp = open_memstream(&s->p, &s->len))) {
-		s->nomem = 1;
-		return;
-	}
-	va_start(ap, fmt);
-	if (vfprintf(s->fp, fmt, ap) < 0)
-		s->nomem = 1;
-	va_end(ap);
-}
-
-/* Close the stream: s->p is the text (NULL when nothing was written). */
-static void sb_done(struct sb *s)
-{
-	if (s->fp && fclose(s->fp) != 0)
-		s->nomem = 1;
-	s->fp = NULL;
-}
-
-static int utf8_valid(const unsigned char *p, size_t len)
-{
-	size_t i = 0;
-
-	while (i < len) {
-		unsigned c = p[i], n, k;
-
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		n = c >= 0xf0 && c < 0xf5 ? 3 : c >= 0xe0 ? (c < 0xf0 ? 2 : 0) : c >= 0xc2 ? 1 : 0;
-		if (!n)
-			return 0;
-		for (k = 1; k <= n; k++)
-			if (i + k >= len || (p[i + k] & 0xc0) != 0x80)
-				return 0;
-		i += n + 1;
-	}
-	return 1;
-}
-
-/* JSON string literal of (str, len): quotes, backslash and control
- * characters escaped; bytes that are not valid UTF-8 become \u00XX
- * (Latin-1), since link names may hold anything. */
-static void sb_json_str(struct sb *s, const char *str, size_t len)
-{
-	int utf8 = utf8_valid((const unsigned char *)str, len);
-	size_t i;
-
-	sb_printf(s, "\"");
-	for (i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)str[i];
-
-		if (c == '"' || c == '\\')
-			sb_printf(s, "\\%c", c);
-		else if (c < 0x20 || c == 0x7f || (c >= 0x80 && !utf8))
-			sb_printf(s, "\\u%04x", c);
-		else
-			sb_printf(s, "%c", c);
-	}
-	sb_printf(s, "\"");
-}
+ * Built with json.c's writer (struct jb over h5util.h's string builder),
+ * which also makes its JSON strings. */
 
 /* ---- descriptions ---------------------------------------------------------------- */
 
-static void shape_desc(struct sb *s, const h5_dataset_info *di, int json)
+static void shape_desc(struct jb *s, const h5_dataset_info *di, int json)
 {
 	unsigned i;
 
 	if (di->shape == H5_SHAPE_NULL) {
-		sb_printf(s, json ? "null" : "null");
+		jb_printf(s, json ? "null" : "null");
 		return;
 	}
 	if (di->shape == H5_SHAPE_SCALAR) {
-		sb_printf(s, json ? "[]" : "scalar");
+		jb_printf(s, json ? "[]" : "scalar");
 		return;
 	}
-	sb_printf(s, "[");
+	jb_printf(s, "[");
 	for (i = 0; i < di->rank; i++)
-		sb_printf(s, "%s%" PRIu64, i ? (json ? ", " : ",") : "", di->dims[i]);
-	sb_printf(s, "]");
+		jb_printf(s, "%s%" PRIu64, i ? (json ? ", " : ",") : "", di->dims[i]);
+	jb_printf(s, "]");
 }
 
 /* Maximum shape: "unlimited" (text) / null (JSON) for unlimited extents. */
-static void maxshape_desc(struct sb *s, const h5_dataset_info *di, int json)
+static void maxshape_desc(struct jb *s, const h5_dataset_info *di, int json)
 {
 	unsigned i;
 
-	sb_printf(s, "[");
+	jb_printf(s, "[");
 	for (i = 0; i < di->rank; i++) {
-		sb_printf(s, "%s", i ? (json ? ", " : ",") : "");
+		jb_printf(s, "%s", i ? (json ? ", " : ",") : "");
 		if (di->maxdims[i] == UINT64_MAX)
-			sb_printf(s, json ? "null" : "unlimited");
+			jb_printf(s, json ? "null" : "unlimited");
 		else
-			sb_printf(s, "%" PRIu64, di->maxdims[i]);
+			jb_printf(s, "%" PRIu64, di->maxdims[i]);
 	}
-	sb_printf(s, "]");
+	jb_printf(s, "]");
 }
 
 /* Compression ratio: logical bytes per allocated byte (1.00 for raw
  * storage; above 1 for compressed or sparse data). */
-static void ratio_desc(struct sb *s, uint64_t logical, uint64_t allocated, int json)
+static void ratio_desc(struct jb *s, uint64_t logical, uint64_t allocated, int json)
 {
 	if (allocated == 0 || logical == 0)
-		sb_printf(s, json ? "null" : "-");
+		jb_printf(s, json ? "null" : "-");
 	else
-		sb_printf(s, "%.3f", (double)logical / (double)allocated);
+		jb_printf(s, "%.3f", (double)logical / (double)allocated);
 }
 
 /* ---- the listing --------------------------------------------------------------- */
@@ -186,9 +110,9 @@ struct lister {
 	size_t nseen, capseen;
 };
 
-static void emit(struct lister *L, struct sb *s)
+static void emit(struct lister *L, struct jb *s)
 {
-	sb_done(s);
+	jb_done(s);
 	coll_progress_clear();
 	if (s->nomem) {
 		fprintf(stderr, "h5fs-ls: out of memory\n");
@@ -196,35 +120,35 @@ static void emit(struct lister *L, struct sb *s)
 		return;
 	}
 	if (L->json) {
-		printf("%s\n    %s", L->first_json ? "" : ",", s->p ? s->p : "{}");
+		printf("%s\n    %s", L->first_json ? "" : ",", s->p && *s->p ? s->p : "{}");
 		L->first_json = 0;
 	} else {
 		printf("%s\n", s->p ? s->p : "");
 	}
 }
 
-static void entry_begin(struct lister *L, struct sb *s, const char *path, const char *kind)
+static void entry_begin(struct lister *L, struct jb *s, const char *path, const char *kind)
 {
 	if (L->json) {
-		sb_printf(s, "{\"path\": ");
-		sb_json_str(s, path, strlen(path));
-		sb_printf(s, ", \"kind\": \"%s\"", kind);
+		jb_printf(s, "{\"path\": ");
+		jb_str(s, path, strlen(path));
+		jb_printf(s, ", \"kind\": \"%s\"", kind);
 	} else {
-		sb_printf(s, "%-32s %-9s", path, kind);
+		jb_printf(s, "%-32s %-9s", path, kind);
 	}
 }
 
 static void entry_error(struct lister *L, const char *path, const char *kind, int rc)
 {
-	struct sb s = { 0 };
+	struct jb s = { 0 };
 
 	entry_begin(L, &s, path, kind);
 	if (L->json) {
-		sb_printf(&s, ", \"error\": ");
-		sb_json_str(&s, h5_err_msg(), strlen(h5_err_msg()));
-		sb_printf(&s, ", \"error_code\": \"%s\"}", h5_err_name(rc));
+		jb_printf(&s, ", \"error\": ");
+		jb_str(&s, h5_err_msg(), strlen(h5_err_msg()));
+		jb_printf(&s, ", \"error_code\": \"%s\"}", h5_err_name(rc));
 	} else {
-		sb_printf(&s, " error: %s", h5_err_msg());
+		jb_printf(&s, " error: %s", h5_err_msg());
 	}
 	emit(L, &s);
 	free(s.p);
@@ -235,7 +159,7 @@ static void list_dataset(struct lister *L, const char *path, uint64_t addr)
 {
 	h5_dataset *d = NULL;
 	h5_dataset_info di;
-	struct sb s = { 0 };
+	struct jb s = { 0 };
 	size_t i;
 	int rc;
 
@@ -251,97 +175,97 @@ static void list_dataset(struct lister *L, const char *path, uint64_t addr)
 	}
 	entry_begin(L, &s, path, "dataset");
 	if (L->json) {
-		sb_printf(&s, ", \"addr\": %" PRIu64 ", \"dtype\": {\"class\": \"%s\", \"size\": %u, \"desc\": ",
+		jb_printf(&s, ", \"addr\": %" PRIu64 ", \"dtype\": {\"class\": \"%s\", \"size\": %u, \"desc\": ",
 			  addr, di.dtype_class, di.dtype_size);
-		sb_json_str(&s, di.dtype_text, strlen(di.dtype_text));
+		jb_str(&s, di.dtype_text, strlen(di.dtype_text));
 		if (di.dtype_numpy) {
 			/* as user.h5.dtype shows it: np.dtype() of it is h5py's dtype */
-			sb_printf(&s, ", \"numpy\": ");
-			sb_json_str(&s, di.dtype_numpy, strlen(di.dtype_numpy));
+			jb_printf(&s, ", \"numpy\": ");
+			jb_str(&s, di.dtype_numpy, strlen(di.dtype_numpy));
 		}
-		sb_printf(&s, "}, \"shape\": ");
+		jb_printf(&s, "}, \"shape\": ");
 		shape_desc(&s, &di, 1);
 		if (di.has_maxshape) {
-			sb_printf(&s, ", \"maxshape\": ");
+			jb_printf(&s, ", \"maxshape\": ");
 			maxshape_desc(&s, &di, 1);
 		}
-		sb_printf(&s, ", \"layout\": \"%s\"", di.layout);
+		jb_printf(&s, ", \"layout\": \"%s\"", di.layout);
 		if (di.index) {
-			sb_printf(&s, ", \"chunk\": [");
+			jb_printf(&s, ", \"chunk\": [");
 			for (i = 0; i < di.chunk_rank; i++)
-				sb_printf(&s, "%s%" PRIu64, i ? ", " : "", di.chunk[i]);
-			sb_printf(&s, "], \"index\": \"%s\"", di.index);
+				jb_printf(&s, "%s%" PRIu64, i ? ", " : "", di.chunk[i]);
+			jb_printf(&s, "], \"index\": \"%s\"", di.index);
 		}
 		if (di.n_external)
-			sb_printf(&s, ", \"external_files\": %zu", di.n_external);
+			jb_printf(&s, ", \"external_files\": %zu", di.n_external);
 		if (di.nmappings) {
-			sb_printf(&s, ", \"mappings\": [");
+			jb_printf(&s, ", \"mappings\": [");
 			for (i = 0; i < di.nmappings; i++) {
 				const h5_mapping_info *m = &di.mappings[i];
 
-				sb_printf(&s, "%s{\"file\": ", i ? ", " : "");
-				sb_json_str(&s, m->file, strlen(m->file));
-				sb_printf(&s, ", \"dataset\": ");
-				sb_json_str(&s, m->dataset, strlen(m->dataset));
-				sb_printf(&s, ", \"virtual\": ");
-				sb_json_str(&s, m->virt_sel, strlen(m->virt_sel));
-				sb_printf(&s, ", \"source\": ");
-				sb_json_str(&s, m->src_sel, strlen(m->src_sel));
-				sb_printf(&s, "}");
+				jb_printf(&s, "%s{\"file\": ", i ? ", " : "");
+				jb_str(&s, m->file, strlen(m->file));
+				jb_printf(&s, ", \"dataset\": ");
+				jb_str(&s, m->dataset, strlen(m->dataset));
+				jb_printf(&s, ", \"virtual\": ");
+				jb_str(&s, m->virt_sel, strlen(m->virt_sel));
+				jb_printf(&s, ", \"source\": ");
+				jb_str(&s, m->src_sel, strlen(m->src_sel));
+				jb_printf(&s, "}");
 			}
-			sb_printf(&s, "]");
+			jb_printf(&s, "]");
 		}
-		sb_printf(&s, ", \"filters\": [");
+		jb_printf(&s, ", \"filters\": [");
 		for (i = 0; i < di.nfilters; i++) {
 			const h5_filter_info *fl = &di.filters[i];
 			size_t j;
 
-			sb_printf(&s, "%s{\"id\": %u, \"name\": ", i ? ", " : "", fl->id);
-			sb_json_str(&s, fl->name ? fl->name : "", fl->name ? strlen(fl->name) : 0);
-			sb_printf(&s, ", \"optional\": %s, \"available\": %s, \"cd\": [",
+			jb_printf(&s, "%s{\"id\": %u, \"name\": ", i ? ", " : "", fl->id);
+			jb_str(&s, fl->name ? fl->name : "", fl->name ? strlen(fl->name) : 0);
+			jb_printf(&s, ", \"optional\": %s, \"available\": %s, \"cd\": [",
 				  fl->optional ? "true" : "false", fl->available ? "true" : "false");
 			for (j = 0; j < fl->ncd; j++)
-				sb_printf(&s, "%s%" PRIu32, j ? ", " : "", fl->cd[j]);
-			sb_printf(&s, "]}");
+				jb_printf(&s, "%s%" PRIu32, j ? ", " : "", fl->cd[j]);
+			jb_printf(&s, "]}");
 		}
-		sb_printf(&s, "], \"logical_size\": %" PRIu64 ", \"allocated_size\": %" PRIu64
+		jb_printf(&s, "], \"logical_size\": %" PRIu64 ", \"allocated_size\": %" PRIu64
 			  ", \"compression_ratio\": ", di.logical_size, di.allocated_size);
 		ratio_desc(&s, di.logical_size, di.allocated_size, 1);
-		sb_printf(&s, "}");
+		jb_printf(&s, "}");
 	} else {
-		sb_printf(&s, " %s ", di.dtype_text);
+		jb_printf(&s, " %s ", di.dtype_text);
 		shape_desc(&s, &di, 0);
 		if (di.has_maxshape) {
-			sb_printf(&s, " max=");
+			jb_printf(&s, " max=");
 			maxshape_desc(&s, &di, 0);
 		}
-		sb_printf(&s, " %s", di.layout);
+		jb_printf(&s, " %s", di.layout);
 		if (di.index) {
-			sb_printf(&s, "[");
+			jb_printf(&s, "[");
 			for (i = 0; i < di.chunk_rank; i++)
-				sb_printf(&s, "%s%" PRIu64, i ? "," : "", di.chunk[i]);
-			sb_printf(&s, "] %s", di.index);
+				jb_printf(&s, "%s%" PRIu64, i ? "," : "", di.chunk[i]);
+			jb_printf(&s, "] %s", di.index);
 		}
 		if (di.n_external)
-			sb_printf(&s, " external(%zu files)", di.n_external);
+			jb_printf(&s, " external(%zu files)", di.n_external);
 		if (di.nmappings) {
 			/* the first mappings: virtual selection <- FILE:DATASET source selection */
-			sb_printf(&s, " mappings=%zu", di.nmappings);
+			jb_printf(&s, " mappings=%zu", di.nmappings);
 			for (i = 0; i < di.nmappings && i < 4; i++) {
 				const h5_mapping_info *m = &di.mappings[i];
 
-				sb_printf(&s, "%s%s<-%s:%s:%s", i ? ";" : " ", m->virt_sel, m->file, m->dataset, m->src_sel);
+				jb_printf(&s, "%s%s<-%s:%s:%s", i ? ";" : " ", m->virt_sel, m->file, m->dataset, m->src_sel);
 			}
 			if (di.nmappings > 4)
-				sb_printf(&s, ";...");
+				jb_printf(&s, ";...");
 		}
 		for (i = 0; i < di.nfilters; i++) {
 			const h5_filter_info *fl = &di.filters[i];
 
-			sb_printf(&s, "%s%s(%u)%s", i ? "," : " filters=", fl->name ? fl->name : "?", fl->id,
+			jb_printf(&s, "%s%s(%u)%s", i ? "," : " filters=", fl->name ? fl->name : "?", fl->id,
 				  fl->available ? "" : "!unavailable");
 		}
-		sb_printf(&s, " allocated=%" PRIu64 " logical=%" PRIu64 " ratio=", di.allocated_size,
+		jb_printf(&s, " allocated=%" PRIu64 " logical=%" PRIu64 " ratio=", di.allocated_size,
 			  di.logical_size);
 		ratio_desc(&s, di.logical_size, di.allocated_size, 0);
 	}
@@ -353,18 +277,18 @@ static void list_dataset(struct lister *L, const char *path, uint64_t addr)
 
 static void list_link(struct lister *L, const char *path, const h5_link *l)
 {
-	struct sb s = { 0 };
+	struct jb s = { 0 };
 
 	if (l->type == H5_LINK_SOFT) {
 		const char *t = l->target ? l->target : "";
 
 		entry_begin(L, &s, path, "softlink");
 		if (L->json) {
-			sb_printf(&s, ", \"target\": ");
-			sb_json_str(&s, t, strlen(t));
-			sb_printf(&s, "}");
+			jb_printf(&s, ", \"target\": ");
+			jb_str(&s, t, strlen(t));
+			jb_printf(&s, "}");
 		} else {
-			sb_printf(&s, " -> %s", t);
+			jb_printf(&s, " -> %s", t);
 		}
 	} else {
 		const char *ef = l->ext_file ? l->ext_file : "", *ep = l->ext_path ? l->ext_path : "";
@@ -381,24 +305,24 @@ static void list_link(struct lister *L, const char *path, const h5_link *l)
 		free(gpath);
 		entry_begin(L, &s, path, "extlink");
 		if (L->json) {
-			sb_printf(&s, ", \"file\": ");
-			sb_json_str(&s, ef, strlen(ef));
-			sb_printf(&s, ", \"target\": ");
-			sb_json_str(&s, ep, strlen(ep));
+			jb_printf(&s, ", \"file\": ");
+			jb_str(&s, ef, strlen(ef));
+			jb_printf(&s, ", \"target\": ");
+			jb_str(&s, ep, strlen(ep));
 			if (why) {
-				sb_printf(&s, ", \"unresolved\": ");
-				sb_json_str(&s, why, strlen(why));
+				jb_printf(&s, ", \"unresolved\": ");
+				jb_str(&s, why, strlen(why));
 			} else {
-				sb_printf(&s, ", \"resolved\": ");
-				sb_json_str(&s, h5_file_path(g), strlen(h5_file_path(g)));
-				sb_printf(&s, ", \"resolved_kind\": \"%s\"", info.kind == H5_OBJ_GROUP ? "group" :
+				jb_printf(&s, ", \"resolved\": ");
+				jb_str(&s, h5_file_path(g), strlen(h5_file_path(g)));
+				jb_printf(&s, ", \"resolved_kind\": \"%s\"", info.kind == H5_OBJ_GROUP ? "group" :
 					  info.kind == H5_OBJ_DATASET ? "dataset" : "other");
 			}
-			sb_printf(&s, "}");
+			jb_printf(&s, "}");
 		} else if (why) {
-			sb_printf(&s, " -> %s::%s (not followed: %s)", ef, ep, why);
+			jb_printf(&s, " -> %s::%s (not followed: %s)", ef, ep, why);
 		} else {
-			sb_printf(&s, " -> %s::%s => %s (%s)", ef, ep, h5_file_path(g),
+			jb_printf(&s, " -> %s::%s => %s (%s)", ef, ep, h5_file_path(g),
 				  info.kind == H5_OBJ_GROUP ? "group" : info.kind == H5_OBJ_DATASET ? "dataset" : "other");
 		}
 		h5_err_clear();
@@ -448,14 +372,12 @@ static void list_group(struct lister *L, const char *path, uint64_t addr)
 	}
 	for (i = 0; i < lv.n; i++) {
 		const h5_link *l = &lv.v[i];
-		size_t plen = strlen(path);
-		char *child = malloc(plen + strlen(l->name) + 2);
+		char *child = h5_path_join(path, l->name);
 
 		if (!child) {
 			L->nerr++;
 			break;
 		}
-		sprintf(child, "%s%s%s", path, plen && path[plen - 1] == '/' ? "" : "/", l->name);
 		if (strlen(l->name) != l->name_len)
 			fprintf(stderr, "h5fs-ls: %s: link name contains NUL (h5fs hides it)\n", child);
 		if (l->type == H5_LINK_HARD)
@@ -471,7 +393,7 @@ out:
 static void list_object(struct lister *L, const char *path, uint64_t addr, int top)
 {
 	h5_obj_info info;
-	struct sb s = { 0 };
+	struct jb s = { 0 };
 	int rc;
 
 	rc = h5_obj_info_get(&info, L->f, addr);
@@ -486,10 +408,10 @@ static void list_object(struct lister *L, const char *path, uint64_t addr, int t
 		if (!top) {
 			entry_begin(L, &s, path, "group");
 			if (L->json)
-				sb_printf(&s, ", \"addr\": %" PRIu64 "%s}", addr,
+				jb_printf(&s, ", \"addr\": %" PRIu64 "%s}", addr,
 					  again ? ", \"hardlink_to_listed\": true" : "");
 			else if (again)
-				sb_printf(&s, " (already listed: hard link)");
+				jb_printf(&s, " (already listed: hard link)");
 			emit(L, &s);
 			free(s.p);
 		}
@@ -503,7 +425,7 @@ static void list_object(struct lister *L, const char *path, uint64_t addr, int t
 	default:
 		entry_begin(L, &s, path, info.kind == H5_OBJ_DATATYPE ? "datatype" : "unknown");
 		if (L->json)
-			sb_printf(&s, ", \"addr\": %" PRIu64 "}", addr);
+			jb_printf(&s, ", \"addr\": %" PRIu64 "}", addr);
 		emit(L, &s);
 		free(s.p);
 		break;
@@ -552,11 +474,11 @@ out:
 static void coll_folder(void *u, const char *path)
 {
 	struct lister *L = u;
-	struct sb s = { 0 };
+	struct jb s = { 0 };
 
 	entry_begin(L, &s, path, "folder");
 	if (L->json)
-		sb_printf(&s, "}");
+		jb_printf(&s, "}");
 	emit(L, &s);
 	free(s.p);
 }
@@ -564,10 +486,10 @@ static void coll_folder(void *u, const char *path)
 static void coll_plain(void *u, const char *path, uint64_t size)
 {
 	struct lister *L = u;
-	struct sb s = { 0 };
+	struct jb s = { 0 };
 
 	entry_begin(L, &s, path, "file");
-	sb_printf(&s, L->json ? ", \"size\": %" PRIu64 "}" : " size=%" PRIu64, size);
+	jb_printf(&s, L->json ? ", \"size\": %" PRIu64 "}" : " size=%" PRIu64, size);
 	emit(L, &s);
 	free(s.p);
 }
@@ -577,14 +499,14 @@ static void coll_plain(void *u, const char *path, uint64_t size)
 static void coll_member(void *u, const char *path, uint64_t size, h5_file *f, int rc)
 {
 	struct lister *L = u;
-	struct sb s = { 0 };
+	struct jb s = { 0 };
 
 	if (rc < 0) {
 		entry_error(L, path, "hdf5", rc);
 		return;
 	}
 	entry_begin(L, &s, path, "hdf5");
-	sb_printf(&s, L->json ? ", \"size\": %" PRIu64 "}" : " size=%" PRIu64, size);
+	jb_printf(&s, L->json ? ", \"size\": %" PRIu64 "}" : " size=%" PRIu64, size);
 	emit(L, &s);
 	free(s.p);
 	if (!f)
@@ -613,10 +535,10 @@ static int list_collection(struct lister *L, const char *top, const coll_opts *c
 	int rc;
 
 	if (L->json) {
-		struct sb s = { 0 };
+		struct jb s = { 0 };
 
-		sb_json_str(&s, top, strlen(top));
-		sb_done(&s);
+		jb_str(&s, top, strlen(top));
+		jb_done(&s);
 		printf("{\"collection\": %s, \"entries\": [", s.p ? s.p : "\"\"");
 		free(s.p);
 	}
@@ -839,10 +761,10 @@ int main(int argc, char **argv)
 	if (L.json) {
 		printf("{\"file\": ");
 		{
-			struct sb s = { 0 };
+			struct jb s = { 0 };
 
-			sb_json_str(&s, file, strlen(file));
-			sb_done(&s);
+			jb_str(&s, file, strlen(file));
+			jb_done(&s);
 			printf("%s", s.p ? s.p : "\"\"");
 			free(s.p);
 		}

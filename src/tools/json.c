@@ -1,7 +1,7 @@
 /*
- * json.c - JSON text for h5fs-ls --refs: a buffer over a stdio memory
- * stream, strings, base64, numbers as Python prints them, and element
- * values of the engine's type views as JSON (json.h).
+ * json.c - JSON text for h5fs-ls: the string builder of h5util.h,
+ * strings, base64, numbers as Python prints them, and element values of
+ * the engine's type views as JSON (json.h).
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -22,47 +22,29 @@ void jb_printf(struct jb *b, const char *fmt, ...)
 
 	if (b->nomem)
 		return;
-	if (!b->fp && !(b->fp = open_memstream(&b->p, &b->len))) {
-		b->nomem = 1;
-		return;
-	}
+	b->sb.max = SIZE_MAX;
 	va_start(ap, fmt);
-	if (vfprintf(b->fp, fmt, ap) < 0)
+	if (h5_sb_vprintf(&b->sb, fmt, ap) < 0)
 		b->nomem = 1;
 	va_end(ap);
 }
 
 void jb_done(struct jb *b)
 {
-	if (b->fp && fclose(b->fp) != 0)
+	if (b->p)
+		return;         /* done before */
+	if (b->nomem || h5_sb_finish(&b->p, &b->len, &b->sb) < 0) {
+		free(b->sb.p);
+		b->sb = (h5_sb){ 0 };
+		b->p = NULL;
 		b->nomem = 1;
-	b->fp = NULL;
-	if (!b->p && !b->nomem)
-		b->p = strdup("");
-	if (!b->p)
-		b->nomem = 1;
-}
-
-static int utf8_ok(const unsigned char *p, size_t len)
-{
-	for (size_t i = 0; i < len;) {
-		unsigned c = p[i], n = c < 0x80 ? 0 : c >= 0xc2 && c < 0xe0 ? 1 : c >= 0xe0 && c < 0xf0 ? 2
-			: c >= 0xf0 && c < 0xf5 ? 3 : 9;
-
-		if (n == 9 || i + n >= len + (n == 0))
-			return 0;
-		for (unsigned k = 1; k <= n; k++)
-			if ((p[i + k] & 0xc0) != 0x80)
-				return 0;
-		i += n + 1;
 	}
-	return 1;
 }
 
 /* A JSON string; bytes that are not UTF-8 become \u00XX (Latin-1). */
 void jb_str(struct jb *b, const char *s, size_t len)
 {
-	int utf8 = utf8_ok((const unsigned char *)s, len);
+	int utf8 = h5_utf8_valid(s, len);
 
 	jb_printf(b, "\"");
 	for (size_t i = 0; i < len; i++) {

@@ -1,15 +1,18 @@
-/* json.h - JSON text for h5fs-ls --refs (json.c): a growing buffer, and
- * element values of the engine's type views (h5_type_view) as JSON. */
+/* json.h - JSON text for h5fs-ls (json.c): the string builder of
+ * h5util.h with a sticky "out of memory", and element values of the
+ * engine's type views (h5_type_view) as JSON. */
 #ifndef H5FS_JSON_H
 #define H5FS_JSON_H
 
 #include "h5core.h"
+#include "h5util.h"
 
 #include <stdio.h>
 
-/* Text built in a stdio memory stream; nomem once anything failed. */
+/* Text of any length (h5_sb with no bound); nomem once anything failed,
+ * so a writer checks once, after jb_done. Start from { 0 }. */
 struct jb {
-	FILE *fp;
+	h5_sb sb;
 	char *p;                  /* after jb_done: the text (never NULL unless nomem) */
 	size_t len;
 	int nomem;

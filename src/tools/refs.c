@@ -18,6 +18,7 @@
 #endif
 
 #include "refs.h"
+#include "h5util.h"
 #include "tool_exit.h"
 #include "json.h"
 #include "linkvec.h"
@@ -287,7 +288,7 @@ static void put_dims(struct refs *R, struct attrs_ctx *c, uint64_t group, uint64
 static void put_attrs(struct refs *R, const char *prefix, const char *path, uint64_t addr, int rank,
 		      uint64_t group)
 {
-	struct attrs_ctx c = { R, path, { 0 }, 0, 0, 0 };
+	struct attrs_ctx c = { .R = R, .path = path };
 	int rc;
 
 	jb_printf(&c.b, "{");
@@ -626,8 +627,8 @@ static void put_group(struct refs *R, const char *prefix, const char *path, uint
 	R->anc[R->nanc++] = addr;
 	for (size_t i = 0; i < lv.n && !lv.nomem; i++) {
 		const h5_link *l = &lv.v[i];
-		size_t pl = strlen(prefix), nl = strlen(l->name), ppl = strlen(path);
-		char *cp = malloc(pl + nl + 2), *cpath = malloc(ppl + nl + 2);
+		size_t pl = strlen(prefix), nl = strlen(l->name);
+		char *cp = malloc(pl + nl + 2), *cpath = h5_path_join(path, l->name);
 
 		if (!cp || !cpath) {
 			R->nerr++;
@@ -637,7 +638,6 @@ static void put_group(struct refs *R, const char *prefix, const char *path, uint
 			note(R, "%s: a link name that cannot be a Zarr key is skipped", path);
 		} else {
 			sprintf(cp, "%s%s/", prefix, l->name);
-			sprintf(cpath, "%s%s%s", path, ppl && path[ppl - 1] == '/' ? "" : "/", l->name);
 			if (l->type == H5_LINK_HARD) {
 				put_object(R, cp, cpath, l->addr);
 			} else if (l->type == H5_LINK_SOFT) {

@@ -3,6 +3,20 @@
 #include "base.h"
 #include "rd.h"
 #include "file.h"
+#include "h5util.h"
+
+#include <stdarg.h>
+
+static int h5_sb_vprintf_test(h5_sb *s, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = h5_sb_vprintf(s, fmt, ap);
+	va_end(ap);
+	return rc;
+}
 
 START_TEST(rd_reads_little_endian)
 {
@@ -123,6 +137,75 @@ START_TEST(file_mem_rejects_garbage)
 }
 END_TEST
 
+/* ---- the utility surface (h5util.h) ---------------------------------------- */
+
+START_TEST(path_join_one_slash)
+{
+	static const struct { const char *dir, *name, *want; } c[] = {
+		{ "", "a", "/a" },              /* the root of an HDF5 path */
+		{ "/", "a", "/a" },
+		{ "/g", "a", "/g/a" },
+		{ "dir/", "x.h5", "dir/x.h5" },
+		{ "/d", "", "/d/" },
+	};
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		char *p = h5_path_join(c[i].dir, c[i].name);
+
+		ck_assert_ptr_nonnull(p);
+		ck_assert_str_eq(p, c[i].want);
+		free(p);
+	}
+	{
+		char *p = h5_path_join_n("/abc", 2, "xyz", 1);
+
+		ck_assert_str_eq(p, "/a/x");
+		free(p);
+	}
+}
+END_TEST
+
+START_TEST(utf8_valid_cases)
+{
+	ck_assert(h5_utf8_valid("", 0));
+	ck_assert(h5_utf8_valid("abc", 3));
+	ck_assert(h5_utf8_valid("\xc3\xa9", 2));                /* e acute */
+	ck_assert(h5_utf8_valid("\xe2\x82\xac", 3));            /* euro */
+	ck_assert(h5_utf8_valid("\xf0\x9f\x98\x80", 4));        /* emoji */
+	ck_assert(!h5_utf8_valid("\xc3", 1));                   /* cut short */
+	ck_assert(!h5_utf8_valid("\xe2\x82", 2));
+	ck_assert(!h5_utf8_valid("\xc0\x80", 2));               /* overlong lead */
+	ck_assert(!h5_utf8_valid("\xf5\x80\x80\x80", 4));       /* beyond U+10FFFF */
+	ck_assert(!h5_utf8_valid("\x80", 1));                   /* a lone continuation */
+	ck_assert(!h5_utf8_valid("a\xc3(", 3));                 /* not a continuation */
+}
+END_TEST
+
+START_TEST(sb_bounds_and_long_printf)
+{
+	h5_sb s = { 0 };
+	char *out;
+	size_t len;
+	char big[1000];
+
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = 0;
+	ck_assert_int_eq(h5_sb_printf(&s, "%s", big), H5_ERR_INVAL);   /* short pieces only */
+	ck_assert_int_eq(h5_sb_vprintf_test(&s, "%s", big), 0);        /* any length */
+	ck_assert_uint_eq(s.len, sizeof(big) - 1);
+	s.max = s.len + 2;
+	ck_assert_int_eq(h5_sb_puts(&s, "ab"), 0);
+	ck_assert_int_eq(h5_sb_puts(&s, "c"), H5_ERR_LIMIT);
+	ck_assert_int_eq(h5_sb_finish(&out, &len, &s), 0);
+	ck_assert_uint_eq(len, sizeof(big) + 1);
+	ck_assert_ptr_null(s.p);
+	free(out);
+	ck_assert_int_eq(h5_sb_finish(&out, &len, &s), 0);             /* nothing: "" */
+	ck_assert_str_eq(out, "");
+	free(out);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("core");
@@ -136,6 +219,11 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, err_keeps_message_and_wraps);
 	tcase_add_test(tc, overflow_helpers);
 	tcase_add_test(tc, file_mem_rejects_garbage);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("util");
+	tcase_add_test(tc, path_join_one_slash);
+	tcase_add_test(tc, utf8_valid_cases);
+	tcase_add_test(tc, sb_bounds_and_long_printf);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -21,6 +21,7 @@
 #include "base.h"
 #include "file.h"
 #include "related.h"
+#include "h5util.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -195,19 +196,6 @@ static bool inside(const char *path, const char *dir)
 	return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == 0);
 }
 
-static char *join(const char *dir, size_t dlen, const char *name)
-{
-	size_t nlen = strlen(name);
-	char *p = malloc(dlen + 1 + nlen + 1);
-
-	if (!p)
-		return NULL;
-	memcpy(p, dir, dlen);
-	p[dlen] = '/';
-	memcpy(p + dlen + 1, name, nlen + 1);
-	return p;
-}
-
 /* One candidate: 1 when it does not exist, 0 with *real set when it may be
  * opened, H5_ERR_PERM when it exists outside the tree. */
 static int try_candidate(char **real, const h5_file *top, const char *cand)
@@ -254,7 +242,7 @@ static int try_prefixes(char **real, const h5_file *top, const char *list, const
 		}
 		if (!dir)
 			return h5_err_set(H5_ERR_NOMEM, "out of memory");
-		cand = len ? join(dir, strlen(dir), name) : strdup(name);
+		cand = len ? h5_path_join(dir, name) : strdup(name);
 		free(dir);
 		if (!cand)
 			return h5_err_set(H5_ERR_NOMEM, "out of memory");
@@ -297,7 +285,7 @@ static int resolve(char **real, const h5_file *top, const h5_file *from, const c
 		return rc;
 	if ((rc = try_prefixes(real, top, top->ext_prefix, origin, olen, base, &refused)) <= 0)
 		return rc;
-	cand = join(origin, olen, base);
+	cand = h5_path_join_n(origin, olen, base, strlen(base));
 	if (!cand)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	rc = try_candidate(real, top, cand);
@@ -570,20 +558,6 @@ static void walk_move(struct walk_at *at, struct walk_at *to)
 	memset(to, 0, sizeof(*to));
 }
 
-static char *walk_join(const char *dir, const char *name, size_t len)
-{
-	size_t dl = strlen(dir);
-	char *p = malloc(dl + len + 2);
-
-	if (!p)
-		return NULL;
-	memcpy(p, dir, dl);
-	p[dl] = '/';
-	memcpy(p + dl + 1, name, len);
-	p[dl + 1 + len] = '\0';
-	return p;
-}
-
 static int walk_path(struct walk_at *out, const struct walk_at *from, const char *path, bool ext,
 		     unsigned *hops);
 
@@ -668,7 +642,7 @@ static int walk_path(struct walk_at *out, const struct walk_at *from, const char
 		if (rc < 0)
 			goto out;
 		if (l.type == H5_LINK_HARD) {
-			char *np = walk_join(at.path, p, len);
+			char *np = h5_path_join_n(at.path, strlen(at.path), p, len);
 
 			if (!np) {
 				rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
