@@ -7,8 +7,17 @@
 #ifndef H5FS_DISPATCH_H
 #define H5FS_DISPATCH_H
 
-#include "ll.h"
+#include "root.h"
 #include "idmap.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <syslog.h>
 
 struct h5fs_mount;
 

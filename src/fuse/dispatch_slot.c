@@ -81,7 +81,7 @@ int slot_add(struct slot **out, h5fs_mount *m, const struct root_ops *ops, void 
 int h5fs_mount_single(h5fs_mount **out, h5fs *fs)
 {
 	struct slot *s;
-	int rc = mount_new(out, &fs->cfg, true);
+	int rc = mount_new(out, h5fs_cfg(fs), true);
 
 	if (rc < 0)
 		return rc;

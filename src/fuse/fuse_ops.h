@@ -55,6 +55,8 @@ typedef struct h5fs_config {
  * is refused before anything is mounted. Returns 0 or a negative h5_err. */
 int h5fs_new(h5fs **out, h5_file *f, const h5fs_config *cfg);
 void h5fs_free(h5fs *fs);
+/* The options it was made with. */
+const h5fs_config *h5fs_cfg(const h5fs *fs);
 /* The session notifications go to (appends drop the kernel's cached
  * attributes of a grown file); set once it exists, before the loop runs. */
 void h5fs_set_session(h5fs *fs, struct fuse_session *se);

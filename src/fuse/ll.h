@@ -36,25 +36,13 @@
 #include <syslog.h>
 #include <unistd.h>
 
-/* A frozen mount (-o refresh=0, or a read-write one) changes only by its
- * own appends (which tell the kernel, ll_write.c), so the kernel may cache
- * names and attributes for long; a live one says "refresh seconds"
- * (node_timeout, ll_live.c). */
-#define H5FS_TIMEOUT 3600.0
-#define H5FS_SYNTH_BIT ((uint64_t)1 << 63)
-#define H5FS_NAME_MAX 255
 /* The kind map only speeds up readdir; stop growing it on huge files. */
 #define H5FS_KIND_MAP_MAX ((size_t)1 << 22)
-#define H5FS_BLKSIZE 131072
 #define H5FS_APPEND_BLKSIZE (1 << 20)  /* = max_write (op_init) */
+/* (H5FS_TIMEOUT, H5FS_SYNTH_BIT, H5FS_NAME_MAX, H5FS_BLKSIZE, blocks_of
+ * and name_ok are every root's: root.h) */
 
 enum node_type { NT_DIR, NT_FILE, NT_LINK };
-
-/* st_blocks: 512-byte units of storage, rounded up */
-static inline blkcnt_t blocks_of(uint64_t bytes)
-{
-	return (blkcnt_t)(bytes / 512 + (bytes % 512 != 0));
-}
 
 /* A generation: FILE as opened once (ll_live.c). A change of FILE opens it
  * anew as the next generation; nodes, and reads in flight, hold the one
@@ -232,7 +220,6 @@ void fs_write_end(h5fs *fs);
 int kind_lookup(h5fs *fs, uint64_t addr, h5_obj_kind *kind);
 void kind_remember(h5fs *fs, uint64_t addr, h5_obj_kind kind);
 void kind_forget_all(h5fs *fs);
-bool name_ok(const char *name, size_t name_len);
 void node_free(struct node *n);
 struct node *node_get(h5fs *fs, fuse_ino_t ino);
 void node_insert_locked(h5fs *fs, struct node *n);

@@ -3,6 +3,8 @@
  * dispatch.c's. */
 #include "dispatch.h"
 
+#include <errno.h>
+
 /* ---- everything that would modify the file -------------------------------------- */
 
 void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)

@@ -105,6 +105,27 @@ struct root_ops {
 	void (*free)(void *r);
 };
 
+/* ---- what every root shares ---- */
+
+/* A frozen mount (-o refresh=0, or a read-write one) changes only by its
+ * own appends (which tell the kernel, ll_write.c), so the kernel may cache
+ * names and attributes for long; a live one says "refresh seconds"
+ * (node_timeout, ll_live.c). */
+#define H5FS_TIMEOUT 3600.0
+#define H5FS_SYNTH_BIT ((uint64_t)1 << 63)
+#define H5FS_NAME_MAX 255
+#define H5FS_BLKSIZE 131072
+
+/* st_blocks: 512-byte units of storage, rounded up */
+static inline blkcnt_t blocks_of(uint64_t bytes)
+{
+	return (blkcnt_t)(bytes / 512 + (bytes % 512 != 0));
+}
+
+/* Whether a name may be shown as a directory entry: 1..H5FS_NAME_MAX
+ * bytes, no NUL or '/', not "." or ".." (ll_inode.c). */
+bool name_ok(const char *name, size_t name_len);
+
 /* The member root class (root_member.c): the single-FILE machinery. */
 extern const struct root_ops h5fs_member_ops;
 

@@ -15,6 +15,7 @@
  * folder root keeps no lookup counts.
  */
 #include "root_coll.h"
+#include "h5util.h"
 #include "hash.h"
 
 static const uint8_t HDF5_SIG[8] = { 0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n' };

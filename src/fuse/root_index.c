@@ -24,6 +24,7 @@
  * the change.
  */
 #include "root_index.h"
+#include "ll.h"
 #include "hash.h"
 
 #include <sys/stat.h>

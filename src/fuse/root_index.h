@@ -7,9 +7,19 @@
 #ifndef H5FS_ROOT_INDEX_H
 #define H5FS_ROOT_INDEX_H
 
-#include "ll.h"
 #include "root.h"
 #include "cindex.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <unistd.h>
 
 /* Deeper than any tree worth indexing (a walk deeper gives up: the member
  * is then served live, unrecorded). */

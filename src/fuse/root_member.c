@@ -59,6 +59,11 @@ int h5fs_set_label(h5fs *fs, const char *label)
 	return label && !fs->label ? h5_err_set(H5_ERR_NOMEM, "out of memory") : 0;
 }
 
+const h5fs_config *h5fs_cfg(const h5fs *fs)
+{
+	return &fs->cfg;
+}
+
 void h5fs_set_ino_map(h5fs *fs, uint64_t (*map)(void *ud, uint64_t local), void *ud)
 {
 	fs->ino_out = map;
