@@ -468,7 +468,7 @@ struct daemon {
 	h5fs_mount *m;
 	struct fuse_session *se;
 	char *fsname, *abs, maxread_opt[32];
-	int mounted, handlers, busy_ro;
+	int mounted, handlers;
 	struct stat fst;
 };
 
@@ -493,6 +493,7 @@ static int parse(struct daemon *D)
 		return ret;
 	}
 	D->oopts.cache_bytes = h5_default_cache_bytes();
+	D->oopts.lazy_lock = 1;         /* FILE locked only while writing */
 	D->oopts.efl_any = D->cli.efl_any;
 	D->oopts.ext_any = D->cli.ext_any;
 	D->oopts.ext_prefix = D->cli.ext_prefix;
@@ -672,18 +673,19 @@ static int open_file(struct daemon *D)
 		return ret >= 0 ? ret : check_mountpoint(D);
 	}
 	/* Read-write (for appends, README "Appending") unless -o ro or FILE is
-	 * not writable; the engine then holds an exclusive flock. If another
-	 * process holds FILE's lock (a writer, or libhdf5 reading it), mount
-	 * read-only rather than not at all. A FILE without any write bit counts
-	 * as read-only even for root, who access(W_OK) would let through: chmod
+	 * not writable. FILE's lock is taken only while a write is under way
+	 * (lazy_lock, ll_inode.c fs_write_begin), so mounting never waits for
+	 * or keeps out libhdf5. A FILE without any write bit counts as
+	 * read-only even for root, who access(W_OK) would let through: chmod
 	 * a-w is how people protect a file. */
 	D->oopts.writable = !D->cli.read_only && access(D->cli.file, W_OK) == 0 &&
 			 (D->fst.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) != 0;
 	rc = h5_file_open(&D->f, D->cli.file, &D->oopts);
-	if (rc == H5_ERR_BUSY && D->oopts.writable) {
-		D->busy_ro = 1;
-		D->oopts.writable = 0;
-		rc = h5_file_open(&D->f, D->cli.file, &D->oopts);
+	/* a copy cut short mounts, then fails every listing: refused here,
+	 * as libhdf5 refuses it */
+	if (rc == 0 && (rc = h5_file_check_truncated(D->f)) < 0) {
+		h5_file_close(D->f);
+		D->f = NULL;
 	}
 	if (rc < 0) {
 		fprintf(stderr, "h5fs: %s: %s\n", D->cli.file, cause_of(D->cli.file));
@@ -703,8 +705,6 @@ static int open_file(struct daemon *D)
 		return TOOL_EXIT_RUNTIME;
 	}
 	/* (the mount owns fs now) */
-	if (D->busy_ro)
-		h5fs_log_cfg(&D->cfg, LOG_NOTICE, "%s is locked by another process: mounted read-only", D->cli.file);
 	return check_mountpoint(D);
 }
 
