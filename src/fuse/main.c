@@ -199,6 +199,10 @@ static void usage(FILE *out)
 		"                           (always for an endpoint with a port or an IP)\n"
 		"    -o retries=N           retries of a failed request (default 4)\n"
 		"    -o timeout=S           seconds for one request (default 30)\n"
+		"    -o cache_max=MiB       a server that ignores Range (python3 -m\n"
+		"                           http.server): FILE is downloaded once into a\n"
+		"                           temporary file ($TMPDIR, else /var/tmp) if at\n"
+		"                           most this large (default 1024)\n"
 		"    -o h5_suffixes=LIST    names of an S3 prefix's HDF5 members, ':'-separated,\n"
 		"                           any case (default " H5_SUFFIXES_DEFAULT ")\n"
 		"\n"
@@ -715,6 +719,13 @@ static int open_file(struct daemon *D)
 		ret = open_failure_status(rc);
 		return ret;
 	}
+	/* one notice (stderr before detaching, the logfile): a server that
+	 * ignores Range (python3 -m http.server) cost a whole download */
+	if (h5_file_downloaded(D->f))
+		h5fs_log_cfg(&D->cfg, LOG_NOTICE, "%s: the server ignores Range requests: downloaded whole (%llu "
+			     "bytes) into a temporary file and read from there; a server that honours Range "
+			     "(nginx, S3) is read only where asked", D->cli.file,
+			     (unsigned long long)h5_file_downloaded(D->f));
 	D->f = NULL;       /* owned by D->fs now */
 	rc = h5fs_mount_single(&D->m, D->fs);
 	if (rc < 0) {

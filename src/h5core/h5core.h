@@ -140,6 +140,12 @@ uint64_t h5_file_userblock(const h5_file *f);
 int64_t h5_file_mtime(const h5_file *f);         /* mtime of FILE (seconds) */
 const char *h5_file_path(const h5_file *f);
 
+/* FILE is a remote object whose server ignores Range requests (python3 -m
+ * http.server): it was downloaded whole into a temporary file at open
+ * (at most -o cache_max MiB) and is read from there. Its size in bytes,
+ * else 0. */
+uint64_t h5_file_downloaded(const h5_file *f);
+
 /* The superblock's end-of-file address is past FILE's end: H5_ERR_FORMAT
  * "truncated file: eof = SIZE, stored_eof = ADDR" (libhdf5's words and
  * check, H5F__super_read), else 0. A file a SWMR writer has open is not

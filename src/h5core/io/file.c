@@ -238,6 +238,11 @@ int h5_file_truncate(h5_file *f, uint64_t size)
 	return f->src->ops->truncate(f->src, size);
 }
 
+uint64_t h5_file_downloaded(const h5_file *f)
+{
+	return strcmp(f->src->ops->name, H5_SOURCE_HTTP_COPY) == 0 ? f->src->size : 0;
+}
+
 int h5_file_check_truncated(h5_file *f)
 {
 	uint64_t size, stored;

@@ -86,6 +86,10 @@ typedef struct h5_source_ops {
 	int (*lock)(h5_source *s, int on);
 } h5_source_ops;
 
+/* The name of the source of a remote object downloaded whole (a server
+ * that ignores Range, source_http.c: h5_file_downloaded). */
+#define H5_SOURCE_HTTP_COPY "http-copy"
+
 /* Implementations embed this as their first member. */
 struct h5_source {
 	const h5_source_ops *ops;
