@@ -245,7 +245,8 @@ uint64_t h5_file_downloaded(const h5_file *f)
 
 int h5_file_check_truncated(h5_file *f)
 {
-	uint64_t size, stored;
+	uint64_t size, eof, stored;
+	char base[48] = "";
 	int rc;
 
 	if (h5_file_swmr(f))
@@ -253,15 +254,17 @@ int h5_file_check_truncated(h5_file *f)
 	rc = h5_file_size(f, &size);
 	if (rc < 0)
 		return rc;
-	stored = f->sb_base_field + f->eoa;     /* the EOF field as stored */
-	/* libhdf5: (eof + sblock->base_addr) < stored_eof, eof counted from
-	 * where the superblock is */
-	if (size - f->base + f->sb_base_field < stored)
-		return h5_err_set(H5_ERR_FORMAT, "truncated file: eof = %llu, stored_eof = %llu (the file is %llu "
-				  "bytes, its superblock says %llu: a copy or download cut short?)",
-				  (unsigned long long)(size - f->base + f->sb_base_field), (unsigned long long)stored,
-				  (unsigned long long)size, (unsigned long long)(f->base + f->eoa));
-	return 0;
+	/* libhdf5: eof counted from the superblock, compared as
+	 * eof + sblock->base_addr < stored_eof (the EOF field as stored) */
+	eof = size - f->base;
+	stored = f->sb_base_field + f->eoa;
+	if (eof + f->sb_base_field >= stored)
+		return 0;
+	if (f->sb_base_field)
+		snprintf(base, sizeof(base), ", sblock->base_addr = %llu", (unsigned long long)f->sb_base_field);
+	return h5_err_set(H5_ERR_FORMAT, "truncated file: eof = %llu%s, stored_eof = %llu (the file is %llu bytes, "
+			  "its superblock says %llu: a copy or download cut short?)", (unsigned long long)eof, base,
+			  (unsigned long long)stored, (unsigned long long)size, (unsigned long long)(f->base + f->eoa));
 }
 
 int h5_file_lock(h5_file *f)
