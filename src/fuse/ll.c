@@ -692,9 +692,6 @@ static int do_read(struct read_answer *a, h5fs *fs, fuse_ino_t ino, size_t size,
 		return ESTALE;
 	if (off < 0)
 		return EINVAL;
-	/* a read-write mount's page-cache descriptor (ll_write.c member_open) */
-	if (!fs->live && fh == H5FS_FH_CACHED && (e = wfile_read_wait(fs, n, (uint64_t)off + size)) != 0)
-		return e;
 	for (int attempt = 0;; attempt++) {
 		int c;
 

@@ -311,7 +311,6 @@ void pcache_free(struct pcache *pc);
  * handle pcache_open let in is released. */
 int pcache_open(h5fs *fs, struct node *n, bool *fresh);
 void pcache_close(struct node *n);
-unsigned pcache_nopen(struct node *n);
 /* A page's fingerprint (hash and length, never 0), its length, and an
  * answer's, page by page from its start (ll_dio.c uses them too). */
 uint64_t pcache_entry(const uint8_t *p, size_t len);
@@ -367,10 +366,6 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 		  struct fuse_file_info *fi);
 int member_flush(void *r, uint64_t ino, struct fuse_file_info *fi);
 int member_fsync(void *r, uint64_t ino, struct fuse_file_info *fi);
-/* A read-write mount's page-cache read of n up to end: 0 once nothing this
- * mount appends to n lies between its committed end and end (waits for
- * the commit, about a second at most), else EIO (logged). */
-int wfile_read_wait(h5fs *fs, struct node *n, uint64_t end);
 
 /* ll_xattr.c */
 void xattr_cache_drop(struct node *n);

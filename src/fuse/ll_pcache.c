@@ -284,19 +284,6 @@ void pcache_close(struct node *n)
 	pthread_mutex_unlock(&pc->mu);
 }
 
-unsigned pcache_nopen(struct node *n)
-{
-	struct pcache *pc = __atomic_load_n(&n->pc, __ATOMIC_ACQUIRE);
-	unsigned k = 0;
-
-	if (pc) {
-		pthread_mutex_lock(&pc->mu);
-		k = pc->nopen;
-		pthread_mutex_unlock(&pc->mu);
-	}
-	return k;
-}
-
 /* Whether generation g's bytes of the dataset equal every recorded page
  * (pc->mu held, n->lk shared: n->ds is g's): PC_VERIFIED, PC_DIFFERS, or
  * PC_UNREADABLE (an engine error, a SWMR writer mid-flush maybe: not a

@@ -34,8 +34,6 @@ struct wqueue {
 	uint64_t vrows;         /* stream rows once every accepted write is applied */
 	uint64_t row_bytes;
 	uint64_t seen;          /* committed size the node shows (under apply) */
-	uint64_t vend;          /* the end of the bytes accepted so far (under mu):
-				 * the kernel counts them in its size */
 	pthread_mutex_t apply;  /* engine calls on the node's appenders and wfile_refresh */
 	unsigned refs;          /* write handles (under fs->lock) */
 };
@@ -68,7 +66,7 @@ void h5fs_set_session(h5fs *fs, struct fuse_session *se)
 static void wfile_refresh(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 {
 	h5_dataset *nd = NULL, *old;
-	uint64_t alloc, tail;
+	uint64_t alloc;
 	int64_t mt;
 
 	if (h5_append_committed(w->a) == w->q->seen)
@@ -89,45 +87,12 @@ static void wfile_refresh(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 		w->n->st.st_mtime = w->n->st.st_ctime = (time_t)mt;
 	pthread_rwlock_unlock(&w->n->lk);
 	h5_dataset_close(old);
-	tail = w->q->seen & ~(uint64_t)4095;
 	w->q->seen = h5_append_committed(w->a);
-	/* The attributes; and where read descriptors use the page cache
-	 * (member_open), the pages from the last one of the old size on: the
-	 * kernel may hold it zero-filled past the old end, and its size, which
-	 * our writes moved already, may not change at the next getattr. Only
-	 * page-cache reads lock those pages, and they do not wait for this
-	 * (wfile_read_wait sees the new size first). */
+	/* attributes only (offset -1): invalidating pages here could wait on
+	 * pages a pending write request holds locked. A changed size makes
+	 * the kernel drop the file's cached pages itself. */
 	if (fs->se)
-		fuse_lowlevel_notify_inval_inode(fs->se, fs_ino_out(fs, ino), pcache_nopen(w->n) ? (off_t)tail : -1,
-						 0);
-}
-
-int wfile_read_wait(h5fs *fs, struct node *n, uint64_t end)
-{
-	/* 5 ms steps, a little over the appender's 1 s commit interval */
-	for (int i = 0; i < 250; i++) {
-		struct timespec ts = { 0, 5000000 };
-		uint64_t size, vend = 0;
-
-		pthread_rwlock_rdlock(&n->lk);
-		size = (uint64_t)n->st.st_size;
-		pthread_rwlock_unlock(&n->lk);
-		if (end <= size)
-			return 0;
-		pthread_mutex_lock(&fs->lock);
-		if (n->wq) {
-			pthread_mutex_lock(&n->wq->mu);
-			vend = n->wq->vend;
-			pthread_mutex_unlock(&n->wq->mu);
-		}
-		pthread_mutex_unlock(&fs->lock);
-		if (vend <= size)
-			return 0;       /* nothing of ours beyond the end: a plain EOF */
-		nanosleep(&ts, NULL);
-	}
-	h5fs_log(fs, LOG_NOTICE, "read %s: bytes being appended through this mount are not committed yet: EIO "
-		 "(rather than a page of zeros)", show_path(n->path));
-	return EIO;
+		fuse_lowlevel_notify_inval_inode(fs->se, fs_ino_out(fs, ino), -1, 0);
 }
 
 static void wq_free(struct wqueue *q)
@@ -295,9 +260,6 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 		return;
 	}
 	t = q->next++;
-	/* (an O_APPEND write's offset is the kernel's idea of the end) */
-	if (q->vend < (end > (uint64_t)off ? end : (uint64_t)off) + size)
-		q->vend = (end > (uint64_t)off ? end : (uint64_t)off) + size;
 	w->vplen += size;       /* what h5_append_write will do with the bytes */
 	q->vrows += w->vplen / q->row_bytes;
 	w->vplen %= q->row_bytes;
@@ -460,23 +422,7 @@ int member_open(void *r, struct fuse_file_info *fi, uint64_t ino)
 	 * change while mounted (but a live FILE, ll_live.c), so the page cache
 	 * stays valid across opens. */
 	if (fs_writable(fs) && (n->st.st_mode & S_IWUSR)) {
-		bool writing;
-
-		pthread_mutex_lock(&fs->lock);
-		writing = n->wq != NULL;
-		pthread_mutex_unlock(&fs->lock);
-		if (writing || pcache_open(fs, n, &(bool){ false }) != 0) {
-			/* this mount appends to it now: the kernel counts bytes
-			 * in its size before they are committed, and a page
-			 * cached from a short read would keep zeros there */
-			fi->direct_io = 1;
-		} else {
-			/* the page cache (memmap): a page-cache read past the
-			 * committed end waits for appends begun meanwhile
-			 * (wfile_read_wait), and commits drop the pages past
-			 * the old end (wfile_refresh) */
-			fi->fh = H5FS_FH_CACHED;
-		}
+		fi->direct_io = 1;
 	} else if (fs->live) {
 		/* the page cache, before and after FILE changes (memmap): what
 		 * the kernel caches of it is recorded once reads are checked
