@@ -582,6 +582,8 @@ struct read_answer {
 	h5_file *rf;            /* with the related file read (its cache view) */
 	struct pc_answer pa;    /* a cached handle's answer (ll_pcache.c) */
 	struct dio_answer da;   /* a live direct_io handle's (ll_dio.c) */
+	bool fast;              /* answered unchecked: a live FILE not changed
+				 * yet (live_fast_begin; ended once replied) */
 };
 
 static void answer_clear(struct read_answer *a)
@@ -604,7 +606,7 @@ static void answer_clear(struct read_answer *a)
 static int read_once(struct read_answer *a, bool *failed, int *unlogged, h5fs *fs, struct node *n, size_t size,
 		     off_t off, int attempt, uint64_t fh, pid_t tid)
 {
-	bool checked = live_checked(fs);
+	bool checked = fs->live && !a->fast;
 	bool cached = checked && fh == H5FS_FH_CACHED;
 	struct dio_ledger *dio = checked ? fh_dio(fh) : NULL;
 	uint64_t fsize, len;
@@ -740,6 +742,7 @@ int member_read(void *r, struct root_read *out, uint64_t ino, size_t size, off_t
 	memset(out, 0, sizeof(*out));
 	if (!a)
 		return ENOMEM;
+	a->fast = live_fast_begin(r);
 	e = do_read(a, r, ino, size, off, fi ? fi->fh : 0, tid);
 	out->priv = a;
 	if (e)
@@ -757,7 +760,8 @@ void member_read_done(void *r, struct root_read *out)
 {
 	struct read_answer *a = out->priv;
 
-	(void)r;
+	if (a && a->fast)
+		live_fast_end(r);  /* the reply is written: the sweep may drop its pages */
 	if (a)
 		answer_clear(a);   /* the reply is written: unpin */
 	free(a);

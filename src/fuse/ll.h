@@ -272,6 +272,12 @@ int live_read_check(h5fs *fs, struct gen *g, int attempt, bool failed, const cha
  * changed since the mount, or -o live=strict; else they are answered as a
  * frozen mount answers them. */
 bool live_checked(const h5fs *fs);
+/* A read answered unchecked (true: FILE has not changed yet), counted until
+ * its reply is written (live_fast_end), so that the sweep after the first
+ * change drops the kernel's pages only once no such answer is still on its
+ * way into them. */
+bool live_fast_begin(h5fs *fs);
+void live_fast_end(h5fs *fs);
 /* After an engine error (EIO) of attempt: true when a live FILE is being
  * written and a fresh generation is worth another attempt. */
 bool live_retry(h5fs *fs, int attempt);

@@ -156,10 +156,28 @@ bool live_checked(const h5fs *fs)
 	return fs->live && __atomic_load_n(&fs->lv->checked, __ATOMIC_ACQUIRE);
 }
 
+bool live_fast_begin(h5fs *fs)
+{
+	if (!fs->live)
+		return false;
+	/* counted first, then checked: the sweep sets nothing, but reads
+	 * the count after `checked` was set (both sequentially consistent) */
+	__atomic_add_fetch(&fs->lv->fast_reads, 1, __ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(&fs->lv->checked, __ATOMIC_SEQ_CST))
+		return true;
+	live_fast_end(fs);
+	return false;
+}
+
+void live_fast_end(h5fs *fs)
+{
+	__atomic_sub_fetch(&fs->lv->fast_reads, 1, __ATOMIC_SEQ_CST);
+}
+
 /* The first change: reads are checked from now on (logged once). */
 static void set_checked(h5fs *fs)
 {
-	if (!__atomic_exchange_n(&fs->lv->checked, true, __ATOMIC_ACQ_REL))
+	if (!__atomic_exchange_n(&fs->lv->checked, true, __ATOMIC_SEQ_CST))
 		h5fs_log(fs, LOG_INFO, "%s changed: reads are checked from now on", fs->lv->path);
 }
 
@@ -350,6 +368,10 @@ int live_refresh(h5fs *fs, bool doubt, bool patient)
 	pthread_mutex_unlock(&lv->mu);
 	gen_release(cur);       /* fs->gen's reference */
 	gen_release(cur);       /* ours */
+	/* a request's refresh: the watcher sweeps now (the kernel's pages of
+	 * the old bytes go; until then is the first change's window) */
+	if (!patient && __atomic_load_n(&lv->started, __ATOMIC_ACQUIRE))
+		(void)!write(lv->wake[1], "k", 1);
 	h5fs_log(fs, LOG_DEBUG, "%s changed: generation %llu", lv->path, (unsigned long long)g->num);
 	return 1;
 }

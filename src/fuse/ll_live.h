@@ -44,6 +44,7 @@ struct live {
 	 * SWMR writer or a writer's lock at mount). Until then a read is
 	 * answered as a frozen mount answers it (atomic; never cleared). */
 	bool checked;
+	unsigned fast_reads;    /* unchecked reads not replied yet (atomic) */
 	bool local;             /* FILE is a local file (else remote: probes) */
 	bool accessed;          /* a request came since the last probe (atomic) */
 	char **retired;         /* node paths replaced (read unlocked in logs) */

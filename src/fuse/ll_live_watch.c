@@ -60,6 +60,12 @@ static void sweep(h5fs *fs)
 
 	if (g->num == fs->lv->seen)
 		goto out;
+	/* unchecked answers made before the first change was seen may still
+	 * be on their way into the kernel's pages: let them land first, so
+	 * the invalidation below drops them (they are only reads of FILE;
+	 * bounded all the same) */
+	for (int ms = 0; ms < 2000 && __atomic_load_n(&fs->lv->fast_reads, __ATOMIC_SEQ_CST); ms++)
+		live_sleep_ns(1000000);
 	pthread_mutex_lock(&fs->lock);
 	v = calloc(fs->nnodes ? fs->nnodes : 1, sizeof(*v));
 	parent = calloc(fs->nnodes ? fs->nnodes : 1, sizeof(*parent));
@@ -183,7 +189,7 @@ void live_start(h5fs *fs)
 	lv->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);   /* -1: poll only */
 	live_watch_path(lv);
 	if (pthread_create(&lv->thread, NULL, watcher, fs) == 0) {
-		lv->started = true;
+		__atomic_store_n(&lv->started, true, __ATOMIC_RELEASE);
 		return;
 	}
 	h5fs_log(fs, LOG_ERR, "cannot start the watcher of %s: changes are not shown", lv->path);
@@ -197,7 +203,7 @@ void h5fs_stop_watching(h5fs *fs)
 		return;
 	(void)!write(lv->wake[1], "x", 1);
 	pthread_join(lv->thread, NULL);
-	lv->started = false;
+	__atomic_store_n(&lv->started, false, __ATOMIC_RELEASE);
 }
 
 void live_free(h5fs *fs)

@@ -133,7 +133,7 @@ def test_first_change(d):
                 # the first change, in place: the stated window
                 L.write_version("overwrite", cur, files, want, c_off, 2)
                 wait_for("first change: version 2", lambda: head_version(mnt, "c") == 2)
-                time.sleep(0.3)         # the watcher's sweep has dropped the kernel's pages
+                time.sleep(0.5)         # the watcher's sweep has dropped the kernel's pages
                 for h in hs:
                     first_reads += h.reads
                     first_mixed += sum("mixed" in b for b in h.bad)
