@@ -14,6 +14,7 @@
 #define LIVE_QUIET_NS 30000000LL        /* more than a clock tick of file times */
 #define LIVE_SETTLE_NS 1000000000LL     /* a change with no event after it: vouched after this */
 #define LIVE_REQ_SETTLE_NS 100000000LL  /* the most a request waits for that event */
+#define LIVE_WRITER_NS 10000000000LL    /* no event, a writer's descriptor open: vouched after this */
 #define LIVE_OPEN_TRIES 8               /* the watcher's: 5 ms doubling, about 1.3 s in all */
 
 struct live {
@@ -36,6 +37,8 @@ struct live {
 	int file_wd;            /* the watch of FILE (-1: none, the old rule alone) */
 	int dir_wd;             /* the watch of FILE's folder (events of other names: not FILE's) */
 	int64_t event_ns;       /* when the watcher last read an event of FILE (atomic) */
+	int64_t wcheck_ns;      /* when /proc was last searched for a writer (atomic) */
+	bool wopen;             /* and whether one had FILE open for writing (atomic) */
 	int failed_rc;          /* the refresh failure last logged, 0: none */
 	bool gone_logged;
 	bool refreshing;        /* a thread is opening FILE anew (under mu) */
@@ -63,7 +66,7 @@ char *live_dir_of(const char *path);
 
 /* ll_live_watch.c */
 bool live_read_events(struct live *lv);
-bool live_writes_done(const struct live *lv, int64_t t);
+bool live_writes_done(struct live *lv, int64_t t);
 void live_watch_path(struct live *lv);
 
 #endif

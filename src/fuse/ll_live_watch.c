@@ -6,6 +6,7 @@
  */
 #include "ll_live.h"
 
+#include <dirent.h>
 #include <poll.h>
 #include <sys/inotify.h>
 
@@ -36,12 +37,84 @@ bool live_read_events(struct live *lv)
 	return any;
 }
 
-/* Has every write that moved FILE's times to t returned? (See the top.) */
-bool live_writes_done(const struct live *lv, int64_t t)
+/* Whether /proc/PID/fdinfo/FD is a descriptor of inode ino open for writing
+ * (fdinfo's "flags:" and "ino:" lines; reading it never touches the file,
+ * which may be on this very mount). */
+static bool fd_writes(const char *pid, const char *fd, unsigned long long ino)
 {
+	char path[96], line[128];
+	unsigned long long i = 0;
+	unsigned flags = 0;
+	bool has_ino = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%s/fdinfo/%s", pid, fd);
+	if (!(f = fopen(path, "re")))
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "flags: %o", &flags) == 1)
+			continue;
+		if (sscanf(line, "ino: %llu", &i) == 1)
+			has_ino = true;
+	}
+	fclose(f);
+	return has_ino && i == ino && (flags & O_ACCMODE) != O_RDONLY;
+}
+
+/* Whether another process has FILE open for writing: a write() still
+ * copying its bytes in keeps it so. Looked up in /proc at most every 100
+ * ms, and only once a change is LIVE_SETTLE_NS old with no event after it. */
+static bool writer_open(struct live *lv)
+{
+	int64_t now = live_now_ns();
+	char me[24];
+	struct stat fst;
+	struct dirent *p;
+	bool found = false;
+	DIR *proc;
+
+	if (now - __atomic_load_n(&lv->wcheck_ns, __ATOMIC_RELAXED) < 100000000)
+		return __atomic_load_n(&lv->wopen, __ATOMIC_RELAXED);
+	if (stat(lv->path, &fst) != 0 || !(proc = opendir("/proc")))
+		return false;
+	snprintf(me, sizeof(me), "%ld", (long)getpid());
+	while (!found && (p = readdir(proc))) {
+		char dpath[64];
+		struct dirent *e;
+		DIR *fds;
+
+		if (p->d_name[0] < '1' || p->d_name[0] > '9' || strcmp(p->d_name, me) == 0)
+			continue;
+		snprintf(dpath, sizeof(dpath), "/proc/%s/fd", p->d_name);
+		if (!(fds = opendir(dpath)))
+			continue;
+		while (!found && (e = readdir(fds)))
+			if (e->d_name[0] != '.')
+				found = fd_writes(p->d_name, e->d_name, (unsigned long long)fst.st_ino);
+		closedir(fds);
+	}
+	closedir(proc);
+	__atomic_store_n(&lv->wopen, found, __ATOMIC_RELAXED);
+	__atomic_store_n(&lv->wcheck_ns, now, __ATOMIC_RELAXED);
+	return found;
+}
+
+/* Has every write that moved FILE's times to t returned? (See the top.)
+ * An event of FILE after t says so. Where none came for LIVE_SETTLE_NS
+ * (writers through mmap, file systems that send none), a FILE that no
+ * other process has open for writing is taken as written: a write() still
+ * copying its bytes in (one that takes longer than that on a loaded
+ * machine) keeps its descriptor open, LIVE_WRITER_NS at most. */
+bool live_writes_done(struct live *lv, int64_t t)
+{
+	int64_t age;
+
 	if (!lv || lv->ino_fd < 0 || __atomic_load_n(&lv->file_wd, __ATOMIC_RELAXED) < 0 || !lv->local)
 		return true;
-	return __atomic_load_n(&lv->event_ns, __ATOMIC_ACQUIRE) >= t || live_now_ns() - t >= LIVE_SETTLE_NS;
+	if (__atomic_load_n(&lv->event_ns, __ATOMIC_ACQUIRE) >= t)
+		return true;
+	age = live_now_ns() - t;
+	return age >= LIVE_WRITER_NS || (age >= LIVE_SETTLE_NS && !writer_open(lv));
 }
 
 /* ---- the watcher ---------------------------------------------------------- */
