@@ -68,7 +68,8 @@
  *   write descheduled on a loaded machine can take longer than
  *   LIVE_QUIET_NS. With inotify, a stamp vouches only once an event of
  *   FILE came after it (live_writes_done; LIVE_SETTLE_NS where no event
- *   ever comes: writers through mmap, file systems that send none). A file
+ *   ever comes: writers through mmap, file systems that send none, once
+ *   no other process has FILE open for writing, LIVE_WRITER_NS at most). A file
  *   a SWMR writer has open is read as libhdf5's SWMR reader does: such a
  *   writer never rewrites data in place and its metadata is checksummed,
  *   so reads are not refused for its appends, and a failed decode is
