@@ -317,7 +317,7 @@ int live_refresh(h5fs *fs, bool doubt, bool patient)
 	lv->gone_logged = false;
 	if (m)
 		set_checked(fs);
-	lv->refreshing = true;
+	__atomic_store_n(&lv->refreshing, true, __ATOMIC_RELEASE);
 	gen_hold(cur);
 	pthread_mutex_unlock(&lv->mu);
 
@@ -336,10 +336,12 @@ int live_refresh(h5fs *fs, bool doubt, bool patient)
 	}
 
 	pthread_mutex_lock(&lv->mu);
-	lv->refreshing = false;
+	__atomic_store_n(&lv->refreshing, false, __ATOMIC_RELEASE);
 	if (rc < 0) {
-		/* written in place and unreadable now: its old bytes are gone */
-		if (m & H5_CHANGED_BYTES)
+		/* written in place and unreadable now: its old bytes are gone
+		 * (said by the watcher, after its tries; by anyone when the
+		 * bytes are not HDF5 at all) */
+		if ((m & H5_CHANGED_BYTES) && (patient || rc == H5_ERR_NOTHDF5))
 			__atomic_store_n(&cur->broken, true, __ATOMIC_RELEASE);
 		if (rc != lv->failed_rc)
 			h5fs_log(fs, LOG_ERR, "%s changed and cannot be read now%s: %s", lv->path,
@@ -377,10 +379,20 @@ int live_refresh(h5fs *fs, bool doubt, bool patient)
 	return 1;
 }
 
-/* A request's pause before its next attempt: 5 ms doubling (35 ms over
- * H5FS_LIVE_READ_TRIES), its own, holding nothing. */
-static void backoff(int attempt)
+/* A request's pause before its next attempt, its own, holding nothing:
+ * after a failed open (a writer mid-write), 5 ms doubling; while another
+ * thread opens FILE anew (rc LIVE_BUSY), until it is done, LIVE_REQ_WAIT_NS
+ * at most (polled: the request does not block on that thread). Over
+ * H5FS_LIVE_READ_TRIES attempts a request waits well under a second. */
+#define LIVE_REQ_WAIT_NS 250000000LL
+static void backoff(struct live *lv, int attempt, int rc)
 {
+	if (rc == LIVE_BUSY) {
+		for (int64_t w = 0; w < LIVE_REQ_WAIT_NS && __atomic_load_n(&lv->refreshing, __ATOMIC_ACQUIRE);
+		     w += 2000000)
+			live_sleep_ns(2000000);
+		return;
+	}
 	live_sleep_ns(5000000LL << attempt);
 }
 
@@ -405,7 +417,7 @@ bool live_retry(h5fs *fs, int attempt)
 	if (rc == H5_ERR_NOTHDF5)
 		return false;   /* not HDF5 now: EIO at once */
 	if (rc != 1)
-		backoff(attempt);
+		backoff(lv, attempt, rc);
 	return true;
 }
 
@@ -439,6 +451,6 @@ int live_read_check(h5fs *fs, struct gen *g, int attempt, bool failed, const cha
 		return EIO;
 	}
 	if (failed || rc == LIVE_BUSY || rc < 0)
-		backoff(attempt);       /* a SWMR writer mid-flush, a refresh under way */
+		backoff(fs->lv, attempt, rc);   /* a SWMR writer mid-flush, a refresh under way */
 	return EAGAIN;
 }
