@@ -48,6 +48,7 @@ struct live {
 	 * answered as a frozen mount answers it (atomic; never cleared). */
 	bool checked;
 	unsigned fast_reads;    /* unchecked reads not replied yet (atomic) */
+	bool swept_checked;     /* the watcher's sweep has run since then */
 	bool local;             /* FILE is a local file (else remote: probes) */
 	bool accessed;          /* a request came since the last probe (atomic) */
 	char **retired;         /* node paths replaced (read unlocked in logs) */

@@ -167,6 +167,20 @@ static void sweep(h5fs *fs)
 		if (fs_ino_out(fs, x->ino))
 			fuse_lowlevel_notify_inval_inode(fs->se, fs_ino_out(fs, x->ino), 0, 0);
 	}
+	/* The first sweep once reads are checked: the kernel keeps a page a
+	 * read() is copying at that instant (the invalidation skips pages in
+	 * use), and pages answered unchecked are in no ledger: drop them again
+	 * twice, after such read()s have moved on. This ends the first
+	 * change's window (ll_live.c). */
+	if (fs->se && __atomic_load_n(&fs->lv->checked, __ATOMIC_SEQ_CST) && !fs->lv->swept_checked) {
+		for (int pass = 0; pass < 2; pass++) {
+			live_sleep_ns(pass ? 40000000LL : 10000000LL);
+			for (i = 0; i < n; i++)
+				if (fs_ino_out(fs, v[i]->ino))
+					fuse_lowlevel_notify_inval_inode(fs->se, fs_ino_out(fs, v[i]->ino), 0, 0);
+		}
+		fs->lv->swept_checked = true;
+	}
 	pthread_mutex_lock(&fs->lock);
 	for (i = 0; i < n; i++)
 		if (--v[i]->busy || !v[i]->dead)
