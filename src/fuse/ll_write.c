@@ -465,18 +465,30 @@ int member_open(void *r, struct fuse_file_info *fi, uint64_t ino)
 	 * stays valid across opens. */
 	if (fs_writable(fs) && (n->st.st_mode & S_IWUSR)) {
 		fi->direct_io = 1;
-	} else if (live_direct(fs)) {
-		struct dio_ledger *d = dio_new();   /* read()s of several requests: ll_dio.c */
+	} else if (fs->live) {
+		/* the page cache, before and after FILE changes (memmap): what
+		 * the kernel caches of it is recorded once reads are checked
+		 * (ll_pcache.c) */
+		bool fresh;
 
-		if (!d)
-			return ENOMEM;
-		fi->direct_io = 1;      /* a live FILE that changed: ll_live.c */
-		fi->fh = (uint64_t)(uintptr_t)d | H5FS_FH_DIO;
+		e = pcache_open(fs, n, &fresh);
+		if (e == EBUSY) {
+			/* descriptors holding pages of a rewritten version are
+			 * still open: this one reads around them (ll_dio.c) */
+			struct dio_ledger *d = dio_new();
+
+			if (!d)
+				return ENOMEM;
+			fi->direct_io = 1;
+			fi->fh = (uint64_t)(uintptr_t)d | H5FS_FH_DIO;
+			return 0;
+		}
+		if (e)
+			return e;
+		fi->keep_cache = !fresh;
+		fi->fh = H5FS_FH_CACHED;
 	} else {
 		fi->keep_cache = 1;
-		/* what the kernel caches of a live FILE is recorded (ll_pcache.c) */
-		if (fs->live)
-			fi->fh = H5FS_FH_CACHED;
 	}
 	return 0;
 }
@@ -485,6 +497,12 @@ int member_release(void *r, uint64_t ino, struct fuse_file_info *fi)
 {
 	if (wfile_of(fi))   /* write handles (wfile_open) */
 		wfile_release(r, wfile_of(fi), ino);
+	if (fi->fh == H5FS_FH_CACHED) {
+		struct node *n = node_get(r, ino);
+
+		if (n)
+			pcache_close(n);
+	}
 	dio_free(fh_dio(fi->fh));
 	return 0;
 }

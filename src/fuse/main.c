@@ -65,6 +65,7 @@ struct cli {
 	char **params;
 	size_t nparams;
 	char *refresh;          /* -o refresh=SECONDS, as given */
+	char *live;             /* -o live=fast|strict */
 	unsigned max_files;     /* -o max_files=N (a collection; 0: default) */
 	char *index;            /* -o index=PATH (a collection's index file) */
 	int noindex;            /* -o noindex */
@@ -117,6 +118,7 @@ static const struct fuse_opt cli_spec[] = {
 	{ "ext_any", offsetof(struct cli, ext_any), 1 },
 	{ "ext_prefix=%s", offsetof(struct cli, ext_prefix), 0 },
 	{ "refresh=%s", offsetof(struct cli, refresh), 0 },
+	{ "live=%s", offsetof(struct cli, live), 0 },
 	{ "max_files=%u", offsetof(struct cli, max_files), 0 },
 	{ "index=%s", offsetof(struct cli, index), 0 },
 	{ "noindex", offsetof(struct cli, noindex), 1 },
@@ -172,6 +174,11 @@ static void usage(FILE *out)
 		"                           look at it on every inotify event and at\n"
 		"                           least this often (default 1; 0: the view\n"
 		"                           stays as mounted). Read-only mounts only\n"
+		"    -o live=fast|strict    fast (default): reads cost what a frozen\n"
+		"                           mount's do until FILE first changes; a read\n"
+		"                           overlapping that first change may mix its\n"
+		"                           two versions. strict: every read is checked\n"
+		"                           from the first (no read ever mixes versions)\n"
 		"    -o verbose             also log informational messages\n"
 		"    -o efl_any             read external data files named by absolute\n"
 		"                           paths or with \"..\" (default: refused, EIO)\n"
@@ -542,6 +549,11 @@ static int parse(struct daemon *D)
 		}
 		D->cfg.refresh = (unsigned)v;
 	}
+	if (D->cli.live && strcmp(D->cli.live, "fast") != 0 && strcmp(D->cli.live, "strict") != 0) {
+		fprintf(stderr, "h5fs: invalid -o live=%s (fast or strict)\n", D->cli.live);
+		return ret;
+	}
+	D->cfg.live_strict = D->cli.live && strcmp(D->cli.live, "strict") == 0;
 	D->cfg.open_opts = &D->oopts;
 	D->cfg.h5_suffixes = D->cli.h5_suffixes;
 	if (D->cli.uid) {
@@ -875,6 +887,7 @@ static void daemon_free(struct daemon *D)
 	free(D->cli.gid);
 	free(D->cli.umask);
 	free(D->cli.refresh);
+	free(D->cli.live);
 	free(D->cli.ext_prefix);
 	for (size_t i = 0; i < D->cli.nparams; i++)
 		free(D->cli.params[i]);
