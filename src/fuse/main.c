@@ -239,7 +239,10 @@ static int cli_proc(void *data, const char *arg, int key, struct fuse_args *outa
 		usage(stdout);
 		exit(TOOL_EXIT_OK);
 	case KEY_VERSION:
+		/* libfuse's lines come from fusermount3, another process
+		 * writing to our stdout: ours first */
 		printf("h5fs %s\n", PACKAGE_VERSION);
+		fflush(stdout);
 		fuse_lowlevel_version();
 		exit(TOOL_EXIT_OK);
 	case KEY_RO:
@@ -472,6 +475,13 @@ struct daemon {
 	struct stat fst;
 };
 
+/* A remote FILE or S3 prefix (http://, https://, s3://): the byte-source
+ * classes' options (-o timeout=, retries=, s3_*) mean something only then. */
+static int is_url(const char *file)
+{
+	return strstr(file, "://") != NULL;
+}
+
 /* Options and arguments: -1 to go on, or the exit status. */
 static int parse(struct daemon *D)
 {
@@ -490,6 +500,13 @@ static int parse(struct daemon *D)
 	if (!D->cli.file || !D->cli.mountpoint) {
 		fprintf(stderr, "h5fs: missing %s (usage: h5fs [options] FILE MOUNTPOINT; see h5fs --help)\n",
 			D->cli.file ? "MOUNTPOINT" : "FILE and MOUNTPOINT");
+		return ret;
+	}
+	/* an option that would silently do nothing is refused, as an
+	 * unknown one is */
+	if (D->cli.nparams && !is_url(D->cli.file)) {
+		fprintf(stderr, "h5fs: -o %s is for remote FILEs only (http://, https://, s3://), and %s is local "
+			"(see h5fs --help)\n", D->cli.params[0], D->cli.file);
 		return ret;
 	}
 	D->oopts.cache_bytes = h5_default_cache_bytes();
@@ -604,8 +621,8 @@ static int open_collection(struct daemon *D)
 	int rc, ret = -1;
 
 	if (rdir && rmnt && path_under(rmnt, rdir)) {
-		fprintf(stderr, "h5fs: %s: %s: contains MOUNTPOINT %s (the mount would show itself)\n",
-			D->cli.file, strerror(EISDIR), D->cli.mountpoint);
+		fprintf(stderr, "h5fs: %s: the mountpoint %s lies inside this directory, so the mount would show "
+			"itself: choose a mountpoint outside it\n", D->cli.file, D->cli.mountpoint);
 		ret = TOOL_EXIT_OPEN;
 		goto out;
 	}
@@ -708,6 +725,65 @@ static int open_file(struct daemon *D)
 	return check_mountpoint(D);
 }
 
+/* /proc/self/mountinfo's octal escapes (\040 for a space...) undone in place. */
+static void unescape_mnt(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0' &&
+		    s[3] <= '7') {
+			*o++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
+			s += 3;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = 0;
+}
+
+/* "fuse.h5fs of SOURCE" when the last mount on mnt (a real path) is a
+ * FUSE file system, else NULL (also when mountinfo cannot be read). */
+static char *mounted_fuse(const char *mnt)
+{
+	FILE *fp = fopen("/proc/self/mountinfo", "re");
+	char *line = NULL, *what = NULL;
+	size_t cap = 0;
+
+	if (!fp)
+		return NULL;
+	/* "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [OPTIONAL...] - TYPE SOURCE SUPER" */
+	while (getline(&line, &cap, fp) > 0) {
+		char *f[5], *save = NULL, *sep = strstr(line, " - "), *type, *src;
+		int i;
+
+		if (!sep)
+			continue;
+		*sep = 0;
+		for (i = 0; i < 5 && (f[i] = strtok_r(i ? NULL : line, " ", &save)); i++)
+			;
+		type = strtok_r(sep + 3, " ", &save);
+		src = strtok_r(NULL, " ", &save);
+		if (i < 5 || !type || !src)
+			continue;
+		unescape_mnt(f[4]);
+		if (strcmp(f[4], mnt) != 0)
+			continue;
+		free(what);     /* the last one listed is the one on top */
+		what = NULL;
+		if (strcmp(type, "fuse") == 0 || strncmp(type, "fuse.", 5) == 0) {
+			size_t n = strlen(type) + strlen(src) + 5;
+
+			unescape_mnt(src);
+			if ((what = malloc(n)))
+				snprintf(what, n, "%s of %s", type, src);
+		}
+	}
+	free(line);
+	fclose(fp);
+	return what;
+}
+
 /* The mountpoint resolved and checked: -1 to go on, or the exit status. */
 static int check_mountpoint(struct daemon *D)
 {
@@ -717,18 +793,75 @@ static int check_mountpoint(struct daemon *D)
 	 * looked at; here a bad mountpoint is a mount failure. */
 	D->copts.mountpoint = realpath(D->cli.mountpoint, NULL);
 	if (!D->copts.mountpoint) {
-		fprintf(stderr, "h5fs: %s: %s\n", D->cli.mountpoint, strerror(errno));
+		int e = errno;
+
+		/* ENOTCONN: a FUSE daemon died and left its mount behind */
+		fprintf(stderr, "h5fs: mountpoint %s: %s%s\n", D->cli.mountpoint, strerror(e),
+			e == ENOTCONN ? " (a dead mount: fusermount3 -u it first)" : "");
 		ret = TOOL_EXIT_MOUNT;
 		return ret;
 	}
 	/* FUSE would mount over a regular file too, with the root group then
 	 * shown as a file: refuse. */
 	if (stat(D->copts.mountpoint, &D->fst) == 0 && !S_ISDIR(D->fst.st_mode)) {
-		fprintf(stderr, "h5fs: %s: %s\n", D->cli.mountpoint, strerror(ENOTDIR));
+		fprintf(stderr, "h5fs: mountpoint %s: %s\n", D->cli.mountpoint, strerror(ENOTDIR));
 		ret = TOOL_EXIT_MOUNT;
 		return ret;
 	}
+	/* The kernel would stack a second mount over the first, hiding it
+	 * until the second is unmounted: refuse over a FUSE mount (another
+	 * h5fs most likely). Other file systems' mount roots (a container's
+	 * volume, a tmpfs) are fine places to mount on. */
+	{
+		char *what = mounted_fuse(D->copts.mountpoint);
+
+		if (what) {
+			fprintf(stderr, "h5fs: mountpoint %s: already a mount (%s): unmount it first "
+				"(fusermount3 -u %s)\n", D->cli.mountpoint, what, D->cli.mountpoint);
+			free(what);
+			return TOOL_EXIT_MOUNT;
+		}
+	}
 	return -1;
+}
+
+/* libfuse's own messages while it takes the mount options and mounts
+ * (fuse_session_new, fuse_session_mount) are gathered here and then said
+ * as ours (say_fuse_log): "h5fs: ..." like every other line, and an
+ * unknown option with the pointer to --help. */
+static char fuse_said[1024];
+
+static void gather_fuse_log(enum fuse_log_level level, const char *fmt, va_list ap)
+{
+	size_t n = strlen(fuse_said);
+
+	(void)level;
+	if (n < sizeof(fuse_said) - 1)
+		vsnprintf(fuse_said + n, sizeof(fuse_said) - n, fmt, ap);
+}
+
+static void say_fuse_log(void)
+{
+	char *line, *save = NULL;
+
+	fuse_set_log_func(NULL);        /* libfuse's own again */
+	for (line = strtok_r(fuse_said, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		static const char unk[] = "unknown option(s): `";
+		size_t n;
+
+		if (strncmp(line, "fuse: ", 6) == 0)
+			line += 6;
+		n = strlen(line);
+		if (strncmp(line, unk, sizeof(unk) - 1) == 0 && n > sizeof(unk) && line[n - 1] == '\'') {
+			line[n - 1] = 0;
+			line += sizeof(unk) - 1;
+			fprintf(stderr, "h5fs: unknown option%s: %s (see h5fs --help for the options)\n",
+				strpbrk(line + strspn(line, "-o "), ", ") ? "s" : "", line);
+		} else {
+			fprintf(stderr, "h5fs: %s\n", line);
+		}
+	}
+	fuse_said[0] = 0;
 }
 
 /* Mount and serve until unmounted or signalled: the exit status. */
@@ -761,9 +894,18 @@ static int run(struct daemon *D)
 		return ret;
 	}
 
+	/* A remote FILE is never written: the kernel mounts it read-only too
+	 * (EROFS at once, "ro" in /proc/mounts) */
+	if (is_url(D->cli.file) && !D->cli.read_only && fuse_opt_add_arg(&D->args, "-oro") != 0) {
+		fprintf(stderr, "h5fs: out of memory\n");
+		return ret;
+	}
+
+	fuse_set_log_func(gather_fuse_log);
 	D->se = fuse_session_new(&D->args, &h5fs_ll_ops, sizeof(h5fs_ll_ops), D->m);
+	say_fuse_log();
 	if (!D->se) {
-		/* libfuse printed why: an unknown option, or out of memory */
+		/* said why: an unknown option, or out of memory */
 		ret = TOOL_EXIT_USAGE;
 		return ret;
 	}
@@ -771,8 +913,11 @@ static int run(struct daemon *D)
 	if (fuse_set_signal_handlers(D->se) != 0)
 		return ret;
 	D->handlers = 1;
-	if (fuse_session_mount(D->se, D->copts.mountpoint) != 0) {
-		/* libfuse printed why (bad mountpoint, no /dev/fuse, not allowed) */
+	fuse_set_log_func(gather_fuse_log);
+	rc = fuse_session_mount(D->se, D->copts.mountpoint);
+	say_fuse_log();
+	if (rc != 0) {
+		/* said why (bad mountpoint, no /dev/fuse, not allowed) */
 		ret = TOOL_EXIT_MOUNT;
 		return ret;
 	}
