@@ -539,12 +539,17 @@ static void put_dataset(struct refs *R, const char *prefix, const char *path, ui
 	if (!why && strcmp(di.layout, "chunked") == 0 && di.nfilters && !conv) {
 		struct chunk_ctx x = { R, prefix, path, di.chunk, rank, extra, 1, 0 };
 
-		if (st.edge_unfiltered && has_partial_edge(&di))
+		if (st.edge_unfiltered && has_partial_edge(&di)) {
 			why = "partial edge chunks stored unfiltered";
-		else if ((rc = h5_dataset_chunks(d, chunk_cb, &x)) < 0)
-			why = "its chunk index cannot be read";
-		else if (x.masked)
+		} else if ((rc = h5_dataset_chunks(d, chunk_cb, &x)) < 0) {
+			/* a corrupt file, not a dataset without a Zarr form */
+			note(R, "%s: %s", path, h5_err_msg());
+			R->nerr++;
+			jb_done(&za);
+			goto out;
+		} else if (x.masked) {
 			why = "a chunk was stored with a filter skipped";
+		}
 	}
 	if (why) {
 		note(R, "%s: dataset skipped: %s", path, why);
@@ -728,10 +733,18 @@ static void put_group(struct refs *R, const char *prefix, const char *path, uint
 				/* fsspec has no links: the target is written again
 				 * here; a relative one is read from this group, as
 				 * libhdf5 reads it (links on the way followed) */
-				if (l->target && h5_path_lookup_from(&t, R->f, addr, l->target) == 0)
+				rc = l->target ? h5_path_lookup_from(&t, R->f, addr, l->target) : H5_ERR_NOTFOUND;
+				if (rc == 0) {
 					put_object(R, cp, cpath, t);
-				else
-					note(R, "%s: soft link to %s not followed", cpath, l->target ? l->target : "");
+				} else if (rc == H5_ERR_NOTFOUND || rc == H5_ERR_LOOP) {
+					note(R, "%s: soft link to %s not followed: %s", cpath, l->target ? l->target : "",
+					     rc == H5_ERR_LOOP ? "a loop of links" : "it leads to no object");
+				} else {
+					/* a loop of links, or a corrupt group on the way */
+					note(R, "%s: soft link to %s: %s", cpath, l->target, h5_err_msg());
+					R->nerr++;
+				}
+				h5_err_clear();
 			} else {
 				put_external(R, cp, cpath, l);
 			}
