@@ -18,6 +18,7 @@
 #endif
 
 #include "fuse_ops.h"
+#include "startup.h"
 #include "source.h"
 #include "tool_exit.h"
 
@@ -725,65 +726,6 @@ static int open_file(struct daemon *D)
 	return check_mountpoint(D);
 }
 
-/* /proc/self/mountinfo's octal escapes (\040 for a space...) undone in place. */
-static void unescape_mnt(char *s)
-{
-	char *o = s;
-
-	for (; *s; s++) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0' &&
-		    s[3] <= '7') {
-			*o++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
-			s += 3;
-		} else {
-			*o++ = *s;
-		}
-	}
-	*o = 0;
-}
-
-/* "fuse.h5fs of SOURCE" when the last mount on mnt (a real path) is a
- * FUSE file system, else NULL (also when mountinfo cannot be read). */
-static char *mounted_fuse(const char *mnt)
-{
-	FILE *fp = fopen("/proc/self/mountinfo", "re");
-	char *line = NULL, *what = NULL;
-	size_t cap = 0;
-
-	if (!fp)
-		return NULL;
-	/* "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [OPTIONAL...] - TYPE SOURCE SUPER" */
-	while (getline(&line, &cap, fp) > 0) {
-		char *f[5], *save = NULL, *sep = strstr(line, " - "), *type, *src;
-		int i;
-
-		if (!sep)
-			continue;
-		*sep = 0;
-		for (i = 0; i < 5 && (f[i] = strtok_r(i ? NULL : line, " ", &save)); i++)
-			;
-		type = strtok_r(sep + 3, " ", &save);
-		src = strtok_r(NULL, " ", &save);
-		if (i < 5 || !type || !src)
-			continue;
-		unescape_mnt(f[4]);
-		if (strcmp(f[4], mnt) != 0)
-			continue;
-		free(what);     /* the last one listed is the one on top */
-		what = NULL;
-		if (strcmp(type, "fuse") == 0 || strncmp(type, "fuse.", 5) == 0) {
-			size_t n = strlen(type) + strlen(src) + 5;
-
-			unescape_mnt(src);
-			if ((what = malloc(n)))
-				snprintf(what, n, "%s of %s", type, src);
-		}
-	}
-	free(line);
-	fclose(fp);
-	return what;
-}
-
 /* The mountpoint resolved and checked: -1 to go on, or the exit status. */
 static int check_mountpoint(struct daemon *D)
 {
@@ -813,7 +755,7 @@ static int check_mountpoint(struct daemon *D)
 	 * h5fs most likely). Other file systems' mount roots (a container's
 	 * volume, a tmpfs) are fine places to mount on. */
 	{
-		char *what = mounted_fuse(D->copts.mountpoint);
+		char *what = startup_fuse_mount_on(D->copts.mountpoint);
 
 		if (what) {
 			fprintf(stderr, "h5fs: mountpoint %s: already a mount (%s): unmount it first "
@@ -823,45 +765,6 @@ static int check_mountpoint(struct daemon *D)
 		}
 	}
 	return -1;
-}
-
-/* libfuse's own messages while it takes the mount options and mounts
- * (fuse_session_new, fuse_session_mount) are gathered here and then said
- * as ours (say_fuse_log): "h5fs: ..." like every other line, and an
- * unknown option with the pointer to --help. */
-static char fuse_said[1024];
-
-static void gather_fuse_log(enum fuse_log_level level, const char *fmt, va_list ap)
-{
-	size_t n = strlen(fuse_said);
-
-	(void)level;
-	if (n < sizeof(fuse_said) - 1)
-		vsnprintf(fuse_said + n, sizeof(fuse_said) - n, fmt, ap);
-}
-
-static void say_fuse_log(void)
-{
-	char *line, *save = NULL;
-
-	fuse_set_log_func(NULL);        /* libfuse's own again */
-	for (line = strtok_r(fuse_said, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		static const char unk[] = "unknown option(s): `";
-		size_t n;
-
-		if (strncmp(line, "fuse: ", 6) == 0)
-			line += 6;
-		n = strlen(line);
-		if (strncmp(line, unk, sizeof(unk) - 1) == 0 && n > sizeof(unk) && line[n - 1] == '\'') {
-			line[n - 1] = 0;
-			line += sizeof(unk) - 1;
-			fprintf(stderr, "h5fs: unknown option%s: %s (see h5fs --help for the options)\n",
-				strpbrk(line + strspn(line, "-o "), ", ") ? "s" : "", line);
-		} else {
-			fprintf(stderr, "h5fs: %s\n", line);
-		}
-	}
-	fuse_said[0] = 0;
 }
 
 /* Mount and serve until unmounted or signalled: the exit status. */
@@ -901,9 +804,9 @@ static int run(struct daemon *D)
 		return ret;
 	}
 
-	fuse_set_log_func(gather_fuse_log);
+	startup_gather_fuse_log();
 	D->se = fuse_session_new(&D->args, &h5fs_ll_ops, sizeof(h5fs_ll_ops), D->m);
-	say_fuse_log();
+	startup_say_fuse_log();
 	if (!D->se) {
 		/* said why: an unknown option, or out of memory */
 		ret = TOOL_EXIT_USAGE;
@@ -913,9 +816,9 @@ static int run(struct daemon *D)
 	if (fuse_set_signal_handlers(D->se) != 0)
 		return ret;
 	D->handlers = 1;
-	fuse_set_log_func(gather_fuse_log);
+	startup_gather_fuse_log();
 	rc = fuse_session_mount(D->se, D->copts.mountpoint);
-	say_fuse_log();
+	startup_say_fuse_log();
 	if (rc != 0) {
 		/* said why (bad mountpoint, no /dev/fuse, not allowed) */
 		ret = TOOL_EXIT_MOUNT;
