@@ -76,7 +76,7 @@ static void wfile_refresh(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 {
 	h5_dataset *nd = NULL, *old;
 	uint64_t alloc;
-	int64_t mt;
+	struct timespec now;
 
 	if (h5_append_committed(w->a) == w->q->seen)
 		return;
@@ -92,8 +92,12 @@ static void wfile_refresh(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	w->n->st.st_size = (off_t)w->n->view->size(nd);
 	xattr_cache_drop(w->n);  /* user.h5.shape has grown */
 	w->n->st.st_blocks = blocks_of(alloc);
-	if (h5_dataset_mtime(nd, &mt) == 0)
-		w->n->st.st_mtime = w->n->st.st_ctime = (time_t)mt;
+	/* rows were committed just now: the file was modified now (find
+	 * -newer, make, rsync), whether or not its header records a time
+	 * (our appends leave a recorded one as it was; a remount shows
+	 * FILE's mtime, which is later still) */
+	clock_gettime(CLOCK_REALTIME, &now);
+	w->n->st.st_mtim = w->n->st.st_ctim = now;
 	pthread_rwlock_unlock(&w->n->lk);
 	h5_dataset_close(old);
 	w->q->seen = h5_append_committed(w->a);

@@ -18,6 +18,7 @@
 #endif
 
 #include "fuse_ops.h"
+#include "startup.h"
 #include "source.h"
 #include "tool_exit.h"
 
@@ -257,7 +258,10 @@ static int cli_proc(void *data, const char *arg, int key, struct fuse_args *outa
 		usage(stdout);
 		exit(TOOL_EXIT_OK);
 	case KEY_VERSION:
+		/* libfuse's lines come from fusermount3, another process
+		 * writing to our stdout: ours first */
 		printf("h5fs %s\n", PACKAGE_VERSION);
+		fflush(stdout);
 		fuse_lowlevel_version();
 		exit(TOOL_EXIT_OK);
 	case KEY_RO:
@@ -491,6 +495,13 @@ struct daemon {
 	struct stat fst;
 };
 
+/* A remote FILE or S3 prefix (http://, https://, s3://): the byte-source
+ * classes' options (-o timeout=, retries=, s3_*) mean something only then. */
+static int is_url(const char *file)
+{
+	return strstr(file, "://") != NULL;
+}
+
 /* Options and arguments: -1 to go on, or the exit status. */
 static int parse(struct daemon *D)
 {
@@ -509,6 +520,13 @@ static int parse(struct daemon *D)
 	if (!D->cli.file || !D->cli.mountpoint) {
 		fprintf(stderr, "h5fs: missing %s (usage: h5fs [options] FILE MOUNTPOINT; see h5fs --help)\n",
 			D->cli.file ? "MOUNTPOINT" : "FILE and MOUNTPOINT");
+		return ret;
+	}
+	/* an option that would silently do nothing is refused, as an
+	 * unknown one is */
+	if (D->cli.nparams && !is_url(D->cli.file)) {
+		fprintf(stderr, "h5fs: -o %s is for remote FILEs only (http://, https://, s3://), and %s is local "
+			"(see h5fs --help)\n", D->cli.params[0], D->cli.file);
 		return ret;
 	}
 	D->oopts.cache_bytes = h5_default_cache_bytes();
@@ -639,8 +657,8 @@ static int open_collection(struct daemon *D)
 	int rc, ret = -1;
 
 	if (rdir && rmnt && path_under(rmnt, rdir)) {
-		fprintf(stderr, "h5fs: %s: %s: contains MOUNTPOINT %s (the mount would show itself)\n",
-			D->cli.file, strerror(EISDIR), D->cli.mountpoint);
+		fprintf(stderr, "h5fs: %s: the mountpoint %s lies inside this directory, so the mount would show "
+			"itself: choose a mountpoint outside it\n", D->cli.file, D->cli.mountpoint);
 		ret = TOOL_EXIT_OPEN;
 		goto out;
 	}
@@ -757,16 +775,34 @@ static int check_mountpoint(struct daemon *D)
 	 * looked at; here a bad mountpoint is a mount failure. */
 	D->copts.mountpoint = realpath(D->cli.mountpoint, NULL);
 	if (!D->copts.mountpoint) {
-		fprintf(stderr, "h5fs: %s: %s\n", D->cli.mountpoint, strerror(errno));
+		int e = errno;
+
+		/* ENOTCONN: a FUSE daemon died and left its mount behind */
+		fprintf(stderr, "h5fs: mountpoint %s: %s%s\n", D->cli.mountpoint, strerror(e),
+			e == ENOTCONN ? " (a dead mount: fusermount3 -u it first)" : "");
 		ret = TOOL_EXIT_MOUNT;
 		return ret;
 	}
 	/* FUSE would mount over a regular file too, with the root group then
 	 * shown as a file: refuse. */
 	if (stat(D->copts.mountpoint, &D->fst) == 0 && !S_ISDIR(D->fst.st_mode)) {
-		fprintf(stderr, "h5fs: %s: %s\n", D->cli.mountpoint, strerror(ENOTDIR));
+		fprintf(stderr, "h5fs: mountpoint %s: %s\n", D->cli.mountpoint, strerror(ENOTDIR));
 		ret = TOOL_EXIT_MOUNT;
 		return ret;
+	}
+	/* The kernel would stack a second mount over the first, hiding it
+	 * until the second is unmounted: refuse over a FUSE mount (another
+	 * h5fs most likely). Other file systems' mount roots (a container's
+	 * volume, a tmpfs) are fine places to mount on. */
+	{
+		char *what = startup_fuse_mount_on(D->copts.mountpoint);
+
+		if (what) {
+			fprintf(stderr, "h5fs: mountpoint %s: already a mount (%s): unmount it first "
+				"(fusermount3 -u %s)\n", D->cli.mountpoint, what, D->cli.mountpoint);
+			free(what);
+			return TOOL_EXIT_MOUNT;
+		}
 	}
 	return -1;
 }
@@ -801,9 +837,18 @@ static int run(struct daemon *D)
 		return ret;
 	}
 
+	/* A remote FILE is never written: the kernel mounts it read-only too
+	 * (EROFS at once, "ro" in /proc/mounts) */
+	if (is_url(D->cli.file) && !D->cli.read_only && fuse_opt_add_arg(&D->args, "-oro") != 0) {
+		fprintf(stderr, "h5fs: out of memory\n");
+		return ret;
+	}
+
+	startup_gather_fuse_log();
 	D->se = fuse_session_new(&D->args, &h5fs_ll_ops, sizeof(h5fs_ll_ops), D->m);
+	startup_say_fuse_log();
 	if (!D->se) {
-		/* libfuse printed why: an unknown option, or out of memory */
+		/* said why: an unknown option, or out of memory */
 		ret = TOOL_EXIT_USAGE;
 		return ret;
 	}
@@ -811,8 +856,11 @@ static int run(struct daemon *D)
 	if (fuse_set_signal_handlers(D->se) != 0)
 		return ret;
 	D->handlers = 1;
-	if (fuse_session_mount(D->se, D->copts.mountpoint) != 0) {
-		/* libfuse printed why (bad mountpoint, no /dev/fuse, not allowed) */
+	startup_gather_fuse_log();
+	rc = fuse_session_mount(D->se, D->copts.mountpoint);
+	startup_say_fuse_log();
+	if (rc != 0) {
+		/* said why (bad mountpoint, no /dev/fuse, not allowed) */
 		ret = TOOL_EXIT_MOUNT;
 		return ret;
 	}
