@@ -140,6 +140,18 @@ static const struct coll_hooks hooks = {
 	.fds = hook_fds,
 };
 
+/* A backend's notice, by the mount's logging options (arg: its config). */
+static void coll_log(void *arg, int prio, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	h5fs_log_cfg(arg, prio, "%s", msg);
+}
+
 static void coll_destroy(void *cv)
 {
 	struct coll *c = cv;
@@ -209,7 +221,7 @@ int h5fs_mount_collection(h5fs_mount **out, const char *dir, const h5fs_config *
 		snprintf(msg, sizeof(msg), "%s", *h5_err_msg() ? h5_err_msg() : strerror(e));
 		c->b = NULL;
 		h5fs_mount_free(m);
-		return h5_err_set(e == ENOENT ? H5_ERR_NOTFOUND : e == EACCES ? H5_ERR_PERM : H5_ERR_IO, "%s", msg);
+		return h5_err_set(coll_h5err(e), "%s", msg);
 	}
 	/* related files of a member may lie anywhere in the collection's
 	 * tree, not only beside it (unless -o ext_any: anywhere) */
@@ -219,8 +231,14 @@ int h5fs_mount_collection(h5fs_mount **out, const char *dir, const h5fs_config *
 	c->oo.fd_gate = coll_gate;
 	c->oo.fd_gate_ud = c;
 	c->cfg.open_opts = &c->oo;      /* a live member opens anew with them */
-	if (c->be->configure)
-		c->be->configure(c->b, &c->cfg, h5fs_log_cfg);
+	if (c->be->configure) {
+		struct coll_settings st = {
+			.refresh = c->cfg.refresh, .h5_suffixes = c->cfg.h5_suffixes,
+			.log = coll_log, .log_arg = &c->cfg,
+		};
+
+		c->be->configure(c->b, &st);
+	}
 	/* the persistent index: none is a log line, never a failed mount */
 	coll_index_open(&c->ci, dir, &c->cfg);
 	if (slot_add(&s, m, &coll_folder_ops, c) != 0 || dispatch_global(m, 0, FUSE_ROOT_ID, 0, NULL, true) != FUSE_ROOT_ID) {

@@ -607,9 +607,9 @@ static void coll_error(void *u, const char *path, int rc)
 		fprintf(stderr, "h5fs-ls: %s\n", h5_err_msg());
 }
 
-static int list_collection(struct lister *L, const char *top, const coll_opts *co)
+static int list_collection(struct lister *L, const char *top, const ls_coll_opts *co)
 {
-	coll_visit v = { L, coll_folder, coll_member, coll_plain, coll_error };
+	ls_visit v = { L, coll_folder, coll_member, coll_plain, coll_error };
 	int rc;
 
 	if (L->json) {
@@ -620,7 +620,7 @@ static int list_collection(struct lister *L, const char *top, const coll_opts *c
 		printf("{\"collection\": %s, \"entries\": [", s.p ? s.p : "\"\"");
 		free(s.p);
 	}
-	rc = coll_walk(top, co, &v);
+	rc = ls_coll_walk(top, co, &v);
 	if (L->json)
 		printf("%s]}\n", L->first_json ? "" : "\n");
 	if (rc < 0)
@@ -793,7 +793,7 @@ int main(int argc, char **argv)
 	}
 	oo.ctx = ctx;
 	if (coll_is_collection(file)) {
-		coll_opts co = { &oo, suffixes, L.recursive };
+		ls_coll_opts co = { &oo, suffixes, L.recursive };
 
 		if (refs || nargs > 1) {
 			fprintf(stderr, "h5fs-ls: %s: %s is for one FILE, not a collection\n", file,

@@ -2,6 +2,7 @@
  * new one is one file and one entry here, before the local one. */
 #include "coll_backend.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
 static const struct coll_backend *const backends[] = {
@@ -26,4 +27,38 @@ void coll_dirents_free(struct coll_dirent *d, size_t n)
 	for (i = 0; d && i < n; i++)
 		free(d[i].name);
 	free(d);
+}
+
+int coll_errno(int h5err)
+{
+	switch (h5err) {
+	case H5_OK:
+		return 0;
+	case H5_ERR_NOMEM:
+		return ENOMEM;
+	case H5_ERR_NOTFOUND:
+		return ENOENT;
+	case H5_ERR_PERM:
+		return EACCES;
+	default:
+		return EIO;     /* the bytes cannot be had: the reason is in h5_err_msg() */
+	}
+}
+
+int coll_h5err(int e)
+{
+	switch (e) {
+	case 0:
+		return H5_OK;
+	case ENOMEM:
+		return H5_ERR_NOMEM;
+	case ENOENT:
+	case ENOTDIR:
+		return H5_ERR_NOTFOUND;
+	case EACCES:
+	case EPERM:
+		return H5_ERR_PERM;
+	default:
+		return H5_ERR_IO;
+	}
 }
