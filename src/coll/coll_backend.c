@@ -3,7 +3,9 @@
 #include "coll_backend.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const struct coll_backend *const backends[] = {
 	&coll_s3,               /* s3://BUCKET/PREFIX/ */
@@ -61,4 +63,24 @@ int coll_h5err(int e)
 	default:
 		return H5_ERR_IO;
 	}
+}
+
+char *coll_canonical(const char *spec)
+{
+	char *p;
+	size_t n;
+
+	if (strstr(spec, "://")) {
+		n = strlen(spec);
+		while (n > 1 && spec[n - 1] == '/')
+			n--;
+		p = malloc(n + 2);
+		if (p) {
+			memcpy(p, spec, n);
+			p[n] = '/';
+			p[n + 1] = 0;
+		}
+		return p;
+	}
+	return realpath(spec, NULL);
 }

@@ -86,6 +86,10 @@ struct coll_backend {
 /* The backend serving spec (never NULL: the local one). */
 const struct coll_backend *coll_backend_of(const char *spec);
 void coll_dirents_free(struct coll_dirent *d, size_t n);
+/* The collection's identity (its index's root key, the default index
+ * file's name): a URL as given with one trailing '/', a local folder by
+ * its real path. malloc'd; NULL with errno. */
+char *coll_canonical(const char *spec);
 /* The errno of an engine error (h5_err): the one mapping of the library. */
 int coll_errno(int h5err);
 /* The engine error of an errno, for a message kept with h5_err_set. */

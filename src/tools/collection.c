@@ -192,3 +192,30 @@ int ls_coll_walk(const char *top, const ls_coll_opts *o, const ls_visit *v)
 	coll_progress_clear();
 	return e ? coll_h5err(e) : 0;
 }
+
+/* ---- -o ------------------------------------------------------------------ */
+
+int tool_parse_o(const char *progname, h5_open_opts *oo, char **params, size_t *nparams, char **suffixes, char *arg)
+{
+	char *save = NULL;
+
+	for (char *t = strtok_r(arg, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		char *v = strchr(t, '=');
+		int known = h5_source_param(t);
+
+		if (known == 1 && *nparams < TOOL_PARAMS) {
+			params[(*nparams)++] = t;
+			params[*nparams] = NULL;
+			oo->source_params = (const char *const *)params;
+			continue;
+		}
+		if (known == 0 && v && v[1] && strncmp(t, "h5_suffixes=", 12) == 0) {
+			*suffixes = v + 1;
+			continue;
+		}
+		h5_err_clear();
+		fprintf(stderr, "%s: unknown or malformed option -o %s\n", progname, t);
+		return -1;
+	}
+	return 0;
+}

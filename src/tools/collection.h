@@ -55,4 +55,14 @@ void coll_progress_tick(unsigned long folders, unsigned long files, unsigned lon
 			const char *doing);
 void coll_progress_clear(void);
 
+#define TOOL_PARAMS 32   /* byte-source options kept at most */
+
+/* -o a,b=c: what the daemon's -o of the same names does (doc/h5fs.1):
+ * the byte-source classes' options (h5_source_param) are kept in order
+ * in params[0..TOOL_PARAMS] (arg's pieces), NULL-terminated, for
+ * oo->source_params; h5_suffixes= into *suffixes. 0, or -1 with a line
+ * on stderr. */
+int tool_parse_o(const char *progname, h5_open_opts *oo, char **params, size_t *nparams, char **suffixes,
+		 char *arg);
+
 #endif
