@@ -4,6 +4,7 @@
 
 #include "coll_backend.h"
 #include "coll_walk.h"
+#include "find_expr.h"
 #include "source.h"
 #include "file.h"
 
@@ -228,6 +229,90 @@ START_TEST(walk_order_kinds_loop)
 }
 END_TEST
 
+
+/* ---- h5fs-find's expression ---------------------------------------------- */
+
+static int run_expr(const char *expr_words, const fx_entry *x)
+{
+	char buf[512], *argv[32], err[256], *save = NULL;
+	int argc = 0, r;
+	fx *e = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", expr_words);
+	for (char *t = strtok_r(buf, " ", &save); t; t = strtok_r(NULL, " ", &save))
+		argv[argc++] = t;
+	ck_assert_msg(fx_parse(&e, argc, argv, err, sizeof(err)) == 0, "%s: %s", expr_words, err);
+	r = fx_eval(e, x);
+	fx_free(e);
+	return r;
+}
+
+static int parse_fails(const char *expr_words, const char *why)
+{
+	char buf[512], *argv[32], err[256], *save = NULL;
+	int argc = 0;
+	fx *e = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", expr_words);
+	for (char *t = strtok_r(buf, " ", &save); t; t = strtok_r(NULL, " ", &save))
+		argv[argc++] = t;
+	if (fx_parse(&e, argc, argv, err, sizeof(err)) == 0) {
+		fx_free(e);
+		return 0;
+	}
+	return strstr(err, why) != NULL;
+}
+
+START_TEST(expr_tests_and_operators)
+{
+	static const char *const names[] = { "units", "temperature", "h5.x" };
+	static const char *const values[] = { "m/s", "205.5", "1, 2" };
+	fx_entry ds = { .path = "run1/scan.h5/entry/data", .name = "data", .type = 'f', .dtype = "<f8",
+			.shape = "100,3", .ndim = 2, .nattrs = 3, .attr_names = names, .attr_values = values };
+	fx_entry folder = { .path = "run1", .name = "run1", .type = 'd', .ndim = -1 };
+
+	ck_assert(run_expr("", &ds));   /* no test: everything */
+	ck_assert(run_expr("-name data", &ds));
+	ck_assert(!run_expr("-name dat", &ds));
+	ck_assert(run_expr("-name d*", &ds));
+	ck_assert(run_expr("-path run1*data", &ds));     /* '*' crosses '/' */
+	ck_assert(run_expr("-path *.h5/entry/*", &ds));
+	ck_assert(!run_expr("-path entry/*", &ds));      /* relative to the top, whole */
+	ck_assert(run_expr("-type f", &ds) && !run_expr("-type d", &ds) && run_expr("-type d", &folder));
+	ck_assert(run_expr("-attr units", &ds) && !run_expr("-attr unit", &ds));
+	ck_assert(run_expr("-attr units=m/s", &ds) && !run_expr("-attr units=m", &ds));
+	ck_assert(run_expr("-attr temperature=20[0-9]*", &ds));
+	ck_assert(run_expr("-attr h5.x=1,*", &ds));
+	ck_assert(run_expr("-dtype <f8", &ds) && run_expr("-dtype *f*", &ds) && !run_expr("-dtype <f4", &ds));
+	ck_assert(run_expr("-ndim 2", &ds) && !run_expr("-ndim 1", &ds) && !run_expr("-ndim 0", &folder));
+	ck_assert(run_expr("-shape 100,3", &ds) && run_expr("-shape 100,*", &ds) && !run_expr("-shape 100", &ds));
+	ck_assert(!run_expr("-dtype * -o -shape *", &folder));
+	/* and binds tighter than or; ! and parentheses */
+	ck_assert(run_expr("-name x -o -name data -type f", &ds));
+	ck_assert(!run_expr("-name x -o -name data -type d", &ds));
+	ck_assert(run_expr("( -name x -o -name data ) -a -type f", &ds));
+	ck_assert(!run_expr("( -name x -o -name data ) ! -type f", &ds));
+	ck_assert(run_expr("! -name x", &ds) && run_expr("-not -false", &ds) && !run_expr("! ! -false", &ds));
+	ck_assert(run_expr("-true -and -name data -or -false", &ds));
+}
+END_TEST
+
+START_TEST(expr_errors)
+{
+	ck_assert(parse_fails("-name", "needs an argument"));
+	ck_assert(parse_fails("-type x", "one of d, f, l"));
+	ck_assert(parse_fails("-ndim two", "number of dimensions"));
+	ck_assert(parse_fails("-ndim -1", "number of dimensions"));
+	ck_assert(parse_fails("-attr =x", "no attribute name"));
+	ck_assert(parse_fails("( -name x", "without its ')'"));
+	ck_assert(parse_fails("-name x )", "unexpected ')'"));
+	ck_assert(parse_fails("-name x -o", "expression ends"));
+	ck_assert(parse_fails("!", "expression ends"));
+	ck_assert(parse_fails("-size 3", "unknown test"));
+	ck_assert(fx_is_expr_word("-attr") && fx_is_expr_word("(") && !fx_is_expr_word("--json"));
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("coll");
@@ -239,6 +324,13 @@ static Suite *make_suite(void)
 	tcase_add_test(loc, walk_order_kinds_loop);
 	suite_add_tcase(s, loc);
 	tcase_add_test(loc, signature_rule);
+	{
+		TCase *ex = tcase_create("find_expr");
+
+		tcase_add_test(ex, expr_tests_and_operators);
+		tcase_add_test(ex, expr_errors);
+		suite_add_tcase(s, ex);
+	}
 	return s;
 }
 
