@@ -542,8 +542,8 @@ static void usage(FILE *out)
 		"                    s3_region=, s3_path_style, retries=, timeout=,\n"
 		"                    h5_suffixes=)\n"
 		"  -h, --help, -V, --version\n"
-		"Exit status: 0 it ran (with or without a match), 2 usage, 3 the collection\n"
-		"cannot be listed.\n");
+		"Exit status: 0 it ran (with or without a match), 1 out of memory, 2 usage,\n"
+		"3 the collection cannot be listed.\n");
 }
 
 static void free_run(struct run *r)
