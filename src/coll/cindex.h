@@ -136,6 +136,8 @@ int cindex_forget(cindex *ix, const char *root, const char *member);
  * then reads no file's signature. */
 int cindex_kind(cindex *ix, const cindex_key *k);
 int cindex_set_kind(cindex *ix, const cindex_key *k, int hdf5);
+/* The same for k[i], hdf5[i] (i < n), in one transaction. */
+int cindex_set_kinds(cindex *ix, const cindex_key *k, const int *hdf5, size_t n);
 /* A file row as cindex_prune reads it: the key its kind was said at. */
 typedef struct cindex_file {
 	uint64_t size;

@@ -73,7 +73,9 @@ struct coll_backend {
 	/* the file's bytes (plain files, the signature search) */
 	int (*open_source)(void *b, h5_source **out, const char *path);
 	/* the file as HDF5, with the collection's open options (context,
-	 * tree of related files, writability) */
+	 * tree of related files, writability): EMEDIUMTYPE when it is no
+	 * HDF5 at all (no signature: an index remembers that), EIO when it
+	 * cannot be read, the reason in h5_err_msg() */
 	int (*open_member)(void *b, h5_file **out, const char *path, const h5_open_opts *oo);
 	/* where related files of a member may lie (ext_root), or NULL */
 	const char *(*tree)(void *b);

@@ -197,7 +197,7 @@ static int local_open_member(void *b, h5_file **out, const char *path, const h5_
 		rc = h5_file_open(out, p, &o);
 	}
 	free(p);
-	return rc < 0 ? EIO : 0;
+	return rc == H5_ERR_NOTHDF5 ? EMEDIUMTYPE : rc < 0 ? EIO : 0;
 }
 
 static const char *local_tree(void *b)

@@ -380,7 +380,7 @@ static int s3c_open_member(void *b, h5_file **out, const char *path, const h5_op
 	o.writable = 0;         /* remote files are read-only */
 	rc = h5_file_open(out, u, &o);
 	free(u);
-	return rc < 0 ? EIO : 0;
+	return rc == H5_ERR_NOTHDF5 ? EMEDIUMTYPE : rc < 0 ? EIO : 0;
 }
 
 const struct coll_backend coll_s3 = {

@@ -9,16 +9,34 @@
 
 /* ---- the dispatcher's hooks --------------------------------------------------- */
 
-/* The one place a collection opens a member's file (the engine context,
- * the collection's tree for related files, the mount's options): its
- * live root, *out. EIO with one log line per stamp when it is no HDF5. */
-static int open_live(struct coll *c, h5fs **out, const char *path, struct slot *s)
+/* A member that cannot be shown (no HDF5, unreadable): EIO, with one log
+ * line per stamp (the folder node remembers it was said). */
+static int member_eio(struct coll *c, struct slot *s, const char *path, const char *why)
 {
 	struct fnode *n = coll_fnode_by_ino(c, s->folder_ino);
+	bool log;
+
+	pthread_mutex_lock(&c->mu);
+	log = n && !n->logged;
+	if (n)
+		n->logged = true;
+	pthread_mutex_unlock(&c->mu);
+	if (log)
+		h5fs_log_cfg(&c->cfg, LOG_ERR, "%s: cannot be opened as HDF5: EIO: %s", path, why);
+	h5_err_clear();
+	return EIO;
+}
+
+/* The one place a collection opens a member's file (the engine context,
+ * the collection's tree for related files, the mount's options): its
+ * live root, *out. EIO with one log line per stamp when it cannot be
+ * opened; EMEDIUMTYPE (logged the same) when it is no HDF5 at all, so
+ * that the index can remember it (coll_backend.h). */
+static int open_live(struct coll *c, h5fs **out, const char *path, struct slot *s)
+{
 	h5_file *f = NULL;
 	h5fs *fs = NULL;
 	int e, rc;
-	bool log;
 
 	*out = NULL;
 	e = c->be->open_member(c->b, &f, path, &c->oo);
@@ -30,15 +48,8 @@ static int open_live(struct coll *c, h5fs **out, const char *path, struct slot *
 		}
 	}
 	if (e) {
-		pthread_mutex_lock(&c->mu);
-		log = n && !n->logged;
-		if (n)
-			n->logged = true;
-		pthread_mutex_unlock(&c->mu);
-		if (log)
-			h5fs_log_cfg(&c->cfg, LOG_ERR, "%s: cannot be opened as HDF5: EIO: %s", path, h5_err_msg());
-		h5_err_clear();
-		return EIO;
+		member_eio(c, s, path, h5_err_msg());
+		return e == EMEDIUMTYPE ? e : EIO;
 	}
 	h5fs_set_ino_map(fs, dispatch_ino_out, s);
 	/* its indexed root saw the file change: datasets keep their numbers,
@@ -59,7 +70,9 @@ static int open_live(struct coll *c, h5fs **out, const char *path, struct slot *
 
 static int open_live_cb(void *cv, h5fs **out, const char *path, struct slot *s)
 {
-	return open_live(cv, out, path, s);
+	int e = open_live(cv, out, path, s);
+
+	return e == EMEDIUMTYPE ? EIO : e;
 }
 
 /* An indexed root's look for a change of its file (coll_index.c): the
@@ -106,12 +119,18 @@ static int hook_open_member(void *cv, void **out, const char *path, struct slot 
 				s->ops = ops;
 				return 0;
 			}
+			/* a member by its name (an S3 object named .h5) found to
+			 * be no HDF5 at this stamp (ETag): not fetched again */
+			if (cs.by_name && coll_index_kind(c->ci, path, &before) == 0)
+				return member_eio(c, s, path, "no HDF5 signature (as when last fetched, by the index)");
 		}
 	}
 	h5_err_clear();
 	e = open_live(c, &fs, path, s);
+	if (e == EMEDIUMTYPE && stamped && cs.by_name)
+		coll_index_set_kind(c->ci, path, &before, false);
 	if (e)
-		return e;
+		return e == EMEDIUMTYPE ? EIO : e;
 	if (stamped && c->be->stat(c->b, &cs, path) == 0) {
 		coll_stamp_of(&after, &cs);
 		coll_index_record(c->ci, path, &before, &after, &h5fs_member_ops, fs);

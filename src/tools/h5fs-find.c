@@ -58,6 +58,9 @@ struct run {
 	size_t nm, capm;
 	unsigned long nerr;
 	bool nomem;
+	/* kinds the walk read (signatures), recorded after it */
+	struct kind { char *path; struct coll_stat st; bool hdf5; } *kinds;
+	size_t nkinds, capk;
 	/* the reading of members */
 	size_t next;            /* the next member to read (mu) */
 	size_t nread, toread;
@@ -156,13 +159,44 @@ static int w_kind(void *u, const char *path, const struct coll_stat *st)
 	return kind;
 }
 
+/* Kinds read by the walk: recorded together after it (one transaction). */
 static void w_set_kind(void *u, const char *path, const struct coll_stat *st, bool hdf5)
 {
 	struct run *r = u;
-	cindex_key k = key_of(r, path, st);
+	struct kind *k;
 
-	if (cindex_set_kind(r->ix, &k, hdf5) < 0)
+	if (r->nkinds == r->capk) {
+		size_t ncap = r->capk ? r->capk * 2 : 256;
+		struct kind *nv = realloc(r->kinds, ncap * sizeof(*nv));
+
+		if (!nv)
+			return; /* not recorded: read again next time */
+		r->kinds = nv;
+		r->capk = ncap;
+	}
+	k = &r->kinds[r->nkinds];
+	k->st = *st;
+	k->hdf5 = hdf5;
+	if ((k->path = strdup(path)))
+		r->nkinds++;
+}
+
+static void store_kinds(struct run *r)
+{
+	cindex_key *k = calloc(r->nkinds + 1, sizeof(*k));
+	int *h = calloc(r->nkinds + 1, sizeof(*h));
+
+	for (size_t i = 0; k && h && i < r->nkinds; i++) {
+		k[i] = key_of(r, r->kinds[i].path, &r->kinds[i].st);
+		h[i] = r->kinds[i].hdf5;
+	}
+	if (k && h && cindex_set_kinds(r->ix, k, h, r->nkinds) < 0) {
+		coll_progress_clear();
+		fprintf(stderr, PROG ": %s\n", h5_err_msg());
 		h5_err_clear();
+	}
+	free(k);
+	free(h);
 }
 
 /* ---- bringing the catalogs up to date ---------------------------------------- */
@@ -560,6 +594,9 @@ static void free_run(struct run *r)
 		free(r->hits[i].path);
 		free(r->hits[i].json);
 	}
+	for (size_t i = 0; i < r->nkinds; i++)
+		free(r->kinds[i].path);
+	free(r->kinds);
 	free(r->folders);
 	free(r->plain);
 	free(r->m);
@@ -701,6 +738,8 @@ int main(int argc, char **argv)
 		ret = TOOL_EXIT_OPEN;
 		goto out;
 	}
+	if (r.ix)
+		store_kinds(&r);
 	qsort(r.m, r.nm, sizeof(*r.m), member_cmp);
 	if (r.ix && ccat_stamps(r.ix, r.root, stamp_cb, &st) < 0) {
 		fprintf(stderr, PROG ": %s\n", h5_err_msg());
