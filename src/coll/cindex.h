@@ -153,6 +153,11 @@ typedef struct cindex_file {
  * back into ix), so a listing learns every kind in one query. */
 int cindex_prune(cindex *ix, const char *root, const char *folder,
 		 int (*present)(void *arg, const char *name, const cindex_file *f), void *arg);
+/* Every file row under root, in path order (a tool's walk of the whole
+ * collection asks once instead of once per file): cb(arg, path, f),
+ * valid during the call; ix is locked. */
+int cindex_kinds(cindex *ix, const char *root, void (*cb)(void *arg, const char *path, const cindex_file *f),
+		 void *arg);
 /* How many members have a record under root (tests, tools). */
 int cindex_count(uint64_t *out, cindex *ix, const char *root);
 
