@@ -77,6 +77,9 @@ struct coll_backend {
 	 * HDF5 at all (no signature: an index remembers that), EIO when it
 	 * cannot be read, the reason in h5_err_msg() */
 	int (*open_member)(void *b, h5_file **out, const char *path, const h5_open_opts *oo);
+	/* whether this process may write the file (local: access W_OK);
+	 * NULL: never (objects) */
+	bool (*may_write)(void *b, const char *path);
 	/* where related files of a member may lie (ext_root), or NULL */
 	const char *(*tree)(void *b);
 	/* the mount's (tool's) settings, once it has them (-o refresh: how

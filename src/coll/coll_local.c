@@ -200,6 +200,11 @@ static int local_open_member(void *b, h5_file **out, const char *path, const h5_
 	return rc == H5_ERR_NOTHDF5 ? EMEDIUMTYPE : rc < 0 ? EIO : 0;
 }
 
+static bool local_may_write(void *b, const char *path)
+{
+	return faccessat(((struct local *)b)->dfd, rel(path), W_OK, 0) == 0;
+}
+
 static const char *local_tree(void *b)
 {
 	return ((struct local *)b)->dir;
@@ -214,5 +219,6 @@ const struct coll_backend coll_local = {
 	.stat = local_stat,
 	.open_source = local_open_source,
 	.open_member = local_open_member,
+	.may_write = local_may_write,
 	.tree = local_tree,
 };

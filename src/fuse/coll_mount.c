@@ -51,6 +51,11 @@ static int open_live(struct coll *c, h5fs **out, const char *path, struct slot *
 		member_eio(c, s, path, h5_err_msg());
 		return e == EMEDIUMTYPE ? e : EIO;
 	}
+	/* opened read-only because another process holds the file (the
+	 * backend's fallback): shown as writable all the same, as every
+	 * mount of the collection shows it (and records it in the index) */
+	if (c->oo.writable && !h5_file_writable(f) && c->be->may_write && c->be->may_write(c->b, path))
+		h5fs_set_write_busy(fs);
 	h5fs_set_ino_map(fs, dispatch_ino_out, s);
 	/* its indexed root saw the file change: datasets keep their numbers,
 	 * and the kernel may hold pages of the old file until the watcher
