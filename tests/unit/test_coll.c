@@ -5,6 +5,7 @@
 #include "coll_backend.h"
 #include "coll_walk.h"
 #include "find_expr.h"
+#include "ccat.h"
 #include "source.h"
 #include "file.h"
 
@@ -313,6 +314,116 @@ START_TEST(expr_errors)
 }
 END_TEST
 
+/* ---- the catalog (ccat.c) in the index -------------------------------------- */
+
+static const ccat_obj *obj_at(const ccat_member *m, const char *path)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (strcmp(m->v[i].path, path) == 0)
+			return &m->v[i];
+	return NULL;
+}
+
+struct got_stamps {
+	int n;
+	uint64_t size;
+	char member[64];
+};
+
+static void stamps_cb(void *arg, const cindex_key *k)
+{
+	struct got_stamps *g = arg;
+
+	g->n++;
+	g->size = k->size;
+	snprintf(g->member, sizeof(g->member), "%s", k->member);
+}
+
+struct got_all {
+	int n;
+	ccat_member *m;
+};
+
+static void all_cb(void *arg, const char *path, ccat_member *m)
+{
+	struct got_all *g = arg;
+
+	g->n++;
+	ck_assert_str_eq(path, "run/example.h5");
+	ccat_member_free(g->m);
+	g->m = m;
+}
+
+/* examples/example.h5 read into a catalog (paths, types, dtype, shape,
+ * ndim, attribute texts), stored, its stamp and whole catalog read back
+ * equal, then forgotten. */
+START_TEST(catalog_roundtrip)
+{
+	const char *src = getenv("H5FS_SRCDIR");
+	char path[1024], ixp[512];
+	h5_open_opts oo = { 0 };
+	h5_file *f = NULL;
+	ccat_member *m = NULL;
+	const ccat_obj *o;
+	cindex *ix = NULL;
+	struct got_stamps gs = { 0 };
+	struct got_all ga = { 0 };
+	cindex_key k = { .root = "/coll", .member = "run/example.h5", .view = "", .size = 1234, .mtime_ns = 5,
+			 .etag = "" };
+	const char *gone[] = { "run/example.h5" };
+
+	snprintf(path, sizeof(path), "%s/examples/example.h5", src && *src ? src : ".");
+	ck_assert_int_eq(h5_file_open(&f, path, &oo), 0);
+	ck_assert_int_eq(ccat_read(&m, f), 0);
+	h5_file_close(f);
+	ck_assert_ptr_null(m->error);
+	o = obj_at(m, "");
+	ck_assert(o && o->type == CCAT_GROUP && o->nattrs == 2);
+	ck_assert_str_eq(o->attrs[0].name, "title");
+	ck_assert_str_eq(o->attrs[0].value, "h5fs example file");
+	o = obj_at(m, "measurements/temperature");
+	ck_assert(o && o->type == CCAT_DATASET && o->ndim == 1);
+	ck_assert_str_eq(o->dtype, "<f8");
+	ck_assert_str_eq(o->shape, "24");
+	ck_assert(o->nattrs == 1 && !strcmp(o->attrs[0].name, "units") && !strcmp(o->attrs[0].value, "degC"));
+	o = obj_at(m, "images/gradient");
+	ck_assert(o && o->ndim == 2 && !strcmp(o->shape, "32,32") && !strcmp(o->dtype, "|u1"));
+
+	snprintf(ixp, sizeof(ixp), "%s/index.sqlite", tmpdir);
+	ck_assert_int_eq(cindex_open(&ix, ixp, NULL, NULL), 0);
+	ck_assert_int_eq(ccat_store(ix, &k, &m, 1), 0);
+	ck_assert_int_eq(ccat_store(ix, &k, &m, 1), 0);         /* replaces, not adds */
+	ck_assert_int_eq(ccat_stamps(ix, "/coll", stamps_cb, &gs), 0);
+	ck_assert(gs.n == 1 && gs.size == 1234 && !strcmp(gs.member, "run/example.h5"));
+	ck_assert_int_eq(ccat_load_all(ix, "/other", all_cb, &ga), 0);
+	ck_assert_int_eq(ga.n, 0);                              /* per collection */
+	ck_assert_int_eq(ccat_load_all(ix, "/coll", all_cb, &ga), 0);
+	ck_assert_int_eq(ga.n, 1);
+	ck_assert_uint_eq(ga.m->n, m->n);
+	for (size_t i = 0; i < m->n; i++) {
+		const ccat_obj *a = &m->v[i], *b = &ga.m->v[i];
+
+		ck_assert_str_eq(a->path, b->path);
+		ck_assert_int_eq(a->type, b->type);
+		ck_assert_int_eq(a->ndim, b->ndim);
+		ck_assert((!a->dtype && !b->dtype) || !strcmp(a->dtype, b->dtype));
+		ck_assert((!a->shape && !b->shape) || !strcmp(a->shape, b->shape));
+		ck_assert_uint_eq(a->nattrs, b->nattrs);
+		for (uint32_t q = 0; q < a->nattrs; q++) {
+			ck_assert_str_eq(a->attrs[q].name, b->attrs[q].name);
+			ck_assert_str_eq(a->attrs[q].value, b->attrs[q].value);
+		}
+	}
+	ck_assert_int_eq(ccat_forget(ix, "/coll", gone, 1), 0);
+	gs.n = 0;
+	ck_assert_int_eq(ccat_stamps(ix, "/coll", stamps_cb, &gs), 0);
+	ck_assert_int_eq(gs.n, 0);
+	cindex_close(ix);
+	ccat_member_free(ga.m);
+	ccat_member_free(m);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("coll");
@@ -324,6 +435,7 @@ static Suite *make_suite(void)
 	tcase_add_test(loc, walk_order_kinds_loop);
 	suite_add_tcase(s, loc);
 	tcase_add_test(loc, signature_rule);
+	tcase_add_test(loc, catalog_roundtrip);
 	{
 		TCase *ex = tcase_create("find_expr");
 
