@@ -91,21 +91,6 @@ struct fnode *coll_fnode_get(struct coll *c, const char *path)
 	return x;
 }
 
-static char *child_path(const char *dir, const char *name)
-{
-	size_t dl = strlen(dir), nl = strlen(name);
-	char *p = malloc(dl + nl + 2);
-
-	if (!p)
-		return NULL;
-	if (dl) {
-		memcpy(p, dir, dl);
-		p[dl++] = '/';
-	}
-	memcpy(p + dl, name, nl + 1);
-	return p;
-}
-
 /* ---- what a file is --------------------------------------------------------- */
 
 static void fds_add(struct coll *c, int d)
@@ -278,7 +263,7 @@ static int coll_lookup(void *r, struct root_entry *e, uint64_t parent, const cha
 		return ESTALE;
 	if (!name_ok(name, strlen(name)))
 		return ENOENT;
-	path = child_path(p->path, name);
+	path = coll_path_join(p->path, name);
 	if (!path)
 		return ENOMEM;
 	n = coll_fnode_get(c, path);
@@ -431,7 +416,7 @@ static int coll_opendir(void *r, void **dh, bool *keep, uint64_t ino)
 
 		if (!name_ok(x->name, strlen(x->name)) || (!x->st.is_dir && !x->st.is_file))
 			continue;
-		path = child_path(n->path, x->name);
+		path = coll_path_join(n->path, x->name);
 		cn = path ? coll_fnode_get(c, path) : NULL;
 		free(path);
 		if (!cn) {
