@@ -43,6 +43,8 @@ struct member {
 	struct coll_stat st;
 	ccat_member *cat;       /* read this run (stale or missing), else NULL */
 	bool fresh;             /* the index has its catalog at this stamp */
+	bool transient;         /* cat says it could not be read this time (a
+				 * remote error): answered from, not recorded */
 };
 
 struct run {
@@ -304,7 +306,10 @@ static void read_member(struct run *r, struct member *m)
 	h5_file_close(f);
 	if (e && !m->cat && (m->cat = calloc(1, sizeof(*m->cat)))) {
 		/* not HDF5 after all, or corrupt: remembered as such at this
-		 * stamp (a remount or the next run does not read it again) */
+		 * stamp (a remount or the next run does not read it again);
+		 * an object that could not be fetched (EIO of a remote
+		 * backend: the network, the server) is read again next time */
+		m->transient = e != ENOMEM && e != EMEDIUMTYPE && strcmp(r->be->name, "local") != 0;
 		if (asprintf(&m->cat->error, "cannot be opened as HDF5: %s",
 			     *h5_err_msg() ? h5_err_msg() : strerror(e)) < 0)
 			m->cat->error = NULL;
@@ -402,7 +407,7 @@ static void store(struct run *r, struct gone *g)
 		goto out;
 	}
 	for (size_t i = 0; i <= r->nm && rc == 0; i++) {
-		if (i < r->nm && r->m[i].cat) {
+		if (i < r->nm && r->m[i].cat && !r->m[i].transient) {
 			k[n] = key_of(r, r->m[i].path, &r->m[i].st);
 			v[n++] = r->m[i].cat;
 		}
@@ -579,6 +584,21 @@ static void test_member(void *arg, const char *mpath, ccat_member *m)
 	}
 	free(full);
 	ccat_member_free(m);
+}
+
+/* A catalog read back from the index: tested when it is the catalog of
+ * a member listed now (not one gone meanwhile, nor the old catalog of a
+ * member this run could not read: that one is tested from memory). */
+static void test_indexed(void *arg, const char *mpath, ccat_member *m)
+{
+	struct run *r = arg;
+	struct member *x = member_of(r, mpath);
+
+	if (!x || x->transient) {
+		ccat_member_free(m);
+		return;
+	}
+	test_member(arg, mpath, m);
 }
 
 static int hit_cmp(const void *a, const void *b)
@@ -797,14 +817,21 @@ int main(int argc, char **argv)
 	if (r.ix) {
 		store(&r, &st.g);
 		for (size_t i = 0; i < r.nm; i++) {
+			if (r.m[i].transient)
+				continue;       /* tested from memory below */
 			ccat_member_free(r.m[i].cat);
 			r.m[i].cat = NULL;
 		}
-		if (ccat_load_all(r.ix, r.root, test_member, &r) < 0) {
+		if (ccat_load_all(r.ix, r.root, test_indexed, &r) < 0) {
 			fprintf(stderr, PROG ": %s\n", h5_err_msg());
 			ret = TOOL_EXIT_RUNTIME;
 			goto out;
 		}
+		for (size_t i = 0; i < r.nm; i++)
+			if (r.m[i].transient) {
+				test_member(&r, r.m[i].path, r.m[i].cat);
+				r.m[i].cat = NULL;
+			}
 	} else {
 		for (size_t i = 0; i < r.nm; i++) {
 			test_member(&r, r.m[i].path, r.m[i].cat);
