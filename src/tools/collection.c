@@ -151,7 +151,11 @@ static void lw_file(void *u, const char *path, const struct coll_stat *st, bool 
 		w->v->plain(w->v->u, path, st->size);
 	} else {
 		w->members++;
-		if (w->o->recursive) {
+		/* -R opens every member for its tree; a local one is opened
+		 * without -R too, so that a corrupt or unsupported file is
+		 * listed with its error (an object of a prefix is not
+		 * fetched for a listing of names) */
+		if (w->o->recursive || !st->by_name) {
 			h5_open_opts oo = *w->o->open;
 			int e;
 
@@ -159,6 +163,10 @@ static void lw_file(void *u, const char *path, const struct coll_stat *st, bool 
 			h5_err_clear();
 			e = w->be->open_member(w->b, &f, path, &oo);
 			rc = e ? (*h5_err_msg() ? H5_ERR_IO : h5_err_set(coll_h5err(e), "%s: %s", path, strerror(e))) : 0;
+		}
+		if (!w->o->recursive) {
+			h5_file_close(f);
+			f = NULL;
 		}
 		w->v->member(w->v->u, path, st->size, f, rc);
 		h5_file_close(f);
