@@ -184,6 +184,10 @@ struct h5fs {
 	pthread_mutex_t wmu;
 	unsigned writers;
 	bool busy_logged, stale_logged;
+	/* shown as writable although opened read-only: FILE may be written
+	 * but another process holds it (a collection's member), so that
+	 * the modes shown never depend on who holds the lock */
+	bool write_busy;
 	/* live files (ll_live.c): refresh > 0 on a mount that does not append */
 	bool live;
 	struct gen *gen;        /* the current generation (under lock) */
