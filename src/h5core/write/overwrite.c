@@ -261,18 +261,83 @@ static int commit_contig_new(h5_overwriter *w, h5_dataset *d, size_t n, bool dur
 	return rc;
 }
 
-/* Contiguous, allocated: in place, one write per extent (doc/OVERWRITE.md
- * on what a kill in the middle of one leaves). */
+static int by_off(const void *a, const void *b)
+{
+	uint64_t x = ((const h5_ow_ext *)a)->off, y = ((const h5_ow_ext *)b)->off;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The extents as disjoint ranges in file order, each byte holding its
+ * last value: written in place, every byte is written once, with its new
+ * value (an extent written over by a later one would otherwise show its
+ * bytes to a crash in between). *out: m ranges, freed by the caller. */
+static int merge_extents(h5_ow_ext **out, size_t *m, const h5_ow_ext *ext, size_t n)
+{
+	h5_ow_ext *s = malloc(n * sizeof(*s)), *r = calloc(n, sizeof(*r));
+	size_t k = 0;
+	int rc = 0;
+
+	*out = r;
+	*m = 0;
+	if (!s || !r) {
+		free(s);
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	}
+	memcpy(s, ext, n * sizeof(*s));
+	qsort(s, n, sizeof(*s), by_off);
+	for (size_t i = 0; i < n; i++) {
+		if (k && s[i].off <= r[k - 1].off + r[k - 1].len) {
+			uint64_t e = s[i].off + s[i].len;
+
+			if (e > r[k - 1].off + r[k - 1].len)
+				r[k - 1].len = (size_t)(e - r[k - 1].off);
+		} else {
+			r[k].off = s[i].off;
+			r[k++].len = s[i].len;
+		}
+	}
+	for (size_t j = 0; j < k && rc == 0; j++)
+		if (!(r[j].p = malloc(r[j].len ? r[j].len : 1)))
+			rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+	/* the extents in the order they were written: later ones win */
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		size_t lo = 0, hi = k;
+
+		while (hi - lo > 1) {
+			size_t mid = (lo + hi) / 2;
+
+			if (r[mid].off <= ext[i].off)
+				lo = mid;
+			else
+				hi = mid;
+		}
+		memcpy(r[lo].p + (ext[i].off - r[lo].off), ext[i].p, ext[i].len);
+	}
+	*m = k;
+	free(s);
+	return rc;
+}
+
+/* Contiguous, allocated: in place, each byte written once (doc/OVERWRITE.md
+ * on what a kill in the middle of a write leaves). */
 static int commit_contig(h5_overwriter *w, h5_dataset *d, size_t n, bool durable)
 {
 	h5_ohdr_edit e = { 0 };
 	const h5_msg *lay = NULL;
 	int rc = 0;
 
+	h5_ow_ext *r = NULL;
+	size_t m = 0;
+
 	if (!h5_addr_defined(d->layout.addr))
 		return commit_contig_new(w, d, n, durable);
-	for (size_t i = 0; i < n && rc == 0; i++)
-		rc = h5_file_write(w->f, d->layout.addr + w->ext[i].off, w->ext[i].p, w->ext[i].len);
+	rc = merge_extents(&r, &m, w->ext, n);
+	for (size_t i = 0; i < m && rc == 0; i++)
+		rc = h5_file_write(w->f, d->layout.addr + r[i].off, r[i].p, r[i].len);
+	for (size_t i = 0; r && i < n; i++)
+		free(r[i].p);
+	free(r);
 	if (rc == 0)
 		rc = edit_begin(&e, &lay, w->f, w->addr);
 	if (rc == 0)
@@ -380,10 +445,13 @@ int h5_overwrite_commit(h5_overwriter *w, int all, int durable)
 			rc = h5_ow_chunked_commit(d, w->ext, n, durable, &w->last_end);
 		else if (!n)
 			rc = h5_file_sync(w->f);
+		/* in place: every commit is synced, so that a later one's
+		 * writes cannot reach the disk before an earlier one's (an
+		 * element written in both would mix them after a power cut) */
 		else if (w->cls == H5_LAYOUT_COMPACT)
-			rc = commit_compact(w, n, durable);
+			rc = commit_compact(w, n, true);
 		else
-			rc = commit_contig(w, d, n, durable);
+			rc = commit_contig(w, d, n, true);
 	}
 	if (held)
 		streams_reload(w->f, w->addr, rc == 0);
