@@ -69,6 +69,8 @@ def default(path, big):
         chunked(f, "bt1_z", (100, 60), (10, 13), "<i4", maxshape=(None, 60), part=np.s_[20:70], fill=3, **FILT)
         chunked(f, "bt1_3d", (9, 10, 11), (4, 3, 5), "<i2", maxshape=(None, 10, 11), **FLET)
         chunked(f, "bt1_cmp", (40,), (7,), CMP, maxshape=(None,), **FILT)
+        # many chunks, the middle ones written: inserts before and after them, splits
+        chunked(f, "bt1_many", (4000,), (4,), "<i4", maxshape=(None,), part=np.s_[1000:2000])
         chunked(f, "lzf", (100,), (10,), "<i4", compression="lzf")
         chunked(f, "sof", (100,), (10,), "<i4", scaleoffset=0)
         f.create_dataset("ext", shape=(100,), dtype="<i4", external=[("ext.bin", 0, 400)])
@@ -91,6 +93,8 @@ def latest(path, big):
         chunked(f, "earray_z", (1000,), (33,), "<i8", maxshape=(None,), part=np.s_[:500], **FILT)
         chunked(f, "btree2", (30, 40), (7, 9), "<i2", maxshape=(None, None), part=np.s_[:, :20])
         chunked(f, "btree2_z", (30, 40), (7, 9), "<i4", maxshape=(None, None), part=np.s_[5:25], **FLET)
+        chunked(f, "btree2_many", (60, 400), (2, 4), "<i2", maxshape=(None, None), part=np.s_[:, 100:200])
+        chunked(f, "earray_many", (4000,), (4,), "<u4", maxshape=(None,), part=np.s_[1000:2000], **FILT)
         if big:
             chunked(f, "big_ea", (4 << 20,), (1 << 16,), "<f8", maxshape=(None,), **FILT)
 
