@@ -39,6 +39,7 @@ typedef struct cent {
 	uint64_t key;           /* row-major index over the current chunk grid, +1 (0: empty slot) */
 	uint64_t scaled[H5_MAX_RANK];
 	uint8_t *img;           /* dirty image (chunk_bytes), NULL when not loaded */
+	uint64_t cover;         /* bytes of it the (disjoint) extents write */
 	bool staged;
 	h5_chunk_rec rec;       /* staged: the new copy */
 	/* encoding (worker threads) */
@@ -142,6 +143,20 @@ static int tab_get(cent **out, rw *r, const uint64_t *scaled)
 	return 0;
 }
 
+/* Bytes of the chunk at scaled inside the dataset (an edge chunk's others
+ * are never read). */
+static uint64_t valid_bytes(const rw *r, const uint64_t *scaled)
+{
+	uint64_t v = r->esize;
+
+	for (unsigned i = 0; i < r->rank; i++) {
+		uint64_t c = r->d->layout.chunk[i], left = r->d->space.dims[i] - scaled[i] * c;
+
+		v *= left < c ? left : c;
+	}
+	return v;
+}
+
 /* The chunk as it reads now: its staged copy, its record in the index, or
  * fill. */
 static int load(rw *r, cent *e)
@@ -154,6 +169,8 @@ static int load(rw *r, cent *e)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory for a %llu-byte chunk", (unsigned long long)r->cb);
 	if (e->staged)
 		rec = e->rec;
+	else if (e->cover >= valid_bytes(r, e->scaled))
+		rec.addr = H5_ADDR_UNDEF;       /* every byte is new: nothing to decode */
 	else
 		rc = h5_chunk_lookup(&rec, r->ci, e->scaled);
 	if (rc == 0 && !h5_addr_defined(rec.addr)) {
@@ -338,8 +355,9 @@ static int stage_dirty(rw *r)
 /* ---- applying the extents ---------------------------------------------------- */
 
 /* Bytes [b, b + len) of the dataset stream from p: cut into runs along the
- * last dimension, each within one chunk. */
-static int apply(rw *r, uint64_t b, const uint8_t *p, size_t len)
+ * last dimension, each within one chunk. count: only count the bytes each
+ * chunk gets (the first pass); else copy them into the chunks' images. */
+static int apply(rw *r, uint64_t b, const uint8_t *p, size_t len, bool count)
 {
 	const uint64_t *dims = r->d->space.dims, *chunk = r->d->layout.chunk;
 	unsigned k = r->rank;
@@ -363,6 +381,12 @@ static int apply(rw *r, uint64_t b, const uint8_t *p, size_t len)
 		if (run > len)
 			run = len;
 		rc = tab_get(&ent, r, scaled);
+		if (rc == 0 && count) {
+			ent->cover += run;
+			b += run;
+			len -= (size_t)run;
+			continue;
+		}
 		if (rc == 0 && !ent->img) {
 			if (r->dirty + r->cb > DIRTY_MAX && r->dirty)
 				rc = stage_dirty(r);
@@ -450,6 +474,8 @@ out:
 int h5_ow_chunked_commit(h5_dataset *d, const h5_ow_ext *ext, size_t n, bool durable, uint64_t *last_end)
 {
 	rw r = { .d = d, .ci = d->cidx, .f = d->f, .rank = d->space.rank };
+	h5_ow_ext *m = NULL;
+	size_t nm = 0;
 	int rc = h5_ow_chunked_check(d);
 
 	if (rc < 0)
@@ -464,9 +490,13 @@ int h5_ow_chunked_commit(h5_dataset *d, const h5_ow_ext *ext, size_t n, bool dur
 			return h5_err_set(H5_ERR_FORMAT, "chunk dimension %u is 0", i);
 		r.nch[i] = d->space.dims[i] / d->layout.chunk[i] + (d->space.dims[i] % d->layout.chunk[i] != 0);
 	}
-	for (size_t i = 0; i < n && rc == 0; i++)
-		if (ext[i].len)
-			rc = apply(&r, ext[i].off, ext[i].p, ext[i].len);
+	/* disjoint ranges: a chunk every byte of which is new is not read */
+	rc = h5_ow_merge(&m, &nm, ext, n);
+	for (size_t i = 0; i < nm && rc == 0; i++)
+		rc = apply(&r, m[i].off, m[i].p, m[i].len, true);
+	for (size_t i = 0; i < nm && rc == 0; i++)
+		rc = apply(&r, m[i].off, m[i].p, m[i].len, false);
+	h5_ow_free(m, nm);
 	if (rc == 0 && r.used)
 		rc = stage_dirty(&r);
 	if (rc == 0 && r.w)

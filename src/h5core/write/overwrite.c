@@ -268,11 +268,14 @@ static int by_off(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The extents as disjoint ranges in file order, each byte holding its
- * last value: written in place, every byte is written once, with its new
- * value (an extent written over by a later one would otherwise show its
- * bytes to a crash in between). *out: m ranges, freed by the caller. */
-static int merge_extents(h5_ow_ext **out, size_t *m, const h5_ow_ext *ext, size_t n)
+void h5_ow_free(h5_ow_ext *r, size_t m)
+{
+	for (size_t i = 0; r && i < m; i++)
+		free(r[i].p);
+	free(r);
+}
+
+int h5_ow_merge(h5_ow_ext **out, size_t *m, const h5_ow_ext *ext, size_t n)
 {
 	h5_ow_ext *s = malloc(n * sizeof(*s)), *r = calloc(n, sizeof(*r));
 	size_t k = 0;
@@ -332,12 +335,10 @@ static int commit_contig(h5_overwriter *w, h5_dataset *d, size_t n, bool durable
 
 	if (!h5_addr_defined(d->layout.addr))
 		return commit_contig_new(w, d, n, durable);
-	rc = merge_extents(&r, &m, w->ext, n);
+	rc = h5_ow_merge(&r, &m, w->ext, n);
 	for (size_t i = 0; i < m && rc == 0; i++)
 		rc = h5_file_write(w->f, d->layout.addr + r[i].off, r[i].p, r[i].len);
-	for (size_t i = 0; r && i < n; i++)
-		free(r[i].p);
-	free(r);
+	h5_ow_free(r, m);
 	if (rc == 0)
 		rc = edit_begin(&e, &lay, w->f, w->addr);
 	if (rc == 0)

@@ -16,6 +16,14 @@ typedef struct h5_ow_ext {
 	uint8_t *p;
 } h5_ow_ext;
 
+/* The extents ext[0..n) (in the order written) as m disjoint ranges in
+ * offset order, each byte holding its last value; free with h5_ow_free.
+ * Written in place, every byte is then written once, with its new value
+ * (an extent written over by a later one would otherwise show its bytes
+ * to a crash in between); and the bytes a chunk gets can be counted. */
+int h5_ow_merge(h5_ow_ext **out, size_t *m, const h5_ow_ext *ext, size_t n);
+void h5_ow_free(h5_ow_ext *r, size_t m);
+
 /* Chunked: apply the extents ext[0..n) in order (a later one over an
  * earlier one wins) to the chunks they touch and commit them in one
  * ordered commit (txn.c); called under f->write_lock. *last_end: the
