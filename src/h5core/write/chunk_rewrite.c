@@ -22,6 +22,7 @@
 #include "chunk_int.h"
 #include "chunk.h"
 #include "cidx.h"
+#include "cidx_write.h"
 #include "dataset.h"
 
 #include <pthread.h>
@@ -65,9 +66,9 @@ typedef struct rw {
 
 int h5_ow_chunked_check(const h5_dataset *d)
 {
-	const h5_cidx_ops *ops = h5_cidx_ops_of(d->layout.idx_type);
+	const h5_cidx_write_ops *wops = h5_cidx_write_ops_of(d->layout.idx_type);
 
-	if (!ops || !ops->write)
+	if (!wops)
 		return h5_err_set(H5_ERR_UNSUPPORTED, "chunk index %s has no writer",
 				  h5_layout_index_name(d->layout.idx_type));
 	for (size_t i = 0; i < d->pline.n; i++) {
@@ -223,7 +224,7 @@ static void encode_worker(void *arg)
 		e->img = NULL;
 		e->enclen = (size_t)w->r->cb;
 		e->mask = 0;
-		rc = h5_filter_encode(&e->enc, &e->enclen, &e->mask, &w->r->d->pline, w->r->d->dtype);
+		rc = h5_filter_encode(&e->enc, &e->enclen, &e->mask, &w->r->d->pline);
 		if (rc < 0) {
 			pthread_mutex_lock(&w->mu);
 			if (!w->rc) {
@@ -240,7 +241,7 @@ static int writer_open(rw *r)
 {
 	if (r->w)
 		return 0;
-	r->wops = h5_cidx_ops_of(r->d->layout.idx_type)->write;
+	r->wops = h5_cidx_write_ops_of(r->d->layout.idx_type);
 	return r->wops->open(&r->w, r->f, r->d, r->d->layout.idx_addr);
 }
 

@@ -17,6 +17,7 @@
 #include "rd.h"
 #include "file.h"
 #include "cidx.h"
+#include "cidx_write.h"
 #include "dataset.h"
 #include "h5core.h"
 #include "append_int.h"
@@ -203,10 +204,9 @@ static int commit_compact(h5_overwriter *w, size_t n, bool durable)
 }
 
 /* txn.c stages an index writer's blocks; contiguous storage has none. */
-static int noidx_write(void *w, uint64_t *alloc_end)
+static int noidx_write(void *w)
 {
 	(void)w;
-	(void)alloc_end;
 	return 0;
 }
 
