@@ -203,11 +203,12 @@ static int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 		return ENOMEM;
 	}
 	/* bytes inside the dataset (ll_overwrite.c), rows after its end */
-	e = ow_open(fs, n, &w->ow);
+	/* O_APPEND only appends: no overwriter (its refusal is the append's) */
+	e = fi->flags & O_APPEND ? EPERM : ow_open(fs, n, &w->ow);
 	rc = h5_append_open(&w->a, fs->f, n->addr);
 	if (rc < 0 && w->ow) {
 		rc = 0;         /* cannot grow: writes past the end are EFBIG */
-	} else if (rc < 0 && e) {
+	} else if (rc < 0 && e && !(fi->flags & O_APPEND)) {
 		/* neither: the overwriter said why (logged) */
 		free(w);
 		return e;
