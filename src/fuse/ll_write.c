@@ -237,6 +237,51 @@ static int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	return 0;
 }
 
+/* A write wholly inside the dataset, answered before its bytes are taken
+ * (write-behind, as appends: the writer prepares its next write meanwhile;
+ * the request buffer stays ours until we return). Tickets keep the
+ * order of the node's writes; an error is kept in the handle and reported
+ * by its next write, fsync or close. */
+static bool overwrite_behind(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino, const char *buf,
+			     size_t size, off_t off)
+{
+	struct wqueue *q = w->q;
+	uint64_t t;
+	bool early;
+	int e;
+
+	pthread_mutex_lock(&q->mu);
+	t = q->next++;
+	early = q->early < WQ_EARLY;
+	if (early)
+		q->early++;
+	pthread_mutex_unlock(&q->mu);
+	if (early)
+		fuse_reply_write(req, size);
+	pthread_mutex_lock(&q->mu);
+	while (q->turn != t)
+		pthread_cond_wait(&q->cv, &q->mu);
+	pthread_mutex_unlock(&q->mu);
+	pthread_mutex_lock(&q->apply);
+	e = ow_put(fs, w->n, w->ow, ino, (uint64_t)off, buf, size);
+	pthread_mutex_unlock(&q->apply);
+	pthread_mutex_lock(&q->mu);
+	if (e && early && !w->err)
+		w->err = e;
+	if (early)
+		q->early--;
+	q->turn++;
+	pthread_cond_broadcast(&q->cv);
+	pthread_mutex_unlock(&q->mu);
+	if (!early) {
+		if (e)
+			fuse_reply_err(req, e);
+		else
+			fuse_reply_write(req, size);
+	}
+	return true;
+}
+
 /* A write inside the dataset (before the committed end; with an appender,
  * the rest of it appends): answered here, and true. False for a write at
  * the end of a dataset that grows, which appends (member_write). Past the
@@ -270,6 +315,8 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
 		return true;
 	}
 	n = size < lim - (uint64_t)off ? size : lim - (uint64_t)off;
+	if (n == size)
+		return overwrite_behind(fs, w, req, ino, buf, size, off);
 	/* earlier writes of this dataset's handles go first */
 	wq_drain(q);
 	pthread_mutex_lock(&q->apply);
