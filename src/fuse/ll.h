@@ -179,6 +179,11 @@ struct h5fs {
 	bool shared_watch;      /* a collection's member: its one thread looks
 				 * (live_tick), no watcher of its own */
 	bool writable;          /* appends possible (fs_writable) */
+	/* FILE's write lock (fs_write_begin/end, ll_inode.c): writes under
+	 * way, and whether a refusal was logged since the last granted one */
+	pthread_mutex_t wmu;
+	unsigned writers;
+	bool busy_logged, stale_logged;
 	/* live files (ll_live.c): refresh > 0 on a mount that does not append */
 	bool live;
 	struct gen *gen;        /* the current generation (under lock) */

@@ -611,17 +611,66 @@ bool fs_writable(const h5fs *fs)
 	return fs->writable;   /* h5fs_new: !read_only && h5_file_writable(FILE) */
 }
 
-/* Today a writable mount's engine holds FILE's exclusive flock from open
- * to close (source_local.c), so a write only needs the mount to be
- * writable. */
+/* FILE's lock is held only while a write is under way (issue 33: a
+ * mount that only reads, or is idle, must not keep libhdf5 - h5py, a
+ * detector's own writer - out of its file). The first write takes
+ * libhdf5's writer lock (flock LOCK_EX, never waiting: EBUSY with one
+ * log line while another program has FILE open, libhdf5's readers hold
+ * LOCK_SH); the last one gives it back once committed. While the lock was
+ * not held, another program may have written FILE: the mount's view
+ * (decoded metadata, an appender's rows) would then be stale and writing
+ * from it could undo that program's work, so a FILE that changed since
+ * this mount last held the lock (h5_file_changed_by_others: size, or
+ * times and first bytes - libhdf5 opening FILE r+ and closing it moves
+ * only the times) refuses writes with ESTALE (a read-write mount does not
+ * reopen FILE: remount to append again). */
 int fs_write_begin(h5fs *fs)
 {
-	return fs_writable(fs) ? 0 : EROFS;
+	int e = 0, rc;
+
+	if (!fs_writable(fs))
+		return EROFS;
+	pthread_mutex_lock(&fs->wmu);
+	if (fs->writers == 0) {
+		rc = h5_file_lock(fs->f);
+		if (rc == H5_ERR_BUSY) {
+			if (!fs->busy_logged)
+				h5fs_log(fs, LOG_NOTICE, "write refused (EBUSY): %s is locked by another program "
+					 "(libhdf5 holds the lock while it has the file open); try again once "
+					 "it closed the file", h5_file_path(fs->f));
+			fs->busy_logged = true;
+			e = EBUSY;
+		} else if (rc < 0) {
+			e = h5err_logged(fs, rc, "write lock", "", NULL, UINT64_MAX);
+		} else if ((rc = h5_file_changed_by_others(fs->f)) != 0) {
+			h5_file_unlock(fs->f);
+			if (rc < 0) {
+				e = h5err_logged(fs, rc, "write lock", "", NULL, UINT64_MAX);
+				goto out;
+			}
+			if (!fs->stale_logged)
+				h5fs_log(fs, LOG_ERR, "write refused (ESTALE): %s was changed by another program "
+					 "since it was mounted; a read-write mount does not follow such "
+					 "changes: unmount and mount again to write", h5_file_path(fs->f));
+			fs->stale_logged = true;
+			e = ESTALE;
+		} else {
+			fs->busy_logged = false;
+		}
+	}
+	if (!e)
+		fs->writers++;
+out:
+	pthread_mutex_unlock(&fs->wmu);
+	return e;
 }
 
 void fs_write_end(h5fs *fs)
 {
-	(void)fs;
+	pthread_mutex_lock(&fs->wmu);
+	if (fs->writers > 0 && --fs->writers == 0)
+		h5_file_unlock(fs->f);
+	pthread_mutex_unlock(&fs->wmu);
 }
 
 static void stat_init(h5fs *fs, struct stat *st, uint64_t ino, mode_t mode, int64_t mtime)

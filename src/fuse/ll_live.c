@@ -58,8 +58,9 @@
  *   rewrites data in place and its metadata is checksummed, so reads are
  *   not refused for its appends, and a failed decode is retried on a fresh
  *   generation with backoff.
- * A read-write mount holds FILE's exclusive flock, which keeps libhdf5
- * writers out: it is never live, and its own appends are no changes.
+ * A read-write mount is never live: it holds FILE's lock only while it
+ * writes (ll_inode.c fs_write_begin) and refuses to write once another
+ * program changed FILE; its own appends are no changes.
  */
 #include "ll.h"
 

@@ -23,7 +23,15 @@
  * applied (vrows, and each handle's vplen). An error applying a write that
  * was answered already is logged and kept in its handle: the handle's next
  * write, fsync and close fail with it. flush, fsync and release first wait
- * until every accepted write is applied. */
+ * until every accepted write is applied.
+ *
+ * FILE's lock (fs_write_begin/end, ll_inode.c; README "Appending"): open
+ * for writing takes it and gives it back at once (a FILE another program
+ * holds, or changed, fails the open: EBUSY/ESTALE before anything is
+ * written); a handle then holds it from its first write until its rows
+ * are committed and it holds no partial row (fsync, close), and takes it
+ * again at its next write. An open descriptor that has not written, or
+ * whose rows were fsync'd, holds nothing: libhdf5 opens FILE meanwhile. */
 #define WQ_EARLY 4
 
 struct wqueue {
@@ -48,6 +56,7 @@ struct wfile {
 	/* under q->mu */
 	uint64_t vplen;         /* its partial row once every accepted write is applied */
 	int err;                /* errno of a write answered before it failed */
+	bool holding;           /* counts in fs_write_begin's writers */
 };
 
 /* A handle's write state: NULL for read handles (fh 0, or on a live
@@ -177,6 +186,22 @@ static int wfile_err(struct wfile *w)
 	return e;
 }
 
+/* After a commit (flush, fsync): w's rows are in FILE; when nothing of w
+ * waits (no accepted write, no partial row), its hold on FILE's lock
+ * ends. Under q->mu, so a write accepted meanwhile keeps it. */
+static void wfile_give_back(h5fs *fs, struct wfile *w)
+{
+	struct wqueue *q = w->q;
+
+	pthread_mutex_lock(&q->mu);
+	if (w->holding && q->turn == q->next && w->vplen == 0 && (!w->a || h5_append_pending(w->a) == 0) &&
+	    h5_overwrite_buffered(w->ow) == 0) {
+		w->holding = false;
+		fs_write_end(fs);
+	}
+	pthread_mutex_unlock(&q->mu);
+}
+
 static int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 {
 	struct wfile *w;
@@ -198,14 +223,21 @@ static int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	if (!is_ds) {
 		return EPERM;
 	}
+	/* FILE free and unchanged now (else EBUSY or ESTALE, logged): the
+	 * first write takes the lock again */
+	rc = fs_write_begin(fs);
+	if (rc)
+		return rc;
 	w = calloc(1, sizeof(*w));
 	if (!w) {
+		fs_write_end(fs);
 		return ENOMEM;
 	}
 	/* bytes inside the dataset (ll_overwrite.c), rows after its end */
 	/* O_APPEND only appends: no overwriter (its refusal is the append's) */
 	e = fi->flags & O_APPEND ? EPERM : ow_open(fs, n, &w->ow);
 	rc = h5_append_open(&w->a, fs->f, n->addr);
+	fs_write_end(fs);
 	if (rc < 0 && w->ow) {
 		rc = 0;         /* cannot grow: writes past the end are EFBIG */
 	} else if (rc < 0 && e && !(fi->flags & O_APPEND)) {
@@ -299,6 +331,12 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
 	pthread_mutex_lock(&q->mu);
 	e = w->err;
 	end = w->a ? q->vrows * q->row_bytes + w->vplen : 0;
+	/* FILE's lock from the first write until the bytes are committed
+	 * (wfile_give_back) */
+	if (!e && !w->holding) {
+		e = fs_write_begin(fs);    /* EBUSY, ESTALE: logged there */
+		w->holding = e == 0;
+	}
 	pthread_mutex_unlock(&q->mu);
 	pthread_rwlock_rdlock(&w->n->lk);
 	lim = (uint64_t)w->n->st.st_size;       /* committed bytes */
@@ -354,7 +392,8 @@ static int ow_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 {
 	int e;
 
-	if (!w->ow)
+	/* nothing kept and no hold: nothing of this handle to commit */
+	if (!w->ow || (h5_overwrite_buffered(w->ow) == 0 && !w->holding))
 		return 0;
 	e = fs_write_begin(fs);
 	if (e)
@@ -382,15 +421,8 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 		fuse_reply_err(req, EBADF);
 		return;
 	}
-	e = fs_write_begin(fs);
-	if (e) {
-		fuse_reply_err(req, e);
+	if (!w->append && overwrite(fs, w, req, ino, buf, size, off))
 		return;
-	}
-	if (!w->append && overwrite(fs, w, req, ino, buf, size, off)) {
-		fs_write_end(fs);
-		return;
-	}
 	q = w->q;
 	pthread_mutex_lock(&q->mu);
 	e = w->err;
@@ -402,13 +434,16 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 	end = q->vrows * q->row_bytes + w->vplen;
 	if (!e && (off < 0 || (!w->append && (uint64_t)off != end)))
 		e = EPERM;
+	if (!e && !w->holding) {
+		e = fs_write_begin(fs);    /* EBUSY, ESTALE: logged there */
+		w->holding = e == 0;
+	}
 	if (e) {
 		pthread_mutex_unlock(&q->mu);
 		if (e == EPERM)
 			h5fs_log(fs, LOG_DEBUG, "write %s at %lld: only appending at %llu is possible",
 			       show_path(w->n->path), (long long)off, (unsigned long long)end);
 		fuse_reply_err(req, e);
-		fs_write_end(fs);
 		return;
 	}
 	t = q->next++;
@@ -450,7 +485,6 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 	pthread_mutex_unlock(&q->mu);
 	if (!early && rc == 0)
 		fuse_reply_write(req, size);
-	fs_write_end(fs);
 }
 
 /* close() (and fsync()) commit every complete row, durably. At close a trailing
@@ -481,6 +515,7 @@ static int do_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 		e = EINVAL;
 	}
 	pthread_mutex_unlock(&w->q->apply);
+	wfile_give_back(fs, w);
 	return rc < 0 ? h5err_logged(fs, rc, "append", w->n->path, NULL, w->n->addr) : e;
 }
 
@@ -503,6 +538,8 @@ static int do_fsync(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	if (rc == 0 && !e)
 		e = ow_flush(fs, w, ino);
 	pthread_mutex_unlock(&w->q->apply);
+	if (rc == 0 && !e)
+		wfile_give_back(fs, w);
 	return rc < 0 ? h5err_logged(fs, rc, "fsync", w->n->path, NULL, w->n->addr) : e;
 }
 
@@ -529,6 +566,8 @@ void handles_free(h5fs *fs)
 		handle_del(fs, &w->link);
 		h5_append_close(w->a, NULL);
 		h5_overwrite_close(w->ow);
+		if (w->holding)
+			fs_write_end(fs);
 		wq_detach(fs, w);
 		free(w);
 	}
@@ -556,6 +595,8 @@ static void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	if (rc < 0 && partial)
 		h5fs_log(fs, LOG_NOTICE, "append %s: %zu trailing bytes dropped at release", show_path(w->n->path),
 		       partial);
+	if (w->holding)
+		fs_write_end(fs);      /* committed (or failed): FILE is given back */
 	wq_detach(fs, w);
 	free(w);
 }

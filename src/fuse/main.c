@@ -22,6 +22,7 @@
 #include "tool_exit.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <malloc.h>
 #include <stddef.h>
@@ -68,6 +69,7 @@ struct cli {
 	char *index;            /* -o index=PATH (a collection's index file) */
 	int noindex;            /* -o noindex */
 	char *h5_suffixes;      /* -o h5_suffixes=.h5:.nxs (an S3 prefix's members) */
+	char *logfile;          /* -o logfile=PATH */
 	int nonopts;
 };
 
@@ -119,6 +121,7 @@ static const struct fuse_opt cli_spec[] = {
 	{ "index=%s", offsetof(struct cli, index), 0 },
 	{ "noindex", offsetof(struct cli, noindex), 1 },
 	{ "h5_suffixes=%s", offsetof(struct cli, h5_suffixes), 0 },
+	{ "logfile=%s", offsetof(struct cli, logfile), 0 },
 	FUSE_OPT_END
 };
 
@@ -142,7 +145,11 @@ static void usage(FILE *out)
 		"    -h, --help             print this help and exit\n"
 		"    -V, --version          print the versions of h5fs and libfuse and exit\n"
 		"    -f                     stay in the foreground, log to stderr\n"
-		"                           (default: run as a daemon, log to syslog)\n"
+		"                           (default: run as a daemon, log to syslog;\n"
+		"                           where there is none, messages are lost\n"
+		"                           unless -o logfile is given)\n"
+		"    -o logfile=PATH        append h5fs's messages (why a read gave EIO,\n"
+		"                           why a write was refused) to PATH too\n"
 		"    -d, -o debug           debug: stay in the foreground, log h5fs's debug\n"
 		"                           messages and every FUSE request\n"
 		"    -s                     single-threaded (default: a pool of threads)\n"
@@ -192,6 +199,10 @@ static void usage(FILE *out)
 		"                           (always for an endpoint with a port or an IP)\n"
 		"    -o retries=N           retries of a failed request (default 4)\n"
 		"    -o timeout=S           seconds for one request (default 30)\n"
+		"    -o cache_max=MiB       a server that ignores Range (python3 -m\n"
+		"                           http.server): FILE is downloaded once into a\n"
+		"                           temporary file ($TMPDIR, else /var/tmp) if at\n"
+		"                           most this large (default 1024)\n"
 		"    -o h5_suffixes=LIST    names of an S3 prefix's HDF5 members, ':'-separated,\n"
 		"                           any case (default " H5_SUFFIXES_DEFAULT ")\n"
 		"\n"
@@ -468,7 +479,8 @@ struct daemon {
 	h5fs_mount *m;
 	struct fuse_session *se;
 	char *fsname, *abs, maxread_opt[32];
-	int mounted, handlers, busy_ro;
+	int mounted, handlers;
+	int log_fd;             /* -o logfile, or -1 */
 	struct stat fst;
 };
 
@@ -493,6 +505,17 @@ static int parse(struct daemon *D)
 		return ret;
 	}
 	D->oopts.cache_bytes = h5_default_cache_bytes();
+	D->oopts.lazy_lock = 1;         /* FILE locked only while writing */
+	if (D->cli.logfile) {
+		/* opened before detaching (which changes to "/"), kept open:
+		 * a rotated file keeps receiving until remount */
+		D->log_fd = open(D->cli.logfile, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		if (D->log_fd < 0) {
+			fprintf(stderr, "h5fs: -o logfile=%s: %s\n", D->cli.logfile, strerror(errno));
+			return ret;
+		}
+		h5fs_log_to(D->log_fd, 0, 1);
+	}
 	D->oopts.efl_any = D->cli.efl_any;
 	D->oopts.ext_any = D->cli.ext_any;
 	D->oopts.ext_prefix = D->cli.ext_prefix;
@@ -643,7 +666,6 @@ static int open_file(struct daemon *D)
 	/* Open and check FILE before mounting anything. Only regular files and
 	 * block devices are opened: open(2) of a FIFO would wait for a writer. */
 	D->cfg.read_only = D->cli.read_only;
-	D->cfg.use_syslog = !D->copts.foreground;
 	D->cfg.debug = D->copts.debug;
 	D->cfg.verbose = D->cli.verbose;
 	D->cfg.xattr_raw = D->cli.xattr_mode && strcmp(D->cli.xattr_mode, "raw") == 0;
@@ -672,18 +694,19 @@ static int open_file(struct daemon *D)
 		return ret >= 0 ? ret : check_mountpoint(D);
 	}
 	/* Read-write (for appends, README "Appending") unless -o ro or FILE is
-	 * not writable; the engine then holds an exclusive flock. If another
-	 * process holds FILE's lock (a writer, or libhdf5 reading it), mount
-	 * read-only rather than not at all. A FILE without any write bit counts
-	 * as read-only even for root, who access(W_OK) would let through: chmod
+	 * not writable. FILE's lock is taken only while a write is under way
+	 * (lazy_lock, ll_inode.c fs_write_begin), so mounting never waits for
+	 * or keeps out libhdf5. A FILE without any write bit counts as
+	 * read-only even for root, who access(W_OK) would let through: chmod
 	 * a-w is how people protect a file. */
 	D->oopts.writable = !D->cli.read_only && access(D->cli.file, W_OK) == 0 &&
 			 (D->fst.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) != 0;
 	rc = h5_file_open(&D->f, D->cli.file, &D->oopts);
-	if (rc == H5_ERR_BUSY && D->oopts.writable) {
-		D->busy_ro = 1;
-		D->oopts.writable = 0;
-		rc = h5_file_open(&D->f, D->cli.file, &D->oopts);
+	/* a copy cut short mounts, then fails every listing: refused here,
+	 * as libhdf5 refuses it */
+	if (rc == 0 && (rc = h5_file_check_truncated(D->f)) < 0) {
+		h5_file_close(D->f);
+		D->f = NULL;
 	}
 	if (rc < 0) {
 		fprintf(stderr, "h5fs: %s: %s\n", D->cli.file, cause_of(D->cli.file));
@@ -696,6 +719,13 @@ static int open_file(struct daemon *D)
 		ret = open_failure_status(rc);
 		return ret;
 	}
+	/* one notice (stderr before detaching, the logfile): a server that
+	 * ignores Range (python3 -m http.server) cost a whole download */
+	if (h5_file_downloaded(D->f))
+		h5fs_log_cfg(&D->cfg, LOG_NOTICE, "%s: the server ignores Range requests: downloaded whole (%llu "
+			     "bytes) into a temporary file and read from there; a server that honours Range "
+			     "(nginx, S3) is read only where asked", D->cli.file,
+			     (unsigned long long)h5_file_downloaded(D->f));
 	D->f = NULL;       /* owned by D->fs now */
 	rc = h5fs_mount_single(&D->m, D->fs);
 	if (rc < 0) {
@@ -703,8 +733,6 @@ static int open_file(struct daemon *D)
 		return TOOL_EXIT_RUNTIME;
 	}
 	/* (the mount owns fs now) */
-	if (D->busy_ro)
-		h5fs_log_cfg(&D->cfg, LOG_NOTICE, "%s is locked by another process: mounted read-only", D->cli.file);
 	return check_mountpoint(D);
 }
 
@@ -777,10 +805,24 @@ static int run(struct daemon *D)
 		return ret;
 	}
 	D->mounted = 1;
-	if (D->cfg.use_syslog)
-		openlog("h5fs", LOG_PID, LOG_DAEMON);
-	if (fuse_daemonize(D->copts.foreground) != 0)
+	/* Until here messages went to stderr (and -o logfile). A daemon's go
+	 * to syslog where there is one; in a container without /dev/log
+	 * they would vanish, which is said now, while stderr is still read. */
+	if (!D->copts.foreground) {
+		struct stat ls;
+		int have_syslog = stat("/dev/log", &ls) == 0 && S_ISSOCK(ls.st_mode);
+
+		if (have_syslog)
+			openlog("h5fs", LOG_PID, LOG_DAEMON);
+		else if (D->log_fd < 0)
+			fprintf(stderr, "h5fs: no syslog here (/dev/log is missing): once detached, h5fs's messages "
+				"(why a read gave EIO) are lost; mount with -f, or -o logfile=PATH, to keep them\n");
+		if (fuse_daemonize(0) != 0)
+			return ret;
+		h5fs_log_to(D->log_fd, have_syslog, 0);
+	} else if (fuse_daemonize(1) != 0) {
 		return ret;
+	}
 	h5fs_log_cfg(&D->cfg, LOG_INFO, "%s mounted at %s", D->abs ? D->abs : D->cli.file, D->copts.mountpoint);
 	start_raise_readahead(D->copts.mountpoint, D->cfg.max_read);
 	if (D->copts.singlethread) {
@@ -839,6 +881,9 @@ static void daemon_free(struct daemon *D)
 	free(D->cli.params);
 	free(D->cli.h5_suffixes);
 	free(D->cli.index);
+	free(D->cli.logfile);
+	if (D->log_fd >= 0)
+		close(D->log_fd);
 	fuse_opt_free_args(&D->args);
 }
 
@@ -857,6 +902,7 @@ int main(int argc, char **argv)
 	if (!getenv("MALLOC_ARENA_MAX"))
 		mallopt(M_ARENA_MAX, 1);
 	memset(&d, 0, sizeof(d));
+	d.log_fd = -1;
 	d.args = (struct fuse_args)FUSE_ARGS_INIT(argc, argv);
 	ret = parse(&d);
 	if (ret < 0)
