@@ -129,6 +129,14 @@ def run(work, latest):
                 if got != bytes(expect[k]):
                     T.fail("%s %s: read back through the mount differs (%s)" % (tag, k,
                                                                                 T.first_diff(got, bytes(expect[k]))))
+            # every handle closed and committed: FILE's lock is given back,
+            # so libhdf5 (which locks) opens it while it is mounted
+            try:
+                with h5py.File(src, "r") as f:
+                    if bytes(raw(f[names[0]])) != bytes(expect[names[0]]):
+                        T.fail("%s: h5py reads %s differently while mounted" % (tag, names[0]))
+            except OSError as e:
+                T.fail("%s: h5py cannot open FILE after the writes were closed: %s" % (tag, e))
             # refusals
             for k in REFUSED:
                 if latest:
