@@ -38,6 +38,9 @@ typedef struct h5fs_config {
 	/* -o refresh=SECONDS: how often FILE is looked at for changes (0: the
 	 * view stays as mounted); open_opts: how to open it again. */
 	unsigned refresh;
+	/* -o live=strict: a live FILE's reads are checked from the first one
+	 * (else only once it has changed; ll_live.c) */
+	int live_strict;
 	const h5_open_opts *open_opts;
 	/* Collections: the persistent index (-o index=PATH; NULL: the
 	 * default file under $XDG_CACHE_HOME/h5fs/), or none (-o noindex). */

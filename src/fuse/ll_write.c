@@ -77,7 +77,7 @@ static void wfile_refresh(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 {
 	h5_dataset *nd = NULL, *old;
 	uint64_t alloc;
-	int64_t mt;
+	struct timespec now;
 
 	if (!w->a || h5_append_committed(w->a) == w->q->seen)
 		return;
@@ -93,8 +93,12 @@ static void wfile_refresh(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	w->n->st.st_size = (off_t)w->n->view->size(nd);
 	xattr_cache_drop(w->n);  /* user.h5.shape has grown */
 	w->n->st.st_blocks = blocks_of(alloc);
-	if (h5_dataset_mtime(nd, &mt) == 0)
-		w->n->st.st_mtime = w->n->st.st_ctime = (time_t)mt;
+	/* rows were committed just now: the file was modified now (find
+	 * -newer, make, rsync), whether or not its header records a time
+	 * (our appends leave a recorded one as it was; a remount shows
+	 * FILE's mtime, which is later still) */
+	clock_gettime(CLOCK_REALTIME, &now);
+	w->n->st.st_mtim = w->n->st.st_ctim = now;
 	pthread_rwlock_unlock(&w->n->lk);
 	h5_dataset_close(old);
 	w->q->seen = h5_append_committed(w->a);
@@ -638,18 +642,30 @@ int member_open(void *r, struct fuse_file_info *fi, uint64_t ino)
 	 * stays valid across opens. */
 	if (fs_writable(fs) && (n->st.st_mode & S_IWUSR) && node_growable(n)) {
 		fi->direct_io = 1;
-	} else if (live_direct(fs)) {
-		struct dio_ledger *d = dio_new();   /* read()s of several requests: ll_dio.c */
+	} else if (fs->live) {
+		/* the page cache, before and after FILE changes (memmap): what
+		 * the kernel caches of it is recorded once reads are checked
+		 * (ll_pcache.c) */
+		bool fresh;
 
-		if (!d)
-			return ENOMEM;
-		fi->direct_io = 1;      /* a live FILE that changed: ll_live.c */
-		fi->fh = (uint64_t)(uintptr_t)d | H5FS_FH_DIO;
+		e = pcache_open(fs, n, &fresh);
+		if (e == EBUSY) {
+			/* descriptors holding pages of a rewritten version are
+			 * still open: this one reads around them (ll_dio.c) */
+			struct dio_ledger *d = dio_new();
+
+			if (!d)
+				return ENOMEM;
+			fi->direct_io = 1;
+			fi->fh = (uint64_t)(uintptr_t)d | H5FS_FH_DIO;
+			return 0;
+		}
+		if (e)
+			return e;
+		fi->keep_cache = !fresh;
+		fi->fh = H5FS_FH_CACHED;
 	} else {
 		fi->keep_cache = 1;
-		/* what the kernel caches of a live FILE is recorded (ll_pcache.c) */
-		if (fs->live)
-			fi->fh = H5FS_FH_CACHED;
 	}
 	return 0;
 }
@@ -658,6 +674,12 @@ int member_release(void *r, uint64_t ino, struct fuse_file_info *fi)
 {
 	if (wfile_of(fi))   /* write handles (wfile_open) */
 		wfile_release(r, wfile_of(fi), ino);
+	if (fi->fh == H5FS_FH_CACHED) {
+		struct node *n = node_get(r, ino);
+
+		if (n)
+			pcache_close(n);
+	}
 	dio_free(fh_dio(fi->fh));
 	return 0;
 }

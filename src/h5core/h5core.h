@@ -264,6 +264,10 @@ uint32_t h5_file_id(const h5_file *f);
 /* The object at an absolute path in f (hard and soft links followed;
  * an external link on the way is H5_ERR_NOTFOUND). */
 int h5_path_lookup(uint64_t *addr, h5_file *f, const char *path);
+/* The object at path from the group at `group` (a relative path, as a
+ * relative soft link's target is read: from the group holding the link;
+ * an absolute one from the root), links followed as h5_path_lookup does. */
+int h5_path_lookup_from(uint64_t *addr, h5_file *f, uint64_t group, const char *path);
 
 /* ---- objects (object.c) ------------------------------------------------ */
 
@@ -551,7 +555,8 @@ typedef enum h5_type_kind {
 	H5_TYPE_VSTRING = 2,      /* variable-length string */
 	H5_TYPE_COMPOUND = 3,
 	H5_TYPE_ARRAY = 4,
-	H5_TYPE_OTHER = 5         /* opaque, time, reference, sequence, odd sizes */
+	H5_TYPE_OTHER = 5,        /* time, reference, sequence, odd sizes */
+	H5_TYPE_OPAQUE = 6        /* opaque: bytes with no meaning to HDF5 ("|V<size>") */
 } h5_type_kind;
 
 /* A datatype as NumPy sees it. Compound members and an array's base are
