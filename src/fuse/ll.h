@@ -384,6 +384,12 @@ int member_fsync(void *r, uint64_t ino, struct fuse_file_info *fi);
 
 /* ll_xattr.c */
 void xattr_cache_drop(struct node *n);
+
+/* ll_overwrite.c: bytes written inside datasets (doc/OVERWRITE.md) */
+int ow_open(h5fs *fs, struct node *n, h5_overwriter **out);
+int ow_put(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, uint64_t off, const char *buf, size_t len);
+int ow_commit(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, bool all, bool durable);
+void ow_refresh(h5fs *fs, struct node *n, fuse_ino_t ino);
 int member_listxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino);
 int member_getxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino, const char *name);
 
