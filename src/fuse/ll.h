@@ -173,6 +173,10 @@ struct h5fs {
 	pthread_mutex_t wmu;
 	unsigned writers;
 	bool busy_logged, stale_logged;
+	/* shown as writable although opened read-only: FILE may be written
+	 * but another process holds it (a collection's member), so that
+	 * the modes shown never depend on who holds the lock */
+	bool write_busy;
 	/* live files (ll_live.c): refresh > 0 on a mount that does not append */
 	bool live;
 	struct gen *gen;        /* the current generation (under lock) */
@@ -244,7 +248,7 @@ void node_unref(h5fs *fs, uint64_t ino, uint64_t count);
 uint64_t synth_ino(h5fs *fs, uint64_t parent, const char *name);
 uint64_t synth_renew(h5fs *fs, uint64_t parent, const char *name, uint64_t old);
 
-/* ll_live.c */
+/* ll_live.c, ll_live_node.c, ll_live_watch.c (ll_live.h) */
 /* attempts at a read while a live FILE changes (the last one's error is
  * logged; the earlier ones', met while a writer writes, are not) */
 #define H5FS_LIVE_READ_TRIES 4
@@ -260,7 +264,16 @@ int node_fresh(h5fs *fs, struct node *n);
 int node_use(struct use *u, h5fs *fs, struct node *n);
 void node_use_end(struct use *u);
 int live_read_check(h5fs *fs, struct gen *g, int attempt, bool failed, const char *path);
-bool live_direct(h5fs *fs);
+/* Reads of this live FILE are checked (hashed, copied, verified): it has
+ * changed since the mount, or -o live=strict; else they are answered as a
+ * frozen mount answers them. */
+bool live_checked(const h5fs *fs);
+/* A read answered unchecked (true: FILE has not changed yet), counted until
+ * its reply is written (live_fast_end), so that the sweep after the first
+ * change drops the kernel's pages only once no such answer is still on its
+ * way into them. */
+bool live_fast_begin(h5fs *fs);
+void live_fast_end(h5fs *fs);
 /* After an engine error (EIO) of attempt: true when a live FILE is being
  * written and a fresh generation is worth another attempt. */
 bool live_retry(h5fs *fs, int attempt);
@@ -293,6 +306,13 @@ int pcache_prepare(struct pc_answer *pa, h5fs *fs, struct node *n, struct gen *g
 int pcache_commit(h5fs *fs, struct node *n, struct pc_answer *pa, const char *path);
 void pcache_answer_clear(struct pc_answer *pa);
 void pcache_free(struct pcache *pc);
+/* A cached read handle of n opens (0; *fresh: the ledger was started anew
+ * after a rewrite, the kernel must drop the inode's pages) or EBUSY: a
+ * rewrite made n's recorded pages differ and handles that may hold them
+ * are still open (this one reads with direct_io). pcache_close when a
+ * handle pcache_open let in is released. */
+int pcache_open(h5fs *fs, struct node *n, bool *fresh);
+void pcache_close(struct node *n);
 /* A page's fingerprint (hash and length, never 0), its length, and an
  * answer's, page by page from its start (ll_dio.c uses them too). */
 uint64_t pcache_entry(const uint8_t *p, size_t len);
@@ -351,6 +371,12 @@ int member_fsync(void *r, uint64_t ino, struct fuse_file_info *fi);
 
 /* ll_xattr.c */
 void xattr_cache_drop(struct node *n);
+
+/* ll_overwrite.c: bytes written inside datasets (doc/OVERWRITE.md) */
+int ow_open(h5fs *fs, struct node *n, h5_overwriter **out);
+int ow_put(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, uint64_t off, const char *buf, size_t len);
+int ow_commit(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, bool all, bool durable);
+void ow_refresh(h5fs *fs, struct node *n, fuse_ino_t ino);
 int member_listxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino);
 int member_getxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino, const char *name);
 

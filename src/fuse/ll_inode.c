@@ -3,7 +3,8 @@
  *
  * Mapping (README "How an HDF5 file is shown"):
  *   group          -> directory (0555 for a world-readable FILE)
- *   dataset        -> regular file (0444 likewise): its raw bytes, C order,
+ *   dataset        -> regular file (0444 likewise; owner-writable on a
+ *                     read-write mount when it can grow or be overwritten): its raw bytes, C order,
  *                     as stored
  *   named datatype -> regular file, empty
  *   soft link      -> symlink, target rewritten relative to the link's
@@ -659,7 +660,7 @@ void fs_write_end(h5fs *fs)
 	pthread_mutex_unlock(&fs->wmu);
 }
 
-static void stat_init(h5fs *fs, struct stat *st, uint64_t ino, mode_t mode, int64_t mtime)
+static void stat_init_ts(h5fs *fs, struct stat *st, uint64_t ino, mode_t mode, struct timespec t)
 {
 	memset(st, 0, sizeof(*st));
 	st->st_ino = ino;
@@ -668,9 +669,26 @@ static void stat_init(h5fs *fs, struct stat *st, uint64_t ino, mode_t mode, int6
 	st->st_uid = fs->uid;
 	st->st_gid = fs->gid;
 	st->st_blksize = H5FS_BLKSIZE;
-	st->st_mtime = (time_t)mtime;
-	st->st_ctime = (time_t)mtime;
-	st->st_atime = (time_t)mtime;
+	st->st_mtim = st->st_ctim = st->st_atim = t;
+}
+
+static void stat_init(h5fs *fs, struct stat *st, uint64_t ino, mode_t mode, int64_t mtime)
+{
+	stat_init_ts(fs, st, ino, mode, (struct timespec){ .tv_sec = (time_t)mtime });
+}
+
+/* FILE's mtime, to the nanosecond where the file has a stamp (a local
+ * FILE): an object recording no time of its own shows it, and a live
+ * mount's next generation moves it past a `touch`ed reference file
+ * within the same second (find -newer, make). */
+static struct timespec file_time(const h5_file *f)
+{
+	h5_file_stamp s;
+
+	if (h5_file_stamp_get(&s, f) == 1)
+		return (struct timespec){ .tv_sec = (time_t)(s.mtime_ns / 1000000000),
+					  .tv_nsec = (long)(s.mtime_ns % 1000000000) };
+	return (struct timespec){ .tv_sec = (time_t)h5_file_mtime(f) };
 }
 
 /* Build (unlocked) the node of the object whose header is at addr. */
@@ -680,7 +698,7 @@ int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64
 	h5_obj_info info;
 	struct node *n;
 	uint64_t alloc = 0;
-	int64_t mtime;
+	struct timespec ft;
 	int rc;
 
 	*out = NULL;
@@ -701,14 +719,14 @@ int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64
 		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	mtime = info.has_mtime ? info.mtime : h5_file_mtime(f);
+	ft = info.has_mtime ? (struct timespec){ .tv_sec = (time_t)info.mtime } : file_time(f);
 	switch (info.kind) {
 	case H5_OBJ_GROUP:
 		n->type = NT_DIR;
 		/* st_nlink 1 = "subdirectory count unknown" (as btrfs does for
 		 * find's leaf optimisation): counting would mean decoding every
 		 * child header of every directory. */
-		stat_init(fs, &n->st, file_ino(f, addr), S_IFDIR | fs->dir_mode, mtime);
+		stat_init_ts(fs, &n->st, file_ino(f, addr), S_IFDIR | fs->dir_mode, ft);
 		break;
 	case H5_OBJ_DATASET: {
 		int64_t dmt;
@@ -718,18 +736,24 @@ int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64
 		if (rc < 0)
 			goto out;
 		if (h5_dataset_mtime(n->ds, &dmt) == 0)
-			mtime = dmt;
-		stat_init(fs, &n->st, file_ino(f, addr), S_IFREG | fs->file_mode, mtime);
+			stat_init(fs, &n->st, file_ino(f, addr), S_IFREG | fs->file_mode, dmt);
+		else
+			stat_init_ts(fs, &n->st, file_ino(f, addr), S_IFREG | fs->file_mode, ft);
 		n->view = h5_dataset_view(n->ds);
 		n->st.st_size = (off_t)n->view->size(n->ds);
 		alloc = h5_dataset_allocated(n->ds);
 		/* datasets that can grow by `cat >>` are owner-writable on a
-		 * writable mount (where the owner may read) */
-		if (fs_writable(fs) && f == fs->f && h5_append_check(n->ds) == 0) {
+		 * writable mount (where the owner may read), also while
+		 * another process holds FILE (write_busy): what is shown does
+		 * not depend on who holds the lock */
+		if ((fs_writable(fs) || fs->write_busy) && f == fs->f && h5_append_check(n->ds) == 0) {
 			n->st.st_mode |= (fs->file_mode & S_IRUSR) >> 1;
 			/* cat and cp size their writes by st_blksize: one
 			 * FUSE write of the largest size (max_write) */
 			n->st.st_blksize = H5FS_APPEND_BLKSIZE;
+		} else if (fs_writable(fs) && f == fs->f && h5_overwrite_check(n->ds) == 0) {
+			/* its bytes can be written (ll_overwrite.c) */
+			n->st.st_mode |= (fs->file_mode & S_IRUSR) >> 1;
 		}
 		n->st.st_nlink = info.nlink ? info.nlink : 1;
 		break;
@@ -737,7 +761,7 @@ int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64
 	default:
 		/* named datatypes (and headers of no known kind): empty files */
 		n->type = NT_FILE;
-		stat_init(fs, &n->st, file_ino(f, addr), S_IFREG | fs->file_mode, mtime);
+		stat_init_ts(fs, &n->st, file_ino(f, addr), S_IFREG | fs->file_mode, ft);
 		n->st.st_nlink = info.nlink ? info.nlink : 1;
 		break;
 	}

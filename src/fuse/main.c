@@ -18,6 +18,7 @@
 #endif
 
 #include "fuse_ops.h"
+#include "startup.h"
 #include "source.h"
 #include "tool_exit.h"
 
@@ -65,6 +66,7 @@ struct cli {
 	char **params;
 	size_t nparams;
 	char *refresh;          /* -o refresh=SECONDS, as given */
+	char *live;             /* -o live=fast|strict */
 	unsigned max_files;     /* -o max_files=N (a collection; 0: default) */
 	char *index;            /* -o index=PATH (a collection's index file) */
 	int noindex;            /* -o noindex */
@@ -117,6 +119,7 @@ static const struct fuse_opt cli_spec[] = {
 	{ "ext_any", offsetof(struct cli, ext_any), 1 },
 	{ "ext_prefix=%s", offsetof(struct cli, ext_prefix), 0 },
 	{ "refresh=%s", offsetof(struct cli, refresh), 0 },
+	{ "live=%s", offsetof(struct cli, live), 0 },
 	{ "max_files=%u", offsetof(struct cli, max_files), 0 },
 	{ "index=%s", offsetof(struct cli, index), 0 },
 	{ "noindex", offsetof(struct cli, noindex), 1 },
@@ -172,6 +175,11 @@ static void usage(FILE *out)
 		"                           look at it on every inotify event and at\n"
 		"                           least this often (default 1; 0: the view\n"
 		"                           stays as mounted). Read-only mounts only\n"
+		"    -o live=fast|strict    fast (default): reads cost what a frozen\n"
+		"                           mount's do until FILE first changes; a read\n"
+		"                           overlapping that first change may mix its\n"
+		"                           two versions. strict: every read is checked\n"
+		"                           from the first (no read ever mixes versions)\n"
 		"    -o verbose             also log informational messages\n"
 		"    -o efl_any             read external data files named by absolute\n"
 		"                           paths or with \"..\" (default: refused, EIO)\n"
@@ -250,7 +258,10 @@ static int cli_proc(void *data, const char *arg, int key, struct fuse_args *outa
 		usage(stdout);
 		exit(TOOL_EXIT_OK);
 	case KEY_VERSION:
+		/* libfuse's lines come from fusermount3, another process
+		 * writing to our stdout: ours first */
 		printf("h5fs %s\n", PACKAGE_VERSION);
+		fflush(stdout);
 		fuse_lowlevel_version();
 		exit(TOOL_EXIT_OK);
 	case KEY_RO:
@@ -484,6 +495,13 @@ struct daemon {
 	struct stat fst;
 };
 
+/* A remote FILE or S3 prefix (http://, https://, s3://): the byte-source
+ * classes' options (-o timeout=, retries=, s3_*) mean something only then. */
+static int is_url(const char *file)
+{
+	return strstr(file, "://") != NULL;
+}
+
 /* Options and arguments: -1 to go on, or the exit status. */
 static int parse(struct daemon *D)
 {
@@ -502,6 +520,13 @@ static int parse(struct daemon *D)
 	if (!D->cli.file || !D->cli.mountpoint) {
 		fprintf(stderr, "h5fs: missing %s (usage: h5fs [options] FILE MOUNTPOINT; see h5fs --help)\n",
 			D->cli.file ? "MOUNTPOINT" : "FILE and MOUNTPOINT");
+		return ret;
+	}
+	/* an option that would silently do nothing is refused, as an
+	 * unknown one is */
+	if (D->cli.nparams && !is_url(D->cli.file)) {
+		fprintf(stderr, "h5fs: -o %s is for remote FILEs only (http://, https://, s3://), and %s is local "
+			"(see h5fs --help)\n", D->cli.params[0], D->cli.file);
 		return ret;
 	}
 	D->oopts.cache_bytes = h5_default_cache_bytes();
@@ -542,6 +567,11 @@ static int parse(struct daemon *D)
 		}
 		D->cfg.refresh = (unsigned)v;
 	}
+	if (D->cli.live && strcmp(D->cli.live, "fast") != 0 && strcmp(D->cli.live, "strict") != 0) {
+		fprintf(stderr, "h5fs: invalid -o live=%s (fast or strict)\n", D->cli.live);
+		return ret;
+	}
+	D->cfg.live_strict = D->cli.live && strcmp(D->cli.live, "strict") == 0;
 	D->cfg.open_opts = &D->oopts;
 	D->cfg.h5_suffixes = D->cli.h5_suffixes;
 	if (D->cli.uid) {
@@ -627,8 +657,8 @@ static int open_collection(struct daemon *D)
 	int rc, ret = -1;
 
 	if (rdir && rmnt && path_under(rmnt, rdir)) {
-		fprintf(stderr, "h5fs: %s: %s: contains MOUNTPOINT %s (the mount would show itself)\n",
-			D->cli.file, strerror(EISDIR), D->cli.mountpoint);
+		fprintf(stderr, "h5fs: %s: the mountpoint %s lies inside this directory, so the mount would show "
+			"itself: choose a mountpoint outside it\n", D->cli.file, D->cli.mountpoint);
 		ret = TOOL_EXIT_OPEN;
 		goto out;
 	}
@@ -745,16 +775,34 @@ static int check_mountpoint(struct daemon *D)
 	 * looked at; here a bad mountpoint is a mount failure. */
 	D->copts.mountpoint = realpath(D->cli.mountpoint, NULL);
 	if (!D->copts.mountpoint) {
-		fprintf(stderr, "h5fs: %s: %s\n", D->cli.mountpoint, strerror(errno));
+		int e = errno;
+
+		/* ENOTCONN: a FUSE daemon died and left its mount behind */
+		fprintf(stderr, "h5fs: mountpoint %s: %s%s\n", D->cli.mountpoint, strerror(e),
+			e == ENOTCONN ? " (a dead mount: fusermount3 -u it first)" : "");
 		ret = TOOL_EXIT_MOUNT;
 		return ret;
 	}
 	/* FUSE would mount over a regular file too, with the root group then
 	 * shown as a file: refuse. */
 	if (stat(D->copts.mountpoint, &D->fst) == 0 && !S_ISDIR(D->fst.st_mode)) {
-		fprintf(stderr, "h5fs: %s: %s\n", D->cli.mountpoint, strerror(ENOTDIR));
+		fprintf(stderr, "h5fs: mountpoint %s: %s\n", D->cli.mountpoint, strerror(ENOTDIR));
 		ret = TOOL_EXIT_MOUNT;
 		return ret;
+	}
+	/* The kernel would stack a second mount over the first, hiding it
+	 * until the second is unmounted: refuse over a FUSE mount (another
+	 * h5fs most likely). Other file systems' mount roots (a container's
+	 * volume, a tmpfs) are fine places to mount on. */
+	{
+		char *what = startup_fuse_mount_on(D->copts.mountpoint);
+
+		if (what) {
+			fprintf(stderr, "h5fs: mountpoint %s: already a mount (%s): unmount it first "
+				"(fusermount3 -u %s)\n", D->cli.mountpoint, what, D->cli.mountpoint);
+			free(what);
+			return TOOL_EXIT_MOUNT;
+		}
 	}
 	return -1;
 }
@@ -789,9 +837,18 @@ static int run(struct daemon *D)
 		return ret;
 	}
 
+	/* A remote FILE is never written: the kernel mounts it read-only too
+	 * (EROFS at once, "ro" in /proc/mounts) */
+	if (is_url(D->cli.file) && !D->cli.read_only && fuse_opt_add_arg(&D->args, "-oro") != 0) {
+		fprintf(stderr, "h5fs: out of memory\n");
+		return ret;
+	}
+
+	startup_gather_fuse_log();
 	D->se = fuse_session_new(&D->args, &h5fs_ll_ops, sizeof(h5fs_ll_ops), D->m);
+	startup_say_fuse_log();
 	if (!D->se) {
-		/* libfuse printed why: an unknown option, or out of memory */
+		/* said why: an unknown option, or out of memory */
 		ret = TOOL_EXIT_USAGE;
 		return ret;
 	}
@@ -799,8 +856,11 @@ static int run(struct daemon *D)
 	if (fuse_set_signal_handlers(D->se) != 0)
 		return ret;
 	D->handlers = 1;
-	if (fuse_session_mount(D->se, D->copts.mountpoint) != 0) {
-		/* libfuse printed why (bad mountpoint, no /dev/fuse, not allowed) */
+	startup_gather_fuse_log();
+	rc = fuse_session_mount(D->se, D->copts.mountpoint);
+	startup_say_fuse_log();
+	if (rc != 0) {
+		/* said why (bad mountpoint, no /dev/fuse, not allowed) */
 		ret = TOOL_EXIT_MOUNT;
 		return ret;
 	}
@@ -875,6 +935,7 @@ static void daemon_free(struct daemon *D)
 	free(D->cli.gid);
 	free(D->cli.umask);
 	free(D->cli.refresh);
+	free(D->cli.live);
 	free(D->cli.ext_prefix);
 	for (size_t i = 0; i < D->cli.nparams; i++)
 		free(D->cli.params[i]);

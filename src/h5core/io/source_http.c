@@ -73,6 +73,7 @@ typedef struct http_reply {
 	uint64_t cr_first, cr_last, cr_total;
 	bool have_cr;
 	char etag[256];
+	int64_t mtime;               /* Last-Modified, seconds (0: none) */
 	char cerr[CURL_ERROR_SIZE];
 } http_reply;
 
@@ -133,6 +134,7 @@ static size_t on_header(char *p, size_t sz, size_t n, void *u)
 		/* a new response (after a redirect): forget the previous headers */
 		r->have_cr = false;
 		r->etag[0] = 0;
+		r->mtime = 0;
 	} else if (strncasecmp(line, "content-range:", 14) == 0) {
 		unsigned long long a, b, t;
 
@@ -148,6 +150,11 @@ static size_t on_header(char *p, size_t sz, size_t n, void *u)
 		while (*v == ' ' || *v == '\t')
 			v++;
 		snprintf(r->etag, sizeof(r->etag), "%s", v);
+	} else if (strncasecmp(line, "last-modified:", 14) == 0) {
+		/* an HTTP-date (RFC 9110 5.6.7): FILE's mtime (h5_file_mtime) */
+		time_t t = curl_getdate(line + 14, NULL);
+
+		r->mtime = t > 0 ? (int64_t)t : 0;
 	}
 	return len;
 }
@@ -363,6 +370,7 @@ static int http_fetch(bc_transport *t, bc_fetch *f)
 		return rc;
 	f->got = r.got;
 	f->total = r.cr_total;
+	f->mtime = r.mtime;
 	if (h->size == 0) { /* the first fetch, at open (one thread) */
 		if (r.cr_total == 0)
 			return f->rc = h5_err_set(H5_ERR_IO, "%s: no object size in Content-Range", h->name);

@@ -16,7 +16,6 @@
  * one log line each. */
 #define _GNU_SOURCE /* asprintf */
 #include "coll_backend.h"
-#include "fuse_ops.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -44,8 +43,8 @@ struct s3c {
 	h5_open_opts oo;        /* the source classes' options (endpoint, region, ...) */
 	char *suffixes;         /* NULL: H5_SUFFIXES_DEFAULT */
 	double ttl;
-	const h5fs_config *cfg; /* for the log; NULL before configure */
-	coll_log_fn log;
+	coll_log_fn log;        /* NULL before configure */
+	void *log_arg;
 	pthread_mutex_t mu;
 	pthread_cond_t loaded;
 	struct s3dir *dirs;     /* most recently fetched first */
@@ -117,17 +116,18 @@ static int s3c_open(void **out, const char *spec, const h5_open_opts *oo)
 	return 0;
 }
 
-static void s3c_configure(void *b, const h5fs_config *cfg, coll_log_fn log)
+static void s3c_configure(void *b, const struct coll_settings *st)
 {
 	struct s3c *s = b;
 
-	s->cfg = cfg;
-	s->log = log;
+	s->log = st->log;
+	s->log_arg = st->log_arg;
 	/* -o refresh=0: the view stays as mounted, listings too */
-	s->ttl = cfg->refresh ? (double)cfg->refresh : 1e18;
+	s->ttl = st->refresh ? (double)st->refresh : 1e18;
 	free(s->suffixes);
-	s->suffixes = cfg->h5_suffixes && *cfg->h5_suffixes ? strdup(cfg->h5_suffixes) : NULL;
+	s->suffixes = st->h5_suffixes && *st->h5_suffixes ? strdup(st->h5_suffixes) : NULL;
 }
+
 
 /* Drops the oldest listings past S3_DIRS_MAX (s->mu held): they are
  * fetched again when needed. */
@@ -196,7 +196,7 @@ again:
 		rc = h5_s3_list(&l, url, &s->oo);
 	}
 	if (rc < 0 && s->log)
-		s->log(s->cfg, LOG_ERR, "%s: cannot be listed: %s: %s", url ? url : path,
+		s->log(s->log_arg, LOG_ERR, "%s: cannot be listed: %s: %s", url ? url : path,
 			     strerror(h5fs_errno(rc)), h5_err_msg());
 	free(url);
 
@@ -380,7 +380,7 @@ static int s3c_open_member(void *b, h5_file **out, const char *path, const h5_op
 	o.writable = 0;         /* remote files are read-only */
 	rc = h5_file_open(out, u, &o);
 	free(u);
-	return rc < 0 ? EIO : 0;
+	return rc == H5_ERR_NOTHDF5 ? EMEDIUMTYPE : rc < 0 ? EIO : 0;
 }
 
 const struct coll_backend coll_s3 = {
