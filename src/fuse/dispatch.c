@@ -775,6 +775,34 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 	op_xattr(req, ino, name, size);
 }
 
+/* Attributes change on roots that can (a member file: ll_xattr.c); others
+ * cannot: ENOTSUP says "this filesystem cannot do that". */
+static void op_xattr_change(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
+			    int flags)
+{
+	h5fs_mount *m = fuse_req_userdata(req);
+	struct target t;
+	int err = target(&t, m, ino);
+
+	if (!err && value)
+		err = t.s->ops->setxattr ? t.s->ops->setxattr(t.s->r, t.local, name, value, size, flags) : ENOTSUP;
+	else if (!err)
+		err = t.s->ops->removexattr ? t.s->ops->removexattr(t.s->r, t.local, name) : ENOTSUP;
+	target_end(m, &t);
+	fuse_reply_err(req, err);
+}
+
+static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
+			int flags)
+{
+	op_xattr_change(req, ino, name, value ? value : "", size, flags);
+}
+
+static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	op_xattr_change(req, ino, name, NULL, 0, 0);
+}
+
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	h5fs_mount *m = fuse_req_userdata(req);

@@ -117,7 +117,5 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	       const char *newname, unsigned int flags);
 void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname);
 void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, struct fuse_file_info *fi);
-void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size, int flags);
-void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
 
 #endif

@@ -361,5 +361,7 @@ int member_fsync(void *r, uint64_t ino, struct fuse_file_info *fi);
 void xattr_cache_drop(struct node *n);
 int member_listxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino);
 int member_getxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino, const char *name);
+int member_setxattr(void *r, uint64_t ino, const char *name, const char *value, size_t size, int flags);
+int member_removexattr(void *r, uint64_t ino, const char *name);
 
 #endif

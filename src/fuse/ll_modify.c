@@ -1,5 +1,5 @@
-/* ll_modify.c - everything that would modify FILE (refused; setattr, which
- * depends on the root, is dispatch.c's). The operations table is
+/* ll_modify.c - everything that would modify FILE (refused; setattr and
+ * the xattr changes, which depend on the root, are dispatch.c's). The operations table is
  * dispatch.c's. */
 #include "dispatch.h"
 
@@ -47,19 +47,4 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 {
 	(void)parent; (void)name; (void)mode; (void)fi;
 	fuse_reply_err(req, EROFS);
-}
-
-/* Attributes are read-only in this version whatever the mount mode:
- * ENOTSUP says "this filesystem cannot do that" rather than "mounted ro". */
-void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
-			size_t size, int flags)
-{
-	(void)ino; (void)name; (void)value; (void)size; (void)flags;
-	fuse_reply_err(req, ENOTSUP);
-}
-
-void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
-{
-	(void)ino; (void)name;
-	fuse_reply_err(req, ENOTSUP);
 }

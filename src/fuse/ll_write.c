@@ -338,8 +338,14 @@ static int do_fsync(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 {
 	int rc;
 
-	if (!w)
-		return 0;       /* nothing of ours is unwritten */
+	if (!w) {
+		/* no rows of ours: what attribute and link changes wrote is
+		 * made durable (they commit ordered, not synced) */
+		if (!fs_writable(fs))
+			return 0;
+		rc = h5_file_write_sync(fs->f);
+		return rc < 0 ? h5err_logged(fs, rc, "fsync", "/", NULL, UINT64_MAX) : 0;
+	}
 	wq_drain(w->q);
 	pthread_mutex_lock(&w->q->apply);
 	rc = h5_append_flush(w->a);    /* committed rows are on disk (fsync'd) */
