@@ -388,6 +388,13 @@ int h5_ohdr_commit(h5_ohdr_change *c, h5_file *f, bool durable)
 		t.end = h5_space_end(f);
 		t.shrink = durable && f->eoa > t.end;
 	}
+	/* A v2 chunk is written whole: two commits without an fsync between
+	 * them may both rewrite it, and after a power cut the later write must
+	 * not land with a checksum over bytes of an earlier one that did not
+	 * (each write carries the whole chunk it checksums). */
+	for (size_t i = 0; oh->version >= 2 && i < oh->nchunks; i++)
+		if (c->e.lo[i] != SIZE_MAX)
+			c->e.lo[i] = 0;
 	for (size_t i = 0; rc == 0 && i < oh->nchunks; i++)
 		if (i != c->main)
 			rc = h5_ohdr_write_chunk(f, &c->e, i);
