@@ -42,9 +42,15 @@ void h5fs_share_watch(h5fs *fs)
 	fs->shared_watch = true;
 }
 
+/* Before unmounting: what attribute changes committed (ordered, not
+ * synced) is made durable. */
 static void member_stop(void *r)
 {
+	h5fs *fs = r;
+
 	h5fs_stop_watching(r);
+	if (fs_writable(fs) && h5_file_write_sync(fs->f) < 0)
+		h5fs_log(fs, LOG_ERR, "unmounting: fsync of FILE failed: %s", h5_err_msg());
 }
 
 static void member_free(void *r)
