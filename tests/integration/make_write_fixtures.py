@@ -11,6 +11,8 @@ with the attributes
     vs    variable-length string (not in tables.h5: PyTables stores a str
           pickled)
     flag  h5py boolean (h5py files only)
+    vsa, fsa  two variable-length / fixed-length strings (default.h5 only:
+          its v1 headers have no compact limit)
 written by the library each format belongs to:
   default.h5   h5py defaults (v1 object headers, symbol-table groups)
   latest.h5    h5py libver="latest" (v2 headers, compact link storage)
@@ -26,23 +28,26 @@ import numpy as np
 OBJS = ("/", "/g", "/d")
 
 
-def _h5py_attrs(o):
+def _h5py_attrs(o, arrays=False):
     o.attrs["i"] = np.int32(7)
     o.attrs["fa"] = np.array([0.5, 1.5, 2.5])
     o.attrs["fs"] = np.bytes_("fixed")
     o.attrs["vs"] = "variable"
     o.attrs["flag"] = np.bool_(True)
     o.attrs["rm"] = np.int64(3)
+    if arrays:
+        o.attrs["vsa"] = ["one", "two"]
+        o.attrs["fsa"] = np.array([b"ab", b"cde"])
 
 
-def make_h5py(path, **kw):
+def make_h5py(path, arrays=False, **kw):
     import h5py
 
     with h5py.File(path, "w", **kw) as f:
         g = f.create_group("g")
         d = f.create_dataset("d", data=np.arange(12, dtype=np.int32))
         for o in (f, g, d):
-            _h5py_attrs(o)
+            _h5py_attrs(o, arrays)
 
 
 def make_netcdf(path):
@@ -77,7 +82,7 @@ def make_tables(path):
 
 def make(d):
     os.makedirs(d, exist_ok=True)
-    make_h5py(os.path.join(d, "default.h5"))
+    make_h5py(os.path.join(d, "default.h5"), arrays=True)
     make_h5py(os.path.join(d, "latest.h5"), libver="latest")
     make_h5py(os.path.join(d, "track.h5"), track_order=True)
     made = ["default.h5", "latest.h5", "track.h5"]

@@ -40,6 +40,8 @@ OPS = [
     ("set", "fs", "a longer fixed text"),
     ("set", "vs", "\u00fcn\u00efcode \u2713 text"),
     ("set", "flag", "FALSE"),
+    ("set", "vsa", "first\nsecond"),
+    ("set", "fsa", "x\nlonger"),
     ("del", "rm", None),
     ("set", "note", "hello world"),
     ("typed", "cnt", "1, 2, 3", "<i2"),
@@ -115,6 +117,10 @@ def h5py_apply(path, ops, objs, refused):
                 elif kind == "typed":
                     v = np.array([float(x) for x in text.split(",")], dtype=op[3])
                     a[name] = v if v.size > 1 else v[0]
+                elif name == "vsa":
+                    a[name] = np.array(text.split("\n"), dtype=h5py.string_dtype())
+                elif name == "fsa":
+                    a[name] = np.array([x.encode() for x in text.split("\n")])
                 elif name == "vs" and np.ndim(a[name]):
                     # netCDF's strings are 1-D of one: the shape stays
                     a.modify(name, np.array([text] * np.size(a[name]), dtype=h5py.string_dtype()))
@@ -205,6 +211,9 @@ def check_refusals(work, fx, src):
             expect_err("%s %s: i=300000000000" % (fx, o), lambda: os.setxattr(p, "user.i", b"300000000000"),
                        errno.EINVAL)
             expect_err("%s %s: fa with 2 of 3" % (fx, o), lambda: os.setxattr(p, "user.fa", b"1, 2"), errno.EINVAL)
+            if "user.vsa" in os.listxattr(p):
+                expect_err("%s %s: vsa with 3 lines" % (fx, o), lambda: os.setxattr(p, "user.vsa", b"a\nb\nc"),
+                           errno.EINVAL)
             expect_err("%s %s: user.h5.dtype" % (fx, o), lambda: os.setxattr(p, "user.h5.dtype", b"<f8"),
                        errno.EPERM)
             expect_err("%s %s: remove user.h5.shape" % (fx, o), lambda: os.removexattr(p, "user.h5.shape"),
