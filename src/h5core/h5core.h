@@ -614,6 +614,18 @@ int h5_attr_delete(h5_file *f, uint64_t addr, const char *name, size_t name_len)
 /* What earlier changes wrote, durable (fsync). */
 int h5_file_write_sync(h5_file *f);
 
+/* ---- adding links (write/link_write.c) ------------------------------------
+ * Link NAME added to the group at `group`, in compact link storage (a link
+ * message in its v2 header: libver="latest" groups): a hard link to the
+ * object header at addr, or (H5_LINK_SOFT) a soft link to target. One
+ * ordered commit (doc/MODIFY.md); durable: fsync'd. A hard link to an
+ * object that has links already needs its reference count raised first
+ * (not done here: for new objects, whose header counts this link). Refused:
+ * symbol-table groups and dense storage (H5_ERR_UNSUPPORTED), a full
+ * compact storage (H5_ERR_NOSPC), a name the group has (H5_ERR_INVAL). */
+int h5_link_insert(h5_file *f, uint64_t group, const char *name, size_t name_len, h5_link_type type,
+		   uint64_t addr, const char *target, int durable);
+
 /* ---- a dataset's metadata from its header (meta.c) ----------------------- */
 
 /* What the object header at addr says of a dataset, without opening it (no

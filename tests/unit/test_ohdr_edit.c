@@ -20,6 +20,7 @@
 #include "dtype.h"
 #include "dspace.h"
 #include "value.h"
+#include "h5core.h"
 
 #define SB_SIZE 48
 #define MT_COMMENT 0x0D
@@ -382,6 +383,89 @@ START_TEST(parse_numbers)
 }
 END_TEST
 
+/* ---- adding links (link_write.c) on files h5py wrote -------------------------- */
+
+static const char gen_links[] =
+	"import sys, os\n"
+	"try:\n"
+	"    import h5py, numpy as np\n"
+	"except ImportError:\n"
+	"    sys.exit(77)\n"
+	"d = sys.argv[1]\n"
+	"if len(sys.argv) > 2:\n"
+	"    with h5py.File(sys.argv[2], 'r') as f:\n"
+	"        ok = (f['g/soft'][()].tolist() == list(range(4)) and f['g/alias'][()].tolist() == list(range(4))\n"
+	"              and f['g'].get('soft', getlink=True).path == '/d' and f['t/x'][()].tolist() == list(range(4))\n"
+	"              and list(f['t'].keys()) == ['a', 'x'] and '\u00e9t\u00e9' in f)\n"
+	"    sys.exit(0 if ok else 1)\n"
+	"with h5py.File(os.path.join(d, 'f.h5'), 'w', libver='latest') as f:\n"
+	"    f.create_group('g')\n"
+	"    f.create_dataset('d', data=np.arange(4))\n"
+	"    t = f.create_group('t', track_order=True)\n"
+	"    t['a'] = h5py.SoftLink('/d')\n"
+	"with h5py.File(os.path.join(d, 'old.h5'), 'w') as f:\n"
+	"    f.create_group('g')\n";
+
+START_TEST(link_insert_compact)
+{
+	char dir[64] = "/tmp/h5fs-test-links-XXXXXX", fpath[128], old[128], args[300];
+	uint64_t root, g, d, t;
+	h5_file *f = NULL;
+	h5_link l;
+	int rc = test_py_run(dir, gen_links, NULL);
+
+	if (rc == 77 || rc == TEST_PY_NO_PYTHON) {
+		test_py_rmdir(dir);
+		return;         /* no h5py: nothing to compare with */
+	}
+	ck_assert_int_eq(rc, 0);
+	snprintf(fpath, sizeof(fpath), "%s/f.h5", dir);
+	snprintf(old, sizeof(old), "%s/old.h5", dir);
+	ck_assert_int_eq(h5_file_open(&f, fpath, &(h5_open_opts){ .writable = 1 }), 0);
+	ck_assert_int_eq(h5_path_lookup(&root, f, "/"), 0);
+	ck_assert_int_eq(h5_path_lookup(&g, f, "/g"), 0);
+	ck_assert_int_eq(h5_path_lookup(&d, f, "/d"), 0);
+	ck_assert_int_eq(h5_path_lookup(&t, f, "/t"), 0);
+	ck_assert_int_eq(h5_link_insert(f, g, "soft", 4, H5_LINK_SOFT, 0, "/d", 0), 0);
+	/* (a test of the message only: /d's reference count is not raised) */
+	ck_assert_int_eq(h5_link_insert(f, g, "alias", 5, H5_LINK_HARD, d, NULL, 0), 0);
+	ck_assert_int_eq(h5_link_insert(f, t, "x", 1, H5_LINK_SOFT, 0, "/d", 0), 0);
+	ck_assert_int_eq(h5_link_insert(f, root, "\xc3\xa9t\xc3\xa9", 5, H5_LINK_SOFT, 0, "/g", 1), 0);
+	ck_assert_int_eq(h5_link_insert(f, g, "soft", 4, H5_LINK_SOFT, 0, "/d", 0), H5_ERR_INVAL);
+	ck_assert_int_eq(h5_group_lookup(&l, f, g, "alias"), 0);
+	ck_assert_uint_eq(l.addr, d);
+	h5_link_clear(&l);
+	ck_assert_int_eq(h5_group_lookup(&l, f, t, "x"), 0);
+	ck_assert_int_eq(l.has_corder, 1);
+	ck_assert_int_eq(l.corder, 1);
+	h5_link_clear(&l);
+	h5_file_close(f);
+	snprintf(args, sizeof(args), "'%s'", fpath);
+	{
+		char vdir[64] = "/tmp/h5fs-test-links-v-XXXXXX";
+
+		ck_assert_int_eq(test_py_run(vdir, gen_links, args), 0);
+		test_py_rmdir(vdir);
+	}
+	/* compact storage full (8 links): refused, as libhdf5 would go dense */
+	ck_assert_int_eq(h5_file_open(&f, fpath, &(h5_open_opts){ .writable = 1 }), 0);
+	for (int i = 0; i < 6; i++) {
+		char n[8];
+
+		snprintf(n, sizeof(n), "s%d", i);
+		ck_assert_int_eq(h5_link_insert(f, g, n, strlen(n), H5_LINK_SOFT, 0, "/d", 0), 0);
+	}
+	ck_assert_int_eq(h5_link_insert(f, g, "s9", 2, H5_LINK_SOFT, 0, "/d", 0), H5_ERR_NOSPC);
+	h5_file_close(f);
+	/* a symbol-table group: refused */
+	ck_assert_int_eq(h5_file_open(&f, old, &(h5_open_opts){ .writable = 1 }), 0);
+	ck_assert_int_eq(h5_path_lookup(&g, f, "/g"), 0);
+	ck_assert_int_eq(h5_link_insert(f, g, "x", 1, H5_LINK_SOFT, 0, "/", 0), H5_ERR_UNSUPPORTED);
+	h5_file_close(f);
+	test_py_rmdir(dir);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("ohdr_edit");
@@ -398,6 +482,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, enc_number_types);
 	tcase_add_test(tc, enc_attr_roundtrip);
 	tcase_add_test(tc, parse_numbers);
+	tcase_add_test(tc, link_insert_compact);
 	suite_add_tcase(s, tc);
 	return s;
 }
