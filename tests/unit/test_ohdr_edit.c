@@ -124,7 +124,7 @@ static int change(size_t old, const char *text, size_t pad)
 {
 	h5_file *f = open_file(1);
 	h5_ohdr_change c;
-	char body[256] = { 0 };
+	char body[2048] = { 0 };
 	size_t len = text ? strlen(text) + 1 + pad : 0;
 	int rc;
 
