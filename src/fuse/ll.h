@@ -363,5 +363,10 @@ int member_listxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino)
 int member_getxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino, const char *name);
 int member_setxattr(void *r, uint64_t ino, const char *name, const char *value, size_t size, int flags);
 int member_removexattr(void *r, uint64_t ino, const char *name);
+/* (ll_link.c) */
+int member_mkdir(void *r, uint64_t parent, const char *name);
+int member_rmdir(void *r, uint64_t parent, const char *name);
+int member_unlink(void *r, uint64_t parent, const char *name);
+int member_symlink(void *r, const char *target, uint64_t parent, const char *name);
 
 #endif

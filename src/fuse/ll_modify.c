@@ -1,5 +1,6 @@
-/* ll_modify.c - everything that would modify FILE (refused; setattr and
- * the xattr changes, which depend on the root, are dispatch.c's). The operations table is
+/* ll_modify.c - everything that would modify FILE (refused; setattr,
+ * the xattr changes, mkdir, rmdir, unlink and symlink, which depend on the
+ * root, are dispatch.c's). The operations table is
  * dispatch.c's. */
 #include "dispatch.h"
 
@@ -8,24 +9,6 @@
 void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
 	(void)parent; (void)name; (void)mode; (void)rdev;
-	fuse_reply_err(req, EROFS);
-}
-
-void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
-{
-	(void)parent; (void)name; (void)mode;
-	fuse_reply_err(req, EROFS);
-}
-
-void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
-	(void)parent; (void)name;
-	fuse_reply_err(req, EROFS);
-}
-
-void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
-{
-	(void)link; (void)parent; (void)name;
 	fuse_reply_err(req, EROFS);
 }
 

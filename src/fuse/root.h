@@ -90,6 +90,12 @@ struct root_ops {
 	/* an errno; value NULL: remove. NULL op: ENOTSUP */
 	int (*setxattr)(void *r, uint64_t ino, const char *name, const char *value, size_t size, int flags);
 	int (*removexattr)(void *r, uint64_t ino, const char *name);
+	/* an errno; NULL op: EROFS. mkdir/symlink: the dispatcher looks the
+	 * new name up for its reply */
+	int (*mkdir)(void *r, uint64_t parent, const char *name);
+	int (*rmdir)(void *r, uint64_t parent, const char *name);
+	int (*unlink)(void *r, uint64_t parent, const char *name);
+	int (*symlink)(void *r, const char *target, uint64_t parent, const char *name);
 	/* setattr of the size: EPERM where datasets may grow, else EROFS */
 	bool (*writable)(void *r);
 	/* bytes and objects shown (statfs) */

@@ -625,6 +625,14 @@ int h5_file_write_sync(h5_file *f);
  * compact storage (H5_ERR_NOSPC), a name the group has (H5_ERR_INVAL). */
 int h5_link_insert(h5_file *f, uint64_t group, const char *name, size_t name_len, h5_link_type type,
 		   uint64_t addr, const char *target, int durable);
+/* A new empty group NAME in group parent (both of compact link storage: a
+ * v2 header as libhdf5's latest format writes), at *addr. */
+int h5_group_create(uint64_t *addr, h5_file *f, uint64_t parent, const char *name, size_t name_len);
+/* Link NAME removed from the group (compact storage). want 1: only an
+ * empty group (H5_ERR_INVAL if no group, H5_ERR_PERM if not empty); 2:
+ * only what is not a group (H5_ERR_PERM); 0: anything. The object's
+ * reference count drops when it has other links. H5_ERR_NOTFOUND. */
+int h5_link_delete(h5_file *f, uint64_t group, const char *name, size_t name_len, int want);
 
 /* ---- a dataset's metadata from its header (meta.c) ----------------------- */
 

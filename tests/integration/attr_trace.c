@@ -8,7 +8,8 @@
  *   attr_trace FILE TRACE|- FAIL_AT OP...
  *
  * OP is one argument each: "set\tPATH\tNAME\tVALUE",
- * "typed\tPATH\tNAME\tTYPE\tVALUE", "del\tPATH\tNAME", or "sync".
+ * "typed\tPATH\tNAME\tTYPE\tVALUE", "del\tPATH\tNAME", "mkdir\tPATH\tNAME",
+ * "symlink\tPATH\tNAME\tTARGET", "unlink\tPATH\tNAME" (anything), or "sync".
  * Prints one line per change: "ok" or the engine's error.
  */
 #include <stdio.h>
@@ -67,6 +68,12 @@ int main(int argc, char **argv)
 			rc = h5_attr_create_typed(f, addr, fl[2], strlen(fl[2]), fl[3], fl[4], strlen(fl[4]));
 		else if (strcmp(fl[0], "del") == 0 && n == 3)
 			rc = h5_attr_delete(f, addr, fl[2], strlen(fl[2]));
+		else if (strcmp(fl[0], "mkdir") == 0 && n == 3)
+			rc = h5_group_create(&addr, f, addr, fl[2], strlen(fl[2]));
+		else if (strcmp(fl[0], "symlink") == 0 && n == 4)
+			rc = h5_link_insert(f, addr, fl[2], strlen(fl[2]), H5_LINK_SOFT, 0, fl[3], 0);
+		else if (strcmp(fl[0], "unlink") == 0 && n == 3)
+			rc = h5_link_delete(f, addr, fl[2], strlen(fl[2]), 0);
 		else
 			rc = -8;
 		printf("%s\n", rc < 0 ? h5_err_msg() : "ok");
