@@ -273,25 +273,50 @@ static bool chunk_allowed(const h5_ohdr *oh, size_t old, size_t ci)
 	return old == SIZE_MAX || oh->msgs[old].chunk == ci;
 }
 
+/* The place of message i with the NIL messages after it (and, v2, the
+ * gap when they end the chunk): a run message i can be moved out of. */
+static run slot_of(const h5_ohdr *oh, size_t i)
+{
+	const h5_msg *m = &oh->msgs[i];
+	run r = { .c = m->chunk, .off = msg_off(oh, m), .len = msg_total(oh, m), .first = i, .last = i };
+	size_t j = i + 1;
+
+	while (j < oh->nmsgs && oh->msgs[j].chunk == m->chunk && oh->msgs[j].type == H5_MSG_NIL) {
+		r.len += msg_total(oh, &oh->msgs[j]);
+		r.last = j++;
+	}
+	if (j == oh->nmsgs || oh->msgs[j].chunk != m->chunk) {
+		r.len = area_end(oh, m->chunk) - r.off;
+		r.at_end = true;
+	}
+	return r;
+}
+
 /* A message to move aside into the new chunk so that a continuation
- * message (need bytes) takes its place: in an allowed chunk, not the old
- * one; attributes first (their place in the header means nothing), then
- * the largest. */
-static size_t pick_moved(const h5_ohdr *oh, size_t old, size_t need)
+ * message (need bytes) takes its place (with the free space after it): in
+ * an allowed chunk, not the old one; attributes first (their place in the
+ * header means nothing), then the largest. */
+static size_t pick_moved(run *out, const h5_ohdr *oh, size_t old, size_t need)
 {
 	size_t best = SIZE_MAX;
 
 	for (size_t i = 0; i < oh->nmsgs; i++) {
 		const h5_msg *m = &oh->msgs[i];
+		run r;
 
 		if (i == old || m->type == H5_MSG_NIL || m->type == H5_MSG_CONT || !chunk_allowed(oh, old, m->chunk))
 			continue;
-		if (!fits(oh, msg_total(oh, m), need, false))
+		r = slot_of(oh, i);
+		if (old != SIZE_MAX && old > r.first && old <= r.last)
+			continue;
+		if (!fits(oh, r.len, need, r.at_end))
 			continue;
 		if (best == SIZE_MAX ||
 		    (m->type == H5_MSG_ATTR && oh->msgs[best].type != H5_MSG_ATTR) ||
-		    ((m->type == H5_MSG_ATTR) == (oh->msgs[best].type == H5_MSG_ATTR) && m->size > oh->msgs[best].size))
+		    ((m->type == H5_MSG_ATTR) == (oh->msgs[best].type == H5_MSG_ATTR) && m->size > oh->msgs[best].size)) {
 			best = i;
+			*out = r;
+		}
 	}
 	return best;
 }
@@ -340,7 +365,7 @@ int h5_ohdr_put(h5_ohdr_change *c, h5_file *f, size_t old, uint16_t type, uint8_
 		h5_le_encode(cont + fmt->sizeof_addr, clen, fmt->sizeof_size);
 		return fill_run(c, &r, old, H5_MSG_CONT, 0, 0, cont, cont_len, cont_total);
 	}
-	moved = pick_moved(oh, old, cont_total);
+	moved = pick_moved(&r, oh, old, cont_total);
 	if (moved == SIZE_MAX)
 		return h5_err_set(H5_ERR_NOSPC, "object header 0x%llx: no room for a %zu-byte message, and no message "
 				  "to move aside", (unsigned long long)oh->addr, len);
@@ -353,7 +378,6 @@ int h5_ohdr_put(h5_ohdr_change *c, h5_file *f, size_t old, uint16_t type, uint8_
 			return rc;
 		h5_le_encode(cont, caddr, fmt->sizeof_addr);
 		h5_le_encode(cont + fmt->sizeof_addr, clen, fmt->sizeof_size);
-		r = (run){ .c = m->chunk, .off = msg_off(oh, m), .len = msg_total(oh, m), .first = moved, .last = moved };
 		return fill_run(c, &r, old, H5_MSG_CONT, 0, 0, cont, cont_len, cont_total);
 	}
 }
