@@ -7,6 +7,37 @@
  * and a log line. */
 #include "ll.h"
 
+void fs_meta_changed(h5fs *fs)
+{
+	pthread_mutex_lock(&fs->wmu);
+	fs->meta_unsynced = true;
+	pthread_mutex_unlock(&fs->wmu);
+}
+
+/* The changes' fsync, holding FILE's lock as every write does. */
+int fs_meta_sync(h5fs *fs)
+{
+	bool pending;
+	int err, rc;
+
+	pthread_mutex_lock(&fs->wmu);
+	pending = fs->meta_unsynced;
+	pthread_mutex_unlock(&fs->wmu);
+	if (!pending)
+		return 0;
+	err = fs_write_begin(fs);
+	if (err)
+		return err;
+	rc = h5_file_write_sync(fs->f);
+	if (rc == 0) {
+		pthread_mutex_lock(&fs->wmu);
+		fs->meta_unsynced = false;
+		pthread_mutex_unlock(&fs->wmu);
+	}
+	fs_write_end(fs);
+	return rc < 0 ? h5err_logged(fs, rc, "fsync", "/", NULL, UINT64_MAX) : 0;
+}
+
 /* The group node parent of FILE itself (objects of files reached by
  * external links are read-only), in use (*u), writing begun. */
 static int begin(struct use *u, h5fs *fs, struct node **p, uint64_t parent)
@@ -34,6 +65,7 @@ static int begin(struct use *u, h5fs *fs, struct node **p, uint64_t parent)
 static void end(h5fs *fs, struct use *u)
 {
 	node_use_end(u);
+	fs_meta_changed(fs);    /* (also after a failure: it may have written) */
 	fs_write_end(fs);
 }
 

@@ -284,6 +284,7 @@ used:
 	xattr_cache_drop(n);
 	pthread_rwlock_unlock(&n->lk);
 end:
+	fs_meta_changed(fs);
 	fs_write_end(fs);
 	return err;
 }

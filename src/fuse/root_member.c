@@ -49,8 +49,8 @@ static void member_stop(void *r)
 	h5fs *fs = r;
 
 	h5fs_stop_watching(r);
-	if (fs_writable(fs) && h5_file_write_sync(fs->f) < 0)
-		h5fs_log(fs, LOG_ERR, "unmounting: fsync of FILE failed: %s", h5_err_msg());
+	if (fs_writable(fs) && fs_meta_sync(fs) != 0)
+		h5fs_log(fs, LOG_ERR, "unmounting: the attribute and link changes could not be fsync'd");
 }
 
 static void member_free(void *r)
