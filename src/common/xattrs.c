@@ -407,3 +407,41 @@ out:
 	xa_set_free(s);
 	return rc;
 }
+
+/* ---- names written ----------------------------------------------------------- */
+
+#define XATTR_NEW "user.h5.new."
+
+enum xa_write_kind xa_write_name(const char *name, char attr[256], size_t *len, char typestr[8])
+{
+	size_t n = strlen(name);
+	const char *a;
+
+	attr[0] = '\0';
+	*len = 0;
+	typestr[0] = '\0';
+	if (n > XATTR_NAME_MAX_LEN)
+		return XA_W_OTHER;
+	if (has_prefix(name, n, XATTR_ESCAPED)) {
+		/* user.h5.attr.NAME is attribute h5.NAME */
+		a = name + strlen(XATTR_ESCAPED);
+		*len = (size_t)snprintf(attr, 256, "h5.%s", a);
+		return *len > 3 ? XA_W_ATTR : XA_W_OTHER;
+	}
+	if (has_prefix(name, n, XATTR_NEW)) {
+		const char *t = name + strlen(XATTR_NEW), *dot = strchr(t, '.');
+
+		if (!dot || dot == t || (size_t)(dot - t) >= 8 || !dot[1])
+			return XA_W_OTHER;
+		memcpy(typestr, t, (size_t)(dot - t));
+		typestr[dot - t] = '\0';
+		*len = (size_t)snprintf(attr, 256, "%s", dot + 1);
+		return XA_W_TYPED;
+	}
+	if (has_prefix(name, n, XATTR_RESERVED))
+		return XA_W_RESERVED;
+	if (!has_prefix(name, n, XATTR_USER) || n == strlen(XATTR_USER))
+		return XA_W_OTHER;
+	*len = (size_t)snprintf(attr, 256, "%s", name + strlen(XATTR_USER));
+	return XA_W_ATTR;
+}

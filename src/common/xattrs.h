@@ -43,4 +43,13 @@ typedef struct xa_set {
 int xa_all(xa_set **out, h5_file *f, uint64_t addr, int raw, size_t max_value, size_t max_names);
 void xa_set_free(xa_set *s);
 
+/* What a write (setxattr, removexattr) of xattr name means (doc/h5fs.1,
+ * MODIFYING): attribute attr (*len bytes and a NUL; room for XATTR_NAME_MAX) of
+ * "user.NAME" / "user.h5.attr.NAME"; XA_W_TYPED for
+ * "user.h5.new.TYPE.NAME" (a new attribute of NumPy number type TYPE, into
+ * typestr); XA_W_RESERVED for every other user.h5.* name (read-only
+ * metadata); XA_W_OTHER for names outside user. (or an empty NAME). */
+enum xa_write_kind { XA_W_ATTR, XA_W_TYPED, XA_W_RESERVED, XA_W_OTHER };
+enum xa_write_kind xa_write_name(const char *name, char attr[256], size_t *len, char typestr[8]);
+
 #endif

@@ -783,6 +783,89 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 	op_xattr(req, ino, name, size);
 }
 
+/* Attributes change on roots that can (a member file: ll_xattr.c); others
+ * cannot: ENOTSUP says "this filesystem cannot do that". */
+static void op_xattr_change(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
+			    int flags)
+{
+	h5fs_mount *m = fuse_req_userdata(req);
+	struct target t;
+	int err = target(&t, m, ino);
+
+	if (!err && value)
+		err = t.s->ops->setxattr ? t.s->ops->setxattr(t.s->r, t.local, name, value, size, flags) : ENOTSUP;
+	else if (!err)
+		err = t.s->ops->removexattr ? t.s->ops->removexattr(t.s->r, t.local, name) : ENOTSUP;
+	target_end(m, &t);
+	fuse_reply_err(req, err);
+}
+
+static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
+			int flags)
+{
+	op_xattr_change(req, ino, name, value ? value : "", size, flags);
+}
+
+static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	op_xattr_change(req, ino, name, NULL, 0, 0);
+}
+
+/* Groups and links change on roots that can (a member file: ll_link.c);
+ * others cannot: EROFS. mkdir and symlink reply with the new entry. */
+enum link_op { LO_MKDIR, LO_RMDIR, LO_UNLINK, LO_SYMLINK };
+
+static void op_link_change(fuse_req_t req, enum link_op op, fuse_ino_t parent, const char *name, const char *dest)
+{
+	h5fs_mount *m = fuse_req_userdata(req);
+	const struct root_ops *o;
+	struct fuse_entry_param fe;
+	struct target t;
+	int err = target(&t, m, parent);
+
+	if (err) {
+		fuse_reply_err(req, err);
+		return;
+	}
+	o = t.s->ops;
+	switch (op) {
+	case LO_MKDIR: err = o->mkdir ? o->mkdir(t.s->r, t.local, name) : EROFS; break;
+	case LO_RMDIR: err = o->rmdir ? o->rmdir(t.s->r, t.local, name) : EROFS; break;
+	case LO_UNLINK: err = o->unlink ? o->unlink(t.s->r, t.local, name) : EROFS; break;
+	case LO_SYMLINK: err = o->symlink ? o->symlink(t.s->r, dest, t.local, name) : EROFS; break;
+	}
+	if (!err && (op == LO_MKDIR || op == LO_SYMLINK))
+		err = entry_of(&fe, m, &t, parent, name);
+	target_end(m, &t);
+	if (err)
+		fuse_reply_err(req, err);
+	else if (op == LO_MKDIR || op == LO_SYMLINK)
+		fuse_reply_entry(req, &fe);
+	else
+		fuse_reply_err(req, 0);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	(void)mode;
+	op_link_change(req, LO_MKDIR, parent, name, NULL);
+}
+
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	op_link_change(req, LO_RMDIR, parent, name, NULL);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	op_link_change(req, LO_UNLINK, parent, name, NULL);
+}
+
+static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	op_link_change(req, LO_SYMLINK, parent, name, link);
+}
+
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	h5fs_mount *m = fuse_req_userdata(req);
@@ -840,7 +923,7 @@ const struct fuse_lowlevel_ops h5fs_ll_ops = {
 	.mknod = op_mknod,
 	.mkdir = op_mkdir,
 	.unlink = op_unlink,
-	.rmdir = op_unlink,
+	.rmdir = op_rmdir,
 	.symlink = op_symlink,
 	.rename = op_rename,
 	.link = op_link,

@@ -119,14 +119,9 @@ void slot_touch_locked(h5fs_mount *m, struct slot *s);
 
 /* ll_modify.c */
 void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev);
-void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
-void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
-void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name);
 void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
 	       const char *newname, unsigned int flags);
 void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname);
 void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, struct fuse_file_info *fi);
-void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size, int flags);
-void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
 
 #endif

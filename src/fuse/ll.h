@@ -173,6 +173,8 @@ struct h5fs {
 	pthread_mutex_t wmu;
 	unsigned writers;
 	bool busy_logged, stale_logged;
+	/* attribute or link changes committed but not fsync'd (under wmu) */
+	bool meta_unsynced;
 	/* shown as writable although opened read-only: FILE may be written
 	 * but another process holds it (a collection's member), so that
 	 * the modes shown never depend on who holds the lock */
@@ -379,5 +381,16 @@ int ow_commit(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, bool 
 void ow_refresh(h5fs *fs, struct node *n, fuse_ino_t ino);
 int member_listxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino);
 int member_getxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino, const char *name);
+int member_setxattr(void *r, uint64_t ino, const char *name, const char *value, size_t size, int flags);
+int member_removexattr(void *r, uint64_t ino, const char *name);
+/* (ll_link.c) After an attribute or link change committed: remembered
+ * until fs_meta_sync makes it durable (fsync, unmount). */
+void fs_meta_changed(h5fs *fs);
+int fs_meta_sync(h5fs *fs);
+/* (ll_link.c) */
+int member_mkdir(void *r, uint64_t parent, const char *name);
+int member_rmdir(void *r, uint64_t parent, const char *name);
+int member_unlink(void *r, uint64_t parent, const char *name);
+int member_symlink(void *r, const char *target, uint64_t parent, const char *name);
 
 #endif

@@ -1,5 +1,6 @@
-/* ll_modify.c - everything that would modify FILE (refused; setattr, which
- * depends on the root, is dispatch.c's). The operations table is
+/* ll_modify.c - everything that would modify FILE (refused; setattr,
+ * the xattr changes, mkdir, rmdir, unlink and symlink, which depend on the
+ * root, are dispatch.c's). The operations table is
  * dispatch.c's. */
 #include "dispatch.h"
 
@@ -10,24 +11,6 @@
 void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
 	(void)parent; (void)name; (void)mode; (void)rdev;
-	fuse_reply_err(req, EROFS);
-}
-
-void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
-{
-	(void)parent; (void)name; (void)mode;
-	fuse_reply_err(req, EROFS);
-}
-
-void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
-	(void)parent; (void)name;
-	fuse_reply_err(req, EROFS);
-}
-
-void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
-{
-	(void)link; (void)parent; (void)name;
 	fuse_reply_err(req, EROFS);
 }
 
@@ -49,19 +32,4 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 {
 	(void)parent; (void)name; (void)mode; (void)fi;
 	fuse_reply_err(req, EROFS);
-}
-
-/* Attributes are read-only in this version whatever the mount mode:
- * ENOTSUP says "this filesystem cannot do that" rather than "mounted ro". */
-void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
-			size_t size, int flags)
-{
-	(void)ino; (void)name; (void)value; (void)size; (void)flags;
-	fuse_reply_err(req, ENOTSUP);
-}
-
-void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
-{
-	(void)ino; (void)name;
-	fuse_reply_err(req, ENOTSUP);
 }

@@ -532,8 +532,11 @@ static int do_fsync(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 {
 	int rc, e;
 
-	if (!w)
-		return 0;       /* nothing of ours is unwritten */
+	if (!w) {
+		/* no rows of ours: what attribute and link changes wrote is
+		 * made durable (they commit ordered, not synced) */
+		return fs_writable(fs) ? fs_meta_sync(fs) : 0;
+	}
 	wq_drain(w->q);
 	pthread_mutex_lock(&w->q->apply);
 	rc = w->a ? h5_append_flush(w->a) : 0;    /* committed rows are on disk (fsync'd) */

@@ -2,6 +2,8 @@
 #include "ll.h"
 #include "xattrs.h"
 
+#include <sys/xattr.h>
+
 /* ---- extended attributes ---------------------------------------------------------
  * HDF5 attributes shown as xattrs (names and text rules: xa_list and
  * xa_get, src/common/xattrs.c, doc/h5fs.1 ATTRIBUTES).  xattr_list fills buf
@@ -206,4 +208,103 @@ int member_getxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino, 
 	if (!n)
 		return ESTALE;
 	return -xattr_get(fs, n, name, buf, size, len);
+}
+
+/* ---- setting and removing (doc/h5fs.1 MODIFYING) ---------------------------------
+ * Each request is one ordered commit of the engine (write/attr_write.c),
+ * between fs_write_begin and fs_write_end; the node's set of xattrs is
+ * dropped afterwards, whatever happened. */
+
+/* errno of a refused or failed change, and one log line: the user's
+ * mistakes (EINVAL, ENODATA, EEXIST) at debug level, the rest as errors. */
+static int xattr_write_errno(h5fs *fs, const struct node *n, int rc, const char *op, const char *name)
+{
+	int e;
+
+	switch (rc) {
+	case H5_ERR_NOTFOUND: e = ENODATA; break;
+	case H5_ERR_UNSUPPORTED: e = ENOTSUP; break;
+	default: e = h5fs_errno(rc); break;
+	}
+	h5fs_log(fs, e == EINVAL || e == ENODATA ? LOG_DEBUG : LOG_ERR, "%s %s %s (object header 0x%llx): %s: %s",
+		 op, show_path(n->path), name, (unsigned long long)n->addr, strerror(e), h5_err_msg());
+	return e;
+}
+
+static int xattr_change(h5fs *fs, struct node *n, const char *name, const char *value, size_t size, int flags)
+{
+	char attr[256], typestr[8];
+	size_t alen;
+	enum xa_write_kind k = xa_write_name(name, attr, &alen, typestr);
+	struct use u;
+	int err, rc = 0;
+
+	if (k == XA_W_OTHER)
+		return ENOTSUP;
+	if (k == XA_W_RESERVED || (k == XA_W_TYPED && !value))
+		return EPERM;
+	if (n->type == NT_LINK)
+		return EPERM;
+	err = fs_write_begin(fs);
+	if (err)
+		return err;
+	err = node_use(&u, fs, n);
+	if (err)
+		goto end;
+	if (u.addr == UINT64_MAX || u.f != fs->f) {
+		/* objects of other files (external links) are shown read-only */
+		err = EROFS;
+		goto used;
+	}
+	if (value && (flags & (XATTR_CREATE | XATTR_REPLACE))) {
+		void *v = NULL;
+		size_t l;
+		int have = h5_attr_value_get(&v, &l, u.f, u.addr, attr, alen, 1);
+
+		free(v);
+		h5_err_clear();
+		if (have == 0 && (flags & XATTR_CREATE))
+			err = EEXIST;
+		else if (have == H5_ERR_NOTFOUND && (flags & XATTR_REPLACE))
+			err = ENODATA;
+		if (err)
+			goto used;
+	}
+	if (!value)
+		rc = h5_attr_delete(u.f, u.addr, attr, alen);
+	else if (k == XA_W_TYPED)
+		rc = h5_attr_create_typed(u.f, u.addr, attr, alen, typestr, value, size);
+	else
+		rc = h5_attr_write(u.f, u.addr, attr, alen, value, size, fs->cfg.xattr_raw);
+	if (rc < 0)
+		err = xattr_write_errno(fs, n, rc, value ? "setxattr" : "removexattr", name);
+used:
+	node_use_end(&u);
+	pthread_rwlock_wrlock(&n->lk);
+	xattr_cache_drop(n);
+	pthread_rwlock_unlock(&n->lk);
+end:
+	fs_meta_changed(fs);
+	fs_write_end(fs);
+	return err;
+}
+
+int member_setxattr(void *r, uint64_t ino, const char *name, const char *value, size_t size, int flags)
+{
+	h5fs *fs = r;
+	struct node *n = node_get(fs, ino);
+
+	if (!n)
+		return ESTALE;
+	return xattr_change(fs, n, name, value ? value : "", size, flags);
+}
+
+int member_removexattr(void *r, uint64_t ino, const char *name)
+{
+	h5fs *fs = r;
+	struct node *n = node_get(fs, ino);
+
+	if (!n)
+		return ESTALE;
+	return xattr_change(fs, n, name, NULL, 0, 0);
 }

@@ -87,6 +87,15 @@ struct root_ops {
 	/* *len the full length; buf filled when it fits in size */
 	int (*listxattr)(void *r, char *buf, size_t size, size_t *len, uint64_t ino);
 	int (*getxattr)(void *r, char *buf, size_t size, size_t *len, uint64_t ino, const char *name);
+	/* an errno; value NULL: remove. NULL op: ENOTSUP */
+	int (*setxattr)(void *r, uint64_t ino, const char *name, const char *value, size_t size, int flags);
+	int (*removexattr)(void *r, uint64_t ino, const char *name);
+	/* an errno; NULL op: EROFS. mkdir/symlink: the dispatcher looks the
+	 * new name up for its reply */
+	int (*mkdir)(void *r, uint64_t parent, const char *name);
+	int (*rmdir)(void *r, uint64_t parent, const char *name);
+	int (*unlink)(void *r, uint64_t parent, const char *name);
+	int (*symlink)(void *r, const char *target, uint64_t parent, const char *name);
 	/* setattr of the size: EPERM where datasets may grow, else EROFS */
 	bool (*writable)(void *r);
 	/* bytes and objects shown (statfs) */

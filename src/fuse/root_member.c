@@ -42,9 +42,15 @@ void h5fs_share_watch(h5fs *fs)
 	fs->shared_watch = true;
 }
 
+/* Before unmounting: what attribute changes committed (ordered, not
+ * synced) is made durable. */
 static void member_stop(void *r)
 {
+	h5fs *fs = r;
+
 	h5fs_stop_watching(r);
+	if (fs_writable(fs) && fs_meta_sync(fs) != 0)
+		h5fs_log(fs, LOG_ERR, "unmounting: the attribute and link changes could not be fsync'd");
 }
 
 static void member_free(void *r)
@@ -88,6 +94,12 @@ const struct root_ops h5fs_member_ops = {
 	.fsync = member_fsync,
 	.listxattr = member_listxattr,
 	.getxattr = member_getxattr,
+	.setxattr = member_setxattr,
+	.removexattr = member_removexattr,
+	.mkdir = member_mkdir,
+	.rmdir = member_rmdir,
+	.unlink = member_unlink,
+	.symlink = member_symlink,
 	.writable = member_writable,
 	.usage = member_usage,
 	.idle = member_idle,

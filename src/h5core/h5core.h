@@ -630,6 +630,49 @@ typedef struct h5_attr_set {
 int h5_attr_all(h5_attr_set **out, h5_file *f, uint64_t addr, int raw, size_t max_value, size_t max_attrs);
 void h5_attr_set_free(h5_attr_set *s);
 
+/* ---- changing attributes (write/attr_write.c; doc/MODIFY.md) -------------
+ * Compact attributes of a group, dataset or named datatype, each change one
+ * ordered commit (crash-safe, not durable: h5_file_write_sync). Dense
+ * storage: H5_ERR_UNSUPPORTED; a v2 header whose compact storage is full
+ * (libhdf5 would go dense): H5_ERR_NOSPC; a file open read-only:
+ * H5_ERR_ROFS. */
+/* Attribute NAME set from text in the form h5_attr_value_get gives (raw:
+ * the bytes as stored; variable-length strings NUL-separated): an existing
+ * attribute keeps its type and shape (a fixed-length string takes the
+ * length of its longest string); text that does not parse or has the wrong
+ * number of elements: H5_ERR_INVAL, nothing changed. A new NAME: a scalar
+ * variable-length UTF-8 string (what h5py writes for a Python str). */
+int h5_attr_write(h5_file *f, uint64_t addr, const char *name, size_t name_len, const void *val, size_t len, int raw);
+/* Attribute NAME (new, or replacing one) of a NumPy number type ("<f8",
+ * "i4", "u1": [<>]?[iuf][1248]) from text: one element makes a scalar,
+ * several (", "-joined) a 1-D array. */
+int h5_attr_create_typed(h5_file *f, uint64_t addr, const char *name, size_t name_len, const char *typestr,
+			 const char *text, size_t len);
+/* H5_ERR_NOTFOUND when there is no such attribute. */
+int h5_attr_delete(h5_file *f, uint64_t addr, const char *name, size_t name_len);
+/* What earlier changes wrote, durable (fsync). */
+int h5_file_write_sync(h5_file *f);
+
+/* ---- adding links (write/link_write.c) ------------------------------------
+ * Link NAME added to the group at `group`, in compact link storage (a link
+ * message in its v2 header: libver="latest" groups): a hard link to the
+ * object header at addr, or (H5_LINK_SOFT) a soft link to target. One
+ * ordered commit (doc/MODIFY.md); durable: fsync'd. A hard link to an
+ * object that has links already needs its reference count raised first
+ * (not done here: for new objects, whose header counts this link). Refused:
+ * symbol-table groups and dense storage (H5_ERR_UNSUPPORTED), a full
+ * compact storage (H5_ERR_NOSPC), a name the group has (H5_ERR_INVAL). */
+int h5_link_insert(h5_file *f, uint64_t group, const char *name, size_t name_len, h5_link_type type,
+		   uint64_t addr, const char *target, int durable);
+/* A new empty group NAME in group parent (both of compact link storage: a
+ * v2 header as libhdf5's latest format writes), at *addr. */
+int h5_group_create(uint64_t *addr, h5_file *f, uint64_t parent, const char *name, size_t name_len);
+/* Link NAME removed from the group (compact storage). want 1: only an
+ * empty group (H5_ERR_INVAL if no group, H5_ERR_PERM if not empty); 2:
+ * only what is not a group (H5_ERR_PERM); 0: anything. The object's
+ * reference count drops when it has other links. H5_ERR_NOTFOUND. */
+int h5_link_delete(h5_file *f, uint64_t group, const char *name, size_t name_len, int want);
+
 /* ---- a dataset's metadata from its header (meta.c) ----------------------- */
 
 /* What the object header at addr says of a dataset, without opening it (no

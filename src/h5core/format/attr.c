@@ -41,26 +41,13 @@ void h5_attr_msg_clear(h5_attr_msg *a)
 	memset(a, 0, sizeof(*a));
 }
 
-/* Fixed part of versions 1-3: where the name, datatype and dataspace fields
- * are, and their lengths. v1 pads every field to 8 bytes; v2/v3 do not. */
-typedef struct attr_hdr {
-	uint8_t version, flags, cset;
-	const uint8_t *name;    /* name_size bytes, NUL included */
-	size_t name_size;
-	const uint8_t *dt;
-	size_t dt_size;
-	const uint8_t *ds;
-	size_t ds_size;
-	const uint8_t *data;    /* the rest of the message */
-	size_t data_left;
-} attr_hdr;
 
 static size_t pad8(size_t n)
 {
 	return (n + 7) & ~(size_t)7;
 }
 
-static int attr_hdr_decode(attr_hdr *h, const uint8_t *buf, size_t len)
+int h5_attr_hdr_decode(h5_attr_hdr *h, const uint8_t *buf, size_t len)
 {
 	h5_rd r;
 	size_t name_sz, dt_sz, ds_sz;
@@ -136,11 +123,11 @@ int h5_attr_decode(h5_attr_msg *out, h5_file *f, const h5_fmt *fmt, const uint8_
 	size_t dt_len, ds_len;
 	void *dt_owned = NULL, *ds_owned = NULL;
 	uint64_t nelmts, size;
-	attr_hdr h;
+	h5_attr_hdr h;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	rc = attr_hdr_decode(&h, buf, len);
+	rc = h5_attr_hdr_decode(&h, buf, len);
 	if (rc < 0)
 		return rc;
 	out->cset = h.cset;
@@ -297,10 +284,10 @@ static void name_list_free(name_list *l)
 /* Add the name of the attribute message body (data, len). */
 static int name_list_add(name_list *l, const uint8_t *data, size_t len, uint64_t corder)
 {
-	attr_hdr h;
+	h5_attr_hdr h;
 	int rc;
 
-	rc = attr_hdr_decode(&h, data, len);
+	rc = h5_attr_hdr_decode(&h, data, len);
 	if (rc < 0)
 		return rc;
 	if (l->n == l->cap) {
@@ -441,12 +428,12 @@ static int dense_find_found(const h5_dense_rec *r, void *udp)
 	const uint8_t *data;
 	size_t dlen;
 	void *owned = NULL;
-	attr_hdr h;
+	h5_attr_hdr h;
 	int rc;
 
 	rc = dense_rec_body(&data, &dlen, &owned, c->f, r);
 	if (rc == 0)
-		rc = attr_hdr_decode(&h, data, dlen);
+		rc = h5_attr_hdr_decode(&h, data, dlen);
 	if (rc == 0 && (h.name_size - 1 != c->name_len || memcmp(h.name, c->name, c->name_len) != 0))
 		rc = H5_ERR_NOTFOUND;
 	else if (rc == 0)
@@ -468,13 +455,13 @@ static int find_in(h5_attr_msg *out, h5_file *f, const h5_ohdr *oh, const char *
 		const uint8_t *data;
 		size_t len;
 		void *owned = NULL;
-		attr_hdr h;
+		h5_attr_hdr h;
 
 		if (m->type != H5_MSG_ATTR)
 			continue;
 		rc = h5_msg_read(&data, &len, &owned, f, m);
 		if (rc == 0)
-			rc = attr_hdr_decode(&h, data, len);
+			rc = h5_attr_hdr_decode(&h, data, len);
 		if (rc == 0 && h.name_size - 1 == name_len && memcmp(h.name, name, name_len) == 0) {
 			rc = h5_attr_decode(out, f, &f->fmt, data, len);
 			free(owned);

@@ -25,4 +25,9 @@ int h5_dspace_nelmts(const h5_dspace *s, uint64_t *out);
  * being edited (appends; dspace.c). */
 int h5_dspace_patch_dim0(h5_ohdr_edit *e, const h5_msg *ds, const h5_fmt *fmt, uint64_t n);
 
+/* (dspace_enc.c) A scalar (rank 0) or simple dataspace message without
+ * maximum dimensions, version 1 or 2, into out (cap bytes). */
+int h5_dspace_encode(uint8_t *out, size_t *len, size_t cap, const h5_fmt *fmt, unsigned version, unsigned rank,
+		     const uint64_t *dims);
+
 #endif

@@ -65,4 +65,10 @@ void h5_dtype_free(h5_dtype *t);
 typedef enum h5_float_kind { H5_FLOAT_IEEE, H5_FLOAT_X87, H5_FLOAT_OTHER } h5_float_kind;
 h5_float_kind h5_dtype_float_kind(const h5_dtype *t);
 
+/* (dtype_enc.c) Datatype messages of new attributes. A number: kind 'i',
+ * 'u' (1, 2, 4, 8 bytes) or 'f' (IEEE 2, 4, 8 bytes); at most 20 bytes. */
+int h5_dtype_encode_number(uint8_t *out, size_t *len, char kind, unsigned size, bool big_endian);
+/* A variable-length string of character set cset (h5py's str): 20 bytes. */
+int h5_dtype_encode_vstr(uint8_t *out, size_t *len, uint8_t cset);
+
 #endif

@@ -11,4 +11,9 @@
 
 int h5_gheap_read(uint8_t **out, size_t *out_len, h5_file *f, uint64_t coll_addr, uint32_t index);
 
+/* (gheap_enc.c) A collection holding objects 1..n (lens[i] bytes each),
+ * *len bytes (at least 4096), malloc'd. */
+int h5_gheap_encode(uint8_t **out, size_t *len, const h5_fmt *fmt, const uint8_t *const *objs,
+		    const size_t *lens, size_t n);
+
 #endif

@@ -27,4 +27,8 @@ typedef struct h5_stab {
 
 int h5_stab_decode(h5_stab *out, const h5_fmt *fmt, const uint8_t *buf, size_t len);
 
+/* (link_enc.c) A link message (hard or soft) for l: name, name_len,
+ * type, addr or target, has_corder/corder, cset. */
+int h5_link_encode(uint8_t **out, size_t *len, const h5_fmt *fmt, const h5_link *l);
+
 #endif

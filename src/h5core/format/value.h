@@ -23,4 +23,12 @@ int h5_value_typestr(char **out, const h5_dtype *t);
 /* (numpy.c) NumPy descr of a compound or array type. */
 int h5_value_descr(char **out, const h5_dtype *t);
 
+/* (value_parse.c) The mirror of h5_value_text for the types a user sets
+ * from text (h5_value_parsable: integers and IEEE floats of 1-8 bytes,
+ * enums by member name or number): nelmts elements joined by ",". Malformed
+ * text, a value out of range or another count: H5_ERR_INVAL. */
+bool h5_value_parsable(const h5_dtype *t);
+int h5_value_parse(uint8_t **out, size_t *out_len, const h5_dtype *t, const char *text, size_t len,
+		   uint64_t nelmts);
+
 #endif

@@ -33,6 +33,8 @@ typedef struct h5_txn {
 	bool shrink;            /* a durable commit gives back a reserve */
 } h5_txn;
 
+/* wops NULL: no index writer (object header edits, ohdr_edit.h): the new
+ * space is what the caller wrote up to the allocation end. */
 void h5_txn_begin(h5_txn *t, h5_file *f, bool durable, const h5_cidx_write_ops *wops, void *w);
 
 /* A commit that is not durable reserves room ahead (four times what the

@@ -1,0 +1,52 @@
+/*
+ * gheap_enc.c - encoding a global heap collection (III.E), the mirror of
+ * gheap.c's reader: "GCOL", version 1, the collection size; objects 1..n
+ * (index, reference count 0 as libhdf5 writes for variable-length data,
+ * reserved, size, data padded to 8 bytes); then the free space as object
+ * 0, whose size counts its own header. At least 4096 bytes, as libhdf5
+ * makes them (H5HG_MINSIZE: its reader loads that much first).
+ */
+#include "base.h"
+#include "rd.h"
+#include "gheap.h"
+
+#define GCOL_MIN 4096
+
+static size_t pad8(size_t n)
+{
+	return (n + 7) & ~(size_t)7;
+}
+
+int h5_gheap_encode(uint8_t **out, size_t *len, const h5_fmt *fmt, const uint8_t *const *objs,
+		    const size_t *lens, size_t n)
+{
+	size_t hdr = 8 + fmt->sizeof_size, ohdr = 8 + fmt->sizeof_size, need = hdr + ohdr, p;
+	uint8_t *b;
+
+	*out = NULL;
+	if (n > 65535)
+		return h5_err_set(H5_ERR_LIMIT, "%zu objects do not fit one global heap collection", n);
+	for (size_t i = 0; i < n; i++)
+		need += ohdr + pad8(lens[i]);
+	if (need < GCOL_MIN)
+		need = GCOL_MIN;
+	need = pad8(need);
+	b = calloc(1, need);
+	if (!b)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory encoding a global heap collection");
+	memcpy(b, "GCOL", 4);
+	b[4] = 1;
+	h5_le_encode(b + 8, need, fmt->sizeof_size);
+	p = hdr;
+	for (size_t i = 0; i < n; i++) {
+		h5_le_encode(b + p, i + 1, 2);
+		h5_le_encode(b + p + 8, lens[i], fmt->sizeof_size);
+		if (lens[i])
+			memcpy(b + p + ohdr, objs[i], lens[i]);
+		p += ohdr + pad8(lens[i]);
+	}
+	h5_le_encode(b + p + 8, need - p, fmt->sizeof_size);
+	*out = b;
+	*len = need;
+	return 0;
+}

@@ -1,0 +1,451 @@
+/*
+ * attr_write.c - setting, creating and deleting compact attributes
+ * (h5core.h "changing attributes"; doc/MODIFY.md): the new attribute
+ * message (attr_enc.c) replaces the old one, or is added, by one object
+ * header change (ohdr_edit.c); variable-length strings go first into a
+ * new global heap collection (gheap_enc.c) at the allocation end.
+ *
+ * Dense attribute storage (a fractal heap named by the Attribute Info
+ * message) is not written: such objects, and v2 headers whose compact
+ * storage is full (libhdf5 would move their attributes to dense storage),
+ * are refused.
+ */
+#include "base.h"
+#include "rd.h"
+#include "file.h"
+#include "ohdr.h"
+#include "attr.h"
+#include "dtype.h"
+#include "dspace.h"
+#include "gheap.h"
+#include "value.h"
+#include "space.h"
+#include "ohdr_edit.h"
+#include "txn.h"
+
+#define AINFO_TRACK_CORDER 0x01
+#define AINFO_INDEX_CORDER 0x02
+#define MAX_COMPACT_DEFAULT 8   /* libhdf5's H5O_CRT_ATTR_MAX_COMPACT_DEF */
+
+typedef struct found {
+	size_t idx;             /* message index, SIZE_MAX: none */
+	size_t nattrs;          /* compact attributes */
+	size_t ainfo;           /* the Attribute Info message, SIZE_MAX: none */
+	bool dense;
+	uint8_t ainfo_flags;
+	uint16_t max_crt;
+} found;
+
+static int scan(found *fd, h5_file *f, const h5_ohdr *oh, const char *name, size_t name_len)
+{
+	memset(fd, 0, sizeof(*fd));
+	fd->idx = fd->ainfo = SIZE_MAX;
+	for (size_t i = 0; i < oh->nmsgs; i++) {
+		const h5_msg *m = &oh->msgs[i];
+		h5_attr_hdr h;
+
+		if (m->type == H5_MSG_AINFO) {
+			h5_rd r;
+
+			if (m->flags & H5_MSG_FLAG_SHARED)
+				return h5_err_set(H5_ERR_UNSUPPORTED, "object 0x%llx: shared attribute info message",
+						  (unsigned long long)oh->addr);
+			h5_rd_init(&r, m->data, m->size);
+			h5_rd_u8(&r);
+			fd->ainfo_flags = h5_rd_u8(&r);
+			if (fd->ainfo_flags & AINFO_TRACK_CORDER)
+				fd->max_crt = h5_rd_u16(&r);
+			fd->dense = h5_addr_defined(h5_rd_addr(&r, &f->fmt));
+			if (!h5_rd_ok(&r))
+				return h5_err_set(H5_ERR_FORMAT, "object 0x%llx: attribute info message too short",
+						  (unsigned long long)oh->addr);
+			fd->ainfo = i;
+			continue;
+		}
+		if (m->type != H5_MSG_ATTR)
+			continue;
+		fd->nattrs++;
+		if (m->flags & H5_MSG_FLAG_SHARED)
+			continue;       /* a shared attribute's name is in the shared message: never matched */
+		if (h5_attr_hdr_decode(&h, m->data, m->size) < 0)
+			return h5_err_wrap(H5_ERR_FORMAT, "object 0x%llx: ", (unsigned long long)oh->addr);
+		if (h.name_size == name_len + 1 && memcmp(h.name, name, name_len) == 0 && fd->idx == SIZE_MAX)
+			fd->idx = i;
+	}
+	if (fd->dense)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "object 0x%llx keeps its attributes in dense storage (a fractal "
+				  "heap), which h5fs does not write", (unsigned long long)oh->addr);
+	return 0;
+}
+
+/* v2 headers: how many compact attributes libhdf5 keeps before it moves
+ * them to dense storage (IV.A.1.b, "attribute phase change values"). */
+static unsigned max_compact(const h5_ohdr *oh)
+{
+	const uint8_t *b = oh->chunks[0].buf;
+
+	if (oh->version == 1)
+		return UINT32_MAX;
+	if (!(oh->flags & 0x10))
+		return MAX_COMPACT_DEFAULT;
+	return (unsigned)h5_le_decode(b + 6 + (oh->has_times ? 16 : 0), 2);
+}
+
+/* Strings separated by sep (NUL for raw values, newline for text). */
+static int split(const char ***strs, size_t **lens, size_t *n, const char *v, size_t len, char sep)
+{
+	size_t cnt = 1, k = 0;
+	const char *p = v, *end = v + len;
+
+	for (size_t i = 0; i < len; i++)
+		cnt += v[i] == sep;
+	*strs = malloc(cnt * sizeof(**strs));
+	*lens = malloc(cnt * sizeof(**lens));
+	if (!*strs || !*lens)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory splitting strings");
+	for (;;) {
+		const char *e = memchr(p, sep, (size_t)(end - p));
+
+		(*strs)[k] = p;
+		(*lens)[k++] = (e ? e : end) - p;
+		if (!e)
+			break;
+		p = e + 1;
+	}
+	*n = k;
+	return 0;
+}
+
+/* nelmts variable-length strings: a new global heap collection at the
+ * allocation end (written now, invisible until referenced) and the
+ * elements (length, collection, index) pointing into it; empty strings
+ * point nowhere, as libhdf5 writes them. */
+static int vstr_data(uint8_t **out, size_t *out_len, h5_file *f, const char *const *s, const size_t *l, size_t n)
+{
+	const h5_fmt *fmt = &f->fmt;
+	size_t esz = 8 + fmt->sizeof_addr, nobj = 0, clen = 0;
+	const uint8_t **objs = calloc(n ? n : 1, sizeof(*objs));
+	size_t *olen = calloc(n ? n : 1, sizeof(*olen));
+	uint8_t *coll = NULL, *d = calloc(n ? n : 1, esz);
+	uint64_t caddr = 0;
+	int rc = 0;
+
+	if (!objs || !olen || !d) {
+		rc = h5_err_set(H5_ERR_NOMEM, "out of memory for strings");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (l[i]) {
+			objs[nobj] = (const uint8_t *)s[i];
+			olen[nobj++] = l[i];
+		}
+	if (nobj) {
+		rc = h5_gheap_encode(&coll, &clen, fmt, objs, olen, nobj);
+		if (rc == 0)
+			rc = h5_space_alloc(&caddr, f, clen);
+		if (rc == 0)
+			rc = h5_file_write(f, caddr, coll, clen);
+		if (rc < 0)
+			goto out;
+	}
+	for (size_t i = 0, k = 0; i < n; i++) {
+		uint8_t *e = d + i * esz;
+
+		if (l[i] > UINT32_MAX) {
+			rc = h5_err_set(H5_ERR_LIMIT, "a string of %zu bytes", l[i]);
+			goto out;
+		}
+		h5_le_encode(e, l[i], 4);
+		h5_le_encode(e + 4, l[i] ? caddr : 0, fmt->sizeof_addr);
+		h5_le_encode(e + 4 + fmt->sizeof_addr, l[i] ? ++k : 0, 4);
+	}
+	*out = d;
+	*out_len = n * esz;
+	d = NULL;
+out:
+	free(objs);
+	free(olen);
+	free(coll);
+	free(d);
+	return rc;
+}
+
+/* The new value of an existing attribute (h: its fields; a: decoded):
+ * data, and for a fixed-length string the datatype with its new size
+ * (into dt, h->dt pointed there). */
+static int new_value(uint8_t **data, size_t *dlen, h5_attr_hdr *h, uint8_t *dt, h5_file *f, const h5_attr_msg *a,
+		     const char *val, size_t len, int raw)
+{
+	const h5_dtype *t = a->dtype;
+	uint64_t nelmts;
+	const char **s = NULL;
+	size_t *l = NULL, n = 0;
+	int rc = h5_dspace_nelmts(&a->space, &nelmts);
+
+	if (rc < 0)
+		return rc;
+	if (t->cls == H5T_VLEN && t->vlen_type == 1) {
+		rc = nelmts ? split(&s, &l, &n, val, len, raw ? '\0' : '\n') : 0;
+		if (rc == 0 && n != nelmts)
+			rc = h5_err_set(H5_ERR_INVAL, "%zu strings given, the attribute has %llu", n,
+					(unsigned long long)nelmts);
+		if (rc == 0)
+			rc = vstr_data(data, dlen, f, s, l, n);
+	} else if (t->cls == H5T_STRING) {
+		size_t width = 1;
+
+		if (h->flags & 0x01)
+			return h5_err_set(H5_ERR_UNSUPPORTED, "attribute \"%s\": its string type is shared", a->name);
+		rc = nelmts ? split(&s, &l, &n, val, len, raw ? '\0' : '\n') : 0;
+		if (rc == 0 && n != nelmts)
+			rc = h5_err_set(H5_ERR_INVAL, "%zu strings given, the attribute has %llu", n,
+					(unsigned long long)nelmts);
+		for (size_t i = 0; rc == 0 && i < n; i++) {
+			size_t w = l[i] + (t->str_pad == 0);      /* null-terminated: room for the NUL */
+
+			if (memchr(s[i], 0, l[i]))
+				rc = h5_err_set(H5_ERR_INVAL, "a fixed-length string cannot hold a NUL byte");
+			if (w > width)
+				width = w;
+		}
+		if (rc == 0 && (width > UINT32_MAX / 2 || (uint64_t)width * n > ((uint64_t)1 << 30)))
+			rc = h5_err_set(H5_ERR_LIMIT, "strings too long");
+		if (rc == 0 && !(*data = malloc(n * width + 1)))
+			rc = h5_err_set(H5_ERR_NOMEM, "out of memory for strings");
+		for (size_t i = 0; rc == 0 && i < n; i++) {
+			memset(*data + i * width, t->str_pad == 2 ? ' ' : 0, width);
+			memcpy(*data + i * width, s[i], l[i]);
+		}
+		if (rc == 0) {
+			*dlen = n * width;
+			memcpy(dt, h->dt, h->dt_size);
+			h5_le_encode(dt + 4, width, 4);
+			h->dt = dt;
+		}
+	} else if (raw) {
+		if (h5_dtype_has_vlen(t))
+			return h5_err_set(H5_ERR_UNSUPPORTED, "attribute \"%s\": raw values of variable-length data "
+					  "other than strings cannot be set", a->name);
+		if (len != a->data_size)
+			return h5_err_set(H5_ERR_INVAL, "attribute \"%s\" holds %zu bytes, %zu given", a->name,
+					  a->data_size, len);
+		if (!(*data = malloc(len + 1)))
+			return h5_err_set(H5_ERR_NOMEM, "out of memory");
+		memcpy(*data, val, len);
+		*dlen = len;
+	} else {
+		rc = h5_value_parse(data, dlen, t, val, len, nelmts);
+	}
+	free(s);
+	free(l);
+	return rc;
+}
+
+/* The fields of a new attribute: version by the header (v1 headers: the
+ * version 1 message libhdf5 writes by default; v3 where the name needs a
+ * character set or the header is v2), scalar or 1-D. */
+static void new_hdr(h5_attr_hdr *h, uint8_t *ds, const h5_file *f, const h5_ohdr *oh, const char *name,
+		    size_t name_len, uint64_t nelmts, bool one)
+{
+	bool ascii = true;
+	size_t dslen = 0;
+
+	for (size_t i = 0; i < name_len; i++)
+		ascii &= (unsigned char)name[i] < 0x80;
+	h->version = (oh->version >= 2 || !ascii) ? 3 : 1;
+	h->flags = 0;
+	h->cset = ascii ? 0 : 1;
+	h->name = (const uint8_t *)name;
+	h->name_size = name_len + 1;
+	h5_dspace_encode(ds, &dslen, 8 + 8, &f->fmt, oh->version >= 2 ? 2 : 1, one ? 0 : 1, &nelmts);
+	h->ds = ds;
+	h->ds_size = dslen;
+}
+
+typedef struct change {
+	const char *name;
+	size_t name_len;
+	const char *val;        /* NULL: delete */
+	size_t len;
+	int raw;
+	const char *typestr;    /* a new typed attribute (h5_attr_create_typed), or NULL */
+} change;
+
+/* A NumPy typestr of a number: [<>=|]?[iuf][1248] */
+static int typestr_parse(char *kind, unsigned *size, bool *big, const char *ts)
+{
+	const char *p = ts;
+
+	*big = false;
+	if (*p == '<' || *p == '>' || *p == '=' || *p == '|')
+		*big = *p++ == '>';
+	if ((p[0] != 'i' && p[0] != 'u' && p[0] != 'f') || !p[1] || p[2])
+		return h5_err_set(H5_ERR_INVAL, "\"%s\" is not a number type (i1..i8, u1..u8, f2, f4, f8, optionally "
+				  "after < or >)", ts);
+	*kind = p[0];
+	*size = (unsigned)(p[1] - '0');
+	if (*size != 1 && *size != 2 && *size != 4 && *size != 8)
+		return h5_err_set(H5_ERR_INVAL, "\"%s\": no such size", ts);
+	if (*kind == 'f' && *size == 1)
+		return h5_err_set(H5_ERR_INVAL, "\"%s\": no 1-byte floats", ts);
+	return 0;
+}
+
+static int apply(h5_file *f, uint64_t addr, const change *ch)
+{
+	h5_ohdr_change c;
+	h5_attr_msg a = { 0 };
+	h5_attr_hdr h;
+	found fd;
+	uint8_t *data = NULL, *msg = NULL, dt[64], ds[16 + 8 * H5_MAX_RANK];
+	size_t dlen = 0, mlen = 0, dtlen = 0;
+	uint16_t crt = 0;
+	int rc;
+
+	rc = h5_ohdr_change_open(&c, f, addr);
+	if (rc == 0)
+		rc = scan(&fd, f, c.e.oh, ch->name, ch->name_len);
+	if (rc < 0)
+		goto out;
+	if (!ch->val) {
+		if (fd.idx == SIZE_MAX) {
+			rc = h5_err_set(H5_ERR_NOTFOUND, "no attribute \"%.*s\"", (int)ch->name_len, ch->name);
+			goto out;
+		}
+		rc = h5_ohdr_put(&c, f, fd.idx, 0, 0, 0, NULL, 0);
+		goto commit;
+	}
+	if (fd.idx != SIZE_MAX && !ch->typestr) {
+		const h5_msg *m = &c.e.oh->msgs[fd.idx];
+
+		rc = h5_attr_hdr_decode(&h, m->data, m->size);
+		if (rc == 0)
+			rc = h5_attr_decode(&a, f, &f->fmt, m->data, m->size);
+		if (rc == 0 && h.dt_size > sizeof(dt))
+			rc = h5_err_set(H5_ERR_UNSUPPORTED, "attribute \"%s\": its datatype is too complex to set", a.name);
+		if (rc == 0)
+			rc = new_value(&data, &dlen, &h, dt, f, &a, ch->val, ch->len, ch->raw);
+		crt = m->crt_order;
+	} else {
+		uint64_t nelmts = 1;
+		bool one = true;
+
+		if (fd.idx == SIZE_MAX && fd.nattrs >= max_compact(c.e.oh)) {
+			rc = h5_err_set(H5_ERR_NOSPC, "object 0x%llx has %zu attributes, as many as its compact storage "
+					"holds (libhdf5 would move them to dense storage, which h5fs does not write)",
+					(unsigned long long)addr, fd.nattrs);
+			goto out;
+		}
+		if (ch->typestr) {
+			char kind = 0;
+			unsigned size = 0;
+			bool big = false;
+			h5_dtype *t = NULL;
+
+			rc = typestr_parse(&kind, &size, &big, ch->typestr);
+			if (rc == 0)
+				rc = h5_dtype_encode_number(dt, &dtlen, kind, size, big);
+			if (rc == 0)
+				rc = h5_dtype_decode(&t, dt, dtlen, NULL);
+			if (rc == 0) {
+				nelmts = 1;
+				for (size_t i = 0; i < ch->len; i++)
+					nelmts += ch->val[i] == ',';
+				one = nelmts == 1;
+				rc = h5_value_parse(&data, &dlen, t, ch->val, ch->len, nelmts);
+			}
+			h5_dtype_free(t);
+		} else {
+			/* a Python str, as h5py writes it: scalar, variable-length, UTF-8 */
+			const char *s = ch->val;
+			size_t l = ch->len;
+
+			rc = h5_dtype_encode_vstr(dt, &dtlen, 1);
+			if (rc == 0)
+				rc = vstr_data(&data, &dlen, f, &s, &l, 1);
+		}
+		if (rc < 0)
+			goto out;
+		new_hdr(&h, ds, f, c.e.oh, ch->name, ch->name_len, nelmts, one);
+		h.dt = dt;
+		h.dt_size = dtlen;
+		if (fd.idx != SIZE_MAX) {
+			crt = c.e.oh->msgs[fd.idx].crt_order;
+		} else if ((c.e.oh->flags & 0x04) && fd.ainfo != SIZE_MAX && (fd.ainfo_flags & AINFO_TRACK_CORDER)) {
+			/* the next creation order; the Attribute Info message's
+			 * maximum moves first (a side change: a gap is harmless) */
+			uint8_t v[2];
+
+			if (fd.max_crt == UINT16_MAX) {
+				rc = h5_err_set(H5_ERR_LIMIT, "object 0x%llx: creation order exhausted",
+						(unsigned long long)addr);
+				goto out;
+			}
+			crt = fd.max_crt;
+			h5_le_encode(v, (uint64_t)fd.max_crt + 1, 2);
+			rc = h5_ohdr_aux(&c, c.e.oh->msgs[fd.ainfo].addr + 2, v, 2);
+		}
+	}
+	if (rc == 0)
+		rc = h5_attr_encode(&msg, &mlen, &h, data, dlen);
+	if (rc == 0)
+		rc = h5_ohdr_put(&c, f, fd.idx, H5_MSG_ATTR, fd.idx != SIZE_MAX ? c.e.oh->msgs[fd.idx].flags : 0, crt,
+				 msg, mlen);
+commit:
+	if (rc == 0)
+		rc = h5_ohdr_commit(&c, f, false);
+out:
+	h5_ohdr_change_close(&c);
+	h5_attr_msg_clear(&a);
+	free(data);
+	free(msg);
+	return rc;
+}
+
+static int locked(h5_file *f, uint64_t addr, const change *ch)
+{
+	int rc;
+
+	if (!h5_file_writable(f))
+		return h5_err_set(H5_ERR_ROFS, "the file is open read-only");
+	if (ch->name_len == 0 || memchr(ch->name, 0, ch->name_len) || ch->name_len > 65534)
+		return h5_err_set(H5_ERR_INVAL, "an attribute name cannot be empty or hold a NUL byte");
+	pthread_mutex_lock(&f->write_lock);
+	rc = apply(f, addr, ch);
+	pthread_mutex_unlock(&f->write_lock);
+	return rc;
+}
+
+int h5_attr_write(h5_file *f, uint64_t addr, const char *name, size_t name_len, const void *val, size_t len, int raw)
+{
+	change ch = { .name = name, .name_len = name_len, .val = val ? val : "", .len = len, .raw = raw };
+
+	return locked(f, addr, &ch);
+}
+
+int h5_attr_create_typed(h5_file *f, uint64_t addr, const char *name, size_t name_len, const char *typestr,
+			 const char *text, size_t len)
+{
+	change ch = { .name = name, .name_len = name_len, .val = text ? text : "", .len = len, .typestr = typestr };
+
+	return locked(f, addr, &ch);
+}
+
+int h5_attr_delete(h5_file *f, uint64_t addr, const char *name, size_t name_len)
+{
+	change ch = { .name = name, .name_len = name_len };
+
+	return locked(f, addr, &ch);
+}
+
+int h5_file_write_sync(h5_file *f)
+{
+	int rc;
+
+	if (!h5_file_writable(f))
+		return 0;
+	pthread_mutex_lock(&f->write_lock);
+	rc = h5_txn_sync(f, true);
+	pthread_mutex_unlock(&f->write_lock);
+	return rc;
+}

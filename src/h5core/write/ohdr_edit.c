@@ -1,0 +1,429 @@
+/*
+ * ohdr_edit.c - adding, removing and replacing object header messages
+ * (ohdr_edit.h; spec IV.A.1.a/b for the message layouts, IV.A.2.a NIL,
+ * IV.A.2.q continuation, doc/MODIFY.md for the crash-safety argument).
+ *
+ * libhdf5 reads a header as the list of its messages wherever they are:
+ * NIL messages are free space, a continuation message names one more
+ * chunk. So every change here is either
+ *   - a rewrite of a run of free space (and the old message) inside ONE
+ *     chunk: one pwrite, which a v2 chunk's checksum closes; or
+ *   - a new continuation chunk, written beyond everything referenced,
+ *     fsync'd, then referenced by a continuation message written into
+ *     one chunk as above (where needed by moving one message aside into
+ *     the new chunk: the moved copy becomes visible in the same write that
+ *     turns its old place into the continuation message).
+ * Before that one write a crash leaves the old header; after it, the new.
+ */
+#include "ohdr_edit.h"
+#include "base.h"
+#include "rd.h"
+#include "checksum.h"
+#include "cache.h"
+#include "space.h"
+#include "txn.h"
+
+/* Free space a new continuation chunk keeps for later messages: as much
+ * as the header holds already (so a header that grows message by message
+ * gets a logarithmic number of chunks), within these bounds. */
+#define SLACK_MIN 256
+#define SLACK_MAX 32768
+
+static size_t hdr_len(const h5_ohdr *oh)
+{
+	return oh->version == 1 ? 8 : (oh->flags & 0x04) ? 6 : 4;
+}
+
+/* Bytes a message of body bytes takes (v1: 8-byte aligned). */
+static size_t total_of(const h5_ohdr *oh, size_t body)
+{
+	return hdr_len(oh) + (oh->version == 1 ? (body + 7) & ~(size_t)7 : body);
+}
+
+/* End of chunk c's message area (v2: before the checksum). */
+static size_t area_end(const h5_ohdr *oh, size_t c)
+{
+	return oh->chunks[c].len - (oh->version == 1 ? 0 : 4);
+}
+
+/* Offset in its chunk of message m's header. */
+static size_t msg_off(const h5_ohdr *oh, const h5_msg *m)
+{
+	return (size_t)(m->addr - oh->chunks[m->chunk].addr) - hdr_len(oh);
+}
+
+static size_t msg_total(const h5_ohdr *oh, const h5_msg *m)
+{
+	return hdr_len(oh) + m->size;
+}
+
+/* A message of total bytes at p (zero padding after the body). */
+static void enc_msg(uint8_t *p, const h5_ohdr *oh, uint16_t type, uint8_t flags, uint16_t crt,
+		    const void *body, size_t blen, size_t total)
+{
+	size_t h = hdr_len(oh);
+
+	memset(p, 0, total);
+	if (oh->version == 1) {
+		h5_le_encode(p, type, 2);
+		h5_le_encode(p + 2, total - h, 2);
+		p[4] = flags;
+	} else {
+		p[0] = (uint8_t)type;
+		h5_le_encode(p + 1, total - h, 2);
+		p[3] = flags;
+		if (h == 6)
+			h5_le_encode(p + 4, crt, 2);
+	}
+	if (body && blen)
+		memcpy(p + h, body, blen);
+}
+
+/* n bytes of free space: a NIL message, or (v2, too short for a message
+ * header, only at a chunk's end) a gap. */
+static void enc_free(uint8_t *p, const h5_ohdr *oh, size_t n)
+{
+	if (n >= hdr_len(oh))
+		enc_msg(p, oh, H5_MSG_NIL, 0, 0, NULL, 0, n);
+	else
+		memset(p, 0, n);
+}
+
+/* Can have bytes hold need, the rest staying valid free space? */
+static bool fits(const h5_ohdr *oh, size_t have, size_t need, bool at_end)
+{
+	size_t rest;
+
+	if (have < need)
+		return false;
+	rest = have - need;
+	return rest == 0 || rest >= hdr_len(oh) || (at_end && oh->version != 1);
+}
+
+/* A run of free space in one chunk: NIL messages and the old message, in a
+ * row, and (v2) the gap after them at the chunk's end. */
+typedef struct run {
+	size_t c, off, len;
+	size_t first, last;     /* messages in it (first > last: none) */
+	bool at_end;
+} run;
+
+static bool find_run(run *out, const h5_ohdr *oh, size_t c, size_t old, size_t need)
+{
+	size_t last_end = SIZE_MAX;
+	bool open = false;
+	run r = { 0 };
+
+	for (size_t i = 0; i < oh->nmsgs; i++) {
+		const h5_msg *m = &oh->msgs[i];
+		size_t off;
+
+		if (m->chunk != c)
+			continue;
+		off = msg_off(oh, m);
+		last_end = off + msg_total(oh, m);
+		if (m->type != H5_MSG_NIL && i != old) {
+			if (open && fits(oh, r.len, need, false)) {
+				*out = r;
+				return true;
+			}
+			open = false;
+			continue;
+		}
+		if (!open)
+			r = (run){ .c = c, .off = off, .first = i };
+		open = true;
+		r.len = last_end - r.off;
+		r.last = i;
+	}
+	if (!open)
+		return false;
+	/* the gap of a v2 chunk belongs to the run that ends it */
+	if (last_end != SIZE_MAX && area_end(oh, c) > last_end) {
+		r.len += area_end(oh, c) - last_end;
+		r.at_end = true;
+	} else if (last_end == area_end(oh, c)) {
+		r.at_end = true;
+	}
+	if (fits(oh, r.len, need, r.at_end)) {
+		*out = r;
+		return true;
+	}
+	return false;
+}
+
+int h5_ohdr_change_open(h5_ohdr_change *c, h5_file *f, uint64_t addr)
+{
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	c->main = SIZE_MAX;
+	c->start_end = h5_space_end(f);
+	rc = h5_ohdr_load(&c->e.oh, f, addr);
+	if (rc < 0)
+		return rc;
+	c->e.lo = malloc(c->e.oh->nchunks * sizeof(size_t));
+	c->e.hi = calloc(c->e.oh->nchunks, sizeof(size_t));
+	if (!c->e.lo || !c->e.hi)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory editing an object header");
+	for (size_t i = 0; i < c->e.oh->nchunks; i++)
+		c->e.lo[i] = SIZE_MAX;
+	return 0;
+}
+
+void h5_ohdr_change_close(h5_ohdr_change *c)
+{
+	h5_ohdr_free(c->e.oh);
+	free(c->e.lo);
+	free(c->e.hi);
+	memset(c, 0, sizeof(*c));
+}
+
+/* Message i becomes a NIL message of the same size. */
+static int make_nil(h5_ohdr_change *c, size_t i)
+{
+	const h5_ohdr *oh = c->e.oh;
+	const h5_msg *m = &oh->msgs[i];
+	uint64_t at = m->addr - hdr_len(oh);
+	uint8_t z[2] = { 0, 0 };
+	int rc;
+
+	if (oh->version == 1) {
+		rc = h5_ohdr_patch(&c->e, at, z, 2);
+		if (rc == 0)
+			rc = h5_ohdr_patch(&c->e, at + 4, z, 1);
+	} else {
+		rc = h5_ohdr_patch(&c->e, at, z, 1);
+		if (rc == 0)
+			rc = h5_ohdr_patch(&c->e, at + 3, z, 1);
+	}
+	return rc;
+}
+
+/* Write message (type ... total) into run r, free space after it; the
+ * old message, when outside the run, becomes NIL. */
+static int fill_run(h5_ohdr_change *c, const run *r, size_t old, uint16_t type, uint8_t flags, uint16_t crt,
+		    const void *body, size_t blen, size_t total)
+{
+	const h5_ohdr *oh = c->e.oh;
+	uint8_t *tmp = malloc(r->len);
+	size_t rest = r->len - total;
+	int rc;
+
+	if (!tmp)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory editing an object header");
+	enc_msg(tmp, oh, type, flags, crt, body, blen, total);
+	if (rest)
+		enc_free(tmp + total, oh, rest);
+	rc = h5_ohdr_patch(&c->e, oh->chunks[r->c].addr + r->off, tmp, r->len);
+	free(tmp);
+	if (rc == 0 && old != SIZE_MAX && (old < r->first || old > r->last))
+		rc = make_nil(c, old);
+	c->nmsgs_delta += 1 + (rest >= hdr_len(oh)) - (r->first <= r->last ? (int)(r->last - r->first + 1) : 0);
+	c->main = r->c;
+	return rc;
+}
+
+/* A new continuation chunk holding the message moved aside (raw bytes,
+ * header included: it keeps its creation order), the new message and free
+ * space; written at the allocation end now (invisible until referenced). */
+static int new_chunk(uint64_t *addr, size_t *clen, h5_ohdr_change *c, h5_file *f, const uint8_t *moved,
+		     size_t mlen, uint16_t type, uint8_t flags, uint16_t crt, const void *body, size_t blen,
+		     size_t total)
+{
+	const h5_ohdr *oh = c->e.oh;
+	size_t h = hdr_len(oh), head = oh->version == 1 ? 0 : 4, tail = oh->version == 1 ? 0 : 4;
+	size_t have = 0, slack, len, p;
+	uint8_t *buf;
+	int rc;
+
+	for (size_t i = 0; i < oh->nchunks; i++)
+		have += oh->chunks[i].len;
+	slack = have < SLACK_MIN ? SLACK_MIN : have > SLACK_MAX ? SLACK_MAX : have;
+	slack = (slack + 7) & ~(size_t)7;
+	if (slack < h)
+		slack = h;
+	len = head + mlen + total + slack + tail;
+	buf = calloc(1, len);
+	if (!buf)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory editing an object header");
+	p = head;
+	if (head)
+		memcpy(buf, "OCHK", 4);
+	if (mlen)
+		memcpy(buf + p, moved, mlen);
+	p += mlen;
+	enc_msg(buf + p, oh, type, flags, crt, body, blen, total);
+	p += total;
+	enc_free(buf + p, oh, slack);
+	if (tail)
+		h5_le_encode(buf + len - 4, h5_checksum_metadata(buf, len - 4), 4);
+	rc = h5_space_alloc(addr, f, len);
+	if (rc == 0)
+		rc = h5_file_write(f, *addr, buf, len);
+	free(buf);
+	*clen = len;
+	c->nmsgs_delta += 2 + (mlen ? 1 : 0);   /* the new message, the free space, the moved copy */
+	return rc;
+}
+
+/* The chunks a change may use: the old message's, else every one. */
+static bool chunk_allowed(const h5_ohdr *oh, size_t old, size_t ci)
+{
+	return old == SIZE_MAX || oh->msgs[old].chunk == ci;
+}
+
+/* The place of message i with the NIL messages after it (and, v2, the
+ * gap when they end the chunk): a run message i can be moved out of. */
+static run slot_of(const h5_ohdr *oh, size_t i)
+{
+	const h5_msg *m = &oh->msgs[i];
+	run r = { .c = m->chunk, .off = msg_off(oh, m), .len = msg_total(oh, m), .first = i, .last = i };
+	size_t j = i + 1;
+
+	while (j < oh->nmsgs && oh->msgs[j].chunk == m->chunk && oh->msgs[j].type == H5_MSG_NIL) {
+		r.len += msg_total(oh, &oh->msgs[j]);
+		r.last = j++;
+	}
+	if (j == oh->nmsgs || oh->msgs[j].chunk != m->chunk) {
+		r.len = area_end(oh, m->chunk) - r.off;
+		r.at_end = true;
+	}
+	return r;
+}
+
+/* A message to move aside into the new chunk so that a continuation
+ * message (need bytes) takes its place (with the free space after it): in
+ * an allowed chunk, not the old one; attributes first (their place in the
+ * header means nothing), then the largest. */
+static size_t pick_moved(run *out, const h5_ohdr *oh, size_t old, size_t need)
+{
+	size_t best = SIZE_MAX;
+
+	for (size_t i = 0; i < oh->nmsgs; i++) {
+		const h5_msg *m = &oh->msgs[i];
+		run r;
+
+		if (i == old || m->type == H5_MSG_NIL || m->type == H5_MSG_CONT || !chunk_allowed(oh, old, m->chunk))
+			continue;
+		r = slot_of(oh, i);
+		if (old != SIZE_MAX && old > r.first && old <= r.last)
+			continue;
+		if (!fits(oh, r.len, need, r.at_end))
+			continue;
+		if (best == SIZE_MAX ||
+		    (m->type == H5_MSG_ATTR && oh->msgs[best].type != H5_MSG_ATTR) ||
+		    ((m->type == H5_MSG_ATTR) == (oh->msgs[best].type == H5_MSG_ATTR) && m->size > oh->msgs[best].size)) {
+			best = i;
+			*out = r;
+		}
+	}
+	return best;
+}
+
+int h5_ohdr_put(h5_ohdr_change *c, h5_file *f, size_t old, uint16_t type, uint8_t flags, uint16_t crt,
+		const void *body, size_t len)
+{
+	const h5_ohdr *oh = c->e.oh;
+	const h5_fmt *fmt = &f->fmt;
+	size_t total, cont_total, cont_len = (size_t)fmt->sizeof_addr + fmt->sizeof_size, clen = 0;
+	uint8_t cont[16];
+	uint64_t caddr = H5_ADDR_UNDEF;
+	size_t moved;
+	run r;
+	int rc;
+
+	if (c->main != SIZE_MAX)
+		return h5_err_set(H5_ERR_INVAL, "object header 0x%llx: one message change per commit",
+				  (unsigned long long)oh->addr);
+	if (old != SIZE_MAX && old >= oh->nmsgs)
+		return h5_err_set(H5_ERR_INVAL, "object header 0x%llx: no message %zu", (unsigned long long)oh->addr, old);
+	if (!body) {
+		if (old == SIZE_MAX)
+			return h5_err_set(H5_ERR_INVAL, "object header 0x%llx: nothing to remove", (unsigned long long)oh->addr);
+		c->main = oh->msgs[old].chunk;
+		return make_nil(c, old);
+	}
+	if (len > 65535 - 8)
+		return h5_err_set(H5_ERR_NOSPC, "object header 0x%llx: a message of %zu bytes is larger than a header "
+				  "message can be (64 KiB)", (unsigned long long)oh->addr, len);
+	total = total_of(oh, len);
+	for (size_t ci = 0; ci < oh->nchunks; ci++)
+		if (chunk_allowed(oh, old, ci) && find_run(&r, oh, ci, old, total))
+			return fill_run(c, &r, old, type, flags, crt, body, len, total);
+
+	/* a new chunk: its continuation message goes into free space, or in
+	 * the place of a message moved into the new chunk */
+	cont_total = total_of(oh, cont_len);
+	for (size_t ci = 0; ci < oh->nchunks; ci++) {
+		if (!chunk_allowed(oh, old, ci) || !find_run(&r, oh, ci, old, cont_total))
+			continue;
+		rc = new_chunk(&caddr, &clen, c, f, NULL, 0, type, flags, crt, body, len, total);
+		if (rc < 0)
+			return rc;
+		h5_le_encode(cont, caddr, fmt->sizeof_addr);
+		h5_le_encode(cont + fmt->sizeof_addr, clen, fmt->sizeof_size);
+		return fill_run(c, &r, old, H5_MSG_CONT, 0, 0, cont, cont_len, cont_total);
+	}
+	moved = pick_moved(&r, oh, old, cont_total);
+	if (moved == SIZE_MAX)
+		return h5_err_set(H5_ERR_NOSPC, "object header 0x%llx: no room for a %zu-byte message, and no message "
+				  "to move aside", (unsigned long long)oh->addr, len);
+	{
+		const h5_msg *m = &oh->msgs[moved];
+		const uint8_t *raw = oh->chunks[m->chunk].buf + msg_off(oh, m);
+
+		rc = new_chunk(&caddr, &clen, c, f, raw, msg_total(oh, m), type, flags, crt, body, len, total);
+		if (rc < 0)
+			return rc;
+		h5_le_encode(cont, caddr, fmt->sizeof_addr);
+		h5_le_encode(cont + fmt->sizeof_addr, clen, fmt->sizeof_size);
+		return fill_run(c, &r, old, H5_MSG_CONT, 0, 0, cont, cont_len, cont_total);
+	}
+}
+
+int h5_ohdr_aux(h5_ohdr_change *c, uint64_t addr, const void *bytes, size_t n)
+{
+	return h5_ohdr_patch(&c->e, addr, bytes, n);
+}
+
+int h5_ohdr_commit(h5_ohdr_change *c, h5_file *f, bool durable)
+{
+	h5_ohdr *oh = c->e.oh;
+	h5_txn t;
+	int rc = 0;
+
+	if (c->main == SIZE_MAX)
+		return h5_err_set(H5_ERR_INVAL, "object header 0x%llx: nothing to commit", (unsigned long long)oh->addr);
+	/* v1: the prefix counts the messages (libhdf5 only checks it under
+	 * strict format checks, and repairs it when it writes): a side change */
+	if (oh->version == 1 && c->nmsgs_delta) {
+		uint8_t v[2];
+		long n = (long)oh->nmsgs + c->nmsgs_delta;
+
+		h5_le_encode(v, n < 0 ? 0 : n > 65535 ? 65535 : (uint64_t)n, 2);
+		rc = h5_ohdr_patch(&c->e, oh->addr + 2, v, 2);
+	}
+	h5_txn_begin(&t, f, durable, NULL, NULL);
+	if (rc == 0 && (h5_space_end(f) != c->start_end || h5_space_end(f) > f->eoa)) {
+		/* new space: durable and inside the EOF address before the switch */
+		rc = h5_txn_stage(&t, c->start_end);
+	} else {
+		t.end = h5_space_end(f);
+		t.shrink = durable && f->eoa > t.end;
+	}
+	/* A v2 chunk is written whole: two commits without an fsync between
+	 * them may both rewrite it, and after a power cut the later write must
+	 * not land with a checksum over bytes of an earlier one that did not
+	 * (each write carries the whole chunk it checksums). */
+	for (size_t i = 0; oh->version >= 2 && i < oh->nchunks; i++)
+		if (c->e.lo[i] != SIZE_MAX)
+			c->e.lo[i] = 0;
+	for (size_t i = 0; rc == 0 && i < oh->nchunks; i++)
+		if (i != c->main)
+			rc = h5_ohdr_write_chunk(f, &c->e, i);
+	if (rc == 0)
+		rc = h5_txn_last(&t, &c->e, c->main);
+	h5_cache_invalidate(f->meta, H5_CK_OHDR, oh->addr);
+	return rc;
+}

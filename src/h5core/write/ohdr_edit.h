@@ -1,0 +1,54 @@
+/* ohdr_edit.h - adding, removing and replacing object header messages,
+ * committed crash-safely (ohdr_edit.c; spec IV.A.1, IV.A.2.a NIL, IV.A.2.q
+ * continuation; doc/MODIFY.md).
+ *
+ * A change is made on a private copy of the header (h5_ohdr_load):
+ *   h5_ohdr_change_open   load it;
+ *   h5_ohdr_put           plan one message change: the new message goes
+ *                         into free space (NIL messages, the old message's
+ *                         own space, a v2 chunk's gap) of ONE chunk, or into
+ *                         a new continuation chunk written at once at the
+ *                         allocation end (space.h) and referenced by a
+ *                         continuation message placed in that one chunk;
+ *   h5_ohdr_aux           harmless side changes in other chunks (written
+ *                         first: a crash after them leaves the old state
+ *                         that libhdf5 still reads the same);
+ *   h5_ohdr_commit        the ordered commit: new space fsync'd and
+ *                         covered by the superblock's EOF address
+ *                         (txn.h), side chunks, then the one in-place
+ *                         write of the planned chunk (v2: its checksum in
+ *                         the same write) that makes the change visible.
+ * Every call runs under f->write_lock. */
+#ifndef H5_WRITE_OHDR_EDIT_H
+#define H5_WRITE_OHDR_EDIT_H
+
+#include "base.h"
+#include "file.h"
+#include "ohdr.h"
+
+typedef struct h5_ohdr_change {
+	h5_ohdr_edit e;
+	size_t main;            /* the chunk whose write makes the change visible, SIZE_MAX: none yet */
+	uint64_t start_end;     /* the allocation end when the change began */
+	int nmsgs_delta;        /* messages added (v1 prefix count) */
+} h5_ohdr_change;
+
+int h5_ohdr_change_open(h5_ohdr_change *c, h5_file *f, uint64_t addr);
+void h5_ohdr_change_close(h5_ohdr_change *c);
+
+/* Message number old (an index into c->e.oh->msgs, SIZE_MAX: none) is
+ * replaced by a message of type, flags and body (len bytes), or removed
+ * (body NULL: it becomes a NIL message). crt: the v2 creation order field
+ * (headers that track it). One put per change. H5_ERR_NOSPC when no
+ * chunk can take it (no free space, no message to move aside). */
+int h5_ohdr_put(h5_ohdr_change *c, h5_file *f, size_t old, uint16_t type, uint8_t flags, uint16_t crt,
+		const void *body, size_t len);
+
+/* Bytes at addr of the header changed outside the planned chunk. */
+int h5_ohdr_aux(h5_ohdr_change *c, uint64_t addr, const void *bytes, size_t n);
+
+/* The ordered commit. durable: fsync'd before returning. Cached copies of
+ * the header are dropped whatever happens. */
+int h5_ohdr_commit(h5_ohdr_change *c, h5_file *f, bool durable);
+
+#endif

@@ -1,0 +1,261 @@
+#!/usr/bin/python3
+"""Crash-state enumeration of attribute changes (issue 31 item 4; the
+method of test_append_crash.py, doc/MODIFY.md).
+
+attr_trace (a helper built by make check) applies a sequence of attribute
+changes through the engine (in place, into NIL space, new continuation
+chunks, messages moved aside, new global heap collections, removals,
+typed creations) with its byte source wrapped by the trace source, which
+records every write, size change and sync. state_k, what h5py reads after
+the first k changes, comes from running the helper on the first k changes
+alone. Then the files a crash could leave are built from the trace:
+
+- kill -9: every prefix of the writes (the kernel keeps completed writes,
+  in order): h5py must open it and read exactly some state_k;
+- power cut: for every sync interval, everything before it plus random
+  subsets of the writes since (each landing whole: unsynced writes are
+  either new space nothing references yet, or one object header chunk
+  per change, whose tearing inside a sector-straddling write is the
+  residual risk doc/APPEND.md names): every attribute must hold a value it
+  held in some state (each change done or not done);
+Groups and links (latest.h5: mkdir, symlink, unlink) are enumerated the
+same way, their states being the tree of links; a power-cut image must be
+opened by h5py, each of its links one that some state has (two changes of
+different headers may land without each other after a power cut).
+- a failing Nth write or sync (io_fail_at), for every N of default.h5
+  and 8 of each other file: the changes after
+  it still run; the file must open and every attribute hold one of its
+  values.
+"""
+import os
+import random
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import h5fs_testlib as T  # noqa: E402
+
+T.require_h5py()
+import h5py  # noqa: E402
+import numpy as np  # noqa: E402
+
+import make_write_fixtures as MF  # noqa: E402
+from test_append_crash import apply, parse_trace  # noqa: E402
+
+HELPER = os.path.join(T.BUILDDIR, "tests", "integration", "attr_trace")
+SUBSETS = 10
+
+OPS = [
+    "set\t/\ti\t42",                          # in place (same size)
+    "set\t/g\tvs\tanother value",             # new global heap collection
+    "set\t/\tnote\thello",                    # new: NIL space, or a new chunk
+    "typed\t/d\tcnt\t<i2\t1, 2, 3",
+    "del\t/g\trm",
+    "set\t/g\tfs\ta longer fixed string",     # grows: moves
+    "set\t/d\tfa\t9, 8, 7",
+    "sync",
+    "set\t/\tnote2\t" + "x" * 300,            # larger than any free space
+    "set\t/g\tnote\t" + "y" * 40,
+    "del\t/\ti",
+    "set\t/d\tvs\tz",
+]
+
+
+# groups and links (compact link storage: latest.h5 only)
+LINK_OPS = [
+    "mkdir\t/\tn",
+    "mkdir\t/n\ta",
+    "symlink\t/g\tsl\t/d",
+    "set\t/\tnote\tx",
+    "unlink\t/\td",                           # /d stays reachable? no: its only link
+    "symlink\t/n\tback\t/g",
+    "unlink\t/n\ta",
+    "mkdir\t/g\tsub",
+]
+
+
+def norm(v):
+    if isinstance(v, bytes):
+        return v.rstrip(b"\0")
+    if isinstance(v, str):
+        return v
+    return repr(np.asarray(v).tolist())
+
+
+def state_of(path, objs=MF.OBJS):
+    try:
+        with h5py.File(path, "r") as f:
+            if objs is None:
+                # the tree: every link of every group, by name and kind
+                tree = []
+
+                def walk(g, prefix):
+                    for k in g:
+                        ln = g.get(k, getlink=True)
+                        kind = type(ln).__name__ + (":" + ln.path if isinstance(ln, h5py.SoftLink) else "")
+                        tree.append(((prefix + k), kind))
+                        if isinstance(ln, h5py.HardLink) and isinstance(g[k], h5py.Group):
+                            walk(g[k], prefix + k + "/")
+                walk(f, "/")
+                return (("tree", tuple(sorted(tree))),) + tuple(
+                    (o, tuple(sorted((k, norm(f[o].attrs[k])) for k in f[o].attrs.keys()))) for o in ("/",))
+            return tuple((o, tuple(sorted((k, norm(f[o].attrs[k])) for k in f[o].attrs.keys()))) for o in objs)
+    except Exception as e:  # noqa: BLE001 - any failure to open or read is a crash-safety bug
+        return "h5py: %s" % e
+
+
+def run_helper(path, trace, fail_at, ops):
+    r = subprocess.run([HELPER, path, trace, str(fail_at)] + ops, capture_output=True, timeout=60)
+    if r.returncode != 0:
+        raise AssertionError("attr_trace exit %d: %s" % (r.returncode, r.stderr.decode()[-400:]))
+    return r.stdout.decode().splitlines()
+
+
+def history(states):
+    """Per (object, name): every value it had (None: absent)."""
+    h = {}
+    for s in states:
+        for o, attrs in s:
+            d = dict(attrs)
+            for o2, attrs2 in states[0]:
+                pass
+            for k, v in d.items():
+                h.setdefault((o, k), set()).add(v)
+    for s in states:
+        for o, attrs in s:
+            names = dict(attrs)
+            for (o2, k) in list(h):
+                if o2 == o and k not in names:
+                    h[(o2, k)].add(None)
+    return h
+
+
+def fits_history(st, h):
+    if isinstance(st, str):
+        return st
+    for o, attrs in st:
+        d = dict(attrs)
+        for k, v in d.items():
+            if v not in h.get((o, k), ()):
+                return "%s %s = %r, never a value of it" % (o, k, v)
+        for (o2, k), vals in h.items():
+            if o2 == o and k not in d and None not in vals:
+                return "%s %s missing" % (o, k)
+    return None
+
+
+def tree_fits(st, states):
+    """Each link of the image's tree is one some state has (each change
+    done or not: two changes of different headers may land alone)."""
+    if isinstance(st, str):
+        return st
+    seen = set()
+    for s in states:
+        seen |= set(s[0][1])
+    extra = [x for x in st[0][1] if x not in seen]
+    return "links no state has: %r" % extra[:3] if extra else None
+
+
+def run_case(work, fx, rng, OPS=OPS, objs=MF.OBJS):
+    base_path = os.path.join(work, "fx", fx)
+    base = open(base_path, "rb").read()
+    tmp = os.path.join(work, "img.h5")
+    states = []
+    for k in range(len(OPS) + 1):
+        p = os.path.join(work, "state.h5")
+        shutil.copy(base_path, p)
+        out = run_helper(p, "-", 0, OPS[:k])
+        if any(line != "ok" for line in out):
+            T.fail("%s: the first %d changes: %s" % (fx, k, out))
+            return 0
+        states.append(state_of(p, objs))
+    if any(isinstance(s, str) for s in states):
+        T.fail("%s: a state does not open: %s" % (fx, [s for s in states if isinstance(s, str)][:1]))
+        return 0
+    h = history(states)
+    path = os.path.join(work, "traced.h5")
+    shutil.copy(base_path, path)
+    trace = os.path.join(work, "trace")
+    run_helper(path, trace, 0, OPS)
+    final = open(path, "rb").read()
+    ops = parse_trace(trace)
+    img = bytearray(base)
+    for op in ops:
+        apply(img, op)
+    if bytes(img) != final:
+        T.fail("%s: the replayed trace does not rebuild the final file" % fx)
+        return 0
+    checked = 0
+    # kill -9: every prefix is exactly some state
+    img = bytearray(base)
+    for i in range(len(ops) + 1):
+        if i:
+            apply(img, ops[i - 1])
+        if i and ops[i - 1][0] == "S":
+            continue
+        with open(tmp, "wb") as fh:
+            fh.write(img)
+        st = state_of(tmp, objs)
+        checked += 1
+        if st not in states:
+            T.fail("%s: after %d of %d writes: %s" % (fx, i, len(ops), st if isinstance(st, str) else
+                                                        "a state no prefix of the changes gives"))
+            return checked
+    # power cut: subsets of the writes since each sync
+    syncs = [i for i, op in enumerate(ops) if op[0] == "S"] + [len(ops)]
+    durable = bytearray(base)
+    start = 0
+    for s in syncs:
+        pending = ops[start:s]
+        for _ in range(SUBSETS if len(pending) > 1 else 0):
+            img = bytearray(durable)
+            for op in pending:
+                if rng.random() < 0.5:
+                    apply(img, op)
+            with open(tmp, "wb") as fh:
+                fh.write(img)
+            err = fits_history(state_of(tmp, objs), h) if objs else tree_fits(state_of(tmp, objs), states)
+            checked += 1
+            if err:
+                T.fail("%s: power cut in interval ending at %d: %s" % (fx, s, err))
+                return checked
+        for op in pending:
+            apply(durable, op)
+        start = s + 1
+    # a failing Nth write or sync (every N on the first file, a sample on
+    # the others: each is a run of the helper)
+    nio = len(ops)
+    picks = range(1, nio + 1) if fx == "default.h5" else sorted(rng.sample(range(1, nio + 1), min(8, nio)))
+    for n in picks:
+        p = os.path.join(work, "fail.h5")
+        shutil.copy(base_path, p)
+        run_helper(p, "-", n, OPS)
+        st = state_of(p, objs)
+        err = fits_history(st, h) if objs else tree_fits(st, states)
+        checked += 1
+        if err:
+            T.fail("%s: write %d failing: %s" % (fx, n, err))
+            return checked
+    print("%s: %d writes/syncs traced, %d crash states checked" % (fx, len(ops), checked), flush=True)
+    return checked
+
+
+def main():
+    if not os.path.exists(HELPER):
+        T.skip("attr_trace not built")
+    work = T.workdir("attr-crash")
+    made = MF.make(os.path.join(work, "fx"))
+    rng = random.Random(31)
+    total = 0
+    for fx in ("default.h5", "latest.h5"):
+        if fx in made:
+            total += run_case(work, fx, rng)
+    total += run_case(work, "latest.h5", rng, LINK_OPS, None)
+    shutil.rmtree(work, ignore_errors=True)
+    print("%d crash states checked in all" % total)
+    return T.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
