@@ -69,7 +69,7 @@ static int scan(size_t *nlinks, size_t *linfo, h5_linfo *li, unsigned *max_compa
 	return 0;
 }
 
-static int name_ok(const char *name, size_t name_len)
+static int link_name_check(const char *name, size_t name_len)
 {
 	if (name_len == 0 || memchr(name, 0, name_len) || memchr(name, '/', name_len) ||
 	    (name_len == 1 && name[0] == '.') || (name_len == 2 && name[0] == '.' && name[1] == '.'))
@@ -140,7 +140,7 @@ int h5_link_insert(h5_file *f, uint64_t group, const char *name, size_t name_len
 
 	if (!h5_file_writable(f))
 		return h5_err_set(H5_ERR_ROFS, "the file is open read-only");
-	rc = name_ok(name, name_len);
+	rc = link_name_check(name, name_len);
 	if (rc < 0)
 		return rc;
 	pthread_mutex_lock(&f->write_lock);
@@ -210,7 +210,7 @@ int h5_group_create(uint64_t *addr, h5_file *f, uint64_t parent, const char *nam
 	*addr = H5_ADDR_UNDEF;
 	if (!h5_file_writable(f))
 		return h5_err_set(H5_ERR_ROFS, "the file is open read-only");
-	rc = name_ok(name, name_len);
+	rc = link_name_check(name, name_len);
 	if (rc < 0)
 		return rc;
 	pthread_mutex_lock(&f->write_lock);
