@@ -20,6 +20,7 @@
 #include "fuse_ops.h"
 #include "source.h"
 #include "tool_exit.h"
+#include "views.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -68,6 +69,8 @@ struct cli {
 	char *index;            /* -o index=PATH (a collection's index file) */
 	int noindex;            /* -o noindex */
 	char *h5_suffixes;      /* -o h5_suffixes=.h5:.nxs (an S3 prefix's members) */
+	int views_all;          /* -o views */
+	char *views;            /* -o views=npy,tiff,... */
 	int nonopts;
 };
 
@@ -119,6 +122,8 @@ static const struct fuse_opt cli_spec[] = {
 	{ "index=%s", offsetof(struct cli, index), 0 },
 	{ "noindex", offsetof(struct cli, noindex), 1 },
 	{ "h5_suffixes=%s", offsetof(struct cli, h5_suffixes), 0 },
+	{ "views", offsetof(struct cli, views_all), 1 },
+	{ "views=%s", offsetof(struct cli, views), 0 },
 	FUSE_OPT_END
 };
 
@@ -194,6 +199,10 @@ static void usage(FILE *out)
 		"    -o timeout=S           seconds for one request (default 30)\n"
 		"    -o h5_suffixes=LIST    names of an S3 prefix's HDF5 members, ':'-separated,\n"
 		"                           any case (default " H5_SUFFIXES_DEFAULT ")\n"
+		"    -o views[=LIST]        list the views of datasets (NAME.npy, NAME.csv,\n"
+		"                           NAME.tiff, NAME.png, NAME.frames/) in directories:\n"
+		"                           all, or LIST of npy,csv,tiff,png,frames (they are\n"
+		"                           always there to open, only not listed)\n"
 		"\n"
 		"Mount options:\n"
 		"    -o allow_other         allow access by all users (default: only the\n"
@@ -521,6 +530,12 @@ static int parse(struct daemon *D)
 	}
 	D->cfg.open_opts = &D->oopts;
 	D->cfg.h5_suffixes = D->cli.h5_suffixes;
+	if (D->cli.views_all || D->cli.views) {
+		if (vw_parse_list(&D->cfg.views, D->cli.views) < 0) {
+			fprintf(stderr, "h5fs: invalid -o views=%s (all, or npy,csv,tiff,png,frames)\n", D->cli.views);
+			return ret;
+		}
+	}
 	if (D->cli.uid) {
 		unsigned long v;
 
@@ -838,6 +853,7 @@ static void daemon_free(struct daemon *D)
 		free(D->cli.params[i]);
 	free(D->cli.params);
 	free(D->cli.h5_suffixes);
+	free(D->cli.views);
 	free(D->cli.index);
 	fuse_opt_free_args(&D->args);
 }

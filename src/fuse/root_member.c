@@ -1,7 +1,8 @@
 /* root_member.c - the member root class (root.h): one HDF5 file shown as
  * a tree, the ll*.c machinery (struct h5fs). A single-FILE mount is one
  * member root at the mount's root; a collection has one per HDF5 file
- * looked into (root_coll.c). */
+ * looked into (root_coll.c). Its lookup, listing, open and xattrs are
+ * views.c's, which add the views of datasets (NAME.npy, ...) to ll.c's. */
 #include "ll.h"
 
 static bool member_writable(void *r)
@@ -67,22 +68,22 @@ void h5fs_set_ino_map(h5fs *fs, uint64_t (*map)(void *ud, uint64_t local), void 
 
 const struct root_ops h5fs_member_ops = {
 	.name = "member",
-	.lookup = member_lookup,
+	.lookup = views_lookup,
 	.forget = member_forget,
 	.getattr = member_getattr,
 	.readlink = member_readlink,
-	.opendir = member_opendir,
-	.readdir = member_readdir,
-	.releasedir = member_releasedir,
-	.open = member_open,
+	.opendir = views_opendir,
+	.readdir = views_readdir,
+	.releasedir = views_releasedir,
+	.open = views_open,
 	.read = member_read,
 	.read_done = member_read_done,
 	.release = member_release,
 	.write = member_write,
 	.flush = member_flush,
 	.fsync = member_fsync,
-	.listxattr = member_listxattr,
-	.getxattr = member_getxattr,
+	.listxattr = views_listxattr,
+	.getxattr = views_getxattr,
 	.writable = member_writable,
 	.usage = member_usage,
 	.idle = member_idle,
