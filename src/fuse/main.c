@@ -201,7 +201,7 @@ static void usage(FILE *out)
 		"                           any case (default " H5_SUFFIXES_DEFAULT ")\n"
 		"    -o views[=LIST]        list the views of datasets (NAME.npy, NAME.csv,\n"
 		"                           NAME.tiff, NAME.png, NAME.frames/) in directories:\n"
-		"                           all, or LIST of npy,csv,tiff,png,frames (they are\n"
+		"                           all, or a LIST of npy,csv,tiff,png,frames (they are\n"
 		"                           always there to open, only not listed)\n"
 		"\n"
 		"Mount options:\n"
@@ -238,6 +238,25 @@ static int cli_param_add(struct cli *c, const char *arg)
 	return 0;
 }
 
+/* arg a kind of view (after -o views=K1): true, and c->views holds it
+ * too (NULL when out of memory). */
+static bool views_more(struct cli *c, const char *arg)
+{
+	unsigned m;
+	char *n;
+
+	if (strchr(arg, '=') || vw_parse_list(&m, arg) < 0)
+		return false;
+	n = malloc(strlen(c->views) + strlen(arg) + 2);
+	if (n)
+		sprintf(n, "%s,%s", c->views, arg);
+	else
+		fprintf(stderr, "h5fs: out of memory\n");
+	free(c->views);
+	c->views = n;
+	return true;
+}
+
 static int cli_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
 {
 	struct cli *c = data;
@@ -258,6 +277,10 @@ static int cli_proc(void *data, const char *arg, int key, struct fuse_args *outa
 		c->verbose = 1;
 		return 0;
 	case FUSE_OPT_KEY_OPT:
+		/* -o views=npy,tiff: the option parser cut the list at its
+		 * commas; the names after the first come here one by one */
+		if (c->views && views_more(c, arg))
+			return c->views ? 0 : -1;
 		/* an option of a byte-source class (remote FILEs): theirs to
 		 * parse, each class its own (source_http.c, source_s3.c) */
 		switch (h5_source_param(arg)) {
