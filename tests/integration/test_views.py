@@ -41,6 +41,7 @@ except ImportError:
 import make_view_fixtures as G  # noqa: E402
 
 fail = T.fail
+WORK = [None]           # the test's scratch directory (reference files)
 
 
 def kinds_of(ds):
@@ -217,7 +218,7 @@ def check_dataset(mnt, name, a, ds_dtype, kinds, mmap=True):
             if exists(os.path.join(d, bad)):
                 fail("%s.frames/%s exists" % (name, bad))
         if shutil.which("tiffcmp") and a.shape[0] > 1:
-            ref = os.path.join(os.path.dirname(mnt), "ref.tiff")
+            ref = os.path.join(WORK[0], "ref.tiff")
             tifffile.imwrite(ref, a[1])
             r = subprocess.run(["tiffcmp", ref, os.path.join(d, "000001.tiff")], capture_output=True, text=True,
                                timeout=60)
@@ -372,6 +373,32 @@ def test_remote(d, path, exp):
         srv.stop()
 
 
+def test_collection(d, path, exp):
+    """A collection's members: views opened without an index; with -o views
+    the first walk records them in the index and the indexed member serves
+    them; the index of a mount without -o views does not list them."""
+    coll = os.path.join(d, "coll")
+    os.makedirs(coll)
+    few = {"stack", "tab", "rgb"}
+    with h5py.File(path, "r") as src, h5py.File(os.path.join(coll, "m.h5"), "w") as dst:
+        for n in few:
+            src.copy(n, dst)
+    ix = os.path.join(d, "ix.db")
+    mnt = os.path.join(d, "cmnt")
+    with T.Mount(coll, mnt, ["-o", "noindex"]) as m, m.watchdog(120):
+        check_all(os.path.join(mnt, "m.h5"), exp, "collection", only=few)
+    for rnd in ("recording", "indexed"):
+        with T.Mount(coll, mnt, ["-o", "views,index=" + ix]) as m, m.watchdog(120):
+            ls = os.listdir(os.path.join(mnt, "m.h5"))
+            if "stack.frames" not in ls or "tab.csv" not in ls:
+                fail("collection (%s): views not listed: %s" % (rnd, sorted(ls)[:8]))
+            check_all(os.path.join(mnt, "m.h5"), exp, "collection " + rnd, only=few)
+    with T.Mount(coll, mnt, ["-o", "index=" + ix]) as m, m.watchdog(120):
+        ls = os.listdir(os.path.join(mnt, "m.h5"))
+        if "stack.npy" in ls:
+            fail("collection: the index of -o views lists views without it")
+
+
 def test_live(d, exp1):
     cur = os.path.join(d, "cur.h5")
     v2 = os.path.join(d, "v2.h5")
@@ -410,12 +437,14 @@ def test_live(d, exp1):
 
 def main():
     d = T.workdir("views")
+    WORK[0] = d
     path = os.path.join(d, "v.h5")
     G.main(path)
     exp = expected(path)
     test_local(d, path, exp)
     test_listing(d, path)
     test_remote(d, path, exp)
+    test_collection(d, path, exp)
     test_live(d, {k: v for k, v in exp.items()})
     shutil.rmtree(d, ignore_errors=True)
     return T.finish()
