@@ -14,7 +14,7 @@ PACKAGES=(
 	dpkg-dev debhelper lintian libhdf5-dev rsync netcdf-bin
 	libcurl4-openssl-dev nginx-light python3-botocore
 	python3-fsspec python3-zarr python3-numcodecs python3-aiohttp
-	python3-tifffile python3-pil libtiff-tools
+	python3-tifffile python3-pil libtiff-tools libpng-dev
 )
 
 # --list: print the list (.ci/run installs it in one apt-get call)

@@ -7,10 +7,14 @@
  * in windows at odd offsets (the CSV text against the expected text the
  * generator writes by the rules of doc/h5fs.1). */
 #define _GNU_SOURCE
+#include "config.h"
 #include "testutil.h"
 #include "views.h"
 
 #include <zlib.h>
+#ifdef HAVE_TEST_LIBPNG
+#include <png.h>
+#endif
 
 static char tmpdir[64];
 
@@ -619,6 +623,54 @@ START_TEST(prefixed_views)
 }
 END_TEST
 
+#ifdef HAVE_TEST_LIBPNG
+struct mem {
+	const uint8_t *p;
+	size_t n, at;
+};
+
+static void mem_read(png_structp png, png_bytep out, png_size_t n)
+{
+	struct mem *m = png_get_io_ptr(png);
+
+	if (m->at + n > m->n)
+		png_error(png, "read past the end");
+	memcpy(out, m->p + m->at, n);
+	m->at += n;
+}
+
+/* libpng decodes the PNG (CRCs, the zlib stream and its Adler-32 checked)
+ * into rows of 16-bit samples in host order: 0, or why not. */
+static const char *libpng_decode(const uint8_t *png, size_t n, uint16_t *out, uint32_t h, uint32_t w)
+{
+	static char why[128];
+	png_structp p = png_create_read_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+	png_infop info = png_create_info_struct(p);
+	struct mem m = { png, n, 0 };
+	const char *rc = NULL;
+
+	if (setjmp(png_jmpbuf(p))) {
+		snprintf(why, sizeof(why), "libpng failed");
+		rc = why;
+		goto out;
+	}
+	png_set_read_fn(p, &m, mem_read);
+	png_read_info(p, info);
+	if (png_get_image_width(p, info) != w || png_get_image_height(p, info) != h ||
+	    png_get_bit_depth(p, info) != 16 || png_get_color_type(p, info) != PNG_COLOR_TYPE_GRAY) {
+		rc = "IHDR";
+		goto out;
+	}
+	png_set_swap(p);        /* big-endian samples to the host's (little) order */
+	for (uint32_t r = 0; r < h; r++)
+		png_read_row(p, (png_bytep)(out + (size_t)r * w), NULL);
+	png_read_end(p, NULL);
+out:
+	png_destroy_read_struct(&p, &info, NULL);
+	return rc;
+}
+#endif
+
 START_TEST(png_view)
 {
 	struct fix x;
@@ -657,6 +709,21 @@ START_TEST(png_view)
 			ck_assert_int_eq(out[r * 603 + 2 + 2 * c], raw[(r * 301 + c) * 2]);
 		}
 	}
+#ifdef HAVE_TEST_LIBPNG
+	{
+		uint16_t *px = malloc(97 * 301 * 2);
+		const char *why = libpng_decode(got, n, px, 97, 301);
+
+		ck_assert_msg(why == NULL, "libpng: %s", why);
+		ck_assert_int_eq(memcmp(px, raw, 97 * 301 * 2), 0);     /* <u2 on a little-endian host */
+		/* a flipped pixel byte: libpng finds the chunk's CRC wrong */
+		got[200] ^= 1;  /* in block 0's samples */
+		ck_assert_ptr_nonnull(libpng_decode(got, n, px, 97, 301));
+		free(px);
+	}
+#else
+	fprintf(stderr, "test_views: built without libpng: the PNG view is not decoded by it\n");
+#endif
 	free(got);
 	free(idat);
 	free(out);
