@@ -368,6 +368,7 @@ int views_opendir(void *r, void **dh, bool *keep, uint64_t ino);
 int views_readdir(void *r, struct root_dirent *out, void *dh, size_t i);
 void views_releasedir(void *r, void *dh);
 int views_open(void *r, struct fuse_file_info *fi, uint64_t ino);
+int views_getattr(void *r, struct stat *st, double *timeout, uint64_t ino);
 int views_listxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino);
 int views_getxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino, const char *name);
 /* Make n (a dataset's node, just made) the view kind/frame numbered ino:

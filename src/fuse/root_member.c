@@ -1,7 +1,7 @@
 /* root_member.c - the member root class (root.h): one HDF5 file shown as
  * a tree, the ll*.c machinery (struct h5fs). A single-FILE mount is one
  * member root at the mount's root; a collection has one per HDF5 file
- * looked into (root_coll.c). Its lookup, listing, open and xattrs are
+ * looked into (root_coll.c). Its lookup, getattr, listing, open and xattrs are
  * views.c's, which add the views of datasets (NAME.npy, ...) to ll.c's. */
 #include "ll.h"
 
@@ -70,7 +70,7 @@ const struct root_ops h5fs_member_ops = {
 	.name = "member",
 	.lookup = views_lookup,
 	.forget = member_forget,
-	.getattr = member_getattr,
+	.getattr = views_getattr,
 	.readlink = member_readlink,
 	.opendir = views_opendir,
 	.readdir = views_readdir,

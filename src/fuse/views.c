@@ -12,6 +12,23 @@
 #include "ll.h"
 #include "views.h"
 
+static int view_fresh(h5fs *fs, struct node *n);
+
+/* Whether n's dataset may grow under it: a view on a mount that appends
+ * (ll_inode.c gives the dataset the owner's write bit then). */
+static bool view_grows(h5fs *fs, struct node *n)
+{
+	bool g;
+
+	if (!n->vkind || !fs_writable(fs))
+		return false;
+	pthread_rwlock_rdlock(&n->lk);
+	g = n->f == fs->f && n->ds && h5_append_check(n->ds) == 0;
+	pthread_rwlock_unlock(&n->lk);
+	h5_err_clear();
+	return g;
+}
+
 /* -------- nodes -------- */
 
 int views_apply(h5fs *fs, struct node *n, int kind, uint64_t frame, uint64_t ino)
@@ -114,7 +131,7 @@ static int view_node(struct node **out, h5fs *fs, struct node *p, const char *na
 	n = node_ref_existing(fs, id);
 	if (n) {
 		e = node_fresh(fs, n);
-		if (e == 0 && n->vkind == k && n->vframe == frame) {
+		if (e == 0 && n->vkind == k && n->vframe == frame && (e = view_fresh(fs, n)) == 0) {
 			*out = n;
 			return 0;
 		}
@@ -169,6 +186,59 @@ out:
 	return e;
 }
 
+/* On a mount that appends (fs_writable), a dataset grows under its views:
+ * the view of n is made again of the dataset as it is now when its size
+ * changed since (n's own handle is swapped, under n->lk, as ll_write.c
+ * does for the dataset's node). Views there are read without the page
+ * cache and their attributes are not cached (views_open, entry_fill), so
+ * this is asked at each open, lookup and getattr. 0 or an errno. */
+static int view_fresh(h5fs *fs, struct node *n)
+{
+	const h5_view_ops *ops = NULL;
+	h5_dataset *nd = NULL, *old = NULL;
+	uint64_t was, size = 0;
+	h5_file *f;
+	uint64_t addr;
+	int rc, e = 0;
+
+	if (!view_grows(fs, n))
+		return 0;
+	pthread_rwlock_rdlock(&n->lk);
+	f = n->f;
+	addr = n->addr;
+	was = n->ds ? h5_view_raw.size(n->ds) : 0;
+	h5_file_hold_related(f);
+	pthread_rwlock_unlock(&n->lk);
+	rc = h5_dataset_open(&nd, f, addr);
+	if (rc == 0 && h5_view_raw.size(nd) != was) {
+		rc = n->type == NT_DIR ? vw_frame_count(&size, nd) : vw_open(&ops, nd, (enum vw_kind)n->vkind, n->vframe);
+		if (rc == 0) {
+			pthread_rwlock_wrlock(&n->lk);
+			old = n->ds;
+			n->ds = nd;
+			nd = NULL;
+			if (ops) {
+				size = ops->size(n->ds);
+				n->view = ops;
+				n->st.st_size = (off_t)size;
+				n->st.st_blocks = blocks_of(size);
+			}
+			xattr_cache_drop(n);    /* user.h5.shape has grown */
+			pthread_rwlock_unlock(&n->lk);
+		}
+	}
+	if (rc == H5_ERR_NOTFOUND) {
+		h5_err_clear();
+		e = ENOENT;
+	} else if (rc < 0) {
+		e = h5err_logged(fs, rc, "refresh", n->path, NULL, addr);
+	}
+	h5_dataset_close(nd);
+	h5_dataset_close(old);
+	h5_file_release_related(f);
+	return e;
+}
+
 static uint64_t frames_of(struct node *d)
 {
 	uint64_t n = 0;
@@ -189,7 +259,8 @@ static void entry_fill(struct root_entry *e, h5fs *fs, struct node *n)
 	pthread_rwlock_rdlock(&n->lk);
 	e->attr = n->st;
 	pthread_rwlock_unlock(&n->lk);
-	e->timeout = node_timeout(fs);
+	/* a view of a dataset that may grow is asked again each time */
+	e->timeout = view_grows(fs, n) ? 0 : node_timeout(fs);
 }
 
 int views_lookup(void *r, struct root_entry *e, uint64_t parent, const char *name)
@@ -207,6 +278,8 @@ int views_lookup(void *r, struct root_entry *e, uint64_t parent, const char *nam
 		return ESTALE;
 	if (p->vkind == VW_FRAMES) {
 		err = node_fresh(fs, p);
+		if (!err)
+			err = view_fresh(fs, p);
 		if (err)
 			return err == ESTALE ? ENOENT : err;
 		if (vw_frame_index(&i, name, frames_of(p)) < 0)
@@ -356,6 +429,8 @@ int views_opendir(void *r, void **dh, bool *keep, uint64_t ino)
 		return ENOMEM;
 	if (n->vkind == VW_FRAMES) {
 		e = node_fresh(fs, n);
+		if (!e)
+			e = view_fresh(fs, n);
 		if (e) {
 			free(d);
 			return e;
@@ -363,7 +438,8 @@ int views_opendir(void *r, void **dh, bool *keep, uint64_t ino)
 		d->frames = true;
 		d->count = frames_of(n);
 		d->dir = ino;
-		*keep = !fs->live;
+		/* a live FILE's, or a growing dataset's: the kernel asks again */
+		*keep = !fs->live && !view_grows(fs, n);
 		*dh = d;
 		return 0;
 	}
@@ -421,11 +497,37 @@ void views_releasedir(void *r, void *dh)
 
 int views_open(void *r, struct fuse_file_info *fi, uint64_t ino)
 {
-	struct node *n = node_get(r, ino);
+	h5fs *fs = r;
+	struct node *n = node_get(fs, ino);
+	int e;
 
-	if (n && n->vkind && ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)))
+	if (!n || !n->vkind)
+		return member_open(r, fi, ino);
+	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
 		return EROFS;   /* a view is read-only */
-	return member_open(r, fi, ino);
+	e = view_fresh(fs, n);
+	if (!e)
+		e = member_open(r, fi, ino);
+	if (!e && view_grows(fs, n)) {
+		/* its dataset may grow: no pages kept of this size */
+		fi->direct_io = 1;
+		fi->keep_cache = 0;
+	}
+	return e;
+}
+
+int views_getattr(void *r, struct stat *st, double *timeout, uint64_t ino)
+{
+	h5fs *fs = r;
+	struct node *n = node_get(fs, ino);
+	int e = n && n->vkind ? view_fresh(fs, n) : 0;
+
+	if (e)
+		return e;
+	e = member_getattr(r, st, timeout, ino);
+	if (n && view_grows(fs, n))
+		*timeout = 0;
+	return e;
 }
 
 #define VIEW_XATTR "user.h5.view"

@@ -399,6 +399,37 @@ def test_collection(d, path, exp):
             fail("collection: the index of -o views lists views without it")
 
 
+def test_appends(d):
+    """A read-write mount: rows appended (cat >>) show in the views of the
+    dataset, made before the append too (sizes, bytes, frames)."""
+    path = os.path.join(d, "grow.h5")
+    with h5py.File(path, "w") as f:
+        f.create_dataset("t", data=np.arange(40, dtype="<i4").reshape(10, 4), maxshape=(None, 4), chunks=(8, 4))
+        f.create_dataset("s", data=np.arange(2 * 3 * 5, dtype="u1").reshape(2, 3, 5), maxshape=(None, 3, 5),
+                         chunks=(1, 3, 5))
+    mnt = os.path.join(d, "amnt")
+    t = np.arange(40, dtype="<i4").reshape(10, 4)
+    s = np.arange(30, dtype="u1").reshape(2, 3, 5)
+    with T.Mount(path, mnt, []) as m, m.watchdog(120):
+        exp = {"t": (t, t.dtype, {"npy", "csv", "tiff", "png"} - {"png"}), "s": (s, s.dtype, {"npy", "tiff",
+                                                                                           "frames"})}
+        # (read without the page cache, as the datasets themselves: no mmap)
+        check_all(mnt, exp, "rw before", mmap=False)
+        more_t = np.arange(100, 100 + 4 * 13, dtype="<i4").reshape(13, 4)
+        more_s = np.full((3, 3, 5), 7, dtype="u1")
+        with open(os.path.join(mnt, "t"), "ab") as fh:
+            fh.write(more_t.tobytes())
+        with open(os.path.join(mnt, "s"), "ab") as fh:
+            fh.write(more_s.tobytes())
+        t2, s2 = np.concatenate([t, more_t]), np.concatenate([s, more_s])
+        exp = {"t": (t2, t2.dtype, {"npy", "csv", "tiff"}), "s": (s2, s2.dtype, {"npy", "tiff", "frames"})}
+        check_all(mnt, exp, "rw after", mmap=False)
+        if os.stat(os.path.join(mnt, "t.npy")).st_size != len(read(os.path.join(mnt, "t.npy"))):
+            fail("rw: t.npy st_size after the append")
+        if os.getxattr(os.path.join(mnt, "t.npy"), "user.h5.shape") != b"23,4":
+            fail("rw: t.npy user.h5.shape %r" % os.getxattr(os.path.join(mnt, "t.npy"), "user.h5.shape"))
+
+
 def test_live(d, exp1):
     cur = os.path.join(d, "cur.h5")
     v2 = os.path.join(d, "v2.h5")
@@ -445,6 +476,7 @@ def main():
     test_listing(d, path)
     test_remote(d, path, exp)
     test_collection(d, path, exp)
+    test_appends(d)
     test_live(d, {k: v for k, v in exp.items()})
     shutil.rmtree(d, ignore_errors=True)
     return T.finish()
