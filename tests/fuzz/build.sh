@@ -44,7 +44,7 @@ mv "$out/config.h.new" "$out/config.h"
 # each other by bare name, so every layer folder is on the include path.
 core=$src/src/h5core
 cflags="-g -O1 -std=gnu11 -pthread -fno-omit-frame-pointer -fno-sanitize-recover=all -I$out -I$core"
-for d in base io format index filter dataset write; do
+for d in base io filter format file dataset write; do
 	cflags="$cflags -I$core/$d"
 done
 # and the presentation the daemon and tools share (xattr names, src/common)

@@ -4,6 +4,8 @@
  * h5py, the appended file is also read back by libhdf5. */
 #include "testutil.h"
 #include "array.h"
+#include "earray_write.h"
+#include "space.h"
 #include "base.h"
 #include "rd.h"
 #include "checksum.h"
@@ -164,20 +166,21 @@ static const h5_ea_cparam default_cp = { H5_ARR_CLIENT_CHUNK, 8, 32, 4, 16, 4, 1
 /* A new array holding elements [0, n) with chunk address base + 4 i. */
 static uint64_t new_array(h5_file *f, uint64_t n, uint64_t base)
 {
-	h5_ea_writer *w;
+	h5_eaw *w;
 	uint64_t eoa = f->eoa, hdr;
 
-	ck_assert_int_eq(h5_ea_writer_open(&w, f, H5_ADDR_UNDEF, &default_cp), 0);
+	ck_assert_int_eq(h5_eaw_open(&w, f, H5_ADDR_UNDEF, &default_cp), 0);
 	for (uint64_t i = 0; i < n; i++) {
 		h5_chunk_rec r = { base + 4 * i, 0, 0 };
 
-		ck_assert_msg(h5_ea_writer_set(w, i, &r) == 0, "set %llu: %s", (unsigned long long)i, h5_err_msg());
+		ck_assert_msg(h5_eaw_set(w, i, &r) == 0, "set %llu: %s", (unsigned long long)i, h5_err_msg());
 	}
-	ck_assert_msg(h5_ea_writer_write(w, &eoa) == 0, "%s", h5_err_msg());
-	ck_assert(h5_ea_writer_hdr_is_new(w));
-	hdr = h5_ea_writer_hdr(w)->addr;
+	ck_assert_msg(h5_eaw_write(w) == 0, "%s", h5_err_msg());
+	eoa = h5_space_end(f);
+	ck_assert(h5_eaw_hdr_is_new(w));
+	hdr = h5_eaw_hdr(w)->addr;
 	ck_assert_uint_eq(hdr, f->eoa);  /* the header is placed first */
-	h5_ea_writer_free(w);
+	h5_eaw_free(w);
 	f->eoa = eoa;
 	return hdr;
 }
@@ -311,7 +314,7 @@ START_TEST(writer_copy_on_write)
 	h5_file *f = open_file(path, 1);
 	const h5_ea_hdr *h;
 	h5_cache_ref ref;
-	h5_ea_writer *w;
+	h5_eaw *w;
 	uint64_t hdr = new_array(f, 100, 0x1000), old_ib, eoa, end0;
 	uint8_t *before, *after;
 	size_t ibsize;
@@ -323,20 +326,21 @@ START_TEST(writer_copy_on_write)
 	h5_cache_release(f->meta, &ref);
 	ck_assert_int_eq(h5_file_read_alloc(&before, f, old_ib, ibsize), 0);
 	end0 = eoa = f->eoa;
-	ck_assert_int_eq(h5_ea_writer_open(&w, f, hdr, &default_cp), 0);
-	ck_assert(!h5_ea_writer_hdr_is_new(w));
-	ck_assert_int_eq(h5_ea_writer_set(w, 3, &r), 0);      /* in the index block */
-	ck_assert_int_eq(h5_ea_writer_set(w, 100, &r), 0);    /* an existing data block */
-	ck_assert_int_eq(h5_ea_writer_write(w, &eoa), 0);
+	ck_assert_int_eq(h5_eaw_open(&w, f, hdr, &default_cp), 0);
+	ck_assert(!h5_eaw_hdr_is_new(w));
+	ck_assert_int_eq(h5_eaw_set(w, 3, &r), 0);      /* in the index block */
+	ck_assert_int_eq(h5_eaw_set(w, 100, &r), 0);    /* an existing data block */
+	ck_assert_int_eq(h5_eaw_write(w), 0);
+	eoa = h5_space_end(f);
 	ck_assert_uint_gt(eoa, end0);
 	/* before the commit the array on disk is the old one */
-	h5_ea_writer_invalidate(w);
+	h5_eaw_invalidate(w);
 	ck_assert_int_eq(h5_ea_lookup(&r, f, hdr, 3), 0);
 	ck_assert_uint_eq(r.addr, 0x1000 + 12);
-	ck_assert_int_eq(h5_ea_writer_commit(w), 0);
-	ck_assert_int_eq(h5_ea_writer_set(w, 5, &r), H5_ERR_INVAL);  /* after write */
-	h5_ea_writer_invalidate(w);
-	h5_ea_writer_free(w);
+	ck_assert_int_eq(h5_eaw_commit(w), 0);
+	ck_assert_int_eq(h5_eaw_set(w, 5, &r), H5_ERR_INVAL);  /* after write */
+	h5_eaw_invalidate(w);
+	h5_eaw_free(w);
 	f->eoa = eoa;
 	ck_assert_int_eq(h5_ea_hdr_get(&h, &ref, f, hdr), 0);
 	ck_assert_uint_ne(h->iblock_addr, old_ib);
@@ -365,34 +369,34 @@ START_TEST(writer_refuses)
 	tbuf b = build_file(DS_UNLIMITED, 0, 4, 0);
 	char *path = write_file("ref.h5", &b);
 	h5_file *f = open_file(path, 1), *ro;
-	h5_ea_writer *w;
+	h5_eaw *w;
 	h5_ea_cparam cp = default_cp;
 	uint64_t hdr = new_array(f, 10, 0x1000), eoa = f->eoa;
 	h5_chunk_rec undef = { H5_ADDR_UNDEF, 0, 0 }, r = { 0x10, 0, 0 };
 	uint8_t bad = 0;
 
-	ck_assert_int_eq(h5_ea_writer_open(&w, f, hdr, &default_cp), 0);
-	ck_assert_int_eq(h5_ea_writer_set(w, 1, &undef), H5_ERR_INVAL);
-	ck_assert_int_eq(h5_ea_writer_set(w, UINT64_C(1) << 32, &r), H5_ERR_LIMIT);
-	ck_assert_int_eq(h5_ea_writer_commit(w), H5_ERR_INVAL);      /* before write */
-	h5_ea_writer_free(w);
+	ck_assert_int_eq(h5_eaw_open(&w, f, hdr, &default_cp), 0);
+	ck_assert_int_eq(h5_eaw_set(w, 1, &undef), H5_ERR_INVAL);
+	ck_assert_int_eq(h5_eaw_set(w, UINT64_C(1) << 32, &r), H5_ERR_LIMIT);
+	ck_assert_int_eq(h5_eaw_commit(w), H5_ERR_INVAL);      /* before write */
+	h5_eaw_free(w);
 	/* parameters that differ from the header's */
 	cp.elmt_size = 13;
 	cp.client = H5_ARR_CLIENT_FILT_CHUNK;
-	ck_assert_int_eq(h5_ea_writer_open(&w, f, hdr, &cp), H5_ERR_FORMAT);
+	ck_assert_int_eq(h5_eaw_open(&w, f, hdr, &cp), H5_ERR_FORMAT);
 	cp = default_cp;
 	cp.elmt_size = 3;   /* impossible for unfiltered chunks */
-	ck_assert_int_eq(h5_ea_writer_open(&w, f, H5_ADDR_UNDEF, &cp), H5_ERR_FORMAT);
+	ck_assert_int_eq(h5_eaw_open(&w, f, H5_ADDR_UNDEF, &cp), H5_ERR_FORMAT);
 	/* a corrupted header is not written over */
 	ck_assert_int_eq(h5_file_read(f, hdr + 20, &bad, 1), 0);
 	bad ^= 0xff;
 	ck_assert_int_eq(h5_file_write(f, hdr + 20, &bad, 1), 0);
 	h5_cache_invalidate(f->meta, H5_CK_EA_HDR, hdr);
-	ck_assert_int_ne(h5_ea_writer_open(&w, f, hdr, &default_cp), 0);
+	ck_assert_int_ne(h5_eaw_open(&w, f, hdr, &default_cp), 0);
 	h5_file_close(f);
 	/* read-only file */
 	ro = open_file(path, 0);
-	ck_assert_int_eq(h5_ea_writer_open(&w, ro, H5_ADDR_UNDEF, &default_cp), H5_ERR_ROFS);
+	ck_assert_int_eq(h5_eaw_open(&w, ro, H5_ADDR_UNDEF, &default_cp), H5_ERR_ROFS);
 	ck_assert_uint_gt(eoa, 0);
 	h5_file_close(ro);
 	free(path);

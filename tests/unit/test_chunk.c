@@ -2,6 +2,7 @@
 #include "testutil.h"
 #include "array.h"
 #include "cidx.h"
+#include "cidx_write.h"
 #include "source.h"
 #include "base.h"
 #include "rd.h"
@@ -1700,9 +1701,10 @@ START_TEST(h5py_stream_hints_chunks)
 }
 END_TEST
 
-/* The chunk index table (cidx.c): every index type has its entry, with a
- * name, open, lookup and allocated, and its append write operations (an
- * index whose chunks have fixed places needs no layout field). */
+/* The chunk index tables: every index type has its entry in cidx.c's, with
+ * a name, open, lookup and allocated, and in the writers' (cidx_write.c)
+ * its append write operations (an index whose chunks have fixed places
+ * needs no layout field). */
 START_TEST(cidx_table_complete)
 {
 	static const struct { unsigned type; const char *name; bool writes; } want[] = {
@@ -1713,6 +1715,7 @@ START_TEST(cidx_table_complete)
 
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		const h5_cidx_ops *o = h5_cidx_ops_of(want[i].type);
+		const h5_cidx_write_ops *w = h5_cidx_write_ops_of(want[i].type);
 
 		ck_assert_ptr_nonnull(o);
 		ck_assert_uint_eq(o->type, want[i].type);
@@ -1721,20 +1724,21 @@ START_TEST(cidx_table_complete)
 		ck_assert_ptr_nonnull(o->open);
 		ck_assert_ptr_nonnull(o->lookup);
 		ck_assert_ptr_nonnull(o->allocated);
-		ck_assert_int_eq(o->write != NULL, want[i].writes);
-		if (o->write) {
-			ck_assert_ptr_nonnull(o->write->open);
-			ck_assert_ptr_nonnull(o->write->set);
-			ck_assert_ptr_nonnull(o->write->write);
-			ck_assert_ptr_nonnull(o->write->addr);
-			ck_assert_ptr_nonnull(o->write->addr_is_new);
-			ck_assert(o->write->addr_field != NULL || o->write->place != NULL);
-			ck_assert_ptr_nonnull(o->write->commit);
-			ck_assert_ptr_nonnull(o->write->invalidate);
-			ck_assert_ptr_nonnull(o->write->free);
+		ck_assert_int_eq(w != NULL, want[i].writes);
+		if (w) {
+			ck_assert_ptr_nonnull(w->open);
+			ck_assert_ptr_nonnull(w->set);
+			ck_assert_ptr_nonnull(w->write);
+			ck_assert_ptr_nonnull(w->addr);
+			ck_assert_ptr_nonnull(w->addr_is_new);
+			ck_assert(w->addr_field != NULL || w->place != NULL);
+			ck_assert_ptr_nonnull(w->commit);
+			ck_assert_ptr_nonnull(w->invalidate);
+			ck_assert_ptr_nonnull(w->free);
 		}
 	}
 	ck_assert_ptr_null(h5_cidx_ops_of(99));
+	ck_assert_ptr_null(h5_cidx_write_ops_of(99));
 	ck_assert_str_eq(h5_layout_index_name(99), "unknown");
 }
 END_TEST

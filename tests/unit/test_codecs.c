@@ -41,7 +41,7 @@ static int decode(uint8_t **out, size_t *out_len, const h5_pline *pl, const void
 	ck_assert_ptr_nonnull(b);
 	memcpy(b, in, n);
 	h5_err_clear();
-	rc = h5_filter_decode(&b, &len, pl, 0, NULL, expect);
+	rc = h5_filter_decode(&b, &len, pl, 0, expect);
 	if (rc < 0) {
 		free(b);
 		b = NULL;

@@ -87,7 +87,7 @@ static int decode_copy(uint8_t **out, size_t *out_len, const h5_pline *pl, uint3
 	int rc;
 
 	h5_err_clear();
-	rc = h5_filter_decode(&b, &len, pl, mask, NULL, expect);
+	rc = h5_filter_decode(&b, &len, pl, mask, expect);
 	if (rc < 0) {
 		free(b);
 		*out = NULL;
@@ -918,7 +918,7 @@ static void roundtrip(tpl *t, const uint8_t *data, size_t n, const char *what)
 	size_t len = n;
 	uint32_t mask = 99;
 
-	ck_assert_msg(h5_filter_encode(&b, &len, &mask, &t->pl, NULL) == 0, "%s: %s", what, h5_err_msg());
+	ck_assert_msg(h5_filter_encode(&b, &len, &mask, &t->pl) == 0, "%s: %s", what, h5_err_msg());
 	ck_assert_uint_eq(mask, 0);
 	assert_decodes_to(&t->pl, 0, b, len, data, n, what);
 	free(b);
@@ -1016,7 +1016,7 @@ START_TEST(test_shuffle_fast_paths)
 			{
 				size_t blen = len;
 
-				ck_assert_int_eq(h5_filter_encode(&b, &blen, &mask, &t.pl, NULL), 0);
+				ck_assert_int_eq(h5_filter_encode(&b, &blen, &mask, &t.pl), 0);
 				ck_assert_uint_eq(blen, len);
 				ck_assert_msg(memcmp(b, want, len) == 0, "shuffle es %zu len %zu: wrong bytes", es, len);
 			}
@@ -1042,7 +1042,7 @@ START_TEST(test_encode_formats)
 	tpl_add(&t, H5_FILTER_DEFLATE, 1, 1, &lvl);
 	b = dup_bytes(data, sizeof(data));
 	len = sizeof(data);
-	ck_assert_int_eq(h5_filter_encode(&b, &len, &mask, &t.pl, NULL), 0);
+	ck_assert_int_eq(h5_filter_encode(&b, &len, &mask, &t.pl), 0);
 	ck_assert_int_eq(uncompress(back, &back_len, b, len), Z_OK);
 	ck_assert_uint_eq(back_len, sizeof(data));
 	ck_assert(memcmp(back, data, sizeof(data)) == 0);
@@ -1057,7 +1057,7 @@ START_TEST(test_encode_formats)
 		tpl_add(&t, H5_FILTER_SHUFFLE, 1, 1, &es);
 		b = dup_bytes(in, 10);
 		len = 10;
-		ck_assert_int_eq(h5_filter_encode(&b, &len, &mask, &t.pl, NULL), 0);
+		ck_assert_int_eq(h5_filter_encode(&b, &len, &mask, &t.pl), 0);
 		ck_assert_uint_eq(len, 10);
 		ck_assert(memcmp(b, sh, 10) == 0);
 		free(b);
@@ -1071,7 +1071,7 @@ START_TEST(test_encode_formats)
 	tpl_add(&t, H5_FILTER_FLETCHER32, 0, 0, NULL);
 	b = dup_bytes(data, 101);
 	len = 101;
-	ck_assert_int_eq(h5_filter_encode(&b, &len, &mask, &t.pl, NULL), 0);
+	ck_assert_int_eq(h5_filter_encode(&b, &len, &mask, &t.pl), 0);
 	ck_assert_uint_eq(len, 105);
 	ck_assert(memcmp(b, data, 101) == 0);
 	ck_assert_uint_eq(h5_le_decode(b + 101, 4), h5_checksum_fletcher32(data, 101));
@@ -1093,7 +1093,7 @@ START_TEST(test_encode_optional_and_unsupported)
 	tpl_add(&t, H5_FILTER_DEFLATE, 1, 1, &lvl);
 	b = dup_bytes(data, sizeof(data));
 	len = sizeof(data);
-	ck_assert_int_eq(h5_filter_encode(&b, &len, &mask, &t.pl, NULL), 0);
+	ck_assert_int_eq(h5_filter_encode(&b, &len, &mask, &t.pl), 0);
 	ck_assert_uint_eq(mask, 1);
 	ck_assert_uint_lt(len, sizeof(data));
 	assert_decodes_to(&t.pl, mask, b, len, data, sizeof(data), "optional lzf skipped");
@@ -1107,7 +1107,7 @@ START_TEST(test_encode_optional_and_unsupported)
 	tpl_add(&t, H5_FILTER_LZF, 0, 3, cd3);
 	b = dup_bytes(data, sizeof(data));
 	len = sizeof(data);
-	ck_assert_int_eq(h5_filter_encode(&b, &len, &mask, &t.pl, NULL), H5_ERR_UNSUPPORTED);
+	ck_assert_int_eq(h5_filter_encode(&b, &len, &mask, &t.pl), H5_ERR_UNSUPPORTED);
 	ck_assert_ptr_nonnull(strstr(h5_err_msg(), "lzf"));
 	free(b);
 	/* an invalid deflate level is refused */
@@ -1116,7 +1116,7 @@ START_TEST(test_encode_optional_and_unsupported)
 	tpl_add(&t, H5_FILTER_DEFLATE, 0, 1, &lvl);
 	b = dup_bytes(data, 100);
 	len = 100;
-	ck_assert_int_lt(h5_filter_encode(&b, &len, &mask, &t.pl, NULL), 0);
+	ck_assert_int_lt(h5_filter_encode(&b, &len, &mask, &t.pl), 0);
 	ck_assert_uint_eq(len, 100);
 	ck_assert(memcmp(b, data, 100) == 0);
 	free(b);

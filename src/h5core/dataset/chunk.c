@@ -201,8 +201,7 @@ static int chunk_data_load(void **obj, size_t *cost, void *ud)
 	rc = h5_file_read_buf(&buf, ci->f, l->rec->addr, len);
 	if (rc < 0)
 		return rc;
-	rc = h5_filter_decode(&buf, &len, &ci->d->pline, l->rec->filter_mask, ci->d->dtype,
-			      (size_t)ci->chunk_bytes);
+	rc = h5_filter_decode(&buf, &len, &ci->d->pline, l->rec->filter_mask, (size_t)ci->chunk_bytes);
 	if (rc < 0) {
 		h5_buf_free(buf);
 		return h5_err_wrap(rc, "chunk at 0x%llx: ", (unsigned long long)l->rec->addr);

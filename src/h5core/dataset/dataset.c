@@ -245,3 +245,38 @@ int h5_dataset_read_raw(h5_dataset *d, uint8_t *buf, uint64_t off, size_t len)
 {
 	return d->lops->read(d, buf, off, len);
 }
+
+/* The fill stream of a dataset (its fill element, or zeros), by window. */
+void h5_dataset_fill(const h5_dataset *d, uint8_t *buf, uint64_t off, size_t len)
+{
+	size_t esize = d->dtype->size, phase, n, done = 0;
+
+	if (len == 0)
+		return;
+	if (esize == 0 || !d->fill_elem) {
+		memset(buf, 0, len);
+		return;
+	}
+	/* first (possibly partial) element, then whole copies, doubling the
+	 * already-filled aligned prefix to keep it O(log n) memcpy calls */
+	phase = (size_t)(off % esize);
+	n = esize - phase < len ? esize - phase : len;
+	memcpy(buf, d->fill_elem + phase, n);
+	done = n;
+	if (done == len)
+		return;
+	n = esize < len - done ? esize : len - done;
+	memcpy(buf + done, d->fill_elem, n);
+	{
+		size_t start = done, have = n;
+
+		done += n;
+		while (done < len) {
+			size_t k = have < len - done ? have : len - done;
+
+			memcpy(buf + done, buf + start, k);
+			done += k;
+			have += k;
+		}
+	}
+}

@@ -17,6 +17,7 @@
 #include "filter.h"
 #include "value.h"
 #include "dataset.h"
+#include "cidx.h"
 #include "vds.h"
 
 #include <inttypes.h>

@@ -20,6 +20,7 @@
 #include "filter.h"
 #include "value.h"
 #include "dataset.h"
+#include "cidx.h"
 
 #include <stdio.h>
 

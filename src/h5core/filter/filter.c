@@ -26,7 +26,6 @@
  * fewer is a corrupt chunk.
  */
 #include "filter_impl.h"
-#include "dtype.h"
 #include "pline.h"
 #include "filter.h"
 
@@ -91,15 +90,13 @@ static size_t encoded_bound(size_t n)
 	return sat_add(sat_add(n, n / 4), 4096);
 }
 
-int h5_filter_decode(uint8_t **buf, size_t *len, const h5_pline *pl, uint32_t mask,
-		     const h5_dtype *dtype, size_t expect)
+int h5_filter_decode(uint8_t **buf, size_t *len, const h5_pline *pl, uint32_t mask, size_t expect)
 {
 	fstage st[FILTER_MAX_PIPELINE];
 	fstage cur = { expect, true };
 	const h5_filter_class *c;
 	int rc;
 
-	(void)dtype;    /* the cd values carry what the filters need */
 	if (!buf || !*buf || !len || !pl)
 		return h5_err_set(H5_ERR_INVAL, "h5_filter_decode: bad arguments");
 	if (pl->n > FILTER_MAX_PIPELINE)
@@ -140,13 +137,11 @@ int h5_filter_decode(uint8_t **buf, size_t *len, const h5_pline *pl, uint32_t ma
 	return 0;
 }
 
-int h5_filter_encode(uint8_t **buf, size_t *len, uint32_t *mask_out, const h5_pline *pl,
-		     const h5_dtype *dtype)
+int h5_filter_encode(uint8_t **buf, size_t *len, uint32_t *mask_out, const h5_pline *pl)
 {
 	uint32_t mask = 0;
 	int rc;
 
-	(void)dtype;
 	if (!buf || !*buf || !len || !mask_out || !pl)
 		return h5_err_set(H5_ERR_INVAL, "h5_filter_encode: bad arguments");
 	if (pl->n > FILTER_MAX_PIPELINE)

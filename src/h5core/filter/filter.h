@@ -5,7 +5,6 @@
 #define H5_FILTER_FILTER_H
 
 #include "base.h"
-#include "dtype.h"
 #include "pline.h"
 
 /* ---- filters (filter.c) ---------------------------------------------------- */
@@ -22,13 +21,12 @@ enum {
  * expect is the decoded chunk size: output larger than that is cut off and
  * reported (decompression bombs); smaller is an error.  On failure *buf is
  * still a malloc'd buffer the caller frees (contents unspecified); the same
- * holds for h5_filter_encode. dtype may be NULL (the cd values suffice). */
-int h5_filter_decode(uint8_t **buf, size_t *len, const h5_pline *pl, uint32_t mask,
-		     const h5_dtype *dtype, size_t expect);
+ * holds for h5_filter_encode. The filters need no datatype: their cd
+ * values carry what they need (libhdf5's set_local put it there). */
+int h5_filter_decode(uint8_t **buf, size_t *len, const h5_pline *pl, uint32_t mask, size_t expect);
 /* Apply the pipeline for writing. An optional filter that cannot be applied
  * is skipped and its bit set in *mask_out (as libhdf5); a required one fails. */
-int h5_filter_encode(uint8_t **buf, size_t *len, uint32_t *mask_out, const h5_pline *pl,
-		     const h5_dtype *dtype);
+int h5_filter_encode(uint8_t **buf, size_t *len, uint32_t *mask_out, const h5_pline *pl);
 /* Whether this build can decode / encode the filter. */
 bool h5_filter_available(uint16_t id);
 bool h5_filter_can_encode(uint16_t id);

@@ -328,7 +328,7 @@ static int fh_read_huge(uint8_t **out, size_t *out_len, h5_fheap *fh, const uint
 	if (rc < 0)
 		goto out;
 	if (h->filtered) {
-		rc = h5_filter_decode(&buf, &len, &h->pline, rec.mask, NULL, (size_t)rec.mem_size);
+		rc = h5_filter_decode(&buf, &len, &h->pline, rec.mask, (size_t)rec.mem_size);
 		if (rc < 0) {
 			rc = h5_err_wrap(rc, "fractal heap 0x%llx: huge object at 0x%llx: ", ha,
 					 (unsigned long long)rec.addr);

@@ -525,7 +525,7 @@ static int fh_dblock_load(void **obj, size_t *cost, void *udp)
 	if (rc < 0)
 		goto out;
 	if (h->filtered) {
-		rc = h5_filter_decode(&buf, &len, &h->pline, ud->mask, NULL, ud->size);
+		rc = h5_filter_decode(&buf, &len, &h->pline, ud->mask, ud->size);
 		if (rc < 0) {
 			rc = h5_err_wrap(rc, "fractal heap direct block at 0x%llx: ", (unsigned long long)ud->addr);
 			goto out;

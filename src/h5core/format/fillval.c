@@ -4,7 +4,6 @@
 #include "rd.h"
 #include "ohdr.h"
 #include "fillval.h"
-#include "dataset.h"
 
 /* Version 3 flag bits (IV.A.2.f, "Flags"). */
 #define FILL_V3_ALLOC_MASK 0x03
@@ -143,39 +142,4 @@ int h5_fill_elem(uint8_t **out, const h5_fill *fv, uint32_t esize)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory for a %u-byte fill value", (unsigned)esize);
 	memcpy(*out, fv->value, esize);
 	return 0;
-}
-
-/* The fill stream of a dataset (its fill element, or zeros), by window. */
-void h5_dataset_fill(const h5_dataset *d, uint8_t *buf, uint64_t off, size_t len)
-{
-	size_t esize = d->dtype->size, phase, n, done = 0;
-
-	if (len == 0)
-		return;
-	if (esize == 0 || !d->fill_elem) {
-		memset(buf, 0, len);
-		return;
-	}
-	/* first (possibly partial) element, then whole copies, doubling the
-	 * already-filled aligned prefix to keep it O(log n) memcpy calls */
-	phase = (size_t)(off % esize);
-	n = esize - phase < len ? esize - phase : len;
-	memcpy(buf, d->fill_elem + phase, n);
-	done = n;
-	if (done == len)
-		return;
-	n = esize < len - done ? esize : len - done;
-	memcpy(buf + done, d->fill_elem, n);
-	{
-		size_t start = done, have = n;
-
-		done += n;
-		while (done < len) {
-			size_t k = have < len - done ? have : len - done;
-
-			memcpy(buf + done, buf + start, k);
-			done += k;
-			have += k;
-		}
-	}
 }

@@ -4,7 +4,6 @@
 #include "rd.h"
 #include "ohdr.h"
 #include "layout.h"
-#include "cidx.h"
 
 /* Chunk "dimensionality" counts the dataset rank plus one trailing
  * dimension holding the element size, in every version of the message
@@ -247,9 +246,9 @@ out:
 	return ret;
 }
 
-/* Names for users (xattrs user.h5.layout/index, h5fs-ls): one vocabulary.
- * When chunk indexes become an ops table, h5_layout_index_name returns
- * the table entry's name. */
+/* Names for users (xattrs user.h5.layout/index, h5fs-ls): one vocabulary;
+ * an index's name is its table entry's (dataset/cidx.c,
+ * h5_layout_index_name). */
 const char *h5_layout_class_name(unsigned cls)
 {
 	switch (cls) {
@@ -259,14 +258,6 @@ const char *h5_layout_class_name(unsigned cls)
 	case H5_LAYOUT_VIRTUAL: return "virtual";
 	default: return "unknown";
 	}
-}
-
-/* The name comes from the index's table entry (cidx.c). */
-const char *h5_layout_index_name(unsigned idx_type)
-{
-	const h5_cidx_ops *o = h5_cidx_ops_of(idx_type);
-
-	return o ? o->name : "unknown";
 }
 
 /* Where a version 4 layout message stores the index address (IV.A.2.i:

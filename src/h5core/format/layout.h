@@ -53,7 +53,7 @@ void h5_layout_clear(h5_layout *l);
  * user.h5.index, h5fs-ls): "compact", ...; "btree1", "single", "implicit",
  * "farray", "earray", "btree2"; "unknown" for other values. */
 const char *h5_layout_class_name(unsigned cls);
-const char *h5_layout_index_name(unsigned idx_type);
+/* (h5_layout_index_name is the index table's: dataset/cidx.h) */
 /* File address of the extensible array index address inside the stored
  * layout message lay (v4, chunked, earray), for appends. */
 int h5_layout_bt1_addr_field(uint64_t *addr, const h5_msg *lay, const h5_fmt *fmt);

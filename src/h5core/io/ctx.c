@@ -14,7 +14,54 @@
 #include "ctx.h"
 #include "pool.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <unistd.h>
+
+/* The memory limit of our cgroup (v2 "memory.max"), or 0 when there is
+ * none we can read: in a container it is far below the host's RAM. */
+static uint64_t cgroup_mem_limit(void)
+{
+	char line[64];
+	unsigned long long v;
+	char *end;
+	FILE *fp = fopen("/sys/fs/cgroup/memory.max", "re");
+
+	if (!fp)
+		return 0;
+	if (!fgets(line, sizeof(line), fp)) {
+		fclose(fp);
+		return 0;
+	}
+	fclose(fp);
+	errno = 0;
+	v = strtoull(line, &end, 10);   /* "max" parses as nothing: no limit */
+	if (errno || end == line)
+		return 0;
+	return (uint64_t)v;
+}
+
+size_t h5_default_cache_bytes(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	uint64_t mem, lim, b;
+
+	if (pages <= 0 || psz <= 0)
+		return H5_DEFAULT_CACHE_BYTES;
+	mem = (uint64_t)pages * (uint64_t)psz;
+	lim = cgroup_mem_limit();
+	if (lim && lim < mem)
+		mem = lim;
+	/* Decoded chunks are what makes random reads of compressed data fast
+	 * (each miss decodes a whole chunk); a sixteenth of the memory is
+	 * generous for that and still small next to the page cache. */
+	b = mem / 16;
+	if (b < H5_DEFAULT_CACHE_BYTES)
+		b = H5_DEFAULT_CACHE_BYTES;
+	if (b > H5_DEFAULT_CACHE_MAX_BYTES)
+		b = H5_DEFAULT_CACHE_MAX_BYTES;
+	return (size_t)b;
+}
 
 int h5_ctx_new(h5_ctx **out, const h5_ctx_opts *opts)
 {

@@ -1,6 +1,7 @@
 /*
  * file.h - the file (file.c): its state, reads and writes through its byte
- * source, loading metadata blocks through the cache.
+ * source, loading metadata blocks through the cache; opened and closed as
+ * an HDF5 file by file/open.c.
  */
 #ifndef H5_IO_FILE_H
 #define H5_IO_FILE_H
@@ -180,5 +181,11 @@ void h5_file_sync_hint(h5_file *f, uint64_t addr, uint64_t len);
  * and setting it (appends). */
 int h5_file_size(h5_file *f, uint64_t *out);
 int h5_file_truncate(h5_file *f, uint64_t size);
+
+/* Stamps: a local file's fstat as opened (h5_file_stamp_take, at open),
+ * and the H5_CHANGED_* bits of f's own bytes and path against it (the
+ * files reached from f are file/open.c's h5_file_changed()). */
+void h5_file_stamp_take(h5_file *f);
+int h5_file_bytes_changed(h5_file *f, const char *path);
 
 #endif

@@ -79,7 +79,7 @@ static int check_layout(const h5_dataset *d, uint64_t *row_bytes)
 
 	if (l->cls != H5_LAYOUT_CHUNKED)
 		return h5_err_set(H5_ERR_PERM, "not chunked (layout class %u): cannot grow", l->cls);
-	if (!h5_cidx_ops_of(l->idx_type) || !h5_cidx_ops_of(l->idx_type)->write)
+	if (!h5_cidx_write_ops_of(l->idx_type))
 		return h5_err_set(H5_ERR_PERM, "chunk index %s: cannot grow", h5_layout_index_name(l->idx_type));
 	if (d->space.type != H5_SPACE_SIMPLE || d->space.rank == 0 || d->space.rank != l->ndims)
 		return h5_err_set(H5_ERR_PERM, "dataspace is not simple: cannot grow");

@@ -8,6 +8,7 @@
 #include "file.h"
 #include "dataset.h"
 #include "cidx.h"
+#include "cidx_write.h"
 
 #include <pthread.h>
 
@@ -46,7 +47,7 @@ typedef struct h5_astream {
 	uint64_t row0;          /* first buffered row, the first of a chunk row */
 	uint8_t *buf;
 	uint64_t nbuf, cap;     /* rows buffered / room */
-	const h5_cidx_write_ops *wops; /* the index's append operations (cidx.h) */
+	const h5_cidx_write_ops *wops; /* the index's append operations (cidx_write.h) */
 	void *ea;               /* its writer: entries set since the last commit (NULL: none) */
 	uint64_t nset;
 	uint64_t since;         /* when the oldest uncommitted row arrived (ns) */

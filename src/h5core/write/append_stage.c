@@ -4,7 +4,7 @@
  * where no row covers them), filtered on up to f->nthreads threads,
  * written as new chunks at the allocation end (space.c) - or where the
  * index places them itself (implicit, single chunk) - and their records
- * set on the index writer (cidx.h's write ops). Nothing on disk points at
+ * set on the index writer (cidx_write.h's write ops). Nothing on disk points at
  * them until append.c commits.
  */
 #include "append_int.h"
@@ -46,7 +46,7 @@ static int writer_open(h5_astream *s)
 {
 	if (s->ea)
 		return 0;
-	s->wops = h5_cidx_ops_of(s->d->layout.idx_type)->write;
+	s->wops = h5_cidx_write_ops_of(s->d->layout.idx_type);
 	return s->wops->open(&s->ea, s->f, s->d, s->ea_addr);
 }
 
@@ -191,7 +191,7 @@ static int build_chunk(const h5_astream *s, cjob *jb, uint64_t hi)
 	jb->len = len;
 	jb->mask = 0;
 	if (s->filtered)
-		return h5_filter_encode(&jb->buf, &jb->len, &jb->mask, &s->d->pline, s->d->dtype);
+		return h5_filter_encode(&jb->buf, &jb->len, &jb->mask, &s->d->pline);
 	return 0;
 }
 

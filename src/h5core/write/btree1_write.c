@@ -29,6 +29,10 @@
 #include "btree1.h"
 #include "chunk_rec.h"
 #include "btree1_write.h"
+#include "space.h"
+#include "cidx_write.h"
+#include "layout.h"
+#include "dataset.h"
 
 typedef struct bw_node {
 	uint64_t addr;          /* on disk; UNDEF for a node made by a split */
@@ -463,12 +467,12 @@ static void encode(h5_bt1w *w, uint8_t *p, const bw_node *x, uint64_t left, uint
 	}
 }
 
-/* Write every changed node as a new node from *alloc_end on (advanced);
- * collect the in-place sibling pointer patches for h5_bt1w_patch. */
-int h5_bt1w_write(h5_bt1w *w, uint64_t *alloc_end)
+/* Write every changed node as a new node in new space (space.c); collect
+ * the in-place sibling pointer patches for h5_bt1w_patch. */
+int h5_bt1w_write(h5_bt1w *w)
 {
 	size_t nsz = node_size(&w->f->fmt, w->nd, w->twok), cnt = 0;
-	uint64_t a = *alloc_end;
+	uint64_t start, a;
 	uint8_t *buf = NULL;
 	unsigned sa = w->f->fmt.sizeof_addr;
 	int rc = 0;
@@ -476,10 +480,16 @@ int h5_bt1w_write(h5_bt1w *w, uint64_t *alloc_end)
 	if (!w->changed)
 		return 0;
 	for (bw_node *x = w->all; x; x = x->all_next)
+		if (x->dirty)
+			cnt++;
+	rc = h5_space_alloc(&start, w->f, (uint64_t)cnt * nsz);
+	if (rc < 0)
+		return rc;
+	a = start;
+	for (bw_node *x = w->all; x; x = x->all_next)
 		if (x->dirty) {
 			x->naddr = a;
 			a += nsz;
-			cnt++;
 		}
 	buf = calloc(cnt, nsz);
 	if (!buf)
@@ -502,13 +512,12 @@ int h5_bt1w_write(h5_bt1w *w, uint64_t *alloc_end)
 			rc = add_patch(w, r->addr + 8, x->naddr);
 		if (rc < 0)
 			goto out;
-		encode(w, buf + (x->naddr - *alloc_end), x, l ? final_addr(l) : H5_ADDR_UNDEF,
+		encode(w, buf + (x->naddr - start), x, l ? final_addr(l) : H5_ADDR_UNDEF,
 		       r ? final_addr(r) : H5_ADDR_UNDEF);
 	}
-	rc = h5_file_write(w->f, *alloc_end, buf, cnt * nsz);
+	rc = h5_file_write(w->f, start, buf, cnt * nsz);
 	if (rc < 0)
 		goto out;
-	*alloc_end = a;
 	w->root_addr = w->root->naddr;
 out:
 	free(buf);
@@ -562,3 +571,75 @@ void h5_bt1w_free(h5_bt1w *w)
 	free(w->patch);
 	free(w);
 }
+
+/* ---- this writer as an entry of the writers' table (cidx_write.h) ---- */
+
+typedef struct bt1w_ctx {
+	h5_bt1w *w;
+	uint64_t chunk_bytes;   /* unfiltered chunks: the size their keys hold */
+	bool filtered;
+} bt1w_ctx;
+
+static int bt1w_open(void **out, h5_file *f, const h5_dataset *d, uint64_t idx_addr)
+{
+	bt1w_ctx *c = calloc(1, sizeof(*c));
+	const h5_layout *l = &d->layout;
+	int rc;
+
+	*out = NULL;
+	if (!c)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	c->chunk_bytes = d->chunk_bytes;
+	c->filtered = d->pline.n != 0;
+	rc = h5_bt1w_open(&c->w, f, idx_addr, l->ndims, l->chunk,
+			  l->chunk_elem_size ? l->chunk_elem_size : (uint32_t)d->dtype->size);
+	if (rc < 0) {
+		free(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+static int bt1w_set(void *w, const uint64_t *scaled, uint64_t idx, const h5_chunk_rec *rec)
+{
+	bt1w_ctx *c = w;
+	h5_chunk_rec r = *rec;
+
+	(void)idx;
+	/* unfiltered chunks come without their size: a v1 B-tree key holds it */
+	if (!c->filtered)
+		r.size = c->chunk_bytes;
+	return h5_bt1w_set(c->w, scaled, &r);
+}
+
+static int bt1w_write(void *w) { return h5_bt1w_write(((bt1w_ctx *)w)->w); }
+static uint64_t bt1w_addr(void *w) { return h5_bt1w_root(((bt1w_ctx *)w)->w); }
+/* every change copies the root: the layout message always switches */
+static bool bt1w_addr_is_new(void *w) { (void)w; return true; }
+static int bt1w_switched(void *w) { return h5_bt1w_patch(((bt1w_ctx *)w)->w); }
+static int bt1w_commit(void *w) { (void)w; return 0; }
+static void bt1w_invalidate(void *w) { h5_bt1w_invalidate(((bt1w_ctx *)w)->w); }
+
+static void bt1w_free(void *w)
+{
+	bt1w_ctx *c = w;
+
+	if (!c)
+		return;
+	h5_bt1w_free(c->w);
+	free(c);
+}
+
+const h5_cidx_write_ops h5_cidx_write_btree1 = {
+	.open = bt1w_open,
+	.set = bt1w_set,
+	.write = bt1w_write,
+	.addr = bt1w_addr,
+	.addr_is_new = bt1w_addr_is_new,
+	.addr_field = h5_layout_bt1_addr_field,
+	.switched = bt1w_switched,
+	.commit = bt1w_commit,
+	.invalidate = bt1w_invalidate,
+	.free = bt1w_free,
+};

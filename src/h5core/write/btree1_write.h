@@ -16,7 +16,7 @@ typedef struct h5_bt1w h5_bt1w;
 int h5_bt1w_open(h5_bt1w **out, h5_file *f, uint64_t root, unsigned rank, const uint64_t *chunk,
 		 uint32_t esize);
 int h5_bt1w_set(h5_bt1w *w, const uint64_t *scaled, const h5_chunk_rec *rec);
-int h5_bt1w_write(h5_bt1w *w, uint64_t *alloc_end);
+int h5_bt1w_write(h5_bt1w *w);
 uint64_t h5_bt1w_root(const h5_bt1w *w);
 int h5_bt1w_patch(h5_bt1w *w);
 void h5_bt1w_invalidate(h5_bt1w *w);

@@ -35,6 +35,8 @@
 #include "chunk_rec.h"
 #include "dataset.h"
 #include "btree2_write.h"
+#include "space.h"
+#include "cidx_write.h"
 
 typedef struct b2_node {
 	uint64_t addr;          /* on disk; UNDEF: made by a split */
@@ -399,10 +401,10 @@ int h5_bt2w_open(h5_bt2w **out, h5_file *f, const h5_dataset *d, uint64_t idx_ad
 	return 0;
 }
 
-int h5_bt2w_write(h5_bt2w *w, uint64_t *alloc_end)
+int h5_bt2w_write(h5_bt2w *w)
 {
 	size_t ns = w->h.node_size, hs = h5_bt2_hdr_size(&w->f->fmt), cnt = 0, len;
-	uint64_t a = *alloc_end;
+	uint64_t start, a;
 	uint8_t *buf;
 	int rc;
 
@@ -412,31 +414,34 @@ int h5_bt2w_write(h5_bt2w *w, uint64_t *alloc_end)
 		if (x->dirty) {
 			if (h5_bt2_node_bytes(&w->h, x->depth, x->n) > ns)
 				return h5_err_set(H5_ERR_INVAL, "v2 B-tree writer: node overflow");
-			x->naddr = a;
-			a += ns;
 			cnt++;
 		}
-	if (w->hdr_new) {
+	/* every changed node, then a new header, in new space (space.c) */
+	len = cnt * ns + (w->hdr_new ? hs : 0);
+	rc = h5_space_alloc(&start, w->f, len);
+	if (rc < 0)
+		return rc;
+	a = start;
+	for (b2_node *x = w->all; x; x = x->all_next)
+		if (x->dirty) {
+			x->naddr = a;
+			a += ns;
+		}
+	if (w->hdr_new)
 		w->h.addr = a;
-		a += hs;
-	}
-	len = (size_t)(a - *alloc_end);
 	buf = calloc(1, len);
 	if (!buf)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	for (b2_node *x = w->all; x; x = x->all_next)
 		if (x->dirty)
-			node_encode(w, buf + (x->naddr - *alloc_end), x);
+			node_encode(w, buf + (x->naddr - start), x);
 	w->h.root_addr = w->root->naddr;
 	w->h.root_nrec = (uint16_t)w->root->n;
 	w->h.total_nrec = node_total(w->root);
 	if (w->hdr_new)
-		hdr_encode(w, buf + (w->h.addr - *alloc_end));
-	rc = h5_file_write(w->f, *alloc_end, buf, len);
+		hdr_encode(w, buf + (w->h.addr - start));
+	rc = h5_file_write(w->f, start, buf, len);
 	free(buf);
-	if (rc == 0)
-		*alloc_end = a;
-	(void)cnt;
 	return rc;
 }
 
@@ -479,3 +484,35 @@ void h5_bt2w_free(h5_bt2w *w)
 	h5_bt2_close(w->bt);
 	free(w);
 }
+
+/* ---- this writer as an entry of the writers' table (cidx_write.h) ---- */
+
+static int bt2w_open(void **w, h5_file *f, const h5_dataset *d, uint64_t idx_addr)
+{
+	return h5_bt2w_open((h5_bt2w **)w, f, d, idx_addr);
+}
+
+static int bt2w_set(void *w, const uint64_t *scaled, uint64_t idx, const h5_chunk_rec *rec)
+{
+	(void)idx;
+	return h5_bt2w_set(w, scaled, rec);
+}
+
+static int bt2w_write(void *w) { return h5_bt2w_write(w); }
+static uint64_t bt2w_addr(void *w) { return h5_bt2w_addr(w); }
+static bool bt2w_addr_is_new(void *w) { return h5_bt2w_addr_is_new(w); }
+static int bt2w_commit(void *w) { return h5_bt2w_commit(w); }
+static void bt2w_invalidate(void *w) { h5_bt2w_invalidate(w); }
+static void bt2w_free(void *w) { h5_bt2w_free(w); }
+
+const h5_cidx_write_ops h5_cidx_write_btree2 = {
+	.open = bt2w_open,
+	.set = bt2w_set,
+	.write = bt2w_write,
+	.addr = bt2w_addr,
+	.addr_is_new = bt2w_addr_is_new,
+	.addr_field = h5_layout_bt2_addr_field,
+	.commit = bt2w_commit,
+	.invalidate = bt2w_invalidate,
+	.free = bt2w_free,
+};

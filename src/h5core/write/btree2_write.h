@@ -16,7 +16,7 @@
 typedef struct h5_bt2w h5_bt2w;
 int h5_bt2w_open(h5_bt2w **out, h5_file *f, const h5_dataset *d, uint64_t idx_addr);
 int h5_bt2w_set(h5_bt2w *w, const uint64_t *scaled, const h5_chunk_rec *rec);
-int h5_bt2w_write(h5_bt2w *w, uint64_t *alloc_end);
+int h5_bt2w_write(h5_bt2w *w);
 uint64_t h5_bt2w_addr(const h5_bt2w *w);
 bool h5_bt2w_addr_is_new(const h5_bt2w *w);
 int h5_bt2w_commit(h5_bt2w *w);

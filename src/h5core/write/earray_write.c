@@ -11,13 +11,18 @@
 #include "cache.h"
 #include "file.h"
 #include "chunk_rec.h"
+#include "earray_write.h"
+#include "space.h"
+#include "cidx_write.h"
+#include "layout.h"
+#include "dataset.h"
 
 /* ---- the appending writer ----------------------------------------------------
  * Changes are made on private working copies of the blocks they touch
  * (copied from the cache or created as libhdf5's H5EA__*_create would),
  * then every changed block is written as a NEW block beyond the end of the
  * file (copy-on-write) and its parent's pointer redirected, up to the index
- * block. Only the header is rewritten in place, by h5_ea_writer_commit():
+ * block. Only the header is rewritten in place, by h5_eaw_commit():
  * it is the single switch from the old array to the new one, so a crash
  * before it leaves the old array intact (doc/APPEND.md). */
 
@@ -30,10 +35,10 @@ typedef struct ea_wdblk {
 	uint8_t *elmts;         /* nelmts raw elements (all pages when paged) */
 } ea_wdblk;
 
-struct h5_ea_writer {
+struct h5_eaw {
 	h5_file *f;
 	h5_ea_hdr h;            /* working header: counters, iblock_addr */
-	bool hdr_new;           /* no EAHD on disk yet: h5_ea_writer_write places one */
+	bool hdr_new;           /* no EAHD on disk yet: h5_eaw_write places one */
 	bool written;
 	h5_ea_iblock *ib;       /* working index block, NULL until touched */
 	uint64_t old_iblock;
@@ -45,10 +50,10 @@ struct h5_ea_writer {
 	uint8_t fill[32];       /* one encoded "never set" element */
 };
 
-const h5_ea_hdr *h5_ea_writer_hdr(const h5_ea_writer *w) { return &w->h; }
-bool h5_ea_writer_hdr_is_new(const h5_ea_writer *w) { return w->hdr_new; }
+const h5_ea_hdr *h5_eaw_hdr(const h5_eaw *w) { return &w->h; }
+bool h5_eaw_hdr_is_new(const h5_eaw *w) { return w->hdr_new; }
 
-void h5_ea_writer_free(h5_ea_writer *w)
+void h5_eaw_free(h5_eaw *w)
 {
 	if (!w)
 		return;
@@ -64,16 +69,16 @@ void h5_ea_writer_free(h5_ea_writer *w)
 	free(w);
 }
 
-static void fill_elmts(const h5_ea_writer *w, uint8_t *p, uint64_t n)
+static void fill_elmts(const h5_eaw *w, uint8_t *p, uint64_t n)
 {
 	for (uint64_t i = 0; i < n; i++)
 		memcpy(p + i * w->h.elmt_size, w->fill, w->h.elmt_size);
 }
 
-int h5_ea_writer_open(h5_ea_writer **out, h5_file *f, uint64_t hdr_addr, const h5_ea_cparam *cp)
+int h5_eaw_open(h5_eaw **out, h5_file *f, uint64_t hdr_addr, const h5_ea_cparam *cp)
 {
 	static const h5_chunk_rec undef = { H5_ADDR_UNDEF, 0, 0 };
-	h5_ea_writer *w;
+	h5_eaw *w;
 	int rc;
 
 	*out = NULL;
@@ -129,7 +134,7 @@ int h5_ea_writer_open(h5_ea_writer **out, h5_file *f, uint64_t hdr_addr, const h
 		rc = h5_err_set(H5_ERR_NOMEM, "out of memory for the extensible array writer");
 out:
 	if (rc < 0) {
-		h5_ea_writer_free(w);
+		h5_eaw_free(w);
 		return rc;
 	}
 	*out = w;
@@ -138,7 +143,7 @@ out:
 
 /* The working index block: a copy of the one on disk, or a new one whose
  * elements and pointers are all undefined (H5EA__iblock_create). */
-static int w_iblock(h5_ea_writer *w)
+static int w_iblock(h5_eaw *w)
 {
 	const h5_ea_geom *g = &w->h.g;
 	size_t naddr = (size_t)g->ndblk_addrs + g->nsblk_addrs, esz = (size_t)g->idx_blk_elmts * w->h.elmt_size;
@@ -175,7 +180,7 @@ static int w_iblock(h5_ea_writer *w)
 	return 0;
 }
 
-static int w_sblock(h5_ea_sblock **out, h5_ea_writer *w, const h5_ea_loc *loc)
+static int w_sblock(h5_ea_sblock **out, h5_eaw *w, const h5_ea_loc *loc)
 {
 	const h5_ea_geom *g = &w->h.g;
 	unsigned u = loc->sblk_idx;
@@ -226,7 +231,7 @@ static int w_sblock(h5_ea_sblock **out, h5_ea_writer *w, const h5_ea_loc *loc)
 }
 
 /* Copy the initialized pages of a paged data block into elmts. */
-static int w_load_pages(h5_ea_writer *w, const h5_ea_sblock *sb, uint64_t dblk_addr, uint64_t slot,
+static int w_load_pages(h5_eaw *w, const h5_ea_sblock *sb, uint64_t dblk_addr, uint64_t slot,
 			uint8_t *elmts)
 {
 	uint64_t psize = w->h.g.dblk_page_nelmts * w->h.elmt_size;
@@ -248,7 +253,7 @@ static int w_load_pages(h5_ea_writer *w, const h5_ea_sblock *sb, uint64_t dblk_a
 	return 0;
 }
 
-static int w_dblock(ea_wdblk **out, h5_ea_writer *w, const h5_ea_loc *loc, h5_ea_sblock *sb)
+static int w_dblock(ea_wdblk **out, h5_eaw *w, const h5_ea_loc *loc, h5_ea_sblock *sb)
 {
 	const h5_ea_geom *g = &w->h.g;
 	uint64_t addr, nbytes;
@@ -335,7 +340,7 @@ fail:
 	return rc;
 }
 
-int h5_ea_writer_set(h5_ea_writer *w, uint64_t idx, const h5_chunk_rec *rec)
+int h5_eaw_set(h5_eaw *w, uint64_t idx, const h5_chunk_rec *rec)
 {
 	h5_ea_sblock *sb = NULL;
 	ea_wdblk *d = NULL;
@@ -385,15 +390,15 @@ int h5_ea_writer_set(h5_ea_writer *w, uint64_t idx, const h5_chunk_rec *rec)
 	return 0;
 }
 
-static int w_alloc(uint64_t *addr, uint64_t *eoa, uint64_t size)
+/* Every block goes to new space (space.c): never over what readers see. */
+static int w_alloc(h5_eaw *w, uint64_t *addr, uint64_t size)
 {
-	*addr = *eoa;
-	if (size == 0 || h5_add_overflow(*eoa, size, eoa) || *eoa >= H5_ADDR_UNDEF)
+	if (size == 0)
 		return h5_err_set(H5_ERR_LIMIT, "file address space exhausted");
-	return 0;
+	return h5_space_alloc(addr, w->f, size);
 }
 
-static int w_write_dblock(h5_ea_writer *w, ea_wdblk *d, uint64_t *eoa)
+static int w_write_dblock(h5_eaw *w, ea_wdblk *d)
 {
 	const h5_fmt *fmt = &w->f->fmt;
 	uint64_t alloc = h5_ea_dblock_alloc_size(&w->h, fmt, d->nelmts);
@@ -402,7 +407,7 @@ static int w_write_dblock(h5_ea_writer *w, ea_wdblk *d, uint64_t *eoa)
 	uint8_t *img;
 	int rc;
 
-	rc = w_alloc(&addr, eoa, alloc);
+	rc = w_alloc(w, &addr, alloc);
 	if (rc < 0)
 		return rc;
 	if (alloc > SIZE_MAX)
@@ -433,13 +438,13 @@ static int w_write_dblock(h5_ea_writer *w, ea_wdblk *d, uint64_t *eoa)
 	return 0;
 }
 
-static int w_write_block(h5_ea_writer *w, uint64_t *addr, uint64_t *eoa, uint64_t size,
+static int w_write_block(h5_eaw *w, uint64_t *addr, uint64_t size,
 			 int (*enc)(uint8_t *, size_t, const h5_ea_hdr *, const h5_fmt *, const void *), const void *b)
 {
 	uint8_t *img;
 	int rc;
 
-	rc = w_alloc(addr, eoa, size);
+	rc = w_alloc(w, addr, size);
 	if (rc < 0)
 		return rc;
 	img = malloc((size_t)size);
@@ -462,7 +467,7 @@ static int enc_iblock(uint8_t *buf, size_t len, const h5_ea_hdr *h, const h5_fmt
 	return h5_ea_iblock_encode(buf, len, h, fmt, b);
 }
 
-int h5_ea_writer_write(h5_ea_writer *w, uint64_t *eoa)
+int h5_eaw_write(h5_eaw *w)
 {
 	const h5_ea_geom *g = &w->h.g;
 	int rc;
@@ -474,12 +479,12 @@ int h5_ea_writer_write(h5_ea_writer *w, uint64_t *eoa)
 		return 0; /* nothing was set */
 	if (w->hdr_new) {
 		/* blocks point back at the header, so it is placed first */
-		rc = w_alloc(&w->h.addr, eoa, h5_ea_hdr_size(&w->f->fmt));
+		rc = w_alloc(w, &w->h.addr, h5_ea_hdr_size(&w->f->fmt));
 		if (rc < 0)
 			return rc;
 	}
 	for (size_t i = 0; i < w->ndb; i++) {
-		rc = w_write_dblock(w, &w->db[i], eoa);
+		rc = w_write_dblock(w, &w->db[i]);
 		if (rc < 0)
 			return rc;
 	}
@@ -489,22 +494,22 @@ int h5_ea_writer_write(h5_ea_writer *w, uint64_t *eoa)
 		if (!b)
 			continue;
 		b->hdr_addr = w->h.addr;
-		rc = w_write_block(w, &b->addr, eoa, h5_ea_sblock_size(&w->h, &w->f->fmt, b->sblk_idx), enc_sblock, b);
+		rc = w_write_block(w, &b->addr, h5_ea_sblock_size(&w->h, &w->f->fmt, b->sblk_idx), enc_sblock, b);
 		if (rc < 0)
 			return rc;
 		w->ib->sblk_addrs[s] = b->addr;
 	}
 	w->ib->hdr_addr = w->h.addr;
-	rc = w_write_block(w, &w->ib->addr, eoa, h5_ea_iblock_size(&w->h, &w->f->fmt), enc_iblock, w->ib);
+	rc = w_write_block(w, &w->ib->addr, h5_ea_iblock_size(&w->h, &w->f->fmt), enc_iblock, w->ib);
 	if (rc < 0)
 		return rc;
 	w->h.iblock_addr = w->ib->addr;
 	if (w->hdr_new)
-		return h5_ea_writer_commit(w);
+		return h5_eaw_commit(w);
 	return 0;
 }
 
-int h5_ea_writer_commit(h5_ea_writer *w)
+int h5_eaw_commit(h5_eaw *w)
 {
 	size_t size = h5_ea_hdr_size(&w->f->fmt);
 	uint8_t buf[128];
@@ -524,7 +529,7 @@ int h5_ea_writer_commit(h5_ea_writer *w)
 	return h5_file_write(w->f, w->h.addr, buf, size);
 }
 
-void h5_ea_writer_invalidate(h5_ea_writer *w)
+void h5_eaw_invalidate(h5_eaw *w)
 {
 	h5_cache *c = w->f->meta;
 
@@ -549,3 +554,53 @@ void h5_ea_writer_invalidate(h5_ea_writer *w)
 		}
 	}
 }
+
+/* ---- this writer as an entry of the writers' table (cidx_write.h) ---- */
+
+static int ea_cparam(h5_ea_cparam *cp, const h5_dataset *d, const h5_fmt *fmt)
+{
+	const h5_layout *l = &d->layout;
+
+	cp->client = d->pline.n ? H5_ARR_CLIENT_FILT_CHUNK : H5_ARR_CLIENT_CHUNK;
+	/* H5D__earray_idx_create: filtered elements carry the chunk size in
+	 * 1 + (log2(chunk bytes) + 8) / 8 bytes, and a filter mask */
+	cp->elmt_size = (uint8_t)(fmt->sizeof_addr + (d->pline.n ? h5_chunk_size_len(d->chunk_bytes) + 4 : 0));
+	cp->max_nelmts_bits = l->ea_max_bits;
+	cp->idx_blk_elmts = l->ea_idx_elmts;
+	cp->data_blk_min_elmts = l->ea_min_elmts;
+	cp->sup_blk_min_data_ptrs = l->ea_min_ptrs;
+	cp->max_dblk_page_nelmts_bits = l->ea_page_bits;
+	return 0;
+}
+
+static int eaw_open(void **w, h5_file *f, const h5_dataset *d, uint64_t idx_addr)
+{
+	h5_ea_cparam cp;
+
+	ea_cparam(&cp, d, &f->fmt);
+	return h5_eaw_open((h5_eaw **)w, f, idx_addr, &cp);
+}
+
+static int eaw_set(void *w, const uint64_t *scaled, uint64_t idx, const h5_chunk_rec *rec)
+{
+	(void)scaled;
+	return h5_eaw_set(w, idx, rec);
+}
+static int eaw_write(void *w) { return h5_eaw_write(w); }
+static uint64_t eaw_addr(void *w) { return h5_eaw_hdr(w)->addr; }
+static bool eaw_addr_is_new(void *w) { return h5_eaw_hdr_is_new(w); }
+static int eaw_commit(void *w) { return h5_eaw_commit(w); }
+static void eaw_invalidate(void *w) { h5_eaw_invalidate(w); }
+static void eaw_free(void *w) { h5_eaw_free(w); }
+
+const h5_cidx_write_ops h5_cidx_write_earray = {
+	.open = eaw_open,
+	.set = eaw_set,
+	.write = eaw_write,
+	.addr = eaw_addr,
+	.addr_is_new = eaw_addr_is_new,
+	.addr_field = h5_layout_ea_addr_field,
+	.commit = eaw_commit,
+	.invalidate = eaw_invalidate,
+	.free = eaw_free,
+};

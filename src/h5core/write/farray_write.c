@@ -20,6 +20,9 @@
 #include "layout.h"
 #include "chunk_rec.h"
 #include "dataset.h"
+#include "farray_write.h"
+#include "space.h"
+#include "cidx_write.h"
 
 struct h5_faw {
 	h5_file *f;
@@ -142,11 +145,11 @@ int h5_faw_set(h5_faw *w, uint64_t idx, const h5_chunk_rec *rec)
 	return 0;
 }
 
-/* The new data block (and a new header) from *alloc_end on. */
-int h5_faw_write(h5_faw *w, uint64_t *alloc_end)
+/* The new data block (and a new header) in new space (space.c). */
+int h5_faw_write(h5_faw *w)
 {
 	const h5_fmt *fmt = &w->f->fmt;
-	uint64_t dsz, total, a = *alloc_end;
+	uint64_t dsz, total, a;
 	size_t hs = h5_fa_hdr_size(fmt);
 	h5_fa_dblock b = { 0 };
 	uint8_t *buf = NULL, *bits = NULL;
@@ -165,6 +168,9 @@ int h5_faw_write(h5_faw *w, uint64_t *alloc_end)
 		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
 		goto out;
 	}
+	rc = h5_space_alloc(&a, w->f, total + (w->hdr_new ? hs : 0));
+	if (rc < 0)
+		goto out;
 	if (w->hdr_new) {
 		w->h.addr = a + total;
 	}
@@ -186,8 +192,6 @@ int h5_faw_write(h5_faw *w, uint64_t *alloc_end)
 		rc = h5_fa_hdr_encode(buf + total, hs, fmt, &w->h);
 	if (rc == 0)
 		rc = h5_file_write(w->f, a, buf, (size_t)total + (w->hdr_new ? hs : 0));
-	if (rc == 0)
-		*alloc_end = a + total + (w->hdr_new ? hs : 0);
 out:
 	free(buf);
 	free(bits);
@@ -223,3 +227,35 @@ void h5_faw_free(h5_faw *w)
 	free(w->elmts);
 	free(w);
 }
+
+/* ---- this writer as an entry of the writers' table (cidx_write.h) ---- */
+
+static int faw_open(void **w, h5_file *f, const h5_dataset *d, uint64_t idx_addr)
+{
+	return h5_faw_open((h5_faw **)w, f, d, idx_addr);
+}
+
+static int faw_set(void *w, const uint64_t *scaled, uint64_t idx, const h5_chunk_rec *rec)
+{
+	(void)scaled;
+	return h5_faw_set(w, idx, rec);
+}
+
+static int faw_write(void *w) { return h5_faw_write(w); }
+static uint64_t faw_addr(void *w) { return h5_faw_addr(w); }
+static bool faw_addr_is_new(void *w) { return h5_faw_addr_is_new(w); }
+static int faw_commit(void *w) { return h5_faw_commit(w); }
+static void faw_invalidate(void *w) { h5_faw_invalidate(w); }
+static void faw_free(void *w) { h5_faw_free(w); }
+
+const h5_cidx_write_ops h5_cidx_write_farray = {
+	.open = faw_open,
+	.set = faw_set,
+	.write = faw_write,
+	.addr = faw_addr,
+	.addr_is_new = faw_addr_is_new,
+	.addr_field = h5_layout_fa_addr_field,
+	.commit = faw_commit,
+	.invalidate = faw_invalidate,
+	.free = faw_free,
+};

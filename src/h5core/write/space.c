@@ -36,19 +36,6 @@ int h5_space_alloc(uint64_t *addr, h5_file *f, uint64_t len)
 	return 0;
 }
 
-int h5_space_claim(h5_file *f, uint64_t end)
-{
-	if (end < h5_space_end(f))
-		return h5_err_set(H5_ERR_INVAL, "space claimed below the allocation end (0x%llx < 0x%llx)",
-				  (unsigned long long)end, (unsigned long long)f->alloc_end);
-	/* moved even when it does not fit: the writer wrote there already,
-	 * and the commit that follows fails */
-	f->alloc_end = end;
-	if (!h5_space_fits(f, end))
-		return h5_err_set(H5_ERR_LIMIT, "file address space exhausted");
-	return 0;
-}
-
 int h5_space_extend(h5_file *f, uint64_t eoa)
 {
 	uint64_t want, size;

@@ -21,11 +21,6 @@ uint64_t h5_space_end(h5_file *f);
 /* len bytes of new space at *addr; the allocation end moves past them. */
 int h5_space_alloc(uint64_t *addr, h5_file *f, uint64_t len);
 
-/* A writer placed its blocks from h5_space_end() up to `end` itself (the
- * index writers' write ops, cidx.h): the allocation end moves there.
- * Refuses an end below the allocation end or beyond the offset size. */
-int h5_space_claim(h5_file *f, uint64_t end);
-
 /* The file must be at least base + eoa bytes long before a superblock
  * claiming eoa can reach the disk: libhdf5 refuses a file shorter than its
  * end of allocated space ("truncated file"). */

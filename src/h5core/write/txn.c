@@ -33,20 +33,13 @@ void h5_txn_begin(h5_txn *t, h5_file *f, bool durable, const h5_cidx_write_ops *
 	*t = (h5_txn){ .f = f, .wops = wops, .w = w, .durable = durable };
 }
 
-/* The index writer writes its blocks from the allocation end on and
- * advances its copy of it; the allocation end follows, even when the
- * writer failed after writing. */
+/* The index writer writes its blocks in new space it takes from space.c;
+ * the allocation end is past them, even when the writer failed after
+ * writing. */
 static int write_blocks(h5_txn *t)
 {
-	uint64_t start = h5_space_end(t->f), a = start;
-	int rc = t->wops->write(t->w, &a);
+	int rc = t->wops->write(t->w);
 
-	if (a != start) {
-		int rc2 = h5_space_claim(t->f, a);
-
-		if (rc == 0)
-			rc = rc2;
-	}
 	t->end = h5_space_end(t->f);
 	return rc;
 }

@@ -3,7 +3,7 @@
  *
  * A writer first writes everything new beyond what any structure
  * references (space.h) and sets its index entries on an index writer
- * (cidx.h's write ops), then, under f->write_lock:
+ * (cidx_write.h's write ops), then, under f->write_lock:
  *   h5_txn_stage   the index writer's new and copied blocks after that;
  *                  fsync; when the new space lies beyond the end of
  *                  allocated space, the superblock's EOF address (with
@@ -21,7 +21,7 @@
 #include "base.h"
 #include "file.h"
 #include "ohdr.h"
-#include "cidx.h"
+#include "cidx_write.h"
 
 typedef struct h5_txn {
 	h5_file *f;

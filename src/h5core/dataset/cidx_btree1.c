@@ -7,7 +7,6 @@
 #include "btree1.h"
 #include "chunk_rec.h"
 #include "dataset.h"
-#include "btree1_write.h"
 
 static int bt1_open(h5_chunk_index *ci, int nunlim, int unlim)
 {
@@ -168,78 +167,6 @@ static int bt1_allocated(uint64_t *out, h5_chunk_index *ci)
 	return rc;
 }
 
-/* ---- appends: the writer of btree1_write.c behind the table's write ops ---- */
-
-typedef struct bt1w_ctx {
-	h5_bt1w *w;
-	uint64_t chunk_bytes;   /* unfiltered chunks: the size their keys hold */
-	bool filtered;
-} bt1w_ctx;
-
-static int bt1w_open(void **out, h5_file *f, const h5_dataset *d, uint64_t idx_addr)
-{
-	bt1w_ctx *c = calloc(1, sizeof(*c));
-	const h5_layout *l = &d->layout;
-	int rc;
-
-	*out = NULL;
-	if (!c)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory");
-	c->chunk_bytes = d->chunk_bytes;
-	c->filtered = d->pline.n != 0;
-	rc = h5_bt1w_open(&c->w, f, idx_addr, l->ndims, l->chunk,
-			  l->chunk_elem_size ? l->chunk_elem_size : (uint32_t)d->dtype->size);
-	if (rc < 0) {
-		free(c);
-		return rc;
-	}
-	*out = c;
-	return 0;
-}
-
-static int bt1w_set(void *w, const uint64_t *scaled, uint64_t idx, const h5_chunk_rec *rec)
-{
-	bt1w_ctx *c = w;
-	h5_chunk_rec r = *rec;
-
-	(void)idx;
-	/* unfiltered chunks come without their size: a v1 B-tree key holds it */
-	if (!c->filtered)
-		r.size = c->chunk_bytes;
-	return h5_bt1w_set(c->w, scaled, &r);
-}
-
-static int bt1w_write(void *w, uint64_t *alloc_end) { return h5_bt1w_write(((bt1w_ctx *)w)->w, alloc_end); }
-static uint64_t bt1w_addr(void *w) { return h5_bt1w_root(((bt1w_ctx *)w)->w); }
-/* every change copies the root: the layout message always switches */
-static bool bt1w_addr_is_new(void *w) { (void)w; return true; }
-static int bt1w_switched(void *w) { return h5_bt1w_patch(((bt1w_ctx *)w)->w); }
-static int bt1w_commit(void *w) { (void)w; return 0; }
-static void bt1w_invalidate(void *w) { h5_bt1w_invalidate(((bt1w_ctx *)w)->w); }
-
-static void bt1w_free(void *w)
-{
-	bt1w_ctx *c = w;
-
-	if (!c)
-		return;
-	h5_bt1w_free(c->w);
-	free(c);
-}
-
-static const h5_cidx_write_ops bt1_write_ops = {
-	.open = bt1w_open,
-	.set = bt1w_set,
-	.write = bt1w_write,
-	.addr = bt1w_addr,
-	.addr_is_new = bt1w_addr_is_new,
-	.addr_field = h5_layout_bt1_addr_field,
-	.switched = bt1w_switched,
-	.commit = bt1w_commit,
-	.invalidate = bt1w_invalidate,
-	.free = bt1w_free,
-};
-
 const h5_cidx_ops h5_cidx_btree1 = {
 	.type = H5_CIDX_BTREE1,
 	.name = "btree1",
@@ -247,5 +174,4 @@ const h5_cidx_ops h5_cidx_btree1 = {
 	.lookup = bt1_lookup,
 	.allocated = bt1_allocated,
 	.iterate = bt1_iterate,
-	.write = &bt1_write_ops,
 };

@@ -5,7 +5,8 @@
  * btree2.c stay the on-disk structures the indexes sit on.
  *
  * Adding an index: a new cidx_<name>.c with its h5_cidx_ops, one line in
- * cidx.c's table, and its H5_CIDX_* value decoded in layout.c.
+ * cidx.c's table, and its H5_CIDX_* value decoded in layout.c; appends to
+ * it are its writer's h5_cidx_write_ops (write/cidx_write.h).
  */
 #ifndef H5_CIDX_H
 #define H5_CIDX_H
@@ -58,41 +59,6 @@ struct h5_chunk_index {
 	unsigned pf_active;         /* jobs of this index queued or running */
 };
 
-/* The index's part of an append (append.c): the extensible array and v1
- * B-tree writers; an index without one refuses appends (EPERM). */
-typedef struct h5_cidx_write_ops {
-	/* a writer over the index at idx_addr (UNDEF: create one) */
-	int (*open)(void **w, h5_file *f, const h5_dataset *d, uint64_t idx_addr);
-	/* the record of the chunk at scaled coordinates `scaled`, whose linear
-	 * index is idx (the array order of ci, over the maximum dimensions:
-	 * what the arrays use; the trees use the coordinates) */
-	int (*set)(void *w, const uint64_t *scaled, uint64_t idx, const h5_chunk_rec *rec);
-	/* new and copied index blocks past the old end of file (*alloc_end) */
-	int (*write)(void *w, uint64_t *alloc_end);
-	/* the index's address now, and whether it is new (the layout message
-	 * must then point at it before the commit) */
-	uint64_t (*addr)(void *w);
-	bool (*addr_is_new)(void *w);
-	/* where the layout message holds the index address */
-	int (*addr_field)(uint64_t *field, const h5_msg *lay, const h5_fmt *fmt);
-	/* NULL, or: where the index itself puts the unfiltered chunk of linear
-	 * index idx (implicit, single chunk): 1 and *addr (the chunk is written
-	 * there in place), 0 when it goes to new space */
-	int (*place)(void *w, uint64_t idx, uint64_t *addr);
-	/* NULL, or: the bytes of the switch when more than the address changes
-	 * (a filtered single chunk: size, mask, address); may move *field */
-	int (*switch_bytes)(void *w, const h5_fmt *fmt, uint64_t *field, uint8_t *v, size_t *len);
-	/* after the layout points at a new index: in-place fixes of what the
-	 * new index shares with the old (v1 B-tree sibling pointers); NULL:
-	 * none */
-	int (*switched)(void *w);
-	/* the in-place switch to the new blocks (after the fsync) */
-	int (*commit)(void *w);
-	/* forget cached blocks after a failed commit */
-	void (*invalidate)(void *w);
-	void (*free)(void *w);
-} h5_cidx_write_ops;
-
 /* One allocated chunk met by an index walk: its scaled coordinates (rank
  * entries) and its record (unfiltered chunks: size may be 0). */
 typedef int (*h5_cidx_iter_cb)(const uint64_t *scaled, const h5_chunk_rec *rec, void *ud);
@@ -113,11 +79,13 @@ typedef struct h5_cidx_ops {
 	 * address; cb returns non-zero to stop (that value is returned). */
 	int (*iterate)(h5_chunk_index *ci, h5_cidx_iter_cb cb, void *ud);
 	void (*close)(h5_chunk_index *ci);      /* NULL: nothing to release */
-	const h5_cidx_write_ops *write;         /* NULL: no appends */
 } h5_cidx_ops;
 
 /* The table entry of an H5_CIDX_* type, or NULL. */
 const h5_cidx_ops *h5_cidx_ops_of(unsigned type);
+/* Its name ("btree1", "earray", ...; "unknown"): what describe.c, meta.c
+ * and the append refusals print. */
+const char *h5_layout_index_name(unsigned idx_type);
 
 extern const h5_cidx_ops h5_cidx_btree1, h5_cidx_single, h5_cidx_implicit, h5_cidx_farray, h5_cidx_earray,
 	h5_cidx_btree2;

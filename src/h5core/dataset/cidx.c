@@ -17,6 +17,14 @@ const h5_cidx_ops *h5_cidx_ops_of(unsigned type)
 	return NULL;
 }
 
+/* The name comes from the index's table entry. */
+const char *h5_layout_index_name(unsigned idx_type)
+{
+	const h5_cidx_ops *o = h5_cidx_ops_of(idx_type);
+
+	return o ? o->name : "unknown";
+}
+
 /* The array headers must agree with the dataset: a filtered dataset stores
  * client 1 elements, and a fixed array covers every chunk of max dims. */
 int h5_cidx_check_client(const h5_chunk_index *ci, unsigned client, const char *what, uint64_t addr)

@@ -1,7 +1,8 @@
 /* array.h - the extensible and fixed arrays (spec VII.C, VII.D): the
  * on-disk structures under the "earray" and "farray" chunk indexes
  * (cidx_earray.c, cidx_farray.c), their geometry, the chunk records their
- * data block elements hold (array.c), readers and the EA writer. */
+ * data block elements hold (array.c), their decoders, encoders and readers;
+ * their writers are write/earray_write.h and write/farray_write.h. */
 #ifndef H5_ARRAY_H
 #define H5_ARRAY_H
 
@@ -9,7 +10,6 @@
 #include "cache.h"
 #include "file.h"
 #include "chunk_rec.h"
-#include "dataset.h"
 
 /* Extensible array (earray_geom.c): geometry shared by reader and writer. */
 typedef struct h5_ea_geom {
@@ -140,28 +140,6 @@ int h5_ea_lookup(h5_chunk_rec *out, h5_file *f, uint64_t hdr_addr, uint64_t idx)
 /* Every allocated element below max_idx_set, in index order. */
 int h5_ea_iterate(h5_file *f, uint64_t hdr_addr, h5_arr_elmt_cb cb, void *ud);
 
-/* Appending writer (earray_write.c; used by append.c, doc/APPEND.md). Elements are
- * set on private copies of the blocks; h5_ea_writer_write() then places every
- * changed block as a NEW block at *eoa (advancing it) and writes it, and
- * h5_ea_writer_commit() rewrites the header in place - the one switch from
- * the old array to the new. A new array (hdr_addr UNDEF) gets its header
- * written by h5_ea_writer_write(); the caller then points the layout at it. */
-typedef struct h5_ea_cparam {
-	uint8_t client, elmt_size;
-	uint8_t max_nelmts_bits, idx_blk_elmts, data_blk_min_elmts, sup_blk_min_data_ptrs,
-		max_dblk_page_nelmts_bits;
-} h5_ea_cparam;
-typedef struct h5_ea_writer h5_ea_writer;
-int h5_ea_writer_open(h5_ea_writer **out, h5_file *f, uint64_t hdr_addr, const h5_ea_cparam *cp);
-int h5_ea_writer_set(h5_ea_writer *w, uint64_t idx, const h5_chunk_rec *rec);
-int h5_ea_writer_write(h5_ea_writer *w, uint64_t *eoa);
-int h5_ea_writer_commit(h5_ea_writer *w);
-/* Drop the cache entries of the header and of every block replaced. */
-void h5_ea_writer_invalidate(h5_ea_writer *w);
-const h5_ea_hdr *h5_ea_writer_hdr(const h5_ea_writer *w);
-bool h5_ea_writer_hdr_is_new(const h5_ea_writer *w);
-void h5_ea_writer_free(h5_ea_writer *w);
-
 /* Fixed array (farray.c, VII.C). */
 #define H5_FA_VERSION 0
 typedef struct h5_fa_hdr {
@@ -199,19 +177,5 @@ void h5_fa_dblock_free(h5_fa_dblock *b);
 int h5_fa_hdr_get(const h5_fa_hdr **out, h5_cache_ref *ref, h5_file *f, uint64_t addr);
 int h5_fa_lookup(h5_chunk_rec *out, h5_file *f, uint64_t hdr_addr, uint64_t idx);
 int h5_fa_iterate(h5_file *f, uint64_t hdr_addr, h5_arr_elmt_cb cb, void *ud);
-
-/* The appending writer of fixed array chunk indexes (farray_write.c): the
- * elements in memory, set by linear index; h5_faw_write places a new data
- * block (and a new header for a dataset without one), h5_faw_commit
- * rewrites the header in place. */
-typedef struct h5_faw h5_faw;
-int h5_faw_open(h5_faw **out, h5_file *f, const h5_dataset *d, uint64_t idx_addr);
-int h5_faw_set(h5_faw *w, uint64_t idx, const h5_chunk_rec *rec);
-int h5_faw_write(h5_faw *w, uint64_t *alloc_end);
-uint64_t h5_faw_addr(const h5_faw *w);
-bool h5_faw_addr_is_new(const h5_faw *w);
-int h5_faw_commit(h5_faw *w);
-void h5_faw_invalidate(h5_faw *w);
-void h5_faw_free(h5_faw *w);
 
 #endif

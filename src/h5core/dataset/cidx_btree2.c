@@ -8,7 +8,6 @@
 #include "btree2.h"
 #include "chunk_rec.h"
 #include "dataset.h"
-#include "btree2_write.h"
 
 static int open_btree2(h5_chunk_index *ci)
 {
@@ -145,38 +144,6 @@ static void bt2_idx_close(h5_chunk_index *ci)
 	ci->bt2 = NULL;
 }
 
-/* ---- appends: the writer of btree2_write.c behind the table's write ops ---- */
-
-static int bt2w_open(void **w, h5_file *f, const h5_dataset *d, uint64_t idx_addr)
-{
-	return h5_bt2w_open((h5_bt2w **)w, f, d, idx_addr);
-}
-
-static int bt2w_set(void *w, const uint64_t *scaled, uint64_t idx, const h5_chunk_rec *rec)
-{
-	(void)idx;
-	return h5_bt2w_set(w, scaled, rec);
-}
-
-static int bt2w_write(void *w, uint64_t *alloc_end) { return h5_bt2w_write(w, alloc_end); }
-static uint64_t bt2w_addr(void *w) { return h5_bt2w_addr(w); }
-static bool bt2w_addr_is_new(void *w) { return h5_bt2w_addr_is_new(w); }
-static int bt2w_commit(void *w) { return h5_bt2w_commit(w); }
-static void bt2w_invalidate(void *w) { h5_bt2w_invalidate(w); }
-static void bt2w_free(void *w) { h5_bt2w_free(w); }
-
-static const h5_cidx_write_ops bt2_write_ops = {
-	.open = bt2w_open,
-	.set = bt2w_set,
-	.write = bt2w_write,
-	.addr = bt2w_addr,
-	.addr_is_new = bt2w_addr_is_new,
-	.addr_field = h5_layout_bt2_addr_field,
-	.commit = bt2w_commit,
-	.invalidate = bt2w_invalidate,
-	.free = bt2w_free,
-};
-
 const h5_cidx_ops h5_cidx_btree2 = {
 	.type = H5_CIDX_BTREE2,
 	.name = "btree2",
@@ -185,5 +152,4 @@ const h5_cidx_ops h5_cidx_btree2 = {
 	.allocated = bt2_allocated,
 	.iterate = bt2_idx_iterate,
 	.close = bt2_idx_close,
-	.write = &bt2_write_ops,
 };

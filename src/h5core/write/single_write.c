@@ -1,56 +1,13 @@
-/* cidx_single.c - a dataset of one chunk (layout v4, index type 1: the
- * chunk's address, and size and filter mask when filtered, in the layout
- * message; libhdf5's H5Dsingle.c). */
-#include "cidx.h"
+/* single_write.c - appends to a dataset of one chunk (layout v4, index
+ * type 1; its reader is dataset/cidx_single.c): the write ops of
+ * cidx_write.h. */
+#include "cidx_write.h"
 #include "base.h"
 #include "rd.h"
 #include "file.h"
 #include "layout.h"
 #include "chunk_rec.h"
 #include "dataset.h"
-
-static int single_open(h5_chunk_index *ci, int nunlim, int unlim)
-{
-	const h5_layout *l = &ci->d->layout;
-
-	(void)nunlim;
-	(void)unlim;
-	for (unsigned i = 0; i < ci->rank; i++)
-		if (ci->nchunks[i] > 1)
-			return h5_err_set(H5_ERR_FORMAT, "single-chunk index but dimension %u spans %llu chunks", i,
-					  (unsigned long long)ci->nchunks[i]);
-	if (ci->filtered != !!(l->flags & H5_LAYOUT_FLAG_SINGLE_FILTERED))
-		return h5_err_set(H5_ERR_FORMAT, "single-chunk layout: filter flag disagrees with the pipeline");
-	return 0;
-}
-
-static int single_lookup(h5_chunk_rec *out, h5_chunk_index *ci, const uint64_t *scaled)
-{
-	const h5_layout *l = &ci->d->layout;
-
-	for (unsigned i = 0; i < ci->rank; i++)
-		if (scaled[i] != 0)
-			return 0;
-	out->addr = l->idx_addr;
-	out->size = ci->filtered ? l->single_size : ci->chunk_bytes;
-	out->filter_mask = ci->filtered ? l->single_mask : 0;
-	return 0;
-}
-
-static int single_allocated(uint64_t *out, h5_chunk_index *ci)
-{
-	*out = ci->filtered ? ci->d->layout.single_size : ci->chunk_bytes;
-	return 0;
-}
-
-static int single_iterate(h5_chunk_index *ci, h5_cidx_iter_cb cb, void *ud)
-{
-	uint64_t scaled[H5_MAX_RANK] = { 0 };
-	h5_chunk_rec r;
-	int rc = single_lookup(&r, ci, scaled);
-
-	return rc < 0 ? rc : cb(scaled, &r, ud);
-}
 
 /* ---- appends: rows grow within the one chunk ----
  * Unfiltered with a chunk: it is rewritten in place (its old rows' bytes
@@ -102,7 +59,7 @@ static int sw_set(void *p, const uint64_t *scaled, uint64_t idx, const h5_chunk_
 	return 0;
 }
 
-static int sw_write(void *w, uint64_t *alloc_end) { (void)w; (void)alloc_end; return 0; }
+static int sw_write(void *w) { (void)w; return 0; }
 
 static uint64_t sw_addr(void *p)
 {
@@ -138,7 +95,7 @@ static int sw_commit(void *w) { (void)w; return 0; }
 static void sw_invalidate(void *w) { (void)w; }
 static void sw_free(void *w) { free(w); }
 
-static const h5_cidx_write_ops single_write_ops = {
+const h5_cidx_write_ops h5_cidx_write_single = {
 	.open = sw_open,
 	.set = sw_set,
 	.write = sw_write,
@@ -150,14 +107,4 @@ static const h5_cidx_write_ops single_write_ops = {
 	.commit = sw_commit,
 	.invalidate = sw_invalidate,
 	.free = sw_free,
-};
-
-const h5_cidx_ops h5_cidx_single = {
-	.type = H5_CIDX_SINGLE,
-	.name = "single",
-	.open = single_open,
-	.lookup = single_lookup,
-	.allocated = single_allocated,
-	.iterate = single_iterate,
-	.write = &single_write_ops,
 };

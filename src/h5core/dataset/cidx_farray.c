@@ -61,38 +61,6 @@ static int fa_iterate(h5_chunk_index *ci, h5_cidx_iter_cb cb, void *ud)
 	return h5_cidx_arr_iterate(ci, h5_fa_iterate, cb, ud);
 }
 
-/* ---- appends: the writer of farray_write.c behind the table's write ops ---- */
-
-static int faw_open(void **w, h5_file *f, const h5_dataset *d, uint64_t idx_addr)
-{
-	return h5_faw_open((h5_faw **)w, f, d, idx_addr);
-}
-
-static int faw_set(void *w, const uint64_t *scaled, uint64_t idx, const h5_chunk_rec *rec)
-{
-	(void)scaled;
-	return h5_faw_set(w, idx, rec);
-}
-
-static int faw_write(void *w, uint64_t *alloc_end) { return h5_faw_write(w, alloc_end); }
-static uint64_t faw_addr(void *w) { return h5_faw_addr(w); }
-static bool faw_addr_is_new(void *w) { return h5_faw_addr_is_new(w); }
-static int faw_commit(void *w) { return h5_faw_commit(w); }
-static void faw_invalidate(void *w) { h5_faw_invalidate(w); }
-static void faw_free(void *w) { h5_faw_free(w); }
-
-static const h5_cidx_write_ops fa_write_ops = {
-	.open = faw_open,
-	.set = faw_set,
-	.write = faw_write,
-	.addr = faw_addr,
-	.addr_is_new = faw_addr_is_new,
-	.addr_field = h5_layout_fa_addr_field,
-	.commit = faw_commit,
-	.invalidate = faw_invalidate,
-	.free = faw_free,
-};
-
 const h5_cidx_ops h5_cidx_farray = {
 	.type = H5_CIDX_FARRAY,
 	.name = "farray",
@@ -100,5 +68,4 @@ const h5_cidx_ops h5_cidx_farray = {
 	.lookup = fa_lookup,
 	.allocated = fa_allocated,
 	.iterate = fa_iterate,
-	.write = &fa_write_ops,
 };

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""check_layers.py - the folders of src/ are layers (doc/DESIGN.md): fail
+on an #include that runs up a layer, or that ties two folders of one rank
+together (an include cycle between folders needs one of the two).
+
+    tests/check_layers.py [SRCDIR]      (SRCDIR: the checkout, default ..)
+
+Run by make check (Makefile.am TESTS). Exit 0 when every include of every
+.c/.h under src/ goes to its own folder or to a lower layer, 1 with one
+line per offending include otherwise, 99 on a folder that is in no layer
+(add it to LAYERS below, where it belongs).
+
+Includes are resolved as the compiler resolves them: "x.h" first beside
+the including file, then along the engine's include path (AM_CPPFLAGS:
+one folder per engine layer, then src/common); <x.h> is the system's.
+"""
+import os
+import re
+import sys
+
+# Rank of each folder of src/, lowest first; a file may include files of
+# its own folder and of folders of a LOWER rank only. Folders of one rank
+# (the programs) must not include each other. A folder not named here
+# takes the rank of the nearest named folder above it (src/fuse/mount ->
+# src/fuse).
+LAYERS = [
+    ("src/h5core", 0),          # h5core.h, h5core_test.h: the public API
+    ("src/h5core/base", 1),
+    ("src/h5core/io", 2),
+    ("src/h5core/filter", 3),
+    ("src/h5core/format", 4),
+    ("src/h5core/file", 5),
+    ("src/h5core/dataset", 6),
+    ("src/h5core/write", 7),
+    ("src/common", 8),          # shared by the daemon and the tools
+    ("src/coll", 9),            # the collection library (daemon side)
+    ("src/tools", 10),
+    ("src/fuse", 10),
+]
+RANK = dict(LAYERS)
+# the compiler's search order for "x.h" after the including file's folder
+SEARCH = ["src/h5core"] + [d for d, r in LAYERS if d.startswith("src/h5core/")] + ["src/common"]
+INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+
+
+def folder_rank(folder):
+    f = folder
+    while f and f not in RANK:
+        f = os.path.dirname(f)
+    return (f, RANK[f]) if f else (None, None)
+
+
+def main():
+    top = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), ".."))
+    files = []
+    for d, _, names in os.walk(os.path.join(top, "src")):
+        for n in names:
+            if n.endswith((".c", ".h")):
+                files.append(os.path.relpath(os.path.join(d, n), top))
+    present = set(files)
+    bad = []
+    for f in sorted(files):
+        folder = os.path.dirname(f)
+        layer, rank = folder_rank(folder)
+        if layer is None:
+            print("check_layers: %s: folder %s is in no layer (tests/check_layers.py LAYERS)" % (f, folder))
+            return 99
+        with open(os.path.join(top, f), encoding="utf-8", errors="replace") as fp:
+            text = fp.read()
+        for m in INCLUDE.finditer(text):
+            name = m.group(1)
+            target = None
+            for d in [folder] + SEARCH:
+                cand = os.path.normpath(os.path.join(d, name))
+                if cand in present:
+                    target = cand
+                    break
+            if target is None:
+                continue        # config.h and the like: generated, not ours
+            tlayer, trank = folder_rank(os.path.dirname(target))
+            line = text.count("\n", 0, m.start()) + 1
+            if trank > rank:
+                bad.append("%s:%d: includes %s: up from %s to %s" % (f, line, target, layer, tlayer))
+            elif trank == rank and tlayer != layer:
+                bad.append("%s:%d: includes %s: across %s and %s (one rank)" % (f, line, target, layer, tlayer))
+    for b in bad:
+        print("check_layers: " + b)
+    if bad:
+        print("check_layers: %d include(s) against the layers of doc/DESIGN.md" % len(bad))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
