@@ -16,13 +16,13 @@ writer. Run by hand (never in CI):
    cold: page cache dropped when root; warm: a second read; the daemon's
    CPU ms per GiB of the fresh and cold reads)
    and 20,000 random 4 KiB reads, on a -o ro mount (watching on, the
-   default) and a -o ro,refresh=0 mount (and --base BINARY, another build
-   such as main's, -o ro), alternated --repeat times; the range over the
-   runs of each.
+   default: FILE never changes, so reads go the frozen way) and a -o
+   ro,refresh=0 mount (and --strict: -o ro,live=strict; --base BINARY,
+   another build such as main's, -o ro), alternated --repeat times; the
+   range over the runs of each.
 2b. changed: the same sequential reads after FILE changed once (touched:
-   a new generation, so descriptors opened now use direct_io), with 8 MiB
-   read()s (each split into 1 MiB requests: ll_dio.c records and hashes
-   them), read twice (first, second), watching against refresh=0 (which
+   a new generation, so reads are checked from now on: copied, and every
+   page the page cache is given hashed, ll_pcache.c), with 8 MiB read()s, read twice (first, second), watching against refresh=0 (which
    never sees the touch) and --base; throughput and the daemon's CPU ms
    per GiB.
 3. follow: a SWMR writer process appends 1 MiB rows at 100 rows/s for
@@ -179,6 +179,8 @@ def throughput(args):
     res, cpu = {}, {}
     cold_ok = True
     variants = [("watching", "ro", None), ("refresh=0", "ro,refresh=0", None)]
+    if args.strict:     # -o live=strict: the checked path from the first read
+        variants.append(("strict", "ro,live=strict", None))
     if args.base:       # another build (main), watching: interleaved with ours
         variants.append(("base", "ro", args.base))
     for rep in range(args.repeat):
@@ -206,6 +208,10 @@ def throughput(args):
         w, z = res[("watching",) + key], res[("refresh=0",) + key]
         line = "  %-14s %-8s watching %8.0f..%-8.0f refresh=0 %8.0f..%-8.0f (median ratio %.3f)" % (
             key[0], key[1], min(w), max(w), min(z), max(z), statistics.median(w) / statistics.median(z))
+        if args.strict:
+            b = res[("strict",) + key]
+            line += "; strict %8.0f..%-8.0f (strict/refresh=0 median ratio %.3f)" % (
+                min(b), max(b), statistics.median(b) / statistics.median(z))
         if args.base:
             b = res[("base",) + key]
             line += "; base %8.0f..%-8.0f (watching/base median ratio %.3f)" % (
@@ -322,6 +328,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--follow-seconds", type=float, default=10.0)
     ap.add_argument("--only", default="latency,throughput,follow")
+    ap.add_argument("--strict", action="store_true", help="throughput: also -o ro,live=strict (the checked "
+                    "path from the first read), alternated with the others")
     ap.add_argument("--base", default="", help="throughput: another h5fs binary (e.g. main's), mounted -o ro "
                     "in the same rounds")
     args = ap.parse_args()

@@ -1,24 +1,50 @@
 #!/bin/bash
-# Install whatever h5fs needs to build and test that is not installed yet:
-# Debian packages with apt-get, then npm packages globally with npm (s3rver
-# for test_s3rver.py). Needs root, or sudo. Debian/Ubuntu only.
+# Install whatever h5fs needs that is not installed yet: Debian packages
+# with apt-get, then npm packages globally with npm (s3rver for
+# test_s3rver.py). Needs root, or sudo. Debian/Ubuntu only.
+#
+#   install-deps.sh           everything: building, running and testing
+#                             (contrib/run-tests.sh, hence CI)
+#   install-deps.sh --build   only what building and running h5fs need
+#                             (contrib/quickstart.sh: trying h5fs installs
+#                             no test tools, no npm)
+#   install-deps.sh --list    print the full Debian list (.ci/run installs
+#                             it in one apt-get call); --list --build the
+#                             build-and-run part
 set -euo pipefail
 
-PACKAGES=(
+# building (every codec configure finds, libcurl for remote FILEs) and
+# running (fuse3's fusermount3; attr's getfattr and tree for the tour)
+BUILD_PACKAGES=(
 	build-essential autoconf automake libtool pkg-config
-	libfuse3-dev fuse3 zlib1g-dev libsqlite3-dev check
+	libfuse3-dev fuse3 zlib1g-dev libsqlite3-dev
 	libdeflate-dev liblz4-dev libzstd-dev libbz2-dev libaec-dev libblosc-dev
-	liblzo2-dev libzfp-dev hdf5-filter-plugin-zfp-serial
-	python3-h5py python3-numpy hdf5-tools attr tree
+	liblzo2-dev libzfp-dev libcurl4-openssl-dev attr tree
+)
+# testing only: Check, the libhdf5 oracles and fixture writers, servers,
+# packaging tools
+TEST_PACKAGES=(
+	check hdf5-filter-plugin-zfp-serial
+	python3-h5py python3-numpy hdf5-tools
 	python3-hdf5plugin python3-tables hdf5-plugin-lzf hdf5-filter-plugin python3-netcdf4
 	dpkg-dev debhelper lintian libhdf5-dev rsync netcdf-bin
-	libcurl4-openssl-dev nginx-light python3-botocore
+	nginx-light python3-botocore
 	python3-fsspec python3-zarr python3-numcodecs python3-aiohttp
 	python3-tifffile python3-pil libtiff-tools libpng-dev
 )
 
-# --list: print the list (.ci/run installs it in one apt-get call)
-if [ "${1:-}" = --list ]; then
+build_only=0
+list=0
+for a in "$@"; do
+	case $a in
+	--build) build_only=1 ;;
+	--list) list=1 ;;
+	*) echo "usage: install-deps.sh [--build] [--list]" >&2; exit 2 ;;
+	esac
+done
+PACKAGES=("${BUILD_PACKAGES[@]}")
+[ "$build_only" = 1 ] || PACKAGES+=("${TEST_PACKAGES[@]}")
+if [ "$list" = 1 ]; then
 	echo "${PACKAGES[@]}"
 	exit 0
 fi
@@ -33,6 +59,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 npm_deps() {
+	[ "$build_only" = 0 ] || return 0
 	if ! command -v npm >/dev/null; then
 		# nodejs from wherever apt has it (Debian's brings npm separately)
 		echo "install-deps: installing nodejs npm"
@@ -55,7 +82,7 @@ for p in "${PACKAGES[@]}"; do
 	fi
 done
 if [ ${#missing[@]} -eq 0 ]; then
-	echo "install-deps: all Debian build and test dependencies are installed"
+	echo "install-deps: all Debian $([ "$build_only" = 1 ] && echo build || echo "build and test") dependencies are installed"
 	npm_deps
 	exit 0
 fi

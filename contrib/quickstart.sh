@@ -1,9 +1,10 @@
 #!/bin/bash
-# Newcomer's first run: install what is missing, build, mount the example
-# file at ./mnt and list it.
+# Newcomer's first run: install what building and running need and is
+# missing (no test tools: contrib/run-tests.sh installs those), build,
+# mount the example file at ./mnt and list it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./contrib/install-deps.sh
+./contrib/install-deps.sh --build
 [ -x ./configure ] || autoreconf -fi
 [ -f Makefile ] || ./configure
 make -j2

@@ -187,8 +187,9 @@ static int local_open_member(void *b, h5_file **out, const char *path, const h5_
 	if (!p)
 		return ENOMEM;
 	/* read-write (appends) where the file may be written, as a single
-	 * FILE is (main.c); a file another process holds locked opens
-	 * read-only */
+	 * FILE is (main.c: with lazy_lock, locked only while writing); a
+	 * source that still locks at open (no lazy_lock) and finds the file
+	 * locked opens it read-only */
 	o.writable = oo->writable && access(p, W_OK) == 0;
 	rc = h5_file_open(out, p, &o);
 	if (rc == H5_ERR_BUSY && o.writable) {

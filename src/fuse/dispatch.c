@@ -267,6 +267,14 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_SPLICE_WRITE;
 	if (conn->capable & FUSE_CAP_SPLICE_MOVE)
 		conn->want |= FUSE_CAP_SPLICE_MOVE;
+#ifdef FUSE_CAP_DIRECT_IO_ALLOW_MMAP
+	/* libfuse 3.16 and kernel 6.6: descriptors read with direct_io (a
+	 * read-write mount's appendable datasets, a live FILE's rewritten
+	 * ones while old descriptors are open) can be mapped too (numpy.memmap);
+	 * without it (Debian's libfuse 3.14) such a mapping fails with ENODEV */
+	if (conn->capable & FUSE_CAP_DIRECT_IO_ALLOW_MMAP)
+		conn->want |= FUSE_CAP_DIRECT_IO_ALLOW_MMAP;
+#endif
 	/* READDIRPLUS (libfuse asks for it, adaptively, since we have the
 	 * op) in collections only: a single FILE's listing stays as it was */
 	if (m->identity)

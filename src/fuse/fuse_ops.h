@@ -24,7 +24,6 @@ typedef struct h5fs h5fs;
 
 typedef struct h5fs_config {
 	int read_only;      /* mounted with -o ro */
-	int use_syslog;     /* daemonized: log to syslog instead of stderr */
 	int debug;          /* -o debug or -d: log debug messages too */
 	int verbose;        /* -o verbose: log informational messages too */
 	/* Ownership and permissions shown (-o uid=, gid=, umask=). Unset:
@@ -39,6 +38,9 @@ typedef struct h5fs_config {
 	/* -o refresh=SECONDS: how often FILE is looked at for changes (0: the
 	 * view stays as mounted); open_opts: how to open it again. */
 	unsigned refresh;
+	/* -o live=strict: a live FILE's reads are checked from the first one
+	 * (else only once it has changed; ll_live.c) */
+	int live_strict;
 	const h5_open_opts *open_opts;
 	/* Collections: the persistent index (-o index=PATH; NULL: the
 	 * default file under $XDG_CACHE_HOME/h5fs/), or none (-o noindex). */
@@ -96,8 +98,14 @@ void h5fs_log_cfg(const h5fs_config *cfg, int prio, const char *fmt, ...) __attr
 /* The one place where engine errors become errno values. */
 int h5fs_errno(int h5err);
 
-/* One log line at syslog priority prio: to syslog when cfg.use_syslog,
- * else to stderr as "h5fs: ...". Errors, warnings and notices (what a
+/* Where the process's log lines go (ll_log.c; main.c sets it): appended
+ * to log_fd (-o logfile=PATH, -1: none) with a time and the process id,
+ * to syslog (a daemon, where /dev/log exists), and to stderr as
+ * "h5fs: ..." (in the foreground, and before detaching). Until called:
+ * stderr alone. */
+void h5fs_log_to(int log_fd, int use_syslog, int use_stderr);
+
+/* One log line at syslog priority prio, where h5fs_log_to says. Errors, warnings and notices (what a
  * user should know, e.g. why a write was refused) are always logged,
  * LOG_INFO with verbose (or debug), LOG_DEBUG with debug. */
 void h5fs_log(const h5fs *fs, int prio, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -541,7 +541,7 @@ int member_opendir(void *r, void **dh, bool *keep, uint64_t ino)
 	if (e)
 		return e;
 	/* a live FILE's listing may change: the kernel asks again */
-	*keep = !fs->live;
+	*keep = !live_checked(fs);
 	handle_add(fs, &fs->open_dirs, &d->link);
 	*dh = d;
 	return 0;
@@ -582,6 +582,8 @@ struct read_answer {
 	h5_file *rf;            /* with the related file read (its cache view) */
 	struct pc_answer pa;    /* a cached handle's answer (ll_pcache.c) */
 	struct dio_answer da;   /* a live direct_io handle's (ll_dio.c) */
+	bool fast;              /* answered unchecked: a live FILE not changed
+				 * yet (live_fast_begin; ended once replied) */
 };
 
 static void answer_clear(struct read_answer *a)
@@ -604,8 +606,9 @@ static void answer_clear(struct read_answer *a)
 static int read_once(struct read_answer *a, bool *failed, int *unlogged, h5fs *fs, struct node *n, size_t size,
 		     off_t off, int attempt, uint64_t fh, pid_t tid)
 {
-	bool cached = fs->live && fh == H5FS_FH_CACHED;
-	struct dio_ledger *dio = fs->live ? fh_dio(fh) : NULL;
+	bool checked = fs->live && !a->fast;
+	bool cached = checked && fh == H5FS_FH_CACHED;
+	struct dio_ledger *dio = checked ? fh_dio(fh) : NULL;
 	uint64_t fsize, len;
 	int rc, e = 0;
 
@@ -636,11 +639,11 @@ static int read_once(struct read_answer *a, bool *failed, int *unlogged, h5fs *f
 	 * in use, and a.g keeps the descriptors open; decoded chunks or a
 	 * remote FILE's cached blocks pinned, written to /dev/fuse from the
 	 * cache itself with no copy into a reply buffer (issues 16, 15); the
-	 * rest read into a buffer. Never spliced on a live mount: libfuse
-	 * splices FILE's pages while it writes the reply, after
-	 * live_read_check, so a write in that instant would go unseen; there
-	 * the bytes are copied, then checked. */
-	rc = n->view->map(&a->plan, n->ds, (uint64_t)off, (size_t)len, fs->live ? H5_MAP_NO_SPLICE : 0);
+	 * rest read into a buffer. Never spliced once a live mount checks its
+	 * reads (ll_live.c): libfuse splices FILE's pages while it writes the
+	 * reply, after live_read_check, so a write in that instant would go
+	 * unseen; there the bytes are copied, then checked. */
+	rc = n->view->map(&a->plan, n->ds, (uint64_t)off, (size_t)len, checked ? H5_MAP_NO_SPLICE : 0);
 	if (rc < 0) {
 		char what[64];
 
@@ -739,6 +742,7 @@ int member_read(void *r, struct root_read *out, uint64_t ino, size_t size, off_t
 	memset(out, 0, sizeof(*out));
 	if (!a)
 		return ENOMEM;
+	a->fast = live_fast_begin(r);
 	e = do_read(a, r, ino, size, off, fi ? fi->fh : 0, tid);
 	out->priv = a;
 	if (e)
@@ -756,7 +760,8 @@ void member_read_done(void *r, struct root_read *out)
 {
 	struct read_answer *a = out->priv;
 
-	(void)r;
+	if (a && a->fast)
+		live_fast_end(r);  /* the reply is written: the sweep may drop its pages */
 	if (a)
 		answer_clear(a);   /* the reply is written: unpin */
 	free(a);

@@ -183,6 +183,11 @@ struct h5fs {
 	bool shared_watch;      /* a collection's member: its one thread looks
 				 * (live_tick), no watcher of its own */
 	bool writable;          /* appends possible (fs_writable) */
+	/* FILE's write lock (fs_write_begin/end, ll_inode.c): writes under
+	 * way, and whether a refusal was logged since the last granted one */
+	pthread_mutex_t wmu;
+	unsigned writers;
+	bool busy_logged, stale_logged;
 	/* live files (ll_live.c): refresh > 0 on a mount that does not append */
 	bool live;
 	struct gen *gen;        /* the current generation (under lock) */
@@ -256,7 +261,7 @@ char *path_join(const char *dir, const char *name);
 uint64_t synth_ino(h5fs *fs, uint64_t parent, const char *name);
 uint64_t synth_renew(h5fs *fs, uint64_t parent, const char *name, uint64_t old);
 
-/* ll_live.c */
+/* ll_live.c, ll_live_node.c, ll_live_watch.c (ll_live.h) */
 /* attempts at a read while a live FILE changes (the last one's error is
  * logged; the earlier ones', met while a writer writes, are not) */
 #define H5FS_LIVE_READ_TRIES 4
@@ -272,7 +277,16 @@ int node_fresh(h5fs *fs, struct node *n);
 int node_use(struct use *u, h5fs *fs, struct node *n);
 void node_use_end(struct use *u);
 int live_read_check(h5fs *fs, struct gen *g, int attempt, bool failed, const char *path);
-bool live_direct(h5fs *fs);
+/* Reads of this live FILE are checked (hashed, copied, verified): it has
+ * changed since the mount, or -o live=strict; else they are answered as a
+ * frozen mount answers them. */
+bool live_checked(const h5fs *fs);
+/* A read answered unchecked (true: FILE has not changed yet), counted until
+ * its reply is written (live_fast_end), so that the sweep after the first
+ * change drops the kernel's pages only once no such answer is still on its
+ * way into them. */
+bool live_fast_begin(h5fs *fs);
+void live_fast_end(h5fs *fs);
 /* After an engine error (EIO) of attempt: true when a live FILE is being
  * written and a fresh generation is worth another attempt. */
 bool live_retry(h5fs *fs, int attempt);
@@ -305,6 +319,13 @@ int pcache_prepare(struct pc_answer *pa, h5fs *fs, struct node *n, struct gen *g
 int pcache_commit(h5fs *fs, struct node *n, struct pc_answer *pa, const char *path);
 void pcache_answer_clear(struct pc_answer *pa);
 void pcache_free(struct pcache *pc);
+/* A cached read handle of n opens (0; *fresh: the ledger was started anew
+ * after a rewrite, the kernel must drop the inode's pages) or EBUSY: a
+ * rewrite made n's recorded pages differ and handles that may hold them
+ * are still open (this one reads with direct_io). pcache_close when a
+ * handle pcache_open let in is released. */
+int pcache_open(h5fs *fs, struct node *n, bool *fresh);
+void pcache_close(struct node *n);
 /* A page's fingerprint (hash and length, never 0), its length, and an
  * answer's, page by page from its start (ll_dio.c uses them too). */
 uint64_t pcache_entry(const uint8_t *p, size_t len);

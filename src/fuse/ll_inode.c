@@ -610,20 +610,69 @@ bool fs_writable(const h5fs *fs)
 	return fs->writable;   /* h5fs_new: !read_only && h5_file_writable(FILE) */
 }
 
-/* Today a writable mount's engine holds FILE's exclusive flock from open
- * to close (source_local.c), so a write only needs the mount to be
- * writable. */
+/* FILE's lock is held only while a write is under way (issue 33: a
+ * mount that only reads, or is idle, must not keep libhdf5 - h5py, a
+ * detector's own writer - out of its file). The first write takes
+ * libhdf5's writer lock (flock LOCK_EX, never waiting: EBUSY with one
+ * log line while another program has FILE open, libhdf5's readers hold
+ * LOCK_SH); the last one gives it back once committed. While the lock was
+ * not held, another program may have written FILE: the mount's view
+ * (decoded metadata, an appender's rows) would then be stale and writing
+ * from it could undo that program's work, so a FILE that changed since
+ * this mount last held the lock (h5_file_changed_by_others: size, or
+ * times and first bytes - libhdf5 opening FILE r+ and closing it moves
+ * only the times) refuses writes with ESTALE (a read-write mount does not
+ * reopen FILE: remount to append again). */
 int fs_write_begin(h5fs *fs)
 {
-	return fs_writable(fs) ? 0 : EROFS;
+	int e = 0, rc;
+
+	if (!fs_writable(fs))
+		return EROFS;
+	pthread_mutex_lock(&fs->wmu);
+	if (fs->writers == 0) {
+		rc = h5_file_lock(fs->f);
+		if (rc == H5_ERR_BUSY) {
+			if (!fs->busy_logged)
+				h5fs_log(fs, LOG_NOTICE, "write refused (EBUSY): %s is locked by another program "
+					 "(libhdf5 holds the lock while it has the file open); try again once "
+					 "it closed the file", h5_file_path(fs->f));
+			fs->busy_logged = true;
+			e = EBUSY;
+		} else if (rc < 0) {
+			e = h5err_logged(fs, rc, "write lock", "", NULL, UINT64_MAX);
+		} else if ((rc = h5_file_changed_by_others(fs->f)) != 0) {
+			h5_file_unlock(fs->f);
+			if (rc < 0) {
+				e = h5err_logged(fs, rc, "write lock", "", NULL, UINT64_MAX);
+				goto out;
+			}
+			if (!fs->stale_logged)
+				h5fs_log(fs, LOG_ERR, "write refused (ESTALE): %s was changed by another program "
+					 "since it was mounted; a read-write mount does not follow such "
+					 "changes: unmount and mount again to write", h5_file_path(fs->f));
+			fs->stale_logged = true;
+			e = ESTALE;
+		} else {
+			fs->busy_logged = false;
+		}
+	}
+	if (!e)
+		fs->writers++;
+out:
+	pthread_mutex_unlock(&fs->wmu);
+	return e;
 }
 
 void fs_write_end(h5fs *fs)
 {
-	(void)fs;
+	pthread_mutex_lock(&fs->wmu);
+	if (fs->writers > 0 && --fs->writers == 0)
+		h5_file_unlock(fs->f);
+	pthread_mutex_unlock(&fs->wmu);
 }
 
-static void stat_init(h5fs *fs, struct stat *st, uint64_t ino, mode_t mode, int64_t mtime)
+static void stat_init_ts(h5fs *fs, struct stat *st, uint64_t ino, mode_t mode, struct timespec t)
 {
 	memset(st, 0, sizeof(*st));
 	st->st_ino = ino;
@@ -632,9 +681,26 @@ static void stat_init(h5fs *fs, struct stat *st, uint64_t ino, mode_t mode, int6
 	st->st_uid = fs->uid;
 	st->st_gid = fs->gid;
 	st->st_blksize = H5FS_BLKSIZE;
-	st->st_mtime = (time_t)mtime;
-	st->st_ctime = (time_t)mtime;
-	st->st_atime = (time_t)mtime;
+	st->st_mtim = st->st_ctim = st->st_atim = t;
+}
+
+static void stat_init(h5fs *fs, struct stat *st, uint64_t ino, mode_t mode, int64_t mtime)
+{
+	stat_init_ts(fs, st, ino, mode, (struct timespec){ .tv_sec = (time_t)mtime });
+}
+
+/* FILE's mtime, to the nanosecond where the file has a stamp (a local
+ * FILE): an object recording no time of its own shows it, and a live
+ * mount's next generation moves it past a `touch`ed reference file
+ * within the same second (find -newer, make). */
+static struct timespec file_time(const h5_file *f)
+{
+	h5_file_stamp s;
+
+	if (h5_file_stamp_get(&s, f) == 1)
+		return (struct timespec){ .tv_sec = (time_t)(s.mtime_ns / 1000000000),
+					  .tv_nsec = (long)(s.mtime_ns % 1000000000) };
+	return (struct timespec){ .tv_sec = (time_t)h5_file_mtime(f) };
 }
 
 /* Build (unlocked) the node of the object whose header is at addr. */
@@ -644,7 +710,7 @@ int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64
 	h5_obj_info info;
 	struct node *n;
 	uint64_t alloc = 0;
-	int64_t mtime;
+	struct timespec ft;
 	int rc;
 
 	*out = NULL;
@@ -665,14 +731,14 @@ int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64
 		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	mtime = info.has_mtime ? info.mtime : h5_file_mtime(f);
+	ft = info.has_mtime ? (struct timespec){ .tv_sec = (time_t)info.mtime } : file_time(f);
 	switch (info.kind) {
 	case H5_OBJ_GROUP:
 		n->type = NT_DIR;
 		/* st_nlink 1 = "subdirectory count unknown" (as btrfs does for
 		 * find's leaf optimisation): counting would mean decoding every
 		 * child header of every directory. */
-		stat_init(fs, &n->st, file_ino(f, addr), S_IFDIR | fs->dir_mode, mtime);
+		stat_init_ts(fs, &n->st, file_ino(f, addr), S_IFDIR | fs->dir_mode, ft);
 		break;
 	case H5_OBJ_DATASET: {
 		int64_t dmt;
@@ -682,8 +748,9 @@ int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64
 		if (rc < 0)
 			goto out;
 		if (h5_dataset_mtime(n->ds, &dmt) == 0)
-			mtime = dmt;
-		stat_init(fs, &n->st, file_ino(f, addr), S_IFREG | fs->file_mode, mtime);
+			stat_init(fs, &n->st, file_ino(f, addr), S_IFREG | fs->file_mode, dmt);
+		else
+			stat_init_ts(fs, &n->st, file_ino(f, addr), S_IFREG | fs->file_mode, ft);
 		n->view = h5_dataset_view(n->ds);
 		n->st.st_size = (off_t)n->view->size(n->ds);
 		alloc = h5_dataset_allocated(n->ds);
@@ -701,7 +768,7 @@ int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64
 	default:
 		/* named datatypes (and headers of no known kind): empty files */
 		n->type = NT_FILE;
-		stat_init(fs, &n->st, file_ino(f, addr), S_IFREG | fs->file_mode, mtime);
+		stat_init_ts(fs, &n->st, file_ino(f, addr), S_IFREG | fs->file_mode, ft);
 		n->st.st_nlink = info.nlink ? info.nlink : 1;
 		break;
 	}

@@ -1,6 +1,8 @@
 /* ll_log.c - engine errors become errno here, and one log line per event. */
 #include "ll.h"
 
+#include <time.h>
+
 /* ---- errors and logging ------------------------------------------------- */
 
 int h5fs_errno(int h5err)
@@ -30,26 +32,59 @@ int h5fs_errno(int h5err)
 	}
 }
 
+/* The process's one log destination (h5fs_log_to). */
+static struct {
+	int fd;
+	bool syslog, stderr_on;
+} logto = { -1, false, true };
+
+void h5fs_log_to(int log_fd, int use_syslog, int use_stderr)
+{
+	logto.fd = log_fd;
+	logto.syslog = use_syslog;
+	logto.stderr_on = use_stderr;
+}
+
+/* One write per line, so lines of concurrent threads never mix; a line
+ * snprintf cut to fit (len >= cap) still ends in a newline. */
+static void put_line(int fd, char *line, size_t len, size_t cap)
+{
+	if (len >= cap) {
+		len = cap - 1;
+		line[len - 1] = '\n';
+	}
+	if (write(fd, line, len) < 0) {
+		/* nowhere left to report it */
+	}
+}
+
 static void cfg_vlog(const h5fs_config *cfg, int prio, const char *fmt, va_list ap)
 {
+	char msg[1024], line[1100];
+	int n;
+
 	if (prio >= LOG_DEBUG ? !cfg->debug : prio >= LOG_INFO && !(cfg->verbose || cfg->debug))
 		return;
-	if (cfg->use_syslog) {
-		vsyslog(prio, fmt, ap);
-	} else {
-		char line[1024];
-		int n;
+	n = vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (n < 0)
+		return;
+	if (logto.syslog)
+		syslog(prio, "%s", msg);
+	if (logto.fd >= 0) {
+		struct timespec ts;
+		struct tm tm;
 
-		/* one write per line, so lines of concurrent threads never mix */
-		memcpy(line, "h5fs: ", 6);
-		n = vsnprintf(line + 6, sizeof(line) - 7, fmt, ap);
-		if (n < 0)
-			return;
-		n = n > (int)sizeof(line) - 8 ? (int)sizeof(line) - 8 : n;
-		line[6 + n] = '\n';
-		if (write(STDERR_FILENO, line, (size_t)n + 7) < 0) {
-			/* nowhere left to report it */
-		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		localtime_r(&ts.tv_sec, &tm);
+		n = snprintf(line, sizeof(line), "%04d-%02d-%02d %02d:%02d:%02d h5fs[%ld]: %s\n", tm.tm_year + 1900,
+			     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (long)getpid(), msg);
+		if (n > 0)
+			put_line(logto.fd, line, (size_t)n, sizeof(line));
+	}
+	if (logto.stderr_on) {
+		n = snprintf(line, sizeof(line), "h5fs: %s\n", msg);
+		if (n > 0)
+			put_line(STDERR_FILENO, line, (size_t)n, sizeof(line));
 	}
 }
 

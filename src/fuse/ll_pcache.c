@@ -2,8 +2,10 @@
  * ll_pcache.c - what a live mount handed the kernel's page cache (issue
  * 24: every successful read returns bytes of one version).
  *
- * A read-only handle opened before FILE first changed uses the page cache
- * (keep_cache: a second cat, numpy.memmap). One read() of it is answered
+ * A read-only handle uses the page cache (keep_cache: a second cat,
+ * numpy.memmap), before FILE changes and after. Until the first change a
+ * mount's reads are not checked (ll_live.c: the stated window), so nothing
+ * is recorded then; from the first change on, everything is. One read() of it is answered
  * page by page: some pages from the cache, the missing ones by our reads
  * (readahead). Once FILE has changed, the cache may hold pages of the old
  * version, and a read() in flight may have copied some of them already:
@@ -21,8 +23,10 @@
  * its stamp was racy), the ledger moves to the new generation and whatever
  * the kernel holds is bytes of it too; different (a rewrite, a same-size
  * overwrite), the node's cached handles get EIO from then on, with one log
- * line (descriptors opened after the change read with direct_io and are
- * not concerned). Pages are hashed as answered, before the reply, and
+ * line; descriptors opened while such handles are open read with direct_io
+ * (ll_dio.c), and once the last of them is closed (a mapping holds its
+ * descriptor) the next open starts the ledger anew, dropping the kernel's
+ * pages (pcache_open), so mappings work again. Pages are hashed as answered, before the reply, and
  * recorded only once the answer passed live_read_check, so the ledger only
  * ever holds bytes the kernel was given.
  *
@@ -46,6 +50,7 @@ struct pcache {
 	size_t cap;
 	bool overflow;          /* answered pages not recorded: unverifiable */
 	bool poisoned;          /* a change made recorded pages differ */
+	unsigned nopen;         /* cached handles open (pcache_open) */
 };
 
 /* A page's fingerprint: xxh3's accumulation (64-byte stripes into eight
@@ -236,6 +241,47 @@ static struct pcache *pcache_of(struct node *n)
 		return fresh;
 	pcache_free(fresh);     /* another request made it first */
 	return pc;
+}
+
+int pcache_open(h5fs *fs, struct node *n, bool *fresh)
+{
+	struct pcache *pc = pcache_of(n);
+	int e = 0;
+
+	*fresh = false;
+	if (!pc)
+		return ENOMEM;
+	pthread_mutex_lock(&pc->mu);
+	if (pc->poisoned && pc->nopen) {
+		e = EBUSY;      /* pages of the old version may still be in use */
+	} else {
+		if (pc->poisoned) {
+			/* no descriptor holds the old version's pages any more (a
+			 * mapping holds its descriptor): a ledger anew, and the
+			 * kernel's pages of the inode dropped at this open */
+			memset(pc->e, 0, pc->cap * sizeof(*pc->e));
+			pc->gen = 0;
+			pc->adds++;
+			pc->poisoned = pc->overflow = false;
+			*fresh = true;
+			h5fs_log(fs, LOG_DEBUG, "%s: page cache in use again", show_path(n->path));
+		}
+		pc->nopen++;
+	}
+	pthread_mutex_unlock(&pc->mu);
+	return e;
+}
+
+void pcache_close(struct node *n)
+{
+	struct pcache *pc = __atomic_load_n(&n->pc, __ATOMIC_ACQUIRE);
+
+	if (!pc)
+		return;
+	pthread_mutex_lock(&pc->mu);
+	if (pc->nopen)
+		pc->nopen--;
+	pthread_mutex_unlock(&pc->mu);
 }
 
 /* Whether generation g's bytes of the dataset equal every recorded page

@@ -42,6 +42,7 @@ int h5fs_new(h5fs **out, h5_file *f, const h5fs_config *cfg)
 		fs->gid = cfg->gid;
 	fs->next_synth = 1;
 	pthread_mutex_init(&fs->lock, NULL);
+	pthread_mutex_init(&fs->wmu, NULL);
 	fs->open_dirs.prev = fs->open_dirs.next = &fs->open_dirs;
 	fs->open_wfiles.prev = fs->open_wfiles.next = &fs->open_wfiles;
 	fs->nodes_cap = fs->synth_cap = fs->kinds_cap = 1024;
@@ -128,6 +129,7 @@ void h5fs_free(h5fs *fs)
 	free(fs->synth);
 	free(fs->kinds);
 	pthread_mutex_destroy(&fs->lock);
+	pthread_mutex_destroy(&fs->wmu);
 	/* FILE (fs->f) belongs to its generation: closed with the last one */
 	gen_release(fs->gen);
 	free(fs->label);

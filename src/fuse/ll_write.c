@@ -23,7 +23,15 @@
  * applied (vrows, and each handle's vplen). An error applying a write that
  * was answered already is logged and kept in its handle: the handle's next
  * write, fsync and close fail with it. flush, fsync and release first wait
- * until every accepted write is applied. */
+ * until every accepted write is applied.
+ *
+ * FILE's lock (fs_write_begin/end, ll_inode.c; README "Appending"): open
+ * for writing takes it and gives it back at once (a FILE another program
+ * holds, or changed, fails the open: EBUSY/ESTALE before anything is
+ * written); a handle then holds it from its first write until its rows
+ * are committed and it holds no partial row (fsync, close), and takes it
+ * again at its next write. An open descriptor that has not written, or
+ * whose rows were fsync'd, holds nothing: libhdf5 opens FILE meanwhile. */
 #define WQ_EARLY 4
 
 struct wqueue {
@@ -47,6 +55,7 @@ struct wfile {
 	/* under q->mu */
 	uint64_t vplen;         /* its partial row once every accepted write is applied */
 	int err;                /* errno of a write answered before it failed */
+	bool holding;           /* counts in fs_write_begin's writers */
 };
 
 /* A handle's write state: NULL for read handles (fh 0, or on a live
@@ -67,7 +76,7 @@ static void wfile_refresh(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 {
 	h5_dataset *nd = NULL, *old;
 	uint64_t alloc;
-	int64_t mt;
+	struct timespec now;
 
 	if (h5_append_committed(w->a) == w->q->seen)
 		return;
@@ -83,8 +92,12 @@ static void wfile_refresh(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	w->n->st.st_size = (off_t)w->n->view->size(nd);
 	xattr_cache_drop(w->n);  /* user.h5.shape has grown */
 	w->n->st.st_blocks = blocks_of(alloc);
-	if (h5_dataset_mtime(nd, &mt) == 0)
-		w->n->st.st_mtime = w->n->st.st_ctime = (time_t)mt;
+	/* rows were committed just now: the file was modified now (find
+	 * -newer, make, rsync), whether or not its header records a time
+	 * (our appends leave a recorded one as it was; a remount shows
+	 * FILE's mtime, which is later still) */
+	clock_gettime(CLOCK_REALTIME, &now);
+	w->n->st.st_mtim = w->n->st.st_ctim = now;
 	pthread_rwlock_unlock(&w->n->lk);
 	h5_dataset_close(old);
 	w->q->seen = h5_append_committed(w->a);
@@ -175,6 +188,21 @@ static int wfile_err(struct wfile *w)
 	return e;
 }
 
+/* After a commit (flush, fsync): w's rows are in FILE; when nothing of w
+ * waits (no accepted write, no partial row), its hold on FILE's lock
+ * ends. Under q->mu, so a write accepted meanwhile keeps it. */
+static void wfile_give_back(h5fs *fs, struct wfile *w)
+{
+	struct wqueue *q = w->q;
+
+	pthread_mutex_lock(&q->mu);
+	if (w->holding && q->turn == q->next && w->vplen == 0 && h5_append_pending(w->a) == 0) {
+		w->holding = false;
+		fs_write_end(fs);
+	}
+	pthread_mutex_unlock(&q->mu);
+}
+
 static int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 {
 	struct wfile *w;
@@ -196,11 +224,18 @@ static int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	if (!is_ds) {
 		return EPERM;
 	}
+	/* FILE free and unchanged now (else EBUSY or ESTALE, logged): the
+	 * first write takes the lock again */
+	rc = fs_write_begin(fs);
+	if (rc)
+		return rc;
 	w = calloc(1, sizeof(*w));
 	if (!w) {
+		fs_write_end(fs);
 		return ENOMEM;
 	}
 	rc = h5_append_open(&w->a, fs->f, n->addr);
+	fs_write_end(fs);
 	if (rc < 0) {
 		int e = h5fs_errno(rc);
 
@@ -251,6 +286,10 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 	end = q->vrows * q->row_bytes + w->vplen;
 	if (!e && (off < 0 || (!w->append && (uint64_t)off != end)))
 		e = EPERM;
+	if (!e && !w->holding) {
+		e = fs_write_begin(fs);    /* EBUSY, ESTALE: logged there */
+		w->holding = e == 0;
+	}
 	if (e) {
 		pthread_mutex_unlock(&q->mu);
 		if (e == EPERM)
@@ -326,6 +365,7 @@ static int do_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 		e = EINVAL;
 	}
 	pthread_mutex_unlock(&w->q->apply);
+	wfile_give_back(fs, w);
 	return rc < 0 ? h5err_logged(fs, rc, "append", w->n->path, NULL, w->n->addr) : e;
 }
 
@@ -345,6 +385,8 @@ static int do_fsync(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	rc = h5_append_flush(w->a);    /* committed rows are on disk (fsync'd) */
 	wfile_refresh(fs, w, ino);
 	pthread_mutex_unlock(&w->q->apply);
+	if (rc == 0)
+		wfile_give_back(fs, w);
 	return rc < 0 ? h5err_logged(fs, rc, "fsync", w->n->path, NULL, w->n->addr) : wfile_err(w);
 }
 
@@ -370,6 +412,8 @@ void handles_free(h5fs *fs)
 
 		handle_del(fs, &w->link);
 		h5_append_close(w->a, NULL);
+		if (w->holding)
+			fs_write_end(fs);
 		wq_detach(fs, w);
 		free(w);
 	}
@@ -395,6 +439,8 @@ static void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	if (rc < 0 && partial)
 		h5fs_log(fs, LOG_NOTICE, "append %s: %zu trailing bytes dropped at release", show_path(w->n->path),
 		       partial);
+	if (w->holding)
+		fs_write_end(fs);      /* committed (or failed): FILE is given back */
 	wq_detach(fs, w);
 	free(w);
 }
@@ -423,18 +469,30 @@ int member_open(void *r, struct fuse_file_info *fi, uint64_t ino)
 	 * stays valid across opens. */
 	if (fs_writable(fs) && (n->st.st_mode & S_IWUSR)) {
 		fi->direct_io = 1;
-	} else if (live_direct(fs)) {
-		struct dio_ledger *d = dio_new();   /* read()s of several requests: ll_dio.c */
+	} else if (fs->live) {
+		/* the page cache, before and after FILE changes (memmap): what
+		 * the kernel caches of it is recorded once reads are checked
+		 * (ll_pcache.c) */
+		bool fresh;
 
-		if (!d)
-			return ENOMEM;
-		fi->direct_io = 1;      /* a live FILE that changed: ll_live.c */
-		fi->fh = (uint64_t)(uintptr_t)d | H5FS_FH_DIO;
+		e = pcache_open(fs, n, &fresh);
+		if (e == EBUSY) {
+			/* descriptors holding pages of a rewritten version are
+			 * still open: this one reads around them (ll_dio.c) */
+			struct dio_ledger *d = dio_new();
+
+			if (!d)
+				return ENOMEM;
+			fi->direct_io = 1;
+			fi->fh = (uint64_t)(uintptr_t)d | H5FS_FH_DIO;
+			return 0;
+		}
+		if (e)
+			return e;
+		fi->keep_cache = !fresh;
+		fi->fh = H5FS_FH_CACHED;
 	} else {
 		fi->keep_cache = 1;
-		/* what the kernel caches of a live FILE is recorded (ll_pcache.c) */
-		if (fs->live)
-			fi->fh = H5FS_FH_CACHED;
 	}
 	return 0;
 }
@@ -443,6 +501,12 @@ int member_release(void *r, uint64_t ino, struct fuse_file_info *fi)
 {
 	if (wfile_of(fi))   /* write handles (wfile_open) */
 		wfile_release(r, wfile_of(fi), ino);
+	if (fi->fh == H5FS_FH_CACHED) {
+		struct node *n = node_get(r, ino);
+
+		if (n)
+			pcache_close(n);
+	}
 	dio_free(fh_dio(fi->fh));
 	return 0;
 }

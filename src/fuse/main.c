@@ -18,11 +18,13 @@
 #endif
 
 #include "fuse_ops.h"
+#include "startup.h"
 #include "source.h"
 #include "tool_exit.h"
 #include "views.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <malloc.h>
 #include <stddef.h>
@@ -65,12 +67,14 @@ struct cli {
 	char **params;
 	size_t nparams;
 	char *refresh;          /* -o refresh=SECONDS, as given */
+	char *live;             /* -o live=fast|strict */
 	unsigned max_files;     /* -o max_files=N (a collection; 0: default) */
 	char *index;            /* -o index=PATH (a collection's index file) */
 	int noindex;            /* -o noindex */
 	char *h5_suffixes;      /* -o h5_suffixes=.h5:.nxs (an S3 prefix's members) */
 	int views_all;          /* -o views */
 	char *views;            /* -o views=npy,tiff,... */
+	char *logfile;          /* -o logfile=PATH */
 	int nonopts;
 };
 
@@ -118,12 +122,14 @@ static const struct fuse_opt cli_spec[] = {
 	{ "ext_any", offsetof(struct cli, ext_any), 1 },
 	{ "ext_prefix=%s", offsetof(struct cli, ext_prefix), 0 },
 	{ "refresh=%s", offsetof(struct cli, refresh), 0 },
+	{ "live=%s", offsetof(struct cli, live), 0 },
 	{ "max_files=%u", offsetof(struct cli, max_files), 0 },
 	{ "index=%s", offsetof(struct cli, index), 0 },
 	{ "noindex", offsetof(struct cli, noindex), 1 },
 	{ "h5_suffixes=%s", offsetof(struct cli, h5_suffixes), 0 },
 	{ "views", offsetof(struct cli, views_all), 1 },
 	{ "views=%s", offsetof(struct cli, views), 0 },
+	{ "logfile=%s", offsetof(struct cli, logfile), 0 },
 	FUSE_OPT_END
 };
 
@@ -147,7 +153,11 @@ static void usage(FILE *out)
 		"    -h, --help             print this help and exit\n"
 		"    -V, --version          print the versions of h5fs and libfuse and exit\n"
 		"    -f                     stay in the foreground, log to stderr\n"
-		"                           (default: run as a daemon, log to syslog)\n"
+		"                           (default: run as a daemon, log to syslog;\n"
+		"                           where there is none, messages are lost\n"
+		"                           unless -o logfile is given)\n"
+		"    -o logfile=PATH        append h5fs's messages (why a read gave EIO,\n"
+		"                           why a write was refused) to PATH too\n"
 		"    -d, -o debug           debug: stay in the foreground, log h5fs's debug\n"
 		"                           messages and every FUSE request\n"
 		"    -s                     single-threaded (default: a pool of threads)\n"
@@ -170,6 +180,11 @@ static void usage(FILE *out)
 		"                           look at it on every inotify event and at\n"
 		"                           least this often (default 1; 0: the view\n"
 		"                           stays as mounted). Read-only mounts only\n"
+		"    -o live=fast|strict    fast (default): reads cost what a frozen\n"
+		"                           mount's do until FILE first changes; a read\n"
+		"                           overlapping that first change may mix its\n"
+		"                           two versions. strict: every read is checked\n"
+		"                           from the first (no read ever mixes versions)\n"
 		"    -o verbose             also log informational messages\n"
 		"    -o efl_any             read external data files named by absolute\n"
 		"                           paths or with \"..\" (default: refused, EIO)\n"
@@ -197,6 +212,10 @@ static void usage(FILE *out)
 		"                           (always for an endpoint with a port or an IP)\n"
 		"    -o retries=N           retries of a failed request (default 4)\n"
 		"    -o timeout=S           seconds for one request (default 30)\n"
+		"    -o cache_max=MiB       a server that ignores Range (python3 -m\n"
+		"                           http.server): FILE is downloaded once into a\n"
+		"                           temporary file ($TMPDIR, else /var/tmp) if at\n"
+		"                           most this large (default 1024)\n"
 		"    -o h5_suffixes=LIST    names of an S3 prefix's HDF5 members, ':'-separated,\n"
 		"                           any case (default " H5_SUFFIXES_DEFAULT ")\n"
 		"    -o views[=LIST]        list the views of datasets (NAME.npy, NAME.csv,\n"
@@ -267,7 +286,10 @@ static int cli_proc(void *data, const char *arg, int key, struct fuse_args *outa
 		usage(stdout);
 		exit(TOOL_EXIT_OK);
 	case KEY_VERSION:
+		/* libfuse's lines come from fusermount3, another process
+		 * writing to our stdout: ours first */
 		printf("h5fs %s\n", PACKAGE_VERSION);
+		fflush(stdout);
 		fuse_lowlevel_version();
 		exit(TOOL_EXIT_OK);
 	case KEY_RO:
@@ -500,9 +522,17 @@ struct daemon {
 	h5fs_mount *m;
 	struct fuse_session *se;
 	char *fsname, *abs, maxread_opt[32];
-	int mounted, handlers, busy_ro;
+	int mounted, handlers;
+	int log_fd;             /* -o logfile, or -1 */
 	struct stat fst;
 };
+
+/* A remote FILE or S3 prefix (http://, https://, s3://): the byte-source
+ * classes' options (-o timeout=, retries=, s3_*) mean something only then. */
+static int is_url(const char *file)
+{
+	return strstr(file, "://") != NULL;
+}
 
 /* Options and arguments: -1 to go on, or the exit status. */
 static int parse(struct daemon *D)
@@ -524,7 +554,25 @@ static int parse(struct daemon *D)
 			D->cli.file ? "MOUNTPOINT" : "FILE and MOUNTPOINT");
 		return ret;
 	}
+	/* an option that would silently do nothing is refused, as an
+	 * unknown one is */
+	if (D->cli.nparams && !is_url(D->cli.file)) {
+		fprintf(stderr, "h5fs: -o %s is for remote FILEs only (http://, https://, s3://), and %s is local "
+			"(see h5fs --help)\n", D->cli.params[0], D->cli.file);
+		return ret;
+	}
 	D->oopts.cache_bytes = h5_default_cache_bytes();
+	D->oopts.lazy_lock = 1;         /* FILE locked only while writing */
+	if (D->cli.logfile) {
+		/* opened before detaching (which changes to "/"), kept open:
+		 * a rotated file keeps receiving until remount */
+		D->log_fd = open(D->cli.logfile, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		if (D->log_fd < 0) {
+			fprintf(stderr, "h5fs: -o logfile=%s: %s\n", D->cli.logfile, strerror(errno));
+			return ret;
+		}
+		h5fs_log_to(D->log_fd, 0, 1);
+	}
 	D->oopts.efl_any = D->cli.efl_any;
 	D->oopts.ext_any = D->cli.ext_any;
 	D->oopts.ext_prefix = D->cli.ext_prefix;
@@ -551,6 +599,11 @@ static int parse(struct daemon *D)
 		}
 		D->cfg.refresh = (unsigned)v;
 	}
+	if (D->cli.live && strcmp(D->cli.live, "fast") != 0 && strcmp(D->cli.live, "strict") != 0) {
+		fprintf(stderr, "h5fs: invalid -o live=%s (fast or strict)\n", D->cli.live);
+		return ret;
+	}
+	D->cfg.live_strict = D->cli.live && strcmp(D->cli.live, "strict") == 0;
 	D->cfg.open_opts = &D->oopts;
 	D->cfg.h5_suffixes = D->cli.h5_suffixes;
 	if (D->cli.views_all || D->cli.views) {
@@ -642,8 +695,8 @@ static int open_collection(struct daemon *D)
 	int rc, ret = -1;
 
 	if (rdir && rmnt && path_under(rmnt, rdir)) {
-		fprintf(stderr, "h5fs: %s: %s: contains MOUNTPOINT %s (the mount would show itself)\n",
-			D->cli.file, strerror(EISDIR), D->cli.mountpoint);
+		fprintf(stderr, "h5fs: %s: the mountpoint %s lies inside this directory, so the mount would show "
+			"itself: choose a mountpoint outside it\n", D->cli.file, D->cli.mountpoint);
 		ret = TOOL_EXIT_OPEN;
 		goto out;
 	}
@@ -681,7 +734,6 @@ static int open_file(struct daemon *D)
 	/* Open and check FILE before mounting anything. Only regular files and
 	 * block devices are opened: open(2) of a FIFO would wait for a writer. */
 	D->cfg.read_only = D->cli.read_only;
-	D->cfg.use_syslog = !D->copts.foreground;
 	D->cfg.debug = D->copts.debug;
 	D->cfg.verbose = D->cli.verbose;
 	D->cfg.xattr_raw = D->cli.xattr_mode && strcmp(D->cli.xattr_mode, "raw") == 0;
@@ -710,18 +762,19 @@ static int open_file(struct daemon *D)
 		return ret >= 0 ? ret : check_mountpoint(D);
 	}
 	/* Read-write (for appends, README "Appending") unless -o ro or FILE is
-	 * not writable; the engine then holds an exclusive flock. If another
-	 * process holds FILE's lock (a writer, or libhdf5 reading it), mount
-	 * read-only rather than not at all. A FILE without any write bit counts
-	 * as read-only even for root, who access(W_OK) would let through: chmod
+	 * not writable. FILE's lock is taken only while a write is under way
+	 * (lazy_lock, ll_inode.c fs_write_begin), so mounting never waits for
+	 * or keeps out libhdf5. A FILE without any write bit counts as
+	 * read-only even for root, who access(W_OK) would let through: chmod
 	 * a-w is how people protect a file. */
 	D->oopts.writable = !D->cli.read_only && access(D->cli.file, W_OK) == 0 &&
 			 (D->fst.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) != 0;
 	rc = h5_file_open(&D->f, D->cli.file, &D->oopts);
-	if (rc == H5_ERR_BUSY && D->oopts.writable) {
-		D->busy_ro = 1;
-		D->oopts.writable = 0;
-		rc = h5_file_open(&D->f, D->cli.file, &D->oopts);
+	/* a copy cut short mounts, then fails every listing: refused here,
+	 * as libhdf5 refuses it */
+	if (rc == 0 && (rc = h5_file_check_truncated(D->f)) < 0) {
+		h5_file_close(D->f);
+		D->f = NULL;
 	}
 	if (rc < 0) {
 		fprintf(stderr, "h5fs: %s: %s\n", D->cli.file, cause_of(D->cli.file));
@@ -734,6 +787,13 @@ static int open_file(struct daemon *D)
 		ret = open_failure_status(rc);
 		return ret;
 	}
+	/* one notice (stderr before detaching, the logfile): a server that
+	 * ignores Range (python3 -m http.server) cost a whole download */
+	if (h5_file_downloaded(D->f))
+		h5fs_log_cfg(&D->cfg, LOG_NOTICE, "%s: the server ignores Range requests: downloaded whole (%llu "
+			     "bytes) into a temporary file and read from there; a server that honours Range "
+			     "(nginx, S3) is read only where asked", D->cli.file,
+			     (unsigned long long)h5_file_downloaded(D->f));
 	D->f = NULL;       /* owned by D->fs now */
 	rc = h5fs_mount_single(&D->m, D->fs);
 	if (rc < 0) {
@@ -741,8 +801,6 @@ static int open_file(struct daemon *D)
 		return TOOL_EXIT_RUNTIME;
 	}
 	/* (the mount owns fs now) */
-	if (D->busy_ro)
-		h5fs_log_cfg(&D->cfg, LOG_NOTICE, "%s is locked by another process: mounted read-only", D->cli.file);
 	return check_mountpoint(D);
 }
 
@@ -755,16 +813,34 @@ static int check_mountpoint(struct daemon *D)
 	 * looked at; here a bad mountpoint is a mount failure. */
 	D->copts.mountpoint = realpath(D->cli.mountpoint, NULL);
 	if (!D->copts.mountpoint) {
-		fprintf(stderr, "h5fs: %s: %s\n", D->cli.mountpoint, strerror(errno));
+		int e = errno;
+
+		/* ENOTCONN: a FUSE daemon died and left its mount behind */
+		fprintf(stderr, "h5fs: mountpoint %s: %s%s\n", D->cli.mountpoint, strerror(e),
+			e == ENOTCONN ? " (a dead mount: fusermount3 -u it first)" : "");
 		ret = TOOL_EXIT_MOUNT;
 		return ret;
 	}
 	/* FUSE would mount over a regular file too, with the root group then
 	 * shown as a file: refuse. */
 	if (stat(D->copts.mountpoint, &D->fst) == 0 && !S_ISDIR(D->fst.st_mode)) {
-		fprintf(stderr, "h5fs: %s: %s\n", D->cli.mountpoint, strerror(ENOTDIR));
+		fprintf(stderr, "h5fs: mountpoint %s: %s\n", D->cli.mountpoint, strerror(ENOTDIR));
 		ret = TOOL_EXIT_MOUNT;
 		return ret;
+	}
+	/* The kernel would stack a second mount over the first, hiding it
+	 * until the second is unmounted: refuse over a FUSE mount (another
+	 * h5fs most likely). Other file systems' mount roots (a container's
+	 * volume, a tmpfs) are fine places to mount on. */
+	{
+		char *what = startup_fuse_mount_on(D->copts.mountpoint);
+
+		if (what) {
+			fprintf(stderr, "h5fs: mountpoint %s: already a mount (%s): unmount it first "
+				"(fusermount3 -u %s)\n", D->cli.mountpoint, what, D->cli.mountpoint);
+			free(what);
+			return TOOL_EXIT_MOUNT;
+		}
 	}
 	return -1;
 }
@@ -799,9 +875,18 @@ static int run(struct daemon *D)
 		return ret;
 	}
 
+	/* A remote FILE is never written: the kernel mounts it read-only too
+	 * (EROFS at once, "ro" in /proc/mounts) */
+	if (is_url(D->cli.file) && !D->cli.read_only && fuse_opt_add_arg(&D->args, "-oro") != 0) {
+		fprintf(stderr, "h5fs: out of memory\n");
+		return ret;
+	}
+
+	startup_gather_fuse_log();
 	D->se = fuse_session_new(&D->args, &h5fs_ll_ops, sizeof(h5fs_ll_ops), D->m);
+	startup_say_fuse_log();
 	if (!D->se) {
-		/* libfuse printed why: an unknown option, or out of memory */
+		/* said why: an unknown option, or out of memory */
 		ret = TOOL_EXIT_USAGE;
 		return ret;
 	}
@@ -809,16 +894,33 @@ static int run(struct daemon *D)
 	if (fuse_set_signal_handlers(D->se) != 0)
 		return ret;
 	D->handlers = 1;
-	if (fuse_session_mount(D->se, D->copts.mountpoint) != 0) {
-		/* libfuse printed why (bad mountpoint, no /dev/fuse, not allowed) */
+	startup_gather_fuse_log();
+	rc = fuse_session_mount(D->se, D->copts.mountpoint);
+	startup_say_fuse_log();
+	if (rc != 0) {
+		/* said why (bad mountpoint, no /dev/fuse, not allowed) */
 		ret = TOOL_EXIT_MOUNT;
 		return ret;
 	}
 	D->mounted = 1;
-	if (D->cfg.use_syslog)
-		openlog("h5fs", LOG_PID, LOG_DAEMON);
-	if (fuse_daemonize(D->copts.foreground) != 0)
+	/* Until here messages went to stderr (and -o logfile). A daemon's go
+	 * to syslog where there is one; in a container without /dev/log
+	 * they would vanish, which is said now, while stderr is still read. */
+	if (!D->copts.foreground) {
+		struct stat ls;
+		int have_syslog = stat("/dev/log", &ls) == 0 && S_ISSOCK(ls.st_mode);
+
+		if (have_syslog)
+			openlog("h5fs", LOG_PID, LOG_DAEMON);
+		else if (D->log_fd < 0)
+			fprintf(stderr, "h5fs: no syslog here (/dev/log is missing): once detached, h5fs's messages "
+				"(why a read gave EIO) are lost; mount with -f, or -o logfile=PATH, to keep them\n");
+		if (fuse_daemonize(0) != 0)
+			return ret;
+		h5fs_log_to(D->log_fd, have_syslog, 0);
+	} else if (fuse_daemonize(1) != 0) {
 		return ret;
+	}
 	h5fs_log_cfg(&D->cfg, LOG_INFO, "%s mounted at %s", D->abs ? D->abs : D->cli.file, D->copts.mountpoint);
 	start_raise_readahead(D->copts.mountpoint, D->cfg.max_read);
 	if (D->copts.singlethread) {
@@ -871,6 +973,7 @@ static void daemon_free(struct daemon *D)
 	free(D->cli.gid);
 	free(D->cli.umask);
 	free(D->cli.refresh);
+	free(D->cli.live);
 	free(D->cli.ext_prefix);
 	for (size_t i = 0; i < D->cli.nparams; i++)
 		free(D->cli.params[i]);
@@ -878,6 +981,9 @@ static void daemon_free(struct daemon *D)
 	free(D->cli.h5_suffixes);
 	free(D->cli.views);
 	free(D->cli.index);
+	free(D->cli.logfile);
+	if (D->log_fd >= 0)
+		close(D->log_fd);
 	fuse_opt_free_args(&D->args);
 }
 
@@ -896,6 +1002,7 @@ int main(int argc, char **argv)
 	if (!getenv("MALLOC_ARENA_MAX"))
 		mallopt(M_ARENA_MAX, 1);
 	memset(&d, 0, sizeof(d));
+	d.log_fd = -1;
 	d.args = (struct fuse_args)FUSE_ARGS_INIT(argc, argv);
 	ret = parse(&d);
 	if (ret < 0)

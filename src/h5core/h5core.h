@@ -83,6 +83,9 @@ typedef struct h5_file h5_file;
 
 typedef struct h5_open_opts {
 	int writable;            /* open O_RDWR and take an exclusive flock */
+	int lazy_lock;           /* writable: take the flock only between
+				  * h5_file_lock and h5_file_unlock (h5fs),
+				  * not from open to close */
 	h5_ctx *ctx;             /* the context to open in (its cache, threads);
 				  * NULL: a private one from cache_bytes and nthreads */
 	size_t cache_bytes;      /* total cache budget; 0 = h5_default_cache_bytes()
@@ -136,6 +139,37 @@ int h5_file_sb_version(const h5_file *f);
 uint64_t h5_file_userblock(const h5_file *f);
 int64_t h5_file_mtime(const h5_file *f);         /* mtime of FILE (seconds) */
 const char *h5_file_path(const h5_file *f);
+
+/* FILE is a remote object whose server ignores Range requests (python3 -m
+ * http.server): it was downloaded whole into a temporary file at open
+ * (at most -o cache_max MiB) and is read from there. Its size in bytes,
+ * else 0. */
+uint64_t h5_file_downloaded(const h5_file *f);
+
+/* The superblock's end-of-file address is past FILE's end: H5_ERR_FORMAT
+ * "truncated file: eof = SIZE, stored_eof = ADDR" (libhdf5's words and
+ * check, H5F__super_read), else 0. A file a SWMR writer has open is not
+ * checked (libhdf5's SWMR reader does not either). */
+int h5_file_check_truncated(h5_file *f);
+
+/* A writable FILE opened with lazy_lock: take its write lock for a write
+ * (0), or H5_ERR_BUSY at once when another program holds it (libhdf5 has
+ * FILE open, for reading or writing). h5_file_unlock gives it back; when
+ * something was written meanwhile, FILE's stamp (below) becomes the file
+ * as written, so only other programs' writes count as changes. A FILE
+ * opened without lazy_lock holds the lock from open to close: both are
+ * no-ops then. */
+int h5_file_lock(h5_file *f);
+void h5_file_unlock(h5_file *f);
+/* While holding that lock: has another program changed FILE since it was
+ * opened or last unlocked after a write? 1 when its size, device or inode
+ * differ, or its times moved and its first H5_FRONT_BYTES differ; 0 (the
+ * times moved over the same bytes, a writer that opened and closed FILE:
+ * the stamp is taken again). A change past those bytes that keeps the
+ * size (a value overwritten in place) is not seen: libhdf5 grows the file
+ * for anything it allocates. 0 for files without a stamp. */
+#define H5_FRONT_BYTES 65536
+int h5_file_changed_by_others(h5_file *f);
 
 /* ---- change detection (file.c; h5fs -o refresh) ------------------------
  * A local FILE is stamped when opened (fstat of its descriptor): device,
@@ -230,6 +264,10 @@ uint32_t h5_file_id(const h5_file *f);
 /* The object at an absolute path in f (hard and soft links followed;
  * an external link on the way is H5_ERR_NOTFOUND). */
 int h5_path_lookup(uint64_t *addr, h5_file *f, const char *path);
+/* The object at path from the group at `group` (a relative path, as a
+ * relative soft link's target is read: from the group holding the link;
+ * an absolute one from the root), links followed as h5_path_lookup does. */
+int h5_path_lookup_from(uint64_t *addr, h5_file *f, uint64_t group, const char *path);
 
 /* ---- objects (object.c) ------------------------------------------------ */
 
@@ -533,7 +571,8 @@ typedef enum h5_type_kind {
 	H5_TYPE_VSTRING = 2,      /* variable-length string */
 	H5_TYPE_COMPOUND = 3,
 	H5_TYPE_ARRAY = 4,
-	H5_TYPE_OTHER = 5         /* opaque, time, reference, sequence, odd sizes */
+	H5_TYPE_OTHER = 5,        /* time, reference, sequence, odd sizes */
+	H5_TYPE_OPAQUE = 6        /* opaque: bytes with no meaning to HDF5 ("|V<size>") */
 } h5_type_kind;
 
 /* A datatype as NumPy sees it. Compound members and an array's base are

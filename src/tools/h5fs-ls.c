@@ -833,6 +833,7 @@ int main(int argc, char **argv)
 	if (refs) {
 		if (!ro.url)
 			ro.url = strstr(file, "://") ? file : (url_alloc = realpath(file, NULL)) ? url_alloc : file;
+		ro.file = file;
 		ret = refs_write(f, strcmp(path, "/") == 0 ? "/" : path, addr, &ro);
 		goto out;
 	}

@@ -90,7 +90,8 @@ void jb_base64(struct jb *b, const uint8_t *p, size_t n)
 	}
 }
 
-/* The shortest decimal that reads back as the same value (Python's repr). */
+/* The shortest decimal that reads back as the same value, always with a
+ * '.' or an exponent: a float (Python's repr). */
 void jb_float(struct jb *b, double v, int single, int quoted_special)
 {
 	char t[40];
@@ -106,7 +107,9 @@ void jb_float(struct jb *b, double v, int single, int quoted_special)
 		if (single ? (float)strtod(t, NULL) == (float)v : strtod(t, NULL) == v)
 			break;
 	}
-	jb_printf(b, "%s", t);
+	/* "3" would read back as an integer (zarr, json.loads): "3.0", as
+	 * Python's repr writes it */
+	jb_printf(b, "%s%s", t, strpbrk(t, ".e") ? "" : ".0");
 }
 
 /* ---- element values as JSON ----------------------------------------------------- */

@@ -20,7 +20,8 @@ void jb_done(struct jb *b);
 /* A JSON string; bytes that are not UTF-8 become \u00XX (Latin-1). */
 void jb_str(struct jb *b, const char *s, size_t len);
 void jb_base64(struct jb *b, const uint8_t *p, size_t n);
-/* The shortest decimal that reads back as v (Python's repr); NaN and
+/* The shortest decimal that reads back as v, with a '.' or an exponent
+ * so JSON readers see a float (Python's repr); NaN and
  * infinities as JSON5 words, or as strings when quoted_special (zarr's
  * fill_value). */
 void jb_float(struct jb *b, double v, int single, int quoted_special);

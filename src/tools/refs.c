@@ -6,12 +6,15 @@
  *
  * Groups become Zarr v2 groups (.zgroup, .zattrs), datasets arrays
  * (.zarray, .zattrs, one [url, offset, length] per allocated chunk; small
- * chunks inlined as "base64:..."). What Zarr v2 cannot express (variable-
- * length data, references, padded compounds, filters without a numcodecs
- * 0.11 codec, chunks stored with a filter skipped, virtual or external
- * storage) is skipped with one line on stderr per dataset, never written
- * wrongly. Entries are printed as they are made: nothing holds the whole
- * document, so a dataset of millions of chunks streams.
+ * chunks inlined as "base64:..."). Datasets whose values h5py reads
+ * converted (fixed strings not null-padded) are written inline, as h5py
+ * reads them, up to CONVERTED_MAX bytes. What Zarr v2 cannot express
+ * (variable-length data, references, compounds with fields out of order,
+ * filters without a numcodecs 0.11 codec, chunks stored with a filter
+ * skipped, virtual or external storage) is skipped with one line on
+ * stderr per dataset, never written wrongly. Entries are printed as they
+ * are made: nothing holds the whole document, so a dataset of millions of
+ * chunks streams. Every line on stderr names FILE, then the object.
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -35,6 +38,8 @@
 
 #define MAX_DEPTH 64              /* groups nested deeper are not written (a cycle, or hostile) */
 #define PROGRESS_EVERY_NS 500000000LL
+#define CONVERTED_MAX ((uint64_t)64 << 20)   /* bytes of a converted dataset inlined at most */
+#define CONVERTED_PIECE ((uint64_t)1 << 20)  /* bytes of one inlined chunk of one, about */
 
 /* ---- the document ----------------------------------------------------------------- */
 
@@ -120,7 +125,7 @@ static void note(struct refs *R, const char *fmt, ...)
 
 	progress(R, "", 1);
 	va_start(ap, fmt);
-	fputs("h5fs-ls: ", stderr);
+	fprintf(stderr, "h5fs-ls: %s: ", R->o->file ? R->o->file : R->o->url);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	va_end(ap);
@@ -414,6 +419,55 @@ static uint64_t split_rows(uint64_t rows, uint64_t row_bytes, uint64_t budget)
 	return 1;
 }
 
+/* A dataset h5py reads converted (zarr_converted): its elements read
+ * through the engine (every filter decoded), converted, and written as
+ * inlined chunks of `rows` rows along the first dimension, whole in the
+ * others and in an array type's (extra) dimensions; the last chunk is
+ * filled up with the fill value, as zarr wants every chunk whole. 0, or
+ * the engine's error. */
+static int put_converted(struct refs *R, const char *prefix, h5_dataset *d, const h5_type_view *tv,
+			 const uint64_t *dims, unsigned rank, unsigned extra, uint64_t rows, const uint8_t *fill)
+{
+	uint64_t row = tv->size, nrows = rank ? dims[0] : 1, idx[64] = { 0 };
+	uint8_t *buf = NULL;
+	int rc = 0;
+
+	for (unsigned i = 1; i < rank; i++)
+		row *= dims[i];
+	if (row == 0 || nrows == 0)
+		return 0;       /* no elements: no chunks */
+	buf = malloc((size_t)(rows * row));
+	if (!buf)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	for (uint64_t r0 = 0; r0 < nrows && rc == 0; r0 += rows) {
+		uint64_t n = nrows - r0 < rows ? nrows - r0 : rows;
+		char key[64 * 21 + 1];
+		struct jb b = { 0 };
+
+		rc = h5_dataset_read(d, buf, r0 * row, (size_t)(n * row));
+		if (rc < 0)
+			break;
+		for (uint64_t k = n * row; k < rows * row; k += tv->size)
+			memcpy(buf + k, fill, tv->size);
+		for (uint64_t k = 0; k < rows * row; k += tv->size)
+			zarr_convert(tv, buf + k);
+		idx[0] = r0 / rows;
+		chunk_key(key, sizeof(key), idx, rank + extra);
+		jb_printf(&b, "\"base64:");
+		jb_base64(&b, buf, (size_t)(rows * row));
+		jb_printf(&b, "\"");
+		jb_done(&b);
+		put_key(R, prefix, key);
+		fputs(b.nomem ? "null" : b.p, stdout);
+		free(b.p);
+		if (b.nomem)
+			rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+		R->nchunks++;
+	}
+	free(buf);
+	return rc;
+}
+
 static void put_dataset(struct refs *R, const char *prefix, const char *path, uint64_t addr)
 {
 	h5_dataset *d = NULL;
@@ -423,11 +477,11 @@ static void put_dataset(struct refs *R, const char *prefix, const char *path, ui
 	struct jb za = { 0 };
 	const char *why = NULL;
 	const h5_type_view *et;    /* the element type zarr sees */
-	uint8_t *zeros = NULL;
+	uint8_t *zeros = NULL, *cfill = NULL;
 	const uint8_t *fill;
 	uint64_t shape[64], chunks[64], esize;
 	unsigned rank, extra = 0;
-	int have_di = 0, rc;
+	int have_di = 0, rc, conv = 0;
 
 	rc = h5_dataset_open(&d, R->f, addr);
 	if (rc == 0 && (rc = h5_dataset_describe(&di, d)) == 0)
@@ -460,6 +514,12 @@ static void put_dataset(struct refs *R, const char *prefix, const char *path, ui
 		jb_printf(&za, "{\"zarr_format\": 2, \"order\": \"C\", \"dtype\": ");
 		why = zarr_dtype(&za, &tv, 1);
 	}
+	/* values h5py reads converted: written inline as it reads them, so
+	 * only as many bytes as a reference file can sensibly hold */
+	conv = !why && zarr_converted(&tv);
+	if (conv && h5_dataset_size(d) > CONVERTED_MAX)
+		why = "fixed-length strings that are not null-padded (h5py reads them converted, and their "
+		      "converted bytes are inlined only up to 64 MiB)";
 	if (!why && tv.kind == H5_TYPE_ARRAY) {
 		/* one fill value per base element: all of them must agree */
 		for (size_t k = et->size; k + et->size <= st.fill_size; k += et->size)
@@ -470,21 +530,26 @@ static void put_dataset(struct refs *R, const char *prefix, const char *path, ui
 	rank = di.shape == H5_SHAPE_SIMPLE ? di.rank : 0;
 	if (!why && rank + extra > 64)
 		why = "more than 64 dimensions";
-	if (!why && di.nfilters) {
+	if (!why && di.nfilters && !conv) {
 		jb_printf(&za, ", \"compressor\": null, \"filters\": ");
 		why = zarr_filters(&za, &di, et->size);
 	} else if (!why) {
 		jb_printf(&za, ", \"compressor\": null, \"filters\": null");
 	}
-	if (!why && strcmp(di.layout, "chunked") == 0 && di.nfilters) {
+	if (!why && strcmp(di.layout, "chunked") == 0 && di.nfilters && !conv) {
 		struct chunk_ctx x = { R, prefix, path, di.chunk, rank, extra, 1, 0 };
 
-		if (st.edge_unfiltered && has_partial_edge(&di))
+		if (st.edge_unfiltered && has_partial_edge(&di)) {
 			why = "partial edge chunks stored unfiltered";
-		else if ((rc = h5_dataset_chunks(d, chunk_cb, &x)) < 0)
-			why = "its chunk index cannot be read";
-		else if (x.masked)
+		} else if ((rc = h5_dataset_chunks(d, chunk_cb, &x)) < 0) {
+			/* a corrupt file, not a dataset without a Zarr form */
+			note(R, "%s: %s", path, h5_err_msg());
+			R->nerr++;
+			jb_done(&za);
+			goto out;
+		} else if (x.masked) {
 			why = "a chunk was stored with a filter skipped";
+		}
 	}
 	if (why) {
 		note(R, "%s: dataset skipped: %s", path, why);
@@ -497,7 +562,26 @@ static void put_dataset(struct refs *R, const char *prefix, const char *path, ui
 		shape[i] = di.dims[i];
 	for (unsigned i = 0; i < extra; i++)
 		shape[rank + i] = tv.adims[i];
-	if (strcmp(di.layout, "chunked") == 0) {
+	if (conv) {
+		/* pieces of whole rows, about CONVERTED_PIECE bytes each */
+		uint64_t row = tv.size;
+
+		for (unsigned i = 0; i < rank + extra; i++)
+			chunks[i] = shape[i] ? shape[i] : 1;
+		for (unsigned i = 1; i < rank; i++)
+			row *= shape[i];
+		if (rank && row && CONVERTED_PIECE / row < chunks[0])
+			chunks[0] = CONVERTED_PIECE / row ? CONVERTED_PIECE / row : 1;
+		if (!(cfill = malloc(tv.size ? tv.size : 1))) {
+			note(R, "%s: out of memory", path);
+			R->nerr++;
+			jb_done(&za);
+			goto out;
+		}
+		memcpy(cfill, fill, tv.size);
+		zarr_convert(&tv, cfill);
+		fill = cfill;
+	} else if (strcmp(di.layout, "chunked") == 0) {
 		for (unsigned i = 0; i < rank; i++)
 			chunks[i] = di.chunk[i];
 	} else {
@@ -526,7 +610,9 @@ static void put_dataset(struct refs *R, const char *prefix, const char *path, ui
 		goto out;
 	}
 	put_attrs(R, prefix, path, addr, (int)rank, R->nanc ? R->anc[R->nanc - 1] : h5_file_root(R->f));
-	if (strcmp(di.layout, "chunked") == 0) {
+	if (conv) {
+		rc = put_converted(R, prefix, d, &tv, di.dims, rank, extra, rank ? chunks[0] : 1, fill);
+	} else if (strcmp(di.layout, "chunked") == 0) {
 		struct chunk_ctx x = { R, prefix, path, di.chunk, rank, extra, 0, 0 };
 
 		rc = h5_dataset_chunks(d, chunk_cb, &x);
@@ -566,6 +652,7 @@ static void put_dataset(struct refs *R, const char *prefix, const char *path, ui
 	}
 out:
 	free(zeros);
+	free(cfill);
 	free(za.p);
 	h5_type_view_clear(&tv);
 	if (have_di)
@@ -643,11 +730,21 @@ static void put_group(struct refs *R, const char *prefix, const char *path, uint
 			} else if (l->type == H5_LINK_SOFT) {
 				uint64_t t;
 
-				/* fsspec has no links: the target is written again here */
-				if (l->target && l->target[0] == '/' && h5_path_lookup(&t, R->f, l->target) == 0)
+				/* fsspec has no links: the target is written again
+				 * here; a relative one is read from this group, as
+				 * libhdf5 reads it (links on the way followed) */
+				rc = l->target ? h5_path_lookup_from(&t, R->f, addr, l->target) : H5_ERR_NOTFOUND;
+				if (rc == 0) {
 					put_object(R, cp, cpath, t);
-				else
-					note(R, "%s: soft link to %s not followed", cpath, l->target ? l->target : "");
+				} else if (rc == H5_ERR_NOTFOUND || rc == H5_ERR_LOOP) {
+					note(R, "%s: soft link to %s not followed: %s", cpath, l->target ? l->target : "",
+					     rc == H5_ERR_LOOP ? "a loop of links" : "it leads to no object");
+				} else {
+					/* a loop of links, or a corrupt group on the way */
+					note(R, "%s: soft link to %s: %s", cpath, l->target, h5_err_msg());
+					R->nerr++;
+				}
+				h5_err_clear();
 			} else {
 				put_external(R, cp, cpath, l);
 			}
@@ -702,7 +799,8 @@ int refs_write(h5_file *f, const char *path, uint64_t addr, const refs_opts *o)
 		return TOOL_EXIT_PARTIAL;
 	}
 	if (R.nskipped)
-		fprintf(stderr, "h5fs-ls: %u dataset%s skipped (no Zarr v2 form)\n", R.nskipped, R.nskipped == 1 ? "" : "s");
+		fprintf(stderr, "h5fs-ls: %s: %u dataset%s skipped (no Zarr v2 form)\n", o->file ? o->file : o->url,
+			R.nskipped, R.nskipped == 1 ? "" : "s");
 	if (R.nerr)
 		return TOOL_EXIT_PARTIAL;
 	return R.nskipped && o->strict ? TOOL_EXIT_PARTIAL : TOOL_EXIT_OK;

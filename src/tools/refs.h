@@ -7,6 +7,7 @@
 
 typedef struct refs_opts {
 	const char *url;          /* written into every reference */
+	const char *file;         /* FILE as given: the messages name it */
 	uint64_t inline_max;      /* chunks smaller than this are inlined (base64) */
 	uint64_t split_bytes;     /* contiguous datasets cut in pieces of at most this (0: one) */
 	int strict;               /* exit 1 when a dataset was skipped */

@@ -35,35 +35,42 @@ const char *zarr_dtype(struct jb *b, const h5_type_view *t, int top)
 	}
 	switch (t->kind) {
 	case H5_TYPE_STRING:
-		/* HDF5 reads the others converted: a null-terminated string up
-		 * to its last byte at most (the terminator's place), the padding
-		 * spaces of a space-padded one as NULs; Zarr gives the field */
-		if (t->str_pad == 0)
-			return "null-terminated strings (HDF5 reads them without the last byte of a full field)";
-		if (t->str_pad == 2)
-			return "space-padded strings (HDF5 reads the padding as NULs)";
-		/* fall through */
+		/* null-terminated and space-padded ones are read as HDF5
+		 * converts them (zarr_convert): their chunks are inlined */
 	case H5_TYPE_NUMBER:
+	case H5_TYPE_OPAQUE:
 		jb_printf(b, "\"%s\"", t->typestr);
 		return NULL;
 	case H5_TYPE_COMPOUND: {
 		uint64_t off = 0;
+		int n = 0;
 
-		/* the list form packs the fields in order: no gaps, no reordering */
+		/* the list form lays the fields out in its order: padding is
+		 * a field with no name ("", "|V<gap>"), as NumPy's descr and
+		 * kerchunk write it; fields out of order have no such form */
 		for (size_t i = 0; i < t->nmembers; i++) {
-			if (t->members[i].offset != off)
-				return "compound with padding or fields out of order";
-			off += t->members[i].size;
+			if (t->members[i].offset < off)
+				return "compound with fields out of order or overlapping";
+			off = (uint64_t)t->members[i].offset + t->members[i].size;
 		}
-		if (off != t->size || !t->nmembers)
-			return "compound with padding";
+		if (off > t->size || !t->nmembers)
+			return "compound with no fields, or fields past its size";
 		jb_printf(b, "[");
-		for (size_t i = 0; i < t->nmembers; i++) {
-			const h5_type_view *m = &t->members[i];
+		off = 0;
+		for (size_t i = 0; i <= t->nmembers; i++) {
+			const h5_type_view *m = &t->members[i < t->nmembers ? i : 0];
 			const h5_type_view *base = m->kind == H5_TYPE_ARRAY ? &m->members[0] : m;
+			uint64_t at = i < t->nmembers ? m->offset : t->size;
 			const char *why;
 
-			jb_printf(b, "%s[", i ? ", " : "");
+			if (at > off)
+				jb_printf(b, "%s[\"\", \"|V%" PRIu64 "\"]", n++ ? ", " : "", at - off);
+			if (i == t->nmembers)
+				break;
+			off = at + m->size;
+			if (!m->name[0])
+				return "compound with a field without a name";
+			jb_printf(b, "%s[", n++ ? ", " : "");
 			jb_str(b, m->name, strlen(m->name));
 			jb_printf(b, ", ");
 			if (base->kind == H5_TYPE_ARRAY)
@@ -91,6 +98,61 @@ const char *zarr_dtype(struct jb *b, const h5_type_view *t, int top)
 		return "variable-length strings";
 	default:
 		return strcmp(t->typestr, "|O") == 0 ? "variable-length data" : "no Zarr v2 dtype for this type";
+	}
+}
+
+/* Whether HDF5 reads values of t converted from the bytes stored:
+ * fixed-length strings that are not null-padded (zarr_convert). */
+int zarr_converted(const h5_type_view *t)
+{
+	if (t->kind == H5_TYPE_STRING)
+		return t->str_pad != 1;
+	if (t->kind == H5_TYPE_COMPOUND || t->kind == H5_TYPE_ARRAY)
+		for (size_t i = 0; i < t->nmembers; i++)
+			if (zarr_converted(&t->members[i]))
+				return 1;
+	return 0;
+}
+
+/* One element at p made what libhdf5's string conversion (H5T__conv_s_s,
+ * as h5py over libhdf5 1.10 reads it) gives h5py, whose |S type is
+ * null-padded: a null-terminated string ends at its first NUL (a full
+ * field is kept whole), a space-padded one loses its trailing spaces; the
+ * rest of the field is NULs. */
+void zarr_convert(const h5_type_view *t, uint8_t *p)
+{
+	switch (t->kind) {
+	case H5_TYPE_STRING: {
+		size_t n = 0;
+
+		if (t->str_pad == 0) {
+			while (n < t->size && p[n])
+				n++;
+		} else if (t->str_pad == 2) {
+			n = t->size;
+			while (n && p[n - 1] == ' ')
+				n--;
+		} else {
+			return;
+		}
+		memset(p + n, 0, t->size - n);
+		break;
+	}
+	case H5_TYPE_COMPOUND:
+		for (size_t i = 0; i < t->nmembers; i++)
+			zarr_convert(&t->members[i], p + t->members[i].offset);
+		break;
+	case H5_TYPE_ARRAY: {
+		uint64_t n = 1;
+
+		for (unsigned k = 0; k < t->arank; k++)
+			n *= t->adims[k];
+		for (uint64_t k = 0; k < n; k++)
+			zarr_convert(&t->members[0], p + k * t->members[0].size);
+		break;
+	}
+	default:
+		break;
 	}
 }
 

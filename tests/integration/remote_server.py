@@ -19,6 +19,7 @@ class State:
         self.fail_next = 0        # this many requests answer 503 first
         self.log = []             # (range header, status, body bytes)
         self.delay = 0.0          # seconds before each answer (latency)
+        self.last_modified = None  # an HTTP-date sent as Last-Modified, if set
         self.active = 0           # requests being answered now
         self.max_active = 0       # the most at once
         self.lock = threading.Lock()
@@ -35,6 +36,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with st.lock:
             st.log.append((self.headers.get("Range"), code, len(body)))
         self.send_response(code)
+        if st.last_modified:
+            self.send_header("Last-Modified", st.last_modified)
         for k, v in headers:
             self.send_header(k, v)
         self.send_header("Content-Length", str(len(body)))

@@ -411,7 +411,7 @@ def main():
         with m.watchdog(300):
             check_members(col, mnt, [r for r in members if r in CHAINS], rep, {})
     check_append(wd, rep)
-    expect_refused("MOUNTPOINT inside DIR", [col, os.path.join(col, "odd")], rep, "MOUNTPOINT")
+    expect_refused("MOUNTPOINT inside DIR", [col, os.path.join(col, "odd")], rep, "the mountpoint")
     os.makedirs(os.path.join(wd, "m3"), exist_ok=True)
     expect_refused("http URL ending in /", ["http://127.0.0.1:9/some/dir/", os.path.join(wd, "m3")], rep,
                    "HTTP")

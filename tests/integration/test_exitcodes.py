@@ -106,7 +106,7 @@ def main():
     expect("no arguments", H, [], 2)
     expect("only FILE", H, [good], 2)
     expect("three arguments", H, [good, mnt, "extra"], 2)
-    expect("unknown option", H, ["-o", "no_such_option", good, mnt], 2, mnt)
+    expect("unknown option", H, ["-o", "no_such_option", good, mnt], 2, mnt, "h5fs: unknown option: ")
     expect("unknown flag", H, ["--no-such-flag", good, mnt], 2, mnt)
     expect("bad cache_size", H, ["-o", "cache_size=abc", good, mnt], 2, mnt, "h5fs: invalid -o cache_size")
     expect("bad uid", H, ["-o", "uid=no_such_user_h5fs", good, mnt], 2, mnt, "h5fs: invalid -o uid")
@@ -142,8 +142,9 @@ def main():
     expect("root group past end of file", H, [past, mnt], 5, mnt, refused(past))
     expect("root group is no object header", H, [rbad, mnt], 5, mnt, refused(rbad))
     # 6: mount failed (FILE is fine)
-    expect("missing MOUNTPOINT", H, [good, os.path.join(wd, "nomnt")], 6, None, "h5fs: ")
-    expect("MOUNTPOINT is a file", H, [good, afile], 6, None, "h5fs: %s: " % afile)
+    expect("missing MOUNTPOINT", H, [good, os.path.join(wd, "nomnt")], 6, None,
+           "h5fs: mountpoint %s: " % os.path.join(wd, "nomnt"))
+    expect("MOUNTPOINT is a file", H, [good, afile], 6, None, "h5fs: mountpoint %s: " % afile)
     # 0: help, version
     for a in ("--help", "-h", "--version", "-V"):
         r = run(H, [a])

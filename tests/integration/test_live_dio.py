@@ -1,6 +1,8 @@
 #!/usr/bin/python3
 """Live files (issue 24): a read() larger than the largest FUSE request
-(1 MiB) through a descriptor opened once FILE has changed (direct_io) is
+(1 MiB) through a descriptor opened once FILE has changed (the page cache
+since issue 34, direct_io while descriptors holding pages of a rewritten
+version are open) is
 the bytes of one version, however FILE changes while the kernel sends its
 pieces (src/fuse/ll_dio.c). Fixtures, readers and checks are test_live.py's
 (test_no_mix), with 4 MiB datasets read by 8 MiB read()s.
@@ -64,7 +66,10 @@ def test_big_reads(d):
                     h.join(60)
                 # the held descriptors stay usable: a read() that starts
                 # after the overwrites is the last version, whole (after a
-                # rewrite the objects are at other addresses: ESTALE)
+                # rewrite the objects are at other addresses: ESTALE). They
+                # use the page cache (issue 34: memmap after a change), so
+                # c's, whose cached pages were overwritten in place, may
+                # answer EIO until closed (ll_pcache.c)
                 for nm, fd in zip(names, fds):
                     last = 6 if how != "overwrite" or nm == "c" else 1
                     try:
@@ -73,6 +78,8 @@ def test_big_reads(d):
                         got = "v%d" % last if data == want[nm][last] else "other bytes (%d)" % len(data)
                     except OSError as e:
                         got = errno.errorcode.get(e.errno, e.errno)
+                    if how == "overwrite" and nm == "c" and got == "EIO":
+                        continue
                     if got != "v%d" % last and (how == "overwrite" or got != "ESTALE"):
                         T.fail("big reads, round %d (%s): held %s after the changes: %s" % (rnd, how, nm, got))
             finally:
@@ -143,7 +150,9 @@ def test_long_write(d):
             finally:
                 os.close(fd)
 
-    with T.Mount(cur, mnt, ["-o", "ro"]) as m, m.watchdog(300):
+    # -o live=strict: v1 -> v2 is FILE's first change in place, which by
+    # default may mix (the stated window, test_live_fast.py)
+    with T.Mount(cur, mnt, ["-o", "ro,live=strict"]) as m, m.watchdog(300):
         ths = [threading.Thread(target=reader, daemon=True) for _ in range(3)]
         for t in ths:
             t.start()

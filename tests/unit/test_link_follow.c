@@ -1,5 +1,5 @@
 /* test_link_follow.c - links followed across files (related.c: h5_link_follow,
- * h5_path_lookup) on files h5py writes at test time: chains of external
+ * h5_path_lookup, h5_path_lookup_from) on files h5py writes at test time: chains of external
  * links, an external link in the middle of a path, libhdf5's limit of 16
  * soft or external links (h5py follows 16 and refuses 17: the generator
  * checks that), loops, soft links, and the path each hop reports. */
@@ -46,6 +46,10 @@ static const char py_script[] =
 	"    f['nothing'] = h5py.ExternalLink('chain/c.h5', '/c/none')\n"
 	"    f.create_dataset('local/data', data=np.arange(2))\n"
 	"    f['soft'] = h5py.SoftLink('/local/data')\n"
+	"    f['local/rel'] = h5py.SoftLink('data')\n"
+	"    f['local/rel_rel'] = h5py.SoftLink('rel')\n"
+	"    f['rel_local'] = h5py.SoftLink('local/rel_rel')\n"
+	"    f['local/rel_nowhere'] = h5py.SoftLink('soft')\n"
 	"with h5py.File(os.path.join(d, 'm.h5'), 'r') as f, open(os.path.join(d, 'addr.txt'), 'w') as o:\n"
 	"    for n in ('nested', 'mid', 'via', 'hops16'):\n"
 	"        o.write('%s %d\\n' % (n, h5py.h5o.get_info(f[n].id).addr))\n"
@@ -191,6 +195,35 @@ START_TEST(py_refused)
 }
 END_TEST
 
+/* h5_path_lookup_from: relative paths (a relative soft link's target) from
+ * a group, relative links on the way read from the group holding them, as
+ * libhdf5 reads them: local/rel_nowhere's "soft" is /local/soft, nothing. */
+START_TEST(py_relative)
+{
+	h5_file *f;
+	uint64_t data = 0, local = 0, addr = 0;
+
+	if (!py_ok)
+		return;
+	f = open_master();
+	ck_assert_int_eq(h5_path_lookup(&data, f, "/local/data"), 0);
+	ck_assert_int_eq(h5_path_lookup(&local, f, "/local"), 0);
+	ck_assert_int_eq(h5_path_lookup_from(&addr, f, local, "data"), 0);
+	ck_assert_uint_eq(addr, data);
+	ck_assert_int_eq(h5_path_lookup_from(&addr, f, local, "rel_rel"), 0);
+	ck_assert_uint_eq(addr, data);
+	ck_assert_int_eq(h5_path_lookup_from(&addr, f, h5_file_root(f), "rel_local"), 0);
+	ck_assert_uint_eq(addr, data);
+	ck_assert_int_eq(h5_path_lookup_from(&addr, f, local, "/soft"), 0);
+	ck_assert_uint_eq(addr, data);
+	ck_assert_int_eq(h5_path_lookup_from(&addr, f, local, "./rel"), 0);
+	ck_assert_uint_eq(addr, data);
+	ck_assert_int_eq(h5_path_lookup_from(&addr, f, local, "rel_nowhere"), H5_ERR_NOTFOUND);
+	ck_assert_int_eq(h5_path_lookup_from(&addr, f, h5_file_root(f), "data"), H5_ERR_NOTFOUND);
+	h5_file_close(f);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("link_follow");
@@ -200,6 +233,7 @@ static Suite *make_suite(void)
 	tcase_set_timeout(tp, 120);
 	tcase_add_test(tp, py_chains);
 	tcase_add_test(tp, py_refused);
+	tcase_add_test(tp, py_relative);
 	suite_add_tcase(s, tp);
 	return s;
 }

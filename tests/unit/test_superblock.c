@@ -10,6 +10,7 @@
 #include "ohdr.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -490,6 +491,102 @@ START_TEST(read_truncated_superblock)
 }
 END_TEST
 
+/* h5_file_check_truncated: libhdf5's check and words (H5F__super_read). */
+START_TEST(check_truncated)
+{
+	tbuf b = { 0 };
+	h5_file *f;
+
+	sb23(&b, 3, 0, H5_ADDR_UNDEF, 300, 0x30);
+	tb_zero(&b, 300 - 48);
+	ck_assert_int_eq(h5_file_open_mem(&f, b.p, b.len, NULL), 0);
+	ck_assert_int_eq(h5_file_check_truncated(f), 0);
+	h5_file_close(f);
+	/* bytes past the end of allocated space are no truncation */
+	tb_zero(&b, 10);
+	ck_assert_int_eq(h5_file_open_mem(&f, b.p, b.len, NULL), 0);
+	ck_assert_int_eq(h5_file_check_truncated(f), 0);
+	h5_file_close(f);
+	/* one byte short: refused, naming both sizes */
+	ck_assert_int_eq(h5_file_open_mem(&f, b.p, 299, NULL), 0);
+	ck_assert_int_eq(h5_file_check_truncated(f), H5_ERR_FORMAT);
+	ck_assert_msg(strstr(h5_err_msg(), "truncated file: eof = 299, stored_eof = 300") != NULL, "%s",
+		      h5_err_msg());
+	h5_file_close(f);
+	tb_free(&b);
+
+	/* behind a user block of 512: eof counts from the superblock */
+	tb_zero(&b, 512);
+	sb23(&b, 3, 512, H5_ADDR_UNDEF, 512 + 300, 0x30);
+	tb_zero(&b, 300 - 48);
+	ck_assert_int_eq(h5_file_open_mem(&f, b.p, b.len, NULL), 0);
+	ck_assert_int_eq(h5_file_check_truncated(f), 0);
+	h5_file_close(f);
+	ck_assert_int_eq(h5_file_open_mem(&f, b.p, 512 + 200, NULL), 0);
+	ck_assert_int_eq(h5_file_check_truncated(f), H5_ERR_FORMAT);
+	ck_assert_msg(strstr(h5_err_msg(), "eof = 200, sblock->base_addr = 512, stored_eof = 812") != NULL, "%s",
+		      h5_err_msg());
+	h5_file_close(f);
+	tb_free(&b);
+}
+END_TEST
+
+/* A writable FILE opened with lazy_lock: locked only between h5_file_lock
+ * and h5_file_unlock (libhdf5's flock), written only then, and another
+ * program's change told from a rewrite of the same bytes. */
+START_TEST(lazy_lock)
+{
+	char path[] = "/tmp/h5core-lock-XXXXXX";
+	h5_open_opts o = { .writable = 1, .lazy_lock = 1, .cache_bytes = 1 << 20, .nthreads = 1 };
+	tbuf b = { 0 };
+	h5_file *f;
+	uint8_t one = 0x55, old;
+	struct timespec later[2] = { { 0, UTIME_NOW }, { 2000000000, 0 } };
+	int fd = mkstemp(path), other;
+
+	ck_assert_int_ge(fd, 0);
+	sb23(&b, 3, 0, H5_ADDR_UNDEF, 300, 0x30);
+	tb_zero(&b, 300 - 48);
+	ck_assert_int_eq(write(fd, b.p, b.len), (ssize_t)b.len);
+	close(fd);
+	ck_assert_int_eq(h5_file_open(&f, path, &o), 0);
+	other = open(path, O_RDWR);
+	ck_assert_int_ge(other, 0);
+	/* not locked: others lock it, the engine writes nothing */
+	ck_assert_int_eq(flock(other, LOCK_SH | LOCK_NB), 0);
+	ck_assert_int_eq(h5_file_lock(f), H5_ERR_BUSY);
+	ck_assert_int_eq(flock(other, LOCK_UN), 0);
+	ck_assert_int_eq(h5_file_write(f, 290, &one, 1), H5_ERR_BUSY);
+	/* locked: others cannot, the engine writes; unlocked: its own write
+	 * is no change */
+	ck_assert_int_eq(h5_file_lock(f), 0);
+	ck_assert_int_eq(flock(other, LOCK_SH | LOCK_NB), -1);
+	ck_assert_int_eq(h5_file_changed_by_others(f), 0);
+	ck_assert_int_eq(h5_file_write(f, 290, &one, 1), 0);
+	h5_file_unlock(f);
+	ck_assert_int_eq(flock(other, LOCK_EX | LOCK_NB), 0);
+	ck_assert_int_eq(flock(other, LOCK_UN), 0);
+	ck_assert_int_eq(h5_file_lock(f), 0);
+	ck_assert_int_eq(h5_file_changed_by_others(f), 0);
+	h5_file_unlock(f);
+	/* times moved over the same bytes (libhdf5 opened r+ and closed it) */
+	ck_assert_int_eq(futimens(other, later), 0);
+	ck_assert_int_eq(h5_file_changed_by_others(f), 0);
+	/* a byte changed, same size: a change */
+	ck_assert_int_eq(pread(other, &old, 1, 100), 1);
+	old ^= 0xff;
+	ck_assert_int_eq(pwrite(other, &old, 1, 100), 1);
+	ck_assert_int_eq(h5_file_changed_by_others(f), 1);
+	/* and another size */
+	ck_assert_int_eq(ftruncate(other, 400), 0);
+	ck_assert_int_eq(h5_file_changed_by_others(f), 1);
+	close(other);
+	h5_file_close(f);
+	unlink(path);
+	tb_free(&b);
+}
+END_TEST
+
 /* A v2 object header (no times, 1-byte chunk size) holding messages. */
 typedef struct tmsg {
 	uint8_t type;
@@ -802,6 +899,8 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, decode_v2_small_offsets);
 	tcase_add_test(tc, read_userblock_mem);
 	tcase_add_test(tc, read_truncated_superblock);
+	tcase_add_test(tc, check_truncated);
+	tcase_add_test(tc, lazy_lock);
 	tcase_add_test(tc, read_extension_smtb);
 	tcase_add_test(tc, h5py_files);
 	tcase_add_test(tc, fsinfo_page_size);

@@ -55,6 +55,9 @@ static int view_of(h5_type_view *out, const h5_dtype *t, unsigned depth)
 	case H5T_VLEN:
 		out->kind = t->vlen_type == 1 ? H5_TYPE_VSTRING : H5_TYPE_OTHER;
 		break;
+	case H5T_OPAQUE:
+		out->kind = H5_TYPE_OPAQUE;
+		break;
 	case H5T_COMPOUND:
 		out->kind = H5_TYPE_COMPOUND;
 		out->members = calloc(t->nmembers ? t->nmembers : 1, sizeof(*out->members));

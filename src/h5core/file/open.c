@@ -84,6 +84,7 @@ static int file_open_source(h5_file **out, h5_source *src, const char *name, boo
 	}
 	f->src = src;
 	f->writable = src->writable;
+	f->lazy_lock = src->writable && opts && opts->lazy_lock;
 	f->eof = src->size;
 	f->file_mtime = src->mtime;
 	f->path = strdup(name);
@@ -98,6 +99,8 @@ static int file_open_source(h5_file **out, h5_source *src, const char *name, boo
 		h5_file_stamp_take(f);
 	}
 	rc = file_init_common(f, opts);
+	if (rc == 0)
+		rc = h5_file_front_take(f);
 out:
 	if (rc < 0) {
 		h5_file_close(f);
@@ -150,6 +153,7 @@ int h5_file_open_hooked(h5_file **out, const char *path, const h5_open_opts *opt
 	*out = NULL;
 	if (opts) {
 		so.writable = opts->writable;
+		so.lazy_lock = opts->lazy_lock;
 		so.params = opts->source_params;
 		so.cache_bytes = opts->cache_bytes;
 	}
@@ -202,6 +206,7 @@ void h5_file_close(h5_file *f)
 		free(f->remote.params[i]);
 	free(f->remote.params);
 	free(f->real_path);
+	free(f->front);
 	free(f->path);
 	free(f);
 }

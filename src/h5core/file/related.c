@@ -708,6 +708,20 @@ int h5_path_lookup(uint64_t *addr, h5_file *f, const char *path)
 	return 0;
 }
 
+int h5_path_lookup_from(uint64_t *addr, h5_file *f, uint64_t group, const char *path)
+{
+	struct walk_at from = { f, group, (char *)"" }, at;
+	unsigned hops = 0;
+	int rc = walk_path(&at, &from, path, false, &hops);
+
+	if (rc < 0)
+		return rc;
+	*addr = at.addr;
+	h5_file_release_related(at.f);
+	free(at.path);
+	return 0;
+}
+
 int h5_link_follow(h5_file **gf, uint64_t *addr, char **fpath, h5_file *from, const h5_link *l)
 {
 	struct walk_at at = { from, 0, (char *)"" }, out;

@@ -570,8 +570,10 @@ static int first_fetch(bc_cache *h)
 		rc = h5_err_set(H5_ERR_NOTHDF5, "%s: empty object", h->name);
 	if (rc == 0 && f.total == 0) /* a transport's duty; a guard */
 		rc = h5_err_set(H5_ERR_IO, "%s: the object's size is unknown", h->name);
-	if (rc == 0)
+	if (rc == 0) {
 		h->base.size = f.total;
+		h->base.mtime = f.mtime;        /* FILE's mtime: Last-Modified */
+	}
 	pthread_mutex_lock(&h->mu);
 	if (rc == 0)
 		land_locked(h, 0, (f.got + BLOCK - 1) / BLOCK, slot, true, BC_AHEAD_NO);

@@ -32,6 +32,7 @@ typedef struct bc_fetch {
 	size_t got;             /* bytes received (the first fetch may get fewer
 				 * than asked: a small object) */
 	uint64_t total;         /* the object's size, as the reply said */
+	int64_t mtime;          /* its modification time (seconds; 0: not said) */
 } bc_fetch;
 
 /* The background fetches the cache wants (its read-ahead worker), handed

@@ -194,7 +194,12 @@ int h5_file_write(h5_file *f, uint64_t addr, const void *buf, size_t len)
 		return h5_err_set(H5_ERR_ROFS, "file is not open for writing");
 	if (!h5_addr_defined(addr) || h5_add_overflow(addr, len, &end) || h5_add_overflow(f->base, end, &abs))
 		return h5_err_set(H5_ERR_INVAL, "write address out of range");
+	/* a caller that writes outside h5_file_lock/unlock is a bug that
+	 * would let two programs write FILE at once: refused */
+	if (f->lazy_lock && !__atomic_load_n(&f->locked, __ATOMIC_ACQUIRE))
+		return h5_err_set(H5_ERR_BUSY, "%s: written without its lock", f->path);
 	abs = f->base + addr;
+	f->wrote = true;        /* (one writer at a time) */
 	rc = f->src->ops->write(f->src, abs, buf, len);
 	if (rc < 0)
 		return rc;
@@ -224,6 +229,9 @@ int h5_file_truncate(h5_file *f, uint64_t size)
 {
 	if (!f->src->ops->truncate)
 		return h5_err_set(H5_ERR_ROFS, "file is not open for writing");
+	if (f->lazy_lock && !__atomic_load_n(&f->locked, __ATOMIC_ACQUIRE))
+		return h5_err_set(H5_ERR_BUSY, "%s: truncated without its lock", f->path);
+	f->wrote = true;
 	return f->src->ops->truncate(f->src, size);
 }
 
@@ -300,6 +308,154 @@ int h5_file_swmr(const h5_file *f)
 {
 	return f->sb_version >= 3 && (f->sb_flags & 0x04) != 0;
 }
+
+uint64_t h5_file_downloaded(const h5_file *f)
+{
+	return strcmp(f->src->ops->name, H5_SOURCE_HTTP_COPY) == 0 ? f->src->size : 0;
+}
+
+int h5_file_check_truncated(h5_file *f)
+{
+	uint64_t size, eof, stored;
+	char base[48] = "";
+	int rc;
+
+	if (h5_file_swmr(f))
+		return 0;
+	rc = h5_file_size(f, &size);
+	if (rc < 0)
+		return rc;
+	/* libhdf5: eof counted from the superblock, compared as
+	 * eof + sblock->base_addr < stored_eof (the EOF field as stored) */
+	eof = size - f->base;
+	stored = f->sb_base_field + f->eoa;
+	if (eof + f->sb_base_field >= stored)
+		return 0;
+	if (f->sb_base_field)
+		snprintf(base, sizeof(base), ", sblock->base_addr = %llu", (unsigned long long)f->sb_base_field);
+	return h5_err_set(H5_ERR_FORMAT, "truncated file: eof = %llu%s, stored_eof = %llu (the file is %llu bytes, "
+			  "its superblock says %llu: a copy or download cut short?)", (unsigned long long)eof, base,
+			  (unsigned long long)stored, (unsigned long long)size, (unsigned long long)(f->base + f->eoa));
+}
+
+int h5_file_lock(h5_file *f)
+{
+	int rc = 0;
+
+	if (!f->lazy_lock || !f->src->ops->lock)
+		return 0;
+	pthread_mutex_lock(&f->write_lock);
+	if (!f->locked) {
+		rc = f->src->ops->lock(f->src, 1);
+		if (rc == 0) {
+			__atomic_store_n(&f->locked, true, __ATOMIC_RELEASE);
+			f->wrote = false;
+		}
+	}
+	pthread_mutex_unlock(&f->write_lock);
+	return rc;
+}
+
+/* FILE's first bytes now (a malloc'd copy in *out), absolute from 0. */
+static int front_read(h5_file *f, uint8_t **out, size_t *len)
+{
+	uint64_t size;
+	size_t n;
+	int rc;
+
+	*out = NULL;
+	*len = 0;
+	rc = h5_file_size(f, &size);
+	if (rc < 0)
+		return rc;
+	n = size < H5_FRONT_BYTES ? (size_t)size : H5_FRONT_BYTES;
+	*out = malloc(n ? n : 1);
+	if (!*out)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	rc = f->src->ops->read(f->src, 0, *out, n);
+	if (rc < 0) {
+		free(*out);
+		*out = NULL;
+		return rc;
+	}
+	*len = n;
+	return 0;
+}
+
+/* The stamp and first bytes as FILE is now (under write_lock). */
+static void restamp(h5_file *f)
+{
+	struct stat st;
+	uint8_t *b;
+	size_t n;
+
+	if (!f->has_stamp || fstat(h5_file_fd(f), &st) != 0)
+		return;
+	stamp_from(&f->stamp, &st);
+	if (front_read(f, &b, &n) == 0) {
+		free(f->front);
+		f->front = b;
+		f->front_len = n;
+	}
+}
+
+int h5_file_front_take(h5_file *f)
+{
+	if (!f->lazy_lock || !f->has_stamp)
+		return 0;
+	return front_read(f, &f->front, &f->front_len);
+}
+
+int h5_file_changed_by_others(h5_file *f)
+{
+	h5_file_stamp now;
+	struct stat st;
+	uint8_t *b = NULL;
+	size_t n = 0;
+	int rc = 0;
+
+	if (!f->has_stamp)
+		return 0;
+	if (fstat(h5_file_fd(f), &st) != 0)
+		return h5_err_set(H5_ERR_IO, "%s: fstat: %s", f->path, strerror(errno));
+	stamp_from(&now, &st);
+	if (now.size != f->stamp.size || now.dev != f->stamp.dev || now.ino != f->stamp.ino)
+		return 1;
+	if (now.mtime_ns == f->stamp.mtime_ns && now.ctime_ns == f->stamp.ctime_ns)
+		return 0;
+	pthread_mutex_lock(&f->write_lock);
+	if (!f->front) {
+		rc = 1;         /* nothing to compare with: a change */
+	} else {
+		rc = front_read(f, &b, &n);
+		if (rc == 0)
+			rc = n != f->front_len || memcmp(b, f->front, n) != 0;
+		if (rc == 0)
+			f->stamp = now;
+	}
+	pthread_mutex_unlock(&f->write_lock);
+	free(b);
+	return rc;
+}
+
+void h5_file_unlock(h5_file *f)
+{
+
+	if (!f->lazy_lock || !f->src->ops->lock)
+		return;
+	pthread_mutex_lock(&f->write_lock);
+	if (f->locked) {
+		/* our own writes are no change of FILE: take its stamp again
+		 * while nobody else can write it */
+		if (f->wrote)
+			restamp(f);
+		__atomic_store_n(&f->locked, false, __ATOMIC_RELEASE);
+		f->src->ops->lock(f->src, 0);
+		f->wrote = false;
+	}
+	pthread_mutex_unlock(&f->write_lock);
+}
+
 
 uint64_t h5_file_root(const h5_file *f) { return f->root_addr; }
 int h5_file_sb_version(const h5_file *f) { return f->sb_version; }

@@ -47,6 +47,15 @@ struct h5_file {
 	 * h5_file_changed() compares with; has_stamp false for other sources */
 	h5_file_stamp stamp;
 	bool has_stamp;
+	bool lazy_lock;         /* the write lock is taken by h5_file_lock */
+	bool locked;            /* h5_file_lock holds it (under write_lock) */
+	bool wrote;             /* written or truncated while locked (under write_lock) */
+	/* lazy_lock: FILE's first bytes (superblock and, in most files, the
+	 * root group's and other early metadata) as of the stamp, so a stamp
+	 * moved by a program that rewrote the same bytes (libhdf5 opening
+	 * FILE r+ and closing it) is not taken for a change */
+	uint8_t *front;
+	size_t front_len;
 	h5_fmt fmt;
 	int sb_version;
 	uint8_t sb_flags;       /* file consistency flags */
@@ -186,6 +195,9 @@ int h5_file_truncate(h5_file *f, uint64_t size);
  * and the H5_CHANGED_* bits of f's own bytes and path against it (the
  * files reached from f are file/open.c's h5_file_changed()). */
 void h5_file_stamp_take(h5_file *f);
+/* With lazy_lock and a stamp: FILE's first bytes as opened (what
+ * h5_file_changed_by_others compares a moved stamp's bytes with). */
+int h5_file_front_take(h5_file *f);
 int h5_file_bytes_changed(h5_file *f, const char *path);
 
 #endif

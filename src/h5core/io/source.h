@@ -78,7 +78,17 @@ typedef struct h5_source_ops {
 	 * question cannot be answered now. NULL: never known (h5fs -o
 	 * refresh then stamps local files itself, file.c). */
 	int (*changed)(h5_source *s, int probe);
+	/* Take (on) or give back (!on) the object's write lock without
+	 * waiting: a local file's flock(LOCK_EX | LOCK_NB), as libhdf5's
+	 * writers take it (its readers take LOCK_SH, so either keeps the
+	 * other out). H5_ERR_BUSY when another open file description holds
+	 * it. NULL: nothing to lock (read-only sources). */
+	int (*lock)(h5_source *s, int on);
 } h5_source_ops;
+
+/* The name of the source of a remote object downloaded whole (a server
+ * that ignores Range, source_http.c: h5_file_downloaded). */
+#define H5_SOURCE_HTTP_COPY "http-copy"
 
 /* Implementations embed this as their first member. */
 struct h5_source {
@@ -91,6 +101,9 @@ struct h5_source {
 /* How to open a source. */
 typedef struct h5_source_opts {
 	bool writable;          /* open for appends (local only; others EROFS) */
+	bool lazy_lock;         /* writable: no lock at open, only between
+				 * lock(s, 1) and lock(s, 0) (else held from
+				 * open to close) */
 	size_t cache_bytes;     /* the byte budget remote blocks may use (0: default) */
 	bool data_file;         /* local: an external data file (IV.A.2.h): a regular
 				 * file only, opened without blocking (a name

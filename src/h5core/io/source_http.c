@@ -7,7 +7,9 @@
  * If-Match on every later request; a replaced object answers 412 (or,
  * from a server that ignores If-Match, another ETag or size) and the read
  * is EIO, never bytes from two versions. A server that answers 200 to a
- * ranged request is refused. The body lands straight in the cache slots
+ * ranged request (python3 -m http.server) has the object downloaded once,
+ * whole, into a temporary file (at most -o cache_max MiB) that is then
+ * read instead (http_copy: the daemon says so, h5_file_downloaded). The body lands straight in the cache slots
  * the cache hands over (no copy). Easy handles are pooled (their
  * connections are reused) and share DNS, TLS sessions and connections,
  * so FUSE threads have several requests in flight; HTTP/2 is used where
@@ -26,6 +28,8 @@
 #include "base.h"
 
 #include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -33,11 +37,17 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #define BLOCK BC_BLOCK
 #define POOL 16                 /* idle easy handles kept */
 #define DEFAULT_RETRIES 4
 #define DEFAULT_TIMEOUT 30
+#define DEFAULT_CACHE_MAX_MIB 1024   /* -o cache_max: a download without Range */
+
+/* Set by http_verdict in the thread whose request a server answered 200
+ * to a ranged GET: http_source_open's first fetch runs in its thread. */
+static __thread bool tl_no_range;
 
 typedef struct http_transport {
 	bc_transport base;
@@ -63,6 +73,7 @@ typedef struct http_reply {
 	uint64_t cr_first, cr_last, cr_total;
 	bool have_cr;
 	char etag[256];
+	int64_t mtime;               /* Last-Modified, seconds (0: none) */
 	char cerr[CURL_ERROR_SIZE];
 } http_reply;
 
@@ -123,6 +134,7 @@ static size_t on_header(char *p, size_t sz, size_t n, void *u)
 		/* a new response (after a redirect): forget the previous headers */
 		r->have_cr = false;
 		r->etag[0] = 0;
+		r->mtime = 0;
 	} else if (strncasecmp(line, "content-range:", 14) == 0) {
 		unsigned long long a, b, t;
 
@@ -138,6 +150,11 @@ static size_t on_header(char *p, size_t sz, size_t n, void *u)
 		while (*v == ' ' || *v == '\t')
 			v++;
 		snprintf(r->etag, sizeof(r->etag), "%s", v);
+	} else if (strncasecmp(line, "last-modified:", 14) == 0) {
+		/* an HTTP-date (RFC 9110 5.6.7): FILE's mtime (h5_file_mtime) */
+		time_t t = curl_getdate(line + 14, NULL);
+
+		r->mtime = t > 0 ? (int64_t)t : 0;
 	}
 	return len;
 }
@@ -274,9 +291,11 @@ static int http_verdict(http_transport *h, const reply *r, CURLcode cc, long sta
 		return h5_err_set(H5_ERR_IO, "%s: the object changed on the server (ETag %s no longer matches)",
 				  h->name, h->etag ? h->etag : "");
 	}
-	if (r->overflow || (cc == CURLE_OK && status == 200))
+	if (r->overflow || (cc == CURLE_OK && status == 200)) {
+		tl_no_range = true;
 		return h5_err_set(H5_ERR_IO, "%s: the server ignores Range requests (200 to a ranged GET)",
 				  h->name);
+	}
 	if (cc == CURLE_OK && status == 206) {
 		if (!r->have_cr || r->cr_first != off || r->cr_last < r->cr_first ||
 		    r->got != r->cr_last - r->cr_first + 1) {
@@ -351,6 +370,7 @@ static int http_fetch(bc_transport *t, bc_fetch *f)
 		return rc;
 	f->got = r.got;
 	f->total = r.cr_total;
+	f->mtime = r.mtime;
 	if (h->size == 0) { /* the first fetch, at open (one thread) */
 		if (r.cr_total == 0)
 			return f->rc = h5_err_set(H5_ERR_IO, "%s: no object size in Content-Range", h->name);
@@ -546,29 +566,221 @@ static const bc_transport_ops http_transport_ops = {
 	.close = http_close,
 };
 
-int http_source_open(h5_source **out, const char *url, const char *name, const http_auth *auth,
-		     const h5_source_opts *opts)
+/* ---- servers without Range: the object downloaded once --------------------
+ * A server that answers every ranged GET with the whole object (python3 -m
+ * http.server, some appliances) would cost a whole download per read. It is
+ * streamed once into an unlinked temporary file ($TMPDIR, else /var/tmp:
+ * disk rather than a tmpfs), at most max bytes, and served from there: a
+ * source of its own with no descriptor for FUSE (a remote FILE's related
+ * files are still looked for on the server) and no change detection (the
+ * copy is what was mounted). */
+
+typedef struct http_copy {
+	h5_source base;
+	int fd;
+} http_copy;
+
+typedef struct dl_sink {
+	int fd;
+	uint64_t got, max;
+	bool over;
+	int err;                /* errno of a failed write */
+} dl_sink;
+
+static size_t on_dl_body(char *p, size_t sz, size_t n, void *u)
 {
-	http_transport *h;
-	http_opts ho;
+	dl_sink *d = u;
+	size_t len = sz * n;
+
+	if (len > d->max - d->got) {
+		d->over = true;
+		return 0;
+	}
+	for (size_t done = 0; done < len;) {
+		ssize_t w = pwrite(d->fd, p + done, len - done, (off_t)(d->got + done));
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			d->err = w < 0 ? errno : EIO;
+			return 0;
+		}
+		done += (size_t)w;
+	}
+	d->got += len;
+	return len;
+}
+
+static size_t on_dl_header(char *p, size_t sz, size_t n, void *u)
+{
+	(void)p; (void)u;
+	return sz * n;
+}
+
+static int copy_read(h5_source *s, uint64_t off, void *buf, size_t len)
+{
+	http_copy *c = (http_copy *)s;
+	size_t done = 0;
+
+	if (off > c->base.size || len > c->base.size - off)
+		return h5_err_set(H5_ERR_FORMAT, "unexpected end of file at 0x%llx", (unsigned long long)c->base.size);
+	while (done < len) {
+		ssize_t n = pread(c->fd, (uint8_t *)buf + done, len - done, (off_t)(off + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return h5_err_set(H5_ERR_IO, "reading the downloaded copy at 0x%llx: %s",
+					  (unsigned long long)(off + done), n < 0 ? strerror(errno) : "short read");
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+static int copy_size(h5_source *s, uint64_t *out)
+{
+	*out = s->size;
+	return 0;
+}
+
+static int copy_fd(const h5_source *s)
+{
+	(void)s;
+	return -1;
+}
+
+static void copy_close(h5_source *s)
+{
+	http_copy *c = (http_copy *)s;
+
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c);
+}
+
+static const h5_source_ops http_copy_ops = {
+	.name = H5_SOURCE_HTTP_COPY,
+	.read = copy_read,
+	.size = copy_size,
+	.fd = copy_fd,
+	.close = copy_close,
+};
+
+/* One plain GET of the whole object into d (retried from the start). */
+static int http_download(http_transport *h, dl_sink *d)
+{
+	for (unsigned attempt = 0;; attempt++) {
+		struct curl_slist *hd = NULL;
+		char cerr[CURL_ERROR_SIZE] = "";
+		long status = 0;
+		CURLcode cc;
+		CURL *c = http_handle_get(h);
+
+		if (!c)
+			return h5_err_set(H5_ERR_NOMEM, "%s: cannot create a curl handle", h->name);
+		d->got = 0;
+		d->over = false;
+		d->err = 0;
+		if (ftruncate(d->fd, 0) < 0) {
+			curl_easy_cleanup(c);
+			return h5_err_set(H5_ERR_IO, "%s: temporary file: %s", h->name, strerror(errno));
+		}
+		if (h->sigv4)
+			hd = curl_slist_append(hd, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+		if (h->token_hdr)
+			hd = curl_slist_append(hd, h->token_hdr);
+		curl_easy_setopt(c, CURLOPT_URL, h->url);
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, hd);
+		curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_dl_body);
+		curl_easy_setopt(c, CURLOPT_WRITEDATA, d);
+		curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_dl_header);
+		curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
+		/* a whole object takes longer than one request may: what times
+		 * out is a stall (under 1 byte/s for -o timeout seconds) */
+		curl_easy_setopt(c, CURLOPT_TIMEOUT, 0L);
+		curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+		curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, h->timeout_s);
+		cc = curl_easy_perform(c);
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+		curl_easy_cleanup(c);   /* its options are not a pooled handle's */
+		curl_slist_free_all(hd);
+		if (d->over)
+			return h5_err_set(H5_ERR_IO, "%s: the server ignores Range requests, and the object is "
+					  "larger than the %llu MiB it may be downloaded into (-o cache_max=MiB)", h->name,
+					  (unsigned long long)(d->max >> 20));
+		if (d->err)
+			return h5_err_set(d->err == ENOSPC || d->err == EDQUOT ? H5_ERR_NOSPC : H5_ERR_IO,
+					  "%s: downloading into a temporary file: %s", h->name, strerror(d->err));
+		if (cc == CURLE_OK && status == 200)
+			return 0;
+		if (cc == CURLE_OK && status == 404)
+			return h5_err_set(H5_ERR_NOTFOUND, "%s: not found (HTTP 404)", h->name);
+		if (!transient(cc, status) || attempt >= h->retries)
+			return h5_err_set(H5_ERR_IO, "%s: downloading: %s", h->name,
+					  cc == CURLE_OK ? "unexpected HTTP status" : cerr[0] ? cerr : curl_easy_strerror(cc));
+		struct timespec ts = { 0, 100000000L << (attempt < 3 ? attempt : 3) };
+
+		nanosleep(&ts, NULL);
+	}
+}
+
+static int http_copy_open(h5_source **out, http_transport *h, uint64_t max)
+{
+	const char *dir = getenv("TMPDIR");
+	char *path = NULL;
+	http_copy *c;
+	dl_sink d = { .fd = -1, .max = max };
 	int rc;
 
 	*out = NULL;
-	if (opts->writable)
-		return h5_err_set(H5_ERR_ROFS, "%s: remote files are read-only", name);
-	rc = http_opts_parse(&ho, opts->params);
-	if (rc < 0)
+	if (!dir || !*dir)
+		dir = "/var/tmp";
+	if (asprintf(&path, "%s/h5fs-download-XXXXXX", dir) < 0)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	d.fd = mkostemp(path, O_CLOEXEC);
+	if (d.fd < 0) {
+		rc = h5_err_set(H5_ERR_IO, "%s: the server ignores Range requests, and no temporary file to "
+				"download it into: %s: %s", h->name, path, strerror(errno));
+		free(path);
 		return rc;
+	}
+	unlink(path);   /* gone with the last descriptor: nothing left behind */
+	free(path);
+	rc = http_download(h, &d);
+	if (rc < 0) {
+		close(d.fd);
+		return rc;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		close(d.fd);
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	}
+	c->base.ops = &http_copy_ops;
+	c->base.size = d.got;
+	c->fd = d.fd;
+	*out = &c->base;
+	return 0;
+}
+
+/* A transport for url, not opened yet (NULL and the error on failure). */
+static http_transport *http_transport_new(const char *url, const char *name, const http_auth *auth,
+					  const http_opts *ho)
+{
+	http_transport *h;
+
 	pthread_once(&global_once, global_init);
 	h = calloc(1, sizeof(*h));
-	if (!h)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	if (!h) {
+		h5_err_set(H5_ERR_NOMEM, "out of memory");
+		return NULL;
+	}
 	h->base.ops = &http_transport_ops;
 	pthread_mutex_init(&h->mu, NULL);
 	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
 		pthread_mutex_init(&h->share_mu[i], NULL);
-	h->retries = ho.retries ? ho.retries : DEFAULT_RETRIES;
-	h->timeout_s = ho.timeout_s ? (long)ho.timeout_s : DEFAULT_TIMEOUT;
+	h->retries = ho->retries ? ho->retries : DEFAULT_RETRIES;
+	h->timeout_s = ho->timeout_s ? (long)ho->timeout_s : DEFAULT_TIMEOUT;
 	h->url = strdup(url);
 	h->name = strdup(name);
 	if (!h->url || !h->name)
@@ -590,11 +802,42 @@ int http_source_open(h5_source **out, const char *url, const char *name, const h
 	curl_share_setopt(h->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
 	curl_share_setopt(h->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
 	curl_share_setopt(h->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
-	/* the cache owns the transport from here, closed on failure too */
-	return bc_source_open(out, &h->base, name, opts->cache_bytes);
+	return h;
 nomem:
 	http_close(&h->base);
-	return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	h5_err_set(H5_ERR_NOMEM, "out of memory");
+	return NULL;
+}
+
+int http_source_open(h5_source **out, const char *url, const char *name, const http_auth *auth,
+		     const h5_source_opts *opts)
+{
+	http_transport *h;
+	http_opts ho;
+	int rc;
+
+	*out = NULL;
+	if (opts->writable)
+		return h5_err_set(H5_ERR_ROFS, "%s: remote files are read-only", name);
+	rc = http_opts_parse(&ho, opts->params);
+	if (rc < 0)
+		return rc;
+	h = http_transport_new(url, name, auth, &ho);
+	if (!h)
+		return H5_ERR_NOMEM;    /* (message set) */
+	/* the cache owns the transport from here, closed on failure too */
+	tl_no_range = false;
+	rc = bc_source_open(out, &h->base, name, opts->cache_bytes);
+	if (rc < 0 && tl_no_range) {
+		tl_no_range = false;
+		h = http_transport_new(url, name, auth, &ho);
+		if (!h)
+			return H5_ERR_NOMEM;    /* (message set) */
+		rc = http_copy_open(out, h, (uint64_t)(ho.cache_max_mib ? ho.cache_max_mib : DEFAULT_CACHE_MAX_MIB)
+				    << 20);
+		http_close(&h->base);
+	}
+	return rc;
 }
 
 /* An unsigned option value: decimal digits only. */
@@ -623,6 +866,11 @@ static int http_param_into(http_opts *o, const char *param)
 		rc = param_uint(&o->retries, param, v, has);
 	else if ((v = h5_source_param_value(param, "timeout", &has)))
 		rc = param_uint(&o->timeout_s, param, v, has);
+	else if ((v = h5_source_param_value(param, "cache_max", &has))) {
+		rc = param_uint(&o->cache_max_mib, param, v, has);
+		if (rc == 0 && (o->cache_max_mib == 0 || o->cache_max_mib > (1u << 20)))
+			rc = h5_err_set(H5_ERR_INVAL, "-o %s: MiB, 1..1048576", param);
+	}
 	else
 		return 0;
 	return rc < 0 ? rc : 1;

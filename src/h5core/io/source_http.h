@@ -19,6 +19,8 @@ typedef struct http_auth {
  * 4 retries, 30 s; S3 listings have their own defaults). */
 typedef struct http_opts {
 	unsigned retries, timeout_s;
+	unsigned cache_max_mib;  /* -o cache_max=MiB: the most a server without
+				  * Range may have downloaded (0: 1024) */
 } http_opts;
 
 /* *o from params (h5_source_opts.params; other classes' keys passed

@@ -1,6 +1,8 @@
 /* source_local.c - a local file as a byte source: positional reads and
  * writes on a descriptor, fsync, an exclusive flock while open for
- * writing, and the descriptor itself for the FUSE side to splice from. */
+ * writing (from open to close, or with lazy_lock only while the caller
+ * writes: the lock op), and the descriptor itself for the FUSE side to
+ * splice from. */
 #define _GNU_SOURCE /* sync_file_range */
 #include "base.h"
 #include "source.h"
@@ -95,6 +97,20 @@ static int local_size(h5_source *s, uint64_t *out)
 	return 0;
 }
 
+/* libhdf5 (H5FD_sec2_lock, 1.10 and later) takes flock(LOCK_EX | LOCK_NB)
+ * on a file it opens for writing and LOCK_SH on one it reads, for as long
+ * as it has it open: either makes this fail at once with EWOULDBLOCK. */
+static int local_lock(h5_source *s, int on)
+{
+	local_source *l = (local_source *)s;
+
+	if (flock(l->fd, on ? LOCK_EX | LOCK_NB : LOCK_UN) == 0)
+		return 0;
+	if (on && errno == EWOULDBLOCK)
+		return h5_err_set(H5_ERR_BUSY, "locked by another process");
+	return h5_err_set(H5_ERR_IO, "flock: %s", strerror(errno));
+}
+
 static int local_fd(const h5_source *s)
 {
 	return ((const local_source *)s)->fd;
@@ -119,6 +135,7 @@ static const h5_source_ops local_ops = {
 	.size = local_size,
 	.fd = local_fd,
 	.close = local_close,
+	.lock = local_lock,
 };
 
 static const h5_source_ops local_ro_ops = {
@@ -156,7 +173,7 @@ static int local_open(h5_source **out, const char *path, const h5_source_opts *o
 		rc = h5_err_set(opts->data_file ? H5_ERR_IO : H5_ERR_NOTHDF5, "%s: not a regular file", path);
 		goto out;
 	}
-	if (writable && flock(l->fd, LOCK_EX | LOCK_NB) < 0) {
+	if (writable && !opts->lazy_lock && flock(l->fd, LOCK_EX | LOCK_NB) < 0) {
 		rc = h5_err_set(H5_ERR_BUSY, "%s: locked by another process (%s)", path, strerror(errno));
 		goto out;
 	}

@@ -133,6 +133,13 @@ static void trace_close(h5_source *s)
 	free(t);
 }
 
+static int trace_lock(h5_source *s, int on)
+{
+	trace_source *t = (trace_source *)s;
+
+	return t->inner->ops->lock ? t->inner->ops->lock(t->inner, on) : 0;
+}
+
 static const h5_source_ops trace_ops = {
 	.name = "trace",
 	.read = trace_read,
@@ -143,6 +150,7 @@ static const h5_source_ops trace_ops = {
 	.size = trace_size,
 	.fd = trace_fd,
 	.close = trace_close,
+	.lock = trace_lock,
 };
 
 static const h5_source_ops trace_ro_ops = {

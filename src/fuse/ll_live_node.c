@@ -1,0 +1,376 @@
+/*
+ * ll_live_node.c - live files: the nodes of a changed FILE, re-resolved
+ * by their paths in its new generation (ll_live.c's header has the story).
+ *
+ * resolve() walks a path as a lookup walks it (ll.c do_lookup); node_rebuild
+ * gives the node the fields of the object found there when it is the same
+ * object (a directory: the same group from the same anchors; a symlink: a
+ * symlink; else the node id), or makes it stale; node_fresh does that for a
+ * node a request meets before the watcher's sweep (ll_live_watch.c) did,
+ * and node_use holds what a request reads of a node.
+ */
+#include "ll_live.h"
+
+/* ---- resolving a path in a generation ------------------------------------ */
+
+/* The node `path` leads to in generation g, resolved as lookups resolve it
+ * (ll.c do_lookup): hard links, links shown in place (link_place: external
+ * chains, soft links of another file not shown where it is), the anchors
+ * of another file's groups (dir_anchor), a link up to a group of the path
+ * shown as a symlink. 0 with *tf (a reference held), *taddr and anc's
+ * anchors (anc->fpath malloc'd); 1 when the last name is shown as a
+ * symlink: *link, its node (id ino), made; or a negative h5_err (no such
+ * name, or a symlink in the middle: not a path the kernel asks for). */
+static int resolve(struct node **link, h5_file **tf, uint64_t *taddr, struct node *anc, h5fs *fs, struct gen *g,
+		   const char *path, uint64_t ino)
+{
+	/* the group walked through, as a lookup in it sees it */
+	struct node dir = { .path = strdup("") };
+	uint64_t *up = NULL;   /* st_ino of the path's groups, root first */
+	size_t nup = 0;
+	h5_file *f = g->f;
+	uint64_t addr = h5_file_root(f);
+	char name[H5FS_NAME_MAX + 1];
+	int rc = 0;
+
+	*link = NULL;
+	*tf = NULL;
+	h5_file_hold_related(f);
+	up = malloc((strlen(path) / 2 + 2) * sizeof(*up));   /* one per name at most */
+	if (!dir.path || !up) {
+		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	up[nup++] = file_ino(f, addr);
+	while (*path) {
+		const char *e;
+		size_t len;
+		h5_link l;
+		h5_file *nf = NULL;
+		uint64_t na = UINT64_MAX, id = 0;
+		char *fp = NULL, *npath;
+		int prc, depth = -1;
+
+		if (*path == '/') {
+			path++;
+			continue;
+		}
+		e = strchr(path, '/');
+		len = e ? (size_t)(e - path) : strlen(path);
+		if (len > H5FS_NAME_MAX) {
+			rc = h5_err_set(H5_ERR_NOTFOUND, "no such object");
+			break;
+		}
+		memcpy(name, path, len);
+		name[len] = '\0';
+		path += len;
+		memset(&l, 0, sizeof(l));
+		rc = h5_group_lookup(&l, f, addr, name);
+		if (rc < 0)
+			break;
+		if (!name_ok(l.name, l.name_len) || strcmp(l.name, name) != 0) {
+			h5_link_clear(&l);
+			rc = h5_err_set(H5_ERR_NOTFOUND, "no such object");
+			break;
+		}
+		if (l.type == H5_LINK_HARD) {
+			nf = f;
+			h5_file_hold_related(nf);
+			na = l.addr;
+			prc = 0;
+		} else if (l.type == H5_LINK_SOFT || l.type == H5_LINK_EXTERNAL) {
+			prc = link_place(&nf, &na, &fp, &dir, f, &l);
+		} else {
+			h5_link_clear(&l);
+			rc = h5_err_set(H5_ERR_NOTFOUND, "no such object");
+			break;
+		}
+		if (prc == 0) {
+			id = file_ino(nf, na);
+			for (size_t i = nup; i-- > 0;)
+				if (up[i] == id) {
+					depth = (int)(nup - 1 - i);
+					break;
+				}
+		}
+		npath = path_join(dir.path, name);
+		if (!npath) {
+			rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+		} else if (prc != 0 || depth >= 0) {
+			/* shown as a symlink: only the last name may be one */
+			h5_link shown;
+			char *mt = NULL;
+
+			h5_err_clear();
+			if (strspn(path, "/") != strlen(path))
+				rc = h5_err_set(H5_ERR_NOTFOUND, "no such object");
+			else if (link_shown(&shown, &mt, &dir, f, &l, prc) != 0)
+				rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+			else if ((rc = node_make_link(link, fs, ino, npath, dir.path, depth >= 0 ? NULL : &shown,
+						      depth)) == 0)
+				rc = 1;
+			free(mt);
+		} else {
+			struct node next = { .path = npath };
+
+			if (dir_anchor(&next, g->f, &dir, nf, name, npath, fp) != 0) {
+				rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+			} else {
+				up[nup++] = id;
+				free(dir.path);
+				free(dir.fpath);
+				dir = next;
+				npath = NULL;
+				h5_file_release_related(f);
+				f = nf;
+				nf = NULL;
+				addr = na;
+			}
+		}
+		free(npath);
+		free(fp);
+		h5_file_release_related(nf);
+		h5_link_clear(&l);
+		if (rc != 0)
+			break;
+	}
+	if (rc == 0) {
+		*tf = f;
+		f = NULL;
+		*taddr = addr;
+		anc->fpath = dir.fpath;
+		anc->a_mnt = dir.a_mnt;
+		anc->a_file = dir.a_file;
+		dir.fpath = NULL;
+	}
+out:
+	h5_file_release_related(f);
+	free(dir.path);
+	free(dir.fpath);
+	free(up);
+	return rc;
+}
+
+/* ---- nodes --------------------------------------------------------------- */
+
+static void retire(struct live *lv, char *s)
+{
+	char **n = realloc(lv->retired, (lv->nretired + 1) * sizeof(*n));
+
+	if (!n)
+		return;         /* leaks s rather than free what a log may read */
+	lv->retired = n;
+	lv->retired[lv->nretired++] = s;
+}
+
+/* Record that n was resolved in generation g (lv->mu held): with tmp,
+ * the object found there, whose fields (read in g) n takes; NULL: n keeps
+ * its fields and the generation they belong to (stale: the path leads
+ * elsewhere now). tmp gets n's old fields and is freed here, outside
+ * n->lk. */
+static void node_swap(h5fs *fs, struct node *n, struct node *tmp, struct gen *g, bool stale)
+{
+	struct gen *old;
+	h5_dataset *old_ds = NULL;
+	h5_file *old_f = NULL;
+
+	gen_hold(g);
+	pthread_rwlock_wrlock(&n->lk);
+	n->checked = g->num;
+	n->stale = stale;
+	old = n->gen;
+	n->gen = g;
+	xattr_cache_drop(n);    /* read in the old generation */
+	if (!tmp && stale) {
+		/* it only answers ESTALE now: let its generation go */
+		old_ds = n->ds;
+		n->ds = NULL;
+		old_f = n->f;
+		n->f = n->f ? g->f : NULL;
+	}
+	if (tmp) {
+		h5_dataset *ds = n->ds;
+		const h5_view_ops *view = n->view;
+		h5_file *f = n->f;
+		char *target = n->target;
+
+		n->ds = tmp->ds;
+		n->view = tmp->view;
+		n->f = tmp->f;
+		n->target = tmp->target;
+		n->addr = tmp->addr;
+		n->kind = tmp->kind;
+		n->st = tmp->st;
+		tmp->ds = ds;
+		tmp->view = view;
+		tmp->f = f;
+		tmp->target = target;
+		tmp->gen = old;
+		old = NULL;
+	}
+	pthread_rwlock_unlock(&n->lk);
+	if (tmp && tmp->target)
+		retire(fs->lv, tmp->target);   /* readlink may have it */
+	if (tmp)
+		tmp->target = NULL;
+	node_free(tmp);
+	if (old_ds)
+		h5_dataset_close(old_ds);
+	if (old_f)
+		h5_file_release_related(old_f);
+	gen_release(old);
+}
+
+/* The mount path of the group a path's last name is in. */
+char *live_dir_of(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	size_t n = s ? (size_t)(s - path) : 0;
+	char *d = malloc(n + 1);
+
+	if (d) {
+		memcpy(d, path, n);
+		d[n] = '\0';
+	}
+	return d;
+}
+
+/* Whether directory n's anchors are those a lookup of its path gives now. */
+static bool same_anchors(const struct node *n, const struct node *anc)
+{
+	if (!n->fpath || !anc->fpath)
+		return !n->fpath && !anc->fpath;
+	return strcmp(n->fpath, anc->fpath) == 0 && n->a_mnt == anc->a_mnt && n->a_file == anc->a_file;
+}
+
+/* Re-resolve n by its path in the current generation (lv->mu held):
+ * 0, ESTALE when the path leads elsewhere or nowhere now, or EIO (logged:
+ * the object is there but cannot be read; n keeps its old generation and
+ * is tried again at its next use). A directory (a node per path) stays
+ * itself while its path leads to the same group shown from the same
+ * anchors; anything else, to the object with its node id. */
+int node_rebuild(h5fs *fs, struct node *n, bool log)
+{
+	struct gen *g = fs->gen;        /* changes only under lv->mu */
+	struct node *tmp = NULL, *link = NULL, anc = { 0 };
+	char *vpath = NULL;
+	h5_file *tf = NULL;
+	uint64_t taddr = 0;
+	bool stale = true, same;
+	int rc, e = 0;
+
+	if (n->checked == g->num)
+		return n->stale ? ESTALE : 0;
+	/* a view (views.c) is re-resolved by its dataset's path */
+	vpath = n->vkind ? views_base_path(n) : NULL;
+	if (n->vkind && !vpath)
+		return ENOMEM;
+	rc = resolve(&link, &tf, &taddr, &anc, fs, g, vpath ? vpath : n->path, n->ino);
+	if (n->type == NT_LINK) {
+		if (rc == 1) {
+			tmp = link;
+			link = NULL;
+			stale = false;
+		}
+	} else if (rc == 0) {
+		if (n->ino == FUSE_ROOT_ID)
+			same = true;
+		else if (n->type == NT_DIR && !n->vkind)
+			same = file_ino(tf, taddr) == (uint64_t)n->st.st_ino && same_anchors(n, &anc);
+		else    /* its own id; a (parent, name) number's: its object's */
+			same = file_nodeid(fs, tf, taddr) ==
+			       ((n->ino & H5FS_SYNTH_BIT) && n->f ? file_nodeid(fs, n->f, n->addr) : n->ino);
+		if (same) {
+			rc = n->vkind ? views_make(&tmp, fs, tf, taddr, n)
+				      : node_make_obj(&tmp, fs, tf, taddr, n->ino, n->path);
+			if (rc < 0) {
+				e = log ? h5err_logged(fs, rc, "refresh", n->path, NULL, taddr) : h5fs_errno(rc);
+				goto out;
+			}
+			stale = !tmp || tmp->type != n->type;
+			if (stale) {
+				node_free(tmp);
+				tmp = NULL;
+			}
+		}
+	}
+	h5_err_clear();
+	node_swap(fs, n, stale ? NULL : tmp, g, stale);
+	e = stale ? ESTALE : 0;
+out:
+	h5_file_release_related(tf);
+	node_free(link);
+	free(anc.fpath);
+	free(vpath);
+	return e;
+}
+
+int node_fresh(h5fs *fs, struct node *n)
+{
+	bool same, stale;
+	int e;
+
+	if (!fs->live)
+		return 0;
+	__atomic_store_n(&fs->lv->accessed, true, __ATOMIC_RELAXED);
+	/* not changed yet: every generation so far has the same bytes */
+	if (!live_checked(fs))
+		return 0;
+	pthread_rwlock_rdlock(&n->lk);
+	pthread_mutex_lock(&fs->lock);
+	same = n->checked == fs->gen->num;
+	pthread_mutex_unlock(&fs->lock);
+	stale = n->stale;
+	pthread_rwlock_unlock(&n->lk);
+	if (same)
+		return stale ? ESTALE : 0;
+	for (int attempt = 0;; attempt++) {
+		char msg[256];
+
+		pthread_mutex_lock(&fs->lv->mu);
+		/* a writer mid-flush may explain a failure: logged only when no
+		 * fresh generation answers */
+		e = node_rebuild(fs, n, false);
+		pthread_mutex_unlock(&fs->lv->mu);
+		if (e != EIO)
+			return e;
+		snprintf(msg, sizeof(msg), "%s", h5_err_msg());
+		if (!live_retry(fs, attempt)) {
+			h5fs_log(fs, LOG_ERR, "refresh %s: EIO: %s", show_path(n->path), msg);
+			return e;
+		}
+	}
+}
+
+int node_use(struct use *u, h5fs *fs, struct node *n)
+{
+	int e = node_fresh(fs, n);
+
+	memset(u, 0, sizeof(*u));
+	if (e)
+		return e;
+	pthread_rwlock_rdlock(&n->lk);
+	u->f = n->f;
+	u->addr = n->addr;
+	u->g = n->gen;
+	if (u->g)
+		gen_hold(u->g);
+	if (u->f)
+		h5_file_hold_related(u->f);
+	pthread_rwlock_unlock(&n->lk);
+	if (u->g && __atomic_load_n(&u->g->broken, __ATOMIC_ACQUIRE)) {
+		/* rewritten in place and not readable yet (logged at refresh) */
+		node_use_end(u);
+		return EIO;
+	}
+	return 0;
+}
+
+void node_use_end(struct use *u)
+{
+	if (u->f)
+		h5_file_release_related(u->f);
+	gen_release(u->g);
+	memset(u, 0, sizeof(*u));
+}
+

@@ -1,0 +1,141 @@
+#!/usr/bin/python3
+"""`h5fs-ls --refs` as a new user meets it (issue 33, item 8): references
+of an h5py file (make_refs_fixtures.py) read through fsspec's
+ReferenceFileSystem and zarr (Debian python3-fsspec, python3-zarr) give
+what h5py gives:
+
+- a float64 attribute [-3.0, 3.0] reads as floats (json floats, zarr's
+  attrs floats), not integers;
+- a relative soft link to a dataset is an array like an absolute one
+  (also a relative link to a relative link);
+- soft links that lead to no dataset (a link to a link to nothing, a
+  relative target that libhdf5 reads from the link's group, dangling
+  links, a loop) are not arrays, each with a "not followed" line;
+- compounds with padding (kerchunk's form: unnamed |V fields), opaque
+  (|V), null-terminated and space-padded fixed strings (|S, the bytes
+  h5py returns, also as a compound field, chunked and compressed) are
+  written and read equal to h5py;
+- exit status 0; every stderr line names FILE;
+- a file with a corrupt chunk index: exit 1, and the error line names
+  FILE and the object.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import h5fs_testlib as T  # noqa: E402
+
+T.require_h5py()
+try:
+    import fsspec  # noqa: E402
+    import numpy as np  # noqa: E402
+    import zarr  # noqa: E402
+except ImportError as e:
+    T.skip("fsspec/zarr missing (Debian python3-fsspec python3-zarr python3-numcodecs): %s" % e)
+import h5py  # noqa: E402
+import make_refs_fixtures  # noqa: E402
+import test_refs as R  # noqa: E402  (Store, equal_arrays)
+
+fail = T.fail
+WAIT = 60
+
+ARRAYS = ["g/d", "g/rel", "abs", "chain_rel", "e", "padded", "padded_chunked", "nested_padded", "opaque",
+          "opaque_chunked", "nullterm", "nullterm_chunked", "spacepad", "spacepad_big", "cmp_str"]
+NOT_ARRAYS = ["g/rel_e", "via_rel_e", "dangling", "chain_dangling", "loop_a", "loop_b"]
+
+
+def refs(path):
+    p = subprocess.run([T.H5FS_LS, "--refs", path], capture_output=True, timeout=WAIT)
+    return p.returncode, p.stdout, p.stderr.decode("utf-8", "replace")
+
+
+def main():
+    wd = T.workdir("refs_first")
+    h5 = os.path.join(wd, "run.h5")
+    make_refs_fixtures.make(h5)
+    rc, out, err = refs(h5)
+    print(err, end="")
+    if rc != 0:
+        fail("exit %d: %s" % (rc, err[-400:]))
+    for line in err.splitlines():
+        if not line.startswith("h5fs-ls: %s: " % h5):
+            fail("a line without FILE: %r" % line)
+    doc = json.loads(out)
+    keys = doc["refs"]
+
+    # attributes: floats stay floats in the JSON text and in zarr
+    za = json.loads(keys[".zattrs"])
+    if '"range": [-3.0, 3.0]' not in keys[".zattrs"]:
+        fail("range written as %r" % keys[".zattrs"])
+    fs = fsspec.filesystem("reference", fo=doc)
+    g = zarr.open_group(zarr.storage.KVStore(R.Store(fs.get_mapper(""))), mode="r")
+    for name, want in (("range", [-3.0, 3.0]), ("scalar", 2.0), ("f4", [1.0, 2.5]), ("i", [1, 2])):
+        got = g.attrs[name]
+        kinds = [type(x) for x in (got if isinstance(got, list) else [got])]
+        wkinds = [type(x) for x in (want if isinstance(want, list) else [want])]
+        if got != want or kinds != wkinds or za[name] != want:
+            fail("attribute %s: zarr reads %r (%s), h5py %r" % (name, got, kinds, want))
+
+    with h5py.File(h5, "r") as f:
+        for name in ARRAYS:
+            if name + "/.zarray" not in keys:
+                fail("/%s not written (%s)" % (name, "; ".join(
+                    ln for ln in err.splitlines() if "/%s:" % name in ln)))
+                continue
+            want = f[name][()]
+            got = g[name][...]
+            if not R.equal_arrays(got, want):
+                fail("/%s: zarr %r %s != h5py %r %s" % (name, got.dtype, got[:3], want.dtype, want[:3]))
+            else:
+                print("ok   /%s: zarr reads %s %s as h5py" % (name, got.dtype.str if not got.dtype.names
+                                                              else "compound", got.shape))
+        for name in NOT_ARRAYS:
+            if any(k.startswith(name + "/") for k in keys):
+                fail("/%s written, but it leads to no dataset" % name)
+            if not re.search(r"^h5fs-ls: %s: /%s: soft link to \S+ not followed" % (re.escape(h5), name), err, re.M):
+                fail("/%s: no 'not followed' line" % name)
+        # as libhdf5 reads them: h5py agrees that these are nothing
+        for name in NOT_ARRAYS:
+            try:
+                f[name]
+                fail("/%s: h5py opens it (the fixture is wrong)" % name)
+            except (KeyError, RuntimeError, OSError):
+                pass
+
+    # a corrupt chunk index (the v1 B-tree of /padded_chunked): an error
+    # naming FILE and the object, exit 1, the other datasets written
+    data = bytearray(open(h5, "rb").read())
+    with h5py.File(h5, "r") as f:
+        plist = f["padded_chunked"].id.get_create_plist()
+        assert plist.get_layout() == h5py.h5d.CHUNKED
+        first = f["padded_chunked"].id.get_chunk_info(0).byte_offset
+    # its v1 B-tree node (III.A.1): chunk type 1, and the first child
+    # (after a 24-byte header and a key of 4 + 4 + 2 * 8 bytes) is the chunk
+    at = -1
+    for m in re.finditer(b"TREE", data):
+        i = m.start()
+        if data[i + 4] == 1 and int.from_bytes(data[i + 48:i + 56], "little") == first:
+            at = i
+    if at < 0:
+        fail("the fixture's chunk B-tree was not found")
+        return T.finish()
+    bad = os.path.join(wd, "corrupt.h5")
+    data[at:at + 4] = b"XXXX"
+    open(bad, "wb").write(bytes(data))
+    rc, out, err = refs(bad)
+    lines = [ln for ln in err.splitlines() if "padded_chunked" in ln]
+    if rc != 1 or len(lines) != 1 or not lines[0].startswith("h5fs-ls: %s: /padded_chunked: " % bad) or \
+            "skipped" in lines[0]:
+        fail("corrupt chunk index: exit %d, lines %r" % (rc, lines))
+    else:
+        print("ok   corrupt chunk index: %s" % lines[0])
+    if "g/d/.zarray" not in json.loads(out)["refs"]:
+        fail("corrupt chunk index: the other datasets are not written")
+    return T.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
