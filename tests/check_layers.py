@@ -40,6 +40,8 @@ LAYERS = [
 RANK = dict(LAYERS)
 # the compiler's search order for "x.h" after the including file's folder
 SEARCH = ["src/h5core"] + [d for d, r in LAYERS if d.startswith("src/h5core/")] + ["src/common"]
+# ... and src/coll, on the include path of the programs that link libh5coll
+SEARCH += ["src/coll"]
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 
 

@@ -5,6 +5,7 @@
  * member opened live, and dropping files gone from a listed folder. An
  * index that cannot be opened is one log line and a mount without it. */
 #include "coll_index.h"
+#include "coll_backend.h"
 
 #include <limits.h>
 
@@ -21,28 +22,6 @@ static void log_line(void *arg, const char *msg)
 	h5fs_log_cfg(&ci->cfg, LOG_WARNING, "%s", msg);
 }
 
-/* The collection's identity in the index: a URL as given (one trailing
- * '/'), a local folder by its real path. */
-static char *canonical(const char *dir)
-{
-	char *p;
-	size_t n;
-
-	if (strstr(dir, "://")) {
-		n = strlen(dir);
-		while (n > 1 && dir[n - 1] == '/')
-			n--;
-		p = malloc(n + 2);
-		if (p) {
-			memcpy(p, dir, n);
-			p[n] = '/';
-			p[n + 1] = 0;
-		}
-		return p;
-	}
-	return realpath(dir, NULL);
-}
-
 int coll_index_open(struct coll_index **out, const char *dir, const h5fs_config *cfg)
 {
 	struct coll_index *ci;
@@ -56,7 +35,7 @@ int coll_index_open(struct coll_index **out, const char *dir, const h5fs_config 
 	if (!ci)
 		return 0;
 	ci->cfg = *cfg;
-	ci->root = canonical(dir);
+	ci->root = coll_canonical(dir);
 	if (!ci->root) {
 		h5fs_log_cfg(cfg, LOG_WARNING, "index: %s: %s; mounting without an index", dir, strerror(errno));
 		goto fail;

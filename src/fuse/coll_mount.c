@@ -9,16 +9,34 @@
 
 /* ---- the dispatcher's hooks --------------------------------------------------- */
 
-/* The one place a collection opens a member's file (the engine context,
- * the collection's tree for related files, the mount's options): its
- * live root, *out. EIO with one log line per stamp when it is no HDF5. */
-static int open_live(struct coll *c, h5fs **out, const char *path, struct slot *s)
+/* A member that cannot be shown (no HDF5, unreadable): EIO, with one log
+ * line per stamp (the folder node remembers it was said). */
+static int member_eio(struct coll *c, struct slot *s, const char *path, const char *why)
 {
 	struct fnode *n = coll_fnode_by_ino(c, s->folder_ino);
+	bool log;
+
+	pthread_mutex_lock(&c->mu);
+	log = n && !n->logged;
+	if (n)
+		n->logged = true;
+	pthread_mutex_unlock(&c->mu);
+	if (log)
+		h5fs_log_cfg(&c->cfg, LOG_ERR, "%s: cannot be opened as HDF5: EIO: %s", path, why);
+	h5_err_clear();
+	return EIO;
+}
+
+/* The one place a collection opens a member's file (the engine context,
+ * the collection's tree for related files, the mount's options): its
+ * live root, *out. EIO with one log line per stamp when it cannot be
+ * opened; EMEDIUMTYPE (logged the same) when it is no HDF5 at all, so
+ * that the index can remember it (coll_backend.h). */
+static int open_live(struct coll *c, h5fs **out, const char *path, struct slot *s)
+{
 	h5_file *f = NULL;
 	h5fs *fs = NULL;
 	int e, rc;
-	bool log;
 
 	*out = NULL;
 	e = c->be->open_member(c->b, &f, path, &c->oo);
@@ -30,16 +48,14 @@ static int open_live(struct coll *c, h5fs **out, const char *path, struct slot *
 		}
 	}
 	if (e) {
-		pthread_mutex_lock(&c->mu);
-		log = n && !n->logged;
-		if (n)
-			n->logged = true;
-		pthread_mutex_unlock(&c->mu);
-		if (log)
-			h5fs_log_cfg(&c->cfg, LOG_ERR, "%s: cannot be opened as HDF5: EIO: %s", path, h5_err_msg());
-		h5_err_clear();
-		return EIO;
+		member_eio(c, s, path, h5_err_msg());
+		return e == EMEDIUMTYPE ? e : EIO;
 	}
+	/* opened read-only because another process holds the file (the
+	 * backend's fallback): shown as writable all the same, as every
+	 * mount of the collection shows it (and records it in the index) */
+	if (c->oo.writable && !h5_file_writable(f) && c->be->may_write && c->be->may_write(c->b, path))
+		h5fs_set_write_busy(fs);
 	h5fs_set_ino_map(fs, dispatch_ino_out, s);
 	/* its indexed root saw the file change: datasets keep their numbers,
 	 * and the kernel may hold pages of the old file until the watcher
@@ -59,7 +75,9 @@ static int open_live(struct coll *c, h5fs **out, const char *path, struct slot *
 
 static int open_live_cb(void *cv, h5fs **out, const char *path, struct slot *s)
 {
-	return open_live(cv, out, path, s);
+	int e = open_live(cv, out, path, s);
+
+	return e == EMEDIUMTYPE ? EIO : e;
 }
 
 /* An indexed root's look for a change of its file (coll_index.c): the
@@ -106,12 +124,18 @@ static int hook_open_member(void *cv, void **out, const char *path, struct slot 
 				s->ops = ops;
 				return 0;
 			}
+			/* a member by its name (an S3 object named .h5) found to
+			 * be no HDF5 at this stamp (ETag): not fetched again */
+			if (cs.by_name && coll_index_kind(c->ci, path, &before) == 0)
+				return member_eio(c, s, path, "no HDF5 signature (as when last fetched, by the index)");
 		}
 	}
 	h5_err_clear();
 	e = open_live(c, &fs, path, s);
+	if (e == EMEDIUMTYPE && stamped && cs.by_name)
+		coll_index_set_kind(c->ci, path, &before, false);
 	if (e)
-		return e;
+		return e == EMEDIUMTYPE ? EIO : e;
 	if (stamped && c->be->stat(c->b, &cs, path) == 0) {
 		coll_stamp_of(&after, &cs);
 		coll_index_record(c->ci, path, &before, &after, &h5fs_member_ops, fs);
@@ -139,6 +163,18 @@ static const struct coll_hooks hooks = {
 	.member_path = hook_member_path,
 	.fds = hook_fds,
 };
+
+/* A backend's notice, by the mount's logging options (arg: its config). */
+static void coll_log(void *arg, int prio, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	h5fs_log_cfg(arg, prio, "%s", msg);
+}
 
 static void coll_destroy(void *cv)
 {
@@ -209,7 +245,7 @@ int h5fs_mount_collection(h5fs_mount **out, const char *dir, const h5fs_config *
 		snprintf(msg, sizeof(msg), "%s", *h5_err_msg() ? h5_err_msg() : strerror(e));
 		c->b = NULL;
 		h5fs_mount_free(m);
-		return h5_err_set(e == ENOENT ? H5_ERR_NOTFOUND : e == EACCES ? H5_ERR_PERM : H5_ERR_IO, "%s", msg);
+		return h5_err_set(coll_h5err(e), "%s", msg);
 	}
 	/* related files of a member may lie anywhere in the collection's
 	 * tree, not only beside it (unless -o ext_any: anywhere) */
@@ -219,8 +255,14 @@ int h5fs_mount_collection(h5fs_mount **out, const char *dir, const h5fs_config *
 	c->oo.fd_gate = coll_gate;
 	c->oo.fd_gate_ud = c;
 	c->cfg.open_opts = &c->oo;      /* a live member opens anew with them */
-	if (c->be->configure)
-		c->be->configure(c->b, &c->cfg, h5fs_log_cfg);
+	if (c->be->configure) {
+		struct coll_settings st = {
+			.refresh = c->cfg.refresh, .h5_suffixes = c->cfg.h5_suffixes,
+			.log = coll_log, .log_arg = &c->cfg,
+		};
+
+		c->be->configure(c->b, &st);
+	}
 	/* the persistent index: none is a log line, never a failed mount */
 	coll_index_open(&c->ci, dir, &c->cfg);
 	if (slot_add(&s, m, &coll_folder_ops, c) != 0 || dispatch_global(m, 0, FUSE_ROOT_ID, 0, NULL, true) != FUSE_ROOT_ID) {

@@ -90,6 +90,11 @@ void h5fs_share_watch(h5fs *fs);
  * indexed record went stale): its datasets are read without the page
  * cache, as after a change it saw itself (ll_live.c). */
 void h5fs_set_changed(h5fs *fs);
+/* fs's FILE may be written by this mount but was opened read-only
+ * (another process holds it): its growable datasets show the write bit
+ * all the same (writes to them fail with EROFS while it lasts). Before
+ * the first lookup. */
+void h5fs_set_write_busy(h5fs *fs);
 /* Log lines about fs start with label (a collection's member: its path). */
 int h5fs_set_label(h5fs *fs, const char *label);
 /* h5fs_log without a file: by the logging options of cfg. */

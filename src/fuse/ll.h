@@ -188,6 +188,10 @@ struct h5fs {
 	pthread_mutex_t wmu;
 	unsigned writers;
 	bool busy_logged, stale_logged;
+	/* shown as writable although opened read-only: FILE may be written
+	 * but another process holds it (a collection's member), so that
+	 * the modes shown never depend on who holds the lock */
+	bool write_busy;
 	/* live files (ll_live.c): refresh > 0 on a mount that does not append */
 	bool live;
 	struct gen *gen;        /* the current generation (under lock) */
@@ -403,6 +407,12 @@ int views_make(struct node **out, h5fs *fs, h5_file *tf, uint64_t taddr, const s
 
 /* ll_xattr.c */
 void xattr_cache_drop(struct node *n);
+
+/* ll_overwrite.c: bytes written inside datasets (doc/OVERWRITE.md) */
+int ow_open(h5fs *fs, struct node *n, h5_overwriter **out);
+int ow_put(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, uint64_t off, const char *buf, size_t len);
+int ow_commit(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, bool all, bool durable);
+void ow_refresh(h5fs *fs, struct node *n, fuse_ino_t ino);
 int member_listxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino);
 int member_getxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino, const char *name);
 

@@ -3,7 +3,8 @@
  *
  * Mapping (README "How an HDF5 file is shown"):
  *   group          -> directory (0555 for a world-readable FILE)
- *   dataset        -> regular file (0444 likewise): its raw bytes, C order,
+ *   dataset        -> regular file (0444 likewise; owner-writable on a
+ *                     read-write mount when it can grow or be overwritten): its raw bytes, C order,
  *                     as stored
  *   named datatype -> regular file, empty
  *   soft link      -> symlink, target rewritten relative to the link's
@@ -755,12 +756,17 @@ int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64
 		n->st.st_size = (off_t)n->view->size(n->ds);
 		alloc = h5_dataset_allocated(n->ds);
 		/* datasets that can grow by `cat >>` are owner-writable on a
-		 * writable mount (where the owner may read) */
-		if (fs_writable(fs) && f == fs->f && h5_append_check(n->ds) == 0) {
+		 * writable mount (where the owner may read), also while
+		 * another process holds FILE (write_busy): what is shown does
+		 * not depend on who holds the lock */
+		if ((fs_writable(fs) || fs->write_busy) && f == fs->f && h5_append_check(n->ds) == 0) {
 			n->st.st_mode |= (fs->file_mode & S_IRUSR) >> 1;
 			/* cat and cp size their writes by st_blksize: one
 			 * FUSE write of the largest size (max_write) */
 			n->st.st_blksize = H5FS_APPEND_BLKSIZE;
+		} else if (fs_writable(fs) && f == fs->f && h5_overwrite_check(n->ds) == 0) {
+			/* its bytes can be written (ll_overwrite.c) */
+			n->st.st_mode |= (fs->file_mode & S_IRUSR) >> 1;
 		}
 		n->st.st_nlink = info.nlink ? info.nlink : 1;
 		break;

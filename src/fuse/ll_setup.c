@@ -3,6 +3,11 @@
 
 /* ---- setup ------------------------------------------------------------------ */
 
+void h5fs_set_write_busy(h5fs *fs)
+{
+	fs->write_busy = !fs->cfg.read_only && !fs->writable;
+}
+
 int h5fs_new(h5fs **out, h5_file *f, const h5fs_config *cfg)
 {
 	h5fs *fs;

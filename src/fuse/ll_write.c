@@ -48,7 +48,8 @@ struct wqueue {
 
 struct wfile {
 	struct hlink link;      /* first: fs->open_wfiles */
-	h5_appender *a;
+	h5_appender *a;         /* NULL: the dataset cannot grow */
+	h5_overwriter *ow;      /* NULL: its bytes cannot be written (ll_overwrite.c) */
 	struct node *n;         /* the kernel holds the inode while it is open */
 	struct wqueue *q;       /* n->wq */
 	bool append;            /* opened with O_APPEND */
@@ -78,7 +79,7 @@ static void wfile_refresh(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	uint64_t alloc;
 	struct timespec now;
 
-	if (h5_append_committed(w->a) == w->q->seen)
+	if (!w->a || h5_append_committed(w->a) == w->q->seen)
 		return;
 	if (h5_dataset_open(&nd, fs->f, w->n->addr) < 0) {
 		h5fs_log(fs, LOG_ERR, "append %s: reopening the dataset: %s", show_path(w->n->path), h5_err_msg());
@@ -140,8 +141,8 @@ static int wq_attach(h5fs *fs, struct wfile *w)
 	pthread_mutex_init(&fresh->mu, NULL);
 	pthread_mutex_init(&fresh->apply, NULL);
 	pthread_cond_init(&fresh->cv, NULL);
-	fresh->row_bytes = h5_append_row_bytes(w->a);
-	fresh->seen = h5_append_committed(w->a);
+	fresh->row_bytes = w->a ? h5_append_row_bytes(w->a) : 1;
+	fresh->seen = w->a ? h5_append_committed(w->a) : 0;
 	pthread_mutex_lock(&fs->lock);
 	q = w->n->wq;
 	if (!q) {
@@ -156,7 +157,8 @@ static int wq_attach(h5fs *fs, struct wfile *w)
 	pthread_mutex_lock(&q->mu);
 	while (q->turn < q->next)
 		pthread_cond_wait(&q->cv, &q->mu);
-	q->vrows = h5_append_size(w->a) / q->row_bytes;   /* a new handle has no partial row */
+	if (w->a)
+		q->vrows = h5_append_size(w->a) / q->row_bytes;   /* a new handle has no partial row */
 	pthread_mutex_unlock(&q->mu);
 	return 0;
 }
@@ -196,7 +198,8 @@ static void wfile_give_back(h5fs *fs, struct wfile *w)
 	struct wqueue *q = w->q;
 
 	pthread_mutex_lock(&q->mu);
-	if (w->holding && q->turn == q->next && w->vplen == 0 && h5_append_pending(w->a) == 0) {
+	if (w->holding && q->turn == q->next && w->vplen == 0 && (!w->a || h5_append_pending(w->a) == 0) &&
+	    h5_overwrite_buffered(w->ow) == 0) {
 		w->holding = false;
 		fs_write_end(fs);
 	}
@@ -207,7 +210,7 @@ static int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 {
 	struct wfile *w;
 	bool is_ds;
-	int rc;
+	int rc, e;
 
 	/* files reached by external links are opened read-only */
 	if (!fs_writable(fs) || n->f != fs->f) {
@@ -234,10 +237,20 @@ static int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 		fs_write_end(fs);
 		return ENOMEM;
 	}
+	/* bytes inside the dataset (ll_overwrite.c), rows after its end */
+	/* O_APPEND only appends: no overwriter (its refusal is the append's) */
+	e = fi->flags & O_APPEND ? EPERM : ow_open(fs, n, &w->ow);
 	rc = h5_append_open(&w->a, fs->f, n->addr);
 	fs_write_end(fs);
+	if (rc < 0 && w->ow) {
+		rc = 0;         /* cannot grow: writes past the end are EFBIG */
+	} else if (rc < 0 && e && !(fi->flags & O_APPEND)) {
+		/* neither: the overwriter said why (logged) */
+		free(w);
+		return e;
+	}
 	if (rc < 0) {
-		int e = h5fs_errno(rc);
+		e = h5fs_errno(rc);
 
 		h5fs_log(fs, e == EIO ? LOG_ERR : LOG_NOTICE, "open %s for writing (object header 0x%llx): %s%s",
 		       show_path(n->path), (unsigned long long)n->addr, e == EIO ? "EIO: " : "", h5_err_msg());
@@ -249,6 +262,7 @@ static int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	rc = wq_attach(fs, w);
 	if (rc) {
 		h5_append_close(w->a, NULL);
+		h5_overwrite_close(w->ow);
 		free(w);
 		return rc;
 	}
@@ -257,6 +271,140 @@ static int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	/* (a reply the kernel does not take is released by the dispatcher) */
 	handle_add(fs, &fs->open_wfiles, &w->link);
 	return 0;
+}
+
+/* A write wholly inside the dataset, answered before its bytes are taken
+ * (write-behind, as appends: the writer prepares its next write meanwhile;
+ * the request buffer stays ours until we return). Tickets keep the
+ * order of the node's writes; an error is kept in the handle and reported
+ * by its next write, fsync or close. */
+static bool overwrite_behind(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino, const char *buf,
+			     size_t size, off_t off)
+{
+	struct wqueue *q = w->q;
+	uint64_t t;
+	bool early;
+	int e;
+
+	pthread_mutex_lock(&q->mu);
+	t = q->next++;
+	early = q->early < WQ_EARLY;
+	if (early)
+		q->early++;
+	pthread_mutex_unlock(&q->mu);
+	if (early)
+		fuse_reply_write(req, size);
+	pthread_mutex_lock(&q->mu);
+	while (q->turn != t)
+		pthread_cond_wait(&q->cv, &q->mu);
+	pthread_mutex_unlock(&q->mu);
+	pthread_mutex_lock(&q->apply);
+	e = ow_put(fs, w->n, w->ow, ino, (uint64_t)off, buf, size);
+	pthread_mutex_unlock(&q->apply);
+	pthread_mutex_lock(&q->mu);
+	if (e && early && !w->err)
+		w->err = e;
+	if (early)
+		q->early--;
+	q->turn++;
+	pthread_cond_broadcast(&q->cv);
+	pthread_mutex_unlock(&q->mu);
+	if (!early) {
+		if (e)
+			fuse_reply_err(req, e);
+		else
+			fuse_reply_write(req, size);
+	}
+	return true;
+}
+
+/* A write inside the dataset (before the committed end; with an appender,
+ * the rest of it appends): answered here, and true. False for a write at
+ * the end of a dataset that grows, which appends (member_write). Past the
+ * end of one that cannot grow: EFBIG; a write crossing that end writes
+ * what fits (a short write, as a full file system gives). */
+static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+		      off_t off)
+{
+	struct wqueue *q = w->q;
+	uint64_t lim, end, n;
+	int e;
+
+	if (!w->ow || off < 0)
+		return false;
+	pthread_mutex_lock(&q->mu);
+	e = w->err;
+	end = w->a ? q->vrows * q->row_bytes + w->vplen : 0;
+	/* FILE's lock from the first write until the bytes are committed
+	 * (wfile_give_back) */
+	if (!e && !w->holding) {
+		e = fs_write_begin(fs);    /* EBUSY, ESTALE: logged there */
+		w->holding = e == 0;
+	}
+	pthread_mutex_unlock(&q->mu);
+	pthread_rwlock_rdlock(&w->n->lk);
+	lim = (uint64_t)w->n->st.st_size;       /* committed bytes */
+	pthread_rwlock_unlock(&w->n->lk);
+	if (!e && (uint64_t)off >= lim) {
+		if (w->a)
+			return false;
+		h5fs_log(fs, LOG_DEBUG, "write %s at %lld: past the end (%llu) of a dataset that cannot grow",
+			 show_path(w->n->path), (long long)off, (unsigned long long)lim);
+		e = EFBIG;
+	}
+	if (e) {
+		fuse_reply_err(req, e);
+		return true;
+	}
+	n = size < lim - (uint64_t)off ? size : lim - (uint64_t)off;
+	if (n == size)
+		return overwrite_behind(fs, w, req, ino, buf, size, off);
+	/* earlier writes of this dataset's handles go first */
+	wq_drain(q);
+	pthread_mutex_lock(&q->apply);
+	if (w->a && (uint64_t)off + size > lim && end != lim) {
+		/* rows accepted, not committed: the rest cannot append yet */
+		e = EBUSY;
+	} else {
+		e = ow_put(fs, w->n, w->ow, ino, (uint64_t)off, buf, (size_t)n);
+	}
+	if (!e && n < size && w->a) {
+		int rc = h5_append_write(w->a, buf + n, size - n);
+
+		if (rc < 0) {
+			e = h5err_logged(fs, rc, "append", w->n->path, NULL, w->n->addr);
+		} else {
+			pthread_mutex_lock(&q->mu);
+			w->vplen += size - n;
+			q->vrows += w->vplen / q->row_bytes;
+			w->vplen %= q->row_bytes;
+			pthread_mutex_unlock(&q->mu);
+			n = size;
+		}
+		wfile_refresh(fs, w, ino);
+	}
+	pthread_mutex_unlock(&q->apply);
+	if (e)
+		fuse_reply_err(req, e);
+	else
+		fuse_reply_write(req, (size_t)n);
+	return true;
+}
+
+/* Bytes written inside the dataset are committed (all of them, durably). */
+static int ow_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino)
+{
+	int e;
+
+	/* nothing kept and no hold: nothing of this handle to commit */
+	if (!w->ow || (h5_overwrite_buffered(w->ow) == 0 && !w->holding))
+		return 0;
+	e = fs_write_begin(fs);
+	if (e)
+		return e;
+	e = ow_commit(fs, w->n, w->ow, ino, true, true);
+	fs_write_end(fs);
+	return e;
 }
 
 /* The one handler with two possible reply points, by design (write-behind,
@@ -277,9 +425,13 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 		fuse_reply_err(req, EBADF);
 		return;
 	}
+	if (!w->append && overwrite(fs, w, req, ino, buf, size, off))
+		return;
 	q = w->q;
 	pthread_mutex_lock(&q->mu);
 	e = w->err;
+	if (!w->a && !e)
+		e = EFBIG;      /* (overwrite() answers these; a fixed size cannot grow) */
 	/* Rows only go at the end: O_APPEND writes wherever the kernel thinks
 	 * the end is (its size may lag behind bytes of an unfinished row);
 	 * others must write exactly at the end, accepted writes included. */
@@ -350,10 +502,12 @@ static int do_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 		return 0;
 	wq_drain(w->q);
 	pthread_mutex_lock(&w->q->apply);
-	rc = h5_append_flush(w->a);
+	rc = w->a ? h5_append_flush(w->a) : 0;
 	wfile_refresh(fs, w, ino);
 	e = rc < 0 ? 0 : wfile_err(w);
-	partial = rc < 0 || e ? 0 : h5_append_pending(w->a);
+	if (rc == 0 && !e)
+		e = ow_flush(fs, w, ino);
+	partial = rc < 0 || e || !w->a ? 0 : h5_append_pending(w->a);
 	if (partial) {
 		h5fs_log(fs, LOG_NOTICE, "append %s: %zu trailing bytes are not a whole row of %llu bytes: "
 		       "not appended", show_path(w->n->path), partial,
@@ -376,18 +530,21 @@ int member_flush(void *r, uint64_t ino, struct fuse_file_info *fi)
 
 static int do_fsync(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 {
-	int rc;
+	int rc, e;
 
 	if (!w)
 		return 0;       /* nothing of ours is unwritten */
 	wq_drain(w->q);
 	pthread_mutex_lock(&w->q->apply);
-	rc = h5_append_flush(w->a);    /* committed rows are on disk (fsync'd) */
+	rc = w->a ? h5_append_flush(w->a) : 0;    /* committed rows are on disk (fsync'd) */
 	wfile_refresh(fs, w, ino);
+	e = rc < 0 ? 0 : wfile_err(w);
+	if (rc == 0 && !e)
+		e = ow_flush(fs, w, ino);
 	pthread_mutex_unlock(&w->q->apply);
-	if (rc == 0)
+	if (rc == 0 && !e)
 		wfile_give_back(fs, w);
-	return rc < 0 ? h5err_logged(fs, rc, "fsync", w->n->path, NULL, w->n->addr) : wfile_err(w);
+	return rc < 0 ? h5err_logged(fs, rc, "fsync", w->n->path, NULL, w->n->addr) : e;
 }
 
 int member_fsync(void *r, uint64_t ino, struct fuse_file_info *fi)
@@ -412,6 +569,7 @@ void handles_free(h5fs *fs)
 
 		handle_del(fs, &w->link);
 		h5_append_close(w->a, NULL);
+		h5_overwrite_close(w->ow);
 		if (w->holding)
 			fs_write_end(fs);
 		wq_detach(fs, w);
@@ -430,10 +588,12 @@ static void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	 * release cannot report errors any more: they are logged */
 	wq_drain(w->q);
 	pthread_mutex_lock(&w->q->apply);
-	rc = h5_append_flush(w->a);
+	rc = w->a ? h5_append_flush(w->a) : 0;
 	wfile_refresh(fs, w, ino);
 	if (rc < 0)
 		h5fs_log(fs, LOG_ERR, "append %s: %s", show_path(w->n->path), h5_err_msg());
+	ow_flush(fs, w, ino);   /* logs its errors */
+	h5_overwrite_close(w->ow);
 	rc = h5_append_close(w->a, &partial);
 	pthread_mutex_unlock(&w->q->apply);
 	if (rc < 0 && partial)
@@ -443,6 +603,19 @@ static void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 		fs_write_end(fs);      /* committed (or failed): FILE is given back */
 	wq_detach(fs, w);
 	free(w);
+}
+
+/* Whether rows can be appended to n (its readers then bypass the page
+ * cache, below); datasets whose bytes can only be overwritten keep it,
+ * their pages dropped after each commit (ll_overwrite.c). */
+static bool node_growable(struct node *n)
+{
+	bool g;
+
+	pthread_rwlock_rdlock(&n->lk);
+	g = n->type == NT_FILE && n->ds && h5_append_check(n->ds) == 0;
+	pthread_rwlock_unlock(&n->lk);
+	return g;
 }
 
 int member_open(void *r, struct fuse_file_info *fi, uint64_t ino)
@@ -467,7 +640,7 @@ int member_open(void *r, struct fuse_file_info *fi, uint64_t ino)
 	 * the new size (tests/stress/append_race.py). Anything else cannot
 	 * change while mounted (but a live FILE, ll_live.c), so the page cache
 	 * stays valid across opens. */
-	if (fs_writable(fs) && (n->st.st_mode & S_IWUSR)) {
+	if (fs_writable(fs) && (n->st.st_mode & S_IWUSR) && node_growable(n)) {
 		fi->direct_io = 1;
 	} else if (fs->live) {
 		/* the page cache, before and after FILE changes (memmap): what

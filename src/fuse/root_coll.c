@@ -8,16 +8,13 @@
  * come from is a backend (coll_backend.h).
  *
  * A file is HDF5 when the format signature is at 0, 512, 1024, 2048, ...
- * (the superblock search of the spec, II.A "Format Signature": user
- * blocks included), whatever its name. The answer is kept per (path,
- * size, mtime), so a listing reads each file's signature once and opens
+ * (coll_detect.c, the collection library's one rule), whatever its
+ * name. The answer is kept per (path, size, mtime), so a listing reads each file's signature once and opens
  * no HDF5 file. Folder ids are fixed per path for the mount's life; the
  * folder root keeps no lookup counts.
  */
 #include "root_coll.h"
 #include "hash.h"
-
-static const uint8_t HDF5_SIG[8] = { 0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n' };
 
 /* ---- folder nodes ---------------------------------------------------------- */
 
@@ -94,21 +91,6 @@ struct fnode *coll_fnode_get(struct coll *c, const char *path)
 	return x;
 }
 
-static char *child_path(const char *dir, const char *name)
-{
-	size_t dl = strlen(dir), nl = strlen(name);
-	char *p = malloc(dl + nl + 2);
-
-	if (!p)
-		return NULL;
-	if (dl) {
-		memcpy(p, dir, dl);
-		p[dl++] = '/';
-	}
-	memcpy(p + dl, name, nl + 1);
-	return p;
-}
-
 /* ---- what a file is --------------------------------------------------------- */
 
 static void fds_add(struct coll *c, int d)
@@ -138,13 +120,10 @@ int coll_gate(void *ud, int delta)
 	return 0;
 }
 
-/* Is the format signature at 0, 512, 1024, ... (II.A)? One read each,
- * through the backend's byte source. */
+/* Is the format signature there (coll_detect.c)? Counted as a
+ * descriptor of the mount's while it is read. */
 static int sig_read(bool *hdf5, struct coll *c, const char *path, uint64_t size)
 {
-	h5_source *src = NULL;
-	uint8_t buf[8];
-	uint64_t off;
 	int e;
 
 	*hdf5 = false;
@@ -152,19 +131,7 @@ static int sig_read(bool *hdf5, struct coll *c, const char *path, uint64_t size)
 	if (e)
 		return e;
 	fds_add(c, 1);
-	e = c->be->open_source(c->b, &src, path);
-	for (off = 0; !e && off + sizeof(buf) <= size; off = off ? off * 2 : 512) {
-		if (src->ops->read(src, off, buf, sizeof(buf)) < 0) {
-			h5_err_clear();
-			break;  /* shrank meanwhile: what was read decides */
-		}
-		if (memcmp(buf, HDF5_SIG, sizeof(buf)) == 0) {
-			*hdf5 = true;
-			break;
-		}
-	}
-	if (src)
-		h5_source_close(src);
+	e = coll_detect(hdf5, c->be, c->b, path, size);
 	fds_add(c, -1);
 	return e;
 }
@@ -296,7 +263,7 @@ static int coll_lookup(void *r, struct root_entry *e, uint64_t parent, const cha
 		return ESTALE;
 	if (!name_ok(name, strlen(name)))
 		return ENOENT;
-	path = child_path(p->path, name);
+	path = coll_path_join(p->path, name);
 	if (!path)
 		return ENOMEM;
 	n = coll_fnode_get(c, path);
@@ -449,7 +416,7 @@ static int coll_opendir(void *r, void **dh, bool *keep, uint64_t ino)
 
 		if (!name_ok(x->name, strlen(x->name)) || (!x->st.is_dir && !x->st.is_file))
 			continue;
-		path = child_path(n->path, x->name);
+		path = coll_path_join(n->path, x->name);
 		cn = path ? coll_fnode_get(c, path) : NULL;
 		free(path);
 		if (!cn) {

@@ -7,6 +7,7 @@
 
 #include "dispatch.h"
 #include "coll_backend.h"
+#include "coll_walk.h"
 #include "coll_index.h"
 
 enum fkind { FK_UNKNOWN, FK_DIR, FK_PLAIN, FK_MEMBER };

@@ -724,6 +724,30 @@ uint64_t h5_append_row_bytes(const h5_appender *a);
 /* Whether FILE was opened for writing. */
 int h5_file_writable(const h5_file *f);
 
+/* ---- overwriting bytes of datasets (overwrite.c, chunk_rewrite.c;
+ * doc/OVERWRITE.md) ------------------------------------------------------ */
+
+/* Bytes inside a dataset's current size are written in place (contiguous),
+ * in the object header (compact) or as rewritten chunks in new space with
+ * the index updated in one ordered commit (chunked, every index with a
+ * writer; filters that have an encoder). h5_overwrite_check says why a
+ * dataset cannot be written this way (H5_ERR_UNSUPPORTED: virtual,
+ * external storage, variable-length types, filters without an encoder;
+ * 0 when it can). Nothing is written by open or put. */
+typedef struct h5_overwriter h5_overwriter;
+int h5_overwrite_check(const h5_dataset *d);
+int h5_overwrite_open(h5_overwriter **out, h5_file *f, uint64_t dset_addr);
+/* Take bytes [off, off + len) of the dataset (H5_ERR_RANGE past its end);
+ * kept in memory until a commit. */
+int h5_overwrite_put(h5_overwriter *w, uint64_t off, const void *buf, size_t len);
+uint64_t h5_overwrite_buffered(const h5_overwriter *w);
+/* Make the bytes taken visible in one commit. all: every byte (else a
+ * trailing partial element waits for the rest); durable: fsync'd before
+ * returning. The bytes are dropped whatever the result. */
+int h5_overwrite_commit(h5_overwriter *w, int all, int durable);
+/* Free, without committing. */
+void h5_overwrite_close(h5_overwriter *w);
+
 #ifdef __cplusplus
 }
 #endif

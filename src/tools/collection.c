@@ -1,11 +1,10 @@
-/* collection.c - the walk of a collection for h5fs-ls (collection.h): a
- * local DIR with readdir, an S3 prefix with one ListObjectsV2 per folder
- * (h5_s3_list), entries in name order, and the progress line. */
-#define _GNU_SOURCE /* asprintf */
+/* collection.c - collections for the tools (collection.h): the backends
+ * and the walk are the collection library's (src/coll); here the tools'
+ * settings, h5fs-ls's visit of it, and the progress line. */
 #include "collection.h"
 
-#include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,19 +13,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_DEPTH 256   /* folders inside folders: deeper is a loop or a joke */
-
 /* ---- the progress line --------------------------------------------------
  * A cold walk of thousands of files takes a while (each member opened,
  * each S3 folder a request): on a terminal, say how far it got. Only
  * after a second, so quick listings stay as they were; at most five
- * updates a second. H5FS_LS_PROGRESS_AFTER_MS moves the second (tests). */
+ * updates a second. */
 
 static struct {
 	int on;                 /* stderr is a terminal */
 	int shown;              /* a line is on the terminal now */
 	double start, last, after;
-	unsigned long folders, files, members;
+	const char *prog;
 } prog;
 
 static double now_s(void)
@@ -37,7 +34,7 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void progress_start(void)
+void coll_progress_start(const char *name)
 {
 	const char *e = getenv("H5FS_LS_PROGRESS_AFTER_MS");
 
@@ -45,9 +42,10 @@ static void progress_start(void)
 	prog.on = isatty(STDERR_FILENO);
 	prog.after = e && *e ? atof(e) / 1000.0 : 1.0;
 	prog.start = now_s();
+	prog.prog = name;
 }
 
-static void progress_tick(void)
+void coll_progress_tick(unsigned long folders, unsigned long files, unsigned long members, const char *doing)
 {
 	double t;
 
@@ -57,8 +55,8 @@ static void progress_tick(void)
 	if (t - prog.start < prog.after || (prog.shown && t - prog.last < 0.2))
 		return;
 	prog.last = t;
-	fprintf(stderr, "\rh5fs-ls: %lu folders, %lu files (%lu HDF5) in %.0f s\033[K", prog.folders,
-		prog.files, prog.members, t - prog.start);
+	fprintf(stderr, "\r%s: %lu folders, %lu files (%lu HDF5)%s%s in %.0f s\033[K", prog.prog, folders,
+		files, members, doing ? ", " : "", doing ? doing : "", t - prog.start);
 	fflush(stderr);
 	prog.shown = 1;
 }
@@ -72,14 +70,7 @@ void coll_progress_clear(void)
 	}
 }
 
-/* ---- the walk ----------------------------------------------------------- */
-
-struct walk {
-	const coll_opts *o;
-	const coll_visit *v;
-	struct { dev_t dev; ino_t ino; } up[MAX_DEPTH];   /* local folders above */
-	unsigned depth;
-};
+/* ---- opening a collection ---------------------------------------------- */
 
 int coll_is_collection(const char *name)
 {
@@ -92,213 +83,147 @@ int coll_is_collection(const char *name)
 	return stat(name, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-static char *join(const char *a, const char *b)
+static void tool_log(void *arg, int prio, const char *fmt, ...)
 {
-	char *p;
+	va_list ap;
 
-	if (asprintf(&p, "%s%s%s", a, *a && a[strlen(a) - 1] != '/' ? "/" : "", b) < 0)
-		return NULL;
-	return p;
-}
-
-static int name_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* A member: opened (-R) or only named. */
-static void member(struct walk *w, const char *rel, const char *open_name, uint64_t size)
-{
-	h5_file *f = NULL;
-	int rc = 0;
-
-	prog.files++;
-	prog.members++;
-	if (w->o->recursive)
-		rc = h5_file_open(&f, open_name, w->o->open);
-	w->v->member(w->v->u, rel, size, f, rc);
-	h5_file_close(f);
-	h5_err_clear();
-}
-
-static int local_dir(struct walk *w, const char *abs, const char *rel);
-
-/* One name of a local folder: stat followed through symbolic links (a
- * link to a file is that file, as the mount shows it). */
-static void local_entry(struct walk *w, const char *abs, const char *rel)
-{
-	struct stat st;
-	h5_file *f = NULL;
-	int rc;
-
-	if (stat(abs, &st) != 0) {
-		w->v->error(w->v->u, rel, h5_err_set(H5_ERR_IO, "%s: %s", abs, strerror(errno)));
-		return;
-	}
-	if (S_ISDIR(st.st_mode)) {
-		prog.folders++;
-		w->v->folder(w->v->u, rel);
-		if (w->o->recursive)
-			local_dir(w, abs, rel);
-		return;
-	}
-	if (!S_ISREG(st.st_mode))
-		return; /* FIFOs, sockets, devices: nothing h5fs shows */
-	/* known by the signature (user blocks included), whatever the name:
-	 * opening reads it. A file that cannot be read at all is neither. */
-	rc = h5_file_open(&f, abs, w->o->open);
-	if (rc == H5_ERR_NOTHDF5) {
-		prog.files++;
-		w->v->plain(w->v->u, rel, (uint64_t)st.st_size);
-	} else if (rc == H5_ERR_IO) {
-		w->v->error(w->v->u, rel, rc);
-	} else if (!w->o->recursive) {
-		prog.files++;
-		prog.members++;
-		w->v->member(w->v->u, rel, (uint64_t)st.st_size, NULL, rc < 0 ? rc : 0);
-	} else {
-		prog.files++;
-		prog.members++;
-		w->v->member(w->v->u, rel, (uint64_t)st.st_size, f, rc);
-	}
-	h5_file_close(f);
-	h5_err_clear();
-	progress_tick();
-}
-
-static int local_dir(struct walk *w, const char *abs, const char *rel)
-{
-	char **names = NULL;
-	size_t n = 0, cap = 0;
-	struct stat st;
-	struct dirent *de;
-	DIR *d = NULL;
-	int rc = 0;
-
-	if (stat(abs, &st) != 0 || !(d = opendir(abs))) {
-		rc = h5_err_set(H5_ERR_IO, "%s: %s", abs, strerror(errno));
-		goto out;
-	}
-	/* a symbolic link back up the tree would walk forever */
-	for (unsigned i = 0; i < w->depth; i++)
-		if (w->up[i].dev == st.st_dev && w->up[i].ino == st.st_ino) {
-			rc = h5_err_set(H5_ERR_LOOP, "%s: a folder inside itself (symbolic link loop)", abs);
-			goto out;
-		}
-	if (w->depth == MAX_DEPTH) {
-		rc = h5_err_set(H5_ERR_LIMIT, "%s: folders nested deeper than %d", abs, MAX_DEPTH);
-		goto out;
-	}
-	w->up[w->depth].dev = st.st_dev;
-	w->up[w->depth].ino = st.st_ino;
-	while ((errno = 0, de = readdir(d))) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		if (n == cap) {
-			char **v = realloc(names, (cap = cap ? cap * 2 : 64) * sizeof(*v));
-
-			if (!v)
-				goto nomem;
-			names = v;
-		}
-		if (!(names[n] = strdup(de->d_name)))
-			goto nomem;
-		n++;
-	}
-	if (errno) {
-		rc = h5_err_set(H5_ERR_IO, "%s: %s", abs, strerror(errno));
-		goto out;
-	}
-	qsort(names, n, sizeof(*names), name_cmp);
-	w->depth++;
-	for (size_t i = 0; i < n; i++) {
-		char *a = join(abs, names[i]), *r = join(rel, names[i]);
-
-		if (a && r)
-			local_entry(w, a, r);
-		free(a);
-		free(r);
-		if (!a || !r) {
-			w->depth--;
-			goto nomem;
-		}
-	}
-	w->depth--;
-	goto out;
-nomem:
-	rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
-out:
-	if (rc < 0)
-		w->v->error(w->v->u, rel, rc);
-	if (d)
-		closedir(d);
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	return rc;
-}
-
-/* One level of the prefix url (ending in '/'): one listing, paginated. */
-static int s3_dir(struct walk *w, const char *url, const char *rel, unsigned depth)
-{
-	h5_s3_listing l;
-	int rc;
-
-	if (depth == MAX_DEPTH) {
-		rc = h5_err_set(H5_ERR_LIMIT, "%s: folders nested deeper than %d", url, MAX_DEPTH);
-		w->v->error(w->v->u, rel, rc);
-		return rc;
-	}
-	rc = h5_s3_list(&l, url, w->o->open);
-	if (rc < 0) {
-		w->v->error(w->v->u, rel, rc);
-		return rc;
-	}
-	for (size_t i = 0; i < l.n; i++) {
-		const h5_s3_entry *e = &l.v[i];
-		char *r, *u = NULL;
-
-		/* an object and a folder of one name (sorted: the object
-		 * first): the folder, as the mount shows it */
-		if (!e->is_prefix && i + 1 < l.n && strcmp(e->name, l.v[i + 1].name) == 0)
-			continue;
-		r = join(rel, e->name);
-
-		if (!r || asprintf(&u, "%s%s%s", url, e->name, e->is_prefix ? "/" : "") < 0) {
-			free(r);
-			rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
-			w->v->error(w->v->u, rel, rc);
-			break;
-		}
-		if (e->is_prefix) {
-			prog.folders++;
-			w->v->folder(w->v->u, r);
-			if (w->o->recursive)
-				s3_dir(w, u, r, depth + 1);
-		} else if (h5_name_has_suffix(e->name, w->o->suffixes)) {
-			member(w, r, u, e->size);
-		} else {
-			prog.files++;
-			w->v->plain(w->v->u, r, e->size);
-		}
-		free(r);
-		free(u);
-		progress_tick();
-	}
-	h5_s3_listing_free(&l);
-	return rc < 0 ? rc : 0;
-}
-
-int coll_walk(const char *top, const coll_opts *o, const coll_visit *v)
-{
-	struct walk w = { .o = o, .v = v };
-	int rc;
-
-	progress_start();
-	if (strncasecmp(top, "s3://", 5) == 0)
-		rc = s3_dir(&w, top, "", 0);
-	else
-		rc = local_dir(&w, top, "");
+	(void)prio;
 	coll_progress_clear();
-	return rc;
+	fprintf(stderr, "%s: ", (const char *)arg);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int tool_coll_open(const struct coll_backend **be, void **b, const char *top, const h5_open_opts *oo,
+		   const char *suffixes, const char *progname)
+{
+	/* refresh 0: a tool's run sees each listing once */
+	struct coll_settings st = { .refresh = 0, .h5_suffixes = suffixes, .log = NULL, .log_arg = (void *)progname };
+	int e;
+
+	(void)tool_log; /* a tool says the top's error itself; others are entries */
+	*b = NULL;
+	*be = coll_backend_of(top);
+	h5_err_clear();
+	e = (*be)->open(b, top, oo);
+	if (e) {
+		char msg[512];
+
+		snprintf(msg, sizeof(msg), "%s", *h5_err_msg() ? h5_err_msg() : strerror(e));
+		*b = NULL;
+		return h5_err_set(coll_h5err(e), "%s: %s", top, msg);
+	}
+	if ((*be)->configure)
+		(*be)->configure(*b, &st);
+	return 0;
+}
+
+/* ---- h5fs-ls's walk ----------------------------------------------------- */
+
+struct lswalk {
+	const ls_coll_opts *o;
+	const ls_visit *v;
+	const struct coll_backend *be;
+	void *b;
+	unsigned long folders, files, members;
+};
+
+static void lw_folder(void *u, const char *path, const struct coll_stat *st)
+{
+	struct lswalk *w = u;
+
+	(void)st;
+	w->folders++;
+	w->v->folder(w->v->u, path);
+	coll_progress_tick(w->folders, w->files, w->members, NULL);
+}
+
+static void lw_file(void *u, const char *path, const struct coll_stat *st, bool hdf5)
+{
+	struct lswalk *w = u;
+	h5_file *f = NULL;
+	int rc = 0;
+
+	w->files++;
+	if (!hdf5) {
+		w->v->plain(w->v->u, path, st->size);
+	} else {
+		w->members++;
+		/* -R opens every member for its tree; a local one is opened
+		 * without -R too, so that a corrupt or unsupported file is
+		 * listed with its error (an object of a prefix is not
+		 * fetched for a listing of names) */
+		if (w->o->recursive || !st->by_name) {
+			h5_open_opts oo = *w->o->open;
+			int e;
+
+			oo.writable = 0;
+			h5_err_clear();
+			e = w->be->open_member(w->b, &f, path, &oo);
+			rc = e ? (*h5_err_msg() ? H5_ERR_IO : h5_err_set(coll_h5err(e), "%s: %s", path, strerror(e))) : 0;
+		}
+		if (!w->o->recursive) {
+			h5_file_close(f);
+			f = NULL;
+		}
+		w->v->member(w->v->u, path, st->size, f, rc);
+		h5_file_close(f);
+		h5_err_clear();
+	}
+	coll_progress_tick(w->folders, w->files, w->members, NULL);
+}
+
+static void lw_error(void *u, const char *path, int e)
+{
+	struct lswalk *w = u;
+
+	w->v->error(w->v->u, path, coll_h5err(e));
+}
+
+int ls_coll_walk(const char *top, const ls_coll_opts *o, const ls_visit *v)
+{
+	struct lswalk w = { .o = o, .v = v };
+	coll_visit cv = { .u = &w, .folder = lw_folder, .file = lw_file, .error = lw_error,
+			  .top_only = !o->recursive };
+	int rc, e;
+
+	coll_progress_start("h5fs-ls");
+	rc = tool_coll_open(&w.be, &w.b, top, o->open, o->suffixes, "h5fs-ls");
+	if (rc < 0) {
+		v->error(v->u, "", rc);
+		return rc;
+	}
+	e = coll_walk(w.be, w.b, &cv);
+	w.be->close(w.b);
+	coll_progress_clear();
+	return e ? coll_h5err(e) : 0;
+}
+
+/* ---- -o ------------------------------------------------------------------ */
+
+int tool_parse_o(const char *progname, h5_open_opts *oo, char **params, size_t *nparams, char **suffixes, char *arg)
+{
+	char *save = NULL;
+
+	for (char *t = strtok_r(arg, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		char *v = strchr(t, '=');
+		int known = h5_source_param(t);
+
+		if (known == 1 && *nparams < TOOL_PARAMS) {
+			params[(*nparams)++] = t;
+			params[*nparams] = NULL;
+			oo->source_params = (const char *const *)params;
+			continue;
+		}
+		if (known == 0 && v && v[1] && strncmp(t, "h5_suffixes=", 12) == 0) {
+			*suffixes = v + 1;
+			continue;
+		}
+		h5_err_clear();
+		fprintf(stderr, "%s: unknown or malformed option -o %s\n", progname, t);
+		return -1;
+	}
+	return 0;
 }

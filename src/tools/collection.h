@@ -1,16 +1,18 @@
-/* collection.h - the walk of a collection for h5fs-ls (issue 25 item 6):
- * a local DIR (members known by their signature, as h5fs DIR MNT shows
- * them) or an S3 prefix s3://BUCKET/PREFIX/ (members known by their
- * suffix, one ListObjectsV2 per folder, as h5fs s3://... MNT shows them).
- * The walk only finds entries; what is printed is h5fs-ls.c's. */
+/* collection.h - collections as the tools see them (issue 25 item 6,
+ * issue 35): a local DIR or an S3 prefix s3://BUCKET/PREFIX/ opened
+ * through the collection library's backends (src/coll) and walked by
+ * its walk (coll_walk.h: members by the one rule, as h5fs DIR MNT and
+ * h5fs s3://... MNT show them), plus the progress line on a terminal.
+ * What is printed is h5fs-ls.c's and h5fs-find.c's. */
 #ifndef H5FS_COLLECTION_H
 #define H5FS_COLLECTION_H
 
 #include "h5core.h"
+#include "coll_walk.h"
 
 #include <stdint.h>
 
-typedef struct coll_visit {
+typedef struct ls_visit {
 	void *u;
 	/* path: relative to the collection's top, '/'-separated */
 	void (*folder)(void *u, const char *path);
@@ -21,23 +23,46 @@ typedef struct coll_visit {
 	void (*plain)(void *u, const char *path, uint64_t size);
 	/* a folder that could not be listed (path "" for the top) */
 	void (*error)(void *u, const char *path, int rc);
-} coll_visit;
+} ls_visit;
 
-typedef struct coll_opts {
+typedef struct ls_coll_opts {
 	const h5_open_opts *open;  /* how members are opened (S3 endpoint, ...) */
 	const char *suffixes;      /* S3: member names (NULL: H5_SUFFIXES_DEFAULT) */
 	int recursive;             /* into folders, and members opened */
-} coll_opts;
+} ls_coll_opts;
 
-/* 1 if name is a collection h5fs-ls lists as one: an existing directory
+/* 1 if name is a collection the tools list as one: an existing directory
  * or s3://BUCKET/ with an optional PREFIX/ (ending in '/'). */
 int coll_is_collection(const char *name);
-/* Walks top in name order. 0, or the error of listing top itself (the
- * top's error callback was called, folders below give theirs and the walk
- * goes on). A progress line is kept on stderr while the walk lasts more
- * than a second, when stderr is a terminal; coll_progress_clear() takes
- * it away before other output (h5fs-ls calls it before each line). */
-int coll_walk(const char *top, const coll_opts *o, const coll_visit *v);
+
+/* The backend of top opened with the tools' settings (members read-only,
+ * logs to stderr as "prog: ..."): 0 or a negative h5_err with the
+ * backend's words. */
+int tool_coll_open(const struct coll_backend **be, void **b, const char *top, const h5_open_opts *oo,
+		   const char *suffixes, const char *prog);
+
+/* Walks top in name order (h5fs-ls). 0, or the error of listing top
+ * itself (the top's error callback was called, folders below give theirs
+ * and the walk goes on). */
+int ls_coll_walk(const char *top, const ls_coll_opts *o, const ls_visit *v);
+
+/* The progress line: on stderr while a walk lasts more than a second
+ * (H5FS_LS_PROGRESS_AFTER_MS moves the second), when stderr is a
+ * terminal. tick is called per entry with the counts so far; clear takes
+ * the line away before other output. */
+void coll_progress_start(const char *prog);
+void coll_progress_tick(unsigned long folders, unsigned long files, unsigned long members,
+			const char *doing);
 void coll_progress_clear(void);
+
+#define TOOL_PARAMS 32   /* byte-source options kept at most */
+
+/* -o a,b=c: what the daemon's -o of the same names does (doc/h5fs.1):
+ * the byte-source classes' options (h5_source_param) are kept in order
+ * in params[0..TOOL_PARAMS] (arg's pieces), NULL-terminated, for
+ * oo->source_params; h5_suffixes= into *suffixes. 0, or -1 with a line
+ * on stderr. */
+int tool_parse_o(const char *progname, h5_open_opts *oo, char **params, size_t *nparams, char **suffixes,
+		 char *arg);
 
 #endif

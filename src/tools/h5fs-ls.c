@@ -607,9 +607,9 @@ static void coll_error(void *u, const char *path, int rc)
 		fprintf(stderr, "h5fs-ls: %s\n", h5_err_msg());
 }
 
-static int list_collection(struct lister *L, const char *top, const coll_opts *co)
+static int list_collection(struct lister *L, const char *top, const ls_coll_opts *co)
 {
-	coll_visit v = { L, coll_folder, coll_member, coll_plain, coll_error };
+	ls_visit v = { L, coll_folder, coll_member, coll_plain, coll_error };
 	int rc;
 
 	if (L->json) {
@@ -620,43 +620,12 @@ static int list_collection(struct lister *L, const char *top, const coll_opts *c
 		printf("{\"collection\": %s, \"entries\": [", s.p ? s.p : "\"\"");
 		free(s.p);
 	}
-	rc = coll_walk(top, co, &v);
+	rc = ls_coll_walk(top, co, &v);
 	if (L->json)
 		printf("%s]}\n", L->first_json ? "" : "\n");
 	if (rc < 0)
 		return rc == H5_ERR_NOMEM ? TOOL_EXIT_PARTIAL : TOOL_EXIT_OPEN;
 	return L->nerr ? TOOL_EXIT_PARTIAL : TOOL_EXIT_OK;
-}
-
-#define LS_PARAMS 32     /* byte-source options kept at most */
-
-/* -o a,b=c: what the daemon's -o of the same names does (doc/h5fs.1):
- * the byte-source classes' options (h5_source_param) are kept in order
- * in params[0..LS_PARAMS) (arg's pieces), NULL-terminated, for
- * oo->source_params. */
-static int parse_o(h5_open_opts *oo, char **params, size_t *nparams, char **suffixes, char *arg)
-{
-	char *save = NULL;
-
-	for (char *t = strtok_r(arg, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		char *v = strchr(t, '=');
-		int known = h5_source_param(t);
-
-		if (known == 1 && *nparams < LS_PARAMS) {
-			params[(*nparams)++] = t;
-			params[*nparams] = NULL;
-			oo->source_params = (const char *const *)params;
-			continue;
-		}
-		if (known == 0 && v && v[1] && strncmp(t, "h5_suffixes=", 12) == 0) {
-			*suffixes = v + 1;
-			continue;
-		}
-		h5_err_clear();
-		fprintf(stderr, "h5fs-ls: unknown or malformed option -o %s\n", t);
-		return -1;
-	}
-	return 0;
 }
 
 static void usage(FILE *out)
@@ -703,7 +672,7 @@ int main(int argc, char **argv)
 	char *url_alloc = NULL;
 	const char *file = NULL, *path = "/";
 	h5_open_opts oo = { 0 };
-	char *params[LS_PARAMS + 1] = { NULL };
+	char *params[TOOL_PARAMS + 1] = { NULL };
 	size_t nparams = 0;
 	char *suffixes = NULL;
 	h5_file *f = NULL;
@@ -722,7 +691,7 @@ int main(int argc, char **argv)
 		} else if (strcmp(argv[i], "-o") == 0 || (strncmp(argv[i], "-o", 2) == 0 && argv[i][2])) {
 			char *arg = argv[i][2] ? argv[i] + 2 : i + 1 < argc ? argv[++i] : NULL;
 
-			if (!arg || parse_o(&oo, params, &nparams, &suffixes, arg) < 0) {
+			if (!arg || tool_parse_o("h5fs-ls", &oo, params, &nparams, &suffixes, arg) < 0) {
 				usage(stderr);
 				return TOOL_EXIT_USAGE;
 			}
@@ -793,7 +762,7 @@ int main(int argc, char **argv)
 	}
 	oo.ctx = ctx;
 	if (coll_is_collection(file)) {
-		coll_opts co = { &oo, suffixes, L.recursive };
+		ls_coll_opts co = { &oo, suffixes, L.recursive };
 
 		if (refs || nargs > 1) {
 			fprintf(stderr, "h5fs-ls: %s: %s is for one FILE, not a collection\n", file,

@@ -289,7 +289,7 @@ def symlink_text(dirpath, target):
 
 class Entry:
     __slots__ = ("kind", "addr", "rc", "target", "layout", "size", "data", "why", "dtype",
-                 "raw_target", "appendable", "filters")
+                 "raw_target", "appendable", "overwritable", "filters")
 
     def __init__(self, kind):
         self.kind = kind          # "dir", "file", "link"
@@ -301,6 +301,7 @@ class Entry:
         self.data = None          # callable -> expected bytes, or None
         self.why = None           # why data is not compared
         self.appendable = False
+        self.overwritable = False
         self.dtype = None
         self.raw_target = None    # soft link value as stored
         self.filters = ()         # filter ids of the pipeline
@@ -395,6 +396,26 @@ def appendable(f, ds):
         return False
     pl = ds.id.get_create_plist()
     nf = pl.get_nfilters()
+    if nf and bt1_dump.partial_edge_unfiltered(ds.file.filename, addr):
+        return False
+    return all(pl.get_filter(i)[0] in (1, 2, 3) for i in range(nf))
+
+
+def overwritable(f, ds):
+    """Whether h5fs writes bytes inside ds on a read-write mount
+    (write/overwrite.c h5_overwrite_check): not virtual, no external
+    storage, no variable-length data; chunked with every filter one h5fs
+    encodes (deflate, shuffle, fletcher32) and not the partial-edge flag
+    with filters."""
+    import h5py
+    import bt1_dump
+    if layout_name(ds) == "virtual" or ds.external or _has_vlen(ds.id.get_type()):
+        return False
+    if ds.chunks is None:
+        return True
+    pl = ds.id.get_create_plist()
+    nf = pl.get_nfilters()
+    addr = h5py.h5o.get_info(ds.id).addr
     if nf and bt1_dump.partial_edge_unfiltered(ds.file.filename, addr):
         return False
     return all(pl.get_filter(i)[0] in (1, 2, 3) for i in range(nf))
@@ -619,6 +640,7 @@ def _walk(f, g, prefix, tree, stack, max_depth, ctx, fpath, anchor):
                 ds = h5py.Dataset(oid)
                 e.layout = layout_name(ds)
                 e.appendable = not other and appendable(of, ds)
+                e.overwritable = not other and overwritable(of, ds)
                 try:
                     pl = ds.id.get_create_plist()
                     e.filters = tuple(pl.get_filter(i)[0] for i in range(pl.get_nfilters()))
@@ -843,7 +865,7 @@ def _compare(expected, root_addr, mnt, rep, windows, seed, compare_names, eio_ok
             if stat.S_IMODE(st.st_mode) != 0o555:
                 rep.bad("%s: directory mode %o" % (p, stat.S_IMODE(st.st_mode)))
             continue
-        if stat.S_IMODE(st.st_mode) != (0o644 if writable and e.appendable else 0o444):
+        if stat.S_IMODE(st.st_mode) != (0o644 if writable and (e.appendable or e.overwritable) else 0o444):
             rep.bad("%s: file mode %o" % (p, stat.S_IMODE(st.st_mode)))
         if e.rc and st.st_nlink != e.rc:
             rep.bad("%s: st_nlink %d, object reference count %d" % (p, st.st_nlink, e.rc))

@@ -325,8 +325,13 @@ def main():
                 t.start()
             for t in th:
                 t.join(170)
+    # two read-write mounts of the same members: the one that opens a
+    # member second gets it read-only (the other holds its flock), so its
+    # writable datasets show no owner write bit there
+    def no_wbit(snap):
+        return [[e[0], oct(int(e[1], 8) & ~0o200)] + list(e[2:]) if e[1].startswith("0o100") else e for e in snap]
     for k in (1, 2):
-        d = diff(ref2, res.get(k, []))
+        d = diff(no_wbit(ref2), no_wbit(res.get(k, [])))
         if d:
             T.fail("shared index, mount %d differs from -o noindex: %s" % (k, d))
     for mm in (m1, m2):

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """The documentation matches the programs:
-- doc/h5fs.1 and doc/h5fs-ls.1 format without warnings
+- doc/h5fs.1, doc/h5fs-ls.1 and doc/h5fs-find.1 format without warnings
   (man --warnings; skipped when man is not installed);
 - every option in the OPTIONS section of a man page is in the program's
   --help, and every option --help lists is in the man page;
@@ -67,7 +67,8 @@ def option_keys(text):
 
 def man_options(path):
     secs = man_sections(path)
-    lines = secs.get("OPTIONS", [])
+    # h5fs-find's tests are options of its command line too
+    lines = secs.get("OPTIONS", []) + secs.get("TESTS", [])
     keys = set()
     for i, line in enumerate(lines):
         if line.strip() == ".TP" and i + 1 < len(lines):
@@ -208,6 +209,9 @@ def main():
             T.skip("%s not built" % p)
     pages = [(os.path.join(T.SRCDIR, "doc", "h5fs.1"), T.H5FS),
              (os.path.join(T.SRCDIR, "doc", "h5fs-ls.1"), T.H5FS_LS)]
+    find = os.path.join(T.BUILDDIR, "h5fs-find")
+    if os.path.exists(find):
+        pages.append((os.path.join(T.SRCDIR, "doc", "h5fs-find.1"), find))
     h5fs_keys = set()
     for page, prog in pages:
         check_man_warnings(page)

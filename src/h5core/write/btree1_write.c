@@ -210,10 +210,11 @@ static void mark(h5_bt1w *w, bw_node *x)
 	}
 }
 
-/* Open a gap at position i (keys i.. and children i.. move right). */
+/* Open a gap at position i (keys i.. and children i.. move right; the
+ * right key n too: a gap before the end keeps it). */
 static void open_gap(h5_bt1w *w, bw_node *x, unsigned i)
 {
-	for (unsigned j = x->n + 1; j-- > i + 1;)
+	for (unsigned j = x->n + 1; j > i; j--)
 		key_copy(w, x, j, x, j - 1);
 	for (unsigned j = x->n; j > i; j--) {
 		x->child[j] = x->child[j - 1];

@@ -75,6 +75,7 @@ static void stat_of(struct coll_stat *cs, const struct stat *st)
 	cs->gid = st->st_gid;
 	cs->ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000LL + st->st_ctim.tv_nsec;
 	cs->ino = (uint64_t)st->st_ino;
+	cs->dev = (uint64_t)st->st_dev;
 }
 
 /* Symlinks in DIR are followed (stat, not lstat), as a user listing DIR
@@ -174,7 +175,7 @@ static int local_open_source(void *b, h5_source **out, const char *path)
 	memset(&so, 0, sizeof(so));
 	rc = h5_source_open(out, p, &so);
 	free(p);
-	return rc < 0 ? (rc == H5_ERR_NOTFOUND ? ENOENT : rc == H5_ERR_PERM ? EACCES : EIO) : 0;
+	return rc < 0 ? coll_errno(rc) : 0;
 }
 
 static int local_open_member(void *b, h5_file **out, const char *path, const h5_open_opts *oo)
@@ -197,7 +198,12 @@ static int local_open_member(void *b, h5_file **out, const char *path, const h5_
 		rc = h5_file_open(out, p, &o);
 	}
 	free(p);
-	return rc < 0 ? EIO : 0;
+	return rc == H5_ERR_NOTHDF5 ? EMEDIUMTYPE : rc < 0 ? EIO : 0;
+}
+
+static bool local_may_write(void *b, const char *path)
+{
+	return faccessat(((struct local *)b)->dfd, rel(path), W_OK, 0) == 0;
 }
 
 static const char *local_tree(void *b)
@@ -214,5 +220,6 @@ const struct coll_backend coll_local = {
 	.stat = local_stat,
 	.open_source = local_open_source,
 	.open_member = local_open_member,
+	.may_write = local_may_write,
 	.tree = local_tree,
 };

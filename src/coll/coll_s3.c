@@ -16,7 +16,6 @@
  * one log line each. */
 #define _GNU_SOURCE /* asprintf */
 #include "coll_backend.h"
-#include "fuse_ops.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -44,8 +43,8 @@ struct s3c {
 	h5_open_opts oo;        /* the source classes' options (endpoint, region, ...) */
 	char *suffixes;         /* NULL: H5_SUFFIXES_DEFAULT */
 	double ttl;
-	const h5fs_config *cfg; /* for the log; NULL before configure */
-	coll_log_fn log;
+	coll_log_fn log;        /* NULL before configure */
+	void *log_arg;
 	pthread_mutex_t mu;
 	pthread_cond_t loaded;
 	struct s3dir *dirs;     /* most recently fetched first */
@@ -117,31 +116,18 @@ static int s3c_open(void **out, const char *spec, const h5_open_opts *oo)
 	return 0;
 }
 
-static void s3c_configure(void *b, const h5fs_config *cfg, coll_log_fn log)
+static void s3c_configure(void *b, const struct coll_settings *st)
 {
 	struct s3c *s = b;
 
-	s->cfg = cfg;
-	s->log = log;
+	s->log = st->log;
+	s->log_arg = st->log_arg;
 	/* -o refresh=0: the view stays as mounted, listings too */
-	s->ttl = cfg->refresh ? (double)cfg->refresh : 1e18;
+	s->ttl = st->refresh ? (double)st->refresh : 1e18;
 	free(s->suffixes);
-	s->suffixes = cfg->h5_suffixes && *cfg->h5_suffixes ? strdup(cfg->h5_suffixes) : NULL;
+	s->suffixes = st->h5_suffixes && *st->h5_suffixes ? strdup(st->h5_suffixes) : NULL;
 }
 
-static int errno_of(int rc)
-{
-	switch (rc) {
-	case H5_ERR_NOMEM:
-		return ENOMEM;
-	case H5_ERR_NOTFOUND:
-		return ENOENT;
-	case H5_ERR_PERM:
-		return EACCES;
-	default:
-		return EIO;
-	}
-}
 
 /* Drops the oldest listings past S3_DIRS_MAX (s->mu held): they are
  * fetched again when needed. */
@@ -210,8 +196,8 @@ again:
 		rc = h5_s3_list(&l, url, &s->oo);
 	}
 	if (rc < 0 && s->log)
-		s->log(s->cfg, LOG_ERR, "%s: cannot be listed: %s: %s", url ? url : path,
-			     strerror(errno_of(rc)), h5_err_msg());
+		s->log(s->log_arg, LOG_ERR, "%s: cannot be listed: %s: %s", url ? url : path,
+			     strerror(coll_errno(rc)), h5_err_msg());
 	free(url);
 
 	pthread_mutex_lock(&s->mu);
@@ -221,7 +207,7 @@ again:
 		/* nothing kept: the next lookup asks again */
 		d->at = 0;
 		pthread_mutex_unlock(&s->mu);
-		return errno_of(rc);
+		return coll_errno(rc);
 	}
 	h5_s3_listing_free(&d->l);
 	d->l = l;
@@ -375,7 +361,7 @@ static int s3c_open_source(void *b, h5_source **out, const char *path)
 	so.params = s->oo.source_params;
 	rc = h5_source_open(out, u, &so);
 	free(u);
-	return rc < 0 ? errno_of(rc) : 0;
+	return rc < 0 ? coll_errno(rc) : 0;
 }
 
 /* The GET that tells whether the member is HDF5: h5_file_open reads the
@@ -394,7 +380,7 @@ static int s3c_open_member(void *b, h5_file **out, const char *path, const h5_op
 	o.writable = 0;         /* remote files are read-only */
 	rc = h5_file_open(out, u, &o);
 	free(u);
-	return rc < 0 ? EIO : 0;
+	return rc == H5_ERR_NOTHDF5 ? EMEDIUMTYPE : rc < 0 ? EIO : 0;
 }
 
 const struct coll_backend coll_s3 = {

@@ -80,7 +80,35 @@ static const char schema_sql[] =
 	" name TEXT NOT NULL, value BLOB NOT NULL, PRIMARY KEY(member, node, ord)) WITHOUT ROWID;"
 	"CREATE TABLE file(root TEXT NOT NULL, path TEXT NOT NULL, size INTEGER NOT NULL,"
 	" mtime_ns INTEGER NOT NULL, etag TEXT NOT NULL, hdf5 INTEGER NOT NULL,"
-	" PRIMARY KEY(root, path)) WITHOUT ROWID;";
+	" PRIMARY KEY(root, path)) WITHOUT ROWID;"
+	/* the catalog h5fs-find queries (ccat.c): per member, its objects
+	 * and their attributes' texts, keyed by the member's stamp */
+	"CREATE TABLE cat_member(id INTEGER PRIMARY KEY, root TEXT NOT NULL, path TEXT NOT NULL,"
+	" size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, etag TEXT NOT NULL, error TEXT,"
+	" UNIQUE(root, path));"
+	"CREATE TABLE cat_object(member INTEGER NOT NULL, id INTEGER NOT NULL, path TEXT NOT NULL,"
+	" type INTEGER NOT NULL, dtype TEXT, shape TEXT, ndim INTEGER, target TEXT,"
+	" PRIMARY KEY(member, id)) WITHOUT ROWID;"
+	"CREATE TABLE cat_attr(member INTEGER NOT NULL, object INTEGER NOT NULL, ord INTEGER NOT NULL,"
+	" name TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY(member, object, ord)) WITHOUT ROWID;"
+	/* The documented interface (doc/h5fs-find.1, THE INDEX): what
+	 * `sqlite3 INDEX 'SELECT ...'` users rely on; the tables may change
+	 * with the schema version, the views keep their columns. path is
+	 * the object's path as a mount of the collection shows it. */
+	"CREATE VIEW files AS SELECT root AS collection, path, size, mtime_ns,"
+	" NULLIF(etag, '') AS etag, error FROM cat_member;"
+	"CREATE VIEW objects AS SELECT m.root AS collection, m.path AS file, o.path AS object,"
+	" CASE o.path WHEN '' THEN m.path ELSE m.path || '/' || o.path END AS path,"
+	" CASE o.type WHEN 0 THEN 'group' WHEN 1 THEN 'dataset' WHEN 2 THEN 'datatype'"
+	" WHEN 3 THEN 'softlink' ELSE 'extlink' END AS type, o.dtype AS dtype, o.shape AS shape,"
+	" o.ndim AS ndim, o.target AS target, o.member AS member_id, o.id AS object_id"
+	" FROM cat_object o JOIN cat_member m ON m.id = o.member;"
+	"CREATE VIEW groups AS SELECT collection, file, object, path FROM objects WHERE type = 'group';"
+	"CREATE VIEW datasets AS SELECT collection, file, object, path, dtype, shape, ndim FROM objects"
+	" WHERE type = 'dataset';"
+	"CREATE VIEW attributes AS SELECT o.collection AS collection, o.file AS file, o.object AS object,"
+	" o.path AS path, o.type AS type, a.name AS name, a.value AS value"
+	" FROM cat_attr a JOIN objects o ON o.member_id = a.member AND o.object_id = a.object;";
 
 
 void cindex_note(const cindex *ix, const char *fmt, ...)

@@ -475,6 +475,68 @@ int cindex_set_kind(cindex *ix, const cindex_key *k, int hdf5)
 	return ret;
 }
 
+int cindex_set_kinds(cindex *ix, const cindex_key *k, const int *hdf5, size_t n)
+{
+	sqlite3_stmt *s;
+	int rc = SQLITE_OK, ret = 0;
+
+	if (!n || !lock_open(ix))
+		return 0;
+	/* one transaction: a commit per file is a WAL write per file */
+	rc = sqlite3_exec(ix->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+	s = ix->q[Q_SET_KIND];
+	for (size_t i = 0; rc == SQLITE_OK && i < n; i++) {
+		bind_key(s, &k[i], 0);
+		sqlite3_bind_int64(s, 3, (int64_t)k[i].size);
+		sqlite3_bind_int64(s, 4, k[i].mtime_ns);
+		sqlite3_bind_text(s, 5, k[i].etag ? k[i].etag : "", -1, SQLITE_STATIC);
+		sqlite3_bind_int(s, 6, hdf5[i] != 0);
+		rc = sqlite3_step(s);
+		done(s);
+		if (rc == SQLITE_DONE)
+			rc = SQLITE_OK;
+	}
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(ix->db, "COMMIT", NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		ret = cindex_sql_err(ix, rc, "recording files' kinds");
+		sqlite3_exec(ix->db, "ROLLBACK", NULL, NULL, NULL);
+		if (cindex_damaged(rc))
+			cindex_rebuild(ix, rc);
+	}
+	pthread_mutex_unlock(&ix->lock);
+	return ret;
+}
+
+int cindex_kinds(cindex *ix, const char *root, void (*cb)(void *arg, const char *path, const cindex_file *f),
+		 void *arg)
+{
+	sqlite3_stmt *s;
+	int rc, ret = 0;
+
+	if (!lock_open(ix))
+		return 0;
+	s = ix->q[Q_FOLDER];
+	sqlite3_bind_text(s, 1, root, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, "", -1, SQLITE_STATIC);
+	sqlite3_bind_blob(s, 3, "\xff", 1, SQLITE_STATIC);     /* every path: text sorts below any blob */
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		const char *etag = (const char *)sqlite3_column_text(s, 3);
+		cindex_file f = { .size = (uint64_t)sqlite3_column_int64(s, 1), .mtime_ns = sqlite3_column_int64(s, 2),
+				  .etag = etag ? etag : "", .hdf5 = sqlite3_column_int(s, 4) != 0 };
+
+		cb(arg, (const char *)sqlite3_column_text(s, 0), &f);
+	}
+	done(s);
+	if (rc != SQLITE_DONE) {
+		ret = cindex_sql_err(ix, rc, "reading files' kinds");
+		if (cindex_damaged(rc))
+			cindex_rebuild(ix, rc);
+	}
+	pthread_mutex_unlock(&ix->lock);
+	return ret;
+}
+
 int cindex_prune(cindex *ix, const char *root, const char *folder,
 		 int (*present)(void *arg, const char *name, const cindex_file *f), void *arg)
 {

@@ -1,6 +1,6 @@
 /* linkvec.h - a group's links copied out of h5_group_iterate's callback,
- * so a tool can walk into each child while the iteration is over (the
- * walk of h5fs-ls and of --refs, refs.c). */
+ * so a walk can go into each child while the iteration is over (the
+ * collection library's catalog, ccat.c; h5fs-ls and --refs, refs.c). */
 #ifndef H5FS_LINKVEC_H
 #define H5FS_LINKVEC_H
 

@@ -33,7 +33,7 @@
 
 /* Bumped whenever the tables or what a record means change: an index of
  * another version is rebuilt (moved aside), never misread. */
-#define CINDEX_SCHEMA_VERSION 1
+#define CINDEX_SCHEMA_VERSION 2        /* 2: the catalog (ccat.h) and its views */
 
 enum cindex_type { CINDEX_DIR = 0, CINDEX_FILE = 1, CINDEX_LINK = 2 };
 
@@ -136,6 +136,8 @@ int cindex_forget(cindex *ix, const char *root, const char *member);
  * then reads no file's signature. */
 int cindex_kind(cindex *ix, const cindex_key *k);
 int cindex_set_kind(cindex *ix, const cindex_key *k, int hdf5);
+/* The same for k[i], hdf5[i] (i < n), in one transaction. */
+int cindex_set_kinds(cindex *ix, const cindex_key *k, const int *hdf5, size_t n);
 /* A file row as cindex_prune reads it: the key its kind was said at. */
 typedef struct cindex_file {
 	uint64_t size;
@@ -151,6 +153,11 @@ typedef struct cindex_file {
  * back into ix), so a listing learns every kind in one query. */
 int cindex_prune(cindex *ix, const char *root, const char *folder,
 		 int (*present)(void *arg, const char *name, const cindex_file *f), void *arg);
+/* Every file row under root, in path order (a tool's walk of the whole
+ * collection asks once instead of once per file): cb(arg, path, f),
+ * valid during the call; ix is locked. */
+int cindex_kinds(cindex *ix, const char *root, void (*cb)(void *arg, const char *path, const cindex_file *f),
+		 void *arg);
 /* How many members have a record under root (tests, tools). */
 int cindex_count(uint64_t *out, cindex *ix, const char *root);
 

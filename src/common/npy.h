@@ -1,0 +1,36 @@
+/* npy.h - the header of a NumPy .npy stream (format versions 1.0, 2.0 and
+ * 3.0, numpy.lib.format): magic, version, header length, and the header
+ * dict {'descr': ..., 'fortran_order': ..., 'shape': (...)}. For creating
+ * a dataset from `np.save` through the mount (issue 32 item 2): numeric
+ * dtypes only (bool, signed and unsigned integers, IEEE floats of 2, 4
+ * and 8 bytes, complex of 8 and 16); C order only. */
+#ifndef H5FS_NPY_H
+#define H5FS_NPY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define NPY_MAX_RANK 32
+#define NPY_MIN_BYTES 10        /* magic, version and a v1 header length */
+
+typedef struct npy_header {
+	unsigned major, minor;  /* format version */
+	size_t data_offset;     /* bytes before the data: magic .. header's '\n' */
+	char kind;              /* 'b' bool, 'i', 'u', 'f', 'c' */
+	unsigned itemsize;      /* bytes per element */
+	bool big_endian;        /* '>' (a one-byte type: false) */
+	unsigned rank;
+	uint64_t shape[NPY_MAX_RANK];
+	uint64_t nelmts, nbytes;
+} npy_header;
+
+/* Parse the header at the start of buf[0..len). Returns 0 (h filled), a
+ * positive count of bytes needed in all before it can tell (the stream is
+ * shorter: call again with more), or a negative errno with the reason in
+ * err: -EINVAL for what is not an NPY header or a broken one,
+ * -EOPNOTSUPP for a valid one h5fs does not take (Fortran order, a
+ * structured, string, object or datetime dtype, long double). */
+int npy_parse(npy_header *h, const uint8_t *buf, size_t len, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,93 @@
+/* ll_overwrite.c - writing bytes inside datasets through the mount
+ * (doc/OVERWRITE.md; man h5fs MODIFYING): pwrite, dd conv=notrunc.
+ *
+ * A write handle's bytes inside the dataset go to its overwriter (engine
+ * overwrite.c), which keeps them in memory; they are committed in one
+ * ordered commit at close (flush) and fsync, durably, and - without
+ * fsync - whenever 64 MiB wait (H5FS_OVERWRITE_COMMIT_BYTES), keeping a
+ * trailing partial element back for the rest of it. After a commit the
+ * node gets a freshly opened dataset (the index may have moved) and the
+ * kernel drops the file's cached pages. */
+#include "ll.h"
+
+#define OW_COMMIT_BYTES ((uint64_t)64 << 20)
+
+static uint64_t commit_bytes(void)
+{
+	static uint64_t v;
+	uint64_t x = __atomic_load_n(&v, __ATOMIC_RELAXED);
+	const char *e;
+
+	if (x)
+		return x;
+	e = getenv("H5FS_OVERWRITE_COMMIT_BYTES");
+	x = e && *e ? strtoull(e, NULL, 10) : 0;
+	if (!x)
+		x = OW_COMMIT_BYTES;
+	__atomic_store_n(&v, x, __ATOMIC_RELAXED);
+	return x;
+}
+
+int ow_open(h5fs *fs, struct node *n, h5_overwriter **out)
+{
+	int rc = h5_overwrite_open(out, fs->f, n->addr);
+
+	if (rc == 0)
+		return 0;
+	/* what cannot be written in place or by chunk: one line, its own errno */
+	if (rc == H5_ERR_UNSUPPORTED) {
+		h5fs_log(fs, LOG_NOTICE, "open %s for writing (object header 0x%llx): EOPNOTSUPP: %s",
+			 show_path(n->path), (unsigned long long)n->addr, h5_err_msg());
+		return EOPNOTSUPP;
+	}
+	return h5err_logged(fs, rc, "open for writing", n->path, NULL, n->addr);
+}
+
+/* Show what a commit changed: the node's dataset reopened (a chunk index
+ * may have a new root), its allocation and mtime; cached pages and
+ * attributes dropped. */
+void ow_refresh(h5fs *fs, struct node *n, fuse_ino_t ino)
+{
+	h5_dataset *nd = NULL, *old;
+	int64_t mt;
+
+	if (h5_dataset_open(&nd, fs->f, n->addr) < 0) {
+		h5fs_log(fs, LOG_ERR, "write %s: reopening the dataset: %s", show_path(n->path), h5_err_msg());
+		return;
+	}
+	pthread_rwlock_wrlock(&n->lk);
+	old = n->ds;
+	n->ds = nd;
+	n->view = h5_dataset_view(nd);
+	n->st.st_size = (off_t)n->view->size(nd);
+	n->st.st_blocks = blocks_of(h5_dataset_allocated(nd));
+	xattr_cache_drop(n);
+	if (h5_dataset_mtime(nd, &mt) == 0)
+		n->st.st_mtime = n->st.st_ctime = (time_t)mt;
+	pthread_rwlock_unlock(&n->lk);
+	h5_dataset_close(old);
+	/* the pages of read handles (cached: the size did not change) */
+	if (fs->se)
+		fuse_lowlevel_notify_inval_inode(fs->se, fs_ino_out(fs, ino), 0, 0);
+}
+
+int ow_commit(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, bool all, bool durable)
+{
+	bool any = h5_overwrite_buffered(ow) != 0;
+	int rc = h5_overwrite_commit(ow, all, durable);
+
+	if (any)
+		ow_refresh(fs, n, ino);
+	return rc < 0 ? h5err_logged(fs, rc, "write", n->path, NULL, n->addr) : 0;
+}
+
+int ow_put(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, uint64_t off, const char *buf, size_t len)
+{
+	int rc = h5_overwrite_put(ow, off, buf, len);
+
+	if (rc < 0)
+		return h5err_logged(fs, rc, "write", n->path, NULL, n->addr);
+	if (h5_overwrite_buffered(ow) >= commit_bytes())
+		return ow_commit(fs, n, ow, ino, false, false);
+	return 0;
+}

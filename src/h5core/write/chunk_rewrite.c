@@ -1,0 +1,509 @@
+/*
+ * chunk_rewrite.c - overwriting bytes of a chunked dataset (overwrite.h,
+ * doc/OVERWRITE.md): every chunk the written extents touch is read
+ * (decoded through the filter pipeline; the fill value where the chunk
+ * was never allocated), changed in memory, encoded again and written as a
+ * new chunk at the allocation end (space.c) - or, unfiltered, where the
+ * index places it itself (implicit, single chunk) - and its record set on
+ * the index writer (cidx.h's write ops, the appends' writers). Then one
+ * ordered commit (txn.c): the new index blocks, fsync, the superblock's
+ * end of allocated space, fsync, the one in-place switch, fsync. Until the
+ * switch nothing reachable changed; after it every chunk reads its new
+ * bytes. Replaced chunks are leaked, as libhdf5 leaks them.
+ */
+#include "overwrite.h"
+#include "txn.h"
+#include "space.h"
+#include "pool.h"
+#include "base.h"
+#include "file.h"
+#include "filter.h"
+#include "chunk_rec.h"
+#include "chunk_int.h"
+#include "chunk.h"
+#include "cidx.h"
+#include "cidx_write.h"
+#include "dataset.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <time.h>
+
+/* Decoded chunk images held before they are encoded and staged. */
+#define DIRTY_MAX ((uint64_t)64 << 20)
+/* Below this many bytes of chunks, threads cost more than they save. */
+#define THREAD_MIN_BYTES ((uint64_t)256 << 10)
+
+/* A chunk touched by this commit: its image while dirty; once staged, the
+ * record of its new copy (a later extent touching it again reads that). */
+typedef struct cent {
+	uint64_t key;           /* row-major index over the current chunk grid, +1 (0: empty slot) */
+	uint64_t scaled[H5_MAX_RANK];
+	uint8_t *img;           /* dirty image (chunk_bytes), NULL when not loaded */
+	uint64_t cover;         /* bytes of it the (disjoint) extents write */
+	bool staged;
+	h5_chunk_rec rec;       /* staged: the new copy */
+	/* encoding (worker threads) */
+	uint8_t *enc;
+	size_t enclen;
+	uint32_t mask;
+} cent;
+
+typedef struct rw {
+	h5_dataset *d;
+	h5_chunk_index *ci;
+	h5_file *f;
+	unsigned rank;
+	uint64_t esize, cb;             /* element and chunk bytes */
+	uint64_t cstride[H5_MAX_RANK];  /* elements, within a chunk */
+	uint64_t nch[H5_MAX_RANK];      /* chunks per dimension (current dims) */
+	cent *tab;                      /* open addressing */
+	size_t cap, used;
+	uint64_t dirty;                 /* bytes of loaded images */
+	const h5_cidx_write_ops *wops;
+	void *w;
+} rw;
+
+int h5_ow_chunked_check(const h5_dataset *d)
+{
+	const h5_cidx_write_ops *wops = h5_cidx_write_ops_of(d->layout.idx_type);
+
+	if (!wops)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "chunk index %s has no writer",
+				  h5_layout_index_name(d->layout.idx_type));
+	for (size_t i = 0; i < d->pline.n; i++) {
+		uint16_t id = d->pline.filters[i].id;
+
+		if (!h5_filter_can_encode(id))
+			return h5_err_set(H5_ERR_UNSUPPORTED, "filter %s (%u) has no encoder: its chunks cannot be rewritten",
+					  h5_filter_name(id), id);
+	}
+	/* whether an edge chunk is filtered then depends on the layout
+	 * flag; the writers record every chunk as filtered */
+	if (d->pline.n && (d->layout.flags & H5_LAYOUT_FLAG_NO_FILTER_EDGE))
+		return h5_err_set(H5_ERR_UNSUPPORTED, "partial edge chunks are stored unfiltered: cannot rewrite chunks");
+	if (d->space.rank == 0 || d->space.rank > H5_MAX_RANK || !d->cidx || d->chunk_bytes == 0 ||
+	    d->chunk_bytes > SIZE_MAX / 4)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "chunked dataset of this shape cannot be rewritten");
+	return 0;
+}
+
+/* ---- the table of touched chunks ------------------------------------------- */
+
+static uint64_t mix(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= UINT64_C(0xff51afd7ed558ccd);
+	k ^= k >> 33;
+	return k;
+}
+
+static int tab_grow(rw *r)
+{
+	size_t ncap = r->cap ? r->cap * 2 : 256;
+	cent *nt = calloc(ncap, sizeof(*nt));
+
+	if (!nt)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory for the chunks of an overwrite");
+	for (size_t i = 0; i < r->cap; i++) {
+		size_t j;
+
+		if (!r->tab[i].key)
+			continue;
+		for (j = mix(r->tab[i].key) & (ncap - 1); nt[j].key; j = (j + 1) & (ncap - 1))
+			;
+		nt[j] = r->tab[i];
+	}
+	free(r->tab);
+	r->tab = nt;
+	r->cap = ncap;
+	return 0;
+}
+
+/* The entry of the chunk at scaled, made when missing. */
+static int tab_get(cent **out, rw *r, const uint64_t *scaled)
+{
+	uint64_t key = 0;
+	size_t j;
+	int rc;
+
+	for (unsigned i = 0; i < r->rank; i++)
+		key = key * r->nch[i] + scaled[i];
+	key++;
+	if ((r->used + 1) * 2 > r->cap && (rc = tab_grow(r)) < 0)
+		return rc;
+	for (j = mix(key) & (r->cap - 1); r->tab[j].key; j = (j + 1) & (r->cap - 1))
+		if (r->tab[j].key == key) {
+			*out = &r->tab[j];
+			return 0;
+		}
+	r->tab[j].key = key;
+	memcpy(r->tab[j].scaled, scaled, r->rank * sizeof(*scaled));
+	r->used++;
+	*out = &r->tab[j];
+	return 0;
+}
+
+/* Bytes of the chunk at scaled inside the dataset (an edge chunk's others
+ * are never read). */
+static uint64_t valid_bytes(const rw *r, const uint64_t *scaled)
+{
+	uint64_t v = r->esize;
+
+	for (unsigned i = 0; i < r->rank; i++) {
+		uint64_t c = r->d->layout.chunk[i], left = r->d->space.dims[i] - scaled[i] * c;
+
+		v *= left < c ? left : c;
+	}
+	return v;
+}
+
+/* The chunk as it reads now: its staged copy, its record in the index, or
+ * fill. */
+static int load(rw *r, cent *e)
+{
+	h5_chunk_rec rec;
+	int rc = 0;
+
+	e->img = malloc((size_t)r->cb);
+	if (!e->img)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory for a %llu-byte chunk", (unsigned long long)r->cb);
+	if (e->staged)
+		rec = e->rec;
+	else if (e->cover >= valid_bytes(r, e->scaled))
+		rec.addr = H5_ADDR_UNDEF;       /* every byte is new: nothing to decode */
+	else
+		rc = h5_chunk_lookup(&rec, r->ci, e->scaled);
+	if (rc == 0 && !h5_addr_defined(rec.addr)) {
+		h5_dataset_fill(r->d, e->img, 0, (size_t)r->cb);
+	} else if (rc == 0 && r->ci->filtered) {
+		h5_cache_ref ref;
+		const uint8_t *data;
+
+		rc = h5_chunk_get(&ref, &data, r->ci, &rec);
+		if (rc == 0) {
+			memcpy(e->img, data, (size_t)r->cb);
+			h5_cache_release(r->f->chunks, &ref);
+		}
+	} else if (rc == 0) {
+		rc = h5_file_read(r->f, rec.addr, e->img, (size_t)r->cb);
+	}
+	if (rc < 0) {
+		free(e->img);
+		e->img = NULL;
+		return h5_err_wrap(rc, "chunk (%llu, ...): ", (unsigned long long)e->scaled[0]);
+	}
+	r->dirty += r->cb;
+	return 0;
+}
+
+/* ---- staging: encode, write to new space, set the record ------------------- */
+
+typedef struct ework {
+	rw *r;
+	cent **ents;
+	size_t n, next;
+	pthread_mutex_t mu;
+	int rc;
+	char msg[512];
+} ework;
+
+static void encode_worker(void *arg)
+{
+	ework *w = arg;
+
+	for (;;) {
+		size_t i = __atomic_fetch_add(&w->next, 1, __ATOMIC_RELAXED);
+		cent *e;
+		int rc;
+
+		if (i >= w->n)
+			break;
+		e = w->ents[i];
+		e->enc = e->img;
+		e->img = NULL;
+		e->enclen = (size_t)w->r->cb;
+		e->mask = 0;
+		rc = h5_filter_encode(&e->enc, &e->enclen, &e->mask, &w->r->d->pline);
+		if (rc < 0) {
+			pthread_mutex_lock(&w->mu);
+			if (!w->rc) {
+				w->rc = rc;
+				snprintf(w->msg, sizeof(w->msg), "%s", h5_err_msg());
+			}
+			pthread_mutex_unlock(&w->mu);
+			__atomic_store_n(&w->next, w->n, __ATOMIC_RELAXED);
+		}
+	}
+}
+
+static int writer_open(rw *r)
+{
+	if (r->w)
+		return 0;
+	r->wops = h5_cidx_write_ops_of(r->d->layout.idx_type);
+	return r->wops->open(&r->w, r->f, r->d, r->d->layout.idx_addr);
+}
+
+static int set_rec(rw *r, cent *e, const h5_chunk_rec *rec)
+{
+	uint64_t idx = 0;
+	int rc = h5_cidx_linear(&idx, r->ci, e->scaled);
+
+	if (rc == 0)
+		rc = r->wops->set(r->w, e->scaled, idx, rec);
+	if (rc == 0) {
+		e->rec = *rec;
+		e->staged = true;
+	}
+	return rc;
+}
+
+/* One unfiltered image: where the index places it, or new space. */
+static int stage_plain(rw *r, cent *e)
+{
+	uint64_t addr = 0, idx = 0;
+	h5_chunk_rec rec;
+	int rc = 0, placed = 0;
+
+	if (r->wops->place) {
+		rc = h5_cidx_linear(&idx, r->ci, e->scaled);
+		if (rc == 0)
+			placed = r->wops->place(r->w, idx, &addr);
+		if (placed < 0)
+			return placed;
+	}
+	if (!placed)
+		rc = h5_space_alloc(&addr, r->f, r->cb);
+	if (rc == 0)
+		rc = h5_file_write(r->f, addr, e->img, (size_t)r->cb);
+	if (rc < 0)
+		return rc;
+	/* the appends' records: a placed chunk carries its size */
+	rec.addr = addr;
+	rec.size = placed ? r->cb : 0;
+	rec.filter_mask = 0;
+	return set_rec(r, e, &rec);
+}
+
+static int by_key(const void *a, const void *b)
+{
+	uint64_t x = (*(const cent *const *)a)->key, y = (*(const cent *const *)b)->key;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Every loaded image goes out now, in row-major order of the chunks (as
+ * appends set them; the file's order too). */
+static int stage_dirty(rw *r)
+{
+	cent **ents = NULL;
+	size_t n = 0;
+	int rc = writer_open(r);
+
+	if (rc < 0)
+		return rc;
+	ents = malloc((r->used ? r->used : 1) * sizeof(*ents));
+	if (!ents)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	for (size_t i = 0; i < r->cap; i++)
+		if (r->tab[i].key && r->tab[i].img)
+			ents[n++] = &r->tab[i];
+	qsort(ents, n, sizeof(*ents), by_key);
+	if (!r->ci->filtered) {
+		for (size_t i = 0; i < n && rc == 0; i++) {
+			rc = stage_plain(r, ents[i]);
+			free(ents[i]->img);
+			ents[i]->img = NULL;
+		}
+	} else {
+		ework w = { .r = r, .ents = ents, .n = n };
+		unsigned want = r->f->nthreads ? r->f->nthreads : 1;
+
+		if (n < 2 || n * r->cb < THREAD_MIN_BYTES)
+			want = 1;
+		if (want > n && n)
+			want = (unsigned)n;
+		pthread_mutex_init(&w.mu, NULL);
+		h5_pool_run(r->f->pool, encode_worker, &w, want ? want - 1 : 0);
+		pthread_mutex_destroy(&w.mu);
+		if (w.rc)
+			rc = h5_err_set(w.rc, "%s", w.msg);
+		for (size_t i = 0; i < n; i++) {
+			cent *e = ents[i];
+			uint64_t addr = 0;
+
+			if (rc == 0 && e->enc)
+				rc = h5_space_alloc(&addr, r->f, e->enclen);
+			if (rc == 0 && e->enc)
+				rc = h5_file_write(r->f, addr, e->enc, e->enclen);
+			if (rc == 0 && e->enc) {
+				h5_chunk_rec rec = { addr, e->enclen, e->mask };
+
+				rc = set_rec(r, e, &rec);
+			}
+			free(e->enc);
+			e->enc = NULL;
+			free(e->img);
+			e->img = NULL;
+		}
+	}
+	r->dirty = 0;
+	free(ents);
+	return rc;
+}
+
+/* ---- applying the extents ---------------------------------------------------- */
+
+/* Bytes [b, b + len) of the dataset stream from p: cut into runs along the
+ * last dimension, each within one chunk. count: only count the bytes each
+ * chunk gets (the first pass); else copy them into the chunks' images. */
+static int apply(rw *r, uint64_t b, const uint8_t *p, size_t len, bool count)
+{
+	const uint64_t *dims = r->d->space.dims, *chunk = r->d->layout.chunk;
+	unsigned k = r->rank;
+
+	while (len) {
+		uint64_t e = b / r->esize, inner = b % r->esize, c[H5_MAX_RANK], scaled[H5_MAX_RANK];
+		uint64_t in = 0, lim, run;
+		cent *ent;
+		int rc;
+
+		for (unsigned i = k; i-- > 0;) {
+			c[i] = e % dims[i];
+			e /= dims[i];
+			scaled[i] = c[i] / chunk[i];
+			in += (c[i] % chunk[i]) * r->cstride[i];
+		}
+		lim = (scaled[k - 1] + 1) * chunk[k - 1];
+		if (lim > dims[k - 1])
+			lim = dims[k - 1];
+		run = (lim - c[k - 1]) * r->esize - inner;
+		if (run > len)
+			run = len;
+		rc = tab_get(&ent, r, scaled);
+		if (rc == 0 && count) {
+			ent->cover += run;
+			b += run;
+			len -= (size_t)run;
+			continue;
+		}
+		if (rc == 0 && !ent->img) {
+			if (r->dirty + r->cb > DIRTY_MAX && r->dirty)
+				rc = stage_dirty(r);
+			if (rc == 0)
+				rc = tab_get(&ent, r, scaled);  /* staging keeps the table; refetch anyway */
+			if (rc == 0)
+				rc = load(r, ent);
+		}
+		if (rc < 0)
+			return rc;
+		memcpy(ent->img + in * r->esize + inner, p, (size_t)run);
+		b += run;
+		p += run;
+		len -= (size_t)run;
+	}
+	return 0;
+}
+
+static void rw_free(rw *r)
+{
+	for (size_t i = 0; i < r->cap; i++) {
+		free(r->tab[i].img);
+		free(r->tab[i].enc);
+	}
+	free(r->tab);
+	if (r->w) {
+		r->wops->invalidate(r->w);
+		r->wops->free(r->w);
+	}
+}
+
+/* ---- the commit ---------------------------------------------------------------- */
+
+static int commit(rw *r, bool durable, uint64_t *last_end)
+{
+	h5_file *f = r->f;
+	h5_ohdr_edit e = { 0 };
+	const h5_msg *lay;
+	h5_txn t;
+	size_t lc;
+	int rc = h5_ohdr_load(&e.oh, f, r->d->addr);
+
+	if (rc < 0)
+		return rc;
+	lay = h5_ohdr_find(e.oh, H5_MSG_LAYOUT);
+	if (!lay || (lay->flags & H5_MSG_FLAG_SHARED)) {
+		rc = h5_err_set(H5_ERR_UNSUPPORTED, "object header 0x%llx: no layout message of its own",
+				(unsigned long long)r->d->addr);
+		goto out;
+	}
+	e.lo = malloc(e.oh->nchunks * sizeof(size_t));
+	e.hi = calloc(e.oh->nchunks, sizeof(size_t));
+	if (!e.lo || !e.hi) {
+		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t c = 0; c < e.oh->nchunks; c++)
+		e.lo[c] = SIZE_MAX;
+	/* 1. new index blocks; fsync; 2. the end of allocated space; fsync */
+	h5_txn_begin(&t, f, durable, r->wops, r->w);
+	rc = h5_txn_stage(&t, *last_end);
+	/* 3. the one switch; fsync */
+	if (rc == 0)
+		rc = h5_txn_switch(&t, &e, lay);
+	if (rc < 0)
+		goto out;
+	/* 4. the modification time the header records, as appends set it */
+	rc = h5_ohdr_touch(&e, (uint32_t)time(NULL));
+	lc = h5_ohdr_chunk_of(e.oh, lay->addr);
+	for (size_t c = 0; rc == 0 && c < e.oh->nchunks; c++)
+		if (c != lc)
+			rc = h5_ohdr_write_chunk(f, &e, c);
+	if (rc == 0)
+		rc = h5_txn_last(&t, &e, lc);
+	if (rc == 0)
+		*last_end = t.end;
+out:
+	h5_cache_invalidate(f->meta, H5_CK_OHDR, r->d->addr);
+	h5_ohdr_free(e.oh);
+	free(e.lo);
+	free(e.hi);
+	return rc;
+}
+
+int h5_ow_chunked_commit(h5_dataset *d, const h5_ow_ext *ext, size_t n, bool durable, uint64_t *last_end)
+{
+	rw r = { .d = d, .ci = d->cidx, .f = d->f, .rank = d->space.rank };
+	h5_ow_ext *m = NULL;
+	size_t nm = 0;
+	int rc = h5_ow_chunked_check(d);
+
+	if (rc < 0)
+		return rc;
+	r.esize = d->dtype->size;
+	r.cb = d->chunk_bytes;
+	r.cstride[r.rank - 1] = 1;
+	for (unsigned i = r.rank - 1; i-- > 0;)
+		r.cstride[i] = r.cstride[i + 1] * d->layout.chunk[i + 1];
+	for (unsigned i = 0; i < r.rank; i++) {
+		if (d->layout.chunk[i] == 0)
+			return h5_err_set(H5_ERR_FORMAT, "chunk dimension %u is 0", i);
+		r.nch[i] = d->space.dims[i] / d->layout.chunk[i] + (d->space.dims[i] % d->layout.chunk[i] != 0);
+	}
+	/* disjoint ranges: a chunk every byte of which is new is not read */
+	rc = h5_ow_merge(&m, &nm, ext, n);
+	for (size_t i = 0; i < nm && rc == 0; i++)
+		rc = apply(&r, m[i].off, m[i].p, m[i].len, true);
+	for (size_t i = 0; i < nm && rc == 0; i++)
+		rc = apply(&r, m[i].off, m[i].p, m[i].len, false);
+	h5_ow_free(m, nm);
+	if (rc == 0 && r.used)
+		rc = stage_dirty(&r);
+	if (rc == 0 && r.w)
+		rc = commit(&r, durable, last_end);
+	else if (rc == 0 && durable)
+		rc = h5_txn_sync(r.f, true);
+	rw_free(&r);
+	return rc;
+}

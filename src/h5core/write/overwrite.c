@@ -1,0 +1,507 @@
+/*
+ * overwrite.c - writing bytes of existing datasets (h5core.h "overwriting
+ * bytes", doc/OVERWRITE.md): the written extents are collected in memory
+ * and committed together - contiguous storage in place, compact data in
+ * its layout message (one write of the object header chunk, checksum
+ * included), chunked data through chunk_rewrite.c (new chunks, the index
+ * writers, one ordered commit).
+ *
+ * Whole elements: a periodic commit keeps an extent's trailing partial
+ * element back until the rest of it arrives; the last commit (flush,
+ * fsync, close) writes what there is.
+ */
+#include "overwrite.h"
+#include "txn.h"
+#include "space.h"
+#include "base.h"
+#include "rd.h"
+#include "file.h"
+#include "cidx.h"
+#include "cidx_write.h"
+#include "dataset.h"
+#include "h5core.h"
+#include "append_int.h"
+
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+struct h5_overwriter {
+	h5_file *f;
+	uint64_t addr;          /* object header */
+	uint64_t nbytes;        /* the dataset's bytes at the last commit */
+	uint64_t esize;
+	uint8_t cls;            /* H5_LAYOUT_* */
+	h5_ow_ext *ext;
+	size_t n, cap;
+	uint64_t buffered;
+	uint64_t last_end;      /* allocation end after this writer's last commit */
+};
+
+/* Why d's bytes cannot be written, or 0. */
+int h5_overwrite_check(const h5_dataset *d)
+{
+	if (d->layout.cls == H5_LAYOUT_VIRTUAL)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "virtual dataset: its bytes live in its source datasets");
+	if (d->efl.n)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "external storage: its bytes live in other files");
+	if (d->has_vlen || !d->dtype || d->dtype->size == 0)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "variable-length datatype: its bytes are not stored in place");
+	if (d->layout.cls == H5_LAYOUT_CHUNKED)
+		return h5_ow_chunked_check(d);
+	if (d->layout.cls == H5_LAYOUT_COMPACT && d->layout.version < 3)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "compact layout message version %u", d->layout.version);
+	if (d->layout.cls == H5_LAYOUT_CONTIGUOUS && !h5_addr_defined(d->layout.addr) && d->layout.version < 3)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "unallocated contiguous storage, layout message version %u",
+				  d->layout.version);
+	if (d->layout.cls != H5_LAYOUT_COMPACT && d->layout.cls != H5_LAYOUT_CONTIGUOUS &&
+	    d->layout.cls != H5_LAYOUT_CHUNKED)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "layout class %u", d->layout.cls);
+	return 0;
+}
+
+int h5_overwrite_open(h5_overwriter **out, h5_file *f, uint64_t dset_addr)
+{
+	h5_overwriter *w;
+	h5_dataset *d = NULL;
+	int rc;
+
+	*out = NULL;
+	if (!h5_file_writable(f))
+		return h5_err_set(H5_ERR_ROFS, "file opened read-only");
+	rc = h5_dataset_open(&d, f, dset_addr);
+	if (rc == 0)
+		rc = h5_overwrite_check(d);
+	if (rc < 0) {
+		h5_dataset_close(d);
+		return rc;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w) {
+		h5_dataset_close(d);
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	}
+	w->f = f;
+	w->addr = dset_addr;
+	w->nbytes = d->nbytes;
+	w->esize = d->dtype->size;
+	w->cls = d->layout.cls;
+	h5_dataset_close(d);
+	*out = w;
+	return 0;
+}
+
+uint64_t h5_overwrite_buffered(const h5_overwriter *w)
+{
+	return w ? w->buffered : 0;
+}
+
+/* Map the new pages of a grown buffer in one call: a page fault each
+ * costs about 10 us in a VM, 16,384 of them per 64 MiB kept (as
+ * bufpool.c's fresh buffers). */
+static void populate(uint8_t *p, size_t n)
+{
+#ifdef MADV_POPULATE_WRITE
+	long psz = sysconf(_SC_PAGESIZE);
+
+	if (psz > 0 && n >= ((size_t)1 << 20)) {
+		uintptr_t mask = (uintptr_t)psz - 1;
+		uintptr_t a = ((uintptr_t)p + mask) & ~mask, e = ((uintptr_t)p + n) & ~mask;
+
+		if (e > a)
+			(void)madvise((void *)a, e - a, MADV_POPULATE_WRITE);
+	}
+#else
+	(void)p;
+	(void)n;
+#endif
+}
+
+int h5_overwrite_put(h5_overwriter *w, uint64_t off, const void *buf, size_t len)
+{
+	h5_ow_ext *x = w->n ? &w->ext[w->n - 1] : NULL;
+	uint64_t end;
+
+	if (h5_add_overflow(off, len, &end))
+		return h5_err_set(H5_ERR_RANGE, "write of %zu bytes at %llu overflows", len, (unsigned long long)off);
+	if (!len)
+		return 0;
+	/* a write continuing the last one grows it (dd, cp: one extent) */
+	if (!x || x->off + x->len != off) {
+		if (w->n == w->cap) {
+			size_t nc = w->cap ? w->cap * 2 : 8;
+			h5_ow_ext *ne = realloc(w->ext, nc * sizeof(*ne));
+
+			if (!ne)
+				return h5_err_set(H5_ERR_NOMEM, "out of memory");
+			w->ext = ne;
+			w->cap = nc;
+		}
+		x = &w->ext[w->n++];
+		*x = (h5_ow_ext){ .off = off };
+	}
+	if (x->len + len > x->cap) {
+		size_t nc = x->cap ? x->cap : 4096;
+		uint8_t *np;
+
+		while (nc < x->len + len)
+			nc *= 2;
+		np = realloc(x->p, nc);
+		if (!np) {
+			if (!x->len)
+				w->n--;
+			return h5_err_set(H5_ERR_NOMEM, "out of memory buffering %zu bytes", len);
+		}
+		populate(np + x->len, nc - x->len);
+		x->p = np;
+		x->cap = nc;
+	}
+	memcpy(x->p + x->len, buf, len);
+	x->len += len;
+	w->buffered += len;
+	return 0;
+}
+
+/* Set the header's modification time; the chunk holding `keep` (if any)
+ * is left to the caller to write last. */
+static int touch_header(h5_ohdr_edit *e, h5_file *f, size_t keep)
+{
+	int rc = h5_ohdr_touch(e, (uint32_t)time(NULL));
+
+	for (size_t c = 0; rc == 0 && c < e->oh->nchunks; c++)
+		if (c != keep)
+			rc = h5_ohdr_write_chunk(f, e, c);
+	return rc;
+}
+
+static int edit_begin(h5_ohdr_edit *e, const h5_msg **lay, h5_file *f, uint64_t addr)
+{
+	int rc = h5_ohdr_load(&e->oh, f, addr);
+
+	if (rc < 0)
+		return rc;
+	*lay = h5_ohdr_find(e->oh, H5_MSG_LAYOUT);
+	if (!*lay || ((*lay)->flags & H5_MSG_FLAG_SHARED))
+		return h5_err_set(H5_ERR_UNSUPPORTED, "object header 0x%llx: no layout message of its own",
+				  (unsigned long long)addr);
+	e->lo = malloc(e->oh->nchunks * sizeof(size_t));
+	e->hi = calloc(e->oh->nchunks, sizeof(size_t));
+	if (!e->lo || !e->hi)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	for (size_t c = 0; c < e->oh->nchunks; c++)
+		e->lo[c] = SIZE_MAX;
+	return 0;
+}
+
+static void edit_end(h5_ohdr_edit *e, h5_file *f, uint64_t addr)
+{
+	h5_cache_invalidate(f->meta, H5_CK_OHDR, addr);
+	if (e->oh)
+		h5_ohdr_free(e->oh);
+	free(e->lo);
+	free(e->hi);
+}
+
+/* Compact (IV.A.2.i, layout v3: version, class, size, then the data): the
+ * data changes in the header copy, written in one write of its chunk. */
+static int commit_compact(h5_overwriter *w, size_t n, bool durable)
+{
+	h5_ohdr_edit e = { 0 };
+	const h5_msg *lay = NULL;
+	size_t lc;
+	int rc = edit_begin(&e, &lay, w->f, w->addr);
+
+	if (rc == 0 && (lay->size < 4 || lay->data[1] != H5_LAYOUT_COMPACT ||
+			(uint64_t)h5_le_decode(lay->data + 2, 2) < w->nbytes || lay->size - 4 < w->nbytes))
+		rc = h5_err_set(H5_ERR_FORMAT, "compact layout message smaller than the dataset");
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = h5_ohdr_patch(&e, lay->addr + 4 + w->ext[i].off, w->ext[i].p, w->ext[i].len);
+	lc = rc == 0 ? h5_ohdr_chunk_of(e.oh, lay->addr) : 0;
+	if (rc == 0)
+		rc = touch_header(&e, w->f, lc);
+	if (rc == 0)
+		rc = h5_ohdr_write_chunk(w->f, &e, lc);
+	if (rc == 0 && durable)
+		rc = h5_file_sync(w->f);
+	edit_end(&e, w->f, w->addr);
+	return rc;
+}
+
+/* txn.c stages an index writer's blocks; contiguous storage has none. */
+static int noidx_write(void *w)
+{
+	(void)w;
+	return 0;
+}
+
+static const h5_cidx_write_ops noidx = { .write = noidx_write };
+
+/* Contiguous storage never allocated (libhdf5 allocates it at the first
+ * write): all of it is written at the allocation end - fill, then the
+ * extents - made durable and covered by the end of allocated space, and
+ * then the layout message (v3: version, class, address, size) points at
+ * it in one write of its chunk. */
+static int commit_contig_new(h5_overwriter *w, h5_dataset *d, size_t n, bool durable)
+{
+	h5_ohdr_edit e = { 0 };
+	const h5_msg *lay = NULL;
+	uint8_t *fill = NULL, v[8];
+	uint64_t addr = 0;
+	size_t fl = 1 << 20, lc;
+	h5_txn t;
+	int rc = edit_begin(&e, &lay, w->f, w->addr);
+
+	if (rc == 0 && (lay->size < 2u + w->f->fmt.sizeof_addr + w->f->fmt.sizeof_size || lay->data[1] != 1))
+		rc = h5_err_set(H5_ERR_FORMAT, "contiguous layout message too short");
+	if (rc == 0 && !(fill = malloc(fl)))
+		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+	if (rc == 0)
+		rc = h5_space_alloc(&addr, w->f, w->nbytes);
+	for (uint64_t o = 0; rc == 0 && o < w->nbytes; o += fl) {
+		size_t k = w->nbytes - o < fl ? (size_t)(w->nbytes - o) : fl;
+
+		h5_dataset_fill(d, fill, o, k);
+		rc = h5_file_write(w->f, addr + o, fill, k);
+	}
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = h5_file_write(w->f, addr + w->ext[i].off, w->ext[i].p, w->ext[i].len);
+	if (rc == 0) {
+		h5_txn_begin(&t, w->f, durable, &noidx, NULL);
+		rc = h5_txn_stage(&t, w->last_end);
+	}
+	if (rc == 0) {
+		h5_le_encode(v, addr, w->f->fmt.sizeof_addr);
+		rc = h5_ohdr_patch(&e, lay->addr + 2, v, w->f->fmt.sizeof_addr);
+	}
+	lc = rc == 0 ? h5_ohdr_chunk_of(e.oh, lay->addr) : 0;
+	if (rc == 0)
+		rc = touch_header(&e, w->f, lc);
+	if (rc == 0)
+		rc = h5_txn_last(&t, &e, lc);
+	if (rc == 0)
+		w->last_end = t.end;
+	free(fill);
+	edit_end(&e, w->f, w->addr);
+	return rc;
+}
+
+static int by_off(const void *a, const void *b)
+{
+	uint64_t x = ((const h5_ow_ext *)a)->off, y = ((const h5_ow_ext *)b)->off;
+
+	return x < y ? -1 : x > y;
+}
+
+void h5_ow_free(h5_ow_ext *r, size_t m)
+{
+	for (size_t i = 0; r && i < m; i++)
+		free(r[i].p);
+	free(r);
+}
+
+int h5_ow_merge(h5_ow_ext **out, size_t *m, const h5_ow_ext *ext, size_t n)
+{
+	h5_ow_ext *s = malloc(n * sizeof(*s)), *r = calloc(n, sizeof(*r));
+	size_t k = 0;
+	int rc = 0;
+
+	*out = r;
+	*m = 0;
+	if (!s || !r) {
+		free(s);
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	}
+	memcpy(s, ext, n * sizeof(*s));
+	qsort(s, n, sizeof(*s), by_off);
+	for (size_t i = 0; i < n; i++) {
+		if (k && s[i].off <= r[k - 1].off + r[k - 1].len) {
+			uint64_t e = s[i].off + s[i].len;
+
+			if (e > r[k - 1].off + r[k - 1].len)
+				r[k - 1].len = (size_t)(e - r[k - 1].off);
+		} else {
+			r[k].off = s[i].off;
+			r[k++].len = s[i].len;
+		}
+	}
+	for (size_t j = 0; j < k && rc == 0; j++)
+		if (!(r[j].p = malloc(r[j].len ? r[j].len : 1)))
+			rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+	/* the extents in the order they were written: later ones win */
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		size_t lo = 0, hi = k;
+
+		while (hi - lo > 1) {
+			size_t mid = (lo + hi) / 2;
+
+			if (r[mid].off <= ext[i].off)
+				lo = mid;
+			else
+				hi = mid;
+		}
+		memcpy(r[lo].p + (ext[i].off - r[lo].off), ext[i].p, ext[i].len);
+	}
+	*m = k;
+	free(s);
+	return rc;
+}
+
+/* Contiguous, allocated: in place, each byte written once (doc/OVERWRITE.md
+ * on what a kill in the middle of a write leaves). */
+static int commit_contig(h5_overwriter *w, h5_dataset *d, size_t n, bool durable)
+{
+	h5_ohdr_edit e = { 0 };
+	const h5_msg *lay = NULL;
+	int rc = 0;
+
+	h5_ow_ext *r = NULL;
+	size_t m = 0;
+
+	if (!h5_addr_defined(d->layout.addr))
+		return commit_contig_new(w, d, n, durable);
+	rc = h5_ow_merge(&r, &m, w->ext, n);
+	for (size_t i = 0; i < m && rc == 0; i++)
+		rc = h5_file_write(w->f, d->layout.addr + r[i].off, r[i].p, r[i].len);
+	h5_ow_free(r, m);
+	if (rc == 0)
+		rc = edit_begin(&e, &lay, w->f, w->addr);
+	if (rc == 0)
+		rc = touch_header(&e, w->f, SIZE_MAX);
+	if (rc == 0 && durable)
+		rc = h5_file_sync(w->f);
+	edit_end(&e, w->f, w->addr);
+	return rc;
+}
+
+/* ---- append streams of the same dataset ---------------------------------------
+ * An append stream (append.c) keeps the rows of a partly filled last chunk
+ * row and the index address it builds on. An overwrite commits only while
+ * every stream of the dataset is idle (nothing staged: its appenders
+ * flushed), holding their locks (tried: append commits take them before
+ * f->write_lock), and reloads them after it. */
+static int streams_hold(h5_file *f, uint64_t addr)
+{
+	for (h5_astream *s = f->astreams; s; s = s->next) {
+		if (s->addr != addr || s->unlinked)
+			continue;
+		if (pthread_mutex_trylock(&s->lock) == 0) {
+			if (!s->ea && s->row0 + s->nbuf == s->committed && !s->failed)
+				continue;
+			pthread_mutex_unlock(&s->lock);
+		}
+		for (h5_astream *t = f->astreams; t != s; t = t->next)
+			if (t->addr == addr && !t->unlinked)
+				pthread_mutex_unlock(&t->lock);
+		return h5_err_set(H5_ERR_BUSY, "rows appended to the dataset are not committed yet");
+	}
+	return 0;
+}
+
+static void streams_reload(h5_file *f, uint64_t addr, bool changed)
+{
+	for (h5_astream *s = f->astreams; s; s = s->next) {
+		h5_dataset *nd = NULL;
+		int rc;
+
+		if (s->addr != addr || s->unlinked)
+			continue;
+		if (changed) {
+			rc = h5_dataset_open(&nd, f, addr);
+			if (rc == 0 && s->nbuf)
+				rc = h5_dataset_read(nd, s->buf, s->row0 * s->row_bytes, (size_t)(s->nbuf * s->row_bytes));
+			if (rc == 0) {
+				h5_dataset_close(s->d);
+				s->d = nd;
+				s->ea_addr = nd->layout.idx_addr;
+			} else {
+				h5_dataset_close(nd);
+				__atomic_store_n(&s->failed, rc, __ATOMIC_RELEASE);
+			}
+		}
+		pthread_mutex_unlock(&s->lock);
+	}
+}
+
+int h5_overwrite_commit(h5_overwriter *w, int all, int durable)
+{
+	h5_dataset *d = NULL;
+	size_t n, keep_n = 0;
+	h5_ow_ext keep = { 0 };
+	bool held = false;
+	int rc = 0;
+
+	if (!w)
+		return 0;
+	n = w->n;
+	/* a periodic commit keeps the trailing partial element of the last
+	 * extent (the one still growing) back */
+	if (!all && n) {
+		h5_ow_ext *x = &w->ext[n - 1];
+		uint64_t end = x->off + x->len, cut = end - end % w->esize;
+
+		if (cut < end) {
+			size_t k = (size_t)(end - (cut > x->off ? cut : x->off));
+
+			keep.off = end - k;
+			keep.len = keep.cap = k;
+			keep.p = malloc(k);
+			if (!keep.p)
+				return h5_err_set(H5_ERR_NOMEM, "out of memory");
+			memcpy(keep.p, x->p + x->len - k, k);
+			x->len -= k;
+			keep_n = 1;
+		}
+	}
+	pthread_mutex_lock(&w->f->write_lock);
+	if (n || durable)
+		rc = h5_dataset_open(&d, w->f, w->addr);
+	if (rc == 0 && d)
+		w->nbytes = d->nbytes;  /* appends may have grown it */
+	for (size_t i = 0; rc == 0 && d && i < n; i++)
+		if (w->ext[i].off + w->ext[i].len > d->nbytes)
+			rc = h5_err_set(H5_ERR_RANGE, "write of %zu bytes at %llu passes the end (%llu)", w->ext[i].len,
+					(unsigned long long)w->ext[i].off, (unsigned long long)d->nbytes);
+	if (rc == 0 && d) {
+		rc = streams_hold(w->f, w->addr);
+		held = rc == 0;
+	}
+	if (rc == 0 && d) {
+		if (w->cls == H5_LAYOUT_CHUNKED)
+			rc = h5_ow_chunked_commit(d, w->ext, n, durable, &w->last_end);
+		else if (!n)
+			rc = h5_file_sync(w->f);
+		/* in place: every commit is synced, so that a later one's
+		 * writes cannot reach the disk before an earlier one's (an
+		 * element written in both would mix them after a power cut) */
+		else if (w->cls == H5_LAYOUT_COMPACT)
+			rc = commit_compact(w, n, true);
+		else
+			rc = commit_contig(w, d, n, true);
+	}
+	if (held)
+		streams_reload(w->f, w->addr, rc == 0);
+	pthread_mutex_unlock(&w->f->write_lock);
+	h5_dataset_close(d);
+	/* committed or not, the extents go: on an error FILE holds the old
+	 * state or the new one, and the caller reports it */
+	for (size_t i = 0; i < n; i++)
+		free(w->ext[i].p);
+	w->n = 0;
+	w->buffered = 0;
+	if (keep_n) {
+		w->ext[0] = keep;
+		w->n = 1;
+		w->buffered = keep.len;
+	}
+	return rc;
+}
+
+void h5_overwrite_close(h5_overwriter *w)
+{
+	if (!w)
+		return;
+	for (size_t i = 0; i < w->n; i++)
+		free(w->ext[i].p);
+	free(w->ext);
+	free(w);
+}
