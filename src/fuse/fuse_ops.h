@@ -50,6 +50,9 @@ typedef struct h5fs_config {
 	/* -o h5_suffixes=: the names of an S3 prefix's HDF5 members (NULL:
 	 * H5_SUFFIXES_DEFAULT; coll_s3.c) */
 	const char *h5_suffixes;
+	/* -o views[=LIST]: the views of datasets listed in directories
+	 * (VW_BIT()s of src/common/views.h; 0: none, they are only looked up) */
+	unsigned views;
 } h5fs_config;
 
 /* Build the filesystem state around an open file (which it then owns).

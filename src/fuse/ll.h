@@ -112,6 +112,10 @@ struct node {
 	 * One per node: a refresh of one object never waits for reads of
 	 * another. */
 	pthread_rwlock_t lk;
+	/* A view of a dataset (views.c): its kind (enum vw_kind of
+	 * src/common/views.h; 0: not a view) and frame; path is the view's */
+	unsigned char vkind;
+	uint64_t vframe;
 };
 
 /* (parent ino, name) -> synthetic ino, kept for the whole mount so a
@@ -370,6 +374,31 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 		  struct fuse_file_info *fi);
 int member_flush(void *r, uint64_t ino, struct fuse_file_info *fi);
 int member_fsync(void *r, uint64_t ino, struct fuse_file_info *fi);
+
+/* views.c: the member root's lookup, listing, open and xattrs with the
+ * views of datasets (root_member.c's table) */
+int views_lookup(void *r, struct root_entry *e, uint64_t parent, const char *name);
+int views_opendir(void *r, void **dh, bool *keep, uint64_t ino);
+int views_readdir(void *r, struct root_dirent *out, void *dh, size_t i);
+void views_releasedir(void *r, void *dh);
+int views_open(void *r, struct fuse_file_info *fi, uint64_t ino);
+int views_getattr(void *r, struct stat *st, double *timeout, uint64_t ino);
+int views_listxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino);
+int views_getxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino, const char *name);
+int views_setxattr(void *r, uint64_t ino, const char *name, const char *value, size_t size, int flags);
+int views_removexattr(void *r, uint64_t ino, const char *name);
+int views_mkdir(void *r, uint64_t parent, const char *name);
+int views_rmdir(void *r, uint64_t parent, const char *name);
+int views_unlink(void *r, uint64_t parent, const char *name);
+int views_symlink(void *r, const char *target, uint64_t parent, const char *name);
+/* Make n (a dataset's node, just made) the view kind/frame numbered ino:
+ * 0, H5_ERR_NOTFOUND when the dataset cannot have it, or an h5_err. */
+int views_apply(h5fs *fs, struct node *n, int kind, uint64_t frame, uint64_t ino);
+/* The mount path of the dataset view node n shows (malloc'd) */
+char *views_base_path(const struct node *n);
+/* View node n made again of the object taddr of tf (a live refresh):
+ * 0 and *out, *out NULL when it cannot have the view now, or an h5_err. */
+int views_make(struct node **out, h5fs *fs, h5_file *tf, uint64_t taddr, const struct node *n);
 
 /* ll_xattr.c */
 void xattr_cache_drop(struct node *n);

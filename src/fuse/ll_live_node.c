@@ -253,6 +253,7 @@ int node_rebuild(h5fs *fs, struct node *n, bool log)
 {
 	struct gen *g = fs->gen;        /* changes only under lv->mu */
 	struct node *tmp = NULL, *link = NULL, anc = { 0 };
+	char *vpath = NULL;
 	h5_file *tf = NULL;
 	uint64_t taddr = 0;
 	bool stale = true, same;
@@ -260,7 +261,11 @@ int node_rebuild(h5fs *fs, struct node *n, bool log)
 
 	if (n->checked == g->num)
 		return n->stale ? ESTALE : 0;
-	rc = resolve(&link, &tf, &taddr, &anc, fs, g, n->path, n->ino);
+	/* a view (views.c) is re-resolved by its dataset's path */
+	vpath = n->vkind ? views_base_path(n) : NULL;
+	if (n->vkind && !vpath)
+		return ENOMEM;
+	rc = resolve(&link, &tf, &taddr, &anc, fs, g, vpath ? vpath : n->path, n->ino);
 	if (n->type == NT_LINK) {
 		if (rc == 1) {
 			tmp = link;
@@ -270,18 +275,19 @@ int node_rebuild(h5fs *fs, struct node *n, bool log)
 	} else if (rc == 0) {
 		if (n->ino == FUSE_ROOT_ID)
 			same = true;
-		else if (n->type == NT_DIR)
+		else if (n->type == NT_DIR && !n->vkind)
 			same = file_ino(tf, taddr) == (uint64_t)n->st.st_ino && same_anchors(n, &anc);
 		else    /* its own id; a (parent, name) number's: its object's */
 			same = file_nodeid(fs, tf, taddr) ==
 			       ((n->ino & H5FS_SYNTH_BIT) && n->f ? file_nodeid(fs, n->f, n->addr) : n->ino);
 		if (same) {
-			rc = node_make_obj(&tmp, fs, tf, taddr, n->ino, n->path);
+			rc = n->vkind ? views_make(&tmp, fs, tf, taddr, n)
+				      : node_make_obj(&tmp, fs, tf, taddr, n->ino, n->path);
 			if (rc < 0) {
 				e = log ? h5err_logged(fs, rc, "refresh", n->path, NULL, taddr) : h5fs_errno(rc);
 				goto out;
 			}
-			stale = tmp->type != n->type;
+			stale = !tmp || tmp->type != n->type;
 			if (stale) {
 				node_free(tmp);
 				tmp = NULL;
@@ -295,6 +301,7 @@ out:
 	h5_file_release_related(tf);
 	node_free(link);
 	free(anc.fpath);
+	free(vpath);
 	return e;
 }
 

@@ -21,6 +21,7 @@
 #include "startup.h"
 #include "source.h"
 #include "tool_exit.h"
+#include "views.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -71,6 +72,8 @@ struct cli {
 	char *index;            /* -o index=PATH (a collection's index file) */
 	int noindex;            /* -o noindex */
 	char *h5_suffixes;      /* -o h5_suffixes=.h5:.nxs (an S3 prefix's members) */
+	int views_all;          /* -o views */
+	char *views;            /* -o views=npy,tiff,... */
 	char *logfile;          /* -o logfile=PATH */
 	int nonopts;
 };
@@ -124,6 +127,8 @@ static const struct fuse_opt cli_spec[] = {
 	{ "index=%s", offsetof(struct cli, index), 0 },
 	{ "noindex", offsetof(struct cli, noindex), 1 },
 	{ "h5_suffixes=%s", offsetof(struct cli, h5_suffixes), 0 },
+	{ "views", offsetof(struct cli, views_all), 1 },
+	{ "views=%s", offsetof(struct cli, views), 0 },
 	{ "logfile=%s", offsetof(struct cli, logfile), 0 },
 	FUSE_OPT_END
 };
@@ -213,6 +218,10 @@ static void usage(FILE *out)
 		"                           most this large (default 1024)\n"
 		"    -o h5_suffixes=LIST    names of an S3 prefix's HDF5 members, ':'-separated,\n"
 		"                           any case (default " H5_SUFFIXES_DEFAULT ")\n"
+		"    -o views[=LIST]        list the views of datasets (NAME.npy, NAME.csv,\n"
+		"                           NAME.tiff, NAME.png, NAME.frames/) in directories:\n"
+		"                           all, or a LIST of npy,csv,tiff,png,frames (they are\n"
+		"                           always there to open, only not listed)\n"
 		"\n"
 		"Mount options:\n"
 		"    -o allow_other         allow access by all users (default: only the\n"
@@ -248,6 +257,25 @@ static int cli_param_add(struct cli *c, const char *arg)
 	return 0;
 }
 
+/* arg a kind of view (after -o views=K1): true, and c->views holds it
+ * too (NULL when out of memory). */
+static bool views_more(struct cli *c, const char *arg)
+{
+	unsigned m;
+	char *n;
+
+	if (strchr(arg, '=') || vw_parse_list(&m, arg) < 0)
+		return false;
+	n = malloc(strlen(c->views) + strlen(arg) + 2);
+	if (n)
+		sprintf(n, "%s,%s", c->views, arg);
+	else
+		fprintf(stderr, "h5fs: out of memory\n");
+	free(c->views);
+	c->views = n;
+	return true;
+}
+
 static int cli_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
 {
 	struct cli *c = data;
@@ -271,6 +299,10 @@ static int cli_proc(void *data, const char *arg, int key, struct fuse_args *outa
 		c->verbose = 1;
 		return 0;
 	case FUSE_OPT_KEY_OPT:
+		/* -o views=npy,tiff: the option parser cut the list at its
+		 * commas; the names after the first come here one by one */
+		if (c->views && views_more(c, arg))
+			return c->views ? 0 : -1;
 		/* an option of a byte-source class (remote FILEs): theirs to
 		 * parse, each class its own (source_http.c, source_s3.c) */
 		switch (h5_source_param(arg)) {
@@ -574,6 +606,12 @@ static int parse(struct daemon *D)
 	D->cfg.live_strict = D->cli.live && strcmp(D->cli.live, "strict") == 0;
 	D->cfg.open_opts = &D->oopts;
 	D->cfg.h5_suffixes = D->cli.h5_suffixes;
+	if (D->cli.views_all || D->cli.views) {
+		if (vw_parse_list(&D->cfg.views, D->cli.views) < 0) {
+			fprintf(stderr, "h5fs: invalid -o views=%s (all, or npy,csv,tiff,png,frames)\n", D->cli.views);
+			return ret;
+		}
+	}
 	if (D->cli.uid) {
 		unsigned long v;
 
@@ -941,6 +979,7 @@ static void daemon_free(struct daemon *D)
 		free(D->cli.params[i]);
 	free(D->cli.params);
 	free(D->cli.h5_suffixes);
+	free(D->cli.views);
 	free(D->cli.index);
 	free(D->cli.logfile);
 	if (D->log_fd >= 0)

@@ -199,11 +199,16 @@ void index_view(char *buf, size_t size, const h5fs_config *cfg, mode_t file_mode
 {
 	/* what changes the tree a mount shows of one member: rw (growable
 	 * datasets are writable, with a larger st_blksize), the xattr mode,
-	 * the permission bits (-o umask, else the member file's own) */
-	snprintf(buf, size, "v1;%s;xattr=%s;umask=%s%o;fmode=%o", cfg->read_only ? "ro" : "rw",
+	 * the permission bits (-o umask, else the member file's own), the
+	 * views listed (-o views, views.c: recorded as the tree's files) */
+	char views[32] = "";
+
+	if (cfg->views)
+		snprintf(views, sizeof(views), ";views=%x", cfg->views);
+	snprintf(buf, size, "v1;%s;xattr=%s;umask=%s%o;fmode=%o%s", cfg->read_only ? "ro" : "rw",
 		 cfg->xattr_raw ? "raw" : "text",
 		 cfg->umask_set ? "" : "none:", cfg->umask_set ? (unsigned)cfg->umask : 0u,
-		 cfg->umask_set ? 0u : (unsigned)(file_mode & 07777));
+		 cfg->umask_set ? 0u : (unsigned)(file_mode & 07777), views);
 }
 
 /* ---- the indexed root ----------------------------------------------------------- */

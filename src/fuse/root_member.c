@@ -1,7 +1,8 @@
 /* root_member.c - the member root class (root.h): one HDF5 file shown as
  * a tree, the ll*.c machinery (struct h5fs). A single-FILE mount is one
  * member root at the mount's root; a collection has one per HDF5 file
- * looked into (root_coll.c). */
+ * looked into (root_coll.c). Its lookup, getattr, listing, open and xattrs are
+ * views.c's, which add the views of datasets (NAME.npy, ...) to ll.c's. */
 #include "ll.h"
 
 static bool member_writable(void *r)
@@ -78,28 +79,28 @@ void h5fs_set_ino_map(h5fs *fs, uint64_t (*map)(void *ud, uint64_t local), void 
 
 const struct root_ops h5fs_member_ops = {
 	.name = "member",
-	.lookup = member_lookup,
+	.lookup = views_lookup,
 	.forget = member_forget,
-	.getattr = member_getattr,
+	.getattr = views_getattr,
 	.readlink = member_readlink,
-	.opendir = member_opendir,
-	.readdir = member_readdir,
-	.releasedir = member_releasedir,
-	.open = member_open,
+	.opendir = views_opendir,
+	.readdir = views_readdir,
+	.releasedir = views_releasedir,
+	.open = views_open,
 	.read = member_read,
 	.read_done = member_read_done,
 	.release = member_release,
 	.write = member_write,
 	.flush = member_flush,
 	.fsync = member_fsync,
-	.listxattr = member_listxattr,
-	.getxattr = member_getxattr,
-	.setxattr = member_setxattr,
-	.removexattr = member_removexattr,
-	.mkdir = member_mkdir,
-	.rmdir = member_rmdir,
-	.unlink = member_unlink,
-	.symlink = member_symlink,
+	.listxattr = views_listxattr,
+	.getxattr = views_getxattr,
+	.setxattr = views_setxattr,
+	.removexattr = views_removexattr,
+	.mkdir = views_mkdir,
+	.rmdir = views_rmdir,
+	.unlink = views_unlink,
+	.symlink = views_symlink,
 	.writable = member_writable,
 	.usage = member_usage,
 	.idle = member_idle,

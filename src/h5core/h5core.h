@@ -443,6 +443,22 @@ typedef struct h5_view_ops {
 extern const h5_view_ops h5_view_raw;
 extern const h5_view_ops h5_view_text;
 const h5_view_ops *h5_dataset_view(const h5_dataset *d);
+/* A view made outside the engine (src/common/views.c: NPY, TIFF, CSV, PNG
+ * files of a dataset) keeps its state with the dataset handle it shows:
+ * set once, before the handle is shared, and freed by fr when the handle
+ * is closed; NULL when none was set. */
+void h5_dataset_set_view_state(h5_dataset *d, void *state, void (*fr)(void *));
+void *h5_dataset_view_state(const h5_dataset *d);
+/* The shape of a dataset's dataspace: *rank dimensions at *dims (valid
+ * while d is open); rank 0 is a scalar, and a null dataspace is
+ * H5_SHAPE_NULL (h5_shape_kind, below). */
+int h5_dataset_shape(unsigned *rank, const uint64_t **dims, const h5_dataset *d);
+/* The text of one element of d's type stored at elem (h5_view_raw's bytes,
+ * element size bytes), or of its compound member `member` (>= 0; -1: the
+ * whole element), in the rules of doc/h5fs.1, ATTRIBUTES (a string member
+ * verbatim, unquoted; variable-length data read from the global heap).
+ * *out malloc'd and NUL-terminated. */
+int h5_dataset_elem_text(char **out, size_t *len, h5_dataset *d, int member, const uint8_t *elem);
 
 /* Buffers for reads, reused without page faults by the engine's decoders
  * as well (bufpool.c): plain malloc blocks, so free() of one is fine too

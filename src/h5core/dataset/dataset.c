@@ -220,6 +220,8 @@ void h5_dataset_close(h5_dataset *d)
 	h5_dataset_msgs_clear(d);
 	free(d->fill_elem);
 	h5_vtext_free(d->vtext);        /* the text view's state (vlen.c) */
+	if (d->vstate_free)             /* another view's (view.c) */
+		d->vstate_free(d->vstate);
 	free(d);
 }
 

@@ -38,6 +38,10 @@ struct h5_dataset {
 	struct h5_vtext *vtext; /* has_vlen: the text the dataset reads as (vlen.c) */
 	struct h5_vds *vds;     /* virtual: the mappings, and them resolved against */
 	struct h5_vds_view *vview; /* the sources (dataset_vds.c) */
+	/* a view's state kept with this handle (h5_dataset_set_view_state,
+	 * view.c), freed with it */
+	void *vstate;
+	void (*vstate_free)(void *);
 };
 
 /* dataset_vds.c: virtual datasets (layout class 3) */

@@ -6,6 +6,7 @@
  * dataset itself has no notion of how it is shown. */
 #include "layout_ops.h"
 #include "vlen.h"
+#include "value.h"
 
 static uint64_t raw_size(const h5_dataset *d)
 {
@@ -111,4 +112,46 @@ int h5_dataset_read(h5_dataset *d, void *buf, uint64_t off, size_t len)
 int h5_dataset_map(h5_read_plan *out, h5_dataset *d, uint64_t off, size_t len, unsigned flags)
 {
 	return h5_dataset_view(d)->map(out, d, off, len, flags);
+}
+
+void h5_dataset_set_view_state(h5_dataset *d, void *state, void (*fr)(void *))
+{
+	if (d->vstate_free)
+		d->vstate_free(d->vstate);
+	d->vstate = state;
+	d->vstate_free = fr;
+}
+
+void *h5_dataset_view_state(const h5_dataset *d)
+{
+	return d->vstate;
+}
+
+int h5_dataset_shape(unsigned *rank, const uint64_t **dims, const h5_dataset *d)
+{
+	*rank = 0;
+	*dims = NULL;
+	if (d->space.type == H5_SPACE_NULL)
+		return H5_SHAPE_NULL;
+	if (d->space.type == H5_SPACE_SCALAR)
+		return H5_SHAPE_SCALAR;
+	*rank = d->space.rank;
+	*dims = d->space.dims;
+	return H5_SHAPE_SIMPLE;
+}
+
+int h5_dataset_elem_text(char **out, size_t *len, h5_dataset *d, int member, const uint8_t *elem)
+{
+	const h5_dtype *t = d->dtype;
+
+	*out = NULL;
+	*len = 0;
+	if (member >= 0) {
+		if (t->cls != H5T_COMPOUND || (size_t)member >= t->nmembers)
+			return h5_err_set(H5_ERR_INVAL, "no member %d in the type of dataset at 0x%llx", member,
+					  (unsigned long long)d->addr);
+		elem += t->members[member].offset;
+		t = t->members[member].type;
+	}
+	return h5_value_text(out, len, d->f, t, elem, t->size, 1);
 }

@@ -1,0 +1,137 @@
+#!/usr/bin/python3
+"""Views of datasets (issue 37), by hand, never in CI:
+
+  npy   np.load(MNT/x.npy, mmap_mode='r') summed, against np.memmap of the
+        mounted raw dataset MNT/x summed (the same bytes without the
+        header) and against np.load(mmap_mode='r') of a real .npy on the
+        local disk; cold (page cache dropped) and warm. Target: within
+        1.1x of the raw file.
+  tiff  tifffile.imread(MNT/stack.tiff) of a deflate (N, H, W) stack,
+        against h5py reading the stack, tifffile.imwrite to /dev/shm and
+        tifffile.imread of that file: the way to the same array without
+        the view. Cold (page cache dropped before each side). Target: the
+        view 2x faster or more.
+
+    bench/views_bench.py --h5fs ./h5fs [--mib 1024] [--rounds 3] [--dir /var/tmp]
+
+Needs root to drop the page cache (else "cold" is warm, and it says so).
+"""
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib as B  # noqa: E402
+
+import h5py  # noqa: E402
+import numpy as np  # noqa: E402
+import tifffile  # noqa: E402
+
+
+def make(path, mib):
+    n = mib << 20
+    rng = np.random.default_rng(37)
+    frames = max(1, n // (2048 * 2048 * 2))
+    with h5py.File(path, "w") as f:
+        a = f.create_dataset("x", shape=(n // 4,), dtype="<f4")
+        step = 16 << 20
+        for i in range(0, n // 4, step):
+            a[i:i + step] = rng.random(min(step, n // 4 - i), dtype=np.float32)
+        s = f.create_dataset("stack", shape=(frames, 2048, 2048), dtype="<u2", chunks=(1, 256, 2048),
+                             shuffle=True, compression="gzip", compression_opts=4)
+        base = np.cumsum(rng.integers(-3, 4, (2048, 2048)), axis=1).astype(np.int64) + 30000
+        for i in range(frames):
+            s[i] = (base + rng.integers(0, 512, (2048, 2048))).astype("<u2")
+    return n // 4, frames
+
+
+def timed(fn):
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def npy_round(mnt, local_npy, cold):
+    out = {}
+    for name, fn in (("view", lambda: np.load(os.path.join(mnt, "x.npy"), mmap_mode="r").sum(dtype=np.float64)),
+                     ("raw", lambda: np.memmap(os.path.join(mnt, "x"), dtype="<f4", mode="r").sum(dtype=np.float64)),
+                     ("local", lambda: np.load(local_npy, mmap_mode="r").sum(dtype=np.float64))):
+        if cold:
+            B.drop_caches()
+        else:
+            fn()        # warm: the page cache holds it (keep_cache)
+        out[name] = timed(fn)
+    return out
+
+
+def tiff_round(h5, mnt, cold):
+    shm = tempfile.mktemp(dir="/dev/shm", suffix=".tiff")
+    if cold:
+        B.drop_caches()
+    tv = timed(lambda: tifffile.imread(os.path.join(mnt, "stack.tiff")))
+    if cold:
+        B.drop_caches()
+
+    def base():
+        with h5py.File(h5, "r") as f:
+            a = f["stack"][()]
+        tifffile.imwrite(shm, a)
+        tifffile.imread(shm)
+    tb = timed(base)
+    os.unlink(shm)
+    return tv, tb
+
+
+def rng_of(v):
+    return "%.2f-%.2f" % (min(v), max(v))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--h5fs", default="./h5fs")
+    ap.add_argument("--mib", type=int, default=1024)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--dir", default="/var/tmp")
+    a = ap.parse_args()
+    d = tempfile.mkdtemp(prefix="views-bench-", dir=a.dir)
+    try:
+        h5 = os.path.join(d, "v.h5")
+        n, frames = make(h5, a.mib)
+        local_npy = os.path.join(d, "x.npy")
+        with h5py.File(h5, "r") as f:
+            np.save(local_npy, f["x"][()])
+        if not B.drop_caches():
+            B.say("WARNING: not root: the cold numbers are warm")
+        mnt = os.path.join(d, "mnt")
+        res = {"view": [], "raw": [], "local": [], "wview": [], "wraw": [], "tv": [], "tb": []}
+        with B.Mount([a.h5fs, "-f", "-o", "ro", h5, mnt], mnt, os.path.join(d, "log")):
+            for r in range(a.rounds):
+                c = npy_round(mnt, local_npy, True)
+                w = npy_round(mnt, local_npy, False)
+                res["view"].append(c["view"])
+                res["raw"].append(c["raw"])
+                res["local"].append(c["local"])
+                res["wview"].append(w["view"])
+                res["wraw"].append(w["raw"])
+                tv, tb = tiff_round(h5, mnt, True)
+                res["tv"].append(tv)
+                res["tb"].append(tb)
+                B.say("round %d: npy cold view %.2f s raw %.2f s local %.2f s; warm view %.2f s raw %.2f s; "
+                      "tiff view %.2f s, h5py+imwrite+imread %.2f s" % (r + 1, c["view"], c["raw"], c["local"],
+                                                                       w["view"], w["raw"], tv, tb))
+        mib = n * 4 / (1 << 20)
+        B.say("npy %d MiB: cold view/raw time %s (target <= 1.1), view/local .npy %s; warm view/raw %s" % (
+            mib, rng_of([v / r for v, r in zip(res["view"], res["raw"])]),
+            rng_of([v / r for v, r in zip(res["view"], res["local"])]),
+            rng_of([v / r for v, r in zip(res["wview"], res["wraw"])])))
+        B.say("tiff %d frames of 2048x2048 uint16 (%d MiB), deflate: baseline/view time %s (target >= 2)" % (
+            frames, frames * 8, rng_of([b / v for v, b in zip(res["tv"], res["tb"])])))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,604 @@
+/* views.c - datasets shown as NAME.npy, NAME.csv, NAME.tiff, NAME.png and
+ * NAME.frames/ (doc/h5fs.1, VIEWS): the member root's lookup, listing,
+ * open and xattrs around ll.c's (root_member.c's table names these).
+ *
+ * A view is a node like a dataset's: the dataset opened for it (a handle
+ * of its own), its view ops (src/common/views.c, the state kept with that
+ * handle) as n->view and the view's size as st_size, so getattr and read
+ * are ll.c's own - spliced extents, pinned chunks, and on a live mount the
+ * same checks as any dataset (ll_live.c re-resolves a view by its
+ * dataset's path, views_make). Its number is its (directory, name)'s; a
+ * real link of the name always wins (its lookup comes first). */
+#include "ll.h"
+#include "views.h"
+
+static int view_fresh(h5fs *fs, struct node *n);
+
+/* Whether n's dataset may grow under it: a view on a mount that appends
+ * (ll_inode.c gives the dataset the owner's write bit then). */
+static bool view_grows(h5fs *fs, struct node *n)
+{
+	bool g;
+
+	if (!n->vkind || !fs_writable(fs))
+		return false;
+	pthread_rwlock_rdlock(&n->lk);
+	g = n->f == fs->f && n->ds && h5_append_check(n->ds) == 0;
+	pthread_rwlock_unlock(&n->lk);
+	h5_err_clear();
+	return g;
+}
+
+/* -------- nodes -------- */
+
+int views_apply(h5fs *fs, struct node *n, int kind, uint64_t frame, uint64_t ino)
+{
+	const h5_view_ops *ops = NULL;
+	uint64_t size, count;
+	int rc;
+
+	if (n->type != NT_FILE || !n->ds)
+		return h5_err_set(H5_ERR_NOTFOUND, "not a dataset");
+	if (kind == VW_FRAMES) {
+		rc = vw_frame_count(&count, n->ds);
+		if (rc < 0)
+			return rc;
+		n->type = NT_DIR;
+		n->st.st_mode = S_IFDIR | fs->dir_mode;
+		n->st.st_size = 0;
+		n->st.st_blocks = 0;
+	} else {
+		rc = vw_open(&ops, n->ds, (enum vw_kind)kind, frame);
+		if (rc < 0)
+			return rc;
+		size = ops->size(n->ds);
+		n->view = ops;
+		n->st.st_size = (off_t)size;
+		n->st.st_blocks = blocks_of(size);
+		/* read-only whatever the dataset is */
+		n->st.st_mode = S_IFREG | (fs->file_mode & ~(mode_t)0222);
+		n->st.st_blksize = H5FS_BLKSIZE;
+	}
+	n->st.st_nlink = 1;
+	n->st.st_ino = (ino_t)ino;      /* local: the dispatcher maps it */
+	n->vkind = (unsigned char)kind;
+	n->vframe = frame;
+	return 0;
+}
+
+char *views_base_path(const struct node *n)
+{
+	size_t len = strlen(n->path);
+	char *p;
+
+	if (n->vkind == VW_FRAME) {
+		/* "a/x.frames/000001.tiff" -> "a/x.frames" */
+		const char *s = strrchr(n->path, '/');
+
+		len = s ? (size_t)(s - n->path) : 0;
+	}
+	{
+		const char *suf = vw_suffix(n->vkind == VW_FRAME ? VW_FRAMES : (enum vw_kind)n->vkind);
+		size_t sl = strlen(suf);
+
+		if (len >= sl)
+			len -= sl;
+	}
+	p = malloc(len + 1);
+	if (p) {
+		memcpy(p, n->path, len);
+		p[len] = '\0';
+	}
+	return p;
+}
+
+int views_make(struct node **out, h5fs *fs, h5_file *tf, uint64_t taddr, const struct node *n)
+{
+	struct node *tmp = NULL;
+	int rc;
+
+	*out = NULL;
+	rc = node_make_obj(&tmp, fs, tf, taddr, n->ino, n->path);
+	if (rc < 0)
+		return rc;
+	rc = views_apply(fs, tmp, n->vkind, n->vframe, n->ino);
+	if (rc < 0) {
+		node_free(tmp);
+		if (rc != H5_ERR_NOTFOUND)
+			return rc;
+		h5_err_clear();   /* no such view any more: stale */
+		return 0;
+	}
+	*out = tmp;
+	return 0;
+}
+
+/* The node of view `name` (kind k, frame) of the dataset node `base`, in
+ * directory p: 0 and *out (referenced), ENOENT when the dataset cannot
+ * have it, or an errno (EIO logged). */
+static int view_node(struct node **out, h5fs *fs, struct node *p, const char *name, struct node *base,
+		     enum vw_kind k, uint64_t frame)
+{
+	struct node *n, *fresh = NULL;
+	h5_file *f;
+	uint64_t addr, checked, id = synth_ino(fs, p->ino, name);
+	struct gen *g;
+	char *path;
+	int rc, e;
+
+	if (!id)
+		return ENOMEM;
+	n = node_ref_existing(fs, id);
+	if (n) {
+		e = node_fresh(fs, n);
+		if (e == 0 && n->vkind == k && n->vframe == frame && (e = view_fresh(fs, n)) == 0) {
+			*out = n;
+			return 0;
+		}
+		node_unref(fs, id, 1);
+		if (e && e != ESTALE)
+			return e;
+		id = synth_renew(fs, p->ino, name, id);
+		if (!id)
+			return ENOMEM;
+	}
+	pthread_rwlock_rdlock(&base->lk);
+	f = base->f;
+	addr = base->addr;
+	g = base->gen;
+	checked = base->checked;
+	h5_file_hold_related(f);
+	if (g)
+		gen_hold(g);
+	pthread_rwlock_unlock(&base->lk);
+	path = h5_path_join(p->path, name);
+	if (!path) {
+		e = ENOMEM;
+		goto out;
+	}
+	rc = node_make_obj(&fresh, fs, f, addr, id, path);
+	if (rc < 0) {
+		e = h5err_logged(fs, rc, "lookup", p->path, name, addr);
+		goto out;
+	}
+	rc = views_apply(fs, fresh, k, frame, id);
+	if (rc < 0) {
+		node_free(fresh);
+		if (rc == H5_ERR_NOTFOUND) {
+			h5_err_clear();
+			e = ENOENT;
+		} else {
+			e = h5err_logged(fs, rc, "lookup", p->path, name, addr);
+		}
+		goto out;
+	}
+	fresh->parent = p->ino;
+	fresh->gen = g;
+	g = NULL;
+	fresh->checked = checked;
+	*out = node_publish(fs, fresh);
+	e = 0;
+out:
+	h5_file_release_related(f);
+	if (g)
+		gen_release(g);
+	free(path);
+	return e;
+}
+
+/* On a mount that appends (fs_writable), a dataset grows under its views:
+ * the view of n is made again of the dataset as it is now when its size
+ * changed since (n's own handle is swapped, under n->lk, as ll_write.c
+ * does for the dataset's node). Views there are read without the page
+ * cache and their attributes are not cached (views_open, entry_fill), so
+ * this is asked at each open, lookup and getattr. 0 or an errno. */
+static int view_fresh(h5fs *fs, struct node *n)
+{
+	const h5_view_ops *ops = NULL;
+	h5_dataset *nd = NULL, *old = NULL;
+	uint64_t was, size = 0;
+	h5_file *f;
+	uint64_t addr;
+	int rc, e = 0;
+
+	if (!view_grows(fs, n))
+		return 0;
+	pthread_rwlock_rdlock(&n->lk);
+	f = n->f;
+	addr = n->addr;
+	was = n->ds ? h5_view_raw.size(n->ds) : 0;
+	h5_file_hold_related(f);
+	pthread_rwlock_unlock(&n->lk);
+	rc = h5_dataset_open(&nd, f, addr);
+	if (rc == 0 && h5_view_raw.size(nd) != was) {
+		rc = n->type == NT_DIR ? vw_frame_count(&size, nd) : vw_open(&ops, nd, (enum vw_kind)n->vkind, n->vframe);
+		if (rc == 0) {
+			pthread_rwlock_wrlock(&n->lk);
+			old = n->ds;
+			n->ds = nd;
+			nd = NULL;
+			if (ops) {
+				size = ops->size(n->ds);
+				n->view = ops;
+				n->st.st_size = (off_t)size;
+				n->st.st_blocks = blocks_of(size);
+			}
+			xattr_cache_drop(n);    /* user.h5.shape has grown */
+			pthread_rwlock_unlock(&n->lk);
+		}
+	}
+	if (rc == H5_ERR_NOTFOUND) {
+		h5_err_clear();
+		e = ENOENT;
+	} else if (rc < 0) {
+		e = h5err_logged(fs, rc, "refresh", n->path, NULL, addr);
+	}
+	h5_dataset_close(nd);
+	h5_dataset_close(old);
+	h5_file_release_related(f);
+	return e;
+}
+
+static uint64_t frames_of(struct node *d)
+{
+	uint64_t n = 0;
+
+	pthread_rwlock_rdlock(&d->lk);
+	if (!d->ds || vw_frame_count(&n, d->ds) < 0) {
+		h5_err_clear();
+		n = 0;
+	}
+	pthread_rwlock_unlock(&d->lk);
+	return n;
+}
+
+static void entry_fill(struct root_entry *e, h5fs *fs, struct node *n)
+{
+	memset(e, 0, sizeof(*e));
+	e->ino = n->ino;
+	pthread_rwlock_rdlock(&n->lk);
+	e->attr = n->st;
+	pthread_rwlock_unlock(&n->lk);
+	/* a view of a dataset that may grow is asked again each time */
+	e->timeout = view_grows(fs, n) ? 0 : node_timeout(fs);
+}
+
+int views_lookup(void *r, struct root_entry *e, uint64_t parent, const char *name)
+{
+	h5fs *fs = r;
+	struct node *p = node_get(fs, parent), *n = NULL, *b;
+	struct root_entry be;
+	enum vw_kind k;
+	size_t bl;
+	char *base;
+	uint64_t i;
+	int err;
+
+	if (!p)
+		return ESTALE;
+	if (p->vkind == VW_FRAMES) {
+		err = node_fresh(fs, p);
+		if (!err)
+			err = view_fresh(fs, p);
+		if (err)
+			return err == ESTALE ? ENOENT : err;
+		if (vw_frame_index(&i, name, frames_of(p)) < 0)
+			return ENOENT;
+		err = view_node(&n, fs, p, name, p, VW_FRAME, i);
+		if (!err)
+			entry_fill(e, fs, n);
+		return err;
+	}
+	err = member_lookup(r, e, parent, name);
+	if (err != ENOENT)
+		return err;     /* a real link of the name wins */
+	k = vw_kind_of_name(name, &bl);
+	if (k == VW_NONE || bl == 0)
+		return ENOENT;
+	base = strndup(name, bl);
+	if (!base)
+		return ENOMEM;
+	err = member_lookup(r, &be, parent, base);
+	free(base);
+	if (err)
+		return err;
+	b = node_get(fs, be.ino);
+	if (b && b->type == NT_FILE && b->kind == H5_OBJ_DATASET && b->ds && !b->vkind)
+		err = view_node(&n, fs, p, name, b, k, 0);
+	else
+		err = ENOENT;
+	member_forget(r, be.ino, 1);     /* the dataset's own entry was ours only */
+	if (!err)
+		entry_fill(e, fs, n);
+	return err;
+}
+
+/* -------- listings -------- */
+
+struct vent {
+	char *name;
+	uint64_t ino;
+	mode_t type;
+};
+
+struct vdir {
+	void *inner;            /* ll.c's listing (not of a frames directory) */
+	size_t ninner;
+	struct vent *v;         /* -o views: the views of its datasets */
+	size_t n, cap;
+	bool frames;
+	uint64_t count, dir;
+	char name[40];          /* a frame's name, until the next readdir */
+};
+
+static int vent_add(struct vdir *d, h5fs *fs, uint64_t dir, const char *name, const char *suffix, mode_t type)
+{
+	struct vent *e;
+
+	if (d->n == d->cap) {
+		size_t nc = d->cap ? d->cap * 2 : 16;
+		struct vent *nv = realloc(d->v, nc * sizeof(*nv));
+
+		if (!nv)
+			return ENOMEM;
+		d->v = nv;
+		d->cap = nc;
+	}
+	e = &d->v[d->n];
+	e->name = malloc(strlen(name) + strlen(suffix) + 1);
+	if (!e->name)
+		return ENOMEM;
+	strcpy(e->name, name);
+	strcat(e->name, suffix);
+	e->ino = synth_ino(fs, dir, e->name);
+	e->type = type;
+	if (!e->ino) {
+		free(e->name);
+		return ENOMEM;
+	}
+	d->n++;
+	return 0;
+}
+
+/* The views of the datasets of directory n (-o views), after its links. */
+static void list_views(struct vdir *d, h5fs *fs, struct node *n, void *r)
+{
+	struct root_dirent de;
+	struct use u;
+
+	if (node_use(&u, fs, n) != 0)
+		return;
+	for (size_t i = 0; member_readdir(r, &de, d->inner, i) == 0; i++) {
+		h5_link l, other;
+		h5_dataset *ds = NULL;
+		h5_obj_info info;
+		unsigned kinds;
+
+		d->ninner = i + 1;
+		if (de.type != S_IFREG && de.type != 0)
+			continue;
+		memset(&l, 0, sizeof(l));
+		if (h5_group_lookup(&l, u.f, u.addr, de.name) < 0 || l.type != H5_LINK_HARD ||
+		    h5_obj_info_get(&info, u.f, l.addr) < 0 || info.kind != H5_OBJ_DATASET ||
+		    h5_dataset_open(&ds, u.f, l.addr) < 0) {
+			h5_link_clear(&l);
+			h5_err_clear();
+			continue;
+		}
+		kinds = vw_kinds(ds) & fs->cfg.views;
+		h5_dataset_close(ds);
+		h5_link_clear(&l);
+		for (int k = VW_NPY; k <= VW_FRAMES; k++) {
+			char *vn;
+
+			if (!(kinds & VW_BIT(k)))
+				continue;
+			vn = malloc(strlen(de.name) + 8);
+			if (!vn)
+				break;
+			strcpy(vn, de.name);
+			strcat(vn, vw_suffix((enum vw_kind)k));
+			memset(&other, 0, sizeof(other));
+			/* a real link of that name is listed already */
+			if (h5_group_lookup(&other, u.f, u.addr, vn) == 0) {
+				h5_link_clear(&other);
+				free(vn);
+				continue;
+			}
+			h5_err_clear();
+			free(vn);
+			if (vent_add(d, fs, n->ino, de.name, vw_suffix((enum vw_kind)k),
+				     k == VW_FRAMES ? S_IFDIR : S_IFREG) != 0)
+				break;
+		}
+	}
+	node_use_end(&u);
+}
+
+int views_opendir(void *r, void **dh, bool *keep, uint64_t ino)
+{
+	h5fs *fs = r;
+	struct node *n = node_get(fs, ino);
+	struct vdir *d;
+	int e;
+
+	if (!n)
+		return ESTALE;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return ENOMEM;
+	if (n->vkind == VW_FRAMES) {
+		e = node_fresh(fs, n);
+		if (!e)
+			e = view_fresh(fs, n);
+		if (e) {
+			free(d);
+			return e;
+		}
+		d->frames = true;
+		d->count = frames_of(n);
+		d->dir = ino;
+		/* a live FILE's, or a growing dataset's: the kernel asks again */
+		*keep = !fs->live && !view_grows(fs, n);
+		*dh = d;
+		return 0;
+	}
+	e = member_opendir(r, &d->inner, keep, ino);
+	if (e) {
+		free(d);
+		return e;
+	}
+	if (fs->cfg.views)
+		list_views(d, fs, n, r);
+	*dh = d;
+	return 0;
+}
+
+int views_readdir(void *r, struct root_dirent *out, void *dh, size_t i)
+{
+	struct vdir *d = dh;
+
+	if (d->frames) {
+		if (i >= d->count)
+			return ENOENT;
+		memset(out, 0, sizeof(*out));
+		vw_frame_name(d->name, sizeof(d->name), i, d->count);
+		out->name = d->name;
+		out->ino = synth_ino(r, d->dir, d->name);
+		out->type = S_IFREG;
+		return out->ino ? 0 : ENOMEM;
+	}
+	if (!d->n || i < d->ninner)
+		return member_readdir(r, out, d->inner, i);
+	if (i - d->ninner >= d->n)
+		return ENOENT;
+	memset(out, 0, sizeof(*out));
+	out->name = d->v[i - d->ninner].name;
+	out->ino = d->v[i - d->ninner].ino;
+	out->type = d->v[i - d->ninner].type;
+	return 0;
+}
+
+void views_releasedir(void *r, void *dh)
+{
+	struct vdir *d = dh;
+
+	if (!d)
+		return;
+	if (d->inner)
+		member_releasedir(r, d->inner);
+	for (size_t i = 0; i < d->n; i++)
+		free(d->v[i].name);
+	free(d->v);
+	free(d);
+}
+
+/* -------- open and xattrs -------- */
+
+int views_open(void *r, struct fuse_file_info *fi, uint64_t ino)
+{
+	h5fs *fs = r;
+	struct node *n = node_get(fs, ino);
+	int e;
+
+	if (!n || !n->vkind)
+		return member_open(r, fi, ino);
+	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
+		return EROFS;   /* a view is read-only */
+	e = view_fresh(fs, n);
+	if (!e)
+		e = member_open(r, fi, ino);
+	if (!e && view_grows(fs, n)) {
+		/* its dataset may grow: no pages kept of this size */
+		fi->direct_io = 1;
+		fi->keep_cache = 0;
+	}
+	return e;
+}
+
+int views_getattr(void *r, struct stat *st, double *timeout, uint64_t ino)
+{
+	h5fs *fs = r;
+	struct node *n = node_get(fs, ino);
+	int e = n && n->vkind ? view_fresh(fs, n) : 0;
+
+	if (e)
+		return e;
+	e = member_getattr(r, st, timeout, ino);
+	if (n && view_grows(fs, n))
+		*timeout = 0;
+	return e;
+}
+
+#define VIEW_XATTR "user.h5.view"
+
+int views_listxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino)
+{
+	struct node *n = node_get(r, ino);
+	size_t l0 = 0;
+	int e;
+
+	if (!n || !n->vkind)
+		return member_listxattr(r, buf, size, len, ino);
+	e = member_listxattr(r, buf, size, &l0, ino);
+	if (e)
+		return e;
+	*len = l0 + sizeof(VIEW_XATTR);
+	if (size >= *len)
+		memcpy(buf + l0, VIEW_XATTR, sizeof(VIEW_XATTR));
+	return 0;
+}
+
+int views_getxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino, const char *name)
+{
+	struct node *n = node_get(r, ino);
+	const char *v;
+
+	if (!n || !n->vkind || strcmp(name, VIEW_XATTR) != 0)
+		return member_getxattr(r, buf, size, len, ino, name);
+	v = vw_name((enum vw_kind)n->vkind);
+	*len = strlen(v);
+	if (size >= *len)
+		memcpy(buf, v, *len);
+	return 0;
+}
+
+/* Views are read-only: their xattrs are the dataset's, which a change
+ * through the view's name would reach, and a frames folder holds no
+ * links. A real link named like a view is a real node (vkind 0). */
+static bool is_view(void *r, uint64_t ino)
+{
+	struct node *n = node_get(r, ino);
+
+	return n && n->vkind;
+}
+
+int views_setxattr(void *r, uint64_t ino, const char *name, const char *value, size_t size, int flags)
+{
+	return is_view(r, ino) ? EROFS : member_setxattr(r, ino, name, value, size, flags);
+}
+
+int views_removexattr(void *r, uint64_t ino, const char *name)
+{
+	return is_view(r, ino) ? EROFS : member_removexattr(r, ino, name);
+}
+
+int views_mkdir(void *r, uint64_t parent, const char *name)
+{
+	return is_view(r, parent) ? EROFS : member_mkdir(r, parent, name);
+}
+
+int views_rmdir(void *r, uint64_t parent, const char *name)
+{
+	return is_view(r, parent) ? EROFS : member_rmdir(r, parent, name);
+}
+
+int views_unlink(void *r, uint64_t parent, const char *name)
+{
+	return is_view(r, parent) ? EROFS : member_unlink(r, parent, name);
+}
+
+int views_symlink(void *r, const char *target, uint64_t parent, const char *name)
+{
+	return is_view(r, parent) ? EROFS : member_symlink(r, target, parent, name);
+}
