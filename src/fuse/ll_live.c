@@ -427,8 +427,18 @@ int live_read_check(h5fs *fs, struct gen *g, int attempt, bool failed, const cha
 	bool ok;
 	int rc = 0;
 
-	if (!live_checked(fs) || !g)
+	if (!g || !fs->live)
 		return 0;
+	if (!live_checked(fs)) {
+		/* Fast reads are not checked, but a read that failed because
+		 * FILE changed under it (a remote object replaced: its ETag no
+		 * longer matches) is the first change, seen here before the
+		 * watcher's probe: from now on reads are checked, and this one
+		 * is made again on a new generation. */
+		if (!failed || (!__atomic_load_n(&g->broken, __ATOMIC_ACQUIRE) && h5_file_changed(g->f, NULL) == 0))
+			return 0;
+		set_checked(fs);
+	}
 	/* an answer made on an old generation whose bytes are intact (FILE
 	 * renamed over, or deleted) is one version: it may go */
 	ok = !__atomic_load_n(&g->broken, __ATOMIC_ACQUIRE) &&
