@@ -273,21 +273,8 @@ static int png_read(h5_dataset *d, void *buf, uint64_t off, size_t len)
 
 static int png_map(h5_read_plan *out, h5_dataset *d, uint64_t off, size_t len, unsigned flags)
 {
-	int rc;
-
 	(void)flags;
-	memset(out, 0, sizeof(*out));
-	if (len == 0)
-		return 0;
-	out->buf = h5_buf_alloc(len);
-	if (!out->buf)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory for a read of %zu bytes", len);
-	out->len = len;
-	out->kind = H5_PLAN_BUFFER;
-	rc = png_read(d, out->buf, off, len);
-	if (rc < 0)
-		h5_read_plan_release(out);
-	return rc;
+	return h5_view_map_made(out, d, off, len, png_read);
 }
 
 static const h5_view_ops png_ops = {

@@ -443,6 +443,10 @@ typedef struct h5_view_ops {
 extern const h5_view_ops h5_view_raw;
 extern const h5_view_ops h5_view_text;
 const h5_view_ops *h5_dataset_view(const h5_dataset *d);
+/* The map op of a view whose bytes are made, never stored (text, CSV,
+ * PNG, a view's header): a buffer of len bytes filled by read. */
+int h5_view_map_made(h5_read_plan *out, h5_dataset *d, uint64_t off, size_t len,
+		     int (*read)(h5_dataset *d, void *buf, uint64_t off, size_t len));
 /* A view made outside the engine (src/common/views.c: NPY, TIFF, CSV, PNG
  * files of a dataset) keeps its state with the dataset handle it shows:
  * set once, before the handle is shared, and freed by fr when the handle

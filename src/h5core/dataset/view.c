@@ -70,21 +70,27 @@ static int text_read(h5_dataset *d, void *buf, uint64_t off, size_t len)
 	return 0;
 }
 
-/* Text is made, never stored: always a buffer. */
-static int text_map(h5_read_plan *out, h5_dataset *d, uint64_t off, size_t len, unsigned flags)
+int h5_view_map_made(h5_read_plan *out, h5_dataset *d, uint64_t off, size_t len,
+		     int (*read)(h5_dataset *d, void *buf, uint64_t off, size_t len))
 {
 	int rc;
 
-	(void)flags;
 	h5_plan_init(out, d);
 	if (len == 0)
-		return text_read(d, NULL, off, 0);
+		return read(d, NULL, off, 0);
 	if (!h5_plan_buffer(out, len))
 		return h5_err_set(H5_ERR_NOMEM, "out of memory for a read of %zu bytes", len);
-	rc = text_read(d, out->buf, off, len);
+	rc = read(d, out->buf, off, len);
 	if (rc < 0)
 		h5_read_plan_release(out);
 	return rc;
+}
+
+/* Text is made, never stored: always a buffer. */
+static int text_map(h5_read_plan *out, h5_dataset *d, uint64_t off, size_t len, unsigned flags)
+{
+	(void)flags;
+	return h5_view_map_made(out, d, off, len, text_read);
 }
 
 const h5_view_ops h5_view_text = {
