@@ -716,6 +716,17 @@ int h5_msg_read(const uint8_t **data, size_t *len, void **owned, h5_file *f, con
  * is written back with one pwrite of [first changed byte, end of chunk), so
  * a v2 chunk's checksum lands in the same write as the bytes it covers. */
 
+int h5_ohdr_edit_ranges(h5_ohdr_edit *e)
+{
+	e->lo = malloc(e->oh->nchunks * sizeof(size_t));
+	e->hi = calloc(e->oh->nchunks, sizeof(size_t));
+	if (!e->lo || !e->hi)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory editing an object header");
+	for (size_t c = 0; c < e->oh->nchunks; c++)
+		e->lo[c] = SIZE_MAX;
+	return 0;
+}
+
 int h5_ohdr_patch(h5_ohdr_edit *e, uint64_t addr, const void *bytes, size_t n)
 {
 	for (size_t c = 0; c < e->oh->nchunks; c++) {

@@ -79,13 +79,15 @@ void h5_ohdr_free(h5_ohdr *oh);
 /* Editing a private copy of a header (h5_ohdr_load) in place (ohdr.c):
  * h5_ohdr_patch changes bytes at a file address inside one of its chunks;
  * h5_ohdr_write_chunk writes a changed chunk back in one write of [first
- * changed byte, end of chunk), v2 checksum included; the caller allocates
- * lo (set to SIZE_MAX) and hi (zeros), one entry per chunk. */
+ * changed byte, end of chunk), v2 checksum included. h5_ohdr_edit_ranges
+ * allocates lo (SIZE_MAX: unchanged) and hi, one entry per chunk of oh
+ * (set first); the caller frees both. */
 typedef struct h5_ohdr_edit {
 	h5_ohdr *oh;
 	size_t *lo;             /* per chunk: first changed byte, or SIZE_MAX */
 	size_t *hi;
 } h5_ohdr_edit;
+int h5_ohdr_edit_ranges(h5_ohdr_edit *e);
 int h5_ohdr_patch(h5_ohdr_edit *e, uint64_t addr, const void *bytes, size_t n);
 int h5_ohdr_write_chunk(h5_file *f, h5_ohdr_edit *e, size_t c);
 /* Index of the chunk holding addr, SIZE_MAX when none does. */

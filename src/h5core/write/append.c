@@ -440,14 +440,9 @@ static int commit(h5_astream *s, bool partial, bool durable)
 		rc = find_msgs(&ds, &lay, e.oh);
 	if (rc < 0)
 		goto out;
-	e.lo = malloc(e.oh->nchunks * sizeof(size_t));
-	e.hi = calloc(e.oh->nchunks, sizeof(size_t));
-	if (!e.lo || !e.hi) {
-		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+	rc = h5_ohdr_edit_ranges(&e);
+	if (rc < 0)
 		goto out;
-	}
-	for (size_t c = 0; c < e.oh->nchunks; c++)
-		e.lo[c] = SIZE_MAX;
 
 	/* 1. the changed index blocks, new, after the staged chunks; fsync;
 	 * 2. the superblock covers the new space; fsync (txn.c) */

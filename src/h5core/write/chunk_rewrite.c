@@ -438,14 +438,9 @@ static int commit(rw *r, bool durable, uint64_t *last_end)
 				(unsigned long long)r->d->addr);
 		goto out;
 	}
-	e.lo = malloc(e.oh->nchunks * sizeof(size_t));
-	e.hi = calloc(e.oh->nchunks, sizeof(size_t));
-	if (!e.lo || !e.hi) {
-		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+	rc = h5_ohdr_edit_ranges(&e);
+	if (rc < 0)
 		goto out;
-	}
-	for (size_t c = 0; c < e.oh->nchunks; c++)
-		e.lo[c] = SIZE_MAX;
 	/* 1. new index blocks; fsync; 2. the end of allocated space; fsync */
 	h5_txn_begin(&t, f, durable, r->wops, r->w);
 	rc = h5_txn_stage(&t, *last_end);

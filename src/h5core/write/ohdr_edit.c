@@ -162,13 +162,7 @@ int h5_ohdr_change_open(h5_ohdr_change *c, h5_file *f, uint64_t addr)
 	rc = h5_ohdr_load(&c->e.oh, f, addr);
 	if (rc < 0)
 		return rc;
-	c->e.lo = malloc(c->e.oh->nchunks * sizeof(size_t));
-	c->e.hi = calloc(c->e.oh->nchunks, sizeof(size_t));
-	if (!c->e.lo || !c->e.hi)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory editing an object header");
-	for (size_t i = 0; i < c->e.oh->nchunks; i++)
-		c->e.lo[i] = SIZE_MAX;
-	return 0;
+	return h5_ohdr_edit_ranges(&c->e);
 }
 
 void h5_ohdr_change_close(h5_ohdr_change *c)

@@ -184,13 +184,7 @@ static int edit_begin(h5_ohdr_edit *e, const h5_msg **lay, h5_file *f, uint64_t 
 	if (!*lay || ((*lay)->flags & H5_MSG_FLAG_SHARED))
 		return h5_err_set(H5_ERR_UNSUPPORTED, "object header 0x%llx: no layout message of its own",
 				  (unsigned long long)addr);
-	e->lo = malloc(e->oh->nchunks * sizeof(size_t));
-	e->hi = calloc(e->oh->nchunks, sizeof(size_t));
-	if (!e->lo || !e->hi)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory");
-	for (size_t c = 0; c < e->oh->nchunks; c++)
-		e->lo[c] = SIZE_MAX;
-	return 0;
+	return h5_ohdr_edit_ranges(e);
 }
 
 static void edit_end(h5_ohdr_edit *e, h5_file *f, uint64_t addr)
