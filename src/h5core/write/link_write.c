@@ -1,13 +1,8 @@
 /*
- * link_write.c - adding a link to a group in compact link storage (link
- * messages in its v2 object header; h5core.h "adding links"): one object
- * header change (ohdr_edit.c), so crash-safe as attribute changes are
- * (doc/MODIFY.md).
- *
- * Not written: symbol-table groups (a local heap and a v1 B-tree of symbol
- * nodes, what libhdf5 writes by default) and dense link storage (a fractal
- * heap); a compact group at libhdf5's limit (its Group Info message's
- * "maximum compact", 8 by default: libhdf5 would go dense) is refused too.
+ * link_write.c - adding and removing links (h5core.h "adding links"):
+ * names checked, write_lock taken, the group's storage form found and its
+ * entry of link_store.h's table called; new groups; the reference count of
+ * an object that loses one of several hard links.
  */
 #include "base.h"
 #include "rd.h"
@@ -17,56 +12,56 @@
 #include "ohdr_edit.h"
 #include "checksum.h"
 #include "space.h"
+#include "group.h"
+#include "link_store.h"
 
 #include <time.h>
 
-#define MAX_COMPACT_LINKS_DEFAULT 8     /* libhdf5's H5G_CRT_GINFO_MAX_COMPACT */
+/* The forms h5fs writes, by h5_lstore_kind (NULL: refused). */
+static const h5_lstore_ops *const lstore_table[H5_LSTORE_NKINDS] = {
+	[H5_LSTORE_COMPACT] = &h5_lstore_compact,
+};
 
-/* The group's compact storage: its links counted, NAME looked for, the
- * Link Info message (index, max creation order), the compact limit. */
-static int scan(size_t *nlinks, size_t *linfo, h5_linfo *li, unsigned *max_compact, h5_file *f, const h5_ohdr *oh,
-		const char *name, size_t name_len)
+static const char *const lstore_refusal[H5_LSTORE_NKINDS] = {
+	[H5_LSTORE_DENSE] = "keeps its links in dense storage (a fractal heap), which h5fs does not write",
+	[H5_LSTORE_STAB] = "is a symbol-table group (libhdf5's default format), whose links h5fs does not write",
+};
+
+int h5_lstore_of(const h5_lstore_ops **ops, h5_lstore_kind *kind, h5_file *f, const h5_ohdr *oh)
 {
-	*nlinks = 0;
-	*linfo = SIZE_MAX;
-	*max_compact = MAX_COMPACT_LINKS_DEFAULT;
-	for (size_t i = 0; i < oh->nmsgs; i++) {
-		const h5_msg *m = &oh->msgs[i];
-		int rc;
+	const h5_msg *m;
 
-		if (m->flags & H5_MSG_FLAG_SHARED)
-			continue;
-		if (m->type == H5_MSG_STAB)
-			return h5_err_set(H5_ERR_UNSUPPORTED, "group 0x%llx is a symbol-table group (libhdf5's default "
-					  "format), whose links h5fs does not write", (unsigned long long)oh->addr);
-		if (m->type == H5_MSG_LINFO) {
-			rc = h5_linfo_decode(li, &f->fmt, m->data, m->size);
-			if (rc < 0)
-				return rc;
-			if (h5_addr_defined(li->fheap_addr))
-				return h5_err_set(H5_ERR_UNSUPPORTED, "group 0x%llx keeps its links in dense storage (a "
-						  "fractal heap), which h5fs does not write", (unsigned long long)oh->addr);
-			*linfo = i;
-		} else if (m->type == H5_MSG_GINFO && m->size >= 6 && (m->data[1] & 0x01)) {
-			*max_compact = (unsigned)h5_le_decode(m->data + 2, 2);
-		} else if (m->type == H5_MSG_LINK) {
-			h5_link l;
+	*ops = NULL;
+	if (h5_ohdr_find(oh, H5_MSG_STAB) != NULL) {
+		*kind = H5_LSTORE_STAB;
+	} else if ((m = h5_ohdr_find(oh, H5_MSG_LINFO)) != NULL && !(m->flags & H5_MSG_FLAG_SHARED)) {
+		h5_linfo li;
+		int rc = h5_linfo_decode(&li, &f->fmt, m->data, m->size);
 
-			rc = h5_link_decode(&l, m->data, m->size, &f->fmt);
-			if (rc < 0)
-				return rc;
-			(*nlinks)++;
-			rc = l.name_len == name_len && memcmp(l.name, name, name_len) == 0;
-			h5_link_clear(&l);
-			if (rc)
-				return h5_err_set(H5_ERR_INVAL, "group 0x%llx has a link \"%.*s\" already",
-						  (unsigned long long)oh->addr, (int)name_len, name);
-		}
+		if (rc < 0)
+			return rc;
+		*kind = h5_addr_defined(li.fheap_addr) ? H5_LSTORE_DENSE : H5_LSTORE_COMPACT;
+	} else {
+		return h5_err_set(H5_ERR_UNSUPPORTED, "object 0x%llx is no group", (unsigned long long)oh->addr);
 	}
-	if (*linfo == SIZE_MAX)
-		return h5_err_set(H5_ERR_UNSUPPORTED, "object 0x%llx is no group with compact link storage",
-				  (unsigned long long)oh->addr);
+	*ops = lstore_table[*kind];
+	if (*ops == NULL)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "group 0x%llx %s", (unsigned long long)oh->addr,
+				  lstore_refusal[*kind]);
 	return 0;
+}
+
+/* The ops of the group at addr. */
+static int lstore_at(const h5_lstore_ops **ops, h5_file *f, uint64_t addr)
+{
+	h5_ohdr *oh = NULL;
+	h5_lstore_kind kind;
+	int rc = h5_ohdr_load(&oh, f, addr);
+
+	if (rc == 0)
+		rc = h5_lstore_of(ops, &kind, f, oh);
+	h5_ohdr_free(oh);
+	return rc;
 }
 
 static int link_name_check(const char *name, size_t name_len)
@@ -83,54 +78,22 @@ static int link_name_check(const char *name, size_t name_len)
 static int insert(h5_file *f, uint64_t group, const char *name, size_t name_len, h5_link_type type, uint64_t addr,
 		  const char *target, int durable, uint64_t start)
 {
-	h5_ohdr_change c;
-	h5_linfo li = { 0 };
+	const h5_lstore_ops *ops;
 	h5_link l = { 0 };
-	size_t nlinks = 0, linfo = SIZE_MAX, mlen = 0;
-	unsigned max_compact;
-	uint8_t *msg = NULL;
 	bool ascii = true;
-	int rc;
+	int rc = lstore_at(&ops, f, group);
 
+	if (rc < 0)
+		return rc;
 	for (size_t i = 0; i < name_len; i++)
 		ascii &= (unsigned char)name[i] < 0x80;
-	rc = h5_ohdr_change_open(&c, f, group);
-	if (start != UINT64_MAX)
-		c.start_end = start;
-	if (rc == 0)
-		rc = scan(&nlinks, &linfo, &li, &max_compact, f, c.e.oh, name, name_len);
-	if (rc == 0 && nlinks >= max_compact)
-		rc = h5_err_set(H5_ERR_NOSPC, "group 0x%llx has %zu links, as many as its compact storage holds "
-				"(libhdf5 would move them to dense storage, which h5fs does not write)",
-				(unsigned long long)group, nlinks);
-	if (rc < 0)
-		goto out;
 	l.name = (char *)name;
 	l.name_len = name_len;
 	l.type = type;
 	l.addr = addr;
 	l.target = (char *)target;
 	l.cset = ascii ? 0 : 1;
-	if (li.track_corder) {
-		/* the next creation order; the Link Info message's maximum moves
-		 * first (a side change: a gap is harmless) */
-		uint8_t v[8];
-
-		l.has_corder = 1;
-		l.corder = li.max_corder;
-		h5_le_encode(v, (uint64_t)li.max_corder + 1, 8);
-		rc = h5_ohdr_aux(&c, c.e.oh->msgs[linfo].addr + 2, v, 8);
-	}
-	if (rc == 0)
-		rc = h5_link_encode(&msg, &mlen, &f->fmt, &l);
-	if (rc == 0)
-		rc = h5_ohdr_put(&c, f, SIZE_MAX, H5_MSG_LINK, 0, 0, msg, mlen);
-	if (rc == 0)
-		rc = h5_ohdr_commit(&c, f, durable);
-out:
-	h5_ohdr_change_close(&c);
-	free(msg);
-	return rc;
+	return ops->insert(f, group, &l, start, durable);
 }
 
 int h5_link_insert(h5_file *f, uint64_t group, const char *name, size_t name_len, h5_link_type type,
@@ -244,81 +207,72 @@ static int refcount_of(uint32_t *n, uint64_t *field, h5_file *f, uint64_t addr)
 	return 0;
 }
 
+/* h5_group_iterate's callback: one link is enough. */
+static int any_link(const h5_link *l, void *ud)
+{
+	(void)l;
+	*(bool *)ud = true;
+	return 1;
+}
+
+/* want 1: NAME (target: its object, UNDEF: no hard link) must be an empty
+ * group (rmdir); 2: no group (unlink). */
+static int check_want(h5_file *f, uint64_t target, const char *name, size_t name_len, int want)
+{
+	h5_ohdr *oh = NULL;
+	bool is_group, nonempty = false;
+	int rc;
+
+	if (!h5_addr_defined(target))
+		return want == 1 ? h5_err_set(H5_ERR_INVAL, "\"%.*s\" is no group", (int)name_len, name) : 0;
+	rc = h5_ohdr_load(&oh, f, target);
+	if (rc < 0)
+		return rc;
+	is_group = h5_ohdr_is_group(oh);
+	h5_ohdr_free(oh);
+	if (want == 1 && !is_group)
+		return h5_err_set(H5_ERR_INVAL, "\"%.*s\" is no group", (int)name_len, name);
+	if (want == 2 && is_group)
+		return h5_err_set(H5_ERR_PERM, "\"%.*s\" is a group", (int)name_len, name);
+	if (want == 1) {
+		rc = h5_group_iterate(f, target, any_link, &nonempty);
+		if (rc < 0)
+			return rc;
+		if (nonempty)
+			return h5_err_set(H5_ERR_PERM, "group \"%.*s\" is not empty", (int)name_len, name);
+	}
+	return 0;
+}
+
 int h5_link_delete(h5_file *f, uint64_t group, const char *name, size_t name_len, int want)
 {
-	h5_ohdr_change c = { 0 };
-	size_t idx = SIZE_MAX;
+	const h5_lstore_ops *ops;
+	h5_link l = { 0 };
+	char *cname = NULL;
 	uint64_t target = H5_ADDR_UNDEF;
 	int rc;
 
 	if (!h5_file_writable(f))
 		return h5_err_set(H5_ERR_ROFS, "the file is open read-only");
+	cname = strndup(name, name_len);
+	if (cname == NULL)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	pthread_mutex_lock(&f->write_lock);
-	rc = h5_ohdr_change_open(&c, f, group);
-	for (size_t i = 0; rc == 0 && i < c.e.oh->nmsgs; i++) {
-		const h5_msg *m = &c.e.oh->msgs[i];
-		h5_link l;
-
-		if (m->type == H5_MSG_STAB)
-			rc = h5_err_set(H5_ERR_UNSUPPORTED, "group 0x%llx is a symbol-table group (libhdf5's default "
-					"format), whose links h5fs does not write", (unsigned long long)group);
-		if (m->type == H5_MSG_LINFO) {
-			h5_linfo li;
-
-			rc = h5_linfo_decode(&li, &f->fmt, m->data, m->size);
-			if (rc == 0 && h5_addr_defined(li.fheap_addr))
-				rc = h5_err_set(H5_ERR_UNSUPPORTED, "group 0x%llx keeps its links in dense storage",
-						(unsigned long long)group);
-		}
-		if (rc < 0 || m->type != H5_MSG_LINK || (m->flags & H5_MSG_FLAG_SHARED))
-			continue;
-		rc = h5_link_decode(&l, m->data, m->size, &f->fmt);
-		if (rc == 0 && l.name_len == name_len && memcmp(l.name, name, name_len) == 0 && idx == SIZE_MAX) {
-			idx = i;
-			if (l.type == H5_LINK_HARD)
-				target = l.addr;
-		}
-		h5_link_clear(&l);
-	}
-	if (rc == 0 && idx == SIZE_MAX)
-		rc = h5_err_set(H5_ERR_NOTFOUND, "no link \"%.*s\"", (int)name_len, name);
-	if (rc == 0 && want) {
-		/* want 1: a group, and an empty one (rmdir); 2: not a group (unlink) */
-		h5_ohdr *oh = NULL;
-		bool is_group = false, empty = true;
-
-		if (!h5_addr_defined(target)) {
-			rc = want == 1 ? h5_err_set(H5_ERR_INVAL, "\"%.*s\" is no group", (int)name_len, name) : 0;
-		} else if ((rc = h5_ohdr_load(&oh, f, target)) == 0) {
-			for (size_t i = 0; i < oh->nmsgs; i++) {
-				uint16_t t = oh->msgs[i].type;
-
-				is_group |= t == H5_MSG_STAB || t == H5_MSG_LINFO;
-				if (t == H5_MSG_LINK)
-					empty = false;
-				if (t == H5_MSG_STAB || (t == H5_MSG_LINFO && oh->msgs[i].size >= 10 &&
-							 h5_addr_defined(h5_le_decode(oh->msgs[i].data + 2 +
-								((oh->msgs[i].data[1] & 1) ? 8 : 0), f->fmt.sizeof_addr))))
-					empty = false;  /* symbol table or dense links: not looked into */
-			}
-			h5_ohdr_free(oh);
-			if (want == 1 && !is_group)
-				rc = h5_err_set(H5_ERR_INVAL, "\"%.*s\" is no group", (int)name_len, name);
-			else if (want == 1 && !empty)
-				rc = h5_err_set(H5_ERR_PERM, "group \"%.*s\" is not empty", (int)name_len, name);
-			else if (want == 2 && is_group)
-				rc = h5_err_set(H5_ERR_PERM, "\"%.*s\" is a group", (int)name_len, name);
-		}
-	}
+	rc = lstore_at(&ops, f, group);
 	if (rc == 0)
-		rc = h5_ohdr_put(&c, f, idx, 0, 0, 0, NULL, 0);
+		rc = h5_group_lookup(&l, f, group, cname);
+	if (rc == 0 && l.type == H5_LINK_HARD)
+		target = l.addr;
+	h5_link_clear(&l);
+	if (rc == 0 && want)
+		rc = check_want(f, target, name, name_len, want);
 	if (rc == 0)
-		rc = h5_ohdr_commit(&c, f, false);
-	h5_ohdr_change_close(&c);
+		rc = ops->remove(f, group, name, name_len, false);
 	/* then, when the object has other links, its count drops (after the
 	 * link went: a crash between leaves the count too high, which only
 	 * keeps the object when its last link goes) */
 	if (rc == 0 && h5_addr_defined(target)) {
+		h5_ohdr_change c = { 0 };
 		uint32_t n = 1;
 		uint64_t field = H5_ADDR_UNDEF;
 
@@ -335,5 +289,6 @@ int h5_link_delete(h5_file *f, uint64_t group, const char *name, size_t name_len
 		h5_err_clear();
 	}
 	pthread_mutex_unlock(&f->write_lock);
+	free(cname);
 	return rc;
 }

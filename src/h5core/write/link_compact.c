@@ -1,0 +1,133 @@
+/*
+ * link_compact.c - links kept as Link messages in the group's own object
+ * header (compact link storage, spec IV.A.2.g, with the Link Info message
+ * IV.A.2.c and the Group Info message IV.A.2.f): the "compact" entry of
+ * link_store.h's table. Each change is one object header change
+ * (ohdr_edit.c), so crash-safe as attribute changes are (doc/MODIFY.md).
+ *
+ * A group at libhdf5's compact limit (its Group Info message's "maximum
+ * compact", 8 by default: libhdf5 would go dense) is refused.
+ */
+#include "base.h"
+#include "rd.h"
+#include "file.h"
+#include "ohdr.h"
+#include "linkmsg.h"
+#include "ohdr_edit.h"
+#include "link_store.h"
+
+#define MAX_COMPACT_LINKS_DEFAULT 8     /* libhdf5's H5G_CRT_GINFO_MAX_COMPACT */
+
+/* The group's compact storage: its links counted, NAME's message (SIZE_MAX:
+ * none; name NULL: not looked for), the Link Info message (index) and its
+ * contents, the compact limit. */
+static int scan(size_t *nlinks, size_t *found, size_t *linfo, h5_linfo *li, unsigned *max_compact, h5_file *f,
+		const h5_ohdr *oh, const char *name, size_t name_len)
+{
+	*nlinks = 0;
+	*found = SIZE_MAX;
+	*linfo = SIZE_MAX;
+	*max_compact = MAX_COMPACT_LINKS_DEFAULT;
+	for (size_t i = 0; i < oh->nmsgs; i++) {
+		const h5_msg *m = &oh->msgs[i];
+		int rc;
+
+		if (m->flags & H5_MSG_FLAG_SHARED)
+			continue;
+		if (m->type == H5_MSG_LINFO) {
+			rc = h5_linfo_decode(li, &f->fmt, m->data, m->size);
+			if (rc < 0)
+				return rc;
+			*linfo = i;
+		} else if (m->type == H5_MSG_GINFO && m->size >= 6 && (m->data[1] & 0x01)) {
+			*max_compact = (unsigned)h5_le_decode(m->data + 2, 2);
+		} else if (m->type == H5_MSG_LINK) {
+			h5_link l;
+
+			rc = h5_link_decode(&l, m->data, m->size, &f->fmt);
+			if (rc < 0)
+				return rc;
+			(*nlinks)++;
+			if (name && *found == SIZE_MAX && l.name_len == name_len && memcmp(l.name, name, name_len) == 0)
+				*found = i;
+			h5_link_clear(&l);
+		}
+	}
+	if (*linfo == SIZE_MAX)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "object 0x%llx is no group with compact link storage",
+				  (unsigned long long)oh->addr);
+	return 0;
+}
+
+static int compact_insert(h5_file *f, uint64_t group, const h5_link *link, uint64_t start, bool durable)
+{
+	h5_ohdr_change c;
+	h5_linfo li = { 0 };
+	h5_link l = *link;
+	size_t nlinks = 0, found, linfo = SIZE_MAX, mlen = 0;
+	unsigned max_compact;
+	uint8_t *msg = NULL;
+	int rc;
+
+	rc = h5_ohdr_change_open(&c, f, group);
+	if (start != UINT64_MAX)
+		c.start_end = start;
+	if (rc == 0)
+		rc = scan(&nlinks, &found, &linfo, &li, &max_compact, f, c.e.oh, l.name, l.name_len);
+	if (rc == 0 && found != SIZE_MAX)
+		rc = h5_err_set(H5_ERR_INVAL, "group 0x%llx has a link \"%.*s\" already", (unsigned long long)group,
+				(int)l.name_len, l.name);
+	if (rc == 0 && nlinks >= max_compact)
+		rc = h5_err_set(H5_ERR_NOSPC, "group 0x%llx has %zu links, as many as its compact storage holds "
+				"(libhdf5 would move them to dense storage, which h5fs does not write)",
+				(unsigned long long)group, nlinks);
+	if (rc < 0)
+		goto out;
+	l.has_corder = 0;
+	if (li.track_corder) {
+		/* the next creation order; the Link Info message's maximum moves
+		 * first (a side change: a gap is harmless) */
+		uint8_t v[8];
+
+		l.has_corder = 1;
+		l.corder = li.max_corder;
+		h5_le_encode(v, (uint64_t)li.max_corder + 1, 8);
+		rc = h5_ohdr_aux(&c, c.e.oh->msgs[linfo].addr + 2, v, 8);
+	}
+	if (rc == 0)
+		rc = h5_link_encode(&msg, &mlen, &f->fmt, &l);
+	if (rc == 0)
+		rc = h5_ohdr_put(&c, f, SIZE_MAX, H5_MSG_LINK, 0, 0, msg, mlen);
+	if (rc == 0)
+		rc = h5_ohdr_commit(&c, f, durable);
+out:
+	h5_ohdr_change_close(&c);
+	free(msg);
+	return rc;
+}
+
+static int compact_remove(h5_file *f, uint64_t group, const char *name, size_t name_len, bool durable)
+{
+	h5_ohdr_change c;
+	h5_linfo li;
+	size_t n, found = SIZE_MAX, linfo;
+	unsigned max_compact;
+	int rc = h5_ohdr_change_open(&c, f, group);
+
+	if (rc == 0)
+		rc = scan(&n, &found, &linfo, &li, &max_compact, f, c.e.oh, name, name_len);
+	if (rc == 0 && found == SIZE_MAX)
+		rc = h5_err_set(H5_ERR_NOTFOUND, "no link \"%.*s\"", (int)name_len, name);
+	if (rc == 0)
+		rc = h5_ohdr_put(&c, f, found, 0, 0, 0, NULL, 0);
+	if (rc == 0)
+		rc = h5_ohdr_commit(&c, f, durable);
+	h5_ohdr_change_close(&c);
+	return rc;
+}
+
+const h5_lstore_ops h5_lstore_compact = {
+	.name = "compact",
+	.insert = compact_insert,
+	.remove = compact_remove,
+};

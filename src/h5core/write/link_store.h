@@ -1,0 +1,51 @@
+/* link_store.h - the ways a group keeps its links, as a table (after
+ * libhdf5's H5G_obj dispatch over compact, dense and symbol-table
+ * storage; spec IV.A.2.c Link Info, IV.A.2.g Link, IV.A.2.r Symbol Table).
+ *
+ * link_write.c (h5_link_insert, h5_link_delete, h5_group_create) takes
+ * write_lock, checks names, finds the group's form (h5_lstore_of) and calls
+ * its ops; each form is one file and one entry of the table in
+ * link_write.c:
+ *   compact   link messages in the group's object header (link_compact.c)
+ *   dense     a fractal heap of link messages and v2 B-trees of name hashes
+ *             and creation orders (not written yet: refused)
+ *   stab      a local heap of names and a v1 B-tree of symbol nodes, what
+ *             libhdf5 writes by default (not written yet: refused)
+ * Every op runs under f->write_lock and is one ordered commit of its own
+ * (its crash states in doc/MODIFY.md), and drops the cached copies of what
+ * it changed: lookups and listings go through the read path
+ * (h5_group_lookup, h5_group_iterate), which must see the change. */
+#ifndef H5_WRITE_LINK_STORE_H
+#define H5_WRITE_LINK_STORE_H
+
+#include "base.h"
+#include "file.h"
+#include "ohdr.h"
+#include "linkmsg.h"
+
+typedef enum h5_lstore_kind {
+	H5_LSTORE_COMPACT,
+	H5_LSTORE_DENSE,
+	H5_LSTORE_STAB,
+	H5_LSTORE_NKINDS
+} h5_lstore_kind;
+
+typedef struct h5_lstore_ops {
+	const char *name;
+	/* Add l (its name not in the group: checked here) to the group at
+	 * group. start: the allocation end before the caller wrote new space
+	 * that this link makes visible (UINT64_MAX: none), so that the commit
+	 * makes it durable first. durable: fsync'd before returning. */
+	int (*insert)(h5_file *f, uint64_t group, const h5_link *l, uint64_t start, bool durable);
+	/* Remove the link NAME from the group at group. */
+	int (*remove)(h5_file *f, uint64_t group, const char *name, size_t name_len, bool durable);
+} h5_lstore_ops;
+
+/* The form of the group whose header is oh (H5_ERR_UNSUPPORTED: no
+ * group), and its ops (NULL: a form h5fs does not write, with the error
+ * set). */
+int h5_lstore_of(const h5_lstore_ops **ops, h5_lstore_kind *kind, h5_file *f, const h5_ohdr *oh);
+
+extern const h5_lstore_ops h5_lstore_compact;
+
+#endif
