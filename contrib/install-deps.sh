@@ -50,8 +50,10 @@ if [ "$list" = 1 ]; then
 fi
 
 # npm packages (the registry through npm itself), installed globally after
-# the Debian ones: s3rver, the S3-compatible server of test_s3rver.py
-NPM_PACKAGES=(s3rver@3)
+# the Debian ones: s3rver, the S3-compatible server of test_s3rver.py;
+# h5wasm 0.8.11, libhdf5 1.14.6 as WebAssembly: the second oracle of the
+# write tests (tests/integration/h514.py; Debian bookworm has only 1.10)
+NPM_PACKAGES=(s3rver@3 h5wasm@0.8.11)
 
 SUDO=
 if [ "$(id -u)" -ne 0 ]; then
@@ -65,8 +67,9 @@ npm_deps() {
 		echo "install-deps: installing nodejs npm"
 		DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends nodejs npm
 	fi
-	if command -v s3rver >/dev/null; then
-		echo "install-deps: s3rver is installed"
+	if command -v s3rver >/dev/null &&
+		grep -qs '"version": "0.8.11"' "$(npm root -g)/h5wasm/package.json"; then
+		echo "install-deps: s3rver and h5wasm are installed"
 		return 0
 	fi
 	echo "install-deps: npm install -g ${NPM_PACKAGES[*]}"
