@@ -105,3 +105,21 @@ int h5_cidx_arr_iterate(h5_chunk_index *ci, h5_arr_iterate_fn walk, h5_cidx_iter
 
 	return walk(ci->f, ci->d->layout.idx_addr, arr_iter_cb, &a);
 }
+
+static int arr_sum_cb(uint64_t idx, const h5_chunk_rec *rec, void *ud)
+{
+	struct alloc_sum *s = ud;
+
+	(void)idx;
+	sum_add(s, s->ci->filtered ? rec->size : s->ci->chunk_bytes);
+	return 0;
+}
+
+int h5_cidx_arr_allocated(uint64_t *out, h5_chunk_index *ci, h5_arr_iterate_fn walk)
+{
+	struct alloc_sum s = { ci, 0 };
+	int rc = walk(ci->f, ci->d->layout.idx_addr, arr_sum_cb, &s);
+
+	*out = s.total;
+	return rc;
+}

@@ -101,6 +101,9 @@ void h5_cidx_unlinear(uint64_t *scaled, const h5_chunk_index *ci, uint64_t idx);
 /* The iterate op of the array indexes over h5_fa_iterate / h5_ea_iterate. */
 typedef int (*h5_arr_iterate_fn)(h5_file *f, uint64_t hdr_addr, h5_arr_elmt_cb cb, void *ud);
 int h5_cidx_arr_iterate(h5_chunk_index *ci, h5_arr_iterate_fn walk, h5_cidx_iter_cb cb, void *ud);
+/* The allocated op of the array indexes: the bytes of every chunk walk
+ * finds (stored sizes when filtered). */
+int h5_cidx_arr_allocated(uint64_t *out, h5_chunk_index *ci, h5_arr_iterate_fn walk);
 
 struct alloc_sum {
 	const h5_chunk_index *ci;
@@ -110,14 +113,6 @@ struct alloc_sum {
 static inline void sum_add(struct alloc_sum *s, uint64_t n)
 {
 	s->total = s->total > UINT64_MAX - n ? UINT64_MAX : s->total + n;
-}
-
-static inline int h5_cidx_arr_sum_cb(uint64_t idx, const h5_chunk_rec *rec, void *ud)
-{
-	struct alloc_sum *s = ud;
-
-	sum_add(s, s->ci->filtered ? rec->size : s->ci->chunk_bytes);
-	return 0;
 }
 
 #endif

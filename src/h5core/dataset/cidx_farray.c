@@ -49,11 +49,7 @@ static int fa_lookup(h5_chunk_rec *out, h5_chunk_index *ci, const uint64_t *scal
 
 static int fa_allocated(uint64_t *out, h5_chunk_index *ci)
 {
-	struct alloc_sum s = { ci, 0 };
-	int rc = h5_fa_iterate(ci->f, ci->d->layout.idx_addr, h5_cidx_arr_sum_cb, &s);
-
-	*out = s.total;
-	return rc;
+	return h5_cidx_arr_allocated(out, ci, h5_fa_iterate);
 }
 
 static int fa_iterate(h5_chunk_index *ci, h5_cidx_iter_cb cb, void *ud)
