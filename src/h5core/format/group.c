@@ -23,14 +23,6 @@
 #include "group.h"
 #include "dense.h"
 
-enum group_form { GF_STAB, GF_COMPACT, GF_DENSE };
-
-struct group_storage {
-	enum group_form form;
-	h5_stab stab;
-	h5_linfo linfo;
-};
-
 /* ---- a set of visited addresses (loop detection) ------------------------ */
 
 struct addr_set {
@@ -130,7 +122,7 @@ static int linfo_decode_v(void *out, const h5_fmt *fmt, const uint8_t *b, size_t
 	return h5_linfo_decode(out, fmt, b, l);
 }
 
-static int group_storage_get(struct group_storage *gs, h5_file *f, const h5_ohdr *oh, uint64_t addr)
+int h5_group_storage_get(h5_group_storage *gs, h5_file *f, const h5_ohdr *oh, uint64_t addr)
 {
 	const h5_msg *m;
 
@@ -143,23 +135,23 @@ static int group_storage_get(struct group_storage *gs, h5_file *f, const h5_ohdr
 
 		if (rc < 0)
 			return rc;
-		gs->form = h5_addr_defined(gs->linfo.fheap_addr) ? GF_DENSE : GF_COMPACT;
+		gs->form = h5_addr_defined(gs->linfo.fheap_addr) ? H5_GROUP_DENSE : H5_GROUP_COMPACT;
 		return 0;
 	}
 	m = h5_ohdr_find(oh, H5_MSG_STAB);
 	if (m) {
-		gs->form = GF_STAB;
+		gs->form = H5_GROUP_STAB;
 		return group_read_msg(f, m, &gs->stab, stab_decode_v);
 	}
 	if (h5_ohdr_find(oh, H5_MSG_LINK)) {
-		gs->form = GF_COMPACT;
+		gs->form = H5_GROUP_COMPACT;
 		return 0;
 	}
 	/* A v0/v1 root group may have its symbol table only in the superblock's
 	 * root entry scratch pad (libhdf5's H5G_mkroot tolerates this). */
 	if (addr == f->root_addr && f->root_stab_cached && h5_addr_defined(f->root_btree_addr) &&
 	    h5_addr_defined(f->root_heap_addr)) {
-		gs->form = GF_STAB;
+		gs->form = H5_GROUP_STAB;
 		gs->stab.btree_addr = f->root_btree_addr;
 		gs->stab.heap_addr = f->root_heap_addr;
 		return 0;
@@ -665,30 +657,30 @@ out:
 int h5_group_iterate(h5_file *f, uint64_t addr, h5_link_cb cb, void *ud)
 {
 	h5_ohdr *oh = NULL;
-	struct group_storage gs;
+	h5_group_storage gs;
 	struct link_list list = { 0 };
 	int rc;
 
 	rc = h5_ohdr_get(&oh, f, addr);
 	if (rc < 0)
 		return rc;
-	rc = group_storage_get(&gs, f, oh, addr);
+	rc = h5_group_storage_get(&gs, f, oh, addr);
 	if (rc < 0)
 		goto out;
 	switch (gs.form) {
-	case GF_STAB:
+	case H5_GROUP_STAB:
 		h5_ohdr_release(f, oh);
 		oh = NULL;
 		rc = stab_iterate(f, &gs.stab, cb, ud);
 		break;
-	case GF_COMPACT:
+	case H5_GROUP_COMPACT:
 		rc = compact_collect(&list, f, oh);
 		h5_ohdr_release(f, oh);
 		oh = NULL;
 		if (rc == 0)
 			rc = link_list_emit(f, &list, cb, ud);
 		break;
-	case GF_DENSE:
+	case H5_GROUP_DENSE:
 		h5_ohdr_release(f, oh);
 		oh = NULL;
 		rc = dense_collect(&list, f, &gs.linfo);
@@ -706,7 +698,7 @@ out:
 int h5_group_lookup(h5_link *out, h5_file *f, uint64_t addr, const char *name)
 {
 	h5_ohdr *oh = NULL;
-	struct group_storage gs;
+	h5_group_storage gs;
 	size_t len;
 	int rc;
 
@@ -720,19 +712,19 @@ int h5_group_lookup(h5_link *out, h5_file *f, uint64_t addr, const char *name)
 	rc = h5_ohdr_get(&oh, f, addr);
 	if (rc < 0)
 		return rc;
-	rc = group_storage_get(&gs, f, oh, addr);
+	rc = h5_group_storage_get(&gs, f, oh, addr);
 	if (rc < 0)
 		goto out;
 	switch (gs.form) {
-	case GF_STAB:
+	case H5_GROUP_STAB:
 		h5_ohdr_release(f, oh);
 		oh = NULL;
 		rc = stab_lookup(out, f, &gs.stab, name);
 		break;
-	case GF_COMPACT:
+	case H5_GROUP_COMPACT:
 		rc = compact_lookup(out, f, oh, name, len);
 		break;
-	case GF_DENSE:
+	case H5_GROUP_DENSE:
 		h5_ohdr_release(f, oh);
 		oh = NULL;
 		rc = dense_lookup(out, f, &gs.linfo, name, len);

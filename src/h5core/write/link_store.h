@@ -41,9 +41,9 @@ typedef struct h5_lstore_ops {
 	int (*remove)(h5_file *f, uint64_t group, const char *name, size_t name_len, bool durable);
 } h5_lstore_ops;
 
-/* The form of the group whose header is oh (H5_ERR_UNSUPPORTED: no
- * group), and its ops (NULL: a form h5fs does not write, with the error
- * set). */
+/* The form of the group whose header is oh (format/group.h's one rule,
+ * h5_group_storage_get; an error: no group), and its ops (NULL: a form
+ * h5fs does not write, with H5_ERR_UNSUPPORTED set). */
 int h5_lstore_of(const h5_lstore_ops **ops, h5_lstore_kind *kind, h5_file *f, const h5_ohdr *oh);
 
 extern const h5_lstore_ops h5_lstore_compact;

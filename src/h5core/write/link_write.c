@@ -29,21 +29,19 @@ static const char *const lstore_refusal[H5_LSTORE_NKINDS] = {
 
 int h5_lstore_of(const h5_lstore_ops **ops, h5_lstore_kind *kind, h5_file *f, const h5_ohdr *oh)
 {
-	const h5_msg *m;
+	static const h5_lstore_kind of_form[] = {
+		[H5_GROUP_STAB] = H5_LSTORE_STAB,
+		[H5_GROUP_COMPACT] = H5_LSTORE_COMPACT,
+		[H5_GROUP_DENSE] = H5_LSTORE_DENSE,
+	};
+	h5_group_storage gs;
+	int rc;
 
 	*ops = NULL;
-	if (h5_ohdr_find(oh, H5_MSG_STAB) != NULL) {
-		*kind = H5_LSTORE_STAB;
-	} else if ((m = h5_ohdr_find(oh, H5_MSG_LINFO)) != NULL && !(m->flags & H5_MSG_FLAG_SHARED)) {
-		h5_linfo li;
-		int rc = h5_linfo_decode(&li, &f->fmt, m->data, m->size);
-
-		if (rc < 0)
-			return rc;
-		*kind = h5_addr_defined(li.fheap_addr) ? H5_LSTORE_DENSE : H5_LSTORE_COMPACT;
-	} else {
-		return h5_err_set(H5_ERR_UNSUPPORTED, "object 0x%llx is no group", (unsigned long long)oh->addr);
-	}
+	rc = h5_group_storage_get(&gs, f, oh, oh->addr);
+	if (rc < 0)
+		return rc;
+	*kind = of_form[gs.form];
 	*ops = lstore_table[*kind];
 	if (*ops == NULL)
 		return h5_err_set(H5_ERR_UNSUPPORTED, "group 0x%llx %s", (unsigned long long)oh->addr,
