@@ -304,6 +304,7 @@ int live_refresh(h5fs *fs, bool doubt, bool patient)
 	struct gen *cur, *g;
 	h5_file *f = NULL;
 	struct stat st;
+	unsigned long long num;
 	int m, rc = 0;
 
 	pthread_mutex_lock(&lv->mu);
@@ -380,6 +381,8 @@ int live_refresh(h5fs *fs, bool doubt, bool patient)
 	pthread_mutex_unlock(&fs->lock);
 	kind_forget_all(fs);
 	live_watch_path(lv);    /* a file renamed over FILE: watch the new one */
+	/* g may be replaced and closed by the next refresh once lv->mu is let go */
+	num = g->num;
 	pthread_mutex_unlock(&lv->mu);
 	gen_release(cur);       /* fs->gen's reference */
 	gen_release(cur);       /* ours */
@@ -387,7 +390,7 @@ int live_refresh(h5fs *fs, bool doubt, bool patient)
 	 * the old bytes go; until then is the first change's window) */
 	if (!patient && __atomic_load_n(&lv->started, __ATOMIC_ACQUIRE))
 		(void)!write(lv->wake[1], "k", 1);
-	h5fs_log(fs, LOG_DEBUG, "%s changed: generation %llu", lv->path, (unsigned long long)g->num);
+	h5fs_log(fs, LOG_DEBUG, "%s changed: generation %llu", lv->path, num);
 	return 1;
 }
 

@@ -480,7 +480,11 @@ def test_extlink(d):
             T.fail("external link: v1 not shown")
         run_py(VERSION, os.path.join(d, "ext2.h5"), 2)
         subprocess.run(["sh", "-c", 'cat "$1" > "$2"', "sh", os.path.join(d, "ext2.h5"), ext], check=True)
-        wait_for("external link target rewritten", lambda: head_version(mnt, "link/a") == 2)
+        # Seen when a/'s size is version 2's (a new generation's metadata):
+        # a read before that may fall in the first change's window (issue
+        # 34: old metadata on new bytes, stated, not checked here)
+        wait_for("external link target rewritten",
+                 lambda: os.stat(os.path.join(mnt, "link/a")).st_size == (100 + 7 * 2) * ROW)
         err = check_bytes("a", 0, open(os.path.join(mnt, "link/a"), "rb").read(), {2})
         if err:
             T.fail("external link: " + err)
