@@ -238,6 +238,9 @@ void kind_forget_all(h5fs *fs);
 void node_free(struct node *n);
 struct node *node_get(h5fs *fs, fuse_ino_t ino);
 void node_insert_locked(h5fs *fs, struct node *n);
+struct node *node_find_locked(h5fs *fs, uint64_t ino);
+void node_remove_locked(h5fs *fs, struct node *n);
+void synth_drop_locked(h5fs *fs, const struct node *n);
 int node_make_link(struct node **out, h5fs *fs, uint64_t ino, const char *path,
 			  const char *dir, const h5_link *l, int depth);
 char *mount_target(const struct node *dir, const char *target);
@@ -246,6 +249,10 @@ int dir_anchor(struct node *d, h5_file *top, const struct node *p, h5_file *tf, 
 int link_place(h5_file **tf, uint64_t *taddr, char **fpath, const struct node *p, h5_file *pf, const h5_link *l);
 int link_shown(h5_link *shown, char **mtarget, const struct node *p, h5_file *pf, const h5_link *l, int rc);
 unsigned path_ncomps(const char *p);
+/* "..", "../..": the symlink text of a link up depth levels */
+char *updirs(int depth);
+/* a soft link's target, relative to dir, as the mount shows it */
+char *symlink_text(const char *dir, const char *target);
 int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64_t nodeid,
 			 const char *path);
 struct node *node_publish(h5fs *fs, struct node *fresh);

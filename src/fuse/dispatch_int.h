@@ -1,0 +1,58 @@
+/*
+ * dispatch_int.h - what the dispatcher's three files share: a request's
+ * target in its slot (dispatch.c) and the handlers of the tree
+ * (dispatch_tree.c: lookup, forget, getattr, readlink, directories) and of
+ * open files, xattrs and changes (dispatch_io.c), which h5fs_ll_ops
+ * (dispatch.c) lists.
+ */
+#ifndef H5FS_DISPATCH_INT_H
+#define H5FS_DISPATCH_INT_H
+
+#include "dispatch.h"
+
+/* global id g entered: its slot in use and local id, or an errno */
+int disp_target(struct target *t, h5fs_mount *m, uint64_t g);
+/* the slot let go */
+void disp_target_end(h5fs_mount *m, struct target *t);
+/* st of t, its ids made global */
+int disp_attr_out(h5fs_mount *m, struct stat *st, const struct target *t);
+
+/* the entry of name in parent: fe filled, one kernel reference made
+ * (LOOKUP, READDIRPLUS, a change's new entry) */
+int disp_entry_of(struct fuse_entry_param *fe, h5fs_mount *m, const struct target *t, fuse_ino_t parent, const char *name);
+
+/* An open file: the root's handle (fi->fh as the root set it) and the
+ * slot it is held in. */
+struct fhandle {
+	struct slot *s;
+	uint64_t fh;
+	uint64_t local;
+};
+
+void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
+void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets);
+void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void op_readlink(fuse_req_t req, fuse_ino_t ino);
+void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
+void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
+void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
+void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off, struct fuse_file_info *fi);
+void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
+void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size, int flags);
+void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
+void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name);
+void op_statfs(fuse_req_t req, fuse_ino_t ino);
+void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi);
+
+#endif

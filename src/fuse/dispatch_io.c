@@ -1,0 +1,314 @@
+/*
+ * dispatch_io.c - the handlers of open files (open, read, write, flush,
+ * fsync, release), xattrs, and changes of the tree (mkdir, rmdir,
+ * unlink, symlink, setattr), each one root operation (root.h) and one
+ * reply; statfs.
+ */
+#include "dispatch_int.h"
+
+#include <sys/statvfs.h>
+
+static void fi_root(struct fuse_file_info *rfi, const struct fuse_file_info *fi, const struct fhandle *h)
+{
+	*rfi = *fi;
+	rfi->fh = h->fh;
+}
+
+void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	h5fs_mount *m = fuse_req_userdata(req);
+	struct fuse_file_info rfi = *fi;
+	struct fhandle *h;
+	struct target t;
+	int err;
+
+	if (m->identity) {
+		/* one root: its handle is the request's, as before */
+		err = m->slots[0]->ops->open(m->slots[0]->r, fi, ino);
+		if (err)
+			fuse_reply_err(req, err);
+		else if (fuse_reply_open(req, fi) != 0)
+			m->slots[0]->ops->release(m->slots[0]->r, ino, fi);   /* interrupted */
+		return;
+	}
+	h = calloc(1, sizeof(*h));
+	err = h ? disp_target(&t, m, ino) : ENOMEM;
+	if (!err) {
+		rfi.fh = 0;
+		err = t.s->ops->open(t.s->r, &rfi, t.local);
+		if (!err) {
+			h->s = t.s;
+			h->fh = rfi.fh;
+			h->local = t.local;
+			slot_pin(m, t.s);
+		}
+		disp_target_end(m, &t);
+	}
+	if (err) {
+		free(h);
+		fuse_reply_err(req, err);
+		return;
+	}
+	fi->direct_io = rfi.direct_io;
+	fi->keep_cache = rfi.keep_cache;
+	fi->fh = (uint64_t)(uintptr_t)h;
+	if (fuse_reply_open(req, fi) != 0) {
+		rfi.fh = h->fh;
+		h->s->ops->release(h->s->r, h->local, &rfi);    /* interrupted */
+		slot_unpin(m, h->s);
+		free(h);
+	}
+}
+
+/* The slot, local id and root's file info of an open file: every root
+ * op on an open handle goes through here. */
+static struct slot *handle_of(h5fs_mount *m, uint64_t *local, struct fuse_file_info *rfi, uint64_t ino,
+			      const struct fuse_file_info *fi)
+{
+	struct fhandle *h = (struct fhandle *)(uintptr_t)fi->fh;
+
+	*rfi = *fi;
+	*local = ino;
+	if (m->identity)
+		return m->slots[0];
+	if (!h)
+		return NULL;
+	fi_root(rfi, fi, h);
+	*local = h->local;
+	return h->s;
+}
+
+void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	h5fs_mount *m = fuse_req_userdata(req);
+	struct fuse_file_info rfi;
+	struct root_read a;
+	uint64_t local;
+	struct slot *s = handle_of(m, &local, &rfi, ino, fi);
+	int err;
+
+	memset(&a, 0, sizeof(a));
+	if (!s) {
+		fuse_reply_err(req, EBADF);
+		return;
+	}
+	a.tid = fuse_req_ctx(req)->pid;
+	err = s->ops->read(s->r, &a, local, size, off, &rfi);
+	if (err)
+		fuse_reply_err(req, err);
+	else if (a.next)
+		reply_extents(req, a.ext, a.next);
+	else if (a.niov)
+		fuse_reply_iov(req, a.iov, a.niov);
+	else
+		fuse_reply_buf(req, (const char *)a.buf, a.len);
+	if (s->ops->read_done)
+		s->ops->read_done(s->r, &a);
+}
+
+void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	h5fs_mount *m = fuse_req_userdata(req);
+	struct fuse_file_info rfi;
+	uint64_t local;
+	struct slot *s = handle_of(m, &local, &rfi, ino, fi);
+
+	if (!s)
+		fuse_reply_err(req, EBADF);
+	else if (!s->ops->write)
+		fuse_reply_err(req, EROFS);
+	else
+		s->ops->write(s->r, req, local, buf, size, off, &rfi);
+}
+
+void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	h5fs_mount *m = fuse_req_userdata(req);
+	struct fuse_file_info rfi;
+	uint64_t local;
+	struct slot *s = handle_of(m, &local, &rfi, ino, fi);
+
+	fuse_reply_err(req, !s ? EBADF : s->ops->flush ? s->ops->flush(s->r, local, &rfi) : 0);
+}
+
+void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	h5fs_mount *m = fuse_req_userdata(req);
+	struct fuse_file_info rfi;
+	uint64_t local;
+	struct slot *s = handle_of(m, &local, &rfi, ino, fi);
+
+	(void)datasync;
+	fuse_reply_err(req, !s ? EBADF : s->ops->fsync ? s->ops->fsync(s->r, local, &rfi) : 0);
+}
+
+void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	h5fs_mount *m = fuse_req_userdata(req);
+	struct fhandle *h = (struct fhandle *)(uintptr_t)fi->fh;
+	struct fuse_file_info rfi;
+	uint64_t local;
+	struct slot *s = handle_of(m, &local, &rfi, ino, fi);
+
+	if (s)
+		s->ops->release(s->r, local, &rfi);
+	if (s && !m->identity) {
+		slot_unpin(m, s);
+		free(h);
+	}
+	fuse_reply_err(req, 0);
+}
+
+static void op_xattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	h5fs_mount *m = fuse_req_userdata(req);
+	char *buf = NULL;
+	size_t len = 0;
+	struct target t;
+	int err = disp_target(&t, m, ino);
+
+	if (!err && size && !(buf = malloc(size)))
+		err = ENOMEM;
+	if (!err && name)
+		err = t.s->ops->getxattr ? t.s->ops->getxattr(t.s->r, buf, size, &len, t.local, name) : ENODATA;
+	else if (!err)
+		err = t.s->ops->listxattr ? t.s->ops->listxattr(t.s->r, buf, size, &len, t.local) : 0;
+	disp_target_end(m, &t);
+	if (err)
+		fuse_reply_err(req, err);
+	else if (size == 0)
+		fuse_reply_xattr(req, len);
+	else if (len > size)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, buf, len);
+	free(buf);
+}
+
+void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	op_xattr(req, ino, NULL, size);
+}
+
+void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	op_xattr(req, ino, name, size);
+}
+
+/* Attributes change on roots that can (a member file: ll_xattr.c); others
+ * cannot: ENOTSUP says "this filesystem cannot do that". */
+static void op_xattr_change(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
+			    int flags)
+{
+	h5fs_mount *m = fuse_req_userdata(req);
+	struct target t;
+	int err = disp_target(&t, m, ino);
+
+	if (!err && value)
+		err = t.s->ops->setxattr ? t.s->ops->setxattr(t.s->r, t.local, name, value, size, flags) : ENOTSUP;
+	else if (!err)
+		err = t.s->ops->removexattr ? t.s->ops->removexattr(t.s->r, t.local, name) : ENOTSUP;
+	disp_target_end(m, &t);
+	fuse_reply_err(req, err);
+}
+
+void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
+			int flags)
+{
+	op_xattr_change(req, ino, name, value ? value : "", size, flags);
+}
+
+void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	op_xattr_change(req, ino, name, NULL, 0, 0);
+}
+
+/* Groups and links change on roots that can (a member file: ll_link.c);
+ * others cannot: EROFS. mkdir and symlink reply with the new entry. */
+enum link_op { LO_MKDIR, LO_RMDIR, LO_UNLINK, LO_SYMLINK };
+
+static void op_link_change(fuse_req_t req, enum link_op op, fuse_ino_t parent, const char *name, const char *dest)
+{
+	h5fs_mount *m = fuse_req_userdata(req);
+	const struct root_ops *o;
+	struct fuse_entry_param fe;
+	struct target t;
+	int err = disp_target(&t, m, parent);
+
+	if (err) {
+		fuse_reply_err(req, err);
+		return;
+	}
+	o = t.s->ops;
+	switch (op) {
+	case LO_MKDIR: err = o->mkdir ? o->mkdir(t.s->r, t.local, name) : EROFS; break;
+	case LO_RMDIR: err = o->rmdir ? o->rmdir(t.s->r, t.local, name) : EROFS; break;
+	case LO_UNLINK: err = o->unlink ? o->unlink(t.s->r, t.local, name) : EROFS; break;
+	case LO_SYMLINK: err = o->symlink ? o->symlink(t.s->r, dest, t.local, name) : EROFS; break;
+	}
+	if (!err && (op == LO_MKDIR || op == LO_SYMLINK))
+		err = disp_entry_of(&fe, m, &t, parent, name);
+	disp_target_end(m, &t);
+	if (err)
+		fuse_reply_err(req, err);
+	else if (op == LO_MKDIR || op == LO_SYMLINK)
+		fuse_reply_entry(req, &fe);
+	else
+		fuse_reply_err(req, 0);
+}
+
+void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	(void)mode;
+	op_link_change(req, LO_MKDIR, parent, name, NULL);
+}
+
+void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	op_link_change(req, LO_RMDIR, parent, name, NULL);
+}
+
+void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	op_link_change(req, LO_UNLINK, parent, name, NULL);
+}
+
+void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	op_link_change(req, LO_SYMLINK, parent, name, link);
+}
+
+void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	h5fs_mount *m = fuse_req_userdata(req);
+	struct statvfs sv;
+	uint64_t bytes = 0, objects = 0;
+
+	(void)ino;
+	slots_usage(m, &bytes, &objects);
+	memset(&sv, 0, sizeof(sv));
+	sv.f_bsize = H5FS_BLKSIZE;
+	sv.f_frsize = 512;
+	sv.f_blocks = (fsblkcnt_t)((bytes + 511) / 512);
+	sv.f_files = (fsfilcnt_t)objects;
+	sv.f_namemax = H5FS_NAME_MAX;
+	sv.f_flag = ST_RDONLY;
+	fuse_reply_statfs(req, &sv);
+}
+
+void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi)
+{
+	h5fs_mount *m = fuse_req_userdata(req);
+	struct target t;
+	bool w = false;
+
+	(void)attr; (void)fi;
+	/* datasets only grow by appending: truncate is not permitted */
+	if ((to_set & FUSE_SET_ATTR_SIZE) && disp_target(&t, m, ino) == 0) {
+		w = t.s->ops->writable && t.s->ops->writable(t.s->r);
+		disp_target_end(m, &t);
+	}
+	fuse_reply_err(req, w ? EPERM : EROFS);
+}
+

@@ -1,0 +1,352 @@
+/*
+ * node.c - nodes of the single-file mount: how an object is shown (below),
+ * building a node, its lifetime (publish, references, free), and the
+ * write lock every write takes (fs_write_begin/end). The tables are in
+ * node_table.c, names and paths in names.c.
+ *
+ * Mapping (README "How an HDF5 file is shown"):
+ *   group          -> directory (0555 for a world-readable FILE)
+ *   dataset        -> regular file (0444 likewise; owner-writable on a
+ *                     read-write mount when it can grow or be overwritten): its raw bytes, C order,
+ *                     as stored
+ *   named datatype -> regular file, empty
+ *   soft link      -> symlink, target rewritten relative to the link's
+ *                     directory so it resolves inside the mount; an
+ *                     absolute target is in its own file's namespace,
+ *                     mapped to where that file's object is shown
+ *                     (mount_target); one of another file that is not
+ *                     shown there is followed and shown in place
+ *   external link  -> the object it names, read from the other file
+ *                     (engine related.c, chains followed as libhdf5 does);
+ *                     when that file or object cannot be had, or lies
+ *                     outside FILE's tree, the symlink "EXTFILE::/path"
+ *                     (dangling) with a log line
+ *   a hard (or external) link to the group it sits in, or to one of that
+ *   group's ancestors on the path it is reached by
+ *                  -> symlink "." / ".." / "../.." ..., so tools that walk
+ *                     the tree see no directory cycle
+ *
+ * The tree is a function of the file alone: a directory is one node per
+ * path (its node id from the (parent node, name) table, synth_ino, while
+ * the kernel holds it), so whether a link leads up is decided along that
+ * path's own ancestors, whatever the kernel looked up before; two nodes
+ * of one group report one st_ino.
+ *
+ * Inode numbers: an object is identified by its object header address, so
+ * ino = addr + 2 (the root group is FUSE_ROOT_ID), and every hard link to
+ * one object shows the same st_ino. Objects of another file (reached by
+ * external links) add that file's number (h5_file_id) << 48. Soft and
+ * external links shown as symlinks have no header: they get numbers with
+ * the top bit set, fixed per (parent, name) for the life of the mount.
+ * FUSE node ids are st_ino for everything but directories, whose node
+ * ids are such numbers too (one per path; st_ino stays the object's).
+ *
+ * Locking: fs->lock protects the tables only.  Engine calls (which may do
+ * I/O and decompression) always run outside it; a node is built unlocked and
+ * then inserted, and the loser of a race frees its copy.  Once in the table
+ * a node changes only in its lookup count (under fs->lock) and, after
+ * appends or a live FILE's refresh, its object's fields (under its own
+ * lk, which readers of them hold shared; a directory's anchors, fpath,
+ * a_mnt and a_file, never change); the kernel never sends FORGET for
+ * an inode that still has requests in flight, so handlers use the node
+ * pointer after dropping the lock.
+ */
+#include "ll.h"
+
+/* ---- nodes ----------------------------------------------------------------- */
+
+/* Appends are possible: FILE is open read-write and the mount is not -o ro. */
+bool fs_writable(const h5fs *fs)
+{
+	return fs->writable;   /* h5fs_new: !read_only && h5_file_writable(FILE) */
+}
+
+/* FILE's lock is held only while a write is under way (issue 33: a
+ * mount that only reads, or is idle, must not keep libhdf5 - h5py, a
+ * detector's own writer - out of its file). The first write takes
+ * libhdf5's writer lock (flock LOCK_EX, never waiting: EBUSY with one
+ * log line while another program has FILE open, libhdf5's readers hold
+ * LOCK_SH); the last one gives it back once committed. While the lock was
+ * not held, another program may have written FILE: the mount's view
+ * (decoded metadata, an appender's rows) would then be stale and writing
+ * from it could undo that program's work, so a FILE that changed since
+ * this mount last held the lock (h5_file_changed_by_others: size, or
+ * times and first bytes - libhdf5 opening FILE r+ and closing it moves
+ * only the times) refuses writes with ESTALE (a read-write mount does not
+ * reopen FILE: remount to append again). */
+int fs_write_begin(h5fs *fs)
+{
+	int e = 0, rc;
+
+	if (!fs_writable(fs))
+		return EROFS;
+	pthread_mutex_lock(&fs->wmu);
+	if (fs->writers == 0) {
+		rc = h5_file_lock(fs->f);
+		if (rc == H5_ERR_BUSY) {
+			if (!fs->busy_logged)
+				h5fs_log(fs, LOG_NOTICE, "write refused (EBUSY): %s is locked by another program "
+					 "(libhdf5 holds the lock while it has the file open); try again once "
+					 "it closed the file", h5_file_path(fs->f));
+			fs->busy_logged = true;
+			e = EBUSY;
+		} else if (rc < 0) {
+			e = h5err_logged(fs, rc, "write lock", "", NULL, UINT64_MAX);
+		} else if ((rc = h5_file_changed_by_others(fs->f)) != 0) {
+			h5_file_unlock(fs->f);
+			if (rc < 0) {
+				e = h5err_logged(fs, rc, "write lock", "", NULL, UINT64_MAX);
+				goto out;
+			}
+			if (!fs->stale_logged)
+				h5fs_log(fs, LOG_ERR, "write refused (ESTALE): %s was changed by another program "
+					 "since it was mounted; a read-write mount does not follow such "
+					 "changes: unmount and mount again to write", h5_file_path(fs->f));
+			fs->stale_logged = true;
+			e = ESTALE;
+		} else {
+			fs->busy_logged = false;
+		}
+	}
+	if (!e)
+		fs->writers++;
+out:
+	pthread_mutex_unlock(&fs->wmu);
+	return e;
+}
+
+void fs_write_end(h5fs *fs)
+{
+	pthread_mutex_lock(&fs->wmu);
+	if (fs->writers > 0 && --fs->writers == 0)
+		h5_file_unlock(fs->f);
+	pthread_mutex_unlock(&fs->wmu);
+}
+
+static void stat_init_ts(h5fs *fs, struct stat *st, uint64_t ino, mode_t mode, struct timespec t)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ino;
+	st->st_mode = mode;
+	st->st_nlink = 1;
+	st->st_uid = fs->uid;
+	st->st_gid = fs->gid;
+	st->st_blksize = H5FS_BLKSIZE;
+	st->st_mtim = st->st_ctim = st->st_atim = t;
+}
+
+static void stat_init(h5fs *fs, struct stat *st, uint64_t ino, mode_t mode, int64_t mtime)
+{
+	stat_init_ts(fs, st, ino, mode, (struct timespec){ .tv_sec = (time_t)mtime });
+}
+
+/* FILE's mtime, to the nanosecond where the file has a stamp (a local
+ * FILE): an object recording no time of its own shows it, and a live
+ * mount's next generation moves it past a `touch`ed reference file
+ * within the same second (find -newer, make). */
+static struct timespec file_time(const h5_file *f)
+{
+	h5_file_stamp s;
+
+	if (h5_file_stamp_get(&s, f) == 1)
+		return (struct timespec){ .tv_sec = (time_t)(s.mtime_ns / 1000000000),
+					  .tv_nsec = (long)(s.mtime_ns % 1000000000) };
+	return (struct timespec){ .tv_sec = (time_t)h5_file_mtime(f) };
+}
+
+/* Build (unlocked) the node of the object whose header is at addr. */
+int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64_t nodeid,
+			 const char *path)
+{
+	h5_obj_info info;
+	struct node *n;
+	uint64_t alloc = 0;
+	struct timespec ft;
+	int rc;
+
+	*out = NULL;
+	rc = h5_obj_info_get(&info, f, addr);
+	if (rc < 0)
+		return rc;
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	pthread_rwlock_init(&n->lk, NULL);
+	n->f = f;
+	h5_file_hold_related(f);
+	n->addr = addr;
+	n->ino = nodeid;
+	n->kind = info.kind;
+	n->path = strdup(path);
+	if (!n->path) {
+		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	ft = info.has_mtime ? (struct timespec){ .tv_sec = (time_t)info.mtime } : file_time(f);
+	switch (info.kind) {
+	case H5_OBJ_GROUP:
+		n->type = NT_DIR;
+		/* st_nlink 1 = "subdirectory count unknown" (as btrfs does for
+		 * find's leaf optimisation): counting would mean decoding every
+		 * child header of every directory. */
+		stat_init_ts(fs, &n->st, file_ino(f, addr), S_IFDIR | fs->dir_mode, ft);
+		break;
+	case H5_OBJ_DATASET: {
+		int64_t dmt;
+
+		n->type = NT_FILE;
+		rc = h5_dataset_open(&n->ds, f, addr);
+		if (rc < 0)
+			goto out;
+		if (h5_dataset_mtime(n->ds, &dmt) == 0)
+			stat_init(fs, &n->st, file_ino(f, addr), S_IFREG | fs->file_mode, dmt);
+		else
+			stat_init_ts(fs, &n->st, file_ino(f, addr), S_IFREG | fs->file_mode, ft);
+		n->view = h5_dataset_view(n->ds);
+		n->st.st_size = (off_t)n->view->size(n->ds);
+		alloc = h5_dataset_allocated(n->ds);
+		/* datasets that can grow by `cat >>` are owner-writable on a
+		 * writable mount (where the owner may read), also while
+		 * another process holds FILE (write_busy): what is shown does
+		 * not depend on who holds the lock */
+		if ((fs_writable(fs) || fs->write_busy) && f == fs->f && h5_append_check(n->ds) == 0) {
+			n->st.st_mode |= (fs->file_mode & S_IRUSR) >> 1;
+			/* cat and cp size their writes by st_blksize: one
+			 * FUSE write of the largest size (max_write) */
+			n->st.st_blksize = H5FS_APPEND_BLKSIZE;
+		} else if (fs_writable(fs) && f == fs->f && h5_overwrite_check(n->ds) == 0) {
+			/* its bytes can be written (ll_overwrite.c) */
+			n->st.st_mode |= (fs->file_mode & S_IRUSR) >> 1;
+		}
+		n->st.st_nlink = info.nlink ? info.nlink : 1;
+		break;
+	}
+	default:
+		/* named datatypes (and headers of no known kind): empty files */
+		n->type = NT_FILE;
+		stat_init_ts(fs, &n->st, file_ino(f, addr), S_IFREG | fs->file_mode, ft);
+		n->st.st_nlink = info.nlink ? info.nlink : 1;
+		break;
+	}
+	n->st.st_blocks = blocks_of(alloc);
+	kind_remember(fs, file_ino(f, addr), info.kind);
+out:
+	if (rc < 0) {
+		node_free(n);
+		return rc;
+	}
+	*out = n;
+	return 0;
+}
+
+/* A symlink node: a soft link, an external link that is not followed, or
+ * (l NULL) a link up to an ancestor, `depth` levels up (ancestor_depth). */
+int node_make_link(struct node **out, h5fs *fs, uint64_t ino, const char *path,
+			  const char *dir, const h5_link *l, int depth)
+{
+	struct node *n = calloc(1, sizeof(*n));
+	size_t need;
+
+	*out = NULL;
+	if (!n)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	pthread_rwlock_init(&n->lk, NULL);
+	n->addr = UINT64_MAX;
+	n->ino = ino;
+	n->type = NT_LINK;
+	n->path = strdup(path);
+	if (!l) {
+		n->target = updirs(depth);
+	} else if (l->type == H5_LINK_SOFT) {
+		n->target = symlink_text(dir, l->target ? l->target : "");
+	} else {
+		const char *ef = l->ext_file ? l->ext_file : "";
+		const char *ep = l->ext_path ? l->ext_path : "";
+
+		need = strlen(ef) + strlen(ep) + 3;
+		n->target = malloc(need);
+		if (n->target)
+			snprintf(n->target, need, "%s::%s", ef, ep);
+	}
+	if (!n->path || !n->target) {
+		node_free(n);
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	}
+	stat_init(fs, &n->st, ino, S_IFLNK | 0777, __atomic_load_n(&fs->file_mtime, __ATOMIC_RELAXED));
+	n->st.st_size = (off_t)strlen(n->target);
+	*out = n;
+	return 0;
+}
+
+void node_free(struct node *n)
+{
+	if (!n)
+		return;
+	if (n->ds)
+		h5_dataset_close(n->ds);
+	xattr_cache_drop(n);
+	h5_file_release_related(n->f);   /* FILE itself is not released */
+	gen_release(n->gen);             /* last: it may close FILE */
+	pcache_free(n->pc);
+	pthread_rwlock_destroy(&n->lk);
+	free(n->path);
+	free(n->fpath);
+	free(n->target);
+	free(n);
+}
+
+/* Insert a freshly built node, or take a reference on the one another
+ * thread inserted meanwhile. Returns the node now in the table. */
+struct node *node_publish(h5fs *fs, struct node *fresh)
+{
+	struct node *n;
+
+	pthread_mutex_lock(&fs->lock);
+	n = node_find_locked(fs, fresh->ino);
+	if (!n) {
+		node_insert_locked(fs, fresh);
+		n = fresh;
+		fresh = NULL;
+	}
+	n->nlookup++;
+	pthread_mutex_unlock(&fs->lock);
+	node_free(fresh);
+	return n;
+}
+
+struct node *node_ref_existing(h5fs *fs, uint64_t ino)
+{
+	struct node *n;
+
+	pthread_mutex_lock(&fs->lock);
+	n = node_find_locked(fs, ino);
+	if (n)
+		n->nlookup++;
+	pthread_mutex_unlock(&fs->lock);
+	return n;
+}
+
+void node_unref(h5fs *fs, uint64_t ino, uint64_t count)
+{
+	struct node *n, *dead = NULL;
+
+	pthread_mutex_lock(&fs->lock);
+	n = node_find_locked(fs, ino);
+	if (n) {
+		n->nlookup = count < n->nlookup ? n->nlookup - count : 0;
+		if (n->nlookup == 0 && ino != FUSE_ROOT_ID) {
+			node_remove_locked(fs, n);
+			/* a directory's number, or a dataset's shown under its
+			 * (parent, name) number (ll.c show_object); a symlink
+			 * keeps its number */
+			if (n->type != NT_LINK && (n->ino & H5FS_SYNTH_BIT))
+				synth_drop_locked(fs, n);
+			if (n->busy)
+				n->dead = true;   /* ll_live.c's sweep frees it */
+			else
+				dead = n;
+		}
+	}
+	pthread_mutex_unlock(&fs->lock);
+	node_free(dead);   /* closes the dataset outside the lock */
+}
