@@ -1,7 +1,7 @@
 /* ll.c - the member root's read operations (root.h): lookup, attributes,
  * directories, reads. Each translates: request -> engine -> a result the
  * dispatcher (dispatch.c) replies with. */
-#include "ll.h"
+#include "member.h"
 
 /* ---- operations ---------------------------------------------------------------- */
 

@@ -43,7 +43,7 @@
  * answered; 8 bytes per 4 KiB of a run (at most 4 MiB per thread reading
  * one descriptor); a change that meets a run reads it once again.
  */
-#include "ll.h"
+#include "live.h"
 
 #define DIO_PIECE 4096u
 #define DIO_WINDOW ((uint64_t)0x7ffff000)     /* MAX_RW_COUNT with 4 KiB pages */

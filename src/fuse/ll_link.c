@@ -5,7 +5,7 @@
  * entry for mkdir and symlink, looked up afresh). Symbol-table groups
  * (libhdf5's default format) and dense storage are refused with ENOTSUP
  * and a log line. */
-#include "ll.h"
+#include "member.h"
 
 void fs_meta_changed(h5fs *fs)
 {

@@ -78,7 +78,7 @@
  * writes (ll_inode.c fs_write_begin) and refuses to write once another
  * program changed FILE; its own appends are no changes.
  */
-#include "ll_live.h"
+#include "live.h"
 
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -99,30 +99,6 @@ void live_sleep_ns(int64_t ns)
 
 	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 		;
-}
-
-void gen_hold(struct gen *g)
-{
-	__atomic_add_fetch(&g->refs, 1, __ATOMIC_RELAXED);
-}
-
-void gen_release(struct gen *g)
-{
-	if (g && __atomic_sub_fetch(&g->refs, 1, __ATOMIC_ACQ_REL) == 0) {
-		h5_file_close(g->f);
-		free(g);
-	}
-}
-
-struct gen *gen_current(h5fs *fs)
-{
-	struct gen *g;
-
-	pthread_mutex_lock(&fs->lock);
-	g = fs->gen;
-	gen_hold(g);
-	pthread_mutex_unlock(&fs->lock);
-	return g;
 }
 
 static int64_t latest_ns(int64_t m, int64_t c)
@@ -221,7 +197,7 @@ static bool writer_lock_held(const char *path)
 	return held;
 }
 
-int live_new(h5fs *fs, h5_file *f)
+int live_new(h5fs *fs, h5_file *f, void (*sweep)(h5fs *fs))
 {
 	struct live *lv = calloc(1, sizeof(*lv));
 	h5_file_stamp s;
@@ -232,6 +208,7 @@ int live_new(h5fs *fs, h5_file *f)
 	lv->wake[0] = lv->wake[1] = lv->ino_fd = lv->file_wd = lv->dir_wd = -1;
 	lv->opts = fs->cfg.open_opts;
 	lv->refresh = fs->cfg.refresh;
+	lv->sweep = sweep;
 	fs->lv = lv;
 	fs->gen = gen_make(fs, f);
 	if (!fs->gen)

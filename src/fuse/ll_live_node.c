@@ -9,7 +9,7 @@
  * node a request meets before the watcher's sweep (ll_live_watch.c) did,
  * and node_use holds what a request reads of a node.
  */
-#include "ll_live.h"
+#include "member.h"
 
 /* ---- resolving a path in a generation ------------------------------------ */
 
@@ -221,20 +221,6 @@ static void node_swap(h5fs *fs, struct node *n, struct node *tmp, struct gen *g,
 	gen_release(old);
 }
 
-/* The mount path of the group a path's last name is in. */
-char *live_dir_of(const char *path)
-{
-	const char *s = strrchr(path, '/');
-	size_t n = s ? (size_t)(s - path) : 0;
-	char *d = malloc(n + 1);
-
-	if (d) {
-		memcpy(d, path, n);
-		d[n] = '\0';
-	}
-	return d;
-}
-
 /* Whether directory n's anchors are those a lookup of its path gives now. */
 static bool same_anchors(const struct node *n, const struct node *anc)
 {
@@ -374,3 +360,78 @@ void node_use_end(struct use *u)
 	memset(u, 0, sizeof(*u));
 }
 
+/* After a new generation: every node is resolved in it now (not at its
+ * next use), so old generations are closed as soon as no read holds them,
+ * and the kernel drops what it caches of every inode and the entries whose
+ * path leads elsewhere now. From the watcher, never a request handler (an
+ * invalidation can wait on that request's locks). */
+void node_sweep(h5fs *fs)
+{
+	struct node **v = NULL;
+	uint64_t *parent = NULL;
+	struct gen *g = gen_current(fs);
+	size_t n = 0, i;
+
+	if (g->num == fs->lv->seen)
+		goto out;
+	/* unchecked answers made before the first change was seen may still
+	 * be on their way into the kernel's pages: let them land first, so
+	 * the invalidation below drops them (they are only reads of FILE;
+	 * bounded all the same) */
+	for (int ms = 0; ms < 2000 && __atomic_load_n(&fs->lv->fast_reads, __ATOMIC_SEQ_CST); ms++)
+		live_sleep_ns(1000000);
+	pthread_mutex_lock(&fs->lock);
+	v = calloc(fs->nnodes ? fs->nnodes : 1, sizeof(*v));
+	parent = calloc(fs->nnodes ? fs->nnodes : 1, sizeof(*parent));
+	for (i = 0; v && parent && i < fs->nodes_cap; i++)
+		for (struct node *x = fs->nodes[i]; x && n < fs->nnodes; x = x->next) {
+			x->busy++;      /* a FORGET meanwhile leaves it to us */
+			parent[n] = x->parent;
+			v[n++] = x;
+		}
+	pthread_mutex_unlock(&fs->lock);
+	for (i = 0; i < n; i++) {
+		struct node *x = v[i];
+		const char *name;
+		int e;
+
+		pthread_mutex_lock(&fs->lv->mu);
+		e = node_rebuild(fs, x, false);   /* tried again at its next use */
+		name = strrchr(x->path, '/');     /* changes under mu; retired, never freed */
+		pthread_mutex_unlock(&fs->lv->mu);
+		h5_err_clear();
+		if (!fs->se)
+			continue;
+		if (e == ESTALE && parent[i] && name && fs_ino_out(fs, parent[i]))
+			fuse_lowlevel_notify_inval_entry(fs->se, fs_ino_out(fs, parent[i]), name + 1,
+							 strlen(name + 1));
+		if (fs_ino_out(fs, x->ino))
+			fuse_lowlevel_notify_inval_inode(fs->se, fs_ino_out(fs, x->ino), 0, 0);
+	}
+	/* The first sweep once reads are checked: the kernel keeps a page a
+	 * read() is copying at that instant (the invalidation skips pages in
+	 * use), and pages answered unchecked are in no ledger: drop them again
+	 * twice, after such read()s have moved on. This ends the first
+	 * change's window (ll_live.c). */
+	if (fs->se && __atomic_load_n(&fs->lv->checked, __ATOMIC_SEQ_CST) && !fs->lv->swept_checked) {
+		for (int pass = 0; pass < 2; pass++) {
+			live_sleep_ns(pass ? 40000000LL : 10000000LL);
+			for (i = 0; i < n; i++)
+				if (fs_ino_out(fs, v[i]->ino))
+					fuse_lowlevel_notify_inval_inode(fs->se, fs_ino_out(fs, v[i]->ino), 0, 0);
+		}
+		fs->lv->swept_checked = true;
+	}
+	pthread_mutex_lock(&fs->lock);
+	for (i = 0; i < n; i++)
+		if (--v[i]->busy || !v[i]->dead)
+			v[i] = NULL;
+	pthread_mutex_unlock(&fs->lock);
+	for (i = 0; i < n; i++)
+		node_free(v[i]);
+	fs->lv->seen = g->num;
+out:
+	free(v);
+	free(parent);
+	gen_release(g);
+}

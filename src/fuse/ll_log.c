@@ -1,6 +1,6 @@
 /* ll_log.c - one log line per event (the errno an engine error becomes
  * is src/common/h5errno.c's). */
-#include "ll.h"
+#include "fs.h"
 
 #include <time.h>
 

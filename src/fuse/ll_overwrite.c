@@ -8,7 +8,7 @@
  * trailing partial element back for the rest of it. After a commit the
  * node gets a freshly opened dataset (the index may have moved) and the
  * kernel drops the file's cached pages. */
-#include "ll.h"
+#include "member.h"
 
 #define OW_COMMIT_BYTES ((uint64_t)64 << 20)
 

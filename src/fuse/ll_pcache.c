@@ -35,7 +35,7 @@
  * KiB page served; verifying reads what was served once per generation
  * that meets a cached handle.
  */
-#include "ll.h"
+#include "live.h"
 #include <stdatomic.h>
 
 #define PC_PAGE 4096u

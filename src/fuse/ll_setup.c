@@ -1,5 +1,5 @@
 /* ll_setup.c - the mount state: h5fs_new, h5fs_free. */
-#include "ll.h"
+#include "member.h"
 
 /* ---- setup ------------------------------------------------------------------ */
 
@@ -58,7 +58,7 @@ int h5fs_new(h5fs **out, h5_file *f, const h5fs_config *cfg)
 		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	rc = live_new(fs, f);
+	rc = live_new(fs, f, node_sweep);
 	if (rc < 0)
 		goto out;
 	rc = node_make_obj(&root, fs, f, h5_file_root(f), FUSE_ROOT_ID, "");

@@ -1,5 +1,5 @@
 /* ll_write.c - appending through the mount (README "Appending", doc/APPEND.md). */
-#include "ll.h"
+#include "member.h"
 
 /* ---- appending: the write path (README "Appending", doc/APPEND.md) -----------------
  * A dataset that can grow along dimension 0 opens for writing on a writable

@@ -1,5 +1,5 @@
 /* ll_xattr.c - HDF5 attributes as extended attributes. */
-#include "ll.h"
+#include "member.h"
 #include "xattrs.h"
 
 #include <sys/xattr.h>

@@ -51,7 +51,7 @@
  * an inode that still has requests in flight, so handlers use the node
  * pointer after dropping the lock.
  */
-#include "ll.h"
+#include "member.h"
 
 /* ---- nodes ----------------------------------------------------------------- */
 

@@ -4,7 +4,7 @@
  * object kind map that speeds up readdir. What the numbers mean, and the
  * locking rules, are in node.c's header comment.
  */
-#include "ll.h"
+#include "fs.h"
 
 #include "hash.h"
 

@@ -24,7 +24,7 @@
  * the change.
  */
 #include "root_index.h"
-#include "ll.h"
+#include "member.h"
 #include "hash.h"
 
 #include <sys/stat.h>

@@ -3,7 +3,7 @@
  * member root at the mount's root; a collection has one per HDF5 file
  * looked into (root_coll.c). Its lookup, getattr, listing, open and xattrs are
  * views.c's, which add the views of datasets (NAME.npy, ...) to ll.c's. */
-#include "ll.h"
+#include "member.h"
 
 static bool member_writable(void *r)
 {

@@ -9,7 +9,7 @@
  * same checks as any dataset (ll_live.c re-resolves a view by its
  * dataset's path, views_make). Its number is its (directory, name)'s; a
  * real link of the name always wins (its lookup comes first). */
-#include "ll.h"
+#include "member.h"
 #include "views.h"
 
 static int view_fresh(h5fs *fs, struct node *n);

@@ -1,0 +1,228 @@
+/*
+ * fs.h - the state of a single-file mount, shared by the member root
+ * (src/fuse/member) and the live-file machinery below it (src/fuse/live):
+ * the node (inode) table's types and tables (node_table.c), generations
+ * of FILE (gen.c), and errors -> errno and logging (log.c). What the
+ * numbers mean: member/node.c's header comment.
+ */
+#ifndef H5FS_FS_H
+#define H5FS_FS_H
+
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+
+#include "fuse_ops.h"
+#include "root.h"
+#include "h5util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <syslog.h>
+#include <unistd.h>
+
+/* The kind map only speeds up readdir; stop growing it on huge files. */
+#define H5FS_KIND_MAP_MAX ((size_t)1 << 22)
+#define H5FS_APPEND_BLKSIZE (1 << 20)  /* = max_write (op_init) */
+/* (H5FS_TIMEOUT, H5FS_SYNTH_BIT, H5FS_NAME_MAX, H5FS_BLKSIZE, blocks_of
+ * and name_ok are every root's: root.h) */
+
+enum node_type { NT_DIR, NT_FILE, NT_LINK };
+
+/* A generation: FILE as opened once (ll_live.c). A change of FILE opens it
+ * anew as the next generation; nodes, and reads in flight, hold the one
+ * they were read in, which is closed when the last of them lets go. */
+struct gen {
+	h5_file *f;
+	uint64_t num;           /* 1, 2, ...; the kernel's entry generation of a
+				 * node made again for another object */
+	unsigned refs;          /* atomic */
+	bool racy;              /* opened within a clock tick of FILE's last
+				 * change: its stamp cannot vouch for its bytes */
+	bool swmr;              /* a SWMR writer has FILE open (superblock) */
+	bool broken;            /* FILE was rewritten and cannot be opened anew:
+				 * this generation's bytes are gone (EIO) */
+};
+
+struct node {
+	struct node *next;      /* hash chain */
+	uint64_t ino;
+	uint64_t nlookup;
+	unsigned busy;          /* the live watcher uses it (under fs->lock) */
+	bool dead;              /* forgotten while busy: the watcher frees it */
+	uint64_t addr;          /* object header address; UINT64_MAX for links */
+	h5_file *f;             /* the file of the object: FILE, or one reached by
+				 * an external link (a reference held, node_free) */
+	uint64_t parent;        /* directories: the directory looked up in (one node
+				 * per path, so it never changes); others: that of
+				 * the last lookup (the entry ll_live.c invalidates) */
+	h5_obj_kind kind;
+	enum node_type type;
+	char *path;             /* directories: their path ("" = root); others: the
+				 * path of the first lookup (logs) */
+	/* Directories of a file other than FILE (NULL/0 in FILE, whose root
+	 * is the mount's): the group's path in its file ("/a/b"), and where
+	 * that file is shown: the first a_file components of fpath are at
+	 * the first a_mnt components of path (the target of the external
+	 * link that led there). Absolute soft links map through this. Fixed
+	 * for the node's life: a live FILE's change that moves them makes
+	 * the node stale (ll_live.c node_rebuild) and the path a new node. */
+	char *fpath;
+	unsigned a_mnt, a_file;
+	char *target;           /* NT_LINK: readlink text */
+	h5_dataset *ds;         /* datasets: opened once, closed when forgotten */
+	const h5_view_ops *view; /* how ds's bytes are shown: its size and reads
+				 * (raw bytes, or vlen data as text; changed
+				 * with ds, under lk) */
+	struct gen *gen;        /* the generation f, addr, ds, st were read in
+				 * (a reference; changed under lk) */
+	uint64_t checked;       /* the generation n was last resolved in (gen,
+				 * which its fields belong to, may be older) */
+	bool stale;             /* then, its path no longer led to this object */
+	struct wqueue *wq;      /* the write order of its write handles (under fs->lock) */
+	struct stat st;
+	struct pcache *pc;      /* what cached handles were answered (ll_pcache.c;
+				 * made at the first such answer) */
+	/* Every xattr of the object as read in gen (ll_xattr.c), so a walk's
+	 * listxattr and getxattr requests decode its header once; NULL until
+	 * asked, and dropped (xattr_cache_drop, under lk) whenever f, addr,
+	 * gen or the object itself change. xs_epoch counts the drops: a set
+	 * read meanwhile is not kept. */
+	struct xa_set *xs;
+	unsigned xs_epoch;
+	bool xs_skip;           /* not kept (too large, an error): ask the
+				 * engine for each xattr until dropped */
+	/* An append (ll_write.c) or a live FILE's refresh (ll_live.c) replaces
+	 * f, addr, ds, st, gen of this node: readers of them hold it shared.
+	 * One per node: a refresh of one object never waits for reads of
+	 * another. */
+	pthread_rwlock_t lk;
+	/* A view of a dataset (views.c): its kind (enum vw_kind of
+	 * src/common/views.h; 0: not a view) and frame; path is the view's */
+	unsigned char vkind;
+	uint64_t vframe;
+};
+
+/* (parent ino, name) -> synthetic ino, kept for the whole mount so a
+ * symlink keeps its number across FORGET and shows it in readdir too;
+ * directories' node ids come from here as well, dropped at FORGET. */
+struct synth {
+	struct synth *next;
+	uint64_t parent;
+	char *name;
+	uint64_t ino;
+};
+
+/* object header address -> h5_obj_kind, for readdir's d_type. */
+struct kind_ent {
+	struct kind_ent *next;
+	uint64_t addr;
+	h5_obj_kind kind;
+};
+
+/* A node of a circular list with a sentinel (struct h5fs: open handles). */
+struct hlink {
+	struct hlink *prev, *next;
+};
+
+struct h5fs {
+	h5_file *f;
+	h5fs_config cfg;
+	uid_t uid;
+	gid_t gid;
+	mode_t file_mode;       /* permission bits of datasets and named datatypes */
+	mode_t dir_mode;        /* permission bits of groups */
+	/* FILE's mtime and size: a live refresh stores them (under lock), readers
+	 * without it load them atomically (st_mtime of links, statfs) */
+	int64_t file_mtime;
+	uint64_t file_size;
+	pthread_mutex_t lock;
+	struct node **nodes;
+	size_t nodes_cap, nnodes;
+	struct synth **synth;
+	size_t synth_cap, nsynth;
+	uint64_t next_synth;
+	struct kind_ent **kinds;
+	size_t kinds_cap, nkinds;
+	/* Open directory snapshots and write handles (under lock): when FILE
+	 * is unmounted while some are open, the kernel drops their pending
+	 * RELEASE requests, so h5fs_free() frees what is left. */
+	struct hlink open_dirs, open_wfiles;
+	struct fuse_session *se;        /* for notify_inval_inode (h5fs_set_session) */
+	/* The mount's node id of one of ours, for those notifications (NULL:
+	 * the same; 0: the kernel does not know it): h5fs_set_ino_map. */
+	uint64_t (*ino_out)(void *ud, uint64_t local);
+	void *ino_out_ud;
+	char *label;            /* a collection's member: its path, before log lines */
+	bool shared_watch;      /* a collection's member: its one thread looks
+				 * (live_tick), no watcher of its own */
+	bool writable;          /* appends possible (fs_writable) */
+	/* FILE's write lock (fs_write_begin/end, ll_inode.c): writes under
+	 * way, and whether a refusal was logged since the last granted one */
+	pthread_mutex_t wmu;
+	unsigned writers;
+	bool busy_logged, stale_logged;
+	/* attribute or link changes committed but not fsync'd (under wmu) */
+	bool meta_unsynced;
+	/* shown as writable although opened read-only: FILE may be written
+	 * but another process holds it (a collection's member), so that
+	 * the modes shown never depend on who holds the lock */
+	bool write_busy;
+	/* live files (ll_live.c): refresh > 0 on a mount that does not append */
+	bool live;
+	struct gen *gen;        /* the current generation (under lock) */
+	struct live *lv;        /* the watcher (ll_live.c) */
+};
+
+/* What a request reads of a node: its file, object and generation, held
+ * (node_use) until node_use_end, whatever a refresh does meanwhile. */
+struct use {
+	h5_file *f;
+	uint64_t addr;
+	struct gen *g;
+};
+
+static inline uint64_t fs_ino_out(const h5fs *fs, uint64_t local)
+{
+	return fs->ino_out ? fs->ino_out(fs->ino_out_ud, local) : local;
+}
+
+/* node_table.c (callers of *_locked hold fs->lock) */
+int kind_lookup(h5fs *fs, uint64_t addr, h5_obj_kind *kind);
+void kind_remember(h5fs *fs, uint64_t addr, h5_obj_kind kind);
+void kind_forget_all(h5fs *fs);
+struct node *node_get(h5fs *fs, fuse_ino_t ino);
+void node_insert_locked(h5fs *fs, struct node *n);
+struct node *node_find_locked(h5fs *fs, uint64_t ino);
+void node_remove_locked(h5fs *fs, struct node *n);
+void synth_drop_locked(h5fs *fs, const struct node *n);
+uint64_t synth_ino(h5fs *fs, uint64_t parent, const char *name);
+uint64_t synth_renew(h5fs *fs, uint64_t parent, const char *name, uint64_t old);
+
+/* gen.c: a generation is held by nodes and reads; the last to let go
+ * closes it */
+void gen_hold(struct gen *g);
+void gen_release(struct gen *g);
+struct gen *gen_current(h5fs *fs);
+
+/* log.c */
+/* The errno for an engine error, logged (every EIO, once, with the object;
+ * addr UINT64_MAX when unknown): what a do_x() returns. */
+int h5err_logged(h5fs *fs, int rc, const char *op, const char *path, const char *name, uint64_t addr);
+void reply_h5err(h5fs *fs, fuse_req_t req, int rc, const char *op, const char *path,
+			const char *name);
+void reply_h5err_obj(h5fs *fs, fuse_req_t req, int rc, const char *op, const char *path,
+			    const char *name, uint64_t addr);
+const char *show_path(const char *p);
+
+#endif

@@ -1,0 +1,31 @@
+/*
+ * gen.c - generations of FILE (fs.h struct gen): FILE as opened once.
+ * Nodes and reads in flight hold the generation they were read in; a live
+ * FILE's change makes the next one (live/live.c), and the last holder of
+ * an old one closes it.
+ */
+#include "fs.h"
+
+void gen_hold(struct gen *g)
+{
+	__atomic_add_fetch(&g->refs, 1, __ATOMIC_RELAXED);
+}
+
+void gen_release(struct gen *g)
+{
+	if (g && __atomic_sub_fetch(&g->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		h5_file_close(g->f);
+		free(g);
+	}
+}
+
+struct gen *gen_current(h5fs *fs)
+{
+	struct gen *g;
+
+	pthread_mutex_lock(&fs->lock);
+	g = fs->gen;
+	gen_hold(g);
+	pthread_mutex_unlock(&fs->lock);
+	return g;
+}

@@ -1,0 +1,135 @@
+/*
+ * member.h - what the member root's files share (src/fuse/member): the
+ * single-file root class (root.h) that root_member.c assembles from
+ * read.c (lookup, attributes, directories, reads), node.c and names.c
+ * (building nodes, names and paths), write.c and overwrite.c (bytes
+ * written), xattr.c, link.c (attribute and link changes), fresh.c (nodes
+ * re-resolved in a live FILE's new generation), views.c and setup.c.
+ * The state it works on is fs.h's; the live-file machinery it calls is
+ * live.h's.
+ */
+#ifndef H5FS_MEMBER_H
+#define H5FS_MEMBER_H
+
+#include "fs.h"
+#include "live.h"
+
+struct dirsnap;
+
+/* ll.c: the member root's reads (root.h) */
+void dirsnap_free(struct dirsnap *d);
+void handle_add(h5fs *fs, struct hlink *list, struct hlink *h);
+void handle_del(h5fs *fs, struct hlink *h);
+int member_lookup(void *r, struct root_entry *e, uint64_t parent, const char *name);
+void member_forget(void *r, uint64_t ino, uint64_t nlookup);
+int member_getattr(void *r, struct stat *st, double *timeout, uint64_t ino);
+int member_readlink(void *r, char **target, uint64_t ino);
+int member_opendir(void *r, void **dh, bool *keep, uint64_t ino);
+int member_readdir(void *r, struct root_dirent *out, void *dh, size_t i);
+void member_releasedir(void *r, void *dh);
+int member_read(void *r, struct root_read *out, uint64_t ino, size_t size, off_t off,
+		struct fuse_file_info *fi);
+void member_read_done(void *r, struct root_read *out);
+void member_usage(void *r, uint64_t *bytes, uint64_t *objects);
+
+/* ll_inode.c */
+int ancestor_depth(h5fs *fs, const struct node *dir, uint64_t ino);
+uint64_t file_ino(const h5_file *f, uint64_t addr);
+uint64_t file_nodeid(const h5fs *fs, h5_file *f, uint64_t addr);
+bool fs_writable(const h5fs *fs);
+/* Every write (a write descriptor's first bytes, setfattr, mkdir, rm, mv,
+ * ...) runs between these two: fs_write_begin returns 0 when FILE is held
+ * for writing, or an errno (EROFS on a mount that cannot write, EBUSY when
+ * another program holds FILE's lock); fs_write_end gives FILE back once the
+ * write is committed. The lock policy lives behind them alone. */
+int fs_write_begin(h5fs *fs);
+void fs_write_end(h5fs *fs);
+void node_free(struct node *n);
+int node_make_link(struct node **out, h5fs *fs, uint64_t ino, const char *path,
+			  const char *dir, const h5_link *l, int depth);
+char *mount_target(const struct node *dir, const char *target);
+int dir_anchor(struct node *d, h5_file *top, const struct node *p, h5_file *tf, const char *name, const char *path,
+	       const char *fpath);
+int link_place(h5_file **tf, uint64_t *taddr, char **fpath, const struct node *p, h5_file *pf, const h5_link *l);
+int link_shown(h5_link *shown, char **mtarget, const struct node *p, h5_file *pf, const h5_link *l, int rc);
+unsigned path_ncomps(const char *p);
+/* "..", "../..": the symlink text of a link up depth levels */
+char *updirs(int depth);
+/* a soft link's target, relative to dir, as the mount shows it */
+char *symlink_text(const char *dir, const char *target);
+int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64_t nodeid,
+			 const char *path);
+struct node *node_publish(h5fs *fs, struct node *fresh);
+struct node *node_ref_existing(h5fs *fs, uint64_t ino);
+void node_unref(h5fs *fs, uint64_t ino, uint64_t count);
+
+
+
+
+/* ll_write.c: the member root's open and append path (root.h) */
+void handles_free(h5fs *fs);
+int member_open(void *r, struct fuse_file_info *fi, uint64_t ino);
+int member_release(void *r, uint64_t ino, struct fuse_file_info *fi);
+void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t size, off_t off,
+		  struct fuse_file_info *fi);
+int member_flush(void *r, uint64_t ino, struct fuse_file_info *fi);
+int member_fsync(void *r, uint64_t ino, struct fuse_file_info *fi);
+
+/* views.c: the member root's lookup, listing, open and xattrs with the
+ * views of datasets (root_member.c's table) */
+int views_lookup(void *r, struct root_entry *e, uint64_t parent, const char *name);
+int views_opendir(void *r, void **dh, bool *keep, uint64_t ino);
+int views_readdir(void *r, struct root_dirent *out, void *dh, size_t i);
+void views_releasedir(void *r, void *dh);
+int views_open(void *r, struct fuse_file_info *fi, uint64_t ino);
+int views_getattr(void *r, struct stat *st, double *timeout, uint64_t ino);
+int views_listxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino);
+int views_getxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino, const char *name);
+int views_setxattr(void *r, uint64_t ino, const char *name, const char *value, size_t size, int flags);
+int views_removexattr(void *r, uint64_t ino, const char *name);
+int views_mkdir(void *r, uint64_t parent, const char *name);
+int views_rmdir(void *r, uint64_t parent, const char *name);
+int views_unlink(void *r, uint64_t parent, const char *name);
+int views_symlink(void *r, const char *target, uint64_t parent, const char *name);
+/* Make n (a dataset's node, just made) the view kind/frame numbered ino:
+ * 0, H5_ERR_NOTFOUND when the dataset cannot have it, or an h5_err. */
+int views_apply(h5fs *fs, struct node *n, int kind, uint64_t frame, uint64_t ino);
+/* The mount path of the dataset view node n shows (malloc'd) */
+char *views_base_path(const struct node *n);
+/* View node n made again of the object taddr of tf (a live refresh):
+ * 0 and *out, *out NULL when it cannot have the view now, or an h5_err. */
+int views_make(struct node **out, h5fs *fs, h5_file *tf, uint64_t taddr, const struct node *n);
+
+/* ll_xattr.c */
+void xattr_cache_drop(struct node *n);
+
+/* ll_overwrite.c: bytes written inside datasets (doc/OVERWRITE.md) */
+int ow_open(h5fs *fs, struct node *n, h5_overwriter **out);
+int ow_put(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, uint64_t off, const char *buf, size_t len);
+int ow_commit(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, bool all, bool durable);
+void ow_refresh(h5fs *fs, struct node *n, fuse_ino_t ino);
+int member_listxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino);
+int member_getxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino, const char *name);
+int member_setxattr(void *r, uint64_t ino, const char *name, const char *value, size_t size, int flags);
+int member_removexattr(void *r, uint64_t ino, const char *name);
+/* (ll_link.c) After an attribute or link change committed: remembered
+ * until fs_meta_sync makes it durable (fsync, unmount). */
+void fs_meta_changed(h5fs *fs);
+int fs_meta_sync(h5fs *fs);
+/* (ll_link.c) */
+int member_mkdir(void *r, uint64_t parent, const char *name);
+int member_rmdir(void *r, uint64_t parent, const char *name);
+int member_unlink(void *r, uint64_t parent, const char *name);
+int member_symlink(void *r, const char *target, uint64_t parent, const char *name);
+
+/* fresh.c: n re-resolved by its path in the current generation when a
+ * newer one exists; its object held for a request (node_use) */
+int node_fresh(h5fs *fs, struct node *n);
+int node_use(struct use *u, h5fs *fs, struct node *n);
+void node_use_end(struct use *u);
+/* (lv->mu held): 0, ESTALE, or EIO (logged when log) */
+int node_rebuild(h5fs *fs, struct node *n, bool log);
+/* After a new generation, from the watcher: every node resolved in it */
+void node_sweep(h5fs *fs);
+
+#endif
