@@ -22,7 +22,7 @@ writer. Run by hand (never in CI):
    range over the runs of each.
 2b. changed: the same sequential reads after FILE changed once (touched:
    a new generation, so reads are checked from now on: copied, and every
-   page the page cache is given hashed, ll_pcache.c), with 8 MiB read()s, read twice (first, second), watching against refresh=0 (which
+   page the page cache is given hashed, live/pcache.c), with 8 MiB read()s, read twice (first, second), watching against refresh=0 (which
    never sees the touch) and --base; throughput and the daemon's CPU ms
    per GiB.
 3. follow: a SWMR writer process appends 1 MiB rows at 100 rows/s for

@@ -21,8 +21,7 @@ import sys
 # Rank of each folder of src/, lowest first; a file may include files of
 # its own folder and of folders of a LOWER rank only. Folders of one rank
 # (the programs) must not include each other. A folder not named here
-# takes the rank of the nearest named folder above it (src/fuse/mount ->
-# src/fuse).
+# takes the rank of the nearest named folder above it.
 LAYERS = [
     ("src/h5core", 0),          # h5core.h, h5core_test.h: the public API
     ("src/h5core/base", 1),
@@ -36,12 +35,25 @@ LAYERS = [
     ("src/coll", 9),            # the collection library (daemon side)
     ("src/tools", 10),
     ("src/fuse", 10),
+    # the daemon's folders, lowest first (doc/DESIGN.md "The daemon")
+    ("src/fuse/kit", 11),       # what every root shares: root.h, ids
+    ("src/fuse/state", 12),     # a single-file mount's state: nodes, generations, log
+    ("src/fuse/live", 13),      # live files: refresh, read checks, ledgers, watcher
+    ("src/fuse/member", 14),    # the single-file (member) root
+    ("src/fuse/dispatch", 15),  # FUSE handlers over a table of roots
+    ("src/fuse/collection", 16),  # folder and indexed roots over libh5coll
+    ("src/fuse/mount", 17),     # main: options, startup
 ]
+# The programs (src/tools, src/fuse and its folders) do not include each
+# other: what they share lives in src/common or below.
+PROGRAMS = ["src/tools", "src/fuse"]
 RANK = dict(LAYERS)
 # the compiler's search order for "x.h" after the including file's folder
 SEARCH = ["src/h5core"] + [d for d, r in LAYERS if d.startswith("src/h5core/")] + ["src/common"]
 # ... and src/coll, on the include path of the programs that link libh5coll
 SEARCH += ["src/coll"]
+# ... and the daemon's folders, on the daemon's include path (FUSE_CPPFLAGS)
+FUSE_SEARCH = [d for d, r in LAYERS if d.startswith("src/fuse/")]
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 
 
@@ -72,7 +84,8 @@ def main():
         for m in INCLUDE.finditer(text):
             name = m.group(1)
             target = None
-            for d in [folder] + SEARCH:
+            search = SEARCH + (FUSE_SEARCH if f.startswith("src/fuse/") else [])
+            for d in [folder] + search:
                 cand = os.path.normpath(os.path.join(d, name))
                 if cand in present:
                     target = cand
@@ -81,7 +94,11 @@ def main():
                 continue        # config.h and the like: generated, not ours
             tlayer, trank = folder_rank(os.path.dirname(target))
             line = text.count("\n", 0, m.start()) + 1
-            if trank > rank:
+            prog = [p for p in PROGRAMS if layer == p or layer.startswith(p + "/")]
+            tprog = [p for p in PROGRAMS if tlayer == p or tlayer.startswith(p + "/")]
+            if prog and tprog and prog != tprog:
+                bad.append("%s:%d: includes %s: across programs %s and %s" % (f, line, target, prog[0], tprog[0]))
+            elif trank > rank:
                 bad.append("%s:%d: includes %s: up from %s to %s" % (f, line, target, layer, tlayer))
             elif trank == rank and tlayer != layer:
                 bad.append("%s:%d: includes %s: across %s and %s (one rank)" % (f, line, target, layer, tlayer))

@@ -2,7 +2,7 @@
  * xattrs.h - HDF5 attributes and dataset metadata as extended attributes
  * (naming and text rules: doc/h5fs.1, ATTRIBUTES), made from the engine's
  * data (h5_attr_value_get, h5_attr_all, h5_dataset_meta) for the daemon
- * (ll_xattr.c) and the tools.
+ * (member/xattr.c) and the tools.
  *
  * An HDF5 attribute NAME is "user.NAME", or "user.h5.attr.NAME" when NAME
  * starts with "h5."; every other "user.h5.*" name is reserved dataset

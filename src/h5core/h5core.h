@@ -175,7 +175,7 @@ int h5_file_changed_by_others(h5_file *f);
  * A local FILE is stamped when opened (fstat of its descriptor): device,
  * inode, size, modification and change times. Any write to the file moves
  * its mtime or ctime (at the clock tick's granularity, see h5fs's
- * ll_live.c for how a write within the tick of the stamp is handled). */
+ * live/live.c for how a write within the tick of the stamp is handled). */
 typedef struct h5_file_stamp {
 	uint64_t dev, ino, size;
 	int64_t mtime_ns, ctime_ns;

@@ -4,7 +4,7 @@
 since issue 34, direct_io while descriptors holding pages of a rewritten
 version are open) is
 the bytes of one version, however FILE changes while the kernel sends its
-pieces (src/fuse/ll_dio.c). Fixtures, readers and checks are test_live.py's
+pieces (src/fuse/live/dio.c). Fixtures, readers and checks are test_live.py's
 (test_no_mix), with 4 MiB datasets read by 8 MiB read()s.
 """
 import errno
@@ -69,7 +69,7 @@ def test_big_reads(d):
                 # rewrite the objects are at other addresses: ESTALE). They
                 # use the page cache (issue 34: memmap after a change), so
                 # c's, whose cached pages were overwritten in place, may
-                # answer EIO until closed (ll_pcache.c)
+                # answer EIO until closed (live/pcache.c)
                 for nm, fd in zip(names, fds):
                     last = 6 if how != "overwrite" or nm == "c" else 1
                     try:
@@ -142,7 +142,7 @@ def test_long_write(d):
                         counts["EIO"] += 1
                         continue
                     counts["reads"] += 1
-                    # cut short at a change (ll_dio.c): what came is one version
+                    # cut short at a change (live/dio.c): what came is one version
                     counts["short"] += a.size < min(1 << 17, LONG_EL - o // 8)
                     if a.size == 0 or (a != a[0]).any():
                         bad.append("read at %d: %d elements, values %s (mixed)"

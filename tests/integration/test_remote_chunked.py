@@ -93,7 +93,7 @@ def requests(wd, name="/f.h5"):
     """[(start, end, first byte, last byte, bytes sent)] of the requests
     for name, from timing.log. The one-byte If-Match probes of byte 0
     that a live mount's watcher sends (at most one per refresh interval,
-    src/fuse/ll_live.c; README "Live files") ask whether the object
+    src/fuse/live/live.c; README "Live files") ask whether the object
     changed, fetch no data and are left out."""
     out = []
     for ln in open(os.path.join(wd, "timing.log")).read().splitlines():

@@ -1,4 +1,4 @@
-/* test_cindex.c - the collection index (src/fuse/cindex.c, cindex_tree.c):
+/* test_cindex.c - the collection index (src/coll/cindex.c, cindex_tree.c):
  * trees in memory, records in SQLite keyed by member, size, mtime, ETag and
  * view, files that are not an index moved aside and rebuilt, damaged
  * records read as misses, several handles (mounts) on one file, and a

@@ -1,7 +1,7 @@
 /* test_ctx.c - the engine context (ctx.c, pool.c): files opened in one
  * context share one cache budget without ever sharing an entry, a closed
  * file's entries leave the cache, the threads are the context's pool
- * however many files are read, two generations of one FILE (ll_live.c
+ * however many files are read, two generations of one FILE (live/live.c
  * opens a changed FILE again in the mount's context) never serve each
  * other's chunks, and the buffer pool's budget follows the contexts
  * alive. h5py writes the files: each holds one dataset `z` of 16 chunks
@@ -373,7 +373,7 @@ START_TEST(threads_bounded_by_the_pool)
 END_TEST
 
 /* A changed FILE opened again in the same context (the next generation,
- * ll_live.c): the old generation's decoded chunks at the same addresses
+ * live/live.c): the old generation's decoded chunks at the same addresses
  * never serve the new one, and each reads its own bytes while both are
  * open. */
 START_TEST(generations_do_not_share_entries)

@@ -1,4 +1,4 @@
-/* test_root_index.c - the indexed root (src/fuse/root_index.c) against the
+/* test_root_index.c - the indexed root (src/fuse/collection/root_index.c) against the
  * live member root it was recorded from, on real files (examples/example.h5
  * and the corpus): every answer of the root ops compared, node by node —
  * readdir (names, numbers, types, order), lookup (node ids, every stat

@@ -227,7 +227,7 @@ START_TEST(test_file_through_trace)
 }
 END_TEST
 
-/* ---- change detection and generations (h5fs -o refresh, ll_live.c) ------- */
+/* ---- change detection and generations (h5fs -o refresh, live/live.c) ------- */
 
 static const char gen_script[] =
 	"import sys, h5py, numpy as np\n"

@@ -1,5 +1,5 @@
 /*
- * ll_dio.c - one read() of a direct_io handle of a live mount is one
+ * dio.c - one read() of a direct_io handle of a live mount is one
  * version (issue 24), however large.
  *
  * Descriptors opened once FILE has changed read with direct_io: no page
@@ -17,7 +17,7 @@
  * to a page, fs/read_write.c). Where a read() began cannot be known. So
  * per handle and thread we keep the run: the requests answered in full
  * one after another, each at the previous one's end, as 4 KiB pieces
- * hashed with ll_pcache.c's fingerprint, at most its last MAX_RW_COUNT
+ * hashed with live/pcache.c's fingerprint, at most its last MAX_RW_COUNT
  * bytes. A read() in flight is always within its thread's run; a request
  * elsewhere, or after a short answer, starts a new run (it starts a new
  * read()). A smaller window would not do: a read() may be 2 GiB; a
@@ -32,7 +32,7 @@
  * and the run ends. The kernel ends the read() there: it returns the bytes
  * answered so far (all of the old version) as a short read, or EIO when
  * there were none. The next read() starts a run in the new version: unlike
- * a cached handle (ll_pcache.c), the kernel holds no pages of the old
+ * a cached handle (live/pcache.c), the kernel holds no pages of the old
  * version, so the handle stays usable.
  *
  * Async direct I/O (io_submit on an O_DIRECT descriptor) sends the pieces

@@ -24,6 +24,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 
@@ -117,9 +118,9 @@ struct root_ops {
 /* ---- what every root shares ---- */
 
 /* A frozen mount (-o refresh=0, or a read-write one) changes only by its
- * own appends (which tell the kernel, ll_write.c), so the kernel may cache
+ * own appends (which tell the kernel, member/write.c), so the kernel may cache
  * names and attributes for long; a live one says "refresh seconds"
- * (node_timeout, ll_live.c). */
+ * (node_timeout, live/live.c). */
 #define H5FS_TIMEOUT 3600.0
 #define H5FS_SYNTH_BIT ((uint64_t)1 << 63)
 #define H5FS_NAME_MAX 255
@@ -132,8 +133,17 @@ static inline blkcnt_t blocks_of(uint64_t bytes)
 }
 
 /* Whether a name may be shown as a directory entry: 1..H5FS_NAME_MAX
- * bytes, no NUL or '/', not "." or ".." (ll_inode.c). */
-bool name_ok(const char *name, size_t name_len);
+ * bytes, no NUL or '/', not "." or "..". */
+static inline bool name_ok(const char *name, size_t name_len)
+{
+	if (!name || name_len == 0 || name_len > H5FS_NAME_MAX)
+		return false;
+	if (strlen(name) != name_len)   /* embedded NUL */
+		return false;
+	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return false;
+	return strchr(name, '/') == NULL;
+}
 
 /* The member root class (root_member.c): the single-FILE machinery. */
 extern const struct root_ops h5fs_member_ops;

@@ -1,4 +1,4 @@
-/* ll_link.c - groups and links changed through the mount (doc/h5fs.1
+/* link.c - groups and links changed through the mount (doc/h5fs.1
  * MODIFYING): mkdir, rmdir, unlink and symlink in groups of compact link
  * storage (the engine's write/link_write.c). Each is one ordered commit
  * between fs_write_begin and fs_write_end; the dispatcher replies (an

@@ -1,4 +1,4 @@
-/* ll.c - the member root's read operations (root.h): lookup, attributes,
+/* read.c - the member root's read operations (root.h): lookup, attributes,
  * directories, reads. Each translates: request -> engine -> a result the
  * dispatcher (dispatch.c) replies with. */
 #include "member.h"
@@ -10,7 +10,7 @@ static void entry_of(struct root_entry *e, h5fs *fs, const struct node *n)
 	memset(e, 0, sizeof(*e));
 	e->ino = n->ino;
 	/* generation 0: a node id is never given to another object while
-	 * the kernel holds it (ll.c show_object) */
+	 * the kernel holds it (member/read.c show_object) */
 	pthread_rwlock_rdlock((pthread_rwlock_t *)&n->lk);
 	e->attr = n->st;
 	pthread_rwlock_unlock((pthread_rwlock_t *)&n->lk);
@@ -67,7 +67,7 @@ again:
 		return ENOMEM;
 	n = node_ref_existing(fs, id);
 	if (n && k == H5_OBJ_GROUP) {
-		/* re-resolved by its path, anchors included (ll_live.c) */
+		/* re-resolved by its path, anchors included (live/live.c) */
 		e = synth_recheck(&keep, &id, fs, n, p->ino, name, false);
 		if (e)
 			return e;
@@ -130,7 +130,7 @@ again:
 	}
 found:
 	if (n->type != NT_DIR) {
-		/* the entry a live FILE's change invalidates (ll_live.c); a
+		/* the entry a live FILE's change invalidates (live/live.c); a
 		 * directory's parent is its path's, fixed */
 		pthread_mutex_lock(&fs->lock);
 		n->parent = p->ino;
@@ -314,7 +314,7 @@ static int do_readlink(const char **target, h5fs *fs, fuse_ino_t ino)
 	if (n->type != NT_LINK)
 		return EINVAL;
 	pthread_rwlock_rdlock(&n->lk);   /* a live refresh may replace it */
-	*target = n->target;             /* (the old text is kept: ll_live.c) */
+	*target = n->target;             /* (the old text is kept: live/live.c) */
 	pthread_rwlock_unlock(&n->lk);
 	/* The kernel takes at most PATH_MAX - 1 bytes: /dev/fuse refuses a
 	 * longer reply, and the caller would see an EIO nobody logged. */
@@ -580,8 +580,8 @@ struct read_answer {
 	h5_read_plan plan;
 	struct gen *g;          /* held until the reply is written, */
 	h5_file *rf;            /* with the related file read (its cache view) */
-	struct pc_answer pa;    /* a cached handle's answer (ll_pcache.c) */
-	struct dio_answer da;   /* a live direct_io handle's (ll_dio.c) */
+	struct pc_answer pa;    /* a cached handle's answer (live/pcache.c) */
+	struct dio_answer da;   /* a live direct_io handle's (live/dio.c) */
 	bool fast;              /* answered unchecked: a live FILE not changed
 				 * yet (live_fast_begin; ended once replied) */
 };
@@ -600,8 +600,8 @@ static void answer_clear(struct read_answer *a)
 /* One attempt at the answer, on the generation n shows now; *failed: the
  * engine could not read it (which a live FILE's change may explain).
  * fh: the handle's (H5FS_FH_CACHED: on a live mount, the page cache holds
- * what it reads, ll_pcache.c; H5FS_FH_DIO: a live direct_io handle, whose
- * read()s of several requests ll_dio.c keeps to one version); tid: the
+ * what it reads, live/pcache.c; H5FS_FH_DIO: a live direct_io handle, whose
+ * read()s of several requests live/dio.c keeps to one version); tid: the
  * thread reading. */
 static int read_once(struct read_answer *a, bool *failed, int *unlogged, h5fs *fs, struct node *n, size_t size,
 		     off_t off, int attempt, uint64_t fh, pid_t tid)
@@ -640,7 +640,7 @@ static int read_once(struct read_answer *a, bool *failed, int *unlogged, h5fs *f
 	 * remote FILE's cached blocks pinned, written to /dev/fuse from the
 	 * cache itself with no copy into a reply buffer (issues 16, 15); the
 	 * rest read into a buffer. Never spliced once a live mount checks its
-	 * reads (ll_live.c): libfuse splices FILE's pages while it writes the
+	 * reads (live/live.c): libfuse splices FILE's pages while it writes the
 	 * reply, after live_read_check, so a write in that instant would go
 	 * unseen; there the bytes are copied, then checked. */
 	rc = n->view->map(&a->plan, n->ds, (uint64_t)off, (size_t)len, checked ? H5_MAP_NO_SPLICE : 0);
@@ -681,7 +681,7 @@ out:
 	return e;
 }
 
-/* The answer, made again while a live FILE changes under it (ll_live.c):
+/* The answer, made again while a live FILE changes under it (live/live.c):
  * the bytes of one version or an error, never a mix. */
 static int do_read(struct read_answer *a, h5fs *fs, fuse_ino_t ino, size_t size, off_t off, uint64_t fh,
 		   pid_t tid)

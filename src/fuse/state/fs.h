@@ -39,7 +39,7 @@
 
 enum node_type { NT_DIR, NT_FILE, NT_LINK };
 
-/* A generation: FILE as opened once (ll_live.c). A change of FILE opens it
+/* A generation: FILE as opened once (live/live.c). A change of FILE opens it
  * anew as the next generation; nodes, and reads in flight, hold the one
  * they were read in, which is closed when the last of them lets go. */
 struct gen {
@@ -65,7 +65,7 @@ struct node {
 				 * an external link (a reference held, node_free) */
 	uint64_t parent;        /* directories: the directory looked up in (one node
 				 * per path, so it never changes); others: that of
-				 * the last lookup (the entry ll_live.c invalidates) */
+				 * the last lookup (the entry live/live.c invalidates) */
 	h5_obj_kind kind;
 	enum node_type type;
 	char *path;             /* directories: their path ("" = root); others: the
@@ -76,7 +76,7 @@ struct node {
 	 * the first a_mnt components of path (the target of the external
 	 * link that led there). Absolute soft links map through this. Fixed
 	 * for the node's life: a live FILE's change that moves them makes
-	 * the node stale (ll_live.c node_rebuild) and the path a new node. */
+	 * the node stale (live/live.c node_rebuild) and the path a new node. */
 	char *fpath;
 	unsigned a_mnt, a_file;
 	char *target;           /* NT_LINK: readlink text */
@@ -91,9 +91,9 @@ struct node {
 	bool stale;             /* then, its path no longer led to this object */
 	struct wqueue *wq;      /* the write order of its write handles (under fs->lock) */
 	struct stat st;
-	struct pcache *pc;      /* what cached handles were answered (ll_pcache.c;
+	struct pcache *pc;      /* what cached handles were answered (live/pcache.c;
 				 * made at the first such answer) */
-	/* Every xattr of the object as read in gen (ll_xattr.c), so a walk's
+	/* Every xattr of the object as read in gen (member/xattr.c), so a walk's
 	 * listxattr and getxattr requests decode its header once; NULL until
 	 * asked, and dropped (xattr_cache_drop, under lk) whenever f, addr,
 	 * gen or the object itself change. xs_epoch counts the drops: a set
@@ -102,7 +102,7 @@ struct node {
 	unsigned xs_epoch;
 	bool xs_skip;           /* not kept (too large, an error): ask the
 				 * engine for each xattr until dropped */
-	/* An append (ll_write.c) or a live FILE's refresh (ll_live.c) replaces
+	/* An append (member/write.c) or a live FILE's refresh (live/live.c) replaces
 	 * f, addr, ds, st, gen of this node: readers of them hold it shared.
 	 * One per node: a refresh of one object never waits for reads of
 	 * another. */
@@ -167,7 +167,7 @@ struct h5fs {
 	bool shared_watch;      /* a collection's member: its one thread looks
 				 * (live_tick), no watcher of its own */
 	bool writable;          /* appends possible (fs_writable) */
-	/* FILE's write lock (fs_write_begin/end, ll_inode.c): writes under
+	/* FILE's write lock (fs_write_begin/end, member/node.c): writes under
 	 * way, and whether a refusal was logged since the last granted one */
 	pthread_mutex_t wmu;
 	unsigned writers;
@@ -178,10 +178,10 @@ struct h5fs {
 	 * but another process holds it (a collection's member), so that
 	 * the modes shown never depend on who holds the lock */
 	bool write_busy;
-	/* live files (ll_live.c): refresh > 0 on a mount that does not append */
+	/* live files (live/live.c): refresh > 0 on a mount that does not append */
 	bool live;
 	struct gen *gen;        /* the current generation (under lock) */
-	struct live *lv;        /* the watcher (ll_live.c) */
+	struct live *lv;        /* the watcher (live/live.c) */
 };
 
 /* What a request reads of a node: its file, object and generation, held

@@ -1,10 +1,10 @@
 /*
- * ll_live.h - what the live-file files share (private to them): the
+ * live.h - what the live-file files share (private to them): the
  * watcher's state (struct live) and the helpers each offers the others.
- * ll_live.c: generations, the checked/fast mode, refreshing, read checks;
- * ll_live_node.c: re-resolving nodes by path in a generation;
- * ll_live_watch.c: inotify, the watcher thread, the sweep after a change.
- * The story is ll_live.c's header comment.
+ * live/live.c: generations, the checked/fast mode, refreshing, read checks;
+ * member/fresh.c: re-resolving nodes by path in a generation;
+ * live/watch.c: inotify, the watcher thread, the sweep after a change.
+ * The story is live/live.c's header comment.
  */
 #ifndef H5FS_LIVE_H
 #define H5FS_LIVE_H
@@ -58,13 +58,13 @@ struct live {
 	size_t nretired;
 };
 
-/* ll_live.c */
+/* live/live.c */
 int64_t live_now_ns(void);
 int live_refresh(h5fs *fs, bool doubt, bool patient);
 void live_sleep_ns(int64_t ns);
 
 
-/* ll_live_watch.c */
+/* live/watch.c */
 bool live_read_events(struct live *lv);
 bool live_writes_done(struct live *lv, int64_t t);
 void live_watch_path(struct live *lv);
@@ -131,7 +131,7 @@ void pcache_free(struct pcache *pc);
 int pcache_open(h5fs *fs, struct node *n, bool *fresh);
 void pcache_close(struct node *n);
 /* A page's fingerprint (hash and length, never 0), its length, and an
- * answer's, page by page from its start (ll_dio.c uses them too). */
+ * answer's, page by page from its start (live/dio.c uses them too). */
 uint64_t pcache_entry(const uint8_t *p, size_t len);
 size_t pcache_entry_len(uint64_t e);
 void pcache_hash_answer(uint64_t *h, const struct iovec *iov, size_t niov, size_t len);

@@ -16,7 +16,7 @@
 
 struct dirsnap;
 
-/* ll.c: the member root's reads (root.h) */
+/* member/read.c: the member root's reads (root.h) */
 void dirsnap_free(struct dirsnap *d);
 void handle_add(h5fs *fs, struct hlink *list, struct hlink *h);
 void handle_del(h5fs *fs, struct hlink *h);
@@ -32,7 +32,7 @@ int member_read(void *r, struct root_read *out, uint64_t ino, size_t size, off_t
 void member_read_done(void *r, struct root_read *out);
 void member_usage(void *r, uint64_t *bytes, uint64_t *objects);
 
-/* ll_inode.c */
+/* member/node.c */
 int ancestor_depth(h5fs *fs, const struct node *dir, uint64_t ino);
 uint64_t file_ino(const h5_file *f, uint64_t addr);
 uint64_t file_nodeid(const h5fs *fs, h5_file *f, uint64_t addr);
@@ -66,7 +66,7 @@ void node_unref(h5fs *fs, uint64_t ino, uint64_t count);
 
 
 
-/* ll_write.c: the member root's open and append path (root.h) */
+/* member/write.c: the member root's open and append path (root.h) */
 void handles_free(h5fs *fs);
 int member_open(void *r, struct fuse_file_info *fi, uint64_t ino);
 int member_release(void *r, uint64_t ino, struct fuse_file_info *fi);
@@ -100,10 +100,10 @@ char *views_base_path(const struct node *n);
  * 0 and *out, *out NULL when it cannot have the view now, or an h5_err. */
 int views_make(struct node **out, h5fs *fs, h5_file *tf, uint64_t taddr, const struct node *n);
 
-/* ll_xattr.c */
+/* member/xattr.c */
 void xattr_cache_drop(struct node *n);
 
-/* ll_overwrite.c: bytes written inside datasets (doc/OVERWRITE.md) */
+/* member/overwrite.c: bytes written inside datasets (doc/OVERWRITE.md) */
 int ow_open(h5fs *fs, struct node *n, h5_overwriter **out);
 int ow_put(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, uint64_t off, const char *buf, size_t len);
 int ow_commit(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, bool all, bool durable);
@@ -112,11 +112,11 @@ int member_listxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino)
 int member_getxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino, const char *name);
 int member_setxattr(void *r, uint64_t ino, const char *name, const char *value, size_t size, int flags);
 int member_removexattr(void *r, uint64_t ino, const char *name);
-/* (ll_link.c) After an attribute or link change committed: remembered
+/* (member/link.c) After an attribute or link change committed: remembered
  * until fs_meta_sync makes it durable (fsync, unmount). */
 void fs_meta_changed(h5fs *fs);
 int fs_meta_sync(h5fs *fs);
-/* (ll_link.c) */
+/* (member/link.c) */
 int member_mkdir(void *r, uint64_t parent, const char *name);
 int member_rmdir(void *r, uint64_t parent, const char *name);
 int member_unlink(void *r, uint64_t parent, const char *name);

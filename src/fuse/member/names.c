@@ -65,19 +65,6 @@ char *updirs(int depth)
 	return t;
 }
 
-/* A link name can become a directory entry only if it is a single,
- * non-special path component the kernel accepts. */
-bool name_ok(const char *name, size_t name_len)
-{
-	if (!name || name_len == 0 || name_len > H5FS_NAME_MAX)
-		return false;
-	if (strlen(name) != name_len)   /* embedded NUL */
-		return false;
-	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-		return false;
-	return strchr(name, '/') == NULL;
-}
-
 struct comps {
 	size_t n, cap;
 	const char **s;
@@ -244,7 +231,7 @@ out:
  * soft link shown as a symlink that resolves in the mount; or a negative
  * h5_err whose message says why it stays a symlink (no such file or
  * object, outside FILE's tree, a loop). p: only its anchors and path
- * (ll_live.c passes the groups of a path it walks). */
+ * (live/live.c passes the groups of a path it walks). */
 int link_place(h5_file **tf, uint64_t *taddr, char **fpath, const struct node *p, h5_file *pf, const h5_link *l)
 {
 	*tf = NULL;

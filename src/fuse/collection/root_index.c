@@ -326,7 +326,7 @@ int index_root_new(void **out, cindex_tree *t, const h5fs_config *cfg, uid_t uid
 	ir->rw = !cfg->read_only;
 	if (cfg->read_only && cfg->refresh && live->changed) {
 		/* the kernel keeps what it is told as long as a live
-		 * root's answers (node_timeout, ll_live.c) */
+		 * root's answers (node_timeout, live/live.c) */
 		ir->timeout = (double)cfg->refresh;
 		ir->refresh_ns = (int64_t)cfg->refresh * 1000000000LL;
 		ir->looked_ns = now_ns();

@@ -1,12 +1,12 @@
 /*
- * ll_live_node.c - live files: the nodes of a changed FILE, re-resolved
- * by their paths in its new generation (ll_live.c's header has the story).
+ * fresh.c - live files: the nodes of a changed FILE, re-resolved
+ * by their paths in its new generation (live/live.c's header has the story).
  *
- * resolve() walks a path as a lookup walks it (ll.c do_lookup); node_rebuild
+ * resolve() walks a path as a lookup walks it (member/read.c do_lookup); node_rebuild
  * gives the node the fields of the object found there when it is the same
  * object (a directory: the same group from the same anchors; a symlink: a
  * symlink; else the node id), or makes it stale; node_fresh does that for a
- * node a request meets before the watcher's sweep (ll_live_watch.c) did,
+ * node a request meets before the watcher's sweep (live/watch.c) did,
  * and node_use holds what a request reads of a node.
  */
 #include "member.h"
@@ -14,7 +14,7 @@
 /* ---- resolving a path in a generation ------------------------------------ */
 
 /* The node `path` leads to in generation g, resolved as lookups resolve it
- * (ll.c do_lookup): hard links, links shown in place (link_place: external
+ * (member/read.c do_lookup): hard links, links shown in place (link_place: external
  * chains, soft links of another file not shown where it is), the anchors
  * of another file's groups (dir_anchor), a link up to a group of the path
  * shown as a symlink. 0 with *tf (a reference held), *taddr and anc's
@@ -412,7 +412,7 @@ void node_sweep(h5fs *fs)
 	 * read() is copying at that instant (the invalidation skips pages in
 	 * use), and pages answered unchecked are in no ledger: drop them again
 	 * twice, after such read()s have moved on. This ends the first
-	 * change's window (ll_live.c). */
+	 * change's window (live/live.c). */
 	if (fs->se && __atomic_load_n(&fs->lv->checked, __ATOMIC_SEQ_CST) && !fs->lv->swept_checked) {
 		for (int pass = 0; pass < 2; pass++) {
 			live_sleep_ns(pass ? 40000000LL : 10000000LL);

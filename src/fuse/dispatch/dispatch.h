@@ -2,7 +2,7 @@
  * dispatch.h - the mount: a table of roots (root.h) and the FUSE handlers
  * over it (dispatch.c), the member slots of a collection opened and
  * closed on demand (dispatch_slot.c), and the refused modifying
- * operations (ll_modify.c). Private to src/fuse.
+ * operations (dispatch/modify.c). Private to src/fuse.
  */
 #ifndef H5FS_DISPATCH_H
 #define H5FS_DISPATCH_H
@@ -117,7 +117,7 @@ void slots_trim_locked(h5fs_mount *m, unsigned want);
 void slot_check_changed_locked(h5fs_mount *m, struct slot *s);
 void slot_touch_locked(h5fs_mount *m, struct slot *s);
 
-/* ll_modify.c */
+/* dispatch/modify.c */
 void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev);
 void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
 	       const char *newname, unsigned int flags);

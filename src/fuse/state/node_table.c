@@ -128,7 +128,7 @@ out:
 }
 
 /* The (parent, name) number `old` given up (a live FILE's change left
- * its node stale, ll.c renew_synth): the name gets a new one, so the
+ * its node stale, member/read.c renew_synth): the name gets a new one, so the
  * kernel never sees one node id for two objects. 0: out of memory. */
 uint64_t synth_renew(h5fs *fs, uint64_t parent, const char *name, uint64_t old)
 {
@@ -196,7 +196,7 @@ out:
 	pthread_mutex_unlock(&fs->lock);
 }
 
-/* A new generation of FILE (ll_live.c) may hold other kinds at the
+/* A new generation of FILE (live/live.c) may hold other kinds at the
  * addresses remembered. */
 void kind_forget_all(h5fs *fs)
 {

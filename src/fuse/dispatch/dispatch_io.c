@@ -196,7 +196,7 @@ void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 	op_xattr(req, ino, name, size);
 }
 
-/* Attributes change on roots that can (a member file: ll_xattr.c); others
+/* Attributes change on roots that can (a member file: member/xattr.c); others
  * cannot: ENOTSUP says "this filesystem cannot do that". */
 static void op_xattr_change(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
 			    int flags)
@@ -224,7 +224,7 @@ void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	op_xattr_change(req, ino, name, NULL, 0, 0);
 }
 
-/* Groups and links change on roots that can (a member file: ll_link.c);
+/* Groups and links change on roots that can (a member file: member/link.c);
  * others cannot: EROFS. mkdir and symlink reply with the new entry. */
 enum link_op { LO_MKDIR, LO_RMDIR, LO_UNLINK, LO_SYMLINK };
 

@@ -1,4 +1,4 @@
-/* ll_setup.c - the mount state: h5fs_new, h5fs_free. */
+/* setup.c - the mount state: h5fs_new, h5fs_free. */
 #include "member.h"
 
 /* ---- setup ------------------------------------------------------------------ */

@@ -1,4 +1,4 @@
-/* ll_log.c - one log line per event (the errno an engine error becomes
+/* log.c - one log line per event (the errno an engine error becomes
  * is src/common/h5errno.c's). */
 #include "fs.h"
 

@@ -1,16 +1,16 @@
 /*
- * ll_pcache.c - what a live mount handed the kernel's page cache (issue
+ * pcache.c - what a live mount handed the kernel's page cache (issue
  * 24: every successful read returns bytes of one version).
  *
  * A read-only handle uses the page cache (keep_cache: a second cat,
  * numpy.memmap), before FILE changes and after. Until the first change a
- * mount's reads are not checked (ll_live.c: the stated window), so nothing
+ * mount's reads are not checked (live/live.c: the stated window), so nothing
  * is recorded then; from the first change on, everything is. One read() of it is answered
  * page by page: some pages from the cache, the missing ones by our reads
  * (readahead). Once FILE has changed, the cache may hold pages of the old
  * version, and a read() in flight may have copied some of them already:
  * answering its next request with new bytes would mix two versions in one
- * read(). The watcher's invalidation (ll_live.c sweep) cannot close this
+ * read(). The watcher's invalidation (live/live.c sweep) cannot close this
  * alone: the kernel drops the pages while such a read() is under way, and
  * it cannot be done from a read handler (the kernel waits for the pages of
  * that very request).
@@ -24,7 +24,7 @@
  * the kernel holds is bytes of it too; different (a rewrite, a same-size
  * overwrite), the node's cached handles get EIO from then on, with one log
  * line; descriptors opened while such handles are open read with direct_io
- * (ll_dio.c), and once the last of them is closed (a mapping holds its
+ * (live/dio.c), and once the last of them is closed (a mapping holds its
  * descriptor) the next open starts the ledger anew, dropping the kernel's
  * pages (pcache_open), so mappings work again. Pages are hashed as answered, before the reply, and
  * recorded only once the answer passed live_read_check, so the ledger only

@@ -1,8 +1,8 @@
 /*
- * ll_live_watch.c - live files: the watcher thread (inotify on FILE and
+ * watch.c - live files: the watcher thread (inotify on FILE and
  * its folder, and a look at least every refresh seconds), and the sweep
  * after a new generation: every node re-resolved in it and the kernel's
- * caches of them dropped (ll_live.c's header has the story).
+ * caches of them dropped (live/live.c's header has the story).
  */
 #include "live.h"
 

@@ -1,12 +1,12 @@
 /* views.c - datasets shown as NAME.npy, NAME.csv, NAME.tiff, NAME.png and
  * NAME.frames/ (doc/h5fs.1, VIEWS): the member root's lookup, listing,
- * open and xattrs around ll.c's (root_member.c's table names these).
+ * open and xattrs around member/read.c's (root_member.c's table names these).
  *
  * A view is a node like a dataset's: the dataset opened for it (a handle
  * of its own), its view ops (src/common/views.c, the state kept with that
  * handle) as n->view and the view's size as st_size, so getattr and read
- * are ll.c's own - spliced extents, pinned chunks, and on a live mount the
- * same checks as any dataset (ll_live.c re-resolves a view by its
+ * are member/read.c's own - spliced extents, pinned chunks, and on a live mount the
+ * same checks as any dataset (live/live.c re-resolves a view by its
  * dataset's path, views_make). Its number is its (directory, name)'s; a
  * real link of the name always wins (its lookup comes first). */
 #include "member.h"
@@ -15,7 +15,7 @@
 static int view_fresh(h5fs *fs, struct node *n);
 
 /* Whether n's dataset may grow under it: a view on a mount that appends
- * (ll_inode.c gives the dataset the owner's write bit then). */
+ * (member/node.c gives the dataset the owner's write bit then). */
 static bool view_grows(h5fs *fs, struct node *n)
 {
 	bool g;
@@ -188,7 +188,7 @@ out:
 
 /* On a mount that appends (fs_writable), a dataset grows under its views:
  * the view of n is made again of the dataset as it is now when its size
- * changed since (n's own handle is swapped, under n->lk, as ll_write.c
+ * changed since (n's own handle is swapped, under n->lk, as member/write.c
  * does for the dataset's node). Views there are read without the page
  * cache and their attributes are not cached (views_open, entry_fill), so
  * this is asked at each open, lookup and getattr. 0 or an errno. */
@@ -322,7 +322,7 @@ struct vent {
 };
 
 struct vdir {
-	void *inner;            /* ll.c's listing (not of a frames directory) */
+	void *inner;            /* member/read.c's listing (not of a frames directory) */
 	size_t ninner;
 	struct vent *v;         /* -o views: the views of its datasets */
 	size_t n, cap;

@@ -1,4 +1,4 @@
-/* ll_overwrite.c - writing bytes inside datasets through the mount
+/* overwrite.c - writing bytes inside datasets through the mount
  * (doc/OVERWRITE.md; man h5fs MODIFYING): pwrite, dd conv=notrunc.
  *
  * A write handle's bytes inside the dataset go to its overwriter (engine

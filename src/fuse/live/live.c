@@ -1,5 +1,5 @@
 /*
- * ll_live.c - live files (-o refresh=SECONDS; README "Live files"): a
+ * live.c - live files (-o refresh=SECONDS; README "Live files"): a
  * mounted FILE that changes shows its new state. Until FILE first changes
  * it costs nothing: its reads are answered as a frozen mount answers them
  * (spliced, from the page cache, nothing hashed). The first change seen
@@ -7,7 +7,7 @@
  * then on no read returns stale or mixed bytes. The design is generations,
  * chosen to be obviously correct rather than clever:
  *
- * - Noticing (ll_live_watch.c). A watcher thread looks at FILE and the
+ * - Noticing (live/watch.c). A watcher thread looks at FILE and the
  *   related files its generation opened (external link targets, VDS
  *   sources) whenever inotify reports an event on FILE or its directory,
  *   and at least every refresh seconds: h5_file_changed() compares fstat
@@ -23,7 +23,7 @@
  *   first read; so does a mount of a FILE a SWMR writer has open (its
  *   superblock says so) or whose lock a writer holds.
  * - A change opens FILE anew, by its path, as the next generation (struct
- *   gen, ll.h): a new source, a new related-file table, and a view of its
+ *   gen, member/member.h): a new source, a new related-file table, and a view of its
  *   own in the mount's one engine context (h5_open_opts.ctx: the cache
  *   budget and decoding threads are the mount's, not one set per
  *   generation; cache keys carry the generation's file), so no decoded
@@ -35,7 +35,7 @@
  *   opens FILE holding lv->mu, and no request waits for a refresh another
  *   thread is making (live_refresh): no request waits on another that
  *   waits on FILE. Bytes that are not HDF5 at all answer EIO at once.
- * - Nodes are re-resolved by path (ll_live_node.c): all of them by the
+ * - Nodes are re-resolved by path (member/fresh.c): all of them by the
  *   watcher right after a new generation (sweep), and any a request meets
  *   before that (node_fresh). If the path leads to the same object, its
  *   fields replace the node's; else the node is stale (ESTALE on open
@@ -43,18 +43,18 @@
  *   while the kernel holds it (FUSE requests carry no generation: reads of
  *   the old inode would get the other object's bytes): a name that now
  *   leads to a stale node's id is shown under its (parent, name) number
- *   instead (ll.c show_object). An old generation is closed when the last
+ *   instead (member/read.c show_object). An old generation is closed when the last
  *   node and read let go.
  * - The kernel's caches: entries and attributes time out after refresh
  *   seconds; after a change the watcher invalidates every inode (pages,
  *   attributes, cached listings) and the entries whose path now leads
  *   elsewhere. Reads keep the page cache before and after a change (so
  *   numpy.memmap works): once checked, every page answered is recorded
- *   and verified before it could meet another version's (ll_pcache.c).
+ *   and verified before it could meet another version's (live/pcache.c).
  *   Only while descriptors that hold pages of a rewritten version are
  *   still open does a new descriptor of that dataset read with direct_io
  *   (a read() the kernel splits into several requests kept to one version
- *   by ll_dio.c). Checked bytes are copied rather than spliced (a splice
+ *   by live/dio.c). Checked bytes are copied rather than spliced (a splice
  *   happens while the reply is written, after the check below).
  * - Checked reads are checked after they are made (live_read_check):
  *   FILE's descriptor still has its generation's stamp, so no byte was
@@ -75,7 +75,7 @@
  *   so reads are not refused for its appends, and a failed decode is
  *   retried on a fresh generation with backoff.
  * A read-write mount is never live: it holds FILE's lock only while it
- * writes (ll_inode.c fs_write_begin) and refuses to write once another
+ * writes (member/node.c fs_write_begin) and refuses to write once another
  * program changed FILE; its own appends are no changes.
  */
 #include "live.h"

@@ -1,4 +1,4 @@
-/* ll_write.c - appending through the mount (README "Appending", doc/APPEND.md). */
+/* write.c - appending through the mount (README "Appending", doc/APPEND.md). */
 #include "member.h"
 
 /* ---- appending: the write path (README "Appending", doc/APPEND.md) -----------------
@@ -25,7 +25,7 @@
  * write, fsync and close fail with it. flush, fsync and release first wait
  * until every accepted write is applied.
  *
- * FILE's lock (fs_write_begin/end, ll_inode.c; README "Appending"): open
+ * FILE's lock (fs_write_begin/end, member/node.c; README "Appending"): open
  * for writing takes it and gives it back at once (a FILE another program
  * holds, or changed, fails the open: EBUSY/ESTALE before anything is
  * written); a handle then holds it from its first write until its rows
@@ -49,7 +49,7 @@ struct wqueue {
 struct wfile {
 	struct hlink link;      /* first: fs->open_wfiles */
 	h5_appender *a;         /* NULL: the dataset cannot grow */
-	h5_overwriter *ow;      /* NULL: its bytes cannot be written (ll_overwrite.c) */
+	h5_overwriter *ow;      /* NULL: its bytes cannot be written (member/overwrite.c) */
 	struct node *n;         /* the kernel holds the inode while it is open */
 	struct wqueue *q;       /* n->wq */
 	bool append;            /* opened with O_APPEND */
@@ -60,7 +60,7 @@ struct wfile {
 };
 
 /* A handle's write state: NULL for read handles (fh 0, or on a live
- * mount H5FS_FH_CACHED or a tagged dio ledger, ll.h). */
+ * mount H5FS_FH_CACHED or a tagged dio ledger, member/member.h). */
 static struct wfile *wfile_of(const struct fuse_file_info *fi)
 {
 	return fi->fh && fi->fh != H5FS_FH_CACHED && !fh_dio(fi->fh) ? (struct wfile *)(uintptr_t)fi->fh : NULL;
@@ -237,7 +237,7 @@ static int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 		fs_write_end(fs);
 		return ENOMEM;
 	}
-	/* bytes inside the dataset (ll_overwrite.c), rows after its end */
+	/* bytes inside the dataset (member/overwrite.c), rows after its end */
 	/* O_APPEND only appends: no overwriter (its refusal is the append's) */
 	e = fi->flags & O_APPEND ? EPERM : ow_open(fs, n, &w->ow);
 	rc = h5_append_open(&w->a, fs->f, n->addr);
@@ -610,7 +610,7 @@ static void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 
 /* Whether rows can be appended to n (its readers then bypass the page
  * cache, below); datasets whose bytes can only be overwritten keep it,
- * their pages dropped after each commit (ll_overwrite.c). */
+ * their pages dropped after each commit (member/overwrite.c). */
 static bool node_growable(struct node *n)
 {
 	bool g;
@@ -641,20 +641,20 @@ int member_open(void *r, struct fuse_file_info *fi, uint64_t ino)
 	 * wfile_open) is read without the page cache: a short read while an
 	 * append is being applied would leave a zero-filled page cached inside
 	 * the new size (tests/stress/append_race.py). Anything else cannot
-	 * change while mounted (but a live FILE, ll_live.c), so the page cache
+	 * change while mounted (but a live FILE, live/live.c), so the page cache
 	 * stays valid across opens. */
 	if (fs_writable(fs) && (n->st.st_mode & S_IWUSR) && node_growable(n)) {
 		fi->direct_io = 1;
 	} else if (fs->live) {
 		/* the page cache, before and after FILE changes (memmap): what
 		 * the kernel caches of it is recorded once reads are checked
-		 * (ll_pcache.c) */
+		 * (live/pcache.c) */
 		bool fresh;
 
 		e = pcache_open(fs, n, &fresh);
 		if (e == EBUSY) {
 			/* descriptors holding pages of a rewritten version are
-			 * still open: this one reads around them (ll_dio.c) */
+			 * still open: this one reads around them (live/dio.c) */
 			struct dio_ledger *d = dio_new();
 
 			if (!d)

@@ -1,4 +1,4 @@
-/* ll_xattr.c - HDF5 attributes as extended attributes. */
+/* xattr.c - HDF5 attributes as extended attributes. */
 #include "member.h"
 #include "xattrs.h"
 

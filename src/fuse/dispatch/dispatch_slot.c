@@ -380,7 +380,7 @@ static void inval_add(void *arg, const struct gid *x)
 
 /* The kernel drops its entries and attributes (and cached pages) of the
  * members closed because their file changed, as a live FILE's watcher
- * does after a new generation (ll_live.c): every node id it was given of
+ * does after a new generation (live/live.c): every node id it was given of
  * them, the member's own entry in its folder included. Ids that keep
  * their number across openings (datasets) would otherwise keep pages of
  * the old file. From the watcher's thread (never a request's: an
@@ -412,7 +412,7 @@ static void inval_changed_locked(h5fs_mount *m)
 }
 
 /* Every refresh seconds, each open member looks for changes of its file
- * (ll_live.c live_tick; an indexed root: root op changed, when a request
+ * (live/live.c live_tick; an indexed root: root op changed, when a request
  * came since its last look), held busy meanwhile so it is not closed. */
 static void *ticker(void *arg)
 {

@@ -4,7 +4,7 @@
  * main.c opens the HDF5 file, builds an h5fs (h5fs_new) and hands
  * h5fs_ll_ops plus the h5fs to fuse_session_new(); everything that
  * translates FUSE requests into libh5core calls lives in the ll*.c files
- * (ll.h says which does what).
+ * (member/member.h says which does what).
  */
 #ifndef H5FS_FUSE_OPS_H
 #define H5FS_FUSE_OPS_H
@@ -40,7 +40,7 @@ typedef struct h5fs_config {
 	 * view stays as mounted); open_opts: how to open it again. */
 	unsigned refresh;
 	/* -o live=strict: a live FILE's reads are checked from the first one
-	 * (else only once it has changed; ll_live.c) */
+	 * (else only once it has changed; live/live.c) */
 	int live_strict;
 	const h5_open_opts *open_opts;
 	/* Collections: the persistent index (-o index=PATH; NULL: the
@@ -91,7 +91,7 @@ void h5fs_set_ino_map(h5fs *fs, uint64_t (*map)(void *ud, uint64_t local), void 
 void h5fs_share_watch(h5fs *fs);
 /* fs is a live FILE that has changed (a collection's member whose
  * indexed record went stale): its datasets are read without the page
- * cache, as after a change it saw itself (ll_live.c). */
+ * cache, as after a change it saw itself (live/live.c). */
 void h5fs_set_changed(h5fs *fs);
 /* fs's FILE may be written by this mount but was opened read-only
  * (another process holds it): its growable datasets show the write bit
@@ -106,7 +106,7 @@ void h5fs_log_cfg(const h5fs_config *cfg, int prio, const char *fmt, ...) __attr
 /* The one place where engine errors become errno values: h5fs_errno,
  * src/common/h5errno.h (included above). */
 
-/* Where the process's log lines go (ll_log.c; main.c sets it): appended
+/* Where the process's log lines go (state/log.c; main.c sets it): appended
  * to log_fd (-o logfile=PATH, -1: none) with a time and the process id,
  * to syslog (a daemon, where /dev/log exists), and to stderr as
  * "h5fs: ..." (in the foreground, and before detaching). Until called:

@@ -1,4 +1,4 @@
-/* ll_modify.c - everything that would modify FILE (refused; setattr,
+/* modify.c - everything that would modify FILE (refused; setattr,
  * the xattr changes, mkdir, rmdir, unlink and symlink, which depend on the
  * root, are dispatch.c's). The operations table is
  * dispatch.c's. */

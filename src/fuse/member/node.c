@@ -215,7 +215,7 @@ int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64
 			 * FUSE write of the largest size (max_write) */
 			n->st.st_blksize = H5FS_APPEND_BLKSIZE;
 		} else if (fs_writable(fs) && f == fs->f && h5_overwrite_check(n->ds) == 0) {
-			/* its bytes can be written (ll_overwrite.c) */
+			/* its bytes can be written (member/overwrite.c) */
 			n->st.st_mode |= (fs->file_mode & S_IRUSR) >> 1;
 		}
 		n->st.st_nlink = info.nlink ? info.nlink : 1;
@@ -337,12 +337,12 @@ void node_unref(h5fs *fs, uint64_t ino, uint64_t count)
 		if (n->nlookup == 0 && ino != FUSE_ROOT_ID) {
 			node_remove_locked(fs, n);
 			/* a directory's number, or a dataset's shown under its
-			 * (parent, name) number (ll.c show_object); a symlink
+			 * (parent, name) number (member/read.c show_object); a symlink
 			 * keeps its number */
 			if (n->type != NT_LINK && (n->ino & H5FS_SYNTH_BIT))
 				synth_drop_locked(fs, n);
 			if (n->busy)
-				n->dead = true;   /* ll_live.c's sweep frees it */
+				n->dead = true;   /* live/live.c's sweep frees it */
 			else
 				dead = n;
 		}

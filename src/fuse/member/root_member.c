@@ -2,7 +2,7 @@
  * a tree, the ll*.c machinery (struct h5fs). A single-FILE mount is one
  * member root at the mount's root; a collection has one per HDF5 file
  * looked into (root_coll.c). Its lookup, getattr, listing, open and xattrs are
- * views.c's, which add the views of datasets (NAME.npy, ...) to ll.c's. */
+ * views.c's, which add the views of datasets (NAME.npy, ...) to member/read.c's. */
 #include "member.h"
 
 static bool member_writable(void *r)
