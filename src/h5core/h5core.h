@@ -692,6 +692,18 @@ int h5_group_create(uint64_t *addr, h5_file *f, uint64_t parent, const char *nam
  * only what is not a group (H5_ERR_PERM); 0: anything. The object's
  * reference count drops when it has other links. H5_ERR_NOTFOUND. */
 int h5_link_delete(h5_file *f, uint64_t group, const char *name, size_t name_len, int want);
+/* A hard link NAME in group to the object at addr (H5Lcreate_hard): its
+ * reference count raised first, then the link (write/link_move.c). A name
+ * the group has: H5_ERR_INVAL. */
+int h5_link_hard(h5_file *f, uint64_t group, const char *name, size_t name_len, uint64_t addr);
+/* Link SNAME of sgroup moved to DNAME of dgroup (H5Lmove; an object keeps
+ * its header, only links change). An existing DNAME is removed first, as
+ * rename(2) replaces (what may replace what is the caller's rule); the
+ * same name, or two links of one object: nothing. Within a compact group,
+ * one commit; else a hard link, then the old name removed
+ * (write/link_move.c, its crash states). */
+int h5_link_move(h5_file *f, uint64_t sgroup, const char *sname, size_t slen, uint64_t dgroup, const char *dname,
+		 size_t dlen);
 
 /* ---- a dataset's metadata from its header (meta.c) ----------------------- */
 

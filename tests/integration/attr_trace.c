@@ -9,7 +9,8 @@
  *
  * OP is one argument each: "set\tPATH\tNAME\tVALUE",
  * "typed\tPATH\tNAME\tTYPE\tVALUE", "del\tPATH\tNAME", "mkdir\tPATH\tNAME",
- * "symlink\tPATH\tNAME\tTARGET", "unlink\tPATH\tNAME" (anything), or "sync".
+ * "symlink\tPATH\tNAME\tTARGET", "unlink\tPATH\tNAME" (anything),
+ * "mv\tPATH\tNAME\tNEWPATH\tNEWNAME", "ln\tPATH\tNAME\tTARGETPATH", or "sync".
  * Prints one line per change: "ok" or the engine's error.
  */
 #include <stdio.h>
@@ -56,7 +57,7 @@ int main(int argc, char **argv)
 	for (int i = 4; i < argc; i++) {
 		char *op = strdup(argv[i]), *fl[MAXF];
 		int n = fields(op, fl);
-		uint64_t addr = 0;
+		uint64_t addr = 0, to = 0;
 
 		if (strcmp(fl[0], "sync") == 0)
 			rc = h5_file_write_sync(f);
@@ -74,6 +75,12 @@ int main(int argc, char **argv)
 			rc = h5_link_insert(f, addr, fl[2], strlen(fl[2]), H5_LINK_SOFT, 0, fl[3], 0);
 		else if (strcmp(fl[0], "unlink") == 0 && n == 3)
 			rc = h5_link_delete(f, addr, fl[2], strlen(fl[2]), 0);
+		else if (strcmp(fl[0], "mv") == 0 && n == 5 && (rc = h5_path_lookup(&to, f, fl[3])) == 0)
+			rc = h5_link_move(f, addr, fl[2], strlen(fl[2]), to, fl[4], strlen(fl[4]));
+		else if (strcmp(fl[0], "ln") == 0 && n == 4 && (rc = h5_path_lookup(&to, f, fl[3])) == 0)
+			rc = h5_link_hard(f, addr, fl[2], strlen(fl[2]), to);
+		else if (rc < 0)
+			;       /* a path of mv or ln not found */
 		else
 			rc = -8;
 		printf("%s\n", rc < 0 ? h5_err_msg() : "ok");

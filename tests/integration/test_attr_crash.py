@@ -18,10 +18,15 @@ alone. Then the files a crash could leave are built from the trace:
   per change, whose tearing inside a sector-straddling write is the
   residual risk doc/APPEND.md names): every attribute must hold a value it
   held in some state (each change done or not done);
-Groups and links (latest.h5: mkdir, symlink, unlink) are enumerated the
-same way, their states being the tree of links; a power-cut image must be
-opened by h5py, each of its links one that some state has (two changes of
-different headers may land without each other after a power cut).
+Groups and links (latest.h5: mkdir, symlink, unlink, and mv and ln) are
+enumerated the same way, their states being the tree of links; a power-cut
+image must be opened by h5py, each of its links one that some state has
+(two changes of different headers may land without each other after a
+power cut). A move across groups is a hard link to the new name, then the
+old name removed (write/link_move.c), so its states are those of "ln" then
+"unlink" (MOVE_STATES): a kill -9 leaves the object under the old name,
+both, or the new one, never neither; a move within a compact group is one
+commit.
 - a failing Nth write or sync (io_fail_at), for every N of default.h5
   and 8 of each other file: the changes after
   it still run; the file must open and every attribute hold one of its
@@ -72,6 +77,33 @@ LINK_OPS = [
     "symlink\t/n\tback\t/g",
     "unlink\t/n\ta",
     "mkdir\t/g\tsub",
+]
+
+
+# moves and hard links (latest.h5); the states they may leave, as the
+# changes that give them (a move across groups: "ln" then "unlink")
+MOVE_OPS = [
+    "mkdir\t/\tn",
+    "mv\t/\td\t/\td2",                     # one group: one commit
+    "ln\t/n\tdl\t/d2",                       # a hard link
+    "mv\t/n\tdl\t/g\tmoved",                # across groups (rc 2 -> 3 -> 2)
+    "symlink\t/\tsl\t/g",
+    "mv\t/\tsl\t/n\tsl2",                   # a soft link across groups
+    "mv\t/\tg\t/n\tg2",                     # a group across groups
+    "unlink\t/\td2",                          # one of two links
+]
+MOVE_STATES = [
+    "mkdir\t/\tn",
+    "mv\t/\td\t/\td2",
+    "ln\t/n\tdl\t/d2",
+    "ln\t/g\tmoved\t/n/dl",
+    "unlink\t/n\tdl",
+    "symlink\t/\tsl\t/g",
+    "symlink\t/n\tsl2\t/g",
+    "unlink\t/\tsl",
+    "ln\t/n\tg2\t/g",
+    "unlink\t/\tg",
+    "unlink\t/\td2",
 ]
 
 
@@ -157,15 +189,16 @@ def tree_fits(st, states):
     return "links no state has: %r" % extra[:3] if extra else None
 
 
-def run_case(work, fx, rng, OPS=OPS, objs=MF.OBJS):
+def run_case(work, fx, rng, OPS=OPS, objs=MF.OBJS, STATES=None):
     base_path = os.path.join(work, "fx", fx)
     base = open(base_path, "rb").read()
     tmp = os.path.join(work, "img.h5")
     states = []
-    for k in range(len(OPS) + 1):
+    STATES = STATES or OPS
+    for k in range(len(STATES) + 1):
         p = os.path.join(work, "state.h5")
         shutil.copy(base_path, p)
-        out = run_helper(p, "-", 0, OPS[:k])
+        out = run_helper(p, "-", 0, STATES[:k])
         if any(line != "ok" for line in out):
             T.fail("%s: the first %d changes: %s" % (fx, k, out))
             return 0
@@ -252,6 +285,7 @@ def main():
         if fx in made:
             total += run_case(work, fx, rng)
     total += run_case(work, "latest.h5", rng, LINK_OPS, None)
+    total += run_case(work, "latest.h5", rng, MOVE_OPS, None, MOVE_STATES)
     shutil.rmtree(work, ignore_errors=True)
     print("%d crash states checked in all" % total)
     return T.finish()

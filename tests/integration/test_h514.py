@@ -7,8 +7,8 @@ Debian bookworm has libhdf5 1.10 only; h5wasm 0.8.11 (npm) is libhdf5
 1.14.6.  Fixtures in h5py's default format and libver="latest" get, through
 a real read-write mount, every kind of change h5fs makes (attributes
 changed, added, typed, removed; bytes written into contiguous, compact and
-deflate-chunked datasets; rows appended; groups, soft links made and
-removed); then libhdf5 1.14 must read each file exactly as libhdf5 1.10
+deflate-chunked datasets; rows appended; groups, soft and hard links made,
+moved and removed); then libhdf5 1.14 must read each file exactly as libhdf5 1.10
 (h5py) does, object by object (h514.compare), and h5dump must open it.
 The first check is that both read the untouched fixtures alike.
 """
@@ -82,7 +82,10 @@ def changes(mnt, latest):
                      ("mkdir -p", lambda: os.makedirs(mnt + "/p/q/r")),
                      ("ln -s", lambda: os.symlink("../contig", mnt + "/g/sl")),
                      ("rmdir", lambda: os.rmdir(mnt + "/g/h")),
-                     ("rm", lambda: os.unlink(mnt + "/g/v"))):
+                     ("ln", lambda: os.link(mnt + "/g/v", mnt + "/v2")),
+                     ("mv", lambda: os.rename(mnt + "/g/v", mnt + "/g/w")),
+                     ("mv across", lambda: os.rename(mnt + "/compact", mnt + "/g/compact")),
+                     ("rm", lambda: os.unlink(mnt + ("/g/w" if os.path.exists(mnt + "/g/w") else "/g/v")))):
         try:
             fn()
         except OSError as e:
@@ -113,7 +116,8 @@ def main():
                 T.fail("%s: attributes not written: %r" % (libver, dict(f.attrs)))
             if f["rows"].shape != (400,) or f["rows"][-1] != 1099:
                 T.fail("%s: rows not appended" % libver)
-            if libver == "latest" and ("new" not in f["g"] or "v" in f["g"] or "r" not in f["p/q"]):
+            if libver == "latest" and ("new" not in f["g"] or "v" in f["g"] or "w" in f["g"] or "r" not in f["p/q"]
+                                       or "compact" not in f["g"] or "v2" not in f):
                 T.fail("%s: link changes missing: %r" % (libver, list(f["g"])))
         r = subprocess.run(["h5dump", "-H", path], capture_output=True, text=True, timeout=120)
         if r.returncode != 0:

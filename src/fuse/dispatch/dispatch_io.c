@@ -279,6 +279,66 @@ void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char 
 	op_link_change(req, LO_SYMLINK, parent, name, link);
 }
 
+/* Two ids of one request entered: both must be in one root (a collection's
+ * members are separate files: EXDEV, so mv copies). */
+static int two_targets(struct target *a, struct target *b, h5fs_mount *m, fuse_ino_t ga, fuse_ino_t gb)
+{
+	int err = disp_target(a, m, ga);
+
+	if (err)
+		return err;
+	err = disp_target(b, m, gb);
+	if (err) {
+		disp_target_end(m, a);
+		return err;
+	}
+	if (a->s != b->s) {
+		disp_target_end(m, b);
+		disp_target_end(m, a);
+		return EXDEV;
+	}
+	return 0;
+}
+
+void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent, const char *newname,
+	       unsigned int flags)
+{
+	h5fs_mount *m = fuse_req_userdata(req);
+	struct target t, nt;
+	int err = two_targets(&t, &nt, m, parent, newparent);
+
+	if (err) {
+		fuse_reply_err(req, err);
+		return;
+	}
+	err = t.s->ops->rename ? t.s->ops->rename(t.s->r, t.local, name, nt.local, newname, flags) : EROFS;
+	disp_target_end(m, &nt);
+	disp_target_end(m, &t);
+	fuse_reply_err(req, err);
+}
+
+void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	h5fs_mount *m = fuse_req_userdata(req);
+	struct fuse_entry_param fe;
+	struct target t, nt;
+	int err = two_targets(&t, &nt, m, ino, newparent);
+
+	if (err) {
+		fuse_reply_err(req, err);
+		return;
+	}
+	err = t.s->ops->link ? t.s->ops->link(t.s->r, t.local, nt.local, newname) : EROFS;
+	if (!err)
+		err = disp_entry_of(&fe, m, &nt, newparent, newname);
+	disp_target_end(m, &nt);
+	disp_target_end(m, &t);
+	if (err)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_entry(req, &fe);
+}
+
 void op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	h5fs_mount *m = fuse_req_userdata(req);

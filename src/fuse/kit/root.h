@@ -97,6 +97,11 @@ struct root_ops {
 	int (*rmdir)(void *r, uint64_t parent, const char *name);
 	int (*unlink)(void *r, uint64_t parent, const char *name);
 	int (*symlink)(void *r, const char *target, uint64_t parent, const char *name);
+	/* rename(2) within the root (flags: RENAME_NOREPLACE, ...); link(2):
+	 * the dispatcher looks the new name up for its reply */
+	int (*rename)(void *r, uint64_t parent, const char *name, uint64_t newparent, const char *newname,
+		      unsigned flags);
+	int (*link)(void *r, uint64_t ino, uint64_t newparent, const char *newname);
 	/* setattr of the size: EPERM where datasets may grow, else EROFS */
 	bool (*writable)(void *r);
 	/* bytes and objects shown (statfs) */

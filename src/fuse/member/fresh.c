@@ -435,3 +435,70 @@ out:
 	free(parent);
 	gen_release(g);
 }
+
+/* A rename: nodes are one per path, so the nodes at the old path and below
+ * take the new path (the old strings retired: a request may be reading
+ * them), the moved node its new parent, a moved directory its (parent,
+ * name) number under the new name (the kernel keeps its node id across
+ * rename(2)), and symlinks among them are resolved again: a soft link's
+ * text is relative to where it is shown. */
+void node_moved(h5fs *fs, const struct node *p, const char *name, const struct node *np, const char *newname)
+{
+	char *oldp = h5_path_join(p->path, name), *newp = h5_path_join(np->path, newname);
+	struct node **links = NULL;
+	size_t ol, nlinks = 0, i;
+
+	if (!oldp || !newp)
+		goto out;
+	ol = strlen(oldp);
+	pthread_mutex_lock(&fs->lv->mu);
+	pthread_mutex_lock(&fs->lock);
+	links = calloc(fs->nnodes ? fs->nnodes : 1, sizeof(*links));
+	for (i = 0; i < fs->nodes_cap; i++)
+		for (struct node *x = fs->nodes[i]; x; x = x->next) {
+			char *path = x->path, *moved;
+			size_t rest;
+
+			if (strncmp(path, oldp, ol) != 0 || (path[ol] != '\0' && path[ol] != '/'))
+				continue;
+			rest = strlen(path + ol);
+			moved = malloc(strlen(newp) + rest + 1);
+			if (!moved)
+				continue;       /* logs say the old path */
+			memcpy(moved, newp, strlen(newp));
+			memcpy(moved + strlen(newp), path + ol, rest + 1);
+			if (path[ol] == '\0') {
+				if (x->type == NT_DIR && (x->ino & H5FS_SYNTH_BIT)) {
+					synth_drop_locked(fs, x);       /* by its old (parent, name) */
+					(void)synth_adopt_locked(fs, np->ino, newname, x->ino);
+				}
+				x->parent = np->ino;
+			}
+			__atomic_store_n(&x->path, moved, __ATOMIC_RELEASE);
+			retire(fs->lv, path);
+			if (x->type == NT_LINK && links) {
+				x->busy++;      /* a FORGET meanwhile leaves it to us */
+				links[nlinks++] = x;
+			}
+		}
+	pthread_mutex_unlock(&fs->lock);
+	for (i = 0; i < nlinks; i++) {
+		pthread_rwlock_wrlock(&links[i]->lk);
+		links[i]->checked = 0;  /* resolved again in this generation */
+		pthread_rwlock_unlock(&links[i]->lk);
+		(void)node_rebuild(fs, links[i], false);
+		h5_err_clear();
+	}
+	pthread_mutex_unlock(&fs->lv->mu);
+	pthread_mutex_lock(&fs->lock);
+	for (i = 0; i < nlinks; i++)
+		if (--links[i]->busy || !links[i]->dead)
+			links[i] = NULL;
+	pthread_mutex_unlock(&fs->lock);
+	for (i = 0; i < nlinks; i++)
+		node_free(links[i]);
+out:
+	free(links);
+	free(oldp);
+	free(newp);
+}

@@ -1,11 +1,15 @@
 /* link.c - groups and links changed through the mount (doc/h5fs.1
- * MODIFYING): mkdir, rmdir, unlink and symlink in groups of compact link
- * storage (the engine's write/link_write.c). Each is one ordered commit
+ * MODIFYING): mkdir, rmdir, unlink, symlink, rename and link in groups of
+ * compact link storage (the engine's write/link_write.c, link_move.c). Each is one ordered commit
  * between fs_write_begin and fs_write_end; the dispatcher replies (an
  * entry for mkdir and symlink, looked up afresh). Symbol-table groups
  * (libhdf5's default format) and dense storage are refused with ENOTSUP
  * and a log line. */
 #include "member.h"
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)
+#endif
 
 void fs_meta_changed(h5fs *fs)
 {
@@ -109,17 +113,38 @@ int member_mkdir(void *r, uint64_t parent, const char *name)
 	return err;
 }
 
+/* st_nlink of the node of the object at addr (if the kernel holds one) as
+ * its header counts now: after a hard link made or removed. */
+static void nlink_update(h5fs *fs, h5_file *f, uint64_t addr)
+{
+	struct node *n = node_get(fs, file_ino(f, addr));
+	h5_obj_info info;
+
+	if (n && n->type == NT_FILE && h5_obj_info_get(&info, f, addr) == 0 && info.nlink) {
+		pthread_rwlock_wrlock(&n->lk);
+		n->st.st_nlink = info.nlink;
+		pthread_rwlock_unlock(&n->lk);
+	}
+	h5_err_clear();
+}
+
 static int remove_link(h5fs *fs, uint64_t parent, const char *name, int want)
 {
 	struct node *p;
 	struct use u;
+	h5_link l = { 0 };
 	int err = begin(&u, fs, &p, parent), rc;
 
 	if (err)
 		return err;
+	if (h5_group_lookup(&l, u.f, u.addr, name) < 0)
+		h5_err_clear();
 	rc = h5_link_delete(u.f, u.addr, name, strlen(name), want);
 	if (rc < 0)
 		err = link_errno(fs, rc, want == 1 ? ENOTEMPTY : EISDIR, ENOTDIR, want == 1 ? "rmdir" : "unlink", p, name);
+	else if (l.type == H5_LINK_HARD && l.addr != UINT64_MAX)
+		nlink_update(fs, u.f, l.addr);
+	h5_link_clear(&l);
 	end(fs, &u);
 	return err;
 }
@@ -195,5 +220,136 @@ int member_symlink(void *r, const char *target, uint64_t parent, const char *nam
 		free(path);
 	}
 	end(fs, &u);
+	return err;
+}
+
+/* Whether link l leads to a group (0/1), or an h5_err. */
+static int is_group(h5_file *f, const h5_link *l)
+{
+	h5_obj_info info;
+	int rc;
+
+	if (l->type != H5_LINK_HARD)
+		return 0;       /* soft and external links are symlinks here */
+	rc = h5_obj_info_get(&info, f, l->addr);
+	return rc < 0 ? rc : info.kind == H5_OBJ_GROUP;
+}
+
+/* rename(2) as H5Lmove: what may replace what is rename(2)'s rule, checked
+ * here; the engine moves the link (write/link_move.c: its crash states).
+ * Both directories are groups of FILE (the dispatcher gives EXDEV across
+ * collection members). */
+int member_rename(void *r, uint64_t parent, const char *name, uint64_t newparent, const char *newname,
+		  unsigned flags)
+{
+	h5fs *fs = r;
+	struct node *p, *np;
+	struct use u, nu;
+	h5_link src = { 0 }, dst = { 0 };
+	int err, rc, sg = 0, dg = 0;
+
+	if (flags & ~(unsigned)RENAME_NOREPLACE)
+		return EINVAL;          /* RENAME_EXCHANGE, RENAME_WHITEOUT */
+	err = begin(&u, fs, &p, parent);
+	if (err)
+		return err;
+	np = node_get(fs, newparent);
+	if (!np)
+		err = ESTALE;
+	else if (np->type != NT_DIR)
+		err = ENOTDIR;
+	else if (!(err = node_use(&nu, fs, np)) && (nu.addr == UINT64_MAX || nu.f != fs->f)) {
+		node_use_end(&nu);
+		err = EROFS;            /* into another file's group */
+	}
+	if (err) {
+		end(fs, &u);
+		return err;
+	}
+	rc = h5_group_lookup(&src, u.f, u.addr, name);
+	if (rc == 0)
+		rc = sg = is_group(u.f, &src);
+	if (rc < 0) {
+		err = link_errno(fs, rc, EPERM, EINVAL, "rename", p, name);
+		goto out;
+	}
+	rc = h5_group_lookup(&dst, nu.f, nu.addr, newname);
+	if (rc == 0) {
+		if (flags & RENAME_NOREPLACE) {
+			err = EEXIST;
+			goto out;
+		}
+		rc = dg = is_group(nu.f, &dst);
+		if (rc < 0) {
+			err = link_errno(fs, rc, EPERM, EINVAL, "rename", np, newname);
+			goto out;
+		}
+		if (sg && !dg)
+			err = ENOTDIR;
+		else if (!sg && dg)
+			err = EISDIR;
+		else if (dg && !(src.type == H5_LINK_HARD && src.addr == dst.addr) &&
+			 (rc = h5_link_delete(nu.f, nu.addr, newname, strlen(newname), 1)) < 0)
+			/* an empty directory may be replaced: removed first (its own
+			 * commit), as unlink does */
+			err = link_errno(fs, rc, ENOTEMPTY, ENOTDIR, "rename", np, newname);
+		if (err)
+			goto out;
+	} else if (rc != H5_ERR_NOTFOUND) {
+		err = link_errno(fs, rc, EPERM, EINVAL, "rename", np, newname);
+		goto out;
+	}
+	h5_err_clear();
+	rc = h5_link_move(u.f, u.addr, name, strlen(name), nu.addr, newname, strlen(newname));
+	if (rc < 0)
+		err = link_errno(fs, rc, EPERM, EINVAL, "rename", p, name);
+	else
+		node_moved(fs, p, name, np, newname);
+out:
+	h5_link_clear(&src);
+	h5_link_clear(&dst);
+	node_use_end(&nu);
+	end(fs, &u);
+	return err;
+}
+
+/* link(2) as H5Lcreate_hard: datasets and named datatypes of FILE (a
+ * directory: EPERM, as link(2) says; a symlink is no HDF5 object). */
+int member_link(void *r, uint64_t ino, uint64_t newparent, const char *newname)
+{
+	h5fs *fs = r;
+	struct node *n = node_get(fs, ino), *np;
+	struct use u, nu;
+	h5_link l;
+	int err, rc;
+
+	if (!n)
+		return ESTALE;
+	if (n->type != NT_FILE)
+		return EPERM;
+	err = begin(&nu, fs, &np, newparent);
+	if (err)
+		return err;
+	err = node_use(&u, fs, n);
+	if (!err && (u.addr == UINT64_MAX || u.f != fs->f)) {
+		node_use_end(&u);
+		err = EXDEV;            /* an object of another file */
+	}
+	if (err) {
+		end(fs, &nu);
+		return err;
+	}
+	rc = h5_group_lookup(&l, nu.f, nu.addr, newname);
+	h5_link_clear(&l);
+	h5_err_clear();
+	if (rc == 0) {
+		err = EEXIST;
+	} else if ((rc = h5_link_hard(nu.f, nu.addr, newname, strlen(newname), u.addr)) < 0) {
+		err = link_errno(fs, rc, EPERM, EINVAL, "link", np, newname);
+	} else {
+		nlink_update(fs, u.f, u.addr);  /* the count st_nlink shows */
+	}
+	node_use_end(&u);
+	end(fs, &nu);
 	return err;
 }

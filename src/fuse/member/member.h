@@ -91,6 +91,8 @@ int views_mkdir(void *r, uint64_t parent, const char *name);
 int views_rmdir(void *r, uint64_t parent, const char *name);
 int views_unlink(void *r, uint64_t parent, const char *name);
 int views_symlink(void *r, const char *target, uint64_t parent, const char *name);
+int views_rename(void *r, uint64_t parent, const char *name, uint64_t newparent, const char *newname, unsigned flags);
+int views_link(void *r, uint64_t ino, uint64_t newparent, const char *newname);
 /* Make n (a dataset's node, just made) the view kind/frame numbered ino:
  * 0, H5_ERR_NOTFOUND when the dataset cannot have it, or an h5_err. */
 int views_apply(h5fs *fs, struct node *n, int kind, uint64_t frame, uint64_t ino);
@@ -121,6 +123,9 @@ int member_mkdir(void *r, uint64_t parent, const char *name);
 int member_rmdir(void *r, uint64_t parent, const char *name);
 int member_unlink(void *r, uint64_t parent, const char *name);
 int member_symlink(void *r, const char *target, uint64_t parent, const char *name);
+int member_rename(void *r, uint64_t parent, const char *name, uint64_t newparent, const char *newname,
+		  unsigned flags);
+int member_link(void *r, uint64_t ino, uint64_t newparent, const char *newname);
 
 /* fresh.c: n re-resolved by its path in the current generation when a
  * newer one exists; its object held for a request (node_use) */
@@ -131,5 +136,9 @@ void node_use_end(struct use *u);
 int node_rebuild(h5fs *fs, struct node *n, bool log);
 /* After a new generation, from the watcher: every node resolved in it */
 void node_sweep(h5fs *fs);
+/* After a rename of name in directory p to newname in np: the nodes at
+ * the old path and below take the new one (the moved directory its new
+ * (parent, name) number too), symlinks among them resolved again */
+void node_moved(h5fs *fs, const struct node *p, const char *name, const struct node *np, const char *newname);
 
 #endif

@@ -602,3 +602,14 @@ int views_symlink(void *r, const char *target, uint64_t parent, const char *name
 {
 	return is_view(r, parent) ? EROFS : member_symlink(r, target, parent, name);
 }
+
+int views_rename(void *r, uint64_t parent, const char *name, uint64_t newparent, const char *newname, unsigned flags)
+{
+	return is_view(r, parent) || is_view(r, newparent) ? EROFS
+							    : member_rename(r, parent, name, newparent, newname, flags);
+}
+
+int views_link(void *r, uint64_t ino, uint64_t newparent, const char *newname)
+{
+	return is_view(r, ino) || is_view(r, newparent) ? EROFS : member_link(r, ino, newparent, newname);
+}

@@ -206,6 +206,9 @@ void node_insert_locked(h5fs *fs, struct node *n);
 struct node *node_find_locked(h5fs *fs, uint64_t ino);
 void node_remove_locked(h5fs *fs, struct node *n);
 void synth_drop_locked(h5fs *fs, const struct node *n);
+/* (parent, name) now numbers ino (a directory moved there), replacing
+ * what it numbered; 0 or ENOMEM */
+int synth_adopt_locked(h5fs *fs, uint64_t parent, const char *name, uint64_t ino);
 uint64_t synth_ino(h5fs *fs, uint64_t parent, const char *name);
 uint64_t synth_renew(h5fs *fs, uint64_t parent, const char *name, uint64_t old);
 

@@ -171,6 +171,31 @@ void synth_drop_locked(h5fs *fs, const struct node *n)
 	}
 }
 
+int synth_adopt_locked(h5fs *fs, uint64_t parent, const char *name, uint64_t ino)
+{
+	struct synth *s;
+	size_t b = hash_name(parent, name, fs->synth_cap);
+
+	for (s = fs->synth[b]; s; s = s->next)
+		if (s->parent == parent && strcmp(s->name, name) == 0) {
+			s->ino = ino;
+			return 0;
+		}
+	s = calloc(1, sizeof(*s));
+	if (!s || !(s->name = strdup(name))) {
+		free(s);
+		return ENOMEM;
+	}
+	s->parent = parent;
+	s->ino = ino;
+	rehash((void ***)&fs->synth, &fs->synth_cap, fs->nsynth, offsetof(struct synth, next), synth_bucket);
+	b = hash_name(parent, name, fs->synth_cap);
+	s->next = fs->synth[b];
+	fs->synth[b] = s;
+	fs->nsynth++;
+	return 0;
+}
+
 void kind_remember(h5fs *fs, uint64_t addr, h5_obj_kind kind)
 {
 	struct kind_ent *k;

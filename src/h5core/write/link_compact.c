@@ -126,8 +126,60 @@ static int compact_remove(h5_file *f, uint64_t group, const char *name, size_t n
 	return rc;
 }
 
+/* The Link message replaced by one of the new name: one commit (its
+ * creation order kept, as the link is the same link). */
+static int compact_rename(h5_file *f, uint64_t group, const char *name, size_t name_len, const char *newname,
+			  size_t newname_len, bool durable)
+{
+	h5_ohdr_change c;
+	h5_linfo li;
+	h5_link l = { 0 };
+	size_t n, found = SIZE_MAX, clash = SIZE_MAX, linfo, mlen = 0;
+	unsigned max_compact;
+	uint8_t *msg = NULL;
+	const h5_msg *m;
+	int rc = h5_ohdr_change_open(&c, f, group);
+
+	if (rc == 0)
+		rc = scan(&n, &clash, &linfo, &li, &max_compact, f, c.e.oh, newname, newname_len);
+	if (rc == 0 && clash != SIZE_MAX)
+		rc = h5_err_set(H5_ERR_INVAL, "group 0x%llx has a link \"%.*s\" already", (unsigned long long)group,
+				(int)newname_len, newname);
+	if (rc == 0)
+		rc = scan(&n, &found, &linfo, &li, &max_compact, f, c.e.oh, name, name_len);
+	if (rc == 0 && found == SIZE_MAX)
+		rc = h5_err_set(H5_ERR_NOTFOUND, "no link \"%.*s\"", (int)name_len, name);
+	if (rc < 0)
+		goto out;
+	m = &c.e.oh->msgs[found];
+	rc = h5_link_decode(&l, m->data, m->size, &f->fmt);
+	if (rc < 0)
+		goto out;
+	free(l.name);
+	l.name = strndup(newname, newname_len);
+	l.name_len = newname_len;
+	l.cset = 0;
+	for (size_t i = 0; i < newname_len; i++)
+		if ((unsigned char)newname[i] >= 0x80)
+			l.cset = 1;
+	if (!l.name)
+		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+	if (rc == 0)
+		rc = h5_link_encode(&msg, &mlen, &f->fmt, &l);
+	if (rc == 0)
+		rc = h5_ohdr_put(&c, f, found, H5_MSG_LINK, 0, 0, msg, mlen);
+	if (rc == 0)
+		rc = h5_ohdr_commit(&c, f, durable);
+out:
+	h5_link_clear(&l);
+	h5_ohdr_change_close(&c);
+	free(msg);
+	return rc;
+}
+
 const h5_lstore_ops h5_lstore_compact = {
 	.name = "compact",
 	.insert = compact_insert,
 	.remove = compact_remove,
+	.rename = compact_rename,
 };

@@ -39,12 +39,33 @@ typedef struct h5_lstore_ops {
 	int (*insert)(h5_file *f, uint64_t group, const h5_link *l, uint64_t start, bool durable);
 	/* Remove the link NAME from the group at group. */
 	int (*remove)(h5_file *f, uint64_t group, const char *name, size_t name_len, bool durable);
+	/* Optional: link NAME renamed NEWNAME in one commit (NEWNAME not in
+	 * the group: checked here). NULL: the move is an insert, then a
+	 * remove (link_move.c). */
+	int (*rename)(h5_file *f, uint64_t group, const char *name, size_t name_len, const char *newname,
+		      size_t newname_len, bool durable);
 } h5_lstore_ops;
 
 /* The form of the group whose header is oh (format/group.h's one rule,
  * h5_group_storage_get; an error: no group), and its ops (NULL: a form
  * h5fs does not write, with H5_ERR_UNSUPPORTED set). */
 int h5_lstore_of(const h5_lstore_ops **ops, h5_lstore_kind *kind, h5_file *f, const h5_ohdr *oh);
+
+/* The ops of the group at addr. */
+int h5_lstore_at(const h5_lstore_ops **ops, h5_file *f, uint64_t addr);
+
+/* Under f->write_lock (link_write.c): link l added as NAME (its other
+ * fields copied: target, external file and path, object); the link NAME
+ * removed, with h5_link_delete's `want` checks, the count of its object
+ * lowered after when it had other links. */
+int h5_link_insert_locked(h5_file *f, uint64_t group, const h5_link *l, const char *name, size_t name_len);
+int h5_link_remove_locked(h5_file *f, uint64_t group, const char *name, size_t name_len, int want);
+
+/* Under f->write_lock (link_move.c): the reference count of the object
+ * header at addr (v1: its prefix field; v2: the Reference Count message,
+ * IV.A.2.w, added when the count first passes 1) changed by delta, one
+ * commit. A count that would drop below 1 is left alone. */
+int h5_obj_refcount_add(h5_file *f, uint64_t addr, int delta);
 
 extern const h5_lstore_ops h5_lstore_compact;
 

@@ -1,8 +1,9 @@
 /*
  * link_write.c - adding and removing links (h5core.h "adding links"):
  * names checked, write_lock taken, the group's storage form found and its
- * entry of link_store.h's table called; new groups; the reference count of
- * an object that loses one of several hard links.
+ * entry of link_store.h's table called; new groups; removing a link (the
+ * count of an object that had several hard links lowered after). Hard
+ * links and moves: link_move.c.
  */
 #include "base.h"
 #include "rd.h"
@@ -50,7 +51,7 @@ int h5_lstore_of(const h5_lstore_ops **ops, h5_lstore_kind *kind, h5_file *f, co
 }
 
 /* The ops of the group at addr. */
-static int lstore_at(const h5_lstore_ops **ops, h5_file *f, uint64_t addr)
+int h5_lstore_at(const h5_lstore_ops **ops, h5_file *f, uint64_t addr)
 {
 	h5_ohdr *oh = NULL;
 	h5_lstore_kind kind;
@@ -79,7 +80,7 @@ static int insert(h5_file *f, uint64_t group, const char *name, size_t name_len,
 	const h5_lstore_ops *ops;
 	h5_link l = { 0 };
 	bool ascii = true;
-	int rc = lstore_at(&ops, f, group);
+	int rc = h5_lstore_at(&ops, f, group);
 
 	if (rc < 0)
 		return rc;
@@ -92,6 +93,26 @@ static int insert(h5_file *f, uint64_t group, const char *name, size_t name_len,
 	l.target = (char *)target;
 	l.cset = ascii ? 0 : 1;
 	return ops->insert(f, group, &l, start, durable);
+}
+
+int h5_link_insert_locked(h5_file *f, uint64_t group, const h5_link *link, const char *name, size_t name_len)
+{
+	const h5_lstore_ops *ops;
+	h5_link l = *link;
+	bool ascii = true;
+	int rc = link_name_check(name, name_len);
+
+	if (rc == 0)
+		rc = h5_lstore_at(&ops, f, group);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < name_len; i++)
+		ascii &= (unsigned char)name[i] < 0x80;
+	l.name = (char *)name;
+	l.name_len = name_len;
+	l.cset = ascii ? 0 : 1;
+	l.has_corder = 0;
+	return ops->insert(f, group, &l, UINT64_MAX, false);
 }
 
 int h5_link_insert(h5_file *f, uint64_t group, const char *name, size_t name_len, h5_link_type type,
@@ -185,26 +206,6 @@ int h5_group_create(uint64_t *addr, h5_file *f, uint64_t parent, const char *nam
 
 /* ---- removing a link ------------------------------------------------------------ */
 
-/* The v2 reference count of the object at addr (IV.A.2.w; none: 1), and
- * where its count field is (UNDEF: no message, or a v1 prefix at addr+4). */
-static int refcount_of(uint32_t *n, uint64_t *field, h5_file *f, uint64_t addr)
-{
-	h5_ohdr *oh = NULL;
-	const h5_msg *m;
-	int rc = h5_ohdr_load(&oh, f, addr);
-
-	if (rc < 0)
-		return rc;
-	*n = oh->refcount;
-	*field = H5_ADDR_UNDEF;
-	if (oh->version == 1)
-		*field = addr + 4;
-	else if ((m = h5_ohdr_find(oh, H5_MSG_REFCOUNT)) != NULL && !(m->flags & H5_MSG_FLAG_SHARED) && m->size >= 5)
-		*field = m->addr + 1;
-	h5_ohdr_free(oh);
-	return 0;
-}
-
 /* h5_group_iterate's callback: one link is enough. */
 static int any_link(const h5_link *l, void *ud)
 {
@@ -242,21 +243,17 @@ static int check_want(h5_file *f, uint64_t target, const char *name, size_t name
 	return 0;
 }
 
-int h5_link_delete(h5_file *f, uint64_t group, const char *name, size_t name_len, int want)
+int h5_link_remove_locked(h5_file *f, uint64_t group, const char *name, size_t name_len, int want)
 {
 	const h5_lstore_ops *ops;
 	h5_link l = { 0 };
-	char *cname = NULL;
+	char *cname = strndup(name, name_len);
 	uint64_t target = H5_ADDR_UNDEF;
 	int rc;
 
-	if (!h5_file_writable(f))
-		return h5_err_set(H5_ERR_ROFS, "the file is open read-only");
-	cname = strndup(name, name_len);
 	if (cname == NULL)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
-	pthread_mutex_lock(&f->write_lock);
-	rc = lstore_at(&ops, f, group);
+	rc = h5_lstore_at(&ops, f, group);
 	if (rc == 0)
 		rc = h5_group_lookup(&l, f, group, cname);
 	if (rc == 0 && l.type == H5_LINK_HARD)
@@ -270,23 +267,21 @@ int h5_link_delete(h5_file *f, uint64_t group, const char *name, size_t name_len
 	 * link went: a crash between leaves the count too high, which only
 	 * keeps the object when its last link goes) */
 	if (rc == 0 && h5_addr_defined(target)) {
-		h5_ohdr_change c = { 0 };
-		uint32_t n = 1;
-		uint64_t field = H5_ADDR_UNDEF;
-
-		if (refcount_of(&n, &field, f, target) == 0 && n > 1 && h5_addr_defined(field)) {
-			uint8_t v[4];
-
-			h5_le_encode(v, n - 1, 4);
-			if (h5_ohdr_change_open(&c, f, target) == 0 && h5_ohdr_aux(&c, field, v, 4) == 0) {
-				c.main = h5_ohdr_chunk_of(c.e.oh, field);
-				rc = h5_ohdr_commit(&c, f, false);
-			}
-			h5_ohdr_change_close(&c);
-		}
+		(void)h5_obj_refcount_add(f, target, -1);
 		h5_err_clear();
 	}
-	pthread_mutex_unlock(&f->write_lock);
 	free(cname);
+	return rc;
+}
+
+int h5_link_delete(h5_file *f, uint64_t group, const char *name, size_t name_len, int want)
+{
+	int rc;
+
+	if (!h5_file_writable(f))
+		return h5_err_set(H5_ERR_ROFS, "the file is open read-only");
+	pthread_mutex_lock(&f->write_lock);
+	rc = h5_link_remove_locked(f, group, name, name_len, want);
+	pthread_mutex_unlock(&f->write_lock);
 	return rc;
 }

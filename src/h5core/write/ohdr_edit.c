@@ -381,6 +381,50 @@ int h5_ohdr_aux(h5_ohdr_change *c, uint64_t addr, const void *bytes, size_t n)
 	return h5_ohdr_patch(&c->e, addr, bytes, n);
 }
 
+/* libhdf5 1.14 refuses a v2 chunk that ends in a gap (free space too
+ * short for a message header) while it also holds a NIL message (H5Ocache.c
+ * H5O__chunk_deserialize; 1.10 reads it): libhdf5 never writes one, as it
+ * merges a gap into a NIL message (H5O__eliminate_gap). So do we, before
+ * the commit writes the chunk (whole, as v2 chunks are): the last NIL
+ * message moves to the chunk's end, the messages after it move up, and it
+ * takes the gap. */
+static void merge_gap(h5_ohdr_change *c, size_t ci)
+{
+	h5_ohdr *oh = c->e.oh;
+	uint8_t *buf = oh->chunks[ci].buf;
+	size_t h = hdr_len(oh), start = SIZE_MAX, end = area_end(oh, ci), p, nil = SIZE_MAX, nil_total = 0;
+	size_t last = SIZE_MAX, gap;
+
+	for (size_t i = 0; i < oh->nmsgs; i++)
+		if (oh->msgs[i].chunk == ci && msg_off(oh, &oh->msgs[i]) < start)
+			start = msg_off(oh, &oh->msgs[i]);
+	if (start == SIZE_MAX)
+		return;
+	for (p = start; end - p >= h;) {
+		size_t total = h + (size_t)h5_le_decode(buf + p + 1, 2);
+
+		if (total > end - p)
+			return;         /* not ours to mend: the reader says what is wrong */
+		if (buf[p] == H5_MSG_NIL) {
+			nil = p;
+			nil_total = total;
+		}
+		last = p;
+		p += total;
+	}
+	gap = end - p;
+	if (gap == 0 || nil == SIZE_MAX)
+		return;
+	if (nil != last) {
+		memmove(buf + nil, buf + nil + nil_total, p - (nil + nil_total));
+		nil = p - nil_total;
+	}
+	enc_msg(buf + nil, oh, H5_MSG_NIL, 0, 0, NULL, 0, nil_total + gap);
+	if (c->e.lo[ci] == SIZE_MAX || c->e.lo[ci] > nil)
+		c->e.lo[ci] = nil;
+	c->e.hi[ci] = oh->chunks[ci].len;
+}
+
 int h5_ohdr_commit(h5_ohdr_change *c, h5_file *f, bool durable)
 {
 	h5_ohdr *oh = c->e.oh;
@@ -398,6 +442,9 @@ int h5_ohdr_commit(h5_ohdr_change *c, h5_file *f, bool durable)
 		h5_le_encode(v, n < 0 ? 0 : n > 65535 ? 65535 : (uint64_t)n, 2);
 		rc = h5_ohdr_patch(&c->e, oh->addr + 2, v, 2);
 	}
+	for (size_t i = 0; oh->version >= 2 && i < oh->nchunks; i++)
+		if (c->e.lo[i] != SIZE_MAX)
+			merge_gap(c, i);
 	h5_txn_begin(&t, f, durable, NULL, NULL);
 	if (rc == 0 && (h5_space_end(f) != c->start_end || h5_space_end(f) > f->eoa)) {
 		/* new space: durable and inside the EOF address before the switch */

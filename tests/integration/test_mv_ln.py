@@ -1,0 +1,155 @@
+#!/usr/bin/python3
+"""mv and ln through a read-write mount (issue 31 item 2: rename(2) as
+H5Lmove, link(2) as H5Lcreate_hard; doc/h5fs.1 MODIFYING).
+
+A libver="latest" fixture (compact link storage, written here by h5py,
+deterministic) gets, through a real mount: a rename in one group, moves
+of a dataset, a soft link and groups across groups, a hard link, a rename
+over an existing dataset and over an empty group (rename(2) replaces), and
+the removal of one of two hard links. The same changes are made by h5py
+on a copy (move, hard link, del); both trees must be equal as h5py reads
+them (names, link kinds, soft link paths, reference counts, values), and
+libhdf5 1.14 (h514.py) and h5dump must read the result alike. Through
+the mount, while it is mounted: st_nlink and st_ino of two hard links,
+symlink texts after their group moved (relative to where they are shown),
+reads of moved datasets. Refusals change nothing: a group over a dataset
+(ENOTDIR), a dataset over a group (EISDIR), a group over a non-empty one
+(ENOTEMPTY), ln of a group (EPERM), ln onto an existing name (EEXIST), a
+name that is not there (ENOENT), and mv in a symbol-table group (h5py's
+default format: ENOTSUP, not written yet).
+"""
+import errno
+import os
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import h5fs_testlib as T  # noqa: E402
+
+T.require_h5py()
+T.require_fuse()
+import h5py  # noqa: E402
+import numpy as np  # noqa: E402
+
+import h514  # noqa: E402
+from test_mkdir import tree, expect_err  # noqa: E402
+
+
+def make(path, libver):
+    with h5py.File(path, "w", libver=libver) as f:
+        f["d"] = np.arange(10, dtype="<i4")
+        f.create_group("g")
+        f["g/e"] = np.arange(3.0)
+        f["s"] = h5py.SoftLink("/g/e")
+        f.create_group("g/sub")
+        f["g/sub/x"] = np.arange(2, dtype="<u2")
+        f["g/sub/abs"] = h5py.SoftLink("/d")
+        f["r1"] = np.array([1, 2, 3], dtype="<i8")
+        f["r2"] = np.array([9], dtype="<i8")
+        f.create_group("ed")
+        f.create_group("full")
+        f["full/k"] = np.zeros(1)
+        f["g"].attrs["a"] = 5
+
+
+def same_moves(f):
+    """The mount's changes, by h5py."""
+    f.move("d", "d2")
+    f.move("g/e", "e")
+    f.move("s", "g/s")
+    f["g/e2"] = f["e"]
+    f.move("g", "gg")
+    f.move("gg/sub", "sub2")
+    del f["r2"]
+    f.move("r1", "r2")
+    del f["ed"]
+    f.move("sub2", "ed")
+    del f["e"]
+
+
+def main():
+    work = T.workdir("mv-ln")
+    base = os.path.join(work, "base.h5")
+    make(base, "latest")
+    a, b = os.path.join(work, "mount.h5"), os.path.join(work, "h5py.h5")
+    shutil.copy(base, a)
+    shutil.copy(base, b)
+    mnt = os.path.join(work, "mnt")
+    with T.Mount(a, mnt) as m, m.watchdog(60):
+        j = lambda p: os.path.join(mnt, p)  # noqa: E731
+        os.rename(j("d"), j("d2"))                  # one group: one commit
+        os.rename(j("g/e"), j("e"))                 # across groups
+        os.rename(j("s"), j("g/s"))                 # a soft link
+        os.link(j("e"), j("g/e2"))                  # a hard link
+        st1, st2 = os.stat(j("e")), os.stat(j("g/e2"))
+        if st1.st_ino != st2.st_ino or st1.st_nlink != 2 or st2.st_nlink != 2:
+            T.fail("hard link: st_ino %d/%d, st_nlink %d/%d" % (st1.st_ino, st2.st_ino, st1.st_nlink, st2.st_nlink))
+        if os.readlink(j("g/sub/abs")) != "../../d":
+            T.fail("g/sub/abs -> %r" % os.readlink(j("g/sub/abs")))
+        os.rename(j("g"), j("gg"))                  # a group, its subtree with it
+        if sorted(os.listdir(j("gg"))) != ["e2", "s", "sub"] or os.readlink(j("gg/s")) != "../g/e":
+            T.fail("after mv g gg: %r, gg/s -> %r" % (sorted(os.listdir(j("gg"))), os.readlink(j("gg/s"))))
+        os.rename(j("gg/sub"), j("sub2"))           # a group across groups
+        if os.readlink(j("sub2/abs")) != "../d":
+            T.fail("a symlink's text after its group moved up: %r, want '../d'" % os.readlink(j("sub2/abs")))
+        if open(j("sub2/x"), "rb").read() != np.arange(2, dtype="<u2").tobytes():
+            T.fail("sub2/x reads wrong after the move")
+        if open(j("d2"), "rb").read() != np.arange(10, dtype="<i4").tobytes():
+            T.fail("d2 reads wrong after the rename")
+        os.rename(j("r1"), j("r2"))                 # over an existing dataset
+        os.rename(j("sub2"), j("ed"))               # over an empty group
+        if open(j("r2"), "rb").read() != np.array([1, 2, 3], dtype="<i8").tobytes() or os.path.exists(j("r1")):
+            T.fail("mv r1 r2: r2 is not r1's")
+        if sorted(os.listdir(j("ed"))) != ["abs", "x"]:
+            T.fail("mv sub2 ed: ed holds %r" % sorted(os.listdir(j("ed"))))
+        os.unlink(j("e"))                           # one of two hard links
+        if os.stat(j("gg/e2")).st_nlink != 1:
+            T.fail("gg/e2: st_nlink %d" % os.stat(j("gg/e2")).st_nlink)
+        # refusals
+        expect_err("a group over a dataset", lambda: os.rename(j("gg"), j("d2")), errno.ENOTDIR)
+        expect_err("a dataset over a group", lambda: os.rename(j("d2"), j("gg")), errno.EISDIR)
+        expect_err("a group over a non-empty one", lambda: os.rename(j("ed"), j("full")), errno.ENOTEMPTY)
+        expect_err("ln of a group", lambda: os.link(j("gg"), j("gl")), errno.EPERM)
+        expect_err("ln onto a name", lambda: os.link(j("d2"), j("r2")), errno.EEXIST)
+        expect_err("mv of an absent name", lambda: os.rename(j("nope"), j("x")), errno.ENOENT)
+        if not m.alive():
+            T.fail("daemon died: %s" % m.output()[-2000:])
+    with h5py.File(b, "r+") as f:
+        same_moves(f)
+    ta, tb = tree(a), tree(b)
+    if ta != tb:
+        T.fail("trees differ:\n  mount %r\n  h5py  %r" % ([x for x in ta if x not in tb], [x for x in tb if x not in ta]))
+    with h5py.File(a, "r") as f:
+        if f["gg"].attrs["a"] != 5:
+            T.fail("the moved group lost its attribute")
+    r = subprocess.run(["h5dump", a], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=60)
+    if r.returncode != 0:
+        T.fail("h5dump: exit %d: %s" % (r.returncode, r.stderr.decode()[-300:]))
+    if h514.module_dir() is not None:
+        bad = h514.compare(a)
+        if bad:
+            T.fail("libhdf5 1.14 reads the result otherwise than 1.10:\n  %s" % "\n  ".join(bad[:20]))
+    else:
+        T.fail("h5wasm (libhdf5 1.14) is not installed: contrib/install-deps.sh")
+    # h5py r+ after, and a second mount reads it
+    with h5py.File(a, "r+") as f:
+        f["later"] = np.arange(4)
+    with T.Mount(a, mnt, ["-o", "ro"]):
+        if sorted(os.listdir(mnt)) != sorted(["d2", "ed", "full", "gg", "later", "r2"]):
+            T.fail("remount lists %r" % sorted(os.listdir(mnt)))
+    # symbol-table groups: refused, nothing changed
+    c = os.path.join(work, "default.h5")
+    make(c, "earliest")
+    before = tree(c)
+    with T.Mount(c, mnt):
+        expect_err("mv in a symbol-table group", lambda: os.rename(mnt + "/d", mnt + "/d2"), errno.ENOTSUP)
+        expect_err("ln in a symbol-table group", lambda: os.link(mnt + "/d", mnt + "/g/d"), errno.ENOTSUP)
+    if tree(c) != before:
+        T.fail("a refused change changed the symbol-table file")
+    shutil.rmtree(work, ignore_errors=True)
+    return T.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
