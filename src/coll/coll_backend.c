@@ -68,3 +68,12 @@ char *coll_canonical(const char *spec)
 	}
 	return realpath(spec, NULL);
 }
+
+int coll_member_checked(h5_file **f, int rc)
+{
+	if (rc == 0 && (rc = h5_file_check_truncated(*f)) < 0) {
+		h5_file_close(*f);
+		*f = NULL;
+	}
+	return rc;
+}

@@ -110,4 +110,11 @@ int coll_detect(bool *hdf5, const struct coll_backend *be, void *b, const char *
 extern const struct coll_backend coll_local;
 extern const struct coll_backend coll_s3;
 
+/* A member's file just opened by a backend's open_member (rc: its
+ * h5_file_open's): a copy cut short (the superblock's end-of-file address
+ * past the file's end) is closed and H5_ERR_FORMAT, as libhdf5 and a
+ * single-file mount refuse it, so the member is listed and shown as not
+ * readable with that reason rather than failing object by object. */
+int coll_member_checked(h5_file **f, int rc);
+
 #endif

@@ -194,6 +194,7 @@ static int local_open_member(void *b, h5_file **out, const char *path, const h5_
 		o.writable = 0;
 		rc = h5_file_open(out, p, &o);
 	}
+	rc = coll_member_checked(out, rc);
 	free(p);
 	return rc == H5_ERR_NOTHDF5 ? EMEDIUMTYPE : rc < 0 ? EIO : 0;
 }

@@ -378,7 +378,7 @@ static int s3c_open_member(void *b, h5_file **out, const char *path, const h5_op
 	if (!u)
 		return ENOMEM;
 	o.writable = 0;         /* remote files are read-only */
-	rc = h5_file_open(out, u, &o);
+	rc = coll_member_checked(out, h5_file_open(out, u, &o));
 	free(u);
 	return rc == H5_ERR_NOTHDF5 ? EMEDIUMTYPE : rc < 0 ? EIO : 0;
 }

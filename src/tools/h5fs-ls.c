@@ -704,6 +704,12 @@ int main(int argc, char **argv)
 		return TOOL_EXIT_OPEN;
 	}
 	rc = h5_file_open(&f, file, &oo);
+	/* a copy cut short: refused as libhdf5 and the mount refuse it, not
+	 * listed with an error at every object */
+	if (rc == 0 && (rc = h5_file_check_truncated(f)) < 0) {
+		h5_file_close(f);
+		f = NULL;
+	}
 	if (rc < 0) {
 		const char *msg = h5_err_msg();
 		size_t n = strlen(file);

@@ -3,8 +3,12 @@
 short (`head -c 200 f.h5 > t.h5`, an interrupted download) is refused at
 mount with exit status 5 (corrupt) and one line naming both sizes, as
 h5py refuses it ("truncated file: eof = ..., stored_eof = ..."); nothing
-is mounted. A file with bytes after its end (an appended-to copy) and the
-whole file still mount."""
+is mounted. h5fs-ls refuses it the same way (exit 5, one line). In a
+collection (a folder with the whole file and a cut copy) the cut member is
+listed by `h5fs-ls -R` with that reason (exit 1: partial), and a mount of
+the folder shows it, gives EIO inside it with one log line naming both
+sizes, and reads the whole one. A file with bytes after its end (an
+appended-to copy) and the whole file still mount."""
 import os
 import re
 import subprocess
@@ -50,6 +54,37 @@ def main():
             T.fail("%d bytes: exit %d, stderr %r (h5py: %r)" % (cut, r.returncode, err, why))
         else:
             print("ok   cut at %d bytes: exit 5, %s" % (cut, lines[0]))
+        r = subprocess.run([T.H5FS_LS, t], capture_output=True, timeout=30)
+        lines = [x for x in r.stderr.decode().splitlines() if x.strip()]
+        want_ls = want.replace("h5fs: ", "h5fs-ls: ", 1) if want else None
+        if r.returncode != 5 or len(lines) != 1 or not want_ls or not lines[0].startswith(want_ls):
+            T.fail("h5fs-ls of %d bytes: exit %d, stderr %r" % (cut, r.returncode, r.stderr.decode()))
+    # a collection with a cut member
+    col = os.path.join(wd, "col")
+    os.makedirs(col)
+    with open(os.path.join(col, "whole.h5"), "wb") as fh:
+        fh.write(data)
+    with open(os.path.join(col, "cut.h5"), "wb") as fh:
+        fh.write(data[:len(data) // 2])
+    r = subprocess.run([T.H5FS_LS, "-R", col], capture_output=True, timeout=60)
+    out = r.stdout.decode()
+    cut_line = [x for x in out.splitlines() if x.startswith("cut.h5 ")]
+    if r.returncode != 1 or not cut_line or "truncated file: eof = %d" % (len(data) // 2) not in cut_line[0] \
+            or "whole.h5/a" not in out:
+        T.fail("h5fs-ls -R of a collection with a cut member: exit %d, %r" % (r.returncode, out[-600:]))
+    log = os.path.join(wd, "log.txt")
+    with T.Mount(col, mnt, ["-o", "ro,logfile=" + log]):
+        if sorted(os.listdir(mnt)) != ["cut.h5", "whole.h5"] or sorted(os.listdir(mnt + "/whole.h5")) != ["a", "g"]:
+            T.fail("collection listing: %r" % sorted(os.listdir(mnt)))
+        try:
+            os.listdir(mnt + "/cut.h5")
+            T.fail("the cut member lists")
+        except OSError as e:
+            if e.errno != 5:
+                T.fail("the cut member: %s, expected EIO" % e)
+    text = open(log).read() if os.path.exists(log) else ""
+    if text.count("truncated file: eof = %d" % (len(data) // 2)) != 1:
+        T.fail("log of the cut member: %r" % text[-600:])
     # trailing bytes are not a truncation; the whole file mounts
     longer = os.path.join(wd, "longer.h5")
     with open(longer, "wb") as fh:
