@@ -23,6 +23,9 @@
 
 typedef struct h5fs h5fs;
 
+/* -o idle_commit's default, seconds */
+#define H5FS_IDLE_COMMIT_DEFAULT 5
+
 typedef struct h5fs_config {
 	int read_only;      /* mounted with -o ro */
 	int debug;          /* -o debug or -d: log debug messages too */
@@ -53,6 +56,10 @@ typedef struct h5fs_config {
 	/* -o views[=LIST]: the views of datasets listed in directories
 	 * (VW_BIT()s of src/common/views.h; 0: none, they are only looked up) */
 	unsigned views;
+	/* -o idle_commit=SECONDS: a write descriptor left open that has not
+	 * written for this long is committed as fsync would and gives FILE's
+	 * lock back (member/write.c; 0: only fsync and close do) */
+	unsigned idle_commit;
 } h5fs_config;
 
 /* Build the filesystem state around an open file (which it then owns).

@@ -68,6 +68,10 @@ void node_unref(h5fs *fs, uint64_t ino, uint64_t count);
 
 /* member/write.c: the member root's open and append path (root.h) */
 void handles_free(h5fs *fs);
+/* The idle commit's thread (write.c): started with the member root on a
+ * read-write single-FILE mount, stopped before unmounting */
+void wfile_idler_start(h5fs *fs);
+void wfile_idler_stop(h5fs *fs);
 int member_open(void *r, struct fuse_file_info *fi, uint64_t ino);
 int member_release(void *r, uint64_t ino, struct fuse_file_info *fi);
 void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t size, off_t off,

@@ -29,8 +29,10 @@ static void member_start(void *r, struct fuse_session *se)
 	h5fs *fs = r;
 
 	h5fs_set_session(fs, se);
-	if (!fs->shared_watch)
+	if (!fs->shared_watch) {
 		live_start(fs);
+		wfile_idler_start(fs);
+	}
 }
 
 static void member_tick(void *r)
@@ -50,6 +52,7 @@ static void member_stop(void *r)
 	h5fs *fs = r;
 
 	h5fs_stop_watching(r);
+	wfile_idler_stop(fs);
 	if (fs_writable(fs) && fs_meta_sync(fs) != 0)
 		h5fs_log(fs, LOG_ERR, "unmounting: the attribute and link changes could not be fsync'd");
 }

@@ -47,6 +47,7 @@ int h5fs_new(h5fs **out, h5_file *f, const h5fs_config *cfg)
 		fs->gid = cfg->gid;
 	fs->next_synth = 1;
 	pthread_mutex_init(&fs->lock, NULL);
+	pthread_cond_init(&fs->idle_cv, NULL);
 	pthread_mutex_init(&fs->wmu, NULL);
 	fs->open_dirs.prev = fs->open_dirs.next = &fs->open_dirs;
 	fs->open_wfiles.prev = fs->open_wfiles.next = &fs->open_wfiles;
@@ -98,6 +99,7 @@ void h5fs_free(h5fs *fs)
 	if (!fs)
 		return;
 	live_free(fs);       /* the watcher stops first: it reads the tables */
+	wfile_idler_stop(fs);
 	handles_free(fs);
 	for (i = 0; fs->nodes && i < fs->nodes_cap; i++) {
 		struct node *n = fs->nodes[i];
@@ -134,6 +136,7 @@ void h5fs_free(h5fs *fs)
 	free(fs->synth);
 	free(fs->kinds);
 	pthread_mutex_destroy(&fs->lock);
+	pthread_cond_destroy(&fs->idle_cv);
 	pthread_mutex_destroy(&fs->wmu);
 	/* FILE (fs->f) belongs to its generation: closed with the last one */
 	gen_release(fs->gen);

@@ -31,7 +31,11 @@
  * written); a handle then holds it from its first write until its rows
  * are committed and it holds no partial row (fsync, close), and takes it
  * again at its next write. An open descriptor that has not written, or
- * whose rows were fsync'd, holds nothing: libhdf5 opens FILE meanwhile. */
+ * whose rows were fsync'd, holds nothing: libhdf5 opens FILE meanwhile.
+ * One that wrote and then sits open is committed after -o idle_commit
+ * seconds without a write (the idler, below), as fsync would, and so lets
+ * FILE go too, unless a partial row is left (rows are whole or not at
+ * all). */
 #define WQ_EARLY 4
 
 struct wqueue {
@@ -57,6 +61,8 @@ struct wfile {
 	uint64_t vplen;         /* its partial row once every accepted write is applied */
 	int err;                /* errno of a write answered before it failed */
 	bool holding;           /* counts in fs_write_begin's writers */
+	int64_t last_ns;        /* its last write (atomic): the idle commit */
+	unsigned pins;          /* the idle commit uses it (under fs->lock) */
 };
 
 /* A handle's write state: NULL for read handles (fh 0, or on a live
@@ -64,6 +70,14 @@ struct wfile {
 static struct wfile *wfile_of(const struct fuse_file_info *fi)
 {
 	return fi->fh && fi->fh != H5FS_FH_CACHED && !fh_dio(fi->fh) ? (struct wfile *)(uintptr_t)fi->fh : NULL;
+}
+
+static int64_t idle_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 void h5fs_set_session(h5fs *fs, struct fuse_session *se)
@@ -200,7 +214,7 @@ static void wfile_give_back(h5fs *fs, struct wfile *w)
 	pthread_mutex_lock(&q->mu);
 	if (w->holding && q->turn == q->next && w->vplen == 0 && (!w->a || h5_append_pending(w->a) == 0) &&
 	    h5_overwrite_buffered(w->ow) == 0) {
-		w->holding = false;
+		__atomic_store_n(&w->holding, false, __ATOMIC_RELAXED);
 		fs_write_end(fs);
 	}
 	pthread_mutex_unlock(&q->mu);
@@ -339,7 +353,7 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
 	 * (wfile_give_back) */
 	if (!e && !w->holding) {
 		e = fs_write_begin(fs);    /* EBUSY, ESTALE: logged there */
-		w->holding = e == 0;
+		__atomic_store_n(&w->holding, e == 0, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&q->mu);
 	pthread_rwlock_rdlock(&w->n->lk);
@@ -425,6 +439,7 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 		fuse_reply_err(req, EBADF);
 		return;
 	}
+	__atomic_store_n(&w->last_ns, idle_now_ns(), __ATOMIC_RELAXED);
 	if (!w->append && overwrite(fs, w, req, ino, buf, size, off))
 		return;
 	q = w->q;
@@ -440,7 +455,7 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 		e = EPERM;
 	if (!e && !w->holding) {
 		e = fs_write_begin(fs);    /* EBUSY, ESTALE: logged there */
-		w->holding = e == 0;
+		__atomic_store_n(&w->holding, e == 0, __ATOMIC_RELAXED);
 	}
 	if (e) {
 		pthread_mutex_unlock(&q->mu);
@@ -586,6 +601,10 @@ static void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	int rc;
 
 	handle_del(fs, &w->link);
+	pthread_mutex_lock(&fs->lock);   /* the idler may be committing it */
+	while (w->pins)
+		pthread_cond_wait(&fs->idle_cv, &fs->lock);
+	pthread_mutex_unlock(&fs->lock);
 	/* flush normally applied everything; bytes written after it (through
 	 * a dup'd descriptor closed later) are handled the same way here, but
 	 * release cannot report errors any more: they are logged */
@@ -685,4 +704,77 @@ int member_release(void *r, uint64_t ino, struct fuse_file_info *fi)
 	}
 	dio_free(fh_dio(fi->fh));
 	return 0;
+}
+
+/* ---- the idle commit ---------------------------------------------------------
+ * A descriptor that wrote and sits open (a script that never closes, an
+ * interactive session) would hold FILE's lock, and keep its last rows
+ * uncommitted, until it is closed. The idler looks every second; a handle
+ * holding the lock whose last write is -o idle_commit seconds old is
+ * committed as fsync commits it (do_fsync: whole rows, written bytes),
+ * which gives the lock back unless a partial row is left. Pinned while in
+ * use, so its release waits; one handle per look. */
+static void *idler(void *arg)
+{
+	h5fs *fs = arg;
+	int64_t idle = (int64_t)fs->cfg.idle_commit * 1000000000;
+
+	pthread_mutex_lock(&fs->lock);
+	while (!fs->idle_stop) {
+		struct wfile *pick = NULL;
+		struct timespec ts;
+		int64_t now;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&fs->idle_cv, &fs->lock, &ts);
+		if (fs->idle_stop)
+			break;
+		now = idle_now_ns();
+		for (struct hlink *h = fs->open_wfiles.next; h != &fs->open_wfiles && !pick; h = h->next) {
+			struct wfile *w = (struct wfile *)(void *)h;
+
+			if (__atomic_load_n(&w->holding, __ATOMIC_RELAXED) &&
+			    now - __atomic_load_n(&w->last_ns, __ATOMIC_RELAXED) >= idle)
+				pick = w;
+		}
+		if (!pick)
+			continue;
+		pick->pins++;
+		pthread_mutex_unlock(&fs->lock);
+		/* looked at again after another idle period, whatever happens */
+		__atomic_store_n(&pick->last_ns, now, __ATOMIC_RELAXED);
+		if (do_fsync(fs, pick, pick->n->ino) == 0)
+			h5fs_log(fs, LOG_INFO, "%s: idle for %u s: committed%s", show_path(pick->n->path),
+				 fs->cfg.idle_commit,
+				 __atomic_load_n(&pick->holding, __ATOMIC_RELAXED) ? " (a partial row keeps FILE locked)"
+										     : ", FILE's lock given back");
+		pthread_mutex_lock(&fs->lock);
+		pick->pins--;
+		pthread_cond_broadcast(&fs->idle_cv);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return NULL;
+}
+
+void wfile_idler_start(h5fs *fs)
+{
+	if (!fs_writable(fs) || !fs->cfg.idle_commit || fs->idling)
+		return;
+	fs->idle_stop = false;
+	fs->idling = pthread_create(&fs->idler, NULL, idler, fs) == 0;
+	if (!fs->idling)
+		h5fs_log(fs, LOG_ERR, "cannot start the idle commit: descriptors left open keep FILE locked");
+}
+
+void wfile_idler_stop(h5fs *fs)
+{
+	if (!fs->idling)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	fs->idle_stop = true;
+	pthread_cond_broadcast(&fs->idle_cv);
+	pthread_mutex_unlock(&fs->lock);
+	pthread_join(fs->idler, NULL);
+	fs->idling = false;
 }

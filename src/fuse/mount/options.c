@@ -83,6 +83,7 @@ static const struct fuse_opt cli_spec[] = {
 	{ "ext_any", offsetof(struct cli, ext_any), 1 },
 	{ "ext_prefix=%s", offsetof(struct cli, ext_prefix), 0 },
 	{ "refresh=%s", offsetof(struct cli, refresh), 0 },
+	{ "idle_commit=%s", offsetof(struct cli, idle_commit), 0 },
 	{ "live=%s", offsetof(struct cli, live), 0 },
 	{ "max_files=%u", offsetof(struct cli, max_files), 0 },
 	{ "index=%s", offsetof(struct cli, index), 0 },
@@ -141,6 +142,11 @@ static void usage(FILE *out)
 		"                           look at it on every inotify event and at\n"
 		"                           least this often (default 1; 0: the view\n"
 		"                           stays as mounted). Read-only mounts only\n"
+		"    -o idle_commit=SECONDS a read-write mount commits what a descriptor\n"
+		"                           left open wrote once it has not written\n"
+		"                           for this long, and gives FILE's lock back\n"
+		"                           so that libhdf5 programs can open it\n"
+		"                           (default 5; 0: only fsync and close commit)\n"
 		"    -o live=fast|strict    fast (default): reads cost what a frozen\n"
 		"                           mount's do until FILE first changes; a read\n"
 		"                           overlapping that first change may mix its\n"
@@ -430,6 +436,19 @@ int opts_parse(struct daemon *D)
 			return ret;
 		}
 		D->cfg.refresh = (unsigned)v;
+	}
+	D->cfg.idle_commit = H5FS_IDLE_COMMIT_DEFAULT;
+	if (D->cli.idle_commit) {
+		char *end;
+		unsigned long v;
+
+		errno = 0;
+		v = strtoul(D->cli.idle_commit, &end, 10);
+		if (errno || end == D->cli.idle_commit || *end || D->cli.idle_commit[0] == '-' || v > 86400) {
+			fprintf(stderr, "h5fs: invalid -o idle_commit=%s (seconds, 0..86400)\n", D->cli.idle_commit);
+			return ret;
+		}
+		D->cfg.idle_commit = (unsigned)v;
 	}
 	if (D->cli.live && strcmp(D->cli.live, "fast") != 0 && strcmp(D->cli.live, "strict") != 0) {
 		fprintf(stderr, "h5fs: invalid -o live=%s (fast or strict)\n", D->cli.live);

@@ -30,6 +30,7 @@ struct cli {
 	char **params;
 	size_t nparams;
 	char *refresh;          /* -o refresh=SECONDS, as given */
+	char *idle_commit;      /* -o idle_commit=SECONDS, as given */
 	char *live;             /* -o live=fast|strict */
 	unsigned max_files;     /* -o max_files=N (a collection; 0: default) */
 	char *index;            /* -o index=PATH (a collection's index file) */

@@ -178,6 +178,11 @@ struct h5fs {
 	 * but another process holds it (a collection's member), so that
 	 * the modes shown never depend on who holds the lock */
 	bool write_busy;
+	/* the idle commit of write descriptors (member/write.c): its thread,
+	 * woken to stop; idle_cv (with lock) also says a handle was let go */
+	pthread_t idler;
+	bool idling, idle_stop;
+	pthread_cond_t idle_cv;
 	/* live files (live/live.c): refresh > 0 on a mount that does not append */
 	bool live;
 	struct gen *gen;        /* the current generation (under lock) */
