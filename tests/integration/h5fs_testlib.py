@@ -152,6 +152,33 @@ SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime e
                    "WARNING: ThreadSanitizer", "ERROR: ThreadSanitizer")
 
 
+def _without_libfuse_leaks(out):
+    """out without the LeakSanitizer reports whose every leak was allocated
+    by libfuse alone, no h5fs frame on its stack. libfuse 3.14 keeps a
+    FUSE_INTERRUPT whose request was answered already on the session's
+    interrupt list, and fuse_session_destroy never frees that list: a reader
+    killed in a read at the wrong moment leaves one 128-byte request behind
+    (seen in CI's ASan run of test_live, tail -f killed). A leak of ours has
+    our function on its stack and still fails the test."""
+    start = "ERROR: LeakSanitizer"
+    pos = 0
+    while True:
+        i = out.find(start, pos)
+        if i < 0:
+            return out
+        j = out.find("SUMMARY:", i)
+        j = len(out) if j < 0 else out.find("\n", j) if out.find("\n", j) >= 0 else len(out)
+        blocks = [b for b in out[i:j].split("\n\n") if "leak of" in b]
+        def libfuse_only(b):
+            frames = [ln.strip() for ln in b.splitlines() if ln.strip().startswith("#")]
+            return len(frames) > 1 and all("libfuse3.so" in f for f in frames[1:])
+        if blocks and all(libfuse_only(b) for b in blocks):
+            out = out[:i] + "(a leak inside libfuse, see _without_libfuse_leaks)" + out[j:]
+            pos = i + 1
+        else:
+            pos = j
+
+
 class SanitizerReport(AssertionError):
     """Raised by Mount.start()/stop(): not caught by the tests, so the test
     script dies with status 1 and the report lands in its log."""
@@ -236,7 +263,7 @@ class Mount:
         self.check_sanitizers()
 
     def check_sanitizers(self):
-        out = self.output()
+        out = _without_libfuse_leaks(self.output())
         hit = [m for m in SANITIZER_MARKS if m in out]
         if hit:
             i = min(out.find(m) for m in hit)
