@@ -468,8 +468,11 @@ void node_moved(h5fs *fs, const struct node *p, const char *name, const struct n
 			memcpy(moved, newp, strlen(newp));
 			memcpy(moved + strlen(newp), path + ol, rest + 1);
 			if (path[ol] == '\0') {
-				if (x->type == NT_DIR && (x->ino & H5FS_SYNTH_BIT)) {
-					synth_drop_locked(fs, x);       /* by its old (parent, name) */
+				/* any kind: a symlink's number left under the old name
+				 * would be given to what is made there next (mkdir: EIO,
+				 * the kernel holding that number as a symlink) */
+				if (x->ino & H5FS_SYNTH_BIT) {
+					synth_forget_locked(fs, p->ino, name);
 					(void)synth_adopt_locked(fs, np->ino, newname, x->ino);
 				}
 				x->parent = np->ino;
@@ -481,6 +484,8 @@ void node_moved(h5fs *fs, const struct node *p, const char *name, const struct n
 				links[nlinks++] = x;
 			}
 		}
+	if (p->ino != np->ino || strcmp(name, newname) != 0)
+		synth_forget_locked(fs, p->ino, name);  /* also when no node held it */
 	pthread_mutex_unlock(&fs->lock);
 	for (i = 0; i < nlinks; i++) {
 		pthread_rwlock_wrlock(&links[i]->lk);

@@ -142,7 +142,9 @@ static int remove_link(h5fs *fs, uint64_t parent, const char *name, int want)
 	rc = h5_link_delete(u.f, u.addr, name, strlen(name), want);
 	if (rc < 0)
 		err = link_errno(fs, rc, want == 1 ? ENOTEMPTY : EISDIR, ENOTDIR, want == 1 ? "rmdir" : "unlink", p, name);
-	else if (l.type == H5_LINK_HARD && l.addr != UINT64_MAX)
+	else
+		synth_forget(fs, p->ino, name);
+	if (rc == 0 && l.type == H5_LINK_HARD && l.addr != UINT64_MAX)
 		nlink_update(fs, u.f, l.addr);
 	h5_link_clear(&l);
 	end(fs, &u);

@@ -215,6 +215,11 @@ void synth_drop_locked(h5fs *fs, const struct node *n);
  * what it numbered; 0 or ENOMEM */
 int synth_adopt_locked(h5fs *fs, uint64_t parent, const char *name, uint64_t ino);
 uint64_t synth_ino(h5fs *fs, uint64_t parent, const char *name);
+/* The name's link is gone (rm, rmdir): what comes under it next gets a new
+ * number, never the old node's, which the kernel may still hold as another
+ * kind of file (found by mkdir where a symlink had been). */
+void synth_forget(h5fs *fs, uint64_t parent, const char *name);
+void synth_forget_locked(h5fs *fs, uint64_t parent, const char *name);
 uint64_t synth_renew(h5fs *fs, uint64_t parent, const char *name, uint64_t old);
 
 /* gen.c: a generation is held by nodes and reads; the last to let go

@@ -171,6 +171,29 @@ void synth_drop_locked(h5fs *fs, const struct node *n)
 	}
 }
 
+void synth_forget_locked(h5fs *fs, uint64_t parent, const char *name)
+{
+	struct synth **pp = &fs->synth[hash_name(parent, name, fs->synth_cap)];
+
+	while (*pp && ((*pp)->parent != parent || strcmp((*pp)->name, name) != 0))
+		pp = &(*pp)->next;
+	if (*pp) {
+		struct synth *s = *pp;
+
+		*pp = s->next;
+		fs->nsynth--;
+		free(s->name);
+		free(s);
+	}
+}
+
+void synth_forget(h5fs *fs, uint64_t parent, const char *name)
+{
+	pthread_mutex_lock(&fs->lock);
+	synth_forget_locked(fs, parent, name);
+	pthread_mutex_unlock(&fs->lock);
+}
+
 int synth_adopt_locked(h5fs *fs, uint64_t parent, const char *name, uint64_t ino)
 {
 	struct synth *s;

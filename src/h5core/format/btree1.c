@@ -141,6 +141,36 @@ out:
 	return rc;
 }
 
+size_t h5_bt1_group_size(const h5_fmt *fmt, unsigned k)
+{
+	return bt1_hdr_size(fmt) + 2 * (size_t)k * fmt->sizeof_addr + (2 * (size_t)k + 1) * fmt->sizeof_size;
+}
+
+int h5_bt1_group_encode(uint8_t *buf, size_t len, const h5_fmt *fmt, unsigned k, unsigned level, uint64_t left,
+			uint64_t right, const uint64_t *keys, const uint64_t *child, unsigned n)
+{
+	size_t p = bt1_hdr_size(fmt);
+
+	if (n > 2 * k || level >= H5_MAX_BTREE_DEPTH || len < h5_bt1_group_size(fmt, k))
+		return h5_err_set(H5_ERR_INVAL, "v1 B-tree node: %u children do not fit 2K = %u", n, 2 * k);
+	memset(buf, 0, h5_bt1_group_size(fmt, k));
+	memcpy(buf, "TREE", 4);
+	buf[4] = 0;             /* group node */
+	buf[5] = (uint8_t)level;
+	h5_le_encode(buf + 6, n, 2);
+	h5_le_encode(buf + 8, left, fmt->sizeof_addr);
+	h5_le_encode(buf + 8 + fmt->sizeof_addr, right, fmt->sizeof_addr);
+	for (unsigned i = 0; i <= n; i++) {
+		h5_le_encode(buf + p, keys[i], fmt->sizeof_size);
+		p += fmt->sizeof_size;
+		if (i < n) {
+			h5_le_encode(buf + p, child[i], fmt->sizeof_addr);
+			p += fmt->sizeof_addr;
+		}
+	}
+	return 0;
+}
+
 static void bt1_cache_free(void *obj)
 {
 	h5_bt1_free(obj);

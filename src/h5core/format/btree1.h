@@ -34,4 +34,12 @@ int h5_bt1_get(h5_bt1_node **out, h5_file *f, uint64_t addr, unsigned chunk_ndim
 void h5_bt1_release(h5_file *f, h5_bt1_node *n);
 void h5_bt1_free(h5_bt1_node *n);
 
+/* The encoder of a group node (type 0; write/link_stab.c): n children and
+ * n + 1 keys (local heap offsets of names), into a buffer of
+ * h5_bt1_group_size bytes, the room for 2K children as libhdf5 allocates
+ * every node; the rest zero. */
+size_t h5_bt1_group_size(const h5_fmt *fmt, unsigned k);
+int h5_bt1_group_encode(uint8_t *buf, size_t len, const h5_fmt *fmt, unsigned k, unsigned level, uint64_t left,
+			uint64_t right, const uint64_t *keys, const uint64_t *child, unsigned n);
+
 #endif

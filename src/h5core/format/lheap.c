@@ -68,6 +68,20 @@ static size_t lheap_hdr_size(const h5_fmt *fmt)
 	return 8 + 2 * (size_t)fmt->sizeof_size + fmt->sizeof_addr;
 }
 
+size_t h5_lheap_hdr_size(const h5_fmt *fmt)
+{
+	return lheap_hdr_size(fmt);
+}
+
+void h5_lheap_hdr_encode(uint8_t *buf, const h5_fmt *fmt, uint64_t size, uint64_t free_off, uint64_t data_addr)
+{
+	memset(buf, 0, lheap_hdr_size(fmt));
+	memcpy(buf, "HEAP", 4);
+	h5_le_encode(buf + 8, size, fmt->sizeof_size);
+	h5_le_encode(buf + 8 + fmt->sizeof_size, free_off, fmt->sizeof_size);
+	h5_le_encode(buf + 8 + 2 * fmt->sizeof_size, data_addr, fmt->sizeof_addr);
+}
+
 static void lheap_free(void *obj)
 {
 	struct lheap_obj *o = obj;

@@ -110,6 +110,53 @@ out:
 	return rc;
 }
 
+/* ---- encoders, the mirror of the decoders above ---- */
+
+size_t h5_symentry_size(const h5_fmt *fmt)
+{
+	return symentry_size(fmt);
+}
+
+size_t h5_snod_size(const h5_fmt *fmt, unsigned leaf_k)
+{
+	return 8 + 2 * (size_t)leaf_k * symentry_size(fmt);
+}
+
+void h5_symentry_encode(uint8_t *buf, const h5_fmt *fmt, const h5_snod_entry *e)
+{
+	size_t p = 0;
+
+	memset(buf, 0, symentry_size(fmt));
+	h5_le_encode(buf + p, e->name_off, fmt->sizeof_size);
+	p += fmt->sizeof_size;
+	h5_le_encode(buf + p, e->obj_addr, fmt->sizeof_addr);
+	p += fmt->sizeof_addr;
+	h5_le_encode(buf + p, e->cache_type, 4);
+	p += 8;                 /* cache type, reserved */
+	if (e->cache_type == 1) {
+		h5_le_encode(buf + p, e->btree_addr, fmt->sizeof_addr);
+		h5_le_encode(buf + p + fmt->sizeof_addr, e->heap_addr, fmt->sizeof_addr);
+	} else if (e->cache_type == 2) {
+		h5_le_encode(buf + p, e->link_off, 4);
+	}
+}
+
+int h5_snod_encode(uint8_t *buf, size_t len, const h5_fmt *fmt, unsigned leaf_k, const h5_snod_entry *e,
+		   size_t n)
+{
+	size_t es = symentry_size(fmt);
+
+	if (n > 2 * (size_t)leaf_k || len < h5_snod_size(fmt, leaf_k))
+		return h5_err_set(H5_ERR_INVAL, "SNOD: %zu entries do not fit 2K = %u", n, 2 * leaf_k);
+	memset(buf, 0, h5_snod_size(fmt, leaf_k));
+	memcpy(buf, "SNOD", 4);
+	buf[4] = 1;             /* version */
+	h5_le_encode(buf + 6, n, 2);
+	for (size_t i = 0; i < n; i++)
+		h5_symentry_encode(buf + 8 + i * es, fmt, &e[i]);
+	return 0;
+}
+
 void h5_snod_clear(h5_snod *s)
 {
 	if (!s)

@@ -31,4 +31,13 @@ void h5_snod_release(h5_file *f, h5_snod *s);
 /* Decode a symbol table entry (also used by the v0/v1 superblock). */
 int h5_symentry_decode(h5_snod_entry *out, h5_rd *r, const h5_fmt *fmt);
 
+/* Encoders (write/link_stab.c): the bytes of one entry (III.C; cache
+ * types 0, 1 and 2), and of a whole node, sized for 2K entries as libhdf5
+ * allocates it (h5_snod_size), the unused entries zero. */
+size_t h5_symentry_size(const h5_fmt *fmt);
+size_t h5_snod_size(const h5_fmt *fmt, unsigned leaf_k);
+void h5_symentry_encode(uint8_t *buf, const h5_fmt *fmt, const h5_snod_entry *e);
+int h5_snod_encode(uint8_t *buf, size_t len, const h5_fmt *fmt, unsigned leaf_k, const h5_snod_entry *e,
+		   size_t n);
+
 #endif

@@ -15,6 +15,10 @@
 #include "linkmsg.h"
 #include "ohdr_edit.h"
 #include "link_store.h"
+#include "checksum.h"
+#include "space.h"
+
+#include <time.h>
 
 #define MAX_COMPACT_LINKS_DEFAULT 8     /* libhdf5's H5G_CRT_GINFO_MAX_COMPACT */
 
@@ -177,9 +181,63 @@ out:
 	return rc;
 }
 
+/* ---- a new group ----------------------------------------------------------------
+ * A version 2 object header as libhdf5 makes for a group of the latest
+ * format (IV.A.1.b; times stored): an empty Link Info message (compact
+ * storage), a Group Info message, an empty Attribute Info message, and
+ * free space; written at the allocation end, then linked (one commit:
+ * the link makes it visible). */
+#define NEWGRP_ROOM 128
+
+static int compact_new_group(uint64_t *addr, h5_file *f)
+{
+	const h5_fmt *fmt = &f->fmt;
+	uint8_t b[512];
+	size_t a = fmt->sizeof_addr, p = 0, msgs = (4 + 2 + 2 * a) * 2 + (4 + 2) + NEWGRP_ROOM, total;
+	uint32_t now = (uint32_t)time(NULL);
+	int rc;
+
+	memcpy(b, "OHDR", 4);
+	b[4] = 2;
+	b[5] = 0x20 | 0x01;             /* times stored; chunk 0 size in 2 bytes */
+	p = 6;
+	for (int i = 0; i < 4; i++, p += 4)
+		h5_le_encode(b + p, now, 4);
+	h5_le_encode(b + p, msgs, 2);
+	p += 2;
+	/* Link Info: version 0, no creation order, no fractal heap, no index */
+	b[p] = H5_MSG_LINFO; h5_le_encode(b + p + 1, 2 + 2 * a, 2); b[p + 3] = 0;
+	p += 4;
+	b[p] = 0; b[p + 1] = 0;
+	memset(b + p + 2, 0xff, 2 * a);
+	p += 2 + 2 * a;
+	/* Group Info: version 0, defaults (flags 0); constant */
+	b[p] = H5_MSG_GINFO; h5_le_encode(b + p + 1, 2, 2); b[p + 3] = H5_MSG_FLAG_CONSTANT;
+	p += 4;
+	b[p] = 0; b[p + 1] = 0;
+	p += 2;
+	/* Attribute Info: version 0, no creation order, no dense storage */
+	b[p] = H5_MSG_AINFO; h5_le_encode(b + p + 1, 2 + 2 * a, 2); b[p + 3] = 0x04;
+	p += 4;
+	b[p] = 0; b[p + 1] = 0;
+	memset(b + p + 2, 0xff, 2 * a);
+	p += 2 + 2 * a;
+	/* free space */
+	b[p] = H5_MSG_NIL; h5_le_encode(b + p + 1, NEWGRP_ROOM - 4, 2); b[p + 3] = 0;
+	memset(b + p + 4, 0, NEWGRP_ROOM - 4);
+	p += NEWGRP_ROOM;
+	total = p + 4;
+	h5_le_encode(b + p, h5_checksum_metadata(b, p), 4);
+	rc = h5_space_alloc(addr, f, total);
+	if (rc == 0)
+		rc = h5_file_write(f, *addr, b, total);
+	return rc;
+}
+
 const h5_lstore_ops h5_lstore_compact = {
 	.name = "compact",
 	.insert = compact_insert,
 	.remove = compact_remove,
 	.rename = compact_rename,
+	.new_group = compact_new_group,
 };

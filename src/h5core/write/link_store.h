@@ -9,8 +9,8 @@
  *   compact   link messages in the group's object header (link_compact.c)
  *   dense     a fractal heap of link messages and v2 B-trees of name hashes
  *             and creation orders (not written yet: refused)
- *   stab      a local heap of names and a v1 B-tree of symbol nodes, what
- *             libhdf5 writes by default (not written yet: refused)
+ *   stab      a local heap of names and a v1 B-tree of symbol table nodes,
+ *             what libhdf5 writes by default (link_stab.c)
  * Every op runs under f->write_lock and is one ordered commit of its own
  * (its crash states in doc/MODIFY.md), and drops the cached copies of what
  * it changed: lookups and listings go through the read path
@@ -44,6 +44,12 @@ typedef struct h5_lstore_ops {
 	 * remove (link_move.c). */
 	int (*rename)(h5_file *f, uint64_t group, const char *name, size_t name_len, const char *newname,
 		      size_t newname_len, bool durable);
+	/* An empty group of the form a group of this form gets for its
+	 * children (mkdir), written at the allocation end: *addr, its header.
+	 * A v2 header of compact storage in a compact group, an old-style
+	 * group in a symbol-table group, as libhdf5 makes them in files of the
+	 * latest and of the earliest format. */
+	int (*new_group)(uint64_t *addr, h5_file *f);
 } h5_lstore_ops;
 
 /* The form of the group whose header is oh (format/group.h's one rule,
@@ -68,5 +74,6 @@ int h5_link_remove_locked(h5_file *f, uint64_t group, const char *name, size_t n
 int h5_obj_refcount_add(h5_file *f, uint64_t addr, int delta);
 
 extern const h5_lstore_ops h5_lstore_compact;
+extern const h5_lstore_ops h5_lstore_stab;
 
 #endif

@@ -16,16 +16,15 @@
 #include "group.h"
 #include "link_store.h"
 
-#include <time.h>
 
 /* The forms h5fs writes, by h5_lstore_kind (NULL: refused). */
 static const h5_lstore_ops *const lstore_table[H5_LSTORE_NKINDS] = {
 	[H5_LSTORE_COMPACT] = &h5_lstore_compact,
+	[H5_LSTORE_STAB] = &h5_lstore_stab,
 };
 
 static const char *const lstore_refusal[H5_LSTORE_NKINDS] = {
 	[H5_LSTORE_DENSE] = "keeps its links in dense storage (a fractal heap), which h5fs does not write",
-	[H5_LSTORE_STAB] = "is a symbol-table group (libhdf5's default format), whose links h5fs does not write",
 };
 
 int h5_lstore_of(const h5_lstore_ops **ops, h5_lstore_kind *kind, h5_file *f, const h5_ohdr *oh)
@@ -131,61 +130,9 @@ int h5_link_insert(h5_file *f, uint64_t group, const char *name, size_t name_len
 	return rc;
 }
 
-/* ---- a new group ----------------------------------------------------------------
- * A version 2 object header as libhdf5 makes for a group of the latest
- * format (IV.A.1.b; times stored): an empty Link Info message (compact
- * storage), a Group Info message, an empty Attribute Info message, and
- * free space; written at the allocation end, then linked (one commit:
- * the link makes it visible). */
-#define NEWGRP_ROOM 128
-
-static int new_group(uint64_t *addr, h5_file *f)
-{
-	const h5_fmt *fmt = &f->fmt;
-	uint8_t b[512];
-	size_t a = fmt->sizeof_addr, p = 0, msgs = (4 + 2 + 2 * a) * 2 + (4 + 2) + NEWGRP_ROOM, total;
-	uint32_t now = (uint32_t)time(NULL);
-	int rc;
-
-	memcpy(b, "OHDR", 4);
-	b[4] = 2;
-	b[5] = 0x20 | 0x01;             /* times stored; chunk 0 size in 2 bytes */
-	p = 6;
-	for (int i = 0; i < 4; i++, p += 4)
-		h5_le_encode(b + p, now, 4);
-	h5_le_encode(b + p, msgs, 2);
-	p += 2;
-	/* Link Info: version 0, no creation order, no fractal heap, no index */
-	b[p] = H5_MSG_LINFO; h5_le_encode(b + p + 1, 2 + 2 * a, 2); b[p + 3] = 0;
-	p += 4;
-	b[p] = 0; b[p + 1] = 0;
-	memset(b + p + 2, 0xff, 2 * a);
-	p += 2 + 2 * a;
-	/* Group Info: version 0, defaults (flags 0); constant */
-	b[p] = H5_MSG_GINFO; h5_le_encode(b + p + 1, 2, 2); b[p + 3] = H5_MSG_FLAG_CONSTANT;
-	p += 4;
-	b[p] = 0; b[p + 1] = 0;
-	p += 2;
-	/* Attribute Info: version 0, no creation order, no dense storage */
-	b[p] = H5_MSG_AINFO; h5_le_encode(b + p + 1, 2 + 2 * a, 2); b[p + 3] = 0x04;
-	p += 4;
-	b[p] = 0; b[p + 1] = 0;
-	memset(b + p + 2, 0xff, 2 * a);
-	p += 2 + 2 * a;
-	/* free space */
-	b[p] = H5_MSG_NIL; h5_le_encode(b + p + 1, NEWGRP_ROOM - 4, 2); b[p + 3] = 0;
-	memset(b + p + 4, 0, NEWGRP_ROOM - 4);
-	p += NEWGRP_ROOM;
-	total = p + 4;
-	h5_le_encode(b + p, h5_checksum_metadata(b, p), 4);
-	rc = h5_space_alloc(addr, f, total);
-	if (rc == 0)
-		rc = h5_file_write(f, *addr, b, total);
-	return rc;
-}
-
 int h5_group_create(uint64_t *addr, h5_file *f, uint64_t parent, const char *name, size_t name_len)
 {
+	const h5_lstore_ops *ops;
 	uint64_t start;
 	int rc;
 
@@ -197,7 +144,9 @@ int h5_group_create(uint64_t *addr, h5_file *f, uint64_t parent, const char *nam
 		return rc;
 	pthread_mutex_lock(&f->write_lock);
 	start = h5_space_end(f);
-	rc = new_group(addr, f);
+	rc = h5_lstore_at(&ops, f, parent);
+	if (rc == 0)
+		rc = ops->new_group(addr, f);
 	if (rc == 0)
 		rc = insert(f, parent, name, name_len, H5_LINK_HARD, *addr, NULL, 0, start);
 	pthread_mutex_unlock(&f->write_lock);

@@ -121,10 +121,8 @@ static int eoa_lower(h5_file *f, uint64_t end)
 /* Then the reserve goes back: the superblock's end of allocated space
  * drops to the allocation end (everything referenced lies below), written
  * before the fsync that follows; the file is cut only after that fsync. */
-int h5_txn_last(h5_txn *t, h5_ohdr_edit *e, size_t c)
+static int last_done(h5_txn *t, int rc)
 {
-	int rc = h5_ohdr_write_chunk(t->f, e, c);
-
 	if (rc == 0 && t->shrink)
 		rc = eoa_lower(t->f, t->end);
 	if (rc == 0 && t->durable)
@@ -132,6 +130,16 @@ int h5_txn_last(h5_txn *t, h5_ohdr_edit *e, size_t c)
 	if (rc == 0 && t->shrink)
 		rc = h5_space_cut(t->f, t->end);
 	return rc;
+}
+
+int h5_txn_last(h5_txn *t, h5_ohdr_edit *e, size_t c)
+{
+	return last_done(t, h5_ohdr_write_chunk(t->f, e, c));
+}
+
+int h5_txn_last_write(h5_txn *t, uint64_t addr, const void *buf, size_t len)
+{
+	return last_done(t, h5_file_write(t->f, addr, buf, len));
 }
 
 int h5_txn_sync(h5_file *f, bool unsynced)

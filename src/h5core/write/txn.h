@@ -48,6 +48,10 @@ int h5_txn_switch(h5_txn *t, h5_ohdr_edit *e, const h5_msg *lay);
 /* Chunk c of e, written after every other change. */
 int h5_txn_last(h5_txn *t, h5_ohdr_edit *e, size_t c);
 
+/* The same, the last write being len bytes at addr in place (a group's
+ * B-tree root, link_stab.c). */
+int h5_txn_last_write(h5_txn *t, uint64_t addr, const void *buf, size_t len);
+
 /* Nothing new to show, but a durable request: fsync what earlier commits
  * left unsynced (unsynced), and give back a reserve. */
 int h5_txn_sync(h5_file *f, bool unsynced);

@@ -1,0 +1,742 @@
+/*
+ * link_stab.c - links of a symbol-table group: the "stab" entry of
+ * link_store.h's table, what libhdf5 writes by default (h5py without
+ * libver, PyTables, libhdf5 1.6 and 1.8 files). Spec III.A.1 (v1 B-tree,
+ * node type 0: keys are local heap offsets of names, key i+1 the last name
+ * of child i), III.B (Symbol Table Node), III.C (Symbol Table Entry),
+ * III.D (Local Heap), IV.A.2.r (Symbol Table Message).
+ *
+ * As in libhdf5, the B-tree's root node and the local heap's header never
+ * move: the group's Symbol Table message, the superblock's root entry and
+ * the entries of parents (cache type 1) all hold their addresses. A change
+ * is one ordered commit (doc/MODIFY.md "Symbol-table groups"):
+ *  1. new names go into the local heap: into the tail of a free block of
+ *     the data segment, the block shrinking (each write harmless alone:
+ *     free space written, then used space nothing names); when no block
+ *     fits, into a new data segment at the allocation end, twice the size
+ *     (libhdf5's H5HL_insert doubles too);
+ *  2. the symbol table node the change falls in is written anew at the
+ *     allocation end (split in two past 2K entries, dropped when empty);
+ *     the other nodes stay; the B-tree nodes below the root are built anew
+ *     over the list of symbol table nodes, at most 2K children each;
+ *  3. fsync, the superblock's EOF address covering the new space (txn.c);
+ *     a moved data segment: the heap header's one write, fsync;
+ *  4. the root node's one in-place write: the change is visible.
+ * Old nodes and names stay unreferenced (space.h never reuses space while
+ * the file is open; libhdf5 does not reuse it across opens either).
+ */
+#include "base.h"
+#include "rd.h"
+#include "cache.h"
+#include "file.h"
+#include "ohdr.h"
+#include "linkmsg.h"
+#include "group.h"
+#include "lheap.h"
+#include "snod.h"
+#include "btree1.h"
+#include "space.h"
+#include "txn.h"
+#include "link_store.h"
+
+#define ALIGN8(x) (((x) + 7) & ~(uint64_t)7)
+#define MAX_LEAVES ((size_t)1 << 24)
+
+/* One symbol table node of the group, in name order. */
+typedef struct leaf {
+	uint64_t addr;
+	uint64_t rkey;          /* heap offset of its last name */
+	h5_snod_entry *e;       /* loaded entries (NULL: not loaded) */
+	size_t n;
+	bool changed;
+} leaf;
+
+typedef struct stab_edit {
+	h5_file *f;
+	h5_stab st;
+	/* the local heap's data segment as it will be, and its header */
+	uint8_t *heap;
+	uint64_t hsize, hfree, haddr;
+	uint64_t ofree;         /* the free list's head on disk */
+	bool moved;             /* a new data segment: written whole */
+	struct { uint64_t off, len; } dirty[8];
+	size_t ndirty;          /* in-place writes of the old segment */
+	leaf *lv;
+	size_t nl, cl;
+	uint64_t left_key;      /* key 0 of the root */
+	unsigned twok_leaf, k_int;
+} stab_edit;
+
+static uint64_t hget(const stab_edit *s, uint64_t off)
+{
+	return h5_le_decode(s->heap + off, s->f->fmt.sizeof_size);
+}
+
+static void hput(stab_edit *s, uint64_t off, uint64_t v)
+{
+	h5_le_encode(s->heap + off, v, s->f->fmt.sizeof_size);
+}
+
+/* The name at off, or NULL when off is outside the heap or unterminated. */
+static const char *hname(const stab_edit *s, uint64_t off)
+{
+	if (off >= s->hsize || !memchr(s->heap + off, 0, s->hsize - off))
+		return NULL;
+	return (const char *)s->heap + off;
+}
+
+static int mark(stab_edit *s, uint64_t off, uint64_t len)
+{
+	if (s->moved)
+		return 0;
+	if (s->ndirty == sizeof(s->dirty) / sizeof(s->dirty[0]))
+		return h5_err_set(H5_ERR_INVAL, "local heap: too many changes in one commit");
+	s->dirty[s->ndirty].off = off;
+	s->dirty[s->ndirty++].len = len;
+	return 0;
+}
+
+static bool no_block(const stab_edit *s, uint64_t off)
+{
+	unsigned n = s->f->fmt.sizeof_size;
+	uint64_t ones = n >= 8 ? UINT64_MAX : ((UINT64_C(1) << (8 * n)) - 1);
+
+	return off == H5_LHEAP_FREE_NULL || off == ones;
+}
+
+/* A data segment twice as large (at least by need), its new space one free
+ * block (the last block grows when it ends where the segment did). */
+static int heap_grow(stab_edit *s, uint64_t need)
+{
+	uint64_t two_l = 2 * (uint64_t)s->f->fmt.sizeof_size;
+	uint64_t more = ALIGN8(need > s->hsize ? need : s->hsize), nsize = s->hsize + more, tail = H5_ADDR_UNDEF;
+	uint8_t *nh;
+
+	if (more < two_l)
+		more = two_l, nsize = s->hsize + more;
+	if (nsize > ((uint64_t)1 << 32))
+		return h5_err_set(H5_ERR_NOSPC, "local heap at 0x%llx: names would pass 4 GiB",
+				  (unsigned long long)s->st.heap_addr);
+	nh = realloc(s->heap, nsize);
+	if (!nh)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	s->heap = nh;
+	memset(s->heap + s->hsize, 0, nsize - s->hsize);
+	for (uint64_t cur = s->hfree, guard = 0; !no_block(s, cur) && guard < s->hsize; cur = hget(s, cur), guard++)
+		if (cur + hget(s, cur + s->f->fmt.sizeof_size) == s->hsize)
+			tail = cur;
+	if (tail != H5_ADDR_UNDEF) {
+		hput(s, tail + s->f->fmt.sizeof_size, hget(s, tail + s->f->fmt.sizeof_size) + more);
+	} else {
+		hput(s, s->hsize, s->hfree);
+		hput(s, s->hsize + s->f->fmt.sizeof_size, more);
+		s->hfree = s->hsize;
+	}
+	s->hsize = nsize;
+	s->moved = true;
+	return 0;
+}
+
+/* str (len bytes, a NUL added) into the heap: *off. */
+static int heap_add(uint64_t *off, stab_edit *s, const char *str, size_t len)
+{
+	unsigned L = s->f->fmt.sizeof_size;
+	uint64_t need = ALIGN8((uint64_t)len + 1), two_l = 2 * (uint64_t)L;
+
+	for (int round = 0; round < 2; round++) {
+		uint64_t prev = H5_ADDR_UNDEF, cur = s->hfree;
+
+		for (uint64_t guard = 0; !no_block(s, cur); guard++) {
+			uint64_t next, size;
+
+			if (guard > s->hsize / 8 || cur > s->hsize || s->hsize - cur < two_l)
+				return h5_err_set(H5_ERR_FORMAT, "local heap at 0x%llx: bad free list",
+						  (unsigned long long)s->st.heap_addr);
+			next = hget(s, cur);
+			size = hget(s, cur + L);
+			if (size < two_l || size > s->hsize - cur)
+				return h5_err_set(H5_ERR_FORMAT, "local heap at 0x%llx: free block at %llu has "
+						  "size %llu", (unsigned long long)s->st.heap_addr,
+						  (unsigned long long)cur, (unsigned long long)size);
+			if (size == need || size >= need + two_l) {
+				int rc;
+
+				/* the tail of the block: its head (the list) stays */
+				*off = cur + size - need;
+				memset(s->heap + *off, 0, need);
+				memcpy(s->heap + *off, str, len);
+				rc = mark(s, *off, need);
+				if (rc == 0 && size == need) {
+					if (prev == H5_ADDR_UNDEF) {
+						s->hfree = next;
+					} else {
+						hput(s, prev, next);
+						rc = mark(s, prev, L);
+					}
+				} else if (rc == 0) {
+					hput(s, cur + L, size - need);
+					rc = mark(s, cur + L, L);
+				}
+				return rc;
+			}
+			prev = cur;
+			cur = next;
+		}
+		if (round == 0) {
+			int rc = heap_grow(s, need);
+
+			if (rc < 0)
+				return rc;
+		}
+	}
+	return h5_err_set(H5_ERR_FORMAT, "local heap at 0x%llx: no room after growing",
+			  (unsigned long long)s->st.heap_addr);
+}
+
+static int heap_load(stab_edit *s)
+{
+	h5_file *f = s->f;
+	uint8_t hdr[8 + 3 * 8];
+	h5_lheap h;
+	int rc = h5_file_read(f, s->st.heap_addr, hdr, h5_lheap_hdr_size(&f->fmt));
+
+	if (rc == 0)
+		rc = h5_lheap_decode(&h, &f->fmt, hdr, h5_lheap_hdr_size(&f->fmt));
+	if (rc < 0)
+		return rc;
+	s->hsize = h.size;
+	s->haddr = h.data_addr;
+	s->hfree = s->ofree = h5_le_decode(hdr + 8 + f->fmt.sizeof_size, f->fmt.sizeof_size);
+	if (s->hsize < 8)
+		return h5_err_set(H5_ERR_FORMAT, "local heap at 0x%llx: %llu-byte data segment",
+				  (unsigned long long)s->st.heap_addr, (unsigned long long)s->hsize);
+	return h5_file_read_alloc(&s->heap, f, s->haddr, s->hsize);
+}
+
+/* ---- the list of symbol table nodes ----------------------------------------- */
+
+static int push_leaf(stab_edit *s, size_t at, uint64_t addr, uint64_t rkey)
+{
+	if (s->nl == s->cl) {
+		size_t nc = s->cl ? 2 * s->cl : 16;
+		leaf *nv = nc <= MAX_LEAVES ? realloc(s->lv, nc * sizeof(*nv)) : NULL;
+
+		if (!nv)
+			return h5_err_set(H5_ERR_NOMEM, "out of memory");
+		s->lv = nv;
+		s->cl = nc;
+	}
+	memmove(s->lv + at + 1, s->lv + at, (s->nl - at) * sizeof(*s->lv));
+	s->lv[at] = (leaf){ .addr = addr, .rkey = rkey };
+	s->nl++;
+	return 0;
+}
+
+/* Depth-first: each child exactly one level below its parent, so the walk
+ * ends; the leaves come in name order. */
+static int collect(stab_edit *s, uint64_t addr, int level)
+{
+	h5_bt1_node *nd = NULL;
+	int rc = h5_bt1_get(&nd, s->f, addr, 0);
+
+	if (rc < 0)
+		return rc;
+	if (level < 0) {
+		s->left_key = nd->name_off[0];
+	} else if (nd->level != level) {
+		rc = h5_err_set(H5_ERR_FORMAT, "v1 B-tree node at 0x%llx: level %u, expected %d",
+				(unsigned long long)addr, nd->level, level);
+	}
+	for (unsigned i = 0; rc == 0 && i < nd->n; i++)
+		rc = nd->level ? collect(s, nd->child[i], nd->level - 1)
+			       : push_leaf(s, s->nl, nd->child[i], nd->name_off[i + 1]);
+	h5_bt1_release(s->f, nd);
+	return rc;
+}
+
+static int leaf_load(stab_edit *s, leaf *l)
+{
+	h5_snod *sn = NULL;
+	int rc;
+
+	if (l->e)
+		return 0;
+	rc = h5_snod_get(&sn, s->f, l->addr);
+	if (rc < 0)
+		return rc;
+	l->e = calloc(sn->n + 1, sizeof(*l->e));
+	if (l->e) {
+		memcpy(l->e, sn->e, sn->n * sizeof(*l->e));
+		l->n = sn->n;
+	} else {
+		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+	}
+	h5_snod_release(s->f, sn);
+	return rc;
+}
+
+/* The first node whose last name is not below name (nl: none). */
+static int find_leaf(size_t *at, const stab_edit *s, const char *name)
+{
+	size_t lo = 0, hi = s->nl;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const char *k = hname(s, s->lv[mid].rkey);
+
+		if (!k)
+			return h5_err_set(H5_ERR_FORMAT, "v1 B-tree key %llu outside the local heap",
+					  (unsigned long long)s->lv[mid].rkey);
+		if (strcmp(k, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*at = lo;
+	return 0;
+}
+
+/* Within a loaded node: *pos, the entry named name or where it would go;
+ * *found. */
+static int find_entry(size_t *pos, bool *found, const stab_edit *s, const leaf *l, const char *name)
+{
+	*found = false;
+	for (*pos = 0; *pos < l->n; (*pos)++) {
+		const char *k = hname(s, l->e[*pos].name_off);
+		int c;
+
+		if (!k)
+			return h5_err_set(H5_ERR_FORMAT, "symbol table entry: name offset %llu outside the local heap",
+					  (unsigned long long)l->e[*pos].name_off);
+		c = strcmp(k, name);
+		if (c >= 0) {
+			*found = c == 0;
+			break;
+		}
+	}
+	return 0;
+}
+
+/* Where name is: node *li, entry *ei (li == nl: no node could hold it). */
+static int locate(size_t *li, size_t *ei, bool *found, stab_edit *s, const char *name)
+{
+	int rc = find_leaf(li, s, name);
+
+	*found = false;
+	*ei = 0;
+	if (rc < 0 || *li == s->nl)
+		return rc;
+	rc = leaf_load(s, &s->lv[*li]);
+	return rc < 0 ? rc : find_entry(ei, found, s, &s->lv[*li], name);
+}
+
+/* ---- writing ----------------------------------------------------------------- */
+
+/* A changed node written anew, split past 2K entries (the left half keeps
+ * the larger share, as libhdf5's H5G__node_insert leaves K + 1). */
+static int write_leaf(stab_edit *s, size_t i)
+{
+	h5_file *f = s->f;
+	size_t len = h5_snod_size(&f->fmt, f->sym_leaf_k);
+	leaf *l = &s->lv[i];
+	uint8_t *buf = malloc(len);
+	int rc = buf ? 0 : h5_err_set(H5_ERR_NOMEM, "out of memory");
+
+	if (rc == 0 && l->n > s->twok_leaf) {
+		size_t left = (l->n + 1) / 2;
+		uint64_t addr;
+
+		rc = h5_snod_encode(buf, len, &f->fmt, f->sym_leaf_k, l->e + left, l->n - left);
+		if (rc == 0)
+			rc = h5_space_alloc(&addr, f, len);
+		if (rc == 0)
+			rc = h5_file_write(f, addr, buf, len);
+		if (rc == 0)
+			rc = push_leaf(s, i + 1, addr, s->lv[i].e[s->lv[i].n - 1].name_off);
+		l = &s->lv[i];  /* the array may have moved */
+		l->n = left;
+	}
+	if (rc == 0)
+		rc = h5_snod_encode(buf, len, &f->fmt, f->sym_leaf_k, l->e, l->n);
+	if (rc == 0)
+		rc = h5_space_alloc(&l->addr, f, len);
+	if (rc == 0)
+		rc = h5_file_write(f, l->addr, buf, len);
+	l->rkey = l->e[l->n - 1].name_off;
+	l->changed = false;
+	free(buf);
+	return rc;
+}
+
+/* The levels below the root, built over the nodes' (address, last name);
+ * *root_buf: the root's bytes. */
+static int build_tree(uint8_t *root_buf, size_t root_len, stab_edit *s)
+{
+	h5_file *f = s->f;
+	unsigned twok = 2 * s->k_int, level = 0;
+	size_t n = s->nl, nlen = h5_bt1_group_size(&f->fmt, s->k_int);
+	uint64_t *addr = malloc((n ? n : 1) * sizeof(*addr)), *rkey = malloc((n ? n : 1) * sizeof(*rkey));
+	uint64_t *keys = malloc((twok + 1) * sizeof(*keys)), *naddr = NULL;
+	uint8_t *buf = malloc(nlen);
+	int rc = addr && rkey && keys && buf ? 0 : h5_err_set(H5_ERR_NOMEM, "out of memory");
+
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		addr[i] = s->lv[i].addr;
+		rkey[i] = s->lv[i].rkey;
+	}
+	while (rc == 0 && n > twok) {
+		size_t m = (n + twok - 1) / twok, at = 0;
+
+		naddr = malloc(m * sizeof(*naddr));
+		if (!naddr) {
+			rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+			break;
+		}
+		for (size_t j = 0; rc == 0 && j < m; j++)
+			rc = h5_space_alloc(&naddr[j], f, nlen);
+		for (size_t j = 0; rc == 0 && j < m; j++) {
+			unsigned cnt = (unsigned)(n / m + (j < n % m));
+
+			keys[0] = at ? rkey[at - 1] : s->left_key;
+			for (unsigned c = 0; c < cnt; c++)
+				keys[c + 1] = rkey[at + c];
+			rc = h5_bt1_group_encode(buf, nlen, &f->fmt, s->k_int, level, j ? naddr[j - 1] : H5_ADDR_UNDEF,
+						 j + 1 < m ? naddr[j + 1] : H5_ADDR_UNDEF, keys, addr + at, cnt);
+			if (rc == 0)
+				rc = h5_file_write(f, naddr[j], buf, nlen);
+			/* the node stands for its children one level up */
+			addr[j] = naddr[j];
+			rkey[j] = keys[cnt];
+			at += cnt;
+		}
+		free(naddr);
+		naddr = NULL;
+		n = m;
+		level++;
+	}
+	if (rc == 0) {
+		keys[0] = s->left_key;
+		for (size_t c = 0; c < n; c++)
+			keys[c + 1] = rkey[c];
+		rc = h5_bt1_group_encode(root_buf, root_len, &f->fmt, s->k_int, level, H5_ADDR_UNDEF, H5_ADDR_UNDEF,
+					 keys, addr, (unsigned)n);
+	}
+	free(addr);
+	free(rkey);
+	free(keys);
+	free(buf);
+	return rc;
+}
+
+/* Steps 1-4 of the header comment, once the nodes and the heap are
+ * changed in memory. start: the allocation end before the caller's new
+ * space (UINT64_MAX: none). */
+static int commit(stab_edit *s, uint64_t start, bool durable)
+{
+	h5_file *f = s->f;
+	size_t rlen = h5_bt1_group_size(&f->fmt, s->k_int);
+	uint8_t *root = malloc(rlen), hdr[8 + 3 * 8];
+	uint64_t seg = H5_ADDR_UNDEF;
+	h5_txn t;
+	int rc = root ? 0 : h5_err_set(H5_ERR_NOMEM, "out of memory");
+
+	for (size_t i = 0; rc == 0 && i < s->nl; i++)
+		if (s->lv[i].changed)
+			rc = write_leaf(s, i);
+	if (rc == 0)
+		rc = build_tree(root, rlen, s);
+	if (rc == 0 && s->moved) {
+		rc = h5_space_alloc(&seg, f, s->hsize);
+		if (rc == 0)
+			rc = h5_file_write(f, seg, s->heap, s->hsize);
+	}
+	for (size_t i = 0; rc == 0 && i < s->ndirty && !s->moved; i++)
+		rc = h5_file_write(f, s->haddr + s->dirty[i].off, s->heap + s->dirty[i].off, s->dirty[i].len);
+	h5_lheap_hdr_encode(hdr, &f->fmt, s->hsize, s->hfree, s->moved ? seg : s->haddr);
+	if (rc == 0 && !s->moved && s->hfree != s->ofree)       /* a leak alone, like the rest */
+		rc = h5_file_write(f, s->st.heap_addr, hdr, h5_lheap_hdr_size(&f->fmt));
+	h5_txn_begin(&t, f, durable, NULL, NULL);
+	if (rc == 0)
+		rc = h5_txn_stage(&t, start);
+	if (rc == 0 && s->moved) {
+		/* a larger segment holding every old name where it was */
+		rc = h5_file_write(f, s->st.heap_addr, hdr, h5_lheap_hdr_size(&f->fmt));
+		if (rc == 0)
+			rc = h5_file_sync(f);
+	}
+	if (rc == 0)
+		rc = h5_txn_last_write(&t, s->st.btree_addr, root, rlen);
+	h5_cache_invalidate(f->meta, H5_CK_LHEAP, s->st.heap_addr);
+	h5_cache_invalidate(f->meta, H5_CK_BT1, s->st.btree_addr);
+	free(root);
+	return rc;
+}
+
+static void stab_close(stab_edit *s)
+{
+	for (size_t i = 0; i < s->nl; i++)
+		free(s->lv[i].e);
+	free(s->lv);
+	free(s->heap);
+}
+
+static int stab_open(stab_edit *s, h5_file *f, uint64_t group)
+{
+	h5_ohdr *oh = NULL;
+	h5_group_storage gs;
+	int rc = h5_ohdr_load(&oh, f, group);
+
+	memset(s, 0, sizeof(*s));
+	s->f = f;
+	s->twok_leaf = 2 * (unsigned)f->sym_leaf_k;
+	s->k_int = f->btree_k;
+	if (rc == 0)
+		rc = h5_group_storage_get(&gs, f, oh, group);
+	h5_ohdr_free(oh);
+	if (rc == 0 && gs.form != H5_GROUP_STAB)
+		rc = h5_err_set(H5_ERR_INVAL, "object 0x%llx is no symbol-table group", (unsigned long long)group);
+	if (rc == 0 && (s->twok_leaf == 0 || s->k_int == 0))
+		rc = h5_err_set(H5_ERR_FORMAT, "superblock: group node K of 0");
+	if (rc == 0) {
+		s->st = gs.stab;
+		rc = heap_load(s);
+	}
+	if (rc == 0)
+		rc = collect(s, s->st.btree_addr, -1);
+	return rc;
+}
+
+/* The edit: the entry name_rm taken out (*removed: a copy), then add
+ * (its name_off set here from add_name) put in. Both checked before any
+ * change: name_rm must be there, add_name must not. */
+static int stab_change(h5_file *f, uint64_t group, const char *name_rm, h5_snod_entry *removed,
+		       const h5_snod_entry *add, const char *add_name, const char *soft, uint64_t start, bool durable)
+{
+	stab_edit s;
+	size_t ri = 0, re = 0, ai = 0, ae = 0;
+	bool found;
+	h5_snod_entry e;
+	int rc = stab_open(&s, f, group);
+
+	if (rc == 0 && name_rm) {
+		rc = locate(&ri, &re, &found, &s, name_rm);
+		if (rc == 0 && !found)
+			rc = h5_err_set(H5_ERR_NOTFOUND, "no link \"%s\"", name_rm);
+	}
+	if (rc == 0 && add) {
+		rc = locate(&ai, &ae, &found, &s, add_name);
+		if (rc == 0 && found)
+			rc = h5_err_set(H5_ERR_INVAL, "group 0x%llx has a link \"%s\" already",
+					(unsigned long long)group, add_name);
+	}
+	if (rc < 0)
+		goto out;
+	if (name_rm) {
+		leaf *l = &s.lv[ri];
+
+		e = l->e[re];
+		if (removed)
+			*removed = e;
+		memmove(l->e + re, l->e + re + 1, (l->n - re - 1) * sizeof(*l->e));
+		l->n--;
+		l->changed = true;
+		if (l->n == 0) {
+			free(l->e);
+			memmove(s.lv + ri, s.lv + ri + 1, (s.nl - ri - 1) * sizeof(*s.lv));
+			s.nl--;
+		} else {
+			l->rkey = l->e[l->n - 1].name_off;
+		}
+	}
+	if (add) {
+		leaf *l;
+
+		e = *add;
+		rc = heap_add(&e.name_off, &s, add_name, strlen(add_name));
+		if (rc == 0 && soft) {
+			uint64_t off;
+
+			rc = heap_add(&off, &s, soft, strlen(soft));
+			e.link_off = (uint32_t)off;
+		}
+		if (rc < 0)
+			goto out;
+		/* the removal may have changed the list: look again */
+		rc = locate(&ai, &ae, &found, &s, add_name);
+		if (rc == 0 && ai == s.nl && s.nl > 0) {
+			ai = s.nl - 1;
+			rc = leaf_load(&s, &s.lv[ai]);
+			ae = s.lv[ai].n;
+		} else if (rc == 0 && s.nl == 0) {
+			rc = push_leaf(&s, 0, H5_ADDR_UNDEF, 0);
+			if (rc == 0 && !(s.lv[0].e = calloc(1, sizeof(*s.lv[0].e))))
+				rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+		}
+		if (rc < 0)
+			goto out;
+		l = &s.lv[ai];
+		memmove(l->e + ae + 1, l->e + ae, (l->n - ae) * sizeof(*l->e));
+		l->e[ae] = e;
+		l->n++;
+		l->changed = true;
+		l->rkey = l->e[l->n - 1].name_off;
+	}
+	rc = commit(&s, start, durable);
+out:
+	stab_close(&s);
+	return rc;
+}
+
+/* libhdf5 caches a group's symbol table in the entry that names it
+ * (cache type 1) when it makes the group; both addresses never move. */
+static int entry_of(h5_snod_entry *e, h5_file *f, const h5_link *l)
+{
+	memset(e, 0, sizeof(*e));
+	e->obj_addr = H5_ADDR_UNDEF;
+	if (l->type == H5_LINK_SOFT) {
+		e->cache_type = 2;
+		return 0;
+	}
+	if (l->type != H5_LINK_HARD)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "a symbol-table group holds hard and soft links only (libhdf5 "
+				  "would convert it to the new format for this link, which h5fs does not do)");
+	e->obj_addr = l->addr;
+	{
+		h5_ohdr *oh = NULL;
+		const h5_msg *m;
+		h5_stab st;
+
+		if (h5_ohdr_load(&oh, f, l->addr) < 0) {
+			h5_err_clear();
+			return 0;
+		}
+		m = h5_ohdr_find(oh, H5_MSG_STAB);
+		if (m && !(m->flags & H5_MSG_FLAG_SHARED) && h5_stab_decode(&st, &f->fmt, m->data, m->size) == 0) {
+			e->cache_type = 1;
+			e->btree_addr = st.btree_addr;
+			e->heap_addr = st.heap_addr;
+		}
+		h5_err_clear();
+		h5_ohdr_free(oh);
+	}
+	return 0;
+}
+
+static char *cstr(const char *name, size_t len)
+{
+	char *s = strndup(name, len);
+
+	if (!s)
+		h5_err_set(H5_ERR_NOMEM, "out of memory");
+	return s;
+}
+
+static int stab_insert(h5_file *f, uint64_t group, const h5_link *l, uint64_t start, bool durable)
+{
+	h5_snod_entry e;
+	char *name = cstr(l->name, l->name_len);
+	int rc = name ? entry_of(&e, f, l) : H5_ERR_NOMEM;
+
+	if (rc == 0)
+		rc = stab_change(f, group, NULL, NULL, &e, name, l->type == H5_LINK_SOFT ? l->target : NULL,
+				 start == UINT64_MAX ? h5_space_end(f) : start, durable);
+	free(name);
+	return rc;
+}
+
+static int stab_remove(h5_file *f, uint64_t group, const char *name, size_t name_len, bool durable)
+{
+	char *n = cstr(name, name_len);
+	int rc = n ? stab_change(f, group, n, NULL, NULL, NULL, NULL, h5_space_end(f), durable) : H5_ERR_NOMEM;
+
+	free(n);
+	return rc;
+}
+
+/* The entry keeps its object, cache and soft link value; one commit. */
+static int stab_rename(h5_file *f, uint64_t group, const char *name, size_t name_len, const char *newname,
+		       size_t newname_len, bool durable)
+{
+	char *o = cstr(name, name_len), *n = cstr(newname, newname_len);
+	h5_snod_entry e = { 0 };
+	stab_edit s;
+	size_t li, ei;
+	bool found;
+	int rc = o && n ? 0 : H5_ERR_NOMEM;
+
+	/* the entry first, read-only, so that the one change carries it */
+	if (rc == 0)
+		rc = stab_open(&s, f, group);
+	if (rc == 0) {
+		rc = locate(&li, &ei, &found, &s, o);
+		if (rc == 0 && !found)
+			rc = h5_err_set(H5_ERR_NOTFOUND, "no link \"%s\"", o);
+		if (rc == 0)
+			e = s.lv[li].e[ei];
+		stab_close(&s);
+	}
+	if (rc == 0)
+		rc = stab_change(f, group, o, NULL, &e, n, NULL, h5_space_end(f), durable);
+	free(o);
+	free(n);
+	return rc;
+}
+
+/* ---- a new group of this form --------------------------------------------------
+ * What libhdf5 makes for a group in a file of the earliest format: a v1
+ * object header (IV.A.1.a) with a Symbol Table message, an empty B-tree
+ * root (level 0, no children, key 0 the empty name) and a local heap of 88
+ * bytes, the empty name at offset 0 and one free block; one allocation,
+ * header, root, heap, written at the allocation end (the link makes it
+ * visible). The header has room (a NIL message) for a few attributes. */
+#define NEWGRP_ROOM 96
+
+static int stab_new_group(uint64_t *addr, h5_file *f)
+{
+	const h5_fmt *fmt = &f->fmt;
+	unsigned A = fmt->sizeof_addr, L = fmt->sizeof_size;
+	size_t msgs = 8 + ALIGN8(2 * (uint64_t)A) + NEWGRP_ROOM, ohlen = 16 + msgs;
+	size_t btlen = h5_bt1_group_size(fmt, f->btree_k), hlen = h5_lheap_hdr_size(fmt), dlen = 88;
+	size_t total = ohlen + btlen + hlen + dlen, p;
+	uint64_t key0 = 0, bt, heap;
+	uint8_t *b = calloc(1, total);
+	int rc = b ? 0 : h5_err_set(H5_ERR_NOMEM, "out of memory");
+
+	if (rc == 0)
+		rc = h5_space_alloc(addr, f, total);
+	if (rc < 0)
+		goto out;
+	bt = *addr + ohlen;
+	heap = bt + btlen;
+	b[0] = 1;                       /* version */
+	h5_le_encode(b + 2, 2, 2);      /* messages */
+	h5_le_encode(b + 4, 1, 4);      /* reference count */
+	h5_le_encode(b + 8, msgs, 4);
+	p = 16;
+	h5_le_encode(b + p, H5_MSG_STAB, 2);
+	h5_le_encode(b + p + 2, ALIGN8(2 * (uint64_t)A), 2);
+	h5_le_encode(b + p + 8, bt, A);
+	h5_le_encode(b + p + 8 + A, heap, A);
+	p += 8 + ALIGN8(2 * (uint64_t)A);
+	h5_le_encode(b + p, H5_MSG_NIL, 2);
+	h5_le_encode(b + p + 2, NEWGRP_ROOM - 8, 2);
+	rc = h5_bt1_group_encode(b + ohlen, btlen, fmt, f->btree_k, 0, H5_ADDR_UNDEF, H5_ADDR_UNDEF, &key0, NULL, 0);
+	if (rc < 0)
+		goto out;
+	h5_lheap_hdr_encode(b + ohlen + btlen, fmt, dlen, 8, heap + hlen);
+	p = ohlen + btlen + hlen;
+	h5_le_encode(b + p + 8, H5_LHEAP_FREE_NULL, L);
+	h5_le_encode(b + p + 8 + L, dlen - 8, L);
+	rc = h5_file_write(f, *addr, b, total);
+out:
+	free(b);
+	return rc;
+}
+
+const h5_lstore_ops h5_lstore_stab = {
+	.name = "symbol table",
+	.insert = stab_insert,
+	.remove = stab_remove,
+	.rename = stab_rename,
+	.new_group = stab_new_group,
+};
