@@ -18,8 +18,9 @@ alone. Then the files a crash could leave are built from the trace:
   per change, whose tearing inside a sector-straddling write is the
   residual risk doc/APPEND.md names): every attribute must hold a value it
   held in some state (each change done or not done);
-Groups and links (latest.h5: mkdir, symlink, unlink, and mv and ln) are
-enumerated the same way, their states being the tree of links; a power-cut
+Groups and links (mkdir, symlink, unlink, and mv and ln; in latest.h5's
+compact groups and in default.h5's symbol-table groups, where enough names
+split nodes and grow the local heap) are enumerated the same way, their states being the tree of links; a power-cut
 image must be opened by h5py, each of its links one that some state has
 (two changes of different headers may land without each other after a
 power cut). A move across groups is a hard link to the new name, then the
@@ -67,7 +68,9 @@ OPS = [
 ]
 
 
-# groups and links (compact link storage: latest.h5 only)
+ATTR_OPS = OPS
+
+# groups and links (compact link storage: latest.h5)
 LINK_OPS = [
     "mkdir\t/\tn",
     "mkdir\t/n\ta",
@@ -79,6 +82,15 @@ LINK_OPS = [
     "mkdir\t/g\tsub",
 ]
 
+
+# the same in symbol-table groups (default.h5), with enough names in /g
+# to split its symbol table nodes (2K = 8 entries) and grow its local heap
+STAB_OPS = LINK_OPS + ["mkdir\t/g\tm%02d" % i for i in range(12)] + [
+    "symlink\t/g\tlong-%s\t/g/m03" % ("n" * 80),
+    "unlink\t/g\tm05",
+    "unlink\t/g\tm00",
+    "mkdir\t/g\tm05",
+]
 
 # moves and hard links (latest.h5); the states they may leave, as the
 # changes that give them (a move across groups: "ln" then "unlink")
@@ -259,7 +271,8 @@ def run_case(work, fx, rng, OPS=OPS, objs=MF.OBJS, STATES=None):
     # a failing Nth write or sync (every N on the first file, a sample on
     # the others: each is a run of the helper)
     nio = len(ops)
-    picks = range(1, nio + 1) if fx == "default.h5" else sorted(rng.sample(range(1, nio + 1), min(8, nio)))
+    picks = range(1, nio + 1) if fx == "default.h5" and OPS is ATTR_OPS else \
+        sorted(rng.sample(range(1, nio + 1), min(8, nio)))
     for n in picks:
         p = os.path.join(work, "fail.h5")
         shutil.copy(base_path, p)
@@ -286,6 +299,8 @@ def main():
             total += run_case(work, fx, rng)
     total += run_case(work, "latest.h5", rng, LINK_OPS, None)
     total += run_case(work, "latest.h5", rng, MOVE_OPS, None, MOVE_STATES)
+    total += run_case(work, "default.h5", rng, STAB_OPS, None)
+    total += run_case(work, "default.h5", rng, MOVE_OPS, None, MOVE_STATES)
     shutil.rmtree(work, ignore_errors=True)
     print("%d crash states checked in all" % total)
     return T.finish()
