@@ -17,8 +17,9 @@ symlink texts after their group moved (relative to where they are shown),
 reads of moved datasets. Refusals change nothing: a group over a dataset
 (ENOTDIR), a dataset over a group (EISDIR), a group over a non-empty one
 (ENOTEMPTY), ln of a group (EPERM), ln onto an existing name (EEXIST), a
-name that is not there (ENOENT), and mv in a symbol-table group (h5py's
-default format: ENOTSUP, not written yet).
+name that is not there (ENOENT). All of it twice: on a libver="latest"
+fixture (compact link storage) and on one of h5py's default format
+(symbol-table groups).
 """
 import errno
 import os
