@@ -674,19 +674,43 @@ int h5_attr_delete(h5_file *f, uint64_t addr, const char *name, size_t name_len)
 int h5_file_write_sync(h5_file *f);
 
 /* ---- adding links (write/link_write.c) ------------------------------------
- * Link NAME added to the group at `group`, in compact link storage (a link
- * message in its v2 header: libver="latest" groups): a hard link to the
- * object header at addr, or (H5_LINK_SOFT) a soft link to target. One
- * ordered commit (doc/MODIFY.md); durable: fsync'd. A hard link to an
- * object that has links already needs its reference count raised first
- * (not done here: for new objects, whose header counts this link). Refused:
- * symbol-table groups and dense storage (H5_ERR_UNSUPPORTED), a full
- * compact storage (H5_ERR_NOSPC), a name the group has (H5_ERR_INVAL). */
+ * Link NAME added to the group at `group`, in compact link storage (link
+ * messages in a v2 header: libver="latest" groups) or a symbol table
+ * (h5py's default format): a hard link to the object header at addr, or
+ * (H5_LINK_SOFT) a soft link to target. One ordered commit
+ * (doc/MODIFY.md); durable: fsync'd. A hard link to an object that has
+ * links already needs its reference count raised first (not done here:
+ * for new objects, whose header counts this link). Refused: dense storage
+ * (H5_ERR_UNSUPPORTED), a full compact storage (H5_ERR_NOSPC), a name the
+ * group has (H5_ERR_INVAL). */
 int h5_link_insert(h5_file *f, uint64_t group, const char *name, size_t name_len, h5_link_type type,
 		   uint64_t addr, const char *target, int durable);
-/* A new empty group NAME in group parent (both of compact link storage: a
- * v2 header as libhdf5's latest format writes), at *addr. */
+/* A new empty group NAME in group parent, at *addr: of the parent's form
+ * (a v2 header of compact link storage, or a v1 header with an empty
+ * symbol table), as libhdf5 makes one in such a file. */
 int h5_group_create(uint64_t *addr, h5_file *f, uint64_t parent, const char *name, size_t name_len);
+
+/* ---- new datasets (write/dset_create.c) ------------------------------------
+ * A dataset of a NumPy numeric dtype (dset_enc.h's kinds: 'b', 'i', 'u',
+ * 'f', 'c'; size bytes): contiguous at data_addr (data_size bytes the
+ * caller wrote there, new space), or chunked (chunk; growable: dims[0]
+ * unlimited) with no chunk yet (a v1 B-tree index once appended to). */
+typedef struct h5_dset_new {
+	unsigned rank;          /* at most 32 (H5_MAX_RANK) */
+	uint64_t dims[32];
+	char kind;
+	unsigned size;
+	int big_endian;
+	int chunked, growable;
+	uint64_t chunk[32];
+	uint64_t data_addr, data_size;  /* contiguous */
+} h5_dset_new;
+
+/* Dataset NAME made in group (*addr: its header) and linked, one commit
+ * (doc/MODIFY.md "New datasets"); start: the allocation end before the
+ * data the caller wrote for it (UINT64_MAX: none), made durable first. */
+int h5_dataset_create(uint64_t *addr, h5_file *f, uint64_t group, const char *name, size_t name_len,
+		      const h5_dset_new *d, uint64_t start);
 /* Link NAME removed from the group (compact storage). want 1: only an
  * empty group (H5_ERR_INVAL if no group, H5_ERR_PERM if not empty); 2:
  * only what is not a group (H5_ERR_PERM); 0: anything. The object's

@@ -20,6 +20,8 @@ int disp_attr_out(h5fs_mount *m, struct stat *st, const struct target *t);
 /* the entry of name in parent: fe filled, one kernel reference made
  * (LOOKUP, READDIRPLUS, a change's new entry) */
 int disp_entry_of(struct fuse_entry_param *fe, h5fs_mount *m, const struct target *t, fuse_ino_t parent, const char *name);
+/* n kernel references to the global id g given back (FORGET) */
+void disp_forget(h5fs_mount *m, uint64_t g, uint64_t n);
 
 /* An open file: the root's handle (fi->fh as the root set it) and the
  * slot it is held in. */

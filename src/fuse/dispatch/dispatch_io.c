@@ -14,23 +14,17 @@ static void fi_root(struct fuse_file_info *rfi, const struct fuse_file_info *fi,
 	rfi->fh = h->fh;
 }
 
-void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+/* The root's open of ino, its handle in fi (one root: the root's own;
+ * else a dispatcher handle naming the slot, pinned). */
+static int open_handle(h5fs_mount *m, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	h5fs_mount *m = fuse_req_userdata(req);
 	struct fuse_file_info rfi = *fi;
 	struct fhandle *h;
 	struct target t;
 	int err;
 
-	if (m->identity) {
-		/* one root: its handle is the request's, as before */
-		err = m->slots[0]->ops->open(m->slots[0]->r, fi, ino);
-		if (err)
-			fuse_reply_err(req, err);
-		else if (fuse_reply_open(req, fi) != 0)
-			m->slots[0]->ops->release(m->slots[0]->r, ino, fi);   /* interrupted */
-		return;
-	}
+	if (m->identity)
+		return m->slots[0]->ops->open(m->slots[0]->r, fi, ino);   /* its handle is the request's */
 	h = calloc(1, sizeof(*h));
 	err = h ? disp_target(&t, m, ino) : ENOMEM;
 	if (!err) {
@@ -46,17 +40,72 @@ void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	if (err) {
 		free(h);
-		fuse_reply_err(req, err);
-		return;
+		return err;
 	}
 	fi->direct_io = rfi.direct_io;
 	fi->keep_cache = rfi.keep_cache;
 	fi->fh = (uint64_t)(uintptr_t)h;
-	if (fuse_reply_open(req, fi) != 0) {
-		rfi.fh = h->fh;
-		h->s->ops->release(h->s->r, h->local, &rfi);    /* interrupted */
-		slot_unpin(m, h->s);
-		free(h);
+	return 0;
+}
+
+/* The reply could not be sent (interrupted): the handle goes. */
+static void open_undo(h5fs_mount *m, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fhandle *h = (struct fhandle *)(uintptr_t)fi->fh;
+	struct fuse_file_info rfi = *fi;
+
+	if (m->identity) {
+		m->slots[0]->ops->release(m->slots[0]->r, ino, fi);
+		return;
+	}
+	rfi.fh = h->fh;
+	h->s->ops->release(h->s->r, h->local, &rfi);
+	slot_unpin(m, h->s);
+	free(h);
+}
+
+void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	h5fs_mount *m = fuse_req_userdata(req);
+	int err = open_handle(m, ino, fi);
+
+	if (err)
+		fuse_reply_err(req, err);
+	else if (fuse_reply_open(req, fi) != 0)
+		open_undo(m, ino, fi);
+}
+
+/* create(2): the root makes NAME (a member file: a new dataset,
+ * member/link.c member_create), the dispatcher looks it up and opens it
+ * for the writes that follow (O_CREAT, O_EXCL and O_TRUNC done with). */
+void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, struct fuse_file_info *fi)
+{
+	h5fs_mount *m = fuse_req_userdata(req);
+	struct fuse_entry_param fe;
+	struct target t;
+	int err = disp_target(&t, m, parent);
+
+	(void)mode;
+	if (err) {
+		fuse_reply_err(req, err);
+		return;
+	}
+	err = t.s->ops->create ? t.s->ops->create(t.s->r, t.local, name) : EROFS;
+	if (!err)
+		err = disp_entry_of(&fe, m, &t, parent, name);
+	disp_target_end(m, &t);
+	if (err) {
+		fuse_reply_err(req, err);
+		return;
+	}
+	fi->flags &= ~(O_CREAT | O_EXCL | O_TRUNC);
+	err = open_handle(m, fe.ino, fi);
+	if (err) {
+		disp_forget(m, fe.ino, 1);      /* the lookup's reference */
+		fuse_reply_err(req, err);
+	} else if (fuse_reply_create(req, &fe, fi) != 0) {
+		open_undo(m, fe.ino, fi);
+		disp_forget(m, fe.ino, 1);
 	}
 }
 

@@ -63,7 +63,7 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 /* No request: a FORGET only gives back references, never opens a
  * member (one that was closed dropped its nodes with it). */
-static void forget_one(h5fs_mount *m, uint64_t g, uint64_t n)
+void disp_forget(h5fs_mount *m, uint64_t g, uint64_t n)
 {
 	struct slot *s;
 	uint64_t local = g;
@@ -81,7 +81,7 @@ static void forget_one(h5fs_mount *m, uint64_t g, uint64_t n)
 
 void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
-	forget_one(fuse_req_userdata(req), ino, nlookup);
+	disp_forget(fuse_req_userdata(req), ino, nlookup);
 	fuse_reply_none(req);
 }
 
@@ -90,7 +90,7 @@ void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forg
 	size_t i;
 
 	for (i = 0; i < count; i++)
-		forget_one(fuse_req_userdata(req), forgets[i].ino, forgets[i].nlookup);
+		disp_forget(fuse_req_userdata(req), forgets[i].ino, forgets[i].nlookup);
 	fuse_reply_none(req);
 }
 
@@ -283,7 +283,7 @@ void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 		len = fuse_add_direntry_plus(req, buf + pos, size - pos, name, &fe, (off_t)(i + 1));
 		if (len > size - pos) {
 			if (fe.ino)
-				forget_one(m, fe.ino, 1);
+				disp_forget(m, fe.ino, 1);
 			break;
 		}
 		pos += len;

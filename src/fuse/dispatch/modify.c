@@ -1,4 +1,4 @@
-/* modify.c - the changes no root takes: create and mknod (refused; setattr,
+/* modify.c - the change no root takes: mknod (refused; create, setattr,
  * the xattr changes, mkdir, rmdir, unlink, symlink, rename and link, which
  * depend on the root, are dispatch_io.c's). The operations table is
  * dispatch.c's. */
@@ -11,12 +11,5 @@
 void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
 	(void)parent; (void)name; (void)mode; (void)rdev;
-	fuse_reply_err(req, EROFS);
-}
-
-void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-		      struct fuse_file_info *fi)
-{
-	(void)parent; (void)name; (void)mode; (void)fi;
 	fuse_reply_err(req, EROFS);
 }

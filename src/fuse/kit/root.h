@@ -97,6 +97,9 @@ struct root_ops {
 	int (*rmdir)(void *r, uint64_t parent, const char *name);
 	int (*unlink)(void *r, uint64_t parent, const char *name);
 	int (*symlink)(void *r, const char *target, uint64_t parent, const char *name);
+	/* create(2): NAME made, to be looked up and opened for writing by
+	 * the dispatcher */
+	int (*create)(void *r, uint64_t parent, const char *name);
 	/* rename(2) within the root (flags: RENAME_NOREPLACE, ...); link(2):
 	 * the dispatcher looks the new name up for its reply */
 	int (*rename)(void *r, uint64_t parent, const char *name, uint64_t newparent, const char *newname,

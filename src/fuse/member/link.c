@@ -113,6 +113,38 @@ int member_mkdir(void *r, uint64_t parent, const char *name)
 	return err;
 }
 
+/* create(2) in a group (cp blob.bin mnt/g/; issue 32 item 2): a growable
+ * 1-D uint8 dataset NAME, made and linked at once (one commit,
+ * write/dset_create.c), which the dispatcher then opens for writing: what
+ * is written is appended (write.c), so the bytes are there, committed, at
+ * close or fsync. Chunks of 64 KiB: h5py's guess for an empty growable
+ * uint8 dataset is 1 KiB, which would make a 1 GiB copy a million chunks. */
+#define NEW_BYTES_CHUNK 65536
+
+int member_create(void *r, uint64_t parent, const char *name)
+{
+	h5fs *fs = r;
+	struct node *p;
+	struct use u;
+	h5_link l;
+	uint64_t addr;
+	h5_dset_new d = { .rank = 1, .kind = 'u', .size = 1, .chunked = 1, .growable = 1,
+			  .chunk = { NEW_BYTES_CHUNK } };
+	int err = begin(&u, fs, &p, parent), rc;
+
+	if (err)
+		return err;
+	rc = h5_group_lookup(&l, u.f, u.addr, name);
+	h5_link_clear(&l);
+	h5_err_clear();
+	if (rc == 0)
+		err = EEXIST;
+	else if ((rc = h5_dataset_create(&addr, u.f, u.addr, name, strlen(name), &d, UINT64_MAX)) < 0)
+		err = link_errno(fs, rc, EPERM, EINVAL, "create", p, name);
+	end(fs, &u);
+	return err;
+}
+
 /* st_nlink of the node of the object at addr (if the kernel holds one) as
  * its header counts now: after a hard link made or removed. */
 static void nlink_update(h5fs *fs, h5_file *f, uint64_t addr)

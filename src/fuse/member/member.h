@@ -95,6 +95,7 @@ int views_mkdir(void *r, uint64_t parent, const char *name);
 int views_rmdir(void *r, uint64_t parent, const char *name);
 int views_unlink(void *r, uint64_t parent, const char *name);
 int views_symlink(void *r, const char *target, uint64_t parent, const char *name);
+int views_create(void *r, uint64_t parent, const char *name);
 int views_rename(void *r, uint64_t parent, const char *name, uint64_t newparent, const char *newname, unsigned flags);
 int views_link(void *r, uint64_t ino, uint64_t newparent, const char *newname);
 /* Make n (a dataset's node, just made) the view kind/frame numbered ino:
@@ -127,6 +128,8 @@ int member_mkdir(void *r, uint64_t parent, const char *name);
 int member_rmdir(void *r, uint64_t parent, const char *name);
 int member_unlink(void *r, uint64_t parent, const char *name);
 int member_symlink(void *r, const char *target, uint64_t parent, const char *name);
+/* create(2): a new growable 1-D uint8 dataset NAME, written by appends */
+int member_create(void *r, uint64_t parent, const char *name);
 int member_rename(void *r, uint64_t parent, const char *name, uint64_t newparent, const char *newname,
 		  unsigned flags);
 int member_link(void *r, uint64_t ino, uint64_t newparent, const char *newname);

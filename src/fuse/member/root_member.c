@@ -104,6 +104,7 @@ const struct root_ops h5fs_member_ops = {
 	.rmdir = views_rmdir,
 	.unlink = views_unlink,
 	.symlink = views_symlink,
+	.create = views_create,
 	.rename = views_rename,
 	.link = views_link,
 	.writable = member_writable,

@@ -603,6 +603,11 @@ int views_symlink(void *r, const char *target, uint64_t parent, const char *name
 	return is_view(r, parent) ? EROFS : member_symlink(r, target, parent, name);
 }
 
+int views_create(void *r, uint64_t parent, const char *name)
+{
+	return is_view(r, parent) ? EROFS : member_create(r, parent, name);
+}
+
 int views_rename(void *r, uint64_t parent, const char *name, uint64_t newparent, const char *newname, unsigned flags)
 {
 	return is_view(r, parent) || is_view(r, newparent) ? EROFS

@@ -506,18 +506,37 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 		fuse_reply_write(req, size);
 }
 
+/* A handle that has not written holds no lock, but its flush or fsync is
+ * a durable commit, which may write (the superblock's EOF address drops
+ * back from a reserve an earlier commit took: cp /dev/null, or a dup'd
+ * descriptor closed before the writes, found with create(2)): it takes
+ * FILE's lock for that (*took). When another program holds it, this
+ * handle has nothing to commit: false, nothing to do. */
+static bool sync_lock(h5fs *fs, struct wfile *w, bool *took)
+{
+	*took = false;
+	if (__atomic_load_n(&w->holding, __ATOMIC_RELAXED))
+		return true;
+	*took = fs_write_begin(fs) == 0;
+	h5_err_clear();
+	return *took;
+}
+
 /* close() (and fsync()) commit every complete row, durably. At close a trailing
  * partial row is dropped and reported as EINVAL. */
 static int do_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 {
 	size_t partial;
+	bool took = false;
 	int rc, e;
 
 	if (!w)
 		return 0;
 	wq_drain(w->q);
 	pthread_mutex_lock(&w->q->apply);
-	rc = w->a ? h5_append_flush(w->a) : 0;
+	rc = w->a && sync_lock(fs, w, &took) ? h5_append_flush(w->a) : 0;
+	if (took)
+		fs_write_end(fs);
 	wfile_refresh(fs, w, ino);
 	e = rc < 0 ? 0 : wfile_err(w);
 	if (rc == 0 && !e)
@@ -545,6 +564,7 @@ int member_flush(void *r, uint64_t ino, struct fuse_file_info *fi)
 
 static int do_fsync(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 {
+	bool took = false;
 	int rc, e;
 
 	if (!w) {
@@ -554,7 +574,10 @@ static int do_fsync(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	}
 	wq_drain(w->q);
 	pthread_mutex_lock(&w->q->apply);
-	rc = w->a ? h5_append_flush(w->a) : 0;    /* committed rows are on disk (fsync'd) */
+	/* committed rows are on disk (fsync'd) */
+	rc = w->a && sync_lock(fs, w, &took) ? h5_append_flush(w->a) : 0;
+	if (took)
+		fs_write_end(fs);
 	wfile_refresh(fs, w, ino);
 	e = rc < 0 ? 0 : wfile_err(w);
 	if (rc == 0 && !e)

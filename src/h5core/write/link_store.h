@@ -65,6 +65,10 @@ int h5_lstore_at(const h5_lstore_ops **ops, h5_file *f, uint64_t addr);
  * removed, with h5_link_delete's `want` checks, the count of its object
  * lowered after when it had other links. */
 int h5_link_insert_locked(h5_file *f, uint64_t group, const h5_link *l, const char *name, size_t name_len);
+/* Under f->write_lock: a hard link NAME to a new object at addr, written
+ * after start (the allocation end before it), one commit. */
+int h5_link_insert_new_locked(h5_file *f, uint64_t group, const char *name, size_t name_len, uint64_t addr,
+			      uint64_t start);
 int h5_link_remove_locked(h5_file *f, uint64_t group, const char *name, size_t name_len, int want);
 
 /* Under f->write_lock (link_move.c): the reference count of the object

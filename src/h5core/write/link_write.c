@@ -114,6 +114,14 @@ int h5_link_insert_locked(h5_file *f, uint64_t group, const h5_link *link, const
 	return ops->insert(f, group, &l, UINT64_MAX, false);
 }
 
+int h5_link_insert_new_locked(h5_file *f, uint64_t group, const char *name, size_t name_len, uint64_t addr,
+			      uint64_t start)
+{
+	int rc = link_name_check(name, name_len);
+
+	return rc < 0 ? rc : insert(f, group, name, name_len, H5_LINK_HARD, addr, NULL, 0, start);
+}
+
 int h5_link_insert(h5_file *f, uint64_t group, const char *name, size_t name_len, h5_link_type type,
 		   uint64_t addr, const char *target, int durable)
 {

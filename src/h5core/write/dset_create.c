@@ -1,0 +1,98 @@
+/*
+ * dset_create.c - a new dataset, linked into a group (h5core.h "new
+ * datasets"; issue 32 item 2; doc/MODIFY.md "New datasets").
+ *
+ * The object header is version 1 (IV.A.1.a), as h5py writes one in a file
+ * of the default format and as libhdf5 reads in a file of any format:
+ * Dataspace (version 1, maximum dimensions present), Datatype (version 1,
+ * constant), Fill Value (version 2, the library default, constant) and
+ * Data Layout (version 3) messages, the encoders of format/dset_enc.c, and
+ * a NIL message of room for a few attributes. It is written at the
+ * allocation end, then the link makes it visible: one commit through the
+ * group's entry of the link-store table (link_store.h), whose stage makes
+ * the header (and data written before, from `start`) durable and covered
+ * by the EOF address before the one write that links it.
+ */
+#include "base.h"
+#include "rd.h"
+#include "file.h"
+#include "ohdr.h"
+#include "dset_enc.h"
+#include "space.h"
+#include "link_store.h"
+
+#define ALIGN8(x) (((x) + 7) & ~(size_t)7)
+#define ROOM 128                /* NIL bytes for attributes (setfattr) */
+#define MSG_CONSTANT 0x01
+
+/* One v1 message (type, flags, body padded to 8) at b + *p. */
+static void put_msg(uint8_t *b, size_t *p, unsigned type, unsigned flags, const uint8_t *body, size_t len)
+{
+	h5_le_encode(b + *p, type, 2);
+	h5_le_encode(b + *p + 2, ALIGN8(len), 2);
+	b[*p + 4] = (uint8_t)flags;
+	memcpy(b + *p + 8, body, len);
+	*p += 8 + ALIGN8(len);
+}
+
+static int new_header(uint64_t *addr, h5_file *f, const h5_dset_new *d)
+{
+	const h5_fmt *fmt = &f->fmt;
+	uint8_t sp[16 + 2 * 8 * H5_MAX_RANK], ty[64], fv[16], lay[32 + 4 * H5_MAX_RANK];
+	size_t lsp, lty, lfv, llay, msgs, p = 16;
+	uint64_t maxdims[H5_MAX_RANK];
+	uint8_t *b = NULL;
+	int rc;
+
+	for (unsigned i = 0; i < d->rank; i++)
+		maxdims[i] = d->chunked && i == 0 && d->growable ? H5_UNLIMITED : d->dims[i];
+	rc = h5_enc_dspace(sp, &lsp, sizeof(sp), fmt, d->rank, d->dims, maxdims);
+	if (rc == 0)
+		rc = h5_enc_dtype(ty, &lty, sizeof(ty), d->kind, d->size, d->big_endian);
+	if (rc == 0)
+		rc = h5_enc_fill_default(fv, &lfv, sizeof(fv), d->chunked);
+	if (rc == 0)
+		rc = h5_enc_layout(lay, &llay, sizeof(lay), fmt, d->rank, d->chunked ? d->chunk : NULL, d->size,
+				   d->chunked ? H5_ADDR_UNDEF : d->data_addr, d->chunked ? 0 : d->data_size);
+	if (rc < 0)
+		return rc;
+	msgs = 4 * 8 + ALIGN8(lsp) + ALIGN8(lty) + ALIGN8(lfv) + ALIGN8(llay) + ROOM;
+	b = calloc(1, 16 + msgs);
+	if (!b)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	b[0] = 1;                       /* version */
+	h5_le_encode(b + 2, 5, 2);      /* messages */
+	h5_le_encode(b + 4, 1, 4);      /* reference count */
+	h5_le_encode(b + 8, msgs, 4);
+	put_msg(b, &p, H5_MSG_DSPACE, 0, sp, lsp);
+	put_msg(b, &p, H5_MSG_DTYPE, MSG_CONSTANT, ty, lty);
+	put_msg(b, &p, H5_MSG_FILL, MSG_CONSTANT, fv, lfv);
+	put_msg(b, &p, H5_MSG_LAYOUT, 0, lay, llay);
+	h5_le_encode(b + p, H5_MSG_NIL, 2);
+	h5_le_encode(b + p + 2, ROOM - 8, 2);
+	rc = h5_space_alloc(addr, f, 16 + msgs);
+	if (rc == 0)
+		rc = h5_file_write(f, *addr, b, 16 + msgs);
+	free(b);
+	return rc;
+}
+
+int h5_dataset_create(uint64_t *addr, h5_file *f, uint64_t group, const char *name, size_t name_len,
+		      const h5_dset_new *d, uint64_t start)
+{
+	int rc;
+
+	*addr = H5_ADDR_UNDEF;
+	if (!h5_file_writable(f))
+		return h5_err_set(H5_ERR_ROFS, "the file is open read-only");
+	if (d->rank == 0 ? d->chunked : d->rank > H5_MAX_RANK)
+		return h5_err_set(H5_ERR_INVAL, "a %s dataset of rank %u", d->chunked ? "chunked" : "contiguous", d->rank);
+	pthread_mutex_lock(&f->write_lock);
+	if (start == UINT64_MAX)
+		start = h5_space_end(f);
+	rc = new_header(addr, f, d);
+	if (rc == 0)
+		rc = h5_link_insert_new_locked(f, group, name, name_len, *addr, start);
+	pthread_mutex_unlock(&f->write_lock);
+	return rc;
+}
