@@ -711,6 +711,19 @@ typedef struct h5_dset_new {
  * data the caller wrote for it (UINT64_MAX: none), made durable first. */
 int h5_dataset_create(uint64_t *addr, h5_file *f, uint64_t group, const char *name, size_t name_len,
 		      const h5_dset_new *d, uint64_t start);
+
+/* A contiguous dataset whose data comes first (np.save through the
+ * mount): its space (the product of d's dims and size) taken at once,
+ * filled in order by put (within it; a gap: H5_ERR_INVAL), then made and
+ * linked as NAME by commit, one commit after the data (all of it: else
+ * H5_ERR_INVAL). The caller holds FILE's lock (h5_file_lock) while it
+ * writes. */
+typedef struct h5_dset_writer h5_dset_writer;
+int h5_dset_writer_open(h5_dset_writer **out, h5_file *f, const h5_dset_new *d);
+int h5_dset_writer_put(h5_dset_writer *w, uint64_t off, const void *buf, size_t len);
+uint64_t h5_dset_writer_missing(const h5_dset_writer *w);
+int h5_dset_writer_commit(uint64_t *addr, h5_dset_writer *w, uint64_t group, const char *name, size_t name_len);
+void h5_dset_writer_free(h5_dset_writer *w);
 /* Link NAME removed from the group (compact storage). want 1: only an
  * empty group (H5_ERR_INVAL if no group, H5_ERR_PERM if not empty); 2:
  * only what is not a group (H5_ERR_PERM); 0: anything. The object's

@@ -10,7 +10,9 @@
  * OP is one argument each: "set\tPATH\tNAME\tVALUE",
  * "typed\tPATH\tNAME\tTYPE\tVALUE", "del\tPATH\tNAME", "mkdir\tPATH\tNAME",
  * "symlink\tPATH\tNAME\tTARGET", "unlink\tPATH\tNAME" (anything),
- * "mv\tPATH\tNAME\tNEWPATH\tNEWNAME", "ln\tPATH\tNAME\tTARGETPATH", or "sync".
+ * "mv\tPATH\tNAME\tNEWPATH\tNEWNAME", "ln\tPATH\tNAME\tTARGETPATH",
+ * "dset\tPATH\tNAME\tN" (a new int32 dataset of N elements 0..N-1),
+ * "bytes\tPATH\tNAME" (a new empty growable uint8 dataset), or "sync".
  * Prints one line per change: "ok" or the engine's error.
  */
 #include <stdio.h>
@@ -31,6 +33,39 @@ static int fields(char *s, char **f)
 		f[n++] = s;
 	}
 	return n;
+}
+
+/* "dset": a contiguous 1-D little-endian int32 dataset of n elements
+ * 0..n-1, its data written first in pieces (np.save through the mount,
+ * write/dset_create.c h5_dset_writer), then made and linked. */
+static int dset(h5_file *f, uint64_t group, const char *name, uint64_t n)
+{
+	h5_dset_new d = { .rank = 1, .dims = { n }, .kind = 'i', .size = 4 };
+	h5_dset_writer *w = NULL;
+	uint64_t addr;
+	int rc = h5_dset_writer_open(&w, f, &d);
+
+	for (uint64_t i = 0; rc == 0 && i < n; i += 1000) {
+		int32_t v[1000];
+		uint64_t k = n - i < 1000 ? n - i : 1000;
+
+		for (uint64_t j = 0; j < k; j++)
+			v[j] = (int32_t)(i + j);
+		rc = h5_dset_writer_put(w, i * 4, v, k * 4);
+	}
+	if (rc == 0)
+		rc = h5_dset_writer_commit(&addr, w, group, name, strlen(name));
+	h5_dset_writer_free(w);
+	return rc;
+}
+
+/* "bytes": an empty growable uint8 dataset (create(2) through the mount) */
+static int bytes_dset(h5_file *f, uint64_t group, const char *name)
+{
+	h5_dset_new d = { .rank = 1, .kind = 'u', .size = 1, .chunked = 1, .growable = 1, .chunk = { 65536 } };
+	uint64_t addr;
+
+	return h5_dataset_create(&addr, f, group, name, strlen(name), &d, UINT64_MAX);
 }
 
 int main(int argc, char **argv)
@@ -79,6 +114,10 @@ int main(int argc, char **argv)
 			rc = h5_link_move(f, addr, fl[2], strlen(fl[2]), to, fl[4], strlen(fl[4]));
 		else if (strcmp(fl[0], "ln") == 0 && n == 4 && (rc = h5_path_lookup(&to, f, fl[3])) == 0)
 			rc = h5_link_hard(f, addr, fl[2], strlen(fl[2]), to);
+		else if (strcmp(fl[0], "dset") == 0 && n == 4)
+			rc = dset(f, addr, fl[2], strtoull(fl[3], NULL, 10));
+		else if (strcmp(fl[0], "bytes") == 0 && n == 3)
+			rc = bytes_dset(f, addr, fl[2]);
 		else if (rc < 0)
 			;       /* a path of mv or ln not found */
 		else

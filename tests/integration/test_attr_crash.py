@@ -18,6 +18,10 @@ alone. Then the files a crash could leave are built from the trace:
   per change, whose tearing inside a sector-straddling write is the
   residual risk doc/APPEND.md names): every attribute must hold a value it
   held in some state (each change done or not done);
+New datasets (a contiguous int32 dataset written first and linked last,
+as np.save through the mount makes one; an empty growable uint8 one, as
+cp does) are enumerated the same way, a state's tree holding each
+dataset's values: a crash must never leave a dataset with bytes missing.
 Groups and links (mkdir, symlink, unlink, and mv and ln; in latest.h5's
 compact groups and in default.h5's symbol-table groups, where enough names
 split nodes and grow the local heap) are enumerated the same way, their states being the tree of links; a power-cut
@@ -36,6 +40,7 @@ commit.
 import os
 import random
 import shutil
+import zlib
 import subprocess
 import sys
 
@@ -92,6 +97,18 @@ STAB_OPS = LINK_OPS + ["mkdir\t/g\tm%02d" % i for i in range(12)] + [
     "mkdir\t/g\tm05",
 ]
 
+# new datasets (np.save and cp through the mount, issue 32 item 2), in
+# both forms of group: the data first, the header and the link last
+DSET_OPS = [
+    "dset\t/\tsaved\t5000",
+    "bytes\t/g\tcopied",
+    "dset\t/g\tsmall\t3",
+    "mkdir\t/\tn",
+    "dset\t/n\tlarge\t70000",
+    "unlink\t/\tsaved",
+    "dset\t/\tempty\t0",
+]
+
 # moves and hard links (latest.h5); the states they may leave, as the
 # changes that give them (a move across groups: "ln" then "unlink")
 MOVE_OPS = [
@@ -138,6 +155,10 @@ def state_of(path, objs=MF.OBJS):
                     for k in g:
                         ln = g.get(k, getlink=True)
                         kind = type(ln).__name__ + (":" + ln.path if isinstance(ln, h5py.SoftLink) else "")
+                        if isinstance(ln, h5py.HardLink) and isinstance(g[k], h5py.Dataset):
+                            # a new dataset must come whole: its values too
+                            v = g[k][()]
+                            kind += ":%s:%s:%08x" % (v.dtype.str, v.shape, zlib.crc32(np.asarray(v).tobytes()))
                         tree.append(((prefix + k), kind))
                         if isinstance(ln, h5py.HardLink) and isinstance(g[k], h5py.Group):
                             walk(g[k], prefix + k + "/")
@@ -301,6 +322,8 @@ def main():
     total += run_case(work, "latest.h5", rng, MOVE_OPS, None, MOVE_STATES)
     total += run_case(work, "default.h5", rng, STAB_OPS, None)
     total += run_case(work, "default.h5", rng, MOVE_OPS, None, MOVE_STATES)
+    total += run_case(work, "default.h5", rng, DSET_OPS, None)
+    total += run_case(work, "latest.h5", rng, DSET_OPS, None)
     shutil.rmtree(work, ignore_errors=True)
     print("%d crash states checked in all" % total)
     return T.finish()

@@ -118,7 +118,9 @@ int member_mkdir(void *r, uint64_t parent, const char *name)
  * write/dset_create.c), which the dispatcher then opens for writing: what
  * is written is appended (write.c), so the bytes are there, committed, at
  * close or fsync. Chunks of 64 KiB: h5py's guess for an empty growable
- * uint8 dataset is 1 KiB, which would make a 1 GiB copy a million chunks. */
+ * uint8 dataset is 1 KiB, which would make a 1 GiB copy a million chunks.
+ * NAME.npy is the placeholder of an np.save stream (npy.c), which makes
+ * dataset NAME when it ends. */
 #define NEW_BYTES_CHUNK 65536
 
 int member_create(void *r, uint64_t parent, const char *name)
@@ -141,6 +143,13 @@ int member_create(void *r, uint64_t parent, const char *name)
 		err = EEXIST;
 	else if ((rc = h5_dataset_create(&addr, u.f, u.addr, name, strlen(name), &d, UINT64_MAX)) < 0)
 		err = link_errno(fs, rc, EPERM, EINVAL, "create", p, name);
+	else if (strlen(name) > 4 && strcmp(name + strlen(name) - 4, ".npy") == 0) {
+		char *path = h5_path_join(p->path, name);
+
+		if (path)
+			npy_pending_add(fs, addr, u.addr, p->ino, path);
+		free(path);
+	}
 	end(fs, &u);
 	return err;
 }

@@ -128,8 +128,21 @@ int member_mkdir(void *r, uint64_t parent, const char *name);
 int member_rmdir(void *r, uint64_t parent, const char *name);
 int member_unlink(void *r, uint64_t parent, const char *name);
 int member_symlink(void *r, const char *target, uint64_t parent, const char *name);
-/* create(2): a new growable 1-D uint8 dataset NAME, written by appends */
+/* create(2): a new growable 1-D uint8 dataset NAME, written by appends;
+ * NAME.npy: the placeholder of an np.save stream (npy.c) */
 int member_create(void *r, uint64_t parent, const char *name);
+
+/* npy.c: np.save through the mount. A placeholder registered by create,
+ * taken by the handle that opens it (NULL: none), its writes, close's
+ * flush and fsync (the dataset made once every byte is in), the last
+ * close. */
+struct npy_stream;
+void npy_pending_add(h5fs *fs, uint64_t addr, uint64_t group, uint64_t parent, const char *path);
+struct npy_stream *npy_stream_take(h5fs *fs, uint64_t addr);
+void npy_pending_free(h5fs *fs);
+int npy_write(h5fs *fs, struct npy_stream *s, const char *buf, size_t size, off_t off);
+int npy_flush(h5fs *fs, struct npy_stream *s, bool closing);
+void npy_release(h5fs *fs, struct npy_stream *s);
 int member_rename(void *r, uint64_t parent, const char *name, uint64_t newparent, const char *newname,
 		  unsigned flags);
 int member_link(void *r, uint64_t ino, uint64_t newparent, const char *newname);

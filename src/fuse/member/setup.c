@@ -101,6 +101,7 @@ void h5fs_free(h5fs *fs)
 	live_free(fs);       /* the watcher stops first: it reads the tables */
 	wfile_idler_stop(fs);
 	handles_free(fs);
+	npy_pending_free(fs);
 	for (i = 0; fs->nodes && i < fs->nodes_cap; i++) {
 		struct node *n = fs->nodes[i];
 

@@ -63,6 +63,7 @@ struct wfile {
 	bool holding;           /* counts in fs_write_begin's writers */
 	int64_t last_ns;        /* its last write (atomic): the idle commit */
 	unsigned pins;          /* the idle commit uses it (under fs->lock) */
+	struct npy_stream *npy; /* an np.save placeholder's: writes go there (npy.c) */
 };
 
 /* A handle's write state: NULL for read handles (fh 0, or on a live
@@ -273,6 +274,7 @@ static int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	}
 	w->n = n;
 	w->append = (fi->flags & O_APPEND) != 0;
+	w->npy = npy_stream_take(fs, n->addr);
 	rc = wq_attach(fs, w);
 	if (rc) {
 		h5_append_close(w->a, NULL);
@@ -439,6 +441,14 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 		fuse_reply_err(req, EBADF);
 		return;
 	}
+	if (w->npy) {
+		e = npy_write(fs, w->npy, buf, size, off);
+		if (e)
+			fuse_reply_err(req, e);
+		else
+			fuse_reply_write(req, size);
+		return;
+	}
 	__atomic_store_n(&w->last_ns, idle_now_ns(), __ATOMIC_RELAXED);
 	if (!w->append && overwrite(fs, w, req, ino, buf, size, off))
 		return;
@@ -532,6 +542,8 @@ static int do_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 
 	if (!w)
 		return 0;
+	if (w->npy)
+		return npy_flush(fs, w->npy, true);
 	wq_drain(w->q);
 	pthread_mutex_lock(&w->q->apply);
 	rc = w->a && sync_lock(fs, w, &took) ? h5_append_flush(w->a) : 0;
@@ -572,6 +584,8 @@ static int do_fsync(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 		 * made durable (they commit ordered, not synced) */
 		return fs_writable(fs) ? fs_meta_sync(fs) : 0;
 	}
+	if (w->npy)
+		return npy_flush(fs, w->npy, false);
 	wq_drain(w->q);
 	pthread_mutex_lock(&w->q->apply);
 	/* committed rows are on disk (fsync'd) */
@@ -609,6 +623,8 @@ void handles_free(h5fs *fs)
 		struct wfile *w = (struct wfile *)(void *)fs->open_wfiles.next;
 
 		handle_del(fs, &w->link);
+		if (w->npy)
+			npy_release(fs, w->npy);
 		h5_append_close(w->a, NULL);
 		h5_overwrite_close(w->ow);
 		if (w->holding)
@@ -620,6 +636,7 @@ void handles_free(h5fs *fs)
 
 static void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 {
+	bool took = false;
 	size_t partial = 0;
 	int rc;
 
@@ -631,9 +648,13 @@ static void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	/* flush normally applied everything; bytes written after it (through
 	 * a dup'd descriptor closed later) are handled the same way here, but
 	 * release cannot report errors any more: they are logged */
+	if (w->npy)
+		npy_release(fs, w->npy);
 	wq_drain(w->q);
 	pthread_mutex_lock(&w->q->apply);
-	rc = w->a ? h5_append_flush(w->a) : 0;
+	rc = w->a && sync_lock(fs, w, &took) ? h5_append_flush(w->a) : 0;
+	if (took)
+		fs_write_end(fs);
 	wfile_refresh(fs, w, ino);
 	if (rc < 0)
 		h5fs_log(fs, LOG_ERR, "append %s: %s", show_path(w->n->path), h5_err_msg());

@@ -158,6 +158,7 @@ struct h5fs {
 	 * is unmounted while some are open, the kernel drops their pending
 	 * RELEASE requests, so h5fs_free() frees what is left. */
 	struct hlink open_dirs, open_wfiles;
+	struct npy_pending *npy_pending; /* placeholders of np.save (member/npy.c; under lock) */
 	struct fuse_session *se;        /* for notify_inval_inode (h5fs_set_session) */
 	/* The mount's node id of one of ours, for those notifications (NULL:
 	 * the same; 0: the kernel does not know it): h5fs_set_ino_map. */

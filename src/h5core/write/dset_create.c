@@ -38,7 +38,7 @@ static void put_msg(uint8_t *b, size_t *p, unsigned type, unsigned flags, const 
 static int new_header(uint64_t *addr, h5_file *f, const h5_dset_new *d)
 {
 	const h5_fmt *fmt = &f->fmt;
-	uint8_t sp[16 + 2 * 8 * H5_MAX_RANK], ty[64], fv[16], lay[32 + 4 * H5_MAX_RANK];
+	uint8_t sp[16 + 2 * 8 * H5_MAX_RANK], ty[256], fv[16], lay[32 + 4 * H5_MAX_RANK];
 	size_t lsp, lty, lfv, llay, msgs, p = 16;
 	uint64_t maxdims[H5_MAX_RANK];
 	uint8_t *b = NULL;
@@ -95,4 +95,88 @@ int h5_dataset_create(uint64_t *addr, h5_file *f, uint64_t group, const char *na
 		rc = h5_link_insert_new_locked(f, group, name, name_len, *addr, start);
 	pthread_mutex_unlock(&f->write_lock);
 	return rc;
+}
+
+/* ---- a contiguous dataset written first, linked last ------------------------------
+ * Its data space is taken at once (one allocation, so contiguous whatever
+ * else is written meanwhile), filled in order by the caller (np.save
+ * through the mount), and the dataset made and linked by the commit; until
+ * then nothing references the space (a crash leaves it unreachable). */
+struct h5_dset_writer {
+	h5_file *f;
+	h5_dset_new d;
+	uint64_t start;         /* the allocation end before the data */
+	uint64_t filled;        /* bytes written, from the start, in order */
+};
+
+int h5_dset_writer_open(h5_dset_writer **out, h5_file *f, const h5_dset_new *d)
+{
+	h5_dset_writer *w;
+	uint64_t n = d->size;
+	int rc = 0;
+
+	*out = NULL;
+	if (d->chunked || d->rank > H5_MAX_RANK)
+		return h5_err_set(H5_ERR_INVAL, "a written-first dataset is contiguous, of rank 32 at most");
+	for (unsigned i = 0; i < d->rank; i++)
+		if (h5_mul_overflow(n, d->dims[i], &n))
+			return h5_err_set(H5_ERR_INVAL, "a dataset of more than 2^64 bytes");
+	if (!h5_space_fits(f, n))
+		return h5_err_set(H5_ERR_NOSPC, "%llu bytes do not fit the file's offsets", (unsigned long long)n);
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	w->f = f;
+	w->d = *d;
+	w->d.data_size = n;
+	w->d.data_addr = H5_ADDR_UNDEF;
+	pthread_mutex_lock(&f->write_lock);
+	w->start = h5_space_end(f);
+	if (n)
+		rc = h5_space_alloc(&w->d.data_addr, f, n);
+	pthread_mutex_unlock(&f->write_lock);
+	if (rc < 0) {
+		free(w);
+		return rc;
+	}
+	*out = w;
+	return 0;
+}
+
+int h5_dset_writer_put(h5_dset_writer *w, uint64_t off, const void *buf, size_t len)
+{
+	int rc;
+
+	if (off > w->filled)
+		return h5_err_set(H5_ERR_INVAL, "bytes at %llu before those at %llu: written out of order",
+				  (unsigned long long)off, (unsigned long long)w->filled);
+	if (len > w->d.data_size || off > w->d.data_size - len)
+		return h5_err_set(H5_ERR_RANGE, "%zu bytes at %llu pass the dataset's %llu", len,
+				  (unsigned long long)off, (unsigned long long)w->d.data_size);
+	if (len == 0)
+		return 0;
+	pthread_mutex_lock(&w->f->write_lock);
+	rc = h5_file_write(w->f, w->d.data_addr + off, buf, len);
+	pthread_mutex_unlock(&w->f->write_lock);
+	if (rc == 0 && off + len > w->filled)
+		w->filled = off + len;
+	return rc;
+}
+
+uint64_t h5_dset_writer_missing(const h5_dset_writer *w)
+{
+	return w->d.data_size - w->filled;
+}
+
+int h5_dset_writer_commit(uint64_t *addr, h5_dset_writer *w, uint64_t group, const char *name, size_t name_len)
+{
+	if (w->filled != w->d.data_size)
+		return h5_err_set(H5_ERR_INVAL, "%llu of %llu bytes written", (unsigned long long)w->filled,
+				  (unsigned long long)w->d.data_size);
+	return h5_dataset_create(addr, w->f, group, name, name_len, &w->d, w->start);
+}
+
+void h5_dset_writer_free(h5_dset_writer *w)
+{
+	free(w);
 }

@@ -1,0 +1,277 @@
+/* npy.c - np.save through a read-write mount (issue 32 item 2; man h5fs
+ * MODIFYING, doc/MODIFY.md "New datasets").
+ *
+ * create(2) of NAME.npy (member_create) makes what the kernel needs to
+ * write to: a placeholder, an empty growable uint8 dataset named NAME.npy,
+ * registered here. The handle that opens it writes an NPY stream
+ * (src/common/npy.c): its first bytes are kept until the header parses
+ * (format 1.0, 2.0 or 3.0; numeric dtypes, C order), which gives the
+ * dtype and shape; the data's space is then taken at once and filled in
+ * order (write/dset_create.c h5_dset_writer). When the last byte is in,
+ * the flush of close (or fsync) makes dataset NAME (one commit: header and
+ * link after the data) and removes the placeholder (a second commit):
+ * `ls` shows NAME, np.load(NAME.npy) of a view of it, h5py f["NAME"].
+ *
+ * A crash leaves the placeholder alone (an empty dataset NAME.npy), or
+ * it and NAME, or NAME: never a dataset with bytes missing. A stream that
+ * ends early, is not NPY, or is an NPY h5fs does not take (Fortran order,
+ * a structured or string dtype) makes nothing: the write or close fails
+ * (EINVAL, EOPNOTSUPP) with one log line and the placeholder goes. */
+#include "member.h"
+#include "npy.h"
+
+#define HEAD_MAX (1 << 20)      /* an NPY header is at most 4 GiB long in 2.0; we take 1 MiB */
+
+struct npy_pending {
+	struct npy_pending *next;
+	uint64_t addr;          /* the placeholder's object header */
+	uint64_t group;         /* its group's */
+	uint64_t parent;        /* the group's node */
+	char *name;             /* NAME.npy */
+};
+
+struct npy_stream {
+	uint64_t group, parent;
+	char *name;
+	uint8_t *head;          /* the first bytes, until the header parses */
+	size_t hlen;
+	npy_header h;
+	bool known, holding, done;
+	int err;                /* kept: the next write, fsync and close fail with it */
+	h5_dset_writer *dw;
+	pthread_mutex_t mu;
+};
+
+void npy_pending_add(h5fs *fs, uint64_t addr, uint64_t group, uint64_t parent, const char *name)
+{
+	struct npy_pending *p = calloc(1, sizeof(*p));
+
+	if (!p || !(p->name = strdup(name))) {
+		free(p);
+		return;         /* out of memory: the placeholder stays a plain dataset */
+	}
+	p->addr = addr;
+	p->group = group;
+	p->parent = parent;
+	pthread_mutex_lock(&fs->lock);
+	p->next = fs->npy_pending;
+	fs->npy_pending = p;
+	pthread_mutex_unlock(&fs->lock);
+}
+
+struct npy_stream *npy_stream_take(h5fs *fs, uint64_t addr)
+{
+	struct npy_pending **pp, *p = NULL;
+	struct npy_stream *s;
+
+	pthread_mutex_lock(&fs->lock);
+	for (pp = &fs->npy_pending; *pp; pp = &(*pp)->next)
+		if ((*pp)->addr == addr) {
+			p = *pp;
+			*pp = p->next;
+			break;
+		}
+	pthread_mutex_unlock(&fs->lock);
+	if (!p)
+		return NULL;
+	s = calloc(1, sizeof(*s));
+	if (s) {
+		s->group = p->group;
+		s->parent = p->parent;
+		s->name = p->name;
+		pthread_mutex_init(&s->mu, NULL);
+	} else {
+		free(p->name);
+	}
+	free(p);
+	return s;
+}
+
+void npy_pending_free(h5fs *fs)
+{
+	while (fs->npy_pending) {
+		struct npy_pending *p = fs->npy_pending;
+
+		fs->npy_pending = p->next;
+		free(p->name);
+		free(p);
+	}
+}
+
+static int fail(h5fs *fs, struct npy_stream *s, int e, const char *why)
+{
+	h5fs_log(fs, LOG_NOTICE, "np.save %s: %s: no dataset made", show_path(s->name), why);
+	s->err = e;
+	return e;
+}
+
+/* The header has parsed: the dataset's space, FILE's lock till the end. */
+static int start(h5fs *fs, struct npy_stream *s)
+{
+	h5_dset_new d = { .rank = s->h.rank, .kind = s->h.kind, .size = s->h.itemsize,
+			  .big_endian = s->h.big_endian };
+	int e, rc;
+
+	memcpy(d.dims, s->h.shape, sizeof(uint64_t) * s->h.rank);
+	e = fs_write_begin(fs);
+	if (e)
+		return s->err = e;      /* logged there */
+	s->holding = true;
+	rc = h5_dset_writer_open(&s->dw, fs->f, &d);
+	if (rc == 0)
+		rc = h5_dset_writer_put(s->dw, 0, s->head + s->h.data_offset, s->hlen - s->h.data_offset);
+	if (rc < 0)
+		return fail(fs, s, h5fs_errno(rc), h5_err_msg());
+	s->known = true;
+	free(s->head);
+	s->head = NULL;
+	return 0;
+}
+
+static int do_write(h5fs *fs, struct npy_stream *s, const char *buf, size_t size, off_t off)
+{
+	char why[160];
+	int n, rc;
+
+	if (s->err)
+		return s->err;
+	if (s->done || off < 0)
+		return EPERM;
+	if (s->known) {
+		if ((uint64_t)off < s->h.data_offset)
+			return fail(fs, s, EINVAL, "the header written again after the data began");
+		rc = h5_dset_writer_put(s->dw, (uint64_t)off - s->h.data_offset, buf, size);
+		return rc < 0 ? fail(fs, s, rc == H5_ERR_RANGE ? EFBIG : EINVAL, h5_err_msg()) : 0;
+	}
+	if ((size_t)off != s->hlen)
+		return fail(fs, s, EINVAL, "the stream's first bytes written out of order");
+	if (size > HEAD_MAX - s->hlen) {
+		uint8_t *nh;
+
+		/* the header parses within 1 MiB or not at all: keep what it needs */
+		n = npy_parse(&s->h, s->head, s->hlen, why, sizeof(why));
+		if (n == 0 || s->hlen >= HEAD_MAX)
+			goto parsed;
+		nh = realloc(s->head, HEAD_MAX);
+		if (!nh)
+			return fail(fs, s, ENOMEM, "out of memory");
+		s->head = nh;
+		memcpy(s->head + s->hlen, buf, HEAD_MAX - s->hlen);
+		buf += HEAD_MAX - s->hlen;
+		size -= HEAD_MAX - s->hlen;
+		off += (off_t)(HEAD_MAX - s->hlen);
+		s->hlen = HEAD_MAX;
+	} else {
+		uint8_t *nh = realloc(s->head, s->hlen + size);
+
+		if (!nh)
+			return fail(fs, s, ENOMEM, "out of memory");
+		s->head = nh;
+		memcpy(s->head + s->hlen, buf, size);
+		s->hlen += size;
+		size = 0;
+	}
+	n = npy_parse(&s->h, s->head, s->hlen, why, sizeof(why));
+parsed:
+	if (n < 0)
+		return fail(fs, s, n == -EOPNOTSUPP ? EOPNOTSUPP : EINVAL, why);
+	if (n > 0) {
+		if (s->hlen >= HEAD_MAX)
+			return fail(fs, s, EINVAL, "no NPY header within the first 1 MiB");
+		return 0;       /* more to come */
+	}
+	if ((rc = start(fs, s)) != 0)
+		return rc;
+	if (size && (rc = h5_dset_writer_put(s->dw, (uint64_t)off - s->h.data_offset, buf, size)) < 0)
+		return fail(fs, s, rc == H5_ERR_RANGE ? EFBIG : EINVAL, h5_err_msg());
+	return 0;
+}
+
+int npy_write(h5fs *fs, struct npy_stream *s, const char *buf, size_t size, off_t off)
+{
+	int e;
+
+	pthread_mutex_lock(&s->mu);
+	e = do_write(fs, s, buf, size, off);
+	pthread_mutex_unlock(&s->mu);
+	return e;
+}
+
+/* The placeholder removed, the kernel told; FILE's lock given back. */
+static void placeholder_gone(h5fs *fs, struct npy_stream *s, const char *made)
+{
+	const char *base = strrchr(s->name, '/');
+	int rc;
+
+	base = base ? base + 1 : s->name;
+	if (!s->holding && fs_write_begin(fs) == 0)
+		s->holding = true;
+	rc = h5_link_delete(fs->f, s->group, base, strlen(base), 2);
+	if (rc < 0)
+		h5fs_log(fs, LOG_ERR, "np.save %s: removing the placeholder: %s", show_path(s->name), h5_err_msg());
+	synth_forget(fs, s->parent, base);
+	if (s->holding)
+		fs_write_end(fs);
+	s->holding = false;
+	if (fs->se) {
+		fuse_lowlevel_notify_inval_entry(fs->se, fs_ino_out(fs, s->parent), base, strlen(base));
+		if (made)
+			fuse_lowlevel_notify_inval_entry(fs->se, fs_ino_out(fs, s->parent), made, strlen(made));
+	}
+}
+
+/* close's flush and fsync: the dataset made once every byte is in.
+ * Before that nothing is made (a dup'd descriptor may still write: the
+ * last close decides, npy_release), but close says the stream is not
+ * complete (closing: EINVAL). */
+int npy_flush(h5fs *fs, struct npy_stream *s, bool closing)
+{
+	const char *base;
+	size_t blen;
+	uint64_t addr;
+	int e = 0, rc;
+
+	pthread_mutex_lock(&s->mu);
+	if (!s->err && !s->done && (!s->known || h5_dset_writer_missing(s->dw)))
+		e = closing ? EINVAL : 0;
+	if (s->err || s->done || !s->known || h5_dset_writer_missing(s->dw))
+		goto out;
+	base = strrchr(s->name, '/');
+	base = base ? base + 1 : s->name;
+	blen = strlen(base) - 4;        /* NAME of NAME.npy */
+	rc = h5_dset_writer_commit(&addr, s->dw, s->group, base, blen);
+	if (rc < 0) {
+		e = fail(fs, s, h5fs_errno(rc), h5_err_msg());
+		goto out;
+	}
+	s->done = true;
+	{
+		char *made = strndup(base, blen);
+
+		placeholder_gone(fs, s, made);
+		free(made);
+	}
+out:
+	e = e ? e : s->err;
+	pthread_mutex_unlock(&s->mu);
+	return e;
+}
+
+/* The last close: a stream that did not end makes nothing. */
+void npy_release(h5fs *fs, struct npy_stream *s)
+{
+	(void)npy_flush(fs, s, false);
+	if (!s->done) {
+		if (!s->err)
+			h5fs_log(fs, LOG_NOTICE, "np.save %s: the stream ended after %llu bytes%s: no dataset made",
+				 show_path(s->name), (unsigned long long)(s->known ? s->h.data_offset + s->h.nbytes -
+									 h5_dset_writer_missing(s->dw) : s->hlen),
+				 s->known ? "" : ", before its header did");
+		placeholder_gone(fs, s, NULL);
+	}
+	h5_dset_writer_free(s->dw);
+	pthread_mutex_destroy(&s->mu);
+	free(s->head);
+	free(s->name);
+	free(s);
+}
