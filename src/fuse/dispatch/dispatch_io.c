@@ -406,18 +406,29 @@ void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_statfs(req, &sv);
 }
 
+/* Datasets only grow by appending: truncate is not permitted (EPERM where
+ * datasets may grow, else EROFS), nor are other changes of attributes,
+ * except those that change nothing: chmod to the mode a file has, a size
+ * it has (shutil.copy chmods the copy it made to the source's mode). */
 void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi)
 {
 	h5fs_mount *m = fuse_req_userdata(req);
 	struct target t;
-	bool w = false;
+	struct stat cur;
+	double timeout = 0;
+	bool w = false, same = false;
 
-	(void)attr; (void)fi;
-	/* datasets only grow by appending: truncate is not permitted */
-	if ((to_set & FUSE_SET_ATTR_SIZE) && disp_target(&t, m, ino) == 0) {
+	(void)fi;
+	if (disp_target(&t, m, ino) == 0) {
 		w = t.s->ops->writable && t.s->ops->writable(t.s->r);
+		if (!(to_set & ~(FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_CTIME)) &&
+		    t.s->ops->getattr(t.s->r, &cur, &timeout, t.local) == 0 && disp_attr_out(m, &cur, &t) == 0)
+			same = (!(to_set & FUSE_SET_ATTR_MODE) || (attr->st_mode & 07777) == (cur.st_mode & 07777)) &&
+			       (!(to_set & FUSE_SET_ATTR_SIZE) || attr->st_size == cur.st_size);
 		disp_target_end(m, &t);
 	}
-	fuse_reply_err(req, w ? EPERM : EROFS);
+	if (same)
+		fuse_reply_attr(req, &cur, timeout);
+	else
+		fuse_reply_err(req, (to_set & FUSE_SET_ATTR_SIZE) && w ? EPERM : EROFS);
 }
-
