@@ -40,10 +40,9 @@ def check_writes_refused(mnt, expected, rep):
         ("open for write", lambda: os.open(ds, os.O_WRONLY)),
         ("open for append", lambda: os.open(ds, os.O_WRONLY | os.O_APPEND)),
         ("truncate", lambda: os.truncate(ds, 0)),
-        ("create", lambda: os.open(mnt + "/newfile", os.O_WRONLY | os.O_CREAT, 0o644)),
-        # mkdir, symlink and unlink change libver="latest" files on a
-        # read-write mount (test_mkdir.py): not probed on shared fixtures
-        ("rename", lambda: os.rename(ds, mnt + "/renamed")),
+        # creating a file (a new dataset: test_newdsets.py), mkdir,
+        # symlink, unlink and rename change a read-write mount's FILE
+        # (test_mkdir.py, test_mv_ln.py): not probed on shared fixtures
         ("chmod", lambda: os.chmod(ds, 0o600)),
         # attributes are writable on a read-write mount (test_setfattr.py):
         # only the read-only metadata is probed here, which changes nothing
