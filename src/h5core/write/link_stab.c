@@ -665,10 +665,10 @@ static int stab_rename(h5_file *f, uint64_t group, const char *name, size_t name
 	int rc = o && n ? 0 : H5_ERR_NOMEM;
 
 	/* the entry first, read-only, so that the one change carries it */
-	if (rc == 0)
-		rc = stab_open(&s, f, group);
 	if (rc == 0) {
-		rc = locate(&li, &ei, &found, &s, o);
+		rc = stab_open(&s, f, group);
+		if (rc == 0)
+			rc = locate(&li, &ei, &found, &s, o);
 		if (rc == 0 && !found)
 			rc = h5_err_set(H5_ERR_NOTFOUND, "no link \"%s\"", o);
 		if (rc == 0)
