@@ -516,20 +516,17 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 		fuse_reply_write(req, size);
 }
 
-/* A handle that has not written holds no lock, but its flush or fsync is
- * a durable commit, which may write (the superblock's EOF address drops
- * back from a reserve an earlier commit took: cp /dev/null, or a dup'd
- * descriptor closed before the writes, found with create(2)): it takes
- * FILE's lock for that (*took). When another program holds it, this
- * handle has nothing to commit: false, nothing to do. */
-static bool sync_lock(h5fs *fs, struct wfile *w, bool *took)
+/* Whether the handle has rows to commit: only one that holds FILE's lock
+ * does (it takes the lock at its first write and gives it back once its
+ * rows are committed and durable, wfile_give_back). One that has not
+ * written, or whose rows fsync or the idle commit made durable, has
+ * nothing: its flush commits nothing, and takes no lock (a durable commit
+ * of nothing may still write, the EOF address dropping back from an
+ * earlier commit's reserve: cp /dev/null gave EBUSY, "written without
+ * its lock"; unmounting gives the reserve back). */
+static bool has_rows(const struct wfile *w)
 {
-	*took = false;
-	if (__atomic_load_n(&w->holding, __ATOMIC_RELAXED))
-		return true;
-	*took = fs_write_begin(fs) == 0;
-	h5_err_clear();
-	return *took;
+	return __atomic_load_n(&w->holding, __ATOMIC_RELAXED);
 }
 
 /* close() (and fsync()) commit every complete row, durably. At close a trailing
@@ -537,7 +534,6 @@ static bool sync_lock(h5fs *fs, struct wfile *w, bool *took)
 static int do_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 {
 	size_t partial;
-	bool took = false;
 	int rc, e;
 
 	if (!w)
@@ -546,9 +542,7 @@ static int do_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 		return npy_flush(fs, w->npy, true);
 	wq_drain(w->q);
 	pthread_mutex_lock(&w->q->apply);
-	rc = w->a && sync_lock(fs, w, &took) ? h5_append_flush(w->a) : 0;
-	if (took)
-		fs_write_end(fs);
+	rc = w->a && has_rows(w) ? h5_append_flush(w->a) : 0;
 	wfile_refresh(fs, w, ino);
 	e = rc < 0 ? 0 : wfile_err(w);
 	if (rc == 0 && !e)
@@ -576,7 +570,6 @@ int member_flush(void *r, uint64_t ino, struct fuse_file_info *fi)
 
 static int do_fsync(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 {
-	bool took = false;
 	int rc, e;
 
 	if (!w) {
@@ -589,9 +582,7 @@ static int do_fsync(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	wq_drain(w->q);
 	pthread_mutex_lock(&w->q->apply);
 	/* committed rows are on disk (fsync'd) */
-	rc = w->a && sync_lock(fs, w, &took) ? h5_append_flush(w->a) : 0;
-	if (took)
-		fs_write_end(fs);
+	rc = w->a && has_rows(w) ? h5_append_flush(w->a) : 0;
 	wfile_refresh(fs, w, ino);
 	e = rc < 0 ? 0 : wfile_err(w);
 	if (rc == 0 && !e)
@@ -636,7 +627,6 @@ void handles_free(h5fs *fs)
 
 static void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 {
-	bool took = false;
 	size_t partial = 0;
 	int rc;
 
@@ -652,9 +642,7 @@ static void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 		npy_release(fs, w->npy);
 	wq_drain(w->q);
 	pthread_mutex_lock(&w->q->apply);
-	rc = w->a && sync_lock(fs, w, &took) ? h5_append_flush(w->a) : 0;
-	if (took)
-		fs_write_end(fs);
+	rc = w->a && has_rows(w) ? h5_append_flush(w->a) : 0;
 	wfile_refresh(fs, w, ino);
 	if (rc < 0)
 		h5fs_log(fs, LOG_ERR, "append %s: %s", show_path(w->n->path), h5_err_msg());

@@ -305,6 +305,10 @@ int h5_ow_merge(h5_ow_ext **out, size_t *m, const h5_ow_ext *ext, size_t n)
 		free(s);
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	}
+	if (n == 0) {
+		free(s);
+		return 0;       /* nothing written (ext may be NULL) */
+	}
 	memcpy(s, ext, n * sizeof(*s));
 	qsort(s, n, sizeof(*s), by_off);
 	for (size_t i = 0; i < n; i++) {
