@@ -100,6 +100,7 @@ void h5fs_free(h5fs *fs)
 		return;
 	live_free(fs);       /* the watcher stops first: it reads the tables */
 	wfile_idler_stop(fs);
+	fs->se = NULL;          /* the session may be gone: handles left are freed, no notices */
 	handles_free(fs);
 	npy_pending_free(fs);
 	for (i = 0; fs->nodes && i < fs->nodes_cap; i++) {
