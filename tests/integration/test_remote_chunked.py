@@ -52,7 +52,10 @@ import numpy as np  # noqa: E402
 
 # a cache that holds the file's blocks: the index's blocks the lookups
 # fetched stay until the stream reaches the chunks beside them
-OPTS = ["-o", "retries=2,timeout=30,cache_size=1024"]
+# timeout: a request's whole time; 90 s leaves room for a loaded CI
+# machine under the 2 MiB/s server (a cat failed there once with EIO at
+# 30 s; the watchdogs are 300 s)
+OPTS = ["-o", "retries=2,timeout=90,cache_size=1024"]
 MiB = 1 << 20
 BLOCK = 512 << 10   # the HTTP source's cache block
 PIECE = 4 * MiB     # its read-ahead requests, at least
@@ -179,8 +182,12 @@ def cat_checked(url, mnt, wd, name, want, cks, what, overlap):
         quiet(wd)
         n0 = len(requests(wd))
         t0 = time.monotonic()
-        with open(os.path.join(mnt, name), "rb") as fh:
-            got = fh.read()
+        try:
+            with open(os.path.join(mnt, name), "rb") as fh:
+                got = fh.read()
+        except OSError as e:
+            fail("%s: %s after %.1f s; h5fs said:\n%s" % (what, e, time.monotonic() - t0, m.output()[-3000:]))
+            return
         dt = time.monotonic() - t0
         if got != want:
             fail("%s: %s" % (what, T.first_diff(got, want)))
