@@ -91,23 +91,29 @@ static int link_errno(h5fs *fs, int rc, int perm, int inval, const char *op, con
 	return e;
 }
 
+/* EEXIST when the group in use (u) has a link NAME, else 0. */
+static int name_taken(const struct use *u, const char *name)
+{
+	h5_link l;
+	int rc = h5_group_lookup(&l, u->f, u->addr, name);
+
+	h5_link_clear(&l);
+	h5_err_clear();
+	return rc == 0 ? EEXIST : 0;
+}
+
 int member_mkdir(void *r, uint64_t parent, const char *name)
 {
 	h5fs *fs = r;
 	struct node *p;
 	struct use u;
-	h5_link l;
 	uint64_t addr;
 	int err = begin(&u, fs, &p, parent), rc;
 
 	if (err)
 		return err;
-	rc = h5_group_lookup(&l, u.f, u.addr, name);
-	h5_link_clear(&l);
-	h5_err_clear();
-	if (rc == 0)
-		err = EEXIST;
-	else if ((rc = h5_group_create(&addr, u.f, u.addr, name, strlen(name))) < 0)
+	err = name_taken(&u, name);
+	if (!err && (rc = h5_group_create(&addr, u.f, u.addr, name, strlen(name))) < 0)
 		err = link_errno(fs, rc, EPERM, EINVAL, "mkdir", p, name);
 	end(fs, &u);
 	return err;
@@ -128,7 +134,6 @@ int member_create(void *r, uint64_t parent, const char *name)
 	h5fs *fs = r;
 	struct node *p;
 	struct use u;
-	h5_link l;
 	uint64_t addr;
 	h5_dset_new d = { .rank = 1, .kind = 'u', .size = 1, .chunked = 1, .growable = 1,
 			  .chunk = { NEW_BYTES_CHUNK } };
@@ -136,14 +141,10 @@ int member_create(void *r, uint64_t parent, const char *name)
 
 	if (err)
 		return err;
-	rc = h5_group_lookup(&l, u.f, u.addr, name);
-	h5_link_clear(&l);
-	h5_err_clear();
-	if (rc == 0)
-		err = EEXIST;
-	else if ((rc = h5_dataset_create(&addr, u.f, u.addr, name, strlen(name), &d, UINT64_MAX)) < 0)
+	err = name_taken(&u, name);
+	if (!err && (rc = h5_dataset_create(&addr, u.f, u.addr, name, strlen(name), &d, UINT64_MAX)) < 0)
 		err = link_errno(fs, rc, EPERM, EINVAL, "create", p, name);
-	else if (strlen(name) > 4 && strcmp(name + strlen(name) - 4, ".npy") == 0) {
+	else if (!err && strlen(name) > 4 && strcmp(name + strlen(name) - 4, ".npy") == 0) {
 		char *path = h5_path_join(p->path, name);
 
 		if (path)

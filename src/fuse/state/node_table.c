@@ -152,6 +152,19 @@ uint64_t synth_renew(h5fs *fs, uint64_t parent, const char *name, uint64_t old)
  * table holds the directories in use, not every path ever walked (a file
  * whose groups are linked many times over has very many paths). A later
  * lookup of the path gets a new number. */
+/* The entry *pp (if any) out of its chain, freed. */
+static void synth_unlink_locked(h5fs *fs, struct synth **pp)
+{
+	struct synth *s = *pp;
+
+	if (!s)
+		return;
+	*pp = s->next;
+	fs->nsynth--;
+	free(s->name);
+	free(s);
+}
+
 void synth_drop_locked(h5fs *fs, const struct node *n)
 {
 	const char *name = strrchr(n->path, '/');
@@ -161,14 +174,7 @@ void synth_drop_locked(h5fs *fs, const struct node *n)
 	pp = &fs->synth[hash_name(n->parent, name, fs->synth_cap)];
 	while (*pp && (*pp)->ino != n->ino)
 		pp = &(*pp)->next;
-	if (*pp) {
-		struct synth *s = *pp;
-
-		*pp = s->next;
-		fs->nsynth--;
-		free(s->name);
-		free(s);
-	}
+	synth_unlink_locked(fs, pp);
 }
 
 void synth_forget_locked(h5fs *fs, uint64_t parent, const char *name)
@@ -177,14 +183,7 @@ void synth_forget_locked(h5fs *fs, uint64_t parent, const char *name)
 
 	while (*pp && ((*pp)->parent != parent || strcmp((*pp)->name, name) != 0))
 		pp = &(*pp)->next;
-	if (*pp) {
-		struct synth *s = *pp;
-
-		*pp = s->next;
-		fs->nsynth--;
-		free(s->name);
-		free(s);
-	}
+	synth_unlink_locked(fs, pp);
 }
 
 void synth_forget(h5fs *fs, uint64_t parent, const char *name)
