@@ -27,4 +27,21 @@ int h5_bt2_iterate(h5_bt2 *bt, h5_bt2_rec_cb cb, void *ud);
 typedef int (*h5_bt2_cmp_fn)(const void *key, const uint8_t *rec, size_t len, void *ud);
 int h5_bt2_find(h5_bt2 *bt, h5_bt2_cmp_fn cmp, const void *key, h5_bt2_rec_cb found, void *ud);
 
+/* ---- encoding a whole tree (btree2_enc.c) ---------------------------------- */
+
+/* What a tree is made with (its header's fixed fields). */
+typedef struct h5_bt2_params {
+	uint8_t type;
+	uint32_t node_size;
+	uint16_t rec_size;
+	uint8_t split_pct, merge_pct;
+} h5_bt2_params;
+
+int h5_bt2_params_get(h5_bt2_params *p, const h5_bt2 *bt);
+/* The image (*img, malloc'd, *len bytes) of a tree whose header is at base
+ * and whose nodes follow it, holding the n records (rec_size bytes each)
+ * in recs, which are in key order. */
+int h5_bt2_build(uint8_t **img, size_t *len, const h5_bt2_params *p, const h5_fmt *fmt, uint64_t base,
+		 const uint8_t *recs, size_t n);
+
 #endif

@@ -82,6 +82,8 @@ static int rec_visit(const uint8_t *rec, size_t len, void *udp)
 	if (rc < 0)
 		return h5_err_wrap(rc, "%s: ", df->what);
 	r.obj = obj;
+	r.id = rec + df->id_off;
+	r.id_len = df->id_len;
 	rc = w->cb(&r, w->ud);
 	free(obj);
 	return rc;

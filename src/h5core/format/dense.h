@@ -23,6 +23,8 @@ typedef struct h5_dense_rec {
 	uint32_t corder;        /* type 8: creation order; 0 for type 5 */
 	const uint8_t *obj;     /* the heap object: a Link or Attribute message */
 	size_t obj_len;
+	const uint8_t *id;      /* its heap ID, as the record holds it */
+	size_t id_len;
 } h5_dense_rec;
 
 typedef struct h5_dense {

@@ -16,4 +16,25 @@ void h5_fheap_close(h5_fheap *h);
 int h5_fheap_read(uint8_t **out, size_t *out_len, h5_fheap *h, const uint8_t *id, size_t id_len);
 size_t h5_fheap_id_len(const h5_fheap *h);
 
+/* ---- encoding a whole heap (fheap_enc.c) ------------------------------------ */
+
+/* What a heap is made with (its header's parameters), and the huge
+ * objects a replacement heap carries over from the heap it replaces (their
+ * IDs and their v2 B-tree stay valid: the objects are not moved). */
+typedef struct h5_fheap_params {
+	uint16_t id_len, width, max_heap_bits, start_root_rows;
+	uint32_t max_man_size;
+	uint64_t start_block_size, max_direct_size;
+	bool checksum_dblocks, filtered;
+	uint64_t next_huge_id, huge_bt2_addr, huge_nobjs, huge_size;
+} h5_fheap_params;
+
+int h5_fheap_params_get(h5_fheap_params *p, const h5_fheap *h);
+/* The image (*img, malloc'd, *len bytes) of a heap whose header is at base
+ * and whose blocks follow it, holding the n objects objs[i] (lens[i]
+ * bytes, each a managed object); their heap IDs (id_len bytes each) into
+ * ids. */
+int h5_fheap_build(uint8_t **img, size_t *len, uint8_t *ids, const h5_fheap_params *p, const h5_fmt *fmt,
+		   uint64_t base, const uint8_t *const *objs, const size_t *lens, size_t n);
+
 #endif

@@ -40,7 +40,7 @@ void h5_fh_hdr_free(void *obj)
 
 /* Doubling-table geometry and ID layout derived from the stored
  * parameters; everything checked so later arithmetic cannot overflow. */
-static int fh_hdr_derive(fh_hdr *h)
+int h5_fh_hdr_derive(fh_hdr *h)
 {
 	unsigned long long a = (unsigned long long)h->addr;
 	unsigned max_direct_bits;
@@ -142,7 +142,7 @@ static int fh_hdr_decode(fh_hdr *h, const h5_fmt *fmt, uint64_t addr, const uint
 	h5_rd_skip(&r, fmt->sizeof_size);   /* allocated managed space */
 	h5_rd_skip(&r, fmt->sizeof_size);   /* direct block allocation iterator */
 	h->man_nobjs = h5_rd_uint(&r, fmt->sizeof_size);
-	h5_rd_skip(&r, fmt->sizeof_size);   /* size of huge objects */
+	h->huge_size = h5_rd_uint(&r, fmt->sizeof_size);
 	h->huge_nobjs = h5_rd_uint(&r, fmt->sizeof_size);
 	h5_rd_skip(&r, fmt->sizeof_size);   /* size of tiny objects */
 	h->tiny_nobjs = h5_rd_uint(&r, fmt->sizeof_size);
@@ -166,7 +166,7 @@ static int fh_hdr_decode(fh_hdr *h, const h5_fmt *fmt, uint64_t addr, const uint
 	}
 	if (!h5_rd_ok(&r))
 		return h5_err_set(H5_ERR_FORMAT, "fractal heap header at 0x%llx: truncated", a);
-	return fh_hdr_derive(h);
+	return h5_fh_hdr_derive(h);
 }
 
 /* Not h5_file_load_block(): the filter information makes the header

@@ -30,6 +30,7 @@ typedef struct fh_hdr {
 	uint64_t huge_bt2_addr;
 	uint64_t man_size;          /* size of the managed linear address space */
 	uint64_t man_nobjs, huge_nobjs, tiny_nobjs;
+	uint64_t huge_size;
 	uint16_t width;
 	uint64_t start_block_size;
 	uint64_t max_direct_size;
@@ -94,6 +95,10 @@ static inline unsigned fh_log2(uint64_t v)
 		b++;
 	return b;
 }
+
+/* The doubling-table geometry and ID layout of a header whose stored
+ * parameters are set (its decoder's last step; fheap_enc.c's first). */
+int h5_fh_hdr_derive(fh_hdr *h);
 
 /* The header's cache loader and destructor (an h5_cache_load_fn whose ud is
  * an h5_block_load), for h5_pinned_open(). */

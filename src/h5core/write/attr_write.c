@@ -6,8 +6,9 @@
  * new global heap collection (gheap_enc.c) at the allocation end.
  *
  * Dense attribute storage (a fractal heap named by the Attribute Info
- * message) is not written: such objects, and v2 headers whose compact
- * storage is full (libhdf5 would move their attributes to dense storage),
+ * message) is written anew per change (dense_write.c) and switched to by
+ * one rewrite of the Attribute Info message. v2 headers whose compact
+ * storage is full (libhdf5 would move their attributes to dense storage)
  * are refused.
  */
 #include "base.h"
@@ -22,6 +23,7 @@
 #include "space.h"
 #include "ohdr_edit.h"
 #include "txn.h"
+#include "dense_write.h"
 
 #define AINFO_TRACK_CORDER 0x01
 #define AINFO_INDEX_CORDER 0x02
@@ -34,6 +36,7 @@ typedef struct found {
 	bool dense;
 	uint8_t ainfo_flags;
 	uint16_t max_crt;
+	uint64_t fheap, name_bt2, corder_bt2;   /* dense storage */
 } found;
 
 static int scan(found *fd, h5_file *f, const h5_ohdr *oh, const char *name, size_t name_len)
@@ -55,7 +58,10 @@ static int scan(found *fd, h5_file *f, const h5_ohdr *oh, const char *name, size
 			fd->ainfo_flags = h5_rd_u8(&r);
 			if (fd->ainfo_flags & AINFO_TRACK_CORDER)
 				fd->max_crt = h5_rd_u16(&r);
-			fd->dense = h5_addr_defined(h5_rd_addr(&r, &f->fmt));
+			fd->fheap = h5_rd_addr(&r, &f->fmt);
+			fd->name_bt2 = h5_rd_addr(&r, &f->fmt);
+			fd->corder_bt2 = (fd->ainfo_flags & AINFO_INDEX_CORDER) ? h5_rd_addr(&r, &f->fmt) : H5_ADDR_UNDEF;
+			fd->dense = h5_addr_defined(fd->fheap);
 			if (!h5_rd_ok(&r))
 				return h5_err_set(H5_ERR_FORMAT, "object 0x%llx: attribute info message too short",
 						  (unsigned long long)oh->addr);
@@ -72,9 +78,6 @@ static int scan(found *fd, h5_file *f, const h5_ohdr *oh, const char *name, size
 		if (h.name_size == name_len + 1 && memcmp(h.name, name, name_len) == 0 && fd->idx == SIZE_MAX)
 			fd->idx = i;
 	}
-	if (fd->dense)
-		return h5_err_set(H5_ERR_UNSUPPORTED, "object 0x%llx keeps its attributes in dense storage (a fractal "
-				  "heap), which h5fs does not write", (unsigned long long)oh->addr);
 	return 0;
 }
 
@@ -291,51 +294,29 @@ static int typestr_parse(char *kind, unsigned *size, bool *big, const char *ts)
 	return 0;
 }
 
-static int apply(h5_file *f, uint64_t addr, const change *ch)
+/* The new attribute message for ch (*msg, *mlen): a new value of the old
+ * message old (NULL: a new attribute, or ch->typestr's replacement). */
+static int build(uint8_t **msg, size_t *mlen, h5_file *f, const h5_ohdr *oh, const uint8_t *old, size_t old_len,
+		 const change *ch)
 {
-	h5_ohdr_change c;
 	h5_attr_msg a = { 0 };
 	h5_attr_hdr h;
-	found fd;
-	uint8_t *data = NULL, *msg = NULL, dt[64], ds[16 + 8 * H5_MAX_RANK];
-	size_t dlen = 0, mlen = 0, dtlen = 0;
-	uint16_t crt = 0;
+	uint8_t *data = NULL, dt[64], ds[16 + 8 * H5_MAX_RANK];
+	size_t dlen = 0, dtlen = 0;
 	int rc;
 
-	rc = h5_ohdr_change_open(&c, f, addr);
-	if (rc == 0)
-		rc = scan(&fd, f, c.e.oh, ch->name, ch->name_len);
-	if (rc < 0)
-		goto out;
-	if (!ch->val) {
-		if (fd.idx == SIZE_MAX) {
-			rc = h5_err_set(H5_ERR_NOTFOUND, "no attribute \"%.*s\"", (int)ch->name_len, ch->name);
-			goto out;
-		}
-		rc = h5_ohdr_put(&c, f, fd.idx, 0, 0, 0, NULL, 0);
-		goto commit;
-	}
-	if (fd.idx != SIZE_MAX && !ch->typestr) {
-		const h5_msg *m = &c.e.oh->msgs[fd.idx];
-
-		rc = h5_attr_hdr_decode(&h, m->data, m->size);
+	if (old) {
+		rc = h5_attr_hdr_decode(&h, old, old_len);
 		if (rc == 0)
-			rc = h5_attr_decode(&a, f, &f->fmt, m->data, m->size);
+			rc = h5_attr_decode(&a, f, &f->fmt, old, old_len);
 		if (rc == 0 && h.dt_size > sizeof(dt))
 			rc = h5_err_set(H5_ERR_UNSUPPORTED, "attribute \"%s\": its datatype is too complex to set", a.name);
 		if (rc == 0)
 			rc = new_value(&data, &dlen, &h, dt, f, &a, ch->val, ch->len, ch->raw);
-		crt = m->crt_order;
 	} else {
 		uint64_t nelmts = 1;
 		bool one = true;
 
-		if (fd.idx == SIZE_MAX && fd.nattrs >= max_compact(c.e.oh)) {
-			rc = h5_err_set(H5_ERR_NOSPC, "object 0x%llx has %zu attributes, as many as its compact storage "
-					"holds (libhdf5 would move them to dense storage, which h5fs does not write)",
-					(unsigned long long)addr, fd.nattrs);
-			goto out;
-		}
 		if (ch->typestr) {
 			char kind = 0;
 			unsigned size = 0;
@@ -364,30 +345,134 @@ static int apply(h5_file *f, uint64_t addr, const change *ch)
 			if (rc == 0)
 				rc = vstr_data(&data, &dlen, f, &s, &l, 1);
 		}
-		if (rc < 0)
-			goto out;
-		new_hdr(&h, ds, f, c.e.oh, ch->name, ch->name_len, nelmts, one);
-		h.dt = dt;
-		h.dt_size = dtlen;
-		if (fd.idx != SIZE_MAX) {
-			crt = c.e.oh->msgs[fd.idx].crt_order;
-		} else if ((c.e.oh->flags & 0x04) && fd.ainfo != SIZE_MAX && (fd.ainfo_flags & AINFO_TRACK_CORDER)) {
-			/* the next creation order; the Attribute Info message's
-			 * maximum moves first (a side change: a gap is harmless) */
-			uint8_t v[2];
-
-			if (fd.max_crt == UINT16_MAX) {
-				rc = h5_err_set(H5_ERR_LIMIT, "object 0x%llx: creation order exhausted",
-						(unsigned long long)addr);
-				goto out;
-			}
-			crt = fd.max_crt;
-			h5_le_encode(v, (uint64_t)fd.max_crt + 1, 2);
-			rc = h5_ohdr_aux(&c, c.e.oh->msgs[fd.ainfo].addr + 2, v, 2);
+		if (rc == 0) {
+			new_hdr(&h, ds, f, oh, ch->name, ch->name_len, nelmts, one);
+			h.dt = dt;
+			h.dt_size = dtlen;
 		}
 	}
 	if (rc == 0)
-		rc = h5_attr_encode(&msg, &mlen, &h, data, dlen);
+		rc = h5_attr_encode(msg, mlen, &h, data, dlen);
+	h5_attr_msg_clear(&a);
+	free(data);
+	return rc;
+}
+
+/* Attributes in dense storage: the set loaded, changed, written anew and
+ * the Attribute Info message switched to it (dense_write.h), one commit. */
+static int apply_dense(h5_ohdr_change *c, h5_file *f, const found *fd, const change *ch)
+{
+	const h5_msg *m = &c->e.oh->msgs[fd->ainfo];
+	h5_dense_set s = { 0 };
+	uint64_t fheap, name_bt2, corder_bt2;
+	int64_t max_crt = fd->max_crt;
+	uint8_t *msg = NULL, *body = NULL;
+	size_t mlen = 0, at;
+	int rc = h5_dense_set_load(&s, f, H5_DENSE_ATTRS, fd->fheap, fd->name_bt2, fd->corder_bt2);
+
+	if (rc < 0)
+		goto out;
+	at = h5_dense_set_find(&s, ch->name, ch->name_len);
+	if (!ch->val) {
+		if (at == SIZE_MAX)
+			rc = h5_err_set(H5_ERR_NOTFOUND, "no attribute \"%.*s\"", (int)ch->name_len, ch->name);
+		else
+			h5_dense_set_del(&s, at);
+	} else {
+		bool keep = at != SIZE_MAX && !ch->typestr;
+		uint64_t crt = at != SIZE_MAX ? s.o[at].corder : 0;
+
+		if (at != SIZE_MAX && (s.o[at].flags & H5_MSG_FLAG_SHARED))
+			rc = h5_err_set(H5_ERR_UNSUPPORTED, "attribute \"%.*s\" is a shared message", (int)ch->name_len,
+					ch->name);
+		if (rc == 0)
+			rc = build(&msg, &mlen, f, c->e.oh, keep ? s.o[at].msg : NULL, keep ? s.o[at].len : 0, ch);
+		if (rc == 0 && at == SIZE_MAX && (fd->ainfo_flags & AINFO_TRACK_CORDER)) {
+			if (max_crt == UINT16_MAX)
+				rc = h5_err_set(H5_ERR_LIMIT, "object 0x%llx: creation order exhausted",
+						(unsigned long long)c->e.oh->addr);
+			crt = (uint64_t)max_crt++;
+		}
+		if (rc == 0)
+			rc = h5_dense_set_put(&s, at, msg, mlen, ch->name, ch->name_len, crt,
+					      at != SIZE_MAX ? s.o[at].flags : 0);
+	}
+	if (rc == 0)
+		rc = h5_dense_set_write(&fheap, &name_bt2, &corder_bt2, f, &s);
+	if (rc < 0)
+		goto out;
+	body = malloc(m->size);
+	if (!body) {
+		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	memcpy(body, m->data, m->size);
+	rc = h5_dense_info_update(body, m->size, H5_DENSE_ATTRS, &f->fmt, fheap, name_bt2, corder_bt2, max_crt);
+	if (rc == 0)
+		rc = h5_ohdr_put(c, f, fd->ainfo, H5_MSG_AINFO, m->flags, m->crt_order, body, m->size);
+out:
+	h5_dense_set_free(&s);
+	free(msg);
+	free(body);
+	return rc;
+}
+
+static int apply(h5_file *f, uint64_t addr, const change *ch)
+{
+	h5_ohdr_change c;
+	found fd;
+	uint8_t *msg = NULL;
+	size_t mlen = 0;
+	uint16_t crt = 0;
+	int rc;
+
+	rc = h5_ohdr_change_open(&c, f, addr);
+	if (rc == 0)
+		rc = scan(&fd, f, c.e.oh, ch->name, ch->name_len);
+	if (rc < 0)
+		goto out;
+	if (fd.dense) {
+		rc = apply_dense(&c, f, &fd, ch);
+		goto commit;
+	}
+	if (!ch->val) {
+		if (fd.idx == SIZE_MAX) {
+			rc = h5_err_set(H5_ERR_NOTFOUND, "no attribute \"%.*s\"", (int)ch->name_len, ch->name);
+			goto out;
+		}
+		rc = h5_ohdr_put(&c, f, fd.idx, 0, 0, 0, NULL, 0);
+		goto commit;
+	}
+	if (fd.idx == SIZE_MAX && fd.nattrs >= max_compact(c.e.oh)) {
+		rc = h5_err_set(H5_ERR_NOSPC, "object 0x%llx has %zu attributes, as many as its compact storage "
+				"holds (libhdf5 would move them to dense storage, which h5fs does not write)",
+				(unsigned long long)addr, fd.nattrs);
+		goto out;
+	}
+	if (fd.idx != SIZE_MAX && !ch->typestr) {
+		const h5_msg *m = &c.e.oh->msgs[fd.idx];
+
+		rc = build(&msg, &mlen, f, c.e.oh, m->data, m->size, ch);
+	} else {
+		rc = build(&msg, &mlen, f, c.e.oh, NULL, 0, ch);
+	}
+	if (rc < 0)
+		goto out;
+	if (fd.idx != SIZE_MAX) {
+		crt = c.e.oh->msgs[fd.idx].crt_order;
+	} else if ((c.e.oh->flags & 0x04) && fd.ainfo != SIZE_MAX && (fd.ainfo_flags & AINFO_TRACK_CORDER)) {
+		/* the next creation order; the Attribute Info message's
+		 * maximum moves first (a side change: a gap is harmless) */
+		uint8_t v[2];
+
+		if (fd.max_crt == UINT16_MAX) {
+			rc = h5_err_set(H5_ERR_LIMIT, "object 0x%llx: creation order exhausted", (unsigned long long)addr);
+			goto out;
+		}
+		crt = fd.max_crt;
+		h5_le_encode(v, (uint64_t)fd.max_crt + 1, 2);
+		rc = h5_ohdr_aux(&c, c.e.oh->msgs[fd.ainfo].addr + 2, v, 2);
+	}
 	if (rc == 0)
 		rc = h5_ohdr_put(&c, f, fd.idx, H5_MSG_ATTR, fd.idx != SIZE_MAX ? c.e.oh->msgs[fd.idx].flags : 0, crt,
 				 msg, mlen);
@@ -396,8 +481,6 @@ commit:
 		rc = h5_ohdr_commit(&c, f, false);
 out:
 	h5_ohdr_change_close(&c);
-	h5_attr_msg_clear(&a);
-	free(data);
 	free(msg);
 	return rc;
 }

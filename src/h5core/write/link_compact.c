@@ -130,8 +130,9 @@ static int compact_remove(h5_file *f, uint64_t group, const char *name, size_t n
 	return rc;
 }
 
-/* The Link message replaced by one of the new name: one commit (its
- * creation order kept, as the link is the same link). */
+/* The Link message replaced by one of the new name: one commit. As
+ * H5Lmove, the link takes the next creation order (the Link Info
+ * message's maximum moves first, a side change as in compact_insert). */
 static int compact_rename(h5_file *f, uint64_t group, const char *name, size_t name_len, const char *newname,
 			  size_t newname_len, bool durable)
 {
@@ -168,6 +169,13 @@ static int compact_rename(h5_file *f, uint64_t group, const char *name, size_t n
 			l.cset = 1;
 	if (!l.name)
 		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+	if (rc == 0 && l.has_corder && li.track_corder) {
+		uint8_t v[8];
+
+		l.corder = li.max_corder;
+		h5_le_encode(v, (uint64_t)li.max_corder + 1, 8);
+		rc = h5_ohdr_aux(&c, c.e.oh->msgs[linfo].addr + 2, v, 8);
+	}
 	if (rc == 0)
 		rc = h5_link_encode(&msg, &mlen, &f->fmt, &l);
 	if (rc == 0)

@@ -8,7 +8,7 @@
  * link_write.c:
  *   compact   link messages in the group's object header (link_compact.c)
  *   dense     a fractal heap of link messages and v2 B-trees of name hashes
- *             and creation orders (not written yet: refused)
+ *             and creation orders, written anew per change (link_dense.c)
  *   stab      a local heap of names and a v1 B-tree of symbol table nodes,
  *             what libhdf5 writes by default (link_stab.c)
  * Every op runs under f->write_lock and is one ordered commit of its own
@@ -79,5 +79,6 @@ int h5_obj_refcount_add(h5_file *f, uint64_t addr, int delta);
 
 extern const h5_lstore_ops h5_lstore_compact;
 extern const h5_lstore_ops h5_lstore_stab;
+extern const h5_lstore_ops h5_lstore_dense;
 
 #endif

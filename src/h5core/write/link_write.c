@@ -20,11 +20,8 @@
 /* The forms h5fs writes, by h5_lstore_kind (NULL: refused). */
 static const h5_lstore_ops *const lstore_table[H5_LSTORE_NKINDS] = {
 	[H5_LSTORE_COMPACT] = &h5_lstore_compact,
+	[H5_LSTORE_DENSE] = &h5_lstore_dense,
 	[H5_LSTORE_STAB] = &h5_lstore_stab,
-};
-
-static const char *const lstore_refusal[H5_LSTORE_NKINDS] = {
-	[H5_LSTORE_DENSE] = "keeps its links in dense storage (a fractal heap), which h5fs does not write",
 };
 
 int h5_lstore_of(const h5_lstore_ops **ops, h5_lstore_kind *kind, h5_file *f, const h5_ohdr *oh)
@@ -44,8 +41,8 @@ int h5_lstore_of(const h5_lstore_ops **ops, h5_lstore_kind *kind, h5_file *f, co
 	*kind = of_form[gs.form];
 	*ops = lstore_table[*kind];
 	if (*ops == NULL)
-		return h5_err_set(H5_ERR_UNSUPPORTED, "group 0x%llx %s", (unsigned long long)oh->addr,
-				  lstore_refusal[*kind]);
+		return h5_err_set(H5_ERR_UNSUPPORTED, "group 0x%llx: its link storage is not written",
+				  (unsigned long long)oh->addr);
 	return 0;
 }
 

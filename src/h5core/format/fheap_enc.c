@@ -1,0 +1,248 @@
+/*
+ * fheap_enc.c - a whole fractal heap encoded from its objects (spec III.G
+ * "Fractal Heap": the header FRHP, a root indirect block FHIB and direct
+ * blocks FHDB), the mirror of fheap_block.c's decoders. For writers that
+ * replace a small heap rather than change it in place (dense link and
+ * attribute storage, write/dense_write.c): one image at an address the
+ * caller gives, that no reader sees until something points at it.
+ *
+ * The objects are laid out as libhdf5 would have allocated them one after
+ * another (H5HF__man_insert): packed into direct blocks in the order of
+ * the doubling table, a block too small for the next object skipped; a
+ * heap that fits one starting-size block has that block as its root,
+ * otherwise the root is an indirect block of a power of two rows, as
+ * libhdf5's root creation and doubling make them
+ * (H5HF__man_iblock_root_create, _root_double). The header's counters
+ * (managed space, allocated space, the allocation iterator, free space)
+ * are what libhdf5 would hold after those inserts, so libhdf5 goes on
+ * allocating after the last block. No free-space manager is written
+ * (its address undefined, as libhdf5 leaves it when a heap has no free
+ * sections): the room left in the last block is not reused by libhdf5,
+ * which only costs space.
+ *
+ * Only direct rows of the root are used (512 KiB of objects with
+ * libhdf5's default parameters for links and attributes); filtered heaps
+ * are not encoded.
+ */
+#include "base.h"
+#include "rd.h"
+#include "checksum.h"
+#include "file.h"
+#include "fheap.h"
+#include "fheap_int.h"
+
+int h5_fheap_params_get(h5_fheap_params *p, const h5_fheap *fh)
+{
+	const fh_hdr *h = fh->hdr;
+
+	*p = (h5_fheap_params){
+		.id_len = h->id_len, .width = h->width, .max_heap_bits = h->max_heap_bits,
+		.start_root_rows = h->start_root_rows, .max_man_size = h->max_man_size,
+		.start_block_size = h->start_block_size, .max_direct_size = h->max_direct_size,
+		.checksum_dblocks = (h->flags & FH_FLAG_CHECKSUM_DBLOCKS) != 0,
+		.next_huge_id = h->next_huge_id, .huge_bt2_addr = h->huge_bt2_addr, .huge_nobjs = h->huge_nobjs,
+		.filtered = h->filtered,
+	};
+	return 0;
+}
+
+/* A direct block in the layout: its row and column in the root. */
+typedef struct fe_blk {
+	unsigned row, col;
+	uint64_t size, off;     /* bytes, heap offset */
+	uint64_t used;          /* bytes filled (prefix included) */
+	uint64_t addr;
+} fe_blk;
+
+int h5_fheap_build(uint8_t **img, size_t *len, uint8_t *ids, const h5_fheap_params *p, const h5_fmt *fmt,
+		   uint64_t base, const uint8_t *const *objs, const size_t *lens, size_t n)
+{
+	fh_hdr g = { 0 };
+	fe_blk *blk = NULL;
+	size_t nblk = 0, hsz, ibsz = 0, total;
+	unsigned row = 0, col = 0, rows_used = 0, nrows = 0;
+	uint64_t alloc = 0, freesp = 0, iter = 0, man_size = 0, objbytes = 0;
+	uint8_t *b = NULL, *q;
+	int rc = 0;
+
+	*img = NULL;
+	*len = 0;
+	if (p->filtered)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "fractal heap encoder: filtered heaps are not written");
+	/* the geometry, derived as the decoder derives it */
+	g.fmt = *fmt;
+	g.addr = base;
+	g.id_len = p->id_len;
+	g.width = p->width;
+	g.start_block_size = p->start_block_size;
+	g.max_direct_size = p->max_direct_size;
+	g.max_heap_bits = p->max_heap_bits;
+	g.max_man_size = p->max_man_size;
+	g.flags = p->checksum_dblocks ? FH_FLAG_CHECKSUM_DBLOCKS : 0;
+	rc = h5_fh_hdr_derive(&g);
+	if (rc < 0)
+		return rc;
+	if (1u + g.heap_off_size + g.heap_len_size > g.id_len)
+		return h5_err_set(H5_ERR_FORMAT, "fractal heap encoder: %u-byte IDs cannot hold a managed object",
+				  g.id_len);
+
+	/* place the objects (H5HF__man_insert, one after another) */
+	blk = calloc(n ? (size_t)g.max_direct_rows * g.width : 1, sizeof(*blk));
+	if (!blk)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory encoding a fractal heap");
+	for (size_t i = 0; i < n; i++) {
+		fe_blk *cur = nblk ? &blk[nblk - 1] : NULL;
+
+		if (lens[i] == 0 || lens[i] > g.max_man_size) {
+			rc = h5_err_set(H5_ERR_UNSUPPORTED, "fractal heap encoder: a %zu-byte object is not a managed "
+					"object (at most %u bytes)", lens[i], g.max_man_size);
+			goto out;
+		}
+		while (!cur || cur->used + lens[i] > cur->size) {
+			/* the next block of the doubling table, skipping those too small */
+			if (cur && ++col == g.width) {
+				col = 0;
+				row++;
+			}
+			if (row >= g.max_direct_rows) {
+				rc = h5_err_set(H5_ERR_LIMIT, "fractal heap encoder: %zu objects need more than the "
+						"root's direct blocks", n);
+				goto out;
+			}
+			cur = &blk[nblk];
+			*cur = (fe_blk){ .row = row, .col = col, .size = g.row_block_size[row],
+					 .off = g.row_block_off[row] + col * g.row_block_size[row],
+					 .used = g.dblock_overhead };
+			if (cur->size - g.dblock_overhead < lens[i]) {
+				cur = NULL;     /* skipped: libhdf5 would keep it as free space */
+				continue;
+			}
+			nblk++;
+		}
+		q = ids + i * g.id_len;
+		memset(q, 0, g.id_len);
+		q[0] = 0;               /* version 0, managed */
+		h5_le_encode(q + 1, cur->off + cur->used, g.heap_off_size);
+		h5_le_encode(q + 1 + g.heap_off_size, lens[i], g.heap_len_size);
+		cur->used += lens[i];
+		objbytes += lens[i];
+	}
+	if (nblk > 0)
+		rows_used = blk[nblk - 1].row + 1;
+
+	/* where things go: header, root indirect block (if any), blocks */
+	hsz = 14 + 12 * (size_t)fmt->sizeof_size + 3 * (size_t)fmt->sizeof_addr + 8 + 4;
+	total = hsz;
+	if (nblk == 1 && blk[0].row == 0 && blk[0].col == 0) {
+		nrows = 0;              /* a root direct block */
+		man_size = g.start_block_size;
+		freesp = g.start_block_size - g.dblock_overhead;
+	} else if (nblk > 0) {
+		unsigned drows, irows;
+
+		for (nrows = p->start_root_rows ? p->start_root_rows : g.max_root_rows; nrows < rows_used;)
+			nrows = nrows * 2 > g.max_root_rows ? g.max_root_rows : nrows * 2;
+		drows = nrows < g.max_direct_rows ? nrows : g.max_direct_rows;
+		irows = nrows - drows;
+		ibsz = 4 + 1 + fmt->sizeof_addr + g.heap_off_size + (size_t)(drows + irows) * g.width * fmt->sizeof_addr + 4;
+		man_size = (uint64_t)g.num_id_first_row << (nrows - 1);
+		for (unsigned r = 0; r < drows; r++)
+			freesp += (g.row_block_size[r] - g.dblock_overhead) * g.width;
+		total += ibsz;
+	}
+	for (size_t i = 0; i < nblk; i++) {
+		blk[i].addr = base + total;
+		total += blk[i].size;
+		alloc += blk[i].size;
+	}
+	if (nblk > 0)
+		iter = blk[nblk - 1].off + blk[nblk - 1].size;
+	freesp -= objbytes;
+
+	b = calloc(1, total);
+	if (!b) {
+		rc = h5_err_set(H5_ERR_NOMEM, "out of memory encoding a fractal heap");
+		goto out;
+	}
+	/* the header (III.G "Fractal Heap Header") */
+	q = b;
+	memcpy(q, "FRHP", 4);
+	q[4] = 0;
+	h5_le_encode(q + 5, g.id_len, 2);
+	h5_le_encode(q + 7, 0, 2);                      /* no I/O filters */
+	q[9] = g.flags;
+	h5_le_encode(q + 10, g.max_man_size, 4);
+	q += 14;
+#define PUT(v, sz) do { h5_le_encode(q, (v), (sz)); q += (sz); } while (0)
+	PUT(p->next_huge_id, fmt->sizeof_size);
+	PUT(p->huge_bt2_addr, fmt->sizeof_addr);
+	PUT(freesp, fmt->sizeof_size);                  /* free space in managed blocks */
+	PUT(H5_ADDR_UNDEF, fmt->sizeof_addr);           /* no free-space manager */
+	PUT(man_size, fmt->sizeof_size);
+	PUT(alloc, fmt->sizeof_size);
+	PUT(iter, fmt->sizeof_size);
+	PUT(n, fmt->sizeof_size);                       /* managed objects */
+	PUT(p->huge_size, fmt->sizeof_size);
+	PUT(p->huge_nobjs, fmt->sizeof_size);
+	PUT(0, fmt->sizeof_size);                       /* tiny objects: bytes, count */
+	PUT(0, fmt->sizeof_size);
+	PUT(g.width, 2);
+	PUT(g.start_block_size, fmt->sizeof_size);
+	PUT(g.max_direct_size, fmt->sizeof_size);
+	PUT(g.max_heap_bits, 2);
+	PUT(p->start_root_rows, 2);
+	PUT(nblk == 0 ? H5_ADDR_UNDEF : nrows == 0 ? blk[0].addr : base + hsz, fmt->sizeof_addr);
+	PUT(nrows, 2);
+	PUT(h5_checksum_metadata(b, (size_t)(q - b)), 4);
+
+	/* the root indirect block (III.G "Fractal Heap Indirect Block") */
+	if (ibsz) {
+		uint8_t *ib = b + hsz;
+		size_t nents = (size_t)nrows * g.width;
+
+		q = ib;
+		memcpy(q, "FHIB", 4);
+		q[4] = 0;
+		q += 5;
+		PUT(base, fmt->sizeof_addr);
+		PUT(0, g.heap_off_size);
+		for (size_t e = 0, k = 0; e < nents; e++) {
+			bool here = k < nblk && (size_t)blk[k].row * g.width + blk[k].col == e;
+
+			PUT(here ? blk[k].addr : H5_ADDR_UNDEF, fmt->sizeof_addr);
+			k += here;
+		}
+		PUT(h5_checksum_metadata(ib, (size_t)(q - ib)), 4);
+	}
+	/* the direct blocks (III.G "Fractal Heap Direct Block"); objects in order */
+	for (size_t i = 0, k = 0; k < nblk; k++) {
+		uint8_t *db = b + (blk[k].addr - base);
+		uint64_t at = g.dblock_overhead;
+
+		q = db;
+		memcpy(q, "FHDB", 4);
+		q[4] = 0;
+		q += 5;
+		PUT(base, fmt->sizeof_addr);
+		PUT(blk[k].off, g.heap_off_size);
+		for (; i < n; i++) {
+			uint64_t off = h5_le_decode(ids + i * g.id_len + 1, g.heap_off_size);
+
+			if (off < blk[k].off || off >= blk[k].off + blk[k].size)
+				break;
+			memcpy(db + at, objs[i], lens[i]);
+			at += lens[i];
+		}
+		/* the checksum covers the whole block with its own field zero */
+		if (g.flags & FH_FLAG_CHECKSUM_DBLOCKS)
+			h5_le_encode(q, h5_checksum_metadata(db, (size_t)blk[k].size), 4);
+	}
+#undef PUT
+	*img = b;
+	*len = total;
+	b = NULL;
+out:
+	free(b);
+	free(blk);
+	return rc;
+}

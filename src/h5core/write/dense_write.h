@@ -1,0 +1,76 @@
+/* dense_write.h - changing dense link and attribute storage (dense_write.c;
+ * spec IV.A.2.c Link Info, IV.A.2.v Attribute Info, III.G fractal heap,
+ * III.A.2 v2 B-tree record types 5, 6, 8 and 9).
+ *
+ * The whole set of an object's links or attributes is loaded, changed in
+ * memory and written anew at the allocation end: a new heap, a new name
+ * index and (when the object indexes creation order) a new creation-order
+ * index. Nothing on disk changes until the caller's one in-place write of
+ * the info message that names them (link_dense.c, attr_write.c), so a
+ * crash leaves the old storage or the new, whole. Old structures are left
+ * unreferenced (h5repack reclaims them). Every call runs under
+ * f->write_lock. */
+#ifndef H5_WRITE_DENSE_WRITE_H
+#define H5_WRITE_DENSE_WRITE_H
+
+#include "base.h"
+#include "file.h"
+#include "dense.h"
+#include "fheap.h"
+#include "btree2.h"
+
+#define H5_DENSE_MAX_ID 16
+
+/* One link or attribute. */
+typedef struct h5_dense_obj {
+	uint8_t *msg;           /* the Link or Attribute message (NULL: a kept ID's object) */
+	size_t len;
+	char *name;             /* NULL: unknown (a shared attribute: never matched) */
+	size_t name_len;
+	uint32_t hash;          /* lookup3 of the name */
+	uint64_t corder;
+	uint8_t flags;          /* attributes: the message's flags */
+	bool keep;              /* a huge or tiny object: its ID is carried over */
+	uint8_t id[H5_DENSE_MAX_ID];
+} h5_dense_obj;
+
+typedef struct h5_dense_set {
+	h5_dense_kind kind;
+	h5_dense_obj *o;
+	size_t n, cap;
+	h5_fheap_params hp;
+	h5_bt2_params name_bp, corder_bp;
+	bool index_corder;
+} h5_dense_set;
+
+/* The objects of the storage an info message names (corder_bt2: UNDEF
+ * when creation order is not indexed). */
+int h5_dense_set_load(h5_dense_set *s, h5_file *f, h5_dense_kind kind, uint64_t fheap, uint64_t name_bt2,
+		      uint64_t corder_bt2);
+/* An empty set with libhdf5's parameters for new dense storage
+ * (H5G__dense_create, H5A__dense_create). */
+void h5_dense_set_init(h5_dense_set *s, h5_dense_kind kind, bool index_corder);
+void h5_dense_set_free(h5_dense_set *s);
+
+/* The object named name, or SIZE_MAX. */
+size_t h5_dense_set_find(const h5_dense_set *s, const char *name, size_t name_len);
+/* Object at (SIZE_MAX: a new object) set to a copy of the message msg
+ * whose name is name; corder and flags as given. */
+int h5_dense_set_put(h5_dense_set *s, size_t at, const uint8_t *msg, size_t len, const char *name, size_t name_len,
+		     uint64_t corder, uint8_t flags);
+void h5_dense_set_del(h5_dense_set *s, size_t at);
+
+/* The set written anew at the allocation end (not yet durable: the
+ * caller's commit makes it so before its switch): the addresses of the
+ * heap, the name index and the creation-order index (UNDEF when not
+ * indexed). */
+int h5_dense_set_write(uint64_t *fheap, uint64_t *name_bt2, uint64_t *corder_bt2, h5_file *f,
+		       const h5_dense_set *s);
+
+/* The body of a Link Info (kind LINKS) or Attribute Info message, len
+ * bytes, made to name the new storage; max_corder (>= 0) as its maximum
+ * creation order when it tracks one. */
+int h5_dense_info_update(uint8_t *body, size_t len, h5_dense_kind kind, const h5_fmt *fmt, uint64_t fheap,
+			 uint64_t name_bt2, uint64_t corder_bt2, int64_t max_corder);
+
+#endif

@@ -1,0 +1,188 @@
+/*
+ * link_dense.c - links in dense storage (spec IV.A.2.c Link Info: a
+ * fractal heap of Link messages, a v2 B-tree of name hashes and, when the
+ * group indexes creation order, one of creation orders): the "dense"
+ * entry of link_store.h's table.
+ *
+ * Each change loads the group's links, changes them in memory and writes
+ * the store anew (dense_write.c); the group's Link Info message, rewritten
+ * in place in one write of its header chunk (ohdr_edit.c), then names the
+ * new store. The ordered commit makes the new store durable before that
+ * write, so a crash leaves the old links or the new ones (doc/MODIFY.md).
+ *
+ * A group that falls below libhdf5's "minimum dense" count stays dense
+ * (libhdf5 would move its links back into the header; it reads a small
+ * dense group the same).
+ */
+#include "base.h"
+#include "file.h"
+#include "ohdr.h"
+#include "linkmsg.h"
+#include "ohdr_edit.h"
+#include "link_store.h"
+#include "dense_write.h"
+
+typedef struct dense_edit {
+	const h5_link *link;            /* insert: the new link */
+	const char *name, *newname;     /* remove, rename */
+	size_t name_len, newname_len;
+} dense_edit;
+
+typedef int (*edit_fn)(h5_file *f, h5_dense_set *s, h5_linfo *li, const dense_edit *e);
+
+static int link_put(h5_dense_set *s, size_t at, const h5_fmt *fmt, const h5_link *l)
+{
+	uint8_t *msg = NULL;
+	size_t len = 0;
+	int rc = h5_link_encode(&msg, &len, fmt, l);
+
+	if (rc == 0)
+		rc = h5_dense_set_put(s, at, msg, len, l->name, l->name_len, l->has_corder ? (uint64_t)l->corder : 0, 0);
+	free(msg);
+	return rc;
+}
+
+static int edit_insert(h5_file *f, h5_dense_set *s, h5_linfo *li, const dense_edit *e)
+{
+	h5_link l = *e->link;
+
+	if (h5_dense_set_find(s, l.name, l.name_len) != SIZE_MAX)
+		return h5_err_set(H5_ERR_INVAL, "the group has a link \"%.*s\" already", (int)l.name_len, l.name);
+	l.has_corder = li->track_corder;
+	l.corder = li->track_corder ? li->max_corder : 0;
+	if (li->track_corder)
+		li->max_corder++;
+	return link_put(s, SIZE_MAX, &f->fmt, &l);
+}
+
+static int edit_remove(h5_file *f, h5_dense_set *s, h5_linfo *li, const dense_edit *e)
+{
+	size_t at = h5_dense_set_find(s, e->name, e->name_len);
+
+	(void)f;
+	(void)li;
+	if (at == SIZE_MAX)
+		return h5_err_set(H5_ERR_NOTFOUND, "no link \"%.*s\"", (int)e->name_len, e->name);
+	h5_dense_set_del(s, at);
+	return 0;
+}
+
+/* As H5Lmove: the renamed link takes the next creation order. */
+static int edit_rename(h5_file *f, h5_dense_set *s, h5_linfo *li, const dense_edit *e)
+{
+	size_t at = h5_dense_set_find(s, e->name, e->name_len);
+	h5_link l = { 0 };
+	int rc;
+
+	if (h5_dense_set_find(s, e->newname, e->newname_len) != SIZE_MAX)
+		return h5_err_set(H5_ERR_INVAL, "the group has a link \"%.*s\" already", (int)e->newname_len,
+				  e->newname);
+	if (at == SIZE_MAX)
+		return h5_err_set(H5_ERR_NOTFOUND, "no link \"%.*s\"", (int)e->name_len, e->name);
+	rc = h5_link_decode(&l, s->o[at].msg, s->o[at].len, &f->fmt);
+	if (rc < 0)
+		return rc;
+	free(l.name);
+	l.name = strndup(e->newname, e->newname_len);
+	l.name_len = e->newname_len;
+	l.cset = 0;
+	for (size_t i = 0; i < e->newname_len; i++)
+		if ((unsigned char)e->newname[i] >= 0x80)
+			l.cset = 1;
+	if (l.has_corder && li->track_corder)
+		l.corder = li->max_corder++;
+	rc = l.name ? link_put(s, at, &f->fmt, &l) : h5_err_set(H5_ERR_NOMEM, "out of memory");
+	h5_link_clear(&l);
+	return rc;
+}
+
+/* One change: the links loaded, edited, written anew, the Link Info
+ * message switched to them. */
+static int dense_change(h5_file *f, uint64_t group, uint64_t start, bool durable, edit_fn fn, const dense_edit *e)
+{
+	h5_ohdr_change c;
+	h5_dense_set s = { 0 };
+	h5_linfo li = { 0 };
+	const h5_msg *m = NULL;
+	uint64_t fheap, name_bt2, corder_bt2;
+	uint8_t *body = NULL;
+	size_t idx = SIZE_MAX;
+	int rc = h5_ohdr_change_open(&c, f, group);
+
+	if (rc < 0)
+		goto out;
+	if (start != UINT64_MAX)
+		c.start_end = start;
+	for (size_t i = 0; i < c.e.oh->nmsgs; i++)
+		if (c.e.oh->msgs[i].type == H5_MSG_LINFO && !(c.e.oh->msgs[i].flags & H5_MSG_FLAG_SHARED))
+			idx = i;
+	if (idx == SIZE_MAX) {
+		rc = h5_err_set(H5_ERR_UNSUPPORTED, "object 0x%llx has no link info message", (unsigned long long)group);
+		goto out;
+	}
+	m = &c.e.oh->msgs[idx];
+	rc = h5_linfo_decode(&li, &f->fmt, m->data, m->size);
+	if (rc == 0 && !h5_addr_defined(li.fheap_addr))
+		rc = h5_err_set(H5_ERR_UNSUPPORTED, "group 0x%llx keeps its links in its header", (unsigned long long)group);
+	if (rc == 0)
+		rc = h5_dense_set_load(&s, f, H5_DENSE_LINKS, li.fheap_addr, li.name_bt2_addr, li.corder_bt2_addr);
+	if (rc == 0)
+		rc = fn(f, &s, &li, e);
+	if (rc == 0)
+		rc = h5_dense_set_write(&fheap, &name_bt2, &corder_bt2, f, &s);
+	if (rc < 0)
+		goto out;
+	body = malloc(m->size);
+	if (!body) {
+		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	memcpy(body, m->data, m->size);
+	rc = h5_dense_info_update(body, m->size, H5_DENSE_LINKS, &f->fmt, fheap, name_bt2, corder_bt2, li.max_corder);
+	if (rc == 0)
+		rc = h5_ohdr_put(&c, f, idx, H5_MSG_LINFO, m->flags, m->crt_order, body, m->size);
+	if (rc == 0)
+		rc = h5_ohdr_commit(&c, f, durable);
+out:
+	free(body);
+	h5_dense_set_free(&s);
+	h5_ohdr_change_close(&c);
+	return rc;
+}
+
+static int dense_insert(h5_file *f, uint64_t group, const h5_link *l, uint64_t start, bool durable)
+{
+	dense_edit e = { .link = l };
+
+	return dense_change(f, group, start, durable, edit_insert, &e);
+}
+
+static int dense_remove(h5_file *f, uint64_t group, const char *name, size_t name_len, bool durable)
+{
+	dense_edit e = { .name = name, .name_len = name_len };
+
+	return dense_change(f, group, UINT64_MAX, durable, edit_remove, &e);
+}
+
+static int dense_rename(h5_file *f, uint64_t group, const char *name, size_t name_len, const char *newname,
+			size_t newname_len, bool durable)
+{
+	dense_edit e = { .name = name, .name_len = name_len, .newname = newname, .newname_len = newname_len };
+
+	return dense_change(f, group, UINT64_MAX, durable, edit_rename, &e);
+}
+
+/* A child of a dense group is what mkdir makes in a compact one: a group
+ * of the latest format (dense storage exists only there). */
+static int dense_new_group(uint64_t *addr, h5_file *f)
+{
+	return h5_lstore_compact.new_group(addr, f);
+}
+
+const h5_lstore_ops h5_lstore_dense = {
+	.name = "dense",
+	.insert = dense_insert,
+	.remove = dense_remove,
+	.rename = dense_rename,
+	.new_group = dense_new_group,
+};
