@@ -7,9 +7,8 @@
  *
  * Dense attribute storage (a fractal heap named by the Attribute Info
  * message) is written anew per change (dense_write.c) and switched to by
- * one rewrite of the Attribute Info message. v2 headers whose compact
- * storage is full (libhdf5 would move their attributes to dense storage)
- * are refused.
+ * one rewrite of the Attribute Info message; a v2 header whose compact
+ * storage is full moves its attributes there, as libhdf5 does.
  */
 #include "base.h"
 #include "rd.h"
@@ -417,6 +416,69 @@ out:
 	return rc;
 }
 
+/* A v2 header at its compact limit gets one more attribute: as libhdf5
+ * (H5O__attr_create, H5A__dense_create), its attributes move to new dense
+ * storage holding the new one too; every Attribute message goes and the
+ * Attribute Info message names the new storage, in one commit that copies
+ * the header's continuation chunks (h5_ohdr_commit_cow). */
+static int to_dense(h5_ohdr_change *c, h5_file *f, const found *fd, const change *ch)
+{
+	const h5_ohdr *oh = c->e.oh;
+	h5_dense_set s;
+	uint64_t fheap, name_bt2, corder_bt2;
+	int64_t max_crt = fd->max_crt;
+	uint8_t *msg = NULL, *body = NULL;
+	size_t mlen = 0;
+	int rc = 0;
+
+	if (fd->ainfo == SIZE_MAX)
+		return h5_err_set(H5_ERR_NOSPC, "object 0x%llx has %zu attributes, as many as its compact storage "
+				  "holds, and no attribute info message to name dense storage",
+				  (unsigned long long)oh->addr, fd->nattrs);
+	h5_dense_set_init(&s, H5_DENSE_ATTRS, (fd->ainfo_flags & AINFO_INDEX_CORDER) != 0);
+	for (size_t i = 0; rc == 0 && i < oh->nmsgs; i++) {
+		const h5_msg *m = &oh->msgs[i];
+		h5_attr_hdr h;
+
+		if (m->type != H5_MSG_ATTR)
+			continue;
+		if (m->flags & H5_MSG_FLAG_SHARED)
+			rc = h5_err_set(H5_ERR_UNSUPPORTED, "object 0x%llx: a shared attribute cannot move to dense "
+					"storage here", (unsigned long long)oh->addr);
+		if (rc == 0)
+			rc = h5_attr_hdr_decode(&h, m->data, m->size);
+		if (rc == 0)
+			rc = h5_dense_set_put(&s, SIZE_MAX, m->data, m->size, (const char *)h.name,
+					      h.name_size ? h.name_size - 1 : 0, m->crt_order, 0);
+		if (rc == 0)
+			rc = h5_ohdr_nil(c, i);
+	}
+	if (rc == 0)
+		rc = build(&msg, &mlen, f, oh, NULL, 0, ch);
+	if (rc == 0 && (fd->ainfo_flags & AINFO_TRACK_CORDER) && max_crt == UINT16_MAX)
+		rc = h5_err_set(H5_ERR_LIMIT, "object 0x%llx: creation order exhausted", (unsigned long long)oh->addr);
+	if (rc == 0)
+		rc = h5_dense_set_put(&s, SIZE_MAX, msg, mlen, ch->name, ch->name_len,
+				      (fd->ainfo_flags & AINFO_TRACK_CORDER) ? (uint64_t)max_crt++ : 0, 0);
+	if (rc == 0)
+		rc = h5_dense_set_write(&fheap, &name_bt2, &corder_bt2, f, &s);
+	if (rc == 0 && !(body = malloc(oh->msgs[fd->ainfo].size)))
+		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+	if (rc == 0) {
+		memcpy(body, oh->msgs[fd->ainfo].data, oh->msgs[fd->ainfo].size);
+		rc = h5_dense_info_update(body, oh->msgs[fd->ainfo].size, H5_DENSE_ATTRS, &f->fmt, fheap, name_bt2,
+					  corder_bt2, max_crt);
+	}
+	if (rc == 0)
+		rc = h5_ohdr_rewrite(c, fd->ainfo, body, oh->msgs[fd->ainfo].size);
+	if (rc == 0)
+		rc = h5_ohdr_commit_cow(c, f, false);
+	h5_dense_set_free(&s);
+	free(msg);
+	free(body);
+	return rc;
+}
+
 static int apply(h5_file *f, uint64_t addr, const change *ch)
 {
 	h5_ohdr_change c;
@@ -444,9 +506,7 @@ static int apply(h5_file *f, uint64_t addr, const change *ch)
 		goto commit;
 	}
 	if (fd.idx == SIZE_MAX && fd.nattrs >= max_compact(c.e.oh)) {
-		rc = h5_err_set(H5_ERR_NOSPC, "object 0x%llx has %zu attributes, as many as its compact storage "
-				"holds (libhdf5 would move them to dense storage, which h5fs does not write)",
-				(unsigned long long)addr, fd.nattrs);
+		rc = to_dense(&c, f, &fd, ch);
 		goto out;
 	}
 	if (fd.idx != SIZE_MAX && !ch->typestr) {

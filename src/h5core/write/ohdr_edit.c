@@ -468,3 +468,81 @@ int h5_ohdr_commit(h5_ohdr_change *c, h5_file *f, bool durable)
 	h5_cache_invalidate(f->meta, H5_CK_OHDR, oh->addr);
 	return rc;
 }
+
+/* ---- changes in several chunks at once ----------------------------------------- */
+
+int h5_ohdr_nil(h5_ohdr_change *c, size_t i)
+{
+	if (i >= c->e.oh->nmsgs)
+		return h5_err_set(H5_ERR_INVAL, "object header 0x%llx: no message %zu", (unsigned long long)c->e.oh->addr, i);
+	return make_nil(c, i);
+}
+
+int h5_ohdr_rewrite(h5_ohdr_change *c, size_t i, const void *body, size_t len)
+{
+	const h5_ohdr *oh = c->e.oh;
+
+	if (i >= oh->nmsgs || oh->msgs[i].size != len)
+		return h5_err_set(H5_ERR_INVAL, "object header 0x%llx: message %zu is not %zu bytes",
+				  (unsigned long long)oh->addr, i, len);
+	return h5_ohdr_patch(&c->e, oh->msgs[i].addr, body, len);
+}
+
+/* Every continuation chunk gets a new place: the continuation messages
+ * (IV.A.2.q) name the copies, which are written whole and durable before
+ * chunk 0, where every chain starts, switches to them in its one write. */
+int h5_ohdr_commit_cow(h5_ohdr_change *c, h5_file *f, bool durable)
+{
+	h5_ohdr *oh = c->e.oh;
+	const h5_fmt *fmt = &f->fmt;
+	uint64_t *naddr = NULL;
+	bool others = false;
+	int rc = 0;
+
+	for (size_t i = 1; i < oh->nchunks; i++)
+		others |= c->e.lo[i] != SIZE_MAX;
+	if (!others) {
+		c->main = 0;
+		return h5_ohdr_commit(c, f, durable);
+	}
+	naddr = calloc(oh->nchunks, sizeof(*naddr));
+	if (!naddr)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory editing an object header");
+	for (size_t i = 1; rc == 0 && i < oh->nchunks; i++)
+		rc = h5_space_alloc(&naddr[i], f, oh->chunks[i].len);
+	for (size_t i = 0; rc == 0 && i < oh->nmsgs; i++) {
+		const h5_msg *m = &oh->msgs[i];
+		uint64_t at;
+		size_t j;
+		uint8_t v[8];
+
+		if (m->type != H5_MSG_CONT || m->size < fmt->sizeof_addr)
+			continue;
+		at = h5_le_decode(m->data, fmt->sizeof_addr);
+		for (j = 1; j < oh->nchunks && oh->chunks[j].addr != at; j++)
+			;
+		if (j == oh->nchunks)
+			continue;
+		h5_le_encode(v, naddr[j], fmt->sizeof_addr);
+		rc = h5_ohdr_patch(&c->e, m->addr, v, fmt->sizeof_addr);
+	}
+	for (size_t i = 1; rc == 0 && i < oh->nchunks; i++) {
+		h5_ohdr_chunk *ch = &oh->chunks[i];
+
+		if (oh->version >= 2) {
+			merge_gap(c, i);
+			h5_le_encode(ch->buf + ch->len - 4, h5_checksum_metadata(ch->buf, ch->len - 4), 4);
+		}
+		rc = h5_file_write(f, naddr[i], ch->buf, ch->len);
+		c->e.lo[i] = SIZE_MAX;
+		c->e.hi[i] = 0;
+		ch->addr = naddr[i];
+	}
+	free(naddr);
+	if (rc < 0) {
+		h5_cache_invalidate(f->meta, H5_CK_OHDR, oh->addr);
+		return rc;
+	}
+	c->main = 0;
+	return h5_ohdr_commit(c, f, durable);
+}

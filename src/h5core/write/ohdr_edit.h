@@ -51,4 +51,18 @@ int h5_ohdr_aux(h5_ohdr_change *c, uint64_t addr, const void *bytes, size_t n);
  * the header are dropped whatever happens. */
 int h5_ohdr_commit(h5_ohdr_change *c, h5_file *f, bool durable);
 
+/* Changes that span chunks (a group or an object moving to dense storage:
+ * every Link or Attribute message removed and the info message switched,
+ * at once), made by patches and committed by h5_ohdr_commit_cow:
+ *   h5_ohdr_nil        message i becomes a NIL message of its size;
+ *   h5_ohdr_rewrite    message i's body replaced by len bytes (its size);
+ *   h5_ohdr_commit_cow every continuation chunk copied, changed, to new
+ *                      space and the continuation messages re-pointed,
+ *                      the copies made durable; then chunk 0's one
+ *                      in-place write switches to the new header whole.
+ * The old continuation chunks are left unreferenced. */
+int h5_ohdr_nil(h5_ohdr_change *c, size_t i);
+int h5_ohdr_rewrite(h5_ohdr_change *c, size_t i, const void *body, size_t len);
+int h5_ohdr_commit_cow(h5_ohdr_change *c, h5_file *f, bool durable);
+
 #endif
