@@ -424,17 +424,14 @@ out:
 static int to_dense(h5_ohdr_change *c, h5_file *f, const found *fd, const change *ch)
 {
 	const h5_ohdr *oh = c->e.oh;
+	const h5_fmt *fmt = &f->fmt;
 	h5_dense_set s;
 	uint64_t fheap, name_bt2, corder_bt2;
 	int64_t max_crt = fd->max_crt;
 	uint8_t *msg = NULL, *body = NULL;
-	size_t mlen = 0;
+	size_t mlen = 0, blen;
 	int rc = 0;
 
-	if (fd->ainfo == SIZE_MAX)
-		return h5_err_set(H5_ERR_NOSPC, "object 0x%llx has %zu attributes, as many as its compact storage "
-				  "holds, and no attribute info message to name dense storage",
-				  (unsigned long long)oh->addr, fd->nattrs);
 	h5_dense_set_init(&s, H5_DENSE_ATTRS, (fd->ainfo_flags & AINFO_INDEX_CORDER) != 0);
 	for (size_t i = 0; rc == 0 && i < oh->nmsgs; i++) {
 		const h5_msg *m = &oh->msgs[i];
@@ -450,8 +447,6 @@ static int to_dense(h5_ohdr_change *c, h5_file *f, const found *fd, const change
 		if (rc == 0)
 			rc = h5_dense_set_put(&s, SIZE_MAX, m->data, m->size, (const char *)h.name,
 					      h.name_size ? h.name_size - 1 : 0, m->crt_order, 0);
-		if (rc == 0)
-			rc = h5_ohdr_nil(c, i);
 	}
 	if (rc == 0)
 		rc = build(&msg, &mlen, f, oh, NULL, 0, ch);
@@ -462,20 +457,61 @@ static int to_dense(h5_ohdr_change *c, h5_file *f, const found *fd, const change
 				      (fd->ainfo_flags & AINFO_TRACK_CORDER) ? (uint64_t)max_crt++ : 0, 0);
 	if (rc == 0)
 		rc = h5_dense_set_write(&fheap, &name_bt2, &corder_bt2, f, &s);
-	if (rc == 0 && !(body = malloc(oh->msgs[fd->ainfo].size)))
+	if (rc < 0)
+		goto out;
+	/* the Attribute Info message: changed, or (a header that has none, as
+	 * netCDF-4 makes some) added, as libhdf5 adds one (IV.A.2.v: version
+	 * 0, no creation order, the heap and the name index) */
+	blen = fd->ainfo != SIZE_MAX ? oh->msgs[fd->ainfo].size : 2 + 2 * (size_t)fmt->sizeof_addr;
+	body = calloc(1, blen);
+	if (!body) {
 		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
-	if (rc == 0) {
-		memcpy(body, oh->msgs[fd->ainfo].data, oh->msgs[fd->ainfo].size);
-		rc = h5_dense_info_update(body, oh->msgs[fd->ainfo].size, H5_DENSE_ATTRS, &f->fmt, fheap, name_bt2,
-					  corder_bt2, max_crt);
+		goto out;
 	}
-	if (rc == 0)
-		rc = h5_ohdr_rewrite(c, fd->ainfo, body, oh->msgs[fd->ainfo].size);
+	if (fd->ainfo != SIZE_MAX)
+		memcpy(body, oh->msgs[fd->ainfo].data, blen);
+	rc = h5_dense_info_update(body, blen, H5_DENSE_ATTRS, fmt, fheap, name_bt2, corder_bt2, max_crt);
+	if (rc == 0 && fd->ainfo != SIZE_MAX)
+		rc = h5_ohdr_rewrite(c, fd->ainfo, body, blen);
+	else if (rc == 0)
+		rc = h5_ohdr_put(c, f, SIZE_MAX, H5_MSG_AINFO, 0x04 /* libhdf5's "don't share" */, 0, body, blen);
+	/* then every Attribute message goes (after the put, which takes free
+	 * space as the header shows it now) */
+	for (size_t i = 0; rc == 0 && i < oh->nmsgs; i++)
+		if (oh->msgs[i].type == H5_MSG_ATTR)
+			rc = h5_ohdr_nil(c, i);
 	if (rc == 0)
 		rc = h5_ohdr_commit_cow(c, f, false);
+out:
 	h5_dense_set_free(&s);
 	free(msg);
 	free(body);
+	return rc;
+}
+
+/* A v2 header's first attribute: as libhdf5 (H5O__attr_create's
+ * "new_ainfo"), an Attribute Info message comes first, tracking and
+ * indexing creation order as the header's flags say (IV.A.1.b bits 2 and
+ * 3), no attributes counted yet. A commit of its own: a crash after it
+ * leaves a header libhdf5 reads as having no attributes, as before. */
+static int ainfo_add(h5_ohdr_change *c, h5_file *f)
+{
+	const h5_ohdr *oh = c->e.oh;
+	uint8_t b[2 + 2 + 3 * 8];
+	size_t n = 2;
+	int rc;
+
+	b[0] = 0;
+	b[1] = (uint8_t)(((oh->flags & 0x04) ? AINFO_TRACK_CORDER : 0) | ((oh->flags & 0x08) ? AINFO_INDEX_CORDER : 0));
+	if (b[1] & AINFO_TRACK_CORDER) {
+		h5_le_encode(b + n, 0, 2);
+		n += 2;
+	}
+	for (int i = 0; i < ((b[1] & AINFO_INDEX_CORDER) ? 3 : 2); i++, n += f->fmt.sizeof_addr)
+		h5_le_encode(b + n, H5_ADDR_UNDEF, f->fmt.sizeof_addr);
+	rc = h5_ohdr_put(c, f, SIZE_MAX, H5_MSG_AINFO, 0x04 /* libhdf5's "don't share" */, 0, b, n);
+	if (rc == 0)
+		rc = h5_ohdr_commit(c, f, false);
 	return rc;
 }
 
@@ -496,6 +532,11 @@ static int apply(h5_file *f, uint64_t addr, const change *ch)
 	if (fd.dense) {
 		rc = apply_dense(&c, f, &fd, ch);
 		goto commit;
+	}
+	if (ch->val && fd.idx == SIZE_MAX && c.e.oh->version >= 2 && fd.ainfo == SIZE_MAX) {
+		rc = ainfo_add(&c, f);
+		h5_ohdr_change_close(&c);
+		return rc < 0 ? rc : apply(f, addr, ch);
 	}
 	if (!ch->val) {
 		if (fd.idx == SIZE_MAX) {
