@@ -61,6 +61,7 @@ int h5_fheap_build(uint8_t **img, size_t *len, uint8_t *ids, const h5_fheap_para
 	fe_blk *blk = NULL;
 	size_t nblk = 0, hsz, ibsz = 0, total;
 	unsigned row = 0, col = 0, rows_used = 0, nrows = 0;
+	bool placed = false;    /* (row, col) is a block already considered */
 	uint64_t alloc = 0, freesp = 0, iter = 0, man_size = 0, objbytes = 0;
 	uint8_t *b = NULL, *q;
 	int rc = 0;
@@ -99,25 +100,26 @@ int h5_fheap_build(uint8_t **img, size_t *len, uint8_t *ids, const h5_fheap_para
 			goto out;
 		}
 		while (!cur || cur->used + lens[i] > cur->size) {
-			/* the next block of the doubling table, skipping those too small */
-			if (cur && ++col == g.width) {
+			/* the next block of the doubling table (the first: row 0,
+			 * column 0), skipping those too small for the object */
+			if (placed && ++col == g.width) {
 				col = 0;
 				row++;
 			}
+			placed = true;
 			if (row >= g.max_direct_rows) {
 				rc = h5_err_set(H5_ERR_LIMIT, "fractal heap encoder: %zu objects need more than the "
 						"root's direct blocks", n);
 				goto out;
 			}
-			cur = &blk[nblk];
-			*cur = (fe_blk){ .row = row, .col = col, .size = g.row_block_size[row],
-					 .off = g.row_block_off[row] + col * g.row_block_size[row],
-					 .used = g.dblock_overhead };
-			if (cur->size - g.dblock_overhead < lens[i]) {
+			if (g.row_block_size[row] - g.dblock_overhead < lens[i]) {
 				cur = NULL;     /* skipped: libhdf5 would keep it as free space */
 				continue;
 			}
-			nblk++;
+			cur = &blk[nblk++];
+			*cur = (fe_blk){ .row = row, .col = col, .size = g.row_block_size[row],
+					 .off = g.row_block_off[row] + col * g.row_block_size[row],
+					 .used = g.dblock_overhead };
 		}
 		q = ids + i * g.id_len;
 		memset(q, 0, g.id_len);
