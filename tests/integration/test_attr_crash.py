@@ -18,6 +18,10 @@ alone. Then the files a crash could leave are built from the trace:
   per change, whose tearing inside a sector-straddling write is the
   residual risk doc/APPEND.md names): every attribute must hold a value it
   held in some state (each change done or not done);
+Dense storage (latest.h5): a group's 9th link and an object's 9th
+attribute move them to dense storage in one commit, and later changes
+write the store anew and switch its info message (DENSE_LINK_OPS,
+DENSE_ATTR_OPS), enumerated as the rest.
 New datasets (a contiguous int32 dataset written first and linked last,
 as np.save through the mount makes one; an empty growable uint8 one, as
 cp does) are enumerated the same way, a state's tree holding each
@@ -133,6 +137,34 @@ MOVE_STATES = [
     "ln\t/n\tg2\t/g",
     "unlink\t/\tg",
     "unlink\t/\td2",
+]
+
+# dense storage (latest.h5): /g's 9th link and each object's 9th attribute
+# move them to a new heap and name index in one commit that copies the
+# header's continuation chunks (ohdr_edit.c h5_ohdr_commit_cow); then
+# changes in dense storage, each a new heap and index switched to by one
+# write of the info message
+DENSE_LINK_OPS = ["mkdir\t/g\tm%02d" % i for i in range(10)] + [
+    "symlink\t/g\tsl\t/d",
+    "unlink\t/g\tm03",
+    "mv\t/g\tm04\t/g\tm04b",
+    "sync",
+    "mkdir\t/g\tm10",
+    "unlink\t/g\tsl",
+]
+DENSE_ATTR_OPS = [
+    "set\t/\tn1\tone",
+    "set\t/\tn2\ttwo",
+    "set\t/\tn3\tthree",                  # the 9th: dense
+    "set\t/\ti\t43",                      # changed in dense storage
+    "del\t/\trm",
+    "typed\t/\tcnt\t<i2\t1, 2",
+    "sync",
+    "set\t/\tn1\tuno",
+    "set\t/d\ta1\tx",
+    "set\t/d\ta2\ty",
+    "set\t/d\ta3\t" + "z" * 200,
+    "del\t/\tn2",
 ]
 
 
@@ -324,6 +356,8 @@ def main():
     total += run_case(work, "default.h5", rng, MOVE_OPS, None, MOVE_STATES)
     total += run_case(work, "default.h5", rng, DSET_OPS, None)
     total += run_case(work, "latest.h5", rng, DSET_OPS, None)
+    total += run_case(work, "latest.h5", rng, DENSE_LINK_OPS, None)
+    total += run_case(work, "latest.h5", rng, DENSE_ATTR_OPS)
     shutil.rmtree(work, ignore_errors=True)
     print("%d crash states checked in all" % total)
     return T.finish()
