@@ -9,7 +9,9 @@ bench/README.md ("setfattr").
 
 mode new: N new names (a variable-length string each: a global heap
 collection and an fsync'd commit each through h5fs), on a group of an
-h5py-default file (v1 object header: libhdf5 keeps them compact).
+h5py-default file (v1 object header: libhdf5 keeps them compact), or with
+--format latest of a libver="latest" file (v2 header: dense storage past
+8 attributes, which h5fs writes anew per change).
 mode set: N changes of the values of 100 existing int64 attributes (in
 place, no new space). Each round, in alternating order, h5fs (os.setxattr
 in one process, through a fresh mount of a fresh copy, then unmounted:
@@ -30,10 +32,10 @@ sys.path.insert(0, HERE)
 import benchlib as B  # noqa: E402
 
 
-def fixture(path):
+def fixture(path, fmt="default"):
     import h5py
     import numpy as np
-    with h5py.File(path, "w") as f:
+    with h5py.File(path, "w", libver="latest" if fmt == "latest" else "earliest") as f:
         g = f.create_group("g")
         for k in range(100):
             g.attrs["v%02d" % k] = np.int64(k)
@@ -82,10 +84,12 @@ def main():
     ap.add_argument("-n", type=int, default=10000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--mode", default="both", choices=("new", "set", "both"))
+    ap.add_argument("--format", default="default", choices=("default", "latest"),
+                    help="latest: a v2 header, whose attributes go to dense storage past 8")
     a = ap.parse_args()
     os.makedirs(a.dir, exist_ok=True)
     base = os.path.join(a.dir, "base.h5")
-    fixture(base)
+    fixture(base, a.format)
     mnt = os.path.join(a.dir, "mnt")
     log = os.path.join(a.dir, "h5fs.log")
     B.say("load before: %s" % (os.getloadavg(),))

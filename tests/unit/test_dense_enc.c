@@ -96,9 +96,9 @@ START_TEST(t_heap_refusals)
 		sizes[i] = 4000;
 		objs[i] = calloc(1, sizes[i]);
 	}
-	/* 800 KB: more than the root's direct rows hold (512 KiB) */
+	/* 800 KB: more than the root's direct rows hold (512 KiB): ENOSPC */
 	ck_assert_int_eq(h5_fheap_build(&img, &len, ids, &p, &fmt, BASE, (const uint8_t *const *)objs, sizes, n),
-			 H5_ERR_LIMIT);
+			 H5_ERR_NOSPC);
 	ck_assert_ptr_null(img);
 	sizes[0] = 4097;        /* a huge object */
 	ck_assert_int_eq(h5_fheap_build(&img, &len, ids, &p, &fmt, BASE, (const uint8_t *const *)objs, sizes, 1),

@@ -108,7 +108,7 @@ int h5_fheap_build(uint8_t **img, size_t *len, uint8_t *ids, const h5_fheap_para
 			}
 			placed = true;
 			if (row >= g.max_direct_rows) {
-				rc = h5_err_set(H5_ERR_LIMIT, "fractal heap encoder: %zu objects need more than the "
+				rc = h5_err_set(H5_ERR_NOSPC, "fractal heap encoder: %zu objects need more than the "
 						"root's direct blocks", n);
 				goto out;
 			}
