@@ -361,11 +361,9 @@ static int build(uint8_t **msg, size_t *mlen, h5_file *f, const h5_ohdr *oh, con
  * the Attribute Info message switched to it (dense_write.h), one commit. */
 static int apply_dense(h5_ohdr_change *c, h5_file *f, const found *fd, const change *ch)
 {
-	const h5_msg *m = &c->e.oh->msgs[fd->ainfo];
 	h5_dense_set s = { 0 };
-	uint64_t fheap, name_bt2, corder_bt2;
 	int64_t max_crt = fd->max_crt;
-	uint8_t *msg = NULL, *body = NULL;
+	uint8_t *msg = NULL;
 	size_t mlen = 0, at;
 	int rc = h5_dense_set_load(&s, f, H5_DENSE_ATTRS, fd->fheap, fd->name_bt2, fd->corder_bt2);
 
@@ -397,22 +395,29 @@ static int apply_dense(h5_ohdr_change *c, h5_file *f, const found *fd, const cha
 					      at != SIZE_MAX ? s.o[at].flags : 0);
 	}
 	if (rc == 0)
-		rc = h5_dense_set_write(&fheap, &name_bt2, &corder_bt2, f, &s);
-	if (rc < 0)
-		goto out;
-	body = malloc(m->size);
-	if (!body) {
-		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
-		goto out;
-	}
-	memcpy(body, m->data, m->size);
-	rc = h5_dense_info_update(body, m->size, H5_DENSE_ATTRS, &f->fmt, fheap, name_bt2, corder_bt2, max_crt);
+		rc = h5_dense_set_switch(c, f, &s, fd->ainfo, max_crt);
 	if (rc == 0)
-		rc = h5_ohdr_put(c, f, fd->ainfo, H5_MSG_AINFO, m->flags, m->crt_order, body, m->size);
+		rc = h5_ohdr_commit_cow(c, f, false);
 out:
 	h5_dense_set_free(&s);
 	free(msg);
-	free(body);
+	return rc;
+}
+
+/* The set written, and an Attribute Info message naming it added (a header
+ * that has none, as netCDF-4 makes some, as libhdf5 adds one; IV.A.2.v:
+ * version 0, no creation order, the heap and the name index). */
+static int ainfo_put_new(h5_ohdr_change *c, h5_file *f, const h5_dense_set *s, int64_t max_crt)
+{
+	size_t blen = 2 + 2 * (size_t)f->fmt.sizeof_addr;
+	uint64_t fheap, name_bt2, corder_bt2;
+	uint8_t body[2 + 2 * 8] = { 0 };
+	int rc = h5_dense_set_write(&fheap, &name_bt2, &corder_bt2, f, s);
+
+	if (rc == 0)
+		rc = h5_dense_info_update(body, blen, H5_DENSE_ATTRS, &f->fmt, fheap, name_bt2, corder_bt2, max_crt);
+	if (rc == 0)
+		rc = h5_ohdr_put(c, f, SIZE_MAX, H5_MSG_AINFO, 0x04 /* libhdf5's "don't share" */, 0, body, blen);
 	return rc;
 }
 
@@ -424,12 +429,10 @@ out:
 static int to_dense(h5_ohdr_change *c, h5_file *f, const found *fd, const change *ch)
 {
 	const h5_ohdr *oh = c->e.oh;
-	const h5_fmt *fmt = &f->fmt;
 	h5_dense_set s;
-	uint64_t fheap, name_bt2, corder_bt2;
 	int64_t max_crt = fd->max_crt;
-	uint8_t *msg = NULL, *body = NULL;
-	size_t mlen = 0, blen;
+	uint8_t *msg = NULL;
+	size_t mlen = 0;
 	int rc = 0;
 
 	h5_dense_set_init(&s, H5_DENSE_ATTRS, (fd->ainfo_flags & AINFO_INDEX_CORDER) != 0);
@@ -455,26 +458,10 @@ static int to_dense(h5_ohdr_change *c, h5_file *f, const found *fd, const change
 	if (rc == 0)
 		rc = h5_dense_set_put(&s, SIZE_MAX, msg, mlen, ch->name, ch->name_len,
 				      (fd->ainfo_flags & AINFO_TRACK_CORDER) ? (uint64_t)max_crt++ : 0, 0);
-	if (rc == 0)
-		rc = h5_dense_set_write(&fheap, &name_bt2, &corder_bt2, f, &s);
-	if (rc < 0)
-		goto out;
-	/* the Attribute Info message: changed, or (a header that has none, as
-	 * netCDF-4 makes some) added, as libhdf5 adds one (IV.A.2.v: version
-	 * 0, no creation order, the heap and the name index) */
-	blen = fd->ainfo != SIZE_MAX ? oh->msgs[fd->ainfo].size : 2 + 2 * (size_t)fmt->sizeof_addr;
-	body = calloc(1, blen);
-	if (!body) {
-		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
-		goto out;
-	}
-	if (fd->ainfo != SIZE_MAX)
-		memcpy(body, oh->msgs[fd->ainfo].data, blen);
-	rc = h5_dense_info_update(body, blen, H5_DENSE_ATTRS, fmt, fheap, name_bt2, corder_bt2, max_crt);
 	if (rc == 0 && fd->ainfo != SIZE_MAX)
-		rc = h5_ohdr_rewrite(c, fd->ainfo, body, blen);
+		rc = h5_dense_set_switch(c, f, &s, fd->ainfo, max_crt);
 	else if (rc == 0)
-		rc = h5_ohdr_put(c, f, SIZE_MAX, H5_MSG_AINFO, 0x04 /* libhdf5's "don't share" */, 0, body, blen);
+		rc = ainfo_put_new(c, f, &s, max_crt);
 	/* then every Attribute message goes (after the put, which takes free
 	 * space as the header shows it now) */
 	for (size_t i = 0; rc == 0 && i < oh->nmsgs; i++)
@@ -482,10 +469,8 @@ static int to_dense(h5_ohdr_change *c, h5_file *f, const found *fd, const change
 			rc = h5_ohdr_nil(c, i);
 	if (rc == 0)
 		rc = h5_ohdr_commit_cow(c, f, false);
-out:
 	h5_dense_set_free(&s);
 	free(msg);
-	free(body);
 	return rc;
 }
 
@@ -531,7 +516,7 @@ static int apply(h5_file *f, uint64_t addr, const change *ch)
 		goto out;
 	if (fd.dense) {
 		rc = apply_dense(&c, f, &fd, ch);
-		goto commit;
+		goto out;
 	}
 	if (ch->val && fd.idx == SIZE_MAX && c.e.oh->version >= 2 && fd.ainfo == SIZE_MAX) {
 		rc = ainfo_add(&c, f);

@@ -26,6 +26,7 @@
 #include "linkmsg.h"
 #include "attr.h"
 #include "space.h"
+#include "ohdr_edit.h"
 
 #define ID_TYPE_MASK 0x30       /* heap ID type bits: 0 managed, 1 huge, 2 tiny */
 
@@ -421,4 +422,23 @@ int h5_dense_info_update(uint8_t *body, size_t len, h5_dense_kind kind, const h5
 	if (body[1] & 0x02)
 		h5_le_encode(body + p + 2 * a, corder_bt2, a);
 	return 0;
+}
+
+int h5_dense_set_switch(h5_ohdr_change *c, h5_file *f, const h5_dense_set *s, size_t info, int64_t max_corder)
+{
+	const h5_msg *m = &c->e.oh->msgs[info];
+	uint64_t fheap, name_bt2, corder_bt2;
+	uint8_t *body = NULL;
+	int rc = h5_dense_set_write(&fheap, &name_bt2, &corder_bt2, f, s);
+
+	if (rc == 0 && !(body = malloc(m->size)))
+		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+	if (rc == 0) {
+		memcpy(body, m->data, m->size);
+		rc = h5_dense_info_update(body, m->size, s->kind, &f->fmt, fheap, name_bt2, corder_bt2, max_corder);
+	}
+	if (rc == 0)
+		rc = h5_ohdr_rewrite(c, info, body, m->size);
+	free(body);
+	return rc;
 }

@@ -18,6 +18,7 @@
 #include "dense.h"
 #include "fheap.h"
 #include "btree2.h"
+#include "ohdr_edit.h"
 
 #define H5_DENSE_MAX_ID 16
 
@@ -72,5 +73,11 @@ int h5_dense_set_write(uint64_t *fheap, uint64_t *name_bt2, uint64_t *corder_bt2
  * creation order when it tracks one. */
 int h5_dense_info_update(uint8_t *body, size_t len, h5_dense_kind kind, const h5_fmt *fmt, uint64_t fheap,
 			 uint64_t name_bt2, uint64_t corder_bt2, int64_t max_corder);
+
+/* The set written anew and message info of the change (its Link Info or
+ * Attribute Info message) made to name it, max_corder (>= 0) as its
+ * maximum creation order: a patch of its chunk, which the caller's
+ * h5_ohdr_commit_cow writes as the switch. */
+int h5_dense_set_switch(h5_ohdr_change *c, h5_file *f, const h5_dense_set *s, size_t info, int64_t max_corder);
 
 #endif

@@ -75,11 +75,9 @@ static int scan(size_t *nlinks, size_t *found, size_t *linfo, h5_linfo *li, unsi
 static int to_dense(h5_ohdr_change *c, h5_file *f, h5_linfo *li, size_t linfo, const h5_link *link, bool durable)
 {
 	const h5_ohdr *oh = c->e.oh;
-	const h5_msg *lm = &oh->msgs[linfo];
 	h5_dense_set s;
 	h5_link l = *link;
-	uint64_t fheap, name_bt2, corder_bt2;
-	uint8_t *body = NULL, *msg = NULL;
+	uint8_t *msg = NULL;
 	size_t mlen = 0;
 	int rc = 0;
 
@@ -106,20 +104,10 @@ static int to_dense(h5_ohdr_change *c, h5_file *f, h5_linfo *li, size_t linfo, c
 	if (rc == 0)
 		rc = h5_dense_set_put(&s, SIZE_MAX, msg, mlen, l.name, l.name_len, (uint64_t)l.corder, 0);
 	if (rc == 0)
-		rc = h5_dense_set_write(&fheap, &name_bt2, &corder_bt2, f, &s);
-	if (rc == 0 && !(body = malloc(lm->size)))
-		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
-	if (rc == 0) {
-		memcpy(body, lm->data, lm->size);
-		rc = h5_dense_info_update(body, lm->size, H5_DENSE_LINKS, &f->fmt, fheap, name_bt2, corder_bt2,
-					  li->max_corder);
-	}
-	if (rc == 0)
-		rc = h5_ohdr_rewrite(c, linfo, body, lm->size);
+		rc = h5_dense_set_switch(c, f, &s, linfo, li->max_corder);
 	if (rc == 0)
 		rc = h5_ohdr_commit_cow(c, f, durable);
 	h5_dense_set_free(&s);
-	free(body);
 	free(msg);
 	return rc;
 }

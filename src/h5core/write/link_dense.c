@@ -103,9 +103,6 @@ static int dense_change(h5_file *f, uint64_t group, uint64_t start, bool durable
 	h5_ohdr_change c;
 	h5_dense_set s = { 0 };
 	h5_linfo li = { 0 };
-	const h5_msg *m = NULL;
-	uint64_t fheap, name_bt2, corder_bt2;
-	uint8_t *body = NULL;
 	size_t idx = SIZE_MAX;
 	int rc = h5_ohdr_change_open(&c, f, group);
 
@@ -120,8 +117,7 @@ static int dense_change(h5_file *f, uint64_t group, uint64_t start, bool durable
 		rc = h5_err_set(H5_ERR_UNSUPPORTED, "object 0x%llx has no link info message", (unsigned long long)group);
 		goto out;
 	}
-	m = &c.e.oh->msgs[idx];
-	rc = h5_linfo_decode(&li, &f->fmt, m->data, m->size);
+	rc = h5_linfo_decode(&li, &f->fmt, c.e.oh->msgs[idx].data, c.e.oh->msgs[idx].size);
 	if (rc == 0 && !h5_addr_defined(li.fheap_addr))
 		rc = h5_err_set(H5_ERR_UNSUPPORTED, "group 0x%llx keeps its links in its header", (unsigned long long)group);
 	if (rc == 0)
@@ -129,22 +125,10 @@ static int dense_change(h5_file *f, uint64_t group, uint64_t start, bool durable
 	if (rc == 0)
 		rc = fn(f, &s, &li, e);
 	if (rc == 0)
-		rc = h5_dense_set_write(&fheap, &name_bt2, &corder_bt2, f, &s);
-	if (rc < 0)
-		goto out;
-	body = malloc(m->size);
-	if (!body) {
-		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
-		goto out;
-	}
-	memcpy(body, m->data, m->size);
-	rc = h5_dense_info_update(body, m->size, H5_DENSE_LINKS, &f->fmt, fheap, name_bt2, corder_bt2, li.max_corder);
+		rc = h5_dense_set_switch(&c, f, &s, idx, li.max_corder);
 	if (rc == 0)
-		rc = h5_ohdr_put(&c, f, idx, H5_MSG_LINFO, m->flags, m->crt_order, body, m->size);
-	if (rc == 0)
-		rc = h5_ohdr_commit(&c, f, durable);
+		rc = h5_ohdr_commit_cow(&c, f, durable);
 out:
-	free(body);
 	h5_dense_set_free(&s);
 	h5_ohdr_change_close(&c);
 	return rc;

@@ -496,13 +496,17 @@ int h5_ohdr_commit_cow(h5_ohdr_change *c, h5_file *f, bool durable)
 	h5_ohdr *oh = c->e.oh;
 	const h5_fmt *fmt = &f->fmt;
 	uint64_t *naddr = NULL;
-	bool others = false;
+	size_t patched = 0, last = 0;
 	int rc = 0;
 
-	for (size_t i = 1; i < oh->nchunks; i++)
-		others |= c->e.lo[i] != SIZE_MAX;
-	if (!others) {
-		c->main = 0;
+	for (size_t i = 0; i < oh->nchunks; i++)
+		if (c->e.lo[i] != SIZE_MAX) {
+			patched++;
+			last = i;
+		}
+	if (patched <= 1) {
+		/* one chunk: its one write is the switch, nothing to copy */
+		c->main = last;
 		return h5_ohdr_commit(c, f, durable);
 	}
 	naddr = calloc(oh->nchunks, sizeof(*naddr));

@@ -56,10 +56,13 @@ int h5_ohdr_commit(h5_ohdr_change *c, h5_file *f, bool durable);
  * at once), made by patches and committed by h5_ohdr_commit_cow:
  *   h5_ohdr_nil        message i becomes a NIL message of its size;
  *   h5_ohdr_rewrite    message i's body replaced by len bytes (its size);
- *   h5_ohdr_commit_cow every continuation chunk copied, changed, to new
- *                      space and the continuation messages re-pointed,
- *                      the copies made durable; then chunk 0's one
- *                      in-place write switches to the new header whole.
+ *   h5_ohdr_commit_cow the ordered commit of the patches: those of one
+ *                      chunk as h5_ohdr_commit (its one write); those
+ *                      of several: every continuation chunk copied,
+ *                      changed, to new space and the continuation
+ *                      messages re-pointed, the copies made durable; then
+ *                      chunk 0's one in-place write switches to the new
+ *                      header whole.
  * The old continuation chunks are left unreferenced. */
 int h5_ohdr_nil(h5_ohdr_change *c, size_t i);
 int h5_ohdr_rewrite(h5_ohdr_change *c, size_t i, const void *body, size_t len);
