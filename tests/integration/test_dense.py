@@ -289,6 +289,43 @@ def fixed_string(work, fx):
     print("netcdf.h5: fixed-length string attributes in dense storage, ncdump reads them")
 
 
+def large(work):
+    """A dense group whose heap is past the root's direct blocks (512 KiB
+    of link messages: child indirect blocks), changed through the mount,
+    then by h5py 'r+' (libhdf5 allocating after our blocks)."""
+    a, b = os.path.join(work, "large.h5"), os.path.join(work, "large-ref.h5")
+    with h5py.File(a, "w", libver="latest") as f:
+        g = f.create_group("big")
+        for i in range(5000):
+            g["s%05d_%s" % (i, "x" * 50)] = h5py.SoftLink("/target/%05d/%s" % (i, "y" * 50))
+    shutil.copy(a, b)
+    mnt = os.path.join(work, "mnt")
+    gone, moved = "s00007_" + "x" * 50, "s00008_" + "x" * 50
+    with T.Mount(a, mnt):
+        os.mkdir(mnt + "/big/newdir")
+        os.unlink(mnt + "/big/" + gone)
+        os.rename(mnt + "/big/" + moved, mnt + "/big/renamed")
+        if len(os.listdir(mnt + "/big")) != 5000:
+            T.fail("large: %d names listed, expected 5000" % len(os.listdir(mnt + "/big")))
+    with h5py.File(b, "r+") as f:
+        g = f["big"]
+        g.create_group("newdir")
+        del g[gone]
+        g.move(moved, "renamed")
+    for p in (a, b):
+        with h5py.File(p, "r+") as f:
+            g = f["big"]
+            for i in range(800):
+                g["t%04d_%s" % (i, "z" * 60)] = h5py.SoftLink("/q%d" % i)
+            for k in list(g)[::7]:
+                del g[k]
+    compare("large dense group", state(a), state(b))
+    r = subprocess.run(["h5dump", "-H", a], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
+    if r.returncode != 0:
+        T.fail("large: h5dump: exit %d: %s" % (r.returncode, r.stderr.decode()[-300:]))
+    print("a dense group of 5000 links (a 650 KB heap): changes through the mount, then h5py r+ on top")
+
+
 def main():
     work = T.workdir("dense")
     fx = os.path.join(work, "fx")
@@ -296,6 +333,7 @@ def main():
     run(work, fx, "latest.h5", 41)
     run(work, fx, "netcdf.h5", 42)
     fixed_string(work, fx)
+    large(work)
     shutil.rmtree(work, ignore_errors=True)
     return T.finish()
 

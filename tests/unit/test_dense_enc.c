@@ -2,8 +2,9 @@
  * (format/fheap_enc.c, format/btree2_enc.c; used by write/dense_write.c),
  * decoded back by the readers (fheap.c, btree2.c) from a memory image:
  * heaps of no object, one (a root direct block), many (a root indirect
- * block over several rows) and with objects too large for the first
- * blocks (blocks skipped); trees of 0 to 20000 records (depth 0 to 2); and
+ * block over several rows), with objects too large for the first
+ * blocks (blocks skipped) and past the root's direct rows (child
+ * indirect blocks); trees of 0 to 20000 records (depth 0 to 2); and
  * the refusals (a heap past the root's direct rows, an object over the
  * managed limit). test_dense.py checks the same structures with libhdf5. */
 #include "testutil.h"
@@ -81,6 +82,17 @@ START_TEST(t_heap_shapes)
 	/* over 7 KiB of objects: rows of 512-byte, 1 KiB and 2 KiB blocks */
 	ck_assert_uint_gt(len, 7000);
 	heap_round_trip(big, 5, &len);
+	/* 1.2 MB: past the root's direct rows (512 KiB), into child
+	 * indirect blocks of rows 9 and 10 */
+	{
+		size_t nh = 300, *huge_rows = calloc(nh, sizeof(*huge_rows));
+
+		for (size_t i = 0; i < nh; i++)
+			huge_rows[i] = 3000 + i * 3;
+		heap_round_trip(huge_rows, nh, &len);
+		ck_assert_uint_gt(len, 1000000);
+		free(huge_rows);
+	}
 }
 END_TEST
 
@@ -88,7 +100,7 @@ START_TEST(t_heap_refusals)
 {
 	h5_fheap_params p = link_params();
 	h5_fmt fmt = { SA, SS };
-	size_t n = 200, *sizes = calloc(n, sizeof(*sizes));
+	size_t n = 1200, *sizes = calloc(n, sizeof(*sizes));
 	uint8_t **objs = calloc(n, sizeof(*objs)), *ids = calloc(n, 7), *img = NULL;
 	size_t len = 0;
 
@@ -96,7 +108,7 @@ START_TEST(t_heap_refusals)
 		sizes[i] = 4000;
 		objs[i] = calloc(1, sizes[i]);
 	}
-	/* 800 KB: more than the root's direct rows hold (512 KiB): ENOSPC */
+	/* 4.8 MB: more than one level of child indirect blocks holds: ENOSPC */
 	ck_assert_int_eq(h5_fheap_build(&img, &len, ids, &p, &fmt, BASE, (const uint8_t *const *)objs, sizes, n),
 			 H5_ERR_NOSPC);
 	ck_assert_ptr_null(img);

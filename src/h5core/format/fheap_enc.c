@@ -20,8 +20,9 @@
  * sections): the room left in the last block is not reused by libhdf5,
  * which only costs space.
  *
- * Only direct rows of the root are used (512 KiB of objects with
- * libhdf5's default parameters for links and attributes); filtered heaps
+ * The root's direct rows and one level of child indirect blocks (whole:
+ * all their rows, as libhdf5 makes them) are used: 4 MiB of objects with
+ * libhdf5's default parameters for links and attributes; filtered heaps
  * are not encoded.
  */
 #include "base.h"
@@ -46,22 +47,111 @@ int h5_fheap_params_get(h5_fheap_params *p, const h5_fheap *fh)
 	return 0;
 }
 
-/* A direct block in the layout: its row and column in the root. */
+/* A place in the doubling table: the root's row and column and, in a
+ * child indirect block (a root row past the direct rows), the child's. */
+typedef struct fe_pos {
+	unsigned row, col, crow, ccol;
+} fe_pos;
+
+/* A direct block of the layout. */
 typedef struct fe_blk {
-	unsigned row, col;
+	fe_pos at;
 	uint64_t size, off;     /* bytes, heap offset */
 	uint64_t used;          /* bytes filled (prefix included) */
 	uint64_t addr;
 } fe_blk;
+
+/* A child indirect block of the root: all its rows, as libhdf5 makes one
+ * (H5HF__hdr_update_iter: child_nrows from the row's block size). */
+typedef struct fe_child {
+	unsigned row, col, nrows;
+	uint64_t off, addr;
+} fe_child;
+
+static unsigned child_rows(const fh_hdr *g, unsigned row)
+{
+	return fh_log2(g->row_block_size[row]) - g->first_row_bits + 1;
+}
+
+/* The next place after p in heap-offset order. */
+static void pos_next(fe_pos *p, const fh_hdr *g)
+{
+	if (p->row >= g->max_direct_rows) {
+		if (++p->ccol == g->width) {
+			p->ccol = 0;
+			p->crow++;
+		}
+		if (p->crow < child_rows(g, p->row))
+			return;
+		p->crow = p->ccol = 0;
+	}
+	if (++p->col == g->width) {
+		p->col = 0;
+		p->row++;
+	}
+}
+
+/* The direct block at p: its size and heap offset. */
+static void pos_block(uint64_t *size, uint64_t *off, const fe_pos *p, const fh_hdr *g)
+{
+	uint64_t base = g->row_block_off[p->row] + p->col * g->row_block_size[p->row];
+
+	if (p->row < g->max_direct_rows) {
+		*size = g->row_block_size[p->row];
+		*off = base;
+	} else {
+		*size = g->row_block_size[p->crow];
+		*off = base + g->row_block_off[p->crow] + p->ccol * *size;
+	}
+}
+
+/* Free space of the direct blocks a root of nrows rows covers, as libhdf5
+ * counts it when it creates or doubles the root (allocated or not). */
+static uint64_t rows_free(const fh_hdr *g, unsigned nrows)
+{
+	uint64_t f = 0;
+
+	for (unsigned r = 0; r < nrows; r++)
+		f += r < g->max_direct_rows ? (g->row_block_size[r] - g->dblock_overhead) * g->width :
+		     rows_free(g, child_rows(g, r)) * g->width;
+	return f;
+}
+
+static size_t iblock_bytes(const fh_hdr *g, const h5_fmt *fmt, unsigned nrows)
+{
+	return 4 + 1 + fmt->sizeof_addr + g->heap_off_size + (size_t)nrows * g->width * fmt->sizeof_addr + 4;
+}
+
+#define PUT(v, sz) do { h5_le_encode(q, (v), (sz)); q += (sz); } while (0)
+
+/* An indirect block at ib: nrows rows at heap offset off, its entries
+ * from entry(e) (an address, UNDEF where nothing is allocated). */
+static void iblock_encode(uint8_t *ib, const fh_hdr *g, const h5_fmt *fmt, uint64_t heap, uint64_t off,
+			  const uint64_t *ents, size_t nents)
+{
+	uint8_t *q = ib;
+
+	memcpy(q, "FHIB", 4);
+	q[4] = 0;
+	q += 5;
+	PUT(heap, fmt->sizeof_addr);
+	PUT(off, g->heap_off_size);
+	for (size_t e = 0; e < nents; e++)
+		PUT(ents[e], fmt->sizeof_addr);
+	PUT(h5_checksum_metadata(ib, (size_t)(q - ib)), 4);
+}
 
 int h5_fheap_build(uint8_t **img, size_t *len, uint8_t *ids, const h5_fheap_params *p, const h5_fmt *fmt,
 		   uint64_t base, const uint8_t *const *objs, const size_t *lens, size_t n)
 {
 	fh_hdr g = { 0 };
 	fe_blk *blk = NULL;
-	size_t nblk = 0, hsz, ibsz = 0, total;
-	unsigned row = 0, col = 0, rows_used = 0, nrows = 0;
-	bool placed = false;    /* (row, col) is a block already considered */
+	fe_child *kid = NULL;
+	uint64_t *ents = NULL;
+	size_t nblk = 0, cap = 0, nkid = 0, hsz, total;
+	unsigned rows_used = 0, nrows = 0;
+	fe_pos at = { 0 };
+	bool placed = false;    /* `at` is a block already considered */
 	uint64_t alloc = 0, freesp = 0, iter = 0, man_size = 0, objbytes = 0;
 	uint8_t *b = NULL, *q;
 	int rc = 0;
@@ -88,9 +178,6 @@ int h5_fheap_build(uint8_t **img, size_t *len, uint8_t *ids, const h5_fheap_para
 				  g.id_len);
 
 	/* place the objects (H5HF__man_insert, one after another) */
-	blk = calloc(n ? (size_t)g.max_direct_rows * g.width : 1, sizeof(*blk));
-	if (!blk)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory encoding a fractal heap");
 	for (size_t i = 0; i < n; i++) {
 		fe_blk *cur = nblk ? &blk[nblk - 1] : NULL;
 
@@ -100,26 +187,38 @@ int h5_fheap_build(uint8_t **img, size_t *len, uint8_t *ids, const h5_fheap_para
 			goto out;
 		}
 		while (!cur || cur->used + lens[i] > cur->size) {
+			uint64_t size, off;
+
 			/* the next block of the doubling table (the first: row 0,
 			 * column 0), skipping those too small for the object */
-			if (placed && ++col == g.width) {
-				col = 0;
-				row++;
-			}
+			if (placed)
+				pos_next(&at, &g);
 			placed = true;
-			if (row >= g.max_direct_rows) {
-				rc = h5_err_set(H5_ERR_NOSPC, "fractal heap encoder: %zu objects need more than the "
-						"root's direct blocks", n);
+			/* one level of child indirect blocks, whose rows are all
+			 * direct: 4 MiB with libhdf5's parameters for links and
+			 * attributes */
+			if (at.row >= g.max_root_rows ||
+			    (at.row >= g.max_direct_rows && child_rows(&g, at.row) > g.max_direct_rows)) {
+				rc = h5_err_set(H5_ERR_NOSPC, "fractal heap encoder: %zu objects need more than two "
+						"levels of the doubling table", n);
 				goto out;
 			}
-			if (g.row_block_size[row] - g.dblock_overhead < lens[i]) {
+			pos_block(&size, &off, &at, &g);
+			if (size - g.dblock_overhead < lens[i]) {
 				cur = NULL;     /* skipped: libhdf5 would keep it as free space */
 				continue;
 			}
+			if (nblk == cap) {
+				fe_blk *nb = realloc(blk, (cap = cap ? cap * 2 : 16) * sizeof(*blk));
+
+				if (!nb) {
+					rc = h5_err_set(H5_ERR_NOMEM, "out of memory encoding a fractal heap");
+					goto out;
+				}
+				blk = nb;
+			}
 			cur = &blk[nblk++];
-			*cur = (fe_blk){ .row = row, .col = col, .size = g.row_block_size[row],
-					 .off = g.row_block_off[row] + col * g.row_block_size[row],
-					 .used = g.dblock_overhead };
+			*cur = (fe_blk){ .at = at, .size = size, .off = off, .used = g.dblock_overhead };
 		}
 		q = ids + i * g.id_len;
 		memset(q, 0, g.id_len);
@@ -130,27 +229,40 @@ int h5_fheap_build(uint8_t **img, size_t *len, uint8_t *ids, const h5_fheap_para
 		objbytes += lens[i];
 	}
 	if (nblk > 0)
-		rows_used = blk[nblk - 1].row + 1;
+		rows_used = blk[nblk - 1].at.row + 1;
+	/* the child indirect blocks the blocks lie in, in heap order */
+	kid = calloc(nblk ? nblk : 1, sizeof(*kid));
+	if (!kid) {
+		rc = h5_err_set(H5_ERR_NOMEM, "out of memory encoding a fractal heap");
+		goto out;
+	}
+	for (size_t k = 0; k < nblk; k++) {
+		const fe_pos *a = &blk[k].at;
 
-	/* where things go: header, root indirect block (if any), blocks */
+		if (a->row < g.max_direct_rows || (nkid && kid[nkid - 1].row == a->row && kid[nkid - 1].col == a->col))
+			continue;
+		kid[nkid++] = (fe_child){ .row = a->row, .col = a->col, .nrows = child_rows(&g, a->row),
+					  .off = g.row_block_off[a->row] + a->col * g.row_block_size[a->row] };
+	}
+
+	/* where things go: header, root indirect block (if any), child
+	 * indirect blocks, direct blocks */
 	hsz = 14 + 12 * (size_t)fmt->sizeof_size + 3 * (size_t)fmt->sizeof_addr + 8 + 4;
 	total = hsz;
-	if (nblk == 1 && blk[0].row == 0 && blk[0].col == 0) {
+	if (nblk == 1 && blk[0].at.row == 0 && blk[0].at.col == 0) {
 		nrows = 0;              /* a root direct block */
 		man_size = g.start_block_size;
 		freesp = g.start_block_size - g.dblock_overhead;
 	} else if (nblk > 0) {
-		unsigned drows, irows;
-
 		for (nrows = p->start_root_rows ? p->start_root_rows : g.max_root_rows; nrows < rows_used;)
 			nrows = nrows * 2 > g.max_root_rows ? g.max_root_rows : nrows * 2;
-		drows = nrows < g.max_direct_rows ? nrows : g.max_direct_rows;
-		irows = nrows - drows;
-		ibsz = 4 + 1 + fmt->sizeof_addr + g.heap_off_size + (size_t)(drows + irows) * g.width * fmt->sizeof_addr + 4;
 		man_size = (uint64_t)g.num_id_first_row << (nrows - 1);
-		for (unsigned r = 0; r < drows; r++)
-			freesp += (g.row_block_size[r] - g.dblock_overhead) * g.width;
-		total += ibsz;
+		freesp = rows_free(&g, nrows);
+		total += iblock_bytes(&g, fmt, nrows);
+		for (size_t k = 0; k < nkid; k++) {
+			kid[k].addr = base + total;
+			total += iblock_bytes(&g, fmt, kid[k].nrows);
+		}
 	}
 	for (size_t i = 0; i < nblk; i++) {
 		blk[i].addr = base + total;
@@ -162,7 +274,8 @@ int h5_fheap_build(uint8_t **img, size_t *len, uint8_t *ids, const h5_fheap_para
 	freesp -= objbytes;
 
 	b = calloc(1, total);
-	if (!b) {
+	ents = calloc((size_t)(nrows > g.max_direct_rows ? nrows : g.max_direct_rows) * g.width + 1, sizeof(*ents));
+	if (!b || !ents) {
 		rc = h5_err_set(H5_ERR_NOMEM, "out of memory encoding a fractal heap");
 		goto out;
 	}
@@ -175,7 +288,6 @@ int h5_fheap_build(uint8_t **img, size_t *len, uint8_t *ids, const h5_fheap_para
 	q[9] = g.flags;
 	h5_le_encode(q + 10, g.max_man_size, 4);
 	q += 14;
-#define PUT(v, sz) do { h5_le_encode(q, (v), (sz)); q += (sz); } while (0)
 	PUT(p->next_huge_id, fmt->sizeof_size);
 	PUT(p->huge_bt2_addr, fmt->sizeof_addr);
 	PUT(freesp, fmt->sizeof_size);                  /* free space in managed blocks */
@@ -197,29 +309,35 @@ int h5_fheap_build(uint8_t **img, size_t *len, uint8_t *ids, const h5_fheap_para
 	PUT(nrows, 2);
 	PUT(h5_checksum_metadata(b, (size_t)(q - b)), 4);
 
-	/* the root indirect block (III.G "Fractal Heap Indirect Block") */
-	if (ibsz) {
-		uint8_t *ib = b + hsz;
-		size_t nents = (size_t)nrows * g.width;
+	/* the indirect blocks (III.G "Fractal Heap Indirect Block"): the
+	 * root's entries name direct blocks and child indirect blocks, a
+	 * child's its direct blocks */
+	if (nrows) {
+		size_t ne = (size_t)nrows * g.width;
 
-		q = ib;
-		memcpy(q, "FHIB", 4);
-		q[4] = 0;
-		q += 5;
-		PUT(base, fmt->sizeof_addr);
-		PUT(0, g.heap_off_size);
-		for (size_t e = 0, k = 0; e < nents; e++) {
-			bool here = k < nblk && (size_t)blk[k].row * g.width + blk[k].col == e;
+		for (size_t e = 0; e < ne; e++)
+			ents[e] = H5_ADDR_UNDEF;
+		for (size_t k = 0; k < nblk; k++)
+			if (blk[k].at.row < g.max_direct_rows)
+				ents[(size_t)blk[k].at.row * g.width + blk[k].at.col] = blk[k].addr;
+		for (size_t k = 0; k < nkid; k++)
+			ents[(size_t)kid[k].row * g.width + kid[k].col] = kid[k].addr;
+		iblock_encode(b + hsz, &g, fmt, base, 0, ents, ne);
+	}
+	for (size_t k = 0; k < nkid; k++) {
+		size_t ne = (size_t)kid[k].nrows * g.width;
 
-			PUT(here ? blk[k].addr : H5_ADDR_UNDEF, fmt->sizeof_addr);
-			k += here;
-		}
-		PUT(h5_checksum_metadata(ib, (size_t)(q - ib)), 4);
+		for (size_t e = 0; e < ne; e++)
+			ents[e] = H5_ADDR_UNDEF;
+		for (size_t j = 0; j < nblk; j++)
+			if (blk[j].at.row == kid[k].row && blk[j].at.col == kid[k].col)
+				ents[(size_t)blk[j].at.crow * g.width + blk[j].at.ccol] = blk[j].addr;
+		iblock_encode(b + (kid[k].addr - base), &g, fmt, base, kid[k].off, ents, ne);
 	}
 	/* the direct blocks (III.G "Fractal Heap Direct Block"); objects in order */
 	for (size_t i = 0, k = 0; k < nblk; k++) {
 		uint8_t *db = b + (blk[k].addr - base);
-		uint64_t at = g.dblock_overhead;
+		uint64_t pos = g.dblock_overhead;
 
 		q = db;
 		memcpy(q, "FHDB", 4);
@@ -232,19 +350,21 @@ int h5_fheap_build(uint8_t **img, size_t *len, uint8_t *ids, const h5_fheap_para
 
 			if (off < blk[k].off || off >= blk[k].off + blk[k].size)
 				break;
-			memcpy(db + at, objs[i], lens[i]);
-			at += lens[i];
+			memcpy(db + pos, objs[i], lens[i]);
+			pos += lens[i];
 		}
 		/* the checksum covers the whole block with its own field zero */
 		if (g.flags & FH_FLAG_CHECKSUM_DBLOCKS)
 			h5_le_encode(q, h5_checksum_metadata(db, (size_t)blk[k].size), 4);
 	}
-#undef PUT
 	*img = b;
 	*len = total;
 	b = NULL;
 out:
 	free(b);
 	free(blk);
+	free(kid);
+	free(ents);
 	return rc;
 }
+#undef PUT
