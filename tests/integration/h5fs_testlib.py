@@ -110,6 +110,21 @@ def fail(msg):
     print("FAIL: " + msg, flush=True)
 
 
+def expect_err(what, fn, codes):
+    """fn() must fail with OSError of errno codes (one, or a tuple of
+    them); a descriptor it returns by mistake is closed."""
+    codes = codes if isinstance(codes, tuple) else (codes,)
+    want = "/".join(errno.errorcode[c] for c in codes)
+    try:
+        r = fn()
+        if isinstance(r, int):
+            os.close(r)
+        fail("%s succeeded, expected %s" % (what, want))
+    except OSError as e:
+        if e.errno not in codes:
+            fail("%s: %s, expected %s" % (what, e, want))
+
+
 def finish():
     """Exit status after fail(): 1 with the count of failures, else 0."""
     if _failures[0]:

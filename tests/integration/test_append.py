@@ -109,14 +109,7 @@ def _compact_dcpl():
 
 
 def expect_err(what, fn, codes):
-    try:
-        r = fn()
-        if isinstance(r, int):
-            os.close(r)
-        fail("%s succeeded, expected %s" % (what, "/".join(errno.errorcode[c] for c in codes)))
-    except OSError as e:
-        if e.errno not in codes:
-            fail("%s: %s, expected %s" % (what, e, "/".join(errno.errorcode[c] for c in codes)))
+    T.expect_err(what, fn, tuple(codes))
 
 
 def check_size(path, want, what):

@@ -60,13 +60,7 @@ def tree(path):
     return sorted(out)
 
 
-def expect_err(what, fn, code):
-    try:
-        fn()
-        T.fail("%s succeeded, expected %s" % (what, errno.errorcode[code]))
-    except OSError as e:
-        if e.errno != code:
-            T.fail("%s: %s, expected %s" % (what, e, errno.errorcode[code]))
+expect_err = T.expect_err
 
 
 def scenario(work, fx, name):

@@ -75,13 +75,7 @@ def save_through(mnt, name, a, version=None):
             np.lib.format.write_array(fh, np.asanyarray(a), version=version)
 
 
-def expect_err(what, fn, code):
-    try:
-        fn()
-        T.fail("%s succeeded, expected %s" % (what, errno.errorcode[code]))
-    except OSError as e:
-        if e.errno != code:
-            T.fail("%s: %s, expected %s" % (what, e, errno.errorcode[code]))
+expect_err = T.expect_err
 
 
 def blob(n):

@@ -184,13 +184,7 @@ def oracle_opens(what, path, fx):
                 T.fail("%s: PyTables reads i=%r" % (what, t.root.g._v_attrs.i))
 
 
-def expect_err(what, fn, code):
-    try:
-        fn()
-        T.fail("%s succeeded, expected %s" % (what, errno.errorcode[code]))
-    except OSError as e:
-        if e.errno != code:
-            T.fail("%s: %s, expected %s" % (what, e, errno.errorcode[code]))
+expect_err = T.expect_err
 
 
 def check_refusals(work, fx, src):

@@ -34,6 +34,9 @@ static inline bool h5_addr_defined(uint64_t a) { return a != H5_ADDR_UNDEF; }
 /* Overflow-checked arithmetic: return true on overflow. */
 static inline bool h5_add_overflow(uint64_t a, uint64_t b, uint64_t *r) { return __builtin_add_overflow(a, b, r); }
 static inline bool h5_mul_overflow(uint64_t a, uint64_t b, uint64_t *r) { return __builtin_mul_overflow(a, b, r); }
+/* n rounded up to a multiple of 8 (v1 object header messages, global heap
+ * objects, local heap names: the format's 8-byte alignment). */
+static inline uint64_t h5_align8(uint64_t n) { return (n + 7) & ~(uint64_t)7; }
 
 /* ---- sizes of offsets/lengths from the superblock ---------------------- */
 

@@ -42,11 +42,6 @@ void h5_attr_msg_clear(h5_attr_msg *a)
 }
 
 
-static size_t pad8(size_t n)
-{
-	return (n + 7) & ~(size_t)7;
-}
-
 int h5_attr_hdr_decode(h5_attr_hdr *h, const uint8_t *buf, size_t len)
 {
 	h5_rd r;
@@ -71,9 +66,9 @@ int h5_attr_hdr_decode(h5_attr_hdr *h, const uint8_t *buf, size_t len)
 		return h5_err_set(H5_ERR_FORMAT, "attribute message: unknown name character set %u", h->cset);
 	if (h->name_size == 0)
 		return h5_err_set(H5_ERR_FORMAT, "attribute message: name size 0 (no room for its NUL)");
-	name_sz = h->version == 1 ? pad8(h->name_size) : h->name_size;
-	dt_sz = h->version == 1 ? pad8(h->dt_size) : h->dt_size;
-	ds_sz = h->version == 1 ? pad8(h->ds_size) : h->ds_size;
+	name_sz = h->version == 1 ? (size_t)h5_align8(h->name_size) : h->name_size;
+	dt_sz = h->version == 1 ? (size_t)h5_align8(h->dt_size) : h->dt_size;
+	ds_sz = h->version == 1 ? (size_t)h5_align8(h->ds_size) : h->ds_size;
 	h->name = h5_rd_bytes(&r, name_sz);
 	h->dt = h5_rd_bytes(&r, dt_sz);
 	h->ds = h5_rd_bytes(&r, ds_sz);

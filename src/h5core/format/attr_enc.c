@@ -7,18 +7,13 @@
 #include "rd.h"
 #include "attr.h"
 
-static size_t pad8(size_t n)
-{
-	return (n + 7) & ~(size_t)7;
-}
-
 int h5_attr_encode(uint8_t **out, size_t *len, const h5_attr_hdr *h, const uint8_t *data, size_t data_len)
 {
 	bool v1 = h->version == 1;
 	size_t fixed = h->version == 3 ? 9 : 8;
-	size_t nsz = v1 ? pad8(h->name_size) : h->name_size;
-	size_t tsz = v1 ? pad8(h->dt_size) : h->dt_size;
-	size_t ssz = v1 ? pad8(h->ds_size) : h->ds_size;
+	size_t nsz = v1 ? (size_t)h5_align8(h->name_size) : h->name_size;
+	size_t tsz = v1 ? (size_t)h5_align8(h->dt_size) : h->dt_size;
+	size_t ssz = v1 ? (size_t)h5_align8(h->ds_size) : h->ds_size;
 	size_t n = fixed + nsz + tsz + ssz + data_len;
 	uint8_t *p;
 

@@ -12,11 +12,6 @@
 
 #define GCOL_MIN 4096
 
-static size_t pad8(size_t n)
-{
-	return (n + 7) & ~(size_t)7;
-}
-
 int h5_gheap_encode(uint8_t **out, size_t *len, const h5_fmt *fmt, const uint8_t *const *objs,
 		    const size_t *lens, size_t n)
 {
@@ -27,10 +22,10 @@ int h5_gheap_encode(uint8_t **out, size_t *len, const h5_fmt *fmt, const uint8_t
 	if (n > 65535)
 		return h5_err_set(H5_ERR_LIMIT, "%zu objects do not fit one global heap collection", n);
 	for (size_t i = 0; i < n; i++)
-		need += ohdr + pad8(lens[i]);
+		need += ohdr + (size_t)h5_align8(lens[i]);
 	if (need < GCOL_MIN)
 		need = GCOL_MIN;
-	need = pad8(need);
+	need = (size_t)h5_align8(need);
 	b = calloc(1, need);
 	if (!b)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory encoding a global heap collection");
@@ -43,7 +38,7 @@ int h5_gheap_encode(uint8_t **out, size_t *len, const h5_fmt *fmt, const uint8_t
 		h5_le_encode(b + p + 8, lens[i], fmt->sizeof_size);
 		if (lens[i])
 			memcpy(b + p + ohdr, objs[i], lens[i]);
-		p += ohdr + pad8(lens[i]);
+		p += ohdr + (size_t)h5_align8(lens[i]);
 	}
 	h5_le_encode(b + p + 8, need - p, fmt->sizeof_size);
 	*out = b;

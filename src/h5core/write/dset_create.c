@@ -21,7 +21,6 @@
 #include "space.h"
 #include "link_store.h"
 
-#define ALIGN8(x) (((x) + 7) & ~(size_t)7)
 #define ROOM 128                /* NIL bytes for attributes (setfattr) */
 #define MSG_CONSTANT 0x01
 
@@ -29,10 +28,10 @@
 static void put_msg(uint8_t *b, size_t *p, unsigned type, unsigned flags, const uint8_t *body, size_t len)
 {
 	h5_le_encode(b + *p, type, 2);
-	h5_le_encode(b + *p + 2, ALIGN8(len), 2);
+	h5_le_encode(b + *p + 2, h5_align8(len), 2);
 	b[*p + 4] = (uint8_t)flags;
 	memcpy(b + *p + 8, body, len);
-	*p += 8 + ALIGN8(len);
+	*p += 8 + h5_align8(len);
 }
 
 static int new_header(uint64_t *addr, h5_file *f, const h5_dset_new *d)
@@ -56,7 +55,7 @@ static int new_header(uint64_t *addr, h5_file *f, const h5_dset_new *d)
 				   d->chunked ? H5_ADDR_UNDEF : d->data_addr, d->chunked ? 0 : d->data_size);
 	if (rc < 0)
 		return rc;
-	msgs = 4 * 8 + ALIGN8(lsp) + ALIGN8(lty) + ALIGN8(lfv) + ALIGN8(llay) + ROOM;
+	msgs = 4 * 8 + h5_align8(lsp) + h5_align8(lty) + h5_align8(lfv) + h5_align8(llay) + ROOM;
 	b = calloc(1, 16 + msgs);
 	if (!b)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");

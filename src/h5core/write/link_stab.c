@@ -39,7 +39,6 @@
 #include "txn.h"
 #include "link_store.h"
 
-#define ALIGN8(x) (((x) + 7) & ~(uint64_t)7)
 #define MAX_LEAVES ((size_t)1 << 24)
 
 /* One symbol table node of the group, in name order. */
@@ -109,7 +108,7 @@ static bool no_block(const stab_edit *s, uint64_t off)
 static int heap_grow(stab_edit *s, uint64_t need)
 {
 	uint64_t two_l = 2 * (uint64_t)s->f->fmt.sizeof_size;
-	uint64_t more = ALIGN8(need > s->hsize ? need : s->hsize), nsize = s->hsize + more, tail = H5_ADDR_UNDEF;
+	uint64_t more = h5_align8(need > s->hsize ? need : s->hsize), nsize = s->hsize + more, tail = H5_ADDR_UNDEF;
 	uint8_t *nh;
 
 	if (more < two_l)
@@ -141,7 +140,7 @@ static int heap_grow(stab_edit *s, uint64_t need)
 static int heap_add(uint64_t *off, stab_edit *s, const char *str, size_t len)
 {
 	unsigned L = s->f->fmt.sizeof_size;
-	uint64_t need = ALIGN8((uint64_t)len + 1), two_l = 2 * (uint64_t)L;
+	uint64_t need = h5_align8((uint64_t)len + 1), two_l = 2 * (uint64_t)L;
 
 	for (int round = 0; round < 2; round++) {
 		uint64_t prev = H5_ADDR_UNDEF, cur = s->hfree;
@@ -695,7 +694,7 @@ static int stab_new_group(uint64_t *addr, h5_file *f)
 {
 	const h5_fmt *fmt = &f->fmt;
 	unsigned A = fmt->sizeof_addr, L = fmt->sizeof_size;
-	size_t msgs = 8 + ALIGN8(2 * (uint64_t)A) + NEWGRP_ROOM, ohlen = 16 + msgs;
+	size_t msgs = 8 + h5_align8(2 * (uint64_t)A) + NEWGRP_ROOM, ohlen = 16 + msgs;
 	size_t btlen = h5_bt1_group_size(fmt, f->btree_k), hlen = h5_lheap_hdr_size(fmt), dlen = 88;
 	size_t total = ohlen + btlen + hlen + dlen, p;
 	uint64_t key0 = 0, bt, heap;
@@ -714,10 +713,10 @@ static int stab_new_group(uint64_t *addr, h5_file *f)
 	h5_le_encode(b + 8, msgs, 4);
 	p = 16;
 	h5_le_encode(b + p, H5_MSG_STAB, 2);
-	h5_le_encode(b + p + 2, ALIGN8(2 * (uint64_t)A), 2);
+	h5_le_encode(b + p + 2, h5_align8(2 * (uint64_t)A), 2);
 	h5_le_encode(b + p + 8, bt, A);
 	h5_le_encode(b + p + 8 + A, heap, A);
-	p += 8 + ALIGN8(2 * (uint64_t)A);
+	p += 8 + h5_align8(2 * (uint64_t)A);
 	h5_le_encode(b + p, H5_MSG_NIL, 2);
 	h5_le_encode(b + p + 2, NEWGRP_ROOM - 8, 2);
 	rc = h5_bt1_group_encode(b + ohlen, btlen, fmt, f->btree_k, 0, H5_ADDR_UNDEF, H5_ADDR_UNDEF, &key0, NULL, 0);
