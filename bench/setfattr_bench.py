@@ -18,7 +18,10 @@ in one process, through a fresh mount of a fresh copy, then unmounted:
 durable) and h5py (one h5py.File(path, 'r+') per change on a fresh copy);
 both files are then compared by h5py. Printed: seconds per round, the
 ratio h5py/h5fs (above 1: h5fs faster) per round, medians and ranges, the
-load average. Warm: the fixture is in the page cache.
+load average, and a floor measured in the same round: N 4 KiB writes each
+fsync'd on the same disk (what an ordered commit of new space cannot do
+without; the h5py loop makes nothing durable). Warm: the fixture is in
+the page cache.
 """
 import argparse
 import os
@@ -69,6 +72,25 @@ def run_h5py(path, ch, mode):
     return time.monotonic() - t0
 
 
+def fsync_floor(d, n):
+    """n small writes each made durable (pwrite of 4 KiB at a new offset,
+    then fsync) in a file on the same disk: the least an ordered commit
+    that writes new space costs (its new space is fsync'd before the
+    switch); h5py's loop makes nothing durable."""
+    path = os.path.join(d, "floor.bin")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    buf = b"\0" * 4096
+    t0 = time.monotonic()
+    try:
+        for i in range(n):
+            os.pwrite(fd, buf, i * 4096)
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+        os.unlink(path)
+    return time.monotonic() - t0
+
+
 def same(a, b):
     import h5py
     with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
@@ -109,8 +131,10 @@ def main():
             t_fs.append(res["fs"])
             t_py.append(res["py"])
             ratios.append(res["py"] / res["fs"])
-            B.say("%s round %d: h5fs %.2f s, h5py reopen loop %.2f s, ratio h5py/h5fs %.2f" % (
-                mode, r, res["fs"], res["py"], ratios[-1]))
+            fl = fsync_floor(a.dir, a.n)
+            B.say("%s round %d: h5fs %.2f s, h5py reopen loop %.2f s, ratio h5py/h5fs %.2f; "
+                  "floor (%d x 4 KiB pwrite + fsync) %.2f s, h5fs/floor %.2f" % (
+                      mode, r, res["fs"], res["py"], ratios[-1], a.n, fl, res["fs"] / fl))
         B.say("%s: %d changes: h5fs median %.2f s [%.2f-%.2f], h5py median %.2f s [%.2f-%.2f], "
               "ratio median %.2f [%.2f-%.2f] (target >= 0.5)" % (
                   mode, a.n, statistics.median(t_fs), min(t_fs), max(t_fs), statistics.median(t_py),
