@@ -159,6 +159,57 @@ static int bt2_hdr_decode(bt2_hdr *h, const h5_fmt *fmt, uint64_t addr, const ui
 	return 0;
 }
 
+/* ---- encoders, the mirror of the decoders (btree2_enc.c, write/btree2_write.c) ---- */
+
+void h5_bt2_hdr_encode(uint8_t *buf, const bt2_hdr *h)
+{
+	uint8_t *p = buf;
+
+	memcpy(p, "BTHD", 4);
+	p[4] = 0;
+	p[5] = h->type;
+	h5_le_encode(p + 6, h->node_size, 4);
+	h5_le_encode(p + 10, h->rec_size, 2);
+	h5_le_encode(p + 12, h->depth, 2);
+	p[14] = h->split_pct;
+	p[15] = h->merge_pct;
+	p += 16;
+	h5_le_encode(p, h->root_addr, h->fmt.sizeof_addr);
+	p += h->fmt.sizeof_addr;
+	h5_le_encode(p, h->root_nrec, 2);
+	p += 2;
+	h5_le_encode(p, h->total_nrec, h->fmt.sizeof_size);
+	p += h->fmt.sizeof_size;
+	h5_le_encode(p, h5_checksum_metadata(buf, (size_t)(p - buf)), 4);
+}
+
+uint8_t *h5_bt2_node_begin(uint8_t *buf, const bt2_hdr *h, unsigned depth)
+{
+	memcpy(buf, depth ? "BTIN" : "BTLF", 4);
+	buf[4] = 0;
+	buf[5] = h->type;
+	return buf + 6;
+}
+
+uint8_t *h5_bt2_ptr_encode(uint8_t *p, const bt2_hdr *h, unsigned depth, uint64_t addr, uint64_t nrec,
+			   uint64_t total)
+{
+	h5_le_encode(p, addr, h->fmt.sizeof_addr);
+	p += h->fmt.sizeof_addr;
+	h5_le_encode(p, nrec, h->max_nrec_size);
+	p += h->max_nrec_size;
+	if (depth > 1) {
+		h5_le_encode(p, total, h->lv[depth - 1].cum_max_nrec_size);
+		p += h->lv[depth - 1].cum_max_nrec_size;
+	}
+	return p;
+}
+
+void h5_bt2_node_end(uint8_t *buf, uint8_t *end)
+{
+	h5_le_encode(end, h5_checksum_metadata(buf, (size_t)(end - buf)), 4);
+}
+
 static void bt2_node_free(void *obj)
 {
 	bt2_node *n = obj;

@@ -15,8 +15,6 @@
  */
 #include "btree2_int.h"
 #include "base.h"
-#include "rd.h"
-#include "checksum.h"
 #include "file.h"
 #include "btree2.h"
 
@@ -79,12 +77,9 @@ static int build(uint64_t *addr, unsigned *nrec, b2e *e, unsigned depth, size_t 
 		rc = node_room(&node, addr, e);
 		if (rc < 0)
 			return rc;
-		memcpy(node, "BTLF", 4);
-		node[4] = 0;
-		node[5] = h->type;
-		memcpy(node + 6, e->recs + first * h->rec_size, n * h->rec_size);
-		p = node + 6 + n * h->rec_size;
-		h5_le_encode(p, h5_checksum_metadata(node, (size_t)(p - node)), 4);
+		p = h5_bt2_node_begin(node, h, 0);
+		memcpy(p, e->recs + first * h->rec_size, n * h->rec_size);
+		h5_bt2_node_end(node, p + n * h->rec_size);
 		*nrec = (unsigned)n;
 		return 0;
 	}
@@ -114,10 +109,7 @@ static int build(uint64_t *addr, unsigned *nrec, b2e *e, unsigned depth, size_t 
 	rc = node_room(&node, addr, e);
 	if (rc < 0)
 		goto out;
-	memcpy(node, "BTIN", 4);
-	node[4] = 0;
-	node[5] = h->type;
-	p = node + 6;
+	p = h5_bt2_node_begin(node, h, depth);
 	at = first;
 	for (size_t i = 0; i + 1 < k; i++) {
 		at += csize[i];
@@ -125,17 +117,9 @@ static int build(uint64_t *addr, unsigned *nrec, b2e *e, unsigned depth, size_t 
 		p += h->rec_size;
 		at++;
 	}
-	for (size_t i = 0; i < k; i++) {
-		h5_le_encode(p, caddr[i], h->fmt.sizeof_addr);
-		p += h->fmt.sizeof_addr;
-		h5_le_encode(p, cnrec[i], h->max_nrec_size);
-		p += h->max_nrec_size;
-		if (depth > 1) {
-			h5_le_encode(p, csize[i], h->lv[depth - 1].cum_max_nrec_size);
-			p += h->lv[depth - 1].cum_max_nrec_size;
-		}
-	}
-	h5_le_encode(p, h5_checksum_metadata(node, (size_t)(p - node)), 4);
+	for (size_t i = 0; i < k; i++)
+		p = h5_bt2_ptr_encode(p, h, depth, caddr[i], cnrec[i], csize[i]);
+	h5_bt2_node_end(node, p);
 	*nrec = (unsigned)(k - 1);
 out:
 	free(caddr);
@@ -149,9 +133,7 @@ int h5_bt2_build(uint8_t **img, size_t *len, const h5_bt2_params *p, const h5_fm
 {
 	b2e e = { .recs = recs, .base = base };
 	size_t hsz = h5_bt2_hdr_size(fmt);
-	uint64_t root = H5_ADDR_UNDEF;
 	unsigned root_nrec = 0, depth = 0;
-	uint8_t *hp;
 	int rc;
 
 	*img = NULL;
@@ -171,30 +153,16 @@ int h5_bt2_build(uint8_t **img, size_t *len, const h5_bt2_params *p, const h5_fm
 	if (!e.img)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory encoding a v2 B-tree");
 	e.len = hsz;
+	e.h.root_addr = H5_ADDR_UNDEF;
 	if (n > 0) {
-		rc = build(&root, &root_nrec, &e, depth, 0, n);
+		rc = build(&e.h.root_addr, &root_nrec, &e, depth, 0, n);
 		if (rc < 0)
 			goto out;
-	} else {
-		depth = 0;
 	}
-	hp = e.img;
-	memcpy(hp, "BTHD", 4);
-	hp[4] = 0;
-	hp[5] = p->type;
-	h5_le_encode(hp + 6, p->node_size, 4);
-	h5_le_encode(hp + 10, p->rec_size, 2);
-	h5_le_encode(hp + 12, depth, 2);
-	hp[14] = p->split_pct;
-	hp[15] = p->merge_pct;
-	hp += 16;
-	h5_le_encode(hp, root, fmt->sizeof_addr);
-	hp += fmt->sizeof_addr;
-	h5_le_encode(hp, root_nrec, 2);
-	hp += 2;
-	h5_le_encode(hp, n, fmt->sizeof_size);
-	hp += fmt->sizeof_size;
-	h5_le_encode(hp, h5_checksum_metadata(e.img, (size_t)(hp - e.img)), 4);
+	e.h.depth = (uint16_t)depth;
+	e.h.root_nrec = (uint16_t)root_nrec;
+	e.h.total_nrec = n;
+	h5_bt2_hdr_encode(e.img, &e.h);
 	*img = e.img;
 	*len = e.len;
 	e.img = NULL;

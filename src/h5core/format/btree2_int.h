@@ -66,4 +66,15 @@ uint64_t h5_bt2_node_bytes(const bt2_hdr *h, unsigned depth, unsigned nrec);
 int h5_bt2_node_get(const bt2_node **out, h5_cache_ref *ref, h5_bt2 *bt, uint64_t addr, unsigned depth,
 		    unsigned nrec, uint64_t total);
 
+/* Encoders (btree2.c), the mirror of the decoders: the header, whole with
+ * its checksum; a node's prefix (signature by depth, version, type),
+ * returning where its records go; one child pointer of an internal node at
+ * depth (address, the child's records, and above the twig level its
+ * subtree's); the checksum of node bytes [buf, end), written at end. */
+void h5_bt2_hdr_encode(uint8_t *buf, const bt2_hdr *h);
+uint8_t *h5_bt2_node_begin(uint8_t *buf, const bt2_hdr *h, unsigned depth);
+uint8_t *h5_bt2_ptr_encode(uint8_t *p, const bt2_hdr *h, unsigned depth, uint64_t addr, uint64_t nrec,
+			   uint64_t total);
+void h5_bt2_node_end(uint8_t *buf, uint8_t *end);
+
 #endif

@@ -308,50 +308,17 @@ static uint64_t node_total(const b2_node *x)
 static void node_encode(const h5_bt2w *w, uint8_t *buf, const b2_node *x)
 {
 	const bt2_hdr *h = &w->h;
-	uint8_t *p = buf;
+	uint8_t *p = h5_bt2_node_begin(buf, h, x->depth);
 
-	memcpy(p, x->depth ? "BTIN" : "BTLF", 4);
-	p[4] = 0;
-	p[5] = h->type;
-	p += 6;
 	memcpy(p, x->recs, (size_t)x->n * h->rec_size);
 	p += (size_t)x->n * h->rec_size;
 	for (unsigned i = 0; x->depth > 0 && i <= x->n; i++) {
 		const b2_node *k = x->kid[i];
 
-		h5_le_encode(p, k ? (k->dirty ? k->naddr : k->addr) : x->child[i], h->fmt.sizeof_addr);
-		p += h->fmt.sizeof_addr;
-		h5_le_encode(p, k ? k->n : x->cnrec[i], h->max_nrec_size);
-		p += h->max_nrec_size;
-		if (x->depth > 1) {
-			h5_le_encode(p, k ? node_total(k) : x->ctotal[i], h->lv[x->depth - 1].cum_max_nrec_size);
-			p += h->lv[x->depth - 1].cum_max_nrec_size;
-		}
+		p = h5_bt2_ptr_encode(p, h, x->depth, k ? (k->dirty ? k->naddr : k->addr) : x->child[i],
+				      k ? k->n : x->cnrec[i], k ? node_total(k) : x->ctotal[i]);
 	}
-	h5_le_encode(p, h5_checksum_metadata(buf, (size_t)(p - buf)), 4);
-}
-
-static void hdr_encode(const h5_bt2w *w, uint8_t *buf)
-{
-	const bt2_hdr *h = &w->h;
-	uint8_t *p = buf;
-
-	memcpy(p, "BTHD", 4);
-	p[4] = 0;
-	p[5] = h->type;
-	h5_le_encode(p + 6, h->node_size, 4);
-	h5_le_encode(p + 10, h->rec_size, 2);
-	h5_le_encode(p + 12, h->depth, 2);
-	p[14] = h->split_pct;
-	p[15] = h->merge_pct;
-	p += 16;
-	h5_le_encode(p, h->root_addr, h->fmt.sizeof_addr);
-	p += h->fmt.sizeof_addr;
-	h5_le_encode(p, h->root_nrec, 2);
-	p += 2;
-	h5_le_encode(p, h->total_nrec, h->fmt.sizeof_size);
-	p += h->fmt.sizeof_size;
-	h5_le_encode(p, h5_checksum_metadata(buf, (size_t)(p - buf)), 4);
+	h5_bt2_node_end(buf, p);
 }
 
 int h5_bt2w_open(h5_bt2w **out, h5_file *f, const h5_dataset *d, uint64_t idx_addr)
@@ -439,7 +406,7 @@ int h5_bt2w_write(h5_bt2w *w)
 	w->h.root_nrec = (uint16_t)w->root->n;
 	w->h.total_nrec = node_total(w->root);
 	if (w->hdr_new)
-		hdr_encode(w, buf + (w->h.addr - start));
+		h5_bt2_hdr_encode(buf + (w->h.addr - start), &w->h);
 	rc = h5_file_write(w->f, start, buf, len);
 	free(buf);
 	return rc;
@@ -456,7 +423,7 @@ int h5_bt2w_commit(h5_bt2w *w)
 
 	if (w->hdr_new || !w->changed)
 		return 0;
-	hdr_encode(w, buf);
+	h5_bt2_hdr_encode(buf, &w->h);
 	return h5_file_write(w->f, w->h.addr, buf, hs);
 }
 
