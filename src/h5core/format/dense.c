@@ -106,10 +106,48 @@ static int hash_cmp(const void *key, const uint8_t *rec, size_t len, void *udp)
 	return (k > h) - (k < h);
 }
 
-int h5_dense_find(h5_dense *d, const char *name, size_t len, h5_dense_cb cb, void *ud)
+uint32_t h5_dense_name_hash(const char *name, size_t len)
 {
 	/* III.A.2 types 5 and 8: lookup3 of the name bytes, initval 0 */
-	dense_walk w = { d, cb, ud, h5_checksum_lookup3(name, len, 0) };
+	return h5_checksum_lookup3(name, len, 0);
+}
+
+int h5_dense_find(h5_dense *d, const char *name, size_t len, h5_dense_cb cb, void *ud)
+{
+	dense_walk w = { d, cb, ud, h5_dense_name_hash(name, len) };
 
 	return h5_bt2_find(d->bt, hash_cmp, &w.hash, rec_visit, &w);
+}
+
+/* ---- records written (write/dense_write.c), the mirror of rec_visit ----
+ * With the creation-order indexes' two types:
+ *   type 6 (link creation order):      creation order (8), heap ID;
+ *   type 9 (attribute creation order): heap ID, message flags (1),
+ *                                      creation order (4). */
+
+unsigned h5_dense_rec_size(uint8_t type, unsigned id_len)
+{
+	return type == 5 ? 4 + id_len : type == 6 ? 8 + id_len : type == 8 ? id_len + 9 : id_len + 5;
+}
+
+void h5_dense_rec_encode(uint8_t *p, uint8_t type, const uint8_t *id, unsigned id_len, uint32_t hash,
+			 uint64_t corder, uint8_t flags)
+{
+	switch (type) {
+	case 5:
+		h5_le_encode(p, hash, 4);
+		memcpy(p + 4, id, id_len);
+		break;
+	case 6:
+		h5_le_encode(p, corder, 8);
+		memcpy(p + 8, id, id_len);
+		break;
+	default:        /* 8, 9 */
+		memcpy(p, id, id_len);
+		p[id_len] = flags;
+		h5_le_encode(p + id_len + 1, corder, 4);
+		if (type == 8)
+			h5_le_encode(p + id_len + 5, hash, 4);
+		break;
+	}
 }

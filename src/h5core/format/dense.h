@@ -48,4 +48,14 @@ int h5_dense_iterate(h5_dense *d, h5_dense_cb cb, void *ud);
  * an error. H5_ERR_NOTFOUND, without a message, when nothing matched. */
 int h5_dense_find(h5_dense *d, const char *name, size_t len, h5_dense_cb cb, void *ud);
 
+/* lookup3 of the name bytes, initval 0: the key of types 5 and 8. */
+uint32_t h5_dense_name_hash(const char *name, size_t len);
+
+/* Records of the name indexes (types 5, 8) and the creation-order indexes
+ * (6: links, 9: attributes) for heap IDs of id_len bytes: their size, and
+ * one encoded at p (dense_write.c writes whole trees of them). */
+unsigned h5_dense_rec_size(uint8_t type, unsigned id_len);
+void h5_dense_rec_encode(uint8_t *p, uint8_t type, const uint8_t *id, unsigned id_len, uint32_t hash,
+			 uint64_t corder, uint8_t flags);
+
 #endif

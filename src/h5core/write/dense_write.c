@@ -10,18 +10,13 @@
  * whole store per change (a few KiB for the tens of attributes of a
  * netCDF file; O(n) in general), and the old store's space left behind.
  *
- * The records are as libhdf5 writes them (III.A.2):
- *   type 5  link name:       hash (4), heap ID (7)
- *   type 6  link corder:     creation order (8), heap ID (7)
- *   type 8  attribute name:  heap ID (8), flags (1), creation order (4), hash (4)
- *   type 9  attr. corder:    heap ID (8), flags (1), creation order (4)
- * name records sorted by hash, then by name (H5G__dense_btree2_name_compare,
+ * The records (types 5, 6, 8, 9: format/dense.c h5_dense_rec_encode) are
+ * as libhdf5 writes them: name records sorted by hash, then by name (H5G__dense_btree2_name_compare,
  * H5A__dense_btree2_name_compare); creation-order records by order.
  */
 #include "dense_write.h"
 #include "base.h"
 #include "rd.h"
-#include "checksum.h"
 #include "file.h"
 #include "linkmsg.h"
 #include "attr.h"
@@ -30,24 +25,23 @@
 
 #define ID_TYPE_MASK 0x30       /* heap ID type bits: 0 managed, 1 huge, 2 tiny */
 
-static uint32_t name_hash(const char *name, size_t len) { return h5_checksum_lookup3(name, len, 0); }
-
 void h5_dense_set_init(h5_dense_set *s, h5_dense_kind kind, bool index_corder)
 {
 	bool links = kind == H5_DENSE_LINKS;
+	uint16_t id_len = links ? 7 : 8;
 
 	memset(s, 0, sizeof(*s));
 	s->kind = kind;
 	s->index_corder = index_corder;
 	/* H5G_FHEAP_* / H5O_FHEAP_* (H5Gpkg.h, H5Opkg.h), H5G_NAME_BT2_*,
 	 * H5A_NAME_BT2_* and the creation-order trees' node sizes */
-	s->hp = (h5_fheap_params){ .id_len = links ? 7 : 8, .width = 4, .start_block_size = 512,
+	s->hp = (h5_fheap_params){ .id_len = id_len, .width = 4, .start_block_size = 512,
 				   .max_direct_size = 64 * 1024, .max_heap_bits = links ? 32 : 40, .start_root_rows = 1,
 				   .checksum_dblocks = true, .max_man_size = 4 * 1024, .huge_bt2_addr = H5_ADDR_UNDEF };
-	s->name_bp = (h5_bt2_params){ .type = links ? 5 : 8, .node_size = 512, .rec_size = links ? 11 : 17,
-				      .split_pct = 100, .merge_pct = 40 };
-	s->corder_bp = (h5_bt2_params){ .type = links ? 6 : 9, .node_size = 512, .rec_size = links ? 15 : 13,
-					.split_pct = 100, .merge_pct = 40 };
+	s->name_bp = (h5_bt2_params){ .type = links ? 5 : 8, .node_size = 512, .split_pct = 100, .merge_pct = 40 };
+	s->corder_bp = (h5_bt2_params){ .type = links ? 6 : 9, .node_size = 512, .split_pct = 100, .merge_pct = 40 };
+	s->name_bp.rec_size = (uint16_t)h5_dense_rec_size(s->name_bp.type, id_len);
+	s->corder_bp.rec_size = (uint16_t)h5_dense_rec_size(s->corder_bp.type, id_len);
 }
 
 void h5_dense_set_free(h5_dense_set *s)
@@ -216,7 +210,7 @@ int h5_dense_set_put(h5_dense_set *s, size_t at, const uint8_t *msg, size_t len,
 	}
 	memcpy(m, msg, len);
 	*o = (h5_dense_obj){ .msg = m, .len = len, .name = nm, .name_len = name_len,
-			     .hash = name_hash(name, name_len), .corder = corder, .flags = flags };
+			     .hash = h5_dense_name_hash(name, name_len), .corder = corder, .flags = flags };
 	m = NULL;
 	nm = NULL;
 out:
@@ -252,57 +246,39 @@ static int name_cmp(const h5_dense_obj *a, const h5_dense_obj *b)
 	return (a->name_len > b->name_len) - (a->name_len < b->name_len);
 }
 
-/* qsort's comparators see the set here (callers hold f->write_lock). */
-static const h5_dense_set *sort_set;
-
+/* qsort's comparators, on pointers to the set's objects. */
 static int by_name(const void *x, const void *y)
 {
-	return name_cmp(&sort_set->o[*(const size_t *)x], &sort_set->o[*(const size_t *)y]);
+	return name_cmp(*(const h5_dense_obj *const *)x, *(const h5_dense_obj *const *)y);
 }
 
 static int by_corder(const void *x, const void *y)
 {
-	uint64_t a = sort_set->o[*(const size_t *)x].corder, b = sort_set->o[*(const size_t *)y].corder;
+	uint64_t a = (*(const h5_dense_obj *const *)x)->corder, b = (*(const h5_dense_obj *const *)y)->corder;
 
 	return (a > b) - (a < b);
 }
 
-/* One record of object o (its heap ID id) for a tree of type t. */
-static void rec_encode(uint8_t *p, const h5_dense_obj *o, const uint8_t *id, unsigned id_len, uint8_t t)
+/* An image built for base, the allocation end when it was built, taken
+ * there and written (*addr: base). */
+static int place(uint64_t *addr, h5_file *f, uint64_t base, const uint8_t *img, size_t len)
 {
-	switch (t) {
-	case 5:
-		h5_le_encode(p, o->hash, 4);
-		memcpy(p + 4, id, id_len);
-		break;
-	case 6:
-		h5_le_encode(p, o->corder, 8);
-		memcpy(p + 8, id, id_len);
-		break;
-	case 8:
-		memcpy(p, id, id_len);
-		p[id_len] = o->flags;
-		h5_le_encode(p + id_len + 1, o->corder, 4);
-		h5_le_encode(p + id_len + 5, o->hash, 4);
-		break;
-	default:        /* 9 */
-		memcpy(p, id, id_len);
-		p[id_len] = o->flags;
-		h5_le_encode(p + id_len + 1, o->corder, 4);
-		break;
-	}
+	int rc = h5_space_alloc(addr, f, len);
+
+	if (rc == 0 && *addr != base)
+		rc = h5_err_set(H5_ERR_INVAL, "dense storage: space allocated at 0x%llx, not at the end 0x%llx",
+				(unsigned long long)*addr, (unsigned long long)base);
+	if (rc == 0)
+		rc = h5_file_write(f, *addr, img, len);
+	return rc;
 }
 
-static unsigned rec_size_of(uint8_t t, unsigned id_len)
-{
-	return t == 5 ? 4 + id_len : t == 6 ? 8 + id_len : t == 8 ? id_len + 9 : id_len + 5;
-}
-
-/* A tree of the set's objects in order ord, written at the allocation end. */
+/* A tree of the set's objects in order ord (pointers into s->o), their
+ * heap IDs in ids by object, written at the allocation end. */
 static int tree_write(uint64_t *addr, h5_file *f, const h5_dense_set *s, const h5_bt2_params *bp,
-		      const uint8_t *ids, const size_t *ord)
+		      const uint8_t *ids, const h5_dense_obj *const *ord)
 {
-	unsigned rs = rec_size_of(bp->type, s->hp.id_len);
+	unsigned idl = s->hp.id_len, rs = h5_dense_rec_size(bp->type, idl);
 	uint8_t *recs = NULL, *img = NULL;
 	size_t len = 0;
 	uint64_t base;
@@ -314,17 +290,16 @@ static int tree_write(uint64_t *addr, h5_file *f, const h5_dense_set *s, const h
 	recs = malloc(s->n ? s->n * rs : 1);
 	if (!recs)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
-	for (size_t i = 0; i < s->n; i++)
-		rec_encode(recs + i * rs, &s->o[ord[i]], ids + ord[i] * s->hp.id_len, s->hp.id_len, bp->type);
+	for (size_t i = 0; i < s->n; i++) {
+		const h5_dense_obj *o = ord[i];
+
+		h5_dense_rec_encode(recs + i * rs, bp->type, ids + (size_t)(o - s->o) * idl, idl, o->hash, o->corder,
+				    o->flags);
+	}
 	base = h5_space_end(f);
 	rc = h5_bt2_build(&img, &len, bp, &f->fmt, base, recs, s->n);
 	if (rc == 0)
-		rc = h5_space_alloc(addr, f, len);
-	if (rc == 0 && *addr != base)
-		rc = h5_err_set(H5_ERR_INVAL, "dense storage: space allocated at 0x%llx, not at the end 0x%llx",
-				(unsigned long long)*addr, (unsigned long long)base);
-	if (rc == 0)
-		rc = h5_file_write(f, *addr, img, len);
+		rc = place(addr, f, base, img, len);
 	free(recs);
 	free(img);
 	return rc;
@@ -336,8 +311,8 @@ int h5_dense_set_write(uint64_t *fheap, uint64_t *name_bt2, uint64_t *corder_bt2
 	unsigned idl = s->hp.id_len;
 	uint8_t *ids = calloc(s->n ? s->n : 1, idl), *mids = calloc(s->n ? s->n : 1, idl), *img = NULL;
 	const uint8_t **objs = calloc(s->n ? s->n : 1, sizeof(*objs));
-	size_t *lens = calloc(s->n ? s->n : 1, sizeof(*lens)), *ord = calloc(s->n ? s->n : 1, sizeof(*ord));
-	size_t nm = 0, len = 0;
+	size_t *lens = calloc(s->n ? s->n : 1, sizeof(*lens)), nm = 0, len = 0;
+	const h5_dense_obj **ord = calloc(s->n ? s->n : 1, sizeof(*ord));
 	uint64_t base;
 	int rc = 0;
 
@@ -362,31 +337,23 @@ int h5_dense_set_write(uint64_t *fheap, uint64_t *name_bt2, uint64_t *corder_bt2
 	base = h5_space_end(f);
 	rc = h5_fheap_build(&img, &len, mids, &s->hp, &f->fmt, base, objs, lens, nm);
 	if (rc == 0)
-		rc = h5_space_alloc(fheap, f, len);
-	if (rc == 0 && *fheap != base)
-		rc = h5_err_set(H5_ERR_INVAL, "dense storage: space allocated at 0x%llx, not at the end",
-				(unsigned long long)*fheap);
-	if (rc == 0)
-		rc = h5_file_write(f, *fheap, img, len);
+		rc = place(fheap, f, base, img, len);
 	if (rc < 0)
 		goto out;
 	for (size_t i = 0, k = 0; i < s->n; i++)
 		memcpy(ids + i * idl, s->o[i].keep ? s->o[i].id : mids + k++ * idl, idl);
 	/* the indexes */
 	for (size_t i = 0; i < s->n; i++)
-		ord[i] = i;
-	sort_set = s;
+		ord[i] = &s->o[i];
 	qsort(ord, s->n, sizeof(*ord), by_name);
 	for (size_t i = 1; i < s->n; i++)
-		if (name_cmp(&s->o[ord[i - 1]], &s->o[ord[i]]) == 0 && s->o[ord[i]].name) {
-			rc = h5_err_set(H5_ERR_FORMAT, "dense storage: the name \"%.*s\" twice", (int)s->o[ord[i]].name_len,
-					s->o[ord[i]].name);
+		if (name_cmp(ord[i - 1], ord[i]) == 0 && ord[i]->name) {
+			rc = h5_err_set(H5_ERR_FORMAT, "dense storage: the name \"%.*s\" twice", (int)ord[i]->name_len,
+					ord[i]->name);
 			goto out;
 		}
 	rc = tree_write(name_bt2, f, s, &s->name_bp, ids, ord);
 	if (rc == 0 && s->index_corder) {
-		for (size_t i = 0; i < s->n; i++)
-			ord[i] = i;
 		qsort(ord, s->n, sizeof(*ord), by_corder);
 		rc = tree_write(corder_bt2, f, s, &s->corder_bp, ids, ord);
 	}
