@@ -404,20 +404,41 @@ out:
 	return rc;
 }
 
+/* A new Attribute Info message's body (IV.A.2.v): version 0, flags, the
+ * maximum creation order 0 when tracked, every address undefined; its
+ * length. */
+#define AINFO_MAX (2 + 2 + 3 * 8)
+#define AINFO_MSG_FLAGS 0x04    /* libhdf5's "don't share" */
+
+static size_t ainfo_body(uint8_t *b, uint8_t flags, const h5_fmt *fmt)
+{
+	size_t n = 2;
+
+	b[0] = 0;
+	b[1] = flags;
+	if (flags & AINFO_TRACK_CORDER) {
+		h5_le_encode(b + n, 0, 2);
+		n += 2;
+	}
+	for (int i = 0; i < ((flags & AINFO_INDEX_CORDER) ? 3 : 2); i++, n += fmt->sizeof_addr)
+		h5_le_encode(b + n, H5_ADDR_UNDEF, fmt->sizeof_addr);
+	return n;
+}
+
 /* The set written, and an Attribute Info message naming it added (a header
  * that has none, as netCDF-4 makes some, as libhdf5 adds one; IV.A.2.v:
  * version 0, no creation order, the heap and the name index). */
 static int ainfo_put_new(h5_ohdr_change *c, h5_file *f, const h5_dense_set *s, int64_t max_crt)
 {
-	size_t blen = 2 + 2 * (size_t)f->fmt.sizeof_addr;
 	uint64_t fheap, name_bt2, corder_bt2;
-	uint8_t body[2 + 2 * 8] = { 0 };
+	uint8_t body[AINFO_MAX];
+	size_t blen = ainfo_body(body, 0, &f->fmt);
 	int rc = h5_dense_set_write(&fheap, &name_bt2, &corder_bt2, f, s);
 
 	if (rc == 0)
 		rc = h5_dense_info_update(body, blen, H5_DENSE_ATTRS, &f->fmt, fheap, name_bt2, corder_bt2, max_crt);
 	if (rc == 0)
-		rc = h5_ohdr_put(c, f, SIZE_MAX, H5_MSG_AINFO, 0x04 /* libhdf5's "don't share" */, 0, body, blen);
+		rc = h5_ohdr_put(c, f, SIZE_MAX, H5_MSG_AINFO, AINFO_MSG_FLAGS, 0, body, blen);
 	return rc;
 }
 
@@ -482,19 +503,11 @@ static int to_dense(h5_ohdr_change *c, h5_file *f, const found *fd, const change
 static int ainfo_add(h5_ohdr_change *c, h5_file *f)
 {
 	const h5_ohdr *oh = c->e.oh;
-	uint8_t b[2 + 2 + 3 * 8];
-	size_t n = 2;
-	int rc;
+	uint8_t b[AINFO_MAX];
+	size_t n = ainfo_body(b, (uint8_t)(((oh->flags & 0x04) ? AINFO_TRACK_CORDER : 0) |
+					   ((oh->flags & 0x08) ? AINFO_INDEX_CORDER : 0)), &f->fmt);
+	int rc = h5_ohdr_put(c, f, SIZE_MAX, H5_MSG_AINFO, AINFO_MSG_FLAGS, 0, b, n);
 
-	b[0] = 0;
-	b[1] = (uint8_t)(((oh->flags & 0x04) ? AINFO_TRACK_CORDER : 0) | ((oh->flags & 0x08) ? AINFO_INDEX_CORDER : 0));
-	if (b[1] & AINFO_TRACK_CORDER) {
-		h5_le_encode(b + n, 0, 2);
-		n += 2;
-	}
-	for (int i = 0; i < ((b[1] & AINFO_INDEX_CORDER) ? 3 : 2); i++, n += f->fmt.sizeof_addr)
-		h5_le_encode(b + n, H5_ADDR_UNDEF, f->fmt.sizeof_addr);
-	rc = h5_ohdr_put(c, f, SIZE_MAX, H5_MSG_AINFO, 0x04 /* libhdf5's "don't share" */, 0, b, n);
 	if (rc == 0)
 		rc = h5_ohdr_commit(c, f, false);
 	return rc;
