@@ -37,6 +37,15 @@ static inline bool h5_mul_overflow(uint64_t a, uint64_t b, uint64_t *r) { return
 /* n rounded up to a multiple of 8 (v1 object header messages, global heap
  * objects, local heap names: the format's 8-byte alignment). */
 static inline uint64_t h5_align8(uint64_t n) { return (n + 7) & ~(uint64_t)7; }
+/* The character set a new link or attribute name is stored with (IV.A.2.g,
+ * IV.A.2.m): 0 ASCII, 1 UTF-8 when any byte is past 0x7f. */
+static inline uint8_t h5_name_cset(const char *name, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)name[i] >= 0x80)
+			return 1;
+	return 0;
+}
 
 /* ---- sizes of offsets/lengths from the superblock ---------------------- */
 

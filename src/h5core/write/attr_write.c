@@ -249,14 +249,11 @@ static int new_value(uint8_t **data, size_t *dlen, h5_attr_hdr *h, uint8_t *dt, 
 static void new_hdr(h5_attr_hdr *h, uint8_t *ds, const h5_file *f, const h5_ohdr *oh, const char *name,
 		    size_t name_len, uint64_t nelmts, bool one)
 {
-	bool ascii = true;
 	size_t dslen = 0;
 
-	for (size_t i = 0; i < name_len; i++)
-		ascii &= (unsigned char)name[i] < 0x80;
-	h->version = (oh->version >= 2 || !ascii) ? 3 : 1;
+	h->cset = h5_name_cset(name, name_len);
+	h->version = (oh->version >= 2 || h->cset) ? 3 : 1;
 	h->flags = 0;
-	h->cset = ascii ? 0 : 1;
 	h->name = (const uint8_t *)name;
 	h->name_size = name_len + 1;
 	h5_dspace_encode(ds, &dslen, 8 + 8, &f->fmt, oh->version >= 2 ? 2 : 1, one ? 0 : 1, &nelmts);

@@ -212,10 +212,7 @@ static int compact_rename(h5_file *f, uint64_t group, const char *name, size_t n
 	free(l.name);
 	l.name = strndup(newname, newname_len);
 	l.name_len = newname_len;
-	l.cset = 0;
-	for (size_t i = 0; i < newname_len; i++)
-		if ((unsigned char)newname[i] >= 0x80)
-			l.cset = 1;
+	l.cset = h5_name_cset(newname, newname_len);
 	if (!l.name)
 		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
 	if (rc == 0 && l.has_corder && li.track_corder) {

@@ -85,10 +85,7 @@ static int edit_rename(h5_file *f, h5_dense_set *s, h5_linfo *li, const dense_ed
 	free(l.name);
 	l.name = strndup(e->newname, e->newname_len);
 	l.name_len = e->newname_len;
-	l.cset = 0;
-	for (size_t i = 0; i < e->newname_len; i++)
-		if ((unsigned char)e->newname[i] >= 0x80)
-			l.cset = 1;
+	l.cset = h5_name_cset(e->newname, e->newname_len);
 	if (l.has_corder && li->track_corder)
 		l.corder = li->max_corder++;
 	rc = l.name ? link_put(s, at, &f->fmt, &l) : h5_err_set(H5_ERR_NOMEM, "out of memory");

@@ -75,19 +75,16 @@ static int insert(h5_file *f, uint64_t group, const char *name, size_t name_len,
 {
 	const h5_lstore_ops *ops;
 	h5_link l = { 0 };
-	bool ascii = true;
 	int rc = h5_lstore_at(&ops, f, group);
 
 	if (rc < 0)
 		return rc;
-	for (size_t i = 0; i < name_len; i++)
-		ascii &= (unsigned char)name[i] < 0x80;
 	l.name = (char *)name;
 	l.name_len = name_len;
 	l.type = type;
 	l.addr = addr;
 	l.target = (char *)target;
-	l.cset = ascii ? 0 : 1;
+	l.cset = h5_name_cset(name, name_len);
 	return ops->insert(f, group, &l, start, durable);
 }
 
@@ -95,18 +92,15 @@ int h5_link_insert_locked(h5_file *f, uint64_t group, const h5_link *link, const
 {
 	const h5_lstore_ops *ops;
 	h5_link l = *link;
-	bool ascii = true;
 	int rc = link_name_check(name, name_len);
 
 	if (rc == 0)
 		rc = h5_lstore_at(&ops, f, group);
 	if (rc < 0)
 		return rc;
-	for (size_t i = 0; i < name_len; i++)
-		ascii &= (unsigned char)name[i] < 0x80;
 	l.name = (char *)name;
 	l.name_len = name_len;
-	l.cset = ascii ? 0 : 1;
+	l.cset = h5_name_cset(name, name_len);
 	l.has_corder = 0;
 	return ops->insert(f, group, &l, UINT64_MAX, false);
 }
