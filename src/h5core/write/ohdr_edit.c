@@ -530,17 +530,17 @@ int h5_ohdr_commit_cow(h5_ohdr_change *c, h5_file *f, bool durable)
 		h5_le_encode(v, naddr[j], fmt->sizeof_addr);
 		rc = h5_ohdr_patch(&c->e, m->addr, v, fmt->sizeof_addr);
 	}
+	/* each copy written whole at its new place (h5_ohdr_write_chunk: the
+	 * v2 checksum too), which leaves it clean for the commit below; the
+	 * chunk moves only after merge_gap, which finds messages by their
+	 * old addresses */
 	for (size_t i = 1; rc == 0 && i < oh->nchunks; i++) {
-		h5_ohdr_chunk *ch = &oh->chunks[i];
-
-		if (oh->version >= 2) {
+		c->e.lo[i] = 0;
+		c->e.hi[i] = oh->chunks[i].len;
+		if (oh->version >= 2)
 			merge_gap(c, i);
-			h5_le_encode(ch->buf + ch->len - 4, h5_checksum_metadata(ch->buf, ch->len - 4), 4);
-		}
-		rc = h5_file_write(f, naddr[i], ch->buf, ch->len);
-		c->e.lo[i] = SIZE_MAX;
-		c->e.hi[i] = 0;
-		ch->addr = naddr[i];
+		oh->chunks[i].addr = naddr[i];
+		rc = h5_ohdr_write_chunk(f, &c->e, i);
 	}
 	free(naddr);
 	if (rc < 0) {
