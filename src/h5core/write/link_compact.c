@@ -7,7 +7,7 @@
  *
  * A group at libhdf5's compact limit (its Group Info message's "maximum
  * compact", 8 by default) moves to dense storage when a link is added, as
- * libhdf5 does (to_dense).
+ * libhdf5 does (link_dense.c h5_link_dense_convert).
  */
 #include "base.h"
 #include "rd.h"
@@ -18,7 +18,6 @@
 #include "link_store.h"
 #include "checksum.h"
 #include "space.h"
-#include "dense_write.h"
 
 #include <time.h>
 
@@ -65,53 +64,6 @@ static int scan(size_t *nlinks, size_t *found, size_t *linfo, h5_linfo *li, unsi
 	return 0;
 }
 
-/* The group at its compact limit gets one more link: as libhdf5
- * (H5G__obj_insert, H5G__compact_convert... H5G__dense_create), its links
- * move to new dense storage (dense_write.c, with a creation-order index
- * when the group indexes creation order) holding the new link too; every
- * Link message goes and the Link Info message names the new storage, in
- * one commit that copies the header's continuation chunks
- * (h5_ohdr_commit_cow). */
-static int to_dense(h5_ohdr_change *c, h5_file *f, h5_linfo *li, size_t linfo, const h5_link *link, bool durable)
-{
-	const h5_ohdr *oh = c->e.oh;
-	h5_dense_set s;
-	h5_link l = *link;
-	uint8_t *msg = NULL;
-	size_t mlen = 0;
-	int rc = 0;
-
-	h5_dense_set_init(&s, H5_DENSE_LINKS, li->index_corder);
-	for (size_t i = 0; rc == 0 && i < oh->nmsgs; i++) {
-		const h5_msg *m = &oh->msgs[i];
-		h5_link old;
-
-		if (m->type != H5_MSG_LINK || (m->flags & H5_MSG_FLAG_SHARED))
-			continue;
-		rc = h5_link_decode(&old, m->data, m->size, &f->fmt);
-		if (rc < 0)
-			break;
-		rc = h5_dense_set_put(&s, SIZE_MAX, m->data, m->size, old.name, old.name_len,
-				      old.has_corder ? (uint64_t)old.corder : 0, 0);
-		h5_link_clear(&old);
-		if (rc == 0)
-			rc = h5_ohdr_nil(c, i);
-	}
-	l.has_corder = li->track_corder;
-	l.corder = li->track_corder ? li->max_corder++ : 0;
-	if (rc == 0)
-		rc = h5_link_encode(&msg, &mlen, &f->fmt, &l);
-	if (rc == 0)
-		rc = h5_dense_set_put(&s, SIZE_MAX, msg, mlen, l.name, l.name_len, (uint64_t)l.corder, 0);
-	if (rc == 0)
-		rc = h5_dense_set_switch(c, f, &s, linfo, li->max_corder);
-	if (rc == 0)
-		rc = h5_ohdr_commit_cow(c, f, durable);
-	h5_dense_set_free(&s);
-	free(msg);
-	return rc;
-}
-
 static int compact_insert(h5_file *f, uint64_t group, const h5_link *link, uint64_t start, bool durable)
 {
 	h5_ohdr_change c;
@@ -131,7 +83,7 @@ static int compact_insert(h5_file *f, uint64_t group, const h5_link *link, uint6
 		rc = h5_err_set(H5_ERR_INVAL, "group 0x%llx has a link \"%.*s\" already", (unsigned long long)group,
 				(int)l.name_len, l.name);
 	if (rc == 0 && nlinks >= max_compact) {
-		rc = to_dense(&c, f, &li, linfo, &l, durable);
+		rc = h5_link_dense_convert(&c, f, &li, linfo, &l, durable);
 		goto out;
 	}
 	if (rc < 0)

@@ -93,6 +93,47 @@ static int edit_rename(h5_file *f, h5_dense_set *s, h5_linfo *li, const dense_ed
 	return rc;
 }
 
+/* The group at its compact limit gets one more link: as libhdf5
+ * (H5G__obj_insert, H5G__compact_convert... H5G__dense_create), its links
+ * move to new dense storage (with a creation-order index when the group
+ * indexes creation order) holding the new link too, added as any insert
+ * into dense storage is; every Link message goes and the Link Info
+ * message names the new storage, in one commit that copies the header's
+ * continuation chunks (h5_ohdr_commit_cow). */
+int h5_link_dense_convert(h5_ohdr_change *c, h5_file *f, h5_linfo *li, size_t linfo, const h5_link *link,
+			  bool durable)
+{
+	const h5_ohdr *oh = c->e.oh;
+	dense_edit e = { .link = link };
+	h5_dense_set s;
+	int rc = 0;
+
+	h5_dense_set_init(&s, H5_DENSE_LINKS, li->index_corder);
+	for (size_t i = 0; rc == 0 && i < oh->nmsgs; i++) {
+		const h5_msg *m = &oh->msgs[i];
+		h5_link old;
+
+		if (m->type != H5_MSG_LINK || (m->flags & H5_MSG_FLAG_SHARED))
+			continue;
+		rc = h5_link_decode(&old, m->data, m->size, &f->fmt);
+		if (rc < 0)
+			break;
+		rc = h5_dense_set_put(&s, SIZE_MAX, m->data, m->size, old.name, old.name_len,
+				      old.has_corder ? (uint64_t)old.corder : 0, 0);
+		h5_link_clear(&old);
+		if (rc == 0)
+			rc = h5_ohdr_nil(c, i);
+	}
+	if (rc == 0)
+		rc = edit_insert(f, &s, li, &e);
+	if (rc == 0)
+		rc = h5_dense_set_switch(c, f, &s, linfo, li->max_corder);
+	if (rc == 0)
+		rc = h5_ohdr_commit_cow(c, f, durable);
+	h5_dense_set_free(&s);
+	return rc;
+}
+
 /* One change: the links loaded, edited, written anew, the Link Info
  * message switched to them. */
 static int dense_change(h5_file *f, uint64_t group, uint64_t start, bool durable, edit_fn fn, const dense_edit *e)

@@ -22,6 +22,7 @@
 #include "file.h"
 #include "ohdr.h"
 #include "linkmsg.h"
+#include "ohdr_edit.h"
 
 typedef enum h5_lstore_kind {
 	H5_LSTORE_COMPACT,
@@ -76,6 +77,12 @@ int h5_link_remove_locked(h5_file *f, uint64_t group, const char *name, size_t n
  * IV.A.2.w, added when the count first passes 1) changed by delta, one
  * commit. A count that would drop below 1 is left alone. */
 int h5_obj_refcount_add(h5_file *f, uint64_t addr, int delta);
+
+/* (link_dense.c) The compact group of header change c, whose Link Info
+ * message (number linfo) says li, moves to dense storage with one more
+ * link l, one commit (link_compact.c's insert at the compact limit). */
+int h5_link_dense_convert(h5_ohdr_change *c, h5_file *f, h5_linfo *li, size_t linfo, const h5_link *l,
+			  bool durable);
 
 extern const h5_lstore_ops h5_lstore_compact;
 extern const h5_lstore_ops h5_lstore_stab;
