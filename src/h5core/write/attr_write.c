@@ -354,50 +354,59 @@ static int build(uint8_t **msg, size_t *mlen, h5_file *f, const h5_ohdr *oh, con
 	return rc;
 }
 
+/* ch's attribute into the dense set s: a new value of the one at `at`, or
+ * (at SIZE_MAX, or ch->typestr's replacement, which keeps its place) a new
+ * one, with the next creation order when the object tracks it (*max_crt
+ * moves). */
+static int dense_put(h5_dense_set *s, size_t at, int64_t *max_crt, h5_file *f, const h5_ohdr *oh, const found *fd,
+		     const change *ch)
+{
+	bool keep = at != SIZE_MAX && !ch->typestr;
+	uint64_t crt = at != SIZE_MAX ? s->o[at].corder : 0;
+	uint8_t *msg = NULL;
+	size_t mlen = 0;
+	int rc = 0;
+
+	if (at != SIZE_MAX && (s->o[at].flags & H5_MSG_FLAG_SHARED))
+		rc = h5_err_set(H5_ERR_UNSUPPORTED, "attribute \"%.*s\" is a shared message", (int)ch->name_len,
+				ch->name);
+	if (rc == 0)
+		rc = build(&msg, &mlen, f, oh, keep ? s->o[at].msg : NULL, keep ? s->o[at].len : 0, ch);
+	if (rc == 0 && at == SIZE_MAX && (fd->ainfo_flags & AINFO_TRACK_CORDER)) {
+		if (*max_crt == UINT16_MAX)
+			rc = h5_err_set(H5_ERR_LIMIT, "object 0x%llx: creation order exhausted", (unsigned long long)oh->addr);
+		crt = (uint64_t)(*max_crt)++;
+	}
+	if (rc == 0)
+		rc = h5_dense_set_put(s, at, msg, mlen, ch->name, ch->name_len, crt, at != SIZE_MAX ? s->o[at].flags : 0);
+	free(msg);
+	return rc;
+}
+
 /* Attributes in dense storage: the set loaded, changed, written anew and
  * the Attribute Info message switched to it (dense_write.h), one commit. */
 static int apply_dense(h5_ohdr_change *c, h5_file *f, const found *fd, const change *ch)
 {
 	h5_dense_set s = { 0 };
 	int64_t max_crt = fd->max_crt;
-	uint8_t *msg = NULL;
-	size_t mlen = 0, at;
+	size_t at;
 	int rc = h5_dense_set_load(&s, f, H5_DENSE_ATTRS, fd->fheap, fd->name_bt2, fd->corder_bt2);
 
 	if (rc < 0)
 		goto out;
 	at = h5_dense_set_find(&s, ch->name, ch->name_len);
-	if (!ch->val) {
-		if (at == SIZE_MAX)
-			rc = h5_err_set(H5_ERR_NOTFOUND, "no attribute \"%.*s\"", (int)ch->name_len, ch->name);
-		else
-			h5_dense_set_del(&s, at);
-	} else {
-		bool keep = at != SIZE_MAX && !ch->typestr;
-		uint64_t crt = at != SIZE_MAX ? s.o[at].corder : 0;
-
-		if (at != SIZE_MAX && (s.o[at].flags & H5_MSG_FLAG_SHARED))
-			rc = h5_err_set(H5_ERR_UNSUPPORTED, "attribute \"%.*s\" is a shared message", (int)ch->name_len,
-					ch->name);
-		if (rc == 0)
-			rc = build(&msg, &mlen, f, c->e.oh, keep ? s.o[at].msg : NULL, keep ? s.o[at].len : 0, ch);
-		if (rc == 0 && at == SIZE_MAX && (fd->ainfo_flags & AINFO_TRACK_CORDER)) {
-			if (max_crt == UINT16_MAX)
-				rc = h5_err_set(H5_ERR_LIMIT, "object 0x%llx: creation order exhausted",
-						(unsigned long long)c->e.oh->addr);
-			crt = (uint64_t)max_crt++;
-		}
-		if (rc == 0)
-			rc = h5_dense_set_put(&s, at, msg, mlen, ch->name, ch->name_len, crt,
-					      at != SIZE_MAX ? s.o[at].flags : 0);
-	}
+	if (ch->val)
+		rc = dense_put(&s, at, &max_crt, f, c->e.oh, fd, ch);
+	else if (at == SIZE_MAX)
+		rc = h5_err_set(H5_ERR_NOTFOUND, "no attribute \"%.*s\"", (int)ch->name_len, ch->name);
+	else
+		h5_dense_set_del(&s, at);
 	if (rc == 0)
 		rc = h5_dense_set_switch(c, f, &s, fd->ainfo, max_crt);
 	if (rc == 0)
 		rc = h5_ohdr_commit_cow(c, f, false);
 out:
 	h5_dense_set_free(&s);
-	free(msg);
 	return rc;
 }
 
@@ -449,8 +458,6 @@ static int to_dense(h5_ohdr_change *c, h5_file *f, const found *fd, const change
 	const h5_ohdr *oh = c->e.oh;
 	h5_dense_set s;
 	int64_t max_crt = fd->max_crt;
-	uint8_t *msg = NULL;
-	size_t mlen = 0;
 	int rc = 0;
 
 	h5_dense_set_init(&s, H5_DENSE_ATTRS, (fd->ainfo_flags & AINFO_INDEX_CORDER) != 0);
@@ -470,12 +477,7 @@ static int to_dense(h5_ohdr_change *c, h5_file *f, const found *fd, const change
 					      h.name_size ? h.name_size - 1 : 0, m->crt_order, 0);
 	}
 	if (rc == 0)
-		rc = build(&msg, &mlen, f, oh, NULL, 0, ch);
-	if (rc == 0 && (fd->ainfo_flags & AINFO_TRACK_CORDER) && max_crt == UINT16_MAX)
-		rc = h5_err_set(H5_ERR_LIMIT, "object 0x%llx: creation order exhausted", (unsigned long long)oh->addr);
-	if (rc == 0)
-		rc = h5_dense_set_put(&s, SIZE_MAX, msg, mlen, ch->name, ch->name_len,
-				      (fd->ainfo_flags & AINFO_TRACK_CORDER) ? (uint64_t)max_crt++ : 0, 0);
+		rc = dense_put(&s, SIZE_MAX, &max_crt, f, oh, fd, ch);
 	if (rc == 0 && fd->ainfo != SIZE_MAX)
 		rc = h5_dense_set_switch(c, f, &s, fd->ainfo, max_crt);
 	else if (rc == 0)
@@ -488,7 +490,6 @@ static int to_dense(h5_ohdr_change *c, h5_file *f, const found *fd, const change
 	if (rc == 0)
 		rc = h5_ohdr_commit_cow(c, f, false);
 	h5_dense_set_free(&s);
-	free(msg);
 	return rc;
 }
 
