@@ -112,9 +112,17 @@ void xattr_cache_drop(struct node *n);
 
 /* member/overwrite.c: bytes written inside datasets (doc/OVERWRITE.md) */
 int ow_open(h5fs *fs, struct node *n, h5_overwriter **out);
-int ow_put(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, uint64_t off, const char *buf, size_t len);
-int ow_commit(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, bool all, bool durable);
-void ow_refresh(h5fs *fs, struct node *n, fuse_ino_t ino);
+/* cached: the handle writes through the kernel's page cache (a dataset
+ * that cannot grow: memmap r+), whose pages then hold the new bytes */
+int ow_put(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, uint64_t off, const char *buf, size_t len,
+	   bool cached);
+int ow_commit(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, bool all, bool durable, bool cached);
+/* A read of n is being answered: remember when it may cache old bytes */
+void ow_read_mark(struct node *n);
+/* After a page-cached handle's commit or error, no lock held: drop n's
+ * pages if a read may have cached old bytes (not from a WRITE handler:
+ * the kernel may hold that request's pages locked) */
+void ow_pages_settle(h5fs *fs, struct node *n, fuse_ino_t ino);
 int member_listxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino);
 int member_getxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino, const char *name);
 int member_setxattr(void *r, uint64_t ino, const char *name, const char *value, size_t size, int flags);

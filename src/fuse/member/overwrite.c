@@ -1,13 +1,31 @@
 /* overwrite.c - writing bytes inside datasets through the mount
- * (doc/OVERWRITE.md; man h5fs MODIFYING): pwrite, dd conv=notrunc.
+ * (doc/OVERWRITE.md; man h5fs MODIFYING): pwrite, dd conv=notrunc,
+ * numpy.memmap(mode="r+").
  *
  * A write handle's bytes inside the dataset go to its overwriter (engine
  * overwrite.c), which keeps them in memory; they are committed in one
- * ordered commit at close (flush) and fsync, durably, and - without
- * fsync - whenever 64 MiB wait (H5FS_OVERWRITE_COMMIT_BYTES), keeping a
- * trailing partial element back for the rest of it. After a commit the
- * node gets a freshly opened dataset (the index may have moved) and the
- * kernel drops the file's cached pages. */
+ * ordered commit at close (flush) and fsync (msync), durably, and -
+ * without fsync - whenever 64 MiB wait (H5FS_OVERWRITE_COMMIT_BYTES),
+ * keeping a trailing partial element back for the rest of it. After a
+ * commit the node gets a freshly opened dataset (the index may have
+ * moved).
+ *
+ * Page cache. Handles of a dataset that cannot grow write through the
+ * kernel's page cache (no direct_io), so shared writable mappings work:
+ * the kernel copies each write() into its pages, and dirty mapped pages
+ * come back as writes at msync, munmap and writeback. The cache then holds
+ * the new bytes before FILE does, which is right, with one exception: a
+ * page the kernel did not hold whole (a write of part of it) is read from
+ * us when next wanted, and we answer with FILE's committed bytes, which
+ * may miss accepted ones. So a read answered while any handle of the node
+ * holds uncommitted bytes (n->wholders, counted by write.c before a write
+ * is accepted) marks the node's pages stale, and the next flush, fsync or
+ * release drops them once committed - never a WRITE handler, whose pages
+ * (or, for writeback, the mapped page being written) the kernel holds
+ * locked until we answer: invalidating them there would wait forever.
+ * Handles of a dataset that can grow use direct_io (member/write.c); the
+ * kernel caches none of their bytes, and their commit drops the pages
+ * read handles may hold. */
 #include "member.h"
 
 #define OW_COMMIT_BYTES ((uint64_t)64 << 20)
@@ -44,9 +62,10 @@ int ow_open(h5fs *fs, struct node *n, h5_overwriter **out)
 }
 
 /* Show what a commit changed: the node's dataset reopened (a chunk index
- * may have a new root), its allocation and mtime; cached pages and
- * attributes dropped. */
-void ow_refresh(h5fs *fs, struct node *n, fuse_ino_t ino)
+ * may have a new root), its allocation and mtime; cached attributes
+ * dropped, and the pages of read handles when the writer bypassed them
+ * (pages: the caller holds no page the kernel could have locked). */
+static void ow_refresh(h5fs *fs, struct node *n, fuse_ino_t ino, bool pages)
 {
 	h5_dataset *nd = NULL, *old;
 	int64_t mt;
@@ -66,28 +85,53 @@ void ow_refresh(h5fs *fs, struct node *n, fuse_ino_t ino)
 		n->st.st_mtime = n->st.st_ctime = (time_t)mt;
 	pthread_rwlock_unlock(&n->lk);
 	h5_dataset_close(old);
-	/* the pages of read handles (cached: the size did not change) */
 	if (fs->se)
-		fuse_lowlevel_notify_inval_inode(fs->se, fs_ino_out(fs, ino), 0, 0);
+		fuse_lowlevel_notify_inval_inode(fs->se, fs_ino_out(fs, ino), pages ? 0 : -1, 0);
 }
 
-int ow_commit(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, bool all, bool durable)
+int ow_commit(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, bool all, bool durable, bool cached)
 {
 	bool any = h5_overwrite_buffered(ow) != 0;
 	int rc = h5_overwrite_commit(ow, all, durable);
 
 	if (any)
-		ow_refresh(fs, n, ino);
+		ow_refresh(fs, n, ino, !cached);
+	if (rc < 0 && cached)   /* the kernel's pages may hold what FILE did not take */
+		__atomic_store_n(&n->pages_stale, true, __ATOMIC_RELEASE);
 	return rc < 0 ? h5err_logged(fs, rc, "write", n->path, NULL, n->addr) : 0;
 }
 
-int ow_put(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, uint64_t off, const char *buf, size_t len)
+int ow_put(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, uint64_t off, const char *buf, size_t len,
+	   bool cached)
 {
 	int rc = h5_overwrite_put(ow, off, buf, len);
 
-	if (rc < 0)
+	if (rc < 0) {
+		if (cached)
+			__atomic_store_n(&n->pages_stale, true, __ATOMIC_RELEASE);
 		return h5err_logged(fs, rc, "write", n->path, NULL, n->addr);
+	}
 	if (h5_overwrite_buffered(ow) >= commit_bytes())
-		return ow_commit(fs, n, ow, ino, false, false);
+		return ow_commit(fs, n, ow, ino, false, false, cached);
 	return 0;
+}
+
+void ow_read_mark(struct node *n)
+{
+	/* a holder counts before its write is accepted, and the kernel asks
+	 * for a page partly written only after that write's answer: a read
+	 * that can miss accepted bytes sees the count */
+	if (__atomic_load_n(&n->wholders, __ATOMIC_ACQUIRE) &&
+	    !__atomic_load_n(&n->pages_stale, __ATOMIC_RELAXED))
+		__atomic_store_n(&n->pages_stale, true, __ATOMIC_RELEASE);
+}
+
+void ow_pages_settle(h5fs *fs, struct node *n, fuse_ino_t ino)
+{
+	if (!__atomic_exchange_n(&n->pages_stale, false, __ATOMIC_ACQ_REL))
+		return;
+	/* dirty mapped pages among them are written back to us first (the
+	 * kernel's launder), taken by another worker */
+	if (fs->se)
+		fuse_lowlevel_notify_inval_inode(fs->se, fs_ino_out(fs, ino), 0, 0);
 }

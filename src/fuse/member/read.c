@@ -694,6 +694,7 @@ static int do_read(struct read_answer *a, h5fs *fs, fuse_ino_t ino, size_t size,
 		return ESTALE;
 	if (off < 0)
 		return EINVAL;
+	ow_read_mark(n);        /* page-cached writers (member/overwrite.c) */
 	for (int attempt = 0;; attempt++) {
 		int c;
 

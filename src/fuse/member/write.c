@@ -8,8 +8,9 @@
  * close (doc/APPEND.md); whenever rows were committed the node gets a
  * freshly opened dataset (size, allocation, mtime) under the node's lock and
  * the kernel's cached attributes are dropped, so stat shows the new size at
- * once. Write handles are direct_io: the kernel caches no bytes that are
- * not rows yet.
+ * once. Write handles of datasets that can grow are direct_io: the
+ * kernel caches no bytes that are not rows yet (those of datasets that
+ * cannot grow use the page cache: member/overwrite.c).
  *
  * Write-behind (doc/APPEND.md "When a write's errors are reported"): the
  * kernel sends one file's writes one at a time and waits for each reply, so
@@ -57,6 +58,7 @@ struct wfile {
 	struct node *n;         /* the kernel holds the inode while it is open */
 	struct wqueue *q;       /* n->wq */
 	bool append;            /* opened with O_APPEND */
+	bool cached;            /* writes through the page cache (member/overwrite.c) */
 	/* under q->mu */
 	uint64_t vplen;         /* its partial row once every accepted write is applied */
 	int err;                /* errno of a write answered before it failed */
@@ -71,6 +73,19 @@ struct wfile {
 static struct wfile *wfile_of(const struct fuse_file_info *fi)
 {
 	return fi->fh && fi->fh != H5FS_FH_CACHED && !fh_dio(fi->fh) ? (struct wfile *)(uintptr_t)fi->fh : NULL;
+}
+
+/* w holds accepted bytes not committed yet (FILE's lock with them), or
+ * no longer: counted in its node for page-cached reads (ow_read_mark) */
+static void hold_set(struct wfile *w, bool v)
+{
+	if (v == __atomic_load_n(&w->holding, __ATOMIC_RELAXED))
+		return;
+	if (v)
+		__atomic_add_fetch(&w->n->wholders, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&w->holding, v, __ATOMIC_RELAXED);
+	if (!v)
+		__atomic_sub_fetch(&w->n->wholders, 1, __ATOMIC_RELEASE);
 }
 
 static int64_t idle_now_ns(void)
@@ -215,7 +230,7 @@ static void wfile_give_back(h5fs *fs, struct wfile *w)
 	pthread_mutex_lock(&q->mu);
 	if (w->holding && q->turn == q->next && w->vplen == 0 && (!w->a || h5_append_pending(w->a) == 0) &&
 	    h5_overwrite_buffered(w->ow) == 0) {
-		__atomic_store_n(&w->holding, false, __ATOMIC_RELAXED);
+		hold_set(w, false);
 		fs_write_end(fs);
 	}
 	pthread_mutex_unlock(&q->mu);
@@ -283,7 +298,12 @@ static int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 		return rc;
 	}
 	fi->fh = (uint64_t)(uintptr_t)w;
-	fi->direct_io = 1;
+	/* A dataset that cannot grow is written through the page cache
+	 * (memmap r+, member/overwrite.c), as its read handles read it; rows
+	 * appended, and np.save's stream, bypass it. */
+	w->cached = w->ow && !w->a && !w->npy;
+	fi->direct_io = !w->cached;
+	fi->keep_cache = w->cached;
 	/* (a reply the kernel does not take is released by the dispatcher) */
 	handle_add(fs, &fs->open_wfiles, &w->link);
 	return 0;
@@ -315,7 +335,7 @@ static bool overwrite_behind(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino
 		pthread_cond_wait(&q->cv, &q->mu);
 	pthread_mutex_unlock(&q->mu);
 	pthread_mutex_lock(&q->apply);
-	e = ow_put(fs, w->n, w->ow, ino, (uint64_t)off, buf, size);
+	e = ow_put(fs, w->n, w->ow, ino, (uint64_t)off, buf, size, w->cached);
 	pthread_mutex_unlock(&q->apply);
 	pthread_mutex_lock(&q->mu);
 	if (e && early && !w->err)
@@ -355,7 +375,7 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
 	 * (wfile_give_back) */
 	if (!e && !w->holding) {
 		e = fs_write_begin(fs);    /* EBUSY, ESTALE: logged there */
-		__atomic_store_n(&w->holding, e == 0, __ATOMIC_RELAXED);
+		hold_set(w, e == 0);
 	}
 	pthread_mutex_unlock(&q->mu);
 	pthread_rwlock_rdlock(&w->n->lk);
@@ -382,7 +402,7 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
 		/* rows accepted, not committed: the rest cannot append yet */
 		e = EBUSY;
 	} else {
-		e = ow_put(fs, w->n, w->ow, ino, (uint64_t)off, buf, (size_t)n);
+		e = ow_put(fs, w->n, w->ow, ino, (uint64_t)off, buf, (size_t)n, w->cached);
 	}
 	if (!e && n < size && w->a) {
 		int rc = h5_append_write(w->a, buf + n, size - n);
@@ -418,7 +438,7 @@ static int ow_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	e = fs_write_begin(fs);
 	if (e)
 		return e;
-	e = ow_commit(fs, w->n, w->ow, ino, true, true);
+	e = ow_commit(fs, w->n, w->ow, ino, true, true, w->cached);
 	fs_write_end(fs);
 	return e;
 }
@@ -465,7 +485,7 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 		e = EPERM;
 	if (!e && !w->holding) {
 		e = fs_write_begin(fs);    /* EBUSY, ESTALE: logged there */
-		__atomic_store_n(&w->holding, e == 0, __ATOMIC_RELAXED);
+		hold_set(w, e == 0);
 	}
 	if (e) {
 		pthread_mutex_unlock(&q->mu);
@@ -560,6 +580,8 @@ static int do_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	}
 	pthread_mutex_unlock(&w->q->apply);
 	wfile_give_back(fs, w);
+	if (w->cached)
+		ow_pages_settle(fs, w->n, ino);
 	return rc < 0 ? h5err_logged(fs, rc, "append", w->n->path, NULL, w->n->addr) : e;
 }
 
@@ -590,6 +612,8 @@ static int do_fsync(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	pthread_mutex_unlock(&w->q->apply);
 	if (rc == 0 && !e)
 		wfile_give_back(fs, w);
+	if (w->cached)
+		ow_pages_settle(fs, w->n, ino);
 	return rc < 0 ? h5err_logged(fs, rc, "fsync", w->n->path, NULL, w->n->addr) : e;
 }
 
@@ -618,8 +642,10 @@ void handles_free(h5fs *fs)
 			npy_release(fs, w->npy);
 		h5_append_close(w->a, NULL);
 		h5_overwrite_close(w->ow);
-		if (w->holding)
+		if (w->holding) {
+			hold_set(w, false);
 			fs_write_end(fs);
+		}
 		wq_detach(fs, w);
 		free(w);
 	}
@@ -653,8 +679,12 @@ static void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	if (rc < 0 && partial)
 		h5fs_log(fs, LOG_NOTICE, "append %s: %zu trailing bytes dropped at release", show_path(w->n->path),
 		       partial);
-	if (w->holding)
+	if (w->holding) {
+		hold_set(w, false);
 		fs_write_end(fs);      /* committed (or failed): FILE is given back */
+	}
+	if (w->cached)
+		ow_pages_settle(fs, w->n, ino);
 	wq_detach(fs, w);
 	free(w);
 }

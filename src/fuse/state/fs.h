@@ -90,6 +90,12 @@ struct node {
 				 * which its fields belong to, may be older) */
 	bool stale;             /* then, its path no longer led to this object */
 	struct wqueue *wq;      /* the write order of its write handles (under fs->lock) */
+	/* Page-cached write handles (member/overwrite.c "Page cache"): how
+	 * many of its write handles hold accepted bytes not committed yet,
+	 * and whether a read answered meanwhile may have put old bytes in
+	 * the kernel's page cache (atomics) */
+	unsigned wholders;
+	bool pages_stale;
 	struct stat st;
 	struct pcache *pc;      /* what cached handles were answered (live/pcache.c;
 				 * made at the first such answer) */

@@ -1,0 +1,165 @@
+#!/usr/bin/python3
+"""numpy.memmap(mode="r+") through a read-write mount (issue 32 items 1 and
+3; member/overwrite.c "Page cache"): handles of datasets that cannot grow
+write through the kernel's page cache, so shared writable mappings work on
+every layout and index such a dataset has - contiguous (allocated and never
+written), compact, single chunk, implicit, fixed array, filtered and not.
+
+For each dataset of the overwrite fixtures (make_overwrite_fixtures.py)
+that cannot grow, in both formats:
+  * round 1: bytes changed through a mapping of the whole dataset (runs
+    crossing element, page and chunk edges), then m.flush() (msync): h5py
+    opens FILE while the mount is up and reads the new bytes - msync
+    commits, and FILE's lock is given back after it;
+  * round 2: more bytes changed, the mapping dropped without a flush
+    (munmap writes the pages back; the release commits them).
+The same byte changes are made with h5py to a copy of the fixture; after
+unmounting, every dataset of FILE equals the copy's (h5py), a read-only
+remount shows the same bytes, and h5dump reads FILE.
+
+A page the kernel holds only in part: a pwrite of 3 bytes into a page
+never read, a read of that page through another descriptor before the
+close (which may cache FILE's old bytes), then the close: the reading
+descriptor (its page cache kept) must show the new bytes.
+"""
+import os
+import random
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import h5fs_testlib as T  # noqa: E402
+
+T.require_h5py()
+T.require_fuse()
+import h5py  # noqa: E402
+import numpy as np  # noqa: E402
+
+MAKE = os.path.join(T.HERE, "make_overwrite_fixtures.py")
+REFUSED = ("lzf", "sof", "ext", "vds")
+PAGE = 4096
+
+
+def raw(ds):
+    b, why = T.dataset_bytes(ds)
+    assert why is None, why
+    return bytearray(b)
+
+
+def fixed(ds):
+    return ds.maxshape == ds.shape
+
+
+def changes(name, rnd, n, esize):
+    """Deterministic (offset, bytes) runs for a dataset of n bytes."""
+    rng = random.Random("%s-%d" % (name, rnd))
+    ops = [(0, min(n, esize + 1)), (max(0, n - 2 * esize - 1), min(n, 2 * esize + 1))]
+    if n > PAGE + 8:
+        ops.append((PAGE - 3, 7))       # across a page edge
+    for _ in range(5):
+        off = rng.randrange(n)
+        ops.append((off, rng.randint(1, max(1, min(n - off, 3 * PAGE)))))
+    return [(o, bytes(rng.randrange(256) for _ in range(k))) for o, k in ops]
+
+
+def h5py_write(ds, b):
+    tid = ds.id.get_type()
+    arr = np.frombuffer(bytes(b), dtype="V%d" % tid.get_size()).reshape(ds.shape)
+    ds.id.write(h5py.h5s.ALL, h5py.h5s.ALL, np.ascontiguousarray(arr), mtype=tid)
+
+
+def file_bytes(path, names):
+    with h5py.File(path, "r") as f:
+        return {k: raw(f[k]) for k in names}
+
+
+def partial_page(mnt, name, expect, tag):
+    """A page written in part, read meanwhile by another descriptor."""
+    p = os.path.join(mnt, name)
+    n = len(expect)
+    off = PAGE + 5 if n > PAGE + 8 else 1
+    data = b"\xa5\x5a\xc3"[:max(1, min(3, n - off))]
+    wfd = os.open(p, os.O_WRONLY)
+    rfd = os.open(p, os.O_RDONLY)
+    try:
+        os.pwrite(wfd, data, off)
+        os.pread(rfd, n, 0)       # may cache the page with FILE's old bytes
+    finally:
+        os.close(wfd)             # commits
+    expect[off:off + len(data)] = data
+    got = os.pread(rfd, n + 1, 0)
+    os.close(rfd)
+    if got != bytes(expect):
+        T.fail("%s %s: a descriptor open during a partial-page write reads old bytes after the close" %
+               (tag, name))
+
+
+def run(work, latest):
+    tag = "latest" if latest else "default"
+    src = os.path.join(work, tag + ".h5")
+    subprocess.run([sys.executable, MAKE, src] + (["--latest"] if latest else []), check=True, cwd=work)
+    ref = os.path.join(work, tag + "-h5py.h5")
+    shutil.copy(src, ref)
+    with h5py.File(src, "r") as f:
+        names = [k for k in f if k not in REFUSED and fixed(f[k]) and f[k].size]
+        expect = {k: raw(f[k]) for k in names}
+        esize = {k: f[k].dtype.itemsize for k in names}
+    if len(names) < 4:
+        T.fail("%s: only %d fixed-size datasets in the fixture" % (tag, len(names)))
+    probe = names[-1]       # the partial-page check's, not mapped
+    mapped = names[:-1]
+    mnt = os.path.join(work, "mnt-" + tag)
+    with T.Mount(src, mnt) as m, m.watchdog(120):
+        for k in mapped:
+            p = os.path.join(mnt, k)
+            for rnd in (1, 2):
+                mm = np.memmap(p, dtype=np.uint8, mode="r+")
+                if len(mm) != len(expect[k]):
+                    T.fail("%s %s: mapping of %d bytes, the dataset has %d" % (tag, k, len(mm),
+                                                                              len(expect[k])))
+                for off, data in changes(k, rnd, len(expect[k]), esize[k]):
+                    mm[off:off + len(data)] = np.frombuffer(data, dtype=np.uint8)
+                    expect[k][off:off + len(data)] = data
+                if rnd == 1:
+                    mm.flush()
+                    got = file_bytes(src, [k])[k]
+                    if got != expect[k]:
+                        bad = next(i for i in range(len(got)) if got[i] != expect[k][i])
+                        T.fail("%s %s: after msync, h5py reads FILE's byte %d as %d, %d was mapped" %
+                               (tag, k, bad, got[bad], expect[k][bad]))
+                del mm        # round 2: munmap writes back, the release commits
+        partial_page(mnt, probe, expect[probe], tag)
+    with h5py.File(ref, "r+") as f:
+        for k in names:
+            h5py_write(f[k], expect[k])
+    got, want = file_bytes(src, names), file_bytes(ref, names)
+    for k in names:
+        if got[k] != expect[k]:
+            T.fail("%s %s: FILE after the unmount differs from what was mapped" % (tag, k))
+        if got[k] != want[k]:
+            T.fail("%s %s: FILE differs from the h5py-written copy" % (tag, k))
+    r = subprocess.run(["h5dump", "-H", src], capture_output=True, timeout=60)
+    if r.returncode:
+        T.fail("%s: h5dump: %s" % (tag, r.stderr.decode(errors="replace")[-300:]))
+    with T.Mount(src, mnt, ["-o", "ro"]) as m, m.watchdog(60):
+        for k in names:
+            with open(os.path.join(mnt, k), "rb") as fh:
+                got = fh.read()
+            if got != bytes(expect[k]):
+                T.fail("%s %s: a read-only remount reads %s" % (tag, k, T.first_diff(got, bytes(expect[k]))))
+    return len(names)
+
+
+def main():
+    work = T.workdir("memmap_rw")
+    n = run(work, False) + run(work, True)
+    print("memmap r+: %d datasets in two formats, two rounds each" % n)
+    rc = T.finish()
+    if rc == 0:
+        shutil.rmtree(work, ignore_errors=True)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
