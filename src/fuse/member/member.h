@@ -72,6 +72,13 @@ void handles_free(h5fs *fs);
  * read-write single-FILE mount, stopped before unmounting */
 void wfile_idler_start(h5fs *fs);
 void wfile_idler_stop(h5fs *fs);
+/* Write handles (write.c): fi->fh of one, or NULL for a read handle;
+ * open one on n (fills fi), release it */
+struct wfile;
+struct wfile *wfile_of(const struct fuse_file_info *fi);
+int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi);
+void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino);
+/* member/open.c: read or write handle, page cache or not */
 int member_open(void *r, struct fuse_file_info *fi, uint64_t ino);
 int member_release(void *r, uint64_t ino, struct fuse_file_info *fi);
 void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t size, off_t off,

@@ -1,4 +1,6 @@
-/* write.c - appending through the mount (README "Appending", doc/APPEND.md). */
+/* write.c - write handles: appending (README "Appending", doc/APPEND.md)
+ * and overwriting (member/overwrite.c) through the mount; open.c chooses
+ * between them and read handles. */
 #include "member.h"
 
 /* ---- appending: the write path (README "Appending", doc/APPEND.md) -----------------
@@ -70,7 +72,7 @@ struct wfile {
 
 /* A handle's write state: NULL for read handles (fh 0, or on a live
  * mount H5FS_FH_CACHED or a tagged dio ledger, member/member.h). */
-static struct wfile *wfile_of(const struct fuse_file_info *fi)
+struct wfile *wfile_of(const struct fuse_file_info *fi)
 {
 	return fi->fh && fi->fh != H5FS_FH_CACHED && !fh_dio(fi->fh) ? (struct wfile *)(uintptr_t)fi->fh : NULL;
 }
@@ -236,7 +238,7 @@ static void wfile_give_back(h5fs *fs, struct wfile *w)
 	pthread_mutex_unlock(&q->mu);
 }
 
-static int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
+int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 {
 	struct wfile *w;
 	bool is_ds;
@@ -651,7 +653,7 @@ void handles_free(h5fs *fs)
 	}
 }
 
-static void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
+void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 {
 	size_t partial = 0;
 	int rc;
@@ -687,85 +689,6 @@ static void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 		ow_pages_settle(fs, w->n, ino);
 	wq_detach(fs, w);
 	free(w);
-}
-
-/* Whether rows can be appended to n (its readers then bypass the page
- * cache, below); datasets whose bytes can only be overwritten keep it,
- * their pages dropped after each commit (member/overwrite.c). */
-static bool node_growable(struct node *n)
-{
-	bool g;
-
-	pthread_rwlock_rdlock(&n->lk);
-	g = n->type == NT_FILE && n->ds && h5_append_check(n->ds) == 0;
-	pthread_rwlock_unlock(&n->lk);
-	return g;
-}
-
-int member_open(void *r, struct fuse_file_info *fi, uint64_t ino)
-{
-	h5fs *fs = r;
-	struct node *n = node_get(fs, ino);
-	int e;
-
-	if (!n)
-		return ESTALE;
-	e = node_fresh(fs, n);   /* a live FILE may have lost it */
-	if (e)
-		return e;
-	if (n->type == NT_DIR)
-		return EISDIR;
-	/* Writing means appending rows (wfile_open). */
-	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
-		return wfile_open(fs, n, fi);
-	/* A dataset that can grow (owner's write bit on a read-write mount,
-	 * wfile_open) is read without the page cache: a short read while an
-	 * append is being applied would leave a zero-filled page cached inside
-	 * the new size (tests/stress/append_race.py). Anything else cannot
-	 * change while mounted (but a live FILE, live/live.c), so the page cache
-	 * stays valid across opens. */
-	if (fs_writable(fs) && (n->st.st_mode & S_IWUSR) && node_growable(n)) {
-		fi->direct_io = 1;
-	} else if (fs->live) {
-		/* the page cache, before and after FILE changes (memmap): what
-		 * the kernel caches of it is recorded once reads are checked
-		 * (live/pcache.c) */
-		bool fresh;
-
-		e = pcache_open(fs, n, &fresh);
-		if (e == EBUSY) {
-			/* descriptors holding pages of a rewritten version are
-			 * still open: this one reads around them (live/dio.c) */
-			struct dio_ledger *d = dio_new();
-
-			if (!d)
-				return ENOMEM;
-			fi->direct_io = 1;
-			fi->fh = (uint64_t)(uintptr_t)d | H5FS_FH_DIO;
-			return 0;
-		}
-		if (e)
-			return e;
-		fi->keep_cache = !fresh;
-		fi->fh = H5FS_FH_CACHED;
-	} else {
-		fi->keep_cache = 1;
-	}
-	return 0;
-}
-
-int member_release(void *r, uint64_t ino, struct fuse_file_info *fi)
-{
-	if (wfile_of(fi))   /* write handles (wfile_open) */
-		wfile_release(r, wfile_of(fi), ino);
-	if (fi->fh == H5FS_FH_CACHED) {
-		struct node *n = node_get(r, ino);
-
-		if (n)
-			pcache_close(n);
-	}
-	dio_free(fh_dio(fi->fh));
-	return 0;
 }
 
 /* ---- the idle commit ---------------------------------------------------------
