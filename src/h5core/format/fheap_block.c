@@ -21,7 +21,7 @@ static bool fh_pow2(uint64_t v) { return v && !(v & (v - 1)); }
 /* libhdf5's H5VM_limit_enc_size. */
 static unsigned fh_enc_size(uint64_t limit) { return fh_log2(limit) / 8 + 1; }
 
-static size_t fh_hdr_fixed_size(const h5_fmt *fmt)
+size_t h5_fh_hdr_fixed_size(const h5_fmt *fmt)
 {
 	/* signature..max managed size (14), 12 lengths, 3 addresses, table
 	 * width, heap size bits, two row counts (8), checksum (4) */
@@ -103,7 +103,7 @@ int h5_fh_hdr_derive(fh_hdr *h)
 /* Pure decoder of an FRHP image (the whole header, checksum included). */
 static int fh_hdr_decode(fh_hdr *h, const h5_fmt *fmt, uint64_t addr, const uint8_t *buf, size_t len)
 {
-	size_t fixed = fh_hdr_fixed_size(fmt);
+	size_t fixed = h5_fh_hdr_fixed_size(fmt);
 	unsigned long long a = (unsigned long long)addr;
 	const uint8_t *sig, *pl;
 	size_t total;
@@ -174,7 +174,7 @@ static int fh_hdr_decode(fh_hdr *h, const h5_fmt *fmt, uint64_t addr, const uint
 int h5_fh_hdr_load(void **obj, size_t *cost, void *udp)
 {
 	const h5_block_load *ud = udp;
-	size_t fixed = fh_hdr_fixed_size(&ud->f->fmt);
+	size_t fixed = h5_fh_hdr_fixed_size(&ud->f->fmt);
 	size_t total = fixed;
 	uint8_t *buf = NULL;
 	fh_hdr *h = NULL;
@@ -317,7 +317,7 @@ static unsigned fh_iblock_direct_rows(const fh_hdr *h, unsigned nrows)
 	return nrows < h->max_direct_rows ? nrows : h->max_direct_rows;
 }
 
-static uint64_t fh_iblock_bytes(const fh_hdr *h, unsigned nrows)
+uint64_t h5_fh_iblock_bytes(const fh_hdr *h, unsigned nrows)
 {
 	uint64_t drows = fh_iblock_direct_rows(h, nrows);
 	uint64_t irows = nrows - drows;
@@ -327,12 +327,12 @@ static uint64_t fh_iblock_bytes(const fh_hdr *h, unsigned nrows)
 	       irows * h->width * h->fmt.sizeof_addr + 4;
 }
 
-/* Pure decoder of an FHIB image of exactly fh_iblock_bytes() bytes. */
+/* Pure decoder of an FHIB image of exactly h5_fh_iblock_bytes() bytes. */
 static int fh_iblock_decode(fh_iblock **out, const fh_hdr *h, uint64_t addr, unsigned nrows,
 			    const uint8_t *buf, size_t len)
 {
 	unsigned long long a = (unsigned long long)addr;
-	uint64_t need = fh_iblock_bytes(h, nrows);
+	uint64_t need = h5_fh_iblock_bytes(h, nrows);
 	size_t ndirect = (size_t)fh_iblock_direct_rows(h, nrows) * h->width;
 	fh_iblock *ib = NULL;
 	fh_blk blk;
@@ -413,7 +413,7 @@ static int fh_iblock_load(void **obj, size_t *cost, void *udp)
 {
 	struct fh_iblock_ud *ud = udp;
 
-	ud->b.size = fh_iblock_bytes(ud->hdr, ud->nrows);
+	ud->b.size = h5_fh_iblock_bytes(ud->hdr, ud->nrows);
 	if (ud->b.size > SIZE_MAX)
 		return h5_err_set(H5_ERR_FORMAT, "fractal heap indirect block at 0x%llx: too large",
 				  (unsigned long long)ud->b.addr);

@@ -117,11 +117,6 @@ static uint64_t rows_free(const fh_hdr *g, unsigned nrows)
 	return f;
 }
 
-static size_t iblock_bytes(const fh_hdr *g, const h5_fmt *fmt, unsigned nrows)
-{
-	return 4 + 1 + fmt->sizeof_addr + g->heap_off_size + (size_t)nrows * g->width * fmt->sizeof_addr + 4;
-}
-
 #define PUT(v, sz) do { h5_le_encode(q, (v), (sz)); q += (sz); } while (0)
 
 /* An indirect block at ib: nrows rows at heap offset off, its entries
@@ -247,7 +242,7 @@ int h5_fheap_build(uint8_t **img, size_t *len, uint8_t *ids, const h5_fheap_para
 
 	/* where things go: header, root indirect block (if any), child
 	 * indirect blocks, direct blocks */
-	hsz = 14 + 12 * (size_t)fmt->sizeof_size + 3 * (size_t)fmt->sizeof_addr + 8 + 4;
+	hsz = h5_fh_hdr_fixed_size(fmt);       /* unfiltered: no filter information */
 	total = hsz;
 	if (nblk == 1 && blk[0].at.row == 0 && blk[0].at.col == 0) {
 		nrows = 0;              /* a root direct block */
@@ -258,10 +253,10 @@ int h5_fheap_build(uint8_t **img, size_t *len, uint8_t *ids, const h5_fheap_para
 			nrows = nrows * 2 > g.max_root_rows ? g.max_root_rows : nrows * 2;
 		man_size = (uint64_t)g.num_id_first_row << (nrows - 1);
 		freesp = rows_free(&g, nrows);
-		total += iblock_bytes(&g, fmt, nrows);
+		total += (size_t)h5_fh_iblock_bytes(&g, nrows);
 		for (size_t k = 0; k < nkid; k++) {
 			kid[k].addr = base + total;
-			total += iblock_bytes(&g, fmt, kid[k].nrows);
+			total += (size_t)h5_fh_iblock_bytes(&g, kid[k].nrows);
 		}
 	}
 	for (size_t i = 0; i < nblk; i++) {

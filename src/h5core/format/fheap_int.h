@@ -99,6 +99,11 @@ static inline unsigned fh_log2(uint64_t v)
 /* The doubling-table geometry and ID layout of a header whose stored
  * parameters are set (its decoder's last step; fheap_enc.c's first). */
 int h5_fh_hdr_derive(fh_hdr *h);
+/* Bytes of a header (without its I/O filter information), and of an
+ * indirect block of nrows rows: what the decoders check and the encoder
+ * (fheap_enc.c) lays out. */
+size_t h5_fh_hdr_fixed_size(const h5_fmt *fmt);
+uint64_t h5_fh_iblock_bytes(const fh_hdr *h, unsigned nrows);
 
 /* The header's cache loader and destructor (an h5_cache_load_fn whose ud is
  * an h5_block_load), for h5_pinned_open(). */
