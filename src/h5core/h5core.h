@@ -829,13 +829,18 @@ int h5_file_writable(const h5_file *f);
  * writer; filters that have an encoder). h5_overwrite_check says why a
  * dataset cannot be written this way (H5_ERR_UNSUPPORTED: virtual,
  * external storage, variable-length types, filters without an encoder;
- * 0 when it can). Nothing is written by open or put. */
+ * 0 when it can). Nothing is written by open; put writes whole elements
+ * of allocated contiguous storage in place at once (the commit then makes
+ * them durable and sets the modification time), and keeps everything
+ * else. */
 typedef struct h5_overwriter h5_overwriter;
 int h5_overwrite_check(const h5_dataset *d);
 int h5_overwrite_open(h5_overwriter **out, h5_file *f, uint64_t dset_addr);
-/* Take bytes [off, off + len) of the dataset (H5_ERR_RANGE past its end);
- * kept in memory until a commit. */
+/* Take bytes [off, off + len) of the dataset (H5_ERR_RANGE past its end):
+ * kept in memory until a commit, or written in place (above). */
 int h5_overwrite_put(h5_overwriter *w, uint64_t off, const void *buf, size_t len);
+/* Bytes taken since the last commit (kept or written in place): 0 when a
+ * commit has nothing to do */
 uint64_t h5_overwrite_buffered(const h5_overwriter *w);
 /* Make the bytes taken visible in one commit. all: every byte (else a
  * trailing partial element waits for the rest); durable: fsync'd before

@@ -162,8 +162,17 @@ def run(work, latest):
                     if w != 8:
                         T.fail("write crossing the end of a fixed dataset wrote %d, not 8" % w)
                     expect["contig"][n - 8:] = b"\x11" * 8
+                    # whole elements go in place at once, parts wait for the
+                    # commit: later writes win whichever way each went
+                    for off, data in ((3, b"\xa1" * 5), (0, b"\xb2" * 16), (9, b"\xc3" * 3),
+                                      (20, b"\xd4" * 4), (16, b"\xe5" * 8), (30, b"\xf6" * 20)):
+                        os.pwrite(fd, data, off)
+                        expect["contig"][off:off + len(data)] = data
                 finally:
                     os.close(fd)
+                with open(p, "rb") as fh:
+                    if fh.read(64) != bytes(expect["contig"][:64]):
+                        T.fail("contig: overlapping writes of whole and partial elements read back wrong")
             else:
                 # crossing the end of a growable dataset: the rest appends
                 k = "earray_z"

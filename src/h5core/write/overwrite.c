@@ -9,6 +9,14 @@
  * Whole elements: a periodic commit keeps an extent's trailing partial
  * element back until the rest of it arrives; the last commit (flush,
  * fsync, close) writes what there is.
+ *
+ * Allocated contiguous storage takes the whole elements of each put in
+ * place at once, from the caller's buffer (no copy; dd through the mount
+ * runs near the disk's speed); only its partial elements are kept, so an
+ * element is still written whole, and its bytes from several writes
+ * together, at the commit. The commit then fsyncs and sets the
+ * modification time. A kill before it leaves elements of the writes so
+ * far new, as in-place commits always could (doc/OVERWRITE.md).
  */
 #include "overwrite.h"
 #include "txn.h"
@@ -35,6 +43,8 @@ struct h5_overwriter {
 	h5_ow_ext *ext;
 	size_t n, cap;
 	uint64_t buffered;
+	uint64_t direct;        /* bytes written in place since the last commit */
+	uint64_t caddr;         /* allocated contiguous storage, else undefined */
 	uint64_t last_end;      /* allocation end after this writer's last commit */
 };
 
@@ -86,6 +96,7 @@ int h5_overwrite_open(h5_overwriter **out, h5_file *f, uint64_t dset_addr)
 	w->nbytes = d->nbytes;
 	w->esize = d->dtype->size;
 	w->cls = d->layout.cls;
+	w->caddr = d->layout.cls == H5_LAYOUT_CONTIGUOUS ? d->layout.addr : H5_ADDR_UNDEF;
 	h5_dataset_close(d);
 	*out = w;
 	return 0;
@@ -93,7 +104,7 @@ int h5_overwrite_open(h5_overwriter **out, h5_file *f, uint64_t dset_addr)
 
 uint64_t h5_overwrite_buffered(const h5_overwriter *w)
 {
-	return w ? w->buffered : 0;
+	return w ? w->buffered + w->direct : 0;
 }
 
 /* Map the new pages of a grown buffer in one call: a page fault each
@@ -117,13 +128,11 @@ static void populate(uint8_t *p, size_t n)
 #endif
 }
 
-int h5_overwrite_put(h5_overwriter *w, uint64_t off, const void *buf, size_t len)
+/* Keep [off, off + len) until the commit. */
+static int keep_bytes(h5_overwriter *w, uint64_t off, const uint8_t *buf, size_t len)
 {
 	h5_ow_ext *x = w->n ? &w->ext[w->n - 1] : NULL;
-	uint64_t end;
 
-	if (h5_add_overflow(off, len, &end))
-		return h5_err_set(H5_ERR_RANGE, "write of %zu bytes at %llu overflows", len, (unsigned long long)off);
 	if (!len)
 		return 0;
 	/* a write continuing the last one grows it (dd, cp: one extent) */
@@ -160,6 +169,45 @@ int h5_overwrite_put(h5_overwriter *w, uint64_t off, const void *buf, size_t len
 	x->len += len;
 	w->buffered += len;
 	return 0;
+}
+
+/* Whole elements [a, b) written in place: kept bytes they cover are
+ * older, and take the new ones (the commit writes kept bytes last). */
+static int put_in_place(h5_overwriter *w, uint64_t a, const uint8_t *p, uint64_t b)
+{
+	for (size_t i = 0; i < w->n; i++) {
+		h5_ow_ext *x = &w->ext[i];
+		uint64_t lo = x->off > a ? x->off : a, hi = x->off + x->len < b ? x->off + x->len : b;
+
+		if (lo < hi)
+			memcpy(x->p + (lo - x->off), p + (lo - a), (size_t)(hi - lo));
+	}
+	w->direct += b - a;
+	return h5_file_write(w->f, w->caddr + a, p, (size_t)(b - a));
+}
+
+int h5_overwrite_put(h5_overwriter *w, uint64_t off, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	uint64_t end, a, b;
+	int rc;
+
+	if (h5_add_overflow(off, len, &end))
+		return h5_err_set(H5_ERR_RANGE, "write of %zu bytes at %llu overflows", len, (unsigned long long)off);
+	if (!len)
+		return 0;
+	if (!h5_addr_defined(w->caddr) || end > w->nbytes)
+		return keep_bytes(w, off, p, len);    /* (past the end: the commit says so) */
+	a = (off + w->esize - 1) / w->esize * w->esize;
+	b = end / w->esize * w->esize;
+	if (a >= b)
+		return keep_bytes(w, off, p, len);
+	rc = put_in_place(w, a, p + (a - off), b);
+	if (rc == 0)
+		rc = keep_bytes(w, off, p, (size_t)(a - off));
+	if (rc == 0)
+		rc = keep_bytes(w, b, p + (b - off), (size_t)(end - b));
+	return rc;
 }
 
 /* Set the header's modification time; the chunk holding `keep` (if any)
@@ -357,7 +405,8 @@ static int commit_contig(h5_overwriter *w, h5_dataset *d, size_t n, bool durable
 
 	if (!h5_addr_defined(d->layout.addr))
 		return commit_contig_new(w, d, n, durable);
-	rc = h5_ow_merge(&r, &m, w->ext, n);
+	if (n)      /* (none: only bytes written in place, to sync and date) */
+		rc = h5_ow_merge(&r, &m, w->ext, n);
 	for (size_t i = 0; i < m && rc == 0; i++)
 		rc = h5_file_write(w->f, d->layout.addr + r[i].off, r[i].p, r[i].len);
 	h5_ow_free(r, m);
@@ -451,7 +500,7 @@ int h5_overwrite_commit(h5_overwriter *w, int all, int durable)
 		}
 	}
 	pthread_mutex_lock(&w->f->write_lock);
-	if (n || durable)
+	if (n || durable || w->direct)
 		rc = h5_dataset_open(&d, w->f, w->addr);
 	if (rc == 0 && d)
 		w->nbytes = d->nbytes;  /* appends may have grown it */
@@ -466,7 +515,7 @@ int h5_overwrite_commit(h5_overwriter *w, int all, int durable)
 	if (rc == 0 && d) {
 		if (w->cls == H5_LAYOUT_CHUNKED)
 			rc = h5_ow_chunked_commit(d, w->ext, n, durable, &w->last_end);
-		else if (!n)
+		else if (!n && !w->direct)
 			rc = h5_file_sync(w->f);
 		/* in place: every commit is synced, so that a later one's
 		 * writes cannot reach the disk before an earlier one's (an
@@ -486,6 +535,7 @@ int h5_overwrite_commit(h5_overwriter *w, int all, int durable)
 		free(w->ext[i].p);
 	w->n = 0;
 	w->buffered = 0;
+	w->direct = 0;
 	if (keep_n) {
 		w->ext[0] = keep;
 		w->n = 1;
