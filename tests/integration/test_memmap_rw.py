@@ -17,8 +17,9 @@ The same byte changes are made with h5py to a copy of the fixture; after
 unmounting, every dataset of FILE equals the copy's (h5py), a read-only
 remount shows the same bytes, and h5dump reads FILE.
 
-A page the kernel holds only in part: a pwrite of 3 bytes into a page
-never read, a read of that page through another descriptor before the
+A page the kernel holds only in part: a pwrite of 3 bytes through an
+O_RDWR descriptor (page-cached, as a mapping's) into a page never read,
+a read of that page through another descriptor before the
 close (which may cache FILE's old bytes), then the close: the reading
 descriptor (its page cache kept) must show the new bytes.
 """
@@ -80,7 +81,7 @@ def partial_page(mnt, name, expect, tag):
     n = len(expect)
     off = PAGE + 5 if n > PAGE + 8 else 1
     data = b"\xa5\x5a\xc3"[:max(1, min(3, n - off))]
-    wfd = os.open(p, os.O_WRONLY)
+    wfd = os.open(p, os.O_RDWR)   # read and write: through the page cache
     rfd = os.open(p, os.O_RDONLY)
     try:
         os.pwrite(wfd, data, off)

@@ -23,9 +23,11 @@
  * release drops them once committed - never a WRITE handler, whose pages
  * (or, for writeback, the mapped page being written) the kernel holds
  * locked until we answer: invalidating them there would wait forever.
- * Handles of a dataset that can grow use direct_io (member/write.c); the
- * kernel caches none of their bytes, and their commit drops the pages
- * read handles may hold. */
+ * Write-only handles, and those of a dataset that can grow, use direct_io
+ * (member/write.c): the kernel caches none of their bytes, and their
+ * commit drops the pages read handles may hold - at once, or, while a
+ * page-cached writer of the node is open (it may hold a page locked
+ * waiting for us), by the next flush, fsync or release. */
 #include "member.h"
 
 #define OW_COMMIT_BYTES ((uint64_t)64 << 20)
@@ -85,6 +87,12 @@ static void ow_refresh(h5fs *fs, struct node *n, fuse_ino_t ino, bool pages)
 		n->st.st_mtime = n->st.st_ctime = (time_t)mt;
 	pthread_rwlock_unlock(&n->lk);
 	h5_dataset_close(old);
+	/* a page-cached writer of the node may hold a page locked while its
+	 * write waits for us: its pages are dropped after (ow_pages_settle) */
+	if (pages && __atomic_load_n(&n->cached_writers, __ATOMIC_ACQUIRE)) {
+		__atomic_store_n(&n->pages_stale, true, __ATOMIC_RELEASE);
+		pages = false;
+	}
 	if (fs->se)
 		fuse_lowlevel_notify_inval_inode(fs->se, fs_ino_out(fs, ino), pages ? 0 : -1, 0);
 }

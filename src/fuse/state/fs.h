@@ -95,6 +95,7 @@ struct node {
 	 * and whether a read answered meanwhile may have put old bytes in
 	 * the kernel's page cache (atomics) */
 	unsigned wholders;
+	unsigned cached_writers;   /* its write handles using the page cache */
 	bool pages_stale;
 	struct stat st;
 	struct pcache *pc;      /* what cached handles were answered (live/pcache.c;
