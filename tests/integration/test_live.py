@@ -41,6 +41,7 @@ import h5fs_testlib as T  # noqa: E402
 T.require_h5py()
 T.require_fuse()
 import h5py  # noqa: E402
+import numpy as np  # noqa: E402
 
 ROW = 16
 WAIT = 15.0          # seconds for a change to show (refresh is 1 s)
@@ -614,15 +615,86 @@ def test_remote(d):
         with T.Mount(url, mnt) as m, m.watchdog(120):
             rd = Reader(mnt, ["a", "b", "g/c"], versions={1, 2})
             rd.start()
+            # a cat across the switch, made deterministic: v1's b read to
+            # its end on a descriptor held over the change, then the rest
+            # (v2's b has the same address and is 7 rows longer): never
+            # v1's rows followed by v2's (what CI once caught a cat doing)
+            held = os.open(os.path.join(mnt, "b"), os.O_RDONLY)
+            first = os.read(held, 1 << 20)
             time.sleep(0.5)
             subprocess.run(["cp", os.path.join(d, "v2.h5"), os.path.join(root, "cur.tmp")], check=True)
             os.rename(os.path.join(root, "cur.tmp"), os.path.join(root, "cur.h5"))
             wait_for("remote object replaced", lambda: head_version(mnt, "a") == 2 and head_version(mnt, "g/c") == 2)
+            try:
+                os.fstat(held)
+                rest = os.pread(held, 1 << 20, len(first))
+            except OSError as e:
+                if e.errno not in OK_ERRNOS:
+                    T.fail("remote: held descriptor: %s" % e)
+                rest = b""
+            finally:
+                os.close(held)
+            err = check_bytes("b", 0, first + rest, {1, 2})
+            if err:
+                T.fail("remote: a descriptor held over the change: " + err)
             time.sleep(1.0)
             rd.finish("remote")
             check_tree(mnt, os.path.join(root, "cur.h5"), "remote v2")
     finally:
         T.stop_process(proc)
+
+
+def test_first_change(d):
+    """Bytes read before FILE's first change (unchecked, answered as a frozen
+    mount answers them) by a descriptor still open when it comes: what that
+    descriptor reads on is never the new version's next to them. A rename
+    over with the dataset at the same address (v2's b is 7 rows longer):
+    EIO, while new descriptors read v2; appends: the old rows are verified
+    equal and the new ones read."""
+    cur, mnt = os.path.join(d, "cur.h5"), os.path.join(d, "mnt")
+    run_py(VERSION, cur, 1)
+    run_py(VERSION, cur + ".new", 2)
+    with T.Mount(cur, mnt, ["-o", "ro"]) as m, m.watchdog(60):
+        held = os.open(os.path.join(mnt, "b"), os.O_RDONLY)
+        first = os.read(held, 1 << 20)
+        os.rename(cur + ".new", cur)
+        wait_for("rename over seen", lambda: head_version(mnt, "a") == 2)
+        try:
+            os.fstat(held)
+            rest = os.pread(held, 1 << 20, len(first))
+            T.fail("first change: a descriptor read v1's b unchecked, then %d bytes after the change" % len(rest))
+        except OSError as e:
+            if e.errno not in OK_ERRNOS:
+                T.fail("first change: %s" % e)
+            rest = b""
+        err = check_bytes("b", 0, first + rest, {1, 2})
+        if err:
+            T.fail("first change: " + err)
+        with open(os.path.join(mnt, "b"), "rb") as fh:     # meanwhile: direct_io
+            if fh.read() != b"".join(row(2, "b", r) for r in range(100 + 14)):
+                T.fail("first change: a new descriptor does not read v2")
+        os.close(held)
+        with open(os.path.join(mnt, "b"), "rb") as fh:     # the page cache again
+            if fh.read() != b"".join(row(2, "b", r) for r in range(100 + 14)):
+                T.fail("first change: the next descriptor does not read v2")
+    path = os.path.join(d, "app.h5")
+    with h5py.File(path, "w", libver="earliest") as f:
+        f.create_dataset("log", data=np.frombuffer(b"".join(row(0, "log", r) for r in range(64)), dtype="u1")
+                         .reshape(64, 16), maxshape=(None, 16), chunks=(8, 16))
+    with T.Mount(path, mnt, ["-o", "ro"]) as m, m.watchdog(60):
+        held = os.open(os.path.join(mnt, "log"), os.O_RDONLY)
+        first = os.read(held, 1 << 20)
+        run_py(APPEND, path, 1, 5)
+        wait_for("append seen", lambda: os.stat(os.path.join(mnt, "log")).st_size == 69 * ROW)
+        try:
+            os.fstat(held)
+            rest = os.pread(held, 1 << 20, len(first))
+        except OSError as e:
+            T.fail("first change, appends: a descriptor held over them: %s" % e)
+            rest = b""
+        os.close(held)
+        if first + rest != b"".join(row(0, "log", r) for r in range(69)):
+            T.fail("first change, appends: %d + %d bytes, not the 69 rows" % (len(first), len(rest)))
 
 
 def test_frozen(d):
@@ -832,7 +904,7 @@ def test_no_mix(d):
 def main():
     base = T.workdir("live")
     only = os.environ.get("LIVE_ONLY")     # one test by name, by hand
-    for t in (test_rewrites, test_appends, test_swmr, test_c_writer, test_extlink, test_links_live, test_vds_source, test_remote, test_frozen,
+    for t in (test_rewrites, test_appends, test_swmr, test_c_writer, test_extlink, test_links_live, test_vds_source, test_remote, test_first_change, test_frozen,
               test_no_mix):
         if only and t.__name__ != only:
             continue

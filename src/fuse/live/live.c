@@ -18,8 +18,11 @@
  *   window: a read overlapping FILE's first in-place change (from the
  *   write until the watcher has seen it and dropped the kernel's pages,
  *   milliseconds with inotify, up to refresh seconds without) may return
- *   bytes of both versions; a rename over FILE or an append leaves the old
- *   bytes where they were and cannot mix. `-o live=strict` checks from the
+ *   bytes of both versions; a rename over FILE or an append cannot mix:
+ *   what a descriptor still open read before is compared with the new
+ *   version before it reads on (live/pcache.c pcache_keep_old: a cat
+ *   between two read()s, the dataset at the same address in the renamed
+ *   FILE, got both). `-o live=strict` checks from the
  *   first read; so does a mount of a FILE a SWMR writer has open (its
  *   superblock says so) or whose lock a writer holds.
  * - A change opens FILE anew, by its path, as the next generation (struct

@@ -112,6 +112,16 @@ struct pc_answer {
 	uint64_t *h;
 };
 struct pcache;
+/* A version answered unchecked, kept for the first change's comparison
+ * (pcache_keep_old): its dataset, view, related file and generation held,
+ * and how far its answers reached. */
+struct pc_old {
+	h5_dataset *ds;
+	const h5_view_ops *view;
+	h5_file *f;
+	struct gen *g;
+	uint64_t end;
+};
 /* Under n->lk (shared): hash the answer (iov: a buffer, or pinned decoded
  * chunks), and when the ledger holds another generation's pages, read
  * them again in g (n->ds) and compare. */
@@ -130,6 +140,16 @@ void pcache_free(struct pcache *pc);
  * handle pcache_open let in is released. */
 int pcache_open(h5fs *fs, struct node *n, bool *fresh);
 void pcache_close(struct node *n);
+/* n follows its object into a generation whose bytes may differ (lv->mu
+ * and n->lk held): while cached handles are open, the kernel or a
+ * reader (cat between two read()s) may hold bytes answered unchecked
+ * before the first change, [0, end) of the old version (ds, view, f, g).
+ * The ledger then takes those (true: ds, f and g are its now) and
+ * compares them with the new version at the next answer (different or
+ * unreadable: poisoned, as a rewrite under recorded pages), and opens meanwhile
+ * read with direct_io. false: nothing to keep. */
+bool pcache_keep_old(struct node *n, h5_dataset *ds, const h5_view_ops *view, h5_file *f, struct gen *g,
+		     uint64_t end);
 /* A page's fingerprint (hash and length, never 0), its length, and an
  * answer's, page by page from its start (live/dio.c uses them too). */
 uint64_t pcache_entry(const uint8_t *p, size_t len);

@@ -5,7 +5,10 @@
  * A read-only handle uses the page cache (keep_cache: a second cat,
  * numpy.memmap), before FILE changes and after. Until the first change a
  * mount's reads are not checked (live/live.c: the stated window), so nothing
- * is recorded then; from the first change on, everything is. One read() of it is answered
+ * is recorded then, but how far they reached (n->fast_end); from the
+ * first change on, everything is. At that change the old version itself
+ * is kept for the node's open cached handles (pcache_keep_old) and
+ * compared with the new before the next answer (verify_old). One read() of it is answered
  * page by page: some pages from the cache, the missing ones by our reads
  * (readahead). Once FILE has changed, the cache may hold pages of the old
  * version, and a read() in flight may have copied some of them already:
@@ -51,6 +54,7 @@ struct pcache {
 	bool overflow;          /* answered pages not recorded: unverifiable */
 	bool poisoned;          /* a change made recorded pages differ */
 	unsigned nopen;         /* cached handles open (pcache_open) */
+	struct pc_old old;      /* pcache_keep_old's (ds NULL: none) */
 };
 
 /* A page's fingerprint: xxh3's accumulation (64-byte stripes into eight
@@ -218,10 +222,22 @@ size_t pcache_entry_len(uint64_t e)
 	return (size_t)(e & 0xFFF) + 1;
 }
 
+/* The version kept by pcache_keep_old, given up (outside pc->mu: its
+ * generation's release may close a file). */
+static void old_release(struct pc_old *o)
+{
+	if (o->ds)
+		h5_dataset_close(o->ds);
+	h5_file_release_related(o->f);
+	gen_release(o->g);
+	memset(o, 0, sizeof(*o));
+}
+
 void pcache_free(struct pcache *pc)
 {
 	if (!pc)
 		return;
+	old_release(&pc->old);
 	pthread_mutex_destroy(&pc->mu);
 	free(pc->e);
 	free(pc);
@@ -252,7 +268,7 @@ int pcache_open(h5fs *fs, struct node *n, bool *fresh)
 	if (!pc)
 		return ENOMEM;
 	pthread_mutex_lock(&pc->mu);
-	if (pc->poisoned && pc->nopen) {
+	if ((pc->poisoned || pc->old.ds) && pc->nopen) {
 		e = EBUSY;      /* pages of the old version may still be in use */
 	} else {
 		if (pc->poisoned) {
@@ -278,10 +294,73 @@ void pcache_close(struct node *n)
 
 	if (!pc)
 		return;
+	struct pc_old o = { 0 };
+
 	pthread_mutex_lock(&pc->mu);
 	if (pc->nopen)
 		pc->nopen--;
+	if (!pc->nopen) {
+		/* no descriptor left to read on from unchecked old bytes */
+		o = pc->old;
+		memset(&pc->old, 0, sizeof(pc->old));
+	}
 	pthread_mutex_unlock(&pc->mu);
+	old_release(&o);
+}
+
+bool pcache_keep_old(struct node *n, h5_dataset *ds, const h5_view_ops *view, h5_file *f, struct gen *g,
+		     uint64_t end)
+{
+	struct pcache *pc = pcache_of(n);
+	bool kept = false;
+
+	if (!pc || !ds || !end)
+		return false;
+	pthread_mutex_lock(&pc->mu);
+	/* an older one kept already is what was answered unchecked */
+	if (pc->nopen && !pc->old.ds && !pc->poisoned) {
+		pc->old = (struct pc_old){ ds, view, f, g, end };
+		kept = true;
+	}
+	pthread_mutex_unlock(&pc->mu);
+	return kept;
+}
+
+/* Whether the version kept by pcache_keep_old equals generation g's bytes
+ * (n->ds) over what was answered from it (pc->mu held, n->lk shared). The
+ * old version unreadable (rewritten in place, a replaced remote object) is
+ * no proof: PC_DIFFERS; the new one unreadable: PC_UNREADABLE. */
+static enum pc_verdict verify_old(struct pcache *pc, struct node *n)
+{
+	const struct pc_old *o = &pc->old;
+	/* the kernel asks whole pages: what it holds reaches the page's end */
+	uint64_t end = (o->end + PC_PAGE - 1) / PC_PAGE * PC_PAGE, osize = o->view->size(o->ds);
+	enum pc_verdict v = PC_VERIFIED;
+	uint8_t *a = NULL, *b = NULL;
+
+	if (end > osize)
+		end = osize;
+	if (!n->ds || end > (uint64_t)n->st.st_size)
+		return PC_DIFFERS;      /* shorter now */
+	a = malloc(PC_VERIFY_CHUNK);
+	b = malloc(PC_VERIFY_CHUNK);
+	if (!a || !b) {
+		v = PC_UNREADABLE;
+		goto out;
+	}
+	for (uint64_t pos = 0; v == PC_VERIFIED && pos < end; pos += PC_VERIFY_CHUNK) {
+		size_t len = end - pos < PC_VERIFY_CHUNK ? (size_t)(end - pos) : PC_VERIFY_CHUNK;
+
+		if (n->view->read(n->ds, b, pos, len) < 0)
+			v = PC_UNREADABLE;
+		else if (o->view->read(o->ds, a, pos, len) < 0 || memcmp(a, b, len) != 0)
+			v = PC_DIFFERS;
+	}
+out:
+	h5_err_clear();
+	free(a);
+	free(b);
+	return v;
 }
 
 /* Whether generation g's bytes of the dataset equal every recorded page
@@ -371,6 +450,8 @@ int pcache_prepare(struct pc_answer *pa, h5fs *fs, struct node *n, struct gen *g
 		   const struct iovec *iov, size_t niov)
 {
 	struct pcache *pc = pcache_of(n);
+	struct pc_old old = { 0 };
+	bool log = false;
 	size_t len = 0;
 
 	memset(pa, 0, sizeof(*pa));
@@ -389,6 +470,21 @@ int pcache_prepare(struct pc_answer *pa, h5fs *fs, struct node *n, struct gen *g
 		pcache_hash_answer(pa->h, iov, niov, len);
 	}
 	pthread_mutex_lock(&pc->mu);
+	if (pc->old.ds && !pc->poisoned) {
+		enum pc_verdict v = verify_old(pc, n);
+
+		if (v == PC_UNREADABLE) {
+			pa->verdict = v;        /* made again */
+			pthread_mutex_unlock(&pc->mu);
+			return 0;
+		}
+		old = pc->old;
+		memset(&pc->old, 0, sizeof(pc->old));
+		if (v == PC_DIFFERS) {
+			pc->poisoned = log = true;
+			pa->verdict = PC_DIFFERS;
+		}
+	}
 	pa->base = pc->gen;
 	pa->adds = pc->adds;
 	if (pc->poisoned)
@@ -396,7 +492,10 @@ int pcache_prepare(struct pc_answer *pa, h5fs *fs, struct node *n, struct gen *g
 	else if (pc->gen && pc->gen != pa->gen)
 		pa->verdict = verify(pc, n);
 	pthread_mutex_unlock(&pc->mu);
-	(void)fs;
+	old_release(&old);
+	if (log)
+		h5fs_log(fs, LOG_ERR, "read %s: FILE changed under bytes read before its first change by "
+			 "descriptors still open: EIO on those descriptors (open it again)", show_path(n->path));
 	return 0;
 }
 

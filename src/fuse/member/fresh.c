@@ -193,6 +193,16 @@ static void node_swap(h5fs *fs, struct node *n, struct node *tmp, struct gen *g,
 		const h5_view_ops *view = n->view;
 		h5_file *f = n->f;
 		char *target = n->target;
+		/* bytes answered unchecked (before the first change) that open
+		 * descriptors may read on from: compared with the new version
+		 * before it is answered (live/pcache.c) */
+		uint64_t fast_end = __atomic_exchange_n(&n->fast_end, 0, __ATOMIC_RELAXED);
+
+		if (fast_end && pcache_keep_old(n, ds, view, f, old, fast_end)) {
+			ds = NULL;
+			f = NULL;
+			old = NULL;
+		}
 
 		n->ds = tmp->ds;
 		n->view = tmp->view;

@@ -659,6 +659,16 @@ static int read_once(struct read_answer *a, bool *failed, int *unlogged, h5fs *f
 		*failed = e == EIO;
 		goto out;
 	}
+	if (a->fast && fh == H5FS_FH_CACHED) {
+		/* unchecked bytes a descriptor may read on from after the
+		 * first change (pcache_keep_old), once made; under n->lk, so node_swap
+		 * sees every answer of the generation it replaces */
+		uint64_t end = (uint64_t)off + len, was = __atomic_load_n(&n->fast_end, __ATOMIC_RELAXED);
+
+		while (was < end && !__atomic_compare_exchange_n(&n->fast_end, &was, end, true, __ATOMIC_RELAXED,
+								 __ATOMIC_RELAXED))
+			;
+	}
 	if (cached && a->plan.kind == H5_PLAN_PINNED) {
 		e = pcache_prepare(&a->pa, fs, n, a->g, (uint64_t)off, a->plan.pin.iov, a->plan.pin.niov);
 	} else if (cached && a->plan.kind == H5_PLAN_BUFFER) {

@@ -100,6 +100,9 @@ struct node {
 	struct stat st;
 	struct pcache *pc;      /* what cached handles were answered (live/pcache.c;
 				 * made at the first such answer) */
+	uint64_t fast_end;      /* how far unchecked answers to cached handles
+				 * reached (atomic max): what the first change
+				 * must verify (pcache_keep_old) */
 	/* Every xattr of the object as read in gen (member/xattr.c), so a walk's
 	 * listxattr and getxattr requests decode its header once; NULL until
 	 * asked, and dropped (xattr_cache_drop, under lk) whenever f, addr,
