@@ -193,6 +193,10 @@ int h5_file_stamp_get(h5_file_stamp *out, const h5_file *f);
  * link targets, VDS sources, by their real paths). 0: unchanged, or no
  * stamp. */
 int h5_file_changed(h5_file *f, const char *path);
+/* fn(arg, real path) for each local related file f has open now (external
+ * link targets, VDS sources: what h5_file_changed looks at), so that a
+ * watcher can be told of their changes as of FILE's (inotify). */
+void h5_file_related_each(h5_file *f, void (*fn)(void *arg, const char *path), void *arg);
 /* A remote FILE (no stamp; its byte source's changed op): ask the server
  * whether the object was replaced (H5_CHANGED_BYTES) - a request, so the
  * caller rate-limits it; h5_file_changed() above only tells what replies
@@ -694,16 +698,20 @@ int h5_group_create(uint64_t *addr, h5_file *f, uint64_t parent, const char *nam
  * A dataset of a NumPy numeric dtype (dset_enc.h's kinds: 'b', 'i', 'u',
  * 'f', 'c'; size bytes): contiguous at data_addr (data_size bytes the
  * caller wrote there, new space), or chunked (chunk; growable: dims[0]
- * unlimited) with no chunk yet (a v1 B-tree index once appended to). */
+ * unlimited) with no chunk yet (a v1 B-tree index once appended to), or
+ * with the v1 B-tree at data_addr (indexed: h5_dset_writer's), its chunks
+ * through the deflate filter at level deflate - 1 (0: no filter; h5py's
+ * compression="gzip", compression_opts=deflate - 1). */
 typedef struct h5_dset_new {
 	unsigned rank;          /* at most 32 (H5_MAX_RANK) */
 	uint64_t dims[32];
 	char kind;
 	unsigned size;
 	int big_endian;
-	int chunked, growable;
+	int chunked, growable, indexed;
+	unsigned deflate;
 	uint64_t chunk[32];
-	uint64_t data_addr, data_size;  /* contiguous */
+	uint64_t data_addr, data_size;  /* contiguous; chunked: the index */
 } h5_dset_new;
 
 /* Dataset NAME made in group (*addr: its header) and linked, one commit
@@ -712,12 +720,17 @@ typedef struct h5_dset_new {
 int h5_dataset_create(uint64_t *addr, h5_file *f, uint64_t group, const char *name, size_t name_len,
 		      const h5_dset_new *d, uint64_t start);
 
-/* A contiguous dataset whose data comes first (np.save through the
- * mount): its space (the product of d's dims and size) taken at once,
- * filled in order by put (within it; a gap: H5_ERR_INVAL), then made and
+/* A dataset whose data comes first (np.save through the
+ * mount), filled in order by put (a gap: H5_ERR_INVAL), then made and
  * linked as NAME by commit, one commit after the data (all of it: else
- * H5_ERR_INVAL). The caller holds FILE's lock (h5_file_lock) while it
- * writes. */
+ * H5_ERR_INVAL). Contiguous: its space (the product of d's dims and size)
+ * taken at once. Chunked (d->deflate, a chunk shape or all 0: h5py's
+ * guess): each row of chunks written (filtered) once its bytes are in,
+ * the v1 B-tree at commit; bytes may be written again only within the row
+ * of chunks being filled, and a row of chunks over H5_DSET_SLAB_MAX bytes
+ * is H5_ERR_LIMIT (the caller may write it contiguous). The caller holds
+ * FILE's lock (h5_file_lock) while it writes. */
+#define H5_DSET_SLAB_MAX ((uint64_t)256 << 20)
 typedef struct h5_dset_writer h5_dset_writer;
 int h5_dset_writer_open(h5_dset_writer **out, h5_file *f, const h5_dset_new *d);
 int h5_dset_writer_put(h5_dset_writer *w, uint64_t off, const void *buf, size_t len);

@@ -23,7 +23,13 @@ h5py (deterministic):
   (h514.compare; where h5wasm shows a dataset otherwise, as float16,
   complex and scalars, it must show the same dataset written by h5py
   alike), h5py 'r+' then writes into it, and a second mount lists
-  what h5py reads.
+  what h5py reads;
+- -o compress=gzip:6 (run_compressed): np.save makes what h5py's
+  create_dataset(compression="gzip", compression_opts=6) makes (chunks,
+  filter, level, maxshape, bytes; many rows of chunks, edge chunks on
+  every axis; scalar and empty contiguous), cp a deflated byte dataset;
+  h5dump and 1.14 read them, and a write into a deflated chunk after;
+  bad values of the option are refused at mount.
 """
 import errno
 import io
@@ -188,11 +194,104 @@ def run(work, libver):
                                                                                   len(CP_SIZES)))
 
 
+def run_compressed(work, libver):
+    """-o compress=gzip:6: np.save makes what h5py's create_dataset(...,
+    compression="gzip", compression_opts=6) makes (chunks as h5py guesses,
+    the deflate filter at that level, maxshape the shape), cp a growable
+    byte dataset deflated too; a scalar and an empty array stay contiguous
+    (h5py will not compress those). Rows of chunks of a large array come
+    in many pieces; edge chunks on every axis."""
+    path = os.path.join(work, libver + "-gz.h5")
+    rng = np.random.default_rng(6)
+    A = {k: v for k, v in arrays().items() if k != "large"}
+    A["multi"] = np.round(rng.standard_normal((3001, 257)), 2).astype("<f8")   # many rows of chunks
+    A["edges"] = rng.integers(0, 9, (7, 131, 67)).astype(">i2")
+    A["long"] = np.arange(1 << 20, dtype="<u4") // 3
+    names = sorted(A)
+    where = {name: "m%d" % (i // 7) for i, name in enumerate(names)}
+    with h5py.File(path, "w", libver=libver) as f:
+        f.create_group("g")
+        for grp in set(where.values()):
+            f.create_group(grp)
+    mnt = os.path.join(work, "mnt")
+    with T.Mount(path, mnt, ["-o", "compress=gzip:6"]) as m, m.watchdog(240):
+        for name in names:
+            save_through(mnt + "/" + where[name], name, A[name])
+        src = os.path.join(work, "gzblob.bin")
+        with open(src, "wb") as fh:
+            fh.write(blob(300001))
+        shutil.copy(src, mnt + "/g/")
+        for name in ("multi", "edges"):
+            got = open(os.path.join(mnt, where[name], name), "rb").read()
+            if got != A[name].tobytes():
+                T.fail("%s gz: %s reads back otherwise through the mount" % (libver, name))
+        if not m.alive():
+            T.fail("daemon died: %s" % m.output()[-2000:])
+    ref = os.path.join(work, libver + "-gz-h5py.h5")
+    with h5py.File(ref, "w", libver=libver) as f:
+        for name in names:
+            a = A[name]
+            kw = {"compression": "gzip", "compression_opts": 6} if np.ndim(a) and np.size(a) else {}
+            f.create_dataset(where[name] + "/" + name, data=a, **kw)
+    with h5py.File(path, "r") as f, h5py.File(ref, "r") as r:
+        for name in names:
+            check_same(f, where[name] + "/" + name, A[name], libver + " gz")
+            d, e = f[where[name] + "/" + name], r[where[name] + "/" + name]
+            got = (d.chunks, d.compression, d.compression_opts, d.maxshape)
+            want = (e.chunks, e.compression, e.compression_opts, e.maxshape)
+            if got != want:
+                T.fail("%s gz: %s is %r, h5py makes %r" % (libver, name, got, want))
+        b = f["g/gzblob.bin"]
+        if b[()].tobytes() != blob(300001) or b.compression != "gzip" or b.compression_opts != 6 or \
+                b.maxshape != (None,):
+            T.fail("%s gz: the copy is %s %s %s" % (libver, b.compression, b.compression_opts, b.maxshape))
+        if f[where["multi"] + "/multi"].id.get_storage_size() >= A["multi"].nbytes // 2:
+            T.fail("%s gz: multi is not compressed" % libver)
+    r = subprocess.run(["h5dump", path], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
+    if r.returncode != 0:
+        T.fail("%s gz: h5dump: %s" % (libver, r.stderr.decode()[-300:]))
+    known = set(h514.compare(ref))
+    bad = [x for x in h514.compare(path) if x not in known]
+    if bad:
+        T.fail("%s gz: libhdf5 1.14 reads otherwise than 1.10:\n  %s" % (libver, "\n  ".join(bad[:20])))
+    # bytes written into a deflated chunk of it afterwards (dd conv=notrunc)
+    with T.Mount(path, mnt) as m, m.watchdog(120):
+        p = os.path.join(mnt, where["edges"], "edges")
+        fd = os.open(p, os.O_WRONLY)
+        try:
+            os.pwrite(fd, b"\x7f" * 1001, 12345)
+        finally:
+            os.close(fd)
+    want = bytearray(A["edges"].tobytes())
+    want[12345:12345 + 1001] = b"\x7f" * 1001
+    with h5py.File(path, "r") as f:
+        if f[where["edges"] + "/edges"][()].tobytes() != bytes(want):
+            T.fail("%s gz: a write into the deflated dataset reads otherwise in h5py" % libver)
+    print("%s: -o compress=gzip:6 made %d datasets as h5py makes them" % (libver, len(names) + 1))
+
+
+def refused_compress(work):
+    path = os.path.join(work, "refused.h5")
+    with h5py.File(path, "w") as f:
+        f.create_group("g")
+    mnt = os.path.join(work, "mnt")
+    os.makedirs(mnt, exist_ok=True)
+    for bad in ("zstd", "gzip:10", "gzip:", "gzip4"):
+        r = subprocess.run([T.H5FS, "-o", "compress=" + bad, path, mnt], capture_output=True, timeout=30)
+        if r.returncode == 0:
+            subprocess.run(["fusermount3", "-u", mnt], timeout=30)
+            T.fail("-o compress=%s was taken" % bad)
+        elif b"compress=" not in r.stderr:
+            T.fail("-o compress=%s: no message naming it: %r" % (bad, r.stderr[-300:]))
+
+
 def main():
     h514.require()
     work = T.workdir("newdsets")
     for libver in ("earliest", "latest"):
         run(work, libver)
+        run_compressed(work, libver)
+    refused_compress(work)
     shutil.rmtree(work, ignore_errors=True)
     return T.finish()
 

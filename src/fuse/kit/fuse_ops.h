@@ -45,6 +45,7 @@ typedef struct h5fs_config {
 	/* -o live=strict: a live FILE's reads are checked from the first one
 	 * (else only once it has changed; live/live.c) */
 	int live_strict;
+	unsigned compress;       /* -o compress: new datasets deflated at level - 1 (0: none) */
 	const h5_open_opts *open_opts;
 	/* Collections: the persistent index (-o index=PATH; NULL: the
 	 * default file under $XDG_CACHE_HOME/h5fs/), or none (-o noindex). */

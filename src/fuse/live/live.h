@@ -17,6 +17,9 @@
 #define LIVE_WRITER_NS 10000000000LL    /* no event, a writer's descriptor open: vouched after this */
 #define LIVE_OPEN_TRIES 8               /* the watcher's: 5 ms doubling, about 1.3 s in all */
 
+/* Related files watched by inotify, at most (the rest: every refresh). */
+#define LIVE_REL_WATCH_MAX 64
+
 struct live {
 	/* the member's re-resolution of every node after a new generation
 	 * (member/fresh.c node_sweep): live/ knows nodes only through it */
@@ -39,6 +42,11 @@ struct live {
 	 * read_events without it (atomic, relaxed: each is one int on its own) */
 	int file_wd;            /* the watch of FILE (-1: none, the old rule alone) */
 	int dir_wd;             /* the watch of FILE's folder (events of other names: not FILE's) */
+	/* the watches of related files (external link targets, VDS sources:
+	 * their in-place changes wake the watcher as FILE's do; not FILE's
+	 * events); the watcher's alone */
+	int rel_wd[LIVE_REL_WATCH_MAX];
+	unsigned nrel_wd;
 	int64_t event_ns;       /* when the watcher last read an event of FILE (atomic) */
 	int64_t wcheck_ns;      /* when /proc was last searched for a writer (atomic) */
 	bool wopen;             /* and whether one had FILE open for writing (atomic) */

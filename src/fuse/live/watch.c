@@ -10,6 +10,38 @@
 #include <poll.h>
 #include <sys/inotify.h>
 
+/* Whether wd watches a related file (live_tick): its events wake the
+ * watcher but are not FILE's. */
+static bool related_wd(const struct live *lv, int wd)
+{
+	unsigned n = __atomic_load_n(&lv->nrel_wd, __ATOMIC_ACQUIRE);
+
+	for (unsigned i = 0; i < n; i++)
+		if (__atomic_load_n(&lv->rel_wd[i], __ATOMIC_RELAXED) == wd)
+			return true;
+	return false;
+}
+
+/* A related file watched (once: inotify gives an inode's watch the same
+ * number again). Without it, a related file rewritten in place is seen
+ * only at the next look, up to refresh seconds later, and until then
+ * unchecked reads answer its new bytes at the old version's addresses. */
+static void watch_related(void *arg, const char *path)
+{
+	struct live *lv = arg;
+	unsigned n = __atomic_load_n(&lv->nrel_wd, __ATOMIC_RELAXED);
+	int wd;
+
+	if (n >= LIVE_REL_WATCH_MAX)
+		return;
+	wd = inotify_add_watch(lv->ino_fd, path, IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVE_SELF |
+			       IN_DELETE_SELF);
+	if (wd < 0 || related_wd(lv, wd) || wd == __atomic_load_n(&lv->file_wd, __ATOMIC_RELAXED))
+		return;
+	__atomic_store_n(&lv->rel_wd[n], wd, __ATOMIC_RELAXED);
+	__atomic_store_n(&lv->nrel_wd, n + 1, __ATOMIC_RELEASE);
+}
+
 /* Reads what inotify has for us (the watcher, or a reopen waiting for a
  * write's event): the time an event of FILE came (one on FILE itself, or
  * on its folder under its name). True when there were events: a thread
@@ -28,7 +60,7 @@ bool live_read_events(struct live *lv)
 		for (ssize_t i = 0; i + (ssize_t)sizeof(struct inotify_event) <= n;) {
 			const struct inotify_event *ev = (const struct inotify_event *)(buf + i);
 
-			if (ev->wd != dir_wd || (ev->len && strcmp(ev->name, base) == 0))
+			if (ev->wd == dir_wd ? ev->len && strcmp(ev->name, base) == 0 : !related_wd(lv, ev->wd))
 				__atomic_store_n(&lv->event_ns, live_now_ns(), __ATOMIC_RELEASE);
 			i += (ssize_t)sizeof(*ev) + ev->len;
 		}
@@ -174,6 +206,12 @@ void live_tick(h5fs *fs)
 	live_refresh(fs, false, true);
 	h5_err_clear();
 	lv->sweep(fs);   /* the member's node_sweep (live_new) */
+	if (lv->local && lv->ino_fd >= 0 && __atomic_load_n(&lv->started, __ATOMIC_ACQUIRE)) {
+		struct gen *g = gen_current(fs);
+
+		h5_file_related_each(g->f, watch_related, lv);
+		gen_release(g);
+	}
 }
 
 static void *watcher(void *arg)

@@ -112,12 +112,29 @@ static int start(h5fs *fs, struct npy_stream *s)
 			  .big_endian = s->h.big_endian };
 	int e, rc;
 
+	uint64_t n = s->h.itemsize;
+
 	memcpy(d.dims, s->h.shape, sizeof(uint64_t) * s->h.rank);
+	for (unsigned i = 0; i < s->h.rank; i++)
+		n *= s->h.shape[i];
+	/* -o compress: chunked as h5py guesses and deflated, as
+	 * create_dataset(compression="gzip") makes it; a scalar or an empty
+	 * array stays contiguous (h5py refuses to compress a scalar) */
+	if (fs->cfg.compress && s->h.rank > 0 && n > 0) {
+		d.chunked = 1;
+		d.deflate = fs->cfg.compress;
+	}
 	e = fs_write_begin(fs);
 	if (e)
 		return s->err = e;      /* logged there */
 	s->holding = true;
 	rc = h5_dset_writer_open(&s->dw, fs->f, &d);
+	if (rc == H5_ERR_LIMIT) {
+		h5fs_log(fs, LOG_NOTICE, "np.save %s: %s: written uncompressed", show_path(s->name), h5_err_msg());
+		d.chunked = 0;
+		d.deflate = 0;
+		rc = h5_dset_writer_open(&s->dw, fs->f, &d);
+	}
 	if (rc == 0)
 		rc = h5_dset_writer_put(s->dw, 0, s->head + s->h.data_offset, s->hlen - s->h.data_offset);
 	if (rc < 0)

@@ -487,6 +487,7 @@ static void daemon_free(struct daemon *D)
 	free(D->cli.umask);
 	free(D->cli.refresh);
 	free(D->cli.live);
+	free(D->cli.compress);
 	free(D->cli.ext_prefix);
 	for (size_t i = 0; i < D->cli.nparams; i++)
 		free(D->cli.params[i]);

@@ -85,6 +85,7 @@ static const struct fuse_opt cli_spec[] = {
 	{ "refresh=%s", offsetof(struct cli, refresh), 0 },
 	{ "idle_commit=%s", offsetof(struct cli, idle_commit), 0 },
 	{ "live=%s", offsetof(struct cli, live), 0 },
+	{ "compress=%s", offsetof(struct cli, compress), 0 },
 	{ "max_files=%u", offsetof(struct cli, max_files), 0 },
 	{ "index=%s", offsetof(struct cli, index), 0 },
 	{ "noindex", offsetof(struct cli, noindex), 1 },
@@ -152,6 +153,10 @@ static void usage(FILE *out)
 		"                           overlapping that first change may mix its\n"
 		"                           two versions. strict: every read is checked\n"
 		"                           from the first (no read ever mixes versions)\n"
+		"    -o compress=gzip[:N]   new datasets (np.save, cp into a read-write\n"
+		"                           mount) chunked as h5py guesses and deflated\n"
+		"                           at level N (default 4, as h5py's \"gzip\");\n"
+		"                           none (default): as h5py, not compressed\n"
 		"    -o verbose             also log informational messages\n"
 		"    -o efl_any             read external data files named by absolute\n"
 		"                           paths or with \"..\" (default: refused, EIO)\n"
@@ -455,6 +460,29 @@ int opts_parse(struct daemon *D)
 		return ret;
 	}
 	D->cfg.live_strict = D->cli.live && strcmp(D->cli.live, "strict") == 0;
+	if (D->cli.compress && strcmp(D->cli.compress, "none") != 0) {
+		/* h5py's compression="gzip" (level 4), or compression_opts=LEVEL */
+		const char *c = D->cli.compress, *lv = NULL;
+		unsigned long v = 4;
+		char *end;
+
+		if (strncmp(c, "gzip", 4) == 0 && (c[4] == 0 || c[4] == ':'))
+			lv = c[4] ? c + 5 : NULL;
+		else if (strncmp(c, "deflate", 7) == 0 && (c[7] == 0 || c[7] == ':'))
+			lv = c[7] ? c + 8 : NULL;
+		else
+			lv = c;         /* not a name: refused below */
+		if (lv) {
+			errno = 0;
+			v = strtoul(lv, &end, 10);
+			if (lv == c || errno || end == lv || *end || v > 9) {
+				fprintf(stderr, "h5fs: invalid -o compress=%s (none, gzip or gzip:LEVEL, LEVEL 0..9)\n",
+					D->cli.compress);
+				return ret;
+			}
+		}
+		D->cfg.compress = (unsigned)v + 1;
+	}
 	D->cfg.open_opts = &D->oopts;
 	D->cfg.h5_suffixes = D->cli.h5_suffixes;
 	if (D->cli.views_all || D->cli.views) {

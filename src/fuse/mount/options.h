@@ -32,6 +32,7 @@ struct cli {
 	char *refresh;          /* -o refresh=SECONDS, as given */
 	char *idle_commit;      /* -o idle_commit=SECONDS, as given */
 	char *live;             /* -o live=fast|strict */
+	char *compress;         /* -o compress=none|gzip[:LEVEL] */
 	unsigned max_files;     /* -o max_files=N (a collection; 0: default) */
 	char *index;            /* -o index=PATH (a collection's index file) */
 	int noindex;            /* -o noindex */

@@ -187,6 +187,19 @@ int h5_related_changed(h5_file *top)
 	return m;
 }
 
+void h5_file_related_each(h5_file *top, void (*fn)(void *arg, const char *path), void *arg)
+{
+	struct h5_related *r = __atomic_load_n(&top->related, __ATOMIC_ACQUIRE);
+
+	if (!r)
+		return;
+	pthread_mutex_lock(&r->lock);
+	for (size_t i = 0; i < r->n; i++)
+		if (r->ent[i].f && r->ent[i].f != top && r->ent[i].path && r->ent[i].path[0] == '/')
+			fn(arg, r->ent[i].path);
+	pthread_mutex_unlock(&r->lock);
+}
+
 static bool inside(const char *path, const char *dir)
 {
 	size_t n = strlen(dir);

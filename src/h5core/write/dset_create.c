@@ -6,8 +6,9 @@
  * of the default format and as libhdf5 reads in a file of any format:
  * Dataspace (version 1, maximum dimensions present), Datatype (version 1,
  * constant), Fill Value (version 2, the library default, constant) and
- * Data Layout (version 3) messages, the encoders of format/dset_enc.c, and
- * a NIL message of room for a few attributes. It is written at the
+ * Data Layout (version 3) messages, Filter Pipeline (version 1) when
+ * deflated, the encoders of format/dset_enc.c, and a NIL message of room
+ * for a few attributes. It is written at the
  * allocation end, then the link makes it visible: one commit through the
  * group's entry of the link-store table (link_store.h), whose stage makes
  * the header (and data written before, from `start`) durable and covered
@@ -20,6 +21,9 @@
 #include "dset_enc.h"
 #include "space.h"
 #include "link_store.h"
+#include "btree1_write.h"
+#include "filter.h"
+#include "pline.h"
 
 #define ROOM 128                /* NIL bytes for attributes (setfattr) */
 #define MSG_CONSTANT 0x01
@@ -34,11 +38,20 @@ static void put_msg(uint8_t *b, size_t *p, unsigned type, unsigned flags, const 
 	*p += 8 + h5_align8(len);
 }
 
+/* The filter pipeline message of d (deflate at level d->deflate - 1). */
+static int dset_pline(uint8_t *out, size_t *len, size_t cap, const h5_dset_new *d)
+{
+	h5_enc_filters fl = { .deflate = (int)d->deflate - 1, .elem_size = d->size };
+
+	return h5_enc_pline(out, len, cap, &fl);
+}
+
 static int new_header(uint64_t *addr, h5_file *f, const h5_dset_new *d)
 {
 	const h5_fmt *fmt = &f->fmt;
-	uint8_t sp[16 + 2 * 8 * H5_MAX_RANK], ty[256], fv[16], lay[32 + 4 * H5_MAX_RANK];
-	size_t lsp, lty, lfv, llay, msgs, p = 16;
+	uint8_t sp[16 + 2 * 8 * H5_MAX_RANK], ty[256], fv[16], lay[32 + 4 * H5_MAX_RANK], pl[64];
+	size_t lsp, lty, lfv, llay, lpl = 0, msgs, p = 16;
+	unsigned nmsgs = 5;
 	uint64_t maxdims[H5_MAX_RANK];
 	uint8_t *b = NULL;
 	int rc;
@@ -52,20 +65,28 @@ static int new_header(uint64_t *addr, h5_file *f, const h5_dset_new *d)
 		rc = h5_enc_fill_default(fv, &lfv, sizeof(fv), d->chunked);
 	if (rc == 0)
 		rc = h5_enc_layout(lay, &llay, sizeof(lay), fmt, d->rank, d->chunked ? d->chunk : NULL, d->size,
-				   d->chunked ? H5_ADDR_UNDEF : d->data_addr, d->chunked ? 0 : d->data_size);
+				   d->chunked && !d->indexed ? H5_ADDR_UNDEF : d->data_addr,
+				   d->chunked ? 0 : d->data_size);
+	if (rc == 0 && d->chunked && d->deflate)
+		rc = dset_pline(pl, &lpl, sizeof(pl), d);
 	if (rc < 0)
 		return rc;
-	msgs = 4 * 8 + h5_align8(lsp) + h5_align8(lty) + h5_align8(lfv) + h5_align8(llay) + ROOM;
+	if (lpl)
+		nmsgs++;
+	msgs = 4 * 8 + h5_align8(lsp) + h5_align8(lty) + h5_align8(lfv) + h5_align8(llay) +
+	       (lpl ? 8 + h5_align8(lpl) : 0) + ROOM;
 	b = calloc(1, 16 + msgs);
 	if (!b)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	b[0] = 1;                       /* version */
-	h5_le_encode(b + 2, 5, 2);      /* messages */
+	h5_le_encode(b + 2, nmsgs, 2);  /* messages */
 	h5_le_encode(b + 4, 1, 4);      /* reference count */
 	h5_le_encode(b + 8, msgs, 4);
 	put_msg(b, &p, H5_MSG_DSPACE, 0, sp, lsp);
 	put_msg(b, &p, H5_MSG_DTYPE, MSG_CONSTANT, ty, lty);
 	put_msg(b, &p, H5_MSG_FILL, MSG_CONSTANT, fv, lfv);
+	if (lpl)
+		put_msg(b, &p, H5_MSG_PLINE, MSG_CONSTANT, pl, lpl);
 	put_msg(b, &p, H5_MSG_LAYOUT, 0, lay, llay);
 	h5_le_encode(b + p, H5_MSG_NIL, 2);
 	h5_le_encode(b + p + 2, ROOM - 8, 2);
@@ -96,17 +117,71 @@ int h5_dataset_create(uint64_t *addr, h5_file *f, uint64_t group, const char *na
 	return rc;
 }
 
-/* ---- a contiguous dataset written first, linked last ------------------------------
- * Its data space is taken at once (one allocation, so contiguous whatever
- * else is written meanwhile), filled in order by the caller (np.save
- * through the mount), and the dataset made and linked by the commit; until
- * then nothing references the space (a crash leaves it unreachable). */
+/* ---- a dataset written first, linked last ---------------------------------
+ * Nothing references what the writer writes until the commit links the
+ * dataset (a crash leaves the space unreachable), and the commit's stage
+ * makes all of it durable first (h5_dataset_create's start).
+ *
+ * Contiguous: the data space is taken at once (one allocation, so
+ * contiguous whatever else is written meanwhile) and filled in order.
+ *
+ * Chunked (-o compress: h5py's create_dataset(..., compression="gzip")):
+ * the bytes arrive in C order, so the chunks of one row of chunks (chunk[0]
+ * rows of the whole dataset) are complete together, when its last byte is
+ * in. That row is kept in memory (the slab), then cut into chunks (edge
+ * chunks padded with the fill value, 0, as libhdf5 writes them), each
+ * filtered and written at the allocation end and its record set in a v1
+ * B-tree writer (write/btree1_write.c), whose nodes the commit writes
+ * before the header. */
 struct h5_dset_writer {
 	h5_file *f;
 	h5_dset_new d;
 	uint64_t start;         /* the allocation end before the data */
 	uint64_t filled;        /* bytes written, from the start, in order */
+	uint64_t total;         /* the dataset's bytes */
+	/* chunked */
+	uint8_t *slab;          /* the row of chunks being filled */
+	uint64_t row_bytes;     /* one row of dims[0]: the product of the rest */
+	uint64_t slab_bytes, slab_at;   /* its size, and its first byte's offset */
+	uint8_t *chunk;         /* one chunk's bytes, unfiltered */
+	size_t chunk_bytes;
+	h5_pline pl;
+	h5_bt1w *bt;
 };
+
+static int writer_open_chunked(h5_dset_writer *w)
+{
+	h5_dset_new *d = &w->d;
+	uint8_t pl[64];
+	size_t lpl;
+	uint64_t cb = d->size;
+	int rc;
+
+	if (d->chunk[0] == 0)
+		h5_enc_guess_chunk(d->chunk, d->rank, d->dims, d->size);
+	w->row_bytes = d->size;
+	for (unsigned i = 1; i < d->rank; i++)
+		w->row_bytes *= d->dims[i];     /* no overflow: total did not */
+	for (unsigned i = 0; i < d->rank; i++)
+		if (d->chunk[i] == 0 || d->chunk[i] > UINT32_MAX || h5_mul_overflow(cb, d->chunk[i], &cb))
+			return h5_err_set(H5_ERR_INVAL, "chunk dimension %llu", (unsigned long long)d->chunk[i]);
+	if (cb > UINT32_MAX)
+		return h5_err_set(H5_ERR_INVAL, "a chunk of %llu bytes", (unsigned long long)cb);
+	if (h5_mul_overflow(w->row_bytes, d->chunk[0], &w->slab_bytes) || w->slab_bytes > H5_DSET_SLAB_MAX)
+		return h5_err_set(H5_ERR_LIMIT, "a row of chunks over %llu MiB",
+				  (unsigned long long)(H5_DSET_SLAB_MAX >> 20));
+	w->chunk_bytes = (size_t)cb;
+	w->slab = malloc((size_t)w->slab_bytes);
+	w->chunk = malloc(w->chunk_bytes);
+	if (!w->slab || !w->chunk)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	rc = dset_pline(pl, &lpl, sizeof(pl), d);
+	if (rc == 0)
+		rc = h5_pline_decode(&w->pl, pl, lpl);
+	if (rc == 0)
+		rc = h5_bt1w_open(&w->bt, w->f, H5_ADDR_UNDEF, d->rank, d->chunk, d->size);
+	return rc;
+}
 
 int h5_dset_writer_open(h5_dset_writer **out, h5_file *f, const h5_dset_new *d)
 {
@@ -115,11 +190,14 @@ int h5_dset_writer_open(h5_dset_writer **out, h5_file *f, const h5_dset_new *d)
 	int rc = 0;
 
 	*out = NULL;
-	if (d->chunked || d->rank > H5_MAX_RANK)
-		return h5_err_set(H5_ERR_INVAL, "a written-first dataset is contiguous, of rank 32 at most");
+	if (d->rank > H5_MAX_RANK || (d->chunked && (d->rank == 0 || d->growable)))
+		return h5_err_set(H5_ERR_INVAL, "a written-first dataset: rank %u%s", d->rank,
+				  d->chunked ? ", chunked (rank 1 at least, not growable)" : "");
 	for (unsigned i = 0; i < d->rank; i++)
 		if (h5_mul_overflow(n, d->dims[i], &n))
 			return h5_err_set(H5_ERR_INVAL, "a dataset of more than 2^64 bytes");
+	if (d->chunked && n == 0)
+		return h5_err_set(H5_ERR_INVAL, "an empty chunked dataset: nothing to write first");
 	if (!h5_space_fits(f, n))
 		return h5_err_set(H5_ERR_NOSPC, "%llu bytes do not fit the file's offsets", (unsigned long long)n);
 	w = calloc(1, sizeof(*w));
@@ -127,55 +205,202 @@ int h5_dset_writer_open(h5_dset_writer **out, h5_file *f, const h5_dset_new *d)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	w->f = f;
 	w->d = *d;
-	w->d.data_size = n;
-	w->d.data_addr = H5_ADDR_UNDEF;
+	w->total = n;
+	if (d->chunked) {
+		w->d.indexed = 1;
+		rc = writer_open_chunked(w);
+		if (rc < 0)
+			goto out;
+	} else {
+		w->d.data_size = n;
+		w->d.data_addr = H5_ADDR_UNDEF;
+	}
 	pthread_mutex_lock(&f->write_lock);
 	w->start = h5_space_end(f);
-	if (n)
+	if (n && !d->chunked)
 		rc = h5_space_alloc(&w->d.data_addr, f, n);
 	pthread_mutex_unlock(&f->write_lock);
+out:
 	if (rc < 0) {
-		free(w);
+		h5_dset_writer_free(w);
 		return rc;
 	}
 	*out = w;
 	return 0;
 }
 
+/* The chunk at scaled offsets sc (sc[0]: the slab's row of chunks) cut
+ * from the slab into w->chunk: whole rows of its last dimension at a time,
+ * the parts past the dataset's edge left 0. */
+static void cut_chunk(h5_dset_writer *w, const uint64_t *sc)
+{
+	const h5_dset_new *d = &w->d;
+	unsigned r = d->rank, last = r - 1;
+	uint64_t idx[H5_MAX_RANK] = { 0 }, ext[H5_MAX_RANK];
+	size_t run;
+
+	memset(w->chunk, 0, w->chunk_bytes);
+	for (unsigned i = 0; i < r; i++) {
+		uint64_t o = sc[i] * d->chunk[i];
+
+		ext[i] = d->dims[i] - o < d->chunk[i] ? d->dims[i] - o : d->chunk[i];
+	}
+	run = (size_t)(ext[last] * d->size);
+	for (;;) {
+		uint64_t src = 0, dst = 0;
+
+		/* the element (idx..., 0) of the chunk: in the slab (rows from
+		 * the slab's first) and in the chunk */
+		for (unsigned i = 0; i < r; i++) {
+			uint64_t at = (i == 0 ? 0 : sc[i] * d->chunk[i]) + (i == last ? 0 : idx[i]);
+
+			src = src * (i == 0 ? 1 : d->dims[i]) + at;
+			dst = dst * d->chunk[i] + (i == last ? 0 : idx[i]);
+		}
+		memcpy(w->chunk + dst * d->size, w->slab + src * d->size, run);
+		/* the next row of the last dimension, odometer-wise */
+		unsigned k = last;
+
+		while (k > 0) {
+			k--;
+			if (++idx[k] < ext[k])
+				break;
+			idx[k] = 0;
+			if (k == 0)
+				return;
+		}
+		if (last == 0)
+			return;
+	}
+}
+
+/* The slab complete (or the last, shorter one): its chunks filtered,
+ * written and recorded (f->write_lock held). */
+static int write_slab(h5_dset_writer *w)
+{
+	const h5_dset_new *d = &w->d;
+	uint64_t sc[H5_MAX_RANK] = { 0 }, nch[H5_MAX_RANK];
+	int rc = 0;
+
+	sc[0] = w->slab_at / w->slab_bytes;
+	for (unsigned i = 1; i < d->rank; i++)
+		nch[i] = (d->dims[i] + d->chunk[i] - 1) / d->chunk[i];
+	for (;;) {
+		h5_chunk_rec rec = { 0 };
+		uint8_t *buf = malloc(w->chunk_bytes);
+		size_t len = w->chunk_bytes;
+
+		if (!buf)
+			return h5_err_set(H5_ERR_NOMEM, "out of memory");
+		cut_chunk(w, sc);
+		memcpy(buf, w->chunk, len);
+		rc = h5_filter_encode(&buf, &len, &rec.filter_mask, &w->pl);
+		if (rc == 0)
+			rc = h5_space_alloc(&rec.addr, w->f, len);
+		if (rc == 0)
+			rc = h5_file_write(w->f, rec.addr, buf, len);
+		free(buf);
+		rec.size = len;
+		if (rc == 0)
+			rc = h5_bt1w_set(w->bt, sc, &rec);
+		if (rc < 0)
+			return rc;
+		/* the next chunk of the row, odometer-wise over dims 1.. */
+		unsigned k = d->rank;
+
+		while (k > 1) {
+			k--;
+			if (++sc[k] < nch[k])
+				break;
+			sc[k] = 0;
+			if (k == 1)
+				return 0;
+		}
+		if (k <= 1 && d->rank == 1)
+			return 0;
+	}
+}
+
 int h5_dset_writer_put(h5_dset_writer *w, uint64_t off, const void *buf, size_t len)
 {
-	int rc;
+	const uint8_t *p = buf;
+	int rc = 0;
 
 	if (off > w->filled)
 		return h5_err_set(H5_ERR_INVAL, "bytes at %llu before those at %llu: written out of order",
 				  (unsigned long long)off, (unsigned long long)w->filled);
-	if (len > w->d.data_size || off > w->d.data_size - len)
+	if (len > w->total || off > w->total - len)
 		return h5_err_set(H5_ERR_RANGE, "%zu bytes at %llu pass the dataset's %llu", len,
-				  (unsigned long long)off, (unsigned long long)w->d.data_size);
+				  (unsigned long long)off, (unsigned long long)w->total);
 	if (len == 0)
 		return 0;
-	pthread_mutex_lock(&w->f->write_lock);
-	rc = h5_file_write(w->f, w->d.data_addr + off, buf, len);
-	pthread_mutex_unlock(&w->f->write_lock);
-	if (rc == 0 && off + len > w->filled)
-		w->filled = off + len;
+	if (!w->d.chunked) {
+		pthread_mutex_lock(&w->f->write_lock);
+		rc = h5_file_write(w->f, w->d.data_addr + off, buf, len);
+		pthread_mutex_unlock(&w->f->write_lock);
+		if (rc == 0 && off + len > w->filled)
+			w->filled = off + len;
+		return rc;
+	}
+	if (off < w->slab_at)
+		return h5_err_set(H5_ERR_INVAL, "bytes at %llu written again after their chunks were",
+				  (unsigned long long)off);
+	while (rc == 0 && len) {
+		uint64_t in = off - w->slab_at;
+		size_t k = w->slab_bytes - in < len ? (size_t)(w->slab_bytes - in) : len;
+
+		memcpy(w->slab + in, p, k);
+		p += k;
+		off += k;
+		len -= k;
+		if (off > w->filled)
+			w->filled = off;
+		if (w->filled == w->slab_at + w->slab_bytes || w->filled == w->total) {
+			if (w->filled - w->slab_at < w->slab_bytes)   /* the last: rows past the end 0 */
+				memset(w->slab + (w->filled - w->slab_at), 0,
+				       (size_t)(w->slab_bytes - (w->filled - w->slab_at)));
+			pthread_mutex_lock(&w->f->write_lock);
+			rc = write_slab(w);
+			pthread_mutex_unlock(&w->f->write_lock);
+			w->slab_at += w->slab_bytes;
+		}
+	}
 	return rc;
 }
 
 uint64_t h5_dset_writer_missing(const h5_dset_writer *w)
 {
-	return w->d.data_size - w->filled;
+	return w->total - w->filled;
 }
 
 int h5_dset_writer_commit(uint64_t *addr, h5_dset_writer *w, uint64_t group, const char *name, size_t name_len)
 {
-	if (w->filled != w->d.data_size)
+	int rc = 0;
+
+	if (w->filled != w->total)
 		return h5_err_set(H5_ERR_INVAL, "%llu of %llu bytes written", (unsigned long long)w->filled,
-				  (unsigned long long)w->d.data_size);
-	return h5_dataset_create(addr, w->f, group, name, name_len, &w->d, w->start);
+				  (unsigned long long)w->total);
+	if (w->d.chunked) {
+		/* the B-tree's nodes, after the chunks, before the header */
+		pthread_mutex_lock(&w->f->write_lock);
+		rc = h5_bt1w_write(w->bt);
+		if (rc == 0)
+			rc = h5_bt1w_patch(w->bt);
+		pthread_mutex_unlock(&w->f->write_lock);
+		w->d.data_addr = h5_bt1w_root(w->bt);
+	}
+	if (rc == 0)
+		rc = h5_dataset_create(addr, w->f, group, name, name_len, &w->d, w->start);
+	return rc;
 }
 
 void h5_dset_writer_free(h5_dset_writer *w)
 {
+	if (!w)
+		return;
+	h5_bt1w_free(w->bt);
+	h5_pline_clear(&w->pl);
+	free(w->slab);
+	free(w->chunk);
 	free(w);
 }
