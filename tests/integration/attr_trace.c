@@ -15,6 +15,7 @@
  * "bytes\tPATH\tNAME" (a new empty growable uint8 dataset), or "sync".
  * Prints one line per change: "ok" or the engine's error.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,10 +38,11 @@ static int fields(char *s, char **f)
 
 /* "dset": a contiguous 1-D little-endian int32 dataset of n elements
  * 0..n-1, its data written first in pieces (np.save through the mount,
- * write/dset_create.c h5_dset_writer), then made and linked. */
-static int dset(h5_file *f, uint64_t group, const char *name, uint64_t n)
+ * write/dset_create.c h5_dset_writer), then made and linked; "gzdset":
+ * the same chunked as h5py guesses and deflated (-o compress=gzip). */
+static int dset(h5_file *f, uint64_t group, const char *name, uint64_t n, bool gz)
 {
-	h5_dset_new d = { .rank = 1, .dims = { n }, .kind = 'i', .size = 4 };
+	h5_dset_new d = { .rank = 1, .dims = { n }, .kind = 'i', .size = 4, .chunked = gz, .deflate = gz ? 5 : 0 };
 	h5_dset_writer *w = NULL;
 	uint64_t addr;
 	int rc = h5_dset_writer_open(&w, f, &d);
@@ -114,8 +116,8 @@ int main(int argc, char **argv)
 			rc = h5_link_move(f, addr, fl[2], strlen(fl[2]), to, fl[4], strlen(fl[4]));
 		else if (strcmp(fl[0], "ln") == 0 && n == 4 && (rc = h5_path_lookup(&to, f, fl[3])) == 0)
 			rc = h5_link_hard(f, addr, fl[2], strlen(fl[2]), to);
-		else if (strcmp(fl[0], "dset") == 0 && n == 4)
-			rc = dset(f, addr, fl[2], strtoull(fl[3], NULL, 10));
+		else if ((strcmp(fl[0], "dset") == 0 || strcmp(fl[0], "gzdset") == 0) && n == 4)
+			rc = dset(f, addr, fl[2], strtoull(fl[3], NULL, 10), fl[0][0] == 'g');
 		else if (strcmp(fl[0], "bytes") == 0 && n == 3)
 			rc = bytes_dset(f, addr, fl[2]);
 		else if (rc < 0)

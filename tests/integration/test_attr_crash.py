@@ -23,8 +23,8 @@ attribute move them to dense storage in one commit, and later changes
 write the store anew and switch its info message (DENSE_LINK_OPS,
 DENSE_ATTR_OPS), enumerated as the rest.
 New datasets (a contiguous int32 dataset written first and linked last,
-as np.save through the mount makes one; an empty growable uint8 one, as
-cp does) are enumerated the same way, a state's tree holding each
+as np.save through the mount makes one, and one chunked and deflated, as
+with -o compress=gzip; an empty growable uint8 one, as cp does) are enumerated the same way, a state's tree holding each
 dataset's values: a crash must never leave a dataset with bytes missing.
 Groups and links (mkdir, symlink, unlink, and mv and ln; in latest.h5's
 compact groups and in default.h5's symbol-table groups, where enough names
@@ -111,6 +111,7 @@ DSET_OPS = [
     "dset\t/n\tlarge\t70000",
     "unlink\t/\tsaved",
     "dset\t/\tempty\t0",
+    "gzdset\t/g\tzipped\t30000",        # -o compress: chunks, B-tree, then header and link
 ]
 
 # moves and hard links (latest.h5); the states they may leave, as the
