@@ -13,6 +13,9 @@
  *   file(root, path, size, mtime_ns, etag, hdf5)
  *                             every file of the collection seen: HDF5 or not
  *                             (its signature), so a listing need not read it
+ *   cat_member, cat_object, cat_attr: h5fs-find's catalog (ccat.c)
+ *   ls_listing(root, path, form, size, mtime_ns, etag, crc, nerr, body)
+ *                             what h5fs-ls -R printed of a member (cls.c)
  * Unsigned 64-bit fields are stored as SQLite's signed INTEGER, bit for bit.
  */
 #define _GNU_SOURCE /* asprintf */
@@ -59,6 +62,7 @@ static const char *const query_sql[Q_N] = {
 	[Q_SET_KIND] = "INSERT OR REPLACE INTO file(root, path, size, mtime_ns, etag, hdf5)"
 		       " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
 	[Q_DEL_KIND] = "DELETE FROM file WHERE root = ?1 AND path = ?2",
+	[Q_DEL_LS] = "DELETE FROM ls_listing WHERE root = ?1 AND path = ?2",
 	/* the files under a prefix (a path range: the primary key's order) */
 	[Q_FOLDER] = "SELECT path, size, mtime_ns, etag, hdf5 FROM file WHERE root = ?1 AND path >= ?2 AND path < ?3",
 };
@@ -91,6 +95,10 @@ static const char schema_sql[] =
 	" PRIMARY KEY(member, id)) WITHOUT ROWID;"
 	"CREATE TABLE cat_attr(member INTEGER NOT NULL, object INTEGER NOT NULL, ord INTEGER NOT NULL,"
 	" name TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY(member, object, ord)) WITHOUT ROWID;"
+	/* what h5fs-ls -R printed of a member's tree (cls.c), per form */
+	"CREATE TABLE ls_listing(root TEXT NOT NULL, path TEXT NOT NULL, form INTEGER NOT NULL,"
+	" size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, etag TEXT NOT NULL, crc INTEGER NOT NULL,"
+	" nerr INTEGER NOT NULL, body BLOB NOT NULL, PRIMARY KEY(root, path, form)) WITHOUT ROWID;"
 	/* The documented interface (doc/h5fs-find.1, THE INDEX): what
 	 * `sqlite3 INDEX 'SELECT ...'` users rely on; the tables may change
 	 * with the schema version, the views keep their columns. path is

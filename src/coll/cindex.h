@@ -33,7 +33,7 @@
 
 /* Bumped whenever the tables or what a record means change: an index of
  * another version is rebuilt (moved aside), never misread. */
-#define CINDEX_SCHEMA_VERSION 2        /* 2: the catalog (ccat.h) and its views */
+#define CINDEX_SCHEMA_VERSION 3        /* 2: the catalog (ccat.h) and its views; 3: h5fs-ls's listings (cls.h) */
 
 enum cindex_type { CINDEX_DIR = 0, CINDEX_FILE = 1, CINDEX_LINK = 2 };
 

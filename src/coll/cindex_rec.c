@@ -296,6 +296,11 @@ static int delete_member(cindex *ix, const cindex_key *k, int with_view)
 		rc = sqlite3_step(ix->q[Q_DEL_KIND]);
 		done(ix->q[Q_DEL_KIND]);
 	}
+	if (rc == SQLITE_DONE && !with_view) {
+		bind_key(ix->q[Q_DEL_LS], k, 0);
+		rc = sqlite3_step(ix->q[Q_DEL_LS]);
+		done(ix->q[Q_DEL_LS]);
+	}
 	return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 

@@ -60,12 +60,7 @@ struct run {
 	size_t nm, capm;
 	unsigned long nerr;
 	bool nomem;
-	/* kinds the walk read (signatures), recorded after it */
-	struct kind { char *path; struct coll_stat st; bool hdf5; } *kinds;
-	size_t nkinds, capk;
-	/* kinds the index knew before the walk (path order) */
-	struct kind *known;
-	size_t nknown, capn;
+	tool_kinds tk;          /* the kind cache (collection.h) */
 	/* the reading of members */
 	size_t next;            /* the next member to read (mu) */
 	size_t nread, toread;
@@ -147,99 +142,18 @@ static void w_error(void *u, const char *path, int e)
 
 static cindex_key key_of(const struct run *r, const char *path, const struct coll_stat *st)
 {
-	cindex_key k = { .root = r->root, .member = path, .view = "", .size = st->size,
-			 .mtime_ns = st->mtime_ns, .etag = st->etag };
-
-	return k;
+	return tool_key(r->root, path, st);
 }
 
-/* The kind cache: the index's file table, as a mount keeps it, read in
- * one query before the walk (known[], path order). */
-static void known_cb(void *arg, const char *path, const cindex_file *f)
-{
-	struct run *r = arg;
-	struct kind *k;
-
-	if (r->nknown == r->capn) {
-		size_t ncap = r->capn ? r->capn * 2 : 1024;
-		struct kind *nv = realloc(r->known, ncap * sizeof(*nv));
-
-		if (!nv)
-			return; /* unknown: its signature is read */
-		r->known = nv;
-		r->capn = ncap;
-	}
-	k = &r->known[r->nknown];
-	memset(k, 0, sizeof(*k));
-	k->st.size = f->size;
-	k->st.mtime_ns = f->mtime_ns;
-	snprintf(k->st.etag, sizeof(k->st.etag), "%s", f->etag);
-	k->hdf5 = f->hdf5;
-	if ((k->path = strdup(path)))
-		r->nknown++;
-}
-
+/* The walk's kind hooks: the shared kind cache (collection.h). */
 static int w_kind(void *u, const char *path, const struct coll_stat *st)
 {
-	struct run *r = u;
-	size_t lo = 0, hi = r->nknown;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(r->known[mid].path, path);
-
-		if (!c) {
-			const struct kind *k = &r->known[mid];
-
-			return k->st.size == st->size && k->st.mtime_ns == st->mtime_ns && !strcmp(k->st.etag, st->etag)
-				       ? k->hdf5 : -1;
-		}
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return -1;
+	return tool_kind(&((struct run *)u)->tk, path, st);
 }
 
-/* Kinds read by the walk: recorded together after it (one transaction). */
 static void w_set_kind(void *u, const char *path, const struct coll_stat *st, bool hdf5)
 {
-	struct run *r = u;
-	struct kind *k;
-
-	if (r->nkinds == r->capk) {
-		size_t ncap = r->capk ? r->capk * 2 : 256;
-		struct kind *nv = realloc(r->kinds, ncap * sizeof(*nv));
-
-		if (!nv)
-			return; /* not recorded: read again next time */
-		r->kinds = nv;
-		r->capk = ncap;
-	}
-	k = &r->kinds[r->nkinds];
-	k->st = *st;
-	k->hdf5 = hdf5;
-	if ((k->path = strdup(path)))
-		r->nkinds++;
-}
-
-static void store_kinds(struct run *r)
-{
-	cindex_key *k = calloc(r->nkinds + 1, sizeof(*k));
-	int *h = calloc(r->nkinds + 1, sizeof(*h));
-
-	for (size_t i = 0; k && h && i < r->nkinds; i++) {
-		k[i] = key_of(r, r->kinds[i].path, &r->kinds[i].st);
-		h[i] = r->kinds[i].hdf5;
-	}
-	if (k && h && cindex_set_kinds(r->ix, k, h, r->nkinds) < 0) {
-		coll_progress_clear();
-		fprintf(stderr, PROG ": %s\n", h5_err_msg());
-		h5_err_clear();
-	}
-	free(k);
-	free(h);
+	tool_kind_set(&((struct run *)u)->tk, path, st, hdf5);
 }
 
 /* ---- bringing the catalogs up to date ---------------------------------------- */
@@ -648,12 +562,7 @@ static void free_run(struct run *r)
 		free(r->hits[i].path);
 		free(r->hits[i].json);
 	}
-	for (size_t i = 0; i < r->nkinds; i++)
-		free(r->kinds[i].path);
-	free(r->kinds);
-	for (size_t i = 0; i < r->nknown; i++)
-		free(r->known[i].path);
-	free(r->known);
+	tool_kinds_free(&r->tk);
 	free(r->folders);
 	free(r->plain);
 	free(r->m);
@@ -786,10 +695,7 @@ int main(int argc, char **argv)
 		free(path);
 	}
 	if (r.ix) {
-		if (cindex_kinds(r.ix, r.root, known_cb, &r) < 0) {
-			fprintf(stderr, PROG ": %s\n", h5_err_msg());
-			h5_err_clear();
-		}
+		tool_kinds_load(&r.tk, r.ix, r.root, PROG);
 		v.kind = w_kind;
 		v.set_kind = w_set_kind;
 	}
@@ -800,7 +706,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (r.ix)
-		store_kinds(&r);
+		tool_kinds_store(&r.tk);
 	qsort(r.m, r.nm, sizeof(*r.m), member_cmp);
 	if (r.ix && ccat_stamps(r.ix, r.root, stamp_cb, &st) < 0) {
 		fprintf(stderr, PROG ": %s\n", h5_err_msg());

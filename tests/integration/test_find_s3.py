@@ -126,6 +126,22 @@ def main():
         if rc != 0 or out != b"b/fake.h5\n" or "fake.h5" not in err:
             T.fail("s3 fake.h5: exit %d, %r, stderr %r" % (rc, out, err))
 
+        # h5fs-ls -R on an index: the warm run fetches no object either
+        # (fake.h5, not HDF5, is remembered as such) and prints what
+        # --noindex prints
+        lix = os.path.join(wd, "ls.sqlite")
+        ls_want = subprocess.run([T.H5FS_LS, "-R", "--noindex", "-o", o, url], capture_output=True, timeout=300)
+        for label in ("cold", "warm"):
+            before = len(settled(wd, 0))
+            r = subprocess.run([T.H5FS_LS, "-R", "--index", lix, "-o", o, url], capture_output=True, timeout=300)
+            objs = object_requests(settled(wd, before))
+            print("h5fs-ls -R s3 %s: %d object requests" % (label, len(objs)))
+            if r.returncode != ls_want.returncode or r.stdout != ls_want.stdout:
+                T.fail("h5fs-ls -R s3 %s: exit %d, %d bytes; --noindex: exit %d, %d bytes" % (
+                    label, r.returncode, len(r.stdout), ls_want.returncode, len(ls_want.stdout)))
+            if label == "warm" and objs:
+                T.fail("h5fs-ls -R s3 warm: objects fetched with the index up to date: %r" % objs[:5])
+
         # the mount: a remount on its index fetches no object
         mnt = os.path.join(wd, "mnt")
         mix = os.path.join(wd, "mount.sqlite")
