@@ -9,9 +9,14 @@ array in memory, the files written fresh each time):
   cpplain  cp SRC DIR/blob; sync                           (cp's floor)
 
 The mount is made before the clock starts and unmounted after it stops.
-Ratios: npy/plain (issue: >= 0.8) and cp/cpplain.
+Ratios: npy/plain (issue: >= 0.8) and cp/cpplain. With --compress LEVEL,
+also:
 
-    bench/newdsets_bench.py --h5fs ./h5fs [--size-mib 1024] [--rounds 3] [--dir DIR]
+  gz       np.save(MNT/z.npy, a) on a mount with -o compress=gzip:LEVEL
+  h5pygz   h5py create_dataset(data=a, compression="gzip",
+           compression_opts=LEVEL) into a new file on the same disk; fsync
+
+    bench/newdsets_bench.py --h5fs ./h5fs [--size-mib 1024] [--rounds 3] [--dir DIR] [--compress N]
 """
 import argparse
 import os
@@ -43,6 +48,7 @@ def main():
     ap.add_argument("--size-mib", type=int, default=1024)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--dir", default=None)
+    ap.add_argument("--compress", type=int, default=None)
     a = ap.parse_args()
     work = a.dir or os.path.join(os.getcwd(), "newdsets-bench")
     os.makedirs(work, exist_ok=True)
@@ -54,6 +60,14 @@ def main():
     mnt = os.path.join(work, "mnt")
     log = os.path.join(work, "h5fs.log")
     res = {k: [] for k in ("plain", "npy", "cp", "cpplain")}
+    if a.compress is not None:
+        res.update({"gz": [], "h5pygz": []})
+
+    def h5pygz():
+        p = os.path.join(work, "gz.h5")
+        with h5py.File(p, "w") as f:
+            f.create_dataset("z", data=arr, compression="gzip", compression_opts=a.compress)
+        fsync_path(p)
 
     def plain():
         p = os.path.join(work, "plain.npy")
@@ -83,6 +97,17 @@ def main():
         if not ok:
             say("round %d: what the mount made does not read back!" % r)
             return 1
+        if a.compress is not None:
+            res["h5pygz"].append(timed(h5pygz))
+            with Mount([a.h5fs, "-f", "-o", "rw,compress=gzip:%d" % a.compress, f5, mnt], mnt, log):
+                res["gz"].append(timed(lambda: np.save(os.path.join(mnt, "z.npy"), arr)))
+            with h5py.File(f5, "r") as f:
+                z = f["z"]
+                if z.compression != "gzip" or not np.array_equal(z[-4096:], arr[-4096:]):
+                    say("round %d: the compressed dataset does not read back!" % r)
+                    return 1
+            say("round %d: gzip:%d h5py %.2f s, np.save through h5fs %.2f s" % (
+                r, a.compress, res["h5pygz"][-1], res["gz"][-1]))
         say("round %d: np.save plain %.2f s, through h5fs %.2f s; cp plain %.2f s, through h5fs %.2f s" % (
             r, res["plain"][-1], res["npy"][-1], res["cpplain"][-1], res["cp"][-1]))
     mib = arr.nbytes / (1 << 20)
@@ -93,6 +118,9 @@ def main():
     cr = [p / q for p, q in zip(res["cpplain"], res["cp"])]
     say("  np.save h5fs / plain:  %.2f-%.2fx (issue: >= 0.8)" % (min(nr), max(nr)))
     say("  cp h5fs / plain:       %.2f-%.2fx" % (min(cr), max(cr)))
+    if a.compress is not None:
+        gr = [p / q for p, q in zip(res["h5pygz"], res["gz"])]
+        say("  np.save gzip h5fs / h5py gzip: %.2f-%.2fx" % (min(gr), max(gr)))
     return 0
 
 

@@ -275,7 +275,8 @@ int pcache_open(h5fs *fs, struct node *n, bool *fresh)
 			/* no descriptor holds the old version's pages any more (a
 			 * mapping holds its descriptor): a ledger anew, and the
 			 * kernel's pages of the inode dropped at this open */
-			memset(pc->e, 0, pc->cap * sizeof(*pc->e));
+			if (pc->e)
+				memset(pc->e, 0, pc->cap * sizeof(*pc->e));
 			pc->gen = 0;
 			pc->adds++;
 			pc->poisoned = pc->overflow = false;
