@@ -292,11 +292,10 @@ int pcache_open(h5fs *fs, struct node *n, bool *fresh)
 void pcache_close(struct node *n)
 {
 	struct pcache *pc = __atomic_load_n(&n->pc, __ATOMIC_ACQUIRE);
+	struct pc_old o = { 0 };
 
 	if (!pc)
 		return;
-	struct pc_old o = { 0 };
-
 	pthread_mutex_lock(&pc->mu);
 	if (pc->nopen)
 		pc->nopen--;
