@@ -10,9 +10,11 @@
  *   node(member, id, parent, ord, name, path, type, mode, nlink, blksize,
  *        size, ino, blocks, atime_ns, mtime_ns, ctime_ns, target, lid, dino)
  *   xattr(member, node, ord, name, value)
- *   file(root, path, size, mtime_ns, etag, hdf5)
+ *   file(root, path, size, mtime_ns, etag, hdf5, error)
  *                             every file of the collection seen: HDF5 or not
- *                             (its signature), so a listing need not read it
+ *                             (its signature), so a listing need not read it;
+ *                             hdf5 2: a member that cannot be read as HDF5
+ *                             (error: why), so a remount need not open it
  *   cat_member, cat_object, cat_attr: h5fs-find's catalog (ccat.c)
  *   ls_listing(root, path, form, size, mtime_ns, etag, crc, nerr, body)
  *                             what h5fs-ls -R printed of a member (cls.c)
@@ -58,9 +60,9 @@ static const char *const query_sql[Q_N] = {
 		       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
 	[Q_INS_XATTR] = "INSERT INTO xattr(member, node, ord, name, value) VALUES (?1, ?2, ?3, ?4, ?5)",
 	[Q_COUNT] = "SELECT count(*) FROM member WHERE root = ?1",
-	[Q_KIND] = "SELECT size, mtime_ns, etag, hdf5 FROM file WHERE root = ?1 AND path = ?2",
-	[Q_SET_KIND] = "INSERT OR REPLACE INTO file(root, path, size, mtime_ns, etag, hdf5)"
-		       " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+	[Q_KIND] = "SELECT size, mtime_ns, etag, hdf5, error FROM file WHERE root = ?1 AND path = ?2",
+	[Q_SET_KIND] = "INSERT OR REPLACE INTO file(root, path, size, mtime_ns, etag, hdf5, error)"
+		       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 	[Q_DEL_KIND] = "DELETE FROM file WHERE root = ?1 AND path = ?2",
 	[Q_DEL_LS] = "DELETE FROM ls_listing WHERE root = ?1 AND path = ?2",
 	/* the files under a prefix (a path range: the primary key's order) */
@@ -83,7 +85,7 @@ static const char schema_sql[] =
 	"CREATE TABLE xattr(member INTEGER NOT NULL, node INTEGER NOT NULL, ord INTEGER NOT NULL,"
 	" name TEXT NOT NULL, value BLOB NOT NULL, PRIMARY KEY(member, node, ord)) WITHOUT ROWID;"
 	"CREATE TABLE file(root TEXT NOT NULL, path TEXT NOT NULL, size INTEGER NOT NULL,"
-	" mtime_ns INTEGER NOT NULL, etag TEXT NOT NULL, hdf5 INTEGER NOT NULL,"
+	" mtime_ns INTEGER NOT NULL, etag TEXT NOT NULL, hdf5 INTEGER NOT NULL, error TEXT,"
 	" PRIMARY KEY(root, path)) WITHOUT ROWID;"
 	/* the catalog h5fs-find queries (ccat.c): per member, its objects
 	 * and their attributes' texts, keyed by the member's stamp */

@@ -33,7 +33,8 @@
 
 /* Bumped whenever the tables or what a record means change: an index of
  * another version is rebuilt (moved aside), never misread. */
-#define CINDEX_SCHEMA_VERSION 3        /* 2: the catalog (ccat.h) and its views; 3: h5fs-ls's listings (cls.h) */
+#define CINDEX_SCHEMA_VERSION 3        /* 2: the catalog (ccat.h) and its views; 3: h5fs-ls's
+                                        * listings (cls.h), unreadable members' errors */
 
 enum cindex_type { CINDEX_DIR = 0, CINDEX_FILE = 1, CINDEX_LINK = 2 };
 
@@ -136,6 +137,12 @@ int cindex_forget(cindex *ix, const char *root, const char *member);
  * then reads no file's signature. */
 int cindex_kind(cindex *ix, const cindex_key *k);
 int cindex_set_kind(cindex *ix, const cindex_key *k, int hdf5);
+/* A member (signature) whose bytes could not be read as HDF5 at k's key:
+ * remembered with why (the reason a remount logs without opening it);
+ * cindex_unreadable answers 1 and *why (malloc'd) when k's key matches
+ * such a record, else 0 (the caller opens the file). */
+int cindex_set_unreadable(cindex *ix, const cindex_key *k, const char *why);
+int cindex_unreadable(char **why, cindex *ix, const cindex_key *k);
 /* The same for k[i], hdf5[i] (i < n), in one transaction. */
 int cindex_set_kinds(cindex *ix, const cindex_key *k, const int *hdf5, size_t n);
 /* A file row as cindex_prune reads it: the key its kind was said at. */

@@ -469,6 +469,7 @@ int cindex_set_kind(cindex *ix, const cindex_key *k, int hdf5)
 	sqlite3_bind_int64(s, 4, k->mtime_ns);
 	sqlite3_bind_text(s, 5, k->etag ? k->etag : "", -1, SQLITE_STATIC);
 	sqlite3_bind_int(s, 6, hdf5 != 0);
+	sqlite3_bind_null(s, 7);
 	rc = sqlite3_step(s);
 	done(s);
 	if (rc != SQLITE_DONE) {
@@ -478,6 +479,59 @@ int cindex_set_kind(cindex *ix, const cindex_key *k, int hdf5)
 	}
 	pthread_mutex_unlock(&ix->lock);
 	return ret;
+}
+
+int cindex_set_unreadable(cindex *ix, const cindex_key *k, const char *why)
+{
+	sqlite3_stmt *s;
+	int rc, ret = 0;
+
+	if (!lock_open(ix))
+		return 0;
+	s = ix->q[Q_SET_KIND];
+	bind_key(s, k, 0);
+	sqlite3_bind_int64(s, 3, (int64_t)k->size);
+	sqlite3_bind_int64(s, 4, k->mtime_ns);
+	sqlite3_bind_text(s, 5, k->etag ? k->etag : "", -1, SQLITE_STATIC);
+	sqlite3_bind_int(s, 6, 2);
+	sqlite3_bind_text(s, 7, why ? why : "", -1, SQLITE_STATIC);
+	rc = sqlite3_step(s);
+	done(s);
+	if (rc != SQLITE_DONE) {
+		ret = cindex_sql_err(ix, rc, "recording an unreadable member");
+		if (cindex_damaged(rc))
+			cindex_rebuild(ix, rc);
+	}
+	pthread_mutex_unlock(&ix->lock);
+	return ret;
+}
+
+int cindex_unreadable(char **why, cindex *ix, const cindex_key *k)
+{
+	sqlite3_stmt *s;
+	int rc, hit = 0;
+
+	*why = NULL;
+	if (!lock_open(ix))
+		return 0;
+	s = ix->q[Q_KIND];
+	bind_key(s, k, 0);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW && sqlite3_column_int(s, 3) == 2) {
+		const char *etag = (const char *)sqlite3_column_text(s, 2);
+		const char *w = (const char *)sqlite3_column_text(s, 4);
+
+		if ((uint64_t)sqlite3_column_int64(s, 0) == k->size && sqlite3_column_int64(s, 1) == k->mtime_ns &&
+		    strcmp(etag ? etag : "", k->etag ? k->etag : "") == 0) {
+			*why = strdup(w ? w : "");
+			hit = *why != NULL;
+		}
+	}
+	done(s);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE && cindex_damaged(rc))
+		cindex_rebuild(ix, rc);
+	pthread_mutex_unlock(&ix->lock);
+	return hit;
 }
 
 int cindex_set_kinds(cindex *ix, const cindex_key *k, const int *hdf5, size_t n)
@@ -496,6 +550,7 @@ int cindex_set_kinds(cindex *ix, const cindex_key *k, const int *hdf5, size_t n)
 		sqlite3_bind_int64(s, 4, k[i].mtime_ns);
 		sqlite3_bind_text(s, 5, k[i].etag ? k[i].etag : "", -1, SQLITE_STATIC);
 		sqlite3_bind_int(s, 6, hdf5[i] != 0);
+		sqlite3_bind_null(s, 7);
 		rc = sqlite3_step(s);
 		done(s);
 		if (rc == SQLITE_DONE)

@@ -75,8 +75,10 @@ struct coll_backend {
 	int (*open_source)(void *b, h5_source **out, const char *path);
 	/* the file as HDF5, with the collection's open options (context,
 	 * tree of related files, writability): EMEDIUMTYPE when it is no
-	 * HDF5 at all (no signature: an index remembers that), EIO when it
-	 * cannot be read, the reason in h5_err_msg() */
+	 * HDF5 at all (no signature: an index remembers that), EBADMSG when
+	 * its bytes are no HDF5 h5fs reads (corrupt, cut short, unsupported:
+	 * what the file is, which an index may remember too), EIO when it
+	 * cannot be read now; the reason in h5_err_msg() */
 	int (*open_member)(void *b, h5_file **out, const char *path, const h5_open_opts *oo);
 	/* whether this process may write the file (local: access W_OK);
 	 * NULL: never (objects) */

@@ -22,6 +22,7 @@
   (against h5py and a -o noindex mount), only it opened; a member deleted
   is gone."""
 import ctypes
+import errno
 import hashlib
 import os
 import re
@@ -342,6 +343,7 @@ def main():
 
     live_remount(work)
     kill9(work)
+    unreadable(work)
     shutil.rmtree(work, ignore_errors=True)
     return T.finish()
 
@@ -489,6 +491,66 @@ def kill9(work):
         print("note: the index was rebuilt after kill -9: " + m.output().strip()[:300])
     if members_recorded(index) != total:
         T.fail("after the remount's walk %d members recorded, want %d" % (members_recorded(index), total))
+
+
+def unreadable(work):
+    """Members the index remembers as unreadable: one with HDF5's signature
+    and junk after it, one cut short (head -c of a good file). A cold mount
+    answers EIO with a log line and records why; a remount answers the same
+    EIO and line (saying it is the index's) without opening either file;
+    a new mtime opens the file again, and a member repaired meanwhile shows
+    its tree."""
+    import h5py
+    import numpy as np
+    top = os.path.join(work, "bad")
+    os.makedirs(top)
+    with h5py.File(os.path.join(top, "good.h5"), "w") as f:
+        f["x"] = np.arange(100)
+    with open(os.path.join(top, "junk.h5"), "wb") as fh:
+        fh.write(b"\x89HDF\r\n\x1a\n" + bytes(range(256)) * 4)
+    with open(os.path.join(top, "good.h5"), "rb") as fh:
+        head = fh.read(900)
+    with open(os.path.join(top, "cut.h5"), "wb") as fh:
+        fh.write(head)
+    mnt = os.path.join(work, "mnt4")
+    opts = ["-o", "ro,refresh=0,index=" + os.path.join(work, "bad.sqlite")]
+
+    def eio(what, m, name):
+        try:
+            os.listdir(os.path.join(mnt, name))
+            T.fail("%s: %s listed" % (what, name))
+        except OSError as e:
+            if e.errno != errno.EIO:
+                T.fail("%s: %s: %s, want EIO" % (what, name, e))
+        lines = [ln for ln in m.output().splitlines() if name + ": cannot be opened" in ln]
+        if len(lines) != 1:
+            T.fail("%s: %d log lines for %s, want 1: %r" % (what, len(lines), name, m.output()[-500:]))
+        return lines[0] if lines else ""
+
+    with T.Mount(top, mnt, opts) as m, m.watchdog(60):
+        for name in ("junk.h5", "cut.h5"):
+            if "by the index" in eio("cold", m, name):
+                T.fail("cold: %s said to be the index's" % name)
+        os.listdir(os.path.join(mnt, "good.h5"))
+    watch = FileOpens(top)
+    with T.Mount(top, mnt, opts) as m, m.watchdog(60):
+        watch.attach(m.proc.pid)
+        for name in ("junk.h5", "cut.h5"):
+            if "by the index" not in eio("remount", m, name):
+                T.fail("remount: %s's line does not say it is the index's" % name)
+        ev = watch.events()
+        if ev:
+            T.fail("the remount opened %s for members the index knows to be unreadable" % ev[:5])
+    watch.close()
+    st = os.stat(os.path.join(top, "junk.h5"))
+    os.utime(os.path.join(top, "junk.h5"), ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    shutil.copyfile(os.path.join(top, "good.h5"), os.path.join(top, "cut.h5"))
+    with T.Mount(top, mnt, opts) as m, m.watchdog(60):
+        if "by the index" in eio("touched", m, "junk.h5"):
+            T.fail("touched: junk.h5 answered from the index")
+        if os.listdir(os.path.join(mnt, "cut.h5")) != ["x"]:
+            T.fail("repaired: cut.h5 lists %r" % os.listdir(os.path.join(mnt, "cut.h5")))
+    print("unreadable members: remembered by the index, not opened on a remount")
 
 
 def _quiet_walk(mnt):

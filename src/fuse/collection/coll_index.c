@@ -98,6 +98,35 @@ int coll_index_kind(struct coll_index *ci, const char *path, const struct member
 	return kind;
 }
 
+void coll_index_set_unreadable(struct coll_index *ci, const char *path, const struct member_stamp *ms,
+			       const char *why)
+{
+	char view[128];
+	cindex_key k;
+
+	if (!ci)
+		return;
+	k = key_of(ci, path, ms, view, sizeof(view));
+	if (cindex_set_unreadable(ci->ix, &k, why) < 0)
+		h5fs_log_cfg(&ci->cfg, LOG_DEBUG, "%s", h5_err_msg());
+	h5_err_clear();
+}
+
+int coll_index_unreadable(char **why, struct coll_index *ci, const char *path, const struct member_stamp *ms)
+{
+	char view[128];
+	cindex_key k;
+	int hit;
+
+	*why = NULL;
+	if (!ci)
+		return 0;
+	k = key_of(ci, path, ms, view, sizeof(view));
+	hit = cindex_unreadable(why, ci->ix, &k);
+	h5_err_clear();
+	return hit;
+}
+
 void coll_index_set_kind(struct coll_index *ci, const char *path, const struct member_stamp *ms, bool hdf5)
 {
 	char view[128];

@@ -38,6 +38,13 @@ void coll_index_close(struct coll_index *ci);
  * stamp: 1 HDF5, 0 not, -1 unknown (read its signature, then say). */
 int coll_index_kind(struct coll_index *ci, const char *path, const struct member_stamp *ms);
 void coll_index_set_kind(struct coll_index *ci, const char *path, const struct member_stamp *ms, bool hdf5);
+/* A member whose bytes could not be read as HDF5 at this stamp (the
+ * backend's EBADMSG): remembered with why, so that a remount answers EIO
+ * and logs why without opening it; coll_index_unreadable gives 1 and
+ * *why (malloc'd) when so, else 0. */
+void coll_index_set_unreadable(struct coll_index *ci, const char *path, const struct member_stamp *ms,
+			       const char *why);
+int coll_index_unreadable(char **why, struct coll_index *ci, const char *path, const struct member_stamp *ms);
 
 /* Drop what the index holds of folder's files that present(arg, name, f)
  * says are gone (a listing of folder); present sees the kind the index

@@ -30,15 +30,18 @@ static int member_eio(struct coll *c, struct slot *s, const char *path, const ch
 /* The one place a collection opens a member's file (the engine context,
  * the collection's tree for related files, the mount's options): its
  * live root, *out. EIO with one log line per stamp when it cannot be
- * opened; EMEDIUMTYPE (logged the same) when it is no HDF5 at all, so
- * that the index can remember it (coll_backend.h). */
-static int open_live(struct coll *c, h5fs **out, const char *path, struct slot *s)
+ * opened; EMEDIUMTYPE (logged the same) when it is no HDF5 at all, and
+ * EBADMSG when its bytes cannot be read as HDF5 (why: the reason), so
+ * that the index can remember them (coll_backend.h). */
+static int open_live(struct coll *c, h5fs **out, const char *path, struct slot *s, char *why, size_t whylen)
 {
 	h5_file *f = NULL;
 	h5fs *fs = NULL;
 	int e, rc;
 
 	*out = NULL;
+	if (whylen)
+		why[0] = 0;
 	e = c->be->open_member(c->b, &f, path, &c->oo);
 	if (!e) {
 		rc = h5fs_new(&fs, f, &c->cfg);
@@ -48,8 +51,10 @@ static int open_live(struct coll *c, h5fs **out, const char *path, struct slot *
 		}
 	}
 	if (e) {
+		if (whylen)
+			snprintf(why, whylen, "%s", h5_err_msg());
 		member_eio(c, s, path, h5_err_msg());
-		return e == EMEDIUMTYPE ? e : EIO;
+		return e == EMEDIUMTYPE || e == EBADMSG ? e : EIO;
 	}
 	/* opened read-only because another process holds the file (the
 	 * backend's fallback): shown as writable all the same, as every
@@ -75,9 +80,9 @@ static int open_live(struct coll *c, h5fs **out, const char *path, struct slot *
 
 static int open_live_cb(void *cv, h5fs **out, const char *path, struct slot *s)
 {
-	int e = open_live(cv, out, path, s);
+	int e = open_live(cv, out, path, s, NULL, 0);
 
-	return e == EMEDIUMTYPE ? EIO : e;
+	return e == EMEDIUMTYPE || e == EBADMSG ? EIO : e;
 }
 
 /* An indexed root's look for a change of its file (coll_index.c): the
@@ -106,6 +111,7 @@ static int hook_open_member(void *cv, void **out, const char *path, struct slot 
 	struct member_stamp before, after;
 	struct coll_stat cs;
 	bool stamped = false;
+	char why[512];
 	h5fs *fs;
 	int e;
 
@@ -128,14 +134,27 @@ static int hook_open_member(void *cv, void **out, const char *path, struct slot 
 			 * be no HDF5 at this stamp (ETag): not fetched again */
 			if (cs.by_name && coll_index_kind(c->ci, path, &before) == 0)
 				return member_eio(c, s, path, "no HDF5 signature (as when last fetched, by the index)");
+			/* one found unreadable at this stamp: not opened again */
+			if (!cs.by_name) {
+				char *w = NULL;
+
+				if (coll_index_unreadable(&w, c->ci, path, &before)) {
+					snprintf(why, sizeof(why), "%s (as when last opened at this size and "
+						 "mtime, by the index)", w);
+					free(w);
+					return member_eio(c, s, path, why);
+				}
+			}
 		}
 	}
 	h5_err_clear();
-	e = open_live(c, &fs, path, s);
+	e = open_live(c, &fs, path, s, why, sizeof(why));
 	if (e == EMEDIUMTYPE && stamped && cs.by_name)
 		coll_index_set_kind(c->ci, path, &before, false);
+	if (e == EBADMSG && stamped && !cs.by_name)
+		coll_index_set_unreadable(c->ci, path, &before, why);
 	if (e)
-		return e == EMEDIUMTYPE ? EIO : e;
+		return e == EMEDIUMTYPE || e == EBADMSG ? EIO : e;
 	if (stamped && c->be->stat(c->b, &cs, path) == 0) {
 		coll_stamp_of(&after, &cs);
 		coll_index_record(c->ci, path, &before, &after, &h5fs_member_ops, fs);
