@@ -413,6 +413,26 @@ def dataset_bytes(ds):
     return buf.tobytes(), None
 
 
+
+def dataset_raw(ds):
+    """dataset_bytes of a dataset that has them (asserted), as a bytearray
+    a test changes to say what a write must make of it."""
+    b, why = dataset_bytes(ds)
+    assert why is None, why
+    return bytearray(b)
+
+
+def write_raw(ds, b):
+    """b (element bytes, dataset_bytes' form) written over the whole of ds
+    by libhdf5 in the dataset's own datatype, nothing converted: what the
+    same bytes written through the mount must equal."""
+    import h5py
+    import numpy as np
+
+    tid = ds.id.get_type()
+    arr = np.frombuffer(bytes(b), dtype="V%d" % tid.get_size()).reshape(ds.shape)
+    ds.id.write(h5py.h5s.ALL, h5py.h5s.ALL, np.ascontiguousarray(arr), mtype=tid)
+
 def appendable(f, ds):
     """Whether h5fs can append to ds (README "Appending", append.c
     check_layout): chunked, dimension 0 unlimited or below a fixed maximum,

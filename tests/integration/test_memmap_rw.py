@@ -42,12 +42,6 @@ REFUSED = ("lzf", "sof", "ext", "vds")
 PAGE = 4096
 
 
-def raw(ds):
-    b, why = T.dataset_bytes(ds)
-    assert why is None, why
-    return bytearray(b)
-
-
 def fixed(ds):
     return ds.maxshape == ds.shape
 
@@ -64,15 +58,9 @@ def changes(name, rnd, n, esize):
     return [(o, bytes(rng.randrange(256) for _ in range(k))) for o, k in ops]
 
 
-def h5py_write(ds, b):
-    tid = ds.id.get_type()
-    arr = np.frombuffer(bytes(b), dtype="V%d" % tid.get_size()).reshape(ds.shape)
-    ds.id.write(h5py.h5s.ALL, h5py.h5s.ALL, np.ascontiguousarray(arr), mtype=tid)
-
-
 def file_bytes(path, names):
     with h5py.File(path, "r") as f:
-        return {k: raw(f[k]) for k in names}
+        return {k: T.dataset_raw(f[k]) for k in names}
 
 
 def partial_page(mnt, name, expect, tag):
@@ -104,7 +92,7 @@ def run(work, latest):
     shutil.copy(src, ref)
     with h5py.File(src, "r") as f:
         names = [k for k in f if k not in REFUSED and fixed(f[k]) and f[k].size]
-        expect = {k: raw(f[k]) for k in names}
+        expect = {k: T.dataset_raw(f[k]) for k in names}
         esize = {k: f[k].dtype.itemsize for k in names}
     if len(names) < 4:
         T.fail("%s: only %d fixed-size datasets in the fixture" % (tag, len(names)))
@@ -133,7 +121,7 @@ def run(work, latest):
         partial_page(mnt, probe, expect[probe], tag)
     with h5py.File(ref, "r+") as f:
         for k in names:
-            h5py_write(f[k], expect[k])
+            T.write_raw(f[k], expect[k])
     got, want = file_bytes(src, names), file_bytes(ref, names)
     for k in names:
         if got[k] != expect[k]:

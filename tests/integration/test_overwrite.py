@@ -38,12 +38,6 @@ MAKE = os.path.join(T.HERE, "make_overwrite_fixtures.py")
 REFUSED = ("lzf", "sof", "ext", "vds")
 
 
-def raw(ds):
-    b, why = T.dataset_bytes(ds)
-    assert why is None, why
-    return bytearray(b)
-
-
 def plan(name, n, esize, cb):
     """Deterministic writes (offset, bytes) for a dataset of n bytes."""
     rng = random.Random(name)
@@ -69,16 +63,6 @@ def cb_of(ds):
     return int(np.prod(ds.chunks)) * ds.dtype.itemsize
 
 
-def as_array(ds, b):
-    tid = ds.id.get_type()
-    return np.frombuffer(bytes(b), dtype="V%d" % tid.get_size()).reshape(ds.shape), tid
-
-
-def h5py_write(ds, b):
-    arr, tid = as_array(ds, b)
-    ds.id.write(h5py.h5s.ALL, h5py.h5s.ALL, np.ascontiguousarray(arr), mtype=tid)
-
-
 def run(work, latest):
     tag = "latest" if latest else "default"
     src = os.path.join(work, tag + ".h5")
@@ -90,7 +74,7 @@ def run(work, latest):
         names = [k for k in f if k not in REFUSED]
         for k in names:
             ds = f[k]
-            expect[k] = raw(ds)
+            expect[k] = T.dataset_raw(ds)
             plans[k] = plan(k, len(expect[k]), ds.dtype.itemsize, cb_of(ds))
     mnt = os.path.join(work, "mnt-" + tag)
     env = {"H5FS_OVERWRITE_COMMIT_BYTES": "777"} if latest else {}
@@ -133,7 +117,7 @@ def run(work, latest):
             # so libhdf5 (which locks) opens it while it is mounted
             try:
                 with h5py.File(src, "r") as f:
-                    if bytes(raw(f[names[0]])) != bytes(expect[names[0]]):
+                    if bytes(T.dataset_raw(f[names[0]])) != bytes(expect[names[0]]):
                         T.fail("%s: h5py reads %s differently while mounted" % (tag, names[0]))
             except OSError as e:
                 T.fail("%s: h5py cannot open FILE after the writes were closed: %s" % (tag, e))
@@ -200,13 +184,13 @@ def run(work, latest):
             ds = f[k]
             if len(expect[k]) > ds.id.get_storage_size() and False:
                 pass
-            if len(expect[k]) != len(raw(ds)):
-                ds.resize(ds.shape[0] + (len(expect[k]) - len(raw(ds))) // (ds.dtype.itemsize * int(
+            if len(expect[k]) != len(T.dataset_raw(ds)):
+                ds.resize(ds.shape[0] + (len(expect[k]) - len(T.dataset_raw(ds))) // (ds.dtype.itemsize * int(
                     np.prod(ds.shape[1:]))), axis=0)
-            h5py_write(ds, expect[k])
+            T.write_raw(ds, expect[k])
     with h5py.File(src, "r") as f, h5py.File(ref, "r") as g:
         for k in names:
-            a, b = bytes(raw(f[k])), bytes(raw(g[k]))
+            a, b = bytes(T.dataset_raw(f[k])), bytes(T.dataset_raw(g[k]))
             if a != b:
                 T.fail("%s %s: h5py reads the mounted result differently from h5py's own writes (%s)" % (
                     tag, k, T.first_diff(a, b)))
