@@ -432,106 +432,101 @@ int cindex_count(uint64_t *out, cindex *ix, const char *root)
 	return ret;
 }
 
-int cindex_kind(cindex *ix, const cindex_key *k)
+/* The file row of k (ix locked): its kind (0 not HDF5, 1 HDF5, 2 a member
+ * that cannot be read as HDF5) when its key is k's, else -1; why (may be
+ * NULL) gets a kind-2 row's reason, malloc'd (NULL when out of memory). */
+static int kind_row(cindex *ix, const cindex_key *k, char **why)
 {
-	sqlite3_stmt *s;
+	sqlite3_stmt *s = ix->q[Q_KIND];
 	int rc, kind = -1;
 
-	if (!lock_open(ix))
-		return -1;
-	s = ix->q[Q_KIND];
 	bind_key(s, k, 0);
 	rc = sqlite3_step(s);
 	if (rc == SQLITE_ROW) {
 		const char *etag = (const char *)sqlite3_column_text(s, 2);
 
 		if ((uint64_t)sqlite3_column_int64(s, 0) == k->size && sqlite3_column_int64(s, 1) == k->mtime_ns &&
-		    strcmp(etag ? etag : "", k->etag ? k->etag : "") == 0)
-			kind = sqlite3_column_int(s, 3) != 0;
-	}
-	done(s);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE && cindex_damaged(rc))
-		cindex_rebuild(ix, rc);
-	pthread_mutex_unlock(&ix->lock);
-	return kind;
-}
-
-int cindex_set_kind(cindex *ix, const cindex_key *k, int hdf5)
-{
-	sqlite3_stmt *s;
-	int rc, ret = 0;
-
-	if (!lock_open(ix))
-		return 0;
-	s = ix->q[Q_SET_KIND];
-	bind_key(s, k, 0);
-	sqlite3_bind_int64(s, 3, (int64_t)k->size);
-	sqlite3_bind_int64(s, 4, k->mtime_ns);
-	sqlite3_bind_text(s, 5, k->etag ? k->etag : "", -1, SQLITE_STATIC);
-	sqlite3_bind_int(s, 6, hdf5 != 0);
-	sqlite3_bind_null(s, 7);
-	rc = sqlite3_step(s);
-	done(s);
-	if (rc != SQLITE_DONE) {
-		ret = cindex_sql_err(ix, rc, "recording a file's kind");
-		if (cindex_damaged(rc))
-			cindex_rebuild(ix, rc);
-	}
-	pthread_mutex_unlock(&ix->lock);
-	return ret;
-}
-
-int cindex_set_unreadable(cindex *ix, const cindex_key *k, const char *why)
-{
-	sqlite3_stmt *s;
-	int rc, ret = 0;
-
-	if (!lock_open(ix))
-		return 0;
-	s = ix->q[Q_SET_KIND];
-	bind_key(s, k, 0);
-	sqlite3_bind_int64(s, 3, (int64_t)k->size);
-	sqlite3_bind_int64(s, 4, k->mtime_ns);
-	sqlite3_bind_text(s, 5, k->etag ? k->etag : "", -1, SQLITE_STATIC);
-	sqlite3_bind_int(s, 6, 2);
-	sqlite3_bind_text(s, 7, why ? why : "", -1, SQLITE_STATIC);
-	rc = sqlite3_step(s);
-	done(s);
-	if (rc != SQLITE_DONE) {
-		ret = cindex_sql_err(ix, rc, "recording an unreadable member");
-		if (cindex_damaged(rc))
-			cindex_rebuild(ix, rc);
-	}
-	pthread_mutex_unlock(&ix->lock);
-	return ret;
-}
-
-int cindex_unreadable(char **why, cindex *ix, const cindex_key *k)
-{
-	sqlite3_stmt *s;
-	int rc, hit = 0;
-
-	*why = NULL;
-	if (!lock_open(ix))
-		return 0;
-	s = ix->q[Q_KIND];
-	bind_key(s, k, 0);
-	rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW && sqlite3_column_int(s, 3) == 2) {
-		const char *etag = (const char *)sqlite3_column_text(s, 2);
-		const char *w = (const char *)sqlite3_column_text(s, 4);
-
-		if ((uint64_t)sqlite3_column_int64(s, 0) == k->size && sqlite3_column_int64(s, 1) == k->mtime_ns &&
 		    strcmp(etag ? etag : "", k->etag ? k->etag : "") == 0) {
-			*why = strdup(w ? w : "");
-			hit = *why != NULL;
+			kind = sqlite3_column_int(s, 3);
+			if (kind == 2 && why) {
+				const char *w = (const char *)sqlite3_column_text(s, 4);
+
+				*why = strdup(w ? w : "");
+			}
 		}
 	}
 	done(s);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE && cindex_damaged(rc))
 		cindex_rebuild(ix, rc);
+	return kind;
+}
+
+/* Binds Q_SET_KIND's values: k's key, kind and why (NULL: none). */
+static void bind_kind(sqlite3_stmt *s, const cindex_key *k, int kind, const char *why)
+{
+	bind_key(s, k, 0);
+	sqlite3_bind_int64(s, 3, (int64_t)k->size);
+	sqlite3_bind_int64(s, 4, k->mtime_ns);
+	sqlite3_bind_text(s, 5, k->etag ? k->etag : "", -1, SQLITE_STATIC);
+	sqlite3_bind_int(s, 6, kind);
+	if (why)
+		sqlite3_bind_text(s, 7, why, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(s, 7);
+}
+
+/* One file row written (its own transaction): what says what failed. */
+static int set_kind_row(cindex *ix, const cindex_key *k, int kind, const char *why, const char *what)
+{
+	sqlite3_stmt *s;
+	int rc, ret = 0;
+
+	if (!lock_open(ix))
+		return 0;
+	s = ix->q[Q_SET_KIND];
+	bind_kind(s, k, kind, why);
+	rc = sqlite3_step(s);
+	done(s);
+	if (rc != SQLITE_DONE) {
+		ret = cindex_sql_err(ix, rc, what);
+		if (cindex_damaged(rc))
+			cindex_rebuild(ix, rc);
+	}
 	pthread_mutex_unlock(&ix->lock);
-	return hit;
+	return ret;
+}
+
+int cindex_kind(cindex *ix, const cindex_key *k)
+{
+	int kind;
+
+	if (!lock_open(ix))
+		return -1;
+	kind = kind_row(ix, k, NULL);
+	pthread_mutex_unlock(&ix->lock);
+	return kind < 0 ? -1 : kind != 0;
+}
+
+int cindex_set_kind(cindex *ix, const cindex_key *k, int hdf5)
+{
+	return set_kind_row(ix, k, hdf5 != 0, NULL, "recording a file's kind");
+}
+
+int cindex_set_unreadable(cindex *ix, const cindex_key *k, const char *why)
+{
+	return set_kind_row(ix, k, 2, why ? why : "", "recording an unreadable member");
+}
+
+int cindex_unreadable(char **why, cindex *ix, const cindex_key *k)
+{
+	int kind;
+
+	*why = NULL;
+	if (!lock_open(ix))
+		return 0;
+	kind = kind_row(ix, k, why);
+	pthread_mutex_unlock(&ix->lock);
+	return kind == 2 && *why;
 }
 
 int cindex_set_kinds(cindex *ix, const cindex_key *k, const int *hdf5, size_t n)
@@ -545,12 +540,7 @@ int cindex_set_kinds(cindex *ix, const cindex_key *k, const int *hdf5, size_t n)
 	rc = sqlite3_exec(ix->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 	s = ix->q[Q_SET_KIND];
 	for (size_t i = 0; rc == SQLITE_OK && i < n; i++) {
-		bind_key(s, &k[i], 0);
-		sqlite3_bind_int64(s, 3, (int64_t)k[i].size);
-		sqlite3_bind_int64(s, 4, k[i].mtime_ns);
-		sqlite3_bind_text(s, 5, k[i].etag ? k[i].etag : "", -1, SQLITE_STATIC);
-		sqlite3_bind_int(s, 6, hdf5[i] != 0);
-		sqlite3_bind_null(s, 7);
+		bind_kind(s, &k[i], hdf5[i] != 0, NULL);
 		rc = sqlite3_step(s);
 		done(s);
 		if (rc == SQLITE_DONE)

@@ -98,18 +98,28 @@ int coll_index_kind(struct coll_index *ci, const char *path, const struct member
 	return kind;
 }
 
-void coll_index_set_unreadable(struct coll_index *ci, const char *path, const struct member_stamp *ms,
-			       const char *why)
+/* A file's kind recorded at this stamp: 0, 1, or 2 (unreadable, why);
+ * an index that cannot take it is only a debug line (asked again). */
+static void record_kind(struct coll_index *ci, const char *path, const struct member_stamp *ms, int kind,
+			const char *why)
 {
 	char view[128];
 	cindex_key k;
+	int rc;
 
 	if (!ci)
 		return;
 	k = key_of(ci, path, ms, view, sizeof(view));
-	if (cindex_set_unreadable(ci->ix, &k, why) < 0)
+	rc = kind == 2 ? cindex_set_unreadable(ci->ix, &k, why) : cindex_set_kind(ci->ix, &k, kind);
+	if (rc < 0)
 		h5fs_log_cfg(&ci->cfg, LOG_DEBUG, "%s", h5_err_msg());
 	h5_err_clear();
+}
+
+void coll_index_set_unreadable(struct coll_index *ci, const char *path, const struct member_stamp *ms,
+			       const char *why)
+{
+	record_kind(ci, path, ms, 2, why);
 }
 
 int coll_index_unreadable(char **why, struct coll_index *ci, const char *path, const struct member_stamp *ms)
@@ -129,15 +139,7 @@ int coll_index_unreadable(char **why, struct coll_index *ci, const char *path, c
 
 void coll_index_set_kind(struct coll_index *ci, const char *path, const struct member_stamp *ms, bool hdf5)
 {
-	char view[128];
-	cindex_key k;
-
-	if (!ci)
-		return;
-	k = key_of(ci, path, ms, view, sizeof(view));
-	if (cindex_set_kind(ci->ix, &k, hdf5) < 0)
-		h5fs_log_cfg(&ci->cfg, LOG_DEBUG, "%s", h5_err_msg());
-	h5_err_clear();
+	record_kind(ci, path, ms, hdf5, NULL);
 }
 
 void coll_index_prune(struct coll_index *ci, const char *folder,
