@@ -143,8 +143,7 @@ struct h5_dset_writer {
 	uint8_t *slab;          /* the row of chunks being filled */
 	uint64_t row_bytes;     /* one row of dims[0]: the product of the rest */
 	uint64_t slab_bytes, slab_at;   /* its size, and its first byte's offset */
-	uint8_t *chunk;         /* one chunk's bytes, unfiltered */
-	size_t chunk_bytes;
+	size_t chunk_bytes;     /* one chunk's, unfiltered */
 	h5_pline pl;
 	h5_bt1w *bt;
 };
@@ -172,8 +171,7 @@ static int writer_open_chunked(h5_dset_writer *w)
 				  (unsigned long long)(H5_DSET_SLAB_MAX >> 20));
 	w->chunk_bytes = (size_t)cb;
 	w->slab = malloc((size_t)w->slab_bytes);
-	w->chunk = malloc(w->chunk_bytes);
-	if (!w->slab || !w->chunk)
+	if (!w->slab)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	rc = dset_pline(pl, &lpl, sizeof(pl), d);
 	if (rc == 0)
@@ -230,16 +228,16 @@ out:
 }
 
 /* The chunk at scaled offsets sc (sc[0]: the slab's row of chunks) cut
- * from the slab into w->chunk: whole rows of its last dimension at a time,
+ * from the slab into out (chunk_bytes): whole rows of its last dimension at a time,
  * the parts past the dataset's edge left 0. */
-static void cut_chunk(h5_dset_writer *w, const uint64_t *sc)
+static void cut_chunk(uint8_t *out, h5_dset_writer *w, const uint64_t *sc)
 {
 	const h5_dset_new *d = &w->d;
 	unsigned r = d->rank, last = r - 1;
 	uint64_t idx[H5_MAX_RANK] = { 0 }, ext[H5_MAX_RANK];
 	size_t run;
 
-	memset(w->chunk, 0, w->chunk_bytes);
+	memset(out, 0, w->chunk_bytes);
 	for (unsigned i = 0; i < r; i++) {
 		uint64_t o = sc[i] * d->chunk[i];
 
@@ -257,7 +255,7 @@ static void cut_chunk(h5_dset_writer *w, const uint64_t *sc)
 			src = src * (i == 0 ? 1 : d->dims[i]) + at;
 			dst = dst * d->chunk[i] + (i == last ? 0 : idx[i]);
 		}
-		memcpy(w->chunk + dst * d->size, w->slab + src * d->size, run);
+		memcpy(out + dst * d->size, w->slab + src * d->size, run);
 		/* the next row of the last dimension, odometer-wise */
 		unsigned k = last;
 
@@ -292,8 +290,8 @@ static int write_slab(h5_dset_writer *w)
 
 		if (!buf)
 			return h5_err_set(H5_ERR_NOMEM, "out of memory");
-		cut_chunk(w, sc);
-		memcpy(buf, w->chunk, len);
+		/* cut straight into the buffer the filters then own */
+		cut_chunk(buf, w, sc);
 		rc = h5_filter_encode(&buf, &len, &rec.filter_mask, &w->pl);
 		if (rc == 0)
 			rc = h5_space_alloc(&rec.addr, w->f, len);
@@ -401,6 +399,5 @@ void h5_dset_writer_free(h5_dset_writer *w)
 	h5_bt1w_free(w->bt);
 	h5_pline_clear(&w->pl);
 	free(w->slab);
-	free(w->chunk);
 	free(w);
 }
