@@ -288,6 +288,7 @@ void node_free(struct node *n)
 	h5_file_release_related(n->f);   /* FILE itself is not released */
 	gen_release(n->gen);             /* last: it may close FILE */
 	pcache_free(n->pc);
+	tail_free(n);
 	pthread_rwlock_destroy(&n->lk);
 	free(n->path);
 	free(n->fpath);

@@ -1,14 +1,15 @@
 /* open.c - how a descriptor of a dataset is served: a write handle
  * (member/write.c), or a read handle through the kernel's page cache
- * (keep_cache; on a live mount recorded by live/pcache.c) or around it
- * (direct_io: datasets a read-write mount can append to, and a live
- * FILE's rewritten datasets while old descriptors hold pages of them,
- * live/dio.c). */
+ * (keep_cache; on a live mount recorded by live/pcache.c; a dataset a
+ * read-write mount appends to with member/tail.c) or around it (direct_io:
+ * a live FILE's rewritten datasets while old descriptors hold pages of
+ * them, live/dio.c). */
 #include "member.h"
 
-/* Whether rows can be appended to n (its readers then bypass the page
- * cache, below); datasets whose bytes can only be overwritten keep it,
- * their pages dropped after each commit (member/overwrite.c). */
+/* Whether rows can be appended to n (its appends then drop what its
+ * readers' pages hold of the old end, member/tail.c); datasets whose bytes
+ * can only be overwritten have their pages dropped after each commit
+ * (member/overwrite.c). */
 static bool node_growable(struct node *n)
 {
 	bool g;
@@ -36,13 +37,15 @@ int member_open(void *r, struct fuse_file_info *fi, uint64_t ino)
 	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
 		return wfile_open(fs, n, fi);
 	/* A dataset that can grow (owner's write bit on a read-write mount,
-	 * wfile_open) is read without the page cache: a short read while an
-	 * append is being applied would leave a zero-filled page cached inside
-	 * the new size (tests/stress/append_race.py). Anything else cannot
-	 * change while mounted (but a live FILE, live/live.c), so the page cache
-	 * stays valid across opens. */
+	 * wfile_open) is read through the page cache too (memmap): what
+	 * its appends change there is dropped as they are accepted, and rows
+	 * not committed yet are answered from member/tail.c. Anything else
+	 * cannot change while mounted (but a live FILE, live/live.c; and
+	 * overwrites, member/overwrite.c), so the page cache stays valid
+	 * across opens. */
 	if (fs_writable(fs) && (n->st.st_mode & S_IWUSR) && node_growable(n)) {
-		fi->direct_io = 1;
+		tail_mark_paged(n);
+		fi->keep_cache = 1;
 	} else if (fs->live) {
 		/* the page cache, before and after FILE changes (memmap): what
 		 * the kernel caches of it is recorded once reads are checked

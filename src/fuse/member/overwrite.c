@@ -80,7 +80,7 @@ static void ow_refresh(h5fs *fs, struct node *n, fuse_ino_t ino, bool pages)
 	old = n->ds;
 	n->ds = nd;
 	n->view = h5_dataset_view(nd);
-	n->st.st_size = (off_t)n->view->size(nd);
+	tail_committed(n, n->view->size(nd));   /* rows accepted after it stay shown */
 	n->st.st_blocks = blocks_of(h5_dataset_allocated(nd));
 	xattr_cache_drop(n);
 	if (h5_dataset_mtime(nd, &mt) == 0)

@@ -47,10 +47,12 @@ struct wqueue {
 	uint64_t next, turn;    /* tickets handed out / applied */
 	unsigned early;         /* writes answered, not applied yet */
 	uint64_t vrows;         /* stream rows once every accepted write is applied */
+	struct wfile *partial;  /* the one handle with a partial row (member/tail.c) */
 	uint64_t row_bytes;
 	uint64_t seen;          /* committed size the node shows (under apply) */
 	pthread_mutex_t apply;  /* engine calls on the node's appenders and wfile_refresh */
 	unsigned refs;          /* write handles (under fs->lock) */
+	unsigned direct;        /* those bypassing the page cache (under fs->lock) */
 };
 
 struct wfile {
@@ -122,7 +124,7 @@ static void wfile_refresh(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	old = w->n->ds;
 	w->n->ds = nd;
 	w->n->view = h5_dataset_view(nd);
-	w->n->st.st_size = (off_t)w->n->view->size(nd);
+	tail_committed(w->n, w->n->view->size(nd));   /* the size: what was accepted */
 	xattr_cache_drop(w->n);  /* user.h5.shape has grown */
 	w->n->st.st_blocks = blocks_of(alloc);
 	/* rows were committed just now: the file was modified now (find
@@ -139,6 +141,63 @@ static void wfile_refresh(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	 * the kernel drop the file's cached pages itself. */
 	if (fs->se)
 		fuse_lowlevel_notify_inval_inode(fs->se, fs_ino_out(fs, ino), -1, 0);
+}
+
+/* Under q->mu: len more bytes of w once its accepted writes are applied
+ * (what h5_append_write will make of them: whole rows, and w's partial
+ * row, which only one handle at a time may have) */
+static void vplen_add(struct wqueue *q, struct wfile *w, uint64_t len)
+{
+	w->vplen += len;
+	q->vrows += w->vplen / q->row_bytes;
+	w->vplen %= q->row_bytes;
+	if (w->vplen)
+		q->partial = w;
+	else if (q->partial == w)
+		q->partial = NULL;
+}
+
+/* Readers' pages of ino from off on (len 0: to the end), and its
+ * attributes. Only while the node has no page-cached writer: then no page
+ * it waits for waits on us (tail.c). */
+static void pages_drop(h5fs *fs, fuse_ino_t ino, uint64_t off, uint64_t len)
+{
+	if (fs->se)
+		fuse_lowlevel_notify_inval_inode(fs->se, fs_ino_out(fs, ino), (off_t)off, (off_t)len);
+}
+
+/* Whether w's append may be accepted: a handle bypassing the page cache
+ * appends only while no page-cached writer is open (their mapping
+ * written back, or a write of theirs, may hold the pages its acceptance
+ * must drop). Under q->mu. */
+static int append_allowed(h5fs *fs, struct wfile *w)
+{
+	if (w->cached || !__atomic_load_n(&w->n->cached_writers, __ATOMIC_ACQUIRE))
+		return 0;
+	h5fs_log(fs, LOG_NOTICE, "append %s: EBUSY while a descriptor opened to read and write (a mapping) "
+		 "is open", show_path(w->n->path));
+	return EBUSY;
+}
+
+/* Accepted bytes readers were shown will not be rows (a dropped partial
+ * row: len; a failed append: everything waiting, UINT64_MAX): the
+ * node's size goes back and the kernel forgets what it cached of them -
+ * now, or with page-cached writers (which may hold those pages locked,
+ * waiting for us) at the next flush, fsync or release (ow_pages_settle). */
+static void shown_drop(h5fs *fs, struct wfile *w, fuse_ino_t ino, uint64_t len)
+{
+	struct node *n = w->n;
+	uint64_t was = tail_drop(n, len), now;
+
+	pthread_rwlock_rdlock(&n->lk);
+	now = (uint64_t)n->st.st_size;
+	pthread_rwlock_unlock(&n->lk);
+	if (now >= was)
+		return;
+	if (w->cached || __atomic_load_n(&n->cached_writers, __ATOMIC_ACQUIRE))
+		__atomic_store_n(&n->pages_stale, true, __ATOMIC_RELEASE);
+	else
+		pages_drop(fs, ino, now, 0);
 }
 
 static void wq_free(struct wqueue *q)
@@ -163,8 +222,11 @@ static void wq_drain(struct wqueue *q)
 
 /* w joins its node's queue, made by the node's first write handle. The rows
  * the stream holds are taken from the engine once nothing is in flight: w's
- * appender may have a fresh stream (an earlier one failed). */
-static int wq_attach(h5fs *fs, struct wfile *w)
+ * appender may have a fresh stream (an earlier one failed). cached: w
+ * would write through the page cache; a dataset that grows takes it only
+ * while none of its write handles bypasses the cache (member/tail.c: their
+ * appends drop pages, which a page-cached write holds locked). */
+static int wq_attach(h5fs *fs, struct wfile *w, bool cached)
 {
 	struct wqueue *q, *fresh = calloc(1, sizeof(*fresh));
 
@@ -182,6 +244,11 @@ static int wq_attach(h5fs *fs, struct wfile *w)
 		fresh = NULL;
 	}
 	q->refs++;
+	w->cached = cached && (!w->a || q->direct == 0);
+	if (w->cached)
+		__atomic_add_fetch(&w->n->cached_writers, 1, __ATOMIC_RELEASE);
+	else
+		q->direct++;
 	pthread_mutex_unlock(&fs->lock);
 	if (fresh)
 		wq_free(fresh);
@@ -202,6 +269,10 @@ static void wq_detach(h5fs *fs, struct wfile *w)
 	bool last;
 
 	pthread_mutex_lock(&fs->lock);
+	if (w->cached)
+		__atomic_sub_fetch(&w->n->cached_writers, 1, __ATOMIC_RELEASE);
+	else
+		q->direct--;
 	last = --q->refs == 0;
 	if (last)
 		w->n->wq = NULL;
@@ -292,7 +363,15 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	w->n = n;
 	w->append = (fi->flags & O_APPEND) != 0;
 	w->npy = npy_stream_take(fs, n->addr);
-	rc = wq_attach(fs, w);
+	/* Opened to read and write (a shared writable mapping needs both:
+	 * numpy.memmap's default r+), a dataset is written through the page
+	 * cache (member/overwrite.c), as its read handles read it; one that
+	 * grows only while no other write handle bypasses it (wq_attach).
+	 * Write-only descriptors (dd, cat >>, shell redirections) bypass it
+	 * and save the kernel a copy of every byte (1 GiB of dd: 0.24-0.46x
+	 * of a plain file through the cache, bench/README.md); so does
+	 * np.save's stream. */
+	rc = wq_attach(fs, w, w->ow && !w->npy && (fi->flags & O_ACCMODE) == O_RDWR);
 	if (rc) {
 		h5_append_close(w->a, NULL);
 		h5_overwrite_close(w->ow);
@@ -300,16 +379,8 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 		return rc;
 	}
 	fi->fh = (uint64_t)(uintptr_t)w;
-	/* A dataset that cannot grow, opened to read and write (a shared
-	 * writable mapping needs both: memmap r+), is written through the
-	 * page cache (member/overwrite.c), as its read handles read it.
-	 * Write-only descriptors (dd, shell redirections) bypass it and save
-	 * the kernel a copy of every byte (1 GiB of dd: 0.24-0.46x of a plain
-	 * file through the cache, bench/README.md); so do rows appended and
-	 * np.save's stream. */
-	w->cached = w->ow && !w->a && !w->npy && (fi->flags & O_ACCMODE) == O_RDWR;
-	if (w->cached)
-		__atomic_add_fetch(&n->cached_writers, 1, __ATOMIC_RELEASE);
+	if (w->cached && w->a)
+		tail_mark_paged(n);
 	fi->direct_io = !w->cached;
 	fi->keep_cache = w->cached;
 	/* (a reply the kernel does not take is released by the dispatcher) */
@@ -387,7 +458,7 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
 	}
 	pthread_mutex_unlock(&q->mu);
 	pthread_rwlock_rdlock(&w->n->lk);
-	lim = (uint64_t)w->n->st.st_size;       /* committed bytes */
+	lim = tail_base(w->n);       /* committed bytes */
 	pthread_rwlock_unlock(&w->n->lk);
 	if (!e && (uint64_t)off >= lim) {
 		if (w->a)
@@ -413,16 +484,25 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
 		e = ow_put(fs, w->n, w->ow, ino, (uint64_t)off, buf, (size_t)n, w->cached);
 	}
 	if (!e && n < size && w->a) {
-		int rc = h5_append_write(w->a, buf + n, size - n);
+		/* the rest appends, here and now (nothing else is waiting) */
+		uint64_t from;
+		int rc;
 
+		pthread_mutex_lock(&q->mu);
+		e = q->partial && q->partial != w ? EBUSY : append_allowed(fs, w);
+		if (!e)
+			e = tail_accept(&from, w->n, buf + n, size - n);
+		pthread_mutex_unlock(&q->mu);
+		rc = e ? 0 : h5_append_write(w->a, buf + n, size - n);
 		if (rc < 0) {
 			e = h5err_logged(fs, rc, "append", w->n->path, NULL, w->n->addr);
-		} else {
+			shown_drop(fs, w, ino, UINT64_MAX);
+		} else if (!e) {
 			pthread_mutex_lock(&q->mu);
-			w->vplen += size - n;
-			q->vrows += w->vplen / q->row_bytes;
-			w->vplen %= q->row_bytes;
+			vplen_add(q, w, size - n);
 			pthread_mutex_unlock(&q->mu);
+			if (!w->cached && tail_paged(w->n))
+				pages_drop(fs, ino, from, size - n);
 			n = size;
 		}
 		wfile_refresh(fs, w, ino);
@@ -461,7 +541,7 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 	h5fs *fs = r;
 	struct wfile *w = wfile_of(fi);
 	struct wqueue *q;
-	uint64_t end, t;
+	uint64_t end, t, from = 0;
 	bool early;
 	int rc, e;
 
@@ -491,10 +571,22 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 	end = q->vrows * q->row_bytes + w->vplen;
 	if (!e && (off < 0 || (!w->append && (uint64_t)off != end)))
 		e = EPERM;
+	/* rows are whole: another descriptor's partial row must be ended
+	 * first (and readers are shown the rows in the order they come) */
+	if (!e && q->partial && q->partial != w) {
+		h5fs_log(fs, LOG_NOTICE, "append %s: another descriptor has written part of a row: EBUSY until it "
+			 "writes the rest or is closed", show_path(w->n->path));
+		e = EBUSY;
+	}
+	if (!e)
+		e = append_allowed(fs, w);
 	if (!e && !w->holding) {
 		e = fs_write_begin(fs);    /* EBUSY, ESTALE: logged there */
 		hold_set(w, e == 0);
 	}
+	/* readers see the bytes from now on (member/tail.c) */
+	if (!e)
+		e = tail_accept(&from, w->n, buf, size);
 	if (e) {
 		pthread_mutex_unlock(&q->mu);
 		if (e == EPERM)
@@ -504,13 +596,16 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 		return;
 	}
 	t = q->next++;
-	w->vplen += size;       /* what h5_append_write will do with the bytes */
-	q->vrows += w->vplen / q->row_bytes;
-	w->vplen %= q->row_bytes;
+	vplen_add(q, w, size);
 	early = q->early < WQ_EARLY;
 	if (early)
 		q->early++;
 	pthread_mutex_unlock(&q->mu);
+	/* pages holding the old end, or filled before the bytes were
+	 * accepted, go before the kernel learns the new size (tail.c); a
+	 * page-cached write's own pages hold its bytes already */
+	if (!w->cached && tail_paged(w->n))
+		pages_drop(fs, ino, from, size);
 	if (early)
 		fuse_reply_write(req, size);
 
@@ -524,7 +619,9 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 		if (early)
 			h5fs_log(fs, LOG_ERR, "append %s (object header 0x%llx): %s: reported by the next write, "
 			       "fsync or close", show_path(w->n->path), (unsigned long long)w->n->addr, h5_err_msg());
-		else
+		/* (before the answer: the kernel must not keep the size) */
+		shown_drop(fs, w, ino, UINT64_MAX);
+		if (!early)
 			reply_h5err_obj(fs, req, rc, "append", w->n->path, NULL, w->n->addr);
 	}
 	wfile_refresh(fs, w, ino);
@@ -582,7 +679,11 @@ static int do_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 		       (unsigned long long)h5_append_row_bytes(w->a));
 		h5_append_discard(w->a);
 		pthread_mutex_lock(&w->q->mu);
+		/* readers were shown it, last (no one appends after a partial row) */
+		shown_drop(fs, w, ino, w->vplen);
 		w->vplen = 0;
+		if (w->q->partial == w)
+			w->q->partial = NULL;
 		pthread_mutex_unlock(&w->q->mu);
 		e = EINVAL;
 	}
@@ -681,6 +782,12 @@ void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	ow_flush(fs, w, ino);   /* logs its errors */
 	h5_overwrite_close(w->ow);
 	rc = h5_append_close(w->a, &partial);
+	pthread_mutex_lock(&w->q->mu);
+	if (w->vplen)
+		shown_drop(fs, w, ino, w->vplen);
+	if (w->q->partial == w)
+		w->q->partial = NULL;
+	pthread_mutex_unlock(&w->q->mu);
 	pthread_mutex_unlock(&w->q->apply);
 	if (rc < 0 && partial)
 		h5fs_log(fs, LOG_NOTICE, "append %s: %zu trailing bytes dropped at release", show_path(w->n->path),
@@ -689,8 +796,6 @@ void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 		hold_set(w, false);
 		fs_write_end(fs);      /* committed (or failed): FILE is given back */
 	}
-	if (w->cached)
-		__atomic_sub_fetch(&w->n->cached_writers, 1, __ATOMIC_RELEASE);
 	ow_pages_settle(fs, w->n, ino);
 	wq_detach(fs, w);
 	free(w);

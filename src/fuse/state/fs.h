@@ -97,6 +97,9 @@ struct node {
 	unsigned wholders;
 	unsigned cached_writers;   /* its write handles using the page cache */
 	bool pages_stale;
+	/* rows written through the mount, not committed yet, as readers see
+	 * them (member/tail.c; under lk) */
+	struct ntail *tail;
 	struct stat st;
 	struct pcache *pc;      /* what cached handles were answered (live/pcache.c;
 				 * made at the first such answer) */
