@@ -113,17 +113,6 @@ static int fheap_blocks_at(space_walk *w, uint64_t addr)
 	return rc;
 }
 
-static int bt2_blocks_at(space_walk *w, uint64_t addr)
-{
-	h5_bt2 *bt = NULL;
-	int rc = h5_bt2_open(&bt, w->f, addr);
-
-	if (rc == 0)
-		rc = h5_bt2_blocks(bt, add_meta, w);
-	h5_bt2_close(bt);
-	return rc;
-}
-
 /* III.I: the table, each index (a record list allocated for list_max
  * records, or a v2 B-tree of type 7) and the fractal heap it keeps the
  * shared messages in. */
@@ -140,7 +129,7 @@ static int walk_sohm(space_walk *w)
 
 		if (h5_addr_defined(ix->index_addr))
 			rc = ix->index_type == 0 ? add_meta(ix->index_addr, h5_sohm_list_size(&f->fmt, ix->list_max), w)
-						 : bt2_blocks_at(w, ix->index_addr);
+						 : h5_bt2_blocks_at(f, ix->index_addr, add_meta, w);
 		if (rc == 0 && h5_addr_defined(ix->heap_addr))
 			rc = fheap_blocks_at(w, ix->heap_addr);
 	}

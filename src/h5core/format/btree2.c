@@ -496,6 +496,17 @@ int h5_bt2_blocks(h5_bt2 *bt, h5_block_cb cb, void *ud)
 	return bt2_iter_node(bt, h->root_addr, h->depth, h->root_nrec, h->total_nrec, NULL, cb, ud);
 }
 
+int h5_bt2_blocks_at(h5_file *f, uint64_t addr, h5_block_cb cb, void *ud)
+{
+	h5_bt2 *bt = NULL;
+	int rc = h5_bt2_open(&bt, f, addr);
+
+	if (rc == 0)
+		rc = h5_bt2_blocks(bt, cb, ud);
+	h5_bt2_close(bt);
+	return rc;
+}
+
 /* Name-hash trees (links, attributes, shared messages) may hold several
  * records whose keys compare equal; every other type has unique keys. */
 static bool bt2_dup_keys(uint8_t type)

@@ -179,7 +179,6 @@ int h5_dense_blocks(h5_file *f, h5_dense_kind kind, uint64_t fheap_addr, uint64_
 		    uint64_t corder_bt2_addr, h5_block_cb cb, void *ud)
 {
 	h5_dense d;
-	h5_bt2 *corder = NULL;
 	struct dense_blocks w = { &d, cb, ud };
 	int rc;
 
@@ -192,12 +191,8 @@ int h5_dense_blocks(h5_file *f, h5_dense_kind kind, uint64_t fheap_addr, uint64_
 	if (rc == 0)
 		rc = h5_bt2_iterate(d.bt, rec_huge, &w);
 	/* the creation-order index (types 6 and 9) holds the same heap IDs */
-	if (rc == 0 && h5_addr_defined(corder_bt2_addr)) {
-		rc = h5_bt2_open(&corder, f, corder_bt2_addr);
-		if (rc == 0)
-			rc = h5_bt2_blocks(corder, cb, ud);
-		h5_bt2_close(corder);
-	}
+	if (rc == 0 && h5_addr_defined(corder_bt2_addr))
+		rc = h5_bt2_blocks_at(f, corder_bt2_addr, cb, ud);
 	h5_dense_close(&d);
 	return rc;
 }
