@@ -571,6 +571,33 @@ int h5_dataset_storage(h5_storage *out, const h5_dataset *d);
  * named, as stored: nothing is decoded), through FILE's byte source. */
 int h5_file_pread(h5_file *f, void *buf, size_t len, uint64_t file_off);
 
+/* ---- where FILE's bytes go (space_report.c) ------------------------------ */
+
+/* What the structures reachable from the superblock use of FILE (the
+ * root group's objects through hard links, every header, heap, B-tree,
+ * array, chunk, contiguous block and global heap collection they reach),
+ * each byte counted once. Sizes in bytes; addresses are relative to the
+ * superblock, as in the file. */
+typedef struct h5_space_report {
+	uint64_t file_size;       /* FILE's size (the user block included) */
+	uint64_t user_block;      /* bytes before the superblock */
+	uint64_t eoa;             /* end of allocation: the superblock's end-of-file address */
+	uint64_t used;            /* bytes of [0, eoa) something reachable uses */
+	uint64_t meta;            /* of them: metadata (headers, heaps, B-trees, arrays, ...) */
+	uint64_t raw;             /* of them: raw data (contiguous data, chunks) */
+	uint64_t unreferenced;    /* eoa - used: allocated, used by nothing reachable
+				   * (space freed by changes, never given back) */
+	uint64_t past_eoa;        /* bytes of structures beyond eoa (0 in a sound file) */
+	uint64_t tracked_free;    /* free space libhdf5's persisted free-space
+				   * managers list (part of unreferenced) */
+	uint64_t skipped;         /* attributes whose values could not be decoded,
+				   * free-space managers named outside the file:
+				   * what they reach shows as unreferenced */
+	uint64_t objects;         /* object headers walked */
+	uint64_t extents;         /* extents found before merging */
+} h5_space_report;
+int h5_space_report_get(h5_space_report *out, h5_file *f);
+
 /* ---- datatypes and attribute values for tools (typeview.c) --------------- */
 
 typedef enum h5_type_kind {

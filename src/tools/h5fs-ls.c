@@ -5,6 +5,7 @@
  *   h5fs-ls [-R] [--json] [--index PATH | --noindex] [-o OPTIONS] DIR | s3://BUCKET/[PREFIX/]
  *   h5fs-ls --refs [--url=URL] [--inline=N] [--split=MIB] [--strict]
  *           [--follow-external] FILE [PATH]     (chunk references: refs.c)
+ *   h5fs-ls --space [--json] [-o OPTIONS] FILE   (where its bytes go: ls_space.c)
  *
  * For each dataset: datatype (class, size, byte order), shape (and maximum
  * shape when it differs), storage layout (chunk shape and chunk index type
@@ -28,6 +29,7 @@
 #include "collection.h"
 #include "cls.h"
 #include "ls_list.h"
+#include "ls_space.h"
 #include "linkvec.h"
 #include "refs.h"
 #include "source.h"
@@ -243,6 +245,7 @@ static void usage(FILE *out)
 		"usage: h5fs-ls [-R] [--json] [-o OPTIONS] FILE [PATH]\n"
 		"       h5fs-ls [-R] [--json] [--index PATH|--noindex] [-o OPTIONS] DIR|s3://BUCKET/[PREFIX/]\n"
 		"       h5fs-ls --refs [OPTIONS] FILE|URL [PATH]\n"
+		"       h5fs-ls --space [--json] [-o OPTIONS] FILE|URL\n"
 		"List the HDF5 file FILE (from PATH, default /) as h5fs shows it:\n"
 		"per dataset its type, shape, layout, chunking, chunk index, filters and\n"
 		"allocated vs logical size. A directory DIR or an S3 prefix is listed as\n"
@@ -270,6 +273,9 @@ static void usage(FILE *out)
 		"  --split=MIB       cut contiguous datasets in pieces of at most MIB MiB\n"
 		"  --strict          exit 1 when a dataset had to be skipped\n"
 		"  --follow-external follow external links (inside FILE's directory tree)\n"
+		"  --space           where FILE's bytes go: metadata, raw data, and the\n"
+		"                    unreferenced bytes (space freed by changes, which\n"
+		"                    neither libhdf5 nor h5fs reuses; h5repack reclaims it)\n"
 		"  -h, --help        this help\n"
 		"  -V, --version     print the version\n"
 		"Exit status: 0 ok, 1 some objects unreadable, 2 usage, 3 cannot open FILE\n"
@@ -281,7 +287,7 @@ int main(int argc, char **argv)
 {
 	struct lister L;
 	refs_opts ro = { .inline_max = 500 };
-	int refs = 0;
+	int refs = 0, space = 0;
 	char *url_alloc = NULL;
 	const char *file = NULL, *path = "/";
 	h5_open_opts oo = { 0 };
@@ -312,6 +318,8 @@ int main(int argc, char **argv)
 			}
 		} else if (strcmp(argv[i], "--refs") == 0) {
 			refs = 1;
+		} else if (strcmp(argv[i], "--space") == 0) {
+			space = 1;
 		} else if (strcmp(argv[i], "--noindex") == 0) {
 			noindex = 1;
 		} else if (strcmp(argv[i], "--index") == 0 || strncmp(argv[i], "--index=", 8) == 0) {
@@ -368,6 +376,11 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return TOOL_EXIT_USAGE;
 	}
+	if (space && (refs || L.recursive || nargs > 1)) {
+		fprintf(stderr, "h5fs-ls: --space reports on a whole FILE: no %s\n",
+			refs ? "--refs" : L.recursive ? "-R" : "PATH");
+		return TOOL_EXIT_USAGE;
+	}
 	/* HTTP has no listing standard: a URL naming a folder is no FILE */
 	if ((strncasecmp(file, "http://", 7) == 0 || strncasecmp(file, "https://", 8) == 0) &&
 	    file[strlen(file) - 1] == '/') {
@@ -387,9 +400,9 @@ int main(int argc, char **argv)
 	if (coll_is_collection(file)) {
 		ls_coll_opts co = { &oo, suffixes, L.recursive, NULL };
 
-		if (refs || nargs > 1) {
+		if (refs || space || nargs > 1) {
 			fprintf(stderr, "h5fs-ls: %s: %s is for one FILE, not a collection\n", file,
-				refs ? "--refs" : "PATH");
+				refs ? "--refs" : space ? "--space" : "PATH");
 			h5_ctx_free(ctx);
 			return TOOL_EXIT_USAGE;
 		}
@@ -422,6 +435,10 @@ int main(int argc, char **argv)
 		return tool_exit_for_open_error(rc, TOOL_EXIT_PARTIAL);
 	}
 	L.f = f;
+	if (space) {
+		ret = ls_space_print(f, file, L.json);
+		goto out;
+	}
 	rc = ls_resolve(&addr, f, path, 0);
 	if (rc < 0) {
 		fprintf(stderr, "h5fs-ls: %s: %s: %s\n", file, path, h5_err_msg());

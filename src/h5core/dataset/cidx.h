@@ -78,6 +78,10 @@ typedef struct h5_cidx_ops {
 	/* Every allocated chunk, in the index's own order, with a defined
 	 * address; cb returns non-zero to stop (that value is returned). */
 	int (*iterate)(h5_chunk_index *ci, h5_cidx_iter_cb cb, void *ud);
+	/* The index's own blocks (B-tree nodes, array blocks and pages, not
+	 * the chunks), with a defined address; NULL: it has none (single,
+	 * implicit). For the space report (space_report.c). */
+	int (*blocks)(h5_chunk_index *ci, h5_block_cb cb, void *ud);
 	void (*close)(h5_chunk_index *ci);      /* NULL: nothing to release */
 } h5_cidx_ops;
 

@@ -101,7 +101,8 @@ static int bt1_lookup(h5_chunk_rec *out, h5_chunk_index *ci, const uint64_t *sca
  * Leaves hand each chunk's scaled key (its left key) and record to cb. */
 struct bt1_walk {
 	h5_chunk_index *ci;
-	h5_cidx_iter_cb cb;
+	h5_cidx_iter_cb cb;     /* each chunk, or NULL */
+	h5_block_cb blk;        /* each node, or NULL */
 	void *ud;
 	uint64_t budget;
 };
@@ -123,19 +124,21 @@ static int bt1_walk(struct bt1_walk *w, uint64_t addr, int want_level, unsigned 
 		rc = h5_err_set(H5_ERR_FORMAT, "v1 B-tree node at 0x%llx: level %u, expected %d",
 				(unsigned long long)addr, n->level, want_level);
 	} else {
+		if (w->blk)
+			rc = w->blk(addr, h5_bt1_node_size(&ci->f->fmt, ci->f->chunk_btree_k, ci->rank + 1), w->ud);
 		/* every child node is walked: a remote source fetches them together */
 		if (n->level > 0)
 			h5_file_prefetch(ci->f, n->child, n->n);
 		for (unsigned i = 0; i < n->n && rc == 0; i++) {
-			if (n->level == 0) {
+			if (n->level > 0) {
+				rc = bt1_walk(w, n->child[i], n->level - 1, depth + 1);
+			} else if (w->cb) {
 				uint64_t scaled[H5_MAX_RANK];
 				h5_chunk_rec r = { n->child[i], n->chunk_size[i], n->filter_mask[i] };
 
 				for (unsigned k = 0; k < ci->rank; k++)
 					scaled[k] = bt1_key_scaled(ci, n, i, k);
 				rc = w->cb(scaled, &r, w->ud);
-			} else {
-				rc = bt1_walk(w, n->child[i], n->level - 1, depth + 1);
 			}
 		}
 	}
@@ -143,11 +146,21 @@ static int bt1_walk(struct bt1_walk *w, uint64_t addr, int want_level, unsigned 
 	return rc;
 }
 
-static int bt1_iterate(h5_chunk_index *ci, h5_cidx_iter_cb cb, void *ud)
+static int bt1_walk_all(h5_chunk_index *ci, h5_cidx_iter_cb cb, h5_block_cb blk, void *ud)
 {
-	struct bt1_walk w = { ci, cb, ud, h5_file_eof(ci->f) / (8 + 2u * ci->f->fmt.sizeof_addr) + 1 };
+	struct bt1_walk w = { ci, cb, blk, ud, h5_file_eof(ci->f) / (8 + 2u * ci->f->fmt.sizeof_addr) + 1 };
 
 	return bt1_walk(&w, ci->d->layout.idx_addr, -1, 0);
+}
+
+static int bt1_iterate(h5_chunk_index *ci, h5_cidx_iter_cb cb, void *ud)
+{
+	return bt1_walk_all(ci, cb, NULL, ud);
+}
+
+static int bt1_blocks(h5_chunk_index *ci, h5_block_cb cb, void *ud)
+{
+	return bt1_walk_all(ci, NULL, cb, ud);
 }
 
 /* a v1 B-tree key holds every chunk's size, filtered or not */
@@ -174,4 +187,5 @@ const h5_cidx_ops h5_cidx_btree1 = {
 	.lookup = bt1_lookup,
 	.allocated = bt1_allocated,
 	.iterate = bt1_iterate,
+	.blocks = bt1_blocks,
 };

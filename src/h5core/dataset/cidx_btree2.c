@@ -138,6 +138,11 @@ static int bt2_idx_iterate(h5_chunk_index *ci, h5_cidx_iter_cb cb, void *ud)
 	return h5_bt2_iterate(ci->bt2, bt2_iter_cb, &it);
 }
 
+static int bt2_idx_blocks(h5_chunk_index *ci, h5_block_cb cb, void *ud)
+{
+	return h5_bt2_blocks(ci->bt2, cb, ud);
+}
+
 static void bt2_idx_close(h5_chunk_index *ci)
 {
 	h5_bt2_close(ci->bt2);
@@ -151,5 +156,6 @@ const h5_cidx_ops h5_cidx_btree2 = {
 	.lookup = bt2_lookup,
 	.allocated = bt2_allocated,
 	.iterate = bt2_idx_iterate,
+	.blocks = bt2_idx_blocks,
 	.close = bt2_idx_close,
 };

@@ -53,6 +53,11 @@ static int ea_iterate(h5_chunk_index *ci, h5_cidx_iter_cb cb, void *ud)
 	return h5_cidx_arr_iterate(ci, h5_ea_iterate, cb, ud);
 }
 
+static int ea_blocks(h5_chunk_index *ci, h5_block_cb cb, void *ud)
+{
+	return h5_ea_blocks(ci->f, ci->d->layout.idx_addr, cb, ud);
+}
+
 const h5_cidx_ops h5_cidx_earray = {
 	.type = H5_CIDX_EARRAY,
 	.name = "earray",
@@ -60,4 +65,5 @@ const h5_cidx_ops h5_cidx_earray = {
 	.lookup = ea_lookup,
 	.allocated = ea_allocated,
 	.iterate = ea_iterate,
+	.blocks = ea_blocks,
 };

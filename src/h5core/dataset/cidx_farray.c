@@ -57,6 +57,11 @@ static int fa_iterate(h5_chunk_index *ci, h5_cidx_iter_cb cb, void *ud)
 	return h5_cidx_arr_iterate(ci, h5_fa_iterate, cb, ud);
 }
 
+static int fa_blocks(h5_chunk_index *ci, h5_block_cb cb, void *ud)
+{
+	return h5_fa_blocks(ci->f, ci->d->layout.idx_addr, cb, ud);
+}
+
 const h5_cidx_ops h5_cidx_farray = {
 	.type = H5_CIDX_FARRAY,
 	.name = "farray",
@@ -64,4 +69,5 @@ const h5_cidx_ops h5_cidx_farray = {
 	.lookup = fa_lookup,
 	.allocated = fa_allocated,
 	.iterate = fa_iterate,
+	.blocks = fa_blocks,
 };

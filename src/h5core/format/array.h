@@ -139,6 +139,9 @@ int h5_ea_hdr_get(const h5_ea_hdr **out, h5_cache_ref *ref, h5_file *f, uint64_t
 int h5_ea_lookup(h5_chunk_rec *out, h5_file *f, uint64_t hdr_addr, uint64_t idx);
 /* Every allocated element below max_idx_set, in index order. */
 int h5_ea_iterate(h5_file *f, uint64_t hdr_addr, h5_arr_elmt_cb cb, void *ud);
+/* Every block of the array (header, index, super and data blocks with
+ * their pages), for the space report. */
+int h5_ea_blocks(h5_file *f, uint64_t hdr_addr, h5_block_cb cb, void *ud);
 
 /* Fixed array (farray.c, VII.C). */
 #define H5_FA_VERSION 0
@@ -177,5 +180,7 @@ void h5_fa_dblock_free(h5_fa_dblock *b);
 int h5_fa_hdr_get(const h5_fa_hdr **out, h5_cache_ref *ref, h5_file *f, uint64_t addr);
 int h5_fa_lookup(h5_chunk_rec *out, h5_file *f, uint64_t hdr_addr, uint64_t idx);
 int h5_fa_iterate(h5_file *f, uint64_t hdr_addr, h5_arr_elmt_cb cb, void *ud);
+/* The header and the data block (its pages included), for the space report. */
+int h5_fa_blocks(h5_file *f, uint64_t hdr_addr, h5_block_cb cb, void *ud);
 
 #endif

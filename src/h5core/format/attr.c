@@ -254,6 +254,18 @@ static int dense_open(h5_dense *d, h5_file *f, const ainfo *ai)
 	return rc < 0 ? h5_err_wrap(rc, "dense attribute storage: ") : 0;
 }
 
+int h5_attr_dense_blocks(h5_file *f, const h5_ohdr *oh, h5_block_cb cb, void *ud)
+{
+	ainfo ai;
+	int rc = ainfo_get(&ai, f, oh);
+
+	if (rc < 0 || !ainfo_dense(&ai))
+		return rc;
+	rc = h5_dense_blocks(f, H5_DENSE_ATTRS, ai.fheap_addr, ai.name_bt2_addr, ai.corder_bt2_addr, cb, ud);
+	return rc < 0 ? h5_err_wrap(rc, "object 0x%llx: dense attribute storage: ", (unsigned long long)oh->addr)
+		      : rc;
+}
+
 /* ---- listing names --------------------------------------------------------- */
 
 typedef struct name_ent {

@@ -6,6 +6,7 @@
 
 #include "base.h"
 #include "file.h"
+#include "ohdr.h"
 #include "dspace.h"
 #include "dtype.h"
 
@@ -43,6 +44,10 @@ void h5_attr_msg_clear(h5_attr_msg *a);
  * scanned, dense storage is searched by name hash (no full scan).
  * H5_ERR_NOTFOUND when the object has no such attribute. */
 int h5_attr_find(h5_attr_msg *out, h5_file *f, uint64_t addr, const char *name, size_t name_len);
+/* The blocks of oh's dense attribute storage (IV.A.2.v: heap and indexes,
+ * h5_dense_blocks), none when its attributes are compact; for the space
+ * report. */
+int h5_attr_dense_blocks(h5_file *f, const h5_ohdr *oh, h5_block_cb cb, void *ud);
 
 /* (attr_enc.c) An attribute message of h's version, flags, name, datatype
  * and dataspace fields (h->dt_size, h->ds_size bytes), and data. */

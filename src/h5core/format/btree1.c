@@ -141,9 +141,15 @@ out:
 	return rc;
 }
 
+size_t h5_bt1_node_size(const h5_fmt *fmt, unsigned k, unsigned chunk_ndims_plus1)
+{
+	return bt1_hdr_size(fmt) + 2 * (size_t)k * fmt->sizeof_addr +
+	       (2 * (size_t)k + 1) * bt1_key_size(fmt, chunk_ndims_plus1);
+}
+
 size_t h5_bt1_group_size(const h5_fmt *fmt, unsigned k)
 {
-	return bt1_hdr_size(fmt) + 2 * (size_t)k * fmt->sizeof_addr + (2 * (size_t)k + 1) * fmt->sizeof_size;
+	return h5_bt1_node_size(fmt, k, 0);
 }
 
 int h5_bt1_group_encode(uint8_t *buf, size_t len, const h5_fmt *fmt, unsigned k, unsigned level, uint64_t left,

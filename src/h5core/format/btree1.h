@@ -39,6 +39,11 @@ void h5_bt1_free(h5_bt1_node *n);
  * h5_bt1_group_size bytes, the room for 2K children as libhdf5 allocates
  * every node; the rest zero. */
 size_t h5_bt1_group_size(const h5_fmt *fmt, unsigned k);
+/* Bytes of any node as libhdf5 allocates it (III.A.1: room for 2K
+ * children and 2K + 1 keys, H5B__create): K is the superblock's group
+ * internal node K for group nodes (chunk_ndims_plus1 == 0), its indexed
+ * storage K for chunk nodes. */
+size_t h5_bt1_node_size(const h5_fmt *fmt, unsigned k, unsigned chunk_ndims_plus1);
 int h5_bt1_group_encode(uint8_t *buf, size_t len, const h5_fmt *fmt, unsigned k, unsigned level, uint64_t left,
 			uint64_t right, const uint64_t *keys, const uint64_t *child, unsigned n);
 

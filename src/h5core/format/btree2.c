@@ -440,8 +440,11 @@ uint8_t h5_bt2_type(const h5_bt2 *bt) { return bt->hdr->type; }
 uint32_t h5_bt2_record_size(const h5_bt2 *bt) { return bt->hdr->rec_size; }
 uint64_t h5_bt2_nrecords(const h5_bt2 *bt) { return bt->hdr->total_nrec; }
 
+/* Records in key order to cb, and (blk) every node with the node_size
+ * bytes libhdf5 allocates for it (H5B2__create_leaf, H5B2__split_root),
+ * whatever its records use; either may be NULL. */
 static int bt2_iter_node(h5_bt2 *bt, uint64_t addr, unsigned depth, unsigned nrec, uint64_t total,
-			 h5_bt2_rec_cb cb, void *ud)
+			 h5_bt2_rec_cb cb, h5_block_cb blk, void *ud)
 {
 	h5_cache_ref ref;
 	const bt2_node *n;
@@ -450,14 +453,20 @@ static int bt2_iter_node(h5_bt2 *bt, uint64_t addr, unsigned depth, unsigned nre
 	rc = h5_bt2_node_get(&n, &ref, bt, addr, depth, nrec, total);
 	if (rc < 0)
 		return rc;
+	if (blk) {
+		rc = blk(addr, bt->hdr->node_size, ud);
+		if (rc != 0)
+			goto out;
+	}
 	for (unsigned i = 0; i <= n->nrec; i++) {
 		if (depth > 0) {
-			rc = bt2_iter_node(bt, n->child[i], depth - 1, n->child_nrec[i], n->child_total[i], cb, ud);
+			rc = bt2_iter_node(bt, n->child[i], depth - 1, n->child_nrec[i], n->child_total[i], cb, blk,
+					   ud);
 			if (rc != 0)
 				goto out;
 		}
-		if (i == n->nrec)
-			break;
+		if (i == n->nrec || !cb)
+			continue;
 		rc = cb(n->recs + (size_t)i * n->rec_size, n->rec_size, ud);
 		if (rc != 0)
 			goto out;
@@ -474,7 +483,28 @@ int h5_bt2_iterate(h5_bt2 *bt, h5_bt2_rec_cb cb, void *ud)
 
 	if (!h5_addr_defined(h->root_addr))
 		return 0;
-	return bt2_iter_node(bt, h->root_addr, h->depth, h->root_nrec, h->total_nrec, cb, ud);
+	return bt2_iter_node(bt, h->root_addr, h->depth, h->root_nrec, h->total_nrec, cb, NULL, ud);
+}
+
+int h5_bt2_blocks(h5_bt2 *bt, h5_block_cb cb, void *ud)
+{
+	const bt2_hdr *h = bt->hdr;
+	int rc = cb(h->addr, h5_bt2_hdr_size(&h->fmt), ud);
+
+	if (rc != 0 || !h5_addr_defined(h->root_addr))
+		return rc;
+	return bt2_iter_node(bt, h->root_addr, h->depth, h->root_nrec, h->total_nrec, NULL, cb, ud);
+}
+
+int h5_bt2_blocks_at(h5_file *f, uint64_t addr, h5_block_cb cb, void *ud)
+{
+	h5_bt2 *bt = NULL;
+	int rc = h5_bt2_open(&bt, f, addr);
+
+	if (rc == 0)
+		rc = h5_bt2_blocks(bt, cb, ud);
+	h5_bt2_close(bt);
+	return rc;
 }
 
 /* Name-hash trees (links, attributes, shared messages) may hold several

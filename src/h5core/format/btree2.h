@@ -18,6 +18,11 @@ uint64_t h5_bt2_nrecords(const h5_bt2 *bt);
 /* Visit every record in key order; cb returns non-zero to stop. */
 typedef int (*h5_bt2_rec_cb)(const uint8_t *rec, size_t len, void *ud);
 int h5_bt2_iterate(h5_bt2 *bt, h5_bt2_rec_cb cb, void *ud);
+/* The blocks of the tree (III.A.2): its header, then every node with the
+ * node size of the header (each node is allocated whole). */
+int h5_bt2_blocks(h5_bt2 *bt, h5_block_cb cb, void *ud);
+/* The same of the tree at addr, opened and closed here. */
+int h5_bt2_blocks_at(h5_file *f, uint64_t addr, h5_block_cb cb, void *ud);
 /* Search with cmp(key, rec) < 0 / 0 / > 0 as libhdf5's compare callback
  * (key less than / equal to / greater than the record). On a match, found()
  * is called and its result returned; H5_ERR_NOTFOUND if nothing matched.

@@ -151,3 +151,48 @@ void h5_dense_rec_encode(uint8_t *p, uint8_t type, const uint8_t *id, unsigned i
 		break;
 	}
 }
+
+struct dense_blocks {
+	h5_dense *d;
+	h5_block_cb cb;
+	void *ud;
+};
+
+/* A name index record whose ID holds a huge object's address (a heap
+ * without a huge-object B-tree): that object's extent. */
+static int rec_huge(const uint8_t *rec, size_t len, void *udp)
+{
+	struct dense_blocks *w = udp;
+	const dense_fmt *df = &dense_fmts[w->d->kind];
+	uint64_t addr, n;
+	int rc;
+
+	if (len != df->rec_size)
+		return h5_err_set(H5_ERR_FORMAT, "%s: record of %zu bytes, expected %u", df->what, len, df->rec_size);
+	rc = h5_fheap_id_extent(&addr, &n, w->d->heap, rec + df->id_off, df->id_len);
+	if (rc < 0 || !h5_addr_defined(addr))
+		return rc;
+	return w->cb(addr, n, w->ud);
+}
+
+int h5_dense_blocks(h5_file *f, h5_dense_kind kind, uint64_t fheap_addr, uint64_t name_bt2_addr,
+		    uint64_t corder_bt2_addr, h5_block_cb cb, void *ud)
+{
+	h5_dense d;
+	struct dense_blocks w = { &d, cb, ud };
+	int rc;
+
+	rc = h5_dense_open(&d, f, kind, fheap_addr, name_bt2_addr);
+	if (rc < 0)
+		return rc;
+	rc = h5_fheap_blocks(d.heap, cb, ud);
+	if (rc == 0)
+		rc = h5_bt2_blocks(d.bt, cb, ud);
+	if (rc == 0)
+		rc = h5_bt2_iterate(d.bt, rec_huge, &w);
+	/* the creation-order index (types 6 and 9) holds the same heap IDs */
+	if (rc == 0 && h5_addr_defined(corder_bt2_addr))
+		rc = h5_bt2_blocks_at(f, corder_bt2_addr, cb, ud);
+	h5_dense_close(&d);
+	return rc;
+}

@@ -50,6 +50,11 @@ int h5_dense_find(h5_dense *d, const char *name, size_t len, h5_dense_cb cb, voi
 
 /* lookup3 of the name bytes, initval 0: the key of types 5 and 8. */
 uint32_t h5_dense_name_hash(const char *name, size_t len);
+/* Every block of a dense store (the space report): its fractal heap, the
+ * name index and the creation-order index (corder_bt2_addr, or UNDEF), and
+ * the huge objects only heap IDs locate. */
+int h5_dense_blocks(h5_file *f, h5_dense_kind kind, uint64_t fheap_addr, uint64_t name_bt2_addr,
+		    uint64_t corder_bt2_addr, h5_block_cb cb, void *ud);
 
 /* Records of the name indexes (types 5, 8) and the creation-order indexes
  * (6: links, 9: attributes) for heap IDs of id_len bytes: their size, and

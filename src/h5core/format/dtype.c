@@ -432,24 +432,31 @@ int h5_dtype_decode(h5_dtype **out, const uint8_t *buf, size_t len, size_t *used
 	return ret;
 }
 
-/* Whether any part of t is variable-length (such a dataset reads as text). */
-static bool has_vlen_at(const h5_dtype *t, unsigned depth)
+/* Whether any part of t is variable-length (such a dataset reads as
+ * text), or with regions also a dataset region reference (both point
+ * into the global heap, III.E). */
+static bool has_vlen_at(const h5_dtype *t, unsigned depth, bool regions)
 {
 	size_t i;
 
 	if (!t || depth > H5_MAX_DTYPE_DEPTH)
 		return false;
-	if (t->cls == H5T_VLEN)
+	if (t->cls == H5T_VLEN || (regions && t->cls == H5T_REFERENCE && t->ref_type == 1))
 		return true;
 	if (t->cls == H5T_COMPOUND) {
 		for (i = 0; i < t->nmembers; i++)
-			if (t->members && has_vlen_at(t->members[i].type, depth + 1))
+			if (t->members && has_vlen_at(t->members[i].type, depth + 1, regions))
 				return true;
 	}
-	return (t->cls == H5T_ARRAY || t->cls == H5T_ENUM) && has_vlen_at(t->base, depth + 1);
+	return (t->cls == H5T_ARRAY || t->cls == H5T_ENUM) && has_vlen_at(t->base, depth + 1, regions);
 }
 
 bool h5_dtype_has_vlen(const h5_dtype *t)
 {
-	return has_vlen_at(t, 0);
+	return has_vlen_at(t, 0, false);
+}
+
+bool h5_dtype_has_heap_refs(const h5_dtype *t)
+{
+	return has_vlen_at(t, 0, true);
 }

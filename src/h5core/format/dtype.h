@@ -55,6 +55,9 @@ struct h5_dtype {
 
 /* Whether t holds variable-length data anywhere (nested up to H5_MAX_DTYPE_DEPTH). */
 bool h5_dtype_has_vlen(const h5_dtype *t);
+/* Whether t holds references into the global heap anywhere: variable-length
+ * data or dataset region references. */
+bool h5_dtype_has_heap_refs(const h5_dtype *t);
 /* Decode a datatype message (all versions, nested up to H5_MAX_DTYPE_DEPTH).
  * *used (optional) receives the bytes consumed. */
 int h5_dtype_decode(h5_dtype **out, const uint8_t *buf, size_t len, size_t *used);

@@ -327,3 +327,67 @@ out_hdr:
 	h5_cache_release(f->meta, &href);
 	return rc;
 }
+
+/* The data blocks whose addresses addrs[0..n) holds, of super block u. */
+static int ea_dblocks(const h5_ea_hdr *h, const h5_fmt *fmt, unsigned u, const uint64_t *addrs, uint64_t n,
+		      h5_block_cb cb, void *ud)
+{
+	uint64_t size = h5_ea_dblock_alloc_size(h, fmt, h->g.sb_dblk_nelmts[u]);
+	int rc = 0;
+
+	for (uint64_t k = 0; k < n && rc == 0; k++)
+		if (h5_addr_defined(addrs[k]))
+			rc = cb(addrs[k], size, ud);
+	return rc;
+}
+
+/* VII.D: the header, the index block, the data blocks it points at (the
+ * first iblock_nsblks super blocks' worth, their slots in order), and each
+ * super block with its data blocks; a paged data block is allocated with
+ * its pages (H5EA__dblock_create). */
+int h5_ea_blocks(h5_file *f, uint64_t hdr_addr, h5_block_cb cb, void *ud)
+{
+	h5_cache_ref href, iref;
+	const h5_ea_hdr *h;
+	const h5_ea_iblock *ib;
+	int rc;
+
+	rc = h5_ea_hdr_get(&h, &href, f, hdr_addr);
+	if (rc < 0)
+		return rc;
+	rc = cb(hdr_addr, h5_ea_hdr_size(&f->fmt), ud);
+	if (rc != 0 || !h5_addr_defined(h->iblock_addr))
+		goto out_hdr;
+	rc = h5_ea_iblock_get(&ib, &iref, f, h);
+	if (rc < 0)
+		goto out_hdr;
+	rc = cb(h->iblock_addr, h5_ea_iblock_size(h, &f->fmt), ud);
+	for (unsigned u = 0; u < h->g.iblock_nsblks && rc == 0; u++) {
+		uint64_t first = h->g.sb_start_dblk[u], n = h->g.sb_ndblks[u];
+
+		if (first >= h->g.ndblk_addrs)
+			break;
+		if (n > h->g.ndblk_addrs - first)
+			n = h->g.ndblk_addrs - first;
+		rc = ea_dblocks(h, &f->fmt, u, ib->dblk_addrs + first, n, cb, ud);
+	}
+	for (unsigned s = 0; s < h->g.nsblk_addrs && rc == 0; s++) {
+		unsigned u = h->g.iblock_nsblks + s;
+		const h5_ea_sblock *sb;
+		h5_cache_ref sref;
+
+		if (!h5_addr_defined(ib->sblk_addrs[s]))
+			continue;
+		rc = h5_ea_sblock_get(&sb, &sref, f, h, ib->sblk_addrs[s], u);
+		if (rc < 0)
+			break;
+		rc = cb(sb->addr, h5_ea_sblock_size(h, &f->fmt, u), ud);
+		if (rc == 0)
+			rc = ea_dblocks(h, &f->fmt, u, sb->dblk_addrs, sb->ndblks, cb, ud);
+		h5_cache_release(f->meta, &sref);
+	}
+	h5_cache_release(f->meta, &iref);
+out_hdr:
+	h5_cache_release(f->meta, &href);
+	return rc;
+}

@@ -367,3 +367,21 @@ out_hdr:
 	h5_cache_release(f->meta, &href);
 	return rc;
 }
+
+/* VII.C: the header, and the data block allocated with all its pages in
+ * one piece (H5FA__dblock_create), whatever pages were written. */
+int h5_fa_blocks(h5_file *f, uint64_t hdr_addr, h5_block_cb cb, void *ud)
+{
+	h5_cache_ref href;
+	const h5_fa_hdr *h;
+	int rc;
+
+	rc = h5_fa_hdr_get(&h, &href, f, hdr_addr);
+	if (rc < 0)
+		return rc;
+	rc = cb(hdr_addr, h5_fa_hdr_size(&f->fmt), ud);
+	if (rc == 0 && h5_addr_defined(h->dblk_addr))
+		rc = cb(h->dblk_addr, h5_fa_dblock_alloc_size(h, &f->fmt), ud);
+	h5_cache_release(f->meta, &href);
+	return rc;
+}

@@ -28,6 +28,7 @@
 #include "btree2.h"
 #include "filter.h"
 #include "fheap_int.h"
+#include "fspace.h"
 
 #define FH_ID_VERSION_MASK 0xC0
 #define FH_ID_TYPE_MASK 0x30
@@ -368,4 +369,113 @@ int h5_fheap_read(uint8_t **out, size_t *out_len, h5_fheap *h, const uint8_t *id
 		return h5_err_set(H5_ERR_FORMAT, "fractal heap 0x%llx: unknown heap ID type %u",
 				  (unsigned long long)h->hdr->addr, (id[0] & FH_ID_TYPE_MASK) >> 4);
 	}
+}
+
+/* ---- the heap's blocks (the space report) -------------------------------- */
+
+struct fh_blocks {
+	h5_fheap *fh;
+	h5_block_cb cb;
+	void *ud;
+};
+
+/* An indirect block and everything below it: its direct blocks (on disk
+ * the filtered size its entry records, else the row's block size) and its
+ * child indirect blocks, each of fewer rows (III.G "Fractal Heap Indirect
+ * Block"; the child's rows as fh_read_managed finds them). */
+static int fh_iblock_blocks(struct fh_blocks *w, uint64_t addr, unsigned nrows, uint64_t block_off)
+{
+	const fh_hdr *h = w->fh->hdr;
+	const fh_iblock *ib;
+	h5_cache_ref ref;
+	int rc;
+
+	rc = h5_fh_iblock_get(&ib, &ref, w->fh, addr, nrows, block_off);
+	if (rc < 0)
+		return rc;
+	rc = w->cb(addr, h5_fh_iblock_bytes(h, nrows), w->ud);
+	for (size_t e = 0; e < ib->nents && rc == 0; e++) {
+		unsigned row = (unsigned)(e / h->width), rows;
+		uint64_t col = e % h->width;
+
+		if (!h5_addr_defined(ib->child[e]))
+			continue;
+		if (row < h->max_direct_rows) {
+			rc = w->cb(ib->child[e], h->filtered ? ib->filt_size[e] : h->row_block_size[row], w->ud);
+			continue;
+		}
+		rows = fh_log2(h->row_block_size[row]) - h->first_row_bits + 1;
+		if (rows >= nrows) {
+			rc = h5_err_set(H5_ERR_FORMAT, "fractal heap 0x%llx: child indirect block 0x%llx not smaller "
+					"than its parent", (unsigned long long)h->addr, (unsigned long long)ib->child[e]);
+			break;
+		}
+		rc = fh_iblock_blocks(w, ib->child[e], rows,
+				      block_off + h->row_block_off[row] + col * h->row_block_size[row]);
+	}
+	h5_cache_release(w->fh->pin.f->meta, &ref);
+	return rc;
+}
+
+/* A record of the huge-object B-tree: the object's own extent. */
+static int fh_huge_rec_block(const uint8_t *rec, size_t len, void *udp)
+{
+	struct fh_blocks *w = udp;
+	struct fh_huge_rec r = { .hdr = w->fh->hdr };
+	int rc = fh_huge_found(rec, len, &r);
+
+	return rc < 0 ? rc : w->cb(r.addr, r.len, w->ud);
+}
+
+/* Indirectly accessed huge objects: the v2 B-tree's blocks, and each
+ * object its records locate. */
+static int fh_huge_blocks(struct fh_blocks *w)
+{
+	const fh_hdr *h = w->fh->hdr;
+	h5_bt2 *bt = NULL;
+	int rc;
+
+	rc = h5_bt2_open(&bt, w->fh->pin.f, h->huge_bt2_addr);
+	if (rc < 0)
+		return h5_err_wrap(rc, "fractal heap 0x%llx: huge objects: ", (unsigned long long)h->addr);
+	rc = h5_bt2_blocks(bt, w->cb, w->ud);
+	if (rc == 0)
+		rc = h5_bt2_iterate(bt, fh_huge_rec_block, w);
+	h5_bt2_close(bt);
+	return rc;
+}
+
+int h5_fheap_blocks(h5_fheap *fh, h5_block_cb cb, void *ud)
+{
+	const fh_hdr *h = fh->hdr;
+	struct fh_blocks w = { fh, cb, ud };
+	int rc;
+
+	rc = cb(h->addr, h->hdr_size, ud);
+	if (rc == 0 && h5_addr_defined(h->fs_addr))
+		rc = h5_fspace_blocks(NULL, fh->pin.f, h->fs_addr, cb, ud);
+	if (rc == 0 && h5_addr_defined(h->huge_bt2_addr))
+		rc = fh_huge_blocks(&w);
+	if (rc != 0 || !h5_addr_defined(h->root_addr))
+		return rc;
+	if (h->curr_root_rows == 0)
+		return cb(h->root_addr, h->filtered ? h->root_filt_size : h->start_block_size, ud);
+	return fh_iblock_blocks(&w, h->root_addr, h->curr_root_rows, 0);
+}
+
+int h5_fheap_id_extent(uint64_t *addr, uint64_t *len, h5_fheap *fh, const uint8_t *id, size_t id_len)
+{
+	struct fh_huge_rec rec = { .hdr = fh->hdr };
+	int rc;
+
+	*addr = H5_ADDR_UNDEF;
+	*len = 0;
+	if (id_len == 0 || (id[0] & FH_ID_TYPE_MASK) != FH_ID_HUGE || !fh->hdr->huge_direct)
+		return 0;
+	rc = fh_huge_locate(&rec, fh, id, id_len);
+	if (rc < 0)
+		return rc;
+	*addr = rec.addr;
+	*len = rec.len;
+	return 0;
 }

@@ -15,6 +15,14 @@ void h5_fheap_close(h5_fheap *h);
 /* Object bytes for a heap ID (tiny, managed or huge). *out is malloc'd. */
 int h5_fheap_read(uint8_t **out, size_t *out_len, h5_fheap *h, const uint8_t *id, size_t id_len);
 size_t h5_fheap_id_len(const h5_fheap *h);
+/* Every block of the heap for the space report: the header, its
+ * free-space manager, the managed direct and indirect blocks, the
+ * huge-object B-tree and the huge objects it indexes. */
+int h5_fheap_blocks(h5_fheap *h, h5_block_cb cb, void *ud);
+/* A huge object whose ID holds its address ("directly accessed", no
+ * B-tree): its extent; *addr UNDEF for every other ID (their storage is
+ * h5_fheap_blocks'). */
+int h5_fheap_id_extent(uint64_t *addr, uint64_t *len, h5_fheap *h, const uint8_t *id, size_t id_len);
 
 /* ---- encoding a whole heap (fheap_enc.c) ------------------------------------ */
 

@@ -39,6 +39,8 @@ typedef struct fh_hdr {
 	uint64_t root_addr;
 	uint16_t curr_root_rows;    /* 0: root_addr is a direct block */
 	uint64_t root_filt_size;    /* filtered heaps: root direct block on disk */
+	uint64_t hdr_size;          /* bytes of the header, filter information included */
+	uint64_t fs_addr;           /* the heap's free-space manager (III.H), or UNDEF */
 	uint32_t root_filt_mask;
 	bool filtered;
 	h5_pline pline;

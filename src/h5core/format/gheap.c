@@ -154,18 +154,25 @@ static int gheap_load(void **obj, size_t *cost, void *ud)
 	return 0;
 }
 
-int h5_gheap_read(uint8_t **out, size_t *out_len, h5_file *f, uint64_t coll_addr, uint32_t index)
+/* The cached collection at coll_addr; *ref is released by the caller. */
+static int gheap_get(h5_cache_ref *ref, h5_file *f, uint64_t coll_addr)
 {
 	gheap_load_ud ud = {f, coll_addr};
+
+	if (!h5_addr_defined(coll_addr))
+		return h5_err_set(H5_ERR_FORMAT, "global heap reference to an undefined address");
+	return h5_cache_get(ref, f->meta, H5_CK_GHEAP, coll_addr, gheap_load, gheap_coll_free, &ud);
+}
+
+int h5_gheap_read(uint8_t **out, size_t *out_len, h5_file *f, uint64_t coll_addr, uint32_t index)
+{
 	h5_cache_ref ref;
 	gheap_coll *c;
 	int rc;
 
 	*out = NULL;
 	*out_len = 0;
-	if (!h5_addr_defined(coll_addr))
-		return h5_err_set(H5_ERR_FORMAT, "global heap reference to an undefined address");
-	rc = h5_cache_get(&ref, f->meta, H5_CK_GHEAP, coll_addr, gheap_load, gheap_coll_free, &ud);
+	rc = gheap_get(&ref, f, coll_addr);
 	if (rc < 0)
 		return rc;
 	c = ref.obj;
@@ -186,4 +193,18 @@ int h5_gheap_read(uint8_t **out, size_t *out_len, h5_file *f, uint64_t coll_addr
 	}
 	h5_cache_release(f->meta, &ref);
 	return rc;
+}
+
+int h5_gheap_coll_size(uint64_t *out, h5_file *f, uint64_t coll_addr)
+{
+	h5_cache_ref ref;
+	int rc;
+
+	*out = 0;
+	rc = gheap_get(&ref, f, coll_addr);
+	if (rc < 0)
+		return rc;
+	*out = ((const gheap_coll *)ref.obj)->len;
+	h5_cache_release(f->meta, &ref);
+	return 0;
 }

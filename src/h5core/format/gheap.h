@@ -10,6 +10,9 @@
 /* ---- global heap (gheap.c) ------------------------------------------------- */
 
 int h5_gheap_read(uint8_t **out, size_t *out_len, h5_file *f, uint64_t coll_addr, uint32_t index);
+/* Bytes of the collection at coll_addr (its size field, checked as a read
+ * checks it): the space report counts a collection whole. */
+int h5_gheap_coll_size(uint64_t *out, h5_file *f, uint64_t coll_addr);
 
 /* (gheap_enc.c) A collection holding objects 1..n (lens[i] bytes each),
  * *len bytes (at least 4096), malloc'd. */

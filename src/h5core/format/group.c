@@ -13,6 +13,7 @@
  * dense groups by name for H5_INDEX_NAME; symbol tables are stored sorted).
  */
 #include "base.h"
+#include "addrset.h"
 #include "checksum.h"
 #include "file.h"
 #include "ohdr.h"
@@ -23,69 +24,16 @@
 #include "group.h"
 #include "dense.h"
 
-/* ---- a set of visited addresses (loop detection) ------------------------ */
+/* ---- loop detection ------------------------------------------------------ */
 
-struct addr_set {
-	uint64_t *tab;   /* open addressing; H5_ADDR_UNDEF marks a free slot */
-	size_t cap, n;
-};
-
-static size_t addr_hash(uint64_t a, size_t cap)
+/* Add addr to the walk's visited set; H5_ERR_LOOP if it was already there. */
+static int addr_set_add(h5_addrset *s, uint64_t addr, const char *what)
 {
-	a ^= a >> 33;
-	a *= UINT64_C(0xff51afd7ed558ccd);
-	a ^= a >> 33;
-	return (size_t)a & (cap - 1);
-}
+	int rc = h5_addrset_add(s, addr);
 
-static void addr_set_free(struct addr_set *s)
-{
-	free(s->tab);
-	memset(s, 0, sizeof(*s));
-}
-
-static int addr_set_grow(struct addr_set *s)
-{
-	size_t ncap = s->cap ? s->cap * 2 : 64;
-	uint64_t *nt = malloc(ncap * sizeof(*nt));
-
-	if (!nt)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory");
-	for (size_t i = 0; i < ncap; i++)
-		nt[i] = H5_ADDR_UNDEF;
-	for (size_t i = 0; i < s->cap; i++) {
-		size_t j;
-
-		if (s->tab[i] == H5_ADDR_UNDEF)
-			continue;
-		for (j = addr_hash(s->tab[i], ncap); nt[j] != H5_ADDR_UNDEF; j = (j + 1) & (ncap - 1))
-			;
-		nt[j] = s->tab[i];
-	}
-	free(s->tab);
-	s->tab = nt;
-	s->cap = ncap;
-	return 0;
-}
-
-/* Add addr; H5_ERR_LOOP if it was already there. */
-static int addr_set_add(struct addr_set *s, uint64_t addr, const char *what)
-{
-	size_t j;
-	int rc;
-
-	if (2 * (s->n + 1) > s->cap) {
-		rc = addr_set_grow(s);
-		if (rc < 0)
-			return rc;
-	}
-	for (j = addr_hash(addr, s->cap); s->tab[j] != H5_ADDR_UNDEF; j = (j + 1) & (s->cap - 1))
-		if (s->tab[j] == addr)
-			return h5_err_set(H5_ERR_LOOP, "%s at 0x%llx is reached twice", what,
-					  (unsigned long long)addr);
-	s->tab[j] = addr;
-	s->n++;
-	return 0;
+	if (rc == 0)
+		return h5_err_set(H5_ERR_LOOP, "%s at 0x%llx is reached twice", what, (unsigned long long)addr);
+	return rc < 0 ? rc : 0;
 }
 
 /* ---- which storage form ------------------------------------------------- */
@@ -452,8 +400,9 @@ static int stab_entry_link(h5_link *out, const h5_lheap *heap, const h5_snod_ent
 struct stab_walk {
 	h5_file *f;
 	h5_lheap *heap;
-	struct addr_set seen;
-	h5_link_cb cb;
+	h5_addrset seen;
+	h5_link_cb cb;          /* each link, or NULL */
+	h5_block_cb blk;        /* each node and SNOD, or NULL */
 	void *ud;
 };
 
@@ -469,6 +418,12 @@ static int stab_walk_snod(struct stab_walk *w, uint64_t addr)
 	rc = h5_snod_get(&sn, w->f, addr);
 	if (rc < 0)
 		return rc;
+	if (w->blk) {
+		/* III.B: a node is allocated for 2K entries, however many it holds */
+		rc = w->blk(addr, h5_snod_size(&w->f->fmt, w->f->sym_leaf_k), w->ud);
+		h5_snod_release(w->f, sn);
+		return rc;
+	}
 	{
 		/* the children's headers are read next (a lookup each, by
 		 * ls -l and the like): a remote source fetches them together */
@@ -513,6 +468,11 @@ static int stab_walk_node(struct stab_walk *w, uint64_t addr, int expect_level)
 				(unsigned long long)addr, nd->level, expect_level);
 		goto out;
 	}
+	if (w->blk) {
+		rc = w->blk(addr, h5_bt1_group_size(&w->f->fmt, w->f->btree_k), w->ud);
+		if (rc)
+			goto out;
+	}
 	h5_file_prefetch(w->f, nd->child, nd->n); /* all of them are walked */
 	for (unsigned i = 0; i < nd->n; i++) {
 		if (nd->level > 0)
@@ -527,9 +487,9 @@ out:
 	return rc;
 }
 
-static int stab_iterate(h5_file *f, const h5_stab *st, h5_link_cb cb, void *ud)
+static int stab_walk(h5_file *f, const h5_stab *st, h5_link_cb cb, h5_block_cb blk, void *ud)
 {
-	struct stab_walk w = { .f = f, .cb = cb, .ud = ud };
+	struct stab_walk w = { .f = f, .cb = cb, .blk = blk, .ud = ud };
 	uint64_t both[2] = { st->heap_addr, st->btree_addr };
 	int rc;
 
@@ -537,10 +497,23 @@ static int stab_iterate(h5_file *f, const h5_stab *st, h5_link_cb cb, void *ud)
 	rc = h5_lheap_get(&w.heap, f, st->heap_addr);
 	if (rc < 0)
 		return rc;
-	rc = stab_walk_node(&w, st->btree_addr, -1);
-	addr_set_free(&w.seen);
+	if (blk)
+		rc = h5_lheap_blocks(f, st->heap_addr, blk, ud);
+	if (rc == 0)
+		rc = stab_walk_node(&w, st->btree_addr, -1);
+	h5_addrset_free(&w.seen);
 	h5_lheap_release(f, w.heap);
 	return rc;
+}
+
+static int stab_iterate(h5_file *f, const h5_stab *st, h5_link_cb cb, void *ud)
+{
+	return stab_walk(f, st, cb, NULL, ud);
+}
+
+int h5_group_stab_blocks(h5_file *f, const h5_stab *st, h5_block_cb cb, void *ud)
+{
+	return stab_walk(f, st, NULL, cb, ud);
 }
 
 /* Binary search of a symbol table node's sorted entries. */

@@ -27,5 +27,9 @@ typedef struct h5_group_storage {
 
 /* H5_ERR_* when oh (at addr) is no group. */
 int h5_group_storage_get(h5_group_storage *gs, h5_file *f, const h5_ohdr *oh, uint64_t addr);
+/* The blocks of a symbol table (the space report): the local heap's header
+ * and data segment, every v1 B-tree node and symbol table node, each as
+ * libhdf5 allocates it. */
+int h5_group_stab_blocks(h5_file *f, const h5_stab *st, h5_block_cb cb, void *ud);
 
 #endif

@@ -159,3 +159,20 @@ const char *h5_lheap_string(const h5_lheap *h, uint64_t off)
 		return NULL;
 	return s;
 }
+
+/* III.D: the header and the data segment, wherever each lies (libhdf5
+ * allocates a new heap's two together, a grown segment elsewhere). */
+int h5_lheap_blocks(h5_file *f, uint64_t addr, h5_block_cb cb, void *ud)
+{
+	h5_lheap *h;
+	int rc;
+
+	rc = h5_lheap_get(&h, f, addr);
+	if (rc < 0)
+		return rc;
+	rc = cb(addr, h5_lheap_hdr_size(&f->fmt), ud);
+	if (rc == 0 && h->size)
+		rc = cb(h->data_addr, h->size, ud);
+	h5_lheap_release(f, h);
+	return rc;
+}

@@ -22,6 +22,8 @@ typedef struct h5_lheap {
 int h5_lheap_decode(h5_lheap *out, const h5_fmt *fmt, const uint8_t *buf, size_t len);
 int h5_lheap_get(h5_lheap **out, h5_file *f, uint64_t addr);   /* cached */
 void h5_lheap_release(h5_file *f, h5_lheap *h);
+/* The heap's blocks (header, data segment), for the space report. */
+int h5_lheap_blocks(h5_file *f, uint64_t addr, h5_block_cb cb, void *ud);
 /* The header's bytes (h5_lheap_hdr_size of them): data segment size, the
  * offset of the first free block (H5_LHEAP_FREE_NULL: none) and the data
  * segment's address. libhdf5 ends a free list with 1 (H5HL_FREE_NULL),

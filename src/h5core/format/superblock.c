@@ -111,6 +111,7 @@ static int sb_decode_v01(h5_file *f, sb_extra *x, h5_rd *r, uint8_t version)
 		return h5_err_set(H5_ERR_FORMAT, "superblock: root group object header address is undefined");
 	if (root.cache_type == 2)
 		return h5_err_set(H5_ERR_FORMAT, "superblock: root group entry is a soft link");
+	f->sb_size = (uint32_t)r->pos;
 	f->root_addr = root.obj_addr;
 	f->root_stab_cached = root.cache_type == 1;
 	f->root_btree_addr = root.cache_type == 1 ? root.btree_addr : H5_ADDR_UNDEF;
@@ -149,6 +150,7 @@ static int sb_decode_v23(h5_file *f, h5_rd *r, uint8_t version, const uint8_t *b
 	rc = sb_set_eoa(f, base, eof, eof_off);
 	if (rc < 0)
 		return rc;
+	f->sb_size = (uint32_t)sb_len;
 	if (!h5_addr_defined(f->root_addr))
 		return h5_err_set(H5_ERR_FORMAT, "superblock: root group object header address is undefined");
 	f->root_stab_cached = false;
@@ -173,6 +175,9 @@ static int sb_decode(h5_file *f, sb_extra *x, const uint8_t *buf, size_t len)
 		return h5_err_set(H5_ERR_UNSUPPORTED, "superblock version %u not supported", version);
 	f->sb_version = version;
 	f->sb_addr = 0;
+	f->drvinfo_addr = H5_ADDR_UNDEF;
+	f->drvinfo_size = 0;
+	f->nfsm = 0;
 	f->ext_addr = H5_ADDR_UNDEF;
 	if (version <= 1)
 		return sb_decode_v01(f, x, &r, version);
@@ -210,6 +215,8 @@ static int sb_read_drvinfo(h5_file *f, uint64_t addr)
 	if (hdr[0] != 0)
 		return h5_err_set(H5_ERR_UNSUPPORTED, "driver info block at 0x%llx: version %u not supported",
 				  (unsigned long long)addr, hdr[0]);
+	f->drvinfo_addr = addr;
+	f->drvinfo_size = sizeof(hdr) + h5_le_decode(hdr + 4, 4);
 	return sb_check_driver(hdr + 8, addr);
 }
 
@@ -217,10 +224,26 @@ static int sb_read_drvinfo(h5_file *f, uint64_t addr)
  * entry per index, checksum. The spec's table shows alignment space after
  * the message count, but libhdf5 (H5SMcache.c) packs the entries and so do
  * real files. */
+size_t h5_sohm_table_size(const h5_fmt *fmt, unsigned nindexes)
+{
+	return 4 + nindexes * (14 + 2 * (size_t)fmt->sizeof_addr) + 4;
+}
+
+/* III.I "Shared Message Record List": "SMLI", room for list_max records
+ * (libhdf5 allocates the list whole: H5SM_LIST_SIZE), checksum. A record
+ * is the location byte, the hash, and the larger of a heap record
+ * (reference count, 8-byte heap ID) and a header record (reserved, type,
+ * creation index, address). */
+size_t h5_sohm_list_size(const h5_fmt *fmt, unsigned list_max)
+{
+	size_t heap = 4 + 8, ohdr = 1 + 1 + 2 + (size_t)fmt->sizeof_addr;
+
+	return 4 + list_max * (1 + 4 + (heap > ohdr ? heap : ohdr)) + 4;
+}
+
 static int sb_read_smtb(h5_file *f, unsigned nindexes)
 {
-	size_t entry = 14 + 2 * (size_t)f->fmt.sizeof_addr;
-	size_t len = 4 + nindexes * entry + 4;
+	size_t len = h5_sohm_table_size(&f->fmt, nindexes);
 	uint8_t *buf = NULL;
 	h5_rd r;
 	int rc;
@@ -268,6 +291,46 @@ static int sb_read_smtb(h5_file *f, unsigned nindexes)
 out:
 	free(buf);
 	return rc;
+}
+
+/* The File Space Info message (not in the format spec; libhdf5's
+ * H5Ofsinfo.c). Version 0: strategy, threshold, and with strategy 1
+ * ("all persist") the addresses of 6 free-space managers. Version 1:
+ * strategy, persist, threshold, page size, page end threshold, EOA before
+ * the managers, and when persisting 12 addresses. Both are hints (the
+ * page size to the source, the managers to the space report): a message
+ * we cannot read is ignored. */
+static void sb_fsinfo(h5_file *f, h5_rd *r)
+{
+	uint8_t version = h5_rd_u8(r), strategy = h5_rd_u8(r);
+	bool persist;
+	uint64_t page = 0;
+	unsigned n;
+
+	if (version == 0) {
+		h5_rd_size(r, &f->fmt);
+		persist = strategy == 1;
+		n = 6;
+	} else if (version == 1) {
+		persist = h5_rd_u8(r) != 0;
+		h5_rd_size(r, &f->fmt);
+		page = h5_rd_size(r, &f->fmt);
+		h5_rd_u16(r);
+		h5_rd_addr(r, &f->fmt);
+		n = 12;
+	} else {
+		return;
+	}
+	if (!h5_rd_ok(r))
+		return;
+	if (version == 1 && strategy == SB_FSPACE_PAGE && page >= 512)
+		f->fs_page_size = page;
+	for (unsigned i = 0; persist && i < n; i++) {
+		uint64_t a = h5_rd_addr(r, &f->fmt);
+
+		if (h5_rd_ok(r) && h5_addr_defined(a) && f->nfsm < H5_FSM_MAX)
+			f->fsm_addr[f->nfsm++] = a;
+	}
 }
 
 /* II.C "Superblock Extension": an object header holding file-wide
@@ -328,20 +391,9 @@ static int sb_read_extension(h5_file *f)
 				goto out;
 			break;
 		}
-		case SB_MSG_FSINFO: { /* version 1: strategy, persist, threshold, page size, ... */
-			uint8_t version = h5_rd_u8(&r), strategy = h5_rd_u8(&r);
-			uint64_t page;
-
-			if (version != 1)
-				break; /* version 0 has no pages */
-			h5_rd_u8(&r);
-			h5_rd_size(&r, &f->fmt);
-			page = h5_rd_size(&r, &f->fmt);
-			/* only a hint to the source: a bad value is ignored */
-			if (h5_rd_ok(&r) && strategy == SB_FSPACE_PAGE && page >= 512)
-				f->fs_page_size = page;
+		case SB_MSG_FSINFO:
+			sb_fsinfo(f, &r);
 			break;
-		}
 		case SB_MSG_MDCI:
 			/* libhdf5 left (some) metadata in a cache image instead of
 			 * at its addresses; what is there may be stale or absent. */

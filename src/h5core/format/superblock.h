@@ -13,5 +13,9 @@ int h5_superblock_read(h5_file *f);
 int h5_superblock_write_eoa(h5_file *f, uint64_t eoa);
 /* Pure decoder of a superblock image starting at the signature. */
 int h5_superblock_decode(h5_file *f, const uint8_t *buf, size_t len);
+/* Bytes of the shared message table (III.I "SMTB") of nindexes indexes,
+ * and of a shared message record list ("SMLI") of list_max records. */
+size_t h5_sohm_table_size(const h5_fmt *fmt, unsigned nindexes);
+size_t h5_sohm_list_size(const h5_fmt *fmt, unsigned list_max);
 
 #endif

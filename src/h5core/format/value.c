@@ -460,6 +460,94 @@ static int vl_read(uint8_t **obj, size_t *len, h5_file *f, const h5_dtype *t, co
 	return 0;
 }
 
+/* ---- the global heap collections values reference (space report) -------- */
+
+static int heap_refs_run(h5_file *f, const h5_dtype *t, const uint8_t *p, size_t len, uint64_t n, unsigned depth,
+			 h5_heap_ref_cb cb, void *ud);
+
+static int heap_refs_elem(h5_file *f, const h5_dtype *t, const uint8_t *p, unsigned depth, h5_heap_ref_cb cb,
+			  void *ud)
+{
+	vl_ref ref;
+	uint8_t *obj = NULL;
+	size_t len = 0;
+	int rc = 0;
+
+	if (depth > H5_MAX_DTYPE_DEPTH)
+		return h5_err_set(H5_ERR_LIMIT, "datatype nested deeper than %d", H5_MAX_DTYPE_DEPTH);
+	switch (t->cls) {
+	case H5T_VLEN:
+		rc = vl_ref_decode(&ref, f, t, p);
+		if (rc < 0 || ref.count == 0 || ref.addr == 0 || !h5_addr_defined(ref.addr))
+			return rc;
+		rc = cb(ref.addr, ud);
+		if (rc != 0 || t->vlen_type == 1 || !h5_dtype_has_heap_refs(t->base))
+			return rc;
+		/* a sequence of sequences: its heap object holds more references */
+		rc = vl_read(&obj, &len, f, t, p);
+		if (rc == 0)
+			rc = heap_refs_run(f, t->base, obj, len, ref.count, depth + 1, cb, ud);
+		free(obj);
+		return rc;
+	case H5T_REFERENCE: {
+		/* IV.A.2.d class 7, type 1: a dataset region reference is a
+		 * global heap ID (collection address, object index); address 0
+		 * is a null reference */
+		h5_rd r;
+		uint64_t a;
+
+		if (t->ref_type != 1)
+			return 0;
+		h5_rd_init(&r, p, t->size);
+		a = h5_rd_addr(&r, &f->fmt);
+		return a == 0 || !h5_addr_defined(a) ? 0 : cb(a, ud);
+	}
+	case H5T_COMPOUND:
+		for (size_t i = 0; i < t->nmembers && rc == 0; i++) {
+			const h5_dtype_member *m = &t->members[i];
+
+			if (m->offset > t->size || m->type->size > t->size - m->offset)
+				return h5_err_set(H5_ERR_FORMAT, "compound member %zu lies outside its %u-byte type", i,
+						  t->size);
+			rc = heap_refs_elem(f, m->type, p + m->offset, depth + 1, cb, ud);
+		}
+		return rc;
+	case H5T_ARRAY: {
+		uint64_t n = 1;
+
+		for (unsigned i = 0; i < t->arank; i++)
+			n *= t->adims[i];
+		if (!t->base->size || n > t->size / t->base->size)
+			return h5_err_set(H5_ERR_FORMAT, "array type of %llu elements exceeds its %u bytes",
+					  (unsigned long long)n, t->size);
+		return heap_refs_run(f, t->base, p, t->size, n, depth + 1, cb, ud);
+	}
+	default:
+		return 0;
+	}
+}
+
+static int heap_refs_run(h5_file *f, const h5_dtype *t, const uint8_t *p, size_t len, uint64_t n, unsigned depth,
+			 h5_heap_ref_cb cb, void *ud)
+{
+	int rc = 0;
+
+	if (!t->size || n > len / t->size)
+		return h5_err_set(H5_ERR_FORMAT, "%llu elements of %u bytes need more than %zu bytes",
+				  (unsigned long long)n, t->size, len);
+	for (uint64_t i = 0; i < n && rc == 0; i++)
+		rc = heap_refs_elem(f, t, p + i * t->size, depth, cb, ud);
+	return rc;
+}
+
+int h5_value_heap_refs(h5_file *f, const h5_dtype *t, const uint8_t *data, size_t data_len, uint64_t nelmts,
+		       h5_heap_ref_cb cb, void *ud)
+{
+	if (!h5_dtype_has_heap_refs(t))
+		return 0;
+	return heap_refs_run(f, t, data, data_len, nelmts, 0, cb, ud);
+}
+
 /* ---- any element --------------------------------------------------------- */
 
 static int fmt_elem(h5_sb *s, h5_file *f, const h5_dtype *t, const uint8_t *p, unsigned depth, bool nested);

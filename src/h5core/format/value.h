@@ -18,6 +18,13 @@ int h5_value_text(char **out, size_t *out_len, h5_file *f, const h5_dtype *t,
  * variable-length string type yields its strings' bytes (NUL-separated). */
 int h5_value_raw(uint8_t **out, size_t *out_len, h5_file *f, const h5_dtype *t,
 		 const uint8_t *data, size_t data_len, uint64_t nelmts);
+/* Each global heap collection (its address) that nelmts elements of type
+ * t at data reference: variable-length sequences and strings, dataset
+ * region references, and what sequences of such types hold in turn (the
+ * space report). A non-zero cb result stops the walk. */
+typedef int (*h5_heap_ref_cb)(uint64_t coll_addr, void *ud);
+int h5_value_heap_refs(h5_file *f, const h5_dtype *t, const uint8_t *data, size_t data_len, uint64_t nelmts,
+		       h5_heap_ref_cb cb, void *ud);
 /* (numpy.c) NumPy typestr ("<f8", "|S10", "|b1", "|V12", "|O") of t. */
 int h5_value_typestr(char **out, const h5_dtype *t);
 /* (numpy.c) NumPy descr of a compound or array type. */

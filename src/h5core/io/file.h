@@ -35,6 +35,10 @@ typedef struct h5_sohm_index {
 	uint64_t heap_addr;     /* fractal heap holding the shared messages */
 } h5_sohm_index;
 
+/* Free-space managers a File Space Info message names: 6 (version 0, one
+ * per H5FD_MEM type) or 12 (version 1, small and large pages of each). */
+#define H5_FSM_MAX 12
+
 struct h5_file {
 	h5_source *src;         /* where the bytes are (source.h): every read,
 				 * write and sync of FILE goes through it */
@@ -73,6 +77,14 @@ struct h5_file {
 	/* v0/v1: the root symbol table entry's scratch pad (cache type 1) */
 	bool root_stab_cached;
 	uint64_t root_btree_addr, root_heap_addr;
+	/* what the superblock occupies besides its extension's header (the
+	 * space report): its own bytes, the v0/v1 driver information block
+	 * (II.B), and the file's free-space managers (III.H) the extension's
+	 * File Space Info message names when libhdf5 persists free space */
+	uint32_t sb_size;
+	uint64_t drvinfo_addr, drvinfo_size;
+	unsigned nfsm;
+	uint64_t fsm_addr[H5_FSM_MAX];
 	/* shared object header message table (from the superblock extension) */
 	uint64_t sohm_addr;     /* SMTB address or UNDEF */
 	unsigned sohm_nindexes;
@@ -168,6 +180,12 @@ struct h5_block_load {
 	/* *cost is obj_size unless decode() sets it; the image is freed after. */
 	int (*decode)(void **obj, size_t *cost, const uint8_t *buf, size_t len, const h5_block_load *b);
 };
+/* One block a structure occupies on disk, [addr, addr + len) relative to
+ * the base: what the structures' block walks (h5_bt2_blocks,
+ * h5_fheap_blocks, the chunk indexes' blocks op, ...) hand to the space
+ * report (dataset/space_report.c); non-zero stops the walk. */
+typedef int (*h5_block_cb)(uint64_t addr, uint64_t len, void *ud);
+
 /* An h5_cache_load_fn: ud is the h5_block_load. */
 int h5_file_load_block(void **obj, size_t *cost, void *ud);
 
