@@ -8,6 +8,9 @@ descriptor cannot be mapped with Debian's libfuse: ENODEV). For every
 dataset of the overwrite fixtures (make_overwrite_fixtures.py) that can
 grow - v1 B-tree, v2 B-tree and extensible array indexes, filtered and
 not - in both formats:
+  * the first descriptor to read it opens while a writer's rows and part
+    of a row are accepted, not committed: it reads them all (the rows
+    committed for it, the partial row taken from the appender);
   * numpy.memmap's default mode (r+) maps it: bytes changed through the
     mapping are in FILE after flush (h5py reads them), and meanwhile
     another descriptor's append is EBUSY;
@@ -92,6 +95,26 @@ def check_now(p, want, first, tag):
         T.fail("%s: a mapping of %d bytes: %s" % (tag, len(want), diff(got, want)))
     if first is not None and first.tobytes() != want[:len(first)]:
         T.fail("%s: the first mapping changed: %s" % (tag, diff(first.tobytes(), want[:len(first)])))
+
+
+def first_reader(mnt, k, want, row, tag):
+    """A reader's first descriptor while rows and part of a row were
+    accepted and not committed (commits every 60 s here): the rows are
+    committed for it, the partial row kept, and it reads them all."""
+    p = os.path.join(mnt, k)
+    data = rows_of(k, 4, row, tag + "-first")
+    cut = 3 * row + row // 2
+    fh = open(p, "ab", buffering=0)
+    try:
+        fh.write(data[:cut])
+        want += data[:cut]
+        check_now(p, want, None, tag + " first reader, part of a row")
+        fh.write(data[cut:])
+        want += data[cut:]
+        check_now(p, want, None, tag + " first reader, the row completed")
+    finally:
+        fh.close()
+    return want
 
 
 def map_rw(mnt, src, k, want, row, tag):
@@ -227,9 +250,11 @@ def run(work, latest):
         T.fail("%s: only %d growable datasets in the fixture" % (tag, len(names)))
     final = {}
     mnt = os.path.join(work, "mnt-" + tag)
+    os.environ["H5FS_APPEND_COMMIT_MS"] = "60000"   # rows wait for close, fsync
     with T.Mount(src, mnt) as m, m.watchdog(240):
         for k in names:
-            w = map_rw(mnt, src, k, bytes(start[k]), row[k], "%s %s" % (tag, k))
+            w = first_reader(mnt, k, bytes(start[k]), row[k], "%s %s" % (tag, k))
+            w = map_rw(mnt, src, k, w, row[k], "%s %s" % (tag, k))
             w = grow(mnt, src, k, w, row[k], "%s %s" % (tag, k))
             partial(mnt, k, w, row[k], "%s %s" % (tag, k))
             final[k] = w

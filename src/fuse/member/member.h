@@ -78,6 +78,10 @@ struct wfile;
 struct wfile *wfile_of(const struct fuse_file_info *fi);
 int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi);
 void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino);
+/* Before n's first page-cached descriptor: every accepted append made
+ * readable (committed, or kept by tail.c). 0, or EAGAIN when it cannot be
+ * now (the descriptor then bypasses the page cache). */
+int wfile_tail_catch_up(h5fs *fs, struct node *n);
 /* member/open.c: read or write handle, page cache or not */
 int member_open(void *r, struct fuse_file_info *fi, uint64_t ino);
 int member_release(void *r, uint64_t ino, struct fuse_file_info *fi);
@@ -132,8 +136,14 @@ void ow_read_mark(struct node *n);
 void ow_pages_settle(h5fs *fs, struct node *n, fuse_ino_t ino);
 /* member/tail.c: accepted rows shown before they are committed (a dataset
  * that grows, read through the page cache); n->lk taken inside unless
- * said. A read handle of n may cache pages: */
-void tail_mark_paged(struct node *n);
+ * said. Keep accepted bytes from now on: how many accepted earlier are
+ * not kept (UINT64_MAX: no memory); how many are not kept now; those
+ * (the beginning of a partial row, from its appender) kept after all: */
+uint64_t tail_begin(struct node *n);
+uint64_t tail_hole(struct node *n);
+int tail_fill(struct node *n, const uint8_t *bytes, uint64_t len);
+/* page-cached descriptors of n were handed out: appends drop pages */
+void tail_set_paged(struct node *n);
 bool tail_paged(struct node *n);
 /* len bytes of a write accepted at the end: *from, where they begin (the
  * old accepted end); the node's size grows. ENOMEM. */

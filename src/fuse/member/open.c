@@ -44,8 +44,10 @@ int member_open(void *r, struct fuse_file_info *fi, uint64_t ino)
 	 * overwrites, member/overwrite.c), so the page cache stays valid
 	 * across opens. */
 	if (fs_writable(fs) && (n->st.st_mode & S_IWUSR) && node_growable(n)) {
-		tail_mark_paged(n);
-		fi->keep_cache = 1;
+		if (tail_paged(n) || wfile_tail_catch_up(fs, n) == 0)
+			fi->keep_cache = 1;
+		else
+			fi->direct_io = 1;
 	} else if (fs->live) {
 		/* the page cache, before and after FILE changes (memmap): what
 		 * the kernel caches of it is recorded once reads are checked

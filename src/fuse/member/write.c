@@ -312,7 +312,7 @@ static void wfile_give_back(h5fs *fs, struct wfile *w)
 int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 {
 	struct wfile *w;
-	bool is_ds;
+	bool is_ds, cached;
 	int rc, e;
 
 	/* files reached by external links are opened read-only */
@@ -371,7 +371,10 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	 * and save the kernel a copy of every byte (1 GiB of dd: 0.24-0.46x
 	 * of a plain file through the cache, bench/README.md); so does
 	 * np.save's stream. */
-	rc = wq_attach(fs, w, w->ow && !w->npy && (fi->flags & O_ACCMODE) == O_RDWR);
+	cached = w->ow && !w->npy && (fi->flags & O_ACCMODE) == O_RDWR;
+	if (cached && w->a && !tail_paged(n))
+		cached = wfile_tail_catch_up(fs, n) == 0;
+	rc = wq_attach(fs, w, cached);
 	if (rc) {
 		h5_append_close(w->a, NULL);
 		h5_overwrite_close(w->ow);
@@ -379,8 +382,6 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 		return rc;
 	}
 	fi->fh = (uint64_t)(uintptr_t)w;
-	if (w->cached && w->a)
-		tail_mark_paged(n);
 	fi->direct_io = !w->cached;
 	fi->keep_cache = w->cached;
 	/* (a reply the kernel does not take is released by the dispatcher) */
@@ -799,6 +800,78 @@ void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	ow_pages_settle(fs, w->n, ino);
 	wq_detach(fs, w);
 	free(w);
+}
+
+/* A handle of n that holds rows (FILE's lock with them), pinned as the
+ * idler pins (its release waits), or NULL */
+static struct wfile *holder_pin(h5fs *fs, struct node *n)
+{
+	struct wfile *pick = NULL;
+
+	pthread_mutex_lock(&fs->lock);
+	for (struct hlink *h = fs->open_wfiles.next; h != &fs->open_wfiles && !pick; h = h->next) {
+		struct wfile *w = (struct wfile *)(void *)h;
+
+		if (w->n == n && w->a && __atomic_load_n(&w->holding, __ATOMIC_RELAXED))
+			pick = w;
+	}
+	if (pick)
+		pick->pins++;
+	pthread_mutex_unlock(&fs->lock);
+	return pick;
+}
+
+static void holder_unpin(h5fs *fs, struct wfile *w)
+{
+	pthread_mutex_lock(&fs->lock);
+	w->pins--;
+	pthread_cond_broadcast(&fs->idle_cv);
+	pthread_mutex_unlock(&fs->lock);
+}
+
+/* member/tail.c keeps accepted bytes only once n has a page-cached
+ * descriptor. Before handing out the first, what was accepted without
+ * being kept (the hole) is made readable: every accepted write applied,
+ * the stream's whole rows committed (as fsync commits them: once per
+ * node), and the partial row left - the hole's end, since no one
+ * appends after a partial row (member_write) - copied from its appender
+ * while no write is applied or accepted. */
+int wfile_tail_catch_up(h5fs *fs, struct node *n)
+{
+	struct wfile *w;
+	uint64_t hole = tail_begin(n);
+	int rc = 0;
+
+	if (hole == UINT64_MAX)
+		return EAGAIN;
+	if (hole && (w = holder_pin(fs, n)) != NULL) {
+		struct wqueue *q = w->q;
+
+		wq_drain(q);
+		pthread_mutex_lock(&q->apply);
+		rc = h5_append_flush(w->a);
+		wfile_refresh(fs, w, n->ino);
+		pthread_mutex_lock(&q->mu);
+		hole = tail_hole(n);
+		if (rc == 0 && hole && q->partial) {
+			const uint8_t *p;
+
+			if (h5_append_partial(q->partial->a, &p) >= hole)
+				tail_fill(n, p, hole);
+		}
+		pthread_mutex_unlock(&q->mu);
+		pthread_mutex_unlock(&q->apply);
+		holder_unpin(fs, w);
+		if (rc < 0)
+			h5fs_log(fs, LOG_ERR, "append %s: committing for a reader: %s", show_path(n->path),
+				 h5_err_msg());
+	}
+	/* else a release is committing them: this descriptor bypasses the
+	 * cache, the next one tries again */
+	if (tail_hole(n))
+		return EAGAIN;
+	tail_set_paged(n);
+	return 0;
 }
 
 /* ---- the idle commit ---------------------------------------------------------
