@@ -15,7 +15,7 @@
  * collection's index records a member's tree in one order and serves it
  * to a mount that reaches the files in another); only a file whose home
  * number another file of the same table holds takes the next free one
- * (h5_related_info.home says so).
+ * (h5_related_info.home says so): related_ids.c.
  *
  * Names are resolved as libhdf5 does (H5F_prefix_open_file): an absolute
  * name as it is; then each prefix of HDF5_EXT_PREFIX (external links) or
@@ -40,10 +40,6 @@
 #include <sys/stat.h>
 
 #define RELATED_IDLE_MAX 32
-#define RELATED_MAX_FILES 4096
-/* File numbers are 1..RELATED_ID_MAX: st_ino's bits 48..61 (member/names.c;
- * bit 62 is a collection index's own node numbers, bit 63 synthetic). */
-#define RELATED_ID_MAX 0x3fff
 
 typedef struct rel_ent {
 	char *path;             /* real path */
@@ -64,87 +60,11 @@ struct h5_related {
 	size_t n, cap;
 	uint64_t clock;
 	size_t idle_max;        /* idle files kept open (h5_open_opts.related_idle) */
-	/* every file ever opened keeps its number, so a file closed while idle
-	 * and opened again gives its objects the same inode numbers; and
-	 * every file reached is listed (h5_file_related_reached) */
-	struct rel_id {
-		dev_t dev;
-		ino_t ino;
-		char *url;      /* remote files: their URL (else NULL) */
-		char *path;     /* the real path, or the URL */
-		uint32_t id;
-		bool home;      /* id is the path's own */
-		uint64_t size;  /* local files: as stat gave them when last opened */
-		int64_t mtime_ns;
-	} *ids;
-	size_t nids;
+	/* every file ever reached keeps its number (related_ids.c), so a
+	 * file closed while idle and opened again gives its objects the same
+	 * inode numbers, and every file reached is listed */
+	struct rel_ids ids;
 };
-
-/* A path's own number, 1..RELATED_ID_MAX (FNV-1a). */
-static uint32_t home_number(const char *path)
-{
-	uint64_t h = 14695981039346656037ULL;
-
-	for (const unsigned char *p = (const unsigned char *)path; *p; p++)
-		h = (h ^ *p) * 1099511628211ULL;
-	return (uint32_t)(h % RELATED_ID_MAX) + 1;
-}
-
-static bool number_taken(const struct h5_related *r, uint32_t id)
-{
-	for (size_t i = 0; i < r->nids; i++)
-		if (r->ids[i].id == id)
-			return true;
-	return false;
-}
-
-/* The number of (dev, ino) at path (stat st), or of url for a remote
- * file (lock held): its path's own unless taken, and its stamp noted. */
-static int file_number(uint32_t *out, struct h5_related *r, const struct stat *st, const char *path,
-		       const char *url)
-{
-	struct rel_id *p;
-	uint32_t id;
-
-	for (size_t i = 0; i < r->nids; i++) {
-		p = &r->ids[i];
-		if (url ? p->url && strcmp(p->url, url) == 0 : !p->url && p->dev == st->st_dev && p->ino == st->st_ino)
-			goto found;
-	}
-	if (r->nids >= RELATED_MAX_FILES)
-		return h5_err_set(H5_ERR_LIMIT, "more than %d other files reached", RELATED_MAX_FILES);
-	p = realloc(r->ids, (r->nids + 1) * sizeof(*p));
-	if (!p)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory");
-	r->ids = p;
-	p = &r->ids[r->nids];
-	memset(p, 0, sizeof(*p));
-	p->path = strdup(url ? url : path);
-	if (!p->path || (url && !(p->url = strdup(url)))) {
-		free(p->path);
-		free(p->url);
-		return h5_err_set(H5_ERR_NOMEM, "out of memory");
-	}
-	id = home_number(p->path);
-	p->home = true;
-	while (number_taken(r, id)) {
-		id = id % RELATED_ID_MAX + 1;
-		p->home = false;
-	}
-	p->id = id;
-	if (!url) {
-		p->dev = st->st_dev;
-		p->ino = st->st_ino;
-	}
-	r->nids++;
-found:
-	if (!url) {
-		p->size = (uint64_t)st->st_size;
-		p->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
-	}
-	*out = p->id;
-	return 0;
-}
 
 static int related_init(h5_file *top)
 {
@@ -220,11 +140,7 @@ void h5_related_free(h5_file *top)
 		free(r->ent[i].path);
 	}
 	free(r->ent);
-	for (size_t i = 0; i < r->nids; i++) {
-		free(r->ids[i].url);
-		free(r->ids[i].path);
-	}
-	free(r->ids);
+	rel_ids_free(&r->ids);
 	free(r->root_dir);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
@@ -270,13 +186,7 @@ int h5_file_related_reached(h5_file *top, int (*fn)(void *arg, const h5_related_
 	if (!r)
 		return 0;
 	pthread_mutex_lock(&r->lock);
-	for (size_t i = 0; i < r->nids && rc == 0; i++) {
-		const struct rel_id *p = &r->ids[i];
-		h5_related_info ri = { .path = p->path, .id = p->id, .home = p->home, .remote = p->url != NULL,
-				       .size = p->size, .mtime_ns = p->mtime_ns, .ino = (uint64_t)p->ino };
-
-		rc = fn(arg, &ri);
-	}
+	rc = rel_ids_each(&r->ids, fn, arg);
 	pthread_mutex_unlock(&r->lock);
 	return rc;
 }
@@ -485,7 +395,7 @@ static int remote_open(h5_file **out, h5_file *top, h5_file *from, const char *n
 		h5_err_wrap(rc, "%.200s: ", name);
 		goto out;
 	}
-	rc = file_number(&id, r, NULL, NULL, url);
+	rc = rel_ids_number(&id, &r->ids, NULL, NULL, url);
 	if (rc < 0)
 		goto out;
 	f->top = top;
@@ -553,7 +463,7 @@ int h5_related_open(h5_file **out, h5_file *from, const char *name, int kind)
 			free(real);
 			return 0;
 		}
-	rc = file_number(&id, r, &st, real, NULL);
+	rc = rel_ids_number(&id, &r->ids, &st, real, NULL);
 	if (rc < 0) {
 		pthread_mutex_unlock(&r->lock);
 		free(real);
