@@ -10,6 +10,11 @@
  *   node(member, id, parent, ord, name, path, type, mode, nlink, blksize,
  *        size, ino, blocks, atime_ns, mtime_ns, ctime_ns, target, lid, dino)
  *   xattr(member, node, ord, name, value)
+ *   related(member, ord, path, size, mtime_ns, etag, ino)
+ *                             the other files a member's tree reaches
+ *                             (external links followed in place), as they
+ *                             were when it was walked: the record holds
+ *                             only while they still are
  *   file(root, path, size, mtime_ns, etag, hdf5, error)
  *                             every file of the collection seen: HDF5 or not
  *                             (its signature), so a listing need not read it;
@@ -48,10 +53,13 @@ static const char *const query_sql[Q_N] = {
 	[Q_NODES] = "SELECT id, parent, ord, name, path, type, mode, nlink, blksize, size, ino,"
 		    " blocks, atime_ns, mtime_ns, ctime_ns, target, lid, dino FROM node WHERE member = ?1 ORDER BY id",
 	[Q_XATTRS] = "SELECT node, name, value FROM xattr WHERE member = ?1 ORDER BY node, ord",
+	[Q_RELATED] = "SELECT path, size, mtime_ns, etag, ino FROM related WHERE member = ?1 ORDER BY ord",
 	[Q_DEL_NODES] = "DELETE FROM node WHERE member IN"
 			" (SELECT id FROM member WHERE root = ?1 AND path = ?2 AND (?3 IS NULL OR view = ?3))",
 	[Q_DEL_XATTRS] = "DELETE FROM xattr WHERE member IN"
 			 " (SELECT id FROM member WHERE root = ?1 AND path = ?2 AND (?3 IS NULL OR view = ?3))",
+	[Q_DEL_RELATED] = "DELETE FROM related WHERE member IN"
+			  " (SELECT id FROM member WHERE root = ?1 AND path = ?2 AND (?3 IS NULL OR view = ?3))",
 	[Q_DEL_MEMBER] = "DELETE FROM member WHERE root = ?1 AND path = ?2 AND (?3 IS NULL OR view = ?3)",
 	[Q_INS_MEMBER] = "INSERT INTO member(root, path, view, size, mtime_ns, etag, nodes, crc, recorded_ns)"
 			 " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -59,6 +67,8 @@ static const char *const query_sql[Q_N] = {
 		       " size, ino, blocks, atime_ns, mtime_ns, ctime_ns, target, lid, dino)"
 		       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
 	[Q_INS_XATTR] = "INSERT INTO xattr(member, node, ord, name, value) VALUES (?1, ?2, ?3, ?4, ?5)",
+	[Q_INS_RELATED] = "INSERT INTO related(member, ord, path, size, mtime_ns, etag, ino)"
+			  " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 	[Q_COUNT] = "SELECT count(*) FROM member WHERE root = ?1",
 	[Q_KIND] = "SELECT size, mtime_ns, etag, hdf5, error FROM file WHERE root = ?1 AND path = ?2",
 	[Q_SET_KIND] = "INSERT OR REPLACE INTO file(root, path, size, mtime_ns, etag, hdf5, error)"
@@ -84,6 +94,9 @@ static const char schema_sql[] =
 	" PRIMARY KEY(member, id)) WITHOUT ROWID;"
 	"CREATE TABLE xattr(member INTEGER NOT NULL, node INTEGER NOT NULL, ord INTEGER NOT NULL,"
 	" name TEXT NOT NULL, value BLOB NOT NULL, PRIMARY KEY(member, node, ord)) WITHOUT ROWID;"
+	"CREATE TABLE related(member INTEGER NOT NULL, ord INTEGER NOT NULL, path TEXT NOT NULL,"
+	" size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, etag TEXT NOT NULL, ino INTEGER NOT NULL,"
+	" PRIMARY KEY(member, ord)) WITHOUT ROWID;"
 	"CREATE TABLE file(root TEXT NOT NULL, path TEXT NOT NULL, size INTEGER NOT NULL,"
 	" mtime_ns INTEGER NOT NULL, etag TEXT NOT NULL, hdf5 INTEGER NOT NULL, error TEXT,"
 	" PRIMARY KEY(root, path)) WITHOUT ROWID;"

@@ -33,8 +33,9 @@
 
 /* Bumped whenever the tables or what a record means change: an index of
  * another version is rebuilt (moved aside), never misread. */
-#define CINDEX_SCHEMA_VERSION 3        /* 2: the catalog (ccat.h) and its views; 3: h5fs-ls's
-                                        * listings (cls.h), unreadable members' errors */
+#define CINDEX_SCHEMA_VERSION 4        /* 2: the catalog (ccat.h) and its views; 3: h5fs-ls's
+                                        * listings (cls.h), unreadable members' errors; 4: the
+                                        * stamps of the files a record's tree reaches (related) */
 
 enum cindex_type { CINDEX_DIR = 0, CINDEX_FILE = 1, CINDEX_LINK = 2 };
 
@@ -75,6 +76,18 @@ typedef struct cindex_node {
 	uint32_t kid0, nkids;
 } cindex_node;
 
+/* A file other than the member whose objects the member's tree shows
+ * (an external link's target, followed in place): the record holds only
+ * while each such file is as it was when the member was walked, by the
+ * member's own rule (size, mtime_ns, ETag) and its identity (ino). */
+typedef struct cindex_related {
+	char *path;             /* in the collection ("links/b.h5"), or absolute outside it */
+	uint64_t size;
+	int64_t mtime_ns;
+	char *etag;             /* objects: the ETag; "" local files */
+	uint64_t ino;           /* local files: the inode number; 0 objects */
+} cindex_related;
+
 /* A member's tree: node 0 is the member root. Built with cindex_tree_add
  * and cindex_tree_xattr, then sealed (children arrays and the name order
  * lookups search); cindex_load returns it sealed. */
@@ -84,6 +97,8 @@ typedef struct cindex_tree {
 	uint32_t *kids;         /* per parent, the children in readdir order */
 	uint32_t *byname;       /* per parent, the same children sorted by name */
 	int sealed;
+	cindex_related *related;        /* cindex_tree_related, in the order added */
+	uint32_t nrelated, rcap;
 } cindex_tree;
 
 /* What a record is valid for. root: the collection's canonical path or URL;
@@ -175,6 +190,8 @@ int cindex_tree_new(cindex_tree **out);
 int cindex_tree_add(uint32_t *out, cindex_tree *t, uint32_t parent, const char *name,
 		    const cindex_stat *st, const char *target);
 int cindex_tree_xattr(cindex_tree *t, uint32_t node, const char *name, const void *value, size_t len);
+/* One more file the tree reaches, as r says (strings copied; etag NULL: ""). */
+int cindex_tree_related(cindex_tree *t, const cindex_related *r);
 int cindex_tree_seal(cindex_tree *t);
 void cindex_tree_free(cindex_tree *t);
 

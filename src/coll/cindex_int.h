@@ -11,8 +11,8 @@
 #include <sqlite3.h>
 
 /* The prepared statements (SQL in cindex.c's query_sql). */
-enum { Q_MEMBER, Q_NODES, Q_XATTRS, Q_DEL_NODES, Q_DEL_XATTRS, Q_DEL_MEMBER, Q_INS_MEMBER,
-       Q_INS_NODE, Q_INS_XATTR, Q_COUNT, Q_KIND, Q_SET_KIND, Q_DEL_KIND, Q_DEL_LS, Q_FOLDER, Q_N };
+enum { Q_MEMBER, Q_NODES, Q_XATTRS, Q_RELATED, Q_DEL_NODES, Q_DEL_XATTRS, Q_DEL_RELATED, Q_DEL_MEMBER,
+       Q_INS_MEMBER, Q_INS_NODE, Q_INS_XATTR, Q_INS_RELATED, Q_COUNT, Q_KIND, Q_SET_KIND, Q_DEL_KIND, Q_DEL_LS, Q_FOLDER, Q_N };
 
 /* Our own outcomes, apart from SQLite's result codes (all >= 0). */
 #define NOT_INDEX (-1)   /* db_open: the file is no index of ours */

@@ -80,6 +80,16 @@ static uint32_t tree_crc(const cindex_tree *t)
 			crc = crc_bytes(crc, nd->xattrs[j].value, nd->xattrs[j].len);
 		}
 	}
+	crc = crc_u64(crc, t->nrelated);
+	for (uint32_t i = 0; i < t->nrelated; i++) {
+		const cindex_related *r = &t->related[i];
+
+		crc = crc_str(crc, r->path);
+		crc = crc_u64(crc, r->size);
+		crc = crc_u64(crc, (uint64_t)r->mtime_ns);
+		crc = crc_str(crc, r->etag);
+		crc = crc_u64(crc, r->ino);
+	}
 	return crc;
 }
 
@@ -167,6 +177,21 @@ static int load_rows(cindex_tree *t, cindex *ix, int64_t id, int64_t nodes)
 		if (node < 0 || node >= (int64_t)t->n ||
 		    cindex_tree_xattr(t, (uint32_t)node, text(s, 1), v, len) < 0) {
 			rc = BAD_RECORD;
+			break;
+		}
+	}
+	done(s);
+	if (rc != SQLITE_DONE)
+		return rc;
+	s = ix->q[Q_RELATED];
+	sqlite3_bind_int64(s, 1, id);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		cindex_related r = { .path = (char *)text(s, 0), .size = (uint64_t)sqlite3_column_int64(s, 1),
+				     .mtime_ns = sqlite3_column_int64(s, 2), .etag = (char *)text(s, 3),
+				     .ino = (uint64_t)sqlite3_column_int64(s, 4) };
+
+		if (cindex_tree_related(t, &r) < 0) {
+			rc = SQLITE_NOMEM;
 			break;
 		}
 	}
@@ -283,7 +308,7 @@ static int64_t now_ns(void)
 /* Delete the member's records (of k's view, or every view). */
 static int delete_member(cindex *ix, const cindex_key *k, int with_view)
 {
-	static const int q[] = { Q_DEL_NODES, Q_DEL_XATTRS, Q_DEL_MEMBER };
+	static const int q[] = { Q_DEL_NODES, Q_DEL_XATTRS, Q_DEL_RELATED, Q_DEL_MEMBER };
 	int rc = SQLITE_DONE;
 
 	for (size_t i = 0; i < sizeof(q) / sizeof(q[0]) && rc == SQLITE_DONE; i++) {
@@ -364,6 +389,22 @@ static int insert_tree(cindex *ix, const cindex_key *k, const cindex_tree *t)
 			if (rc != SQLITE_DONE)
 				return rc;
 		}
+	}
+	for (uint32_t i = 0; i < t->nrelated; i++) {
+		const cindex_related *r = &t->related[i];
+
+		s = ix->q[Q_INS_RELATED];
+		sqlite3_bind_int64(s, 1, id);
+		sqlite3_bind_int64(s, 2, i);
+		sqlite3_bind_text(s, 3, r->path, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 4, (int64_t)r->size);
+		sqlite3_bind_int64(s, 5, r->mtime_ns);
+		sqlite3_bind_text(s, 6, r->etag ? r->etag : "", -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 7, (int64_t)r->ino);
+		rc = sqlite3_step(s);
+		done(s);
+		if (rc != SQLITE_DONE)
+			return rc;
 	}
 	return SQLITE_OK;
 }

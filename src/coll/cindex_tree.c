@@ -32,10 +32,41 @@ void cindex_tree_free(cindex_tree *t)
 		free(nd->path);
 		free(nd->target);
 	}
+	for (uint32_t i = 0; i < t->nrelated; i++) {
+		free(t->related[i].path);
+		free(t->related[i].etag);
+	}
+	free(t->related);
 	free(t->nodes);
 	free(t->kids);
 	free(t->byname);
 	free(t);
+}
+
+int cindex_tree_related(cindex_tree *t, const cindex_related *r)
+{
+	cindex_related *p;
+
+	if (t->nrelated == t->rcap) {
+		uint32_t cap = t->rcap ? t->rcap * 2 : 4;
+
+		p = realloc(t->related, (size_t)cap * sizeof(*p));
+		if (!p)
+			return h5_err_set(H5_ERR_NOMEM, "index tree: out of memory");
+		t->related = p;
+		t->rcap = cap;
+	}
+	p = &t->related[t->nrelated];
+	*p = *r;
+	p->path = strdup(r->path);
+	p->etag = strdup(r->etag ? r->etag : "");
+	if (!p->path || !p->etag) {
+		free(p->path);
+		free(p->etag);
+		return h5_err_set(H5_ERR_NOMEM, "index tree: out of memory");
+	}
+	t->nrelated++;
+	return 0;
 }
 
 static int type_of(uint32_t mode)

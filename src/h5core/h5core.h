@@ -263,8 +263,26 @@ void h5_file_release_related(h5_file *f);
 void h5_file_hold_related(h5_file *f);
 
 /* A number for the file, unique among the files reached from one FILE and
- * stable while the mount lives (0 for FILE itself): for inode numbers. */
+ * stable while the mount lives (0 for FILE itself): for inode numbers.
+ * It is the file's path's own (h5_related_info.home), whatever order the
+ * files were reached in, unless another file of FILE's took it first. */
 uint32_t h5_file_id(const h5_file *f);
+/* A file reached from FILE since it was opened (external link targets,
+ * VDS sources; open now or closed since). */
+typedef struct h5_related_info {
+	const char *path;       /* its real path, or URL (remote) */
+	uint32_t id;            /* h5_file_id of it */
+	int home;               /* 1: id is the path's own, not taken in order */
+	int remote;
+	/* local files: as stat gave them when last opened (remote: 0) */
+	uint64_t size;
+	int64_t mtime_ns;
+	uint64_t ino;
+} h5_related_info;
+/* fn(arg, ri) for each file reached from top, in the order first reached,
+ * until fn returns nonzero (returned); 0 when all were seen. fn must not
+ * open or release related files. */
+int h5_file_related_reached(h5_file *top, int (*fn)(void *arg, const h5_related_info *ri), void *arg);
 /* The object at an absolute path in f (hard and soft links followed;
  * an external link on the way is H5_ERR_NOTFOUND). */
 int h5_path_lookup(uint64_t *addr, h5_file *f, const char *path);

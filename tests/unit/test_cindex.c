@@ -7,6 +7,7 @@
 
 #include "cindex.h"
 
+#include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -59,7 +60,8 @@ static cindex_stat st_of(uint32_t mode, uint64_t size, uint64_t ino)
 }
 
 /* A member's tree: / { b/ { ds (xattrs) }, a (file), link -> b/ds }, with
- * readdir order b, a, link (not by name) and a root xattr holding a NUL. */
+ * readdir order b, a, link (not by name) and a root xattr holding a NUL;
+ * it reaches two other files (one in the collection, one outside). */
 static cindex_tree *sample(uint64_t salt)
 {
 	cindex_tree *t;
@@ -85,8 +87,20 @@ static cindex_tree *sample(uint64_t salt)
 	ck_assert_int_eq(cindex_tree_xattr(t, ds, "user.units", "m", 1), 0);
 	ck_assert_int_eq(cindex_tree_xattr(t, root, "user.raw", "a\0b", 3), 0);
 	ck_assert_int_eq(cindex_tree_xattr(t, a, "user.empty", "", 0), 0);
+	ck_assert_int_eq(cindex_tree_related(t, &(cindex_related){ .path = "links/b.h5", .size = 800 + salt,
+								    .mtime_ns = 1700000000000000002LL, .ino = 77 }), 0);
+	ck_assert_int_eq(cindex_tree_related(t, &(cindex_related){ .path = "/elsewhere/c.h5", .size = 9,
+								    .mtime_ns = -5, .etag = "\"e\"" }), 0);
 	ck_assert_int_eq(cindex_tree_seal(t), 0);
 	return t;
+}
+
+/* A file a tree reaches as one line, every field of it. */
+static const char *related_text(char *buf, size_t size, const cindex_related *r)
+{
+	snprintf(buf, size, "%s size=%" PRIu64 " mtime=%" PRId64 " etag=%s ino=%" PRIu64, r->path, r->size,
+		 r->mtime_ns, r->etag, r->ino);
+	return buf;
 }
 
 static void assert_same(const cindex_tree *x, const cindex_tree *y)
@@ -123,6 +137,12 @@ static void assert_same(const cindex_tree *x, const cindex_tree *y)
 			ck_assert_uint_eq(a->xattrs[j].len, b->xattrs[j].len);
 			ck_assert_int_eq(memcmp(a->xattrs[j].value, b->xattrs[j].value, a->xattrs[j].len), 0);
 		}
+	}
+	ck_assert_uint_eq(x->nrelated, y->nrelated);
+	for (uint32_t i = 0; i < x->nrelated; i++) {
+		char a[256], b[256];
+
+		ck_assert_str_eq(related_text(a, sizeof(a), &x->related[i]), related_text(b, sizeof(b), &y->related[i]));
 	}
 }
 
@@ -464,6 +484,10 @@ START_TEST(test_damaged_record)
 	ck_assert_int_eq(notices, 1);
 	ck_assert_ptr_nonnull(strstr(last_notice, "damaged"));
 	exec_sql(path, "UPDATE node SET parent = 7 WHERE name = 'ds'");
+	ck_assert_int_eq(cindex_load(&got, ix, &k), 1);
+	/* the stamps of the files it reaches are part of the record */
+	ck_assert_int_eq(cindex_store(ix, &k, t), 0);
+	exec_sql(path, "UPDATE related SET mtime_ns = mtime_ns + 1 WHERE path = 'links/b.h5'");
 	ck_assert_int_eq(cindex_load(&got, ix, &k), 1);
 	/* recording again mends it */
 	ck_assert_int_eq(cindex_store(ix, &k, t), 0);

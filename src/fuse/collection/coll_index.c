@@ -2,8 +2,9 @@
  * index (cindex.h, root_index.h): which file holds it (-o index=PATH, the
  * default under $XDG_CACHE_HOME/h5fs/, -o noindex), the kind of a file
  * by its stamp, an indexed root for an unchanged member, recording a
- * member opened live, and dropping files gone from a listed folder. An
- * index that cannot be opened is one log line and a mount without it. */
+ * member opened live (with the stamps of the other files its tree
+ * reaches), and dropping files gone from a listed folder. An index that
+ * cannot be opened is one log line and a mount without it. */
 #include "coll_index.h"
 #include "coll_backend.h"
 
@@ -13,6 +14,8 @@ struct coll_index {
 	cindex *ix;
 	char *root;             /* the collection's canonical path or URL */
 	h5fs_config cfg;
+	coll_stamp_fn stamp;    /* the backend's stat of a file of the collection */
+	void *coll;
 };
 
 static void log_line(void *arg, const char *msg)
@@ -22,7 +25,8 @@ static void log_line(void *arg, const char *msg)
 	h5fs_log_cfg(&ci->cfg, LOG_WARNING, "%s", msg);
 }
 
-int coll_index_open(struct coll_index **out, const char *dir, const h5fs_config *cfg)
+int coll_index_open(struct coll_index **out, const char *dir, const h5fs_config *cfg, coll_stamp_fn stamp,
+		    void *coll)
 {
 	struct coll_index *ci;
 	char *path = NULL;
@@ -35,6 +39,8 @@ int coll_index_open(struct coll_index **out, const char *dir, const h5fs_config 
 	if (!ci)
 		return 0;
 	ci->cfg = *cfg;
+	ci->stamp = stamp;
+	ci->coll = coll;
 	ci->root = coll_canonical(dir);
 	if (!ci->root) {
 		h5fs_log_cfg(cfg, LOG_WARNING, "index: %s: %s; mounting without an index", dir, strerror(errno));
@@ -152,22 +158,109 @@ void coll_index_prune(struct coll_index *ci, const char *folder,
 	h5_err_clear();
 }
 
+/* ---- the other files a member's tree reaches ---------------------------------- */
+
+/* The stamp of a file a record reaches, by its name there: a path in the
+ * collection through the backend (as the member's own), an absolute path
+ * (outside it, -o ext_any) by stat(2). 0 or a positive errno. */
+static int related_stamp(struct member_stamp *ms, const struct coll_index *ci, const char *name)
+{
+	struct stat st;
+
+	if (name[0] != '/')
+		return ci->stamp(ci->coll, ms, name);
+	if (stat(name, &st) < 0)
+		return errno;
+	memset(ms, 0, sizeof(*ms));
+	ms->size = (uint64_t)st.st_size;
+	ms->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	ms->ino = (uint64_t)st.st_ino;
+	return 0;
+}
+
+/* Whether every file t reaches is still the one recorded (size, mtime_ns,
+ * ETag, inode), each looked at now; a file gone, or one that cannot be
+ * looked at, is not. */
+static bool related_fresh(const struct coll_index *ci, const cindex_tree *t)
+{
+	for (uint32_t i = 0; i < t->nrelated; i++) {
+		const cindex_related *r = &t->related[i];
+		struct member_stamp now;
+
+		if (related_stamp(&now, ci, r->path) != 0 || now.size != r->size || now.mtime_ns != r->mtime_ns ||
+		    now.ino != r->ino || strcmp(now.etag, r->etag) != 0)
+			return false;
+	}
+	return true;
+}
+
+/* The name a record keeps of a file its member reaches: its path in the
+ * collection, or its real path when it is a local file outside it; NULL
+ * (not recordable) for a remote file elsewhere. */
+static const char *related_name(const struct coll_index *ci, const h5_related_info *ri)
+{
+	size_t n = strlen(ci->root);
+
+	if (strncmp(ri->path, ci->root, n) == 0 && n && ci->root[n - 1] == '/')
+		return ri->path + n;                    /* a prefix URL ends in '/' */
+	if (strncmp(ri->path, ci->root, n) == 0 && ri->path[n] == '/')
+		return ri->path + n + 1;
+	return ri->remote || ri->path[0] != '/' ? NULL : ri->path;
+}
+
+struct related_walk {
+	const struct coll_index *ci;
+	cindex_tree *t;
+	const char *why;        /* why the member cannot be recorded */
+};
+
+/* One file the walk reached, into the tree with its stamp now: a file
+ * numbered in the order it was reached (another held its number) would
+ * number its objects differently in another opening, and one that
+ * changed since it was opened may have shown either version. */
+static int related_add(void *arg, const h5_related_info *ri)
+{
+	struct related_walk *w = arg;
+	struct member_stamp ms;
+	cindex_related r;
+	const char *name = related_name(w->ci, ri);
+
+	if (!ri->home)
+		w->why = "another file reached holds the number of its path";
+	else if (!name)
+		w->why = "it reaches a remote file outside the collection";
+	else if (related_stamp(&ms, w->ci, name) != 0)
+		w->why = "a file it reaches cannot be stat'ed";
+	else if (!ri->remote && (ms.size != ri->size || ms.mtime_ns != ri->mtime_ns || ms.ino != ri->ino))
+		w->why = "a file it reaches changed while it was walked";
+	if (w->why)
+		return 1;
+	r = (cindex_related){ .path = (char *)name, .size = ms.size, .mtime_ns = ms.mtime_ns, .etag = ms.etag,
+			      .ino = ms.ino };
+	if (cindex_tree_related(w->t, &r) < 0) {
+		w->why = "out of memory";
+		return 1;
+	}
+	return 0;
+}
+
+/* ---- indexed roots ---------------------------------------------------------- */
+
 /* What an indexed root opens its member with (struct index_live). */
 struct live_arg {
 	struct coll_index *ci;
 	coll_open_fn open;
-	coll_stamp_fn stamp;
-	void *coll;
 	struct slot *s;
 	char *path;
 	struct member_stamp at;         /* the file's stamp when the record was loaded */
+	const cindex_tree *t;           /* the record (the root's: freed after this) */
 };
 
 static int live_arg_open(void *arg, const struct root_ops **ops, void **r)
 {
 	struct live_arg *a = arg;
 	h5fs *fs;
-	int e = a->open(a->coll, &fs, a->path, a->s);
+	int e = a->open(a->ci->coll, &fs, a->path, a->s);
 
 	if (!e) {
 		*ops = &h5fs_member_ops;
@@ -178,18 +271,19 @@ static int live_arg_open(void *arg, const struct root_ops **ops, void **r)
 
 /* The file is not the one recorded (or is gone): the live-file rules'
  * key, size and mtime, for local files ctime and inode too, ETag for
- * objects. A stat that fails otherwise (a listing's network error) says
+ * objects; or a file its tree reaches is not the one recorded. A stat of
+ * the member that fails otherwise (a listing's network error) says
  * nothing: looked at again after the next interval. */
 static bool live_arg_changed(void *arg)
 {
 	struct live_arg *a = arg;
 	struct member_stamp now;
-	int e = a->stamp(a->coll, &now, a->path);
+	int e = a->ci->stamp(a->ci->coll, &now, a->path);
 
 	if (e)
 		return e == ENOENT || e == ENOTDIR;
 	return now.size != a->at.size || now.mtime_ns != a->at.mtime_ns || now.ctime_ns != a->at.ctime_ns ||
-	       now.ino != a->at.ino || strcmp(now.etag, a->at.etag) != 0;
+	       now.ino != a->at.ino || strcmp(now.etag, a->at.etag) != 0 || !related_fresh(a->ci, a->t);
 }
 
 static void live_arg_written(void *arg)
@@ -209,8 +303,7 @@ static void live_arg_free(void *arg)
 }
 
 int coll_index_root(struct coll_index *ci, const struct root_ops **ops, void **r, const char *path,
-		    const struct member_stamp *ms, coll_open_fn open, coll_stamp_fn stamp, void *coll,
-		    struct slot *s)
+		    const struct member_stamp *ms, coll_open_fn open, struct slot *s)
 {
 	struct index_live lv = { live_arg_open, live_arg_written, live_arg_changed, live_arg_free, NULL };
 	struct live_arg *a;
@@ -227,6 +320,11 @@ int coll_index_root(struct coll_index *ci, const struct root_ops **ops, void **r
 	h5_err_clear();
 	if (rc != 0)
 		return ENOENT;
+	/* the member is unchanged, but a file its tree reaches may not be */
+	if (!related_fresh(ci, t)) {
+		cindex_tree_free(t);
+		return ENOENT;
+	}
 	a = calloc(1, sizeof(*a));
 	if (!a || !(a->path = strdup(path))) {
 		free(a);
@@ -235,10 +333,9 @@ int coll_index_root(struct coll_index *ci, const struct root_ops **ops, void **r
 	}
 	a->ci = ci;
 	a->open = open;
-	a->stamp = stamp;
 	a->at = *ms;
-	a->coll = coll;
 	a->s = s;
+	a->t = t;
 	lv.arg = a;
 	/* on failure index_root_new freed t and a */
 	rc = index_root_new(r, t, &ci->cfg, ci->cfg.uid_set ? ci->cfg.uid : ms->uid,
@@ -259,8 +356,9 @@ void coll_index_forget(struct coll_index *ci, const char *path)
 }
 
 void coll_index_record(struct coll_index *ci, const char *path, const struct member_stamp *before,
-		       const struct member_stamp *after, const struct root_ops *ops, void *r)
+		       const struct member_stamp *after, const struct root_ops *ops, void *r, h5_file *f)
 {
+	struct related_walk rw = { .ci = ci };
 	cindex_tree *t = NULL;
 	char view[128];
 	cindex_key k;
@@ -275,6 +373,14 @@ void coll_index_record(struct coll_index *ci, const char *path, const struct mem
 		 * the member stays live, its errors its own to give */
 		h5fs_log_cfg(&ci->cfg, LOG_DEBUG, "index: %s not recorded: %s", path, strerror(e));
 		h5_err_clear();
+		return;
+	}
+	/* the files its tree reached (external links followed in place),
+	 * stamped now: the record holds while they do */
+	rw.t = t;
+	if (h5_file_related_reached(f, related_add, &rw) != 0) {
+		h5fs_log_cfg(&ci->cfg, LOG_DEBUG, "index: %s not recorded: %s", path, rw.why);
+		cindex_tree_free(t);
 		return;
 	}
 	/* a file that changed while it was walked: its tree may be of

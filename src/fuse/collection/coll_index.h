@@ -28,10 +28,19 @@ struct member_stamp {
 
 struct coll_index;
 
-/* The index of the collection at dir, by cfg (index_path, noindex): 0
- * always; *out NULL when there is none (a log line said why, unless
- * -o noindex). */
-int coll_index_open(struct coll_index **out, const char *dir, const h5fs_config *cfg);
+/* Opens the member at path live (coll_mount.c's one place members are
+ * opened), for slot s. 0 or a positive errno. */
+typedef int (*coll_open_fn)(void *coll, h5fs **out, const char *path, struct slot *s);
+/* Stats the file at path as DIR's backend sees it now (no descriptor
+ * opened: fstatat, or an S3 folder listing): 0 or a positive errno. */
+typedef int (*coll_stamp_fn)(void *coll, struct member_stamp *ms, const char *path);
+
+/* The index of the collection at dir, by cfg (index_path, noindex), whose
+ * files stamp(coll, ...) stats (members, and the files their trees
+ * reach): 0 always; *out NULL when there is none (a log line said why,
+ * unless -o noindex). */
+int coll_index_open(struct coll_index **out, const char *dir, const h5fs_config *cfg, coll_stamp_fn stamp,
+		    void *coll);
 void coll_index_close(struct coll_index *ci);
 
 /* What the file at path (DIR-relative) was when last seen with this
@@ -54,27 +63,24 @@ void coll_index_prune(struct coll_index *ci, const char *folder,
 /* Drop the member's records (it was opened for writing: it changes). */
 void coll_index_forget(struct coll_index *ci, const char *path);
 
-/* Opens the member at path live (coll_mount.c's one place members are
- * opened), for slot s. 0 or a positive errno. */
-typedef int (*coll_open_fn)(void *coll, h5fs **out, const char *path, struct slot *s);
-/* Stats the file at path as DIR's backend sees it now (no descriptor
- * opened: fstatat, or an S3 folder listing): 0 or a positive errno. */
-typedef int (*coll_stamp_fn)(void *coll, struct member_stamp *ms, const char *path);
-
-/* The indexed root of the member at path when its record matches ms: 0
- * with *ops and *r (which opens the member with open(coll, ..., s) when
- * a dataset's bytes are wanted, drops the record at the first open for
+/* The indexed root of the member at path when its record matches ms and
+ * every file its tree reaches is as recorded (the index's stamp): 0 with
+ * *ops and *r (which opens the member with open(coll, ..., s) when a
+ * dataset's bytes are wanted, drops the record at the first open for
  * writing, and on a live mount says it is stale (root op changed) when
- * stamp(coll, ..., path) no longer gives ms), else ENOENT (open it live)
- * or another errno. */
+ * the stamp no longer gives ms, or a file its tree reaches changed),
+ * else ENOENT (open it live) or another errno. */
 int coll_index_root(struct coll_index *ci, const struct root_ops **ops, void **r, const char *path,
-		    const struct member_stamp *ms, coll_open_fn open, coll_stamp_fn stamp, void *coll,
-		    struct slot *s);
+		    const struct member_stamp *ms, coll_open_fn open, struct slot *s);
 
-/* Walk the member just opened live (ops, r) and record its tree under
- * before, the stamp it was opened at; after (NULL: not known) is its
- * stamp once walked: a file that changed meanwhile is not recorded. */
+/* Walk the member just opened live (ops, r; its file f) and record its
+ * tree under before, the stamp it was opened at, with the stamps of the
+ * files the walk reached (h5_file_related_reached: external links' targets
+ * followed in place, VDS sources a lookup opens); after (NULL: not known)
+ * is its stamp once walked: a file that changed meanwhile is not
+ * recorded, nor is one whose tree reaches a file numbered in the order it
+ * was reached or that cannot be stat'ed without opening it. */
 void coll_index_record(struct coll_index *ci, const char *path, const struct member_stamp *before,
-		       const struct member_stamp *after, const struct root_ops *ops, void *r);
+		       const struct member_stamp *after, const struct root_ops *ops, void *r, h5_file *f);
 
 #endif

@@ -33,13 +33,16 @@ static int member_eio(struct coll *c, struct slot *s, const char *path, const ch
  * opened; EMEDIUMTYPE (logged the same) when it is no HDF5 at all, and
  * EBADMSG when its bytes cannot be read as HDF5 (why: the reason), so
  * that the index can remember them (coll_backend.h). */
-static int open_live(struct coll *c, h5fs **out, const char *path, struct slot *s, char *why, size_t whylen)
+static int open_live(struct coll *c, h5fs **out, h5_file **file, const char *path, struct slot *s, char *why,
+		     size_t whylen)
 {
 	h5_file *f = NULL;
 	h5fs *fs = NULL;
 	int e, rc;
 
 	*out = NULL;
+	if (file)
+		*file = NULL;
 	if (whylen)
 		why[0] = 0;
 	e = c->be->open_member(c->b, &f, path, &c->oo);
@@ -75,12 +78,14 @@ static int open_live(struct coll *c, h5fs **out, const char *path, struct slot *
 		h5_err_clear();         /* lines without the path: still lines */
 	}
 	*out = fs;
+	if (file)
+		*file = f;      /* fs's: the one a record's walk reaches others from */
 	return 0;
 }
 
 static int open_live_cb(void *cv, h5fs **out, const char *path, struct slot *s)
 {
-	int e = open_live(cv, out, path, s, NULL, 0);
+	int e = open_live(cv, out, NULL, path, s, NULL, 0);
 
 	return e == EMEDIUMTYPE || e == EBADMSG ? EIO : e;
 }
@@ -112,6 +117,7 @@ static int hook_open_member(void *cv, void **out, const char *path, struct slot 
 	struct coll_stat cs;
 	bool stamped = false;
 	char why[512];
+	h5_file *f;
 	h5fs *fs;
 	int e;
 
@@ -126,7 +132,7 @@ static int hook_open_member(void *cv, void **out, const char *path, struct slot 
 		if (!e) {
 			stamped = true;
 			coll_stamp_of(&before, &cs);
-			if (coll_index_root(c->ci, &ops, out, path, &before, open_live_cb, stamp_cb, c, s) == 0) {
+			if (coll_index_root(c->ci, &ops, out, path, &before, open_live_cb, s) == 0) {
 				s->ops = ops;
 				return 0;
 			}
@@ -148,7 +154,7 @@ static int hook_open_member(void *cv, void **out, const char *path, struct slot 
 		}
 	}
 	h5_err_clear();
-	e = open_live(c, &fs, path, s, why, sizeof(why));
+	e = open_live(c, &fs, &f, path, s, why, sizeof(why));
 	if (e == EMEDIUMTYPE && stamped && cs.by_name)
 		coll_index_set_kind(c->ci, path, &before, false);
 	if (e == EBADMSG && stamped && !cs.by_name)
@@ -157,7 +163,7 @@ static int hook_open_member(void *cv, void **out, const char *path, struct slot 
 		return e == EMEDIUMTYPE || e == EBADMSG ? EIO : e;
 	if (stamped && c->be->stat(c->b, &cs, path) == 0) {
 		coll_stamp_of(&after, &cs);
-		coll_index_record(c->ci, path, &before, &after, &h5fs_member_ops, fs);
+		coll_index_record(c->ci, path, &before, &after, &h5fs_member_ops, fs, f);
 	}
 	*out = fs;
 	return 0;
@@ -283,7 +289,7 @@ int h5fs_mount_collection(h5fs_mount **out, const char *dir, const h5fs_config *
 		c->be->configure(c->b, &st);
 	}
 	/* the persistent index: none is a log line, never a failed mount */
-	coll_index_open(&c->ci, dir, &c->cfg);
+	coll_index_open(&c->ci, dir, &c->cfg, stamp_cb, c);
 	if (slot_add(&s, m, &coll_folder_ops, c) != 0 || dispatch_global(m, 0, FUSE_ROOT_ID, 0, NULL, true) != FUSE_ROOT_ID) {
 		h5fs_mount_free(m);
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");

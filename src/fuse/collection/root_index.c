@@ -135,11 +135,10 @@ static int walk_dir(struct walk *w, uint32_t node, uint64_t lid, unsigned depth)
 		err = w->ops->lookup(w->r, &e, lid, d.name);
 		if (err)
 			break;
-		/* An object of another file (an external link shown in place:
-		 * that file's number in st_ino's bits 48..62): the record's key
-		 * would not see that file change, so the member stays live. */
-		if (!S_ISLNK(e.attr.st_mode) && ((uint64_t)e.attr.st_ino >> 48 & 0x7fff) != 0)
-			err = EXDEV;
+		/* an object of another file (an external link shown in place,
+		 * that file's number in st_ino's bits 48..61) is recorded as
+		 * shown: the caller keeps that file's stamp with the record
+		 * (coll_index.c), and its number is its path's own (related.c) */
 		if (S_ISLNK(e.attr.st_mode))
 			err = w->ops->readlink(w->r, &target, e.ino);
 		stat_in(&cs, &e.attr);

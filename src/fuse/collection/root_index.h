@@ -30,9 +30,9 @@
 /* Walk the member root (ops, r) from its top as find and getfattr do and
  * return its tree (sealed). 0 or a positive errno: any error of the walk
  * (an object giving EIO, say) leaves the member unrecorded, so that the
- * error is the live root's to give, every time; so does a tree showing
- * objects of another file (EXDEV: external links), which the member's
- * key would not see change. */
+ * error is the live root's to give, every time. Objects of other files
+ * (external links shown in place) are recorded as shown; the caller keeps
+ * those files' stamps with the record (coll_index_record). */
 int index_record(cindex_tree **out, const struct root_ops *ops, void *r, size_t max_nodes);
 
 /* The key's view: what of the mount (and of the member file, file_mode)

@@ -9,6 +9,14 @@
  * until more than RELATED_IDLE_MAX of them are idle; then the least
  * recently used is closed.
  *
+ * Each file reached gets a number for its objects' inode numbers
+ * (h5_file_id): its path's own (a hash of its real path or URL), so that
+ * the numbers do not depend on the order the files were reached in (a
+ * collection's index records a member's tree in one order and serves it
+ * to a mount that reaches the files in another); only a file whose home
+ * number another file of the same table holds takes the next free one
+ * (h5_related_info.home says so): related_ids.c.
+ *
  * Names are resolved as libhdf5 does (H5F_prefix_open_file): an absolute
  * name as it is; then each prefix of HDF5_EXT_PREFIX (external links) or
  * HDF5_VDS_PREFIX (virtual datasets) and of -o ext_prefix= ("${ORIGIN}" is
@@ -32,7 +40,6 @@
 #include <sys/stat.h>
 
 #define RELATED_IDLE_MAX 32
-#define RELATED_MAX_FILES 4096
 
 typedef struct rel_ent {
 	char *path;             /* real path */
@@ -53,38 +60,11 @@ struct h5_related {
 	size_t n, cap;
 	uint64_t clock;
 	size_t idle_max;        /* idle files kept open (h5_open_opts.related_idle) */
-	/* every file ever opened keeps its number, so a file closed while idle
-	 * and opened again gives its objects the same inode numbers */
-	struct rel_id { dev_t dev; ino_t ino; char *url; } *ids; /* url: remote files */
-	size_t nids;
+	/* every file ever reached keeps its number (related_ids.c), so a
+	 * file closed while idle and opened again gives its objects the same
+	 * inode numbers, and every file reached is listed */
+	struct rel_ids ids;
 };
-
-/* The number of (dev, ino), or of url for a remote file: 1 + its index in
- * r->ids (lock held). */
-static int file_number(uint32_t *out, struct h5_related *r, dev_t dev, ino_t ino, const char *url)
-{
-	struct rel_id *p;
-
-	for (size_t i = 0; i < r->nids; i++)
-		if (url ? r->ids[i].url && strcmp(r->ids[i].url, url) == 0
-			: !r->ids[i].url && r->ids[i].dev == dev && r->ids[i].ino == ino) {
-			*out = (uint32_t)i + 1;
-			return 0;
-		}
-	if (r->nids >= RELATED_MAX_FILES)
-		return h5_err_set(H5_ERR_LIMIT, "more than %d other files reached", RELATED_MAX_FILES);
-	p = realloc(r->ids, (r->nids + 1) * sizeof(*p));
-	if (!p)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory");
-	r->ids = p;
-	r->ids[r->nids].dev = dev;
-	r->ids[r->nids].ino = ino;
-	r->ids[r->nids].url = NULL;
-	if (url && !(r->ids[r->nids].url = strdup(url)))
-		return h5_err_set(H5_ERR_NOMEM, "out of memory");
-	*out = (uint32_t)++r->nids;
-	return 0;
-}
 
 static int related_init(h5_file *top)
 {
@@ -160,9 +140,7 @@ void h5_related_free(h5_file *top)
 		free(r->ent[i].path);
 	}
 	free(r->ent);
-	for (size_t i = 0; i < r->nids; i++)
-		free(r->ids[i].url);
-	free(r->ids);
+	rel_ids_free(&r->ids);
 	free(r->root_dir);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
@@ -198,6 +176,19 @@ void h5_file_related_each(h5_file *top, void (*fn)(void *arg, const char *path),
 		if (r->ent[i].f && r->ent[i].f != top && r->ent[i].path && r->ent[i].path[0] == '/')
 			fn(arg, r->ent[i].path);
 	pthread_mutex_unlock(&r->lock);
+}
+
+int h5_file_related_reached(h5_file *top, int (*fn)(void *arg, const h5_related_info *ri), void *arg)
+{
+	struct h5_related *r = __atomic_load_n(&top->related, __ATOMIC_ACQUIRE);
+	int rc = 0;
+
+	if (!r)
+		return 0;
+	pthread_mutex_lock(&r->lock);
+	rc = rel_ids_each(&r->ids, fn, arg);
+	pthread_mutex_unlock(&r->lock);
+	return rc;
 }
 
 static bool inside(const char *path, const char *dir)
@@ -404,7 +395,7 @@ static int remote_open(h5_file **out, h5_file *top, h5_file *from, const char *n
 		h5_err_wrap(rc, "%.200s: ", name);
 		goto out;
 	}
-	rc = file_number(&id, r, 0, 0, url);
+	rc = rel_ids_number(&id, &r->ids, NULL, NULL, url);
 	if (rc < 0)
 		goto out;
 	f->top = top;
@@ -472,7 +463,7 @@ int h5_related_open(h5_file **out, h5_file *from, const char *name, int kind)
 			free(real);
 			return 0;
 		}
-	rc = file_number(&id, r, st.st_dev, st.st_ino, NULL);
+	rc = rel_ids_number(&id, &r->ids, &st, real, NULL);
 	if (rc < 0) {
 		pthread_mutex_unlock(&r->lock);
 		free(real);

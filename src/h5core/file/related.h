@@ -15,4 +15,21 @@ void h5_related_free(h5_file *top);
 /* h5_file_changed() bits of every related file open (under its table's lock). */
 int h5_related_changed(h5_file *top);
 
+/* related_ids.c: the numbers of the files reached from one FILE, and the
+ * list of them (the caller holds its table's lock). */
+struct rel_id;
+struct rel_ids {
+	struct rel_id *v;
+	size_t n;
+};
+struct stat;
+/* *out: the number of the local file (st) at real path path, or of url
+ * for a remote file (st and path NULL): its path's own unless another
+ * file of t holds it; its stamp (st) noted for h5_file_related_reached. */
+int rel_ids_number(uint32_t *out, struct rel_ids *t, const struct stat *st, const char *path, const char *url);
+/* fn(arg, ri) for each file of t in the order first numbered, until fn
+ * returns nonzero (returned). */
+int rel_ids_each(const struct rel_ids *t, int (*fn)(void *arg, const h5_related_info *ri), void *arg);
+void rel_ids_free(struct rel_ids *t);
+
 #endif

@@ -1,0 +1,115 @@
+#!/usr/bin/python3
+"""A virtual dataset whose sources are other files of the collection
+(issue 35: `links/vds.h5:/stack` read EIO through the collection mount
+where the file mounted alone read): links/vds.h5's /stack takes its rows
+from links/a.h5 ("a.h5"), links/b.h5 ("./b.h5") and links/sub/c.h5
+("sub/c.h5"), one source per row block, and a row block no source maps
+(the fill value). DIR is mounted without an index, with one (cold: the
+member is recorded), and again on that index (warm: an indexed root that
+opens the member for the bytes); every byte of /stack, read whole and in
+unaligned pieces, equals h5py's, as does the file mounted alone. With
+-o max_files=4 (the member and its three sources, what the lookup of
+/stack holds open at once) it reads too."""
+import hashlib
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import h5fs_testlib as T  # noqa: E402
+
+T.require_h5py()
+T.require_fuse()
+
+ROWS, COLS = 7, 1000    # rows of each source; 8000-byte rows: reads cross them
+
+
+def make(top):
+    """The collection, written deterministically by h5py (a subprocess:
+    h5py's file handles closed before anything is mounted)."""
+    code = r'''
+import os, sys
+import h5py, numpy as np
+top = sys.argv[1]
+rows, cols = %d, %d
+links = os.path.join(top, "links")
+os.makedirs(os.path.join(links, "sub"), exist_ok=True)
+names = [("a.h5", "a.h5"), ("b.h5", "./b.h5"), (os.path.join("sub", "c.h5"), "sub/c.h5")]
+for i, (path, _) in enumerate(names):
+    with h5py.File(os.path.join(links, path), "w", libver="latest") as f:
+        f["data"] = (np.arange(rows * cols, dtype="<f8").reshape(rows, cols) * (i + 1) + 0.25 * i)
+lay = h5py.VirtualLayout(shape=(4 * rows, cols), dtype="<f8")
+for i, (_, name) in enumerate(names):
+    lay[i * rows:(i + 1) * rows] = h5py.VirtualSource(name, "data", shape=(rows, cols))
+with h5py.File(os.path.join(links, "vds.h5"), "w", libver="latest") as f:
+    f.create_virtual_dataset("stack", lay, fillvalue=-1.5)
+with open(os.path.join(top, "plain.txt"), "w") as fh:
+    fh.write("not hdf5\n")
+''' % (ROWS, COLS)
+    subprocess.run(["/usr/bin/python3", "-c", code, top], check=True, timeout=120)
+
+
+def expected(top):
+    """/stack's bytes as h5py reads them (from links/, where libhdf5
+    finds the sources beside the VDS file)."""
+    code = ("import sys, h5py; f = h5py.File(sys.argv[1], 'r'); "
+            "sys.stdout.buffer.write(f['stack'][()].astype('<f8').tobytes())")
+    r = subprocess.run(["/usr/bin/python3", "-c", code, os.path.join(top, "links", "vds.h5")],
+                       check=True, timeout=120, stdout=subprocess.PIPE, cwd=os.path.join(top, "links"))
+    return r.stdout
+
+
+def check_bytes(what, path, want):
+    with open(path, "rb") as fh:
+        got = fh.read()
+    if got != want:
+        T.fail("%s: %d bytes read, sha256 %s; h5py's %d bytes %s" % (
+            what, len(got), hashlib.sha256(got).hexdigest()[:16], len(want), hashlib.sha256(want).hexdigest()[:16]))
+        return
+    # unaligned pieces crossing rows and sources
+    with open(path, "rb") as fh:
+        for off, n in ((0, 1), (7999, 3), (ROWS * COLS * 8 - 5, 11), (2 * ROWS * COLS * 8 - 100, 9000),
+                       (3 * ROWS * COLS * 8 - 4096, 8192), (len(want) - 17, 17)):
+            fh.seek(off)
+            piece = fh.read(n)
+            if piece != want[off:off + n]:
+                T.fail("%s: %d bytes at %d differ from h5py's" % (what, n, off))
+
+
+def main():
+    work = T.workdir("collvds")
+    top = os.path.join(work, "dir")
+    make(top)
+    want = expected(top)
+    if len(want) != 4 * ROWS * COLS * 8:
+        T.fail("h5py read %d bytes of /stack" % len(want))
+    mnt = os.path.join(work, "mnt")
+    index = os.path.join(work, "index.sqlite")
+    stack = os.path.join(mnt, "links", "vds.h5", "stack")
+
+    # the file alone (its sources beside it)
+    with T.Mount(os.path.join(top, "links", "vds.h5"), mnt) as m:
+        with m.watchdog(60):
+            check_bytes("links/vds.h5 mounted alone", os.path.join(mnt, "stack"), want)
+    for what, opts in (("-o noindex", ["-o", "noindex"]),
+                       ("cold indexed", ["-o", "index=" + index]),
+                       ("warm indexed", ["-o", "index=" + index]),
+                       # the member and its three sources at once: what a
+                       # VDS's lookup holds (fewer is EMFILE, logged as EIO)
+                       ("-o max_files=4", ["-o", "noindex,max_files=4"])):
+        with T.Mount(top, mnt, opts) as m:
+            with m.watchdog(60):
+                # a walk first (the cold mount records vds.h5 then), as find does
+                subprocess.run(["find", mnt], check=True, timeout=60, stdout=subprocess.DEVNULL)
+                check_bytes("collection, " + what, stack, want)
+                st = os.stat(stack)
+                if st.st_size != len(want):
+                    T.fail("collection, %s: st_size %d, want %d" % (what, st.st_size, len(want)))
+            if "EIO" in m.output() or "rror" in m.output():
+                T.fail("collection, %s: the daemon logged: %s" % (what, m.output().strip()[:500]))
+    print("links/vds.h5:/stack (sources a.h5, ./b.h5, sub/c.h5) reads as h5py's through the collection")
+    return T.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
