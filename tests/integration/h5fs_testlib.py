@@ -813,6 +813,19 @@ class Report:
             print("    note " + m)
 
 
+def run_both_formats(name, run, what):
+    """main() of a test whose run(work, latest) checks the default and the
+    libver="latest" fixtures and returns how many datasets it checked:
+    prints what % that count, removes its work directory when it passed."""
+    work = workdir(name)
+    n = run(work, False) + run(work, True)
+    print(what % n)
+    rc = finish()
+    if rc == 0:
+        shutil.rmtree(work, ignore_errors=True)
+    return rc
+
+
 def first_diff(a, b):
     n = min(len(a), len(b))
     for i in range(n):

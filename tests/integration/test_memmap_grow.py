@@ -32,7 +32,6 @@ reads every appended row and h5dump reads FILE.
 import errno
 import os
 import random
-import shutil
 import subprocess
 import sys
 import threading
@@ -272,13 +271,7 @@ def run(work, latest):
 
 
 def main():
-    work = T.workdir("memmap_grow")
-    n = run(work, False) + run(work, True)
-    print("memmap of growing datasets: %d datasets in two formats" % n)
-    rc = T.finish()
-    if rc == 0:
-        shutil.rmtree(work, ignore_errors=True)
-    return rc
+    return T.run_both_formats("memmap_grow", run, "memmap of growing datasets: %d datasets in two formats")
 
 
 if __name__ == "__main__":

@@ -141,13 +141,7 @@ def run(work, latest):
 
 
 def main():
-    work = T.workdir("memmap_rw")
-    n = run(work, False) + run(work, True)
-    print("memmap r+: %d datasets in two formats, two rounds each" % n)
-    rc = T.finish()
-    if rc == 0:
-        shutil.rmtree(work, ignore_errors=True)
-    return rc
+    return T.run_both_formats("memmap_rw", run, "memmap r+: %d datasets in two formats, two rounds each")
 
 
 if __name__ == "__main__":
