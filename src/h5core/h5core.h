@@ -875,9 +875,6 @@ uint64_t h5_append_size(const h5_appender *a);      /* bytes received (committed
 uint64_t h5_append_committed(const h5_appender *a); /* dataset bytes after the last commit */
 size_t h5_append_pending(const h5_appender *a);     /* bytes received, not committed */
 uint64_t h5_append_row_bytes(const h5_appender *a);
-/* The beginning of a row this appender has received (not a whole row
- * yet): its length, and *bytes (valid until its next write or discard). */
-size_t h5_append_partial(const h5_appender *a, const uint8_t **bytes);
 /* Whether FILE was opened for writing. */
 int h5_file_writable(const h5_file *f);
 

@@ -3,31 +3,32 @@
 are appended through it (issues 32 item 3, 33 item 2, 34 "memmap keeps
 working ... on appends"; member/tail.c).
 
-Read handles of such datasets use the kernel's page cache (a direct_io
-descriptor cannot be mapped with Debian's libfuse: ENODEV). For every
-dataset of the overwrite fixtures (make_overwrite_fixtures.py) that can
-grow - v1 B-tree, v2 B-tree and extensible array indexes, filtered and
-not - in both formats:
-  * the first descriptor to read it opens while a writer's rows and part
-    of a row are accepted, not committed: it reads them all (the rows
-    committed for it, the partial row taken from the appender);
-  * numpy.memmap's default mode (r+) maps it: bytes changed through the
-    mapping are in FILE after flush (h5py reads them), and meanwhile
-    another descriptor's append is EBUSY;
-  * the whole dataset maps (mode "r") and equals h5py's bytes;
-  * one descriptor, kept open, appends batches of rows (one of them in two
-    writes that split a row); after each write, with nothing committed
-    yet: stat shows the accepted size, a fresh descriptor reads the last
-    pages as written (never zeros), a new mapping of the new size equals
-    every row, and the first mapping still shows the first rows;
-  * the close commits: h5py opens FILE meanwhile and reads every row;
+A dataset that grows has page-cached descriptors (memmap: a direct_io
+descriptor cannot be mapped with Debian's libfuse) or write descriptors
+bypassing the cache, never both. For every dataset of the overwrite
+fixtures (make_overwrite_fixtures.py) that can grow - v1 B-tree, v2
+B-tree and extensible array indexes, filtered and not - in both formats:
+  * a write-only descriptor opened first bypasses the cache: while it
+    appends (rows and part of a row, committed at its close here), stat
+    and reads show the committed rows, a mapping fails with ENODEV; then
+    everything is shown;
+  * numpy.memmap's default mode (r+): bytes changed through the mapping
+    are in FILE after flush (h5py reads them); an append meanwhile goes
+    through the cache and shows at once;
+  * with a reader holding the dataset open (tail -f), one descriptor
+    appends batches of rows (one of them in two writes that split a row);
+    after each write, nothing committed yet: stat shows the accepted size,
+    a fresh descriptor reads the last pages as written (never zeros), a
+    new mapping of the new size equals every row, and the first mapping
+    still shows the first rows; the close commits: h5py reads every row;
   * a partial row left by one descriptor: another's append is EBUSY, the
     close is EINVAL, and the size, a read at the end and a new mapping
     show whole rows only.
-Then, on two datasets: readers map and read the end in a loop (page cache
-kept) while one descriptor appends 150 small batches without closing:
-any byte that is not what was written fails. After the unmount h5py
-reads every appended row and h5dump reads FILE.
+Then, on two datasets: readers map and read the end in a loop while one
+descriptor appends 150 small batches without closing, once through the
+cache (a reader held) and once around it: any byte that is not what was
+written fails. After the unmount h5py reads every row and h5dump reads
+FILE.
 """
 import errno
 import os
@@ -96,23 +97,32 @@ def check_now(p, want, first, tag):
         T.fail("%s: the first mapping changed: %s" % (tag, diff(first.tobytes(), want[:len(first)])))
 
 
-def first_reader(mnt, k, want, row, tag):
-    """A reader's first descriptor while rows and part of a row were
-    accepted and not committed (commits every 60 s here): the rows are
-    committed for it, the partial row kept, and it reads them all."""
+def while_writing(mnt, k, want, row, tag):
+    """A write-only descriptor opened with no page-cached one open bypasses
+    the page cache (cat >>): while it is open its rows show once
+    committed (commits every 60 s here: at its close), new read
+    descriptors bypass the cache too (a mapping fails with ENODEV), and
+    nothing read is ever wrong."""
     p = os.path.join(mnt, k)
     data = rows_of(k, 4, row, tag + "-first")
     cut = 3 * row + row // 2
-    fh = open(p, "ab", buffering=0)
-    try:
+    with open(p, "ab", buffering=0) as fh:
         fh.write(data[:cut])
-        want += data[:cut]
-        check_now(p, want, None, tag + " first reader, part of a row")
+        st = os.stat(p).st_size
+        if st != len(want):
+            T.fail("%s: stat shows %d bytes while rows wait, %d are committed" % (tag, st, len(want)))
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            got = os.pread(fd, len(want) + len(data), 0)
+        finally:
+            os.close(fd)
+        if got != want:
+            T.fail("%s: a read while rows wait: %s" % (tag, diff(got, want)))
+        T.expect_err("%s: a mapping while a write-only descriptor appends" % tag,
+                     lambda: mapped(p, len(want)), (errno.ENODEV,))
         fh.write(data[cut:])
-        want += data[cut:]
-        check_now(p, want, None, tag + " first reader, the row completed")
-    finally:
-        fh.close()
+    want += data
+    check_now(p, want, None, tag + " after the write-only descriptor")
     return want
 
 
@@ -134,9 +144,12 @@ def map_rw(mnt, src, k, want, row, tag):
             got = T.dataset_raw(f[k])
         if got != bytes(want):
             T.fail("%s: h5py after msync of a mapping (r+): %s" % (tag, diff(got, bytes(want))))
+        # an append meanwhile goes through the page cache too: shown at once
+        more = rows_of(k, 2, row, tag + "-more")
         with open(p, "ab", buffering=0) as other:
-            T.expect_err("%s: an append while the dataset is mapped r+" % tag,
-                         lambda: other.write(rows_of(k, 1, row, tag + "-busy")), (errno.EBUSY,))
+            other.write(more)
+            want += more
+            check_now(p, bytes(want), mm, tag + " appended while mapped r+")
     finally:
         del mm
     check_now(p, bytes(want), None, tag + " after a mapping r+")
@@ -149,6 +162,8 @@ def grow(mnt, src, k, want, row, tag):
     first = np.memmap(p, dtype=np.uint8, mode="r")
     if first.tobytes() != want:
         T.fail("%s: the mapping differs from h5py's bytes: %s" % (tag, diff(first.tobytes(), want)))
+    # a reader holds the dataset (tail -f): the writer goes through the cache
+    held = os.open(p, os.O_RDONLY)
     with open(p, "ab", buffering=0) as fh:
         for i, nrows in enumerate((1, 3, 2, 5)):
             data = rows_of(k, nrows, row, "%s-%d" % (tag, i))
@@ -160,6 +175,7 @@ def grow(mnt, src, k, want, row, tag):
                 fh.write(data)
             want += data
             check_now(p, want, first, "%s after batch %d" % (tag, i))
+    os.close(held)
     del first
     # the close committed: FILE has every row (the lock is given back)
     with h5py.File(src, "r") as f:
@@ -184,10 +200,15 @@ def partial(mnt, k, want, row, tag):
     check_now(p, want, None, tag + " after a partial row was dropped")
 
 
-def race(mnt, k, want, row, tag, batches=150, readers=3):
-    """Readers at the end (mappings and reads, page cache kept) while one
-    descriptor appends small batches without closing."""
+def race(mnt, k, want, row, tag, held, batches=150, readers=3):
+    """Readers at the end while one descriptor appends small batches without
+    closing. held: a reader holds the dataset open from before, so the
+    writer goes through the page cache and readers map it and read rows
+    as soon as written; else the writer bypasses the cache and so do the
+    readers (reads only, rows shown once committed: short reads are
+    right, wrong bytes never)."""
     p = os.path.join(mnt, k)
+    hfd = os.open(p, os.O_RDONLY) if held else None
     final = want + rows_of(k, batches * 4, row, tag + "-race")
     state = {"n": len(want), "stop": False}
     bad = []
@@ -197,7 +218,7 @@ def race(mnt, k, want, row, tag, batches=150, readers=3):
         while not state["stop"] and len(bad) < 5:
             n = state["n"]           # written before this look
             try:
-                if rng.random() < 0.5:
+                if held and rng.random() < 0.5:
                     got = mapped(p, n)
                     base = 0
                 else:
@@ -211,7 +232,7 @@ def race(mnt, k, want, row, tag, batches=150, readers=3):
                 bad.append("%s: reader: %s" % (tag, e))
                 return
             exp = final[base:base + len(got)]
-            if got != exp or base + len(got) < n:
+            if got != exp or (held and base + len(got) < n):
                 bad.append("%s: %d bytes at %d with %d written: %s" % (
                     tag, len(got), base, n, "short" if got == exp else diff(got, exp)))
 
@@ -231,6 +252,8 @@ def race(mnt, k, want, row, tag, batches=150, readers=3):
         state["stop"] = True
         for t in ts:
             t.join(60)
+        if hfd is not None:
+            os.close(hfd)
     for b in bad:
         T.fail(b)
     check_now(p, final, None, tag + " after the race")
@@ -252,13 +275,14 @@ def run(work, latest):
     os.environ["H5FS_APPEND_COMMIT_MS"] = "60000"   # rows wait for close, fsync
     with T.Mount(src, mnt) as m, m.watchdog(240):
         for k in names:
-            w = first_reader(mnt, k, bytes(start[k]), row[k], "%s %s" % (tag, k))
+            w = while_writing(mnt, k, bytes(start[k]), row[k], "%s %s" % (tag, k))
             w = map_rw(mnt, src, k, w, row[k], "%s %s" % (tag, k))
             w = grow(mnt, src, k, w, row[k], "%s %s" % (tag, k))
             partial(mnt, k, w, row[k], "%s %s" % (tag, k))
             final[k] = w
         for k in names[:1] + [x for x in names if "_z" in x][:1]:
-            final[k] = race(mnt, k, final[k], row[k], "%s %s race" % (tag, k))
+            final[k] = race(mnt, k, final[k], row[k], "%s %s race" % (tag, k), True)
+            final[k] = race(mnt, k, final[k], row[k], "%s %s race, write-only" % (tag, k), False)
     with h5py.File(src, "r") as f:
         for k in names:
             got = T.dataset_raw(f[k])

@@ -527,15 +527,19 @@ void h5fs_mount_stop(h5fs_mount *m)
 	if (m->ticking)
 		pthread_join(m->ticker, NULL);
 	m->ticking = false;
+	/* Each root stops outside m->mu: a root's stop takes its own lock,
+	 * under which its lookups may open files through this table
+	 * (slots_reserve, an external link in a collection member). The
+	 * session loop has ended: no request changes the slots meanwhile. */
 	pthread_mutex_lock(&m->mu);
+	m->started = false;
+	pthread_mutex_unlock(&m->mu);
 	for (i = 0; i < m->nslots; i++) {
 		struct slot *s = m->slots[i];
 
 		if (s->r && s->ops->stop)
 			s->ops->stop(s->r);
 	}
-	m->started = false;
-	pthread_mutex_unlock(&m->mu);
 }
 
 void h5fs_mount_free(h5fs_mount *m)

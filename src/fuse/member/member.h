@@ -75,13 +75,18 @@ void wfile_idler_stop(h5fs *fs);
 /* Write handles (write.c): fi->fh of one, or NULL for a read handle;
  * open one on n (fills fi), release it */
 struct wfile;
+/* fi->fh of a page-cached read descriptor of a dataset that grows on a
+ * read-write mount (counted: wfile_reader_cached) */
+#define H5FS_FH_GROW ((uint64_t)4)
 struct wfile *wfile_of(const struct fuse_file_info *fi);
 int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi);
 void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino);
-/* Before n's first page-cached descriptor: every accepted append made
- * readable (committed, or kept by tail.c). 0, or EAGAIN when it cannot be
- * now (the descriptor then bypasses the page cache). */
-int wfile_tail_catch_up(h5fs *fs, struct node *n);
+/* A read descriptor of n, a dataset that grows on a read-write mount:
+ * whether it may use the page cache (no write descriptor of n bypasses
+ * it; member/tail.c), counted then until wfile_reader_close; *keep:
+ * what the cache holds of n is still good (no such writer since). */
+bool wfile_reader_cached(h5fs *fs, struct node *n, bool *keep);
+void wfile_reader_close(h5fs *fs, struct node *n);
 /* member/open.c: read or write handle, page cache or not */
 int member_open(void *r, struct fuse_file_info *fi, uint64_t ino);
 int member_release(void *r, uint64_t ino, struct fuse_file_info *fi);
@@ -136,28 +141,22 @@ void ow_read_mark(struct node *n);
 void ow_pages_settle(h5fs *fs, struct node *n, fuse_ino_t ino);
 /* member/tail.c: accepted rows shown before they are committed (a dataset
  * that grows, read through the page cache); n->lk taken inside unless
- * said. Keep accepted bytes from now on: how many accepted earlier are
- * not kept (UINT64_MAX: no memory); how many are not kept now; those
- * (the beginning of a partial row, from its appender) kept after all: */
-uint64_t tail_begin(struct node *n);
-uint64_t tail_hole(struct node *n);
-int tail_fill(struct node *n, const uint8_t *bytes, uint64_t len);
-/* page-cached descriptors of n were handed out: appends drop pages */
-void tail_set_paged(struct node *n);
-bool tail_paged(struct node *n);
-/* len bytes of a write accepted at the end: *from, where they begin (the
- * old accepted end); the node's size grows. ENOMEM. */
-int tail_accept(uint64_t *from, struct node *n, const char *buf, size_t len);
+ * said. len bytes of a write accepted at the end, kept (a page-cached
+ * writer's: shown at once) or only counted (one bypassing the cache: shown
+ * once committed). ENOMEM. */
+int tail_accept(struct node *n, const char *buf, size_t len, bool keep);
 /* (under n->lk, write) committed bytes of the dataset now: what is left
  * waiting, and the node's size */
 void tail_committed(struct node *n, uint64_t committed);
 /* (under n->lk) the committed end: where the waiting bytes begin */
 uint64_t tail_base(const struct node *n);
+/* whether bytes accepted from a writer bypassing the cache wait */
+bool tail_hole(struct node *n);
 /* The last len accepted bytes (a dropped partial row), or everything
  * waiting (len UINT64_MAX: an append failed) are gone: the old size */
 uint64_t tail_drop(struct node *n, uint64_t len);
-/* (under n->lk) whether [off, off+len) reaches waiting bytes, and its
- * answer then (committed bytes read, then waiting ones) */
+/* (under n->lk) whether [off, off+len) reaches kept bytes, and its
+ * answer then (committed bytes read, then kept ones) */
 bool tail_covers(const struct node *n, uint64_t off, size_t len);
 int tail_read(h5_read_plan *out, struct node *n, uint64_t off, size_t len);
 void tail_free(struct node *n);

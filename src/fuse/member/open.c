@@ -44,10 +44,14 @@ int member_open(void *r, struct fuse_file_info *fi, uint64_t ino)
 	 * overwrites, member/overwrite.c), so the page cache stays valid
 	 * across opens. */
 	if (fs_writable(fs) && (n->st.st_mode & S_IWUSR) && node_growable(n)) {
-		if (tail_paged(n) || wfile_tail_catch_up(fs, n) == 0)
-			fi->keep_cache = 1;
-		else
+		bool keep;
+
+		if (wfile_reader_cached(fs, n, &keep)) {
+			fi->fh = H5FS_FH_GROW;
+			fi->keep_cache = keep;
+		} else {
 			fi->direct_io = 1;
+		}
 	} else if (fs->live) {
 		/* the page cache, before and after FILE changes (memmap): what
 		 * the kernel caches of it is recorded once reads are checked
@@ -80,6 +84,12 @@ int member_release(void *r, uint64_t ino, struct fuse_file_info *fi)
 {
 	if (wfile_of(fi))   /* write handles (wfile_open) */
 		wfile_release(r, wfile_of(fi), ino);
+	if (fi->fh == H5FS_FH_GROW) {
+		struct node *n = node_get(r, ino);
+
+		if (n)
+			wfile_reader_close(r, n);
+	}
 	if (fi->fh == H5FS_FH_CACHED) {
 		struct node *n = node_get(r, ino);
 

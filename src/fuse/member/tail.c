@@ -3,33 +3,31 @@
  *
  * Why. A dataset that can grow is read through the kernel's page cache
  * (numpy.memmap needs it: a direct_io descriptor cannot be mapped with
- * Debian's libfuse). Its writers are direct_io (member/write.c): the
- * kernel extends the file's size when it gets a WRITE's answer, and
- * write-behind answers before the bytes are applied, let alone committed.
- * Two ways the cache could then show zeros inside the new size:
- *  1. a page holding the old end, cached with zeros after it (the kernel
- *     fills a page past the end of the file with zeros);
- *  2. a read answered short (at the old end) whose page the kernel fills
- *     in after the size grew.
- * So the bytes of every accepted write are kept here, in order, until
- * committed: a read that reaches past the committed end is answered from
- * them (never short inside what was accepted), the node's size is the
- * accepted end, and after accepting, before answering the WRITE, the
- * pages from the old accepted end on are dropped
- * (fuse_lowlevel_notify_inval_inode). That drop waits for pages the kernel
- * holds locked for reads in flight, whose answers (made before the
- * acceptance) it then drops too; a read asked after the acceptance sees
- * the new bytes. Nothing it waits for waits on the WRITE: READ handlers
- * take only n->lk (released before the drop), and while a handle that
- * bypasses the cache appends, no page-cached writer is open (write.c).
+ * Debian's libfuse). An append must then reach the cache before the
+ * kernel's size of the file grows: a read(2) takes a cached page, then
+ * the size, and copies the page up to that size - a page holding the old
+ * end, filled with zeros after it, copied after the size grew shows zeros
+ * inside the file (tests/stress/append_race.py under TSan found it, even
+ * with the page dropped as each append was accepted: the reader held it
+ * already). A local file system writes into the page before it moves the
+ * size; so does FUSE for a descriptor that writes through the page cache
+ * (fuse_perform_write: the bytes copied into the pages, the WRITE sent,
+ * then the size). So (write.c wq_attach, open.c) a dataset that grows
+ * has either page-cached descriptors or descriptors bypassing the cache
+ * that write, never both: a write descriptor bypasses it (fast, `cat >>`
+ * saves the kernel a copy) only while no page-cached descriptor is open,
+ * and a read descriptor bypasses it while such a writer is open (mapping
+ * it fails with ENODEV then); the first page-cached descriptor after such
+ * a writer drops what the cache held (no keep_cache).
  *
- * Kept only once the node has a page-cached descriptor: a copy of every
- * byte costs `cat >>` about a fifth of its speed (256 MiB: 0.17-0.19 s
- * against 0.14-0.15 s), for readers that may never come. Before that the
- * accepted bytes are only counted (the hole). The first page-cached
- * descriptor first commits them (write.c wfile_tail_catch_up) and fills
- * in what a commit cannot take (a partial row) from the appender; until
- * the hole is gone it is not handed out (it bypasses the cache then).
+ * What is kept here. The bytes of a page-cached writer's accepted writes,
+ * in order, until committed: the kernel reads from us a page it holds
+ * only in part (a write that did not fill it), and those bytes must be in
+ * the answer. The node's size is then the accepted end, as the kernel's
+ * is. A writer bypassing the cache keeps nothing (copying every byte
+ * would cost `cat >>` about a fifth: 256 MiB in 0.17-0.19 s against
+ * 0.14-0.15 s): its accepted bytes are only counted (the hole), and the
+ * node shows the committed end until they are committed, as before.
  *
  * Rows are whole: one descriptor at a time may hold a partial row
  * (write.c refuses another's append meanwhile), so the order the bytes
@@ -42,13 +40,11 @@
 
 struct ntail {
 	/* [base, base + hole + len): accepted, not committed; base is the
-	 * committed end; the first hole bytes were not kept (copy off then),
-	 * the rest are buf[0..len) */
+	 * committed end. hole: bytes of writers bypassing the cache, not
+	 * kept; buf[0..len): a page-cached writer's (never both at once) */
 	uint64_t base, hole;
 	char *buf;
 	size_t len, cap;
-	bool copy;              /* accepted bytes are kept */
-	bool paged;             /* handed out page-cached descriptors: drop pages */
 };
 
 static uint64_t waiting(const struct ntail *t)
@@ -63,45 +59,14 @@ static void buf_free(struct ntail *t)
 	t->len = t->cap = 0;
 }
 
-/* n's tail, made (with nothing waiting) when missing; under n->lk (write) */
-static struct ntail *tail_of(struct node *n)
-{
-	if (!n->tail)
-		n->tail = calloc(1, sizeof(*n->tail));
-	return n->tail;
-}
-
+/* The size shown: the accepted end when every accepted byte is kept,
+ * else the committed one (under n->lk, write) */
 static void size_set(struct node *n)
 {
 	const struct ntail *t = n->tail;
 
 	if (waiting(t))
-		n->st.st_size = (off_t)(t->base + waiting(t));
-}
-
-uint64_t tail_begin(struct node *n)
-{
-	uint64_t hole = 0;
-	struct ntail *t;
-
-	pthread_rwlock_wrlock(&n->lk);
-	t = tail_of(n);
-	if (t) {
-		t->copy = true;
-		hole = t->hole;
-	}
-	pthread_rwlock_unlock(&n->lk);
-	return t ? hole : UINT64_MAX;
-}
-
-uint64_t tail_hole(struct node *n)
-{
-	uint64_t h;
-
-	pthread_rwlock_rdlock(&n->lk);
-	h = n->tail ? n->tail->hole : 0;
-	pthread_rwlock_unlock(&n->lk);
-	return h;
+		n->st.st_size = (off_t)(t->base + (t->hole ? 0 : t->len));
 }
 
 static int reserve(struct ntail *t, size_t more)
@@ -121,57 +86,22 @@ static int reserve(struct ntail *t, size_t more)
 	return 0;
 }
 
-int tail_fill(struct node *n, const uint8_t *bytes, uint64_t len)
+int tail_accept(struct node *n, const char *buf, size_t len, bool keep)
 {
 	struct ntail *t;
 	int e = 0;
 
 	pthread_rwlock_wrlock(&n->lk);
+	if (!n->tail)
+		n->tail = calloc(1, sizeof(*n->tail));
 	t = n->tail;
-	if (!t || t->hole != len || (e = reserve(t, (size_t)len)) != 0)
-		goto out;
-	memmove(t->buf + len, t->buf, t->len);
-	memcpy(t->buf, bytes, (size_t)len);
-	t->len += (size_t)len;
-	t->hole = 0;
-out:
-	pthread_rwlock_unlock(&n->lk);
-	return e;
-}
-
-void tail_set_paged(struct node *n)
-{
-	pthread_rwlock_wrlock(&n->lk);
-	if (n->tail)
-		n->tail->paged = true;
-	pthread_rwlock_unlock(&n->lk);
-}
-
-bool tail_paged(struct node *n)
-{
-	bool p;
-
-	pthread_rwlock_rdlock(&n->lk);
-	p = n->tail && n->tail->paged;
-	pthread_rwlock_unlock(&n->lk);
-	return p;
-}
-
-int tail_accept(uint64_t *from, struct node *n, const char *buf, size_t len)
-{
-	struct ntail *t;
-	int e = 0;
-
-	pthread_rwlock_wrlock(&n->lk);
-	t = tail_of(n);
 	if (!t) {
 		e = ENOMEM;
 		goto out;
 	}
 	if (!waiting(t))
 		t->base = (uint64_t)n->st.st_size;
-	*from = t->base + waiting(t);
-	if (!t->copy) {
+	if (!keep) {
 		t->hole += len;
 	} else if ((e = reserve(t, len)) == 0) {
 		memcpy(t->buf + t->len, buf, len);
@@ -214,6 +144,16 @@ uint64_t tail_base(const struct node *n)
 	return waiting(t) ? t->base : (uint64_t)n->st.st_size;
 }
 
+bool tail_hole(struct node *n)
+{
+	bool h;
+
+	pthread_rwlock_rdlock(&n->lk);
+	h = n->tail && n->tail->hole;
+	pthread_rwlock_unlock(&n->lk);
+	return h;
+}
+
 uint64_t tail_drop(struct node *n, uint64_t len)
 {
 	struct ntail *t;
@@ -228,7 +168,8 @@ uint64_t tail_drop(struct node *n, uint64_t len)
 		t->len -= (size_t)b;
 		len -= b;
 		t->hole -= len < t->hole ? len : t->hole;
-		n->st.st_size = (off_t)(t->base + waiting(t));
+		n->st.st_size = (off_t)t->base;
+		size_set(n);
 	}
 	pthread_rwlock_unlock(&n->lk);
 	return was;
@@ -238,32 +179,26 @@ bool tail_covers(const struct node *n, uint64_t off, size_t len)
 {
 	const struct ntail *t = n->tail;
 
-	return waiting(t) && off + len > t->base;
+	return t && t->len && !t->hole && off + len > t->base;
 }
 
 int tail_read(h5_read_plan *out, struct node *n, uint64_t off, size_t len)
 {
 	const struct ntail *t = n->tail;
-	uint64_t kept = t->base + t->hole;     /* where the kept bytes begin */
 	size_t head = off < t->base ? (size_t)(t->base - off) : 0;
-	uint8_t *b;
+	uint8_t *b = h5_buf_alloc(len ? len : 1);
 	int rc;
 
-	if (head > len)
-		head = len;
-	/* bytes in the hole cannot be read: the answer ends where it starts
-	 * (only descriptors bypassing the cache read while there is one) */
-	if (t->hole && off + len > t->base)
-		len = head;
-	b = h5_buf_alloc(len ? len : 1);
 	if (!b)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	if (head > len)
+		head = len;
 	if (head && (rc = n->view->read(n->ds, b, off, head)) < 0) {
 		h5_buf_free(b);
 		return rc;
 	}
 	if (len > head)
-		memcpy(b + head, t->buf + (off + head - kept), len - head);
+		memcpy(b + head, t->buf + (off + head - t->base), len - head);
 	out->kind = H5_PLAN_BUFFER;
 	out->buf = b;
 	out->len = len;

@@ -10,9 +10,10 @@
  * close (doc/APPEND.md); whenever rows were committed the node gets a
  * freshly opened dataset (size, allocation, mtime) under the node's lock and
  * the kernel's cached attributes are dropped, so stat shows the new size at
- * once. Write handles of datasets that can grow are direct_io: the
- * kernel caches no bytes that are not rows yet (those of datasets that
- * cannot grow use the page cache: member/overwrite.c).
+ * once. Write handles of datasets that can grow bypass the page cache
+ * while none of their page-cached descriptors is open, and go through it
+ * otherwise (member/tail.c: never both; those of datasets that cannot
+ * grow: member/overwrite.c).
  *
  * Write-behind (doc/APPEND.md "When a write's errors are reported"): the
  * kernel sends one file's writes one at a time and waits for each reply, so
@@ -76,7 +77,8 @@ struct wfile {
  * mount H5FS_FH_CACHED or a tagged dio ledger, member/member.h). */
 struct wfile *wfile_of(const struct fuse_file_info *fi)
 {
-	return fi->fh && fi->fh != H5FS_FH_CACHED && !fh_dio(fi->fh) ? (struct wfile *)(uintptr_t)fi->fh : NULL;
+	return fi->fh && fi->fh != H5FS_FH_CACHED && fi->fh != H5FS_FH_GROW && !fh_dio(fi->fh) ?
+		       (struct wfile *)(uintptr_t)fi->fh : NULL;
 }
 
 /* w holds accepted bytes not committed yet (FILE's lock with them), or
@@ -157,26 +159,13 @@ static void vplen_add(struct wqueue *q, struct wfile *w, uint64_t len)
 		q->partial = NULL;
 }
 
-/* Readers' pages of ino from off on (len 0: to the end), and its
- * attributes. Only while the node has no page-cached writer: then no page
- * it waits for waits on us (tail.c). */
+/* Pages of ino from off on (len 0: to the end), and its attributes. Only
+ * while the node has no page-cached writer: then no page it waits for
+ * waits on us. */
 static void pages_drop(h5fs *fs, fuse_ino_t ino, uint64_t off, uint64_t len)
 {
 	if (fs->se)
 		fuse_lowlevel_notify_inval_inode(fs->se, fs_ino_out(fs, ino), (off_t)off, (off_t)len);
-}
-
-/* Whether w's append may be accepted: a handle bypassing the page cache
- * appends only while no page-cached writer is open (their mapping
- * written back, or a write of theirs, may hold the pages its acceptance
- * must drop). Under q->mu. */
-static int append_allowed(h5fs *fs, struct wfile *w)
-{
-	if (w->cached || !__atomic_load_n(&w->n->cached_writers, __ATOMIC_ACQUIRE))
-		return 0;
-	h5fs_log(fs, LOG_NOTICE, "append %s: EBUSY while a descriptor opened to read and write (a mapping) "
-		 "is open", show_path(w->n->path));
-	return EBUSY;
 }
 
 /* Accepted bytes readers were shown will not be rows (a dropped partial
@@ -222,11 +211,12 @@ static void wq_drain(struct wqueue *q)
 
 /* w joins its node's queue, made by the node's first write handle. The rows
  * the stream holds are taken from the engine once nothing is in flight: w's
- * appender may have a fresh stream (an earlier one failed). cached: w
- * would write through the page cache; a dataset that grows takes it only
- * while none of its write handles bypasses the cache (member/tail.c: their
- * appends drop pages, which a page-cached write holds locked). */
-static int wq_attach(h5fs *fs, struct wfile *w, bool cached)
+ * appender may have a fresh stream (an earlier one failed). want: w is
+ * opened to read and write (a mapping). A dataset that grows has either
+ * page-cached descriptors or write descriptors bypassing the cache, never
+ * both (member/tail.c): w writes through the cache while any page-cached
+ * descriptor of it is open, or when wanted and none bypasses it. */
+static int wq_attach(h5fs *fs, struct wfile *w, bool want)
 {
 	struct wqueue *q, *fresh = calloc(1, sizeof(*fresh));
 
@@ -244,11 +234,18 @@ static int wq_attach(h5fs *fs, struct wfile *w, bool cached)
 		fresh = NULL;
 	}
 	q->refs++;
-	w->cached = cached && (!w->a || q->direct == 0);
-	if (w->cached)
-		__atomic_add_fetch(&w->n->cached_writers, 1, __ATOMIC_RELEASE);
+	if (!w->a)
+		w->cached = want;
 	else
+		w->cached = !w->npy && q->direct == 0 &&
+			    (want || w->n->creaders || __atomic_load_n(&w->n->cached_writers, __ATOMIC_ACQUIRE));
+	if (w->cached) {
+		__atomic_add_fetch(&w->n->cached_writers, 1, __ATOMIC_RELEASE);
+	} else {
 		q->direct++;
+		if (w->a)
+			w->n->pages_old = true;   /* its appends never reach the cache */
+	}
 	pthread_mutex_unlock(&fs->lock);
 	if (fresh)
 		wq_free(fresh);
@@ -312,7 +309,7 @@ static void wfile_give_back(h5fs *fs, struct wfile *w)
 int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 {
 	struct wfile *w;
-	bool is_ds, cached;
+	bool is_ds;
 	int rc, e;
 
 	/* files reached by external links are opened read-only */
@@ -366,15 +363,13 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	/* Opened to read and write (a shared writable mapping needs both:
 	 * numpy.memmap's default r+), a dataset is written through the page
 	 * cache (member/overwrite.c), as its read handles read it; one that
-	 * grows only while no other write handle bypasses it (wq_attach).
+	 * grows only while no other write handle bypasses it, and every
+	 * handle of it while it has page-cached descriptors (wq_attach).
 	 * Write-only descriptors (dd, cat >>, shell redirections) bypass it
 	 * and save the kernel a copy of every byte (1 GiB of dd: 0.24-0.46x
 	 * of a plain file through the cache, bench/README.md); so does
 	 * np.save's stream. */
-	cached = w->ow && !w->npy && (fi->flags & O_ACCMODE) == O_RDWR;
-	if (cached && w->a && !tail_paged(n))
-		cached = wfile_tail_catch_up(fs, n) == 0;
-	rc = wq_attach(fs, w, cached);
+	rc = wq_attach(fs, w, w->ow && !w->npy && (fi->flags & O_ACCMODE) == O_RDWR);
 	if (rc) {
 		h5_append_close(w->a, NULL);
 		h5_overwrite_close(w->ow);
@@ -486,13 +481,10 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
 	}
 	if (!e && n < size && w->a) {
 		/* the rest appends, here and now (nothing else is waiting) */
-		uint64_t from;
 		int rc;
 
 		pthread_mutex_lock(&q->mu);
-		e = q->partial && q->partial != w ? EBUSY : append_allowed(fs, w);
-		if (!e)
-			e = tail_accept(&from, w->n, buf + n, size - n);
+		e = q->partial && q->partial != w ? EBUSY : tail_accept(w->n, buf + n, size - n, w->cached);
 		pthread_mutex_unlock(&q->mu);
 		rc = e ? 0 : h5_append_write(w->a, buf + n, size - n);
 		if (rc < 0) {
@@ -502,8 +494,6 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
 			pthread_mutex_lock(&q->mu);
 			vplen_add(q, w, size - n);
 			pthread_mutex_unlock(&q->mu);
-			if (!w->cached && tail_paged(w->n))
-				pages_drop(fs, ino, from, size - n);
 			n = size;
 		}
 		wfile_refresh(fs, w, ino);
@@ -542,7 +532,7 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 	h5fs *fs = r;
 	struct wfile *w = wfile_of(fi);
 	struct wqueue *q;
-	uint64_t end, t, from = 0;
+	uint64_t end, t;
 	bool early;
 	int rc, e;
 
@@ -579,15 +569,13 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 			 "writes the rest or is closed", show_path(w->n->path));
 		e = EBUSY;
 	}
-	if (!e)
-		e = append_allowed(fs, w);
 	if (!e && !w->holding) {
 		e = fs_write_begin(fs);    /* EBUSY, ESTALE: logged there */
 		hold_set(w, e == 0);
 	}
-	/* readers see the bytes from now on (member/tail.c) */
+	/* a page-cached writer's bytes are read from now on (member/tail.c) */
 	if (!e)
-		e = tail_accept(&from, w->n, buf, size);
+		e = tail_accept(w->n, buf, size, w->cached);
 	if (e) {
 		pthread_mutex_unlock(&q->mu);
 		if (e == EPERM)
@@ -602,11 +590,6 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 	if (early)
 		q->early++;
 	pthread_mutex_unlock(&q->mu);
-	/* pages holding the old end, or filled before the bytes were
-	 * accepted, go before the kernel learns the new size (tail.c); a
-	 * page-cached write's own pages hold its bytes already */
-	if (!w->cached && tail_paged(w->n))
-		pages_drop(fs, ino, from, size);
 	if (early)
 		fuse_reply_write(req, size);
 
@@ -802,76 +785,30 @@ void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	free(w);
 }
 
-/* A handle of n that holds rows (FILE's lock with them), pinned as the
- * idler pins (its release waits), or NULL */
-static struct wfile *holder_pin(h5fs *fs, struct node *n)
+bool wfile_reader_cached(h5fs *fs, struct node *n, bool *keep)
 {
-	struct wfile *pick = NULL;
+	bool ok;
 
-	pthread_mutex_lock(&fs->lock);
-	for (struct hlink *h = fs->open_wfiles.next; h != &fs->open_wfiles && !pick; h = h->next) {
-		struct wfile *w = (struct wfile *)(void *)h;
-
-		if (w->n == n && w->a && __atomic_load_n(&w->holding, __ATOMIC_RELAXED))
-			pick = w;
-	}
-	if (pick)
-		pick->pins++;
-	pthread_mutex_unlock(&fs->lock);
-	return pick;
-}
-
-static void holder_unpin(h5fs *fs, struct wfile *w)
-{
-	pthread_mutex_lock(&fs->lock);
-	w->pins--;
-	pthread_cond_broadcast(&fs->idle_cv);
-	pthread_mutex_unlock(&fs->lock);
-}
-
-/* member/tail.c keeps accepted bytes only once n has a page-cached
- * descriptor. Before handing out the first, what was accepted without
- * being kept (the hole) is made readable: every accepted write applied,
- * the stream's whole rows committed (as fsync commits them: once per
- * node), and the partial row left - the hole's end, since no one
- * appends after a partial row (member_write) - copied from its appender
- * while no write is applied or accepted. */
-int wfile_tail_catch_up(h5fs *fs, struct node *n)
-{
-	struct wfile *w;
-	uint64_t hole = tail_begin(n);
-	int rc = 0;
-
-	if (hole == UINT64_MAX)
-		return EAGAIN;
-	if (hole && (w = holder_pin(fs, n)) != NULL) {
-		struct wqueue *q = w->q;
-
-		wq_drain(q);
-		pthread_mutex_lock(&q->apply);
-		rc = h5_append_flush(w->a);
-		wfile_refresh(fs, w, n->ino);
-		pthread_mutex_lock(&q->mu);
-		hole = tail_hole(n);
-		if (rc == 0 && hole && q->partial) {
-			const uint8_t *p;
-
-			if (h5_append_partial(q->partial->a, &p) >= hole)
-				tail_fill(n, p, hole);
-		}
-		pthread_mutex_unlock(&q->mu);
-		pthread_mutex_unlock(&q->apply);
-		holder_unpin(fs, w);
-		if (rc < 0)
-			h5fs_log(fs, LOG_ERR, "append %s: committing for a reader: %s", show_path(n->path),
-				 h5_err_msg());
-	}
-	/* else a release is committing them: this descriptor bypasses the
-	 * cache, the next one tries again */
+	/* bytes a writer bypassing the cache accepted and no commit took (a
+	 * failed release) may count in the kernel's size: not through pages */
 	if (tail_hole(n))
-		return EAGAIN;
-	tail_set_paged(n);
-	return 0;
+		return false;
+	pthread_mutex_lock(&fs->lock);
+	ok = !(n->wq && n->wq->direct);
+	if (ok) {
+		n->creaders++;
+		*keep = !n->pages_old;
+		n->pages_old = false;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return ok;
+}
+
+void wfile_reader_close(h5fs *fs, struct node *n)
+{
+	pthread_mutex_lock(&fs->lock);
+	n->creaders--;
+	pthread_mutex_unlock(&fs->lock);
 }
 
 /* ---- the idle commit ---------------------------------------------------------

@@ -100,6 +100,11 @@ struct node {
 	/* rows written through the mount, not committed yet, as readers see
 	 * them (member/tail.c; under lk) */
 	struct ntail *tail;
+	/* a dataset that grows (member/tail.c; under fs->lock): its open
+	 * page-cached read descriptors, and whether a write descriptor
+	 * bypassing the cache was opened since the cache was last dropped */
+	unsigned creaders;
+	bool pages_old;
 	struct stat st;
 	struct pcache *pc;      /* what cached handles were answered (live/pcache.c;
 				 * made at the first such answer) */

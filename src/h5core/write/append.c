@@ -588,12 +588,6 @@ size_t h5_append_pending(const h5_appender *a)
 
 uint64_t h5_append_row_bytes(const h5_appender *a) { return a->s->row_bytes; }
 
-size_t h5_append_partial(const h5_appender *a, const uint8_t **bytes)
-{
-	*bytes = a->part;
-	return a->plen;
-}
-
 static int part_add(h5_appender *a, const uint8_t *p, size_t n)
 {
 	if (a->plen + n > a->pcap) {
