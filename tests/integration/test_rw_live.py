@@ -7,7 +7,8 @@
   the mount shows them (listing, bytes, getfattr).
 - write after: setfattr, an append with `cat >>` and a pwrite into a
   dataset through the mount then succeed, and h5py reads them next to
-  its own change.
+  its own change; a mkdir right after another h5py change (before the
+  mount has seen it) follows that change first.
 - stale descriptor: descriptors opened before another program's change
   (an append one, a pwrite one) fail their next write with ESTALE and
   one log line; FILE stays as h5py left it, and a descriptor opened
@@ -128,6 +129,19 @@ def follow_and_write(wd):
             os.close(fd)
         if e:
             T.fail("pwrite after h5py's change: %s" % os.strerror(e))
+        # a change the mount has not seen yet when the next write comes:
+        # the write follows it first (mkdir at once after h5py's close)
+        with h5py.File(h5, "r+") as f:
+            f.attrs["late"] = "x"
+        try:
+            os.mkdir(os.path.join(mnt, "grp"))
+        except OSError as e:
+            T.fail("mkdir right after h5py's change: %s" % e)
+        with h5py.File(h5, "r") as f:
+            if "grp" not in f or f.attrs.get("late") != "x":
+                T.fail("h5py after its change and an immediate mkdir: %r, %r" % (list(f), f.attrs.get("late")))
+            else:
+                print("ok   mkdir right after h5py's change: both there")
         with h5py.File(h5, "r") as f:
             want_vals = np.arange(16, dtype="<i4") * 10
             want_vals[2:4] = 7
