@@ -110,6 +110,21 @@ def fail(msg):
     print("FAIL: " + msg, flush=True)
 
 
+def wait_until(fn, seconds, step=0.05):
+    """Poll fn() until it is true (True) or seconds passed (False); an
+    OSError from fn counts as not yet."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            if fn():
+                return True
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(step)
+
+
 def expect_err(what, fn, codes):
     """fn() must fail with OSError of errno codes (one, or a tuple of
     them); a descriptor it returns by mistake is closed."""

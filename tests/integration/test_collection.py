@@ -269,16 +269,7 @@ def check_bad(mnt, m, rep):
 
 
 def wait_for(what, fn, seconds=10):
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            if fn():
-                return True
-        except OSError:
-            pass
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
+    return T.wait_until(fn, seconds, 0.1)
 
 
 def check_changes(col, mnt, rep):

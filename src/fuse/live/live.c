@@ -77,9 +77,16 @@
  *   writer never rewrites data in place and its metadata is checksummed,
  *   so reads are not refused for its appends, and a failed decode is
  *   retried on a fresh generation with backoff.
- * A read-write mount is never live: it holds FILE's lock only while it
- * writes (member/node.c fs_write_begin) and refuses to write once another
- * program changed FILE; its own appends are no changes.
+ * - A read-write mount is live too, between its writes: it holds FILE's
+ *   lock only while it writes (member/node.c fs_write_begin), and while
+ *   it holds it nobody else writes FILE, so no refresh runs then (the
+ *   stamp is stale until the lock is given back, when the engine takes it
+ *   again as our writes left FILE: they are no change) and reads of the
+ *   current generation need no stamp to vouch for them (own_write). A
+ *   refresh that opened FILE while one of our writes ran is dropped
+ *   (fs->wepoch): it may have read metadata half written. Writers write
+ *   through the current generation only (member/node.c fs_write_begin,
+ *   member/write.c wfile_follow).
  */
 #include "live.h"
 
@@ -218,7 +225,7 @@ int live_new(h5fs *fs, h5_file *f, void (*sweep)(h5fs *fs))
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	lv->seen = fs->gen->num;
 	/* local files have a stamp; remote ones ask the server (by ETag) */
-	fs->live = lv->refresh > 0 && lv->opts && !fs->writable && h5_file_watchable(f);
+	fs->live = lv->refresh > 0 && lv->opts && h5_file_watchable(f);
 	lv->local = h5_file_stamp_get(&s, f);
 	/* checked from the first read: asked for, or FILE is being written
 	 * (a SWMR writer has it open, or a writer holds its lock) */
@@ -247,6 +254,33 @@ int live_new(h5fs *fs, h5_file *f, void (*sweep)(h5fs *fs))
 }
 
 /* ---- refreshing ------------------------------------------------------------ */
+
+/* One of our writes holds FILE's lock (*epoch: how many were begun so far);
+ * with g, one of g, the current generation (the lock is only ever taken
+ * on it). Nobody else writes FILE meanwhile. */
+static bool own_write(h5fs *fs, const struct gen *g, uint64_t *epoch)
+{
+	bool w;
+
+	pthread_mutex_lock(&fs->wmu);
+	w = fs->writers > 0 && (!g || g == fs->gen);
+	if (epoch)
+		*epoch = fs->wepoch;
+	pthread_mutex_unlock(&fs->wmu);
+	return w;
+}
+
+/* h5_file_changed of a generation's FILE: under fs->wmu, which our writes
+ * hold while they take FILE's stamp again (h5_file_unlock) */
+static int file_changed(h5fs *fs, h5_file *f, const char *path)
+{
+	int m;
+
+	pthread_mutex_lock(&fs->wmu);
+	m = h5_file_changed(f, path);
+	pthread_mutex_unlock(&fs->wmu);
+	return m;
+}
 
 /* Wait (at most max_ns) until FILE is quiet: changed more than a clock tick
  * ago, and the write that changed it has returned. Never under lv->mu. */
@@ -285,6 +319,7 @@ int live_refresh(h5fs *fs, bool doubt, bool patient)
 	h5_file *f = NULL;
 	struct stat st;
 	unsigned long long num;
+	uint64_t epoch;
 	int m, rc = 0;
 
 	pthread_mutex_lock(&lv->mu);
@@ -293,7 +328,13 @@ int live_refresh(h5fs *fs, bool doubt, bool patient)
 		return LIVE_BUSY;
 	}
 	cur = fs->gen;
-	m = h5_file_changed(cur->f, lv->local ? lv->path : NULL);
+	/* our write under way: FILE is ours alone, its stamp taken again
+	 * when the lock is given back (what we wrote is no change) */
+	if (own_write(fs, NULL, &epoch)) {
+		pthread_mutex_unlock(&lv->mu);
+		return 0;
+	}
+	m = file_changed(fs, cur->f, lv->local ? lv->path : NULL);
 	if ((!m && !cur->racy && !doubt) || (!lv->local && !m)) {
 		/* (a remote FILE: the same object on the server, nothing to reopen) */
 		pthread_mutex_unlock(&lv->mu);
@@ -352,13 +393,26 @@ int live_refresh(h5fs *fs, bool doubt, bool patient)
 		gen_release(cur);
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	}
+	g->ver = cur->ver + (m != 0);
+	/* one of our writes began meanwhile: f may have read what it was
+	 * writing, and FILE's stamp is ours again once it ends; a write
+	 * under way keeps the generation it locked (wmu held until published) */
+	pthread_mutex_lock(&fs->wmu);
+	if (fs->writers || fs->wepoch != epoch) {
+		pthread_mutex_unlock(&fs->wmu);
+		pthread_mutex_unlock(&lv->mu);
+		gen_release(g);         /* closes f */
+		gen_release(cur);
+		return 0;
+	}
 	pthread_mutex_lock(&fs->lock);
 	fs->gen = g;            /* cur: only this thread publishes (refreshing) */
-	fs->f = f;
+	__atomic_store_n(&fs->f, f, __ATOMIC_RELEASE);
 	__atomic_store_n(&fs->file_mtime, h5_file_mtime(f), __ATOMIC_RELAXED);
 	if (lv->local && stat(lv->path, &st) == 0)
 		__atomic_store_n(&fs->file_size, (uint64_t)st.st_size, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&fs->lock);
+	pthread_mutex_unlock(&fs->wmu);
 	kind_forget_all(fs);
 	live_watch_path(lv);    /* a file renamed over FILE: watch the new one */
 	/* g may be replaced and closed by the next refresh once lv->mu is let go */
@@ -403,7 +457,7 @@ bool live_retry(h5fs *fs, int attempt)
 	/* metadata a writer is still writing (a SWMR writer's flush, a
 	 * file being copied): a fresh generation after a pause */
 	g = gen_current(fs);
-	worth = g->swmr || g->racy || h5_file_changed(g->f, lv->local ? lv->path : NULL);
+	worth = !own_write(fs, g, NULL) && (g->swmr || g->racy || file_changed(fs, g->f, lv->local ? lv->path : NULL));
 	gen_release(g);
 	if (!worth)
 		return false;
@@ -429,14 +483,15 @@ int live_read_check(h5fs *fs, struct gen *g, int attempt, bool failed, const cha
 		 * longer matches) is the first change, seen here before the
 		 * watcher's probe: from now on reads are checked, and this one
 		 * is made again on a new generation. */
-		if (!failed || (!__atomic_load_n(&g->broken, __ATOMIC_ACQUIRE) && h5_file_changed(g->f, NULL) == 0))
+		if (!failed || own_write(fs, g, NULL) ||
+		    (!__atomic_load_n(&g->broken, __ATOMIC_ACQUIRE) && file_changed(fs, g->f, NULL) == 0))
 			return 0;
 		set_checked(fs);
 	}
 	/* an answer made on an old generation whose bytes are intact (FILE
 	 * renamed over, or deleted) is one version: it may go */
 	ok = !__atomic_load_n(&g->broken, __ATOMIC_ACQUIRE) &&
-	     (g->swmr || (!g->racy && h5_file_changed(g->f, NULL) == 0));
+	     (g->swmr || own_write(fs, g, NULL) || (!g->racy && file_changed(fs, g->f, NULL) == 0));
 	if (ok && !(failed && g->swmr))
 		return 0;
 	if (attempt + 1 < H5FS_LIVE_READ_TRIES) {

@@ -301,7 +301,10 @@ out:
 	return e;
 }
 
-int node_fresh(h5fs *fs, struct node *n)
+/* n resolved in the current generation when it was not yet; always: also
+ * before FILE's first change (a writer must write through the current
+ * generation's FILE, whatever the bytes) */
+static int fresh(h5fs *fs, struct node *n, bool always)
 {
 	bool same, stale;
 	int e;
@@ -310,7 +313,7 @@ int node_fresh(h5fs *fs, struct node *n)
 		return 0;
 	__atomic_store_n(&fs->lv->accessed, true, __ATOMIC_RELAXED);
 	/* not changed yet: every generation so far has the same bytes */
-	if (!live_checked(fs))
+	if (!always && !live_checked(fs))
 		return 0;
 	pthread_rwlock_rdlock(&n->lk);
 	pthread_mutex_lock(&fs->lock);
@@ -338,9 +341,14 @@ int node_fresh(h5fs *fs, struct node *n)
 	}
 }
 
-int node_use(struct use *u, h5fs *fs, struct node *n)
+int node_fresh(h5fs *fs, struct node *n)
 {
-	int e = node_fresh(fs, n);
+	return fresh(fs, n, false);
+}
+
+static int use(struct use *u, h5fs *fs, struct node *n, bool always)
+{
+	int e = fresh(fs, n, always);
 
 	memset(u, 0, sizeof(*u));
 	if (e)
@@ -360,6 +368,23 @@ int node_use(struct use *u, h5fs *fs, struct node *n)
 		return EIO;
 	}
 	return 0;
+}
+
+int node_use(struct use *u, h5fs *fs, struct node *n)
+{
+	return use(u, fs, n, false);
+}
+
+int node_use_current(struct use *u, h5fs *fs, struct node *n)
+{
+	int e = use(u, fs, n, true);
+
+	/* (a node whose rebuild failed keeps an older generation) */
+	if (!e && !gen_is_current(fs, u->g)) {
+		node_use_end(u);
+		e = ESTALE;
+	}
+	return e;
 }
 
 void node_use_end(struct use *u)

@@ -43,7 +43,8 @@ int fs_meta_sync(h5fs *fs)
 }
 
 /* The group node parent of FILE itself (objects of files reached by
- * external links are read-only), in use (*u), writing begun. */
+ * external links are read-only), in use (*u) as the current generation
+ * shows it, writing begun. */
 static int begin(struct use *u, h5fs *fs, struct node **p, uint64_t parent)
 {
 	int err;
@@ -56,7 +57,7 @@ static int begin(struct use *u, h5fs *fs, struct node **p, uint64_t parent)
 	err = fs_write_begin(fs);
 	if (err)
 		return err;
-	err = node_use(u, fs, *p);
+	err = node_use_current(u, fs, *p);
 	if (!err && (u->addr == UINT64_MAX || u->f != fs->f)) {
 		node_use_end(u);
 		err = EROFS;
@@ -302,7 +303,7 @@ int member_rename(void *r, uint64_t parent, const char *name, uint64_t newparent
 		err = ESTALE;
 	else if (np->type != NT_DIR)
 		err = ENOTDIR;
-	else if (!(err = node_use(&nu, fs, np)) && (nu.addr == UINT64_MAX || nu.f != fs->f)) {
+	else if (!(err = node_use_current(&nu, fs, np)) && (nu.addr == UINT64_MAX || nu.f != fs->f)) {
 		node_use_end(&nu);
 		err = EROFS;            /* into another file's group */
 	}
@@ -374,7 +375,7 @@ int member_link(void *r, uint64_t ino, uint64_t newparent, const char *newname)
 	err = begin(&nu, fs, &np, newparent);
 	if (err)
 		return err;
-	err = node_use(&u, fs, n);
+	err = node_use_current(&u, fs, n);
 	if (!err && (u.addr == UINT64_MAX || u.f != fs->f)) {
 		node_use_end(&u);
 		err = EXDEV;            /* an object of another file */

@@ -40,8 +40,12 @@ bool fs_writable(const h5fs *fs);
 /* Every write (a write descriptor's first bytes, setfattr, mkdir, rm, mv,
  * ...) runs between these two: fs_write_begin returns 0 when FILE is held
  * for writing, or an errno (EROFS on a mount that cannot write, EBUSY when
- * another program holds FILE's lock); fs_write_end gives FILE back once the
- * write is committed. The lock policy lives behind them alone. */
+ * another program holds FILE's lock, ESTALE when another program changed
+ * it and the mount does not follow: -o refresh=0); fs_write_end gives
+ * FILE back once the write is committed. The write goes through the
+ * current generation (a live mount opens FILE anew first when another
+ * program changed it), whose nodes the writer takes with
+ * node_use_current. The lock policy lives behind them alone. */
 int fs_write_begin(h5fs *fs);
 void fs_write_end(h5fs *fs);
 void node_free(struct node *n);
@@ -178,12 +182,13 @@ int member_symlink(void *r, const char *target, uint64_t parent, const char *nam
 int member_create(void *r, uint64_t parent, const char *name);
 
 /* npy.c: np.save through the mount. A placeholder registered by create,
- * taken by the handle that opens it (NULL: none), its writes, close's
+ * taken by the handle that opens it (NULL: none; g: the generation it
+ * writes through), its writes, close's
  * flush and fsync (the dataset made once every byte is in), the last
  * close. */
 struct npy_stream;
 void npy_pending_add(h5fs *fs, uint64_t addr, uint64_t group, uint64_t parent, const char *path);
-struct npy_stream *npy_stream_take(h5fs *fs, uint64_t addr);
+struct npy_stream *npy_stream_take(h5fs *fs, uint64_t addr, struct gen *g);
 void npy_pending_free(h5fs *fs);
 int npy_write(h5fs *fs, struct npy_stream *s, const char *buf, size_t size, off_t off);
 int npy_flush(h5fs *fs, struct npy_stream *s, bool closing);
@@ -196,6 +201,9 @@ int member_link(void *r, uint64_t ino, uint64_t newparent, const char *newname);
  * newer one exists; its object held for a request (node_use) */
 int node_fresh(h5fs *fs, struct node *n);
 int node_use(struct use *u, h5fs *fs, struct node *n);
+/* While FILE's lock is held (fs_write_begin): n as the current generation
+ * shows it (re-resolved first if it was read in another), or ESTALE */
+int node_use_current(struct use *u, h5fs *fs, struct node *n);
 void node_use_end(struct use *u);
 /* (lv->mu held): 0, ESTALE, or EIO (logged when log) */
 int node_rebuild(h5fs *fs, struct node *n, bool log);

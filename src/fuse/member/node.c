@@ -67,59 +67,102 @@ bool fs_writable(const h5fs *fs)
  * libhdf5's writer lock (flock LOCK_EX, never waiting: EBUSY with one
  * log line while another program has FILE open, libhdf5's readers hold
  * LOCK_SH); the last one gives it back once committed. While the lock was
- * not held, another program may have written FILE: the mount's view
- * (decoded metadata, an appender's rows) would then be stale and writing
- * from it could undo that program's work, so a FILE that changed since
- * this mount last held the lock (h5_file_changed_by_others: size, or
- * times and first bytes - libhdf5 opening FILE r+ and closing it moves
- * only the times) refuses writes with ESTALE (a read-write mount does not
- * reopen FILE: remount to append again). */
+ * not held, another program may have written FILE: writing from a view
+ * read before (decoded metadata, an appender's rows) could undo that
+ * program's work, so the first write asks h5_file_changed_by_others
+ * (size, or times and first bytes - libhdf5 opening FILE r+ and closing
+ * it moves only the times; a live mount takes any move of the stamp for
+ * a change) against the stamp of the generation it locks,
+ * which the engine takes again when we give the lock back (our own writes
+ * are no change). A live mount (live/live.c) then opens FILE anew and
+ * tries again (live_retry); the caller re-resolves its nodes in that
+ * generation (node_use_current; a write descriptor, member/write.c
+ * wfile_follow, only when FILE did not change since it was opened). A
+ * mount that does not follow changes (-o refresh=0) gets ESTALE. The lock
+ * is always taken on the current generation's FILE, and a refresh never
+ * replaces it while writers is not 0 (live_refresh). */
+static int write_lock(h5fs *fs, bool *changed)
+{
+	int rc;
+
+	*changed = false;
+	if (fs->writers)
+		return 0;
+	rc = h5_file_lock(fs->f);
+	if (rc == H5_ERR_BUSY) {
+		if (!fs->busy_logged)
+			h5fs_log(fs, LOG_NOTICE, "write refused (EBUSY): %s is locked by another program "
+				 "(libhdf5 holds the lock while it has the file open); try again once "
+				 "it closed the file", h5_file_path(fs->f));
+		fs->busy_logged = true;
+		return EBUSY;
+	}
+	if (rc < 0)
+		return h5err_logged(fs, rc, "write lock", "", NULL, UINT64_MAX);
+	/* a live mount: any change of the stamp (an in-place rewrite of the
+	 * same size moves the times; the lenient test below would take the
+	 * stamp as it is, and the watcher would never see that change) */
+	rc = fs->live && h5_file_changed(fs->f, NULL) ? 1 : h5_file_changed_by_others(fs->f);
+	if (rc != 0) {
+		h5_file_unlock(fs->f);
+		if (rc < 0)
+			return h5err_logged(fs, rc, "write lock", "", NULL, UINT64_MAX);
+		*changed = true;
+		return ESTALE;
+	}
+	fs->busy_logged = fs->stale_logged = false;
+	fs->locked_f = fs->f;
+	fs->wepoch++;
+	return 0;
+}
+
 int fs_write_begin(h5fs *fs)
 {
-	int e = 0, rc;
+	bool changed;
+	int e;
 
 	if (!fs_writable(fs))
 		return EROFS;
-	pthread_mutex_lock(&fs->wmu);
-	if (fs->writers == 0) {
-		rc = h5_file_lock(fs->f);
-		if (rc == H5_ERR_BUSY) {
-			if (!fs->busy_logged)
-				h5fs_log(fs, LOG_NOTICE, "write refused (EBUSY): %s is locked by another program "
-					 "(libhdf5 holds the lock while it has the file open); try again once "
-					 "it closed the file", h5_file_path(fs->f));
-			fs->busy_logged = true;
-			e = EBUSY;
-		} else if (rc < 0) {
-			e = h5err_logged(fs, rc, "write lock", "", NULL, UINT64_MAX);
-		} else if ((rc = h5_file_changed_by_others(fs->f)) != 0) {
-			h5_file_unlock(fs->f);
-			if (rc < 0) {
-				e = h5err_logged(fs, rc, "write lock", "", NULL, UINT64_MAX);
-				goto out;
-			}
-			if (!fs->stale_logged)
-				h5fs_log(fs, LOG_ERR, "write refused (ESTALE): %s was changed by another program "
-					 "since it was mounted; a read-write mount does not follow such "
-					 "changes: unmount and mount again to write", h5_file_path(fs->f));
-			fs->stale_logged = true;
-			e = ESTALE;
-		} else {
-			fs->busy_logged = false;
-		}
+	for (int attempt = 0;; attempt++) {
+		uint64_t tried, now;
+
+		pthread_mutex_lock(&fs->wmu);
+		tried = fs->gen->num;
+		e = write_lock(fs, &changed);
+		if (!e)
+			fs->writers++;
+		pthread_mutex_unlock(&fs->wmu);
+		/* a live mount follows the change (a new generation: made by
+		 * the watcher meanwhile, or now) */
+		if (!changed || !fs->live || attempt + 1 >= H5FS_LIVE_READ_TRIES)
+			break;
+		pthread_mutex_lock(&fs->wmu);
+		now = fs->gen->num;
+		pthread_mutex_unlock(&fs->wmu);
+		if (now == tried && !live_retry(fs, attempt))
+			break;
 	}
-	if (!e)
-		fs->writers++;
-out:
-	pthread_mutex_unlock(&fs->wmu);
+	h5_err_clear();
+	if (e == ESTALE) {
+		pthread_mutex_lock(&fs->wmu);
+		if (!fs->stale_logged)
+			h5fs_log(fs, LOG_ERR, "write refused (ESTALE): %s was changed by another program %s",
+				 h5_file_path(fs->f), fs->live ? "and could not be opened anew" : "since it was "
+				 "mounted; with -o refresh=0 a read-write mount does not follow such changes: "
+				 "unmount and mount again to write");
+		fs->stale_logged = true;
+		pthread_mutex_unlock(&fs->wmu);
+	}
 	return e;
 }
 
 void fs_write_end(h5fs *fs)
 {
 	pthread_mutex_lock(&fs->wmu);
-	if (fs->writers > 0 && --fs->writers == 0)
-		h5_file_unlock(fs->f);
+	if (fs->writers > 0 && --fs->writers == 0) {
+		h5_file_unlock(fs->locked_f);
+		fs->locked_f = NULL;
+	}
 	pthread_mutex_unlock(&fs->wmu);
 }
 
@@ -209,12 +252,12 @@ int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64
 		 * writable mount (where the owner may read), also while
 		 * another process holds FILE (write_busy): what is shown does
 		 * not depend on who holds the lock */
-		if ((fs_writable(fs) || fs->write_busy) && f == fs->f && h5_append_check(n->ds) == 0) {
+		if ((fs_writable(fs) || fs->write_busy) && f == fs_file(fs) && h5_append_check(n->ds) == 0) {
 			n->st.st_mode |= (fs->file_mode & S_IRUSR) >> 1;
 			/* cat and cp size their writes by st_blksize: one
 			 * FUSE write of the largest size (max_write) */
 			n->st.st_blksize = H5FS_APPEND_BLKSIZE;
-		} else if (fs_writable(fs) && f == fs->f && h5_overwrite_check(n->ds) == 0) {
+		} else if (fs_writable(fs) && f == fs_file(fs) && h5_overwrite_check(n->ds) == 0) {
 			/* its bytes can be written (member/overwrite.c) */
 			n->st.st_mode |= (fs->file_mode & S_IRUSR) >> 1;
 		}

@@ -38,6 +38,7 @@ struct npy_stream {
 	npy_header h;
 	bool known, holding, done;
 	int err;                /* kept: the next write, fsync and close fail with it */
+	struct gen *g;          /* the generation it writes through (held) */
 	h5_dset_writer *dw;
 	pthread_mutex_t mu;
 };
@@ -59,7 +60,7 @@ void npy_pending_add(h5fs *fs, uint64_t addr, uint64_t group, uint64_t parent, c
 	pthread_mutex_unlock(&fs->lock);
 }
 
-struct npy_stream *npy_stream_take(h5fs *fs, uint64_t addr)
+struct npy_stream *npy_stream_take(h5fs *fs, uint64_t addr, struct gen *g)
 {
 	struct npy_pending **pp, *p = NULL;
 	struct npy_stream *s;
@@ -79,6 +80,8 @@ struct npy_stream *npy_stream_take(h5fs *fs, uint64_t addr)
 		s->group = p->group;
 		s->parent = p->parent;
 		s->name = p->name;
+		s->g = g;
+		gen_hold(g);
 		pthread_mutex_init(&s->mu, NULL);
 	} else {
 		free(p->name);
@@ -105,6 +108,30 @@ static int fail(h5fs *fs, struct npy_stream *s, int e, const char *why)
 	return e;
 }
 
+/* FILE's lock for the stream, taken on the current generation when it is
+ * the version of FILE the placeholder was made in (opened anew without a
+ * change, member/write.c wfile_follow), else ESTALE: another program
+ * changed FILE since (logged). */
+static int begin(h5fs *fs, struct npy_stream *s)
+{
+	struct gen *cur;
+	int e = fs_write_begin(fs);
+
+	if (e)
+		return e;
+	cur = gen_current(fs);
+	if (cur->ver != s->g->ver) {
+		fs_write_end(fs);
+		gen_release(cur);
+		h5fs_log(fs, LOG_ERR, "np.save %s: ESTALE: %s was changed by another program meanwhile",
+			 show_path(s->name), h5_file_path(fs->f));
+		return ESTALE;
+	}
+	gen_release(s->g);
+	s->g = cur;
+	return 0;
+}
+
 /* The header has parsed: the dataset's space, FILE's lock till the end. */
 static int start(h5fs *fs, struct npy_stream *s)
 {
@@ -124,16 +151,16 @@ static int start(h5fs *fs, struct npy_stream *s)
 		d.chunked = 1;
 		d.deflate = fs->cfg.compress;
 	}
-	e = fs_write_begin(fs);
+	e = begin(fs, s);
 	if (e)
-		return s->err = e;      /* logged there */
+		return s->err = e;      /* logged */
 	s->holding = true;
-	rc = h5_dset_writer_open(&s->dw, fs->f, &d);
+	rc = h5_dset_writer_open(&s->dw, s->g->f, &d);
 	if (rc == H5_ERR_LIMIT) {
 		h5fs_log(fs, LOG_NOTICE, "np.save %s: %s: written uncompressed", show_path(s->name), h5_err_msg());
 		d.chunked = 0;
 		d.deflate = 0;
-		rc = h5_dset_writer_open(&s->dw, fs->f, &d);
+		rc = h5_dset_writer_open(&s->dw, s->g->f, &d);
 	}
 	if (rc == 0)
 		rc = h5_dset_writer_put(s->dw, 0, s->head + s->h.data_offset, s->hlen - s->h.data_offset);
@@ -221,9 +248,10 @@ static void placeholder_gone(h5fs *fs, struct npy_stream *s, const char *made)
 	int rc;
 
 	base = base ? base + 1 : s->name;
-	if (!s->holding && fs_write_begin(fs) == 0)
+	/* (FILE changed by another program: ESTALE, the placeholder stays) */
+	if (!s->holding && begin(fs, s) == 0)
 		s->holding = true;
-	rc = h5_link_delete(fs->f, s->group, base, strlen(base), 2);
+	rc = s->holding ? h5_link_delete(s->g->f, s->group, base, strlen(base), 2) : 0;
 	if (rc < 0)
 		h5fs_log(fs, LOG_ERR, "np.save %s: removing the placeholder: %s", show_path(s->name), h5_err_msg());
 	synth_forget(fs, s->parent, base);
@@ -287,6 +315,7 @@ void npy_release(h5fs *fs, struct npy_stream *s)
 		placeholder_gone(fs, s, NULL);
 	}
 	h5_dset_writer_free(s->dw);
+	gen_release(s->g);
 	pthread_mutex_destroy(&s->mu);
 	free(s->head);
 	free(s->name);

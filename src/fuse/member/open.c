@@ -52,7 +52,7 @@ int member_open(void *r, struct fuse_file_info *fi, uint64_t ino)
 		} else {
 			fi->direct_io = 1;
 		}
-	} else if (fs->live) {
+	} else if (fs->live && !fs_writable(fs)) {
 		/* the page cache, before and after FILE changes (memmap): what
 		 * the kernel caches of it is recorded once reads are checked
 		 * (live/pcache.c) */
@@ -75,6 +75,10 @@ int member_open(void *r, struct fuse_file_info *fi, uint64_t ino)
 		fi->keep_cache = !fresh;
 		fi->fh = H5FS_FH_CACHED;
 	} else {
+		/* (a read-write mount's: its own overwrites keep the page
+		 * cache right by member/overwrite.c's rules, and no ledger
+		 * records them; another program's change drops every page at
+		 * the sweep, live/watch.c, as at a live FILE's first change) */
 		fi->keep_cache = 1;
 	}
 	return 0;

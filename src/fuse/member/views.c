@@ -23,7 +23,7 @@ static bool view_grows(h5fs *fs, struct node *n)
 	if (!n->vkind || !fs_writable(fs))
 		return false;
 	pthread_rwlock_rdlock(&n->lk);
-	g = n->f == fs->f && n->ds && h5_append_check(n->ds) == 0;
+	g = n->f == fs_file(fs) && n->ds && h5_append_check(n->ds) == 0;
 	pthread_rwlock_unlock(&n->lk);
 	h5_err_clear();
 	return g;

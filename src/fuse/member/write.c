@@ -31,8 +31,11 @@
  *
  * FILE's lock (fs_write_begin/end, member/node.c; README "Appending"): open
  * for writing takes it and gives it back at once (a FILE another program
- * holds, or changed, fails the open: EBUSY/ESTALE before anything is
- * written); a handle then holds it from its first write until its rows
+ * holds fails the open with EBUSY before anything is written; one it
+ * changed is followed first on a live mount, else ESTALE), and the handle
+ * writes through that generation's FILE (w->g): once another program
+ * changed FILE its next write, fsync or close fails with ESTALE rather
+ * than write from a stale view. A handle then holds it from its first write until its rows
  * are committed and it holds no partial row (fsync, close), and takes it
  * again at its next write. An open descriptor that has not written, or
  * whose rows were fsync'd, holds nothing: libhdf5 opens FILE meanwhile.
@@ -61,6 +64,7 @@ struct wfile {
 	h5_appender *a;         /* NULL: the dataset cannot grow */
 	h5_overwriter *ow;      /* NULL: its bytes cannot be written (member/overwrite.c) */
 	struct node *n;         /* the kernel holds the inode while it is open */
+	struct gen *g;          /* the generation a and ow write through (held) */
 	struct wqueue *q;       /* n->wq */
 	bool append;            /* opened with O_APPEND */
 	bool cached;            /* writes through the page cache (member/overwrite.c) */
@@ -69,6 +73,7 @@ struct wfile {
 	int err;                /* errno of a write answered before it failed */
 	bool holding;           /* counts in fs_write_begin's writers */
 	int64_t last_ns;        /* its last write (atomic): the idle commit */
+	bool stale_logged;      /* its ESTALE (under q->mu) */
 	unsigned pins;          /* the idle commit uses it (under fs->lock) */
 	struct npy_stream *npy; /* an np.save placeholder's: writes go there (npy.c) */
 };
@@ -115,9 +120,10 @@ static void wfile_refresh(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	uint64_t alloc;
 	struct timespec now;
 
-	if (!w->a || h5_append_committed(w->a) == w->q->seen)
+	/* (a handle of an old generation commits nothing: ESTALE) */
+	if (!w->a || h5_append_committed(w->a) == w->q->seen || !gen_is_current(fs, w->g))
 		return;
-	if (h5_dataset_open(&nd, fs->f, w->n->addr) < 0) {
+	if (h5_dataset_open(&nd, w->g->f, w->n->addr) < 0) {
 		h5fs_log(fs, LOG_ERR, "append %s: reopening the dataset: %s", show_path(w->n->path), h5_err_msg());
 		return;
 	}
@@ -143,6 +149,68 @@ static void wfile_refresh(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	 * the kernel drop the file's cached pages itself. */
 	if (fs->se)
 		fuse_lowlevel_notify_inval_inode(fs->se, fs_ino_out(fs, ino), -1, 0);
+}
+
+/* w's generation was replaced by one opened anew without a change of FILE
+ * (a stamp too fresh to vouch for its bytes, a failed read's doubt): w,
+ * which holds nothing, writes on through the current one, its appender
+ * and overwriter opened there again. Another program's change since w was
+ * opened (or its object gone) is ESTALE, logged once per descriptor.
+ * Under q->mu, FILE's lock held. */
+static int wfile_follow(h5fs *fs, struct wfile *w)
+{
+	h5_appender *a = NULL;
+	h5_overwriter *ow = NULL;
+	struct use u;
+	int e;
+
+	if (gen_is_current(fs, w->g))
+		return 0;
+	e = node_use_current(&u, fs, w->n);
+	if (!e && (u.g->ver != w->g->ver || u.f != u.g->f))
+		e = ESTALE;
+	if (!e && w->a && h5_append_open(&a, u.f, u.addr) < 0)
+		e = ESTALE;
+	if (!e && w->ow && ow_open(fs, w->n, &ow) != 0)
+		e = ESTALE;
+	h5_err_clear();
+	if (e) {
+		h5_append_close(a, NULL);
+		if (!w->stale_logged)
+			h5fs_log(fs, LOG_ERR, "write %s: ESTALE: %s was changed by another program after this "
+				 "descriptor was opened: open it again", show_path(w->n->path), h5_file_path(fs->f));
+		w->stale_logged = true;
+		goto out;
+	}
+	/* (nothing of w waits: the old ones have nothing to write, and
+	 * could not, their FILE not holding the lock) */
+	h5_append_close(w->a, NULL);
+	h5_overwrite_close(w->ow);
+	h5_err_clear();
+	w->a = a;
+	w->ow = ow;
+	gen_release(w->g);
+	w->g = u.g;
+	u.g = NULL;
+out:
+	node_use_end(&u);
+	return e;
+}
+
+/* (under q->mu) w's first write since it held nothing: FILE's lock (a
+ * live FILE another program changed is followed first), and w on the
+ * current generation. */
+static int wfile_hold(h5fs *fs, struct wfile *w)
+{
+	int e;
+
+	if (w->holding)
+		return 0;
+	e = fs_write_begin(fs);   /* EBUSY, ESTALE: logged there */
+	if (!e && (e = wfile_follow(fs, w)) != 0)
+		fs_write_end(fs);
+	hold_set(w, e == 0);
+	return e;
 }
 
 /* Under q->mu: len more bytes of w once its accepted writes are applied
@@ -306,47 +374,65 @@ static void wfile_give_back(h5fs *fs, struct wfile *w)
 	pthread_mutex_unlock(&q->mu);
 }
 
+static void wfile_free(struct wfile *w)
+{
+	gen_release(w->g);
+	free(w);
+}
+
 int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 {
-	struct wfile *w;
-	bool is_ds;
+	struct wfile *w = NULL;
+	struct use u;
+	bool ext;
 	int rc, e;
 
-	/* files reached by external links are opened read-only */
-	if (!fs_writable(fs) || n->f != fs->f) {
+	/* files reached by external links (not their generation's FILE)
+	 * are opened read-only */
+	pthread_rwlock_rdlock(&n->lk);
+	ext = n->gen && n->f != n->gen->f;
+	pthread_rwlock_unlock(&n->lk);
+	if (!fs_writable(fs) || ext)
 		return EROFS;
-	}
 	if (fi->flags & O_TRUNC) {
 		h5fs_log(fs, LOG_DEBUG, "open %s with O_TRUNC: datasets only grow", show_path(n->path));
 		return EPERM;
 	}
-	/* n->ds is replaced by wfile_refresh() under n->lk after appends */
-	pthread_rwlock_rdlock(&n->lk);
-	is_ds = n->type == NT_FILE && n->ds;
-	pthread_rwlock_unlock(&n->lk);
-	if (!is_ds) {
-		return EPERM;
-	}
-	/* FILE free and unchanged now (else EBUSY or ESTALE, logged): the
-	 * first write takes the lock again */
+	/* FILE free now (else EBUSY, logged), n as FILE is now (a live
+	 * mount follows another program's change first): the first write
+	 * takes the lock again */
 	rc = fs_write_begin(fs);
 	if (rc)
 		return rc;
-	w = calloc(1, sizeof(*w));
-	if (!w) {
+	rc = node_use_current(&u, fs, n);
+	if (rc) {
 		fs_write_end(fs);
-		return ENOMEM;
+		return rc;
 	}
+	/* n->ds is replaced by wfile_refresh() under n->lk after appends */
+	pthread_rwlock_rdlock(&n->lk);
+	rc = u.f != fs->f ? EROFS : n->type == NT_FILE && n->ds ? 0 : EPERM;
+	pthread_rwlock_unlock(&n->lk);
+	if (!rc && !(w = calloc(1, sizeof(*w))))
+		rc = ENOMEM;
+	if (rc) {
+		fs_write_end(fs);
+		node_use_end(&u);
+		return rc;
+	}
+	w->g = u.g;             /* (the use's reference, kept) */
+	u.g = NULL;
 	/* bytes inside the dataset (member/overwrite.c), rows after its end */
 	/* O_APPEND only appends: no overwriter (its refusal is the append's) */
 	e = fi->flags & O_APPEND ? EPERM : ow_open(fs, n, &w->ow);
-	rc = h5_append_open(&w->a, fs->f, n->addr);
+	rc = h5_append_open(&w->a, u.f, u.addr);
 	fs_write_end(fs);
+	node_use_end(&u);
 	if (rc < 0 && w->ow) {
 		rc = 0;         /* cannot grow: writes past the end are EFBIG */
 	} else if (rc < 0 && e && !(fi->flags & O_APPEND)) {
 		/* neither: the overwriter said why (logged) */
-		free(w);
+		wfile_free(w);
 		return e;
 	}
 	if (rc < 0) {
@@ -354,12 +440,12 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 
 		h5fs_log(fs, e == EIO ? LOG_ERR : LOG_NOTICE, "open %s for writing (object header 0x%llx): %s%s",
 		       show_path(n->path), (unsigned long long)n->addr, e == EIO ? "EIO: " : "", h5_err_msg());
-		free(w);
+		wfile_free(w);
 		return e;
 	}
 	w->n = n;
 	w->append = (fi->flags & O_APPEND) != 0;
-	w->npy = npy_stream_take(fs, n->addr);
+	w->npy = npy_stream_take(fs, n->addr, w->g);
 	/* Opened to read and write (a shared writable mapping needs both:
 	 * numpy.memmap's default r+), a dataset is written through the page
 	 * cache (member/overwrite.c), as its read handles read it; one that
@@ -373,7 +459,7 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	if (rc) {
 		h5_append_close(w->a, NULL);
 		h5_overwrite_close(w->ow);
-		free(w);
+		wfile_free(w);
 		return rc;
 	}
 	fi->fh = (uint64_t)(uintptr_t)w;
@@ -448,10 +534,8 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
 	end = w->a ? q->vrows * q->row_bytes + w->vplen : 0;
 	/* FILE's lock from the first write until the bytes are committed
 	 * (wfile_give_back) */
-	if (!e && !w->holding) {
-		e = fs_write_begin(fs);    /* EBUSY, ESTALE: logged there */
-		hold_set(w, e == 0);
-	}
+	if (!e)
+		e = wfile_hold(fs, w);
 	pthread_mutex_unlock(&q->mu);
 	pthread_rwlock_rdlock(&w->n->lk);
 	lim = tail_base(w->n);       /* committed bytes */
@@ -569,10 +653,8 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 			 "writes the rest or is closed", show_path(w->n->path));
 		e = EBUSY;
 	}
-	if (!e && !w->holding) {
-		e = fs_write_begin(fs);    /* EBUSY, ESTALE: logged there */
-		hold_set(w, e == 0);
-	}
+	if (!e)
+		e = wfile_hold(fs, w);
 	/* a page-cached writer's bytes are read from now on (member/tail.c) */
 	if (!e)
 		e = tail_accept(w->n, buf, size, w->cached);
@@ -738,7 +820,7 @@ void handles_free(h5fs *fs)
 			fs_write_end(fs);
 		}
 		wq_detach(fs, w);
-		free(w);
+		wfile_free(w);
 	}
 }
 
@@ -782,7 +864,7 @@ void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	}
 	ow_pages_settle(fs, w->n, ino);
 	wq_detach(fs, w);
-	free(w);
+	wfile_free(w);
 }
 
 bool wfile_reader_cached(h5fs *fs, struct node *n, bool *keep)

@@ -212,8 +212,10 @@ int member_getxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino, 
 
 /* ---- setting and removing (doc/h5fs.1 MODIFYING) ---------------------------------
  * Each request is one ordered commit of the engine (write/attr_write.c),
- * between fs_write_begin and fs_write_end; the node's set of xattrs is
- * dropped afterwards, whatever happened. */
+ * between fs_write_begin and fs_write_end, through the current
+ * generation (node_use_current: a live FILE another program changed is
+ * followed first); the node's set of xattrs is dropped afterwards,
+ * whatever happened. */
 
 /* errno of a refused or failed change, and one log line: the user's
  * mistakes (EINVAL, ENODATA, EEXIST) at debug level, the rest as errors. */
@@ -248,7 +250,7 @@ static int xattr_change(h5fs *fs, struct node *n, const char *name, const char *
 	err = fs_write_begin(fs);
 	if (err)
 		return err;
-	err = node_use(&u, fs, n);
+	err = node_use_current(&u, fs, n);
 	if (err)
 		goto end;
 	if (u.addr == UINT64_MAX || u.f != fs->f) {

@@ -46,6 +46,10 @@ struct gen {
 	h5_file *f;
 	uint64_t num;           /* 1, 2, ...; the kernel's entry generation of a
 				 * node made again for another object */
+	uint64_t ver;           /* FILE's version: the previous generation's
+				 * when FILE was opened anew without a change
+				 * (a racy stamp, a failed read's doubt), which
+				 * a write descriptor may follow (member/write.c) */
 	unsigned refs;          /* atomic */
 	bool racy;              /* opened within a clock tick of FILE's last
 				 * change: its stamp cannot vouch for its bytes */
@@ -191,6 +195,11 @@ struct h5fs {
 	pthread_mutex_t wmu;
 	unsigned writers;
 	bool busy_logged, stale_logged;
+	/* the FILE the lock was taken on (a live mount's generation changes
+	 * only while writers is 0), and how many times it was taken: a
+	 * refresh that opened FILE while one of our writes ran is dropped */
+	h5_file *locked_f;
+	uint64_t wepoch;
 	/* attribute or link changes committed but not fsync'd (under wmu) */
 	bool meta_unsynced;
 	/* shown as writable although opened read-only: FILE may be written
@@ -202,7 +211,8 @@ struct h5fs {
 	pthread_t idler;
 	bool idling, idle_stop;
 	pthread_cond_t idle_cv;
-	/* live files (live/live.c): refresh > 0 on a mount that does not append */
+	/* live files (live/live.c): refresh > 0 (read-write mounts too: they
+	 * follow other programs' changes while they hold no write) */
 	bool live;
 	struct gen *gen;        /* the current generation (under lock) */
 	struct live *lv;        /* the watcher (live/live.c) */
@@ -215,6 +225,14 @@ struct use {
 	uint64_t addr;
 	struct gen *g;
 };
+
+/* FILE as the current generation opened it, read without a lock (a live
+ * refresh stores it under fs->wmu and fs->lock): whether an object is
+ * FILE's own or another file's */
+static inline h5_file *fs_file(const h5fs *fs)
+{
+	return __atomic_load_n(&fs->f, __ATOMIC_ACQUIRE);
+}
 
 static inline uint64_t fs_ino_out(const h5fs *fs, uint64_t local)
 {
@@ -246,6 +264,8 @@ uint64_t synth_renew(h5fs *fs, uint64_t parent, const char *name, uint64_t old);
 void gen_hold(struct gen *g);
 void gen_release(struct gen *g);
 struct gen *gen_current(h5fs *fs);
+/* g is FILE's current generation (compared, not held) */
+bool gen_is_current(h5fs *fs, const struct gen *g);
 
 /* log.c */
 /* The errno for an engine error, logged (every EIO, once, with the object;

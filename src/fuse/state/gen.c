@@ -29,3 +29,13 @@ struct gen *gen_current(h5fs *fs)
 	pthread_mutex_unlock(&fs->lock);
 	return g;
 }
+
+bool gen_is_current(h5fs *fs, const struct gen *g)
+{
+	bool cur;
+
+	pthread_mutex_lock(&fs->lock);
+	cur = fs->gen == g;
+	pthread_mutex_unlock(&fs->lock);
+	return cur;
+}
