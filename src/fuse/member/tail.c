@@ -12,7 +12,7 @@
  * already). A local file system writes into the page before it moves the
  * size; so does FUSE for a descriptor that writes through the page cache
  * (fuse_perform_write: the bytes copied into the pages, the WRITE sent,
- * then the size). So (write.c wq_attach, open.c) a dataset that grows
+ * then the size). So (wqueue.c wq_attach, open.c) a dataset that grows
  * has either page-cached descriptors or descriptors bypassing the cache
  * that write, never both: a write descriptor bypasses it (fast, `cat >>`
  * saves the kernel a copy) only while no page-cached descriptor is open,

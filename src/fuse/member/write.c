@@ -1,7 +1,7 @@
 /* write.c - write handles: appending (README "Appending", doc/APPEND.md)
  * and overwriting (member/overwrite.c) through the mount; open.c chooses
  * between them and read handles. */
-#include "member.h"
+#include "wfile.h"
 
 /* ---- appending: the write path (README "Appending", doc/APPEND.md) -----------------
  * A dataset that can grow along dimension 0 opens for writing on a writable
@@ -40,44 +40,9 @@
  * again at its next write. An open descriptor that has not written, or
  * whose rows were fsync'd, holds nothing: libhdf5 opens FILE meanwhile.
  * One that wrote and then sits open is committed after -o idle_commit
- * seconds without a write (the idler, below), as fsync would, and so lets
+ * seconds without a write (the idler, idle.c), as fsync would, and so lets
  * FILE go too, unless a partial row is left (rows are whole or not at
  * all). */
-#define WQ_EARLY 4
-
-struct wqueue {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;      /* turn moved, or early dropped */
-	uint64_t next, turn;    /* tickets handed out / applied */
-	unsigned early;         /* writes answered, not applied yet */
-	uint64_t vrows;         /* stream rows once every accepted write is applied */
-	struct wfile *partial;  /* the one handle with a partial row (member/tail.c) */
-	uint64_t row_bytes;
-	uint64_t seen;          /* committed size the node shows (under apply) */
-	pthread_mutex_t apply;  /* engine calls on the node's appenders and wfile_refresh */
-	unsigned refs;          /* write handles (under fs->lock) */
-	unsigned direct;        /* those bypassing the page cache (under fs->lock) */
-};
-
-struct wfile {
-	struct hlink link;      /* first: fs->open_wfiles */
-	h5_appender *a;         /* NULL: the dataset cannot grow */
-	h5_overwriter *ow;      /* NULL: its bytes cannot be written (member/overwrite.c) */
-	struct node *n;         /* the kernel holds the inode while it is open */
-	struct gen *g;          /* the generation a and ow write through (held) */
-	struct wqueue *q;       /* n->wq */
-	bool append;            /* opened with O_APPEND */
-	bool cached;            /* writes through the page cache (member/overwrite.c) */
-	/* under q->mu */
-	uint64_t vplen;         /* its partial row once every accepted write is applied */
-	int err;                /* errno of a write answered before it failed */
-	bool holding;           /* counts in fs_write_begin's writers */
-	int64_t last_ns;        /* its last write (atomic): the idle commit */
-	bool stale_logged;      /* its ESTALE (under q->mu) */
-	unsigned pins;          /* the idle commit uses it (under fs->lock) */
-	struct npy_stream *npy; /* an np.save placeholder's: writes go there (npy.c) */
-};
-
 /* A handle's write state: NULL for read handles (fh 0, or on a live
  * mount H5FS_FH_CACHED or a tagged dio ledger, member/member.h). */
 struct wfile *wfile_of(const struct fuse_file_info *fi)
@@ -97,14 +62,6 @@ static void hold_set(struct wfile *w, bool v)
 	__atomic_store_n(&w->holding, v, __ATOMIC_RELAXED);
 	if (!v)
 		__atomic_sub_fetch(&w->n->wholders, 1, __ATOMIC_RELEASE);
-}
-
-static int64_t idle_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 void h5fs_set_session(h5fs *fs, struct fuse_session *se)
@@ -213,20 +170,6 @@ static int wfile_hold(h5fs *fs, struct wfile *w)
 	return e;
 }
 
-/* Under q->mu: len more bytes of w once its accepted writes are applied
- * (what h5_append_write will make of them: whole rows, and w's partial
- * row, which only one handle at a time may have) */
-static void vplen_add(struct wqueue *q, struct wfile *w, uint64_t len)
-{
-	w->vplen += len;
-	q->vrows += w->vplen / q->row_bytes;
-	w->vplen %= q->row_bytes;
-	if (w->vplen)
-		q->partial = w;
-	else if (q->partial == w)
-		q->partial = NULL;
-}
-
 /* Pages of ino from off on (len 0: to the end), and its attributes. Only
  * while the node has no page-cached writer: then no page it waits for
  * waits on us. */
@@ -255,96 +198,6 @@ static void shown_drop(h5fs *fs, struct wfile *w, fuse_ino_t ino, uint64_t len)
 		__atomic_store_n(&n->pages_stale, true, __ATOMIC_RELEASE);
 	else
 		pages_drop(fs, ino, now, 0);
-}
-
-static void wq_free(struct wqueue *q)
-{
-	pthread_mutex_destroy(&q->mu);
-	pthread_mutex_destroy(&q->apply);
-	pthread_cond_destroy(&q->cv);
-	free(q);
-}
-
-/* Wait until every write accepted so far is applied. */
-static void wq_drain(struct wqueue *q)
-{
-	uint64_t t;
-
-	pthread_mutex_lock(&q->mu);
-	t = q->next;
-	while (q->turn < t)
-		pthread_cond_wait(&q->cv, &q->mu);
-	pthread_mutex_unlock(&q->mu);
-}
-
-/* w joins its node's queue, made by the node's first write handle. The rows
- * the stream holds are taken from the engine once nothing is in flight: w's
- * appender may have a fresh stream (an earlier one failed). want: w is
- * opened to read and write (a mapping). A dataset that grows has either
- * page-cached descriptors or write descriptors bypassing the cache, never
- * both (member/tail.c): w writes through the cache while any page-cached
- * descriptor of it is open, or when wanted and none bypasses it. */
-static int wq_attach(h5fs *fs, struct wfile *w, bool want)
-{
-	struct wqueue *q, *fresh = calloc(1, sizeof(*fresh));
-
-	if (!fresh)
-		return ENOMEM;
-	pthread_mutex_init(&fresh->mu, NULL);
-	pthread_mutex_init(&fresh->apply, NULL);
-	pthread_cond_init(&fresh->cv, NULL);
-	fresh->row_bytes = w->a ? h5_append_row_bytes(w->a) : 1;
-	fresh->seen = w->a ? h5_append_committed(w->a) : 0;
-	pthread_mutex_lock(&fs->lock);
-	q = w->n->wq;
-	if (!q) {
-		q = w->n->wq = fresh;
-		fresh = NULL;
-	}
-	q->refs++;
-	if (!w->a)
-		w->cached = want;
-	else
-		w->cached = !w->npy && q->direct == 0 &&
-			    (want || w->n->creaders || __atomic_load_n(&w->n->cached_writers, __ATOMIC_ACQUIRE));
-	if (w->cached) {
-		__atomic_add_fetch(&w->n->cached_writers, 1, __ATOMIC_RELEASE);
-	} else {
-		q->direct++;
-		if (w->a)
-			w->n->pages_old = true;   /* its appends never reach the cache */
-	}
-	pthread_mutex_unlock(&fs->lock);
-	if (fresh)
-		wq_free(fresh);
-	w->q = q;
-	pthread_mutex_lock(&q->mu);
-	while (q->turn < q->next)
-		pthread_cond_wait(&q->cv, &q->mu);
-	if (w->a)
-		q->vrows = h5_append_size(w->a) / q->row_bytes;   /* a new handle has no partial row */
-	pthread_mutex_unlock(&q->mu);
-	return 0;
-}
-
-/* w leaves its queue (drained: flush or release ran); the last handle frees it. */
-static void wq_detach(h5fs *fs, struct wfile *w)
-{
-	struct wqueue *q = w->q;
-	bool last;
-
-	pthread_mutex_lock(&fs->lock);
-	if (w->cached)
-		__atomic_sub_fetch(&w->n->cached_writers, 1, __ATOMIC_RELEASE);
-	else
-		q->direct--;
-	last = --q->refs == 0;
-	if (last)
-		w->n->wq = NULL;
-	pthread_mutex_unlock(&fs->lock);
-	if (last)
-		wq_free(q);
-	w->q = NULL;
 }
 
 /* The error of a write answered before it failed, or 0. */
@@ -764,7 +617,7 @@ int member_flush(void *r, uint64_t ino, struct fuse_file_info *fi)
 	return do_flush(r, wfile_of(fi), ino);
 }
 
-static int do_fsync(h5fs *fs, struct wfile *w, fuse_ino_t ino)
+int wfile_fsync(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 {
 	int rc, e;
 
@@ -792,7 +645,7 @@ static int do_fsync(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 
 int member_fsync(void *r, uint64_t ino, struct fuse_file_info *fi)
 {
-	return do_fsync(r, wfile_of(fi), ino);
+	return wfile_fsync(r, wfile_of(fi), ino);
 }
 
 /* Handles whose release never came (FILE unmounted while they were
@@ -865,103 +718,4 @@ void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	ow_pages_settle(fs, w->n, ino);
 	wq_detach(fs, w);
 	wfile_free(w);
-}
-
-bool wfile_reader_cached(h5fs *fs, struct node *n, bool *keep)
-{
-	bool ok;
-
-	/* bytes a writer bypassing the cache accepted and no commit took (a
-	 * failed release) may count in the kernel's size: not through pages */
-	if (tail_hole(n))
-		return false;
-	pthread_mutex_lock(&fs->lock);
-	ok = !(n->wq && n->wq->direct);
-	if (ok) {
-		n->creaders++;
-		*keep = !n->pages_old;
-		n->pages_old = false;
-	}
-	pthread_mutex_unlock(&fs->lock);
-	return ok;
-}
-
-void wfile_reader_close(h5fs *fs, struct node *n)
-{
-	pthread_mutex_lock(&fs->lock);
-	n->creaders--;
-	pthread_mutex_unlock(&fs->lock);
-}
-
-/* ---- the idle commit ---------------------------------------------------------
- * A descriptor that wrote and sits open (a script that never closes, an
- * interactive session) would hold FILE's lock, and keep its last rows
- * uncommitted, until it is closed. The idler looks every second; a handle
- * holding the lock whose last write is -o idle_commit seconds old is
- * committed as fsync commits it (do_fsync: whole rows, written bytes),
- * which gives the lock back unless a partial row is left. Pinned while in
- * use, so its release waits; one handle per look. */
-static void *idler(void *arg)
-{
-	h5fs *fs = arg;
-	int64_t idle = (int64_t)fs->cfg.idle_commit * 1000000000;
-
-	pthread_mutex_lock(&fs->lock);
-	while (!fs->idle_stop) {
-		struct wfile *pick = NULL;
-		struct timespec ts;
-		int64_t now;
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += 1;
-		pthread_cond_timedwait(&fs->idle_cv, &fs->lock, &ts);
-		if (fs->idle_stop)
-			break;
-		now = idle_now_ns();
-		for (struct hlink *h = fs->open_wfiles.next; h != &fs->open_wfiles && !pick; h = h->next) {
-			struct wfile *w = (struct wfile *)(void *)h;
-
-			if (__atomic_load_n(&w->holding, __ATOMIC_RELAXED) &&
-			    now - __atomic_load_n(&w->last_ns, __ATOMIC_RELAXED) >= idle)
-				pick = w;
-		}
-		if (!pick)
-			continue;
-		pick->pins++;
-		pthread_mutex_unlock(&fs->lock);
-		/* looked at again after another idle period, whatever happens */
-		__atomic_store_n(&pick->last_ns, now, __ATOMIC_RELAXED);
-		if (do_fsync(fs, pick, pick->n->ino) == 0)
-			h5fs_log(fs, LOG_INFO, "%s: idle for %u s: committed%s", show_path(pick->n->path),
-				 fs->cfg.idle_commit,
-				 __atomic_load_n(&pick->holding, __ATOMIC_RELAXED) ? " (a partial row keeps FILE locked)"
-										     : ", FILE's lock given back");
-		pthread_mutex_lock(&fs->lock);
-		pick->pins--;
-		pthread_cond_broadcast(&fs->idle_cv);
-	}
-	pthread_mutex_unlock(&fs->lock);
-	return NULL;
-}
-
-void wfile_idler_start(h5fs *fs)
-{
-	if (!fs_writable(fs) || !fs->cfg.idle_commit || fs->idling)
-		return;
-	fs->idle_stop = false;
-	fs->idling = pthread_create(&fs->idler, NULL, idler, fs) == 0;
-	if (!fs->idling)
-		h5fs_log(fs, LOG_ERR, "cannot start the idle commit: descriptors left open keep FILE locked");
-}
-
-void wfile_idler_stop(h5fs *fs)
-{
-	if (!fs->idling)
-		return;
-	pthread_mutex_lock(&fs->lock);
-	fs->idle_stop = true;
-	pthread_cond_broadcast(&fs->idle_cv);
-	pthread_mutex_unlock(&fs->lock);
-	pthread_join(fs->idler, NULL);
-	fs->idling = false;
 }

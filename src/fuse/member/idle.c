@@ -1,0 +1,75 @@
+/* idle.c - the idle commit of write handles left open (write.c).
+ *
+ * A descriptor that wrote and sits open (a script that never closes, an
+ * interactive session) would hold FILE's lock, and keep its last rows
+ * uncommitted, until it is closed. The idler looks every second; a handle
+ * holding the lock whose last write is -o idle_commit seconds old is
+ * committed as fsync commits it (wfile_fsync: whole rows, written bytes),
+ * which gives the lock back unless a partial row is left. Pinned while in
+ * use, so its release waits; one handle per look. */
+#include "wfile.h"
+
+static void *idler(void *arg)
+{
+	h5fs *fs = arg;
+	int64_t idle = (int64_t)fs->cfg.idle_commit * 1000000000;
+
+	pthread_mutex_lock(&fs->lock);
+	while (!fs->idle_stop) {
+		struct wfile *pick = NULL;
+		struct timespec ts;
+		int64_t now;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&fs->idle_cv, &fs->lock, &ts);
+		if (fs->idle_stop)
+			break;
+		now = idle_now_ns();
+		for (struct hlink *h = fs->open_wfiles.next; h != &fs->open_wfiles && !pick; h = h->next) {
+			struct wfile *w = (struct wfile *)(void *)h;
+
+			if (__atomic_load_n(&w->holding, __ATOMIC_RELAXED) &&
+			    now - __atomic_load_n(&w->last_ns, __ATOMIC_RELAXED) >= idle)
+				pick = w;
+		}
+		if (!pick)
+			continue;
+		pick->pins++;
+		pthread_mutex_unlock(&fs->lock);
+		/* looked at again after another idle period, whatever happens */
+		__atomic_store_n(&pick->last_ns, now, __ATOMIC_RELAXED);
+		if (wfile_fsync(fs, pick, pick->n->ino) == 0)
+			h5fs_log(fs, LOG_INFO, "%s: idle for %u s: committed%s", show_path(pick->n->path),
+				 fs->cfg.idle_commit,
+				 __atomic_load_n(&pick->holding, __ATOMIC_RELAXED) ? " (a partial row keeps FILE locked)"
+										     : ", FILE's lock given back");
+		pthread_mutex_lock(&fs->lock);
+		pick->pins--;
+		pthread_cond_broadcast(&fs->idle_cv);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return NULL;
+}
+
+void wfile_idler_start(h5fs *fs)
+{
+	if (!fs_writable(fs) || !fs->cfg.idle_commit || fs->idling)
+		return;
+	fs->idle_stop = false;
+	fs->idling = pthread_create(&fs->idler, NULL, idler, fs) == 0;
+	if (!fs->idling)
+		h5fs_log(fs, LOG_ERR, "cannot start the idle commit: descriptors left open keep FILE locked");
+}
+
+void wfile_idler_stop(h5fs *fs)
+{
+	if (!fs->idling)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	fs->idle_stop = true;
+	pthread_cond_broadcast(&fs->idle_cv);
+	pthread_mutex_unlock(&fs->lock);
+	pthread_join(fs->idler, NULL);
+	fs->idling = false;
+}

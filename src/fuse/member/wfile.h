@@ -1,0 +1,65 @@
+/* wfile.h - write handles of the member root, shared by write.c (open,
+ * the write path, flush, fsync, release), wqueue.c (the write order of a
+ * dataset's handles, and which of them use the page cache) and idle.c
+ * (the idle commit). */
+#ifndef H5FS_WFILE_H
+#define H5FS_WFILE_H
+
+#include "member.h"
+
+/* At most this many writes of a dataset are answered before they are
+ * applied (write-behind, doc/APPEND.md) */
+#define WQ_EARLY 4
+
+struct wqueue {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;      /* turn moved, or early dropped */
+	uint64_t next, turn;    /* tickets handed out / applied */
+	unsigned early;         /* writes answered, not applied yet */
+	uint64_t vrows;         /* stream rows once every accepted write is applied */
+	struct wfile *partial;  /* the one handle with a partial row (member/tail.c) */
+	uint64_t row_bytes;
+	uint64_t seen;          /* committed size the node shows (under apply) */
+	pthread_mutex_t apply;  /* engine calls on the node's appenders and wfile_refresh */
+	unsigned refs;          /* write handles (under fs->lock) */
+	unsigned direct;        /* those bypassing the page cache (under fs->lock) */
+};
+
+struct wfile {
+	struct hlink link;      /* first: fs->open_wfiles */
+	h5_appender *a;         /* NULL: the dataset cannot grow */
+	h5_overwriter *ow;      /* NULL: its bytes cannot be written (member/overwrite.c) */
+	struct node *n;         /* the kernel holds the inode while it is open */
+	struct gen *g;          /* the generation a and ow write through (held) */
+	struct wqueue *q;       /* n->wq */
+	bool append;            /* opened with O_APPEND */
+	bool cached;            /* writes through the page cache (member/overwrite.c) */
+	/* under q->mu */
+	uint64_t vplen;         /* its partial row once every accepted write is applied */
+	int err;                /* errno of a write answered before it failed */
+	bool holding;           /* counts in fs_write_begin's writers */
+	int64_t last_ns;        /* its last write (atomic): the idle commit */
+	bool stale_logged;      /* its ESTALE (under q->mu) */
+	unsigned pins;          /* the idle commit uses it (under fs->lock) */
+	struct npy_stream *npy; /* an np.save placeholder's: writes go there (npy.c) */
+};
+
+static inline int64_t idle_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* wqueue.c: the node's queue joined (want: opened to read and write, a
+ * mapping; sets w->cached) and left; every accepted write applied; len
+ * more accepted bytes of w (under q->mu) */
+int wq_attach(h5fs *fs, struct wfile *w, bool want);
+void wq_detach(h5fs *fs, struct wfile *w);
+void wq_drain(struct wqueue *q);
+void vplen_add(struct wqueue *q, struct wfile *w, uint64_t len);
+/* write.c: fsync's commit of w (the idler's too) */
+int wfile_fsync(h5fs *fs, struct wfile *w, fuse_ino_t ino);
+
+#endif

@@ -1,0 +1,135 @@
+/* wqueue.c - the write order of one dataset's write handles (tickets,
+ * write-behind: write.c), and which of its descriptors use the page cache:
+ * a dataset that grows has page-cached descriptors or write descriptors
+ * bypassing the cache, never both (member/tail.c says why). */
+#include "wfile.h"
+
+static void wq_free(struct wqueue *q)
+{
+	pthread_mutex_destroy(&q->mu);
+	pthread_mutex_destroy(&q->apply);
+	pthread_cond_destroy(&q->cv);
+	free(q);
+}
+
+/* Wait until every write accepted so far is applied. */
+void wq_drain(struct wqueue *q)
+{
+	uint64_t t;
+
+	pthread_mutex_lock(&q->mu);
+	t = q->next;
+	while (q->turn < t)
+		pthread_cond_wait(&q->cv, &q->mu);
+	pthread_mutex_unlock(&q->mu);
+}
+
+/* w joins its node's queue, made by the node's first write handle. The rows
+ * the stream holds are taken from the engine once nothing is in flight: w's
+ * appender may have a fresh stream (an earlier one failed). want: w is
+ * opened to read and write (a mapping). A dataset that grows has either
+ * page-cached descriptors or write descriptors bypassing the cache, never
+ * both (member/tail.c): w writes through the cache while any page-cached
+ * descriptor of it is open, or when wanted and none bypasses it. */
+int wq_attach(h5fs *fs, struct wfile *w, bool want)
+{
+	struct wqueue *q, *fresh = calloc(1, sizeof(*fresh));
+
+	if (!fresh)
+		return ENOMEM;
+	pthread_mutex_init(&fresh->mu, NULL);
+	pthread_mutex_init(&fresh->apply, NULL);
+	pthread_cond_init(&fresh->cv, NULL);
+	fresh->row_bytes = w->a ? h5_append_row_bytes(w->a) : 1;
+	fresh->seen = w->a ? h5_append_committed(w->a) : 0;
+	pthread_mutex_lock(&fs->lock);
+	q = w->n->wq;
+	if (!q) {
+		q = w->n->wq = fresh;
+		fresh = NULL;
+	}
+	q->refs++;
+	if (!w->a)
+		w->cached = want;
+	else
+		w->cached = !w->npy && q->direct == 0 &&
+			    (want || w->n->creaders || __atomic_load_n(&w->n->cached_writers, __ATOMIC_ACQUIRE));
+	if (w->cached) {
+		__atomic_add_fetch(&w->n->cached_writers, 1, __ATOMIC_RELEASE);
+	} else {
+		q->direct++;
+		if (w->a)
+			w->n->pages_old = true;   /* its appends never reach the cache */
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (fresh)
+		wq_free(fresh);
+	w->q = q;
+	pthread_mutex_lock(&q->mu);
+	while (q->turn < q->next)
+		pthread_cond_wait(&q->cv, &q->mu);
+	if (w->a)
+		q->vrows = h5_append_size(w->a) / q->row_bytes;   /* a new handle has no partial row */
+	pthread_mutex_unlock(&q->mu);
+	return 0;
+}
+
+/* w leaves its queue (drained: flush or release ran); the last handle frees it. */
+void wq_detach(h5fs *fs, struct wfile *w)
+{
+	struct wqueue *q = w->q;
+	bool last;
+
+	pthread_mutex_lock(&fs->lock);
+	if (w->cached)
+		__atomic_sub_fetch(&w->n->cached_writers, 1, __ATOMIC_RELEASE);
+	else
+		q->direct--;
+	last = --q->refs == 0;
+	if (last)
+		w->n->wq = NULL;
+	pthread_mutex_unlock(&fs->lock);
+	if (last)
+		wq_free(q);
+	w->q = NULL;
+}
+
+/* Under q->mu: len more bytes of w once its accepted writes are applied
+ * (what h5_append_write will make of them: whole rows, and w's partial
+ * row, which only one handle at a time may have) */
+void vplen_add(struct wqueue *q, struct wfile *w, uint64_t len)
+{
+	w->vplen += len;
+	q->vrows += w->vplen / q->row_bytes;
+	w->vplen %= q->row_bytes;
+	if (w->vplen)
+		q->partial = w;
+	else if (q->partial == w)
+		q->partial = NULL;
+}
+
+bool wfile_reader_cached(h5fs *fs, struct node *n, bool *keep)
+{
+	bool ok;
+
+	/* bytes a writer bypassing the cache accepted and no commit took (a
+	 * failed release) may count in the kernel's size: not through pages */
+	if (tail_hole(n))
+		return false;
+	pthread_mutex_lock(&fs->lock);
+	ok = !(n->wq && n->wq->direct);
+	if (ok) {
+		n->creaders++;
+		*keep = !n->pages_old;
+		n->pages_old = false;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return ok;
+}
+
+void wfile_reader_close(h5fs *fs, struct node *n)
+{
+	pthread_mutex_lock(&fs->lock);
+	n->creaders--;
+	pthread_mutex_unlock(&fs->lock);
+}
