@@ -79,18 +79,13 @@ void wfile_idler_stop(h5fs *fs);
 /* Write handles (write.c): fi->fh of one, or NULL for a read handle;
  * open one on n (fills fi), release it */
 struct wfile;
-/* fi->fh of a page-cached read descriptor of a dataset that grows on a
- * read-write mount (counted: wfile_reader_cached) */
-#define H5FS_FH_GROW ((uint64_t)4)
 struct wfile *wfile_of(const struct fuse_file_info *fi);
 int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi);
 void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino);
 /* A read descriptor of n, a dataset that grows on a read-write mount:
- * whether it may use the page cache (no write descriptor of n bypasses
- * it; member/tail.c), counted then until wfile_reader_close; *keep:
- * what the cache holds of n is still good (no such writer since). */
-bool wfile_reader_cached(h5fs *fs, struct node *n, bool *keep);
-void wfile_reader_close(h5fs *fs, struct node *n);
+ * whether it uses the page cache (as n's other descriptors; the first
+ * decides: member/tail.c) */
+bool wfile_reader_cached(h5fs *fs, struct node *n);
 /* member/open.c: read or write handle, page cache or not */
 int member_open(void *r, struct fuse_file_info *fi, uint64_t ino);
 int member_release(void *r, uint64_t ino, struct fuse_file_info *fi);
@@ -154,8 +149,6 @@ int tail_accept(struct node *n, const char *buf, size_t len, bool keep);
 void tail_committed(struct node *n, uint64_t committed);
 /* (under n->lk) the committed end: where the waiting bytes begin */
 uint64_t tail_base(const struct node *n);
-/* whether bytes accepted from a writer bypassing the cache wait */
-bool tail_hole(struct node *n);
 /* The last len accepted bytes (a dropped partial row), or everything
  * waiting (len UINT64_MAX: an append failed) are gone: the old size */
 uint64_t tail_drop(struct node *n, uint64_t len);

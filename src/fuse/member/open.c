@@ -44,14 +44,10 @@ int member_open(void *r, struct fuse_file_info *fi, uint64_t ino)
 	 * overwrites, member/overwrite.c), so the page cache stays valid
 	 * across opens. */
 	if (fs_writable(fs) && (n->st.st_mode & S_IWUSR) && node_growable(n)) {
-		bool keep;
-
-		if (wfile_reader_cached(fs, n, &keep)) {
-			fi->fh = H5FS_FH_GROW;
-			fi->keep_cache = keep;
-		} else {
+		if (wfile_reader_cached(fs, n))
+			fi->keep_cache = 1;
+		else
 			fi->direct_io = 1;
-		}
 	} else if (fs->live && !fs_writable(fs)) {
 		/* the page cache, before and after FILE changes (memmap): what
 		 * the kernel caches of it is recorded once reads are checked
@@ -88,12 +84,6 @@ int member_release(void *r, uint64_t ino, struct fuse_file_info *fi)
 {
 	if (wfile_of(fi))   /* write handles (wfile_open) */
 		wfile_release(r, wfile_of(fi), ino);
-	if (fi->fh == H5FS_FH_GROW) {
-		struct node *n = node_get(r, ino);
-
-		if (n)
-			wfile_reader_close(r, n);
-	}
 	if (fi->fh == H5FS_FH_CACHED) {
 		struct node *n = node_get(r, ino);
 

@@ -1,7 +1,8 @@
 /* wqueue.c - the write order of one dataset's write handles (tickets,
  * write-behind: write.c), and which of its descriptors use the page cache:
- * a dataset that grows has page-cached descriptors or write descriptors
- * bypassing the cache, never both (member/tail.c says why). */
+ * all of a dataset that grows, or none, for the life of its node (the
+ * first descriptor decides: a reader or a mapping, the cache; a write-only
+ * one, not). Why never both, nor a switch: member/tail.c. */
 #include "wfile.h"
 
 static void wq_free(struct wqueue *q)
@@ -27,10 +28,8 @@ void wq_drain(struct wqueue *q)
 /* w joins its node's queue, made by the node's first write handle. The rows
  * the stream holds are taken from the engine once nothing is in flight: w's
  * appender may have a fresh stream (an earlier one failed). want: w is
- * opened to read and write (a mapping). A dataset that grows has either
- * page-cached descriptors or write descriptors bypassing the cache, never
- * both (member/tail.c): w writes through the cache while any page-cached
- * descriptor of it is open, or when wanted and none bypasses it. */
+ * opened to read and write (a mapping). A dataset that grows: as its
+ * node's descriptors do (pmode), or, the first, deciding it. */
 int wq_attach(h5fs *fs, struct wfile *w, bool want)
 {
 	struct wqueue *q, *fresh = calloc(1, sizeof(*fresh));
@@ -49,18 +48,13 @@ int wq_attach(h5fs *fs, struct wfile *w, bool want)
 		fresh = NULL;
 	}
 	q->refs++;
-	if (!w->a)
-		w->cached = want;
-	else
-		w->cached = !w->npy && q->direct == 0 &&
-			    (want || w->n->creaders || __atomic_load_n(&w->n->cached_writers, __ATOMIC_ACQUIRE));
-	if (w->cached) {
+	if (w->a && !w->n->pmode)
+		w->n->pmode = want ? 1 : 2;
+	w->cached = w->a ? w->n->pmode == 1 && !w->npy : want;
+	if (w->cached)
 		__atomic_add_fetch(&w->n->cached_writers, 1, __ATOMIC_RELEASE);
-	} else {
+	else
 		q->direct++;
-		if (w->a)
-			w->n->pages_old = true;   /* its appends never reach the cache */
-	}
 	pthread_mutex_unlock(&fs->lock);
 	if (fresh)
 		wq_free(fresh);
@@ -108,28 +102,14 @@ void vplen_add(struct wqueue *q, struct wfile *w, uint64_t len)
 		q->partial = NULL;
 }
 
-bool wfile_reader_cached(h5fs *fs, struct node *n, bool *keep)
+bool wfile_reader_cached(h5fs *fs, struct node *n)
 {
 	bool ok;
 
-	/* bytes a writer bypassing the cache accepted and no commit took (a
-	 * failed release) may count in the kernel's size: not through pages */
-	if (tail_hole(n))
-		return false;
 	pthread_mutex_lock(&fs->lock);
-	ok = !(n->wq && n->wq->direct);
-	if (ok) {
-		n->creaders++;
-		*keep = !n->pages_old;
-		n->pages_old = false;
-	}
+	if (!n->pmode)
+		n->pmode = 1;
+	ok = n->pmode == 1;
 	pthread_mutex_unlock(&fs->lock);
 	return ok;
-}
-
-void wfile_reader_close(h5fs *fs, struct node *n)
-{
-	pthread_mutex_lock(&fs->lock);
-	n->creaders--;
-	pthread_mutex_unlock(&fs->lock);
 }

@@ -10,10 +10,9 @@
  * close (doc/APPEND.md); whenever rows were committed the node gets a
  * freshly opened dataset (size, allocation, mtime) under the node's lock and
  * the kernel's cached attributes are dropped, so stat shows the new size at
- * once. Write handles of datasets that can grow bypass the page cache
- * while none of their page-cached descriptors is open, and go through it
- * otherwise (member/tail.c: never both; those of datasets that cannot
- * grow: member/overwrite.c).
+ * once. Descriptors of a dataset that can grow all use the page cache or
+ * none do, the first deciding (wqueue.c, member/tail.c; those of
+ * datasets that cannot grow: member/overwrite.c).
  *
  * Write-behind (doc/APPEND.md "When a write's errors are reported"): the
  * kernel sends one file's writes one at a time and waits for each reply, so
@@ -47,8 +46,7 @@
  * mount H5FS_FH_CACHED or a tagged dio ledger, member/member.h). */
 struct wfile *wfile_of(const struct fuse_file_info *fi)
 {
-	return fi->fh && fi->fh != H5FS_FH_CACHED && fi->fh != H5FS_FH_GROW && !fh_dio(fi->fh) ?
-		       (struct wfile *)(uintptr_t)fi->fh : NULL;
+	return fi->fh && fi->fh != H5FS_FH_CACHED && !fh_dio(fi->fh) ? (struct wfile *)(uintptr_t)fi->fh : NULL;
 }
 
 /* w holds accepted bytes not committed yet (FILE's lock with them), or
@@ -302,8 +300,7 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	/* Opened to read and write (a shared writable mapping needs both:
 	 * numpy.memmap's default r+), a dataset is written through the page
 	 * cache (member/overwrite.c), as its read handles read it; one that
-	 * grows only while no other write handle bypasses it, and every
-	 * handle of it while it has page-cached descriptors (wq_attach).
+	 * grows as its other descriptors do, the first deciding (wq_attach).
 	 * Write-only descriptors (dd, cat >>, shell redirections) bypass it
 	 * and save the kernel a copy of every byte (1 GiB of dd: 0.24-0.46x
 	 * of a plain file through the cache, bench/README.md); so does
