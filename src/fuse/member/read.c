@@ -41,12 +41,21 @@ static int synth_recheck(bool *keep, uint64_t *id, h5fs *fs, struct node *n, uin
 	return *id ? 0 : ENOMEM;
 }
 
+/* A lookup's engine error: its errno, logged (one line) - an EIO not
+ * when quiet (an attempt member_lookup makes again when it fails so) */
+static int lookup_err(h5fs *fs, bool quiet, int rc, const char *path, const char *name, uint64_t addr)
+{
+	if (quiet && h5fs_errno(rc) == EIO)
+		return EIO;
+	return h5err_logged(fs, rc, "lookup", path, name, addr);
+}
+
 /* The node of object taddr of tf shown as `name` in directory p (at mount
  * path `path`; fpath: its path in tf when a link was followed to it, which
  * makes it an anchor of tf's tree), read in the generation u holds: 0 and
- * *out (referenced), or an errno (EIO logged). */
+ * *out (referenced), or an errno (EIO logged, unless quiet). */
 static int show_object(struct node **out, h5fs *fs, const struct node *p, const struct use *u, const char *name,
-		       const char *path, h5_file *tf, uint64_t taddr, const char *fpath)
+		       const char *path, h5_file *tf, uint64_t taddr, const char *fpath, bool quiet)
 {
 	struct node *n, *fresh = NULL;
 	h5_obj_info info;
@@ -103,7 +112,7 @@ again:
 	if (!n) {
 		rc = node_make_obj(&fresh, fs, tf, taddr, id, path);
 		if (rc < 0)
-			return h5err_logged(fs, rc, "lookup", p->path, name, taddr);
+			return lookup_err(fs, quiet, rc, p->path, name, taddr);
 		if ((fresh->type == NT_DIR) != (k == H5_OBJ_GROUP) && tries++ == 0) {
 			/* the kind map was filled from an older generation of a
 			 * live FILE as it was refreshed: node_make_obj has put
@@ -144,7 +153,7 @@ found:
  * rc; depth >= 0: a link up the path, "." / ".."...), read in the
  * generation u holds: 0 and *out (referenced), or an errno. */
 static int show_symlink(struct node **out, h5fs *fs, const struct node *p, const struct use *u, const char *name,
-			const char *path, const h5_link *l, int rc, int depth)
+			const char *path, const h5_link *l, int rc, int depth, bool quiet)
 {
 	struct node *n, *fresh = NULL;
 	h5_link shown;
@@ -173,7 +182,7 @@ static int show_symlink(struct node **out, h5fs *fs, const struct node *p, const
 	rc = node_make_link(&fresh, fs, ino, path, p->path, depth >= 0 ? NULL : &shown, depth);
 	free(mtarget);
 	if (rc < 0)
-		return h5err_logged(fs, rc, "lookup", p->path, name, UINT64_MAX);
+		return lookup_err(fs, quiet, rc, p->path, name, UINT64_MAX);
 	fresh->gen = u->g;
 	fresh->checked = u->g->num;
 	gen_hold(u->g);
@@ -183,7 +192,7 @@ static int show_symlink(struct node **out, h5fs *fs, const struct node *p, const
 
 /* The node a name of a directory leads to: 0 and *out (referenced), or an
  * errno (EIO logged). */
-static int do_lookup(struct node **out, h5fs *fs, fuse_ino_t parent, const char *name)
+static int do_lookup(struct node **out, h5fs *fs, fuse_ino_t parent, const char *name, bool quiet)
 {
 	struct node *p = node_get(fs, parent);
 	struct use u;
@@ -206,7 +215,7 @@ static int do_lookup(struct node **out, h5fs *fs, fuse_ino_t parent, const char 
 		return e == ESTALE ? ENOENT : e;
 	rc = h5_group_lookup(&l, u.f, u.addr, name);
 	if (rc < 0) {
-		e = h5err_logged(fs, rc, "lookup", p->path, name, UINT64_MAX);
+		e = lookup_err(fs, quiet, rc, p->path, name, UINT64_MAX);
 		goto out;
 	}
 	/* Names readdir would skip must not be reachable by lookup either. */
@@ -245,11 +254,11 @@ static int do_lookup(struct node **out, h5fs *fs, fuse_ino_t parent, const char 
 		 * a symlink there */
 		depth = ancestor_depth(fs, p, file_ino(tf, taddr));
 		if (depth < 0) {
-			e = show_object(out, fs, p, &u, name, path, tf, taddr, fpath);
+			e = show_object(out, fs, p, &u, name, path, tf, taddr, fpath, quiet);
 			goto out;
 		}
 	}
-	e = show_symlink(out, fs, p, &u, name, path, &l, rc, depth);
+	e = show_symlink(out, fs, p, &u, name, path, &l, rc, depth, quiet);
 out:
 	h5_file_release_related(tf);
 	node_use_end(&u);
@@ -265,8 +274,13 @@ int member_lookup(void *r, struct root_entry *e, uint64_t parent, const char *na
 	struct node *n = NULL;
 	int err;
 
-	for (int attempt = 0; (err = do_lookup(&n, fs, parent, name)) == EIO && live_retry(fs, attempt); attempt++)
+	/* a live FILE's lookup that failed may be retried (a writer may be
+	 * mid-change): only the answer's failure is logged, once */
+	for (int attempt = 0; (err = do_lookup(&n, fs, parent, name, true)) == EIO && live_retry(fs, attempt);
+	     attempt++)
 		;
+	if (err == EIO)
+		err = do_lookup(&n, fs, parent, name, false);
 	if (!err)
 		entry_of(e, fs, n);
 	return err;
