@@ -12,17 +12,12 @@
  * already). A local file system writes into the page before it moves the
  * size; so does FUSE for a descriptor that writes through the page cache
  * (fuse_perform_write: the bytes copied into the pages, the WRITE sent,
- * then the size). And switching a dataset between the two while mounted
- * (cached descriptors after the last direct writer closed, the cache and
- * the kernel's size of the file pushed anew) still let append_race.py
- * read zeros now and then under ASan (1 run in 6-8; with every writer
- * through the cache: 0 in 6). So (wqueue.c) all descriptors of a dataset
- * that grows use the page cache, or none does, for the life of its node,
- * the first one deciding: a reader or a mapping, the cache (appends then
- * go through it: write-through costs `cat >>` about 1.8x its time, 256
- * MiB in 0.28-0.30 s against 0.15-0.17 s); a write-only descriptor
- * (`cat >>` before any reader), not (mapping the dataset then fails with
- * ENODEV until the kernel forgets it).
+ * then the size). Neither a switch between the two while mounted nor
+ * every writer through the cache kept append_race.py from reading zeros
+ * under ASan (CI, 2026-11-25). So today no descriptor of a dataset that
+ * grows uses the page cache (wqueue.c wfile_reader_cached): its writers'
+ * accepted bytes are only counted below (the hole), and a mapping of it
+ * fails with ENODEV. The kept-bytes path stays for page-cached writers.
  *
  * What is kept here. The bytes of a page-cached writer's accepted writes,
  * in order, until committed: the kernel reads from us a page it holds

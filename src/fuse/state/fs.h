@@ -104,11 +104,6 @@ struct node {
 	/* rows written through the mount, not committed yet, as readers see
 	 * them (member/tail.c; under lk) */
 	struct ntail *tail;
-	/* a dataset that grows on a read-write mount: whether all its
-	 * descriptors use the page cache (1) or none (2), decided by the
-	 * first one (0: none yet) for the node's life (member/tail.c;
-	 * under fs->lock) */
-	unsigned char pmode;
 	struct stat st;
 	struct pcache *pc;      /* what cached handles were answered (live/pcache.c;
 				 * made at the first such answer) */
