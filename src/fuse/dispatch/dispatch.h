@@ -21,6 +21,14 @@
 
 struct h5fs_mount;
 
+/* A dispatcher handle, listed on its mount while open (slot_pin): the
+ * kernel queues RELEASE and RELEASEDIR in the background, and an unmount
+ * drops those not yet sent, so h5fs_mount_stop releases what is left. */
+struct hnode {
+	struct hnode *prev, *next;
+	bool dir;
+};
+
 /* One root of the mount. Fixed roots (the single FILE, the folders of a
  * collection) are open for the mount's life; a member of a collection is
  * opened on first use and closed when idle, each opening a new epoch. */
@@ -76,6 +84,7 @@ struct h5fs_mount {
 	unsigned inflight;      /* requests in some slot now */
 	unsigned open_members;
 	struct slot open;       /* sentinel of the open members, most recently used first */
+	struct hnode *handles;  /* the open handles (slot_pin; under mu) */
 	unsigned max_files;     /* descriptors on files under DIR (collections) */
 	struct fuse_session *se;
 	bool started;
@@ -100,8 +109,9 @@ int mount_new(h5fs_mount **out, const h5fs_config *cfg, bool identity);
 int slots_reserve(h5fs_mount *m);
 int slot_enter(h5fs_mount *m, struct slot *s);
 void slot_leave(h5fs_mount *m, struct slot *s);
-void slot_pin(h5fs_mount *m, struct slot *s);
-void slot_unpin(h5fs_mount *m, struct slot *s);
+/* an open handle n in s: s stays open, n is listed until unpinned */
+void slot_pin(h5fs_mount *m, struct slot *s, struct hnode *n);
+void slot_unpin(h5fs_mount *m, struct slot *s, struct hnode *n);
 struct slot *slot_if_open(h5fs_mount *m, uint64_t g, uint64_t *local);
 int slot_member(struct target *t, h5fs_mount *m, uint64_t folder_ino, const struct stat *top, double timeout);
 bool slot_top_attr(h5fs_mount *m, uint64_t g, struct stat *st, double *timeout);

@@ -26,9 +26,20 @@ void disp_forget(h5fs_mount *m, uint64_t g, uint64_t n);
 /* An open file: the root's handle (fi->fh as the root set it) and the
  * slot it is held in. */
 struct fhandle {
+	struct hnode n;
 	struct slot *s;
 	uint64_t fh;
 	uint64_t local;
+};
+
+/* An open directory: its root's listing, held in its slot (a member
+ * with open directories is not closed). */
+struct dhandle {
+	struct hnode n;
+	struct slot *s;
+	void *dh;
+	uint64_t g;
+	uint64_t local;         /* the directory's (the slot is pinned: same epoch) */
 };
 
 void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);

@@ -34,7 +34,7 @@ static int open_handle(h5fs_mount *m, fuse_ino_t ino, struct fuse_file_info *fi)
 			h->s = t.s;
 			h->fh = rfi.fh;
 			h->local = t.local;
-			slot_pin(m, t.s);
+			slot_pin(m, t.s, &h->n);
 		}
 		disp_target_end(m, &t);
 	}
@@ -60,7 +60,7 @@ static void open_undo(h5fs_mount *m, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	rfi.fh = h->fh;
 	h->s->ops->release(h->s->r, h->local, &rfi);
-	slot_unpin(m, h->s);
+	slot_unpin(m, h->s, &h->n);
 	free(h);
 }
 
@@ -203,7 +203,7 @@ void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (s)
 		s->ops->release(s->r, local, &rfi);
 	if (s && !m->identity) {
-		slot_unpin(m, s);
+		slot_unpin(m, s, &h->n);
 		free(h);
 	}
 	fuse_reply_err(req, 0);

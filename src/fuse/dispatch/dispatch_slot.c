@@ -5,7 +5,7 @@
  * RLIMIT_NOFILE); closed too when their root says its file changed (an
  * indexed member of a live mount, root op changed), the kernel's
  * entries of them then dropped by the collection's watcher thread. */
-#include "dispatch.h"
+#include "dispatch_int.h"
 #include "hash.h"
 
 #include <sys/resource.h>
@@ -288,17 +288,28 @@ void slot_leave(h5fs_mount *m, struct slot *s)
 	pthread_mutex_unlock(&m->mu);
 }
 
-void slot_pin(h5fs_mount *m, struct slot *s)
+void slot_pin(h5fs_mount *m, struct slot *s, struct hnode *n)
 {
 	pthread_mutex_lock(&m->mu);
 	s->pins++;
+	n->prev = NULL;
+	n->next = m->handles;
+	if (m->handles)
+		m->handles->prev = n;
+	m->handles = n;
 	pthread_mutex_unlock(&m->mu);
 }
 
-void slot_unpin(h5fs_mount *m, struct slot *s)
+void slot_unpin(h5fs_mount *m, struct slot *s, struct hnode *n)
 {
 	pthread_mutex_lock(&m->mu);
 	s->pins--;
+	if (n->prev)
+		n->prev->next = n->next;
+	else
+		m->handles = n->next;
+	if (n->next)
+		n->next->prev = n->prev;
 	if (m->waiters)
 		pthread_cond_broadcast(&m->cv);
 	pthread_mutex_unlock(&m->mu);
@@ -514,6 +525,33 @@ void h5fs_mount_set_session(h5fs_mount *m, struct fuse_session *se)
 	m->se = se;
 }
 
+/* The handles whose RELEASE or RELEASEDIR the unmount dropped (the
+ * kernel sends them in the background; what is still queued when the
+ * connection ends never comes): released as the kernel would have. The
+ * session loop has ended. */
+static void handles_release(h5fs_mount *m)
+{
+	while (m->handles) {
+		struct hnode *n = m->handles;
+
+		if (n->dir) {
+			struct dhandle *h = (struct dhandle *)n;
+
+			h->s->ops->releasedir(h->s->r, h->dh);
+			slot_unpin(m, h->s, n);
+			free(h);
+		} else {
+			struct fhandle *h = (struct fhandle *)n;
+			struct fuse_file_info fi = { 0 };
+
+			fi.fh = h->fh;
+			h->s->ops->release(h->s->r, h->local, &fi);
+			slot_unpin(m, h->s, n);
+			free(h);
+		}
+	}
+}
+
 void h5fs_mount_stop(h5fs_mount *m)
 {
 	size_t i;
@@ -534,6 +572,7 @@ void h5fs_mount_stop(h5fs_mount *m)
 	pthread_mutex_lock(&m->mu);
 	m->started = false;
 	pthread_mutex_unlock(&m->mu);
+	handles_release(m);
 	for (i = 0; i < m->nslots; i++) {
 		struct slot *s = m->slots[i];
 

@@ -137,15 +137,6 @@ void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	free(target_text);
 }
 
-/* An open directory: its root's listing, held in its slot (a member
- * with open directories is not closed). */
-struct dhandle {
-	struct slot *s;
-	void *dh;
-	uint64_t g;
-	uint64_t local;         /* the directory's (the slot is pinned: same epoch) */
-};
-
 void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	h5fs_mount *m = fuse_req_userdata(req);
@@ -160,7 +151,8 @@ void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			h->s = t.s;
 			h->g = ino;
 			h->local = t.local;
-			slot_pin(m, t.s);
+			h->n.dir = true;
+			slot_pin(m, t.s, &h->n);
 		}
 		disp_target_end(m, &t);
 	}
@@ -174,7 +166,7 @@ void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->cache_readdir = keep;
 	if (fuse_reply_open(req, fi) != 0) {
 		h->s->ops->releasedir(h->s->r, h->dh);   /* interrupted: no releasedir will come */
-		slot_unpin(m, h->s);
+		slot_unpin(m, h->s, &h->n);
 		free(h);
 	}
 }
@@ -301,7 +293,7 @@ void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	(void)ino;
 	if (h) {
 		h->s->ops->releasedir(h->s->r, h->dh);
-		slot_unpin(m, h->s);
+		slot_unpin(m, h->s, &h->n);
 	}
 	free(h);
 	fuse_reply_err(req, 0);
