@@ -719,6 +719,19 @@ int h5_attr_create_typed(h5_file *f, uint64_t addr, const char *name, size_t nam
 			 const char *text, size_t len);
 /* H5_ERR_NOTFOUND when there is no such attribute. */
 int h5_attr_delete(h5_file *f, uint64_t addr, const char *name, size_t name_len);
+/* New attributes NAME = a scalar variable-length UTF-8 string each (as
+ * h5_attr_write makes a new name), in order, as few commits as the
+ * storage allows: compact storage one each, dense storage (from the start
+ * or once a v2 header moved there) one for the rest; the strings share
+ * one global heap collection. A name that is there already: H5_ERR_INVAL
+ * and the batch stops there. *done: how many are done (committed). */
+typedef struct h5_attr_str {
+	const char *name;
+	size_t name_len;
+	const char *val;
+	size_t len;
+} h5_attr_str;
+int h5_attr_create_strings(size_t *done, h5_file *f, uint64_t addr, const h5_attr_str *it, size_t n);
 /* What earlier changes wrote, durable (fsync). */
 int h5_file_write_sync(h5_file *f);
 

@@ -12,7 +12,9 @@
  * "symlink\tPATH\tNAME\tTARGET", "unlink\tPATH\tNAME" (anything),
  * "mv\tPATH\tNAME\tNEWPATH\tNEWNAME", "ln\tPATH\tNAME\tTARGETPATH",
  * "dset\tPATH\tNAME\tN" (a new int32 dataset of N elements 0..N-1),
- * "bytes\tPATH\tNAME" (a new empty growable uint8 dataset), or "sync".
+ * "bytes\tPATH\tNAME" (a new empty growable uint8 dataset),
+ * "strs\tPATH\tN\tPREFIX" (N new string attributes PREFIX000.. valued
+ * "PREFIX value K", one batch: h5_attr_create_strings), or "sync".
  * Prints one line per change: "ok" or the engine's error.
  */
 #include <stdbool.h>
@@ -70,6 +72,28 @@ static int bytes_dset(h5_file *f, uint64_t group, const char *name)
 	return h5_dataset_create(&addr, f, group, name, strlen(name), &d, UINT64_MAX);
 }
 
+/* "strs": one batch of n new string attributes (the daemon's write-behind
+ * of setfattr, member/xbatch.c) */
+static int strs(h5_file *f, uint64_t addr, unsigned n, const char *prefix)
+{
+	h5_attr_str *it = calloc(n ? n : 1, sizeof(*it));
+	char (*names)[64] = calloc(n ? n : 1, 64), (*vals)[80] = calloc(n ? n : 1, 80);
+	size_t done = 0;
+	int rc = it && names && vals ? 0 : -1;
+
+	for (unsigned i = 0; rc == 0 && i < n; i++) {
+		snprintf(names[i], 64, "%s%03u", prefix, i);
+		snprintf(vals[i], 80, "%s value %u", prefix, i);
+		it[i] = (h5_attr_str){ names[i], strlen(names[i]), vals[i], strlen(vals[i]) };
+	}
+	if (rc == 0)
+		rc = h5_attr_create_strings(&done, f, addr, it, n);
+	free(it);
+	free(names);
+	free(vals);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	h5_open_opts oo = { 0 };
@@ -120,6 +144,8 @@ int main(int argc, char **argv)
 			rc = dset(f, addr, fl[2], strtoull(fl[3], NULL, 10), fl[0][0] == 'g');
 		else if (strcmp(fl[0], "bytes") == 0 && n == 3)
 			rc = bytes_dset(f, addr, fl[2]);
+		else if (strcmp(fl[0], "strs") == 0 && n == 4)
+			rc = strs(f, addr, (unsigned)strtoul(fl[2], NULL, 10), fl[3]);
 		else if (rc < 0)
 			;       /* a path of mv or ln not found */
 		else

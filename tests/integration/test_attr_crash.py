@@ -21,7 +21,8 @@ alone. Then the files a crash could leave are built from the trace:
 Dense storage (latest.h5): a group's 9th link and an object's 9th
 attribute move them to dense storage in one commit, and later changes
 write the store anew and switch its info message (DENSE_LINK_OPS,
-DENSE_ATTR_OPS), enumerated as the rest.
+DENSE_ATTR_OPS), enumerated as the rest; so are batches of new string attributes in dense
+storage (BATCH_OPS: one commit each, the daemon's write-behind of setfattr).
 New datasets (a contiguous int32 dataset written first and linked last,
 as np.save through the mount makes one, and one chunked and deflated, as
 with -o compress=gzip; an empty growable uint8 one, as cp does) are enumerated the same way, a state's tree holding each
@@ -166,6 +167,16 @@ DENSE_ATTR_OPS = [
     "set\t/d\ta2\ty",
     "set\t/d\ta3\t" + "z" * 200,
     "del\t/\tn2",
+]
+# batches of new string attributes (the daemon's write-behind of setfattr:
+# h5_attr_create_strings) on an object in dense storage: one global heap
+# collection for the batch, the store written anew once, one commit
+BATCH_OPS = DENSE_ATTR_OPS[:3] + [
+    "strs\t/\t40\tb",
+    "set\t/\ti\t44",
+    "sync",
+    "strs\t/\t25\tc",
+    "strs\t/\t1\td",
 ]
 
 
@@ -359,6 +370,7 @@ def main():
     total += run_case(work, "latest.h5", rng, DSET_OPS, None)
     total += run_case(work, "latest.h5", rng, DENSE_LINK_OPS, None)
     total += run_case(work, "latest.h5", rng, DENSE_ATTR_OPS)
+    total += run_case(work, "latest.h5", rng, BATCH_OPS)
     shutil.rmtree(work, ignore_errors=True)
     print("%d crash states checked in all" % total)
     return T.finish()

@@ -268,6 +268,8 @@ typedef struct change {
 	size_t len;
 	int raw;
 	const char *typestr;    /* a new typed attribute (h5_attr_create_typed), or NULL */
+	const uint8_t *vdata;   /* a new string's element, its global heap object
+				 * written already (a batch's shared collection) */
 } change;
 
 /* A NumPy typestr of a number: [<>=|]?[iuf][1248] */
@@ -338,8 +340,15 @@ static int build(uint8_t **msg, size_t *mlen, h5_file *f, const h5_ohdr *oh, con
 			size_t l = ch->len;
 
 			rc = h5_dtype_encode_vstr(dt, &dtlen, 1);
-			if (rc == 0)
+			if (rc == 0 && ch->vdata) {
+				dlen = 8 + f->fmt.sizeof_addr;
+				if (!(data = malloc(dlen)))
+					rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+				else
+					memcpy(data, ch->vdata, dlen);
+			} else if (rc == 0) {
 				rc = vstr_data(&data, &dlen, f, &s, &l, 1);
+			}
 		}
 		if (rc == 0) {
 			new_hdr(&h, ds, f, oh, ch->name, ch->name_len, nelmts, one);
@@ -616,6 +625,112 @@ int h5_attr_delete(h5_file *f, uint64_t addr, const char *name, size_t name_len)
 	change ch = { .name = name, .name_len = name_len };
 
 	return locked(f, addr, &ch);
+}
+
+/* ---- a batch of new string attributes ----------------------------------
+ * (h5_attr_create_strings; the daemon's write-behind of setfattr, whose
+ * cost per change would otherwise be a dense store written anew) */
+
+/* ch[0..n) into dense storage: the store loaded once, written anew once,
+ * one commit. */
+static int apply_dense_batch(h5_ohdr_change *c, h5_file *f, const found *fd, const change *ch, size_t n)
+{
+	h5_dense_set s = { 0 };
+	int64_t max_crt = fd->max_crt;
+	int rc = h5_dense_set_load(&s, f, H5_DENSE_ATTRS, fd->fheap, fd->name_bt2, fd->corder_bt2);
+
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		if (h5_dense_set_find(&s, ch[i].name, ch[i].name_len) != SIZE_MAX)
+			rc = h5_err_set(H5_ERR_INVAL, "attribute \"%.*s\" is there already", (int)ch[i].name_len,
+					ch[i].name);
+		else
+			rc = dense_put(&s, SIZE_MAX, &max_crt, f, c->e.oh, fd, &ch[i]);
+	}
+	if (rc == 0)
+		rc = h5_dense_set_switch(c, f, &s, fd->ainfo, max_crt);
+	if (rc == 0)
+		rc = h5_ohdr_commit_cow(c, f, false);
+	h5_dense_set_free(&s);
+	return rc;
+}
+
+/* The batch in order: compact storage a commit per attribute (as
+ * h5_attr_write), dense storage (from the start, or once the header moved
+ * there) the rest in one. */
+static int batch(size_t *done, h5_file *f, uint64_t addr, const change *ch, size_t n)
+{
+	size_t i = 0;
+	int rc = 0;
+
+	while (rc == 0 && i < n) {
+		h5_ohdr_change c;
+		found fd;
+
+		rc = h5_ohdr_change_open(&c, f, addr);
+		if (rc == 0)
+			rc = scan(&fd, f, c.e.oh, ch[i].name, ch[i].name_len);
+		if (rc == 0 && fd.dense) {
+			rc = apply_dense_batch(&c, f, &fd, ch + i, n - i);
+			h5_ohdr_change_close(&c);
+			if (rc == 0)
+				i = n;
+			break;
+		}
+		if (rc == 0 && fd.idx != SIZE_MAX)
+			rc = h5_err_set(H5_ERR_INVAL, "attribute \"%.*s\" is there already", (int)ch[i].name_len,
+					ch[i].name);
+		h5_ohdr_change_close(&c);
+		if (rc == 0)
+			rc = apply(f, addr, &ch[i]);
+		if (rc == 0)
+			i++;
+	}
+	*done = i;
+	return rc;
+}
+
+int h5_attr_create_strings(size_t *done, h5_file *f, uint64_t addr, const h5_attr_str *it, size_t n)
+{
+	size_t esz = 8 + f->fmt.sizeof_addr, vlen = 0;
+	change *ch = calloc(n ? n : 1, sizeof(*ch));
+	const char **s = calloc(n ? n : 1, sizeof(*s));
+	size_t *l = calloc(n ? n : 1, sizeof(*l));
+	uint8_t *vd = NULL;
+	int rc = 0;
+
+	*done = 0;
+	if (!ch || !s || !l) {
+		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	if (!h5_file_writable(f)) {
+		rc = h5_err_set(H5_ERR_ROFS, "the file is open read-only");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (it[i].name_len == 0 || memchr(it[i].name, 0, it[i].name_len) || it[i].name_len > 65534) {
+			rc = h5_err_set(H5_ERR_INVAL, "an attribute name cannot be empty or hold a NUL byte");
+			goto out;
+		}
+		s[i] = it[i].val ? it[i].val : "";
+		l[i] = it[i].val ? it[i].len : 0;
+	}
+	pthread_mutex_lock(&f->write_lock);
+	/* every string in one global heap collection (h5py's strings share
+	 * one too), written at the allocation end before anything points at it */
+	rc = vstr_data(&vd, &vlen, f, s, l, n);
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		ch[i] = (change){ .name = it[i].name, .name_len = it[i].name_len, .val = s[i], .len = l[i],
+				  .vdata = vd + i * esz };
+	if (rc == 0)
+		rc = batch(done, f, addr, ch, n);
+	pthread_mutex_unlock(&f->write_lock);
+out:
+	free(vd);
+	free(ch);
+	free(s);
+	free(l);
+	return rc;
 }
 
 int h5_file_write_sync(h5_file *f)
