@@ -24,6 +24,7 @@ int fs_meta_sync(h5fs *fs)
 	bool pending;
 	int err, rc;
 
+	xbatch_flush(fs);
 	pthread_mutex_lock(&fs->wmu);
 	pending = fs->meta_unsynced;
 	pthread_mutex_unlock(&fs->wmu);
@@ -54,6 +55,7 @@ static int begin(struct use *u, h5fs *fs, struct node **p, uint64_t parent)
 		return ESTALE;
 	if ((*p)->type != NT_DIR)
 		return ENOTDIR;
+	xbatch_flush(fs);       /* attributes accepted before come first */
 	err = fs_write_begin(fs);
 	if (err)
 		return err;

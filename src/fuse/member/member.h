@@ -70,6 +70,17 @@ void node_unref(h5fs *fs, uint64_t ino, uint64_t count);
 
 
 
+/* member/xbatch.c: setfattr's write-behind of new string attributes.
+ * xbatch_add: 0 when the change is accepted (committed with its batch),
+ * an errno, or 1 when it is not one for a batch (a name that is there, or
+ * pending): the caller makes it at once, after xbatch_flush. Every other
+ * xattr request, link change and fsync flushes first; xbatch_stop commits
+ * what is left and ends the batch's thread. */
+int xbatch_add(h5fs *fs, struct node *n, const char *name, size_t name_len, const char *val, size_t len,
+	       int flags);
+void xbatch_flush(h5fs *fs);
+void xbatch_stop(h5fs *fs);
+
 /* member/write.c: the member root's open and append path (root.h) */
 void handles_free(h5fs *fs);
 /* The idle commit's thread (write.c): started with the member root on a

@@ -99,6 +99,7 @@ void h5fs_free(h5fs *fs)
 	if (!fs)
 		return;
 	live_free(fs);       /* the watcher stops first: it reads the tables */
+	xbatch_stop(fs);
 	wfile_idler_stop(fs);
 	fs->se = NULL;          /* the session may be gone: handles left are freed, no notices */
 	handles_free(fs);

@@ -251,7 +251,9 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	}
 	/* FILE free now (else EBUSY, logged), n as FILE is now (a live
 	 * mount follows another program's change first): the first write
-	 * takes the lock again */
+	 * takes the lock again. Attributes accepted before are committed
+	 * first (member/xbatch.c). */
+	xbatch_flush(fs);
 	rc = fs_write_begin(fs);
 	if (rc)
 		return rc;

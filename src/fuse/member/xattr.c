@@ -136,6 +136,7 @@ static int xattr_list(h5fs *fs, const struct node *n, char *buf, size_t size, si
 	int rc;
 
 	*len = 0;
+	xbatch_flush(fs);       /* new attributes accepted are there first */
 	rc = node_use(&u, fs, (struct node *)n);    /* a live FILE: as it is now */
 	if (rc)
 		return -rc;
@@ -165,6 +166,8 @@ static int xattr_get(h5fs *fs, const struct node *n, const char *name, char *buf
 	int rc;
 
 	*len = 0;
+	if (strncmp(name, "user.", 5) == 0)
+		xbatch_flush(fs);       /* new attributes accepted are there first */
 	rc = node_use(&u, fs, (struct node *)n);
 	if (rc)
 		return -rc;
@@ -247,6 +250,18 @@ static int xattr_change(h5fs *fs, struct node *n, const char *name, const char *
 		return EPERM;
 	if (n->type == NT_LINK)
 		return EPERM;
+	if (value && k == XA_W_ATTR && fs_writable(fs)) {
+		err = xbatch_add(fs, n, attr, alen, value, size, flags);
+		if (err != 1) {
+			if (!err) {
+				pthread_rwlock_wrlock(&n->lk);
+				xattr_cache_drop(n);    /* after the batch holds it (xbatch.c) */
+				pthread_rwlock_unlock(&n->lk);
+			}
+			return err;
+		}
+	}
+	xbatch_flush(fs);
 	err = fs_write_begin(fs);
 	if (err)
 		return err;

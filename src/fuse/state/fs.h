@@ -195,6 +195,8 @@ struct h5fs {
 	 * refresh that opened FILE while one of our writes ran is dropped */
 	h5_file *locked_f;
 	uint64_t wepoch;
+	/* setfattr's write-behind (member/xbatch.c; made at its first use) */
+	struct xbatch *xb;
 	/* attribute or link changes committed but not fsync'd (under wmu) */
 	bool meta_unsynced;
 	/* shown as writable although opened read-only: FILE may be written

@@ -1,0 +1,303 @@
+/*
+ * xbatch.c - setfattr's write-behind: new string attributes of one object
+ * accepted at once and committed together (doc/MODIFY.md "Write-behind").
+ *
+ * A commit costs an fsync (the new space durable before the switch), and
+ * in dense storage a store written anew: a script setting 10,000 new
+ * attributes of a group paid both 10,000 times (quadratic in the store's
+ * size). So a new name whose value is a string (what setfattr makes of
+ * one) is checked (not there, not pending), answered, and kept here; the
+ * batch is committed by one engine call (h5_attr_create_strings: one heap
+ * collection, one store written, one commit) when
+ *   - an xattr of any object is read or changed otherwise, a link changes,
+ *     a dataset is opened for writing, or the mount is fsync'd or
+ *     unmounted (xbatch_flush);
+ *   - another object's attribute comes, or the batch is full;
+ *   - XB_IDLE_MS passed without one (the flusher thread).
+ * A crash meanwhile leaves the batch not done (each change done or not
+ * done, as every commit); FILE's lock is held from the first accepted
+ * change to the commit, as for appended rows. A commit that fails is
+ * logged (the changes were answered already); the next ones go on.
+ */
+#include "member.h"
+#include "xattrs.h"
+
+#include <sys/xattr.h>
+#include <time.h>
+
+#define XB_IDLE_MS 20
+#define XB_MAX_ITEMS 4096
+#define XB_MAX_BYTES ((size_t)8 << 20)
+
+struct xb_item {
+	char *name;             /* the attribute's name (no "user.") */
+	size_t name_len;
+	char *val;
+	size_t len;
+};
+
+struct xbatch {
+	pthread_mutex_t mu;     /* the batch; held across its commit */
+	pthread_cond_t cv;      /* the flusher: a batch began, or stop */
+	pthread_t thread;
+	bool running, stop;
+	struct node *n;         /* pinned (busy) while pending */
+	struct use u;           /* its file and object, held (the lock too) */
+	struct xb_item *it;
+	size_t count, cap, bytes;
+	int64_t last_ns;
+};
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The node let go, and freed if it was forgotten meanwhile (as the live
+ * sweep does). Its kept xattrs were dropped when the change was accepted
+ * (xattr.c), after the batch held it: a set read before that drop is not
+ * kept, and every read after it commits the batch first. No node lock is
+ * taken here: a flush may come from a request that holds one. */
+static void node_let_go(h5fs *fs, struct node *n)
+{
+	bool dead;
+
+	pthread_mutex_lock(&fs->lock);
+	dead = --n->busy == 0 && n->dead;
+	pthread_mutex_unlock(&fs->lock);
+	if (dead)
+		node_free(n);
+}
+
+/* The batch committed (xb->mu held). */
+static void commit_locked(h5fs *fs, struct xbatch *xb)
+{
+	h5_attr_str *v;
+	size_t done = 0;
+	int rc;
+
+	if (!xb->count)
+		return;
+	v = calloc(xb->count, sizeof(*v));
+	if (!v) {
+		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+	} else {
+		for (size_t i = 0; i < xb->count; i++)
+			v[i] = (h5_attr_str){ xb->it[i].name, xb->it[i].name_len, xb->it[i].val, xb->it[i].len };
+		rc = h5_attr_create_strings(&done, xb->u.f, xb->u.addr, v, xb->count);
+	}
+	if (rc < 0)
+		h5fs_log(fs, LOG_ERR, "setxattr %s: %zu of %zu new attributes committed, the rest lost: %s",
+			 show_path(xb->n->path), done, xb->count, h5_err_msg());
+	h5_err_clear();
+	free(v);
+	for (size_t i = 0; i < xb->count; i++) {
+		free(xb->it[i].name);
+		free(xb->it[i].val);
+	}
+	__atomic_store_n(&xb->count, 0, __ATOMIC_RELEASE);
+	xb->bytes = 0;
+	node_use_end(&xb->u);
+	node_let_go(fs, xb->n);
+	xb->n = NULL;
+	fs_meta_changed(fs);
+	fs_write_end(fs);
+}
+
+void xbatch_flush(h5fs *fs)
+{
+	struct xbatch *xb = __atomic_load_n(&fs->xb, __ATOMIC_ACQUIRE);
+
+	if (!xb || !__atomic_load_n(&xb->count, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&xb->mu);
+	commit_locked(fs, xb);
+	pthread_mutex_unlock(&xb->mu);
+}
+
+/* The flusher: commits a batch XB_IDLE_MS after its last change. */
+static void *flusher(void *arg)
+{
+	h5fs *fs = arg;
+	struct xbatch *xb = __atomic_load_n(&fs->xb, __ATOMIC_ACQUIRE);
+
+	pthread_mutex_lock(&xb->mu);
+	while (!xb->stop) {
+		if (!xb->count) {
+			pthread_cond_wait(&xb->cv, &xb->mu);
+			continue;
+		}
+		int64_t due = xb->last_ns + (int64_t)XB_IDLE_MS * 1000000, now = now_ns();
+
+		if (now >= due) {
+			commit_locked(fs, xb);
+			continue;
+		}
+		pthread_mutex_unlock(&xb->mu);
+		struct timespec ts = { .tv_sec = (due - now) / 1000000000, .tv_nsec = (due - now) % 1000000000 };
+
+		nanosleep(&ts, NULL);
+		pthread_mutex_lock(&xb->mu);
+	}
+	pthread_mutex_unlock(&xb->mu);
+	return NULL;
+}
+
+static struct xbatch *xbatch_get(h5fs *fs)
+{
+	struct xbatch *xb;
+
+	pthread_mutex_lock(&fs->lock);
+	xb = fs->xb;
+	if (!xb && (xb = calloc(1, sizeof(*xb))) != NULL) {
+		pthread_mutex_init(&xb->mu, NULL);
+		pthread_cond_init(&xb->cv, NULL);
+		xb->running = pthread_create(&xb->thread, NULL, flusher, fs) == 0;
+		if (!xb->running) {
+			pthread_mutex_destroy(&xb->mu);
+			pthread_cond_destroy(&xb->cv);
+			free(xb);
+			xb = NULL;
+		} else {
+			__atomic_store_n(&fs->xb, xb, __ATOMIC_RELEASE);
+		}
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return xb;
+}
+
+/* The batch's object, begun (xb->mu held, batch empty): FILE's lock
+ * taken, n in use as the current generation shows it, pinned. */
+static int begin_locked(h5fs *fs, struct xbatch *xb, struct node *n)
+{
+	int err = fs_write_begin(fs);
+
+	if (err)
+		return err;
+	err = node_use_current(&xb->u, fs, n);
+	if (!err && (xb->u.addr == UINT64_MAX || xb->u.f != fs->f)) {
+		node_use_end(&xb->u);
+		err = EROFS;
+	}
+	if (err) {
+		fs_write_end(fs);
+		return err;
+	}
+	pthread_mutex_lock(&fs->lock);
+	n->busy++;
+	pthread_mutex_unlock(&fs->lock);
+	xb->n = n;
+	return 0;
+}
+
+static bool pending_name(const struct xbatch *xb, const char *name, size_t len)
+{
+	for (size_t i = 0; i < xb->count; i++)
+		if (xb->it[i].name_len == len && memcmp(xb->it[i].name, name, len) == 0)
+			return true;
+	return false;
+}
+
+static int push(struct xbatch *xb, const char *name, size_t name_len, const char *val, size_t len)
+{
+	struct xb_item *it;
+
+	if (xb->count == xb->cap) {
+		size_t cap = xb->cap ? xb->cap * 2 : 64;
+
+		if (!(it = realloc(xb->it, cap * sizeof(*it))))
+			return ENOMEM;
+		xb->it = it;
+		xb->cap = cap;
+	}
+	it = &xb->it[xb->count];
+	it->name = malloc(name_len + 1);
+	it->val = malloc(len + 1);
+	if (!it->name || !it->val) {
+		free(it->name);
+		free(it->val);
+		return ENOMEM;
+	}
+	memcpy(it->name, name, name_len);
+	it->name[name_len] = 0;
+	memcpy(it->val, val, len);
+	it->name_len = name_len;
+	it->len = len;
+	xb->bytes += name_len + len;
+	__atomic_store_n(&xb->count, xb->count + 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int xbatch_add(h5fs *fs, struct node *n, const char *name, size_t name_len, const char *val, size_t len, int flags)
+{
+	struct xbatch *xb = xbatch_get(fs);
+	void *v = NULL;
+	size_t l;
+	int err = 0, have;
+
+	if (!xb)
+		return 1;       /* no thread to commit it: at once, as before */
+	pthread_mutex_lock(&xb->mu);
+	if (xb->n && (xb->n != n || pending_name(xb, name, name_len) || xb->count >= XB_MAX_ITEMS ||
+		      xb->bytes + name_len + len > XB_MAX_BYTES)) {
+		bool again = xb->n == n && pending_name(xb, name, name_len);
+
+		commit_locked(fs, xb);
+		if (again) {
+			/* pending a moment ago: a change of an attribute that
+			 * is there now (the caller's way) */
+			pthread_mutex_unlock(&xb->mu);
+			return 1;
+		}
+	}
+	if (!xb->n && (err = begin_locked(fs, xb, n)) != 0)
+		goto out;
+	have = h5_attr_value_get(&v, &l, xb->u.f, xb->u.addr, name, name_len, 1);
+	free(v);
+	h5_err_clear();
+	if (have == 0) {
+		err = -1;       /* there: the caller's way (a new value of it, typed as it is) */
+	} else if (have != H5_ERR_NOTFOUND) {
+		err = -1;       /* its error is the caller's to report */
+	} else if (flags & XATTR_REPLACE) {
+		err = ENODATA;
+	} else {
+		err = push(xb, name, name_len, val, len);
+		xb->last_ns = now_ns();
+		if (!err && xb->count == 1)
+			pthread_cond_signal(&xb->cv);
+	}
+	if (xb->count == 0) {
+		/* nothing pending after all: the object and the lock let go */
+		node_use_end(&xb->u);
+		node_let_go(fs, xb->n);
+		xb->n = NULL;
+		fs_write_end(fs);
+	}
+out:
+	pthread_mutex_unlock(&xb->mu);
+	return err < 0 ? 1 : err;
+}
+
+void xbatch_stop(h5fs *fs)
+{
+	struct xbatch *xb = __atomic_load_n(&fs->xb, __ATOMIC_ACQUIRE);
+
+	if (!xb)
+		return;
+	pthread_mutex_lock(&xb->mu);
+	commit_locked(fs, xb);
+	xb->stop = true;
+	pthread_cond_signal(&xb->cv);
+	pthread_mutex_unlock(&xb->mu);
+	if (xb->running)
+		pthread_join(xb->thread, NULL);
+	pthread_mutex_destroy(&xb->mu);
+	pthread_cond_destroy(&xb->cv);
+	free(xb->it);
+	free(xb);
+	__atomic_store_n(&fs->xb, NULL, __ATOMIC_RELEASE);
+}
