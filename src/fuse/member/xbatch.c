@@ -37,6 +37,7 @@ struct xb_item {
 };
 
 struct xbatch {
+	h5fs *fs;
 	pthread_mutex_t mu;     /* the batch; held across its commit */
 	pthread_cond_t cv;      /* the flusher: a batch began, or stop */
 	pthread_t thread;
@@ -121,8 +122,8 @@ void xbatch_flush(h5fs *fs)
 /* The flusher: commits a batch XB_IDLE_MS after its last change. */
 static void *flusher(void *arg)
 {
-	h5fs *fs = arg;
-	struct xbatch *xb = __atomic_load_n(&fs->xb, __ATOMIC_ACQUIRE);
+	struct xbatch *xb = arg;
+	h5fs *fs = xb->fs;
 
 	pthread_mutex_lock(&xb->mu);
 	while (!xb->stop) {
@@ -155,7 +156,8 @@ static struct xbatch *xbatch_get(h5fs *fs)
 	if (!xb && (xb = calloc(1, sizeof(*xb))) != NULL) {
 		pthread_mutex_init(&xb->mu, NULL);
 		pthread_cond_init(&xb->cv, NULL);
-		xb->running = pthread_create(&xb->thread, NULL, flusher, fs) == 0;
+		xb->fs = fs;
+		xb->running = pthread_create(&xb->thread, NULL, flusher, xb) == 0;
 		if (!xb->running) {
 			pthread_mutex_destroy(&xb->mu);
 			pthread_cond_destroy(&xb->cv);
