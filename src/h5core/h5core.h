@@ -700,11 +700,10 @@ int h5_attr_all(h5_attr_set **out, h5_file *f, uint64_t addr, int raw, size_t ma
 void h5_attr_set_free(h5_attr_set *s);
 
 /* ---- changing attributes (write/attr_write.c; doc/MODIFY.md) -------------
- * Compact attributes of a group, dataset or named datatype, each change one
- * ordered commit (crash-safe, not durable: h5_file_write_sync). Dense
- * storage: H5_ERR_UNSUPPORTED; a v2 header whose compact storage is full
- * (libhdf5 would go dense): H5_ERR_NOSPC; a file open read-only:
- * H5_ERR_ROFS. */
+ * Attributes of a group, dataset or named datatype, in compact or dense
+ * storage (a v2 header at its compact limit moves them there, as libhdf5),
+ * each change one ordered commit (crash-safe, not durable:
+ * h5_file_write_sync); a file open read-only: H5_ERR_ROFS. */
 /* Attribute NAME set from text in the form h5_attr_value_get gives (raw:
  * the bytes as stored; variable-length strings NUL-separated): an existing
  * attribute keeps its type and shape (a fixed-length string takes the
