@@ -718,19 +718,31 @@ int h5_attr_create_typed(h5_file *f, uint64_t addr, const char *name, size_t nam
 			 const char *text, size_t len);
 /* H5_ERR_NOTFOUND when there is no such attribute. */
 int h5_attr_delete(h5_file *f, uint64_t addr, const char *name, size_t name_len);
-/* New attributes NAME = a scalar variable-length UTF-8 string each (as
- * h5_attr_write makes a new name), in order, as few commits as the
- * storage allows: compact storage one each, dense storage (from the start
- * or once a v2 header moved there) one for the rest; the strings share
- * one global heap collection. A name that is there already: H5_ERR_INVAL
- * and the batch stops there. *done: how many are done (committed). */
+/* A batch of changes of one object's attributes, in order, in as few
+ * commits as the storage allows: compact storage one per change (as
+ * h5_attr_write), dense storage (from the start, or once a v2 header moved
+ * there) one for the rest, its store written once. Each item is a new
+ * attribute NAME (not there: a scalar variable-length UTF-8 string, as
+ * h5_attr_write makes a new name; the batch's strings share one global
+ * heap collection) or, with set, a new value of the existing NAME (text,
+ * or raw, as h5_attr_write takes it). A name that is there (new) or not
+ * (set), or a value that does not parse: the batch stops there with that
+ * error. *done: how many changes are done (committed). */
 typedef struct h5_attr_str {
 	const char *name;
 	size_t name_len;
 	const char *val;
 	size_t len;
+	int set;                /* 1: a new value of an existing attribute */
+	int raw;
 } h5_attr_str;
-int h5_attr_create_strings(size_t *done, h5_file *f, uint64_t addr, const h5_attr_str *it, size_t n);
+int h5_attr_write_batch(size_t *done, h5_file *f, uint64_t addr, const h5_attr_str *it, size_t n);
+/* Whether h5_attr_write(f, addr, name, ..., val, len, raw) of an existing
+ * attribute would take the value (nothing written): 0, H5_ERR_NOTFOUND
+ * when there is no such attribute, or the error that write would give
+ * (or one for a case it does not check: shared messages). */
+int h5_attr_set_check(h5_file *f, uint64_t addr, const char *name, size_t name_len, const void *val, size_t len,
+		      int raw);
 /* What earlier changes wrote, durable (fsync). */
 int h5_file_write_sync(h5_file *f);
 

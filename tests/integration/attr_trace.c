@@ -14,7 +14,10 @@
  * "dset\tPATH\tNAME\tN" (a new int32 dataset of N elements 0..N-1),
  * "bytes\tPATH\tNAME" (a new empty growable uint8 dataset),
  * "strs\tPATH\tN\tPREFIX" (N new string attributes PREFIX000.. valued
- * "PREFIX value K", one batch: h5_attr_create_strings), or "sync".
+ * "PREFIX value K", one batch: h5_attr_write_batch),
+ * "batch\tPATH\tITEMS" (one batch of ';'-separated items, "+NAME=VALUE" a
+ * new string attribute, "=NAME=VALUE" a new value of an existing one),
+ * or "sync".
  * Prints one line per change: "ok" or the engine's error.
  */
 #include <stdbool.h>
@@ -84,14 +87,31 @@ static int strs(h5_file *f, uint64_t addr, unsigned n, const char *prefix)
 	for (unsigned i = 0; rc == 0 && i < n; i++) {
 		snprintf(names[i], 64, "%s%03u", prefix, i);
 		snprintf(vals[i], 80, "%s value %u", prefix, i);
-		it[i] = (h5_attr_str){ names[i], strlen(names[i]), vals[i], strlen(vals[i]) };
+		it[i] = (h5_attr_str){ names[i], strlen(names[i]), vals[i], strlen(vals[i]), 0, 0 };
 	}
 	if (rc == 0)
-		rc = h5_attr_create_strings(&done, f, addr, it, n);
+		rc = h5_attr_write_batch(&done, f, addr, it, n);
 	free(it);
 	free(names);
 	free(vals);
 	return rc;
+}
+
+/* "batch": the items of spec (modified in place) as one batch */
+static int batch(h5_file *f, uint64_t addr, char *spec)
+{
+	h5_attr_str it[64];
+	size_t n = 0, done = 0;
+
+	for (char *p = strtok(spec, ";"); p && n < 64; p = strtok(NULL, ";")) {
+		char *eq = strchr(p + 1, '=');
+
+		if ((p[0] != '+' && p[0] != '=') || !eq)
+			return -8;
+		*eq = 0;
+		it[n++] = (h5_attr_str){ p + 1, strlen(p + 1), eq + 1, strlen(eq + 1), p[0] == '=', 0 };
+	}
+	return h5_attr_write_batch(&done, f, addr, it, n);
 }
 
 int main(int argc, char **argv)
@@ -146,6 +166,8 @@ int main(int argc, char **argv)
 			rc = bytes_dset(f, addr, fl[2]);
 		else if (strcmp(fl[0], "strs") == 0 && n == 4)
 			rc = strs(f, addr, (unsigned)strtoul(fl[2], NULL, 10), fl[3]);
+		else if (strcmp(fl[0], "batch") == 0 && n == 3)
+			rc = batch(f, addr, fl[2]);
 		else if (rc < 0)
 			;       /* a path of mv or ln not found */
 		else

@@ -169,7 +169,7 @@ DENSE_ATTR_OPS = [
     "del\t/\tn2",
 ]
 # batches of new string attributes (the daemon's write-behind of setfattr:
-# h5_attr_create_strings) on an object in dense storage: one global heap
+# h5_attr_write_batch) on an object in dense storage: one global heap
 # collection for the batch, the store written anew once, one commit
 BATCH_OPS = DENSE_ATTR_OPS[:3] + [
     "strs\t/\t40\tb",
@@ -177,7 +177,11 @@ BATCH_OPS = DENSE_ATTR_OPS[:3] + [
     "sync",
     "strs\t/\t25\tc",
     "strs\t/\t1\td",
+    "batch\t/\t=i=46;+e1=new;=b003=changed;=fa=9, 8, 7",   # values of existing ones too
+    "batch\t/d\t+x1=one;=i=3;+x2=two",                     # compact storage: a commit each
 ]
+# the compact batch is a commit per change: its states are those of three
+BATCH_STATES = BATCH_OPS[:-1] + ["batch\t/d\t+x1=one", "batch\t/d\t=i=3", "batch\t/d\t+x2=two"]
 
 
 def norm(v):
@@ -370,7 +374,7 @@ def main():
     total += run_case(work, "latest.h5", rng, DSET_OPS, None)
     total += run_case(work, "latest.h5", rng, DENSE_LINK_OPS, None)
     total += run_case(work, "latest.h5", rng, DENSE_ATTR_OPS)
-    total += run_case(work, "latest.h5", rng, BATCH_OPS)
+    total += run_case(work, "latest.h5", rng, BATCH_OPS, MF.OBJS, BATCH_STATES)
     shutil.rmtree(work, ignore_errors=True)
     print("%d crash states checked in all" % total)
     return T.finish()

@@ -1,13 +1,16 @@
 #!/usr/bin/python3
 """setfattr's write-behind (member/xbatch.c, doc/MODIFY.md "Write-behind"):
-new string attributes set in quick succession are committed together.
+attribute values set in quick succession are committed together.
 
 On an h5py-default file and a libver="latest" one (compact storage, then
 dense past 8 in the same batch):
 - 300 new names set on a group, interleaved with names on a dataset: each
   getxattr right after its setxattr gives the value, listxattr has them
   all; XATTR_CREATE on a pending name is EEXIST, XATTR_REPLACE on a new
-  name ENODATA, a pending name set again takes the new value;
+  name ENODATA, a pending name set again takes the new value; existing
+  attributes (int64, float64, fixed and variable-length strings) take new
+  values in their types, set again and again while pending, and text that
+  does not parse is EINVAL with the last value kept;
 - FILE's lock comes back by itself (h5py opens FILE 'r+' within 5 s of
   the last change), and h5py reads every attribute as it would have made
   it (a scalar variable-length UTF-8 string, the same text);
@@ -33,6 +36,9 @@ def make(path, libver):
     with h5py.File(path, "w", libver=libver) as f:
         g = f.create_group("g")
         g.attrs["old"] = np.int64(5)
+        g.attrs["f"] = np.float64(1.5)
+        g.attrs["fs"] = np.bytes_("fixed")
+        g.attrs["vs"] = "vlen"
         f.create_dataset("d", data=np.arange(10, dtype="<i4"))
 
 
@@ -61,7 +67,7 @@ def run(work, libver):
     path = os.path.join(work, libver + ".h5")
     mnt = os.path.join(work, "mnt")
     make(path, libver)
-    want_g, want_d = {"old": 5}, {}
+    want_g, want_d = {"old": 5, "f": 1.5, "fs": "fixed", "vs": "vlen"}, {}
     with T.Mount(path, mnt) as m:
         g, d = os.path.join(mnt, "g"), os.path.join(mnt, "d")
         for i in range(300):
@@ -75,6 +81,17 @@ def run(work, libver):
             if i % 10 == 0:
                 os.setxattr(d, "user.b%03d" % i, b"on d %d" % i)
                 want_d["b%03d" % i] = "on d %d" % i
+            # existing attributes: new values in their types, pending ones set again
+            os.setxattr(g, "user.old", b"%d" % i)
+            want_g["old"] = i
+            if i % 29 == 0 and os.getxattr(g, "user.old") != b"%d" % i:
+                T.fail("%s: getxattr of old right after setting it to %d: %r" % (libver, i, os.getxattr(g, "user.old")))
+        T.expect_err("%s: a value of old that does not parse" % libver,
+                     lambda: os.setxattr(g, "user.old", b"abc"), 22)
+        for name, val, want in (("f", b"2.25", 2.25), ("fs", b"a longer fixed string", "a longer fixed string"),
+                                ("vs", b"new vlen", "new vlen"), ("f", b"-0.5", -0.5)):
+            os.setxattr(g, "user." + name, val)
+            want_g[name] = want
         os.setxattr(g, "user.z1", b"first")
         T.expect_err("%s: XATTR_CREATE of a pending name" % libver,
                      lambda: os.setxattr(g, "user.z1", b"x", os.XATTR_CREATE), 17)
@@ -91,12 +108,17 @@ def run(work, libver):
             T.fail("%s: h5py cannot open FILE 'r+' 5 s after the last setxattr (the lock kept)" % libver)
         for obj, want in (("g", want_g), ("d", want_d)):
             got, types = attrs_of(path, obj)
+            if types.get("old", np.dtype("<i8")) != np.dtype("<i8") or types.get("f", np.dtype("<f8")) != \
+                    np.dtype("<f8") or (obj == "g" and h5py.check_string_dtype(types["fs"]).length is None):
+                T.fail("%s: %s: the types of the attributes set changed: %r" % (libver, obj, types))
             if got != want:
                 bad = [k for k in set(got) | set(want) if got.get(k) != want.get(k)]
                 T.fail("%s: %s's attributes as h5py reads them differ: %s" % (libver, obj, sorted(bad)[:5]))
             for k in want:
+                if k in ("old", "f", "fs"):
+                    continue
                 si = h5py.check_string_dtype(types[k])
-                if k != "old" and (si is None or si.encoding != "utf-8" or si.length is not None):
+                if (si is None or si.encoding != "utf-8" or si.length is not None):
                     T.fail("%s: %s/%s is %r, not a variable-length UTF-8 string" % (libver, obj, k, types[k]))
         # names set just before the unmount
         for i in range(50):

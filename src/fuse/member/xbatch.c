@@ -1,13 +1,16 @@
 /*
- * xbatch.c - setfattr's write-behind: new string attributes of one object
- * accepted at once and committed together (doc/MODIFY.md "Write-behind").
+ * xbatch.c - setfattr's write-behind: attribute values set in quick
+ * succession, accepted at once and committed together (doc/MODIFY.md
+ * "Write-behind").
  *
  * A commit costs an fsync (the new space durable before the switch), and
- * in dense storage a store written anew: a script setting 10,000 new
+ * in dense storage a store written anew: a script setting 10,000
  * attributes of a group paid both 10,000 times (quadratic in the store's
- * size). So a new name whose value is a string (what setfattr makes of
- * one) is checked (not there, not pending), answered, and kept here; the
- * batch is committed by one engine call (h5_attr_create_strings: one heap
+ * size). So `setfattr -n user.NAME -v TEXT` is checked (a new name: not
+ * there; an existing attribute: TEXT parses in its type, h5_attr_set_check;
+ * a name set again while pending: its value replaced), answered, and kept
+ * here; the
+ * batch is committed by one engine call (h5_attr_write_batch: one heap
  * collection, one store written, one commit) when
  *   - an xattr of any object is read or changed otherwise, a link changes,
  *     a dataset is opened for writing, or the mount is fsync'd or
@@ -34,6 +37,7 @@ struct xb_item {
 	size_t name_len;
 	char *val;
 	size_t len;
+	bool set;               /* a new value of an existing attribute */
 };
 
 struct xbatch {
@@ -87,11 +91,12 @@ static void commit_locked(h5fs *fs, struct xbatch *xb)
 		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
 	} else {
 		for (size_t i = 0; i < xb->count; i++)
-			v[i] = (h5_attr_str){ xb->it[i].name, xb->it[i].name_len, xb->it[i].val, xb->it[i].len };
-		rc = h5_attr_create_strings(&done, xb->u.f, xb->u.addr, v, xb->count);
+			v[i] = (h5_attr_str){ xb->it[i].name, xb->it[i].name_len, xb->it[i].val, xb->it[i].len,
+					      xb->it[i].set, fs->cfg.xattr_raw };
+		rc = h5_attr_write_batch(&done, xb->u.f, xb->u.addr, v, xb->count);
 	}
 	if (rc < 0)
-		h5fs_log(fs, LOG_ERR, "setxattr %s: %zu of %zu new attributes committed, the rest lost: %s",
+		h5fs_log(fs, LOG_ERR, "setxattr %s: %zu of %zu attribute changes committed, the rest lost: %s",
 			 show_path(xb->n->path), done, xb->count, h5_err_msg());
 	h5_err_clear();
 	free(v);
@@ -195,15 +200,30 @@ static int begin_locked(h5fs *fs, struct xbatch *xb, struct node *n)
 	return 0;
 }
 
-static bool pending_name(const struct xbatch *xb, const char *name, size_t len)
+static size_t pending_at(const struct xbatch *xb, const char *name, size_t len)
 {
 	for (size_t i = 0; i < xb->count; i++)
 		if (xb->it[i].name_len == len && memcmp(xb->it[i].name, name, len) == 0)
-			return true;
-	return false;
+			return i;
+	return SIZE_MAX;
 }
 
-static int push(struct xbatch *xb, const char *name, size_t name_len, const char *val, size_t len)
+/* A pending change's value replaced (the name set again). */
+static int revalue(struct xbatch *xb, struct xb_item *it, const char *val, size_t len)
+{
+	char *v = malloc(len + 1);
+
+	if (!v)
+		return ENOMEM;
+	memcpy(v, val, len);
+	xb->bytes = xb->bytes - it->len + len;
+	free(it->val);
+	it->val = v;
+	it->len = len;
+	return 0;
+}
+
+static int push(struct xbatch *xb, const char *name, size_t name_len, const char *val, size_t len, bool set)
 {
 	struct xb_item *it;
 
@@ -228,48 +248,55 @@ static int push(struct xbatch *xb, const char *name, size_t name_len, const char
 	memcpy(it->val, val, len);
 	it->name_len = name_len;
 	it->len = len;
+	it->set = set;
 	xb->bytes += name_len + len;
 	__atomic_store_n(&xb->count, xb->count + 1, __ATOMIC_RELEASE);
 	return 0;
 }
 
+/* The change of NAME checked and kept (xb->mu held, the batch begun on
+ * its object): 0, an errno, or -1 for the caller's way. */
+static int accept_locked(h5fs *fs, struct xbatch *xb, const char *name, size_t name_len, const char *val,
+			 size_t len, int flags)
+{
+	int raw = fs->cfg.xattr_raw;
+	size_t at = pending_at(xb, name, name_len);
+	int rc;
+
+	if (at != SIZE_MAX && (flags & XATTR_CREATE))
+		return EEXIST;
+	if (at != SIZE_MAX && !xb->it[at].set)
+		return revalue(xb, &xb->it[at], val, len);      /* a new name's string again */
+	/* an existing attribute: its new value must parse in its type now,
+	 * as h5_attr_write would take it (else the caller's way gives the
+	 * error, after the batch is committed) */
+	rc = h5_attr_set_check(xb->u.f, xb->u.addr, name, name_len, val, len, raw);
+	h5_err_clear();
+	if (at != SIZE_MAX)
+		return rc == 0 ? revalue(xb, &xb->it[at], val, len) : -1;
+	if (rc == 0)
+		return (flags & XATTR_CREATE) ? EEXIST : push(xb, name, name_len, val, len, true);
+	if (rc == H5_ERR_NOTFOUND)
+		return (flags & XATTR_REPLACE) ? ENODATA : push(xb, name, name_len, val, len, false);
+	return -1;
+}
+
 int xbatch_add(h5fs *fs, struct node *n, const char *name, size_t name_len, const char *val, size_t len, int flags)
 {
 	struct xbatch *xb = xbatch_get(fs);
-	void *v = NULL;
-	size_t l;
-	int err = 0, have;
+	int err = 0;
 
 	if (!xb)
 		return 1;       /* no thread to commit it: at once, as before */
 	pthread_mutex_lock(&xb->mu);
-	if (xb->n && (xb->n != n || pending_name(xb, name, name_len) || xb->count >= XB_MAX_ITEMS ||
-		      xb->bytes + name_len + len > XB_MAX_BYTES)) {
-		bool again = xb->n == n && pending_name(xb, name, name_len);
-
+	if (xb->n && (xb->n != n || xb->count >= XB_MAX_ITEMS || xb->bytes + name_len + len > XB_MAX_BYTES))
 		commit_locked(fs, xb);
-		if (again) {
-			/* pending a moment ago: a change of an attribute that
-			 * is there now (the caller's way) */
-			pthread_mutex_unlock(&xb->mu);
-			return 1;
-		}
-	}
 	if (!xb->n && (err = begin_locked(fs, xb, n)) != 0)
 		goto out;
-	have = h5_attr_value_get(&v, &l, xb->u.f, xb->u.addr, name, name_len, 1);
-	free(v);
-	h5_err_clear();
-	if (have == 0) {
-		err = -1;       /* there: the caller's way (a new value of it, typed as it is) */
-	} else if (have != H5_ERR_NOTFOUND) {
-		err = -1;       /* its error is the caller's to report */
-	} else if (flags & XATTR_REPLACE) {
-		err = ENODATA;
-	} else {
-		err = push(xb, name, name_len, val, len);
+	err = accept_locked(fs, xb, name, name_len, val, len, flags);
+	if (!err) {
 		xb->last_ns = now_ns();
-		if (!err && xb->count == 1)
+		if (xb->count == 1)
 			pthread_cond_signal(&xb->cv);
 	}
 	if (xb->count == 0) {

@@ -176,7 +176,7 @@ out:
  * data, and for a fixed-length string the datatype with its new size
  * (into dt, h->dt pointed there). */
 static int new_value(uint8_t **data, size_t *dlen, h5_attr_hdr *h, uint8_t *dt, h5_file *f, const h5_attr_msg *a,
-		     const char *val, size_t len, int raw)
+		     const char *val, size_t len, int raw, bool dry)
 {
 	const h5_dtype *t = a->dtype;
 	uint64_t nelmts;
@@ -191,7 +191,7 @@ static int new_value(uint8_t **data, size_t *dlen, h5_attr_hdr *h, uint8_t *dt, 
 		if (rc == 0 && n != nelmts)
 			rc = h5_err_set(H5_ERR_INVAL, "%zu strings given, the attribute has %llu", n,
 					(unsigned long long)nelmts);
-		if (rc == 0)
+		if (rc == 0 && !dry)
 			rc = vstr_data(data, dlen, f, s, l, n);
 	} else if (t->cls == H5T_STRING) {
 		size_t width = 1;
@@ -270,6 +270,8 @@ typedef struct change {
 	const char *typestr;    /* a new typed attribute (h5_attr_create_typed), or NULL */
 	const uint8_t *vdata;   /* a new string's element, its global heap object
 				 * written already (a batch's shared collection) */
+	bool dry;               /* checked only (h5_attr_set_check): nothing written */
+	bool set;               /* a batch's new value of an existing attribute */
 } change;
 
 /* A NumPy typestr of a number: [<>=|]?[iuf][1248] */
@@ -310,7 +312,7 @@ static int build(uint8_t **msg, size_t *mlen, h5_file *f, const h5_ohdr *oh, con
 		if (rc == 0 && h.dt_size > sizeof(dt))
 			rc = h5_err_set(H5_ERR_UNSUPPORTED, "attribute \"%s\": its datatype is too complex to set", a.name);
 		if (rc == 0)
-			rc = new_value(&data, &dlen, &h, dt, f, &a, ch->val, ch->len, ch->raw);
+			rc = new_value(&data, &dlen, &h, dt, f, &a, ch->val, ch->len, ch->raw, ch->dry);
 	} else {
 		uint64_t nelmts = 1;
 		bool one = true;
@@ -356,7 +358,7 @@ static int build(uint8_t **msg, size_t *mlen, h5_file *f, const h5_ohdr *oh, con
 			h.dt_size = dtlen;
 		}
 	}
-	if (rc == 0)
+	if (rc == 0 && !ch->dry)
 		rc = h5_attr_encode(msg, mlen, &h, data, dlen);
 	h5_attr_msg_clear(&a);
 	free(data);
@@ -627,9 +629,53 @@ int h5_attr_delete(h5_file *f, uint64_t addr, const char *name, size_t name_len)
 	return locked(f, addr, &ch);
 }
 
-/* ---- a batch of new string attributes ----------------------------------
- * (h5_attr_create_strings; the daemon's write-behind of setfattr, whose
- * cost per change would otherwise be a dense store written anew) */
+/* ---- a batch of changes -------------------------------------------------
+ * (h5_attr_write_batch, h5_attr_set_check; the daemon's write-behind of
+ * setfattr, whose cost per change would otherwise be an fsync and, in
+ * dense storage, a store written anew) */
+
+int h5_attr_set_check(h5_file *f, uint64_t addr, const char *name, size_t name_len, const void *val, size_t len,
+		      int raw)
+{
+	change ch = { .name = name, .name_len = name_len, .val = val ? val : "", .len = len, .raw = raw,
+		      .dry = true };
+	h5_ohdr_change c;
+	h5_dense_set s = { 0 };
+	found fd;
+	uint8_t *msg = NULL;
+	size_t mlen = 0;
+	int rc;
+
+	if (name_len == 0 || memchr(name, 0, name_len) || name_len > 65534)
+		return h5_err_set(H5_ERR_INVAL, "an attribute name cannot be empty or hold a NUL byte");
+	pthread_mutex_lock(&f->write_lock);
+	rc = h5_ohdr_change_open(&c, f, addr);
+	if (rc == 0)
+		rc = scan(&fd, f, c.e.oh, name, name_len);
+	if (rc == 0 && fd.dense) {
+		size_t at;
+
+		rc = h5_dense_set_load(&s, f, H5_DENSE_ATTRS, fd.fheap, fd.name_bt2, fd.corder_bt2);
+		at = rc == 0 ? h5_dense_set_find(&s, name, name_len) : SIZE_MAX;
+		if (rc == 0 && at == SIZE_MAX)
+			rc = h5_err_set(H5_ERR_NOTFOUND, "no attribute \"%.*s\"", (int)name_len, name);
+		else if (rc == 0 && (s.o[at].flags & H5_MSG_FLAG_SHARED))
+			rc = h5_err_set(H5_ERR_UNSUPPORTED, "attribute \"%.*s\" is a shared message", (int)name_len, name);
+		else if (rc == 0)
+			rc = build(&msg, &mlen, f, c.e.oh, s.o[at].msg, s.o[at].len, &ch);
+	} else if (rc == 0 && fd.idx == SIZE_MAX) {
+		rc = h5_err_set(H5_ERR_NOTFOUND, "no attribute \"%.*s\"", (int)name_len, name);
+	} else if (rc == 0) {
+		const h5_msg *m = &c.e.oh->msgs[fd.idx];
+
+		rc = build(&msg, &mlen, f, c.e.oh, m->data, m->size, &ch);
+	}
+	h5_dense_set_free(&s);
+	h5_ohdr_change_close(&c);
+	pthread_mutex_unlock(&f->write_lock);
+	free(msg);
+	return rc;
+}
 
 /* ch[0..n) into dense storage: the store loaded once, written anew once,
  * one commit. */
@@ -640,11 +686,13 @@ static int apply_dense_batch(h5_ohdr_change *c, h5_file *f, const found *fd, con
 	int rc = h5_dense_set_load(&s, f, H5_DENSE_ATTRS, fd->fheap, fd->name_bt2, fd->corder_bt2);
 
 	for (size_t i = 0; rc == 0 && i < n; i++) {
-		if (h5_dense_set_find(&s, ch[i].name, ch[i].name_len) != SIZE_MAX)
-			rc = h5_err_set(H5_ERR_INVAL, "attribute \"%.*s\" is there already", (int)ch[i].name_len,
-					ch[i].name);
+		size_t at = h5_dense_set_find(&s, ch[i].name, ch[i].name_len);
+
+		if ((at != SIZE_MAX) != ch[i].set)
+			rc = h5_err_set(at != SIZE_MAX ? H5_ERR_INVAL : H5_ERR_NOTFOUND, "attribute \"%.*s\" %s",
+					(int)ch[i].name_len, ch[i].name, at != SIZE_MAX ? "is there already" : "is gone");
 		else
-			rc = dense_put(&s, SIZE_MAX, &max_crt, f, c->e.oh, fd, &ch[i]);
+			rc = dense_put(&s, at, &max_crt, f, c->e.oh, fd, &ch[i]);
 	}
 	if (rc == 0)
 		rc = h5_dense_set_switch(c, f, &s, fd->ainfo, max_crt);
@@ -676,9 +724,10 @@ static int batch(size_t *done, h5_file *f, uint64_t addr, const change *ch, size
 				i = n;
 			break;
 		}
-		if (rc == 0 && fd.idx != SIZE_MAX)
-			rc = h5_err_set(H5_ERR_INVAL, "attribute \"%.*s\" is there already", (int)ch[i].name_len,
-					ch[i].name);
+		if (rc == 0 && (fd.idx != SIZE_MAX) != ch[i].set)
+			rc = h5_err_set(fd.idx != SIZE_MAX ? H5_ERR_INVAL : H5_ERR_NOTFOUND, "attribute \"%.*s\" %s",
+					(int)ch[i].name_len, ch[i].name,
+					fd.idx != SIZE_MAX ? "is there already" : "is gone");
 		h5_ohdr_change_close(&c);
 		if (rc == 0)
 			rc = apply(f, addr, &ch[i]);
@@ -689,7 +738,7 @@ static int batch(size_t *done, h5_file *f, uint64_t addr, const change *ch, size
 	return rc;
 }
 
-int h5_attr_create_strings(size_t *done, h5_file *f, uint64_t addr, const h5_attr_str *it, size_t n)
+int h5_attr_write_batch(size_t *done, h5_file *f, uint64_t addr, const h5_attr_str *it, size_t n)
 {
 	size_t esz = 8 + f->fmt.sizeof_addr, vlen = 0;
 	change *ch = calloc(n ? n : 1, sizeof(*ch));
@@ -712,16 +761,21 @@ int h5_attr_create_strings(size_t *done, h5_file *f, uint64_t addr, const h5_att
 			rc = h5_err_set(H5_ERR_INVAL, "an attribute name cannot be empty or hold a NUL byte");
 			goto out;
 		}
-		s[i] = it[i].val ? it[i].val : "";
-		l[i] = it[i].val ? it[i].len : 0;
+		/* new names' strings: existing attributes' values are built
+		 * by their own type (build), as h5_attr_write does */
+		s[i] = it[i].val && !it[i].set ? it[i].val : "";
+		l[i] = it[i].val && !it[i].set ? it[i].len : 0;
 	}
 	pthread_mutex_lock(&f->write_lock);
 	/* every string in one global heap collection (h5py's strings share
 	 * one too), written at the allocation end before anything points at it */
 	rc = vstr_data(&vd, &vlen, f, s, l, n);
 	for (size_t i = 0; rc == 0 && i < n; i++)
-		ch[i] = (change){ .name = it[i].name, .name_len = it[i].name_len, .val = s[i], .len = l[i],
-				  .vdata = vd + i * esz };
+		ch[i] = it[i].set ? (change){ .name = it[i].name, .name_len = it[i].name_len,
+					       .val = it[i].val ? it[i].val : "", .len = it[i].len, .raw = it[i].raw,
+					       .set = true }
+				  : (change){ .name = it[i].name, .name_len = it[i].name_len, .val = s[i], .len = l[i],
+					      .vdata = vd + i * esz };
 	if (rc == 0)
 		rc = batch(done, f, addr, ch, n);
 	pthread_mutex_unlock(&f->write_lock);
