@@ -634,13 +634,40 @@ int h5_attr_delete(h5_file *f, uint64_t addr, const char *name, size_t name_len)
  * setfattr, whose cost per change would otherwise be an fsync and, in
  * dense storage, a store written anew) */
 
+/* The dense record of the name: its message copied (a shared one:
+ * unsupported, as dense_put says). */
+struct check_ctx {
+	const char *name;
+	size_t name_len;
+	uint8_t *msg;
+	size_t len;
+};
+
+static int check_found(const h5_dense_rec *r, void *ud)
+{
+	struct check_ctx *k = ud;
+	h5_attr_hdr h;
+
+	if (r->flags & H5_MSG_FLAG_SHARED)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "attribute \"%.*s\" is a shared message", (int)k->name_len,
+				  k->name);
+	if (h5_attr_hdr_decode(&h, r->obj, r->obj_len) < 0)
+		return h5_err_wrap(H5_ERR_FORMAT, "dense attribute: ");
+	if (h.name_size - 1 != k->name_len || memcmp(h.name, k->name, k->name_len) != 0)
+		return H5_ERR_NOTFOUND;         /* another name of the same hash */
+	if (!(k->msg = malloc(r->obj_len ? r->obj_len : 1)))
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	memcpy(k->msg, r->obj, r->obj_len);
+	k->len = r->obj_len;
+	return 0;
+}
+
 int h5_attr_set_check(h5_file *f, uint64_t addr, const char *name, size_t name_len, const void *val, size_t len,
 		      int raw)
 {
 	change ch = { .name = name, .name_len = name_len, .val = val ? val : "", .len = len, .raw = raw,
 		      .dry = true };
 	h5_ohdr_change c;
-	h5_dense_set s = { 0 };
 	found fd;
 	uint8_t *msg = NULL;
 	size_t mlen = 0;
@@ -653,16 +680,21 @@ int h5_attr_set_check(h5_file *f, uint64_t addr, const char *name, size_t name_l
 	if (rc == 0)
 		rc = scan(&fd, f, c.e.oh, name, name_len);
 	if (rc == 0 && fd.dense) {
-		size_t at;
+		/* one lookup in the name index, not the store loaded: the
+		 * write-behind asks this per change */
+		struct check_ctx k = { .name = name, .name_len = name_len };
+		h5_dense d;
 
-		rc = h5_dense_set_load(&s, f, H5_DENSE_ATTRS, fd.fheap, fd.name_bt2, fd.corder_bt2);
-		at = rc == 0 ? h5_dense_set_find(&s, name, name_len) : SIZE_MAX;
-		if (rc == 0 && at == SIZE_MAX)
+		rc = h5_dense_open(&d, f, H5_DENSE_ATTRS, fd.fheap, fd.name_bt2);
+		if (rc == 0) {
+			rc = h5_dense_find(&d, name, name_len, check_found, &k);
+			h5_dense_close(&d);
+		}
+		if (rc == H5_ERR_NOTFOUND)
 			rc = h5_err_set(H5_ERR_NOTFOUND, "no attribute \"%.*s\"", (int)name_len, name);
-		else if (rc == 0 && (s.o[at].flags & H5_MSG_FLAG_SHARED))
-			rc = h5_err_set(H5_ERR_UNSUPPORTED, "attribute \"%.*s\" is a shared message", (int)name_len, name);
-		else if (rc == 0)
-			rc = build(&msg, &mlen, f, c.e.oh, s.o[at].msg, s.o[at].len, &ch);
+		if (rc == 0)
+			rc = build(&msg, &mlen, f, c.e.oh, k.msg, k.len, &ch);
+		free(k.msg);
 	} else if (rc == 0 && fd.idx == SIZE_MAX) {
 		rc = h5_err_set(H5_ERR_NOTFOUND, "no attribute \"%.*s\"", (int)name_len, name);
 	} else if (rc == 0) {
@@ -670,7 +702,6 @@ int h5_attr_set_check(h5_file *f, uint64_t addr, const char *name, size_t name_l
 
 		rc = build(&msg, &mlen, f, c.e.oh, m->data, m->size, &ch);
 	}
-	h5_dense_set_free(&s);
 	h5_ohdr_change_close(&c);
 	pthread_mutex_unlock(&f->write_lock);
 	free(msg);
