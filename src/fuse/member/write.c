@@ -168,36 +168,6 @@ static int wfile_hold(h5fs *fs, struct wfile *w)
 	return e;
 }
 
-/* Pages of ino from off on (len 0: to the end), and its attributes. Only
- * while the node has no page-cached writer: then no page it waits for
- * waits on us. */
-static void pages_drop(h5fs *fs, fuse_ino_t ino, uint64_t off, uint64_t len)
-{
-	if (fs->se)
-		fuse_lowlevel_notify_inval_inode(fs->se, fs_ino_out(fs, ino), (off_t)off, (off_t)len);
-}
-
-/* Accepted bytes readers were shown will not be rows (a dropped partial
- * row: len; a failed append: everything waiting, UINT64_MAX): the
- * node's size goes back and the kernel forgets what it cached of them -
- * now, or with page-cached writers (which may hold those pages locked,
- * waiting for us) at the next flush, fsync or release (ow_pages_settle). */
-static void shown_drop(h5fs *fs, struct wfile *w, fuse_ino_t ino, uint64_t len)
-{
-	struct node *n = w->n;
-	uint64_t was = tail_drop(n, len), now;
-
-	pthread_rwlock_rdlock(&n->lk);
-	now = (uint64_t)n->st.st_size;
-	pthread_rwlock_unlock(&n->lk);
-	if (now >= was)
-		return;
-	if (w->cached || __atomic_load_n(&n->cached_writers, __ATOMIC_ACQUIRE))
-		__atomic_store_n(&n->pages_stale, true, __ATOMIC_RELEASE);
-	else
-		pages_drop(fs, ino, now, 0);
-}
-
 /* The error of a write answered before it failed, or 0. */
 static int wfile_err(struct wfile *w)
 {
@@ -420,12 +390,12 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
 		int rc;
 
 		pthread_mutex_lock(&q->mu);
-		e = q->partial && q->partial != w ? EBUSY : tail_accept(w->n, buf + n, size - n, w->cached);
+		e = q->partial && q->partial != w ? EBUSY : tail_accept(w->n, size - n);
 		pthread_mutex_unlock(&q->mu);
 		rc = e ? 0 : h5_append_write(w->a, buf + n, size - n);
 		if (rc < 0) {
 			e = h5err_logged(fs, rc, "append", w->n->path, NULL, w->n->addr);
-			shown_drop(fs, w, ino, UINT64_MAX);
+			tail_drop(w->n, UINT64_MAX);
 		} else if (!e) {
 			pthread_mutex_lock(&q->mu);
 			vplen_add(q, w, size - n);
@@ -507,9 +477,9 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 	}
 	if (!e)
 		e = wfile_hold(fs, w);
-	/* a page-cached writer's bytes are read from now on (member/tail.c) */
+	/* counted: shown once committed (member/tail.c) */
 	if (!e)
-		e = tail_accept(w->n, buf, size, w->cached);
+		e = tail_accept(w->n, size);
 	if (e) {
 		pthread_mutex_unlock(&q->mu);
 		if (e == EPERM)
@@ -538,7 +508,7 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 			h5fs_log(fs, LOG_ERR, "append %s (object header 0x%llx): %s: reported by the next write, "
 			       "fsync or close", show_path(w->n->path), (unsigned long long)w->n->addr, h5_err_msg());
 		/* (before the answer: the kernel must not keep the size) */
-		shown_drop(fs, w, ino, UINT64_MAX);
+		tail_drop(w->n, UINT64_MAX);
 		if (!early)
 			reply_h5err_obj(fs, req, rc, "append", w->n->path, NULL, w->n->addr);
 	}
@@ -598,7 +568,7 @@ static int do_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 		h5_append_discard(w->a);
 		pthread_mutex_lock(&w->q->mu);
 		/* readers were shown it, last (no one appends after a partial row) */
-		shown_drop(fs, w, ino, w->vplen);
+		tail_drop(w->n, w->vplen);
 		w->vplen = 0;
 		if (w->q->partial == w)
 			w->q->partial = NULL;
@@ -702,7 +672,7 @@ void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	rc = h5_append_close(w->a, &partial);
 	pthread_mutex_lock(&w->q->mu);
 	if (w->vplen)
-		shown_drop(fs, w, ino, w->vplen);
+		tail_drop(w->n, w->vplen);
 	if (w->q->partial == w)
 		w->q->partial = NULL;
 	pthread_mutex_unlock(&w->q->mu);
