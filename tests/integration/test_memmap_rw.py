@@ -17,6 +17,12 @@ The same byte changes are made with h5py to a copy of the fixture; after
 unmounting, every dataset of FILE equals the copy's (h5py), a read-only
 remount shows the same bytes, and h5dump reads FILE.
 
+A dataset that can grow is read and written around the page cache:
+np.memmap(mode="r") (a shared mapping) fails with ENODEV, and a private
+one (mode="c", copy-on-write) works: while rows are appended and fsync'd
+through another descriptor, each new private mapping shows every
+committed row, and an older one keeps showing the rows it was made with.
+
 A page the kernel holds only in part: a pwrite of 3 bytes through an
 O_RDWR descriptor (page-cached, as a mapping's) into a page never read,
 a read of that page through another descriptor before the
@@ -140,8 +146,47 @@ def run(work, latest):
     return len(names)
 
 
+def growable(work):
+    path = os.path.join(work, "grow.h5")
+    rows = np.arange(4000, dtype="<i8").reshape(1000, 4)
+    with h5py.File(path, "w") as f:
+        f.create_dataset("rows", data=rows, maxshape=(None, 4), chunks=(64, 4), compression="gzip")
+    mnt = os.path.join(work, "mnt-grow")
+    with T.Mount(path, mnt) as m, m.watchdog(120):
+        p = os.path.join(mnt, "rows")
+        T.expect_err("a shared mapping of a dataset that grows", lambda: np.memmap(p, dtype="<i8", mode="r"),
+                     19)
+        first = np.memmap(p, dtype="<i8", mode="c")
+        want = rows.ravel()
+        if not np.array_equal(first, want):
+            T.fail("a private mapping of a dataset that grows: %s" % T.first_diff(first.tobytes(), want.tobytes()))
+        fd = os.open(p, os.O_WRONLY | os.O_APPEND)
+        try:
+            for k in range(5):
+                more = np.arange(1000 * 4 * (k + 1), 1000 * 4 * (k + 1) + 4 * 37, dtype="<i8")
+                os.write(fd, more.tobytes())
+                os.fsync(fd)
+                want = np.concatenate([want, more])
+                mm = np.memmap(p, dtype="<i8", mode="c")
+                if not np.array_equal(mm, want):
+                    T.fail("private mapping after append %d: %d elements, %d committed; %s" % (
+                        k, len(mm), len(want), T.first_diff(mm.tobytes(), want.tobytes())))
+                del mm
+                if not np.array_equal(first, rows.ravel()):
+                    T.fail("the first private mapping changed after append %d" % k)
+        finally:
+            os.close(fd)
+        del first
+    with h5py.File(path, "r") as f:
+        if not np.array_equal(f["rows"][()].ravel(), want):
+            T.fail("FILE after the appends differs from what the mappings showed")
+    print("a dataset that grows: shared mapping ENODEV, private mappings exact across 5 appends")
+
+
 def main():
-    return T.run_both_formats("memmap_rw", run, "memmap r+: %d datasets in two formats, two rounds each")
+    rc = T.run_both_formats("memmap_rw", run, "memmap r+: %d datasets in two formats, two rounds each")
+    growable(T.workdir("memmap_grow"))
+    return rc or T.finish()
 
 
 if __name__ == "__main__":
