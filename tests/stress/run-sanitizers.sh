@@ -8,8 +8,9 @@
 #      h5fs_testlib fails a test on any sanitizer report in the daemon's
 #      output, LeakSanitizer's at exit included), stress.py (16 threads,
 #      1 MiB cache, concurrent appends, every byte checked), append_race.py (readers at the end of datasets
-#      being appended to) and corpus_mt.py (8 threads on every corpus file,
-#      hostile ones included);
+#      being appended to), xattr_race.py (setfattr's write-behind among
+#      readers, appends and mkdir) and corpus_mt.py (8 threads on every
+#      corpus file, hostile ones included);
 #   2. growth.py (fd count constant, RSS bounded) against a plain build:
 #      ASan's allocator and fake stacks make RSS meaningless, and its leak
 #      check at exit already ran in step 1;
@@ -17,7 +18,7 @@
 #      else CFLAGS=-fsanitize=thread): `make check` of TSAN_TESTS (the unit
 #      tests that start threads and the integration tests of the parts
 #      with threads of their own; Makefile.am says which and why),
-#      stress.py and append_race.py with the TSan daemon.
+#      stress.py, append_race.py and xattr_race.py with the TSan daemon.
 #
 #   tests/stress/run-sanitizers.sh [BUILD_DIR [RESULTS]]   (default ./build-sanitizers)
 #
@@ -147,6 +148,7 @@ make -C "$asan" -s -j"$jobs" >/dev/null
 export H5FS_BUILDDIR=$asan H5FS_BIN=$asan/h5fs
 run "stress.py (${H5FS_STRESS_SECONDS} s), ASan" $py "$stress/stress.py"
 run "append_race.py, ASan" $py "$stress/append_race.py"
+run "xattr_race.py, ASan" $py "$stress/xattr_race.py"
 [ "${H5FS_SANI_CORPUS:-1}" = 0 ] ||
 	run "corpus_mt.py (${H5FS_CORPUS_MT_SECONDS} s per file), ASan" $py "$stress/corpus_mt.py"
 
@@ -173,6 +175,7 @@ if [ "${H5FS_SANI_TSAN:-1}" != 0 ]; then
 	export H5FS_BUILDDIR=$tsan H5FS_BIN=$tsan/h5fs
 	run "stress.py (${H5FS_STRESS_SECONDS} s), TSan" $py "$stress/stress.py"
 	run "append_race.py, TSan" $py "$stress/append_race.py"
+	run "xattr_race.py, TSan" $py "$stress/xattr_race.py"
 fi
 
 step "done in $((SECONDS - t0)) s"
