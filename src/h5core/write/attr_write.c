@@ -1,15 +1,15 @@
 /*
- * attr_write.c - setting, creating and deleting compact attributes
- * (h5core.h "changing attributes"; doc/MODIFY.md): the new attribute
- * message (attr_enc.c) replaces the old one, or is added, by one object
- * header change (ohdr_edit.c); variable-length strings go first into a
- * new global heap collection (gheap_enc.c) at the allocation end.
+ * attr_write.c - setting, creating and deleting attributes (h5core.h
+ * "changing attributes"; doc/MODIFY.md): the new attribute message
+ * (attr_build.c) replaces the old one, or is added, by one object header
+ * change (ohdr_edit.c).
  *
  * Dense attribute storage (a fractal heap named by the Attribute Info
  * message) is written anew per change (dense_write.c) and switched to by
  * one rewrite of the Attribute Info message; a v2 header whose compact
- * storage is full moves its attributes there, as libhdf5 does.
- */
+ * storage is full moves its attributes there, as libhdf5 does. A batch
+ * (h5_attr_write_batch, the daemon's write-behind) writes a dense store
+ * once for all of its changes. */
 #include "base.h"
 #include "rd.h"
 #include "file.h"
@@ -23,6 +23,7 @@
 #include "ohdr_edit.h"
 #include "txn.h"
 #include "dense_write.h"
+#include "attr_write_int.h"
 
 #define AINFO_TRACK_CORDER 0x01
 #define AINFO_INDEX_CORDER 0x02
@@ -93,284 +94,13 @@ static unsigned max_compact(const h5_ohdr *oh)
 	return (unsigned)h5_le_decode(b + 6 + (oh->has_times ? 16 : 0), 2);
 }
 
-/* Strings separated by sep (NUL for raw values, newline for text). */
-static int split(const char ***strs, size_t **lens, size_t *n, const char *v, size_t len, char sep)
-{
-	size_t cnt = 1, k = 0;
-	const char *p = v, *end = v + len;
-
-	for (size_t i = 0; i < len; i++)
-		cnt += v[i] == sep;
-	*strs = malloc(cnt * sizeof(**strs));
-	*lens = malloc(cnt * sizeof(**lens));
-	if (!*strs || !*lens)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory splitting strings");
-	for (;;) {
-		const char *e = memchr(p, sep, (size_t)(end - p));
-
-		(*strs)[k] = p;
-		(*lens)[k++] = (e ? e : end) - p;
-		if (!e)
-			break;
-		p = e + 1;
-	}
-	*n = k;
-	return 0;
-}
-
-/* nelmts variable-length strings: a new global heap collection at the
- * allocation end (written now, invisible until referenced) and the
- * elements (length, collection, index) pointing into it; empty strings
- * point nowhere, as libhdf5 writes them. */
-static int vstr_data(uint8_t **out, size_t *out_len, h5_file *f, const char *const *s, const size_t *l, size_t n)
-{
-	const h5_fmt *fmt = &f->fmt;
-	size_t esz = 8 + fmt->sizeof_addr, nobj = 0, clen = 0;
-	const uint8_t **objs = calloc(n ? n : 1, sizeof(*objs));
-	size_t *olen = calloc(n ? n : 1, sizeof(*olen));
-	uint8_t *coll = NULL, *d = calloc(n ? n : 1, esz);
-	uint64_t caddr = 0;
-	int rc = 0;
-
-	if (!objs || !olen || !d) {
-		rc = h5_err_set(H5_ERR_NOMEM, "out of memory for strings");
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++)
-		if (l[i]) {
-			objs[nobj] = (const uint8_t *)s[i];
-			olen[nobj++] = l[i];
-		}
-	if (nobj) {
-		rc = h5_gheap_encode(&coll, &clen, fmt, objs, olen, nobj);
-		if (rc == 0)
-			rc = h5_space_alloc(&caddr, f, clen);
-		if (rc == 0)
-			rc = h5_file_write(f, caddr, coll, clen);
-		if (rc < 0)
-			goto out;
-	}
-	for (size_t i = 0, k = 0; i < n; i++) {
-		uint8_t *e = d + i * esz;
-
-		if (l[i] > UINT32_MAX) {
-			rc = h5_err_set(H5_ERR_LIMIT, "a string of %zu bytes", l[i]);
-			goto out;
-		}
-		h5_le_encode(e, l[i], 4);
-		h5_le_encode(e + 4, l[i] ? caddr : 0, fmt->sizeof_addr);
-		h5_le_encode(e + 4 + fmt->sizeof_addr, l[i] ? ++k : 0, 4);
-	}
-	*out = d;
-	*out_len = n * esz;
-	d = NULL;
-out:
-	free(objs);
-	free(olen);
-	free(coll);
-	free(d);
-	return rc;
-}
-
-/* The new value of an existing attribute (h: its fields; a: decoded):
- * data, and for a fixed-length string the datatype with its new size
- * (into dt, h->dt pointed there). */
-static int new_value(uint8_t **data, size_t *dlen, h5_attr_hdr *h, uint8_t *dt, h5_file *f, const h5_attr_msg *a,
-		     const char *val, size_t len, int raw, bool dry)
-{
-	const h5_dtype *t = a->dtype;
-	uint64_t nelmts;
-	const char **s = NULL;
-	size_t *l = NULL, n = 0;
-	int rc = h5_dspace_nelmts(&a->space, &nelmts);
-
-	if (rc < 0)
-		return rc;
-	if (t->cls == H5T_VLEN && t->vlen_type == 1) {
-		rc = nelmts ? split(&s, &l, &n, val, len, raw ? '\0' : '\n') : 0;
-		if (rc == 0 && n != nelmts)
-			rc = h5_err_set(H5_ERR_INVAL, "%zu strings given, the attribute has %llu", n,
-					(unsigned long long)nelmts);
-		if (rc == 0 && !dry)
-			rc = vstr_data(data, dlen, f, s, l, n);
-	} else if (t->cls == H5T_STRING) {
-		size_t width = 1;
-
-		if (h->flags & 0x01)
-			return h5_err_set(H5_ERR_UNSUPPORTED, "attribute \"%s\": its string type is shared", a->name);
-		rc = nelmts ? split(&s, &l, &n, val, len, raw ? '\0' : '\n') : 0;
-		if (rc == 0 && n != nelmts)
-			rc = h5_err_set(H5_ERR_INVAL, "%zu strings given, the attribute has %llu", n,
-					(unsigned long long)nelmts);
-		for (size_t i = 0; rc == 0 && i < n; i++) {
-			size_t w = l[i] + (t->str_pad == 0);      /* null-terminated: room for the NUL */
-
-			if (memchr(s[i], 0, l[i]))
-				rc = h5_err_set(H5_ERR_INVAL, "a fixed-length string cannot hold a NUL byte");
-			if (w > width)
-				width = w;
-		}
-		if (rc == 0 && (width > UINT32_MAX / 2 || (uint64_t)width * n > ((uint64_t)1 << 30)))
-			rc = h5_err_set(H5_ERR_LIMIT, "strings too long");
-		if (rc == 0 && !(*data = malloc(n * width + 1)))
-			rc = h5_err_set(H5_ERR_NOMEM, "out of memory for strings");
-		for (size_t i = 0; rc == 0 && i < n; i++) {
-			memset(*data + i * width, t->str_pad == 2 ? ' ' : 0, width);
-			memcpy(*data + i * width, s[i], l[i]);
-		}
-		if (rc == 0) {
-			*dlen = n * width;
-			memcpy(dt, h->dt, h->dt_size);
-			h5_le_encode(dt + 4, width, 4);
-			h->dt = dt;
-		}
-	} else if (raw) {
-		if (h5_dtype_has_vlen(t))
-			return h5_err_set(H5_ERR_UNSUPPORTED, "attribute \"%s\": raw values of variable-length data "
-					  "other than strings cannot be set", a->name);
-		if (len != a->data_size)
-			return h5_err_set(H5_ERR_INVAL, "attribute \"%s\" holds %zu bytes, %zu given", a->name,
-					  a->data_size, len);
-		if (!(*data = malloc(len + 1)))
-			return h5_err_set(H5_ERR_NOMEM, "out of memory");
-		memcpy(*data, val, len);
-		*dlen = len;
-	} else {
-		rc = h5_value_parse(data, dlen, t, val, len, nelmts);
-	}
-	free(s);
-	free(l);
-	return rc;
-}
-
-/* The fields of a new attribute: version by the header (v1 headers: the
- * version 1 message libhdf5 writes by default; v3 where the name needs a
- * character set or the header is v2), scalar or 1-D. */
-static void new_hdr(h5_attr_hdr *h, uint8_t *ds, const h5_file *f, const h5_ohdr *oh, const char *name,
-		    size_t name_len, uint64_t nelmts, bool one)
-{
-	size_t dslen = 0;
-
-	h->cset = h5_name_cset(name, name_len);
-	h->version = (oh->version >= 2 || h->cset) ? 3 : 1;
-	h->flags = 0;
-	h->name = (const uint8_t *)name;
-	h->name_size = name_len + 1;
-	h5_dspace_encode(ds, &dslen, 8 + 8, &f->fmt, oh->version >= 2 ? 2 : 1, one ? 0 : 1, &nelmts);
-	h->ds = ds;
-	h->ds_size = dslen;
-}
-
-typedef struct change {
-	const char *name;
-	size_t name_len;
-	const char *val;        /* NULL: delete */
-	size_t len;
-	int raw;
-	const char *typestr;    /* a new typed attribute (h5_attr_create_typed), or NULL */
-	const uint8_t *vdata;   /* a new string's element, its global heap object
-				 * written already (a batch's shared collection) */
-	bool dry;               /* checked only (h5_attr_set_check): nothing written */
-	bool set;               /* a batch's new value of an existing attribute */
-} change;
-
-/* A NumPy typestr of a number: [<>=|]?[iuf][1248] */
-static int typestr_parse(char *kind, unsigned *size, bool *big, const char *ts)
-{
-	const char *p = ts;
-
-	*big = false;
-	if (*p == '<' || *p == '>' || *p == '=' || *p == '|')
-		*big = *p++ == '>';
-	if ((p[0] != 'i' && p[0] != 'u' && p[0] != 'f') || !p[1] || p[2])
-		return h5_err_set(H5_ERR_INVAL, "\"%s\" is not a number type (i1..i8, u1..u8, f2, f4, f8, optionally "
-				  "after < or >)", ts);
-	*kind = p[0];
-	*size = (unsigned)(p[1] - '0');
-	if (*size != 1 && *size != 2 && *size != 4 && *size != 8)
-		return h5_err_set(H5_ERR_INVAL, "\"%s\": no such size", ts);
-	if (*kind == 'f' && *size == 1)
-		return h5_err_set(H5_ERR_INVAL, "\"%s\": no 1-byte floats", ts);
-	return 0;
-}
-
-/* The new attribute message for ch (*msg, *mlen): a new value of the old
- * message old (NULL: a new attribute, or ch->typestr's replacement). */
-static int build(uint8_t **msg, size_t *mlen, h5_file *f, const h5_ohdr *oh, const uint8_t *old, size_t old_len,
-		 const change *ch)
-{
-	h5_attr_msg a = { 0 };
-	h5_attr_hdr h;
-	uint8_t *data = NULL, dt[64], ds[16 + 8 * H5_MAX_RANK];
-	size_t dlen = 0, dtlen = 0;
-	int rc;
-
-	if (old) {
-		rc = h5_attr_hdr_decode(&h, old, old_len);
-		if (rc == 0)
-			rc = h5_attr_decode(&a, f, &f->fmt, old, old_len);
-		if (rc == 0 && h.dt_size > sizeof(dt))
-			rc = h5_err_set(H5_ERR_UNSUPPORTED, "attribute \"%s\": its datatype is too complex to set", a.name);
-		if (rc == 0)
-			rc = new_value(&data, &dlen, &h, dt, f, &a, ch->val, ch->len, ch->raw, ch->dry);
-	} else {
-		uint64_t nelmts = 1;
-		bool one = true;
-
-		if (ch->typestr) {
-			char kind = 0;
-			unsigned size = 0;
-			bool big = false;
-			h5_dtype *t = NULL;
-
-			rc = typestr_parse(&kind, &size, &big, ch->typestr);
-			if (rc == 0)
-				rc = h5_dtype_encode_number(dt, &dtlen, kind, size, big);
-			if (rc == 0)
-				rc = h5_dtype_decode(&t, dt, dtlen, NULL);
-			if (rc == 0) {
-				nelmts = 1;
-				for (size_t i = 0; i < ch->len; i++)
-					nelmts += ch->val[i] == ',';
-				one = nelmts == 1;
-				rc = h5_value_parse(&data, &dlen, t, ch->val, ch->len, nelmts);
-			}
-			h5_dtype_free(t);
-		} else {
-			/* a Python str, as h5py writes it: scalar, variable-length, UTF-8 */
-			const char *s = ch->val;
-			size_t l = ch->len;
-
-			rc = h5_dtype_encode_vstr(dt, &dtlen, 1);
-			if (rc == 0 && ch->vdata) {
-				dlen = 8 + f->fmt.sizeof_addr;
-				if (!(data = malloc(dlen)))
-					rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
-				else
-					memcpy(data, ch->vdata, dlen);
-			} else if (rc == 0) {
-				rc = vstr_data(&data, &dlen, f, &s, &l, 1);
-			}
-		}
-		if (rc == 0) {
-			new_hdr(&h, ds, f, oh, ch->name, ch->name_len, nelmts, one);
-			h.dt = dt;
-			h.dt_size = dtlen;
-		}
-	}
-	if (rc == 0 && !ch->dry)
-		rc = h5_attr_encode(msg, mlen, &h, data, dlen);
-	h5_attr_msg_clear(&a);
-	free(data);
-	return rc;
-}
 
 /* ch's attribute into the dense set s: a new value of the one at `at`, or
  * (at SIZE_MAX, or ch->typestr's replacement, which keeps its place) a new
  * one, with the next creation order when the object tracks it (*max_crt
  * moves). */
 static int dense_put(h5_dense_set *s, size_t at, int64_t *max_crt, h5_file *f, const h5_ohdr *oh, const found *fd,
-		     const change *ch)
+		     const h5_attr_change *ch)
 {
 	bool keep = at != SIZE_MAX && !ch->typestr;
 	uint64_t crt = at != SIZE_MAX ? s->o[at].corder : 0;
@@ -382,7 +112,7 @@ static int dense_put(h5_dense_set *s, size_t at, int64_t *max_crt, h5_file *f, c
 		rc = h5_err_set(H5_ERR_UNSUPPORTED, "attribute \"%.*s\" is a shared message", (int)ch->name_len,
 				ch->name);
 	if (rc == 0)
-		rc = build(&msg, &mlen, f, oh, keep ? s->o[at].msg : NULL, keep ? s->o[at].len : 0, ch);
+		rc = h5_attr_build(&msg, &mlen, f, oh, keep ? s->o[at].msg : NULL, keep ? s->o[at].len : 0, ch);
 	if (rc == 0 && at == SIZE_MAX && (fd->ainfo_flags & AINFO_TRACK_CORDER)) {
 		if (*max_crt == UINT16_MAX)
 			rc = h5_err_set(H5_ERR_LIMIT, "object 0x%llx: creation order exhausted", (unsigned long long)oh->addr);
@@ -396,7 +126,7 @@ static int dense_put(h5_dense_set *s, size_t at, int64_t *max_crt, h5_file *f, c
 
 /* Attributes in dense storage: the set loaded, changed, written anew and
  * the Attribute Info message switched to it (dense_write.h), one commit. */
-static int apply_dense(h5_ohdr_change *c, h5_file *f, const found *fd, const change *ch)
+static int apply_dense(h5_ohdr_change *c, h5_file *f, const found *fd, const h5_attr_change *ch)
 {
 	h5_dense_set s = { 0 };
 	int64_t max_crt = fd->max_crt;
@@ -464,7 +194,7 @@ static int ainfo_put_new(h5_ohdr_change *c, h5_file *f, const h5_dense_set *s, i
  * storage holding the new one too; every Attribute message goes and the
  * Attribute Info message names the new storage, in one commit that copies
  * the header's continuation chunks (h5_ohdr_commit_cow). */
-static int to_dense(h5_ohdr_change *c, h5_file *f, const found *fd, const change *ch)
+static int to_dense(h5_ohdr_change *c, h5_file *f, const found *fd, const h5_attr_change *ch)
 {
 	const h5_ohdr *oh = c->e.oh;
 	h5_dense_set s;
@@ -522,7 +252,7 @@ static int ainfo_add(h5_ohdr_change *c, h5_file *f)
 	return rc;
 }
 
-static int apply(h5_file *f, uint64_t addr, const change *ch)
+static int apply(h5_file *f, uint64_t addr, const h5_attr_change *ch)
 {
 	h5_ohdr_change c;
 	found fd;
@@ -560,9 +290,9 @@ static int apply(h5_file *f, uint64_t addr, const change *ch)
 	if (fd.idx != SIZE_MAX && !ch->typestr) {
 		const h5_msg *m = &c.e.oh->msgs[fd.idx];
 
-		rc = build(&msg, &mlen, f, c.e.oh, m->data, m->size, ch);
+		rc = h5_attr_build(&msg, &mlen, f, c.e.oh, m->data, m->size, ch);
 	} else {
-		rc = build(&msg, &mlen, f, c.e.oh, NULL, 0, ch);
+		rc = h5_attr_build(&msg, &mlen, f, c.e.oh, NULL, 0, ch);
 	}
 	if (rc < 0)
 		goto out;
@@ -593,7 +323,7 @@ out:
 	return rc;
 }
 
-static int locked(h5_file *f, uint64_t addr, const change *ch)
+static int locked(h5_file *f, uint64_t addr, const h5_attr_change *ch)
 {
 	int rc;
 
@@ -609,7 +339,7 @@ static int locked(h5_file *f, uint64_t addr, const change *ch)
 
 int h5_attr_write(h5_file *f, uint64_t addr, const char *name, size_t name_len, const void *val, size_t len, int raw)
 {
-	change ch = { .name = name, .name_len = name_len, .val = val ? val : "", .len = len, .raw = raw };
+	h5_attr_change ch = { .name = name, .name_len = name_len, .val = val ? val : "", .len = len, .raw = raw };
 
 	return locked(f, addr, &ch);
 }
@@ -617,14 +347,14 @@ int h5_attr_write(h5_file *f, uint64_t addr, const char *name, size_t name_len, 
 int h5_attr_create_typed(h5_file *f, uint64_t addr, const char *name, size_t name_len, const char *typestr,
 			 const char *text, size_t len)
 {
-	change ch = { .name = name, .name_len = name_len, .val = text ? text : "", .len = len, .typestr = typestr };
+	h5_attr_change ch = { .name = name, .name_len = name_len, .val = text ? text : "", .len = len, .typestr = typestr };
 
 	return locked(f, addr, &ch);
 }
 
 int h5_attr_delete(h5_file *f, uint64_t addr, const char *name, size_t name_len)
 {
-	change ch = { .name = name, .name_len = name_len };
+	h5_attr_change ch = { .name = name, .name_len = name_len };
 
 	return locked(f, addr, &ch);
 }
@@ -665,7 +395,7 @@ static int check_found(const h5_dense_rec *r, void *ud)
 int h5_attr_set_check(h5_file *f, uint64_t addr, const char *name, size_t name_len, const void *val, size_t len,
 		      int raw)
 {
-	change ch = { .name = name, .name_len = name_len, .val = val ? val : "", .len = len, .raw = raw,
+	h5_attr_change ch = { .name = name, .name_len = name_len, .val = val ? val : "", .len = len, .raw = raw,
 		      .dry = true };
 	h5_ohdr_change c;
 	found fd;
@@ -693,14 +423,14 @@ int h5_attr_set_check(h5_file *f, uint64_t addr, const char *name, size_t name_l
 		if (rc == H5_ERR_NOTFOUND)
 			rc = h5_err_set(H5_ERR_NOTFOUND, "no attribute \"%.*s\"", (int)name_len, name);
 		if (rc == 0)
-			rc = build(&msg, &mlen, f, c.e.oh, k.msg, k.len, &ch);
+			rc = h5_attr_build(&msg, &mlen, f, c.e.oh, k.msg, k.len, &ch);
 		free(k.msg);
 	} else if (rc == 0 && fd.idx == SIZE_MAX) {
 		rc = h5_err_set(H5_ERR_NOTFOUND, "no attribute \"%.*s\"", (int)name_len, name);
 	} else if (rc == 0) {
 		const h5_msg *m = &c.e.oh->msgs[fd.idx];
 
-		rc = build(&msg, &mlen, f, c.e.oh, m->data, m->size, &ch);
+		rc = h5_attr_build(&msg, &mlen, f, c.e.oh, m->data, m->size, &ch);
 	}
 	h5_ohdr_change_close(&c);
 	pthread_mutex_unlock(&f->write_lock);
@@ -710,7 +440,7 @@ int h5_attr_set_check(h5_file *f, uint64_t addr, const char *name, size_t name_l
 
 /* ch[0..n) into dense storage: the store loaded once, written anew once,
  * one commit. */
-static int apply_dense_batch(h5_ohdr_change *c, h5_file *f, const found *fd, const change *ch, size_t n)
+static int apply_dense_batch(h5_ohdr_change *c, h5_file *f, const found *fd, const h5_attr_change *ch, size_t n)
 {
 	h5_dense_set s = { 0 };
 	int64_t max_crt = fd->max_crt;
@@ -736,7 +466,7 @@ static int apply_dense_batch(h5_ohdr_change *c, h5_file *f, const found *fd, con
 /* The batch in order: compact storage a commit per attribute (as
  * h5_attr_write), dense storage (from the start, or once the header moved
  * there) the rest in one. */
-static int batch(size_t *done, h5_file *f, uint64_t addr, const change *ch, size_t n)
+static int batch(size_t *done, h5_file *f, uint64_t addr, const h5_attr_change *ch, size_t n)
 {
 	size_t i = 0;
 	int rc = 0;
@@ -772,7 +502,7 @@ static int batch(size_t *done, h5_file *f, uint64_t addr, const change *ch, size
 int h5_attr_write_batch(size_t *done, h5_file *f, uint64_t addr, const h5_attr_str *it, size_t n)
 {
 	size_t esz = 8 + f->fmt.sizeof_addr, vlen = 0;
-	change *ch = calloc(n ? n : 1, sizeof(*ch));
+	h5_attr_change *ch = calloc(n ? n : 1, sizeof(*ch));
 	const char **s = calloc(n ? n : 1, sizeof(*s));
 	size_t *l = calloc(n ? n : 1, sizeof(*l));
 	uint8_t *vd = NULL;
@@ -800,12 +530,12 @@ int h5_attr_write_batch(size_t *done, h5_file *f, uint64_t addr, const h5_attr_s
 	pthread_mutex_lock(&f->write_lock);
 	/* every string in one global heap collection (h5py's strings share
 	 * one too), written at the allocation end before anything points at it */
-	rc = vstr_data(&vd, &vlen, f, s, l, n);
+	rc = h5_attr_vstr_data(&vd, &vlen, f, s, l, n);
 	for (size_t i = 0; rc == 0 && i < n; i++)
-		ch[i] = it[i].set ? (change){ .name = it[i].name, .name_len = it[i].name_len,
+		ch[i] = it[i].set ? (h5_attr_change){ .name = it[i].name, .name_len = it[i].name_len,
 					       .val = it[i].val ? it[i].val : "", .len = it[i].len, .raw = it[i].raw,
 					       .set = true }
-				  : (change){ .name = it[i].name, .name_len = it[i].name_len, .val = s[i], .len = l[i],
+				  : (h5_attr_change){ .name = it[i].name, .name_len = it[i].name_len, .val = s[i], .len = l[i],
 					      .vdata = vd + i * esz };
 	if (rc == 0)
 		rc = batch(done, f, addr, ch, n);

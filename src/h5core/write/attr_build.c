@@ -1,0 +1,277 @@
+/*
+ * attr_build.c - the new Attribute message of a change (attr_write_int.h):
+ * text parsed in the attribute's type (format/value_parse.c), strings
+ * into a new global heap collection, the fields of a new attribute as
+ * libhdf5 writes them (IV.A.2.m); attr_write.c puts it in its place.
+ */
+#include "attr_write_int.h"
+#include "base.h"
+#include "rd.h"
+#include "file.h"
+#include "ohdr.h"
+#include "attr.h"
+#include "dtype.h"
+#include "dspace.h"
+#include "gheap.h"
+#include "value.h"
+#include "space.h"
+
+/* Strings separated by sep (NUL for raw values, newline for text). */
+static int split(const char ***strs, size_t **lens, size_t *n, const char *v, size_t len, char sep)
+{
+	size_t cnt = 1, k = 0;
+	const char *p = v, *end = v + len;
+
+	for (size_t i = 0; i < len; i++)
+		cnt += v[i] == sep;
+	*strs = malloc(cnt * sizeof(**strs));
+	*lens = malloc(cnt * sizeof(**lens));
+	if (!*strs || !*lens)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory splitting strings");
+	for (;;) {
+		const char *e = memchr(p, sep, (size_t)(end - p));
+
+		(*strs)[k] = p;
+		(*lens)[k++] = (e ? e : end) - p;
+		if (!e)
+			break;
+		p = e + 1;
+	}
+	*n = k;
+	return 0;
+}
+
+/* nelmts variable-length strings: a new global heap collection at the
+ * allocation end (written now, invisible until referenced) and the
+ * elements (length, collection, index) pointing into it; empty strings
+ * point nowhere, as libhdf5 writes them. */
+int h5_attr_vstr_data(uint8_t **out, size_t *out_len, h5_file *f, const char *const *s, const size_t *l, size_t n)
+{
+	const h5_fmt *fmt = &f->fmt;
+	size_t esz = 8 + fmt->sizeof_addr, nobj = 0, clen = 0;
+	const uint8_t **objs = calloc(n ? n : 1, sizeof(*objs));
+	size_t *olen = calloc(n ? n : 1, sizeof(*olen));
+	uint8_t *coll = NULL, *d = calloc(n ? n : 1, esz);
+	uint64_t caddr = 0;
+	int rc = 0;
+
+	if (!objs || !olen || !d) {
+		rc = h5_err_set(H5_ERR_NOMEM, "out of memory for strings");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (l[i]) {
+			objs[nobj] = (const uint8_t *)s[i];
+			olen[nobj++] = l[i];
+		}
+	if (nobj) {
+		rc = h5_gheap_encode(&coll, &clen, fmt, objs, olen, nobj);
+		if (rc == 0)
+			rc = h5_space_alloc(&caddr, f, clen);
+		if (rc == 0)
+			rc = h5_file_write(f, caddr, coll, clen);
+		if (rc < 0)
+			goto out;
+	}
+	for (size_t i = 0, k = 0; i < n; i++) {
+		uint8_t *e = d + i * esz;
+
+		if (l[i] > UINT32_MAX) {
+			rc = h5_err_set(H5_ERR_LIMIT, "a string of %zu bytes", l[i]);
+			goto out;
+		}
+		h5_le_encode(e, l[i], 4);
+		h5_le_encode(e + 4, l[i] ? caddr : 0, fmt->sizeof_addr);
+		h5_le_encode(e + 4 + fmt->sizeof_addr, l[i] ? ++k : 0, 4);
+	}
+	*out = d;
+	*out_len = n * esz;
+	d = NULL;
+out:
+	free(objs);
+	free(olen);
+	free(coll);
+	free(d);
+	return rc;
+}
+
+/* The new value of an existing attribute (h: its fields; a: decoded):
+ * data, and for a fixed-length string the datatype with its new size
+ * (into dt, h->dt pointed there). */
+static int new_value(uint8_t **data, size_t *dlen, h5_attr_hdr *h, uint8_t *dt, h5_file *f, const h5_attr_msg *a,
+		     const char *val, size_t len, int raw, bool dry)
+{
+	const h5_dtype *t = a->dtype;
+	uint64_t nelmts;
+	const char **s = NULL;
+	size_t *l = NULL, n = 0;
+	int rc = h5_dspace_nelmts(&a->space, &nelmts);
+
+	if (rc < 0)
+		return rc;
+	if (t->cls == H5T_VLEN && t->vlen_type == 1) {
+		rc = nelmts ? split(&s, &l, &n, val, len, raw ? '\0' : '\n') : 0;
+		if (rc == 0 && n != nelmts)
+			rc = h5_err_set(H5_ERR_INVAL, "%zu strings given, the attribute has %llu", n,
+					(unsigned long long)nelmts);
+		if (rc == 0 && !dry)
+			rc = h5_attr_vstr_data(data, dlen, f, s, l, n);
+	} else if (t->cls == H5T_STRING) {
+		size_t width = 1;
+
+		if (h->flags & 0x01)
+			return h5_err_set(H5_ERR_UNSUPPORTED, "attribute \"%s\": its string type is shared", a->name);
+		rc = nelmts ? split(&s, &l, &n, val, len, raw ? '\0' : '\n') : 0;
+		if (rc == 0 && n != nelmts)
+			rc = h5_err_set(H5_ERR_INVAL, "%zu strings given, the attribute has %llu", n,
+					(unsigned long long)nelmts);
+		for (size_t i = 0; rc == 0 && i < n; i++) {
+			size_t w = l[i] + (t->str_pad == 0);      /* null-terminated: room for the NUL */
+
+			if (memchr(s[i], 0, l[i]))
+				rc = h5_err_set(H5_ERR_INVAL, "a fixed-length string cannot hold a NUL byte");
+			if (w > width)
+				width = w;
+		}
+		if (rc == 0 && (width > UINT32_MAX / 2 || (uint64_t)width * n > ((uint64_t)1 << 30)))
+			rc = h5_err_set(H5_ERR_LIMIT, "strings too long");
+		if (rc == 0 && !(*data = malloc(n * width + 1)))
+			rc = h5_err_set(H5_ERR_NOMEM, "out of memory for strings");
+		for (size_t i = 0; rc == 0 && i < n; i++) {
+			memset(*data + i * width, t->str_pad == 2 ? ' ' : 0, width);
+			memcpy(*data + i * width, s[i], l[i]);
+		}
+		if (rc == 0) {
+			*dlen = n * width;
+			memcpy(dt, h->dt, h->dt_size);
+			h5_le_encode(dt + 4, width, 4);
+			h->dt = dt;
+		}
+	} else if (raw) {
+		if (h5_dtype_has_vlen(t))
+			return h5_err_set(H5_ERR_UNSUPPORTED, "attribute \"%s\": raw values of variable-length data "
+					  "other than strings cannot be set", a->name);
+		if (len != a->data_size)
+			return h5_err_set(H5_ERR_INVAL, "attribute \"%s\" holds %zu bytes, %zu given", a->name,
+					  a->data_size, len);
+		if (!(*data = malloc(len + 1)))
+			return h5_err_set(H5_ERR_NOMEM, "out of memory");
+		memcpy(*data, val, len);
+		*dlen = len;
+	} else {
+		rc = h5_value_parse(data, dlen, t, val, len, nelmts);
+	}
+	free(s);
+	free(l);
+	return rc;
+}
+
+/* The fields of a new attribute: version by the header (v1 headers: the
+ * version 1 message libhdf5 writes by default; v3 where the name needs a
+ * character set or the header is v2), scalar or 1-D. */
+static void new_hdr(h5_attr_hdr *h, uint8_t *ds, const h5_file *f, const h5_ohdr *oh, const char *name,
+		    size_t name_len, uint64_t nelmts, bool one)
+{
+	size_t dslen = 0;
+
+	h->cset = h5_name_cset(name, name_len);
+	h->version = (oh->version >= 2 || h->cset) ? 3 : 1;
+	h->flags = 0;
+	h->name = (const uint8_t *)name;
+	h->name_size = name_len + 1;
+	h5_dspace_encode(ds, &dslen, 8 + 8, &f->fmt, oh->version >= 2 ? 2 : 1, one ? 0 : 1, &nelmts);
+	h->ds = ds;
+	h->ds_size = dslen;
+}
+
+
+/* A NumPy typestr of a number: [<>=|]?[iuf][1248] */
+static int typestr_parse(char *kind, unsigned *size, bool *big, const char *ts)
+{
+	const char *p = ts;
+
+	*big = false;
+	if (*p == '<' || *p == '>' || *p == '=' || *p == '|')
+		*big = *p++ == '>';
+	if ((p[0] != 'i' && p[0] != 'u' && p[0] != 'f') || !p[1] || p[2])
+		return h5_err_set(H5_ERR_INVAL, "\"%s\" is not a number type (i1..i8, u1..u8, f2, f4, f8, optionally "
+				  "after < or >)", ts);
+	*kind = p[0];
+	*size = (unsigned)(p[1] - '0');
+	if (*size != 1 && *size != 2 && *size != 4 && *size != 8)
+		return h5_err_set(H5_ERR_INVAL, "\"%s\": no such size", ts);
+	if (*kind == 'f' && *size == 1)
+		return h5_err_set(H5_ERR_INVAL, "\"%s\": no 1-byte floats", ts);
+	return 0;
+}
+
+/* The new attribute message for ch (*msg, *mlen): a new value of the old
+ * message old (NULL: a new attribute, or ch->typestr's replacement). */
+int h5_attr_build(uint8_t **msg, size_t *mlen, h5_file *f, const h5_ohdr *oh, const uint8_t *old, size_t old_len,
+		 const h5_attr_change *ch)
+{
+	h5_attr_msg a = { 0 };
+	h5_attr_hdr h;
+	uint8_t *data = NULL, dt[64], ds[16 + 8 * H5_MAX_RANK];
+	size_t dlen = 0, dtlen = 0;
+	int rc;
+
+	if (old) {
+		rc = h5_attr_hdr_decode(&h, old, old_len);
+		if (rc == 0)
+			rc = h5_attr_decode(&a, f, &f->fmt, old, old_len);
+		if (rc == 0 && h.dt_size > sizeof(dt))
+			rc = h5_err_set(H5_ERR_UNSUPPORTED, "attribute \"%s\": its datatype is too complex to set", a.name);
+		if (rc == 0)
+			rc = new_value(&data, &dlen, &h, dt, f, &a, ch->val, ch->len, ch->raw, ch->dry);
+	} else {
+		uint64_t nelmts = 1;
+		bool one = true;
+
+		if (ch->typestr) {
+			char kind = 0;
+			unsigned size = 0;
+			bool big = false;
+			h5_dtype *t = NULL;
+
+			rc = typestr_parse(&kind, &size, &big, ch->typestr);
+			if (rc == 0)
+				rc = h5_dtype_encode_number(dt, &dtlen, kind, size, big);
+			if (rc == 0)
+				rc = h5_dtype_decode(&t, dt, dtlen, NULL);
+			if (rc == 0) {
+				nelmts = 1;
+				for (size_t i = 0; i < ch->len; i++)
+					nelmts += ch->val[i] == ',';
+				one = nelmts == 1;
+				rc = h5_value_parse(&data, &dlen, t, ch->val, ch->len, nelmts);
+			}
+			h5_dtype_free(t);
+		} else {
+			/* a Python str, as h5py writes it: scalar, variable-length, UTF-8 */
+			const char *s = ch->val;
+			size_t l = ch->len;
+
+			rc = h5_dtype_encode_vstr(dt, &dtlen, 1);
+			if (rc == 0 && ch->vdata) {
+				dlen = 8 + f->fmt.sizeof_addr;
+				if (!(data = malloc(dlen)))
+					rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+				else
+					memcpy(data, ch->vdata, dlen);
+			} else if (rc == 0) {
+				rc = h5_attr_vstr_data(&data, &dlen, f, &s, &l, 1);
+			}
+		}
+		if (rc == 0) {
+			new_hdr(&h, ds, f, oh, ch->name, ch->name_len, nelmts, one);
+			h.dt = dt;
+			h.dt_size = dtlen;
+		}
+	}
+	if (rc == 0 && !ch->dry)
+		rc = h5_attr_encode(msg, mlen, &h, data, dlen);
+	h5_attr_msg_clear(&a);
+	free(data);
+	return rc;
+}
