@@ -107,19 +107,11 @@ def main():
                 final, rowsize, c0 = sets[path]
                 n = race(mnt, path, final, rowsize, c0, fails)
                 print("%s: %d bytes appended in up to %d batches, %d readers" % (path, n, BATCHES, READERS))
-        if m.hung or not m.alive():
-            fails.append("daemon %s: %s" % ("hung" if m.hung else "died", m.output()[-2000:]))
+        S.daemon_gone(m, fails)
     finally:
         m.stop()
-    for f in fails[:20]:
-        print("FAIL " + f)
-    if fails:
-        print("append_race: 0 passed, 1 failed (%d wrong reads)" % len(fails))
-        return 1
-    import shutil
-    shutil.rmtree(wd, ignore_errors=True)
-    print("append_race: 1 passed, 0 failed")
-    return 0
+    return S.verdict(fails, wd, "append_race: 0 passed, 1 failed (%d wrong reads)" % len(fails),
+                     "append_race: 1 passed, 0 failed")
 
 
 if __name__ == "__main__":

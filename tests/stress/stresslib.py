@@ -234,3 +234,23 @@ def daemon_io(pid):
     except OSError:
         pass
     return None
+
+
+def daemon_gone(m, fails):
+    """A failure when the mount's daemon hung or died."""
+    if m.hung or not m.alive():
+        fails.append("daemon %s: %s" % ("hung" if m.hung else "died", m.output()[-2000:]))
+
+
+def verdict(fails, wd, failed_line, passed_line):
+    """The failures (20 at most) and one closing line; the work directory
+    goes when nothing failed. The exit status."""
+    for f in fails[:20]:
+        print("FAIL " + f)
+    if fails:
+        print(failed_line)
+        return 1
+    import shutil
+    shutil.rmtree(wd, ignore_errors=True)
+    print(passed_line)
+    return 0

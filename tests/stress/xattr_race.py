@@ -96,8 +96,7 @@ def main():
                 t.start()
             for t in ts:
                 t.join()
-        if m.hung or not m.alive():
-            fails.append("daemon %s: %s" % ("hung" if m.hung else "died", m.output()[-2000:]))
+        S.daemon_gone(m, fails)
     finally:
         m.stop()
     n = 0
@@ -110,15 +109,8 @@ def main():
                 n += 1
                 if got != v:
                     fails.append("%s/%s: %r, answered %r" % (g, k, got, v))
-    for x in fails[:20]:
-        print("FAIL " + x)
-    if fails:
-        print("xattr_race: %d failures" % len(fails))
-        return 1
-    import shutil
-    shutil.rmtree(wd, ignore_errors=True)
-    print("xattr_race: %d new attributes answered and found in FILE" % n)
-    return 0
+    return S.verdict(fails, wd, "xattr_race: %d failures" % len(fails),
+                     "xattr_race: %d new attributes answered and found in FILE" % n)
 
 
 if __name__ == "__main__":
