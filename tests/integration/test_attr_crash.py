@@ -22,7 +22,10 @@ Dense storage (latest.h5): a group's 9th link and an object's 9th
 attribute move them to dense storage in one commit, and later changes
 write the store anew and switch its info message (DENSE_LINK_OPS,
 DENSE_ATTR_OPS), enumerated as the rest; so are batches of new string attributes in dense
-storage (BATCH_OPS: one commit each, the daemon's write-behind of setfattr).
+storage (BATCH_OPS: one commit each, the daemon's write-behind of setfattr),
+and removals that move dense attributes back into the header below
+libhdf5's minimum of 6 (SHRINK_OPS), and the same for links
+(LINK_SHRINK_OPS).
 New datasets (a contiguous int32 dataset written first and linked last,
 as np.save through the mount makes one, and one chunked and deflated, as
 with -o compress=gzip; an empty growable uint8 one, as cp does) are enumerated the same way, a state's tree holding each
@@ -180,6 +183,18 @@ BATCH_OPS = DENSE_ATTR_OPS[:3] + [
     "batch\t/\t=i=46;+e1=new;=b003=changed;=fa=9, 8, 7",   # values of existing ones too
     "batch\t/d\t+x1=one;=i=3;+x2=two",                     # compact storage: a commit each
 ]
+# below libhdf5's minimum (6) a removal moves dense attributes back into
+# the header (one new continuation chunk, the info message naming no
+# storage, chunk 0 written last: h5_ohdr_put_many, h5_ohdr_commit_cow)
+SHRINK_OPS = ["set\t/d\tn%d\tv%d" % (i, i) for i in range(9)] + ["del\t/d\tn%d" % i for i in range(9)] + [
+    "del\t/d\trm",                          # /d's 6 of the fixture: 5 left, compact
+    "set\t/d\tafter\tcompact again",
+    "sync",
+    "del\t/d\tafter",
+]
+# the same for links: /g's 10 go dense, 5 removed move the rest back
+LINK_SHRINK_OPS = ["mkdir\t/g\tm%02d" % i for i in range(10)] + \
+    ["unlink\t/g\tm%02d" % i for i in (0, 3, 4, 7, 9)] + ["mkdir\t/g\tafter", "sync", "unlink\t/g\tm01"]
 # the compact batch is a commit per change: its states are those of three
 BATCH_STATES = BATCH_OPS[:-1] + ["batch\t/d\t+x1=one", "batch\t/d\t=i=3", "batch\t/d\t+x2=two"]
 
@@ -375,6 +390,8 @@ def main():
     total += run_case(work, "latest.h5", rng, DENSE_LINK_OPS, None)
     total += run_case(work, "latest.h5", rng, DENSE_ATTR_OPS)
     total += run_case(work, "latest.h5", rng, BATCH_OPS, MF.OBJS, BATCH_STATES)
+    total += run_case(work, "latest.h5", rng, SHRINK_OPS)
+    total += run_case(work, "latest.h5", rng, LINK_SHRINK_OPS, None)
     shutil.rmtree(work, ignore_errors=True)
     print("%d crash states checked in all" % total)
     return T.finish()

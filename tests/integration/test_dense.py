@@ -16,7 +16,9 @@ their limits cross into dense storage, as libhdf5 moves them. h5dump
 reads the result (ncdump too, for the netCDF file), libhdf5 1.14 reads
 what 1.10 reads (h514.py), h5py 'r+' then adds and removes links and
 attributes in what h5fs wrote (libhdf5 changing our heaps and B-trees in
-place), and a second mount shows what h5py reads.
+place), and a second mount shows what h5py reads. Removals below
+libhdf5's minimum of 6 move dense attributes and links back into the
+header, as libhdf5 does (shrink).
 """
 import os
 import random
@@ -326,6 +328,60 @@ def large(work):
     print("a dense group of 5000 links (a 650 KB heap): changes through the mount, then h5py r+ on top")
 
 
+def attr_heap(path, what="Attributes"):
+    """h5stat's bytes of attribute (or group) heaps (0: no dense storage)."""
+    r = subprocess.run(["h5stat", path], capture_output=True, timeout=120)
+    part = r.stdout.decode().split("\t%s:\n" % what, 1)
+    if r.returncode or len(part) < 2:
+        return None
+    for line in part[1].splitlines():
+        if line.strip().startswith("Heap:"):
+            return int(line.split(":")[1])
+    return None
+
+
+def shrink(work):
+    """Removals below libhdf5's minimum of dense attributes (6) move them
+    back into the header, as libhdf5 does (H5O__attr_remove_update): with
+    and without creation order tracked and indexed, the attributes in
+    h5py's order, no attribute heap left (h5stat), and libhdf5 going dense
+    again from there when h5py adds attributes."""
+    a, b = os.path.join(work, "shrink.h5"), os.path.join(work, "shrink-h5py.h5")
+    for path in (a, b):
+        with h5py.File(path, "w", libver="latest") as f:
+            for name, track in (("g", False), ("t", True)):
+                g = f.create_group(name, track_order=track)
+                for i in range(10):
+                    g.attrs["a%d" % i] = np.int64(i) if i % 2 else "s%d" % i
+                    g.create_group("m%d" % i)
+    mnt = os.path.join(work, "mnt-shrink")
+    with T.Mount(a, mnt):
+        for name in ("g", "t"):
+            for i in (0, 3, 4, 7, 9):
+                os.removexattr(os.path.join(mnt, name), "user.a%d" % i)
+                os.rmdir(os.path.join(mnt, name, "m%d" % i))
+    with h5py.File(b, "r+") as f:
+        for name in ("g", "t"):
+            for i in (0, 3, 4, 7, 9):
+                del f[name].attrs["a%d" % i]
+                del f[name]["m%d" % i]
+    compare("shrink", state(a), state(b))
+    for what in ("Attributes", "Groups"):
+        ha, hb = attr_heap(a, what), attr_heap(b, what)
+        if ha != 0 or hb != 0:
+            T.fail("shrink: %s heaps after the removals: h5fs %r, h5py %r bytes (0: compact)" % (what, ha, hb))
+    for path in (a, b):
+        with h5py.File(path, "r+") as f:
+            for name in ("g", "t"):
+                for i in range(10, 16):
+                    f[name].attrs["b%d" % i] = np.float64(i)
+                    f[name].create_group("n%d" % i)
+    compare("shrink, then h5py", state(a), state(b))
+    for what in ("Attributes", "Groups"):
+        if attr_heap(a, what) != attr_heap(b, what):
+            T.fail("shrink, then h5py: %s heaps %r vs %r bytes" % (what, attr_heap(a, what), attr_heap(b, what)))
+
+
 def main():
     work = T.workdir("dense")
     fx = os.path.join(work, "fx")
@@ -334,6 +390,7 @@ def main():
     run(work, fx, "netcdf.h5", 42)
     fixed_string(work, fx)
     large(work)
+    shrink(work)
     shutil.rmtree(work, ignore_errors=True)
     return T.finish()
 

@@ -244,6 +244,49 @@ START_TEST(edit_v2_cont_in_nil_and_gap)
 }
 END_TEST
 
+/* h5_ohdr_put_many: every new message in one new chunk, its
+ * continuation message in free space (v1, v2) or, without any, in the
+ * place of a message moved into that chunk; then a later single put */
+static void put_many(int ver, bool room)
+{
+	tmsg with_room[] = { { MT_COMMENT, "old", 8 }, { H5_MSG_NIL, NULL, 40 } };
+	tmsg no_room[] = { { MT_COMMENT, "a comment long enough", 24 } };
+	const char *texts[] = { "one", "two, longer", "three" };
+	h5_ohdr_new_msg nm[3];
+	h5_ohdr_change c;
+	h5_file *f;
+	int rc;
+
+	make_file(ver, room ? with_room : no_room, room ? 2 : 1, 0);
+	for (int i = 0; i < 3; i++)
+		nm[i] = (h5_ohdr_new_msg){ .type = MT_COMMENT, .body = texts[i], .len = strlen(texts[i]) + 1 };
+	f = open_file(1);
+	pthread_mutex_lock(&f->write_lock);
+	rc = h5_ohdr_change_open(&c, f, SB_SIZE);
+	if (rc == 0)
+		rc = h5_ohdr_put_many(&c, f, nm, 3);
+	/* one of the two per change */
+	if (rc == 0)
+		ck_assert_int_eq(h5_ohdr_put(&c, f, SIZE_MAX, MT_COMMENT, 0, 0, "x", 2), H5_ERR_INVAL);
+	h5_err_clear();
+	if (rc == 0)
+		rc = h5_ohdr_commit_cow(&c, f, true);
+	h5_ohdr_change_close(&c);
+	pthread_mutex_unlock(&f->write_lock);
+	h5_file_close(f);
+	ck_assert_msg(rc == 0, "%s", h5_err_msg());
+	if (room)
+		CHECK("old|one|two, longer|three", 2);
+	else
+		CHECK("a comment long enough|one|two, longer|three", 2);
+	ck_assert_int_eq(change(SIZE_MAX, "four", 0), 0);
+}
+
+START_TEST(edit_v1_put_many) { put_many(1, true); put_many(1, false); }
+END_TEST
+START_TEST(edit_v2_put_many) { put_many(2, true); put_many(2, false); }
+END_TEST
+
 /* nothing to move aside (only a message smaller than a continuation
  * message): refused, the file unchanged */
 START_TEST(edit_nospace)
@@ -499,6 +542,8 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, edit_v1_move_aside);
 	tcase_add_test(tc, edit_v2_move_aside);
 	tcase_add_test(tc, edit_v2_cont_in_nil_and_gap);
+	tcase_add_test(tc, edit_v1_put_many);
+	tcase_add_test(tc, edit_v2_put_many);
 	tcase_add_test(tc, edit_nospace);
 	tcase_add_test(tc, enc_number_types);
 	tcase_add_test(tc, enc_attr_roundtrip);

@@ -409,3 +409,20 @@ int h5_dense_set_switch(h5_ohdr_change *c, h5_file *f, const h5_dense_set *s, si
 	free(body);
 	return rc;
 }
+
+int h5_dense_info_unswitch(h5_ohdr_change *c, const h5_fmt *fmt, h5_dense_kind kind, size_t info, int64_t max_corder)
+{
+	const h5_msg *m = &c->e.oh->msgs[info];
+	uint8_t *body = malloc(m->size ? m->size : 1);
+	int rc = body ? 0 : h5_err_set(H5_ERR_NOMEM, "out of memory");
+
+	if (rc == 0) {
+		memcpy(body, m->data, m->size);
+		rc = h5_dense_info_update(body, m->size, kind, fmt, H5_ADDR_UNDEF, H5_ADDR_UNDEF, H5_ADDR_UNDEF,
+					  max_corder);
+	}
+	if (rc == 0)
+		rc = h5_ohdr_rewrite(c, info, body, m->size);
+	free(body);
+	return rc;
+}

@@ -10,11 +10,12 @@
  * new store. The ordered commit makes the new store durable before that
  * write, so a crash leaves the old links or the new ones (doc/MODIFY.md).
  *
- * A group that falls below libhdf5's "minimum dense" count stays dense
- * (libhdf5 would move its links back into the header; it reads a small
- * dense group the same).
+ * A removal that leaves fewer links than the group's "minimum dense"
+ * count (Group Info, IV.A.2.f; 6 by default) moves them back into the
+ * header as Link messages, as libhdf5 does (H5G__obj_remove_update).
  */
 #include "base.h"
+#include "rd.h"
 #include "file.h"
 #include "ohdr.h"
 #include "linkmsg.h"
@@ -134,14 +135,58 @@ int h5_link_dense_convert(h5_ohdr_change *c, h5_file *f, h5_linfo *li, size_t li
 	return rc;
 }
 
+#define MIN_DENSE_LINKS_DEFAULT 6       /* libhdf5's H5G_CRT_GINFO_MIN_DENSE */
+#define MSG_MAX_SIZE 65536              /* H5O_MESG_MAX_SIZE */
+
+/* The group's "minimum dense" count (Group Info message, IV.A.2.f: flags
+ * bit 0, then the maximum compact and the minimum dense counts). */
+static unsigned min_dense(const h5_ohdr *oh)
+{
+	for (size_t i = 0; i < oh->nmsgs; i++) {
+		const h5_msg *m = &oh->msgs[i];
+
+		if (m->type == H5_MSG_GINFO && !(m->flags & H5_MSG_FLAG_SHARED) && m->size >= 6 && (m->data[1] & 0x01))
+			return (unsigned)h5_le_decode(m->data + 4, 2);
+	}
+	return MIN_DENSE_LINKS_DEFAULT;
+}
+
+/* The links of s back into the header as Link messages (one new
+ * continuation chunk: h5_ohdr_put_many) and the Link Info message naming
+ * no dense storage, in the caller's commit; *moved false when one is too
+ * large for a message (libhdf5 keeps them dense then too). */
+static int to_compact(bool *moved, h5_ohdr_change *c, h5_file *f, const h5_dense_set *s, size_t linfo,
+		      int64_t max_corder)
+{
+	h5_ohdr_new_msg *m;
+	int rc;
+
+	*moved = false;
+	for (size_t i = 0; i < s->n; i++)
+		if (s->o[i].len >= MSG_MAX_SIZE)
+			return 0;
+	if (!(m = calloc(s->n ? s->n : 1, sizeof(*m))))
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	for (size_t i = 0; i < s->n; i++)
+		m[i] = (h5_ohdr_new_msg){ .type = H5_MSG_LINK, .body = s->o[i].msg, .len = s->o[i].len };
+	rc = h5_ohdr_put_many(c, f, m, s->n);
+	free(m);
+	if (rc == 0)
+		rc = h5_dense_info_unswitch(c, &f->fmt, H5_DENSE_LINKS, linfo, max_corder);
+	*moved = rc == 0;
+	return rc;
+}
+
 /* One change: the links loaded, edited, written anew, the Link Info
- * message switched to them. */
+ * message switched to them (or, after a removal below the minimum, the
+ * links moved back into the header). */
 static int dense_change(h5_file *f, uint64_t group, uint64_t start, bool durable, edit_fn fn, const dense_edit *e)
 {
 	h5_ohdr_change c;
 	h5_dense_set s = { 0 };
 	h5_linfo li = { 0 };
 	size_t idx = SIZE_MAX;
+	bool moved = false;
 	int rc = h5_ohdr_change_open(&c, f, group);
 
 	if (rc < 0)
@@ -162,7 +207,9 @@ static int dense_change(h5_file *f, uint64_t group, uint64_t start, bool durable
 		rc = h5_dense_set_load(&s, f, H5_DENSE_LINKS, li.fheap_addr, li.name_bt2_addr, li.corder_bt2_addr);
 	if (rc == 0)
 		rc = fn(f, &s, &li, e);
-	if (rc == 0)
+	if (rc == 0 && fn == edit_remove && s.n < min_dense(c.e.oh))
+		rc = to_compact(&moved, &c, f, &s, idx, li.max_corder);
+	if (rc == 0 && !moved)
 		rc = h5_dense_set_switch(&c, f, &s, idx, li.max_corder);
 	if (rc == 0)
 		rc = h5_ohdr_commit_cow(&c, f, durable);

@@ -221,23 +221,27 @@ static int fill_run(h5_ohdr_change *c, const run *r, size_t old, uint16_t type, 
 /* A new continuation chunk holding the message moved aside (raw bytes,
  * header included: it keeps its creation order), the new message and free
  * space; written at the allocation end now (invisible until referenced). */
-static int new_chunk(uint64_t *addr, size_t *clen, h5_ohdr_change *c, h5_file *f, const uint8_t *moved,
-		     size_t mlen, uint16_t type, uint8_t flags, uint16_t crt, const void *body, size_t blen,
-		     size_t total)
+/* A new continuation chunk at the allocation end, written now: the moved
+ * message's raw bytes (mlen, or none), then the new messages, then free
+ * space for later changes. */
+static int new_chunk_n(uint64_t *addr, size_t *clen, h5_ohdr_change *c, h5_file *f, const uint8_t *moved,
+		       size_t mlen, const h5_ohdr_new_msg *m, size_t n)
 {
 	const h5_ohdr *oh = c->e.oh;
 	size_t h = hdr_len(oh), head = oh->version == 1 ? 0 : 4, tail = oh->version == 1 ? 0 : 4;
-	size_t have = 0, slack, len, p;
+	size_t have = 0, slack, len, p, msgs = 0;
 	uint8_t *buf;
 	int rc;
 
 	for (size_t i = 0; i < oh->nchunks; i++)
 		have += oh->chunks[i].len;
+	for (size_t i = 0; i < n; i++)
+		msgs += total_of(oh, m[i].len);
 	slack = have < SLACK_MIN ? SLACK_MIN : have > SLACK_MAX ? SLACK_MAX : have;
 	slack = (slack + 7) & ~(size_t)7;
 	if (slack < h)
 		slack = h;
-	len = head + mlen + total + slack + tail;
+	len = head + mlen + msgs + slack + tail;
 	buf = calloc(1, len);
 	if (!buf)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory editing an object header");
@@ -247,8 +251,12 @@ static int new_chunk(uint64_t *addr, size_t *clen, h5_ohdr_change *c, h5_file *f
 	if (mlen)
 		memcpy(buf + p, moved, mlen);
 	p += mlen;
-	enc_msg(buf + p, oh, type, flags, crt, body, blen, total);
-	p += total;
+	for (size_t i = 0; i < n; i++) {
+		size_t total = total_of(oh, m[i].len);
+
+		enc_msg(buf + p, oh, m[i].type, m[i].flags, m[i].crt, m[i].body, m[i].len, total);
+		p += total;
+	}
 	enc_free(buf + p, oh, slack);
 	if (tail)
 		h5_le_encode(buf + len - 4, h5_checksum_metadata(buf, len - 4), 4);
@@ -257,8 +265,16 @@ static int new_chunk(uint64_t *addr, size_t *clen, h5_ohdr_change *c, h5_file *f
 		rc = h5_file_write(f, *addr, buf, len);
 	free(buf);
 	*clen = len;
-	c->nmsgs_delta += 2 + (mlen ? 1 : 0);   /* the new message, the free space, the moved copy */
+	c->nmsgs_delta += (int)n + 1 + (mlen ? 1 : 0);   /* the new messages, the free space, the moved copy */
 	return rc;
+}
+
+static int new_chunk(uint64_t *addr, size_t *clen, h5_ohdr_change *c, h5_file *f, const uint8_t *moved,
+		     size_t mlen, uint16_t type, uint8_t flags, uint16_t crt, const void *body, size_t blen)
+{
+	h5_ohdr_new_msg m = { .type = type, .flags = flags, .crt = crt, .body = body, .len = blen };
+
+	return new_chunk_n(addr, clen, c, f, moved, mlen, &m, 1);
 }
 
 /* The chunks a change may use: the old message's, else every one. */
@@ -352,7 +368,7 @@ int h5_ohdr_put(h5_ohdr_change *c, h5_file *f, size_t old, uint16_t type, uint8_
 	for (size_t ci = 0; ci < oh->nchunks; ci++) {
 		if (!chunk_allowed(oh, old, ci) || !find_run(&r, oh, ci, old, cont_total))
 			continue;
-		rc = new_chunk(&caddr, &clen, c, f, NULL, 0, type, flags, crt, body, len, total);
+		rc = new_chunk(&caddr, &clen, c, f, NULL, 0, type, flags, crt, body, len);
 		if (rc < 0)
 			return rc;
 		h5_le_encode(cont, caddr, fmt->sizeof_addr);
@@ -367,13 +383,56 @@ int h5_ohdr_put(h5_ohdr_change *c, h5_file *f, size_t old, uint16_t type, uint8_
 		const h5_msg *m = &oh->msgs[moved];
 		const uint8_t *raw = oh->chunks[m->chunk].buf + msg_off(oh, m);
 
-		rc = new_chunk(&caddr, &clen, c, f, raw, msg_total(oh, m), type, flags, crt, body, len, total);
+		rc = new_chunk(&caddr, &clen, c, f, raw, msg_total(oh, m), type, flags, crt, body, len);
 		if (rc < 0)
 			return rc;
 		h5_le_encode(cont, caddr, fmt->sizeof_addr);
 		h5_le_encode(cont + fmt->sizeof_addr, clen, fmt->sizeof_size);
 		return fill_run(c, &r, old, H5_MSG_CONT, 0, 0, cont, cont_len, cont_total);
 	}
+}
+
+int h5_ohdr_put_many(h5_ohdr_change *c, h5_file *f, const h5_ohdr_new_msg *m, size_t n)
+{
+	const h5_ohdr *oh = c->e.oh;
+	const h5_fmt *fmt = &f->fmt;
+	size_t cont_len = (size_t)fmt->sizeof_addr + fmt->sizeof_size, cont_total = total_of(oh, cont_len), clen = 0;
+	size_t moved;
+	uint8_t cont[16];
+	uint64_t caddr = H5_ADDR_UNDEF;
+	run r;
+	int rc;
+
+	if (c->main != SIZE_MAX)
+		return h5_err_set(H5_ERR_INVAL, "object header 0x%llx: one message change per commit",
+				  (unsigned long long)oh->addr);
+	for (size_t i = 0; i < n; i++)
+		if (!m[i].body || m[i].len > 65535 - 8)
+			return h5_err_set(H5_ERR_NOSPC, "object header 0x%llx: a message of %zu bytes is larger than a "
+					  "header message can be (64 KiB)", (unsigned long long)oh->addr, m[i].len);
+	/* the continuation message into free space of a chunk, or in the
+	 * place of a message moved into the new chunk, as h5_ohdr_put does */
+	for (size_t ci = 0; ci < oh->nchunks; ci++) {
+		if (!find_run(&r, oh, ci, SIZE_MAX, cont_total))
+			continue;
+		rc = new_chunk_n(&caddr, &clen, c, f, NULL, 0, m, n);
+		if (rc < 0)
+			return rc;
+		h5_le_encode(cont, caddr, fmt->sizeof_addr);
+		h5_le_encode(cont + fmt->sizeof_addr, clen, fmt->sizeof_size);
+		return fill_run(c, &r, SIZE_MAX, H5_MSG_CONT, 0, 0, cont, cont_len, cont_total);
+	}
+	moved = pick_moved(&r, oh, SIZE_MAX, cont_total);
+	if (moved == SIZE_MAX)
+		return h5_err_set(H5_ERR_NOSPC, "object header 0x%llx: no room for a continuation message, and no "
+				  "message to move aside", (unsigned long long)oh->addr);
+	rc = new_chunk_n(&caddr, &clen, c, f, oh->chunks[oh->msgs[moved].chunk].buf + msg_off(oh, &oh->msgs[moved]),
+			 msg_total(oh, &oh->msgs[moved]), m, n);
+	if (rc < 0)
+		return rc;
+	h5_le_encode(cont, caddr, fmt->sizeof_addr);
+	h5_le_encode(cont + fmt->sizeof_addr, clen, fmt->sizeof_size);
+	return fill_run(c, &r, SIZE_MAX, H5_MSG_CONT, 0, 0, cont, cont_len, cont_total);
 }
 
 int h5_ohdr_aux(h5_ohdr_change *c, uint64_t addr, const void *bytes, size_t n)

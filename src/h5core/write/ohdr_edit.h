@@ -44,6 +44,20 @@ void h5_ohdr_change_close(h5_ohdr_change *c);
 int h5_ohdr_put(h5_ohdr_change *c, h5_file *f, size_t old, uint16_t type, uint8_t flags, uint16_t crt,
 		const void *body, size_t len);
 
+/* n new messages at once (a dense store's links or attributes moving back
+ * into the header): all in one new continuation chunk written now at the
+ * allocation end, its continuation message placed as h5_ohdr_put places
+ * one (free space of a chunk, or the place of a message moved into the
+ * new chunk). Instead of h5_ohdr_put: one of the two per change. */
+typedef struct h5_ohdr_new_msg {
+	uint16_t type;
+	uint8_t flags;
+	uint16_t crt;
+	const void *body;
+	size_t len;
+} h5_ohdr_new_msg;
+int h5_ohdr_put_many(h5_ohdr_change *c, h5_file *f, const h5_ohdr_new_msg *m, size_t n);
+
 /* Bytes at addr of the header changed outside the planned chunk. */
 int h5_ohdr_aux(h5_ohdr_change *c, uint64_t addr, const void *bytes, size_t n);
 
