@@ -214,11 +214,15 @@ int member_getxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino, 
 }
 
 /* ---- setting and removing (doc/h5fs.1 MODIFYING) ---------------------------------
- * Each request is one ordered commit of the engine (write/attr_write.c),
- * between fs_write_begin and fs_write_end, through the current
- * generation (node_use_current: a live FILE another program changed is
- * followed first); the node's set of xattrs is dropped afterwards,
- * whatever happened. */
+ * A value set (a new name, or a new value that parses in the attribute's
+ * type) is accepted by the write-behind (xbatch.c) and committed with its
+ * batch; anything else (removals, typed names, values the check refuses,
+ * which then get the engine's exact error) is one ordered commit of the
+ * engine (write/attr_write.c) here, after the batch, between
+ * fs_write_begin and fs_write_end, through the current generation
+ * (node_use_current: a live FILE another program changed is followed
+ * first). The node's set of xattrs is dropped afterwards, whatever
+ * happened. */
 
 /* errno of a refused or failed change, and one log line: the user's
  * mistakes (EINVAL, ENODATA, EEXIST) at debug level, the rest as errors. */
