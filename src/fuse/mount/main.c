@@ -17,6 +17,7 @@
 #include <config.h>
 #endif
 
+#include "initio.h"
 #include "options.h"
 #include "source.h"
 #include "tool_exit.h"
@@ -416,6 +417,10 @@ static int run(struct daemon *D)
 		return ret;
 	}
 	D->mounted = 1;
+	rc = initio_attach(D->se);
+	if (rc != 0)
+		h5fs_log_cfg(&D->cfg, LOG_NOTICE, "cannot ask the kernel for mappings of direct_io files (%s): "
+			     "mapping a dataset that grows on a read-write mount fails with ENODEV", strerror(-rc));
 	/* Until here messages went to stderr (and -o logfile). A daemon's go
 	 * to syslog where there is one; in a container without /dev/log
 	 * they would vanish, which is said now, while stderr is still read. */
