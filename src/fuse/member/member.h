@@ -149,17 +149,22 @@ void ow_read_mark(struct node *n);
  * pages if a read may have cached old bytes (not from a WRITE handler:
  * the kernel may hold that request's pages locked) */
 void ow_pages_settle(h5fs *fs, struct node *n, fuse_ino_t ino);
-/* member/tail.c: rows accepted at the end, not committed yet, counted
- * (shown once committed); n->lk taken inside unless said. ENOMEM. */
-int tail_accept(struct node *n, size_t len);
+/* member/tail.c: rows accepted at the end, not committed yet, kept and
+ * shown (the node's size is the accepted end); n->lk taken inside unless
+ * said. ENOMEM. */
+int tail_accept(struct node *n, const char *buf, size_t len);
 /* (under n->lk, write) committed bytes of the dataset now: what is left
  * waiting, and the node's size */
 void tail_committed(struct node *n, uint64_t committed);
 /* (under n->lk) the committed end: where the waiting bytes begin */
 uint64_t tail_base(const struct node *n);
 /* The last len accepted bytes (a dropped partial row), or everything
- * waiting (len UINT64_MAX: an append failed) will not be rows */
-void tail_drop(struct node *n, uint64_t len);
+ * waiting (len UINT64_MAX: an append failed) are gone: the old size */
+uint64_t tail_drop(struct node *n, uint64_t len);
+/* (under n->lk) whether [off, off+len) reaches kept bytes, and its
+ * answer then (committed bytes read, then kept ones) */
+bool tail_covers(const struct node *n, uint64_t off, size_t len);
+int tail_read(h5_read_plan *out, struct node *n, uint64_t off, size_t len);
 void tail_free(struct node *n);
 int member_listxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino);
 int member_getxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino, const char *name);

@@ -657,7 +657,10 @@ static int read_once(struct read_answer *a, bool *failed, int *unlogged, h5fs *f
 	 * reads (live/live.c): libfuse splices FILE's pages while it writes the
 	 * reply, after live_read_check, so a write in that instant would go
 	 * unseen; there the bytes are copied, then checked. */
-	rc = n->view->map(&a->plan, n->ds, (uint64_t)off, (size_t)len, checked ? H5_MAP_NO_SPLICE : 0);
+	if (tail_covers(n, (uint64_t)off, (size_t)len))  /* rows written, not committed yet */
+		rc = tail_read(&a->plan, n, (uint64_t)off, (size_t)len);
+	else
+		rc = n->view->map(&a->plan, n->ds, (uint64_t)off, (size_t)len, checked ? H5_MAP_NO_SPLICE : 0);
 	if (rc < 0) {
 		char what[64];
 

@@ -168,6 +168,22 @@ static int wfile_hold(h5fs *fs, struct wfile *w)
 	return e;
 }
 
+/* Accepted bytes readers were shown will not be rows (a dropped partial
+ * row: len; a failed append: everything waiting, UINT64_MAX): the node's
+ * size goes back and the kernel forgets its size and what a mapping
+ * cached of them (the descriptors of a dataset that grows are direct_io:
+ * no page of them waits on us locked). */
+static void shown_drop(h5fs *fs, struct node *n, fuse_ino_t ino, uint64_t len)
+{
+	uint64_t was = tail_drop(n, len), now;
+
+	pthread_rwlock_rdlock(&n->lk);
+	now = (uint64_t)n->st.st_size;
+	pthread_rwlock_unlock(&n->lk);
+	if (now < was && fs->se)
+		fuse_lowlevel_notify_inval_inode(fs->se, fs_ino_out(fs, ino), (off_t)now, 0);
+}
+
 /* The error of a write answered before it failed, or 0. */
 static int wfile_err(struct wfile *w)
 {
@@ -390,12 +406,12 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
 		int rc;
 
 		pthread_mutex_lock(&q->mu);
-		e = q->partial && q->partial != w ? EBUSY : tail_accept(w->n, size - n);
+		e = q->partial && q->partial != w ? EBUSY : tail_accept(w->n, buf + n, size - n);
 		pthread_mutex_unlock(&q->mu);
 		rc = e ? 0 : h5_append_write(w->a, buf + n, size - n);
 		if (rc < 0) {
 			e = h5err_logged(fs, rc, "append", w->n->path, NULL, w->n->addr);
-			tail_drop(w->n, UINT64_MAX);
+			shown_drop(fs, w->n, ino, UINT64_MAX);
 		} else if (!e) {
 			pthread_mutex_lock(&q->mu);
 			vplen_add(q, w, size - n);
@@ -477,9 +493,9 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 	}
 	if (!e)
 		e = wfile_hold(fs, w);
-	/* counted: shown once committed (member/tail.c) */
+	/* kept and shown from now on (member/tail.c) */
 	if (!e)
-		e = tail_accept(w->n, size);
+		e = tail_accept(w->n, buf, size);
 	if (e) {
 		pthread_mutex_unlock(&q->mu);
 		if (e == EPERM)
@@ -508,7 +524,7 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 			h5fs_log(fs, LOG_ERR, "append %s (object header 0x%llx): %s: reported by the next write, "
 			       "fsync or close", show_path(w->n->path), (unsigned long long)w->n->addr, h5_err_msg());
 		/* (before the answer: the kernel must not keep the size) */
-		tail_drop(w->n, UINT64_MAX);
+		shown_drop(fs, w->n, ino, UINT64_MAX);
 		if (!early)
 			reply_h5err_obj(fs, req, rc, "append", w->n->path, NULL, w->n->addr);
 	}
@@ -568,7 +584,7 @@ static int do_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 		h5_append_discard(w->a);
 		pthread_mutex_lock(&w->q->mu);
 		/* readers were shown it, last (no one appends after a partial row) */
-		tail_drop(w->n, w->vplen);
+		shown_drop(fs, w->n, ino, w->vplen);
 		w->vplen = 0;
 		if (w->q->partial == w)
 			w->q->partial = NULL;
@@ -672,7 +688,7 @@ void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	rc = h5_append_close(w->a, &partial);
 	pthread_mutex_lock(&w->q->mu);
 	if (w->vplen)
-		tail_drop(w->n, w->vplen);
+		shown_drop(fs, w->n, ino, w->vplen);
 	if (w->q->partial == w)
 		w->q->partial = NULL;
 	pthread_mutex_unlock(&w->q->mu);
