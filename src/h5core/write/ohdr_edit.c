@@ -269,14 +269,6 @@ static int new_chunk_n(uint64_t *addr, size_t *clen, h5_ohdr_change *c, h5_file 
 	return rc;
 }
 
-static int new_chunk(uint64_t *addr, size_t *clen, h5_ohdr_change *c, h5_file *f, const uint8_t *moved,
-		     size_t mlen, uint16_t type, uint8_t flags, uint16_t crt, const void *body, size_t blen)
-{
-	h5_ohdr_new_msg m = { .type = type, .flags = flags, .crt = crt, .body = body, .len = blen };
-
-	return new_chunk_n(addr, clen, c, f, moved, mlen, &m, 1);
-}
-
 /* The chunks a change may use: the old message's, else every one. */
 static bool chunk_allowed(const h5_ohdr *oh, size_t old, size_t ci)
 {
@@ -331,17 +323,50 @@ static size_t pick_moved(run *out, const h5_ohdr *oh, size_t old, size_t need)
 	return best;
 }
 
+/* m[0..n) in one new chunk (h5_ohdr_put's message that fits nowhere, or
+ * h5_ohdr_put_many's), its continuation message into free space of a chunk
+ * the change may use, or in the place of a message moved into the new
+ * chunk. need: the bytes asked for (the refusal's message). */
+static int via_new_chunk(h5_ohdr_change *c, h5_file *f, size_t old, const h5_ohdr_new_msg *m, size_t n,
+			 size_t need)
+{
+	const h5_ohdr *oh = c->e.oh;
+	const h5_fmt *fmt = &f->fmt;
+	size_t cont_len = (size_t)fmt->sizeof_addr + fmt->sizeof_size, cont_total = total_of(oh, cont_len);
+	size_t clen = 0, rawlen = 0;
+	const uint8_t *raw = NULL;
+	uint64_t caddr = H5_ADDR_UNDEF;
+	uint8_t cont[16];
+	bool room = false;
+	run r;
+	int rc;
+
+	for (size_t ci = 0; ci < oh->nchunks && !room; ci++)
+		room = chunk_allowed(oh, old, ci) && find_run(&r, oh, ci, old, cont_total);
+	if (!room) {
+		size_t moved = pick_moved(&r, oh, old, cont_total);
+
+		if (moved == SIZE_MAX)
+			return h5_err_set(H5_ERR_NOSPC, "object header 0x%llx: no room for %zu bytes of messages, and no "
+					  "message to move aside", (unsigned long long)oh->addr, need);
+		raw = oh->chunks[oh->msgs[moved].chunk].buf + msg_off(oh, &oh->msgs[moved]);
+		rawlen = msg_total(oh, &oh->msgs[moved]);
+	}
+	rc = new_chunk_n(&caddr, &clen, c, f, raw, rawlen, m, n);
+	if (rc < 0)
+		return rc;
+	h5_le_encode(cont, caddr, fmt->sizeof_addr);
+	h5_le_encode(cont + fmt->sizeof_addr, clen, fmt->sizeof_size);
+	return fill_run(c, &r, old, H5_MSG_CONT, 0, 0, cont, cont_len, cont_total);
+}
+
 int h5_ohdr_put(h5_ohdr_change *c, h5_file *f, size_t old, uint16_t type, uint8_t flags, uint16_t crt,
 		const void *body, size_t len)
 {
 	const h5_ohdr *oh = c->e.oh;
-	const h5_fmt *fmt = &f->fmt;
-	size_t total, cont_total, cont_len = (size_t)fmt->sizeof_addr + fmt->sizeof_size, clen = 0;
-	uint8_t cont[16];
-	uint64_t caddr = H5_ADDR_UNDEF;
-	size_t moved;
+	h5_ohdr_new_msg one = { .type = type, .flags = flags, .crt = crt, .body = body, .len = len };
+	size_t total;
 	run r;
-	int rc;
 
 	if (c->main != SIZE_MAX)
 		return h5_err_set(H5_ERR_INVAL, "object header 0x%llx: one message change per commit",
@@ -361,78 +386,26 @@ int h5_ohdr_put(h5_ohdr_change *c, h5_file *f, size_t old, uint16_t type, uint8_
 	for (size_t ci = 0; ci < oh->nchunks; ci++)
 		if (chunk_allowed(oh, old, ci) && find_run(&r, oh, ci, old, total))
 			return fill_run(c, &r, old, type, flags, crt, body, len, total);
-
 	/* a new chunk: its continuation message goes into free space, or in
 	 * the place of a message moved into the new chunk */
-	cont_total = total_of(oh, cont_len);
-	for (size_t ci = 0; ci < oh->nchunks; ci++) {
-		if (!chunk_allowed(oh, old, ci) || !find_run(&r, oh, ci, old, cont_total))
-			continue;
-		rc = new_chunk(&caddr, &clen, c, f, NULL, 0, type, flags, crt, body, len);
-		if (rc < 0)
-			return rc;
-		h5_le_encode(cont, caddr, fmt->sizeof_addr);
-		h5_le_encode(cont + fmt->sizeof_addr, clen, fmt->sizeof_size);
-		return fill_run(c, &r, old, H5_MSG_CONT, 0, 0, cont, cont_len, cont_total);
-	}
-	moved = pick_moved(&r, oh, old, cont_total);
-	if (moved == SIZE_MAX)
-		return h5_err_set(H5_ERR_NOSPC, "object header 0x%llx: no room for a %zu-byte message, and no message "
-				  "to move aside", (unsigned long long)oh->addr, len);
-	{
-		const h5_msg *m = &oh->msgs[moved];
-		const uint8_t *raw = oh->chunks[m->chunk].buf + msg_off(oh, m);
-
-		rc = new_chunk(&caddr, &clen, c, f, raw, msg_total(oh, m), type, flags, crt, body, len);
-		if (rc < 0)
-			return rc;
-		h5_le_encode(cont, caddr, fmt->sizeof_addr);
-		h5_le_encode(cont + fmt->sizeof_addr, clen, fmt->sizeof_size);
-		return fill_run(c, &r, old, H5_MSG_CONT, 0, 0, cont, cont_len, cont_total);
-	}
+	return via_new_chunk(c, f, old, &one, 1, len);
 }
 
 int h5_ohdr_put_many(h5_ohdr_change *c, h5_file *f, const h5_ohdr_new_msg *m, size_t n)
 {
 	const h5_ohdr *oh = c->e.oh;
-	const h5_fmt *fmt = &f->fmt;
-	size_t cont_len = (size_t)fmt->sizeof_addr + fmt->sizeof_size, cont_total = total_of(oh, cont_len), clen = 0;
-	size_t moved;
-	uint8_t cont[16];
-	uint64_t caddr = H5_ADDR_UNDEF;
-	run r;
-	int rc;
+	size_t total = 0;
 
 	if (c->main != SIZE_MAX)
 		return h5_err_set(H5_ERR_INVAL, "object header 0x%llx: one message change per commit",
 				  (unsigned long long)oh->addr);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		if (!m[i].body || m[i].len > 65535 - 8)
 			return h5_err_set(H5_ERR_NOSPC, "object header 0x%llx: a message of %zu bytes is larger than a "
 					  "header message can be (64 KiB)", (unsigned long long)oh->addr, m[i].len);
-	/* the continuation message into free space of a chunk, or in the
-	 * place of a message moved into the new chunk, as h5_ohdr_put does */
-	for (size_t ci = 0; ci < oh->nchunks; ci++) {
-		if (!find_run(&r, oh, ci, SIZE_MAX, cont_total))
-			continue;
-		rc = new_chunk_n(&caddr, &clen, c, f, NULL, 0, m, n);
-		if (rc < 0)
-			return rc;
-		h5_le_encode(cont, caddr, fmt->sizeof_addr);
-		h5_le_encode(cont + fmt->sizeof_addr, clen, fmt->sizeof_size);
-		return fill_run(c, &r, SIZE_MAX, H5_MSG_CONT, 0, 0, cont, cont_len, cont_total);
+		total += m[i].len;
 	}
-	moved = pick_moved(&r, oh, SIZE_MAX, cont_total);
-	if (moved == SIZE_MAX)
-		return h5_err_set(H5_ERR_NOSPC, "object header 0x%llx: no room for a continuation message, and no "
-				  "message to move aside", (unsigned long long)oh->addr);
-	rc = new_chunk_n(&caddr, &clen, c, f, oh->chunks[oh->msgs[moved].chunk].buf + msg_off(oh, &oh->msgs[moved]),
-			 msg_total(oh, &oh->msgs[moved]), m, n);
-	if (rc < 0)
-		return rc;
-	h5_le_encode(cont, caddr, fmt->sizeof_addr);
-	h5_le_encode(cont + fmt->sizeof_addr, clen, fmt->sizeof_size);
-	return fill_run(c, &r, SIZE_MAX, H5_MSG_CONT, 0, 0, cont, cont_len, cont_total);
+	return via_new_chunk(c, f, SIZE_MAX, m, n, total);
 }
 
 int h5_ohdr_aux(h5_ohdr_change *c, uint64_t addr, const void *bytes, size_t n)
