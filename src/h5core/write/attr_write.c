@@ -29,7 +29,6 @@
 #define AINFO_INDEX_CORDER 0x02
 #define MAX_COMPACT_DEFAULT 8   /* libhdf5's H5O_CRT_ATTR_MAX_COMPACT_DEF */
 #define MIN_DENSE_DEFAULT 6     /* H5O_CRT_ATTR_MIN_DENSE_DEF */
-#define H5_MSG_MAX_SIZE 65536   /* H5O_MESG_MAX_SIZE: a message's size field is 2 bytes */
 
 typedef struct found {
 	size_t idx;             /* message index, SIZE_MAX: none */
@@ -137,35 +136,6 @@ static unsigned min_dense(const h5_ohdr *oh)
 	return (unsigned)h5_le_decode(b + 8 + (oh->has_times ? 16 : 0), 2);
 }
 
-/* Fewer attributes than the header's minimum for dense storage after a
- * removal: as libhdf5 (H5O__attr_remove_update), they go back into the
- * header as Attribute messages and the Attribute Info message names no
- * storage, in the caller's one commit (h5_ohdr_commit_cow: the header's
- * chunk 0 written last); unless one is shared or too large for a message,
- * when libhdf5 keeps them dense too (*moved false). */
-static int to_compact(bool *moved, h5_ohdr_change *c, h5_file *f, const found *fd, const h5_dense_set *s,
-		      int64_t max_crt)
-{
-	h5_ohdr_new_msg *m;
-	int rc = 0;
-
-	*moved = false;
-	for (size_t i = 0; i < s->n; i++)
-		if ((s->o[i].flags & H5_MSG_FLAG_SHARED) || s->o[i].len >= H5_MSG_MAX_SIZE)
-			return 0;
-	if (!(m = calloc(s->n ? s->n : 1, sizeof(*m))))
-		return h5_err_set(H5_ERR_NOMEM, "out of memory");
-	for (size_t i = 0; i < s->n; i++)
-		m[i] = (h5_ohdr_new_msg){ .type = H5_MSG_ATTR, .crt = (uint16_t)s->o[i].corder, .body = s->o[i].msg,
-					  .len = s->o[i].len };
-	rc = h5_ohdr_put_many(c, f, m, s->n);
-	free(m);
-	if (rc == 0)
-		rc = h5_dense_info_unswitch(c, &f->fmt, H5_DENSE_ATTRS, fd->ainfo, max_crt);
-	*moved = rc == 0;
-	return rc;
-}
-
 /* Attributes in dense storage: the set loaded, changed, written anew and
  * the Attribute Info message switched to it (dense_write.h), one commit;
  * a removal below the minimum moves them back into the header. */
@@ -187,7 +157,7 @@ static int apply_dense(h5_ohdr_change *c, h5_file *f, const found *fd, const h5_
 	} else {
 		h5_dense_set_del(&s, at);
 		if (s.n < min_dense(c->e.oh))
-			rc = to_compact(&moved, c, f, fd, &s, max_crt);
+			rc = h5_dense_set_to_header(&moved, c, f, &s, fd->ainfo, max_crt);
 	}
 	if (rc == 0 && !moved)
 		rc = h5_dense_set_switch(c, f, &s, fd->ainfo, max_crt);

@@ -24,6 +24,7 @@
 #include "ohdr_edit.h"
 
 #define ID_TYPE_MASK 0x30       /* heap ID type bits: 0 managed, 1 huge, 2 tiny */
+#define MSG_MAX_SIZE 65536      /* H5O_MESG_MAX_SIZE: a message's size field is 2 bytes */
 
 void h5_dense_set_init(h5_dense_set *s, h5_dense_kind kind, bool index_corder)
 {
@@ -410,7 +411,10 @@ int h5_dense_set_switch(h5_ohdr_change *c, h5_file *f, const h5_dense_set *s, si
 	return rc;
 }
 
-int h5_dense_info_unswitch(h5_ohdr_change *c, const h5_fmt *fmt, h5_dense_kind kind, size_t info, int64_t max_corder)
+/* The info message of the change made to name no dense storage (every
+ * address undefined, as libhdf5 leaves it), max_corder as its maximum
+ * creation order: a patch of its chunk. */
+static int info_unswitch(h5_ohdr_change *c, const h5_fmt *fmt, h5_dense_kind kind, size_t info, int64_t max_corder)
 {
 	const h5_msg *m = &c->e.oh->msgs[info];
 	uint8_t *body = malloc(m->size ? m->size : 1);
@@ -424,5 +428,32 @@ int h5_dense_info_unswitch(h5_ohdr_change *c, const h5_fmt *fmt, h5_dense_kind k
 	if (rc == 0)
 		rc = h5_ohdr_rewrite(c, info, body, m->size);
 	free(body);
+	return rc;
+}
+
+int h5_dense_set_to_header(bool *moved, h5_ohdr_change *c, h5_file *f, const h5_dense_set *s, size_t info,
+			   int64_t max_corder)
+{
+	bool attrs = s->kind == H5_DENSE_ATTRS;
+	h5_ohdr_new_msg *m;
+	int rc;
+
+	*moved = false;
+	for (size_t i = 0; i < s->n; i++)
+		if ((s->o[i].flags & H5_MSG_FLAG_SHARED) || s->o[i].len >= MSG_MAX_SIZE)
+			return 0;
+	if (!(m = calloc(s->n ? s->n : 1, sizeof(*m))))
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	/* a Link message holds its creation order itself; an Attribute
+	 * message's is the header's field (IV.A.1.b) */
+	for (size_t i = 0; i < s->n; i++)
+		m[i] = (h5_ohdr_new_msg){ .type = attrs ? H5_MSG_ATTR : H5_MSG_LINK,
+					  .crt = attrs ? (uint16_t)s->o[i].corder : 0, .body = s->o[i].msg,
+					  .len = s->o[i].len };
+	rc = h5_ohdr_put_many(c, f, m, s->n);
+	free(m);
+	if (rc == 0)
+		rc = info_unswitch(c, &f->fmt, s->kind, info, max_corder);
+	*moved = rc == 0;
 	return rc;
 }

@@ -79,9 +79,14 @@ int h5_dense_info_update(uint8_t *body, size_t len, h5_dense_kind kind, const h5
  * maximum creation order: a patch of its chunk, which the caller's
  * h5_ohdr_commit_cow writes as the switch. */
 int h5_dense_set_switch(h5_ohdr_change *c, h5_file *f, const h5_dense_set *s, size_t info, int64_t max_corder);
-/* The info message of the change made to name no dense storage (every
- * address undefined, as libhdf5 leaves it when the links or attributes
- * move back into the header), max_corder as above: a patch of its chunk. */
-int h5_dense_info_unswitch(h5_ohdr_change *c, const h5_fmt *fmt, h5_dense_kind kind, size_t info, int64_t max_corder);
+/* Fewer objects than the minimum for dense storage after a removal: as
+ * libhdf5 (H5O__attr_remove_update, H5G__obj_remove_update), the set's
+ * Link / Attribute messages go back into the header (all in one new
+ * continuation chunk: h5_ohdr_put_many) and the info message of the
+ * change (info) names no storage, max_corder as above, in the caller's
+ * one commit (h5_ohdr_commit_cow); unless one is shared or too large for a
+ * header message, when libhdf5 keeps them dense too (*moved false). */
+int h5_dense_set_to_header(bool *moved, h5_ohdr_change *c, h5_file *f, const h5_dense_set *s, size_t info,
+			   int64_t max_corder);
 
 #endif

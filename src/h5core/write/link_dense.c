@@ -136,7 +136,6 @@ int h5_link_dense_convert(h5_ohdr_change *c, h5_file *f, h5_linfo *li, size_t li
 }
 
 #define MIN_DENSE_LINKS_DEFAULT 6       /* libhdf5's H5G_CRT_GINFO_MIN_DENSE */
-#define MSG_MAX_SIZE 65536              /* H5O_MESG_MAX_SIZE */
 
 /* The group's "minimum dense" count (Group Info message, IV.A.2.f: flags
  * bit 0, then the maximum compact and the minimum dense counts). */
@@ -149,32 +148,6 @@ static unsigned min_dense(const h5_ohdr *oh)
 			return (unsigned)h5_le_decode(m->data + 4, 2);
 	}
 	return MIN_DENSE_LINKS_DEFAULT;
-}
-
-/* The links of s back into the header as Link messages (one new
- * continuation chunk: h5_ohdr_put_many) and the Link Info message naming
- * no dense storage, in the caller's commit; *moved false when one is too
- * large for a message (libhdf5 keeps them dense then too). */
-static int to_compact(bool *moved, h5_ohdr_change *c, h5_file *f, const h5_dense_set *s, size_t linfo,
-		      int64_t max_corder)
-{
-	h5_ohdr_new_msg *m;
-	int rc;
-
-	*moved = false;
-	for (size_t i = 0; i < s->n; i++)
-		if (s->o[i].len >= MSG_MAX_SIZE)
-			return 0;
-	if (!(m = calloc(s->n ? s->n : 1, sizeof(*m))))
-		return h5_err_set(H5_ERR_NOMEM, "out of memory");
-	for (size_t i = 0; i < s->n; i++)
-		m[i] = (h5_ohdr_new_msg){ .type = H5_MSG_LINK, .body = s->o[i].msg, .len = s->o[i].len };
-	rc = h5_ohdr_put_many(c, f, m, s->n);
-	free(m);
-	if (rc == 0)
-		rc = h5_dense_info_unswitch(c, &f->fmt, H5_DENSE_LINKS, linfo, max_corder);
-	*moved = rc == 0;
-	return rc;
 }
 
 /* One change: the links loaded, edited, written anew, the Link Info
@@ -208,7 +181,7 @@ static int dense_change(h5_file *f, uint64_t group, uint64_t start, bool durable
 	if (rc == 0)
 		rc = fn(f, &s, &li, e);
 	if (rc == 0 && fn == edit_remove && s.n < min_dense(c.e.oh))
-		rc = to_compact(&moved, &c, f, &s, idx, li.max_corder);
+		rc = h5_dense_set_to_header(&moved, &c, f, &s, idx, li.max_corder);
 	if (rc == 0 && !moved)
 		rc = h5_dense_set_switch(&c, f, &s, idx, li.max_corder);
 	if (rc == 0)
