@@ -20,6 +20,7 @@ static int file_init_common(h5_file *f, const h5_open_opts *opts)
 	int rc;
 
 	pthread_mutex_init(&f->write_lock, NULL);
+	pthread_mutex_init(&f->stamp_mu, NULL);
 	f->root_addr = H5_ADDR_UNDEF;
 	f->ext_addr = H5_ADDR_UNDEF;
 	f->sohm_addr = H5_ADDR_UNDEF;
@@ -200,6 +201,7 @@ void h5_file_close(h5_file *f)
 	h5_ctx_free(f->ctx);            /* f's reference */
 	h5_source_close(f->src);        /* also drops a local file's flock */
 	pthread_mutex_destroy(&f->write_lock);
+	pthread_mutex_destroy(&f->stamp_mu);
 	free(f->ext_prefix);
 	free(f->ext_root);
 	for (size_t i = 0; f->remote.params && f->remote.params[i]; i++)

@@ -244,11 +244,29 @@ static void stamp_from(h5_file_stamp *s, const struct stat *st)
 	s->ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
 }
 
+/* f's stamp (a copy: our commits take it again meanwhile), and set. */
+static h5_file_stamp stamp_copy(h5_file *f)
+{
+	h5_file_stamp s;
+
+	pthread_mutex_lock(&f->stamp_mu);
+	s = f->stamp;
+	pthread_mutex_unlock(&f->stamp_mu);
+	return s;
+}
+
+static void stamp_set(h5_file *f, const h5_file_stamp *s)
+{
+	pthread_mutex_lock(&f->stamp_mu);
+	f->stamp = *s;
+	pthread_mutex_unlock(&f->stamp_mu);
+}
+
 int h5_file_stamp_get(h5_file_stamp *out, const h5_file *f)
 {
 	if (!f->has_stamp)
 		return 0;
-	*out = f->stamp;
+	*out = stamp_copy((h5_file *)f);
 	return 1;
 }
 
@@ -258,25 +276,29 @@ void h5_file_stamp_take(h5_file *f)
 	struct stat st;
 
 	if (fstat(h5_file_fd(f), &st) == 0) {
-		stamp_from(&f->stamp, &st);
+		h5_file_stamp s;
+
+		stamp_from(&s, &st);
+		stamp_set(f, &s);
 		f->has_stamp = true;
 	}
 }
 
 int h5_file_bytes_changed(h5_file *f, const char *path)
 {
-	h5_file_stamp now;
+	h5_file_stamp now, was;
 	struct stat st;
 	int m = 0;
 
 	if (!f->has_stamp)
 		return f->src->ops->changed && f->src->ops->changed(f->src, 0) == 1 ? H5_CHANGED_BYTES : 0;
+	was = stamp_copy(f);
 	/* the descriptor: the bytes we read, whatever the path names now */
 	if (fstat(h5_file_fd(f), &st) == 0) {
 		stamp_from(&now, &st);
 		/* ctime moves on unlink too: a deleted file keeps its bytes */
-		if (now.size != f->stamp.size || now.mtime_ns != f->stamp.mtime_ns ||
-		    (now.ctime_ns != f->stamp.ctime_ns && st.st_nlink > 0))
+		if (now.size != was.size || now.mtime_ns != was.mtime_ns ||
+		    (now.ctime_ns != was.ctime_ns && st.st_nlink > 0))
 			m |= H5_CHANGED_BYTES;
 	} else {
 		m |= H5_CHANGED_BYTES;
@@ -286,7 +308,7 @@ int h5_file_bytes_changed(h5_file *f, const char *path)
 	if (path) {
 		if (stat(path, &st) != 0)
 			m |= H5_CHANGED_GONE;
-		else if ((uint64_t)st.st_dev != f->stamp.dev || (uint64_t)st.st_ino != f->stamp.ino)
+		else if ((uint64_t)st.st_dev != was.dev || (uint64_t)st.st_ino != was.ino)
 			m |= H5_CHANGED_PATH;
 	}
 	return m;
@@ -389,9 +411,12 @@ static void restamp(h5_file *f)
 	uint8_t *b;
 	size_t n;
 
+	h5_file_stamp s;
+
 	if (!f->has_stamp || fstat(h5_file_fd(f), &st) != 0)
 		return;
-	stamp_from(&f->stamp, &st);
+	stamp_from(&s, &st);
+	stamp_set(f, &s);
 	if (front_read(f, &b, &n) == 0) {
 		free(f->front);
 		f->front = b;
@@ -408,7 +433,7 @@ int h5_file_front_take(h5_file *f)
 
 int h5_file_changed_by_others(h5_file *f)
 {
-	h5_file_stamp now;
+	h5_file_stamp now, was;
 	struct stat st;
 	uint8_t *b = NULL;
 	size_t n = 0;
@@ -419,9 +444,10 @@ int h5_file_changed_by_others(h5_file *f)
 	if (fstat(h5_file_fd(f), &st) != 0)
 		return h5_err_set(H5_ERR_IO, "%s: fstat: %s", f->path, strerror(errno));
 	stamp_from(&now, &st);
-	if (now.size != f->stamp.size || now.dev != f->stamp.dev || now.ino != f->stamp.ino)
+	was = stamp_copy(f);
+	if (now.size != was.size || now.dev != was.dev || now.ino != was.ino)
 		return 1;
-	if (now.mtime_ns == f->stamp.mtime_ns && now.ctime_ns == f->stamp.ctime_ns)
+	if (now.mtime_ns == was.mtime_ns && now.ctime_ns == was.ctime_ns)
 		return 0;
 	pthread_mutex_lock(&f->write_lock);
 	if (!f->front) {
@@ -431,7 +457,7 @@ int h5_file_changed_by_others(h5_file *f)
 		if (rc == 0)
 			rc = n != f->front_len || memcmp(b, f->front, n) != 0;
 		if (rc == 0)
-			f->stamp = now;
+			stamp_set(f, &now);
 	}
 	pthread_mutex_unlock(&f->write_lock);
 	free(b);

@@ -49,7 +49,9 @@ struct h5_file {
 	int64_t file_mtime;
 	/* a local file as opened (fstat of its descriptor): what
 	 * h5_file_changed() compares with; has_stamp false for other sources */
-	h5_file_stamp stamp;
+	h5_file_stamp stamp;    /* under stamp_mu: our own commits take it
+				 * again (h5_file_unlock) while lookups read it */
+	pthread_mutex_t stamp_mu;
 	bool has_stamp;
 	bool lazy_lock;         /* the write lock is taken by h5_file_lock */
 	bool locked;            /* h5_file_lock holds it (under write_lock) */
