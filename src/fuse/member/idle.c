@@ -25,7 +25,7 @@ static void *idler(void *arg)
 		pthread_cond_timedwait(&fs->idle_cv, &fs->lock, &ts);
 		if (fs->idle_stop)
 			break;
-		now = idle_now_ns();
+		now = member_now_ns();
 		for (struct hlink *h = fs->open_wfiles.next; h != &fs->open_wfiles && !pick; h = h->next) {
 			struct wfile *w = (struct wfile *)(void *)h;
 

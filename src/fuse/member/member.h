@@ -14,6 +14,8 @@
 #include "fs.h"
 #include "live.h"
 
+#include <time.h>
+
 struct dirsnap;
 
 /* member/read.c: the member root's reads (root.h) */
@@ -69,6 +71,15 @@ void node_unref(h5fs *fs, uint64_t ino, uint64_t count);
 
 
 
+
+/* Nanoseconds on the monotonic clock (idle commits, the write-behind). */
+static inline int64_t member_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 /* member/xbatch.c: setfattr's write-behind of new string attributes.
  * xbatch_add: 0 when the change is accepted (committed with its batch),

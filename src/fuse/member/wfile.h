@@ -44,14 +44,6 @@ struct wfile {
 	struct npy_stream *npy; /* an np.save placeholder's: writes go there (npy.c) */
 };
 
-static inline int64_t idle_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* wqueue.c: the node's queue joined (want: opened to read and write, a
  * mapping; sets w->cached) and left; every accepted write applied; len
  * more accepted bytes of w (under q->mu) */

@@ -32,14 +32,6 @@
 #define XB_MAX_ITEMS 4096
 #define XB_MAX_BYTES ((size_t)8 << 20)
 
-struct xb_item {
-	char *name;             /* the attribute's name (no "user.") */
-	size_t name_len;
-	char *val;
-	size_t len;
-	bool set;               /* a new value of an existing attribute */
-};
-
 struct xbatch {
 	h5fs *fs;
 	pthread_mutex_t mu;     /* the batch; held across its commit */
@@ -48,18 +40,11 @@ struct xbatch {
 	bool running, stop;
 	struct node *n;         /* pinned (busy) while pending */
 	struct use u;           /* its file and object, held (the lock too) */
-	struct xb_item *it;
+	h5_attr_str *it;        /* the changes, as the engine takes them (name
+				 * without "user.", value: strings owned here) */
 	size_t count, cap, bytes;
 	int64_t last_ns;
 };
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* The node let go, and freed if it was forgotten meanwhile (as the live
  * sweep does). Its kept xattrs were dropped when the change was accepted
@@ -80,29 +65,19 @@ static void node_let_go(h5fs *fs, struct node *n)
 /* The batch committed (xb->mu held). */
 static void commit_locked(h5fs *fs, struct xbatch *xb)
 {
-	h5_attr_str *v;
 	size_t done = 0;
 	int rc;
 
 	if (!xb->count)
 		return;
-	v = calloc(xb->count, sizeof(*v));
-	if (!v) {
-		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
-	} else {
-		for (size_t i = 0; i < xb->count; i++)
-			v[i] = (h5_attr_str){ xb->it[i].name, xb->it[i].name_len, xb->it[i].val, xb->it[i].len,
-					      xb->it[i].set, fs->cfg.xattr_raw };
-		rc = h5_attr_write_batch(&done, xb->u.f, xb->u.addr, v, xb->count);
-	}
+	rc = h5_attr_write_batch(&done, xb->u.f, xb->u.addr, xb->it, xb->count);
 	if (rc < 0)
 		h5fs_log(fs, LOG_ERR, "setxattr %s: %zu of %zu attribute changes committed, the rest lost: %s",
 			 show_path(xb->n->path), done, xb->count, h5_err_msg());
 	h5_err_clear();
-	free(v);
 	for (size_t i = 0; i < xb->count; i++) {
-		free(xb->it[i].name);
-		free(xb->it[i].val);
+		free((char *)xb->it[i].name);
+		free((char *)xb->it[i].val);
 	}
 	__atomic_store_n(&xb->count, 0, __ATOMIC_RELEASE);
 	xb->bytes = 0;
@@ -136,7 +111,7 @@ static void *flusher(void *arg)
 			pthread_cond_wait(&xb->cv, &xb->mu);
 			continue;
 		}
-		int64_t due = xb->last_ns + (int64_t)XB_IDLE_MS * 1000000, now = now_ns();
+		int64_t due = xb->last_ns + (int64_t)XB_IDLE_MS * 1000000, now = member_now_ns();
 
 		if (now >= due) {
 			commit_locked(fs, xb);
@@ -209,7 +184,7 @@ static size_t pending_at(const struct xbatch *xb, const char *name, size_t len)
 }
 
 /* A pending change's value replaced (the name set again). */
-static int revalue(struct xbatch *xb, struct xb_item *it, const char *val, size_t len)
+static int revalue(struct xbatch *xb, h5_attr_str *it, const char *val, size_t len)
 {
 	char *v = malloc(len + 1);
 
@@ -217,15 +192,17 @@ static int revalue(struct xbatch *xb, struct xb_item *it, const char *val, size_
 		return ENOMEM;
 	memcpy(v, val, len);
 	xb->bytes = xb->bytes - it->len + len;
-	free(it->val);
+	free((char *)it->val);
 	it->val = v;
 	it->len = len;
 	return 0;
 }
 
-static int push(struct xbatch *xb, const char *name, size_t name_len, const char *val, size_t len, bool set)
+static int push(struct xbatch *xb, const char *name, size_t name_len, const char *val, size_t len, bool set,
+		int raw)
 {
-	struct xb_item *it;
+	h5_attr_str *it;
+	char *nm, *v;
 
 	if (xb->count == xb->cap) {
 		size_t cap = xb->cap ? xb->cap * 2 : 64;
@@ -235,20 +212,18 @@ static int push(struct xbatch *xb, const char *name, size_t name_len, const char
 		xb->it = it;
 		xb->cap = cap;
 	}
-	it = &xb->it[xb->count];
-	it->name = malloc(name_len + 1);
-	it->val = malloc(len + 1);
-	if (!it->name || !it->val) {
-		free(it->name);
-		free(it->val);
+	nm = malloc(name_len + 1);
+	v = malloc(len + 1);
+	if (!nm || !v) {
+		free(nm);
+		free(v);
 		return ENOMEM;
 	}
-	memcpy(it->name, name, name_len);
-	it->name[name_len] = 0;
-	memcpy(it->val, val, len);
-	it->name_len = name_len;
-	it->len = len;
-	it->set = set;
+	memcpy(nm, name, name_len);
+	nm[name_len] = 0;
+	memcpy(v, val, len);
+	xb->it[xb->count] = (h5_attr_str){ .name = nm, .name_len = name_len, .val = v, .len = len, .set = set,
+					   .raw = raw };
 	xb->bytes += name_len + len;
 	__atomic_store_n(&xb->count, xb->count + 1, __ATOMIC_RELEASE);
 	return 0;
@@ -275,9 +250,9 @@ static int accept_locked(h5fs *fs, struct xbatch *xb, const char *name, size_t n
 	if (at != SIZE_MAX)
 		return rc == 0 ? revalue(xb, &xb->it[at], val, len) : -1;
 	if (rc == 0)
-		return (flags & XATTR_CREATE) ? EEXIST : push(xb, name, name_len, val, len, true);
+		return (flags & XATTR_CREATE) ? EEXIST : push(xb, name, name_len, val, len, true, raw);
 	if (rc == H5_ERR_NOTFOUND)
-		return (flags & XATTR_REPLACE) ? ENODATA : push(xb, name, name_len, val, len, false);
+		return (flags & XATTR_REPLACE) ? ENODATA : push(xb, name, name_len, val, len, false, raw);
 	return -1;
 }
 
@@ -295,7 +270,7 @@ int xbatch_add(h5fs *fs, struct node *n, const char *name, size_t name_len, cons
 		goto out;
 	err = accept_locked(fs, xb, name, name_len, val, len, flags);
 	if (!err) {
-		xb->last_ns = now_ns();
+		xb->last_ns = member_now_ns();
 		if (xb->count == 1)
 			pthread_cond_signal(&xb->cv);
 	}
