@@ -32,6 +32,11 @@ struct fhandle {
 	uint64_t local;
 };
 
+/* A dispatcher handle's end: its root's release or releasedir (fi: the
+ * request's, or NULL), its slot let go, the handle freed (RELEASE,
+ * RELEASEDIR, an interrupted open, the unmount's leftovers). */
+void handle_close(h5fs_mount *m, struct hnode *n, const struct fuse_file_info *fi);
+
 /* An open directory: its root's listing, held in its slot (a member
  * with open directories is not closed). */
 struct dhandle {

@@ -52,16 +52,11 @@ static int open_handle(h5fs_mount *m, fuse_ino_t ino, struct fuse_file_info *fi)
 static void open_undo(h5fs_mount *m, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fhandle *h = (struct fhandle *)(uintptr_t)fi->fh;
-	struct fuse_file_info rfi = *fi;
 
-	if (m->identity) {
+	if (m->identity)
 		m->slots[0]->ops->release(m->slots[0]->r, ino, fi);
-		return;
-	}
-	rfi.fh = h->fh;
-	h->s->ops->release(h->s->r, h->local, &rfi);
-	slot_unpin(m, h->s, &h->n);
-	free(h);
+	else
+		handle_close(m, &h->n, fi);
 }
 
 void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -196,16 +191,11 @@ void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	h5fs_mount *m = fuse_req_userdata(req);
 	struct fhandle *h = (struct fhandle *)(uintptr_t)fi->fh;
-	struct fuse_file_info rfi;
-	uint64_t local;
-	struct slot *s = handle_of(m, &local, &rfi, ino, fi);
 
-	if (s)
-		s->ops->release(s->r, local, &rfi);
-	if (s && !m->identity) {
-		slot_unpin(m, s, &h->n);
-		free(h);
-	}
+	if (m->identity)
+		m->slots[0]->ops->release(m->slots[0]->r, ino, fi);
+	else if (h)
+		handle_close(m, &h->n, fi);
 	fuse_reply_err(req, 0);
 }
 

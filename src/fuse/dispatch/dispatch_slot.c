@@ -525,31 +525,33 @@ void h5fs_mount_set_session(h5fs_mount *m, struct fuse_session *se)
 	m->se = se;
 }
 
+void handle_close(h5fs_mount *m, struct hnode *n, const struct fuse_file_info *fi)
+{
+	if (n->dir) {
+		struct dhandle *h = (struct dhandle *)n;
+
+		h->s->ops->releasedir(h->s->r, h->dh);
+		slot_unpin(m, h->s, n);
+		free(h);
+	} else {
+		struct fhandle *h = (struct fhandle *)n;
+		struct fuse_file_info rfi = fi ? *fi : (struct fuse_file_info){ 0 };
+
+		rfi.fh = h->fh;
+		h->s->ops->release(h->s->r, h->local, &rfi);
+		slot_unpin(m, h->s, n);
+		free(h);
+	}
+}
+
 /* The handles whose RELEASE or RELEASEDIR the unmount dropped (the
  * kernel sends them in the background; what is still queued when the
  * connection ends never comes): released as the kernel would have. The
  * session loop has ended. */
 static void handles_release(h5fs_mount *m)
 {
-	while (m->handles) {
-		struct hnode *n = m->handles;
-
-		if (n->dir) {
-			struct dhandle *h = (struct dhandle *)n;
-
-			h->s->ops->releasedir(h->s->r, h->dh);
-			slot_unpin(m, h->s, n);
-			free(h);
-		} else {
-			struct fhandle *h = (struct fhandle *)n;
-			struct fuse_file_info fi = { 0 };
-
-			fi.fh = h->fh;
-			h->s->ops->release(h->s->r, h->local, &fi);
-			slot_unpin(m, h->s, n);
-			free(h);
-		}
-	}
+	while (m->handles)
+		handle_close(m, m->handles, NULL);
 }
 
 void h5fs_mount_stop(h5fs_mount *m)

@@ -164,11 +164,8 @@ void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->fh = (uint64_t)(uintptr_t)h;
 	fi->keep_cache = keep;
 	fi->cache_readdir = keep;
-	if (fuse_reply_open(req, fi) != 0) {
-		h->s->ops->releasedir(h->s->r, h->dh);   /* interrupted: no releasedir will come */
-		slot_unpin(m, h->s, &h->n);
-		free(h);
-	}
+	if (fuse_reply_open(req, fi) != 0)
+		handle_close(m, &h->n, NULL);   /* interrupted: no releasedir will come */
 }
 
 void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
@@ -291,10 +288,7 @@ void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct dhandle *h = (struct dhandle *)(uintptr_t)fi->fh;
 
 	(void)ino;
-	if (h) {
-		h->s->ops->releasedir(h->s->r, h->dh);
-		slot_unpin(m, h->s, &h->n);
-	}
-	free(h);
+	if (h)
+		handle_close(m, &h->n, NULL);
 	fuse_reply_err(req, 0);
 }
