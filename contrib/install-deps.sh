@@ -27,6 +27,7 @@ TEST_PACKAGES=(
 	check hdf5-filter-plugin-zfp-serial
 	python3-h5py python3-numpy hdf5-tools
 	python3-hdf5plugin python3-tables hdf5-plugin-lzf hdf5-filter-plugin python3-netcdf4
+	hdf5-filter-plugin-blosc-serial bitshuffle python3-zstandard
 	dpkg-dev debhelper lintian libhdf5-dev rsync netcdf-bin
 	nginx-light python3-botocore
 	python3-fsspec python3-zarr python3-numcodecs python3-aiohttp

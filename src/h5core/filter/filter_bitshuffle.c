@@ -58,6 +58,24 @@ static void bshuf_untrans(uint8_t *out, const uint8_t *in, size_t n, size_t es)
 		}
 }
 
+/* bshuf_trans_bit_elem for n elements (n % 8 == 0), the inverse of
+ * bshuf_untrans (an 8x8 bit transposition is its own inverse). */
+static void bshuf_trans(uint8_t *out, const uint8_t *in, size_t n, size_t es)
+{
+	size_t nb = n / 8;
+
+	for (size_t j = 0; j < es; j++)
+		for (size_t g = 0; g < nb; g++) {
+			uint64_t x = 0;
+
+			for (unsigned b = 0; b < 8; b++)
+				x |= (uint64_t)in[(g * 8 + b) * es + j] << (8 * b);
+			x = trans_bit_8x8(x);
+			for (unsigned k = 0; k < 8; k++)
+				out[(j * 8 + k) * nb + g] = (uint8_t)(x >> (8 * k));
+		}
+}
+
 /* Decompress one bitshuffle block (comp 2 LZ4, 3 zstd) of exactly nbytes. */
 static int bshuf_block(uint8_t *dst, size_t nbytes, const uint8_t *src, size_t csz, uint32_t comp, size_t pos)
 {
@@ -187,9 +205,121 @@ out:
 	return rc;
 }
 
+/* Compress one bitshuffled block (comp 2 LZ4, 3 zstd at level) into dst
+ * (cap bytes): its size (4 bytes BE) then the data; *used the bytes. */
+static int bshuf_pack(uint8_t *dst, size_t cap, size_t *used, const uint8_t *src, size_t n, uint32_t comp, int level)
+{
+	size_t c = 0;
+
+	if (comp == 2) {
+#ifdef HAVE_LZ4
+		int r = n > LZ4_MAX_INPUT_SIZE || cap - 4 > INT_MAX ? 0 :
+			LZ4_compress_default((const char *)src, (char *)dst + 4, (int)n, (int)(cap - 4));
+
+		if (r <= 0)
+			return h5_err_set(H5_ERR_INVAL, "bitshuffle: LZ4 cannot compress a block of %zu bytes", n);
+		c = (size_t)r;
+#else
+		return h5_err_set(H5_ERR_UNSUPPORTED, "filter bitshuffle (32008): LZ4 not compiled in");
+#endif
+	} else {
+#ifdef HAVE_ZSTD
+		int rc = h5_filter_zstd_pack(dst + 4, cap - 4, &c, src, n, level, "bitshuffle zstd");
+
+		if (rc < 0)
+			return rc;
+#else
+		(void)level;
+		return h5_err_set(H5_ERR_UNSUPPORTED, "filter bitshuffle (32008): zstd not compiled in");
+#endif
+	}
+	dst[0] = (uint8_t)(c >> 24);
+	dst[1] = (uint8_t)(c >> 16);
+	dst[2] = (uint8_t)(c >> 8);
+	dst[3] = (uint8_t)c;
+	*used = 4 + c;
+	return 0;
+}
+
+/* bshuf_h5_filter's compression: cd [2] element size, [3] block size in
+ * elements (0: the default), [4] 0, 2 (LZ4) or 3 (zstd, level cd[5]).
+ * The header records the block size in bytes actually used. */
+static int enc_bitshuffle(uint8_t **buf, size_t *len, const h5_filter *f)
+{
+	size_t es, bs, nelm, left, ipos = 0, opos = 0, cap, bound;
+	uint32_t comp;
+	int level;
+	uint8_t *out = NULL, *tmp = NULL;
+	int rc = 0;
+
+	if (f->ncd < 3 || f->cd[2] == 0)
+		return h5_err_set(H5_ERR_FORMAT, "bitshuffle: invalid parameters");
+	es = f->cd[2];
+	bs = f->ncd > 3 && f->cd[3] ? f->cd[3] : bshuf_default_block(es);
+	comp = f->ncd > 4 ? f->cd[4] : 0;
+	level = f->ncd > 5 ? (int)f->cd[5] : 0;
+	if (bs % 8)
+		return h5_err_set(H5_ERR_FORMAT, "bitshuffle: block size %zu is not a multiple of 8", bs);
+	if (comp != 0 && comp != 2 && comp != 3)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "bitshuffle: unknown compression %u", comp);
+	if (*len % es)
+		return h5_err_set(H5_ERR_FORMAT, "bitshuffle: %zu bytes are not whole %zu-byte elements", *len, es);
+	if (bs > SIZE_MAX / es / 2 || (comp && bs * es > INT32_MAX))
+		return h5_err_set(H5_ERR_FORMAT, "bitshuffle: block too large");
+	nelm = *len / es;
+	/* every block grows by at most its compressor's bound, plus its size */
+	bound = comp == 0 ? 0 : sat_add(bs * es / 255 + 16, 4);
+#ifdef HAVE_ZSTD
+	if (comp == 3)
+		bound = sat_add(h5_filter_zstd_bound(bs * es) - bs * es, 4);
+#endif
+	cap = sat_add(sat_add(*len, 12), sat_add(nelm / bs + 1, 0) * bound);
+	out = h5_buf_alloc(cap);
+	tmp = comp ? h5_buf_alloc(bs * es) : NULL;
+	if (!out || (comp && !tmp)) {
+		rc = h5_err_set(H5_ERR_NOMEM, "bitshuffle: out of memory");
+		goto out;
+	}
+	if (comp) {
+		uint64_t t = *len, b = bs * es;
+
+		for (unsigned i = 0; i < 8; i++)
+			out[i] = (uint8_t)(t >> (56 - 8 * i));
+		for (unsigned i = 0; i < 4; i++)
+			out[8 + i] = (uint8_t)(b >> (24 - 8 * i));
+		opos = 12;
+	}
+	left = nelm;
+	while (left >= 8) {
+		size_t n = left >= bs ? bs : left / 8 * 8, used = 0;
+
+		if (!comp) {
+			bshuf_trans(out + opos, *buf + ipos, n, es);
+			opos += n * es;
+		} else {
+			bshuf_trans(tmp, *buf + ipos, n, es);
+			if ((rc = bshuf_pack(out + opos, cap - opos, &used, tmp, n * es, comp, level)) < 0)
+				goto out;
+			opos += used;
+		}
+		ipos += n * es;
+		left -= n;
+	}
+	/* the last size % 8 elements are copied as they are */
+	memcpy(out + opos, *buf + ipos, left * es);
+	opos += left * es;
+	swap_buf(buf, len, out, opos);
+	out = NULL;
+out:
+	h5_buf_free(tmp);
+	h5_buf_free(out);
+	return rc;
+}
+
 const h5_filter_class h5_filter_bitshuffle = {
 	.id = H5_FILTER_BITSHUFFLE,
 	.name = "bitshuffle",
 	.size = H5_FSIZE_BOUND,
 	.decode = dec_bitshuffle,
+	.encode = enc_bitshuffle,
 };

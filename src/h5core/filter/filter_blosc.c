@@ -41,6 +41,37 @@ static int dec_blosc(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
 	swap_buf(buf, len, out, nbytes);
 	return 0;
 }
+
+/* blosc_filter.c (hdf5-blosc, PyTables): cd [2] type size, [4] level (5),
+ * [5] shuffle (1: byte, 2: bit), [6] the codec (blosclz); the output may
+ * not exceed the input: then the (optional) filter fails and libhdf5
+ * stores the chunk unfiltered.  blosc_compress_ctx with one thread and the
+ * automatic block size writes what blosc_compress does, without its global
+ * state. */
+static int enc_blosc(uint8_t **buf, size_t *len, const h5_filter *f)
+{
+	unsigned typesize = f->ncd > 2 ? f->cd[2] : 1, clevel = f->ncd > 4 ? f->cd[4] : 5;
+	int shuffle = f->ncd > 5 ? (int)f->cd[5] : 1, r;
+	const char *cname = "blosclz";
+	uint8_t *out;
+
+	if (f->ncd > 6 && blosc_compcode_to_compname((int)f->cd[6], &cname) < 0)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "blosc: codec %u not in this libblosc", f->cd[6]);
+	if (*len > BLOSC_MAX_BUFFERSIZE)
+		return h5_err_set(H5_ERR_LIMIT, "blosc: chunk of %zu bytes too large", *len);
+	if (typesize == 0 || typesize > BLOSC_MAX_TYPESIZE)
+		typesize = 1;
+	out = h5_buf_alloc(*len ? *len : 1);
+	if (!out)
+		return h5_err_set(H5_ERR_NOMEM, "blosc: out of memory");
+	r = blosc_compress_ctx((int)clevel, shuffle, typesize, *len, *buf, out, *len, cname, 0, 1);
+	if (r <= 0) {
+		h5_buf_free(out);
+		return h5_err_set(H5_ERR_LIMIT, "blosc: %s", r == 0 ? "does not compress" : "compression failed");
+	}
+	swap_buf(buf, len, out, (size_t)r);
+	return 0;
+}
 #endif
 
 const h5_filter_class h5_filter_blosc = {
@@ -49,5 +80,6 @@ const h5_filter_class h5_filter_blosc = {
 	.size = H5_FSIZE_BOUND,
 #ifdef HAVE_BLOSC
 	.decode = dec_blosc,
+	.encode = enc_blosc,
 #endif
 };

@@ -70,6 +70,32 @@ out:
 	h5_buf_free(out);
 	return rc;
 }
+
+/* H5Zbzip2.c: cd[0] the block size in 100 kB (1..9, 9 without it), work
+ * factor 0; BZ2_bzBuffToBuffCompress makes the same stream as its loop. */
+static int enc_bzip2(uint8_t **buf, size_t *len, const h5_filter *f)
+{
+	unsigned bs = f->ncd >= 1 ? f->cd[0] : 9, dlen;
+	size_t cap = sat_add(sat_add(*len, *len / 100), 600);
+	uint8_t *out;
+	int brc;
+
+	if (bs < 1 || bs > 9)
+		return h5_err_set(H5_ERR_INVAL, "bzip2: invalid block size %u", bs);
+	if (cap > UINT_MAX)
+		return h5_err_set(H5_ERR_LIMIT, "bzip2: chunk of %zu bytes too large", *len);
+	out = h5_buf_alloc(cap);
+	if (!out)
+		return h5_err_set(H5_ERR_NOMEM, "bzip2: out of memory");
+	dlen = (unsigned)cap;
+	brc = BZ2_bzBuffToBuffCompress((char *)out, &dlen, (char *)*buf, (unsigned)*len, (int)bs, 0, 0);
+	if (brc != BZ_OK) {
+		h5_buf_free(out);
+		return h5_err_set(brc == BZ_MEM_ERROR ? H5_ERR_NOMEM : H5_ERR_INVAL, "bzip2: compression failed (%d)", brc);
+	}
+	swap_buf(buf, len, out, dlen);
+	return 0;
+}
 #endif
 
 const h5_filter_class h5_filter_bzip2 = {
@@ -78,5 +104,6 @@ const h5_filter_class h5_filter_bzip2 = {
 	.size = H5_FSIZE_BOUND,
 #ifdef HAVE_BZ2
 	.decode = dec_bzip2,
+	.encode = enc_bzip2,
 #endif
 };

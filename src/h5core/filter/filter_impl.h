@@ -51,6 +51,10 @@ extern const h5_filter_class h5_filter_deflate, h5_filter_shuffle, h5_filter_fle
 #ifdef HAVE_ZSTD
 /* One zstd frame into out (at most cap bytes); bitshuffle's zstd blocks too. */
 int h5_filter_zstd_into(uint8_t *out, size_t cap, size_t *got, const uint8_t *in, size_t in_len, const char *what);
+/* One zstd frame of in at level (as given: 0 is zstd's default) into out (cap bytes, at least h5_filter_zstd_bound(in_len)). */
+int h5_filter_zstd_pack(uint8_t *out, size_t cap, size_t *got, const uint8_t *in, size_t in_len, int level,
+			const char *what);
+size_t h5_filter_zstd_bound(size_t n);
 #endif
 
 

@@ -69,6 +69,55 @@ out:
 	h5_buf_free(out);
 	return rc;
 }
+
+/* H5Zlz4.c's compression: cd[0] the block size (0 or none: 1 GiB), cut to
+ * the chunk; each block LZ4_compress_default'ed, or stored raw when that
+ * does not make it smaller. */
+#define LZ4_H5_DEFAULT_BLOCK (1u << 30)
+
+static void be_put(uint8_t *p, uint64_t v, unsigned n)
+{
+	for (unsigned i = n; i-- > 0; v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+static int enc_lz4(uint8_t **buf, size_t *len, const h5_filter *f)
+{
+	size_t blk = f->ncd >= 1 && f->cd[0] > 0 ? f->cd[0] : LZ4_H5_DEFAULT_BLOCK;
+	size_t nblocks, cap, pos = 12;
+	uint8_t *out;
+
+	if (blk > *len)
+		blk = *len;
+	if (blk > LZ4_MAX_INPUT_SIZE)
+		return h5_err_set(H5_ERR_LIMIT, "lz4: block of %zu bytes too large", blk);
+	nblocks = blk ? (*len + blk - 1) / blk : 0;
+	cap = 12 + nblocks * (4 + (size_t)LZ4_compressBound((int)blk));
+	out = h5_buf_alloc(cap);
+	if (!out)
+		return h5_err_set(H5_ERR_NOMEM, "lz4: out of memory");
+	be_put(out, *len, 8);
+	be_put(out + 8, blk, 4);
+	for (size_t done = 0; done < *len;) {
+		size_t this = *len - done < blk ? *len - done : blk;
+		int c = LZ4_compress_default((const char *)*buf + done, (char *)out + pos + 4, (int)this,
+					     LZ4_compressBound((int)this));
+
+		if (c <= 0) {
+			h5_buf_free(out);
+			return h5_err_set(H5_ERR_INVAL, "lz4: cannot compress a block of %zu bytes", this);
+		}
+		if ((size_t)c >= this) {
+			c = (int)this;
+			memcpy(out + pos + 4, *buf + done, this);
+		}
+		be_put(out + pos, (uint64_t)c, 4);
+		pos += 4 + (size_t)c;
+		done += this;
+	}
+	swap_buf(buf, len, out, pos);
+	return 0;
+}
 #endif
 
 const h5_filter_class h5_filter_lz4 = {
@@ -77,5 +126,6 @@ const h5_filter_class h5_filter_lz4 = {
 	.size = H5_FSIZE_BOUND,
 #ifdef HAVE_LZ4
 	.decode = dec_lz4,
+	.encode = enc_lz4,
 #endif
 };

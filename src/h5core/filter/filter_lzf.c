@@ -75,9 +75,102 @@ out:
 	return rc;
 }
 
+/* Our own LZF packer, in the format above (greedy, one hash of the next
+ * three bytes, matches of 3..264 bytes at distances 1..8192).  h5py's
+ * filter gives liblzf an output as long as the input: when the stream
+ * would not fit the filter fails and, being optional, the chunk is stored
+ * unfiltered with its mask bit set.  0: does not fit. */
+#define LZF_HLOG 14
+#define LZF_MAX_LIT 32
+#define LZF_MAX_OFF 8192
+#define LZF_MAX_REF (2 + 7 + 255)
+
+static inline uint32_t lzf_hash(const uint8_t *p)
+{
+	return (((uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2]) * UINT32_C(2654435761)) >> (32 - LZF_HLOG);
+}
+
+/* Literal run in[from, to) as runs of at most 32 bytes; false: no room. */
+static bool lzf_lits(uint8_t *out, size_t cap, size_t *op, const uint8_t *in, size_t from, size_t to)
+{
+	while (from < to) {
+		size_t n = to - from < LZF_MAX_LIT ? to - from : LZF_MAX_LIT;
+
+		if (cap - *op < n + 1)
+			return false;
+		out[(*op)++] = (uint8_t)(n - 1);
+		memcpy(out + *op, in + from, n);
+		*op += n;
+		from += n;
+	}
+	return true;
+}
+
+static size_t lzf_pack(uint8_t *out, size_t cap, const uint8_t *in, size_t n, size_t *tab)
+{
+	size_t ip = 0, ls = 0, op = 0;
+
+	while (n >= 3 && ip < n - 2) {
+		uint32_t h = lzf_hash(in + ip);
+		size_t ref = tab[h], r, ml, max, lcode, off;
+
+		tab[h] = ip + 1;
+		if (!ref || ip - (ref - 1) > LZF_MAX_OFF || memcmp(in + ref - 1, in + ip, 3) != 0) {
+			ip++;
+			continue;
+		}
+		r = ref - 1;
+		max = n - ip < LZF_MAX_REF ? n - ip : LZF_MAX_REF;
+		for (ml = 3; ml < max && in[r + ml] == in[ip + ml]; ml++)
+			;
+		if (!lzf_lits(out, cap, &op, in, ls, ip))
+			return 0;
+		lcode = ml - 2;
+		off = ip - r - 1;
+		if (cap - op < (lcode >= 7 ? 3u : 2u))
+			return 0;
+		out[op++] = (uint8_t)((lcode >= 7 ? 7 : lcode) << 5 | off >> 8);
+		if (lcode >= 7)
+			out[op++] = (uint8_t)(lcode - 7);
+		out[op++] = (uint8_t)off;
+		/* the positions inside the match are candidates too */
+		for (size_t p = ip + 1; p < ip + ml && p < n - 2; p++)
+			tab[lzf_hash(in + p)] = p + 1;
+		ip += ml;
+		ls = ip;
+	}
+	if (!lzf_lits(out, cap, &op, in, ls, n))
+		return 0;
+	return op;
+}
+
+static int enc_lzf(uint8_t **buf, size_t *len, const h5_filter *f)
+{
+	size_t *tab, got;
+	uint8_t *out;
+
+	(void)f;
+	tab = calloc((size_t)1 << LZF_HLOG, sizeof(*tab));
+	out = h5_buf_alloc(*len ? *len : 1);
+	if (!tab || !out) {
+		free(tab);
+		h5_buf_free(out);
+		return h5_err_set(H5_ERR_NOMEM, "lzf: out of memory");
+	}
+	got = lzf_pack(out, *len, *buf, *len, tab);
+	free(tab);
+	if (got == 0) {
+		h5_buf_free(out);
+		return h5_err_set(H5_ERR_LIMIT, "lzf: does not compress");
+	}
+	swap_buf(buf, len, out, got);
+	return 0;
+}
+
 const h5_filter_class h5_filter_lzf = {
 	.id = H5_FILTER_LZF,
 	.name = "lzf",
 	.size = H5_FSIZE_BOUND,
 	.decode = dec_lzf,
+	.encode = enc_lzf,
 };

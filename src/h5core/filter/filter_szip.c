@@ -7,6 +7,9 @@
 #ifdef HAVE_AEC
 #include <libaec.h>
 #endif
+#ifdef HAVE_SZLIB
+#include <szlib.h>
+#endif
 
 #ifdef HAVE_AEC
 /* H5Z_filter_szip stores the decoded size (4 bytes LE) then the szip stream;
@@ -120,11 +123,50 @@ out:
 }
 #endif
 
+#ifdef HAVE_SZLIB
+/* H5Z_filter_szip's compression: the decoded size (4 bytes LE), then what
+ * SZ_BufftoBuffCompress makes of the chunk with the cd values as its
+ * parameters, in an output no larger than the input: when it does not fit
+ * the filter fails, and szip being optional (H5Pset_szip) the chunk is
+ * stored unfiltered with its mask bit set. */
+static int enc_szip(uint8_t **buf, size_t *len, const h5_filter *f)
+{
+	SZ_com_t p;
+	size_t dlen = *len;
+	uint8_t *out;
+	int r;
+
+	if (f->ncd < 4)
+		return h5_err_set(H5_ERR_FORMAT, "szip: %zu cd values, expected 4", f->ncd);
+	if (*len > UINT32_MAX)
+		return h5_err_set(H5_ERR_LIMIT, "szip: chunk of %zu bytes too large", *len);
+	p.options_mask = (int)f->cd[0];
+	p.pixels_per_block = (int)f->cd[1];
+	p.bits_per_pixel = (int)f->cd[2];
+	p.pixels_per_scanline = (int)f->cd[3];
+	out = h5_buf_alloc(*len + 4);
+	if (!out)
+		return h5_err_set(H5_ERR_NOMEM, "szip: out of memory");
+	h5_le_encode(out, *len, 4);
+	r = SZ_BufftoBuffCompress(out + 4, &dlen, *buf, *len, &p);
+	if (r != SZ_OK) {
+		h5_buf_free(out);
+		return h5_err_set(r == SZ_MEM_ERROR ? H5_ERR_NOMEM : H5_ERR_LIMIT,
+				  "szip: compression failed (%s)", r == SZ_OUTBUFF_FULL ? "does not compress" : "libsz error");
+	}
+	swap_buf(buf, len, out, dlen + 4);
+	return 0;
+}
+#endif
+
 const h5_filter_class h5_filter_szip = {
 	.id = H5_FILTER_SZIP,
 	.name = "szip",
 	.size = H5_FSIZE_BOUND,
 #ifdef HAVE_AEC
 	.decode = dec_szip,
+#endif
+#ifdef HAVE_SZLIB
+	.encode = enc_szip,
 #endif
 };

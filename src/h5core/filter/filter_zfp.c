@@ -222,6 +222,69 @@ out:
 	h5_buf_free(out);
 	return rc;
 }
+
+/* H5Z_filter_zfp's compression: the field and mode from the header in the
+ * cd values, the chunk compressed into a buffer of zfp_stream_maximum_size
+ * and cut to the stream's size (whole 64-bit words).  A header from a host
+ * of the other byte order would need the values swapped first: refused.
+ * A codec other than this libzfp's would write a stream the file's readers
+ * take for another: refused too. */
+static int enc_zfp(uint8_t **buf, size_t *len, const h5_filter *f)
+{
+	zfp_stream *zs = NULL;
+	zfp_field *fld = NULL;
+	bitstream *bs = NULL;
+	uint8_t *out = NULL;
+	size_t es = 0, maxsz, got;
+	bool swap;
+	int rc;
+
+	if (f->ncd < 2 || f->ncd > ZFP_CD_MAX)
+		return h5_err_set(H5_ERR_FORMAT, "zfp: %zu client values (H5Z-ZFP stores 2 to %d)", f->ncd,
+				  ZFP_CD_MAX);
+	if (writer_codec(f->cd[0]) != zfp_codec_version)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "zfp: dataset written with zfp codec %u, this libzfp encodes codec %u",
+				  writer_codec(f->cd[0]), zfp_codec_version);
+	if ((rc = zfp_header(&zs, &fld, &swap, f)) < 0)
+		return rc;
+	if (swap) {
+		rc = h5_err_set(H5_ERR_UNSUPPORTED, "zfp: header of the other byte order: cannot encode");
+		goto out;
+	}
+	if ((rc = elem_size(&es, zfp_field_type(fld))) < 0)
+		goto out;
+	if (zfp_field_size(fld, NULL) * es != *len) {
+		rc = h5_err_set(H5_ERR_FORMAT, "zfp: chunk of %zu bytes, the header's field holds %zu",
+				*len, zfp_field_size(fld, NULL) * es);
+		goto out;
+	}
+	maxsz = zfp_stream_maximum_size(zs, fld);
+	out = maxsz ? h5_buf_alloc(sat_add(maxsz, 8)) : NULL;
+	bs = out ? stream_open(out, maxsz) : NULL;
+	if (!bs) {
+		rc = h5_err_set(maxsz ? H5_ERR_NOMEM : H5_ERR_FORMAT, "zfp: %s", maxsz ? "out of memory" : "no size bound");
+		goto out;
+	}
+	zfp_stream_set_bit_stream(zs, bs);
+	zfp_stream_rewind(zs);
+	zfp_field_set_pointer(fld, *buf);
+	got = zfp_compress(zs, fld);
+	if (got == 0) {
+		rc = h5_err_set(H5_ERR_INVAL, "zfp: compression failed");
+		goto out;
+	}
+	swap_buf(buf, len, out, got);
+	out = NULL;
+out:
+	if (zs)
+		zfp_stream_close(zs);
+	if (fld)
+		zfp_field_free(fld);
+	if (bs)
+		stream_close(bs);
+	h5_buf_free(out);
+	return rc;
+}
 #endif
 
 const h5_filter_class h5_filter_zfp = {
@@ -230,5 +293,6 @@ const h5_filter_class h5_filter_zfp = {
 	.size = H5_FSIZE_BOUND,
 #ifdef HAVE_ZFP
 	.decode = dec_zfp,
+	.encode = enc_zfp,
 #endif
 };

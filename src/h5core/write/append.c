@@ -118,8 +118,7 @@ static int check_filters(const h5_dataset *d)
 	for (size_t i = 0; i < d->pline.n; i++) {
 		uint16_t id = d->pline.filters[i].id;
 
-		if ((id != H5_FILTER_DEFLATE && id != H5_FILTER_SHUFFLE && id != H5_FILTER_FLETCHER32) ||
-		    !h5_filter_can_encode(id))
+		if (!h5_filter_can_encode(id))
 			return h5_err_set(H5_ERR_PERM, "filter %s (%u) cannot be written: cannot grow",
 					  h5_filter_name(id), id);
 	}
