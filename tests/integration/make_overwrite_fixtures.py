@@ -2,7 +2,8 @@
 """Deterministic fixtures of the overwrite tests (test_overwrite.py,
 test_overwrite_crash.py): one dataset per layout and chunk index, filtered
 and not, some chunks never written (fill value), plus datasets whose
-bytes must be refused (VDS, external storage, filters without an encoder).
+bytes must be refused (VDS, external storage, a third-party filter
+without an encoder).
 
     make_overwrite_fixtures.py OUT.h5 [--latest] [--big]
 
@@ -73,6 +74,14 @@ def default(path, big):
         chunked(f, "bt1_many", (4000,), (4,), "<i4", maxshape=(None,), part=np.s_[1000:2000])
         chunked(f, "lzf", (100,), (10,), "<i4", compression="lzf")
         chunked(f, "sof", (100,), (10,), "<i4", scaleoffset=0)
+        # a third-party filter nobody here encodes (optional: libhdf5 stored
+        # every chunk without it, mask bit set)
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_chunk((10,))
+        dcpl.set_filter(33001, h5py.h5z.FLAG_OPTIONAL, (1, 2))
+        h5py.h5d.create(f.id, b"unk", h5py.h5t.py_create(np.dtype("<i4")), h5py.h5s.create_simple((100,)),
+                        dcpl=dcpl)
+        f["unk"][...] = values("unk", (100,), "<i4")
         f.create_dataset("ext", shape=(100,), dtype="<i4", external=[("ext.bin", 0, 400)])
         lay = h5py.VirtualLayout(shape=(100,), dtype="<f8")
         lay[:] = h5py.VirtualSource(".", "contig", shape=(1000,))[:100]
