@@ -2,17 +2,21 @@
 """Byte writes into chunked datasets with every filter h5fs encodes
 (issue 48): lz4, bzip2, blosc (blosclz, lz4, zstd; byte and bit shuffle),
 bitshuffle (alone and with LZ4), szip (nn, ec), zfp (rate, precision,
-accuracy, reversible), lzf, zstd, and shuffle before them.
+accuracy, reversible), lzf, zstd, scale-offset (integers, minimum bits,
+D-scaled floats), n-bit, and shuffle or deflate beside them.
 
 For each: h5py (with Debian's plugins: hdf5plugin's lz4/bzip2/zfp, the
 blosc plugin, bitshuffle.h5, h5py's own lzf, libhdf5's szip) writes a
 dataset with partial edge chunks; the mount reads exactly what h5py reads;
 pwrite through the mount changes bytes crossing chunk edges; after the
 unmount h5py reads exactly the changed bytes (within the declared accuracy
-for zfp's accuracy mode, libhdf5's own result for the other lossy modes),
+for zfp's accuracy mode and scale-offset's D-scale, libhdf5's own result
+for the other lossy modes),
 the chunks not touched keep their bytes and their place, and every touched
 chunk is byte for byte what libhdf5 stores when h5py writes the same
-values (lzf: our own packer, decoded alike; the filter mask alike).
+values (lzf: our own packer, and deflate through libdeflate: decoded
+alike; the filter mask alike). Values are compared as stored, in the
+dataset's own type (n-bit's padding bits included).
 
 zstd has no HDF5 plugin in Debian: its fixture chunks are compressed by
 python3-zstandard and written with write_direct_chunk, and its chunks are
@@ -61,7 +65,16 @@ def cases():
            ("shuf_lzf", "<f8", dict(compression="lzf", shuffle=True), "lzf"),
            ("szip_nn", "<i4", dict(compression="szip", compression_opts=("nn", 16)), "exact"),
            ("szip_ec_f8", "<f8", dict(compression="szip", compression_opts=("ec", 8)), "exact"),
-           ("szip_i2", "<i2", dict(compression="szip", compression_opts=("nn", 8)), "exact")]
+           ("szip_i2", "<i2", dict(compression="szip", compression_opts=("nn", 8)), "exact"),
+           ("so_i4", "<i4", dict(scaleoffset=0), "exact"),
+           ("so_i2_fill", ">i2", dict(scaleoffset=0, fillvalue=-5), "exact"),
+           ("so_u1_bits", "<u1", dict(scaleoffset=5), "lossy"),
+           ("so_f4_d2", "<f4", dict(scaleoffset=2), ("tol", 0.5e-2)),
+           ("so_f8_d3", ">f8", dict(scaleoffset=3, compression="gzip"), ("tol", 0.5e-3)),
+           # n-bit keeps `precision` bits at `offset`: the others of what
+           # is written are lost, as in libhdf5's own write
+           ("nbit_u4", "<u4", dict(nbit=(h5py.h5t.STD_U32LE, 12, 2)), "lossy"),
+           ("nbit_i2be", ">i2", dict(nbit=(h5py.h5t.STD_I16BE, 13, 1)), "lossy")]
     if hdf5plugin is not None:
         out += [("lz4", "<i4", dict(hdf5plugin.LZ4(nbytes=0)), "exact"),
                 ("lz4_blocks", "<i2", dict(hdf5plugin.LZ4(nbytes=256)), "exact"),
@@ -130,7 +143,18 @@ def touched(ops, es):
 
 def make(path, name, dtype, kw):
     with h5py.File(path, "w") as f:
-        f.create_dataset("d", data=values(name, dtype), chunks=CHUNKS, **kw)
+        if "nbit" in kw:
+            base, prec, off = kw["nbit"]
+            t = base.copy()
+            t.set_precision(prec)
+            t.set_offset(off)
+            dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+            dcpl.set_chunk(CHUNKS)
+            dcpl.set_filter(5, 0, ())      # libhdf5's set_local describes the type
+            h5py.h5d.create(f.id, b"d", t, h5py.h5s.create_simple(SHAPE), dcpl=dcpl)
+            f["d"][...] = values(name, dtype)
+        else:
+            f.create_dataset("d", data=values(name, dtype), chunks=CHUNKS, **kw)
 
 
 def run(work, name, dtype, kw, mode):
@@ -144,8 +168,12 @@ def run(work, name, dtype, kw, mode):
     shutil.copy(src, ref)
     with h5py.File(src, "r") as f:
         ds = f["d"]
-        old = ds[()]
+        # the stored element bytes (n-bit: libhdf5 would shift the value
+        # out of its bit offset when converting to numpy's type)
+        old = np.frombuffer(bytes(T.dataset_raw(ds)), np.dtype(dtype)).reshape(SHAPE)
         before = chunks_of(ds)
+        deflated = any(ds.id.get_create_plist().get_filter(i)[0] == 1
+                       for i in range(ds.id.get_create_plist().get_nfilters()))
         es = ds.dtype.itemsize
         if ds.id.get_create_plist().get_nfilters() == 0:
             T.fail("%s: no filter in the fixture" % name)
@@ -177,11 +205,15 @@ def run(work, name, dtype, kw, mode):
     # libhdf5 writes the same values into the touched chunks of its copy
     tch = touched(ops, es)
     with h5py.File(ref, "r+") as g:
-        for r0, c0 in tch:
-            sl = np.s_[r0:r0 + CHUNKS[0], c0:c0 + CHUNKS[1]]
-            g["d"][sl] = exp_arr[sl]
+        if "nbit" in kw:
+            T.write_raw(g["d"], exp)
+        else:
+            for r0, c0 in tch:
+                sl = np.s_[r0:r0 + CHUNKS[0], c0:c0 + CHUNKS[1]]
+                g["d"][sl] = exp_arr[sl]
     with h5py.File(src, "r") as f, h5py.File(ref, "r") as g:
-        a, b = f["d"][()], g["d"][()]
+        a = np.frombuffer(bytes(T.dataset_raw(f["d"])), np.dtype(dtype)).reshape(SHAPE)
+        b = np.frombuffer(bytes(T.dataset_raw(g["d"])), np.dtype(dtype)).reshape(SHAPE)
         after, theirs = chunks_of(f["d"]), chunks_of(g["d"])
     if isinstance(mode, tuple):
         err = np.abs(a.astype(np.float64) - exp_arr.astype(np.float64)).max()
@@ -203,11 +235,12 @@ def run(work, name, dtype, kw, mode):
             continue
         if after[k][0] != theirs[k][0]:
             T.fail("%s: chunk %s stored with mask %d, libhdf5's %d" % (name, k, after[k][0], theirs[k][0]))
-        if mode != "lzf" and after[k][2] != theirs[k][2]:
+        if mode != "lzf" and not deflated and after[k][2] != theirs[k][2]:
             T.fail("%s: chunk %s: %d bytes, libhdf5 encodes %d (%s)" % (
                 name, k, len(after[k][2]), len(theirs[k][2]), T.first_diff(after[k][2], theirs[k][2])))
     print("%s: %d writes, %d of %d chunks re-encoded, libhdf5 reads them%s" % (
-        name, len(ops), len(tch), len(before), "" if mode == "lzf" else ", byte-identical to its own"), flush=True)
+        name, len(ops), len(tch), len(before),
+        "" if mode == "lzf" or deflated else ", byte-identical to its own"), flush=True)
 
 
 def run_zstd(work):
@@ -282,7 +315,8 @@ def crash_states(work):
     if not os.path.exists(helper):
         print("SKIP crash states: overwrite_trace not built")
         return
-    filt = [("lzf", dict(compression="lzf")), ("szip", dict(compression="szip", compression_opts=("nn", 8)))]
+    filt = [("lzf", dict(compression="lzf")), ("szip", dict(compression="szip", compression_opts=("nn", 8))),
+            ("scaleoffset", dict(scaleoffset=0))]
     if hdf5plugin is not None:
         filt += [("lz4", dict(hdf5plugin.LZ4(nbytes=64))), ("bzip2", dict(hdf5plugin.BZip2())),
                  ("zfp-rev", dict(hdf5plugin.Zfp(reversible=True)))]

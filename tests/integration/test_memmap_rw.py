@@ -46,7 +46,7 @@ import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
 MAKE = os.path.join(T.HERE, "make_overwrite_fixtures.py")
-REFUSED = ("sof", "unk", "ext", "vds")
+REFUSED = ("unk", "ext", "vds")
 PAGE = 4096
 
 

@@ -14,7 +14,7 @@ bytes after a close; writes past the end of a fixed dataset: EFBIG (a
 write crossing it is short); crossing the end of a growable one appends
 the rest; lzf (random values: the optional filter does not pay and the
 chunks are stored without it, mask bit set, as libhdf5 does); VDS,
-external storage, a third-party filter and scale-offset (no encoder) are
+external storage and a third-party filter (no encoder) are
 refused at open with EOPNOTSUPP and one log line; h5dump reads the result.
 One mount commits every 777 bytes (H5FS_OVERWRITE_COMMIT_BYTES): a partial
 element waits for the rest of it.
@@ -37,7 +37,7 @@ import numpy as np  # noqa: E402
 import bt1_dump  # noqa: E402
 
 MAKE = os.path.join(T.HERE, "make_overwrite_fixtures.py")
-REFUSED = ("sof", "unk", "ext", "vds")
+REFUSED = ("unk", "ext", "vds")
 
 
 def plan(name, n, esize, cb):

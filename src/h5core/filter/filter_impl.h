@@ -140,4 +140,36 @@ static inline uint64_t br_get(bitrd *b, unsigned n)
 	return v;
 }
 
+/* MSB-first bit writer, the inverse of bitrd: the encoders of nbit and
+ * scale-offset.  The caller sizes p (zeroed) for every bit it puts. */
+typedef struct bitwr {
+	uint8_t *p;
+	size_t pos;
+	unsigned left;  /* bits still free in p[pos] (1..8) */
+} bitwr;
+
+static inline void bw_init(bitwr *b, uint8_t *p)
+{
+	b->p = p;
+	b->pos = 0;
+	b->left = 8;
+}
+
+/* The low n bits of v (n <= 64), high bits first. */
+static inline void bw_put(bitwr *b, uint64_t v, unsigned n)
+{
+	while (n > 0) {
+		unsigned take = n < b->left ? n : b->left;
+		unsigned bits = (unsigned)(v >> (n - take)) & ((1u << take) - 1);
+
+		b->p[b->pos] |= (uint8_t)(bits << (b->left - take));
+		b->left -= take;
+		n -= take;
+		if (b->left == 0) {
+			b->pos++;
+			b->left = 8;
+		}
+	}
+}
+
 #endif

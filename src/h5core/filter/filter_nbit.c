@@ -18,10 +18,15 @@
 
 enum { NBIT_ATOMIC = 1, NBIT_ARRAY = 2, NBIT_COMPOUND = 3, NBIT_NOOPTYPE = 4 };
 
+/* One walk of the datatype description serves both ways: decoding reads
+ * the packed bits (br) into out, encoding (enc) reads the elements from
+ * out and packs them (bw), byte for byte in the same order. */
 typedef struct nbit_ctx {
 	const uint32_t *cd;
 	size_t ncd;
 	bitrd br;
+	bool enc;
+	bitwr bw;
 	uint8_t *out;
 	size_t out_len;
 } nbit_ctx;
@@ -60,7 +65,7 @@ static int nbit_out_check(const nbit_ctx *c, size_t off, uint64_t size)
 }
 
 /* H5Z__nbit_decompress_one_byte: byte k of the element gets dat_len bits
- * at bit dat_offset. */
+ * at bit dat_offset (H5Z__nbit_compress_one_byte: they are packed). */
 static void nbit_one_byte(nbit_ctx *c, size_t off, unsigned k, unsigned begin_i, unsigned end_i,
 			  const nbit_atomic *p, unsigned dtype_len)
 {
@@ -79,7 +84,10 @@ static void nbit_one_byte(nbit_ctx *c, size_t off, unsigned k, unsigned begin_i,
 		dat_offset = p->offset % 8;
 		dat_len = p->precision;
 	}
-	c->out[off + k] = (uint8_t)(br_get(&c->br, dat_len) << dat_offset);
+	if (c->enc)
+		bw_put(&c->bw, (uint64_t)(c->out[off + k] >> dat_offset) & ((1u << dat_len) - 1), dat_len);
+	else
+		c->out[off + k] = (uint8_t)(br_get(&c->br, dat_len) << dat_offset);
 }
 
 static int nbit_one_atomic(nbit_ctx *c, size_t off, const nbit_atomic *p)
@@ -111,8 +119,12 @@ static int nbit_one_nooptype(nbit_ctx *c, size_t off, uint32_t size)
 
 	if ((rc = nbit_out_check(c, off, size)) < 0)
 		return rc;
-	for (uint32_t i = 0; i < size; i++)
-		c->out[off + i] = (uint8_t)br_get(&c->br, 8);
+	for (uint32_t i = 0; i < size; i++) {
+		if (c->enc)
+			bw_put(&c->bw, c->out[off + i], 8);
+		else
+			c->out[off + i] = (uint8_t)br_get(&c->br, 8);
+	}
 	if (c->br.bad)
 		return h5_err_set(H5_ERR_FORMAT, "nbit: packed data truncated (%zu bytes)", c->br.len);
 	return 0;
@@ -238,6 +250,41 @@ static int nbit_one_compound(nbit_ctx *c, size_t off, size_t *idx, unsigned dept
 	return 0;
 }
 
+/* Every element of the chunk through the description at cd[3]. */
+static int nbit_walk(nbit_ctx *c, const h5_filter *f, uint32_t nelmts)
+{
+	uint32_t size = f->cd[4];
+	int rc = 0;
+
+	switch (f->cd[3]) {
+	case NBIT_ATOMIC: {
+		nbit_atomic p;
+		size_t idx = 4;
+
+		if ((rc = nbit_read_atomic(&p, c, &idx, false)) < 0)
+			return rc;
+		for (uint32_t i = 0; i < nelmts; i++)
+			if ((rc = nbit_one_atomic(c, (size_t)i * p.size, &p)) < 0)
+				return rc;
+		break;
+	}
+	case NBIT_ARRAY:
+	case NBIT_COMPOUND:
+		for (uint32_t i = 0; i < nelmts; i++) {
+			size_t idx = 4;
+
+			rc = f->cd[3] == NBIT_ARRAY ? nbit_one_array(c, (size_t)i * size, &idx, 1)
+						    : nbit_one_compound(c, (size_t)i * size, &idx, 1);
+			if (rc < 0)
+				return rc;
+		}
+		break;
+	default:
+		return h5_err_set(H5_ERR_FORMAT, "nbit: invalid datatype class %u", f->cd[3]);
+	}
+	return 0;
+}
+
 static int dec_nbit(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
 {
 	nbit_ctx c;
@@ -279,34 +326,8 @@ static int dec_nbit(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
 	if (!c.out)
 		return h5_err_set(H5_ERR_NOMEM, "nbit: out of memory for %zu bytes", c.out_len);
 	br_init(&c.br, *buf, *len);
-
-	switch (f->cd[3]) {
-	case NBIT_ATOMIC: {
-		nbit_atomic p;
-		size_t idx = 4;
-
-		if ((rc = nbit_read_atomic(&p, &c, &idx, false)) < 0)
-			goto out;
-		for (uint32_t i = 0; i < nelmts; i++)
-			if ((rc = nbit_one_atomic(&c, (size_t)i * p.size, &p)) < 0)
-				goto out;
-		break;
-	}
-	case NBIT_ARRAY:
-	case NBIT_COMPOUND:
-		for (uint32_t i = 0; i < nelmts; i++) {
-			size_t idx = 4;
-
-			rc = f->cd[3] == NBIT_ARRAY ? nbit_one_array(&c, (size_t)i * size, &idx, 1)
-						    : nbit_one_compound(&c, (size_t)i * size, &idx, 1);
-			if (rc < 0)
-				goto out;
-		}
-		break;
-	default:
-		rc = h5_err_set(H5_ERR_FORMAT, "nbit: invalid datatype class %u", f->cd[3]);
+	if ((rc = nbit_walk(&c, f, nelmts)) < 0)
 		goto out;
-	}
 	swap_buf(buf, len, c.out, c.out_len);
 	c.out = NULL;
 out:
@@ -314,9 +335,48 @@ out:
 	return rc;
 }
 
+/* H5Z__filter_nbit's compression: a full-precision type (cd[1]) is stored
+ * as is; else every element packed as the walk reads it, into a zeroed
+ * buffer of which libhdf5 keeps the bytes up to and including the one its
+ * bit cursor stands in (H5Z__nbit_compress's j + 1: one zero byte more
+ * when the bits end on a byte boundary). */
+static int enc_nbit(uint8_t **buf, size_t *len, const h5_filter *f)
+{
+	nbit_ctx c;
+	uint8_t *out;
+	int rc;
+
+	if (f->ncd < 3 || f->cd[0] != f->ncd)
+		return h5_err_set(H5_ERR_FORMAT, "nbit: cd value count %zu does not match cd[0]", f->ncd);
+	if (f->cd[1])
+		return 0;
+	if (f->ncd < 5 || f->cd[4] == 0)
+		return h5_err_set(H5_ERR_FORMAT, "nbit: %zu cd values are too few", f->ncd);
+	if ((uint64_t)f->cd[2] * f->cd[4] != *len)
+		return h5_err_set(H5_ERR_FORMAT, "nbit: chunk of %zu bytes, the cd values give %u elements of %u",
+				  *len, f->cd[2], f->cd[4]);
+	out = calloc(1, sat_add(*len, 1));
+	if (!out)
+		return h5_err_set(H5_ERR_NOMEM, "nbit: out of memory for %zu bytes", *len);
+	memset(&c, 0, sizeof(c));
+	c.cd = f->cd;
+	c.ncd = f->ncd;
+	c.enc = true;
+	c.out = *buf;
+	c.out_len = *len;
+	bw_init(&c.bw, out);
+	if ((rc = nbit_walk(&c, f, f->cd[2])) < 0) {
+		free(out);
+		return rc;
+	}
+	swap_buf(buf, len, out, c.bw.pos + 1);
+	return 0;
+}
+
 const h5_filter_class h5_filter_nbit = {
 	.id = H5_FILTER_NBIT,
 	.name = "nbit",
 	.size = H5_FSIZE_BOUND,
 	.decode = dec_nbit,
+	.encode = enc_nbit,
 };

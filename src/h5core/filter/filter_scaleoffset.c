@@ -149,9 +149,248 @@ out:
 	return rc;
 }
 
+/* ---- encoding: H5Z__filter_scaleoffset's compression ------------------------ */
+
+static uint64_t so_load(const uint8_t *p, unsigned size, bool be)
+{
+	uint64_t v = 0;
+
+	for (unsigned i = 0; i < size; i++)
+		v |= (uint64_t)p[be ? size - 1 - i : i] << (8 * i);
+	return v;
+}
+
+/* H5Z__scaleoffset_log2: ceil(log2(num)), 0 for 0 and 1. */
+static unsigned so_log2(uint64_t num)
+{
+	unsigned v = 0;
+	uint64_t lower = 1, val = num;
+
+	while (val >>= 1) {
+		v++;
+		lower <<= 1;
+	}
+	return num == lower ? v : v + 1;
+}
+
+/* H5Z__scaleoffset_rnd: half away from zero. */
+static double so_rnd(double v)
+{
+	double u = ceil(v), l = floor(v);
+
+	if (v > 0)
+		return u - v <= v - l ? u : l;
+	return v - l <= u - v ? l : u;
+}
+
+/* H5Z_scaleoffset_precompress_1/_2: minimum and maximum of the values that
+ * are not the fill value, minbits from their span (plus the all-ones code
+ * for the fill value) unless cd[1] fixed it; the codes replace the values
+ * in v (each the type's width). A span too wide for codes leaves the
+ * values as they are at full precision, minval 0 (libhdf5 returns early). */
+static void so_pre_int(uint64_t *v, uint32_t n, unsigned size, bool sgn, bool filavail, uint64_t fill,
+		       unsigned *minbits, uint64_t *minval)
+{
+	unsigned bits = size * 8, sh = 64 - bits;
+	uint64_t wmask = bits == 64 ? UINT64_MAX : (UINT64_C(1) << bits) - 1;
+	uint64_t min = 0, max = 0, span;
+	uint32_t i = 0;
+
+/* values of the type compared as its sign says */
+#define SO_LT(a, b) (sgn ? (int64_t)((a) << sh) < (int64_t)((b) << sh) : (a) < (b))
+	fill &= wmask;
+	while (i < n && filavail && v[i] == fill)
+		i++;
+	if (i < n)
+		min = max = v[i];
+	for (; i < n; i++) {
+		if (filavail && v[i] == fill)
+			continue;
+		if (SO_LT(max, v[i]))
+			max = v[i];
+		if (SO_LT(v[i], min))
+			min = v[i];
+	}
+#undef SO_LT
+	if (*minbits == 0) {
+		span = (max - min) & wmask;
+		if (span > wmask - 2) {
+			*minbits = bits;
+			*minval = 0;
+			return;
+		}
+		*minbits = so_log2(span + 1 + (filavail ? 1 : 0));
+	}
+	if (*minbits != bits)
+		for (i = 0; i < n; i++)
+			v[i] = (filavail && v[i] == fill) ? (UINT64_C(1) << *minbits) - 1 : (v[i] - min) & wmask;
+	/* sign-extended into the 8 bytes of minval, as libhdf5 casts */
+	*minval = sgn && bits < 64 ? (uint64_t)((int64_t)(min << sh) >> sh) : min;
+}
+
+/* H5Z_scaleoffset_precompress_3 for float (size 4) and double: values
+ * within 10^-D of the fill value are the fill value; min and max of the
+ * others; codes round(v * 10^D - min * 10^D) in the type's arithmetic.  A
+ * span beyond the codes: full precision, minval 0. */
+static void so_pre_float(uint64_t *v, uint32_t n, unsigned size, bool filavail, uint64_t fill, int d,
+			 unsigned *minbits, uint64_t *minval)
+{
+	uint32_t i = 0;
+
+	*minval = 0;
+	if (size == 4) {
+		float min = 0, max = 0, fl, x, p10 = powf(10.0f, (float)d), n10 = powf(10.0f, (float)-d);
+		uint32_t fb = (uint32_t)fill, b;
+		double r;
+
+		memcpy(&fl, &fb, 4);
+#define SO_F(k) (b = (uint32_t)v[k], memcpy(&x, &b, 4), x)
+		while (i < n && filavail && fabs((double)(SO_F(i) - fl)) < pow(10.0, -d))
+			i++;
+		if (i < n)
+			min = max = SO_F(i);
+		for (; i < n; i++) {
+			if (filavail && fabs((double)(SO_F(i) - fl)) < pow(10.0, -d))
+				continue;
+			if (SO_F(i) > max)
+				max = x;
+			if (SO_F(i) < min)
+				min = x;
+		}
+		r = so_rnd((double)(max * p10 - min * p10));
+		if (r > (double)(UINT32_MAX - 2)) {
+			*minbits = 32;
+			return;
+		}
+		*minbits = so_log2((uint64_t)(r + 1) + (filavail ? 1 : 0));
+		for (i = 0; i < n; i++) {
+			if (filavail && fabsf(SO_F(i) - fl) < n10)
+				v[i] = (uint32_t)(((uint32_t)1 << *minbits) - 1);
+			else
+				v[i] = (uint32_t)(int32_t)lroundf(SO_F(i) * p10 - min * p10);
+		}
+#undef SO_F
+		memcpy(&b, &min, 4);
+		*minval = b;
+	} else {
+		double min = 0, max = 0, fl, x, p10 = pow(10.0, (double)d), n10 = pow(10.0, (double)-d), r;
+
+		memcpy(&fl, &fill, 8);
+#define SO_D(k) (memcpy(&x, &v[k], 8), x)
+		while (i < n && filavail && fabs(SO_D(i) - fl) < n10)
+			i++;
+		if (i < n)
+			min = max = SO_D(i);
+		for (; i < n; i++) {
+			if (filavail && fabs(SO_D(i) - fl) < n10)
+				continue;
+			if (SO_D(i) > max)
+				max = x;
+			if (SO_D(i) < min)
+				min = x;
+		}
+		r = so_rnd(max * p10 - min * p10);
+		if (r > (double)(UINT64_MAX - 2)) {
+			*minbits = 64;
+			return;
+		}
+		*minbits = so_log2((uint64_t)(r + 1) + (filavail ? 1 : 0));
+		for (i = 0; i < n; i++) {
+			if (filavail && fabs(SO_D(i) - fl) < n10)
+				v[i] = *minbits >= 64 ? UINT64_MAX : (UINT64_C(1) << *minbits) - 1;
+			else
+				v[i] = (uint64_t)(int64_t)llround(SO_D(i) * p10 - min * p10);
+		}
+#undef SO_D
+		memcpy(minval, &min, 8);
+	}
+}
+
+/* The chunk: minbits (4 bytes LE), the size of minval (8), minval (LE),
+ * 8 zero bytes, then every code's low minbits bits, MSB first, in a zeroed
+ * buffer; at full precision the values themselves (little-endian, libhdf5
+ * works on native values). */
+static int enc_scaleoffset(uint8_t **buf, size_t *len, const h5_filter *f)
+{
+	const uint32_t *cd = f->cd;
+	uint32_t nelmts, cls, size;
+	unsigned minbits = 0;
+	uint64_t minval = 0, fill, *v = NULL;
+	size_t out_len;
+	uint8_t *out = NULL;
+	bool be, filavail;
+	bitwr bw;
+	int rc = 0;
+
+	if (f->ncd != 20)
+		return h5_err_set(H5_ERR_FORMAT, "scaleoffset: %zu cd values, expected 20", f->ncd);
+	nelmts = cd[2];
+	cls = cd[3];
+	size = cd[4];
+	be = cd[6] == 1;
+	filavail = cd[7] == 1;
+	fill = (uint64_t)cd[8] | (uint64_t)cd[9] << 32;
+	if (cd[6] > 1 || (cls == 0 && (cd[0] != 2 || (size != 1 && size != 2 && size != 4 && size != 8))) ||
+	    (cls == 1 && (cd[0] != 0 || (size != 4 && size != 8))) || cls > 1)
+		return h5_err_set(cls == 1 && cd[0] == 1 ? H5_ERR_UNSUPPORTED : H5_ERR_FORMAT,
+				  "scaleoffset: cannot encode (scale type %u, class %u, size %u)", cd[0], cls, size);
+	if ((uint64_t)nelmts * size != *len)
+		return h5_err_set(H5_ERR_FORMAT, "scaleoffset: chunk of %zu bytes, the cd values give %u elements of %u",
+				  *len, nelmts, size);
+	if (cls == 0) {
+		int32_t sf = (int32_t)cd[1];
+
+		if (sf < 0 || (uint32_t)sf > size * 8)
+			return h5_err_set(H5_ERR_FORMAT, "scaleoffset: invalid minimum bits %d", sf);
+		/* minbits fixed at full precision: the chunk stays as it is */
+		if ((uint32_t)sf == size * 8)
+			return 0;
+		minbits = (unsigned)sf;
+	}
+	v = malloc((nelmts ? nelmts : 1) * sizeof(*v));
+	if (!v)
+		return h5_err_set(H5_ERR_NOMEM, "scaleoffset: out of memory");
+	for (uint32_t i = 0; i < nelmts; i++)
+		v[i] = so_load(*buf + (size_t)i * size, size, be);
+	if (cls == 0)
+		so_pre_int(v, nelmts, size, cd[5] == 1, filavail, fill, &minbits, &minval);
+	else
+		so_pre_float(v, nelmts, size, filavail, fill, (int32_t)cd[1], &minbits, &minval);
+	/* libhdf5's size: buf_offset + nbytes * minbits / (size * 8) + 1, a
+	 * byte more than the bits need when they end on a byte boundary; at
+	 * full precision the header and the values */
+	out_len = SO_HEADER + *len;
+	if (minbits != size * 8)
+		out_len = SO_HEADER + (size_t)((uint64_t)*len * minbits / (size * 8)) + 1;
+	out = h5_buf_alloc(out_len);
+	if (!out) {
+		rc = h5_err_set(H5_ERR_NOMEM, "scaleoffset: out of memory");
+		goto out;
+	}
+	memset(out, 0, out_len);
+	h5_le_encode(out, minbits, 4);
+	out[4] = 8;
+	h5_le_encode(out + 5, minval, 8);
+	if (minbits == size * 8) {
+		for (uint32_t i = 0; i < nelmts; i++)
+			h5_le_encode(out + SO_HEADER + (size_t)i * size, so_load(*buf + (size_t)i * size, size, be), size);
+	} else {
+		bw_init(&bw, out + SO_HEADER);
+		for (uint32_t i = 0; i < nelmts && minbits; i++)
+			bw_put(&bw, v[i], minbits);
+	}
+	swap_buf(buf, len, out, out_len);
+	out = NULL;
+out:
+	h5_buf_free(out);
+	free(v);
+	return rc;
+}
+
 const h5_filter_class h5_filter_scaleoffset = {
 	.id = H5_FILTER_SCALEOFFSET,
 	.name = "scaleoffset",
 	.size = H5_FSIZE_BOUND,
 	.decode = dec_scaleoffset,
+	.encode = enc_scaleoffset,
 };
