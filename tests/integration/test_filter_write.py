@@ -3,10 +3,11 @@
 (issue 48): lz4, bzip2, blosc (blosclz, lz4, zstd; byte and bit shuffle),
 bitshuffle (alone and with LZ4), szip (nn, ec), zfp (rate, precision,
 accuracy, reversible), lzf, zstd, scale-offset (integers, minimum bits,
-D-scaled floats), n-bit, and shuffle or deflate beside them.
+D-scaled floats), n-bit, PyTables' lzo, and shuffle or deflate beside them.
 
 For each: h5py (with Debian's plugins: hdf5plugin's lz4/bzip2/zfp, the
-blosc plugin, bitshuffle.h5, h5py's own lzf, libhdf5's szip) writes a
+blosc plugin, bitshuffle.h5, h5py's own lzf, libhdf5's szip; PyTables for
+its lzo) writes a
 dataset with partial edge chunks; the mount reads exactly what h5py reads;
 pwrite through the mount changes bytes crossing chunk edges; after the
 unmount h5py reads exactly the changed bytes (within the declared accuracy
@@ -53,6 +54,10 @@ try:
     import zstandard  # noqa: E402
 except ImportError:
     zstandard = None
+try:
+    import tables  # noqa: E402  (registers PyTables' lzo filter 305 too)
+except ImportError:
+    tables = None
 
 SHAPE, CHUNKS = (45, 38), (16, 12)      # partial edge chunks on both axes
 
@@ -88,6 +93,9 @@ def cases():
             for cname, sh in (("blosclz", 1), ("lz4", 1), ("zstd", 2), ("lz4hc", 0)):
                 out.append(("blosc_%s_%d" % (cname, sh), "<i4",
                             dict(hdf5plugin.Blosc(cname=cname, clevel=5, shuffle=sh)), "exact"))
+    if tables is not None and tables.which_lib_version("lzo"):
+        out += [("lzo", "<i4", dict(pytables="lzo"), "exact"),
+                ("shuf_lzo", "<f8", dict(pytables="lzo", shuffle=True), "exact")]
     if bsh5 is not None:
         out += [("bitshuffle", "<i4", dict(compression=bsh5.H5FILTER, compression_opts=(0, 0)), "exact"),
                 ("bitshuffle_lz4", "<u2", dict(compression=bsh5.H5FILTER,
@@ -142,6 +150,12 @@ def touched(ops, es):
 
 
 def make(path, name, dtype, kw):
+    if "pytables" in kw:
+        with tables.open_file(path, "w") as f:
+            f.create_carray("/", "d", obj=values(name, dtype), chunkshape=CHUNKS,
+                            filters=tables.Filters(complib=kw["pytables"], complevel=1,
+                                                   shuffle=kw.get("shuffle", False)))
+        return
     with h5py.File(path, "w") as f:
         if "nbit" in kw:
             base, prec, off = kw["nbit"]

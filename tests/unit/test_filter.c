@@ -1051,6 +1051,16 @@ START_TEST(test_encode_roundtrip)
 			memset(small, 'a', n);
 			roundtrip(&t, small, n, "lzf runs");
 		}
+		if (h5_filter_can_encode(H5_FILTER_LZO)) {
+			uint32_t lz[3] = { 1, 11, 4 };
+			static uint32_t ramp[20000];
+
+			for (size_t i = 0; i < sizeof(ramp) / sizeof(ramp[0]); i++)
+				ramp[i] = (uint32_t)(i % 300);
+			tpl_init(&t);
+			tpl_add(&t, H5_FILTER_LZO, 1, 3, lz);
+			roundtrip(&t, (const uint8_t *)ramp, sizeof(ramp), "lzo");
+		}
 	}
 }
 END_TEST
@@ -1193,29 +1203,30 @@ START_TEST(test_encode_optional_and_unsupported)
 	tpl t;
 
 	fill_pattern(data, sizeof(data), 5);
-	/* optional LZO (no encoder) cannot be applied: skipped, mask bit 0 set */
+	/* an optional third-party filter (no encoder) cannot be applied:
+	 * skipped, mask bit 0 set */
 	tpl_init(&t);
-	tpl_add(&t, H5_FILTER_LZO, 1, 3, cd3);
+	tpl_add(&t, 33001, 1, 3, cd3);
 	tpl_add(&t, H5_FILTER_DEFLATE, 1, 1, &lvl);
 	b = dup_bytes(data, sizeof(data));
 	len = sizeof(data);
 	ck_assert_int_eq(h5_filter_encode(&b, &len, &mask, &t.pl), 0);
 	ck_assert_uint_eq(mask, 1);
 	ck_assert_uint_lt(len, sizeof(data));
-	assert_decodes_to(&t.pl, mask, b, len, data, sizeof(data), "optional lzo skipped");
+	assert_decodes_to(&t.pl, mask, b, len, data, sizeof(data), "optional third-party filter skipped");
 	free(b);
-	ck_assert(!h5_filter_can_encode(H5_FILTER_LZO));
+	ck_assert(!h5_filter_can_encode(33001));
 	ck_assert(h5_filter_can_encode(H5_FILTER_LZF));
 	ck_assert(h5_filter_can_encode(H5_FILTER_DEFLATE));
 
 	/* required: the write fails and the buffer is untouched */
 	tpl_init(&t);
 	tpl_add(&t, H5_FILTER_DEFLATE, 1, 1, &lvl);
-	tpl_add(&t, H5_FILTER_LZO, 0, 3, cd3);
+	tpl_add(&t, 33001, 0, 3, cd3);
 	b = dup_bytes(data, sizeof(data));
 	len = sizeof(data);
 	ck_assert_int_eq(h5_filter_encode(&b, &len, &mask, &t.pl), H5_ERR_UNSUPPORTED);
-	ck_assert_ptr_nonnull(strstr(h5_err_msg(), "lzo"));
+	ck_assert_ptr_nonnull(strstr(h5_err_msg(), "33001"));
 	free(b);
 	/* an invalid deflate level is refused */
 	lvl = 12;
@@ -1273,6 +1284,7 @@ START_TEST(test_pipeline_rules)
 			{ H5_FILTER_BZIP2, "bzip2", false }, { H5_FILTER_LZF, "lzf", true },
 			{ H5_FILTER_BLOSC, "blosc", false }, { H5_FILTER_LZ4, "lz4", false },
 			{ H5_FILTER_BITSHUFFLE, "bitshuffle", true }, { H5_FILTER_ZSTD, "zstd", false },
+			{ H5_FILTER_LZO, "lzo", false }, { H5_FILTER_ZFP, "zfp", false },
 		};
 		for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
 			ck_assert_str_eq(h5_filter_name(known[i].id), known[i].name);

@@ -92,6 +92,38 @@ out:
 	h5_buf_free(out);
 	return rc;
 }
+
+/* H5Zlzo.c's compression (PyTables 0.8 and later, no trailer):
+ * lzo1x_1_compress into nbytes + nbytes/16 + 64 + 3 bytes; a stream not
+ * smaller than the chunk fails the (optional) filter, and the chunk is
+ * stored without it, its mask bit set. */
+static int enc_lzo(uint8_t **buf, size_t *len, const h5_filter *f)
+{
+	size_t cap = sat_add(sat_add(*len, *len / 16), 64 + 3);
+	lzo_uint got = cap;
+	uint8_t *out, *wrk;
+	int lrc;
+
+	(void)f;
+	pthread_once(&lzo_once, lzo_init_once);
+	if (lzo_init_rc != LZO_E_OK)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "lzo: library initialisation failed (%d)", lzo_init_rc);
+	out = h5_buf_alloc(cap);
+	wrk = malloc(LZO1X_1_MEM_COMPRESS);
+	if (!out || !wrk) {
+		h5_buf_free(out);
+		free(wrk);
+		return h5_err_set(H5_ERR_NOMEM, "lzo: out of memory");
+	}
+	lrc = lzo1x_1_compress(*buf, *len, out, &got, wrk);
+	free(wrk);
+	if (lrc != LZO_E_OK || got >= *len) {
+		h5_buf_free(out);
+		return h5_err_set(H5_ERR_LIMIT, "lzo: %s", lrc != LZO_E_OK ? "compression failed" : "does not compress");
+	}
+	swap_buf(buf, len, out, got);
+	return 0;
+}
 #endif
 
 const h5_filter_class h5_filter_lzo = {
@@ -100,5 +132,6 @@ const h5_filter_class h5_filter_lzo = {
 	.size = H5_FSIZE_BOUND,
 #ifdef HAVE_LZO
 	.decode = dec_lzo,
+	.encode = enc_lzo,
 #endif
 };
