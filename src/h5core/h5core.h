@@ -770,7 +770,10 @@ int h5_group_create(uint64_t *addr, h5_file *f, uint64_t parent, const char *nam
  * unlimited) with no chunk yet (a v1 B-tree index once appended to), or
  * with the v1 B-tree at data_addr (indexed: h5_dset_writer's), its chunks
  * through the deflate filter at level deflate - 1 (0: no filter; h5py's
- * compression="gzip", compression_opts=deflate - 1). */
+ * compression="gzip", compression_opts=deflate - 1), or, filter set (an
+ * H5_FILTER_* id h5_dataset_filter_ok takes), through that filter at level
+ * deflate - 1 (0: its default), with the client values its HDF5 plugin
+ * gives a new dataset. */
 typedef struct h5_dset_new {
 	unsigned rank;          /* at most 32 (H5_MAX_RANK) */
 	uint64_t dims[32];
@@ -779,9 +782,17 @@ typedef struct h5_dset_new {
 	int big_endian;
 	int chunked, growable, indexed;
 	unsigned deflate;
+	uint16_t filter;        /* 0: deflate */
 	uint64_t chunk[32];
 	uint64_t data_addr, data_size;  /* contiguous; chunked: the index */
 } h5_dset_new;
+
+/* -o compress=NAME[:LEVEL] for new datasets: gzip (or deflate; level 4
+ * without one, as h5py), zstd, bzip2, blosc, lz4, lzf, bitshuffle (a
+ * filter this build encodes; without LEVEL its plugin's default): *filter
+ * (0: deflate) and *level_plus1 for h5_dset_new's filter and deflate.
+ * 0, or H5_ERR_INVAL (message set). */
+int h5_dataset_compress_parse(uint16_t *filter, unsigned *level_plus1, const char *spec);
 
 /* Dataset NAME made in group (*addr: its header) and linked, one commit
  * (doc/MODIFY.md "New datasets"); start: the allocation end before the

@@ -23,6 +23,9 @@ zstd has no HDF5 plugin in Debian: its fixture chunks are compressed by
 python3-zstandard and written with write_direct_chunk, and its chunks are
 checked by decompressing them with python3-zstandard.
 
+-o compress=NAME[:LEVEL] makes new datasets as h5py with the plugin
+does, each filter's client values included.
+
 Then the crash states of the chunk rewrite with each lossless filter
 (test_overwrite_crash.py's enumeration: every prefix of every sync
 interval and torn subsets; each image opens in h5py and holds the state
@@ -347,6 +350,85 @@ def crash_states(work):
     print("%d crash states checked with the new encoders" % total)
 
 
+def new_datasets(work):
+    """-o compress=NAME[:LEVEL]: np.save and cp through the mount make what
+    h5py with the filter's plugin makes (chunk shape, filter id and client
+    values, as set_local leaves them), libhdf5 reads the values (zstd:
+    python3-zstandard decodes every chunk), and a byte write into one
+    re-encodes its chunk."""
+    specs = [("lzf", "lzf", dict(compression="lzf"))]
+    if hdf5plugin is not None:
+        specs += [("zstd:5", "zstd", dict(hdf5plugin.Zstd(clevel=5))), ("lz4", "lz4", dict(hdf5plugin.LZ4())),
+                  ("bzip2:3", "bzip2", dict(hdf5plugin.BZip2(blocksize=3)))]
+        if h5py.h5z.filter_avail(32001):
+            specs.append(("blosc:7", "blosc", dict(hdf5plugin.Blosc(cname="lz4", clevel=7, shuffle=1))))
+    if bsh5 is not None:
+        specs.append(("bitshuffle", "bitshuffle", dict(compression=bsh5.H5FILTER,
+                                                       compression_opts=(0, bsh5.H5_COMPRESS_LZ4))))
+    rng = np.random.default_rng(48)
+    arrays = {"f8": np.round(rng.standard_normal((301, 57)), 2).astype("<f8"),
+              "u4": (np.arange(100003, dtype="<u4") // 3),
+              "i2": rng.integers(-9, 9, (7, 31, 67)).astype(">i2")}
+    for spec, fname, kw in specs:
+        path = os.path.join(work, "new-%s.h5" % fname)
+        with h5py.File(path, "w") as f:
+            f.create_group("g")
+        mnt = os.path.join(work, "mnt")
+        blob = bytes((i * 7 + i // 251) & 0xFF for i in range(200001))
+        with T.Mount(path, mnt, ["-o", "compress=" + spec]) as m, m.watchdog(120):
+            for k, a in arrays.items():
+                np.save(os.path.join(mnt, "g", k + ".npy"), a)
+            with open(os.path.join(mnt, "g", "blob.bin"), "wb") as fh:
+                fh.write(blob)
+            fd = os.open(os.path.join(mnt, "g", "u4"), os.O_WRONLY)
+            try:
+                os.pwrite(fd, b"\x5a" * 13, 4001)
+            finally:
+                os.close(fd)
+        want = dict(arrays)
+        u4 = bytearray(arrays["u4"].tobytes())
+        u4[4001:4014] = b"\x5a" * 13
+        want["u4"] = np.frombuffer(bytes(u4), "<u4")
+        want["blob.bin"] = np.frombuffer(blob, "u1")
+        ref = os.path.join(work, "new-%s-h5py.h5" % fname)
+        # h5py without the zstd plugin cannot make the reference: chunks
+        # as it guesses them, the filter as hdf5plugin.Zstd describes it
+        rkw = {} if fname == "zstd" else kw
+        with h5py.File(ref, "w") as g:
+            for k, a in want.items():
+                g.create_dataset(k, data=a, maxshape=(None,) if k == "blob.bin" else None,
+                                 chunks=(4096,) if k == "blob.bin" else True, **rkw)
+        with h5py.File(path, "r") as f, h5py.File(ref, "r") as g:
+            for k, a in want.items():
+                d, e = f["g/" + k], g[k]
+                pd, pe = d.id.get_create_plist(), e.id.get_create_plist()
+                fd_ = [pd.get_filter(i)[:3] for i in range(pd.get_nfilters())]
+                fe = [pe.get_filter(i)[:3] for i in range(pe.get_nfilters())]
+                if fname == "zstd":
+                    fe = [(32015, 1, (5,))]
+                if k != "blob.bin" and d.chunks != e.chunks:
+                    T.fail("compress=%s %s: chunks %s, h5py's %s" % (spec, k, d.chunks, e.chunks))
+                # blosc records the chunk's bytes: the copy's chunk is ours
+                if fd_ != fe and k != "blob.bin":
+                    T.fail("compress=%s %s: pipeline %s, h5py+plugin makes %s" % (spec, k, fd_, fe))
+                if not fd_ or fd_[0][0] != fe[0][0]:
+                    T.fail("compress=%s %s: filters %s" % (spec, k, fd_))
+                    continue
+                if fname == "zstd":
+                    zd = zstandard.ZstdDecompressor() if zstandard else None
+                    for i in range(d.id.get_num_chunks()):
+                        si = d.id.get_chunk_info(i)
+                        mask, raw = d.id.read_direct_chunk(si.chunk_offset)
+                        if mask or (zd and len(zd.decompress(raw)) != int(np.prod(d.chunks)) * d.dtype.itemsize):
+                            T.fail("compress=zstd %s: chunk %s does not decode" % (k, si.chunk_offset))
+                    continue
+                if d[()].tobytes() != np.asarray(a).tobytes():
+                    T.fail("compress=%s %s: libhdf5 reads other values" % (spec, k))
+                if d.id.get_storage_size() >= a.nbytes and k in ("u4", "blob.bin"):
+                    T.fail("compress=%s %s: stored %d bytes for %d" % (spec, k, d.id.get_storage_size(), a.nbytes))
+        print("compress=%s: np.save, cp and a write make what h5py with the plugin makes" % spec, flush=True)
+
+
 def main():
     work = tempfile.mkdtemp(prefix="filter-write-", dir=os.path.dirname(T.workdir("filter-write")))
     only = sys.argv[1:]
@@ -356,6 +438,8 @@ def main():
                 run(work, name, dtype, kw, mode)
         if not only or "zstd" in only:
             run_zstd(work)
+        if not only or "new" in only:
+            new_datasets(work)
         if not only or "crash" in only:
             crash_states(work)
     finally:

@@ -45,7 +45,8 @@ typedef struct h5fs_config {
 	/* -o live=strict: a live FILE's reads are checked from the first one
 	 * (else only once it has changed; live/live.c) */
 	int live_strict;
-	unsigned compress;       /* -o compress: new datasets deflated at level - 1 (0: none) */
+	unsigned compress;       /* -o compress: new datasets compressed at level - 1 (0: none) */
+	uint16_t compress_filter; /* ... through this filter (0: deflate) */
 	const h5_open_opts *open_opts;
 	/* Collections: the persistent index (-o index=PATH; NULL: the
 	 * default file under $XDG_CACHE_HOME/h5fs/), or none (-o noindex). */

@@ -139,7 +139,8 @@ int member_create(void *r, uint64_t parent, const char *name)
 	struct use u;
 	uint64_t addr;
 	h5_dset_new d = { .rank = 1, .kind = 'u', .size = 1, .chunked = 1, .growable = 1,
-			  .deflate = fs->cfg.compress, .chunk = { NEW_BYTES_CHUNK } };
+			  .deflate = fs->cfg.compress, .filter = fs->cfg.compress_filter,
+			  .chunk = { NEW_BYTES_CHUNK } };
 	int err = begin(&u, fs, &p, parent), rc;
 
 	if (err)

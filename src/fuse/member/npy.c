@@ -144,12 +144,13 @@ static int start(h5fs *fs, struct npy_stream *s)
 	memcpy(d.dims, s->h.shape, sizeof(uint64_t) * s->h.rank);
 	for (unsigned i = 0; i < s->h.rank; i++)
 		n *= s->h.shape[i];
-	/* -o compress: chunked as h5py guesses and deflated, as
-	 * create_dataset(compression="gzip") makes it; a scalar or an empty
+	/* -o compress: chunked as h5py guesses and compressed, as
+	 * create_dataset(compression="gzip" or a plugin's id) makes it; a scalar or an empty
 	 * array stays contiguous (h5py refuses to compress a scalar) */
 	if (fs->cfg.compress && s->h.rank > 0 && n > 0) {
 		d.chunked = 1;
 		d.deflate = fs->cfg.compress;
+		d.filter = fs->cfg.compress_filter;
 	}
 	e = begin(fs, s);
 	if (e)

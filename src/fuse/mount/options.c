@@ -154,10 +154,13 @@ static void usage(FILE *out)
 		"                           overlapping that first change may mix its\n"
 		"                           two versions. strict: every read is checked\n"
 		"                           from the first (no read ever mixes versions)\n"
-		"    -o compress=gzip[:N]   new datasets (np.save, cp into a read-write\n"
-		"                           mount) chunked as h5py guesses and deflated\n"
-		"                           at level N (default 4, as h5py's \"gzip\");\n"
-		"                           none (default): as h5py, not compressed\n"
+		"    -o compress=NAME[:N]   new datasets (np.save, cp into a read-write\n"
+		"                           mount) chunked as h5py guesses and compressed:\n"
+		"                           gzip at level N (default 4, as h5py's \"gzip\"),\n"
+		"                           zstd[:1-22], bzip2[:1-9], blosc[:0-9] (lz4,\n"
+		"                           shuffle), lz4, lzf, bitshuffle (+lz4), as the\n"
+		"                           HDF5 plugins write them; none (default): as\n"
+		"                           h5py, not compressed\n"
 		"    -o verbose             also log informational messages\n"
 		"    -o efl_any             read external data files named by absolute\n"
 		"                           paths or with \"..\" (default: refused, EIO)\n"
@@ -461,28 +464,11 @@ int opts_parse(struct daemon *D)
 		return ret;
 	}
 	D->cfg.live_strict = D->cli.live && strcmp(D->cli.live, "strict") == 0;
-	if (D->cli.compress && strcmp(D->cli.compress, "none") != 0) {
-		/* h5py's compression="gzip" (level 4), or compression_opts=LEVEL */
-		const char *c = D->cli.compress, *lv = NULL;
-		unsigned long v = 4;
-		char *end;
-
-		if (strncmp(c, "gzip", 4) == 0 && (c[4] == 0 || c[4] == ':'))
-			lv = c[4] ? c + 5 : NULL;
-		else if (strncmp(c, "deflate", 7) == 0 && (c[7] == 0 || c[7] == ':'))
-			lv = c[7] ? c + 8 : NULL;
-		else
-			lv = c;         /* not a name: refused below */
-		if (lv) {
-			errno = 0;
-			v = strtoul(lv, &end, 10);
-			if (lv == c || errno || end == lv || *end || v > 9) {
-				fprintf(stderr, "h5fs: invalid -o compress=%s (none, gzip or gzip:LEVEL, LEVEL 0..9)\n",
-					D->cli.compress);
-				return ret;
-			}
-		}
-		D->cfg.compress = (unsigned)v + 1;
+	if (D->cli.compress && strcmp(D->cli.compress, "none") != 0 &&
+	    h5_dataset_compress_parse(&D->cfg.compress_filter, &D->cfg.compress, D->cli.compress) < 0) {
+		fprintf(stderr, "h5fs: invalid -o compress=%s: %s (none, gzip[:0-9], zstd[:1-22], bzip2[:1-9], "
+			"blosc[:0-9], lz4, lzf or bitshuffle)\n", D->cli.compress, h5_err_msg());
+		return ret;
 	}
 	D->cfg.open_opts = &D->oopts;
 	D->cfg.h5_suffixes = D->cli.h5_suffixes;

@@ -183,7 +183,8 @@ static int filter1(uint8_t *out, size_t *len, size_t cap, uint16_t id, const cha
 
 int h5_enc_pline(uint8_t *out, size_t *len, size_t cap, const h5_enc_filters *fl)
 {
-	unsigned n = (fl->shuffle ? 1u : 0u) + (fl->deflate >= 0 ? 1u : 0u) + (fl->fletcher32 ? 1u : 0u);
+	unsigned n = (fl->shuffle ? 1u : 0u) + (fl->deflate >= 0 ? 1u : 0u) + (fl->codec ? 1u : 0u) +
+		     (fl->fletcher32 ? 1u : 0u);
 	uint32_t v;
 	int rc = 0;
 
@@ -204,6 +205,8 @@ int h5_enc_pline(uint8_t *out, size_t *len, size_t cap, const h5_enc_filters *fl
 		v = (uint32_t)fl->deflate;
 		rc = filter1(out, len, cap, H5_FILTER_DEFLATE, "deflate", &v, 1);
 	}
+	if (rc == 0 && fl->codec)
+		rc = filter1(out, len, cap, fl->codec, fl->codec_name, fl->codec_cd, fl->codec_ncd);
 	if (rc == 0 && fl->fletcher32)
 		rc = filter1(out, len, cap, H5_FILTER_FLETCHER32, "fletcher32", NULL, 0);
 	return rc;

@@ -24,8 +24,15 @@ typedef struct h5_enc_filters {
 	int deflate;            /* level 0-9, or -1: none */
 	bool fletcher32;
 	uint32_t elem_size;
+	/* one more filter after deflate's place (0: none), with its name and
+	 * client values as its HDF5 plugin's set_local leaves them */
+	uint16_t codec;
+	const char *codec_name;
+	const uint32_t *codec_cd;
+	unsigned codec_ncd;
 } h5_enc_filters;
-/* Filter pipeline version 1 in h5py's order: shuffle, deflate, fletcher32. */
+/* Filter pipeline version 1 in h5py's order: shuffle, deflate (or codec),
+ * fletcher32. */
 int h5_enc_pline(uint8_t *out, size_t *len, size_t cap, const h5_enc_filters *fl);
 /* Layout version 3: contiguous (chunk NULL: addr, size) or chunked with a
  * version 1 B-tree at addr (H5_ADDR_UNDEF: none yet). */

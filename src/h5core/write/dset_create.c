@@ -25,6 +25,8 @@
 #include "filter.h"
 #include "pline.h"
 
+#include <errno.h>
+
 #define ROOM 128                /* NIL bytes for attributes (setfattr) */
 #define MSG_CONSTANT 0x01
 
@@ -38,11 +40,125 @@ static void put_msg(uint8_t *b, size_t *p, unsigned type, unsigned flags, const 
 	*p += 8 + h5_align8(len);
 }
 
-/* The filter pipeline message of d (deflate at level d->deflate - 1). */
+/* The filters -o compress= takes for new data, their level range (0..max,
+ * 0 the default) and default. Lossy (zfp) or type-bound ones (n-bit,
+ * scale-offset, szip's pixel parameters) are kept for datasets their
+ * writers made. */
+static const struct new_filter {
+	uint16_t id;
+	const char *name;
+	unsigned max, def;
+} new_filters[] = {
+	{ H5_FILTER_ZSTD, "zstd", 22, 3 },       /* level 0: the default */        /* hdf5plugin.Zstd: (clevel,) */
+	{ H5_FILTER_LZ4, "lz4", 0, 0 },           /* hdf5plugin.LZ4: (nbytes 0,) */
+	{ H5_FILTER_BZIP2, "bzip2", 9, 9 },       /* hdf5plugin.BZip2: (blocksize,) */
+	{ H5_FILTER_LZF, "lzf", 0, 0 },           /* h5py: (4, 0x105, chunk bytes) */
+	{ H5_FILTER_BLOSC, "blosc", 9, 5 },       /* blosc_filter.c set_local, lz4 + shuffle */
+	{ H5_FILTER_BITSHUFFLE, "bitshuffle", 0, 0 }, /* bshuf set_local, LZ4 */
+};
+
+static const struct new_filter *new_filter(uint16_t id)
+{
+	for (size_t i = 0; i < sizeof(new_filters) / sizeof(new_filters[0]); i++)
+		if (new_filters[i].id == id)
+			return &new_filters[i];
+	return NULL;
+}
+
+int h5_dataset_compress_parse(uint16_t *filter, unsigned *level_plus1, const char *spec)
+{
+	const char *colon = strchr(spec, ':');
+	size_t nl = colon ? (size_t)(colon - spec) : strlen(spec);
+	const struct new_filter *nf = NULL;
+	unsigned long v;
+	char *end;
+
+	for (size_t i = 0; i < sizeof(new_filters) / sizeof(new_filters[0]); i++)
+		if (strlen(new_filters[i].name) == nl && strncmp(spec, new_filters[i].name, nl) == 0)
+			nf = &new_filters[i];
+	if ((nl == 4 && strncmp(spec, "gzip", 4) == 0) || (nl == 7 && strncmp(spec, "deflate", 7) == 0)) {
+		static const struct new_filter gzip = { H5_FILTER_DEFLATE, "deflate", 9, 4 };
+
+		nf = &gzip;
+	}
+	if (!nf)
+		return h5_err_set(H5_ERR_INVAL, "unknown filter name");
+	if (nf->id != H5_FILTER_DEFLATE && !h5_filter_can_encode(nf->id))
+		return h5_err_set(H5_ERR_INVAL, "filter %s not compiled in", nf->name);
+	v = nf->id == H5_FILTER_DEFLATE ? nf->def : 0;
+	if (colon) {
+		errno = 0;
+		v = strtoul(colon + 1, &end, 10);
+		if (errno || end == colon + 1 || *end || v > nf->max || (nf->max == 0))
+			return h5_err_set(H5_ERR_INVAL, "level of %s out of range (%s%u)", nf->name,
+					  nf->max ? "at most " : "none: ", nf->max);
+	}
+	*filter = nf->id == H5_FILTER_DEFLATE ? 0 : nf->id;
+	*level_plus1 = (unsigned)v + 1;
+	return 0;
+}
+
+/* The filter pipeline message of d (deflate, or d->filter, at level
+ * d->deflate - 1). */
 static int dset_pline(uint8_t *out, size_t *len, size_t cap, const h5_dset_new *d)
 {
 	h5_enc_filters fl = { .deflate = (int)d->deflate - 1, .elem_size = d->size };
+	const struct new_filter *nf;
+	uint64_t cb = d->size;
+	uint32_t cd[8];
+	unsigned lv;
 
+	if (!d->filter || d->filter == H5_FILTER_DEFLATE)
+		return h5_enc_pline(out, len, cap, &fl);
+	nf = new_filter(d->filter);
+	lv = d->deflate - 1;
+	if (!nf || lv > nf->max)
+		return h5_err_set(H5_ERR_INVAL, "filter %u at level %u cannot make new datasets", d->filter, lv);
+	if (lv == 0)
+		lv = nf->def;
+	for (unsigned i = 0; i < d->rank; i++)
+		cb *= d->chunk[i];
+	fl.deflate = -1;
+	fl.codec = d->filter;
+	fl.codec_name = nf->name;
+	fl.codec_cd = cd;
+	switch (d->filter) {
+	case H5_FILTER_ZSTD:
+	case H5_FILTER_BZIP2:
+		cd[0] = lv;
+		fl.codec_ncd = 1;
+		break;
+	case H5_FILTER_LZ4:
+		cd[0] = 0;
+		fl.codec_ncd = 1;
+		break;
+	case H5_FILTER_LZF:
+		cd[0] = 4;
+		cd[1] = 0x105;
+		cd[2] = (uint32_t)(cb > UINT32_MAX ? 0 : cb);
+		fl.codec_ncd = 3;
+		break;
+	case H5_FILTER_BLOSC:
+		/* filter and format versions, type size, chunk bytes, level,
+		 * byte shuffle, codec lz4 (1) */
+		cd[0] = 2;
+		cd[1] = 2;
+		cd[2] = d->size;
+		cd[3] = (uint32_t)(cb > UINT32_MAX ? 0 : cb);
+		cd[4] = lv;
+		cd[5] = 1;
+		cd[6] = 1;
+		fl.codec_ncd = 7;
+		break;
+	default:        /* bitshuffle 0.3, element size, default blocks, LZ4 */
+		cd[0] = 0;
+		cd[1] = 3;
+		cd[2] = d->size;
+		cd[3] = 0;
+		cd[4] = 2;
+		fl.codec_ncd = 5;
+		break;
+	}
 	return h5_enc_pline(out, len, cap, &fl);
 }
 
