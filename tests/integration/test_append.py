@@ -90,8 +90,13 @@ def make_refusals(path):
         f.create_dataset("compact", data=np.arange(4, dtype="<i4"),
                          dcpl=_compact_dcpl())
         f.create_dataset("farray", shape=(4,), chunks=(2,), dtype="<i4")
-        f.create_dataset("scaleoff", shape=(0,), maxshape=(None,), chunks=(4,), dtype="<i4",
-                         scaleoffset=0)
+        # a third-party filter nobody here encodes (optional: accepted by
+        # libhdf5 without the plugin)
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_chunk((4,))
+        dcpl.set_filter(33001, h5py.h5z.FLAG_OPTIONAL, (1,))
+        h5py.h5d.create(f.id, b"thirdparty", h5py.h5t.py_create(np.dtype("<i4")),
+                        h5py.h5s.create_simple((0,), (h5py.h5s.UNLIMITED,)), dcpl=dcpl)
         f.create_dataset("vlen", shape=(0,), maxshape=(None,), chunks=(4,), dtype=h5py.string_dtype())
         f.create_dataset("ok", shape=(3,), maxshape=(None,), chunks=(2,), dtype="<i4", data=[1, 2, 3])
         # implicit index, still empty: libhdf5 has not allocated its chunks yet
@@ -317,7 +322,7 @@ def test_refusals(wd):
     make_refusals(path)
     before = sha(path)
     with T.Mount(path, mnt) as m, m.watchdog(60):
-        for n in ("contig", "compact", "farray", "scaleoff", "vlen", "implicit0"):
+        for n in ("contig", "compact", "farray", "thirdparty", "vlen", "implicit0"):
             p = os.path.join(mnt, n)
             expect_err("open %s for append" % n, lambda: os.open(p, os.O_WRONLY | os.O_APPEND), (errno.EPERM,))
         expect_err("truncate ok", lambda: os.truncate(os.path.join(mnt, "ok"), 0), (errno.EPERM,))

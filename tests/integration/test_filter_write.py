@@ -23,7 +23,8 @@ zstd has no HDF5 plugin in Debian: its fixture chunks are compressed by
 python3-zstandard and written with write_direct_chunk, and its chunks are
 checked by decompressing them with python3-zstandard.
 
--o compress=NAME[:LEVEL] makes new datasets as h5py with the plugin
+Rows appended (cat >>) to growable datasets with each filter: chunks
+byte-identical to h5py's own appends. -o compress=NAME[:LEVEL] makes new datasets as h5py with the plugin
 does, each filter's client values included.
 
 Then the crash states of the chunk rewrite with each lossless filter
@@ -350,6 +351,48 @@ def crash_states(work):
     print("%d crash states checked with the new encoders" % total)
 
 
+def appends(work):
+    """cat >> into growable datasets with each filter: h5py reads every
+    row, and each chunk is byte for byte what libhdf5 stores when h5py
+    appends the same rows (lzf and deflate: the same values)."""
+    specs = [("lzf", "<i4", dict(compression="lzf")), ("szip", "<i4", dict(compression="szip")),
+             ("scaleoffset", "<i2", dict(scaleoffset=0)), ("shuf_lzf", "<f8", dict(compression="lzf", shuffle=True))]
+    if hdf5plugin is not None:
+        specs += [("lz4", "<i4", dict(hdf5plugin.LZ4())), ("bzip2", "<u2", dict(hdf5plugin.BZip2())),
+                  ("zfp-rev", "<i4", dict(hdf5plugin.Zfp(reversible=True)))]
+        if h5py.h5z.filter_avail(32001):
+            specs.append(("blosc", "<f4", dict(hdf5plugin.Blosc(cname="zstd", clevel=3, shuffle=2))))
+    if bsh5 is not None:
+        specs.append(("bitshuffle", "<i4", dict(compression=bsh5.H5FILTER, compression_opts=(0, 2))))
+    for name, dtype, kw in specs:
+        path = os.path.join(work, "app-%s.h5" % name)
+        v = values(name, dtype)
+        with h5py.File(path, "w") as f:
+            f.create_dataset("d", data=v[:20], maxshape=(None, SHAPE[1]), chunks=CHUNKS, **kw)
+        ref = os.path.join(work, "app-%s-h5py.h5" % name)
+        shutil.copy(path, ref)
+        mnt = os.path.join(work, "mnt")
+        with T.Mount(path, mnt) as m, m.watchdog(120):
+            with open(os.path.join(mnt, "d"), "ab") as fh:
+                fh.write(v[20:33].tobytes())
+                fh.flush()
+                fh.write(v[33:].tobytes())
+        with h5py.File(ref, "r+") as g:
+            g["d"].resize(SHAPE[0], axis=0)
+            g["d"][20:] = v[20:]
+        with h5py.File(path, "r") as f, h5py.File(ref, "r") as g:
+            if f["d"].shape != SHAPE or f["d"][()].tobytes() != v.tobytes():
+                T.fail("append %s: h5py reads %s rows, other values" % (name, f["d"].shape))
+                continue
+            mine, theirs = chunks_of(f["d"]), chunks_of(g["d"])
+            exact = "lzf" not in name
+            for k in theirs:
+                if k not in mine or mine[k][0] != theirs[k][0] or (exact and mine[k][2] != theirs[k][2]):
+                    T.fail("append %s: chunk %s differs from libhdf5's" % (name, k))
+        print("append %s: rows appended, chunks %s libhdf5's" % (
+            name, "byte-identical to" if "lzf" not in name else "decode as"), flush=True)
+
+
 def new_datasets(work):
     """-o compress=NAME[:LEVEL]: np.save and cp through the mount make what
     h5py with the filter's plugin makes (chunk shape, filter id and client
@@ -438,6 +481,8 @@ def main():
                 run(work, name, dtype, kw, mode)
         if not only or "zstd" in only:
             run_zstd(work)
+        if not only or "append" in only:
+            appends(work)
         if not only or "new" in only:
             new_datasets(work)
         if not only or "crash" in only:
