@@ -637,6 +637,11 @@ def direct_file(path, rng, fx):
             dcpl.set_chunk(chunks)
             dcpl.set_obj_track_times(False)
             for fid, flags, cd in filters:
+                if fid == 32008 and h5py.h5z.filter_avail(32008):
+                    # the bitshuffle plugin is installed (Debian's bitshuffle):
+                    # its set_local puts version and element size first and
+                    # takes only the user's block size and compression
+                    cd = cd[3:]
                 dcpl.set_filter(fid, flags, cd)
             fill = FILL.get(dt.str if dt.str in FILL else dt.str.replace("|", ""))
             if sparse and fill is not None:

@@ -71,6 +71,15 @@ bool h5_filter_can_encode(uint16_t id)
 	return c && c->encode;
 }
 
+int h5_filter_encode_check(const h5_filter *f)
+{
+	const h5_filter_class *c = filter_class(f->id);
+
+	if (!c || !c->encode)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "filter %s (%u) has no encoder", h5_filter_name(f->id), f->id);
+	return c->encode_check ? c->encode_check(f) : 0;
+}
+
 static int decode_one(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
 {
 	const h5_filter_class *c = filter_class(f->id);

@@ -30,6 +30,9 @@ int h5_filter_encode(uint8_t **buf, size_t *len, uint32_t *mask_out, const h5_pl
 /* Whether this build can decode / encode the filter. */
 bool h5_filter_available(uint16_t id);
 bool h5_filter_can_encode(uint16_t id);
+/* Whether this filter, with its client values, can be encoded as the
+ * dataset's readers expect: 0, or H5_ERR_UNSUPPORTED with the reason. */
+int h5_filter_encode_check(const h5_filter *f);
 const char *h5_filter_name(uint16_t id);
 
 #endif

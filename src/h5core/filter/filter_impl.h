@@ -40,8 +40,13 @@ typedef struct h5_filter_class {
 	 * which must match st (exactly or at most st.size). NULL: the codec
 	 * library was not compiled in. */
 	int (*decode)(uint8_t **buf, size_t *len, const h5_filter *f, fstage st);
-	/* Apply the filter for appends; NULL: reading only. */
+	/* Apply the filter (appends, byte writes, new datasets); NULL:
+	 * reading only. */
 	int (*encode)(uint8_t **buf, size_t *len, const h5_filter *f);
+	/* Whether encode can reproduce what this dataset's readers expect
+	 * from these client values (NULL: always); 0 or a negative h5_err
+	 * saying why not, checked when a dataset is opened for writing. */
+	int (*encode_check)(const h5_filter *f);
 } h5_filter_class;
 
 extern const h5_filter_class h5_filter_deflate, h5_filter_shuffle, h5_filter_fletcher32, h5_filter_szip,

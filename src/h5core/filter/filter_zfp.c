@@ -229,6 +229,27 @@ out:
  * of the other byte order would need the values swapped first: refused.
  * A codec other than this libzfp's would write a stream the file's readers
  * take for another: refused too. */
+static int check_zfp(const h5_filter *f)
+{
+	zfp_stream *zs = NULL;
+	zfp_field *fld = NULL;
+	bool swap = false;
+	int rc;
+
+	if (f->ncd < 2 || f->ncd > ZFP_CD_MAX)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "zfp: %zu client values", f->ncd);
+	if (writer_codec(f->cd[0]) != zfp_codec_version)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "zfp: dataset written with zfp codec %u, this libzfp encodes codec %u",
+				  writer_codec(f->cd[0]), zfp_codec_version);
+	if ((rc = zfp_header(&zs, &fld, &swap, f)) < 0)
+		return rc == H5_ERR_NOMEM ? rc : h5_err_wrap(H5_ERR_UNSUPPORTED, "cannot encode: ");
+	zfp_stream_close(zs);
+	zfp_field_free(fld);
+	if (swap)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "zfp: header of the other byte order: cannot encode");
+	return 0;
+}
+
 static int enc_zfp(uint8_t **buf, size_t *len, const h5_filter *f)
 {
 	zfp_stream *zs = NULL;
@@ -294,5 +315,6 @@ const h5_filter_class h5_filter_zfp = {
 #ifdef HAVE_ZFP
 	.decode = dec_zfp,
 	.encode = enc_zfp,
+	.encode_check = check_zfp,
 #endif
 };

@@ -118,9 +118,9 @@ static int check_filters(const h5_dataset *d)
 	for (size_t i = 0; i < d->pline.n; i++) {
 		uint16_t id = d->pline.filters[i].id;
 
-		if (!h5_filter_can_encode(id))
-			return h5_err_set(H5_ERR_PERM, "filter %s (%u) cannot be written: cannot grow",
-					  h5_filter_name(id), id);
+		if (h5_filter_encode_check(&d->pline.filters[i]) < 0)
+			return h5_err_wrap(H5_ERR_PERM, "filter %s (%u) cannot be written: cannot grow: ",
+					   h5_filter_name(id), id);
 	}
 	/* Whether a chunk is filtered would then depend on dims[0], which
 	 * changes last: the in-between state would be misread. */

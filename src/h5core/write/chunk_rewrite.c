@@ -74,9 +74,9 @@ int h5_ow_chunked_check(const h5_dataset *d)
 	for (size_t i = 0; i < d->pline.n; i++) {
 		uint16_t id = d->pline.filters[i].id;
 
-		if (!h5_filter_can_encode(id))
-			return h5_err_set(H5_ERR_UNSUPPORTED, "filter %s (%u) has no encoder: its chunks cannot be rewritten",
-					  h5_filter_name(id), id);
+		if (h5_filter_encode_check(&d->pline.filters[i]) < 0)
+			return h5_err_wrap(H5_ERR_UNSUPPORTED, "filter %s (%u): its chunks cannot be rewritten: ",
+					   h5_filter_name(id), id);
 	}
 	/* whether an edge chunk is filtered then depends on the layout
 	 * flag; the writers record every chunk as filtered */
