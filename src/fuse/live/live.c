@@ -238,19 +238,65 @@ int live_new(h5fs *fs, h5_file *f, void (*sweep)(h5fs *fs))
 		if (!(lv->path = strdup(h5_file_path(f))))
 			return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	} else if (fs->live) {
-		/* absolute: the daemon leaves its directory (fuse_daemonize);
-		 * not resolved: a symlink at the path may be pointed elsewhere */
-		const char *p = h5_file_path(f);
+		/* the real path: the daemon leaves its directory
+		 * (fuse_daemonize), and a FILE named through a symlink mounted
+		 * the symlink's target, whose name is followed (doc/h5fs.1
+		 * SECURITY: repointing the symlink is not) */
+		const char *p = h5_file_real_path(f) ? h5_file_real_path(f) : h5_file_path(f);
 		char cwd[PATH_MAX];
+		struct stat st;
 
 		if (p[0] != '/' && getcwd(cwd, sizeof(cwd)))
 			lv->path = h5_path_join(cwd, p);
 		else
 			lv->path = strdup(p);
-		if (!lv->path)
+		if (!lv->path || !(lv->name = strdup(strrchr(lv->path, '/') ? strrchr(lv->path, '/') + 1 : lv->path)))
 			return h5_err_set(H5_ERR_NOMEM, "out of memory");
+		if (fstat(h5_file_fd(f), &st) == 0) {
+			lv->owner = st.st_uid;
+			lv->ftype = st.st_mode & S_IFMT;
+		}
 	}
 	return 0;
+}
+
+/* FILE opened anew, as the next generation. A local FILE mounted from its
+ * folder (opts->dir_fd, main.c open_local) is opened from there only, by
+ * its name, never through a symlink, and followed only to a file of the
+ * kind and owner it had at mount: another user who may rename in FILE's
+ * folder must not make a daemon running as root serve (or write) a file
+ * of root's through a mount of theirs. Refused: H5_ERR_PERM, and the
+ * mount keeps the generation it has. */
+static int open_again(struct live *lv, h5_file **out)
+{
+	struct stat st;
+	int fd, rc;
+
+	*out = NULL;
+	if (!lv->local || !lv->opts->dir_fd || *lv->opts->dir_fd < 0 || !lv->name)
+		return h5_file_open(out, lv->path, lv->opts);
+	fd = openat(*lv->opts->dir_fd, lv->name,
+		    (lv->opts->writable ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0 && errno == ELOOP)
+		return h5_err_set(H5_ERR_PERM, "%s is now a symbolic link: not followed, the mount keeps "
+				  "showing the file it had", lv->path);
+	if (fd < 0)
+		return h5_err_set(errno == ENOENT ? H5_ERR_NOTFOUND : H5_ERR_IO, "%s: %s", lv->path, strerror(errno));
+	if (fstat(fd, &st) < 0) {
+		rc = h5_err_set(H5_ERR_IO, "%s: %s", lv->path, strerror(errno));
+		close(fd);
+		return rc;
+	}
+	if ((st.st_mode & S_IFMT) != lv->ftype || st.st_uid != lv->owner) {
+		rc = h5_err_set(H5_ERR_PERM, "%s is now %s (uid %u; FILE was uid %u's): not followed, the mount "
+				"keeps showing the file it had", lv->path,
+				(st.st_mode & S_IFMT) != lv->ftype ? "another kind of file" : "another user's file",
+				(unsigned)st.st_uid, (unsigned)lv->owner);
+		close(fd);
+		return rc;
+	}
+	(void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	return h5_file_open_fd(out, fd, lv->path, lv->opts);
 }
 
 /* ---- refreshing ------------------------------------------------------------ */
@@ -362,10 +408,11 @@ int live_refresh(h5fs *fs, bool doubt, bool patient)
 		 * still copying in: wait for its event (where none comes,
 		 * LIVE_SETTLE_NS at most: a read waits rather than fails) */
 		wait_quiet(lv, patient ? LIVE_SETTLE_NS : LIVE_REQ_SETTLE_NS);
-		rc = h5_file_open(&f, lv->path, lv->opts);
+		rc = open_again(lv, &f);
 		/* not HDF5 at all (overwritten with other bytes): no writer's
-		 * flush explains it, the next look tries again */
-		if (rc == 0 || rc == H5_ERR_NOTHDF5)
+		 * flush explains it, the next look tries again; a file that is
+		 * not followed (open_again) is not one either */
+		if (rc == 0 || rc == H5_ERR_NOTHDF5 || rc == H5_ERR_PERM)
 			break;
 	}
 

@@ -31,6 +31,12 @@ struct live {
 	pthread_mutex_t mu;
 	const h5_open_opts *opts;
 	char *path;
+	/* a local FILE's name in its folder opened at mount (opts->dir_fd),
+	 * and what a file renamed over it must be to be followed: of the
+	 * same kind, FILE's owner's at mount (live.c open_again) */
+	char *name;
+	uid_t owner;
+	mode_t ftype;
 	unsigned refresh;
 	uint64_t ngen;          /* numbers handed out (under mu) */
 	uint64_t seen;          /* the generation the kernel was told about */

@@ -33,7 +33,7 @@ struct h5_dataset {
 	uint8_t *fill_elem;     /* one element of fill (dtype->size bytes) */
 	h5_chunk_index *cidx;   /* chunked only */
 	uint64_t chunk_bytes;   /* bytes of one full chunk */
-	char **efl_paths;       /* EFL: efl.n resolved external file names */
+	char **efl_paths;       /* EFL: efl.n external file names (related.c opens them) */
 	bool has_vlen;          /* dtype contains variable-length data */
 	struct h5_vtext *vtext; /* has_vlen: the text the dataset reads as (vlen.c) */
 	struct h5_vds *vds;     /* virtual: the mappings, and them resolved against */
