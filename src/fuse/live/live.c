@@ -260,6 +260,21 @@ int live_new(h5fs *fs, h5_file *f, void (*sweep)(h5fs *fs))
 	return 0;
 }
 
+/* Whether FILE's name still leads to the file open_again refused (lv->mu
+ * held). */
+static bool still_refused(struct live *lv)
+{
+	struct stat st;
+
+	if (!lv->refused || !lv->opts->dir_fd || *lv->opts->dir_fd < 0)
+		return false;
+	if (fstatat(*lv->opts->dir_fd, lv->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == lv->refused_dev &&
+	    st.st_ino == lv->refused_ino)
+		return true;
+	lv->refused = false;
+	return false;
+}
+
 /* FILE opened anew, as the next generation. A local FILE mounted from its
  * folder (opts->dir_fd, main.c open_local) is opened from there only, by
  * its name, never through a symlink, and followed only to a file of the
@@ -381,6 +396,8 @@ int live_refresh(h5fs *fs, bool doubt, bool patient)
 		return 0;
 	}
 	m = file_changed(fs, cur->f, lv->local ? lv->path : NULL);
+	if (m == H5_CHANGED_PATH && still_refused(lv))
+		m = 0;          /* the file not followed is still there: no change */
 	if ((!m && !cur->racy && !doubt) || (!lv->local && !m)) {
 		/* (a remote FILE: the same object on the server, nothing to reopen) */
 		pthread_mutex_unlock(&lv->mu);
@@ -418,6 +435,22 @@ int live_refresh(h5fs *fs, bool doubt, bool patient)
 
 	pthread_mutex_lock(&lv->mu);
 	__atomic_store_n(&lv->refreshing, false, __ATOMIC_RELEASE);
+	if (rc == H5_ERR_PERM) {
+		/* not followed (open_again): the mount goes on with the file it
+		 * has, writes included; said once per file put there */
+		struct stat nst;
+
+		if (lv->opts->dir_fd && fstatat(*lv->opts->dir_fd, lv->name, &nst, AT_SYMLINK_NOFOLLOW) == 0) {
+			lv->refused = true;
+			lv->refused_dev = nst.st_dev;
+			lv->refused_ino = nst.st_ino;
+		}
+		h5fs_log(fs, LOG_WARNING, "%s", h5_err_msg());
+		h5_err_clear();
+		pthread_mutex_unlock(&lv->mu);
+		gen_release(cur);
+		return 0;
+	}
 	if (rc < 0) {
 		/* written in place and unreadable now: its old bytes are gone
 		 * (said by the watcher, after its tries; by anyone when the

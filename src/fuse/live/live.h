@@ -37,6 +37,11 @@ struct live {
 	char *name;
 	uid_t owner;
 	mode_t ftype;
+	/* the file at that name open_again last refused (under mu): until the
+	 * name leads elsewhere, nothing changed (no retry, no log) */
+	bool refused;
+	dev_t refused_dev;
+	ino_t refused_ino;
 	unsigned refresh;
 	uint64_t ngen;          /* numbers handed out (under mu) */
 	uint64_t seen;          /* the generation the kernel was told about */

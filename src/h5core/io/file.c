@@ -305,7 +305,7 @@ int h5_file_bytes_changed(h5_file *f, const char *path)
 	}
 	/* the path: an fstab line names a path, so a file renamed over it is
 	 * the one to show (the ctime of a rename moves only the new file's) */
-	if (f->dir_fd >= 0 && f->dir_name) {
+	if (path && f->dir_fd >= 0 && f->dir_name) {
 		/* the name in the folder taken at mount: a symlink put there is
 		 * itself the change (never followed, live.c opens no symlink) */
 		if (fstatat(f->dir_fd, f->dir_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
