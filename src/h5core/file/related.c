@@ -108,8 +108,9 @@ static int related_init(h5_file *top)
 	pthread_mutex_init(&r->lock, NULL);
 	r->root_dir = real;
 	r->root_fd = -1;
-	if (top->real_path && !top->ext_root && top->dir_fd >= 0) {
-		r->root_fd = top->dir_fd;       /* FILE's folder, taken at mount */
+	if ((top->real_path || top->ext_root) && top->dir_fd >= 0) {
+		/* FILE's folder, or a collection's tree, taken at mount */
+		r->root_fd = top->dir_fd;
 	} else if (top->real_path || top->ext_root) {
 		r->root_fd = open(real, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		r->own_root_fd = r->root_fd >= 0;
@@ -128,12 +129,13 @@ static int related_init(h5_file *top)
 
 /* h5_file_open of another file for top (fd >= 0: the descriptor a local
  * one was found at, then owned here), through top's descriptor gate
- * (h5_open_opts.fd_gate). */
-static int rel_file_open(h5_file **f, h5_file *top, int fd, const char *name, const h5_open_opts *o)
+ * (h5_open_opts.fd_gate; gated: asked already, before fd was opened).
+ * On failure the gate is told the file is not kept. */
+static int rel_file_open(h5_file **f, h5_file *top, int fd, const char *name, const h5_open_opts *o, bool gated)
 {
 	int rc;
 
-	if (top->fd_gate) {
+	if (top->fd_gate && !gated) {
 		rc = top->fd_gate(top->fd_gate_ud, 1);
 		if (rc < 0) {
 			if (fd >= 0)
@@ -423,7 +425,7 @@ static int remote_open(h5_file **out, h5_file *top, h5_file *from, const char *n
 		o.ctx = top->ctx;
 		o.source_params = (const char *const *)top->remote.params;
 		o.cache_bytes = top->remote.cache_bytes;
-		rc = rel_file_open(&f, top, -1, url, &o);
+		rc = rel_file_open(&f, top, -1, url, &o, false);
 	}
 	if (rc == H5_ERR_NOTFOUND) {
 		h5_err_clear();
@@ -453,10 +455,12 @@ out:
 	return rc;
 }
 
-int h5_related_open(h5_file **out, h5_file *from, const char *name, int kind)
+/* A local related file (h5_related_open). The gate was asked for one
+ * descriptor before the candidates were opened; *took: it was handed on
+ * (the file kept, or rel_file_open gave it back). */
+static int local_open(h5_file **out, h5_file *top, h5_file *from, const char *name, int kind, bool *took)
 {
-	h5_file *top = from->top ? from->top : from;
-	struct h5_related *r;
+	struct h5_related *r = top->related;
 	struct stat st;
 	char *real = NULL;
 	h5_file *f = NULL, *dead[4];
@@ -464,17 +468,6 @@ int h5_related_open(h5_file **out, h5_file *from, const char *name, int kind)
 	uint32_t id = 0;
 	int fd = -1, rc;
 
-	*out = NULL;
-	if (!name || !*name)
-		return h5_err_set(H5_ERR_FORMAT, "empty file name");
-	pthread_mutex_lock(&init_lock);
-	rc = related_init(top);
-	pthread_mutex_unlock(&init_lock);
-	if (rc < 0)
-		return rc;
-	r = top->related;
-	if (top->remote.cls)
-		return remote_open(out, top, from, name);
 	rc = resolve(&fd, &real, top, from, name, kind);
 	if (rc != 0)
 		return rc;
@@ -518,7 +511,8 @@ int h5_related_open(h5_file **out, h5_file *from, const char *name, int kind)
 
 		o.efl_any = top->efl_any;
 		o.ctx = top->ctx;
-		rc = rel_file_open(&f, top, fd, real, &o);      /* fd: f's now */
+		*took = true;
+		rc = rel_file_open(&f, top, fd, real, &o, true);        /* fd: f's now */
 	}
 	if (rc < 0) {
 		pthread_mutex_unlock(&r->lock);
@@ -548,6 +542,32 @@ int h5_related_open(h5_file **out, h5_file *from, const char *name, int kind)
 		rel_file_close(top, dead[i]);
 	*out = f;
 	return 0;
+}
+
+int h5_related_open(h5_file **out, h5_file *from, const char *name, int kind)
+{
+	h5_file *top = from->top ? from->top : from;
+	bool took = false;
+	int rc;
+
+	*out = NULL;
+	if (!name || !*name)
+		return h5_err_set(H5_ERR_FORMAT, "empty file name");
+	pthread_mutex_lock(&init_lock);
+	rc = related_init(top);
+	pthread_mutex_unlock(&init_lock);
+	if (rc < 0)
+		return rc;
+	if (top->remote.cls)
+		return remote_open(out, top, from, name);
+	/* asked before any candidate is opened: a collection's count of
+	 * open descriptors (-o max_files) holds at every moment */
+	if (top->fd_gate && (rc = top->fd_gate(top->fd_gate_ud, 1)) < 0)
+		return h5_err_wrap(rc, "%.200s: ", name);
+	rc = local_open(out, top, from, name, kind, &took);
+	if (!took && top->fd_gate)
+		top->fd_gate(top->fd_gate_ud, -1);
+	return rc;
 }
 
 int h5_related_open_data(int *fd, h5_file *from, const char *name)
