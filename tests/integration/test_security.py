@@ -111,6 +111,10 @@ def swap_tests(base):
             os.chown(u, U.pw_uid, U.pw_gid)
             os.chown(f, U.pw_uid, U.pw_gid)
             before = sha(root644)
+            held = os.path.join(base, "held.h5")     # U's inode, kept to look at after
+            if os.path.exists(held):
+                os.unlink(held)
+            os.link(f, held)
             opts = ["-o", "allow_other"] if allow else []
             with T.Mount(f, mnt, opts=opts) as m:
                 if kind == "symlink":
@@ -131,11 +135,16 @@ def swap_tests(base):
                 w = as_user(who[0], who[1], ["sh", "-c", "head -c 8 /dev/zero >> %s/app" % mnt])
                 d = as_user(who[0], who[1], ["dd", "if=/dev/zero", "of=%s/fixed" % mnt, "bs=64", "count=1",
                                             "conv=notrunc,fsync", "status=none"])
+            with h5py.File(held, "r") as h:
+                rows = h["app"].shape[0]
             if sha(root644) != before:
                 bad("%s: root's 0644 file was changed through the mount" % label)
+            elif w.returncode != 0 or rows != 12:
+                bad("%s: the append did not reach the file that was mounted (rc %d, %d rows)" % (
+                    label, w.returncode, rows))
             else:
-                ok("%s: root's file untouched (append rc %d, dd rc %d), U's file still shown" % (
-                    label, w.returncode, d.returncode))
+                ok("%s: root's file untouched (append rc %d %r, dd rc %d %r), U's file still shown" % (
+                    label, w.returncode, w.stderr[-80:], d.returncode, d.stderr[-80:]))
     # -o ro: root's 0600 file swapped in is never read
     shutil.rmtree(u, ignore_errors=True)
     os.makedirs(u)
