@@ -381,7 +381,7 @@ int live_refresh(h5fs *fs, bool doubt, bool patient)
 	struct stat st;
 	unsigned long long num;
 	uint64_t epoch;
-	int m, rc = 0;
+	int m, fd, rc = 0;
 
 	pthread_mutex_lock(&lv->mu);
 	if (lv->refreshing) {
@@ -439,17 +439,28 @@ int live_refresh(h5fs *fs, bool doubt, bool patient)
 		/* not followed (open_again): the mount goes on with the file it
 		 * has, writes included; said once per file put there */
 		struct stat nst;
+		bool said = false;
 
 		if (lv->opts->dir_fd && fstatat(*lv->opts->dir_fd, lv->name, &nst, AT_SYMLINK_NOFOLLOW) == 0) {
+			said = lv->refused && lv->refused_dev == nst.st_dev && lv->refused_ino == nst.st_ino;
 			lv->refused = true;
 			lv->refused_dev = nst.st_dev;
 			lv->refused_ino = nst.st_ino;
 		}
-		h5fs_log(fs, LOG_WARNING, "%s", h5_err_msg());
+		if (!said)
+			h5fs_log(fs, LOG_WARNING, "%s", h5_err_msg());
 		h5_err_clear();
-		pthread_mutex_unlock(&lv->mu);
-		gen_release(cur);
-		return 0;
+		rc = 0;
+		if (!(m & H5_CHANGED_BYTES)) {
+			pthread_mutex_unlock(&lv->mu);
+			gen_release(cur);
+			return 0;
+		}
+		/* the file mounted changed too: its new state, from the
+		 * descriptor the mount has (never from the name) */
+		fd = fcntl(h5_file_fd(cur->f), F_DUPFD_CLOEXEC, 0);
+		rc = fd < 0 ? h5_err_set(H5_ERR_IO, "%s: %s", lv->path, strerror(errno))
+			    : h5_file_open_fd(&f, fd, lv->path, lv->opts);
 	}
 	if (rc < 0) {
 		/* written in place and unreadable now: its old bytes are gone
