@@ -211,17 +211,20 @@ def efl_tests(base):
     make_efl(h5, {"shadow": "shadow.bin", "mid": "sub/shadow", "okd": "ok.bin", "rel": rel_escape})
     os.chown(d, U.pw_uid, U.pw_gid)
     mnt = os.path.join(base, "mnt")
-    for label, cwd, name in (("absolute FILE", None, h5), ("relative FILE", d, "efl.h5")):
-        with T.Mount(name, mnt, opts=["-o", "ro,allow_other"], cwd=cwd):
+    for label, cwd, name, allow in (("absolute FILE", None, h5, True), ("relative FILE", d, "efl.h5", True),
+                                    ("absolute FILE, root reading, no allow_other", None, h5, False),
+                                    ("relative FILE, root reading, no allow_other", d, "efl.h5", False)):
+        reader = as_u if allow else (lambda argv: subprocess.run(argv, capture_output=True, timeout=30))
+        with T.Mount(name, mnt, opts=["-o", "ro,allow_other" if allow else "ro"], cwd=cwd):
             for ds in ("shadow", "mid", "rel"):
-                r = as_u(["head", "-c", "64", os.path.join(mnt, ds)])
+                r = reader(["head", "-c", "64", os.path.join(mnt, ds)])
                 if b"S" in r.stdout:
                     bad("%s: U read the root-only file through external name %s" % (label, ds))
                 elif r.returncode == 0:
                     bad("%s: %s read without error (%r)" % (label, ds, r.stdout[:16]))
                 else:
                     ok("%s: external %s refused (%s)" % (label, ds, r.stderr.decode().strip()[-40:]))
-            r = as_u(["cat", os.path.join(mnt, "okd")])
+            r = reader(["cat", os.path.join(mnt, "okd")])
             if r.stdout != b"k" * 64:
                 bad("%s: the external file beside FILE does not read (%r)" % (label, r.stderr))
             else:
@@ -265,6 +268,67 @@ def efl_tests(base):
                 ok("root reads its own root-only external file")
         if "may not read" not in m.output():
             bad("no log line for the refused open")
+
+
+def rename_race(base):
+    """U swaps a symlink to root's 0600 file and files of U's own over FILE
+    as fast as it can while U reads through an allow_other -o ro mount:
+    every read is one of U's files, never root's."""
+    u = os.path.join(base, "race")
+    os.makedirs(u)
+    f = os.path.join(u, "f.h5")
+    make_file(f, "u")
+    for n in ("a.h5", "b.h5"):
+        make_file(os.path.join(u, n), "u")
+    os.chown(u, U.pw_uid, U.pw_gid)
+    for n in ("f.h5", "a.h5", "b.h5"):
+        os.chown(os.path.join(u, n), U.pw_uid, U.pw_gid)
+    root600 = os.path.join(base, "root600.h5")
+    mnt = os.path.join(base, "mnt")
+    script = ("cd %s; i=0; while [ $i -lt 300 ]; do ln -sf ../root600.h5 s.tmp; mv -f s.tmp f.h5; "
+              "cp -p a.h5 c.tmp; mv -f c.tmp f.h5; i=$((i+1)); done" % u)
+    with T.Mount(f, mnt, opts=["-o", "ro,allow_other"]):
+        swapper = subprocess.Popen(["setpriv", "--reuid=%d" % U.pw_uid, "--regid=%d" % U.pw_gid,
+                                    "--clear-groups", "sh", "-c", script],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        reads = leaked = 0
+        try:
+            while swapper.poll() is None and reads < 2000:
+                r = as_u(["cat", os.path.join(mnt, "fixed")])
+                reads += 1
+                if np.frombuffer(r.stdout[:len(r.stdout) // 4 * 4], dtype="i4").tolist().count(9):
+                    leaked += 1
+        finally:
+            T.stop_process(swapper)
+    if not os.path.exists(root600):
+        bad("rename race: root's file missing")
+    elif leaked:
+        bad("rename race: %d of %d reads returned root's bytes" % (leaked, reads))
+    else:
+        ok("rename race: %d reads while FILE was swapped 600 times, none of root's bytes" % reads)
+
+
+def vds_test(base):
+    """A virtual dataset whose source name is a symlink to a root-only file."""
+    d = os.path.join(base, "v")
+    os.makedirs(d)
+    secret = os.path.join(base, "secret", "src.h5")
+    with h5py.File(secret, "w") as f:
+        f.create_dataset("data", data=np.full(16, 99, dtype="i4"))
+    os.chmod(secret, 0o600)
+    os.symlink(secret, os.path.join(d, "src.h5"))
+    layout = h5py.VirtualLayout(shape=(16,), dtype="i4")
+    layout[:] = h5py.VirtualSource("src.h5", "data", shape=(16,))
+    h5 = os.path.join(d, "vds.h5")
+    with h5py.File(h5, "w") as f:
+        f.create_virtual_dataset("v", layout, fillvalue=-1)
+    mnt = os.path.join(base, "mnt")
+    with T.Mount(h5, mnt, opts=["-o", "ro,allow_other"]):
+        r = as_u(["cat", os.path.join(mnt, "v")])
+        if 99 in np.frombuffer(r.stdout[:len(r.stdout) // 4 * 4], dtype="i4").tolist():
+            bad("VDS: the root-only source behind a symlink was read")
+        else:
+            ok("VDS: a source behind a symlink out of the tree is not read (rc %d)" % r.returncode)
 
 
 def symlink_file_test(base):
@@ -328,6 +392,8 @@ def main():
         swap_tests(base)
         efl_tests(base)
         symlink_file_test(base)
+        rename_race(base)
+        vds_test(base)
         owner_writes(base)
     finally:
         shutil.rmtree(base, ignore_errors=True)
