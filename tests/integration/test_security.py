@@ -285,7 +285,7 @@ def rename_race(base):
         os.chown(os.path.join(u, n), U.pw_uid, U.pw_gid)
     root600 = os.path.join(base, "root600.h5")
     mnt = os.path.join(base, "mnt")
-    script = ("cd %s; i=0; while [ $i -lt 300 ]; do ln -sf ../root600.h5 s.tmp; mv -f s.tmp f.h5; "
+    script = ("cd %s; i=0; while [ $i -lt 100 ]; do ln -sf ../root600.h5 s.tmp; mv -f s.tmp f.h5; "
               "cp -p a.h5 c.tmp; mv -f c.tmp f.h5; i=$((i+1)); done" % u)
     with T.Mount(f, mnt, opts=["-o", "ro,allow_other"]):
         swapper = subprocess.Popen(["setpriv", "--reuid=%d" % U.pw_uid, "--regid=%d" % U.pw_gid,
@@ -293,7 +293,7 @@ def rename_race(base):
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         reads = leaked = 0
         try:
-            while swapper.poll() is None and reads < 2000:
+            while swapper.poll() is None and reads < 400:
                 r = as_u(["cat", os.path.join(mnt, "fixed")])
                 reads += 1
                 if np.frombuffer(r.stdout[:len(r.stdout) // 4 * 4], dtype="i4").tolist().count(9):
@@ -305,7 +305,7 @@ def rename_race(base):
     elif leaked:
         bad("rename race: %d of %d reads returned root's bytes" % (leaked, reads))
     else:
-        ok("rename race: %d reads while FILE was swapped 600 times, none of root's bytes" % reads)
+        ok("rename race: %d reads while FILE was swapped 200 times, none of root's bytes" % reads)
 
 
 def vds_test(base):
