@@ -153,6 +153,9 @@ const char *h5_file_path(const h5_file *f);
 /* The absolute path a local FILE's descriptor led to when opened (a name
  * given through a symlink: its target), or NULL (remote, in memory). */
 const char *h5_file_real_path(const h5_file *f);
+/* Whether f was reached from another file (an external link's target, a
+ * virtual dataset's source: related.c), not opened by the caller. */
+int h5_file_is_related(const h5_file *f);
 
 /* FILE is a remote object whose server ignores Range requests (python3 -m
  * http.server): it was downloaded whole into a temporary file at open

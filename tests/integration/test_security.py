@@ -331,6 +331,42 @@ def vds_test(base):
             ok("VDS: a source behind a symlink out of the tree is not read (rc %d)" % r.returncode)
 
 
+def extlink_test(base):
+    """Objects of a file an external link leads to show that file's owner
+    and read bits: U sees nothing of a root-only target, all of a 0644 one."""
+    d = os.path.join(base, "x")
+    os.makedirs(d)
+    for name, mode in (("priv.h5", 0o600), ("pub.h5", 0o644)):
+        with h5py.File(os.path.join(d, name), "w") as f:
+            g = f.create_group("g")
+            g.attrs["who"] = name
+            g.create_dataset("data", data=np.full(8, 5, dtype="i4"))
+        os.chmod(os.path.join(d, name), mode)
+    h5 = os.path.join(d, "top.h5")
+    with h5py.File(h5, "w") as f:
+        f["priv"] = h5py.ExternalLink("priv.h5", "/g")
+        f["pub"] = h5py.ExternalLink("pub.h5", "/g")
+    os.chmod(h5, 0o644)
+    mnt = os.path.join(base, "mnt")
+    with T.Mount(h5, mnt, opts=["-o", "ro,allow_other"]):
+        ls = as_u(["ls", os.path.join(mnt, "priv")])
+        ga = as_u(["getfattr", "-n", "user.who", os.path.join(mnt, "priv")])
+        cat = as_u(["cat", os.path.join(mnt, "priv", "data")])
+        if ls.returncode == 0 or ga.returncode == 0 or cat.returncode == 0 or b"priv.h5" in ga.stdout:
+            bad("external link to a root-only file: U listed (%d), read an attribute (%d) or data (%d)" % (
+                ls.returncode, ga.returncode, cat.returncode))
+        else:
+            ok("external link to a root-only file: U can neither list it, read its attributes nor its data")
+        ls = as_u(["ls", os.path.join(mnt, "pub")])
+        cat = as_u(["cat", os.path.join(mnt, "pub", "data")])
+        if ls.returncode or cat.stdout != np.full(8, 5, dtype="i4").tobytes():
+            bad("external link to a 0644 file: U cannot read it (%r)" % (ls.stderr + cat.stderr))
+        else:
+            ok("external link to a 0644 file: U reads it")
+        if sorted(os.listdir(os.path.join(mnt, "priv"))) != ["data"]:
+            bad("root cannot list its own linked file")
+
+
 def symlink_file_test(base):
     d = os.path.join(base, "s")
     os.makedirs(d)
@@ -392,6 +428,7 @@ def main():
         swap_tests(base)
         efl_tests(base)
         symlink_file_test(base)
+        extlink_test(base)
         rename_race(base)
         vds_test(base)
         owner_writes(base)

@@ -272,6 +272,21 @@ int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64
 		n->st.st_nlink = info.nlink ? info.nlink : 1;
 		break;
 	}
+	/* An object of a file an external link led to shows that file's
+	 * owner, group and read bits (never write bits: only FILE is written),
+	 * so the kernel lets a user see its names, attributes and bytes only
+	 * where that user may read the file itself (doc/h5fs.1 SECURITY) */
+	if (h5_file_is_related(f) && h5_file_fd(f) >= 0) {
+		struct stat rst;
+
+		if (fstat(h5_file_fd(f), &rst) == 0) {
+			mode_t r = rst.st_mode & 0444 & (fs->cfg.umask_set ? ~fs->cfg.umask : 0777);
+
+			n->st.st_uid = rst.st_uid;
+			n->st.st_gid = rst.st_gid;
+			n->st.st_mode = (n->st.st_mode & S_IFMT) | r | (n->type == NT_DIR ? r >> 2 : 0);
+		}
+	}
 	n->st.st_blocks = blocks_of(alloc);
 	kind_remember(fs, file_ino(f, addr), info.kind);
 out:

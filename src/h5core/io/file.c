@@ -496,4 +496,5 @@ uint64_t h5_file_userblock(const h5_file *f) { return f->base; }
 int64_t h5_file_mtime(const h5_file *f) { return f->file_mtime; }
 const char *h5_file_path(const h5_file *f) { return f->path; }
 const char *h5_file_real_path(const h5_file *f) { return f->real_path; }
+int h5_file_is_related(const h5_file *f) { return f->top != NULL; }
 int h5_file_fd(const h5_file *f) { return f->src->ops->fd(f->src); }
