@@ -386,10 +386,11 @@ uint64_t h5_dataset_size(const h5_dataset *d);
 uint64_t h5_dataset_allocated(const h5_dataset *d);
 int h5_dataset_mtime(const h5_dataset *d, int64_t *mtime);
 /* The files other than FILE that d's bytes are read from, each with its
- * stat: the file holding d when an external link led there, and each
- * external data file (IV.A.2.h), opened as a read would open it (one that
- * cannot be is left out: its reads fail). fn's non-zero return stops the
- * walk and is returned. Virtual dataset sources are not listed. */
+ * stat: the file holding d when an external link led there, each external
+ * data file (IV.A.2.h) and each virtual dataset source file (printf-named
+ * sources left out), opened as a read would open them (one that cannot be
+ * is left out: its reads fail or give fill values). fn's non-zero return
+ * stops the walk and is returned. */
 struct stat;
 int h5_dataset_each_file(h5_dataset *d, int (*fn)(void *arg, const char *name, const struct stat *st), void *arg);
 /* Read exactly len bytes at off; off+len must be <= h5_dataset_size(). */

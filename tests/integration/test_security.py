@@ -322,6 +322,16 @@ def vds_test(base):
     h5 = os.path.join(d, "vds.h5")
     with h5py.File(h5, "w") as f:
         f.create_virtual_dataset("v", layout, fillvalue=-1)
+    # and a root-only source inside the tree: root reads it, U gets EACCES
+    inside = os.path.join(d, "priv.h5")
+    with h5py.File(inside, "w") as f:
+        f.create_dataset("data", data=np.full(16, 77, dtype="i4"))
+    os.chmod(inside, 0o600)
+    layout = h5py.VirtualLayout(shape=(16,), dtype="i4")
+    layout[:] = h5py.VirtualSource("priv.h5", "data", shape=(16,))
+    h5p = os.path.join(d, "vpriv.h5")
+    with h5py.File(h5p, "w") as f:
+        f.create_virtual_dataset("v", layout, fillvalue=-1)
     mnt = os.path.join(base, "mnt")
     with T.Mount(h5, mnt, opts=["-o", "ro,allow_other"]):
         r = as_u(["cat", os.path.join(mnt, "v")])
@@ -329,6 +339,16 @@ def vds_test(base):
             bad("VDS: the root-only source behind a symlink was read")
         else:
             ok("VDS: a source behind a symlink out of the tree is not read (rc %d)" % r.returncode)
+    with T.Mount(h5p, mnt, opts=["-o", "ro,allow_other"]):
+        r = as_u(["cat", os.path.join(mnt, "v")])
+        with open(os.path.join(mnt, "v"), "rb") as f:
+            mine = f.read()
+        if r.returncode == 0 or b"Permission denied" not in r.stderr:
+            bad("VDS: U read a root-only source (rc %d)" % r.returncode)
+        elif mine != np.full(16, 77, dtype="i4").tobytes():
+            bad("VDS: root cannot read its own root-only source")
+        else:
+            ok("VDS: a root-only source: U gets EACCES, root reads it")
 
 
 def extlink_test(base):

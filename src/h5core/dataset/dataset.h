@@ -49,6 +49,11 @@ int h5_dataset_vds_open(h5_dataset *d);
 int h5_dataset_vds_read(h5_dataset *d, uint8_t *buf, uint64_t off, size_t len);
 void h5_dataset_vds_close(h5_dataset *d);
 size_t h5_dataset_vds_count(const h5_dataset *d);
+/* Each source file of d's mappings that exists (printf-named ones left
+ * out), with its stat, for h5_dataset_each_file. */
+struct stat;
+int h5_dataset_vds_each_file(h5_dataset *d, int (*fn)(void *arg, const char *name, const struct stat *st),
+			     void *arg);
 
 /* Fill buf with the bytes [off, off+len) of a stream of fill elements
  * (d->fill_elem repeated; the phase is off modulo the element size). fillval.c */

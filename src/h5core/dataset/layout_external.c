@@ -228,6 +228,8 @@ int h5_dataset_each_file(h5_dataset *d, int (*fn)(void *arg, const char *name, c
 	if (d->f->top && h5_file_fd(d->f) >= 0 && fstat(h5_file_fd(d->f), &st) == 0 &&
 	    (rc = fn(arg, h5_file_path(d->f), &st)) != 0)
 		return rc;
+	if (d->vds)
+		return h5_dataset_vds_each_file(d, fn, arg);
 	if (d->lops != &h5_layout_external || !d->efl_paths)
 		return 0;
 	for (size_t i = 0; i < d->efl.n && rc == 0; i++) {
