@@ -17,7 +17,8 @@ user O (uid 12345) against root's mounts with and without -o allow_other:
   gets EACCES (the caller's own rights on files h5fs opens for them).
 - FILE given through a symlink at mount: the target is mounted.
 - The owner writes, others may not: on root's allow_other mount of U's
-  file U makes a group and appends, O gets EACCES and nothing is made.
+  file U makes a group, sets an attribute and appends, O gets EACCES and
+  nothing is made; on U's own fusermount3 mount U makes every change.
 - Controls: -o efl_any reads an absolute external name.
 Fixtures are written here with h5py."""
 import errno
@@ -441,6 +442,48 @@ def owner_writes(base):
         ok("another user gets EACCES for mkdir, append and setfattr; nothing made")
 
 
+def user_mount(base):
+    """U's own mount (fusermount3) of U's file: U makes every change. This
+    machine's /dev/fuse may be root's alone (containers): it is opened to
+    others, as Debian has it (0666), for this test and given back after."""
+    u = os.path.join(base, "um")
+    os.makedirs(u)
+    f = os.path.join(u, "f.h5")
+    make_file(f, "u")
+    mnt = os.path.join(u, "mnt")
+    os.makedirs(mnt)
+    for p in (u, f, mnt):
+        os.chown(p, U.pw_uid, U.pw_gid)
+    # the daemon where U may run it (the build tree may be private)
+    daemon = os.path.join(base, "h5fs")
+    shutil.copy(T.H5FS, daemon)
+    os.chmod(daemon, 0o755)
+    was = os.stat("/dev/fuse").st_mode & 0o777
+    proc = None
+    try:
+        os.chmod("/dev/fuse", was | 0o666)
+        proc = subprocess.Popen(["setpriv", "--reuid=%d" % U.pw_uid, "--regid=%d" % U.pw_gid, "--clear-groups",
+                                 daemon, "-f", f, mnt], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        if not T.wait_until(lambda: T.is_mounted(mnt), 10):
+            bad("U's own mount did not appear: %r" % (proc.stdout.read1() if proc.poll() is not None else ""))
+            return
+        r = as_u(["sh", "-c", "mkdir %s/g && setfattr -n user.x -v 1 %s && head -c 8 /dev/zero >> %s/app" % (
+            mnt, mnt, mnt)])
+        as_u(["fusermount3", "-u", mnt])
+        proc.wait(timeout=10)
+        with h5py.File(f, "r") as h:
+            done = "g" in h and h.attrs.get("x") is not None and h["app"].shape[0] == 12
+        if r.returncode or not done:
+            bad("U's own mount: mkdir, setfattr and an append (rc %d %r)" % (r.returncode, r.stderr))
+        else:
+            ok("U's own fusermount3 mount: U makes a group, sets an attribute, appends")
+    finally:
+        os.chmod("/dev/fuse", was)
+        if proc is not None and proc.poll() is None:
+            subprocess.run(["fusermount3", "-uz", mnt], capture_output=True, timeout=10)
+            T.stop_process(proc)
+
+
 def main():
     base = tempfile.mkdtemp(prefix="h5fs-sec-")
     try:
@@ -452,6 +495,7 @@ def main():
         rename_race(base)
         vds_test(base)
         owner_writes(base)
+        user_mount(base)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     if fails:
