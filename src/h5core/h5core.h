@@ -100,6 +100,12 @@ typedef struct h5_open_opts {
 				  * (-o ext_prefix=), after HDF5_EXT_PREFIX/HDF5_VDS_PREFIX */
 	const char *ext_root;    /* the directory tree they may lie in (NULL:
 				  * FILE's directory; a collection: its DIR) */
+	const int *dir_fd;       /* FILE's folder as opened at mount (O_PATH,
+				  * the caller's, open while the file is): the
+				  * tree related files are opened beneath, and
+				  * where FILE's name is looked at for changes.
+				  * NULL: opened from FILE's real path when
+				  * first needed */
 	int related_idle;        /* those files kept open while unused: 0 the
 				  * default (32), negative none (a collection,
 				  * which counts descriptors) */
@@ -124,6 +130,11 @@ typedef struct h5_open_opts {
 size_t h5_default_cache_bytes(void);
 
 int h5_file_open(h5_file **out, const char *path, const h5_open_opts *opts);
+/* Open FILE from a descriptor of a local file the caller opened (O_RDONLY,
+ * or O_RDWR with opts->writable), which the file then owns, also on
+ * failure: FILE opened once at mount through its folder, and opened anew
+ * from there (never by a path). name for messages. */
+int h5_file_open_fd(h5_file **out, int fd, const char *name, const h5_open_opts *opts);
 /* (Test hooks, such as a trace of every write: h5core_test.h, tests only.) */
 /* Open FILE from a byte source (source.h), which the file then owns (also
  * on failure); name is FILE's name for messages, and, when the source has
@@ -139,6 +150,12 @@ int h5_file_sb_version(const h5_file *f);
 uint64_t h5_file_userblock(const h5_file *f);
 int64_t h5_file_mtime(const h5_file *f);         /* mtime of FILE (seconds) */
 const char *h5_file_path(const h5_file *f);
+/* The absolute path a local FILE's descriptor led to when opened (a name
+ * given through a symlink: its target), or NULL (remote, in memory). */
+const char *h5_file_real_path(const h5_file *f);
+/* Whether f was reached from another file (an external link's target, a
+ * virtual dataset's source: related.c), not opened by the caller. */
+int h5_file_is_related(const h5_file *f);
 
 /* FILE is a remote object whose server ignores Range requests (python3 -m
  * http.server): it was downloaded whole into a temporary file at open
@@ -368,6 +385,14 @@ uint64_t h5_dataset_size(const h5_dataset *d);
 /* Bytes of storage allocated in the file for this dataset. */
 uint64_t h5_dataset_allocated(const h5_dataset *d);
 int h5_dataset_mtime(const h5_dataset *d, int64_t *mtime);
+/* The files other than FILE that d's bytes are read from, each with its
+ * stat: the file holding d when an external link led there, each external
+ * data file (IV.A.2.h) and each virtual dataset source file (printf-named
+ * sources left out), opened as a read would open them (one that cannot be
+ * is left out: its reads fail or give fill values). fn's non-zero return
+ * stops the walk and is returned. */
+struct stat;
+int h5_dataset_each_file(h5_dataset *d, int (*fn)(void *arg, const char *name, const struct stat *st), void *arg);
 /* Read exactly len bytes at off; off+len must be <= h5_dataset_size(). */
 int h5_dataset_read(h5_dataset *d, void *buf, uint64_t off, size_t len);
 /* Where the bytes [off, off+len) of a dataset lie in FILE, for zero-copy

@@ -971,7 +971,8 @@ def _compare(expected, root_addr, mnt, rep, windows, seed, compare_names, eio_ok
                 rep.bad("%s: symlink target %r, expected %r" % (p, target, e.target))
             continue
         if kind == "dir":
-            if stat.S_IMODE(st.st_mode) != 0o555:
+            # a read-write mount's groups show FILE's (0644) write bit
+            if stat.S_IMODE(st.st_mode) != (0o755 if writable else 0o555):
                 rep.bad("%s: directory mode %o" % (p, stat.S_IMODE(st.st_mode)))
             continue
         if stat.S_IMODE(st.st_mode) != (0o644 if writable and (e.appendable or e.overwritable) else 0o444):

@@ -59,7 +59,7 @@ def modes(mnt):
     return root, g, d, ln
 
 
-def check(label, h5, mnt, opts, uid, gid, fmode, dmode):
+def check(label, h5, mnt, opts, uid, gid, fmode, dmode, wmode=0o200):
     m = T.Mount(h5, mnt, opts=opts)
     try:
         m.start()
@@ -69,10 +69,14 @@ def check(label, h5, mnt, opts, uid, gid, fmode, dmode):
     try:
         root, g, d, ln = modes(mnt)
         bad = []
-        # a read-write mount: the dataset's bytes can be written (the
-        # owner's write bit, where the owner may read; man h5fs MODIFYING)
-        dsmode = fmode if "ro" in ",".join(opts).split(",") else fmode | ((fmode & 0o400) >> 1)
-        for what, st, want in (("root", root, dmode), ("group", g, dmode), ("dataset", d, dsmode)):
+        # a read-write mount: groups and the datasets whose bytes can be
+        # written show FILE's write bits (-o umask: 0222 less it), so its
+        # owner may make every change and the kernel refuses the others
+        # (man h5fs PERMISSIONS)
+        if "ro" in ",".join(opts).split(","):
+            wmode = 0
+        for what, st, want in (("root", root, dmode | wmode), ("group", g, dmode | wmode),
+                               ("dataset", d, fmode | wmode)):
             if st is None:
                 continue        # not ours to look at: see modes()
             if stat.S_IMODE(st.st_mode) != want:
@@ -144,7 +148,7 @@ def main():
         check("-o umask=022 (FILE 0600)", h5, mnt, ["-o", "umask=022"], me_u, me_g, 0o444, 0o555)
         check("-o umask=0137", h5, mnt, ["-o", "umask=0137"], me_u, me_g, 0o440, 0o440)
         check("-o uid=123,gid=456,umask=007", h5, mnt, ["-o", "uid=123,gid=456,umask=007"], 123, 456,
-              0o440, 0o550)
+              0o440, 0o550, 0o220)
         nb = pwd.getpwnam("nobody")
         check("-o uid=nobody (a name)", h5, mnt, ["-o", "uid=nobody"], nb.pw_uid, me_g, 0o400, 0o500)
 

@@ -5,7 +5,11 @@
  * dispatcher opens members with (dispatch_slot.c): an indexed root when
  * the member's record matches its file, else the live root, recorded.
  */
+#define _GNU_SOURCE /* O_PATH */
 #include "root_coll.h"
+
+#include <fcntl.h>
+#include <unistd.h>
 
 /* ---- the dispatcher's hooks --------------------------------------------------- */
 
@@ -220,6 +224,8 @@ static void coll_destroy(void *cv)
 	coll_index_close(c->ci);
 	if (c->be && c->b)
 		c->be->close(c->b);
+	if (c->tree_fd >= 0)
+		close(c->tree_fd);      /* after every member (closed with the slots) */
 	free(c->by_path);
 	free(c->by_ino);
 	pthread_mutex_destroy(&c->mu);
@@ -243,6 +249,7 @@ int h5fs_mount_collection(h5fs_mount **out, const char *dir, const h5fs_config *
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	}
 	pthread_mutex_init(&c->mu, NULL);
+	c->tree_fd = -1;
 	m->coll = c;
 	m->coll_free = coll_destroy;
 	m->hooks = &hooks;
@@ -275,6 +282,10 @@ int h5fs_mount_collection(h5fs_mount **out, const char *dir, const h5fs_config *
 	/* related files of a member may lie anywhere in the collection's
 	 * tree, not only beside it (unless -o ext_any: anywhere) */
 	c->oo.ext_root = c->be->tree ? c->be->tree(c->b) : NULL;
+	/* and opened once: members' related files are opened beneath it
+	 * (h5_open_opts.dir_fd), never through a path swapped since */
+	if (c->oo.ext_root && (c->tree_fd = open(c->oo.ext_root, O_PATH | O_DIRECTORY | O_CLOEXEC)) >= 0)
+		c->oo.dir_fd = &c->tree_fd;
 	c->oo.writable = !cfg->read_only;
 	c->oo.related_idle = -1;        /* closed when unused: max_files counts them */
 	c->oo.fd_gate = coll_gate;

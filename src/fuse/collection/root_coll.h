@@ -29,6 +29,7 @@ struct coll {
 	void *b;
 	h5fs_config cfg;
 	h5_open_opts oo;        /* members' (ext_root: the collection's tree) */
+	int tree_fd;            /* that tree, opened at mount (oo.dir_fd), or -1 */
 	pthread_mutex_t mu;
 	struct fnode **by_path, **by_ino;
 	size_t cap, n;

@@ -5,6 +5,7 @@
  * reply; statfs.
  */
 #include "dispatch_int.h"
+#include "caller.h"
 
 #include <sys/statvfs.h>
 
@@ -62,7 +63,11 @@ static void open_undo(h5fs_mount *m, fuse_ino_t ino, struct fuse_file_info *fi)
 void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	h5fs_mount *m = fuse_req_userdata(req);
-	int err = open_handle(m, ino, fi);
+	int err;
+
+	caller_begin(req);      /* member_open checks other files' modes for them */
+	err = open_handle(m, ino, fi);
+	caller_end();
 
 	if (err)
 		fuse_reply_err(req, err);

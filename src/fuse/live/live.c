@@ -238,19 +238,80 @@ int live_new(h5fs *fs, h5_file *f, void (*sweep)(h5fs *fs))
 		if (!(lv->path = strdup(h5_file_path(f))))
 			return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	} else if (fs->live) {
-		/* absolute: the daemon leaves its directory (fuse_daemonize);
-		 * not resolved: a symlink at the path may be pointed elsewhere */
-		const char *p = h5_file_path(f);
+		/* the real path: the daemon leaves its directory
+		 * (fuse_daemonize), and a FILE named through a symlink mounted
+		 * the symlink's target, whose name is followed (doc/h5fs.1
+		 * SECURITY: repointing the symlink is not) */
+		const char *p = h5_file_real_path(f) ? h5_file_real_path(f) : h5_file_path(f);
 		char cwd[PATH_MAX];
+		struct stat st;
 
 		if (p[0] != '/' && getcwd(cwd, sizeof(cwd)))
 			lv->path = h5_path_join(cwd, p);
 		else
 			lv->path = strdup(p);
-		if (!lv->path)
+		if (!lv->path || !(lv->name = strdup(strrchr(lv->path, '/') ? strrchr(lv->path, '/') + 1 : lv->path)))
 			return h5_err_set(H5_ERR_NOMEM, "out of memory");
+		if (fstat(h5_file_fd(f), &st) == 0) {
+			lv->owner = st.st_uid;
+			lv->ftype = st.st_mode & S_IFMT;
+		}
 	}
 	return 0;
+}
+
+/* Whether FILE's name still leads to the file open_again refused (lv->mu
+ * held). */
+static bool still_refused(struct live *lv)
+{
+	struct stat st;
+
+	if (!lv->refused || !lv->opts->dir_fd || *lv->opts->dir_fd < 0)
+		return false;
+	if (fstatat(*lv->opts->dir_fd, lv->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == lv->refused_dev &&
+	    st.st_ino == lv->refused_ino)
+		return true;
+	lv->refused = false;
+	return false;
+}
+
+/* FILE opened anew, as the next generation. A local FILE mounted from its
+ * folder (opts->dir_fd, main.c open_local) is opened from there only, by
+ * its name, never through a symlink, and followed only to a file of the
+ * kind and owner it had at mount: another user who may rename in FILE's
+ * folder must not make a daemon running as root serve (or write) a file
+ * of root's through a mount of theirs. Refused: H5_ERR_PERM, and the
+ * mount keeps the generation it has. */
+static int open_again(struct live *lv, h5_file **out)
+{
+	struct stat st;
+	int fd, rc;
+
+	*out = NULL;
+	if (!lv->local || !lv->opts->dir_fd || *lv->opts->dir_fd < 0 || !lv->name)
+		return h5_file_open(out, lv->path, lv->opts);
+	fd = openat(*lv->opts->dir_fd, lv->name,
+		    (lv->opts->writable ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0 && errno == ELOOP)
+		return h5_err_set(H5_ERR_PERM, "%s is now a symbolic link: not followed, the mount keeps "
+				  "showing the file it had", lv->path);
+	if (fd < 0)
+		return h5_err_set(errno == ENOENT ? H5_ERR_NOTFOUND : H5_ERR_IO, "%s: %s", lv->path, strerror(errno));
+	if (fstat(fd, &st) < 0) {
+		rc = h5_err_set(H5_ERR_IO, "%s: %s", lv->path, strerror(errno));
+		close(fd);
+		return rc;
+	}
+	if ((st.st_mode & S_IFMT) != lv->ftype || st.st_uid != lv->owner) {
+		rc = h5_err_set(H5_ERR_PERM, "%s is now %s (uid %u; FILE was uid %u's): not followed, the mount "
+				"keeps showing the file it had", lv->path,
+				(st.st_mode & S_IFMT) != lv->ftype ? "another kind of file" : "another user's file",
+				(unsigned)st.st_uid, (unsigned)lv->owner);
+		close(fd);
+		return rc;
+	}
+	(void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	return h5_file_open_fd(out, fd, lv->path, lv->opts);
 }
 
 /* ---- refreshing ------------------------------------------------------------ */
@@ -320,7 +381,7 @@ int live_refresh(h5fs *fs, bool doubt, bool patient)
 	struct stat st;
 	unsigned long long num;
 	uint64_t epoch;
-	int m, rc = 0;
+	int m, fd, rc = 0;
 
 	pthread_mutex_lock(&lv->mu);
 	if (lv->refreshing) {
@@ -335,6 +396,8 @@ int live_refresh(h5fs *fs, bool doubt, bool patient)
 		return 0;
 	}
 	m = file_changed(fs, cur->f, lv->local ? lv->path : NULL);
+	if (m == H5_CHANGED_PATH && still_refused(lv))
+		m = 0;          /* the file not followed is still there: no change */
 	if ((!m && !cur->racy && !doubt) || (!lv->local && !m)) {
 		/* (a remote FILE: the same object on the server, nothing to reopen) */
 		pthread_mutex_unlock(&lv->mu);
@@ -362,15 +425,43 @@ int live_refresh(h5fs *fs, bool doubt, bool patient)
 		 * still copying in: wait for its event (where none comes,
 		 * LIVE_SETTLE_NS at most: a read waits rather than fails) */
 		wait_quiet(lv, patient ? LIVE_SETTLE_NS : LIVE_REQ_SETTLE_NS);
-		rc = h5_file_open(&f, lv->path, lv->opts);
+		rc = open_again(lv, &f);
 		/* not HDF5 at all (overwritten with other bytes): no writer's
-		 * flush explains it, the next look tries again */
-		if (rc == 0 || rc == H5_ERR_NOTHDF5)
+		 * flush explains it, the next look tries again; a file that is
+		 * not followed (open_again) is not one either */
+		if (rc == 0 || rc == H5_ERR_NOTHDF5 || rc == H5_ERR_PERM)
 			break;
 	}
 
 	pthread_mutex_lock(&lv->mu);
 	__atomic_store_n(&lv->refreshing, false, __ATOMIC_RELEASE);
+	if (rc == H5_ERR_PERM) {
+		/* not followed (open_again): the mount goes on with the file it
+		 * has, writes included; said once per file put there */
+		struct stat nst;
+		bool said = false;
+
+		if (lv->opts->dir_fd && fstatat(*lv->opts->dir_fd, lv->name, &nst, AT_SYMLINK_NOFOLLOW) == 0) {
+			said = lv->refused && lv->refused_dev == nst.st_dev && lv->refused_ino == nst.st_ino;
+			lv->refused = true;
+			lv->refused_dev = nst.st_dev;
+			lv->refused_ino = nst.st_ino;
+		}
+		if (!said)
+			h5fs_log(fs, LOG_WARNING, "%s", h5_err_msg());
+		h5_err_clear();
+		rc = 0;
+		if (!(m & H5_CHANGED_BYTES)) {
+			pthread_mutex_unlock(&lv->mu);
+			gen_release(cur);
+			return 0;
+		}
+		/* the file mounted changed too: its new state, from the
+		 * descriptor the mount has (never from the name) */
+		fd = fcntl(h5_file_fd(cur->f), F_DUPFD_CLOEXEC, 0);
+		rc = fd < 0 ? h5_err_set(H5_ERR_IO, "%s: %s", lv->path, strerror(errno))
+			    : h5_file_open_fd(&f, fd, lv->path, lv->opts);
+	}
 	if (rc < 0) {
 		/* written in place and unreadable now: its old bytes are gone
 		 * (said by the watcher, after its tries; by anyone when the

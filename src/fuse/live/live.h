@@ -31,6 +31,17 @@ struct live {
 	pthread_mutex_t mu;
 	const h5_open_opts *opts;
 	char *path;
+	/* a local FILE's name in its folder opened at mount (opts->dir_fd),
+	 * and what a file renamed over it must be to be followed: of the
+	 * same kind, FILE's owner's at mount (live.c open_again) */
+	char *name;
+	uid_t owner;
+	mode_t ftype;
+	/* the file at that name open_again last refused (under mu): until the
+	 * name leads elsewhere, nothing changed (no retry, no log) */
+	bool refused;
+	dev_t refused_dev;
+	ino_t refused_ino;
 	unsigned refresh;
 	uint64_t ngen;          /* numbers handed out (under mu) */
 	uint64_t seen;          /* the generation the kernel was told about */

@@ -285,6 +285,7 @@ void live_free(h5fs *fs)
 		free(lv->retired[i]);
 	free(lv->retired);
 	free(lv->path);
+	free(lv->name);
 	pthread_mutex_destroy(&lv->mu);
 	free(lv);
 	fs->lv = NULL;

@@ -232,7 +232,8 @@ int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64
 		/* st_nlink 1 = "subdirectory count unknown" (as btrfs does for
 		 * find's leaf optimisation): counting would mean decoding every
 		 * child header of every directory. */
-		stat_init_ts(fs, &n->st, file_ino(f, addr), S_IFDIR | fs->dir_mode, ft);
+		stat_init_ts(fs, &n->st, file_ino(f, addr), S_IFDIR | fs->dir_mode |
+			     (f == fs_file(fs) ? fs->write_mode : 0), ft);
 		break;
 	case H5_OBJ_DATASET: {
 		int64_t dmt;
@@ -253,13 +254,13 @@ int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64
 		 * another process holds FILE (write_busy): what is shown does
 		 * not depend on who holds the lock */
 		if ((fs_writable(fs) || fs->write_busy) && f == fs_file(fs) && h5_append_check(n->ds) == 0) {
-			n->st.st_mode |= (fs->file_mode & S_IRUSR) >> 1;
+			n->st.st_mode |= fs->write_mode | (fs->write_busy ? (fs->file_mode & S_IRUSR) >> 1 : 0);
 			/* cat and cp size their writes by st_blksize: one
 			 * FUSE write of the largest size (max_write) */
 			n->st.st_blksize = H5FS_APPEND_BLKSIZE;
 		} else if (fs_writable(fs) && f == fs_file(fs) && h5_overwrite_check(n->ds) == 0) {
 			/* its bytes can be written (member/overwrite.c) */
-			n->st.st_mode |= (fs->file_mode & S_IRUSR) >> 1;
+			n->st.st_mode |= fs->write_mode;
 		}
 		n->st.st_nlink = info.nlink ? info.nlink : 1;
 		break;
@@ -270,6 +271,21 @@ int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64
 		stat_init_ts(fs, &n->st, file_ino(f, addr), S_IFREG | fs->file_mode, ft);
 		n->st.st_nlink = info.nlink ? info.nlink : 1;
 		break;
+	}
+	/* An object of a file an external link led to shows that file's
+	 * owner, group and read bits (never write bits: only FILE is written),
+	 * so the kernel lets a user see its names, attributes and bytes only
+	 * where that user may read the file itself (doc/h5fs.1 SECURITY) */
+	if (h5_file_is_related(f) && h5_file_fd(f) >= 0) {
+		struct stat rst;
+
+		if (fstat(h5_file_fd(f), &rst) == 0) {
+			mode_t r = rst.st_mode & 0444 & (fs->cfg.umask_set ? ~fs->cfg.umask : 0777);
+
+			n->st.st_uid = rst.st_uid;
+			n->st.st_gid = rst.st_gid;
+			n->st.st_mode = (n->st.st_mode & S_IFMT) | r | (n->type == NT_DIR ? r >> 2 : 0);
+		}
 	}
 	n->st.st_blocks = blocks_of(alloc);
 	kind_remember(fs, file_ino(f, addr), info.kind);

@@ -5,6 +5,7 @@
  * a live FILE's rewritten datasets while old descriptors hold pages of
  * them, live/dio.c). */
 #include "member.h"
+#include "caller.h"
 
 /* Whether rows can be appended to n (its appends then drop what its
  * readers' pages hold of the old end, member/tail.c); datasets whose bytes
@@ -20,6 +21,22 @@ static bool node_growable(struct node *n)
 	return g;
 }
 
+struct other_file {
+	h5fs *fs;
+	const struct node *n;
+};
+
+static int other_file_check(void *arg, const char *name, const struct stat *st)
+{
+	const struct other_file *o = arg;
+
+	if (caller_may_read(st))
+		return 0;
+	h5fs_log(o->fs, LOG_NOTICE, "open %s: refused (EACCES): its bytes are read from %s, which the user "
+		 "asking may not read", show_path(o->n->path), name);
+	return EACCES;
+}
+
 int member_open(void *r, struct fuse_file_info *fi, uint64_t ino)
 {
 	h5fs *fs = r;
@@ -33,6 +50,16 @@ int member_open(void *r, struct fuse_file_info *fi, uint64_t ino)
 		return e;
 	if (n->type == NT_DIR)
 		return EISDIR;
+	/* Bytes of other files (external storage, a file an external link
+	 * led to) go only to a user who could read those files: the kernel
+	 * checked the modes shown, which are FILE's (doc/h5fs.1 SECURITY) */
+	if (n->ds) {
+		struct other_file o = { fs, n };
+
+		e = h5_dataset_each_file(n->ds, other_file_check, &o);
+		if (e)
+			return e;
+	}
 	/* Writing means appending rows (wfile_open). */
 	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
 		return wfile_open(fs, n, fi);

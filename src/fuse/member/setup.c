@@ -30,17 +30,26 @@ int h5fs_new(h5fs **out, h5_file *f, const h5fs_config *cfg)
 	fs->uid = getuid();
 	fs->gid = getgid();
 	fs->file_mode = 0444;
-	if (stat(h5_file_path(f), &fst) == 0) {
+	/* the descriptor mounted, not what FILE's name leads to by now */
+	if (h5_file_fd(f) >= 0 ? fstat(h5_file_fd(f), &fst) == 0 : stat(h5_file_path(f), &fst) == 0) {
 		fs->file_size = (uint64_t)fst.st_size;
 		fs->uid = fst.st_uid;
 		fs->gid = fst.st_gid;
 		fs->file_mode = fst.st_mode & 0444;
+		fs->write_mode = fst.st_mode & 0222;
 	}
 	fs->dir_mode = fs->file_mode | (fs->file_mode >> 2);   /* r -> r-x */
 	if (cfg->umask_set) {
 		fs->file_mode = 0444 & ~cfg->umask;
 		fs->dir_mode = 0555 & ~cfg->umask;
+		fs->write_mode = 0222 & ~cfg->umask;
 	}
+	/* Who may write FILE may change it through the mount, and only they:
+	 * groups (mkdir, setfattr, new datasets in them) and the datasets
+	 * whose bytes can be written show FILE's write bits, and the kernel
+	 * checks them for every caller (default_permissions) */
+	if (!fs->writable)
+		fs->write_mode = 0;
 	if (cfg->uid_set)
 		fs->uid = cfg->uid;
 	if (cfg->gid_set)

@@ -14,6 +14,7 @@
  * something to mount(8) are accepted and ignored here.
  */
 #ifdef HAVE_CONFIG_H
+#define _GNU_SOURCE /* O_PATH */
 #include <config.h>
 #endif
 
@@ -228,6 +229,43 @@ out:
 	return ret;
 }
 
+/* A local FILE, opened through its folder: the real one (a FILE named
+ * through a symlink mounts the symlink's target), opened once here and
+ * kept, so that every later open of FILE (a new generation of a live
+ * mount, live.c) goes through it, never through a path that a symlink
+ * swapped in since could redirect (doc/h5fs.1 SECURITY). FILE itself is
+ * opened with O_NOFOLLOW from there. */
+static int open_local(struct daemon *D)
+{
+	char *real = realpath(D->cli.file, NULL), *slash;
+	int fd = -1, rc;
+
+	if (!real)
+		return h5_err_set(H5_ERR_IO, "%s: %s", D->cli.file,
+				  strerror(errno));
+	slash = strrchr(real, '/');
+	*slash = 0;
+	D->dir_fd = open(slash == real ? "/" : real, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (D->dir_fd < 0) {
+		rc = h5_err_set(H5_ERR_IO, "%s: %s", D->cli.file, strerror(errno));
+		goto out;
+	}
+	/* O_NONBLOCK: a FIFO put there since the stat must not hang us */
+	fd = openat(D->dir_fd, slash + 1, (D->oopts.writable ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		rc = h5_err_set(errno == EROFS || errno == EACCES ? (D->oopts.writable ? H5_ERR_ROFS : H5_ERR_IO)
+								  : H5_ERR_IO, "%s: %s", D->cli.file, strerror(errno));
+		goto out;
+	}
+	/* reads block as a regular file's do (O_NONBLOCK is only for the open) */
+	(void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	D->oopts.dir_fd = &D->dir_fd;
+	rc = h5_file_open_fd(&D->f, fd, D->cli.file, &D->oopts);
+out:
+	free(real);
+	return rc;
+}
+
 /* FILE opened and checked, the mount state built, the mountpoint
  * checked: before anything is mounted (a bad FILE is one stderr line and
  * an exit status, never a half-mounted directory). -1 to go on. */
@@ -283,7 +321,7 @@ static int open_file(struct daemon *D)
 	 * a-w is how people protect a file. */
 	D->oopts.writable = !D->cli.read_only && access(D->cli.file, W_OK) == 0 &&
 			 (D->fst.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) != 0;
-	rc = h5_file_open(&D->f, D->cli.file, &D->oopts);
+	rc = is_url(D->cli.file) ? h5_file_open(&D->f, D->cli.file, &D->oopts) : open_local(D);
 	/* a copy cut short mounts, then fails every listing: refused here,
 	 * as libhdf5 refuses it */
 	if (rc == 0 && (rc = h5_file_check_truncated(D->f)) < 0) {
@@ -480,6 +518,8 @@ static void daemon_free(struct daemon *D)
 	h5fs_free(D->fs);
 	h5_file_close(D->f);
 	h5_ctx_free(D->ctx);            /* after every file of the mount */
+	if (D->dir_fd >= 0)
+		close(D->dir_fd);       /* after every file opened from it */
 	free(D->fsname);
 	free(D->abs);
 	free(D->copts.mountpoint);
@@ -522,6 +562,7 @@ int main(int argc, char **argv)
 		mallopt(M_ARENA_MAX, 1);
 	memset(&d, 0, sizeof(d));
 	d.log_fd = -1;
+	d.dir_fd = -1;
 	d.args = (struct fuse_args)FUSE_ARGS_INIT(argc, argv);
 	ret = opts_parse(&d);
 	if (ret < 0)

@@ -159,6 +159,9 @@ struct h5fs {
 	gid_t gid;
 	mode_t file_mode;       /* permission bits of datasets and named datatypes */
 	mode_t dir_mode;        /* permission bits of groups */
+	mode_t write_mode;      /* write bits added to groups and to datasets that
+				 * can be written, on a read-write mount: FILE's
+				 * own (-o umask: 0222 less it); 0 on -o ro */
 	/* FILE's mtime and size: a live refresh stores them (under lock), readers
 	 * without it load them atomically (st_mtime of links, statfs) */
 	int64_t file_mtime;

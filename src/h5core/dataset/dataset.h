@@ -33,7 +33,7 @@ struct h5_dataset {
 	uint8_t *fill_elem;     /* one element of fill (dtype->size bytes) */
 	h5_chunk_index *cidx;   /* chunked only */
 	uint64_t chunk_bytes;   /* bytes of one full chunk */
-	char **efl_paths;       /* EFL: efl.n resolved external file names */
+	char **efl_paths;       /* EFL: efl.n external file names (related.c opens them) */
 	bool has_vlen;          /* dtype contains variable-length data */
 	struct h5_vtext *vtext; /* has_vlen: the text the dataset reads as (vlen.c) */
 	struct h5_vds *vds;     /* virtual: the mappings, and them resolved against */
@@ -49,6 +49,11 @@ int h5_dataset_vds_open(h5_dataset *d);
 int h5_dataset_vds_read(h5_dataset *d, uint8_t *buf, uint64_t off, size_t len);
 void h5_dataset_vds_close(h5_dataset *d);
 size_t h5_dataset_vds_count(const h5_dataset *d);
+/* Each source file of d's mappings that exists (printf-named ones left
+ * out), with its stat, for h5_dataset_each_file. */
+struct stat;
+int h5_dataset_vds_each_file(h5_dataset *d, int (*fn)(void *arg, const char *name, const struct stat *st),
+			     void *arg);
 
 /* Fill buf with the bytes [off, off+len) of a stream of fill elements
  * (d->fill_elem repeated; the phase is off modulo the element size). fillval.c */

@@ -17,6 +17,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* A virtual dataset whose sources are virtual datasets, and so on: bounded,
  * so a file that maps itself (A -> B -> A) is an error, not a recursion. */
@@ -261,4 +262,28 @@ int h5_dataset_vds_cut(h5_plan_build *b)
 		return rc;
 	b->overlap_reads = true;
 	return 0;
+}
+
+int h5_dataset_vds_each_file(h5_dataset *d, int (*fn)(void *arg, const char *name, const struct stat *st),
+			     void *arg)
+{
+	int rc = 0;
+
+	for (size_t i = 0; d->vds && i < d->vds->n && rc == 0; i++) {
+		const h5_vds_map *m = &d->vds->map[i];
+		h5_file *sf = NULL;
+		struct stat st;
+
+		if (m->printf_names || strcmp(m->file, ".") == 0)
+			continue;
+		/* missing or refused: its elements read as fill, or EIO */
+		if (h5_related_open(&sf, d->f, m->file, H5_RELATED_VDS) != 0) {
+			h5_err_clear();
+			continue;
+		}
+		if (sf != d->f && h5_file_fd(sf) >= 0 && fstat(h5_file_fd(sf), &st) == 0)
+			rc = fn(arg, m->file, &st);
+		h5_related_release(sf);
+	}
+	return rc;
 }

@@ -2,38 +2,17 @@
  * layout, IV.A.2.i): the logical stream is the concatenation of segments
  * of other files, named in the local heap, in list order. The files are
  * read through the local byte source (source_local.c), opened per read:
- * nothing to leak or exhaust when thousands of datasets are open. */
+ * nothing to leak or exhaust when thousands of datasets are open. They
+ * are found beside the file naming them and opened beneath FILE's tree
+ * (related.c h5_related_open_data: no symlink or ".." leads out). */
 #include "layout_ops.h"
 #include "source_impl.h"
 #include "lheap.h"
+#include "related.h"
 
 #include <stdio.h>
-
-/* Directory part of the HDF5 file's path, to resolve external file names
- * the way h5py users expect (next to the file, not the daemon's cwd). */
-static int efl_resolve(char **out, const char *h5path, const char *name)
-{
-	const char *slash = strrchr(h5path, '/');
-	size_t dlen = slash ? (size_t)(slash - h5path) : 0;
-	size_t nlen = strlen(name);
-	char *p;
-
-	*out = NULL;
-	if (name[0] == '/' || !slash) {
-		p = strdup(name);
-	} else {
-		p = malloc(dlen + 1 + nlen + 1);
-		if (p) {
-			memcpy(p, h5path, dlen);
-			p[dlen] = '/';
-			memcpy(p + dlen + 1, name, nlen + 1);
-		}
-	}
-	if (!p)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory resolving external file name");
-	*out = p;
-	return 0;
-}
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* Whether an external file name may reach outside FILE's directory tree:
  * absolute, or with a ".." component. libhdf5 follows any name, which lets
@@ -123,9 +102,11 @@ static int efl_init(h5_dataset *d)
 					"not followed (mount with -o efl_any to allow)", name);
 			goto out;
 		}
-		rc = efl_resolve(&d->efl_paths[i], h5_file_path(d->f), name);
-		if (rc < 0)
+		d->efl_paths[i] = strdup(name);
+		if (!d->efl_paths[i]) {
+			rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
 			goto out;
+		}
 	}
 out:
 	if (heap)
@@ -164,9 +145,11 @@ static int efl_read_file(h5_dataset *d, size_t i, uint8_t *buf, uint64_t at, uin
 	const h5_source_opts opts = { .data_file = true };
 	const char *path = d->efl_paths[i];
 	h5_source *s = NULL;
-	int rc;
+	int fd, rc;
 
-	rc = h5_source_local_class.open(&s, path, &opts);
+	rc = h5_related_open_data(&fd, d->f, path);
+	if (rc == 0)
+		rc = h5_source_local_adopt(&s, fd, path, &opts);
 	if (rc < 0) {
 		h5_err_wrap(rc, "external file: ");
 		goto out;
@@ -235,3 +218,31 @@ const h5_layout_ops h5_layout_external = {
 	.read = efl_read,
 	.map = efl_map,
 };
+
+int h5_dataset_each_file(h5_dataset *d, int (*fn)(void *arg, const char *name, const struct stat *st), void *arg)
+{
+	struct stat st;
+	int rc = 0;
+
+	/* a dataset of a file reached by an external link */
+	if (d->f->top && h5_file_fd(d->f) >= 0 && fstat(h5_file_fd(d->f), &st) == 0 &&
+	    (rc = fn(arg, h5_file_path(d->f), &st)) != 0)
+		return rc;
+	if (d->vds)
+		return h5_dataset_vds_each_file(d, fn, arg);
+	if (d->lops != &h5_layout_external || !d->efl_paths)
+		return 0;
+	for (size_t i = 0; i < d->efl.n && rc == 0; i++) {
+		int fd;
+
+		/* one that cannot be opened is skipped: its reads fail anyway */
+		if (h5_related_open_data(&fd, d->f, d->efl_paths[i]) < 0) {
+			h5_err_clear();
+			continue;
+		}
+		if (fstat(fd, &st) == 0)
+			rc = fn(arg, d->efl_paths[i], &st);
+		close(fd);
+	}
+	return rc;
+}

@@ -10,6 +10,8 @@
 #include "superblock.h"
 #include "related.h"
 #include "h5core_test.h"
+#include "beneath.h"
+#include "source_impl.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -32,6 +34,7 @@ static int file_init_common(h5_file *f, const h5_open_opts *opts)
 	f->related_idle = opts ? opts->related_idle : 0;
 	f->fd_gate = opts ? opts->fd_gate : NULL;
 	f->fd_gate_ud = opts ? opts->fd_gate_ud : NULL;
+	f->dir_fd = opts && opts->dir_fd ? *opts->dir_fd : -1;
 	if (opts && opts->ext_root && !(f->ext_root = strdup(opts->ext_root)))
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	if (opts && opts->ext_prefix && !(f->ext_prefix = strdup(opts->ext_prefix)))
@@ -95,11 +98,18 @@ static int file_open_source(h5_file **out, h5_source *src, const char *name, boo
 	}
 	/* the daemon changes directory after opening FILE: related files
 	 * (related.c) are found from where a local FILE really is */
+	f->dir_fd = -1;
 	if (local) {
-		f->real_path = realpath(name, NULL);
+		/* what the descriptor leads to, not what name leads to now */
+		f->real_path = h5_fd_real_path(src->ops->fd(src));
+		if (!f->real_path)
+			f->real_path = realpath(name, NULL);
 		h5_file_stamp_take(f);
 	}
 	rc = file_init_common(f, opts);
+	if (rc == 0 && f->dir_fd >= 0 && f->real_path && !f->ext_root &&
+	    !(f->dir_name = strdup(strrchr(f->real_path, '/') + 1)))
+		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
 	if (rc == 0)
 		rc = h5_file_front_take(f);
 out:
@@ -137,6 +147,23 @@ static int remember_remote(h5_file *f, const char *path, const h5_source_opts *s
 		if (!(r->params[i] = strdup(so->params[i])))
 			return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	return 0;
+}
+
+int h5_file_open_fd(h5_file **out, int fd, const char *name, const h5_open_opts *opts)
+{
+	h5_source_opts so = { 0 };
+	h5_source *src = NULL;
+	int rc;
+
+	*out = NULL;
+	if (opts) {
+		so.writable = opts->writable;
+		so.lazy_lock = opts->lazy_lock;
+	}
+	rc = h5_source_local_adopt(&src, fd, name, &so);
+	if (rc < 0)
+		return rc;
+	return file_open_source(out, src, name, true, opts);
 }
 
 int h5_file_open(h5_file **out, const char *path, const h5_open_opts *opts)
@@ -208,6 +235,7 @@ void h5_file_close(h5_file *f)
 		free(f->remote.params[i]);
 	free(f->remote.params);
 	free(f->real_path);
+	free(f->dir_name);
 	free(f->front);
 	free(f->path);
 	free(f);

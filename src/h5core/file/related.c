@@ -22,16 +22,23 @@
  * HDF5_VDS_PREFIX (virtual datasets) and of -o ext_prefix= ("${ORIGIN}" is
  * the directory of the file holding the link); then the directory of that
  * file. libhdf5 would then also try the current directory; a daemon has
- * none worth trying. Unlike libhdf5, a file whose real path lies outside
- * the top file's directory tree is refused unless -o ext_any: a hostile
- * file must not make a daemon running as root read any file.
+ * none worth trying. Unlike libhdf5, a file outside the top file's
+ * directory tree is refused unless -o ext_any: a hostile file must not
+ * make a daemon running as root read any file. Candidates are opened by
+ * the kernel beneath the tree's directory as opened at mount (beneath.c:
+ * no symlink or ".." leading out, nothing a rename after the check could
+ * redirect), and the descriptor opened is the file used.
  */
+#define _GNU_SOURCE /* O_PATH */
 #include "base.h"
 #include "file.h"
 #include "related.h"
 #include "h5util.h"
+#include "beneath.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -56,6 +63,8 @@ static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 struct h5_related {
 	pthread_mutex_t lock;
 	char *root_dir;         /* real path of the top file's directory */
+	int root_fd;            /* that directory, opened (-1: remote) */
+	bool own_root_fd;       /* opened here, not the mount's (h5_file.dir_fd) */
 	rel_ent *ent;
 	size_t n, cap;
 	uint64_t clock;
@@ -98,23 +107,43 @@ static int related_init(h5_file *top)
 	}
 	pthread_mutex_init(&r->lock, NULL);
 	r->root_dir = real;
+	r->root_fd = -1;
+	if ((top->real_path || top->ext_root) && top->dir_fd >= 0) {
+		/* FILE's folder, or a collection's tree, taken at mount */
+		r->root_fd = top->dir_fd;
+	} else if (top->real_path || top->ext_root) {
+		r->root_fd = open(real, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		r->own_root_fd = r->root_fd >= 0;
+		if (r->root_fd < 0) {
+			int rc = h5_err_set(H5_ERR_IO, "%s: %s", real, strerror(errno));
+
+			free(real);
+			free(r);
+			return rc;
+		}
+	}
 	r->idle_max = top->related_idle > 0 ? (size_t)top->related_idle : top->related_idle < 0 ? 0 : RELATED_IDLE_MAX;
 	__atomic_store_n(&top->related, r, __ATOMIC_RELEASE);   /* h5_related_changed */
 	return 0;
 }
 
-/* h5_file_open of another file for top, through top's descriptor gate
- * (h5_open_opts.fd_gate). */
-static int rel_file_open(h5_file **f, h5_file *top, const char *name, const h5_open_opts *o)
+/* h5_file_open of another file for top (fd >= 0: the descriptor a local
+ * one was found at, then owned here), through top's descriptor gate
+ * (h5_open_opts.fd_gate; gated: asked already, before fd was opened).
+ * On failure the gate is told the file is not kept. */
+static int rel_file_open(h5_file **f, h5_file *top, int fd, const char *name, const h5_open_opts *o, bool gated)
 {
 	int rc;
 
-	if (top->fd_gate) {
+	if (top->fd_gate && !gated) {
 		rc = top->fd_gate(top->fd_gate_ud, 1);
-		if (rc < 0)
+		if (rc < 0) {
+			if (fd >= 0)
+				close(fd);
 			return h5_err_wrap(rc, "%.200s: ", name);
+		}
 	}
-	rc = h5_file_open(f, name, o);
+	rc = fd >= 0 ? h5_file_open_fd(f, fd, name, o) : h5_file_open(f, name, o);
 	if (rc < 0 && top->fd_gate)
 		top->fd_gate(top->fd_gate_ud, -1);
 	return rc;
@@ -141,6 +170,8 @@ void h5_related_free(h5_file *top)
 	}
 	free(r->ent);
 	rel_ids_free(&r->ids);
+	if (r->own_root_fd)
+		close(r->root_fd);
 	free(r->root_dir);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
@@ -191,38 +222,48 @@ int h5_file_related_reached(h5_file *top, int (*fn)(void *arg, const h5_related_
 	return rc;
 }
 
-static bool inside(const char *path, const char *dir)
+/* One candidate, opened: 1 when it does not exist (or is no regular
+ * file), 0 with *fd and *real (what was opened) when it may be used,
+ * H5_ERR_PERM when it lies outside the tree (or a symlink or ".." on its
+ * way leads out). */
+static int try_candidate(int *fd, char **real, const h5_file *top, const char *cand, bool any)
 {
-	size_t n = strlen(dir);
-
-	if (n == 1 && dir[0] == '/')
-		return true;
-	return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == 0);
-}
-
-/* One candidate: 1 when it does not exist, 0 with *real set when it may be
- * opened, H5_ERR_PERM when it exists outside the tree. */
-static int try_candidate(char **real, const h5_file *top, const char *cand)
-{
+	const struct h5_related *r = top->related;
+	const char *rel = cand[0] == '/' ? h5_path_beneath(cand, r->root_dir) : NULL;
 	struct stat st;
+	int d = -1, rc;
 
+	*fd = -1;
 	*real = NULL;
-	if (stat(cand, &st) < 0 || !S_ISREG(st.st_mode))
-		return 1;
-	*real = realpath(cand, NULL);
-	if (!*real)
-		return 1;
-	if (!top->ext_any && !inside(*real, top->related->root_dir)) {
-		free(*real);
-		*real = NULL;
+	if (any) {
+		d = open(cand, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		if (d < 0)
+			return 1;
+	} else if (!rel || r->root_fd < 0) {
+		if (stat(cand, &st) < 0 || !S_ISREG(st.st_mode))
+			return 1;
 		return h5_err_set(H5_ERR_PERM, "\"%.200s\" lies outside the directory of FILE: not followed "
 				  "(mount with -o ext_any to allow)", cand);
+	} else {
+		rc = h5_open_beneath(&d, r->root_fd, rel, O_RDONLY | O_NONBLOCK);
+		if (rc != 0)
+			return rc == H5_BENEATH_MISSING ? 1 : rc;
 	}
+	if (fstat(d, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(d);
+		return 1;
+	}
+	*real = h5_fd_real_path(d);
+	if (!*real && !(*real = strdup(cand))) {
+		close(d);
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	}
+	*fd = d;
 	return 0;
 }
 
 /* Try each prefix of a ':'-separated list. */
-static int try_prefixes(char **real, const h5_file *top, const char *list, const char *origin, size_t olen,
+static int try_prefixes(int *fd, char **real, const h5_file *top, const char *list, const char *origin, size_t olen,
 			const char *name, bool *refused)
 {
 	const char *p = list;
@@ -250,7 +291,7 @@ static int try_prefixes(char **real, const h5_file *top, const char *list, const
 		free(dir);
 		if (!cand)
 			return h5_err_set(H5_ERR_NOMEM, "out of memory");
-		rc = try_candidate(real, top, cand);
+		rc = try_candidate(fd, real, top, cand, top->ext_any);
 		free(cand);
 		if (rc == 0)
 			return 0;
@@ -263,7 +304,7 @@ static int try_prefixes(char **real, const h5_file *top, const char *list, const
 	return 1;
 }
 
-static int resolve(char **real, const h5_file *top, const h5_file *from, const char *name, int kind)
+static int resolve(int *fd, char **real, const h5_file *top, const h5_file *from, const char *name, int kind)
 {
 	const char *env = getenv(kind == H5_RELATED_VDS ? "HDF5_VDS_PREFIX" : "HDF5_EXT_PREFIX");
 	const char *fpath = from->real_path ? from->real_path : "";
@@ -276,7 +317,7 @@ static int resolve(char **real, const h5_file *top, const h5_file *from, const c
 	int rc;
 
 	if (name[0] == '/') {
-		rc = try_candidate(real, top, name);
+		rc = try_candidate(fd, real, top, name, top->ext_any);
 		if (rc <= 0 && rc != H5_ERR_PERM)
 			return rc;
 		refused = rc == H5_ERR_PERM;
@@ -285,14 +326,14 @@ static int resolve(char **real, const h5_file *top, const h5_file *from, const c
 		if (!*base)
 			goto missing;
 	}
-	if ((rc = try_prefixes(real, top, env, origin, olen, base, &refused)) <= 0)
+	if ((rc = try_prefixes(fd, real, top, env, origin, olen, base, &refused)) <= 0)
 		return rc;
-	if ((rc = try_prefixes(real, top, top->ext_prefix, origin, olen, base, &refused)) <= 0)
+	if ((rc = try_prefixes(fd, real, top, top->ext_prefix, origin, olen, base, &refused)) <= 0)
 		return rc;
 	cand = h5_path_join_n(origin, olen, base, strlen(base));
 	if (!cand)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
-	rc = try_candidate(real, top, cand);
+	rc = try_candidate(fd, real, top, cand, top->ext_any);
 	free(cand);
 	if (rc <= 0 && rc != H5_ERR_PERM)
 		return rc;
@@ -384,7 +425,7 @@ static int remote_open(h5_file **out, h5_file *top, h5_file *from, const char *n
 		o.ctx = top->ctx;
 		o.source_params = (const char *const *)top->remote.params;
 		o.cache_bytes = top->remote.cache_bytes;
-		rc = rel_file_open(&f, top, url, &o);
+		rc = rel_file_open(&f, top, -1, url, &o, false);
 	}
 	if (rc == H5_ERR_NOTFOUND) {
 		h5_err_clear();
@@ -414,42 +455,35 @@ out:
 	return rc;
 }
 
-int h5_related_open(h5_file **out, h5_file *from, const char *name, int kind)
+/* A local related file (h5_related_open). The gate was asked for one
+ * descriptor before the candidates were opened; *took: it was handed on
+ * (the file kept, or rel_file_open gave it back). */
+static int local_open(h5_file **out, h5_file *top, h5_file *from, const char *name, int kind, bool *took)
 {
-	h5_file *top = from->top ? from->top : from;
-	struct h5_related *r;
+	struct h5_related *r = top->related;
 	struct stat st;
 	char *real = NULL;
 	h5_file *f = NULL, *dead[4];
 	size_t nd = 0;
 	uint32_t id = 0;
-	int rc;
+	int fd = -1, rc;
 
-	*out = NULL;
-	if (!name || !*name)
-		return h5_err_set(H5_ERR_FORMAT, "empty file name");
-	pthread_mutex_lock(&init_lock);
-	rc = related_init(top);
-	pthread_mutex_unlock(&init_lock);
-	if (rc < 0)
-		return rc;
-	r = top->related;
-	if (top->remote.cls)
-		return remote_open(out, top, from, name);
-	rc = resolve(&real, top, from, name, kind);
+	rc = resolve(&fd, &real, top, from, name, kind);
 	if (rc != 0)
 		return rc;
-	if (stat(real, &st) < 0) {
+	if (fstat(fd, &st) < 0) {
+		close(fd);
 		free(real);
 		return 1;
 	}
 	pthread_mutex_lock(&r->lock);
-	/* FILE itself */
+	/* FILE itself (the descriptor mounted, whatever its name leads to now) */
 	if (top->real_path) {
 		struct stat tst;
 
-		if (stat(top->real_path, &tst) == 0 && tst.st_dev == st.st_dev && tst.st_ino == st.st_ino) {
+		if (fstat(h5_file_fd(top), &tst) == 0 && tst.st_dev == st.st_dev && tst.st_ino == st.st_ino) {
 			pthread_mutex_unlock(&r->lock);
+			close(fd);
 			free(real);
 			*out = top;
 			return 0;
@@ -460,12 +494,14 @@ int h5_related_open(h5_file **out, h5_file *from, const char *name, int kind)
 			r->ent[i].refs++;
 			*out = r->ent[i].f;
 			pthread_mutex_unlock(&r->lock);
+			close(fd);
 			free(real);
 			return 0;
 		}
 	rc = rel_ids_number(&id, &r->ids, &st, real, NULL);
 	if (rc < 0) {
 		pthread_mutex_unlock(&r->lock);
+		close(fd);
 		free(real);
 		return rc;
 	}
@@ -475,7 +511,8 @@ int h5_related_open(h5_file **out, h5_file *from, const char *name, int kind)
 
 		o.efl_any = top->efl_any;
 		o.ctx = top->ctx;
-		rc = rel_file_open(&f, top, real, &o);
+		*took = true;
+		rc = rel_file_open(&f, top, fd, real, &o, true);        /* fd: f's now */
 	}
 	if (rc < 0) {
 		pthread_mutex_unlock(&r->lock);
@@ -505,6 +542,64 @@ int h5_related_open(h5_file **out, h5_file *from, const char *name, int kind)
 		rel_file_close(top, dead[i]);
 	*out = f;
 	return 0;
+}
+
+int h5_related_open(h5_file **out, h5_file *from, const char *name, int kind)
+{
+	h5_file *top = from->top ? from->top : from;
+	bool took = false;
+	int rc;
+
+	*out = NULL;
+	if (!name || !*name)
+		return h5_err_set(H5_ERR_FORMAT, "empty file name");
+	pthread_mutex_lock(&init_lock);
+	rc = related_init(top);
+	pthread_mutex_unlock(&init_lock);
+	if (rc < 0)
+		return rc;
+	if (top->remote.cls)
+		return remote_open(out, top, from, name);
+	/* asked before any candidate is opened: a collection's count of
+	 * open descriptors (-o max_files) holds at every moment */
+	if (top->fd_gate && (rc = top->fd_gate(top->fd_gate_ud, 1)) < 0)
+		return h5_err_wrap(rc, "%.200s: ", name);
+	rc = local_open(out, top, from, name, kind, &took);
+	if (!took && top->fd_gate)
+		top->fd_gate(top->fd_gate_ud, -1);
+	return rc;
+}
+
+int h5_related_open_data(int *fd, h5_file *from, const char *name)
+{
+	h5_file *top = from->top ? from->top : from;
+	char *cand = NULL, *real = NULL;
+	const char *slash;
+	int rc;
+
+	*fd = -1;
+	if (!from->real_path)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "external data files are only read next to a local FILE");
+	pthread_mutex_lock(&init_lock);
+	rc = related_init(top);
+	pthread_mutex_unlock(&init_lock);
+	if (rc < 0)
+		return rc;
+	/* beside the file naming it (its real place: the daemon has left the
+	 * directory it was started in), an absolute name as it is */
+	slash = strrchr(from->real_path, '/');
+	cand = name[0] == '/' ? strdup(name)
+			      : h5_path_join_n(from->real_path, slash > from->real_path ? (size_t)(slash - from->real_path) : 1,
+					       name, strlen(name));
+	if (!cand)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	/* external data files follow -o efl_any, not -o ext_any */
+	rc = try_candidate(fd, &real, top, cand, top->efl_any);
+	if (rc == 1)
+		rc = h5_err_set(H5_ERR_IO, "%.200s: no such regular file", cand);
+	free(real);
+	free(cand);
+	return rc;
 }
 
 void h5_related_release(h5_file *f)

@@ -10,6 +10,11 @@
 /* related.c: kind of name being resolved (which prefix variable applies) */
 enum { H5_RELATED_EXT = 0, H5_RELATED_VDS = 1 };
 int h5_related_open(h5_file **out, h5_file *from, const char *name, int kind);
+/* An external data file (IV.A.2.h) named by a dataset of from: opened
+ * beside from, beneath FILE's directory tree as opened at mount unless -o
+ * efl_any; a regular file only (0 and *fd, the caller's), else a negative
+ * h5_err (H5_ERR_PERM: it leads out of the tree). */
+int h5_related_open_data(int *fd, h5_file *from, const char *name);
 void h5_related_release(h5_file *f);
 void h5_related_free(h5_file *top);
 /* h5_file_changed() bits of every related file open (under its table's lock). */

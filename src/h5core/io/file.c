@@ -305,7 +305,14 @@ int h5_file_bytes_changed(h5_file *f, const char *path)
 	}
 	/* the path: an fstab line names a path, so a file renamed over it is
 	 * the one to show (the ctime of a rename moves only the new file's) */
-	if (path) {
+	if (path && f->dir_fd >= 0 && f->dir_name) {
+		/* the name in the folder taken at mount: a symlink put there is
+		 * itself the change (never followed, live.c opens no symlink) */
+		if (fstatat(f->dir_fd, f->dir_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+			m |= H5_CHANGED_GONE;
+		else if ((uint64_t)st.st_dev != was.dev || (uint64_t)st.st_ino != was.ino)
+			m |= H5_CHANGED_PATH;
+	} else if (path) {
 		if (stat(path, &st) != 0)
 			m |= H5_CHANGED_GONE;
 		else if ((uint64_t)st.st_dev != was.dev || (uint64_t)st.st_ino != was.ino)
@@ -488,4 +495,6 @@ int h5_file_sb_version(const h5_file *f) { return f->sb_version; }
 uint64_t h5_file_userblock(const h5_file *f) { return f->base; }
 int64_t h5_file_mtime(const h5_file *f) { return f->file_mtime; }
 const char *h5_file_path(const h5_file *f) { return f->path; }
+const char *h5_file_real_path(const h5_file *f) { return f->real_path; }
+int h5_file_is_related(const h5_file *f) { return f->top != NULL; }
 int h5_file_fd(const h5_file *f) { return f->src->ops->fd(f->src); }

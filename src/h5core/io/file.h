@@ -108,8 +108,15 @@ struct h5_file {
 	/* other files (related.c): the table of files reached from this one
 	 * (top file only), the top file of a related file, the options */
 	struct h5_related *related;
-	char *real_path;        /* absolute path of FILE when opened (realpath),
-				 * or NULL: the base for names of related files */
+	char *real_path;        /* absolute path of FILE when opened (what its
+				 * descriptor leads to), or NULL: the base for
+				 * names of related files */
+	/* the folder FILE was opened from, taken at mount (h5_open_opts.dir_fd,
+	 * the caller's; -1: none) and FILE's name in it: what a change of the
+	 * name is looked at through (h5_file_bytes_changed), never a path a
+	 * symlink swapped in since could redirect */
+	int dir_fd;
+	char *dir_name;
 	struct h5_file *top;
 	uint32_t file_id;
 	bool ext_any;

@@ -146,10 +146,29 @@ static const h5_source_ops local_ro_ops = {
 	.close = local_close,
 };
 
+/* Make l a source over its descriptor l->fd (opened by the caller): the
+ * kind of file checked, the lock taken. name only for messages. */
+static int local_setup(local_source *l, const char *name, const h5_source_opts *opts)
+{
+	struct stat st;
+	bool writable = opts->writable;
+
+	l->base.ops = writable ? &local_ops : &local_ro_ops;
+	l->base.writable = writable;
+	if (fstat(l->fd, &st) < 0)
+		return h5_err_set(H5_ERR_IO, "%s: %s", name, strerror(errno));
+	if (!S_ISREG(st.st_mode) && (opts->data_file || !S_ISBLK(st.st_mode)))
+		return h5_err_set(opts->data_file ? H5_ERR_IO : H5_ERR_NOTHDF5, "%s: not a regular file", name);
+	if (writable && !opts->lazy_lock && flock(l->fd, LOCK_EX | LOCK_NB) < 0)
+		return h5_err_set(H5_ERR_BUSY, "%s: locked by another process (%s)", name, strerror(errno));
+	l->base.size = (uint64_t)st.st_size;
+	l->base.mtime = (int64_t)st.st_mtime;
+	return 0;
+}
+
 static int local_open(h5_source **out, const char *path, const h5_source_opts *opts)
 {
 	local_source *l;
-	struct stat st;
 	bool writable = opts->writable;
 	int rc = 0;
 
@@ -157,29 +176,35 @@ static int local_open(h5_source **out, const char *path, const h5_source_opts *o
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
-	l->base.ops = writable ? &local_ops : &local_ro_ops;
-	l->base.writable = writable;
 	l->fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | (opts->data_file ? O_NONBLOCK : 0));
 	if (l->fd < 0) {
 		rc = h5_err_set(errno == EROFS || errno == EACCES ? (writable ? H5_ERR_ROFS : H5_ERR_IO) : H5_ERR_IO,
 				"%s: %s", path, strerror(errno));
 		goto out;
 	}
-	if (fstat(l->fd, &st) < 0) {
-		rc = h5_err_set(H5_ERR_IO, "%s: %s", path, strerror(errno));
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode) && (opts->data_file || !S_ISBLK(st.st_mode))) {
-		rc = h5_err_set(opts->data_file ? H5_ERR_IO : H5_ERR_NOTHDF5, "%s: not a regular file", path);
-		goto out;
-	}
-	if (writable && !opts->lazy_lock && flock(l->fd, LOCK_EX | LOCK_NB) < 0) {
-		rc = h5_err_set(H5_ERR_BUSY, "%s: locked by another process (%s)", path, strerror(errno));
-		goto out;
-	}
-	l->base.size = (uint64_t)st.st_size;
-	l->base.mtime = (int64_t)st.st_mtime;
+	rc = local_setup(l, path, opts);
 out:
+	if (rc < 0) {
+		local_close(&l->base);
+		return rc;
+	}
+	*out = &l->base;
+	return 0;
+}
+
+int h5_source_local_adopt(h5_source **out, int fd, const char *name, const h5_source_opts *opts)
+{
+	local_source *l;
+	int rc;
+
+	*out = NULL;
+	l = calloc(1, sizeof(*l));
+	if (!l) {
+		close(fd);
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	}
+	l->fd = fd;
+	rc = local_setup(l, name, opts);
 	if (rc < 0) {
 		local_close(&l->base);
 		return rc;

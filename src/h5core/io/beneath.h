@@ -1,0 +1,25 @@
+/* beneath.h - opening names that must stay inside a directory tree
+ * (beneath.c says why). */
+#ifndef H5_BENEATH_H
+#define H5_BENEATH_H
+
+/* No such file (a missing component): not an error, the caller goes on to
+ * its next candidate. */
+#define H5_BENEATH_MISSING 1
+
+/* Open rel, relative to the directory dirfd, with open(2) flags (O_CLOEXEC
+ * added), resolved by the kernel without leaving the tree: a ".." or a
+ * symlink leading out of it is H5_ERR_PERM (message set), a missing
+ * component H5_BENEATH_MISSING, else 0 and *out. A leading '/' of rel is
+ * ignored (rel is always taken from dirfd). */
+int h5_open_beneath(int *out, int dirfd, const char *rel, int flags);
+
+/* The absolute path the kernel has for an open descriptor (/proc), or
+ * NULL: what was opened, not what a name leads to now. */
+char *h5_fd_real_path(int fd);
+
+/* path's part below dir ("" for dir itself) when path is lexically dir or
+ * inside it, else NULL (both absolute). */
+const char *h5_path_beneath(const char *path, const char *dir);
+
+#endif
