@@ -1,0 +1,134 @@
+/*
+ * refs_emit.c - the kerchunk version 1 document (refs_emit.h): keys and
+ * values as JSON strings, references as [url, offset, length], small
+ * chunks inlined as "base64:..." (kerchunk's forms, which fsspec's
+ * ReferenceFileSystem reads).
+ */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+
+#include "refs_emit.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void rd_begin(refs_doc *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->first = 1;
+	printf("{\"version\": 1, \"refs\": {");
+}
+
+int rd_end(refs_doc *w)
+{
+	printf("\n}}\n");
+	free(w->url);
+	free(w->url_json);
+	w->url = w->url_json = NULL;
+	return fflush(stdout) != 0 || ferror(stdout) ? -1 : 0;
+}
+
+static int put_key(refs_doc *w, const char *prefix, const char *name)
+{
+	struct jb b = { 0 };
+	size_t pl = strlen(prefix), nl = strlen(name);
+	char *k = malloc(pl + nl + 1);
+
+	if (!k)
+		return -1;
+	memcpy(k, prefix, pl);
+	memcpy(k + pl, name, nl + 1);
+	jb_str(&b, k, pl + nl);
+	jb_done(&b);
+	free(k);
+	if (b.nomem)
+		return -1;
+	printf("%s\n    %s: ", w->first ? "" : ",", b.p);
+	w->first = 0;
+	free(b.p);
+	return 0;
+}
+
+int rd_meta(refs_doc *w, const char *prefix, const char *name, const char *json)
+{
+	struct jb s = { 0 };
+
+	jb_str(&s, json, strlen(json));
+	jb_done(&s);
+	if (s.nomem || put_key(w, prefix, name) < 0) {
+		free(s.p);
+		return -1;
+	}
+	fputs(s.p, stdout);
+	free(s.p);
+	return 0;
+}
+
+int rd_ref(refs_doc *w, const char *prefix, const char *key, const char *url, uint64_t off, uint64_t size)
+{
+	if (!w->url || strcmp(w->url, url) != 0) {
+		struct jb u = { 0 };
+
+		jb_str(&u, url, strlen(url));
+		jb_done(&u);
+		free(w->url);
+		free(w->url_json);
+		w->url = strdup(url);
+		w->url_json = u.p;
+		if (!w->url || !w->url_json) {
+			free(w->url);
+			free(w->url_json);
+			w->url = w->url_json = NULL;
+			return -1;
+		}
+	}
+	if (put_key(w, prefix, key) < 0)
+		return -1;
+	printf("[%s, %" PRIu64 ", %" PRIu64 "]", w->url_json, off, size);
+	return 0;
+}
+
+int rd_inline(refs_doc *w, const char *prefix, const char *key, const uint8_t *p, size_t n)
+{
+	struct jb b = { 0 };
+
+	jb_printf(&b, "\"base64:");
+	jb_base64(&b, p, n);
+	jb_printf(&b, "\"");
+	jb_done(&b);
+	if (b.nomem || put_key(w, prefix, key) < 0) {
+		free(b.p);
+		return -1;
+	}
+	fputs(b.p, stdout);
+	free(b.p);
+	return 0;
+}
+
+void rd_chunk_key(char *key, size_t cap, const uint64_t *idx, unsigned n)
+{
+	size_t len = 0;
+
+	key[0] = 0;
+	for (unsigned i = 0; i < n && len < cap; i++)
+		len += (size_t)snprintf(key + len, cap - len, "%s%" PRIu64, i ? "." : "", idx[i]);
+	if (n == 0)
+		snprintf(key, cap, "0");
+}
+
+void rd_zarray(struct jb *b, const char *dtype, const char *filters, unsigned rank, const uint64_t *shape,
+	       const uint64_t *chunks, const char *fill)
+{
+	jb_printf(b, "{\"zarr_format\": 2, \"order\": \"C\", \"dtype\": %s, \"compressor\": null, \"filters\": %s",
+		  dtype, filters);
+	jb_printf(b, ", \"shape\": [");
+	for (unsigned i = 0; i < rank; i++)
+		jb_printf(b, "%s%" PRIu64, i ? ", " : "", shape[i]);
+	jb_printf(b, "], \"chunks\": [");
+	for (unsigned i = 0; i < rank; i++)
+		jb_printf(b, "%s%" PRIu64, i ? ", " : "", chunks[i]);
+	jb_printf(b, "], \"fill_value\": %s}", fill);
+}
