@@ -751,7 +751,7 @@ int refs_walk(h5_file *f, const char *path, uint64_t addr, const refs_opts *o, c
 {
 	struct refs R = { .o = o, .f = f, .url = o->url, .s = s };
 
-	R.tty = isatty(STDERR_FILENO);
+	R.tty = !o->no_progress && isatty(STDERR_FILENO);
 	clock_gettime(CLOCK_MONOTONIC, &R.last);
 	put_object(&R, "", path, addr);
 	progress(&R, "", 1);

@@ -9,6 +9,7 @@
 #endif
 
 #include "refs_emit.h"
+#include "h5util.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -31,25 +32,59 @@ int rd_end(refs_doc *w)
 	return fflush(stdout) != 0 || ferror(stdout) ? -1 : 0;
 }
 
+/* Whether s is written in JSON as it is (no quote, backslash or control
+ * byte, and UTF-8). */
+static int plain(const char *s, size_t n)
+{
+	int high = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '"' || c == '\\' || c < 0x20 || c == 0x7f)
+			return 0;
+		high |= c >= 0x80;
+	}
+	return !high || h5_utf8_valid(s, n);
+}
+
 static int put_key(refs_doc *w, const char *prefix, const char *name)
 {
 	struct jb b = { 0 };
 	size_t pl = strlen(prefix), nl = strlen(name);
-	char *k = malloc(pl + nl + 1);
+	char *k;
 
-	if (!k)
+	fputs(w->first ? "\n    \"" : ",\n    \"", stdout);
+	w->first = 0;
+	if (plain(prefix, pl) && plain(name, nl)) {
+		fwrite(prefix, 1, pl, stdout);
+		fwrite(name, 1, nl, stdout);
+		fputs("\": ", stdout);
+		return 0;
+	}
+	if (!(k = malloc(pl + nl + 1)))
 		return -1;
 	memcpy(k, prefix, pl);
 	memcpy(k + pl, name, nl + 1);
 	jb_str(&b, k, pl + nl);
 	jb_done(&b);
 	free(k);
-	if (b.nomem)
-		return -1;
-	printf("%s\n    %s: ", w->first ? "" : ",", b.p);
-	w->first = 0;
+	/* the opening quote is out already */
+	fputs(b.nomem ? "\"" : b.p + 1, stdout);
+	fputs(": ", stdout);
 	free(b.p);
-	return 0;
+	return b.nomem ? -1 : 0;
+}
+
+/* v in decimal at the end of buf[0..21): returns where it starts. */
+static char *u64_text(char *end, uint64_t v)
+{
+	*--end = 0;
+	do {
+		*--end = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return end;
 }
 
 int rd_meta(refs_doc *w, const char *prefix, const char *name, const char *json)
@@ -85,9 +120,19 @@ int rd_ref(refs_doc *w, const char *prefix, const char *key, const char *url, ui
 			return -1;
 		}
 	}
-	if (put_key(w, prefix, key) < 0)
-		return -1;
-	printf("[%s, %" PRIu64 ", %" PRIu64 "]", w->url_json, off, size);
+	{
+		char a[24], b[24];
+
+		if (put_key(w, prefix, key) < 0)
+			return -1;
+		fputc('[', stdout);
+		fputs(w->url_json, stdout);
+		fputs(", ", stdout);
+		fputs(u64_text(a + sizeof(a), off), stdout);
+		fputs(", ", stdout);
+		fputs(u64_text(b + sizeof(b), size), stdout);
+		fputc(']', stdout);
+	}
 	return 0;
 }
 
@@ -112,11 +157,18 @@ void rd_chunk_key(char *key, size_t cap, const uint64_t *idx, unsigned n)
 {
 	size_t len = 0;
 
-	key[0] = 0;
-	for (unsigned i = 0; i < n && len < cap; i++)
-		len += (size_t)snprintf(key + len, cap - len, "%s%" PRIu64, i ? "." : "", idx[i]);
-	if (n == 0)
-		snprintf(key, cap, "0");
+	snprintf(key, cap, "0");
+	for (unsigned i = 0; i < n; i++) {
+		char t[24], *d = u64_text(t + sizeof(t), idx[i]);
+		size_t dl = strlen(d);
+
+		if (len + (i > 0) + dl + 1 > cap)
+			break;
+		if (i)
+			key[len++] = '.';
+		memcpy(key + len, d, dl + 1);
+		len += dl;
+	}
 }
 
 void rd_zarray(struct jb *b, const char *dtype, const char *filters, unsigned rank, const uint64_t *shape,
