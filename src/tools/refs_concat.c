@@ -188,6 +188,13 @@ static void walk_file(void *u, const char *path, const struct coll_stat *st, boo
 		g->ret = TOOL_EXIT_PARTIAL;
 		goto out;
 	}
+	/* a member by its name (S3) that was no HDF5 at this ETag: not
+	 * fetched again */
+	if (st->by_name && g->ix && tool_kind(&g->tk, path, st) == 0) {
+		fprintf(stderr, "h5fs-ls: %s: not HDF5 (as when last fetched, by the index): skipped\n", name);
+		g->skipped++;
+		goto out;
+	}
 	member_from_index(g, path, name, url, st, &done);
 	if (done) {
 		g->members++;
@@ -205,6 +212,8 @@ static void walk_file(void *u, const char *path, const struct coll_stat *st, boo
 		/* named as a member (an S3 suffix), but no HDF5 at all */
 		fprintf(stderr, "h5fs-ls: %s: not HDF5: skipped\n", name);
 		g->skipped++;
+		if (g->ix && st->by_name)
+			tool_kind_set(&g->tk, path, st, false);
 		goto out;
 	}
 	if (e) {
