@@ -212,7 +212,7 @@ static void walk_file(void *u, const char *path, const struct coll_stat *st, boo
 		/* named as a member (an S3 suffix), but no HDF5 at all */
 		fprintf(stderr, "h5fs-ls: %s: not HDF5: skipped\n", name);
 		g->skipped++;
-		if (g->ix && st->by_name)
+		if (g->ix && tool_kind(&g->tk, path, st) < 0)
 			tool_kind_set(&g->tk, path, st, false);
 		goto out;
 	}
@@ -222,6 +222,8 @@ static void walk_file(void *u, const char *path, const struct coll_stat *st, boo
 		goto out;
 	}
 	g->members++;
+	if (g->ix && !st->by_name && tool_kind(&g->tk, path, st) < 0)
+		tool_kind_set(&g->tk, path, st, true);
 	rc = scan(&sum, &len, g, f, name, url);
 	if (rc == 0)
 		rc = add_member(g, name, url, sum, len);
@@ -262,14 +264,15 @@ static void walk_error(void *u, const char *path, int e)
 	g->ret = TOOL_EXIT_OPEN;
 }
 
+/* A file the index does not know is taken for a member: opening it
+ * applies the same signature rule (the engine's search at 0, 512, 1024,
+ * ...; EMEDIUMTYPE when there is none) as the walk's own read would,
+ * which would open it a second time. walk_file records what it found. */
 static int walk_kind(void *u, const char *path, const struct coll_stat *st)
 {
-	return tool_kind(&((struct gather *)u)->tk, path, st);
-}
+	int k = tool_kind(&((struct gather *)u)->tk, path, st);
 
-static void walk_set_kind(void *u, const char *path, const struct coll_stat *st, bool hdf5)
-{
-	tool_kind_set(&((struct gather *)u)->tk, path, st, hdf5);
+	return k >= 0 ? k : 1;
 }
 
 static void index_note(void *arg, const char *msg)
@@ -328,10 +331,7 @@ static int gather_collection(struct gather *g, const char *top)
 		g->top = g->top_alloc;
 	}
 	open_index(g);
-	if (g->ix) {
-		cv.kind = walk_kind;
-		cv.set_kind = walk_set_kind;
-	}
+	cv.kind = walk_kind;
 	coll_progress_start("h5fs-ls");
 	rc = tool_coll_open(&g->be, &g->b, top, g->o->oo, g->o->suffixes, "h5fs-ls");
 	if (rc < 0) {
