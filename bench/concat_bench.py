@@ -27,6 +27,7 @@ number of files.
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -51,9 +52,16 @@ def make(d, nfiles, nchunks):
     open(stamp, "w").close()
 
 
+def cpu_self():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
 def py_combine(d, out):
-    """Per file: h5py.File, get_chunk_info per chunk; keys along axis 0."""
+    """Per file: h5py.File, get_chunk_info per chunk; keys along axis 0.
+    Returns (seconds, CPU seconds)."""
     t = time.monotonic()
+    c = cpu_self()
     refs = {}
     base = 0
     zarray = None
@@ -73,19 +81,19 @@ def py_combine(d, out):
     refs["frames/.zarray"] = json.dumps({"chunks": zarray[1], "dtype": zarray[0], "shape_rows": base})
     with open(out, "w") as fh:
         json.dump({"version": 1, "refs": refs}, fh)
-    return time.monotonic() - t
+    return time.monotonic() - t, cpu_self() - c
 
 
 def h5fs(ls, d, out, *opts):
     t = time.monotonic()
     with open(out, "wb") as fh:
-        p = subprocess.run(["/usr/bin/time", "-f", "%M", ls, "--refs", "--concat=0", *opts, d], stdout=fh,
+        p = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", ls, "--refs", "--concat=0", *opts, d], stdout=fh,
                            stderr=subprocess.PIPE)
     el = time.monotonic() - t
     if p.returncode != 0:
         raise RuntimeError("h5fs-ls: exit %d: %s" % (p.returncode, p.stderr.decode()[-500:]))
-    rss = int(p.stderr.decode().strip().splitlines()[-1])
-    return el, rss
+    rss, u, s = p.stderr.decode().strip().splitlines()[-1].split()
+    return el, int(rss), float(u) + float(s)
 
 
 def check(py_out, ls_out):
@@ -126,27 +134,30 @@ def main():
         py_out, ls_out = os.path.join(a.dir, "py.json"), os.path.join(a.dir, "ls.json")
         h5fs(ls, d, ls_out, "--index", ix)        # fills the index, warms the page cache
         rounds = a.repeat if n == a.files else 1
-        py_t, no_t, ix_t, no_rss, ix_rss = [], [], [], [], []
+        py_t, no_t, ix_t, no_rss, ix_rss, py_c, no_c, ix_c = [], [], [], [], [], [], [], []
         for r in range(rounds):
-            py_t.append(py_combine(d, py_out))
-            el, rss = h5fs(ls, d, ls_out, "--noindex")
+            el, cpu = py_combine(d, py_out)
+            py_t.append(el)
+            py_c.append(cpu)
+            el, rss, cpu = h5fs(ls, d, ls_out, "--noindex")
             no_t.append(el)
             no_rss.append(rss)
+            no_c.append(cpu)
             if r == 0:
                 nrefs = check(py_out, ls_out)
-            el, rss = h5fs(ls, d, ls_out, "--index", ix)
+            el, rss, cpu = h5fs(ls, d, ls_out, "--index", ix)
             ix_t.append(el)
             ix_rss.append(rss)
+            ix_c.append(cpu)
             if r == 0:
                 check(py_out, ls_out)
         print("  %d references, warm, %d round(s)" % (nrefs, rounds))
-        print("  py get_chunk_info combiner: %s" % rng(py_t))
-        print("  h5fs-ls --noindex:          %s, peak RSS %d-%d KiB; best %.1fx, median %.1fx" % (
-            rng(no_t), min(no_rss), max(no_rss), min(py_t) / min(no_t), statistics.median(py_t) /
-            statistics.median(no_t)))
-        print("  h5fs-ls, indexed:           %s, peak RSS %d-%d KiB; best %.1fx, median %.1fx" % (
-            rng(ix_t), min(ix_rss), max(ix_rss), min(py_t) / min(ix_t), statistics.median(py_t) /
-            statistics.median(ix_t)))
+        print("  py get_chunk_info combiner: %s; CPU %s" % (rng(py_t), rng(py_c)))
+        for name, t, c, m in (("h5fs-ls --noindex", no_t, no_c, no_rss), ("h5fs-ls, indexed", ix_t, ix_c, ix_rss)):
+            print("  %-26s %s; CPU %s; peak RSS %d-%d KiB" % (name + ":", rng(t), rng(c), min(m), max(m)))
+            print("  %-26s wall best %.1fx, median %.1fx; CPU best %.1fx, median %.1fx" % (
+                "", min(py_t) / min(t), statistics.median(py_t) / statistics.median(t),
+                min(py_c) / min(c), statistics.median(py_c) / statistics.median(c)))
         sys.stdout.flush()
     return 0
 
