@@ -24,6 +24,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,8 @@ struct gather {
 	char *root;               /* the index's key of the collection */
 	tool_kinds tk;
 	unsigned long files, members, skipped, fromindex;
+	pthread_mutex_t mu;       /* what the workers record (below) */
+	struct pool *pool;
 };
 
 static int add_member(struct gather *g, const char *name, const char *url, const uint8_t *sum, size_t len)
@@ -164,88 +167,220 @@ static void member_from_index(struct gather *g, const char *path, const char *na
 	free(body);
 }
 
-static void walk_file(void *u, const char *path, const struct coll_stat *st, bool hdf5)
+/* ---- members opened and summarised by a few threads --------------------------------
+ * The walk (this thread) says which files are members and answers those
+ * the index has; the others are opened and walked by workers, several
+ * at once: a member's time is mostly waiting (system calls, a remote
+ * object's round trips), and the engine's context is shared and
+ * thread-safe. What they find is recorded under g->mu; the order of the
+ * members is made afterwards (by_key), so the order they finish in does
+ * not matter. */
+
+#define QCAP 16                 /* members waiting for a worker */
+#define WORKERS_LOCAL 2
+#define WORKERS_REMOTE 8
+
+struct job {
+	char *path, *name, *url;
+	struct coll_stat st;
+};
+
+struct pool {
+	pthread_mutex_t mu;
+	pthread_cond_t work, room;
+	struct job q[QCAP];
+	size_t head, n;
+	int stop;
+	pthread_t th[WORKERS_REMOTE];
+	unsigned nth;
+};
+
+static void job_free(struct job *j)
 {
-	struct gather *g = u;
+	free(j->path);
+	free(j->name);
+	free(j->url);
+}
+
+/* Open, walk and record one member (a worker, or the walk itself when
+ * no worker could be started). */
+static void job_run(struct gather *g, struct job *j)
+{
+	h5_open_opts oo = *g->o->oo;
 	h5_file *f = NULL;
 	uint8_t *sum = NULL;
 	size_t len = 0;
-	char *url = NULL, *name = NULL;
-	int e, rc, done;
+	int e, rc = 0;
 
-	g->files++;
-	coll_progress_tick(0, g->files, g->members, NULL);
-	if (g->ret)
-		return;
-	if (!hdf5) {
-		coll_progress_clear();
-		fprintf(stderr, "h5fs-ls: %s%s: not HDF5: skipped\n", g->top, path);
-		g->skipped++;
-		return;
-	}
-	if (asprintf(&url, "%s%s", g->base, path) < 0 || asprintf(&name, "%s%s", g->top, path) < 0) {
-		fprintf(stderr, "h5fs-ls: out of memory\n");
-		g->ret = TOOL_EXIT_PARTIAL;
-		goto out;
-	}
-	/* a member by its name (S3) that was no HDF5 at this ETag: not
-	 * fetched again */
-	if (st->by_name && g->ix && tool_kind(&g->tk, path, st) == 0) {
-		fprintf(stderr, "h5fs-ls: %s: not HDF5 (as when last fetched, by the index): skipped\n", name);
-		g->skipped++;
-		goto out;
-	}
-	member_from_index(g, path, name, url, st, &done);
-	if (done) {
-		g->members++;
-		goto out;
-	}
-	{
-		h5_open_opts oo = *g->o->oo;
-
-		oo.writable = 0;
-		h5_err_clear();
-		e = g->be->open_member(g->b, &f, path, &oo);
-	}
+	oo.writable = 0;
+	h5_err_clear();
+	e = g->be->open_member(g->b, &f, j->path, &oo);
+	if (!e)
+		rc = scan(&sum, &len, g, f, j->name, j->url);
+	pthread_mutex_lock(&g->mu);
 	coll_progress_clear();
 	if (e == EMEDIUMTYPE) {
-		/* named as a member (an S3 suffix), but no HDF5 at all */
-		fprintf(stderr, "h5fs-ls: %s: not HDF5: skipped\n", name);
+		/* no HDF5 at all (a member by its S3 suffix, or a file the
+		 * index did not know) */
+		fprintf(stderr, "h5fs-ls: %s: not HDF5: skipped\n", j->name);
 		g->skipped++;
-		if (g->ix && tool_kind(&g->tk, path, st) < 0)
-			tool_kind_set(&g->tk, path, st, false);
-		goto out;
+		if (g->ix && tool_kind(&g->tk, j->path, &j->st) < 0)
+			tool_kind_set(&g->tk, j->path, &j->st, false);
+	} else if (e) {
+		fprintf(stderr, "h5fs-ls: %s: %s\n", j->name, *h5_err_msg() ? h5_err_msg() : strerror(e));
+		if (!g->ret)
+			g->ret = e == EBADMSG ? TOOL_EXIT_CORRUPT : TOOL_EXIT_OPEN;
+	} else {
+		g->members++;
+		if (g->ix && !j->st.by_name && tool_kind(&g->tk, j->path, &j->st) < 0)
+			tool_kind_set(&g->tk, j->path, &j->st, true);
+		if (rc == 0)
+			rc = add_member(g, j->name, j->url, sum, len);
+		if (rc < 0) {
+			fprintf(stderr, "h5fs-ls: %s: %s\n", j->name, h5_err_msg());
+			if (!g->ret)
+				g->ret = TOOL_EXIT_PARTIAL;
+		}
 	}
-	if (e) {
-		fprintf(stderr, "h5fs-ls: %s: %s\n", name, *h5_err_msg() ? h5_err_msg() : strerror(e));
-		g->ret = e == EBADMSG ? TOOL_EXIT_CORRUPT : TOOL_EXIT_OPEN;
-		goto out;
-	}
-	g->members++;
-	if (g->ix && !st->by_name && tool_kind(&g->tk, path, st) < 0)
-		tool_kind_set(&g->tk, path, st, true);
-	rc = scan(&sum, &len, g, f, name, url);
-	if (rc == 0)
-		rc = add_member(g, name, url, sum, len);
-	if (rc < 0) {
-		fprintf(stderr, "h5fs-ls: %s: %s\n", name, h5_err_msg());
-		g->ret = TOOL_EXIT_PARTIAL;
-	} else if (g->ix) {
+	pthread_mutex_unlock(&g->mu);
+	if (!e && rc == 0 && g->ix) {
 		rs_head h;
 		rs_reader rd;
-		cindex_key k = tool_key(g->root, path, st);
+		cindex_key k = tool_key(g->root, j->path, &j->st);
 
 		/* a summary with errors is not kept: they may pass */
 		if (rs_open(&h, &rd, sum, len) == 0 && h.nerr == 0 &&
 		    cls_put(g->ix, &k, CLS_FORM_CONCAT, (const char *)sum, len, 0) < 0)
 			fprintf(stderr, "h5fs-ls: %s\n", h5_err_msg());
-		h5_err_clear();
 	}
-out:
+	h5_err_clear();
 	free(sum);
-	free(url);
-	free(name);
 	h5_file_close(f);
+}
+
+static void *worker(void *arg)
+{
+	struct gather *g = arg;
+	struct pool *p = g->pool;
+
+	pthread_mutex_lock(&p->mu);
+	for (;;) {
+		struct job j;
+
+		while (!p->n && !p->stop)
+			pthread_cond_wait(&p->work, &p->mu);
+		if (!p->n)
+			break;
+		j = p->q[p->head];
+		p->head = (p->head + 1) % QCAP;
+		p->n--;
+		pthread_cond_signal(&p->room);
+		pthread_mutex_unlock(&p->mu);
+		job_run(g, &j);
+		job_free(&j);
+		pthread_mutex_lock(&p->mu);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+static void pool_start(struct gather *g, unsigned n)
+{
+	struct pool *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return;         /* members opened by the walk itself */
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->work, NULL);
+	pthread_cond_init(&p->room, NULL);
+	g->pool = p;
+	while (p->nth < n && pthread_create(&p->th[p->nth], NULL, worker, g) == 0)
+		p->nth++;
+}
+
+static void pool_stop(struct gather *g)
+{
+	struct pool *p = g->pool;
+
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->stop = 1;
+	pthread_cond_broadcast(&p->work);
+	pthread_mutex_unlock(&p->mu);
+	for (unsigned i = 0; i < p->nth; i++)
+		pthread_join(p->th[i], NULL);
+	pthread_mutex_destroy(&p->mu);
+	pthread_cond_destroy(&p->work);
+	pthread_cond_destroy(&p->room);
+	free(p);
+	g->pool = NULL;
+}
+
+static void job_submit(struct gather *g, struct job *j)
+{
+	struct pool *p = g->pool;
+
+	if (!p || !p->nth) {
+		job_run(g, j);
+		job_free(j);
+		return;
+	}
+	pthread_mutex_lock(&p->mu);
+	while (p->n == QCAP)
+		pthread_cond_wait(&p->room, &p->mu);
+	p->q[(p->head + p->n) % QCAP] = *j;
+	p->n++;
+	pthread_cond_signal(&p->work);
+	pthread_mutex_unlock(&p->mu);
+}
+
+static void walk_file(void *u, const char *path, const struct coll_stat *st, bool hdf5)
+{
+	struct gather *g = u;
+	struct job j = { .st = *st };
+	int done, stop;
+
+	pthread_mutex_lock(&g->mu);
+	g->files++;
+	coll_progress_tick(0, g->files, g->members, NULL);
+	stop = g->ret;
+	pthread_mutex_unlock(&g->mu);
+	if (stop)
+		return;
+	if (!hdf5) {
+		pthread_mutex_lock(&g->mu);
+		coll_progress_clear();
+		fprintf(stderr, "h5fs-ls: %s%s: not HDF5: skipped\n", g->top, path);
+		g->skipped++;
+		pthread_mutex_unlock(&g->mu);
+		return;
+	}
+	if (!(j.path = strdup(path)) || asprintf(&j.url, "%s%s", g->base, path) < 0 ||
+	    asprintf(&j.name, "%s%s", g->top, path) < 0) {
+		pthread_mutex_lock(&g->mu);
+		fprintf(stderr, "h5fs-ls: out of memory\n");
+		g->ret = TOOL_EXIT_PARTIAL;
+		pthread_mutex_unlock(&g->mu);
+		job_free(&j);
+		return;
+	}
+	pthread_mutex_lock(&g->mu);
+	/* a member by its name (S3) that was no HDF5 at this ETag: not
+	 * fetched again */
+	if (st->by_name && g->ix && tool_kind(&g->tk, path, st) == 0) {
+		fprintf(stderr, "h5fs-ls: %s: not HDF5 (as when last fetched, by the index): skipped\n", j.name);
+		g->skipped++;
+		done = 1;
+	} else {
+		member_from_index(g, path, j.name, j.url, st, &done);
+		g->members += done;
+	}
+	pthread_mutex_unlock(&g->mu);
+	if (done)
+		job_free(&j);
+	else
+		job_submit(g, &j);
 }
 
 static void walk_folder(void *u, const char *path, const struct coll_stat *st)
@@ -338,7 +473,9 @@ static int gather_collection(struct gather *g, const char *top)
 		fprintf(stderr, "h5fs-ls: %s\n", h5_err_msg());
 		return TOOL_EXIT_OPEN;
 	}
+	pool_start(g, strcmp(g->be->name, "local") == 0 ? WORKERS_LOCAL : WORKERS_REMOTE);
 	e = coll_walk(g->be, g->b, &cv);
+	pool_stop(g);
 	g->be->close(g->b);
 	if (g->ix)
 		tool_kinds_store(&g->tk);
@@ -363,7 +500,8 @@ static int by_key(const void *a, const void *b)
 
 int refs_concat(char *const *inputs, int n, const concat_opts *o)
 {
-	struct gather g = { .o = o, .so = { o->dim, o->axis, o->ro.inline_max, VALUES_MAX } };
+	struct gather g = { .o = o, .so = { o->dim, o->axis, o->ro.inline_max, VALUES_MAX },
+			    .mu = PTHREAD_MUTEX_INITIALIZER };
 	int ret = 0, coll = n == 1 && coll_is_collection(inputs[0]);
 
 	for (int i = 0; i < n && !coll; i++)
