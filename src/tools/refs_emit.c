@@ -4,6 +4,7 @@
  * chunks inlined as "base64:..." (kerchunk's forms, which fsspec's
  * ReferenceFileSystem reads).
  */
+#define _GNU_SOURCE /* fwrite_unlocked */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
 #endif
@@ -48,18 +49,30 @@ static int plain(const char *s, size_t n)
 	return !high || h5_utf8_valid(s, n);
 }
 
+/* stdout is written by one thread at a time (the combination writes
+ * after its workers are done): no lock per call. */
+static void out(const char *p, size_t n)
+{
+	fwrite_unlocked(p, 1, n, stdout);
+}
+
+static void outs(const char *p)
+{
+	out(p, strlen(p));
+}
+
 static int put_key(refs_doc *w, const char *prefix, const char *name)
 {
 	struct jb b = { 0 };
 	size_t pl = strlen(prefix), nl = strlen(name);
 	char *k;
 
-	fputs(w->first ? "\n    \"" : ",\n    \"", stdout);
+	outs(w->first ? "\n    \"" : ",\n    \"");
 	w->first = 0;
 	if (plain(prefix, pl) && plain(name, nl)) {
-		fwrite(prefix, 1, pl, stdout);
-		fwrite(name, 1, nl, stdout);
-		fputs("\": ", stdout);
+		out(prefix, pl);
+		out(name, nl);
+		out("\": ", 3);
 		return 0;
 	}
 	if (!(k = malloc(pl + nl + 1)))
@@ -70,8 +83,8 @@ static int put_key(refs_doc *w, const char *prefix, const char *name)
 	jb_done(&b);
 	free(k);
 	/* the opening quote is out already */
-	fputs(b.nomem ? "\"" : b.p + 1, stdout);
-	fputs(": ", stdout);
+	outs(b.nomem ? "\"" : b.p + 1);
+	out(": ", 2);
 	free(b.p);
 	return b.nomem ? -1 : 0;
 }
@@ -97,7 +110,7 @@ int rd_meta(refs_doc *w, const char *prefix, const char *name, const char *json)
 		free(s.p);
 		return -1;
 	}
-	fputs(s.p, stdout);
+	out(s.p, s.len);
 	free(s.p);
 	return 0;
 }
@@ -113,6 +126,7 @@ int rd_ref(refs_doc *w, const char *prefix, const char *key, const char *url, ui
 		free(w->url_json);
 		w->url = strdup(url);
 		w->url_json = u.p;
+		w->url_json_len = u.len;
 		if (!w->url || !w->url_json) {
 			free(w->url);
 			free(w->url_json);
@@ -125,13 +139,13 @@ int rd_ref(refs_doc *w, const char *prefix, const char *key, const char *url, ui
 
 		if (put_key(w, prefix, key) < 0)
 			return -1;
-		fputc('[', stdout);
-		fputs(w->url_json, stdout);
-		fputs(", ", stdout);
-		fputs(u64_text(a + sizeof(a), off), stdout);
-		fputs(", ", stdout);
-		fputs(u64_text(b + sizeof(b), size), stdout);
-		fputc(']', stdout);
+		out("[", 1);
+		out(w->url_json, w->url_json_len);
+		out(", ", 2);
+		outs(u64_text(a + sizeof(a), off));
+		out(", ", 2);
+		outs(u64_text(b + sizeof(b), size));
+		out("]", 1);
 	}
 	return 0;
 }
@@ -148,7 +162,7 @@ int rd_inline(refs_doc *w, const char *prefix, const char *key, const uint8_t *p
 		free(b.p);
 		return -1;
 	}
-	fputs(b.p, stdout);
+	out(b.p, b.len);
 	free(b.p);
 	return 0;
 }

@@ -16,6 +16,7 @@ typedef struct refs_doc {
 	int first;                /* no entry written yet */
 	char *url;                /* the last URL written, and its JSON string: */
 	char *url_json;           /* consecutive references of one file share it */
+	size_t url_json_len;
 } refs_doc;
 
 void rd_begin(refs_doc *w);
