@@ -31,6 +31,7 @@ TEST_PACKAGES=(
 	dpkg-dev debhelper lintian libhdf5-dev rsync netcdf-bin
 	nginx-light python3-botocore
 	python3-fsspec python3-zarr python3-numcodecs python3-aiohttp
+	python3-xarray python3-dask python3-distributed
 	python3-tifffile python3-pil libtiff-tools libpng-dev
 )
 

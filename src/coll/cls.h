@@ -14,6 +14,14 @@
 
 #include <stddef.h>
 
+/* The forms of a member's row: its listing as text (0) or JSON objects
+ * (1), or h5fs-ls --refs --concat's summary of its references (2:
+ * src/tools/refs_sum.h, opaque here; the summary's header says with
+ * which DIM it was made, and the tool takes another as a miss). */
+#define CLS_FORM_TEXT 0
+#define CLS_FORM_JSON 1
+#define CLS_FORM_CONCAT 2
+
 /* The listing of k's member in form (0 text, 1 JSON): 0 and *body
  * (malloc'd, *len bytes: its entries as printed, each followed by a
  * newline) and *nerr (how many of them were errors: the member cannot

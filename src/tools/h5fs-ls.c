@@ -5,6 +5,8 @@
  *   h5fs-ls [-R] [--json] [--index PATH | --noindex] [-o OPTIONS] DIR | s3://BUCKET/[PREFIX/]
  *   h5fs-ls --refs [--url=URL] [--inline=N] [--split=MIB] [--strict]
  *           [--follow-external] FILE [PATH]     (chunk references: refs.c)
+ *   h5fs-ls --refs --concat=DIM [...] FILE... | DIR | s3://BUCKET/PREFIX/
+ *                                      (combined references: refs_concat.c)
  *   h5fs-ls --space [--json] [-o OPTIONS] FILE   (where its bytes go: ls_space.c)
  *
  * For each dataset: datatype (class, size, byte order), shape (and maximum
@@ -32,6 +34,7 @@
 #include "ls_space.h"
 #include "linkvec.h"
 #include "refs.h"
+#include "refs_concat.h"
 #include "source.h"
 #include "tool_exit.h"
 
@@ -245,6 +248,7 @@ static void usage(FILE *out)
 		"usage: h5fs-ls [-R] [--json] [-o OPTIONS] FILE [PATH]\n"
 		"       h5fs-ls [-R] [--json] [--index PATH|--noindex] [-o OPTIONS] DIR|s3://BUCKET/[PREFIX/]\n"
 		"       h5fs-ls --refs [OPTIONS] FILE|URL [PATH]\n"
+		"       h5fs-ls --refs --concat=DIM [OPTIONS] FILE... | DIR | s3://BUCKET/PREFIX/\n"
 		"       h5fs-ls --space [--json] [-o OPTIONS] FILE|URL\n"
 		"List the HDF5 file FILE (from PATH, default /) as h5fs shows it:\n"
 		"per dataset its type, shape, layout, chunking, chunk index, filters and\n"
@@ -253,10 +257,10 @@ static void usage(FILE *out)
 		"suffix under a prefix; -R: with their trees) and other files.\n"
 		"  -R, --recursive   list sub-groups (and sub-folders, members' trees) too\n"
 		"  --json            one JSON document instead of text\n"
-		"  --index PATH      -R of a collection: the index file (default: the one\n"
+		"  --index PATH      -R, --concat of a collection: the index file (default: the one\n"
 		"                    h5fs uses); members it has at their size, mtime and\n"
 		"                    ETag are listed from it, unopened\n"
-		"  --noindex         -R of a collection: open every member, keep nothing\n"
+		"  --noindex         -R, --concat of a collection: open every member, keep nothing\n"
 		"  -o OPT[,OPT...]   options as h5fs's (remote FILEs and collections):\n"
 		"  -o s3_endpoint=URL  S3 endpoint (default https://s3.REGION.amazonaws.com)\n"
 		"  -o s3_region=R    S3 region for signing (default us-east-1)\n"
@@ -273,6 +277,11 @@ static void usage(FILE *out)
 		"  --split=MIB       cut contiguous datasets in pieces of at most MIB MiB\n"
 		"  --strict          exit 1 when a dataset had to be skipped\n"
 		"  --follow-external follow external links (inside FILE's directory tree)\n"
+		"  --concat=DIM      --refs of several files as one dataset along dimension\n"
+		"                    DIM (a dimension scale's name) or axis DIM (a number):\n"
+		"                    FILEs in the order given, or DIR's or the prefix's HDF5\n"
+		"                    files by the first value of DIM's coordinate, else by\n"
+		"                    path (--index, --noindex: as with -R)\n"
 		"  --space           where FILE's bytes go: metadata, raw data, and the\n"
 		"                    unreferenced bytes (space freed by changes, which\n"
 		"                    neither libhdf5 nor h5fs reuses; h5repack reclaims it)\n"
@@ -287,7 +296,8 @@ int main(int argc, char **argv)
 {
 	struct lister L;
 	refs_opts ro = { .inline_max = 500 };
-	int refs = 0, space = 0;
+	int refs = 0, space = 0, concat = 0;
+	concat_opts co_cat = { 0 };
 	char *url_alloc = NULL;
 	const char *file = NULL, *path = "/";
 	h5_open_opts oo = { 0 };
@@ -300,7 +310,8 @@ int main(int argc, char **argv)
 	h5_ctx *ctx = NULL;
 	uint64_t addr;
 	struct stat st;
-	int i, nargs = 0, rc, ret = TOOL_EXIT_PARTIAL;
+	char **inputs = argv + 1;      /* the arguments that are no options, gathered in place */
+	int i, nargs = 0, ninputs = 0, rc, ret = TOOL_EXIT_PARTIAL;
 
 	memset(&L, 0, sizeof(L));
 	L.first_json = 1;
@@ -345,6 +356,26 @@ int main(int argc, char **argv)
 				ro.inline_max = n;
 			else
 				ro.split_bytes = (uint64_t)n << 20;
+		} else if (strncmp(argv[i], "--concat=", 9) == 0) {
+			const char *v = argv[i] + 9;
+			char *end;
+			long n;
+
+			if (!*v) {
+				fprintf(stderr, "h5fs-ls: --concat needs a dimension name or number\n");
+				return TOOL_EXIT_USAGE;
+			}
+			errno = 0;
+			n = strtol(v, &end, 10);
+			if (*v >= '0' && *v <= '9' && !*end && !errno && n < 32) {
+				co_cat.axis = (int)n;
+			} else if (*v >= '0' && *v <= '9' && strspn(v, "0123456789") == strlen(v)) {
+				fprintf(stderr, "h5fs-ls: --concat=%s: no such axis (at most 31)\n", v);
+				return TOOL_EXIT_USAGE;
+			} else {
+				co_cat.dim = v;
+			}
+			concat = 1;
 		} else if (strcmp(argv[i], "--strict") == 0) {
 			ro.strict = 1;
 		} else if (strcmp(argv[i], "--follow-external") == 0) {
@@ -361,19 +392,27 @@ int main(int argc, char **argv)
 			return TOOL_EXIT_USAGE;
 		} else if (strcmp(argv[i], "--") == 0) {
 			continue;
-		} else if (nargs == 0) {
-			file = argv[i];
-			nargs++;
-		} else if (nargs == 1) {
-			path = argv[i];
-			nargs++;
 		} else {
-			usage(stderr);
-			return TOOL_EXIT_USAGE;
+			/* FILE [PATH], or --concat's inputs */
+			inputs[ninputs++] = argv[i];
 		}
 	}
+	if (!concat && ninputs > 2) {
+		usage(stderr);
+		return TOOL_EXIT_USAGE;
+	}
+	nargs = ninputs;
+	file = ninputs ? inputs[0] : NULL;
+	if (ninputs == 2)
+		path = inputs[1];
 	if (!file) {
 		usage(stderr);
+		return TOOL_EXIT_USAGE;
+	}
+	if (concat && (!refs || space || L.recursive || L.json || ro.url)) {
+		fprintf(stderr, "h5fs-ls: --concat is an option of --refs (without %s)\n",
+			!refs ? "--space, -R, --json, --url: add --refs" : space ? "--space" : L.recursive ? "-R"
+			: L.json ? "--json" : "--url");
 		return TOOL_EXIT_USAGE;
 	}
 	if (space && (refs || L.recursive || nargs > 1)) {
@@ -397,6 +436,16 @@ int main(int argc, char **argv)
 		return TOOL_EXIT_PARTIAL;         /* out of memory */
 	}
 	oo.ctx = ctx;
+	if (concat) {
+		co_cat.ro = ro;
+		co_cat.oo = &oo;
+		co_cat.suffixes = suffixes;
+		co_cat.index_path = index_path;
+		co_cat.noindex = noindex;
+		ret = refs_concat(inputs, ninputs, &co_cat);
+		h5_ctx_free(ctx);
+		return ret;
+	}
 	if (coll_is_collection(file)) {
 		ls_coll_opts co = { &oo, suffixes, L.recursive, NULL };
 

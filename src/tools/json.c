@@ -12,6 +12,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,35 +42,64 @@ void jb_done(struct jb *b)
 	}
 }
 
-/* A JSON string; bytes that are not UTF-8 become \u00XX (Latin-1). */
+static void jb_put(struct jb *b, const char *p, size_t n)
+{
+	if (b->nomem || !n)
+		return;
+	b->sb.max = SIZE_MAX;
+	if (h5_sb_put(&b->sb, p, n) < 0)
+		b->nomem = 1;
+}
+
+/* A JSON string; bytes that are not UTF-8 become \u00XX (Latin-1). Runs
+ * of bytes written as they are go in at once (references are millions
+ * of keys). */
 void jb_str(struct jb *b, const char *s, size_t len)
 {
 	int utf8 = h5_utf8_valid(s, len);
+	size_t run = 0;
 
-	jb_printf(b, "\"");
+	jb_put(b, "\"", 1);
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)s[i];
+		char esc[8];
 
-		if (c == '"' || c == '\\')
-			jb_printf(b, "\\%c", c);
-		else if (c < 0x20 || c == 0x7f || (c >= 0x80 && !utf8))
-			jb_printf(b, "\\u%04x", c);
-		else
-			jb_printf(b, "%c", c);
+		if (c == '"' || c == '\\') {
+			esc[0] = '\\';
+			esc[1] = (char)c;
+			jb_put(b, s + run, i - run);
+			jb_put(b, esc, 2);
+			run = i + 1;
+		} else if (c < 0x20 || c == 0x7f || (c >= 0x80 && !utf8)) {
+			snprintf(esc, sizeof(esc), "\\u%04x", c);
+			jb_put(b, s + run, i - run);
+			jb_put(b, esc, 6);
+			run = i + 1;
+		}
 	}
-	jb_printf(b, "\"");
+	jb_put(b, s + run, len - run);
+	jb_put(b, "\"", 1);
 }
 
 void jb_base64(struct jb *b, const uint8_t *p, size_t n)
 {
 	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	char out[4 * 256];
+	size_t k = 0;
 
 	for (size_t i = 0; i < n; i += 3) {
 		uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
 
-		jb_printf(b, "%c%c%c%c", tab[v >> 18], tab[(v >> 12) & 63], i + 1 < n ? tab[(v >> 6) & 63] : '=',
-			  i + 2 < n ? tab[v & 63] : '=');
+		out[k++] = tab[v >> 18];
+		out[k++] = tab[(v >> 12) & 63];
+		out[k++] = i + 1 < n ? tab[(v >> 6) & 63] : '=';
+		out[k++] = i + 2 < n ? tab[v & 63] : '=';
+		if (k == sizeof(out)) {
+			jb_put(b, out, k);
+			k = 0;
+		}
 	}
+	jb_put(b, out, k);
 }
 
 /* The shortest decimal that reads back as the same value, always with a

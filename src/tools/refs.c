@@ -12,15 +12,18 @@
  * (variable-length data, references, compounds with fields out of order,
  * filters without a numcodecs 0.11 codec, chunks stored with a filter
  * skipped, virtual or external storage) is skipped with one line on
- * stderr per dataset, never written wrongly. Entries are printed as they
- * are made: nothing holds the whole document, so a dataset of millions of
- * chunks streams. Every line on stderr names FILE, then the object.
+ * stderr per dataset, never written wrongly. What the walk finds goes to
+ * a sink (refs.h): refs_write's prints each entry as it is made
+ * (refs_emit.c): nothing holds the whole document, so a dataset of
+ * millions of chunks streams. Every line on stderr names FILE, then the
+ * object.
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
 #endif
 
 #include "refs.h"
+#include "refs_emit.h"
 #include "h5util.h"
 #include "tool_exit.h"
 #include "json.h"
@@ -48,7 +51,7 @@ struct refs {
 	const refs_opts *o;
 	h5_file *f;               /* the file being walked (external links change it) */
 	const char *url;          /* its URL in references */
-	int first;                /* no entry printed yet */
+	const refs_sink *s;
 	unsigned nskipped, nerr;
 	uint64_t anc[MAX_DEPTH];  /* groups being written: a link back is a cycle */
 	unsigned nanc;
@@ -58,51 +61,18 @@ struct refs {
 	int progress_shown;
 };
 
-static void put_key(struct refs *R, const char *prefix, const char *name)
+static void sink_meta(struct refs *R, const char *prefix, const char *name, struct jb *val)
 {
-	struct jb b = { 0 };
-	size_t pl = strlen(prefix), nl = strlen(name);
-	char *k = malloc(pl + nl + 1);
-
-	if (k) {
-		memcpy(k, prefix, pl);
-		memcpy(k + pl, name, nl + 1);
-		jb_str(&b, k, pl + nl);
-	} else {
-		b.nomem = 1;
-	}
-	jb_done(&b);
-	printf("%s\n    %s: ", R->first ? "" : ",", b.nomem ? "\"\"" : b.p);
-	R->first = 0;
-	free(k);
-	free(b.p);
-}
-
-/* An entry whose value is JSON text, written as a JSON string. */
-static int put_meta(struct refs *R, const char *prefix, const char *name, struct jb *val)
-{
-	struct jb s = { 0 };
-
 	jb_done(val);
-	if (val->nomem)
-		return -1;
-	jb_str(&s, val->p, strlen(val->p));
-	jb_done(&s);
-	if (s.nomem) {
-		free(s.p);
-		return -1;
-	}
-	put_key(R, prefix, name);
-	fputs(s.p, stdout);
-	free(s.p);
-	return 0;
+	if (val->nomem || R->s->meta(R->s->u, prefix, name, val->p) < 0)
+		R->nerr++;
 }
 
 static void progress(struct refs *R, const char *path, int done)
 {
 	struct timespec now;
 
-	if (!R->tty)
+	if (!R->tty || R->o->no_progress)
 		return;
 	if (done) {
 		if (R->progress_shown)
@@ -123,13 +93,17 @@ static void note(struct refs *R, const char *fmt, ...) __attribute__((format(pri
 static void note(struct refs *R, const char *fmt, ...)
 {
 	va_list ap;
+	struct jb b = { 0 };
 
 	progress(R, "", 1);
 	va_start(ap, fmt);
-	fprintf(stderr, "h5fs-ls: %s: ", R->o->file ? R->o->file : R->o->url);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	jb_printf(&b, "h5fs-ls: %s: ", R->o->file ? R->o->file : R->o->url);
+	if (h5_sb_vprintf(&b.sb, fmt, ap) < 0)
+		b.nomem = 1;
 	va_end(ap);
+	jb_done(&b);
+	R->s->note(R->s->u, b.nomem ? "h5fs-ls: out of memory" : b.p);
+	free(b.p);
 }
 
 struct attrs_ctx {
@@ -139,6 +113,7 @@ struct attrs_ctx {
 	int n;
 	int dimlist;              /* a DIMENSION_LIST attribute was met */
 	int is_scale;             /* CLASS is "DIMENSION_SCALE" */
+	char *names[64];          /* the _ARRAY_DIMENSIONS written, or none */
 };
 
 /* Variable-length strings (one NUL between two), each cut at a NUL of its
@@ -248,22 +223,19 @@ static char *scale_name(struct refs *R, uint64_t group, uint64_t addr)
 static void put_dims(struct refs *R, struct attrs_ctx *c, uint64_t group, uint64_t addr, unsigned rank)
 {
 	const char *own = strrchr(c->path, '/');
-	char *text = NULL, *names[64] = { 0 };
+	char *text = NULL, **names = c->names;
 	size_t len = 0;
 	unsigned i = 0;
 
 	if (c->is_scale && rank == 1) {
-		jb_printf(&c->b, "%s\"_ARRAY_DIMENSIONS\": [", c->n++ ? ", " : "");
-		jb_str(&c->b, own ? own + 1 : c->path, strlen(own ? own + 1 : c->path));
-		jb_printf(&c->b, "]");
-		return;
-	}
-	if (!c->dimlist || rank == 0 || rank > 64 ||
-	    h5_attr_value_get((void **)&text, &len, R->f, addr, "DIMENSION_LIST", 14, 0) < 0) {
+		names[0] = strdup(own ? own + 1 : c->path);
+		i = names[0] ? 1 : 0;
+	} else if (!c->dimlist || rank == 0 || rank > 64 ||
+		   h5_attr_value_get((void **)&text, &len, R->f, addr, "DIMENSION_LIST", 14, 0) < 0) {
 		h5_err_clear();
 		return;
 	}
-	for (const char *p = text; i < rank; i++) {
+	for (const char *p = text; text && i < rank; i++) {
 		const char *q = strstr(p, "obj:0x"), *end = strchr(p, ']');
 		char *e;
 		uint64_t a;
@@ -282,34 +254,49 @@ static void put_dims(struct refs *R, struct attrs_ctx *c, uint64_t group, uint64
 			jb_str(&c->b, names[i], strlen(names[i]));
 		}
 		jb_printf(&c->b, "]");
+	} else {
+		for (i = 0; i < rank; i++) {
+			free(names[i]);
+			names[i] = NULL;
+		}
 	}
-	for (i = 0; i < rank; i++)
-		free(names[i]);
 	free(text);
 }
 
-/* .zattrs of the object at addr (written only when it has some); rank >= 0
- * for a dataset (_ARRAY_DIMENSIONS), group: the group it was reached in. */
-static void put_attrs(struct refs *R, const char *prefix, const char *path, uint64_t addr, int rank,
-		      uint64_t group)
+/* The attributes of the object at addr as .zattrs (attrs_put writes
+ * them, when it has some); rank >= 0 for a dataset (_ARRAY_DIMENSIONS),
+ * group: the group it was reached in. */
+static void attrs_build(struct refs *R, struct attrs_ctx *c, const char *path, uint64_t addr, int rank,
+			uint64_t group)
 {
-	struct attrs_ctx c = { .R = R, .path = path };
 	int rc;
 
-	jb_printf(&c.b, "{");
-	rc = h5_attr_iterate_values(R->f, addr, attr_cb, &c);
+	memset(c, 0, sizeof(*c));
+	c->R = R;
+	c->path = path;
+	jb_printf(&c->b, "{");
+	rc = h5_attr_iterate_values(R->f, addr, attr_cb, c);
 	if (rank >= 0)
-		put_dims(R, &c, group, addr, (unsigned)rank);
-	jb_printf(&c.b, "}");
+		put_dims(R, c, group, addr, (unsigned)rank);
+	jb_printf(&c->b, "}");
 	if (rc < 0) {
 		note(R, "%s: attributes: %s", path, h5_err_msg());
 		R->nerr++;
 	}
-	if (c.n && put_meta(R, prefix, ".zattrs", &c.b) < 0)
-		R->nerr++;
-	if (!c.n)
-		jb_done(&c.b);
-	free(c.b.p);
+}
+
+static void attrs_put(struct refs *R, struct attrs_ctx *c, const char *prefix)
+{
+	if (c->n)
+		sink_meta(R, prefix, ".zattrs", &c->b);
+}
+
+static void attrs_free(struct attrs_ctx *c)
+{
+	jb_done(&c->b);
+	free(c->b.p);
+	for (unsigned i = 0; i < 64; i++)
+		free(c->names[i]);
 }
 
 /* ---- datasets -------------------------------------------------------------------- */
@@ -324,58 +311,30 @@ struct chunk_ctx {
 	int masked;               /* a chunk with a skipped filter was met */
 };
 
-static int put_chunk_ref(struct refs *R, const char *prefix, const char *key, uint64_t off, uint64_t size)
+/* A chunk in FILE to the sink: a reference, or its bytes when it is
+ * smaller than --inline. */
+static int put_chunk_ref(struct refs *R, const char *prefix, const uint64_t *idx, unsigned n, uint64_t off,
+			 uint64_t size)
 {
-	char name[32 * 21 + 1];
+	uint8_t *buf;
+	int rc;
 
-	snprintf(name, sizeof(name), "%s", key);
-	put_key(R, prefix, name);
-	if (size < R->o->inline_max) {
-		uint8_t *buf = malloc(size ? size : 1);
-		struct jb b = { 0 };
-
-		if (!buf || h5_file_pread(R->f, buf, (size_t)size, off) < 0) {
-			free(buf);
-			return -1;
-		}
-		jb_printf(&b, "\"base64:");
-		jb_base64(&b, buf, (size_t)size);
-		jb_printf(&b, "\"");
-		jb_done(&b);
-		fputs(b.nomem ? "null" : b.p, stdout);
-		free(b.p);
+	if (size >= R->o->inline_max)
+		return R->s->chunk(R->s->u, prefix, idx, n, R->url, off, size, NULL);
+	buf = malloc(size ? size : 1);
+	if (!buf || h5_file_pread(R->f, buf, (size_t)size, off) < 0) {
 		free(buf);
-		return b.nomem ? -1 : 0;
+		return -1;
 	}
-	fputs("[", stdout);
-	{
-		struct jb u = { 0 };
-
-		jb_str(&u, R->url, strlen(R->url));
-		jb_done(&u);
-		fputs(u.nomem ? "\"\"" : u.p, stdout);
-		free(u.p);
-	}
-	printf(", %" PRIu64 ", %" PRIu64 "]", off, size);
-	return 0;
-}
-
-static void chunk_key(char *key, size_t cap, const uint64_t *idx, unsigned n)
-{
-	size_t len = 0;
-
-	key[0] = 0;
-	for (unsigned i = 0; i < n && len < cap; i++)
-		len += (size_t)snprintf(key + len, cap - len, "%s%" PRIu64, i ? "." : "", idx[i]);
-	if (n == 0)
-		snprintf(key, cap, "0");
+	rc = R->s->chunk(R->s->u, prefix, idx, n, R->url, off, size, buf);
+	free(buf);
+	return rc;
 }
 
 static int chunk_cb(const h5_chunk_loc *c, void *ud)
 {
 	struct chunk_ctx *x = ud;
 	uint64_t idx[64];
-	char key[64 * 21 + 1];
 
 	if (x->check_only) {
 		if (c->filter_mask) {
@@ -388,8 +347,7 @@ static int chunk_cb(const h5_chunk_loc *c, void *ud)
 		idx[i] = c->offset[i] / x->chunk[i];
 	for (unsigned i = 0; i < x->extra; i++)
 		idx[x->rank + i] = 0;
-	chunk_key(key, sizeof(key), idx, x->rank + x->extra);
-	if (put_chunk_ref(x->R, x->prefix, key, c->file_off, c->size) < 0)
+	if (put_chunk_ref(x->R, x->prefix, idx, x->rank + x->extra, c->file_off, c->size) < 0)
 		return h5_err_set(H5_ERR_IO, "cannot read the chunk at %" PRIu64 " to inline it", c->file_off);
 	x->R->nchunks++;
 	if ((x->R->nchunks & 1023) == 0)
@@ -421,11 +379,11 @@ static uint64_t split_rows(uint64_t rows, uint64_t row_bytes, uint64_t budget)
 }
 
 /* A dataset h5py reads converted (zarr_converted): its elements read
- * through the engine (every filter decoded), converted, and written as
- * inlined chunks of `rows` rows along the first dimension, whole in the
- * others and in an array type's (extra) dimensions; the last chunk is
- * filled up with the fill value, as zarr wants every chunk whole. 0, or
- * the engine's error. */
+ * through the engine (every filter decoded), converted, and given as
+ * chunks of `rows` rows along the first dimension, whole in the others
+ * and in an array type's (extra) dimensions; the last chunk is filled up
+ * with the fill value, as zarr wants every chunk whole. 0, or the
+ * engine's error. */
 static int put_converted(struct refs *R, const char *prefix, h5_dataset *d, const h5_type_view *tv,
 			 const uint64_t *dims, unsigned rank, unsigned extra, uint64_t rows, const uint8_t *fill)
 {
@@ -442,8 +400,6 @@ static int put_converted(struct refs *R, const char *prefix, h5_dataset *d, cons
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	for (uint64_t r0 = 0; r0 < nrows && rc == 0; r0 += rows) {
 		uint64_t n = nrows - r0 < rows ? nrows - r0 : rows;
-		char key[64 * 21 + 1];
-		struct jb b = { 0 };
 
 		rc = h5_dataset_read(d, buf, r0 * row, (size_t)(n * row));
 		if (rc < 0)
@@ -453,20 +409,52 @@ static int put_converted(struct refs *R, const char *prefix, h5_dataset *d, cons
 		for (uint64_t k = 0; k < rows * row; k += tv->size)
 			zarr_convert(tv, buf + k);
 		idx[0] = r0 / rows;
-		chunk_key(key, sizeof(key), idx, rank + extra);
-		jb_printf(&b, "\"base64:");
-		jb_base64(&b, buf, (size_t)(rows * row));
-		jb_printf(&b, "\"");
-		jb_done(&b);
-		put_key(R, prefix, key);
-		fputs(b.nomem ? "null" : b.p, stdout);
-		free(b.p);
-		if (b.nomem)
+		if (R->s->chunk(R->s->u, prefix, idx, rank + extra, R->url, 0, rows * row, buf) < 0)
 			rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
 		R->nchunks++;
 	}
 	free(buf);
 	return rc;
+}
+
+/* Why the dataset has no Zarr form (NULL: it has one); dtype and filters
+ * get .zarray's texts. */
+static const char *zarr_form(struct jb *dtype, struct jb *filters, int *conv, h5_dataset *d,
+			     const h5_dataset_info *di, const h5_storage *st, const h5_type_view *tv,
+			     const uint8_t *fill)
+{
+	const h5_type_view *et = tv->kind == H5_TYPE_ARRAY ? &tv->members[0] : tv;
+	const char *why = NULL;
+
+	*conv = 0;
+	if (di->shape == H5_SHAPE_NULL)
+		return "null dataspace";
+	if (st->is_virtual)
+		return "virtual dataset";
+	if (st->n_external)
+		return "external storage";
+	if (st->has_vlen)
+		return "variable-length data";
+	if ((why = zarr_dtype(dtype, tv, 1)) != NULL)
+		return why;
+	/* values h5py reads converted: written inline as it reads them, so
+	 * only as many bytes as a reference file can sensibly hold */
+	*conv = zarr_converted(tv);
+	if (*conv && h5_dataset_size(d) > CONVERTED_MAX)
+		return "fixed-length strings that are not null-padded (h5py reads them converted, and their "
+		       "converted bytes are inlined only up to 64 MiB)";
+	if (tv->kind == H5_TYPE_ARRAY) {
+		/* one fill value per base element: all of them must agree */
+		for (size_t k = et->size; k + et->size <= st->fill_size; k += et->size)
+			if (memcmp(fill, fill + k, et->size) != 0)
+				return "array type whose fill value differs per element";
+	}
+	if ((di->shape == H5_SHAPE_SIMPLE ? di->rank : 0) + (tv->kind == H5_TYPE_ARRAY ? tv->arank : 0) > 64)
+		return "more than 64 dimensions";
+	if (di->nfilters && !*conv)
+		return zarr_filters(filters, di, et->size);
+	jb_printf(filters, "null");
+	return NULL;
 }
 
 static void put_dataset(struct refs *R, const char *prefix, const char *path, uint64_t addr)
@@ -475,14 +463,15 @@ static void put_dataset(struct refs *R, const char *prefix, const char *path, ui
 	h5_dataset_info di;
 	h5_storage st;
 	h5_type_view tv = { 0 };
-	struct jb za = { 0 };
+	struct jb zdt = { 0 }, zfl = { 0 }, zfill = { 0 };
+	struct attrs_ctx ac;
 	const char *why = NULL;
 	const h5_type_view *et;    /* the element type zarr sees */
 	uint8_t *zeros = NULL, *cfill = NULL;
 	const uint8_t *fill;
 	uint64_t shape[64], chunks[64], esize;
 	unsigned rank, extra = 0;
-	int have_di = 0, rc, conv = 0;
+	int have_di = 0, have_ac = 0, rc, conv = 0;
 
 	rc = h5_dataset_open(&d, R->f, addr);
 	if (rc == 0 && (rc = h5_dataset_describe(&di, d)) == 0)
@@ -503,40 +492,10 @@ static void put_dataset(struct refs *R, const char *prefix, const char *path, ui
 		R->nerr++;
 		goto out;
 	}
-	if (di.shape == H5_SHAPE_NULL)
-		why = "null dataspace";
-	else if (st.is_virtual)
-		why = "virtual dataset";
-	else if (st.n_external)
-		why = "external storage";
-	else if (st.has_vlen)
-		why = "variable-length data";
-	if (!why) {
-		jb_printf(&za, "{\"zarr_format\": 2, \"order\": \"C\", \"dtype\": ");
-		why = zarr_dtype(&za, &tv, 1);
-	}
-	/* values h5py reads converted: written inline as it reads them, so
-	 * only as many bytes as a reference file can sensibly hold */
-	conv = !why && zarr_converted(&tv);
-	if (conv && h5_dataset_size(d) > CONVERTED_MAX)
-		why = "fixed-length strings that are not null-padded (h5py reads them converted, and their "
-		      "converted bytes are inlined only up to 64 MiB)";
-	if (!why && tv.kind == H5_TYPE_ARRAY) {
-		/* one fill value per base element: all of them must agree */
-		for (size_t k = et->size; k + et->size <= st.fill_size; k += et->size)
-			if (memcmp(fill, fill + k, et->size) != 0)
-				why = "array type whose fill value differs per element";
+	why = zarr_form(&zdt, &zfl, &conv, d, &di, &st, &tv, fill);
+	if (tv.kind == H5_TYPE_ARRAY)
 		extra = tv.arank;
-	}
 	rank = di.shape == H5_SHAPE_SIMPLE ? di.rank : 0;
-	if (!why && rank + extra > 64)
-		why = "more than 64 dimensions";
-	if (!why && di.nfilters && !conv) {
-		jb_printf(&za, ", \"compressor\": null, \"filters\": ");
-		why = zarr_filters(&za, &di, et->size);
-	} else if (!why) {
-		jb_printf(&za, ", \"compressor\": null, \"filters\": null");
-	}
 	if (!why && strcmp(di.layout, "chunked") == 0 && di.nfilters && !conv) {
 		struct chunk_ctx x = { R, prefix, path, di.chunk, rank, extra, 1, 0 };
 
@@ -546,7 +505,6 @@ static void put_dataset(struct refs *R, const char *prefix, const char *path, ui
 			/* a corrupt file, not a dataset without a Zarr form */
 			note(R, "%s: %s", path, h5_err_msg());
 			R->nerr++;
-			jb_done(&za);
 			goto out;
 		} else if (x.masked) {
 			why = "a chunk was stored with a filter skipped";
@@ -555,7 +513,6 @@ static void put_dataset(struct refs *R, const char *prefix, const char *path, ui
 	if (why) {
 		note(R, "%s: dataset skipped: %s", path, why);
 		R->nskipped++;
-		jb_done(&za);
 		goto out;
 	}
 	esize = et->size;
@@ -576,7 +533,6 @@ static void put_dataset(struct refs *R, const char *prefix, const char *path, ui
 		if (!(cfill = malloc(tv.size ? tv.size : 1))) {
 			note(R, "%s: out of memory", path);
 			R->nerr++;
-			jb_done(&za);
 			goto out;
 		}
 		memcpy(cfill, fill, tv.size);
@@ -597,20 +553,28 @@ static void put_dataset(struct refs *R, const char *prefix, const char *path, ui
 	}
 	for (unsigned i = 0; i < extra; i++)
 		chunks[rank + i] = tv.adims[i];
-	jb_printf(&za, ", \"shape\": [");
-	for (unsigned i = 0; i < rank + extra; i++)
-		jb_printf(&za, "%s%" PRIu64, i ? ", " : "", shape[i]);
-	jb_printf(&za, "], \"chunks\": [");
-	for (unsigned i = 0; i < rank + extra; i++)
-		jb_printf(&za, "%s%" PRIu64, i ? ", " : "", chunks[i]);
-	jb_printf(&za, "], \"fill_value\": ");
-	zarr_fill(&za, et, fill);
-	jb_printf(&za, "}");
-	if (put_meta(R, prefix, ".zarray", &za) < 0) {
+	zarr_fill(&zfill, et, fill);
+	attrs_build(R, &ac, path, addr, (int)rank, R->nanc ? R->anc[R->nanc - 1] : h5_file_root(R->f));
+	have_ac = 1;
+	jb_done(&zdt);
+	jb_done(&zfl);
+	jb_done(&zfill);
+	if (zdt.nomem || zfl.nomem || zfill.nomem) {
+		note(R, "%s: out of memory", path);
 		R->nerr++;
 		goto out;
 	}
-	put_attrs(R, prefix, path, addr, (int)rank, R->nanc ? R->anc[R->nanc - 1] : h5_file_root(R->f));
+	{
+		refs_array a = { .path = path, .d = d, .type = et, .rank = rank + extra, .h5rank = rank,
+				 .shape = shape, .chunks = chunks, .dtype = zdt.p, .filters = zfl.p, .fill = zfill.p,
+				 .dims = ac.names[0] ? ac.names : NULL, .values = conv };
+
+		if (R->s->array(R->s->u, prefix, &a) < 0) {
+			R->nerr++;
+			goto out;
+		}
+	}
+	attrs_put(R, &ac, prefix);
 	if (conv) {
 		rc = put_converted(R, prefix, d, &tv, di.dims, rank, extra, rank ? chunks[0] : 1, fill);
 	} else if (strcmp(di.layout, "chunked") == 0) {
@@ -618,18 +582,10 @@ static void put_dataset(struct refs *R, const char *prefix, const char *path, ui
 
 		rc = h5_dataset_chunks(d, chunk_cb, &x);
 	} else if (strcmp(di.layout, "compact") == 0) {
-		char key[64 * 21 + 1];
 		uint64_t zero[64] = { 0 };
-		struct jb b = { 0 };
 
-		chunk_key(key, sizeof(key), zero, rank + extra);
-		jb_printf(&b, "\"base64:");
-		jb_base64(&b, st.compact, st.compact_size);
-		jb_printf(&b, "\"");
-		jb_done(&b);
-		put_key(R, prefix, key);
-		fputs(b.nomem ? "null" : b.p, stdout);
-		free(b.p);
+		if (R->s->chunk(R->s->u, prefix, zero, rank + extra, R->url, 0, st.compact_size, st.compact) < 0)
+			rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
 	} else if (st.contig_off != UINT64_MAX) {
 		uint64_t piece = esize, idx[64] = { 0 }, n;
 
@@ -637,12 +593,9 @@ static void put_dataset(struct refs *R, const char *prefix, const char *path, ui
 			piece *= chunks[i];
 		n = rank ? shape[0] / chunks[0] : 1;
 		for (uint64_t k = 0; k < n && rc == 0; k++) {
-			char key[64 * 21 + 1];
-
 			idx[0] = k;
-			chunk_key(key, sizeof(key), idx, rank + extra);
 			if (piece && (k + 1) * piece <= st.contig_size)
-				rc = put_chunk_ref(R, prefix, key, st.contig_off + k * piece, piece) < 0
+				rc = put_chunk_ref(R, prefix, idx, rank + extra, st.contig_off + k * piece, piece) < 0
 					? h5_err_set(H5_ERR_IO, "cannot read contiguous data to inline it") : 0;
 		}
 	}
@@ -652,9 +605,16 @@ static void put_dataset(struct refs *R, const char *prefix, const char *path, ui
 		R->nerr++;
 	}
 out:
+	if (have_ac)
+		attrs_free(&ac);
 	free(zeros);
 	free(cfill);
-	free(za.p);
+	jb_done(&zdt);
+	jb_done(&zfl);
+	jb_done(&zfill);
+	free(zdt.p);
+	free(zfl.p);
+	free(zfill.p);
 	h5_type_view_clear(&tv);
 	if (have_di)
 		h5_dataset_info_clear(&di);
@@ -699,13 +659,15 @@ static void put_group(struct refs *R, const char *prefix, const char *path, uint
 {
 	linkvec lv;
 	struct jb zg = { 0 };
+	struct attrs_ctx ac;
 	int rc;
 
 	jb_printf(&zg, "{\"zarr_format\": 2}");
-	if (put_meta(R, prefix, ".zgroup", &zg) < 0)
-		R->nerr++;
+	sink_meta(R, prefix, ".zgroup", &zg);
 	free(zg.p);
-	put_attrs(R, prefix, path, addr, -1, 0);
+	attrs_build(R, &ac, path, addr, -1, 0);
+	attrs_put(R, &ac, prefix);
+	attrs_free(&ac);
 	rc = linkvec_collect(&lv, R->f, addr);
 	if (rc < 0 || lv.nomem) {
 		note(R, "%s: %s", path, lv.nomem ? "out of memory" : h5_err_msg());
@@ -784,24 +746,70 @@ static void put_object(struct refs *R, const char *prefix, const char *path, uin
 	/* named datatypes have no Zarr form: nothing to write */
 }
 
+int refs_walk(h5_file *f, const char *path, uint64_t addr, const refs_opts *o, const refs_sink *s,
+	      unsigned *nskipped, unsigned *nerr)
+{
+	struct refs R = { .o = o, .f = f, .url = o->url, .s = s };
+
+	R.tty = !o->no_progress && isatty(STDERR_FILENO);
+	clock_gettime(CLOCK_MONOTONIC, &R.last);
+	put_object(&R, "", path, addr);
+	progress(&R, "", 1);
+	*nskipped = R.nskipped;
+	*nerr = R.nerr;
+	return 0;
+}
+
+/* ---- one file's document: the printing sink ------------------------------------- */
+
+static int print_meta(void *u, const char *prefix, const char *name, const char *json)
+{
+	return rd_meta(u, prefix, name, json);
+}
+
+static int print_array(void *u, const char *prefix, const refs_array *a)
+{
+	struct jb za = { 0 };
+	int rc;
+
+	rd_zarray(&za, a->dtype, a->filters, a->rank, a->shape, a->chunks, a->fill);
+	jb_done(&za);
+	rc = za.nomem ? -1 : rd_meta(u, prefix, ".zarray", za.p);
+	free(za.p);
+	return rc;
+}
+
+static int print_chunk(void *u, const char *prefix, const uint64_t *idx, unsigned n, const char *url, uint64_t off,
+		       uint64_t size, const uint8_t *data)
+{
+	char key[RD_KEY_MAX];
+
+	rd_chunk_key(key, sizeof(key), idx, n);
+	return data ? rd_inline(u, prefix, key, data, (size_t)size) : rd_ref(u, prefix, key, url, off, size);
+}
+
+static void print_note(void *u, const char *line)
+{
+	(void)u;
+	fprintf(stderr, "%s\n", line);
+}
+
 int refs_write(h5_file *f, const char *path, uint64_t addr, const refs_opts *o)
 {
-	struct refs R = { .o = o, .f = f, .url = o->url, .first = 1 };
+	refs_doc w;
+	refs_sink s = { &w, print_meta, print_array, print_chunk, print_note };
+	unsigned nskipped = 0, nerr = 0;
 
-	R.tty = isatty(STDERR_FILENO);
-	clock_gettime(CLOCK_MONOTONIC, &R.last);
-	printf("{\"version\": 1, \"refs\": {");
-	put_object(&R, "", path, addr);
-	printf("\n}}\n");
-	progress(&R, "", 1);
-	if (fflush(stdout) != 0 || ferror(stdout)) {
+	rd_begin(&w);
+	refs_walk(f, path, addr, o, &s, &nskipped, &nerr);
+	if (rd_end(&w) < 0) {
 		fprintf(stderr, "h5fs-ls: writing the references failed\n");
 		return TOOL_EXIT_PARTIAL;
 	}
-	if (R.nskipped)
+	if (nskipped)
 		fprintf(stderr, "h5fs-ls: %s: %u dataset%s skipped (no Zarr v2 form)\n", o->file ? o->file : o->url,
-			R.nskipped, R.nskipped == 1 ? "" : "s");
-	if (R.nerr)
+			nskipped, nskipped == 1 ? "" : "s");
+	if (nerr)
 		return TOOL_EXIT_PARTIAL;
-	return R.nskipped && o->strict ? TOOL_EXIT_PARTIAL : TOOL_EXIT_OK;
+	return nskipped && o->strict ? TOOL_EXIT_PARTIAL : TOOL_EXIT_OK;
 }

@@ -38,6 +38,7 @@ struct h5_dataset {
 	struct h5_vtext *vtext; /* has_vlen: the text the dataset reads as (vlen.c) */
 	struct h5_vds *vds;     /* virtual: the mappings, and them resolved against */
 	struct h5_vds_view *vview; /* the sources (dataset_vds.c) */
+	struct vds_srcs *vsrcs; /* the sources' files as dataset_vds.c holds them */
 	/* a view's state kept with this handle (h5_dataset_set_view_state,
 	 * view.c), freed with it */
 	void *vstate;

@@ -3,7 +3,15 @@
  * as datasets of related files (related.c, "." being this file), and reads
  * answered by vds.c. Sources are opened when the virtual dataset is, as
  * libhdf5 does to learn the extent of unlimited mappings, and stay open
- * with it.
+ * with it - unless descriptors are scarce: when a source's file cannot be
+ * opened because the caller's descriptor gate (h5_open_opts.fd_gate: a
+ * collection's -o max_files) refuses it, or the process is out of
+ * descriptors (EMFILE), the virtual dataset turns "scarce": the sources
+ * opened so far are closed, each source is then opened only to learn its
+ * extent and type, and again for each read of it, one at a time, so that
+ * a dataset with more sources than descriptors reads instead of failing
+ * (its read plan then reads instead of naming the sources' extents: no
+ * descriptor of a source outlives the read that opened it).
  */
 #include "base.h"
 #include "file.h"
@@ -15,6 +23,8 @@
 #include "layout_ops.h"
 #include "vds.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -25,10 +35,20 @@
 static __thread unsigned vds_depth;
 
 typedef struct vsrc {
-	h5_file *f;             /* NULL: the virtual dataset's own file */
-	h5_dataset *d;
+	h5_dataset *vd;         /* the virtual dataset */
+	char *file, *dset;      /* as the mapping names them ("." this file) */
+	h5_file *f;             /* NULL: the virtual dataset's own file, or closed */
+	h5_dataset *d;          /* NULL: closed (scarce) */
 	size_t swap;            /* element size to byte-swap (other byte order), or 0 */
+	pthread_mutex_t mu;     /* scarce: one read at a time opens it */
 } vsrc;
+
+/* The sources of one virtual dataset that have a file of their own. */
+struct vds_srcs {
+	bool scarce;
+	vsrc **v;
+	size_t n, cap;
+};
 
 /* Same type, so the source's bytes are the virtual dataset's bytes. The
  * one conversion h5fs makes is the byte order of a number (a big-endian
@@ -63,54 +83,121 @@ static bool dtype_same(const h5_dtype *a, const h5_dtype *b, unsigned depth)
 	return !a->base || dtype_same(a->base, b->base, depth + 1);
 }
 
+/* The gate refused a descriptor, or the process has none left. */
+static bool out_of_descriptors(int rc, int e)
+{
+	return rc == H5_ERR_LIMIT || (rc == H5_ERR_IO && (e == EMFILE || e == ENFILE));
+}
+
+static void src_detach(vsrc *s)
+{
+	h5_dataset_close(s->d);
+	h5_related_release(s->f);
+	s->d = NULL;
+	s->f = NULL;
+}
+
+/* Open s's file (a related file) and dataset: 0, 1 (no such dataset), or
+ * a negative h5_err. */
+static int src_attach(vsrc *s)
+{
+	uint64_t addr;
+	int rc;
+
+	if (strcmp(s->file, ".") != 0) {
+		errno = 0;
+		rc = h5_related_open(&s->f, s->vd->f, s->file, H5_RELATED_VDS);
+		if (rc == H5_ERR_PERM) {
+			/* refused (outside FILE's tree): the dataset is unreadable, EIO */
+			char *msg = strdup(h5_err_msg());
+
+			rc = h5_err_set(H5_ERR_UNSUPPORTED, "source file %s", msg ? msg : s->file);
+			free(msg);
+		}
+		if (rc != 0)
+			return rc < 0 ? h5_err_wrap(rc, "source file %.200s: ", s->file) : 1;
+	}
+	rc = h5_path_lookup(&addr, s->f ? s->f : s->vd->f, s->dset);
+	if (rc == H5_ERR_NOTFOUND) {
+		h5_err_clear();
+		src_detach(s);
+		return 1;
+	}
+	if (rc == 0) {
+		vds_depth++;
+		rc = h5_dataset_open(&s->d, s->f ? s->f : s->vd->f, addr);
+		vds_depth--;
+	}
+	if (rc < 0)
+		src_detach(s);
+	return rc;
+}
+
+/* src_attach; out of descriptors, the virtual dataset turns scarce (its
+ * other sources closed: nothing has read them yet, the dataset being
+ * opened) and s is tried once more. */
+static int src_attach_room(vsrc *s)
+{
+	struct vds_srcs *vs = s->vd->vsrcs;
+	int rc = src_attach(s), e = errno;
+
+	if (rc < 0 && out_of_descriptors(rc, e) && !vs->scarce) {
+		vs->scarce = true;
+		for (size_t i = 0; i < vs->n; i++)
+			src_detach(vs->v[i]);
+		h5_err_clear();
+		rc = src_attach(s);
+	}
+	return rc;
+}
+
 static void vsrc_close(void *h)
 {
 	vsrc *s = h;
 
-	h5_dataset_close(s->d);
-	h5_related_release(s->f);
+	src_detach(s);
+	pthread_mutex_destroy(&s->mu);
+	free(s->file);
+	free(s->dset);
 	free(s);
 }
 
 static int vsrc_open(void **handle, unsigned *rank, uint64_t *dims, void *ctx, const char *file, const char *dset)
 {
 	h5_dataset *vd = ctx;
+	struct vds_srcs *vs = vd->vsrcs;
 	vsrc *s;
-	uint64_t addr;
 	int rc;
 
 	*handle = NULL;
+	if (vs->n == vs->cap) {
+		size_t ncap = vs->cap ? vs->cap * 2 : 8;
+		vsrc **nv = realloc(vs->v, ncap * sizeof(*nv));
+
+		if (!nv)
+			return h5_err_set(H5_ERR_NOMEM, "out of memory");
+		vs->v = nv;
+		vs->cap = ncap;
+	}
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
-	if (strcmp(file, ".") != 0) {
-		rc = h5_related_open(&s->f, vd->f, file, H5_RELATED_VDS);
-		if (rc == H5_ERR_PERM) {
-			/* refused (outside FILE's tree): the dataset is unreadable, EIO */
-			char *msg = strdup(h5_err_msg());
-
-			rc = h5_err_set(H5_ERR_UNSUPPORTED, "source file %s", msg ? msg : file);
-			free(msg);
-		}
-		if (rc != 0) {
-			free(s);
-			return rc < 0 ? h5_err_wrap(rc, "source file %.200s: ", file) : 1;
-		}
-	}
-	rc = h5_path_lookup(&addr, s->f ? s->f : vd->f, dset);
-	if (rc == H5_ERR_NOTFOUND) {
-		h5_err_clear();
+	s->vd = vd;
+	pthread_mutex_init(&s->mu, NULL);
+	s->file = strdup(file);
+	s->dset = strdup(dset);
+	if (!s->file || !s->dset) {
 		vsrc_close(s);
-		return 1;
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	}
-	if (rc == 0) {
-		vds_depth++;
-		rc = h5_dataset_open(&s->d, s->f ? s->f : vd->f, addr);
-		vds_depth--;
+	rc = src_attach_room(s);
+	if (rc != 0) {
+		vsrc_close(s);
+		return rc;
 	}
-	if (rc == 0 && !s->d->has_vlen && swappable(s->d->dtype, vd->dtype))
+	if (!s->d->has_vlen && swappable(s->d->dtype, vd->dtype))
 		s->swap = vd->dtype->size;
-	else if (rc == 0 && (s->d->has_vlen || !dtype_same(s->d->dtype, vd->dtype, 0)))
+	else if (s->d->has_vlen || !dtype_same(s->d->dtype, vd->dtype, 0))
 		rc = h5_err_set(H5_ERR_UNSUPPORTED, "its datatype differs from the virtual dataset's "
 				"(h5fs does not convert types)");
 	if (rc < 0) {
@@ -120,6 +207,11 @@ static int vsrc_open(void **handle, unsigned *rank, uint64_t *dims, void *ctx, c
 	}
 	*rank = s->d->space.rank;
 	memcpy(dims, s->d->space.dims, sizeof(uint64_t) * s->d->space.rank);
+	if (s->f) {
+		vs->v[vs->n++] = s;
+		if (vs->scarce)
+			src_detach(s);  /* opened again by each read */
+	}
 	*handle = s;
 	return 0;
 }
@@ -127,8 +219,22 @@ static int vsrc_open(void **handle, unsigned *rank, uint64_t *dims, void *ctx, c
 static int vsrc_read(void *h, void *buf, uint64_t off, size_t len)
 {
 	vsrc *s = h;
-	int rc = h5_dataset_read(s->d, buf, off, len);
+	bool scarce = s->vd->vsrcs->scarce && strcmp(s->file, ".") != 0;
+	int rc = 0;
 
+	if (scarce) {
+		pthread_mutex_lock(&s->mu);
+		rc = src_attach(s);
+		if (rc > 0)
+			rc = h5_err_set(H5_ERR_NOTFOUND, "source %.200s:%.200s: gone since the virtual dataset "
+					"was opened", s->file, s->dset);
+	}
+	if (rc == 0)
+		rc = h5_dataset_read(s->d, buf, off, len);
+	if (scarce) {
+		src_detach(s);
+		pthread_mutex_unlock(&s->mu);
+	}
 	/* vds.c reads whole elements */
 	if (rc == 0 && s->swap)
 		for (uint8_t *p = buf, *end = p + len; p + s->swap <= end; p += s->swap)
@@ -164,6 +270,8 @@ int h5_dataset_vds_open(h5_dataset *d)
 	free(buf);
 	if (rc < 0)
 		return rc;
+	if (!(d->vsrcs = calloc(1, sizeof(*d->vsrcs))))
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	rc = h5_vds_resolve(&d->vview, d->vds, d->space.rank, d->space.dims,
 			    d->space.has_max ? d->space.maxdims : NULL, &vsrc_ops, d);
 	if (rc < 0)
@@ -189,6 +297,10 @@ void h5_dataset_vds_close(h5_dataset *d)
 	h5_vds_free(d->vds);
 	d->vview = NULL;
 	d->vds = NULL;
+	if (d->vsrcs)
+		free(d->vsrcs->v);
+	free(d->vsrcs);
+	d->vsrcs = NULL;
 }
 
 size_t h5_dataset_vds_count(const h5_dataset *d)
@@ -214,8 +326,9 @@ static int cut_piece(void *ud, void *handle, uint64_t dst_off, uint64_t src_off,
 
 	if (b->read)
 		return 0;
-	if (s->swap) {
-		b->read = true;         /* converted: read */
+	if (s->swap || (s->vd->vsrcs->scarce && strcmp(s->file, ".") != 0)) {
+		/* converted; or scarce: the source is open only within a read */
+		b->read = true;
 		return 0;
 	}
 	sub = malloc(sizeof(*sub));
