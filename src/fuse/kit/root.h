@@ -105,6 +105,10 @@ struct root_ops {
 	int (*rename)(void *r, uint64_t parent, const char *name, uint64_t newparent, const char *newname,
 		      unsigned flags);
 	int (*link)(void *r, uint64_t ino, uint64_t newparent, const char *newname);
+	/* setattr (FUSE_SET_ATTR_* in to_set): out the stat shown after it.
+	 * NULL: only what changes nothing succeeds, else EROFS */
+	int (*setattr)(void *r, struct stat *out, double *timeout, uint64_t ino, const struct stat *attr,
+		       int to_set);
 	/* setattr of the size: EPERM where datasets may grow, else EROFS */
 	bool (*writable)(void *r);
 	/* bytes and objects shown (statfs) */

@@ -98,6 +98,11 @@ void handles_free(h5fs *fs);
  * read-write single-FILE mount, stopped before unmounting */
 void wfile_idler_start(h5fs *fs);
 void wfile_idler_stop(h5fs *fs);
+/* (idle.c) every write handle of n with bytes not committed committed
+ * now, as fsync does (an error stays in its handle) */
+void wfile_commit_node(h5fs *fs, struct node *n);
+/* setattr.c: chmod, chown, utimens, truncate (root.h) */
+int member_setattr(void *r, struct stat *out, double *timeout, uint64_t ino, const struct stat *attr, int to_set);
 /* Write handles (write.c): fi->fh of one, or NULL for a read handle;
  * open one on n (fills fi), release it */
 struct wfile;

@@ -108,6 +108,7 @@ const struct root_ops h5fs_member_ops = {
 	.create = views_create,
 	.rename = views_rename,
 	.link = views_link,
+	.setattr = member_setattr,
 	.writable = member_writable,
 	.usage = member_usage,
 	.idle = member_idle,
