@@ -211,6 +211,12 @@ void npy_pending_free(h5fs *fs);
 int npy_write(h5fs *fs, struct npy_stream *s, const char *buf, size_t size, off_t off);
 int npy_flush(h5fs *fs, struct npy_stream *s, bool closing);
 void npy_release(h5fs *fs, struct npy_stream *s);
+/* npy_rename.c: rename(2) of a dataset (link src in group sgroup, node p)
+ * to NAME.npy in dgroup (node np) whose bytes are one NPY stream h5fs
+ * takes: dataset NAME made of it (replacing one), the old name removed,
+ * *done 1. Else *done 0 (an ordinary rename). An errno, logged. */
+int npy_rename(int *done, h5fs *fs, h5_file *f, const struct node *p, uint64_t sgroup, const char *name,
+	       const h5_link *src, const struct node *np, uint64_t dgroup, const char *newname);
 int member_rename(void *r, uint64_t parent, const char *name, uint64_t newparent, const char *newname,
 		  unsigned flags);
 int member_link(void *r, uint64_t ino, uint64_t newparent, const char *newname);
