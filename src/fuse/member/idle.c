@@ -103,3 +103,27 @@ void wfile_commit_node(h5fs *fs, struct node *n)
 			return;         /* a partial row stays: nothing more to commit */
 	}
 }
+
+int wfile_npy_mtime(h5fs *fs, struct node *n, int64_t sec, int *err)
+{
+	struct wfile *pick = NULL;
+
+	pthread_mutex_lock(&fs->lock);
+	for (struct hlink *h = fs->open_wfiles.next; h != &fs->open_wfiles && !pick; h = h->next) {
+		struct wfile *w = (struct wfile *)(void *)h;
+
+		if (w->n == n && w->npy)
+			pick = w;
+	}
+	if (pick)
+		pick->pins++;
+	pthread_mutex_unlock(&fs->lock);
+	if (!pick)
+		return 0;
+	*err = npy_set_mtime(fs, pick->npy, sec);
+	pthread_mutex_lock(&fs->lock);
+	pick->pins--;
+	pthread_cond_broadcast(&fs->idle_cv);
+	pthread_mutex_unlock(&fs->lock);
+	return 1;
+}
