@@ -18,7 +18,8 @@ On an h5py-default file (symbol-table groups), a libver="latest" one
   shows after a remount (stored in the object headers), and h5py reads
   the file, h5dump too;
 - refusals with one log line each, nothing made: mkdir of a 256-byte
-  name (ENAMETOOLONG), truncate of a dataset (EPERM), setattr on a
+  name (ENAMETOOLONG), truncate of a dataset (EPERM), an attribute value
+  over 64 KiB read (E2BIG), setattr on a
   read-only mount (EROFS, the kernel's own on an ro mount).
 """
 import errno
@@ -233,6 +234,24 @@ def check_file(path, src, tag):
         T.fail("%s: h5dump: %s" % (tag, r.stderr.decode()[-300:]))
 
 
+def big_xattr(work, mnt):
+    """A value larger than an xattr may hold (XATTR_SIZE_MAX, 64 KiB):
+    E2BIG with a log line, not ERANGE for any buffer."""
+    path = os.path.join(work, "bigattr.h5")
+    with h5py.File(path, "w", libver="latest") as f:
+        # (dense attribute storage takes a value over 64 KiB)
+        for i in range(9):
+            f.attrs["a%d" % i] = np.int32(i)
+        f.attrs["big"] = np.arange(7000, dtype="<i8") * 1000003     # text of about 80 KB
+        f.attrs["small"] = np.int32(1)
+    with T.Mount(path, mnt) as m:
+        T.expect_err("getxattr of a value over 64 KiB", lambda: os.getxattr(mnt, "user.big"), errno.E2BIG)
+        if os.getxattr(mnt, "user.small") != b"1":
+            T.fail("the small attribute next to it")
+        if "E2BIG" not in m.output():
+            T.fail("E2BIG has no log line")
+
+
 def main():
     work = T.workdir("tools")
     src = os.path.join(work, "src")
@@ -257,6 +276,7 @@ def main():
                          errno.EROFS)
         check_file(path, src, kind)
         print("%s: %d tools made the same tree; times kept; refusals logged" % (kind, len(TOOLS)))
+    big_xattr(work, mnt)
     sys.exit(T.finish())
 
 

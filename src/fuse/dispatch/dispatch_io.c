@@ -227,6 +227,15 @@ static void op_xattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t si
 	else if (!err)
 		err = t.s->ops->listxattr ? t.s->ops->listxattr(t.s->r, buf, size, &len, t.local) : 0;
 	disp_target_end(m, &t);
+	/* more than the kernel passes (XATTR_SIZE_MAX): E2BIG, which
+	 * getxattr(2) gives for a value too large to return, rather than a
+	 * size no buffer can take (ERANGE for ever) */
+	if (!err && len > H5FS_XATTR_MAX) {
+		h5fs_log_cfg(&m->cfg, LOG_NOTICE, "%s of node %llu%s%s: E2BIG: %zu bytes, more than the %d an xattr "
+			     "may hold", name ? "getxattr" : "listxattr", (unsigned long long)ino, name ? " " : "",
+			     name ? name : "", len, H5FS_XATTR_MAX);
+		err = E2BIG;
+	}
 	if (err)
 		fuse_reply_err(req, err);
 	else if (size == 0)

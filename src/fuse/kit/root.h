@@ -136,6 +136,7 @@ struct root_ops {
 #define H5FS_TIMEOUT 3600.0
 #define H5FS_SYNTH_BIT ((uint64_t)1 << 63)
 #define H5FS_NAME_MAX 255
+#define H5FS_XATTR_MAX 65536    /* the kernel's XATTR_SIZE_MAX: the largest value or list it passes */
 #define H5FS_BLKSIZE 131072
 
 /* st_blocks: 512-byte units of storage, rounded up */

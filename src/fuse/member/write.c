@@ -231,10 +231,13 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	pthread_rwlock_rdlock(&n->lk);
 	ext = n->gen && n->f != n->gen->f;
 	pthread_rwlock_unlock(&n->lk);
-	if (!fs_writable(fs) || ext)
+	if (!fs_writable(fs) || ext) {
+		h5fs_log(fs, LOG_NOTICE, "open %s for writing: EROFS: %s", show_path(n->path),
+			 ext ? "an object of another file (external link)" : "the mount is read-only");
 		return EROFS;
+	}
 	if (fi->flags & O_TRUNC) {
-		h5fs_log(fs, LOG_DEBUG, "open %s with O_TRUNC: datasets only grow", show_path(n->path));
+		h5fs_log(fs, LOG_NOTICE, "open %s with O_TRUNC: EPERM: datasets only grow", show_path(n->path));
 		return EPERM;
 	}
 	/* FILE free now (else EBUSY, logged), n as FILE is now (a live
@@ -383,7 +386,7 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
 	if (!e && (uint64_t)off >= lim) {
 		if (w->a)
 			return false;
-		h5fs_log(fs, LOG_DEBUG, "write %s at %lld: past the end (%llu) of a dataset that cannot grow",
+		h5fs_log(fs, LOG_NOTICE, "write %s at %lld: EFBIG: past the end (%llu) of a dataset that cannot grow",
 			 show_path(w->n->path), (long long)off, (unsigned long long)lim);
 		e = EFBIG;
 	}
