@@ -76,12 +76,14 @@ static int make_from(h5fs *fs, h5_file *f, h5_dataset *d, const npy_header *h, u
 	if (fs->cfg.compress && h->rank > 0 && h->nbytes > 0) {
 		dn.chunked = 1;
 		dn.deflate = fs->cfg.compress;
+		dn.filter = fs->cfg.compress_filter;
 	}
 	rc = h5_dset_writer_open(&w, f, &dn);
 	if (rc == H5_ERR_LIMIT) {
 		h5_err_clear();
 		dn.chunked = 0;
 		dn.deflate = 0;
+		dn.filter = 0;
 		rc = h5_dset_writer_open(&w, f, &dn);
 	}
 	for (off = 0; rc == 0 && off < h->nbytes; off += PIECE) {
