@@ -232,6 +232,9 @@ void npy_release(h5fs *fs, struct npy_stream *s);
  * *done 1. Else *done 0 (an ordinary rename). An errno, logged. */
 int npy_rename(int *done, h5fs *fs, h5_file *f, const struct node *p, uint64_t sgroup, const char *name,
 	       const h5_link *src, const struct node *np, uint64_t dgroup, const char *newname);
+/* Before unmounting: the kernel notifications npy_rename left running
+ * have ended (at most 2 s) */
+void npy_rename_stop(h5fs *fs);
 int member_rename(void *r, uint64_t parent, const char *name, uint64_t newparent, const char *newname,
 		  unsigned flags);
 int member_link(void *r, uint64_t ino, uint64_t newparent, const char *newname);

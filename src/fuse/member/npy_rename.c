@@ -122,8 +122,16 @@ static void *inval_later(void *arg)
 							 strlen(v->names[i]));
 		free(v->names[i]);
 	}
+	__atomic_sub_fetch(&v->fs->inval_threads, 1, __ATOMIC_RELEASE);
 	free(v);
 	return NULL;
+}
+
+void npy_rename_stop(h5fs *fs)
+{
+	/* a notification blocks only until its rename is answered: ms */
+	for (int i = 0; i < 2000 && __atomic_load_n(&fs->inval_threads, __ATOMIC_ACQUIRE); i++)
+		usleep(1000);
 }
 
 static void inval_after_reply(h5fs *fs, uint64_t parent, const char *a, const char *b)
@@ -138,6 +146,7 @@ static void inval_after_reply(h5fs *fs, uint64_t parent, const char *a, const ch
 	v->parent = parent;
 	v->names[0] = strdup(a);
 	v->names[1] = strdup(b);
+	__atomic_add_fetch(&fs->inval_threads, 1, __ATOMIC_ACQUIRE);
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	if (pthread_create(&th, &at, inval_later, v) != 0)

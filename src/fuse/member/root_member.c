@@ -52,6 +52,7 @@ static void member_stop(void *r)
 	h5fs *fs = r;
 
 	h5fs_stop_watching(r);
+	npy_rename_stop(fs);
 	xbatch_stop(fs);
 	wfile_idler_stop(fs);
 	if (fs_writable(fs) && fs_meta_sync(fs) != 0)
