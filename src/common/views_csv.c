@@ -236,7 +236,10 @@ int vw_csv_open(const h5_view_ops **ops, h5_dataset *d, const h5_type_view *t, u
 		if (rc == 0)
 			rc = vw_buf_put(&c->head, &c->head_len, &cap, "\n", 1);
 	}
-	c->nidx = c->rows / CSV_STEP + 1;
+	/* one entry per started run of CSV_STEP rows (at least one): an
+	 * entry past the last row would stay 0 and the search below would
+	 * start there (a dataset of a multiple of 256 rows read EIO) */
+	c->nidx = c->rows ? (c->rows - 1) / CSV_STEP + 1 : 1;
 	c->idx = rc == 0 ? calloc(c->nidx, sizeof(*c->idx)) : NULL;
 	if (rc == 0 && !c->idx)
 		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");

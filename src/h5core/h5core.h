@@ -860,6 +860,14 @@ int h5_link_hard(h5_file *f, uint64_t group, const char *name, size_t name_len, 
 int h5_link_move(h5_file *f, uint64_t sgroup, const char *sname, size_t slen, uint64_t dgroup, const char *dname,
 		 size_t dlen);
 
+/* The modification time of the object at addr set to sec (seconds since
+ * the epoch; utimensat through the mount), wherever its header records
+ * times, or in a new Modification Time message of a version 1 header that
+ * records none (write/obj_time.c). H5_ERR_UNSUPPORTED: a version 2 header
+ * without times has no place (nothing written); H5_ERR_RANGE: outside
+ * 0..2^32-1. */
+int h5_obj_mtime_set(h5_file *f, uint64_t addr, int64_t sec);
+
 /* ---- a dataset's metadata from its header (meta.c) ----------------------- */
 
 /* What the object header at addr says of a dataset, without opening it (no

@@ -162,6 +162,8 @@ int main(int argc, char **argv)
 			rc = h5_link_hard(f, addr, fl[2], strlen(fl[2]), to);
 		else if ((strcmp(fl[0], "dset") == 0 || strcmp(fl[0], "gzdset") == 0) && n == 4)
 			rc = dset(f, addr, fl[2], strtoull(fl[3], NULL, 10), fl[0][0] == 'g');
+		else if (strcmp(fl[0], "mtime") == 0 && n == 3)
+			rc = h5_obj_mtime_set(f, addr, strtoll(fl[2], NULL, 10));
 		else if (strcmp(fl[0], "bytes") == 0 && n == 3)
 			rc = bytes_dset(f, addr, fl[2]);
 		else if (strcmp(fl[0], "strs") == 0 && n == 4)

@@ -56,6 +56,10 @@ def main(path, version=1):
         f["bool"] = rng.integers(0, 2, (9, 11)).astype(bool)
         f["f16"] = rng.standard_normal((5, 3)).astype(np.longdouble)
         f["vec"] = values(rng, "<f8", (1000,))
+        # a multiple of the CSV index's step (256 rows): its last run of
+        # rows ends the dataset (issue 47: these read EIO)
+        f["rows256"] = values(rng, "<i4", (256,))
+        f["rows512"] = values(rng, "<f8", (512, 3))
         tab = np.dtype([("id", "<i8"), ("label", "S10"), ("x", ">f4"), ("arr", "<u2", (2, 3)),
                         ("inner", [("a", "u1"), ("b", "<f8")])])
         t = np.zeros(700, dtype=tab)

@@ -40,6 +40,9 @@ old name removed (write/link_move.c), so its states are those of "ln" then
 "unlink" (MOVE_STATES): a kill -9 leaves the object under the old name,
 both, or the new one, never neither; a move within a compact group is one
 commit.
+Modification times (TIME_OPS: what utimens through the mount writes,
+write/obj_time.c) are enumerated the same way, each object's time in the
+tree.
 - a failing Nth write or sync (io_fail_at), for every N of default.h5
   and 8 of each other file: the changes after
   it still run; the file must open and every attribute hold one of its
@@ -117,6 +120,27 @@ DSET_OPS = [
     "dset\t/\tempty\t0",
     "gzdset\t/g\tzipped\t30000",        # -o compress: chunks, B-tree, then header and link
 ]
+
+# modification times set (utimens through the mount, issue 47:
+# write/obj_time.c): a v1 header without a place gets a Modification
+# Time message (placed as an attribute's, perhaps in a new continuation
+# chunk), one with a place is patched in place, a v2 header's prefix
+# times are patched (a v2 header without times has no place: refused,
+# nothing written)
+# (the states then hold each object's time: WITH_TIMES; h5py's datasets
+# of libver="latest" are v2 headers without times, so there /d is not set)
+TIME_OPS = [
+    "mtime\t/d\t1500000000",
+    "mtime\t/g\t1500000001",
+    "dset\t/\tnew\t100",
+    "mtime\t/new\t1500000002",
+    "mtime\t/d\t1600000000",
+    "sync",
+    "mtime\t/g\t1700000000",
+    "mtime\t/new\t1700000001",
+]
+TIME_OPS_LATEST = [op for op in TIME_OPS if not op.startswith("mtime\t/d\t")]
+WITH_TIMES = [False]
 
 # moves and hard links (latest.h5); the states they may leave, as the
 # changes that give them (a move across groups: "ln" then "unlink")
@@ -222,6 +246,9 @@ def state_of(path, objs=MF.OBJS):
                             # a new dataset must come whole: its values too
                             v = g[k][()]
                             kind += ":%s:%s:%08x" % (v.dtype.str, v.shape, zlib.crc32(np.asarray(v).tobytes()))
+                        if WITH_TIMES[0] and isinstance(ln, h5py.HardLink):
+                            # its modification time (TIME_OPS: utimens)
+                            kind += ":t%d" % h5py.h5g.get_objinfo(g.id, k.encode()).mtime
                         tree.append(((prefix + k), kind))
                         if isinstance(ln, h5py.HardLink) and isinstance(g[k], h5py.Group):
                             walk(g[k], prefix + k + "/")
@@ -387,6 +414,10 @@ def main():
     total += run_case(work, "default.h5", rng, MOVE_OPS, None, MOVE_STATES)
     total += run_case(work, "default.h5", rng, DSET_OPS, None)
     total += run_case(work, "latest.h5", rng, DSET_OPS, None)
+    WITH_TIMES[0] = True
+    total += run_case(work, "default.h5", rng, TIME_OPS, None)
+    total += run_case(work, "latest.h5", rng, TIME_OPS_LATEST, None)
+    WITH_TIMES[0] = False
     total += run_case(work, "latest.h5", rng, DENSE_LINK_OPS, None)
     total += run_case(work, "latest.h5", rng, DENSE_ATTR_OPS)
     total += run_case(work, "latest.h5", rng, BATCH_OPS, MF.OBJS, BATCH_STATES)

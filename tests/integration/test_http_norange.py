@@ -8,7 +8,8 @@ first, `python3 -m http.server --bind 127.0.0.1`, ignores Range.
   one GET of it (nothing more once mounted);
 - an object larger than -o cache_max=MiB is refused at mount (exit 3)
   with a message naming the option; a bad -o cache_max value is exit 2;
-- the temporary file leaves nothing behind in $TMPDIR.
+- the temporary file leaves nothing behind in $TMPDIR;
+- objects show the server's Last-Modified as their mtime (issue 47: 0).
 """
 import os
 import re
@@ -74,6 +75,7 @@ def main():
     with h5py.File(big, "w") as f:
         f["x"] = np.random.default_rng(1).random(300000)     # 2.4 MB
     want = {}
+    os.utime(small, (1500000000, 1500000000))       # Last-Modified (issue 47)
     with h5py.File(small, "r") as f:
         want["a"] = f["a"][()].tobytes()
         want["g/c"] = f["g/c"][()].tobytes()
@@ -105,6 +107,12 @@ def main():
                         print("ok   %s: %d bytes as h5py reads them" % (name, len(b)))
                 if os.listdir(tmp):
                     T.fail("temporary files left visible in $TMPDIR: %r" % os.listdir(tmp))
+                # objects recording no time show FILE's: the Last-Modified
+                # of the download (was 0)
+                for name in ("", "a", "g"):
+                    if int(os.stat(os.path.join(mnt, name)).st_mtime) != 1500000000:
+                        T.fail("/%s: mtime %r, the server's Last-Modified 1500000000" % (
+                            name, os.stat(os.path.join(mnt, name)).st_mtime))
         finally:
             m.stop()
         n = gets(log_path, "f.h5")

@@ -200,6 +200,13 @@ def check_refusals(work, fx, src):
             expect_err("%s %s: i=300000000000" % (fx, o), lambda: os.setxattr(p, "user.i", b"300000000000"),
                        errno.EINVAL)
             expect_err("%s %s: fa with 2 of 3" % (fx, o), lambda: os.setxattr(p, "user.fa", b"1, 2"), errno.EINVAL)
+            # floats out of range: EINVAL as integers, never inf (issue 47)
+            expect_err("%s %s: fa=1e400" % (fx, o), lambda: os.setxattr(p, "user.fa", b"1e400, 1, 2"),
+                       errno.EINVAL)
+            expect_err("%s %s: new f2 65520" % (fx, o), lambda: os.setxattr(p, "user.h5.new.f2.x", b"65520"),
+                       errno.EINVAL)
+            expect_err("%s %s: new f4 1e39" % (fx, o), lambda: os.setxattr(p, "user.h5.new.f4.x", b"1e39"),
+                       errno.EINVAL)
             if "user.vsa" in os.listxattr(p):
                 expect_err("%s %s: vsa with 3 lines" % (fx, o), lambda: os.setxattr(p, "user.vsa", b"a\nb\nc"),
                            errno.EINVAL)
@@ -225,6 +232,10 @@ def check_refusals(work, fx, src):
                     os.removexattr(p, x)
         if not m.alive():
             T.fail("%s: daemon died: %s" % (fx, m.output()[-2000:]))
+        # every refusal one log line naming the object and the reason
+        for want in ("user.fa", "out of range of a 16-bit float", "EPERM"):
+            if want not in m.output():
+                T.fail("%s: no log line says %r" % (fx, want))
     compare("%s after refusals" % fx, walk(path, MF.OBJS), before)
 
 

@@ -411,7 +411,17 @@ START_TEST(parse_numbers)
 	parse_ok('i', 8, false, "-9223372036854775808", 1, "\0\0\0\0\0\0\0\x80", 8);
 	parse_ok('f', 8, false, "1.5, -2.25, 1e-05", 3, d, sizeof(d));
 	parse_ok('f', 4, false, " 0.1 ", 1, &fl, 4);
-	parse_ok('f', 2, false, "1.0, -2, 65504, 1e9", 4, "\x00\x3c\x00\xc0\xff\x7b\x00\x7c", 8);
+	parse_ok('f', 2, false, "1.0, -2, 65504, inf", 4, "\x00\x3c\x00\xc0\xff\x7b\x00\x7c", 8);
+	/* a finite number too large for its float: out of range, never inf
+	 * (issue 47); 65519 still rounds to 65504; underflow rounds to 0 */
+	ck_assert_int_eq(parse_rc('f', 2, "1e9", 1), H5_ERR_INVAL);
+	ck_assert_int_eq(parse_rc('f', 2, "65520", 1), H5_ERR_INVAL);
+	ck_assert_int_eq(parse_rc('f', 2, "-65520", 1), H5_ERR_INVAL);
+	ck_assert_int_eq(parse_rc('f', 2, "65519", 1), 0);
+	ck_assert_int_eq(parse_rc('f', 4, "1e39", 1), H5_ERR_INVAL);
+	ck_assert_int_eq(parse_rc('f', 4, "3.4028234e38", 1), 0);
+	ck_assert_int_eq(parse_rc('f', 8, "1e400", 1), H5_ERR_INVAL);
+	ck_assert_int_eq(parse_rc('f', 8, "1e-400", 1), 0);
 	ck_assert_int_eq(parse_rc('u', 1, "256", 1), H5_ERR_INVAL);
 	ck_assert_int_eq(parse_rc('u', 4, "-1", 1), H5_ERR_INVAL);
 	ck_assert_int_eq(parse_rc('i', 1, "-129", 1), H5_ERR_INVAL);

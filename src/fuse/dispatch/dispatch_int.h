@@ -20,6 +20,10 @@ int disp_attr_out(h5fs_mount *m, struct stat *st, const struct target *t);
 /* the entry of name in parent: fe filled, one kernel reference made
  * (LOOKUP, READDIRPLUS, a change's new entry) */
 int disp_entry_of(struct fuse_entry_param *fe, h5fs_mount *m, const struct target *t, fuse_ino_t parent, const char *name);
+/* ENAMETOOLONG, logged (op and the name's start), for a name longer
+ * than a directory entry may be (H5FS_NAME_MAX): refused before any
+ * root sees it, so nothing is made under a name no lookup could find */
+int disp_name_long(h5fs_mount *m, const char *op, const char *name);
 /* n kernel references to the global id g given back (FORGET) */
 void disp_forget(h5fs_mount *m, uint64_t g, uint64_t n);
 

@@ -9,6 +9,17 @@
 
 #include <sys/statvfs.h>
 
+int disp_name_long(h5fs_mount *m, const char *op, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n <= H5FS_NAME_MAX)
+		return 0;
+	h5fs_log_cfg(&m->cfg, LOG_NOTICE, "%s of a %zu-byte name (%.32s...): ENAMETOOLONG: names are at most %d bytes",
+		     op, n, name, H5FS_NAME_MAX);
+	return ENAMETOOLONG;
+}
+
 static void fi_root(struct fuse_file_info *rfi, const struct fuse_file_info *fi, const struct fhandle *h)
 {
 	*rfi = *fi;
@@ -83,9 +94,11 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	h5fs_mount *m = fuse_req_userdata(req);
 	struct fuse_entry_param fe;
 	struct target t;
-	int err = disp_target(&t, m, parent);
+	int err = disp_name_long(m, "create", name);
 
 	(void)mode;
+	if (!err)
+		err = disp_target(&t, m, parent);
 	if (err) {
 		fuse_reply_err(req, err);
 		return;
@@ -219,6 +232,15 @@ static void op_xattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t si
 	else if (!err)
 		err = t.s->ops->listxattr ? t.s->ops->listxattr(t.s->r, buf, size, &len, t.local) : 0;
 	disp_target_end(m, &t);
+	/* more than the kernel passes (XATTR_SIZE_MAX): E2BIG, which
+	 * getxattr(2) gives for a value too large to return, rather than a
+	 * size no buffer can take (ERANGE for ever) */
+	if (!err && len > H5FS_XATTR_MAX) {
+		h5fs_log_cfg(&m->cfg, LOG_NOTICE, "%s of node %llu%s%s: E2BIG: %zu bytes, more than the %d an xattr "
+			     "may hold", name ? "getxattr" : "listxattr", (unsigned long long)ino, name ? " " : "",
+			     name ? name : "", len, H5FS_XATTR_MAX);
+		err = E2BIG;
+	}
 	if (err)
 		fuse_reply_err(req, err);
 	else if (size == 0)
@@ -275,10 +297,14 @@ enum link_op { LO_MKDIR, LO_RMDIR, LO_UNLINK, LO_SYMLINK };
 static void op_link_change(fuse_req_t req, enum link_op op, fuse_ino_t parent, const char *name, const char *dest)
 {
 	h5fs_mount *m = fuse_req_userdata(req);
+	static const char *const what[] = { "mkdir", "rmdir", "unlink", "symlink" };
 	const struct root_ops *o;
 	struct fuse_entry_param fe;
 	struct target t;
-	int err = disp_target(&t, m, parent);
+	int err = disp_name_long(m, what[op], name);
+
+	if (!err)
+		err = disp_target(&t, m, parent);
 
 	if (err) {
 		fuse_reply_err(req, err);
@@ -349,8 +375,10 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 {
 	h5fs_mount *m = fuse_req_userdata(req);
 	struct target t, nt;
-	int err = two_targets(&t, &nt, m, parent, newparent);
+	int err = disp_name_long(m, "rename", newname);
 
+	if (!err)
+		err = two_targets(&t, &nt, m, parent, newparent);
 	if (err) {
 		fuse_reply_err(req, err);
 		return;
@@ -366,7 +394,10 @@ void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *n
 	h5fs_mount *m = fuse_req_userdata(req);
 	struct fuse_entry_param fe;
 	struct target t, nt;
-	int err = two_targets(&t, &nt, m, ino, newparent);
+	int err = disp_name_long(m, "link", newname);
+
+	if (!err)
+		err = two_targets(&t, &nt, m, ino, newparent);
 
 	if (err) {
 		fuse_reply_err(req, err);
@@ -401,29 +432,53 @@ void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_statfs(req, &sv);
 }
 
-/* Datasets only grow by appending: truncate is not permitted (EPERM where
- * datasets may grow, else EROFS), nor are other changes of attributes,
- * except those that change nothing: chmod to the mode a file has, a size
- * it has (shutil.copy chmods the copy it made to the source's mode). */
+/* chmod, chown, utimens, truncate: the root's (a member file:
+ * member/setattr.c); a root without: only what changes nothing (chmod to
+ * the mode a file has, a size it has: shutil.copy chmods its copy to the
+ * source's mode) succeeds, else EPERM for a size where datasets may grow,
+ * EROFS otherwise, logged. */
+static int do_setattr(h5fs_mount *m, struct stat *out, double *timeout, fuse_ino_t ino, const struct stat *attr,
+		      int to_set)
+{
+	struct target t;
+	bool w, same = false;
+	int err = disp_target(&t, m, ino);
+
+	if (err)
+		return err;
+	if (t.s->ops->setattr) {
+		err = t.s->ops->setattr(t.s->r, out, timeout, t.local, attr, to_set);
+		if (!err)
+			err = disp_attr_out(m, out, &t);
+		disp_target_end(m, &t);
+		return err;
+	}
+	w = t.s->ops->writable && t.s->ops->writable(t.s->r);
+	if (!(to_set & ~(FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_CTIME)) &&
+	    t.s->ops->getattr(t.s->r, out, timeout, t.local) == 0 && disp_attr_out(m, out, &t) == 0)
+		same = (!(to_set & FUSE_SET_ATTR_MODE) || (attr->st_mode & 07777) == (out->st_mode & 07777)) &&
+		       (!(to_set & FUSE_SET_ATTR_SIZE) || attr->st_size == out->st_size);
+	disp_target_end(m, &t);
+	if (same)
+		return 0;
+	err = (to_set & FUSE_SET_ATTR_SIZE) && w ? EPERM : EROFS;
+	h5fs_log_cfg(&m->cfg, LOG_NOTICE, "setattr of node %llu (%s root): %s: its files cannot change so",
+		     (unsigned long long)ino, t.s->ops->name, strerror(err));
+	return err;
+}
+
 void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi)
 {
 	h5fs_mount *m = fuse_req_userdata(req);
-	struct target t;
-	struct stat cur;
+	struct stat st;
 	double timeout = 0;
-	bool w = false, same = false;
+	int err;
 
 	(void)fi;
-	if (disp_target(&t, m, ino) == 0) {
-		w = t.s->ops->writable && t.s->ops->writable(t.s->r);
-		if (!(to_set & ~(FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_CTIME)) &&
-		    t.s->ops->getattr(t.s->r, &cur, &timeout, t.local) == 0 && disp_attr_out(m, &cur, &t) == 0)
-			same = (!(to_set & FUSE_SET_ATTR_MODE) || (attr->st_mode & 07777) == (cur.st_mode & 07777)) &&
-			       (!(to_set & FUSE_SET_ATTR_SIZE) || attr->st_size == cur.st_size);
-		disp_target_end(m, &t);
-	}
-	if (same)
-		fuse_reply_attr(req, &cur, timeout);
+	memset(&st, 0, sizeof(st));
+	err = do_setattr(m, &st, &timeout, ino, attr, to_set);
+	if (err)
+		fuse_reply_err(req, err);
 	else
-		fuse_reply_err(req, (to_set & FUSE_SET_ATTR_SIZE) && w ? EPERM : EROFS);
+		fuse_reply_attr(req, &st, timeout);
 }

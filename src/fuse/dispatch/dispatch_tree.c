@@ -47,8 +47,10 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	h5fs_mount *m = fuse_req_userdata(req);
 	struct fuse_entry_param fe;
 	struct target t;
-	int err = disp_target(&t, m, parent);
+	int err = disp_name_long(m, "lookup", name);
 
+	if (!err)
+		err = disp_target(&t, m, parent);
 	if (err) {
 		fuse_reply_err(req, err);
 		return;

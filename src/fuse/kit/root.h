@@ -105,6 +105,10 @@ struct root_ops {
 	int (*rename)(void *r, uint64_t parent, const char *name, uint64_t newparent, const char *newname,
 		      unsigned flags);
 	int (*link)(void *r, uint64_t ino, uint64_t newparent, const char *newname);
+	/* setattr (FUSE_SET_ATTR_* in to_set): out the stat shown after it.
+	 * NULL: only what changes nothing succeeds, else EROFS */
+	int (*setattr)(void *r, struct stat *out, double *timeout, uint64_t ino, const struct stat *attr,
+		       int to_set);
 	/* setattr of the size: EPERM where datasets may grow, else EROFS */
 	bool (*writable)(void *r);
 	/* bytes and objects shown (statfs) */
@@ -132,6 +136,7 @@ struct root_ops {
 #define H5FS_TIMEOUT 3600.0
 #define H5FS_SYNTH_BIT ((uint64_t)1 << 63)
 #define H5FS_NAME_MAX 255
+#define H5FS_XATTR_MAX 65536    /* the kernel's XATTR_SIZE_MAX: the largest value or list it passes */
 #define H5FS_BLKSIZE 131072
 
 /* st_blocks: 512-byte units of storage, rounded up */

@@ -73,3 +73,57 @@ void wfile_idler_stop(h5fs *fs)
 	pthread_join(fs->idler, NULL);
 	fs->idling = false;
 }
+
+/* Every write handle of n holding rows or bytes not committed, committed
+ * as fsync commits it (setattr.c: before a time is set, which the
+ * appender's commit would set to now). Pinned while in use, as above. */
+void wfile_commit_node(h5fs *fs, struct node *n)
+{
+	for (;;) {
+		struct wfile *pick = NULL;
+
+		pthread_mutex_lock(&fs->lock);
+		for (struct hlink *h = fs->open_wfiles.next; h != &fs->open_wfiles && !pick; h = h->next) {
+			struct wfile *w = (struct wfile *)(void *)h;
+
+			if (w->n == n && __atomic_load_n(&w->holding, __ATOMIC_RELAXED) && !w->pins)
+				pick = w;
+		}
+		if (pick)
+			pick->pins++;
+		pthread_mutex_unlock(&fs->lock);
+		if (!pick)
+			return;
+		(void)wfile_fsync(fs, pick, pick->n->ino);     /* an error stays in the handle */
+		pthread_mutex_lock(&fs->lock);
+		pick->pins--;
+		pthread_cond_broadcast(&fs->idle_cv);
+		pthread_mutex_unlock(&fs->lock);
+		if (__atomic_load_n(&pick->holding, __ATOMIC_RELAXED))
+			return;         /* a partial row stays: nothing more to commit */
+	}
+}
+
+int wfile_npy_mtime(h5fs *fs, struct node *n, int64_t sec, int *err)
+{
+	struct wfile *pick = NULL;
+
+	pthread_mutex_lock(&fs->lock);
+	for (struct hlink *h = fs->open_wfiles.next; h != &fs->open_wfiles && !pick; h = h->next) {
+		struct wfile *w = (struct wfile *)(void *)h;
+
+		if (w->n == n && w->npy)
+			pick = w;
+	}
+	if (pick)
+		pick->pins++;
+	pthread_mutex_unlock(&fs->lock);
+	if (!pick)
+		return 0;
+	*err = npy_set_mtime(fs, pick->npy, sec);
+	pthread_mutex_lock(&fs->lock);
+	pick->pins--;
+	pthread_cond_broadcast(&fs->idle_cv);
+	pthread_mutex_unlock(&fs->lock);
+	return 1;
+}

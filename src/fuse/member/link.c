@@ -208,7 +208,7 @@ int member_unlink(void *r, uint64_t parent, const char *name)
 }
 
 /* The HDF5 path a symlink target names, seen from group dir: absolute
- * targets as they are; relative ones joined to dir, "." and ".."
+ * targets as they are (the mount's root is FILE's); relative ones joined to dir, "." and ".."
  * resolved lexically (never above the root). NULL: no memory. */
 static char *resolve(const char *dir, const char *target)
 {
@@ -243,6 +243,38 @@ static char *resolve(const char *dir, const char *target)
 	return out;
 }
 
+/* Whether target is relative and names only links (no ".", "..", empty
+ * component): HDF5 resolves such a soft link from its own group, as the
+ * kernel does, so it is stored as written (h5py's SoftLink("x/y")). */
+static bool plain_relative(const char *target)
+{
+	const char *c = target;
+
+	if (!*target || *target == '/')
+		return false;
+	for (;;) {
+		size_t n = strcspn(c, "/");
+
+		if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+			return false;
+		if (!c[n])
+			return true;
+		c += n + 1;
+	}
+}
+
+/* What a soft link made by symlink(2) stores: a plain relative target as
+ * written, any other resolved to the absolute HDF5 path from group dir
+ * (libhdf5 has no ".."). A target NAME.npy is kept so (it reads back as
+ * written, so a second rsync finds it equal), though a NAME.npy file
+ * holding an NPY stream became dataset NAME: through the mount it leads
+ * to the view NAME.npy of that dataset; in HDF5 it dangles unless a link
+ * NAME.npy is there. NULL: no memory. */
+static char *link_value(const char *dir, const char *target)
+{
+	return plain_relative(target) ? strdup(target) : resolve(dir, target);
+}
+
 int member_symlink(void *r, const char *target, uint64_t parent, const char *name)
 {
 	h5fs *fs = r;
@@ -259,7 +291,7 @@ int member_symlink(void *r, const char *target, uint64_t parent, const char *nam
 	h5_err_clear();
 	if (rc == 0) {
 		err = EEXIST;
-	} else if (!(path = resolve(p->path, target))) {
+	} else if (!(path = link_value(p->path, target))) {
 		err = ENOMEM;
 	} else {
 		rc = h5_link_insert(u.f, u.addr, name, strlen(name), H5_LINK_SOFT, 0, path, 0);
@@ -320,6 +352,14 @@ int member_rename(void *r, uint64_t parent, const char *name, uint64_t newparent
 	if (rc < 0) {
 		err = link_errno(fs, rc, EPERM, EINVAL, "rename", p, name);
 		goto out;
+	}
+	if (!sg) {
+		int done;
+
+		/* a stream renamed to NAME.npy: dataset NAME (npy_rename.c) */
+		err = npy_rename(&done, fs, u.f, p, u.addr, name, &src, np, nu.addr, newname);
+		if (err || done)
+			goto out;
 	}
 	rc = h5_group_lookup(&dst, nu.f, nu.addr, newname);
 	if (rc == 0) {

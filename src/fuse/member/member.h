@@ -98,6 +98,11 @@ void handles_free(h5fs *fs);
  * read-write single-FILE mount, stopped before unmounting */
 void wfile_idler_start(h5fs *fs);
 void wfile_idler_stop(h5fs *fs);
+/* (idle.c) every write handle of n with bytes not committed committed
+ * now, as fsync does (an error stays in its handle) */
+void wfile_commit_node(h5fs *fs, struct node *n);
+/* setattr.c: chmod, chown, utimens, truncate (root.h) */
+int member_setattr(void *r, struct stat *out, double *timeout, uint64_t ino, const struct stat *attr, int to_set);
 /* Write handles (write.c): fi->fh of one, or NULL for a read handle;
  * open one on n (fills fi), release it */
 struct wfile;
@@ -203,9 +208,33 @@ struct npy_stream;
 void npy_pending_add(h5fs *fs, uint64_t addr, uint64_t group, uint64_t parent, const char *path);
 struct npy_stream *npy_stream_take(h5fs *fs, uint64_t addr, struct gen *g);
 void npy_pending_free(h5fs *fs);
+/* npy_write: 0, an errno, or NPY_DEMOTE: the stream is no NPY h5fs
+ * makes a dataset of (not NPY, Fortran order, a structured dtype, ...)
+ * and is the bytes themselves, which npy_demote hands back (the first
+ * *hlen bytes written, malloc'd; the rest of the write is past them) as
+ * it frees s: the placeholder, a uint8 dataset NAME.npy, takes them as
+ * cp's new files do. */
+#define NPY_DEMOTE (-1)
 int npy_write(h5fs *fs, struct npy_stream *s, const char *buf, size_t size, off_t off);
+void npy_demote(h5fs *fs, struct npy_stream *s, uint8_t **head, size_t *hlen);
+/* A modification time set on a placeholder whose stream is open (cp -p
+ * sets it before close): kept for the dataset the stream makes, or set
+ * on it when made already. 0 or an errno (logged). */
+int npy_set_mtime(h5fs *fs, struct npy_stream *s, int64_t sec);
+/* (idle.c) n's open np.save stream given the time (npy_set_mtime): 1 when
+ * it has one (*err its errno), else 0 */
+int wfile_npy_mtime(h5fs *fs, struct node *n, int64_t sec, int *err);
 int npy_flush(h5fs *fs, struct npy_stream *s, bool closing);
 void npy_release(h5fs *fs, struct npy_stream *s);
+/* npy_rename.c: rename(2) of a dataset (link src in group sgroup, node p)
+ * to NAME.npy in dgroup (node np) whose bytes are one NPY stream h5fs
+ * takes: dataset NAME made of it (replacing one), the old name removed,
+ * *done 1. Else *done 0 (an ordinary rename). An errno, logged. */
+int npy_rename(int *done, h5fs *fs, h5_file *f, const struct node *p, uint64_t sgroup, const char *name,
+	       const h5_link *src, const struct node *np, uint64_t dgroup, const char *newname);
+/* Before unmounting: the kernel notifications npy_rename left running
+ * have ended (at most 2 s) */
+void npy_rename_stop(h5fs *fs);
 int member_rename(void *r, uint64_t parent, const char *name, uint64_t newparent, const char *newname,
 		  unsigned flags);
 int member_link(void *r, uint64_t ino, uint64_t newparent, const char *newname);

@@ -37,6 +37,11 @@ struct npy_stream {
 	size_t hlen;
 	npy_header h;
 	bool known, holding, done;
+	bool demoted;           /* not a stream h5fs makes a dataset of: bytes (npy_demote) */
+	bool has_mtime;         /* a time set on the placeholder: the dataset's (npy_set_mtime) */
+	int64_t mtime;
+	uint64_t made;          /* the dataset's header, once done */
+	char why[160];
 	int err;                /* kept: the next write, fsync and close fail with it */
 	struct gen *g;          /* the generation it writes through (held) */
 	h5_dset_writer *dw;
@@ -195,7 +200,7 @@ static int do_write(h5fs *fs, struct npy_stream *s, const char *buf, size_t size
 
 		/* the header parses within 1 MiB or not at all: keep what it needs */
 		n = npy_parse(&s->h, s->head, s->hlen, why, sizeof(why));
-		if (n == 0 || s->hlen >= HEAD_MAX)
+		if (n == 0 || n < 0 || s->hlen >= HEAD_MAX)
 			goto parsed;
 		nh = realloc(s->head, HEAD_MAX);
 		if (!nh)
@@ -218,13 +223,15 @@ static int do_write(h5fs *fs, struct npy_stream *s, const char *buf, size_t size
 	}
 	n = npy_parse(&s->h, s->head, s->hlen, why, sizeof(why));
 parsed:
-	if (n < 0)
-		return fail(fs, s, n == -EOPNOTSUPP ? EOPNOTSUPP : EINVAL, why);
-	if (n > 0) {
-		if (s->hlen >= HEAD_MAX)
-			return fail(fs, s, EINVAL, "no NPY header within the first 1 MiB");
-		return 0;       /* more to come */
+	/* not NPY, or one h5fs does not take: the bytes themselves, as any
+	 * other file's (the placeholder is that dataset: npy_demote) */
+	if (n < 0 || (n > 0 && s->hlen >= HEAD_MAX)) {
+		snprintf(s->why, sizeof(s->why), "%s", n < 0 ? why : "no NPY header within the first 1 MiB");
+		s->demoted = true;
+		return NPY_DEMOTE;
 	}
+	if (n > 0)
+		return 0;       /* more to come */
 	if ((rc = start(fs, s)) != 0)
 		return rc;
 	if (size && (rc = h5_dset_writer_put(s->dw, (uint64_t)off - s->h.data_offset, buf, size)) < 0)
@@ -240,6 +247,39 @@ int npy_write(h5fs *fs, struct npy_stream *s, const char *buf, size_t size, off_
 	e = do_write(fs, s, buf, size, off);
 	pthread_mutex_unlock(&s->mu);
 	return e;
+}
+
+int npy_set_mtime(h5fs *fs, struct npy_stream *s, int64_t sec)
+{
+	int e = 0, rc;
+
+	pthread_mutex_lock(&s->mu);
+	if (!s->done) {
+		s->has_mtime = true;
+		s->mtime = sec;
+	} else if ((e = begin(fs, s)) == 0) {
+		rc = h5_obj_mtime_set(s->g->f, s->made, sec);
+		if (rc < 0 && rc != H5_ERR_UNSUPPORTED && rc != H5_ERR_RANGE)
+			e = h5err_logged(fs, rc, "utimens", s->name, NULL, s->made);
+		h5_err_clear();
+		fs_meta_changed(fs);
+		fs_write_end(fs);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return e;
+}
+
+void npy_demote(h5fs *fs, struct npy_stream *s, uint8_t **head, size_t *hlen)
+{
+	h5fs_log(fs, LOG_INFO, "%s: %s: kept as bytes (a uint8 dataset of that name)", show_path(s->name), s->why);
+	*head = s->head;
+	*hlen = s->hlen;
+	s->head = NULL;
+	h5_dset_writer_free(s->dw);
+	gen_release(s->g);
+	pthread_mutex_destroy(&s->mu);
+	free(s->name);
+	free(s);
 }
 
 /* The placeholder removed, the kernel told; FILE's lock given back. */
@@ -278,7 +318,8 @@ int npy_flush(h5fs *fs, struct npy_stream *s, bool closing)
 	int e = 0, rc;
 
 	pthread_mutex_lock(&s->mu);
-	if (!s->err && !s->done && (!s->known || h5_dset_writer_missing(s->dw)))
+	/* (nothing written: an empty file, which the placeholder is) */
+	if (!s->err && !s->done && (!s->known || h5_dset_writer_missing(s->dw)) && !(!s->known && s->hlen == 0))
 		e = closing ? EINVAL : 0;
 	if (s->err || s->done || !s->known || h5_dset_writer_missing(s->dw))
 		goto out;
@@ -291,6 +332,11 @@ int npy_flush(h5fs *fs, struct npy_stream *s, bool closing)
 		goto out;
 	}
 	s->done = true;
+	s->made = addr;
+	if (s->has_mtime && h5_obj_mtime_set(s->g->f, addr, s->mtime) < 0) {
+		h5fs_log(fs, LOG_DEBUG, "np.save %s: the time set on it not kept: %s", show_path(s->name), h5_err_msg());
+		h5_err_clear();
+	}
 	{
 		char *made = strndup(base, blen);
 
@@ -307,7 +353,10 @@ out:
 void npy_release(h5fs *fs, struct npy_stream *s)
 {
 	(void)npy_flush(fs, s, false);
-	if (!s->done) {
+	if (!s->done && !s->err && !s->known && s->hlen == 0) {
+		/* touch NAME.npy: an empty file, the placeholder (an empty uint8
+		 * dataset NAME.npy), as any other empty file */
+	} else if (!s->done) {
 		if (!s->err)
 			h5fs_log(fs, LOG_NOTICE, "np.save %s: the stream ended after %llu bytes%s: no dataset made",
 				 show_path(s->name), (unsigned long long)(s->known ? s->h.data_offset + s->h.nbytes -

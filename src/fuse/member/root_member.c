@@ -52,6 +52,7 @@ static void member_stop(void *r)
 	h5fs *fs = r;
 
 	h5fs_stop_watching(r);
+	npy_rename_stop(fs);
 	xbatch_stop(fs);
 	wfile_idler_stop(fs);
 	if (fs_writable(fs) && fs_meta_sync(fs) != 0)
@@ -108,6 +109,7 @@ const struct root_ops h5fs_member_ops = {
 	.create = views_create,
 	.rename = views_rename,
 	.link = views_link,
+	.setattr = member_setattr,
 	.writable = member_writable,
 	.usage = member_usage,
 	.idle = member_idle,

@@ -107,6 +107,7 @@ void h5fs_free(h5fs *fs)
 
 	if (!fs)
 		return;
+	npy_rename_stop(fs); /* its notifications use fs */
 	live_free(fs);       /* the watcher stops first: it reads the tables */
 	xbatch_stop(fs);
 	wfile_idler_stop(fs);

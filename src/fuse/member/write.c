@@ -231,10 +231,13 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	pthread_rwlock_rdlock(&n->lk);
 	ext = n->gen && n->f != n->gen->f;
 	pthread_rwlock_unlock(&n->lk);
-	if (!fs_writable(fs) || ext)
+	if (!fs_writable(fs) || ext) {
+		h5fs_log(fs, LOG_NOTICE, "open %s for writing: EROFS: %s", show_path(n->path),
+			 ext ? "an object of another file (external link)" : "the mount is read-only");
 		return EROFS;
+	}
 	if (fi->flags & O_TRUNC) {
-		h5fs_log(fs, LOG_DEBUG, "open %s with O_TRUNC: datasets only grow", show_path(n->path));
+		h5fs_log(fs, LOG_NOTICE, "open %s with O_TRUNC: EPERM: datasets only grow", show_path(n->path));
 		return EPERM;
 	}
 	/* FILE free now (else EBUSY, logged), n as FILE is now (a live
@@ -383,7 +386,7 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
 	if (!e && (uint64_t)off >= lim) {
 		if (w->a)
 			return false;
-		h5fs_log(fs, LOG_DEBUG, "write %s at %lld: past the end (%llu) of a dataset that cannot grow",
+		h5fs_log(fs, LOG_NOTICE, "write %s at %lld: EFBIG: past the end (%llu) of a dataset that cannot grow",
 			 show_path(w->n->path), (long long)off, (unsigned long long)lim);
 		e = EFBIG;
 	}
@@ -450,6 +453,62 @@ static int ow_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino)
  * doc/APPEND.md): a checked write is answered at once while fewer than
  * WQ_EARLY are ahead, and applied after; otherwise it is answered once
  * applied. Either way each request gets exactly one reply. */
+/* Bytes appended now, before the answer (npy_bytes): 0 or an errno,
+ * kept in the handle too. */
+static int append_now(h5fs *fs, struct wfile *w, fuse_ino_t ino, const void *buf, size_t len)
+{
+	struct wqueue *q = w->q;
+	int e, rc;
+
+	pthread_mutex_lock(&q->mu);
+	e = w->err;
+	if (!e)
+		e = wfile_hold(fs, w);
+	if (!e)
+		e = tail_accept(w->n, buf, len);
+	if (!e)
+		vplen_add(q, w, len);
+	pthread_mutex_unlock(&q->mu);
+	if (e)
+		return e;
+	wq_drain(q);
+	pthread_mutex_lock(&q->apply);
+	rc = h5_append_write(w->a, buf, len);
+	if (rc < 0) {
+		e = h5err_logged(fs, rc, "append", w->n->path, NULL, w->n->addr);
+		shown_drop(fs, w->n, ino, UINT64_MAX);
+	}
+	wfile_refresh(fs, w, ino);
+	pthread_mutex_unlock(&q->apply);
+	if (e) {
+		pthread_mutex_lock(&q->mu);
+		if (!w->err)
+			w->err = e;
+		pthread_mutex_unlock(&q->mu);
+	}
+	return e;
+}
+
+/* An np.save placeholder's stream that is no NPY h5fs takes (npy.c
+ * npy_demote): the bytes held so far, then the rest of this write (what
+ * lies past them), appended to the placeholder now, as any file's bytes
+ * are (it is a growable uint8 dataset); later writes append as usual. */
+static int npy_bytes(h5fs *fs, struct wfile *w, fuse_ino_t ino, const char *buf, size_t size, off_t off)
+{
+	uint8_t *head = NULL;
+	size_t hlen = 0, skip;
+	int e;
+
+	npy_demote(fs, w->npy, &head, &hlen);
+	w->npy = NULL;
+	skip = hlen - (size_t)off;      /* of this write, held already */
+	e = hlen ? append_now(fs, w, ino, head, hlen) : 0;
+	if (!e && size > skip)
+		e = append_now(fs, w, ino, buf + skip, size - skip);
+	free(head);
+	return e;
+}
+
 void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t size, off_t off,
 		  struct fuse_file_info *fi)
 {
@@ -466,6 +525,8 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 	}
 	if (w->npy) {
 		e = npy_write(fs, w->npy, buf, size, off);
+		if (e == NPY_DEMOTE)
+			e = npy_bytes(fs, w, ino, buf, size, off);
 		if (e)
 			fuse_reply_err(req, e);
 		else

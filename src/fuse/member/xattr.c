@@ -224,8 +224,9 @@ int member_getxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino, 
  * first). The node's set of xattrs is dropped afterwards, whatever
  * happened. */
 
-/* errno of a refused or failed change, and one log line: the user's
- * mistakes (EINVAL, ENODATA, EEXIST) at debug level, the rest as errors. */
+/* errno of a refused or failed change, and one log line: a value
+ * refused (EINVAL) as a notice (issue 47: every refusal is logged), an
+ * absent name (ENODATA) at debug level, the rest as errors. */
 static int xattr_write_errno(h5fs *fs, const struct node *n, int rc, const char *op, const char *name)
 {
 	int e;
@@ -235,7 +236,7 @@ static int xattr_write_errno(h5fs *fs, const struct node *n, int rc, const char 
 	case H5_ERR_UNSUPPORTED: e = ENOTSUP; break;
 	default: e = h5fs_errno(rc); break;
 	}
-	h5fs_log(fs, e == EINVAL || e == ENODATA ? LOG_DEBUG : LOG_ERR, "%s %s %s (object header 0x%llx): %s: %s",
+	h5fs_log(fs, e == ENODATA ? LOG_DEBUG : e == EINVAL ? LOG_NOTICE : LOG_ERR, "%s %s %s (object header 0x%llx): %s: %s",
 		 op, show_path(n->path), name, (unsigned long long)n->addr, strerror(e), h5_err_msg());
 	return e;
 }
@@ -250,10 +251,11 @@ static int xattr_change(h5fs *fs, struct node *n, const char *name, const char *
 
 	if (k == XA_W_OTHER)
 		return ENOTSUP;
-	if (k == XA_W_RESERVED || (k == XA_W_TYPED && !value))
+	if (k == XA_W_RESERVED || (k == XA_W_TYPED && !value) || n->type == NT_LINK) {
+		h5fs_log(fs, LOG_NOTICE, "%s %s %s: EPERM: %s", value ? "setxattr" : "removexattr", show_path(n->path),
+			 name, n->type == NT_LINK ? "a soft link has no attributes" : "a read-only h5fs name");
 		return EPERM;
-	if (n->type == NT_LINK)
-		return EPERM;
+	}
 	if (value && k == XA_W_ATTR && fs_writable(fs)) {
 		err = xbatch_add(fs, n, attr, alen, value, size, flags);
 		if (err != 1) {
@@ -274,6 +276,8 @@ static int xattr_change(h5fs *fs, struct node *n, const char *name, const char *
 		goto end;
 	if (u.addr == UINT64_MAX || u.f != fs->f) {
 		/* objects of other files (external links) are shown read-only */
+		h5fs_log(fs, LOG_NOTICE, "%s %s %s: EROFS: an object of another file (external link)",
+			 value ? "setxattr" : "removexattr", show_path(n->path), name);
 		err = EROFS;
 		goto used;
 	}

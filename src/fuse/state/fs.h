@@ -210,6 +210,7 @@ struct h5fs {
 	 * woken to stop; idle_cv (with lock) also says a handle was let go */
 	pthread_t idler;
 	bool idling, idle_stop;
+	unsigned inval_threads; /* member/npy_rename.c's, running (atomic): the stop waits for them */
 	pthread_cond_t idle_cv;
 	/* live files (live/live.c): refresh > 0 (read-write mounts too: they
 	 * follow other programs' changes while they hold no write) */

@@ -112,9 +112,19 @@ static int parse_float(uint8_t *p, const h5_dtype *t, const char *s, size_t n)
 		return h5_err_set(H5_ERR_INVAL, "\"%.*s\" is not a number", (int)n, s);
 	memcpy(tmp, s, n);
 	tmp[n] = '\0';
+	errno = 0;
 	d = strtod(tmp, &end);
 	if (*end || end == tmp)
 		return h5_err_set(H5_ERR_INVAL, "\"%s\" is not a number", tmp);
+	/* a finite number too large for the type is out of range, as an
+	 * integer is (EINVAL), never stored as inf (issue 47: 1e400, 65520
+	 * into float16); "inf" itself is a value; underflow rounds to 0 */
+	if (isinf(d) && errno == ERANGE)
+		return h5_err_set(H5_ERR_INVAL, "\"%s\" is out of range of a %u-bit float", tmp, t->size * 8);
+	/* what rounds to inf (to nearest even): from the largest finite value
+	 * plus half its ulp (binary32: (2 - 2^-24) * 2^127; binary16: 65520) */
+	if (isfinite(d) && t->size < 8 && fabs(d) >= (t->size == 4 ? ldexp(2.0 - ldexp(1.0, -24), 127) : 65520.0))
+		return h5_err_set(H5_ERR_INVAL, "\"%s\" is out of range of a %u-bit float", tmp, t->size * 8);
 	if (t->size == 8) {
 		uint64_t v;
 

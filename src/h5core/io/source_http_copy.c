@@ -37,6 +37,7 @@ typedef struct dl_sink {
 	uint64_t got, max;
 	bool over;
 	int err;                /* errno of a failed write */
+	int64_t mtime;          /* Last-Modified (seconds; 0: none) */
 } dl_sink;
 
 static size_t on_dl_body(char *p, size_t sz, size_t n, void *u)
@@ -152,8 +153,17 @@ static int http_download(http_transport *h, dl_sink *d)
 		curl_easy_setopt(c, CURLOPT_TIMEOUT, 0L);
 		curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
 		curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, h->timeout_s);
+		/* Last-Modified: FILE's mtime, as a ranged server's first reply
+		 * gives it (issue 47: every object showed mtime 0) */
+		curl_easy_setopt(c, CURLOPT_FILETIME, 1L);
 		cc = curl_easy_perform(c);
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+		{
+			curl_off_t ft = -1;
+
+			if (curl_easy_getinfo(c, CURLINFO_FILETIME_T, &ft) == CURLE_OK && ft > 0)
+				d->mtime = (int64_t)ft;
+		}
 		curl_easy_cleanup(c);   /* its options are not a pooled handle's */
 		curl_slist_free_all(hd);
 		if (d->over)
@@ -210,6 +220,7 @@ int http_copy_open(h5_source **out, http_transport *h, uint64_t max)
 	}
 	c->base.ops = &http_copy_ops;
 	c->base.size = d.got;
+	c->base.mtime = d.mtime;
 	c->fd = d.fd;
 	*out = &c->base;
 	return 0;
