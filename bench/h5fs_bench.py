@@ -37,7 +37,7 @@ MOUNT_WAIT = 10.0
 UNMOUNT_WAIT = 20.0
 DS = "data"                # dataset name in every generated file
 
-ALL = ["contig", "chunked", "deflate", "random", "rss", "append", "vds", "warm", "decode"]
+ALL = ["contig", "chunked", "deflate", "random", "rss", "append", "vds", "warm", "decode", "first"]
 VDS_SOURCES = 16
 VDS_ROW = 1024             # int32 elements per row of the VDS benchmark: 4 KiB rows
 
@@ -981,6 +981,48 @@ def bench_decode(args, env):
         RESULTS.append(("deflate cat %s: fraction of decode floor" % kind, rate(nbytes, min(ts)),
                         rate(nbytes, fl), fl / min(ts), None, "MiB/s"))
 
+
+def timed_cat_of(m):
+    """`cat` of the mounted dataset into /dev/null: its Clock."""
+    with Clock(m) as clk:
+        subprocess.check_call(["cat", m.path()], stdout=subprocess.DEVNULL)
+    return clk
+
+
+def bench_first(args, env):
+    """The first `cat` of the contig dataset on a fresh mount, FILE warm in
+    the page cache (nothing of h5fs's or the kernel's FUSE cache helps),
+    against the read floor (bench/fuse_read_floor.c: the same `cat` of the
+    same bytes spliced from a page-cached file), and with --baseline, the
+    same through an older h5fs binary; alternated within each round, the
+    ratio taken per round. The read path regressed 2.2x unseen once (issue
+    44: every reply copied through a fresh buffer when the custom io lost
+    libfuse's splice), which this catches: h5fs >= 0.9x the floor."""
+    if not args.read_floor:
+        say("\n[first] skipped: no read floor (run.sh builds bench/fuse_read_floor.c)")
+        return
+    path = data_file(args, "contig")
+    raw = raw_file(args, "contig")
+    nbytes = os.path.getsize(raw)
+    sides = [("floor", args.read_floor, raw), ("h5fs", None, path)]
+    if args.baseline:
+        sides.append(("baseline", args.baseline, path))
+    say("\n[first] first cat of contig on a fresh -o ro mount, FILE warm, %d MiB, %d rounds%s"
+        % (nbytes // MiB, args.repeat, ", baseline %s" % args.baseline if args.baseline else ""))
+    runs = {k: [] for k, _, _ in sides}
+    for r in range(args.repeat):
+        for key, binary, p in sides:
+            warm_file(p)
+            with Mount(args, p, ["ro"] if key != "floor" else None, binary=binary) as m:
+                runs[key].append(timed_cat_of(m))
+        say("  round %d: %s; load %s" % (r + 1, ", ".join("%s %.1f MiB/s" % (k, rate(nbytes, runs[k][-1].wall))
+                                                       for k, _, _ in sides), loadavg()))
+    for key, _, _ in sides[1:]:
+        per = sorted(f.wall / x.wall for f, x in zip(runs["floor"], runs[key]))
+        say("  %s / floor per round: %.2f-%.2fx (median %.2fx)" % (key, per[0], per[-1], per[len(per) // 2]))
+        report("first cat: %s vs read floor" % key, nbytes, best(runs[key]), best(runs["floor"]),
+               0.9 if key == "h5fs" else None, other="floor")
+
 def loadavg():
     try:
         with open("/proc/loadavg") as f:
@@ -995,7 +1037,7 @@ def main():
     ap.add_argument("--dir", default="/var/tmp/h5fs-bench")
     ap.add_argument("--size", dest="size_mib", type=int, default=1024, help="MiB per dataset")
     ap.add_argument("--reads", type=int, default=20000, help="random 4 KiB reads")
-    ap.add_argument("--only", default="contig,chunked,deflate,random,rss,append,vds,warm,decode",
+    ap.add_argument("--only", default="contig,chunked,deflate,random,rss,append,vds,warm,decode,first",
                     help="comma list of: " + ",".join(ALL))
     ap.add_argument("--rss-cache", default="64", help="cache_size values (MiB) for the rss benchmark")
     ap.add_argument("--cache", dest="cache_mib", type=int, default=0,
@@ -1012,6 +1054,8 @@ def main():
     ap.add_argument("--vds-filter", choices=("none", "deflate"), default="deflate",
                     help="vds: sources unfiltered or shuffle+deflate(4) like the deflate dataset")
     ap.add_argument("--read-floor", default="", help="bench/fuse_read_floor binary (run.sh builds it): the read floor")
+    ap.add_argument("--baseline", default="",
+                    help="first: an older h5fs binary (e.g. the previous release's) alternated with --h5fs")
     ap.add_argument("--decode-floor", default="",
                     help="bench/decode_floor binary (run.sh builds it): the decode floor")
     ap.add_argument("--append-index", choices=sorted(APPEND_LIBVER), default="earray",
@@ -1029,6 +1073,7 @@ def main():
     args.rss_cache = [int(x) for x in args.rss_cache.split(",") if x]
     args.random_cache = [int(x) for x in args.random_cache.split(",") if x]
     args.h5fs = os.path.abspath(args.h5fs)
+    args.baseline = os.path.abspath(args.baseline) if args.baseline else ""
     os.makedirs(args.dir, exist_ok=True)
     env = Env()
 
@@ -1070,6 +1115,8 @@ def main():
             bench_warm(args, env)
         elif name == "decode":
             bench_decode(args, env)
+        elif name == "first":
+            bench_first(args, env)
     say("\nload average at end: %s" % loadavg())
     say("summary (ratio = h5fs/h5py):")
     for name, a, b, ratio, target, unit in RESULTS:

@@ -4,8 +4,10 @@
 #   bench/run.sh [--h5fs PATH] [--size MIB] [--reads N] [--only LIST]
 #                [--dir DIR] [--rss-cache MIB,...] [--random-cache MIB,...]
 #                [--cache MIB] [--daemon-env VAR=VAL] [--perf] [--regen]
-#                [--nice N]
+#                [--nice N] [--baseline OLD_H5FS]
 #
+# --baseline: an older h5fs binary (the previous release's, or a build of
+# the commit before a change) that `--only first` alternates with this one.
 # Every option is passed on to bench/h5fs_bench.py; this wrapper only finds
 # the h5fs binary and the right Python, and makes sure nothing stays mounted
 # under the scratch directory whatever happens to the Python process.

@@ -968,6 +968,9 @@ int h5_overwrite_put(h5_overwriter *w, uint64_t off, const void *buf, size_t len
 /* Bytes taken since the last commit (kept or written in place): 0 when a
  * commit has nothing to do */
 uint64_t h5_overwrite_buffered(const h5_overwriter *w);
+/* Of those, the bytes kept in memory (not written in place): what a
+ * periodic commit bounds */
+uint64_t h5_overwrite_kept(const h5_overwriter *w);
 /* Make the bytes taken visible in one commit. all: every byte (else a
  * trailing partial element waits for the rest); durable: fsync'd before
  * returning. The bytes are dropped whatever the result. */

@@ -13,12 +13,24 @@
  * So, there: the kernel's INIT request is read (does it offer the flag?),
  * and libfuse's INIT reply gets the flag (in flags2, with FUSE_INIT_EXT)
  * as it is written. Every other message passes unchanged.
+ *
+ * The splice ops are given too, as plain splice(2): libfuse 3.14 offers
+ * FUSE_CAP_SPLICE_WRITE/_MOVE and _READ only to a custom io that has
+ * them (fuse_lowlevel.c do_init), so without them every read answered
+ * with FILE's extents (dispatch.c reply_extents) fell back to a
+ * posix_memalign'd copy of each reply - an mmap, a pread, a writev and a
+ * munmap per request, the first read of a fresh mount at 0.4x the FUSE
+ * splice floor (issue 44). Neither the INIT request nor its reply ever
+ * goes through them: libfuse splices only once INIT has set the protocol
+ * minor and the capabilities wanted.
  */
+#define _GNU_SOURCE  /* splice */
 #include <config.h>
 #include "fuse_ops.h"
 #include "initio.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/fuse.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -94,10 +106,22 @@ static ssize_t io_writev(int fd, struct iovec *iov, int count, void *ud)
 	return n == (ssize_t)(sizeof(oh) + sizeof(io)) ? (ssize_t)(sizeof(oh) + arg) : n;
 }
 
+#if defined(HAVE_FUSE_SESSION_CUSTOM_IO) && !defined(FUSE_CAP_DIRECT_IO_ALLOW_MMAP)
+/* Replies and requests through a pipe, as libfuse does without a custom io. */
+static ssize_t io_splice(int fdin, off_t *offin, int fdout, off_t *offout, size_t len, unsigned int flags,
+			 void *ud)
+{
+	(void)ud;
+	return splice(fdin, offin, fdout, offout, len, flags);
+}
+#endif
+
 int initio_attach(struct fuse_session *se)
 {
 #if defined(HAVE_FUSE_SESSION_CUSTOM_IO) && !defined(FUSE_CAP_DIRECT_IO_ALLOW_MMAP)
-	static const struct fuse_custom_io io = { .read = io_read, .writev = io_writev };
+	static const struct fuse_custom_io io = {
+		.read = io_read, .writev = io_writev, .splice_receive = io_splice, .splice_send = io_splice,
+	};
 
 	return fuse_session_custom_io(se, &io, fuse_session_fd(se));
 #else

@@ -107,6 +107,11 @@ uint64_t h5_overwrite_buffered(const h5_overwriter *w)
 	return w ? w->buffered + w->direct : 0;
 }
 
+uint64_t h5_overwrite_kept(const h5_overwriter *w)
+{
+	return w ? w->buffered : 0;
+}
+
 /* Map the new pages of a grown buffer in one call: a page fault each
  * costs about 10 us in a VM, 16,384 of them per 64 MiB kept (as
  * bufpool.c's fresh buffers). */
