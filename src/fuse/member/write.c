@@ -630,9 +630,13 @@ int wfile_fsync(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	return rc < 0 ? h5err_logged(fs, rc, "fsync", w->n->path, NULL, w->n->addr) : e;
 }
 
+/* The handle's rows, then what setfattr, mkdir, ... committed (xbatch
+ * included), and the errno of a change answered earlier and lost. */
 int member_fsync(void *r, uint64_t ino, struct fuse_file_info *fi)
 {
-	return wfile_fsync(r, wfile_of(fi), ino);
+	int err = wfile_fsync(r, wfile_of(fi), ino), e2 = fs_writable(r) ? fs_meta_sync(r) : 0;
+
+	return err ? err : e2;
 }
 
 /* Handles whose release never came (FILE unmounted while they were

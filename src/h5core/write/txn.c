@@ -152,7 +152,10 @@ int h5_txn_sync(h5_file *f, bool unsynced)
 		rc = eoa_lower(f, end);
 	if (rc == 0 && (shrink || unsynced))
 		rc = h5_file_sync(f);
-	if (rc == 0 && shrink)
+	/* also space allocated ahead and not used (h5_file_reserve): the
+	 * file ends at its end of allocation (when that is the EOF address
+	 * on disk: never below it) */
+	if (rc == 0 && f->eoa == end)
 		rc = h5_space_cut(f, end);
 	return rc;
 }
