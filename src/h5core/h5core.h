@@ -835,6 +835,11 @@ int h5_dset_writer_open(h5_dset_writer **out, h5_file *f, const h5_dset_new *d);
 int h5_dset_writer_put(h5_dset_writer *w, uint64_t off, const void *buf, size_t len);
 uint64_t h5_dset_writer_missing(const h5_dset_writer *w);
 int h5_dset_writer_commit(uint64_t *addr, h5_dset_writer *w, uint64_t group, const char *name, size_t name_len);
+/* A writer whose stream stopped: the space it took goes back when nothing
+ * was allocated after it (FILE cut to what is referenced), so space
+ * follows the data that arrived, never a header's promise; no more bytes
+ * may be put. h5_dset_writer_free does it for a dataset never made. */
+void h5_dset_writer_abandon(h5_dset_writer *w);
 void h5_dset_writer_free(h5_dset_writer *w);
 /* Link NAME removed from the group (compact storage). want 1: only an
  * empty group (H5_ERR_INVAL if no group, H5_ERR_PERM if not empty); 2:

@@ -278,8 +278,13 @@ int npy_flush(h5fs *fs, struct npy_stream *s, bool closing)
 	int e = 0, rc;
 
 	pthread_mutex_lock(&s->mu);
-	if (!s->err && !s->done && (!s->known || h5_dset_writer_missing(s->dw)))
-		e = closing ? EINVAL : 0;
+	if (!s->err && !s->done && (!s->known || h5_dset_writer_missing(s->dw)) && closing) {
+		/* closed before its header's bytes came: nothing is made, and
+		 * the space the header declared goes back now (the release
+		 * comes later, after the writer's next np.save maybe) */
+		e = fail(fs, s, EINVAL, "closed before the stream ended");
+		h5_dset_writer_abandon(s->dw);
+	}
 	if (s->err || s->done || !s->known || h5_dset_writer_missing(s->dw))
 		goto out;
 	base = strrchr(s->name, '/');

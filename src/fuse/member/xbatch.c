@@ -6,21 +6,29 @@
  * A commit costs an fsync (the new space durable before the switch), and
  * in dense storage a store written anew: a script setting 10,000
  * attributes of a group paid both 10,000 times (quadratic in the store's
- * size). So `setfattr -n user.NAME -v TEXT` is checked (a new name: not
- * there; an existing attribute: TEXT parses in its type, h5_attr_set_check;
- * a name set again while pending: its value replaced), answered, and kept
- * here; the
- * batch is committed by one engine call (h5_attr_write_batch: one heap
- * collection, one store written, one commit) when
+ * size). So `setfattr -n user.NAME -v TEXT` is checked before it is
+ * answered - everything its commit could fail on (issue 47): TEXT parses
+ * in the attribute's type, the message fits its place, a new name does
+ * not move the attributes to dense storage, the dense heap has room
+ * (h5_attr_set_check, with the batch's h5_attr_room), and the disk space
+ * the commit may take is allocated (h5_file_reserve; ENOSPC now) - then
+ * answered and kept here (a name set again while pending: its value
+ * replaced). A change the batch cannot promise is made at once by the
+ * caller (xattr.c), which gives its real error. The batch is committed
+ * by one engine call (h5_attr_write_batch: one heap collection, one
+ * store written, one commit) when
  *   - an xattr of any object is read or changed otherwise, a link changes,
  *     a dataset is opened for writing, or the mount is fsync'd or
  *     unmounted (xbatch_flush);
  *   - another object's attribute comes, or the batch is full;
- *   - XB_IDLE_MS passed without one (the flusher thread).
+ *   - XB_IDLE_MS passed without one, or XB_MAX_MS since its first (the
+ *     flusher thread, which then fsyncs and cuts FILE to its end of
+ *     allocation).
  * A crash meanwhile leaves the batch not done (each change done or not
  * done, as every commit); FILE's lock is held from the first accepted
- * change to the commit, as for appended rows. A commit that fails is
- * logged (the changes were answered already); the next ones go on.
+ * change to the commit, as for appended rows. A commit that still fails
+ * (an I/O error) is never only a log line: fs_lost_set makes the next
+ * fsync return it, every later write EIO, and the unmount exit 1.
  */
 #include "member.h"
 #include "xattrs.h"
