@@ -13,9 +13,10 @@ items 2 and 3; doc/h5fs.1 "WRITE-BEHIND", member/xbatch.c).
   answered 1 s before the kill (the batch commits within 100 ms of its
   first change, whatever follows);
 - a full disk (a small tmpfs, mounted here): setxattr (new names and
-  existing ones) and mkdir until ENOSPC; every call answered success is in
-  FILE after unmount; after the filler is removed, setxattr and mkdir work
-  again without a remount; the daemon exits 0;
+  existing ones) and mkdir until ENOSPC, and an np.save larger than the
+  disk (ENOSPC, not EINVAL; no dataset made); every call answered success
+  is in FILE after unmount; after the filler is removed, setxattr, mkdir
+  and np.save work again without a remount; the daemon exits 0;
 - a failing disk (fault_shim.so, LD_PRELOAD in the daemon: the Nth pwrite
   or fsync of FILE and every later one fail with EIO): either everything
   answered is in FILE and the daemon exits 0, or the error is reported:
@@ -23,8 +24,11 @@ items 2 and 3; doc/h5fs.1 "WRITE-BEHIND", member/xbatch.c).
   EIO, the daemon exits non-zero; in both cases h5py opens FILE and every
   attribute there holds a value it was given (its last good commit);
 - space: with -o idle_commit=1, FILE's size is its end of allocation
-  (the superblock's EOF address) within 5 s after a setxattr and after a
-  mkdir, and after unmount.
+  (the superblock's EOF address, without the room commits reserve past
+  it) within 5 s after a setxattr and after a mkdir, within 0.9 s after a
+  write-behind batch, and after unmount; an np.save whose header declares
+  2**40 float64 and that stops after 1 MiB leaves no space taken, and the
+  next np.save is placed below it.
 Needs root (mount -t tmpfs)."""
 import errno
 import os
@@ -204,6 +208,13 @@ def enospc(wd):
                             refused.append(("/", "d%04d" % i, e.errno))
                 if not any(e == errno.ENOSPC for o, n, e in refused):
                     T.fail("enospc: 1,500 x 300 bytes set on a 3 MiB tmpfs without ENOSPC")
+                # np.save of 8 MB: the real errno, nothing made
+                try:
+                    np.save(os.path.join(mnt, "big.npy"), np.ones(1 << 20))
+                    T.fail("enospc: np.save of 8 MB on a full 3 MiB tmpfs succeeded")
+                except OSError as e:
+                    if e.errno != errno.ENOSPC:
+                        T.fail("enospc: np.save: %s, expected ENOSPC" % e)
                 others = set(e for o, n, e in refused if e != errno.ENOSPC)
                 if others:
                     T.fail("enospc: errors other than ENOSPC: %s" % sorted(errno.errorcode[e] for e in others))
@@ -217,6 +228,10 @@ def enospc(wd):
                     dirs.append("after")
                 except OSError as e:
                     refused.append(("/", "after", e.errno))
+                try:
+                    np.save(os.path.join(mnt, "small.npy"), np.arange(100))
+                except OSError as e:
+                    T.fail("enospc: np.save after space was freed: %s" % e)
                 if len(refused) > before:
                     T.fail("enospc: after space was freed: %s" % refused[before:])
         finally:
@@ -228,6 +243,10 @@ def enospc(wd):
             for d in dirs:
                 if d not in f:
                     T.fail("enospc: mkdir %s answered 0, not in FILE" % d)
+            if "big" in f:
+                T.fail("enospc: the np.save that failed made dataset big")
+            if "small" not in f or not np.array_equal(f["small"][()], np.arange(100)):
+                T.fail("enospc: the np.save after space was freed is not in FILE")
         nspc = sum(1 for o, n, e in refused if e == errno.ENOSPC)
         log_lines = m.output().count("No space left on device")
         if log_lines < nspc:

@@ -528,18 +528,10 @@ int h5_dset_writer_commit(uint64_t *addr, h5_dset_writer *w, uint64_t group, con
  * dataset is linked by its commit only), so the cut is safe in any order. */
 static void give_back(h5_dset_writer *w)
 {
-	h5_file *f = w->f;
-	uint64_t size, keep;
-
-	pthread_mutex_lock(&f->write_lock);
-	if (w->mark != UINT64_MAX && h5_space_end(f) == w->mark) {
-		f->alloc_end = w->mark = w->start;
-		keep = f->base + (f->eoa > w->start ? f->eoa : w->start);
-		if (h5_file_size(f, &size) == 0 && size > keep && h5_file_truncate(f, keep) < 0)
-			h5_err_clear();    /* a longer file only costs space */
-	}
-	pthread_mutex_unlock(&f->write_lock);
-	h5_err_clear();
+	pthread_mutex_lock(&w->f->write_lock);
+	if (w->mark != UINT64_MAX && h5_space_give_back(w->f, w->mark, w->start) < 0)
+		h5_err_clear();    /* a longer file only costs space */
+	pthread_mutex_unlock(&w->f->write_lock);
 }
 
 void h5_dset_writer_abandon(h5_dset_writer *w)

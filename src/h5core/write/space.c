@@ -67,6 +67,20 @@ int h5_space_cut(h5_file *f, uint64_t end)
 	return 0;
 }
 
+int h5_space_give_back(h5_file *f, uint64_t mark, uint64_t start)
+{
+	uint64_t size, keep;
+	int rc;
+
+	if (h5_space_end(f) != mark || start > mark)
+		return 0;
+	f->alloc_end = start;
+	keep = f->base + (f->eoa > start ? f->eoa : start);
+	if ((rc = h5_file_size(f, &size)) < 0)
+		return rc;
+	return size > keep ? h5_file_truncate(f, keep) : 0;
+}
+
 int h5_file_reserve(h5_file *f, uint64_t len)
 {
 	uint64_t at;
