@@ -762,12 +762,31 @@ typedef struct h5_attr_str {
 	int raw;
 } h5_attr_str;
 int h5_attr_write_batch(size_t *done, h5_file *f, uint64_t addr, const h5_attr_str *it, size_t n);
-/* Whether h5_attr_write(f, addr, name, ..., val, len, raw) of an existing
- * attribute would take the value (nothing written): 0, H5_ERR_NOTFOUND
- * when there is no such attribute, or the error that write would give
- * (or one for a case it does not check: shared messages). */
-int h5_attr_set_check(h5_file *f, uint64_t addr, const char *name, size_t name_len, const void *val, size_t len,
-		      int raw);
+/* What a write-behind batch of attribute changes has promised so far
+ * (h5_attr_set_check adds each change it accepts; zero for a new batch). */
+typedef struct h5_attr_room {
+	size_t n, nnew;         /* changes, new names among them */
+	uint64_t bytes;         /* their messages and new names' values */
+	uint64_t need;          /* disk space their commit may take (h5_file_reserve) */
+} h5_attr_room;
+/* Whether h5_attr_write(f, addr, name, ..., val, len, raw) would take the
+ * value AND a batch holding room's changes and this one would commit it
+ * (h5_attr_write_batch; nothing written, checked before the answer): 0
+ * for an existing attribute; H5_ERR_NOTFOUND for a new name (a new string
+ * attribute) that fits; else the error that write would give (or one for
+ * a case it does not check: shared messages), or H5_ERR_LIMIT when the
+ * batch cannot promise it (a message too large for its place, a move to
+ * dense storage, the dense store near its heap's capacity): such a change
+ * is made at once, which gives its real error. room (NULL: not counted)
+ * grows by each change accepted. */
+int h5_attr_set_check(h5_attr_room *room, h5_file *f, uint64_t addr, const char *name, size_t name_len,
+		      const void *val, size_t len, int raw);
+/* len bytes of disk space past f's end of allocation allocated now (the
+ * file extended with zeros past its EOF address), so that the commits
+ * that follow cannot run out of space: H5_ERR_NOSPC when the disk is full
+ * (then nothing is promised). h5_file_write_sync gives back what was not
+ * used. */
+int h5_file_reserve(h5_file *f, uint64_t len);
 /* What earlier changes wrote, durable (fsync). */
 int h5_file_write_sync(h5_file *f);
 
@@ -841,6 +860,11 @@ int h5_dset_writer_open(h5_dset_writer **out, h5_file *f, const h5_dset_new *d);
 int h5_dset_writer_put(h5_dset_writer *w, uint64_t off, const void *buf, size_t len);
 uint64_t h5_dset_writer_missing(const h5_dset_writer *w);
 int h5_dset_writer_commit(uint64_t *addr, h5_dset_writer *w, uint64_t group, const char *name, size_t name_len);
+/* A writer whose stream stopped: the space it took goes back when nothing
+ * was allocated after it (FILE cut to what is referenced), so space
+ * follows the data that arrived, never a header's promise; no more bytes
+ * may be put. h5_dset_writer_free does it for a dataset never made. */
+void h5_dset_writer_abandon(h5_dset_writer *w);
 void h5_dset_writer_free(h5_dset_writer *w);
 /* Link NAME removed from the group (compact storage). want 1: only an
  * empty group (H5_ERR_INVAL if no group, H5_ERR_PERM if not empty); 2:

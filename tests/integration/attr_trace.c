@@ -17,7 +17,9 @@
  * "PREFIX value K", one batch: h5_attr_write_batch),
  * "batch\tPATH\tITEMS" (one batch of ';'-separated items, "+NAME=VALUE" a
  * new string attribute, "=NAME=VALUE" a new value of an existing one),
- * or "sync".
+ * "reserve\tN" (N bytes of disk space allocated ahead, h5_file_reserve),
+ * "stop\tN" and "gzstop\tN" (an np.save stream of N int32 stopping
+ * halfway: nothing made, its space given back), or "sync".
  * Prints one line per change: "ok" or the engine's error.
  */
 #include <stdbool.h>
@@ -45,6 +47,25 @@ static int fields(char *s, char **f)
  * 0..n-1, its data written first in pieces (np.save through the mount,
  * write/dset_create.c h5_dset_writer), then made and linked; "gzdset":
  * the same chunked as h5py guesses and deflated (-o compress=gzip). */
+/* "stop": an np.save stream of n int32 (contiguous, or chunked and
+ * deflated) that stops halfway: nothing made, its space given back
+ * (h5_dset_writer_abandon) */
+static int stopped(h5_file *f, uint64_t n, bool gz)
+{
+	h5_dset_new d = { .rank = 1, .dims = { n }, .kind = 'i', .size = 4, .chunked = gz, .deflate = gz ? 5 : 0 };
+	h5_dset_writer *w = NULL;
+	int rc = h5_dset_writer_open(&w, f, &d);
+
+	for (uint64_t i = 0; rc == 0 && i < n / 2; i += 1000) {
+		int32_t v[1000] = { 0 };
+
+		rc = h5_dset_writer_put(w, i * 4, v, sizeof(v));
+	}
+	h5_dset_writer_abandon(w);
+	h5_dset_writer_free(w);
+	return rc;
+}
+
 static int dset(h5_file *f, uint64_t group, const char *name, uint64_t n, bool gz)
 {
 	h5_dset_new d = { .rank = 1, .dims = { n }, .kind = 'i', .size = 4, .chunked = gz, .deflate = gz ? 5 : 0 };
@@ -142,6 +163,10 @@ int main(int argc, char **argv)
 
 		if (strcmp(fl[0], "sync") == 0)
 			rc = h5_file_write_sync(f);
+		else if (strcmp(fl[0], "reserve") == 0 && n == 2)
+			rc = h5_file_reserve(f, strtoull(fl[1], NULL, 10));
+		else if ((strcmp(fl[0], "stop") == 0 || strcmp(fl[0], "gzstop") == 0) && n == 2)
+			rc = stopped(f, strtoull(fl[1], NULL, 10), fl[0][0] == 'g');
 		else if (n < 3 || (rc = h5_path_lookup(&addr, f, fl[1])) < 0)
 			rc = n < 3 ? -8 : rc;
 		else if (strcmp(fl[0], "set") == 0 && n == 4)

@@ -22,7 +22,9 @@ Dense storage (latest.h5): a group's 9th link and an object's 9th
 attribute move them to dense storage in one commit, and later changes
 write the store anew and switch its info message (DENSE_LINK_OPS,
 DENSE_ATTR_OPS), enumerated as the rest; so are batches of new string attributes in dense
-storage (BATCH_OPS: one commit each, the daemon's write-behind of setfattr),
+storage (BATCH_OPS: one commit each, the daemon's write-behind of setfattr,
+with its disk space allocated ahead and cut back by the sync after, and np.save
+streams that stop halfway giving their space back),
 and removals that move dense attributes back into the header below
 libhdf5's minimum of 6 (SHRINK_OPS), and the same for links
 (LINK_SHRINK_OPS).
@@ -199,8 +201,12 @@ DENSE_ATTR_OPS = [
 # h5_attr_write_batch) on an object in dense storage: one global heap
 # collection for the batch, the store written anew once, one commit
 BATCH_OPS = DENSE_ATTR_OPS[:3] + [
+    "reserve\t262144",     # the write-behind's space allocated first (issue 47)
     "strs\t/\t40\tb",
     "set\t/\ti\t44",
+    "sync",                 # the superblock's EOF address, then the cut
+    "stop\t200000",        # an np.save stream that stops: its space back
+    "gzstop\t200000",
     "sync",
     "strs\t/\t25\tc",
     "strs\t/\t1\td",

@@ -4,9 +4,10 @@
  * heaps of no object, one (a root direct block), many (a root indirect
  * block over several rows), with objects too large for the first
  * blocks (blocks skipped) and past the root's direct rows (child
- * indirect blocks); trees of 0 to 20000 records (depth 0 to 2); and
- * the refusals (a heap past the root's direct rows, an object over the
- * managed limit). test_dense.py checks the same structures with libhdf5. */
+ * indirect blocks); trees of 0 to 20000 records (depth 0 to 2); the
+ * refusals (a heap past the root's direct rows, an object over the
+ * managed limit); and h5_fheap_capacity, a lower bound of what the
+ * encoder places. test_dense.py checks the same structures with libhdf5. */
 #include "testutil.h"
 
 #include <inttypes.h>
@@ -126,6 +127,71 @@ START_TEST(t_heap_refusals)
 }
 END_TEST
 
+/* h5_fheap_capacity is a lower bound of what h5_fheap_build places (the
+ * write-behind promises a batch on it): objects of one size up to the
+ * capacity are built, and the first count that fails lies past it; with
+ * sizes mixed up to max_obj too. */
+static int build_n(const size_t *sizes, size_t n)
+{
+	h5_fheap_params p = link_params();
+	h5_fmt fmt = { SA, SS };
+	const uint8_t **objs = calloc(n ? n : 1, sizeof(*objs));
+	static uint8_t zero[4096];
+	uint8_t *ids = calloc(n ? n : 1, 7), *img = NULL;
+	size_t len = 0;
+	int rc;
+
+	for (size_t i = 0; i < n; i++)
+		objs[i] = zero;
+	rc = h5_fheap_build(&img, &len, ids, &p, &fmt, BASE, objs, sizes, n);
+	h5_err_clear();
+	free(img);
+	free(ids);
+	free(objs);
+	return rc;
+}
+
+START_TEST(t_heap_capacity)
+{
+	h5_fheap_params p = link_params();
+	h5_fmt fmt = { SA, SS };
+	const size_t obj[] = { 60, 300, 1000, 4096 };
+
+	for (size_t k = 0; k < sizeof(obj) / sizeof(obj[0]); k++) {
+		uint64_t cap = h5_fheap_capacity(&p, &fmt, obj[k]);
+		size_t fit = (size_t)(cap / obj[k]), over, *sizes, ncap = fit * 4 + 16;
+
+		/* a few MiB (4 MiB of blocks, less what each block cannot use) */
+		ck_assert_uint_gt(cap, (uint64_t)2 << 20);
+		ck_assert_uint_lt(cap, (uint64_t)5 << 20);
+		sizes = calloc(ncap, sizeof(*sizes));
+		for (size_t i = 0; i < ncap; i++)
+			sizes[i] = obj[k];
+		ck_assert_int_eq(build_n(sizes, fit), 0);
+		/* the first count that fails is past the capacity */
+		for (over = fit; over <= fit * 2 && build_n(sizes, over) == 0; over += 1 + fit / 64)
+			;
+		ck_assert_uint_le(over, fit * 2);
+		ck_assert_int_eq(build_n(sizes, over), H5_ERR_NOSPC);
+		/* mixed sizes up to obj[k]: still placed */
+		{
+			uint64_t sum = 0;
+			size_t n = 0;
+
+			while (sum + obj[k] <= cap && n < ncap) {
+				sizes[n] = 1 + (n * 7919) % obj[k];
+				sum += sizes[n++];
+			}
+			ck_assert_int_eq(build_n(sizes, n), 0);
+		}
+		free(sizes);
+	}
+	/* a heap that cannot be made has none */
+	p.filtered = true;
+	ck_assert_uint_eq(h5_fheap_capacity(&p, &fmt, 100), 0);
+}
+END_TEST
+
 typedef struct got_t {
 	uint8_t *p;
 	size_t n;
@@ -201,6 +267,7 @@ static Suite *make_suite(void)
 
 	tcase_add_test(tc, t_heap_shapes);
 	tcase_add_test(tc, t_heap_refusals);
+	tcase_add_test(tc, t_heap_capacity);
 	tcase_add_test(tc, t_tree_depths);
 	suite_add_tcase(s, tc);
 	return s;

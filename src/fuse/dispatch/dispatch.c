@@ -296,6 +296,7 @@ const struct fuse_lowlevel_ops h5fs_ll_ops = {
 	.readdir = op_readdir,
 	.readdirplus = op_readdirplus,
 	.releasedir = op_releasedir,
+	.fsyncdir = op_fsyncdir,
 	.open = op_open,
 	.read = op_read,
 	.release = op_release,

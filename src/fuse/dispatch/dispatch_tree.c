@@ -284,6 +284,20 @@ void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 	free(buf);
 }
 
+/* fsync of a directory: its root's changes made durable (and an error
+ * of one answered earlier, member/node.c fs_lost). syncfs(2) does not
+ * reach a FUSE daemon (the kernel sends FUSE_SYNCFS to virtiofs only). */
+void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	h5fs_mount *m = fuse_req_userdata(req);
+	struct dhandle *h = (struct dhandle *)(uintptr_t)fi->fh;
+	struct slot *s = m->identity ? m->slots[0] : h ? h->s : NULL;
+	uint64_t local = !m->identity && h ? h->local : ino;
+
+	(void)datasync;
+	fuse_reply_err(req, !s ? EBADF : s->ops->fsyncdir ? s->ops->fsyncdir(s->r, local) : 0);
+}
+
 void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	h5fs_mount *m = fuse_req_userdata(req);

@@ -85,6 +85,7 @@ struct root_ops {
 		      struct fuse_file_info *fi);
 	int (*flush)(void *r, uint64_t ino, struct fuse_file_info *fi);
 	int (*fsync)(void *r, uint64_t ino, struct fuse_file_info *fi);
+	int (*fsyncdir)(void *r, uint64_t ino);                /* NULL: 0 */
 	/* *len the full length; buf filled when it fits in size */
 	int (*listxattr)(void *r, char *buf, size_t size, size_t *len, uint64_t ino);
 	int (*getxattr)(void *r, char *buf, size_t size, size_t *len, uint64_t ino, const char *name);

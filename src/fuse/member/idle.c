@@ -1,4 +1,5 @@
-/* idle.c - the idle commit of write handles left open (write.c).
+/* idle.c - the idle commit of write handles left open (write.c), and of
+ * attribute and link changes.
  *
  * A descriptor that wrote and sits open (a script that never closes, an
  * interactive session) would hold FILE's lock, and keep its last rows
@@ -6,8 +7,32 @@
  * holding the lock whose last write is -o idle_commit seconds old is
  * committed as fsync commits it (wfile_fsync: whole rows, written bytes),
  * which gives the lock back unless a partial row is left. Pinned while in
- * use, so its release waits; one handle per look. */
+ * use, so its release waits; one handle per look.
+ *
+ * mkdir, rm, mv, setfattr commit ordered but not synced, and leave room
+ * reserved past the end of allocation (write/txn.c): once none came for
+ * -o idle_commit seconds they are made durable and that room given back
+ * (fs_meta_sync), so FILE's size is its end of allocation between
+ * sessions of changes, not only at unmount. */
 #include "wfile.h"
+
+/* Attribute and link changes idle for idle ns: made durable, FILE trimmed
+ * (fs->lock held, let go meanwhile). */
+static void meta_idle(h5fs *fs, int64_t now, int64_t idle)
+{
+	bool due;
+
+	pthread_mutex_lock(&fs->wmu);
+	due = fs->meta_unsynced && !fs->lost && now - fs->meta_ns >= idle;
+	pthread_mutex_unlock(&fs->wmu);
+	if (!due)
+		return;
+	pthread_mutex_unlock(&fs->lock);
+	if (fs_meta_sync(fs) == 0)
+		h5fs_log(fs, LOG_INFO, "attribute and link changes idle for %u s: fsync'd, %s trimmed to its end "
+			 "of allocation", fs->cfg.idle_commit, h5_file_path(fs->f));
+	pthread_mutex_lock(&fs->lock);
+}
 
 static void *idler(void *arg)
 {
@@ -33,8 +58,10 @@ static void *idler(void *arg)
 			    now - __atomic_load_n(&w->last_ns, __ATOMIC_RELAXED) >= idle)
 				pick = w;
 		}
-		if (!pick)
+		if (!pick) {
+			meta_idle(fs, now, idle);
 			continue;
+		}
 		pick->pins++;
 		pthread_mutex_unlock(&fs->lock);
 		/* looked at again after another idle period, whatever happens */

@@ -13,8 +13,11 @@
 
 void fs_meta_changed(h5fs *fs)
 {
+	int64_t now = member_now_ns();
+
 	pthread_mutex_lock(&fs->wmu);
 	fs->meta_unsynced = true;
+	fs->meta_ns = now;
 	pthread_mutex_unlock(&fs->wmu);
 }
 
@@ -27,9 +30,10 @@ int fs_meta_sync(h5fs *fs)
 	xbatch_flush(fs);
 	pthread_mutex_lock(&fs->wmu);
 	pending = fs->meta_unsynced;
+	err = fs->lost;
 	pthread_mutex_unlock(&fs->wmu);
-	if (!pending)
-		return 0;
+	if (err || !pending)
+		return err;     /* lost: FILE stays at its last good commit */
 	err = fs_write_begin(fs);
 	if (err)
 		return err;
@@ -40,7 +44,20 @@ int fs_meta_sync(h5fs *fs)
 		pthread_mutex_unlock(&fs->wmu);
 	}
 	fs_write_end(fs);
-	return rc < 0 ? h5err_logged(fs, rc, "fsync", "/", NULL, UINT64_MAX) : 0;
+	if (rc < 0) {
+		/* committed changes were answered: not durable now, and a
+		 * later fsync that succeeded would say they are */
+		err = h5err_logged(fs, rc, "fsync", "/", NULL, UINT64_MAX);
+		fs_lost_set(fs, err);
+		return err;
+	}
+	return 0;
+}
+
+int member_fsyncdir(void *r, uint64_t ino)
+{
+	(void)ino;      /* every change of FILE is one commit order */
+	return fs_writable(r) ? fs_meta_sync(r) : 0;
 }
 
 /* The group node parent of FILE itself (objects of files reached by

@@ -50,6 +50,11 @@ bool fs_writable(const h5fs *fs);
  * node_use_current. The lock policy lives behind them alone. */
 int fs_write_begin(h5fs *fs);
 void fs_write_end(h5fs *fs);
+/* A change answered success could not be written (err: its errno): from
+ * now on every write gets EIO and the next fsync err (fs->lost), until
+ * unmount, which exits non-zero. fs_lost: 0 or that errno. */
+void fs_lost_set(h5fs *fs, int err);
+int fs_lost(h5fs *fs);
 void node_free(struct node *n);
 int node_make_link(struct node **out, h5fs *fs, uint64_t ino, const char *path,
 			  const char *dir, const h5_link *l, int depth);
@@ -190,6 +195,8 @@ int member_removexattr(void *r, uint64_t ino, const char *name);
  * until fs_meta_sync makes it durable (fsync, unmount). */
 void fs_meta_changed(h5fs *fs);
 int fs_meta_sync(h5fs *fs);
+/* fsync of a directory: the changes made durable, and a lost one's errno */
+int member_fsyncdir(void *r, uint64_t ino);
 /* (member/link.c) */
 int member_mkdir(void *r, uint64_t parent, const char *name);
 int member_rmdir(void *r, uint64_t parent, const char *name);

@@ -123,6 +123,11 @@ int fs_write_begin(h5fs *fs)
 
 	if (!fs_writable(fs))
 		return EROFS;
+	if (fs_lost(fs)) {
+		h5fs_log(fs, LOG_ERR, "write refused (EIO): a change answered earlier could not be written to %s; "
+			 "unmount and mount again to write", h5_file_path(fs->f));
+		return EIO;
+	}
 	for (int attempt = 0;; attempt++) {
 		uint64_t tried, now;
 
@@ -153,6 +158,25 @@ int fs_write_begin(h5fs *fs)
 		fs->stale_logged = true;
 		pthread_mutex_unlock(&fs->wmu);
 	}
+	return e;
+}
+
+void fs_lost_set(h5fs *fs, int err)
+{
+	pthread_mutex_lock(&fs->wmu);
+	if (!fs->lost)
+		fs->lost = err ? err : EIO;
+	pthread_mutex_unlock(&fs->wmu);
+	h5fs_lost_note();
+}
+
+int fs_lost(h5fs *fs)
+{
+	int e;
+
+	pthread_mutex_lock(&fs->wmu);
+	e = fs->lost;
+	pthread_mutex_unlock(&fs->wmu);
 	return e;
 }
 

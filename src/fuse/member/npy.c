@@ -106,6 +106,13 @@ void npy_pending_free(h5fs *fs)
 	}
 }
 
+/* A put's error: past the declared end EFBIG, out of order EINVAL, a full
+ * disk or a failing one what it is (ENOSPC, EIO), as for any file. */
+static int put_errno(int rc)
+{
+	return rc == H5_ERR_RANGE ? EFBIG : rc == H5_ERR_INVAL ? EINVAL : h5fs_errno(rc);
+}
+
 static int fail(h5fs *fs, struct npy_stream *s, int e, const char *why)
 {
 	h5fs_log(fs, LOG_NOTICE, "np.save %s: %s: no dataset made", show_path(s->name), why);
@@ -191,7 +198,7 @@ static int do_write(h5fs *fs, struct npy_stream *s, const char *buf, size_t size
 		if ((uint64_t)off < s->h.data_offset)
 			return fail(fs, s, EINVAL, "the header written again after the data began");
 		rc = h5_dset_writer_put(s->dw, (uint64_t)off - s->h.data_offset, buf, size);
-		return rc < 0 ? fail(fs, s, rc == H5_ERR_RANGE ? EFBIG : EINVAL, h5_err_msg()) : 0;
+		return rc < 0 ? fail(fs, s, put_errno(rc), h5_err_msg()) : 0;
 	}
 	if ((size_t)off != s->hlen)
 		return fail(fs, s, EINVAL, "the stream's first bytes written out of order");
@@ -235,7 +242,7 @@ parsed:
 	if ((rc = start(fs, s)) != 0)
 		return rc;
 	if (size && (rc = h5_dset_writer_put(s->dw, (uint64_t)off - s->h.data_offset, buf, size)) < 0)
-		return fail(fs, s, rc == H5_ERR_RANGE ? EFBIG : EINVAL, h5_err_msg());
+		return fail(fs, s, put_errno(rc), h5_err_msg());
 	return 0;
 }
 
@@ -319,8 +326,14 @@ int npy_flush(h5fs *fs, struct npy_stream *s, bool closing)
 
 	pthread_mutex_lock(&s->mu);
 	/* (nothing written: an empty file, which the placeholder is) */
-	if (!s->err && !s->done && (!s->known || h5_dset_writer_missing(s->dw)) && !(!s->known && s->hlen == 0))
-		e = closing ? EINVAL : 0;
+	if (!s->err && !s->done && (!s->known || h5_dset_writer_missing(s->dw)) && !(!s->known && s->hlen == 0) &&
+	    closing) {
+		/* closed before its header's bytes came: nothing is made, and
+		 * the space the header declared goes back now (the release
+		 * comes later, after the writer's next np.save maybe) */
+		e = fail(fs, s, EINVAL, "closed before the stream ended");
+		h5_dset_writer_abandon(s->dw);
+	}
 	if (s->err || s->done || !s->known || h5_dset_writer_missing(s->dw))
 		goto out;
 	base = strrchr(s->name, '/');

@@ -51,12 +51,16 @@ static void member_stop(void *r)
 {
 	h5fs *fs = r;
 
+	int err;
+
 	h5fs_stop_watching(r);
 	npy_rename_stop(fs);
 	xbatch_stop(fs);
 	wfile_idler_stop(fs);
-	if (fs_writable(fs) && fs_meta_sync(fs) != 0)
-		h5fs_log(fs, LOG_ERR, "unmounting: the attribute and link changes could not be fsync'd");
+	if (fs_writable(fs) && (err = fs_meta_sync(fs)) != 0)
+		h5fs_log(fs, LOG_ERR, "unmounting: %s: %s", fs_lost(fs) ? "changes answered earlier were lost, FILE "
+			 "is at its last good commit" : "the attribute and link changes could not be fsync'd",
+			 strerror(err));
 }
 
 static void member_free(void *r)
@@ -98,6 +102,7 @@ const struct root_ops h5fs_member_ops = {
 	.write = member_write,
 	.flush = member_flush,
 	.fsync = member_fsync,
+	.fsyncdir = member_fsyncdir,
 	.listxattr = views_listxattr,
 	.getxattr = views_getxattr,
 	.setxattr = views_setxattr,

@@ -691,9 +691,13 @@ int wfile_fsync(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	return rc < 0 ? h5err_logged(fs, rc, "fsync", w->n->path, NULL, w->n->addr) : e;
 }
 
+/* The handle's rows, then what setfattr, mkdir, ... committed (xbatch
+ * included), and the errno of a change answered earlier and lost. */
 int member_fsync(void *r, uint64_t ino, struct fuse_file_info *fi)
 {
-	return wfile_fsync(r, wfile_of(fi), ino);
+	int err = wfile_fsync(r, wfile_of(fi), ino), e2 = fs_writable(r) ? fs_meta_sync(r) : 0;
+
+	return err ? err : e2;
 }
 
 /* Handles whose release never came (FILE unmounted while they were
@@ -728,7 +732,7 @@ void handles_free(h5fs *fs)
 void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 {
 	size_t partial = 0;
-	int rc;
+	int rc, e;
 
 	handle_del(fs, &w->link);
 	pthread_mutex_lock(&fs->lock);   /* the idler may be committing it */
@@ -744,9 +748,14 @@ void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	pthread_mutex_lock(&w->q->apply);
 	rc = w->a && has_rows(w) ? h5_append_flush(w->a) : 0;
 	wfile_refresh(fs, w, ino);
-	if (rc < 0)
-		h5fs_log(fs, LOG_ERR, "append %s: %s", show_path(w->n->path), h5_err_msg());
-	ow_flush(fs, w, ino);   /* logs its errors */
+	if (rc < 0) {
+		/* rows answered and not written: never only a log line */
+		h5fs_log(fs, LOG_ERR, "append %s: rows answered earlier are lost: %s", show_path(w->n->path),
+			 h5_err_msg());
+		fs_lost_set(fs, h5fs_errno(rc));
+	}
+	if ((e = ow_flush(fs, w, ino)) != 0)
+		fs_lost_set(fs, e);     /* bytes answered, not written (logged) */
 	h5_overwrite_close(w->ow);
 	rc = h5_append_close(w->a, &partial);
 	pthread_mutex_lock(&w->q->mu);

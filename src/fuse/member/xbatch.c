@@ -6,21 +6,29 @@
  * A commit costs an fsync (the new space durable before the switch), and
  * in dense storage a store written anew: a script setting 10,000
  * attributes of a group paid both 10,000 times (quadratic in the store's
- * size). So `setfattr -n user.NAME -v TEXT` is checked (a new name: not
- * there; an existing attribute: TEXT parses in its type, h5_attr_set_check;
- * a name set again while pending: its value replaced), answered, and kept
- * here; the
- * batch is committed by one engine call (h5_attr_write_batch: one heap
- * collection, one store written, one commit) when
+ * size). So `setfattr -n user.NAME -v TEXT` is checked before it is
+ * answered - everything its commit could fail on (issue 47): TEXT parses
+ * in the attribute's type, the message fits its place, a new name does
+ * not move the attributes to dense storage, the dense heap has room
+ * (h5_attr_set_check, with the batch's h5_attr_room), and the disk space
+ * the commit may take is allocated (h5_file_reserve; ENOSPC now) - then
+ * answered and kept here (a name set again while pending: its value
+ * replaced). A change the batch cannot promise is made at once by the
+ * caller (xattr.c), which gives its real error. The batch is committed
+ * by one engine call (h5_attr_write_batch: one heap collection, one
+ * store written, one commit) when
  *   - an xattr of any object is read or changed otherwise, a link changes,
  *     a dataset is opened for writing, or the mount is fsync'd or
  *     unmounted (xbatch_flush);
  *   - another object's attribute comes, or the batch is full;
- *   - XB_IDLE_MS passed without one (the flusher thread).
+ *   - XB_IDLE_MS passed without one, or XB_MAX_MS since its first (the
+ *     flusher thread, which then fsyncs and cuts FILE to its end of
+ *     allocation).
  * A crash meanwhile leaves the batch not done (each change done or not
  * done, as every commit); FILE's lock is held from the first accepted
- * change to the commit, as for appended rows. A commit that fails is
- * logged (the changes were answered already); the next ones go on.
+ * change to the commit, as for appended rows. A commit that still fails
+ * (an I/O error) is never only a log line: fs_lost_set makes the next
+ * fsync return it, every later write EIO, and the unmount exit 1.
  */
 #include "member.h"
 #include "xattrs.h"
@@ -29,6 +37,7 @@
 #include <time.h>
 
 #define XB_IDLE_MS 20
+#define XB_MAX_MS 100   /* from a batch's first change, whatever follows */
 #define XB_MAX_ITEMS 4096
 #define XB_MAX_BYTES ((size_t)8 << 20)
 
@@ -43,7 +52,10 @@ struct xbatch {
 	h5_attr_str *it;        /* the changes, as the engine takes them (name
 				 * without "user.", value: strings owned here) */
 	size_t count, cap, bytes;
-	int64_t last_ns;
+	h5_attr_room room;      /* what the batch promised (h5_attr_set_check) */
+	uint64_t reserved;      /* disk space allocated for its commit (h5_file_reserve) */
+	int64_t first_ns, last_ns;
+	bool timed;             /* committed by the flusher: FILE trimmed after */
 };
 
 /* The node let go, and freed if it was forgotten meanwhile (as the live
@@ -71,9 +83,13 @@ static void commit_locked(h5fs *fs, struct xbatch *xb)
 	if (!xb->count)
 		return;
 	rc = h5_attr_write_batch(&done, xb->u.f, xb->u.addr, xb->it, xb->count);
-	if (rc < 0)
+	if (rc < 0) {
+		/* answered already: never only a log line (fs_lost_set: the
+		 * next fsync says it, writes get EIO, unmount fails) */
 		h5fs_log(fs, LOG_ERR, "setxattr %s: %zu of %zu attribute changes committed, the rest lost: %s",
 			 show_path(xb->n->path), done, xb->count, h5_err_msg());
+		fs_lost_set(fs, h5fs_errno(rc));
+	}
 	h5_err_clear();
 	for (size_t i = 0; i < xb->count; i++) {
 		free((char *)xb->it[i].name);
@@ -81,6 +97,8 @@ static void commit_locked(h5fs *fs, struct xbatch *xb)
 	}
 	__atomic_store_n(&xb->count, 0, __ATOMIC_RELEASE);
 	xb->bytes = 0;
+	xb->room = (h5_attr_room){ 0 };
+	xb->reserved = 0;
 	node_use_end(&xb->u);
 	node_let_go(fs, xb->n);
 	xb->n = NULL;
@@ -99,7 +117,12 @@ void xbatch_flush(h5fs *fs)
 	pthread_mutex_unlock(&xb->mu);
 }
 
-/* The flusher: commits a batch XB_IDLE_MS after its last change. */
+/* The flusher: commits a batch XB_IDLE_MS after its last change, and at
+ * the latest XB_MAX_MS after its first (a loop of changes would keep it
+ * pending for ever, and a crash would lose all of them); then makes it
+ * durable and gives back the room past the end of allocation that
+ * commits reserve (fs_meta_sync: h5_file_write_sync), so FILE's size is
+ * its end of allocation between sessions of changes. */
 static void *flusher(void *arg)
 {
 	struct xbatch *xb = arg;
@@ -107,14 +130,25 @@ static void *flusher(void *arg)
 
 	pthread_mutex_lock(&xb->mu);
 	while (!xb->stop) {
+		if (xb->timed && !xb->count) {
+			xb->timed = false;
+			pthread_mutex_unlock(&xb->mu);
+			fs_meta_sync(fs);       /* logs its errors; fs_lost after one */
+			pthread_mutex_lock(&xb->mu);
+			continue;
+		}
 		if (!xb->count) {
 			pthread_cond_wait(&xb->cv, &xb->mu);
 			continue;
 		}
 		int64_t due = xb->last_ns + (int64_t)XB_IDLE_MS * 1000000, now = member_now_ns();
+		int64_t cap = xb->first_ns + (int64_t)XB_MAX_MS * 1000000;
 
+		if (cap < due)
+			due = cap;
 		if (now >= due) {
 			commit_locked(fs, xb);
+			xb->timed = true;
 			continue;
 		}
 		pthread_mutex_unlock(&xb->mu);
@@ -172,6 +206,8 @@ static int begin_locked(h5fs *fs, struct xbatch *xb, struct node *n)
 	n->busy++;
 	pthread_mutex_unlock(&fs->lock);
 	xb->n = n;
+	xb->room = (h5_attr_room){ 0 };
+	xb->reserved = 0;
 	return 0;
 }
 
@@ -229,6 +265,36 @@ static int push(struct xbatch *xb, const char *name, size_t name_len, const char
 	return 0;
 }
 
+/* The disk space the batch's commit may take, allocated before the
+ * change is answered (doubling, so a long batch asks a few times): a full
+ * disk is ENOSPC now, never a change lost after its answer. Once space is
+ * freed the next change gets it. */
+static int reserve(h5fs *fs, struct xbatch *xb, const char *name, size_t name_len)
+{
+	uint64_t need = xb->room.need, want;
+	int rc;
+
+	if (need <= xb->reserved)
+		return 0;
+	want = need < 2 * xb->reserved ? 2 * xb->reserved : need;
+	rc = h5_file_reserve(xb->u.f, want);
+	if (rc < 0 && want > need) {
+		h5_err_clear();
+		want = need;
+		rc = h5_file_reserve(xb->u.f, want);
+	}
+	if (rc < 0) {
+		int e = h5fs_errno(rc);
+
+		h5fs_log(fs, LOG_ERR, "setxattr %s user.%.*s: refused (%s): %s", show_path(xb->n->path),
+			 (int)name_len, name, strerror(e), h5_err_msg());
+		h5_err_clear();
+		return e;
+	}
+	xb->reserved = want;
+	return 0;
+}
+
 /* The change of NAME checked and kept (xb->mu held, the batch begun on
  * its object): 0, an errno, or -1 for the caller's way. */
 static int accept_locked(h5fs *fs, struct xbatch *xb, const char *name, size_t name_len, const char *val,
@@ -236,7 +302,7 @@ static int accept_locked(h5fs *fs, struct xbatch *xb, const char *name, size_t n
 {
 	int raw = fs->cfg.xattr_raw;
 	size_t at = pending_at(xb, name, name_len);
-	int rc;
+	int rc, err;
 
 	if (at != SIZE_MAX && (flags & XATTR_CREATE))
 		return EEXIST;
@@ -245,8 +311,13 @@ static int accept_locked(h5fs *fs, struct xbatch *xb, const char *name, size_t n
 	/* an existing attribute: its new value must parse in its type now,
 	 * as h5_attr_write would take it (else the caller's way gives the
 	 * error, after the batch is committed) */
-	rc = h5_attr_set_check(xb->u.f, xb->u.addr, name, name_len, val, len, raw);
+	rc = h5_attr_set_check(&xb->room, xb->u.f, xb->u.addr, name, name_len, val, len, raw);
+	if (rc < 0 && rc != H5_ERR_NOTFOUND)
+		h5fs_log(fs, LOG_DEBUG, "setxattr %s: user.%.*s made at once, not behind: %s", show_path(xb->n->path),
+			 (int)name_len, name, h5_err_msg());
 	h5_err_clear();
+	if ((rc == 0 || rc == H5_ERR_NOTFOUND) && (err = reserve(fs, xb, name, name_len)) != 0)
+		return err;
 	if (at != SIZE_MAX)
 		return rc == 0 ? revalue(xb, &xb->it[at], val, len) : -1;
 	if (rc == 0)
@@ -271,8 +342,10 @@ int xbatch_add(h5fs *fs, struct node *n, const char *name, size_t name_len, cons
 	err = accept_locked(fs, xb, name, name_len, val, len, flags);
 	if (!err) {
 		xb->last_ns = member_now_ns();
-		if (xb->count == 1)
+		if (xb->count == 1) {
+			xb->first_ns = xb->last_ns;
 			pthread_cond_signal(&xb->cv);
+		}
 	}
 	if (xb->count == 0) {
 		/* nothing pending after all: the object and the lock let go */

@@ -570,5 +570,9 @@ int main(int argc, char **argv)
 	if (ret < 0)
 		ret = run(&d);
 	daemon_free(&d);
+	/* a change answered success and then lost (write-behind: an I/O
+	 * error after the answer) fails the unmount, as it failed fsync */
+	if (ret == TOOL_EXIT_OK && h5fs_lost_any())
+		ret = TOOL_EXIT_RUNTIME;
 	return ret;
 }

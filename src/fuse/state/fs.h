@@ -200,8 +200,15 @@ struct h5fs {
 	uint64_t wepoch;
 	/* setfattr's write-behind (member/xbatch.c; made at its first use) */
 	struct xbatch *xb;
-	/* attribute or link changes committed but not fsync'd (under wmu) */
+	/* attribute or link changes committed but not fsync'd, and when the
+	 * last was (under wmu; member/idle.c makes them durable) */
 	bool meta_unsynced;
+	int64_t meta_ns;
+	/* A change answered before it was written failed (write-behind):
+	 * its errno, kept until unmount (under wmu; ext4's errors=remount-ro
+	 * is the model): the next fsync returns it, every later write gets
+	 * EIO, and the daemon exits non-zero (h5fs_lost_note) */
+	int lost;
 	/* shown as writable although opened read-only: FILE may be written
 	 * but another process holds it (a collection's member), so that
 	 * the modes shown never depend on who holds the lock */

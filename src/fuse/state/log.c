@@ -125,3 +125,17 @@ void reply_h5err(h5fs *fs, fuse_req_t req, int rc, const char *op, const char *p
 {
 	reply_h5err_obj(fs, req, rc, op, path, name, UINT64_MAX);
 }
+
+/* ---- changes lost after their answer ------------------------------------ */
+
+static int lost_count;
+
+void h5fs_lost_note(void)
+{
+	__atomic_add_fetch(&lost_count, 1, __ATOMIC_RELAXED);
+}
+
+int h5fs_lost_any(void)
+{
+	return __atomic_load_n(&lost_count, __ATOMIC_RELAXED) != 0;
+}

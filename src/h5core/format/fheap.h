@@ -38,6 +38,15 @@ typedef struct h5_fheap_params {
 } h5_fheap_params;
 
 int h5_fheap_params_get(h5_fheap_params *p, const h5_fheap *h);
+/* An upper bound of the bytes h's managed objects take, block prefixes
+ * included (III.G: "Amount of Allocated Managed Space in Heap" less "Free
+ * Space in Managed Blocks", within the managed address space). */
+uint64_t h5_fheap_managed_bytes(const h5_fheap *h);
+/* A lower bound of the object bytes h5_fheap_build places in a heap made
+ * with p when no object is longer than max_obj: what the blocks it may
+ * use hold, less max_obj - 1 per block (an object does not span blocks).
+ * 0 when p cannot make a heap. */
+uint64_t h5_fheap_capacity(const h5_fheap_params *p, const h5_fmt *fmt, size_t max_obj);
 /* The image (*img, malloc'd, *len bytes) of a heap whose header is at base
  * and whose blocks follow it, holding the n objects objs[i] (lens[i]
  * bytes, each a managed object); their heap IDs (id_len bytes each) into

@@ -137,10 +137,10 @@ static int fh_hdr_decode(fh_hdr *h, const h5_fmt *fmt, uint64_t addr, const uint
 	h->max_man_size = h5_rd_u32(&r);
 	h->next_huge_id = h5_rd_uint(&r, fmt->sizeof_size);
 	h->huge_bt2_addr = h5_rd_addr(&r, fmt);
-	h5_rd_skip(&r, fmt->sizeof_size);   /* free space in managed blocks */
+	h->man_free = h5_rd_uint(&r, fmt->sizeof_size);    /* free space in managed blocks */
 	h->fs_addr = h5_rd_addr(&r, fmt);   /* free-space manager address */
 	h->man_size = h5_rd_uint(&r, fmt->sizeof_size);
-	h5_rd_skip(&r, fmt->sizeof_size);   /* allocated managed space */
+	h->man_alloc = h5_rd_uint(&r, fmt->sizeof_size);   /* allocated managed space */
 	h5_rd_skip(&r, fmt->sizeof_size);   /* direct block allocation iterator */
 	h->man_nobjs = h5_rd_uint(&r, fmt->sizeof_size);
 	h->huge_size = h5_rd_uint(&r, fmt->sizeof_size);

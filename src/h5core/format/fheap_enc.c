@@ -47,6 +47,15 @@ int h5_fheap_params_get(h5_fheap_params *p, const h5_fheap *fh)
 	return 0;
 }
 
+uint64_t h5_fheap_managed_bytes(const h5_fheap *fh)
+{
+	const fh_hdr *h = fh->hdr;
+
+	/* the counters are the writer's word: the address space bounds them */
+	return h->man_alloc >= h->man_free && h->man_alloc - h->man_free <= h->man_size ? h->man_alloc - h->man_free
+											: h->man_size;
+}
+
 /* A place in the doubling table: the root's row and column and, in a
  * child indirect block (a root row past the direct rows), the child's. */
 typedef struct fe_pos {
@@ -117,6 +126,49 @@ static uint64_t rows_free(const fh_hdr *g, unsigned nrows)
 	return f;
 }
 
+/* The geometry of a heap made with p, derived as the decoder derives it. */
+static int geometry(fh_hdr *g, const h5_fheap_params *p, const h5_fmt *fmt, uint64_t base)
+{
+	memset(g, 0, sizeof(*g));
+	g->fmt = *fmt;
+	g->addr = base;
+	g->id_len = p->id_len;
+	g->width = p->width;
+	g->start_block_size = p->start_block_size;
+	g->max_direct_size = p->max_direct_size;
+	g->max_heap_bits = p->max_heap_bits;
+	g->max_man_size = p->max_man_size;
+	g->flags = p->checksum_dblocks ? FH_FLAG_CHECKSUM_DBLOCKS : 0;
+	return h5_fh_hdr_derive(g);
+}
+
+/* p is past what h5_fheap_build uses: the root's direct rows and one
+ * level of child indirect blocks whose rows are all direct. */
+static bool past_two_levels(const fe_pos *p, const fh_hdr *g)
+{
+	return p->row >= g->max_root_rows || (p->row >= g->max_direct_rows && child_rows(g, p->row) > g->max_direct_rows);
+}
+
+uint64_t h5_fheap_capacity(const h5_fheap_params *p, const h5_fmt *fmt, size_t max_obj)
+{
+	fh_hdr g;
+	fe_pos at = { 0 };
+	uint64_t total = 0;
+
+	if (p->filtered || geometry(&g, p, fmt, 0) < 0 || max_obj == 0) {
+		h5_err_clear();
+		return 0;
+	}
+	for (; !past_two_levels(&at, &g); pos_next(&at, &g)) {
+		uint64_t size, off;
+
+		pos_block(&size, &off, &at, &g);
+		if (size > g.dblock_overhead + (max_obj - 1))
+			total += size - g.dblock_overhead - (max_obj - 1);
+	}
+	return total;
+}
+
 #define PUT(v, sz) do { h5_le_encode(q, (v), (sz)); q += (sz); } while (0)
 
 /* An indirect block at ib: nrows rows at heap offset off, its entries
@@ -155,17 +207,7 @@ int h5_fheap_build(uint8_t **img, size_t *len, uint8_t *ids, const h5_fheap_para
 	*len = 0;
 	if (p->filtered)
 		return h5_err_set(H5_ERR_UNSUPPORTED, "fractal heap encoder: filtered heaps are not written");
-	/* the geometry, derived as the decoder derives it */
-	g.fmt = *fmt;
-	g.addr = base;
-	g.id_len = p->id_len;
-	g.width = p->width;
-	g.start_block_size = p->start_block_size;
-	g.max_direct_size = p->max_direct_size;
-	g.max_heap_bits = p->max_heap_bits;
-	g.max_man_size = p->max_man_size;
-	g.flags = p->checksum_dblocks ? FH_FLAG_CHECKSUM_DBLOCKS : 0;
-	rc = h5_fh_hdr_derive(&g);
+	rc = geometry(&g, p, fmt, base);
 	if (rc < 0)
 		return rc;
 	if (1u + g.heap_off_size + g.heap_len_size > g.id_len)
@@ -192,8 +234,7 @@ int h5_fheap_build(uint8_t **img, size_t *len, uint8_t *ids, const h5_fheap_para
 			/* one level of child indirect blocks, whose rows are all
 			 * direct: 4 MiB with libhdf5's parameters for links and
 			 * attributes */
-			if (at.row >= g.max_root_rows ||
-			    (at.row >= g.max_direct_rows && child_rows(&g, at.row) > g.max_direct_rows)) {
+			if (past_two_levels(&at, &g)) {
 				rc = h5_err_set(H5_ERR_NOSPC, "fractal heap encoder: %zu objects need more than two "
 						"levels of the doubling table", n);
 				goto out;

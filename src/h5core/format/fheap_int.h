@@ -29,6 +29,7 @@ typedef struct fh_hdr {
 	uint64_t next_huge_id;
 	uint64_t huge_bt2_addr;
 	uint64_t man_size;          /* size of the managed linear address space */
+	uint64_t man_alloc, man_free;       /* bytes of its direct blocks, free in them */
 	uint64_t man_nobjs, huge_nobjs, tiny_nobjs;
 	uint64_t huge_size;
 	uint16_t width;

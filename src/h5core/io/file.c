@@ -235,6 +235,18 @@ int h5_file_truncate(h5_file *f, uint64_t size)
 	return f->src->ops->truncate(f->src, size);
 }
 
+int h5_file_allocate(h5_file *f, uint64_t addr, uint64_t len)
+{
+	if (!f->src->ops->truncate)
+		return h5_err_set(H5_ERR_ROFS, "file is not open for writing");
+	if (f->lazy_lock && !__atomic_load_n(&f->locked, __ATOMIC_ACQUIRE))
+		return h5_err_set(H5_ERR_BUSY, "%s: allocated without its lock", f->path);
+	if (!f->src->ops->allocate || len == 0)
+		return 0;
+	f->wrote = true;
+	return f->src->ops->allocate(f->src, addr, len);
+}
+
 static void stamp_from(h5_file_stamp *s, const struct stat *st)
 {
 	s->dev = (uint64_t)st->st_dev;

@@ -217,6 +217,9 @@ void h5_file_sync_hint(h5_file *f, uint64_t addr, uint64_t len);
  * and setting it (appends). */
 int h5_file_size(h5_file *f, uint64_t *out);
 int h5_file_truncate(h5_file *f, uint64_t size);
+/* [addr, addr+len) allocated (absolute; the object extended with zeros):
+ * writes there find their space (a source without allocate: 0). */
+int h5_file_allocate(h5_file *f, uint64_t addr, uint64_t len);
 
 /* Stamps: a local file's fstat as opened (h5_file_stamp_take, at open),
  * and the H5_CHANGED_* bits of f's own bytes and path against it (the

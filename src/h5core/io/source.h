@@ -37,6 +37,9 @@ typedef struct h5_source_ops {
 	void (*sync_hint)(h5_source *s, uint64_t off, uint64_t len);
 	/* Set the object's size (extend with zeros or cut). NULL: read-only. */
 	int (*truncate)(h5_source *s, uint64_t size);
+	/* Allocate [off, off+len) (extending the object with zeros): later
+	 * writes there cannot run out of space. NULL: not needed (memory). */
+	int (*allocate)(h5_source *s, uint64_t off, uint64_t len);
 	/* The object's current size, asked again (appends, fstat). Required. */
 	int (*size)(h5_source *s, uint64_t *out);
 	/* A descriptor the FUSE side may splice from, or -1 (remote, memory). */

@@ -87,6 +87,18 @@ static int local_truncate(h5_source *s, uint64_t size)
 	return 0;
 }
 
+/* posix_fallocate: fallocate(2) where the file system has it (ext4, xfs,
+ * tmpfs), else glibc writes zeros into the holes. */
+static int local_allocate(h5_source *s, uint64_t off, uint64_t len)
+{
+	int e = posix_fallocate(((local_source *)s)->fd, (off_t)off, (off_t)len);
+
+	if (e)
+		return h5_err_set(write_err(e), "allocating %llu bytes at 0x%llx: %s", (unsigned long long)len,
+				  (unsigned long long)off, strerror(e));
+	return 0;
+}
+
 static int local_size(h5_source *s, uint64_t *out)
 {
 	struct stat st;
@@ -132,6 +144,7 @@ static const h5_source_ops local_ops = {
 	.sync = local_sync,
 	.sync_hint = local_sync_hint,
 	.truncate = local_truncate,
+	.allocate = local_allocate,
 	.size = local_size,
 	.fd = local_fd,
 	.close = local_close,

@@ -107,6 +107,20 @@ static int trace_truncate(h5_source *s, uint64_t size)
 	return rc < 0 ? rc : trace_log(t, 'T', size, NULL, 0);
 }
 
+/* Space allocated ahead (h5_file_reserve): a size change when it extends
+ * the object (the inner source's allocate, else its truncate). */
+static int trace_allocate(h5_source *s, uint64_t off, uint64_t len)
+{
+	trace_source *t = (trace_source *)s;
+	uint64_t size = 0, end = off + len;
+	int rc = t->inner->ops->size(t->inner, &size);
+
+	if (rc < 0 || end <= size)
+		return rc;
+	rc = t->inner->ops->allocate ? t->inner->ops->allocate(t->inner, off, len) : t->inner->ops->truncate(t->inner, end);
+	return rc < 0 ? rc : trace_log(t, 'T', end, NULL, 0);
+}
+
 static int trace_size(h5_source *s, uint64_t *out)
 {
 	trace_source *t = (trace_source *)s;
@@ -147,6 +161,7 @@ static const h5_source_ops trace_ops = {
 	.sync = trace_sync,
 	.sync_hint = trace_sync_hint,
 	.truncate = trace_truncate,
+	.allocate = trace_allocate,
 	.size = trace_size,
 	.fd = trace_fd,
 	.close = trace_close,

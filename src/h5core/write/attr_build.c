@@ -114,8 +114,15 @@ static int new_value(uint8_t **data, size_t *dlen, h5_attr_hdr *h, uint8_t *dt, 
 		if (rc == 0 && n != nelmts)
 			rc = h5_err_set(H5_ERR_INVAL, "%zu strings given, the attribute has %llu", n,
 					(unsigned long long)nelmts);
-		if (rc == 0 && !dry)
+		if (rc == 0 && !dry) {
 			rc = h5_attr_vstr_data(data, dlen, f, s, l, n);
+		} else if (rc == 0) {
+			/* checked only: elements of their size (the message's
+			 * size is checked), no collection written */
+			*dlen = n * (8 + (size_t)f->fmt.sizeof_addr);
+			if (!(*data = calloc(1, *dlen + 1)))
+				rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+		}
 	} else if (t->cls == H5T_STRING) {
 		size_t width = 1;
 
@@ -259,6 +266,10 @@ int h5_attr_build(uint8_t **msg, size_t *mlen, h5_file *f, const h5_ohdr *oh, co
 					rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
 				else
 					memcpy(data, ch->vdata, dlen);
+			} else if (rc == 0 && ch->dry) {
+				dlen = 8 + f->fmt.sizeof_addr;
+				if (!(data = calloc(1, dlen)))
+					rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
 			} else if (rc == 0) {
 				rc = h5_attr_vstr_data(&data, &dlen, f, &s, &l, 1);
 			}
@@ -269,7 +280,7 @@ int h5_attr_build(uint8_t **msg, size_t *mlen, h5_file *f, const h5_ohdr *oh, co
 			h.dt_size = dtlen;
 		}
 	}
-	if (rc == 0 && !ch->dry)
+	if (rc == 0)
 		rc = h5_attr_encode(msg, mlen, &h, data, dlen);
 	h5_attr_msg_clear(&a);
 	free(data);

@@ -23,6 +23,8 @@
 #include "ohdr_edit.h"
 #include "txn.h"
 #include "dense_write.h"
+#include "dense.h"
+#include "fheap.h"
 #include "attr_write_int.h"
 
 #define AINFO_TRACK_CORDER 0x01
@@ -409,13 +411,67 @@ static int check_found(const h5_dense_rec *r, void *ud)
 	return 0;
 }
 
-int h5_attr_set_check(h5_file *f, uint64_t addr, const char *name, size_t name_len, const void *val, size_t len,
-		      int raw)
+/* The place the change's message goes (room: the batch's changes before
+ * it): a header message at most 64 KiB (IV.A.1); a dense store's object
+ * at most the heap's largest managed object and its heap within what
+ * h5_fheap_build places (fheap_enc.c; the store is written anew with every
+ * object); a new name in a v2 header below its compact maximum (else
+ * every attribute moves to dense storage, to_dense, which may fail: done
+ * at once, not promised). H5_ERR_LIMIT for such a change. */
+static int place_check(const h5_attr_room *room, h5_file *f, const h5_ohdr *oh, const found *fd, const h5_dense *d,
+		       size_t mlen, bool isnew, const char *name, size_t name_len)
+{
+	size_t nnew = room ? room->nnew : 0;
+	uint64_t bytes = room ? room->bytes : 0;
+
+	if (d) {
+		h5_fheap_params hp;
+		uint64_t used = h5_fheap_managed_bytes(d->heap), cap;
+
+		h5_fheap_params_get(&hp, d->heap);
+		cap = h5_fheap_capacity(&hp, &f->fmt, hp.max_man_size);
+		if (mlen > hp.max_man_size)
+			return h5_err_set(H5_ERR_LIMIT, "attribute \"%.*s\": a message of %zu bytes is more than its "
+					  "dense storage holds (%u)", (int)name_len, name, mlen, hp.max_man_size);
+		if (used > cap || bytes + mlen > cap - used)
+			return h5_err_set(H5_ERR_LIMIT, "attribute \"%.*s\": the dense storage of object 0x%llx is "
+					  "near its heap's capacity (%llu bytes)", (int)name_len, name,
+					  (unsigned long long)oh->addr, (unsigned long long)cap);
+		return 0;
+	}
+	if (mlen > 65535 - 16)
+		return h5_err_set(H5_ERR_LIMIT, "attribute \"%.*s\": a message of %zu bytes is larger than a header "
+				  "message can be (64 KiB)", (int)name_len, name, mlen);
+	if (isnew && oh->version >= 2 && fd->nattrs + nnew + 1 > max_compact(oh))
+		return h5_err_set(H5_ERR_LIMIT, "attribute \"%.*s\": object 0x%llx's attributes move to dense "
+				  "storage", (int)name_len, name, (unsigned long long)oh->addr);
+	return 0;
+}
+
+/* What the batch's commit may write in new space: the global heap
+ * collection of new strings; in compact storage a commit per change, each
+ * of which may move messages to a new continuation chunk (three times the
+ * messages, and 1 KiB each); a dense store written anew once (its heap
+ * and two indexes: twice its objects and the new ones, 64 bytes of index
+ * records each). Generous: what is not used is given back (h5_txn_sync). */
+static uint64_t batch_need(const h5_attr_room *room, const h5_dense *d)
+{
+	uint64_t need = (uint64_t)64 << 10;
+
+	if (d)
+		return need + 2 * (h5_fheap_managed_bytes(d->heap) + room->bytes) + 64 * (uint64_t)room->n;
+	return need + 3 * room->bytes + 1024 * (uint64_t)room->n;
+}
+
+int h5_attr_set_check(h5_attr_room *room, h5_file *f, uint64_t addr, const char *name, size_t name_len,
+		      const void *val, size_t len, int raw)
 {
 	h5_attr_change ch = { .name = name, .name_len = name_len, .val = val ? val : "", .len = len, .raw = raw,
 		      .dry = true };
 	h5_ohdr_change c;
 	found fd;
+	h5_dense d;
+	bool dense_open = false, isnew = false;
 	uint8_t *msg = NULL;
 	size_t mlen = 0;
 	int rc;
@@ -430,25 +486,35 @@ int h5_attr_set_check(h5_file *f, uint64_t addr, const char *name, size_t name_l
 		/* one lookup in the name index, not the store loaded: the
 		 * write-behind asks this per change */
 		struct check_ctx k = { .name = name, .name_len = name_len };
-		h5_dense d;
 
 		rc = h5_dense_open(&d, f, H5_DENSE_ATTRS, fd.fheap, fd.name_bt2);
-		if (rc == 0) {
-			rc = h5_dense_find(&d, name, name_len, check_found, &k);
-			h5_dense_close(&d);
-		}
-		if (rc == H5_ERR_NOTFOUND)
-			rc = h5_err_set(H5_ERR_NOTFOUND, "no attribute \"%.*s\"", (int)name_len, name);
+		dense_open = rc == 0;
 		if (rc == 0)
+			rc = h5_dense_find(&d, name, name_len, check_found, &k);
+		isnew = rc == H5_ERR_NOTFOUND;
+		if (isnew)
+			h5_err_clear();
+		if (rc == 0 || isnew)
 			rc = h5_attr_build(&msg, &mlen, f, c.e.oh, k.msg, k.len, &ch);
 		free(k.msg);
-	} else if (rc == 0 && fd.idx == SIZE_MAX) {
-		rc = h5_err_set(H5_ERR_NOTFOUND, "no attribute \"%.*s\"", (int)name_len, name);
 	} else if (rc == 0) {
-		const h5_msg *m = &c.e.oh->msgs[fd.idx];
+		const h5_msg *m = fd.idx != SIZE_MAX ? &c.e.oh->msgs[fd.idx] : NULL;
 
-		rc = h5_attr_build(&msg, &mlen, f, c.e.oh, m->data, m->size, &ch);
+		isnew = !m;
+		rc = h5_attr_build(&msg, &mlen, f, c.e.oh, m ? m->data : NULL, m ? m->size : 0, &ch);
 	}
+	if (rc == 0)
+		rc = place_check(room, f, c.e.oh, &fd, dense_open ? &d : NULL, mlen, isnew, name, name_len);
+	if (rc == 0 && room) {
+		room->n++;
+		room->nnew += isnew;
+		room->bytes += mlen + (isnew ? len : 0);
+		room->need = batch_need(room, dense_open ? &d : NULL);
+	}
+	if (rc == 0 && isnew)
+		rc = h5_err_set(H5_ERR_NOTFOUND, "no attribute \"%.*s\"", (int)name_len, name);
+	if (dense_open)
+		h5_dense_close(&d);
 	h5_ohdr_change_close(&c);
 	pthread_mutex_unlock(&f->write_lock);
 	free(msg);

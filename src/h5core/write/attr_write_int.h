@@ -33,7 +33,8 @@ typedef struct h5_attr_change {
 int h5_attr_vstr_data(uint8_t **out, size_t *out_len, h5_file *f, const char *const *s, const size_t *l, size_t n);
 /* The new attribute message for ch (*msg, *mlen): a new value of the old
  * message old (NULL: a new attribute, or ch->typestr's replacement); with
- * ch->dry only checked (nothing written, *msg left NULL). */
+ * ch->dry nothing written to the file (variable-length strings' elements
+ * zero, of their size: *mlen is the message's). */
 int h5_attr_build(uint8_t **msg, size_t *mlen, h5_file *f, const struct h5_ohdr *oh, const uint8_t *old,
 		  size_t old_len, const h5_attr_change *ch);
 

@@ -262,6 +262,11 @@ struct h5_dset_writer {
 	size_t chunk_bytes;     /* one chunk's, unfiltered */
 	h5_pline pl;
 	h5_bt1w *bt;
+	/* the allocation end this writer left (UINT64_MAX: another write
+	 * allocated after it), and whether the dataset was made: a stream
+	 * that stops gives its space back (h5_dset_writer_free) */
+	uint64_t mark;
+	bool made;
 };
 
 static int writer_open_chunked(h5_dset_writer *w)
@@ -333,6 +338,7 @@ int h5_dset_writer_open(h5_dset_writer **out, h5_file *f, const h5_dset_new *d)
 	w->start = h5_space_end(f);
 	if (n && !d->chunked)
 		rc = h5_space_alloc(&w->d.data_addr, f, n);
+	w->mark = h5_space_end(f);
 	pthread_mutex_unlock(&f->write_lock);
 out:
 	if (rc < 0) {
@@ -474,7 +480,11 @@ int h5_dset_writer_put(h5_dset_writer *w, uint64_t off, const void *buf, size_t 
 				memset(w->slab + (w->filled - w->slab_at), 0,
 				       (size_t)(w->slab_bytes - (w->filled - w->slab_at)));
 			pthread_mutex_lock(&w->f->write_lock);
+			if (h5_space_end(w->f) != w->mark)
+				w->mark = UINT64_MAX;
 			rc = write_slab(w);
+			if (w->mark != UINT64_MAX)
+				w->mark = h5_space_end(w->f);
 			pthread_mutex_unlock(&w->f->write_lock);
 			w->slab_at += w->slab_bytes;
 		}
@@ -505,13 +515,38 @@ int h5_dset_writer_commit(uint64_t *addr, h5_dset_writer *w, uint64_t group, con
 	}
 	if (rc == 0)
 		rc = h5_dataset_create(addr, w->f, group, name, name_len, &w->d, w->start);
+	w->made = rc == 0;
 	return rc;
+}
+
+/* A stream that stopped (never made): its space - the whole dataset a
+ * header declared, or the chunks written - goes back when nothing was
+ * allocated after it, and FILE is cut to what is referenced, so that
+ * space follows the data that arrived, never a header's promise: an
+ * np.save declaring 2**40 elements and stopping leaves no 8 TiB file,
+ * and the next dataset is not placed past it. Nothing points there (the
+ * dataset is linked by its commit only), so the cut is safe in any order. */
+static void give_back(h5_dset_writer *w)
+{
+	pthread_mutex_lock(&w->f->write_lock);
+	if (w->mark != UINT64_MAX && h5_space_give_back(w->f, w->mark, w->start) < 0)
+		h5_err_clear();    /* a longer file only costs space */
+	pthread_mutex_unlock(&w->f->write_lock);
+}
+
+void h5_dset_writer_abandon(h5_dset_writer *w)
+{
+	if (w && w->f && !w->made && h5_file_writable(w->f)) {
+		give_back(w);
+		w->mark = UINT64_MAX;   /* once */
+	}
 }
 
 void h5_dset_writer_free(h5_dset_writer *w)
 {
 	if (!w)
 		return;
+	h5_dset_writer_abandon(w);
 	h5_bt1w_free(w->bt);
 	h5_pline_clear(&w->pl);
 	free(w->slab);

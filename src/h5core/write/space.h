@@ -29,5 +29,10 @@ int h5_space_extend(h5_file *f, uint64_t eoa);
 /* The end of allocated space is now `end` (the superblock says so already,
  * durably): the file is cut there. */
 int h5_space_cut(h5_file *f, uint64_t end);
+/* Space [start, mark) that nothing references goes back when the
+ * allocation end is still mark (nothing allocated after it): the
+ * allocation end drops to start and the file is cut to its EOF address
+ * or start, whichever is larger (f->write_lock held). */
+int h5_space_give_back(h5_file *f, uint64_t mark, uint64_t start);
 
 #endif

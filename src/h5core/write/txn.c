@@ -144,10 +144,15 @@ int h5_txn_last_write(h5_txn *t, uint64_t addr, const void *buf, size_t len)
 
 int h5_txn_sync(h5_file *f, bool unsynced)
 {
-	uint64_t end = h5_space_end(f);
-	bool shrink = f->eoa > end;
+	uint64_t end = h5_space_end(f), size;
+	/* also a file longer than its end of allocation (space allocated
+	 * ahead, h5_file_reserve): the superblock's EOF address is written
+	 * again before the cut, whatever this handle last wrote there, so the
+	 * file is never shorter than the address on disk */
+	bool shrink = f->eoa > end || (f->eoa == end && h5_file_size(f, &size) == 0 && size > f->base + end);
 	int rc = 0;
 
+	h5_err_clear();
 	if (shrink)
 		rc = eoa_lower(f, end);
 	if (rc == 0 && (shrink || unsynced))
