@@ -21,7 +21,6 @@ user O (uid 12345) against root's mounts with and without -o allow_other:
   nothing is made; on U's own fusermount3 mount U makes every change.
 - Controls: -o efl_any reads an absolute external name.
 Fixtures are written here with h5py."""
-import errno
 import hashlib
 import os
 import pwd
@@ -69,12 +68,23 @@ def sha(path):
         return hashlib.sha256(f.read()).hexdigest()
 
 
-def make_file(path, owner, n=1024):
+def make_file(path, owner, n=1024, uid=None):
+    """A FILE whose root attribute owner says whose it is; uid: chowned
+    to that user (and the group of U's, or the same number)."""
     with h5py.File(path, "w") as f:
         f.attrs["owner"] = owner
         f.create_dataset("app", data=np.full(10, 7 if owner == "root" else 1, dtype="i4"), maxshape=(None,),
                          chunks=(16,))
         f.create_dataset("fixed", data=np.full(n, 9 if owner == "root" else 2, dtype="i4"))
+    if uid is not None:
+        os.chown(path, uid, U.pw_gid if uid == U.pw_uid else uid)
+
+
+def u_folder(path):
+    """An empty folder of U's (made anew)."""
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    os.chown(path, U.pw_uid, U.pw_gid)
 
 
 def make_efl(path, names, size=64):
@@ -105,12 +115,9 @@ def swap_tests(base):
     for allow in (True, False):
         for kind in ("symlink", "hardlink"):
             label = "%s swapped in, rw%s" % (kind, " allow_other" if allow else "")
-            shutil.rmtree(u, ignore_errors=True)
-            os.makedirs(u)
+            u_folder(u)
             f = os.path.join(u, "f.h5")
-            make_file(f, "u")
-            os.chown(u, U.pw_uid, U.pw_gid)
-            os.chown(f, U.pw_uid, U.pw_gid)
+            make_file(f, "u", uid=U.pw_uid)
             before = sha(root644)
             held = os.path.join(base, "held.h5")     # U's inode, kept to look at after
             if os.path.exists(held):
@@ -147,12 +154,9 @@ def swap_tests(base):
                 ok("%s: root's file untouched (append rc %d %r, dd rc %d %r), U's file still shown" % (
                     label, w.returncode, w.stderr[-80:], d.returncode, d.stderr[-80:]))
     # -o ro: root's 0600 file swapped in is never read
-    shutil.rmtree(u, ignore_errors=True)
-    os.makedirs(u)
+    u_folder(u)
     f = os.path.join(u, "f.h5")
-    make_file(f, "u")
-    os.chown(u, U.pw_uid, U.pw_gid)
-    os.chown(f, U.pw_uid, U.pw_gid)
+    make_file(f, "u", uid=U.pw_uid)
     with T.Mount(f, mnt, opts=["-o", "ro,allow_other"]) as m:
         as_u(["sh", "-c", "cd %s && ln -s ../root600.h5 f.tmp && mv -f f.tmp f.h5" % u])
         wait_log(m, "not followed")
@@ -165,12 +169,10 @@ def swap_tests(base):
     # control: a regular file of U's renamed over FILE is followed
     g = os.path.join(u, "g.h5")
     os.unlink(f)
-    make_file(f, "u")
-    os.chown(f, U.pw_uid, U.pw_gid)
+    make_file(f, "u", uid=U.pw_uid)
     with T.Mount(f, mnt, opts=["-o", "ro,allow_other"]) as m:
         os.unlink(f)
-        make_file(g, "u2")
-        os.chown(g, U.pw_uid, U.pw_gid)
+        make_file(g, "u2", uid=U.pw_uid)
         as_u(["mv", "-f", g, f])
         if not T.wait_until(lambda: owner_attr(mnt, (U.pw_uid, U.pw_gid)) == "u2", 10):
             bad("control: U's own file renamed over FILE is not followed (%r)" % owner_attr(mnt, (0, 0)))
@@ -178,11 +180,9 @@ def swap_tests(base):
             ok("control: U's own regular file renamed over FILE is followed")
     # control: another user's regular file renamed over FILE is not
     os.unlink(f)
-    make_file(f, "u")
-    os.chown(f, U.pw_uid, U.pw_gid)
+    make_file(f, "u", uid=U.pw_uid)
     with T.Mount(f, mnt, opts=["-o", "ro"]) as m:
-        make_file(g, "other")
-        os.chown(g, O_UID, O_UID)
+        make_file(g, "other", uid=O_UID)
         os.rename(g, f)
         wait_log(m, "another user's file")
         if owner_attr(mnt, (0, 0)) != "u":
@@ -276,14 +276,10 @@ def rename_race(base):
     as fast as it can while U reads through an allow_other -o ro mount:
     every read is one of U's files, never root's."""
     u = os.path.join(base, "race")
-    os.makedirs(u)
+    u_folder(u)
     f = os.path.join(u, "f.h5")
-    make_file(f, "u")
-    for n in ("a.h5", "b.h5"):
-        make_file(os.path.join(u, n), "u")
-    os.chown(u, U.pw_uid, U.pw_gid)
     for n in ("f.h5", "a.h5", "b.h5"):
-        os.chown(os.path.join(u, n), U.pw_uid, U.pw_gid)
+        make_file(os.path.join(u, n), "u", uid=U.pw_uid)
     root600 = os.path.join(base, "root600.h5")
     mnt = os.path.join(base, "mnt")
     script = ("cd %s; i=0; while [ $i -lt 100 ]; do ln -sf ../root600.h5 s.tmp; mv -f s.tmp f.h5; "
@@ -406,11 +402,9 @@ def symlink_file_test(base):
 def owner_writes(base):
     """Root's allow_other mount of U's file: U changes it, O may not."""
     u = os.path.join(base, "w")
-    os.makedirs(u)
+    u_folder(u)
     f = os.path.join(u, "f.h5")
-    make_file(f, "u")
-    os.chown(u, U.pw_uid, U.pw_gid)
-    os.chown(f, U.pw_uid, U.pw_gid)
+    make_file(f, "u", uid=U.pw_uid)
     os.chmod(f, 0o644)
     mnt = os.path.join(base, "mnt")
     with T.Mount(f, mnt, opts=["-o", "allow_other"]):
@@ -447,13 +441,11 @@ def user_mount(base):
     machine's /dev/fuse may be root's alone (containers): it is opened to
     others, as Debian has it (0666), for this test and given back after."""
     u = os.path.join(base, "um")
-    os.makedirs(u)
+    u_folder(u)
     f = os.path.join(u, "f.h5")
-    make_file(f, "u")
+    make_file(f, "u", uid=U.pw_uid)
     mnt = os.path.join(u, "mnt")
-    os.makedirs(mnt)
-    for p in (u, f, mnt):
-        os.chown(p, U.pw_uid, U.pw_gid)
+    u_folder(mnt)
     # the daemon where U may run it (the build tree may be private)
     daemon = os.path.join(base, "h5fs")
     shutil.copy(T.H5FS, daemon)

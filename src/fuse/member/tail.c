@@ -48,28 +48,6 @@ static void buf_free(struct ntail *t)
 	t->len = t->cap = 0;
 }
 
-/* The pages of a grown buffer mapped in one call: the buffer goes back
- * at each commit (tail_committed), so a cp of 256 MiB faulted in its
- * copy page by page again after every commit, each fault an exit to the
- * hypervisor here (18% of the daemon's CPU, issue 44; as bufpool.c). */
-static void populate(char *p, size_t n)
-{
-#ifdef MADV_POPULATE_WRITE
-	long psz = sysconf(_SC_PAGESIZE);
-
-	if (psz > 0 && n >= ((size_t)1 << 20)) {
-		uintptr_t mask = (uintptr_t)psz - 1;
-		uintptr_t a = ((uintptr_t)p + mask) & ~mask, e = ((uintptr_t)p + n) & ~mask;
-
-		if (e > a)
-			(void)madvise((void *)a, e - a, MADV_POPULATE_WRITE);
-	}
-#else
-	(void)p;
-	(void)n;
-#endif
-}
-
 static int reserve(struct ntail *t, size_t more)
 {
 	size_t cap = t->cap ? t->cap : 65536;
@@ -84,7 +62,7 @@ static int reserve(struct ntail *t, size_t more)
 	nb = realloc(t->buf, cap);
 	if (!nb)
 		return ENOMEM;
-	populate(nb + t->len, cap - t->len);
+	h5_mem_populate(nb + t->len, cap - t->len, (size_t)1 << 20);
 	t->buf = nb;
 	t->cap = cap;
 	return 0;

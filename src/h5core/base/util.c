@@ -1,10 +1,16 @@
 /*
- * util.c - path joining and the UTF-8 check of the utility surface
+ * util.c - path joining, the UTF-8 check and page population of the
+ * utility surface
  * (h5util.h), the one copy the engine, src/common, the tools and the
  * daemon use.
  */
+#define _GNU_SOURCE /* MADV_POPULATE_WRITE */
 #include "base.h"
 #include "h5util.h"
+
+#include <stdint.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 char *h5_path_join_n(const char *dir, size_t dlen, const char *name, size_t nlen)
 {
@@ -45,4 +51,24 @@ bool h5_utf8_valid(const void *buf, size_t len)
 		i += n + 1;
 	}
 	return true;
+}
+
+void h5_mem_populate(void *p, size_t n, size_t min_bytes)
+{
+#ifdef MADV_POPULATE_WRITE
+	long psz = sysconf(_SC_PAGESIZE);
+
+	/* the pages wholly inside the block: never a neighbour's */
+	if (p && psz > 0 && n >= min_bytes) {
+		uintptr_t mask = (uintptr_t)psz - 1;
+		uintptr_t a = ((uintptr_t)p + mask) & ~mask, e = ((uintptr_t)p + n) & ~mask;
+
+		if (e > a)
+			(void)madvise((void *)a, e - a, MADV_POPULATE_WRITE);
+	}
+#else
+	(void)p;
+	(void)n;
+	(void)min_bytes;
+#endif
 }

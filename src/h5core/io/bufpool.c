@@ -30,6 +30,7 @@
 #define _GNU_SOURCE
 #include "base.h"
 #include "bufpool.h"
+#include "h5util.h"
 
 #include <malloc.h>
 #include <pthread.h>
@@ -66,17 +67,8 @@ static size_t buf_round(size_t n)
 static void *buf_fresh(size_t n)
 {
 	void *p = malloc(n);
-#ifdef MADV_POPULATE_WRITE
-	long psz = sysconf(_SC_PAGESIZE);
 
-	if (p && psz > 0) { /* the pages wholly inside the block: no neighbour's */
-		uintptr_t mask = (uintptr_t)psz - 1;
-		uintptr_t a = ((uintptr_t)p + mask) & ~mask, e = ((uintptr_t)p + n) & ~mask;
-
-		if (e > a)
-			(void)madvise((void *)a, e - a, MADV_POPULATE_WRITE);
-	}
-#endif
+	h5_mem_populate(p, n, 0);
 	return p;
 }
 

@@ -25,6 +25,7 @@
 #include "rd.h"
 #include "file.h"
 #include "cidx.h"
+#include "h5util.h"
 #include "cidx_write.h"
 #include "dataset.h"
 #include "h5core.h"
@@ -112,27 +113,6 @@ uint64_t h5_overwrite_kept(const h5_overwriter *w)
 	return w ? w->buffered : 0;
 }
 
-/* Map the new pages of a grown buffer in one call: a page fault each
- * costs about 10 us in a VM, 16,384 of them per 64 MiB kept (as
- * bufpool.c's fresh buffers). */
-static void populate(uint8_t *p, size_t n)
-{
-#ifdef MADV_POPULATE_WRITE
-	long psz = sysconf(_SC_PAGESIZE);
-
-	if (psz > 0 && n >= ((size_t)1 << 20)) {
-		uintptr_t mask = (uintptr_t)psz - 1;
-		uintptr_t a = ((uintptr_t)p + mask) & ~mask, e = ((uintptr_t)p + n) & ~mask;
-
-		if (e > a)
-			(void)madvise((void *)a, e - a, MADV_POPULATE_WRITE);
-	}
-#else
-	(void)p;
-	(void)n;
-#endif
-}
-
 /* Keep [off, off + len) until the commit. */
 static int keep_bytes(h5_overwriter *w, uint64_t off, const uint8_t *buf, size_t len)
 {
@@ -166,7 +146,7 @@ static int keep_bytes(h5_overwriter *w, uint64_t off, const uint8_t *buf, size_t
 				w->n--;
 			return h5_err_set(H5_ERR_NOMEM, "out of memory buffering %zu bytes", len);
 		}
-		populate(np + x->len, nc - x->len);
+		h5_mem_populate(np + x->len, nc - x->len, (size_t)1 << 20);
 		x->p = np;
 		x->cap = nc;
 	}
