@@ -596,7 +596,7 @@ int h5_related_open_data(int *fd, h5_file *from, const char *name)
 	/* external data files follow -o efl_any, not -o ext_any */
 	rc = try_candidate(fd, &real, top, cand, top->efl_any);
 	if (rc == 1)
-		rc = h5_err_set(H5_ERR_IO, "%.200s: no such regular file", cand);
+		rc = h5_err_set(H5_ERR_IO, "%.200s: missing, or not a regular file", cand);
 	free(real);
 	free(cand);
 	return rc;
