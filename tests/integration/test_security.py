@@ -269,6 +269,18 @@ def efl_tests(base):
                 ok("root reads its own root-only external file")
         if "may not read" not in m.output():
             bad("no log line for the refused open")
+    # a supplementary group of the caller's that may read it: allowed
+    os.chown(os.path.join(r2, "priv.bin"), 0, O_UID)
+    os.chmod(os.path.join(r2, "priv.bin"), 0o640)
+    with T.Mount(h5c, mnt, opts=["-o", "ro,allow_other"]):
+        g = subprocess.run(["setpriv", "--reuid=%d" % U.pw_uid, "--regid=%d" % U.pw_gid, "--groups=%d" % O_UID,
+                            "cat", os.path.join(mnt, "priv")], capture_output=True, timeout=30)
+        n = as_u(["cat", os.path.join(mnt, "priv")])
+        if g.stdout != b"P" * 64 or n.returncode == 0:
+            bad("group rights on an external file: with the group rc %d, without rc %d" % (
+                g.returncode, n.returncode))
+        else:
+            ok("an external file of a group U is in (supplementary): U reads it; without the group EACCES")
 
 
 def rename_race(base):
