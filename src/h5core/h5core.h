@@ -106,6 +106,10 @@ typedef struct h5_open_opts {
 				  * where FILE's name is looked at for changes.
 				  * NULL: opened from FILE's real path when
 				  * first needed */
+	const char *dir_name;    /* with dir_fd: FILE's name in it (not taken
+				  * from the descriptor's path afterwards: a
+				  * rename over FILE meanwhile makes that
+				  * "NAME (deleted)") */
 	int related_idle;        /* those files kept open while unused: 0 the
 				  * default (32), negative none (a collection,
 				  * which counts descriptors) */

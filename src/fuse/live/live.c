@@ -250,7 +250,8 @@ int live_new(h5fs *fs, h5_file *f, void (*sweep)(h5fs *fs))
 			lv->path = h5_path_join(cwd, p);
 		else
 			lv->path = strdup(p);
-		if (!lv->path || !(lv->name = strdup(strrchr(lv->path, '/') ? strrchr(lv->path, '/') + 1 : lv->path)))
+		if (!lv->path || !(lv->name = strdup(lv->opts->dir_name ? lv->opts->dir_name
+						   : strrchr(lv->path, '/') ? strrchr(lv->path, '/') + 1 : lv->path)))
 			return h5_err_set(H5_ERR_NOMEM, "out of memory");
 		if (fstat(h5_file_fd(f), &st) == 0) {
 			lv->owner = st.st_uid;

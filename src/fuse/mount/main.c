@@ -259,7 +259,14 @@ static int open_local(struct daemon *D)
 	}
 	/* reads block as a regular file's do (O_NONBLOCK is only for the open) */
 	(void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	D->dir_name = strdup(slash + 1);
+	if (!D->dir_name) {
+		close(fd);
+		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+		goto out;
+	}
 	D->oopts.dir_fd = &D->dir_fd;
+	D->oopts.dir_name = D->dir_name;
 	rc = h5_file_open_fd(&D->f, fd, D->cli.file, &D->oopts);
 out:
 	free(real);
@@ -520,6 +527,7 @@ static void daemon_free(struct daemon *D)
 	h5_ctx_free(D->ctx);            /* after every file of the mount */
 	if (D->dir_fd >= 0)
 		close(D->dir_fd);       /* after every file opened from it */
+	free(D->dir_name);
 	free(D->fsname);
 	free(D->abs);
 	free(D->copts.mountpoint);
@@ -531,6 +539,7 @@ static void daemon_free(struct daemon *D)
 	free(D->cli.gid);
 	free(D->cli.umask);
 	free(D->cli.refresh);
+	free(D->cli.idle_commit);
 	free(D->cli.live);
 	free(D->cli.compress);
 	free(D->cli.ext_prefix);

@@ -58,6 +58,7 @@ struct daemon {
 	char *fsname, *abs, maxread_opt[32];
 	int mounted, handlers;
 	int log_fd;             /* -o logfile, or -1 */
+	char *dir_name;         /* FILE's name in it (h5_open_opts.dir_name) */
 	int dir_fd;             /* a local FILE's folder, opened at mount, or -1
 				 * (h5_open_opts.dir_fd: FILE is only ever opened
 				 * again from it, main.c open_local) */

@@ -108,7 +108,7 @@ static int file_open_source(h5_file **out, h5_source *src, const char *name, boo
 	}
 	rc = file_init_common(f, opts);
 	if (rc == 0 && f->dir_fd >= 0 && f->real_path && !f->ext_root &&
-	    !(f->dir_name = strdup(strrchr(f->real_path, '/') + 1)))
+	    !(f->dir_name = strdup(opts && opts->dir_name ? opts->dir_name : strrchr(f->real_path, '/') + 1)))
 		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
 	if (rc == 0)
 		rc = h5_file_front_take(f);
