@@ -53,10 +53,14 @@ int member_open(void *r, struct fuse_file_info *fi, uint64_t ino)
 	/* Bytes of other files (external storage, a file an external link
 	 * led to) go only to a user who could read those files: the kernel
 	 * checked the modes shown, which are FILE's (doc/h5fs.1 SECURITY) */
-	if (n->ds) {
+	if (n->type == NT_FILE) {
 		struct other_file o = { fs, n };
 
-		e = h5_dataset_each_file(n->ds, other_file_check, &o);
+		/* the node's dataset, which a live FILE's sweep swaps under
+		 * n->lk (fresh.c node_swap) and closes after */
+		pthread_rwlock_rdlock(&n->lk);
+		e = n->ds ? h5_dataset_each_file(n->ds, other_file_check, &o) : 0;
+		pthread_rwlock_unlock(&n->lk);
 		if (e)
 			return e;
 	}
