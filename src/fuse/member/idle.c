@@ -22,13 +22,13 @@ static void meta_idle(h5fs *fs, int64_t now, int64_t idle)
 {
 	bool due;
 
+	/* fs->wmu is never taken under fs->lock (live.c takes them the
+	 * other way round): let fs->lock go first */
+	pthread_mutex_unlock(&fs->lock);
 	pthread_mutex_lock(&fs->wmu);
 	due = fs->meta_unsynced && !fs->lost && now - fs->meta_ns >= idle;
 	pthread_mutex_unlock(&fs->wmu);
-	if (!due)
-		return;
-	pthread_mutex_unlock(&fs->lock);
-	if (fs_meta_sync(fs) == 0)
+	if (due && fs_meta_sync(fs) == 0)
 		h5fs_log(fs, LOG_INFO, "attribute and link changes idle for %u s: fsync'd, %s trimmed to its end "
 			 "of allocation", fs->cfg.idle_commit, h5_file_path(fs->f));
 	pthread_mutex_lock(&fs->lock);
