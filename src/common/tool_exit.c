@@ -7,6 +7,8 @@
 #include "tool_exit.h"
 #include "h5core.h"
 
+#include <string.h>
+
 tool_exit tool_exit_for_open_error(int rc, tool_exit nomem)
 {
 	switch (rc) {
@@ -21,4 +23,14 @@ tool_exit tool_exit_for_open_error(int rc, tool_exit nomem)
 	default:        /* FORMAT, CHECKSUM, LOOP, LIMIT: corrupt */
 		return TOOL_EXIT_CORRUPT;
 	}
+}
+
+const char *tool_err_cause(const char *file)
+{
+	const char *msg = h5_err_msg();
+	size_t n = strlen(file);
+
+	if (strncmp(msg, file, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ')
+		return msg + n + 2;
+	return msg;
 }

@@ -22,5 +22,9 @@ typedef enum tool_exit {
 /* The exit status for an error (h5_err) opening FILE; out of memory is
  * `nomem` (each program's status 1). */
 tool_exit tool_exit_for_open_error(int rc, tool_exit nomem);
+/* The engine's last message about FILE, without FILE's name where it
+ * starts with it ("FILE: No such file"): the programs print the name
+ * once, before it. */
+const char *tool_err_cause(const char *file);
 
 #endif

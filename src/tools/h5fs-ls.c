@@ -474,12 +474,7 @@ int main(int argc, char **argv)
 		f = NULL;
 	}
 	if (rc < 0) {
-		const char *msg = h5_err_msg();
-		size_t n = strlen(file);
-
-		if (strncmp(msg, file, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ')
-			msg += n + 2;
-		fprintf(stderr, "h5fs-ls: %s: %s\n", file, msg);
+		fprintf(stderr, "h5fs-ls: %s: %s\n", file, tool_err_cause(file));
 		h5_ctx_free(ctx);
 		return tool_exit_for_open_error(rc, TOOL_EXIT_PARTIAL);
 	}

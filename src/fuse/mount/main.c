@@ -121,18 +121,6 @@ static void start_raise_readahead(const char *mountpoint, unsigned max_read)
 	pthread_attr_destroy(&at);
 }
 
-/* The engine's message often starts with the path already ("FILE: No such
- * file"); print it once. */
-static const char *cause_of(const char *file)
-{
-	const char *msg = h5_err_msg();
-	size_t n = strlen(file);
-
-	if (strncmp(msg, file, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ')
-		return msg + n + 2;
-	return msg;
-}
-
 /* "fsname=PATH" with ',' and '\\' escaped as libfuse's option parser expects. */
 static char *fsname_opt(const char *path)
 {
@@ -220,7 +208,7 @@ static int open_collection(struct daemon *D)
 	D->cfg.noindex = D->cli.noindex;
 	rc = h5fs_mount_collection(&D->m, D->cli.file, &D->cfg, collection_max_files(D));
 	if (rc < 0) {
-		fprintf(stderr, "h5fs: %s: %s\n", D->cli.file, cause_of(D->cli.file));
+		fprintf(stderr, "h5fs: %s: %s\n", D->cli.file, tool_err_cause(D->cli.file));
 		ret = open_failure_status(rc);
 	}
 out:
@@ -336,13 +324,13 @@ static int open_file(struct daemon *D)
 		D->f = NULL;
 	}
 	if (rc < 0) {
-		fprintf(stderr, "h5fs: %s: %s\n", D->cli.file, cause_of(D->cli.file));
+		fprintf(stderr, "h5fs: %s: %s\n", D->cli.file, tool_err_cause(D->cli.file));
 		ret = open_failure_status(rc);
 		return ret;
 	}
 	rc = h5fs_new(&D->fs, D->f, &D->cfg);
 	if (rc < 0) {
-		fprintf(stderr, "h5fs: %s: %s\n", D->cli.file, cause_of(D->cli.file));
+		fprintf(stderr, "h5fs: %s: %s\n", D->cli.file, tool_err_cause(D->cli.file));
 		ret = open_failure_status(rc);
 		return ret;
 	}
