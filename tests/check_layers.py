@@ -39,10 +39,11 @@ LAYERS = [
     ("src/fuse/kit", 11),       # what every root shares: root.h, ids
     ("src/fuse/state", 12),     # a single-file mount's state: nodes, generations, log
     ("src/fuse/live", 13),      # live files: refresh, read checks, ledgers, watcher
-    ("src/fuse/member", 14),    # the single-file (member) root
-    ("src/fuse/dispatch", 15),  # FUSE handlers over a table of roots
-    ("src/fuse/collection", 16),  # folder and indexed roots over libh5coll
-    ("src/fuse/mount", 17),     # main: options, startup
+    ("src/fuse/node", 14),      # the node model of a single-file mount
+    ("src/fuse/member", 15),    # the single-file (member) root's operations
+    ("src/fuse/dispatch", 16),  # FUSE handlers over a table of roots
+    ("src/fuse/collection", 17),  # folder and indexed roots over libh5coll
+    ("src/fuse/mount", 18),     # main: options, startup
 ]
 # The programs (src/tools, src/fuse and its folders) do not include each
 # other: what they share lives in src/common or below.

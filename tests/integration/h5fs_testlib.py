@@ -341,7 +341,7 @@ class _Watchdog:
 # ---- what h5py sees ------------------------------------------------------
 
 def name_shown(name_bytes):
-    """Whether h5fs can show a link name (same rule as the daemon, member/node.c name_ok)."""
+    """Whether h5fs can show a link name (same rule as the daemon, node/node.c name_ok)."""
     return (0 < len(name_bytes) <= 255 and b"\0" not in name_bytes and b"/" not in name_bytes
             and name_bytes not in (b".", b".."))
 

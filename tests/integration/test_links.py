@@ -76,7 +76,7 @@ def tree_compare(label, h5, mnt, order, expected, root_addr):
         if order in ("deep", "forget"):
             if order == "forget":
                 # walked once, then the kernel forgets the nodes (FORGET:
-                # directories' node ids are dropped, member/node.c) and looks
+                # directories' node ids are dropped, node/node.c) and looks
                 # everything up again, the deep path first
                 T.mount_tree(mnt, order="dfs")
                 walked = os.statvfs(mnt).f_files      # the daemon's nodes

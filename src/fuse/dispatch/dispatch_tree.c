@@ -285,7 +285,7 @@ void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 }
 
 /* fsync of a directory: its root's changes made durable (and an error
- * of one answered earlier, member/node.c fs_lost). syncfs(2) does not
+ * of one answered earlier, node/node.c fs_lost). syncfs(2) does not
  * reach a FUSE daemon (the kernel sends FUSE_SYNCFS to virtiofs only). */
 void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {

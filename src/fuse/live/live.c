@@ -38,7 +38,7 @@
  *   opens FILE holding lv->mu, and no request waits for a refresh another
  *   thread is making (live_refresh): no request waits on another that
  *   waits on FILE. Bytes that are not HDF5 at all answer EIO at once.
- * - Nodes are re-resolved by path (member/fresh.c): all of them by the
+ * - Nodes are re-resolved by path (node/fresh.c): all of them by the
  *   watcher right after a new generation (sweep), and any a request meets
  *   before that (node_fresh). If the path leads to the same object, its
  *   fields replace the node's; else the node is stale (ESTALE on open
@@ -78,14 +78,14 @@
  *   so reads are not refused for its appends, and a failed decode is
  *   retried on a fresh generation with backoff.
  * - A read-write mount is live too, between its writes: it holds FILE's
- *   lock only while it writes (member/node.c fs_write_begin), and while
+ *   lock only while it writes (node/node.c fs_write_begin), and while
  *   it holds it nobody else writes FILE, so no refresh runs then (the
  *   stamp is stale until the lock is given back, when the engine takes it
  *   again as our writes left FILE: they are no change) and reads of the
  *   current generation need no stamp to vouch for them (own_write). A
  *   refresh that opened FILE while one of our writes ran is dropped
  *   (fs->wepoch): it may have read metadata half written. Writers write
- *   through the current generation only (member/node.c fs_write_begin,
+ *   through the current generation only (node/node.c fs_write_begin,
  *   member/write.c wfile_follow).
  */
 #include "live.h"

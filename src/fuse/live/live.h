@@ -2,7 +2,7 @@
  * live.h - what the live-file files share (private to them): the
  * watcher's state (struct live) and the helpers each offers the others.
  * live/live.c: generations, the checked/fast mode, refreshing, read checks;
- * member/fresh.c: re-resolving nodes by path in a generation;
+ * node/fresh.c: re-resolving nodes by path in a generation;
  * live/watch.c: inotify, the watcher thread, the sweep after a change.
  * The story is live/live.c's header comment.
  */
@@ -22,7 +22,7 @@
 
 struct live {
 	/* the member's re-resolution of every node after a new generation
-	 * (member/fresh.c node_sweep): live/ knows nodes only through it */
+	 * (node/fresh.c node_sweep): live/ knows nodes only through it */
 	void (*sweep)(h5fs *fs);
 	/* One node rebuild, or one refresh's bookkeeping, at a time. Never
 	 * held while sleeping or opening FILE (a request waiting for it would

@@ -1,20 +1,16 @@
 /*
  * member.h - what the member root's files share (src/fuse/member): the
  * single-file root class (root.h) that root_member.c assembles from
- * read.c (lookup, attributes, directories, reads), node.c and names.c
- * (building nodes, names and paths), write.c and overwrite.c (bytes
- * written), xattr.c, link.c (attribute and link changes), fresh.c (nodes
- * re-resolved in a live FILE's new generation), views.c and setup.c.
- * The state it works on is fs.h's; the live-file machinery it calls is
- * live.h's.
+ * read.c (lookup, attributes, directories, reads), write.c, wqueue.c,
+ * idle.c and overwrite.c (bytes written), npy.c and npy_rename.c
+ * (np.save), xattr.c and xbatch.c (attributes, and changes made
+ * durable), link.c (links), setattr.c, views.c and setup.c. The node
+ * model they work on is src/fuse/node's (node.h), below them.
  */
 #ifndef H5FS_MEMBER_H
 #define H5FS_MEMBER_H
 
-#include "fs.h"
-#include "live.h"
-
-#include <time.h>
+#include "node.h"
 
 struct dirsnap;
 
@@ -33,58 +29,6 @@ int member_read(void *r, struct root_read *out, uint64_t ino, size_t size, off_t
 		struct fuse_file_info *fi);
 void member_read_done(void *r, struct root_read *out);
 void member_usage(void *r, uint64_t *bytes, uint64_t *objects);
-
-/* member/node.c */
-int ancestor_depth(h5fs *fs, const struct node *dir, uint64_t ino);
-uint64_t file_ino(const h5_file *f, uint64_t addr);
-uint64_t file_nodeid(const h5fs *fs, h5_file *f, uint64_t addr);
-bool fs_writable(const h5fs *fs);
-/* Every write (a write descriptor's first bytes, setfattr, mkdir, rm, mv,
- * ...) runs between these two: fs_write_begin returns 0 when FILE is held
- * for writing, or an errno (EROFS on a mount that cannot write, EBUSY when
- * another program holds FILE's lock, ESTALE when another program changed
- * it and the mount does not follow: -o refresh=0); fs_write_end gives
- * FILE back once the write is committed. The write goes through the
- * current generation (a live mount opens FILE anew first when another
- * program changed it), whose nodes the writer takes with
- * node_use_current. The lock policy lives behind them alone. */
-int fs_write_begin(h5fs *fs);
-void fs_write_end(h5fs *fs);
-/* A change answered success could not be written (err: its errno): from
- * now on every write gets EIO and the next fsync err (fs->lost), until
- * unmount, which exits non-zero. fs_lost: 0 or that errno. */
-void fs_lost_set(h5fs *fs, int err);
-int fs_lost(h5fs *fs);
-void node_free(struct node *n);
-int node_make_link(struct node **out, h5fs *fs, uint64_t ino, const char *path,
-			  const char *dir, const h5_link *l, int depth);
-char *mount_target(const struct node *dir, const char *target);
-int dir_anchor(struct node *d, h5_file *top, const struct node *p, h5_file *tf, const char *name, const char *path,
-	       const char *fpath);
-int link_place(h5_file **tf, uint64_t *taddr, char **fpath, const struct node *p, h5_file *pf, const h5_link *l);
-int link_shown(h5_link *shown, char **mtarget, const struct node *p, h5_file *pf, const h5_link *l, int rc);
-unsigned path_ncomps(const char *p);
-/* "..", "../..": the symlink text of a link up depth levels */
-char *updirs(int depth);
-/* a soft link's target, relative to dir, as the mount shows it */
-char *symlink_text(const char *dir, const char *target);
-int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64_t nodeid,
-			 const char *path);
-struct node *node_publish(h5fs *fs, struct node *fresh);
-struct node *node_ref_existing(h5fs *fs, uint64_t ino);
-void node_unref(h5fs *fs, uint64_t ino, uint64_t count);
-
-
-
-
-/* Nanoseconds on the monotonic clock (idle commits, the write-behind). */
-static inline int64_t member_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* member/xbatch.c: setfattr's write-behind of new string attributes.
  * xbatch_add: 0 when the change is accepted (committed with its batch),
@@ -116,7 +60,7 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi);
 void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino);
 /* A read descriptor of n, a dataset that grows on a read-write mount:
  * whether it uses the page cache (as n's other descriptors; the first
- * decides: member/tail.c) */
+ * decides: node/tail.c) */
 bool wfile_reader_cached(h5fs *fs, struct node *n);
 /* member/open.c: read or write handle, page cache or not */
 int member_open(void *r, struct fuse_file_info *fi, uint64_t ino);
@@ -145,17 +89,6 @@ int views_symlink(void *r, const char *target, uint64_t parent, const char *name
 int views_create(void *r, uint64_t parent, const char *name);
 int views_rename(void *r, uint64_t parent, const char *name, uint64_t newparent, const char *newname, unsigned flags);
 int views_link(void *r, uint64_t ino, uint64_t newparent, const char *newname);
-/* Make n (a dataset's node, just made) the view kind/frame numbered ino:
- * 0, H5_ERR_NOTFOUND when the dataset cannot have it, or an h5_err. */
-int views_apply(h5fs *fs, struct node *n, int kind, uint64_t frame, uint64_t ino);
-/* The mount path of the dataset view node n shows (malloc'd) */
-char *views_base_path(const struct node *n);
-/* View node n made again of the object taddr of tf (a live refresh):
- * 0 and *out, *out NULL when it cannot have the view now, or an h5_err. */
-int views_make(struct node **out, h5fs *fs, h5_file *tf, uint64_t taddr, const struct node *n);
-
-/* member/xattr.c */
-void xattr_cache_drop(struct node *n);
 
 /* member/overwrite.c: bytes written inside datasets (doc/OVERWRITE.md) */
 int ow_open(h5fs *fs, struct node *n, h5_overwriter **out);
@@ -170,28 +103,11 @@ void ow_read_mark(struct node *n);
  * pages if a read may have cached old bytes (not from a WRITE handler:
  * the kernel may hold that request's pages locked) */
 void ow_pages_settle(h5fs *fs, struct node *n, fuse_ino_t ino);
-/* member/tail.c: rows accepted at the end, not committed yet, kept and
- * shown (the node's size is the accepted end); n->lk taken inside unless
- * said. ENOMEM. */
-int tail_accept(struct node *n, const char *buf, size_t len);
-/* (under n->lk, write) committed bytes of the dataset now: what is left
- * waiting, and the node's size */
-void tail_committed(struct node *n, uint64_t committed);
-/* (under n->lk) the committed end: where the waiting bytes begin */
-uint64_t tail_base(const struct node *n);
-/* The last len accepted bytes (a dropped partial row), or everything
- * waiting (len UINT64_MAX: an append failed) are gone: the old size */
-uint64_t tail_drop(struct node *n, uint64_t len);
-/* (under n->lk) whether [off, off+len) reaches kept bytes, and its
- * answer then (committed bytes read, then kept ones) */
-bool tail_covers(const struct node *n, uint64_t off, size_t len);
-int tail_read(h5_read_plan *out, struct node *n, uint64_t off, size_t len);
-void tail_free(struct node *n);
 int member_listxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino);
 int member_getxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino, const char *name);
 int member_setxattr(void *r, uint64_t ino, const char *name, const char *value, size_t size, int flags);
 int member_removexattr(void *r, uint64_t ino, const char *name);
-/* (member/link.c) After an attribute or link change committed: remembered
+/* (member/xbatch.c) After an attribute or link change committed: remembered
  * until fs_meta_sync makes it durable (fsync, unmount). */
 void fs_meta_changed(h5fs *fs);
 int fs_meta_sync(h5fs *fs);
@@ -245,22 +161,5 @@ void npy_rename_stop(h5fs *fs);
 int member_rename(void *r, uint64_t parent, const char *name, uint64_t newparent, const char *newname,
 		  unsigned flags);
 int member_link(void *r, uint64_t ino, uint64_t newparent, const char *newname);
-
-/* fresh.c: n re-resolved by its path in the current generation when a
- * newer one exists; its object held for a request (node_use) */
-int node_fresh(h5fs *fs, struct node *n);
-int node_use(struct use *u, h5fs *fs, struct node *n);
-/* While FILE's lock is held (fs_write_begin): n as the current generation
- * shows it (re-resolved first if it was read in another), or ESTALE */
-int node_use_current(struct use *u, h5fs *fs, struct node *n);
-void node_use_end(struct use *u);
-/* (lv->mu held): 0, ESTALE, or EIO (logged when log) */
-int node_rebuild(h5fs *fs, struct node *n, bool log);
-/* After a new generation, from the watcher: every node resolved in it */
-void node_sweep(h5fs *fs);
-/* After a rename of name in directory p to newname in np: the nodes at
- * the old path and below take the new one (the moved directory its new
- * (parent, name) number too), symlinks among them resolved again */
-void node_moved(h5fs *fs, const struct node *p, const char *name, const struct node *np, const char *newname);
 
 #endif

@@ -1,14 +1,14 @@
 /* open.c - how a descriptor of a dataset is served: a write handle
  * (member/write.c), or a read handle through the kernel's page cache
  * (keep_cache; on a live mount recorded by live/pcache.c; a dataset a
- * read-write mount appends to with member/tail.c) or around it (direct_io:
+ * read-write mount appends to with node/tail.c) or around it (direct_io:
  * a live FILE's rewritten datasets while old descriptors hold pages of
  * them, live/dio.c). */
 #include "member.h"
 #include "caller.h"
 
 /* Whether rows can be appended to n (its appends then drop what its
- * readers' pages hold of the old end, member/tail.c); datasets whose bytes
+ * readers' pages hold of the old end, node/tail.c); datasets whose bytes
  * can only be overwritten have their pages dropped after each commit
  * (member/overwrite.c). */
 static bool node_growable(struct node *n)
@@ -70,7 +70,7 @@ int member_open(void *r, struct fuse_file_info *fi, uint64_t ino)
 	/* A dataset that can grow (owner's write bit on a read-write mount,
 	 * wfile_open) is read through the page cache too (memmap): what
 	 * its appends change there is dropped as they are accepted, and rows
-	 * not committed yet are answered from member/tail.c. Anything else
+	 * not committed yet are answered from node/tail.c. Anything else
 	 * cannot change while mounted (but a live FILE, live/live.c; and
 	 * overwrites, member/overwrite.c), so the page cache stays valid
 	 * across opens. */

@@ -17,7 +17,7 @@ struct wqueue {
 	uint64_t next, turn;    /* tickets handed out / applied */
 	unsigned early;         /* writes answered, not applied yet */
 	uint64_t vrows;         /* stream rows once every accepted write is applied */
-	struct wfile *partial;  /* the one handle with a partial row (member/tail.c) */
+	struct wfile *partial;  /* the one handle with a partial row (node/tail.c) */
 	uint64_t row_bytes;
 	uint64_t seen;          /* committed size the node shows (under apply) */
 	pthread_mutex_t apply;  /* engine calls on the node's appenders and wfile_refresh */

@@ -13,7 +13,7 @@
  * once. Descriptors of a dataset that can grow bypass the page cache
  * (direct_io: wqueue.c wfile_reader_cached; mapped all the same where the
  * kernel allows it, mount/initio.c) and read the rows accepted and not yet
- * committed from member/tail.c; those of datasets that cannot grow use it
+ * committed from node/tail.c; those of datasets that cannot grow use it
  * (member/overwrite.c).
  *
  * Write-behind (doc/APPEND.md "When a write's errors are reported"): the
@@ -30,7 +30,7 @@
  * write, fsync and close fail with it. flush, fsync and release first wait
  * until every accepted write is applied.
  *
- * FILE's lock (fs_write_begin/end, member/node.c; README "Appending"): open
+ * FILE's lock (fs_write_begin/end, node/node.c; README "Appending"): open
  * for writing takes it and gives it back at once (a FILE another program
  * holds fails the open with EBUSY before anything is written; one it
  * changed is followed first on a live mount, else ESTALE), and the handle
@@ -556,7 +556,7 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 	}
 	if (!e)
 		e = wfile_hold(fs, w);
-	/* kept and shown from now on (member/tail.c) */
+	/* kept and shown from now on (node/tail.c) */
 	if (!e)
 		e = tail_accept(w->n, buf, size);
 	if (e) {

@@ -1,7 +1,8 @@
 /*
  * xbatch.c - setfattr's write-behind: attribute values set in quick
  * succession, accepted at once and committed together (doc/MODIFY.md
- * "Write-behind").
+ * "Write-behind"); and every attribute or link change made durable
+ * (fs_meta_changed, fs_meta_sync: the batch flushed, FILE fsync'd).
  *
  * A commit costs an fsync (the new space durable before the switch), and
  * in dense storage a store written anew: a script setting 10,000
@@ -72,6 +73,53 @@ static void node_let_go(h5fs *fs, struct node *n)
 	pthread_mutex_unlock(&fs->lock);
 	if (dead)
 		node_free(n);
+}
+
+/* ---- changes made durable: an attribute or link change committed is
+ * remembered until fs_meta_sync (fsync, syncfs, unmount) flushes the
+ * batch and syncs FILE ---- */
+
+void fs_meta_changed(h5fs *fs)
+{
+	int64_t now = member_now_ns();
+
+	pthread_mutex_lock(&fs->wmu);
+	fs->meta_unsynced = true;
+	fs->meta_ns = now;
+	pthread_mutex_unlock(&fs->wmu);
+}
+
+/* The changes' fsync, holding FILE's lock as every write does. */
+int fs_meta_sync(h5fs *fs)
+{
+	bool pending;
+	int err, rc;
+
+	xbatch_flush(fs);
+	pthread_mutex_lock(&fs->wmu);
+	pending = fs->meta_unsynced;
+	err = fs->lost;
+	pthread_mutex_unlock(&fs->wmu);
+	if (err || !pending)
+		return err;     /* lost: FILE stays at its last good commit */
+	err = fs_write_begin(fs);
+	if (err)
+		return err;
+	rc = h5_file_write_sync(fs->f);
+	if (rc == 0) {
+		pthread_mutex_lock(&fs->wmu);
+		fs->meta_unsynced = false;
+		pthread_mutex_unlock(&fs->wmu);
+	}
+	fs_write_end(fs);
+	if (rc < 0) {
+		/* committed changes were answered: not durable now, and a
+		 * later fsync that succeeded would say they are */
+		err = h5err_logged(fs, rc, "fsync", "/", NULL, UINT64_MAX);
+		fs_lost_set(fs, err);
+		return err;
+	}
+	return 0;
 }
 
 /* The batch committed (xb->mu held). */

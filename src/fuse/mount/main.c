@@ -310,7 +310,7 @@ static int open_file(struct daemon *D)
 	}
 	/* Read-write (for appends, README "Appending") unless -o ro or FILE is
 	 * not writable. FILE's lock is taken only while a write is under way
-	 * (lazy_lock, member/node.c fs_write_begin), so mounting never waits for
+	 * (lazy_lock, node/node.c fs_write_begin), so mounting never waits for
 	 * or keeps out libhdf5. A FILE without any write bit counts as
 	 * read-only even for root, who access(W_OK) would let through: chmod
 	 * a-w is how people protect a file. */

@@ -3,7 +3,7 @@
  * (src/fuse/member) and the live-file machinery below it (src/fuse/live):
  * the node (inode) table's types and tables (node_table.c), generations
  * of FILE (gen.c), and errors -> errno and logging (log.c). What the
- * numbers mean: member/node.c's header comment.
+ * numbers mean: node/node.c's header comment.
  */
 #ifndef H5FS_FS_H
 #define H5FS_FS_H
@@ -102,7 +102,7 @@ struct node {
 	unsigned cached_writers;   /* its write handles using the page cache */
 	bool pages_stale;
 	/* rows written through the mount, not committed yet, as readers see
-	 * them (member/tail.c; under lk) */
+	 * them (node/tail.c; under lk) */
 	struct ntail *tail;
 	struct stat st;
 	struct pcache *pc;      /* what cached handles were answered (live/pcache.c;
@@ -110,7 +110,7 @@ struct node {
 	uint64_t fast_end;      /* how far unchecked answers to cached handles
 				 * reached (atomic max): what the first change
 				 * must verify (pcache_keep_old) */
-	/* Every xattr of the object as read in gen (member/xattr.c), so a walk's
+	/* Every xattr of the object as read in gen (node/xattr_cache.c), so a walk's
 	 * listxattr and getxattr requests decode its header once; NULL until
 	 * asked, and dropped (xattr_cache_drop, under lk) whenever f, addr,
 	 * gen or the object itself change. xs_epoch counts the drops: a set
@@ -188,7 +188,7 @@ struct h5fs {
 	bool shared_watch;      /* a collection's member: its one thread looks
 				 * (live_tick), no watcher of its own */
 	bool writable;          /* appends possible (fs_writable) */
-	/* FILE's write lock (fs_write_begin/end, member/node.c): writes under
+	/* FILE's write lock (fs_write_begin/end, node/node.c): writes under
 	 * way, and whether a refusal was logged since the last granted one */
 	pthread_mutex_t wmu;
 	unsigned writers;

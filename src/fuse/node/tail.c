@@ -29,7 +29,7 @@
  * (64 MiB) plus the writes answered early; copying costs `cat >>` about
  * a third of its time (256 MiB in 0.175-0.19 s against 0.12-0.16 s,
  * 2026-11-25). */
-#include "member.h"
+#include "node.h"
 
 #include <sys/mman.h>
 

@@ -9,7 +9,7 @@
  * node a request meets before the watcher's sweep (live/watch.c) did,
  * and node_use holds what a request reads of a node.
  */
-#include "member.h"
+#include "node.h"
 
 /* ---- resolving a path in a generation ------------------------------------ */
 

@@ -4,7 +4,7 @@
  * link_shown, mount_target), and a directory's anchors in another file.
  * The mapping itself is described in node.c's header comment.
  */
-#include "member.h"
+#include "node.h"
 
 /* ---- names and paths ------------------------------------------------------ */
 

@@ -1,0 +1,141 @@
+/*
+ * hold.c - FILE held for writing: whether the mount writes (fs_writable),
+ * the lock every write takes (fs_write_begin/end) and the lost-change
+ * state (fs_lost_set, fs_lost: ext4's errors=remount-ro is the model).
+ */
+#include "node.h"
+
+/* Appends are possible: FILE is open read-write and the mount is not -o ro. */
+bool fs_writable(const h5fs *fs)
+{
+	return fs->writable;   /* h5fs_new: !read_only && h5_file_writable(FILE) */
+}
+
+/* FILE's lock is held only while a write is under way (issue 33: a
+ * mount that only reads, or is idle, must not keep libhdf5 - h5py, a
+ * detector's own writer - out of its file). The first write takes
+ * libhdf5's writer lock (flock LOCK_EX, never waiting: EBUSY with one
+ * log line while another program has FILE open, libhdf5's readers hold
+ * LOCK_SH); the last one gives it back once committed. While the lock was
+ * not held, another program may have written FILE: writing from a view
+ * read before (decoded metadata, an appender's rows) could undo that
+ * program's work, so the first write asks h5_file_changed_by_others
+ * (size, or times and first bytes - libhdf5 opening FILE r+ and closing
+ * it moves only the times; a live mount takes any move of the stamp for
+ * a change) against the stamp of the generation it locks,
+ * which the engine takes again when we give the lock back (our own writes
+ * are no change). A live mount (live/live.c) then opens FILE anew and
+ * tries again (live_retry); the caller re-resolves its nodes in that
+ * generation (node_use_current; a write descriptor, member/write.c
+ * wfile_follow, only when FILE did not change since it was opened). A
+ * mount that does not follow changes (-o refresh=0) gets ESTALE. The lock
+ * is always taken on the current generation's FILE, and a refresh never
+ * replaces it while writers is not 0 (live_refresh). */
+static int write_lock(h5fs *fs, bool *changed)
+{
+	int rc;
+
+	*changed = false;
+	if (fs->writers)
+		return 0;
+	rc = h5_file_lock(fs->f);
+	if (rc == H5_ERR_BUSY) {
+		if (!fs->busy_logged)
+			h5fs_log(fs, LOG_NOTICE, "write refused (EBUSY): %s is locked by another program "
+				 "(libhdf5 holds the lock while it has the file open); try again once "
+				 "it closed the file", h5_file_path(fs->f));
+		fs->busy_logged = true;
+		return EBUSY;
+	}
+	if (rc < 0)
+		return h5err_logged(fs, rc, "write lock", "", NULL, UINT64_MAX);
+	/* a live mount: any change of the stamp (an in-place rewrite of the
+	 * same size moves the times; the lenient test below would take the
+	 * stamp as it is, and the watcher would never see that change) */
+	rc = fs->live && h5_file_changed(fs->f, NULL) ? 1 : h5_file_changed_by_others(fs->f);
+	if (rc != 0) {
+		h5_file_unlock(fs->f);
+		if (rc < 0)
+			return h5err_logged(fs, rc, "write lock", "", NULL, UINT64_MAX);
+		*changed = true;
+		return ESTALE;
+	}
+	fs->busy_logged = fs->stale_logged = false;
+	fs->locked_f = fs->f;
+	fs->wepoch++;
+	return 0;
+}
+
+int fs_write_begin(h5fs *fs)
+{
+	bool changed;
+	int e;
+
+	if (!fs_writable(fs))
+		return EROFS;
+	if (fs_lost(fs)) {
+		h5fs_log(fs, LOG_ERR, "write refused (EIO): a change answered earlier could not be written to %s; "
+			 "unmount and mount again to write", h5_file_path(fs->f));
+		return EIO;
+	}
+	for (int attempt = 0;; attempt++) {
+		uint64_t tried, now;
+
+		pthread_mutex_lock(&fs->wmu);
+		tried = fs->gen->num;
+		e = write_lock(fs, &changed);
+		if (!e)
+			fs->writers++;
+		pthread_mutex_unlock(&fs->wmu);
+		/* a live mount follows the change (a new generation: made by
+		 * the watcher meanwhile, or now) */
+		if (!changed || !fs->live || attempt + 1 >= H5FS_LIVE_READ_TRIES)
+			break;
+		pthread_mutex_lock(&fs->wmu);
+		now = fs->gen->num;
+		pthread_mutex_unlock(&fs->wmu);
+		if (now == tried && !live_retry(fs, attempt))
+			break;
+	}
+	h5_err_clear();
+	if (e == ESTALE) {
+		pthread_mutex_lock(&fs->wmu);
+		if (!fs->stale_logged)
+			h5fs_log(fs, LOG_ERR, "write refused (ESTALE): %s was changed by another program %s",
+				 h5_file_path(fs->f), fs->live ? "and could not be opened anew" : "since it was "
+				 "mounted; with -o refresh=0 a read-write mount does not follow such changes: "
+				 "unmount and mount again to write");
+		fs->stale_logged = true;
+		pthread_mutex_unlock(&fs->wmu);
+	}
+	return e;
+}
+
+void fs_lost_set(h5fs *fs, int err)
+{
+	pthread_mutex_lock(&fs->wmu);
+	if (!fs->lost)
+		fs->lost = err ? err : EIO;
+	pthread_mutex_unlock(&fs->wmu);
+	h5fs_lost_note();
+}
+
+int fs_lost(h5fs *fs)
+{
+	int e;
+
+	pthread_mutex_lock(&fs->wmu);
+	e = fs->lost;
+	pthread_mutex_unlock(&fs->wmu);
+	return e;
+}
+
+void fs_write_end(h5fs *fs)
+{
+	pthread_mutex_lock(&fs->wmu);
+	if (fs->writers > 0 && --fs->writers == 0) {
+		h5_file_unlock(fs->locked_f);
+		fs->locked_f = NULL;
+	}
+	pthread_mutex_unlock(&fs->wmu);
+}

@@ -1,0 +1,143 @@
+/*
+ * node.h - the node model of a single-file mount (src/fuse/node), below
+ * the member root's operations (src/fuse/member) that use it:
+ *   node.c         how an object is shown, building a node, its lifetime
+ *   names.c        names, paths and where a link leads
+ *   fresh.c        nodes re-resolved in a live FILE's new generation
+ *   view_node.c    the nodes of datasets' views (NAME.npy, .csv, ...)
+ *   tail.c         rows accepted at a dataset's end, kept and shown
+ *   xattr_cache.c  every xattr of an object kept in its node
+ *   hold.c         FILE held for writing, and the lost-change state
+ * Nothing here calls up into member/: what an operation must learn from
+ * the model is returned to it. The state is fs.h's; the live-file
+ * machinery it calls is live.h's.
+ */
+#ifndef H5FS_NODE_H
+#define H5FS_NODE_H
+
+#include "fs.h"
+#include "live.h"
+#include "views.h"
+
+#include <time.h>
+
+/* Nanoseconds on the monotonic clock (idle commits, the write-behind). */
+static inline int64_t member_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---- hold.c ---- */
+/* Appends are possible: FILE is open read-write and the mount is not -o ro */
+bool fs_writable(const h5fs *fs);
+/* Every write (a write descriptor's first bytes, setfattr, mkdir, rm, mv,
+ * ...) runs between these two: fs_write_begin returns 0 when FILE is held
+ * for writing, or an errno (EROFS on a mount that cannot write, EBUSY when
+ * another program holds FILE's lock, ESTALE when another program changed
+ * it and the mount does not follow: -o refresh=0); fs_write_end gives
+ * FILE back once the write is committed. The write goes through the
+ * current generation (a live mount opens FILE anew first when another
+ * program changed it), whose nodes the writer takes with
+ * node_use_current. The lock policy lives behind them alone. */
+int fs_write_begin(h5fs *fs);
+void fs_write_end(h5fs *fs);
+/* A change answered success could not be written (err: its errno): from
+ * now on every write gets EIO and the next fsync err (fs->lost), until
+ * unmount, which exits non-zero. fs_lost: 0 or that errno. */
+void fs_lost_set(h5fs *fs, int err);
+int fs_lost(h5fs *fs);
+
+/* ---- node.c ---- */
+int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64_t nodeid,
+			 const char *path);
+int node_make_link(struct node **out, h5fs *fs, uint64_t ino, const char *path,
+			  const char *dir, const h5_link *l, int depth);
+void node_free(struct node *n);
+struct node *node_publish(h5fs *fs, struct node *fresh);
+struct node *node_ref_existing(h5fs *fs, uint64_t ino);
+void node_unref(h5fs *fs, uint64_t ino, uint64_t count);
+
+/* ---- names.c ---- */
+int ancestor_depth(h5fs *fs, const struct node *dir, uint64_t ino);
+uint64_t file_ino(const h5_file *f, uint64_t addr);
+uint64_t file_nodeid(const h5fs *fs, h5_file *f, uint64_t addr);
+char *mount_target(const struct node *dir, const char *target);
+int dir_anchor(struct node *d, h5_file *top, const struct node *p, h5_file *tf, const char *name, const char *path,
+	       const char *fpath);
+int link_place(h5_file **tf, uint64_t *taddr, char **fpath, const struct node *p, h5_file *pf, const h5_link *l);
+int link_shown(h5_link *shown, char **mtarget, const struct node *p, h5_file *pf, const h5_link *l, int rc);
+unsigned path_ncomps(const char *p);
+/* "..", "../..": the symlink text of a link up depth levels */
+char *updirs(int depth);
+/* a soft link's target, relative to dir, as the mount shows it */
+char *symlink_text(const char *dir, const char *target);
+
+/* ---- fresh.c: n re-resolved by its path in the current generation when
+ * a newer one exists; its object held for a request (node_use) ---- */
+int node_fresh(h5fs *fs, struct node *n);
+int node_use(struct use *u, h5fs *fs, struct node *n);
+/* While FILE's lock is held (fs_write_begin): n as the current generation
+ * shows it (re-resolved first if it was read in another), or ESTALE */
+int node_use_current(struct use *u, h5fs *fs, struct node *n);
+void node_use_end(struct use *u);
+/* (lv->mu held): 0, ESTALE, or EIO (logged when log) */
+int node_rebuild(h5fs *fs, struct node *n, bool log);
+/* After a new generation, from the watcher: every node resolved in it */
+void node_sweep(h5fs *fs);
+/* After a rename of name in directory p to newname in np: the nodes at
+ * the old path and below take the new one (the moved directory its new
+ * (parent, name) number too), symlinks among them resolved again */
+void node_moved(h5fs *fs, const struct node *p, const char *name, const struct node *np, const char *newname);
+
+/* ---- view_node.c ---- */
+/* Make n (a dataset's node, just made) the view kind/frame numbered ino:
+ * 0, H5_ERR_NOTFOUND when the dataset cannot have it, or an h5_err. */
+int views_apply(h5fs *fs, struct node *n, int kind, uint64_t frame, uint64_t ino);
+/* The mount path of the dataset view node n shows (malloc'd) */
+char *views_base_path(const struct node *n);
+/* View node n made again of the object taddr of tf (a live refresh):
+ * 0 and *out, *out NULL when it cannot have the view now, or an h5_err. */
+int views_make(struct node **out, h5fs *fs, h5_file *tf, uint64_t taddr, const struct node *n);
+/* The node of view `name` (kind k, frame) of the dataset node `base`, in
+ * directory p: 0 and *out (referenced), ENOENT when the dataset cannot
+ * have it, or an errno (EIO logged). */
+int views_node(struct node **out, h5fs *fs, struct node *p, const char *name, struct node *base,
+	       enum vw_kind k, uint64_t frame);
+/* A view of a dataset that grew made again of the dataset as it is now
+ * (a mount that appends): 0 or an errno */
+int views_fresh(h5fs *fs, struct node *n);
+/* Whether n's dataset may grow under it (a view on a mount that appends) */
+bool views_grows(h5fs *fs, struct node *n);
+
+/* ---- xattr_cache.c ---- */
+/* n's kept set dropped (under n->lk, write): f, addr or gen changed, or an
+ * attribute of it was written */
+void xattr_cache_drop(struct node *n);
+/* Answer listxattr (name NULL) or getxattr from n's set, reading it first
+ * when it has none: 1 answered, 0 not (the engine answers). u: what the
+ * request reads of n (node_use). */
+int xattr_cached(h5fs *fs, struct node *n, const struct use *u, const char *name, char *buf, size_t size,
+		 size_t *len);
+
+/* ---- tail.c: rows accepted at the end, not committed yet, kept and
+ * shown (the node's size is the accepted end); n->lk taken inside unless
+ * said. ENOMEM. ---- */
+int tail_accept(struct node *n, const char *buf, size_t len);
+/* (under n->lk, write) committed bytes of the dataset now: what is left
+ * waiting, and the node's size */
+void tail_committed(struct node *n, uint64_t committed);
+/* (under n->lk) the committed end: where the waiting bytes begin */
+uint64_t tail_base(const struct node *n);
+/* The last len accepted bytes (a dropped partial row), or everything
+ * waiting (len UINT64_MAX: an append failed) are gone: the old size */
+uint64_t tail_drop(struct node *n, uint64_t len);
+/* (under n->lk) whether [off, off+len) reaches kept bytes, and its
+ * answer then (committed bytes read, then kept ones) */
+bool tail_covers(const struct node *n, uint64_t off, size_t len);
+int tail_read(h5_read_plan *out, struct node *n, uint64_t off, size_t len);
+void tail_free(struct node *n);
+
+#endif
