@@ -4,7 +4,7 @@
  *   node.c         how an object is shown, building a node, its lifetime
  *   names.c        names, paths and where a link leads
  *   fresh.c        nodes re-resolved in a live FILE's new generation
- *   view_node.c    the nodes of datasets' views (NAME.npy, .csv, ...)
+ *   view_node.c    the nodes of datasets' views (NAME.npy, .csv, ...) made
  *   tail.c         rows accepted at a dataset's end, kept and shown
  *   xattr_cache.c  every xattr of an object kept in its node
  *   hold.c         FILE held for writing, and the lost-change state
@@ -101,16 +101,6 @@ char *views_base_path(const struct node *n);
 /* View node n made again of the object taddr of tf (a live refresh):
  * 0 and *out, *out NULL when it cannot have the view now, or an h5_err. */
 int views_make(struct node **out, h5fs *fs, h5_file *tf, uint64_t taddr, const struct node *n);
-/* The node of view `name` (kind k, frame) of the dataset node `base`, in
- * directory p: 0 and *out (referenced), ENOENT when the dataset cannot
- * have it, or an errno (EIO logged). */
-int views_node(struct node **out, h5fs *fs, struct node *p, const char *name, struct node *base,
-	       enum vw_kind k, uint64_t frame);
-/* A view of a dataset that grew made again of the dataset as it is now
- * (a mount that appends): 0 or an errno */
-int views_fresh(h5fs *fs, struct node *n);
-/* Whether n's dataset may grow under it (a view on a mount that appends) */
-bool views_grows(h5fs *fs, struct node *n);
 
 /* ---- xattr_cache.c ---- */
 /* n's kept set dropped (under n->lk, write): f, addr or gen changed, or an

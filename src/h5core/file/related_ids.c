@@ -23,7 +23,7 @@
 #include <sys/stat.h>
 
 #define RELATED_MAX_FILES 4096
-/* File numbers are 1..RELATED_ID_MAX: st_ino's bits 48..61 (member/names.c;
+/* File numbers are 1..RELATED_ID_MAX: st_ino's bits 48..61 (node/names.c;
  * bit 62 is a collection index's own node numbers, bit 63 synthetic). */
 #define RELATED_ID_MAX 0x3fff
 
