@@ -953,6 +953,11 @@ void h5_dataset_meta_clear(h5_dset_meta *m);
  * (H5_ERR_PERM with the reason otherwise). */
 typedef struct h5_appender h5_appender;
 int h5_append_check(const h5_dataset *d);
+/* A dataset that can grow (h5_append_check) emptied: no rows, no chunk
+ * index; its header, attributes, type, chunk shape and filters kept
+ * (write/dset_empty.c, two fsync'd writes). H5_ERR_BUSY while an appender
+ * of it is open. */
+int h5_dataset_empty(h5_file *f, uint64_t addr);
 /* H5_ERR_PERM when the dataset cannot grow this way, H5_ERR_ROFS when the
  * file is open read-only. Nothing is written by open. */
 int h5_append_open(h5_appender **out, h5_file *f, uint64_t dset_addr);

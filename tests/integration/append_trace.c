@@ -9,7 +9,9 @@
  * ROWS holds whole rows; they go to h5_append_write in pieces of PIECE
  * bytes, with h5_append_flush (a durable commit) after every FLUSH_EVERY
  * pieces (0: only at close). H5FS_APPEND_COMMIT_BYTES set low makes
- * periodic (non-durable) commits happen in between.
+ * periodic (non-durable) commits happen in between. H5FS_TRACE_EMPTY set:
+ * the dataset is emptied first (h5_dataset_empty: O_TRUNC through the
+ * mount), for test_truncate_crash.py.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +51,8 @@ int main(int argc, char **argv)
 	rc = h5_file_open_hooked(&f, argv[1], &oo, &hooks);
 	if (rc == 0)
 		rc = h5_path_lookup(&addr, f, argv[2]);
+	if (rc == 0 && getenv("H5FS_TRACE_EMPTY"))
+		rc = h5_dataset_empty(f, addr);
 	if (rc == 0)
 		rc = h5_append_open(&a, f, addr);
 	for (long off = 0; rc == 0 && off < len; off += piece) {

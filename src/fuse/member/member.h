@@ -50,6 +50,11 @@ void wfile_idler_stop(h5fs *fs);
 /* (idle.c) every write handle of n with bytes not committed committed
  * now, as fsync does (an error stays in its handle) */
 void wfile_commit_node(h5fs *fs, struct node *n);
+/* truncate.c: n's dataset (u: as the current generation shows it, FILE
+ * held for writing) made size bytes: emptied, rows of the fill value
+ * appended, or refused (logged). op names the request in log lines. 0 or
+ * an errno. */
+int member_resize(h5fs *fs, struct node *n, const struct use *u, uint64_t size, const char *op);
 /* setattr.c: chmod, chown, utimens, truncate (root.h) */
 int member_setattr(void *r, struct stat *out, double *timeout, uint64_t ino, const struct stat *attr, int to_set);
 /* Write handles (write.c): fi->fh of one, or NULL for a read handle;

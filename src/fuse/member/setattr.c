@@ -85,6 +85,40 @@ static int store_mtime(h5fs *fs, struct node *n, struct timespec t)
 	return e;
 }
 
+/* truncate(2): the dataset's rows (member/truncate.c), FILE held for
+ * writing as every write is; rows of it not committed yet first. */
+static int set_size(h5fs *fs, struct node *n, uint64_t size)
+{
+	struct use u;
+	int e;
+
+	if (n->type != NT_FILE || n->vkind) {
+		h5fs_log(fs, LOG_NOTICE, "truncate %s: EPERM: not a dataset", show_path(n->path));
+		return EPERM;
+	}
+	wfile_commit_node(fs, n);
+	xbatch_flush(fs);
+	e = fs_write_begin(fs);
+	if (e)
+		return e;
+	e = node_use_current(&u, fs, n);
+	if (!e && (u.addr == UINT64_MAX || u.f != fs->f)) {
+		node_use_end(&u);
+		h5fs_log(fs, LOG_NOTICE, "truncate %s: EROFS: an object of another file (external link)",
+			 show_path(n->path));
+		e = EROFS;
+	}
+	if (e) {
+		fs_write_end(fs);
+		return e;
+	}
+	e = member_resize(fs, n, &u, size, "truncate");
+	node_use_end(&u);
+	fs_meta_changed(fs);
+	fs_write_end(fs);
+	return e;
+}
+
 int member_setattr(void *r, struct stat *out, double *timeout, uint64_t ino, const struct stat *attr, int to_set)
 {
 	h5fs *fs = r;
@@ -105,9 +139,9 @@ int member_setattr(void *r, struct stat *out, double *timeout, uint64_t ino, con
 		return EROFS;
 	}
 	if ((to_set & FUSE_SET_ATTR_SIZE) && attr->st_size != cur.st_size) {
-		h5fs_log(fs, LOG_NOTICE, "truncate %s to %lld bytes: EPERM: datasets change size by appending rows",
-			 show_path(n->path), (long long)attr->st_size);
-		return EPERM;
+		e = set_size(fs, n, (uint64_t)attr->st_size);
+		if (e)
+			return e;
 	}
 	if (to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW)) {
 		struct timespec t = mtime_of(attr, to_set);

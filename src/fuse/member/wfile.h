@@ -51,6 +51,10 @@ int wq_attach(h5fs *fs, struct wfile *w, bool want);
 void wq_detach(h5fs *fs, struct wfile *w);
 void wq_drain(struct wqueue *q);
 void vplen_add(struct wqueue *q, struct wfile *w, uint64_t len);
+/* n's dataset now holds bytes (emptied or grown: member/truncate.c): its
+ * open write handles go on from there, once their accepted writes are
+ * applied */
+void wq_resized(h5fs *fs, struct node *n, uint64_t bytes);
 /* write.c: fsync's commit of w (the idler's too) */
 int wfile_fsync(h5fs *fs, struct wfile *w, fuse_ino_t ino);
 

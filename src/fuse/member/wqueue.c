@@ -99,6 +99,33 @@ void vplen_add(struct wqueue *q, struct wfile *w, uint64_t len)
 		q->partial = NULL;
 }
 
+void wq_resized(h5fs *fs, struct node *n, uint64_t bytes)
+{
+	struct wqueue *q;
+	bool last;
+
+	pthread_mutex_lock(&fs->lock);
+	q = n->wq;
+	if (q)
+		q->refs++;
+	pthread_mutex_unlock(&fs->lock);
+	if (!q)
+		return;
+	pthread_mutex_lock(&q->mu);
+	while (q->turn < q->next)
+		pthread_cond_wait(&q->cv, &q->mu);
+	q->vrows = bytes / q->row_bytes;
+	q->seen = bytes;
+	pthread_mutex_unlock(&q->mu);
+	pthread_mutex_lock(&fs->lock);
+	last = --q->refs == 0;
+	if (last)
+		n->wq = NULL;
+	pthread_mutex_unlock(&fs->lock);
+	if (last)
+		wq_free(q);
+}
+
 bool wfile_reader_cached(h5fs *fs, struct node *n)
 {
 	/* The descriptors of a dataset that grows bypass the page cache

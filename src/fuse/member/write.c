@@ -236,10 +236,6 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 			 ext ? "an object of another file (external link)" : "the mount is read-only");
 		return EROFS;
 	}
-	if (fi->flags & O_TRUNC) {
-		h5fs_log(fs, LOG_NOTICE, "open %s with O_TRUNC: EPERM: datasets only grow", show_path(n->path));
-		return EPERM;
-	}
 	/* FILE free now (else EBUSY, logged), n as FILE is now (a live
 	 * mount follows another program's change first): the first write
 	 * takes the lock again. Attributes accepted before are committed
@@ -257,6 +253,10 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	pthread_rwlock_rdlock(&n->lk);
 	rc = u.f != fs->f ? EROFS : n->type == NT_FILE && n->ds ? 0 : EPERM;
 	pthread_rwlock_unlock(&n->lk);
+	/* O_TRUNC (cat x > d, cp x d): the dataset emptied, the new bytes
+	 * then its rows (member/truncate.c) */
+	if (!rc && (fi->flags & O_TRUNC))
+		rc = member_resize(fs, n, &u, 0, "open with O_TRUNC");
 	if (!rc && !(w = calloc(1, sizeof(*w))))
 		rc = ENOMEM;
 	if (rc) {

@@ -675,11 +675,41 @@ void h5_append_discard(h5_appender *a)
 	a->plen = 0;
 }
 
+h5_astream *h5_astream_hold(h5_file *f, uint64_t addr)
+{
+	h5_astream *s;
+
+	pthread_mutex_lock(&f->write_lock);
+	for (s = f->astreams; s && s->addr != addr; s = s->next)
+		;
+	if (s)
+		s->refs++;
+	pthread_mutex_unlock(&f->write_lock);
+	return s;
+}
+
+void h5_astream_release(h5_file *f, h5_astream *s)
+{
+	bool last;
+
+	pthread_mutex_lock(&f->write_lock);
+	last = --s->refs == 0;
+	if (last && !s->unlinked) {
+		for (h5_astream **pp = &f->astreams; *pp; pp = &(*pp)->next)
+			if (*pp == s) {
+				*pp = s->next;
+				break;
+			}
+	}
+	pthread_mutex_unlock(&f->write_lock);
+	if (last)
+		stream_free(s);
+}
+
 int h5_append_close(h5_appender *a, size_t *pending_partial)
 {
 	h5_astream *s;
 	h5_file *f;
-	bool last;
 	int rc;
 
 	if (pending_partial)
@@ -695,18 +725,7 @@ int h5_append_close(h5_appender *a, size_t *pending_partial)
 		rc = h5_err_set(H5_ERR_INVAL, "%zu trailing bytes do not make a whole row of %llu bytes: not appended",
 				a->plen, (unsigned long long)s->row_bytes);
 	}
-	pthread_mutex_lock(&f->write_lock);
-	last = --s->refs == 0;
-	if (last && !s->unlinked) {
-		for (h5_astream **pp = &f->astreams; *pp; pp = &(*pp)->next)
-			if (*pp == s) {
-				*pp = s->next;
-				break;
-			}
-	}
-	pthread_mutex_unlock(&f->write_lock);
-	if (last)
-		stream_free(s);
+	h5_astream_release(f, s);
 	free(a->part);
 	free(a);
 	return rc;

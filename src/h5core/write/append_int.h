@@ -56,6 +56,12 @@ typedef struct h5_astream {
 	int failed;             /* sticky: set under lock, read under write_lock too (atomic) */
 } h5_astream;
 
+/* The open stream of the dataset at addr, held (NULL: none), and let go
+ * (the last holder frees it): what another writer of the dataset asks of
+ * its appenders (dset_empty.c) */
+h5_astream *h5_astream_hold(h5_file *f, uint64_t addr);
+void h5_astream_release(h5_file *f, h5_astream *s);
+
 /* Stage every complete chunk row in the buffer and keep the rest. */
 int h5_astage_complete(h5_astream *s);
 /* Stage chunk rows [r0, r1) from the buffer, rows below hi being data

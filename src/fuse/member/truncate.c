@@ -1,0 +1,141 @@
+/*
+ * truncate.c - a dataset's size set through the mount (issue 47): opened
+ * with O_TRUNC (`cat x > d`, `cp x d`: the new bytes then come as rows),
+ * and truncate(2) to whole rows (h5py's resize along dimension 0):
+ *   - to 0: the dataset emptied (engine h5_dataset_empty: its index and
+ *     rows gone, its header, attributes, type, chunk shape and filters
+ *     kept);
+ *   - larger: rows of the fill value appended (the append path's commit);
+ *   - smaller, but not 0: EPERM (the chunks beyond would have to be
+ *     pruned from every kind of index: not done), logged;
+ *   - not whole rows, or a dataset that cannot grow (fixed size,
+ *     contiguous, another index): EINVAL or EPERM, logged.
+ * Rows other descriptors of the dataset wrote are committed first
+ * (setattr.c); rows still not committed (an open O_TRUNC while another
+ * descriptor appends) are EBUSY, logged. Open write descriptors go on
+ * from the new size (wqueue.c wq_resized).
+ * The caller holds FILE for writing (fs_write_begin) and u, n as the
+ * current generation shows it.
+ */
+#include "member.h"
+#include "wfile.h"
+
+/* n's dataset read again after its size changed: the node's size, blocks,
+ * times and kept xattrs follow (as wfile_refresh after appends). */
+static void node_reload(h5fs *fs, struct node *n, const struct use *u)
+{
+	h5_dataset *nd = NULL, *old;
+	struct timespec now;
+	uint64_t alloc;
+
+	if (h5_dataset_open(&nd, u->f, u->addr) < 0) {
+		h5fs_log(fs, LOG_ERR, "truncate %s: reopening the dataset: %s", show_path(n->path), h5_err_msg());
+		h5_err_clear();
+		return;
+	}
+	alloc = h5_dataset_allocated(nd);
+	clock_gettime(CLOCK_REALTIME, &now);
+	pthread_rwlock_wrlock(&n->lk);
+	old = n->ds;
+	n->ds = nd;
+	n->view = h5_dataset_view(nd);
+	tail_committed(n, n->view->size(nd));
+	xattr_cache_drop(n);    /* user.h5.shape */
+	n->st.st_blocks = blocks_of(alloc);
+	n->st.st_mtim = n->st.st_ctim = now;
+	pthread_rwlock_unlock(&n->lk);
+	h5_dataset_close(old);
+}
+
+/* Rows of the fill value appended until the dataset holds `size` bytes. */
+static int grow(h5fs *fs, struct node *n, const struct use *u, uint64_t size, uint64_t cur, const char *op)
+{
+	h5_appender *a = NULL;
+	h5_storage st;
+	uint8_t *buf = NULL;
+	uint64_t rb, left;
+	size_t cap = (size_t)1 << 20, pend = 0;
+	int rc, e = 0;
+
+	rc = h5_append_open(&a, u->f, u->addr);
+	if (rc < 0)
+		goto out;
+	rb = h5_append_row_bytes(a);
+	if (!rb || (size - cur) % rb) {
+		h5fs_log(fs, LOG_NOTICE, "%s %s to %llu bytes: EINVAL: not whole rows of %llu bytes", op,
+			 show_path(n->path), (unsigned long long)size, (unsigned long long)rb);
+		e = EINVAL;
+		goto out;
+	}
+	if (cap < rb)
+		cap = (size_t)rb;
+	cap -= cap % rb;
+	buf = calloc(1, cap);
+	if (!buf) {
+		e = ENOMEM;
+		goto out;
+	}
+	/* one element of the fill value, repeated (the rows' elements) */
+	pthread_rwlock_rdlock(&n->lk);
+	rc = n->ds ? h5_dataset_storage(&st, n->ds) : h5_err_set(H5_ERR_NOTFOUND, "no dataset");
+	if (rc == 0 && st.fill && st.fill_size && rb % st.fill_size == 0)
+		for (size_t i = 0; i + st.fill_size <= cap; i += st.fill_size)
+			memcpy(buf + i, st.fill, st.fill_size);
+	pthread_rwlock_unlock(&n->lk);
+	if (rc < 0)
+		goto out;
+	for (left = size - cur; left && rc == 0; left -= pend) {
+		pend = left < cap ? (size_t)left : cap;
+		rc = h5_append_write(a, buf, pend);
+	}
+out:
+	if (a) {
+		int rc2 = h5_append_close(a, NULL);
+
+		if (rc == 0 && !e)
+			rc = rc2;
+	}
+	free(buf);
+	if (rc < 0 && !e)
+		e = h5err_logged(fs, rc, op, n->path, NULL, u->addr);
+	return e;
+}
+
+int member_resize(h5fs *fs, struct node *n, const struct use *u, uint64_t size, const char *op)
+{
+	uint64_t cur;
+	int rc, e;
+
+	pthread_rwlock_rdlock(&n->lk);
+	cur = n->ds ? n->view->size(n->ds) : 0;
+	rc = n->ds ? h5_append_check(n->ds) : h5_err_set(H5_ERR_PERM, "not a dataset");
+	pthread_rwlock_unlock(&n->lk);
+	if (rc < 0) {
+		h5fs_log(fs, LOG_NOTICE, "%s %s to %llu bytes: EPERM: %s", op, show_path(n->path),
+			 (unsigned long long)size, h5_err_msg());
+		h5_err_clear();
+		return EPERM;
+	}
+	if (size == cur)
+		return 0;
+	if (size > cur) {
+		e = grow(fs, n, u, size, cur, op);
+	} else if (size != 0) {
+		h5fs_log(fs, LOG_NOTICE, "%s %s to %llu bytes: EPERM: a dataset shrinks only to 0 rows", op,
+			 show_path(n->path), (unsigned long long)size);
+		return EPERM;
+	} else {
+		rc = h5_dataset_empty(u->f, u->addr);
+		e = rc < 0 ? h5err_logged(fs, rc, op, n->path, NULL, u->addr) : 0;
+		if (rc == H5_ERR_PERM || rc == H5_ERR_BUSY)
+			h5fs_log(fs, LOG_NOTICE, "%s %s: %s: %s", op, show_path(n->path), strerror(e), h5_err_msg());
+		h5_err_clear();
+	}
+	/* (also after a failure: a commit may have been made) */
+	node_reload(fs, n, u);
+	pthread_rwlock_rdlock(&n->lk);
+	cur = n->ds ? n->view->size(n->ds) : 0;
+	pthread_rwlock_unlock(&n->lk);
+	wq_resized(fs, n, cur);
+	return e;
+}

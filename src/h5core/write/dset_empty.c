@@ -1,0 +1,138 @@
+/*
+ * dset_empty.c - a dataset that grows emptied: `cat x > d`, `cp x d`
+ * (open with O_TRUNC) and `truncate -s 0 d` through the mount, after which
+ * the new bytes are appended as rows (append.c). As h5py's resize to 0
+ * rows, the object keeps its header, attributes, type, chunk shape and
+ * filters; its rows and chunk index go.
+ *
+ * Two in-place writes, each fsync'd (doc/MODIFY.md "Emptying"):
+ *   1. the layout message's index address becomes undefined (IV.A.2.i):
+ *      no chunk is referenced any more, and every row reads as the fill
+ *      value, as libhdf5 reads a dataset whose chunks were never written;
+ *   2. the modification time, and dims[0] of the dataspace message
+ *      (IV.A.2.b) becomes 0.
+ * A crash before 1 leaves the dataset as it was; between 1 and 2, its old
+ * number of rows, every one the fill value (the data is gone, as after an
+ * O_TRUNC on any file system: the truncation is done, its size not yet);
+ * after 2, empty. No state references a chunk of the old index, so the
+ * next append starts a new index and never meets an old chunk. The old
+ * chunks and index blocks are left unreferenced.
+ */
+#include "base.h"
+#include "cache.h"
+#include "file.h"
+#include "ohdr.h"
+#include "dspace.h"
+#include "dataset.h"
+#include "cidx_write.h"
+#include "append_int.h"
+
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+int h5_dataset_empty(h5_file *f, uint64_t addr)
+{
+	h5_dataset *d = NULL;
+	h5_ohdr_edit e = { 0 };
+	const h5_cidx_write_ops *wops;
+	const h5_msg *ds, *lay;
+	uint8_t undef[8];
+	uint64_t field;
+	h5_astream *as = NULL;
+	bool locked = false;
+	int rc;
+
+	if (!f->writable)
+		return h5_err_set(H5_ERR_ROFS, "%s is open read-only", f->path);
+	rc = h5_dataset_open(&d, f, addr);
+	if (rc < 0)
+		return rc;
+	rc = h5_append_check(d);
+	if (rc < 0)
+		goto out;
+	wops = h5_cidx_write_ops_of(d->layout.idx_type);
+	if (!wops) {
+		rc = h5_err_set(H5_ERR_PERM, "chunk index %s: cannot be emptied",
+				h5_layout_index_name(d->layout.idx_type));
+		goto out;
+	}
+	/* an open stream (the lock order is the commit's: the stream's, then
+	 * write_lock) must hold no rows not committed; it then goes on from
+	 * the empty dataset */
+	as = h5_astream_hold(f, addr);
+	if (as)
+		pthread_mutex_lock(&as->lock);
+	pthread_mutex_lock(&f->write_lock);
+	locked = true;
+	if (as && (as->failed || as->row0 + as->nbuf > as->committed || as->ea)) {
+		rc = h5_err_set(H5_ERR_BUSY, "rows appended to it are not committed yet");
+		goto out;
+	}
+	rc = h5_ohdr_load(&e.oh, f, addr);
+	if (rc < 0)
+		goto out;
+	ds = h5_ohdr_find(e.oh, H5_MSG_DSPACE);
+	lay = h5_ohdr_find(e.oh, H5_MSG_LAYOUT);
+	if (!ds || !lay || ds->size < 4 || (ds->data[0] != 1 && ds->data[0] != 2)) {
+		rc = h5_err_set(H5_ERR_FORMAT, "object header 0x%llx: no dataspace or layout message",
+				(unsigned long long)addr);
+		goto out;
+	}
+	if ((ds->flags | lay->flags) & H5_MSG_FLAG_SHARED) {
+		rc = h5_err_set(H5_ERR_PERM, "shared dataspace or layout message");
+		goto out;
+	}
+	rc = h5_ohdr_edit_ranges(&e);
+	if (rc < 0)
+		goto out;
+	/* 1. no index */
+	if (d->layout.idx_addr != H5_ADDR_UNDEF) {
+		rc = wops->addr_field(&field, lay, &f->fmt);
+		memset(undef, 0xff, sizeof(undef));
+		if (rc == 0)
+			rc = h5_ohdr_patch(&e, field, undef, f->fmt.sizeof_addr);
+		if (rc == 0)
+			rc = h5_ohdr_write_chunk(f, &e, h5_ohdr_chunk_of(e.oh, field));
+		if (rc == 0)
+			rc = h5_file_sync(f);
+		if (rc < 0)
+			goto out;
+	}
+	/* 2. the time, then no rows */
+	rc = h5_ohdr_touch(&e, (uint32_t)time(NULL));
+	if (rc == 0)
+		rc = h5_dspace_patch_dim0(&e, ds, &f->fmt, 0);
+	for (size_t c = 0; rc == 0 && c < e.oh->nchunks; c++)
+		rc = h5_ohdr_write_chunk(f, &e, c);
+	if (rc == 0)
+		rc = h5_file_sync(f);
+	if (rc == 0 && as) {
+		/* (rows it buffered were the committed ones of a partly
+		 * filled last chunk row: gone with them) */
+		as->ea_addr = H5_ADDR_UNDEF;
+		as->row0 = 0;
+		as->nbuf = 0;
+		as->since = 0;
+		__atomic_store_n(&as->committed, 0, __ATOMIC_RELEASE);
+	} else if (rc < 0 && as) {
+		/* which state the file holds, the stream cannot tell */
+		__atomic_store_n(&as->failed, rc, __ATOMIC_RELEASE);
+	}
+out:
+	if (locked) {
+		/* whatever happened, cached copies of what may have changed go */
+		h5_cache_invalidate(f->meta, H5_CK_OHDR, addr);
+		pthread_mutex_unlock(&f->write_lock);
+	}
+	if (as) {
+		pthread_mutex_unlock(&as->lock);
+		h5_astream_release(f, as);
+	}
+	if (e.oh)
+		h5_ohdr_free(e.oh);
+	free(e.lo);
+	free(e.hi);
+	h5_dataset_close(d);
+	return rc < 0 ? h5_err_wrap(rc, "emptying the dataset at 0x%llx: ", (unsigned long long)addr) : 0;
+}

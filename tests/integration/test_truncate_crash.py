@@ -1,0 +1,161 @@
+#!/usr/bin/python3
+"""Crash states of a dataset emptied and written anew (`cat x > d`, `cp x
+d`: open with O_TRUNC through the mount; engine write/dset_empty.c, then
+the append path), per chunk index that grows: v1 B-tree, v2 B-tree and
+extensible array, filtered and not.
+
+append_trace (H5FS_TRACE_EMPTY set) empties the dataset and appends the
+new rows with every write and sync recorded; the trace is replayed in part
+as test_append_crash.py does (every prefix of every sync interval: kill
+-9; random torn subsets: a power cut, the object header's in-place writes
+whole). Every image must open in h5py and show one of:
+  - the old rows (nothing done yet);
+  - the old number of rows, each the fill value (the index gone, dims[0]
+    not yet: the truncation done, its size not yet);
+  - the first n of the new rows, 0 <= n <= all of them;
+and the attribute set before must still be there. The count of states
+checked is printed.
+"""
+import os
+import random
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import h5fs_testlib as T  # noqa: E402
+
+T.require_h5py()
+import h5py  # noqa: E402
+import numpy as np  # noqa: E402
+
+from test_append_crash import HELPER, apply, parse_trace, torn  # noqa: E402
+
+SUBSETS = 30
+FILT = dict(compression="gzip", shuffle=True, fletcher32=True)
+CASES = [
+    # name, libver, shape, maxshape, chunks, dtype, filters, fill, new rows, piece, flush every
+    ("btree1-1d", "earliest", (9,), (None,), (2,), "<i4", {}, 5, 1500, 1000, 3),
+    ("btree1-3d-filt", "earliest", (3, 2, 3), (None, 2, 3), (2, 2, 2), "<i2", FILT, 0, 300, 777, 2),
+    ("btree2-2d", "latest", (5, 3), (None, None), (2, 2), "<i4", {}, -1, 1500, 1000, 3),
+    ("earray-1d", "latest", (7,), (None,), (2,), "<i4", {}, 3, 1500, 1000, 3),
+    ("earray-3d-filt", "latest", (3, 2, 3), (None, 2, 3), (2, 2, 2), "<i2", FILT, 0, 300, 777, 2),
+]
+failures = []
+
+
+def fail(msg):
+    failures.append(msg)
+    print("FAIL: " + msg, flush=True)
+
+
+def check_image(img, tmp, old, fill, new):
+    with open(tmp, "wb") as fh:
+        fh.write(img)
+    try:
+        with h5py.File(tmp, "r") as f:
+            d = f["g/x"]
+            if d.attrs.get("units") != "m":
+                return "the attribute is gone"
+            got = d[()]
+            n = got.shape[0]
+            if n == old.shape[0] and np.array_equal(got, old):
+                return None
+            if n == old.shape[0] and np.all(got == fill):
+                return None
+            if n <= new.shape[0] and np.array_equal(got, new[:n]):
+                return None
+            return "%d rows: neither the old rows, the old count of fill values, nor new rows" % n
+    except Exception as e:  # noqa: BLE001 - any failure to open or read is a crash-safety bug
+        return "h5py: %s" % e
+
+
+def run_case(work, case, rng):
+    name, libver, shape, maxshape, chunks, dt, filt, fill, nrows, piece, every = case
+    path = os.path.join(work, name + ".h5")
+    with h5py.File(path, "w", libver=libver) as f:
+        d = f.create_dataset("g/x", shape=shape, maxshape=maxshape, chunks=chunks, dtype=dt, fillvalue=fill,
+                             **filt)
+        d[...] = (np.arange(int(np.prod(shape))) % 1000 + 100).reshape(shape)
+        d.attrs["units"] = "m"
+    with h5py.File(path, "r") as f:
+        old = f["g/x"][()]
+    base = open(path, "rb").read()
+    tail = shape[1:]
+    new = ((np.arange(nrows * int(np.prod(tail))) * 7 + 3) % 30000).astype(dt).reshape((nrows,) + tail)
+    rows_path = os.path.join(work, name + ".rows")
+    new.tofile(rows_path)
+    trace = os.path.join(work, name + ".trace")
+    env = dict(os.environ, H5FS_TRACE_EMPTY="1", H5FS_APPEND_COMMIT_BYTES=str(4 * piece),
+               H5FS_APPEND_COMMIT_MS="100000")
+    r = subprocess.run([HELPER, path, "/g/x", rows_path, trace, str(piece), str(every)], env=env,
+                       capture_output=True, timeout=120)
+    if r.returncode != 0:
+        fail("%s: append_trace exit %d: %s" % (name, r.returncode, r.stderr.decode()[-500:]))
+        return 0
+    final = open(path, "rb").read()
+    ops = parse_trace(trace)
+    img = bytearray(base)
+    for op in ops:
+        apply(img, op)
+    if bytes(img) != final:
+        fail("%s: the replayed trace does not rebuild the final file" % name)
+        return 0
+    tmp = os.path.join(work, "img.h5")
+    with h5py.File(path, "r") as f:
+        if not np.array_equal(f["g/x"][()], new) or f["g/x"].attrs.get("units") != "m":
+            fail("%s: the final file does not hold exactly the new rows and the attribute" % name)
+            return 0
+    syncs = [i for i, op in enumerate(ops) if op[0] == "S"]
+    bounds = [-1] + syncs + [len(ops)]
+    states = 0
+    durable = bytearray(base)
+    with h5py.File(path, "r") as f:
+        info = h5py.h5o.get_info(f["g/x"].id)
+        ohdr = (info.addr, info.addr + info.hdr.space.total)
+    for k in range(len(bounds) - 1):
+        lo, hi = bounds[k] + 1, bounds[k + 1]
+        pending = [op for op in ops[lo:hi] if op[0] != "S"]
+        cur = bytearray(durable)
+        for j in range(len(pending) + 1):           # every prefix (kill -9)
+            if j:
+                apply(cur, pending[j - 1])
+            err = check_image(cur, tmp, old, fill, new)
+            states += 1
+            if err:
+                fail("%s: interval %d, prefix %d/%d: %s" % (name, k, j, len(pending), err))
+                return states
+        for _ in range(SUBSETS if len(pending) > 1 else 0):
+            cur = bytearray(durable)
+            for op in pending:
+                torn(cur, op, rng, ohdr)
+            err = check_image(cur, tmp, old, fill, new)
+            states += 1
+            if err:
+                fail("%s: interval %d, torn subset: %s" % (name, k, err))
+                return states
+        for op in pending:
+            apply(durable, op)
+    print("%s: %d writes/syncs traced, %d syncs, %d crash states checked" % (name, len(ops), len(syncs), states),
+          flush=True)
+    return states
+
+
+def main():
+    if not os.access(HELPER, os.X_OK):
+        print("SKIP: %s not built" % HELPER)
+        sys.exit(77)
+    rng = random.Random(47)
+    total = 0
+    with tempfile.TemporaryDirectory(prefix="h5fs-trunc-crash-") as work:
+        for case in CASES:
+            total += run_case(work, case, rng)
+    print("%d crash states of emptying and rewriting checked" % total)
+    if failures:
+        print("%d failure(s)" % len(failures))
+        sys.exit(1)
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()
