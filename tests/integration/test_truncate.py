@@ -10,6 +10,9 @@ two unlimited dimensions) and a netCDF-4 style unlimited variable:
   Python's truncate(0) then write on an r+ descriptor; the dataset keeps
   its type, row shape, chunk shape, filters, fill value and attributes
   (POSIX: O_TRUNC keeps the inode), h5py reads exactly the new bytes;
+- np.save over dataset NAME (NAME.npy opened with O_TRUNC: its view) and
+  cp of an .npy file over it replace dataset NAME with the array, whatever
+  its layout (views.c npy_over, npy.c), and leave no placeholder;
 - truncate -s to more whole rows appends rows of the fill value (h5py's
   resize); to 0 empties; to fewer rows but not 0: EPERM; not whole rows:
   EINVAL; a fixed-size dataset (contiguous, np.save's): truncate and
@@ -40,6 +43,7 @@ def make(path, libver):
         f.create_dataset("bytes", data=np.frombuffer(b"hello world", dtype="u1"), maxshape=(None,), chunks=(4,))
         f.create_dataset("two", data=np.ones((3, 4), "<f8"), maxshape=(None, None), chunks=(2, 2))
         f.create_dataset("fixed", data=np.arange(10, dtype="<f8"))
+        f.create_dataset("arr", data=np.arange(5))
 
 
 def sh(cmd, tag):
@@ -102,6 +106,16 @@ def case(wd, libver):
                      errno.EPERM)
         sh(["truncate", "-s", "160", mnt + "/two"], tag)         # another
         sh(["truncate", "-s", "%d" % (new.nbytes + 16), mnt + "/rows"], tag)   # 2 rows of -7
+        # np.save again over a dataset (h5py's contiguous one, then its own),
+        # and cp of an .npy file over it: dataset NAME replaced
+        np.save(mnt + "/arr.npy", np.arange(7.0))
+        np.save(mnt + "/arr.npy", np.ones((2, 3), "<i2"))
+        got = np.load(mnt + "/arr.npy")
+        if got.dtype != np.dtype("<i2") or not np.array_equal(got, np.ones((2, 3), "<i2")):
+            T.fail("%s: np.load after np.save over arr: %r" % (tag, got))
+        np.save(os.path.join(wd, "c.npy"), np.arange(5, dtype="<u4"))
+        sh(["cp", os.path.join(wd, "c.npy"), mnt + "/c.npy"], tag)
+        sh(["cp", os.path.join(wd, "c.npy"), mnt + "/arr.npy"], tag)
         T.expect_err("truncate fixed", lambda: os.truncate(mnt + "/fixed", 0), errno.EPERM)
         T.expect_err("O_TRUNC fixed", lambda: os.open(mnt + "/fixed", os.O_WRONLY | os.O_TRUNC), errno.EPERM)
         out = m.output()
@@ -117,6 +131,12 @@ def case(wd, libver):
     two = np.ones((3, 4), "<f8")
     check(path, "two", np.concatenate([two, np.zeros((2, 4))]), tag)
     check(path, "fixed", np.arange(10, dtype="<f8"), tag)
+    check(path, "arr", np.arange(5, dtype="<u4"), tag, dtype="<u4")
+    check(path, "c", np.arange(5, dtype="<u4"), tag, dtype="<u4")
+    with h5py.File(path, "r") as f:
+        left = [n for n in f if n.endswith(".npy")]
+        if left:
+            T.fail("%s: placeholders left: %r" % (tag, left))
     with h5py.File(path, "r") as f:
         d = f["rows"]
         if d.chunks != (5, 2) or d.compression != "gzip" or not d.shuffle or d.fillvalue != -7:

@@ -31,6 +31,7 @@ struct npy_pending {
 };
 
 struct npy_stream {
+	bool placeholder_deleted;       /* np.save over NAME: its link went first */
 	uint64_t group, parent;
 	char *name;
 	uint8_t *head;          /* the first bytes, until the header parses */
@@ -299,7 +300,7 @@ static void placeholder_gone(h5fs *fs, struct npy_stream *s, const char *made)
 	/* (FILE changed by another program: ESTALE, the placeholder stays) */
 	if (!s->holding && begin(fs, s) == 0)
 		s->holding = true;
-	rc = s->holding ? h5_link_delete(s->g->f, s->group, base, strlen(base), 2) : 0;
+	rc = s->holding && !s->placeholder_deleted ? h5_link_delete(s->g->f, s->group, base, strlen(base), 2) : 0;
 	if (rc < 0)
 		h5fs_log(fs, LOG_ERR, "np.save %s: removing the placeholder: %s", show_path(s->name), h5_err_msg());
 	synth_forget(fs, s->parent, base);
@@ -313,6 +314,21 @@ static void placeholder_gone(h5fs *fs, struct npy_stream *s, const char *made)
 	}
 }
 
+/* Whether NAME is a dataset (not a group) in the stream's group: the
+ * stream then replaces it (np.save again, views.c npy_over). */
+static bool replaces(struct npy_stream *s, const char *name)
+{
+	h5_obj_info info;
+	h5_link l = { 0 };
+	bool r;
+
+	r = h5_group_lookup(&l, s->g->f, s->group, name) == 0 && l.type == H5_LINK_HARD &&
+	    h5_obj_info_get(&info, s->g->f, l.addr) == 0 && info.kind == H5_OBJ_DATASET;
+	h5_link_clear(&l);
+	h5_err_clear();
+	return r;
+}
+
 /* close's flush and fsync: the dataset made once every byte is in.
  * Before that nothing is made (a dup'd descriptor may still write: the
  * last close decides, npy_release), but close says the stream is not
@@ -320,6 +336,8 @@ static void placeholder_gone(h5fs *fs, struct npy_stream *s, const char *made)
 int npy_flush(h5fs *fs, struct npy_stream *s, bool closing)
 {
 	const char *base;
+	char *made = NULL;
+	bool over;
 	size_t blen;
 	uint64_t addr;
 	int e = 0, rc;
@@ -339,7 +357,27 @@ int npy_flush(h5fs *fs, struct npy_stream *s, bool closing)
 	base = strrchr(s->name, '/');
 	base = base ? base + 1 : s->name;
 	blen = strlen(base) - 4;        /* NAME of NAME.npy */
-	rc = h5_dset_writer_commit(&addr, s->dw, s->group, base, blen);
+	made = strndup(base, blen);
+	if (!made) {
+		e = fail(fs, s, ENOMEM, "out of memory");
+		goto out;
+	}
+	over = replaces(s, made);
+	if (over) {
+		/* np.save over dataset NAME (views.c npy_over): the placeholder
+		 * goes, the dataset is made under its name NAME.npy, then moved
+		 * over NAME (h5_link_move replaces it). Each step one commit: a
+		 * crash leaves the old NAME (and the placeholder, or not), or
+		 * the old NAME and the whole new array as NAME.npy, or the new
+		 * NAME. */
+		rc = h5_link_delete(s->g->f, s->group, base, strlen(base), 2);
+		if (rc == 0)
+			rc = h5_dset_writer_commit(&addr, s->dw, s->group, base, strlen(base));
+		if (rc == 0)
+			rc = h5_link_move(s->g->f, s->group, base, strlen(base), s->group, made, blen);
+	} else {
+		rc = h5_dset_writer_commit(&addr, s->dw, s->group, base, blen);
+	}
 	if (rc < 0) {
 		e = fail(fs, s, h5fs_errno(rc), h5_err_msg());
 		goto out;
@@ -350,13 +388,11 @@ int npy_flush(h5fs *fs, struct npy_stream *s, bool closing)
 		h5fs_log(fs, LOG_DEBUG, "np.save %s: the time set on it not kept: %s", show_path(s->name), h5_err_msg());
 		h5_err_clear();
 	}
-	{
-		char *made = strndup(base, blen);
-
-		placeholder_gone(fs, s, made);
-		free(made);
-	}
+	if (over)
+		s->placeholder_deleted = true;
+	placeholder_gone(fs, s, made);
 out:
+	free(made);
 	e = e ? e : s->err;
 	pthread_mutex_unlock(&s->mu);
 	return e;

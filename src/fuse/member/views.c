@@ -11,6 +11,7 @@
  * real link of the name always wins (its lookup comes first). */
 #include "member.h"
 #include "views.h"
+#include "wfile.h"
 
 static int views_fresh(h5fs *fs, struct node *n);
 
@@ -413,6 +414,40 @@ void views_releasedir(void *r, void *dh)
 
 /* -------- open and xattrs -------- */
 
+/* np.save over dataset NAME: its view NAME.npy opened to be written anew
+ * (O_TRUNC) on a mount that writes. The placeholder np.save's create
+ * makes (member_create: an empty dataset NAME.npy, a real link, which
+ * wins the name from now) takes the stream; the handle writes there
+ * (held: the kernel holds the view's inode, not the placeholder's), and
+ * close makes dataset NAME of it, replacing the old one (npy.c). */
+static int npy_over(h5fs *fs, struct fuse_file_info *fi, struct node *v)
+{
+	const char *name = strrchr(v->path, '/');
+	struct root_entry ent;
+	struct node *n;
+	int e;
+
+	name = name ? name + 1 : v->path;
+	e = member_create(fs, v->parent, name);
+	if (!e)
+		e = member_lookup(fs, &ent, v->parent, name);
+	if (e)
+		return e;
+	n = node_get(fs, ent.ino);
+	if (!n) {
+		member_forget(fs, ent.ino, 1);
+		return ESTALE;
+	}
+	fi->flags &= ~O_TRUNC;
+	e = wfile_open(fs, n, fi);
+	if (e) {
+		member_forget(fs, ent.ino, 1);
+		return e;
+	}
+	wfile_of(fi)->held = true;
+	return 0;
+}
+
 int views_open(void *r, struct fuse_file_info *fi, uint64_t ino)
 {
 	h5fs *fs = r;
@@ -421,8 +456,11 @@ int views_open(void *r, struct fuse_file_info *fi, uint64_t ino)
 
 	if (!n || !n->vkind)
 		return member_open(r, fi, ino);
-	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
+	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
+		if (n->vkind == VW_NPY && (fi->flags & O_TRUNC) && fs_writable(fs))
+			return npy_over(fs, fi, n);
 		return EROFS;   /* a view is read-only */
+	}
 	e = views_fresh(fs, n);
 	if (!e)
 		e = member_open(r, fi, ino);

@@ -42,6 +42,7 @@ struct wfile {
 	bool stale_logged;      /* its ESTALE (under q->mu) */
 	unsigned pins;          /* the idle commit uses it (under fs->lock) */
 	struct npy_stream *npy; /* an np.save placeholder's: writes go there (npy.c) */
+	bool held;              /* n referenced for it (np.save over a view: views.c), let go at release */
 };
 
 /* wqueue.c: the node's queue joined (want: opened to read and write, a

@@ -774,5 +774,7 @@ void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	}
 	ow_pages_settle(fs, w->n, ino);
 	wq_detach(fs, w);
+	if (w->held)
+		node_unref(fs, w->n->ino, 1);
 	wfile_free(w);
 }
