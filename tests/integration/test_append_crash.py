@@ -32,7 +32,6 @@ per run, no timing.
 import os
 import random
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
@@ -45,6 +44,7 @@ import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
 import bt1_dump  # noqa: E402
+from crash_replay import crash_images, parse_trace, rebuilds, straddling  # noqa: E402
 
 HELPER = os.path.join(T.BUILDDIR, "tests", "integration", "append_trace")
 SUBSETS = 40            # random torn subsets per sync interval
@@ -73,58 +73,6 @@ CASES = [
     ("earray-1d", "latest", (5,), (None,), (2,), "<i4", {}, 3000, 1000, 3),
     ("earray-3d-filt", "latest", (3, 2, 3), (None, 2, 3), (2, 2, 2), "<i2", FILT, 700, 777, 2),
 ]
-
-
-def parse_trace(path):
-    ops = []
-    with open(path, "rb") as fh:
-        data = fh.read()
-    p = 0
-    while p < len(data):
-        tag = data[p:p + 1]
-        if tag == b"S":
-            ops.append(("S",))
-            p += 1
-        elif tag in (b"W", b"T"):
-            off, ln = struct.unpack_from("<QQ", data, p + 1)
-            p += 17
-            if tag == b"W":
-                ops.append(("W", off, data[p:p + ln]))
-                p += ln
-            else:
-                ops.append(("T", off))
-        else:
-            raise AssertionError("bad trace tag %r at %d" % (tag, p))
-    return ops
-
-
-def apply(img, op):
-    if op[0] == "W":
-        off, b = op[1], op[2]
-        if len(img) < off + len(b):
-            img.extend(b"\0" * (off + len(b) - len(img)))
-        img[off:off + len(b)] = b
-    elif op[0] == "T":
-        if op[1] < len(img):
-            del img[op[1]:]
-        else:
-            img.extend(b"\0" * (op[1] - len(img)))
-
-
-def torn(img, op, rng, whole=None):
-    """Apply a write sector by sector (512-byte file sectors), each or not;
-    a write inside the range whole = (start, end) lands whole or not."""
-    if op[0] != "W" or (whole and whole[0] <= op[1] and op[1] + len(op[2]) <= whole[1]):
-        if rng.random() < 0.5:
-            apply(img, op)
-        return
-    off, b = op[1], op[2]
-    pos = 0
-    while pos < len(b):
-        end = min(len(b), ((off + pos) // 512 + 1) * 512 - off)
-        if rng.random() < 0.5:
-            apply(img, ("W", off + pos, b[pos:end]))
-        pos = end
 
 
 def check_image(img, tmp, ds_name, old_n, expect):
@@ -190,56 +138,24 @@ def run_case(work, case, rng):
         return 0
     final = open(path, "rb").read()
     ops = parse_trace(trace)
-    img = bytearray(base)
-    for op in ops:
-        apply(img, op)
-    if bytes(img) != final[:len(img)] or len(img) != len(final):
+    if not rebuilds(base, ops, final):
         fail("%s: the replayed trace does not rebuild the final file" % name)
         return 0
     err = check_image(final, os.path.join(work, "img.h5"), "g/x", len(expect), expect)
     if err:
         fail("%s: final file: %s" % (name, err))
         return 0
-    # sync intervals: [start, sync index)
-    syncs = [i for i, op in enumerate(ops) if op[0] == "S"]
-    bounds = [-1] + syncs + [len(ops)]
     states = 0
-    straddling = [0]      # object header writes across a sector boundary (kept whole)
-    durable = bytearray(base)
     tmp = os.path.join(work, "img.h5")
-    for k in range(len(bounds) - 1):
-        lo, hi = bounds[k] + 1, bounds[k + 1]
-        pending = [op for op in ops[lo:hi] if op[0] != "S"]
-        cur = bytearray(durable)
-        for j in range(len(pending) + 1):           # every prefix (kill -9)
-            if j:
-                apply(cur, pending[j - 1])
-            err = check_image(cur, tmp, "g/x", len(old), expect)
-            states += 1
-            if err:
-                fail("%s: interval %d, prefix %d/%d: %s" % (name, k, j, len(pending), err))
-                return states
-        for op in pending:
-            if op[0] == "W" and ohdr[0] <= op[1] and op[1] + len(op[2]) <= ohdr[1] \
-                    and op[1] // 512 != (op[1] + len(op[2]) - 1) // 512:
-                straddling[0] += 1
-        # torn subsets (power cut): also of a lone write that spans sectors
-        tearable = len(pending) > 1 or any(op[0] == "W" and op[1] // 512 != (op[1] + len(op[2]) - 1) // 512
-                                           for op in pending)
-        for _ in range(SUBSETS if tearable else 0):
-            cur = bytearray(durable)
-            for op in pending:
-                torn(cur, op, rng, ohdr)
-            err = check_image(cur, tmp, "g/x", len(old), expect)
-            states += 1
-            if err:
-                fail("%s: interval %d, torn subset: %s" % (name, k, err))
-                return states
-        for op in pending:
-            apply(durable, op)
+    for where, img in crash_images(base, ops, rng, SUBSETS, ohdr):
+        err = check_image(img, tmp, "g/x", len(old), expect)
+        states += 1
+        if err:
+            fail("%s: %s: %s" % (name, where, err))
+            return states
     print("%s: %d writes/syncs traced, %d syncs, %d crash states checked; %d object header writes"
-          " straddle a sector boundary (kept whole)" % (name, len(ops), len(syncs), states, straddling[0]),
-          flush=True)
+          " straddle a sector boundary (kept whole)" % (name, len(ops), sum(op[0] == "S" for op in ops), states,
+                                                         straddling(ops, ohdr)), flush=True)
     return states
 
 

@@ -65,7 +65,7 @@ import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
 import make_write_fixtures as MF  # noqa: E402
-from test_append_crash import apply, parse_trace  # noqa: E402
+from crash_replay import apply, parse_trace  # noqa: E402
 
 HELPER = os.path.join(T.BUILDDIR, "tests", "integration", "attr_trace")
 SUBSETS = 10

@@ -38,7 +38,7 @@ T.require_h5py()
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
-import test_append_crash as A  # noqa: E402  (trace parsing and replay)
+from crash_replay import crash_images, parse_trace, rebuilds, straddling  # noqa: E402
 
 HELPER = os.path.join(T.BUILDDIR, "tests", "integration", "overwrite_trace")
 SUBSETS = 30
@@ -183,11 +183,8 @@ def run_case(work, case, rng):
         T.fail("%s: overwrite_trace exit %d: %s" % (name, r.returncode, r.stderr.decode()[-500:]))
         return 0
     final = open(path, "rb").read()
-    ops = A.parse_trace(trace)
-    img = bytearray(base)
-    for op in ops:
-        A.apply(img, op)
-    if bytes(img) != final:
+    ops = parse_trace(trace)
+    if not rebuilds(base, ops, final):
         T.fail("%s: the replayed trace does not rebuild the final file" % name)
         return 0
     tmp = os.path.join(work, "img.h5")
@@ -200,41 +197,16 @@ def run_case(work, case, rng):
                                                                                               states[-1])))
         return 0
     whole = not in_place
-    syncs = [i for i, op in enumerate(ops) if op[0] == "S"]
-    bounds = [-1] + syncs + [len(ops)]
-    count, straddling = 0, 0
-    durable = bytearray(base)
-    for k in range(len(bounds) - 1):
-        lo, hi = bounds[k] + 1, bounds[k + 1]
-        pending = [op for op in ops[lo:hi] if op[0] != "S"]
-        cur = bytearray(durable)
-        for j in range(len(pending) + 1):
-            if j:
-                A.apply(cur, pending[j - 1])
-            err = check_image(cur, tmp, states, es, whole)
-            count += 1
-            if err:
-                T.fail("%s: interval %d, prefix %d/%d: %s" % (name, k, j, len(pending), err))
-                return count
-        for op in pending:
-            if op[0] == "W" and ohdr[0] <= op[1] and op[1] + len(op[2]) <= ohdr[1] \
-                    and op[1] // 512 != (op[1] + len(op[2]) - 1) // 512:
-                straddling += 1
-        tearable = len(pending) > 1 or any(op[0] == "W" and op[1] // 512 != (op[1] + len(op[2]) - 1) // 512
-                                           for op in pending)
-        for _ in range(SUBSETS if tearable else 0):
-            cur = bytearray(durable)
-            for op in pending:
-                A.torn(cur, op, rng, ohdr)
-            err = check_image(cur, tmp, states, es, whole)
-            count += 1
-            if err:
-                T.fail("%s: interval %d, torn subset: %s" % (name, k, err))
-                return count
-        for op in pending:
-            A.apply(durable, op)
+    count = 0
+    for where, img in crash_images(base, ops, rng, SUBSETS, ohdr):
+        err = check_image(img, tmp, states, es, whole)
+        count += 1
+        if err:
+            T.fail("%s: %s: %s" % (name, where, err))
+            return count
     print("%s: %d writes/syncs traced, %d syncs, %d crash states checked; %d object header writes"
-          " straddle a sector boundary (kept whole)" % (name, len(ops), len(syncs), count, straddling), flush=True)
+          " straddle a sector boundary (kept whole)" % (name, len(ops), sum(op[0] == "S" for op in ops), count,
+                                                         straddling(ops, ohdr)), flush=True)
     return count
 
 

@@ -7,8 +7,9 @@ extensible array, filtered and not.
 append_trace (H5FS_TRACE_EMPTY set) empties the dataset and appends the
 new rows with every write and sync recorded; the trace is replayed in part
 as test_append_crash.py does (every prefix of every sync interval: kill
--9; random torn subsets: a power cut, the object header's in-place writes
-whole). Every image must open in h5py and show one of:
+-9; random torn subsets: a power cut, the in-place rewrites of small
+metadata - superblock, object header, array header - whole, as
+doc/APPEND.md "Atomicity of the in-place writes" takes them). Every image must open in h5py and show one of:
   - the old rows (nothing done yet);
   - the old number of rows, each the fill value (the index gone, dims[0]
     not yet: the truncation done, its size not yet);
@@ -29,7 +30,9 @@ T.require_h5py()
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
-from test_append_crash import HELPER, apply, parse_trace, torn  # noqa: E402
+from crash_replay import crash_images, parse_trace, rebuilds, rewrites_in_place  # noqa: E402
+
+HELPER = os.path.join(T.BUILDDIR, "tests", "integration", "append_trace")
 
 SUBSETS = 30
 FILT = dict(compression="gzip", shuffle=True, fletcher32=True)
@@ -95,10 +98,7 @@ def run_case(work, case, rng):
         return 0
     final = open(path, "rb").read()
     ops = parse_trace(trace)
-    img = bytearray(base)
-    for op in ops:
-        apply(img, op)
-    if bytes(img) != final:
+    if not rebuilds(base, ops, final):
         fail("%s: the replayed trace does not rebuild the final file" % name)
         return 0
     tmp = os.path.join(work, "img.h5")
@@ -106,38 +106,15 @@ def run_case(work, case, rng):
         if not np.array_equal(f["g/x"][()], new) or f["g/x"].attrs.get("units") != "m":
             fail("%s: the final file does not hold exactly the new rows and the attribute" % name)
             return 0
-    syncs = [i for i, op in enumerate(ops) if op[0] == "S"]
-    bounds = [-1] + syncs + [len(ops)]
     states = 0
-    durable = bytearray(base)
-    with h5py.File(path, "r") as f:
-        info = h5py.h5o.get_info(f["g/x"].id)
-        ohdr = (info.addr, info.addr + info.hdr.space.total)
-    for k in range(len(bounds) - 1):
-        lo, hi = bounds[k] + 1, bounds[k + 1]
-        pending = [op for op in ops[lo:hi] if op[0] != "S"]
-        cur = bytearray(durable)
-        for j in range(len(pending) + 1):           # every prefix (kill -9)
-            if j:
-                apply(cur, pending[j - 1])
-            err = check_image(cur, tmp, old, fill, new)
-            states += 1
-            if err:
-                fail("%s: interval %d, prefix %d/%d: %s" % (name, k, j, len(pending), err))
-                return states
-        for _ in range(SUBSETS if len(pending) > 1 else 0):
-            cur = bytearray(durable)
-            for op in pending:
-                torn(cur, op, rng, ohdr)
-            err = check_image(cur, tmp, old, fill, new)
-            states += 1
-            if err:
-                fail("%s: interval %d, torn subset: %s" % (name, k, err))
-                return states
-        for op in pending:
-            apply(durable, op)
-    print("%s: %d writes/syncs traced, %d syncs, %d crash states checked" % (name, len(ops), len(syncs), states),
-          flush=True)
+    for where, img in crash_images(base, ops, rng, SUBSETS, rewrites_in_place(base, ops)):
+        err = check_image(img, tmp, old, fill, new)
+        states += 1
+        if err:
+            fail("%s: %s: %s" % (name, where, err))
+            return states
+    print("%s: %d writes/syncs traced, %d syncs, %d crash states checked"
+          % (name, len(ops), sum(op[0] == "S" for op in ops), states), flush=True)
     return states
 
 

@@ -1,0 +1,142 @@
+"""crash_replay.py - the crash states a traced write leaves, for the crash
+tests (test_append_crash.py, test_overwrite_crash.py, test_truncate_crash.py,
+test_attr_crash.py).
+
+A helper built by make check runs one write through the engine with its
+byte source wrapped by the trace source (source_trace.c), which records
+every write (W), size change (T) and sync (S) in order. The trace is
+replayed onto the original file in part to build the files a crash could
+leave:
+
+- every sync interval: everything before the interval's sync point, plus
+  every prefix of the writes issued since (kill -9: the kernel keeps
+  completed writes, in order);
+- for every interval, random subsets of the writes since the last sync,
+  each write torn into 512-byte sectors that land or not independently
+  (a power cut: the disk may store unsynced sectors in any order) - except
+  writes inside `whole` (an object header's in-place rewrites, one write
+  ending in the chunk's checksum), which land whole or not at all: a torn
+  one that straddles a sector boundary is the residual risk doc/APPEND.md
+  names, counted by straddling().
+"""
+import struct
+
+
+def parse_trace(path):
+    ops = []
+    with open(path, "rb") as fh:
+        data = fh.read()
+    p = 0
+    while p < len(data):
+        tag = data[p:p + 1]
+        if tag == b"S":
+            ops.append(("S",))
+            p += 1
+        elif tag in (b"W", b"T"):
+            off, ln = struct.unpack_from("<QQ", data, p + 1)
+            p += 17
+            if tag == b"W":
+                ops.append(("W", off, data[p:p + ln]))
+                p += ln
+            else:
+                ops.append(("T", off))
+        else:
+            raise AssertionError("bad trace tag %r at %d" % (tag, p))
+    return ops
+
+
+def apply(img, op):
+    if op[0] == "W":
+        off, b = op[1], op[2]
+        if len(img) < off + len(b):
+            img.extend(b"\0" * (off + len(b) - len(img)))
+        img[off:off + len(b)] = b
+    elif op[0] == "T":
+        if op[1] < len(img):
+            del img[op[1]:]
+        else:
+            img.extend(b"\0" * (op[1] - len(img)))
+
+
+def _whole(op, whole):
+    if callable(whole):
+        return whole(op)
+    return bool(whole) and whole[0] <= op[1] and op[1] + len(op[2]) <= whole[1]
+
+
+def torn(img, op, rng, whole=None):
+    """Apply a write sector by sector (512-byte file sectors), each or not;
+    a write inside the range whole = (start, end), or one whole(op) says
+    is whole, lands whole or not."""
+    if op[0] != "W" or _whole(op, whole):
+        if rng.random() < 0.5:
+            apply(img, op)
+        return
+    off, b = op[1], op[2]
+    pos = 0
+    while pos < len(b):
+        end = min(len(b), ((off + pos) // 512 + 1) * 512 - off)
+        if rng.random() < 0.5:
+            apply(img, ("W", off + pos, b[pos:end]))
+        pos = end
+
+
+def rebuilds(base, ops, final):
+    """Whether the whole trace replayed onto base gives the final file."""
+    img = bytearray(base)
+    for op in ops:
+        apply(img, op)
+    return bytes(img) == final
+
+
+def _spans(op):
+    return op[0] == "W" and op[1] // 512 != (op[1] + len(op[2]) - 1) // 512
+
+
+def crash_images(base, ops, rng, subsets, whole=None):
+    """Yield (where, image) for every crash state: each prefix of each sync
+    interval, then `subsets` torn subsets of it. An image is valid until
+    the next one is asked for."""
+    syncs = [i for i, op in enumerate(ops) if op[0] == "S"]
+    bounds = [-1] + syncs + [len(ops)]
+    durable = bytearray(base)
+    for k in range(len(bounds) - 1):
+        pending = [op for op in ops[bounds[k] + 1:bounds[k + 1]] if op[0] != "S"]
+        cur = bytearray(durable)
+        for j in range(len(pending) + 1):
+            if j:
+                apply(cur, pending[j - 1])
+            yield "interval %d, prefix %d/%d" % (k, j, len(pending)), cur
+        # torn subsets (power cut): also of a lone write that spans sectors
+        tearable = len(pending) > 1 or any(_spans(op) for op in pending)
+        for _ in range(subsets if tearable else 0):
+            img = bytearray(durable)
+            for op in pending:
+                torn(img, op, rng, whole)
+            yield "interval %d, torn subset" % k, img
+        for op in pending:
+            apply(durable, op)
+
+
+def rewrites_in_place(base, ops, most=512):
+    """whole() for torn(): the in-place rewrites of small metadata (at most
+    `most` bytes over bytes the base file or an earlier write of the trace
+    holds: a superblock, an object header, an extensible array header),
+    which doc/APPEND.md "Atomicity of the in-place writes" takes as
+    atomic; new space (chunks, new blocks) is torn by sectors."""
+    seen = [(0, len(base))]
+    keep = set()
+    for op in ops:
+        if op[0] != "W":
+            continue
+        lo, hi = op[1], op[1] + len(op[2])
+        if len(op[2]) <= most and any(a < hi and lo < b for a, b in seen):
+            keep.add(id(op))
+        seen.append((lo, hi))
+    return lambda op: id(op) in keep
+
+
+def straddling(ops, whole):
+    """Writes inside whole that cross a sector boundary (kept whole)."""
+    return sum(1 for op in ops if op[0] == "W" and whole[0] <= op[1] and op[1] + len(op[2]) <= whole[1]
+               and _spans(op))
