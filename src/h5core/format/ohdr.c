@@ -773,40 +773,58 @@ size_t h5_ohdr_chunk_of(const h5_ohdr *oh, uint64_t addr)
 	return SIZE_MAX;
 }
 
-/* Set the modification time everywhere the header records one: the
- * modification time messages (IV.A.2.r, IV.A.2.o) and the v2 prefix
- * (whose change time libhdf5's H5O_touch also updates). */
-int h5_ohdr_touch(h5_ohdr_edit *e, uint32_t now)
+int h5_ohdr_time_places(unsigned *places, const h5_ohdr *oh, uint32_t sec, size_t prefix_off,
+			h5_ohdr_time_put put, void *ud)
 {
-	h5_ohdr *oh = e->oh;
 	uint8_t v[16];
 	int rc = 0;
 
+	*places = 0;
 	for (size_t i = 0; i < oh->nmsgs && rc == 0; i++) {
 		const h5_msg *m = &oh->msgs[i];
 
 		if (m->flags & H5_MSG_FLAG_SHARED)
 			continue;
 		if (m->type == H5_MSG_MTIME && m->size >= 8 && m->data[0] == 1) {
-			h5_le_encode(v, now, 4);
-			rc = h5_ohdr_patch(e, m->addr + 4, v, 4);
+			h5_le_encode(v, sec, 4);
+			rc = put(ud, m->addr + 4, v, 4, m->chunk);
+			++*places;
 		} else if (m->type == H5_MSG_MTIME_OLD && m->size >= 14) {
-			time_t t = (time_t)now;
+			time_t t = (time_t)sec;
 			struct tm tm;
 			char s[32];
 
 			if (!gmtime_r(&t, &tm))
-				continue;
+				return h5_err_set(H5_ERR_RANGE, "time %lu has no UTC date", (unsigned long)sec);
 			snprintf(s, sizeof(s), "%04d%02d%02d%02d%02d%02d", tm.tm_year + 1900, tm.tm_mon + 1,
 				 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
-			rc = h5_ohdr_patch(e, m->addr, s, 14);
+			rc = put(ud, m->addr, s, 14, m->chunk);
+			++*places;
 		}
 	}
 	if (rc == 0 && oh->version >= 2 && oh->has_times) {
-		/* "OHDR", version, flags, then access, modification, change, birth */
-		h5_le_encode(v, now, 4);
-		h5_le_encode(v + 4, now, 4);
-		rc = h5_ohdr_patch(e, oh->addr + 10, v, 8);
+		/* "OHDR", version, flags, then access, modification, change,
+		 * birth: the two at prefix_off */
+		h5_le_encode(v, sec, 4);
+		h5_le_encode(v + 4, sec, 4);
+		rc = put(ud, oh->addr + prefix_off, v, 8, 0);
+		++*places;
 	}
 	return rc;
+}
+
+static int touch_put(void *ud, uint64_t addr, const void *bytes, size_t n, size_t chunk)
+{
+	(void)chunk;
+	return h5_ohdr_patch(ud, addr, bytes, n);
+}
+
+/* Set the modification time everywhere the header records one: the
+ * modification time messages (IV.A.2.r, IV.A.2.o) and the v2 prefix
+ * (whose change time libhdf5's H5O_touch also updates). */
+int h5_ohdr_touch(h5_ohdr_edit *e, uint32_t now)
+{
+	unsigned places;
+
+	return h5_ohdr_time_places(&places, e->oh, now, 10, touch_put, e);
 }

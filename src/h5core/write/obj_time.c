@@ -25,50 +25,15 @@
 #include "ohdr.h"
 #include "ohdr_edit.h"
 
-#include <stdio.h>
-#include <time.h>
 
-/* The places of a header's times patched to sec; how many there were. */
-static int patch_places(h5_ohdr_change *c, uint32_t sec, unsigned *places)
+/* A place of the header's times patched (a side change: h5_ohdr_aux); the
+ * commit's one write is that of its chunk. */
+static int aux_put(void *ud, uint64_t addr, const void *bytes, size_t n, size_t chunk)
 {
-	h5_ohdr *oh = c->e.oh;
-	uint8_t v[16];
-	int rc = 0;
+	h5_ohdr_change *c = ud;
 
-	*places = 0;
-	for (size_t i = 0; i < oh->nmsgs && rc == 0; i++) {
-		const h5_msg *m = &oh->msgs[i];
-
-		if (m->flags & H5_MSG_FLAG_SHARED)
-			continue;
-		if (m->type == H5_MSG_MTIME && m->size >= 8 && m->data[0] == 1) {
-			h5_le_encode(v, sec, 4);
-			rc = h5_ohdr_aux(c, m->addr + 4, v, 4);
-			c->main = m->chunk;
-			++*places;
-		} else if (m->type == H5_MSG_MTIME_OLD && m->size >= 14) {
-			time_t t = (time_t)sec;
-			struct tm tm;
-			char s[32];
-
-			if (!gmtime_r(&t, &tm))
-				return h5_err_set(H5_ERR_RANGE, "time %lu has no UTC date", (unsigned long)sec);
-			snprintf(s, sizeof(s), "%04d%02d%02d%02d%02d%02d", tm.tm_year + 1900, tm.tm_mon + 1,
-				 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
-			rc = h5_ohdr_aux(c, m->addr, s, 14);
-			c->main = m->chunk;
-			++*places;
-		}
-	}
-	if (rc == 0 && oh->version >= 2 && oh->has_times) {
-		/* "OHDR", version, flags, then access, modification, change, birth */
-		h5_le_encode(v, sec, 4);
-		h5_le_encode(v + 4, sec, 4);
-		rc = h5_ohdr_aux(c, oh->addr + 6, v, 8);
-		c->main = 0;
-		++*places;
-	}
-	return rc;
+	c->main = chunk;
+	return h5_ohdr_aux(c, addr, bytes, n);
 }
 
 int h5_obj_mtime_set(h5_file *f, uint64_t addr, int64_t sec)
@@ -86,7 +51,7 @@ int h5_obj_mtime_set(h5_file *f, uint64_t addr, int64_t sec)
 	pthread_mutex_lock(&f->write_lock);
 	rc = h5_ohdr_change_open(&c, f, addr);
 	if (rc == 0)
-		rc = patch_places(&c, (uint32_t)sec, &places);
+		rc = h5_ohdr_time_places(&places, c.e.oh, (uint32_t)sec, 6, aux_put, &c);
 	if (rc == 0 && places == 0) {
 		if (c.e.oh->version >= 2) {
 			rc = h5_err_set(H5_ERR_UNSUPPORTED, "object 0x%llx records no times (a version 2 header "
