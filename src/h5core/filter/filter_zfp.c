@@ -229,25 +229,44 @@ out:
  * of the other byte order would need the values swapped first: refused.
  * A codec other than this libzfp's would write a stream the file's readers
  * take for another: refused too. */
-static int check_zfp(const h5_filter *f)
+/* The stream and field of f's header for encoding, or why this build
+ * cannot encode it (H5_ERR_UNSUPPORTED; H5_ERR_NOMEM). */
+static int enc_setup(zfp_stream **zs, zfp_field **fld, const h5_filter *f)
 {
-	zfp_stream *zs = NULL;
-	zfp_field *fld = NULL;
 	bool swap = false;
 	int rc;
 
+	*zs = NULL;
+	*fld = NULL;
 	if (f->ncd < 2 || f->ncd > ZFP_CD_MAX)
-		return h5_err_set(H5_ERR_UNSUPPORTED, "zfp: %zu client values", f->ncd);
+		return h5_err_set(H5_ERR_UNSUPPORTED, "zfp: %zu client values (H5Z-ZFP stores 2 to %d)", f->ncd,
+				  ZFP_CD_MAX);
 	if (writer_codec(f->cd[0]) != zfp_codec_version)
 		return h5_err_set(H5_ERR_UNSUPPORTED, "zfp: dataset written with zfp codec %u, this libzfp encodes codec %u",
 				  writer_codec(f->cd[0]), zfp_codec_version);
-	if ((rc = zfp_header(&zs, &fld, &swap, f)) < 0)
+	if ((rc = zfp_header(zs, fld, &swap, f)) < 0)
 		return rc == H5_ERR_NOMEM ? rc : h5_err_wrap(H5_ERR_UNSUPPORTED, "cannot encode: ");
-	zfp_stream_close(zs);
-	zfp_field_free(fld);
-	if (swap)
+	if (swap) {
+		zfp_stream_close(*zs);
+		zfp_field_free(*fld);
+		*zs = NULL;
+		*fld = NULL;
 		return h5_err_set(H5_ERR_UNSUPPORTED, "zfp: header of the other byte order: cannot encode");
+	}
 	return 0;
+}
+
+static int check_zfp(const h5_filter *f)
+{
+	zfp_stream *zs;
+	zfp_field *fld;
+	int rc = enc_setup(&zs, &fld, f);
+
+	if (rc == 0) {
+		zfp_stream_close(zs);
+		zfp_field_free(fld);
+	}
+	return rc;
 }
 
 static int enc_zfp(uint8_t **buf, size_t *len, const h5_filter *f)
@@ -257,21 +276,10 @@ static int enc_zfp(uint8_t **buf, size_t *len, const h5_filter *f)
 	bitstream *bs = NULL;
 	uint8_t *out = NULL;
 	size_t es = 0, maxsz, got;
-	bool swap;
 	int rc;
 
-	if (f->ncd < 2 || f->ncd > ZFP_CD_MAX)
-		return h5_err_set(H5_ERR_FORMAT, "zfp: %zu client values (H5Z-ZFP stores 2 to %d)", f->ncd,
-				  ZFP_CD_MAX);
-	if (writer_codec(f->cd[0]) != zfp_codec_version)
-		return h5_err_set(H5_ERR_UNSUPPORTED, "zfp: dataset written with zfp codec %u, this libzfp encodes codec %u",
-				  writer_codec(f->cd[0]), zfp_codec_version);
-	if ((rc = zfp_header(&zs, &fld, &swap, f)) < 0)
+	if ((rc = enc_setup(&zs, &fld, f)) < 0)
 		return rc;
-	if (swap) {
-		rc = h5_err_set(H5_ERR_UNSUPPORTED, "zfp: header of the other byte order: cannot encode");
-		goto out;
-	}
 	if ((rc = elem_size(&es, zfp_field_type(fld))) < 0)
 		goto out;
 	if (zfp_field_size(fld, NULL) * es != *len) {
