@@ -110,6 +110,13 @@ typedef struct h5_open_opts {
 				  * from the descriptor's path afterwards: a
 				  * rename over FILE meanwhile makes that
 				  * "NAME (deleted)") */
+	const char *real_path;   /* FILE's real path as the caller knows it (a
+				  * collection's walk: its DIR's real path and a
+				  * name reached without symlinks); NULL: what
+				  * the descriptor leads to (/proc) */
+	int meta_blocks;         /* read-only local FILE read once for its
+				  * metadata (h5fs-ls): small reads served from
+				  * a few blocks read whole (io/source.h) */
 	int related_idle;        /* those files kept open while unused: 0 the
 				  * default (32), negative none (a collection,
 				  * which counts descriptors) */
@@ -170,7 +177,8 @@ uint64_t h5_file_downloaded(const h5_file *f);
 /* The superblock's end-of-file address is past FILE's end: H5_ERR_FORMAT
  * "truncated file: eof = SIZE, stored_eof = ADDR" (libhdf5's words and
  * check, H5F__super_read), else 0. A file a SWMR writer has open is not
- * checked (libhdf5's SWMR reader does not either). */
+ * checked (libhdf5's SWMR reader does not either). Asked just after the
+ * open: a local FILE's size is the one its open saw (its stamp). */
 int h5_file_check_truncated(h5_file *f);
 
 /* A writable FILE opened with lazy_lock: take its write lock for a write

@@ -69,6 +69,61 @@ START_TEST(test_local_read_only)
 }
 END_TEST
 
+/* meta_blocks: small reads come from 8 KiB blocks read whole (a change
+ * of the file after a block was read is not seen through it: the proof
+ * that the block, not the file, answered), reads across a block's end
+ * are joined, large reads and reads past the end go to the file (the
+ * same errors as without), and a writable source never keeps blocks. */
+START_TEST(test_local_meta_blocks)
+{
+	const char *p = tmp_path("meta.bin");
+	static uint8_t data[20000];
+	uint8_t got[6000], one = 0xEE;
+	h5_source_opts o = { .meta_blocks = true };
+	h5_source *s;
+	int fd;
+
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 7 + i / 251);
+	put_file(p, data, sizeof(data));
+	ck_assert_int_eq(h5_source_open(&s, p, &o), 0);
+	ck_assert(s->has_stat);
+	ck_assert_uint_eq(s->size, sizeof(data));
+	ck_assert_int_eq(s->ops->read(s, 0, got, 8), 0);         /* block 0 read whole */
+	ck_assert_mem_eq(got, data, 8);
+	fd = open(p, O_WRONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, &one, 1, 100), 1);            /* in block 0 */
+	ck_assert_int_eq(pwrite(fd, &one, 1, 9000), 1);           /* block 1: not read yet */
+	close(fd);
+	ck_assert_int_eq(s->ops->read(s, 96, got, 8), 0);
+	ck_assert_mem_eq(got, data + 96, 8);                      /* the block's bytes */
+	/* across blocks 0 and 1: block 1 read now, with the change */
+	ck_assert_int_eq(s->ops->read(s, 8000, got, 1100), 0);
+	ck_assert_mem_eq(got, data + 8000, 192);
+	ck_assert_uint_eq(got[1000], 0xEE);
+	ck_assert_mem_eq(got + 1001, data + 9001, 99);
+	/* a large read: from the file */
+	ck_assert_int_eq(s->ops->read(s, 0, got, sizeof(got)), 0);
+	ck_assert_uint_eq(got[100], 0xEE);
+	/* the last block is short: reads inside it, then past the end */
+	ck_assert_int_eq(s->ops->read(s, 19990, got, 10), 0);
+	ck_assert_mem_eq(got, data + 19990, 10);
+	ck_assert_int_eq(s->ops->read(s, 19995, got, 10), H5_ERR_FORMAT);
+	ck_assert_int_eq(s->ops->read(s, 30000, got, 10), H5_ERR_FORMAT);
+	h5_source_close(s);
+	/* writable: no blocks (a write would leave them stale) */
+	o.writable = true;
+	ck_assert_int_eq(h5_source_open(&s, p, &o), 0);
+	ck_assert_int_eq(s->ops->read(s, 0, got, 8), 0);
+	one = 0x11;
+	ck_assert_int_eq(s->ops->write(s, 4, &one, 1), 0);
+	ck_assert_int_eq(s->ops->read(s, 0, got, 8), 0);
+	ck_assert_uint_eq(got[4], 0x11);
+	h5_source_close(s);
+}
+END_TEST
+
 START_TEST(test_local_writable)
 {
 	const char *p = tmp_path("rw.bin");
@@ -439,6 +494,7 @@ static Suite *source_suite(void)
 	TCase *tc = tcase_create("core");
 
 	tcase_add_test(tc, test_local_read_only);
+	tcase_add_test(tc, test_local_meta_blocks);
 	tcase_add_test(tc, test_local_writable);
 	tcase_add_test(tc, test_memory);
 	tcase_add_test(tc, test_trace);
