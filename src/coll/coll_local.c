@@ -216,6 +216,8 @@ static int local_open_member(void *b, h5_file **out, const char *path, const h5_
 	if (rc == H5_ERR_FORMAT || rc == H5_ERR_CHECKSUM || rc == H5_ERR_UNSUPPORTED || rc == H5_ERR_LOOP ||
 	    rc == H5_ERR_LIMIT)
 		return EBADMSG; /* the file's bytes, not the moment */
+	if (rc == H5_ERR_NOFD)
+		return EMFILE;  /* the caller may close idle files and try again */
 	return rc == H5_ERR_NOTHDF5 ? EMEDIUMTYPE : rc < 0 ? EIO : 0;
 }
 

@@ -37,7 +37,10 @@ typedef enum h5_err {
 	H5_ERR_LIMIT = -13,      /* a size/depth limit was exceeded */
 	H5_ERR_BUSY = -14,       /* file locked by another writer */
 	H5_ERR_NOSPC = -15,      /* no space left where the file lies (writing) */
-	H5_ERR_LAST = H5_ERR_NOSPC  /* the lowest code: checks of "a documented code" */
+	H5_ERR_NOFD = -16,       /* the process has no descriptor left (EMFILE,
+				  * ENFILE): a caller holding idle files may
+				  * close some and try again */
+	H5_ERR_LAST = H5_ERR_NOFD  /* the lowest code: checks of "a documented code" */
 } h5_err;
 
 /* Record an error: stores the formatted message for this thread and returns
@@ -122,7 +125,10 @@ typedef struct h5_open_opts {
 				  * which counts descriptors) */
 	/* Asked before another file is opened for FILE (delta 1: 0 to go on,
 	 * or a negative h5_err) and told when it is closed (delta -1): a
-	 * collection bounds its open descriptors (-o max_files). NULL: none. */
+	 * collection bounds its open descriptors (-o max_files). Delta 0:
+	 * the kernel refused a descriptor (EMFILE, ENFILE: H5_ERR_NOFD) for
+	 * such a file; 0 when the gate closed an idle file of its own (the
+	 * open is tried again), negative when it has none. NULL: none. */
 	int (*fd_gate)(void *ud, int delta);
 	void *fd_gate_ud;
 	/* the byte-source classes' own options (remote FILEs: -o

@@ -234,13 +234,15 @@ class SanitizerReport(AssertionError):
 
 
 class Mount:
-    """h5fs FILE MNT -f in the background; always unmounted and reaped."""
+    """h5fs FILE MNT -f in the background; always unmounted and reaped.
+    nofile: the daemon's RLIMIT_NOFILE (soft and hard), as `ulimit -n`."""
 
-    def __init__(self, h5file, mnt, opts=(), cwd=None):
+    def __init__(self, h5file, mnt, opts=(), cwd=None, nofile=None):
         self.h5file = h5file
         self.mnt = mnt
         self.opts = list(opts)
         self.cwd = cwd
+        self.nofile = nofile
         self.proc = None
         self.log = None
         self.hung = False
@@ -258,7 +260,7 @@ class Mount:
         self.log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen([H5FS, "-f"] + self.opts + [self.h5file, self.mnt],
                                      stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT,
-                                     cwd=self.cwd, preexec_fn=_default_signals)
+                                     cwd=self.cwd, preexec_fn=self._preexec)
         deadline = time.monotonic() + MOUNT_WAIT
         while time.monotonic() < deadline:
             if is_mounted(self.mnt):
@@ -272,6 +274,12 @@ class Mount:
             time.sleep(0.02)
         self.stop()
         raise MountError("mount did not appear within %.0f s" % MOUNT_WAIT)
+
+    def _preexec(self):
+        _default_signals()
+        if self.nofile:
+            import resource
+            resource.setrlimit(resource.RLIMIT_NOFILE, (self.nofile, self.nofile))
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None

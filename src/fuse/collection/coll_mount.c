@@ -57,6 +57,8 @@ static int open_live(struct coll *c, h5fs **out, h5_file **file, const char *pat
 			e = EIO;
 		}
 	}
+	if (e == EMFILE)
+		return e;       /* the dispatcher closes an idle member, tries again */
 	if (e) {
 		if (whylen)
 			snprintf(why, whylen, "%s", h5_err_msg());

@@ -86,7 +86,7 @@ static bool dtype_same(const h5_dtype *a, const h5_dtype *b, unsigned depth)
 /* The gate refused a descriptor, or the process has none left. */
 static bool out_of_descriptors(int rc, int e)
 {
-	return rc == H5_ERR_LIMIT || (rc == H5_ERR_IO && (e == EMFILE || e == ENFILE));
+	return rc == H5_ERR_LIMIT || rc == H5_ERR_NOFD || (rc == H5_ERR_IO && (e == EMFILE || e == ENFILE));
 }
 
 static void src_detach(vsrc *s)

@@ -96,6 +96,8 @@ int h5_open_beneath(int *out, int dirfd, const char *rel, int flags)
 		return H5_BENEATH_MISSING;
 	/* EXDEV: ".." or a symlink out of the tree; ELOOP: a symlink where
 	 * none may be (O_NOFOLLOW) or a loop */
+	if (e == EMFILE || e == ENFILE)
+		return h5_err_set(H5_ERR_NOFD, "%.200s: %s", rel, strerror(e));
 	if (e == EXDEV || e == ELOOP)
 		return h5_err_set(H5_ERR_PERM, "\"%.200s\" leads out of the directory of FILE (a symlink or \"..\"): "
 				  "not followed", rel);

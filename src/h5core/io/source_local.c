@@ -300,7 +300,8 @@ static int local_open(h5_source **out, const char *path, const h5_source_opts *o
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	l->fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | (opts->data_file ? O_NONBLOCK : 0));
 	if (l->fd < 0) {
-		rc = h5_err_set(errno == EROFS || errno == EACCES ? (writable ? H5_ERR_ROFS : H5_ERR_IO) : H5_ERR_IO,
+		rc = h5_err_set(errno == EMFILE || errno == ENFILE ? H5_ERR_NOFD :
+				errno == EROFS || errno == EACCES ? (writable ? H5_ERR_ROFS : H5_ERR_IO) : H5_ERR_IO,
 				"%s: %s", path, strerror(errno));
 		goto out;
 	}
