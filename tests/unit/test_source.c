@@ -12,7 +12,9 @@
 #include "dataset.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include "beneath.h"
 #ifdef HAVE_CURL
 #include "source_s3.h"  /* s3_opts, and source_http.h: http_opts */
 #endif
@@ -121,6 +123,44 @@ START_TEST(test_local_meta_blocks)
 	ck_assert_int_eq(s->ops->read(s, 0, got, 8), 0);
 	ck_assert_uint_eq(got[4], 0x11);
 	h5_source_close(s);
+}
+END_TEST
+
+/* No descriptor left (EMFILE): H5_ERR_NOFD from a source's open and from
+ * an open beneath a folder (h5_open_nolinks says "open it your way"), so
+ * that a caller holding idle files may close some and try again (a
+ * collection), never taken for a missing file. The limit is this test's
+ * process's own (Check forks one per test). */
+START_TEST(test_local_nofd)
+{
+	const char *p = tmp_path("nofd.bin");
+	h5_source_opts o = { 0 };
+	struct rlimit rl;
+	h5_source *s = NULL;
+	int dfd, fd, spare;
+
+	put_file(p, "x", 1);
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(dfd, 0);
+	spare = dup(0);
+	ck_assert_int_ge(spare, 0);
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	rl.rlim_cur = (rlim_t)spare + 1;        /* every descriptor up to spare in use */
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	for (int d = 0; d <= spare; d++)
+		ck_assert_int_ge(fcntl(d, F_GETFD), 0);
+	ck_assert_int_eq(h5_source_open(&s, p, &o), H5_ERR_NOFD);
+	ck_assert_ptr_null(s);
+	ck_assert_ptr_nonnull(strstr(h5_err_msg(), "Too many open files"));
+	ck_assert_int_eq(h5_open_beneath(&fd, dfd, "nofd.bin", O_RDONLY), H5_ERR_NOFD);
+	ck_assert_int_eq(h5_open_nolinks(&fd, dfd, "nofd.bin", O_RDONLY), H5_BENEATH_OTHER);
+	/* one descriptor given back: both open */
+	close(spare);
+	ck_assert_int_eq(h5_open_nolinks(&fd, dfd, "nofd.bin", O_RDONLY), 0);
+	close(fd);
+	ck_assert_int_eq(h5_source_open(&s, p, &o), 0);
+	h5_source_close(s);
+	close(dfd);
 }
 END_TEST
 
@@ -495,6 +535,7 @@ static Suite *source_suite(void)
 
 	tcase_add_test(tc, test_local_read_only);
 	tcase_add_test(tc, test_local_meta_blocks);
+	tcase_add_test(tc, test_local_nofd);
 	tcase_add_test(tc, test_local_writable);
 	tcase_add_test(tc, test_memory);
 	tcase_add_test(tc, test_trace);
