@@ -33,6 +33,7 @@ TEST_PACKAGES=(
 	python3-fsspec python3-zarr python3-numcodecs python3-aiohttp
 	python3-xarray python3-dask python3-distributed
 	python3-tifffile python3-pil libtiff-tools libpng-dev
+	strace
 )
 
 build_only=0

@@ -4,6 +4,7 @@
 #include "coll_backend.h"
 #include "h5util.h"
 #include "h5errno.h"
+#include "beneath.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -175,9 +176,25 @@ static int local_open_source(void *b, h5_source **out, const char *path)
 	return rc < 0 ? h5fs_errno(rc) : 0;
 }
 
+/* The member opened from DIR's descriptor when no symlink is on its way:
+ * its real path is then DIR's and its name, and the engine need not ask
+ * the kernel (a readlink of /proc per member; bench/README.md, issue 45).
+ * Otherwise (a symlink, no openat2) by its path, as the kernel resolves it. */
+static int open_member_file(struct local *l, h5_file **out, const char *path, const char *p, h5_open_opts *o)
+{
+	int fd;
+
+	o->real_path = NULL;
+	if (h5_open_nolinks(&fd, l->dfd, path, o->writable ? O_RDWR : O_RDONLY) != 0)
+		return h5_file_open(out, p, o);
+	o->real_path = p;
+	return h5_file_open_fd(out, fd, p, o);
+}
+
 static int local_open_member(void *b, h5_file **out, const char *path, const h5_open_opts *oo)
 {
-	char *p = full_path(b, path);
+	struct local *l = b;
+	char *p = full_path(l, path);
 	h5_open_opts o = *oo;
 	int rc;
 
@@ -188,17 +205,19 @@ static int local_open_member(void *b, h5_file **out, const char *path, const h5_
 	 * FILE is (main.c: with lazy_lock, locked only while writing); a
 	 * source that still locks at open (no lazy_lock) and finds the file
 	 * locked opens it read-only */
-	o.writable = oo->writable && access(p, W_OK) == 0;
-	rc = h5_file_open(out, p, &o);
+	o.writable = oo->writable && faccessat(l->dfd, rel(path), W_OK, 0) == 0;
+	rc = open_member_file(l, out, path, p, &o);
 	if (rc == H5_ERR_BUSY && o.writable) {
 		o.writable = 0;
-		rc = h5_file_open(out, p, &o);
+		rc = open_member_file(l, out, path, p, &o);
 	}
 	rc = coll_member_checked(out, rc);
 	free(p);
 	if (rc == H5_ERR_FORMAT || rc == H5_ERR_CHECKSUM || rc == H5_ERR_UNSUPPORTED || rc == H5_ERR_LOOP ||
 	    rc == H5_ERR_LIMIT)
 		return EBADMSG; /* the file's bytes, not the moment */
+	if (rc == H5_ERR_NOFD)
+		return EMFILE;  /* the caller may close idle files and try again */
 	return rc == H5_ERR_NOTHDF5 ? EMEDIUMTYPE : rc < 0 ? EIO : 0;
 }
 

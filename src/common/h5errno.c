@@ -21,6 +21,7 @@ int h5fs_errno(int h5err)
 	case H5_ERR_ROFS: return EROFS;
 	case H5_ERR_BUSY: return EBUSY;
 	case H5_ERR_NOSPC: return ENOSPC;
+	case H5_ERR_NOFD: return EMFILE;
 	/* Corruption, checksum failures, cycles, limits and features the engine
 	 * cannot decode (e.g. a filter not compiled in) all mean "these bytes
 	 * cannot be produced": EIO, with the reason in the log. */

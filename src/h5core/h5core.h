@@ -37,7 +37,10 @@ typedef enum h5_err {
 	H5_ERR_LIMIT = -13,      /* a size/depth limit was exceeded */
 	H5_ERR_BUSY = -14,       /* file locked by another writer */
 	H5_ERR_NOSPC = -15,      /* no space left where the file lies (writing) */
-	H5_ERR_LAST = H5_ERR_NOSPC  /* the lowest code: checks of "a documented code" */
+	H5_ERR_NOFD = -16,       /* the process has no descriptor left (EMFILE,
+				  * ENFILE): a caller holding idle files may
+				  * close some and try again */
+	H5_ERR_LAST = H5_ERR_NOFD  /* the lowest code: checks of "a documented code" */
 } h5_err;
 
 /* Record an error: stores the formatted message for this thread and returns
@@ -110,12 +113,22 @@ typedef struct h5_open_opts {
 				  * from the descriptor's path afterwards: a
 				  * rename over FILE meanwhile makes that
 				  * "NAME (deleted)") */
+	const char *real_path;   /* FILE's real path as the caller knows it (a
+				  * collection's walk: its DIR's real path and a
+				  * name reached without symlinks); NULL: what
+				  * the descriptor leads to (/proc) */
+	int meta_blocks;         /* read-only local FILE read once for its
+				  * metadata (h5fs-ls): small reads served from
+				  * a few blocks read whole (io/source.h) */
 	int related_idle;        /* those files kept open while unused: 0 the
 				  * default (32), negative none (a collection,
 				  * which counts descriptors) */
 	/* Asked before another file is opened for FILE (delta 1: 0 to go on,
 	 * or a negative h5_err) and told when it is closed (delta -1): a
-	 * collection bounds its open descriptors (-o max_files). NULL: none. */
+	 * collection bounds its open descriptors (-o max_files). Delta 0:
+	 * the kernel refused a descriptor (EMFILE, ENFILE: H5_ERR_NOFD) for
+	 * such a file; 0 when the gate closed an idle file of its own (the
+	 * open is tried again), negative when it has none. NULL: none. */
 	int (*fd_gate)(void *ud, int delta);
 	void *fd_gate_ud;
 	/* the byte-source classes' own options (remote FILEs: -o
@@ -170,7 +183,8 @@ uint64_t h5_file_downloaded(const h5_file *f);
 /* The superblock's end-of-file address is past FILE's end: H5_ERR_FORMAT
  * "truncated file: eof = SIZE, stored_eof = ADDR" (libhdf5's words and
  * check, H5F__super_read), else 0. A file a SWMR writer has open is not
- * checked (libhdf5's SWMR reader does not either). */
+ * checked (libhdf5's SWMR reader does not either). Asked just after the
+ * open: a local FILE's size is the one its open saw (its stamp). */
 int h5_file_check_truncated(h5_file *f);
 
 /* A writable FILE opened with lazy_lock: take its write lock for a write

@@ -436,7 +436,14 @@ int main(int argc, char **argv)
 		return TOOL_EXIT_PARTIAL;         /* out of memory */
 	}
 	oo.ctx = ctx;
+	/* one pass over each file's metadata: its small reads from a few
+	 * blocks read whole (io/source.h) */
+	oo.meta_blocks = 1;
 	if (concat) {
+		/* the document (MiBs): a write(2) per 64 KiB, not per 4 KiB */
+		static char outbuf[1 << 16];
+
+		setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
 		co_cat.ro = ro;
 		co_cat.oo = &oo;
 		co_cat.suffixes = suffixes;

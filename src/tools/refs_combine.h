@@ -14,10 +14,18 @@
  * number of files. */
 typedef struct rc_spill {
 	FILE *f;
+	char *wbuf;               /* f's buffer (RC_SPILL_BUF) */
 	uint64_t end;
-	uint8_t *buf;             /* the last one read back */
+	/* read back a window at a time: the members are read in about the
+	 * order they were written (one pread per window, not per member) */
+	uint8_t *buf;
 	size_t cap;
+	uint64_t win_off;         /* the window: [win_off, win_off + win_len) */
+	size_t win_len;
 } rc_spill;
+
+#define RC_SPILL_BUF ((size_t)1 << 16)
+#define RC_SPILL_WINDOW ((size_t)1 << 18)
 
 /* One file of the combination, in its order. */
 typedef struct rc_member {

@@ -171,7 +171,9 @@ static void member_from_index(struct gather *g, const char *path, const char *na
  * members is made afterwards (by_key), so the order they finish in does
  * not matter. */
 
-#define QCAP 16                 /* members waiting for a worker */
+#define QCAP 64                 /* members waiting for a worker */
+#define QBATCH 8                /* queued before the workers are woken */
+#define QTAKE 4                 /* taken by a worker at once */
 #define WORKERS_LOCAL 2
 #define WORKERS_REMOTE 8
 
@@ -186,6 +188,7 @@ struct pool {
 	struct job q[QCAP];
 	size_t head, n;
 	int stop;
+	int full;               /* the walk waits for room */
 	pthread_t th[WORKERS_REMOTE];
 	unsigned nth;
 };
@@ -260,19 +263,29 @@ static void *worker(void *arg)
 
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
-		struct job j;
+		struct job j[QTAKE];
+		size_t k = 0;
 
 		while (!p->n && !p->stop)
 			pthread_cond_wait(&p->work, &p->mu);
 		if (!p->n)
 			break;
-		j = p->q[p->head];
-		p->head = (p->head + 1) % QCAP;
-		p->n--;
-		pthread_cond_signal(&p->room);
+		/* a few at a time: the queue's lock taken once for them (it
+		 * was contended per member, bench/README.md) */
+		while (p->n && k < QTAKE) {
+			j[k++] = p->q[p->head];
+			p->head = (p->head + 1) % QCAP;
+			p->n--;
+		}
+		if (p->full && p->n <= QCAP / 2) {
+			p->full = 0;
+			pthread_cond_signal(&p->room);
+		}
 		pthread_mutex_unlock(&p->mu);
-		job_run(g, &j);
-		job_free(&j);
+		for (size_t i = 0; i < k; i++) {
+			job_run(g, &j[i]);
+			job_free(&j[i]);
+		}
 		pthread_mutex_lock(&p->mu);
 	}
 	pthread_mutex_unlock(&p->mu);
@@ -322,11 +335,17 @@ static void job_submit(struct gather *g, struct job *j)
 		return;
 	}
 	pthread_mutex_lock(&p->mu);
-	while (p->n == QCAP)
+	while (p->n == QCAP) {
+		p->full = 1;    /* woken when half of it is taken */
+		pthread_cond_broadcast(&p->work);
 		pthread_cond_wait(&p->room, &p->mu);
+	}
 	p->q[(p->head + p->n) % QCAP] = *j;
 	p->n++;
-	pthread_cond_signal(&p->work);
+	/* workers woken for a batch, not for each member: a wake-up and
+	 * the wait after it were 3 futex calls a member (bench/README.md) */
+	if (p->n == QBATCH)
+		pthread_cond_broadcast(&p->work);
 	pthread_mutex_unlock(&p->mu);
 }
 
@@ -340,17 +359,14 @@ static void walk_file(void *u, const char *path, const struct coll_stat *st, boo
 	g->files++;
 	coll_progress_tick(0, g->files, g->members, NULL);
 	stop = g->ret;
-	pthread_mutex_unlock(&g->mu);
-	if (stop)
-		return;
-	if (!hdf5) {
-		pthread_mutex_lock(&g->mu);
+	if (!stop && !hdf5) {
 		coll_progress_clear();
 		fprintf(stderr, "h5fs-ls: %s%s: not HDF5: skipped\n", g->top, path);
 		g->skipped++;
-		pthread_mutex_unlock(&g->mu);
-		return;
 	}
+	pthread_mutex_unlock(&g->mu);
+	if (stop || !hdf5)
+		return;
 	if (!(j.path = strdup(path)) || asprintf(&j.url, "%s%s", g->base, path) < 0 ||
 	    asprintf(&j.name, "%s%s", g->top, path) < 0) {
 		pthread_mutex_lock(&g->mu);
@@ -378,11 +394,20 @@ static void walk_file(void *u, const char *path, const struct coll_stat *st, boo
 		job_submit(g, &j);
 }
 
+/* Before a folder is listed (an S3 listing: round trips), members
+ * queued short of a batch go to the workers. */
 static void walk_folder(void *u, const char *path, const struct coll_stat *st)
 {
-	(void)u;
+	struct gather *g = u;
+
 	(void)path;
 	(void)st;
+	if (g->pool) {
+		pthread_mutex_lock(&g->pool->mu);
+		if (g->pool->n)
+			pthread_cond_broadcast(&g->pool->work);
+		pthread_mutex_unlock(&g->pool->mu);
+	}
 }
 
 static void walk_error(void *u, const char *path, int e)

@@ -8,6 +8,7 @@ import errno
 import os
 import posixpath
 import random
+import re
 import shutil
 import stat
 import subprocess
@@ -234,13 +235,15 @@ class SanitizerReport(AssertionError):
 
 
 class Mount:
-    """h5fs FILE MNT -f in the background; always unmounted and reaped."""
+    """h5fs FILE MNT -f in the background; always unmounted and reaped.
+    nofile: the daemon's RLIMIT_NOFILE (soft and hard), as `ulimit -n`."""
 
-    def __init__(self, h5file, mnt, opts=(), cwd=None):
+    def __init__(self, h5file, mnt, opts=(), cwd=None, nofile=None):
         self.h5file = h5file
         self.mnt = mnt
         self.opts = list(opts)
         self.cwd = cwd
+        self.nofile = nofile
         self.proc = None
         self.log = None
         self.hung = False
@@ -258,7 +261,7 @@ class Mount:
         self.log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen([H5FS, "-f"] + self.opts + [self.h5file, self.mnt],
                                      stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT,
-                                     cwd=self.cwd, preexec_fn=_default_signals)
+                                     cwd=self.cwd, preexec_fn=self._preexec)
         deadline = time.monotonic() + MOUNT_WAIT
         while time.monotonic() < deadline:
             if is_mounted(self.mnt):
@@ -272,6 +275,12 @@ class Mount:
             time.sleep(0.02)
         self.stop()
         raise MountError("mount did not appear within %.0f s" % MOUNT_WAIT)
+
+    def _preexec(self):
+        _default_signals()
+        if self.nofile:
+            import resource
+            resource.setrlimit(resource.RLIMIT_NOFILE, (self.nofile, self.nofile))
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
@@ -1027,3 +1036,77 @@ def _compare(expected, root_addr, mnt, rep, windows, seed, compare_names, eio_ok
         if len(inos) > 1:
             rep.bad("object 0x%x shows several inode numbers %s" % (addr, sorted(inos)))
     return actual
+
+
+# ---- the S3 test server (test_s3rver.py starts it) ---------------------------------
+
+def s3rver_env(wd, key, secret, **extra):
+    """The environment of a test against s3rver: its credentials, HOME in
+    the test's folder (no ~/.aws of the machine's), no session token or
+    profile, and OpenSSL's legacy provider for node: s3rver's continuation
+    tokens are DES-encrypted, which OpenSSL 3 keeps there (without it
+    every second page of a listing is a 500). extra: more variables."""
+    os.environ.update({"AWS_ACCESS_KEY_ID": key, "AWS_SECRET_ACCESS_KEY": secret, "HOME": wd})
+    os.environ.update(extra)
+    os.environ.pop("AWS_SESSION_TOKEN", None)
+    os.environ.pop("AWS_PROFILE", None)
+    os.environ["NODE_OPTIONS"] = "--openssl-legacy-provider"
+
+
+def s3rver_log_lines(wd):
+    """One line per response s3rver sent: its logger keeps koa-logger's
+    "  --> GET /bucket/KEY 206 ..." less the first 16 characters, so
+    "t/KEY 206" (an object) or "t?QUERY 200" (the bucket)."""
+    out = []
+    with open(os.path.join(wd, "s3rver.log"), errors="replace") as fh:
+        for ln in fh:
+            ln = re.sub(r"\x1b\[[0-9;]*m", "", ln)
+            m = re.match(r"info: (t[/?]\S*) (\d{3}) ", ln)
+            if m:
+                out.append(m.group(1) + " " + m.group(2))
+    return out
+
+
+def s3rver_settled(wd, before=0):
+    """The response lines after the first `before`, once s3rver's logger
+    (asynchronous: a reply can be sent before its line is written) has
+    written no new line for half a second (10 s at most)."""
+    n, deadline = -1, time.monotonic() + 10
+    while time.monotonic() < deadline:
+        lines = s3rver_log_lines(wd)
+        if len(lines) == n:
+            break
+        n = len(lines)
+        time.sleep(0.5)
+    return lines[before:]
+
+
+# ---- h5fs-ls --refs and the Python stack that reads its documents ------------------
+
+def require_modules(*names, debian=""):
+    """The modules named (dotted names too: "dask.array"), imported, in
+    that order; a missing one skips the test (exit 77) naming the Debian
+    packages that bring them."""
+    import importlib
+    out = []
+    for n in names:
+        try:
+            out.append(importlib.import_module(n))
+        except ImportError as e:
+            skip("%s missing (Debian %s): %s" % ("/".join(names), debian, e))
+    return out
+
+
+def refs_run(*args, env=None, timeout=120):
+    """h5fs-ls --refs ARGS: (exit status, stdout bytes, stderr text)."""
+    p = subprocess.run([H5FS_LS, "--refs", *args], capture_output=True, timeout=timeout, env=env)
+    return p.returncode, p.stdout, p.stderr.decode("utf-8", "replace")
+
+
+def save_bytes(wd, name, data):
+    """data written to wd/name: its path."""
+    p = os.path.join(wd, name)
+    with open(p, "wb") as fh:
+        fh.write(data)
+    return p
+

@@ -14,10 +14,8 @@ indexed remount of a prefix:
   shows the same tree.
 """
 import os
-import re
 import subprocess
 import sys
-import time
 from fnmatch import fnmatchcase
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -54,28 +52,6 @@ def s3_truth(truth):
     return out
 
 
-def log_lines(wd):
-    out = []
-    with open(os.path.join(wd, "s3rver.log"), errors="replace") as fh:
-        for ln in fh:
-            ln = re.sub(r"\x1b\[[0-9;]*m", "", ln)
-            m = re.match(r"info: (t[/?]\S*) (\d{3}) ", ln)
-            if m:
-                out.append(m.group(1) + " " + m.group(2))
-    return out
-
-
-def settled(wd, before):
-    n, deadline = -1, time.monotonic() + 10
-    while time.monotonic() < deadline:
-        lines = log_lines(wd)
-        if len(lines) == n:
-            break
-        n = len(lines)
-        time.sleep(0.5)
-    return lines[before:]
-
-
 def object_requests(lines):
     return [ln for ln in lines if ln.startswith("t/")]
 
@@ -100,10 +76,7 @@ def main():
     top = os.path.join(wd, "coll")
     F.make(top)
     truth = s3_truth(F.entries(top))
-    os.environ.update({"AWS_ACCESS_KEY_ID": S.KEY, "AWS_SECRET_ACCESS_KEY": S.SECRET, "HOME": wd})
-    os.environ.pop("AWS_SESSION_TOKEN", None)
-    os.environ.pop("AWS_PROFILE", None)
-    os.environ["NODE_OPTIONS"] = "--openssl-legacy-provider"
+    T.s3rver_env(wd, S.KEY, S.SECRET)
     proc, port = S.start_s3rver(wd)
     o = "s3_endpoint=http://127.0.0.1:%d,s3_path_style,retries=1,timeout=20" % port
     url = "s3://bucket/coll/"
@@ -114,9 +87,9 @@ def main():
                 p = os.path.join(d, n)
                 S.put(port, "coll/" + os.path.relpath(p, top), p)
         for label in ("cold", "warm"):
-            before = len(settled(wd, 0))
+            before = len(T.s3rver_settled(wd, 0))
             F.check_cases(url, truth, ["-O", o, "--index", ix], "s3 " + label)
-            objs = object_requests(settled(wd, before))
+            objs = object_requests(T.s3rver_settled(wd, before))
             print("s3 %s: %d object requests" % (label, len(objs)))
             if label == "warm" and objs:
                 T.fail("s3 warm: objects fetched with the index up to date: %r" % objs[:5])
@@ -132,9 +105,9 @@ def main():
         lix = os.path.join(wd, "ls.sqlite")
         ls_want = subprocess.run([T.H5FS_LS, "-R", "--noindex", "-o", o, url], capture_output=True, timeout=300)
         for label in ("cold", "warm"):
-            before = len(settled(wd, 0))
+            before = len(T.s3rver_settled(wd, 0))
             r = subprocess.run([T.H5FS_LS, "-R", "--index", lix, "-o", o, url], capture_output=True, timeout=300)
-            objs = object_requests(settled(wd, before))
+            objs = object_requests(T.s3rver_settled(wd, before))
             print("h5fs-ls -R s3 %s: %d object requests" % (label, len(objs)))
             if r.returncode != ls_want.returncode or r.stdout != ls_want.stdout:
                 T.fail("h5fs-ls -R s3 %s: exit %d, %d bytes; --noindex: exit %d, %d bytes" % (
@@ -148,10 +121,10 @@ def main():
         opts = ["-o", o + ",ro,refresh=0,index=" + mix]
         with T.Mount(url, mnt, opts):
             first = walk_mount(mnt)
-        before = len(settled(wd, 0))
+        before = len(T.s3rver_settled(wd, 0))
         with T.Mount(url, mnt, opts):
             second = walk_mount(mnt)
-        objs = object_requests(settled(wd, before))
+        objs = object_requests(T.s3rver_settled(wd, before))
         print("indexed remount: %d object requests: %r" % (len(objs), objs[:6]))
         if objs:
             T.fail("indexed remount of the prefix fetched %d objects: %r" % (len(objs), objs[:6]))

@@ -33,15 +33,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import h5fs_testlib as T  # noqa: E402
 
 T.require_h5py()
-try:
-    import fsspec  # noqa: E402
-    import netCDF4  # noqa: E402
-    import numpy as np  # noqa: E402
-    import xarray as xr  # noqa: E402
-    import zarr  # noqa: E402
-except ImportError as e:
-    T.skip("xarray/zarr/fsspec/netCDF4 missing (Debian python3-xarray python3-zarr python3-fsspec "
-           "python3-netcdf4): %s" % e)
+fsspec, netCDF4, np, xr, zarr = T.require_modules(
+    "fsspec", "netCDF4", "numpy", "xarray", "zarr",
+    debian="python3-xarray python3-zarr python3-fsspec python3-netcdf4")
 import make_concat_fixtures as F  # noqa: E402
 import test_refs as R  # noqa: E402  (Store)
 
@@ -49,16 +43,8 @@ fail = T.fail
 WAIT = 120
 
 
-def run(*args, env=None):
-    p = subprocess.run([T.H5FS_LS, "--refs", *args], capture_output=True, timeout=WAIT, env=env)
-    return p.returncode, p.stdout, p.stderr.decode("utf-8", "replace")
-
-
-def save(wd, name, out):
-    p = os.path.join(wd, name)
-    with open(p, "wb") as fh:
-        fh.write(out)
-    return p
+run = T.refs_run
+save = T.save_bytes
 
 
 def open_xr(path):

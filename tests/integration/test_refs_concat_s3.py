@@ -16,10 +16,8 @@ s3rver on 127.0.0.1 (test_s3rver.py's server and uploads):
 """
 import json
 import os
-import re
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import h5fs_testlib as T  # noqa: E402
@@ -31,28 +29,6 @@ fail = T.fail
 WAIT = 300
 
 
-def log_lines(wd):
-    out = []
-    with open(os.path.join(wd, "s3rver.log"), errors="replace") as fh:
-        for ln in fh:
-            ln = re.sub(r"\x1b\[[0-9;]*m", "", ln)
-            m = re.match(r"info: (t[/?]\S*) (\d{3}) ", ln)
-            if m:
-                out.append(m.group(1) + " " + m.group(2))
-    return out
-
-
-def settled(wd):
-    n, deadline = -1, time.monotonic() + 10
-    while time.monotonic() < deadline:
-        lines = log_lines(wd)
-        if len(lines) == n:
-            break
-        n = len(lines)
-        time.sleep(0.5)
-    return lines
-
-
 def main():
     wd = T.workdir("refs_concat_s3")
     nc = os.path.join(wd, "nc")
@@ -61,11 +37,7 @@ def main():
         fh.write("not HDF5\n")
     with open(os.path.join(nc, "fake.h5"), "w") as fh:
         fh.write("a text file named like HDF5\n" * 40)
-    os.environ.update({"AWS_ACCESS_KEY_ID": S.KEY, "AWS_SECRET_ACCESS_KEY": S.SECRET, "HOME": wd,
-                       "XDG_CACHE_HOME": os.path.join(wd, "cache")})
-    os.environ.pop("AWS_SESSION_TOKEN", None)
-    os.environ.pop("AWS_PROFILE", None)
-    os.environ["NODE_OPTIONS"] = "--openssl-legacy-provider"
+    T.s3rver_env(wd, S.KEY, S.SECRET, XDG_CACHE_HOME=os.path.join(wd, "cache"))
     local = subprocess.run([T.H5FS_LS, "--refs", "--concat=time", "--noindex", nc], capture_output=True,
                            timeout=WAIT)
     if local.returncode != 0:
@@ -79,11 +51,11 @@ def main():
             S.put(port, "ts/" + n, os.path.join(nc, n))
         docs = []
         for label in ("cold", "warm"):
-            before = len(settled(wd))
+            before = len(T.s3rver_settled(wd))
             p = subprocess.run([T.H5FS_LS, "--refs", "--concat=time", "-o", o, url], capture_output=True,
                                timeout=WAIT)
             err = p.stderr.decode("utf-8", "replace")
-            objs = [ln for ln in settled(wd)[before:] if ln.startswith("t/ts/")]
+            objs = [ln for ln in T.s3rver_settled(wd, before) if ln.startswith("t/ts/")]
             print("%s: exit %d, %d object requests" % (label, p.returncode, len(objs)))
             if p.returncode != 0:
                 fail("%s: exit %d: %s" % (label, p.returncode, err))

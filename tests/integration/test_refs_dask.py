@@ -17,23 +17,15 @@ stream), so the references were opened in processes other than this one.
 import json
 import os
 import shutil
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import h5fs_testlib as T  # noqa: E402
 
 T.require_h5py()
-try:
-    import dask.array as da  # noqa: E402
-    import distributed  # noqa: E402
-    import netCDF4  # noqa: E402,F401
-    import numpy as np  # noqa: E402
-    import xarray as xr  # noqa: E402
-    import zarr  # noqa: E402,F401
-except ImportError as e:
-    T.skip("dask/distributed/xarray/zarr/netCDF4 missing (Debian python3-dask python3-distributed "
-           "python3-xarray python3-zarr python3-netcdf4): %s" % e)
+da, distributed, np, xr, _, _ = T.require_modules(
+    "dask.array", "distributed", "numpy", "xarray", "zarr", "netCDF4",
+    debian="python3-dask python3-distributed python3-xarray python3-zarr python3-netcdf4")
 import make_concat_fixtures as F  # noqa: E402
 
 fail = T.fail
@@ -41,14 +33,11 @@ WAIT = 120
 
 
 def combined(wd, name, *args):
-    p = subprocess.run([T.H5FS_LS, "--refs", *args], capture_output=True, timeout=WAIT)
-    if p.returncode != 0:
-        raise RuntimeError("h5fs-ls --refs %s: exit %d: %s" % (" ".join(args), p.returncode, p.stderr.decode()))
-    json.loads(p.stdout)
-    path = os.path.join(wd, name)
-    with open(path, "wb") as fh:
-        fh.write(p.stdout)
-    return path
+    rc, out, err = T.refs_run(*args, timeout=WAIT)
+    if rc != 0:
+        raise RuntimeError("h5fs-ls --refs %s: exit %d: %s" % (" ".join(args), rc, err))
+    json.loads(out)
+    return T.save_bytes(wd, name, out)
 
 
 def on_workers(client, what, fn):

@@ -169,34 +169,6 @@ def compare_entries(got, exp, label):
         print("%s: %d entries as expected" % (label, len(exp)))
 
 
-def s3_log_lines(wd):
-    """One line per response s3rver sent: its logger keeps koa-logger's
-    "  --> GET /bucket/KEY 206 ..." less the first 16 characters, so
-    "t/KEY 206 ..." (an object) or "t?QUERY 200 ..." (the bucket)."""
-    out = []
-    with open(os.path.join(wd, "s3rver.log"), errors="replace") as fh:
-        for ln in fh:
-            ln = re.sub(r"\x1b\[[0-9;]*m", "", ln)
-            m = re.match(r"info: (t[/?]\S*) (\d{3}) ", ln)
-            if m:
-                out.append(m.group(1) + " " + m.group(2))
-    return out
-
-
-def settled_log(wd, before):
-    """The response lines after the first `before`, once s3rver's logger
-    (asynchronous: a reply can be sent before its line is written) has
-    written no new line for half a second (10 s at most)."""
-    n, deadline = -1, time.monotonic() + 10
-    while time.monotonic() < deadline:
-        lines = s3_log_lines(wd)
-        if len(lines) == n:
-            break
-        n = len(lines)
-        time.sleep(0.5)
-    return lines[before:]
-
-
 def list_requests(lines, prefix):
     """ListObjectsV2 replies for one folder (prefix as stored)."""
     enc = "prefix=" + re.sub(r"[^A-Za-z0-9_.~-]", lambda m: "".join("%%%02X" % b for b in m.group(0).encode()),
@@ -285,9 +257,9 @@ def check_mount(wd, port, files, opts):
         folders["coll/" + rel.rsplit("/", 1)[0] + "/" if "/" in rel else "coll/"] += 1
     members = sorted(r for r in files if re.search(r"\.(h5|nc|nc4)$", r, re.I) and is_hdf5(files[r]))
     mopts = opts + ["-o", "ro,refresh=600"]
-    before = len(settled_log(wd, 0))
+    before = len(T.s3rver_settled(wd, 0))
     with T.Mount("s3://bucket/coll/", mnt, mopts) as m, m.watchdog(300):
-        lines = settled_log(wd, before)
+        lines = T.s3rver_settled(wd, before)
         if len(lines) != 1 or not list_requests(lines, "coll/"):
             fail("mount: %d requests, want the top's one listing: %r" % (len(lines), lines[:5]))
         # folders listed and every entry stat'ed: listings only, no GET
@@ -305,7 +277,7 @@ def check_mount(wd, port, files, opts):
                                                  "dir" if want_dir else "file"))
             elif st.st_size != os.path.getsize(p):
                 fail("mount: %s: size %d, object %d" % (rel, st.st_size, os.path.getsize(p)))
-        lines = settled_log(wd, before)
+        lines = T.s3rver_settled(wd, before)
         if object_gets(lines):
             fail("mount: objects fetched by listing and stat alone: %r" % object_gets(lines)[:3])
 
@@ -348,7 +320,7 @@ def check_mount(wd, port, files, opts):
             with open(os.path.join(mnt, rel), "rb") as fh:
                 if fh.read() != open(files[rel], "rb").read():
                     fail("mount: %s: bytes differ from the object's" % rel)
-        lines = settled_log(wd, before)
+        lines = T.s3rver_settled(wd, before)
         check_list_counts(lines, folders, "mount")
         got = sorted({ln.split()[0] for ln in object_gets(lines)})
         want = sorted("t/coll/" + urlq(r) for r in members + ["fake.h5", "a/notes.txt", "many/p0007.txt",
@@ -390,12 +362,7 @@ def main():
     top = os.path.join(wd, "tree")
     files = build_tree(top)
     saved = dict(os.environ)
-    os.environ.update({"AWS_ACCESS_KEY_ID": S.KEY, "AWS_SECRET_ACCESS_KEY": S.SECRET, "HOME": wd})
-    os.environ.pop("AWS_SESSION_TOKEN", None)
-    os.environ.pop("AWS_PROFILE", None)
-    # s3rver's continuation tokens are DES-encrypted, which OpenSSL 3
-    # keeps in its legacy provider: without it every second page is a 500
-    os.environ["NODE_OPTIONS"] = "--openssl-legacy-provider"
+    T.s3rver_env(wd, S.KEY, S.SECRET)
     proc, port = S.start_s3rver(wd)
     o = "s3_endpoint=http://127.0.0.1:%d,s3_path_style,retries=1,timeout=20" % port
     try:
@@ -413,9 +380,9 @@ def main():
             folders["coll/" + rel.rsplit("/", 1)[0] + "/" if "/" in rel else "coll/"] += 1
 
         # one level, members not opened: no GET of any object
-        before = len(settled_log(wd, 0))
+        before = len(T.s3rver_settled(wd, 0))
         rc, out, err = run_ls(["--json", "-o", o, "s3://bucket/coll/"])
-        lines = settled_log(wd, before)
+        lines = T.s3rver_settled(wd, before)
         got = got_entries(out, "ls s3 one level")
         want = {"a": "folder", "many": "folder", "top.h5": "hdf5", "fake.h5": "hdf5"}
         if rc != 0 or got != want:
@@ -424,9 +391,9 @@ def main():
             fail("ls s3 one level: %d requests, GETs of objects: %r" % (len(lines), object_gets(lines)[:3]))
 
         # -R: every entry, every object in every member
-        before = len(settled_log(wd, 0))
+        before = len(T.s3rver_settled(wd, 0))
         rc, out, err = run_ls(["-R", "--json", "-o", o, "s3://bucket/coll/"])
-        lines = settled_log(wd, before)
+        lines = T.s3rver_settled(wd, before)
         exp = expected_entries(files, by_suffix=True)
         compare_entries(got_entries(out, "ls -R s3"), exp, "ls -R s3://bucket/coll/")
         if rc != 1 or "fake.h5" not in out:

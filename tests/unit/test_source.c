@@ -12,7 +12,9 @@
 #include "dataset.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include "beneath.h"
 #ifdef HAVE_CURL
 #include "source_s3.h"  /* s3_opts, and source_http.h: http_opts */
 #endif
@@ -66,6 +68,99 @@ START_TEST(test_local_read_only)
 	/* missing file; a directory */
 	ck_assert_int_eq(h5_source_open(&s, tmp_path("nope"), &o), H5_ERR_IO);
 	ck_assert_int_eq(h5_source_open(&s, dir, &o), H5_ERR_NOTHDF5);
+}
+END_TEST
+
+/* meta_blocks: small reads come from 8 KiB blocks read whole (a change
+ * of the file after a block was read is not seen through it: the proof
+ * that the block, not the file, answered), reads across a block's end
+ * are joined, large reads and reads past the end go to the file (the
+ * same errors as without), and a writable source never keeps blocks. */
+START_TEST(test_local_meta_blocks)
+{
+	const char *p = tmp_path("meta.bin");
+	static uint8_t data[20000];
+	uint8_t got[6000], one = 0xEE;
+	h5_source_opts o = { .meta_blocks = true };
+	h5_source *s;
+	int fd;
+
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 7 + i / 251);
+	put_file(p, data, sizeof(data));
+	ck_assert_int_eq(h5_source_open(&s, p, &o), 0);
+	ck_assert(s->has_stat);
+	ck_assert_uint_eq(s->size, sizeof(data));
+	ck_assert_int_eq(s->ops->read(s, 0, got, 8), 0);         /* block 0 read whole */
+	ck_assert_mem_eq(got, data, 8);
+	fd = open(p, O_WRONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, &one, 1, 100), 1);            /* in block 0 */
+	ck_assert_int_eq(pwrite(fd, &one, 1, 9000), 1);           /* block 1: not read yet */
+	close(fd);
+	ck_assert_int_eq(s->ops->read(s, 96, got, 8), 0);
+	ck_assert_mem_eq(got, data + 96, 8);                      /* the block's bytes */
+	/* across blocks 0 and 1: block 1 read now, with the change */
+	ck_assert_int_eq(s->ops->read(s, 8000, got, 1100), 0);
+	ck_assert_mem_eq(got, data + 8000, 192);
+	ck_assert_uint_eq(got[1000], 0xEE);
+	ck_assert_mem_eq(got + 1001, data + 9001, 99);
+	/* a large read: from the file */
+	ck_assert_int_eq(s->ops->read(s, 0, got, sizeof(got)), 0);
+	ck_assert_uint_eq(got[100], 0xEE);
+	/* the last block is short: reads inside it, then past the end */
+	ck_assert_int_eq(s->ops->read(s, 19990, got, 10), 0);
+	ck_assert_mem_eq(got, data + 19990, 10);
+	ck_assert_int_eq(s->ops->read(s, 19995, got, 10), H5_ERR_FORMAT);
+	ck_assert_int_eq(s->ops->read(s, 30000, got, 10), H5_ERR_FORMAT);
+	h5_source_close(s);
+	/* writable: no blocks (a write would leave them stale) */
+	o.writable = true;
+	ck_assert_int_eq(h5_source_open(&s, p, &o), 0);
+	ck_assert_int_eq(s->ops->read(s, 0, got, 8), 0);
+	one = 0x11;
+	ck_assert_int_eq(s->ops->write(s, 4, &one, 1), 0);
+	ck_assert_int_eq(s->ops->read(s, 0, got, 8), 0);
+	ck_assert_uint_eq(got[4], 0x11);
+	h5_source_close(s);
+}
+END_TEST
+
+/* No descriptor left (EMFILE): H5_ERR_NOFD from a source's open and from
+ * an open beneath a folder (h5_open_nolinks says "open it your way"), so
+ * that a caller holding idle files may close some and try again (a
+ * collection), never taken for a missing file. The limit is this test's
+ * process's own (Check forks one per test). */
+START_TEST(test_local_nofd)
+{
+	const char *p = tmp_path("nofd.bin");
+	h5_source_opts o = { 0 };
+	struct rlimit rl;
+	h5_source *s = NULL;
+	int dfd, fd, spare;
+
+	put_file(p, "x", 1);
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(dfd, 0);
+	spare = dup(0);
+	ck_assert_int_ge(spare, 0);
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	rl.rlim_cur = (rlim_t)spare + 1;        /* every descriptor up to spare in use */
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	for (int d = 0; d <= spare; d++)
+		ck_assert_int_ge(fcntl(d, F_GETFD), 0);
+	ck_assert_int_eq(h5_source_open(&s, p, &o), H5_ERR_NOFD);
+	ck_assert_ptr_null(s);
+	ck_assert_ptr_nonnull(strstr(h5_err_msg(), "Too many open files"));
+	ck_assert_int_eq(h5_open_beneath(&fd, dfd, "nofd.bin", O_RDONLY), H5_ERR_NOFD);
+	ck_assert_int_eq(h5_open_nolinks(&fd, dfd, "nofd.bin", O_RDONLY), H5_BENEATH_OTHER);
+	/* one descriptor given back: both open */
+	close(spare);
+	ck_assert_int_eq(h5_open_nolinks(&fd, dfd, "nofd.bin", O_RDONLY), 0);
+	close(fd);
+	ck_assert_int_eq(h5_source_open(&s, p, &o), 0);
+	h5_source_close(s);
+	close(dfd);
 }
 END_TEST
 
@@ -439,6 +534,8 @@ static Suite *source_suite(void)
 	TCase *tc = tcase_create("core");
 
 	tcase_add_test(tc, test_local_read_only);
+	tcase_add_test(tc, test_local_meta_blocks);
+	tcase_add_test(tc, test_local_nofd);
 	tcase_add_test(tc, test_local_writable);
 	tcase_add_test(tc, test_memory);
 	tcase_add_test(tc, test_trace);

@@ -54,9 +54,15 @@ static int open_live(struct coll *c, h5fs **out, h5_file **file, const char *pat
 		rc = h5fs_new(&fs, f, &c->cfg);
 		if (rc < 0) {
 			h5_file_close(f);
-			e = EIO;
+			/* its root group unreadable (bad/badroot.h5): the file's
+			 * bytes, which the index remembers at this stamp, so that
+			 * an indexed remount does not open it again */
+			e = rc == H5_ERR_FORMAT || rc == H5_ERR_CHECKSUM || rc == H5_ERR_UNSUPPORTED ||
+			    rc == H5_ERR_LOOP ? EBADMSG : EIO;
 		}
 	}
+	if (e == EMFILE)
+		return e;       /* the dispatcher closes an idle member, tries again */
 	if (e) {
 		if (whylen)
 			snprintf(why, whylen, "%s", h5_err_msg());

@@ -110,6 +110,8 @@ int coll_gate(void *ud, int delta)
 {
 	struct coll *c = ud;
 
+	if (delta == 0)         /* the kernel's limit: an idle member closed */
+		return slots_shed(c->m) == 0 ? 0 : h5_err_set(H5_ERR_NOFD, "no descriptor left, no member idle");
 	if (delta > 0) {
 		if (slots_reserve(c->m) != 0)
 			return h5_err_set(H5_ERR_LIMIT, "-o max_files=%u: every descriptor is in use",

@@ -107,6 +107,9 @@ void reply_extents(fuse_req_t req, const h5_extent *ext, size_t n);
 int mount_new(h5fs_mount **out, const h5fs_config *cfg, bool identity);
 /* room for one more descriptor under DIR (plain files): 0 or EMFILE */
 int slots_reserve(h5fs_mount *m);
+/* The kernel refused a descriptor (EMFILE, ENFILE): the least recently
+ * used idle member closed, 0; EMFILE when none is idle. m->mu not held. */
+int slots_shed(h5fs_mount *m);
 int slot_enter(h5fs_mount *m, struct slot *s);
 void slot_leave(h5fs_mount *m, struct slot *s);
 /* an open handle n in s: s stays open, n is listed until unpinned */

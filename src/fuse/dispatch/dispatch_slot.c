@@ -16,6 +16,15 @@
  * it fails with EMFILE (0.5 s). A request alone in flight fails at once: only it
  * could let go (a chain of external links longer than max_files). */
 #define SLOT_WAIT_MS 500
+/* The same for a descriptor asked in the middle of a request (a virtual
+ * dataset's source, an external link's target: slots_reserve), whose
+ * member is open already: failing it is an EIO for a read that would
+ * finish once another request lets go (issue 45 item 3: six readers of
+ * three virtual datasets over 30 members under ulimit -n 40). */
+#define SLOT_WAIT_GATE_MS 10000
+/* Idle members closed in turn when the kernel refuses a member's open
+ * (EMFILE, ENFILE) before it fails. */
+#define SHED_TRIES 8
 
 /* Half the soft RLIMIT_NOFILE, at most 1,024 (issue 25). */
 unsigned h5fs_default_max_files(void)
@@ -136,32 +145,48 @@ void slot_touch_locked(h5fs_mount *m, struct slot *s)
 	m->open.onext = s;
 }
 
+/* The least recently used member no request uses, or NULL. m->mu held. */
+static struct slot *idle_lru_locked(h5fs_mount *m)
+{
+	for (struct slot *s = m->open.oprev; s != &m->open; s = s->oprev)
+		if (!s->opening && !s->busy && !s->pins && s->ops->idle(s->r))
+			return s;
+	return NULL;
+}
+
 void slots_trim_locked(h5fs_mount *m, unsigned want)
 {
 	while (m->max_files && fds_now_locked(m) + want > m->max_files) {
-		struct slot *lru = NULL, *s;
+		struct slot *lru = idle_lru_locked(m);
 
-		for (s = m->open.oprev; s != &m->open; s = s->oprev) {
-			if (!s->opening && !s->busy && !s->pins && s->ops->idle(s->r)) {
-				lru = s;
-				break;
-			}
-		}
 		if (!lru)
 			return;
 		slot_close(m, lru);
 	}
 }
 
+int slots_shed(h5fs_mount *m)
+{
+	struct slot *lru;
+
+	pthread_mutex_lock(&m->mu);
+	lru = idle_lru_locked(m);
+	if (lru)
+		slot_close(m, lru);
+	pthread_mutex_unlock(&m->mu);
+	return lru ? 0 : EMFILE;
+}
+
 /* Room for `want` more descriptors (closing idle members, waiting a while
  * for busy ones to finish): 0 or EMFILE. m->mu held. */
-static int room_locked(h5fs_mount *m, unsigned want)
+static int room_locked(h5fs_mount *m, unsigned want, long wait_ms)
 {
 	struct timespec until;
 	int e;
 
 	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_nsec += (long)SLOT_WAIT_MS * 1000000L;
+	until.tv_sec += wait_ms / 1000;
+	until.tv_nsec += (wait_ms % 1000) * 1000000L;
 	if (until.tv_nsec >= 1000000000L) {
 		until.tv_sec += until.tv_nsec / 1000000000L;
 		until.tv_nsec %= 1000000000L;
@@ -185,7 +210,7 @@ int slots_reserve(h5fs_mount *m)
 	int e;
 
 	pthread_mutex_lock(&m->mu);
-	e = room_locked(m, 1);
+	e = room_locked(m, 1, SLOT_WAIT_GATE_MS);
 	pthread_mutex_unlock(&m->mu);
 	if (e)
 		h5fs_log_cfg(&m->cfg, LOG_WARNING, "-o max_files=%u: every descriptor is in use: EMFILE",
@@ -241,7 +266,7 @@ int slot_enter(h5fs_mount *m, struct slot *s)
 	if (s->path && !s->r) {
 		void *r = NULL;
 
-		e = room_locked(m, 1);
+		e = room_locked(m, 1, SLOT_WAIT_MS);
 		if (e) {
 			pthread_mutex_unlock(&m->mu);
 			h5fs_log_cfg(&m->cfg, LOG_WARNING, "open %s: -o max_files=%u: every descriptor is in use: "
@@ -252,6 +277,14 @@ int slot_enter(h5fs_mount *m, struct slot *s)
 		m->open_members++;      /* counted while it opens */
 		pthread_mutex_unlock(&m->mu);
 		e = m->hooks->open_member(m->coll, &r, s->path, s);
+		/* the kernel's limit reached before max_files (the daemon's
+		 * other descriptors: FUSE's pipes, the index; a low
+		 * RLIMIT_NOFILE): an idle member closed, the open tried again */
+		for (int tries = 0; e == EMFILE && tries < SHED_TRIES && slots_shed(m) == 0; tries++)
+			e = m->hooks->open_member(m->coll, &r, s->path, s);
+		if (e == EMFILE)
+			h5fs_log_cfg(&m->cfg, LOG_WARNING, "open %s: no descriptor left (open-file limit), none idle "
+				     "to close: EMFILE", s->path);
 		if (!e && m->started && s->ops->start)
 			s->ops->start(r, m->se);
 		pthread_mutex_lock(&m->mu);

@@ -150,7 +150,12 @@ static int open_failure_status(int rc)
  * the hard one, so the descriptors FUSE, the engine and a thousand
  * members' files take fit. The default is taken from the soft limit as
  * it was (half of it, at most 1024); a max_files the limit cannot hold is
- * lowered, with a line on stderr. */
+ * lowered, with a line on stderr: to what is left above DAEMON_FDS, or
+ * with a limit below that (ulimit -n 40) to half the limit - the daemon
+ * needs fewer than DAEMON_FDS when few requests run at once, and when the
+ * kernel refuses a descriptor anyway an idle member is closed and the
+ * open tried again (dispatch_slot.c slots_shed). 1 made a virtual
+ * dataset whose sources are other members unreadable (issue 45). */
 #define MEMBER_FDS 1
 #define DAEMON_FDS 64
 
@@ -167,8 +172,8 @@ static unsigned collection_max_files(const struct daemon *D)
 			getrlimit(RLIMIT_NOFILE, &rl);
 	}
 	if (rl.rlim_cur != RLIM_INFINITY && (rlim_t)mf * MEMBER_FDS + DAEMON_FDS > rl.rlim_cur) {
-		unsigned fit = rl.rlim_cur > DAEMON_FDS + MEMBER_FDS ?
-			(unsigned)((rl.rlim_cur - DAEMON_FDS) / MEMBER_FDS) : 1;
+		unsigned fit = rl.rlim_cur > 2 * DAEMON_FDS ? (unsigned)((rl.rlim_cur - DAEMON_FDS) / MEMBER_FDS)
+			       : rl.rlim_cur >= 4 ? (unsigned)(rl.rlim_cur / 2) : 2;
 
 		fprintf(stderr, "h5fs: -o max_files=%u does not fit in the open-file limit %llu: %u\n", mf,
 			(unsigned long long)rl.rlim_cur, fit);

@@ -61,6 +61,7 @@ const char *h5_err_name(int code)
 	case H5_ERR_LIMIT: return "limit exceeded";
 	case H5_ERR_BUSY: return "file is locked";
 	case H5_ERR_NOSPC: return "no space left on device";
+	case H5_ERR_NOFD: return "too many open files";
 	default: return "unknown error";
 	}
 }

@@ -33,6 +33,16 @@
  * so a file that maps itself (A -> B -> A) is an error, not a recursion. */
 #define VDS_MAX_DEPTH 8
 static __thread unsigned vds_depth;
+/* The virtual datasets being opened on this thread, outermost first: one
+ * met again is a cycle (a.h5:/v from b.h5:/v from a.h5:/v), refused at
+ * once rather than after VDS_MAX_DEPTH levels - each a related file's
+ * open (an indexed remount of a collection opened such a pair 17 times
+ * for one `ls`, issue 45 item 3). */
+static __thread struct vds_open_ent {
+	const h5_file *f;
+	uint64_t addr;
+} vds_opening[VDS_MAX_DEPTH + 1];
+static __thread unsigned vds_nopening;
 
 typedef struct vsrc {
 	h5_dataset *vd;         /* the virtual dataset */
@@ -86,7 +96,7 @@ static bool dtype_same(const h5_dtype *a, const h5_dtype *b, unsigned depth)
 /* The gate refused a descriptor, or the process has none left. */
 static bool out_of_descriptors(int rc, int e)
 {
-	return rc == H5_ERR_LIMIT || (rc == H5_ERR_IO && (e == EMFILE || e == ENFILE));
+	return rc == H5_ERR_LIMIT || rc == H5_ERR_NOFD || (rc == H5_ERR_IO && (e == EMFILE || e == ENFILE));
 }
 
 static void src_detach(vsrc *s)
@@ -249,7 +259,26 @@ static int vsrc_read(void *h, void *buf, uint64_t off, size_t len)
 
 static const h5_vds_source_ops vsrc_ops = { vsrc_open, vsrc_read, vsrc_close };
 
+static int vds_open(h5_dataset *d);
+
 int h5_dataset_vds_open(h5_dataset *d)
+{
+	int rc;
+
+	for (unsigned i = 0; i < vds_nopening; i++)
+		if (vds_opening[i].f == d->f && vds_opening[i].addr == d->addr)
+			return h5_err_set(H5_ERR_LOOP, "virtual dataset at 0x%llx nested in itself: its sources lead "
+					  "back to it (a cycle)", (unsigned long long)d->addr);
+	if (vds_nopening > VDS_MAX_DEPTH)
+		return h5_err_set(H5_ERR_LOOP, "virtual datasets nested more than %d deep (a cycle?)", VDS_MAX_DEPTH);
+	vds_opening[vds_nopening].f = d->f;
+	vds_opening[vds_nopening++].addr = d->addr;
+	rc = vds_open(d);
+	vds_nopening--;
+	return rc;
+}
+
+static int vds_open(h5_dataset *d)
 {
 	uint8_t *buf = NULL;
 	size_t len = 0;

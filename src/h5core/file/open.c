@@ -100,8 +100,10 @@ static int file_open_source(h5_file **out, h5_source *src, const char *name, boo
 	 * (related.c) are found from where a local FILE really is */
 	f->dir_fd = -1;
 	if (local) {
-		/* what the descriptor leads to, not what name leads to now */
-		f->real_path = h5_fd_real_path(src->ops->fd(src));
+		/* what the descriptor leads to, not what name leads to now
+		 * (unless the caller knows: it opened a name reached without
+		 * symlinks from a folder whose real path it has) */
+		f->real_path = opts && opts->real_path ? strdup(opts->real_path) : h5_fd_real_path(src->ops->fd(src));
 		if (!f->real_path)
 			f->real_path = realpath(name, NULL);
 		h5_file_stamp_take(f);
@@ -159,6 +161,7 @@ int h5_file_open_fd(h5_file **out, int fd, const char *name, const h5_open_opts 
 	if (opts) {
 		so.writable = opts->writable;
 		so.lazy_lock = opts->lazy_lock;
+		so.meta_blocks = opts->meta_blocks;
 	}
 	rc = h5_source_local_adopt(&src, fd, name, &so);
 	if (rc < 0)
@@ -184,6 +187,7 @@ int h5_file_open_hooked(h5_file **out, const char *path, const h5_open_opts *opt
 		so.lazy_lock = opts->lazy_lock;
 		so.params = opts->source_params;
 		so.cache_bytes = opts->cache_bytes;
+		so.meta_blocks = opts->meta_blocks;
 	}
 	rc = h5_source_open(&src, path, &so);
 	if (rc < 0)

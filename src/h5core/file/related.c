@@ -47,6 +47,7 @@
 #include <sys/stat.h>
 
 #define RELATED_IDLE_MAX 32
+#define NOFD_TRIES 8            /* opens tried again after the gate made room */
 
 typedef struct rel_ent {
 	char *path;             /* real path */
@@ -237,6 +238,8 @@ static int try_candidate(int *fd, char **real, const h5_file *top, const char *c
 	*real = NULL;
 	if (any) {
 		d = open(cand, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		if (d < 0 && (errno == EMFILE || errno == ENFILE))
+			return h5_err_set(H5_ERR_NOFD, "%.200s: %s", cand, strerror(errno));
 		if (d < 0)
 			return 1;
 	} else if (!rel || r->root_fd < 0) {
@@ -293,8 +296,10 @@ static int try_prefixes(int *fd, char **real, const h5_file *top, const char *li
 			return h5_err_set(H5_ERR_NOMEM, "out of memory");
 		rc = try_candidate(fd, real, top, cand, top->ext_any);
 		free(cand);
-		if (rc == 0)
-			return 0;
+		/* no descriptor left is no missing file (a virtual dataset's
+		 * source taken for missing reads as its fill value) */
+		if (rc == 0 || rc == H5_ERR_NOFD)
+			return rc;
 		if (rc == H5_ERR_PERM)
 			*refused = true;
 		p += len;
@@ -468,7 +473,13 @@ static int local_open(h5_file **out, h5_file *top, h5_file *from, const char *na
 	uint32_t id = 0;
 	int fd = -1, rc;
 
-	rc = resolve(&fd, &real, top, from, name, kind);
+	/* Out of descriptors: the gate (a collection) closes an idle file
+	 * and the open is tried again, a few times */
+	for (int tries = 0;; tries++) {
+		rc = resolve(&fd, &real, top, from, name, kind);
+		if (rc != H5_ERR_NOFD || !top->fd_gate || tries == NOFD_TRIES || top->fd_gate(top->fd_gate_ud, 0) < 0)
+			break;
+	}
 	if (rc != 0)
 		return rc;
 	if (fstat(fd, &st) < 0) {

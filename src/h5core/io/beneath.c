@@ -96,10 +96,41 @@ int h5_open_beneath(int *out, int dirfd, const char *rel, int flags)
 		return H5_BENEATH_MISSING;
 	/* EXDEV: ".." or a symlink out of the tree; ELOOP: a symlink where
 	 * none may be (O_NOFOLLOW) or a loop */
+	if (e == EMFILE || e == ENFILE)
+		return h5_err_set(H5_ERR_NOFD, "%.200s: %s", rel, strerror(e));
 	if (e == EXDEV || e == ELOOP)
 		return h5_err_set(H5_ERR_PERM, "\"%.200s\" leads out of the directory of FILE (a symlink or \"..\"): "
 				  "not followed", rel);
 	return h5_err_set(e == EACCES ? H5_ERR_PERM : H5_ERR_IO, "%.200s: %s", rel, strerror(e));
+}
+
+int h5_open_nolinks(int *out, int dirfd, const char *rel, int flags)
+{
+	*out = -1;
+#ifdef SYS_openat2
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_CLOEXEC),
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	int fd;
+
+	while (*rel == '/')
+		rel++;
+	if (!*rel)
+		return H5_BENEATH_MISSING;
+	fd = (int)syscall(SYS_openat2, dirfd, rel, &how, sizeof(how));
+	if (fd >= 0) {
+		*out = fd;
+		return 0;
+	}
+	return errno == ENOENT ? H5_BENEATH_MISSING : H5_BENEATH_OTHER;
+#else
+	(void)dirfd;
+	(void)rel;
+	(void)flags;
+	errno = ENOSYS;
+	return H5_BENEATH_OTHER;
+#endif
 }
 
 char *h5_fd_real_path(int fd)

@@ -14,6 +14,16 @@
  * ignored (rel is always taken from dirfd). */
 int h5_open_beneath(int *out, int dirfd, const char *rel, int flags);
 
+/* Open rel relative to dirfd (O_CLOEXEC added) only if no component is a
+ * symlink and none leaves the tree (openat2 RESOLVE_BENEATH |
+ * RESOLVE_NO_SYMLINKS): then the file's real path is dirfd's real path
+ * and rel, known without asking the kernel. 0 and *out; H5_BENEATH_MISSING;
+ * H5_BENEATH_OTHER when it cannot be opened so (a symlink on the way, no
+ * openat2, or any other failure: errno says which), so the caller opens
+ * it its usual way, which reports the error. */
+#define H5_BENEATH_OTHER 2
+int h5_open_nolinks(int *out, int dirfd, const char *rel, int flags);
+
 /* The absolute path the kernel has for an open descriptor (/proc), or
  * NULL: what was opened, not what a name leads to now. */
 char *h5_fd_real_path(int fd);

@@ -282,12 +282,18 @@ int h5_file_stamp_get(h5_file_stamp *out, const h5_file *f)
 	return 1;
 }
 
-/* A local file as opened: the stamp h5_file_bytes_changed() compares with. */
+/* A local file as opened: the stamp h5_file_bytes_changed() compares with
+ * (the source's fstat of its open: no second one). */
 void h5_file_stamp_take(h5_file *f)
 {
 	struct stat st;
 
-	if (fstat(h5_file_fd(f), &st) == 0) {
+	if (f->src->has_stat) {
+		h5_file_stamp s = { f->src->dev, f->src->ino, f->src->size, f->src->mtime_ns, f->src->ctime_ns };
+
+		stamp_set(f, &s);
+		f->has_stamp = true;
+	} else if (fstat(h5_file_fd(f), &st) == 0) {
 		h5_file_stamp s;
 
 		stamp_from(&s, &st);
@@ -363,8 +369,11 @@ int h5_file_check_truncated(h5_file *f)
 
 	if (h5_file_swmr(f))
 		return 0;
-	rc = h5_file_size(f, &size);
-	if (rc < 0)
+	/* asked just after the open: a local file's size then (its stamp)
+	 * is its size now, without another fstat */
+	if (f->has_stamp)
+		size = stamp_copy(f).size;
+	else if ((rc = h5_file_size(f, &size)) < 0)
 		return rc;
 	/* libhdf5: eof counted from the superblock, compared as
 	 * eof + sblock->base_addr < stored_eof (the EOF field as stored) */

@@ -99,6 +99,11 @@ struct h5_source {
 	uint64_t size;          /* size when opened */
 	int64_t mtime;          /* seconds; 0 when unknown */
 	bool writable;
+	/* A local file: its identity and times when opened (the one fstat
+	 * of the open, which the file's stamp is taken from: file.c) */
+	bool has_stat;
+	uint64_t dev, ino;
+	int64_t mtime_ns, ctime_ns;
 };
 
 /* How to open a source. */
@@ -111,6 +116,11 @@ typedef struct h5_source_opts {
 	bool data_file;         /* local: an external data file (IV.A.2.h): a regular
 				 * file only, opened without blocking (a name
 				 * leading to a FIFO must not hang the daemon) */
+	bool meta_blocks;       /* local, read-only: small reads served from a
+				 * few 8 KiB blocks read whole (source_local.c),
+				 * for a one-pass scan of many files' metadata
+				 * (h5fs-ls); never for a file that may change
+				 * while open (the blocks are not re-read) */
 	/* The classes' own options, "key=value" or "key" each (h5fs -o
 	 * s3_region=R, retries=N, ...), NULL-terminated; NULL: none. Each
 	 * class parses the keys it owns into an options struct of its own

@@ -28,7 +28,7 @@
 #include "source_impl.h"
 #include "base.h"
 
-#include <curl/curl.h>
+#include "curl_dl.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -64,13 +64,6 @@ typedef struct http_reply {
 
 /* short names inside this file */
 typedef http_reply reply;
-
-static pthread_once_t global_once = PTHREAD_ONCE_INIT;
-
-static void global_init(void)
-{
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-}
 
 static void share_lock(CURL *h, curl_lock_data d, curl_lock_access a, void *u)
 {
@@ -555,7 +548,8 @@ static http_transport *http_transport_new(const char *url, const char *name, con
 {
 	http_transport *h;
 
-	pthread_once(&global_once, global_init);
+	if (h5_curl_init() < 0)
+		return NULL;
 	h = calloc(1, sizeof(*h));
 	if (!h) {
 		h5_err_set(H5_ERR_NOMEM, "out of memory");

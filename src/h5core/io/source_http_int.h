@@ -7,7 +7,7 @@
 #include "blockcache.h"
 #include "source.h"
 
-#include <curl/curl.h>
+#include "curl_dl.h"
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>

@@ -580,19 +580,11 @@ int h5_name_has_suffix(const char *name, const char *suffixes)
 
 #ifdef HAVE_CURL
 #include "source_s3.h"
-#include <curl/curl.h>
+#include "curl_dl.h"
 
 #define LIST_BODY_MAX ((size_t)64 << 20)  /* a page of 1000 keys is ~300 KiB */
 #define LIST_RETRIES 4
 #define LIST_TIMEOUT 30
-
-static pthread_once_t global_once = PTHREAD_ONCE_INIT;
-
-/* curl_global_init is not thread-safe: once, whichever thread lists first */
-static void global_init(void)
-{
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-}
 
 typedef struct body {
 	char *p;
@@ -756,7 +748,9 @@ int h5_s3_list(h5_s3_listing *out, const char *url, const h5_open_opts *opts)
 	if (rc < 0)
 		return rc;
 	s3_auth_get(&a, &so);
-	pthread_once(&global_once, global_init);
+	rc = h5_curl_init();
+	if (rc < 0)
+		goto out;
 	c = curl_easy_init();
 	if (!c) {
 		rc = h5_err_set(H5_ERR_NOMEM, "%s: cannot create a curl handle", url);

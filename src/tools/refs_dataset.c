@@ -1,0 +1,353 @@
+/*
+ * refs_dataset.c - h5fs-ls --refs: a dataset as a Zarr v2 array (refs.c
+ * says what the document is): its .zarray (dtype, filters as numcodecs
+ * codecs, fill value), one [url, offset, length] per allocated chunk from
+ * the engine's walk of the chunk index (small chunks inlined), values
+ * h5py reads converted written inline, and what Zarr v2 cannot express
+ * skipped with one line.
+ */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+
+#include "refs_int.h"
+#include "refs_emit.h"
+#include "h5util.h"
+#include "tool_exit.h"
+#include "json.h"
+#include "linkvec.h"
+#include "zarr_meta.h"
+
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CONVERTED_MAX ((uint64_t)64 << 20)   /* bytes of a converted dataset inlined at most */
+#define CONVERTED_PIECE ((uint64_t)1 << 20)  /* bytes of one inlined chunk of one, about */
+
+/* ---- datasets -------------------------------------------------------------------- */
+
+struct chunk_ctx {
+	struct refs *R;
+	const char *prefix;       /* "a/b/ds/" */
+	const char *path;
+	const uint64_t *chunk;    /* chunk dims (rank entries) */
+	unsigned rank, extra;     /* extra: array type dims appended (chunk index 0) */
+	int check_only;
+	int masked;               /* a chunk with a skipped filter was met */
+};
+
+/* A chunk in FILE to the sink: a reference, or its bytes when it is
+ * smaller than --inline. */
+static int put_chunk_ref(struct refs *R, const char *prefix, const uint64_t *idx, unsigned n, uint64_t off,
+			 uint64_t size)
+{
+	uint8_t *buf;
+	int rc;
+
+	if (size >= R->o->inline_max)
+		return R->s->chunk(R->s->u, prefix, idx, n, R->url, off, size, NULL);
+	buf = malloc(size ? size : 1);
+	if (!buf || h5_file_pread(R->f, buf, (size_t)size, off) < 0) {
+		free(buf);
+		return -1;
+	}
+	rc = R->s->chunk(R->s->u, prefix, idx, n, R->url, off, size, buf);
+	free(buf);
+	return rc;
+}
+
+static int chunk_cb(const h5_chunk_loc *c, void *ud)
+{
+	struct chunk_ctx *x = ud;
+	uint64_t idx[64];
+
+	if (x->check_only) {
+		if (c->filter_mask) {
+			x->masked = 1;
+			return 1;
+		}
+		return 0;
+	}
+	for (unsigned i = 0; i < x->rank; i++)
+		idx[i] = c->offset[i] / x->chunk[i];
+	for (unsigned i = 0; i < x->extra; i++)
+		idx[x->rank + i] = 0;
+	if (put_chunk_ref(x->R, x->prefix, idx, x->rank + x->extra, c->file_off, c->size) < 0)
+		return h5_err_set(H5_ERR_IO, "cannot read the chunk at %" PRIu64 " to inline it", c->file_off);
+	x->R->nchunks++;
+	if ((x->R->nchunks & 1023) == 0)
+		refs_progress(x->R, x->path, 0);
+	return 0;
+}
+
+/* A partial edge chunk exists when a dimension is not a multiple of its chunk. */
+static int has_partial_edge(const h5_dataset_info *di)
+{
+	for (unsigned i = 0; i < di->rank && i < di->chunk_rank; i++)
+		if (di->chunk[i] && di->dims[i] % di->chunk[i])
+			return 1;
+	return 0;
+}
+
+/* Rows per piece of a contiguous dataset cut at --split: the largest
+ * divisor of the row count within the budget (zarr wants every chunk whole). */
+static uint64_t split_rows(uint64_t rows, uint64_t row_bytes, uint64_t budget)
+{
+	uint64_t want = row_bytes ? budget / row_bytes : rows;
+
+	if (want >= rows || rows == 0)
+		return rows ? rows : 1;
+	for (uint64_t r = want ? want : 1; r > 1; r--)
+		if (rows % r == 0)
+			return r;
+	return 1;
+}
+
+/* A dataset h5py reads converted (zarr_converted): its elements read
+ * through the engine (every filter decoded), converted, and given as
+ * chunks of `rows` rows along the first dimension, whole in the others
+ * and in an array type's (extra) dimensions; the last chunk is filled up
+ * with the fill value, as zarr wants every chunk whole. 0, or the
+ * engine's error. */
+static int put_converted(struct refs *R, const char *prefix, h5_dataset *d, const h5_type_view *tv,
+			 const uint64_t *dims, unsigned rank, unsigned extra, uint64_t rows, const uint8_t *fill)
+{
+	uint64_t row = tv->size, nrows = rank ? dims[0] : 1, idx[64] = { 0 };
+	uint8_t *buf = NULL;
+	int rc = 0;
+
+	for (unsigned i = 1; i < rank; i++)
+		row *= dims[i];
+	if (row == 0 || nrows == 0)
+		return 0;       /* no elements: no chunks */
+	buf = malloc((size_t)(rows * row));
+	if (!buf)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	for (uint64_t r0 = 0; r0 < nrows && rc == 0; r0 += rows) {
+		uint64_t n = nrows - r0 < rows ? nrows - r0 : rows;
+
+		rc = h5_dataset_read(d, buf, r0 * row, (size_t)(n * row));
+		if (rc < 0)
+			break;
+		for (uint64_t k = n * row; k < rows * row; k += tv->size)
+			memcpy(buf + k, fill, tv->size);
+		for (uint64_t k = 0; k < rows * row; k += tv->size)
+			zarr_convert(tv, buf + k);
+		idx[0] = r0 / rows;
+		if (R->s->chunk(R->s->u, prefix, idx, rank + extra, R->url, 0, rows * row, buf) < 0)
+			rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+		R->nchunks++;
+	}
+	free(buf);
+	return rc;
+}
+
+/* Why the dataset has no Zarr form (NULL: it has one); dtype and filters
+ * get .zarray's texts. */
+static const char *zarr_form(struct jb *dtype, struct jb *filters, int *conv, h5_dataset *d,
+			     const h5_dataset_info *di, const h5_storage *st, const h5_type_view *tv,
+			     const uint8_t *fill)
+{
+	const h5_type_view *et = tv->kind == H5_TYPE_ARRAY ? &tv->members[0] : tv;
+	const char *why = NULL;
+
+	*conv = 0;
+	if (di->shape == H5_SHAPE_NULL)
+		return "null dataspace";
+	if (st->is_virtual)
+		return "virtual dataset";
+	if (st->n_external)
+		return "external storage";
+	if (st->has_vlen)
+		return "variable-length data";
+	if ((why = zarr_dtype(dtype, tv, 1)) != NULL)
+		return why;
+	/* values h5py reads converted: written inline as it reads them, so
+	 * only as many bytes as a reference file can sensibly hold */
+	*conv = zarr_converted(tv);
+	if (*conv && h5_dataset_size(d) > CONVERTED_MAX)
+		return "fixed-length strings that are not null-padded (h5py reads them converted, and their "
+		       "converted bytes are inlined only up to 64 MiB)";
+	if (tv->kind == H5_TYPE_ARRAY) {
+		/* one fill value per base element: all of them must agree */
+		for (size_t k = et->size; k + et->size <= st->fill_size; k += et->size)
+			if (memcmp(fill, fill + k, et->size) != 0)
+				return "array type whose fill value differs per element";
+	}
+	if ((di->shape == H5_SHAPE_SIMPLE ? di->rank : 0) + (tv->kind == H5_TYPE_ARRAY ? tv->arank : 0) > 64)
+		return "more than 64 dimensions";
+	if (di->nfilters && !*conv)
+		return zarr_filters(filters, di, et->size);
+	jb_printf(filters, "null");
+	return NULL;
+}
+
+void refs_put_dataset(struct refs *R, const char *prefix, const char *path, uint64_t addr)
+{
+	h5_dataset *d = NULL;
+	h5_dataset_info di;
+	h5_storage st;
+	h5_type_view tv = { 0 };
+	struct jb zdt = { 0 }, zfl = { 0 }, zfill = { 0 };
+	struct refs_attrs ac;
+	const char *why = NULL;
+	const h5_type_view *et;    /* the element type zarr sees */
+	uint8_t *zeros = NULL, *cfill = NULL;
+	const uint8_t *fill;
+	uint64_t shape[64], chunks[64], esize;
+	unsigned rank, extra = 0;
+	int have_di = 0, have_ac = 0, rc, conv = 0;
+
+	rc = h5_dataset_open(&d, R->f, addr);
+	if (rc == 0 && (rc = h5_dataset_describe(&di, d)) == 0)
+		have_di = 1;
+	if (rc == 0)
+		rc = h5_dataset_storage(&st, d);
+	if (rc == 0)
+		rc = h5_dataset_type(&tv, d);
+	if (rc < 0) {
+		refs_note(R, "%s: %s", path, h5_err_msg());
+		R->nerr++;
+		goto out;
+	}
+	et = tv.kind == H5_TYPE_ARRAY ? &tv.members[0] : &tv;
+	fill = st.fill;
+	if (!fill && !(fill = zeros = calloc(1, tv.size ? tv.size : 1))) {
+		refs_note(R, "%s: out of memory", path);
+		R->nerr++;
+		goto out;
+	}
+	why = zarr_form(&zdt, &zfl, &conv, d, &di, &st, &tv, fill);
+	if (tv.kind == H5_TYPE_ARRAY)
+		extra = tv.arank;
+	rank = di.shape == H5_SHAPE_SIMPLE ? di.rank : 0;
+	if (!why && strcmp(di.layout, "chunked") == 0 && di.nfilters && !conv) {
+		struct chunk_ctx x = { R, prefix, path, di.chunk, rank, extra, 1, 0 };
+
+		if (st.edge_unfiltered && has_partial_edge(&di)) {
+			why = "partial edge chunks stored unfiltered";
+		} else if ((rc = h5_dataset_chunks(d, chunk_cb, &x)) < 0) {
+			/* a corrupt file, not a dataset without a Zarr form */
+			refs_note(R, "%s: %s", path, h5_err_msg());
+			R->nerr++;
+			goto out;
+		} else if (x.masked) {
+			why = "a chunk was stored with a filter skipped";
+		}
+	}
+	if (why) {
+		refs_note(R, "%s: dataset skipped: %s", path, why);
+		R->nskipped++;
+		goto out;
+	}
+	esize = et->size;
+	for (unsigned i = 0; i < rank; i++)
+		shape[i] = di.dims[i];
+	for (unsigned i = 0; i < extra; i++)
+		shape[rank + i] = tv.adims[i];
+	if (conv) {
+		/* pieces of whole rows, about CONVERTED_PIECE bytes each */
+		uint64_t row = tv.size;
+
+		for (unsigned i = 0; i < rank + extra; i++)
+			chunks[i] = shape[i] ? shape[i] : 1;
+		for (unsigned i = 1; i < rank; i++)
+			row *= shape[i];
+		if (rank && row && CONVERTED_PIECE / row < chunks[0])
+			chunks[0] = CONVERTED_PIECE / row ? CONVERTED_PIECE / row : 1;
+		if (!(cfill = malloc(tv.size ? tv.size : 1))) {
+			refs_note(R, "%s: out of memory", path);
+			R->nerr++;
+			goto out;
+		}
+		memcpy(cfill, fill, tv.size);
+		zarr_convert(&tv, cfill);
+		fill = cfill;
+	} else if (strcmp(di.layout, "chunked") == 0) {
+		for (unsigned i = 0; i < rank; i++)
+			chunks[i] = di.chunk[i];
+	} else {
+		uint64_t row = esize;
+
+		for (unsigned i = 0; i < rank + extra; i++)
+			chunks[i] = shape[i] ? shape[i] : 1;
+		for (unsigned i = 1; i < rank + extra; i++)
+			row *= shape[i];
+		if (rank && R->o->split_bytes && strcmp(di.layout, "contiguous") == 0)
+			chunks[0] = split_rows(shape[0], row, R->o->split_bytes);
+	}
+	for (unsigned i = 0; i < extra; i++)
+		chunks[rank + i] = tv.adims[i];
+	zarr_fill(&zfill, et, fill);
+	refs_attrs_build(R, &ac, path, addr, (int)rank, R->nanc ? R->anc[R->nanc - 1] : h5_file_root(R->f));
+	have_ac = 1;
+	jb_done(&zdt);
+	jb_done(&zfl);
+	jb_done(&zfill);
+	if (zdt.nomem || zfl.nomem || zfill.nomem) {
+		refs_note(R, "%s: out of memory", path);
+		R->nerr++;
+		goto out;
+	}
+	{
+		refs_array a = { .path = path, .d = d, .type = et, .rank = rank + extra, .h5rank = rank,
+				 .shape = shape, .chunks = chunks, .dtype = zdt.p, .filters = zfl.p, .fill = zfill.p,
+				 .dims = ac.names[0] ? ac.names : NULL, .values = conv };
+
+		if (R->s->array(R->s->u, prefix, &a) < 0) {
+			R->nerr++;
+			goto out;
+		}
+	}
+	refs_attrs_put(R, &ac, prefix);
+	if (conv) {
+		rc = put_converted(R, prefix, d, &tv, di.dims, rank, extra, rank ? chunks[0] : 1, fill);
+	} else if (strcmp(di.layout, "chunked") == 0) {
+		struct chunk_ctx x = { R, prefix, path, di.chunk, rank, extra, 0, 0 };
+
+		rc = h5_dataset_chunks(d, chunk_cb, &x);
+	} else if (strcmp(di.layout, "compact") == 0) {
+		uint64_t zero[64] = { 0 };
+
+		if (R->s->chunk(R->s->u, prefix, zero, rank + extra, R->url, 0, st.compact_size, st.compact) < 0)
+			rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+	} else if (st.contig_off != UINT64_MAX) {
+		uint64_t piece = esize, idx[64] = { 0 }, n;
+
+		for (unsigned i = 0; i < rank + extra; i++)
+			piece *= chunks[i];
+		n = rank ? shape[0] / chunks[0] : 1;
+		for (uint64_t k = 0; k < n && rc == 0; k++) {
+			idx[0] = k;
+			if (piece && (k + 1) * piece <= st.contig_size)
+				rc = put_chunk_ref(R, prefix, idx, rank + extra, st.contig_off + k * piece, piece) < 0
+					? h5_err_set(H5_ERR_IO, "cannot read contiguous data to inline it") : 0;
+		}
+	}
+	if (rc < 0) {
+		/* the document is already partly written: say so, count it */
+		refs_note(R, "%s: chunk references incomplete: %s", path, h5_err_msg());
+		R->nerr++;
+	}
+out:
+	if (have_ac)
+		refs_attrs_free(&ac);
+	free(zeros);
+	free(cfill);
+	jb_done(&zdt);
+	jb_done(&zfl);
+	jb_done(&zfill);
+	free(zdt.p);
+	free(zfl.p);
+	free(zfill.p);
+	h5_type_view_clear(&tv);
+	if (have_di)
+		h5_dataset_info_clear(&di);
+	h5_dataset_close(d);
+}
