@@ -1160,8 +1160,7 @@ START_TEST(test_shuffle_fast_paths)
 END_TEST
 
 /* Every unshuffle kernel this CPU runs (AVX2, SSE2) gives the scalar
- * kernel's bytes, and the adler32 summed on the way is zlib's over the
- * shuffled input: element sizes 1..16, odd lengths, lengths around the
+ * kernel's bytes: element sizes 1..16, odd lengths, lengths around the
  * SIMD steps (16 and 32 elements) and the 16 KiB windows. */
 START_TEST(test_unshuffle_kernels)
 {
@@ -1180,7 +1179,7 @@ START_TEST(test_unshuffle_kernels)
 		src[i] = (uint8_t)(seed >> 56);
 	}
 	ck_assert(h5_unshuffle_available(H5_UNSHUFFLE_SCALAR));
-	ck_assert_int_eq(h5_unshuffle_with(H5_UNSHUFFLE_NIMPL, got, src, 64, 4, NULL), H5_ERR_UNSUPPORTED);
+	ck_assert_int_eq(h5_unshuffle_with(H5_UNSHUFFLE_NIMPL, got, src, 64, 4), H5_ERR_UNSUPPORTED);
 	for (size_t es = 1; es <= 16; es++)
 		for (size_t li = 0; li < sizeof(extra) / sizeof(extra[0]) + 6; li++) {
 			size_t len;
@@ -1195,21 +1194,13 @@ START_TEST(test_unshuffle_kernels)
 				len = max;
 			ref_shuffle(want, src, len, es, true);
 			for (int impl = H5_UNSHUFFLE_SCALAR; impl < H5_UNSHUFFLE_NIMPL; impl++) {
-				uint32_t a = 1, z = (uint32_t)adler32(1, src, (uInt)len);
-
 				if (!h5_unshuffle_available((h5_unshuffle_impl)impl))
 					continue;
 				tried |= 1u << impl;
 				memset(got, 0xa5, len);
-				ck_assert_int_eq(h5_unshuffle_with((h5_unshuffle_impl)impl, got, src, len, es, NULL), 0);
+				ck_assert_int_eq(h5_unshuffle_with((h5_unshuffle_impl)impl, got, src, len, es), 0);
 				ck_assert_msg(memcmp(got, want, len) == 0, "kernel %d es %zu len %zu: wrong bytes", impl, es,
 					      len);
-				memset(got, 0x5a, len);
-				ck_assert_int_eq(h5_unshuffle_with((h5_unshuffle_impl)impl, got, src, len, es, &a), 0);
-				ck_assert_msg(memcmp(got, want, len) == 0, "kernel %d es %zu len %zu (summed): wrong bytes",
-					      impl, es, len);
-				ck_assert_msg(a == z, "kernel %d es %zu len %zu: adler32 0x%08x, zlib's 0x%08x", impl, es,
-					      len, a, z);
 			}
 		}
 	fprintf(stderr, "test_unshuffle_kernels: kernels run: scalar%s%s\n",

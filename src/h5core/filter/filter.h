@@ -42,14 +42,11 @@ typedef enum h5_unshuffle_impl {
 	H5_UNSHUFFLE_SCALAR, H5_UNSHUFFLE_SSE2, H5_UNSHUFFLE_AVX2, H5_UNSHUFFLE_NIMPL
 } h5_unshuffle_impl;
 
-/* Undo shuffle (element size es) of len bytes from src into dst; with
- * adler non-NULL, sum src (the shuffled stream, in its order) into *adler
- * in the same pass. */
-void h5_unshuffle(uint8_t *dst, const uint8_t *src, size_t len, size_t es, uint32_t *adler);
+/* Undo shuffle (element size es) of len bytes from src into dst. */
+void h5_unshuffle(uint8_t *dst, const uint8_t *src, size_t len, size_t es);
 /* The same with one implementation (tests compare them): 0, or
  * H5_ERR_UNSUPPORTED when this build or CPU lacks it. */
-int h5_unshuffle_with(h5_unshuffle_impl impl, uint8_t *dst, const uint8_t *src, size_t len, size_t es,
-		      uint32_t *adler);
+int h5_unshuffle_with(h5_unshuffle_impl impl, uint8_t *dst, const uint8_t *src, size_t len, size_t es);
 bool h5_unshuffle_available(h5_unshuffle_impl impl);
 
 #endif

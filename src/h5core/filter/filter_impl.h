@@ -41,18 +41,11 @@ typedef struct h5_filter_class {
 	 * library was not compiled in. */
 	int (*decode)(uint8_t **buf, size_t *len, const h5_filter *f, fstage st);
 	/* A compressor's decode into out (room for st.size bytes) from in:
-	 * *got bytes, matching st as decode's. With adler non-NULL it may
-	 * leave a checksum over the output to its caller: *adler_want set and
-	 * *adler the value the stream holds (a zlib stream's adler32), which
-	 * the caller checks while the bytes pass through the cache anyway
-	 * (filter.c's fused step). NULL: decode only. */
-	int (*decode_to)(uint8_t *out, size_t *got, const uint8_t *in, size_t in_len, const h5_filter *f, fstage st,
-			 bool *adler_want, uint32_t *adler);
-	/* A size-preserving filter undone from src into dst (len bytes), with
-	 * the adler32 of src summed into *adler when adler is non-NULL: the
-	 * second half of the fused step. NULL: decode only. */
-	int (*decode_copy)(uint8_t *dst, const uint8_t *src, size_t len, const h5_filter *f, fstage st,
-			   uint32_t *adler);
+	 * *got bytes, checked as decode checks them. NULL: decode only. */
+	int (*decode_to)(uint8_t *out, size_t *got, const uint8_t *in, size_t in_len, const h5_filter *f, fstage st);
+	/* A size-preserving filter undone from src into dst (len bytes): the
+	 * second half of filter.c's fused step. NULL: decode only. */
+	int (*decode_copy)(uint8_t *dst, const uint8_t *src, size_t len, const h5_filter *f, fstage st);
 	/* Apply the filter (appends, byte writes, new datasets); NULL:
 	 * reading only. */
 	int (*encode)(uint8_t **buf, size_t *len, const h5_filter *f);

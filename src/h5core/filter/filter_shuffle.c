@@ -7,19 +7,18 @@
  * All produce the same bytes (tests/unit/test_filter.c compares them with
  * the scalar loop over element sizes 1..16 and odd lengths).
  *
- * Fused with the decoder before it (filter.c's fused step): the decoded
- * stream is unshuffled in windows of elements small enough to stay in the
- * first-level cache, and a zlib stream's adler32, which covers the
- * shuffled bytes, is summed over each window's plane pieces while they are
- * there (h5_unshuffle_sum) instead of in a second pass over the chunk. */
+ * Fused with the decoder before it (filter.c's fused step): the decoder
+ * writes into a scratch buffer that stays in the CPU's caches, and the
+ * unshuffle reads it from there in windows of elements small enough for
+ * the first-level cache. (Summing a zlib stream's adler32 per plane in
+ * the same windows was tried: no faster than libdeflate's own pass over
+ * the hot scratch for 4-byte elements, 4x slower for 8-byte ones, whose
+ * planes 128 KiB apart evict each other; bench/README.md.)
+ */
 #include "filter_impl.h"
 #include "pline.h"
 #include "filter.h"
 
-#include <zlib.h>
-#ifdef HAVE_LIBDEFLATE
-#include <libdeflate.h>
-#endif
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define SHUF_X86 1
@@ -42,9 +41,6 @@ static int shuffle_params(size_t *elsize, const h5_filter *f)
  * each byte is touched once in cache instead of striding across the whole
  * chunk once per plane. */
 #define SHUFFLE_BLOCK_BYTES 16384
-/* Planes whose adler32 is summed in the window pass; wider elements are
- * summed in a pass of their own (rare: compound types). */
-#define SHUFFLE_SUM_PLANES 64
 
 /* A kernel: elements [j0, j1) of a chunk of n elements of es bytes, planes
  * at src + i * n, elements at dst + j * es. Returns the first element it
@@ -233,68 +229,32 @@ bool h5_unshuffle_available(h5_unshuffle_impl impl)
 	return impl >= 0 && impl < H5_UNSHUFFLE_NIMPL && unshuffle_kernels[impl] && impl <= unshuffle_best();
 }
 
-static uint32_t sum_adler(uint32_t a, const uint8_t *p, size_t n)
-{
-#ifdef HAVE_LIBDEFLATE
-	return libdeflate_adler32(a, p, n);
-#else
-	while (n > 0) {
-		uInt k = n > UINT_MAX ? UINT_MAX : (uInt)n;
-
-		a = (uint32_t)adler32(a, p, k);
-		p += k;
-		n -= k;
-	}
-	return a;
-#endif
-}
-
-int h5_unshuffle_with(h5_unshuffle_impl impl, uint8_t *dst, const uint8_t *src, size_t len, size_t es,
-		      uint32_t *adler)
+int h5_unshuffle_with(h5_unshuffle_impl impl, uint8_t *dst, const uint8_t *src, size_t len, size_t es)
 {
 	unshuffle_fn k = impl >= 0 && impl < H5_UNSHUFFLE_NIMPL ? unshuffle_kernels[impl] : NULL;
-	size_t n = es ? len / es : 0, blk, left;
-	uint32_t planes[SHUFFLE_SUM_PLANES];
-	bool sum_planes = adler && es <= SHUFFLE_SUM_PLANES && es > 1 && n > 1;
+	size_t n = es ? len / es : 0, blk;
 
 	if (!k || !h5_unshuffle_available(impl))
 		return h5_err_set(H5_ERR_UNSUPPORTED, "shuffle: kernel %d not available on this CPU", (int)impl);
 	if (es <= 1 || n <= 1) {
 		memcpy(dst, src, len);
-		if (adler)
-			*adler = sum_adler(*adler, src, len);
 		return 0;
 	}
-	if (adler && !sum_planes)
-		*adler = sum_adler(*adler, src, len);     /* wide elements: a pass of its own */
-	for (size_t i = 0; sum_planes && i < es; i++)
-		planes[i] = 1;
 	blk = SHUFFLE_BLOCK_BYTES / es ? SHUFFLE_BLOCK_BYTES / es : 1;
 	blk = blk >= 32 ? blk & ~(size_t)31 : blk;       /* whole SIMD steps */
 	for (size_t b = 0; b < n; b += blk) {
 		size_t e = n - b < blk ? n : b + blk, j;
 
-		for (size_t i = 0; sum_planes && i < es; i++)
-			planes[i] = sum_adler(planes[i], src + i * n + b, e - b);
 		j = k(dst, src, n, es, b, e);
 		unshuffle_scalar(dst, src, n, es, j, e);
 	}
-	left = len - n * es;
-	memcpy(dst + n * es, src + n * es, left);
-	if (sum_planes) {
-		/* the stream is plane 0, plane 1, ..., then the leftover bytes */
-		uint32_t a = *adler;
-
-		for (size_t i = 0; i < es; i++)
-			a = (uint32_t)adler32_combine(a, planes[i], (z_off_t)n);
-		*adler = sum_adler(a, src + n * es, left);
-	}
+	memcpy(dst + n * es, src + n * es, len - n * es);
 	return 0;
 }
 
-void h5_unshuffle(uint8_t *dst, const uint8_t *src, size_t len, size_t es, uint32_t *adler)
+void h5_unshuffle(uint8_t *dst, const uint8_t *src, size_t len, size_t es)
 {
-	(void)h5_unshuffle_with(unshuffle_best(), dst, src, len, es, adler);
+	(void)h5_unshuffle_with(unshuffle_best(), dst, src, len, es);
 }
 
 /* Forward shuffle, blocked like the kernels. */
@@ -330,16 +290,14 @@ static int dec_shuffle(uint8_t **buf, size_t *len, const h5_filter *f, fstage st
 	out = h5_buf_alloc(*len);
 	if (!out)
 		return h5_err_set(H5_ERR_NOMEM, "shuffle: out of memory");
-	h5_unshuffle(out, *buf, *len, es, NULL);
+	h5_unshuffle(out, *buf, *len, es);
 	swap_buf(buf, len, out, *len);
 	return 0;
 }
 
 /* The fused step's second half (filter.c): src, what the decoder before
- * made in a scratch buffer, unshuffled into dst, with the adler32 of src
- * when asked. */
-static int dec_shuffle_copy(uint8_t *dst, const uint8_t *src, size_t len, const h5_filter *f, fstage st,
-			    uint32_t *adler)
+ * made in a scratch buffer, unshuffled into dst. */
+static int dec_shuffle_copy(uint8_t *dst, const uint8_t *src, size_t len, const h5_filter *f, fstage st)
 {
 	size_t es = 0;
 	int rc;
@@ -348,7 +306,7 @@ static int dec_shuffle_copy(uint8_t *dst, const uint8_t *src, size_t len, const 
 		return rc;
 	if ((rc = stage_check("shuffle", len, st)) < 0)
 		return rc;
-	h5_unshuffle(dst, src, len, es, adler);
+	h5_unshuffle(dst, src, len, es);
 	return 0;
 }
 
