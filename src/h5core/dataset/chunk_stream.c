@@ -22,7 +22,7 @@
 /* How many passed chunks drop-behind keeps, for the reads the kernel's
  * parallel readahead hands us out of order: about 32 MiB over a remote
  * FILE, where a chunk dropped too early is fetched again; 8 MiB over a
- * local one, where it is only decoded again (0.3-0.5 ms per MiB), while
+ * local one, where it is only decoded again (0.5-1 ms per MiB of CPU), while
  * every chunk kept is a buffer of its own that a stream's start must take
  * as new memory: 4-15 ms per MiB on first touch in the test VM, so the
  * 32 MiB kept cost a 256 MiB `cat` more than its decoding (issue 44,
