@@ -1159,6 +1159,125 @@ START_TEST(test_shuffle_fast_paths)
 }
 END_TEST
 
+/* Every unshuffle kernel this CPU runs (AVX2, SSE2) gives the scalar
+ * kernel's bytes: element sizes 1..16, odd lengths, lengths around the
+ * SIMD steps (16 and 32 elements) and the 16 KiB windows. */
+START_TEST(test_unshuffle_kernels)
+{
+	static const size_t extra[] = { 0, 1, 2, 3, 5, 15, 16, 17, 31, 32, 33, 63, 64, 65, 1023, 4095, 4096, 4097,
+					16383, 16384, 16385, 32769, 99991 };
+	const size_t max = 300007;
+	uint64_t seed = 0x243f6a8885a308d3ULL;
+	uint8_t *src = malloc(max), *want = malloc(max), *got = malloc(max);
+	unsigned tried = 0;
+
+	ck_assert_ptr_nonnull(src);
+	ck_assert_ptr_nonnull(want);
+	ck_assert_ptr_nonnull(got);
+	for (size_t i = 0; i < max; i++) {
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		src[i] = (uint8_t)(seed >> 56);
+	}
+	ck_assert(h5_unshuffle_available(H5_UNSHUFFLE_SCALAR));
+	ck_assert_int_eq(h5_unshuffle_with(H5_UNSHUFFLE_NIMPL, got, src, 64, 4), H5_ERR_UNSUPPORTED);
+	for (size_t es = 1; es <= 16; es++)
+		for (size_t li = 0; li < sizeof(extra) / sizeof(extra[0]) + 6; li++) {
+			size_t len;
+
+			if (li < sizeof(extra) / sizeof(extra[0])) {
+				len = extra[li] * es + (li % es);       /* odd leftovers too */
+			} else {
+				seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+				len = (size_t)(seed >> 33) % max;
+			}
+			if (len > max)
+				len = max;
+			ref_shuffle(want, src, len, es, true);
+			for (int impl = H5_UNSHUFFLE_SCALAR; impl < H5_UNSHUFFLE_NIMPL; impl++) {
+				if (!h5_unshuffle_available((h5_unshuffle_impl)impl))
+					continue;
+				tried |= 1u << impl;
+				memset(got, 0xa5, len);
+				ck_assert_int_eq(h5_unshuffle_with((h5_unshuffle_impl)impl, got, src, len, es), 0);
+				ck_assert_msg(memcmp(got, want, len) == 0, "kernel %d es %zu len %zu: wrong bytes", impl, es,
+					      len);
+			}
+		}
+	fprintf(stderr, "test_unshuffle_kernels: kernels run: scalar%s%s\n",
+		tried & (1u << H5_UNSHUFFLE_SSE2) ? ", sse2" : "", tried & (1u << H5_UNSHUFFLE_AVX2) ? ", avx2" : "");
+	free(src);
+	free(want);
+	free(got);
+}
+END_TEST
+
+/* shuffle + deflate (+ fletcher32) decoded in the fused step: the bytes of
+ * every element size and odd lengths; a damaged stream, a wrong adler32
+ * or a truncated stream is an error, never other bytes. */
+START_TEST(test_fused_shuffle_deflate)
+{
+	const size_t max = 200003;
+	uint8_t *data = malloc(max), *sh = malloc(max), *z = malloc(max + max / 2 + 64);
+	uint64_t seed = 0x13198a2e03707344ULL;
+
+	ck_assert_ptr_nonnull(data);
+	ck_assert_ptr_nonnull(sh);
+	ck_assert_ptr_nonnull(z);
+	fill_pattern(data, max, 11);
+	for (uint32_t es = 1; es <= 16; es++)
+		for (unsigned k = 0; k < 4; k++) {
+			uint32_t lvl = 4;
+			uLongf zn = max + max / 2 + 64;
+			size_t len;
+			char what[96];
+			tpl t;
+
+			seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+			len = k == 0 ? es * 37 + es / 2 : k == 1 ? 1 : (size_t)(seed >> 33) % max;
+			ref_shuffle(sh, data, len, es, false);
+			ck_assert_int_eq(compress2(z, &zn, sh, len, 4), Z_OK);
+			tpl_init(&t);
+			tpl_add(&t, H5_FILTER_SHUFFLE, 1, 1, &es);
+			tpl_add(&t, H5_FILTER_DEFLATE, 1, 1, &lvl);
+			snprintf(what, sizeof(what), "shuffle(%u)+deflate len %zu", es, len);
+			assert_decodes_to(&t.pl, 0, z, zn, data, len, what);
+			/* with fletcher32 over the stream, as h5py writes it */
+			tpl_add(&t, H5_FILTER_FLETCHER32, 0, 0, NULL);
+			h5_le_encode(z + zn, h5_checksum_fletcher32(z, zn), 4);
+			assert_decodes_to(&t.pl, 0, z, zn + 4, data, len, what);
+			t.pl.n = 2;
+			/* the adler32 (the stream's last 4 bytes) wrong */
+			z[zn - 1] ^= 0x40;
+			snprintf(what, sizeof(what), "shuffle(%u)+deflate len %zu, bad adler32", es, len);
+			assert_decode_fails(&t.pl, 0, z, zn, len, H5_ERR_FORMAT, "deflate", what);
+			z[zn - 1] ^= 0x40;
+			/* truncated: no room for the adler32, then half the stream */
+			snprintf(what, sizeof(what), "shuffle(%u)+deflate len %zu, truncated", es, len);
+			assert_decode_fails(&t.pl, 0, z, zn - 2, len, H5_ERR_FORMAT, "deflate", what);
+			assert_decode_fails(&t.pl, 0, z, zn / 2, len, H5_ERR_FORMAT, "deflate", what);
+			/* a byte of the compressed data flipped: an error, whichever */
+			if (zn > 12) {
+				uint8_t *out = NULL;
+				size_t olen = 0;
+				int rc;
+
+				z[zn / 2] ^= 0x10;
+				rc = decode_copy(&out, &olen, &t.pl, 0, z, zn, len);
+				ck_assert_msg(rc != 0 || (olen == len && memcmp(out, data, len) == 0),
+					      "shuffle(%u)+deflate len %zu, damaged: decoded to other bytes", es, len);
+				ck_assert_msg(rc == 0 || rc == H5_ERR_FORMAT, "damaged: %s", h5_err_name(rc));
+				free(out);
+				z[zn / 2] ^= 0x10;
+			}
+			/* a chunk expected longer than the stream decodes to */
+			assert_decode_fails(&t.pl, 0, z, zn, len + 1, H5_ERR_FORMAT, "deflate", "fused short");
+		}
+	free(data);
+	free(sh);
+	free(z);
+}
+END_TEST
+
 /* What the encoders produce, checked without our decoder. */
 START_TEST(test_encode_formats)
 {
@@ -1776,6 +1895,8 @@ static Suite *make_suite(void)
 	tcase_add_test(syn, test_encode_roundtrip);
 	tcase_add_test(syn, test_encode_formats);
 	tcase_add_test(syn, test_shuffle_fast_paths);
+	tcase_add_test(syn, test_unshuffle_kernels);
+	tcase_add_test(syn, test_fused_shuffle_deflate);
 	tcase_add_test(syn, test_encode_optional_and_unsupported);
 	tcase_add_test(syn, test_pipeline_rules);
 	tcase_add_test(syn, test_lzf_vectors);

@@ -19,17 +19,24 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-/* How many passed chunks drop-behind keeps: about 16 MiB, for the reads
- * the kernel's parallel readahead hands us out of order, and two rows of
- * chunks (within 64 MiB): a C-order stream passes a whole row of chunks
- * at its last element row, and the reads that come out of order still
- * touch every chunk of the row; dropped earlier, they were decoded again
- * (and fetched again if remote). */
+/* How many passed chunks drop-behind keeps, for the reads the kernel's
+ * parallel readahead hands us out of order: about 32 MiB over a remote
+ * FILE, where a chunk dropped too early is fetched again; 8 MiB over a
+ * local one, where it is only decoded again (0.5-1 ms per MiB of CPU), while
+ * every chunk kept is a buffer of its own that a stream's start must take
+ * as new memory: 4-15 ms per MiB on first touch in the test VM, so the
+ * 32 MiB kept cost a 256 MiB `cat` more than its decoding (issue 44,
+ * bench/README.md). And two rows of chunks (within 64 MiB): a C-order
+ * stream passes a whole row of chunks at its last element row, and the
+ * reads that come out of order still touch every chunk of the row;
+ * dropped earlier, they were decoded again (and fetched again if
+ * remote). */
 unsigned h5_chunk_stream_keep(const h5_chunk_index *ci)
 {
-	uint64_t cb = ci->chunk_bytes, npr = 1, keep;
+	uint64_t cb = ci->chunk_bytes, npr = 1, keep, span;
 
-	keep = cb >= (32u << 20) / 8 ? 8 : cb <= (32u << 20) / CHUNK_DROP_MAX ? CHUNK_DROP_MAX : (32u << 20) / cb;
+	span = ci->f->src->ops->ranges_hint ? (32u << 20) : (8u << 20);
+	keep = cb >= span / 8 ? 8 : cb <= span / CHUNK_DROP_MAX ? CHUNK_DROP_MAX : span / cb;
 	for (unsigned i = 1; i < ci->rank; i++)
 		npr = npr * ci->nchunks[i] > CHUNK_DROP_MAX ? CHUNK_DROP_MAX : npr * ci->nchunks[i];
 	if (2 * npr > keep && keep < (64u << 20) / cb)
@@ -64,19 +71,50 @@ void h5_chunk_stream_drop(h5_chunk_index *ci, const uint64_t *passed, unsigned n
 		h5_cache_invalidate(ci->f->chunks, H5_CK_CHUNK, gone[i]);
 }
 
-/* Whether a read of [off, end) follows the previous one: it starts where
- * that one ended, give or take one read (several FUSE threads may take
- * readahead requests slightly out of order). */
-static bool stream_follows(h5_chunk_index *ci, uint64_t off, uint64_t end, size_t len)
+/* Reads of a stream that arrive after a later one: the kernel's readahead
+ * keeps several requests in flight and the FUSE threads take them in any
+ * order. A late read lies in what the stream skipped (its hole), at most
+ * STREAM_BEHIND reads behind the furthest one. */
+#define STREAM_BEHIND 16
+
+/* Where a read of [off, end) stands to the stream: it starts where the
+ * furthest read so far ended, give or take one read (STREAM_AHEAD: the
+ * stream goes on from there; what it skips is its hole); it fills the
+ * hole, a request the readahead sent earlier and a thread took later
+ * (STREAM_LATE: still the stream's, for drop-behind, though nothing new
+ * to schedule); or neither (STREAM_NONE: a new start; a backward scan
+ * is one at every read). Counted as a new start, a late read once moved
+ * the stream back and was never noted as passing its chunks, so about a
+ * quarter of a sequential read's decoded chunks stayed in the cache until
+ * the budget evicted them, each a fresh buffer (issue 44). */
+enum stream_pos { STREAM_NONE, STREAM_AHEAD, STREAM_LATE };
+
+static enum stream_pos stream_follows(h5_chunk_index *ci, uint64_t off, uint64_t end, size_t len)
 {
-	bool seq;
+	enum stream_pos pos = STREAM_NONE;
+	uint64_t back = (uint64_t)len * STREAM_BEHIND;
 
 	pthread_mutex_lock(&ci->stream_lock);
-	seq = off >= ci->pf_last_off && off <= ci->pf_last_end + len;
-	ci->pf_last_off = off;
-	ci->pf_last_end = end;
+	if (off >= ci->pf_last_off && off <= ci->pf_last_end + len) {
+		pos = STREAM_AHEAD;
+		if (off > ci->pf_last_end) {
+			if (ci->pf_hole_lo >= ci->pf_hole_hi)
+				ci->pf_hole_lo = ci->pf_last_end;
+			ci->pf_hole_hi = off;
+		}
+	} else if (off >= ci->pf_hole_lo && off < ci->pf_hole_hi && off + back >= ci->pf_last_off) {
+		pos = STREAM_LATE;
+		if (off <= ci->pf_hole_lo && end > ci->pf_hole_lo)
+			ci->pf_hole_lo = end;        /* filled from below */
+	} else {
+		ci->pf_hole_lo = ci->pf_hole_hi = 0;
+	}
+	if (pos != STREAM_LATE) {
+		ci->pf_last_off = off;
+		ci->pf_last_end = end;
+	}
 	pthread_mutex_unlock(&ci->stream_lock);
-	return seq;
+	return pos;
 }
 
 /* ---- prefetching ------------------------------------------------------------------
@@ -350,8 +388,15 @@ bool h5_chunk_stream_note(h5_dataset *d, uint64_t off, size_t len)
 	h5_chunk_index *ci = d->cidx;
 	h5_pool *p = d->f->pool;
 
-	if (!ci || !ci->filtered || len == 0 || off > UINT64_MAX - len || !stream_follows(ci, off, off + len, len))
+	enum stream_pos pos;
+
+	if (!ci || !ci->filtered || len == 0 || off > UINT64_MAX - len)
 		return false;
+	pos = stream_follows(ci, off, off + len, len);
+	if (pos == STREAM_NONE)
+		return false;
+	if (pos == STREAM_LATE)
+		return true;    /* its chunks are dropped behind; the front plans */
 	if (d->f->src->ops->ranges_hint)
 		ra_plan(ci, off, len);
 	if (p) {

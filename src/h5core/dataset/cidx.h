@@ -45,7 +45,8 @@ struct h5_chunk_index {
 	unsigned bt1_elem;          /* BTREE1: last key dimension (the element size) */
 	/* sequential streams (under stream_lock) */
 	pthread_mutex_t stream_lock;
-	uint64_t pf_last_off, pf_last_end;  /* the previous read */
+	uint64_t pf_last_off, pf_last_end;  /* the stream's furthest read */
+	uint64_t pf_hole_lo, pf_hole_hi;    /* what it skipped, not read yet */
 	uint64_t drop[CHUNK_DROP_MAX];      /* chunks a stream has read to their end, */
 	unsigned drop_head, drop_len, drop_keep; /* oldest first: dropped from the cache
 					     * when more than drop_keep wait (chunk.c) */

@@ -29,6 +29,8 @@
 #include "pline.h"
 #include "filter.h"
 
+#include <pthread.h>
+
 /* A pipeline message holds at most 32 filters (IV.A.2.l), one mask bit each. */
 #define FILTER_MAX_PIPELINE 32
 
@@ -92,6 +94,120 @@ static int decode_one(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
 	return c->decode(buf, len, f, st);
 }
 
+/* ---- the fused step ------------------------------------------------------------
+ * A compressor undone and then a size-preserving filter (deflate then
+ * shuffle, the usual HDF5 pipeline read backwards) run as one step: the
+ * compressor decodes into a scratch buffer that is reused at once by the
+ * next chunk's decode, so it stays in the CPU's caches instead of being a
+ * fresh 1 MiB buffer each time, and the second filter reads it from there
+ * in L1-sized windows into the chunk's buffer (issue 44: unshuffling from
+ * a fresh buffer into another was a sixth of a compressed read's CPU).
+ * The bytes are the same as decoding the two filters one after the other
+ * (tests/unit/test_filter.c). */
+
+#define SCRATCH_KEEP 4                          /* idle scratch buffers kept */
+#define SCRATCH_MAX ((size_t)16 << 20)          /* larger: not kept */
+
+static pthread_mutex_t scratch_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	uint8_t *p;
+	size_t cap;
+} scratch[SCRATCH_KEEP];
+static unsigned nscratch;
+
+/* The most recently used scratch buffer of at least n bytes (the one
+ * likeliest still in the caches), or a new one. */
+static uint8_t *scratch_get(size_t *cap, size_t n)
+{
+	uint8_t *p = NULL;
+
+	pthread_mutex_lock(&scratch_lock);
+	for (unsigned i = nscratch; i-- > 0;)
+		if (scratch[i].cap >= n) {
+			p = scratch[i].p;
+			*cap = scratch[i].cap;
+			memmove(&scratch[i], &scratch[i + 1], (nscratch - i - 1) * sizeof(scratch[0]));
+			nscratch--;
+			break;
+		}
+	pthread_mutex_unlock(&scratch_lock);
+	if (!p) {
+		p = h5_buf_alloc(n ? n : 1);
+		*cap = n;
+	}
+	return p;
+}
+
+static void scratch_put(uint8_t *p, size_t cap)
+{
+	uint8_t *drop = p;
+
+	if (!p)
+		return;
+	pthread_mutex_lock(&scratch_lock);
+	if (cap <= SCRATCH_MAX) {
+		if (nscratch == SCRATCH_KEEP) {
+			/* the oldest goes: the coldest */
+			drop = scratch[0].p;
+			memmove(&scratch[0], &scratch[1], (SCRATCH_KEEP - 1) * sizeof(scratch[0]));
+			nscratch--;
+		} else {
+			drop = NULL;
+		}
+		scratch[nscratch].p = p;
+		scratch[nscratch++].cap = cap;
+	}
+	pthread_mutex_unlock(&scratch_lock);
+	h5_buf_free(drop);
+}
+
+/* Whether filters i (a compressor, applied second when writing) and i-1
+ * (size-preserving, applied before it) can be undone as one step. */
+static bool fusable(const h5_pline *pl, uint32_t mask, size_t i)
+{
+	const h5_filter_class *c, *s;
+
+	if (i == 0 || (mask & (UINT32_C(3) << (i - 1))))
+		return false;
+	c = filter_class(pl->filters[i].id);
+	s = filter_class(pl->filters[i - 1].id);
+	return c && c->decode && c->decode_to && s && s->decode && s->decode_copy && s->size == H5_FSIZE_SAME;
+}
+
+/* Filters i and i-1 undone together (fusable). On failure *bad is the
+ * filter to name. */
+static int decode_fused(uint8_t **buf, size_t *len, size_t *bad, const h5_pline *pl, size_t i, const fstage *st)
+{
+	const h5_filter *fc = &pl->filters[i], *fs = &pl->filters[i - 1];
+	const h5_filter_class *c = filter_class(fc->id), *s = filter_class(fs->id);
+	size_t cap = 0, got = 0;
+	uint8_t *tmp, *out = NULL;
+	int rc;
+
+	*bad = i;
+	tmp = scratch_get(&cap, st[i].size);
+	if (!tmp)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory for %zu bytes", st[i].size);
+	rc = c->decode_to(tmp, &got, *buf, *len, fc, st[i]);
+	if (rc < 0)
+		goto out;
+	out = h5_buf_alloc(got ? got : 1);
+	if (!out) {
+		rc = h5_err_set(H5_ERR_NOMEM, "out of memory for %zu bytes", got);
+		goto out;
+	}
+	*bad = i - 1;
+	rc = s->decode_copy(out, tmp, got, fs, st[i - 1]);
+	if (rc < 0)
+		goto out;
+	swap_buf(buf, len, out, got);
+	out = NULL;
+out:
+	h5_buf_free(out);
+	scratch_put(tmp, cap);
+	return rc;
+}
+
 /* Upper bound of what any supported filter makes of n bytes (deflate adds
  * ~0.1%, LZ4 0.4% plus framing, scale-offset 22 bytes, ...). */
 static size_t encoded_bound(size_t n)
@@ -137,6 +253,16 @@ int h5_filter_decode(uint8_t **buf, size_t *len, const h5_pline *pl, uint32_t ma
 
 		if (mask & (UINT32_C(1) << i))
 			continue;
+		if (fusable(pl, mask, i)) {
+			size_t bad;
+
+			rc = decode_fused(buf, len, &bad, pl, i, st);
+			if (rc < 0)
+				return h5_err_wrap(rc, "filter %zu (%s, id %u): ", bad, h5_filter_name(pl->filters[bad].id),
+						   pl->filters[bad].id);
+			i--;    /* filter i-1 is undone too */
+			continue;
+		}
 		rc = decode_one(buf, len, f, st[i]);
 		if (rc < 0)
 			return h5_err_wrap(rc, "filter %zu (%s, id %u): ", i, h5_filter_name(f->id), f->id);

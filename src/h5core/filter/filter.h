@@ -35,4 +35,18 @@ bool h5_filter_can_encode(uint16_t id);
 int h5_filter_encode_check(const h5_filter *f);
 const char *h5_filter_name(uint16_t id);
 
+/* ---- unshuffle kernels (filter_shuffle.c) ---------------------------------- */
+
+/* The implementations, best last; the fastest the CPU has is used. */
+typedef enum h5_unshuffle_impl {
+	H5_UNSHUFFLE_SCALAR, H5_UNSHUFFLE_SSE2, H5_UNSHUFFLE_AVX2, H5_UNSHUFFLE_NIMPL
+} h5_unshuffle_impl;
+
+/* Undo shuffle (element size es) of len bytes from src into dst. */
+void h5_unshuffle(uint8_t *dst, const uint8_t *src, size_t len, size_t es);
+/* The same with one implementation (tests compare them): 0, or
+ * H5_ERR_UNSUPPORTED when this build or CPU lacks it. */
+int h5_unshuffle_with(h5_unshuffle_impl impl, uint8_t *dst, const uint8_t *src, size_t len, size_t es);
+bool h5_unshuffle_available(h5_unshuffle_impl impl);
+
 #endif

@@ -40,6 +40,12 @@ typedef struct h5_filter_class {
 	 * which must match st (exactly or at most st.size). NULL: the codec
 	 * library was not compiled in. */
 	int (*decode)(uint8_t **buf, size_t *len, const h5_filter *f, fstage st);
+	/* A compressor's decode into out (room for st.size bytes) from in:
+	 * *got bytes, checked as decode checks them. NULL: decode only. */
+	int (*decode_to)(uint8_t *out, size_t *got, const uint8_t *in, size_t in_len, const h5_filter *f, fstage st);
+	/* A size-preserving filter undone from src into dst (len bytes): the
+	 * second half of filter.c's fused step. NULL: decode only. */
+	int (*decode_copy)(uint8_t *dst, const uint8_t *src, size_t len, const h5_filter *f, fstage st);
 	/* Apply the filter (appends, byte writes, new datasets); NULL:
 	 * reading only. */
 	int (*encode)(uint8_t **buf, size_t *len, const h5_filter *f);
