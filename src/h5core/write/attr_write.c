@@ -278,6 +278,7 @@ static int apply(h5_file *f, uint64_t addr, const h5_attr_change *ch)
 	uint8_t *msg = NULL;
 	size_t mlen = 0;
 	uint16_t crt = 0;
+	uint64_t coll = H5_ADDR_UNDEF;  /* the old value's own collection */
 	int rc;
 
 	rc = h5_ohdr_change_open(&c, f, addr);
@@ -294,6 +295,8 @@ static int apply(h5_file *f, uint64_t addr, const h5_attr_change *ch)
 		h5_ohdr_change_close(&c);
 		return rc < 0 ? rc : apply(f, addr, ch);
 	}
+	if (fd.idx != SIZE_MAX)
+		coll = h5_attr_owned_coll(f, c.e.oh->msgs[fd.idx].data, c.e.oh->msgs[fd.idx].size);
 	if (!ch->val) {
 		if (fd.idx == SIZE_MAX) {
 			rc = h5_err_set(H5_ERR_NOTFOUND, "no attribute \"%.*s\"", (int)ch->name_len, ch->name);
@@ -336,6 +339,8 @@ static int apply(h5_file *f, uint64_t addr, const h5_attr_change *ch)
 commit:
 	if (rc == 0)
 		rc = h5_ohdr_commit(&c, f, false);
+	if (rc == 0)
+		h5_attr_coll_free(f, coll, c.ticket);
 out:
 	h5_ohdr_change_close(&c);
 	free(msg);
@@ -613,7 +618,7 @@ int h5_attr_write_batch(size_t *done, h5_file *f, uint64_t addr, const h5_attr_s
 	pthread_mutex_lock(&f->write_lock);
 	/* every string in one global heap collection (h5py's strings share
 	 * one too), written at the allocation end before anything points at it */
-	rc = h5_attr_vstr_data(&vd, &vlen, f, s, l, n);
+	rc = h5_attr_vstr_data(&vd, &vlen, f, s, l, n, false);
 	for (size_t i = 0; rc == 0 && i < n; i++)
 		ch[i] = it[i].set ? (h5_attr_change){ .name = it[i].name, .name_len = it[i].name_len,
 					       .val = it[i].val ? it[i].val : "", .len = it[i].len, .raw = it[i].raw,

@@ -9,7 +9,11 @@
  * ordered commit (txn.c): the new index blocks, fsync, the superblock's
  * end of allocated space, fsync, the one in-place switch, fsync. Until the
  * switch nothing reachable changed; after it every chunk reads its new
- * bytes. Replaced chunks are leaked, as libhdf5 leaks them.
+ * bytes. Replaced chunks (and index blocks the index writer copied) are
+ * freed once the commit succeeded (space.h h5_space_free: reused by later
+ * commits after the next fsync, as libhdf5's H5D__chunk_file_alloc frees
+ * a chunk whose new size no longer fits); new chunks take freed space
+ * (h5_space_take: each is written whole).
  */
 #include "overwrite.h"
 #include "txn.h"
@@ -62,6 +66,8 @@ typedef struct rw {
 	uint64_t dirty;                 /* bytes of loaded images */
 	const h5_cidx_write_ops *wops;
 	void *w;
+	h5_chunk_rec *gone;             /* chunks the commit leaves unreferenced */
+	size_t ngone, capgone;
 } rw;
 
 int h5_ow_chunked_check(const h5_dataset *d)
@@ -245,10 +251,42 @@ static int writer_open(rw *r)
 	return r->wops->open(&r->w, r->f, r->d, r->d->layout.idx_addr);
 }
 
+/* The copy the chunk had before rec (in the file, or staged earlier in
+ * this commit) is unreferenced once the commit is done, unless rec is
+ * written over it in place (implicit, single chunk). */
+static int note_gone(rw *r, const cent *e, const h5_chunk_rec *rec)
+{
+	h5_chunk_rec old;
+	int rc = 0;
+
+	if (e->staged)
+		old = e->rec;
+	else
+		rc = h5_chunk_lookup(&old, r->ci, e->scaled);
+	if (rc < 0 || !h5_addr_defined(old.addr) || old.addr == rec->addr)
+		return rc;
+	if (!old.size)
+		old.size = r->cb;
+	if (r->ngone == r->capgone) {
+		size_t ncap = r->capgone ? r->capgone * 2 : 16;
+		h5_chunk_rec *ng = realloc(r->gone, ncap * sizeof(*ng));
+
+		if (!ng)
+			return h5_err_set(H5_ERR_NOMEM, "out of memory");
+		r->gone = ng;
+		r->capgone = ncap;
+	}
+	r->gone[r->ngone++] = old;
+	return 0;
+}
+
 static int set_rec(rw *r, cent *e, const h5_chunk_rec *rec)
 {
 	uint64_t idx = 0;
-	int rc = h5_cidx_linear(&idx, r->ci, e->scaled);
+	int rc = note_gone(r, e, rec);
+
+	if (rc == 0)
+		rc = h5_cidx_linear(&idx, r->ci, e->scaled);
 
 	if (rc == 0)
 		rc = r->wops->set(r->w, e->scaled, idx, rec);
@@ -274,7 +312,7 @@ static int stage_plain(rw *r, cent *e)
 			return placed;
 	}
 	if (!placed)
-		rc = h5_space_alloc(&addr, r->f, r->cb);
+		rc = h5_space_take(&addr, r->f, r->cb);
 	if (rc == 0)
 		rc = h5_file_write(r->f, addr, e->img, (size_t)r->cb);
 	if (rc < 0)
@@ -334,7 +372,7 @@ static int stage_dirty(rw *r)
 			uint64_t addr = 0;
 
 			if (rc == 0 && e->enc)
-				rc = h5_space_alloc(&addr, r->f, e->enclen);
+				rc = h5_space_take(&addr, r->f, e->enclen);
 			if (rc == 0 && e->enc)
 				rc = h5_file_write(r->f, addr, e->enc, e->enclen);
 			if (rc == 0 && e->enc) {
@@ -413,6 +451,7 @@ static void rw_free(rw *r)
 		free(r->tab[i].enc);
 	}
 	free(r->tab);
+	free(r->gone);
 	if (r->w) {
 		r->wops->invalidate(r->w);
 		r->wops->free(r->w);
@@ -421,7 +460,7 @@ static void rw_free(rw *r)
 
 /* ---- the commit ---------------------------------------------------------------- */
 
-static int commit(rw *r, bool durable, uint64_t *last_end)
+static int commit(rw *r, bool durable, uint64_t *last_end, uint64_t *ticket)
 {
 	h5_file *f = r->f;
 	h5_ohdr_edit e = { 0 };
@@ -457,8 +496,10 @@ static int commit(rw *r, bool durable, uint64_t *last_end)
 			rc = h5_ohdr_write_chunk(f, &e, c);
 	if (rc == 0)
 		rc = h5_txn_last(&t, &e, lc);
-	if (rc == 0)
+	if (rc == 0) {
 		*last_end = t.end;
+		*ticket = t.ticket;
+	}
 out:
 	h5_cache_invalidate(f->meta, H5_CK_OHDR, r->d->addr);
 	h5_ohdr_free(e.oh);
@@ -470,6 +511,7 @@ out:
 int h5_ow_chunked_commit(h5_dataset *d, const h5_ow_ext *ext, size_t n, bool durable, uint64_t *last_end)
 {
 	rw r = { .d = d, .ci = d->cidx, .f = d->f, .rank = d->space.rank };
+	uint64_t ticket = 0;
 	h5_ow_ext *m = NULL;
 	size_t nm = 0;
 	int rc = h5_ow_chunked_check(d);
@@ -496,7 +538,12 @@ int h5_ow_chunked_commit(h5_dataset *d, const h5_ow_ext *ext, size_t n, bool dur
 	if (rc == 0 && r.used)
 		rc = stage_dirty(&r);
 	if (rc == 0 && r.w)
-		rc = commit(&r, durable, last_end);
+		rc = commit(&r, durable, last_end, &ticket);
+	/* done: what it replaced is free (reused after the commit's fsync) */
+	for (size_t i = 0; rc == 0 && r.w && i < r.ngone; i++)
+		h5_space_free(r.f, r.gone[i].addr, r.gone[i].size, ticket);
+	if (rc == 0 && r.w && r.wops->freed)
+		r.wops->freed(r.w, ticket);
 	else if (rc == 0 && durable)
 		rc = h5_txn_sync(r.f, true);
 	rw_free(&r);

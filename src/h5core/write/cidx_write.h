@@ -42,6 +42,10 @@ typedef struct h5_cidx_write_ops {
 	int (*switched)(void *w);
 	/* the in-place switch to the new blocks (after the fsync) */
 	int (*commit)(void *w);
+	/* NULL, or: after a commit that succeeded, every block of the old
+	 * index the new one no longer references (v1 B-tree nodes copied),
+	 * freed through space.c (h5_space_free, with the commit's ticket) */
+	void (*freed)(void *w, uint64_t ticket);
 	/* forget cached blocks after a failed commit */
 	void (*invalidate)(void *w);
 	void (*free)(void *w);

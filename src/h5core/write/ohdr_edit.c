@@ -159,6 +159,7 @@ int h5_ohdr_change_open(h5_ohdr_change *c, h5_file *f, uint64_t addr)
 	memset(c, 0, sizeof(*c));
 	c->main = SIZE_MAX;
 	c->start_end = h5_space_end(f);
+	c->start_reused = f->reused;
 	rc = h5_ohdr_load(&c->e.oh, f, addr);
 	if (rc < 0)
 		return rc;
@@ -478,7 +479,7 @@ int h5_ohdr_commit(h5_ohdr_change *c, h5_file *f, bool durable)
 		if (c->e.lo[i] != SIZE_MAX)
 			merge_gap(c, i);
 	h5_txn_begin(&t, f, durable, NULL, NULL);
-	if (rc == 0 && (h5_space_end(f) != c->start_end || h5_space_end(f) > f->eoa)) {
+	if (rc == 0 && (h5_space_end(f) != c->start_end || h5_space_end(f) > f->eoa || f->reused != c->start_reused)) {
 		/* new space: durable and inside the EOF address before the switch */
 		rc = h5_txn_stage(&t, c->start_end);
 	} else {
@@ -497,6 +498,7 @@ int h5_ohdr_commit(h5_ohdr_change *c, h5_file *f, bool durable)
 			rc = h5_ohdr_write_chunk(f, &c->e, i);
 	if (rc == 0)
 		rc = h5_txn_last(&t, &c->e, c->main);
+	c->ticket = t.ticket;
 	h5_cache_invalidate(f->meta, H5_CK_OHDR, oh->addr);
 	return rc;
 }
