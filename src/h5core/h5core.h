@@ -1005,6 +1005,14 @@ uint64_t h5_overwrite_kept(const h5_overwriter *w);
 int h5_overwrite_commit(h5_overwriter *w, int all, int durable);
 /* Free, without committing. */
 void h5_overwrite_close(h5_overwriter *w);
+/* The end of a writing session, when no reader holds an address of FILE
+ * (unmount): the chunk this session rewrote last, when it lies near the
+ * end of allocation and space freed below holds it, moves there in one
+ * more ordered commit, and what the end then frees is cut off (the
+ * superblock's EOF address lowered, fsync, FILE cut): copy-on-write
+ * leaves the last copy at the end about every second rewrite, where
+ * libhdf5 rewrites in place. 0 when nothing moved or it moved. */
+int h5_file_compact(h5_file *f);
 
 #ifdef __cplusplus
 }

@@ -113,6 +113,12 @@ struct h5_file {
 	h5_freesp freesp;
 	h5_freesp owned;
 	uint64_t reused;
+	/* the chunk at the highest address a rewrite placed last (chunk
+	 * index coordinates), for h5_file_compact; dset 0: none */
+	struct {
+		uint64_t dset, addr, size;
+		uint64_t scaled[H5_MAX_RANK];
+	} last_chunk;
 	/* fsyncs begun and the last ticket completed (h5_file_sync): space
 	 * freed by a change is reused only after an fsync that began after
 	 * the change's last write completed */

@@ -556,14 +556,15 @@ void h5_bt1w_invalidate(h5_bt1w *w)
 
 /* After the commit: the nodes copied are referenced by nothing (their
  * neighbours' sibling pointers were patched before the commit's last
- * write, h5_bt1w_patch). */
-void h5_bt1w_freed(h5_bt1w *w, uint64_t ticket)
+ * write, h5_bt1w_patch); they go to `to`. */
+void h5_bt1w_freed(h5_bt1w *w, h5_freesp *to, uint64_t ticket)
 {
 	size_t nsz = node_size(&w->f->fmt, w->nd, w->twok);
 
 	for (bw_node *x = w->all; x; x = x->all_next)
 		if (x->dirty && h5_addr_defined(x->addr) && h5_addr_defined(x->naddr) && x->naddr != x->addr)
-			h5_space_free(w->f, x->addr, nsz, ticket);
+			if (h5_freesp_add(to, x->addr, nsz, ticket) < 0)
+				h5_err_clear();         /* leaked */
 }
 
 void h5_bt1w_free(h5_bt1w *w)
@@ -633,7 +634,7 @@ static bool bt1w_addr_is_new(void *w) { (void)w; return true; }
 static int bt1w_switched(void *w) { return h5_bt1w_patch(((bt1w_ctx *)w)->w); }
 static int bt1w_commit(void *w) { (void)w; return 0; }
 static void bt1w_invalidate(void *w) { h5_bt1w_invalidate(((bt1w_ctx *)w)->w); }
-static void bt1w_freed(void *w, uint64_t ticket) { h5_bt1w_freed(((bt1w_ctx *)w)->w, ticket); }
+static void bt1w_freed(void *w, h5_freesp *to, uint64_t ticket) { h5_bt1w_freed(((bt1w_ctx *)w)->w, to, ticket); }
 
 static void bt1w_free(void *w)
 {

@@ -88,6 +88,13 @@ void h5_space_free(h5_file *f, uint64_t addr, uint64_t len, uint64_t ticket)
 		h5_err_clear();         /* leaked: a double free is refused, never handed out twice */
 }
 
+void h5_space_free_all(h5_file *f, h5_freesp *from)
+{
+	for (size_t i = 0; i < from->n; i++)
+		h5_space_free(f, from->v[i].addr, from->v[i].len, from->v[i].ticket);
+	h5_freesp_clear(from);
+}
+
 int h5_space_extend(h5_file *f, uint64_t eoa)
 {
 	uint64_t want, size;

@@ -39,6 +39,12 @@ int h5_space_take(uint64_t *addr, h5_file *f, uint64_t len);
  * is then leaked, as before any reuse. */
 void h5_space_free(h5_file *f, uint64_t addr, uint64_t len, uint64_t ticket);
 
+/* Every extent of `from` (each with its ticket) to h5_space_free; from
+ * emptied. A writer whose readers may still hold the old addresses
+ * until its caller shows the commit (the daemon reopens a dataset after
+ * an overwrite) keeps its frees there until then. */
+void h5_space_free_all(h5_file *f, h5_freesp *from);
+
 /* The ticket of the next fsync to begin (h5_file_sync): taken right after
  * a commit's last write, it is the ticket that commit's frees wait for
  * (txn.h t->ticket; 0 given to h5_space_free: the next from now). */
