@@ -772,6 +772,8 @@ typedef struct h5_attr_room {
 	size_t n, nnew;         /* changes, new names among them */
 	uint64_t bytes;         /* their messages and new names' values */
 	uint64_t need;          /* disk space their commit may take (h5_file_reserve) */
+	size_t ngrow;           /* changes whose message may not stay in its place */
+	uint64_t heap;          /* global heap collections their strings take */
 } h5_attr_room;
 /* Whether h5_attr_write(f, addr, name, ..., val, len, raw) would take the
  * value AND a batch holding room's changes and this one would commit it

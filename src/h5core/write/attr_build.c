@@ -144,8 +144,25 @@ void h5_attr_coll_free(h5_file *f, uint64_t coll, uint64_t ticket)
 /* The new value of an existing attribute (h: its fields; a: decoded):
  * data, and for a fixed-length string the datatype with its new size
  * (into dt, h->dt pointed there). */
+/* The collection h5_attr_vstr_data writes for strings of l[0..n) (the
+ * empty ones are not in it; none: 0 bytes). */
+static uint64_t heap_of(const h5_fmt *fmt, const size_t *l, size_t n)
+{
+	size_t *nz = malloc((n ? n : 1) * sizeof(*nz)), k = 0;
+	uint64_t sz;
+
+	if (!nz)
+		return (uint64_t)n * 64 + 4096;         /* an estimate over it */
+	for (size_t i = 0; i < n; i++)
+		if (l[i])
+			nz[k++] = l[i];
+	sz = k ? h5_gheap_size(fmt, nz, k) : 0;
+	free(nz);
+	return sz;
+}
+
 static int new_value(uint8_t **data, size_t *dlen, h5_attr_hdr *h, uint8_t *dt, h5_file *f, const h5_attr_msg *a,
-		     const char *val, size_t len, int raw, bool dry)
+		     const char *val, size_t len, int raw, bool dry, uint64_t *heap)
 {
 	const h5_dtype *t = a->dtype;
 	uint64_t nelmts;
@@ -165,6 +182,8 @@ static int new_value(uint8_t **data, size_t *dlen, h5_attr_hdr *h, uint8_t *dt, 
 		} else if (rc == 0) {
 			/* checked only: elements of their size (the message's
 			 * size is checked), no collection written */
+			if (heap)
+				*heap += heap_of(&f->fmt, l, n);
 			*dlen = n * (8 + (size_t)f->fmt.sizeof_addr);
 			if (!(*data = calloc(1, *dlen + 1)))
 				rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
@@ -276,7 +295,7 @@ int h5_attr_build(uint8_t **msg, size_t *mlen, h5_file *f, const h5_ohdr *oh, co
 		if (rc == 0 && h.dt_size > sizeof(dt))
 			rc = h5_err_set(H5_ERR_UNSUPPORTED, "attribute \"%s\": its datatype is too complex to set", a.name);
 		if (rc == 0)
-			rc = new_value(&data, &dlen, &h, dt, f, &a, ch->val, ch->len, ch->raw, ch->dry);
+			rc = new_value(&data, &dlen, &h, dt, f, &a, ch->val, ch->len, ch->raw, ch->dry, ch->heap);
 	} else {
 		uint64_t nelmts = 1;
 		bool one = true;
@@ -313,6 +332,8 @@ int h5_attr_build(uint8_t **msg, size_t *mlen, h5_file *f, const h5_ohdr *oh, co
 				else
 					memcpy(data, ch->vdata, dlen);
 			} else if (rc == 0 && ch->dry) {
+				if (ch->heap)
+					*ch->heap += heap_of(&f->fmt, &l, 1);
 				dlen = 8 + f->fmt.sizeof_addr;
 				if (!(data = calloc(1, dlen)))
 					rc = h5_err_set(H5_ERR_NOMEM, "out of memory");

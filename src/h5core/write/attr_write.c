@@ -454,25 +454,33 @@ static int place_check(const h5_attr_room *room, h5_file *f, const h5_ohdr *oh, 
 }
 
 /* What the batch's commit may write in new space: the global heap
- * collection of new strings; in compact storage a commit per change, each
- * of which may move messages to a new continuation chunk (three times the
- * messages, and 1 KiB each); a dense store written anew once (its heap
- * and two indexes: twice its objects and the new ones, 64 bytes of index
- * records each). Generous: what is not used is given back (h5_txn_sync). */
+ * collections of its strings (exactly: h5_gheap_size); in compact storage
+ * a commit per change, each of which may move messages to a new
+ * continuation chunk (three times the messages, and 1 KiB each) unless
+ * every change keeps its message's size (then each is written in place);
+ * a dense store written anew once (its heap and two indexes: twice its
+ * objects and the new ones, 64 bytes of index records each). Generous
+ * but for the collections, so that a change of a string that fits in
+ * freed space is made on a full disk (h5_file_reserve counts the free
+ * list); what is not used is given back (h5_txn_sync). */
 static uint64_t batch_need(const h5_attr_room *room, const h5_dense *d)
 {
 	uint64_t need = (uint64_t)64 << 10;
 
 	if (d)
-		return need + 2 * (h5_fheap_managed_bytes(d->heap) + room->bytes) + 64 * (uint64_t)room->n;
-	return need + 3 * room->bytes + 1024 * (uint64_t)room->n;
+		return room->heap + need + 2 * (h5_fheap_managed_bytes(d->heap) + room->bytes) + 64 * (uint64_t)room->n;
+	if (!room->ngrow)
+		return room->heap;
+	return room->heap + need + 3 * room->bytes + 1024 * (uint64_t)room->n;
 }
 
 int h5_attr_set_check(h5_attr_room *room, h5_file *f, uint64_t addr, const char *name, size_t name_len,
 		      const void *val, size_t len, int raw)
 {
+	uint64_t heap = 0;
 	h5_attr_change ch = { .name = name, .name_len = name_len, .val = val ? val : "", .len = len, .raw = raw,
-		      .dry = true };
+		      .dry = true, .heap = &heap };
+	size_t old_size = SIZE_MAX;         /* the message's size now (compact) */
 	h5_ohdr_change c;
 	found fd;
 	h5_dense d;
@@ -506,6 +514,7 @@ int h5_attr_set_check(h5_attr_room *room, h5_file *f, uint64_t addr, const char 
 		const h5_msg *m = fd.idx != SIZE_MAX ? &c.e.oh->msgs[fd.idx] : NULL;
 
 		isnew = !m;
+		old_size = m ? m->size : SIZE_MAX;
 		rc = h5_attr_build(&msg, &mlen, f, c.e.oh, m ? m->data : NULL, m ? m->size : 0, &ch);
 	}
 	if (rc == 0)
@@ -514,6 +523,9 @@ int h5_attr_set_check(h5_attr_room *room, h5_file *f, uint64_t addr, const char 
 		room->n++;
 		room->nnew += isnew;
 		room->bytes += mlen + (isnew ? len : 0);
+		room->heap += heap;
+		/* a message of its old size is rewritten where it is */
+		room->ngrow += isnew || mlen != old_size;
 		room->need = batch_need(room, dense_open ? &d : NULL);
 	}
 	if (rc == 0 && isnew)

@@ -24,6 +24,7 @@ typedef struct h5_attr_change {
 	const uint8_t *vdata;   /* a new string's element, its global heap object
 				 * written already (a batch's shared collection) */
 	bool dry;               /* checked only (h5_attr_set_check): nothing written */
+	uint64_t *heap;         /* dry, or NULL: the global heap bytes the change writes, added */
 	bool set;               /* a batch's new value of an existing attribute */
 } h5_attr_change;
 

@@ -50,17 +50,30 @@ int h5_space_alloc(uint64_t *addr, h5_file *f, uint64_t len)
 	return 0;
 }
 
+static void release(h5_file *f, uint64_t *end)
+{
+	h5_freesp_release(&f->freesp, __atomic_load_n(&f->sync_done, __ATOMIC_ACQUIRE), end);
+}
+
 void h5_space_settle(h5_file *f)
 {
 	uint64_t end = h5_space_end(f);
 
-	h5_freesp_release(&f->freesp, __atomic_load_n(&f->sync_done, __ATOMIC_ACQUIRE), &end);
-	f->alloc_end = end;
+	release(f, &end);
+	if (end < f->alloc_end) {
+		/* space below the old end is handed out again: new space for
+		 * every "did the end move" test (ohdr_edit.c's stage) */
+		f->alloc_end = end;
+		f->reused++;
+	}
 }
 
 int h5_space_take(uint64_t *addr, h5_file *f, uint64_t len)
 {
-	h5_space_settle(f);
+	/* the allocation end stays: only h5_space_settle (a sync between
+	 * changes) lowers it, never a change under way, whose commit may
+	 * compare it with where it began */
+	release(f, NULL);
 	if (!h5_freesp_take(&f->freesp, len, addr))
 		return h5_space_alloc(addr, f, len);
 	f->reused++;

@@ -51,7 +51,9 @@ void h5_space_free_all(h5_file *f, h5_freesp *from);
 uint64_t h5_space_ticket(h5_file *f);
 
 /* Freed space whose sync came goes to the free list (merged); an extent
- * at the allocation end lowers it instead. */
+ * at the allocation end lowers it instead. Only between changes (a sync,
+ * a reserve): a change under way compares the allocation end with where
+ * it began (h5_space_take never lowers it). */
 void h5_space_settle(h5_file *f);
 
 /* The file must be at least base + eoa bytes long before a superblock
