@@ -786,6 +786,8 @@ typedef struct h5_attr_room {
 	size_t n, nnew;         /* changes, new names among them */
 	uint64_t bytes;         /* their messages and new names' values */
 	uint64_t need;          /* disk space their commit may take (h5_file_reserve) */
+	size_t ngrow;           /* changes whose message may not stay in its place */
+	uint64_t heap;          /* global heap collections their strings take */
 } h5_attr_room;
 /* Whether h5_attr_write(f, addr, name, ..., val, len, raw) would take the
  * value AND a batch holding room's changes and this one would commit it
@@ -1024,6 +1026,14 @@ uint64_t h5_overwrite_kept(const h5_overwriter *w);
 int h5_overwrite_commit(h5_overwriter *w, int all, int durable);
 /* Free, without committing. */
 void h5_overwrite_close(h5_overwriter *w);
+/* The end of a writing session, when no reader holds an address of FILE
+ * (unmount): the chunk this session rewrote last, when it lies near the
+ * end of allocation and space freed below holds it, moves there in one
+ * more ordered commit, and what the end then frees is cut off (the
+ * superblock's EOF address lowered, fsync, FILE cut): copy-on-write
+ * leaves the last copy at the end about every second rewrite, where
+ * libhdf5 rewrites in place. 0 when nothing moved or it moved. */
+int h5_file_compact(h5_file *f);
 
 #ifdef __cplusplus
 }

@@ -4,12 +4,15 @@
  * io_trace, the byte source's trace wrapper), for test_overwrite_crash.py,
  * which replays the trace in part to build the files a crash could leave.
  *
- *   overwrite_trace FILE DATASET WRITES TRACE
+ *   overwrite_trace FILE DATASET WRITES TRACE|- [FAIL_AT]
  *
  * WRITES: records of a little-endian u64 offset, u64 length and that many
  * bytes, given to h5_overwrite_put; a length of 2^64-1 is a durable commit
- * (fsync, close), 2^64-2 a periodic one (a trailing partial element waits).
- * Whatever is left is committed durably at the end.
+ * (fsync, close), 2^64-2 a periodic one (a trailing partial element waits),
+ * 2^64-3 the writer closed and opened again (what it replaced freed, as
+ * after a dd), 2^64-4 h5_file_compact (unmount's move of the last chunk).
+ * Whatever is left is committed durably at the end. FAIL_AT > 0: the
+ * FAIL_AT-th write or sync fails (io_fail_at) and the writes stop there.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -39,8 +42,8 @@ int main(int argc, char **argv)
 	FILE *fp;
 	int rc;
 
-	if (argc != 5) {
-		fprintf(stderr, "usage: overwrite_trace FILE DATASET WRITES TRACE\n");
+	if (argc != 5 && argc != 6) {
+		fprintf(stderr, "usage: overwrite_trace FILE DATASET WRITES TRACE|- [FAIL_AT]\n");
 		return 2;
 	}
 	fp = fopen(argv[3], "rb");
@@ -52,7 +55,10 @@ int main(int argc, char **argv)
 	fclose(fp);
 	oo.writable = 1;
 	oo.nthreads = 2;
-	hooks.io_trace = argv[4];
+	if (strcmp(argv[4], "-") != 0)
+		hooks.io_trace = argv[4];
+	if (argc == 6)
+		hooks.io_fail_at = strtoull(argv[5], NULL, 10);
 	rc = h5_file_open_hooked(&f, argv[1], &oo, &hooks);
 	if (rc == 0)
 		rc = h5_path_lookup(&addr, f, argv[2]);
@@ -64,6 +70,16 @@ int main(int argc, char **argv)
 		p += 16;
 		if (n == UINT64_MAX || n == UINT64_MAX - 1) {
 			rc = h5_overwrite_commit(w, n == UINT64_MAX, n == UINT64_MAX);
+			continue;
+		}
+		if (n == UINT64_MAX - 2) {
+			h5_overwrite_close(w);
+			w = NULL;
+			rc = h5_overwrite_open(&w, f, addr);
+			continue;
+		}
+		if (n == UINT64_MAX - 3) {
+			rc = h5_file_compact(f);
 			continue;
 		}
 		if (n > (uint64_t)(len - p)) {

@@ -318,7 +318,7 @@ def tree_fits(st, states):
     return "links no state has: %r" % extra[:3] if extra else None
 
 
-def run_case(work, fx, rng, OPS=OPS, objs=MF.OBJS, STATES=None):
+def run_case(work, fx, rng, OPS=OPS, objs=MF.OBJS, STATES=None, every_fail=False):
     base_path = os.path.join(work, "fx", fx)
     base = open(base_path, "rb").read()
     tmp = os.path.join(work, "img.h5")
@@ -388,7 +388,7 @@ def run_case(work, fx, rng, OPS=OPS, objs=MF.OBJS, STATES=None):
     # a failing Nth write or sync (every N on the first file, a sample on
     # the others: each is a run of the helper)
     nio = len(ops)
-    picks = range(1, nio + 1) if fx == "default.h5" and OPS is ATTR_OPS else \
+    picks = range(1, nio + 1) if every_fail or (fx == "default.h5" and OPS is ATTR_OPS) else \
         sorted(rng.sample(range(1, nio + 1), min(8, nio)))
     for n in picks:
         p = os.path.join(work, "fail.h5")

@@ -313,6 +313,48 @@ START_TEST(test_cache_invalidate)
 }
 END_TEST
 
+/* Space handed out again (write/space.c): every entry of a view keyed in
+ * [lo, hi) goes, whatever its kind; other views' entries and keys outside
+ * stay; an entry in use stays valid for its holder. */
+START_TEST(test_cache_invalidate_range)
+{
+	h5_cache *c, *v1, *v2;
+	h5_cache_ref r, held;
+
+	reset_counts();
+	ck_assert_int_eq(h5_cache_new(&c, 1000), 0);
+	ck_assert_int_eq(h5_cache_new_view(&v1, c), 0);
+	ck_assert_int_eq(h5_cache_new_view(&v2, c), 0);
+	for (uint64_t k = 100; k <= 500; k += 100) {
+		ck_assert_int_eq(cget(&r, v1, k, 10, NULL), 0);
+		h5_cache_release(v1, &r);
+		ck_assert_int_eq(cget(&r, v2, k, 10, NULL), 0);
+		h5_cache_release(v2, &r);
+	}
+	ck_assert_int_eq(cget(&held, v1, 300, 10, NULL), 0);
+	h5_cache_invalidate_range(v1, 200, 400);
+	ck_assert(cached(v1, 100));
+	ck_assert(!cached(v1, 200));
+	ck_assert(!cached(v1, 300));
+	ck_assert(cached(v1, 400));
+	ck_assert(cached(v1, 500));
+	for (uint64_t k = 100; k <= 500; k += 100)
+		ck_assert(cached(v2, k));
+	ck_assert_uint_eq(((tobj *)held.obj)->magic, TOBJ_MAGIC);
+	h5_cache_release(v1, &held);
+	/* the core's own entries: by the whole table */
+	ck_assert_int_eq(cget(&r, c, 250, 10, NULL), 0);
+	h5_cache_release(c, &r);
+	h5_cache_invalidate_range(c, 250, 251);
+	ck_assert(!cached(c, 250));
+	ck_assert(cached(v2, 200));
+	h5_cache_free(v1);
+	h5_cache_free(v2);
+	h5_cache_free(c);
+	ck_assert_int_eq(atomic_load(&n_alloc), atomic_load(&n_free));
+}
+END_TEST
+
 /* Views (files that share the top file's budget): the same key in two
  * views is two entries, the budget and LRU are shared, closing a view drops
  * its entries (an entry still held is freed on its release). */
@@ -639,6 +681,7 @@ static Suite *cache_suite(void)
 	tcase_add_test(tc, test_cache_refcount_survives);
 	tcase_add_test(tc, test_cache_oversize_entry);
 	tcase_add_test(tc, test_cache_invalidate);
+	tcase_add_test(tc, test_cache_invalidate_range);
 	tcase_add_test(tc, test_cache_load_failure);
 	tcase_add_test(tc, test_cache_self_cycle);
 	tcase_add_test(tc, test_cache_mt_hammer);

@@ -3,7 +3,9 @@
  * an index writer of its own whose blocks are a byte pattern: where space
  * is handed out, what the superblock's EOF address and the file's length
  * become after a periodic commit (reserve) and a durable one (given back),
- * and a writer that fails after writing. */
+ * and a writer that fails after writing; the free list (base/freesp.c:
+ * merging, best fit, the allocation end lowered) and space.c's reuse of
+ * freed space only after the fsync that makes its freeing durable. */
 #include "testutil.h"
 #include "space.h"
 #include "txn.h"
@@ -12,6 +14,7 @@
 #include "checksum.h"
 #include "file.h"
 #include "ohdr.h"
+#include "freesp.h"
 
 #include <sys/stat.h>
 
@@ -260,6 +263,164 @@ START_TEST(txn_writer_fails)
 }
 END_TEST
 
+
+/* ---- the free list (base/freesp.c) ----------------------------------------------- */
+
+/* Released neighbours merge; pending ones stay apart and are never handed
+ * out; best fit takes the smallest extent that holds the request (the
+ * lowest among equals), from its front. */
+START_TEST(freesp_merge_best_fit)
+{
+	h5_freesp s = { 0 };
+	uint64_t a = 0, end = 10000, len = 0;
+
+	ck_assert_int_eq(h5_freesp_add(&s, 1000, 100, 0), 0);
+	ck_assert_int_eq(h5_freesp_add(&s, 1100, 50, 0), 0);       /* merges: [1000, 1150) */
+	ck_assert_uint_eq(s.n, 1);
+	ck_assert_uint_eq(s.released, 150);
+	ck_assert_int_eq(h5_freesp_add(&s, 900, 100, 0), 0);       /* and below: [900, 1150) */
+	ck_assert_uint_eq(s.n, 1);
+	ck_assert_uint_eq(s.v[0].addr, 900);
+	ck_assert_uint_eq(s.v[0].len, 250);
+	/* overlapping: refused, nothing changed */
+	ck_assert_int_eq(h5_freesp_add(&s, 1100, 100, 0), H5_ERR_INVAL);
+	ck_assert_int_eq(h5_freesp_add(&s, 850, 60, 0), H5_ERR_INVAL);
+	ck_assert_uint_eq(s.released, 250);
+	ck_assert_int_eq(h5_freesp_add(&s, 5000, 60, 0), 0);
+	ck_assert_int_eq(h5_freesp_add(&s, 6000, 60, 0), 0);
+	ck_assert_int_eq(h5_freesp_add(&s, 7000, 40, 7), 0);       /* pending until ticket 7 */
+	ck_assert_uint_eq(s.pending, 40);
+	ck_assert_uint_eq(h5_freesp_largest(&s), 250);
+	/* 40 bytes: 5000's 60 is the smallest that holds them (not the
+	 * pending 40, not the 250) */
+	ck_assert_int_eq(h5_freesp_take(&s, 40, &a), 1);
+	ck_assert_uint_eq(a, 5000);
+	ck_assert_uint_eq(s.v[1].addr, 5040);
+	ck_assert_uint_eq(s.v[1].len, 20);
+	/* 60: 6000's exactly, taken off the list */
+	ck_assert_int_eq(h5_freesp_take(&s, 60, &a), 1);
+	ck_assert_uint_eq(a, 6000);
+	ck_assert_int_eq(h5_freesp_take(&s, 251, &a), 0);
+	/* ticket 6 done: 7000 still pending; 7 done: released */
+	h5_freesp_release(&s, 6, &end);
+	ck_assert_uint_eq(s.pending, 40);
+	ck_assert_int_eq(h5_freesp_take(&s, 30, &a), 1);
+	ck_assert_uint_eq(a, 900);                                  /* 5040's 20 left cannot: 900's */
+	ck_assert_uint_eq(s.v[0].addr, 930);
+	h5_freesp_release(&s, 7, &end);
+	ck_assert_uint_eq(s.pending, 0);
+	ck_assert_int_eq(h5_freesp_take(&s, 40, &a), 1);
+	ck_assert_uint_eq(a, 7000);
+	/* pop: a map of owned blocks */
+	ck_assert_int_eq(h5_freesp_add(&s, 8000, 16, UINT64_MAX), 0);
+	ck_assert_int_eq(h5_freesp_pop(&s, 8001, &len), 0);
+	ck_assert_int_eq(h5_freesp_pop(&s, 8000, &len), 1);
+	ck_assert_uint_eq(len, 16);
+	h5_freesp_clear(&s);
+	ck_assert_uint_eq(s.n, 0);
+}
+END_TEST
+
+/* A released extent that ends at the allocation end lowers it, and so do
+ * the extents it then reaches; a pending one does not until released. */
+START_TEST(freesp_end_shrinks)
+{
+	h5_freesp s = { 0 };
+	uint64_t end = 3000, a;
+
+	ck_assert_int_eq(h5_freesp_add(&s, 2000, 500, 0), 0);
+	ck_assert_int_eq(h5_freesp_add(&s, 2500, 500, 3), 0);      /* at the end, pending */
+	h5_freesp_release(&s, 2, &end);
+	ck_assert_uint_eq(end, 3000);
+	ck_assert_uint_eq(s.n, 2);
+	h5_freesp_release(&s, 3, &end);                             /* both merge and go */
+	ck_assert_uint_eq(end, 2000);
+	ck_assert_uint_eq(s.n, 0);
+	ck_assert_uint_eq(s.released, 0);
+	ck_assert_int_eq(h5_freesp_take(&s, 1, &a), 0);
+	h5_freesp_clear(&s);
+}
+END_TEST
+
+/* space.c: space a commit frees is handed out again only after an fsync
+ * that began after the commit's last write (its ticket), never before;
+ * once released it is taken before new space at the end, cached blocks
+ * of it dropped; a freed extent at the allocation end lowers it, and a
+ * durable sync then lowers the superblock's EOF address and cuts FILE. */
+START_TEST(space_reuse_after_sync)
+{
+	uint64_t len = make_file(), a, b, c, t;
+	h5_file *f = open_file(1);
+	uint8_t blk[256];
+
+	memset(blk, 0x5a, sizeof(blk));
+	pthread_mutex_lock(&f->write_lock);
+	ck_assert_int_eq(h5_space_take(&a, f, 256), 0);            /* nothing free: at the end */
+	ck_assert_uint_eq(a, len);
+	ck_assert_int_eq(h5_space_take(&b, f, 256), 0);
+	ck_assert_uint_eq(b, len + 256);
+	ck_assert_int_eq(h5_file_write(f, a, blk, sizeof(blk)), 0);
+	ck_assert_int_eq(h5_file_write(f, b, blk, sizeof(blk)), 0);
+	/* a commit's last write, then its ticket; a freed */
+	t = h5_space_ticket(f);
+	h5_space_free(f, a, 256, t);
+	/* the same commit, or any before the fsync: not reused */
+	ck_assert_int_eq(h5_space_take(&c, f, 100), 0);
+	ck_assert_uint_eq(c, len + 512);
+	ck_assert_uint_eq(f->reused, 0);
+	/* double free refused: never handed out twice */
+	h5_space_free(f, a, 256, t);
+	ck_assert_uint_eq(f->freesp.n, 1);
+	ck_assert_int_eq(h5_file_sync(f), 0);
+	ck_assert_uint_eq(f->sync_done, t);
+	ck_assert_int_eq(h5_space_take(&c, f, 100), 0);
+	ck_assert_uint_eq(c, a);                                     /* reused, best fit */
+	ck_assert_uint_eq(f->reused, 1);
+	ck_assert_int_eq(h5_space_take(&c, f, 156), 0);
+	ck_assert_uint_eq(c, a + 100);                               /* the rest of it */
+	ck_assert_uint_eq(f->freesp.n, 0);
+	/* freed again: pending until the next fsync completes */
+	t = h5_space_ticket(f);
+	h5_space_free(f, a, 256, t);
+	h5_space_settle(f);
+	ck_assert_uint_eq(f->freesp.pending, 256);
+	/* b and what follows it at the end: the allocation end drops over them
+	 * (and over a, released with them) */
+	h5_space_free(f, b, 256 + 100, 0);
+	ck_assert_int_eq(h5_file_sync(f), 0);
+	h5_space_settle(f);
+	ck_assert_uint_eq(h5_space_end(f), len);
+	ck_assert_uint_eq(f->freesp.n, 0);
+	/* a durable sync lowers the EOF address and cuts the file */
+	ck_assert_int_eq(h5_txn_sync(f, true), 0);
+	pthread_mutex_unlock(&f->write_lock);
+	h5_file_close(f);
+	ck_assert_uint_eq(file_size(), len);
+	ck_assert_uint_eq(eoa_on_disk(), len);
+}
+END_TEST
+
+/* h5_file_reserve allocates disk space only for what released extents of
+ * 4 KiB or more cannot hold. */
+START_TEST(reserve_counts_free)
+{
+	uint64_t len = make_file(), a;
+	h5_file *f = open_file(1);
+
+	pthread_mutex_lock(&f->write_lock);
+	ck_assert_int_eq(h5_space_alloc(&a, f, 3 * 4096), 0);
+	h5_space_free(f, a, 4096, 0);           /* released below */
+	h5_space_free(f, a + 8192, 100, 0);     /* too small to count */
+	ck_assert_int_eq(h5_file_sync(f), 0);
+	pthread_mutex_unlock(&f->write_lock);
+	ck_assert_int_eq(h5_file_reserve(f, 4096), 0);
+	ck_assert_uint_eq(file_size(), len);                         /* nothing allocated ahead */
+	ck_assert_int_eq(h5_file_reserve(f, 4096 + 1000), 0);
+	ck_assert_uint_eq(file_size(), len + 3 * 4096 + 1000);       /* only the 1000 past the end */
+	h5_file_close(f);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("space");
@@ -271,6 +432,10 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, txn_reserve_and_give_back);
 	tcase_add_test(tc, txn_durable_exact);
 	tcase_add_test(tc, txn_writer_fails);
+	tcase_add_test(tc, freesp_merge_best_fit);
+	tcase_add_test(tc, freesp_end_shrinks);
+	tcase_add_test(tc, space_reuse_after_sync);
+	tcase_add_test(tc, reserve_counts_free);
 	suite_add_tcase(s, tc);
 	return s;
 }

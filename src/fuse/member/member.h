@@ -116,6 +116,9 @@ int member_removexattr(void *r, uint64_t ino, const char *name);
  * until fs_meta_sync makes it durable (fsync, unmount). */
 void fs_meta_changed(h5fs *fs);
 int fs_meta_sync(h5fs *fs);
+/* Unmounting: the last rewritten chunk moved down when FILE can end lower
+ * (h5_file_compact); failures are logged only. */
+void fs_compact(h5fs *fs);
 /* fsync of a directory: the changes made durable, and a lost one's errno */
 int member_fsyncdir(void *r, uint64_t ino);
 /* (member/link.c) */

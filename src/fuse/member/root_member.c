@@ -61,6 +61,8 @@ static void member_stop(void *r)
 		h5fs_log(fs, LOG_ERR, "unmounting: %s: %s", fs_lost(fs) ? "changes answered earlier were lost, FILE "
 			 "is at its last good commit" : "the attribute and link changes could not be fsync'd",
 			 strerror(err));
+	else if (fs_writable(fs))
+		fs_compact(fs);
 }
 
 static void member_free(void *r)

@@ -122,6 +122,21 @@ int fs_meta_sync(h5fs *fs)
 	return 0;
 }
 
+/* Unmounting, no reader left: the last rewritten chunk moved down if
+ * that lets FILE end lower (h5_file_compact). Nothing answered depends
+ * on it: a failure is logged, FILE keeps its last commit. */
+void fs_compact(h5fs *fs)
+{
+	int rc;
+
+	if (fs_lost(fs) || fs_write_begin(fs))
+		return;
+	rc = h5_file_compact(fs->f);
+	fs_write_end(fs);
+	if (rc < 0)
+		h5err_logged(fs, rc, "unmounting: moving the last chunk down", "/", NULL, UINT64_MAX);
+}
+
 /* The batch committed (xb->mu held). */
 static void commit_locked(h5fs *fs, struct xbatch *xb)
 {

@@ -241,6 +241,8 @@ void h5_file_close(h5_file *f)
 	free(f->real_path);
 	free(f->dir_name);
 	free(f->front);
+	h5_freesp_clear(&f->freesp);
+	h5_freesp_clear(&f->owned);
 	free(f->path);
 	free(f);
 }

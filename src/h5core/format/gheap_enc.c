@@ -12,20 +12,30 @@
 
 #define GCOL_MIN 4096
 
+uint64_t h5_gheap_size(const h5_fmt *fmt, const size_t *lens, size_t n)
+{
+	uint64_t ohdr = 8 + fmt->sizeof_size, need = 8 + fmt->sizeof_size + ohdr;
+
+	for (size_t i = 0; i < n; i++)
+		need += ohdr + h5_align8(lens[i]);
+	if (need < GCOL_MIN)
+		need = GCOL_MIN;
+	return h5_align8(need);
+}
+
 int h5_gheap_encode(uint8_t **out, size_t *len, const h5_fmt *fmt, const uint8_t *const *objs,
 		    const size_t *lens, size_t n)
 {
-	size_t hdr = 8 + fmt->sizeof_size, ohdr = 8 + fmt->sizeof_size, need = hdr + ohdr, p;
+	size_t hdr = 8 + fmt->sizeof_size, ohdr = 8 + fmt->sizeof_size, need, p;
+	uint64_t want = h5_gheap_size(fmt, lens, n);
 	uint8_t *b;
 
 	*out = NULL;
 	if (n > 65535)
 		return h5_err_set(H5_ERR_LIMIT, "%zu objects do not fit one global heap collection", n);
-	for (size_t i = 0; i < n; i++)
-		need += ohdr + (size_t)h5_align8(lens[i]);
-	if (need < GCOL_MIN)
-		need = GCOL_MIN;
-	need = (size_t)h5_align8(need);
+	if (want > SIZE_MAX)
+		return h5_err_set(H5_ERR_LIMIT, "a global heap collection of %llu bytes", (unsigned long long)want);
+	need = (size_t)want;
 	b = calloc(1, need);
 	if (!b)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory encoding a global heap collection");

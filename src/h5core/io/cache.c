@@ -477,6 +477,30 @@ void h5_cache_invalidate(h5_cache *c, uint32_t kind, uint64_t key)
 	free_dead(dead);
 }
 
+void h5_cache_invalidate_range(h5_cache *c, uint64_t lo, uint64_t hi)
+{
+	h5_cache *core = c->core ? c->core : c;
+	cache_ent *e, *next, *dead = NULL;
+
+	pthread_mutex_lock(&core->lock);
+	if (c->core) {
+		for (e = c->vhead; e; e = next) {
+			next = e->vnext;
+			if (e->key >= lo && e->key < hi)
+				ent_drop(core, e, &dead);
+		}
+	} else {
+		for (size_t b = 0; b < core->nbuckets; b++)
+			for (e = core->buckets[b]; e; e = next) {
+				next = e->hnext;
+				if (e->tag == 0 && e->key >= lo && e->key < hi)
+					ent_drop(core, e, &dead);
+			}
+	}
+	pthread_mutex_unlock(&core->lock);
+	free_dead(dead);
+}
+
 size_t h5_cache_used(const h5_cache *c)
 {
 	h5_cache *mc = (h5_cache *)c; /* the lock is not part of the logical state */

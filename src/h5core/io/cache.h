@@ -55,6 +55,9 @@ int h5_cache_get(h5_cache_ref *out, h5_cache *c, uint32_t kind, uint64_t key,
 void h5_cache_release(h5_cache *c, h5_cache_ref *ref);
 /* Drop an entry (e.g. after an append rewrote the block); freed once unused. */
 void h5_cache_invalidate(h5_cache *c, uint32_t kind, uint64_t key);
+/* Drop every entry of c (a view: its own) keyed in [lo, hi): space
+ * handed out again holds other bytes now (write/space.c). */
+void h5_cache_invalidate_range(h5_cache *c, uint64_t lo, uint64_t hi);
 size_t h5_cache_used(const h5_cache *c);
 size_t h5_cache_budget(const h5_cache *c);
 /* The cost of the entries of this view (or of the core's own) still in the

@@ -209,9 +209,19 @@ int h5_file_write(h5_file *f, uint64_t addr, const void *buf, size_t len)
 	return 0;
 }
 
+/* Each fsync takes a ticket when it begins; the highest ticket completed
+ * says every write issued before that one began is on disk (space.c
+ * reuses freed space only then). */
 int h5_file_sync(h5_file *f)
 {
-	return f->src->ops->sync ? f->src->ops->sync(f->src) : 0;
+	uint64_t t = __atomic_add_fetch(&f->sync_started, 1, __ATOMIC_SEQ_CST), was;
+	int rc = f->src->ops->sync ? f->src->ops->sync(f->src) : 0;
+
+	was = __atomic_load_n(&f->sync_done, __ATOMIC_ACQUIRE);
+	while (rc == 0 && was < t &&
+	       !__atomic_compare_exchange_n(&f->sync_done, &was, t, true, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		;
+	return rc;
 }
 
 void h5_file_sync_hint(h5_file *f, uint64_t addr, uint64_t len)

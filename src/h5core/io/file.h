@@ -10,6 +10,7 @@
 #include "base.h"
 #include "cache.h"
 #include "ctx.h"
+#include "freesp.h"
 
 #include <pthread.h>
 
@@ -104,6 +105,24 @@ struct h5_file {
 	 * eoa when a commit reserved space ahead, doc/APPEND.md) */
 	struct h5_astream *astreams;
 	uint64_t alloc_end;
+	/* under write_lock: space this session's commits freed (space.c),
+	 * the collections it wrote for one attribute value each (its own to
+	 * free when that value is replaced, attr_write.c), and a count of
+	 * allocations from the free list (a commit whose new space went
+	 * there still fsyncs it before its switch: ohdr_edit.c) */
+	h5_freesp freesp;
+	h5_freesp owned;
+	uint64_t reused;
+	/* the chunk at the highest address a rewrite placed last (chunk
+	 * index coordinates), for h5_file_compact; dset 0: none */
+	struct {
+		uint64_t dset, addr, size;
+		uint64_t scaled[H5_MAX_RANK];
+	} last_chunk;
+	/* fsyncs begun and the last ticket completed (h5_file_sync): space
+	 * freed by a change is reused only after an fsync that began after
+	 * the change's last write completed */
+	uint64_t sync_started, sync_done;
 	struct h5_pool *pool;   /* the context's workers (pool.h), or NULL */
 	/* other files (related.c): the table of files reached from this one
 	 * (top file only), the top file of a related file, the options */

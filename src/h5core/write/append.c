@@ -197,6 +197,7 @@ static void stream_free(h5_astream *s)
 		return;
 	if (s->ea)
 		s->wops->free(s->ea);
+	h5_freesp_clear(&s->gone);      /* (freed by h5_append_close) */
 	h5_dataset_close(s->d);
 	free(s->buf);
 	pthread_mutex_destroy(&s->lock);
@@ -434,6 +435,7 @@ static int commit(h5_astream *s, bool partial, bool durable)
 	}
 
 	pthread_mutex_lock(&f->write_lock);
+	h5_space_free_all(f, &s->gone);
 	rc = h5_ohdr_load(&e.oh, f, s->addr);
 	if (rc == 0)
 		rc = find_msgs(&ds, &lay, e.oh);
@@ -471,6 +473,8 @@ static int commit(h5_astream *s, bool partial, bool durable)
 	if (rc < 0)
 		goto out;
 	s->ea_addr = s->wops->addr(s->ea);
+	if (s->wops->freed)
+		s->wops->freed(s->ea, &s->gone, t.ticket);
 	s->last_end = t.end;
 	s->unsynced = !durable;
 	__atomic_store_n(&s->committed, n1, __ATOMIC_RELEASE);
@@ -694,6 +698,8 @@ void h5_astream_release(h5_file *f, h5_astream *s)
 
 	pthread_mutex_lock(&f->write_lock);
 	last = --s->refs == 0;
+	if (last)
+		h5_space_free_all(f, &s->gone);
 	if (last && !s->unlinked) {
 		for (h5_astream **pp = &f->astreams; *pp; pp = &(*pp)->next)
 			if (*pp == s) {

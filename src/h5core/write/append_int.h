@@ -9,6 +9,7 @@
 #include "dataset.h"
 #include "cidx.h"
 #include "cidx_write.h"
+#include "freesp.h"
 
 #include <pthread.h>
 
@@ -49,6 +50,10 @@ typedef struct h5_astream {
 	uint64_t nbuf, cap;     /* rows buffered / room */
 	const h5_cidx_write_ops *wops; /* the index's append operations (cidx_write.h) */
 	void *ea;               /* its writer: entries set since the last commit (NULL: none) */
+	/* index blocks the last commit replaced (v1 B-tree nodes copied),
+	 * freed at the next commit or the close, once the daemon reopened
+	 * the dataset (doc/DESIGN.md "Free space"); under f->write_lock */
+	h5_freesp gone;
 	uint64_t nset;
 	uint64_t since;         /* when the oldest uncommitted row arrived (ns) */
 	uint64_t last_end;      /* allocation end after the previous commit */

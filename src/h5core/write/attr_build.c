@@ -15,6 +15,7 @@
 #include "gheap.h"
 #include "value.h"
 #include "space.h"
+#include "freesp.h"
 
 /* Strings separated by sep (NUL for raw values, newline for text). */
 static int split(const char ***strs, size_t **lens, size_t *n, const char *v, size_t len, char sep)
@@ -41,11 +42,16 @@ static int split(const char ***strs, size_t **lens, size_t *n, const char *v, si
 	return 0;
 }
 
-/* nelmts variable-length strings: a new global heap collection at the
- * allocation end (written now, invisible until referenced) and the
- * elements (length, collection, index) pointing into it; empty strings
- * point nowhere, as libhdf5 writes them. */
-int h5_attr_vstr_data(uint8_t **out, size_t *out_len, h5_file *f, const char *const *s, const size_t *l, size_t n)
+/* nelmts variable-length strings: a new global heap collection (written
+ * now, invisible until referenced; freed space when some holds it) and
+ * the elements (length, collection, index) pointing into it; empty
+ * strings point nowhere, as libhdf5 writes them. A collection only one
+ * message will reference (one_msg, or a single string) is this
+ * session's own: freed when that message is replaced (libhdf5 frees the
+ * old value's heap objects, H5T__vlen_disk_delete, and a collection
+ * left empty, H5HG_remove). */
+int h5_attr_vstr_data(uint8_t **out, size_t *out_len, h5_file *f, const char *const *s, const size_t *l, size_t n,
+		      bool one_msg)
 {
 	const h5_fmt *fmt = &f->fmt;
 	size_t esz = 8 + fmt->sizeof_addr, nobj = 0, clen = 0;
@@ -67,11 +73,13 @@ int h5_attr_vstr_data(uint8_t **out, size_t *out_len, h5_file *f, const char *co
 	if (nobj) {
 		rc = h5_gheap_encode(&coll, &clen, fmt, objs, olen, nobj);
 		if (rc == 0)
-			rc = h5_space_alloc(&caddr, f, clen);
+			rc = h5_space_take(&caddr, f, clen);    /* written whole */
 		if (rc == 0)
 			rc = h5_file_write(f, caddr, coll, clen);
 		if (rc < 0)
 			goto out;
+		if ((one_msg || nobj == 1) && h5_freesp_add(&f->owned, caddr, clen, UINT64_MAX) < 0)
+			h5_err_clear(); /* not owned: never freed */
 	}
 	for (size_t i = 0, k = 0; i < n; i++) {
 		uint8_t *e = d + i * esz;
@@ -95,11 +103,66 @@ out:
 	return rc;
 }
 
+uint64_t h5_attr_owned_coll(h5_file *f, const uint8_t *msg, size_t len)
+{
+	h5_attr_msg a = { 0 };
+	size_t esz = 8 + f->fmt.sizeof_addr;
+	uint64_t coll = H5_ADDR_UNDEF;
+
+	if (f->owned.n == 0 || h5_attr_decode(&a, f, &f->fmt, msg, len) < 0) {
+		h5_err_clear();
+		return H5_ADDR_UNDEF;
+	}
+	/* every element of a value this session wrote points into its one
+	 * collection (or nowhere: an empty string) */
+	if (a.dtype && a.dtype->cls == H5T_VLEN)
+		for (size_t off = 0; off + esz <= a.data_size && !h5_addr_defined(coll); off += esz) {
+			uint64_t at = h5_le_decode(a.data + off + 4, f->fmt.sizeof_addr);
+			size_t i;
+
+			if (h5_le_decode(a.data + off, 4) == 0)
+				continue;
+			for (i = 0; i < f->owned.n && f->owned.v[i].addr != at; i++)
+				;
+			if (i < f->owned.n)
+				coll = at;
+			else
+				break;
+		}
+	h5_attr_msg_clear(&a);
+	return coll;
+}
+
+void h5_attr_coll_free(h5_file *f, uint64_t coll, uint64_t ticket)
+{
+	uint64_t len;
+
+	if (h5_addr_defined(coll) && h5_freesp_pop(&f->owned, coll, &len))
+		h5_space_free(f, coll, len, ticket);
+}
+
 /* The new value of an existing attribute (h: its fields; a: decoded):
  * data, and for a fixed-length string the datatype with its new size
  * (into dt, h->dt pointed there). */
+/* The collection h5_attr_vstr_data writes for strings of l[0..n) (the
+ * empty ones are not in it; none: 0 bytes). */
+static uint64_t heap_of(const h5_fmt *fmt, const size_t *l, size_t n)
+{
+	size_t *nz = malloc((n ? n : 1) * sizeof(*nz)), k = 0;
+	uint64_t sz;
+
+	if (!nz)
+		return (uint64_t)n * 64 + 4096;         /* an estimate over it */
+	for (size_t i = 0; i < n; i++)
+		if (l[i])
+			nz[k++] = l[i];
+	sz = k ? h5_gheap_size(fmt, nz, k) : 0;
+	free(nz);
+	return sz;
+}
+
 static int new_value(uint8_t **data, size_t *dlen, h5_attr_hdr *h, uint8_t *dt, h5_file *f, const h5_attr_msg *a,
-		     const char *val, size_t len, int raw, bool dry)
+		     const char *val, size_t len, int raw, bool dry, uint64_t *heap)
 {
 	const h5_dtype *t = a->dtype;
 	uint64_t nelmts;
@@ -115,10 +178,12 @@ static int new_value(uint8_t **data, size_t *dlen, h5_attr_hdr *h, uint8_t *dt, 
 			rc = h5_err_set(H5_ERR_INVAL, "%zu strings given, the attribute has %llu", n,
 					(unsigned long long)nelmts);
 		if (rc == 0 && !dry) {
-			rc = h5_attr_vstr_data(data, dlen, f, s, l, n);
+			rc = h5_attr_vstr_data(data, dlen, f, s, l, n, true);
 		} else if (rc == 0) {
 			/* checked only: elements of their size (the message's
 			 * size is checked), no collection written */
+			if (heap)
+				*heap += heap_of(&f->fmt, l, n);
 			*dlen = n * (8 + (size_t)f->fmt.sizeof_addr);
 			if (!(*data = calloc(1, *dlen + 1)))
 				rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
@@ -230,7 +295,7 @@ int h5_attr_build(uint8_t **msg, size_t *mlen, h5_file *f, const h5_ohdr *oh, co
 		if (rc == 0 && h.dt_size > sizeof(dt))
 			rc = h5_err_set(H5_ERR_UNSUPPORTED, "attribute \"%s\": its datatype is too complex to set", a.name);
 		if (rc == 0)
-			rc = new_value(&data, &dlen, &h, dt, f, &a, ch->val, ch->len, ch->raw, ch->dry);
+			rc = new_value(&data, &dlen, &h, dt, f, &a, ch->val, ch->len, ch->raw, ch->dry, ch->heap);
 	} else {
 		uint64_t nelmts = 1;
 		bool one = true;
@@ -267,11 +332,13 @@ int h5_attr_build(uint8_t **msg, size_t *mlen, h5_file *f, const h5_ohdr *oh, co
 				else
 					memcpy(data, ch->vdata, dlen);
 			} else if (rc == 0 && ch->dry) {
+				if (ch->heap)
+					*ch->heap += heap_of(&f->fmt, &l, 1);
 				dlen = 8 + f->fmt.sizeof_addr;
 				if (!(data = calloc(1, dlen)))
 					rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
 			} else if (rc == 0) {
-				rc = h5_attr_vstr_data(&data, &dlen, f, &s, &l, 1);
+				rc = h5_attr_vstr_data(&data, &dlen, f, &s, &l, 1, true);
 			}
 		}
 		if (rc == 0) {

@@ -278,6 +278,7 @@ static int apply(h5_file *f, uint64_t addr, const h5_attr_change *ch)
 	uint8_t *msg = NULL;
 	size_t mlen = 0;
 	uint16_t crt = 0;
+	uint64_t coll = H5_ADDR_UNDEF;  /* the old value's own collection */
 	int rc;
 
 	rc = h5_ohdr_change_open(&c, f, addr);
@@ -294,6 +295,8 @@ static int apply(h5_file *f, uint64_t addr, const h5_attr_change *ch)
 		h5_ohdr_change_close(&c);
 		return rc < 0 ? rc : apply(f, addr, ch);
 	}
+	if (fd.idx != SIZE_MAX)
+		coll = h5_attr_owned_coll(f, c.e.oh->msgs[fd.idx].data, c.e.oh->msgs[fd.idx].size);
 	if (!ch->val) {
 		if (fd.idx == SIZE_MAX) {
 			rc = h5_err_set(H5_ERR_NOTFOUND, "no attribute \"%.*s\"", (int)ch->name_len, ch->name);
@@ -336,6 +339,8 @@ static int apply(h5_file *f, uint64_t addr, const h5_attr_change *ch)
 commit:
 	if (rc == 0)
 		rc = h5_ohdr_commit(&c, f, false);
+	if (rc == 0)
+		h5_attr_coll_free(f, coll, c.ticket);
 out:
 	h5_ohdr_change_close(&c);
 	free(msg);
@@ -449,25 +454,33 @@ static int place_check(const h5_attr_room *room, h5_file *f, const h5_ohdr *oh, 
 }
 
 /* What the batch's commit may write in new space: the global heap
- * collection of new strings; in compact storage a commit per change, each
- * of which may move messages to a new continuation chunk (three times the
- * messages, and 1 KiB each); a dense store written anew once (its heap
- * and two indexes: twice its objects and the new ones, 64 bytes of index
- * records each). Generous: what is not used is given back (h5_txn_sync). */
+ * collections of its strings (exactly: h5_gheap_size); in compact storage
+ * a commit per change, each of which may move messages to a new
+ * continuation chunk (three times the messages, and 1 KiB each) unless
+ * every change keeps its message's size (then each is written in place);
+ * a dense store written anew once (its heap and two indexes: twice its
+ * objects and the new ones, 64 bytes of index records each). Generous
+ * but for the collections, so that a change of a string that fits in
+ * freed space is made on a full disk (h5_file_reserve counts the free
+ * list); what is not used is given back (h5_txn_sync). */
 static uint64_t batch_need(const h5_attr_room *room, const h5_dense *d)
 {
 	uint64_t need = (uint64_t)64 << 10;
 
 	if (d)
-		return need + 2 * (h5_fheap_managed_bytes(d->heap) + room->bytes) + 64 * (uint64_t)room->n;
-	return need + 3 * room->bytes + 1024 * (uint64_t)room->n;
+		return room->heap + need + 2 * (h5_fheap_managed_bytes(d->heap) + room->bytes) + 64 * (uint64_t)room->n;
+	if (!room->ngrow)
+		return room->heap;
+	return room->heap + need + 3 * room->bytes + 1024 * (uint64_t)room->n;
 }
 
 int h5_attr_set_check(h5_attr_room *room, h5_file *f, uint64_t addr, const char *name, size_t name_len,
 		      const void *val, size_t len, int raw)
 {
+	uint64_t heap = 0;
 	h5_attr_change ch = { .name = name, .name_len = name_len, .val = val ? val : "", .len = len, .raw = raw,
-		      .dry = true };
+		      .dry = true, .heap = &heap };
+	size_t old_size = SIZE_MAX;         /* the message's size now (compact) */
 	h5_ohdr_change c;
 	found fd;
 	h5_dense d;
@@ -501,6 +514,7 @@ int h5_attr_set_check(h5_attr_room *room, h5_file *f, uint64_t addr, const char 
 		const h5_msg *m = fd.idx != SIZE_MAX ? &c.e.oh->msgs[fd.idx] : NULL;
 
 		isnew = !m;
+		old_size = m ? m->size : SIZE_MAX;
 		rc = h5_attr_build(&msg, &mlen, f, c.e.oh, m ? m->data : NULL, m ? m->size : 0, &ch);
 	}
 	if (rc == 0)
@@ -509,6 +523,9 @@ int h5_attr_set_check(h5_attr_room *room, h5_file *f, uint64_t addr, const char 
 		room->n++;
 		room->nnew += isnew;
 		room->bytes += mlen + (isnew ? len : 0);
+		room->heap += heap;
+		/* a message of its old size is rewritten where it is */
+		room->ngrow += isnew || mlen != old_size;
 		room->need = batch_need(room, dense_open ? &d : NULL);
 	}
 	if (rc == 0 && isnew)
@@ -613,7 +630,7 @@ int h5_attr_write_batch(size_t *done, h5_file *f, uint64_t addr, const h5_attr_s
 	pthread_mutex_lock(&f->write_lock);
 	/* every string in one global heap collection (h5py's strings share
 	 * one too), written at the allocation end before anything points at it */
-	rc = h5_attr_vstr_data(&vd, &vlen, f, s, l, n);
+	rc = h5_attr_vstr_data(&vd, &vlen, f, s, l, n, false);
 	for (size_t i = 0; rc == 0 && i < n; i++)
 		ch[i] = it[i].set ? (h5_attr_change){ .name = it[i].name, .name_len = it[i].name_len,
 					       .val = it[i].val ? it[i].val : "", .len = it[i].len, .raw = it[i].raw,

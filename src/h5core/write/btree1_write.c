@@ -483,7 +483,7 @@ int h5_bt1w_write(h5_bt1w *w)
 	for (bw_node *x = w->all; x; x = x->all_next)
 		if (x->dirty)
 			cnt++;
-	rc = h5_space_alloc(&start, w->f, (uint64_t)cnt * nsz);
+	rc = h5_space_take(&start, w->f, (uint64_t)cnt * nsz);  /* written whole below */
 	if (rc < 0)
 		return rc;
 	a = start;
@@ -554,6 +554,19 @@ void h5_bt1w_invalidate(h5_bt1w *w)
 			h5_cache_invalidate(w->f->meta, H5_CK_BT1, x->addr);
 }
 
+/* After the commit: the nodes copied are referenced by nothing (their
+ * neighbours' sibling pointers were patched before the commit's last
+ * write, h5_bt1w_patch); they go to `to`. */
+void h5_bt1w_freed(h5_bt1w *w, h5_freesp *to, uint64_t ticket)
+{
+	size_t nsz = node_size(&w->f->fmt, w->nd, w->twok);
+
+	for (bw_node *x = w->all; x; x = x->all_next)
+		if (x->dirty && h5_addr_defined(x->addr) && h5_addr_defined(x->naddr) && x->naddr != x->addr)
+			if (h5_freesp_add(to, x->addr, nsz, ticket) < 0)
+				h5_err_clear();         /* leaked */
+}
+
 void h5_bt1w_free(h5_bt1w *w)
 {
 	bw_node *x, *nx;
@@ -621,6 +634,7 @@ static bool bt1w_addr_is_new(void *w) { (void)w; return true; }
 static int bt1w_switched(void *w) { return h5_bt1w_patch(((bt1w_ctx *)w)->w); }
 static int bt1w_commit(void *w) { (void)w; return 0; }
 static void bt1w_invalidate(void *w) { h5_bt1w_invalidate(((bt1w_ctx *)w)->w); }
+static void bt1w_freed(void *w, h5_freesp *to, uint64_t ticket) { h5_bt1w_freed(((bt1w_ctx *)w)->w, to, ticket); }
 
 static void bt1w_free(void *w)
 {
@@ -641,6 +655,7 @@ const h5_cidx_write_ops h5_cidx_write_btree1 = {
 	.addr_field = h5_layout_bt1_addr_field,
 	.switched = bt1w_switched,
 	.commit = bt1w_commit,
+	.freed = bt1w_freed,
 	.invalidate = bt1w_invalidate,
 	.free = bt1w_free,
 };

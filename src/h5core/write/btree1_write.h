@@ -7,6 +7,7 @@
 #include "base.h"
 #include "file.h"
 #include "chunk_rec.h"
+#include "freesp.h"
 
 /* The appending writer of v1 B-tree chunk indexes (btree1_write.c):
  * records set in memory (scaled chunk offsets, rank entries), changed nodes
@@ -20,6 +21,9 @@ int h5_bt1w_write(h5_bt1w *w);
 uint64_t h5_bt1w_root(const h5_bt1w *w);
 int h5_bt1w_patch(h5_bt1w *w);
 void h5_bt1w_invalidate(h5_bt1w *w);
+/* After a commit that succeeded: the old copies of the nodes written anew,
+ * added to `to` with the commit's ticket. */
+void h5_bt1w_freed(h5_bt1w *w, h5_freesp *to, uint64_t ticket);
 void h5_bt1w_free(h5_bt1w *w);
 
 #endif

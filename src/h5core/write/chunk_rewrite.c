@@ -9,7 +9,12 @@
  * ordered commit (txn.c): the new index blocks, fsync, the superblock's
  * end of allocated space, fsync, the one in-place switch, fsync. Until the
  * switch nothing reachable changed; after it every chunk reads its new
- * bytes. Replaced chunks are leaked, as libhdf5 leaks them.
+ * bytes. Replaced chunks (and index blocks the index writer copied) are
+ * handed to the caller once the commit succeeded, to be freed when its
+ * readers see the new index (overwrite.c; space.h: reused by later commits
+ * after the commit's fsync, as libhdf5's H5D__chunk_file_alloc frees a
+ * chunk whose new size no longer fits); new chunks take freed space
+ * (h5_space_take: each is written whole).
  */
 #include "overwrite.h"
 #include "txn.h"
@@ -62,6 +67,12 @@ typedef struct rw {
 	uint64_t dirty;                 /* bytes of loaded images */
 	const h5_cidx_write_ops *wops;
 	void *w;
+	h5_chunk_rec *gone;             /* chunks the commit leaves unreferenced */
+	size_t ngone, capgone;
+	struct {                        /* the new chunk at the highest address */
+		uint64_t addr, size;
+		uint64_t scaled[H5_MAX_RANK];
+	} top;
 } rw;
 
 int h5_ow_chunked_check(const h5_dataset *d)
@@ -245,16 +256,53 @@ static int writer_open(rw *r)
 	return r->wops->open(&r->w, r->f, r->d, r->d->layout.idx_addr);
 }
 
+/* The copy the chunk had before rec (in the file, or staged earlier in
+ * this commit) is unreferenced once the commit is done, unless rec is
+ * written over it in place (implicit, single chunk). */
+static int note_gone(rw *r, const cent *e, const h5_chunk_rec *rec)
+{
+	h5_chunk_rec old;
+	int rc = 0;
+
+	if (e->staged)
+		old = e->rec;
+	else
+		rc = h5_chunk_lookup(&old, r->ci, e->scaled);
+	if (rc < 0 || !h5_addr_defined(old.addr) || old.addr == rec->addr)
+		return rc;
+	if (!old.size)
+		old.size = r->cb;
+	if (r->ngone == r->capgone) {
+		size_t ncap = r->capgone ? r->capgone * 2 : 16;
+		h5_chunk_rec *ng = realloc(r->gone, ncap * sizeof(*ng));
+
+		if (!ng)
+			return h5_err_set(H5_ERR_NOMEM, "out of memory");
+		r->gone = ng;
+		r->capgone = ncap;
+	}
+	r->gone[r->ngone++] = old;
+	return 0;
+}
+
 static int set_rec(rw *r, cent *e, const h5_chunk_rec *rec)
 {
 	uint64_t idx = 0;
-	int rc = h5_cidx_linear(&idx, r->ci, e->scaled);
+	int rc = note_gone(r, e, rec);
+
+	if (rc == 0)
+		rc = h5_cidx_linear(&idx, r->ci, e->scaled);
 
 	if (rc == 0)
 		rc = r->wops->set(r->w, e->scaled, idx, rec);
 	if (rc == 0) {
 		e->rec = *rec;
 		e->staged = true;
+		if (rec->addr >= r->top.addr || !h5_addr_defined(r->top.addr)) {
+			r->top.addr = rec->addr;
+			r->top.size = rec->size ? rec->size : r->cb;
+			memcpy(r->top.scaled, e->scaled, r->rank * sizeof(*e->scaled));
+		}
 	}
 	return rc;
 }
@@ -274,7 +322,7 @@ static int stage_plain(rw *r, cent *e)
 			return placed;
 	}
 	if (!placed)
-		rc = h5_space_alloc(&addr, r->f, r->cb);
+		rc = h5_space_take(&addr, r->f, r->cb);
 	if (rc == 0)
 		rc = h5_file_write(r->f, addr, e->img, (size_t)r->cb);
 	if (rc < 0)
@@ -334,7 +382,7 @@ static int stage_dirty(rw *r)
 			uint64_t addr = 0;
 
 			if (rc == 0 && e->enc)
-				rc = h5_space_alloc(&addr, r->f, e->enclen);
+				rc = h5_space_take(&addr, r->f, e->enclen);
 			if (rc == 0 && e->enc)
 				rc = h5_file_write(r->f, addr, e->enc, e->enclen);
 			if (rc == 0 && e->enc) {
@@ -413,6 +461,7 @@ static void rw_free(rw *r)
 		free(r->tab[i].enc);
 	}
 	free(r->tab);
+	free(r->gone);
 	if (r->w) {
 		r->wops->invalidate(r->w);
 		r->wops->free(r->w);
@@ -421,7 +470,7 @@ static void rw_free(rw *r)
 
 /* ---- the commit ---------------------------------------------------------------- */
 
-static int commit(rw *r, bool durable, uint64_t *last_end)
+static int commit(rw *r, bool durable, uint64_t *last_end, uint64_t *ticket)
 {
 	h5_file *f = r->f;
 	h5_ohdr_edit e = { 0 };
@@ -457,8 +506,10 @@ static int commit(rw *r, bool durable, uint64_t *last_end)
 			rc = h5_ohdr_write_chunk(f, &e, c);
 	if (rc == 0)
 		rc = h5_txn_last(&t, &e, lc);
-	if (rc == 0)
+	if (rc == 0) {
 		*last_end = t.end;
+		*ticket = t.ticket;
+	}
 out:
 	h5_cache_invalidate(f->meta, H5_CK_OHDR, r->d->addr);
 	h5_ohdr_free(e.oh);
@@ -467,25 +518,51 @@ out:
 	return rc;
 }
 
-int h5_ow_chunked_commit(h5_dataset *d, const h5_ow_ext *ext, size_t n, bool durable, uint64_t *last_end)
+static int rw_init(rw *r, h5_dataset *d)
 {
-	rw r = { .d = d, .ci = d->cidx, .f = d->f, .rank = d->space.rank };
+	int rc = h5_ow_chunked_check(d);
+
+	*r = (rw){ .d = d, .ci = d->cidx, .f = d->f, .rank = d->space.rank };
+	r->top.addr = H5_ADDR_UNDEF;
+	if (rc < 0)
+		return rc;
+	r->esize = d->dtype->size;
+	r->cb = d->chunk_bytes;
+	r->cstride[r->rank - 1] = 1;
+	for (unsigned i = r->rank - 1; i-- > 0;)
+		r->cstride[i] = r->cstride[i + 1] * d->layout.chunk[i + 1];
+	for (unsigned i = 0; i < r->rank; i++) {
+		if (d->layout.chunk[i] == 0)
+			return h5_err_set(H5_ERR_FORMAT, "chunk dimension %u is 0", i);
+		r->nch[i] = d->space.dims[i] / d->layout.chunk[i] + (d->space.dims[i] % d->layout.chunk[i] != 0);
+	}
+	return 0;
+}
+
+/* The last chunk a commit placed highest, for h5_file_compact. */
+static void note_top(const rw *r)
+{
+	h5_file *f = r->f;
+
+	if (!h5_addr_defined(r->top.addr))
+		return;
+	f->last_chunk.dset = r->d->addr;
+	f->last_chunk.addr = r->top.addr;
+	f->last_chunk.size = r->top.size;
+	memcpy(f->last_chunk.scaled, r->top.scaled, r->rank * sizeof(*r->top.scaled));
+}
+
+int h5_ow_chunked_commit(h5_dataset *d, const h5_ow_ext *ext, size_t n, bool durable, uint64_t *last_end,
+			 h5_freesp *gone)
+{
+	rw r;
+	uint64_t ticket = 0;
 	h5_ow_ext *m = NULL;
 	size_t nm = 0;
-	int rc = h5_ow_chunked_check(d);
+	int rc = rw_init(&r, d);
 
 	if (rc < 0)
 		return rc;
-	r.esize = d->dtype->size;
-	r.cb = d->chunk_bytes;
-	r.cstride[r.rank - 1] = 1;
-	for (unsigned i = r.rank - 1; i-- > 0;)
-		r.cstride[i] = r.cstride[i + 1] * d->layout.chunk[i + 1];
-	for (unsigned i = 0; i < r.rank; i++) {
-		if (d->layout.chunk[i] == 0)
-			return h5_err_set(H5_ERR_FORMAT, "chunk dimension %u is 0", i);
-		r.nch[i] = d->space.dims[i] / d->layout.chunk[i] + (d->space.dims[i] % d->layout.chunk[i] != 0);
-	}
 	/* disjoint ranges: a chunk every byte of which is new is not read */
 	rc = h5_ow_merge(&m, &nm, ext, n);
 	for (size_t i = 0; i < nm && rc == 0; i++)
@@ -496,9 +573,129 @@ int h5_ow_chunked_commit(h5_dataset *d, const h5_ow_ext *ext, size_t n, bool dur
 	if (rc == 0 && r.used)
 		rc = stage_dirty(&r);
 	if (rc == 0 && r.w)
-		rc = commit(&r, durable, last_end);
+		rc = commit(&r, durable, last_end, &ticket);
+	/* done: what it replaced is free once the caller showed the commit
+	 * (reused after the commit's fsync) */
+	for (size_t i = 0; rc == 0 && r.w && i < r.ngone; i++)
+		if (h5_freesp_add(gone, r.gone[i].addr, r.gone[i].size, ticket) < 0)
+			h5_err_clear();         /* leaked */
+	if (rc == 0 && r.w && r.wops->freed)
+		r.wops->freed(r.w, gone, ticket);
+	if (rc == 0 && r.w)
+		note_top(&r);
 	else if (rc == 0 && durable)
 		rc = h5_txn_sync(r.f, true);
 	rw_free(&r);
+	return rc;
+}
+
+/* ---- the end of a session: the last chunk moved down ---------------------------- */
+
+/* Whether moving [addr, addr + len) away lets the allocation end drop: the
+ * space above it is free but for at most a v1 B-tree node or two (the
+ * index blocks its own commit copied, freed by the move too). */
+#define COMPACT_SLACK ((uint64_t)8 << 10)
+static bool tail_movable(const h5_file *f, uint64_t addr, uint64_t len)
+{
+	uint64_t end = f->alloc_end, above, free_above = 0;
+	bool hole = false;
+
+	if (addr + len > end)
+		return false;
+	above = end - (addr + len);
+	for (size_t i = 0; i < f->freesp.n; i++) {
+		const h5_free_ext *x = &f->freesp.v[i];
+
+		if (x->ticket)
+			continue;
+		if (x->addr >= addr + len)
+			free_above += x->len;
+		else if (x->addr + x->len <= addr && x->len >= len)
+			hole = true;
+	}
+	return hole && above - free_above <= COMPACT_SLACK;
+}
+
+int h5_file_compact(h5_file *f)
+{
+	h5_dataset *d = NULL;
+	h5_chunk_rec rec = { 0 }, nrec;
+	uint8_t *buf = NULL;
+	uint64_t addr = 0, last_end = 0, ticket = 0;
+	cent *e = NULL;
+	rw r;
+	bool r_ok = false;
+	int rc = 0;
+
+	if (!h5_file_writable(f))
+		return 0;
+	pthread_mutex_lock(&f->write_lock);
+	h5_space_settle(f);
+	if (!f->last_chunk.dset || !tail_movable(f, f->last_chunk.addr, f->last_chunk.size))
+		goto out;
+	rc = h5_dataset_open(&d, f, f->last_chunk.dset);
+	if (rc == 0 && d->layout.cls != H5_LAYOUT_CHUNKED)
+		goto out;
+	if (rc == 0)
+		rc = rw_init(&r, d);
+	r_ok = rc == 0;
+	/* an unfiltered chunk the index places itself (implicit, single)
+	 * stays where it is */
+	if (rc == 0 && !r.ci->filtered && h5_cidx_write_ops_of(d->layout.idx_type)->place)
+		goto out;
+	if (rc == 0)
+		rc = h5_chunk_lookup(&rec, r.ci, f->last_chunk.scaled);
+	/* changed since (a later append or rewrite): nothing to move */
+	if (rc < 0 || rec.addr != f->last_chunk.addr || (rec.size ? rec.size : r.cb) != f->last_chunk.size)
+		goto out;
+	if (!(buf = malloc((size_t)f->last_chunk.size))) {
+		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	rc = h5_file_read(f, rec.addr, buf, (size_t)f->last_chunk.size);
+	if (rc == 0)
+		rc = h5_space_take(&addr, f, f->last_chunk.size);
+	if (rc == 0 && addr > rec.addr) {
+		/* best fit chose a hole above: never written, back at once */
+		if (h5_freesp_add(&f->freesp, addr, f->last_chunk.size, 0) < 0)
+			h5_err_clear();
+		goto out;
+	}
+	if (rc == 0)
+		rc = h5_file_write(f, addr, buf, (size_t)f->last_chunk.size);
+	if (rc == 0)
+		rc = writer_open(&r);
+	if (rc == 0)
+		rc = tab_get(&e, &r, f->last_chunk.scaled);
+	if (rc == 0) {
+		nrec = rec;
+		nrec.addr = addr;
+		if (!r.ci->filtered)
+			nrec.size = 0;  /* as stage_plain records it */
+		rc = set_rec(&r, e, &nrec);
+	}
+	if (rc == 0)
+		rc = commit(&r, true, &last_end, &ticket);
+	if (rc == 0) {
+		h5_freesp gone = { 0 };
+
+		/* no reader holds the old addresses: freed at once */
+		for (size_t i = 0; i < r.ngone; i++)
+			h5_space_free(f, r.gone[i].addr, r.gone[i].size, ticket);
+		if (r.wops->freed) {
+			r.wops->freed(r.w, &gone, ticket);
+			h5_space_free_all(f, &gone);
+		}
+		f->last_chunk.dset = 0;
+	}
+out:
+	if (r_ok)
+		rw_free(&r);
+	h5_dataset_close(d);
+	free(buf);
+	/* what the end now frees is cut off */
+	if (rc == 0)
+		rc = h5_txn_sync(f, false);
+	pthread_mutex_unlock(&f->write_lock);
 	return rc;
 }

@@ -11,6 +11,7 @@
 #include "ohdr.h"
 #include "chunk_rec.h"
 #include "dataset.h"
+#include "freesp.h"
 
 /* The index's part of an append (append.c): the extensible array and v1
  * B-tree writers; an index without one refuses appends (EPERM). */
@@ -42,6 +43,11 @@ typedef struct h5_cidx_write_ops {
 	int (*switched)(void *w);
 	/* the in-place switch to the new blocks (after the fsync) */
 	int (*commit)(void *w);
+	/* NULL, or: after a commit that succeeded, every block of the old
+	 * index the new one no longer references (v1 B-tree nodes copied),
+	 * added to `to` with the commit's ticket (space.h h5_space_free_all
+	 * frees them) */
+	void (*freed)(void *w, h5_freesp *to, uint64_t ticket);
 	/* forget cached blocks after a failed commit */
 	void (*invalidate)(void *w);
 	void (*free)(void *w);

@@ -159,6 +159,7 @@ int h5_ohdr_change_open(h5_ohdr_change *c, h5_file *f, uint64_t addr)
 	memset(c, 0, sizeof(*c));
 	c->main = SIZE_MAX;
 	c->start_end = h5_space_end(f);
+	c->start_reused = f->reused;
 	rc = h5_ohdr_load(&c->e.oh, f, addr);
 	if (rc < 0)
 		return rc;
@@ -478,7 +479,7 @@ int h5_ohdr_commit(h5_ohdr_change *c, h5_file *f, bool durable)
 		if (c->e.lo[i] != SIZE_MAX)
 			merge_gap(c, i);
 	h5_txn_begin(&t, f, durable, NULL, NULL);
-	if (rc == 0 && (h5_space_end(f) != c->start_end || h5_space_end(f) > f->eoa)) {
+	if (rc == 0 && (h5_space_end(f) != c->start_end || h5_space_end(f) > f->eoa || f->reused != c->start_reused)) {
 		/* new space: durable and inside the EOF address before the switch */
 		rc = h5_txn_stage(&t, c->start_end);
 	} else {
@@ -497,6 +498,7 @@ int h5_ohdr_commit(h5_ohdr_change *c, h5_file *f, bool durable)
 			rc = h5_ohdr_write_chunk(f, &c->e, i);
 	if (rc == 0)
 		rc = h5_txn_last(&t, &c->e, c->main);
+	c->ticket = t.ticket;
 	h5_cache_invalidate(f->meta, H5_CK_OHDR, oh->addr);
 	return rc;
 }
@@ -527,7 +529,7 @@ int h5_ohdr_commit_cow(h5_ohdr_change *c, h5_file *f, bool durable)
 {
 	h5_ohdr *oh = c->e.oh;
 	const h5_fmt *fmt = &f->fmt;
-	uint64_t *naddr = NULL;
+	uint64_t *naddr = NULL, *oaddr;
 	size_t patched = 0, last = 0;
 	int rc = 0;
 
@@ -541,11 +543,15 @@ int h5_ohdr_commit_cow(h5_ohdr_change *c, h5_file *f, bool durable)
 		c->main = last;
 		return h5_ohdr_commit(c, f, durable);
 	}
-	naddr = calloc(oh->nchunks, sizeof(*naddr));
+	naddr = calloc(2 * oh->nchunks, sizeof(*naddr));
 	if (!naddr)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory editing an object header");
-	for (size_t i = 1; rc == 0 && i < oh->nchunks; i++)
-		rc = h5_space_alloc(&naddr[i], f, oh->chunks[i].len);
+	oaddr = naddr + oh->nchunks;
+	/* each copy is written whole below: freed space may take it */
+	for (size_t i = 1; rc == 0 && i < oh->nchunks; i++) {
+		oaddr[i] = oh->chunks[i].addr;
+		rc = h5_space_take(&naddr[i], f, oh->chunks[i].len);
+	}
 	for (size_t i = 0; rc == 0 && i < oh->nmsgs; i++) {
 		const h5_msg *m = &oh->msgs[i];
 		uint64_t at;
@@ -574,11 +580,17 @@ int h5_ohdr_commit_cow(h5_ohdr_change *c, h5_file *f, bool durable)
 		oh->chunks[i].addr = naddr[i];
 		rc = h5_ohdr_write_chunk(f, &c->e, i);
 	}
-	free(naddr);
 	if (rc < 0) {
+		free(naddr);
 		h5_cache_invalidate(f->meta, H5_CK_OHDR, oh->addr);
 		return rc;
 	}
 	c->main = 0;
-	return h5_ohdr_commit(c, f, durable);
+	rc = h5_ohdr_commit(c, f, durable);
+	/* done: the old continuation chunks are referenced by nothing once
+	 * chunk 0's write is durable (doc/DESIGN.md "Free space") */
+	for (size_t i = 1; rc == 0 && i < oh->nchunks; i++)
+		h5_space_free(f, oaddr[i], oh->chunks[i].len, c->ticket);
+	free(naddr);
+	return rc;
 }

@@ -47,6 +47,11 @@ struct h5_overwriter {
 	uint64_t direct;        /* bytes written in place since the last commit */
 	uint64_t caddr;         /* allocated contiguous storage, else undefined */
 	uint64_t last_end;      /* allocation end after this writer's last commit */
+	/* what its last commit replaced (chunk_rewrite.c): freed at the next
+	 * commit or at close, once the caller reopened the dataset its readers
+	 * use (the daemon's ow_refresh), so no reader follows an old address
+	 * into reused space */
+	h5_freesp gone;
 };
 
 /* Why d's bytes cannot be written, or 0. */
@@ -485,6 +490,7 @@ int h5_overwrite_commit(h5_overwriter *w, int all, int durable)
 		}
 	}
 	pthread_mutex_lock(&w->f->write_lock);
+	h5_space_free_all(w->f, &w->gone);
 	if (n || durable || w->direct)
 		rc = h5_dataset_open(&d, w->f, w->addr);
 	if (rc == 0 && d)
@@ -499,7 +505,7 @@ int h5_overwrite_commit(h5_overwriter *w, int all, int durable)
 	}
 	if (rc == 0 && d) {
 		if (w->cls == H5_LAYOUT_CHUNKED)
-			rc = h5_ow_chunked_commit(d, w->ext, n, durable, &w->last_end);
+			rc = h5_ow_chunked_commit(d, w->ext, n, durable, &w->last_end, &w->gone);
 		else if (!n && !w->direct)
 			rc = h5_file_sync(w->f);
 		/* in place: every commit is synced, so that a later one's
@@ -533,6 +539,11 @@ void h5_overwrite_close(h5_overwriter *w)
 {
 	if (!w)
 		return;
+	if (w->gone.n) {
+		pthread_mutex_lock(&w->f->write_lock);
+		h5_space_free_all(w->f, &w->gone);
+		pthread_mutex_unlock(&w->f->write_lock);
+	}
 	for (size_t i = 0; i < w->n; i++)
 		free(w->ext[i].p);
 	free(w->ext);

@@ -8,6 +8,7 @@
 #include "base.h"
 #include "file.h"
 #include "dataset.h"
+#include "freesp.h"
 
 /* Bytes [off, off + len) of the dataset's stream, written by the user. */
 typedef struct h5_ow_ext {
@@ -28,9 +29,12 @@ void h5_ow_free(h5_ow_ext *r, size_t m);
  * earlier one wins) to the chunks they touch and commit them in one
  * ordered commit (txn.c); called under f->write_lock. *last_end: the
  * allocation end after the previous commit of this writer (reserve
- * sizing), updated. Returns 0 or a negative h5_err; on an error FILE
- * holds the old state or the complete new one. */
-int h5_ow_chunked_commit(h5_dataset *d, const h5_ow_ext *ext, size_t n, bool durable, uint64_t *last_end);
+ * sizing), updated. What the commit replaced (chunks, index blocks) is
+ * added to gone with the commit's ticket (space.h h5_space_free_all).
+ * Returns 0 or a negative h5_err; on an error FILE holds the old state or
+ * the complete new one (and nothing is added to gone). */
+int h5_ow_chunked_commit(h5_dataset *d, const h5_ow_ext *ext, size_t n, bool durable, uint64_t *last_end,
+			 h5_freesp *gone);
 
 /* Whether chunked d can be rewritten (its index has writers, its filters
  * encoders): 0 or H5_ERR_UNSUPPORTED with the reason. */

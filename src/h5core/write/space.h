@@ -1,8 +1,9 @@
 /* space.h - file space: where new structures go, and the end of the file.
  *
- * Space is handed out only here, always at the end (f->alloc_end, which
- * starts at the superblock's end of allocated space), and never given back
- * while the file is open, so a staged chunk or block is never overwritten.
+ * Space is handed out only here: at the end (f->alloc_end, which starts
+ * at the superblock's end of allocated space), or from space this
+ * session's committed changes freed once that is safe (h5_space_free,
+ * h5_space_take), so a staged chunk or block is never overwritten.
  * Every function is called under f->write_lock. The superblock's EOF field
  * and the file's length follow through txn.h's ordered commit. */
 #ifndef H5_SPACE_H
@@ -20,6 +21,40 @@ uint64_t h5_space_end(h5_file *f);
 
 /* len bytes of new space at *addr; the allocation end moves past them. */
 int h5_space_alloc(uint64_t *addr, h5_file *f, uint64_t len);
+
+/* len bytes of space that the caller writes whole before anything
+ * references it: a released extent of the free list (best fit) when one
+ * holds them, else new space at the end (h5_space_alloc). Only for
+ * blocks written in full: space at the end reads as zeros until written,
+ * reused space does not. */
+int h5_space_take(uint64_t *addr, h5_file *f, uint64_t len);
+
+/* [addr, addr + len) is referenced by nothing once the commit that just
+ * returned success is on disk: the caller's commit replaced or removed
+ * what lay there. It is reused (h5_space_take) only after the fsync of
+ * `ticket` (taken after the commit's last write: a durable commit's own
+ * fsync) completes - never by the commit that freed it, and
+ * never while a state a crash could fall back to references it. A
+ * failed commit frees nothing. Errors are not the caller's: the space
+ * is then leaked, as before any reuse. */
+void h5_space_free(h5_file *f, uint64_t addr, uint64_t len, uint64_t ticket);
+
+/* Every extent of `from` (each with its ticket) to h5_space_free; from
+ * emptied. A writer whose readers may still hold the old addresses
+ * until its caller shows the commit (the daemon reopens a dataset after
+ * an overwrite) keeps its frees there until then. */
+void h5_space_free_all(h5_file *f, h5_freesp *from);
+
+/* The ticket of the next fsync to begin (h5_file_sync): taken right after
+ * a commit's last write, it is the ticket that commit's frees wait for
+ * (txn.h t->ticket; 0 given to h5_space_free: the next from now). */
+uint64_t h5_space_ticket(h5_file *f);
+
+/* Freed space whose sync came goes to the free list (merged); an extent
+ * at the allocation end lowers it instead. Only between changes (a sync,
+ * a reserve): a change under way compares the allocation end with where
+ * it began (h5_space_take never lowers it). */
+void h5_space_settle(h5_file *f);
 
 /* The file must be at least base + eoa bytes long before a superblock
  * claiming eoa can reach the disk: libhdf5 refuses a file shorter than its

@@ -123,6 +123,9 @@ static int eoa_lower(h5_file *f, uint64_t end)
  * before the fsync that follows; the file is cut only after that fsync. */
 static int last_done(h5_txn *t, int rc)
 {
+	/* what this commit frees waits for an fsync that begins after its
+	 * last write: the durable commit's own below, else a later one */
+	t->ticket = h5_space_ticket(t->f);
 	if (rc == 0 && t->shrink)
 		rc = eoa_lower(t->f, t->end);
 	if (rc == 0 && t->durable)
@@ -144,13 +147,18 @@ int h5_txn_last_write(h5_txn *t, uint64_t addr, const void *buf, size_t len)
 
 int h5_txn_sync(h5_file *f, bool unsynced)
 {
-	uint64_t end = h5_space_end(f), size;
+	uint64_t end, size;
+	bool shrink;
+	int rc = 0;
+
+	/* freed space at the allocation end lowers it (space.c) */
+	h5_space_settle(f);
+	end = h5_space_end(f);
 	/* also a file longer than its end of allocation (space allocated
 	 * ahead, h5_file_reserve): the superblock's EOF address is written
 	 * again before the cut, whatever this handle last wrote there, so the
 	 * file is never shorter than the address on disk */
-	bool shrink = f->eoa > end || (f->eoa == end && h5_file_size(f, &size) == 0 && size > f->base + end);
-	int rc = 0;
+	shrink = f->eoa > end || (f->eoa == end && h5_file_size(f, &size) == 0 && size > f->base + end);
 
 	h5_err_clear();
 	if (shrink)

@@ -31,6 +31,7 @@ typedef struct h5_txn {
 	uint64_t end;           /* the allocation end once staged */
 	uint64_t new_eoa;       /* 0, or the EOF address the superblock got */
 	bool shrink;            /* a durable commit gives back a reserve */
+	uint64_t ticket;        /* after the last write: the fsync what the commit freed waits for (space.h) */
 } h5_txn;
 
 /* wops NULL: no index writer (object header edits, ohdr_edit.h): the new
