@@ -41,7 +41,7 @@ import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
 import make_write_fixtures as MF  # noqa: E402
-import test_append_crash as A  # noqa: E402  (trace parsing and replay)
+from crash_replay import crash_images, parse_trace, rebuilds  # noqa: E402
 import test_attr_crash as AC  # noqa: E402  (the attribute changes' enumeration)
 import test_overwrite_crash as OC  # noqa: E402  (the overwrite fixtures and image check)
 
@@ -74,7 +74,7 @@ CHUNK_CASES = ("btree1-2d-filt", "btree2-2d-filt", "farray-2d-filt", "earray-1d-
 
 
 def gcol_writes(trace):
-    return [op[1] for op in A.parse_trace(trace) if op[0] == "W" and op[2][:4] == b"GCOL"]
+    return [op[1] for op in parse_trace(trace) if op[0] == "W" and op[2][:4] == b"GCOL"]
 
 
 def attr_case(work, fx, rng):
@@ -145,11 +145,8 @@ def chunk_case(work, case, rng):
         T.fail("%s: overwrite_trace exit %d: %s" % (name, r.returncode, r.stderr.decode()[-500:]))
         return 0
     final = open(path, "rb").read()
-    ops = A.parse_trace(trace)
-    img = bytearray(base)
-    for op in ops:
-        A.apply(img, op)
-    if bytes(img) != final:
+    ops = parse_trace(trace)
+    if not rebuilds(base, ops, final):
         T.fail("%s: the replayed trace does not rebuild the final file" % name)
         return 0
     tmp = os.path.join(work, "img.h5")
@@ -162,31 +159,12 @@ def chunk_case(work, case, rng):
     if not reused:
         T.fail("%s: no write landed in a chunk the rewrites replaced: no reuse" % name)
     count = 0
-    syncs = [i for i, op in enumerate(ops) if op[0] == "S"]
-    bounds = [-1] + syncs + [len(ops)]
-    durable = bytearray(base)
-    for k in range(len(bounds) - 1):
-        pending = [op for op in ops[bounds[k] + 1:bounds[k + 1]] if op[0] != "S"]
-        cur = bytearray(durable)
-        for j in range(len(pending) + 1):
-            if j:
-                A.apply(cur, pending[j - 1])
-            err = OC.check_image(cur, tmp, states, es, True)
-            count += 1
-            if err:
-                T.fail("%s: interval %d, prefix %d/%d: %s" % (name, k, j, len(pending), err))
-                return count
-        for _ in range(SUBSETS if len(pending) > 1 else 0):
-            cur = bytearray(durable)
-            for op in pending:
-                A.torn(cur, op, rng, ohdr)
-            err = OC.check_image(cur, tmp, states, es, True)
-            count += 1
-            if err:
-                T.fail("%s: interval %d, torn subset: %s" % (name, k, err))
-                return count
-        for op in pending:
-            A.apply(durable, op)
+    for where, img in crash_images(base, ops, rng, SUBSETS, ohdr):
+        err = OC.check_image(img, tmp, states, es, True)
+        count += 1
+        if err:
+            T.fail("%s: %s: %s" % (name, where, err))
+            return count
     # a failing Nth write or sync, every N: the writes stop there
     fpath = os.path.join(work, "fail.h5")
     for n in range(1, len(ops) + 1):
