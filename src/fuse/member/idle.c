@@ -103,8 +103,11 @@ void wfile_idler_stop(h5fs *fs)
 
 /* Every write handle of n holding rows or bytes not committed, committed
  * as fsync commits it (setattr.c: before a time is set, which the
- * appender's commit would set to now). Pinned while in use, as above. */
-void wfile_commit_node(h5fs *fs, struct node *n)
+ * appender's commit would set to now), or only n's whole rows, without
+ * the last fsync (show: a reader wants them, tail.c; the stream is the
+ * node's, so one handle's commit is all of them). Pinned while in use,
+ * as above. */
+static void commit_node(h5fs *fs, struct node *n, bool show)
 {
 	for (;;) {
 		struct wfile *pick = NULL;
@@ -113,7 +116,8 @@ void wfile_commit_node(h5fs *fs, struct node *n)
 		for (struct hlink *h = fs->open_wfiles.next; h != &fs->open_wfiles && !pick; h = h->next) {
 			struct wfile *w = (struct wfile *)(void *)h;
 
-			if (w->n == n && __atomic_load_n(&w->holding, __ATOMIC_RELAXED) && !w->pins)
+			if (w->n == n && __atomic_load_n(&w->holding, __ATOMIC_RELAXED) && !w->pins &&
+			    (!show || w->a))
 				pick = w;
 		}
 		if (pick)
@@ -121,14 +125,27 @@ void wfile_commit_node(h5fs *fs, struct node *n)
 		pthread_mutex_unlock(&fs->lock);
 		if (!pick)
 			return;
-		(void)wfile_fsync(fs, pick, pick->n->ino);     /* an error stays in the handle */
+		if (show)
+			wfile_show(fs, pick, pick->n->ino);     /* an error stays in the handle */
+		else
+			(void)wfile_fsync(fs, pick, pick->n->ino);
 		pthread_mutex_lock(&fs->lock);
 		pick->pins--;
 		pthread_cond_broadcast(&fs->idle_cv);
 		pthread_mutex_unlock(&fs->lock);
-		if (__atomic_load_n(&pick->holding, __ATOMIC_RELAXED))
+		if (show || __atomic_load_n(&pick->holding, __ATOMIC_RELAXED))
 			return;         /* a partial row stays: nothing more to commit */
 	}
+}
+
+void wfile_commit_node(h5fs *fs, struct node *n)
+{
+	commit_node(fs, n, false);
+}
+
+void wfile_show_node(h5fs *fs, struct node *n)
+{
+	commit_node(fs, n, true);
 }
 
 int wfile_npy_mtime(h5fs *fs, struct node *n, int64_t sec, int *err)

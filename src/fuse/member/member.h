@@ -106,6 +106,9 @@ void wfile_idler_stop(h5fs *fs);
 /* (idle.c) every write handle of n with bytes not committed committed
  * now, as fsync does (an error stays in its handle) */
 void wfile_commit_node(h5fs *fs, struct node *n);
+/* (idle.c) n's whole rows not committed committed now, not fsync'd (a
+ * reader wants them: tail.c) */
+void wfile_show_node(h5fs *fs, struct node *n);
 /* setattr.c: chmod, chown, utimens, truncate (root.h) */
 int member_setattr(void *r, struct stat *out, double *timeout, uint64_t ino, const struct stat *attr, int to_set);
 /* Write handles (write.c): fi->fh of one, or NULL for a read handle;
@@ -170,10 +173,10 @@ void ow_read_mark(struct node *n);
  * pages if a read may have cached old bytes (not from a WRITE handler:
  * the kernel may hold that request's pages locked) */
 void ow_pages_settle(h5fs *fs, struct node *n, fuse_ino_t ino);
-/* member/tail.c: rows accepted at the end, not committed yet, kept and
- * shown (the node's size is the accepted end); n->lk taken inside unless
- * said. ENOMEM. */
-int tail_accept(struct node *n, const char *buf, size_t len);
+/* member/tail.c: rows accepted at the end, not committed yet, shown (the
+ * node's size is the accepted end; rows of rb bytes, the trailing partial
+ * one kept); n->lk taken inside unless said. ENOMEM. */
+int tail_accept(struct node *n, const char *buf, size_t len, uint64_t rb);
 /* (under n->lk, write) committed bytes of the dataset now: what is left
  * waiting, and the node's size */
 void tail_committed(struct node *n, uint64_t committed);
@@ -182,8 +185,9 @@ uint64_t tail_base(const struct node *n);
 /* The last len accepted bytes (a dropped partial row), or everything
  * waiting (len UINT64_MAX: an append failed) are gone: the old size */
 uint64_t tail_drop(struct node *n, uint64_t len);
-/* (under n->lk) whether [off, off+len) reaches kept bytes, and its
- * answer then (committed bytes read, then kept ones) */
+/* (under n->lk) whether [off, off+len) reaches bytes not committed, and
+ * its answer then (committed bytes read, then the kept partial row), or 1:
+ * whole rows not committed are in it, commit them first (wfile_show_node) */
 bool tail_covers(const struct node *n, uint64_t off, size_t len);
 int tail_read(h5_read_plan *out, struct node *n, uint64_t off, size_t len);
 void tail_free(struct node *n);

@@ -670,6 +670,25 @@ int h5_append_flush(h5_appender *a)
 	return 0;
 }
 
+/* A reader wants rows not committed yet (the daemon keeps none of their
+ * bytes: member/tail.c): every whole row received is committed now, the
+ * incomplete chunk row staged with fill as fsync's commit does, in the
+ * same order as every commit; only the last fsync is left out, as for a
+ * periodic commit (commit(s, true, false) is maybe_commit's when nothing
+ * is staged). */
+int h5_append_show(h5_appender *a)
+{
+	h5_astream *s = a->s;
+	int rc;
+
+	pthread_mutex_lock(&s->lock);
+	rc = commit(s, true, false);
+	pthread_mutex_unlock(&s->lock);
+	if (rc < 0)
+		return h5_err_wrap(rc, "append to dataset at 0x%llx: ", (unsigned long long)s->addr);
+	return 0;
+}
+
 void h5_append_discard(h5_appender *a)
 {
 	a->plen = 0;
