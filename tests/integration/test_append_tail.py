@@ -19,7 +19,13 @@ appender itself while the test runs):
     read began), the daemon alive;
   * after close (the partial row: EINVAL), h5py reads FILE: the whole rows
     exactly.
+A disk failing under the commit a read makes (fault_shim.so: the first
+fsync of FILE fails with EIO): the read answers the committed rows only
+(the rows not committed are taken back: the size goes back), the daemon
+stays up, the writer's next write fails with EIO, and FILE holds its
+original rows exactly.
 """
+import errno
 import os
 import sys
 import threading
@@ -33,6 +39,7 @@ import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
 ROW = 24
+SHIM = os.path.join(T.BUILDDIR, "tests", "integration", "fault_shim.so")
 
 
 def make(path, gz):
@@ -153,10 +160,58 @@ def run(work, gz):
                 os.environ[k] = v
 
 
+def fault(work):
+    if not os.path.exists(SHIM):
+        T.fail("fault: %s not built (make check builds it)" % SHIM)
+        return
+    path = os.path.join(work, "fault.h5")
+    want = make(path, False)
+    mnt = os.path.join(work, "mnt-fault")
+    env = {"H5FS_APPEND_COMMIT_BYTES": str(1 << 40), "H5FS_APPEND_COMMIT_MS": str(3600 * 1000),
+           "LD_PRELOAD": SHIM, "H5FS_FAULT_FILE": os.path.realpath(path), "H5FS_FAULT_OP": "fsync",
+           "H5FS_FAULT_N": "1"}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        with T.Mount(path, mnt) as m, m.watchdog(120):
+            for k in ("LD_PRELOAD", "H5FS_FAULT_FILE"):
+                os.environ.pop(k)   # (this process's children: not the shim)
+            p = os.path.join(mnt, "d")
+            fd = os.open(p, os.O_WRONLY | os.O_APPEND)
+            try:
+                os.write(fd, bytes(range(256)) * (3 * ROW))     # 3 * 256 whole rows
+                got = pread_all(p, 0)
+                if got != want:
+                    T.fail("fault: the read after a failed commit: %d bytes, %d committed; %s" % (
+                        len(got), len(want), T.first_diff(got, want)))
+                if os.stat(p).st_size != len(want):
+                    T.fail("fault: stat says %d bytes after the failed commit, %d committed" % (
+                        os.stat(p).st_size, len(want)))
+                T.expect_err("fault: the next write", lambda: (os.write(fd, bytes(ROW)), None)[1], errno.EIO)
+            finally:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass    # (the error again)
+            if not m.alive():
+                T.fail("fault: the daemon died")
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    with h5py.File(path, "r") as f:
+        if f["d"][()].tobytes() != want:
+            T.fail("fault: FILE after the failed commit differs from its original rows")
+    print("fault: a commit for a reader failing (EIO at fsync): committed rows read, the rest taken back")
+
+
 def main():
     work = T.workdir("append_tail")
     run(work, False)
     run(work, True)
+    fault(work)
     return T.finish()
 
 

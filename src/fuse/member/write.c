@@ -702,7 +702,12 @@ void wfile_show(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 		/* the stream takes no more rows (as a failed write's apply) */
 		int e = h5err_logged(fs, rc, "commit for a reader", w->n->path, NULL, w->n->addr);
 
-		shown_drop(fs, w->n, ino, UINT64_MAX);
+		/* the size goes back, the kernel's attributes only: a reader's
+		 * page fault may hold a page of these locked while it waits for
+		 * us (shown_drop's page drop would wait for it) */
+		(void)tail_drop(w->n, UINT64_MAX);
+		if (fs->se)
+			fuse_lowlevel_notify_inval_inode(fs->se, fs_ino_out(fs, ino), -1, 0);
 		pthread_mutex_lock(&w->q->mu);
 		if (!w->err)
 			w->err = e;
