@@ -375,13 +375,27 @@ static int push_rows(h5_astream *s, const uint8_t *src, uint64_t n)
 			m *= s->chunk[0];
 			s->row0 += m;
 		} else {
+			bool direct_next = false;
+
 			m = s->stage_rows - s->nbuf < n ? s->stage_rows - s->nbuf : n;
+			/* A simple unfiltered stream with a chunk row begun and
+			 * whole ones to follow: only the rest of the begun one is
+			 * copied, and staged, so that the whole ones go from src
+			 * (a writer whose buffers are not page-aligned sends
+			 * requests cut at page edges: every byte was copied) */
+			if (s->simple && !s->filtered && s->nbuf && n >= s->chunk[0] + s->chunk[0] - s->nbuf % s->chunk[0]) {
+				uint64_t to = s->chunk[0] - s->nbuf % s->chunk[0];
+
+				if (to < m)
+					m = to;
+				direct_next = (s->nbuf + m) % s->chunk[0] == 0;
+			}
 			rc = buf_reserve(s, s->nbuf + m);
 			if (rc < 0)
 				return fail(s, rc);
 			memcpy(s->buf + s->nbuf * s->row_bytes, src, (size_t)(m * s->row_bytes));
 			s->nbuf += m;
-			if (s->nbuf >= s->stage_rows && (rc = h5_astage_complete(s)) < 0)
+			if ((s->nbuf >= s->stage_rows || direct_next) && (rc = h5_astage_complete(s)) < 0)
 				return fail(s, rc);
 		}
 		src += m * s->row_bytes;
