@@ -107,8 +107,10 @@ void wfile_idler_stop(h5fs *fs)
  * the last fsync (show: a reader wants them, tail.c; the stream is the
  * node's, so one handle's commit is all of them). Pinned while in use,
  * as above. */
-static void commit_node(h5fs *fs, struct node *n, bool show)
+static bool commit_node(h5fs *fs, struct node *n, bool show)
 {
+	bool any = false;
+
 	for (;;) {
 		struct wfile *pick = NULL;
 
@@ -116,15 +118,17 @@ static void commit_node(h5fs *fs, struct node *n, bool show)
 		for (struct hlink *h = fs->open_wfiles.next; h != &fs->open_wfiles && !pick; h = h->next) {
 			struct wfile *w = (struct wfile *)(void *)h;
 
-			if (w->n == n && __atomic_load_n(&w->holding, __ATOMIC_RELAXED) && !w->pins &&
-			    (!show || w->a))
+			/* (a reader does not wait for the idler's or another
+			 * reader's use of a handle to end: pinned ones do too) */
+			if (w->n == n && __atomic_load_n(&w->holding, __ATOMIC_RELAXED) && (show ? w->a != NULL : !w->pins))
 				pick = w;
 		}
 		if (pick)
 			pick->pins++;
 		pthread_mutex_unlock(&fs->lock);
 		if (!pick)
-			return;
+			return any;
+		any = true;
 		if (show)
 			wfile_show(fs, pick, pick->n->ino);     /* an error stays in the handle */
 		else
@@ -134,18 +138,18 @@ static void commit_node(h5fs *fs, struct node *n, bool show)
 		pthread_cond_broadcast(&fs->idle_cv);
 		pthread_mutex_unlock(&fs->lock);
 		if (show || __atomic_load_n(&pick->holding, __ATOMIC_RELAXED))
-			return;         /* a partial row stays: nothing more to commit */
+			return any;     /* a partial row stays: nothing more to commit */
 	}
 }
 
 void wfile_commit_node(h5fs *fs, struct node *n)
 {
-	commit_node(fs, n, false);
+	(void)commit_node(fs, n, false);
 }
 
-void wfile_show_node(h5fs *fs, struct node *n)
+bool wfile_show_node(h5fs *fs, struct node *n)
 {
-	commit_node(fs, n, true);
+	return commit_node(fs, n, true);
 }
 
 int wfile_npy_mtime(h5fs *fs, struct node *n, int64_t sec, int *err)

@@ -107,8 +107,9 @@ void wfile_idler_stop(h5fs *fs);
  * now, as fsync does (an error stays in its handle) */
 void wfile_commit_node(h5fs *fs, struct node *n);
 /* (idle.c) n's whole rows not committed committed now, not fsync'd (a
- * reader wants them: tail.c) */
-void wfile_show_node(h5fs *fs, struct node *n);
+ * reader wants them: tail.c); false when no handle holds any (the last
+ * one is being closed: its release commits them) */
+bool wfile_show_node(h5fs *fs, struct node *n);
 /* setattr.c: chmod, chown, utimens, truncate (root.h) */
 int member_setattr(void *r, struct stat *out, double *timeout, uint64_t ino, const struct stat *attr, int to_set);
 /* Write handles (write.c): fi->fh of one, or NULL for a read handle;

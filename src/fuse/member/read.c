@@ -586,6 +586,10 @@ void member_releasedir(void *r, void *dh)
 	dirsnap_free(d);
 }
 
+/* The longest a read waits for a closing writer's commit of the rows it
+ * reaches (tail.c; then EIO, logged) */
+#define TAIL_WAIT_MS 10000
+
 /* What a read answers with: the read plan (h5_dataset_map) - pieces of
  * files to splice (H5_PLAN_EXTENTS), pieces of decoded chunks or remote
  * blocks held in the engine's or the byte source's cache (H5_PLAN_PINNED),
@@ -737,20 +741,28 @@ static int do_read(struct read_answer *a, h5fs *fs, fuse_ino_t ino, size_t size,
 	if (off < 0)
 		return EINVAL;
 	ow_read_mark(n);        /* page-cached writers (member/overwrite.c) */
-	for (int attempt = 0, shows = 0;; attempt++) {
+	for (int attempt = 0, shows = 0, waited_ms = 0;; attempt++) {
 		int c;
 
 		e = node_fresh(fs, n);
 		if (e)
 			return e;
 		e = read_once(a, &failed, &unlogged, fs, n, size, off, attempt, fh, tid);
-		if (a->tail_wait && shows < 4) {
+		if (a->tail_wait && shows < 4 && waited_ms < TAIL_WAIT_MS) {
 			/* rows not committed: committed now, then read (a
-			 * writer going on may need another: bounded) */
+			 * writer going on may need another: bounded); no
+			 * handle to commit them through: the writer's is being
+			 * closed, and its release commits them (waited for) */
 			answer_clear(a);
 			a->tail_wait = false;
-			wfile_show_node(fs, n);
-			shows++;
+			if (wfile_show_node(fs, n)) {
+				shows++;
+			} else {
+				struct timespec ts = { 0, 5 * 1000000 };
+
+				nanosleep(&ts, NULL);
+				waited_ms += 5;
+			}
 			attempt--;
 			continue;
 		}
