@@ -16,6 +16,14 @@
  *   fuse_write_floor -c SIZE MNT     the same, but every request read into
  *                                    memory (the `write` op: libfuse copies
  *                                    it into its buffer, as h5fs gets it)
+ *   fuse_write_floor -p SIZE MNT FILE  the store floor, h5fs's way: each
+ *                                    request read into memory and pwritten
+ *                                    into FILE at its offset; fsync(2) of
+ *                                    any file fsyncs FILE
+ *   fuse_write_floor -s SIZE MNT FILE  the store floor, spliced: the request
+ *                                    left in libfuse's pipe and spliced
+ *                                    into FILE at its offset (the write
+ *                                    path issue 44 proposes); fsync as -p
  *
  * Built by bench/run.sh and write_bench.py:
  *   cc -O2 fuse_write_floor.c floor_common.c $(pkg-config --cflags --libs fuse3)
@@ -26,6 +34,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +56,8 @@ static struct {
 static int nfiles;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int null_fd = -1;
-static int copy_mode;    /* -c */
+static int copy_mode;    /* -c, -p */
+static int store_fd = -1;       /* -p, -s: FILE */
 
 static void fill_stat(fuse_ino_t ino, struct stat *st)
 {
@@ -187,8 +197,16 @@ static void grow(fuse_ino_t ino, off_t end)
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
-	(void)buf;
 	(void)fi;
+	for (size_t done = 0; store_fd >= 0 && done < size;) {
+		ssize_t k = pwrite(store_fd, buf + done, size - done, off + (off_t)done);
+
+		if (k <= 0) {
+			fuse_reply_err(req, k < 0 ? errno : EIO);
+			return;
+		}
+		done += (size_t)k;
+	}
 	grow(ino, off + (off_t)size);
 	fuse_reply_write(req, size);
 }
@@ -202,9 +220,15 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bv,
 	struct fuse_buf *b = &bv->buf[bv->idx];
 
 	(void)fi;
+	if (bv->count == 1 && !(b->flags & FUSE_BUF_IS_FD) && store_fd >= 0) {
+		op_write(req, ino, b->mem, size, off, fi);      /* a small one libfuse copied */
+		return;
+	}
 	if (bv->count == 1 && (b->flags & FUSE_BUF_IS_FD)) {
 		while (left > 0) {
-			ssize_t k = splice(b->fd, NULL, null_fd, NULL, left, SPLICE_F_MOVE);
+			loff_t at = off + (off_t)(size - left);
+			ssize_t k = store_fd >= 0 ? splice(b->fd, NULL, store_fd, &at, left, SPLICE_F_MOVE)
+						  : splice(b->fd, NULL, null_fd, NULL, left, SPLICE_F_MOVE);
 
 			if (k <= 0) {
 				fuse_reply_err(req, k < 0 ? errno : EIO);
@@ -236,17 +260,19 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 	(void)ino;
 	(void)datasync;
 	(void)fi;
-	fuse_reply_err(req, 0);
+	fuse_reply_err(req, store_fd >= 0 && fsync(store_fd) < 0 ? errno : 0);
 }
 
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	op_fsync(req, ino, 0, fi);
+	(void)ino;
+	(void)fi;
+	fuse_reply_err(req, 0);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	op_fsync(req, ino, 0, fi);
+	op_flush(req, ino, fi);
 }
 
 static struct fuse_lowlevel_ops ops = {
@@ -268,17 +294,26 @@ int main(int argc, char **argv)
 {
 	char *end;
 	long long size;
+	bool store = argc == 5 && (strcmp(argv[1], "-p") == 0 || strcmp(argv[1], "-s") == 0);
 
-	if (argc != 4 || (strcmp(argv[1], "-f") != 0 && strcmp(argv[1], "-c") != 0)) {
-		fprintf(stderr, "usage: %s -f|-c SIZE MOUNTPOINT\n", argv[0]);
+	if (!store && (argc != 4 || (strcmp(argv[1], "-f") != 0 && strcmp(argv[1], "-c") != 0))) {
+		fprintf(stderr, "usage: %s -f|-c SIZE MOUNTPOINT\n       %s -p|-s SIZE MOUNTPOINT FILE\n", argv[0],
+			argv[0]);
 		return 2;
+	}
+	if (store) {
+		store_fd = open(argv[4], O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		if (store_fd < 0) {
+			perror(argv[4]);
+			return 1;
+		}
 	}
 	size = strtoll(argv[2], &end, 10);
 	if (*end || size < 0) {
 		fprintf(stderr, "%s: SIZE: bytes of `data`, not %s\n", argv[0], argv[2]);
 		return 2;
 	}
-	copy_mode = strcmp(argv[1], "-c") == 0;
+	copy_mode = strcmp(argv[1], "-c") == 0 || strcmp(argv[1], "-p") == 0;
 	if (copy_mode)
 		ops.write_buf = NULL;
 	null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);

@@ -18,7 +18,10 @@ FILE is copied afresh before each round and synced, so no side pays for
 another's dirty pages; the mounts are made before the clock starts. The
 floor is bench/fuse_write_floor.c (built here when missing): a FUSE file
 system that discards every byte, set up as h5fs's write handles
-(direct_io, 1 MiB requests). Ratios are per round, time of the reference
+(direct_io, 1 MiB requests); the store floor is the same program storing
+every request into a scratch file at its offset as h5fs does (read into
+memory, pwrite; fsync(2) fsyncs it: `-p`), the least a FUSE file system
+that keeps the bytes pays on this machine. Ratios are per round, time of the reference
 over time of h5fs (> 1: h5fs faster); with --baseline, an older h5fs binary
 runs each write too, alternated.
 
@@ -90,14 +93,14 @@ def main():
     f5 = os.path.join(work, "run.h5")
     mnt = os.path.join(work, "mnt")
     log = os.path.join(work, "h5fs.log")
-    sides = ["plain", "floor", "h5fs"] + (["base"] if a.baseline else [])
+    sides = ["plain", "store", "floor", "h5fs"] + (["base"] if a.baseline else [])
     res = {(w, s): [] for w in only for s in sides}
     if a.compress is not None:
         res.update({("gz", "h5py"): [], ("gz", "h5fs"): []})
         res.update({("gz", "base"): []} if a.baseline else {})
 
     def fresh():
-        for p in ("plain.bin", "blob", "a.npy", "gz.h5"):
+        for p in ("plain.bin", "blob", "a.npy", "gz.h5", "store.bin"):
             if os.path.exists(os.path.join(work, p)):
                 os.unlink(os.path.join(work, p))
         shutil.copyfile(pristine, f5)
@@ -157,6 +160,12 @@ def main():
                 elif s == "floor":
                     with Mount([floor, "-f", str(arr.nbytes), mnt], mnt, log):
                         t = write(what, mnt)
+                elif s == "store":
+                    if what == "dd":    # in place over written bytes, as the others
+                        shutil.copyfile(src, os.path.join(work, "store.bin"))
+                        os.sync()
+                    with Mount([floor, "-p", str(arr.nbytes), mnt, os.path.join(work, "store.bin")], mnt, log):
+                        t = write(what, mnt)
                 else:
                     t = h5fs_side(a.h5fs if s == "h5fs" else a.baseline, what)
                 res[(what, s)].append(t)
@@ -181,6 +190,8 @@ def main():
 
     for what in only:
         ratio(what, "plain", "h5fs", 0.9)
+        ratio(what, "store", "h5fs")
+        ratio(what, "plain", "store")
         ratio(what, "floor", "h5fs")
         ratio(what, "plain", "floor")
         if a.baseline:

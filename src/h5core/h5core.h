@@ -983,6 +983,9 @@ int h5_append_open(h5_appender **out, h5_file *f, uint64_t dset_addr);
 int h5_append_write(h5_appender *a, const void *buf, size_t len);
 /* Commit every whole row received, durably (fsync'd); a partial row stays. */
 int h5_append_flush(h5_appender *a);
+/* Commit every whole row received now, ordered as every commit, without
+ * the final fsync (a reader asks for rows not committed yet). */
+int h5_append_show(h5_appender *a);
 /* Drop this appender's partial row (after it was reported). */
 void h5_append_discard(h5_appender *a);
 /* Flush and free. A trailing partial row is not appended: H5_ERR_INVAL,

@@ -103,9 +103,14 @@ void wfile_idler_stop(h5fs *fs)
 
 /* Every write handle of n holding rows or bytes not committed, committed
  * as fsync commits it (setattr.c: before a time is set, which the
- * appender's commit would set to now). Pinned while in use, as above. */
-void wfile_commit_node(h5fs *fs, struct node *n)
+ * appender's commit would set to now), or only n's whole rows, without
+ * the last fsync (show: a reader wants them, tail.c; the stream is the
+ * node's, so one handle's commit is all of them). Pinned while in use,
+ * as above. */
+static bool commit_node(h5fs *fs, struct node *n, bool show)
 {
+	bool any = false;
+
 	for (;;) {
 		struct wfile *pick = NULL;
 
@@ -113,22 +118,38 @@ void wfile_commit_node(h5fs *fs, struct node *n)
 		for (struct hlink *h = fs->open_wfiles.next; h != &fs->open_wfiles && !pick; h = h->next) {
 			struct wfile *w = (struct wfile *)(void *)h;
 
-			if (w->n == n && __atomic_load_n(&w->holding, __ATOMIC_RELAXED) && !w->pins)
+			/* (a reader does not wait for the idler's or another
+			 * reader's use of a handle to end: pinned ones do too) */
+			if (w->n == n && __atomic_load_n(&w->holding, __ATOMIC_RELAXED) && (show ? w->a != NULL : !w->pins))
 				pick = w;
 		}
 		if (pick)
 			pick->pins++;
 		pthread_mutex_unlock(&fs->lock);
 		if (!pick)
-			return;
-		(void)wfile_fsync(fs, pick, pick->n->ino);     /* an error stays in the handle */
+			return any;
+		any = true;
+		if (show)
+			wfile_show(fs, pick, pick->n->ino);     /* an error stays in the handle */
+		else
+			(void)wfile_fsync(fs, pick, pick->n->ino);
 		pthread_mutex_lock(&fs->lock);
 		pick->pins--;
 		pthread_cond_broadcast(&fs->idle_cv);
 		pthread_mutex_unlock(&fs->lock);
-		if (__atomic_load_n(&pick->holding, __ATOMIC_RELAXED))
-			return;         /* a partial row stays: nothing more to commit */
+		if (show || __atomic_load_n(&pick->holding, __ATOMIC_RELAXED))
+			return any;     /* a partial row stays: nothing more to commit */
 	}
+}
+
+void wfile_commit_node(h5fs *fs, struct node *n)
+{
+	(void)commit_node(fs, n, false);
+}
+
+bool wfile_show_node(h5fs *fs, struct node *n)
+{
+	return commit_node(fs, n, true);
 }
 
 int wfile_npy_mtime(h5fs *fs, struct node *n, int64_t sec, int *err)

@@ -55,6 +55,10 @@ void wfile_commit_node(h5fs *fs, struct node *n);
  * appended, or refused (logged). op names the request in log lines. 0 or
  * an errno. */
 int member_resize(h5fs *fs, struct node *n, const struct use *u, uint64_t size, const char *op);
+/* (idle.c) n's whole rows not committed committed now, not fsync'd (a
+ * reader wants them: tail.c); false when no handle holds any (the last
+ * one is being closed: its release commits them) */
+bool wfile_show_node(h5fs *fs, struct node *n);
 /* setattr.c: chmod, chown, utimens, truncate (root.h) */
 int member_setattr(void *r, struct stat *out, double *timeout, uint64_t ino, const struct stat *attr, int to_set);
 /* Write handles (write.c): fi->fh of one, or NULL for a read handle;

@@ -586,6 +586,10 @@ void member_releasedir(void *r, void *dh)
 	dirsnap_free(d);
 }
 
+/* The longest a read waits for a closing writer's commit of the rows it
+ * reaches (tail.c; then EIO, logged) */
+#define TAIL_WAIT_MS 10000
+
 /* What a read answers with: the read plan (h5_dataset_map) - pieces of
  * files to splice (H5_PLAN_EXTENTS), pieces of decoded chunks or remote
  * blocks held in the engine's or the byte source's cache (H5_PLAN_PINNED),
@@ -598,6 +602,9 @@ struct read_answer {
 	struct dio_answer da;   /* a live direct_io handle's (live/dio.c) */
 	bool fast;              /* answered unchecked: a live FILE not changed
 				 * yet (live_fast_begin; ended once replied) */
+	uint64_t tail_end;      /* rows not committed wanted: the size when
+				 * the read came, committed since (tail.c) */
+	bool tail_wait;         /* this attempt needs them committed first */
 };
 
 static void answer_clear(struct read_answer *a)
@@ -640,6 +647,10 @@ static int read_once(struct read_answer *a, bool *failed, int *unlogged, h5fs *f
 		goto out;
 	}
 	fsize = (uint64_t)n->st.st_size;
+	/* rows accepted after a commit for this read are not waited for:
+	 * they came after the read (tail.c) */
+	if (a->tail_end && fsize > a->tail_end)
+		fsize = a->tail_end;
 	if (!n->ds || (uint64_t)off >= fsize || size == 0)
 		goto out;
 	len = fsize - (uint64_t)off;
@@ -657,9 +668,17 @@ static int read_once(struct read_answer *a, bool *failed, int *unlogged, h5fs *f
 	 * reads (live/live.c): libfuse splices FILE's pages while it writes the
 	 * reply, after live_read_check, so a write in that instant would go
 	 * unseen; there the bytes are copied, then checked. */
-	if (tail_covers(n, (uint64_t)off, (size_t)len))  /* rows written, not committed yet */
+	if (tail_covers(n, (uint64_t)off, (size_t)len)) {  /* rows written, not committed yet */
 		rc = tail_read(&a->plan, n, (uint64_t)off, (size_t)len);
-	else
+		if (rc == 1) {
+			/* whole rows among them: committed first (do_read) */
+			if (!a->tail_end)
+				a->tail_end = fsize;
+			a->tail_wait = true;
+			e = EAGAIN;
+			goto out;
+		}
+	} else
 		rc = n->view->map(&a->plan, n->ds, (uint64_t)off, (size_t)len, checked ? H5_MAP_NO_SPLICE : 0);
 	if (rc < 0) {
 		char what[64];
@@ -722,13 +741,36 @@ static int do_read(struct read_answer *a, h5fs *fs, fuse_ino_t ino, size_t size,
 	if (off < 0)
 		return EINVAL;
 	ow_read_mark(n);        /* page-cached writers (member/overwrite.c) */
-	for (int attempt = 0;; attempt++) {
+	for (int attempt = 0, shows = 0, waited_ms = 0;; attempt++) {
 		int c;
 
 		e = node_fresh(fs, n);
 		if (e)
 			return e;
 		e = read_once(a, &failed, &unlogged, fs, n, size, off, attempt, fh, tid);
+		if (a->tail_wait && shows < 4 && waited_ms < TAIL_WAIT_MS) {
+			/* rows not committed: committed now, then read (a
+			 * writer going on may need another: bounded); no
+			 * handle to commit them through: the writer's is being
+			 * closed, and its release commits them (waited for) */
+			answer_clear(a);
+			a->tail_wait = false;
+			if (wfile_show_node(fs, n)) {
+				shows++;
+			} else {
+				struct timespec ts = { 0, 5 * 1000000 };
+
+				nanosleep(&ts, NULL);
+				waited_ms += 5;
+			}
+			attempt--;
+			continue;
+		}
+		if (a->tail_wait) {
+			h5fs_log(fs, LOG_ERR, "read %s: rows written could not be committed for the read: EIO",
+				 show_path(n->path));
+			return EIO;
+		}
 		if (e && !failed)
 			return e;
 		c = live_read_check(fs, a->g, attempt, failed, n->path);

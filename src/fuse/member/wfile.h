@@ -58,5 +58,8 @@ void vplen_add(struct wqueue *q, struct wfile *w, uint64_t len);
 void wq_resized(h5fs *fs, struct node *n, uint64_t bytes);
 /* write.c: fsync's commit of w (the idler's too) */
 int wfile_fsync(h5fs *fs, struct wfile *w, fuse_ino_t ino);
+/* write.c: the whole rows of w's stream committed, not fsync'd (a reader
+ * wants them: tail.c); an error stays in the handle */
+void wfile_show(h5fs *fs, struct wfile *w, fuse_ino_t ino);
 
 #endif

@@ -411,7 +411,7 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
 		int rc;
 
 		pthread_mutex_lock(&q->mu);
-		e = q->partial && q->partial != w ? EBUSY : tail_accept(w->n, buf + n, size - n);
+		e = q->partial && q->partial != w ? EBUSY : tail_accept(w->n, buf + n, size - n, q->row_bytes);
 		pthread_mutex_unlock(&q->mu);
 		rc = e ? 0 : h5_append_write(w->a, buf + n, size - n);
 		if (rc < 0) {
@@ -465,7 +465,7 @@ static int append_now(h5fs *fs, struct wfile *w, fuse_ino_t ino, const void *buf
 	if (!e)
 		e = wfile_hold(fs, w);
 	if (!e)
-		e = tail_accept(w->n, buf, len);
+		e = tail_accept(w->n, buf, len, q->row_bytes);
 	if (!e)
 		vplen_add(q, w, len);
 	pthread_mutex_unlock(&q->mu);
@@ -558,7 +558,7 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 		e = wfile_hold(fs, w);
 	/* kept and shown from now on (node/tail.c) */
 	if (!e)
-		e = tail_accept(w->n, buf, size);
+		e = tail_accept(w->n, buf, size, q->row_bytes);
 	if (e) {
 		pthread_mutex_unlock(&q->mu);
 		if (e == EPERM)
@@ -689,6 +689,32 @@ int wfile_fsync(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 		wfile_give_back(fs, w);
 	ow_pages_settle(fs, w->n, ino);
 	return rc < 0 ? h5err_logged(fs, rc, "fsync", w->n->path, NULL, w->n->addr) : e;
+}
+
+void wfile_show(h5fs *fs, struct wfile *w, fuse_ino_t ino)
+{
+	int rc;
+
+	wq_drain(w->q);
+	pthread_mutex_lock(&w->q->apply);
+	rc = h5_append_show(w->a);
+	if (rc < 0) {
+		/* the stream takes no more rows (as a failed write's apply) */
+		int e = h5err_logged(fs, rc, "commit for a reader", w->n->path, NULL, w->n->addr);
+
+		/* the size goes back, the kernel's attributes only: a reader's
+		 * page fault may hold a page of these locked while it waits for
+		 * us (shown_drop's page drop would wait for it) */
+		(void)tail_drop(w->n, UINT64_MAX);
+		if (fs->se)
+			fuse_lowlevel_notify_inval_inode(fs->se, fs_ino_out(fs, ino), -1, 0);
+		pthread_mutex_lock(&w->q->mu);
+		if (!w->err)
+			w->err = e;
+		pthread_mutex_unlock(&w->q->mu);
+	}
+	wfile_refresh(fs, w, ino);
+	pthread_mutex_unlock(&w->q->apply);
 }
 
 /* The handle's rows, then what setfattr, mkdir, ... committed (xbatch

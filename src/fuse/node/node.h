@@ -112,10 +112,10 @@ void xattr_cache_drop(struct node *n);
 int xattr_cached(h5fs *fs, struct node *n, const struct use *u, const char *name, char *buf, size_t size,
 		 size_t *len);
 
-/* ---- tail.c: rows accepted at the end, not committed yet, kept and
- * shown (the node's size is the accepted end); n->lk taken inside unless
- * said. ENOMEM. ---- */
-int tail_accept(struct node *n, const char *buf, size_t len);
+/* ---- tail.c: rows accepted at the end, not committed yet, shown (the
+ * node's size is the accepted end; rows of rb bytes, the trailing partial
+ * one kept); n->lk taken inside unless said. ENOMEM. ---- */
+int tail_accept(struct node *n, const char *buf, size_t len, uint64_t rb);
 /* (under n->lk, write) committed bytes of the dataset now: what is left
  * waiting, and the node's size */
 void tail_committed(struct node *n, uint64_t committed);
@@ -124,8 +124,9 @@ uint64_t tail_base(const struct node *n);
 /* The last len accepted bytes (a dropped partial row), or everything
  * waiting (len UINT64_MAX: an append failed) are gone: the old size */
 uint64_t tail_drop(struct node *n, uint64_t len);
-/* (under n->lk) whether [off, off+len) reaches kept bytes, and its
- * answer then (committed bytes read, then kept ones) */
+/* (under n->lk) whether [off, off+len) reaches bytes not committed, and
+ * its answer then (committed bytes read, then the kept partial row), or 1:
+ * whole rows not committed are in it, commit them first (wfile_show_node) */
 bool tail_covers(const struct node *n, uint64_t off, size_t len);
 int tail_read(h5_read_plan *out, struct node *n, uint64_t off, size_t len);
 void tail_free(struct node *n);

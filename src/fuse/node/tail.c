@@ -24,51 +24,60 @@
  * (write.c refuses another's append meanwhile), so the order the bytes
  * were accepted in is the order of the rows in FILE.
  *
- * All under n->lk (write to change, read to answer). Memory: what was
- * accepted since the last commit, at most the appender's commit size
- * (64 MiB) plus the writes answered early; copying costs `cat >>` about
- * a third of its time (256 MiB in 0.175-0.19 s against 0.12-0.16 s,
- * 2026-11-25). */
+ * What is kept. Only the bytes of the trailing partial row: whole rows
+ * are in the appender (staged in FILE or in its staging buffer), and a
+ * read that reaches them has them committed first (tail_read answers 1,
+ * read.c then commits through a write handle: idle.c wfile_show_node,
+ * the engine's h5_append_show, the same ordered commit as every other)
+ * and reads them from the dataset. Copying every accepted byte here for
+ * the rare reader was half the daemon's CPU of a `cp` into a group (perf:
+ * tail_accept's memcpy 44%, issue 44; bench/README.md).
+ *
+ * All under n->lk (write to change, read to answer). Memory: one row at
+ * most. */
 #include "node.h"
 
-#include <sys/mman.h>
-
 struct ntail {
-	/* [base, base + len): accepted, not committed, kept in buf; base
-	 * is the committed end */
-	uint64_t base;
-	char *buf;
-	size_t len, cap;
+	/* [base, base + len): accepted, not committed; base is the committed
+	 * end. [base + len - plen, base + len), the trailing partial row
+	 * (rows of rb bytes), kept in part. */
+	uint64_t base, len, rb;
+	char *part;
+	size_t plen, pcap;
 };
 
-static void buf_free(struct ntail *t)
+/* The partial row after accepting buf: what it held plus buf, or buf's
+ * own last partial row once a row ends inside buf. */
+static int part_take(struct ntail *t, const char *buf, size_t len)
 {
-	free(t->buf);
-	t->buf = NULL;
-	t->len = t->cap = 0;
-}
+	uint64_t end = t->base + t->len + len;
+	size_t keep = (size_t)(end % t->rb), from = 0;
+	char *np;
 
-static int reserve(struct ntail *t, size_t more)
-{
-	size_t cap = t->cap ? t->cap : 65536;
-	char *nb;
+	if (keep > t->plen + len)      /* (the kept row was lost: tail_drop) */
+		keep = 0;
+	if (keep < t->plen + len) {
+		/* a row ended inside buf: the new partial row is its tail */
+		t->plen = 0;
+		from = len - keep;
+	}
+	if (t->plen + (len - from) > t->pcap) {
+		size_t cap = t->pcap ? t->pcap : 256;
 
-	if (more > SIZE_MAX - t->len)
-		return ENOMEM;
-	while (cap < t->len + more)
-		cap = cap > SIZE_MAX / 2 ? SIZE_MAX : cap * 2;
-	if (cap == t->cap)
-		return 0;
-	nb = realloc(t->buf, cap);
-	if (!nb)
-		return ENOMEM;
-	h5_mem_populate(nb + t->len, cap - t->len, (size_t)1 << 20);
-	t->buf = nb;
-	t->cap = cap;
+		while (cap < t->plen + (len - from))
+			cap *= 2;
+		np = realloc(t->part, cap);
+		if (!np)
+			return ENOMEM;
+		t->part = np;
+		t->pcap = cap;
+	}
+	memcpy(t->part + t->plen, buf + from, len - from);
+	t->plen += len - from;
 	return 0;
 }
 
-int tail_accept(struct node *n, const char *buf, size_t len)
+int tail_accept(struct node *n, const char *buf, size_t len, uint64_t rb)
 {
 	struct ntail *t;
 	int e = 0;
@@ -81,10 +90,12 @@ int tail_accept(struct node *n, const char *buf, size_t len)
 		e = ENOMEM;
 		goto out;
 	}
-	if (!t->len)
+	if (!t->len) {
 		t->base = (uint64_t)n->st.st_size;
-	if ((e = reserve(t, len)) == 0) {
-		memcpy(t->buf + t->len, buf, len);
+		t->plen = 0;
+	}
+	t->rb = rb ? rb : 1;
+	if ((e = part_take(t, buf, len)) == 0) {
 		t->len += len;
 		n->st.st_size = (off_t)(t->base + t->len);
 	}
@@ -103,10 +114,11 @@ void tail_committed(struct node *n, uint64_t committed)
 		return;
 	drop = committed > t->base ? committed - t->base : 0;
 	if (drop >= t->len) {
-		buf_free(t);    /* a commit after a burst: its memory back */
+		t->len = t->plen = 0;
 	} else {
-		memmove(t->buf, t->buf + drop, t->len - (size_t)drop);
-		t->len -= (size_t)drop;
+		t->len -= drop;
+		if (t->plen > t->len)   /* (never: commits are of whole rows) */
+			t->plen = (size_t)t->len;
 		n->st.st_size = (off_t)(committed + t->len);
 	}
 	t->base = committed;
@@ -128,7 +140,12 @@ uint64_t tail_drop(struct node *n, uint64_t len)
 	t = n->tail;
 	was = (uint64_t)n->st.st_size;
 	if (t && t->len) {
-		t->len -= (size_t)(len < t->len ? len : t->len);
+		uint64_t d = len < t->len ? len : t->len;
+
+		t->len -= d;
+		/* a dropped partial row, or everything: what stays kept is
+		 * the partial row's beginning, if any */
+		t->plen = d <= t->plen ? t->plen - (size_t)d : 0;
 		n->st.st_size = (off_t)(t->base + t->len);
 	}
 	pthread_rwlock_unlock(&n->lk);
@@ -145,6 +162,7 @@ bool tail_covers(const struct node *n, uint64_t off, size_t len)
 int tail_read(h5_read_plan *out, struct node *n, uint64_t off, size_t len)
 {
 	const struct ntail *t = n->tail;
+	uint64_t pstart = t->base + t->len - t->plen;
 	size_t head = off < t->base ? (size_t)(t->base - off) : 0;
 	uint8_t *b;
 	int rc;
@@ -153,17 +171,20 @@ int tail_read(h5_read_plan *out, struct node *n, uint64_t off, size_t len)
 		len = 0;
 	else if (len > t->base + t->len - off)
 		len = (size_t)(t->base + t->len - off);
+	if (head > len)
+		head = len;
+	/* whole rows not committed in the window: committed first (read.c) */
+	if (len > head && pstart > t->base && off + head < pstart)
+		return 1;
 	b = h5_buf_alloc(len ? len : 1);
 	if (!b)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
-	if (head > len)
-		head = len;
 	if (head && (rc = n->view->read(n->ds, b, off, head)) < 0) {
 		h5_buf_free(b);
 		return rc;
 	}
 	if (len > head)
-		memcpy(b + head, t->buf + (off + head - t->base), len - head);
+		memcpy(b + head, t->part + (off + head - pstart), len - head);
 	out->kind = H5_PLAN_BUFFER;
 	out->buf = b;
 	out->len = len;
@@ -174,7 +195,7 @@ void tail_free(struct node *n)
 {
 	if (!n->tail)
 		return;
-	free(n->tail->buf);
+	free(n->tail->part);
 	free(n->tail);
 	n->tail = NULL;
 }

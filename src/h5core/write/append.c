@@ -376,13 +376,27 @@ static int push_rows(h5_astream *s, const uint8_t *src, uint64_t n)
 			m *= s->chunk[0];
 			s->row0 += m;
 		} else {
+			bool direct_next = false;
+
 			m = s->stage_rows - s->nbuf < n ? s->stage_rows - s->nbuf : n;
+			/* A simple unfiltered stream with a chunk row begun and
+			 * whole ones to follow: only the rest of the begun one is
+			 * copied, and staged, so that the whole ones go from src
+			 * (a writer whose buffers are not page-aligned sends
+			 * requests cut at page edges: every byte was copied) */
+			if (s->simple && !s->filtered && s->nbuf && n >= s->chunk[0] + s->chunk[0] - s->nbuf % s->chunk[0]) {
+				uint64_t to = s->chunk[0] - s->nbuf % s->chunk[0];
+
+				if (to < m)
+					m = to;
+				direct_next = (s->nbuf + m) % s->chunk[0] == 0;
+			}
 			rc = buf_reserve(s, s->nbuf + m);
 			if (rc < 0)
 				return fail(s, rc);
 			memcpy(s->buf + s->nbuf * s->row_bytes, src, (size_t)(m * s->row_bytes));
 			s->nbuf += m;
-			if (s->nbuf >= s->stage_rows && (rc = h5_astage_complete(s)) < 0)
+			if ((s->nbuf >= s->stage_rows || direct_next) && (rc = h5_astage_complete(s)) < 0)
 				return fail(s, rc);
 		}
 		src += m * s->row_bytes;
@@ -668,6 +682,25 @@ int h5_append_flush(h5_appender *a)
 
 	pthread_mutex_lock(&s->lock);
 	rc = commit(s, true, true);
+	pthread_mutex_unlock(&s->lock);
+	if (rc < 0)
+		return h5_err_wrap(rc, "append to dataset at 0x%llx: ", (unsigned long long)s->addr);
+	return 0;
+}
+
+/* A reader wants rows not committed yet (the daemon keeps none of their
+ * bytes: member/tail.c): every whole row received is committed now, the
+ * incomplete chunk row staged with fill as fsync's commit does, in the
+ * same order as every commit; only the last fsync is left out, as for a
+ * periodic commit (commit(s, true, false) is maybe_commit's when nothing
+ * is staged). */
+int h5_append_show(h5_appender *a)
+{
+	h5_astream *s = a->s;
+	int rc;
+
+	pthread_mutex_lock(&s->lock);
+	rc = commit(s, true, false);
 	pthread_mutex_unlock(&s->lock);
 	if (rc < 0)
 		return h5_err_wrap(rc, "append to dataset at 0x%llx: ", (unsigned long long)s->addr);
