@@ -98,16 +98,28 @@ def writes(old, rng):
     n = old.nbytes
     es = old.dtype.itemsize
     out = []
+    held = []
     for c in range(3):
         ws = []
         for _ in range(3):
-            off = rng.randrange(n)
-            ln = rng.randint(1, min(n - off, 700))
+            # writes of one commit do not overlap (nor commit 1's the
+            # element commit 0 held back): an element written twice before
+            # the commit would hold the first value in a crash state,
+            # which is neither the old nor the committed one
+            while True:
+                off = rng.randrange(n)
+                ln = rng.randint(1, min(n - off, 700))
+                lo, hi = off // es * es, -(-(off + ln) // es) * es
+                if all(hi <= o // es * es or lo >= -(-(o + len(b)) // es) * es for o, b in ws + held):
+                    break
             ws.append((off, bytes(rng.randrange(256) for _ in range(ln))))
         if c == 0:
             # a run ending inside an element: the periodic commit keeps it back
             off = (n // 2 // es) * es
             ws.append((off, bytes(rng.randrange(256) for _ in range(3 * es + 2))))
+            held = ws[-1:]      # (its partial element is written with commit 1)
+        else:
+            held = []
         out.append(ws)
     return out
 
