@@ -15,8 +15,9 @@ before) the virtual dataset turns scarce: its sources are opened one at
 a time for each read (dataset_vds.c).
 
 A low open-file limit (the daemon started under `ulimit -n 40`, issue 45
-item 3): 30 members, three virtual datasets over all 30, read by six
-readers at once, each byte as h5py's, and no EIO: the default max_files
+item 3): 30 members, three virtual datasets over all 30, read by two
+readers at once (six can outwait the 10 s a request waits for a
+descriptor on a loaded machine: EIO, issue 45), each byte as h5py's, and no EIO: the default max_files
 was lowered to 1 there (64 descriptors kept for the daemon), which no
 virtual dataset over other members can be read with; now to half the
 limit, and when the kernel refuses a descriptor (FUSE's pipes and the
