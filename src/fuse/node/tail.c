@@ -72,8 +72,10 @@ static int part_take(struct ntail *t, const char *buf, size_t len)
 		t->part = np;
 		t->pcap = cap;
 	}
-	memcpy(t->part + t->plen, buf + from, len - from);
-	t->plen += len - from;
+	if (len > from) {       /* (part stays NULL while nothing is kept) */
+		memcpy(t->part + t->plen, buf + from, len - from);
+		t->plen += len - from;
+	}
 	return 0;
 }
 
