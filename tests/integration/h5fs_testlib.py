@@ -107,6 +107,14 @@ def workdir(name):
     return tempfile.mkdtemp(prefix=name + "-", dir=base)
 
 
+def sanitized():
+    """Whether h5fs is a sanitizer build: an LD_PRELOAD shim (the fault
+    shim) cannot go before its runtime there."""
+    with open(H5FS, "rb") as fh:
+        b = fh.read()
+    return b"__asan_init" in b or b"__tsan_init" in b
+
+
 def is_mounted(mnt):
     mnt = os.path.realpath(mnt)
     try:

@@ -257,17 +257,11 @@ def enospc(wd):
         subprocess.run(["umount", small], timeout=30)
 
 
-def sanitized():
-    with open(T.H5FS, "rb") as fh:
-        b = fh.read()
-    return b"__asan_init" in b or b"__tsan_init" in b
-
-
 def faults(wd):
     if not os.path.exists(SHIM):
         T.fail("faults: %s not built (make check builds it)" % SHIM)
         return
-    if sanitized():
+    if T.sanitized():
         print("faults: skipped (a sanitizer build: its runtime must be the first preloaded library)")
         return
     reported = kept = 0
