@@ -84,6 +84,9 @@ unsigned h5_ctx_threads(const h5_ctx *ctx);     /* workers started so far */
 
 typedef struct h5_file h5_file;
 
+/* h5_open_opts.fd_gate's deltas */
+enum { H5_GATE_GIVE = -1, H5_GATE_SHED = 0, H5_GATE_TAKE = 1, H5_GATE_TRY = 2 };
+
 typedef struct h5_open_opts {
 	int writable;            /* open O_RDWR and take an exclusive flock */
 	int lazy_lock;           /* writable: take the flock only between
@@ -123,12 +126,14 @@ typedef struct h5_open_opts {
 	int related_idle;        /* those files kept open while unused: 0 the
 				  * default (32), negative none (a collection,
 				  * which counts descriptors) */
-	/* Asked before another file is opened for FILE (delta 1: 0 to go on,
-	 * or a negative h5_err) and told when it is closed (delta -1): a
-	 * collection bounds its open descriptors (-o max_files). Delta 0:
-	 * the kernel refused a descriptor (EMFILE, ENFILE: H5_ERR_NOFD) for
-	 * such a file; 0 when the gate closed an idle file of its own (the
-	 * open is tried again), negative when it has none. NULL: none. */
+	/* Asked before another file is opened for FILE (delta H5_GATE_TAKE:
+	 * 0 to go on, or a negative h5_err, after waiting a while for room;
+	 * H5_GATE_TRY: the same without waiting) and told when it is closed
+	 * (H5_GATE_GIVE): a collection bounds its open descriptors (-o
+	 * max_files). H5_GATE_SHED: the kernel refused a descriptor (EMFILE,
+	 * ENFILE: H5_ERR_NOFD) for such a file; 0 when the gate closed an
+	 * idle file of its own (the open is tried again), negative when it
+	 * has none. NULL: none. */
 	int (*fd_gate)(void *ud, int delta);
 	void *fd_gate_ud;
 	/* the byte-source classes' own options (remote FILEs: -o

@@ -110,10 +110,10 @@ int coll_gate(void *ud, int delta)
 {
 	struct coll *c = ud;
 
-	if (delta == 0)         /* the kernel's limit: an idle member closed */
+	if (delta == H5_GATE_SHED)      /* the kernel's limit: an idle member closed */
 		return slots_shed(c->m) == 0 ? 0 : h5_err_set(H5_ERR_NOFD, "no descriptor left, no member idle");
 	if (delta > 0) {
-		if (slots_reserve(c->m) != 0)
+		if (slots_reserve(c->m, delta != H5_GATE_TRY) != 0)
 			return h5_err_set(H5_ERR_LIMIT, "-o max_files=%u: every descriptor is in use",
 					  c->m->max_files);
 		fds_add(c, 1);
@@ -130,7 +130,7 @@ static int sig_read(bool *hdf5, struct coll *c, const char *path, uint64_t size)
 	int e;
 
 	*hdf5 = false;
-	e = slots_reserve(c->m);
+	e = slots_reserve(c->m, true);
 	if (e)
 		return e;
 	fds_add(c, 1);
@@ -398,7 +398,7 @@ static int coll_opendir(void *r, void **dh, bool *keep, uint64_t ino)
 	if (!d)
 		return ENOMEM;
 	/* the listing holds a descriptor on the folder meanwhile */
-	e = slots_reserve(c->m);
+	e = slots_reserve(c->m, true);
 	if (e) {
 		free(d);
 		return e;
@@ -490,7 +490,7 @@ static int coll_open(void *r, struct fuse_file_info *fi, uint64_t ino)
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return ENOMEM;
-	e = slots_reserve(c->m);
+	e = slots_reserve(c->m, true);
 	if (e) {
 		free(h);
 		return e;

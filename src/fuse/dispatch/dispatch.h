@@ -105,10 +105,13 @@ void reply_extents(fuse_req_t req, const h5_extent *ext, size_t n);
 
 /* dispatch_slot.c */
 int mount_new(h5fs_mount **out, const h5fs_config *cfg, bool identity);
-/* room for one more descriptor under DIR (plain files): 0 or EMFILE */
-int slots_reserve(h5fs_mount *m);
+/* room for one more descriptor under DIR (plain files): 0 or EMFILE;
+ * wait: for other requests to let go of theirs a while (else idle
+ * members are closed, but no request is waited for) */
+int slots_reserve(h5fs_mount *m, bool wait);
 /* The kernel refused a descriptor (EMFILE, ENFILE): the least recently
- * used idle member closed, 0; EMFILE when none is idle. m->mu not held. */
+ * used idle member closed, 0; none idle: 0 once another request let go
+ * of something within 0.1 s (try again), else EMFILE. m->mu not held. */
 int slots_shed(h5fs_mount *m);
 int slot_enter(h5fs_mount *m, struct slot *s);
 void slot_leave(h5fs_mount *m, struct slot *s);

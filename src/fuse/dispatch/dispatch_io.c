@@ -122,10 +122,15 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	}
 }
 
-/* The slot, local id and root's file info of an open file: every root
- * op on an open handle goes through here. */
-static struct slot *handle_of(h5fs_mount *m, uint64_t *local, struct fuse_file_info *rfi, uint64_t ino,
-			      const struct fuse_file_info *fi)
+/* The slot, local id and root's file info of an open file, held busy
+ * until handle_leave: every root op on an open handle goes through here.
+ * The handle's pin alone would not do: a read's read_done and a write's
+ * work after its reply run after the kernel has the answer, and the
+ * handle's RELEASE may come meanwhile (on another thread), unpin it, and
+ * let the member close under them (a SIGSEGV in live_fast_end, issue 45:
+ * the member freed and its memory already another member's). */
+static struct slot *handle_enter(h5fs_mount *m, uint64_t *local, struct fuse_file_info *rfi, uint64_t ino,
+				 const struct fuse_file_info *fi)
 {
 	struct fhandle *h = (struct fhandle *)(uintptr_t)fi->fh;
 
@@ -137,7 +142,17 @@ static struct slot *handle_of(h5fs_mount *m, uint64_t *local, struct fuse_file_i
 		return NULL;
 	fi_root(rfi, fi, h);
 	*local = h->local;
+	pthread_mutex_lock(&m->mu);
+	h->s->busy++;
+	m->inflight++;
+	pthread_mutex_unlock(&m->mu);
 	return h->s;
+}
+
+static void handle_leave(h5fs_mount *m, struct slot *s)
+{
+	if (s && !m->identity)
+		slot_leave(m, s);
 }
 
 void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
@@ -146,7 +161,7 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 	struct fuse_file_info rfi;
 	struct root_read a;
 	uint64_t local;
-	struct slot *s = handle_of(m, &local, &rfi, ino, fi);
+	struct slot *s = handle_enter(m, &local, &rfi, ino, fi);
 	int err;
 
 	memset(&a, 0, sizeof(a));
@@ -166,6 +181,7 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 		fuse_reply_buf(req, (const char *)a.buf, a.len);
 	if (s->ops->read_done)
 		s->ops->read_done(s->r, &a);
+	handle_leave(m, s);
 }
 
 void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
@@ -174,7 +190,7 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_
 	h5fs_mount *m = fuse_req_userdata(req);
 	struct fuse_file_info rfi;
 	uint64_t local;
-	struct slot *s = handle_of(m, &local, &rfi, ino, fi);
+	struct slot *s = handle_enter(m, &local, &rfi, ino, fi);
 
 	if (!s)
 		fuse_reply_err(req, EBADF);
@@ -182,6 +198,7 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_
 		fuse_reply_err(req, EROFS);
 	else
 		s->ops->write(s->r, req, local, buf, size, off, &rfi);
+	handle_leave(m, s);
 }
 
 void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -189,9 +206,11 @@ void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	h5fs_mount *m = fuse_req_userdata(req);
 	struct fuse_file_info rfi;
 	uint64_t local;
-	struct slot *s = handle_of(m, &local, &rfi, ino, fi);
+	struct slot *s = handle_enter(m, &local, &rfi, ino, fi);
+	int err = !s ? EBADF : s->ops->flush ? s->ops->flush(s->r, local, &rfi) : 0;
 
-	fuse_reply_err(req, !s ? EBADF : s->ops->flush ? s->ops->flush(s->r, local, &rfi) : 0);
+	handle_leave(m, s);
+	fuse_reply_err(req, err);
 }
 
 void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
@@ -199,10 +218,13 @@ void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_inf
 	h5fs_mount *m = fuse_req_userdata(req);
 	struct fuse_file_info rfi;
 	uint64_t local;
-	struct slot *s = handle_of(m, &local, &rfi, ino, fi);
+	struct slot *s = handle_enter(m, &local, &rfi, ino, fi);
+	int err;
 
 	(void)datasync;
-	fuse_reply_err(req, !s ? EBADF : s->ops->fsync ? s->ops->fsync(s->r, local, &rfi) : 0);
+	err = !s ? EBADF : s->ops->fsync ? s->ops->fsync(s->r, local, &rfi) : 0;
+	handle_leave(m, s);
+	fuse_reply_err(req, err);
 }
 
 void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

@@ -23,8 +23,10 @@
  * three virtual datasets over 30 members under ulimit -n 40). */
 #define SLOT_WAIT_GATE_MS 10000
 /* Idle members closed in turn when the kernel refuses a member's open
- * (EMFILE, ENFILE) before it fails. */
+ * (EMFILE, ENFILE) before it fails; when none is idle, a wait of at most
+ * SHED_WAIT_MS for one each time (so at most 0.8 s in all). */
 #define SHED_TRIES 8
+#define SHED_WAIT_MS 100
 
 /* Half the soft RLIMIT_NOFILE, at most 1,024 (issue 25). */
 unsigned h5fs_default_max_files(void)
@@ -168,13 +170,32 @@ void slots_trim_locked(h5fs_mount *m, unsigned want)
 int slots_shed(h5fs_mount *m)
 {
 	struct slot *lru;
+	int e = 0;
 
 	pthread_mutex_lock(&m->mu);
 	lru = idle_lru_locked(m);
-	if (lru)
+	if (lru) {
 		slot_close(m, lru);
+	} else if (m->inflight <= 1) {
+		e = EMFILE;     /* only this request could let go of one */
+	} else {
+		/* every member in use: a while for another request to let go
+		 * of one, or of a descriptor (FUSE's pipes, one pair per
+		 * thread, share the daemon's half of a low limit) */
+		struct timespec until;
+
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += SHED_WAIT_MS * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		m->waiters++;
+		e = pthread_cond_timedwait(&m->cv, &m->mu, &until) == 0 ? 0 : EMFILE;
+		m->waiters--;
+	}
 	pthread_mutex_unlock(&m->mu);
-	return lru ? 0 : EMFILE;
+	return e;
 }
 
 /* Room for `want` more descriptors (closing idle members, waiting a while
@@ -195,7 +216,7 @@ static int room_locked(h5fs_mount *m, unsigned want, long wait_ms)
 		slots_trim_locked(m, want);
 		if (!m->max_files || fds_now_locked(m) + want <= m->max_files)
 			return 0;
-		if (m->inflight <= 1)
+		if (m->inflight <= 1 || wait_ms <= 0)
 			return EMFILE;
 		m->waiters++;
 		e = pthread_cond_timedwait(&m->cv, &m->mu, &until);
@@ -205,14 +226,14 @@ static int room_locked(h5fs_mount *m, unsigned want, long wait_ms)
 	}
 }
 
-int slots_reserve(h5fs_mount *m)
+int slots_reserve(h5fs_mount *m, bool wait)
 {
 	int e;
 
 	pthread_mutex_lock(&m->mu);
-	e = room_locked(m, 1, SLOT_WAIT_GATE_MS);
+	e = room_locked(m, 1, wait ? SLOT_WAIT_GATE_MS : 0);
 	pthread_mutex_unlock(&m->mu);
-	if (e)
+	if (e && wait)  /* one who does not wait has a way without it */
 		h5fs_log_cfg(&m->cfg, LOG_WARNING, "-o max_files=%u: every descriptor is in use: EMFILE",
 			     m->max_files);
 	return e;
@@ -260,12 +281,23 @@ int slot_enter(h5fs_mount *m, struct slot *s)
 	int e = 0;
 
 	pthread_mutex_lock(&m->mu);
-	while (s->opening)
-		pthread_cond_wait(&m->cv, &m->mu);
-	slot_check_changed_locked(m, s);
-	if (s->path && !s->r) {
+	/* Each step below may let go of m->mu (the look for a change, room
+	 * made by closing another member, the wait for room), and another
+	 * request may open s meanwhile: looked at again until s is open or
+	 * this request opens it. Two opens of one member made one slot hold
+	 * two roots and sit twice in the open list: handles of the first
+	 * root were then read through the second (a SIGSEGV with two
+	 * readers of virtual datasets under ulimit -n 40, issue 45). */
+	for (;;) {
 		void *r = NULL;
 
+		while (s->opening)
+			pthread_cond_wait(&m->cv, &m->mu);
+		slot_check_changed_locked(m, s);
+		if (s->opening)
+			continue;
+		if (!s->path || s->r)
+			break;
 		e = room_locked(m, 1, SLOT_WAIT_MS);
 		if (e) {
 			pthread_mutex_unlock(&m->mu);
@@ -273,6 +305,8 @@ int slot_enter(h5fs_mount *m, struct slot *s)
 				     "EMFILE", s->path, m->max_files);
 			return e;
 		}
+		if (s->opening || s->r)
+			continue;       /* opened by another request meanwhile */
 		s->opening = true;
 		m->open_members++;      /* counted while it opens */
 		pthread_mutex_unlock(&m->mu);
@@ -300,6 +334,7 @@ int slot_enter(h5fs_mount *m, struct slot *s)
 			m->open.onext = s;
 		}
 		pthread_cond_broadcast(&m->cv);
+		break;
 	}
 	if (!e) {
 		s->busy++;

@@ -116,7 +116,12 @@ static int src_attach(vsrc *s)
 
 	if (strcmp(s->file, ".") != 0) {
 		errno = 0;
-		rc = h5_related_open(&s->f, s->vd->f, s->file, H5_RELATED_VDS);
+		/* while the dataset opens with every source kept, no wait for
+		 * a descriptor: it turns scarce instead (src_attach_room), as
+		 * the request that would let go of one may be waiting for one
+		 * of the descriptors this dataset holds */
+		rc = h5_related_open(&s->f, s->vd->f, s->file,
+				     s->vd->vsrcs->scarce ? H5_RELATED_VDS : H5_RELATED_VDS | H5_RELATED_NOWAIT);
 		if (rc == H5_ERR_PERM) {
 			/* refused (outside FILE's tree): the dataset is unreadable, EIO */
 			char *msg = strdup(h5_err_msg());

@@ -137,7 +137,7 @@ static int rel_file_open(h5_file **f, h5_file *top, int fd, const char *name, co
 	int rc;
 
 	if (top->fd_gate && !gated) {
-		rc = top->fd_gate(top->fd_gate_ud, 1);
+		rc = top->fd_gate(top->fd_gate_ud, H5_GATE_TAKE);
 		if (rc < 0) {
 			if (fd >= 0)
 				close(fd);
@@ -146,7 +146,7 @@ static int rel_file_open(h5_file **f, h5_file *top, int fd, const char *name, co
 	}
 	rc = fd >= 0 ? h5_file_open_fd(f, fd, name, o) : h5_file_open(f, name, o);
 	if (rc < 0 && top->fd_gate)
-		top->fd_gate(top->fd_gate_ud, -1);
+		top->fd_gate(top->fd_gate_ud, H5_GATE_GIVE);
 	return rc;
 }
 
@@ -156,7 +156,7 @@ static void rel_file_close(h5_file *top, h5_file *f)
 		return;
 	h5_file_close(f);
 	if (top->fd_gate)
-		top->fd_gate(top->fd_gate_ud, -1);
+		top->fd_gate(top->fd_gate_ud, H5_GATE_GIVE);
 }
 
 void h5_related_free(h5_file *top)
@@ -311,7 +311,7 @@ static int try_prefixes(int *fd, char **real, const h5_file *top, const char *li
 
 static int resolve(int *fd, char **real, const h5_file *top, const h5_file *from, const char *name, int kind)
 {
-	const char *env = getenv(kind == H5_RELATED_VDS ? "HDF5_VDS_PREFIX" : "HDF5_EXT_PREFIX");
+	const char *env = getenv((kind & H5_RELATED_VDS) ? "HDF5_VDS_PREFIX" : "HDF5_EXT_PREFIX");
 	const char *fpath = from->real_path ? from->real_path : "";
 	const char *slash = strrchr(fpath, '/');
 	size_t olen = slash ? (size_t)(slash - fpath) : 1;
@@ -477,7 +477,8 @@ static int local_open(h5_file **out, h5_file *top, h5_file *from, const char *na
 	 * and the open is tried again, a few times */
 	for (int tries = 0;; tries++) {
 		rc = resolve(&fd, &real, top, from, name, kind);
-		if (rc != H5_ERR_NOFD || !top->fd_gate || tries == NOFD_TRIES || top->fd_gate(top->fd_gate_ud, 0) < 0)
+		if (rc != H5_ERR_NOFD || !top->fd_gate || tries == NOFD_TRIES ||
+		    top->fd_gate(top->fd_gate_ud, H5_GATE_SHED) < 0)
 			break;
 	}
 	if (rc != 0)
@@ -573,11 +574,12 @@ int h5_related_open(h5_file **out, h5_file *from, const char *name, int kind)
 		return remote_open(out, top, from, name);
 	/* asked before any candidate is opened: a collection's count of
 	 * open descriptors (-o max_files) holds at every moment */
-	if (top->fd_gate && (rc = top->fd_gate(top->fd_gate_ud, 1)) < 0)
+	if (top->fd_gate &&
+	    (rc = top->fd_gate(top->fd_gate_ud, (kind & H5_RELATED_NOWAIT) ? H5_GATE_TRY : H5_GATE_TAKE)) < 0)
 		return h5_err_wrap(rc, "%.200s: ", name);
 	rc = local_open(out, top, from, name, kind, &took);
 	if (!took && top->fd_gate)
-		top->fd_gate(top->fd_gate_ud, -1);
+		top->fd_gate(top->fd_gate_ud, H5_GATE_GIVE);
 	return rc;
 }
 

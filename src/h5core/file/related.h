@@ -7,8 +7,12 @@
 #include "base.h"
 #include "file.h"
 
-/* related.c: kind of name being resolved (which prefix variable applies) */
-enum { H5_RELATED_EXT = 0, H5_RELATED_VDS = 1 };
+/* related.c: kind of name being resolved (which prefix variable applies),
+ * and H5_RELATED_NOWAIT or'ed in: the descriptor gate is asked for room
+ * now or never (H5_GATE_TRY), for a caller that can do without the file
+ * kept open (a virtual dataset being opened turns scarce instead of
+ * waiting for other requests, which may be waiting for it). */
+enum { H5_RELATED_EXT = 0, H5_RELATED_VDS = 1, H5_RELATED_NOWAIT = 2 };
 int h5_related_open(h5_file **out, h5_file *from, const char *name, int kind);
 /* An external data file (IV.A.2.h) named by a dataset of from: opened
  * beside from, beneath FILE's directory tree as opened at mount unless -o
