@@ -19,7 +19,9 @@ leave:
   one that straddles a sector boundary is the residual risk doc/APPEND.md
   names, counted by straddling().
 """
+import os
 import struct
+import subprocess
 
 
 def parse_trace(path):
@@ -87,6 +89,23 @@ def rebuilds(base, ops, final):
     for op in ops:
         apply(img, op)
     return bytes(img) == final
+
+
+def traced(argv, path, trace, env=None):
+    """Run the trace helper argv, which writes to FILE `path` and its trace
+    to `trace`: (base, ops, final, None) - FILE's bytes before and after
+    and the writes between - or (None, None, None, why) when the helper
+    failed or the trace does not rebuild the final file."""
+    base = open(path, "rb").read()
+    r = subprocess.run(argv, env=env, capture_output=True, timeout=120)
+    if r.returncode != 0:
+        return None, None, None, "%s exit %d: %s" % (os.path.basename(argv[0]), r.returncode,
+                                                     r.stderr.decode()[-500:])
+    final = open(path, "rb").read()
+    ops = parse_trace(trace)
+    if not rebuilds(base, ops, final):
+        return None, None, None, "the replayed trace does not rebuild the final file"
+    return base, ops, final, None
 
 
 def _spans(op):

@@ -4,6 +4,7 @@ Run by `make check` with H5FS_BIN, H5FS_LS, H5FS_SRCDIR, H5FS_BUILDDIR set
 (AM_TESTS_ENVIRONMENT); the defaults below let a test also run by hand from
 a build directory.  Exit status 77 = skipped (automake convention).
 """
+import contextlib
 import errno
 import os
 import posixpath
@@ -73,6 +74,22 @@ def skip(why):
     print("SKIP: " + why)
     sys.exit(SKIP)
 
+
+
+@contextlib.contextmanager
+def small_disk(path, size):
+    """A tmpfs of `size` ("2m") mounted at path (made here) for a block,
+    unmounted after it: a disk that fills. Skips when none can be mounted
+    (needs root)."""
+    os.makedirs(path, exist_ok=True)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=" + size, "tmpfs", path],
+                       capture_output=True, text=True, timeout=30)
+    if r.returncode != 0:
+        skip("cannot mount a tmpfs: %s" % r.stderr.strip())
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", path], timeout=30)
 
 def require_h5py():
     try:

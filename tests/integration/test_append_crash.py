@@ -32,7 +32,6 @@ per run, no timing.
 import os
 import random
 import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -44,7 +43,7 @@ import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
 import bt1_dump  # noqa: E402
-from crash_replay import crash_images, parse_trace, rebuilds, straddling  # noqa: E402
+from crash_replay import crash_images, straddling, traced  # noqa: E402
 
 HELPER = os.path.join(T.BUILDDIR, "tests", "integration", "append_trace")
 SUBSETS = 40            # random torn subsets per sync interval
@@ -123,7 +122,6 @@ def run_case(work, case, rng):
     if index != name.split("-")[0]:
         fail("%s: fixture has a %s index" % (name, index))
         return 0
-    base = open(path, "rb").read()
     tail = shape[1:]
     more = ((np.arange(nrows * int(np.prod(tail))) * 7 + 3) % 30000).astype(dt).reshape((nrows,) + tail)
     expect = np.concatenate([old, more])
@@ -131,15 +129,10 @@ def run_case(work, case, rng):
     more.tofile(rows_path)
     trace = os.path.join(work, name + ".trace")
     env = dict(os.environ, H5FS_APPEND_COMMIT_BYTES=str(4 * piece), H5FS_APPEND_COMMIT_MS="100000")
-    r = subprocess.run([HELPER, path, "/g/x", rows_path, trace, str(piece), str(every)], env=env,
-                       capture_output=True, timeout=120)
-    if r.returncode != 0:
-        fail("%s: append_trace exit %d: %s" % (name, r.returncode, r.stderr.decode()[-500:]))
-        return 0
-    final = open(path, "rb").read()
-    ops = parse_trace(trace)
-    if not rebuilds(base, ops, final):
-        fail("%s: the replayed trace does not rebuild the final file" % name)
+    base, ops, final, why = traced([HELPER, path, "/g/x", rows_path, trace, str(piece), str(every)], path, trace,
+                                   env)
+    if why:
+        fail("%s: %s" % (name, why))
         return 0
     err = check_image(final, os.path.join(work, "img.h5"), "g/x", len(expect), expect)
     if err:

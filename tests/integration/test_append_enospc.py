@@ -274,17 +274,10 @@ def main():
     failures = []
     for kind in KINDS:
         small = os.path.join(wd, "small-" + kind)
-        os.makedirs(small)
-        r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=" + SPACE, "tmpfs", small],
-                           capture_output=True, text=True, timeout=30)
-        if r.returncode != 0:
-            T.skip("cannot mount a tmpfs: %s" % r.stderr.strip())
-        try:
+        with T.small_disk(small, SPACE):
             run(kind, wd, small, failures)
             os.unlink(os.path.join(small, "f.h5"))
             sweep(kind, wd, small, failures)
-        finally:
-            subprocess.run(["umount", small], timeout=30)
     for f in failures:
         print("FAIL: " + f)
     return 1 if failures else 0

@@ -34,7 +34,6 @@ import errno
 import os
 import signal
 import struct
-import subprocess
 import sys
 import time
 
@@ -178,12 +177,7 @@ def window(wd):
 
 def enospc(wd):
     small = os.path.join(wd, "small")
-    os.makedirs(small)
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", small],
-                       capture_output=True, text=True, timeout=30)
-    if r.returncode != 0:
-        T.skip("cannot mount a tmpfs: %s" % r.stderr.strip())
-    try:
+    with T.small_disk(small, "3m"):
         h5 = os.path.join(small, "f.h5")
         with h5py.File(h5, "w", libver="latest") as f:
             f.create_group("g").attrs["x"] = np.int64(0)
@@ -253,8 +247,6 @@ def enospc(wd):
             T.fail("enospc: %d refusals, %d log lines" % (nspc, log_lines))
         print("enospc: answered 0: %d, ENOSPC: %d, groups: %d" % (sum(len(v) for v in done.values()), nspc,
                                                                   len(dirs)))
-    finally:
-        subprocess.run(["umount", small], timeout=30)
 
 
 def faults(wd):

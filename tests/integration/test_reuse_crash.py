@@ -38,10 +38,9 @@ import h5fs_testlib as T  # noqa: E402
 
 T.require_h5py()
 import h5py  # noqa: E402
-import numpy as np  # noqa: E402
 
 import make_write_fixtures as MF  # noqa: E402
-from crash_replay import crash_images, parse_trace, rebuilds  # noqa: E402
+from crash_replay import crash_images, parse_trace, traced  # noqa: E402
 import test_attr_crash as AC  # noqa: E402  (the attribute changes' enumeration)
 import test_overwrite_crash as OC  # noqa: E402  (the overwrite fixtures and image check)
 
@@ -138,16 +137,10 @@ def chunk_case(work, case, rng):
     states = states_of(old, commits)
     wpath = os.path.join(work, name + ".writes")
     write_records(wpath, commits)
-    base = open(path, "rb").read()
     trace = os.path.join(work, name + ".trace")
-    r = subprocess.run([OW_HELPER, path, "/g/x", wpath, trace], capture_output=True, timeout=120)
-    if r.returncode != 0:
-        T.fail("%s: overwrite_trace exit %d: %s" % (name, r.returncode, r.stderr.decode()[-500:]))
-        return 0
-    final = open(path, "rb").read()
-    ops = parse_trace(trace)
-    if not rebuilds(base, ops, final):
-        T.fail("%s: the replayed trace does not rebuild the final file" % name)
+    base, ops, final, why = traced([OW_HELPER, path, "/g/x", wpath, trace], path, trace)
+    if why:
+        T.fail("%s: %s" % (name, why))
         return 0
     tmp = os.path.join(work, "img.h5")
     es = old.dtype.itemsize

@@ -133,12 +133,7 @@ def growth(wd, libver):
 
 def full_disk(wd):
     small = os.path.join(wd, "small")
-    os.makedirs(small)
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", small],
-                       capture_output=True, text=True, timeout=30)
-    if r.returncode != 0:
-        T.skip("cannot mount a tmpfs: %s" % r.stderr.strip())
-    try:
+    with T.small_disk(small, "2m"):
         h5 = os.path.join(small, "f.h5")
         make(h5, "earliest")
         mnt = os.path.join(wd, "mnt")
@@ -199,8 +194,6 @@ def full_disk(wd):
             if "big" in f.attrs or "t" in f.attrs:
                 T.fail("full disk: the refused attribute is in FILE")
         print("full disk: 30 changes of x answered 0 in freed space, the last in FILE", flush=True)
-    finally:
-        subprocess.run(["umount", small], timeout=30)
 
 
 def main():
