@@ -97,7 +97,7 @@ struct fnode *coll_fnode_get(struct coll *c, const char *path)
 static void fds_add(struct coll *c, int d)
 {
 	__atomic_add_fetch(&c->fds, (unsigned)d, __ATOMIC_SEQ_CST);
-	if (d < 0 && __atomic_load_n(&c->m->waiters, __ATOMIC_RELAXED)) {
+	if (d < 0 && __atomic_load_n(&c->m->waiters, __ATOMIC_SEQ_CST)) {
 		pthread_mutex_lock(&c->m->mu);
 		pthread_cond_broadcast(&c->m->cv);
 		pthread_mutex_unlock(&c->m->mu);

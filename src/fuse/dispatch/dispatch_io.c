@@ -133,6 +133,7 @@ static struct slot *handle_enter(h5fs_mount *m, uint64_t *local, struct fuse_fil
 				 const struct fuse_file_info *fi)
 {
 	struct fhandle *h = (struct fhandle *)(uintptr_t)fi->fh;
+	struct slot *s;
 
 	*rfi = *fi;
 	*local = ino;
@@ -142,11 +143,12 @@ static struct slot *handle_enter(h5fs_mount *m, uint64_t *local, struct fuse_fil
 		return NULL;
 	fi_root(rfi, fi, h);
 	*local = h->local;
+	s = h->s;       /* h is not looked at again: RELEASE frees it */
 	pthread_mutex_lock(&m->mu);
-	h->s->busy++;
+	s->busy++;
 	m->inflight++;
 	pthread_mutex_unlock(&m->mu);
-	return h->s;
+	return s;
 }
 
 static void handle_leave(h5fs_mount *m, struct slot *s)

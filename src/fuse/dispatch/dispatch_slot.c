@@ -123,6 +123,13 @@ static void slot_close(h5fs_mount *m, struct slot *s)
 	pthread_cond_broadcast(&m->cv);
 }
 
+/* m->waiters changes under m->mu but is read without it (root_coll.c
+ * fds_add), so atomically, in one order with the descriptor count. */
+static void waiters_add(h5fs_mount *m, int d)
+{
+	__atomic_add_fetch(&m->waiters, (unsigned)d, __ATOMIC_SEQ_CST);
+}
+
 /* Descriptors on files under DIR now: one per member open or being
  * opened, and those counted by the collection (plain files, signature
  * reads, the related files of members: coll_gate). */
@@ -190,9 +197,9 @@ int slots_shed(h5fs_mount *m)
 			until.tv_sec++;
 			until.tv_nsec -= 1000000000L;
 		}
-		m->waiters++;
+		waiters_add(m, 1);
 		e = pthread_cond_timedwait(&m->cv, &m->mu, &until) == 0 ? 0 : EMFILE;
-		m->waiters--;
+		waiters_add(m, -1);
 	}
 	pthread_mutex_unlock(&m->mu);
 	return e;
@@ -218,9 +225,16 @@ static int room_locked(h5fs_mount *m, unsigned want, long wait_ms)
 			return 0;
 		if (m->inflight <= 1 || wait_ms <= 0)
 			return EMFILE;
-		m->waiters++;
+		waiters_add(m, 1);
+		/* looked at again once counted: a descriptor given back
+		 * meanwhile, outside m->mu (root_coll.c fds_add), is either
+		 * seen here or sees this waiter and wakes it */
+		if (fds_now_locked(m) + want <= m->max_files) {
+			waiters_add(m, -1);
+			return 0;
+		}
 		e = pthread_cond_timedwait(&m->cv, &m->mu, &until);
-		m->waiters--;
+		waiters_add(m, -1);
 		if (e != 0)
 			return EMFILE;
 	}
