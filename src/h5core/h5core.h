@@ -51,6 +51,9 @@ int h5_err_set(int code, const char *fmt, ...)
 int h5_err_wrap(int code, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 const char *h5_err_msg(void);
+/* The code of the error h5_err_msg() describes (the last set or wrapped
+ * in this thread), 0 when none. */
+int h5_err_code(void);
 void h5_err_clear(void);
 const char *h5_err_name(int code);
 
