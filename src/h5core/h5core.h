@@ -588,10 +588,14 @@ typedef struct h5_dataset_info {
 	size_t nfilters;
 	h5_filter_info *filters;
 	uint64_t logical_size;    /* h5_dataset_size */
-	uint64_t allocated_size;  /* h5_dataset_allocated */
+	uint64_t allocated_size;  /* h5_dataset_allocated (UINT64_MAX: not asked) */
 } h5_dataset_info;
 
 int h5_dataset_describe(h5_dataset_info *out, h5_dataset *d);
+/* The same; flags H5_DESCRIBE_NO_ALLOCATED: allocated_size not computed
+ * (UINT64_MAX), which walks a chunked dataset's whole index. */
+#define H5_DESCRIBE_NO_ALLOCATED 1u
+int h5_dataset_describe_flags(h5_dataset_info *out, h5_dataset *d, unsigned flags);
 void h5_dataset_info_clear(h5_dataset_info *info);
 
 /* ---- where a dataset's bytes are stored (storage.c) --------------------- */
