@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """An indexed remount opens no member file the walk does not read (issue
-45 items 3 and 4). DIR: make_vds_fixtures.py's virtual datasets (among
-them loop_a.h5 and loop_b.h5, whose datasets read each other: a cycle;
+45 item 3, with what it left: members with an object that fails). DIR:
+make_vds_fixtures.py's virtual datasets (among them loop_a.h5 and
+loop_b.h5, whose datasets read each other: a cycle;
 typed.h5 and outside.h5, a dataset each that cannot be read), 20 plain
 members, bad/badroot.h5 (a superblock whose root group lies past the
 end), bad/corrupt.h5, and obj/onebad.h5: datasets, a group and xattrs
@@ -24,8 +25,8 @@ same walk run, and its opens of DIR's files are counted:
   as h5py wrote it.
 
 Needs strace (exit 77 without)."""
-import os
 import errno
+import os
 import re
 import shutil
 import signal
@@ -184,10 +185,8 @@ def traced_opens(m, top, fn):
 
 def ls_and_walk(mnt):
     """ls -lR, then walk(): the paths walk() saw EIO for."""
-    eio = []
     subprocess.run(["ls", "-lR", mnt], timeout=300, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    eio.append(walk(mnt))
-    return eio[0]
+    return walk(mnt)
 
 
 def lines_of(out, what):

@@ -132,6 +132,7 @@ static int walk_dir(struct walk *w, uint32_t node, uint64_t lid, unsigned depth)
 			err = EFBIG;
 			break;
 		}
+		h5_err_clear();         /* the code below is this lookup's own */
 		err = w->ops->lookup(w->r, &e, lid, d.name);
 		if (err == EIO && index_bytes_err(h5_err_code())) {
 			/* the object's bytes fail, as they will at every
