@@ -120,7 +120,6 @@ static int list(void *b, struct coll_dirent **out, size_t *n, const char *path, 
 	}
 	while ((errno = 0, de = readdir(d)) != NULL) {
 		struct stat st;
-
 		bool bare = !stamp && de->d_type == DT_REG;
 
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
