@@ -3,6 +3,7 @@
 
     /usr/bin/python3 bench/concat_bench.py [--h5fs-ls ./h5fs-ls] [--files 1000]
         [--big 10000] [--chunks 50] [--repeat 5] [--dir /tmp/concat-bench]
+        [--before OLD-h5fs-ls] [--no-floor] [--cold]
 
 --files HDF5 files (h5py) of one dataset "frames" (--chunks, 32, 32)
 uint16, one frame a chunk (2 KiB of noise each, gzip: every chunk
@@ -16,13 +17,26 @@ document of all of them concatenated along axis 0:
     opened);
   - index: the same on the collection's index (--index FILE, filled by a
     first run outside the timing): no member is opened.
-The three alternate in each of --repeat rounds (the machine is shared:
-alternating spreads its load over all three); all warm (the files in the
-page cache after the first round). Both documents are checked equal
-(keys and [url, offset, length]). Then --big files (default 10,000,
-0: none): h5fs-ls --noindex and indexed, and py once. Peak RSS of
-h5fs-ls (/usr/bin/time's %M) at both sizes shows memory flat in the
-number of files.
+  - before (--before OLD): OLD h5fs-ls --noindex, the same way (a
+    change's before and after under the same load);
+  - floor: bench/concat_floor.c (built with cc), one thread listing DIR
+    and per file openat, fstat, one pread of 8 KiB, close: the system
+    calls a member costs at least, with a process start; and the start
+    of h5fs-ls alone (--version: its libraries loaded).
+They alternate in each of --repeat rounds (the machine is shared:
+alternating spreads its load over all of them); warm (the files in the
+page cache after the first round), or with --cold each run after DIR's
+files are dropped from the page cache (posix_fadvise DONTNEED on each:
+only these files, not the machine's whole cache). h5fs-ls is started with
+posix_spawn and reaped with wait4 (its CPU from the rusage): its wall
+time is its own process's, start included, as a user runs it (until
+2026-11-26 it was run under /usr/bin/time, whose own start, 5-15 ms
+here, was counted in h5fs-ls's wall time). Both documents are checked
+equal (keys and [url, offset, length]). Then --big files (default
+10,000, 0: none): h5fs-ls --noindex and indexed, and py once. Peak RSS
+of h5fs-ls (/usr/bin/time's %M, in untimed runs: a posix_spawn'd
+child's ru_maxrss counts the Python pages it shared until exec) at both
+sizes shows memory flat in the number of files.
 """
 import argparse
 import json
@@ -60,6 +74,8 @@ def cpu_self():
 def py_combine(d, out):
     """Per file: h5py.File, get_chunk_info per chunk; keys along axis 0.
     Returns (seconds, CPU seconds)."""
+    if COLD:
+        drop_cache(COLD)
     t = time.monotonic()
     c = cpu_self()
     refs = {}
@@ -84,16 +100,52 @@ def py_combine(d, out):
     return time.monotonic() - t, cpu_self() - c
 
 
-def h5fs(ls, d, out, *opts):
-    t = time.monotonic()
+def peak_rss(argv, out):
+    """argv's peak RSS in KiB, by /usr/bin/time (untimed: a posix_spawn'd
+    child's ru_maxrss counts this Python's pages it shared until exec)."""
     with open(out, "wb") as fh:
-        p = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", ls, "--refs", "--concat=0", *opts, d], stdout=fh,
-                           stderr=subprocess.PIPE)
-    el = time.monotonic() - t
-    if p.returncode != 0:
-        raise RuntimeError("h5fs-ls: exit %d: %s" % (p.returncode, p.stderr.decode()[-500:]))
-    rss, u, s = p.stderr.decode().strip().splitlines()[-1].split()
-    return el, int(rss), float(u) + float(s)
+        p = subprocess.run(["/usr/bin/time", "-f", "%M"] + argv, stdout=fh, stderr=subprocess.PIPE, check=True)
+    return int(p.stderr.decode().strip().splitlines()[-1])
+
+
+COLD = None     # DIR whose files are dropped from the page cache before each run (--cold)
+
+
+def drop_cache(d):
+    for n in os.listdir(d):
+        fd = os.open(os.path.join(d, n), os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def spawn(argv, out):
+    """argv with stdout to file out, stderr to a scratch file: (wall s,
+    CPU s) of that process alone (posix_spawn, wait4)."""
+    err = out + ".err"
+    if COLD:
+        drop_cache(COLD)
+    with open(out, "wb") as fh, open(err, "wb") as eh:
+        t = time.monotonic()
+        pid = os.posix_spawn(argv[0], argv, os.environ,
+                             file_actions=[(os.POSIX_SPAWN_DUP2, fh.fileno(), 1),
+                                           (os.POSIX_SPAWN_DUP2, eh.fileno(), 2)])
+        _, status, ru = os.wait4(pid, 0)
+        el = time.monotonic() - t
+    rc = os.waitstatus_to_exitcode(status)
+    if rc != 0:
+        raise RuntimeError("%s: exit %d: %s" % (argv[0], rc, open(err, errors="replace").read()[-500:]))
+    return el, ru.ru_utime + ru.ru_stime
+
+
+def h5fs(ls, d, out, *opts):
+    """(wall s, CPU s) of h5fs-ls --refs --concat=0 opts d."""
+    return spawn([ls, "--refs", "--concat=0", *opts, d], out)
+
+
+def h5fs_rss(ls, d, out, *opts):
+    return peak_rss([ls, "--refs", "--concat=0", *opts, d], out)
 
 
 def check(py_out, ls_out):
@@ -119,8 +171,19 @@ def main():
     ap.add_argument("--chunks", type=int, default=50)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "h5fs-concat-bench"))
+    ap.add_argument("--before", help="another h5fs-ls (a change's before), --noindex, alternated")
+    ap.add_argument("--no-floor", action="store_true", help="no concat_floor (no cc)")
+    ap.add_argument("--cold", action="store_true", help="DIR's files dropped from the page cache before each run")
     a = ap.parse_args()
+    global COLD
     ls = os.path.abspath(a.h5fs_ls)
+    before = os.path.abspath(a.before) if a.before else None
+    floor = None
+    if not a.no_floor:
+        os.makedirs(a.dir, exist_ok=True)
+        floor = os.path.join(a.dir, "concat_floor")
+        subprocess.run(["cc", "-O2", "-o", floor, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                                "concat_floor.c")], check=True)
     print("load average %s" % open("/proc/loadavg").read().split()[:3])
     for n in [a.files] + ([a.big] if a.big else []):
         d = os.path.join(a.dir, "n%d" % n)
@@ -132,28 +195,54 @@ def main():
             if os.path.exists(f):
                 os.unlink(f)
         py_out, ls_out = os.path.join(a.dir, "py.json"), os.path.join(a.dir, "ls.json")
+        COLD = None
         h5fs(ls, d, ls_out, "--index", ix)        # fills the index, warms the page cache
+        COLD = d if a.cold else None
         rounds = a.repeat if n == a.files else 1
         py_t, no_t, ix_t, no_rss, ix_rss, py_c, no_c, ix_c = [], [], [], [], [], [], [], []
+        be_t, be_c, be_rss, fl_t, fl_c, st_t = [], [], [], [], [], []
         for r in range(rounds):
+            if before:
+                el, cpu = h5fs(before, d, ls_out, "--noindex")
+                be_t.append(el)
+                be_c.append(cpu)
+            if floor:
+                el, cpu = spawn([floor, d], ls_out)
+                fl_t.append(el)
+                fl_c.append(cpu)
+                st_t.append(spawn([ls, "--version"], ls_out)[0])
             el, cpu = py_combine(d, py_out)
             py_t.append(el)
             py_c.append(cpu)
-            el, rss, cpu = h5fs(ls, d, ls_out, "--noindex")
+            el, cpu = h5fs(ls, d, ls_out, "--noindex")
             no_t.append(el)
-            no_rss.append(rss)
             no_c.append(cpu)
             if r == 0:
                 nrefs = check(py_out, ls_out)
-            el, rss, cpu = h5fs(ls, d, ls_out, "--index", ix)
+            el, cpu = h5fs(ls, d, ls_out, "--index", ix)
             ix_t.append(el)
-            ix_rss.append(rss)
             ix_c.append(cpu)
             if r == 0:
                 check(py_out, ls_out)
-        print("  %d references, warm, %d round(s)" % (nrefs, rounds))
+        # peak RSS: twice each, untimed
+        COLD = None
+        for _ in range(2):
+            no_rss.append(h5fs_rss(ls, d, ls_out, "--noindex"))
+            ix_rss.append(h5fs_rss(ls, d, ls_out, "--index", ix))
+            if before:
+                be_rss.append(h5fs_rss(before, d, ls_out, "--noindex"))
+        print("  %d references, %s, %d round(s)" % (nrefs, "cold (DIR's files dropped before each run)"
+                                                   if a.cold else "warm", rounds))
         print("  py get_chunk_info combiner: %s; CPU %s" % (rng(py_t), rng(py_c)))
-        for name, t, c, m in (("h5fs-ls --noindex", no_t, no_c, no_rss), ("h5fs-ls, indexed", ix_t, ix_c, ix_rss)):
+        if floor:
+            print("  floor (concat_floor):      %s; CPU %s" % (rng(fl_t), rng(fl_c)))
+            print("  h5fs-ls --version (start): %s" % rng(st_t))
+            print("  %-26s wall best %.1fx, median %.1fx (h5fs-ls --noindex / floor)" % (
+                "", min(no_t) / min(fl_t), statistics.median(no_t) / statistics.median(fl_t)))
+        runs = [("h5fs-ls --noindex", no_t, no_c, no_rss), ("h5fs-ls, indexed", ix_t, ix_c, ix_rss)]
+        if before:
+            runs.append(("before: --noindex", be_t, be_c, be_rss))
+        for name, t, c, m in runs:
             print("  %-26s %s; CPU %s; peak RSS %d-%d KiB" % (name + ":", rng(t), rng(c), min(m), max(m)))
             print("  %-26s wall best %.1fx, median %.1fx; CPU best %.1fx, median %.1fx" % (
                 "", min(py_t) / min(t), statistics.median(py_t) / statistics.median(t),

@@ -9,6 +9,8 @@
  *                             one row per member and view; UNIQUE(root, path, view)
  *   node(member, id, parent, ord, name, path, type, mode, nlink, blksize,
  *        size, ino, blocks, atime_ns, mtime_ns, ctime_ns, target, lid, dino)
+ *                             type 3 (version 5): an object the walk could
+ *                             not read, target its reason
  *   xattr(member, node, ord, name, value)
  *   related(member, ord, path, size, mtime_ns, etag, ino)
  *                             the other files a member's tree reaches
@@ -297,9 +299,18 @@ static int db_open(cindex *ix, const char **why)
 			goto rollback;
 		}
 		if (rc == SQLITE_OK && strcmp(version, want) != 0) {
-			*why = "an index of another schema version";
-			rc = NOT_INDEX;
-			goto rollback;
+			char sql[80], *end;
+			long v = strtol(version, &end, 10);
+
+			if (end == version || *end || v < CINDEX_SCHEMA_READABLE || v > CINDEX_SCHEMA_VERSION) {
+				*why = "an index of another schema version";
+				rc = NOT_INDEX;
+				goto rollback;
+			}
+			/* the same tables: read as they are, marked ours before
+			 * anything of this version is written into them */
+			snprintf(sql, sizeof(sql), "UPDATE meta SET value = '%s' WHERE key = 'version'", want);
+			rc = sqlite3_exec(ix->db, sql, NULL, NULL, NULL);
 		}
 		if (rc != SQLITE_OK)
 			goto rollback;

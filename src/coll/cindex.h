@@ -33,11 +33,20 @@
 
 /* Bumped whenever the tables or what a record means change: an index of
  * another version is rebuilt (moved aside), never misread. */
-#define CINDEX_SCHEMA_VERSION 4        /* 2: the catalog (ccat.h) and its views; 3: h5fs-ls's
+#define CINDEX_SCHEMA_VERSION 5        /* 2: the catalog (ccat.h) and its views; 3: h5fs-ls's
                                         * listings (cls.h), unreadable members' errors; 4: the
-                                        * stamps of the files a record's tree reaches (related) */
+                                        * stamps of the files a record's tree reaches (related);
+                                        * 5: error nodes (CINDEX_ERROR) */
+/* The oldest version read as it is (then marked CINDEX_SCHEMA_VERSION, so
+ * that an older h5fs moves it aside rather than misread what this one
+ * writes): 4 has the same tables and no error nodes. */
+#define CINDEX_SCHEMA_READABLE 4
 
-enum cindex_type { CINDEX_DIR = 0, CINDEX_FILE = 1, CINDEX_LINK = 2 };
+/* CINDEX_ERROR: a name whose object could not be read when the member was
+ * walked (its lookup gave EIO: a corrupt object header, say); it has no
+ * stat, no xattrs, no children, and target holds why (the log line's
+ * reason), so a remount answers EIO for it without opening the member. */
+enum cindex_type { CINDEX_DIR = 0, CINDEX_FILE = 1, CINDEX_LINK = 2, CINDEX_ERROR = 3 };
 
 /* The stat fields a mount reports of a node (uid and gid are the mount's,
  * not the member's, and are not kept). */
@@ -63,7 +72,8 @@ typedef struct cindex_node {
 	int type;               /* enum cindex_type */
 	char *name;             /* "" for the root */
 	char *path;             /* in the member: "/" for the root, "/g/ds" */
-	char *target;           /* a symlink's readlink answer, else NULL */
+	char *target;           /* a symlink's readlink answer; an error node's
+				 * reason; else NULL */
 	cindex_stat st;
 	/* The member root's own numbers, so that an indexed root answers as
 	 * the live one did: lid the node id its lookup gave (files: st_ino;
@@ -189,6 +199,11 @@ int cindex_count(uint64_t *out, cindex *ix, const char *root);
 int cindex_tree_new(cindex_tree **out);
 int cindex_tree_add(uint32_t *out, cindex_tree *t, uint32_t parent, const char *name,
 		    const cindex_stat *st, const char *target);
+/* An error node (CINDEX_ERROR) named name under parent: mode its type
+ * bits as readdir gave them (S_IFMT; 0 unknown), dino its readdir number,
+ * why the reason its lookup failed. */
+int cindex_tree_add_error(uint32_t *out, cindex_tree *t, uint32_t parent, const char *name, uint32_t mode,
+			  uint64_t dino, const char *why);
 int cindex_tree_xattr(cindex_tree *t, uint32_t node, const char *name, const void *value, size_t len);
 /* One more file the tree reaches, as r says (strings copied; etag NULL: ""). */
 int cindex_tree_related(cindex_tree *t, const cindex_related *r);

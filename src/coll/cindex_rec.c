@@ -156,6 +156,11 @@ static int load_rows(cindex_tree *t, cindex *ix, int64_t id, int64_t nodes)
 		nd->order = (uint32_t)sqlite3_column_int64(s, 2);
 		nd->lid = (uint64_t)sqlite3_column_int64(s, 16);
 		nd->dino = (uint64_t)sqlite3_column_int64(s, 17);
+		/* an error node: any name but the root's, its reason in target
+		 * (its stat, mode aside, unused); no xattrs nor children follow
+		 * (cindex_tree_xattr and the seal refuse them) */
+		if (sqlite3_column_int64(s, 5) == CINDEX_ERROR && got > 0 && nd->target)
+			nd->type = CINDEX_ERROR;
 		if (strcmp(nd->path, text(s, 4)) != 0 ||
 		    sqlite3_column_int64(s, 5) != nd->type) {
 			rc = BAD_RECORD;

@@ -126,6 +126,24 @@ int cindex_tree_add(uint32_t *out, cindex_tree *t, uint32_t parent, const char *
 	return 0;
 }
 
+int cindex_tree_add_error(uint32_t *out, cindex_tree *t, uint32_t parent, const char *name, uint32_t mode,
+			  uint64_t dino, const char *why)
+{
+	cindex_stat st = { .mode = mode & S_IFMT };
+	int rc;
+
+	/* never the root: a member whose root cannot be read is unreadable
+	 * as a whole (cindex_set_unreadable) */
+	if (!t->n)
+		return h5_err_set(H5_ERR_INVAL, "index tree: an error node cannot be the root");
+	rc = cindex_tree_add(out, t, parent, name, &st, why ? why : "");
+	if (rc < 0)
+		return rc;
+	t->nodes[*out].type = CINDEX_ERROR;
+	t->nodes[*out].dino = dino;
+	return 0;
+}
+
 int cindex_tree_xattr(cindex_tree *t, uint32_t node, const char *name, const void *value, size_t len)
 {
 	cindex_node *nd;
@@ -134,6 +152,8 @@ int cindex_tree_xattr(cindex_tree *t, uint32_t node, const char *name, const voi
 	if (node >= t->n)
 		return h5_err_set(H5_ERR_INVAL, "index tree: no node %u", node);
 	nd = &t->nodes[node];
+	if (nd->type == CINDEX_ERROR)
+		return h5_err_set(H5_ERR_INVAL, "index tree: node %u is an error", node);
 	if (nd->nxattrs == nd->xcap) {
 		uint32_t cap = nd->xcap ? nd->xcap * 2 : 4;
 		cindex_xattr *p = realloc(nd->xattrs, (size_t)cap * sizeof(*p));

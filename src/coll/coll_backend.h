@@ -54,6 +54,9 @@ struct coll_stat {
 	 * signature decides (root_coll.c reads it). */
 	bool by_name;
 	bool member;
+	/* listed by list_kinds without a stat: a regular file whose size,
+	 * mtime, mode, owner and inode are unknown (0) */
+	bool unstamped;
 };
 
 struct coll_dirent {
@@ -70,6 +73,11 @@ struct coll_backend {
 	void (*close)(void *b);
 	/* the entries of directory path (malloc'd array and names) */
 	int (*list)(void *b, struct coll_dirent **out, size_t *n, const char *path);
+	/* the same, for a caller that needs no regular file's stamp (a
+	 * tool's walk that opens every member anyway): regular files as the
+	 * listing itself tells them (local: getdents' d_type), unstamped, no
+	 * stat each; others as list gives them. NULL: list */
+	int (*list_kinds)(void *b, struct coll_dirent **out, size_t *n, const char *path);
 	int (*stat)(void *b, struct coll_stat *st, const char *path);
 	/* the file's bytes (plain files, the signature search) */
 	int (*open_source)(void *b, h5_source **out, const char *path);

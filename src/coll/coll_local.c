@@ -94,7 +94,11 @@ static int local_stat(void *b, struct coll_stat *cs, const char *path)
 	return 0;
 }
 
-static int local_list(void *b, struct coll_dirent **out, size_t *n, const char *path)
+/* stamp false: a regular file by its d_type alone (no fstatat: a
+ * thousand members were a thousand system calls before any was opened,
+ * bench/README.md, issue 45); symlinks, folders and unknown types
+ * stat'ed as always. */
+static int list(void *b, struct coll_dirent **out, size_t *n, const char *path, bool stamp)
 {
 	struct local *l = b;
 	struct coll_dirent *v = NULL;
@@ -116,10 +120,11 @@ static int local_list(void *b, struct coll_dirent **out, size_t *n, const char *
 	}
 	while ((errno = 0, de = readdir(d)) != NULL) {
 		struct stat st;
+		bool bare = !stamp && de->d_type == DT_REG;
 
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (fstatat(dirfd(d), de->d_name, &st, 0) != 0)
+		if (!bare && fstatat(dirfd(d), de->d_name, &st, 0) != 0)
 			continue;       /* gone meanwhile, or a dangling symlink */
 		if (*n == cap) {
 			size_t ncap = cap ? cap * 2 : 64;
@@ -132,7 +137,13 @@ static int local_list(void *b, struct coll_dirent **out, size_t *n, const char *
 			v = nv;
 			cap = ncap;
 		}
-		stat_of(&v[*n].st, &st);
+		if (bare) {
+			memset(&v[*n].st, 0, sizeof(v[*n].st));
+			v[*n].st.is_file = true;
+			v[*n].st.unstamped = true;
+		} else {
+			stat_of(&v[*n].st, &st);
+		}
 		v[*n].name = strdup(de->d_name);
 		if (!v[*n].name) {
 			e = ENOMEM;
@@ -150,6 +161,16 @@ static int local_list(void *b, struct coll_dirent **out, size_t *n, const char *
 	}
 	*out = v;
 	return 0;
+}
+
+static int local_list(void *b, struct coll_dirent **out, size_t *n, const char *path)
+{
+	return list(b, out, n, path, true);
+}
+
+static int local_list_kinds(void *b, struct coll_dirent **out, size_t *n, const char *path)
+{
+	return list(b, out, n, path, false);
 }
 
 static char *full_path(const struct local *l, const char *path)
@@ -237,6 +258,7 @@ const struct coll_backend coll_local = {
 	.open = local_open,
 	.close = local_close,
 	.list = local_list,
+	.list_kinds = local_list_kinds,
 	.stat = local_stat,
 	.open_source = local_open_source,
 	.open_member = local_open_member,

@@ -30,6 +30,7 @@ static int ent_cmp(const void *a, const void *b)
 static void file(struct walk *w, const char *path, const struct coll_stat *st)
 {
 	const coll_visit *v = w->v;
+	struct coll_stat full;
 	bool hdf5;
 	int known = -1, e;
 
@@ -44,6 +45,18 @@ static void file(struct walk *w, const char *path, const struct coll_stat *st)
 		return;
 	}
 	h5_err_clear();
+	if (st->unstamped) {
+		/* the signature search needs the size: stat'ed after all */
+		e = w->be->stat(w->b, &full, path);
+		if (e == ENOENT)
+			return;         /* gone meanwhile, as a listing leaves it out */
+		if (e) {
+			h5_err_set(coll_h5err(e), "%s: %s", path, strerror(e));
+			v->error(v->u, path, e);
+			return;
+		}
+		st = &full;
+	}
 	e = coll_detect(&hdf5, w->be, w->b, path, st->size);
 	if (e) {
 		if (!*h5_err_msg())
@@ -77,7 +90,7 @@ static int folder(struct walk *w, const char *path, const struct coll_stat *self
 		return ELOOP;
 	}
 	h5_err_clear();
-	e = w->be->list(w->b, &d, &n, path);
+	e = v->unstamped && w->be->list_kinds ? w->be->list_kinds(w->b, &d, &n, path) : w->be->list(w->b, &d, &n, path);
 	if (e) {
 		if (!*h5_err_msg())
 			h5_err_set(coll_h5err(e), "%s: %s", *path ? path : ".", strerror(e));

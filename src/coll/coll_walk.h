@@ -31,6 +31,10 @@ typedef struct coll_visit {
 	void (*set_kind)(void *u, const char *path, const struct coll_stat *st, bool hdf5);
 	/* 0 walks into folders; 1 lists the top only */
 	int top_only;
+	/* 1: file() needs no regular file's stamp (no kind cache: every
+	 * member is opened, which reads its stat then), so the backend may
+	 * list without a stat per file (list_kinds; st->unstamped) */
+	int unstamped;
 } coll_visit;
 
 /* Walk (be, b) from its top. 0, or the errno of listing the top itself

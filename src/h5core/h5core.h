@@ -51,6 +51,9 @@ int h5_err_set(int code, const char *fmt, ...)
 int h5_err_wrap(int code, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 const char *h5_err_msg(void);
+/* The code of the error h5_err_msg() describes (the last set or wrapped
+ * in this thread), 0 when none. */
+int h5_err_code(void);
 void h5_err_clear(void);
 const char *h5_err_name(int code);
 
@@ -590,10 +593,14 @@ typedef struct h5_dataset_info {
 	size_t nfilters;
 	h5_filter_info *filters;
 	uint64_t logical_size;    /* h5_dataset_size */
-	uint64_t allocated_size;  /* h5_dataset_allocated */
+	uint64_t allocated_size;  /* h5_dataset_allocated (UINT64_MAX: not asked) */
 } h5_dataset_info;
 
 int h5_dataset_describe(h5_dataset_info *out, h5_dataset *d);
+/* The same; flags H5_DESCRIBE_NO_ALLOCATED: allocated_size not computed
+ * (UINT64_MAX), which walks a chunked dataset's whole index. */
+#define H5_DESCRIBE_NO_ALLOCATED 1u
+int h5_dataset_describe_flags(h5_dataset_info *out, h5_dataset *d, unsigned flags);
 void h5_dataset_info_clear(h5_dataset_info *info);
 
 /* ---- where a dataset's bytes are stored (storage.c) --------------------- */

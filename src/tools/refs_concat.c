@@ -487,6 +487,9 @@ static int gather_collection(struct gather *g, const char *top)
 	}
 	open_index(g);
 	cv.kind = walk_kind;
+	/* without an index no file's stamp is used: each is opened, and
+	 * the open's fstat is its stamp (a stat per file less) */
+	cv.unstamped = !g->ix;
 	coll_progress_start("h5fs-ls");
 	rc = tool_coll_open(&g->be, &g->b, top, g->o->oo, g->o->suffixes, "h5fs-ls");
 	if (rc < 0) {

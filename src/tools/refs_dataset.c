@@ -205,7 +205,8 @@ void refs_put_dataset(struct refs *R, const char *prefix, const char *path, uint
 	int have_di = 0, have_ac = 0, rc, conv = 0;
 
 	rc = h5_dataset_open(&d, R->f, addr);
-	if (rc == 0 && (rc = h5_dataset_describe(&di, d)) == 0)
+	/* allocated_size unused: the chunks are walked below, once */
+	if (rc == 0 && (rc = h5_dataset_describe_flags(&di, d, H5_DESCRIBE_NO_ALLOCATED)) == 0)
 		have_di = 1;
 	if (rc == 0)
 		rc = h5_dataset_storage(&st, d);

@@ -1,29 +1,31 @@
 #!/usr/bin/python3
 """An indexed remount opens no member file the walk does not read (issue
-45 item 3). DIR: make_vds_fixtures.py's virtual datasets (among them
-loop_a.h5 and loop_b.h5, whose datasets read each other: a cycle;
+45 item 3, with what it left: members with an object that fails). DIR:
+make_vds_fixtures.py's virtual datasets (among them loop_a.h5 and
+loop_b.h5, whose datasets read each other: a cycle;
 typed.h5 and outside.h5, a dataset each that cannot be read), 20 plain
 members, bad/badroot.h5 (a superblock whose root group lies past the
-end) and bad/corrupt.h5. A first mount with -o index= walks DIR (find,
-then every entry's xattrs, as getfattr -R does) and records it; the
-daemon of a second mount on that index is traced (strace -f -p, openat
-and openat2) while `ls -lR` and the same walk run, and its opens of
-DIR's files are counted:
+end), bad/corrupt.h5, and obj/onebad.h5: datasets, a group and xattrs
+readable, and one dataset, /bad, whose object header has a byte flipped
+(its checksum fails: h5py cannot open it either). A first mount with -o
+index= walks DIR (find, then every entry's lstat and xattrs, as ls -l and
+getfattr -R do) and records it; the daemon of a second mount on that
+index is traced (strace -f -p, openat and openat2) while `ls -lR` and the
+same walk run, and its opens of DIR's files are counted:
 
-- a member the index recorded is never opened, unless it is a source of
-  a member the index could not record (a virtual dataset with an
-  unreadable object is read live: its sources with it);
-- bad/badroot.h5 is not opened again: the index remembers it unreadable
-  (before: opened by every walk, its root group failing after the open);
-- loop_a.h5 and loop_b.h5 are opened twice per access of their /v, not
-  16 times (each level of the cycle was an open of the other file, 8
-  levels deep: 49 opens each for one ls -lR).
-
-Not done (issue 45 item 3, what is left): a member with an object that
-fails (loop_a/b, typed, outside) is not recorded at all, so every
-remount opens it (and the sources of its virtual datasets) live.
+- the first mount answers EIO for obj/onebad.h5/bad (one log line a
+  lookup) and every other object of the member byte for byte;
+- the remount opens no file of DIR at all: an object that fails for its
+  bytes (obj/onebad.h5's /bad, the cycle of loop_a/b, typed.h5's and
+  outside.h5's datasets) is an error node of its member's record,
+  answered EIO with one log line ("by the index"), and bad/badroot.h5 is
+  remembered unreadable;
+- a member touched (mtime) since is opened again (the trace's positive
+  control) and still EIO for /bad; replaced by a sound file, /bad reads
+  as h5py wrote it.
 
 Needs strace (exit 77 without)."""
+import errno
 import os
 import re
 import shutil
@@ -41,14 +43,41 @@ T.require_fuse()
 if not shutil.which("strace"):
     T.skip("strace missing (Debian strace)")
 
-# the sources of the virtual datasets the index cannot record (their
-# tree has an object that fails): read live with them
-LIVE = {"vds/loop_a.h5", "vds/loop_b.h5", "vds/typed.h5", "vds/outside.h5"}
-# per file, for ls -lR and the walk together: every access of the
-# unreadable /v (not kept: the member's error is its own to give) opens
-# the other file of the cycle and resolves its own name once (2); 17 were
-# seen, 131 before the cycle was found at once (49 for ls -lR alone)
-LOOP_OPENS_MAX = 24
+ONEBAD = "obj/onebad.h5"
+
+
+def onebad_values():
+    """The sound objects of obj/onebad.h5: path -> bytes; xattr user.a of /good."""
+    import numpy as np
+    return {"good": np.arange(100, dtype="<i8").tobytes(), "g/inner": np.arange(5, dtype="<f4").tobytes(),
+            "bad": (np.arange(50, dtype="<i8") * 3).tobytes()}
+
+
+def write_onebad(p, corrupt):
+    """obj/onebad.h5 (h5py), its /bad's object header corrupted when
+    corrupt: a byte inside the header (under its checksum) flipped."""
+    import h5py
+    import numpy as np
+    with h5py.File(p, "w", libver="latest") as f:
+        f["good"] = np.arange(100, dtype="<i8")
+        f["good"].attrs["a"] = 1
+        f["bad"] = np.arange(50, dtype="<i8") * 3
+        f.create_group("g")["inner"] = np.arange(5, dtype="<f4")
+    if not corrupt:
+        return
+    with h5py.File(p, "r") as f:
+        addr = h5py.h5o.get_info(f["bad"].id).addr
+    blob = bytearray(open(p, "rb").read())
+    assert blob[addr:addr + 4] == b"OHDR", blob[addr:addr + 4]
+    blob[addr + 8] ^= 0xFF
+    with open(p, "wb") as fh:
+        fh.write(bytes(blob))
+    with h5py.File(p, "r") as f:
+        try:
+            f["bad"]
+        except (KeyError, OSError, RuntimeError):
+            return
+    raise AssertionError("h5py still opens /bad of %s" % p)
 
 
 def make(top):
@@ -83,16 +112,41 @@ open(p, "wb").write(bytes(blob))
 
 
 def walk(mnt):
-    """find, then every entry's xattrs (getfattr -R -d)."""
+    """find, then every entry's lstat and xattrs (ls -l, getfattr -R -d):
+    the paths that gave EIO."""
+    eio = set()
     subprocess.run(["find", mnt], timeout=300, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for d, dirs, files in os.walk(mnt):
         for n in dirs + files:
             p = os.path.join(d, n)
             try:
+                os.lstat(p)
                 for x in os.listxattr(p, follow_symlinks=False):
                     os.getxattr(p, x, follow_symlinks=False)
-            except OSError:
-                pass    # the unreadable objects: EIO, as on the first mount
+            except OSError as e:
+                if e.errno == errno.EIO:
+                    eio.add(os.path.relpath(p, mnt))
+    return eio
+
+
+def check_onebad(mnt, bad_readable):
+    """obj/onebad.h5 through the mount: every sound object byte for byte,
+    /good's xattr, and /bad EIO (or its bytes when bad_readable)."""
+    for rel, want in onebad_values().items():
+        p = os.path.join(mnt, ONEBAD, rel)
+        if rel == "bad" and not bad_readable:
+            T.expect_err("lstat " + p, lambda: os.lstat(p), errno.EIO)
+            T.expect_err("open " + p, lambda: open(p, "rb"), errno.EIO)
+            continue
+        with open(p, "rb") as fh:
+            got = fh.read()
+        if got != want:
+            T.fail("%s: %d bytes differ from h5py's %d" % (p, len(got), len(want)))
+    names = set(os.listdir(os.path.join(mnt, ONEBAD)))
+    if names != {"good", "bad", "g"}:
+        T.fail("%s lists %s" % (ONEBAD, sorted(names)))
+    if not any(x.endswith(".a") or x == "user.a" for x in os.listxattr(os.path.join(mnt, ONEBAD, "good"))):
+        T.fail("%s/good: no xattr of attribute a: %s" % (ONEBAD, os.listxattr(os.path.join(mnt, ONEBAD, "good"))))
 
 
 def traced_opens(m, top, fn):
@@ -129,42 +183,91 @@ def traced_opens(m, top, fn):
     return count
 
 
+def ls_and_walk(mnt):
+    """ls -lR, then walk(): the paths walk() saw EIO for."""
+    subprocess.run(["ls", "-lR", mnt], timeout=300, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return walk(mnt)
+
+
+def lines_of(out, what):
+    return [ln for ln in out.splitlines() if what in ln]
+
+
 def main():
     work = T.workdir("remount_opens")
     top = os.path.join(work, "dir")
     make(top)
+    os.makedirs(os.path.join(top, "obj"), exist_ok=True)
+    write_onebad(os.path.join(top, ONEBAD), corrupt=True)
     real = os.path.realpath(top)
     mnt = os.path.join(work, "mnt")
     index = os.path.join(work, "index.sqlite")
+    onebad = os.path.join(top, ONEBAD)
+
+    # the first mount: EIO for /bad, every other object read; recorded
     with T.Mount(top, mnt, ["-o", "index=" + index]) as m:
         with m.watchdog(300):
-            walk(mnt)
+            eio_first = walk(mnt)
+            check_onebad(mnt, False)
+        out = m.output()
+    if ONEBAD + "/bad" not in eio_first:
+        T.fail("first mount: no EIO for %s/bad in the walk: %s" % (ONEBAD, sorted(eio_first)))
+    if not lines_of(out, ONEBAD + ": lookup /bad") or any("by the index" in ln for ln in lines_of(out, ONEBAD + ": lookup /bad")):
+        T.fail("first mount: no live log line for /bad: %s" % out[-2000:])
     db = sqlite3.connect(index)
     recorded = {r[0] for r in db.execute("SELECT path FROM member")}
+    errors = {(r[0], r[1]) for r in db.execute(
+        "SELECT m.path, n.path FROM node n JOIN member m ON m.id = n.member WHERE n.type = 3")}
     db.close()
-    if "plain/p00.h5" not in recorded or "vds/src_0.h5" not in recorded:
-        T.fail("the first mount recorded %d members, not the plain ones: %s" % (len(recorded), sorted(recorded)[:10]))
+    print("error nodes recorded: %s" % sorted(errors))
+    for p in ("plain/p00.h5", "vds/src_0.h5", ONEBAD, "vds/loop_a.h5", "vds/loop_b.h5"):
+        if p not in recorded:
+            T.fail("the first mount did not record %s (%d recorded)" % (p, len(recorded)))
+    if (ONEBAD, "/bad") not in errors:
+        T.fail("no error node for %s's /bad: %s" % (ONEBAD, sorted(errors)))
+
+    # the remount: no file of DIR opened; /bad still EIO, from the index
+    eio_re = set()
     with T.Mount(top, mnt, ["-o", "index=" + index]) as m:
         with m.watchdog(300):
-            opens = traced_opens(m, real, lambda: (
-                subprocess.run(["ls", "-lR", mnt], timeout=300, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
-                walk(mnt)))
+            opens = traced_opens(m, real, lambda: eio_re.update(ls_and_walk(mnt)))
+            n_before = len(lines_of(m.output(), ONEBAD + ": lookup /bad"))
+            T.expect_err("lstat /bad", lambda: os.lstat(os.path.join(mnt, ONEBAD, "bad")), errno.EIO)
+            T.wait_until(lambda: len(lines_of(m.output(), ONEBAD + ": lookup /bad")) > n_before, 10)
+            n_after = len(lines_of(m.output(), ONEBAD + ": lookup /bad"))
+        out = m.output()
     print("opens of DIR's files on the indexed remount: %s" % sorted(opens.items()))
-    for p, n in sorted(opens.items()):
-        if p in recorded and not p.startswith("vds/"):
-            T.fail("%s: recorded in the index, yet opened %d times" % (p, n))
-    if "bad/badroot.h5" in opens:
-        T.fail("bad/badroot.h5 opened %d times: not remembered unreadable" % opens["bad/badroot.h5"])
-    for p in ("vds/loop_a.h5", "vds/loop_b.h5"):
-        if opens.get(p, 0) > LOOP_OPENS_MAX:
-            T.fail("%s opened %d times (at most %d: the cycle is found at once)" % (p, opens[p], LOOP_OPENS_MAX))
-    vds_recorded = {p for p in recorded if p.startswith("vds/")}
-    for p in sorted(set(opens) & vds_recorded):
-        # a recorded member of vds/ opened: only as a source of one read live
-        if p not in ("vds/src_0.h5", "vds/src_1.h5", "vds/src_2.h5", "vds/src_3.h5", "vds/short.h5"):
-            T.fail("%s: recorded, and no source of %s, yet opened %d times" % (p, sorted(LIVE), opens[p]))
-    if not opens or not set(opens) & LIVE:
-        T.fail("no open of the members the index cannot record: the trace saw nothing? %s" % opens)
+    if opens:
+        T.fail("the indexed remount opened files of DIR: %s" % sorted(opens.items()))
+    if eio_re != eio_first:
+        T.fail("EIO on the remount %s, on the first mount %s" % (sorted(eio_re), sorted(eio_first)))
+    bad_lines = lines_of(out, ONEBAD + ": lookup /bad")
+    if not bad_lines or not all("by the index" in ln and "checksum" in ln for ln in bad_lines):
+        T.fail("remount: /bad's log lines do not say the index's reason: %s" % bad_lines)
+    if n_after != n_before + 1:
+        T.fail("one lstat of /bad logged %d lines" % (n_after - n_before))
+
+    # touched: its stamp changed, the member is read again (and recorded)
+    st = os.stat(onebad)
+    os.utime(onebad, ns=(st.st_atime_ns, st.st_mtime_ns + 1000000000))
+    with T.Mount(top, mnt, ["-o", "index=" + index]) as m:
+        with m.watchdog(300):
+            opens = traced_opens(m, real, lambda: eio_re.update(ls_and_walk(mnt)))
+            check_onebad(mnt, False)
+        out = m.output()
+    print("opens after touching %s: %s" % (ONEBAD, sorted(opens.items())))
+    if set(opens) != {ONEBAD}:
+        T.fail("after touching %s, opened %s (that member alone expected)" % (ONEBAD, sorted(opens.items())))
+    if not lines_of(out, ONEBAD + ": lookup /bad") or any("by the index" in ln for ln in lines_of(out, ONEBAD + ": lookup /bad")):
+        T.fail("touched: /bad not read live: %s" % lines_of(out, ONEBAD + ": lookup /bad"))
+
+    # replaced by a sound file: /bad reads as h5py wrote it
+    tmp = onebad + ".new"
+    write_onebad(tmp, corrupt=False)
+    os.rename(tmp, onebad)
+    with T.Mount(top, mnt, ["-o", "index=" + index]) as m:
+        with m.watchdog(300):
+            check_onebad(mnt, True)
     return T.finish()
 
 

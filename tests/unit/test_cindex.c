@@ -1,7 +1,8 @@
 /* test_cindex.c - the collection index (src/coll/cindex.c, cindex_tree.c):
  * trees in memory, records in SQLite keyed by member, size, mtime, ETag and
- * view, files that are not an index moved aside and rebuilt, damaged
- * records read as misses, several handles (mounts) on one file, and a
+ * view, error nodes (objects a walk could not read), files that are not
+ * an index (or of another schema version) moved aside and rebuilt, an
+ * index of version 4 read as it is, damaged records read as misses, several handles (mounts) on one file, and a
  * writer killed with SIGKILL mid-transaction. */
 #include "testutil.h"
 
@@ -499,6 +500,138 @@ START_TEST(test_damaged_record)
 }
 END_TEST
 
+/* sample() with error nodes (CINDEX_ERROR): one at the top, one in b/,
+ * after and before their siblings in readdir order. */
+static cindex_tree *sample_errors(void)
+{
+	cindex_tree *t = sample(0);
+	uint32_t e1, e2;
+
+	ck_assert_int_eq(cindex_tree_add_error(&e1, t, 0, "bad", 0, 9001, "object header at 0x1cf: checksum mismatch"),
+			 0);
+	ck_assert_int_eq(cindex_tree_add_error(&e2, t, 1, "0broken", S_IFDIR | 0755, 9002, "cycle"), 0);
+	ck_assert_int_eq(cindex_tree_seal(t), 0);
+	return t;
+}
+
+START_TEST(test_error_nodes)
+{
+	const char *path = fresh("err.sqlite");
+	cindex_tree *t = sample_errors(), *got;
+	cindex_key k = key_of("m.h5", 5, 6, NULL);
+	uint32_t x;
+	int64_t e;
+	cindex *ix;
+
+	/* in memory: an error node has its reason, its readdir number and
+	 * type bits, and takes no xattr nor child; the root is never one */
+	e = cindex_tree_lookup(t, 0, "bad");
+	ck_assert_int_ge(e, 0);
+	ck_assert_int_eq(t->nodes[e].type, CINDEX_ERROR);
+	ck_assert_str_eq(t->nodes[e].target, "object header at 0x1cf: checksum mismatch");
+	ck_assert_uint_eq(t->nodes[e].dino, 9001);
+	ck_assert_uint_eq(t->nodes[e].st.mode, 0);
+	ck_assert_int_lt(cindex_tree_xattr(t, (uint32_t)e, "user.x", "1", 1), 0);
+	ck_assert_int_lt(cindex_tree_add(&x, t, (uint32_t)e, "kid", &(cindex_stat){ .mode = S_IFREG }, NULL), 0);
+	e = cindex_tree_lookup(t, 1, "0broken");
+	ck_assert_int_ge(e, 0);
+	ck_assert_int_eq(t->nodes[e].type, CINDEX_ERROR);
+	ck_assert_uint_eq(t->nodes[e].st.mode, S_IFDIR);
+	ck_assert_uint_eq(t->nodes[e].order, 1);
+	ck_assert_int_eq(cindex_tree_seal(t), 0);
+	{
+		cindex_tree *r;
+
+		ck_assert_int_eq(cindex_tree_new(&r), 0);
+		ck_assert_int_lt(cindex_tree_add_error(&x, r, 0, NULL, 0, 1, "root"), 0);
+		cindex_tree_free(r);
+	}
+	/* stored and loaded as they were */
+	ck_assert_int_eq(cindex_open(&ix, path, on_log, NULL), 0);
+	ck_assert_int_eq(cindex_store(ix, &k, t), 0);
+	ck_assert_int_eq(cindex_load(&got, ix, &k), 0);
+	assert_same(t, got);
+	cindex_tree_free(got);
+	ck_assert_int_eq(notices, 0);
+	/* damaged: another reason (the CRC), an error node turned into a
+	 * file or a file into one, one with an xattr, one as a parent: misses */
+	exec_sql(path, "UPDATE node SET target = 'other' WHERE name = 'bad'");
+	ck_assert_int_eq(cindex_load(&got, ix, &k), 1);
+	ck_assert_ptr_nonnull(strstr(last_notice, "damaged"));
+	ck_assert_int_eq(cindex_store(ix, &k, t), 0);
+	exec_sql(path, "UPDATE node SET type = 1 WHERE name = 'bad'");
+	ck_assert_int_eq(cindex_load(&got, ix, &k), 1);
+	ck_assert_int_eq(cindex_store(ix, &k, t), 0);
+	exec_sql(path, "UPDATE node SET type = 3 WHERE name = 'a'");
+	ck_assert_int_eq(cindex_load(&got, ix, &k), 1);
+	ck_assert_int_eq(cindex_store(ix, &k, t), 0);
+	exec_sql(path, "UPDATE node SET type = 3, target = NULL WHERE name = 'bad'");
+	ck_assert_int_eq(cindex_load(&got, ix, &k), 1);
+	ck_assert_int_eq(cindex_store(ix, &k, t), 0);
+	exec_sql(path, "INSERT INTO xattr SELECT member, id, 0, 'user.x', x'01' FROM node WHERE name = 'bad'");
+	ck_assert_int_eq(cindex_load(&got, ix, &k), 1);
+	ck_assert_int_eq(cindex_store(ix, &k, t), 0);
+	exec_sql(path, "UPDATE node SET type = 4 WHERE name = 'bad'");
+	ck_assert_int_eq(cindex_load(&got, ix, &k), 1);
+	/* recording again mends it */
+	ck_assert_int_eq(cindex_store(ix, &k, t), 0);
+	ck_assert_int_eq(cindex_load(&got, ix, &k), 0);
+	assert_same(t, got);
+	cindex_tree_free(got);
+	cindex_close(ix);
+	cindex_tree_free(t);
+}
+END_TEST
+
+/* An index of schema version 4 (the same tables, no error nodes) is read
+ * as it is and marked 5 (so an older h5fs moves it aside rather than
+ * misread an error node); a newer one, or one before 4, is rebuilt. */
+START_TEST(test_schema_versions)
+{
+	const char *path = fresh("v4.sqlite");
+	cindex_tree *t = sample(0), *got;
+	cindex_key k = key_of("m.h5", 5, 6, NULL);
+	char bad[420];
+	sqlite3 *db;
+	sqlite3_stmt *s;
+	cindex *ix;
+
+	ck_assert_int_eq(cindex_open(&ix, path, on_log, NULL), 0);
+	ck_assert_int_eq(cindex_store(ix, &k, t), 0);
+	cindex_close(ix);
+	exec_sql(path, "UPDATE meta SET value = '4' WHERE key = 'version'");
+	ck_assert_int_eq(cindex_open(&ix, path, on_log, NULL), 0);
+	ck_assert_int_eq(notices, 0);
+	snprintf(bad, sizeof(bad), "%s.bad", path);
+	ck_assert(!exists(bad));
+	ck_assert_int_eq(cindex_load(&got, ix, &k), 0);
+	assert_same(t, got);
+	cindex_tree_free(got);
+	cindex_close(ix);
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'version'", -1, &s, NULL),
+			 SQLITE_OK);
+	ck_assert_int_eq(sqlite3_step(s), SQLITE_ROW);
+	ck_assert_int_eq(atoi((const char *)sqlite3_column_text(s, 0)), CINDEX_SCHEMA_VERSION);
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	/* 3 (no related table's meaning), 6 (a later h5fs's), "4x": rebuilt */
+	exec_sql(path, "UPDATE meta SET value = '3' WHERE key = 'version'");
+	assert_rebuilt(path, "schema version");
+	path = fresh("v6.sqlite");
+	ck_assert_int_eq(cindex_open(&ix, path, on_log, NULL), 0);
+	cindex_close(ix);
+	exec_sql(path, "UPDATE meta SET value = '6' WHERE key = 'version'");
+	assert_rebuilt(path, "schema version");
+	path = fresh("v4x.sqlite");
+	ck_assert_int_eq(cindex_open(&ix, path, on_log, NULL), 0);
+	cindex_close(ix);
+	exec_sql(path, "UPDATE meta SET value = '4x' WHERE key = 'version'");
+	assert_rebuilt(path, "schema version");
+	cindex_tree_free(t);
+}
+END_TEST
+
 struct writer {
 	const char *path;
 	int id, n;
@@ -740,6 +873,8 @@ static Suite *cindex_suite(void)
 	tcase_add_test(tc, test_truncated);
 	tcase_add_test(tc, test_damaged_pages);
 	tcase_add_test(tc, test_damaged_record);
+	tcase_add_test(tc, test_error_nodes);
+	tcase_add_test(tc, test_schema_versions);
 	tcase_add_test(tc, test_shared);
 	tcase_add_test(tc, test_kill9);
 	tcase_add_test(tc, test_prune);

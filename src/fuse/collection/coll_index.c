@@ -293,6 +293,14 @@ static void live_arg_written(void *arg)
 	coll_index_forget(a->ci, a->path);
 }
 
+static void live_arg_eio(void *arg, const char *path, const char *why)
+{
+	struct live_arg *a = arg;
+
+	h5fs_log_cfg(&a->ci->cfg, LOG_ERR, "%s: lookup %s: EIO: %s (as when last read at this size and mtime, "
+		     "by the index)", a->path, path, why);
+}
+
 static void live_arg_free(void *arg)
 {
 	struct live_arg *a = arg;
@@ -305,7 +313,8 @@ static void live_arg_free(void *arg)
 int coll_index_root(struct coll_index *ci, const struct root_ops **ops, void **r, const char *path,
 		    const struct member_stamp *ms, coll_open_fn open, struct slot *s)
 {
-	struct index_live lv = { live_arg_open, live_arg_written, live_arg_changed, live_arg_free, NULL };
+	struct index_live lv = { .open = live_arg_open, .on_write = live_arg_written, .changed = live_arg_changed,
+				 .free = live_arg_free, .eio = live_arg_eio };
 	struct live_arg *a;
 	cindex_tree *t = NULL;
 	char view[128];
@@ -369,8 +378,9 @@ void coll_index_record(struct coll_index *ci, const char *path, const struct mem
 	k = key_of(ci, path, before, view, sizeof(view));
 	e = index_record(&t, ops, r, INDEX_MAX_NODES);
 	if (e) {
-		/* an object that gives an error, a tree too big or too deep:
-		 * the member stays live, its errors its own to give */
+		/* an object that gives an error other than its bytes' (which
+		 * are error nodes), a tree too big or too deep: the member
+		 * stays live, its errors its own to give */
 		h5fs_log_cfg(&ci->cfg, LOG_DEBUG, "index: %s not recorded: %s", path, strerror(e));
 		h5_err_clear();
 		return;

@@ -57,8 +57,7 @@ static int open_live(struct coll *c, h5fs **out, h5_file **file, const char *pat
 			/* its root group unreadable (bad/badroot.h5): the file's
 			 * bytes, which the index remembers at this stamp, so that
 			 * an indexed remount does not open it again */
-			e = rc == H5_ERR_FORMAT || rc == H5_ERR_CHECKSUM || rc == H5_ERR_UNSUPPORTED ||
-			    rc == H5_ERR_LOOP ? EBADMSG : EIO;
+			e = index_bytes_err(rc) ? EBADMSG : EIO;
 		}
 	}
 	if (e == EMFILE)

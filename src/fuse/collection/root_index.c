@@ -132,7 +132,18 @@ static int walk_dir(struct walk *w, uint32_t node, uint64_t lid, unsigned depth)
 			err = EFBIG;
 			break;
 		}
+		h5_err_clear();         /* the code below is this lookup's own */
 		err = w->ops->lookup(w->r, &e, lid, d.name);
+		if (err == EIO && index_bytes_err(h5_err_code())) {
+			/* the object's bytes fail, as they will at every
+			 * reading at this stamp: remembered so */
+			if (cindex_tree_add_error(&kid, w->t, node, d.name, d.type, d.ino, h5_err_msg()) < 0)
+				err = ENOMEM;
+			else
+				err = 0;
+			h5_err_clear();
+			continue;
+		}
 		if (err)
 			break;
 		/* an object of another file (an external link shown in place,
@@ -192,6 +203,12 @@ int index_record(cindex_tree **out, const struct root_ops *ops, void *r, size_t 
 	}
 	*out = w.t;
 	return 0;
+}
+
+bool index_bytes_err(int h5code)
+{
+	return h5code == H5_ERR_FORMAT || h5code == H5_ERR_CHECKSUM || h5code == H5_ERR_UNSUPPORTED ||
+	       h5code == H5_ERR_LOOP;
 }
 
 void index_view(char *buf, size_t size, const h5fs_config *cfg, mode_t file_mode)
@@ -311,7 +328,9 @@ int index_root_new(void **out, cindex_tree *t, const h5fs_config *cfg, uid_t uid
 	}
 	t->nodes[0].lid = FUSE_ROOT_ID;
 	for (uint32_t k = 0; k < t->n; k++) {
-		if (node_of(ir, t->nodes[k].lid) >= 0)
+		/* an error node has no id: its lookup fails, so the kernel
+		 * never holds one to ask about */
+		if (t->nodes[k].type == CINDEX_ERROR || node_of(ir, t->nodes[k].lid) >= 0)
 			continue;
 		for (size_t i = hash_u64(t->nodes[k].lid, cap);; i = (i + 1) & (cap - 1))
 			if (!ir->by_lid[i]) {
@@ -383,6 +402,12 @@ static int ix_lookup(void *r, struct root_entry *e, uint64_t parent, const char 
 	k = cindex_tree_lookup(ir->t, (uint32_t)p, name);
 	if (k < 0)
 		return ENOENT;
+	if (ir->t->nodes[k].type == CINDEX_ERROR) {
+		/* as the live root answered when the member was walked */
+		if (ir->lv.eio)
+			ir->lv.eio(ir->lv.arg, ir->t->nodes[k].path, ir->t->nodes[k].target);
+		return EIO;
+	}
 	e->ino = ir->t->nodes[k].lid;
 	e->timeout = ir->timeout;
 	if (written(ir, k, &lid))

@@ -28,12 +28,22 @@
 #define INDEX_MAX_NODES 2000000
 
 /* Walk the member root (ops, r) from its top as find and getfattr do and
- * return its tree (sealed). 0 or a positive errno: any error of the walk
- * (an object giving EIO, say) leaves the member unrecorded, so that the
- * error is the live root's to give, every time. Objects of other files
- * (external links shown in place) are recorded as shown; the caller keeps
- * those files' stamps with the record (coll_index_record). */
+ * return its tree (sealed). 0 or a positive errno. A name whose lookup
+ * gives EIO for the file's bytes (index_bytes_err: a corrupt object
+ * header, a cycle) is recorded as an error node with the engine's reason,
+ * answered EIO by the indexed root without opening the member; any other
+ * error of the walk (EIO of a failed read, an xattr or a listing that
+ * fails, ENOMEM) leaves the member unrecorded, so that the error is the
+ * live root's to give, every time. Objects of other files (external links
+ * shown in place) are recorded as shown; the caller keeps those files'
+ * stamps with the record (coll_index_record). */
 int index_record(cindex_tree **out, const struct root_ops *ops, void *r, size_t max_nodes);
+
+/* Whether an engine error code (h5_err_code) is about the file's bytes,
+ * the same at every reading of them at one stamp (corrupt, a checksum, a
+ * feature not supported, a cycle), not a failed read or a lack of memory:
+ * what the index may remember as the file's answer. */
+bool index_bytes_err(int h5code);
 
 /* The key's view: what of the mount (and of the member file, file_mode)
  * changes the tree shown. */
@@ -50,6 +60,9 @@ struct index_live {
 	void (*on_write)(void *arg);
 	bool (*changed)(void *arg);
 	void (*free)(void *arg);
+	/* logs one line for an EIO answered from an error node (may be
+	 * NULL): path the node's in the member, why its recorded reason */
+	void (*eio)(void *arg, const char *path, const char *why);
 	void *arg;
 };
 

@@ -7,6 +7,9 @@
 #define H5_ERR_MSG_MAX 512
 
 static _Thread_local char err_msg[H5_ERR_MSG_MAX];
+/* the code the message is about: a caller that got only an errno back
+ * (a FUSE root op) can still tell a file's bytes from a failed read */
+static _Thread_local int err_code;
 
 int h5_err_set(int code, const char *fmt, ...)
 {
@@ -15,6 +18,7 @@ int h5_err_set(int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err_msg, sizeof(err_msg), fmt, ap);
 	va_end(ap);
+	err_code = code;
 	return code;
 }
 
@@ -29,6 +33,7 @@ int h5_err_wrap(int code, const char *fmt, ...)
 	va_end(ap);
 	memcpy(old, err_msg, sizeof(old));
 	snprintf(err_msg, sizeof(err_msg), "%s%s", prefix, old[0] ? old : h5_err_name(code));
+	err_code = code;
 	return code;
 }
 
@@ -37,9 +42,15 @@ const char *h5_err_msg(void)
 	return err_msg[0] ? err_msg : "no error";
 }
 
+int h5_err_code(void)
+{
+	return err_msg[0] ? err_code : 0;
+}
+
 void h5_err_clear(void)
 {
 	err_msg[0] = '\0';
+	err_code = 0;
 }
 
 const char *h5_err_name(int code)

@@ -131,6 +131,11 @@ static int maxshape_differs(const h5_dspace *sp)
 
 int h5_dataset_describe(h5_dataset_info *out, h5_dataset *d)
 {
+	return h5_dataset_describe_flags(out, d, 0);
+}
+
+int h5_dataset_describe_flags(h5_dataset_info *out, h5_dataset *d, unsigned flags)
+{
 	h5_sb ty = { 0 };
 	size_t len, i;
 	int rc;
@@ -199,7 +204,9 @@ int h5_dataset_describe(h5_dataset_info *out, h5_dataset *d)
 		fi->cd = fl->cd;
 	}
 	out->logical_size = h5_dataset_size(d);
-	out->allocated_size = h5_dataset_allocated(d);
+	/* a walk of the whole chunk index: not for a caller that has no use
+	 * for it (h5fs-ls --refs walks the index once itself) */
+	out->allocated_size = flags & H5_DESCRIBE_NO_ALLOCATED ? UINT64_MAX : h5_dataset_allocated(d);
 out:
 	free(ty.p);
 	if (rc < 0)
