@@ -34,6 +34,7 @@
  * then filtered 16 at a time on the pool's threads, bench/README.md). */
 #define SLAB_MIN_BYTES ((uint64_t)1 << 20)
 #define BATCH 16                /* chunks filtered together, at most */
+#define THREAD_MIN_BYTES ((uint64_t)256 << 10)  /* less: not worth waking a helper */
 #define MSG_CONSTANT 0x01
 
 /* One v1 message (type, flags, body padded to 8) at b + *p. */
@@ -501,7 +502,8 @@ static int write_slab(h5_dset_writer *w)
 
 		w->batch_at = k;
 		memset(w->jobs, 0, sizeof(w->jobs));
-		rc = h5_pool_each(w->f->pool, filter_job, w, b, helpers);
+		rc = h5_pool_each(w->f->pool, filter_job, w, b,
+				  (uint64_t)b * w->chunk_bytes < THREAD_MIN_BYTES ? 0 : helpers);
 		rc = write_batch(w, b, rc);
 	}
 	return rc;
