@@ -881,9 +881,9 @@ int h5_dataset_create(uint64_t *addr, h5_file *f, uint64_t group, const char *na
  * linked as NAME by commit, one commit after the data (all of it: else
  * H5_ERR_INVAL). Contiguous: its space (the product of d's dims and size)
  * taken at once. Chunked (d->deflate, a chunk shape or all 0: h5py's
- * guess): each row of chunks written (filtered) once its bytes are in,
- * the v1 B-tree at commit; bytes may be written again only within the row
- * of chunks being filled, and a row of chunks over H5_DSET_SLAB_MAX bytes
+ * guess): rows of chunks (one, or as many as make 1 MiB) filtered and
+ * written once their bytes are in, the v1 B-tree at commit; bytes may be
+ * written again only within the rows being filled, and a row of chunks over H5_DSET_SLAB_MAX bytes
  * is H5_ERR_LIMIT (the caller may write it contiguous). The caller holds
  * FILE's lock (h5_file_lock) while it writes. */
 #define H5_DSET_SLAB_MAX ((uint64_t)256 << 20)

@@ -15,6 +15,9 @@ it counts as answered:
   mkdir      a group; symlink: a soft link; rename: mv of a dataset
   xattr      setfattr of a new attribute (fsync of its object after)
   utime      touch -d of a dataset (its modification time)
+  npygz      (a second series, mounted -o compress=gzip, where npy and
+             create are deflated too) np.save of a 2 MiB array, its
+             chunks filtered 16 at a time on the daemon's threads
 
 After unmount, h5py must open FILE, and every write whose every call
 returned success must be in it with its exact bytes, values or names;
@@ -43,6 +46,7 @@ NEWROWS = np.arange(200, 260, dtype="<i4").reshape(30, 2)
 PATCH = bytes(range(256)) * 32
 ARR = np.linspace(0, 1, 5000)
 BLOB = bytes((i * 7) % 251 for i in range(70000))
+BIG = np.round(np.cumsum(np.random.default_rng(47).standard_normal(1 << 18)), 2)
 
 
 def make(path):
@@ -71,10 +75,10 @@ def write_file(p, data, flags):
         os.close(fd)
 
 
-def script(mnt, wd):
+def script(mnt, wd, gz):
     x = os.path.join(wd, "newrows.bin")
     NEWROWS.tofile(x)
-    return [
+    return ([("npygz", lambda: (np.save(mnt + "/big.npy", BIG), fsync_path(mnt + "/big")))] if gz else []) + [
         ("append", lambda: write_file(mnt + "/rows", MORE.tobytes(), os.O_WRONLY | os.O_APPEND)),
         ("overwrite", lambda: subprocess.run(
             "dd if=/dev/stdin of=%s/contig bs=8192 seek=1 conv=notrunc,fsync status=none" % mnt, shell=True,
@@ -116,21 +120,26 @@ def present(f, kind):
     if kind == "xattr":
         v = f["g"].attrs.get("note")
         return (v.decode() if isinstance(v, bytes) else v) == "kept"
+    if kind == "npygz":
+        return "big" in f and f["big"].compression == "gzip" and np.array_equal(f["big"][()], BIG)
     if kind == "utime":
         return True     # (a time: stat after remount is test_tools.py's; here only that FILE opens)
     raise AssertionError(kind)
 
 
-def run(wd, op, nth, err):
-    what = "%s %d (%s)" % (op, nth, errno.errorcode[err])
-    h5 = os.path.join(wd, "kinds-%s-%d-%d.h5" % (op, nth, err))
+GZ_SEEN = set()     # whether npygz was answered, over the runs that had it
+
+
+def run(wd, op, nth, err, gz=False):
+    what = "%s %d (%s)%s" % (op, nth, errno.errorcode[err], " -o compress=gzip" if gz else "")
+    h5 = os.path.join(wd, "kinds-%s-%d-%d%s.h5" % (op, nth, err, "-gz" if gz else ""))
     make(h5)
     mnt = os.path.join(wd, "mnt")
     saved = dict(os.environ)
     os.environ.update({"LD_PRELOAD": SHIM, "H5FS_FAULT_FILE": os.path.realpath(h5), "H5FS_FAULT_OP": op,
                        "H5FS_FAULT_N": str(nth), "H5FS_FAULT_ERRNO": str(err)})
     try:
-        m = T.Mount(h5, mnt, opts=["-o", "rw"])
+        m = T.Mount(h5, mnt, opts=["-o", "rw,compress=gzip" if gz else "rw"])
         m.start()
     finally:
         os.environ.clear()
@@ -138,7 +147,7 @@ def run(wd, op, nth, err):
     answered, failed = [], []
     try:
         with m.watchdog(180):
-            for kind, fn in script(mnt, wd):
+            for kind, fn in script(mnt, wd, gz):
                 try:
                     fn()
                     answered.append(kind)
@@ -154,6 +163,8 @@ def run(wd, op, nth, err):
     except (OSError, KeyError) as e:
         T.fail("%s: h5py cannot read FILE: %s" % (what, e))
         return None
+    if gz:
+        GZ_SEEN.add("npygz" in answered)
     if failed and m.returncode == 0:
         T.fail("%s: %s failed, the daemon exited 0" % (what, failed[0][0]))
     if not failed and m.returncode != 0:
@@ -177,7 +188,17 @@ def main():
                 r = run(wd, op, nth, err)
                 runs += 1
                 reported += bool(r)
+    # deflated: the failure in each of the first writes (np.save's chunks
+    # come first: 128 of 16 KiB) and fsyncs, then every 23rd, past them
+    for op, ns in (("pwrite", list(range(1, 12)) + list(range(12, 260, 23))), ("fsync", range(1, 40, 4))):
+        for nth in ns:
+            r = run(wd, op, nth, errno.EIO, gz=True)
+            runs += 1
+            reported += bool(r)
     print("durable kinds: %d runs, %d with an error returned" % (runs, reported))
+    if GZ_SEEN != {True, False}:
+        T.fail("-o compress=gzip: np.save was %s: the failures never landed both in it and after it"
+               % ("always answered" if True in GZ_SEEN else "never answered"))
     if not reported:
         T.fail("no injected error was ever returned")
     sys.exit(T.finish())

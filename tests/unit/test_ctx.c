@@ -449,6 +449,68 @@ START_TEST(buffer_budget_follows_contexts)
 }
 END_TEST
 
+/* h5_pool_each: every item runs once, on the caller and the pool's
+ * workers; an error stops the items not yet claimed and comes back with
+ * its message on the caller's thread. */
+typedef struct each_arg {
+	unsigned char seen[1000];
+	size_t fail_at;         /* the item that fails, or SIZE_MAX */
+	unsigned ran;
+} each_arg;
+
+static int each_item(void *ctx, size_t i)
+{
+	each_arg *a = ctx;
+
+	__atomic_fetch_add(&a->seen[i], 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&a->ran, 1, __ATOMIC_RELAXED);
+	if (i == a->fail_at)
+		return h5_err_set(H5_ERR_IO, "item %zu failed", i);
+	return 0;
+}
+
+START_TEST(pool_each_runs_every_item_once)
+{
+	h5_pool *p;
+	each_arg *a = calloc(1, sizeof(*a));
+
+	ck_assert_ptr_nonnull(a);
+	ck_assert_int_eq(h5_pool_new(&p, 3), 0);
+	for (int round = 0; round < 20; round++) {
+		memset(a, 0, sizeof(*a));
+		a->fail_at = SIZE_MAX;
+		ck_assert_int_eq(h5_pool_each(p, each_item, a, 1000, 3), 0);
+		for (size_t i = 0; i < 1000; i++)
+			ck_assert_int_eq(a->seen[i], 1);
+	}
+	/* no pool: all on the caller */
+	memset(a, 0, sizeof(*a));
+	a->fail_at = SIZE_MAX;
+	ck_assert_int_eq(h5_pool_each(NULL, each_item, a, 1000, 3), 0);
+	ck_assert_uint_eq(a->ran, 1000);
+	ck_assert_int_eq(h5_pool_each(p, each_item, a, 0, 3), 0);
+	ck_assert_uint_eq(a->ran, 1000);
+	/* an error: returned with its message, later items skipped */
+	memset(a, 0, sizeof(*a));
+	a->fail_at = 10;
+	ck_assert_int_eq(h5_pool_each(NULL, each_item, a, 1000, 0), H5_ERR_IO);
+	ck_assert_str_eq(h5_err_msg(), "item 10 failed");
+	ck_assert_uint_eq(a->ran, 11);
+	for (int round = 0; round < 20; round++) {
+		memset(a, 0, sizeof(*a));
+		a->fail_at = 500;
+		h5_err_clear();
+		ck_assert_int_eq(h5_pool_each(p, each_item, a, 1000, 3), H5_ERR_IO);
+		ck_assert_str_eq(h5_err_msg(), "item 500 failed");
+		ck_assert_uint_eq(a->seen[500], 1);
+		for (size_t i = 0; i < 1000; i++)
+			ck_assert_int_le(a->seen[i], 1);
+	}
+	h5_pool_free(p);
+	free(a);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("ctx");
@@ -462,6 +524,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, generations_do_not_share_entries);
 	tcase_add_test(tc, private_context);
 	tcase_add_test(tc, buffer_budget_follows_contexts);
+	tcase_add_test(tc, pool_each_runs_every_item_once);
 	suite_add_tcase(s, tc);
 	return s;
 }

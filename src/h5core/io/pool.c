@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 /* A parallel section (lives on its caller's stack until every helper that
@@ -233,4 +234,54 @@ void h5_pool_run(h5_pool *p, void (*fn)(void *arg), void *arg, unsigned helpers)
 	while (h.running > 0)
 		pthread_cond_wait(&p->done, &p->lock);
 	pthread_mutex_unlock(&p->lock);
+}
+
+/* h5_pool_each's section: the items, the next to claim, the first error
+ * (errors are per thread, so its message is kept here). */
+struct pool_each {
+	int (*fn)(void *ctx, size_t i);
+	void *ctx;
+	size_t n, next;
+	pthread_mutex_t mu;
+	int rc;
+	char msg[512];
+};
+
+static void each_worker(void *arg)
+{
+	struct pool_each *e = arg;
+
+	for (;;) {
+		size_t i = __atomic_fetch_add(&e->next, 1, __ATOMIC_RELAXED);
+		int rc;
+
+		if (i >= e->n)
+			break;
+		rc = e->fn(e->ctx, i);
+		if (rc < 0) {
+			pthread_mutex_lock(&e->mu);
+			if (!e->rc) {
+				e->rc = rc;
+				snprintf(e->msg, sizeof(e->msg), "%s", h5_err_msg());
+			}
+			pthread_mutex_unlock(&e->mu);
+			__atomic_store_n(&e->next, e->n, __ATOMIC_RELAXED);
+		}
+	}
+}
+
+int h5_pool_each(h5_pool *p, int (*fn)(void *ctx, size_t i), void *ctx, size_t n, unsigned helpers)
+{
+	struct pool_each e = { .fn = fn, .ctx = ctx, .n = n };
+
+	if (n == 0)
+		return 0;
+	if (helpers > n - 1)
+		helpers = (unsigned)(n - 1);
+	pthread_mutex_init(&e.mu, NULL);
+	h5_pool_run(p, each_worker, &e, helpers);
+	pthread_mutex_destroy(&e.mu);
+	if (e.rc)
+		return h5_err_set(e.rc, "%s", e.msg);
+	return 0;
 }

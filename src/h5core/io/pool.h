@@ -71,4 +71,10 @@ void h5_pool_forget(h5_pool *p, void *owner, unsigned *active);
  * helper that starts late finds nothing and returns). */
 void h5_pool_run(h5_pool *p, void (*fn)(void *arg), void *arg, unsigned helpers);
 
+/* fn(ctx, i) for every i in [0, n), as a parallel section: items are
+ * claimed one at a time (a helper preempted holds up at most the one it
+ * has); the first error skips the items not yet claimed and is returned,
+ * with its message, on this thread. */
+int h5_pool_each(h5_pool *p, int (*fn)(void *ctx, size_t i), void *ctx, size_t n, unsigned helpers);
+
 #endif

@@ -198,34 +198,15 @@ static int build_chunk(const h5_astream *s, cjob *jb, uint64_t hi)
 typedef struct cwork {
 	const h5_astream *s;
 	cjob *jobs;
-	size_t n, next;         /* next: claimed atomically */
 	uint64_t hi;
-	pthread_mutex_t mu;
-	int rc;                 /* first error, with its message (errors are per thread) */
-	char msg[512];
 } cwork;
 
-static void build_worker(void *arg)
+/* h5_pool_each's item i: job i built (any thread). */
+static int build_one(void *ctx, size_t i)
 {
-	cwork *w = arg;
+	cwork *w = ctx;
 
-	for (;;) {
-		size_t i = __atomic_fetch_add(&w->next, 1, __ATOMIC_RELAXED);
-		int rc;
-
-		if (i >= w->n)
-			break;
-		rc = build_chunk(w->s, &w->jobs[i], w->hi);
-		if (rc < 0) {
-			pthread_mutex_lock(&w->mu);
-			if (!w->rc) {
-				w->rc = rc;
-				snprintf(w->msg, sizeof(w->msg), "%s", h5_err_msg());
-			}
-			pthread_mutex_unlock(&w->mu);
-			__atomic_store_n(&w->next, w->n, __ATOMIC_RELAXED);
-		}
-	}
+	return build_chunk(w->s, &w->jobs[i], w->hi);
 }
 
 /* Build n chunks; filtered ones on up to f->nthreads threads (this one
@@ -233,21 +214,14 @@ static void build_worker(void *arg)
  * Fewer threads than asked for is fine. */
 static int build_window(const h5_astream *s, cjob *jobs, size_t n, uint64_t hi)
 {
-	cwork w = { .s = s, .jobs = jobs, .n = n, .hi = hi };
+	cwork w = { .s = s, .jobs = jobs, .hi = hi };
 	unsigned want = s->f->nthreads;
 
 	if (!s->filtered || n < 2 || n * s->d->chunk_bytes < THREAD_MIN_BYTES)
 		want = 1;
-	if (want > n)
-		want = (unsigned)n;
 	if (want > MAX_THREADS)
 		want = MAX_THREADS;
-	pthread_mutex_init(&w.mu, NULL);
-	h5_pool_run(s->f->pool, build_worker, &w, want - 1);
-	pthread_mutex_destroy(&w.mu);
-	if (w.rc)
-		return h5_err_set(w.rc, "%s", w.msg);
-	return 0;
+	return h5_pool_each(s->f->pool, build_one, &w, n, want ? want - 1 : 0);
 }
 
 /* Chunk images go out sequentially from `start`, collected into one pwrite. */

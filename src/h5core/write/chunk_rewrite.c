@@ -213,39 +213,19 @@ static int load(rw *r, cent *e)
 typedef struct ework {
 	rw *r;
 	cent **ents;
-	size_t n, next;
-	pthread_mutex_t mu;
-	int rc;
-	char msg[512];
 } ework;
 
-static void encode_worker(void *arg)
+/* h5_pool_each's item i: entry i's image filtered (any thread). */
+static int encode_one(void *ctx, size_t i)
 {
-	ework *w = arg;
+	ework *w = ctx;
+	cent *e = w->ents[i];
 
-	for (;;) {
-		size_t i = __atomic_fetch_add(&w->next, 1, __ATOMIC_RELAXED);
-		cent *e;
-		int rc;
-
-		if (i >= w->n)
-			break;
-		e = w->ents[i];
-		e->enc = e->img;
-		e->img = NULL;
-		e->enclen = (size_t)w->r->cb;
-		e->mask = 0;
-		rc = h5_filter_encode(&e->enc, &e->enclen, &e->mask, &w->r->d->pline);
-		if (rc < 0) {
-			pthread_mutex_lock(&w->mu);
-			if (!w->rc) {
-				w->rc = rc;
-				snprintf(w->msg, sizeof(w->msg), "%s", h5_err_msg());
-			}
-			pthread_mutex_unlock(&w->mu);
-			__atomic_store_n(&w->next, w->n, __ATOMIC_RELAXED);
-		}
-	}
+	e->enc = e->img;
+	e->img = NULL;
+	e->enclen = (size_t)w->r->cb;
+	e->mask = 0;
+	return h5_filter_encode(&e->enc, &e->enclen, &e->mask, &w->r->d->pline);
 }
 
 static int writer_open(rw *r)
@@ -365,18 +345,12 @@ static int stage_dirty(rw *r)
 			ents[i]->img = NULL;
 		}
 	} else {
-		ework w = { .r = r, .ents = ents, .n = n };
+		ework w = { .r = r, .ents = ents };
 		unsigned want = r->f->nthreads ? r->f->nthreads : 1;
 
 		if (n < 2 || n * r->cb < THREAD_MIN_BYTES)
 			want = 1;
-		if (want > n && n)
-			want = (unsigned)n;
-		pthread_mutex_init(&w.mu, NULL);
-		h5_pool_run(r->f->pool, encode_worker, &w, want ? want - 1 : 0);
-		pthread_mutex_destroy(&w.mu);
-		if (w.rc)
-			rc = h5_err_set(w.rc, "%s", w.msg);
+		rc = h5_pool_each(r->f->pool, encode_one, &w, n, want - 1);
 		for (size_t i = 0; i < n; i++) {
 			cent *e = ents[i];
 			uint64_t addr = 0;

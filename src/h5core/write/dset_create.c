@@ -24,10 +24,17 @@
 #include "btree1_write.h"
 #include "filter.h"
 #include "pline.h"
+#include "pool.h"
 
 #include <errno.h>
 
 #define ROOM 128                /* NIL bytes for attributes (setfattr) */
+/* A chunked writer's slab: rows of chunks filled before they are filtered,
+ * at least this many bytes (one request's: np.save's 64 KiB chunks are
+ * then filtered 16 at a time on the pool's threads, bench/README.md). */
+#define SLAB_MIN_BYTES ((uint64_t)1 << 20)
+#define BATCH 16                /* chunks filtered together, at most */
+#define THREAD_MIN_BYTES ((uint64_t)256 << 10)  /* less: not worth waking a helper */
 #define MSG_CONSTANT 0x01
 
 /* One v1 message (type, flags, body padded to 8) at b + *p. */
@@ -244,11 +251,20 @@ int h5_dataset_create(uint64_t *addr, h5_file *f, uint64_t group, const char *na
  * Chunked (-o compress: h5py's create_dataset(..., compression="gzip")):
  * the bytes arrive in C order, so the chunks of one row of chunks (chunk[0]
  * rows of the whole dataset) are complete together, when its last byte is
- * in. That row is kept in memory (the slab), then cut into chunks (edge
- * chunks padded with the fill value, 0, as libhdf5 writes them), each
- * filtered and written at the allocation end and its record set in a v1
- * B-tree writer (write/btree1_write.c), whose nodes the commit writes
- * before the header. */
+ * in. Such rows (the slab: one, or as many as make SLAB_MIN_BYTES) are
+ * kept in memory, then cut into chunks (edge chunks padded with the fill
+ * value, 0, as libhdf5 writes them), filtered BATCH at a time on the
+ * context's threads (h5_pool_each: the caller and idle pool workers; the
+ * filters are CPU-bound, and with 64 KiB chunks a request of 1 MiB is
+ * one batch), then, in order, each written at the allocation end and its
+ * record set in a v1 B-tree writer (write/btree1_write.c), whose nodes
+ * the commit writes before the header. */
+typedef struct dset_job {
+	uint8_t *buf;           /* the chunk, then its filtered image (h5_buf_alloc'd) */
+	size_t len;
+	uint32_t mask;
+} dset_job;
+
 struct h5_dset_writer {
 	h5_file *f;
 	h5_dset_new d;
@@ -256,10 +272,15 @@ struct h5_dset_writer {
 	uint64_t filled;        /* bytes written, from the start, in order */
 	uint64_t total;         /* the dataset's bytes */
 	/* chunked */
-	uint8_t *slab;          /* the row of chunks being filled */
+	uint8_t *slab;          /* the rows of chunks being filled */
 	uint64_t row_bytes;     /* one row of dims[0]: the product of the rest */
+	uint64_t crow_bytes;    /* one row of chunks: chunk[0] rows */
 	uint64_t slab_bytes, slab_at;   /* its size, and its first byte's offset */
+	uint64_t nch[H5_MAX_RANK];      /* chunks along each dimension */
+	uint64_t per_crow;      /* chunks in one row of chunks */
 	size_t chunk_bytes;     /* one chunk's, unfiltered */
+	uint64_t batch_at;      /* the batch's first chunk, in the slab */
+	dset_job jobs[BATCH];
 	h5_pline pl;
 	h5_bt1w *bt;
 	/* the allocation end this writer left (UINT64_MAX: another write
@@ -274,7 +295,7 @@ static int writer_open_chunked(h5_dset_writer *w)
 	h5_dset_new *d = &w->d;
 	uint8_t pl[64];
 	size_t lpl;
-	uint64_t cb = d->size;
+	uint64_t cb = d->size, rows;
 	int rc;
 
 	if (d->chunk[0] == 0)
@@ -287,9 +308,19 @@ static int writer_open_chunked(h5_dset_writer *w)
 			return h5_err_set(H5_ERR_INVAL, "chunk dimension %llu", (unsigned long long)d->chunk[i]);
 	if (cb > UINT32_MAX)
 		return h5_err_set(H5_ERR_INVAL, "a chunk of %llu bytes", (unsigned long long)cb);
-	if (h5_mul_overflow(w->row_bytes, d->chunk[0], &w->slab_bytes) || w->slab_bytes > H5_DSET_SLAB_MAX)
+	if (h5_mul_overflow(w->row_bytes, d->chunk[0], &w->crow_bytes) || w->crow_bytes > H5_DSET_SLAB_MAX)
 		return h5_err_set(H5_ERR_LIMIT, "a row of chunks over %llu MiB",
 				  (unsigned long long)(H5_DSET_SLAB_MAX >> 20));
+	w->per_crow = 1;
+	for (unsigned i = 0; i < d->rank; i++) {
+		w->nch[i] = (d->dims[i] + d->chunk[i] - 1) / d->chunk[i];
+		if (i > 0)
+			w->per_crow *= w->nch[i];       /* <= the row's bytes: no overflow */
+	}
+	rows = w->crow_bytes < SLAB_MIN_BYTES ? (SLAB_MIN_BYTES + w->crow_bytes - 1) / w->crow_bytes : 1;
+	if (rows > w->nch[0])
+		rows = w->nch[0];
+	w->slab_bytes = w->crow_bytes * rows;   /* < 2 * SLAB_MIN_BYTES when rows > 1 */
 	w->chunk_bytes = (size_t)cb;
 	w->slab = malloc((size_t)w->slab_bytes);
 	if (!w->slab)
@@ -349,12 +380,13 @@ out:
 	return 0;
 }
 
-/* The chunk at scaled offsets sc (sc[0]: the slab's row of chunks) cut
+/* The chunk at scaled offsets sc (sc[0]: a row of chunks of the slab) cut
  * from the slab into out (chunk_bytes): whole rows of its last dimension at a time,
  * the parts past the dataset's edge left 0. */
-static void cut_chunk(uint8_t *out, h5_dset_writer *w, const uint64_t *sc)
+static void cut_chunk(uint8_t *out, const h5_dset_writer *w, const uint64_t *sc)
 {
 	const h5_dset_new *d = &w->d;
+	uint64_t row0 = sc[0] * d->chunk[0] - w->slab_at / w->row_bytes;  /* its first row, in the slab */
 	unsigned r = d->rank, last = r - 1;
 	uint64_t idx[H5_MAX_RANK] = { 0 }, ext[H5_MAX_RANK];
 	size_t run;
@@ -372,7 +404,7 @@ static void cut_chunk(uint8_t *out, h5_dset_writer *w, const uint64_t *sc)
 		/* the element (idx..., 0) of the chunk: in the slab (rows from
 		 * the slab's first) and in the chunk */
 		for (unsigned i = 0; i < r; i++) {
-			uint64_t at = (i == 0 ? 0 : sc[i] * d->chunk[i]) + (i == last ? 0 : idx[i]);
+			uint64_t at = (i == 0 ? row0 : sc[i] * d->chunk[i]) + (i == last ? 0 : idx[i]);
 
 			src = src * (i == 0 ? 1 : d->dims[i]) + at;
 			dst = dst * d->chunk[i] + (i == last ? 0 : idx[i]);
@@ -394,51 +426,87 @@ static void cut_chunk(uint8_t *out, h5_dset_writer *w, const uint64_t *sc)
 	}
 }
 
-/* The slab complete (or the last, shorter one): its chunks filtered,
- * written and recorded (f->write_lock held). */
-static int write_slab(h5_dset_writer *w)
+/* The k-th chunk of the slab (row-major) at scaled offsets sc. */
+static void slab_chunk(const h5_dset_writer *w, uint64_t k, uint64_t *sc)
 {
-	const h5_dset_new *d = &w->d;
-	uint64_t sc[H5_MAX_RANK] = { 0 }, nch[H5_MAX_RANK];
-	int rc = 0;
+	for (unsigned i = w->d.rank; i-- > 1;) {
+		sc[i] = k % w->nch[i];
+		k /= w->nch[i];
+	}
+	sc[0] = w->slab_at / w->crow_bytes + k;
+}
 
-	sc[0] = w->slab_at / w->slab_bytes;
-	for (unsigned i = 1; i < d->rank; i++)
-		nch[i] = (d->dims[i] + d->chunk[i] - 1) / d->chunk[i];
-	for (;;) {
+/* h5_pool_each's item i: chunk batch_at + i cut and filtered into
+ * jobs[i] (any thread: reads the slab, writes only its job). */
+static int filter_job(void *ctx, size_t i)
+{
+	const h5_dset_writer *w = ctx;
+	dset_job *j = &((h5_dset_writer *)ctx)->jobs[i];
+	uint64_t sc[H5_MAX_RANK];
+
+	slab_chunk(w, w->batch_at + i, sc);
+	j->buf = h5_buf_alloc(w->chunk_bytes);
+	if (!j->buf)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory for a %zu-byte chunk", w->chunk_bytes);
+	j->len = w->chunk_bytes;
+	j->mask = 0;
+	cut_chunk(j->buf, w, sc);
+	return h5_filter_encode(&j->buf, &j->len, &j->mask, &w->pl);
+}
+
+/* The batch's n filtered chunks written at the allocation end and
+ * recorded, in order (f->write_lock taken here), their buffers given
+ * back; rc: the filtering's result (on an error nothing is written). */
+static int write_batch(h5_dset_writer *w, size_t n, int rc)
+{
+	pthread_mutex_lock(&w->f->write_lock);
+	if (h5_space_end(w->f) != w->mark)
+		w->mark = UINT64_MAX;
+	for (size_t i = 0; i < n; i++) {
+		dset_job *j = &w->jobs[i];
 		h5_chunk_rec rec = { 0 };
-		uint8_t *buf = malloc(w->chunk_bytes);
-		size_t len = w->chunk_bytes;
+		uint64_t sc[H5_MAX_RANK];
 
-		if (!buf)
-			return h5_err_set(H5_ERR_NOMEM, "out of memory");
-		/* cut straight into the buffer the filters then own */
-		cut_chunk(buf, w, sc);
-		rc = h5_filter_encode(&buf, &len, &rec.filter_mask, &w->pl);
 		if (rc == 0)
-			rc = h5_space_alloc(&rec.addr, w->f, len);
+			rc = h5_space_alloc(&rec.addr, w->f, j->len);
 		if (rc == 0)
-			rc = h5_file_write(w->f, rec.addr, buf, len);
-		free(buf);
-		rec.size = len;
+			rc = h5_file_write(w->f, rec.addr, j->buf, j->len);
+		rec.size = j->len;
+		rec.filter_mask = j->mask;
+		slab_chunk(w, w->batch_at + i, sc);
 		if (rc == 0)
 			rc = h5_bt1w_set(w->bt, sc, &rec);
-		if (rc < 0)
-			return rc;
-		/* the next chunk of the row, odometer-wise over dims 1.. */
-		unsigned k = d->rank;
-
-		while (k > 1) {
-			k--;
-			if (++sc[k] < nch[k])
-				break;
-			sc[k] = 0;
-			if (k == 1)
-				return 0;
-		}
-		if (k <= 1 && d->rank == 1)
-			return 0;
+		h5_buf_free(j->buf);
+		j->buf = NULL;
 	}
+	if (w->mark != UINT64_MAX)
+		w->mark = h5_space_end(w->f);
+	pthread_mutex_unlock(&w->f->write_lock);
+	return rc;
+}
+
+/* The slab complete (or the last, shorter one): its chunks (those of
+ * rows of chunks that begin inside the dataset) filtered, written and
+ * recorded, BATCH at a time. */
+static int write_slab(h5_dset_writer *w)
+{
+	uint64_t crow = w->slab_at / w->crow_bytes, rows = w->slab_bytes / w->crow_bytes, n;
+	unsigned helpers = w->f->nthreads > 1 ? w->f->nthreads - 1 : 0;
+	int rc = 0;
+
+	if (rows > w->nch[0] - crow)
+		rows = w->nch[0] - crow;
+	n = rows * w->per_crow;
+	for (uint64_t k = 0; k < n && rc == 0; k += BATCH) {
+		size_t b = n - k < BATCH ? (size_t)(n - k) : BATCH;
+
+		w->batch_at = k;
+		memset(w->jobs, 0, sizeof(w->jobs));
+		rc = h5_pool_each(w->f->pool, filter_job, w, b,
+				  (uint64_t)b * w->chunk_bytes < THREAD_MIN_BYTES ? 0 : helpers);
+		rc = write_batch(w, b, rc);
+	}
+	return rc;
 }
 
 int h5_dset_writer_put(h5_dset_writer *w, uint64_t off, const void *buf, size_t len)
@@ -479,13 +547,7 @@ int h5_dset_writer_put(h5_dset_writer *w, uint64_t off, const void *buf, size_t 
 			if (w->filled - w->slab_at < w->slab_bytes)   /* the last: rows past the end 0 */
 				memset(w->slab + (w->filled - w->slab_at), 0,
 				       (size_t)(w->slab_bytes - (w->filled - w->slab_at)));
-			pthread_mutex_lock(&w->f->write_lock);
-			if (h5_space_end(w->f) != w->mark)
-				w->mark = UINT64_MAX;
 			rc = write_slab(w);
-			if (w->mark != UINT64_MAX)
-				w->mark = h5_space_end(w->f);
-			pthread_mutex_unlock(&w->f->write_lock);
 			w->slab_at += w->slab_bytes;
 		}
 	}
