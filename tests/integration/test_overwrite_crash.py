@@ -98,24 +98,27 @@ def writes(old, rng):
     es = old.dtype.itemsize
     out = []
     held = []
+    # commit 0's last write, at a place fixed in advance: a run ending
+    # inside an element, which the periodic commit keeps back
+    run_off, run_len = (n // 2 // es) * es, 3 * es + 2
     for c in range(3):
         ws = []
         for _ in range(3):
-            # writes of one commit do not overlap (nor commit 1's the
-            # element commit 0 held back): an element written twice before
-            # the commit would hold the first value in a crash state,
-            # which is neither the old nor the committed one
+            # writes of one commit do not overlap (nor commit 0's the run
+            # it ends with, nor commit 1's the element commit 0 held
+            # back): an element written twice before the commit would
+            # hold the first value in a crash state, which is neither the
+            # old nor the committed one
+            taken = ws + held + ([(run_off, b"\0" * run_len)] if c == 0 else [])
             while True:
                 off = rng.randrange(n)
                 ln = rng.randint(1, min(n - off, 700))
                 lo, hi = off // es * es, -(-(off + ln) // es) * es
-                if all(hi <= o // es * es or lo >= -(-(o + len(b)) // es) * es for o, b in ws + held):
+                if all(hi <= o // es * es or lo >= -(-(o + len(b)) // es) * es for o, b in taken):
                     break
             ws.append((off, bytes(rng.randrange(256) for _ in range(ln))))
         if c == 0:
-            # a run ending inside an element: the periodic commit keeps it back
-            off = (n // 2 // es) * es
-            ws.append((off, bytes(rng.randrange(256) for _ in range(3 * es + 2))))
+            ws.append((run_off, bytes(rng.randrange(256) for _ in range(run_len))))
             held = ws[-1:]      # (its partial element is written with commit 1)
         else:
             held = []
