@@ -31,7 +31,12 @@ static void dl_load(h5_dl *d)
 	for (size_t i = 0; !lib && d->names[i]; i++)
 		lib = dl_open(d->names[i]);
 	if (!lib) {
-		snprintf(d->err, sizeof(d->err), "%s: %s not found: install %s", d->what, name, d->package);
+		/* dlerror tells a library absent from one that would not load
+		 * (a dependency of its own missing) */
+		const char *why = dlerror();
+
+		snprintf(d->err, sizeof(d->err), "%s: %s not found: install %s (%s)", d->what, name, d->package,
+			 why ? why : "dlopen failed");
 		d->rc = H5_ERR_UNSUPPORTED;
 		return;
 	}

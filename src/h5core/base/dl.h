@@ -44,7 +44,7 @@ typedef struct h5_dl {
 	void (*ready)(void);            /* run once after loading (NULL: none) */
 	atomic_int done;                /* the load was tried; rc and err are final */
 	int rc;
-	char err[192];
+	char err[320];
 } h5_dl;
 
 #define H5_DL_FIELD(name) __typeof__(name) *p_##name;
@@ -52,7 +52,8 @@ typedef struct h5_dl {
 
 /* Load d's library and resolve its symbols the first time (thread-safe;
  * every later call only reads a flag): 0, or H5_ERR_UNSUPPORTED with
- * "<what>: <soname> not found: install <package>" (or the symbol missing)
+ * "<what>: <soname> not found: install <package> (<dlerror>)" (or the
+ * symbol missing)
  * again at every call, so each dataset that needs it fails alone.
  *
  * For tests only, H5FS_TEST_DL_DIR names a directory the sonames are
