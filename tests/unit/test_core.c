@@ -1,11 +1,15 @@
-/* test_core.c - the bounded reader, little-endian helpers and error messages. */
+/* test_core.c - the bounded reader, little-endian helpers, error messages
+ * and the loader of libraries opened on first use (dl.c). */
 #include "testutil.h"
 #include "base.h"
 #include "rd.h"
 #include "file.h"
 #include "h5util.h"
+#include "dl.h"
 
+#include <pthread.h>
 #include <stdarg.h>
+#include <unistd.h>
 
 static int h5_sb_vprintf_test(h5_sb *s, const char *fmt, ...)
 {
@@ -112,6 +116,102 @@ START_TEST(err_keeps_message_and_wraps)
 	h5_err_clear();
 	ck_assert_str_eq(h5_err_msg(), "no error");
 	ck_assert_str_eq(h5_err_name(H5_ERR_CHECKSUM), "checksum mismatch");
+}
+END_TEST
+
+/* ---- dl.c: libm stands in for a codec library (always there) ---------- */
+
+static const char *const absent_names[] = { "libh5fs-test-absent.so.0", "libh5fs-test-absent.so", NULL };
+static const char *const libm_names[] = { "libh5fs-test-absent.so.0", "libm.so.6", NULL };
+
+START_TEST(dl_missing_library)
+{
+	void *p = NULL;
+	const h5_dl_sym syms[] = { { "cos", &p }, { NULL, NULL } };
+	h5_dl d = { .what = "test codec", .package = "h5fs-test-pkg", .names = absent_names, .syms = syms };
+	const char *want = "test codec: libh5fs-test-absent.so.0 not found: install h5fs-test-pkg (";
+
+	ck_assert_int_eq(h5_dl_need(&d), H5_ERR_UNSUPPORTED);
+	ck_assert_msg(strncmp(h5_err_msg(), want, strlen(want)) == 0, "%s", h5_err_msg());
+	/* every later call fails the same, with the message set again */
+	h5_err_clear();
+	ck_assert_int_eq(h5_dl_need(&d), H5_ERR_UNSUPPORTED);
+	ck_assert_msg(strncmp(h5_err_msg(), want, strlen(want)) == 0, "%s", h5_err_msg());
+	ck_assert_ptr_null(p);
+}
+END_TEST
+
+START_TEST(dl_missing_symbol)
+{
+	void *p = NULL, *q = NULL;
+	const h5_dl_sym syms[] = { { "cos", &p }, { "h5fs_no_such_symbol", &q }, { NULL, NULL } };
+	h5_dl d = { .what = "test codec", .package = "libc6", .names = libm_names, .syms = syms,
+		    .min_version = "9.9" };
+
+	ck_assert_int_eq(h5_dl_need(&d), H5_ERR_UNSUPPORTED);
+	ck_assert_str_eq(h5_err_msg(), "test codec: the library has no h5fs_no_such_symbol: too old (9.9 or later needed)");
+	ck_assert_int_eq(h5_dl_need(&d), H5_ERR_UNSUPPORTED);
+}
+END_TEST
+
+static int dl_ready_calls;
+static double (*dl_cos)(double);
+static const h5_dl_sym dl_cos_syms[] = { { "cos", (void **)&dl_cos }, { NULL, NULL } };
+
+static void dl_ready(void)
+{
+	dl_ready_calls++;
+}
+
+static h5_dl dl_shared = { .what = "test codec", .package = "libc6", .names = libm_names, .syms = dl_cos_syms,
+			   .ready = dl_ready };
+
+static void *dl_worker(void *arg)
+{
+	int *rc = arg;
+
+	*rc = h5_dl_need(&dl_shared);
+	if (*rc == 0 && dl_cos(0.0) != 1.0)
+		*rc = -1000;
+	return NULL;
+}
+
+/* Threads racing to the first use: one load, one ready, every caller sees
+ * the table filled (the second name of the list served). */
+START_TEST(dl_loads_once_across_threads)
+{
+	pthread_t t[8];
+	int rc[8];
+
+	for (int i = 0; i < 8; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, dl_worker, &rc[i]), 0);
+	for (int i = 0; i < 8; i++) {
+		pthread_join(t[i], NULL);
+		ck_assert_int_eq(rc[i], 0);
+	}
+	ck_assert_int_eq(dl_ready_calls, 1);
+	ck_assert_int_eq(h5_dl_need(&dl_shared), 0);
+	ck_assert_int_eq(dl_ready_calls, 1);
+}
+END_TEST
+
+/* H5FS_TEST_DL_DIR: the sonames are opened from that directory only, so
+ * an empty one makes dlopen of an installed library fail. */
+START_TEST(dl_test_dir_hides_libraries)
+{
+	char dir[] = "/tmp/h5fs-dl-XXXXXX";
+	void *p = NULL;
+	const h5_dl_sym syms[] = { { "cos", &p }, { NULL, NULL } };
+	h5_dl d = { .what = "test codec", .package = "libc6", .names = libm_names + 1, .syms = syms };
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	setenv("H5FS_TEST_DL_DIR", dir, 1);
+	ck_assert_int_eq(h5_dl_need(&d), H5_ERR_UNSUPPORTED);
+	ck_assert_msg(strstr(h5_err_msg(), "libm.so.6 not found: install libc6") != NULL, "%s", h5_err_msg());
+	ck_assert_msg(strstr(h5_err_msg(), dir) != NULL, "%s", h5_err_msg());
+	unsetenv("H5FS_TEST_DL_DIR");
+	rmdir(dir);
+	ck_assert_ptr_null(p);
 }
 END_TEST
 
@@ -224,6 +324,12 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, path_join_one_slash);
 	tcase_add_test(tc, utf8_valid_cases);
 	tcase_add_test(tc, sb_bounds_and_long_printf);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("dl");
+	tcase_add_test(tc, dl_missing_library);
+	tcase_add_test(tc, dl_missing_symbol);
+	tcase_add_test(tc, dl_loads_once_across_threads);
+	tcase_add_test(tc, dl_test_dir_hides_libraries);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -3,10 +3,6 @@
 #include "pline.h"
 #include "filter.h"
 
-#ifdef HAVE_LZ4
-#include <lz4.h>
-#endif
-
 /* bitshuffle (bshuf_h5filter.c).  cd: [2] element size, [3] block size in
  * elements (0: default), [4] compression (0 none, 2 LZ4, 3 zstd).  With
  * compression the chunk starts with the decoded size (8 bytes BE) and the
@@ -81,12 +77,7 @@ static int bshuf_block(uint8_t *dst, size_t nbytes, const uint8_t *src, size_t c
 {
 	if (comp == 2) {
 #ifdef HAVE_LZ4
-		int r = csz > INT_MAX || nbytes > INT_MAX ? -1 :
-			LZ4_decompress_safe((const char *)src, (char *)dst, (int)csz, (int)nbytes);
-
-		if (r < 0 || (size_t)r != nbytes)
-			return h5_err_set(H5_ERR_FORMAT, "bitshuffle: corrupt LZ4 block at offset %zu", pos);
-		return 0;
+		return h5_filter_lz4_unpack(dst, nbytes, src, csz, "bitshuffle", pos);
 #endif
 	} else if (comp == 3) {
 #ifdef HAVE_ZSTD
@@ -213,12 +204,10 @@ static int bshuf_pack(uint8_t *dst, size_t cap, size_t *used, const uint8_t *src
 
 	if (comp == 2) {
 #ifdef HAVE_LZ4
-		int r = n > LZ4_MAX_INPUT_SIZE || cap - 4 > INT_MAX ? 0 :
-			LZ4_compress_default((const char *)src, (char *)dst + 4, (int)n, (int)(cap - 4));
+		int rc = h5_filter_lz4_pack(dst + 4, cap - 4, &c, src, n, "bitshuffle");
 
-		if (r <= 0)
-			return h5_err_set(H5_ERR_INVAL, "bitshuffle: LZ4 cannot compress a block of %zu bytes", n);
-		c = (size_t)r;
+		if (rc < 0)
+			return rc;
 #else
 		return h5_err_set(H5_ERR_UNSUPPORTED, "filter bitshuffle (32008): LZ4 not compiled in");
 #endif

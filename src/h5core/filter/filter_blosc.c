@@ -4,10 +4,29 @@
 #include "filter.h"
 
 #ifdef HAVE_BLOSC
-#include <blosc.h>
-#endif
+#include "dl.h"
 
-#ifdef HAVE_BLOSC
+#include <blosc.h>
+
+/* libblosc (and the snappy, C++ and OpenMP runtimes it pulls in), opened
+ * when first needed (dl.h) */
+#define BLOSC_FUNCTIONS(X) \
+	X(blosc_cbuffer_validate) X(blosc_cbuffer_sizes) X(blosc_decompress_ctx) X(blosc_cbuffer_complib) \
+	X(blosc_compcode_to_compname) X(blosc_compress_ctx)
+static struct { BLOSC_FUNCTIONS(H5_DL_FIELD) } blosc_fn;
+#define BLOSC_SLOT(name) H5_DL_SLOT(blosc_fn, name)
+static const h5_dl_sym blosc_syms[] = { BLOSC_FUNCTIONS(BLOSC_SLOT) { NULL, NULL } };
+static h5_dl blosc_lib = {
+	.what = "blosc filter", .package = "libblosc1",
+	.names = (const char *const[]){ "libblosc.so.1", NULL }, .syms = blosc_syms,
+};
+#define blosc_cbuffer_validate (blosc_fn.p_blosc_cbuffer_validate)
+#define blosc_cbuffer_sizes (blosc_fn.p_blosc_cbuffer_sizes)
+#define blosc_decompress_ctx (blosc_fn.p_blosc_decompress_ctx)
+#define blosc_cbuffer_complib (blosc_fn.p_blosc_cbuffer_complib)
+#define blosc_compcode_to_compname (blosc_fn.p_blosc_compcode_to_compname)
+#define blosc_compress_ctx (blosc_fn.p_blosc_compress_ctx)
+
 /* The Blosc HDF5 filter stores one blosc buffer; its header gives the
  * decoded size (which may differ from the chunk when other filters follow). */
 static int dec_blosc(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
@@ -17,6 +36,8 @@ static int dec_blosc(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
 	int r, rc;
 
 	(void)f;
+	if ((rc = h5_dl_need(&blosc_lib)) < 0)
+		return rc;
 	if (*len < BLOSC_MIN_HEADER_LENGTH)
 		return h5_err_set(H5_ERR_FORMAT, "blosc: chunk of %zu bytes is shorter than the blosc header", *len);
 	if (blosc_cbuffer_validate(*buf, *len, &nbytes) != 0)
@@ -55,6 +76,8 @@ static int enc_blosc(uint8_t **buf, size_t *len, const h5_filter *f)
 	const char *cname = "blosclz";
 	uint8_t *out;
 
+	if ((r = h5_dl_need(&blosc_lib)) < 0)
+		return r;
 	if (f->ncd > 6 && blosc_compcode_to_compname((int)f->cd[6], &cname) < 0)
 		return h5_err_set(H5_ERR_UNSUPPORTED, "blosc: codec %u not in this libblosc", f->cd[6]);
 	if (*len > BLOSC_MAX_BUFFERSIZE)

@@ -4,10 +4,25 @@
 #include "filter.h"
 
 #ifdef HAVE_BZ2
-#include <bzlib.h>
-#endif
+#include "dl.h"
 
-#ifdef HAVE_BZ2
+#include <bzlib.h>
+
+/* libbz2, opened when first needed (dl.h) */
+#define BZ2_FUNCTIONS(X) \
+	X(BZ2_bzDecompressInit) X(BZ2_bzDecompress) X(BZ2_bzDecompressEnd) X(BZ2_bzBuffToBuffCompress)
+static struct { BZ2_FUNCTIONS(H5_DL_FIELD) } bz2_fn;
+#define BZ2_SLOT(name) H5_DL_SLOT(bz2_fn, name)
+static const h5_dl_sym bz2_syms[] = { BZ2_FUNCTIONS(BZ2_SLOT) { NULL, NULL } };
+static h5_dl bz2_lib = {
+	.what = "bzip2 filter", .package = "libbz2-1.0",
+	.names = (const char *const[]){ "libbz2.so.1.0", "libbz2.so.1", NULL }, .syms = bz2_syms,
+};
+#define BZ2_bzDecompressInit (bz2_fn.p_BZ2_bzDecompressInit)
+#define BZ2_bzDecompress (bz2_fn.p_BZ2_bzDecompress)
+#define BZ2_bzDecompressEnd (bz2_fn.p_BZ2_bzDecompressEnd)
+#define BZ2_bzBuffToBuffCompress (bz2_fn.p_BZ2_bzBuffToBuffCompress)
+
 /* H5Zbzip2.c: one bzip2 stream. */
 static int dec_bzip2(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
 {
@@ -17,6 +32,8 @@ static int dec_bzip2(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
 	int brc, rc = 0;
 
 	(void)f;
+	if ((rc = h5_dl_need(&bz2_lib)) < 0)
+		return rc;
 	if (cap == SIZE_MAX)
 		return h5_err_set(H5_ERR_LIMIT, "bzip2: chunk too large");
 	out = h5_buf_alloc(cap);
@@ -80,6 +97,8 @@ static int enc_bzip2(uint8_t **buf, size_t *len, const h5_filter *f)
 	uint8_t *out;
 	int brc;
 
+	if ((brc = h5_dl_need(&bz2_lib)) < 0)
+		return brc;
 	if (bs < 1 || bs > 9)
 		return h5_err_set(H5_ERR_INVAL, "bzip2: invalid block size %u", bs);
 	if (cap > UINT_MAX)

@@ -67,6 +67,13 @@ int h5_filter_zstd_pack(uint8_t *out, size_t cap, size_t *got, const uint8_t *in
 			const char *what);
 size_t h5_filter_zstd_bound(size_t n);
 #endif
+#ifdef HAVE_LZ4
+/* One raw LZ4 block (csz bytes at offset pos of the chunk) into dst, exactly
+ * n bytes; bitshuffle's LZ4 blocks. */
+int h5_filter_lz4_unpack(uint8_t *dst, size_t n, const uint8_t *src, size_t csz, const char *what, size_t pos);
+/* One raw LZ4 block of n bytes into dst (cap bytes): *got bytes. */
+int h5_filter_lz4_pack(uint8_t *dst, size_t cap, size_t *got, const uint8_t *src, size_t n, const char *what);
+#endif
 
 
 static inline uint64_t be_decode(const uint8_t *p, unsigned n)

@@ -4,10 +4,48 @@
 #include "filter.h"
 
 #ifdef HAVE_LZ4
-#include <lz4.h>
-#endif
+#include "dl.h"
 
-#ifdef HAVE_LZ4
+#include <lz4.h>
+
+/* liblz4, opened when first needed (dl.h) */
+#define LZ4_FUNCTIONS(X) X(LZ4_decompress_safe) X(LZ4_compress_default)
+static struct { LZ4_FUNCTIONS(H5_DL_FIELD) } lz4_fn;
+#define LZ4_SLOT(name) H5_DL_SLOT(lz4_fn, name)
+static const h5_dl_sym lz4_syms[] = { LZ4_FUNCTIONS(LZ4_SLOT) { NULL, NULL } };
+static h5_dl lz4_lib = {
+	.what = "lz4 filter", .package = "liblz4-1",
+	.names = (const char *const[]){ "liblz4.so.1", NULL }, .syms = lz4_syms,
+};
+#define LZ4_decompress_safe (lz4_fn.p_LZ4_decompress_safe)
+#define LZ4_compress_default (lz4_fn.p_LZ4_compress_default)
+
+int h5_filter_lz4_unpack(uint8_t *dst, size_t n, const uint8_t *src, size_t csz, const char *what, size_t pos)
+{
+	int r, rc = h5_dl_need(&lz4_lib);
+
+	if (rc < 0)
+		return rc;
+	r = csz > INT_MAX || n > INT_MAX ? -1 : LZ4_decompress_safe((const char *)src, (char *)dst, (int)csz, (int)n);
+	if (r < 0 || (size_t)r != n)
+		return h5_err_set(H5_ERR_FORMAT, "%s: corrupt LZ4 block at offset %zu", what, pos);
+	return 0;
+}
+
+int h5_filter_lz4_pack(uint8_t *dst, size_t cap, size_t *got, const uint8_t *src, size_t n, const char *what)
+{
+	int r, rc = h5_dl_need(&lz4_lib);
+
+	if (rc < 0)
+		return rc;
+	r = n > LZ4_MAX_INPUT_SIZE || cap > INT_MAX ? 0 :
+		LZ4_compress_default((const char *)src, (char *)dst, (int)n, (int)cap);
+	if (r <= 0)
+		return h5_err_set(H5_ERR_INVAL, "%s: LZ4 cannot compress a block of %zu bytes", what, n);
+	*got = (size_t)r;
+	return 0;
+}
+
 /* H5Zlz4.c framing: decoded size (8 bytes BE), block size (4 bytes BE), then
  * per block its compressed size (4 bytes BE) and the data; a block whose
  * compressed size equals its decoded size is stored raw. */
@@ -20,6 +58,8 @@ static int dec_lz4(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
 	int rc;
 
 	(void)f;
+	if ((rc = h5_dl_need(&lz4_lib)) < 0)
+		return rc;
 	if (*len < 12)
 		return h5_err_set(H5_ERR_FORMAT, "lz4: chunk of %zu bytes is shorter than its header", *len);
 	orig = be_decode(in, 8);
@@ -86,13 +126,16 @@ static int enc_lz4(uint8_t **buf, size_t *len, const h5_filter *f)
 	size_t blk = f->ncd >= 1 && f->cd[0] > 0 ? f->cd[0] : LZ4_H5_DEFAULT_BLOCK;
 	size_t nblocks, cap, pos = 12;
 	uint8_t *out;
+	int rc;
 
+	if ((rc = h5_dl_need(&lz4_lib)) < 0)
+		return rc;
 	if (blk > *len)
 		blk = *len;
 	if (blk > LZ4_MAX_INPUT_SIZE)
 		return h5_err_set(H5_ERR_LIMIT, "lz4: block of %zu bytes too large", blk);
 	nblocks = blk ? (*len + blk - 1) / blk : 0;
-	cap = 12 + nblocks * (4 + (size_t)LZ4_compressBound((int)blk));
+	cap = 12 + nblocks * (4 + (size_t)LZ4_COMPRESSBOUND((int)blk));
 	out = h5_buf_alloc(cap);
 	if (!out)
 		return h5_err_set(H5_ERR_NOMEM, "lz4: out of memory");
@@ -101,7 +144,7 @@ static int enc_lz4(uint8_t **buf, size_t *len, const h5_filter *f)
 	for (size_t done = 0; done < *len;) {
 		size_t this = *len - done < blk ? *len - done : blk;
 		int c = LZ4_compress_default((const char *)*buf + done, (char *)out + pos + 4, (int)this,
-					     LZ4_compressBound((int)this));
+					     LZ4_COMPRESSBOUND((int)this));
 
 		if (c <= 0) {
 			h5_buf_free(out);

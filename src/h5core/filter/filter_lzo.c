@@ -16,11 +16,26 @@
 #include "filter.h"
 
 #ifdef HAVE_LZO
+#include "dl.h"
+
 #include <lzo1x.h>
 #include <pthread.h>
-#endif
 
-#ifdef HAVE_LZO
+/* liblzo2, opened when first needed (dl.h); lzo_init() is a macro over
+ * __lzo_init_v2 */
+#define LZO_FUNCTIONS(X) X(__lzo_init_v2) X(lzo1x_decompress_safe) X(lzo1x_1_compress) X(lzo_adler32)
+static struct { LZO_FUNCTIONS(H5_DL_FIELD) } lzo_fn;
+#define LZO_SLOT(name) H5_DL_SLOT(lzo_fn, name)
+static const h5_dl_sym lzo_syms[] = { LZO_FUNCTIONS(LZO_SLOT) { NULL, NULL } };
+static h5_dl lzo_lib = {
+	.what = "lzo filter", .package = "liblzo2-2",
+	.names = (const char *const[]){ "liblzo2.so.2", NULL }, .syms = lzo_syms,
+};
+#define __lzo_init_v2 (lzo_fn.p___lzo_init_v2)
+#define lzo1x_decompress_safe (lzo_fn.p_lzo1x_decompress_safe)
+#define lzo1x_1_compress (lzo_fn.p_lzo1x_1_compress)
+#define lzo_adler32 (lzo_fn.p_lzo_adler32)
+
 #define LZO_TRAILER 8
 
 static pthread_once_t lzo_once = PTHREAD_ONCE_INIT;
@@ -30,6 +45,19 @@ static int lzo_init_rc;
 static void lzo_init_once(void)
 {
 	lzo_init_rc = lzo_init();
+}
+
+/* The library loaded and initialised: 0, or why not. */
+static int lzo_ready(void)
+{
+	int rc = h5_dl_need(&lzo_lib);
+
+	if (rc < 0)
+		return rc;
+	pthread_once(&lzo_once, lzo_init_once);
+	if (lzo_init_rc != LZO_E_OK)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "lzo: library initialisation failed (%d)", lzo_init_rc);
+	return 0;
 }
 
 static uint32_t le32(const uint8_t *p)
@@ -52,9 +80,8 @@ static int dec_lzo(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
 	int lrc, rc = 0;
 
 	(void)f;
-	pthread_once(&lzo_once, lzo_init_once);
-	if (lzo_init_rc != LZO_E_OK)
-		return h5_err_set(H5_ERR_UNSUPPORTED, "lzo: library initialisation failed (%d)", lzo_init_rc);
+	if ((rc = lzo_ready()) < 0)
+		return rc;
 	out = h5_buf_alloc(st.size ? st.size : 1);
 	if (!out)
 		return h5_err_set(H5_ERR_NOMEM, "lzo: out of memory");
@@ -105,9 +132,8 @@ static int enc_lzo(uint8_t **buf, size_t *len, const h5_filter *f)
 	int lrc;
 
 	(void)f;
-	pthread_once(&lzo_once, lzo_init_once);
-	if (lzo_init_rc != LZO_E_OK)
-		return h5_err_set(H5_ERR_UNSUPPORTED, "lzo: library initialisation failed (%d)", lzo_init_rc);
+	if ((lrc = lzo_ready()) < 0)
+		return lrc;
 	out = h5_buf_alloc(cap);
 	wrk = malloc(LZO1X_1_MEM_COMPRESS);
 	if (!out || !wrk) {

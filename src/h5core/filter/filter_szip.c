@@ -4,11 +4,36 @@
 #include "pline.h"
 #include "filter.h"
 
+#if defined(HAVE_AEC) || defined(HAVE_SZLIB)
+#include "dl.h"
+#endif
 #ifdef HAVE_AEC
 #include <libaec.h>
+
+/* libaec decodes, libsz (its szip API) encodes; each opened when first
+ * needed (dl.h) */
+#define AEC_FUNCTIONS(X) X(aec_buffer_decode)
+static struct { AEC_FUNCTIONS(H5_DL_FIELD) } aec_fn;
+#define AEC_SLOT(name) H5_DL_SLOT(aec_fn, name)
+static const h5_dl_sym aec_syms[] = { AEC_FUNCTIONS(AEC_SLOT) { NULL, NULL } };
+static h5_dl aec_lib = {
+	.what = "szip filter", .package = "libaec0",
+	.names = (const char *const[]){ "libaec.so.0", NULL }, .syms = aec_syms,
+};
+#define aec_buffer_decode (aec_fn.p_aec_buffer_decode)
 #endif
 #ifdef HAVE_SZLIB
 #include <szlib.h>
+
+#define SZ_FUNCTIONS(X) X(SZ_BufftoBuffCompress)
+static struct { SZ_FUNCTIONS(H5_DL_FIELD) } sz_fn;
+#define SZ_SLOT(name) H5_DL_SLOT(sz_fn, name)
+static const h5_dl_sym sz_syms[] = { SZ_FUNCTIONS(SZ_SLOT) { NULL, NULL } };
+static h5_dl sz_lib = {
+	.what = "szip filter (encoding)", .package = "libsz2",
+	.names = (const char *const[]){ "libsz.so.2", NULL }, .syms = sz_syms,
+};
+#define SZ_BufftoBuffCompress (sz_fn.p_SZ_BufftoBuffCompress)
 #endif
 
 #ifdef HAVE_AEC
@@ -30,6 +55,8 @@ static int dec_szip(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
 	uint8_t *out = NULL, *tmp = NULL;
 	int arc, rc = 0;
 
+	if ((rc = h5_dl_need(&aec_lib)) < 0)
+		return rc;
 	if (f->ncd < 4)
 		return h5_err_set(H5_ERR_FORMAT, "szip: %zu cd values, expected 4", f->ncd);
 	opts = f->cd[0];
@@ -136,6 +163,8 @@ static int enc_szip(uint8_t **buf, size_t *len, const h5_filter *f)
 	uint8_t *out;
 	int r;
 
+	if ((r = h5_dl_need(&sz_lib)) < 0)
+		return r;
 	if (f->ncd < 4)
 		return h5_err_set(H5_ERR_FORMAT, "szip: %zu cd values, expected 4", f->ncd);
 	if (*len > UINT32_MAX)

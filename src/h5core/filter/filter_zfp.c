@@ -17,10 +17,41 @@
 #include "filter.h"
 
 #ifdef HAVE_ZFP
-#include <zfp.h>
-#endif
+#include "dl.h"
 
-#ifdef HAVE_ZFP
+#include <zfp.h>
+
+/* libzfp (and the OpenMP runtime it pulls in), opened when first needed
+ * (dl.h); zfp_codec_version is a constant of the library */
+#define ZFP_FUNCTIONS(X) \
+	X(stream_open) X(stream_close) X(zfp_stream_open) X(zfp_stream_close) X(zfp_field_alloc) \
+	X(zfp_field_free) X(zfp_read_header) X(zfp_stream_rewind) X(zfp_stream_set_bit_stream) \
+	X(zfp_field_type) X(zfp_field_size) X(zfp_stream_maximum_size) X(zfp_field_set_pointer) \
+	X(zfp_decompress) X(zfp_compress) X(zfp_codec_version)
+static struct { ZFP_FUNCTIONS(H5_DL_FIELD) } zfp_fn;
+#define ZFP_SLOT(name) H5_DL_SLOT(zfp_fn, name)
+static const h5_dl_sym zfp_syms[] = { ZFP_FUNCTIONS(ZFP_SLOT) { NULL, NULL } };
+static h5_dl zfp_lib = {
+	.what = "zfp filter", .package = "libzfp1",
+	.names = (const char *const[]){ "libzfp.so.1", NULL }, .syms = zfp_syms,
+};
+#define stream_open (zfp_fn.p_stream_open)
+#define stream_close (zfp_fn.p_stream_close)
+#define zfp_stream_open (zfp_fn.p_zfp_stream_open)
+#define zfp_stream_close (zfp_fn.p_zfp_stream_close)
+#define zfp_field_alloc (zfp_fn.p_zfp_field_alloc)
+#define zfp_field_free (zfp_fn.p_zfp_field_free)
+#define zfp_read_header (zfp_fn.p_zfp_read_header)
+#define zfp_stream_rewind (zfp_fn.p_zfp_stream_rewind)
+#define zfp_stream_set_bit_stream (zfp_fn.p_zfp_stream_set_bit_stream)
+#define zfp_field_type (zfp_fn.p_zfp_field_type)
+#define zfp_field_size (zfp_fn.p_zfp_field_size)
+#define zfp_stream_maximum_size (zfp_fn.p_zfp_stream_maximum_size)
+#define zfp_field_set_pointer (zfp_fn.p_zfp_field_set_pointer)
+#define zfp_decompress (zfp_fn.p_zfp_decompress)
+#define zfp_compress (zfp_fn.p_zfp_compress)
+#define zfp_codec_version (*zfp_fn.p_zfp_codec_version)
+
 /* H5Z_ZFP_CD_NELMTS_MAX: one version word and the header's words */
 #define ZFP_CD_MAX 6
 
@@ -141,6 +172,8 @@ static int dec_zfp(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
 	bool swap;
 	int rc;
 
+	if ((rc = h5_dl_need(&zfp_lib)) < 0)
+		return rc;
 	if (f->ncd < 2 || f->ncd > ZFP_CD_MAX)
 		return h5_err_set(H5_ERR_FORMAT, "zfp: %zu client values (H5Z-ZFP stores 2 to %d)", f->ncd,
 				  ZFP_CD_MAX);
@@ -238,6 +271,8 @@ static int enc_setup(zfp_stream **zs, zfp_field **fld, const h5_filter *f)
 
 	*zs = NULL;
 	*fld = NULL;
+	if ((rc = h5_dl_need(&zfp_lib)) < 0)
+		return rc;
 	if (f->ncd < 2 || f->ncd > ZFP_CD_MAX)
 		return h5_err_set(H5_ERR_UNSUPPORTED, "zfp: %zu client values (H5Z-ZFP stores 2 to %d)", f->ncd,
 				  ZFP_CD_MAX);

@@ -4,15 +4,38 @@
 #include "filter.h"
 
 #ifdef HAVE_ZSTD
+#include "dl.h"
+
 #include <zstd.h>
 #include <zstd_errors.h>
-#endif
 
-#ifdef HAVE_ZSTD
+/* libzstd, opened when first needed (dl.h) */
+#define ZSTD_FUNCTIONS(X) \
+	X(ZSTD_decompress) X(ZSTD_isError) X(ZSTD_getErrorCode) X(ZSTD_getErrorName) \
+	X(ZSTD_getFrameContentSize) X(ZSTD_compress) X(ZSTD_maxCLevel)
+static struct { ZSTD_FUNCTIONS(H5_DL_FIELD) } zstd_fn;
+#define ZSTD_SLOT(name) H5_DL_SLOT(zstd_fn, name)
+static const h5_dl_sym zstd_syms[] = { ZSTD_FUNCTIONS(ZSTD_SLOT) { NULL, NULL } };
+static h5_dl zstd_lib = {
+	.what = "zstd filter", .package = "libzstd1",
+	.names = (const char *const[]){ "libzstd.so.1", NULL }, .syms = zstd_syms,
+};
+#define ZSTD_decompress (zstd_fn.p_ZSTD_decompress)
+#define ZSTD_isError (zstd_fn.p_ZSTD_isError)
+#define ZSTD_getErrorCode (zstd_fn.p_ZSTD_getErrorCode)
+#define ZSTD_getErrorName (zstd_fn.p_ZSTD_getErrorName)
+#define ZSTD_getFrameContentSize (zstd_fn.p_ZSTD_getFrameContentSize)
+#define ZSTD_compress (zstd_fn.p_ZSTD_compress)
+#define ZSTD_maxCLevel (zstd_fn.p_ZSTD_maxCLevel)
+
 int h5_filter_zstd_into(uint8_t *out, size_t cap, size_t *got, const uint8_t *in, size_t in_len, const char *what)
 {
-	size_t r = ZSTD_decompress(out, cap, in, in_len);
+	size_t r;
+	int rc = h5_dl_need(&zstd_lib);
 
+	if (rc < 0)
+		return rc;
+	r = ZSTD_decompress(out, cap, in, in_len);
 	if (ZSTD_isError(r)) {
 		if (ZSTD_getErrorCode(r) == ZSTD_error_dstSize_tooSmall)
 			return h5_err_set(H5_ERR_FORMAT, "%s: decompression bomb: output exceeds %zu bytes", what, cap);
@@ -32,6 +55,8 @@ static int dec_zstd(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
 	int rc;
 
 	(void)f;
+	if ((rc = h5_dl_need(&zstd_lib)) < 0)
+		return rc;
 	fcs = ZSTD_getFrameContentSize(*buf, *len);
 	if (fcs == ZSTD_CONTENTSIZE_ERROR)
 		return h5_err_set(H5_ERR_FORMAT, "zstd: not a zstd frame");
@@ -49,15 +74,21 @@ static int dec_zstd(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
 	return 0;
 }
 
+/* the library's formula, as a macro: no need to load it */
 size_t h5_filter_zstd_bound(size_t n)
 {
-	return ZSTD_compressBound(n);
+	return ZSTD_COMPRESSBOUND(n);
 }
 
 int h5_filter_zstd_pack(uint8_t *out, size_t cap, size_t *got, const uint8_t *in, size_t in_len, int level,
 			const char *what)
 {
-	size_t n = ZSTD_compress(out, cap, in, in_len, level);
+	size_t n;
+	int rc = h5_dl_need(&zstd_lib);
+
+	if (rc < 0)
+		return rc;
+	n = ZSTD_compress(out, cap, in, in_len, level);
 	if (ZSTD_isError(n))
 		return h5_err_set(ZSTD_getErrorCode(n) == ZSTD_error_memory_allocation ? H5_ERR_NOMEM : H5_ERR_INVAL,
 				  "%s: %s", what, ZSTD_getErrorName(n));
@@ -70,10 +101,12 @@ int h5_filter_zstd_pack(uint8_t *out, size_t cap, size_t *got, const uint8_t *in
  * writes it. */
 static int enc_zstd(uint8_t **buf, size_t *len, const h5_filter *f)
 {
-	size_t bound = ZSTD_compressBound(*len), n = 0;
+	size_t bound = h5_filter_zstd_bound(*len), n = 0;
 	int level = f->ncd >= 1 ? (int)f->cd[0] : ZSTD_CLEVEL_DEFAULT, rc;
 	uint8_t *out;
 
+	if ((rc = h5_dl_need(&zstd_lib)) < 0)
+		return rc;
 	out = h5_buf_alloc(bound ? bound : 1);
 	if (!out)
 		return h5_err_set(H5_ERR_NOMEM, "zstd: out of memory");

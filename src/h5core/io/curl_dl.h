@@ -5,9 +5,11 @@
  * run on the test machine, half of h5fs-ls --refs --concat over 1,000
  * local files (bench/README.md, issue 45). The sources that speak HTTP
  * include this header instead of <curl/curl.h>: each curl_* function they
- * call is a pointer that h5_curl_init() fills from the library. */
+ * call is a pointer that h5_curl_init() fills from the library (base/dl.h). */
 #ifndef H5_CURL_DL_H
 #define H5_CURL_DL_H
+
+#include "dl.h"
 
 #define CURL_DISABLE_TYPECHECK  /* its checks are macros over the real names */
 #include <curl/curl.h>
@@ -21,11 +23,9 @@
 	X(curl_multi_perform) X(curl_multi_cleanup) X(curl_multi_info_read) X(curl_multi_poll) \
 	X(curl_multi_wakeup)
 
-#define H5_CURL_FIELD(name) __typeof__(name) *p_##name;
 struct h5_curl_fns {
-	H5_CURL_FUNCTIONS(H5_CURL_FIELD)
+	H5_CURL_FUNCTIONS(H5_DL_FIELD)
 };
-#undef H5_CURL_FIELD
 extern struct h5_curl_fns h5_curl;
 
 /* Load libcurl and run curl_global_init, once (thread-safe): 0, or
