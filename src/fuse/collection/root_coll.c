@@ -111,7 +111,7 @@ int coll_gate(void *ud, int delta)
 	struct coll *c = ud;
 
 	if (delta == H5_GATE_SHED)      /* the kernel's limit: an idle member closed */
-		return slots_shed(c->m) == 0 ? 0 : h5_err_set(H5_ERR_NOFD, "no descriptor left, no member idle");
+		return slots_shed(c->m, true) == 0 ? 0 : h5_err_set(H5_ERR_NOFD, "no descriptor left, no member idle");
 	if (delta > 0) {
 		if (slots_reserve(c->m, delta != H5_GATE_TRY) != 0)
 			return h5_err_set(H5_ERR_LIMIT, "-o max_files=%u: every descriptor is in use",

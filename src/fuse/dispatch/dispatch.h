@@ -111,8 +111,9 @@ int mount_new(h5fs_mount **out, const h5fs_config *cfg, bool identity);
 int slots_reserve(h5fs_mount *m, bool wait);
 /* The kernel refused a descriptor (EMFILE, ENFILE): the least recently
  * used idle member closed, 0; none idle: 0 once another request let go
- * of something within 0.1 s (try again), else EMFILE. m->mu not held. */
-int slots_shed(h5fs_mount *m);
+ * of something within 0.1 s (in_request: a descriptor asked in the middle
+ * of a request, 1.25 s) - try again - else EMFILE. m->mu not held. */
+int slots_shed(h5fs_mount *m, bool in_request);
 int slot_enter(h5fs_mount *m, struct slot *s);
 void slot_leave(h5fs_mount *m, struct slot *s);
 /* an open handle n in s: s stays open, n is listed until unpinned */

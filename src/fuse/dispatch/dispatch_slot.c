@@ -24,7 +24,10 @@
 #define SLOT_WAIT_GATE_MS 10000
 /* Idle members closed in turn when the kernel refuses a member's open
  * (EMFILE, ENFILE) before it fails; when none is idle, a wait of at most
- * SHED_WAIT_MS for one each time (so at most 0.8 s in all). */
+ * SHED_WAIT_MS for one each time (so at most 0.8 s in all). A descriptor
+ * asked in the middle of a request (a virtual dataset's source) waits as
+ * the gate does, SLOT_WAIT_GATE_MS in all: the members in use are held by
+ * readers that let go once their file is read. */
 #define SHED_TRIES 8
 #define SHED_WAIT_MS 100
 
@@ -174,8 +177,9 @@ void slots_trim_locked(h5fs_mount *m, unsigned want)
 	}
 }
 
-int slots_shed(h5fs_mount *m)
+int slots_shed(h5fs_mount *m, bool in_request)
 {
+	long wait_ms = in_request ? SLOT_WAIT_GATE_MS / SHED_TRIES : SHED_WAIT_MS;
 	struct slot *lru;
 	int e = 0;
 
@@ -192,7 +196,8 @@ int slots_shed(h5fs_mount *m)
 		struct timespec until;
 
 		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += SHED_WAIT_MS * 1000000L;
+		until.tv_sec += wait_ms / 1000;
+		until.tv_nsec += (wait_ms % 1000) * 1000000L;
 		if (until.tv_nsec >= 1000000000L) {
 			until.tv_sec++;
 			until.tv_nsec -= 1000000000L;
@@ -328,7 +333,7 @@ int slot_enter(h5fs_mount *m, struct slot *s)
 		/* the kernel's limit reached before max_files (the daemon's
 		 * other descriptors: FUSE's pipes, the index; a low
 		 * RLIMIT_NOFILE): an idle member closed, the open tried again */
-		for (int tries = 0; e == EMFILE && tries < SHED_TRIES && slots_shed(m) == 0; tries++)
+		for (int tries = 0; e == EMFILE && tries < SHED_TRIES && slots_shed(m, false) == 0; tries++)
 			e = m->hooks->open_member(m->coll, &r, s->path, s);
 		if (e == EMFILE)
 			h5fs_log_cfg(&m->cfg, LOG_WARNING, "open %s: no descriptor left (open-file limit), none idle "
