@@ -38,7 +38,6 @@ SONAMES = ["libzstd.so.1", "liblz4.so.1", "libblosc.so.1", "libbz2.so.1.0", "lib
 HIDDEN = "libzstd.so.1"
 MESSAGE = "zstd filter: libzstd.so.1 not found: install libzstd1"
 
-fails = []
 
 
 def config_has(macro):
@@ -95,40 +94,40 @@ def hidden_run(h5, mnt, libdir, want):
         with m.watchdog(60):
             for name in ("gz", "sz"):
                 if read(mnt, name) != want[name]:
-                    fails.append("%s: wrong bytes with %s hidden" % (name, HIDDEN))
+                    T.fail("%s: wrong bytes with %s hidden" % (name, HIDDEN))
             for _ in range(2):
                 try:
                     read(mnt, "zs")
-                    fails.append("zs read with %s hidden" % HIDDEN)
+                    T.fail("zs read with %s hidden" % HIDDEN)
                 except OSError as e:
                     if e.errno != errno.EIO:
-                        fails.append("zs: %s, expected EIO" % e)
+                        T.fail("zs: %s, expected EIO" % e)
                     else:
                         eio += 1
             for name in ("gz", "sz"):
                 if read(mnt, name) != want[name]:
-                    fails.append("%s: wrong bytes after the failed reads" % name)
+                    T.fail("%s: wrong bytes after the failed reads" % name)
             if os.stat(os.path.join(mnt, "zs")).st_size != len(want["zs"]):
-                fails.append("zs: st_size changed")
+                T.fail("zs: st_size changed")
     except T.MountError as e:
-        fails.append("mount: %s" % e)
+        T.fail("mount: %s" % e)
     finally:
         m.stop()
         del os.environ["H5FS_TEST_DL_DIR"]
     lines = [ln for ln in m.output().splitlines() if ln.strip()]
     zs_lines = [ln for ln in lines if "/zs" in ln]
     if eio != 2:
-        fails.append("%d EIOs of 2 reads of zs" % eio)
+        T.fail("%d EIOs of 2 reads of zs" % eio)
     if not eio <= len(zs_lines) <= 4 * eio:
-        fails.append("%d log lines for %d failed reads: %r" % (len(zs_lines), eio, lines))
+        T.fail("%d log lines for %d failed reads: %r" % (len(zs_lines), eio, lines))
     for ln in zs_lines:
         if MESSAGE not in ln or "EIO" not in ln:
-            fails.append("log line without %r: %r" % (MESSAGE, ln))
+            T.fail("log line without %r: %r" % (MESSAGE, ln))
     for ln in lines:
         if "/zs" not in ln:
-            fails.append("other log line: %r" % ln)
+            T.fail("other log line: %r" % ln)
     if m.returncode != 0:
-        fails.append("exit status %s after unmount" % m.returncode)
+        T.fail("exit status %s after unmount" % m.returncode)
     print("ok   zstd hidden: %d EIOs, %d log lines; gzip and szip read" % (eio, len(zs_lines)))
     for ln in zs_lines[:1]:
         print("log: " + ln)
@@ -161,7 +160,7 @@ def main():
     p = subprocess.run([T.H5FS_LS, h5], capture_output=True, text=True, timeout=60,
                        env=dict(os.environ, H5FS_TEST_DL_DIR=empty))
     if p.returncode != 0 or "zs" not in p.stdout or p.stderr.strip():
-        fails.append("h5fs-ls without codec libraries: status %d, %r, %r" % (p.returncode, p.stdout, p.stderr))
+        T.fail("h5fs-ls without codec libraries: status %d, %r, %r" % (p.returncode, p.stdout, p.stderr))
     else:
         print("ok   h5fs-ls lists the file without codec libraries")
 
@@ -172,19 +171,18 @@ def main():
         with m.watchdog(60):
             for name in ("gz", "sz", "zs"):
                 if read(mnt, name) != want[name]:
-                    fails.append("%s: wrong bytes with every library" % name)
+                    T.fail("%s: wrong bytes with every library" % name)
     except (T.MountError, OSError) as e:
-        fails.append("mount with every library: %s" % e)
+        T.fail("mount with every library: %s" % e)
     finally:
         m.stop()
     if m.output().strip():
-        fails.append("log lines with every library: %r" % m.output())
+        T.fail("log lines with every library: %r" % m.output())
     print("ok   with every library: gzip, szip and zstd read")
-    for f in fails:
-        print("FAIL " + f)
-    if not fails:
+    rc = T.finish()
+    if rc == 0:
         shutil.rmtree(wd, ignore_errors=True)
-    return 1 if fails else 0
+    return rc
 
 
 if __name__ == "__main__":

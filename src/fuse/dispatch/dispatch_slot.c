@@ -126,6 +126,18 @@ static void slot_close(h5fs_mount *m, struct slot *s)
 	pthread_cond_broadcast(&m->cv);
 }
 
+/* The CLOCK_REALTIME time (pthread_cond_timedwait's) ms from now. */
+static void deadline_in(struct timespec *until, long ms)
+{
+	clock_gettime(CLOCK_REALTIME, until);
+	until->tv_sec += ms / 1000;
+	until->tv_nsec += (ms % 1000) * 1000000L;
+	if (until->tv_nsec >= 1000000000L) {
+		until->tv_sec++;
+		until->tv_nsec -= 1000000000L;
+	}
+}
+
 /* m->waiters changes under m->mu but is read without it (root_coll.c
  * fds_add), so atomically, in one order with the descriptor count. */
 static void waiters_add(h5fs_mount *m, int d)
@@ -195,13 +207,7 @@ int slots_shed(h5fs_mount *m, bool in_request)
 		 * thread, share the daemon's half of a low limit) */
 		struct timespec until;
 
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += wait_ms / 1000;
-		until.tv_nsec += (wait_ms % 1000) * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
+		deadline_in(&until, wait_ms);
 		waiters_add(m, 1);
 		e = pthread_cond_timedwait(&m->cv, &m->mu, &until) == 0 ? 0 : EMFILE;
 		waiters_add(m, -1);
@@ -217,13 +223,7 @@ static int room_locked(h5fs_mount *m, unsigned want, long wait_ms)
 	struct timespec until;
 	int e;
 
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += wait_ms / 1000;
-	until.tv_nsec += (wait_ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec += until.tv_nsec / 1000000000L;
-		until.tv_nsec %= 1000000000L;
-	}
+	deadline_in(&until, wait_ms);
 	for (;;) {
 		slots_trim_locked(m, want);
 		if (!m->max_files || fds_now_locked(m) + want <= m->max_files)
@@ -524,8 +524,7 @@ static void *ticker(void *arg)
 		struct slot *s;
 		size_t n = 0, i;
 
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += m->cfg.refresh;
+		deadline_in(&until, (long)m->cfg.refresh * 1000);
 		while (!m->stopping && pthread_cond_timedwait(&m->stop_cv, &m->mu, &until) == 0)
 			;
 		if (m->stopping)
