@@ -199,7 +199,7 @@ int slots_shed(h5fs_mount *m, bool in_request)
 	lru = idle_lru_locked(m);
 	if (lru) {
 		slot_close(m, lru);
-	} else if (m->inflight <= 1) {
+	} else if (m->inflight <= (in_request ? 1u : 0u)) {
 		e = EMFILE;     /* only this request could let go of one */
 	} else {
 		/* every member in use: a while for another request to let go
@@ -217,8 +217,10 @@ int slots_shed(h5fs_mount *m, bool in_request)
 }
 
 /* Room for `want` more descriptors (closing idle members, waiting a while
- * for busy ones to finish): 0 or EMFILE. m->mu held. */
-static int room_locked(h5fs_mount *m, unsigned want, long wait_ms)
+ * for busy ones to finish): 0 or EMFILE. own: the requests in flight that
+ * are the caller's (1 inside a request; 0 for one not yet entered,
+ * slot_enter), which it would wait for in vain. m->mu held. */
+static int room_locked(h5fs_mount *m, unsigned want, long wait_ms, unsigned own)
 {
 	struct timespec until;
 	int e;
@@ -228,7 +230,7 @@ static int room_locked(h5fs_mount *m, unsigned want, long wait_ms)
 		slots_trim_locked(m, want);
 		if (!m->max_files || fds_now_locked(m) + want <= m->max_files)
 			return 0;
-		if (m->inflight <= 1 || wait_ms <= 0)
+		if (m->inflight <= own || wait_ms <= 0)
 			return EMFILE;
 		waiters_add(m, 1);
 		/* looked at again once counted: a descriptor given back
@@ -250,7 +252,7 @@ int slots_reserve(h5fs_mount *m, bool wait)
 	int e;
 
 	pthread_mutex_lock(&m->mu);
-	e = room_locked(m, 1, wait ? SLOT_WAIT_GATE_MS : 0);
+	e = room_locked(m, 1, wait ? SLOT_WAIT_GATE_MS : 0, 1);
 	pthread_mutex_unlock(&m->mu);
 	if (e && wait)  /* one who does not wait has a way without it */
 		h5fs_log_cfg(&m->cfg, LOG_WARNING, "-o max_files=%u: every descriptor is in use: EMFILE",
@@ -317,7 +319,9 @@ int slot_enter(h5fs_mount *m, struct slot *s)
 			continue;
 		if (!s->path || s->r)
 			break;
-		e = room_locked(m, 1, SLOT_WAIT_MS);
+		/* (not yet counted in flight: one other request in flight
+		 * is one to wait for) */
+		e = room_locked(m, 1, SLOT_WAIT_MS, 0);
 		if (e) {
 			pthread_mutex_unlock(&m->mu);
 			h5fs_log_cfg(&m->cfg, LOG_WARNING, "open %s: -o max_files=%u: every descriptor is in use: "
