@@ -15,7 +15,15 @@ Ratio: h5py time / h5fs time (above 1: h5fs is faster; issue: >= 1). zstd
 has no HDF5 plugin in Debian: h5fs alone, no ratio. Lossless filters are
 checked (h5py reads SRC back); lossy ones (zfp rate) are not.
 
-    bench/filter_write_bench.py --h5fs ./h5fs [--size-mib 256] [--rounds 2] [--dir DIR] [NAME...]
+    bench/filter_write_bench.py --h5fs ./h5fs [--size-mib 256] [--rounds 2] [--dir DIR]
+                                [--baseline OLD_H5FS] [--floor] [--bs 1M] [NAME...]
+
+--baseline: an older daemon's dd too, in the same rounds (h5fs, baseline,
+h5py alternated), and its ratio. --floor: the same dd into
+bench/fuse_write_floor.c (write_bench.py's null floor: a FUSE file system
+that takes every request and stores nothing) each round, and floor time /
+h5fs time: no FUSE file system takes the bytes faster. zstd's result is read back through a
+fresh mount of the new daemon and compared.
 """
 import argparse
 import os
@@ -47,7 +55,8 @@ MIB = 1 << 20
 
 def filters():
     """name: (dtype, create_dataset keywords or a maker, lossless)"""
-    out = {"lzf": ("<i4", dict(compression="lzf"), True),
+    out = {"deflate": ("<i4", dict(compression="gzip", compression_opts=4, shuffle=True), True),
+           "lzf": ("<i4", dict(compression="lzf"), True),
            "szip": ("<i4", dict(compression="szip", compression_opts=("nn", 16)), True),
            "scaleoffset": ("<i4", dict(scaleoffset=0), True),
            "nbit": ("<u4", "nbit", True),
@@ -116,6 +125,9 @@ def main():
     ap.add_argument("--size-mib", type=int, default=256)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--dir", default=None)
+    ap.add_argument("--baseline", default=None)
+    ap.add_argument("--floor", action="store_true")
+    ap.add_argument("--bs", default="1M", help="dd's block size (1000000: writes across chunk edges)")
     ap.add_argument("names", nargs="*")
     a = ap.parse_args()
     work = a.dir or os.path.join(os.getcwd(), "filter-write-bench")
@@ -123,6 +135,10 @@ def main():
     mnt = os.path.join(work, "mnt")
     log = os.path.join(work, "h5fs.log")
     results = []
+    floor = None
+    if a.floor:
+        from write_bench import build_floor
+        floor = build_floor(work)
     for name, (dtype, kw, lossless) in filters().items():
         if a.names and name not in a.names:
             continue
@@ -135,12 +151,30 @@ def main():
         newv = data(n, dtype, 7)
         newv.tofile(src)
         f5 = os.path.join(work, "run.h5")
-        t5, tp = [], []
+        t5, tp, tb, tf = [], [], [], []
+
+        def dd():
+            subprocess.run(["dd", "if=" + src, "of=" + os.path.join(mnt, "d"), "bs=" + a.bs, "conv=notrunc",
+                            "status=none"], check=True)
         for r in range(a.rounds):
+            if a.floor:
+                with Mount([floor, "-f", str(n * es), mnt], mnt, log):
+                    tf.append(timed(lambda: subprocess.run(
+                        ["dd", "if=" + src, "of=" + os.path.join(mnt, "data"), "bs=" + a.bs, "conv=notrunc",
+                         "status=none"], check=True)))
+            if a.baseline:
+                shutil.copyfile(pristine, f5)
+                with Mount([a.baseline, "-f", f5, mnt], mnt, log):
+                    tb.append(timed(dd))
             shutil.copyfile(pristine, f5)
             with Mount([a.h5fs, "-f", f5, mnt], mnt, log):
-                t5.append(timed(lambda: subprocess.run(["dd", "if=" + src, "of=" + os.path.join(mnt, "d"),
-                                                        "bs=1M", "conv=notrunc", "status=none"], check=True)))
+                t5.append(timed(dd))
+            if kw == "zstd":
+                with Mount([a.h5fs, "-f", "-o", "ro", f5, mnt], mnt, log):
+                    with open(os.path.join(mnt, "d"), "rb") as fh:
+                        if fh.read() != newv.tobytes():
+                            say("%s round %d: the mounted write does not read back!" % (name, r))
+                            return 1
             if lossless and kw != "zstd":
                 with h5py.File(f5, "r") as f:
                     raw = np.empty(f["d"].shape, dtype="V%d" % es)
@@ -149,7 +183,8 @@ def main():
                         say("%s round %d: the mounted write does not read back!" % (name, r))
                         return 1
             if kw == "zstd":
-                say("%s round %d: h5fs %.2f s (no h5py plugin)" % (name, r, t5[-1]))
+                say("%s round %d: h5fs %.2f s%s (no h5py plugin)" % (
+                    name, r, t5[-1], ", baseline %.2f s" % tb[-1] if tb else ""))
                 continue
             shutil.copyfile(pristine, f5)
 
@@ -164,13 +199,23 @@ def main():
                 os.fsync(fd)
                 os.close(fd)
             tp.append(timed(h5py_write))
-            say("%s round %d: h5fs %.2f s, h5py %.2f s" % (name, r, t5[-1], tp[-1]))
+            say("%s round %d: h5fs %.2f s, h5py %.2f s%s" % (name, r, t5[-1], tp[-1],
+                                                            ", baseline %.2f s" % tb[-1] if tb else ""))
         mib = n * es / MIB
         ratio = "-" if not tp else "%.2f-%.2fx" % (min(h / t for h, t in zip(tp, t5)),
                                                   max(h / t for h, t in zip(tp, t5)))
         line = "%-11s h5fs %4.0f-%4.0f MiB/s  h5py %s  ratio %s" % (
             name, mib / max(t5), mib / min(t5),
             "%4.0f-%4.0f MiB/s" % (mib / max(tp), mib / min(tp)) if tp else "     -      ", ratio)
+        if tf:
+            line += "  floor %4.0f-%4.0f MiB/s, floor/h5fs %.2f-%.2fx" % (
+                mib / max(tf), mib / min(tf), min(f / t for f, t in zip(tf, t5)), max(f / t for f, t in zip(tf, t5)))
+        if tb:
+            line += "  baseline %4.0f-%4.0f MiB/s, h5py/baseline %s, baseline/h5fs %.2f-%.2fx" % (
+                mib / max(tb), mib / min(tb),
+                "-" if not tp else "%.2f-%.2fx" % (min(h / t for h, t in zip(tp, tb)),
+                                                  max(h / t for h, t in zip(tp, tb))),
+                min(b / t for b, t in zip(tb, t5)), max(b / t for b, t in zip(tb, t5)))
         results.append(line)
         say(line)
         os.unlink(pristine)

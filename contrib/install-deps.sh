@@ -14,26 +14,29 @@
 set -euo pipefail
 
 # building (every codec configure finds, libcurl for remote FILEs) and
-# running (fuse3's fusermount3; attr's getfattr and tree for the tour)
+# running (fuse3's fusermount3; for README's tour attr's getfattr, tree,
+# Debian's python3 with numpy, and libtiff-tools' tiffinfo)
 BUILD_PACKAGES=(
 	build-essential autoconf automake libtool pkg-config
 	libfuse3-dev fuse3 zlib1g-dev libsqlite3-dev
 	libdeflate-dev liblz4-dev libzstd-dev libbz2-dev libaec-dev libblosc-dev
 	liblzo2-dev libzfp-dev libcurl4-openssl-dev attr tree
+	python3-numpy libtiff-tools
 )
 # testing only: Check, the libhdf5 oracles and fixture writers, servers,
 # packaging tools
 TEST_PACKAGES=(
 	check hdf5-filter-plugin-zfp-serial
-	python3-h5py python3-numpy hdf5-tools
+	python3-h5py hdf5-tools
 	python3-hdf5plugin python3-tables hdf5-plugin-lzf hdf5-filter-plugin python3-netcdf4
 	hdf5-filter-plugin-blosc-serial bitshuffle python3-zstandard
 	dpkg-dev debhelper lintian libhdf5-dev rsync netcdf-bin
+	nco python3-h5netcdf python3-anndata
 	nginx-light python3-botocore
 	python3-fsspec python3-zarr python3-numcodecs python3-aiohttp
 	python3-xarray python3-dask python3-distributed
-	python3-tifffile python3-pil libtiff-tools libpng-dev
-	strace
+	python3-tifffile python3-pil libpng-dev
+	strace fio bash-completion stress-ng
 )
 
 build_only=0
@@ -55,8 +58,10 @@ fi
 # npm packages (the registry through npm itself), installed globally after
 # the Debian ones: s3rver, the S3-compatible server of test_s3rver.py;
 # h5wasm 0.8.11, libhdf5 1.14.6 as WebAssembly: the second oracle of the
-# write tests (tests/integration/h514.py; Debian bookworm has only 1.10)
-NPM_PACKAGES=(s3rver@3 h5wasm@0.8.11)
+# write tests (tests/integration/h514.py; Debian bookworm has only 1.10);
+# h5wasm 0.10.3 (libhdf5 2.0) under the alias h5wasm2 beside it: the HDF5
+# 2.x oracle of format specification 4.0 (tests/integration/test_h5v2.py)
+NPM_PACKAGES=(s3rver@3 h5wasm@0.8.11 h5wasm2@npm:h5wasm@0.10.3)
 
 SUDO=
 if [ "$(id -u)" -ne 0 ]; then
@@ -71,8 +76,9 @@ npm_deps() {
 		DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends nodejs npm
 	fi
 	if command -v s3rver >/dev/null &&
-		grep -qs '"version": "0.8.11"' "$(npm root -g)/h5wasm/package.json"; then
-		echo "install-deps: s3rver and h5wasm are installed"
+		grep -qs '"version": "0.8.11"' "$(npm root -g)/h5wasm/package.json" &&
+		grep -qs '"version": "0.10.3"' "$(npm root -g)/h5wasm2/package.json"; then
+		echo "install-deps: s3rver, h5wasm and h5wasm2 are installed"
 		return 0
 	fi
 	echo "install-deps: npm install -g ${NPM_PACKAGES[*]}"

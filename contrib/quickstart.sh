@@ -1,7 +1,7 @@
 #!/bin/bash
 # Newcomer's first run: install what building and running need and is
 # missing (no test tools: contrib/run-tests.sh installs those), build,
-# mount the example file at ./mnt and list it.
+# mount the example file read-only at ./mnt and list it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./contrib/install-deps.sh --build
@@ -12,8 +12,9 @@ mkdir -p mnt
 if grep -qs " $(pwd)/mnt " /proc/mounts; then
 	fusermount3 -u mnt
 fi
-./h5fs examples/example.h5 mnt
-echo "== examples/example.h5 mounted at ./mnt =="
+# read-only: the tracked example stays as it is (README's tour)
+./h5fs -o ro examples/example.h5 mnt
+echo "== examples/example.h5 mounted read-only at ./mnt =="
 if command -v tree >/dev/null; then tree -a --noreport mnt; fi
 ls -lR mnt
 echo

@@ -10,6 +10,8 @@ Run by make check (Makefile.am TESTS). Exit 0 when every include of every
 line per offending include otherwise, 99 on a folder that is in no layer
 (add it to LAYERS below, where it belongs).
 
+In the engine (src/h5core) only io/ may call open(2) and its kin.
+
 Includes are resolved as the compiler resolves them: "x.h" first beside
 the including file, then along the engine's include path (AM_CPPFLAGS:
 one folder per engine layer, then src/common); <x.h> is the system's.
@@ -56,6 +58,11 @@ SEARCH += ["src/coll"]
 # ... and the daemon's folders, on the daemon's include path (FUSE_CPPFLAGS)
 FUSE_SEARCH = [d for d, r in LAYERS if d.startswith("src/fuse/")]
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+# The engine opens files only in io/ (the byte sources and beneath.c, which
+# keeps names inside FILE's tree): a call of these elsewhere in src/h5core
+# is a layer fault too (issue 54).
+OPEN_CALL = re.compile(r'(?<![\w.>])(open|openat|openat2|opendir|fopen|creat)\s*\(')
+COMMENT = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"', re.S)
 
 
 def folder_rank(folder):
@@ -103,10 +110,15 @@ def main():
                 bad.append("%s:%d: includes %s: up from %s to %s" % (f, line, target, layer, tlayer))
             elif trank == rank and tlayer != layer:
                 bad.append("%s:%d: includes %s: across %s and %s (one rank)" % (f, line, target, layer, tlayer))
+        if f.startswith("src/h5core/") and not f.startswith("src/h5core/io/"):
+            code = COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+            for m in OPEN_CALL.finditer(code):
+                line = code.count("\n", 0, m.start()) + 1
+                bad.append("%s:%d: calls %s(): the engine opens files in src/h5core/io only" % (f, line, m.group(1)))
     for b in bad:
         print("check_layers: " + b)
     if bad:
-        print("check_layers: %d include(s) against the layers of doc/DESIGN.md" % len(bad))
+        print("check_layers: %d fault(s) against the layers of doc/DESIGN.md" % len(bad))
         return 1
     return 0
 

@@ -97,7 +97,8 @@ static int folder(struct walk *w, const char *path, const struct coll_stat *self
 		v->error(v->u, path, e);
 		return e;
 	}
-	qsort(d, n, sizeof(*d), ent_cmp);
+	if (n > 1)      /* (an empty folder lists NULL: qsort's argument must not be) */
+		qsort(d, n, sizeof(*d), ent_cmp);
 	w->up[w->depth].dev = self ? self->dev : 0;
 	w->up[w->depth].ino = self ? self->ino : 0;
 	w->depth++;

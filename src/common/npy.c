@@ -11,6 +11,7 @@
  * tuple of non-negative integers.
  */
 #include "npy.h"
+#include "h5core.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -104,8 +105,21 @@ static int descr(npy_header *h, const char *d, char *err, size_t errlen)
 	kind = d[1];
 	size = strtoul(d + 2, &endp, 10);
 	if (!kind || endp == d + 2 || *endp)
-		return fail(err, errlen, -EOPNOTSUPP, "descr '%s': not a numeric dtype", d);
+		return fail(err, errlen, -EOPNOTSUPP, "descr '%s': no type h5py stores", d);
 	switch (kind) {
+	case 'U':
+		/* unicode (UCS-4): stored as h5py's string_dtype, variable-length
+		 * UTF-8, what anndata writes string arrays as */
+		if (size == 0 || size > UINT32_MAX / 4)
+			return fail(err, errlen, -EOPNOTSUPP, "descr '%s': an empty unicode type", d);
+		size *= 4;
+		break;
+	case 'S':
+		/* bytes: h5py's fixed-length string */
+		if (size == 0 || size > UINT32_MAX)
+			return fail(err, errlen, -EOPNOTSUPP, "descr '%s': an empty bytes type", d);
+		h->descr_len = (size_t)snprintf(h->descr, sizeof(h->descr), "'|S%lu'", size);
+		break;
 	case 'b':
 		if (size != 1)
 			return fail(err, errlen, -EINVAL, "descr '%s': bool of %lu bytes", d, size);
@@ -124,12 +138,60 @@ static int descr(npy_header *h, const char *d, char *err, size_t errlen)
 			return fail(err, errlen, -EOPNOTSUPP, "descr '%s': only complex of 8 and 16 bytes", d);
 		break;
 	default:
-		return fail(err, errlen, -EOPNOTSUPP, "descr '%s': not a numeric dtype", d);
+		return fail(err, errlen, -EOPNOTSUPP, "descr '%s': %s", d,
+			    kind == 'O' ? "Python objects (pickled): h5py stores none" : "no type h5py stores");
 	}
 	h->kind = kind;
 	h->itemsize = (unsigned)size;
 	/* '=' is the writer's native order; np.save writes '<' or '>' */
 	h->big_endian = size > 1 && (order == '>' || (order == '=' && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__));
+	return 0;
+}
+
+/* A structured dtype's descr, a Python list (up to its matching ']',
+ * strings skipped whole): its text kept, its size the engine's (what
+ * h5py stores it as, h5_numpy_descr_size). */
+static int structured(npy_header *h, cur *c, char *err, size_t errlen)
+{
+	const char *s = c->p;
+	int depth = 0;
+	char q = 0;
+	size_t size = 0;
+	int rc;
+
+	for (; c->p < c->end; c->p++) {
+		char ch = *c->p;
+
+		if (q) {
+			if (ch == q)
+				q = 0;
+			continue;
+		}
+		if (ch == '\'' || ch == '"')
+			q = ch;
+		else if (ch == '[')
+			depth++;
+		else if (ch == ']' && --depth == 0)
+			break;
+	}
+	if (c->p >= c->end)
+		return fail(err, errlen, -EINVAL, "descr: an unterminated list");
+	c->p++;
+	if ((size_t)(c->p - s) >= sizeof(h->descr))
+		return fail(err, errlen, -EOPNOTSUPP, "descr: a structured dtype of over %d characters", NPY_DESCR_MAX);
+	memcpy(h->descr, s, (size_t)(c->p - s));
+	h->descr_len = (size_t)(c->p - s);
+	h->descr[h->descr_len] = 0;
+	rc = h5_numpy_descr_size(&size, h->descr, h->descr_len);
+	if (rc < 0) {
+		rc = fail(err, errlen, rc == H5_ERR_INVAL ? -EINVAL : -EOPNOTSUPP, "%s", h5_err_msg());
+		h5_err_clear();
+		return rc;
+	}
+	if (size > UINT32_MAX)
+		return fail(err, errlen, -EOPNOTSUPP, "a structured dtype of %zu bytes", size);
+	h->kind = 'V';
+	h->itemsize = (unsigned)size;
 	return 0;
 }
 
@@ -169,8 +231,13 @@ static int dict(npy_header *h, cur *c, char *err, size_t errlen)
 			return fail(err, errlen, -EINVAL, "header dict: a key expected");
 		if (strcmp(key, "descr") == 0) {
 			skip_ws(c);
-			if (c->p < c->end && *c->p == '[')
-				return fail(err, errlen, -EOPNOTSUPP, "structured dtype (a list descr)");
+			if (c->p < c->end && *c->p == '[') {
+				rc = structured(h, c, err, errlen);
+				if (rc < 0)
+					return rc;
+				have_descr = true;
+				goto next;
+			}
 			if (!str(c, val, sizeof(val)))
 				return fail(err, errlen, -EINVAL, "descr is not a string");
 			rc = descr(h, val, err, errlen);
@@ -196,6 +263,7 @@ static int dict(npy_header *h, cur *c, char *err, size_t errlen)
 		} else {
 			return fail(err, errlen, -EINVAL, "header dict: unknown key '%s'", key);
 		}
+next:
 		if (!eat(c, ',')) {
 			if (eat(c, '}'))
 				break;
@@ -204,8 +272,8 @@ static int dict(npy_header *h, cur *c, char *err, size_t errlen)
 	}
 	if (!have_descr || !have_fortran || !have_shape)
 		return fail(err, errlen, -EINVAL, "header dict lacks descr, fortran_order or shape");
-	if (fortran)
-		return fail(err, errlen, -EOPNOTSUPP, "Fortran order: save a C-ordered array (np.ascontiguousarray)");
+	/* (rank 0 and 1 are the same bytes in either order) */
+	h->fortran = fortran && h->rank > 1;
 	return 0;
 }
 

@@ -80,6 +80,22 @@ static int put_dims(h5_sb *b, unsigned rank, const uint64_t *dims)
 	return rc;
 }
 
+/* The names NumPy users know these by (ml_dtypes: bfloat16, float8_e4m3fn,
+ * float8_e5m2; a pair of halves is PyTorch's complex32). */
+const char *xa_form_name(h5_num_form form)
+{
+	switch (form) {
+	case H5_FORM_BFLOAT16: return "bfloat16";
+	case H5_FORM_FLOAT8_E4M3: return "float8_e4m3fn";
+	case H5_FORM_FLOAT8_E5M2: return "float8_e5m2";
+	case H5_FORM_COMPLEX_HALF: return "complex32";
+	case H5_FORM_FLOAT6_E2M3: return "float6_e2m3fn";
+	case H5_FORM_FLOAT6_E3M2: return "float6_e3m2fn";
+	case H5_FORM_FLOAT4_E2M1: return "float4_e2m1fn";
+	default: return NULL;
+	}
+}
+
 /* A text the engine made: its outcome as ours. */
 static int put_text(h5_sb *b, const h5_meta_text *t)
 {
@@ -97,8 +113,13 @@ static int meta_value(h5_sb *b, const h5_dset_meta *m, const char *key)
 
 	/* A type holding variable-length data reads as text: there is no
 	 * element layout to describe, whatever the outer class. */
-	if (strcmp(key, "dtype") == 0)
-		return m->has_vlen ? h5_sb_puts(b, "|O") : put_text(b, &m->typestr);
+	if (strcmp(key, "dtype") == 0) {
+		if (m->has_vlen)
+			return h5_sb_puts(b, "|O");
+		if (m->form != H5_FORM_PLAIN && m->typestr.rc == 0)
+			return h5_sb_puts(b, xa_form_name(m->form));
+		return put_text(b, &m->typestr);
+	}
 	if (strcmp(key, "text") == 0) {
 		if (!m->has_vlen)
 			return H5_ERR_NOTFOUND;

@@ -17,6 +17,11 @@
 /* NUL-separated list "user.a\0user.b\0..." of all xattr names for the
  * object (*out malloc'd, *len bytes including every NUL). */
 int xa_list(char **out, size_t *len, h5_file *f, uint64_t addr);
+/* user.h5.dtype of a number NumPy has no typestr of (h5_num_form): the
+ * ml_dtypes name ("bfloat16", "float8_e4m3fn", "float8_e5m2",
+ * "float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn") or
+ * "complex32"; NULL for H5_FORM_PLAIN. */
+const char *xa_form_name(h5_num_form form);
 /* Value of one xattr by full name ("user.x"); raw=1: stored bytes instead
  * of text. H5_ERR_NOTFOUND for unknown names. The result is deterministic,
  * so a size query and the read that follows agree. */

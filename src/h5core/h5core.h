@@ -577,6 +577,7 @@ typedef struct h5_dataset_info {
 	unsigned dtype_size;      /* bytes per element (0 unknown) */
 	char *dtype_text;         /* "int32le", "compound[8]{a@0:float64le}", ... */
 	char *dtype_numpy;        /* NumPy typestr as user.h5.dtype, or NULL */
+	int dtype_form;           /* h5_num_form of a "|V<size>" number */
 	h5_shape_kind shape;
 	unsigned rank;
 	const uint64_t *dims;
@@ -683,6 +684,21 @@ typedef enum h5_type_kind {
 	H5_TYPE_OPAQUE = 6        /* opaque: bytes with no meaning to HDF5 ("|V<size>") */
 } h5_type_kind;
 
+/* A number NumPy has no typestr of (it is "|V<size>" there) but whose
+ * encoding is a known one: HDF5 2.x's bfloat16 and OCP FP8 E4M3 (no
+ * infinity) and E5M2 floats, a complex number (class 11) of two IEEE
+ * half-precision floats. Their names are the tools' (src/common). */
+typedef enum h5_num_form {
+	H5_FORM_PLAIN = 0,        /* none of these */
+	H5_FORM_BFLOAT16 = 1,
+	H5_FORM_FLOAT8_E4M3 = 2,
+	H5_FORM_FLOAT8_E5M2 = 3,
+	H5_FORM_COMPLEX_HALF = 4,
+	H5_FORM_FLOAT6_E2M3 = 5,  /* HDF5 2.1's OCP FP6 and FP4: no inf, no NaN */
+	H5_FORM_FLOAT6_E3M2 = 6,
+	H5_FORM_FLOAT4_E2M1 = 7
+} h5_num_form;
+
 /* A datatype as NumPy sees it. Compound members and an array's base are
  * the members (an array has one, named NULL). */
 typedef struct h5_type_view {
@@ -691,6 +707,7 @@ typedef struct h5_type_view {
 	int str_pad;              /* fixed-length strings: 0 null-terminated,
 				   * 1 null-padded, 2 space-padded */
 	char *typestr;            /* NumPy typestr: "<f8", "|b1", "|S10", "|V12", "|O" */
+	h5_num_form form;         /* "|V<size>" numbers of a known encoding */
 	const char *name;         /* as a compound member: its name */
 	uint32_t offset;          /* as a compound member: its byte offset */
 	unsigned arank;           /* array: its dimensions */
@@ -771,6 +788,17 @@ int h5_attr_write(h5_file *f, uint64_t addr, const char *name, size_t name_len, 
  * several (", "-joined) a 1-D array. */
 int h5_attr_create_typed(h5_file *f, uint64_t addr, const char *name, size_t name_len, const char *typestr,
 			 const char *text, size_t len);
+/* A new attribute's fixed-length string (IV.A.2.d class 3, ASCII): how it
+ * is padded. H5_FSTR_NULLTERM is netCDF-C's NC_CHAR (nc4hdf.c: a scalar of
+ * the text's length, 1 for an empty text); H5_FSTR_NULLPAD is h5py's
+ * numpy.bytes_. */
+enum h5_fstr { H5_FSTR_NONE = 0, H5_FSTR_NULLTERM = 1, H5_FSTR_NULLPAD = 2 };
+/* Attribute NAME (new, or replacing one): a scalar fixed-length string
+ * holding text (no NUL byte in it: H5_ERR_INVAL), width bytes (0: the
+ * text's length, at least 1; a text longer than width: H5_ERR_INVAL),
+ * padded as fstr says. */
+int h5_attr_create_str(h5_file *f, uint64_t addr, const char *name, size_t name_len, const char *text, size_t len,
+		       size_t width, enum h5_fstr fstr);
 /* H5_ERR_NOTFOUND when there is no such attribute. */
 int h5_attr_delete(h5_file *f, uint64_t addr, const char *name, size_t name_len);
 /* A batch of changes of one object's attributes, in order, in as few
@@ -790,6 +818,9 @@ typedef struct h5_attr_str {
 	size_t len;
 	int set;                /* 1: a new value of an existing attribute */
 	int raw;
+	enum h5_fstr fstr;      /* a new name: a fixed-length string of its
+				 * text's length (h5_attr_create_str), not a
+				 * variable-length one */
 } h5_attr_str;
 int h5_attr_write_batch(size_t *done, h5_file *f, uint64_t addr, const h5_attr_str *it, size_t n);
 /* What a write-behind batch of attribute changes has promised so far
@@ -805,14 +836,14 @@ typedef struct h5_attr_room {
  * value AND a batch holding room's changes and this one would commit it
  * (h5_attr_write_batch; nothing written, checked before the answer): 0
  * for an existing attribute; H5_ERR_NOTFOUND for a new name (a new string
- * attribute) that fits; else the error that write would give (or one for
+ * attribute, fixed-length when fstr says so) that fits; else the error that write would give (or one for
  * a case it does not check: shared messages), or H5_ERR_LIMIT when the
  * batch cannot promise it (a message too large for its place, a move to
  * dense storage, the dense store near its heap's capacity): such a change
  * is made at once, which gives its real error. room (NULL: not counted)
  * grows by each change accepted. */
 int h5_attr_set_check(h5_attr_room *room, h5_file *f, uint64_t addr, const char *name, size_t name_len,
-		      const void *val, size_t len, int raw);
+		      const void *val, size_t len, int raw, enum h5_fstr fstr);
 /* len bytes of disk space past f's end of allocation allocated now (the
  * file extended with zeros past its EOF address), so that the commits
  * that follow cannot run out of space: H5_ERR_NOSPC when the disk is full
@@ -821,6 +852,17 @@ int h5_attr_set_check(h5_attr_room *room, h5_file *f, uint64_t addr, const char 
 int h5_file_reserve(h5_file *f, uint64_t len);
 /* What earlier changes wrote, durable (fsync). */
 int h5_file_write_sync(h5_file *f);
+/* `to`, FILE opened anew by the writer that has `from` open (a live
+ * mount's next generation, nothing written through `to` yet), takes over
+ * `from`'s file space when no other writer changed FILE since: the same
+ * EOF address. New space then continues at `from`'s allocation end, below
+ * the room its commits reserved past it (which `to`'s next sync gives
+ * back), and the space `from`'s commits freed is `to`'s to reuse, with
+ * the chunk it rewrote last (h5_file_compact's; moved: `from` hands none
+ * of it out again). Else nothing is taken over: `to`
+ * allocates from its EOF address, as any fresh opening. No writer may use
+ * either file meanwhile. */
+void h5_file_space_handover(h5_file *to, h5_file *from);
 
 /* ---- adding links (write/link_write.c) ------------------------------------
  * Link NAME added to the group at `group`, in compact link storage (link
@@ -836,7 +878,9 @@ int h5_link_insert(h5_file *f, uint64_t group, const char *name, size_t name_len
 		   uint64_t addr, const char *target, int durable);
 /* A new empty group NAME in group parent, at *addr: of the parent's form
  * (a v2 header of compact link storage, or a v1 header with an empty
- * symbol table), as libhdf5 makes one in such a file. */
+ * symbol table), as libhdf5 makes one in such a file; a v2 header tracks
+ * and indexes the creation order of its links and attributes as its
+ * parent does (netCDF-4's groups: netCDF-C writes only into such). */
 int h5_group_create(uint64_t *addr, h5_file *f, uint64_t parent, const char *name, size_t name_len);
 
 /* ---- new datasets (write/dset_create.c) ------------------------------------
@@ -856,12 +900,50 @@ typedef struct h5_dset_new {
 	char kind;
 	unsigned size;
 	int big_endian;
+	/* or (descr set) the NumPy dtype descr np.save's header gives (a
+	 * typestr, or a structured dtype's list), as h5py stores it: strings
+	 * S<n>, compounds of fields (arrays for a field's shape), size its
+	 * itemsize (h5_numpy_descr_size) */
+	const char *descr;
+	size_t descr_len;
+	/* or (vstr) variable-length UTF-8 strings, h5py's string_dtype (size:
+	 * h5_file_vlen_size; the elements h5_dset_vstr_elements makes) */
+	int vstr;
 	int chunked, growable, indexed;
 	unsigned deflate;
 	uint16_t filter;        /* 0: deflate */
 	uint64_t chunk[32];
 	uint64_t data_addr, data_size;  /* contiguous; chunked: the index */
 } h5_dset_new;
+
+/* (write/dset_vstr.c) The bytes of one variable-length element in f: a
+ * length, a global heap collection's address, an index. */
+unsigned h5_file_vlen_size(const h5_file *f);
+/* The elements (*out, n of h5_file_vlen_size bytes, malloc'd) of the
+ * UTF-8 strings s[i] (l[i] bytes) for a new vstr dataset: the strings
+ * written into new global heap collections at the allocation end (at
+ * most 65535 strings, about 1 MiB, each), invisible until the dataset's
+ * commit. The caller holds FILE's lock as for h5_dset_writer_put. */
+int h5_dset_vstr_elements(uint8_t **out, h5_file *f, const char *const *s, const size_t *l, size_t n);
+
+/* (write/dimscale.c) The dataset at var, which has none, attached to the
+ * dimension scales scales[0..rank) (one per dimension), as libhdf5's
+ * H5DSattach_scale writes it: each scale's REFERENCE_LIST gets an entry,
+ * then var's DIMENSION_LIST is made; a commit each. A scale whose list
+ * has another layout: H5_ERR_UNSUPPORTED; var attached already:
+ * H5_ERR_INVAL. */
+int h5_ds_attach_new(h5_file *f, uint64_t var, const uint64_t *scales, unsigned rank);
+/* The dataset at var (its last link removed) taken off every dimension
+ * scale its DIMENSION_LIST names: their REFERENCE_LIST entries naming it
+ * removed (a list left empty goes: those scales into emptied, at most 32,
+ * *nemptied of them; NULL: not said), a commit each. H5_ERR_NOTFOUND when
+ * var has no DIMENSION_LIST. */
+int h5_ds_detach(h5_file *f, uint64_t var, uint64_t *emptied, unsigned *nemptied);
+
+/* The element size of a NumPy dtype descr (h5_dset_new's descr) when
+ * h5py can store it: 0, or H5_ERR_UNSUPPORTED / H5_ERR_INVAL saying why
+ * not (objects, datetimes, unicode, a void leaf, long double). */
+int h5_numpy_descr_size(size_t *itemsize, const char *descr, size_t len);
 
 /* -o compress=NAME[:LEVEL] for new datasets: gzip (or deflate; level 4
  * without one, as h5py), zstd, bzip2, blosc, lz4, lzf, bitshuffle (a
@@ -903,6 +985,16 @@ void h5_dset_writer_free(h5_dset_writer *w);
  * only what is not a group (H5_ERR_PERM); 0: anything. The object's
  * reference count drops when it has other links. H5_ERR_NOTFOUND. */
 int h5_link_delete(h5_file *f, uint64_t group, const char *name, size_t name_len, int want);
+/* The same for want 2; when that was the object's last link, what it
+ * stored (its header, attribute storage, chunk index and chunks or
+ * contiguous data) is handed back in *gone (NULL: nothing): freed by
+ * h5_gone_release once nothing reads the object any more (an open
+ * descriptor keeps reading an unlinked file), dropped unfreed by
+ * h5_gone_discard. Global heap collections are never freed (shared). */
+typedef struct h5_gone h5_gone;
+int h5_link_delete_gone(h5_file *f, uint64_t group, const char *name, size_t name_len, h5_gone **gone);
+void h5_gone_release(h5_gone *g);
+void h5_gone_discard(h5_gone *g);
 /* A hard link NAME in group to the object at addr (H5Lcreate_hard): its
  * reference count raised first, then the link (write/link_move.c). A name
  * the group has: H5_ERR_INVAL. */
@@ -915,6 +1007,10 @@ int h5_link_hard(h5_file *f, uint64_t group, const char *name, size_t name_len, 
  * (write/link_move.c, its crash states). */
 int h5_link_move(h5_file *f, uint64_t sgroup, const char *sname, size_t slen, uint64_t dgroup, const char *dname,
 		 size_t dlen);
+/* The same; when DNAME was a dataset's last link, what it stored comes
+ * back in *gone, as h5_link_delete_gone gives it (rename over a file). */
+int h5_link_move_gone(h5_file *f, uint64_t sgroup, const char *sname, size_t slen, uint64_t dgroup,
+		      const char *dname, size_t dlen, struct h5_gone **gone);
 
 /* The modification time of the object at addr set to sec (seconds since
  * the epoch; utimensat through the mount), wherever its header records
@@ -946,6 +1042,7 @@ typedef struct h5_meta_filter {
 typedef struct h5_dset_meta {
 	int is_dataset;           /* 0: a group or named datatype, nothing else set */
 	h5_meta_text typestr;     /* the type's NumPy typestr (h5_type_view.typestr) */
+	h5_num_form form;         /* and the encoding of a "|V<size>" number */
 	h5_meta_text descr;       /* compound and array types: a NumPy descr
 				   * (np.dtype(eval(text))) */
 	h5_meta_text fill;        /* the fill value (stored, else zeros) as text */
@@ -986,6 +1083,25 @@ int h5_append_check(const h5_dataset *d);
  * (write/dset_empty.c, two fsync'd writes). H5_ERR_BUSY while an appender
  * of it is open. */
 int h5_dataset_empty(h5_file *f, uint64_t addr);
+/* What emptying replaced, to put back when the replacement that began
+ * with it fails (cp or `cat x >` over a dataset: issue 56 item 3): the
+ * old chunks stay unreferenced and unreused until the caller lets go. */
+typedef struct h5_empty_undo {
+	int valid;
+	uint64_t idx_addr;      /* the old chunk index (undefined: none) */
+	uint64_t dims0;         /* the old number of rows */
+	void *gone;             /* the old index's blocks and chunks (engine's) */
+} h5_empty_undo;
+int h5_dataset_empty_undoable(h5_file *f, uint64_t addr, h5_empty_undo *undo);
+/* The replacement succeeded: the old index's blocks and chunks are freed
+ * (reused once the commits that stopped referencing them are durable:
+ * doc/DESIGN.md "Free space"); undo is spent. */
+void h5_dataset_empty_done(h5_file *f, h5_empty_undo *undo);
+/* The old rows back: the index address, fsync, then dims[0] and the time,
+ * fsync (a crash between: the old index with the new row count, rows of
+ * it past that count hidden or reading fill). An append stream of the
+ * dataset still open is failed ("restored"): its handles write no more. */
+int h5_dataset_empty_undo(h5_file *f, uint64_t addr, h5_empty_undo *undo);
 /* H5_ERR_PERM when the dataset cannot grow this way, H5_ERR_ROFS when the
  * file is open read-only. Nothing is written by open. */
 int h5_append_open(h5_appender **out, h5_file *f, uint64_t dset_addr);
@@ -1003,6 +1119,22 @@ void h5_append_discard(h5_appender *a);
 /* Flush and free. A trailing partial row is not appended: H5_ERR_INVAL,
  * and its length in *pending_partial. */
 int h5_append_close(h5_appender *a, size_t *pending_partial);
+/* Disk space for committing len bytes of rows not committed yet (the
+ * caller's count, this write's included: whole chunk rows, filters' worst
+ * case, index blocks), allocated now (h5_file_reserve) before such a
+ * write is answered: a full disk is H5_ERR_NOSPC for that write, never
+ * rows lost after their answer (issue 56). The caller holds FILE's lock. */
+int h5_append_reserve(h5_appender *a, uint64_t len);
+/* A reader section: a request that reads FILE's metadata (a lookup, a
+ * listing, xattrs). Space a commit frees while one that began before it
+ * is active is reused only after it ends (it may be walking what that
+ * space held). The token from begin goes to end. */
+uint64_t h5_file_read_begin(h5_file *f);
+void h5_file_read_end(h5_file *f, uint64_t token);
+/* Free without committing or syncing anything (no write of FILE): for a
+ * caller that does not hold FILE's lock, whose rows were committed
+ * already; rows other appenders of the stream buffered stay theirs. */
+void h5_append_drop(h5_appender *a);
 uint64_t h5_append_size(const h5_appender *a);      /* bytes received (committed or not) */
 uint64_t h5_append_committed(const h5_appender *a); /* dataset bytes after the last commit */
 size_t h5_append_pending(const h5_appender *a);     /* bytes received, not committed */
@@ -1035,6 +1167,22 @@ uint64_t h5_overwrite_buffered(const h5_overwriter *w);
 /* Of those, the bytes kept in memory (not written in place): what a
  * periodic commit bounds */
 uint64_t h5_overwrite_kept(const h5_overwriter *w);
+/* Whether a durable commit has anything to do: bytes kept or written in
+ * place, or a commit since the last durable one not fsync'd yet. */
+int h5_overwrite_pending(const h5_overwriter *w);
+/* The kept bytes (taken, not committed; bytes written in place are in
+ * FILE already) over [off, off + len) copied into buf, where they lie, a
+ * later put over an earlier one winning: 1 when any lay there, else 0, or
+ * a negative h5_err (a chunk taken whole is read back and decoded). buf
+ * NULL: only whether any does. Readers of a dataset with a writer answer
+ * with them. */
+int h5_overwrite_peek(const h5_overwriter *w, uint64_t off, void *buf, size_t len);
+/* Disk space for committing what is kept and len more bytes, allocated
+ * now (h5_file_reserve), before such a write is answered: a full disk is
+ * H5_ERR_NOSPC then, never an answered write lost at the commit (issue
+ * 56). Chunked: every touched chunk rewritten to new space, plus index
+ * blocks; contiguous and compact are written in place: nothing. */
+int h5_overwrite_reserve(h5_overwriter *w, uint64_t len);
 /* Make the bytes taken visible in one commit. all: every byte (else a
  * trailing partial element waits for the rest); durable: fsync'd before
  * returning. The bytes are dropped whatever the result. */

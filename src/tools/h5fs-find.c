@@ -707,7 +707,8 @@ int main(int argc, char **argv)
 	}
 	if (r.ix)
 		tool_kinds_store(&r.tk);
-	qsort(r.m, r.nm, sizeof(*r.m), member_cmp);
+	if (r.nm > 1)
+		qsort(r.m, r.nm, sizeof(*r.m), member_cmp);
 	if (r.ix && ccat_stamps(r.ix, r.root, stamp_cb, &st) < 0) {
 		fprintf(stderr, PROG ": %s\n", h5_err_msg());
 		h5_err_clear();
@@ -750,7 +751,8 @@ int main(int argc, char **argv)
 		ret = TOOL_EXIT_RUNTIME;
 		goto out;
 	}
-	qsort(r.hits, r.nhits, sizeof(*r.hits), hit_cmp);
+	if (r.nhits > 1)        /* (no hit: r.hits NULL, which qsort must not get) */
+		qsort(r.hits, r.nhits, sizeof(*r.hits), hit_cmp);
 	for (size_t i = 0; i < r.nhits; i++) {
 		if (r.json)
 			printf("%s\n", r.hits[i].json);

@@ -130,7 +130,8 @@ static uint64_t load_uint(const uint8_t *p, unsigned size, int big)
 {
 	uint64_t v = 0;
 
-	for (unsigned i = 0; i < size; i++)
+	/* (at most 8 bytes: a shift by 64 is undefined) */
+	for (unsigned i = 0; i < size && i < 8; i++)
 		v |= (uint64_t)p[big ? size - 1 - i : i] << (8 * i);
 	return v;
 }
@@ -148,7 +149,22 @@ void json_number(struct jb *b, const char *t, const uint8_t *p, int quoted_speci
 {
 	int big = t[0] == '>';
 	unsigned size = (unsigned)atoi(t + 2);
-	uint64_t u = load_uint(p, size, big);
+	uint64_t u;
+
+	if (t[1] == 'c' && (size == 8 || size == 16)) {
+		/* complex (HDF5 2.x class 11): [real, imaginary], each a float
+		 * of half the size */
+		char part[8];
+
+		snprintf(part, sizeof(part), "%cf%u", t[0], size / 2);
+		jb_printf(b, "[");
+		json_number(b, part, p, quoted_special);
+		jb_printf(b, ", ");
+		json_number(b, part, p + size / 2, quoted_special);
+		jb_printf(b, "]");
+		return;
+	}
+	u = load_uint(p, size, big);
 
 	switch (t[1]) {
 	case 'b':

@@ -8,6 +8,7 @@
 #include "ls_list.h"
 #include "collection.h"
 #include "linkvec.h"
+#include "xattrs.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -146,6 +147,12 @@ static void list_dataset(struct lister *L, const char *path, uint64_t addr)
 			/* as user.h5.dtype shows it: np.dtype() of it is h5py's dtype */
 			jb_printf(&s, ", \"numpy\": ");
 			jb_str(&s, di.dtype_numpy, strlen(di.dtype_numpy));
+		}
+		if (xa_form_name(di.dtype_form)) {
+			/* and the name user.h5.dtype gives a number NumPy has no
+			 * type of (bfloat16, float8_e4m3fn, complex32, ...) */
+			jb_printf(&s, ", \"name\": ");
+			jb_str(&s, xa_form_name(di.dtype_form), strlen(xa_form_name(di.dtype_form)));
 		}
 		jb_printf(&s, "}, \"shape\": ");
 		shape_desc(&s, &di, 1);

@@ -19,7 +19,12 @@
  * new string attribute, "=NAME=VALUE" a new value of an existing one),
  * "reserve\tN" (N bytes of disk space allocated ahead, h5_file_reserve),
  * "stop\tN" and "gzstop\tN" (an np.save stream of N int32 stopping
- * halfway: nothing made, its space given back), or "sync".
+ * halfway: nothing made, its space given back), "rm\tPATH\tNAME" (a
+ * dataset's last link removed and its storage freed, as rm through the
+ * mount does when no descriptor has it open), "compact" (what the
+ * unmount does last: h5_file_compact moves a chunk, continuation chunks
+ * and groups' link storage down into freed space and cuts FILE), or
+ * "sync".
  * Prints one line per change: "ok" or the engine's error.
  */
 #include <stdbool.h>
@@ -96,6 +101,18 @@ static int bytes_dset(h5_file *f, uint64_t group, const char *name)
 	return h5_dataset_create(&addr, f, group, name, strlen(name), &d, UINT64_MAX);
 }
 
+/* "rm": a dataset's last link removed, what it stored freed at once (no
+ * descriptor reads it: member/link.c member_gone_keep) */
+static int rm_dataset(h5_file *f, uint64_t group, const char *name)
+{
+	h5_gone *gone = NULL;
+	int rc = h5_link_delete_gone(f, group, name, strlen(name), &gone);
+
+	if (gone)
+		h5_gone_release(gone);
+	return rc;
+}
+
 /* "strs": one batch of n new string attributes (the daemon's write-behind
  * of setfattr, member/xbatch.c) */
 static int strs(h5_file *f, uint64_t addr, unsigned n, const char *prefix)
@@ -108,7 +125,7 @@ static int strs(h5_file *f, uint64_t addr, unsigned n, const char *prefix)
 	for (unsigned i = 0; rc == 0 && i < n; i++) {
 		snprintf(names[i], 64, "%s%03u", prefix, i);
 		snprintf(vals[i], 80, "%s value %u", prefix, i);
-		it[i] = (h5_attr_str){ names[i], strlen(names[i]), vals[i], strlen(vals[i]), 0, 0 };
+		it[i] = (h5_attr_str){ names[i], strlen(names[i]), vals[i], strlen(vals[i]), 0, 0, H5_FSTR_NONE };
 	}
 	if (rc == 0)
 		rc = h5_attr_write_batch(&done, f, addr, it, n);
@@ -130,7 +147,7 @@ static int batch(h5_file *f, uint64_t addr, char *spec)
 		if ((p[0] != '+' && p[0] != '=') || !eq)
 			return -8;
 		*eq = 0;
-		it[n++] = (h5_attr_str){ p + 1, strlen(p + 1), eq + 1, strlen(eq + 1), p[0] == '=', 0 };
+		it[n++] = (h5_attr_str){ p + 1, strlen(p + 1), eq + 1, strlen(eq + 1), p[0] == '=', 0, H5_FSTR_NONE };
 	}
 	return h5_attr_write_batch(&done, f, addr, it, n);
 }
@@ -163,6 +180,8 @@ int main(int argc, char **argv)
 
 		if (strcmp(fl[0], "sync") == 0)
 			rc = h5_file_write_sync(f);
+		else if (strcmp(fl[0], "compact") == 0)
+			rc = h5_file_compact(f);
 		else if (strcmp(fl[0], "reserve") == 0 && n == 2)
 			rc = h5_file_reserve(f, strtoull(fl[1], NULL, 10));
 		else if ((strcmp(fl[0], "stop") == 0 || strcmp(fl[0], "gzstop") == 0) && n == 2)
@@ -181,6 +200,10 @@ int main(int argc, char **argv)
 			rc = h5_link_insert(f, addr, fl[2], strlen(fl[2]), H5_LINK_SOFT, 0, fl[3], 0);
 		else if (strcmp(fl[0], "unlink") == 0 && n == 3)
 			rc = h5_link_delete(f, addr, fl[2], strlen(fl[2]), 0);
+		else if (strcmp(fl[0], "rm") == 0 && n == 3)
+			rc = rm_dataset(f, addr, fl[2]);
+		else if (strcmp(fl[0], "rmdir") == 0 && n == 3)
+			rc = h5_link_delete(f, addr, fl[2], strlen(fl[2]), 1);
 		else if (strcmp(fl[0], "mv") == 0 && n == 5 && (rc = h5_path_lookup(&to, f, fl[3])) == 0)
 			rc = h5_link_move(f, addr, fl[2], strlen(fl[2]), to, fl[4], strlen(fl[4]));
 		else if (strcmp(fl[0], "ln") == 0 && n == 4 && (rc = h5_path_lookup(&to, f, fl[3])) == 0)

@@ -8,6 +8,9 @@
  *                     first); it and every later one (a dead disk stays
  *                     dead)
  *   H5FS_FAULT_ERRNO  the errno (default EIO)
+ *   H5FS_FAULT_ONCE   "1": only the Nth call fails, the later ones pass
+ *                     (a one-shot error: a transient fault, a full disk
+ *                     that had room again)
  *
  * A call on the file is known by its descriptor's /proc/self/fd link.
  * Writes of other files (the log, /dev/fuse) pass untouched.
@@ -47,7 +50,10 @@ static int fails(const char *op, int fd)
 
 	if (!kind || !nth || strcmp(kind, op) != 0 || !is_target(fd))
 		return 0;
-	if (__atomic_add_fetch(&counter, 1, __ATOMIC_SEQ_CST) < atol(nth))
+	long c = __atomic_add_fetch(&counter, 1, __ATOMIC_SEQ_CST);
+	const char *once = getenv("H5FS_FAULT_ONCE");
+
+	if (c < atol(nth) || (once && strcmp(once, "1") == 0 && c > atol(nth)))
 		return 0;
 	errno = e ? atoi(e) : EIO;
 	return 1;

@@ -261,14 +261,17 @@ class SanitizerReport(AssertionError):
 
 class Mount:
     """h5fs FILE MNT -f in the background; always unmounted and reaped.
-    nofile: the daemon's RLIMIT_NOFILE (soft and hard), as `ulimit -n`."""
+    nofile: the daemon's RLIMIT_NOFILE (soft and hard), as `ulimit -n`;
+    env: variables added to the daemon's environment (a fault shim's
+    LD_PRELOAD and settings, commit tunables), ours left alone."""
 
-    def __init__(self, h5file, mnt, opts=(), cwd=None, nofile=None):
+    def __init__(self, h5file, mnt, opts=(), cwd=None, nofile=None, env=None):
         self.h5file = h5file
         self.mnt = mnt
         self.opts = list(opts)
         self.cwd = cwd
         self.nofile = nofile
+        self.env = dict(os.environ, **env) if env else None
         self.proc = None
         self.log = None
         self.hung = False
@@ -280,13 +283,16 @@ class Mount:
 
     def __exit__(self, *exc):
         self.stop()
+        if exc and exc[0] is not None:
+            # the daemon's log says why a request failed
+            print("h5fs log (%s):\n%s" % (self.h5file, self.output()[-3000:]))
         return False
 
     def start(self):
         self.log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen([H5FS, "-f"] + self.opts + [self.h5file, self.mnt],
                                      stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT,
-                                     cwd=self.cwd, preexec_fn=self._preexec)
+                                     cwd=self.cwd, env=self.env, preexec_fn=self._preexec)
         deadline = time.monotonic() + MOUNT_WAIT
         while time.monotonic() < deadline:
             if is_mounted(self.mnt):

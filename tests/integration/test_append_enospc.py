@@ -166,7 +166,11 @@ def append_synced(mnt, start, nblocks, block):
     n, err = start, None
     try:
         for _ in range(nblocks):
-            os.write(fd, rows(n, block).tobytes())
+            try:
+                os.write(fd, rows(n, block).tobytes())
+            except OSError as e:
+                e.at_write = True       # refused before its answer
+                raise
             os.fsync(fd)
             n += block
     except OSError as e:
@@ -183,17 +187,18 @@ SWEEP_COMMITS = 8
 
 
 def sweep(kind, wd, small, failures):
-    """ENOSPC at every page of a commit, in the chunk write and in the index
-    writes after it: small chunks (3 rows), one fsync'd chunk per commit.
+    """ENOSPC at every page of a commit: small chunks (3 rows), one fsync'd
+    chunk per commit. Since issue 56 the space a write's rows take is
+    reserved before the write is answered, so the write itself is refused
+    (ENOSPC from write(), nothing answered) rather than a chunk or index
+    write of the commit after it.
     A dry run measures the pages each of SWEEP_COMMITS commits takes and
     where its chunk lies; then for each commit k and each page p of it, a
     fresh file gets k-1 commits, a filler leaves p pages too few, and commit
     k must fail with ENOSPC; h5py then reads the k-1 commits' rows (or all
     k, if the commit's switch landed), exact, the other dataset intact; and
     once the filler is gone the same file takes more rows through a new
-    mount.  FILE's length afterwards tells whether the chunk write or a
-    later one failed: the index writes (B-tree nodes, array blocks) must
-    have failed at least once."""
+    mount. Every ENOSPC must come from the write (before its answer)."""
     mnt = os.path.join(wd, "mnt")
     os.makedirs(mnt, exist_ok=True)
     path = os.path.join(small, "f.h5")
@@ -214,11 +219,8 @@ def sweep(kind, wd, small, failures):
                 bad("dry run, commit %d: %s" % (k + 1, err))
                 return
             used.append(f0 - free_bytes(small))
-    with h5py.File(path, "r") as f:
-        chunks = [f["d"].id.get_chunk_info_by_coord((k * blk, 0)) for k in range(SWEEP_COMMITS)]
-        chunks = [(c.byte_offset, c.byte_offset + c.size) for c in chunks]
     os.unlink(path)
-    where = {"chunk": 0, "index": 0}
+    where = {"write": 0, "after": 0}
     for k in range(SWEEP_COMMITS):
         for short in range(1, used[k] // page + 1):
             make_file(path, kind, SWEEP_CHUNK)
@@ -235,10 +237,7 @@ def sweep(kind, wd, small, failures):
             what = "commit %d, %d pages short" % (k + 1, short)
             if err is None or err.errno != errno.ENOSPC:
                 bad("%s: %s, expected ENOSPC" % (what, err))
-            # the chunk goes first: FILE reaching its end means a later write
-            # (index nodes or blocks, their header) ran out of space
-            size = os.path.getsize(path)
-            where["index" if size >= chunks[k][1] else "chunk"] += 1
+            where["write" if getattr(err, "at_write", False) else "after"] += 1
             try:
                 with h5py.File(path, "r") as f:
                     got = f["d"].shape[0]
@@ -261,10 +260,10 @@ def sweep(kind, wd, small, failures):
                         bad("%s: after freeing space h5py reads %d rows, expected %d"
                             % (what, f["d"].shape[0], n2))
             os.unlink(path)
-    print("%s sweep: %d commits, pages each %s; ENOSPC in chunk writes %d times, in index writes %d times"
-          % (kind, SWEEP_COMMITS, [u // page for u in used], where["chunk"], where["index"]))
-    if not where["index"]:
-        bad("no index write ran out of space")
+    print("%s sweep: %d commits, pages each %s; ENOSPC refusing the write %d times, after its answer %d times"
+          % (kind, SWEEP_COMMITS, [u // page for u in used], where["write"], where["after"]))
+    if where["after"]:
+        bad("%d ENOSPC came after the write was answered (space not reserved)" % where["after"])
 
 
 def main():

@@ -27,7 +27,8 @@ with its disk space allocated ahead and cut back by the sync after, and np.save
 streams that stop halfway giving their space back),
 and removals that move dense attributes back into the header below
 libhdf5's minimum of 6 (SHRINK_OPS), and the same for links
-(LINK_SHRINK_OPS).
+(LINK_SHRINK_OPS). Space freed and taken again (rmdir's group, replaced
+dense stores and symbol table nodes, REUSE_DENSE_OPS, REUSE_STAB_OPS).
 New datasets (a contiguous int32 dataset written first and linked last,
 as np.save through the mount makes one, and one chunked and deflated, as
 with -o compress=gzip; an empty growable uint8 one, as cp does) are enumerated the same way, a state's tree holding each
@@ -42,6 +43,11 @@ old name removed (write/link_move.c), so its states are those of "ln" then
 "unlink" (MOVE_STATES): a kill -9 leaves the object under the old name,
 both, or the new one, never neither; a move within a compact group is one
 commit.
+A group's link storage moved down at unmount (MOVE_DOWN_OPS: names added
+after a large dataset, which rm frees, then removed; "compact" is the
+unmount's h5_file_compact) is enumerated the same way, every failing N
+too, on both files; FILE must end near where it began; and an object's
+dense attribute store the same way (MOVE_DOWN_ATTR_OPS).
 Modification times (TIME_OPS: what utimens through the mount writes,
 write/obj_time.c) are enumerated the same way, each object's time in the
 tree.
@@ -225,6 +231,41 @@ SHRINK_OPS = ["set\t/d\tn%d\tv%d" % (i, i) for i in range(9)] + ["del\t/d\tn%d" 
 # the same for links: /g's 10 go dense, 5 removed move the rest back
 LINK_SHRINK_OPS = ["mkdir\t/g\tm%02d" % i for i in range(10)] + \
     ["unlink\t/g\tm%02d" % i for i in (0, 3, 4, 7, 9)] + ["mkdir\t/g\tafter", "sync", "unlink\t/g\tm01"]
+# space freed and taken again (issue 56 item 5): a removed group's header
+# and link storage (rmdir), a dense store and symbol table nodes replaced
+# by a change, reused by the next mkdir once a sync released them
+REUSE_DENSE_OPS = ["mkdir\t/g\tm%02d" % i for i in range(10)] + [
+    "rmdir\t/g\tm03", "sync", "mkdir\t/g\tr1", "rmdir\t/g\tr1", "sync", "mkdir\t/g\tr2",
+    "mkdir\t/g/r2\tx", "sync", "rmdir\t/g/r2\tx", "rmdir\t/g\tm05", "sync", "mkdir\t/g\tr3"]
+REUSE_STAB_OPS = ["mkdir\t/g\tm%02d" % i for i in range(12)] + [
+    "rmdir\t/g\tm05", "sync", "mkdir\t/g\tr1", "rmdir\t/g\tm00", "sync", "mkdir\t/g/r1\tx",
+    "mkdir\t/g\tr2", "sync", "rmdir\t/g/r1\tx", "sync", "mkdir\t/g\tr3",
+    # removed names back to the local heap's free list (link_stab.c
+    # heap_release): short ones growing the free block before them,
+    # longer ones becoming blocks of their own (pushed, or taking in the
+    # block after them)
+    "mkdir\t/g\tc1", "rmdir\t/g\tc1", "mkdir\t/g\tc2", "rmdir\t/g\tc2", "mkdir\t/g\tc3",
+    "mkdir\t/g\tlong-name-number-1", "mkdir\t/g\tlong-name-number-2", "mkdir\t/g\tr7",
+    "rmdir\t/g\tlong-name-number-1", "sync", "mkdir\t/g\tr8", "mkdir\t/g\tr9", "mkdir\t/g\tr10",
+    "rmdir\t/g\tlong-name-number-2", "sync", "mkdir\t/g\tr11", "mkdir\t/g\tr12"]
+# a group's link storage moved down at unmount (issue 53, link_write.c
+# h5_link_move_down): names added after a large dataset, whose space the
+# rm frees, place the group's symbol table nodes and grown local heap (a
+# dense group's store) at the end; "compact" commits them again into the
+# freed space below, and the end is cut (MOVE_DOWN_OPS, both files)
+MOVE_DOWN_OPS = ["mkdir\t/g\tearly%d" % i for i in range(3)] + ["dset\t/g\tbig\t200000"] + [
+    "mkdir\t/g\tlate-name-that-needs-room-in-the-heap-%02d" % i for i in range(12)] + [
+    "rm\t/g\tbig", "sync"] + [
+    "rmdir\t/g\tlate-name-that-needs-room-in-the-heap-%02d" % i for i in range(12)] + ["sync", "compact"]
+# the same for an object's dense attribute store (attr_write.c
+# h5_attr_move_down): a number attribute (no global heap collection) set
+# after the large dataset, which is then removed: the store written at
+# the end moves down
+MOVE_DOWN_ATTR_OPS = ["strs\t/g\t12\tearly", "dset\t/\tbig\t200000"] + [
+    "typed\t/g\tlate\t<i4\t7", "rm\t/\tbig", "sync", "compact"]
+# (the batch: one commit per compact attribute, the dense rest in one; a
+# state after each attribute covers both)
+MOVE_DOWN_ATTR_STATES = ["set\t/g\tearly%03d\tearly value %d" % (i, i) for i in range(12)] + MOVE_DOWN_ATTR_OPS[1:]
 # the compact batch is a commit per change: its states are those of three
 BATCH_STATES = BATCH_OPS[:-1] + ["batch\t/d\t+x1=one", "batch\t/d\t=i=3", "batch\t/d\t+x2=two"]
 
@@ -404,6 +445,41 @@ def run_case(work, fx, rng, OPS=OPS, objs=MF.OBJS, STATES=None, every_fail=False
     return checked
 
 
+def move_down_case(work, rng):
+    """MOVE_DOWN_OPS enumerated as the rest; the compact must have moved
+    something (FILE ends far below the large dataset's end) and the crash
+    states of its commit are among those checked."""
+    total = 0
+    for fx in ("default.h5", "latest.h5"):
+        p = os.path.join(work, "md.h5")
+        shutil.copy(os.path.join(work, "fx", fx), p)
+        before = os.path.getsize(p)
+        run_helper(p, "-", 0, MOVE_DOWN_OPS[:-1])
+        kept = os.path.getsize(p)
+        shutil.copy(os.path.join(work, "fx", fx), p)
+        run_helper(p, "-", 0, MOVE_DOWN_OPS)
+        after = os.path.getsize(p)
+        print("%s move down: FILE %d bytes, %d before the compact, %d after" % (fx, before, kept, after))
+        if kept < before + 800000 or after > before + 65536:
+            T.fail("%s move down: FILE %d bytes before the changes, %d before the compact, %d after: "
+                   "the group's storage did not move down" % (fx, before, kept, after))
+        total += run_case(work, fx, rng, MOVE_DOWN_OPS, None, every_fail=True)
+    p = os.path.join(work, "md.h5")
+    shutil.copy(os.path.join(work, "fx", "latest.h5"), p)
+    before = os.path.getsize(p)
+    run_helper(p, "-", 0, MOVE_DOWN_ATTR_OPS[:-1])
+    kept = os.path.getsize(p)
+    shutil.copy(os.path.join(work, "fx", "latest.h5"), p)
+    run_helper(p, "-", 0, MOVE_DOWN_ATTR_OPS)
+    after = os.path.getsize(p)
+    print("latest.h5 attributes move down: FILE %d bytes, %d before the compact, %d after" % (before, kept, after))
+    if kept < before + 800000 or after > before + 65536:
+        T.fail("latest.h5 attributes move down: FILE %d bytes before the changes, %d before the compact, %d "
+               "after: the dense attribute store did not move down" % (before, kept, after))
+    total += run_case(work, "latest.h5", rng, MOVE_DOWN_ATTR_OPS, MF.OBJS, MOVE_DOWN_ATTR_STATES, every_fail=True)
+    return total
+
+
 def main():
     if not os.path.exists(HELPER):
         T.skip("attr_trace not built")
@@ -429,6 +505,9 @@ def main():
     total += run_case(work, "latest.h5", rng, BATCH_OPS, MF.OBJS, BATCH_STATES)
     total += run_case(work, "latest.h5", rng, SHRINK_OPS)
     total += run_case(work, "latest.h5", rng, LINK_SHRINK_OPS, None)
+    total += run_case(work, "latest.h5", rng, REUSE_DENSE_OPS, None)
+    total += run_case(work, "default.h5", rng, REUSE_STAB_OPS, None)
+    total += move_down_case(work, rng)
     shutil.rmtree(work, ignore_errors=True)
     print("%d crash states checked in all" % total)
     return T.finish()

@@ -111,7 +111,8 @@ def random_ops(path, n, seed):
             name = "x%02d" % rng.randrange(30)
             if q < 0.45 and name not in a:
                 ops.append(("setnew", o, name, "text %d" % i))
-                a[name] = None
+                # (a new text in a netCDF-4 file is NC_CHAR, fixed-length)
+                a[name] = np.dtype("S1") if os.path.basename(path) == "netcdf.h5" else None
             elif q < 0.75 and [k for k in a if a[k] is None or a[k].kind != "S"]:
                 # (a fixed-length string gets the text's length through the
                 # mount, a new type, which h5py's modify cannot give it
@@ -194,6 +195,17 @@ def h5py_one(f, op, path):
             del g[op[2]]
         else:
             g.move(op[2], op[3])
+    elif op[0] == "setnew" and path == "netcdf.h5":
+        # a new text in a netCDF-4 file is NC_CHAR, as netCDF-C writes it
+        # (issue 57): scalar, fixed-length, null-terminated, ASCII
+        # (written in its own type: libhdf5 would cut a converted text to
+        # leave room for a NUL, which netCDF-C does not store)
+        b = op[3].encode()
+        t = h5py.h5t.C_S1.copy()
+        t.set_size(max(len(b), 1))
+        t.set_strpad(h5py.h5t.STR_NULLTERM)
+        aid = h5py.h5a.create(f[op[1]].id, op[2].encode(), t, h5py.h5s.create(h5py.h5s.SCALAR))
+        aid.write(np.array(b, dtype="S%d" % max(len(b), 1)), mtype=t)
     elif op[0] == "setnew":
         f[op[1]].attrs[op[2]] = op[3]
     elif op[0] == "setold":

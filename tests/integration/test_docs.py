@@ -9,7 +9,9 @@
 - the bash completion parses and offers every -o option --help lists;
 - h5fs.1 names every filter of the engine's table (filter.c's
   filter_classes, each class's name and id) as "name (id", and no filter
-  it lists as not decoded is in that table.
+  it lists as not decoded is in that table;
+- README's option list holds every option of h5fs --help (but libfuse's
+  generic ones), and every doc/*.md README cites is installed.
 No mount is needed."""
 import os
 import re
@@ -203,6 +205,46 @@ def check_filters(page):
             fails.append("h5fs.1 lists filter %s as not decoded, but it is built in" % fid)
 
 
+# libfuse's own options, which --help lists and README leaves to man h5fs
+FUSE_GENERIC = {"-o allow_root", "-o auto_unmount", "-o clone_fd", "-o default_permissions",
+                "-o max_idle_threads"}
+
+
+def check_readme(prog):
+    """README's list of h5fs's options holds every option of h5fs --help
+    (but libfuse's generic ones), and every doc/*.md README cites is
+    installed (Makefile.am's dist_doc_DATA)."""
+    readme = open(os.path.join(T.SRCDIR, "README"), encoding="utf-8").read()
+    head = "Options of h5fs (h5fs --help, man h5fs):"
+    if head not in readme:
+        fails.append("README: no \"%s\" section" % head)
+        return
+    sec = readme[readme.index(head):]
+    sec = sec[:sec.index("\n\n\n")] if "\n\n\n" in sec else sec
+    listed = set()
+    for line in sec.splitlines():
+        m = re.match(r"^\s{2,}(-\S.*?)(\s{2,}|$)", line)
+        if m:
+            listed |= option_keys(m.group(1))
+            # "-o uid=N, gid=N": one -o for both
+            listed |= {"-o " + n for n in re.findall(r",\s*([a-z_]+)=", m.group(1))}
+    keys, _ = help_options(prog)
+    missing = sorted(keys - listed - FUSE_GENERIC)
+    if missing:
+        fails.append("README's option list lacks %s (h5fs --help has them)" % ", ".join(missing))
+    else:
+        print("ok   README lists every option of h5fs --help (%d)" % len(keys - FUSE_GENERIC))
+    am = open(os.path.join(T.SRCDIR, "Makefile.am"), encoding="utf-8").read()
+    m = re.search(r"^dist_doc_DATA\s*=\s*(.*)$", am, re.M)
+    installed = set(m.group(1).split()) if m else set()
+    cited = sorted(set(re.findall(r"\bdoc/[A-Z]+\.md\b", readme)))
+    lacking = [d for d in cited if d not in installed]
+    if lacking:
+        fails.append("README cites %s, not installed (Makefile.am dist_doc_DATA)" % ", ".join(lacking))
+    else:
+        print("ok   README's docs are installed: %s" % ", ".join(cited))
+
+
 def main():
     for p in (T.H5FS, T.H5FS_LS):
         if not os.path.exists(p):
@@ -220,6 +262,7 @@ def main():
             h5fs_keys = keys
     check_completion(h5fs_keys)
     check_filters(pages[0][0])
+    check_readme(T.H5FS)
     for f in fails:
         print("FAIL " + f)
     return 1 if fails else 0

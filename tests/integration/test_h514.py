@@ -112,7 +112,7 @@ def main():
         if r.returncode != 0:
             T.fail("h5dump -H %s: %s" % (libver, r.stderr[-400:]))
         print("%s: libhdf5 1.10 and 1.14 read the same after every write" % libver)
-    T.finish()
+    sys.exit(T.finish())
 
 
 if __name__ == "__main__":

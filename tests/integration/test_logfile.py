@@ -8,7 +8,8 @@ A file whose chunked dataset has a corrupt chunk B-tree is mounted:
   the daemon's pid); the healthy dataset beside it reads right;
 - as a daemon without a logfile where there is no /dev/log: h5fs says on
   stderr, before detaching, that its messages will be lost and names -f
-  and -o logfile (skipped on a machine with syslog);
+  and -o logfile, once until reboot: a second mount (the same
+  $XDG_RUNTIME_DIR) says nothing (skipped on a machine with syslog);
 - in the foreground (-f) with -o logfile: the line is on stderr and in
   PATH;
 - -o logfile naming a file that cannot be opened: exit status 2, one line.
@@ -55,9 +56,10 @@ def read_errno(path):
         return e.errno
 
 
-def daemon_mount(h5, mnt, opts):
+def daemon_mount(h5, mnt, opts, env=None):
     """h5fs as a daemon (no -f): (exit status, stderr) of the launcher."""
-    r = subprocess.run([T.H5FS] + opts + [h5, mnt], capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+    r = subprocess.run([T.H5FS] + opts + [h5, mnt], capture_output=True, timeout=30, stdin=subprocess.DEVNULL,
+                       env=dict(os.environ, **(env or {})))
     return r.returncode, r.stderr.decode()
 
 
@@ -114,12 +116,21 @@ def main():
     if os.path.exists("/dev/log") and stat.S_ISSOCK(os.stat("/dev/log").st_mode):
         print("SKIP a daemon without syslog: this machine has /dev/log")
     else:
-        rc, err = daemon_mount(h5, mnt, ["-o", "ro"])
+        # said once until reboot: a marker in $XDG_RUNTIME_DIR
+        run = os.path.join(wd, "run")
+        os.makedirs(run, mode=0o700, exist_ok=True)
+        rc, err = daemon_mount(h5, mnt, ["-o", "ro"], {"XDG_RUNTIME_DIR": run})
         daemon_unmount(mnt, None)
         if rc != 0 or "messages" not in err or "-f" not in err or "logfile" not in err:
             T.fail("daemon without syslog: exit %d, stderr %r" % (rc, err))
         else:
             print("ok   daemon without syslog: %s" % err.strip())
+        rc, err = daemon_mount(h5, mnt, ["-o", "ro"], {"XDG_RUNTIME_DIR": run})
+        daemon_unmount(mnt, None)
+        if rc != 0 or err.strip():
+            T.fail("daemon without syslog, mounted again: exit %d, stderr %r (said once)" % (rc, err))
+        else:
+            print("ok   daemon without syslog, mounted again: nothing said")
 
     # 3. foreground with -o logfile: both
     os.unlink(log)

@@ -16,10 +16,14 @@ h5py (deterministic):
 - cp of files of 0, 1, 65535, 65537 and 300001 bytes: a growable 1-D
   uint8 dataset of the file's name holding its bytes, read back through
   the mount and by h5py, and appended to afterwards (cat >>);
-- Fortran order and a structured dtype kept as the stream's bytes (a
-  uint8 dataset NAME.npy, issue 47); refusals that make nothing, with
-  one log line each: a stream cut short (close: EINVAL), a name that
-  exists (O_EXCL: EEXIST);
+- every other array h5py stores (issue 57): bytes S<n>, structured
+  dtypes (nested, aligned, bool, complex, bytes and subarray fields, 0-d),
+  Fortran order, unicode as h5py's variable-length UTF-8 strings (as
+  anndata stores string arrays; 0-d, empty, big-endian, Fortran, 70,000
+  of them); refusals that make nothing, with one log line each:
+  object and datetime arrays (EOPNOTSUPP: h5py stores none), a
+  stream cut short (close: EINVAL), a name that exists (O_EXCL: EEXIST);
+  a file that is no NPY stream is its bytes (issue 47);
 - h5dump reads the result, libhdf5 1.14 reads it as 1.10 does
   (h514.compare; where h5wasm shows a dataset otherwise, as float16,
   complex and scalars, it must show the same dataset written by h5py
@@ -70,7 +74,42 @@ def arrays():
     out["scalar"] = np.float64(2.5)
     out["empty"] = np.zeros((0, 5), dtype="<u2")
     out["large"] = np.arange(4 << 20 >> 3, dtype="<i8")
+    # issue 57: every array h5py stores: bytes, structured dtypes (h5py's
+    # compounds: nested, aligned with padding, bool, complex, bytes and
+    # subarray fields, a big-endian one), Fortran order, 0-d of them
+    out["bytes_s5"] = np.array([b"ab", b"cdefg", b""], dtype="S5")
+    st = np.dtype([("i", "<i4"), ("f", ">f8"), ("s", "S3"), ("b", "?"), ("c", "<c16"), ("arr", "<i2", (2, 3)),
+                   ("sub", [("x", "<f4"), ("y", "u1")])])
+    rec = np.zeros(4, dtype=st)
+    rec["i"] = [1, -2, 3, 4]
+    rec["f"] = [0.5, 1.5, -2.5, 1e300]
+    rec["s"] = [b"a", b"bc", b"def", b""]
+    rec["b"] = [True, False, True, True]
+    rec["c"] = [1j, 2, 3 - 4j, 0]
+    rec["arr"] = np.arange(24).reshape(4, 2, 3)
+    rec["sub"]["x"] = [0.25, 1, 2, 3]
+    rec["sub"]["y"] = [9, 8, 7, 6]
+    out["struct"] = rec
+    al = np.zeros((2, 3), dtype=np.dtype([("a", "i1"), ("b", "<f8"), ("c", "u2")], align=True))
+    al["a"] = [[1, 2, 3], [4, 5, 6]]
+    al["b"] = [[0.5, 1, 2], [3, 4, 5]]
+    al["c"] = 7
+    out["aligned"] = al
+    out["struct0d"] = rec[1:2].reshape(())
+    out["fortran"] = np.asfortranarray(rng.standard_normal((3, 4, 5)))
+    out["fortran_st"] = np.asfortranarray(np.zeros((2, 3), dtype=[("p", "<i2"), ("q", "S2")]))
     return out
+
+
+# unicode arrays: as h5py's variable-length UTF-8 strings (issue 57)
+UNICODE = {
+    "uni": np.array(["ab", "c\u00e9\u2713", "", "x\U0001F600"], dtype="<U6"),
+    "uni_be": np.array([["a", "bb"], ["ccc", ""]], dtype=">U3"),
+    "uni_f": np.asfortranarray(np.array([["a", "bb", "c"], ["d", "", "f"]])),
+    "uni_0d": np.array("zero-d"),
+    "uni_empty": np.array([], dtype="U2"),
+    "uni_many": np.array(["s%d" % i for i in range(70000)]),   # two heap collections at least
+}
 
 
 def save_through(mnt, name, a, version=None):
@@ -117,6 +156,8 @@ def run(work, libver):
         save_through(mnt + "/g", "two_d", A["a_lei4"])
         save_through(mnt, "v2", A["a_lef8"], (2, 0))
         save_through(mnt, "v3", A["a_beu8"], (3, 0))
+        for name, a in UNICODE.items():
+            save_through(mnt + "/g", name, a)
         left = [x for g in ["."] + sorted(set(where.values())) for x in os.listdir(mnt + "/" + g)
                 if x.endswith(".npy")]
         if left:
@@ -136,13 +177,15 @@ def run(work, libver):
         with open(mnt + "/g/blob1.bin", "ab") as fh:
             fh.write(b"more")
         # refusals
-        # NPY streams h5fs makes no dataset of are kept as their bytes,
-        # as any other file (issue 47): np.load reads them back
-        np.save(mnt + "/fo.npy", np.asfortranarray(np.ones((3, 2))))
-        np.save(mnt + "/st.npy", np.zeros(2, dtype=[("a", "<i4")]))
-        if not np.array_equal(np.load(mnt + "/fo.npy"), np.ones((3, 2))) or \
-                np.load(mnt + "/st.npy").dtype.names != ("a",):
-            T.fail("%s: Fortran-order and structured streams do not read back" % libver)
+        # NPY streams of what h5py cannot store are refused with a log
+        # line, never bytes named NAME.npy (issue 57); a stream that is no
+        # NPY is its bytes, as any other file (issue 47)
+        for bad, a in (("obj", np.array([1, "a"], dtype=object)), ("when", np.array(["2020-01-01"], dtype="M8[D]"))):
+            expect_err("np.save of %s" % a.dtype, lambda: np.save(mnt + "/%s.npy" % bad, a), errno.EOPNOTSUPP)
+        with open(mnt + "/notnpy.npy", "wb") as fh:
+            fh.write(b"plain bytes")
+        if open(mnt + "/notnpy.npy", "rb").read() != b"plain bytes":
+            T.fail("%s: a file that is no NPY does not read back" % libver)
         b = io.BytesIO()
         np.save(b, np.arange(100))
 
@@ -154,13 +197,19 @@ def run(work, libver):
                    errno.EEXIST)
         if not m.alive():
             T.fail("daemon died: %s" % m.output()[-2000:])
-        for what in ("cut.npy",):
+        for what in ("cut.npy", "obj.npy: descr '|O'", "when.npy: descr '<M8[D]'"):
             if what not in m.output():
                 T.fail("%s: no log line names %s" % (libver, what))
     with h5py.File(path, "r") as f:
         for name, a in A.items():
             check_same(f, where[name] + "/" + name, a, libver)
         check_same(f, "g/two_d", A["a_lei4"], libver)
+        for name, a in UNICODE.items():
+            # h5py's string_dtype (anndata's string arrays), UTF-8
+            d = f["g/" + name] if "g/" + name in f else None
+            if d is None or h5py.check_string_dtype(d.dtype) != h5py.check_string_dtype(h5py.string_dtype()) or d.shape != a.shape or \
+                    not np.array_equal(d.asstr()[()], a):
+                T.fail("%s: g/%s is %r, not h5py's strings of %r" % (libver, name, d and d.dtype, a))
         check_same(f, "v2", A["a_lef8"], libver)
         check_same(f, "v3", A["a_beu8"], libver)
         for n in CP_SIZES:
@@ -169,10 +218,9 @@ def run(work, libver):
             if d.dtype != np.uint8 or d.maxshape != (None,) or d[()].tobytes() != want:
                 T.fail("%s: g/blob%d.bin: %s %s %s" % (libver, n, d.dtype, d.maxshape, d.shape))
         made = sorted(f)
-        for name in ("fo.npy", "st.npy"):
-            if name not in f or f[name].dtype != np.uint8 or f[name][:6].tobytes() != b"\x93NUMPY":
-                T.fail("%s: %s is not the stream's bytes" % (libver, name))
-        for bad in ("fo", "st", "cut", "cut.npy"):
+        if "notnpy.npy" not in f or f["notnpy.npy"][()].tobytes() != b"plain bytes":
+            T.fail("%s: notnpy.npy is not the file's bytes" % libver)
+        for bad in ("cut", "cut.npy", "obj", "obj.npy", "when", "when.npy"):
             if bad in f:
                 T.fail("%s: a refused stream left %s" % (libver, bad))
     r = subprocess.run(["h5dump", "-H", path], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)

@@ -18,6 +18,14 @@ external storage and a third-party filter (no encoder) are
 refused at open with EOPNOTSUPP and one log line; h5dump reads the result.
 One mount commits every 777 bytes (H5FS_OVERWRITE_COMMIT_BYTES): a partial
 element waits for the rest of it.
+
+Chunks taken whole (issue 55: filtered from the request at the put,
+chunk_whole.c), one handle, then a check of every byte: whole chunks, one
+of them again, a part written over a whole chunk, a whole chunk written
+over a kept part, unaligned writes that complete chunks begun by the kept
+bytes before them, a write that completes a chunk after a kept part of it
+elsewhere - for deflate+shuffle, lzf and unfiltered chunks, 1-D and rows
+of 2-D chunks; then a periodic commit every 5,000 bytes over the same.
 """
 import errno
 import os
@@ -80,14 +88,8 @@ def run(work, latest):
             plans[k] = plan(k, len(expect[k]), ds.dtype.itemsize, cb_of(ds))
     mnt = os.path.join(work, "mnt-" + tag)
     env = {"H5FS_OVERWRITE_COMMIT_BYTES": "777"} if latest else {}
-    old_env = dict(os.environ)
-    os.environ.update(env)
-    try:
-        m = T.Mount(src, mnt)
-        m.start()
-    finally:
-        os.environ.clear()
-        os.environ.update(old_env)
+    m = T.Mount(src, mnt, env=env)
+    m.start()
     try:
         with m.watchdog(120):
             for k in names:
@@ -219,10 +221,68 @@ def run(work, latest):
                 T.fail("%s %s: the remount reads %s" % (tag, k, T.first_diff(got, bytes(expect[k]))))
 
 
+def whole_chunks(work, commit_bytes=None):
+    src = os.path.join(work, "whole.h5")
+    rng = np.random.default_rng(55)
+    kinds = {"w_gz": ((20000,), (1000,), dict(compression="gzip", shuffle=True)),
+             "w_lzf": ((20000,), (1000,), dict(compression="lzf")),
+             "w_plain": ((20000,), (1000,), {}),
+             "w_rows": ((800, 25), (40, 25), dict(compression="gzip"))}
+    with h5py.File(src, "w") as f:
+        for k, (shape, chunks, kw) in kinds.items():
+            f.create_dataset(k, data=rng.integers(0, 1 << 20, shape).astype("<i4"), chunks=chunks,
+                             maxshape=(None,) + shape[1:], **kw)
+    expect = {}
+    with h5py.File(src, "r") as f:
+        for k in kinds:
+            expect[k] = T.dataset_raw(f[k])
+    cb = 4000       # every kind's chunk: 1000 int32 (40 rows of 25)
+    ops = [(0, 3 * cb), (cb, cb), (cb + 10, 30), (5 * cb + 100, 50), (5 * cb, cb),
+           (7 * cb, 1000), (8 * cb - 3000 + 1000, 1500), (8 * cb - 500, 700), (8 * cb + 200, cb),
+           (10 * cb + 8, 24), (11 * cb - 100, 100), (11 * cb, cb), (13 * cb + 1, 2 * cb - 1),
+           (18 * cb, 2 * cb)]
+    mnt = os.path.join(work, "mnt-whole")
+    env = {"H5FS_OVERWRITE_COMMIT_BYTES": str(commit_bytes)} if commit_bytes else {}
+    m = T.Mount(src, mnt, env=env)
+    m.start()
+    try:
+        with m.watchdog(60):
+            for k in kinds:
+                p = os.path.join(mnt, k)
+                fd = os.open(p, os.O_WRONLY)
+                try:
+                    for i, (off, n) in enumerate(ops):
+                        data = bytes(rng.integers(0, 256, n, dtype=np.uint8))
+                        try:
+                            w = os.pwrite(fd, data, off)
+                        except OSError as e:
+                            T.fail("whole %s: pwrite %d (%d, %d): %s" % (k, i, off, n, e))
+                            break
+                        if w != n:
+                            T.fail("whole %s: pwrite %d short" % (k, i))
+                        expect[k][off:off + n] = data
+                finally:
+                    os.close(fd)
+                with open(p, "rb") as fh:
+                    got = fh.read()
+                if got != bytes(expect[k]):
+                    T.fail("whole %s (commit %s): read back %s" % (k, commit_bytes,
+                                                                   T.first_diff(got, bytes(expect[k]))))
+    finally:
+        m.stop()
+    with h5py.File(src, "r") as f:
+        for k in kinds:
+            a = bytes(T.dataset_raw(f[k]))
+            if a != bytes(expect[k]):
+                T.fail("whole %s (commit %s): h5py reads %s" % (k, commit_bytes, T.first_diff(a, bytes(expect[k]))))
+
+
 def main():
     work = T.workdir("overwrite")
     run(work, False)
     run(work, True)
+    whole_chunks(work)
+    whole_chunks(work, 5000)
     rc = T.finish()
     if rc == 0:
         shutil.rmtree(work, ignore_errors=True)

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Space freed by the mount is reused by its later writes (issue 47 item
-3; doc/DESIGN.md "Free space", doc/h5fs.1).
+3, issue 56 item 5; doc/DESIGN.md "Free space", doc/h5fs.1).
 
 On an h5py-default file and a libver="latest" one, each with a string
 attribute x on the root and a deflated int32 dataset z of one 64 KiB
@@ -13,6 +13,11 @@ chunk:
   copied with the chunk and may stay above it where libhdf5 rewrites the
   node in place. Both measured in the same run. h5py and h5dump then read
   the last value of x and every byte of z;
+- links (issue 56 item 5): 300 mkdir/rmdir of a new name each in a group
+  (h5py's default format: a symbol table; libver="latest": compact, and
+  dense with 20 members) must grow FILE by at most 3 times what h5py's
+  same loop grows a copy, plus 4 KiB (h5py's loop often grows nothing);
+  h5py and h5dump then read the group;
 - a full disk (a 2 MiB tmpfs, mounted here): after a new attribute t
   (4,000 bytes: a collection of x's size) was made, another attribute y
   got a larger value (above it) and t was removed (its collection freed
@@ -131,6 +136,51 @@ def growth(wd, libver):
     check_values(h5, "growth " + libver)
 
 
+NLINK = 300
+
+
+def links(wd, libver, members):
+    """NLINK mkdir/rmdir cycles in /g through the mount against h5py's."""
+    h5 = os.path.join(wd, "links-%s-%d.h5" % (libver, members))
+    ref = h5 + ".h5py"
+    for p in (h5, ref):
+        with h5py.File(p, "w", libver=libver) as f:
+            g = f.create_group("g")
+            for i in range(members):
+                g.create_group("c%02d" % i)
+            f.create_dataset("d", data=np.arange(1000))
+    s0 = os.path.getsize(h5)
+    with h5py.File(ref, "r+") as f:
+        for i in range(NLINK):
+            f["g"].create_group("n%d" % i)
+            del f["g"]["n%d" % i]
+    want = os.path.getsize(ref) - s0
+    mnt = os.path.join(wd, "mnt")
+    m = mount(h5, mnt)
+    try:
+        with m.watchdog(300):
+            for i in range(NLINK):
+                os.mkdir(os.path.join(mnt, "g", "n%d" % i))
+                os.rmdir(os.path.join(mnt, "g", "n%d" % i))
+    finally:
+        m.stop()
+    what = "links %s, %d members" % (libver, members)
+    if m.returncode != 0:
+        T.fail("%s: the daemon exited %s" % (what, m.returncode))
+    got = os.path.getsize(h5) - s0
+    bound = 3 * want + PAGE
+    print("%s: %d mkdir/rmdir +%d bytes (h5py +%d, bound %d)" % (what, NLINK, got, want, bound), flush=True)
+    if got > bound:
+        T.fail("%s: %d mkdir/rmdir grew FILE by %d bytes, h5py's loop by %d (bound %d)"
+               % (what, NLINK, got, want, bound))
+    with h5py.File(h5, "r") as f:
+        if sorted(f["g"]) != ["c%02d" % i for i in range(members)] or f["d"][-1] != 999:
+            T.fail("%s: /g holds %r after the loop" % (what, sorted(f["g"])[:5]))
+    r = subprocess.run(["h5dump", "-H", h5], capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        T.fail("%s: h5dump -H: %s" % (what, r.stderr[-300:]))
+
+
 def full_disk(wd):
     small = os.path.join(wd, "small")
     with T.small_disk(small, "2m"):
@@ -203,6 +253,8 @@ def main():
     wd = T.workdir("space-reuse")
     for libver in ("earliest", "latest"):
         growth(wd, libver)
+    for libver, members in (("earliest", 0), ("earliest", 20), ("latest", 0), ("latest", 20)):
+        links(wd, libver, members)
     full_disk(wd)
     shutil.rmtree(wd, ignore_errors=True)
     return T.finish()

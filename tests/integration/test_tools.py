@@ -6,13 +6,16 @@ On an h5py-default file (symbol-table groups), a libver="latest" one
 (compact groups, times in headers) and a netCDF-4 one, written here:
 
 - cp -r, cp -a, rsync -a (run twice: the second must transfer and
-  recreate nothing), tar x, shutil.copytree(symlinks=True), mv from
+  recreate nothing, and set no time again but a symlink's, which is not
+  stored), tar x, shutil.copytree(symlinks=True), mv from
   another file system each copy one source tree (folders, NPY files,
   other files, an empty one, symlinks plain and with ..) and exit 0;
   read back with h5py after unmount, every copy is the same tree:
   folders -> groups, NAME.npy holding an NPY stream -> dataset NAME of its
   dtype and shape, any other file -> 1-D uint8 dataset of its bytes,
   symlinks -> soft links (a plain relative target stored as written);
+  in the netCDF-4 file each dataset on netCDF dimensions, those the
+  mount made for them (issue 57) apart;
 - shutil.copy2, install, touch (new: an empty dataset; existing: its
   time) exit 0; the times cp -a, rsync and touch -d set are what stat
   shows after a remount (stored in the object headers), and h5py reads
@@ -89,8 +92,17 @@ def expected(src):
     return out
 
 
-def h5_tree(f, top):
-    """What h5py reads below group top, in expected()'s terms."""
+def nc_dimension(o):
+    """A netCDF dimension the mount made for a new variable (issue 57)."""
+    name = o.attrs.get("NAME", b"")
+    return isinstance(o, h5py.Dataset) and o.attrs.get("CLASS") == b"DIMENSION_SCALE" and \
+        bytes(name).startswith(b"This is a netCDF dimension but not a netCDF variable")
+
+
+def h5_tree(f, top, netcdf=False):
+    """What h5py reads below group top, in expected()'s terms; in a netCDF
+    file every dataset is on netCDF dimensions (DIMENSION_LIST), those
+    made for them left out."""
     out = {}
 
     def walk(g, pre):
@@ -100,6 +112,13 @@ def h5_tree(f, top):
                 out[pre + nm] = ("soft", link.path)
                 continue
             o = g[nm]
+            if netcdf and nc_dimension(o):
+                if "REFERENCE_LIST" not in o.attrs:     # one left by a temporary file
+                    out[pre + nm] = ("a dimension of no variable",)
+                continue
+            if netcdf and isinstance(o, h5py.Dataset) and o.ndim and "DIMENSION_LIST" not in o.attrs:
+                out[pre + nm] = ("no netCDF dimensions",)
+                continue
             if isinstance(o, h5py.Group):
                 out[pre + nm] = ("group",)
                 walk(o, pre + nm + "/")
@@ -153,8 +172,12 @@ def copy_all(work, src, mnt, tag):
     run(["rsync", "-a", src + "/", mnt + "/rsync/"], tag)
     second = run(["rsync", "-a", "--out-format=%i %n%L", src + "/", mnt + "/rsync/"], tag)
     # a change would be a transfer (>f), a created or replaced item (c),
-    # or a time (t) not kept; modes and owners are not stored (p, o, g)
-    changed = [ln for ln in second.splitlines() if ln[:1] in (">", "c") or (len(ln) > 4 and ln[4] == "t")]
+    # or a time (t) not kept; modes and owners are not stored (p, o, g),
+    # nor are a symlink's times (a soft link has no object header: h5fs(1)
+    # "Copying trees in"), which an rsync that sets them (3.2.x and later
+    # where lutimes works) sets again: .L..t, nothing transferred
+    changed = [ln for ln in second.splitlines() if ln[:1] in (">", "c") or
+               (len(ln) > 4 and ln[4] == "t" and ln[1] != "L")]
     if changed:
         T.fail("%s: the second rsync -a changed: %r" % (tag, changed[:8]))
     os.makedirs(mnt + "/tar")
@@ -210,13 +233,14 @@ def times_kept(src, mnt, tag):
 
 def check_file(path, src, tag):
     exp = expected(src)
+    netcdf = tag == "netcdf4"
     with h5py.File(path, "r") as f:
         for tool in TOOLS:
             if tool not in f:
                 T.fail("%s: no group %s" % (tag, tool))
                 continue
             want = {k: (("soft", soft_value(tool, k, v[1])) if v[0] == "soft" else v) for k, v in exp.items()}
-            got = h5_tree(f, tool)
+            got = h5_tree(f, tool, netcdf)
             if got != want:
                 diff = sorted(k for k in set(got) | set(want) if got.get(k) != want.get(k))
                 T.fail("%s: %s made another tree: %s" % (tag, tool, [(k, str(got.get(k))[:80],

@@ -99,6 +99,8 @@ def main():
         S.daemon_gone(m, fails)
     finally:
         m.stop()
+    if fails:
+        print("daemon log:\n" + m.output()[-3000:])
     n = 0
     with h5py.File(path, "r") as f:
         for g in ("a", "b"):

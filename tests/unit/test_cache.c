@@ -342,6 +342,25 @@ START_TEST(test_cache_invalidate_range)
 		ck_assert(cached(v2, k));
 	ck_assert_uint_eq(((tobj *)held.obj)->magic, TOBJ_MAGIC);
 	h5_cache_release(v1, &held);
+	/* a range outside the keys left (the bounds skip the scan) and one
+	 * at their edges; a key put back below and above them counts */
+	h5_cache_invalidate_range(v1, 600, 700);
+	h5_cache_invalidate_range(v1, 0, 100);
+	ck_assert(cached(v1, 100));
+	ck_assert(cached(v1, 500));
+	h5_cache_invalidate_range(v1, 500, 501);
+	ck_assert(!cached(v1, 500));
+	ck_assert(cached(v1, 100));
+	ck_assert_int_eq(cget(&r, v1, 50, 10, NULL), 0);
+	h5_cache_release(v1, &r);
+	ck_assert_int_eq(cget(&r, v1, 900, 10, NULL), 0);
+	h5_cache_release(v1, &r);
+	h5_cache_invalidate_range(v1, 40, 60);
+	ck_assert(!cached(v1, 50));
+	h5_cache_invalidate_range(v1, 850, 950);
+	ck_assert(!cached(v1, 900));
+	ck_assert(cached(v1, 100));
+	ck_assert(cached(v1, 400));
 	/* the core's own entries: by the whole table */
 	ck_assert_int_eq(cget(&r, c, 250, 10, NULL), 0);
 	h5_cache_release(c, &r);

@@ -158,6 +158,58 @@ START_TEST(enc_layout)
 }
 END_TEST
 
+/* NumPy descrs as np.save writes them (dtype_descr.c): decoded back by
+ * the reader, members at their offsets, arrays as version 2, what h5py
+ * cannot store refused. */
+START_TEST(enc_dtype_descr)
+{
+	static const char st[] = "[('i', '<i4'), ('f', '>f8'), ('s', '|S3'), ('b', '|b1'), ('', '|V1'), "
+				 "('c', '<c16'), ('arr', '<i2', (2, 3)), ('sub', [('x', '<f4'), ('y', '|u1')])]";
+	uint8_t buf[4096];
+	size_t len = 0, isz = 0, used = 0;
+	h5_dtype *t = NULL;
+
+	ck_assert_int_eq(h5_enc_dtype_descr(buf, &len, sizeof(buf), &isz, st, strlen(st)), 0);
+	ck_assert_uint_eq(isz, 4 + 8 + 3 + 1 + 1 + 16 + 12 + 5);
+	ck_assert_int_eq(h5_dtype_decode(&t, buf, len, &used), 0);
+	ck_assert_uint_eq(used, len);
+	ck_assert_int_eq(t->cls, H5T_COMPOUND);
+	ck_assert_uint_eq(t->version, 2);       /* an array member */
+	ck_assert_uint_eq(t->size, isz);
+	ck_assert_uint_eq(t->nmembers, 7);      /* the padding is no member */
+	ck_assert_str_eq(t->members[1].name, "f");
+	ck_assert(t->members[1].type->big_endian);
+	ck_assert_uint_eq(t->members[2].type->cls, H5T_STRING);
+	ck_assert_uint_eq(t->members[2].type->str_pad, 1);
+	ck_assert_uint_eq(t->members[3].type->cls, H5T_ENUM);
+	ck_assert_uint_eq(t->members[4].offset, 17);
+	ck_assert_uint_eq(t->members[4].type->cls, H5T_COMPOUND);
+	ck_assert_uint_eq(t->members[5].type->cls, H5T_ARRAY);
+	ck_assert_uint_eq(t->members[5].type->arank, 2);
+	ck_assert_uint_eq(t->members[5].type->adims[1], 3);
+	ck_assert_uint_eq(t->members[5].type->size, 12);
+	ck_assert_uint_eq(t->members[6].offset, 45);
+	ck_assert_uint_eq(t->members[6].type->size, 5);
+	h5_dtype_free(t);
+	t = NULL;
+	/* no array: version 1, as libhdf5 writes it */
+	ck_assert_int_eq(h5_enc_dtype_descr(buf, &len, sizeof(buf), &isz, "[('a', '<u2')]", 14), 0);
+	ck_assert_int_eq(h5_dtype_decode(&t, buf, len, NULL), 0);
+	ck_assert_uint_eq(t->version, 1);
+	ck_assert_uint_eq(t->size, 2);
+	h5_dtype_free(t);
+	ck_assert_int_eq(h5_enc_dtype_descr(buf, &len, sizeof(buf), &isz, "'|S7'", 5), 0);
+	ck_assert_uint_eq(isz, 7);
+	for (unsigned i = 0; i < 4; i++) {
+		static const char *const bad[] = { "'|O'", "'<M8[s]'", "[('a', '|O')]", "'<f16'" };
+
+		ck_assert_int_eq(h5_enc_dtype_descr(buf, &len, sizeof(buf), &isz, bad[i], strlen(bad[i])),
+				 H5_ERR_UNSUPPORTED);
+		h5_err_clear();
+	}
+}
+END_TEST
+
 START_TEST(enc_guess_chunk)
 {
 	static const struct {
@@ -195,6 +247,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, enc_fill_pline);
 	tcase_add_test(tc, enc_layout);
 	tcase_add_test(tc, enc_guess_chunk);
+	tcase_add_test(tc, enc_dtype_descr);
 	suite_add_tcase(s, tc);
 	return s;
 }

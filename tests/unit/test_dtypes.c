@@ -126,6 +126,14 @@ START_TEST(float_kinds_and_typestr)
 		{ 4, false, 2, 32, 31, 24, 7, 0, 24, 63, H5_FLOAT_OTHER, "|V4" },
 		/* IEEE fields but a bias off by one */
 		{ 8, false, 2, 64, 63, 52, 11, 0, 52, 1024, H5_FLOAT_OTHER, "|V8" },
+		/* HDF5 2.x's bfloat16, FP8 E4M3 and E5M2: no NumPy type of their own */
+		{ 2, false, 2, 16, 15, 7, 8, 0, 7, 127, H5_FLOAT_BF16, "|V2" },
+		{ 1, false, 2, 8, 7, 3, 4, 0, 3, 7, H5_FLOAT_E4M3, "|V1" },
+		{ 1, false, 2, 8, 7, 2, 5, 0, 2, 15, H5_FLOAT_E5M2, "|V1" },
+		/* HDF5 2.1's FP6 E2M3, E3M2 and FP4 E2M1 in the low bits of a byte */
+		{ 1, false, 2, 6, 5, 3, 2, 0, 3, 1, H5_FLOAT_E2M3, "|V1" },
+		{ 1, false, 2, 6, 5, 2, 3, 0, 2, 3, H5_FLOAT_E3M2, "|V1" },
+		{ 1, false, 2, 4, 3, 1, 2, 0, 1, 1, H5_FLOAT_E2M1, "|V1" },
 	};
 
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
@@ -281,6 +289,189 @@ START_TEST(wide_integers_offset_and_width)
 }
 END_TEST
 
+/* A compound {a: int32 at 0, b: float64 at 4} of datatype message version v
+ * (3 or 5: HDF5 2.x writes 5 under libver latest, packed as 3 is). */
+static void dt_compound_packed(tbuf *b, unsigned v)
+{
+	head(b, v, 6, 2, 12);
+	tb_put(b, "a", 2);
+	tb_u8(b, 0);
+	dt_int(b, 4, true, false, 0, 32);
+	tb_put(b, "b", 2);
+	tb_u8(b, 4);
+	dt_float(b, 8, false, 2, 64, 63, 52, 11, 0, 52, 1023);
+}
+
+START_TEST(version5_compound)
+{
+	tbuf b = { 0 };
+	h5_dtype *t;
+	size_t used = 0;
+
+	dt_compound_packed(&b, 5);
+	ck_assert_int_eq(h5_dtype_decode(&t, b.p, b.len, &used), 0);
+	ck_assert_uint_eq(used, b.len);
+	ck_assert_int_eq(t->cls, H5T_COMPOUND);
+	ck_assert_uint_eq(t->nmembers, 2);
+	ck_assert_str_eq(t->members[1].name, "b");
+	ck_assert_uint_eq(t->members[1].offset, 4);
+	ck_assert_uint_eq(t->members[1].type->size, 8);
+	h5_dtype_free(t);
+	tb_free(&b);
+	/* version 6 is not defined */
+	b = (tbuf){ 0 };
+	dt_compound_packed(&b, 6);
+	ck_assert_int_lt(h5_dtype_decode(&t, b.p, b.len, NULL), 0);
+	tb_free(&b);
+}
+END_TEST
+
+/* Class 11 of version v, bits (bit 0 homogeneous, bits 1-2 form), parts of
+ * psize bytes (IEEE binary16/32/64). */
+static void dt_complex(tbuf *b, unsigned v, uint32_t bits, unsigned psize, bool be)
+{
+	head(b, v, 11, bits, 2 * psize);
+	if (psize == 2)
+		dt_float(b, 2, be, 2, 16, 15, 10, 5, 0, 10, 15);
+	else if (psize == 4)
+		dt_float(b, 4, be, 2, 32, 31, 23, 8, 0, 23, 127);
+	else
+		dt_float(b, 8, be, 2, 64, 63, 52, 11, 0, 52, 1023);
+}
+
+START_TEST(complex_class)
+{
+	static const struct {
+		unsigned psize;
+		bool be;
+		const char *ts;
+	} v[] = { { 4, false, "<c8" }, { 8, false, "<c16" }, { 8, true, ">c16" }, { 2, false, "|V4" } };
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		tbuf b = { 0 };
+		h5_dtype *t;
+		char *s;
+
+		dt_complex(&b, 5, 1, v[i].psize, v[i].be);
+		t = decode(&b);
+		ck_assert_int_eq(t->cls, H5T_COMPLEX);
+		ck_assert_uint_eq(t->base->size, v[i].psize);
+		s = typestr(t);
+		ck_assert_msg(strcmp(s, v[i].ts) == 0, "case %zu: typestr %s, expected %s", i, s, v[i].ts);
+		free(s);
+		h5_dtype_free(t);
+		tb_free(&b);
+	}
+	/* values: (1.5-2.0j), (0.0+0.25j) as complex64 (floats as value.c writes them) */
+	{
+		tbuf b = { 0 };
+		h5_dtype *t;
+		float f[4] = { 1.5f, -2.0f, 0.0f, 0.25f };
+		uint8_t data[16];
+		char *txt;
+
+		memcpy(data, f, sizeof(data));
+		dt_complex(&b, 5, 1, 4, false);
+		t = decode(&b);
+		txt = text(t, data, sizeof(data), 2);
+		ck_assert_str_eq(txt, "(1.5-2.0j), (0.0+0.25j)");
+		free(txt);
+		h5_dtype_free(t);
+		tb_free(&b);
+	}
+	/* the forms HDF5 2.x does not write are refused, saying which */
+	for (unsigned form = 1; form <= 3; form++) {
+		tbuf b = { 0 };
+		h5_dtype *t = NULL;
+
+		dt_complex(&b, 5, 1 | form << 1, 8, false);
+		ck_assert_int_eq(h5_dtype_decode(&t, b.p, b.len, NULL), H5_ERR_UNSUPPORTED);
+		ck_assert_ptr_nonnull(strstr(h5_err_msg(), form == 1 ? "polar" : form == 2 ? "exponential" : "reserved"));
+		tb_free(&b);
+	}
+	{
+		tbuf b = { 0 };
+		h5_dtype *t = NULL;
+
+		/* heterogeneous; version 4 */
+		dt_complex(&b, 5, 0, 8, false);
+		ck_assert_int_eq(h5_dtype_decode(&t, b.p, b.len, NULL), H5_ERR_UNSUPPORTED);
+		tb_free(&b);
+		b = (tbuf){ 0 };
+		dt_complex(&b, 4, 1, 8, false);
+		ck_assert_int_eq(h5_dtype_decode(&t, b.p, b.len, NULL), H5_ERR_FORMAT);
+		tb_free(&b);
+	}
+}
+END_TEST
+
+START_TEST(small_float_values)
+{
+	tbuf b = { 0 };
+	h5_dtype *t;
+	char *txt;
+	/* bfloat16 1.0, -2.5 (0x3f80, 0xc020) */
+	uint8_t bf[4] = { 0x80, 0x3f, 0x20, 0xc0 };
+	/* E4M3: 448 (0x7e, its largest; written shortest for 4 significant bits, as
+	 * NumPy writes float16 65504 as 65500.0), NaN (0x7f), 1.0 (0x38), -0.125 (0xa0) */
+	uint8_t e4[4] = { 0x7e, 0x7f, 0x38, 0xa0 };
+	/* E5M2: 1.0 (0x3c), inf (0x7c), 57344 (0x7b, shortest: 60000.0) */
+	uint8_t e5[3] = { 0x3c, 0x7c, 0x7b };
+
+	dt_float(&b, 2, false, 2, 16, 15, 7, 8, 0, 7, 127);
+	t = decode(&b);
+	txt = text(t, bf, sizeof(bf), 2);
+	ck_assert_str_eq(txt, "1.0, -2.5");
+	free(txt);
+	h5_dtype_free(t);
+	tb_free(&b);
+
+	b = (tbuf){ 0 };
+	dt_float(&b, 1, false, 2, 8, 7, 3, 4, 0, 3, 7);
+	t = decode(&b);
+	txt = text(t, e4, sizeof(e4), 4);
+	ck_assert_str_eq(txt, "450.0, nan, 1.0, -0.125");
+	free(txt);
+	h5_dtype_free(t);
+	tb_free(&b);
+
+	/* (shortest text that reads back as the value, as for every float)
+	 * FP6 E2M3: 7.5 (0x1f, its largest), -7.5, 0.125 (subnormal); E3M2: 28
+	 * (0x1f), 0.0625 (0x01); FP4 E2M1: 6 (0x7), -6, 0.5: no inf, no NaN */
+	{
+		static const struct {
+			unsigned prec, sign, eloc, esz, msz, bias;
+			uint8_t v[3];
+			const char *want;
+		} f[] = {
+			{ 6, 5, 3, 2, 3, 1, { 0x1f, 0x3f, 0x01 }, "7.5, -7.5, 0.1" }, /* 0.1 reads back as 0.125 */
+			{ 6, 5, 2, 3, 2, 3, { 0x1f, 0x01, 0x00 }, "28.0, 0.06, 0.0" },
+			{ 4, 3, 1, 2, 1, 1, { 0x07, 0x0f, 0x01 }, "6.0, -6.0, 0.5" },
+		};
+
+		for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+			b = (tbuf){ 0 };
+			dt_float(&b, 1, false, 2, f[i].prec, f[i].sign, f[i].eloc, f[i].esz, 0, f[i].msz, f[i].bias);
+			t = decode(&b);
+			txt = text(t, f[i].v, 3, 3);
+			ck_assert_msg(strcmp(txt, f[i].want) == 0, "case %zu: %s, expected %s", i, txt, f[i].want);
+			free(txt);
+			h5_dtype_free(t);
+			tb_free(&b);
+		}
+	}
+
+	b = (tbuf){ 0 };
+	dt_float(&b, 1, false, 2, 8, 7, 2, 5, 0, 2, 15);
+	t = decode(&b);
+	txt = text(t, e5, sizeof(e5), 3);
+	ck_assert_str_eq(txt, "1.0, inf, 60000.0");
+	free(txt);
+	h5_dtype_free(t);
+	tb_free(&b);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("dtypes");
@@ -290,6 +481,9 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, float_kinds_and_typestr);
 	tcase_add_test(tc, wide_integers_decimal);
 	tcase_add_test(tc, wide_integers_offset_and_width);
+	tcase_add_test(tc, version5_compound);
+	tcase_add_test(tc, complex_class);
+	tcase_add_test(tc, small_float_values);
 	suite_add_tcase(s, tc);
 	return s;
 }

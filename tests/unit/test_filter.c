@@ -1057,6 +1057,19 @@ START_TEST(test_encode_roundtrip)
 		tpl_init(&t);
 		tpl_add(&t, H5_FILTER_BITSHUFFLE, 1, 5, bn);
 		roundtrip(&t, data, sizeof(data) - 1, "bitshuffle alone (2-byte elements)");
+		/* 4-byte elements: the SSSE3/SSE2 transposition (blocks of the
+		 * default size, and of 40 elements: 8 left for the scalar one),
+		 * against the scalar decoder */
+		{
+			uint32_t b4[5] = { 0, 3, 4, 0, 0 }, b40[5] = { 0, 3, 4, 40, 0 };
+
+			tpl_init(&t);
+			tpl_add(&t, H5_FILTER_BITSHUFFLE, 1, 5, b4);
+			roundtrip(&t, data, sizeof(data) - 3, "bitshuffle alone (4-byte elements)");
+			tpl_init(&t);
+			tpl_add(&t, H5_FILTER_BITSHUFFLE, 1, 5, b40);
+			roundtrip(&t, data, sizeof(data) - 3, "bitshuffle alone (4-byte elements, 40 per block)");
+		}
 		tpl_init(&t);
 		tpl_add(&t, H5_FILTER_LZF, 1, 0, NULL);
 		roundtrip(&t, data, sizeof(data), "lzf");

@@ -18,6 +18,7 @@
 #include "layout.h"
 #include "pline.h"
 #include "efl.h"
+#include "array.h"
 
 static const h5_fmt FMT88 = { 8, 8 };
 static int decode_err(const uint8_t *p, size_t len);
@@ -178,6 +179,11 @@ static void desc_type(sbuf *b, const h5_dtype *t)
 		for (unsigned i = 0; i < t->arank; i++)
 			sb_printf(b, "%s%u", i ? "," : "", t->adims[i]);
 		sb_printf(b, "](");
+		desc_type(b, t->base);
+		sb_printf(b, ")");
+		break;
+	case H5T_COMPLEX:
+		sb_printf(b, "c%u(", t->size);
 		desc_type(b, t->base);
 		sb_printf(b, ")");
 		break;
@@ -752,15 +758,18 @@ START_TEST(test_dtype_atomic)
 	ck_dtype_desc(&b, "ref12t1");
 	tb_free(&b);
 
-	/* size 0, version 0, version 5, class 11 */
+	/* size 0, version 0, version 6 (5 is format 4.0's), class 11 below
+	 * version 5, class 12 */
 	put_dt_hdr(&b, 1, H5T_STRING, 0, 0);
 	ck_assert_int_eq(decode_err(b.p, b.len), H5_ERR_FORMAT);
 	b.p[4] = 1;
 	b.p[0] = 0 << 4 | H5T_STRING;
 	ck_assert_int_eq(decode_err(b.p, b.len), H5_ERR_FORMAT);
-	b.p[0] = 5 << 4 | H5T_STRING;
+	b.p[0] = 6 << 4 | H5T_STRING;
 	ck_assert_int_eq(decode_err(b.p, b.len), H5_ERR_FORMAT);
 	b.p[0] = 1 << 4 | 11;
+	ck_assert_int_eq(decode_err(b.p, b.len), H5_ERR_FORMAT);
+	b.p[0] = 5 << 4 | 12;
 	ck_assert_int_eq(decode_err(b.p, b.len), H5_ERR_FORMAT);
 	tb_free(&b);
 
@@ -1287,8 +1296,28 @@ START_TEST(test_layout_v4)
 		ck_assert_uint_eq(l.idx_addr, 0x4000);
 		for (size_t n = 0; n < b.len; n++)
 			ck_assert_int_eq(h5_layout_decode(&l, &FMT88, b.p, n), H5_ERR_FORMAT);
+		{
+			/* the writers find the index address in both versions */
+			h5_msg m = { .size = (uint32_t)b.len, .data = b.p, .addr = 0x100 };
+			uint64_t at = 0;
+
+			ck_assert_int_eq(h5_layout_single_addr_field(&at, &m, &FMT88), 0);
+			ck_assert_uint_eq(at, 0x100 + b.len - 8);
+		}
 		tb_free(&b);
 	}
+	/* filtered chunk index entries: version 4 sizes them from the chunk
+	 * bytes, version 5 by Size of Lengths (and takes a stored width) */
+	ck_assert_uint_eq(h5_chunk_size_len_v(&FMT88, 4, 2400), 3); /* 1 + (11 + 8) / 8 */
+	ck_assert_uint_eq(h5_chunk_size_len_v(&FMT88, 5, 2400), 8);
+	ck_assert_uint_eq(h5_chunk_size_len_v(&FMT44, 5, 2400), 4);
+	ck_assert_int_eq(h5_chunk_elmt_size_ok(&FMT88, 4, true, 2400, 15), 0);
+	ck_assert_int_eq(h5_chunk_elmt_size_ok(&FMT88, 4, true, 2400, 20), H5_ERR_FORMAT);
+	ck_assert_int_eq(h5_chunk_elmt_size_ok(&FMT88, 5, true, 2400, 20), 0);
+	ck_assert_int_eq(h5_chunk_elmt_size_ok(&FMT88, 5, true, 2400, 14), 0);
+	ck_assert_int_eq(h5_chunk_elmt_size_ok(&FMT88, 5, true, 2400, 21), H5_ERR_FORMAT);
+	ck_assert_int_eq(h5_chunk_elmt_size_ok(&FMT88, 5, false, 2400, 8), 0);
+	ck_assert_int_eq(h5_chunk_elmt_size_ok(&FMT88, 5, false, 2400, 20), H5_ERR_FORMAT);
 
 	/* single chunk, not filtered: no size/mask, 4-byte dimensions */
 	put_v4_chunked(&b, 4, 0, 4, H5_CIDX_SINGLE);

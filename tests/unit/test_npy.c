@@ -1,7 +1,8 @@
 /* test_npy.c - the .npy header parser (src/common/npy.c) on headers as
  * numpy writes them (npy_vectors.h: every numeric dtype, both byte orders,
  * format versions 1.0, 2.0 and 3.0, scalar and empty shapes; Fortran
- * order, structured, string and datetime dtypes refused), cut short at
+ * order, structured, bytes and unicode dtypes taken; object and datetime
+ * dtypes refused), cut short at
  * every length (more bytes asked for, never a wrong answer), and broken
  * ones; and the merge of overwritten extents (write/overwrite.c). */
 #include "testutil.h"
@@ -48,6 +49,19 @@ START_TEST(npy_numpy_headers)
 			ck_assert_int_eq(h.kind, v->name[0] == '?' ? 'b' : v->name[v->name[0] == '>'] );
 		}
 		ck_assert_uint_eq(h.nbytes, h.nelmts * h.itemsize);
+		/* issue 57: Fortran order, structured, bytes and unicode dtypes taken */
+		ck_assert_int_eq(h.fortran, strncmp(v->name, "fortran", 7) == 0);
+		if (!strncmp(v->name, "struct-", 7)) {
+			/* struct-i4: one <i4 field; struct-16: an aligned one of 16 bytes */
+			const char *sz = v->name + 7 + (v->name[7] == 'i');
+
+			ck_assert_msg(h.kind == 'V' && h.itemsize == (unsigned)atoi(sz), "%s: %c %u", v->name, h.kind,
+				      h.itemsize);
+		}
+		if (!strncmp(v->name, "unicode-", 8))
+			ck_assert_msg(h.kind == 'U' && h.itemsize == 12 && h.big_endian, "%s", v->name);
+		if (!strncmp(v->name, "str-", 4))
+			ck_assert_msg(h.kind == 'S' && h.itemsize == 3 && !strcmp(h.descr, "'|S3'"), "%s", v->name);
 	}
 }
 END_TEST

@@ -540,6 +540,64 @@ START_TEST(link_insert_compact)
 }
 END_TEST
 
+/* The notes of what may move down at unmount (ohdr_edit.h): an object is
+ * noted once per kind, a forgotten note's slot is taken first, and past
+ * 32 the oldest goes; h5_ohdr_notes_each hands the notes of one kind on
+ * until one moves, passing over one that fails. */
+static unsigned seen_n;
+static uint64_t seen[64];
+
+static int note_fn(h5_file *f, uint64_t hdr)
+{
+	(void)f;
+	seen[seen_n++] = hdr;
+	if (hdr == 13)
+		return h5_err_set(H5_ERR_FORMAT, "not a header any more");
+	return hdr == 14 ? 1 : 0;
+}
+
+START_TEST(notes_ring)
+{
+	h5_file *f = calloc(1, sizeof(*f));
+	unsigned cap = sizeof(f->conts) / sizeof(f->conts[0]), n;
+
+	ck_assert_ptr_nonnull(f);
+	h5_ohdr_note(f, H5_NOTE_GROUP, 10);
+	h5_ohdr_note(f, H5_NOTE_GROUP, 10);
+	h5_ohdr_note(f, H5_NOTE_ATTRS, 10);
+	h5_ohdr_note(f, H5_NOTE_CONT, 10);
+	h5_ohdr_note(f, H5_NOTE_CONT, 10);
+	ck_assert_uint_eq(f->nconts, 3);        /* once per (object, kind) */
+	h5_ohdr_note(f, H5_NOTE_GROUP, 11);
+	h5_ohdr_forget_conts(f, 10);
+	h5_ohdr_note(f, H5_NOTE_GROUP, 12);
+	ck_assert_uint_eq(f->nconts, 4);        /* a forgotten slot taken */
+	ck_assert_uint_eq(f->conts[0].hdr, 12);
+	for (uint64_t h = 100; h < 100 + 2 * cap; h++)
+		h5_ohdr_note(f, H5_NOTE_CONT, h);
+	ck_assert_uint_eq(f->nconts, cap);
+	n = 0;
+	for (unsigned i = 0; i < cap; i++)
+		n += f->conts[i].hdr >= 100 + cap;      /* the newest kept */
+	ck_assert_uint_ge(n, cap - 4);
+	/* handed on by kind until one moved; a failing one passed over */
+	memset(f, 0, sizeof(*f));
+	for (uint64_t h = 12; h <= 15; h++)
+		h5_ohdr_note(f, H5_NOTE_ATTRS, h);
+	h5_ohdr_note(f, H5_NOTE_GROUP, 16);
+	seen_n = 0;
+	ck_assert_int_eq(h5_ohdr_notes_each(f, H5_NOTE_ATTRS, note_fn), 1);
+	ck_assert_uint_eq(seen_n, 3);
+	ck_assert_uint_eq(seen[0], 12);
+	ck_assert_uint_eq(seen[1], 13);
+	ck_assert_uint_eq(seen[2], 14);
+	seen_n = 0;
+	ck_assert_int_eq(h5_ohdr_notes_each(f, H5_NOTE_CONT, note_fn), 0);
+	ck_assert_uint_eq(seen_n, 0);
+	free(f);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("ohdr_edit");
@@ -559,6 +617,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, enc_attr_roundtrip);
 	tcase_add_test(tc, parse_numbers);
 	tcase_add_test(tc, link_insert_compact);
+	tcase_add_test(tc, notes_ring);
 	suite_add_tcase(s, tc);
 	return s;
 }

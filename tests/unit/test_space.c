@@ -83,6 +83,17 @@ static h5_file *open_file(int writable)
 	return f;
 }
 
+/* Writable without holding FILE's lock from open to close (as the daemon
+ * opens it): two openings at once. */
+static h5_file *open_lazy(void)
+{
+	h5_open_opts o = { .writable = 1, .lazy_lock = 1 };
+	h5_file *f = NULL;
+
+	ck_assert_msg(h5_file_open(&f, path, &o) == 0, "%s: %s", path, h5_err_msg());
+	return f;
+}
+
 static uint64_t file_size(void)
 {
 	struct stat st;
@@ -177,8 +188,8 @@ static void check_pattern(uint64_t at, size_t n)
 }
 
 /* A periodic commit reserves room ahead (at least 1 MiB): the superblock
- * and the file's length cover it; a second commit within it leaves the
- * superblock alone; a durable request gives the reserve back. */
+ * and the file's length cover it; a second commit within it, durable or
+ * not, leaves the superblock alone; the sync gives the reserve back. */
 START_TEST(txn_reserve_and_give_back)
 {
 	uint64_t len = make_file();
@@ -193,7 +204,6 @@ START_TEST(txn_reserve_and_give_back)
 	ck_assert_uint_eq(t.end, len + 1000);
 	ck_assert_uint_eq(t.new_eoa, len + 1000 + (UINT64_C(1) << 20));
 	ck_assert_uint_eq(f->eoa, t.new_eoa);
-	ck_assert(!t.shrink);
 	pthread_mutex_unlock(&f->write_lock);
 	ck_assert_uint_eq(eoa_on_disk(), len + 1000 + (UINT64_C(1) << 20));
 	ck_assert_uint_ge(file_size(), len + 1000 + (UINT64_C(1) << 20));
@@ -207,14 +217,24 @@ START_TEST(txn_reserve_and_give_back)
 	ck_assert_uint_eq(t.new_eoa, 0);
 	ck_assert_uint_eq(f->eoa, len + 1000 + (UINT64_C(1) << 20));
 
-	/* durable, nothing new: the reserve goes back, the file is cut */
+	/* a durable commit within it keeps it: no superblock write to give
+	 * it back, none to take it again (issue 55) */
+	h5_txn_begin(&t, f, true, &pat_ops, &w);
+	ck_assert_int_eq(h5_txn_stage(&t, len + 2000), 0);
+	ck_assert_uint_eq(w.at, len + 2000);
+	ck_assert_uint_eq(t.new_eoa, 0);
+	ck_assert_uint_eq(f->eoa, len + 1000 + (UINT64_C(1) << 20));
+	ck_assert_uint_eq(eoa_on_disk(), len + 1000 + (UINT64_C(1) << 20));
+
+	/* the sync of idle changes: the reserve goes back, the file is cut */
 	ck_assert_int_eq(h5_txn_sync(f, true), 0);
-	ck_assert_uint_eq(f->eoa, len + 2000);
+	ck_assert_uint_eq(f->eoa, len + 3000);
 	pthread_mutex_unlock(&f->write_lock);
 	h5_file_close(f);
-	ck_assert_uint_eq(eoa_on_disk(), len + 2000);
-	ck_assert_uint_eq(file_size(), len + 2000);
+	ck_assert_uint_eq(eoa_on_disk(), len + 3000);
+	ck_assert_uint_eq(file_size(), len + 3000);
 	check_pattern(len + 1000, 1000);
+	check_pattern(len + 2000, 1000);
 }
 END_TEST
 
@@ -400,8 +420,8 @@ START_TEST(space_reuse_after_sync)
 }
 END_TEST
 
-/* h5_file_reserve allocates disk space only for what released extents of
- * 4 KiB or more cannot hold. */
+/* h5_file_reserve allocates no disk space when one released extent holds
+ * what the commit may take, else all of it (past the end). */
 START_TEST(reserve_counts_free)
 {
 	uint64_t len = make_file(), a;
@@ -416,7 +436,71 @@ START_TEST(reserve_counts_free)
 	ck_assert_int_eq(h5_file_reserve(f, 4096), 0);
 	ck_assert_uint_eq(file_size(), len);                         /* nothing allocated ahead */
 	ck_assert_int_eq(h5_file_reserve(f, 4096 + 1000), 0);
-	ck_assert_uint_eq(file_size(), len + 3 * 4096 + 1000);       /* only the 1000 past the end */
+	ck_assert_uint_eq(file_size(), len + 3 * 4096 + 4096 + 1000); /* no extent holds it: all past the end */
+	h5_file_close(f);
+}
+END_TEST
+
+/* FILE opened anew by its writer (a live mount's next generation) while
+ * a commit's room is reserved past the allocation end: the new opening
+ * goes on where the first left off (not at the EOF address, past the
+ * room), takes its free list (released and pending extents, the pending
+ * ones waiting for its own next fsync) and the chunk it rewrote last, and
+ * its sync gives the room back.
+ * Another writer's change (a different EOF address): nothing taken. */
+START_TEST(space_handover)
+{
+	uint64_t len = make_file(), a, c;
+	h5_file *f = open_lazy(), *g, *h;
+	pat_writer w = { .f = f, .n = 1000 };
+	h5_txn t;
+
+	ck_assert_int_eq(h5_file_lock(f), 0);
+	pthread_mutex_lock(&f->write_lock);
+	h5_txn_begin(&t, f, false, &pat_ops, &w);
+	ck_assert_msg(h5_txn_stage(&t, h5_space_end(f)) == 0, "%s", h5_err_msg());
+	ck_assert_int_eq(h5_space_alloc(&a, f, 512), 0);       /* 512 freed below, 100 pending */
+	h5_space_free(f, a, 256, 0);
+	ck_assert_int_eq(h5_file_sync(f), 0);
+	h5_space_settle(f);
+	h5_space_free(f, a + 256, 100, 0);
+	pthread_mutex_unlock(&f->write_lock);
+	h5_file_unlock(f);
+	ck_assert_uint_eq(eoa_on_disk(), len + 1000 + (UINT64_C(1) << 20));
+
+	f->last_chunk.dset = 4242;                              /* h5_file_compact's */
+	g = open_lazy();
+	ck_assert_uint_eq(g->eoa, f->eoa);
+	h5_file_space_handover(g, f);
+	ck_assert_uint_eq(f->freesp.n, 0);
+	ck_assert_uint_eq(g->last_chunk.dset, 4242);
+	ck_assert_uint_eq(f->last_chunk.dset, 0);
+	ck_assert_int_eq(h5_file_lock(g), 0);
+	pthread_mutex_lock(&g->write_lock);
+	ck_assert_uint_eq(h5_space_end(g), len + 1512);
+	ck_assert_uint_eq(g->freesp.released, 256);
+	ck_assert_uint_eq(g->freesp.pending, 100);
+	ck_assert_int_eq(h5_space_take(&c, g, 200), 0);
+	ck_assert_uint_eq(c, a);
+	ck_assert_int_eq(h5_space_take(&c, g, 100), 0);         /* pending: new space */
+	ck_assert_uint_eq(c, len + 1512);
+	ck_assert_int_eq(h5_txn_sync(g, true), 0);              /* the room given back */
+	h5_space_settle(g);                                     /* g's fsync released the 100 */
+	ck_assert_uint_eq(g->freesp.pending, 0);
+	ck_assert_uint_eq(g->freesp.released, 156);
+	pthread_mutex_unlock(&g->write_lock);
+	h5_file_unlock(g);
+	ck_assert_uint_eq(eoa_on_disk(), len + 1612);
+	ck_assert_uint_eq(file_size(), len + 1612);
+
+	/* g's EOF address is not f's any more: another writer for f */
+	h = open_lazy();
+	h5_file_space_handover(h, f);
+	pthread_mutex_lock(&h->write_lock);
+	ck_assert_uint_eq(h5_space_end(h), len + 1612);
+	pthread_mutex_unlock(&h->write_lock);
+	h5_file_close(h);
+	h5_file_close(g);
 	h5_file_close(f);
 }
 END_TEST
@@ -436,6 +520,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, freesp_end_shrinks);
 	tcase_add_test(tc, space_reuse_after_sync);
 	tcase_add_test(tc, reserve_counts_free);
+	tcase_add_test(tc, space_handover);
 	suite_add_tcase(s, tc);
 	return s;
 }

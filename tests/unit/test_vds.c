@@ -422,6 +422,63 @@ START_TEST(test_vds_fixed)
 }
 END_TEST
 
+/* Version 1 (III.F, format 4.0): a flags byte per mapping; names shared
+ * by the index of an earlier mapping; the same-file bit (no file name). */
+START_TEST(test_vds_block_v1)
+{
+	const h5_fmt fmt = { 8, 8 };
+	h5_vds *v;
+	tbuf b = { 0 };
+
+	tb_u8(&b, 1);
+	tb_u64(&b, 3);
+	tb_u8(&b, 0);                   /* 0: src0 /d */
+	tb_put(&b, "src0", 5);
+	tb_put(&b, "/d", 3);
+	sel_fixed(&b, 0, 0);
+	sel_fixed(&b, 0, 1);
+	tb_u8(&b, 0x03);                /* 1: both names of mapping 0 */
+	tb_u64(&b, 0);
+	tb_u64(&b, 0);
+	sel_fixed(&b, 1, 0);
+	sel_fixed(&b, 1, 1);
+	tb_u8(&b, 0x04 | 0x02);         /* 2: this file, the dataset name of 1 */
+	tb_u64(&b, 1);
+	sel_fixed(&b, 2, 0);
+	sel_fixed(&b, 2, 1);
+	tb_checksum(&b, 0);
+	ck_assert_msg(h5_vds_decode(&v, b.p, b.len, &fmt) == 0, "%s", h5_err_msg());
+	ck_assert_uint_eq(v->n, 3);
+	ck_assert_str_eq(v->map[1].file, "src0");
+	ck_assert_str_eq(v->map[1].dset, "/d");
+	ck_assert_str_eq(v->map[2].file, ".");
+	ck_assert_str_eq(v->map[2].dset, "/d");
+	ck_assert_uint_eq(v->map[2].virt.dim[0].start, 24);
+	h5_vds_free(v);
+	tb_free(&b);
+
+	/* a shared name of the mapping itself (or a later one); reserved flags;
+	 * version 2 */
+	for (int k = 0; k < 3; k++) {
+		tb_u8(&b, k == 2 ? 2 : 1);
+		tb_u64(&b, 1);
+		tb_u8(&b, k == 0 ? 0x01 : k == 1 ? 0x08 : 0);
+		if (k == 0)
+			tb_u64(&b, 0);
+		else
+			tb_put(&b, "src0", 5);
+		tb_put(&b, "/d", 3);
+		sel_fixed(&b, 0, 0);
+		sel_fixed(&b, 0, 1);
+		tb_checksum(&b, 0);
+		v = NULL;
+		ck_assert_int_eq(h5_vds_decode(&v, b.p, b.len, &fmt), H5_ERR_FORMAT);
+		ck_assert_ptr_null(v);
+		tb_free(&b);
+	}
+}
+END_TEST
+
 /* one printf mapping: block j (of 4 every 5) <- all of src<j>, count unlimited */
 static void sel_printf(tbuf *b, size_t i, int virt)
 {
@@ -513,8 +570,8 @@ START_TEST(test_vds_hostile)
 	tb_zero(&b, 40);
 	ck_assert_int_lt(h5_vds_decode(&v, b.p, b.len, &fmt), 0);
 	tb_free(&b);
-	/* version 1 encoding (unknown) */
-	tb_u8(&b, 1);
+	/* version 3 encoding (unknown; 1 is format 4.0's, test_vds_block_v1) */
+	tb_u8(&b, 3);
 	tb_u64(&b, 0);
 	tb_checksum(&b, 0);
 	ck_assert_int_lt(h5_vds_decode(&v, b.p, b.len, &fmt), 0);
@@ -544,6 +601,7 @@ static Suite *vds_suite(void)
 	TCase *tc = tcase_create("core");
 
 	tcase_add_test(tc, test_regular);
+	tcase_add_test(tc, test_vds_block_v1);
 	tcase_add_test(tc, test_irregular);
 	tcase_add_test(tc, test_points);
 	tcase_add_test(tc, test_unlimited);

@@ -375,7 +375,8 @@ static int listed_index(struct listed *l, struct coll *c, const struct fdir *d, 
 		l->ents[l->n++] = &d->raw[i];
 		l->kind[i] = -2;
 	}
-	qsort(l->ents, l->n, sizeof(*l->ents), cmp_ent);
+	if (l->n > 1)   /* (an empty folder: no array, which qsort must not get) */
+		qsort(l->ents, l->n, sizeof(*l->ents), cmp_ent);
 	coll_index_prune(c->ci, folder, listed_has, l);
 	return 0;
 }
@@ -467,6 +468,10 @@ static void coll_releasedir(void *r, void *dh)
 struct fopen {
 	h5_source *src;
 	uint64_t size;
+	/* reads done with the handle before its release: the kernel orders
+	 * them, TSan cannot see it (a reply's splice, then RELEASE on another
+	 * thread); each read's end and the release meet here */
+	pthread_mutex_t mu;
 };
 
 static int coll_open(void *r, struct fuse_file_info *fi, uint64_t ino)
@@ -488,6 +493,8 @@ static int coll_open(void *r, struct fuse_file_info *fi, uint64_t ino)
 	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
 		return EROFS;   /* DIR's other files are shown read-only */
 	h = calloc(1, sizeof(*h));
+	if (h)
+		pthread_mutex_init(&h->mu, NULL);
 	if (!h)
 		return ENOMEM;
 	e = slots_reserve(c->m, true);
@@ -541,6 +548,8 @@ static int coll_read(void *r, struct root_read *a, uint64_t ino, size_t size, of
 	a->priv = x;
 	fd = h->src->ops->fd ? h->src->ops->fd(h->src) : -1;
 	if (fd >= 0) {
+		pthread_mutex_lock(&h->mu);     /* (h's last use: see struct fopen) */
+		pthread_mutex_unlock(&h->mu);
 		/* spliced from the file's pages, as a dataset's plain bytes */
 		x->ext.fd = fd;
 		x->ext.file_off = (uint64_t)off;
@@ -553,6 +562,8 @@ static int coll_read(void *r, struct root_read *a, uint64_t ino, size_t size, of
 	if (!x->buf)
 		return ENOMEM;
 	rc = h->src->ops->read(h->src, (uint64_t)off, x->buf, (size_t)len);
+	pthread_mutex_lock(&h->mu);             /* (h's last use: see struct fopen) */
+	pthread_mutex_unlock(&h->mu);
 	if (rc < 0) {
 		h5fs_log_cfg(&((struct coll *)r)->cfg, LOG_ERR, "read [%lld+%llu]: EIO: %s", (long long)off,
 			     (unsigned long long)len, h5_err_msg());
@@ -568,6 +579,7 @@ static void coll_read_done(void *r, struct root_read *a)
 	struct fread *x = a->priv;
 
 	(void)r;
+
 	if (x)
 		free(x->buf);
 	free(x);
@@ -581,6 +593,9 @@ static int coll_release(void *r, uint64_t ino, struct fuse_file_info *fi)
 	(void)ino;
 	if (!h)
 		return 0;
+	pthread_mutex_lock(&h->mu);
+	pthread_mutex_unlock(&h->mu);
+	pthread_mutex_destroy(&h->mu);
 	h5_source_close(h->src);
 	free(h);
 	fds_add(r, -1);

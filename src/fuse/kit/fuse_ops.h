@@ -109,6 +109,9 @@ void h5fs_set_changed(h5fs *fs);
 void h5fs_set_write_busy(h5fs *fs);
 /* Log lines about fs start with label (a collection's member: its path). */
 int h5fs_set_label(h5fs *fs, const char *label);
+/* Where fs is mounted (resolved): an absolute symlink target below it
+ * names an object of FILE (member/link.c). */
+int h5fs_set_mountpoint(h5fs *fs, const char *path);
 /* h5fs_log without a file: by the logging options of cfg. */
 void h5fs_log_cfg(const h5fs_config *cfg, int prio, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

@@ -46,7 +46,7 @@
  *   while the kernel holds it (FUSE requests carry no generation: reads of
  *   the old inode would get the other object's bytes): a name that now
  *   leads to a stale node's id is shown under its (parent, name) number
- *   instead (member/read.c show_object). An old generation is closed when the last
+ *   instead (member/lookup.c show_object). An old generation is closed when the last
  *   node and read let go.
  * - The kernel's caches: entries and attributes time out after refresh
  *   seconds; after a change the watcher invalidates every inode (pages,
@@ -497,6 +497,11 @@ int live_refresh(h5fs *fs, bool doubt, bool patient)
 		gen_release(cur);
 		return 0;
 	}
+	/* nothing changed FILE but our writes (a racy stamp checked again):
+	 * g's writes go on where cur's left off, not past the room cur's
+	 * last commit reserved (issue 57: a mkdir left FILE 1 MiB larger) */
+	if (!m)
+		h5_file_space_handover(f, cur->f);
 	pthread_mutex_lock(&fs->lock);
 	fs->gen = g;            /* cur: only this thread publishes (refreshing) */
 	__atomic_store_n(&fs->f, f, __ATOMIC_RELEASE);

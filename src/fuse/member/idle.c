@@ -109,7 +109,7 @@ void wfile_idler_stop(h5fs *fs)
  * as above. */
 static bool commit_node(h5fs *fs, struct node *n, bool show)
 {
-	bool any = false;
+	bool any = false, still;
 
 	for (;;) {
 		struct wfile *pick = NULL;
@@ -134,10 +134,13 @@ static bool commit_node(h5fs *fs, struct node *n, bool show)
 		else
 			(void)wfile_fsync(fs, pick, pick->n->ino);
 		pthread_mutex_lock(&fs->lock);
+		/* (read while pinned: once let go, its release may free it -
+		 * ASan, test_procs) */
+		still = __atomic_load_n(&pick->holding, __ATOMIC_RELAXED);
 		pick->pins--;
 		pthread_cond_broadcast(&fs->idle_cv);
 		pthread_mutex_unlock(&fs->lock);
-		if (show || __atomic_load_n(&pick->holding, __ATOMIC_RELAXED))
+		if (show || still)
 			return any;     /* a partial row stays: nothing more to commit */
 	}
 }

@@ -6,6 +6,7 @@
  * (libhdf5's default format) and dense storage are refused with ENOTSUP
  * and a log line. */
 #include "member.h"
+#include "owner.h"
 
 #ifndef RENAME_NOREPLACE
 #define RENAME_NOREPLACE (1 << 0)
@@ -90,6 +91,15 @@ int member_mkdir(void *r, uint64_t parent, const char *name)
 	if (err)
 		return err;
 	err = name_taken(&u, name);
+	if (!err && own_detect(u.f) == OWN_NC4_CLASSIC) {
+		/* the classic model has no groups: netCDF-C's nccopy fails on
+		 * a file holding one (issue 57) */
+		h5fs_log(fs, LOG_NOTICE, "mkdir %s/%s: EPERM: a netCDF-4 classic model file has no groups",
+			 strcmp(p->path, "/") == 0 ? "" : p->path, name);
+		err = EPERM;
+	}
+	/* a v2 group tracks creation order as its parent does (netCDF-4's
+	 * groups: the engine's h5_group_create) */
 	if (!err && (rc = h5_group_create(&addr, u.f, u.addr, name, strlen(name))) < 0)
 		err = link_errno(fs, rc, EPERM, EINVAL, "mkdir", p, name);
 	end(fs, &u);
@@ -115,19 +125,40 @@ int member_create(void *r, uint64_t parent, const char *name)
 	h5_dset_new d = { .rank = 1, .kind = 'u', .size = 1, .chunked = 1, .growable = 1,
 			  .deflate = fs->cfg.compress, .filter = fs->cfg.compress_filter,
 			  .chunk = { NEW_BYTES_CHUNK } };
+	bool npy = strlen(name) > 4 && strcmp(name + strlen(name) - 4, ".npy") == 0;
+	enum own_kind own;
 	int err = begin(&u, fs, &p, parent), rc;
 
 	if (err)
 		return err;
 	err = name_taken(&u, name);
-	if (!err && (rc = h5_dataset_create(&addr, u.f, u.addr, name, strlen(name), &d, UINT64_MAX)) < 0)
+	own = err || npy ? OWN_HDF5 : own_detect(u.f);
+	if (own == OWN_NC4_CLASSIC) {
+		/* bytes are NC_UBYTE, which the classic model has not: ncdump
+		 * and nccopy fail on such a file (issue 57) */
+		h5fs_log(fs, LOG_NOTICE, "create %s/%s: EPERM: a netCDF-4 classic model file holds no bytes (NC_UBYTE)",
+			 strcmp(p->path, "/") == 0 ? "" : p->path, name);
+		err = EPERM;
+	}
+	if (!err && (rc = h5_dataset_create(&addr, u.f, u.addr, name, strlen(name), &d, UINT64_MAX)) < 0) {
 		err = link_errno(fs, rc, EPERM, EINVAL, "create", p, name);
-	else if (!err && strlen(name) > 4 && strcmp(name + strlen(name) - 4, ".npy") == 0) {
+	} else if (!err && npy) {
 		char *path = h5_path_join(p->path, name);
 
 		if (path)
 			npy_pending_add(fs, addr, u.addr, p->ino, path);
 		free(path);
+	} else if (!err && own == OWN_NC4) {
+		/* in a netCDF-4 file the bytes are a variable on a new unlimited
+		 * dimension (xarray's h5netcdf engine refuses a file holding a
+		 * variable without dimensions); not made: logged, still bytes */
+		uint64_t zero = 0;
+		char why[160] = "";
+
+		if ((rc = nc_attach_var(u.f, p->path, addr, 1, &zero, true, why, sizeof(why))) < 0)
+			h5fs_log(fs, LOG_ERR, "create %s/%s: made without a netCDF dimension: %s",
+				 strcmp(p->path, "/") == 0 ? "" : p->path, name, h5_err_msg());
+		h5_err_clear();
 	}
 	end(fs, &u);
 	return err;
@@ -148,22 +179,140 @@ static void nlink_update(h5fs *fs, h5_file *f, uint64_t addr)
 	h5_err_clear();
 }
 
+/* Whether a descriptor reads the object at (f, addr) through any of its
+ * nodes (the dataset's, its views'); else NULL. A node holding none of
+ * it: *holder, a node of it to keep storage with. Under fs->lock. */
+static struct node *object_open_locked(h5fs *fs, h5_file *f, uint64_t addr, struct node **holder)
+{
+	struct node *n = node_find_locked(fs, file_nodeid(fs, f, addr)), *open = NULL;
+
+	*holder = n && n->addr == addr && n->f == f ? n : NULL;
+	for (size_t i = 0; i < fs->nodes_cap && !open; i++)
+		for (struct node *o = fs->nodes[i]; o && !open; o = o->next)
+			if (o->addr == addr && o->f == f) {
+				if (__atomic_load_n(&o->opens, __ATOMIC_ACQUIRE))
+					open = o;
+				else if (!*holder)
+					*holder = o;
+			}
+	return open;
+}
+
+/* An unlinked or replaced dataset's storage: freed now when no
+ * descriptor reads the object, else kept with a node of it that one
+ * does, and freed when the last such closes (member_closed) or the node
+ * is forgotten (node.c node_unref). */
+/* The object at addr (of f) lost its last link: its nodes are matched by
+ * no later lookup - its space may be freed now (member_gone_keep) and hold
+ * a new object, which must get a node of its own: given the old one, a
+ * removed file's, mkdir answered a directory with a file's mode and the
+ * kernel said EIO (stress-ng dir beside xattr, libver="latest"). Under
+ * fs->lock. */
+static void unlinked_locked(h5fs *fs, h5_file *f, uint64_t addr)
+{
+	kind_forget_locked(fs, file_ino(f, addr));
+	for (size_t i = 0; i < fs->nodes_cap; i++)
+		for (struct node *o = fs->nodes[i]; o; o = o->next)
+			if (o->addr == addr && o->f == f)
+				__atomic_store_n(&o->unlinked, true, __ATOMIC_RELEASE);
+}
+
+void member_unlinked(h5fs *fs, h5_file *f, uint64_t addr)
+{
+	pthread_mutex_lock(&fs->lock);
+	unlinked_locked(fs, f, addr);
+	pthread_mutex_unlock(&fs->lock);
+}
+
+void member_gone_keep(h5fs *fs, struct gen *g, h5_file *f, uint64_t addr, struct h5_gone *gone)
+{
+	struct node *n, *holder;
+
+	pthread_mutex_lock(&fs->lock);
+	unlinked_locked(fs, f, addr);
+	n = object_open_locked(fs, f, addr, &holder);
+	if (n && !n->gone) {
+		n->gone = gone;
+		n->gone_gen = g;
+		gen_hold(g);
+		gone = NULL;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (n && gone)
+		h5_gone_discard(gone);  /* (one kept already: this one stays unreferenced) */
+	else if (gone)
+		h5_gone_release(gone);
+}
+
+/* A descriptor of n closed (open.c): the last one of the object frees
+ * storage kept for it, or hands it to a node of it still read. */
+void member_closed(h5fs *fs, struct node *n)
+{
+	struct h5_gone *gone = NULL;
+	struct gen *g = NULL;
+	struct node *other, *holder;
+
+	if (__atomic_sub_fetch(&n->opens, 1, __ATOMIC_ACQ_REL) != 0 || !__atomic_load_n(&n->gone, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&fs->lock);
+	if (n->gone && !__atomic_load_n(&n->opens, __ATOMIC_ACQUIRE)) {
+		other = object_open_locked(fs, n->f, n->addr, &holder);
+		if (other && !other->gone) {
+			other->gone = n->gone;
+			other->gone_gen = n->gone_gen;
+		} else {
+			gone = n->gone;
+			g = n->gone_gen;
+		}
+		n->gone = NULL;
+		n->gone_gen = NULL;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (gone)
+		h5_gone_release(gone);
+	gen_release(g);
+}
+
 static int remove_link(h5fs *fs, uint64_t parent, const char *name, int want)
 {
 	struct node *p;
 	struct use u;
+	struct h5_gone *gone = NULL;
 	h5_link l = { 0 };
-	int err = begin(&u, fs, &p, parent), rc;
+	h5_obj_info info;
+	bool detach = false;
+	int err = begin(&u, fs, &p, parent), rc, rc2;
 
 	if (err)
 		return err;
 	if (h5_group_lookup(&l, u.f, u.addr, name) < 0)
 		h5_err_clear();
-	rc = h5_link_delete(u.f, u.addr, name, strlen(name), want);
+	/* a netCDF-4 variable's last link: taken off its dimensions after
+	 * (issue 57; netCDF has no removal, the lists would name a dataset
+	 * gone). A crash between leaves those entries, as before. */
+	if (want == 2 && l.type == H5_LINK_HARD && h5_obj_info_get(&info, u.f, l.addr) == 0 &&
+	    info.kind == H5_OBJ_DATASET && info.nlink == 1 && own_detect(u.f) != OWN_HDF5)
+		detach = true;
+	h5_err_clear();
+	if (want == 2) {
+		rc = h5_link_delete_gone(u.f, u.addr, name, strlen(name), &gone);
+	} else {
+		rc = h5_link_delete(u.f, u.addr, name, strlen(name), want);
+	}
 	if (rc < 0)
 		err = link_errno(fs, rc, want == 1 ? ENOTEMPTY : EISDIR, ENOTDIR, want == 1 ? "rmdir" : "unlink", p, name);
 	else
 		synth_forget(fs, p->ino, name);
+	/* a removed group's space is freed at once */
+	if (rc == 0 && want == 1 && l.type == H5_LINK_HARD)
+		member_unlinked(fs, u.f, l.addr);
+	if (rc == 0 && detach && (rc2 = nc_detach_var(u.f, u.addr, l.addr)) < 0)
+		h5fs_log(fs, LOG_ERR, "unlink %s/%s: removed, but its dimension scales still name it: %s",
+			 strcmp(p->path, "/") == 0 ? "" : p->path, name, h5_err_msg());
+	h5_err_clear();
+	/* (after the detach, which reads the removed variable's header) */
+	if (gone)
+		member_gone_keep(fs, u.g, u.f, l.addr, gone);
 	if (rc == 0 && l.type == H5_LINK_HARD && l.addr != UINT64_MAX)
 		nlink_update(fs, u.f, l.addr);
 	h5_link_clear(&l);
@@ -244,9 +393,18 @@ static bool plain_relative(const char *target)
  * holding an NPY stream became dataset NAME: through the mount it leads
  * to the view NAME.npy of that dataset; in HDF5 it dangles unless a link
  * NAME.npy is there. NULL: no memory. */
-static char *link_value(const char *dir, const char *target)
+static char *link_value(const h5fs *fs, const char *dir, const char *target)
 {
-	return plain_relative(target) ? strdup(target) : resolve(dir, target);
+	size_t n = fs->mnt ? strlen(fs->mnt) : 0;
+
+	if (plain_relative(target))
+		return strdup(target);
+	/* an absolute path into the mount (ln -s "$PWD/mnt/g/x"): the HDF5
+	 * path of the object it names (taken as an HDF5 path as it was, it
+	 * named /tmp/.../mnt/g/x inside FILE, which is not there) */
+	if (n > 1 && strncmp(target, fs->mnt, n) == 0 && (target[n] == '/' || !target[n]))
+		return resolve(dir, target[n] ? target + n : "/");
+	return resolve(dir, target);
 }
 
 int member_symlink(void *r, const char *target, uint64_t parent, const char *name)
@@ -265,7 +423,7 @@ int member_symlink(void *r, const char *target, uint64_t parent, const char *nam
 	h5_err_clear();
 	if (rc == 0) {
 		err = EEXIST;
-	} else if (!(path = link_value(p->path, target))) {
+	} else if (!(path = link_value(fs, p->path, target))) {
 		err = ENOMEM;
 	} else {
 		rc = h5_link_insert(u.f, u.addr, name, strlen(name), H5_LINK_SOFT, 0, path, 0);
@@ -299,7 +457,10 @@ int member_rename(void *r, uint64_t parent, const char *name, uint64_t newparent
 	h5fs *fs = r;
 	struct node *p, *np;
 	struct use u, nu;
+	struct h5_gone *gone = NULL;
 	h5_link src = { 0 }, dst = { 0 };
+	h5_obj_info info;
+	bool replaced = false, detach = false;
 	int err, rc, sg = 0, dg = 0;
 
 	if (flags & ~(unsigned)RENAME_NOREPLACE)
@@ -337,6 +498,7 @@ int member_rename(void *r, uint64_t parent, const char *name, uint64_t newparent
 	}
 	rc = h5_group_lookup(&dst, nu.f, nu.addr, newname);
 	if (rc == 0) {
+		replaced = true;
 		if (flags & RENAME_NOREPLACE) {
 			err = EEXIST;
 			goto out;
@@ -362,11 +524,25 @@ int member_rename(void *r, uint64_t parent, const char *name, uint64_t newparent
 		goto out;
 	}
 	h5_err_clear();
-	rc = h5_link_move(u.f, u.addr, name, strlen(name), nu.addr, newname, strlen(newname));
+	/* a netCDF-4 variable replaced (its last link) goes off its
+	 * dimensions after, as rm takes one off */
+	if (replaced && dst.type == H5_LINK_HARD && !dg && !(src.type == H5_LINK_HARD && src.addr == dst.addr) &&
+	    h5_obj_info_get(&info, nu.f, dst.addr) == 0 && info.kind == H5_OBJ_DATASET && info.nlink == 1 &&
+	    own_detect(nu.f) != OWN_HDF5)
+		detach = true;
+	h5_err_clear();
+	rc = h5_link_move_gone(u.f, u.addr, name, strlen(name), nu.addr, newname, strlen(newname), &gone);
 	if (rc < 0)
 		err = link_errno(fs, rc, EPERM, EINVAL, "rename", p, name);
 	else
 		node_moved(fs, p, name, np, newname);
+	if (rc == 0 && detach && (rc = nc_detach_var(nu.f, nu.addr, dst.addr)) < 0)
+		h5fs_log(fs, LOG_ERR, "rename %s/%s: replaced, but its dimension scales still name it: %s",
+			 strcmp(np->path, "/") == 0 ? "" : np->path, newname, h5_err_msg());
+	h5_err_clear();
+	/* the replaced dataset's storage (after the detach, which reads it) */
+	if (gone)
+		member_gone_keep(fs, nu.g, nu.f, dst.addr, gone);
 out:
 	h5_link_clear(&src);
 	h5_link_clear(&dst);

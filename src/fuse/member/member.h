@@ -14,6 +14,16 @@
 
 struct dirsnap;
 
+/* root_member.c: a reader section of the current generation's FILE (its
+ * space freed meanwhile is not reused until the section ends): every
+ * request that reads FILE is one, on a mount that writes */
+struct rd {
+	struct gen *g;
+	uint64_t t;
+};
+struct rd member_rd_begin(h5fs *fs);
+void member_rd_end(struct rd *x);
+
 /* member/read.c: the member root's reads (root.h) */
 void dirsnap_free(struct dirsnap *d);
 void handle_add(h5fs *fs, struct hlink *list, struct hlink *h);
@@ -55,6 +65,25 @@ void wfile_commit_node(h5fs *fs, struct node *n);
  * appended, or refused (logged). op names the request in log lines. 0 or
  * an errno. */
 int member_resize(h5fs *fs, struct node *n, const struct use *u, uint64_t size, const char *op);
+/* The same, keeping what emptying replaced in *undo (O_TRUNC: a
+ * replacement), and putting it back after the replacement failed
+ * (FILE's lock taken here; g: the generation the handle wrote through). */
+int member_resize_undoable(h5fs *fs, struct node *n, const struct use *u, uint64_t size, h5_empty_undo *undo,
+			   const char *op);
+void member_unempty(h5fs *fs, struct node *n, fuse_ino_t ino, struct gen *g, h5_empty_undo *undo);
+/* link.c: the object at addr of f lost its last link (rmdir; unlink and
+ * rename over: member_gone_keep): no later lookup gets its nodes. */
+void member_unlinked(h5fs *fs, h5_file *f, uint64_t addr);
+/* setattr.c: truncate(2) of n to size bytes (member_resize with FILE
+ * taken, rows of n's handles not committed yet first); op names the
+ * request in log lines. 0 or an errno. */
+int member_set_size(h5fs *fs, struct node *n, uint64_t size, const char *op);
+/* link.c: a removed or replaced dataset's storage freed now when no
+ * descriptor reads the object, else when the last closes (member_closed)
+ * or its node is forgotten (node.c node_unref). */
+void member_gone_keep(h5fs *fs, struct gen *g, h5_file *f, uint64_t addr, struct h5_gone *gone);
+/* open.c: a descriptor of n closed (storage kept for it freed when last). */
+void member_closed(h5fs *fs, struct node *n);
 /* (idle.c) n's whole rows not committed committed now, not fsync'd (a
  * reader wants them: tail.c); false when no handle holds any (the last
  * one is being closed: its release commits them) */
@@ -99,6 +128,23 @@ int views_create(void *r, uint64_t parent, const char *name);
 int views_rename(void *r, uint64_t parent, const char *name, uint64_t newparent, const char *newname, unsigned flags);
 int views_link(void *r, uint64_t ino, uint64_t newparent, const char *newname);
 
+/* member/pending.c: a read of n answered with what its write handles were
+ * told is written. begin: the writes answered before it applied, and none
+ * applied until end (NULL: n has no write handle); peek: the kept bytes
+ * over [off, off + len) into buf (NULL: whether any), 1 when any; read:
+ * 1 when none lie there, else a buffer plan of FILE's bytes under them
+ * (0) or a negative h5_err. No lock taken by peek and read (under n->lk). */
+struct pending;
+struct pending *pending_begin(h5fs *fs, struct node *n);
+void pending_end(h5fs *fs, struct node *n, struct pending *p);
+int pending_peek(const struct pending *p, uint64_t off, void *buf, size_t len);
+int pending_read(h5_read_plan *out, const struct pending *p, struct node *n, uint64_t off, size_t len);
+/* Other handles of w's node keeping bytes over [off, off + len) commit
+ * them, before w keeps its own there (the later write wins); the caller
+ * holds the node's apply lock. 0 or an errno (logged). */
+struct wfile;
+int pending_supersede(h5fs *fs, struct wfile *w, fuse_ino_t ino, uint64_t off, size_t len);
+
 /* member/overwrite.c: bytes written inside datasets (doc/OVERWRITE.md) */
 int ow_open(h5fs *fs, struct node *n, h5_overwriter **out);
 /* cached: the handle writes through the kernel's page cache (a dataset
@@ -106,8 +152,6 @@ int ow_open(h5fs *fs, struct node *n, h5_overwriter **out);
 int ow_put(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, uint64_t off, const char *buf, size_t len,
 	   bool cached);
 int ow_commit(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, bool all, bool durable, bool cached);
-/* A read of n is being answered: remember when it may cache old bytes */
-void ow_read_mark(struct node *n);
 /* After a page-cached handle's commit or error, no lock held: drop n's
  * pages if a read may have cached old bytes (not from a WRITE handler:
  * the kernel may hold that request's pages locked) */

@@ -13,12 +13,18 @@
  * `ls` shows NAME, np.load(NAME.npy) of a view of it, h5py f["NAME"].
  *
  * A crash leaves the placeholder alone (an empty dataset NAME.npy), or
- * it and NAME, or NAME: never a dataset with bytes missing. A stream that
- * ends early, is not NPY, or is an NPY h5fs does not take (Fortran order,
- * a structured or string dtype) makes nothing: the write or close fails
- * (EINVAL, EOPNOTSUPP) with one log line and the placeholder goes. */
+ * it and NAME, or NAME: never a dataset with bytes missing. Every dtype
+ * h5py stores is stored as h5py does (numbers, bool, complex, bytes S<n>,
+ * structured dtypes: the engine's descr, write/dset_create.c); a
+ * Fortran-ordered array (at most 256 MiB) is kept till its last byte and
+ * written in C order. A stream that ends early, or an NPY h5fs does not
+ * take (objects, unicode, datetimes: what h5py cannot store either) makes
+ * nothing: the write or close fails (EINVAL, EOPNOTSUPP) with one log
+ * line and the placeholder goes. A stream that is no NPY is its bytes
+ * (npy_demote). */
 #include "member.h"
 #include "npy.h"
+#include "owner.h"
 
 #define HEAD_MAX (1 << 20)      /* an NPY header is at most 4 GiB long in 2.0; we take 1 MiB */
 
@@ -32,6 +38,7 @@ struct npy_pending {
 
 struct npy_stream {
 	bool placeholder_deleted;       /* np.save over NAME: its link went first */
+	uint64_t addr;          /* the placeholder's object header */
 	uint64_t group, parent;
 	char *name;
 	uint8_t *head;          /* the first bytes, until the header parses */
@@ -46,6 +53,8 @@ struct npy_stream {
 	int err;                /* kept: the next write, fsync and close fail with it */
 	struct gen *g;          /* the generation it writes through (held) */
 	h5_dset_writer *dw;
+	uint8_t *fbuf;          /* Fortran order: the data, till all is in */
+	uint64_t fgot;
 	pthread_mutex_t mu;
 };
 
@@ -83,6 +92,7 @@ struct npy_stream *npy_stream_take(h5fs *fs, uint64_t addr, struct gen *g)
 		return NULL;
 	s = calloc(1, sizeof(*s));
 	if (s) {
+		s->addr = p->addr;
 		s->group = p->group;
 		s->parent = p->parent;
 		s->name = p->name;
@@ -145,12 +155,165 @@ static int begin(h5fs *fs, struct npy_stream *s)
 	return 0;
 }
 
+#define FORTRAN_MAX ((uint64_t)256 << 20)
+
+/* The Fortran-ordered data (first axis fastest) in C order (last axis
+ * fastest) into out. */
+static void to_c_order(uint8_t *out, const uint8_t *in, const npy_header *h)
+{
+	uint64_t idx[NPY_MAX_RANK] = { 0 }, cstride[NPY_MAX_RANK], c = 0;
+	size_t es = h->itemsize;
+
+	cstride[h->rank - 1] = 1;
+	for (unsigned i = h->rank - 1; i-- > 0;)
+		cstride[i] = cstride[i + 1] * h->shape[i + 1];
+	for (uint64_t k = 0; k < h->nelmts; k++) {
+		memcpy(out + c * es, in + k * es, es);
+		/* the next Fortran index: the first axis moves fastest */
+		for (unsigned i = 0; i < h->rank; i++) {
+			c += cstride[i];
+			if (++idx[i] < h->shape[i])
+				break;
+			c -= cstride[i] * h->shape[i];
+			idx[i] = 0;
+		}
+	}
+}
+
+/* UCS-4 code points (n, in the stream's byte order; numpy pads with
+ * NULs: those at the end are no characters) as UTF-8 into out (4 bytes a
+ * point at most): its length, or -1 for a point no UTF-8 holds. */
+static long utf8_of(char *out, const uint8_t *in, size_t n, bool big)
+{
+	size_t len = 0, end = n;
+
+	while (end && !in[4 * (end - 1)] && !in[4 * (end - 1) + 1] && !in[4 * (end - 1) + 2] && !in[4 * (end - 1) + 3])
+		end--;
+	for (size_t i = 0; i < end; i++) {
+		const uint8_t *p = in + 4 * i;
+		uint32_t c = big ? (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]
+				 : (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0];
+
+		if (c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+			return -1;
+		if (c < 0x80) {
+			out[len++] = (char)c;
+		} else if (c < 0x800) {
+			out[len++] = (char)(0xC0 | c >> 6);
+			out[len++] = (char)(0x80 | (c & 0x3F));
+		} else if (c < 0x10000) {
+			out[len++] = (char)(0xE0 | c >> 12);
+			out[len++] = (char)(0x80 | ((c >> 6) & 0x3F));
+			out[len++] = (char)(0x80 | (c & 0x3F));
+		} else {
+			out[len++] = (char)(0xF0 | c >> 18);
+			out[len++] = (char)(0x80 | ((c >> 12) & 0x3F));
+			out[len++] = (char)(0x80 | ((c >> 6) & 0x3F));
+			out[len++] = (char)(0x80 | (c & 0x3F));
+		}
+	}
+	return (long)len;
+}
+
+/* A unicode array (in C order in s->fbuf) as h5py's variable-length
+ * UTF-8 strings: the strings into new global heap collections, their
+ * elements to the writer (write/dset_vstr.c). */
+static int put_unicode(struct npy_stream *s)
+{
+	size_t n = (size_t)s->h.nelmts, chars = s->h.itemsize / 4;
+	char *text = malloc(n * chars * 4 + 1);
+	const char **str = calloc(n ? n : 1, sizeof(*str));
+	size_t *len = calloc(n ? n : 1, sizeof(*len)), at = 0;
+	uint8_t *el = NULL;
+	int rc = 0;
+
+	if (!text || !str || !len)
+		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		long l = utf8_of(text + at, s->fbuf + i * s->h.itemsize, chars, s->h.big_endian);
+
+		if (l < 0)
+			rc = h5_err_set(H5_ERR_INVAL, "element %zu holds a code point no UTF-8 string holds", i);
+		str[i] = text + at;
+		len[i] = l < 0 ? 0 : (size_t)l;
+		at += len[i];
+	}
+	if (rc == 0)
+		rc = h5_dset_vstr_elements(&el, s->g->f, str, len, n);
+	if (rc == 0)
+		rc = h5_dset_writer_put(s->dw, 0, el, n * h5_file_vlen_size(s->g->f));
+	free(el);
+	free(text);
+	free(str);
+	free(len);
+	return rc;
+}
+
+/* Data bytes at off of the stream's data: to the writer, or (Fortran
+ * order, unicode) kept, and written in C order (unicode: as strings)
+ * once all are in. */
+static int put(struct npy_stream *s, uint64_t off, const void *buf, size_t len)
+{
+	uint8_t *c;
+	int rc;
+
+	if (!s->fbuf)
+		return h5_dset_writer_put(s->dw, off, buf, len);
+	if (off != s->fgot)
+		return h5_err_set(H5_ERR_INVAL, "a Fortran-ordered array written out of order");
+	if (len > s->h.nbytes - s->fgot)
+		return h5_err_set(H5_ERR_RANGE, "past the array's end");
+	memcpy(s->fbuf + off, buf, len);
+	s->fgot += len;
+	if (s->fgot < s->h.nbytes || len == 0)
+		return 0;
+	if (s->h.fortran) {
+		if (!(c = malloc(s->h.nbytes)))
+			return h5_err_set(H5_ERR_NOMEM, "out of memory");
+		to_c_order(c, s->fbuf, &s->h);
+		free(s->fbuf);
+		s->fbuf = c;
+	}
+	rc = s->h.kind == 'U' ? put_unicode(s) : h5_dset_writer_put(s->dw, 0, s->fbuf, s->h.nbytes);
+	free(s->fbuf);
+	s->fbuf = NULL;
+	return rc;
+}
+
 /* The header has parsed: the dataset's space, FILE's lock till the end. */
 static int start(h5fs *fs, struct npy_stream *s)
 {
 	h5_dset_new d = { .rank = s->h.rank, .kind = s->h.kind, .size = s->h.itemsize,
 			  .big_endian = s->h.big_endian };
 	int e, rc;
+
+	/* a netCDF-4 classic model file takes only the classic model's
+	 * types (NC_BYTE, NC_SHORT, NC_INT, NC_FLOAT, NC_DOUBLE): netCDF-C
+	 * refuses to copy one holding any other (issue 57) */
+	if (own_detect(s->g->f) == OWN_NC4_CLASSIC &&
+	    !((s->h.kind == 'i' && s->h.itemsize <= 4) || (s->h.kind == 'f' && s->h.itemsize >= 4))) {
+		char why[96];
+
+		snprintf(why, sizeof(why), "a netCDF-4 classic model file has no type %c%u (only i1, i2, i4, f4, f8)",
+			 s->h.kind, s->h.itemsize);
+		return fail(fs, s, EOPNOTSUPP, why);
+	}
+	/* bytes and structured dtypes: as h5py stores them (the engine's
+	 * descr: strings, compounds) */
+	if (s->h.kind == 'S' || s->h.kind == 'V') {
+		d.descr = s->h.descr;
+		d.descr_len = s->h.descr_len;
+	}
+	/* Fortran order: the data is kept till it is all in, then written
+	 * in C order (h5py stores the array, not its memory order); unicode
+	 * too, then made UTF-8 strings (h5py's string_dtype) */
+	if (s->h.fortran || s->h.kind == 'U') {
+		if (s->h.nbytes > FORTRAN_MAX)
+			return fail(fs, s, EFBIG, s->h.fortran ? "a Fortran-ordered array of over 256 MiB (save "
+				    "np.ascontiguousarray(a) instead)" : "a unicode array of over 256 MiB");
+		if (!(s->fbuf = malloc(s->h.nbytes ? s->h.nbytes : 1)))
+			return fail(fs, s, ENOMEM, "out of memory");
+	}
 
 	uint64_t n = s->h.itemsize;
 
@@ -169,6 +332,10 @@ static int start(h5fs *fs, struct npy_stream *s)
 	if (e)
 		return s->err = e;      /* logged */
 	s->holding = true;
+	if (s->h.kind == 'U') {
+		d.vstr = 1;
+		d.size = h5_file_vlen_size(s->g->f);
+	}
 	rc = h5_dset_writer_open(&s->dw, s->g->f, &d);
 	if (rc == H5_ERR_LIMIT) {
 		h5fs_log(fs, LOG_NOTICE, "np.save %s: %s: written uncompressed", show_path(s->name), h5_err_msg());
@@ -177,7 +344,7 @@ static int start(h5fs *fs, struct npy_stream *s)
 		rc = h5_dset_writer_open(&s->dw, s->g->f, &d);
 	}
 	if (rc == 0)
-		rc = h5_dset_writer_put(s->dw, 0, s->head + s->h.data_offset, s->hlen - s->h.data_offset);
+		rc = put(s, 0, s->head + s->h.data_offset, s->hlen - s->h.data_offset);
 	if (rc < 0)
 		return fail(fs, s, h5fs_errno(rc), h5_err_msg());
 	s->known = true;
@@ -198,7 +365,7 @@ static int do_write(h5fs *fs, struct npy_stream *s, const char *buf, size_t size
 	if (s->known) {
 		if ((uint64_t)off < s->h.data_offset)
 			return fail(fs, s, EINVAL, "the header written again after the data began");
-		rc = h5_dset_writer_put(s->dw, (uint64_t)off - s->h.data_offset, buf, size);
+		rc = put(s, (uint64_t)off - s->h.data_offset, buf, size);
 		return rc < 0 ? fail(fs, s, put_errno(rc), h5_err_msg()) : 0;
 	}
 	if ((size_t)off != s->hlen)
@@ -231,8 +398,15 @@ static int do_write(h5fs *fs, struct npy_stream *s, const char *buf, size_t size
 	}
 	n = npy_parse(&s->h, s->head, s->hlen, why, sizeof(why));
 parsed:
-	/* not NPY, or one h5fs does not take: the bytes themselves, as any
-	 * other file's (the placeholder is that dataset: npy_demote) */
+	/* an NPY stream of what h5py cannot store (or a broken one):
+	 * refused, never bytes under the name NAME.npy (issue 57) */
+	if (n < 0 && s->hlen >= 6 && memcmp(s->head, "\x93NUMPY", 6) == 0)
+		return fail(fs, s, n == -EINVAL ? EINVAL : EOPNOTSUPP, why);
+	/* not NPY: the bytes themselves, as any other file's (the
+	 * placeholder is that dataset: npy_demote); but a netCDF-4 classic
+	 * model file holds no bytes (NC_UBYTE), as create refuses (link.c) */
+	if ((n < 0 || (n > 0 && s->hlen >= HEAD_MAX)) && own_detect(s->g->f) == OWN_NC4_CLASSIC)
+		return fail(fs, s, EPERM, "not an NPY stream, and a netCDF-4 classic model file holds no bytes (NC_UBYTE)");
 	if (n < 0 || (n > 0 && s->hlen >= HEAD_MAX)) {
 		snprintf(s->why, sizeof(s->why), "%s", n < 0 ? why : "no NPY header within the first 1 MiB");
 		s->demoted = true;
@@ -242,7 +416,7 @@ parsed:
 		return 0;       /* more to come */
 	if ((rc = start(fs, s)) != 0)
 		return rc;
-	if (size && (rc = h5_dset_writer_put(s->dw, (uint64_t)off - s->h.data_offset, buf, size)) < 0)
+	if (size && (rc = put(s, (uint64_t)off - s->h.data_offset, buf, size)) < 0)
 		return fail(fs, s, put_errno(rc), h5_err_msg());
 	return 0;
 }
@@ -280,6 +454,22 @@ int npy_set_mtime(h5fs *fs, struct npy_stream *s, int64_t sec)
 void npy_demote(h5fs *fs, struct npy_stream *s, uint8_t **head, size_t *hlen)
 {
 	h5fs_log(fs, LOG_INFO, "%s: %s: kept as bytes (a uint8 dataset of that name)", show_path(s->name), s->why);
+	/* in a netCDF-4 file, bytes on a new unlimited dimension, as create
+	 * makes a copied file's (link.c) */
+	if (own_detect(s->g->f) == OWN_NC4 && begin(fs, s) == 0) {
+		const char *base = strrchr(s->name, '/');
+		size_t glen = base ? (size_t)(base - s->name) : 0;
+		char *gp = strndup(s->name, glen), why[160] = "";
+		uint64_t zero = 0;
+
+		if (gp && nc_attach_var(s->g->f, gp[0] ? gp : "/", s->addr, 1, &zero, true, why, sizeof(why)) < 0)
+			h5fs_log(fs, LOG_ERR, "%s: kept as bytes without a netCDF dimension: %s", show_path(s->name),
+				 h5_err_msg());
+		h5_err_clear();
+		free(gp);
+		fs_meta_changed(fs);
+		fs_write_end(fs);
+	}
 	*head = s->head;
 	*hlen = s->hlen;
 	s->head = NULL;
@@ -316,7 +506,7 @@ static void placeholder_gone(h5fs *fs, struct npy_stream *s, const char *made)
 
 /* Whether NAME is a dataset (not a group) in the stream's group: the
  * stream then replaces it (np.save again, views.c npy_over). */
-static bool replaces(struct npy_stream *s, const char *name)
+static bool replaces(struct npy_stream *s, const char *name, uint64_t *old, bool *last)
 {
 	h5_obj_info info;
 	h5_link l = { 0 };
@@ -324,9 +514,36 @@ static bool replaces(struct npy_stream *s, const char *name)
 
 	r = h5_group_lookup(&l, s->g->f, s->group, name) == 0 && l.type == H5_LINK_HARD &&
 	    h5_obj_info_get(&info, s->g->f, l.addr) == 0 && info.kind == H5_OBJ_DATASET;
+	*old = r ? l.addr : UINT64_MAX;
+	*last = r && info.nlink == 1;
 	h5_link_clear(&l);
 	h5_err_clear();
 	return r;
+}
+
+/* In a netCDF-4 file the new variable goes on netCDF dimensions (one of
+ * each axis's length, else a new one: src/common/ncdims.c), as netCDF's
+ * tools and xarray's h5netcdf engine need; a failure leaves it without
+ * (netCDF-C then shows phony dimensions), logged. */
+static void attach_dims(h5fs *fs, struct npy_stream *s, const char *base)
+{
+	size_t glen = (size_t)(base - s->name);
+	char *gp, why[160] = "";
+	int rc;
+
+	if (s->h.rank == 0 || own_detect(s->g->f) == OWN_HDF5)
+		return;
+	gp = strndup(s->name, glen > 1 ? glen - 1 : glen);
+	if (!gp)
+		return;
+	rc = nc_attach_var(s->g->f, gp[0] ? gp : "/", s->made, s->h.rank, s->h.shape, false, why, sizeof(why));
+	fs_meta_changed(fs);    /* attribute changes: synced by fsync, idle, unmount */
+	if (rc < 0)
+		h5fs_log(fs, LOG_ERR, "np.save %s: made without netCDF dimensions: %s", show_path(s->name), h5_err_msg());
+	else if (why[0])
+		h5fs_log(fs, LOG_INFO, "np.save %s: %s", show_path(s->name), why);
+	h5_err_clear();
+	free(gp);
 }
 
 /* close's flush and fsync: the dataset made once every byte is in.
@@ -337,7 +554,9 @@ int npy_flush(h5fs *fs, struct npy_stream *s, bool closing)
 {
 	const char *base;
 	char *made = NULL;
-	bool over;
+	bool over, last = false;
+	uint64_t old = UINT64_MAX;
+	struct h5_gone *gone = NULL;
 	size_t blen;
 	uint64_t addr;
 	int e = 0, rc;
@@ -362,7 +581,7 @@ int npy_flush(h5fs *fs, struct npy_stream *s, bool closing)
 		e = fail(fs, s, ENOMEM, "out of memory");
 		goto out;
 	}
-	over = replaces(s, made);
+	over = replaces(s, made, &old, &last);
 	if (over) {
 		/* np.save over dataset NAME (views.c npy_over): the placeholder
 		 * goes, the dataset is made under its name NAME.npy, then moved
@@ -374,7 +593,7 @@ int npy_flush(h5fs *fs, struct npy_stream *s, bool closing)
 		if (rc == 0)
 			rc = h5_dset_writer_commit(&addr, s->dw, s->group, base, strlen(base));
 		if (rc == 0)
-			rc = h5_link_move(s->g->f, s->group, base, strlen(base), s->group, made, blen);
+			rc = h5_link_move_gone(s->g->f, s->group, base, strlen(base), s->group, made, blen, &gone);
 	} else {
 		rc = h5_dset_writer_commit(&addr, s->dw, s->group, base, blen);
 	}
@@ -390,8 +609,20 @@ int npy_flush(h5fs *fs, struct npy_stream *s, bool closing)
 	}
 	if (over)
 		s->placeholder_deleted = true;
+	/* the variable replaced (its last link) off its netCDF dimensions,
+	 * as rm takes one off (link.c) */
+	if (over && last && own_detect(s->g->f) != OWN_HDF5 && (rc = nc_detach_var(s->g->f, s->group, old)) < 0)
+		h5fs_log(fs, LOG_ERR, "np.save %s: the variable replaced is still named by its dimension scales: %s",
+			 show_path(s->name), h5_err_msg());
+	h5_err_clear();
+	attach_dims(fs, s, base);
 	placeholder_gone(fs, s, made);
+	/* the replaced array's storage, freed once nothing reads it */
+	if (gone)
+		member_gone_keep(fs, s->g, s->g->f, old, gone);
+	gone = NULL;
 out:
+	h5_gone_discard(gone);
 	free(made);
 	e = e ? e : s->err;
 	pthread_mutex_unlock(&s->mu);
@@ -417,6 +648,7 @@ void npy_release(h5fs *fs, struct npy_stream *s)
 	gen_release(s->g);
 	pthread_mutex_destroy(&s->mu);
 	free(s->head);
+	free(s->fbuf);
 	free(s->name);
 	free(s);
 }

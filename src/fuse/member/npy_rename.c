@@ -23,6 +23,7 @@
  * while the rename is answered). */
 #include "member.h"
 #include "npy.h"
+#include "owner.h"
 
 #define PIECE ((size_t)4 << 20)
 #define HEAD_MAX ((size_t)1 << 20)
@@ -50,8 +51,8 @@ static int stream_header(npy_header *h, h5_dataset *d)
 	h5_type_view_clear(&t);
 	head = malloc(n);
 	if (head && h5_dataset_read(d, head, 0, n) == 0 && npy_parse(h, head, n, why, sizeof(why)) == 0 &&
-	    h->data_offset + h->nbytes == size)
-		ok = 1;
+	    h->data_offset + h->nbytes == size && !h->fortran && h->kind != 'U')
+		ok = 1;         /* (a Fortran-ordered or unicode one stays bytes: npy.c's stream converts them) */
 	h5_err_clear();
 	free(head);
 	return ok;
@@ -59,10 +60,15 @@ static int stream_header(npy_header *h, h5_dataset *d)
 
 /* Dataset NAME (of newname NAME.npy) in group made of d's stream: 0 or an
  * h5_err. Under FILE's lock. */
-static int make_from(h5fs *fs, h5_file *f, h5_dataset *d, const npy_header *h, uint64_t group, const char *nm,
-		     size_t nlen)
+static int make_from(uint64_t *made, h5fs *fs, h5_file *f, h5_dataset *d, const npy_header *h, uint64_t group,
+		     const char *nm, size_t nlen)
 {
 	h5_dset_new dn = { .rank = h->rank, .kind = h->kind, .size = h->itemsize, .big_endian = h->big_endian };
+
+	if (h->kind == 'S' || h->kind == 'V') {
+		dn.descr = h->descr;    /* as npy.c's stream: h5py's strings, compounds */
+		dn.descr_len = h->descr_len;
+	}
 	h5_dset_writer *w = NULL;
 	uint8_t *buf = malloc(PIECE);
 	uint64_t addr, off;
@@ -95,6 +101,8 @@ static int make_from(h5fs *fs, h5_file *f, h5_dataset *d, const npy_header *h, u
 	}
 	if (rc == 0)
 		rc = h5_dset_writer_commit(&addr, w, group, nm, nlen);
+	if (rc == 0)
+		*made = addr;
 	/* the time set on the stream (rsync -t, cp -p set it before the
 	 * rename) is the new dataset's: a second rsync then finds it equal */
 	if (rc == 0 && h5_dataset_mtime(d, &mt) == 0 && h5_obj_mtime_set(f, addr, mt) < 0) {
@@ -154,6 +162,29 @@ static void inval_after_reply(h5fs *fs, uint64_t parent, const char *a, const ch
 	pthread_attr_destroy(&at);
 }
 
+/* In a netCDF-4 file: the variable replaced and the stream's bytes (their
+ * last links gone) off their dimensions (a dimension made for the bytes
+ * goes too), the new variable on netCDF dimensions, as np.save's (npy.c);
+ * failures logged, the rename stands. */
+static void netcdf_vars(h5fs *fs, h5_file *f, const struct node *np, uint64_t dgroup, uint64_t sgroup, uint64_t made,
+			const npy_header *h, uint64_t replaced, uint64_t bytes)
+{
+	char why[160] = "";
+	int rc = 0;
+
+	if (own_detect(f) == OWN_HDF5)
+		return;
+	if (replaced != UINT64_MAX)
+		rc = nc_detach_var(f, dgroup, replaced);
+	if (rc == 0)
+		rc = nc_detach_var(f, sgroup, bytes);
+	if (rc == 0 && h->rank > 0)
+		rc = nc_attach_var(f, np->path, made, h->rank, h->shape, false, why, sizeof(why));
+	if (rc < 0)
+		h5fs_log(fs, LOG_ERR, "rename into %s: netCDF dimensions not updated: %s", np->path, h5_err_msg());
+	h5_err_clear();
+}
+
 int npy_rename(int *done, h5fs *fs, h5_file *f, const struct node *p, uint64_t sgroup, const char *name,
 	       const h5_link *src, const struct node *np, uint64_t dgroup, const char *newname)
 {
@@ -162,6 +193,8 @@ int npy_rename(int *done, h5fs *fs, h5_file *f, const struct node *p, uint64_t s
 	npy_header h;
 	h5_link old = { 0 };
 	char *nm = NULL;
+	uint64_t made = UINT64_MAX;
+	bool replaced = false;
 	int e = 0, rc;
 
 	*done = 0;
@@ -181,6 +214,9 @@ int npy_rename(int *done, h5fs *fs, h5_file *f, const struct node *p, uint64_t s
 	if (rc == 0) {
 		h5_obj_info info;
 
+		replaced = old.type == H5_LINK_HARD && h5_obj_info_get(&info, f, old.addr) == 0 &&
+			   info.kind == H5_OBJ_DATASET && info.nlink == 1;
+		h5_err_clear();
 		if (old.type == H5_LINK_HARD && h5_obj_info_get(&info, f, old.addr) == 0 && info.kind == H5_OBJ_GROUP) {
 			h5fs_log(fs, LOG_NOTICE, "rename %s/%s to %s: EISDIR: %s is a group", strcmp(p->path, "/") ? p->path : "",
 				 name, newname, nm);
@@ -194,13 +230,14 @@ int npy_rename(int *done, h5fs *fs, h5_file *f, const struct node *p, uint64_t s
 		}
 		synth_forget(fs, np->ino, nm);
 	}
-	rc = make_from(fs, f, d, &h, dgroup, nm, len - 4);
+	rc = make_from(&made, fs, f, d, &h, dgroup, nm, len - 4);
 	if (rc == 0)
 		rc = h5_link_delete(f, sgroup, name, strlen(name), 2);
 	if (rc < 0) {
 		e = h5err_logged(fs, rc, "rename (an NPY stream made a dataset)", np->path, nm, UINT64_MAX);
 		goto out;
 	}
+	netcdf_vars(fs, f, np, dgroup, sgroup, made, &h, replaced ? old.addr : UINT64_MAX, src->addr);
 	synth_forget(fs, p->ino, name);
 	inval_after_reply(fs, np->ino, newname, nm);
 	h5fs_log(fs, LOG_INFO, "%s/%s renamed to %s: its NPY stream made dataset %s", strcmp(p->path, "/") ? p->path : "",

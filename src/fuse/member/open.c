@@ -37,6 +37,18 @@ static int other_file_check(void *arg, const char *name, const struct stat *st)
 	return EACCES;
 }
 
+static int open_node(h5fs *fs, struct node *n, struct fuse_file_info *fi);
+
+/* Open descriptors are counted per node: an unlinked or replaced
+ * dataset's storage is freed once none reads it (member/link.c
+ * member_gone_keep) - counted from the start, so an unlink meanwhile
+ * sees this one. An open that comes after such an unlink (the kernel's
+ * lookup was before it: another process's unlink or rename over the
+ * name in between) finds the storage freed and is ESTALE, on which the
+ * kernel looks the name up again (open(2), truncate(2), stat(2) retry
+ * once: O_CREAT then makes a new one, else ENOENT): it read and wrote
+ * freed space that another object could take (test_procs: an O_DIRECT
+ * write into a header reused since, EIO). */
 int member_open(void *r, struct fuse_file_info *fi, uint64_t ino)
 {
 	h5fs *fs = r;
@@ -45,6 +57,17 @@ int member_open(void *r, struct fuse_file_info *fi, uint64_t ino)
 
 	if (!n)
 		return ESTALE;
+	__atomic_add_fetch(&n->opens, 1, __ATOMIC_ACQ_REL);
+	e = n->type != NT_DIR && node_storage_gone(fs, n) ? ESTALE : open_node(fs, n, fi);
+	if (e)
+		member_closed(fs, n);
+	return e;
+}
+
+static int open_node(h5fs *fs, struct node *n, struct fuse_file_info *fi)
+{
+	int e;
+
 	e = node_fresh(fs, n);   /* a live FILE may have lost it */
 	if (e)
 		return e;
@@ -113,14 +136,15 @@ int member_open(void *r, struct fuse_file_info *fi, uint64_t ino)
 
 int member_release(void *r, uint64_t ino, struct fuse_file_info *fi)
 {
+	struct node *n;
+
 	if (wfile_of(fi))   /* write handles (wfile_open) */
 		wfile_release(r, wfile_of(fi), ino);
-	if (fi->fh == H5FS_FH_CACHED) {
-		struct node *n = node_get(r, ino);
-
-		if (n)
-			pcache_close(n);
-	}
+	n = node_get(r, ino);
+	if (n && fi->fh == H5FS_FH_CACHED)
+		pcache_close(n);
 	dio_free(fh_dio(fi->fh));
+	if (n)
+		member_closed(r, n);
 	return 0;
 }

@@ -16,20 +16,16 @@
  * kernel's page cache (no direct_io), so shared writable mappings work:
  * the kernel copies each write() into its pages, and dirty mapped pages
  * come back as writes at msync, munmap and writeback. The cache then holds
- * the new bytes before FILE does, which is right, with one exception: a
- * page the kernel did not hold whole (a write of part of it) is read from
- * us when next wanted, and we answer with FILE's committed bytes, which
- * may miss accepted ones. So a read answered while any handle of the node
- * holds uncommitted bytes (n->wholders, counted by write.c before a write
- * is accepted) marks the node's pages stale, and the next flush, fsync or
- * release drops them once committed - never a WRITE handler, whose pages
- * (or, for writeback, the mapped page being written) the kernel holds
- * locked until we answer: invalidating them there would wait forever.
+ * the new bytes before FILE does, which is right; a page the kernel did
+ * not hold whole (a write of part of it) is read from us when next
+ * wanted, and answered with FILE's bytes under the bytes the node's write
+ * handles keep (member/pending.c, issue 53). A commit's page drop waits
+ * until its caller holds no ticket and no apply lock (ow_pages_settle):
+ * a WRITE handler's pages, or a reader's, may be locked by the kernel
+ * while it waits for those.
  * Write-only handles, and those of a dataset that can grow, use direct_io
  * (member/write.c): the kernel caches none of their bytes, and their
- * commit drops the pages read handles may hold - at once, or, while a
- * page-cached writer of the node is open (it may hold a page locked
- * waiting for us), by the next flush, fsync or release. */
+ * commit drops the pages read handles may hold, after (above). */
 #include "member.h"
 
 #define OW_COMMIT_BYTES ((uint64_t)64 << 20)
@@ -74,11 +70,14 @@ static void ow_refresh(h5fs *fs, struct node *n, fuse_ino_t ino, bool pages)
 	h5_dataset *nd = NULL, *old;
 	int64_t mt;
 
+	/* (opened under n->lk: refreshes land in the order of the states
+	 * they opened, write.c wfile_refresh) */
+	pthread_rwlock_wrlock(&n->lk);
 	if (h5_dataset_open(&nd, fs->f, n->addr) < 0) {
+		pthread_rwlock_unlock(&n->lk);
 		h5fs_log(fs, LOG_ERR, "write %s: reopening the dataset: %s", show_path(n->path), h5_err_msg());
 		return;
 	}
-	pthread_rwlock_wrlock(&n->lk);
 	old = n->ds;
 	n->ds = nd;
 	n->view = h5_dataset_view(nd);
@@ -89,14 +88,15 @@ static void ow_refresh(h5fs *fs, struct node *n, fuse_ino_t ino, bool pages)
 		n->st.st_mtime = n->st.st_ctime = (time_t)mt;
 	pthread_rwlock_unlock(&n->lk);
 	h5_dataset_close(old);
-	/* a page-cached writer of the node may hold a page locked while its
-	 * write waits for us: its pages are dropped after (ow_pages_settle) */
-	if (pages && __atomic_load_n(&n->cached_writers, __ATOMIC_ACQUIRE)) {
+	/* The pages are dropped after (ow_pages_settle), once the caller holds
+	 * neither its ticket nor the apply lock: a page-cached writer of the
+	 * node may hold a page locked while its write waits for those, and so
+	 * may a reader (member/pending.c: a read waits for the writes answered
+	 * before it) - dropping them here would wait forever. */
+	if (pages)
 		__atomic_store_n(&n->pages_stale, true, __ATOMIC_RELEASE);
-		pages = false;
-	}
 	if (fs->se)
-		fuse_lowlevel_notify_inval_inode(fs->se, fs_ino_out(fs, ino), pages ? 0 : -1, 0);
+		fuse_lowlevel_notify_inval_inode(fs->se, fs_ino_out(fs, ino), -1, 0);
 }
 
 int ow_commit(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, bool all, bool durable, bool cached)
@@ -128,16 +128,6 @@ int ow_put(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, uint64_t
 	if (h5_overwrite_kept(ow) >= commit_bytes())
 		return ow_commit(fs, n, ow, ino, false, false, cached);
 	return 0;
-}
-
-void ow_read_mark(struct node *n)
-{
-	/* a holder counts before its write is accepted, and the kernel asks
-	 * for a page partly written only after that write's answer: a read
-	 * that can miss accepted bytes sees the count */
-	if (__atomic_load_n(&n->wholders, __ATOMIC_ACQUIRE) &&
-	    !__atomic_load_n(&n->pages_stale, __ATOMIC_RELAXED))
-		__atomic_store_n(&n->pages_stale, true, __ATOMIC_RELEASE);
 }
 
 void ow_pages_settle(h5fs *fs, struct node *n, fuse_ino_t ino)

@@ -1,356 +1,8 @@
-/* read.c - the member root's read operations (root.h): lookup, attributes,
- * directories, reads. Each translates: request -> engine -> a result the
- * dispatcher (dispatch.c) replies with. */
+/* read.c - the member root's read operations (root.h): directories
+ * (snapshots at opendir) and reads. Each translates: request -> engine ->
+ * a result the dispatcher (dispatch.c) replies with. lookup.c has the
+ * names (lookup, getattr, readlink). */
 #include "member.h"
-
-/* ---- operations ---------------------------------------------------------------- */
-
-static void entry_of(struct root_entry *e, h5fs *fs, const struct node *n)
-{
-	memset(e, 0, sizeof(*e));
-	e->ino = n->ino;
-	/* generation 0: a node id is never given to another object while
-	 * the kernel holds it (member/read.c show_object) */
-	pthread_rwlock_rdlock((pthread_rwlock_t *)&n->lk);
-	e->attr = n->st;
-	pthread_rwlock_unlock((pthread_rwlock_t *)&n->lk);
-	e->timeout = node_timeout(fs);
-}
-
-/* n (referenced), the node of the (parent, name) number *id: is it still
- * what the name shows? 0 and *keep when so (n kept; with file_only, only
- * when n is a file). Else a live FILE's change left it stale (its path
- * leads elsewhere now, or to another kind): n is unreferenced, the number
- * given up and *id the name's new one, 0 and !*keep. A directory's
- * anchors and a symlink's kind are fixed for its life, so the name's new
- * object is a new node, not the old one adopted. Or an errno (n
- * unreferenced). */
-static int synth_recheck(bool *keep, uint64_t *id, h5fs *fs, struct node *n, uint64_t parent, const char *name,
-			 bool file_only)
-{
-	uint64_t old = n->ino;    /* n may be gone once unreferenced */
-	int e = node_fresh(fs, n);
-
-	*keep = e == 0 && (!file_only || n->type == NT_FILE);
-	if (*keep)
-		return 0;
-	node_unref(fs, old, 1);
-	if (e != 0 && e != ESTALE)
-		return e;
-	*id = synth_renew(fs, parent, name, old);
-	return *id ? 0 : ENOMEM;
-}
-
-/* A lookup's engine error: its errno, logged (one line) - an EIO not
- * when quiet (an attempt member_lookup makes again when it fails so) */
-static int lookup_err(h5fs *fs, bool quiet, int rc, const char *path, const char *name, uint64_t addr)
-{
-	if (quiet && h5fs_errno(rc) == EIO)
-		return EIO;
-	return h5err_logged(fs, rc, "lookup", path, name, addr);
-}
-
-/* The node of object taddr of tf shown as `name` in directory p (at mount
- * path `path`; fpath: its path in tf when a link was followed to it, which
- * makes it an anchor of tf's tree), read in the generation u holds: 0 and
- * *out (referenced), or an errno (EIO logged, unless quiet). */
-static int show_object(struct node **out, h5fs *fs, const struct node *p, const struct use *u, const char *name,
-		       const char *path, h5_file *tf, uint64_t taddr, const char *fpath, bool quiet)
-{
-	struct node *n, *fresh = NULL;
-	h5_obj_info info;
-	h5_obj_kind k = H5_OBJ_UNKNOWN;
-	uint64_t id;
-	bool keep;
-	int rc, e, tries = 0;
-
-again:
-	if (!kind_lookup(fs, file_ino(tf, taddr), &k)) {
-		if (h5_obj_info_get(&info, tf, taddr) == 0)
-			k = info.kind;
-		h5_err_clear();   /* node_make_obj reports it */
-	}
-	/* a directory is a node per path: its ancestors are its own */
-	id = k == H5_OBJ_GROUP ? synth_ino(fs, p->ino, name) : file_nodeid(fs, tf, taddr);
-	if (!id)
-		return ENOMEM;
-	n = node_ref_existing(fs, id);
-	if (n && k == H5_OBJ_GROUP) {
-		/* re-resolved by its path, anchors included (live/live.c) */
-		e = synth_recheck(&keep, &id, fs, n, p->ino, name, false);
-		if (e)
-			return e;
-		if (keep)
-			goto found;
-		n = NULL;
-	} else if (n) {
-		/* the object's own node (hard links share it), unless a live
-		 * FILE's change left it stale: the kernel may still send
-		 * requests for that id meaning the old object (they carry no
-		 * generation), so it is not made another object before the
-		 * kernel forgets it; the name gets its (parent, name) number */
-		e = node_fresh(fs, n);
-		if (e == 0)
-			goto found;
-		node_unref(fs, n->ino, 1);
-		if (e != ESTALE)
-			return e;
-		id = synth_ino(fs, p->ino, name);
-		if (!id)
-			return ENOMEM;
-		n = node_ref_existing(fs, id);
-		if (n) {
-			/* shown so before: still this object? */
-			e = synth_recheck(&keep, &id, fs, n, p->ino, name, true);
-			if (e)
-				return e;
-			if (keep)
-				goto found;
-			n = NULL;
-		}
-	}
-	if (!n) {
-		rc = node_make_obj(&fresh, fs, tf, taddr, id, path);
-		if (rc < 0)
-			return lookup_err(fs, quiet, rc, p->path, name, taddr);
-		if ((fresh->type == NT_DIR) != (k == H5_OBJ_GROUP) && tries++ == 0) {
-			/* the kind map was filled from an older generation of a
-			 * live FILE as it was refreshed: node_make_obj has put
-			 * the kind read now there */
-			node_free(fresh);
-			fresh = NULL;
-			k = H5_OBJ_UNKNOWN;
-			goto again;
-		}
-		if (fresh->type == NT_DIR) {
-			fresh->parent = p->ino;
-			if (dir_anchor(fresh, u->g->f, p, tf, name, path, fpath) != 0) {
-				node_free(fresh);
-				return ENOMEM;
-			}
-		}
-		if (id & H5FS_SYNTH_BIT)
-			fresh->parent = p->ino;     /* its number is (parent, name)'s */
-		fresh->gen = u->g;
-		fresh->checked = u->g->num;
-		gen_hold(u->g);
-		*out = node_publish(fs, fresh);
-		return 0;
-	}
-found:
-	if (n->type != NT_DIR) {
-		/* the entry a live FILE's change invalidates (live/live.c); a
-		 * directory's parent is its path's, fixed */
-		pthread_mutex_lock(&fs->lock);
-		n->parent = p->ino;
-		pthread_mutex_unlock(&fs->lock);
-	}
-	*out = n;
-	return 0;
-}
-
-/* The symlink node `name` of directory p shows (l as link_place answered
- * rc; depth >= 0: a link up the path, "." / ".."...), read in the
- * generation u holds: 0 and *out (referenced), or an errno. */
-static int show_symlink(struct node **out, h5fs *fs, const struct node *p, const struct use *u, const char *name,
-			const char *path, const h5_link *l, int rc, int depth, bool quiet)
-{
-	struct node *n, *fresh = NULL;
-	h5_link shown;
-	char *mtarget = NULL;
-	uint64_t ino = synth_ino(fs, p->ino, name);
-	bool keep;
-	int e;
-
-	if (!ino)
-		return ENOMEM;
-	n = node_ref_existing(fs, ino);
-	if (n) {
-		/* else the name was something else in the generation n was
-		 * read in */
-		e = synth_recheck(&keep, &ino, fs, n, p->ino, name, false);
-		if (e)
-			return e;
-		if (keep) {
-			*out = n;
-			return 0;
-		}
-	}
-	e = link_shown(&shown, &mtarget, p, u->f, l, rc);
-	if (e)
-		return e;
-	rc = node_make_link(&fresh, fs, ino, path, p->path, depth >= 0 ? NULL : &shown, depth);
-	free(mtarget);
-	if (rc < 0)
-		return lookup_err(fs, quiet, rc, p->path, name, UINT64_MAX);
-	fresh->gen = u->g;
-	fresh->checked = u->g->num;
-	gen_hold(u->g);
-	*out = node_publish(fs, fresh);
-	return 0;
-}
-
-/* The node a name of a directory leads to: 0 and *out (referenced), or an
- * errno (EIO logged). */
-static int do_lookup(struct node **out, h5fs *fs, fuse_ino_t parent, const char *name, bool quiet)
-{
-	struct node *p = node_get(fs, parent);
-	struct use u;
-	h5_link l;
-	h5_file *tf = NULL;
-	uint64_t taddr = UINT64_MAX;
-	char *path = NULL, *fpath = NULL;
-	int rc, e = 0, depth = -1;
-
-	memset(&l, 0, sizeof(l));
-	if (!p)
-		return ESTALE;
-	if (p->type != NT_DIR)
-		return ENOTDIR;
-	if (!name_ok(name, strlen(name)))
-		return ENOENT;
-	/* a group a live FILE no longer has holds no names */
-	e = node_use(&u, fs, p);
-	if (e)
-		return e == ESTALE ? ENOENT : e;
-	rc = h5_group_lookup(&l, u.f, u.addr, name);
-	if (rc < 0) {
-		e = lookup_err(fs, quiet, rc, p->path, name, UINT64_MAX);
-		goto out;
-	}
-	/* Names readdir would skip must not be reachable by lookup either. */
-	if (!name_ok(l.name, l.name_len) || strcmp(l.name, name) != 0) {
-		e = ENOENT;
-		goto out;
-	}
-	path = h5_path_join(p->path, name);
-	if (!path) {
-		e = ENOMEM;
-		goto out;
-	}
-	switch (l.type) {
-	case H5_LINK_HARD:
-		tf = u.f;
-		h5_file_hold_related(tf);
-		taddr = l.addr;
-		rc = 0;
-		break;
-	case H5_LINK_SOFT:
-	case H5_LINK_EXTERNAL:
-		rc = link_place(&tf, &taddr, &fpath, p, u.f, &l);
-		if (rc < 0)
-			h5fs_log(fs, LOG_NOTICE, "lookup %s: %s link not followed, shown as a symlink: %s",
-				 show_path(path), l.type == H5_LINK_SOFT ? "soft" : "external", h5_err_msg());
-		break;
-	default:
-		/* user-defined link types (65..255) have no meaning to us */
-		h5fs_log(fs, LOG_INFO, "lookup %s/%s: link type %d not shown", show_path(p->path), name,
-		       (int)l.type);
-		e = ENOENT;
-		goto out;
-	}
-	if (rc == 0) {
-		/* a link up to this group or one of its ancestors on this path:
-		 * a symlink there */
-		depth = ancestor_depth(fs, p, file_ino(tf, taddr));
-		if (depth < 0) {
-			e = show_object(out, fs, p, &u, name, path, tf, taddr, fpath, quiet);
-			goto out;
-		}
-	}
-	e = show_symlink(out, fs, p, &u, name, path, &l, rc, depth, quiet);
-out:
-	h5_file_release_related(tf);
-	node_use_end(&u);
-	free(path);
-	free(fpath);
-	h5_link_clear(&l);
-	return e;
-}
-
-int member_lookup(void *r, struct root_entry *e, uint64_t parent, const char *name)
-{
-	h5fs *fs = r;
-	struct node *n = NULL;
-	int err;
-
-	/* a live FILE's lookup that failed may be retried (a writer may be
-	 * mid-change): only the answer's failure is logged, once */
-	for (int attempt = 0; (err = do_lookup(&n, fs, parent, name, true)) == EIO && live_retry(fs, attempt);
-	     attempt++)
-		;
-	if (err == EIO)
-		err = do_lookup(&n, fs, parent, name, false);
-	if (!err)
-		entry_of(e, fs, n);
-	return err;
-}
-
-void member_forget(void *r, uint64_t ino, uint64_t nlookup)
-{
-	node_unref(r, ino, nlookup);
-}
-
-static int do_getattr(struct stat *st, h5fs *fs, fuse_ino_t ino)
-{
-	struct node *n = node_get(fs, ino);
-
-	int e;
-
-	if (!n)
-		return ESTALE;
-	e = node_fresh(fs, n);
-	if (e)
-		return e;
-	/* an append or a refresh may be updating st */
-	pthread_rwlock_rdlock(&n->lk);
-	*st = n->st;
-	pthread_rwlock_unlock(&n->lk);
-	return 0;
-}
-
-int member_getattr(void *r, struct stat *st, double *timeout, uint64_t ino)
-{
-	*timeout = node_timeout(r);
-	return do_getattr(st, r, ino);
-}
-
-static int do_readlink(const char **target, h5fs *fs, fuse_ino_t ino)
-{
-	struct node *n = node_get(fs, ino);
-	int e;
-
-	if (!n)
-		return ESTALE;
-	e = node_fresh(fs, n);
-	if (e)
-		return e;
-	if (n->type != NT_LINK)
-		return EINVAL;
-	pthread_rwlock_rdlock(&n->lk);   /* a live refresh may replace it */
-	*target = n->target;             /* (the old text is kept: live/live.c) */
-	pthread_rwlock_unlock(&n->lk);
-	/* The kernel takes at most PATH_MAX - 1 bytes: /dev/fuse refuses a
-	 * longer reply, and the caller would see an EIO nobody logged. */
-	if (strlen(*target) >= PATH_MAX) {
-		h5fs_log(fs, LOG_WARNING, "readlink %s: target of %zu bytes is longer than PATH_MAX",
-			 show_path(n->path), strlen(*target));
-		return ENAMETOOLONG;
-	}
-	return 0;
-}
-
-int member_readlink(void *r, char **target, uint64_t ino)
-{
-	const char *t = NULL;
-	int e = do_readlink(&t, r, ino);
-
-	if (e)
-		return e;
-	/* a copy: a live refresh may replace the node's text meanwhile */
-	*target = strdup(t);
-	return *target ? 0 : ENOMEM;
-}
 
 /* A directory listing, taken at opendir so that readdir offsets stay
  * meaningful however the kernel splits the reads. */
@@ -605,6 +257,10 @@ struct read_answer {
 	uint64_t tail_end;      /* rows not committed wanted: the size when
 				 * the read came, committed since (tail.c) */
 	bool tail_wait;         /* this attempt needs them committed first */
+	struct pending *wq;     /* the node's writers while the answer is
+				 * made: kept bytes answered (member/pending.c) */
+	struct rd sec;          /* a reader section until the reply is
+				 * written: its extents are spliced then */
 };
 
 static void answer_clear(struct read_answer *a)
@@ -659,9 +315,10 @@ static int read_once(struct read_answer *a, bool *failed, int *unlogged, h5fs *f
 	/* One plan (the view's map: h5_dataset_map for raw bytes, plan.c; a
 	 * buffer of text for vlen data, view.c): plain bytes of FILE (contiguous
 	 * storage, unfiltered chunks; a virtual dataset's sources) as
-	 * extents to splice - they stay valid after the lock is dropped,
-	 * since an append writes new bytes elsewhere and never rewrites bytes
-	 * in use, and a.g keeps the descriptors open; decoded chunks or a
+	 * extents to splice - they stay valid after the lock is dropped:
+	 * an append writes new bytes elsewhere, and space a commit frees is
+	 * not reused while this read's section (a->sec) lasts, and a.g keeps
+	 * the descriptors open; decoded chunks or a
 	 * remote FILE's cached blocks pinned, written to /dev/fuse from the
 	 * cache itself with no copy into a reply buffer (issues 16, 15); the
 	 * rest read into a buffer. Never spliced once a live mount checks its
@@ -670,6 +327,12 @@ static int read_once(struct read_answer *a, bool *failed, int *unlogged, h5fs *f
 	 * unseen; there the bytes are copied, then checked. */
 	if (tail_covers(n, (uint64_t)off, (size_t)len)) {  /* rows written, not committed yet */
 		rc = tail_read(&a->plan, n, (uint64_t)off, (size_t)len);
+		if (rc == 0 && n->view == &h5_view_raw) {  /* bytes written over committed ones */
+			int pk = pending_peek(a->wq, (uint64_t)off, a->plan.buf, a->plan.len);
+
+			if (pk < 0)
+				rc = pk;
+		}
 		if (rc == 1) {
 			/* whole rows among them: committed first (do_read) */
 			if (!a->tail_end)
@@ -678,8 +341,10 @@ static int read_once(struct read_answer *a, bool *failed, int *unlogged, h5fs *f
 			e = EAGAIN;
 			goto out;
 		}
-	} else
+	} else if ((rc = pending_read(&a->plan, a->wq, n, (uint64_t)off, (size_t)len)) == 1) {
+		/* (no byte written and not committed lies there) */
 		rc = n->view->map(&a->plan, n->ds, (uint64_t)off, (size_t)len, checked ? H5_MAP_NO_SPLICE : 0);
+	}
 	if (rc < 0) {
 		char what[64];
 
@@ -740,14 +405,16 @@ static int do_read(struct read_answer *a, h5fs *fs, fuse_ino_t ino, size_t size,
 		return ESTALE;
 	if (off < 0)
 		return EINVAL;
-	ow_read_mark(n);        /* page-cached writers (member/overwrite.c) */
 	for (int attempt = 0, shows = 0, waited_ms = 0;; attempt++) {
 		int c;
 
 		e = node_fresh(fs, n);
 		if (e)
 			return e;
+		a->wq = pending_begin(fs, n);
 		e = read_once(a, &failed, &unlogged, fs, n, size, off, attempt, fh, tid);
+		pending_end(fs, n, a->wq);
+		a->wq = NULL;
 		if (a->tail_wait && shows < 4 && waited_ms < TAIL_WAIT_MS) {
 			/* rows not committed: committed now, then read (a
 			 * writer going on may need another: bounded); no
@@ -812,6 +479,7 @@ int member_read(void *r, struct root_read *out, uint64_t ino, size_t size, off_t
 	memset(out, 0, sizeof(*out));
 	if (!a)
 		return ENOMEM;
+	a->sec = member_rd_begin(r);
 	a->fast = live_fast_begin(r);
 	e = do_read(a, r, ino, size, off, fi ? fi->fh : 0, tid);
 	out->priv = a;
@@ -834,6 +502,8 @@ void member_read_done(void *r, struct root_read *out)
 		live_fast_end(r);  /* the reply is written: the sweep may drop its pages */
 	if (a)
 		answer_clear(a);   /* the reply is written: unpin */
+	if (a)
+		member_rd_end(&a->sec);
 	free(a);
 	out->priv = NULL;
 }

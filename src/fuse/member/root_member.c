@@ -77,6 +77,13 @@ int h5fs_set_label(h5fs *fs, const char *label)
 	return label && !fs->label ? h5_err_set(H5_ERR_NOMEM, "out of memory") : 0;
 }
 
+int h5fs_set_mountpoint(h5fs *fs, const char *path)
+{
+	free(fs->mnt);
+	fs->mnt = path ? strdup(path) : NULL;
+	return path && !fs->mnt ? h5_err_set(H5_ERR_NOMEM, "out of memory") : 0;
+}
+
 const h5fs_config *h5fs_cfg(const h5fs *fs)
 {
 	return &fs->cfg;
@@ -88,14 +95,95 @@ void h5fs_set_ino_map(h5fs *fs, uint64_t (*map)(void *ud, uint64_t local), void 
 	fs->ino_out_ud = ud;
 }
 
+/* ---- reader sections ----------------------------------------------------------
+ * Requests that read FILE are reader sections of the current generation's
+ * FILE (engine h5_file_read_begin/end): space a commit frees meanwhile is
+ * not reused under them (a listxattr walking a dense store that a setfattr
+ * replaced; a read() whose extents are spliced after n->lk is dropped,
+ * issue 56). */
+struct rd member_rd_begin(h5fs *fs)
+{
+	struct rd x = { NULL, 0 };
+
+	/* (a mount that does not write frees nothing: no section, no cost) */
+	if (!fs_writable(fs))
+		return x;
+	x.g = gen_current(fs);
+	x.t = h5_file_read_begin(x.g->f);
+	return x;
+}
+
+void member_rd_end(struct rd *x)
+{
+	if (!x->g)
+		return;
+	h5_file_read_end(x->g->f, x->t);
+	gen_release(x->g);
+	x->g = NULL;
+}
+
+static int rd_lookup(void *r, struct root_entry *e, uint64_t parent, const char *name)
+{
+	struct rd x = member_rd_begin(r);
+	int err = views_lookup(r, e, parent, name);
+
+	member_rd_end(&x);
+	return err;
+}
+
+static int rd_getattr(void *r, struct stat *st, double *timeout, uint64_t ino)
+{
+	struct rd x = member_rd_begin(r);
+	int err = views_getattr(r, st, timeout, ino);
+
+	member_rd_end(&x);
+	return err;
+}
+
+static int rd_opendir(void *r, void **dh, bool *keep, uint64_t ino)
+{
+	struct rd x = member_rd_begin(r);
+	int err = views_opendir(r, dh, keep, ino);
+
+	member_rd_end(&x);
+	return err;
+}
+
+static int rd_readdir(void *r, struct root_dirent *d, void *dh, size_t i)
+{
+	struct rd x = member_rd_begin(r);
+	int err = views_readdir(r, d, dh, i);
+
+	member_rd_end(&x);
+	return err;
+}
+
+static int rd_listxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino)
+{
+	struct rd x = member_rd_begin(r);
+	int err = views_listxattr(r, buf, size, len, ino);
+
+	member_rd_end(&x);
+	return err;
+}
+
+static int rd_getxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino, const char *name)
+{
+	struct rd x = member_rd_begin(r);
+	int err = views_getxattr(r, buf, size, len, ino, name);
+
+	member_rd_end(&x);
+	return err;
+}
+
 const struct root_ops h5fs_member_ops = {
 	.name = "member",
-	.lookup = views_lookup,
+	.lookup = rd_lookup,
 	.forget = member_forget,
-	.getattr = views_getattr,
+	.getattr = rd_getattr,
 	.readlink = member_readlink,
-	.opendir = views_opendir,
-	.readdir = views_readdir,
+	.opendir = rd_opendir,
+	.readdir = rd_readdir,
 	.releasedir = views_releasedir,
 	.open = views_open,
 	.read = member_read,
@@ -105,8 +193,8 @@ const struct root_ops h5fs_member_ops = {
 	.flush = member_flush,
 	.fsync = member_fsync,
 	.fsyncdir = member_fsyncdir,
-	.listxattr = views_listxattr,
-	.getxattr = views_getxattr,
+	.listxattr = rd_listxattr,
+	.getxattr = rd_getxattr,
 	.setxattr = views_setxattr,
 	.removexattr = views_removexattr,
 	.mkdir = views_mkdir,

@@ -87,13 +87,13 @@ static int store_mtime(h5fs *fs, struct node *n, struct timespec t)
 
 /* truncate(2): the dataset's rows (member/truncate.c), FILE held for
  * writing as every write is; rows of it not committed yet first. */
-static int set_size(h5fs *fs, struct node *n, uint64_t size)
+int member_set_size(h5fs *fs, struct node *n, uint64_t size, const char *op)
 {
 	struct use u;
 	int e;
 
 	if (n->type != NT_FILE || n->vkind) {
-		h5fs_log(fs, LOG_NOTICE, "truncate %s: EPERM: not a dataset", show_path(n->path));
+		h5fs_log(fs, LOG_NOTICE, "%s %s: EPERM: not a dataset", op, show_path(n->path));
 		return EPERM;
 	}
 	wfile_commit_node(fs, n);
@@ -104,7 +104,7 @@ static int set_size(h5fs *fs, struct node *n, uint64_t size)
 	e = node_use_current(&u, fs, n);
 	if (!e && (u.addr == UINT64_MAX || u.f != fs->f)) {
 		node_use_end(&u);
-		h5fs_log(fs, LOG_NOTICE, "truncate %s: EROFS: an object of another file (external link)",
+		h5fs_log(fs, LOG_NOTICE, "%s %s: EROFS: an object of another file (external link)", op,
 			 show_path(n->path));
 		e = EROFS;
 	}
@@ -112,7 +112,7 @@ static int set_size(h5fs *fs, struct node *n, uint64_t size)
 		fs_write_end(fs);
 		return e;
 	}
-	e = member_resize(fs, n, &u, size, "truncate");
+	e = member_resize(fs, n, &u, size, op);
 	node_use_end(&u);
 	fs_meta_changed(fs);
 	fs_write_end(fs);
@@ -139,7 +139,7 @@ int member_setattr(void *r, struct stat *out, double *timeout, uint64_t ino, con
 		return EROFS;
 	}
 	if ((to_set & FUSE_SET_ATTR_SIZE) && attr->st_size != cur.st_size) {
-		e = set_size(fs, n, (uint64_t)attr->st_size);
+		e = member_set_size(fs, n, (uint64_t)attr->st_size, "truncate");
 		if (e)
 			return e;
 	}

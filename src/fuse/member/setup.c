@@ -154,5 +154,6 @@ void h5fs_free(h5fs *fs)
 	/* FILE (fs->f) belongs to its generation: closed with the last one */
 	gen_release(fs->gen);
 	free(fs->label);
+	free(fs->mnt);
 	free(fs);
 }

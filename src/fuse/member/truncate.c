@@ -28,14 +28,17 @@ static void node_reload(h5fs *fs, struct node *n, const struct use *u)
 	struct timespec now;
 	uint64_t alloc;
 
+	/* (opened under n->lk: refreshes land in the order of the states
+	 * they opened, write.c wfile_refresh) */
+	pthread_rwlock_wrlock(&n->lk);
 	if (h5_dataset_open(&nd, u->f, u->addr) < 0) {
+		pthread_rwlock_unlock(&n->lk);
 		h5fs_log(fs, LOG_ERR, "truncate %s: reopening the dataset: %s", show_path(n->path), h5_err_msg());
 		h5_err_clear();
 		return;
 	}
 	alloc = h5_dataset_allocated(nd);
 	clock_gettime(CLOCK_REALTIME, &now);
-	pthread_rwlock_wrlock(&n->lk);
 	old = n->ds;
 	n->ds = nd;
 	n->view = h5_dataset_view(nd);
@@ -103,6 +106,12 @@ out:
 
 int member_resize(h5fs *fs, struct node *n, const struct use *u, uint64_t size, const char *op)
 {
+	return member_resize_undoable(fs, n, u, size, NULL, op);
+}
+
+int member_resize_undoable(h5fs *fs, struct node *n, const struct use *u, uint64_t size, h5_empty_undo *undo,
+			   const char *op)
+{
 	uint64_t cur;
 	int rc, e;
 
@@ -125,7 +134,7 @@ int member_resize(h5fs *fs, struct node *n, const struct use *u, uint64_t size, 
 			 show_path(n->path), (unsigned long long)size);
 		return EPERM;
 	} else {
-		rc = h5_dataset_empty(u->f, u->addr);
+		rc = h5_dataset_empty_undoable(u->f, u->addr, undo);
 		e = rc < 0 ? h5err_logged(fs, rc, op, n->path, NULL, u->addr) : 0;
 		if (rc == H5_ERR_PERM || rc == H5_ERR_BUSY)
 			h5fs_log(fs, LOG_NOTICE, "%s %s: %s: %s", op, show_path(n->path), strerror(e), h5_err_msg());
@@ -138,4 +147,42 @@ int member_resize(h5fs *fs, struct node *n, const struct use *u, uint64_t size, 
 	pthread_rwlock_unlock(&n->lk);
 	wq_resized(fs, n, cur);
 	return e;
+}
+
+/* A replacement (O_TRUNC) that failed: the old rows back, the node and
+ * the kernel told; FILE's lock taken for it. Logged either way. */
+void member_unempty(h5fs *fs, struct node *n, fuse_ino_t ino, struct gen *g, h5_empty_undo *undo)
+{
+	struct use u;
+	uint64_t cur;
+	int rc, e = fs_write_begin_undo(fs);
+
+	if (e) {
+		h5fs_log(fs, LOG_ERR, "replacing %s failed, and its old contents could not be put back: %s",
+			 show_path(n->path), strerror(e));
+		return;
+	}
+	e = node_use_current(&u, fs, n);
+	if (e) {
+		h5fs_log(fs, LOG_ERR, "replacing %s failed, and its old contents could not be put back: %s",
+			 show_path(n->path), strerror(e));
+		fs_write_end(fs);
+		return;
+	}
+	rc = u.g == g ? h5_dataset_empty_undo(u.f, u.addr, undo) : h5_err_set(H5_ERR_IO, "FILE changed since");
+	if (rc < 0)
+		h5fs_log(fs, LOG_ERR, "replacing %s failed, and its old contents could not be put back: %s",
+			 show_path(n->path), h5_err_msg());
+	else
+		h5fs_log(fs, LOG_NOTICE, "replacing %s failed: its old contents are back", show_path(n->path));
+	h5_err_clear();
+	node_reload(fs, n, &u);
+	pthread_rwlock_rdlock(&n->lk);
+	cur = n->ds ? n->view->size(n->ds) : 0;
+	pthread_rwlock_unlock(&n->lk);
+	wq_resized(fs, n, cur);
+	if (fs->se)
+		fuse_lowlevel_notify_inval_inode(fs->se, fs_ino_out(fs, ino), 0, 0);
+	node_use_end(&u);
+	fs_write_end(fs);
 }

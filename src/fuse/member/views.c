@@ -457,8 +457,13 @@ int views_open(void *r, struct fuse_file_info *fi, uint64_t ino)
 	if (!n || !n->vkind)
 		return member_open(r, fi, ino);
 	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
-		if (n->vkind == VW_NPY && (fi->flags & O_TRUNC) && fs_writable(fs))
-			return npy_over(fs, fi, n);
+		if (n->vkind == VW_NPY && (fi->flags & O_TRUNC) && fs_writable(fs)) {
+			/* (its release closes this node: counted as member_open does) */
+			e = npy_over(fs, fi, n);
+			if (!e)
+				__atomic_add_fetch(&n->opens, 1, __ATOMIC_ACQ_REL);
+			return e;
+		}
 		return EROFS;   /* a view is read-only */
 	}
 	e = views_fresh(fs, n);

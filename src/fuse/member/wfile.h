@@ -36,6 +36,7 @@ struct wfile {
 	bool cached;            /* writes through the page cache (member/overwrite.c) */
 	/* under q->mu */
 	uint64_t vplen;         /* its partial row once every accepted write is applied */
+	uint64_t rows_end;      /* where its last accepted bytes end in the dataset */
 	int err;                /* errno of a write answered before it failed */
 	bool holding;           /* counts in fs_write_begin's writers */
 	int64_t last_ns;        /* its last write (atomic): the idle commit */
@@ -43,6 +44,12 @@ struct wfile {
 	unsigned pins;          /* the idle commit uses it (under fs->lock) */
 	struct npy_stream *npy; /* an np.save placeholder's: writes go there (npy.c) */
 	bool held;              /* n referenced for it (np.save over a view: views.c), let go at release */
+	/* opened with O_TRUNC over rows (cp, cat x > d): what emptying
+	 * replaced, put back at release when any of its writes, flushes or
+	 * fsyncs failed (issue 56 item 3: a failed replacement leaves the old
+	 * contents); failed (atomic) says one did */
+	h5_empty_undo undo;
+	bool failed;
 };
 
 /* wqueue.c: the node's queue joined (want: opened to read and write, a
@@ -52,14 +59,33 @@ int wq_attach(h5fs *fs, struct wfile *w, bool want);
 void wq_detach(h5fs *fs, struct wfile *w);
 void wq_drain(struct wqueue *q);
 void vplen_add(struct wqueue *q, struct wfile *w, uint64_t len);
+/* n's queue, referenced (NULL: no write handle), and let go (the last
+ * reference frees it): a reader's (member/pending.c) */
+struct wqueue *wq_get(h5fs *fs, struct node *n);
+void wq_put(h5fs *fs, struct node *n, struct wqueue *q);
 /* n's dataset now holds bytes (emptied or grown: member/truncate.c): its
  * open write handles go on from there, once their accepted writes are
  * applied */
 void wq_resized(h5fs *fs, struct node *n, uint64_t bytes);
-/* write.c: fsync's commit of w (the idler's too) */
+/* write.c, shared with wclose.c: w's hold of FILE's lock counted in its
+ * node; what the appender committed shown (after every operation that
+ * may have committed); bytes readers were shown taken back (len, or
+ * UINT64_MAX: all not committed); the error of a write answered before it
+ * failed; the hold given back once nothing of w waits; w freed; the bytes
+ * written inside the dataset committed durably */
+void wfile_hold_set(struct wfile *w, bool v);
+void wfile_refresh(h5fs *fs, struct wfile *w, fuse_ino_t ino);
+void wfile_shown_drop(h5fs *fs, struct node *n, fuse_ino_t ino, uint64_t len);
+int wfile_err(struct wfile *w);
+void wfile_give_back(h5fs *fs, struct wfile *w);
+void wfile_free(struct wfile *w);
+int wfile_ow_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino);
+/* wclose.c: fsync's commit of w (the idler's too) */
 int wfile_fsync(h5fs *fs, struct wfile *w, fuse_ino_t ino);
-/* write.c: the whole rows of w's stream committed, not fsync'd (a reader
+/* wclose.c: the whole rows of w's stream committed, not fsync'd (a reader
  * wants them: tail.c); an error stays in the handle */
 void wfile_show(h5fs *fs, struct wfile *w, fuse_ino_t ino);
+/* write.c: the same, before a write over them; the committed bytes after */
+uint64_t wfile_show_rows(h5fs *fs, struct wfile *w, fuse_ino_t ino);
 
 #endif

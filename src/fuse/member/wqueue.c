@@ -42,7 +42,9 @@ int wq_attach(h5fs *fs, struct wfile *w, bool want)
 	pthread_mutex_lock(&fs->lock);
 	q = w->n->wq;
 	if (!q) {
-		q = w->n->wq = fresh;
+		/* (atomic: pending.c looks without fs->lock) */
+		__atomic_store_n(&w->n->wq, fresh, __ATOMIC_RELEASE);
+		q = fresh;
 		fresh = NULL;
 	}
 	q->refs++;
@@ -78,7 +80,7 @@ void wq_detach(h5fs *fs, struct wfile *w)
 		q->direct--;
 	last = --q->refs == 0;
 	if (last)
-		w->n->wq = NULL;
+		__atomic_store_n(&w->n->wq, NULL, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&fs->lock);
 	if (last)
 		wq_free(q);
@@ -93,6 +95,7 @@ void vplen_add(struct wqueue *q, struct wfile *w, uint64_t len)
 	w->vplen += len;
 	q->vrows += w->vplen / q->row_bytes;
 	w->vplen %= q->row_bytes;
+	w->rows_end = q->vrows * q->row_bytes + w->vplen;
 	if (w->vplen)
 		q->partial = w;
 	else if (q->partial == w)
@@ -115,12 +118,16 @@ void wq_resized(h5fs *fs, struct node *n, uint64_t bytes)
 	while (q->turn < q->next)
 		pthread_cond_wait(&q->cv, &q->mu);
 	q->vrows = bytes / q->row_bytes;
-	q->seen = bytes;
 	pthread_mutex_unlock(&q->mu);
+	/* seen is the apply lock's (wfile_refresh reads it under it; taken
+	 * after the wait: the writes waited for need it) */
+	pthread_mutex_lock(&q->apply);
+	q->seen = bytes;
+	pthread_mutex_unlock(&q->apply);
 	pthread_mutex_lock(&fs->lock);
 	last = --q->refs == 0;
 	if (last)
-		n->wq = NULL;
+		__atomic_store_n(&n->wq, NULL, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&fs->lock);
 	if (last)
 		wq_free(q);
@@ -138,4 +145,29 @@ bool wfile_reader_cached(h5fs *fs, struct node *n)
 	(void)fs;
 	(void)n;
 	return false;
+}
+
+struct wqueue *wq_get(h5fs *fs, struct node *n)
+{
+	struct wqueue *q;
+
+	pthread_mutex_lock(&fs->lock);
+	q = n->wq;
+	if (q)
+		q->refs++;
+	pthread_mutex_unlock(&fs->lock);
+	return q;
+}
+
+void wq_put(h5fs *fs, struct node *n, struct wqueue *q)
+{
+	bool last;
+
+	pthread_mutex_lock(&fs->lock);
+	last = --q->refs == 0;
+	if (last)
+		__atomic_store_n(&n->wq, NULL, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&fs->lock);
+	if (last)
+		wq_free(q);
 }

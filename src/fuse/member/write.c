@@ -1,6 +1,7 @@
 /* write.c - write handles: appending (README "Appending", doc/APPEND.md)
  * and overwriting (member/overwrite.c) through the mount; open.c chooses
- * between them and read handles. */
+ * between them and read handles. Their flush, fsync and release are
+ * wclose.c's. */
 #include "wfile.h"
 
 /* ---- appending: the write path (README "Appending", doc/APPEND.md) -----------------
@@ -52,8 +53,8 @@ struct wfile *wfile_of(const struct fuse_file_info *fi)
 }
 
 /* w holds accepted bytes not committed yet (FILE's lock with them), or
- * no longer: counted in its node for page-cached reads (ow_read_mark) */
-static void hold_set(struct wfile *w, bool v)
+ * no longer: counted in its node (n->wholders) */
+void wfile_hold_set(struct wfile *w, bool v)
 {
 	if (v == __atomic_load_n(&w->holding, __ATOMIC_RELAXED))
 		return;
@@ -71,7 +72,7 @@ void h5fs_set_session(h5fs *fs, struct fuse_session *se)
 
 /* Show what the appender committed. Called (under q->apply) after every
  * operation that may have committed rows, whether or not it succeeded. */
-static void wfile_refresh(h5fs *fs, struct wfile *w, fuse_ino_t ino)
+void wfile_refresh(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 {
 	h5_dataset *nd = NULL, *old;
 	uint64_t alloc;
@@ -80,12 +81,19 @@ static void wfile_refresh(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	/* (a handle of an old generation commits nothing: ESTALE) */
 	if (!w->a || h5_append_committed(w->a) == w->q->seen || !gen_is_current(fs, w->g))
 		return;
+	/* opened under n->lk: two refreshes of one node (this handle's
+	 * commit, a reader's show of the rows, another handle's) swap in
+	 * the states they opened in the order they opened them - else an
+	 * older state landed last, the node showed fewer rows than FILE,
+	 * and the next write crossing that stale end appended its rest past
+	 * the true one (test_fsx growable in CI: size 111256, model 109241) */
+	pthread_rwlock_wrlock(&w->n->lk);
 	if (h5_dataset_open(&nd, w->g->f, w->n->addr) < 0) {
+		pthread_rwlock_unlock(&w->n->lk);
 		h5fs_log(fs, LOG_ERR, "append %s: reopening the dataset: %s", show_path(w->n->path), h5_err_msg());
 		return;
 	}
 	alloc = h5_dataset_allocated(nd);
-	pthread_rwlock_wrlock(&w->n->lk);
 	old = w->n->ds;
 	w->n->ds = nd;
 	w->n->view = h5_dataset_view(nd);
@@ -132,7 +140,7 @@ static int wfile_follow(h5fs *fs, struct wfile *w)
 		e = ESTALE;
 	h5_err_clear();
 	if (e) {
-		h5_append_close(a, NULL);
+		h5_append_drop(a);
 		if (!w->stale_logged)
 			h5fs_log(fs, LOG_ERR, "write %s: ESTALE: %s was changed by another program after this "
 				 "descriptor was opened: open it again", show_path(w->n->path), h5_file_path(fs->f));
@@ -141,7 +149,7 @@ static int wfile_follow(h5fs *fs, struct wfile *w)
 	}
 	/* (nothing of w waits: the old ones have nothing to write, and
 	 * could not, their FILE not holding the lock) */
-	h5_append_close(w->a, NULL);
+	h5_append_drop(w->a);
 	h5_overwrite_close(w->ow);
 	h5_err_clear();
 	w->a = a;
@@ -166,7 +174,40 @@ static int wfile_hold(h5fs *fs, struct wfile *w)
 	e = fs_write_begin(fs);   /* EBUSY, ESTALE: logged there */
 	if (!e && (e = wfile_follow(fs, w)) != 0)
 		fs_write_end(fs);
-	hold_set(w, e == 0);
+	wfile_hold_set(w, e == 0);
+	return e;
+}
+
+/* Disk space for what answering this write promises, allocated before
+ * the answer (issue 56): rows not committed yet, this write's included
+ * (append), or the chunks a kept overwrite rewrites. A full disk is
+ * ENOSPC for this write, logged with the reason; nothing answered is
+ * lost for want of space, and once space is freed writes go on. */
+/* Bytes of rows not committed once add more follow the dataset's `end`
+ * bytes: the daemon's count (end) may lag behind a resize through another
+ * descriptor, whose commit the stream saw already - at least add then
+ * (2^64 - 64 KiB was asked of the disk: a spurious EIO, test_procs). */
+static uint64_t uncommitted(struct wfile *w, uint64_t end, uint64_t add)
+{
+	uint64_t c = h5_append_committed(w->a);
+
+	return end + add > c + add ? end + add - c : add;
+}
+
+static int wfile_reserve(h5fs *fs, struct wfile *w, uint64_t append_bytes, uint64_t ow_bytes)
+{
+	int rc = 0, e;
+
+	if (append_bytes && w->a)
+		rc = h5_append_reserve(w->a, append_bytes);
+	if (rc == 0 && ow_bytes && w->ow)
+		rc = h5_overwrite_reserve(w->ow, ow_bytes);
+	if (rc == 0)
+		return 0;
+	e = h5fs_errno(rc);
+	h5fs_log(fs, e == ENOSPC ? LOG_NOTICE : LOG_ERR, "write %s: refused (%s) before its answer: %s",
+		 show_path(w->n->path), strerror(e), h5_err_msg());
+	h5_err_clear();
 	return e;
 }
 
@@ -175,7 +216,7 @@ static int wfile_hold(h5fs *fs, struct wfile *w)
  * size goes back and the kernel forgets its size and what a mapping
  * cached of them (the descriptors of a dataset that grows are direct_io:
  * no page of them waits on us locked). */
-static void shown_drop(h5fs *fs, struct node *n, fuse_ino_t ino, uint64_t len)
+void wfile_shown_drop(h5fs *fs, struct node *n, fuse_ino_t ino, uint64_t len)
 {
 	uint64_t was = tail_drop(n, len), now;
 
@@ -187,7 +228,7 @@ static void shown_drop(h5fs *fs, struct node *n, fuse_ino_t ino, uint64_t len)
 }
 
 /* The error of a write answered before it failed, or 0. */
-static int wfile_err(struct wfile *w)
+int wfile_err(struct wfile *w)
 {
 	int e;
 
@@ -200,21 +241,30 @@ static int wfile_err(struct wfile *w)
 /* After a commit (flush, fsync): w's rows are in FILE; when nothing of w
  * waits (no accepted write, no partial row), its hold on FILE's lock
  * ends. Under q->mu, so a write accepted meanwhile keeps it. */
-static void wfile_give_back(h5fs *fs, struct wfile *w)
+void wfile_give_back(h5fs *fs, struct wfile *w)
 {
 	struct wqueue *q = w->q;
+	bool done = false;
 
 	pthread_mutex_lock(&q->mu);
 	if (w->holding && q->turn == q->next && w->vplen == 0 && (!w->a || h5_append_pending(w->a) == 0) &&
 	    h5_overwrite_buffered(w->ow) == 0) {
-		hold_set(w, false);
+		wfile_hold_set(w, false);
 		fs_write_end(fs);
+		done = true;
 	}
 	pthread_mutex_unlock(&q->mu);
+	/* its durable commit kept the room reserved past the end (txn.c):
+	 * given back with the idle sync of changes (idle.c), or at unmount */
+	if (done)
+		fs_meta_changed(fs);
 }
 
-static void wfile_free(struct wfile *w)
+void wfile_free(struct wfile *w)
 {
+	/* (an emptying nothing can undo any more: its old chunks freed) */
+	if (w->undo.valid && w->g)
+		h5_dataset_empty_done(w->g->f, &w->undo);
 	gen_release(w->g);
 	free(w);
 }
@@ -222,6 +272,7 @@ static void wfile_free(struct wfile *w)
 int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 {
 	struct wfile *w = NULL;
+	h5_empty_undo undo = { 0 };
 	struct use u;
 	bool ext;
 	int rc, e;
@@ -256,9 +307,11 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	/* O_TRUNC (cat x > d, cp x d): the dataset emptied, the new bytes
 	 * then its rows (member/truncate.c) */
 	if (!rc && (fi->flags & O_TRUNC))
-		rc = member_resize(fs, n, &u, 0, "open with O_TRUNC");
-	if (!rc && !(w = calloc(1, sizeof(*w))))
+		rc = member_resize_undoable(fs, n, &u, 0, &undo, "open with O_TRUNC");
+	if (!rc && !(w = calloc(1, sizeof(*w)))) {
+		h5_dataset_empty_done(u.f, &undo);
 		rc = ENOMEM;
+	}
 	if (rc) {
 		fs_write_end(fs);
 		node_use_end(&u);
@@ -266,6 +319,7 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	}
 	w->g = u.g;             /* (the use's reference, kept) */
 	u.g = NULL;
+	w->undo = undo;
 	/* bytes inside the dataset (member/overwrite.c), rows after its end */
 	/* O_APPEND only appends: no overwriter (its refusal is the append's) */
 	e = fi->flags & O_APPEND ? EPERM : ow_open(fs, n, &w->ow);
@@ -300,7 +354,7 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	 * np.save's stream. */
 	rc = wq_attach(fs, w, w->ow && !w->npy && (fi->flags & O_ACCMODE) == O_RDWR);
 	if (rc) {
-		h5_append_close(w->a, NULL);
+		h5_append_drop(w->a);
 		h5_overwrite_close(w->ow);
 		wfile_free(w);
 		return rc;
@@ -339,7 +393,9 @@ static bool overwrite_behind(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino
 		pthread_cond_wait(&q->cv, &q->mu);
 	pthread_mutex_unlock(&q->mu);
 	pthread_mutex_lock(&q->apply);
-	e = ow_put(fs, w->n, w->ow, ino, (uint64_t)off, buf, size, w->cached);
+	e = pending_supersede(fs, w, ino, (uint64_t)off, size);
+	if (!e)
+		e = ow_put(fs, w->n, w->ow, ino, (uint64_t)off, buf, size, w->cached);
 	pthread_mutex_unlock(&q->apply);
 	pthread_mutex_lock(&q->mu);
 	if (e && early && !w->err)
@@ -349,6 +405,8 @@ static bool overwrite_behind(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino
 	q->turn++;
 	pthread_cond_broadcast(&q->cv);
 	pthread_mutex_unlock(&q->mu);
+	if (!w->cached)         /* a commit's page drop, no lock held (pending.c) */
+		ow_pages_settle(fs, w->n, ino);
 	if (!early) {
 		if (e)
 			fuse_reply_err(req, e);
@@ -368,6 +426,7 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
 {
 	struct wqueue *q = w->q;
 	uint64_t lim, end, n;
+	bool accepted = false;
 	int e;
 
 	if (!w->ow || off < 0)
@@ -383,6 +442,10 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
 	pthread_rwlock_rdlock(&w->n->lk);
 	lim = tail_base(w->n);       /* committed bytes */
 	pthread_rwlock_unlock(&w->n->lk);
+	/* over rows accepted, not committed yet: they are committed first
+	 * (as for a reader), then overwritten (issue 53) */
+	if (!e && w->a && (uint64_t)off < end && (uint64_t)off + size > lim && lim < end)
+		lim = wfile_show_rows(fs, w, ino);
 	if (!e && (uint64_t)off >= lim) {
 		if (w->a)
 			return false;
@@ -390,61 +453,133 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
 			 show_path(w->n->path), (long long)off, (unsigned long long)lim);
 		e = EFBIG;
 	}
+	n = !e && size < lim - (uint64_t)off ? size : lim - (uint64_t)off;
+	if (!e)
+		e = wfile_reserve(fs, w, w->a && n < size ? uncommitted(w, end, size - n) : 0, n);
 	if (e) {
+		__atomic_store_n(&w->failed, true, __ATOMIC_RELAXED);
 		fuse_reply_err(req, e);
 		return true;
 	}
-	n = size < lim - (uint64_t)off ? size : lim - (uint64_t)off;
 	if (n == size)
 		return overwrite_behind(fs, w, req, ino, buf, size, off);
-	/* earlier writes of this dataset's handles go first */
-	wq_drain(q);
-	pthread_mutex_lock(&q->apply);
-	if (w->a && (uint64_t)off + size > lim && end != lim) {
-		/* rows accepted, not committed: the rest cannot append yet */
-		e = EBUSY;
-	} else {
-		e = ow_put(fs, w->n, w->ow, ino, (uint64_t)off, buf, (size_t)n, w->cached);
-	}
-	if (!e && n < size && w->a) {
-		/* the rest appends, here and now (nothing else is waiting) */
-		int rc;
-
+	/* Earlier writes of this dataset's handles go first, those accepted
+	 * while we waited too (they checked their offsets against the end
+	 * before this write's rows: issue 53, 4 processes); then, q->mu held,
+	 * none is accepted until this write's rows count in vrows. */
+	for (int tries = 0;; tries++) {
+		wq_drain(q);
+		pthread_mutex_lock(&q->apply);
 		pthread_mutex_lock(&q->mu);
-		e = q->partial && q->partial != w ? EBUSY : tail_accept(w->n, buf + n, size - n, q->row_bytes);
+		if (q->turn == q->next || tries >= 100)
+			break;
 		pthread_mutex_unlock(&q->mu);
-		rc = e ? 0 : h5_append_write(w->a, buf + n, size - n);
-		if (rc < 0) {
-			e = h5err_logged(fs, rc, "append", w->n->path, NULL, w->n->addr);
-			shown_drop(fs, w->n, ino, UINT64_MAX);
-		} else if (!e) {
-			pthread_mutex_lock(&q->mu);
+		pthread_mutex_unlock(&q->apply);
+	}
+	e = w->err;
+	if (!e && q->turn != q->next) {
+		h5fs_log(fs, LOG_NOTICE, "write %s at %lld crossing the end: EBUSY: other descriptors' writes kept "
+			 "coming", show_path(w->n->path), (long long)off);
+		e = EBUSY;
+	}
+	end = w->a ? q->vrows * q->row_bytes + w->vplen : 0;
+	pthread_rwlock_rdlock(&w->n->lk);
+	lim = tail_base(w->n);
+	pthread_rwlock_unlock(&w->n->lk);
+	if (!e && w->a && end != lim) {
+		/* rows applied, not committed: committed now (as wfile_show) */
+		int rc = h5_append_show(w->a);
+
+		if (rc < 0)
+			e = h5err_logged(fs, rc, "commit of rows appended", w->n->path, NULL, w->n->addr);
+		wfile_refresh(fs, w, ino);
+	}
+	pthread_rwlock_rdlock(&w->n->lk);
+	lim = tail_base(w->n);
+	pthread_rwlock_unlock(&w->n->lk);
+	n = (uint64_t)off >= lim ? 0 : size < lim - (uint64_t)off ? size : lim - (uint64_t)off;
+	if (!e && w->a && end != lim && !q->partial && h5_append_pending(w->a) == 0) {
+		/* the stream holds nothing waiting: the dataset was resized
+		 * through another descriptor and wq_resized is on its way */
+		q->vrows = lim / q->row_bytes;
+		end = lim;
+	}
+	if (!e && w->a && n < size && end != lim) {
+		/* (a partial row another descriptor wrote) */
+		h5fs_log(fs, LOG_NOTICE, "write %s at %lld crossing the end (%llu): EBUSY: %llu bytes other "
+			 "descriptors wrote are not committed yet", show_path(w->n->path), (long long)off,
+			 (unsigned long long)lim, (unsigned long long)(end - lim));
+		e = EBUSY;
+	}
+	if (!e && w->a && (uint64_t)off > lim) {
+		/* the dataset shrank meanwhile (another descriptor's truncate) */
+		h5fs_log(fs, LOG_NOTICE, "write %s at %lld: EPERM: past the end (%llu): only appending at the end "
+			 "is possible", show_path(w->n->path), (long long)off, (unsigned long long)lim);
+		e = EPERM;
+	}
+	if (!e && w->a && n < size) {
+		/* the rest appends, here and now (nothing else is waiting);
+		 * accepted first, so later writes go after it */
+		if (q->partial && q->partial != w)
+			e = EBUSY;
+		else if (!(e = tail_accept(w->n, buf + n, size - n, q->row_bytes)))
 			vplen_add(q, w, size - n);
+		accepted = !e;
+	}
+	pthread_mutex_unlock(&q->mu);
+	if (!e && n)
+		e = pending_supersede(fs, w, ino, (uint64_t)off, (size_t)n);
+	if (!e && n)
+		e = ow_put(fs, w->n, w->ow, ino, (uint64_t)off, buf, (size_t)n, w->cached);
+	if (accepted) {
+		int rc = h5_append_write(w->a, buf + n, size - n);
+
+		if (rc < 0) {
+			int ae = h5err_logged(fs, rc, "append", w->n->path, NULL, w->n->addr);
+
+			wfile_shown_drop(fs, w->n, ino, UINT64_MAX);
+			pthread_mutex_lock(&q->mu);
+			if (!w->err)
+				w->err = ae;    /* the stream takes no more (as member_write) */
 			pthread_mutex_unlock(&q->mu);
+			if (!e)
+				e = ae;
+		} else if (!e) {
 			n = size;
 		}
 		wfile_refresh(fs, w, ino);
 	}
 	pthread_mutex_unlock(&q->apply);
-	if (e)
+	if (!w->cached)         /* a commit's page drop, no lock held (pending.c) */
+		ow_pages_settle(fs, w->n, ino);
+	if (e) {
+		__atomic_store_n(&w->failed, true, __ATOMIC_RELAXED);
 		fuse_reply_err(req, e);
-	else
+	} else {
 		fuse_reply_write(req, (size_t)n);
+	}
 	return true;
 }
 
 /* Bytes written inside the dataset are committed (all of them, durably). */
-static int ow_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino)
+int wfile_ow_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 {
-	int e;
+	int e, rc;
 
-	/* nothing kept and no hold: nothing of this handle to commit */
-	if (!w->ow || (h5_overwrite_buffered(w->ow) == 0 && !w->holding))
+	/* nothing kept, written in place or committed unsynced: nothing of
+	 * this handle to commit (a cp's handle appended only: its rows'
+	 * commit was durable - an fsync more per file, issue 55) */
+	if (!w->ow || !h5_overwrite_pending(w->ow))
 		return 0;
 	e = fs_write_begin(fs);
 	if (e)
 		return e;
-	e = ow_commit(fs, w->n, w->ow, ino, true, true, w->cached);
+	/* an overwrite commits over a stream with no rows waiting: other
+	 * handles' rows are committed first (else EBUSY, issue 53) */
+	if (w->a && h5_overwrite_buffered(w->ow) && (rc = h5_append_show(w->a)) < 0)
+		e = h5err_logged(fs, rc, "commit of rows appended", w->n->path, NULL, w->n->addr);
+	if (!e)
+		e = ow_commit(fs, w->n, w->ow, ino, true, true, w->cached);
 	fs_write_end(fs);
 	return e;
 }
@@ -465,6 +600,8 @@ static int append_now(h5fs *fs, struct wfile *w, fuse_ino_t ino, const void *buf
 	if (!e)
 		e = wfile_hold(fs, w);
 	if (!e)
+		e = wfile_reserve(fs, w, uncommitted(w, q->vrows * q->row_bytes + w->vplen, len), 0);
+	if (!e)
 		e = tail_accept(w->n, buf, len, q->row_bytes);
 	if (!e)
 		vplen_add(q, w, len);
@@ -476,7 +613,7 @@ static int append_now(h5fs *fs, struct wfile *w, fuse_ino_t ino, const void *buf
 	rc = h5_append_write(w->a, buf, len);
 	if (rc < 0) {
 		e = h5err_logged(fs, rc, "append", w->n->path, NULL, w->n->addr);
-		shown_drop(fs, w->n, ino, UINT64_MAX);
+		wfile_shown_drop(fs, w->n, ino, UINT64_MAX);
 	}
 	wfile_refresh(fs, w, ino);
 	pthread_mutex_unlock(&q->apply);
@@ -509,6 +646,49 @@ static int npy_bytes(h5fs *fs, struct wfile *w, fuse_ino_t ino, const char *buf,
 	return e;
 }
 
+/* A write past the end (a hole, as a plain file allows: stress-ng's seek,
+ * dd seek=): the dataset grows to the write's offset first, rows of the
+ * fill value appended as truncate(2) up does (truncate.c: whole rows, its
+ * own commit), then the write appends at the new end. The handle's bytes
+ * written before go first (member_set_size commits them). 0, or an errno
+ * (logged): EPERM while another descriptor's appended rows stay
+ * uncommitted or after a partial row of this one, EINVAL for not whole
+ * rows. */
+static int past_end(h5fs *fs, struct wfile *w, uint64_t off)
+{
+	struct wqueue *q = w->q;
+	uint64_t end;
+	size_t vplen;
+	int e;
+
+	pthread_mutex_lock(&q->mu);
+	e = w->a ? w->err : 0;
+	end = q->vrows * q->row_bytes + w->vplen;
+	vplen = w->vplen;
+	pthread_mutex_unlock(&q->mu);
+	if (e || !w->a || off <= end)
+		return e;
+	if (vplen % q->row_bytes) {
+		h5fs_log(fs, LOG_NOTICE, "write %s at %llu: EPERM: past the end (%llu), after part of a row",
+			 show_path(w->n->path), (unsigned long long)off, (unsigned long long)end);
+		return EPERM;
+	}
+	/* (rows another descriptor appends meanwhile are committed by the
+	 * next try; a hole is never EBUSY, a truncate's errno) */
+	for (int tries = 0;; tries++) {
+		wq_drain(q);
+		e = member_set_size(fs, w->n, off, "write past the end");
+		if (e != EBUSY || tries >= 3)
+			break;
+	}
+	if (e == EBUSY) {
+		h5fs_log(fs, LOG_NOTICE, "write %s at %llu: EPERM: past the end, while rows other descriptors "
+			 "append are not committed", show_path(w->n->path), (unsigned long long)off);
+		e = EPERM;
+	}
+	return e;
+}
+
 void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t size, off_t off,
 		  struct fuse_file_info *fi)
 {
@@ -534,9 +714,14 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 		return;
 	}
 	__atomic_store_n(&w->last_ns, member_now_ns(), __ATOMIC_RELAXED);
+	q = w->q;
 	if (!w->append && overwrite(fs, w, req, ino, buf, size, off))
 		return;
-	q = w->q;
+	if (!w->append && off > 0 && (e = past_end(fs, w, (uint64_t)off)) != 0) {
+		__atomic_store_n(&w->failed, true, __ATOMIC_RELAXED);
+		fuse_reply_err(req, e);
+		return;
+	}
 	pthread_mutex_lock(&q->mu);
 	e = w->err;
 	if (!w->a && !e)
@@ -556,14 +741,17 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 	}
 	if (!e)
 		e = wfile_hold(fs, w);
+	if (!e)
+		e = wfile_reserve(fs, w, uncommitted(w, end, size), 0);
 	/* kept and shown from now on (node/tail.c) */
 	if (!e)
 		e = tail_accept(w->n, buf, size, q->row_bytes);
 	if (e) {
 		pthread_mutex_unlock(&q->mu);
 		if (e == EPERM)
-			h5fs_log(fs, LOG_DEBUG, "write %s at %lld: only appending at %llu is possible",
+			h5fs_log(fs, LOG_NOTICE, "write %s at %lld: EPERM: only appending at %llu is possible",
 			       show_path(w->n->path), (long long)off, (unsigned long long)end);
+		__atomic_store_n(&w->failed, true, __ATOMIC_RELAXED);
 		fuse_reply_err(req, e);
 		return;
 	}
@@ -587,7 +775,7 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 			h5fs_log(fs, LOG_ERR, "append %s (object header 0x%llx): %s: reported by the next write, "
 			       "fsync or close", show_path(w->n->path), (unsigned long long)w->n->addr, h5_err_msg());
 		/* (before the answer: the kernel must not keep the size) */
-		shown_drop(fs, w->n, ino, UINT64_MAX);
+		wfile_shown_drop(fs, w->n, ino, UINT64_MAX);
 		if (!early)
 			reply_h5err_obj(fs, req, rc, "append", w->n->path, NULL, w->n->addr);
 	}
@@ -608,199 +796,3 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 		fuse_reply_write(req, size);
 }
 
-/* Whether the handle has rows to commit: only one that holds FILE's lock
- * does (it takes the lock at its first write and gives it back once its
- * rows are committed and durable, wfile_give_back). One that has not
- * written, or whose rows fsync or the idle commit made durable, has
- * nothing: its flush commits nothing, and takes no lock (a durable commit
- * of nothing may still write, the EOF address dropping back from an
- * earlier commit's reserve: cp /dev/null gave EBUSY, "written without
- * its lock"; unmounting gives the reserve back). */
-static bool has_rows(const struct wfile *w)
-{
-	return __atomic_load_n(&w->holding, __ATOMIC_RELAXED);
-}
-
-/* close() (and fsync()) commit every complete row, durably. At close a trailing
- * partial row is dropped and reported as EINVAL. */
-static int do_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino)
-{
-	size_t partial;
-	int rc, e;
-
-	if (!w)
-		return 0;
-	if (w->npy)
-		return npy_flush(fs, w->npy, true);
-	wq_drain(w->q);
-	pthread_mutex_lock(&w->q->apply);
-	rc = w->a && has_rows(w) ? h5_append_flush(w->a) : 0;
-	wfile_refresh(fs, w, ino);
-	e = rc < 0 ? 0 : wfile_err(w);
-	if (rc == 0 && !e)
-		e = ow_flush(fs, w, ino);
-	partial = rc < 0 || e || !w->a ? 0 : h5_append_pending(w->a);
-	if (partial) {
-		h5fs_log(fs, LOG_NOTICE, "append %s: %zu trailing bytes are not a whole row of %llu bytes: "
-		       "not appended", show_path(w->n->path), partial,
-		       (unsigned long long)h5_append_row_bytes(w->a));
-		h5_append_discard(w->a);
-		pthread_mutex_lock(&w->q->mu);
-		/* readers were shown it, last (no one appends after a partial row) */
-		shown_drop(fs, w->n, ino, w->vplen);
-		w->vplen = 0;
-		if (w->q->partial == w)
-			w->q->partial = NULL;
-		pthread_mutex_unlock(&w->q->mu);
-		e = EINVAL;
-	}
-	pthread_mutex_unlock(&w->q->apply);
-	wfile_give_back(fs, w);
-	ow_pages_settle(fs, w->n, ino);
-	return rc < 0 ? h5err_logged(fs, rc, "append", w->n->path, NULL, w->n->addr) : e;
-}
-
-int member_flush(void *r, uint64_t ino, struct fuse_file_info *fi)
-{
-	return do_flush(r, wfile_of(fi), ino);
-}
-
-int wfile_fsync(h5fs *fs, struct wfile *w, fuse_ino_t ino)
-{
-	int rc, e;
-
-	if (!w) {
-		/* no rows of ours: what attribute and link changes wrote is
-		 * made durable (they commit ordered, not synced) */
-		return fs_writable(fs) ? fs_meta_sync(fs) : 0;
-	}
-	if (w->npy)
-		return npy_flush(fs, w->npy, false);
-	wq_drain(w->q);
-	pthread_mutex_lock(&w->q->apply);
-	/* committed rows are on disk (fsync'd) */
-	rc = w->a && has_rows(w) ? h5_append_flush(w->a) : 0;
-	wfile_refresh(fs, w, ino);
-	e = rc < 0 ? 0 : wfile_err(w);
-	if (rc == 0 && !e)
-		e = ow_flush(fs, w, ino);
-	pthread_mutex_unlock(&w->q->apply);
-	if (rc == 0 && !e)
-		wfile_give_back(fs, w);
-	ow_pages_settle(fs, w->n, ino);
-	return rc < 0 ? h5err_logged(fs, rc, "fsync", w->n->path, NULL, w->n->addr) : e;
-}
-
-void wfile_show(h5fs *fs, struct wfile *w, fuse_ino_t ino)
-{
-	int rc;
-
-	wq_drain(w->q);
-	pthread_mutex_lock(&w->q->apply);
-	rc = h5_append_show(w->a);
-	if (rc < 0) {
-		/* the stream takes no more rows (as a failed write's apply) */
-		int e = h5err_logged(fs, rc, "commit for a reader", w->n->path, NULL, w->n->addr);
-
-		/* the size goes back, the kernel's attributes only: a reader's
-		 * page fault may hold a page of these locked while it waits for
-		 * us (shown_drop's page drop would wait for it) */
-		(void)tail_drop(w->n, UINT64_MAX);
-		if (fs->se)
-			fuse_lowlevel_notify_inval_inode(fs->se, fs_ino_out(fs, ino), -1, 0);
-		pthread_mutex_lock(&w->q->mu);
-		if (!w->err)
-			w->err = e;
-		pthread_mutex_unlock(&w->q->mu);
-	}
-	wfile_refresh(fs, w, ino);
-	pthread_mutex_unlock(&w->q->apply);
-}
-
-/* The handle's rows, then what setfattr, mkdir, ... committed (xbatch
- * included), and the errno of a change answered earlier and lost. */
-int member_fsync(void *r, uint64_t ino, struct fuse_file_info *fi)
-{
-	int err = wfile_fsync(r, wfile_of(fi), ino), e2 = fs_writable(r) ? fs_meta_sync(r) : 0;
-
-	return err ? err : e2;
-}
-
-/* Handles whose release never came (FILE unmounted while they were
- * open): free them at exit, after the session loop. */
-void handles_free(h5fs *fs)
-{
-	if (!fs->open_dirs.next)
-		return;         /* h5fs_new failed before the lists existed */
-	while (fs->open_dirs.next != &fs->open_dirs) {
-		struct hlink *h = fs->open_dirs.next;   /* the first member of a dirsnap */
-
-		handle_del(fs, h);
-		dirsnap_free((struct dirsnap *)(void *)h);
-	}
-	while (fs->open_wfiles.next != &fs->open_wfiles) {
-		struct wfile *w = (struct wfile *)(void *)fs->open_wfiles.next;
-
-		handle_del(fs, &w->link);
-		if (w->npy)
-			npy_release(fs, w->npy);
-		h5_append_close(w->a, NULL);
-		h5_overwrite_close(w->ow);
-		if (w->holding) {
-			hold_set(w, false);
-			fs_write_end(fs);
-		}
-		wq_detach(fs, w);
-		wfile_free(w);
-	}
-}
-
-void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
-{
-	size_t partial = 0;
-	int rc, e;
-
-	handle_del(fs, &w->link);
-	pthread_mutex_lock(&fs->lock);   /* the idler may be committing it */
-	while (w->pins)
-		pthread_cond_wait(&fs->idle_cv, &fs->lock);
-	pthread_mutex_unlock(&fs->lock);
-	/* flush normally applied everything; bytes written after it (through
-	 * a dup'd descriptor closed later) are handled the same way here, but
-	 * release cannot report errors any more: they are logged */
-	if (w->npy)
-		npy_release(fs, w->npy);
-	wq_drain(w->q);
-	pthread_mutex_lock(&w->q->apply);
-	rc = w->a && has_rows(w) ? h5_append_flush(w->a) : 0;
-	wfile_refresh(fs, w, ino);
-	if (rc < 0) {
-		/* rows answered and not written: never only a log line */
-		h5fs_log(fs, LOG_ERR, "append %s: rows answered earlier are lost: %s", show_path(w->n->path),
-			 h5_err_msg());
-		fs_lost_set(fs, h5fs_errno(rc));
-	}
-	if ((e = ow_flush(fs, w, ino)) != 0)
-		fs_lost_set(fs, e);     /* bytes answered, not written (logged) */
-	h5_overwrite_close(w->ow);
-	rc = h5_append_close(w->a, &partial);
-	pthread_mutex_lock(&w->q->mu);
-	if (w->vplen)
-		shown_drop(fs, w->n, ino, w->vplen);
-	if (w->q->partial == w)
-		w->q->partial = NULL;
-	pthread_mutex_unlock(&w->q->mu);
-	pthread_mutex_unlock(&w->q->apply);
-	if (rc < 0 && partial)
-		h5fs_log(fs, LOG_NOTICE, "append %s: %zu trailing bytes dropped at release", show_path(w->n->path),
-		       partial);
-	if (w->holding) {
-		hold_set(w, false);
-		fs_write_end(fs);      /* committed (or failed): FILE is given back */
-	}
-	ow_pages_settle(fs, w->n, ino);
-	wq_detach(fs, w);
-	if (w->held)
-		node_unref(fs, w->n->ino, 1);
-	wfile_free(w);
-}

@@ -1,6 +1,7 @@
 /* xattr.c - HDF5 attributes as extended attributes. */
 #include "member.h"
 #include "xattrs.h"
+#include "owner.h"
 
 #include <sys/xattr.h>
 
@@ -141,7 +142,8 @@ static int xattr_change(h5fs *fs, struct node *n, const char *name, const char *
 	size_t alen;
 	enum xa_write_kind k = xa_write_name(name, attr, &alen, typestr);
 	struct use u;
-	int err, rc = 0;
+	enum own_kind own = OWN_HDF5;
+	int err, rc = 0, have = 1;
 
 	if (k == XA_W_OTHER)
 		return ENOTSUP;
@@ -175,11 +177,13 @@ static int xattr_change(h5fs *fs, struct node *n, const char *name, const char *
 		err = EROFS;
 		goto used;
 	}
-	if (value && (flags & (XATTR_CREATE | XATTR_REPLACE))) {
+	if (value)
+		own = own_detect(u.f);
+	if (value && ((flags & (XATTR_CREATE | XATTR_REPLACE)) || (k == XA_W_ATTR && own_new_text(own)))) {
 		void *v = NULL;
 		size_t l;
-		int have = h5_attr_value_get(&v, &l, u.f, u.addr, attr, alen, 1);
 
+		have = h5_attr_value_get(&v, &l, u.f, u.addr, attr, alen, 1);
 		free(v);
 		h5_err_clear();
 		if (have == 0 && (flags & XATTR_CREATE))
@@ -189,12 +193,25 @@ static int xattr_change(h5fs *fs, struct node *n, const char *name, const char *
 		if (err)
 			goto used;
 	}
-	if (!value)
+	if (!value) {
 		rc = h5_attr_delete(u.f, u.addr, attr, alen);
-	else if (k == XA_W_TYPED)
-		rc = h5_attr_create_typed(u.f, u.addr, attr, alen, typestr, value, size);
-	else
+	} else if (k == XA_W_TYPED) {
+		/* as the file's owner allows (owner.h): S<n> a fixed-length
+		 * string, numbers of netCDF's types only in netCDF-4 files */
+		size_t width;
+		enum h5_fstr pad;
+
+		rc = own_fstr_type(&width, &pad, own, typestr);
+		if (rc == 1)
+			rc = h5_attr_create_str(u.f, u.addr, attr, alen, value, size, width, pad);
+		else if (rc == 0 && (rc = own_type_check(own, typestr)) == 0)
+			rc = h5_attr_create_typed(u.f, u.addr, attr, alen, typestr, value, size);
+	} else if (have == H5_ERR_NOTFOUND && own_new_text(own)) {
+		/* a new text in a netCDF-4 file: NC_CHAR, as netCDF-C writes it */
+		rc = h5_attr_create_str(u.f, u.addr, attr, alen, value, size, 0, own_new_text(own));
+	} else {
 		rc = h5_attr_write(u.f, u.addr, attr, alen, value, size, fs->cfg.xattr_raw);
+	}
 	if (rc < 0)
 		err = xattr_write_errno(fs, n, rc, value ? "setxattr" : "removexattr", name);
 used:

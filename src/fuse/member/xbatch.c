@@ -33,6 +33,7 @@
  */
 #include "member.h"
 #include "xattrs.h"
+#include "owner.h"
 
 #include <sys/xattr.h>
 #include <time.h>
@@ -57,6 +58,7 @@ struct xbatch {
 	uint64_t reserved;      /* disk space allocated for its commit (h5_file_reserve) */
 	int64_t first_ns, last_ns;
 	bool timed;             /* committed by the flusher: FILE trimmed after */
+	int own;                /* the file's owner (src/common/owner.c), -1: not asked yet */
 };
 
 /* The node let go, and freed if it was forgotten meanwhile (as the live
@@ -271,6 +273,7 @@ static int begin_locked(h5fs *fs, struct xbatch *xb, struct node *n)
 	xb->n = n;
 	xb->room = (h5_attr_room){ 0 };
 	xb->reserved = 0;
+	xb->own = -1;
 	return 0;
 }
 
@@ -298,7 +301,7 @@ static int revalue(struct xbatch *xb, h5_attr_str *it, const char *val, size_t l
 }
 
 static int push(struct xbatch *xb, const char *name, size_t name_len, const char *val, size_t len, bool set,
-		int raw)
+		int raw, enum h5_fstr fstr)
 {
 	h5_attr_str *it;
 	char *nm, *v;
@@ -322,7 +325,7 @@ static int push(struct xbatch *xb, const char *name, size_t name_len, const char
 	nm[name_len] = 0;
 	memcpy(v, val, len);
 	xb->it[xb->count] = (h5_attr_str){ .name = nm, .name_len = name_len, .val = v, .len = len, .set = set,
-					   .raw = raw };
+					   .raw = raw, .fstr = set ? H5_FSTR_NONE : fstr };
 	xb->bytes += name_len + len;
 	__atomic_store_n(&xb->count, xb->count + 1, __ATOMIC_RELEASE);
 	return 0;
@@ -365,6 +368,7 @@ static int accept_locked(h5fs *fs, struct xbatch *xb, const char *name, size_t n
 {
 	int raw = fs->cfg.xattr_raw;
 	size_t at = pending_at(xb, name, name_len);
+	enum h5_fstr fstr;
 	int rc, err;
 
 	if (at != SIZE_MAX && (flags & XATTR_CREATE))
@@ -374,7 +378,12 @@ static int accept_locked(h5fs *fs, struct xbatch *xb, const char *name, size_t n
 	/* an existing attribute: its new value must parse in its type now,
 	 * as h5_attr_write would take it (else the caller's way gives the
 	 * error, after the batch is committed) */
-	rc = h5_attr_set_check(&xb->room, xb->u.f, xb->u.addr, name, name_len, val, len, raw);
+	/* a new name is text as the file's owner writes it (owner.h: NC_CHAR
+	 * in netCDF-4 files); asked once per batch */
+	if (xb->own < 0)
+		xb->own = (int)own_detect(xb->u.f);
+	fstr = own_new_text((enum own_kind)xb->own);
+	rc = h5_attr_set_check(&xb->room, xb->u.f, xb->u.addr, name, name_len, val, len, raw, fstr);
 	if (rc < 0 && rc != H5_ERR_NOTFOUND)
 		h5fs_log(fs, LOG_DEBUG, "setxattr %s: user.%.*s made at once, not behind: %s", show_path(xb->n->path),
 			 (int)name_len, name, h5_err_msg());
@@ -384,9 +393,9 @@ static int accept_locked(h5fs *fs, struct xbatch *xb, const char *name, size_t n
 	if (at != SIZE_MAX)
 		return rc == 0 ? revalue(xb, &xb->it[at], val, len) : -1;
 	if (rc == 0)
-		return (flags & XATTR_CREATE) ? EEXIST : push(xb, name, name_len, val, len, true, raw);
+		return (flags & XATTR_CREATE) ? EEXIST : push(xb, name, name_len, val, len, true, raw, fstr);
 	if (rc == H5_ERR_NOTFOUND)
-		return (flags & XATTR_REPLACE) ? ENODATA : push(xb, name, name_len, val, len, false, raw);
+		return (flags & XATTR_REPLACE) ? ENODATA : push(xb, name, name_len, val, len, false, raw, fstr);
 	return -1;
 }
 

@@ -28,6 +28,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <malloc.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -353,7 +354,13 @@ static int open_file(struct daemon *D)
 		return TOOL_EXIT_RUNTIME;
 	}
 	/* (the mount owns fs now) */
-	return check_mountpoint(D);
+	ret = check_mountpoint(D);
+	/* symlink(2) targets into the mount become HDF5 paths */
+	if (ret < 0 && h5fs_set_mountpoint(D->fs, D->copts.mountpoint) < 0) {
+		fprintf(stderr, "h5fs: %s\n", h5_err_msg());
+		return TOOL_EXIT_RUNTIME;
+	}
+	return ret;
 }
 
 /* The mountpoint resolved and checked: -1 to go on, or the exit status. */
@@ -396,6 +403,32 @@ static int check_mountpoint(struct daemon *D)
 	}
 	return -1;
 }
+/* Whether the notice that a daemon's messages are lost here (no syslog)
+ * was given to this user since boot: a marker, h5fs-nosyslog in
+ * $XDG_RUNTIME_DIR (the user's own tmpfs, emptied at logout and boot),
+ * else /tmp/h5fs-nosyslog-UID owned by the user; made now when it was not
+ * (issue 57: every mount said it). No marker can be made: said each time. */
+static bool nosyslog_said(void)
+{
+	const char *dir = getenv("XDG_RUNTIME_DIR");
+	char path[PATH_MAX];
+	struct stat st;
+	int fd, n;
+
+	if (dir && dir[0] == '/')
+		n = snprintf(path, sizeof(path), "%s/h5fs-nosyslog", dir);
+	else
+		n = snprintf(path, sizeof(path), "/tmp/h5fs-nosyslog-%u", (unsigned)getuid());
+	if (n < 0 || (size_t)n >= sizeof(path))
+		return false;
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		close(fd);
+		return false;           /* made now: say it this once */
+	}
+	return errno == EEXIST && lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid();
+}
+
 
 /* Mount and serve until unmounted or signalled: the exit status. */
 static int run(struct daemon *D)
@@ -468,9 +501,10 @@ static int run(struct daemon *D)
 
 		if (have_syslog)
 			openlog("h5fs", LOG_PID, LOG_DAEMON);
-		else if (D->log_fd < 0)
+		else if (D->log_fd < 0 && !nosyslog_said())
 			fprintf(stderr, "h5fs: no syslog here (/dev/log is missing): once detached, h5fs's messages "
-				"(why a read gave EIO) are lost; mount with -f, or -o logfile=PATH, to keep them\n");
+				"(why a read gave EIO) are lost; mount with -f, or -o logfile=PATH, to keep them "
+				"(said once until reboot)\n");
 		if (fuse_daemonize(0) != 0)
 			return ret;
 		h5fs_log_to(D->log_fd, have_syslog, 0);

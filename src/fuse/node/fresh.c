@@ -351,6 +351,12 @@ static int use(struct use *u, h5fs *fs, struct node *n, bool always)
 	int e = fresh(fs, n, always);
 
 	memset(u, 0, sizeof(*u));
+	/* (a request that came after another's unlink of the name, on the
+	 * node the kernel looked up before it: the storage is freed, the
+	 * name gone first, as a plain file system would have it; an open
+	 * is ESTALE, member/open.c) */
+	if (!e && n->type != NT_DIR && node_storage_gone(fs, n))
+		e = ENOENT;
 	if (e)
 		return e;
 	pthread_rwlock_rdlock(&n->lk);

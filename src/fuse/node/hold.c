@@ -66,14 +66,19 @@ static int write_lock(h5fs *fs, bool *changed)
 	return 0;
 }
 
-int fs_write_begin(h5fs *fs)
+/* undo: the write puts back what a failed change of this mount took
+ * away (member_unempty: a replacement's old rows). It runs also on a mount
+ * that lost a change since: refusing it would turn one lost change into a
+ * second one (the old dataset emptied for good), and it writes nothing the
+ * mount had not already committed once. */
+static int write_begin(h5fs *fs, bool undo)
 {
 	bool changed;
 	int e;
 
 	if (!fs_writable(fs))
 		return EROFS;
-	if (fs_lost(fs)) {
+	if (!undo && fs_lost(fs)) {
 		h5fs_log(fs, LOG_ERR, "write refused (EIO): a change answered earlier could not be written to %s; "
 			 "unmount and mount again to write", h5_file_path(fs->f));
 		return EIO;
@@ -109,6 +114,16 @@ int fs_write_begin(h5fs *fs)
 		pthread_mutex_unlock(&fs->wmu);
 	}
 	return e;
+}
+
+int fs_write_begin(h5fs *fs)
+{
+	return write_begin(fs, false);
+}
+
+int fs_write_begin_undo(h5fs *fs)
+{
+	return write_begin(fs, true);
 }
 
 void fs_lost_set(h5fs *fs, int err)

@@ -232,6 +232,9 @@ void node_free(struct node *n)
 		return;
 	if (n->ds)
 		h5_dataset_close(n->ds);
+	/* (storage node_unref did not hand on or free: left unreferenced) */
+	h5_gone_discard(n->gone);
+	gen_release(n->gone_gen);
 	xattr_cache_drop(n);
 	h5_file_release_related(n->f);   /* FILE itself is not released */
 	gen_release(n->gen);             /* last: it may close FILE */
@@ -286,7 +289,7 @@ void node_unref(h5fs *fs, uint64_t ino, uint64_t count)
 		if (n->nlookup == 0 && ino != FUSE_ROOT_ID) {
 			node_remove_locked(fs, n);
 			/* a directory's number, or a dataset's shown under its
-			 * (parent, name) number (member/read.c show_object); a symlink
+			 * (parent, name) number (member/lookup.c show_object); a symlink
 			 * keeps its number */
 			if (n->type != NT_LINK && (n->ino & H5FS_SYNTH_BIT))
 				synth_drop_locked(fs, n);
@@ -296,6 +299,24 @@ void node_unref(h5fs *fs, uint64_t ino, uint64_t count)
 				dead = n;
 		}
 	}
+	/* an unlinked dataset's storage: another node of the object (a
+	 * view, NAME.npy) may still read it; the last one frees it */
+	if (dead && dead->gone) {
+		for (size_t i = 0; i < fs->nodes_cap; i++)
+			for (struct node *o = fs->nodes[i]; o; o = o->next)
+				if (o != dead && o->addr == dead->addr && o->f == dead->f && !o->gone) {
+					o->gone = dead->gone;
+					o->gone_gen = dead->gone_gen;
+					dead->gone = NULL;
+					dead->gone_gen = NULL;
+					goto handed;
+				}
+handed:;
+	}
 	pthread_mutex_unlock(&fs->lock);
+	if (dead && dead->gone) {
+		h5_gone_release(dead->gone);
+		dead->gone = NULL;
+	}
 	node_free(dead);   /* closes the dataset outside the lock */
 }

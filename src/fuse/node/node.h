@@ -43,6 +43,9 @@ bool fs_writable(const h5fs *fs);
  * program changed it), whose nodes the writer takes with
  * node_use_current. The lock policy lives behind them alone. */
 int fs_write_begin(h5fs *fs);
+/* the same for putting back what a failed change took away: also on a
+ * mount that lost a change (fs_lost) */
+int fs_write_begin_undo(h5fs *fs);
 void fs_write_end(h5fs *fs);
 /* A change answered success could not be written (err: its errno): from
  * now on every write gets EIO and the next fsync err (fs->lost), until

@@ -128,6 +128,15 @@ struct node {
 	 * src/common/views.h; 0: not a view) and frame; path is the view's */
 	unsigned char vkind;
 	uint64_t vframe;
+	/* An unlinked dataset's storage (member/link.c): freed when the last
+	 * node of the object is forgotten - the kernel forgets an inode only
+	 * once no descriptor has it open (node.c node_unref) */
+	struct h5_gone *gone;
+	struct gen *gone_gen;   /* (held: gone's file stays open) */
+	bool unlinked;          /* the object's last link went: its address may
+				 * hold another object soon, which never gets
+				 * this node (member/lookup.c show_object) */
+	unsigned opens;         /* open descriptors of it (member/open.c; atomic) */
 };
 
 /* (parent ino, name) -> synthetic ino, kept for the whole mount so a
@@ -185,6 +194,7 @@ struct h5fs {
 	uint64_t (*ino_out)(void *ud, uint64_t local);
 	void *ino_out_ud;
 	char *label;            /* a collection's member: its path, before log lines */
+	char *mnt;              /* the mountpoint, resolved (single-file mounts) */
 	bool shared_watch;      /* a collection's member: its one thread looks
 				 * (live_tick), no watcher of its own */
 	bool writable;          /* appends possible (fs_writable) */
@@ -251,6 +261,16 @@ static inline uint64_t fs_ino_out(const h5fs *fs, uint64_t local)
 int kind_lookup(h5fs *fs, uint64_t addr, h5_obj_kind *kind);
 void kind_remember(h5fs *fs, uint64_t addr, h5_obj_kind kind);
 void kind_forget_all(h5fs *fs);
+/* The object at addr lost its last link: the kind remembered there
+ * forgotten (its space may hold another object of another kind soon) */
+void kind_forget(h5fs *fs, uint64_t addr);
+void kind_forget_locked(h5fs *fs, uint64_t addr);
+/* Whether n's object lost its last link and its storage was freed then
+ * (no descriptor held it: member/link.c member_gone_keep): its space may
+ * hold another object now, so nothing may read or write it through n
+ * (ENOENT, as the name; an open ESTALE, on which the kernel looks the
+ * name up again: O_CREAT makes a new one). */
+bool node_storage_gone(h5fs *fs, const struct node *n);
 struct node *node_get(h5fs *fs, fuse_ino_t ino);
 void node_insert_locked(h5fs *fs, struct node *n);
 struct node *node_find_locked(h5fs *fs, uint64_t ino);

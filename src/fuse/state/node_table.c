@@ -243,6 +243,44 @@ out:
 	pthread_mutex_unlock(&fs->lock);
 }
 
+bool node_storage_gone(h5fs *fs, const struct node *n)
+{
+	bool gone;
+
+	if (!__atomic_load_n(&n->unlinked, __ATOMIC_ACQUIRE))
+		return false;
+	pthread_mutex_lock(&fs->lock);
+	gone = n->unlinked;
+	for (size_t i = 0; gone && i < fs->nodes_cap; i++)
+		for (struct node *o = fs->nodes[i]; o && gone; o = o->next)
+			if (o->addr == n->addr && o->f == n->f && o->gone)
+				gone = false;
+	pthread_mutex_unlock(&fs->lock);
+	return gone;
+}
+
+void kind_forget_locked(h5fs *fs, uint64_t addr)
+{
+	struct kind_ent **pp;
+
+	for (pp = fs->kinds_cap ? &fs->kinds[hash_u64(addr, fs->kinds_cap)] : NULL; pp && *pp; pp = &(*pp)->next)
+		if ((*pp)->addr == addr) {
+			struct kind_ent *k = *pp;
+
+			*pp = k->next;
+			free(k);
+			fs->nkinds--;
+			break;
+		}
+}
+
+void kind_forget(h5fs *fs, uint64_t addr)
+{
+	pthread_mutex_lock(&fs->lock);
+	kind_forget_locked(fs, addr);
+	pthread_mutex_unlock(&fs->lock);
+}
+
 /* A new generation of FILE (live/live.c) may hold other kinds at the
  * addresses remembered. */
 void kind_forget_all(h5fs *fs)

@@ -63,6 +63,31 @@ int h5_freesp_add(h5_freesp *s, uint64_t addr, uint64_t len, uint64_t ticket)
 	if ((i < s->n && s->v[i].addr < end) || (i > 0 && s->v[i - 1].addr + s->v[i - 1].len > addr))
 		return h5_err_set(H5_ERR_INVAL, "space [0x%llx, +%llu) freed twice", (unsigned long long)addr,
 				  (unsigned long long)len);
+	/* a removed dataset's chunks, one after another, are one extent:
+	 * 100 MB of 1 KiB chunks would be 100,000, past H5_FREESP_MAX, and
+	 * those past it leaked (a truncate(2) up then rm left FILE 100 MB) */
+	if (s->merge) {
+		bool left = i > 0 && s->v[i - 1].ticket == ticket && s->v[i - 1].addr + s->v[i - 1].len == addr;
+		bool right = i < s->n && s->v[i].ticket == ticket && s->v[i].addr == end;
+
+		if (left || right) {
+			if (ticket)
+				s->pending += len;
+			else
+				s->released += len;
+			if (left && right) {
+				s->v[i - 1].len += len + s->v[i].len;
+				memmove(&s->v[i], &s->v[i + 1], (s->n - i - 1) * sizeof(*s->v));
+				s->n--;
+			} else if (left) {
+				s->v[i - 1].len += len;
+			} else {
+				s->v[i].addr = addr;
+				s->v[i].len += len;
+			}
+			return 0;
+		}
+	}
 	if (s->n == H5_FREESP_MAX) {
 		if (!forget_one(s))
 			return 0;       /* leaked */
@@ -123,8 +148,11 @@ int h5_freesp_take(h5_freesp *s, uint64_t len, uint64_t *addr)
 	if (len == 0)
 		return 0;
 	for (size_t i = 0; i < s->n; i++)
-		if (!s->v[i].ticket && s->v[i].len >= len && (best == SIZE_MAX || s->v[i].len < s->v[best].len))
+		if (!s->v[i].ticket && s->v[i].len >= len && (best == SIZE_MAX || s->v[i].len < s->v[best].len)) {
 			best = i;
+			if (s->low)
+				break;  /* (sorted by address: the lowest that fits) */
+		}
 	if (best == SIZE_MAX)
 		return 0;
 	*addr = s->v[best].addr;

@@ -30,6 +30,11 @@ typedef struct h5_freesp {
 	size_t n, cap;
 	uint64_t released;      /* bytes of released extents */
 	uint64_t pending;       /* bytes of extents still waiting for their sync */
+	bool low;               /* take: the lowest extent that fits, not the
+				 * best fit (moving blocks down: ohdr_edit.c) */
+	bool merge;             /* an extent added next to one of the same
+				 * ticket joins it (a list no one pops by
+				 * address: FILE's free space, a walk's notes) */
 } h5_freesp;
 
 /* [addr, addr + len) is free once the sync ticket `ticket` completed.
@@ -43,8 +48,9 @@ int h5_freesp_add(h5_freesp *s, uint64_t addr, uint64_t len, uint64_t ticket);
 void h5_freesp_release(h5_freesp *s, uint64_t done, uint64_t *end);
 
 /* len bytes of released space, best fit (the smallest extent that holds
- * them; the lowest address among equals), taken from its front: 1 and
- * *addr, or 0 when none holds them. */
+ * them; the lowest address among equals; with s->low the lowest extent
+ * that holds them), taken from its front: 1 and *addr, or 0 when none
+ * holds them. */
 int h5_freesp_take(h5_freesp *s, uint64_t len, uint64_t *addr);
 
 /* The extent starting at addr taken off the list, whatever its state:

@@ -67,4 +67,11 @@ void h5_dataset_msgs_clear(h5_dataset *d);
  * any text rendering); the caller checked the bounds. */
 int h5_dataset_read_raw(h5_dataset *d, uint8_t *buf, uint64_t off, size_t len);
 
+/* Every block of d's stored data (storage.c): its chunk index's own
+ * blocks and each chunk at its stored size (unfiltered chunks of the
+ * array indexes record none: a full chunk), or its contiguous storage;
+ * nothing for compact, external and virtual data. For a writer about to
+ * stop referencing them (write/dset_empty.c, link_write.c). */
+int h5_dataset_blocks(h5_dataset *d, h5_block_cb cb, void *ud);
+
 #endif

@@ -41,6 +41,18 @@ static int dtype_text(h5_sb *s, const h5_dtype *t, int depth)
 		rc = h5_sb_printf(s, "float%u%s", t->size * 8, order);
 		if (rc == 0 && h5_dtype_float_kind(t) == H5_FLOAT_X87)
 			rc = h5_sb_puts(s, "(x87)");
+		else if (rc == 0 && h5_dtype_float_kind(t) == H5_FLOAT_BF16)
+			rc = h5_sb_puts(s, "(bfloat16)");
+		else if (rc == 0 && h5_dtype_float_kind(t) == H5_FLOAT_E4M3)
+			rc = h5_sb_puts(s, "(e4m3)");
+		else if (rc == 0 && h5_dtype_float_kind(t) == H5_FLOAT_E5M2)
+			rc = h5_sb_puts(s, "(e5m2)");
+		else if (rc == 0 && h5_dtype_float_kind(t) == H5_FLOAT_E2M3)
+			rc = h5_sb_puts(s, "(e2m3)");
+		else if (rc == 0 && h5_dtype_float_kind(t) == H5_FLOAT_E3M2)
+			rc = h5_sb_puts(s, "(e3m2)");
+		else if (rc == 0 && h5_dtype_float_kind(t) == H5_FLOAT_E2M1)
+			rc = h5_sb_puts(s, "(e2m1)");
 		else if (rc == 0 && h5_dtype_float_kind(t) == H5_FLOAT_OTHER)
 			rc = h5_sb_printf(s, "(sign@%u,exp@%u:%u,mant@%u:%u)", t->sign_loc, t->exp_loc, t->exp_size,
 					  t->mant_loc, t->mant_size);
@@ -86,6 +98,11 @@ static int dtype_text(h5_sb *s, const h5_dtype *t, int depth)
 		if (rc == 0)
 			rc = dtype_text(s, t->base, depth + 1);
 		return rc ? rc : h5_sb_puts(s, ">");
+	case H5T_COMPLEX:
+		rc = h5_sb_puts(s, "complex<");
+		if (rc == 0)
+			rc = dtype_text(s, t->base, depth + 1);
+		return rc ? rc : h5_sb_puts(s, ">");
 	case H5T_COMPOUND:
 		rc = h5_sb_printf(s, "compound[%u]{", t->size);
 		for (i = 0; i < t->nmembers && rc == 0; i++) {
@@ -109,7 +126,7 @@ static const char *dtype_class_name(const h5_dtype *t)
 {
 	static const char *const names[] = {
 		"integer", "float", "time", "string", "bitfield", "opaque",
-		"compound", "reference", "enum", "vlen", "array"
+		"compound", "reference", "enum", "vlen", "array", "complex"
 	};
 
 	if (t && (unsigned)t->cls < sizeof(names) / sizeof(names[0]))
@@ -148,6 +165,7 @@ int h5_dataset_describe_flags(h5_dataset_info *out, h5_dataset *d, unsigned flag
 		goto out;
 	out->dtype_class = dtype_class_name(d->dtype);
 	out->dtype_size = d->dtype ? d->dtype->size : 0;
+	out->dtype_form = d->dtype ? h5_value_num_form(d->dtype) : 0;
 	/* as user.h5.dtype shows it; a type it cannot express has none */
 	if (!d->dtype || h5_value_typestr(&out->dtype_numpy, d->dtype) < 0) {
 		out->dtype_numpy = NULL;

@@ -64,6 +64,7 @@ static void texts(h5_dset_meta *out, h5_file *f, const h5_dataset *d)
 	int rc;
 
 	rc = h5_value_typestr(&out->typestr.text, t);
+	out->form = (h5_num_form)h5_value_num_form(t);
 	if (rc == 0)
 		out->typestr.len = strlen(out->typestr.text);
 	text_set(&out->typestr, rc);

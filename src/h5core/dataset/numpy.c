@@ -69,10 +69,35 @@ static int put_typestr(h5_sb *s, const h5_dtype *t)
 		return h5_sb_printf(s, "|S%u", t->size);
 	case H5T_VLEN:
 		return h5_sb_puts(s, "|O");
+	case H5T_COMPLEX:
+		/* NumPy's complex64/complex128 (and complex256 of long double
+		 * pairs) are two of its floats, real first, as class 11 is */
+		if (t->base && t->base->size >= 4 && numpy_float(t->base))
+			return h5_sb_printf(s, "%cc%u", t->big_endian ? '>' : '<', t->size);
+		break;
 	default:
 		break;
 	}
 	return h5_sb_printf(s, "|V%u", t->size);
+}
+
+int h5_value_num_form(const h5_dtype *t)
+{
+	if (t->cls == H5T_ENUM && t->base && !is_h5py_bool(t))
+		return h5_value_num_form(t->base);
+	if (t->cls == H5T_COMPLEX && t->base && t->base->size == 2 && h5_dtype_float_kind(t->base) == H5_FLOAT_IEEE)
+		return H5_FORM_COMPLEX_HALF;
+	if (t->cls != H5T_FLOAT)
+		return H5_FORM_PLAIN;
+	switch (h5_dtype_float_kind(t)) {
+	case H5_FLOAT_BF16: return H5_FORM_BFLOAT16;
+	case H5_FLOAT_E4M3: return H5_FORM_FLOAT8_E4M3;
+	case H5_FLOAT_E5M2: return H5_FORM_FLOAT8_E5M2;
+	case H5_FLOAT_E2M3: return H5_FORM_FLOAT6_E2M3;
+	case H5_FLOAT_E3M2: return H5_FORM_FLOAT6_E3M2;
+	case H5_FLOAT_E2M1: return H5_FORM_FLOAT4_E2M1;
+	default: return H5_FORM_PLAIN;
+	}
 }
 
 int h5_value_typestr(char **out, const h5_dtype *t)

@@ -96,3 +96,37 @@ int h5_file_pread(h5_file *f, void *buf, size_t len, uint64_t file_off)
 		return h5_err_set(H5_ERR_INVAL, "bytes %llu+%zu are outside the file", (unsigned long long)file_off, len);
 	return h5_file_read(f, file_off - base, buf, len);
 }
+
+/* ---- the blocks a writer frees ---------------------------------------------- */
+
+struct blocks_walk {
+	h5_block_cb cb;
+	void *ud;
+	uint64_t chunk_bytes;
+};
+
+static int block_of_chunk(const uint64_t *scaled, const h5_chunk_rec *rec, void *ud)
+{
+	struct blocks_walk *b = ud;
+
+	(void)scaled;
+	if (!h5_addr_defined(rec->addr))
+		return 0;
+	return b->cb(rec->addr, rec->size ? rec->size : b->chunk_bytes, b->ud);
+}
+
+int h5_dataset_blocks(h5_dataset *d, h5_block_cb cb, void *ud)
+{
+	h5_chunk_index *ci = d->cidx;
+	struct blocks_walk b = { cb, ud, 0 };
+	int rc = 0;
+
+	if (d->layout.cls == H5_LAYOUT_CONTIGUOUS && !d->efl.n && h5_addr_defined(d->layout.addr))
+		return h5_dataset_allocated(d) ? cb(d->layout.addr, h5_dataset_allocated(d), ud) : 0;
+	if (d->layout.cls != H5_LAYOUT_CHUNKED || !ci || !h5_addr_defined(d->layout.idx_addr))
+		return 0;
+	b.chunk_bytes = ci->chunk_bytes;
+	if (ci->ops->blocks)
+		rc = ci->ops->blocks(ci, cb, ud);
+	return rc < 0 ? rc : ci->ops->iterate(ci, block_of_chunk, &b);
+}

@@ -33,6 +33,7 @@ static int view_of(h5_type_view *out, const h5_dtype *t, unsigned depth)
 		: h5_value_typestr(&out->typestr, t);
 	if (rc < 0)
 		return rc == H5_ERR_NOMEM ? h5_err_set(rc, "out of memory") : rc;
+	out->form = (h5_num_form)h5_value_num_form(t);
 	switch (t->cls) {
 	case H5T_INTEGER:
 		/* NumPy reads whole bytes: a narrower precision needs masking */
@@ -43,6 +44,10 @@ static int view_of(h5_type_view *out, const h5_dtype *t, unsigned depth)
 		/* x87 extended and quad precision have no portable NumPy type */
 		out->kind = out->typestr[1] != 'V' && (t->size == 2 || t->size == 4 || t->size == 8)
 			? H5_TYPE_NUMBER : H5_TYPE_OTHER;
+		break;
+	case H5T_COMPLEX:
+		/* complex64/complex128 are NumPy numbers; a half pair is not */
+		out->kind = out->typestr[1] == 'c' ? H5_TYPE_NUMBER : H5_TYPE_OTHER;
 		break;
 	case H5T_BITFIELD:
 	case H5T_ENUM:

@@ -83,17 +83,46 @@ int h5_vds_source_name(char **out, const char *pattern, uint64_t block)
 	return 0;
 }
 
+/* Version 1 flags of a mapping (III.F, format 4.0). */
+#define VDS_SHARED_FILE 0x01    /* the file name is the index of an earlier mapping's */
+#define VDS_SHARED_DSET 0x02    /* the dataset name likewise */
+#define VDS_SAME_FILE 0x04      /* the source is in this file: no file name */
+
+/* A name of mapping i: a string, or (shared) a Size of Lengths index of an
+ * earlier mapping whose name it is (which == 0: file, 1: dataset). */
+static int rd_name(char **out, h5_rd *r, const h5_fmt *fmt, bool shared, const h5_vds *v, size_t i, int which)
+{
+	uint64_t k;
+	const char *src;
+
+	if (!shared)
+		return rd_string(out, r);
+	k = h5_rd_size(r, fmt);
+	if (!h5_rd_ok(r))
+		return h5_err_set(H5_ERR_FORMAT, "virtual dataset mapping: truncated");
+	if (k >= i)
+		return h5_err_set(H5_ERR_FORMAT, "virtual dataset mapping %zu: shared %s name of mapping %llu, "
+				  "not an earlier one", i, which ? "dataset" : "file", (unsigned long long)k);
+	src = which ? v->map[k].dset : v->map[k].file;
+	*out = strdup(src);
+	return *out ? 0 : h5_err_set(H5_ERR_NOMEM, "out of memory");
+}
+
 int h5_vds_decode(h5_vds **out, const uint8_t *buf, size_t len, const h5_fmt *fmt)
 {
 	h5_vds *v = NULL;
 	h5_rd r;
 	uint64_t n;
 	uint32_t stored;
+	unsigned version;
 	int rc = 0;
 
 	*out = NULL;
 	h5_rd_init(&r, buf, len);
-	if (h5_rd_u8(&r) != 0)
+	/* version 0, or 1 (HDF5 2.x under a lower bound of 2.0): a flags byte
+	 * before each mapping, names shared by index, a same-file bit */
+	version = h5_rd_u8(&r);
+	if (version > 1)
 		return h5_err_set(H5_ERR_FORMAT, "virtual dataset mapping: unsupported encoding version %u",
 				  len ? buf[0] : 0);
 	n = h5_rd_size(&r, fmt);
@@ -111,8 +140,27 @@ int h5_vds_decode(h5_vds **out, const uint8_t *buf, size_t len, const h5_fmt *fm
 		h5_vds_map *m = &v->map[i];
 		bool pf, pd;
 
+		unsigned flags = 0;
+
 		v->n = i + 1;
-		if ((rc = rd_string(&m->file, &r)) < 0 || (rc = rd_string(&m->dset, &r)) < 0 ||
+		if (version == 1) {
+			flags = h5_rd_u8(&r);
+			if (!h5_rd_ok(&r)) {
+				rc = h5_err_set(H5_ERR_FORMAT, "virtual dataset mapping: truncated");
+				goto out;
+			}
+			if (flags & ~(unsigned)(VDS_SHARED_FILE | VDS_SHARED_DSET | VDS_SAME_FILE)) {
+				rc = h5_err_set(H5_ERR_FORMAT, "virtual dataset mapping %zu: reserved flags 0x%02x", i,
+						flags);
+				goto out;
+			}
+		}
+		/* the same file is "." as version 0 names it */
+		if (flags & VDS_SAME_FILE)
+			rc = (m->file = strdup(".")) ? 0 : h5_err_set(H5_ERR_NOMEM, "out of memory");
+		else
+			rc = rd_name(&m->file, &r, fmt, flags & VDS_SHARED_FILE, v, i, 0);
+		if (rc < 0 || (rc = rd_name(&m->dset, &r, fmt, flags & VDS_SHARED_DSET, v, i, 1)) < 0 ||
 		    (rc = h5_sel_decode(&m->src, &r)) < 0 || (rc = h5_sel_decode(&m->virt, &r)) < 0)
 			goto out;
 		if ((rc = name_printf(&pf, m->file)) < 0 || (rc = name_printf(&pd, m->dset)) < 0)

@@ -23,6 +23,7 @@ static int file_init_common(h5_file *f, const h5_open_opts *opts)
 
 	pthread_mutex_init(&f->write_lock, NULL);
 	pthread_mutex_init(&f->stamp_mu, NULL);
+	pthread_mutex_init(&f->rd_mu, NULL);
 	f->root_addr = H5_ADDR_UNDEF;
 	f->ext_addr = H5_ADDR_UNDEF;
 	f->sohm_addr = H5_ADDR_UNDEF;
@@ -82,6 +83,8 @@ static int file_open_source(h5_file **out, h5_source *src, const char *name, boo
 
 	*out = NULL;
 	f = calloc(1, sizeof(*f));
+	if (f)
+		f->freesp.merge = true;     /* (no one pops FILE's free space by address) */
 	if (!f) {
 		h5_source_close(src);
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
@@ -233,6 +236,9 @@ void h5_file_close(h5_file *f)
 	h5_source_close(f->src);        /* also drops a local file's flock */
 	pthread_mutex_destroy(&f->write_lock);
 	pthread_mutex_destroy(&f->stamp_mu);
+	pthread_mutex_destroy(&f->rd_mu);
+	free(f->rd_active);
+	free(f->quar);
 	free(f->ext_prefix);
 	free(f->ext_root);
 	for (size_t i = 0; f->remote.params && f->remote.params[i]; i++)
@@ -242,7 +248,8 @@ void h5_file_close(h5_file *f)
 	free(f->dir_name);
 	free(f->front);
 	h5_freesp_clear(&f->freesp);
-	h5_freesp_clear(&f->owned);
+	free(f->owned);
+	h5_freesp_clear(&f->lheap_names);
 	free(f->path);
 	free(f);
 }

@@ -113,11 +113,12 @@ static int related_init(h5_file *top)
 		/* FILE's folder, or a collection's tree, taken at mount */
 		r->root_fd = top->dir_fd;
 	} else if (top->real_path || top->ext_root) {
-		r->root_fd = open(real, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		r->own_root_fd = r->root_fd >= 0;
-		if (r->root_fd < 0) {
-			int rc = h5_err_set(H5_ERR_IO, "%s: %s", real, strerror(errno));
+		int rc = h5_open_path(&r->root_fd, real, O_PATH | O_DIRECTORY);
 
+		r->own_root_fd = r->root_fd >= 0;
+		if (rc != 0) {
+			if (rc == H5_BENEATH_MISSING)
+				rc = h5_err_set(H5_ERR_IO, "%s: %s", real, strerror(errno));
 			free(real);
 			free(r);
 			return rc;
@@ -237,11 +238,14 @@ static int try_candidate(int *fd, char **real, const h5_file *top, const char *c
 	*fd = -1;
 	*real = NULL;
 	if (any) {
-		d = open(cand, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-		if (d < 0 && (errno == EMFILE || errno == ENFILE))
-			return h5_err_set(H5_ERR_NOFD, "%.200s: %s", cand, strerror(errno));
-		if (d < 0)
+		/* -o ext_any: any path, through io/ as every open */
+		rc = h5_open_path(&d, cand, O_RDONLY | O_NONBLOCK);
+		if (rc == H5_ERR_NOFD)
+			return rc;
+		if (rc != 0) {
+			h5_err_clear();
 			return 1;
+		}
 	} else if (!rel || r->root_fd < 0) {
 		if (stat(cand, &st) < 0 || !S_ISREG(st.st_mode))
 			return 1;

@@ -54,14 +54,98 @@ static void bshuf_untrans(uint8_t *out, const uint8_t *in, size_t n, size_t es)
 		}
 }
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define BSHUF_PLANES_MAX ((size_t)16 << 10)
+
+/* The bit planes of byte plane p (n bytes, n % 16 == 0 for the part
+ * done here) into out as bshuf_trans lays them out: SSE2's movemask
+ * takes bit 7 of 16 bytes at once (x86-64 always has SSE2), the bytes
+ * shifted left a bit after each plane, as the bitshuffle library's
+ * SSE2 kernel does (issue 55: the scalar transposition was half of an
+ * overwrite's CPU). Returns the bytes done. */
+static size_t bit_planes_sse2(uint8_t *out, const uint8_t *p, size_t n, size_t nb, size_t j)
+{
+	size_t i;
+
+	for (i = 0; i + 16 <= n; i += 16) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+
+		for (unsigned k = 8; k-- > 0;) {
+			unsigned m = (unsigned)_mm_movemask_epi8(v);
+
+			out[(j * 8 + k) * nb + i / 8] = (uint8_t)m;
+			out[(j * 8 + k) * nb + i / 8 + 1] = (uint8_t)(m >> 8);
+			v = _mm_slli_epi16(v, 1);
+		}
+	}
+	return i;
+}
+
+/* Byte planes (each n bytes apart) of count 4-byte elements (count %
+ * 16 == 0): pshufb groups each
+ * element's bytes by position within 16 bytes, a 4x4 transposition of
+ * 32-bit lanes across four loads makes each plane's 16 bytes. */
+__attribute__((target("ssse3"))) static void byte_planes4_ssse3(uint8_t *planes, size_t n, const uint8_t *in,
+								   size_t count)
+{
+	const __m128i m = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+
+	for (size_t i = 0; i + 16 <= count; i += 16) {
+		const __m128i *q = (const __m128i *)(const void *)(in + i * 4);
+		__m128i v0 = _mm_shuffle_epi8(_mm_loadu_si128(q), m), v1 = _mm_shuffle_epi8(_mm_loadu_si128(q + 1), m);
+		__m128i v2 = _mm_shuffle_epi8(_mm_loadu_si128(q + 2), m), v3 = _mm_shuffle_epi8(_mm_loadu_si128(q + 3), m);
+		__m128i a = _mm_unpacklo_epi32(v0, v1), b = _mm_unpacklo_epi32(v2, v3);
+		__m128i c = _mm_unpackhi_epi32(v0, v1), d = _mm_unpackhi_epi32(v2, v3);
+
+		_mm_storeu_si128((__m128i *)(void *)(planes + i), _mm_unpacklo_epi64(a, b));
+		_mm_storeu_si128((__m128i *)(void *)(planes + n + i), _mm_unpackhi_epi64(a, b));
+		_mm_storeu_si128((__m128i *)(void *)(planes + 2 * n + i), _mm_unpacklo_epi64(c, d));
+		_mm_storeu_si128((__m128i *)(void *)(planes + 3 * n + i), _mm_unpackhi_epi64(c, d));
+	}
+}
+
+static bool have_ssse3(void)
+{
+	static int v = -1;
+
+	if (v < 0) {
+		__builtin_cpu_init();
+		v = __builtin_cpu_supports("ssse3") ? 1 : 0;
+	}
+	return v == 1;
+}
+#endif
+
 /* bshuf_trans_bit_elem for n elements (n % 8 == 0), the inverse of
  * bshuf_untrans (an 8x8 bit transposition is its own inverse). */
 static void bshuf_trans(uint8_t *out, const uint8_t *in, size_t n, size_t es)
 {
-	size_t nb = n / 8;
+	size_t nb = n / 8, g0 = 0;
 
+#if defined(__x86_64__)
+	/* the byte planes first (in the caches: a block is 8 KiB by
+	 * default), then their bits 16 elements at a time */
+	if (n * es <= BSHUF_PLANES_MAX && n >= 16) {
+		uint8_t planes[BSHUF_PLANES_MAX];
+		size_t done = 0;
+
+		size_t i0 = 0;
+
+		if (es == 4 && have_ssse3()) {
+			i0 = n / 16 * 16;
+			byte_planes4_ssse3(planes, n, in, i0);
+		}
+		for (size_t i = i0; i < n; i++)
+			for (size_t j = 0; j < es; j++)
+				planes[j * n + i] = in[i * es + j];
+		for (size_t j = 0; j < es; j++)
+			done = bit_planes_sse2(out, planes + j * n, n, nb, j);
+		g0 = done / 8;
+	}
+#endif
 	for (size_t j = 0; j < es; j++)
-		for (size_t g = 0; g < nb; g++) {
+		for (size_t g = g0; g < nb; g++) {
 			uint64_t x = 0;
 
 			for (unsigned b = 0; b < 8; b++)

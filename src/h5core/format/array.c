@@ -14,6 +14,25 @@ unsigned h5_chunk_size_len(uint64_t chunk_bytes)
 	return n > 8 ? 8 : n;
 }
 
+unsigned h5_chunk_size_len_v(const h5_fmt *fmt, unsigned layout_version, uint64_t chunk_bytes)
+{
+	return layout_version >= 5 ? fmt->sizeof_size : h5_chunk_size_len(chunk_bytes);
+}
+
+int h5_chunk_elmt_size_ok(const h5_fmt *fmt, unsigned layout_version, bool filtered, uint64_t chunk_bytes,
+			  unsigned elmt_size)
+{
+	unsigned want = fmt->sizeof_addr + (filtered ? h5_chunk_size_len_v(fmt, layout_version, chunk_bytes) + 4 : 0);
+
+	if (elmt_size == want)
+		return 0;
+	if (layout_version >= 5 && filtered && elmt_size >= fmt->sizeof_addr + 1u + 4u &&
+	    elmt_size <= fmt->sizeof_addr + 8u + 4u)
+		return 0;
+	return h5_err_set(H5_ERR_FORMAT, "index entries of %u bytes, expected %u (layout version %u, %s chunks)",
+			  elmt_size, want, layout_version, filtered ? "filtered" : "unfiltered");
+}
+
 int h5_chunk_elmt_check(const h5_fmt *fmt, unsigned client, unsigned elmt_size)
 {
 	if (client == H5_ARR_CLIENT_CHUNK && elmt_size == fmt->sizeof_addr)

@@ -38,6 +38,21 @@ void h5_chunk_elmt_encode(uint8_t *p, const h5_fmt *fmt, unsigned client,
 			  unsigned elmt_size, const h5_chunk_rec *rec);
 /* Bytes libhdf5 uses for a filtered chunk's size: 1 + (log2(chunk_bytes) + 8) / 8, at most 8. */
 unsigned h5_chunk_size_len(uint64_t chunk_bytes);
+/* The bytes of a filtered chunk's size in the chunk index entries (fixed
+ * and extensible array elements, v2 B-tree type 11 records) of a layout
+ * message of version layout_version: version 4 as above; version 5
+ * (format 4.0, HDF5 2.x under libver latest) a fixed "Size of Lengths",
+ * so that a filter may grow a chunk past its unfiltered size (the single
+ * chunk index's size field, IV.A.2.i, has always been so). */
+unsigned h5_chunk_size_len_v(const h5_fmt *fmt, unsigned layout_version, uint64_t chunk_bytes);
+/* The element (or record head) size an index over filtered or unfiltered
+ * chunks has, and whether the stored one, elmt_size, is it: under layout
+ * version 5 the stored width is taken as it is when it is one a filtered
+ * element may have (1 to 8 size bytes), the Size of Offsets/Lengths
+ * question being the writer's (H5_ERR_FORMAT otherwise, before anything
+ * is written). */
+int h5_chunk_elmt_size_ok(const h5_fmt *fmt, unsigned layout_version, bool filtered, uint64_t chunk_bytes,
+			  unsigned elmt_size);
 /* Called for each allocated element of an array index, in index order. */
 typedef int (*h5_arr_elmt_cb)(uint64_t idx, const h5_chunk_rec *rec, void *ud);
 

@@ -15,6 +15,11 @@ int h5_enc_dspace(uint8_t *out, size_t *len, size_t cap, const h5_fmt *fmt, unsi
  * 'i', 'u' (1, 2, 4, 8 bytes), 'f' (IEEE 2, 4, 8), 'c' (complex 8, 16:
  * h5py's compound {r, i}). */
 int h5_enc_dtype(uint8_t *out, size_t *len, size_t cap, char kind, unsigned size, bool big_endian);
+/* (dtype_descr.c) The datatype h5py writes for the NumPy dtype descr (as
+ * np.save's header gives it: a typestr, or a structured dtype's list):
+ * *itemsize its element's bytes; H5_ERR_UNSUPPORTED for a dtype h5py
+ * cannot store, H5_ERR_LIMIT for a message over cap. */
+int h5_enc_dtype_descr(uint8_t *out, size_t *len, size_t cap, size_t *itemsize, const char *descr, size_t dlen);
 /* Fill value version 2: the library default (no value set), allocation
  * late (contiguous) or incremental (chunked), as h5py leaves it. */
 int h5_enc_fill_default(uint8_t *out, size_t *len, size_t cap, bool chunked);

@@ -267,6 +267,20 @@ h5_float_kind h5_dtype_float_kind(const h5_dtype *t)
 	/* x87: 64 mantissa bits with the leading one, in the low 10 bytes of 10, 12 or 16 */
 	if (t->size >= 10 && float_fields(t, 80, 15, 64, 0))
 		return H5_FLOAT_X87;
+	/* HDF5 2.x's H5T_FLOAT_BFLOAT16LE/BE, H5T_FLOAT_F8E4M3, H5T_FLOAT_F8E5M2 */
+	if (t->size == 2 && float_fields(t, 16, 8, 7, 2))
+		return H5_FLOAT_BF16;
+	if (t->size == 1 && float_fields(t, 8, 4, 3, 2))
+		return H5_FLOAT_E4M3;
+	if (t->size == 1 && float_fields(t, 8, 5, 2, 2))
+		return H5_FLOAT_E5M2;
+	/* HDF5 2.1's FP6 and FP4 (OCP MX formats), in the low bits of a byte */
+	if (t->size == 1 && float_fields(t, 6, 2, 3, 2))
+		return H5_FLOAT_E2M3;
+	if (t->size == 1 && float_fields(t, 6, 3, 2, 2))
+		return H5_FLOAT_E3M2;
+	if (t->size == 1 && float_fields(t, 4, 2, 1, 2))
+		return H5_FLOAT_E2M1;
 	return H5_FLOAT_OTHER;
 }
 
@@ -304,6 +318,38 @@ static int decode_array(h5_dtype *t, h5_rd *r, unsigned depth)
 		return h5_err_set(H5_ERR_FORMAT,
 				  "datatype message: array size %u differs from %llu computed from its dims",
 				  t->size, (unsigned long long)total);
+	return 0;
+}
+
+/* Class 11 (IV.A.2.d "Complex", format 4.0): bit 0 homogeneous, bits 1-2
+ * the form (0 rectangular, 1 polar, 2 exponential), then the parent type
+ * message of both parts. HDF5 2.x writes only homogeneous rectangular
+ * pairs of floats; the other forms are refused with what they are. */
+static int decode_complex(h5_dtype *t, h5_rd *r, unsigned depth)
+{
+	static const char *const forms[] = { "rectangular", "polar", "exponential", "reserved" };
+	unsigned form = (t->bits >> 1) & 0x03;
+	int ret;
+
+	if (t->version < 5)
+		return h5_err_set(H5_ERR_FORMAT, "datatype message: complex class needs version 5, got %u",
+				  t->version);
+	if (!(t->bits & 0x01))
+		return h5_err_set(H5_ERR_UNSUPPORTED, "datatype message: heterogeneous complex number type");
+	if (form != 0)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "datatype message: complex number type of %s form",
+				  forms[form]);
+	ret = decode_type(&t->base, r, depth + 1);
+	if (ret < 0)
+		return ret;
+	if (t->base->cls != H5T_FLOAT)
+		return h5_err_set(H5_ERR_FORMAT, "datatype message: complex parts of class %d, not float",
+				  t->base->cls);
+	if ((uint64_t)t->base->size * 2 != t->size)
+		return h5_err_set(H5_ERR_FORMAT,
+				  "datatype message: complex size %u is not twice its parts' size %u",
+				  t->size, t->base->size);
+	t->big_endian = t->base->big_endian;
 	return 0;
 }
 
@@ -371,6 +417,9 @@ static int decode_props(h5_dtype *t, h5_rd *r, unsigned depth)
 	case H5T_ARRAY:
 		ret = decode_array(t, r, depth);
 		break;
+	case H5T_COMPLEX:
+		ret = decode_complex(t, r, depth);
+		break;
 	default:
 		return h5_err_set(H5_ERR_FORMAT, "datatype message: unknown class %d", t->cls);
 	}
@@ -402,7 +451,9 @@ static int decode_type(h5_dtype **out, h5_rd *r, unsigned depth)
 	}
 	t->cls = (h5_tclass)(cv & 0x0f);
 	t->version = cv >> 4;
-	if (t->version < 1 || t->version > 4) {
+	/* Version 5 (HDF5 2.x, format 4.0) encodes every class as version 3
+	 * does; it is required only by the complex class (IV.A.2.d). */
+	if (t->version < 1 || t->version > 5) {
 		ret = h5_err_set(H5_ERR_FORMAT, "datatype message: bad version %u", t->version);
 		goto out;
 	}

@@ -9,7 +9,8 @@
 typedef enum h5_tclass {
 	H5T_INTEGER = 0, H5T_FLOAT = 1, H5T_TIME = 2, H5T_STRING = 3,
 	H5T_BITFIELD = 4, H5T_OPAQUE = 5, H5T_COMPOUND = 6, H5T_REFERENCE = 7,
-	H5T_ENUM = 8, H5T_VLEN = 9, H5T_ARRAY = 10
+	H5T_ENUM = 8, H5T_VLEN = 9, H5T_ARRAY = 10,
+	H5T_COMPLEX = 11        /* format 4.0 (HDF5 2.x): two floats, real then imaginary */
 } h5_tclass;
 
 typedef struct h5_dtype h5_dtype;
@@ -42,7 +43,7 @@ struct h5_dtype {
 	h5_dtype_member *members;  /* compound */
 	char **enum_names;         /* enum: nmembers names */
 	uint8_t *enum_values;      /* enum: nmembers * base->size bytes */
-	/* enum, vlen, array */
+	/* enum, vlen, array, complex (the type of each part) */
 	h5_dtype *base;
 	/* vlen */
 	uint8_t vlen_type;      /* 0 sequence, 1 string */
@@ -64,8 +65,15 @@ int h5_dtype_decode(h5_dtype **out, const uint8_t *buf, size_t len, size_t *used
 void h5_dtype_free(h5_dtype *t);
 /* What a float type's fields describe: IEEE 754 binary16/32/64/128 of the
  * type's size, the x87 extended format (80 bits, the leading one stored),
- * or another layout. */
-typedef enum h5_float_kind { H5_FLOAT_IEEE, H5_FLOAT_X87, H5_FLOAT_OTHER } h5_float_kind;
+ * the small formats HDF5 2.x predefines (bfloat16: 8-bit exponent, 7-bit
+ * mantissa; OCP FP8 E4M3, which has NaN but no infinity, and E5M2; OCP
+ * FP6 E2M3, E3M2 and FP4 E2M1, in the low bits of one byte), or another
+ * layout. */
+typedef enum h5_float_kind {
+	H5_FLOAT_IEEE, H5_FLOAT_X87, H5_FLOAT_OTHER,
+	H5_FLOAT_BF16, H5_FLOAT_E4M3, H5_FLOAT_E5M2,
+	H5_FLOAT_E2M3, H5_FLOAT_E3M2, H5_FLOAT_E2M1  /* OCP FP6 and FP4 (HDF5 2.1): no inf, no NaN */
+} h5_float_kind;
 h5_float_kind h5_dtype_float_kind(const h5_dtype *t);
 
 /* (dtype_enc.c) Datatype messages of new attributes. A number: kind 'i',
@@ -73,5 +81,8 @@ h5_float_kind h5_dtype_float_kind(const h5_dtype *t);
 int h5_dtype_encode_number(uint8_t *out, size_t *len, char kind, unsigned size, bool big_endian);
 /* A variable-length string of character set cset (h5py's str): 20 bytes. */
 int h5_dtype_encode_vstr(uint8_t *out, size_t *len, uint8_t cset);
+/* A fixed-length string of size bytes, padding pad (0 null-terminated, 1
+ * null-padded, 2 space-padded), character set cset: 8 bytes. */
+int h5_dtype_encode_fstr(uint8_t *out, size_t *len, size_t size, uint8_t pad, uint8_t cset);
 
 #endif

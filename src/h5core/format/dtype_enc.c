@@ -1,7 +1,8 @@
 /*
  * dtype_enc.c - encoding datatype messages (IV.A.2.d) for the types a new
- * attribute gets: IEEE floats, integers, and the variable-length UTF-8
- * string h5py writes for a Python str. The mirror of dtype.c's decoder.
+ * attribute gets: IEEE floats, integers, the variable-length UTF-8
+ * string h5py writes for a Python str, and fixed-length strings (netCDF's
+ * NC_CHAR, NumPy's S<n>). The mirror of dtype.c's decoder.
  */
 #include "base.h"
 #include "rd.h"
@@ -64,5 +65,16 @@ int h5_dtype_encode_vstr(uint8_t *out, size_t *len, uint8_t cset)
 	h5_le_encode(out + 16, 0, 2);
 	h5_le_encode(out + 18, 8, 2);
 	*len = 20;
+	return 0;
+}
+
+int h5_dtype_encode_fstr(uint8_t *out, size_t *len, size_t size, uint8_t pad, uint8_t cset)
+{
+	/* class 3: bits 0-3 padding (0 null-terminated, 1 null-padded, 2
+	 * space-padded), bits 4-7 character set; no properties */
+	if (size == 0 || size > UINT32_MAX || pad > 2 || cset > 1)
+		return h5_err_set(H5_ERR_INVAL, "a fixed-length string of %zu bytes cannot be made", size);
+	enc_head(out, H5T_STRING, (uint32_t)pad | ((uint32_t)cset << 4), (uint32_t)size);
+	*len = 8;
 	return 0;
 }

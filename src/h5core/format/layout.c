@@ -270,8 +270,9 @@ static int v4_idx_addr_field(uint64_t *addr, const h5_msg *lay, const h5_fmt *fm
 {
 	uint64_t off;
 
-	if (lay->size < 5 || lay->data[0] != 4 || lay->data[1] != H5_LAYOUT_CHUNKED)
-		return h5_err_set(H5_ERR_FORMAT, "layout message at 0x%llx: not a v4 chunked layout",
+	/* version 5 lays the chunked properties out as version 4 does */
+	if (lay->size < 5 || (lay->data[0] != 4 && lay->data[0] != 5) || lay->data[1] != H5_LAYOUT_CHUNKED)
+		return h5_err_set(H5_ERR_FORMAT, "layout message at 0x%llx: not a v4/v5 chunked layout",
 				  (unsigned long long)lay->addr);
 	off = 5 + (uint64_t)lay->data[3] * lay->data[4];
 	if (lay->size < off + 1 + nparam + fmt->sizeof_addr || lay->data[off] != type)

@@ -194,7 +194,8 @@ static int float_decode(long double *out, fpfmt *ff, const h5_dtype *t, const ui
 	unsigned mbits, mshift;
 	uint64_t e, m, emask;
 	long double v;
-	bool neg;
+	bool neg, top_finite;
+	h5_float_kind kind;
 
 	/* VAX order is neither byte order; dtype.c leaves it as little-endian. */
 	if ((t->bits & 0x41) == 0x41)
@@ -212,7 +213,13 @@ static int float_decode(long double *out, fpfmt *ff, const h5_dtype *t, const ui
 	m = mbits ? le_bits(le, t->mant_loc + mshift, mbits) : 0;
 	free(le);
 	emask = t->exp_size == 64 ? ~(uint64_t)0 : ((uint64_t)1 << t->exp_size) - 1;
-	if (e == emask) {
+	kind = h5_dtype_float_kind(t);
+	/* OCP FP8 E4M3 (HDF5 2.x H5T_FLOAT_F8E4M3) has no infinity and only
+	 * S.1111.111 is NaN; the OCP FP6 and FP4 formats have neither: their
+	 * top exponent holds numbers like any other */
+	top_finite = kind == H5_FLOAT_E2M3 || kind == H5_FLOAT_E3M2 || kind == H5_FLOAT_E2M1 ||
+		     (kind == H5_FLOAT_E4M3 && m != 7);
+	if (e == emask && !top_finite) {
 		v = m ? NAN : INFINITY;
 	} else if (t->norm == 2) {
 		/* implied leading one; exponent 0 is a denormal with exponent 1-bias */
@@ -231,6 +238,8 @@ static int float_decode(long double *out, fpfmt *ff, const h5_dtype *t, const ui
 	ff->prec = (int)t->mant_size + (t->norm == 2);
 	ff->emin = exp_clamp(1 - (int64_t)t->exp_bias);
 	ff->emax = exp_clamp((int64_t)emask - 1 - (int64_t)t->exp_bias);
+	if (kind == H5_FLOAT_E4M3 || kind == H5_FLOAT_E2M3 || kind == H5_FLOAT_E3M2 || kind == H5_FLOAT_E2M1)
+		ff->emax++; /* the top exponent holds numbers (E4M3: up to 448) */
 	ff->single = is_ieee(t, 4, 8, 23);
 	ff->exact_double = is_ieee(t, 8, 11, 52) || ff->prec > 53 || ff->emax > 1023 || ff->emin < -1022;
 	return 0;
@@ -349,6 +358,25 @@ static int fmt_float(h5_sb *s, const h5_dtype *t, const uint8_t *p)
 	if (rc < 0)
 		return rc;
 	return fmt_double(s, (double)v, &ff);
+}
+
+/* A complex number (class 11, rectangular: real part then imaginary part)
+ * as Python writes one, the parts as fmt_float does: (1.5-2.0j). */
+static int fmt_complex(h5_sb *s, const h5_dtype *t, const uint8_t *p)
+{
+	h5_sb im = { 0 };
+	int rc = h5_sb_put(s, "(", 1);
+
+	if (rc == 0)
+		rc = fmt_float(s, t->base, p);
+	if (rc == 0)
+		rc = fmt_float(&im, t->base, p + t->base->size);
+	if (rc == 0 && im.len && im.p[0] != '-' && im.p[0] != '+')
+		rc = h5_sb_put(s, "+", 1);
+	if (rc == 0)
+		rc = h5_sb_put(s, im.p, im.len);
+	free(im.p);
+	return rc ? rc : h5_sb_put(s, "j)", 2);
 }
 
 /* ---- strings ------------------------------------------------------------ */
@@ -676,6 +704,8 @@ static int fmt_elem(h5_sb *s, h5_file *f, const h5_dtype *t, const uint8_t *p, u
 		return fmt_vlen(s, f, t, p, depth, nested);
 	case H5T_REFERENCE:
 		return fmt_reference(s, f, t, p);
+	case H5T_COMPLEX:
+		return fmt_complex(s, t, p);
 	}
 	return h5_err_set(H5_ERR_FORMAT, "value of unknown datatype class %d", t->cls);
 }

@@ -27,6 +27,8 @@ int h5_value_heap_refs(h5_file *f, const h5_dtype *t, const uint8_t *data, size_
 		       h5_heap_ref_cb cb, void *ud);
 /* (numpy.c) NumPy typestr ("<f8", "|S10", "|b1", "|V12", "|O") of t. */
 int h5_value_typestr(char **out, const h5_dtype *t);
+/* (numpy.c) The encoding of a number NumPy has no typestr of (h5_num_form). */
+int h5_value_num_form(const h5_dtype *t);
 /* (numpy.c) NumPy descr of a compound or array type. */
 int h5_value_descr(char **out, const h5_dtype *t);
 

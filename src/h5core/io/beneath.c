@@ -133,6 +133,26 @@ int h5_open_nolinks(int *out, int dirfd, const char *rel, int flags)
 #endif
 }
 
+int h5_open_path(int *out, const char *path, int flags)
+{
+	int fd = open(path, flags | O_CLOEXEC), e;
+
+	*out = -1;
+	if (fd >= 0) {
+		*out = fd;
+		return 0;
+	}
+	e = errno;
+	if (e == ENOENT || e == ENOTDIR)
+		return H5_BENEATH_MISSING;
+	if (e == EMFILE || e == ENFILE)
+		h5_err_set(H5_ERR_NOFD, "%.200s: %s", path, strerror(e));
+	else
+		h5_err_set(e == EACCES ? H5_ERR_PERM : H5_ERR_IO, "%.200s: %s", path, strerror(e));
+	errno = e;
+	return e == EMFILE || e == ENFILE ? H5_ERR_NOFD : e == EACCES ? H5_ERR_PERM : H5_ERR_IO;
+}
+
 char *h5_fd_real_path(int fd)
 {
 	char link[64], buf[PATH_MAX];

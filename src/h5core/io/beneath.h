@@ -24,6 +24,13 @@ int h5_open_beneath(int *out, int dirfd, const char *rel, int flags);
 #define H5_BENEATH_OTHER 2
 int h5_open_nolinks(int *out, int dirfd, const char *rel, int flags);
 
+/* Open path as open(2) does with flags (O_CLOEXEC added), where no tree
+ * is to be kept to: FILE's own folder at mount, candidates under
+ * -o ext_any. 0 and *out; H5_BENEATH_MISSING (errno kept) when it does
+ * not exist; H5_ERR_NOFD when the process is out of descriptors, else
+ * H5_ERR_PERM or H5_ERR_IO, message set and errno kept. */
+int h5_open_path(int *out, const char *path, int flags);
+
 /* The absolute path the kernel has for an open descriptor (/proc), or
  * NULL: what was opened, not what a name leads to now. */
 char *h5_fd_real_path(int fd);

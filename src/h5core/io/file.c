@@ -529,3 +529,54 @@ const char *h5_file_path(const h5_file *f) { return f->path; }
 const char *h5_file_real_path(const h5_file *f) { return f->real_path; }
 int h5_file_is_related(const h5_file *f) { return f->top != NULL; }
 int h5_file_fd(const h5_file *f) { return f->src->ops->fd(f->src); }
+
+/* ---- reader sections ---------------------------------------------------------- */
+
+uint64_t h5_file_read_begin(h5_file *f)
+{
+	uint64_t t;
+
+	pthread_mutex_lock(&f->rd_mu);
+	t = ++f->rd_seq;
+	if (f->rd_n == f->rd_cap) {
+		size_t cap = f->rd_cap ? 2 * f->rd_cap : 16;
+		uint64_t *v = realloc(f->rd_active, cap * sizeof(*v));
+
+		if (!v) {
+			pthread_mutex_unlock(&f->rd_mu);
+			return 0;       /* (not counted: out of memory) */
+		}
+		f->rd_active = v;
+		f->rd_cap = cap;
+	}
+	f->rd_active[f->rd_n++] = t;
+	pthread_mutex_unlock(&f->rd_mu);
+	return t;
+}
+
+void h5_file_read_end(h5_file *f, uint64_t t)
+{
+	if (!t)
+		return;
+	pthread_mutex_lock(&f->rd_mu);
+	for (size_t i = 0; i < f->rd_n; i++)
+		if (f->rd_active[i] == t) {
+			f->rd_active[i] = f->rd_active[--f->rd_n];
+			break;
+		}
+	pthread_mutex_unlock(&f->rd_mu);
+}
+
+uint64_t h5_file_read_oldest(h5_file *f, uint64_t *seq)
+{
+	uint64_t old = UINT64_MAX;
+
+	pthread_mutex_lock(&f->rd_mu);
+	for (size_t i = 0; i < f->rd_n; i++)
+		if (f->rd_active[i] < old)
+			old = f->rd_active[i];
+	if (seq)
+		*seq = f->rd_seq;
+	pthread_mutex_unlock(&f->rd_mu);
+	return old;
+}

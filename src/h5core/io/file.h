@@ -105,14 +105,46 @@ struct h5_file {
 	 * eoa when a commit reserved space ahead, doc/APPEND.md) */
 	struct h5_astream *astreams;
 	uint64_t alloc_end;
+	/* under write_lock: the highest allocation end handed out (space.c):
+	 * space below it handed out again, once the end was lowered, may hold
+	 * blocks and chunks readers decoded from its old bytes */
+	uint64_t alloc_high;
 	/* under write_lock: space this session's commits freed (space.c),
 	 * the collections it wrote for one attribute value each (its own to
 	 * free when that value is replaced, attr_write.c), and a count of
 	 * allocations from the free list (a commit whose new space went
 	 * there still fsyncs it before its switch: ohdr_edit.c) */
 	h5_freesp freesp;
-	h5_freesp owned;
+	/* Reader sections (h5_file_read_begin/end: the daemon's metadata
+	 * requests): space freed while one that began before is active is
+	 * held back (quar, under write_lock) until it ends - a reader may be
+	 * walking the structure that space held (issue 56: a dense store
+	 * reused under a concurrent listxattr) */
+	pthread_mutex_t rd_mu;
+	uint64_t rd_seq;        /* sections begun */
+	uint64_t *rd_active;    /* the seqs of those not ended */
+	size_t rd_n, rd_cap;
+	struct h5_quar { uint64_t addr, len, ticket, rseq; } *quar;
+	size_t nquar, cquar;
+	/* under write_lock: global heap collections this session wrote for
+	 * attribute values, each with the number of attribute messages that
+	 * reference it (one, or a write-behind batch's); freed when the last
+	 * is replaced or removed (write/attr_build.c) */
+	struct h5_owned { uint64_t addr, len; uint32_t refs; } *owned;
+	size_t nowned, cowned;
 	uint64_t reused;
+	/* under write_lock: names removed from symbol tables' local heaps
+	 * (their bytes in the data segment, each with the ticket of the
+	 * removal's commit), given back to the heap's free list by a later
+	 * change of that group (write/link_stab.c) */
+	h5_freesp lheap_names;
+	/* under write_lock: objects whose blocks a change placed and that
+	 * may move down at unmount (h5_file_compact), by the address of their
+	 * header and a kind (ohdr_edit.h: a header with continuation chunks,
+	 * a group's link storage, a dense attribute store); a header freed
+	 * drops its own */
+	struct h5_cont_note { uint64_t hdr; unsigned kind; } conts[32];
+	unsigned nconts, next_cont;
 	/* the chunk at the highest address a rewrite placed last (chunk
 	 * index coordinates), for h5_file_compact; dset 0: none */
 	struct {
@@ -248,5 +280,9 @@ void h5_file_stamp_take(h5_file *f);
  * h5_file_changed_by_others compares a moved stamp's bytes with). */
 int h5_file_front_take(h5_file *f);
 int h5_file_bytes_changed(h5_file *f, const char *path);
+
+/* Reader sections (see h5_file's rd_*): the oldest one not ended
+ * (UINT64_MAX: none), and in *seq the last begun. */
+uint64_t h5_file_read_oldest(h5_file *f, uint64_t *seq);
 
 #endif

@@ -533,7 +533,8 @@ void h5_s3_listing_sort(h5_s3_listing *l)
 
 	if (!l->n)
 		return;
-	qsort(l->v, l->n, sizeof(l->v[0]), entry_cmp);
+	if (l->n > 1)   /* (an empty listing: no array) */
+		qsort(l->v, l->n, sizeof(l->v[0]), entry_cmp);
 	for (size_t i = 1; i < l->n; i++) {
 		if (entry_cmp(&l->v[k], &l->v[i]) == 0) {
 			free(l->v[i].name);

@@ -13,7 +13,7 @@
  * and written as new chunks beyond everything any structure references,
  * and their array elements are set on private copies of the EA blocks.
  * Nothing on disk points at them yet (staging is append_stage.c's). A
- * COMMIT makes staged rows visible, crash-safe by ordering alone
+ * COMMIT (append_commit.c) makes staged rows visible, crash-safe by ordering alone
  * (doc/APPEND.md; the order is txn.c's, the space space.c's):
  *   1. the changed EA blocks as new blocks after the chunks; fsync;
  *   2. only when that space lies beyond the end of allocated space: the
@@ -55,8 +55,6 @@
  * H5FS_APPEND_COMMIT_MS override both, for tests and tuning). */
 #define COMMIT_BYTES ((uint64_t)64 << 20)
 #define COMMIT_MS 1000
-/* ... or once this many array elements are set (bounds the EA writer) */
-#define COMMIT_MAX_ELMTS ((uint64_t)1 << 20)
 /* Rows collected before they are staged: at least one chunk row, and for
  * filtered datasets enough chunks for every thread (at most
  * STAGE_MAX_BYTES). Small enough to stay in the CPU caches: with an 8 MiB
@@ -137,29 +135,9 @@ int h5_append_check(const h5_dataset *d)
 	return rc < 0 ? rc : check_filters(d);
 }
 
-/* The dataspace and layout messages must be unshared and stored in this
- * header, because they are rewritten in place. */
-static int find_msgs(const h5_msg **ds, const h5_msg **lay, const h5_ohdr *oh)
-{
-	*ds = h5_ohdr_find(oh, H5_MSG_DSPACE);
-	*lay = h5_ohdr_find(oh, H5_MSG_LAYOUT);
-	if (!*ds || !*lay)
-		return h5_err_set(H5_ERR_FORMAT, "object header 0x%llx: no dataspace or layout message",
-				  (unsigned long long)oh->addr);
-	if (((*ds)->flags | (*lay)->flags) & H5_MSG_FLAG_SHARED)
-		return h5_err_set(H5_ERR_PERM, "object header 0x%llx: shared dataspace or layout message: cannot grow",
-				  (unsigned long long)oh->addr);
-	if ((*ds)->size < 4 || ((*ds)->data[0] != 1 && (*ds)->data[0] != 2))
-		return h5_err_set(H5_ERR_FORMAT, "object header 0x%llx: bad dataspace message",
-				  (unsigned long long)oh->addr);
-	return 0;
-}
-
-/* ---- superblock and layout fields ------------------------------------------------ */
-
 /* ---- streams ------------------------------------------------------------------- */
 
-static uint64_t now_ns(void)
+uint64_t h5_astream_now_ns(void)
 {
 	struct timespec ts;
 
@@ -180,13 +158,24 @@ static uint64_t env_u64(const char *name, uint64_t dflt)
 	return errno || *end || x == 0 ? dflt : (uint64_t)x;
 }
 
-static int fail(h5_astream *s, int rc)
+/* The first failure is kept with its message: every later refusal names
+ * it (issue 56: "an earlier append failed" alone hid the cause). */
+int h5_astream_fail(h5_astream *s, int rc)
 {
-	__atomic_store_n(&s->failed, rc, __ATOMIC_RELEASE);
+	if (!__atomic_load_n(&s->failed, __ATOMIC_ACQUIRE)) {
+		snprintf(s->why, sizeof(s->why), "%s", h5_err_msg());
+		__atomic_store_n(&s->failed, rc, __ATOMIC_RELEASE);
+	}
 	return rc;
 }
 
-static int failed(const h5_astream *s)
+int h5_astream_refuse(const h5_astream *s)
+{
+	return h5_err_set(__atomic_load_n(&s->failed, __ATOMIC_ACQUIRE),
+			  "an earlier append to this dataset failed: %s", s->why);
+}
+
+int h5_astream_failed(const h5_astream *s)
 {
 	return __atomic_load_n(&s->failed, __ATOMIC_ACQUIRE);
 }
@@ -198,6 +187,8 @@ static void stream_free(h5_astream *s)
 	if (s->ea)
 		s->wops->free(s->ea);
 	h5_freesp_clear(&s->gone);      /* (freed by h5_append_close) */
+	h5_freesp_clear(&s->partial);
+	free(s->staged);
 	h5_dataset_close(s->d);
 	free(s->buf);
 	pthread_mutex_destroy(&s->lock);
@@ -248,7 +239,7 @@ static int stream_new(h5_astream **out, h5_file *f, uint64_t addr)
 	if (rc == 0)
 		rc = h5_ohdr_get(&oh, f, addr);
 	if (rc == 0)
-		rc = find_msgs(&ds, &lay, oh);
+		rc = h5_astream_msgs(&ds, &lay, oh);
 	if (oh)
 		h5_ohdr_release(f, oh);
 	if (rc < 0) {
@@ -299,6 +290,8 @@ static int stream_new(h5_astream **out, h5_file *f, uint64_t addr)
 		goto out;
 	}
 	s->simple = s->ncells == 1 && d->chunk_bytes == s->crow_bytes;
+	s->chunk_bytes = d->chunk_bytes;
+	s->prow = UINT64_MAX;
 	for (unsigned i = 1; i < s->rank; i++)
 		if (s->chunk[i] != s->dims[i])
 			s->simple = false;
@@ -330,6 +323,7 @@ static int stream_new(h5_astream **out, h5_file *f, uint64_t addr)
 			rc = h5_dataset_read(d, s->buf, s->row0 * rb, (size_t)(s->nbuf * rb));
 		if (rc < 0)
 			goto out;
+		h5_astage_partial_find(s);
 	}
 	s->last_end = h5_space_end(f);
 	*out = s;
@@ -362,7 +356,7 @@ static int push_rows(h5_astream *s, const uint8_t *src, uint64_t n)
 	int rc;
 
 	if (n && s->row0 + s->nbuf == s->committed)
-		s->since = now_ns();
+		s->since = h5_astream_now_ns();
 	while (n) {
 		uint64_t m;
 
@@ -372,7 +366,7 @@ static int push_rows(h5_astream *s, const uint8_t *src, uint64_t n)
 				m = WINDOW_BYTES / s->crow_bytes ? WINDOW_BYTES / s->crow_bytes : 1;
 			rc = h5_astage_contiguous(s, src, s->row0 / s->chunk[0], m, s->crow_bytes);
 			if (rc < 0)
-				return fail(s, rc);
+				return h5_astream_fail(s, rc);
 			m *= s->chunk[0];
 			s->row0 += m;
 		} else {
@@ -393,141 +387,16 @@ static int push_rows(h5_astream *s, const uint8_t *src, uint64_t n)
 			}
 			rc = buf_reserve(s, s->nbuf + m);
 			if (rc < 0)
-				return fail(s, rc);
+				return h5_astream_fail(s, rc);
 			memcpy(s->buf + s->nbuf * s->row_bytes, src, (size_t)(m * s->row_bytes));
 			s->nbuf += m;
 			if ((s->nbuf >= s->stage_rows || direct_next) && (rc = h5_astage_complete(s)) < 0)
-				return fail(s, rc);
+				return h5_astream_fail(s, rc);
 		}
 		src += m * s->row_bytes;
 		n -= m;
 	}
 	return 0;
-}
-
-/* ---- committing ---------------------------------------------------------------- */
-
-/* Nothing new to show, but a durable request: fsync what earlier commits
- * left unsynced, and give back a reserve. */
-static int commit_sync(h5_astream *s)
-{
-	h5_file *f = s->f;
-	int rc;
-
-	pthread_mutex_lock(&f->write_lock);
-	rc = h5_txn_sync(f, s->unsynced);
-	pthread_mutex_unlock(&f->write_lock);
-	if (rc == 0)
-		s->unsynced = false;
-	return rc;
-}
-
-/* Make the staged rows visible: all whole rows received (partial: the
- * incomplete chunk row is staged with fill first) or only the complete
- * chunk rows. durable: dims[0] is fsync'd before returning. */
-static int commit(h5_astream *s, bool partial, bool durable)
-{
-	h5_file *f = s->f;
-	h5_ohdr_edit e = { 0 };
-	h5_txn t;
-	const h5_msg *ds, *lay;
-	uint64_t n1;
-	size_t dsc;
-	int rc;
-
-	if (failed(s))
-		return h5_err_set(failed(s), "an earlier append to this dataset failed");
-	rc = h5_astage_complete(s);
-	if (rc == 0 && partial && s->nbuf && s->row0 + s->nbuf > s->committed)
-		rc = h5_astage_chunks(s, s->row0 / s->chunk[0], s->row0 / s->chunk[0] + 1, s->row0 + s->nbuf);
-	if (rc < 0)
-		return fail(s, rc);
-	n1 = partial ? s->row0 + s->nbuf : s->row0 > s->committed ? s->row0 : s->committed;
-	if (n1 == s->committed) {
-		rc = durable ? commit_sync(s) : 0;
-		return rc < 0 ? fail(s, rc) : 0;
-	}
-
-	pthread_mutex_lock(&f->write_lock);
-	h5_space_free_all(f, &s->gone);
-	rc = h5_ohdr_load(&e.oh, f, s->addr);
-	if (rc == 0)
-		rc = find_msgs(&ds, &lay, e.oh);
-	if (rc < 0)
-		goto out;
-	rc = h5_ohdr_edit_ranges(&e);
-	if (rc < 0)
-		goto out;
-
-	/* 1. the changed index blocks, new, after the staged chunks; fsync;
-	 * 2. the superblock covers the new space; fsync (txn.c) */
-	if (!s->ea) {
-		rc = h5_err_set(H5_ERR_INVAL, "append: rows staged without index entries");
-		goto out;
-	}
-	h5_txn_begin(&t, f, durable, s->wops, s->ea);
-	rc = h5_txn_stage(&t, s->last_end);
-	/* 3. the switch to the new index; fsync */
-	if (rc == 0)
-		rc = h5_txn_switch(&t, &e, lay);
-	if (rc < 0)
-		goto out;
-	/* 4. modification time, then dims[0] last: the dataspace's chunk is
-	 * written after every other chunk */
-	rc = h5_ohdr_touch(&e, (uint32_t)time(NULL));
-	dsc = h5_ohdr_chunk_of(e.oh, ds->addr);
-	for (size_t c = 0; rc == 0 && c < e.oh->nchunks; c++)
-		if (c != dsc)
-			rc = h5_ohdr_write_chunk(f, &e, c);
-	if (rc == 0) {
-		rc = h5_dspace_patch_dim0(&e, ds, &f->fmt, n1);
-	}
-	if (rc == 0)
-		rc = h5_txn_last(&t, &e, dsc);
-	if (rc < 0)
-		goto out;
-	s->ea_addr = s->wops->addr(s->ea);
-	if (s->wops->freed)
-		s->wops->freed(s->ea, &s->gone, t.ticket);
-	s->last_end = t.end;
-	s->unsynced = !durable;
-	__atomic_store_n(&s->committed, n1, __ATOMIC_RELEASE);
-out:
-	/* whatever happened, cached copies of what may have changed go */
-	h5_cache_invalidate(f->meta, H5_CK_OHDR, s->addr);
-	if (s->ea)
-		s->wops->invalidate(s->ea);
-	pthread_mutex_unlock(&f->write_lock);
-	if (s->ea)
-		s->wops->free(s->ea);
-	s->ea = NULL;
-	s->nset = 0;
-	if (e.oh)
-		h5_ohdr_free(e.oh);
-	free(e.lo);
-	free(e.hi);
-	if (rc < 0)
-		/* the file holds the old state or a complete newer one; which,
-		 * this stream cannot tell: it takes no more rows */
-		return fail(s, rc);
-	s->since = s->row0 + s->nbuf > n1 ? now_ns() : 0;
-	return 0;
-}
-
-/* After rows arrived: commit when enough wait or the oldest waited long
- * enough. Only complete chunk rows, unless none is staged (chunk rows
- * larger than commit_bytes, or a slow writer). */
-static int maybe_commit(h5_astream *s)
-{
-	uint64_t total = s->row0 + s->nbuf, staged;
-
-	if (total == s->committed)
-		return 0;
-	staged = s->row0 > s->committed ? s->row0 - s->committed : 0;
-	if ((total - s->committed) * s->row_bytes < s->commit_bytes && s->nset < COMMIT_MAX_ELMTS &&
-	    now_ns() - s->since < s->commit_ns)
-		return 0;
-	return commit(s, staged == 0, false);
 }
 
 /* ---- open / write / flush / close ---------------------------------------------- */
@@ -548,7 +417,7 @@ int h5_append_open(h5_appender **out, h5_file *f, uint64_t dset_addr)
 	for (h5_astream **pp = &f->astreams; (s = *pp) != NULL; pp = &s->next) {
 		if (s->addr != dset_addr)
 			continue;
-		if (!failed(s))
+		if (!h5_astream_failed(s))
 			break;
 		/* a failed stream takes no rows: a fresh one starts from the file */
 		*pp = s->next;
@@ -632,8 +501,8 @@ int h5_append_write(h5_appender *a, const void *buf, size_t len)
 	int rc;
 
 	pthread_mutex_lock(&s->lock);
-	if (failed(s)) {
-		rc = h5_err_set(failed(s), "an earlier append to this dataset failed");
+	if (h5_astream_failed(s)) {
+		rc = h5_astream_refuse(s);
 		goto out;
 	}
 	rc = check_rows(s, (uint64_t)(a->plen + len) / rb);   /* plen + len cannot wrap: plen < rb */
@@ -667,7 +536,7 @@ int h5_append_write(h5_appender *a, const void *buf, size_t len)
 		if (rc < 0)
 			goto out;
 	}
-	rc = maybe_commit(s);
+	rc = h5_astream_maybe_commit(s);
 out:
 	pthread_mutex_unlock(&s->lock);
 	if (rc < 0)
@@ -681,7 +550,7 @@ int h5_append_flush(h5_appender *a)
 	int rc;
 
 	pthread_mutex_lock(&s->lock);
-	rc = commit(s, true, true);
+	rc = h5_astream_commit(s, true, true);
 	pthread_mutex_unlock(&s->lock);
 	if (rc < 0)
 		return h5_err_wrap(rc, "append to dataset at 0x%llx: ", (unsigned long long)s->addr);
@@ -692,7 +561,7 @@ int h5_append_flush(h5_appender *a)
  * bytes: member/tail.c): every whole row received is committed now, the
  * incomplete chunk row staged with fill as fsync's commit does, in the
  * same order as every commit; only the last fsync is left out, as for a
- * periodic commit (commit(s, true, false) is maybe_commit's when nothing
+ * periodic commit (h5_astream_commit(s, true, false) is maybe_commit's when nothing
  * is staged). */
 int h5_append_show(h5_appender *a)
 {
@@ -700,7 +569,7 @@ int h5_append_show(h5_appender *a)
 	int rc;
 
 	pthread_mutex_lock(&s->lock);
-	rc = commit(s, true, false);
+	rc = h5_astream_commit(s, true, false);
 	pthread_mutex_unlock(&s->lock);
 	if (rc < 0)
 		return h5_err_wrap(rc, "append to dataset at 0x%llx: ", (unsigned long long)s->addr);
@@ -745,6 +614,15 @@ void h5_astream_release(h5_file *f, h5_astream *s)
 		stream_free(s);
 }
 
+void h5_append_drop(h5_appender *a)
+{
+	if (!a)
+		return;
+	h5_astream_release(a->s->f, a->s);
+	free(a->part);
+	free(a);
+}
+
 int h5_append_close(h5_appender *a, size_t *pending_partial)
 {
 	h5_astream *s;
@@ -768,6 +646,28 @@ int h5_append_close(h5_appender *a, size_t *pending_partial)
 	free(a->part);
 	free(a);
 	return rc;
+}
+
+/* Index blocks and headers a commit may write besides the chunks: the
+ * blocks it copies (a few, each at most a few KiB; a v1 B-tree path, an
+ * extensible array's data block and super block) - generous, for a disk
+ * that fills, not a bound anybody relies on for more. */
+#define RESERVE_INDEX ((uint64_t)64 << 10)
+
+int h5_append_reserve(h5_appender *a, uint64_t len)
+{
+	h5_astream *s = a->s;
+	uint64_t crows, cells, need;
+
+	/* whole chunk rows staged (a partial one filled; one more for rows
+	 * straddling), each at its raw size - a filter's output larger than
+	 * its input is stored raw. Constant fields only: no wait for the
+	 * stream's lock, which an append's staging holds */
+	crows = (len / s->row_bytes + s->chunk[0]) / s->chunk[0] + 1;
+	if (h5_mul_overflow(crows, s->ncells, &cells) || h5_mul_overflow(cells, s->chunk_bytes, &need) ||
+	    h5_add_overflow(need, RESERVE_INDEX, &need))
+		return h5_err_set(H5_ERR_LIMIT, "append of %llu bytes: too large", (unsigned long long)len);
+	return h5_file_reserve(s->f, need);
 }
 
 int h5_file_writable(const h5_file *f)

@@ -39,6 +39,7 @@ typedef struct h5_astream {
 	uint64_t down[H5_MAX_RANK];         /* EA linearisation over max dims (chunk.c set_down) */
 	uint64_t ncells;                    /* chunks per chunk row */
 	uint64_t crow_bytes;                /* bytes of the rows of one chunk row */
+	uint64_t chunk_bytes;               /* bytes of one chunk (d's, kept: d is replaced by reloads) */
 	bool filtered;
 	bool simple;            /* one chunk per chunk row covering whole rows: its image is the rows */
 	uint64_t stage_rows;    /* stage when this many rows are buffered (whole chunk rows) */
@@ -58,8 +59,32 @@ typedef struct h5_astream {
 	uint64_t since;         /* when the oldest uncommitted row arrived (ns) */
 	uint64_t last_end;      /* allocation end after the previous commit */
 	bool unsynced;          /* a commit since the last fsync did not fsync dims[0] */
+	/* The chunks of a partly filled last chunk row, committed with fill
+	 * (prow; UINT64_MAX: none): the next commit that stages that row
+	 * again stops referencing them, and frees them (issue 53: every
+	 * cat >> of a few KiB left a chunk behind). staged: records set
+	 * since the last commit, with their chunk row. */
+	uint64_t prow;
+	h5_freesp partial;
+	struct astage_rec { uint64_t r, addr, len; } *staged;
+	size_t nstaged, cstaged;
 	int failed;             /* sticky: set under lock, read under write_lock too (atomic) */
+	char why[256];          /* the first failure's message, set with failed (issue 56: the cause logged) */
 } h5_astream;
+
+/* append.c: the stream's first failure kept with its message (every
+ * later refusal names it), the refusal, whether it failed; a clock. */
+int h5_astream_fail(h5_astream *s, int rc);
+int h5_astream_refuse(const h5_astream *s);
+int h5_astream_failed(const h5_astream *s);
+uint64_t h5_astream_now_ns(void);
+/* append_commit.c: the dataspace and layout messages of oh, unshared (a
+ * stream rewrites them in place); staged rows made visible (partial: the
+ * incomplete chunk row staged with fill first; durable: fsync'd); a
+ * commit when enough rows wait or the oldest waited long enough */
+int h5_astream_msgs(const h5_msg **ds, const h5_msg **lay, const h5_ohdr *oh);
+int h5_astream_commit(h5_astream *s, bool partial, bool durable);
+int h5_astream_maybe_commit(h5_astream *s);
 
 /* The open stream of the dataset at addr, held (NULL: none), and let go
  * (the last holder frees it): what another writer of the dataset asks of
@@ -67,6 +92,9 @@ typedef struct h5_astream {
 h5_astream *h5_astream_hold(h5_file *f, uint64_t addr);
 void h5_astream_release(h5_file *f, h5_astream *s);
 
+/* The chunks of the partly filled chunk row the stream begins with
+ * (s->partial, s->prow). */
+void h5_astage_partial_find(h5_astream *s);
 /* Stage every complete chunk row in the buffer and keep the rest. */
 int h5_astage_complete(h5_astream *s);
 /* Stage chunk rows [r0, r1) from the buffer, rows below hi being data

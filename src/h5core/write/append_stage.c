@@ -15,6 +15,7 @@
 #include "filter.h"
 #include "chunk_rec.h"
 #include "dataset.h"
+#include "chunk.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -80,6 +81,27 @@ static int placed(uint64_t *addr, h5_astream *s, uint64_t r, uint64_t cell)
 	return rc < 0 ? rc : s->wops->place(s->ea, idx, addr);
 }
 
+/* The index places chunks itself (implicit, single chunk): in place,
+ * nothing of theirs is ever freed. */
+static bool stage_in_place(const h5_astream *s)
+{
+	const h5_cidx_write_ops *ops = h5_cidx_write_ops_of(s->d->layout.idx_type);
+
+	return !ops || ops->place != NULL;
+}
+
+static bool staged_grow(h5_astream *s)
+{
+	size_t n = s->cstaged ? 2 * s->cstaged : 16;
+	struct astage_rec *v = realloc(s->staged, n * sizeof(*v));
+
+	if (!v)
+		return false;
+	s->staged = v;
+	s->cstaged = n;
+	return true;
+}
+
 static int set_elmt(h5_astream *s, uint64_t r, uint64_t cell, const h5_chunk_rec *rec)
 {
 	uint64_t j[H5_MAX_RANK], idx;
@@ -92,6 +114,10 @@ static int set_elmt(h5_astream *s, uint64_t r, uint64_t cell, const h5_chunk_rec
 	rc = s->wops->set(s->ea, j, idx, rec);
 	if (rc == 0)
 		s->nset++;
+	/* (where it went: append.c frees a partial row's chunks once staged
+	 * anew; a record not kept only leaves that chunk unreferenced) */
+	if (rc == 0 && !stage_in_place(s) && (s->nstaged < s->cstaged || staged_grow(s)))
+		s->staged[s->nstaged++] = (struct astage_rec){ r, rec->addr, rec->size ? rec->size : s->chunk_bytes };
 	return rc;
 }
 
@@ -303,7 +329,7 @@ int h5_astage_contiguous(h5_astream *s, const uint8_t *src, uint64_t r, uint64_t
 	if (rc != 0)
 		return rc < 0 ? rc : 0;
 	pthread_mutex_lock(&f->write_lock);
-	rc = h5_space_alloc(&addr, f, n * len);
+	rc = h5_space_take(&addr, f, n * len);     /* written whole below */
 	if (rc == 0)
 		rc = h5_file_write(f, addr, src, (size_t)(n * len));
 	pthread_mutex_unlock(&f->write_lock);
@@ -368,7 +394,7 @@ int h5_astage_chunks(h5_astream *s, uint64_t r0, uint64_t r1, uint64_t hi)
 				continue;
 			}
 			pthread_mutex_lock(&f->write_lock);
-			rc = h5_space_alloc(&addr, f, n * cb);
+			rc = h5_space_take(&addr, f, n * cb);      /* written whole below */
 			if (rc == 0)
 				rc = h5_file_write(f, addr, win, (size_t)(n * cb));
 			pthread_mutex_unlock(&f->write_lock);
@@ -384,7 +410,7 @@ int h5_astage_chunks(h5_astream *s, uint64_t r0, uint64_t r1, uint64_t hi)
 		for (size_t i = 0; i < n; i++)
 			sum += jobs[i].len;
 		pthread_mutex_lock(&f->write_lock);
-		rc = h5_space_alloc(&addr, f, sum);
+		rc = h5_space_take(&addr, f, sum);         /* written whole below */
 		wb.start = addr;
 		for (size_t i = 0; i < n && rc == 0; i++)
 			rc = wb_put(&wb, jobs[i].buf, jobs[i].len);
@@ -429,4 +455,28 @@ int h5_astage_complete(h5_astream *s)
 	s->row0 += n;
 	s->nbuf -= n;
 	return 0;
+}
+
+/* A stream opened on a dataset whose last chunk row is partly filled:
+ * that row's chunks as the index has them now, freed once the row is
+ * staged anew and committed (append.c partial_settle). A lookup that
+ * fails only leaves them unreferenced later. */
+void h5_astage_partial_find(h5_astream *s)
+{
+	uint64_t r = s->row0 / s->chunk[0];
+
+	if (!s->nbuf || stage_in_place(s) || !s->d->cidx)
+		return;
+	for (uint64_t cell = 0; cell < s->ncells; cell++) {
+		uint64_t j[H5_MAX_RANK], idx;
+		h5_chunk_rec rec;
+
+		if (chunk_pos(j, &idx, s, r, cell) < 0 || h5_chunk_lookup(&rec, s->d->cidx, j) < 0)
+			break;
+		if (h5_addr_defined(rec.addr) &&
+		    h5_freesp_add(&s->partial, rec.addr, rec.size ? rec.size : s->chunk_bytes, 0) < 0)
+			break;
+	}
+	h5_err_clear();
+	s->prow = r;
 }

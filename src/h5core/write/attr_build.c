@@ -42,14 +42,36 @@ static int split(const char ***strs, size_t **lens, size_t *n, const char *v, si
 	return 0;
 }
 
+/* Collections this session wrote, with the messages referencing them:
+ * at most this many remembered (past it, a collection is never freed). */
+#define OWNED_MAX 65536
+
+static void owned_add(h5_file *f, uint64_t addr, uint64_t len, uint32_t refs)
+{
+	if (f->nowned == f->cowned) {
+		size_t nc = f->cowned ? 2 * f->cowned : 16;
+		struct h5_owned *nv;
+
+		if (nc > OWNED_MAX || !(nv = realloc(f->owned, nc * sizeof(*nv))))
+			return;         /* not owned: never freed */
+		f->owned = nv;
+		f->cowned = nc;
+	}
+	f->owned[f->nowned++] = (struct h5_owned){ addr, len, refs };
+}
+
 /* nelmts variable-length strings: a new global heap collection (written
  * now, invisible until referenced; freed space when some holds it) and
  * the elements (length, collection, index) pointing into it; empty
- * strings point nowhere, as libhdf5 writes them. A collection only one
- * message will reference (one_msg, or a single string) is this
- * session's own: freed when that message is replaced (libhdf5 frees the
- * old value's heap objects, H5T__vlen_disk_delete, and a collection
- * left empty, H5HG_remove). */
+ * strings point nowhere, as libhdf5 writes them. The collection is this
+ * session's own, referenced by one message (one_msg, or a single string)
+ * or by one per string (a write-behind batch: each string an attribute's
+ * value): freed when the last of them is replaced or removed (libhdf5
+ * frees the old value's heap objects, H5T__vlen_disk_delete, and a
+ * collection left empty, H5HG_remove). A batch's collection was never
+ * freed: 40 setfattr/rm rounds grew FILE by 40 KB each. A batch that
+ * stops part way leaves its collection counting messages never written:
+ * never freed (a leak, never a free while referenced). */
 int h5_attr_vstr_data(uint8_t **out, size_t *out_len, h5_file *f, const char *const *s, const size_t *l, size_t n,
 		      bool one_msg)
 {
@@ -78,8 +100,7 @@ int h5_attr_vstr_data(uint8_t **out, size_t *out_len, h5_file *f, const char *co
 			rc = h5_file_write(f, caddr, coll, clen);
 		if (rc < 0)
 			goto out;
-		if ((one_msg || nobj == 1) && h5_freesp_add(&f->owned, caddr, clen, UINT64_MAX) < 0)
-			h5_err_clear(); /* not owned: never freed */
+		owned_add(f, caddr, clen, one_msg ? 1 : (uint32_t)nobj);
 	}
 	for (size_t i = 0, k = 0; i < n; i++) {
 		uint8_t *e = d + i * esz;
@@ -109,7 +130,7 @@ uint64_t h5_attr_owned_coll(h5_file *f, const uint8_t *msg, size_t len)
 	size_t esz = 8 + f->fmt.sizeof_addr;
 	uint64_t coll = H5_ADDR_UNDEF;
 
-	if (f->owned.n == 0 || h5_attr_decode(&a, f, &f->fmt, msg, len) < 0) {
+	if (f->nowned == 0 || h5_attr_decode(&a, f, &f->fmt, msg, len) < 0) {
 		h5_err_clear();
 		return H5_ADDR_UNDEF;
 	}
@@ -122,9 +143,9 @@ uint64_t h5_attr_owned_coll(h5_file *f, const uint8_t *msg, size_t len)
 
 			if (h5_le_decode(a.data + off, 4) == 0)
 				continue;
-			for (i = 0; i < f->owned.n && f->owned.v[i].addr != at; i++)
+			for (i = 0; i < f->nowned && f->owned[i].addr != at; i++)
 				;
-			if (i < f->owned.n)
+			if (i < f->nowned)
 				coll = at;
 			else
 				break;
@@ -135,10 +156,16 @@ uint64_t h5_attr_owned_coll(h5_file *f, const uint8_t *msg, size_t len)
 
 void h5_attr_coll_free(h5_file *f, uint64_t coll, uint64_t ticket)
 {
-	uint64_t len;
+	size_t i;
 
-	if (h5_addr_defined(coll) && h5_freesp_pop(&f->owned, coll, &len))
-		h5_space_free(f, coll, len, ticket);
+	if (!h5_addr_defined(coll))
+		return;
+	for (i = 0; i < f->nowned && f->owned[i].addr != coll; i++)
+		;
+	if (i == f->nowned || --f->owned[i].refs > 0)
+		return;
+	h5_space_free(f, coll, f->owned[i].len, ticket);
+	f->owned[i] = f->owned[--f->nowned];
 }
 
 /* The new value of an existing attribute (h: its fields; a: decoded):
@@ -277,6 +304,32 @@ static int typestr_parse(char *kind, unsigned *size, bool *big, const char *ts)
 	return 0;
 }
 
+/* A new fixed-length string (ch->fstr): its datatype (ASCII, as netCDF-C
+ * writes NC_CHAR and h5py numpy.bytes_: bytes, no character set claimed)
+ * and its one element, ch->fwidth bytes or the text's length (at least 1:
+ * netCDF-C's empty text is one NUL), the rest NUL. */
+static int fstr_value(uint8_t **data, size_t *dlen, uint8_t *dt, size_t *dtlen, const h5_attr_change *ch)
+{
+	size_t w = ch->fwidth ? ch->fwidth : (ch->len ? ch->len : 1);
+	int rc;
+
+	if (memchr(ch->val, 0, ch->len))
+		return h5_err_set(H5_ERR_INVAL, "a fixed-length string cannot hold a NUL byte");
+	if (ch->len > w)
+		return h5_err_set(H5_ERR_INVAL, "a text of %zu bytes is longer than its fixed-length string (%zu)",
+				  ch->len, w);
+	if (w > (1u << 30))
+		return h5_err_set(H5_ERR_LIMIT, "a fixed-length string of %zu bytes", w);
+	rc = h5_dtype_encode_fstr(dt, dtlen, w, ch->fstr == H5_FSTR_NULLTERM ? 0 : 1, 0);
+	if (rc < 0)
+		return rc;
+	if (!(*data = calloc(1, w + 1)))
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	memcpy(*data, ch->val, ch->len);
+	*dlen = w;
+	return 0;
+}
+
 /* The new attribute message for ch (*msg, *mlen): a new value of the old
  * message old (NULL: a new attribute, or ch->typestr's replacement). */
 int h5_attr_build(uint8_t **msg, size_t *mlen, h5_file *f, const h5_ohdr *oh, const uint8_t *old, size_t old_len,
@@ -284,7 +337,7 @@ int h5_attr_build(uint8_t **msg, size_t *mlen, h5_file *f, const h5_ohdr *oh, co
 {
 	h5_attr_msg a = { 0 };
 	h5_attr_hdr h;
-	uint8_t *data = NULL, dt[64], ds[16 + 8 * H5_MAX_RANK];
+	uint8_t *data = NULL, dt[256], ds[16 + 8 * H5_MAX_RANK];
 	size_t dlen = 0, dtlen = 0;
 	int rc;
 
@@ -300,7 +353,24 @@ int h5_attr_build(uint8_t **msg, size_t *mlen, h5_file *f, const h5_ohdr *oh, co
 		uint64_t nelmts = 1;
 		bool one = true;
 
-		if (ch->typestr) {
+		if (ch->rdt) {
+			/* a datatype and bytes given (dimension scales' lists, dimscale.c) */
+			rc = 0;
+			if (ch->rdt_len > sizeof(dt))
+				rc = h5_err_set(H5_ERR_LIMIT, "a datatype of %zu bytes", ch->rdt_len);
+			if (rc == 0 && !(data = malloc(ch->len ? ch->len : 1)))
+				rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+			if (rc == 0) {
+				memcpy(dt, ch->rdt, ch->rdt_len);
+				dtlen = ch->rdt_len;
+				memcpy(data, ch->val, ch->len);
+				dlen = ch->len;
+				nelmts = ch->rn ? ch->rn : 1;
+				one = ch->rn == 0;
+			}
+		} else if (ch->fstr) {
+			rc = fstr_value(&data, &dlen, dt, &dtlen, ch);
+		} else if (ch->typestr) {
 			char kind = 0;
 			unsigned size = 0;
 			bool big = false;

@@ -26,6 +26,12 @@ typedef struct h5_attr_change {
 	bool dry;               /* checked only (h5_attr_set_check): nothing written */
 	uint64_t *heap;         /* dry, or NULL: the global heap bytes the change writes, added */
 	bool set;               /* a batch's new value of an existing attribute */
+	enum h5_fstr fstr;      /* a new fixed-length string (h5_attr_create_str) */
+	size_t fwidth;          /* its size, 0: the text's length */
+	const uint8_t *rdt;     /* a new attribute of this datatype message
+				 * (h5_attr_create_raw): val its len bytes */
+	size_t rdt_len;
+	uint64_t rn;            /* its elements, 1-D (0: scalar) */
 } h5_attr_change;
 
 /* nelmts variable-length strings: a new global heap collection at the
@@ -33,17 +39,34 @@ typedef struct h5_attr_change {
  * elements (length, collection, index) pointing into it. */
 int h5_attr_vstr_data(uint8_t **out, size_t *out_len, h5_file *f, const char *const *s, const size_t *l, size_t n,
 		      bool one_msg);
-/* The global heap collection this session wrote for the value of the
- * attribute message msg alone (f->owned; one_msg above), or UNDEF: once
- * a commit replaced or removed msg, h5_attr_coll_free frees it (ticket:
- * the commit's, h5_ohdr_change). */
+/* The global heap collection this session wrote that the value of the
+ * attribute message msg points into (f->owned: its own, one_msg above, or
+ * a batch's), or UNDEF: once a commit replaced or removed msg,
+ * h5_attr_coll_free drops msg's reference and frees the collection with
+ * the last one (ticket: the commit's, h5_ohdr_change). */
 uint64_t h5_attr_owned_coll(h5_file *f, const uint8_t *msg, size_t len);
 void h5_attr_coll_free(h5_file *f, uint64_t coll, uint64_t ticket);
+/* The attributes of the object at addr, about to be freed: each one's
+ * reference to a collection of this session dropped (h5_attr_coll_free). */
+void h5_attr_colls_drop(h5_file *f, uint64_t addr, uint64_t ticket);
 /* The new attribute message for ch (*msg, *mlen): a new value of the old
  * message old (NULL: a new attribute, or ch->typestr's replacement); with
  * ch->dry nothing written to the file (variable-length strings' elements
  * zero, of their size: *mlen is the message's). */
 int h5_attr_build(uint8_t **msg, size_t *mlen, h5_file *f, const struct h5_ohdr *oh, const uint8_t *old,
 		  size_t old_len, const h5_attr_change *ch);
+
+/* Under write_lock (dimscale.c): attribute NAME (new, or replacing one)
+ * of the datatype message dtype, n elements 1-D (0: a scalar), their len
+ * bytes as stored; NAME deleted. One commit each. */
+int h5_attr_create_raw_locked(h5_file *f, uint64_t addr, const char *name, size_t name_len, const uint8_t *dtype,
+			      size_t dtype_len, uint64_t n, const void *data, size_t len);
+int h5_attr_delete_locked(h5_file *f, uint64_t addr, const char *name, size_t name_len);
+
+/* Under write_lock, at unmount (h5_file_compact): the first object a
+ * change noted (ohdr_edit.h, H5_NOTE_ATTRS) whose dense attribute store
+ * ends at the allocation end, written anew into the lowest freed space
+ * that takes it. 1 moved, 0 nothing to do (h5_ohdr_notes_each). */
+int h5_attr_move_down(h5_file *f);
 
 #endif

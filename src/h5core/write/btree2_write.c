@@ -335,16 +335,24 @@ int h5_bt2w_open(h5_bt2w **out, h5_file *f, const h5_dataset *d, uint64_t idx_ad
 	w->rank = l->ndims;
 	w->client = d->pline.n ? H5_ARR_CLIENT_FILT_CHUNK : H5_ARR_CLIENT_CHUNK;
 	/* H5D__bt2_idx_create: filtered records carry the chunk size in
-	 * 1 + (log2(chunk bytes) + 8) / 8 bytes, and a filter mask */
-	w->elmt_size = f->fmt.sizeof_addr + (d->pline.n ? h5_chunk_size_len(d->chunk_bytes) + 4 : 0);
+	 * 1 + (log2(chunk bytes) + 8) / 8 bytes (layout version 5: Size of
+	 * Lengths bytes), and a filter mask */
+	w->elmt_size = f->fmt.sizeof_addr +
+		       (d->pline.n ? h5_chunk_size_len_v(&f->fmt, l->version, d->chunk_bytes) + 4 : 0);
 	if (h5_addr_defined(idx_addr)) {
 		rc = h5_bt2_open(&w->bt, f, idx_addr);
 		if (rc == 0) {
+			unsigned stored;
+
 			w->h = *w->bt->hdr;
-			if (w->h.rec_size != w->elmt_size + 8u * w->rank || w->h.type != (d->pline.n ? 11 : 10))
+			stored = w->h.rec_size > 8u * w->rank ? w->h.rec_size - 8u * w->rank : 0;
+			if (w->h.type != (d->pline.n ? 11 : 10) ||
+			    h5_chunk_elmt_size_ok(&f->fmt, l->version, d->pline.n != 0, d->chunk_bytes, stored) < 0)
 				rc = h5_err_set(H5_ERR_FORMAT, "v2 B-tree at 0x%llx: record type %u size %u, expected %u",
 						(unsigned long long)idx_addr, w->h.type, w->h.rec_size,
 						w->elmt_size + 8u * w->rank);
+			else
+				w->elmt_size = stored; /* records are rewritten as wide as they are stored */
 		}
 		if (rc == 0 && h5_addr_defined(w->h.root_addr))
 			rc = node_load(&w->root, w, w->h.root_addr, w->h.depth, w->h.root_nrec, w->h.total_nrec);

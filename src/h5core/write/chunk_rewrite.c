@@ -18,6 +18,9 @@
  */
 #include "overwrite.h"
 #include "txn.h"
+#include "ohdr_edit.h"
+#include "link_store.h"
+#include "attr_write_int.h"
 #include "space.h"
 #include "pool.h"
 #include "base.h"
@@ -526,8 +529,34 @@ static void note_top(const rw *r)
 	memcpy(f->last_chunk.scaled, r->top.scaled, r->rank * sizeof(*r->top.scaled));
 }
 
-int h5_ow_chunked_commit(h5_dataset *d, const h5_ow_ext *ext, size_t n, bool durable, uint64_t *last_end,
-			 h5_freesp *gone)
+/* The chunks a put took whole (chunk_whole.c), written already: their
+ * records set first (every kept extent over them came later). */
+static int set_whole(rw *r, const h5_ow_whole *whole, size_t nwhole)
+{
+	uint64_t scaled[H5_MAX_RANK] = { 0 };
+	int rc = nwhole ? writer_open(r) : 0;
+
+	for (size_t i = 0; i < nwhole && rc == 0; i++) {
+		cent *e;
+
+		/* still a full chunk of the same shape (a truncate since: the
+		 * write passes the end) */
+		for (unsigned k = 1; k < r->rank; k++)
+			if (r->d->layout.chunk[k] != r->d->space.dims[k])
+				return h5_err_set(H5_ERR_RANGE, "dataset reshaped under a write");
+		if ((whole[i].s + 1) * r->d->layout.chunk[0] > r->d->space.dims[0])
+			return h5_err_set(H5_ERR_RANGE, "write of chunk %llu passes the end",
+					  (unsigned long long)whole[i].s);
+		scaled[0] = whole[i].s;
+		rc = tab_get(&e, r, scaled);
+		if (rc == 0)
+			rc = set_rec(r, e, &whole[i].rec);
+	}
+	return rc;
+}
+
+int h5_ow_chunked_commit(h5_dataset *d, const h5_ow_whole *whole, size_t nwhole, const h5_ow_ext *ext, size_t n,
+			 bool durable, uint64_t *last_end, h5_freesp *gone)
 {
 	rw r;
 	uint64_t ticket = 0;
@@ -537,6 +566,11 @@ int h5_ow_chunked_commit(h5_dataset *d, const h5_ow_ext *ext, size_t n, bool dur
 
 	if (rc < 0)
 		return rc;
+	rc = set_whole(&r, whole, nwhole);
+	if (rc < 0) {
+		rw_free(&r);
+		return rc;
+	}
 	/* disjoint ranges: a chunk every byte of which is new is not read */
 	rc = h5_ow_merge(&m, &nm, ext, n);
 	for (size_t i = 0; i < nm && rc == 0; i++)
@@ -670,6 +704,23 @@ out:
 	/* what the end now frees is cut off */
 	if (rc == 0)
 		rc = h5_txn_sync(f, false);
+	/* then a header's continuation chunk, a group's link storage or an
+	 * object's dense attribute store left at the end moves down into
+	 * the space that released (ohdr_edit.c, link_write.c,
+	 * attr_write.c), and the end is cut again */
+	for (int k = 0; rc == 0 && k < 8; k++) {
+		int moved = h5_ohdr_move_down(f);
+
+		if (moved == 0)
+			moved = h5_link_move_down(f);
+		if (moved == 0)
+			moved = h5_attr_move_down(f);
+		if (moved < 0)
+			h5_err_clear();         /* nothing answered depends on it */
+		if (moved <= 0)
+			break;
+		rc = h5_txn_sync(f, false);
+	}
 	pthread_mutex_unlock(&f->write_lock);
 	return rc;
 }

@@ -7,9 +7,11 @@
  * index and (when the object indexes creation order) a new creation-order
  * index. Nothing on disk changes until the caller's one in-place write of
  * the info message that names them (link_dense.c, attr_write.c), so a
- * crash leaves the old storage or the new, whole. Old structures are left
- * unreferenced (h5repack reclaims them). Every call runs under
- * f->write_lock. */
+ * crash leaves the old storage or the new, whole. The new structures
+ * take space freed earlier when it holds them (h5_space_take), and the old
+ * ones are freed once the caller's commit returned
+ * (h5_dense_set_old_free; doc/DESIGN.md "Free space"). Every call runs
+ * under f->write_lock. */
 #ifndef H5_WRITE_DENSE_WRITE_H
 #define H5_WRITE_DENSE_WRITE_H
 
@@ -42,12 +44,22 @@ typedef struct h5_dense_set {
 	h5_fheap_params hp;
 	h5_bt2_params name_bp, corder_bp;
 	bool index_corder;
+	h5_freesp old;          /* the loaded store's blocks (h5_space_note),
+				 * none when some are kept (huge objects) */
 } h5_dense_set;
 
 /* The objects of the storage an info message names (corder_bt2: UNDEF
  * when creation order is not indexed). */
 int h5_dense_set_load(h5_dense_set *s, h5_file *f, h5_dense_kind kind, uint64_t fheap, uint64_t name_bt2,
 		      uint64_t corder_bt2);
+/* The loaded store's blocks freed with the ticket of the commit that
+ * switched the info message away from them (h5_space_free_noted). */
+void h5_dense_set_old_free(h5_dense_set *s, h5_file *f, uint64_t ticket);
+/* Whether the store (kind, its heap and indexes) ends at the allocation
+ * end and freed space takes all of it: written anew into the lowest
+ * space that fits (the unmount's move down), FILE can end lower. 1 yes,
+ * 0 no, or a negative h5_err. */
+int h5_dense_movable(h5_file *f, h5_dense_kind kind, uint64_t fheap, uint64_t name_bt2, uint64_t corder_bt2);
 /* An empty set with libhdf5's parameters for new dense storage
  * (H5G__dense_create, H5A__dense_create). */
 void h5_dense_set_init(h5_dense_set *s, h5_dense_kind kind, bool index_corder);

@@ -15,6 +15,7 @@
  * by the EOF address before the one write that links it.
  */
 #include "base.h"
+#include "dtype.h"
 #include "rd.h"
 #include "file.h"
 #include "ohdr.h"
@@ -169,10 +170,15 @@ static int dset_pline(uint8_t *out, size_t *len, size_t cap, const h5_dset_new *
 	return h5_enc_pline(out, len, cap, &fl);
 }
 
+/* a datatype message's most: a v1 header message is at most 64 KiB with
+ * the dataset's other messages */
+#define DTYPE_MAX 49152
+
 static int new_header(uint64_t *addr, h5_file *f, const h5_dset_new *d)
 {
 	const h5_fmt *fmt = &f->fmt;
-	uint8_t sp[16 + 2 * 8 * H5_MAX_RANK], ty[256], fv[16], lay[32 + 4 * H5_MAX_RANK], pl[64];
+	uint8_t sp[16 + 2 * 8 * H5_MAX_RANK], fv[16], lay[32 + 4 * H5_MAX_RANK], pl[64];
+	uint8_t *ty = malloc(DTYPE_MAX);
 	size_t lsp, lty, lfv, llay, lpl = 0, msgs, p = 16;
 	unsigned nmsgs = 5;
 	uint64_t maxdims[H5_MAX_RANK];
@@ -181,9 +187,21 @@ static int new_header(uint64_t *addr, h5_file *f, const h5_dset_new *d)
 
 	for (unsigned i = 0; i < d->rank; i++)
 		maxdims[i] = d->chunked && i == 0 && d->growable ? H5_UNLIMITED : d->dims[i];
-	rc = h5_enc_dspace(sp, &lsp, sizeof(sp), fmt, d->rank, d->dims, maxdims);
-	if (rc == 0)
-		rc = h5_enc_dtype(ty, &lty, sizeof(ty), d->kind, d->size, d->big_endian);
+	rc = ty ? h5_enc_dspace(sp, &lsp, sizeof(sp), fmt, d->rank, d->dims, maxdims)
+		: h5_err_set(H5_ERR_NOMEM, "out of memory");
+	if (rc == 0 && d->vstr) {
+		rc = h5_dtype_encode_vstr(ty, &lty, 1);        /* UTF-8, as h5py's string_dtype() */
+		if (rc == 0 && d->size != h5_file_vlen_size(f))
+			rc = h5_err_set(H5_ERR_INVAL, "variable-length elements of %u bytes", d->size);
+	} else if (rc == 0 && d->descr) {
+		size_t isz = 0;
+
+		rc = h5_enc_dtype_descr(ty, &lty, DTYPE_MAX, &isz, d->descr, d->descr_len);
+		if (rc == 0 && isz != d->size)
+			rc = h5_err_set(H5_ERR_INVAL, "dtype of %zu bytes, %u given", isz, d->size);
+	} else if (rc == 0) {
+		rc = h5_enc_dtype(ty, &lty, DTYPE_MAX, d->kind, d->size, d->big_endian);
+	}
 	if (rc == 0)
 		rc = h5_enc_fill_default(fv, &lfv, sizeof(fv), d->chunked);
 	if (rc == 0)
@@ -192,15 +210,19 @@ static int new_header(uint64_t *addr, h5_file *f, const h5_dset_new *d)
 				   d->chunked ? 0 : d->data_size);
 	if (rc == 0 && d->chunked && d->deflate)
 		rc = dset_pline(pl, &lpl, sizeof(pl), d);
-	if (rc < 0)
+	if (rc < 0) {
+		free(ty);
 		return rc;
+	}
 	if (lpl)
 		nmsgs++;
 	msgs = 4 * 8 + h5_align8(lsp) + h5_align8(lty) + h5_align8(lfv) + h5_align8(llay) +
 	       (lpl ? 8 + h5_align8(lpl) : 0) + ROOM;
 	b = calloc(1, 16 + msgs);
-	if (!b)
+	if (!b) {
+		free(ty);
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	}
 	b[0] = 1;                       /* version */
 	h5_le_encode(b + 2, nmsgs, 2);  /* messages */
 	h5_le_encode(b + 4, 1, 4);      /* reference count */
@@ -217,6 +239,18 @@ static int new_header(uint64_t *addr, h5_file *f, const h5_dset_new *d)
 	if (rc == 0)
 		rc = h5_file_write(f, *addr, b, 16 + msgs);
 	free(b);
+	free(ty);
+	return rc;
+}
+
+int h5_numpy_descr_size(size_t *itemsize, const char *descr, size_t len)
+{
+	uint8_t *ty = malloc(DTYPE_MAX);
+	size_t lty;
+	int rc = ty ? h5_enc_dtype_descr(ty, &lty, DTYPE_MAX, itemsize, descr, len)
+		    : h5_err_set(H5_ERR_NOMEM, "out of memory");
+
+	free(ty);
 	return rc;
 }
 
@@ -268,6 +302,7 @@ typedef struct dset_job {
 struct h5_dset_writer {
 	h5_file *f;
 	h5_dset_new d;
+	char *descr;            /* d.descr's copy */
 	uint64_t start;         /* the allocation end before the data */
 	uint64_t filled;        /* bytes written, from the start, in order */
 	uint64_t total;         /* the dataset's bytes */
@@ -356,6 +391,15 @@ int h5_dset_writer_open(h5_dset_writer **out, h5_file *f, const h5_dset_new *d)
 	w->f = f;
 	w->d = *d;
 	w->total = n;
+	if (d->descr) {
+		/* the caller's text may go before the commit */
+		w->d.descr = w->descr = malloc(d->descr_len ? d->descr_len : 1);
+		if (!w->descr) {
+			rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+			goto out;
+		}
+		memcpy(w->descr, d->descr, d->descr_len);
+	}
 	if (d->chunked) {
 		w->d.indexed = 1;
 		rc = writer_open_chunked(w);
@@ -612,5 +656,6 @@ void h5_dset_writer_free(h5_dset_writer *w)
 	h5_bt1w_free(w->bt);
 	h5_pline_clear(&w->pl);
 	free(w->slab);
+	free(w->descr);
 	free(w);
 }

@@ -563,8 +563,10 @@ static int ea_cparam(h5_ea_cparam *cp, const h5_dataset *d, const h5_fmt *fmt)
 
 	cp->client = d->pline.n ? H5_ARR_CLIENT_FILT_CHUNK : H5_ARR_CLIENT_CHUNK;
 	/* H5D__earray_idx_create: filtered elements carry the chunk size in
-	 * 1 + (log2(chunk bytes) + 8) / 8 bytes, and a filter mask */
-	cp->elmt_size = (uint8_t)(fmt->sizeof_addr + (d->pline.n ? h5_chunk_size_len(d->chunk_bytes) + 4 : 0));
+	 * 1 + (log2(chunk bytes) + 8) / 8 bytes (layout version 5: Size of
+	 * Lengths bytes), and a filter mask */
+	cp->elmt_size = (uint8_t)(fmt->sizeof_addr +
+				  (d->pline.n ? h5_chunk_size_len_v(fmt, l->version, d->chunk_bytes) + 4 : 0));
 	cp->max_nelmts_bits = l->ea_max_bits;
 	cp->idx_blk_elmts = l->ea_idx_elmts;
 	cp->data_blk_min_elmts = l->ea_min_elmts;
@@ -578,6 +580,21 @@ static int eaw_open(void **w, h5_file *f, const h5_dataset *d, uint64_t idx_addr
 	h5_ea_cparam cp;
 
 	ea_cparam(&cp, d, &f->fmt);
+	if (h5_addr_defined(idx_addr) && d->layout.version >= 5 && d->pline.n) {
+		/* layout version 5: the elements are rewritten as wide as the
+		 * header says they are, if that width is one a filtered element
+		 * may have (h5_chunk_elmt_size_ok) */
+		const h5_ea_hdr *h;
+		h5_cache_ref ref;
+		int rc = h5_ea_hdr_get(&h, &ref, f, idx_addr);
+
+		if (rc < 0)
+			return rc;
+		if (h5_chunk_elmt_size_ok(&f->fmt, d->layout.version, true, d->chunk_bytes, h->elmt_size) == 0)
+			cp.elmt_size = h->elmt_size;
+		h5_cache_release(f->meta, &ref);
+		h5_err_clear();
+	}
 	return h5_eaw_open((h5_eaw **)w, f, idx_addr, &cp);
 }
 

@@ -73,7 +73,8 @@ int h5_faw_open(h5_faw **out, h5_file *f, const h5_dataset *d, uint64_t idx_addr
 	if (!w)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	w->f = f;
-	w->elmt_size = f->fmt.sizeof_addr + (d->pline.n ? h5_chunk_size_len(d->chunk_bytes) + 4 : 0);
+	w->elmt_size = f->fmt.sizeof_addr +
+		       (d->pline.n ? h5_chunk_size_len_v(&f->fmt, l->version, d->chunk_bytes) + 4 : 0);
 	if (h5_addr_defined(idx_addr)) {
 		const h5_fa_hdr *h;
 		h5_cache_ref ref;
@@ -83,11 +84,14 @@ int h5_faw_open(h5_faw **out, h5_file *f, const h5_dataset *d, uint64_t idx_addr
 			goto out;
 		w->h = *h;
 		h5_cache_release(f->meta, &ref);
-		if (w->h.elmt_size != w->elmt_size || w->h.client != (d->pline.n ? H5_ARR_CLIENT_FILT_CHUNK : H5_ARR_CLIENT_CHUNK)) {
-			rc = h5_err_set(H5_ERR_FORMAT, "FAHD at 0x%llx: element size %u, expected %u",
-					(unsigned long long)idx_addr, w->h.elmt_size, w->elmt_size);
+		if (w->h.client != (d->pline.n ? H5_ARR_CLIENT_FILT_CHUNK : H5_ARR_CLIENT_CHUNK) ||
+		    h5_chunk_elmt_size_ok(&f->fmt, l->version, d->pline.n != 0, d->chunk_bytes, w->h.elmt_size) < 0) {
+			rc = h5_err_set(H5_ERR_FORMAT, "FAHD at 0x%llx: client %u, element size %u, expected %u",
+					(unsigned long long)idx_addr, w->h.client, w->h.elmt_size, w->elmt_size);
 			goto out;
 		}
+		/* entries are rewritten as wide as they are stored */
+		w->elmt_size = w->h.elmt_size;
 	} else {
 		/* H5D__farray_idx_create: one entry per chunk of the maximum
 		 * dimensions, the layout's page bits */

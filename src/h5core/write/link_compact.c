@@ -133,9 +133,13 @@ static int compact_remove(h5_file *f, uint64_t group, const char *name, size_t n
 
 /* The Link message replaced by one of the new name: one commit. As
  * H5Lmove, the link takes the next creation order (the Link Info
- * message's maximum moves first, a side change as in compact_insert). */
+ * message's maximum moves first, a side change as in compact_insert).
+ * Replacing: the new message takes the place of NEWNAME's, and NAME's
+ * becomes NIL, a side change: in the same chunk one write; in another
+ * chunk written first, so a crash between leaves NEWNAME's old link and
+ * no NAME (the old object kept), never no NEWNAME. */
 static int compact_rename(h5_file *f, uint64_t group, const char *name, size_t name_len, const char *newname,
-			  size_t newname_len, bool durable)
+			  size_t newname_len, bool replace, bool durable)
 {
 	h5_ohdr_change c;
 	h5_linfo li;
@@ -148,7 +152,7 @@ static int compact_rename(h5_file *f, uint64_t group, const char *name, size_t n
 
 	if (rc == 0)
 		rc = scan(&n, &clash, &linfo, &li, &max_compact, f, c.e.oh, newname, newname_len);
-	if (rc == 0 && clash != SIZE_MAX)
+	if (rc == 0 && clash != SIZE_MAX && !replace)
 		rc = h5_err_set(H5_ERR_INVAL, "group 0x%llx has a link \"%.*s\" already", (unsigned long long)group,
 				(int)newname_len, newname);
 	if (rc == 0)
@@ -176,8 +180,13 @@ static int compact_rename(h5_file *f, uint64_t group, const char *name, size_t n
 	}
 	if (rc == 0)
 		rc = h5_link_encode(&msg, &mlen, &f->fmt, &l);
-	if (rc == 0)
+	if (rc == 0 && clash != SIZE_MAX) {
+		rc = h5_ohdr_aux_nil(&c, found);
+		if (rc == 0)
+			rc = h5_ohdr_put(&c, f, clash, H5_MSG_LINK, 0, 0, msg, mlen);
+	} else if (rc == 0) {
 		rc = h5_ohdr_put(&c, f, found, H5_MSG_LINK, 0, 0, msg, mlen);
+	}
 	if (rc == 0)
 		rc = h5_ohdr_commit(&c, f, durable);
 out:
@@ -192,49 +201,75 @@ out:
  * format (IV.A.1.b; times stored): an empty Link Info message (compact
  * storage), a Group Info message, an empty Attribute Info message, and
  * free space; written at the allocation end, then linked (one commit:
- * the link makes it visible). */
+ * the link makes it visible). Creation order of links and attributes
+ * tracked and indexed as crt says (the parent's: netCDF-4 makes every
+ * group with both, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED, and
+ * netCDF-C cannot write into a group without them): the header's flags
+ * bits 2-3 (then every message's prefix has its creation order, 2
+ * bytes), the Link Info and Attribute Info messages' flags and fields
+ * (IV.A.2.c, IV.A.2.v). */
 #define NEWGRP_ROOM 128
 
-static int compact_new_group(uint64_t *addr, h5_file *f)
+/* One message's prefix (IV.A.1.b): type, size, flags, its creation order
+ * when the header tracks attributes' (0: these are no attributes). */
+static size_t msg_prefix(uint8_t *p, unsigned type, size_t size, uint8_t flags, bool crt)
+{
+	p[0] = (uint8_t)type;
+	h5_le_encode(p + 1, size, 2);
+	p[3] = flags;
+	if (crt)
+		h5_le_encode(p + 4, 0, 2);
+	return crt ? 6 : 4;
+}
+
+static int compact_new_group(uint64_t *addr, h5_file *f, const h5_group_crt *crt)
 {
 	const h5_fmt *fmt = &f->fmt;
 	uint8_t b[512];
-	size_t a = fmt->sizeof_addr, p = 0, msgs = (4 + 2 + 2 * a) * 2 + (4 + 2) + NEWGRP_ROOM, total;
+	bool ltrack = crt->links & 1, lindex = ltrack && (crt->links & 2);
+	bool atrack = crt->attrs & 1, aindex = atrack && (crt->attrs & 2);
+	size_t a = fmt->sizeof_addr, pre = atrack ? 6 : 4, p = 0, total;
+	size_t linfo = 2 + (ltrack ? 8 : 0) + 2 * a + (lindex ? a : 0);
+	size_t ainfo = 2 + (atrack ? 2 : 0) + 2 * a + (aindex ? a : 0);
+	size_t msgs = pre + linfo + pre + 2 + pre + ainfo + NEWGRP_ROOM;
 	uint32_t now = (uint32_t)time(NULL);
 	int rc;
 
 	memcpy(b, "OHDR", 4);
 	b[4] = 2;
-	b[5] = 0x20 | 0x01;             /* times stored; chunk 0 size in 2 bytes */
+	/* times stored; chunk 0 size in 2 bytes; attribute creation order */
+	b[5] = (uint8_t)(0x20 | 0x01 | (atrack ? 0x04 : 0) | (aindex ? 0x08 : 0));
 	p = 6;
 	for (int i = 0; i < 4; i++, p += 4)
 		h5_le_encode(b + p, now, 4);
 	h5_le_encode(b + p, msgs, 2);
 	p += 2;
-	/* Link Info: version 0, no creation order, no fractal heap, no index */
-	b[p] = H5_MSG_LINFO; h5_le_encode(b + p + 1, 2 + 2 * a, 2); b[p + 3] = 0;
-	p += 4;
-	b[p] = 0; b[p + 1] = 0;
-	memset(b + p + 2, 0xff, 2 * a);
-	p += 2 + 2 * a;
+	/* Link Info: version 0, creation order as crt, no fractal heap, no
+	 * index (the maximum creation index 0) */
+	p += msg_prefix(b + p, H5_MSG_LINFO, linfo, 0, atrack);
+	b[p] = 0;
+	b[p + 1] = (uint8_t)((ltrack ? 1 : 0) | (lindex ? 2 : 0));
+	memset(b + p + 2, 0, ltrack ? 8 : 0);
+	memset(b + p + 2 + (ltrack ? 8 : 0), 0xff, linfo - 2 - (ltrack ? 8 : 0));
+	p += linfo;
 	/* Group Info: version 0, defaults (flags 0); constant */
-	b[p] = H5_MSG_GINFO; h5_le_encode(b + p + 1, 2, 2); b[p + 3] = H5_MSG_FLAG_CONSTANT;
-	p += 4;
+	p += msg_prefix(b + p, H5_MSG_GINFO, 2, H5_MSG_FLAG_CONSTANT, atrack);
 	b[p] = 0; b[p + 1] = 0;
 	p += 2;
-	/* Attribute Info: version 0, no creation order, no dense storage */
-	b[p] = H5_MSG_AINFO; h5_le_encode(b + p + 1, 2 + 2 * a, 2); b[p + 3] = 0x04;
-	p += 4;
-	b[p] = 0; b[p + 1] = 0;
-	memset(b + p + 2, 0xff, 2 * a);
-	p += 2 + 2 * a;
+	/* Attribute Info: version 0, creation order as crt, no dense storage */
+	p += msg_prefix(b + p, H5_MSG_AINFO, ainfo, 0x04, atrack);
+	b[p] = 0;
+	b[p + 1] = (uint8_t)((atrack ? 1 : 0) | (aindex ? 2 : 0));
+	memset(b + p + 2, 0, atrack ? 2 : 0);
+	memset(b + p + 2 + (atrack ? 2 : 0), 0xff, ainfo - 2 - (atrack ? 2 : 0));
+	p += ainfo;
 	/* free space */
-	b[p] = H5_MSG_NIL; h5_le_encode(b + p + 1, NEWGRP_ROOM - 4, 2); b[p + 3] = 0;
-	memset(b + p + 4, 0, NEWGRP_ROOM - 4);
+	msg_prefix(b + p, H5_MSG_NIL, NEWGRP_ROOM - pre, 0, atrack);
+	memset(b + p + pre, 0, NEWGRP_ROOM - pre);
 	p += NEWGRP_ROOM;
 	total = p + 4;
 	h5_le_encode(b + p, h5_checksum_metadata(b, p), 4);
-	rc = h5_space_alloc(addr, f, total);
+	rc = h5_space_take(addr, f, total);    /* written whole */
 	if (rc == 0)
 		rc = h5_file_write(f, *addr, b, total);
 	return rc;

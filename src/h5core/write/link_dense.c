@@ -27,6 +27,7 @@ typedef struct dense_edit {
 	const h5_link *link;            /* insert: the new link */
 	const char *name, *newname;     /* remove, rename */
 	size_t name_len, newname_len;
+	bool replace;                   /* rename over newname */
 } dense_edit;
 
 typedef int (*edit_fn)(h5_file *f, h5_dense_set *s, h5_linfo *li, const dense_edit *e);
@@ -68,16 +69,21 @@ static int edit_remove(h5_file *f, h5_dense_set *s, h5_linfo *li, const dense_ed
 	return 0;
 }
 
-/* As H5Lmove: the renamed link takes the next creation order. */
+/* As H5Lmove: the renamed link takes the next creation order. Replacing:
+ * newname's link leaves the set in the same change (one commit). */
 static int edit_rename(h5_file *f, h5_dense_set *s, h5_linfo *li, const dense_edit *e)
 {
-	size_t at = h5_dense_set_find(s, e->name, e->name_len);
+	size_t at = h5_dense_set_find(s, e->name, e->name_len), clash = h5_dense_set_find(s, e->newname, e->newname_len);
 	h5_link l = { 0 };
 	int rc;
 
-	if (h5_dense_set_find(s, e->newname, e->newname_len) != SIZE_MAX)
+	if (clash != SIZE_MAX && !e->replace)
 		return h5_err_set(H5_ERR_INVAL, "the group has a link \"%.*s\" already", (int)e->newname_len,
 				  e->newname);
+	if (at != SIZE_MAX && clash != SIZE_MAX) {
+		h5_dense_set_del(s, clash);
+		at = h5_dense_set_find(s, e->name, e->name_len);
+	}
 	if (at == SIZE_MAX)
 		return h5_err_set(H5_ERR_NOTFOUND, "no link \"%.*s\"", (int)e->name_len, e->name);
 	rc = h5_link_decode(&l, s->o[at].msg, s->o[at].len, &f->fmt);
@@ -186,6 +192,12 @@ static int dense_change(h5_file *f, uint64_t group, uint64_t start, bool durable
 		rc = h5_dense_set_switch(&c, f, &s, idx, li.max_corder);
 	if (rc == 0)
 		rc = h5_ohdr_commit_cow(&c, f, durable);
+	/* the old store: referenced by nothing once the switch is durable */
+	if (rc == 0) {
+		h5_dense_set_old_free(&s, f, c.ticket);
+		if (!moved)
+			h5_ohdr_note(f, H5_NOTE_GROUP, group);
+	}
 out:
 	h5_dense_set_free(&s);
 	h5_ohdr_change_close(&c);
@@ -207,18 +219,53 @@ static int dense_remove(h5_file *f, uint64_t group, const char *name, size_t nam
 }
 
 static int dense_rename(h5_file *f, uint64_t group, const char *name, size_t name_len, const char *newname,
-			size_t newname_len, bool durable)
+			size_t newname_len, bool replace, bool durable)
 {
-	dense_edit e = { .name = name, .name_len = name_len, .newname = newname, .newname_len = newname_len };
+	dense_edit e = { .name = name, .name_len = name_len, .newname = newname, .newname_len = newname_len,
+			 .replace = replace };
 
 	return dense_change(f, group, UINT64_MAX, durable, edit_rename, &e);
 }
 
+static int edit_none(h5_file *f, h5_dense_set *s, h5_linfo *li, const dense_edit *e)
+{
+	(void)f, (void)s, (void)li, (void)e;
+	return 0;
+}
+
+/* (link_store.h's move_down) The store written anew, no link changed,
+ * when its highest block ends at the allocation end: a late change's
+ * store otherwise keeps FILE long after the space below was freed. */
+static int dense_move_down(h5_file *f, uint64_t group)
+{
+	h5_ohdr *oh = NULL;
+	h5_linfo li = { 0 };
+	int rc = h5_ohdr_load(&oh, f, group), found = 0;
+
+	for (size_t i = 0; rc == 0 && i < oh->nmsgs && !found; i++)
+		if (oh->msgs[i].type == H5_MSG_LINFO && !(oh->msgs[i].flags & H5_MSG_FLAG_SHARED)) {
+			rc = h5_linfo_decode(&li, &f->fmt, oh->msgs[i].data, oh->msgs[i].size);
+			found = 1;
+		}
+	h5_ohdr_free(oh);
+	if (rc < 0 || !found || !h5_addr_defined(li.fheap_addr))
+		return rc;
+	rc = h5_dense_movable(f, H5_DENSE_LINKS, li.fheap_addr, li.name_bt2_addr, li.corder_bt2_addr);
+	if (rc > 0) {
+		f->freesp.low = true;
+		rc = dense_change(f, group, UINT64_MAX, true, edit_none, NULL);
+		f->freesp.low = false;
+		if (rc == 0)
+			rc = 1;
+	}
+	return rc;
+}
+
 /* A child of a dense group is what mkdir makes in a compact one: a group
  * of the latest format (dense storage exists only there). */
-static int dense_new_group(uint64_t *addr, h5_file *f)
+static int dense_new_group(uint64_t *addr, h5_file *f, const h5_group_crt *crt)
 {
-	return h5_lstore_compact.new_group(addr, f);
+	return h5_lstore_compact.new_group(addr, f, crt);
 }
 
 const h5_lstore_ops h5_lstore_dense = {
@@ -227,4 +274,5 @@ const h5_lstore_ops h5_lstore_dense = {
 	.remove = dense_remove,
 	.rename = dense_rename,
 	.new_group = dense_new_group,
+	.move_down = dense_move_down,
 };

@@ -18,8 +18,15 @@
  *              counted), or under the new one. Soft and external links
  *              are copied, then removed: both names are the only middle
  *              state.
- *   replacing  a move over an existing name removes that name first (one
- *              commit of its own), as unlink, then moves.
+ *   replacing  a move over an existing name within one group whose form
+ *              renames in one commit: that commit also drops the old link
+ *              (rename(2)'s atomic replacement: sed -i, editors, rsync,
+ *              np.save over NAME; issue 56), then the old object's count
+ *              is lowered when it had other links. Across groups (or a
+ *              form without rename) the old name is removed first, its
+ *              own commit, and put back when the move then fails; a crash
+ *              between leaves the object without the name (said in
+ *              doc/MODIFY.md).
  */
 #include "base.h"
 #include "rd.h"
@@ -139,7 +146,7 @@ int h5_link_hard(h5_file *f, uint64_t group, const char *name, size_t name_len, 
 }
 
 static int move_locked(h5_file *f, uint64_t sgroup, const char *sname, size_t slen, uint64_t dgroup,
-		       const char *dname, size_t dlen)
+		       const char *dname, size_t dlen, struct h5_gone **gone)
 {
 	const h5_lstore_ops *ops;
 	h5_link src = { 0 }, dst = { 0 };
@@ -160,21 +167,45 @@ static int move_locked(h5_file *f, uint64_t sgroup, const char *sname, size_t sl
 		goto out;
 	if (has_dst && src.type == H5_LINK_HARD && dst.type == H5_LINK_HARD && src.addr == dst.addr)
 		goto out;       /* rename(2): two links of one object: nothing */
-	if (has_dst && (rc = h5_link_remove_locked(f, dgroup, dname, dlen, 0)) < 0)
+	/* the replaced dataset's storage, when this was its last link */
+	if (gone && has_dst && dst.type == H5_LINK_HARD && (rc = h5_gone_collect(gone, f, dst.addr)) < 0)
 		goto out;
 	if (sgroup == dgroup && (rc = h5_lstore_at(&ops, f, sgroup)) == 0 && ops->rename) {
-		rc = ops->rename(f, sgroup, sname, slen, dname, dlen, false);
+		rc = ops->rename(f, sgroup, sname, slen, dname, dlen, has_dst, false);
+		/* the replaced object: one link fewer (a crash before leaves the
+		 * count too high, which only keeps it) */
+		if (rc == 0 && has_dst && dst.type == H5_LINK_HARD) {
+			(void)h5_obj_refcount_add(f, dst.addr, -1);
+			h5_err_clear();
+		}
 		goto out;
 	}
 	if (rc < 0)
+		goto out;
+	if (has_dst && (rc = h5_link_remove_locked(f, dgroup, dname, dlen, 0)) < 0)
 		goto out;
 	if (src.type == H5_LINK_HARD)
 		rc = hard_locked(f, dgroup, dname, dlen, src.addr);
 	else
 		rc = h5_link_insert_locked(f, dgroup, &src, dname, dlen);
+	if (rc < 0 && has_dst) {
+		/* the old name back: a failed rename leaves what was there */
+		char *why = strdup(h5_err_msg());
+
+		if (dst.type == H5_LINK_HARD)
+			(void)hard_locked(f, dgroup, dname, dlen, dst.addr);
+		else
+			(void)h5_link_insert_locked(f, dgroup, &dst, dname, dlen);
+		h5_err_set(rc, "%s", why ? why : "out of memory");
+		free(why);
+	}
 	if (rc == 0)
 		rc = h5_link_remove_locked(f, sgroup, sname, slen, 0);
 out:
+	if (rc < 0 && gone) {
+		h5_gone_discard(*gone);
+		*gone = NULL;
+	}
 	h5_link_clear(&src);
 	h5_link_clear(&dst);
 	return rc;
@@ -188,7 +219,21 @@ int h5_link_move(h5_file *f, uint64_t sgroup, const char *sname, size_t slen, ui
 	if (!h5_file_writable(f))
 		return h5_err_set(H5_ERR_ROFS, "the file is open read-only");
 	pthread_mutex_lock(&f->write_lock);
-	rc = move_locked(f, sgroup, sname, slen, dgroup, dname, dlen);
+	rc = move_locked(f, sgroup, sname, slen, dgroup, dname, dlen, NULL);
+	pthread_mutex_unlock(&f->write_lock);
+	return rc;
+}
+
+int h5_link_move_gone(h5_file *f, uint64_t sgroup, const char *sname, size_t slen, uint64_t dgroup,
+		      const char *dname, size_t dlen, struct h5_gone **gone)
+{
+	int rc;
+
+	*gone = NULL;
+	if (!h5_file_writable(f))
+		return h5_err_set(H5_ERR_ROFS, "the file is open read-only");
+	pthread_mutex_lock(&f->write_lock);
+	rc = move_locked(f, sgroup, sname, slen, dgroup, dname, dlen, gone);
 	pthread_mutex_unlock(&f->write_lock);
 	return rc;
 }

@@ -22,8 +22,12 @@
  *  3. fsync, the superblock's EOF address covering the new space (txn.c);
  *     a moved data segment: the heap header's one write, fsync;
  *  4. the root node's one in-place write: the change is visible.
- * Old nodes and names stay unreferenced (space.h never reuses space while
- * the file is open; libhdf5 does not reuse it across opens either).
+ * New nodes and segments take space freed earlier when it holds them
+ * (h5_space_take: each is written whole); the nodes and the data segment
+ * a change replaced are freed once its commit returned (space.h), as
+ * libhdf5 frees them (H5B, H5HL). A removed name goes back to the local
+ * heap's free list at a later change, once its removal is durable
+ * (heap_release).
  */
 #include "base.h"
 #include "rd.h"
@@ -38,179 +42,10 @@
 #include "space.h"
 #include "txn.h"
 #include "link_store.h"
+#include "link_stab_int.h"
+#include "ohdr_edit.h"
 
 #define MAX_LEAVES ((size_t)1 << 24)
-
-/* One symbol table node of the group, in name order. */
-typedef struct leaf {
-	uint64_t addr;
-	uint64_t rkey;          /* heap offset of its last name */
-	h5_snod_entry *e;       /* loaded entries (NULL: not loaded) */
-	size_t n;
-	bool changed;
-} leaf;
-
-typedef struct stab_edit {
-	h5_file *f;
-	h5_stab st;
-	/* the local heap's data segment as it will be, and its header */
-	uint8_t *heap;
-	uint64_t hsize, hfree, haddr;
-	uint64_t ofree;         /* the free list's head on disk */
-	bool moved;             /* a new data segment: written whole */
-	struct { uint64_t off, len; } dirty[8];
-	size_t ndirty;          /* in-place writes of the old segment */
-	leaf *lv;
-	size_t nl, cl;
-	uint64_t left_key;      /* key 0 of the root */
-	unsigned twok_leaf, k_int;
-} stab_edit;
-
-static uint64_t hget(const stab_edit *s, uint64_t off)
-{
-	return h5_le_decode(s->heap + off, s->f->fmt.sizeof_size);
-}
-
-static void hput(stab_edit *s, uint64_t off, uint64_t v)
-{
-	h5_le_encode(s->heap + off, v, s->f->fmt.sizeof_size);
-}
-
-/* The name at off, or NULL when off is outside the heap or unterminated. */
-static const char *hname(const stab_edit *s, uint64_t off)
-{
-	if (off >= s->hsize || !memchr(s->heap + off, 0, s->hsize - off))
-		return NULL;
-	return (const char *)s->heap + off;
-}
-
-static int mark(stab_edit *s, uint64_t off, uint64_t len)
-{
-	if (s->moved)
-		return 0;
-	if (s->ndirty == sizeof(s->dirty) / sizeof(s->dirty[0]))
-		return h5_err_set(H5_ERR_INVAL, "local heap: too many changes in one commit");
-	s->dirty[s->ndirty].off = off;
-	s->dirty[s->ndirty++].len = len;
-	return 0;
-}
-
-static bool no_block(const stab_edit *s, uint64_t off)
-{
-	unsigned n = s->f->fmt.sizeof_size;
-	uint64_t ones = n >= 8 ? UINT64_MAX : ((UINT64_C(1) << (8 * n)) - 1);
-
-	return off == H5_LHEAP_FREE_NULL || off == ones;
-}
-
-/* A data segment twice as large (at least by need), its new space one free
- * block (the last block grows when it ends where the segment did). */
-static int heap_grow(stab_edit *s, uint64_t need)
-{
-	uint64_t two_l = 2 * (uint64_t)s->f->fmt.sizeof_size;
-	uint64_t more = h5_align8(need > s->hsize ? need : s->hsize), nsize = s->hsize + more, tail = H5_ADDR_UNDEF;
-	uint8_t *nh;
-
-	if (more < two_l)
-		more = two_l, nsize = s->hsize + more;
-	if (nsize > ((uint64_t)1 << 32))
-		return h5_err_set(H5_ERR_NOSPC, "local heap at 0x%llx: names would pass 4 GiB",
-				  (unsigned long long)s->st.heap_addr);
-	nh = realloc(s->heap, nsize);
-	if (!nh)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory");
-	s->heap = nh;
-	memset(s->heap + s->hsize, 0, nsize - s->hsize);
-	for (uint64_t cur = s->hfree, guard = 0; !no_block(s, cur) && guard < s->hsize; cur = hget(s, cur), guard++)
-		if (cur + hget(s, cur + s->f->fmt.sizeof_size) == s->hsize)
-			tail = cur;
-	if (tail != H5_ADDR_UNDEF) {
-		hput(s, tail + s->f->fmt.sizeof_size, hget(s, tail + s->f->fmt.sizeof_size) + more);
-	} else {
-		hput(s, s->hsize, s->hfree);
-		hput(s, s->hsize + s->f->fmt.sizeof_size, more);
-		s->hfree = s->hsize;
-	}
-	s->hsize = nsize;
-	s->moved = true;
-	return 0;
-}
-
-/* str (len bytes, a NUL added) into the heap: *off. */
-static int heap_add(uint64_t *off, stab_edit *s, const char *str, size_t len)
-{
-	unsigned L = s->f->fmt.sizeof_size;
-	uint64_t need = h5_align8((uint64_t)len + 1), two_l = 2 * (uint64_t)L;
-
-	for (int round = 0; round < 2; round++) {
-		uint64_t prev = H5_ADDR_UNDEF, cur = s->hfree;
-
-		for (uint64_t guard = 0; !no_block(s, cur); guard++) {
-			uint64_t next, size;
-
-			if (guard > s->hsize / 8 || cur > s->hsize || s->hsize - cur < two_l)
-				return h5_err_set(H5_ERR_FORMAT, "local heap at 0x%llx: bad free list",
-						  (unsigned long long)s->st.heap_addr);
-			next = hget(s, cur);
-			size = hget(s, cur + L);
-			if (size < two_l || size > s->hsize - cur)
-				return h5_err_set(H5_ERR_FORMAT, "local heap at 0x%llx: free block at %llu has "
-						  "size %llu", (unsigned long long)s->st.heap_addr,
-						  (unsigned long long)cur, (unsigned long long)size);
-			if (size == need || size >= need + two_l) {
-				int rc;
-
-				/* the tail of the block: its head (the list) stays */
-				*off = cur + size - need;
-				memset(s->heap + *off, 0, need);
-				memcpy(s->heap + *off, str, len);
-				rc = mark(s, *off, need);
-				if (rc == 0 && size == need) {
-					if (prev == H5_ADDR_UNDEF) {
-						s->hfree = next;
-					} else {
-						hput(s, prev, next);
-						rc = mark(s, prev, L);
-					}
-				} else if (rc == 0) {
-					hput(s, cur + L, size - need);
-					rc = mark(s, cur + L, L);
-				}
-				return rc;
-			}
-			prev = cur;
-			cur = next;
-		}
-		if (round == 0) {
-			int rc = heap_grow(s, need);
-
-			if (rc < 0)
-				return rc;
-		}
-	}
-	return h5_err_set(H5_ERR_FORMAT, "local heap at 0x%llx: no room after growing",
-			  (unsigned long long)s->st.heap_addr);
-}
-
-static int heap_load(stab_edit *s)
-{
-	h5_file *f = s->f;
-	uint8_t hdr[8 + 3 * 8];
-	h5_lheap h;
-	int rc = h5_file_read(f, s->st.heap_addr, hdr, h5_lheap_hdr_size(&f->fmt));
-
-	if (rc == 0)
-		rc = h5_lheap_decode(&h, &f->fmt, hdr, h5_lheap_hdr_size(&f->fmt));
-	if (rc < 0)
-		return rc;
-	s->hsize = h.size;
-	s->haddr = h.data_addr;
-	s->hfree = s->ofree = h5_le_decode(hdr + 8 + f->fmt.sizeof_size, f->fmt.sizeof_size);
-	if (s->hsize < 8)
-		return h5_err_set(H5_ERR_FORMAT, "local heap at 0x%llx: %llu-byte data segment",
-				  (unsigned long long)s->st.heap_addr, (unsigned long long)s->hsize);
-	return h5_file_read_alloc(&s->heap, f, s->haddr, s->hsize);
-}
 
 /* ---- the list of symbol table nodes ----------------------------------------- */
 
@@ -218,7 +53,7 @@ static int push_leaf(stab_edit *s, size_t at, uint64_t addr, uint64_t rkey)
 {
 	if (s->nl == s->cl) {
 		size_t nc = s->cl ? 2 * s->cl : 16;
-		leaf *nv = nc <= MAX_LEAVES ? realloc(s->lv, nc * sizeof(*nv)) : NULL;
+		stab_leaf *nv = nc <= MAX_LEAVES ? realloc(s->lv, nc * sizeof(*nv)) : NULL;
 
 		if (!nv)
 			return h5_err_set(H5_ERR_NOMEM, "out of memory");
@@ -226,7 +61,7 @@ static int push_leaf(stab_edit *s, size_t at, uint64_t addr, uint64_t rkey)
 		s->cl = nc;
 	}
 	memmove(s->lv + at + 1, s->lv + at, (s->nl - at) * sizeof(*s->lv));
-	s->lv[at] = (leaf){ .addr = addr, .rkey = rkey };
+	s->lv[at] = (stab_leaf){ .addr = addr, .rkey = rkey };
 	s->nl++;
 	return 0;
 }
@@ -245,6 +80,9 @@ static int collect(stab_edit *s, uint64_t addr, int level)
 	} else if (nd->level != level) {
 		rc = h5_err_set(H5_ERR_FORMAT, "v1 B-tree node at 0x%llx: level %u, expected %d",
 				(unsigned long long)addr, nd->level, level);
+	} else {
+		/* below the root: built anew by every commit (build_tree) */
+		rc = h5_space_note(addr, h5_bt1_group_size(&s->f->fmt, s->k_int), &s->gone);
 	}
 	for (unsigned i = 0; rc == 0 && i < nd->n; i++)
 		rc = nd->level ? collect(s, nd->child[i], nd->level - 1)
@@ -253,7 +91,7 @@ static int collect(stab_edit *s, uint64_t addr, int level)
 	return rc;
 }
 
-static int leaf_load(stab_edit *s, leaf *l)
+static int leaf_load(stab_edit *s, stab_leaf *l)
 {
 	h5_snod *sn = NULL;
 	int rc;
@@ -281,7 +119,7 @@ static int find_leaf(size_t *at, const stab_edit *s, const char *name)
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		const char *k = hname(s, s->lv[mid].rkey);
+		const char *k = h5_stab_hname(s, s->lv[mid].rkey);
 
 		if (!k)
 			return h5_err_set(H5_ERR_FORMAT, "v1 B-tree key %llu outside the local heap",
@@ -297,11 +135,11 @@ static int find_leaf(size_t *at, const stab_edit *s, const char *name)
 
 /* Within a loaded node: *pos, the entry named name or where it would go;
  * *found. */
-static int find_entry(size_t *pos, bool *found, const stab_edit *s, const leaf *l, const char *name)
+static int find_entry(size_t *pos, bool *found, const stab_edit *s, const stab_leaf *l, const char *name)
 {
 	*found = false;
 	for (*pos = 0; *pos < l->n; (*pos)++) {
-		const char *k = hname(s, l->e[*pos].name_off);
+		const char *k = h5_stab_hname(s, l->e[*pos].name_off);
 		int c;
 
 		if (!k)
@@ -337,7 +175,7 @@ static int write_leaf(stab_edit *s, size_t i)
 {
 	h5_file *f = s->f;
 	size_t len = h5_snod_size(&f->fmt, f->sym_leaf_k);
-	leaf *l = &s->lv[i];
+	stab_leaf *l = &s->lv[i];
 	uint8_t *buf = malloc(len);
 	int rc = buf ? 0 : h5_err_set(H5_ERR_NOMEM, "out of memory");
 
@@ -347,7 +185,7 @@ static int write_leaf(stab_edit *s, size_t i)
 
 		rc = h5_snod_encode(buf, len, &f->fmt, f->sym_leaf_k, l->e + left, l->n - left);
 		if (rc == 0)
-			rc = h5_space_alloc(&addr, f, len);
+			rc = h5_space_take(&addr, f, len);      /* written whole */
 		if (rc == 0)
 			rc = h5_file_write(f, addr, buf, len);
 		if (rc == 0)
@@ -357,8 +195,10 @@ static int write_leaf(stab_edit *s, size_t i)
 	}
 	if (rc == 0)
 		rc = h5_snod_encode(buf, len, &f->fmt, f->sym_leaf_k, l->e, l->n);
+	if (rc == 0 && h5_addr_defined(l->addr))
+		rc = h5_space_note(l->addr, len, &s->gone);     /* the node it replaces */
 	if (rc == 0)
-		rc = h5_space_alloc(&l->addr, f, len);
+		rc = h5_space_take(&l->addr, f, len);
 	if (rc == 0)
 		rc = h5_file_write(f, l->addr, buf, len);
 	l->rkey = l->e[l->n - 1].name_off;
@@ -392,7 +232,7 @@ static int build_tree(uint8_t *root_buf, size_t root_len, stab_edit *s)
 			break;
 		}
 		for (size_t j = 0; rc == 0 && j < m; j++)
-			rc = h5_space_alloc(&naddr[j], f, nlen);
+			rc = h5_space_take(&naddr[j], f, nlen);         /* written whole below */
 		for (size_t j = 0; rc == 0 && j < m; j++) {
 			unsigned cnt = (unsigned)(n / m + (j < n % m));
 
@@ -445,7 +285,9 @@ static int commit(stab_edit *s, uint64_t start, bool durable)
 	if (rc == 0)
 		rc = build_tree(root, rlen, s);
 	if (rc == 0 && s->moved) {
-		rc = h5_space_alloc(&seg, f, s->hsize);
+		rc = h5_space_note(s->haddr, s->ohsize, &s->gone);
+		if (rc == 0)
+			rc = h5_space_take(&seg, f, s->hsize);
 		if (rc == 0)
 			rc = h5_file_write(f, seg, s->heap, s->hsize);
 	}
@@ -465,6 +307,14 @@ static int commit(stab_edit *s, uint64_t start, bool durable)
 	}
 	if (rc == 0)
 		rc = h5_txn_last_write(&t, s->st.btree_addr, root, rlen);
+	/* the replaced nodes and segment: referenced by nothing once the
+	 * root's write is durable */
+	if (rc == 0) {
+		h5_stab_names_commit(s, s->moved ? seg : s->haddr, t.ticket);
+		h5_space_free_noted(f, &s->gone, t.ticket);
+		/* (its blocks may move down at unmount: stab_move_down) */
+		h5_ohdr_note(f, H5_NOTE_GROUP, s->group);
+	}
 	h5_cache_invalidate(f->meta, H5_CK_LHEAP, s->st.heap_addr);
 	h5_cache_invalidate(f->meta, H5_CK_BT1, s->st.btree_addr);
 	free(root);
@@ -477,6 +327,8 @@ static void stab_close(stab_edit *s)
 		free(s->lv[i].e);
 	free(s->lv);
 	free(s->heap);
+	h5_freesp_clear(&s->gone);
+	h5_freesp_clear(&s->names);
 }
 
 static int stab_open(stab_edit *s, h5_file *f, uint64_t group)
@@ -487,6 +339,7 @@ static int stab_open(stab_edit *s, h5_file *f, uint64_t group)
 
 	memset(s, 0, sizeof(*s));
 	s->f = f;
+	s->group = group;
 	s->twok_leaf = 2 * (unsigned)f->sym_leaf_k;
 	s->k_int = f->btree_k;
 	if (rc == 0)
@@ -498,25 +351,60 @@ static int stab_open(stab_edit *s, h5_file *f, uint64_t group)
 		rc = h5_err_set(H5_ERR_FORMAT, "superblock: group node K of 0");
 	if (rc == 0) {
 		s->st = gs.stab;
-		rc = heap_load(s);
+		rc = h5_stab_heap_load(s);
 	}
 	if (rc == 0)
 		rc = collect(s, s->st.btree_addr, -1);
 	return rc;
 }
 
+/* Entry re of node ri taken out (*out: a copy); a node left empty goes,
+ * and nothing names it after the commit: its space is noted gone. */
+static int take(stab_edit *s, size_t ri, size_t re, h5_snod_entry *out, bool drop_soft)
+{
+	stab_leaf *l = &s->lv[ri];
+	h5_snod_entry e = l->e[re];
+	int rc;
+
+	if (out)
+		*out = e;
+	/* its name, and a soft link's value unless an entry added in the
+	 * same change keeps it (a rename), go back to the heap later */
+	h5_stab_name_gone(s, e.name_off);
+	if (drop_soft && e.cache_type == 2)
+		h5_stab_name_gone(s, e.link_off);
+	memmove(l->e + re, l->e + re + 1, (l->n - re - 1) * sizeof(*l->e));
+	l->n--;
+	l->changed = true;
+	if (l->n == 0) {
+		rc = h5_space_note(l->addr, h5_snod_size(&s->f->fmt, s->f->sym_leaf_k), &s->gone);
+		if (rc < 0)
+			return rc;
+		free(l->e);
+		memmove(s->lv + ri, s->lv + ri + 1, (s->nl - ri - 1) * sizeof(*s->lv));
+		s->nl--;
+	} else {
+		l->rkey = l->e[l->n - 1].name_off;
+	}
+	return 0;
+}
+
 /* The edit: the entry name_rm taken out (*removed: a copy), then add
  * (its name_off set here from add_name) put in. Both checked before any
- * change: name_rm must be there, add_name must not. */
+ * change: name_rm must be there, add_name must not - unless replace: its
+ * entry then goes in the same change (rename(2) over a name, one commit). */
 static int stab_change(h5_file *f, uint64_t group, const char *name_rm, h5_snod_entry *removed,
-		       const h5_snod_entry *add, const char *add_name, const char *soft, uint64_t start, bool durable)
+		       const h5_snod_entry *add, const char *add_name, const char *soft, bool replace, uint64_t start,
+		       bool durable)
 {
 	stab_edit s;
 	size_t ri = 0, re = 0, ai = 0, ae = 0;
-	bool found;
+	bool found, clash = false;
 	h5_snod_entry e;
 	int rc = stab_open(&s, f, group);
 
+	if (rc == 0)
+		rc = h5_stab_heap_release(&s);
 	if (rc == 0 && name_rm) {
 		rc = locate(&ri, &re, &found, &s, name_rm);
 		if (rc == 0 && !found)
@@ -524,38 +412,34 @@ static int stab_change(h5_file *f, uint64_t group, const char *name_rm, h5_snod_
 	}
 	if (rc == 0 && add) {
 		rc = locate(&ai, &ae, &found, &s, add_name);
-		if (rc == 0 && found)
+		if (rc == 0 && found && !replace)
 			rc = h5_err_set(H5_ERR_INVAL, "group 0x%llx has a link \"%s\" already",
 					(unsigned long long)group, add_name);
+		clash = found;
 	}
 	if (rc < 0)
 		goto out;
-	if (name_rm) {
-		leaf *l = &s.lv[ri];
-
-		e = l->e[re];
-		if (removed)
-			*removed = e;
-		memmove(l->e + re, l->e + re + 1, (l->n - re - 1) * sizeof(*l->e));
-		l->n--;
-		l->changed = true;
-		if (l->n == 0) {
-			free(l->e);
-			memmove(s.lv + ri, s.lv + ri + 1, (s.nl - ri - 1) * sizeof(*s.lv));
-			s.nl--;
-		} else {
-			l->rkey = l->e[l->n - 1].name_off;
-		}
+	if (name_rm && (rc = take(&s, ri, re, removed, !add)) < 0)
+		goto out;
+	if (clash) {
+		/* (the removal may have moved it) */
+		rc = locate(&ai, &ae, &found, &s, add_name);
+		if (rc == 0 && !found)
+			rc = h5_err_set(H5_ERR_FORMAT, "symbol table: \"%s\" lost while replacing it", add_name);
+		if (rc == 0)
+			rc = take(&s, ai, ae, NULL, true);
+		if (rc < 0)
+			goto out;
 	}
 	if (add) {
-		leaf *l;
+		stab_leaf *l;
 
 		e = *add;
-		rc = heap_add(&e.name_off, &s, add_name, strlen(add_name));
+		rc = h5_stab_heap_add(&e.name_off, &s, add_name, strlen(add_name));
 		if (rc == 0 && soft) {
 			uint64_t off;
 
-			rc = heap_add(&off, &s, soft, strlen(soft));
+			rc = h5_stab_heap_add(&off, &s, soft, strlen(soft));
 			e.link_off = (uint32_t)off;
 		}
 		if (rc < 0)
@@ -637,7 +521,7 @@ static int stab_insert(h5_file *f, uint64_t group, const h5_link *l, uint64_t st
 	int rc = name ? entry_of(&e, f, l) : H5_ERR_NOMEM;
 
 	if (rc == 0)
-		rc = stab_change(f, group, NULL, NULL, &e, name, l->type == H5_LINK_SOFT ? l->target : NULL,
+		rc = stab_change(f, group, NULL, NULL, &e, name, l->type == H5_LINK_SOFT ? l->target : NULL, false,
 				 start == UINT64_MAX ? h5_space_end(f) : start, durable);
 	free(name);
 	return rc;
@@ -646,7 +530,7 @@ static int stab_insert(h5_file *f, uint64_t group, const h5_link *l, uint64_t st
 static int stab_remove(h5_file *f, uint64_t group, const char *name, size_t name_len, bool durable)
 {
 	char *n = cstr(name, name_len);
-	int rc = n ? stab_change(f, group, n, NULL, NULL, NULL, NULL, h5_space_end(f), durable) : H5_ERR_NOMEM;
+	int rc = n ? stab_change(f, group, n, NULL, NULL, NULL, NULL, false, h5_space_end(f), durable) : H5_ERR_NOMEM;
 
 	free(n);
 	return rc;
@@ -654,7 +538,7 @@ static int stab_remove(h5_file *f, uint64_t group, const char *name, size_t name
 
 /* The entry keeps its object, cache and soft link value; one commit. */
 static int stab_rename(h5_file *f, uint64_t group, const char *name, size_t name_len, const char *newname,
-		       size_t newname_len, bool durable)
+		       size_t newname_len, bool replace, bool durable)
 {
 	char *o = cstr(name, name_len), *n = cstr(newname, newname_len);
 	h5_snod_entry e = { 0 };
@@ -675,7 +559,7 @@ static int stab_rename(h5_file *f, uint64_t group, const char *name, size_t name
 		stab_close(&s);
 	}
 	if (rc == 0)
-		rc = stab_change(f, group, o, NULL, &e, n, NULL, h5_space_end(f), durable);
+		rc = stab_change(f, group, o, NULL, &e, n, NULL, replace, h5_space_end(f), durable);
 	free(o);
 	free(n);
 	return rc;
@@ -685,12 +569,12 @@ static int stab_rename(h5_file *f, uint64_t group, const char *name, size_t name
  * What libhdf5 makes for a group in a file of the earliest format: a v1
  * object header (IV.A.1.a) with a Symbol Table message, an empty B-tree
  * root (level 0, no children, key 0 the empty name) and a local heap of 88
- * bytes, the empty name at offset 0 and one free block; one allocation,
- * header, root, heap, written at the allocation end (the link makes it
- * visible). The header has room (a NIL message) for a few attributes. */
+ * bytes, the empty name at offset 0 and one free block; one block,
+ * header, root, heap, written whole (freed space when some holds it, else
+ * at the allocation end; the link makes it visible). The header has room (a NIL message) for a few attributes. */
 #define NEWGRP_ROOM 96
 
-static int stab_new_group(uint64_t *addr, h5_file *f)
+static int stab_new_group(uint64_t *addr, h5_file *f, const h5_group_crt *crt)
 {
 	const h5_fmt *fmt = &f->fmt;
 	unsigned A = fmt->sizeof_addr, L = fmt->sizeof_size;
@@ -701,8 +585,9 @@ static int stab_new_group(uint64_t *addr, h5_file *f)
 	uint8_t *b = calloc(1, total);
 	int rc = b ? 0 : h5_err_set(H5_ERR_NOMEM, "out of memory");
 
+	(void)crt;      /* a v1 header tracks no creation order */
 	if (rc == 0)
-		rc = h5_space_alloc(addr, f, total);
+		rc = h5_space_take(addr, f, total);     /* written whole below */
 	if (rc < 0)
 		goto out;
 	bt = *addr + ohlen;
@@ -732,10 +617,60 @@ out:
 	return rc;
 }
 
+/* ---- the blocks moved down (unmount) --------------------------------------------
+ * (link_store.h's move_down) A change late in a churn (a name added
+ * after a large file was written, then the file removed) places the
+ * group's new node or grown data segment at the allocation end, where it
+ * keeps FILE long after the space below was freed. When its highest block
+ * still ends at the allocation end and freed space takes every node and
+ * the segment, the group is committed once more with each written anew:
+ * the ordinary commit above (new blocks first, the heap header's write and
+ * fsync, then the root's one write), the lowest space that fits taken
+ * (freesp.low); the old blocks are freed by it. */
+static int stab_move_down(h5_file *f, uint64_t group)
+{
+	size_t nlen = h5_snod_size(&f->fmt, f->sym_leaf_k);
+	uint64_t total, top, end = h5_space_end(f);
+	stab_edit s;
+	int rc = stab_open(&s, f, group);
+
+	if (rc < 0)
+		goto out;
+	/* its highest block: the segment, a node, or a B-tree node below
+	 * the root (collect() noted those in s.gone) */
+	top = s.haddr + s.hsize;
+	total = s.hsize;
+	for (size_t i = 0; i < s.gone.n; i++) {
+		top = s.gone.v[i].addr + s.gone.v[i].len > top ? s.gone.v[i].addr + s.gone.v[i].len : top;
+		total += s.gone.v[i].len;
+	}
+	for (size_t i = 0; i < s.nl; i++) {
+		top = s.lv[i].addr + nlen > top ? s.lv[i].addr + nlen : top;
+		total += nlen;
+	}
+	if (top != end || h5_freesp_largest(&f->freesp) < total)
+		goto out;
+	for (size_t i = 0; rc == 0 && i < s.nl; i++) {
+		rc = leaf_load(&s, &s.lv[i]);
+		s.lv[i].changed = true;
+	}
+	s.moved = true;         /* the same size, written whole */
+	f->freesp.low = true;
+	if (rc == 0)
+		rc = commit(&s, h5_space_end(f), true);
+	f->freesp.low = false;
+	if (rc == 0)
+		rc = 1;
+out:
+	stab_close(&s);
+	return rc;
+}
+
 const h5_lstore_ops h5_lstore_stab = {
 	.name = "symbol table",
 	.insert = stab_insert,
 	.remove = stab_remove,
 	.rename = stab_rename,
 	.new_group = stab_new_group,
+	.move_down = stab_move_down,
 };

@@ -31,6 +31,14 @@ typedef enum h5_lstore_kind {
 	H5_LSTORE_NKINDS
 } h5_lstore_kind;
 
+/* What a group tracks the creation order of (bit 0 tracked, bit 1
+ * indexed): its links (the Link Info message's flags, IV.A.2.c) and its
+ * attributes (its v2 header's flags bits 2-3, IV.A.1.b). */
+typedef struct h5_group_crt {
+	uint8_t links, attrs;
+} h5_group_crt;
+void h5_group_crt_of(h5_group_crt *crt, const struct h5_ohdr *oh);
+
 typedef struct h5_lstore_ops {
 	const char *name;
 	/* Add l (its name not in the group: checked here) to the group at
@@ -40,17 +48,26 @@ typedef struct h5_lstore_ops {
 	int (*insert)(h5_file *f, uint64_t group, const h5_link *l, uint64_t start, bool durable);
 	/* Remove the link NAME from the group at group. */
 	int (*remove)(h5_file *f, uint64_t group, const char *name, size_t name_len, bool durable);
-	/* Optional: link NAME renamed NEWNAME in one commit (NEWNAME not in
-	 * the group: checked here). NULL: the move is an insert, then a
-	 * remove (link_move.c). */
+	/* Optional: link NAME renamed NEWNAME in one commit. NEWNAME must
+	 * not be in the group (checked here), unless replace: then its link
+	 * goes in the same commit (rename(2) over a name: the old link stays
+	 * until the new one is in, issue 56). NULL: the move is an insert,
+	 * then a remove (link_move.c). */
 	int (*rename)(h5_file *f, uint64_t group, const char *name, size_t name_len, const char *newname,
-		      size_t newname_len, bool durable);
+		      size_t newname_len, bool replace, bool durable);
 	/* An empty group of the form a group of this form gets for its
 	 * children (mkdir), written at the allocation end: *addr, its header.
 	 * A v2 header of compact storage in a compact group, an old-style
 	 * group in a symbol-table group, as libhdf5 makes them in files of the
-	 * latest and of the earliest format. */
-	int (*new_group)(uint64_t *addr, h5_file *f);
+	 * latest and of the earliest format; a v2 header tracks (and
+	 * indexes) the creation order of links and attributes as crt says
+	 * (the parent's: h5_group_crt_of). */
+	int (*new_group)(uint64_t *addr, h5_file *f, const struct h5_group_crt *crt);
+	/* Optional (unmount): when the group's link storage ends at the
+	 * allocation end and freed space takes all of it, the same links
+	 * written anew there (freesp.low: the lowest space that fits), one
+	 * ordinary durable commit. 1 moved, 0 not, or a negative h5_err. */
+	int (*move_down)(h5_file *f, uint64_t group);
 } h5_lstore_ops;
 
 /* The form of the group whose header is oh (format/group.h's one rule,
@@ -84,8 +101,20 @@ int h5_obj_refcount_add(h5_file *f, uint64_t addr, int delta);
 int h5_link_dense_convert(h5_ohdr_change *c, h5_file *f, h5_linfo *li, size_t linfo, const h5_link *l,
 			  bool durable);
 
+/* (link_write.c) Under f->write_lock, at unmount (h5_file_compact):
+ * the first group a change noted (ohdr_edit.h, H5_NOTE_GROUP) whose link
+ * storage ends at the allocation end, written anew into the lowest freed
+ * space (its form's move_down). 1 moved, 0 nothing to do
+ * (h5_ohdr_notes_each). */
+int h5_link_move_down(h5_file *f);
+
 extern const h5_lstore_ops h5_lstore_compact;
 extern const h5_lstore_ops h5_lstore_stab;
 extern const h5_lstore_ops h5_lstore_dense;
+
+/* (link_write.c) A new h5_gone holding what the dataset at addr stores
+ * when its last link is about to go (*out NULL: none, or not a dataset
+ * with one link); under f->write_lock. */
+int h5_gone_collect(struct h5_gone **out, h5_file *f, uint64_t addr);
 
 #endif

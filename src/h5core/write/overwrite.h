@@ -9,6 +9,10 @@
 #include "file.h"
 #include "dataset.h"
 #include "freesp.h"
+#include "chunk_rec.h"
+#include "h5core.h"
+
+#include <pthread.h>
 
 /* Bytes [off, off + len) of the dataset's stream, written by the user. */
 typedef struct h5_ow_ext {
@@ -16,6 +20,81 @@ typedef struct h5_ow_ext {
 	size_t len, cap;
 	uint8_t *p;
 } h5_ow_ext;
+
+/* Chunks every byte of which a put wrote (with, at most, the kept bytes
+ * right before it): filtered at once from the request's bytes and written
+ * to space taken for them (space.h h5_space_take), referenced by nothing
+ * until the commit sets their records (chunk_rewrite.c) - no copy kept,
+ * no merge. A chunk is taken whole only while no kept extent overlaps it,
+ * so at the commit the whole chunks go first and kept extents after them
+ * (later bytes win, as always). Used where a chunk's bytes are one run
+ * of the dataset's stream: the chunks span every dimension but the first
+ * whole, and those cannot change (maxdims); full chunks only (an edge
+ * chunk may gain rows by appends before the commit). */
+typedef struct h5_ow_whole {
+	uint64_t s;             /* the chunk's index along dimension 0 */
+	h5_chunk_rec rec;       /* its new copy, written */
+} h5_ow_whole;
+
+typedef struct h5_ow_chunks {
+	bool ok;                /* chunks of this dataset can be taken whole */
+	h5_dataset *d;          /* their pipeline, while any is taken (or NULL) */
+	bool filtered;
+	h5_ow_whole *v;
+	size_t n, cap;
+	uint64_t maxs;          /* highest s noted in v (a chunk again: s <= maxs) */
+	uint64_t imax;          /* highest s handed to an encoder */
+	uint64_t bytes;         /* decoded bytes taken (not committed) */
+	/* a chunk filtered on a pool worker while the next request comes
+	 * (chunk_whole.c): jobs in flight, the first error of one */
+	bool async;
+	pthread_mutex_t amu;
+	pthread_cond_t acv;
+	unsigned inflight, pactive;
+	int aerr;
+	char amsg[256];
+} h5_ow_chunks;
+
+
+struct h5_overwriter {
+	h5_file *f;
+	uint64_t addr;          /* object header */
+	uint64_t nbytes;        /* the dataset's bytes at the last commit */
+	uint64_t esize;
+	uint8_t cls;            /* H5_LAYOUT_* */
+	h5_ow_ext *ext;
+	size_t n, cap;
+	uint64_t buffered;
+	uint64_t direct;        /* bytes written in place since the last commit */
+	uint64_t caddr;         /* allocated contiguous storage, else undefined */
+	uint64_t chunk_bytes;   /* chunked: one chunk's bytes */
+	bool unsynced;          /* a commit since the last durable one was not fsync'd */
+	uint64_t last_end;      /* allocation end after this writer's last commit */
+	/* what its last commit replaced (chunk_rewrite.c): freed at the next
+	 * commit or at close, once the caller reopened the dataset its readers
+	 * use (the daemon's ow_refresh), so no reader follows an old address
+	 * into reused space */
+	h5_freesp gone;
+	h5_ow_chunks wc;        /* chunks taken whole (chunk_whole.c) */
+};
+
+/* Keep [off, off + len) in memory until the commit (overwrite.c). */
+int h5_ow_keep(h5_overwriter *w, uint64_t off, const uint8_t *buf, size_t len);
+
+/* chunk_whole.c: set up w->wc for w's dataset d (or leave it unused);
+ * the dataset a put opened for the pipeline closed (the commit, once
+ * nothing is taken); a put of a chunked dataset (whole chunks taken, the
+ * rest kept); the taken chunks' bytes over [off, off + len) into buf
+ * (h5_overwrite_peek); the taken chunks dropped, their space given back
+ * (never referenced: a handle closed without its commit). */
+void h5_ow_whole_init(h5_overwriter *w, const h5_dataset *d);
+void h5_ow_whole_release(h5_overwriter *w);
+int h5_ow_put_chunked(h5_overwriter *w, uint64_t off, const uint8_t *p, size_t len);
+int h5_ow_whole_peek(const h5_overwriter *w, uint64_t off, uint8_t *buf, size_t len);
+void h5_ow_whole_drop(h5_overwriter *w);
+/* Wait for the chunks being filtered on the pool: 0, or the first error
+ * one had (then cleared). Before a commit, a peek, a close. */
+int h5_ow_whole_wait(h5_overwriter *w);
 
 /* The extents ext[0..n) (in the order written) as m disjoint ranges in
  * offset order, each byte holding its last value; free with h5_ow_free.
@@ -25,7 +104,8 @@ typedef struct h5_ow_ext {
 int h5_ow_merge(h5_ow_ext **out, size_t *m, const h5_ow_ext *ext, size_t n);
 void h5_ow_free(h5_ow_ext *r, size_t m);
 
-/* Chunked: apply the extents ext[0..n) in order (a later one over an
+/* Chunked: set the records of the chunks taken whole, whole[0..nwhole),
+ * then apply the extents ext[0..n) in order (a later one over an
  * earlier one wins) to the chunks they touch and commit them in one
  * ordered commit (txn.c); called under f->write_lock. *last_end: the
  * allocation end after the previous commit of this writer (reserve
@@ -33,8 +113,8 @@ void h5_ow_free(h5_ow_ext *r, size_t m);
  * added to gone with the commit's ticket (space.h h5_space_free_all).
  * Returns 0 or a negative h5_err; on an error FILE holds the old state or
  * the complete new one (and nothing is added to gone). */
-int h5_ow_chunked_commit(h5_dataset *d, const h5_ow_ext *ext, size_t n, bool durable, uint64_t *last_end,
-			 h5_freesp *gone);
+int h5_ow_chunked_commit(h5_dataset *d, const h5_ow_whole *whole, size_t nwhole, const h5_ow_ext *ext, size_t n,
+			 bool durable, uint64_t *last_end, h5_freesp *gone);
 
 /* Whether chunked d can be rewritten (its index has writers, its filters
  * encoders): 0 or H5_ERR_UNSUPPORTED with the reason. */

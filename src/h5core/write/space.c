@@ -26,6 +26,8 @@
 #include "freesp.h"
 #include "cache.h"
 
+#include <time.h>
+
 bool h5_space_fits(const h5_file *f, uint64_t end)
 {
 	return end < H5_ADDR_UNDEF && (f->fmt.sizeof_addr >= 8 || end < UINT64_C(1) << (8 * f->fmt.sizeof_addr));
@@ -47,11 +49,49 @@ int h5_space_alloc(uint64_t *addr, h5_file *f, uint64_t len)
 	if (h5_add_overflow(*addr, len, &end) || !h5_space_fits(f, end))
 		return h5_err_set(H5_ERR_LIMIT, "file address space exhausted");
 	f->alloc_end = end;
+	/* below an end lowered (h5_space_settle, give_back, a commit's cut):
+	 * what readers decoded from the old bytes there is stale, as for
+	 * space the free list gives (h5_space_take). A filtered chunk decoded
+	 * at an address a later chunk took read as the old one (issue 53:
+	 * a growable gzip dataset's last chunk one version old) */
+	if (*addr < f->alloc_high) {
+		uint64_t hi = end < f->alloc_high ? end : f->alloc_high;
+
+		h5_cache_invalidate_range(f->meta, *addr, hi);
+		if (f->chunks && f->chunks != f->meta)
+			h5_cache_invalidate_range(f->chunks, *addr, hi);
+	}
+	if (end > f->alloc_high)
+		f->alloc_high = end;
 	return 0;
+}
+
+/* Extents held back for reader sections (h5_space_free) go to the free
+ * list once every section that began before their free ended. */
+static void quar_drain(h5_file *f)
+{
+	uint64_t oldest;
+	size_t w = 0;
+
+	if (!f->nquar)
+		return;
+	oldest = h5_file_read_oldest(f, NULL);
+	for (size_t i = 0; i < f->nquar; i++) {
+		struct h5_quar *q = &f->quar[i];
+
+		if (q->rseq < oldest) {
+			if (h5_freesp_add(&f->freesp, q->addr, q->len, q->ticket) < 0)
+				h5_err_clear();
+		} else {
+			f->quar[w++] = *q;
+		}
+	}
+	f->nquar = w;
 }
 
 static void release(h5_file *f, uint64_t *end)
 {
+	quar_drain(f);
 	h5_freesp_release(&f->freesp, __atomic_load_n(&f->sync_done, __ATOMIC_ACQUIRE), end);
 }
 
@@ -62,7 +102,10 @@ void h5_space_settle(h5_file *f)
 	release(f, &end);
 	if (end < f->alloc_end) {
 		/* space below the old end is handed out again: new space for
-		 * every "did the end move" test (ohdr_edit.c's stage) */
+		 * every "did the end move" test (ohdr_edit.c's stage); the
+		 * caches forget its old bytes when h5_space_alloc hands it out
+		 * (a freed heap's direct block, cached, was met at the same
+		 * address in a new heap: test_dense) */
 		f->alloc_end = end;
 		f->reused++;
 	}
@@ -89,16 +132,46 @@ uint64_t h5_space_ticket(h5_file *f)
 	return __atomic_load_n(&f->sync_started, __ATOMIC_ACQUIRE) + 1;
 }
 
+static int quar_add(h5_file *f, uint64_t addr, uint64_t len, uint64_t ticket, uint64_t seq)
+{
+	if (f->nquar == f->cquar) {
+		size_t cap = f->cquar ? 2 * f->cquar : 16;
+		struct h5_quar *v = realloc(f->quar, cap * sizeof(*v));
+
+		if (!v)
+			return -1;      /* (straight to the list, as before) */
+		f->quar = v;
+		f->cquar = cap;
+	}
+	f->quar[f->nquar++] = (struct h5_quar){ addr, len, ticket, seq };
+	return 0;
+}
+
 void h5_space_free(h5_file *f, uint64_t addr, uint64_t len, uint64_t ticket)
 {
-	uint64_t end;
+	uint64_t end, seq;
 
 	if (ticket == 0)
 		ticket = h5_space_ticket(f);
 	if (!h5_addr_defined(addr) || len == 0 || h5_add_overflow(addr, len, &end) || end > h5_space_end(f))
 		return;
+	/* a reader section active since before this free: held back */
+	if (h5_file_read_oldest(f, &seq) != UINT64_MAX && quar_add(f, addr, len, ticket, seq) == 0)
+		goto names;
 	if (h5_freesp_add(&f->freesp, addr, len, ticket) < 0)
 		h5_err_clear();         /* leaked: a double free is refused, never handed out twice */
+names:
+	/* names removed from a local heap whose data segment this was
+	 * (link_stab.c): never given back into what another structure
+	 * may take */
+	for (size_t i = 0; i < f->lheap_names.n;) {
+		uint64_t a = f->lheap_names.v[i].addr, n;
+
+		if (a < end && addr < a + f->lheap_names.v[i].len)
+			h5_freesp_pop(&f->lheap_names, a, &n);
+		else
+			i++;
+	}
 }
 
 void h5_space_free_all(h5_file *f, h5_freesp *from)
@@ -106,6 +179,18 @@ void h5_space_free_all(h5_file *f, h5_freesp *from)
 	for (size_t i = 0; i < from->n; i++)
 		h5_space_free(f, from->v[i].addr, from->v[i].len, from->v[i].ticket);
 	h5_freesp_clear(from);
+}
+
+int h5_space_note(uint64_t addr, uint64_t len, void *ud)
+{
+	return h5_freesp_add(ud, addr, len, UINT64_MAX);
+}
+
+void h5_space_free_noted(h5_file *f, h5_freesp *noted, uint64_t ticket)
+{
+	for (size_t i = 0; i < noted->n; i++)
+		h5_space_free(f, noted->v[i].addr, noted->v[i].len, ticket);
+	h5_freesp_clear(noted);
 }
 
 int h5_space_extend(h5_file *f, uint64_t eoa)
@@ -149,19 +234,55 @@ int h5_space_give_back(h5_file *f, uint64_t mark, uint64_t start)
 	return size > keep ? h5_file_truncate(f, keep) : 0;
 }
 
-/* Of len bytes a commit may take, those the free list can give: released
- * bytes in extents that hold a block of RESERVE_BLOCK (a global heap
- * collection's least size; a smaller extent may not fit the blocks the
- * commit writes). */
-#define RESERVE_BLOCK 4096
+void h5_file_space_handover(h5_file *to, h5_file *from)
+{
+	uint64_t ticket;
+
+	if (to == from || !h5_file_writable(to) || !h5_file_writable(from))
+		return;
+	pthread_mutex_lock(&from->write_lock);
+	pthread_mutex_lock(&to->write_lock);
+	/* the same EOF address: nobody else allocated since (libhdf5 places
+	 * new space at its EOF address and moves it). Space below it that
+	 * `from` holds unused (reserved room, the free list) is referenced by
+	 * nothing `to` read: the superblock's EOF address is not the end of
+	 * what is referenced while a commit's room is reserved (txn.c), and
+	 * `to` starting there would leave that room unreferenced for good */
+	if (from->alloc_end && !to->alloc_end && !to->freesp.n && to->eoa == from->eoa && to->base == from->base &&
+	    from->alloc_end <= from->eoa) {
+		to->alloc_end = from->alloc_end;
+		to->freesp = from->freesp;
+		from->freesp = (h5_freesp){ 0 };
+		/* and the chunk rewritten last, which h5_file_compact may move
+		 * down at the end of the session */
+		to->last_chunk = from->last_chunk;
+		from->last_chunk.dset = 0;
+		memcpy(to->conts, from->conts, sizeof(to->conts));
+		to->nconts = from->nconts;
+		to->next_cont = from->next_cont;
+		from->nconts = 0;
+		/* extents waiting for a sync of `from` wait for one of `to`
+		 * that begins from now on (after the commits that freed them:
+		 * an fsync syncs FILE whichever descriptor it is made on) */
+		ticket = h5_space_ticket(to);
+		for (size_t i = 0; i < to->freesp.n; i++)
+			if (to->freesp.v[i].ticket)
+				to->freesp.v[i].ticket = ticket;
+	}
+	pthread_mutex_unlock(&to->write_lock);
+	pthread_mutex_unlock(&from->write_lock);
+}
+
+/* Of len bytes a commit may take, those the free list surely gives: all
+ * of them when one released extent holds them (h5_space_take places each
+ * block best fit, and the largest extent, holding their sum, always has
+ * room for the next), else none: blocks of a size the reserve does not
+ * know may not fit extents smaller than the sum (a block is never split;
+ * summing every extent promised space a dense store written anew could
+ * not take, and a full disk then failed the commit after its answer). */
 static uint64_t reusable(const h5_file *f, uint64_t len)
 {
-	uint64_t sum = 0;
-
-	for (size_t i = 0; i < f->freesp.n && sum < len; i++)
-		if (!f->freesp.v[i].ticket && f->freesp.v[i].len >= RESERVE_BLOCK)
-			sum += f->freesp.v[i].len;
-	return sum < len ? sum : len;
+	return h5_freesp_largest(&f->freesp) >= len ? len : 0;
 }
 
 int h5_file_reserve(h5_file *f, uint64_t len)
@@ -173,11 +294,21 @@ int h5_file_reserve(h5_file *f, uint64_t len)
 		return h5_err_set(H5_ERR_ROFS, "the file is open read-only");
 	pthread_mutex_lock(&f->write_lock);
 	/* space the free list holds takes no disk space: a change that
-	 * fits there is made on a full disk too */
-	h5_space_settle(f);
-	rc = h5_add_overflow(f->base, h5_space_end(f), &at) ? h5_err_set(H5_ERR_LIMIT, "file size overflows") : 0;
-	if (rc == 0)
-		rc = h5_file_allocate(f, at, len - reusable(f, len));
+	 * fits there is made on a full disk too - also space held back for
+	 * a reader section, which ends within a request: on a full disk the
+	 * reserve waits for it a little (at most 0.2 s; readers never take
+	 * write_lock) rather than refuse a change that fits */
+	for (int tries = 0;; tries++) {
+		h5_space_settle(f);
+		rc = h5_add_overflow(f->base, h5_space_end(f), &at) ? h5_err_set(H5_ERR_LIMIT, "file size overflows")
+								     : 0;
+		if (rc == 0)
+			rc = h5_file_allocate(f, at, len - reusable(f, len));
+		if (rc != H5_ERR_NOSPC || !f->nquar || tries >= 100)
+			break;
+		h5_err_clear();
+		nanosleep(&(struct timespec){ 0, 2000000 }, NULL);
+	}
 	pthread_mutex_unlock(&f->write_lock);
 	return rc;
 }

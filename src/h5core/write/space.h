@@ -45,6 +45,17 @@ void h5_space_free(h5_file *f, uint64_t addr, uint64_t len, uint64_t ticket);
  * an overwrite) keeps its frees there until then. */
 void h5_space_free_all(h5_file *f, h5_freesp *from);
 
+/* An h5_block_cb (format/'s block walks): [addr, addr + len) noted in
+ * the h5_freesp ud (never released there), the blocks of a structure a
+ * change is about to stop referencing; H5_ERR_INVAL for a block noted
+ * twice. */
+int h5_space_note(uint64_t addr, uint64_t len, void *ud);
+
+/* Every extent noted (h5_space_note) freed with `ticket` (h5_space_free:
+ * the commit that stopped referencing them returned success); noted
+ * emptied. */
+void h5_space_free_noted(h5_file *f, h5_freesp *noted, uint64_t ticket);
+
 /* The ticket of the next fsync to begin (h5_file_sync): taken right after
  * a commit's last write, it is the ticket that commit's frees wait for
  * (txn.h t->ticket; 0 given to h5_space_free: the next from now). */

@@ -11,8 +11,9 @@
  *   h5_txn_switch  the one in-place switch to the new index: its header,
  *                  or the layout message's index address; fsync;
  *   (the caller)   every other change of the object header;
- *   h5_txn_last    the last write (the chunk holding dims[0]); the reserve
- *                  given back; fsync when durable; the file cut.
+ *   h5_txn_last    the last write (the chunk holding dims[0]); fsync when
+ *                  durable. Room reserved past the end stays (the next
+ *                  commits take it); h5_txn_sync gives it back.
  * Until the last write, readers and a crash see the old state; after it,
  * the complete new one. */
 #ifndef H5_TXN_H
@@ -30,7 +31,6 @@ typedef struct h5_txn {
 	bool durable;           /* fsync the last write before h5_txn_last returns */
 	uint64_t end;           /* the allocation end once staged */
 	uint64_t new_eoa;       /* 0, or the EOF address the superblock got */
-	bool shrink;            /* a durable commit gives back a reserve */
 	uint64_t ticket;        /* after the last write: the fsync what the commit freed waits for (space.h) */
 } h5_txn;
 

@@ -1,0 +1,198 @@
+/*
+ * append_commit.c - making an append stream's staged rows visible
+ * (append.c has the streams and the appender API, append_stage.c the
+ * staging): the ordered commit of doc/APPEND.md through txn.c - the index
+ * writer's blocks, fsync, the EOF address, fsync, the switch, fsync, the
+ * modification time and dims[0] last - and when a commit is due.
+ */
+#include "base.h"
+#include "cache.h"
+#include "file.h"
+#include "ohdr.h"
+#include "dspace.h"
+#include "freesp.h"
+#include "space.h"
+#include "txn.h"
+#include "append_int.h"
+
+#include <pthread.h>
+#include <time.h>
+
+/* ... or once this many array elements are set (bounds the EA writer) */
+#define COMMIT_MAX_ELMTS ((uint64_t)1 << 20)
+
+/* The dataspace and layout messages must be unshared and stored in this
+ * header, because they are rewritten in place. */
+int h5_astream_msgs(const h5_msg **ds, const h5_msg **lay, const h5_ohdr *oh)
+{
+	*ds = h5_ohdr_find(oh, H5_MSG_DSPACE);
+	*lay = h5_ohdr_find(oh, H5_MSG_LAYOUT);
+	if (!*ds || !*lay)
+		return h5_err_set(H5_ERR_FORMAT, "object header 0x%llx: no dataspace or layout message",
+				  (unsigned long long)oh->addr);
+	if (((*ds)->flags | (*lay)->flags) & H5_MSG_FLAG_SHARED)
+		return h5_err_set(H5_ERR_PERM, "object header 0x%llx: shared dataspace or layout message: cannot grow",
+				  (unsigned long long)oh->addr);
+	if ((*ds)->size < 4 || ((*ds)->data[0] != 1 && (*ds)->data[0] != 2))
+		return h5_err_set(H5_ERR_FORMAT, "object header 0x%llx: bad dataspace message",
+				  (unsigned long long)oh->addr);
+	return 0;
+}
+
+/* ---- committing ---------------------------------------------------------------- */
+
+/* Nothing new to show, but a durable request: fsync what earlier commits
+ * left unsynced, and give back a reserve. */
+static int commit_sync(h5_astream *s)
+{
+	h5_file *f = s->f;
+	int rc;
+
+	pthread_mutex_lock(&f->write_lock);
+	rc = h5_txn_sync(f, s->unsynced);
+	pthread_mutex_unlock(&f->write_lock);
+	if (rc == 0)
+		s->unsynced = false;
+	return rc;
+}
+
+/* After a commit that made n1 rows visible: when it staged the chunk row
+ * a previous commit left partly filled, the chunks that commit wrote for
+ * it are referenced no more (freed, as the index blocks it copied, at the
+ * next commit or the close, with this commit's ticket); a chunk row left
+ * partly filled now remembers its chunks. */
+static void partial_settle(h5_astream *s, uint64_t n1, uint64_t ticket)
+{
+	uint64_t r = n1 % s->chunk[0] ? n1 / s->chunk[0] : UINT64_MAX;
+	bool again = false;
+
+	for (size_t i = 0; i < s->nstaged && !again; i++)
+		again = s->staged[i].r == s->prow;
+	if (again) {
+		for (size_t i = 0; i < s->partial.n; i++)
+			if (h5_freesp_add(&s->gone, s->partial.v[i].addr, s->partial.v[i].len, ticket) < 0)
+				break;  /* (out of memory: left unreferenced) */
+		h5_freesp_clear(&s->partial);
+		s->prow = UINT64_MAX;
+	}
+	if (r != UINT64_MAX) {
+		if (s->prow != r)
+			h5_freesp_clear(&s->partial);
+		s->prow = r;
+		for (size_t i = 0; i < s->nstaged; i++)
+			if (s->staged[i].r == r && h5_freesp_add(&s->partial, s->staged[i].addr, s->staged[i].len, 0) < 0)
+				break;
+	}
+	s->nstaged = 0;
+}
+
+/* Make the staged rows visible: all whole rows received (partial: the
+ * incomplete chunk row is staged with fill first) or only the complete
+ * chunk rows. durable: dims[0] is fsync'd before returning. */
+int h5_astream_commit(h5_astream *s, bool partial, bool durable)
+{
+	h5_file *f = s->f;
+	h5_ohdr_edit e = { 0 };
+	h5_txn t;
+	const h5_msg *ds, *lay;
+	uint64_t n1;
+	size_t dsc;
+	int rc;
+
+	if (h5_astream_failed(s))
+		return h5_astream_refuse(s);
+	rc = h5_astage_complete(s);
+	if (rc == 0 && partial && s->nbuf && s->row0 + s->nbuf > s->committed)
+		rc = h5_astage_chunks(s, s->row0 / s->chunk[0], s->row0 / s->chunk[0] + 1, s->row0 + s->nbuf);
+	if (rc < 0)
+		return h5_astream_fail(s, rc);
+	n1 = partial ? s->row0 + s->nbuf : s->row0 > s->committed ? s->row0 : s->committed;
+	if (n1 == s->committed) {
+		rc = durable ? commit_sync(s) : 0;
+		return rc < 0 ? h5_astream_fail(s, rc) : 0;
+	}
+
+	pthread_mutex_lock(&f->write_lock);
+	h5_space_free_all(f, &s->gone);
+	rc = h5_ohdr_load(&e.oh, f, s->addr);
+	if (rc == 0)
+		rc = h5_astream_msgs(&ds, &lay, e.oh);
+	if (rc < 0)
+		goto out;
+	rc = h5_ohdr_edit_ranges(&e);
+	if (rc < 0)
+		goto out;
+
+	/* 1. the changed index blocks, new, after the staged chunks; fsync;
+	 * 2. the superblock covers the new space; fsync (txn.c) */
+	if (!s->ea) {
+		rc = h5_err_set(H5_ERR_INVAL, "append: rows staged without index entries");
+		goto out;
+	}
+	h5_txn_begin(&t, f, durable, s->wops, s->ea);
+	rc = h5_txn_stage(&t, s->last_end);
+	/* 3. the switch to the new index; fsync */
+	if (rc == 0)
+		rc = h5_txn_switch(&t, &e, lay);
+	if (rc < 0)
+		goto out;
+	/* 4. modification time, then dims[0] last: the dataspace's chunk is
+	 * written after every other chunk */
+	rc = h5_ohdr_touch(&e, (uint32_t)time(NULL));
+	dsc = h5_ohdr_chunk_of(e.oh, ds->addr);
+	for (size_t c = 0; rc == 0 && c < e.oh->nchunks; c++)
+		if (c != dsc)
+			rc = h5_ohdr_write_chunk(f, &e, c);
+	if (rc == 0) {
+		rc = h5_dspace_patch_dim0(&e, ds, &f->fmt, n1);
+	}
+	if (rc == 0)
+		rc = h5_txn_last(&t, &e, dsc);
+	if (rc < 0)
+		goto out;
+	s->ea_addr = s->wops->addr(s->ea);
+	if (s->wops->freed)
+		s->wops->freed(s->ea, &s->gone, t.ticket);
+	partial_settle(s, n1, t.ticket);
+	s->last_end = t.end;
+	s->unsynced = !durable;
+	__atomic_store_n(&s->committed, n1, __ATOMIC_RELEASE);
+out:
+	/* whatever happened, cached copies of what may have changed go */
+	h5_cache_invalidate(f->meta, H5_CK_OHDR, s->addr);
+	if (s->ea)
+		s->wops->invalidate(s->ea);
+	pthread_mutex_unlock(&f->write_lock);
+	if (s->ea)
+		s->wops->free(s->ea);
+	s->ea = NULL;
+	s->nset = 0;
+	s->nstaged = 0;
+	if (e.oh)
+		h5_ohdr_free(e.oh);
+	free(e.lo);
+	free(e.hi);
+	if (rc < 0)
+		/* the file holds the old state or a complete newer one; which,
+		 * this stream cannot tell: it takes no more rows */
+		return h5_astream_fail(s, rc);
+	s->since = s->row0 + s->nbuf > n1 ? h5_astream_now_ns() : 0;
+	return 0;
+}
+
+/* After rows arrived: commit when enough wait or the oldest waited long
+ * enough. Only complete chunk rows, unless none is staged (chunk rows
+ * larger than commit_bytes, or a slow writer). */
+int h5_astream_maybe_commit(h5_astream *s)
+{
+	uint64_t total = s->row0 + s->nbuf, staged;
+
+	if (total == s->committed)
+		return 0;
+	staged = s->row0 > s->committed ? s->row0 - s->committed : 0;
+	if ((total - s->committed) * s->row_bytes < s->commit_bytes && s->nset < COMMIT_MAX_ELMTS &&
+	    h5_astream_now_ns() - s->since < s->commit_ns)
+		return 0;
+	return h5_astream_commit(s, staged == 0, false);
+}
+
