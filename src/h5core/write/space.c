@@ -298,12 +298,25 @@ int h5_file_reserve(h5_file *f, uint64_t len)
 	 * a reader section, which ends within a request: on a full disk the
 	 * reserve waits for it a little (at most 0.2 s; readers never take
 	 * write_lock) rather than refuse a change that fits */
-	for (int tries = 0;; tries++) {
+	/* and space freed by a commit whose sync has not come yet is
+	 * released by one sync now, as ext4 commits its journal before it
+	 * says ENOSPC: the change before this one freed what it needs */
+	for (int tries = 0, synced = 0;; tries++) {
 		h5_space_settle(f);
 		rc = h5_add_overflow(f->base, h5_space_end(f), &at) ? h5_err_set(H5_ERR_LIMIT, "file size overflows")
 								     : 0;
 		if (rc == 0)
 			rc = h5_file_allocate(f, at, len - reusable(f, len));
+		if (rc == H5_ERR_NOSPC && f->freesp.pending && !synced) {
+			synced = 1;
+			h5_err_clear();
+			pthread_mutex_unlock(&f->write_lock);
+			rc = h5_file_sync(f);
+			pthread_mutex_lock(&f->write_lock);
+			if (rc < 0)
+				break;
+			continue;
+		}
 		if (rc != H5_ERR_NOSPC || !f->nquar || tries >= 100)
 			break;
 		h5_err_clear();
