@@ -47,7 +47,9 @@ A group's link storage moved down at unmount (MOVE_DOWN_OPS: names added
 after a large dataset, which rm frees, then removed; "compact" is the
 unmount's h5_file_compact) is enumerated the same way, every failing N
 too, on both files; FILE must end near where it began; and an object's
-dense attribute store the same way (MOVE_DOWN_ATTR_OPS).
+dense attribute store the same way (MOVE_DOWN_ATTR_OPS), and the global
+heap collection of string values set late and kept (MOVE_DOWN_COLL_OPS,
+both files).
 Modification times (TIME_OPS: what utimens through the mount writes,
 write/obj_time.c) are enumerated the same way, each object's time in the
 tree.
@@ -263,6 +265,14 @@ MOVE_DOWN_OPS = ["mkdir\t/g\tearly%d" % i for i in range(3)] + ["dset\t/g\tbig\t
 # the end moves down
 MOVE_DOWN_ATTR_OPS = ["strs\t/g\t12\tearly", "dset\t/\tbig\t200000"] + [
     "typed\t/g\tlate\t<i4\t7", "rm\t/\tbig", "sync", "compact"]
+# the same for string values' global heap collections (attr_move.c): two
+# new string attributes set after the large dataset by one batch (one
+# collection at the end), kept when the dataset is removed: the
+# collection is copied down and both messages point at the copy
+MOVE_DOWN_COLL_OPS = ["dset\t/\tbig\t200000", "batch\t/g\t+late1=late one;+late2=late two",
+                      "rm\t/\tbig", "sync", "compact"]
+MOVE_DOWN_COLL_STATES = MOVE_DOWN_COLL_OPS[:1] + ["batch\t/g\t+late1=late one", "batch\t/g\t+late2=late two"] + \
+    MOVE_DOWN_COLL_OPS[2:]
 # (the batch: one commit per compact attribute, the dense rest in one; a
 # state after each attribute covers both)
 MOVE_DOWN_ATTR_STATES = ["set\t/g\tearly%03d\tearly value %d" % (i, i) for i in range(12)] + MOVE_DOWN_ATTR_OPS[1:]
@@ -477,6 +487,19 @@ def move_down_case(work, rng):
         T.fail("latest.h5 attributes move down: FILE %d bytes before the changes, %d before the compact, %d "
                "after: the dense attribute store did not move down" % (before, kept, after))
     total += run_case(work, "latest.h5", rng, MOVE_DOWN_ATTR_OPS, MF.OBJS, MOVE_DOWN_ATTR_STATES, every_fail=True)
+    for fx in ("default.h5", "latest.h5"):
+        shutil.copy(os.path.join(work, "fx", fx), p)
+        before = os.path.getsize(p)
+        run_helper(p, "-", 0, MOVE_DOWN_COLL_OPS[:-1])
+        kept = os.path.getsize(p)
+        shutil.copy(os.path.join(work, "fx", fx), p)
+        run_helper(p, "-", 0, MOVE_DOWN_COLL_OPS)
+        after = os.path.getsize(p)
+        print("%s string values move down: FILE %d bytes, %d before the compact, %d after" % (fx, before, kept, after))
+        if kept < before + 190000 or after > before + 65536:
+            T.fail("%s string values move down: FILE %d bytes before the changes, %d before the compact, %d "
+                   "after: the values' collection did not move down" % (fx, before, kept, after))
+        total += run_case(work, fx, rng, MOVE_DOWN_COLL_OPS, MF.OBJS, MOVE_DOWN_COLL_STATES, every_fail=True)
     return total
 
 

@@ -46,7 +46,7 @@ static int split(const char ***strs, size_t **lens, size_t *n, const char *v, si
  * at most this many remembered (past it, a collection is never freed). */
 #define OWNED_MAX 65536
 
-static void owned_add(h5_file *f, uint64_t addr, uint64_t len, uint32_t refs)
+void h5_attr_coll_adopt(h5_file *f, uint64_t addr, uint64_t len, uint32_t refs)
 {
 	if (f->nowned == f->cowned) {
 		size_t nc = f->cowned ? 2 * f->cowned : 16;
@@ -100,7 +100,7 @@ int h5_attr_vstr_data(uint8_t **out, size_t *out_len, h5_file *f, const char *co
 			rc = h5_file_write(f, caddr, coll, clen);
 		if (rc < 0)
 			goto out;
-		owned_add(f, caddr, clen, one_msg ? 1 : (uint32_t)nobj);
+		h5_attr_coll_adopt(f, caddr, clen, one_msg ? 1 : (uint32_t)nobj);
 	}
 	for (size_t i = 0, k = 0; i < n; i++) {
 		uint8_t *e = d + i * esz;
@@ -154,6 +154,14 @@ uint64_t h5_attr_owned_coll(h5_file *f, const uint8_t *msg, size_t len)
 	return coll;
 }
 
+uint64_t h5_attr_coll_len(const h5_file *f, uint64_t coll)
+{
+	for (size_t i = 0; i < f->nowned; i++)
+		if (f->owned[i].addr == coll)
+			return f->owned[i].len;
+	return 0;
+}
+
 void h5_attr_coll_free(h5_file *f, uint64_t coll, uint64_t ticket)
 {
 	size_t i;
@@ -189,7 +197,7 @@ static uint64_t heap_of(const h5_fmt *fmt, const size_t *l, size_t n)
 }
 
 static int new_value(uint8_t **data, size_t *dlen, h5_attr_hdr *h, uint8_t *dt, h5_file *f, const h5_attr_msg *a,
-		     const char *val, size_t len, int raw, bool dry, uint64_t *heap)
+		     const char *val, size_t len, int raw, bool dry, uint64_t *heap, const uint8_t *vdata)
 {
 	const h5_dtype *t = a->dtype;
 	uint64_t nelmts;
@@ -199,7 +207,19 @@ static int new_value(uint8_t **data, size_t *dlen, h5_attr_hdr *h, uint8_t *dt, 
 
 	if (rc < 0)
 		return rc;
-	if (t->cls == H5T_VLEN && t->vlen_type == 1) {
+	if (t->cls == H5T_VLEN && t->vlen_type == 1 && vdata) {
+		/* the elements given, their collection written already (a
+		 * collection moved, attr_move.c): len bytes, one per element */
+		size_t esz = 8 + (size_t)f->fmt.sizeof_addr;
+
+		if (dry || nelmts > SIZE_MAX / esz || len != nelmts * esz)
+			return h5_err_set(H5_ERR_INVAL, "attribute \"%s\": %zu bytes of elements for %llu strings", a->name,
+					  len, (unsigned long long)nelmts);
+		if (!(*data = malloc(len + 1)))
+			return h5_err_set(H5_ERR_NOMEM, "out of memory");
+		memcpy(*data, vdata, len);
+		*dlen = len;
+	} else if (t->cls == H5T_VLEN && t->vlen_type == 1) {
 		rc = nelmts ? split(&s, &l, &n, val, len, raw ? '\0' : '\n') : 0;
 		if (rc == 0 && n != nelmts)
 			rc = h5_err_set(H5_ERR_INVAL, "%zu strings given, the attribute has %llu", n,
@@ -348,7 +368,7 @@ int h5_attr_build(uint8_t **msg, size_t *mlen, h5_file *f, const h5_ohdr *oh, co
 		if (rc == 0 && h.dt_size > sizeof(dt))
 			rc = h5_err_set(H5_ERR_UNSUPPORTED, "attribute \"%s\": its datatype is too complex to set", a.name);
 		if (rc == 0)
-			rc = new_value(&data, &dlen, &h, dt, f, &a, ch->val, ch->len, ch->raw, ch->dry, ch->heap);
+			rc = new_value(&data, &dlen, &h, dt, f, &a, ch->val, ch->len, ch->raw, ch->dry, ch->heap, ch->vdata);
 	} else {
 		uint64_t nelmts = 1;
 		bool one = true;

@@ -32,17 +32,7 @@
 #define MAX_COMPACT_DEFAULT 8   /* libhdf5's H5O_CRT_ATTR_MAX_COMPACT_DEF */
 #define MIN_DENSE_DEFAULT 6     /* H5O_CRT_ATTR_MIN_DENSE_DEF */
 
-typedef struct found {
-	size_t idx;             /* message index, SIZE_MAX: none */
-	size_t nattrs;          /* compact attributes */
-	size_t ainfo;           /* the Attribute Info message, SIZE_MAX: none */
-	bool dense;
-	uint8_t ainfo_flags;
-	uint16_t max_crt;
-	uint64_t fheap, name_bt2, corder_bt2;   /* dense storage */
-} found;
-
-static int scan(found *fd, h5_file *f, const h5_ohdr *oh, const char *name, size_t name_len)
+int h5_attr_scan(found *fd, h5_file *f, const h5_ohdr *oh, const char *name, size_t name_len)
 {
 	memset(fd, 0, sizeof(*fd));
 	fd->idx = fd->ainfo = SIZE_MAX;
@@ -294,7 +284,7 @@ void h5_attr_colls_drop(h5_file *f, uint64_t addr, uint64_t ticket)
 	h5_dense_set s = { 0 };
 	found fd;
 
-	if (!f->nowned || h5_ohdr_load(&oh, f, addr) < 0 || scan(&fd, f, oh, "", 0) < 0)
+	if (!f->nowned || h5_ohdr_load(&oh, f, addr) < 0 || h5_attr_scan(&fd, f, oh, "", 0) < 0)
 		goto out;
 	for (size_t i = 0; i < oh->nmsgs; i++)
 		if (oh->msgs[i].type == H5_MSG_ATTR)
@@ -321,7 +311,7 @@ static int apply(h5_file *f, uint64_t addr, const h5_attr_change *ch)
 
 	rc = h5_ohdr_change_open(&c, f, addr);
 	if (rc == 0)
-		rc = scan(&fd, f, c.e.oh, ch->name, ch->name_len);
+		rc = h5_attr_scan(&fd, f, c.e.oh, ch->name, ch->name_len);
 	if (rc < 0)
 		goto out;
 	if (fd.dense) {
@@ -377,8 +367,11 @@ static int apply(h5_file *f, uint64_t addr, const h5_attr_change *ch)
 commit:
 	if (rc == 0)
 		rc = h5_ohdr_commit(&c, f, false);
-	if (rc == 0)
+	if (rc == 0) {
 		h5_attr_coll_free(f, coll, c.ticket);
+		/* its value's collection may be left at the end (attr_move.c) */
+		h5_ohdr_note(f, H5_NOTE_ATTRS, addr);
+	}
 out:
 	h5_ohdr_change_close(&c);
 	free(msg);
@@ -557,7 +550,7 @@ int h5_attr_set_check(h5_attr_room *room, h5_file *f, uint64_t addr, const char 
 	pthread_mutex_lock(&f->write_lock);
 	rc = h5_ohdr_change_open(&c, f, addr);
 	if (rc == 0)
-		rc = scan(&fd, f, c.e.oh, name, name_len);
+		rc = h5_attr_scan(&fd, f, c.e.oh, name, name_len);
 	if (rc == 0 && fd.dense) {
 		/* one lookup in the name index, not the store loaded: the
 		 * write-behind asks this per change */
@@ -603,20 +596,29 @@ int h5_attr_set_check(h5_attr_room *room, h5_file *f, uint64_t addr, const char 
 
 /* ch[0..n) into dense storage: the store loaded once, written anew once,
  * one commit. */
-static int apply_dense_batch(h5_ohdr_change *c, h5_file *f, const found *fd, const h5_attr_change *ch, size_t n)
+int h5_attr_dense_batch(h5_ohdr_change *c, h5_file *f, const found *fd, const h5_attr_change *ch, size_t n)
 {
 	h5_dense_set s = { 0 };
 	int64_t max_crt = fd->max_crt;
-	int rc = h5_dense_set_load(&s, f, H5_DENSE_ATTRS, fd->fheap, fd->name_bt2, fd->corder_bt2);
+	uint64_t *coll = calloc(n ? n : 1, sizeof(*coll));
+	int rc = coll ? h5_dense_set_load(&s, f, H5_DENSE_ATTRS, fd->fheap, fd->name_bt2, fd->corder_bt2)
+		      : h5_err_set(H5_ERR_NOMEM, "out of memory");
 
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		size_t at = h5_dense_set_find(&s, ch[i].name, ch[i].name_len);
 
-		if ((at != SIZE_MAX) != ch[i].set)
+		coll[i] = H5_ADDR_UNDEF;
+		if ((at != SIZE_MAX) != ch[i].set) {
 			rc = h5_err_set(at != SIZE_MAX ? H5_ERR_INVAL : H5_ERR_NOTFOUND, "attribute \"%.*s\" %s",
 					(int)ch[i].name_len, ch[i].name, at != SIZE_MAX ? "is there already" : "is gone");
-		else
-			rc = dense_put(&s, at, &max_crt, f, c->e.oh, fd, &ch[i]);
+			break;
+		}
+		/* the value replaced: its collection's reference goes with
+		 * the commit (as apply_dense does; a batch's replaced values
+		 * were never freed) */
+		if (at != SIZE_MAX && s.o[at].msg)
+			coll[i] = h5_attr_owned_coll(f, s.o[at].msg, s.o[at].len);
+		rc = dense_put(&s, at, &max_crt, f, c->e.oh, fd, &ch[i]);
 	}
 	if (rc == 0)
 		rc = h5_dense_set_switch(c, f, &s, fd->ainfo, max_crt);
@@ -624,16 +626,19 @@ static int apply_dense_batch(h5_ohdr_change *c, h5_file *f, const found *fd, con
 		rc = h5_ohdr_commit_cow(c, f, false);
 	if (rc == 0) {
 		h5_dense_set_old_free(&s, f, c->ticket);        /* the old store */
+		for (size_t i = 0; i < n; i++)
+			h5_attr_coll_free(f, coll[i], c->ticket);
 		h5_ohdr_note(f, H5_NOTE_ATTRS, c->e.oh->addr);
 	}
 	h5_dense_set_free(&s);
+	free(coll);
 	return rc;
 }
 
 /* The batch in order: compact storage a commit per attribute (as
  * h5_attr_write), dense storage (from the start, or once the header moved
  * there) the rest in one. */
-static int batch(size_t *done, h5_file *f, uint64_t addr, const h5_attr_change *ch, size_t n)
+int h5_attr_batch_locked(size_t *done, h5_file *f, uint64_t addr, const h5_attr_change *ch, size_t n)
 {
 	size_t i = 0;
 	int rc = 0;
@@ -644,9 +649,9 @@ static int batch(size_t *done, h5_file *f, uint64_t addr, const h5_attr_change *
 
 		rc = h5_ohdr_change_open(&c, f, addr);
 		if (rc == 0)
-			rc = scan(&fd, f, c.e.oh, ch[i].name, ch[i].name_len);
+			rc = h5_attr_scan(&fd, f, c.e.oh, ch[i].name, ch[i].name_len);
 		if (rc == 0 && fd.dense) {
-			rc = apply_dense_batch(&c, f, &fd, ch + i, n - i);
+			rc = h5_attr_dense_batch(&c, f, &fd, ch + i, n - i);
 			h5_ohdr_change_close(&c);
 			if (rc == 0)
 				i = n;
@@ -709,7 +714,7 @@ int h5_attr_write_batch(size_t *done, h5_file *f, uint64_t addr, const h5_attr_s
 				  : (h5_attr_change){ .name = it[i].name, .name_len = it[i].name_len, .val = s[i], .len = l[i],
 					      .vdata = vd + i * esz };
 	if (rc == 0)
-		rc = batch(done, f, addr, ch, n);
+		rc = h5_attr_batch_locked(done, f, addr, ch, n);
 	pthread_mutex_unlock(&f->write_lock);
 out:
 	free(vd);
@@ -717,41 +722,6 @@ out:
 	free(s);
 	free(l);
 	return rc;
-}
-
-/* ---- a dense store moved down (unmount) ------------------------------------------
- * As a group's links (link_write.c h5_link_move_down): attributes set
- * late in a churn (after a large file, since removed) leave the object's
- * dense store at the allocation end, and FILE's end with it. When the
- * store's highest block still ends there and freed space takes it all,
- * it is written anew with no attribute changed (the batch's commit of
- * nothing: the store, the switch of its info message, the old one freed)
- * into the lowest space that fits. 1 moved, 0 not, or an h5_err. */
-static int attr_move_down(h5_file *f, uint64_t addr)
-{
-	h5_ohdr_change c;
-	found fd;
-	int rc = h5_ohdr_change_open(&c, f, addr);
-
-	if (rc == 0)
-		rc = scan(&fd, f, c.e.oh, "", 0);
-	/* (compact now: nothing to move) */
-	if (rc == 0 && fd.dense)
-		rc = h5_dense_movable(f, H5_DENSE_ATTRS, fd.fheap, fd.name_bt2, fd.corder_bt2);
-	if (rc > 0) {
-		f->freesp.low = true;
-		rc = apply_dense_batch(&c, f, &fd, NULL, 0);
-		f->freesp.low = false;
-		if (rc == 0)
-			rc = 1;
-	}
-	h5_ohdr_change_close(&c);
-	return rc;
-}
-
-int h5_attr_move_down(h5_file *f)
-{
-	return h5_ohdr_notes_each(f, H5_NOTE_ATTRS, attr_move_down);
 }
 
 int h5_file_write_sync(h5_file *f)

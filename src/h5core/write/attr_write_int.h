@@ -13,6 +13,19 @@
 
 struct h5_ohdr;
 
+/* Where an object's attributes are (h5_attr_scan): the message named,
+ * the compact count, the Attribute Info message and its dense store. */
+typedef struct found {
+	size_t idx;             /* message index, SIZE_MAX: none */
+	size_t nattrs;          /* compact attributes */
+	size_t ainfo;           /* the Attribute Info message, SIZE_MAX: none */
+	bool dense;
+	uint8_t ainfo_flags;
+	uint16_t max_crt;
+	uint64_t fheap, name_bt2, corder_bt2;   /* dense storage */
+} found;
+int h5_attr_scan(found *fd, h5_file *f, const struct h5_ohdr *oh, const char *name, size_t name_len);
+
 /* One attribute change. */
 typedef struct h5_attr_change {
 	const char *name;
@@ -63,10 +76,24 @@ int h5_attr_create_raw_locked(h5_file *f, uint64_t addr, const char *name, size_
 			      size_t dtype_len, uint64_t n, const void *data, size_t len);
 int h5_attr_delete_locked(h5_file *f, uint64_t addr, const char *name, size_t name_len);
 
+struct h5_ohdr_change;
+/* Under write_lock: ch[0..n) into the dense store fd names, one commit
+ * (c: the object's change, opened); ch[0..n) of the object at addr, each
+ * where its storage is (*done: how many committed). */
+int h5_attr_dense_batch(struct h5_ohdr_change *c, h5_file *f, const found *fd, const h5_attr_change *ch, size_t n);
+int h5_attr_batch_locked(size_t *done, h5_file *f, uint64_t addr, const h5_attr_change *ch, size_t n);
+/* A collection (addr, len) of this session's, referenced by refs
+ * messages about to be written (attr_move.c's copy). */
+void h5_attr_coll_adopt(h5_file *f, uint64_t addr, uint64_t len, uint32_t refs);
+/* The length of a collection of this session's (f->owned), 0: not one. */
+uint64_t h5_attr_coll_len(const h5_file *f, uint64_t coll);
+
 /* Under write_lock, at unmount (h5_file_compact): the first object a
  * change noted (ohdr_edit.h, H5_NOTE_ATTRS) whose dense attribute store
  * ends at the allocation end, written anew into the lowest freed space
  * that takes it. 1 moved, 0 nothing to do (h5_ohdr_notes_each). */
 int h5_attr_move_down(h5_file *f);
+/* 1 when it moved the collection of attribute values at the allocation
+ * end, referenced by the object at addr, into lower freed space. */
 
 #endif

@@ -504,13 +504,20 @@ int h5_ohdr_commit(h5_ohdr_change *c, h5_file *f, bool durable)
 	} else {
 		t.end = h5_space_end(f);
 	}
-	/* A v2 chunk is written whole: two commits without an fsync between
+	/* A chunk is written whole: two commits without an fsync between
 	 * them may both rewrite it, and after a power cut the later write must
-	 * not land with a checksum over bytes of an earlier one that did not
-	 * (each write carries the whole chunk it checksums). */
-	for (size_t i = 0; oh->version >= 2 && i < oh->nchunks; i++)
-		if (c->e.lo[i] != SIZE_MAX)
+	 * not land without an earlier one - a v2 chunk's checksum would cover
+	 * bytes that did not land; a v1 chunk's message would overwrite the
+	 * middle of one the earlier write had moved out of the way (two new
+	 * string attributes of one batch in a full v1 header: the second
+	 * written into the first's NIL space, over an attribute the first had
+	 * moved to a new chunk; libhdf5 crashed reading it; test_attr_crash's
+	 * MOVE_DOWN_COLL_OPS). Each write carries the whole chunk. */
+	for (size_t i = 0; i < oh->nchunks; i++)
+		if (c->e.lo[i] != SIZE_MAX) {
 			c->e.lo[i] = 0;
+			c->e.hi[i] = oh->chunks[i].len;
+		}
 	for (size_t i = 0; rc == 0 && i < oh->nchunks; i++)
 		if (i != c->main)
 			rc = h5_ohdr_write_chunk(f, &c->e, i);

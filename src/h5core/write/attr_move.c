@@ -1,0 +1,226 @@
+/*
+ * attr_move.c - an object's attribute storage moved down at unmount
+ * (h5_file_compact): attributes set late in a churn (after a large file,
+ * since removed) leave what they wrote at the allocation end, and FILE's
+ * end with it - a dense store (fractal heap and name index) or the
+ * global heap collection of a string value (III.E). Each is written anew
+ * into the lowest freed space that takes it, by an ordinary commit, and
+ * the old one freed with it; nothing's value changes.
+ */
+#include "base.h"
+#include "rd.h"
+#include "file.h"
+#include "ohdr.h"
+#include "attr.h"
+#include "dtype.h"
+#include "space.h"
+#include "freesp.h"
+#include "ohdr_edit.h"
+#include "dense_write.h"
+#include "dense.h"
+#include "attr_write_int.h"
+
+/* ---- a dense store ---------------------------------------------------------------
+ * As a group's links (link_write.c h5_link_move_down): when the store's
+ * highest block still ends at the end and freed space takes it all, it
+ * is written anew with no attribute changed (the batch's commit of
+ * nothing: the store, the switch of its info message, the old one freed)
+ * into the lowest space that fits. 1 moved, 0 not, or an h5_err. */
+static int dense_move_down(h5_file *f, h5_ohdr_change *c, const found *fd)
+{
+	int rc = h5_dense_movable(f, H5_DENSE_ATTRS, fd->fheap, fd->name_bt2, fd->corder_bt2);
+
+	if (rc > 0) {
+		f->freesp.low = true;
+		rc = h5_attr_dense_batch(c, f, fd, NULL, 0);
+		f->freesp.low = false;
+		if (rc == 0)
+			rc = 1;
+	}
+	return rc;
+}
+
+/* ---- a string value's collection -------------------------------------------------
+ * A collection this session wrote (f->owned) that ends at the end is
+ * copied whole into the lowest freed space that takes it (a collection
+ * holds no address of its own, III.E), and every attribute message of
+ * the object pointing into it is set again with its elements pointing at
+ * the copy (h5_attr_change.vdata): one commit a compact message, one for
+ * a dense store. The old collection is freed with its last reference, as
+ * a replaced value's is. A crash between two commits leaves messages
+ * pointing at one copy or the other, both whole: the copy is made durable
+ * (its own fsync) before the first message points there. */
+struct movers {
+	h5_attr_change *ch;
+	uint8_t **el;
+	size_t n, cap;
+};
+
+static void movers_free(struct movers *m)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		free((char *)m->ch[i].name);
+		free(m->el[i]);
+	}
+	free(m->ch);
+	free(m->el);
+}
+
+/* The message's elements with each pointer into coll turned to naddr,
+ * kept as a change of its attribute. */
+static int mover_add(struct movers *m, h5_file *f, const uint8_t *msg, size_t len, uint64_t coll, uint64_t naddr)
+{
+	size_t esz = 8 + (size_t)f->fmt.sizeof_addr;
+	h5_attr_msg a = { 0 };
+	char *name = NULL;
+	uint8_t *el = NULL;
+	int rc = h5_attr_decode(&a, f, &f->fmt, msg, len);
+
+	if (rc == 0 && (!a.dtype || a.dtype->cls != H5T_VLEN || a.dtype->vlen_type != 1 || a.data_size % esz))
+		rc = h5_err_set(H5_ERR_UNSUPPORTED, "attribute \"%s\": not variable-length strings", a.name);
+	if (rc == 0 && m->n == m->cap) {
+		size_t cap = m->cap ? 2 * m->cap : 8;
+		h5_attr_change *ch = realloc(m->ch, cap * sizeof(*ch));
+		uint8_t **ev = ch ? realloc(m->el, cap * sizeof(*ev)) : NULL;
+
+		if (ch)
+			m->ch = ch;
+		if (ev)
+			m->el = ev;
+		if (!ch || !ev)
+			rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+		else
+			m->cap = cap;
+	}
+	if (rc == 0 && (!(name = malloc(a.name_len + 1)) || !(el = malloc(a.data_size + 1))))
+		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+	if (rc == 0) {
+		memcpy(name, a.name, a.name_len);
+		name[a.name_len] = 0;
+		memcpy(el, a.data, a.data_size);
+		for (size_t off = 0; off < a.data_size; off += esz)
+			if (h5_le_decode(el + off + 4, f->fmt.sizeof_addr) == coll)
+				h5_le_encode(el + off + 4, naddr, f->fmt.sizeof_addr);
+		m->el[m->n] = el;
+		m->ch[m->n++] = (h5_attr_change){ .name = name, .name_len = a.name_len, .val = (const char *)el,
+						  .len = a.data_size, .vdata = el, .set = true };
+		name = NULL;
+		el = NULL;
+	}
+	free(name);
+	free(el);
+	h5_attr_msg_clear(&a);
+	return rc;
+}
+
+/* The object's attribute messages: compact ones (its header), or its
+ * dense set (loaded into *s). */
+static size_t msgs_count(const h5_ohdr *oh, const h5_dense_set *s, bool dense)
+{
+	return dense ? s->n : oh->nmsgs;
+}
+
+static const uint8_t *msg_at(const h5_ohdr *oh, const h5_dense_set *s, bool dense, size_t i, size_t *len)
+{
+	if (dense) {
+		*len = s->o[i].len;
+		return s->o[i].msg;
+	}
+	*len = oh->msgs[i].size;
+	return oh->msgs[i].type == H5_MSG_ATTR && !(oh->msgs[i].flags & H5_MSG_FLAG_SHARED) ? oh->msgs[i].data : NULL;
+}
+
+static int coll_move_down(h5_file *f, uint64_t addr, h5_ohdr_change *c, const found *fd)
+{
+	h5_dense_set s = { 0 };
+	struct movers m = { 0 };
+	uint64_t end = h5_space_end(f), coll = H5_ADDR_UNDEF, clen = 0, naddr = H5_ADDR_UNDEF;
+	uint8_t *buf = NULL;
+	size_t done, n, len;
+	int rc = 0;
+
+	if (!f->nowned)
+		return 0;
+	if (fd->dense)
+		rc = h5_dense_set_load(&s, f, H5_DENSE_ATTRS, fd->fheap, fd->name_bt2, fd->corder_bt2);
+	n = rc == 0 ? msgs_count(c->e.oh, &s, fd->dense) : 0;
+	for (size_t i = 0; i < n && !h5_addr_defined(coll); i++) {
+		const uint8_t *msg = msg_at(c->e.oh, &s, fd->dense, i, &len);
+		uint64_t k = msg ? h5_attr_owned_coll(f, msg, len) : H5_ADDR_UNDEF;
+		uint64_t kl = h5_addr_defined(k) ? h5_attr_coll_len(f, k) : 0;
+
+		if (kl && k + kl == end) {
+			coll = k;
+			clen = kl;
+		}
+	}
+	if (!h5_addr_defined(coll) || h5_freesp_largest(&f->freesp) < clen)
+		goto out;
+	/* the lowest freed space that takes it: below it, or not at all */
+	f->freesp.low = true;
+	rc = h5_space_take(&naddr, f, clen);
+	f->freesp.low = false;
+	if (rc == 0 && naddr > coll) {
+		if (h5_freesp_add(&f->freesp, naddr, clen, 0) < 0)
+			h5_err_clear();
+		goto out;
+	}
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		const uint8_t *msg = msg_at(c->e.oh, &s, fd->dense, i, &len);
+
+		if (msg && h5_attr_owned_coll(f, msg, len) == coll)
+			rc = mover_add(&m, f, msg, len, coll, naddr);
+	}
+	if (rc == 0 && !(buf = malloc((size_t)clen)))
+		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+	if (rc == 0)
+		rc = h5_file_read(f, coll, buf, (size_t)clen);
+	if (rc == 0)
+		rc = h5_file_write(f, naddr, buf, (size_t)clen);
+	/* durable before a message points there: the commits below see no
+	 * new space of their own (the copy was taken before they began), so
+	 * their stage would not sync it (a power cut's subset left a message
+	 * pointing at a copy never written: libhdf5 crashed reading it) */
+	if (rc == 0)
+		rc = h5_file_sync(f);
+	if (rc < 0) {
+		/* never referenced: back at once */
+		if (h5_freesp_add(&f->freesp, naddr, clen, 0) < 0)
+			h5_err_clear();
+		goto out;
+	}
+	/* the copy's references are the messages about to point at it (a
+	 * commit that stops part way leaves it counting more: kept, never
+	 * freed while referenced) */
+	h5_attr_coll_adopt(f, naddr, clen, (uint32_t)m.n);
+	h5_ohdr_change_close(c);
+	rc = h5_attr_batch_locked(&done, f, addr, m.ch, m.n);
+	if (rc == 0)
+		rc = 1;
+out:
+	h5_dense_set_free(&s);
+	movers_free(&m);
+	free(buf);
+	return rc;
+}
+
+static int attr_move_down(h5_file *f, uint64_t addr)
+{
+	h5_ohdr_change c;
+	found fd;
+	int rc = h5_ohdr_change_open(&c, f, addr);
+
+	if (rc == 0)
+		rc = h5_attr_scan(&fd, f, c.e.oh, "", 0);
+	if (rc == 0 && fd.dense)
+		rc = dense_move_down(f, &c, &fd);
+	if (rc == 0)
+		rc = coll_move_down(f, addr, &c, &fd);
+	h5_ohdr_change_close(&c);
+	return rc;
+}
+
+int h5_attr_move_down(h5_file *f)
+{
+	return h5_ohdr_notes_each(f, H5_NOTE_ATTRS, attr_move_down);
+}
