@@ -455,50 +455,36 @@ def run_case(work, fx, rng, OPS=OPS, objs=MF.OBJS, STATES=None, every_fail=False
     return checked
 
 
+def moved_down(work, fx, ops, grew, what):
+    """FILE's size before ops, before their last (the compact) and after:
+    the changes must have grown it by grew bytes and the compact brought
+    it back near where it began."""
+    p = os.path.join(work, "md.h5")
+    sizes = [os.path.getsize(os.path.join(work, "fx", fx))]
+    for upto in (ops[:-1], ops):
+        shutil.copy(os.path.join(work, "fx", fx), p)
+        run_helper(p, "-", 0, upto)
+        sizes.append(os.path.getsize(p))
+    before, kept, after = sizes
+    print("%s %s move down: FILE %d bytes, %d before the compact, %d after" % (fx, what, before, kept, after))
+    if kept < before + grew or after > before + 65536:
+        T.fail("%s %s move down: FILE %d bytes before the changes, %d before the compact, %d after: "
+               "nothing moved down" % (fx, what, before, kept, after))
+
+
 def move_down_case(work, rng):
     """MOVE_DOWN_OPS enumerated as the rest; the compact must have moved
     something (FILE ends far below the large dataset's end) and the crash
-    states of its commit are among those checked."""
+    states of its commit are among those checked; the same for a dense
+    attribute store and for string values' collections."""
     total = 0
     for fx in ("default.h5", "latest.h5"):
-        p = os.path.join(work, "md.h5")
-        shutil.copy(os.path.join(work, "fx", fx), p)
-        before = os.path.getsize(p)
-        run_helper(p, "-", 0, MOVE_DOWN_OPS[:-1])
-        kept = os.path.getsize(p)
-        shutil.copy(os.path.join(work, "fx", fx), p)
-        run_helper(p, "-", 0, MOVE_DOWN_OPS)
-        after = os.path.getsize(p)
-        print("%s move down: FILE %d bytes, %d before the compact, %d after" % (fx, before, kept, after))
-        if kept < before + 800000 or after > before + 65536:
-            T.fail("%s move down: FILE %d bytes before the changes, %d before the compact, %d after: "
-                   "the group's storage did not move down" % (fx, before, kept, after))
+        moved_down(work, fx, MOVE_DOWN_OPS, 800000, "group storage")
         total += run_case(work, fx, rng, MOVE_DOWN_OPS, None, every_fail=True)
-    p = os.path.join(work, "md.h5")
-    shutil.copy(os.path.join(work, "fx", "latest.h5"), p)
-    before = os.path.getsize(p)
-    run_helper(p, "-", 0, MOVE_DOWN_ATTR_OPS[:-1])
-    kept = os.path.getsize(p)
-    shutil.copy(os.path.join(work, "fx", "latest.h5"), p)
-    run_helper(p, "-", 0, MOVE_DOWN_ATTR_OPS)
-    after = os.path.getsize(p)
-    print("latest.h5 attributes move down: FILE %d bytes, %d before the compact, %d after" % (before, kept, after))
-    if kept < before + 800000 or after > before + 65536:
-        T.fail("latest.h5 attributes move down: FILE %d bytes before the changes, %d before the compact, %d "
-               "after: the dense attribute store did not move down" % (before, kept, after))
+    moved_down(work, "latest.h5", MOVE_DOWN_ATTR_OPS, 800000, "dense attribute store")
     total += run_case(work, "latest.h5", rng, MOVE_DOWN_ATTR_OPS, MF.OBJS, MOVE_DOWN_ATTR_STATES, every_fail=True)
     for fx in ("default.h5", "latest.h5"):
-        shutil.copy(os.path.join(work, "fx", fx), p)
-        before = os.path.getsize(p)
-        run_helper(p, "-", 0, MOVE_DOWN_COLL_OPS[:-1])
-        kept = os.path.getsize(p)
-        shutil.copy(os.path.join(work, "fx", fx), p)
-        run_helper(p, "-", 0, MOVE_DOWN_COLL_OPS)
-        after = os.path.getsize(p)
-        print("%s string values move down: FILE %d bytes, %d before the compact, %d after" % (fx, before, kept, after))
-        if kept < before + 190000 or after > before + 65536:
-            T.fail("%s string values move down: FILE %d bytes before the changes, %d before the compact, %d "
-                   "after: the values' collection did not move down" % (fx, before, kept, after))
+        moved_down(work, fx, MOVE_DOWN_COLL_OPS, 190000, "string values")
         total += run_case(work, fx, rng, MOVE_DOWN_COLL_OPS, MF.OBJS, MOVE_DOWN_COLL_STATES, every_fail=True)
     return total
 

@@ -160,7 +160,9 @@ static int coll_move_down(h5_file *f, uint64_t addr, h5_ohdr_change *c, const fo
 	f->freesp.low = true;
 	rc = h5_space_take(&naddr, f, clen);
 	f->freesp.low = false;
-	if (rc == 0 && naddr > coll) {
+	if (rc < 0)
+		goto out;
+	if (naddr > coll) {
 		if (h5_freesp_add(&f->freesp, naddr, clen, 0) < 0)
 			h5_err_clear();
 		goto out;
