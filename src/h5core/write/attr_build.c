@@ -154,14 +154,6 @@ uint64_t h5_attr_owned_coll(h5_file *f, const uint8_t *msg, size_t len)
 	return coll;
 }
 
-uint64_t h5_attr_coll_len(const h5_file *f, uint64_t coll)
-{
-	for (size_t i = 0; i < f->nowned; i++)
-		if (f->owned[i].addr == coll)
-			return f->owned[i].len;
-	return 0;
-}
-
 void h5_attr_coll_free(h5_file *f, uint64_t coll, uint64_t ticket)
 {
 	size_t i;

@@ -130,32 +130,60 @@ static const uint8_t *msg_at(const h5_ohdr *oh, const h5_dense_set *s, bool dens
 	return oh->msgs[i].type == H5_MSG_ATTR && !(oh->msgs[i].flags & H5_MSG_FLAG_SHARED) ? oh->msgs[i].data : NULL;
 }
 
+/* Whether the attribute message msg's value points into coll (a
+ * variable-length string's element). */
+static bool points_into(h5_file *f, const uint8_t *msg, size_t len, uint64_t coll)
+{
+	size_t esz = 8 + (size_t)f->fmt.sizeof_addr;
+	h5_attr_msg a = { 0 };
+	bool in = false;
+
+	if (h5_attr_decode(&a, f, &f->fmt, msg, len) < 0)
+		h5_err_clear();
+	else if (a.dtype && a.dtype->cls == H5T_VLEN)
+		for (size_t off = 0; off + esz <= a.data_size && !in; off += esz)
+			in = h5_le_decode(a.data + off + 4, f->fmt.sizeof_addr) == coll;
+	h5_attr_msg_clear(&a);
+	return in;
+}
+
+/* The collection of this session's that ends at the allocation end, if
+ * any: one look at f->owned, before any object's messages are read (the
+ * unmount asks this of each noted object). */
+static uint64_t coll_at_end(h5_file *f, uint64_t *len)
+{
+	uint64_t end = h5_space_end(f);
+
+	for (size_t i = 0; i < f->nowned; i++)
+		if (f->owned[i].addr + f->owned[i].len == end) {
+			*len = f->owned[i].len;
+			return f->owned[i].addr;
+		}
+	return H5_ADDR_UNDEF;
+}
+
 static int coll_move_down(h5_file *f, uint64_t addr, h5_ohdr_change *c, const found *fd)
 {
 	h5_dense_set s = { 0 };
 	struct movers m = { 0 };
-	uint64_t end = h5_space_end(f), coll = H5_ADDR_UNDEF, clen = 0, naddr = H5_ADDR_UNDEF;
+	uint64_t clen = 0, naddr = H5_ADDR_UNDEF, coll = coll_at_end(f, &clen);
 	uint8_t *buf = NULL;
-	size_t done, n, len;
+	size_t done, n, len, i;
 	int rc = 0;
 
-	if (!f->nowned)
+	if (!h5_addr_defined(coll) || h5_freesp_largest(&f->freesp) < clen)
 		return 0;
 	if (fd->dense)
 		rc = h5_dense_set_load(&s, f, H5_DENSE_ATTRS, fd->fheap, fd->name_bt2, fd->corder_bt2);
 	n = rc == 0 ? msgs_count(c->e.oh, &s, fd->dense) : 0;
-	for (size_t i = 0; i < n && !h5_addr_defined(coll); i++) {
+	for (i = 0; i < n; i++) {
 		const uint8_t *msg = msg_at(c->e.oh, &s, fd->dense, i, &len);
-		uint64_t k = msg ? h5_attr_owned_coll(f, msg, len) : H5_ADDR_UNDEF;
-		uint64_t kl = h5_addr_defined(k) ? h5_attr_coll_len(f, k) : 0;
 
-		if (kl && k + kl == end) {
-			coll = k;
-			clen = kl;
-		}
+		if (msg && points_into(f, msg, len, coll))
+			break;
 	}
-	if (!h5_addr_defined(coll) || h5_freesp_largest(&f->freesp) < clen)
-		goto out;
+	if (rc < 0 || i == n)
+		goto out;       /* (none of its messages: another object's) */
 	/* the lowest freed space that takes it: below it, or not at all */
 	f->freesp.low = true;
 	rc = h5_space_take(&naddr, f, clen);
@@ -167,10 +195,10 @@ static int coll_move_down(h5_file *f, uint64_t addr, h5_ohdr_change *c, const fo
 			h5_err_clear();
 		goto out;
 	}
-	for (size_t i = 0; rc == 0 && i < n; i++) {
+	for (i = 0; rc == 0 && i < n; i++) {
 		const uint8_t *msg = msg_at(c->e.oh, &s, fd->dense, i, &len);
 
-		if (msg && h5_attr_owned_coll(f, msg, len) == coll)
+		if (msg && points_into(f, msg, len, coll))
 			rc = mover_add(&m, f, msg, len, coll, naddr);
 	}
 	if (rc == 0 && !(buf = malloc((size_t)clen)))
@@ -181,8 +209,7 @@ static int coll_move_down(h5_file *f, uint64_t addr, h5_ohdr_change *c, const fo
 		rc = h5_file_write(f, naddr, buf, (size_t)clen);
 	/* durable before a message points there: the commits below see no
 	 * new space of their own (the copy was taken before they began), so
-	 * their stage would not sync it (a power cut's subset left a message
-	 * pointing at a copy never written: libhdf5 crashed reading it) */
+	 * their stage would not sync it */
 	if (rc == 0)
 		rc = h5_file_sync(f);
 	if (rc < 0) {

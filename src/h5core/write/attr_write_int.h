@@ -85,8 +85,6 @@ int h5_attr_batch_locked(size_t *done, h5_file *f, uint64_t addr, const h5_attr_
 /* A collection (addr, len) of this session's, referenced by refs
  * messages about to be written (attr_move.c's copy). */
 void h5_attr_coll_adopt(h5_file *f, uint64_t addr, uint64_t len, uint32_t refs);
-/* The length of a collection of this session's (f->owned), 0: not one. */
-uint64_t h5_attr_coll_len(const h5_file *f, uint64_t coll);
 
 /* Under write_lock, at unmount (h5_file_compact): the first object a
  * change noted (ohdr_edit.h, H5_NOTE_ATTRS) whose dense attribute store
