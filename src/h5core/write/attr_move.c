@@ -66,17 +66,29 @@ static void movers_free(struct movers *m)
 	free(m->el);
 }
 
-/* The message's elements with each pointer into coll turned to naddr,
- * kept as a change of its attribute. */
-static int mover_add(struct movers *m, h5_file *f, const uint8_t *msg, size_t len, uint64_t coll, uint64_t naddr)
+/* The message kept as a change of its attribute when its value points
+ * into coll (a variable-length string's element); else nothing. Its
+ * elements are turned to the copy later (retarget). */
+static int mover_add(struct movers *m, h5_file *f, const uint8_t *msg, size_t len, uint64_t coll)
 {
 	size_t esz = 8 + (size_t)f->fmt.sizeof_addr;
 	h5_attr_msg a = { 0 };
 	char *name = NULL;
 	uint8_t *el = NULL;
+	bool in = false;
 	int rc = h5_attr_decode(&a, f, &f->fmt, msg, len);
 
-	if (rc == 0 && (!a.dtype || a.dtype->cls != H5T_VLEN || a.dtype->vlen_type != 1 || a.data_size % esz))
+	if (rc < 0) {
+		h5_err_clear();         /* (not one to move) */
+		rc = 0;
+		goto out;
+	}
+	if (a.dtype && a.dtype->cls == H5T_VLEN)
+		for (size_t off = 0; off + esz <= a.data_size && !in; off += esz)
+			in = h5_le_decode(a.data + off + 4, f->fmt.sizeof_addr) == coll;
+	if (!in)
+		goto out;
+	if (a.dtype->vlen_type != 1 || a.data_size % esz)
 		rc = h5_err_set(H5_ERR_UNSUPPORTED, "attribute \"%s\": not variable-length strings", a.name);
 	if (rc == 0 && m->n == m->cap) {
 		size_t cap = m->cap ? 2 * m->cap : 8;
@@ -98,19 +110,28 @@ static int mover_add(struct movers *m, h5_file *f, const uint8_t *msg, size_t le
 		memcpy(name, a.name, a.name_len);
 		name[a.name_len] = 0;
 		memcpy(el, a.data, a.data_size);
-		for (size_t off = 0; off < a.data_size; off += esz)
-			if (h5_le_decode(el + off + 4, f->fmt.sizeof_addr) == coll)
-				h5_le_encode(el + off + 4, naddr, f->fmt.sizeof_addr);
 		m->el[m->n] = el;
 		m->ch[m->n++] = (h5_attr_change){ .name = name, .name_len = a.name_len, .val = (const char *)el,
 						  .len = a.data_size, .vdata = el, .set = true };
 		name = NULL;
 		el = NULL;
 	}
+out:
 	free(name);
 	free(el);
 	h5_attr_msg_clear(&a);
 	return rc;
+}
+
+/* Every kept change's pointers into coll turned to naddr. */
+static void retarget(struct movers *m, const h5_fmt *fmt, uint64_t coll, uint64_t naddr)
+{
+	size_t esz = 8 + (size_t)fmt->sizeof_addr;
+
+	for (size_t i = 0; i < m->n; i++)
+		for (size_t off = 0; off < m->ch[i].len; off += esz)
+			if (h5_le_decode(m->el[i] + off + 4, fmt->sizeof_addr) == coll)
+				h5_le_encode(m->el[i] + off + 4, naddr, fmt->sizeof_addr);
 }
 
 /* The object's attribute messages: compact ones (its header), or its
@@ -128,23 +149,6 @@ static const uint8_t *msg_at(const h5_ohdr *oh, const h5_dense_set *s, bool dens
 	}
 	*len = oh->msgs[i].size;
 	return oh->msgs[i].type == H5_MSG_ATTR && !(oh->msgs[i].flags & H5_MSG_FLAG_SHARED) ? oh->msgs[i].data : NULL;
-}
-
-/* Whether the attribute message msg's value points into coll (a
- * variable-length string's element). */
-static bool points_into(h5_file *f, const uint8_t *msg, size_t len, uint64_t coll)
-{
-	size_t esz = 8 + (size_t)f->fmt.sizeof_addr;
-	h5_attr_msg a = { 0 };
-	bool in = false;
-
-	if (h5_attr_decode(&a, f, &f->fmt, msg, len) < 0)
-		h5_err_clear();
-	else if (a.dtype && a.dtype->cls == H5T_VLEN)
-		for (size_t off = 0; off + esz <= a.data_size && !in; off += esz)
-			in = h5_le_decode(a.data + off + 4, f->fmt.sizeof_addr) == coll;
-	h5_attr_msg_clear(&a);
-	return in;
 }
 
 /* The collection of this session's that ends at the allocation end, if
@@ -176,13 +180,13 @@ static int coll_move_down(h5_file *f, uint64_t addr, h5_ohdr_change *c, const fo
 	if (fd->dense)
 		rc = h5_dense_set_load(&s, f, H5_DENSE_ATTRS, fd->fheap, fd->name_bt2, fd->corder_bt2);
 	n = rc == 0 ? msgs_count(c->e.oh, &s, fd->dense) : 0;
-	for (i = 0; i < n; i++) {
+	for (i = 0; rc == 0 && i < n; i++) {
 		const uint8_t *msg = msg_at(c->e.oh, &s, fd->dense, i, &len);
 
-		if (msg && points_into(f, msg, len, coll))
-			break;
+		if (msg)
+			rc = mover_add(&m, f, msg, len, coll);
 	}
-	if (rc < 0 || i == n)
+	if (rc < 0 || m.n == 0)
 		goto out;       /* (none of its messages: another object's) */
 	/* the lowest freed space that takes it: below it, or not at all */
 	f->freesp.low = true;
@@ -195,12 +199,7 @@ static int coll_move_down(h5_file *f, uint64_t addr, h5_ohdr_change *c, const fo
 			h5_err_clear();
 		goto out;
 	}
-	for (i = 0; rc == 0 && i < n; i++) {
-		const uint8_t *msg = msg_at(c->e.oh, &s, fd->dense, i, &len);
-
-		if (msg && points_into(f, msg, len, coll))
-			rc = mover_add(&m, f, msg, len, coll, naddr);
-	}
+	retarget(&m, &f->fmt, coll, naddr);
 	if (rc == 0 && !(buf = malloc((size_t)clen)))
 		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
 	if (rc == 0)
