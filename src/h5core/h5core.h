@@ -958,6 +958,26 @@ int h5_dataset_compress_parse(uint16_t *filter, unsigned *level_plus1, const cha
 int h5_dataset_create(uint64_t *addr, h5_file *f, uint64_t group, const char *name, size_t name_len,
 		      const h5_dset_new *d, uint64_t start);
 
+/* The write-behind of new files (doc/MODIFY.md "Write-behind of new
+ * files"): dataset *addr made as h5_dataset_create makes one, its header
+ * written at the allocation end, and not linked: nothing references it,
+ * so its commits (rows appended, attributes, times) skip their fsyncs
+ * until h5_link_insert_batch links it, whose commit makes it durable
+ * first. A crash before that leaves it unreferenced space. */
+int h5_dataset_create_loose(uint64_t *addr, h5_file *f, const h5_dset_new *d);
+/* One link each names[i] -> addrs[i] (objects of h5_dataset_create_loose)
+ * in group, as few commits as the group's form allows: a symbol-table
+ * group one (its stage makes every object durable first, then the root's
+ * one write); compact and dense storage one commit each, in order.
+ * *done: how many are linked; each linked one is no longer loose. A name
+ * the group has, or given twice: H5_ERR_INVAL before anything is written
+ * (in a symbol-table group; in the others at that link). */
+int h5_link_insert_batch(size_t *done, h5_file *f, uint64_t group, char *const *names, const uint64_t *addrs,
+			 size_t n);
+/* A loose dataset given up (its creator's request failed after it was
+ * made): no longer loose; its space stays unreferenced. */
+void h5_dataset_loose_drop(h5_file *f, uint64_t addr);
+
 /* A dataset whose data comes first (np.save through the
  * mount), filled in order by put (a gap: H5_ERR_INVAL), then made and
  * linked as NAME by commit, one commit after the data (all of it: else

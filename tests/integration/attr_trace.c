@@ -101,6 +101,51 @@ static int bytes_dset(h5_file *f, uint64_t group, const char *name)
 	return h5_dataset_create(&addr, f, group, name, strlen(name), &d, UINT64_MAX);
 }
 
+/* "newfiles": n new files of size bytes each (byte k of file i: i*7+k),
+ * as the daemon's write-behind of new files makes them (member/lbatch.c):
+ * each dataset made loose, its bytes appended and committed (close), then
+ * all linked in one batch (h5_link_insert_batch) */
+static int newfiles(h5_file *f, uint64_t group, const char *prefix, unsigned n, size_t size)
+{
+	h5_dset_new d = { .rank = 1, .kind = 'u', .size = 1, .chunked = 1, .growable = 1, .chunk = { 65536 } };
+	char **names = calloc(n ? n : 1, sizeof(*names));
+	uint64_t *addrs = calloc(n ? n : 1, sizeof(*addrs));
+	uint8_t *buf = malloc(size ? size : 1);
+	size_t done = 0;
+	int rc = names && addrs && buf ? 0 : -1;
+
+	for (unsigned i = 0; rc == 0 && i < n; i++) {
+		h5_appender *a = NULL;
+
+		names[i] = malloc(64);
+		if (!names[i]) {
+			rc = -1;
+			break;
+		}
+		snprintf(names[i], 64, "%s%03u", prefix, i);
+		for (size_t k = 0; k < size; k++)
+			buf[k] = (uint8_t)(i * 7 + k);
+		rc = h5_dataset_create_loose(&addrs[i], f, &d);
+		if (rc == 0 && size)
+			rc = h5_append_open(&a, f, addrs[i]);
+		if (rc == 0 && size)
+			rc = h5_append_write(a, buf, size);
+		if (a) {
+			int rc2 = h5_append_close(a, NULL);
+
+			rc = rc ? rc : rc2;
+		}
+	}
+	if (rc == 0)
+		rc = h5_link_insert_batch(&done, f, group, names, addrs, n);
+	for (unsigned i = 0; names && i < n; i++)
+		free(names[i]);
+	free(names);
+	free(addrs);
+	free(buf);
+	return rc;
+}
+
 /* "rm": a dataset's last link removed, what it stored freed at once (no
  * descriptor reads it: member/link.c member_gone_keep) */
 static int rm_dataset(h5_file *f, uint64_t group, const char *name)
@@ -214,6 +259,8 @@ int main(int argc, char **argv)
 			rc = h5_obj_mtime_set(f, addr, strtoll(fl[2], NULL, 10));
 		else if (strcmp(fl[0], "bytes") == 0 && n == 3)
 			rc = bytes_dset(f, addr, fl[2]);
+		else if (strcmp(fl[0], "newfiles") == 0 && n == 5)
+			rc = newfiles(f, addr, fl[2], (unsigned)strtoul(fl[3], NULL, 10), strtoull(fl[4], NULL, 10));
 		else if (strcmp(fl[0], "strs") == 0 && n == 4)
 			rc = strs(f, addr, (unsigned)strtoul(fl[2], NULL, 10), fl[3]);
 		else if (strcmp(fl[0], "batch") == 0 && n == 3)

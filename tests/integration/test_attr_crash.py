@@ -131,6 +131,25 @@ DSET_OPS = [
     "gzdset\t/g\tzipped\t30000",        # -o compress: chunks, B-tree, then header and link
 ]
 
+# the write-behind of new files (cp -r through the mount, issue 55:
+# member/lbatch.c): each file's dataset made loose (nothing references it:
+# its commits skip their fsyncs), its bytes appended and committed, then
+# the batch linked. A symbol-table group links it in one commit (one
+# stage, one root write: all of the batch or none; 12 names split nodes of
+# 2K = 8 entries more than once and grow the local heap); compact storage
+# one commit per link, so there the batch is of one file
+NEWFILE_OPS = [
+    "newfiles\t/g\tf\t12\t3000",
+    "mkdir\t/\tn",
+    "newfiles\t/n\tr\t3\t0",
+    "newfiles\t/g\tq\t2\t70000",       # two chunks each, a B-tree
+]
+NEWFILE_OPS_LATEST = [
+    "newfiles\t/g\tf\t1\t3000",
+    "newfiles\t/\tr\t1\t0",
+    "newfiles\t/g\tq\t1\t70000",
+]
+
 # modification times set (utimens through the mount, issue 47:
 # write/obj_time.c): a v1 header without a place gets a Modification
 # Time message (placed as an attribute's, perhaps in a new continuation
@@ -505,6 +524,8 @@ def main():
     total += run_case(work, "default.h5", rng, MOVE_OPS, None, MOVE_STATES)
     total += run_case(work, "default.h5", rng, DSET_OPS, None)
     total += run_case(work, "latest.h5", rng, DSET_OPS, None)
+    total += run_case(work, "default.h5", rng, NEWFILE_OPS, None)
+    total += run_case(work, "latest.h5", rng, NEWFILE_OPS_LATEST, None)
     WITH_TIMES[0] = True
     total += run_case(work, "default.h5", rng, TIME_OPS, None)
     total += run_case(work, "latest.h5", rng, TIME_OPS_LATEST, None)

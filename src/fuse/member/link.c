@@ -21,7 +21,7 @@ int member_fsyncdir(void *r, uint64_t ino)
 /* The group node parent of FILE itself (objects of files reached by
  * external links are read-only), in use (*u) as the current generation
  * shows it, writing begun. */
-static int begin(struct use *u, h5fs *fs, struct node **p, uint64_t parent)
+static int begin_change(struct use *u, h5fs *fs, struct node **p, uint64_t parent, bool create)
 {
 	int err;
 
@@ -30,7 +30,11 @@ static int begin(struct use *u, h5fs *fs, struct node **p, uint64_t parent)
 		return ESTALE;
 	if ((*p)->type != NT_DIR)
 		return ENOTDIR;
-	xbatch_flush(fs);       /* attributes accepted before come first */
+	/* new files and attributes accepted before come first (a create
+	 * joins the batch of new files instead: lbatch.c) */
+	if (!create && (err = lbatch_flush(fs)) != 0)
+		return err;
+	xbatch_flush(fs);
 	err = fs_write_begin(fs);
 	if (err)
 		return err;
@@ -42,6 +46,11 @@ static int begin(struct use *u, h5fs *fs, struct node **p, uint64_t parent)
 	if (err)
 		fs_write_end(fs);
 	return err;
+}
+
+static int begin(struct use *u, h5fs *fs, struct node **p, uint64_t parent)
+{
+	return begin_change(u, fs, p, parent, false);
 }
 
 static void end(h5fs *fs, struct use *u)
@@ -69,15 +78,16 @@ static int link_errno(h5fs *fs, int rc, int perm, int inval, const char *op, con
 	return e;
 }
 
-/* EEXIST when the group in use (u) has a link NAME, else 0. */
-static int name_taken(const struct use *u, const char *name)
+/* EEXIST when the group in use (u) has a link NAME, or a new file NAME
+ * waits for its link (lbatch.c), else 0. */
+static int name_taken(h5fs *fs, const struct use *u, const char *name)
 {
 	h5_link l;
 	int rc = h5_group_lookup(&l, u->f, u->addr, name);
 
 	h5_link_clear(&l);
 	h5_err_clear();
-	return rc == 0 ? EEXIST : 0;
+	return rc == 0 || lbatch_lookup(fs, u->f, u->addr, name, NULL) ? EEXIST : 0;
 }
 
 int member_mkdir(void *r, uint64_t parent, const char *name)
@@ -90,7 +100,7 @@ int member_mkdir(void *r, uint64_t parent, const char *name)
 
 	if (err)
 		return err;
-	err = name_taken(&u, name);
+	err = name_taken(fs, &u, name);
 	if (!err && own_detect(u.f) == OWN_NC4_CLASSIC) {
 		/* the classic model has no groups: netCDF-C's nccopy fails on
 		 * a file holding one (issue 57) */
@@ -127,12 +137,17 @@ int member_create(void *r, uint64_t parent, const char *name)
 			  .chunk = { NEW_BYTES_CHUNK } };
 	bool npy = strlen(name) > 4 && strcmp(name + strlen(name) - 4, ".npy") == 0;
 	enum own_kind own;
-	int err = begin(&u, fs, &p, parent), rc;
+	int err = begin_change(&u, fs, &p, parent, true), rc;
 
 	if (err)
 		return err;
-	err = name_taken(&u, name);
+	err = name_taken(fs, &u, name);
 	own = err || npy ? OWN_HDF5 : own_detect(u.f);
+	if (!err && !npy && own == OWN_HDF5 && (rc = lbatch_create(fs, p, name, &d)) >= 0) {
+		/* linked with its batch (lbatch.c) */
+		err = rc;
+		goto out;
+	}
 	if (own == OWN_NC4_CLASSIC) {
 		/* bytes are NC_UBYTE, which the classic model has not: ncdump
 		 * and nccopy fail on such a file (issue 57) */
@@ -160,6 +175,7 @@ int member_create(void *r, uint64_t parent, const char *name)
 				 strcmp(p->path, "/") == 0 ? "" : p->path, name, h5_err_msg());
 		h5_err_clear();
 	}
+out:
 	end(fs, &u);
 	return err;
 }

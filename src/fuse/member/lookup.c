@@ -227,6 +227,17 @@ static int do_lookup(struct node **out, h5fs *fs, fuse_ino_t parent, const char 
 	if (e)
 		return e == ESTALE ? ENOENT : e;
 	rc = h5_group_lookup(&l, u.f, u.addr, name);
+	if (rc == H5_ERR_NOTFOUND && lbatch_lookup(fs, u.f, u.addr, name, &taddr)) {
+		/* a new file not linked yet (lbatch.c): its header is there */
+		h5_err_clear();
+		h5_link_clear(&l);
+		l.name = strdup(name);
+		l.name_len = strlen(name);
+		l.type = H5_LINK_HARD;
+		l.addr = taddr;
+		taddr = UINT64_MAX;
+		rc = l.name ? 0 : H5_ERR_NOMEM;
+	}
 	if (rc < 0) {
 		e = lookup_err(fs, quiet, rc, p->path, name, UINT64_MAX);
 		goto out;

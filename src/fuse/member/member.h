@@ -51,6 +51,19 @@ int xbatch_add(h5fs *fs, struct node *n, const char *name, size_t name_len, cons
 void xbatch_flush(h5fs *fs);
 void xbatch_stop(h5fs *fs);
 
+/* member/lbatch.c: the write-behind of new files. lbatch_create: 0 when
+ * NAME's dataset is made in group p (not linked yet: linked with its
+ * batch), an errno, or -1 when there is no batch (the caller makes it at
+ * once). lbatch_lookup: whether NAME is a pending new file of group
+ * (*addr: its header). Every readdir, link change and fsync flushes first
+ * (lbatch_flush: 0, or the errno of a commit that failed, tried again by
+ * the next flush);
+ * lbatch_stop links what is left and ends the batch's thread. */
+int lbatch_create(h5fs *fs, struct node *p, const char *name, const h5_dset_new *d);
+bool lbatch_lookup(h5fs *fs, h5_file *f, uint64_t group, const char *name, uint64_t *addr);
+int lbatch_flush(h5fs *fs);
+void lbatch_stop(h5fs *fs);
+
 /* member/write.c: the member root's open and append path (root.h) */
 void handles_free(h5fs *fs);
 /* The idle commit's thread (write.c): started with the member root on a

@@ -123,6 +123,9 @@ static int do_opendir(struct dirsnap **out, h5fs *fs, fuse_ino_t ino)
 		return ESTALE;
 	if (n->type != NT_DIR)
 		return ENOTDIR;
+	err = lbatch_flush(fs);         /* new files not linked yet are listed too */
+	if (err)
+		return err;
 	err = node_use(&u, fs, n);
 	if (err)
 		return err;

@@ -55,6 +55,7 @@ static void member_stop(void *r)
 
 	h5fs_stop_watching(r);
 	npy_rename_stop(fs);
+	lbatch_stop(fs);
 	xbatch_stop(fs);
 	wfile_idler_stop(fs);
 	if (fs_writable(fs) && (err = fs_meta_sync(fs)) != 0)

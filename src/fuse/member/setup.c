@@ -109,6 +109,7 @@ void h5fs_free(h5fs *fs)
 		return;
 	npy_rename_stop(fs); /* its notifications use fs */
 	live_free(fs);       /* the watcher stops first: it reads the tables */
+	lbatch_stop(fs);
 	xbatch_stop(fs);
 	wfile_idler_stop(fs);
 	fs->se = NULL;          /* the session may be gone: handles left are freed, no notices */

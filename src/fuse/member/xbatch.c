@@ -100,6 +100,9 @@ int fs_meta_sync(h5fs *fs)
 	bool pending;
 	int err, rc;
 
+	err = lbatch_flush(fs);         /* (tried again by the next flush) */
+	if (err)
+		return err;
 	xbatch_flush(fs);
 	pthread_mutex_lock(&fs->wmu);
 	pending = fs->meta_unsynced;

@@ -210,6 +210,7 @@ struct h5fs {
 	uint64_t wepoch;
 	/* setfattr's write-behind (member/xbatch.c; made at its first use) */
 	struct xbatch *xb;
+	struct lbatch *lb;      /* member/lbatch.c: new files not linked yet */
 	/* attribute or link changes committed but not fsync'd, and when the
 	 * last was (under wmu; member/idle.c makes them durable) */
 	bool meta_unsynced;

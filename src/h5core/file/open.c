@@ -249,6 +249,7 @@ void h5_file_close(h5_file *f)
 	free(f->front);
 	h5_freesp_clear(&f->freesp);
 	free(f->owned);
+	free(f->loose);
 	h5_freesp_clear(&f->lheap_names);
 	free(f->path);
 	free(f);

@@ -13,6 +13,7 @@
 #include "freesp.h"
 #include "space.h"
 #include "txn.h"
+#include "loose.h"
 #include "append_int.h"
 
 #include <pthread.h>
@@ -48,8 +49,15 @@ static int commit_sync(h5_astream *s)
 	h5_file *f = s->f;
 	int rc;
 
+	bool loose;
+
 	pthread_mutex_lock(&f->write_lock);
-	rc = h5_txn_sync(f, s->unsynced);
+	/* a loose object: nothing to make durable yet (loose.h), and the
+	 * EOF address lowered and FILE cut without an fsync between could
+	 * land in the wrong order */
+	loose = h5_loose_enter(f, s->addr);
+	rc = loose ? 0 : h5_txn_sync(f, s->unsynced);
+	h5_loose_leave(f, loose);
 	pthread_mutex_unlock(&f->write_lock);
 	if (rc == 0)
 		s->unsynced = false;
@@ -97,6 +105,7 @@ int h5_astream_commit(h5_astream *s, bool partial, bool durable)
 	const h5_msg *ds, *lay;
 	uint64_t n1;
 	size_t dsc;
+	bool loose = false;
 	int rc;
 
 	if (h5_astream_failed(s))
@@ -113,6 +122,8 @@ int h5_astream_commit(h5_astream *s, bool partial, bool durable)
 	}
 
 	pthread_mutex_lock(&f->write_lock);
+	/* a new file not linked yet: nothing to order (loose.h) */
+	loose = h5_loose_enter(f, s->addr);
 	h5_space_free_all(f, &s->gone);
 	rc = h5_ohdr_load(&e.oh, f, s->addr);
 	if (rc == 0)
@@ -162,6 +173,7 @@ out:
 	h5_cache_invalidate(f->meta, H5_CK_OHDR, s->addr);
 	if (s->ea)
 		s->wops->invalidate(s->ea);
+	h5_loose_leave(f, loose);
 	pthread_mutex_unlock(&f->write_lock);
 	if (s->ea)
 		s->wops->free(s->ea);

@@ -22,6 +22,7 @@
 #include "dset_enc.h"
 #include "space.h"
 #include "link_store.h"
+#include "loose.h"
 #include "btree1_write.h"
 #include "filter.h"
 #include "pline.h"
@@ -272,6 +273,32 @@ int h5_dataset_create(uint64_t *addr, h5_file *f, uint64_t group, const char *na
 		rc = h5_link_insert_new_locked(f, group, name, name_len, *addr, start);
 	pthread_mutex_unlock(&f->write_lock);
 	return rc;
+}
+
+int h5_dataset_create_loose(uint64_t *addr, h5_file *f, const h5_dset_new *d)
+{
+	uint64_t start;
+	int rc;
+
+	*addr = H5_ADDR_UNDEF;
+	if (!h5_file_writable(f))
+		return h5_err_set(H5_ERR_ROFS, "the file is open read-only");
+	if (d->rank == 0 ? d->chunked : d->rank > H5_MAX_RANK)
+		return h5_err_set(H5_ERR_INVAL, "a %s dataset of rank %u", d->chunked ? "chunked" : "contiguous", d->rank);
+	pthread_mutex_lock(&f->write_lock);
+	start = h5_space_end(f);
+	rc = new_header(addr, f, d);
+	if (rc == 0)
+		rc = h5_loose_add(f, *addr, start);
+	pthread_mutex_unlock(&f->write_lock);
+	return rc;
+}
+
+void h5_dataset_loose_drop(h5_file *f, uint64_t addr)
+{
+	pthread_mutex_lock(&f->write_lock);
+	h5_loose_drop(f, addr);
+	pthread_mutex_unlock(&f->write_lock);
 }
 
 /* ---- a dataset written first, linked last ---------------------------------

@@ -180,18 +180,26 @@ static int write_leaf(stab_edit *s, size_t i)
 	int rc = buf ? 0 : h5_err_set(H5_ERR_NOMEM, "out of memory");
 
 	if (rc == 0 && l->n > s->twok_leaf) {
-		size_t left = (l->n + 1) / 2;
-		uint64_t addr;
+		/* m nodes of at most 2K entries (two halves after one insert,
+		 * as libhdf5 splits; more after a batch, link_insert_many), the
+		 * right ones new, written last to first so each lands at i + 1 */
+		size_t n = l->n, m = (n + s->twok_leaf - 1) / s->twok_leaf;
 
-		rc = h5_snod_encode(buf, len, &f->fmt, f->sym_leaf_k, l->e + left, l->n - left);
-		if (rc == 0)
-			rc = h5_space_take(&addr, f, len);      /* written whole */
-		if (rc == 0)
-			rc = h5_file_write(f, addr, buf, len);
-		if (rc == 0)
-			rc = push_leaf(s, i + 1, addr, s->lv[i].e[s->lv[i].n - 1].name_off);
-		l = &s->lv[i];  /* the array may have moved */
-		l->n = left;
+		for (size_t j = m - 1; rc == 0 && j >= 1; j--) {
+			size_t from = (j * n + m - 1) / m, to = ((j + 1) * n + m - 1) / m;
+			uint64_t addr;
+
+			l = &s->lv[i];  /* the array may have moved */
+			rc = h5_snod_encode(buf, len, &f->fmt, f->sym_leaf_k, l->e + from, to - from);
+			if (rc == 0)
+				rc = h5_space_take(&addr, f, len);      /* written whole */
+			if (rc == 0)
+				rc = h5_file_write(f, addr, buf, len);
+			if (rc == 0)
+				rc = push_leaf(s, i + 1, addr, s->lv[i].e[to - 1].name_off);
+		}
+		l = &s->lv[i];
+		l->n = (n + m - 1) / m;
 	}
 	if (rc == 0)
 		rc = h5_snod_encode(buf, len, &f->fmt, f->sym_leaf_k, l->e, l->n);
@@ -389,6 +397,49 @@ static int take(stab_edit *s, size_t ri, size_t re, h5_snod_entry *out, bool dro
 	return 0;
 }
 
+/* add (its name_off set here from add_name; soft: a soft link's value)
+ * put in its place, once the change's checks are done. */
+static int put_entry(stab_edit *s, const h5_snod_entry *add, const char *add_name, const char *soft)
+{
+	h5_snod_entry e = *add, *ne;
+	size_t ai = 0, ae = 0;
+	bool found;
+	stab_leaf *l;
+	int rc = h5_stab_heap_add(&e.name_off, s, add_name, strlen(add_name));
+
+	if (rc == 0 && soft) {
+		uint64_t off;
+
+		rc = h5_stab_heap_add(&off, s, soft, strlen(soft));
+		e.link_off = (uint32_t)off;
+	}
+	if (rc < 0)
+		return rc;
+	/* a removal in the same change may have changed the list: look again */
+	rc = locate(&ai, &ae, &found, s, add_name);
+	if (rc == 0 && ai == s->nl && s->nl > 0) {
+		ai = s->nl - 1;
+		rc = leaf_load(s, &s->lv[ai]);
+		ae = s->lv[ai].n;
+	} else if (rc == 0 && s->nl == 0) {
+		rc = push_leaf(s, 0, H5_ADDR_UNDEF, 0);
+	}
+	if (rc < 0)
+		return rc;
+	l = &s->lv[ai];
+	/* room for one more (a batch puts many into one node) */
+	ne = realloc(l->e, (l->n + 1) * sizeof(*l->e));
+	if (!ne)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	l->e = ne;
+	memmove(l->e + ae + 1, l->e + ae, (l->n - ae) * sizeof(*l->e));
+	l->e[ae] = e;
+	l->n++;
+	l->changed = true;
+	l->rkey = l->e[l->n - 1].name_off;
+	return 0;
+}
+
 /* The edit: the entry name_rm taken out (*removed: a copy), then add
  * (its name_off set here from add_name) put in. Both checked before any
  * change: name_rm must be there, add_name must not - unless replace: its
@@ -400,7 +451,6 @@ static int stab_change(h5_file *f, uint64_t group, const char *name_rm, h5_snod_
 	stab_edit s;
 	size_t ri = 0, re = 0, ai = 0, ae = 0;
 	bool found, clash = false;
-	h5_snod_entry e;
 	int rc = stab_open(&s, f, group);
 
 	if (rc == 0)
@@ -431,39 +481,10 @@ static int stab_change(h5_file *f, uint64_t group, const char *name_rm, h5_snod_
 		if (rc < 0)
 			goto out;
 	}
-	if (add) {
-		stab_leaf *l;
-
-		e = *add;
-		rc = h5_stab_heap_add(&e.name_off, &s, add_name, strlen(add_name));
-		if (rc == 0 && soft) {
-			uint64_t off;
-
-			rc = h5_stab_heap_add(&off, &s, soft, strlen(soft));
-			e.link_off = (uint32_t)off;
-		}
-		if (rc < 0)
-			goto out;
-		/* the removal may have changed the list: look again */
-		rc = locate(&ai, &ae, &found, &s, add_name);
-		if (rc == 0 && ai == s.nl && s.nl > 0) {
-			ai = s.nl - 1;
-			rc = leaf_load(&s, &s.lv[ai]);
-			ae = s.lv[ai].n;
-		} else if (rc == 0 && s.nl == 0) {
-			rc = push_leaf(&s, 0, H5_ADDR_UNDEF, 0);
-			if (rc == 0 && !(s.lv[0].e = calloc(1, sizeof(*s.lv[0].e))))
-				rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
-		}
-		if (rc < 0)
-			goto out;
-		l = &s.lv[ai];
-		memmove(l->e + ae + 1, l->e + ae, (l->n - ae) * sizeof(*l->e));
-		l->e[ae] = e;
-		l->n++;
-		l->changed = true;
-		l->rkey = l->e[l->n - 1].name_off;
-	}
+	if (add)
+		rc = put_entry(&s, add, add_name, soft);
+	if (rc < 0)
+		goto out;
 	rc = commit(&s, start, durable);
 out:
 	stab_close(&s);
@@ -524,6 +545,44 @@ static int stab_insert(h5_file *f, uint64_t group, const h5_link *l, uint64_t st
 		rc = stab_change(f, group, NULL, NULL, &e, name, l->type == H5_LINK_SOFT ? l->target : NULL, false,
 				 start == UINT64_MAX ? h5_space_end(f) : start, durable);
 	free(name);
+	return rc;
+}
+
+/* Many new hard links in one change (the daemon's write-behind of new
+ * files, h5_link_insert_batch): every name checked first; the data
+ * segment is written anew (s.moved: however many names, none is written
+ * into the old segment in place, and the heap header's one write follows
+ * the stage), the nodes they fall in anew, then one commit: one stage, one
+ * write of the root. */
+static int stab_insert_many(h5_file *f, uint64_t group, const h5_link *l, size_t n, uint64_t start)
+{
+	stab_edit s;
+	int rc = stab_open(&s, f, group);
+
+	if (rc == 0)
+		rc = h5_stab_heap_release(&s);
+	s.moved = true;
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		h5_snod_entry e;
+		size_t li, ei;
+		bool found;
+		char *name = cstr(l[i].name, l[i].name_len);
+
+		rc = name ? locate(&li, &ei, &found, &s, name) : H5_ERR_NOMEM;
+		if (rc == 0 && found)
+			rc = h5_err_set(H5_ERR_INVAL, "group 0x%llx has a link \"%s\" already",
+					(unsigned long long)group, name);
+		if (rc == 0 && l[i].type != H5_LINK_HARD)
+			rc = h5_err_set(H5_ERR_INVAL, "a batch of links holds hard links only");
+		if (rc == 0)
+			rc = entry_of(&e, f, &l[i]);
+		if (rc == 0)
+			rc = put_entry(&s, &e, name, NULL);
+		free(name);
+	}
+	if (rc == 0)
+		rc = commit(&s, start == UINT64_MAX ? h5_space_end(f) : start, false);
+	stab_close(&s);
 	return rc;
 }
 
@@ -669,6 +728,7 @@ out:
 const h5_lstore_ops h5_lstore_stab = {
 	.name = "symbol table",
 	.insert = stab_insert,
+	.insert_many = stab_insert_many,
 	.remove = stab_remove,
 	.rename = stab_rename,
 	.new_group = stab_new_group,

@@ -46,6 +46,11 @@ typedef struct h5_lstore_ops {
 	 * that this link makes visible (UINT64_MAX: none), so that the commit
 	 * makes it durable first. durable: fsync'd before returning. */
 	int (*insert)(h5_file *f, uint64_t group, const h5_link *l, uint64_t start, bool durable);
+	/* Optional: the n hard links l (their names in none of the group,
+	 * nor twice among them: checked here) added in one commit, not
+	 * durable; start as insert's. NULL: one insert each
+	 * (h5_link_insert_batch). */
+	int (*insert_many)(h5_file *f, uint64_t group, const h5_link *l, size_t n, uint64_t start);
 	/* Remove the link NAME from the group at group. */
 	int (*remove)(h5_file *f, uint64_t group, const char *name, size_t name_len, bool durable);
 	/* Optional: link NAME renamed NEWNAME in one commit. NEWNAME must

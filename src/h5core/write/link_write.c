@@ -19,6 +19,7 @@
 #include "dataset.h"
 #include "freesp.h"
 #include "link_store.h"
+#include "loose.h"
 #include "attr_write_int.h"
 
 
@@ -116,6 +117,55 @@ int h5_link_insert_new_locked(h5_file *f, uint64_t group, const char *name, size
 	int rc = link_name_check(name, name_len);
 
 	return rc < 0 ? rc : insert(f, group, name, name_len, H5_LINK_HARD, addr, NULL, 0, start);
+}
+
+int h5_link_insert_batch(size_t *done, h5_file *f, uint64_t group, char *const *names, const uint64_t *addrs,
+			 size_t n)
+{
+	const h5_lstore_ops *ops;
+	h5_link *l = calloc(n ? n : 1, sizeof(*l));
+	uint64_t start;
+	int rc = l ? 0 : h5_err_set(H5_ERR_NOMEM, "out of memory");
+
+	*done = 0;
+	if (rc == 0 && !h5_file_writable(f))
+		rc = h5_err_set(H5_ERR_ROFS, "the file is open read-only");
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		size_t len = strlen(names[i]);
+
+		rc = link_name_check(names[i], len);
+		l[i] = (h5_link){ .name = names[i], .name_len = len, .type = H5_LINK_HARD, .addr = addrs[i],
+				  .cset = h5_name_cset(names[i], len) };
+	}
+	if (rc < 0 || n == 0)
+		goto out;
+	pthread_mutex_lock(&f->write_lock);
+	/* the stage covers every loose object's space, from the first */
+	start = f->nloose ? f->loose_start : h5_space_end(f);
+	rc = h5_lstore_at(&ops, f, group);
+	if (rc == 0 && ops->insert_many) {
+		rc = ops->insert_many(f, group, l, n, start);
+		if (rc == 0)
+			*done = n;
+	} else {
+		/* one commit each; the form may change on the way (a full
+		 * compact group goes dense with its next link) */
+		for (size_t i = 0; rc == 0 && i < n; i++) {
+			rc = i ? h5_lstore_at(&ops, f, group) : 0;
+			if (rc == 0)
+				rc = ops->insert(f, group, &l[i], start, false);
+			if (rc == 0)
+				++*done;
+		}
+	}
+	for (size_t i = 0; i < *done; i++)
+		h5_loose_drop(f, addrs[i]);
+	if (f->nloose == 0)
+		f->loose_start = 0;
+	pthread_mutex_unlock(&f->write_lock);
+out:
+	free(l);
+	return rc;
 }
 
 int h5_link_insert(h5_file *f, uint64_t group, const char *name, size_t name_len, h5_link_type type,

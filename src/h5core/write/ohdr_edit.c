@@ -23,6 +23,7 @@
 #include "cache.h"
 #include "space.h"
 #include "txn.h"
+#include "loose.h"
 
 /* Free space a new continuation chunk keeps for later messages: as much
  * as the header holds already (so a header that grows message by message
@@ -481,6 +482,7 @@ int h5_ohdr_commit(h5_ohdr_change *c, h5_file *f, bool durable)
 {
 	h5_ohdr *oh = c->e.oh;
 	h5_txn t;
+	bool loose;
 	int rc = 0;
 
 	if (c->main == SIZE_MAX)
@@ -497,6 +499,7 @@ int h5_ohdr_commit(h5_ohdr_change *c, h5_file *f, bool durable)
 	for (size_t i = 0; oh->version >= 2 && i < oh->nchunks; i++)
 		if (c->e.lo[i] != SIZE_MAX)
 			merge_gap(c, i);
+	loose = h5_loose_enter(f, oh->addr);     /* a new file not linked yet (loose.h) */
 	h5_txn_begin(&t, f, durable, NULL, NULL);
 	if (rc == 0 && (h5_space_end(f) != c->start_end || h5_space_end(f) > f->eoa || f->reused != c->start_reused)) {
 		/* new space: durable and inside the EOF address before the switch */
@@ -524,6 +527,7 @@ int h5_ohdr_commit(h5_ohdr_change *c, h5_file *f, bool durable)
 	if (rc == 0)
 		rc = h5_txn_last(&t, &c->e, c->main);
 	c->ticket = t.ticket;
+	h5_loose_leave(f, loose);
 	h5_cache_invalidate(f->meta, H5_CK_OHDR, oh->addr);
 	return rc;
 }

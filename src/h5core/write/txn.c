@@ -70,7 +70,10 @@ int h5_txn_stage(h5_txn *t, uint64_t last_end)
 	 * (h5_txn_sync). */
 	if (rc == 0)
 		rc = h5_file_sync(f);
-	if (rc < 0 || !t->new_eoa)
+	/* a loose object's commit (loose.h): the EOF address waits for the
+	 * commit that links it - written now, without the fsync before it, a
+	 * power cut could keep the address and lose the file's new length */
+	if (rc < 0 || !t->new_eoa || h5_file_sync_deferred(f))
 		return rc;
 	/* the superblock covers the new space before anything points there */
 	rc = h5_superblock_write_eoa(f, t->new_eoa);
