@@ -53,6 +53,7 @@ struct lbatch {
 	size_t count, cap;
 	uint64_t name_bytes, reserved;
 	unsigned fails;         /* commits of this batch that failed */
+	uint64_t commits;       /* batches linked (lbatch_commits) */
 	int64_t first_ns, last_ns;
 };
 
@@ -111,6 +112,8 @@ static int commit_locked(h5fs *fs, struct lbatch *lb, bool last)
 	if (!lb->count)
 		return 0;
 	rc = h5_link_insert_batch(&done, lb->u.f, lb->u.addr, lb->names, lb->addrs, lb->count);
+	if (rc == 0 || done)
+		__atomic_add_fetch(&lb->commits, 1, __ATOMIC_RELEASE);
 	if (rc == 0) {
 		release_locked(fs, lb);
 		return 0;
@@ -291,6 +294,18 @@ int lbatch_create(h5fs *fs, struct node *p, const char *name, const h5_dset_new 
 	}
 	if (!lb->count && (err = begin_locked(fs, lb, p)) != 0)
 		goto out;
+	{
+		/* linked by a batch since the caller looked (commits hold mu) */
+		h5_link l;
+
+		rc = h5_group_lookup(&l, lb->u.f, lb->u.addr, name);
+		h5_link_clear(&l);
+		h5_err_clear();
+		if (rc == 0) {
+			err = EEXIST;
+			goto undo;
+		}
+	}
 	if (lb->count == lb->cap) {
 		size_t cap = lb->cap ? 2 * lb->cap : 64;
 		char **nv = realloc(lb->names, cap * sizeof(*nv));
@@ -342,6 +357,13 @@ undo:
 out:
 	pthread_mutex_unlock(&lb->mu);
 	return err;
+}
+
+uint64_t lbatch_commits(h5fs *fs)
+{
+	struct lbatch *lb = __atomic_load_n(&fs->lb, __ATOMIC_ACQUIRE);
+
+	return lb ? __atomic_load_n(&lb->commits, __ATOMIC_ACQUIRE) : 0;
 }
 
 bool lbatch_lookup(h5fs *fs, h5_file *f, uint64_t group, const char *name, uint64_t *addr)

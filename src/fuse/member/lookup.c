@@ -214,6 +214,7 @@ static int do_lookup(struct node **out, h5fs *fs, fuse_ino_t parent, const char 
 	uint64_t taddr = UINT64_MAX;
 	char *path = NULL, *fpath = NULL;
 	int rc, e = 0, depth = -1;
+	bool pending = false;
 
 	memset(&l, 0, sizeof(l));
 	if (!p)
@@ -226,8 +227,17 @@ static int do_lookup(struct node **out, h5fs *fs, fuse_ino_t parent, const char 
 	e = node_use(&u, fs, p);
 	if (e)
 		return e == ESTALE ? ENOENT : e;
-	rc = h5_group_lookup(&l, u.f, u.addr, name);
-	if (rc == H5_ERR_NOTFOUND && lbatch_lookup(fs, u.f, u.addr, name, &taddr)) {
+	for (uint64_t seen = lbatch_commits(fs);; seen = lbatch_commits(fs)) {
+		rc = h5_group_lookup(&l, u.f, u.addr, name);
+		if (rc != H5_ERR_NOTFOUND || (pending = lbatch_lookup(fs, u.f, u.addr, name, &taddr)))
+			break;
+		/* not there, not pending: a batch linked meanwhile? (lbatch.c) */
+		if (lbatch_commits(fs) == seen)
+			break;
+		h5_link_clear(&l);
+		h5_err_clear();
+	}
+	if (pending) {
 		/* a new file not linked yet (lbatch.c): its header is there */
 		h5_err_clear();
 		h5_link_clear(&l);

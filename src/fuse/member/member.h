@@ -61,6 +61,9 @@ void xbatch_stop(h5fs *fs);
  * lbatch_stop links what is left and ends the batch's thread. */
 int lbatch_create(h5fs *fs, struct node *p, const char *name, const h5_dset_new *d);
 bool lbatch_lookup(h5fs *fs, h5_file *f, uint64_t group, const char *name, uint64_t *addr);
+/* Batches linked so far: a lookup that found NAME neither in FILE nor
+ * pending looks in FILE again when a batch was linked meanwhile. */
+uint64_t lbatch_commits(h5fs *fs);
 int lbatch_flush(h5fs *fs);
 void lbatch_stop(h5fs *fs);
 
