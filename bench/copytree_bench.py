@@ -11,6 +11,10 @@ Per round, alternated in the same run (the machine is shared):
 
   plain   cp -r SRC DIR/copy; sync -f DIR          (the floor: the same disk)
   h5fs    cp -r SRC MNT/copy, then the unmount     (every commit durable)
+  floor   cp -r SRC FLOOR/g/copy, then the unmount, through
+          bench/fuse_write_floor.c -p: the same libfuse loop answering
+          from memory, the bytes pwritten into one file, then sync -f
+          (the fastest a FUSE file system takes the same requests here)
 
 The mount is made before the clock starts; its unmount (which makes the
 last changes durable, as sync does for the plain copy) is inside it.
@@ -27,6 +31,8 @@ import sys
 import time
 
 import h5py
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 from benchlib import Mount, say
 
@@ -61,7 +67,10 @@ def main():
     mnt = os.path.join(work, "mnt")
     log = os.path.join(work, "h5fs.log")
     out = os.path.join(work, "plain")
-    res = {(t, k): [] for t in trees for k in ("plain", "h5fs")}
+    res = {(t, k): [] for t in trees for k in ("plain", "h5fs", "floor")}
+    floor = os.path.join(work, "fuse_write_floor")
+    subprocess.run("cc -O2 -o %s %s %s $(pkg-config --cflags --libs fuse3)" % (
+        floor, os.path.join(HERE, "fuse_write_floor.c"), os.path.join(HERE, "floor_common.c")), shell=True, check=True)
     for r in range(a.rounds):
         for t in trees:
             src = os.path.join(work, t)
@@ -86,15 +95,30 @@ def main():
                 if len(f["copy"]) != trees[t][0] or f["copy/f0000.bin"].shape != (trees[t][1],):
                     say("round %d: %s: the copy does not read back!" % (r, t))
                     return 1
-            say("round %d: %s: plain %.2f s, h5fs %.2f s" % (r, t, res[(t, "plain")][-1], res[(t, "h5fs")][-1]))
+            store = os.path.join(work, "floor.bin")
+            open(store, "wb").close()
+            fm = Mount([floor, "-p", "0", mnt, store], mnt, log)
+            t0 = time.monotonic()
+            try:
+                subprocess.run(["cp", "-r", src, os.path.join(mnt, "g", "copy")], check=True)
+            finally:
+                fm.close()
+            subprocess.run(["sync", "-f", store], check=True)
+            res[(t, "floor")].append(time.monotonic() - t0)
+            say("round %d: %s: plain %.2f s, h5fs %.2f s, FUSE floor %.2f s" % (
+                r, t, res[(t, "plain")][-1], res[(t, "h5fs")][-1], res[(t, "floor")][-1]))
     shutil.rmtree(out, ignore_errors=True)
-    say("%d rounds, warm sources; plain = cp -r + sync -f, h5fs = cp -r + unmount" % a.rounds)
+    say("%d rounds, warm sources; plain = cp -r + sync -f, h5fs = cp -r + unmount, floor = the same through "
+        "fuse_write_floor -p" % a.rounds)
     for t, (n, size) in trees.items():
-        p, h = res[(t, "plain")], res[(t, "h5fs")]
+        p, h, fl = res[(t, "plain")], res[(t, "h5fs")], res[(t, "floor")]
         ratios = [x / y for x, y in zip(p, h)]
-        say("  %-5s %d x %d KiB: plain %.2f-%.2f s, h5fs %.2f-%.2f s, plain/h5fs %.2f-%.2fx, %.2f-%.2f ms a file "
-            "through h5fs" % (t, n, size >> 10, min(p), max(p), min(h), max(h), min(ratios), max(ratios),
-                              1000 * min(h) / n, 1000 * max(h) / n))
+        fr = [x / y for x, y in zip(fl, h)]
+        pf = [x / y for x, y in zip(p, fl)]
+        say("  %-5s %d x %d KiB: plain %.2f-%.2f s, h5fs %.2f-%.2f s, floor %.2f-%.2f s; plain/h5fs %.2f-%.2fx, "
+            "floor/h5fs %.2f-%.2fx, plain/floor %.2f-%.2fx, %.2f-%.2f ms a file through h5fs"
+            % (t, n, size >> 10, min(p), max(p), min(h), max(h), min(fl), max(fl), min(ratios), max(ratios),
+               min(fr), max(fr), min(pf), max(pf), 1000 * min(h) / n, 1000 * max(h) / n))
     return 0
 
 

@@ -974,6 +974,10 @@ int h5_dataset_create_loose(uint64_t *addr, h5_file *f, const h5_dset_new *d);
  * (in a symbol-table group; in the others at that link). */
 int h5_link_insert_batch(size_t *done, h5_file *f, uint64_t group, char *const *names, const uint64_t *addrs,
 			 size_t n);
+/* The disk space h5_link_insert_batch of n names of name_bytes in all may
+ * take in group (an upper bound, for h5_file_reserve before a create is
+ * answered): *need. */
+int h5_link_batch_room(uint64_t *need, h5_file *f, uint64_t group, size_t n, uint64_t name_bytes);
 /* A loose dataset given up (its creator's request failed after it was
  * made): no longer loose; its space stays unreferenced. */
 void h5_dataset_loose_drop(h5_file *f, uint64_t addr);

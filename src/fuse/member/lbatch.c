@@ -35,10 +35,6 @@
 #define LB_MAX_MS 100
 #define LB_MAX_ITEMS 4096
 #define LB_TRIES 3      /* failed commits of one batch before its files are lost */
-/* the commit's room: a new data segment of names (doubled), symbol table
- * nodes and B-tree nodes; a bound per name and one per batch */
-#define LB_ROOM_PER_NAME 1024
-#define LB_ROOM_BASE ((uint64_t)256 << 10)
 
 struct lbatch {
 	h5fs *fs;
@@ -51,7 +47,10 @@ struct lbatch {
 	char **names;
 	uint64_t *addrs;
 	size_t count, cap;
-	uint64_t name_bytes, reserved;
+	uint64_t name_bytes;
+	/* the room asked for (reserve_locked): names, their bytes, the need */
+	size_t room_n;
+	uint64_t room_bytes, need;
 	unsigned fails;         /* commits of this batch that failed */
 	uint64_t commits;       /* batches linked (lbatch_commits) */
 	int64_t first_ns, last_ns;
@@ -88,7 +87,7 @@ static void release_locked(h5fs *fs, struct lbatch *lb)
 		free(lb->names[i]);
 	__atomic_store_n(&lb->count, 0, __ATOMIC_RELEASE);
 	lb->name_bytes = 0;
-	lb->reserved = 0;
+	lb->room_n = 0;
 	lb->fails = 0;
 	free(lb->path);
 	lb->path = NULL;
@@ -246,31 +245,31 @@ static bool pending_locked(const struct lbatch *lb, const char *name, uint64_t *
 	return false;
 }
 
-/* The room the batch's commit may take, allocated now (doubling, as
- * xbatch.c's): a full disk refuses this create, never a later commit. */
+/* The room the batch's commit may take (h5_link_batch_room, asked again
+ * when the batch outgrows what it was asked for: twice the names and
+ * bytes), allocated from the allocation end at every create (twice it:
+ * the rows written after this create take from it), so that a full disk
+ * refuses the create, not the commit. */
 static int reserve_locked(h5fs *fs, struct lbatch *lb, size_t name_len, const char *name)
 {
-	uint64_t need = LB_ROOM_BASE + 2 * (lb->name_bytes + name_len + 16) + (lb->count + 1) * LB_ROOM_PER_NAME;
-	uint64_t want = need < 2 * lb->reserved ? 2 * lb->reserved : need;
-	int rc;
+	int rc = 0;
 
-	if (need <= lb->reserved / 2)
-		return 0;       /* half the room is kept for the rows written after it */
-	rc = h5_file_reserve(lb->u.f, want);
-	if (rc < 0 && want > need) {
-		h5_err_clear();
-		want = need;
-		rc = h5_file_reserve(lb->u.f, want);
+	if (lb->count + 1 > lb->room_n || lb->name_bytes + name_len > lb->room_bytes) {
+		lb->room_n = 2 * (lb->count + 1);
+		lb->room_bytes = 2 * (lb->name_bytes + name_len) + 64 * lb->room_n;
+		rc = h5_link_batch_room(&lb->need, lb->u.f, lb->u.addr, lb->room_n, lb->room_bytes);
 	}
+	if (rc == 0)
+		rc = h5_file_reserve(lb->u.f, 2 * lb->need);
 	if (rc < 0) {
 		int e = h5fs_errno(rc);
 
 		h5fs_log(fs, LOG_ERR, "create %s/%s: refused (%s): %s", show_path(lb->path), name, strerror(e),
 			 h5_err_msg());
 		h5_err_clear();
+		lb->room_n = 0;
 		return e;
 	}
-	lb->reserved = want;
 	return 0;
 }
 

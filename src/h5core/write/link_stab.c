@@ -586,6 +586,28 @@ static int stab_insert_many(h5_file *f, uint64_t group, const h5_link *l, size_t
 	return rc;
 }
 
+/* What stab_insert_many of n names of name_bytes may take: the data
+ * segment anew (doubled when the names do not fit: twice the old one and
+ * the names), every node rewritten and each name a node more at most, the
+ * B-tree below the root anew over them. */
+static int stab_room_many(uint64_t *need, h5_file *f, uint64_t group, size_t n, uint64_t name_bytes)
+{
+	stab_edit s;
+	int rc = stab_open(&s, f, group);
+
+	if (rc == 0) {
+		uint64_t leaves = s.nl + 2 * (uint64_t)n + 1;
+		uint64_t twok = 2 * (uint64_t)s.k_int, inner = 0;
+
+		for (uint64_t m = leaves; m > twok; m = (m + twok - 1) / twok)
+			inner += (m + twok - 1) / twok;
+		*need = 2 * (s.hsize + name_bytes + 24 * (uint64_t)n) + leaves * h5_snod_size(&f->fmt, f->sym_leaf_k) +
+			inner * h5_bt1_group_size(&f->fmt, s.k_int);
+	}
+	stab_close(&s);
+	return rc;
+}
+
 static int stab_remove(h5_file *f, uint64_t group, const char *name, size_t name_len, bool durable)
 {
 	char *n = cstr(name, name_len);
@@ -729,6 +751,7 @@ const h5_lstore_ops h5_lstore_stab = {
 	.name = "symbol table",
 	.insert = stab_insert,
 	.insert_many = stab_insert_many,
+	.room_many = stab_room_many,
 	.remove = stab_remove,
 	.rename = stab_rename,
 	.new_group = stab_new_group,

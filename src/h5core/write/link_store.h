@@ -51,6 +51,9 @@ typedef struct h5_lstore_ops {
 	 * durable; start as insert's. NULL: one insert each
 	 * (h5_link_insert_batch). */
 	int (*insert_many)(h5_file *f, uint64_t group, const h5_link *l, size_t n, uint64_t start);
+	/* With insert_many: the disk space it may take for n names of
+	 * name_bytes in all (an upper bound), *need. */
+	int (*room_many)(uint64_t *need, h5_file *f, uint64_t group, size_t n, uint64_t name_bytes);
 	/* Remove the link NAME from the group at group. */
 	int (*remove)(h5_file *f, uint64_t group, const char *name, size_t name_len, bool durable);
 	/* Optional: link NAME renamed NEWNAME in one commit. NEWNAME must

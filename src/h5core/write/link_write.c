@@ -119,6 +119,27 @@ int h5_link_insert_new_locked(h5_file *f, uint64_t group, const char *name, size
 	return rc < 0 ? rc : insert(f, group, name, name_len, H5_LINK_HARD, addr, NULL, 0, start);
 }
 
+/* Without insert_many (compact, dense storage): one commit per link; a
+ * dense store is written anew by each (its size bounded by what its
+ * names and messages take: 64 KiB a link is far above h5fs's own). */
+#define ROOM_PER_LINK ((uint64_t)64 << 10)
+
+int h5_link_batch_room(uint64_t *need, h5_file *f, uint64_t group, size_t n, uint64_t name_bytes)
+{
+	const h5_lstore_ops *ops;
+	int rc;
+
+	*need = 0;
+	pthread_mutex_lock(&f->write_lock);
+	rc = h5_lstore_at(&ops, f, group);
+	if (rc == 0 && ops->room_many)
+		rc = ops->room_many(need, f, group, n, name_bytes);
+	else if (rc == 0)
+		*need = (uint64_t)n * ROOM_PER_LINK + 2 * name_bytes;
+	pthread_mutex_unlock(&f->write_lock);
+	return rc;
+}
+
 int h5_link_insert_batch(size_t *done, h5_file *f, uint64_t group, char *const *names, const uint64_t *addrs,
 			 size_t n)
 {

@@ -1,0 +1,159 @@
+#!/usr/bin/python3
+"""The write-behind of new files (member/lbatch.c, doc/MODIFY.md
+"Write-behind of new files", issue 55): create(2) makes a dataset that is
+linked later, with the other new files of its group, in one commit.
+
+On an h5py-default file (symbol-table groups: one commit a batch) and a
+libver="latest" one (compact, then dense storage: a commit a link):
+- `cp -r` of 300 small files (0 to 70,000 bytes: empty, one chunk, two)
+  into a group: each reads back right after its copy (cat through the
+  mount), stat shows its size, a create of a pending name with O_EXCL is
+  EEXIST, `ls` (readdir) lists every name, and h5py reads every byte
+  after the unmount;
+- rm, mv and ln of a file still pending, and a file created, written and
+  fsync'd: the fsync makes it durable (FILE then holds it: h5py, with the
+  lock given back, opens FILE 'r+' within 5 s and sees it);
+- a create in another group links the first group's batch;
+- a kill -9 right after a burst of creates leaves a FILE h5py opens, each
+  file complete or absent (never a name without its bytes), and the files
+  committed before it all there.
+"""
+import errno
+import os
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import h5fs_testlib as T  # noqa: E402
+
+T.require_h5py()
+T.require_fuse()
+import h5py  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def content(i, n):
+    return bytes(((i * 31 + k * 7) & 0xFF for k in range(n)))
+
+
+SIZES = [0, 1, 4096, 65536, 70000]
+
+
+def h5py_opens(path, seconds=5.0):
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with h5py.File(path, "r+"):
+                return True
+        except OSError:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.02)
+
+
+def run(work, libver):
+    path = os.path.join(work, libver + ".h5")
+    mnt = os.path.join(work, "mnt")
+    src = os.path.join(work, "src-" + libver)
+    with h5py.File(path, "w", libver=libver) as f:
+        f.create_group("g")
+        f.create_group("h")
+        f["keep"] = np.arange(5)
+    os.makedirs(src, exist_ok=True)
+    want = {}
+    for i in range(300):
+        n = SIZES[i % len(SIZES)]
+        name = "f%03d.bin" % i
+        with open(os.path.join(src, name), "wb") as fh:
+            fh.write(content(i, n))
+        want["g/tree/" + name] = content(i, n)
+    with T.Mount(path, mnt) as m:
+        subprocess.run(["cp", "-r", src, os.path.join(mnt, "g", "tree")], check=True, timeout=120)
+        for name in ("f000.bin", "f001.bin", "f003.bin", "f299.bin"):
+            got = open(os.path.join(mnt, "g", "tree", name), "rb").read()
+            if got != want["g/tree/" + name]:
+                T.fail("%s: %s reads back %d bytes, want %d" % (libver, name, len(got), len(want["g/tree/" + name])))
+        # one at a time, each read right after its copy (pending then)
+        for i in range(20):
+            p = os.path.join(mnt, "h", "p%02d" % i)
+            data = content(i + 7, SIZES[i % len(SIZES)])
+            with open(p, "wb") as fh:
+                fh.write(data)
+            if os.stat(p).st_size != len(data) or open(p, "rb").read() != data:
+                T.fail("%s: h/p%02d does not read back right after its create" % (libver, i))
+            want["h/p%02d" % i] = data
+        T.expect_err("%s: O_EXCL on a name just created" % libver,
+                     lambda: os.open(os.path.join(mnt, "h", "p19"), os.O_WRONLY | os.O_CREAT | os.O_EXCL),
+                     errno.EEXIST)
+        # rm, mv, ln of pending files
+        for name in ("r1", "r2", "r3"):
+            with open(os.path.join(mnt, "h", name), "wb") as fh:
+                fh.write(name.encode() * 10)
+        os.unlink(os.path.join(mnt, "h", "r1"))
+        os.rename(os.path.join(mnt, "h", "r2"), os.path.join(mnt, "h", "moved"))
+        os.link(os.path.join(mnt, "h", "r3"), os.path.join(mnt, "h", "r3link"))
+        want.update({"h/moved": b"r2" * 10, "h/r3": b"r3" * 10, "h/r3link": b"r3" * 10})
+        # a create in another group, then fsync: durable now
+        with open(os.path.join(mnt, "g", "synced"), "wb") as fh:
+            fh.write(b"durable")
+            fh.flush()
+            os.fsync(fh.fileno())
+        want["g/synced"] = b"durable"
+        listed = sorted(os.listdir(os.path.join(mnt, "g", "tree")))
+        if listed != sorted("f%03d.bin" % i for i in range(300)):
+            T.fail("%s: ls lists %d names of 300" % (libver, len(listed)))
+        if sorted(os.listdir(os.path.join(mnt, "h"))) != sorted(["p%02d" % i for i in range(20)] +
+                                                              ["moved", "r3", "r3link"]):
+            T.fail("%s: ls h: %r" % (libver, sorted(os.listdir(os.path.join(mnt, "h")))))
+        if not h5py_opens(path):
+            T.fail("%s: h5py cannot open FILE 'r+' 5 s after the last create (the lock kept)" % libver)
+        with h5py.File(path, "r") as f:
+            if "g/synced" not in f or f["g/synced"][()].tobytes() != b"durable":
+                T.fail("%s: the fsync'd file is not in FILE" % libver)
+    if not m.alive() and m.returncode not in (0, None):
+        T.fail("%s: the daemon exited with %s" % (libver, m.returncode))
+    with h5py.File(path, "r") as f:
+        for k, v in want.items():
+            if k not in f or f[k].dtype != np.uint8 or f[k][()].tobytes() != v:
+                T.fail("%s: after the unmount %s is %s" % (libver, k, "missing" if k not in f else
+                                                           "%d bytes" % f[k].shape[0]))
+                break
+        if "h/r1" in f or "h/r2" in f:
+            T.fail("%s: a removed or moved name is still there" % libver)
+
+    # kill -9 right after a burst of creates: each file whole or absent
+    with T.Mount(path, mnt) as m:
+        d = os.path.join(mnt, "h")
+        for i in range(100):
+            with open(os.path.join(d, "k%03d" % i), "wb") as fh:
+                fh.write(content(i, 3000))
+        m.proc.send_signal(signal.SIGKILL)
+        m.proc.wait(timeout=10)
+    try:
+        with h5py.File(path, "r") as f:
+            h = f["h"]
+            got = {k: h[k][()].tobytes() for k in h if k.startswith("k")}
+            kept = all(k in f and f[k][()].tobytes() == v for k, v in want.items())
+    except Exception as e:  # noqa: BLE001 - any failure to open is a crash-safety bug
+        T.fail("%s: h5py cannot read FILE after kill -9: %s" % (libver, e))
+        return
+    bad = [k for k, v in got.items() if v != content(int(k[1:]), 3000)]
+    if bad:
+        T.fail("%s: after kill -9, files with wrong bytes: %s" % (libver, bad[:5]))
+    if not kept:
+        T.fail("%s: after kill -9, files committed before are gone or changed" % libver)
+    print("%s: 325 new files through the write-behind read back, h5py reads them; kill -9 left %d of 100 whole"
+          % (libver, len(got)))
+
+
+def main():
+    work = T.workdir("lbatch")
+    for libver in ("earliest", "latest"):
+        run(work, libver)
+    return T.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
