@@ -57,6 +57,10 @@ struct h5_file {
 	bool lazy_lock;         /* the write lock is taken by h5_file_lock */
 	bool locked;            /* h5_file_lock holds it (under write_lock) */
 	bool wrote;             /* written or truncated while locked (under write_lock) */
+	/* under write_lock: [falloc_lo, falloc_hi) allocated by
+	 * h5_file_allocate since FILE was last truncated or locked (hi 0:
+	 * nothing known) */
+	uint64_t falloc_lo, falloc_hi;
 	/* lazy_lock: FILE's first bytes (superblock and, in most files, the
 	 * root group's and other early metadata) as of the stamp, so a stamp
 	 * moved by a program that rewrote the same bytes (libhdf5 opening

@@ -219,6 +219,25 @@ static int buf_reserve(h5_astream *s, uint64_t rows)
 /* Geometry, staging batch and the rows of a partly filled last chunk row
  * (read through the current index). Called under write_lock, so that no
  * commit of a stream being closed interleaves with reading dims[0]. */
+void h5_astream_stage_rows(h5_astream *s)
+{
+	/* whole chunk rows per staging batch */
+	uint64_t k = STAGE_BYTES / s->crow_bytes;
+	unsigned nt = s->f->nthreads ? s->f->nthreads : 1;
+
+	if (k == 0)
+		k = 1;
+	if (s->filtered && nt > 1 && k * s->ncells < 2 * (uint64_t)nt) {
+		uint64_t want = (2 * (uint64_t)nt + s->ncells - 1) / s->ncells;
+
+		if (want * s->crow_bytes <= STAGE_MAX_BYTES)
+			k = want;
+	}
+	if (k > 1 && k * s->crow_bytes > s->commit_bytes / 2)
+		k = s->commit_bytes / 2 / s->crow_bytes ? s->commit_bytes / 2 / s->crow_bytes : 1;
+	s->stage_rows = k * s->chunk[0];
+}
+
 static int stream_new(h5_astream **out, h5_file *f, uint64_t addr)
 {
 	h5_astream *s = NULL;
@@ -226,7 +245,6 @@ static int stream_new(h5_astream **out, h5_file *f, uint64_t addr)
 	h5_ohdr *oh = NULL;
 	const h5_msg *ds, *lay;
 	uint64_t rb = 0, acc = 1, k;
-	unsigned nt;
 	int rc;
 
 	*out = NULL;
@@ -299,20 +317,7 @@ static int stream_new(h5_astream **out, h5_file *f, uint64_t addr)
 	s->commit_bytes = env_u64("H5FS_APPEND_COMMIT_BYTES", COMMIT_BYTES);
 	k = env_u64("H5FS_APPEND_COMMIT_MS", COMMIT_MS);
 	s->commit_ns = k > UINT64_MAX / 1000000 ? UINT64_MAX : k * 1000000;
-	/* whole chunk rows per staging batch */
-	k = STAGE_BYTES / s->crow_bytes;
-	if (k == 0)
-		k = 1;
-	nt = f->nthreads ? f->nthreads : 1;
-	if (s->filtered && nt > 1 && k * s->ncells < 2 * (uint64_t)nt) {
-		uint64_t want = (2 * (uint64_t)nt + s->ncells - 1) / s->ncells;
-
-		if (want * s->crow_bytes <= STAGE_MAX_BYTES)
-			k = want;
-	}
-	if (k > 1 && k * s->crow_bytes > s->commit_bytes / 2)
-		k = s->commit_bytes / 2 / s->crow_bytes ? s->commit_bytes / 2 / s->crow_bytes : 1;
-	s->stage_rows = k * s->chunk[0];
+	h5_astream_stage_rows(s);
 
 	s->committed = d->space.dims[0];
 	s->row0 = s->committed - s->committed % s->chunk[0];

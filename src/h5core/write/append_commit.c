@@ -6,9 +6,11 @@
  * modification time and dims[0] last - and when a commit is due.
  */
 #include "base.h"
+#include "rd.h"
 #include "cache.h"
 #include "file.h"
 #include "ohdr.h"
+#include "dataset.h"
 #include "dspace.h"
 #include "freesp.h"
 #include "space.h"
@@ -41,6 +43,75 @@ int h5_astream_msgs(const h5_msg **ds, const h5_msg **lay, const h5_ohdr *oh)
 }
 
 /* ---- committing ---------------------------------------------------------------- */
+
+/* Chunks of a new file's dataset (loose.h) made the smallest power of two
+ * that holds its rows at its first commit, 4 KiB at least, when they are
+ * fewer than one chunk (cp makes 64 KiB chunks, for large copies: cp -r of
+ * 1,000 files of 4 KiB wrote and kept 64 KiB each, 17 times the bytes;
+ * issue 55). Only before anything was staged, indexed or committed, and
+ * only while the header is loose: its layout message (v3, chunked, as
+ * dset_enc.c writes one) is patched in place with no order to keep.
+ * Later rows (cat >> of the file) go into the smaller chunks. Under
+ * write_lock; 0 also when nothing was changed. */
+static int rechunk_small(h5_astream *s)
+{
+	h5_file *f = s->f;
+	h5_ohdr_edit e = { 0 };
+	const h5_msg *ds, *lay;
+	h5_dataset *d = NULL;
+	uint64_t c0 = s->esize && s->esize < 4096 ? 4096 / s->esize : 1;
+	uint8_t v[4];
+	bool written = false;
+	int rc;
+
+	if (s->rank != 1 || s->filtered || s->committed || s->row0 || s->ea || s->nstaged || !s->nbuf ||
+	    !h5_loose_enter(f, s->addr))
+		return 0;
+	h5_loose_leave(f, true);
+	while (c0 < s->nbuf)
+		c0 *= 2;
+	if (c0 >= s->chunk[0])
+		return 0;
+	rc = h5_ohdr_load(&e.oh, f, s->addr);
+	if (rc == 0)
+		rc = h5_astream_msgs(&ds, &lay, e.oh);
+	if (rc < 0 || lay->size < 3 + (uint32_t)f->fmt.sizeof_addr + 8 || lay->data[0] != 3 || lay->data[1] != 2 ||
+	    lay->data[2] != 2)
+		goto out;       /* (an error: the commit below reports it) */
+	rc = h5_ohdr_edit_ranges(&e);
+	h5_le_encode(v, c0, 4);
+	if (rc == 0)
+		rc = h5_ohdr_patch(&e, lay->addr + 3 + f->fmt.sizeof_addr, v, 4);
+	if (rc == 0)
+		rc = h5_ohdr_write_chunk(f, &e, h5_ohdr_chunk_of(e.oh, lay->addr));
+	written = true;         /* (perhaps partly, when it failed) */
+	h5_cache_invalidate(f->meta, H5_CK_OHDR, s->addr);
+	if (rc == 0)
+		rc = h5_dataset_open(&d, f, s->addr);
+	if (rc == 0 && (d->layout.chunk[0] != c0 || d->chunk_bytes != c0 * s->row_bytes)) {
+		h5_dataset_close(d);
+		rc = h5_err_set(H5_ERR_FORMAT, "object header 0x%llx: chunks not %llu after the patch",
+				(unsigned long long)s->addr, (unsigned long long)c0);
+	}
+	if (rc == 0) {
+		h5_dataset_close(s->d);
+		s->d = d;
+		s->chunk[0] = c0;
+		s->crow_bytes = c0 * s->row_bytes;
+		s->chunk_bytes = d->chunk_bytes;
+		h5_astream_stage_rows(s);
+	}
+out:
+	if (e.oh)
+		h5_ohdr_free(e.oh);
+	free(e.lo);
+	free(e.hi);
+	if (rc < 0 && !written) {
+		h5_err_clear();         /* nothing changed: the chunks stay as they were */
+		rc = 0;
+	}
+	return rc;              /* else the header and the stream disagree: it fails */
+}
 
 /* Nothing new to show, but a durable request: fsync what earlier commits
  * left unsynced, and give back a reserve. */
@@ -110,6 +181,13 @@ int h5_astream_commit(h5_astream *s, bool partial, bool durable)
 
 	if (h5_astream_failed(s))
 		return h5_astream_refuse(s);
+	if (partial && !s->committed && !s->row0 && !s->ea) {
+		pthread_mutex_lock(&f->write_lock);
+		rc = rechunk_small(s);
+		pthread_mutex_unlock(&f->write_lock);
+		if (rc < 0)
+			return h5_astream_fail(s, rc);
+	}
 	rc = h5_astage_complete(s);
 	if (rc == 0 && partial && s->nbuf && s->row0 + s->nbuf > s->committed)
 		rc = h5_astage_chunks(s, s->row0 / s->chunk[0], s->row0 / s->chunk[0] + 1, s->row0 + s->nbuf);

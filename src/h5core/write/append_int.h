@@ -75,6 +75,9 @@ typedef struct h5_astream {
 /* append.c: the stream's first failure kept with its message (every
  * later refusal names it), the refusal, whether it failed; a clock. */
 int h5_astream_fail(h5_astream *s, int rc);
+/* s->stage_rows from its chunk rows' size (the stream's setup, and a new
+ * file's chunks made smaller: append_commit.c rechunk_small). */
+void h5_astream_stage_rows(h5_astream *s);
 int h5_astream_refuse(const h5_astream *s);
 int h5_astream_failed(const h5_astream *s);
 uint64_t h5_astream_now_ns(void);
