@@ -264,9 +264,10 @@ int h5_file_truncate(h5_file *f, uint64_t size)
  * a posix_fallocate of what lies past the allocation end: cp -r of small
  * files spent a quarter of the daemon's time there (issue 55). What was
  * allocated since the last truncate is remembered, and an allocation
- * goes 1 MiB further than asked when the disk has it (h5_txn_sync cuts
- * FILE back to its end of allocation). */
-#define FALLOC_AHEAD ((uint64_t)1 << 20)
+ * goes as far again as asked (at most 64 KiB) when the disk has it, so
+ * the next few reserves need none (h5_txn_sync cuts FILE back to its end
+ * of allocation). */
+#define FALLOC_AHEAD ((uint64_t)64 << 10)
 
 int h5_file_allocate(h5_file *f, uint64_t addr, uint64_t len)
 {
@@ -285,8 +286,11 @@ int h5_file_allocate(h5_file *f, uint64_t addr, uint64_t len)
 		return 0;
 	from = f->falloc_hi && addr >= f->falloc_lo && addr <= f->falloc_hi ? f->falloc_hi : addr;
 	f->wrote = true;
-	rc = h5_add_overflow(end, FALLOC_AHEAD, &ahead) ? H5_ERR_NOSPC
-							 : f->src->ops->allocate(f->src, from, ahead - from);
+	/* as far again as asked, at most FALLOC_AHEAD: FILE's length stays
+	 * near its end of allocation */
+	rc = h5_add_overflow(end, len < FALLOC_AHEAD ? len : FALLOC_AHEAD, &ahead)
+		     ? H5_ERR_NOSPC
+		     : f->src->ops->allocate(f->src, from, ahead - from);
 	if (rc == H5_ERR_NOSPC) {
 		h5_err_clear();
 		ahead = end;
