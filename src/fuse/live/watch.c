@@ -235,6 +235,16 @@ static void *watcher(void *arg)
 		if (lv->ino_fd >= 0 && p[1].revents)
 			live_read_events(lv);
 		live_tick(fs);
+		/* while this mount holds FILE's lock the events are its own
+		 * writes (a change by others is looked for when the lock is
+		 * taken: h5_file_changed_by_others): a pause lets inotify merge
+		 * them, not a wakeup per pwrite (cp -r of small files: a tenth
+		 * of the daemon's time, issue 55) */
+		pthread_mutex_lock(&fs->wmu);
+		bool writing = fs->writers != 0;
+		pthread_mutex_unlock(&fs->wmu);
+		if (writing)
+			live_sleep_ns(10000000LL);
 	}
 	return NULL;
 }
