@@ -170,6 +170,21 @@ def wait_until(fn, seconds, step=0.05):
         time.sleep(step)
 
 
+def h5py_opens(path, seconds=5.0):
+    """h5py's 'r+' open of path succeeds within seconds: FILE's lock was
+    given back (a write-behind's batch committed)."""
+    import h5py
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with h5py.File(path, "r+"):
+                return True
+        except OSError:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.02)
+
+
 def expect_err(what, fn, codes):
     """fn() must fail with OSError of errno codes (one, or a tuple of
     them); a descriptor it returns by mistake is closed."""

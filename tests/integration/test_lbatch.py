@@ -23,7 +23,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import h5fs_testlib as T  # noqa: E402
@@ -39,18 +38,6 @@ def content(i, n):
 
 
 SIZES = [0, 1, 4096, 65536, 70000]
-
-
-def h5py_opens(path, seconds=5.0):
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            with h5py.File(path, "r+"):
-                return True
-        except OSError:
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.02)
 
 
 def run(work, libver):
@@ -107,7 +94,7 @@ def run(work, libver):
         if sorted(os.listdir(os.path.join(mnt, "h"))) != sorted(["p%02d" % i for i in range(20)] +
                                                               ["moved", "r3", "r3link"]):
             T.fail("%s: ls h: %r" % (libver, sorted(os.listdir(os.path.join(mnt, "h")))))
-        if not h5py_opens(path):
+        if not T.h5py_opens(path):
             T.fail("%s: h5py cannot open FILE 'r+' 5 s after the last create (the lock kept)" % libver)
         with h5py.File(path, "r") as f:
             if "g/synced" not in f or f["g/synced"][()].tobytes() != b"durable":

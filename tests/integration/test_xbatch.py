@@ -21,7 +21,6 @@ dense past 8 in the same batch):
 import os
 import signal
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import h5fs_testlib as T  # noqa: E402
@@ -40,19 +39,6 @@ def make(path, libver):
         g.attrs["fs"] = np.bytes_("fixed")
         g.attrs["vs"] = "vlen"
         f.create_dataset("d", data=np.arange(10, dtype="<i4"))
-
-
-def h5py_opens(path, seconds=5.0):
-    """h5py's 'r+' open succeeds within seconds (FILE's lock given back)."""
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            with h5py.File(path, "r+"):
-                return True
-        except OSError:
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.02)
 
 
 def attrs_of(path, obj):
@@ -104,7 +90,7 @@ def run(work, libver):
         if listed != set(want_g):
             T.fail("%s: listxattr: %d names, want %d (missing %s)" % (libver, len(listed), len(want_g),
                                                                     sorted(set(want_g) - listed)[:5]))
-        if not h5py_opens(path):
+        if not T.h5py_opens(path):
             T.fail("%s: h5py cannot open FILE 'r+' 5 s after the last setxattr (the lock kept)" % libver)
         for obj, want in (("g", want_g), ("d", want_d)):
             got, types = attrs_of(path, obj)

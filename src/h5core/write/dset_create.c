@@ -255,16 +255,24 @@ int h5_numpy_descr_size(size_t *itemsize, const char *descr, size_t len)
 	return rc;
 }
 
-int h5_dataset_create(uint64_t *addr, h5_file *f, uint64_t group, const char *name, size_t name_len,
-		      const h5_dset_new *d, uint64_t start)
+/* What h5_dataset_create and h5_dataset_create_loose refuse first. */
+static int create_check(uint64_t *addr, h5_file *f, const h5_dset_new *d)
 {
-	int rc;
-
 	*addr = H5_ADDR_UNDEF;
 	if (!h5_file_writable(f))
 		return h5_err_set(H5_ERR_ROFS, "the file is open read-only");
 	if (d->rank == 0 ? d->chunked : d->rank > H5_MAX_RANK)
 		return h5_err_set(H5_ERR_INVAL, "a %s dataset of rank %u", d->chunked ? "chunked" : "contiguous", d->rank);
+	return 0;
+}
+
+int h5_dataset_create(uint64_t *addr, h5_file *f, uint64_t group, const char *name, size_t name_len,
+		      const h5_dset_new *d, uint64_t start)
+{
+	int rc = create_check(addr, f, d);
+
+	if (rc < 0)
+		return rc;
 	pthread_mutex_lock(&f->write_lock);
 	if (start == UINT64_MAX)
 		start = h5_space_end(f);
@@ -278,13 +286,10 @@ int h5_dataset_create(uint64_t *addr, h5_file *f, uint64_t group, const char *na
 int h5_dataset_create_loose(uint64_t *addr, h5_file *f, const h5_dset_new *d)
 {
 	uint64_t start;
-	int rc;
+	int rc = create_check(addr, f, d);
 
-	*addr = H5_ADDR_UNDEF;
-	if (!h5_file_writable(f))
-		return h5_err_set(H5_ERR_ROFS, "the file is open read-only");
-	if (d->rank == 0 ? d->chunked : d->rank > H5_MAX_RANK)
-		return h5_err_set(H5_ERR_INVAL, "a %s dataset of rank %u", d->chunked ? "chunked" : "contiguous", d->rank);
+	if (rc < 0)
+		return rc;
 	pthread_mutex_lock(&f->write_lock);
 	start = h5_space_end(f);
 	rc = new_header(addr, f, d);
