@@ -17,7 +17,7 @@
  *     readdir, a link change (mkdir, rm, mv, ln, symlink), a new file of
  *     another group, fsync or syncfs of any file, the unmount (lbatch_flush);
  *   - LB_IDLE_MS passed without a create, or LB_MAX_MS since the first
- *     (the flusher thread, which then makes it durable: fs_meta_sync);
+ *     (the timer thread, wbtimer.c, which then makes it durable);
  *   - LB_MAX_ITEMS are pending.
  * A crash before the commit leaves none of the batch's files (their space
  * unreferenced); after its one write, all of them, each with the rows its
@@ -29,7 +29,6 @@
  */
 #include "member.h"
 
-#include <time.h>
 
 #define LB_IDLE_MS 20
 #define LB_MAX_MS 100
@@ -38,10 +37,7 @@
 
 struct lbatch {
 	h5fs *fs;
-	pthread_mutex_t mu;     /* the batch; held across its commit */
-	pthread_cond_t cv;      /* the flusher: a batch began, or stop */
-	pthread_t thread;
-	bool running, stop, timed;
+	struct wbt t;           /* its timer (wbtimer.c); t.mu: the batch, held across its commit */
 	struct use u;           /* the group, held (FILE's lock too) while pending */
 	char *path;             /* the group's, for log lines */
 	char **names;
@@ -53,7 +49,6 @@ struct lbatch {
 	uint64_t room_bytes, need;
 	unsigned fails;         /* commits of this batch that failed */
 	uint64_t commits;       /* batches linked (lbatch_commits) */
-	int64_t first_ns, last_ns;
 };
 
 /* Items linked already (a failed commit's names that made it, or its
@@ -96,7 +91,7 @@ static void release_locked(h5fs *fs, struct lbatch *lb)
 	fs_write_end(fs);
 }
 
-/* The batch linked (lb->mu held): 0, or the errno of a commit that
+/* The batch linked (lb->t.mu held): 0, or the errno of a commit that
  * failed. A failure (an I/O error, a full disk) leaves FILE at its last
  * commit (doc/MODIFY.md): the batch stays and the next flush tries again
  * (the caller that asked for this one gets the error: rename(2) after a
@@ -131,8 +126,8 @@ static int commit_locked(h5fs *fs, struct lbatch *lb, bool last)
 	} else if (!lb->count) {
 		release_locked(fs, lb);
 	}
-	/* the flusher tries again LB_IDLE_MS from now */
-	lb->first_ns = lb->last_ns = member_now_ns();
+	/* the timer tries again LB_IDLE_MS from now */
+	lb->t.first_ns = lb->t.last_ns = member_now_ns();
 	return err;
 }
 
@@ -143,49 +138,23 @@ int lbatch_flush(h5fs *fs)
 
 	if (!lb || !__atomic_load_n(&lb->count, __ATOMIC_ACQUIRE))
 		return 0;
-	pthread_mutex_lock(&lb->mu);
+	pthread_mutex_lock(&lb->t.mu);
 	err = commit_locked(fs, lb, false);
-	pthread_mutex_unlock(&lb->mu);
+	pthread_mutex_unlock(&lb->t.mu);
 	return err;
 }
 
-/* As xbatch.c's flusher: LB_IDLE_MS after the last create, LB_MAX_MS
- * after the first at the latest; then durable (fs_meta_sync). */
-static void *flusher(void *arg)
+/* The timer's (wbtimer.c), t.mu held. */
+static size_t pending_count(void *owner)
 {
-	struct lbatch *lb = arg;
-	h5fs *fs = lb->fs;
+	return ((struct lbatch *)owner)->count;
+}
 
-	pthread_mutex_lock(&lb->mu);
-	while (!lb->stop) {
-		if (lb->timed && !lb->count) {
-			lb->timed = false;
-			pthread_mutex_unlock(&lb->mu);
-			fs_meta_sync(fs);       /* logs its errors; fs_lost after one */
-			pthread_mutex_lock(&lb->mu);
-			continue;
-		}
-		if (!lb->count) {
-			pthread_cond_wait(&lb->cv, &lb->mu);
-			continue;
-		}
-		int64_t due = lb->last_ns + (int64_t)LB_IDLE_MS * 1000000, now = member_now_ns();
-		int64_t cap = lb->first_ns + (int64_t)LB_MAX_MS * 1000000;
+static int timed_commit(void *owner)
+{
+	struct lbatch *lb = owner;
 
-		if (cap < due)
-			due = cap;
-		if (now >= due) {
-			lb->timed = commit_locked(fs, lb, false) == 0;
-			continue;
-		}
-		pthread_mutex_unlock(&lb->mu);
-		struct timespec ts = { .tv_sec = (due - now) / 1000000000, .tv_nsec = (due - now) % 1000000000 };
-
-		nanosleep(&ts, NULL);
-		pthread_mutex_lock(&lb->mu);
-	}
-	pthread_mutex_unlock(&lb->mu);
-	return NULL;
+	return commit_locked(lb->fs, lb, false);
 }
 
 static struct lbatch *lbatch_get(h5fs *fs)
@@ -195,13 +164,8 @@ static struct lbatch *lbatch_get(h5fs *fs)
 	pthread_mutex_lock(&fs->lock);
 	lb = fs->lb;
 	if (!lb && (lb = calloc(1, sizeof(*lb))) != NULL) {
-		pthread_mutex_init(&lb->mu, NULL);
-		pthread_cond_init(&lb->cv, NULL);
 		lb->fs = fs;
-		lb->running = pthread_create(&lb->thread, NULL, flusher, lb) == 0;
-		if (!lb->running) {
-			pthread_mutex_destroy(&lb->mu);
-			pthread_cond_destroy(&lb->cv);
+		if (wbt_start(&lb->t, fs, LB_IDLE_MS, LB_MAX_MS, pending_count, timed_commit, lb) != 0) {
 			free(lb);
 			lb = NULL;
 		} else {
@@ -212,7 +176,7 @@ static struct lbatch *lbatch_get(h5fs *fs)
 	return lb;
 }
 
-/* The batch's group, begun (lb->mu held, batch empty): FILE's lock taken,
+/* The batch's group, begun (lb->t.mu held, batch empty): FILE's lock taken,
  * the group in use as the current generation shows it. */
 static int begin_locked(h5fs *fs, struct lbatch *lb, struct node *p)
 {
@@ -283,7 +247,7 @@ int lbatch_create(h5fs *fs, struct node *p, const char *name, const h5_dset_new 
 
 	if (!lb)
 		return -1;      /* no thread to commit it: made at once */
-	pthread_mutex_lock(&lb->mu);
+	pthread_mutex_lock(&lb->t.mu);
 	if (lb->count && (lb->u.addr != p->addr || lb->u.f != p->f || lb->count >= LB_MAX_ITEMS) &&
 	    (err = commit_locked(fs, lb, false)) != 0)
 		goto out;
@@ -339,12 +303,8 @@ int lbatch_create(h5fs *fs, struct node *p, const char *name, const h5_dset_new 
 	lb->names[lb->count] = nm;
 	lb->addrs[lb->count] = addr;
 	lb->name_bytes += len;
-	lb->last_ns = member_now_ns();
 	__atomic_store_n(&lb->count, lb->count + 1, __ATOMIC_RELEASE);
-	if (lb->count == 1) {
-		lb->first_ns = lb->last_ns;
-		pthread_cond_signal(&lb->cv);
-	}
+	wbt_changed(&lb->t, lb->count == 1);
 undo:
 	if (!lb->count && lb->path) {
 		/* nothing pending after all: the group and the lock let go */
@@ -354,7 +314,7 @@ undo:
 		fs_write_end(fs);
 	}
 out:
-	pthread_mutex_unlock(&lb->mu);
+	pthread_mutex_unlock(&lb->t.mu);
 	return err;
 }
 
@@ -372,10 +332,10 @@ bool lbatch_lookup(h5fs *fs, h5_file *f, uint64_t group, const char *name, uint6
 
 	if (!lb || !__atomic_load_n(&lb->count, __ATOMIC_ACQUIRE))
 		return false;
-	pthread_mutex_lock(&lb->mu);
+	pthread_mutex_lock(&lb->t.mu);
 	if (lb->count && lb->u.f == f && lb->u.addr == group)
 		found = pending_locked(lb, name, addr);
-	pthread_mutex_unlock(&lb->mu);
+	pthread_mutex_unlock(&lb->t.mu);
 	return found;
 }
 
@@ -385,15 +345,10 @@ void lbatch_stop(h5fs *fs)
 
 	if (!lb)
 		return;
-	pthread_mutex_lock(&lb->mu);
+	pthread_mutex_lock(&lb->t.mu);
 	commit_locked(fs, lb, true);
-	lb->stop = true;
-	pthread_cond_signal(&lb->cv);
-	pthread_mutex_unlock(&lb->mu);
-	if (lb->running)
-		pthread_join(lb->thread, NULL);
-	pthread_mutex_destroy(&lb->mu);
-	pthread_cond_destroy(&lb->cv);
+	pthread_mutex_unlock(&lb->t.mu);
+	wbt_stop(&lb->t);
 	free(lb->names);
 	free(lb->addrs);
 	free(lb);

@@ -51,6 +51,28 @@ int xbatch_add(h5fs *fs, struct node *n, const char *name, size_t name_len, cons
 void xbatch_flush(h5fs *fs);
 void xbatch_stop(h5fs *fs);
 
+/* member/wbtimer.c: the timer thread of a write-behind batch: commit()
+ * idle_ms after the last change (wbt_changed), max_ms after the first at
+ * the latest, then fs_meta_sync; a failed commit (non-zero) is tried again
+ * idle_ms later. mu is the batch's lock, held around count() and commit()
+ * and by wbt_changed's caller. wbt_start: 0 or an errno; wbt_stop joins
+ * the thread (mu not held). */
+struct wbt {
+	h5fs *fs;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	pthread_t thread;
+	bool stop, timed;
+	int64_t first_ns, last_ns, idle_ns, max_ns;
+	size_t (*count)(void *owner);
+	int (*commit)(void *owner);
+	void *owner;
+};
+int wbt_start(struct wbt *t, h5fs *fs, unsigned idle_ms, unsigned max_ms, size_t (*count)(void *),
+	      int (*commit)(void *), void *owner);
+void wbt_changed(struct wbt *t, bool first);
+void wbt_stop(struct wbt *t);
+
 /* member/lbatch.c: the write-behind of new files. lbatch_create: 0 when
  * NAME's dataset is made in group p (not linked yet: linked with its
  * batch), an errno, or -1 when there is no batch (the caller makes it at

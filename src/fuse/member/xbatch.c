@@ -23,7 +23,7 @@
  *     unmounted (xbatch_flush);
  *   - another object's attribute comes, or the batch is full;
  *   - XB_IDLE_MS passed without one, or XB_MAX_MS since its first (the
- *     flusher thread, which then fsyncs and cuts FILE to its end of
+ *     timer thread, wbtimer.c, which then fsyncs and cuts FILE to its end of
  *     allocation).
  * A crash meanwhile leaves the batch not done (each change done or not
  * done, as every commit); FILE's lock is held from the first accepted
@@ -36,7 +36,6 @@
 #include "owner.h"
 
 #include <sys/xattr.h>
-#include <time.h>
 
 #define XB_IDLE_MS 20
 #define XB_MAX_MS 100   /* from a batch's first change, whatever follows */
@@ -45,10 +44,7 @@
 
 struct xbatch {
 	h5fs *fs;
-	pthread_mutex_t mu;     /* the batch; held across its commit */
-	pthread_cond_t cv;      /* the flusher: a batch began, or stop */
-	pthread_t thread;
-	bool running, stop;
+	struct wbt t;           /* its timer; t.mu: the batch, held across its commit */
 	struct node *n;         /* pinned (busy) while pending */
 	struct use u;           /* its file and object, held (the lock too) */
 	h5_attr_str *it;        /* the changes, as the engine takes them (name
@@ -59,8 +55,6 @@ struct xbatch {
 				 * name set again is counted once, with its
 				 * last value */
 	uint64_t reserved;      /* disk space allocated for its commit (h5_file_reserve) */
-	int64_t first_ns, last_ns;
-	bool timed;             /* committed by the flusher: FILE trimmed after */
 	int own;                /* the file's owner (src/common/owner.c), -1: not asked yet */
 };
 
@@ -145,7 +139,7 @@ void fs_compact(h5fs *fs)
 		h5err_logged(fs, rc, "unmounting: moving the last chunk down", "/", NULL, UINT64_MAX);
 }
 
-/* The batch committed (xb->mu held). */
+/* The batch committed (xb->t.mu held). */
 static void commit_locked(h5fs *fs, struct xbatch *xb)
 {
 	size_t done = 0;
@@ -183,53 +177,23 @@ void xbatch_flush(h5fs *fs)
 
 	if (!xb || !__atomic_load_n(&xb->count, __ATOMIC_ACQUIRE))
 		return;
-	pthread_mutex_lock(&xb->mu);
+	pthread_mutex_lock(&xb->t.mu);
 	commit_locked(fs, xb);
-	pthread_mutex_unlock(&xb->mu);
+	pthread_mutex_unlock(&xb->t.mu);
 }
 
-/* The flusher: commits a batch XB_IDLE_MS after its last change, and at
- * the latest XB_MAX_MS after its first (a loop of changes would keep it
- * pending for ever, and a crash would lose all of them); then makes it
- * durable and gives back the room past the end of allocation that
- * commits reserve (fs_meta_sync: h5_file_write_sync), so FILE's size is
- * its end of allocation between sessions of changes. */
-static void *flusher(void *arg)
+/* The timer's (wbtimer.c), t.mu held. */
+static size_t pending_count(void *owner)
 {
-	struct xbatch *xb = arg;
-	h5fs *fs = xb->fs;
+	return ((struct xbatch *)owner)->count;
+}
 
-	pthread_mutex_lock(&xb->mu);
-	while (!xb->stop) {
-		if (xb->timed && !xb->count) {
-			xb->timed = false;
-			pthread_mutex_unlock(&xb->mu);
-			fs_meta_sync(fs);       /* logs its errors; fs_lost after one */
-			pthread_mutex_lock(&xb->mu);
-			continue;
-		}
-		if (!xb->count) {
-			pthread_cond_wait(&xb->cv, &xb->mu);
-			continue;
-		}
-		int64_t due = xb->last_ns + (int64_t)XB_IDLE_MS * 1000000, now = member_now_ns();
-		int64_t cap = xb->first_ns + (int64_t)XB_MAX_MS * 1000000;
+static int timed_commit(void *owner)
+{
+	struct xbatch *xb = owner;
 
-		if (cap < due)
-			due = cap;
-		if (now >= due) {
-			commit_locked(fs, xb);
-			xb->timed = true;
-			continue;
-		}
-		pthread_mutex_unlock(&xb->mu);
-		struct timespec ts = { .tv_sec = (due - now) / 1000000000, .tv_nsec = (due - now) % 1000000000 };
-
-		nanosleep(&ts, NULL);
-		pthread_mutex_lock(&xb->mu);
-	}
-	pthread_mutex_unlock(&xb->mu);
-	return NULL;
+	commit_locked(xb->fs, xb);      /* (a failure marks the mount) */
+	return 0;
 }
 
 static struct xbatch *xbatch_get(h5fs *fs)
@@ -239,13 +203,8 @@ static struct xbatch *xbatch_get(h5fs *fs)
 	pthread_mutex_lock(&fs->lock);
 	xb = fs->xb;
 	if (!xb && (xb = calloc(1, sizeof(*xb))) != NULL) {
-		pthread_mutex_init(&xb->mu, NULL);
-		pthread_cond_init(&xb->cv, NULL);
 		xb->fs = fs;
-		xb->running = pthread_create(&xb->thread, NULL, flusher, xb) == 0;
-		if (!xb->running) {
-			pthread_mutex_destroy(&xb->mu);
-			pthread_cond_destroy(&xb->cv);
+		if (wbt_start(&xb->t, fs, XB_IDLE_MS, XB_MAX_MS, pending_count, timed_commit, xb) != 0) {
 			free(xb);
 			xb = NULL;
 		} else {
@@ -256,7 +215,7 @@ static struct xbatch *xbatch_get(h5fs *fs)
 	return xb;
 }
 
-/* The batch's object, begun (xb->mu held, batch empty): FILE's lock
+/* The batch's object, begun (xb->t.mu held, batch empty): FILE's lock
  * taken, n in use as the current generation shows it, pinned. */
 static int begin_locked(h5fs *fs, struct xbatch *xb, struct node *n)
 {
@@ -390,7 +349,7 @@ static h5_attr_room room_diff(const h5_attr_room *after, const h5_attr_room *bef
 			       .heap = after->heap - before->heap };
 }
 
-/* The change of NAME checked and kept (xb->mu held, the batch begun on
+/* The change of NAME checked and kept (xb->t.mu held, the batch begun on
  * its object): 0, an errno, or -1 for the caller's way. A name set again
  * while pending is checked again with its new value and counted once: its
  * earlier value's share taken off first. (Counted twice, a full disk
@@ -456,19 +415,14 @@ int xbatch_add(h5fs *fs, struct node *n, const char *name, size_t name_len, cons
 
 	if (!xb)
 		return 1;       /* no thread to commit it: at once, as before */
-	pthread_mutex_lock(&xb->mu);
+	pthread_mutex_lock(&xb->t.mu);
 	if (xb->n && (xb->n != n || xb->count >= XB_MAX_ITEMS || xb->bytes + name_len + len > XB_MAX_BYTES))
 		commit_locked(fs, xb);
 	if (!xb->n && (err = begin_locked(fs, xb, n)) != 0)
 		goto out;
 	err = accept_locked(fs, xb, name, name_len, val, len, flags);
-	if (!err) {
-		xb->last_ns = member_now_ns();
-		if (xb->count == 1) {
-			xb->first_ns = xb->last_ns;
-			pthread_cond_signal(&xb->cv);
-		}
-	}
+	if (!err)
+		wbt_changed(&xb->t, xb->count == 1);
 	if (xb->count == 0) {
 		/* nothing pending after all: the object and the lock let go */
 		node_use_end(&xb->u);
@@ -477,7 +431,7 @@ int xbatch_add(h5fs *fs, struct node *n, const char *name, size_t name_len, cons
 		fs_write_end(fs);
 	}
 out:
-	pthread_mutex_unlock(&xb->mu);
+	pthread_mutex_unlock(&xb->t.mu);
 	return err < 0 ? 1 : err;
 }
 
@@ -487,15 +441,10 @@ void xbatch_stop(h5fs *fs)
 
 	if (!xb)
 		return;
-	pthread_mutex_lock(&xb->mu);
+	pthread_mutex_lock(&xb->t.mu);
 	commit_locked(fs, xb);
-	xb->stop = true;
-	pthread_cond_signal(&xb->cv);
-	pthread_mutex_unlock(&xb->mu);
-	if (xb->running)
-		pthread_join(xb->thread, NULL);
-	pthread_mutex_destroy(&xb->mu);
-	pthread_cond_destroy(&xb->cv);
+	pthread_mutex_unlock(&xb->t.mu);
+	wbt_stop(&xb->t);
 	free(xb->it);
 	free(xb->share);
 	free(xb);
