@@ -237,6 +237,13 @@ int h5_file_sync(h5_file *f)
 	return rc;
 }
 
+int h5_file_sync_since(h5_file *f, uint64_t want)
+{
+	if (__atomic_load_n(&f->sync_done, __ATOMIC_ACQUIRE) >= want)
+		return 0;       /* an fsync that began after those writes completed */
+	return h5_file_sync(f);
+}
+
 void h5_file_sync_hint(h5_file *f, uint64_t addr, uint64_t len)
 {
 	if (f->src->ops->sync_hint)

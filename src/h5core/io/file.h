@@ -281,6 +281,10 @@ int h5_file_write(h5_file *f, uint64_t addr, const void *buf, size_t len);
  * order needs one (the superblock's EOF address, a cut of FILE). */
 bool h5_file_sync_deferred(h5_file *f);
 int h5_file_sync(h5_file *f);
+/* What was written before sync_started was want - 1 made durable: by an
+ * fsync that began since and completed (another writer's), else one now
+ * (group commit: several writers' commits, one fsync). */
+int h5_file_sync_since(h5_file *f, uint64_t want);
 /* Start writing back [addr, addr+len) early (a hint). */
 void h5_file_sync_hint(h5_file *f, uint64_t addr, uint64_t len);
 /* The size of the underlying object now (absolute, user block included),

@@ -219,6 +219,7 @@ int h5_astream_commit(h5_astream *s, bool partial, bool durable)
 		goto out;
 	}
 	h5_txn_begin(&t, f, durable, s->wops, s->ea);
+	t.sync_later = true;    /* after write_lock, below: shared with other writers */
 	rc = h5_txn_stage(&t, s->last_end);
 	/* 3. the switch to the new index; fsync */
 	if (rc == 0)
@@ -262,6 +263,9 @@ out:
 		h5_ohdr_free(e.oh);
 	free(e.lo);
 	free(e.hi);
+	/* the last write durable (a loose dataset: with the commit linking it) */
+	if (rc == 0 && durable && !loose)
+		rc = h5_file_sync_since(f, t.want);
 	if (rc < 0)
 		/* the file holds the old state or a complete newer one; which,
 		 * this stream cannot tell: it takes no more rows */

@@ -130,7 +130,9 @@ static int eoa_lower(h5_file *f, uint64_t end)
 static int last_done(h5_txn *t, int rc)
 {
 	t->ticket = h5_space_ticket(t->f);
-	if (rc == 0 && t->durable)
+	if (rc == 0 && t->durable && t->sync_later)
+		t->want = __atomic_load_n(&t->f->sync_started, __ATOMIC_SEQ_CST) + 1;
+	else if (rc == 0 && t->durable)
 		rc = h5_file_sync(t->f);
 	return rc;
 }

@@ -32,6 +32,11 @@ typedef struct h5_txn {
 	uint64_t end;           /* the allocation end once staged */
 	uint64_t new_eoa;       /* 0, or the EOF address the superblock got */
 	uint64_t ticket;        /* after the last write: the fsync what the commit freed waits for (space.h) */
+	/* durable, sync_later: the last write's fsync is the caller's, after
+	 * it gave write_lock back (h5_file_sync_since(want)): commits of other
+	 * writers meanwhile share it (group commit, issue 55) */
+	bool sync_later;
+	uint64_t want;
 } h5_txn;
 
 /* wops NULL: no index writer (object header edits, ohdr_edit.h): the new
