@@ -11,6 +11,9 @@ Per round, alternated in the same run (the machine is shared):
 
   plain   cp -r SRC DIR/copy; sync -f DIR          (the floor: the same disk)
   h5fs    cp -r SRC MNT/copy, then the unmount     (every commit durable)
+  h5py    the same datasets made by h5py in a fresh file (growable 1-D
+          uint8, the bytes of each source file, chunks as h5fs makes
+          them), then one flush and fsync
   floor   cp -r SRC FLOOR/g/copy, then the unmount, through
           bench/fuse_write_floor.c -p: the same libfuse loop answering
           from memory, the bytes pwritten into one file, then sync -f
@@ -31,6 +34,7 @@ import sys
 import time
 
 import h5py
+import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -67,7 +71,7 @@ def main():
     mnt = os.path.join(work, "mnt")
     log = os.path.join(work, "h5fs.log")
     out = os.path.join(work, "plain")
-    res = {(t, k): [] for t in trees for k in ("plain", "h5fs", "floor")}
+    res = {(t, k): [] for t in trees for k in ("plain", "h5fs", "floor", "h5py")}
     floor = os.path.join(work, "fuse_write_floor")
     subprocess.run("cc -O2 -o %s %s %s $(pkg-config --cflags --libs fuse3)" % (
         floor, os.path.join(HERE, "fuse_write_floor.c"), os.path.join(HERE, "floor_common.c")), shell=True, check=True)
@@ -95,6 +99,20 @@ def main():
                 if len(f["copy"]) != trees[t][0] or f["copy/f0000.bin"].shape != (trees[t][1],):
                     say("round %d: %s: the copy does not read back!" % (r, t))
                     return 1
+            names = sorted(os.listdir(src))
+            t0 = time.monotonic()
+            with h5py.File(os.path.join(work, "byh5py.h5"), "w") as f:
+                g = f.create_group("copy")
+                for nm in names:
+                    with open(os.path.join(src, nm), "rb") as fh:
+                        b = np.frombuffer(fh.read(), dtype=np.uint8)
+                    c = 4096
+                    while c < len(b) and c < 65536:
+                        c *= 2
+                    g.create_dataset(nm, data=b, maxshape=(None,), chunks=(c,))
+                f.flush()
+                os.fsync(f.id.get_vfd_handle())
+            res[(t, "h5py")].append(time.monotonic() - t0)
             store = os.path.join(work, "floor.bin")
             open(store, "wb").close()
             fm = Mount([floor, "-p", "0", mnt, store], mnt, log)
@@ -105,20 +123,23 @@ def main():
                 fm.close()
             subprocess.run(["sync", "-f", store], check=True)
             res[(t, "floor")].append(time.monotonic() - t0)
-            say("round %d: %s: plain %.2f s, h5fs %.2f s, FUSE floor %.2f s" % (
-                r, t, res[(t, "plain")][-1], res[(t, "h5fs")][-1], res[(t, "floor")][-1]))
+            say("round %d: %s: plain %.2f s, h5fs %.2f s, FUSE floor %.2f s, h5py %.2f s" % (
+                r, t, res[(t, "plain")][-1], res[(t, "h5fs")][-1], res[(t, "floor")][-1], res[(t, "h5py")][-1]))
     shutil.rmtree(out, ignore_errors=True)
     say("%d rounds, warm sources; plain = cp -r + sync -f, h5fs = cp -r + unmount, floor = the same through "
         "fuse_write_floor -p" % a.rounds)
     for t, (n, size) in trees.items():
-        p, h, fl = res[(t, "plain")], res[(t, "h5fs")], res[(t, "floor")]
+        p, h, fl, hp = res[(t, "plain")], res[(t, "h5fs")], res[(t, "floor")], res[(t, "h5py")]
+        hr = [y / x for x, y in zip(hp, h)]
         ratios = [x / y for x, y in zip(p, h)]
         fr = [x / y for x, y in zip(fl, h)]
         pf = [x / y for x, y in zip(p, fl)]
         say("  %-5s %d x %d KiB: plain %.2f-%.2f s, h5fs %.2f-%.2f s, floor %.2f-%.2f s; plain/h5fs %.2f-%.2fx, "
-            "floor/h5fs %.2f-%.2fx, plain/floor %.2f-%.2fx, %.2f-%.2f ms a file through h5fs"
+            "floor/h5fs %.2f-%.2fx, plain/floor %.2f-%.2fx, h5fs/h5py %.1f-%.1fx (h5py %.2f-%.2f s), "
+            "%.2f-%.2f ms a file through h5fs"
             % (t, n, size >> 10, min(p), max(p), min(h), max(h), min(fl), max(fl), min(ratios), max(ratios),
-               min(fr), max(fr), min(pf), max(pf), 1000 * min(h) / n, 1000 * max(h) / n))
+               min(fr), max(fr), min(pf), max(pf), min(hr), max(hr), min(hp), max(hp), 1000 * min(h) / n,
+               1000 * max(h) / n))
     return 0
 
 
