@@ -16,13 +16,18 @@ libver="latest" one (compact, then dense storage: a commit a link):
 - a create in another group links the first group's batch;
 - a kill -9 right after a burst of creates leaves a FILE h5py opens, each
   file complete or absent (never a name without its bytes), and the files
-  committed before it all there.
+  committed before it all there;
+- on a disk that fills (a 3 MB tmpfs), creates of 20 KiB files until one
+  is refused: each answered file is in FILE after the unmount with its
+  bytes (the commit's space was reserved before the answer), the refusal
+  is ENOSPC, and the mount is not marked lost (the unmount exits 0).
 """
 import errno
 import os
 import signal
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import h5fs_testlib as T  # noqa: E402
@@ -116,6 +121,8 @@ def run(work, libver):
         for i in range(100):
             with open(os.path.join(d, "k%03d" % i), "wb") as fh:
                 fh.write(content(i, 3000))
+            if i == 49:
+                time.sleep(0.5)         # the first 50: linked by the timer
         m.proc.send_signal(signal.SIGKILL)
         m.proc.wait(timeout=10)
     try:
@@ -127,6 +134,9 @@ def run(work, libver):
         T.fail("%s: h5py cannot read FILE after kill -9: %s" % (libver, e))
         return
     bad = [k for k, v in got.items() if v != content(int(k[1:]), 3000)]
+    if any("k%03d" % i not in got for i in range(50)):
+        T.fail("%s: after kill -9, files linked before it are missing: %s" %
+               (libver, [i for i in range(50) if "k%03d" % i not in got][:5]))
     if bad:
         T.fail("%s: after kill -9, files with wrong bytes: %s" % (libver, bad[:5]))
     if not kept:
@@ -135,10 +145,42 @@ def run(work, libver):
           % (libver, len(got)))
 
 
+def full_disk(work):
+    small = os.path.join(work, "small")
+    with T.small_disk(small, "3m"):
+        path = os.path.join(small, "f.h5")
+        mnt = os.path.join(work, "mnt")
+        with h5py.File(path, "w") as f:
+            f.create_group("g")
+        made, refused = [], None
+        with T.Mount(path, mnt) as m:
+            for i in range(400):
+                name = os.path.join(mnt, "g", "s%03d" % i)
+                try:
+                    with open(name, "wb") as fh:
+                        fh.write(content(i, 20000))
+                    made.append(i)
+                except OSError as e:
+                    refused = e.errno
+                    break
+        if refused != errno.ENOSPC:
+            T.fail("full disk: %d files made, then %s, not ENOSPC" % (len(made), refused and errno.errorcode[refused]))
+        if m.returncode not in (0, None):
+            T.fail("full disk: the unmount exits %s: %s" % (m.returncode, m.output()[-300:]))
+        with h5py.File(path, "r") as f:
+            g = f["g"]
+            lost = [i for i in made if "s%03d" % i not in g or g["s%03d" % i][()].tobytes() != content(i, 20000)]
+        # the file whose write was refused may be there, empty or not
+        if lost:
+            T.fail("full disk: %d answered files lost or wrong after the unmount: %s" % (len(lost), lost[:5]))
+        print("full disk: %d files of 20 KB answered and kept, then ENOSPC" % len(made))
+
+
 def main():
     work = T.workdir("lbatch")
     for libver in ("earliest", "latest"):
         run(work, libver)
+    full_disk(work)
     return T.finish()
 
 
