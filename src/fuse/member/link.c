@@ -284,8 +284,14 @@ void member_closed(h5fs *fs, struct node *n)
 		n->gone_gen = NULL;
 	}
 	pthread_mutex_unlock(&fs->lock);
-	if (gone)
+	if (gone) {
 		h5_gone_release(gone);
+		/* freed after the unlink's own change: the next sync (the
+		 * unmount's too) must run to cut FILE past it (test_stress_io
+		 * "truncated" once ended at 4.8 MB: an idle sync had come
+		 * between the unlink and this release) */
+		fs_meta_changed(fs);
+	}
 	gen_release(g);
 }
 

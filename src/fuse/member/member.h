@@ -198,9 +198,8 @@ int member_listxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino)
 int member_getxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino, const char *name);
 int member_setxattr(void *r, uint64_t ino, const char *name, const char *value, size_t size, int flags);
 int member_removexattr(void *r, uint64_t ino, const char *name);
-/* (member/xbatch.c) After an attribute or link change committed: remembered
- * until fs_meta_sync makes it durable (fsync, unmount). */
-void fs_meta_changed(h5fs *fs);
+/* (member/xbatch.c) What fs_meta_changed (node.h) remembered made
+ * durable: fsync, syncfs, unmount. */
 int fs_meta_sync(h5fs *fs);
 /* Unmounting: the last rewritten chunk moved down when FILE can end lower
  * (h5_file_compact); failures are logged only. */

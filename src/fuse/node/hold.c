@@ -116,6 +116,17 @@ static int write_begin(h5fs *fs, bool undo)
 	return e;
 }
 
+void fs_meta_changed(h5fs *fs)
+{
+	int64_t now = member_now_ns();
+
+	pthread_mutex_lock(&fs->wmu);
+	fs->meta_unsynced = true;
+	fs->meta_ns = now;
+	fs->meta_seq++;
+	pthread_mutex_unlock(&fs->wmu);
+}
+
 int fs_write_begin(h5fs *fs)
 {
 	return write_begin(fs, false);

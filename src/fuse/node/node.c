@@ -317,6 +317,7 @@ handed:;
 	if (dead && dead->gone) {
 		h5_gone_release(dead->gone);
 		dead->gone = NULL;
+		fs_meta_changed(fs);    /* the unmount's sync cuts FILE past it */
 	}
 	node_free(dead);   /* closes the dataset outside the lock */
 }

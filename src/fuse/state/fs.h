@@ -215,6 +215,8 @@ struct h5fs {
 	 * last was (under wmu; member/idle.c makes them durable) */
 	bool meta_unsynced;
 	int64_t meta_ns;
+	uint64_t meta_seq;      /* changes remembered: a sync clears
+				 * meta_unsynced only when none came while it ran */
 	/* A change answered before it was written failed (write-behind):
 	 * its errno, kept until unmount (under wmu; ext4's errors=remount-ro
 	 * is the model): the next fsync returns it, every later write gets

@@ -72,6 +72,17 @@ static int rechunk_small(h5_astream *s)
 		c0 *= 2;
 	if (c0 >= s->chunk[0])
 		return 0;
+	/* the dataset as FILE has it now, not as the stream last saw it: a
+	 * truncate(2) through another path may have grown it meanwhile */
+	rc = h5_dataset_open(&d, f, s->addr);
+	if (rc < 0 || d->space.dims[0] != 0 || h5_addr_defined(d->layout.idx_addr) || d->layout.chunk[0] != s->chunk[0]) {
+		if (d)
+			h5_dataset_close(d);
+		h5_err_clear();
+		return 0;
+	}
+	h5_dataset_close(d);
+	d = NULL;
 	rc = h5_ohdr_load(&e.oh, f, s->addr);
 	if (rc == 0)
 		rc = h5_astream_msgs(&ds, &lay, e.oh);
