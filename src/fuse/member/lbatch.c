@@ -22,13 +22,14 @@
  * A crash before the commit leaves none of the batch's files (their space
  * unreferenced); after its one write, all of them, each with the rows its
  * commits had made. The disk space the commit may take is allocated
- * before each create is answered (h5_file_reserve). A commit that still
- * fails is never only a log line: fs_lost_set (the next fsync returns
- * it, writes get EIO, the unmount exits 1). FILE's lock is held from the
- * first create to the commit, as for appended rows.
+ * before each create is answered (h5_file_reserve). A commit that fails
+ * (an I/O error) stays pending and is tried again; the request that asked
+ * for it gets the errno. Three failures in a row, or one at unmount, are
+ * never only a log line: fs_lost_set (the next fsync returns it, writes
+ * get EIO, the unmount exits 1). FILE's lock is held from the first
+ * create to the commit, as for appended rows.
  */
 #include "member.h"
-
 
 #define LB_IDLE_MS 20
 #define LB_MAX_MS 100
