@@ -1133,6 +1133,9 @@ int h5_append_open(h5_appender **out, h5_file *f, uint64_t dset_addr);
  * committed (made visible) every 64 MiB or 1 s of rows; rows of all open
  * appenders of a dataset share one stream (doc/APPEND.md). */
 int h5_append_write(h5_appender *a, const void *buf, size_t len);
+/* len bytes (whole rows, no partial row buffered) of the fill value
+ * appended sparsely: whole chunk rows get no storage (truncate up). */
+int h5_append_grow(h5_appender *a, uint64_t len);
 /* Commit every whole row received, durably (fsync'd); a partial row stays. */
 int h5_append_flush(h5_appender *a);
 /* Commit every whole row received now, ordered as every commit, without

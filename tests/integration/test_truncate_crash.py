@@ -43,6 +43,15 @@ CASES = [
     ("earray-1d", "latest", (7,), (None,), (2,), "<i4", {}, 3, 1500, 1000, 3),
     ("earray-3d-filt", "latest", (3, 2, 3), (None, 2, 3), (2, 2, 2), "<i2", FILT, 0, 300, 777, 2),
 ]
+# Sparse growth (truncate(2) up: h5_append_grow), then appended rows, not
+# emptied: grown by GROW rows - the begun chunk row filled, whole chunk
+# rows left unwritten - each image holds the old rows, then between 0 and
+# GROW rows of the fill value (0 or GROW: one commit), then new rows.
+GROW = 11
+GROW_CASES = [
+    ("grow-btree1-1d", "earliest", (9,), (None,), (4,), "<i4", {}, 5, 300, 400, 2),
+    ("grow-earray-2d-filt", "latest", (3, 2), (None, 2), (2, 2), "<i2", FILT, 0, 100, 200, 2),
+]
 failures = []
 
 
@@ -51,7 +60,7 @@ def fail(msg):
     print("FAIL: " + msg, flush=True)
 
 
-def check_image(img, tmp, old, fill, new):
+def check_image(img, tmp, old, fill, new, grow=0):
     with open(tmp, "wb") as fh:
         fh.write(img)
     try:
@@ -61,6 +70,14 @@ def check_image(img, tmp, old, fill, new):
                 return "the attribute is gone"
             got = d[()]
             n = got.shape[0]
+            if grow:
+                o = old.shape[0]
+                if n >= o and np.array_equal(got[:o], old) and n in (o, o + grow) and np.all(got[o:] == fill):
+                    return None
+                if n > o + grow and np.array_equal(got[:o], old) and np.all(got[o:o + grow] == fill) and \
+                        np.array_equal(got[o + grow:], new[:n - o - grow]):
+                    return None
+                return "%d rows: not the old rows, the fill rows grown and new rows after" % n
             if n == old.shape[0] and np.array_equal(got, old):
                 return None
             if n == old.shape[0] and np.all(got == fill):
@@ -72,7 +89,7 @@ def check_image(img, tmp, old, fill, new):
         return "h5py: %s" % e
 
 
-def run_case(work, case, rng):
+def run_case(work, case, rng, grow=0):
     name, libver, shape, maxshape, chunks, dt, filt, fill, nrows, piece, every = case
     path = os.path.join(work, name + ".h5")
     with h5py.File(path, "w", libver=libver) as f:
@@ -87,21 +104,25 @@ def run_case(work, case, rng):
     rows_path = os.path.join(work, name + ".rows")
     new.tofile(rows_path)
     trace = os.path.join(work, name + ".trace")
-    env = dict(os.environ, H5FS_TRACE_EMPTY="1", H5FS_APPEND_COMMIT_BYTES=str(4 * piece),
-               H5FS_APPEND_COMMIT_MS="100000")
+    env = dict(os.environ, H5FS_APPEND_COMMIT_BYTES=str(4 * piece), H5FS_APPEND_COMMIT_MS="100000")
+    if grow:
+        env["H5FS_TRACE_GROW"] = str(grow * new[:1].nbytes)
+    else:
+        env["H5FS_TRACE_EMPTY"] = "1"
     base, ops, final, why = traced([HELPER, path, "/g/x", rows_path, trace, str(piece), str(every)], path, trace,
                                    env)
     if why:
         fail("%s: %s" % (name, why))
         return 0
     tmp = os.path.join(work, "img.h5")
+    want = np.concatenate([old, np.full((grow,) + tail, fill, dtype=dt), new]) if grow else new
     with h5py.File(path, "r") as f:
-        if not np.array_equal(f["g/x"][()], new) or f["g/x"].attrs.get("units") != "m":
+        if not np.array_equal(f["g/x"][()], want) or f["g/x"].attrs.get("units") != "m":
             fail("%s: the final file does not hold exactly the new rows and the attribute" % name)
             return 0
     states = 0
     for where, img in crash_images(base, ops, rng, SUBSETS, rewrites_in_place(base, ops)):
-        err = check_image(img, tmp, old, fill, new)
+        err = check_image(img, tmp, old, fill, new, grow)
         states += 1
         if err:
             fail("%s: %s: %s" % (name, where, err))
@@ -120,6 +141,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="h5fs-trunc-crash-") as work:
         for case in CASES:
             total += run_case(work, case, rng)
+        for case in GROW_CASES:
+            total += run_case(work, case, rng, GROW)
     print("%d crash states of emptying and rewriting checked" % total)
     if failures:
         print("%d failure(s)" % len(failures))

@@ -113,16 +113,33 @@ static bool commit_node(h5fs *fs, struct node *n, bool show)
 
 	for (;;) {
 		struct wfile *pick = NULL;
+		bool busy;
 
 		pthread_mutex_lock(&fs->lock);
-		for (struct hlink *h = fs->open_wfiles.next; h != &fs->open_wfiles && !pick; h = h->next) {
-			struct wfile *w = (struct wfile *)(void *)h;
+		do {
+			busy = false;
+			for (struct hlink *h = fs->open_wfiles.next; h != &fs->open_wfiles && !pick; h = h->next) {
+				struct wfile *w = (struct wfile *)(void *)h;
 
-			/* (a reader does not wait for the idler's or another
-			 * reader's use of a handle to end: pinned ones do too) */
-			if (w->n == n && __atomic_load_n(&w->holding, __ATOMIC_RELAXED) && (show ? w->a != NULL : !w->pins))
-				pick = w;
-		}
+				if (w->n != n || !__atomic_load_n(&w->holding, __ATOMIC_RELAXED))
+					continue;
+				/* (a reader does not wait for the idler's or another
+				 * reader's use of a handle to end: pinned ones do
+				 * too) */
+				if (show ? w->a != NULL : !w->pins)
+					pick = w;
+				else
+					busy = true;
+			}
+			/* A commit before a size change waits for a pinned
+			 * handle (a reader's show, the idler): skipping it let
+			 * truncate count the rows from before that handle's
+			 * commit, and its rows landed after the fill rows -
+			 * fsx: append, mapread (readahead reads it shows them
+			 * for), ftruncate up left the dataset larger (issue 65) */
+			if (!pick && busy)
+				pthread_cond_wait(&fs->idle_cv, &fs->lock);
+		} while (!pick && busy);
 		if (pick)
 			pick->pins++;
 		pthread_mutex_unlock(&fs->lock);

@@ -5,7 +5,9 @@
  *   - to 0: the dataset emptied (engine h5_dataset_empty: its index and
  *     rows gone, its header, attributes, type, chunk shape and filters
  *     kept);
- *   - larger: rows of the fill value appended (the append path's commit);
+ *   - larger: rows of the fill value appended (the append path's commit),
+ *     sparsely: whole chunk rows get no storage (they read as the fill
+ *     value), so FILE grows by at most two chunk rows and the index;
  *   - smaller, but not 0: EPERM (the chunks beyond would have to be
  *     pruned from every kind of index: not done), logged;
  *   - not whole rows, or a dataset that cannot grow (fixed size,
@@ -50,14 +52,13 @@ static void node_reload(h5fs *fs, struct node *n, const struct use *u)
 	h5_dataset_close(old);
 }
 
-/* Rows of the fill value appended until the dataset holds `size` bytes. */
+/* Rows of the fill value appended until the dataset holds `size` bytes,
+ * sparsely (engine h5_append_grow: whole chunk rows get no storage, they
+ * read as the fill value; issue 65: `truncate -s 1G` wrote its fill). */
 static int grow(h5fs *fs, struct node *n, const struct use *u, uint64_t size, uint64_t cur, const char *op)
 {
 	h5_appender *a = NULL;
-	h5_storage st;
-	uint8_t *buf = NULL;
-	uint64_t rb, left;
-	size_t cap = (size_t)1 << 20, pend = 0;
+	uint64_t rb;
 	int rc, e = 0;
 
 	rc = h5_append_open(&a, u->f, u->addr);
@@ -70,27 +71,7 @@ static int grow(h5fs *fs, struct node *n, const struct use *u, uint64_t size, ui
 		e = EINVAL;
 		goto out;
 	}
-	if (cap < rb)
-		cap = (size_t)rb;
-	cap -= cap % rb;
-	buf = calloc(1, cap);
-	if (!buf) {
-		e = ENOMEM;
-		goto out;
-	}
-	/* one element of the fill value, repeated (the rows' elements) */
-	pthread_rwlock_rdlock(&n->lk);
-	rc = n->ds ? h5_dataset_storage(&st, n->ds) : h5_err_set(H5_ERR_NOTFOUND, "no dataset");
-	if (rc == 0 && st.fill && st.fill_size && rb % st.fill_size == 0)
-		for (size_t i = 0; i + st.fill_size <= cap; i += st.fill_size)
-			memcpy(buf + i, st.fill, st.fill_size);
-	pthread_rwlock_unlock(&n->lk);
-	if (rc < 0)
-		goto out;
-	for (left = size - cur; left && rc == 0; left -= pend) {
-		pend = left < cap ? (size_t)left : cap;
-		rc = h5_append_write(a, buf, pend);
-	}
+	rc = h5_append_grow(a, size - cur);
 out:
 	if (a) {
 		int rc2 = h5_append_close(a, NULL);
@@ -98,7 +79,6 @@ out:
 		if (rc == 0 && !e)
 			rc = rc2;
 	}
-	free(buf);
 	if (rc < 0 && !e)
 		e = h5err_logged(fs, rc, op, n->path, NULL, u->addr);
 	return e;

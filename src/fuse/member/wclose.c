@@ -221,7 +221,7 @@ void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	 * release cannot report errors any more: they are logged */
 	if (w->npy)
 		npy_release(fs, w->npy);
-	wq_drain(w->q);
+	wq_quiesce(w->q);
 	pthread_mutex_lock(&w->q->apply);
 	rc = commit_rows(fs, w, ino);
 	/* Rows or bytes answered and not written: never only a log line.

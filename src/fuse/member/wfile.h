@@ -23,6 +23,11 @@ struct wqueue {
 	pthread_mutex_t apply;  /* engine calls on the node's appenders and wfile_refresh */
 	unsigned refs;          /* write handles (under fs->lock) */
 	unsigned direct;        /* those bypassing the page cache (under fs->lock) */
+	/* writes answered early that gave their ticket back and still drop
+	 * pages (ow_pages_settle, under mu): release waits for them, or it
+	 * would free the handle and let the node go under them (issue 65:
+	 * fsstress -p 8, SIGSEGV in ow_pages_settle) */
+	unsigned settling;
 };
 
 struct wfile {
@@ -58,6 +63,8 @@ struct wfile {
 int wq_attach(h5fs *fs, struct wfile *w, bool want);
 void wq_detach(h5fs *fs, struct wfile *w);
 void wq_drain(struct wqueue *q);
+/* the same, and no early write still dropping pages (release: nothing held) */
+void wq_quiesce(struct wqueue *q);
 void vplen_add(struct wqueue *q, struct wfile *w, uint64_t len);
 /* n's queue, referenced (NULL: no write handle), and let go (the last
  * reference frees it): a reader's (member/pending.c) */

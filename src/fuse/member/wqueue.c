@@ -23,6 +23,17 @@ void wq_drain(struct wqueue *q)
 	pthread_mutex_unlock(&q->mu);
 }
 
+void wq_quiesce(struct wqueue *q)
+{
+	uint64_t t;
+
+	pthread_mutex_lock(&q->mu);
+	t = q->next;
+	while (q->turn < t || q->settling)
+		pthread_cond_wait(&q->cv, &q->mu);
+	pthread_mutex_unlock(&q->mu);
+}
+
 /* w joins its node's queue, made by the node's first write handle. The rows
  * the stream holds are taken from the engine once nothing is in flight: w's
  * appender may have a fresh stream (an earlier one failed). want: w is

@@ -376,6 +376,8 @@ static bool overwrite_behind(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino
 			     size_t size, off_t off)
 {
 	struct wqueue *q = w->q;
+	struct node *n = w->n;
+	bool settle = !w->cached;
 	uint64_t t;
 	bool early;
 	int e;
@@ -402,11 +404,21 @@ static bool overwrite_behind(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino
 		w->err = e;
 	if (early)
 		q->early--;
+	/* Answered early, w may be released as soon as the ticket is given
+	 * back: w is not touched after, and release waits for the page drop
+	 * below (wq_quiesce), which keeps n, w's node, held by the kernel. */
+	if (settle)
+		q->settling++;
 	q->turn++;
 	pthread_cond_broadcast(&q->cv);
 	pthread_mutex_unlock(&q->mu);
-	if (!w->cached)         /* a commit's page drop, no lock held (pending.c) */
-		ow_pages_settle(fs, w->n, ino);
+	if (settle) {           /* a commit's page drop, no lock held (pending.c) */
+		ow_pages_settle(fs, n, ino);
+		pthread_mutex_lock(&q->mu);
+		q->settling--;
+		pthread_cond_broadcast(&q->cv);
+		pthread_mutex_unlock(&q->mu);
+	}
 	if (!early) {
 		if (e)
 			fuse_reply_err(req, e);

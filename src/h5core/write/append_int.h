@@ -103,6 +103,9 @@ int h5_astage_complete(h5_astream *s);
 /* Stage chunk rows [r0, r1) from the buffer, rows below hi being data
  * (the last chunk row may be partial: filled). */
 int h5_astage_chunks(h5_astream *s, uint64_t r0, uint64_t r1, uint64_t hi);
+/* n rows, whole chunk rows, left unwritten (they read as the fill value:
+ * sparse growth); nothing may be buffered. */
+int h5_astage_skip(h5_astream *s, uint64_t n);
 /* Whole chunk rows r.. of a simple unfiltered dataset straight from src:
  * n chunk images of len bytes each. */
 int h5_astage_contiguous(h5_astream *s, const uint8_t *src, uint64_t r, uint64_t n, uint64_t len);
