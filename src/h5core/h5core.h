@@ -145,6 +145,14 @@ typedef struct h5_open_opts {
 	 * h5_source_param() (io/source.h) tells the keys some class owns;
 	 * each class parses its own (source_http.h, source_s3.h). */
 	const char *const *source_params;
+	/* Writable local FILE: free space the file system holding it keeps
+	 * after every reserve (h5_file_reserve), the smaller of
+	 * min_free_bytes and min_free_pct percent of its size where both are
+	 * set (0: that bound unset; both 0: no margin). A reserve that would
+	 * leave less is refused (H5_ERR_NOSPC) before anything is written:
+	 * FILE never takes the host's last space (issue 65). */
+	uint64_t min_free_bytes;
+	unsigned min_free_pct;
 } h5_open_opts;
 
 /* The default cache budget (h5_default_cache_bytes) is 1/16 of the memory

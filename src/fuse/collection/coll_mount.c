@@ -292,6 +292,8 @@ int h5fs_mount_collection(h5fs_mount **out, const char *dir, const h5fs_config *
 	if (c->oo.ext_root && (c->tree_fd = open(c->oo.ext_root, O_PATH | O_DIRECTORY | O_CLOEXEC)) >= 0)
 		c->oo.dir_fd = &c->tree_fd;
 	c->oo.writable = !cfg->read_only;
+	c->oo.min_free_bytes = cfg->min_free_bytes;
+	c->oo.min_free_pct = cfg->min_free_pct;
 	c->oo.related_idle = -1;        /* closed when unused: max_files counts them */
 	c->oo.fd_gate = coll_gate;
 	c->oo.fd_gate_ud = c;

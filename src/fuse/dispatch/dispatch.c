@@ -303,6 +303,7 @@ const struct fuse_lowlevel_ops h5fs_ll_ops = {
 	.write = op_write,
 	.flush = op_flush,
 	.fsync = op_fsync,
+	.fallocate = op_fallocate,
 	.statfs = op_statfs,
 	.listxattr = op_listxattr,
 	.getxattr = op_getxattr,

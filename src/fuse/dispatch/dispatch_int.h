@@ -65,6 +65,7 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off, struct fuse_file_info *fi);
 void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len, struct fuse_file_info *fi);
 void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
 void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);

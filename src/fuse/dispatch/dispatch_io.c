@@ -229,6 +229,37 @@ void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_inf
 	fuse_reply_err(req, err);
 }
 
+/* fallocate(2): mode 0 only (posix_fallocate, fallocate(1) without
+ * options), which a root that writes honours by growing the dataset
+ * sparsely - nothing holds only the fill value on disk (issue 65). Every
+ * other mode is EOPNOTSUPP up front: keeping space past the end, punching
+ * and zeroing ranges, collapsing and inserting have no HDF5 counterpart
+ * here, and glibc's posix_fallocate would otherwise emulate mode 0 by
+ * writing a byte every block (a 1 PB request filled the host's disk). */
+static int do_fallocate(h5fs_mount *m, fuse_ino_t ino, int mode, off_t off, off_t len, struct fuse_file_info *fi)
+{
+	struct fuse_file_info rfi;
+	uint64_t local;
+	struct slot *s;
+	int err;
+
+	if (mode != 0)
+		return EOPNOTSUPP;
+	if (off < 0 || len <= 0 || (uint64_t)len > (uint64_t)INT64_MAX - (uint64_t)off)
+		return EINVAL;
+	s = handle_enter(m, &local, &rfi, ino, fi);
+	if (!s)
+		return EBADF;
+	err = s->ops->fallocate ? s->ops->fallocate(s->r, local, (uint64_t)off, (uint64_t)len) : EOPNOTSUPP;
+	handle_leave(m, s);
+	return err;
+}
+
+void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len, struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, do_fallocate(fuse_req_userdata(req), ino, mode, off, len, fi));
+}
+
 void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	h5fs_mount *m = fuse_req_userdata(req);

@@ -62,6 +62,10 @@ typedef struct h5fs_config {
 	 * written for this long is committed as fsync would and gives FILE's
 	 * lock back (member/write.c; 0: only fsync and close do) */
 	unsigned idle_commit;
+	/* -o min_free: free space the file system holding FILE keeps after
+	 * every write's reserve (h5_open_opts; both 0: no margin) */
+	uint64_t min_free_bytes;
+	unsigned min_free_pct;
 } h5fs_config;
 
 /* Build the filesystem state around an open file (which it then owns).

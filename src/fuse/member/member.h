@@ -126,6 +126,9 @@ void member_closed(h5fs *fs, struct node *n);
  * reader wants them: tail.c); false when no handle holds any (the last
  * one is being closed: its release commits them) */
 bool wfile_show_node(h5fs *fs, struct node *n);
+/* setattr.c: fallocate(2) mode 0 (root.h): a dataset grown sparsely to
+ * off + len bytes when that is past its end, else nothing to do */
+int member_fallocate(void *r, uint64_t ino, uint64_t off, uint64_t len);
 /* setattr.c: chmod, chown, utimens, truncate (root.h) */
 int member_setattr(void *r, struct stat *out, double *timeout, uint64_t ino, const struct stat *attr, int to_set);
 /* Write handles (write.c): fi->fh of one, or NULL for a read handle;

@@ -194,6 +194,7 @@ const struct root_ops h5fs_member_ops = {
 	.flush = member_flush,
 	.fsync = member_fsync,
 	.fsyncdir = member_fsyncdir,
+	.fallocate = member_fallocate,
 	.listxattr = rd_listxattr,
 	.getxattr = rd_getxattr,
 	.setxattr = views_setxattr,

@@ -119,6 +119,34 @@ int member_set_size(h5fs *fs, struct node *n, uint64_t size, const char *op)
 	return e;
 }
 
+int member_fallocate(void *r, uint64_t ino, uint64_t off, uint64_t len)
+{
+	h5fs *fs = r;
+	struct node *n = node_get(fs, ino);
+	struct stat cur;
+	double timeout;
+	int e;
+
+	if (!n)
+		return ESTALE;
+	if (n->type != NT_FILE || n->vkind)
+		return EOPNOTSUPP;
+	e = views_getattr(r, &cur, &timeout, ino);
+	if (e)
+		return e;
+	/* inside the dataset: its storage is there, or is the fill value
+	 * until written (space for it is reserved by that write) */
+	if (off + len <= (uint64_t)cur.st_size)
+		return 0;
+	if (!fs_writable(fs))
+		return EROFS;
+	e = member_set_size(fs, n, off + len, "fallocate");
+	/* a dataset that cannot grow: the range does not fit (as truncate
+	 * past a fixed end gives EPERM, fallocate gives what a full file
+	 * system of that size would) */
+	return e == EPERM ? EFBIG : e;
+}
+
 int member_setattr(void *r, struct stat *out, double *timeout, uint64_t ino, const struct stat *attr, int to_set)
 {
 	h5fs *fs = r;

@@ -322,6 +322,8 @@ static int open_file(struct daemon *D)
 	 * a-w is how people protect a file. */
 	D->oopts.writable = !D->cli.read_only && access(D->cli.file, W_OK) == 0 &&
 			 (D->fst.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) != 0;
+	D->oopts.min_free_bytes = D->cfg.min_free_bytes;
+	D->oopts.min_free_pct = D->cfg.min_free_pct;
 	rc = is_url(D->cli.file) ? h5_file_open(&D->f, D->cli.file, &D->oopts) : open_local(D);
 	/* a copy cut short mounts, then fails every listing: refused here,
 	 * as libhdf5 refuses it */
@@ -567,6 +569,7 @@ static void daemon_free(struct daemon *D)
 	free(D->cli.umask);
 	free(D->cli.refresh);
 	free(D->cli.idle_commit);
+	free(D->cli.min_free);
 	free(D->cli.live);
 	free(D->cli.compress);
 	free(D->cli.ext_prefix);

@@ -84,6 +84,7 @@ static const struct fuse_opt cli_spec[] = {
 	{ "ext_prefix=%s", offsetof(struct cli, ext_prefix), 0 },
 	{ "refresh=%s", offsetof(struct cli, refresh), 0 },
 	{ "idle_commit=%s", offsetof(struct cli, idle_commit), 0 },
+	{ "min_free=%s", offsetof(struct cli, min_free), 0 },
 	{ "live=%s", offsetof(struct cli, live), 0 },
 	{ "compress=%s", offsetof(struct cli, compress), 0 },
 	{ "max_files=%u", offsetof(struct cli, max_files), 0 },
@@ -152,6 +153,12 @@ static void usage(FILE *out)
 		"                           for this long, and gives FILE's lock back\n"
 		"                           so that libhdf5 programs can open it\n"
 		"                           (default 5; 0: only fsync and close commit)\n"
+		"    -o min_free=SIZE|PCT%%  a read-write mount refuses (ENOSPC) a write\n"
+		"                           that would leave the file system holding\n"
+		"                           FILE less free space than this (SIZE: bytes,\n"
+		"                           or with K, M, G, T; default: the smaller of\n"
+		"                           5%% and 1G; 0: none); rm, rmdir and mv still\n"
+		"                           work on a file system at the margin\n"
 		"    -o live=fast|strict    fast (default): reads cost what a frozen\n"
 		"                           mount's do until FILE first changes; a read\n"
 		"                           overlapping that first change may mix its\n"
@@ -461,6 +468,34 @@ int opts_parse(struct daemon *D)
 			return ret;
 		}
 		D->cfg.idle_commit = (unsigned)v;
+	}
+	/* the host's margin (issue 65): ext4 keeps 5% for root; here the
+	 * smaller of 5% and 1 GiB unless said otherwise */
+	D->cfg.min_free_bytes = (uint64_t)1 << 30;
+	D->cfg.min_free_pct = 5;
+	if (D->cli.min_free) {
+		const char *s = D->cli.min_free;
+		char *end;
+		unsigned long long v;
+		unsigned shift = 0;
+
+		errno = 0;
+		v = strtoull(s, &end, 10);
+		if (*end && !end[1])
+			shift = *end == 'K' || *end == 'k' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : *end == 'T' ? 40 : 0;
+		if (errno || end == s || s[0] == '-' || (*end && !(shift || (*end == '%' && v <= 100))) ||
+		    (*end && end[1]) || (shift && v > (UINT64_MAX >> shift))) {
+			fprintf(stderr, "h5fs: invalid -o min_free=%s (bytes, with K, M, G or T, or a percentage "
+				"such as 5%%; 0: none)\n", s);
+			return ret;
+		}
+		if (*end == '%') {
+			D->cfg.min_free_pct = (unsigned)v;
+			D->cfg.min_free_bytes = 0;
+		} else {
+			D->cfg.min_free_bytes = (uint64_t)v << shift;
+			D->cfg.min_free_pct = 0;
+		}
 	}
 	if (D->cli.live && strcmp(D->cli.live, "fast") != 0 && strcmp(D->cli.live, "strict") != 0) {
 		fprintf(stderr, "h5fs: invalid -o live=%s (fast or strict)\n", D->cli.live);

@@ -31,6 +31,7 @@ struct cli {
 	size_t nparams;
 	char *refresh;          /* -o refresh=SECONDS, as given */
 	char *idle_commit;      /* -o idle_commit=SECONDS, as given */
+	char *min_free;         /* -o min_free=SIZE|PCT%, as given */
 	char *live;             /* -o live=fast|strict */
 	char *compress;         /* -o compress=none|gzip[:LEVEL] */
 	unsigned max_files;     /* -o max_files=N (a collection; 0: default) */

@@ -92,6 +92,10 @@ static int file_open_source(h5_file **out, h5_source *src, const char *name, boo
 	f->src = src;
 	f->writable = src->writable;
 	f->lazy_lock = src->writable && opts && opts->lazy_lock;
+	if (src->writable && opts) {
+		f->min_free_bytes = opts->min_free_bytes;
+		f->min_free_pct = opts->min_free_pct;
+	}
 	f->eof = src->size;
 	f->file_mtime = src->mtime;
 	f->path = strdup(name);

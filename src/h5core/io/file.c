@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 bool h5_file_range_ok(const h5_file *f, uint64_t addr, uint64_t len)
@@ -309,6 +310,48 @@ int h5_file_allocate(h5_file *f, uint64_t addr, uint64_t len)
 		f->falloc_hi = ahead;
 	}
 	return rc;
+}
+
+/* The host's margin (issue 65: fsstress grew FILE until every program on
+ * the machine got ENOSPC). ext4 refuses before the disk is full (its root
+ * reserve); so does a reserve here: what [addr, addr+len) adds to FILE's
+ * blocks (past what was allocated already, or FILE's end) must leave the
+ * file system the margin. Changes that free space (rm, rename) take no
+ * reserve, so they still work on a disk at its margin. */
+int h5_file_keep_free(h5_file *f, uint64_t addr, uint64_t len)
+{
+	struct statvfs vs;
+	struct stat st;
+	uint64_t end, have, need, avail, margin = 0, pct;
+	int fd;
+
+	if ((!f->min_free_bytes && !f->min_free_pct) || !f->src->ops->fd || len == 0)
+		return 0;
+	fd = f->src->ops->fd(f->src);
+	if (fd < 0 || fstatvfs(fd, &vs) < 0 || fstat(fd, &st) < 0)
+		return 0;       /* (nothing to measure against: the allocation says) */
+	if (h5_add_overflow(addr, len, &end))
+		return h5_err_set(H5_ERR_LIMIT, "file size overflows");
+	have = (uint64_t)st.st_size;
+	if (f->falloc_hi && addr >= f->falloc_lo && f->falloc_hi > have)
+		have = f->falloc_hi;
+	if (end <= have)
+		return 0;
+	need = end - (addr > have ? addr : have);
+	avail = (uint64_t)vs.f_bavail * (uint64_t)vs.f_frsize;
+	if (f->min_free_pct) {
+		pct = (uint64_t)vs.f_blocks * (uint64_t)vs.f_frsize / 100 * f->min_free_pct;
+		margin = pct;
+	}
+	if (f->min_free_bytes && (!f->min_free_pct || f->min_free_bytes < margin))
+		margin = f->min_free_bytes;
+	if (avail >= need && avail - need >= margin)
+		return 0;
+	return h5_err_set(H5_ERR_NOSPC,
+			  "%s: %llu more bytes would leave its file system %llu bytes free, less than the %llu "
+			  "it must keep free",
+			  f->path, (unsigned long long)need, (unsigned long long)(avail > need ? avail - need : 0),
+			  (unsigned long long)margin);
 }
 
 static void stamp_from(h5_file_stamp *s, const struct stat *st)

@@ -61,6 +61,9 @@ struct h5_file {
 	 * h5_file_allocate since FILE was last truncated or locked (hi 0:
 	 * nothing known) */
 	uint64_t falloc_lo, falloc_hi;
+	/* h5_open_opts min_free_bytes, min_free_pct (h5_file_keep_free) */
+	uint64_t min_free_bytes;
+	unsigned min_free_pct;
 	/* lazy_lock: FILE's first bytes (superblock and, in most files, the
 	 * root group's and other early metadata) as of the stamp, so a stamp
 	 * moved by a program that rewrote the same bytes (libhdf5 opening
@@ -294,6 +297,10 @@ int h5_file_truncate(h5_file *f, uint64_t size);
 /* [addr, addr+len) allocated (absolute; the object extended with zeros):
  * writes there find their space (a source without allocate: 0). */
 int h5_file_allocate(h5_file *f, uint64_t addr, uint64_t len);
+/* Whether allocating [addr, addr+len) leaves the file system holding
+ * FILE the free space it must keep (min_free_*): 0, or H5_ERR_NOSPC with
+ * a message. Under write_lock. */
+int h5_file_keep_free(h5_file *f, uint64_t addr, uint64_t len);
 
 /* Stamps: a local file's fstat as opened (h5_file_stamp_take, at open),
  * and the H5_CHANGED_* bits of f's own bytes and path against it (the

@@ -306,6 +306,8 @@ int h5_file_reserve(h5_file *f, uint64_t len)
 		rc = h5_add_overflow(f->base, h5_space_end(f), &at) ? h5_err_set(H5_ERR_LIMIT, "file size overflows")
 								     : 0;
 		if (rc == 0)
+			rc = h5_file_keep_free(f, at, len - reusable(f, len));
+		if (rc == 0)
 			rc = h5_file_allocate(f, at, len - reusable(f, len));
 		if (rc == H5_ERR_NOSPC && f->freesp.pending && !synced) {
 			synced = 1;
