@@ -8,6 +8,7 @@
 #include "caller.h"
 
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 int disp_name_long(h5fs_mount *m, const char *op, const char *name)
 {
@@ -278,7 +279,23 @@ static void op_xattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t si
 	char *buf = NULL;
 	size_t len = 0;
 	struct target t;
-	int err = disp_target(&t, m, ino);
+	int err;
+
+	/* the daemon's process id, for `h5fs -u` (mount/unmount.c), which
+	 * waits for it to exit: asked of the mount's top only, never listed */
+	if (name && ino == FUSE_ROOT_ID && strcmp(name, H5FS_PID_XATTR) == 0) {
+		char pid[24];
+		int n = snprintf(pid, sizeof(pid), "%ld", (long)getpid());
+
+		if (size == 0)
+			fuse_reply_xattr(req, (size_t)n);
+		else if ((size_t)n > size)
+			fuse_reply_err(req, ERANGE);
+		else
+			fuse_reply_buf(req, pid, (size_t)n);
+		return;
+	}
+	err = disp_target(&t, m, ino);
 
 	if (!err && size && !(buf = malloc(size)))
 		err = ENOMEM;

@@ -21,6 +21,10 @@
 
 #include <sys/types.h>
 
+/* The mount root's xattr naming the daemon's process id, for `h5fs -u`
+ * (mount/unmount.c; answered by dispatch_io.c, never listed) */
+#define H5FS_PID_XATTR "user.h5fs.pid"
+
 typedef struct h5fs h5fs;
 
 /* -o idle_commit's default, seconds */

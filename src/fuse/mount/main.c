@@ -22,6 +22,7 @@
 #include "options.h"
 #include "source.h"
 #include "tool_exit.h"
+#include "unmount.h"
 #include "views.h"
 
 #include <errno.h>
@@ -599,6 +600,14 @@ int main(int argc, char **argv)
 	 * glibc's own MALLOC_ARENA_MAX, when set, is left to decide. */
 	if (!getenv("MALLOC_ARENA_MAX"))
 		mallopt(M_ARENA_MAX, 1);
+	/* h5fs -u MOUNTPOINT: unmount, and return once FILE is final */
+	if (argc >= 2 && strcmp(argv[1], "-u") == 0) {
+		if (argc != 3) {
+			fprintf(stderr, "usage: h5fs -u MOUNTPOINT\n");
+			return TOOL_EXIT_USAGE;
+		}
+		return h5fs_unmount_main(argv[2]);
+	}
 	memset(&d, 0, sizeof(d));
 	d.log_fd = -1;
 	d.dir_fd = -1;

@@ -1,0 +1,230 @@
+#!/usr/bin/python3
+"""Long runs keep the host and the data (issue 65), each part short here;
+the long versions (fsstress, fsx at 20,000 operations, the soak) are the
+stress stage's (tests/stress/):
+
+- growth is sparse: truncate -s 20M, a write far past the end and
+  posix_fallocate of 1 GiB grow datasets of every chunk index that grows
+  (v1 B-tree, extensible array, v2 B-tree, fixed array below its maximum,
+  gzip too) while FILE grows by less than 1 MiB, and h5py reads the fill
+  value there and the rows written after; fallocate modes the mount cannot
+  honour (keep size, punch hole, zero range) are EOPNOTSUPP at once;
+- the host's margin (-o min_free, default the smaller of 5% and 1 GiB): on
+  a 32 MiB tmpfs an append runs until ENOSPC, which leaves the file system
+  at least 5% free; every write answered before it is in FILE; rm and mkdir
+  still work; truncate -s 1G there succeeds and takes no space; with
+  -o min_free=0 the same append goes further;
+- `h5fs -u MNT` returns once FILE is final: a new file and an attribute
+  set right before it are in a copy of FILE made at once, and h5py opens
+  FILE at once (20 tries; `fusermount3 -u` misses them most times,
+  as the kernel does not wait for a FUSE daemon at unmount).
+"""
+import errno
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import h5fs_testlib as T  # noqa: E402
+
+T.require_h5py()
+T.require_fuse()
+import h5py  # noqa: E402
+import numpy as np  # noqa: E402
+
+KINDS = {
+    "btree1": ("earliest", dict(chunks=(4096,), maxshape=(None,))),
+    "btree1_gz": ("earliest", dict(chunks=(4096,), maxshape=(None,), compression="gzip")),
+    "earray": ("latest", dict(chunks=(4096,), maxshape=(None,), fillvalue=7)),
+    "farray": ("latest", dict(chunks=(4096,), maxshape=(64 << 20,))),
+    "btree2": ("latest", dict(chunks=(256, 16), maxshape=(None, None))),
+}
+GROW = 20 << 20
+
+
+def sparse(work):
+    for name, (libver, kw) in KINDS.items():
+        path = os.path.join(work, name + ".h5")
+        rows = (np.arange(1000 * 16) % 251).astype("u1").reshape(1000, 16) if name == "btree2" else \
+            (np.arange(1000) % 251).astype("u1")
+        with h5py.File(path, "w", libver=libver) as f:
+            f.create_dataset("d", data=rows, **kw)
+        before = os.path.getsize(path)
+        mnt = os.path.join(work, "mnt")
+        tail = b"\x05" * 32
+        with T.Mount(path, mnt) as m:
+            p = os.path.join(mnt, "d")
+            os.truncate(p, GROW)
+            if os.stat(p).st_size != GROW:
+                T.fail("%s: truncate -s %d: size %d" % (name, GROW, os.stat(p).st_size))
+            fd = os.open(p, os.O_WRONLY)
+            try:
+                os.pwrite(fd, tail, 2 * GROW)        # past the end: a hole, then the bytes
+                os.posix_fallocate(fd, 0, 3 * GROW)  # mode 0: grows, sparsely
+                for mode, what in ((1, "keep size"), (3, "punch hole"), (16, "zero range")):
+                    try:
+                        r = subprocess.run(["fallocate", {1: "-n", 3: "-p", 16: "-z"}[mode], "-l", "4096", p],
+                                           capture_output=True, timeout=30)
+                        if r.returncode == 0 or b"support" not in r.stderr.lower():
+                            T.fail("%s: fallocate %s: %r (want EOPNOTSUPP)" % (name, what, r.stderr))
+                    except FileNotFoundError:
+                        pass
+            finally:
+                os.close(fd)
+            size = os.stat(p).st_size
+        if m.returncode != 0:
+            T.fail("%s: the daemon exited %s" % (name, m.returncode))
+        grown = os.path.getsize(path) - before
+        print("%s: grown to %d bytes; FILE %d -> %d bytes" % (name, size, before, os.path.getsize(path)))
+        if size != 3 * GROW:
+            T.fail("%s: posix_fallocate to %d bytes: size %d" % (name, 3 * GROW, size))
+        if grown > 1 << 20:
+            T.fail("%s: FILE grew by %d bytes for growth that holds only the fill value" % (name, grown))
+        fill = kw.get("fillvalue", 0)
+        with h5py.File(path, "r") as f:
+            got = f["d"][()].reshape(-1)
+        n = rows.size
+        want_tail = np.frombuffer(tail, "u1")
+        if got.size != 3 * GROW or not np.array_equal(got[:n], rows.reshape(-1)) or \
+                not np.all(got[n:2 * GROW] == fill) or not np.array_equal(got[2 * GROW:2 * GROW + 32], want_tail) \
+                or not np.all(got[2 * GROW + 32:] == fill):
+            T.fail("%s: h5py does not read the rows, the fill value and the bytes written past the end" % name)
+
+
+def tmpfs(work, size):
+    d = tempfile.mkdtemp(prefix="tmpfs-", dir=work)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%d" % size, "tmpfs", d], capture_output=True)
+    if r.returncode != 0:
+        return None
+    return d
+
+
+def fill_up(work, opts):
+    """Append to a growable dataset until ENOSPC; (answered bytes, free
+    bytes left, tmpfs size), the rest checked here."""
+    size = 32 << 20
+    fs = tmpfs(work, size)
+    if fs is None:
+        print("SKIP: cannot mount a tmpfs (not root?)")
+        sys.exit(77)
+    try:
+        path = os.path.join(fs, "f.h5")
+        with h5py.File(path, "w") as f:
+            f.create_dataset("log", shape=(0,), maxshape=(None,), chunks=(65536,), dtype="u1")
+            f.create_dataset("other", data=np.arange(100000, dtype="u1"))
+        mnt = os.path.join(work, "mnt")
+        answered = 0
+        block = bytes(range(256)) * 1024
+        with T.Mount(path, mnt, opts) as m:
+            fd = os.open(os.path.join(mnt, "log"), os.O_WRONLY | os.O_APPEND)
+            err = None
+            try:
+                for _ in range(200):
+                    os.write(fd, block)
+                    answered += len(block)
+            except OSError as e:
+                err = e.errno
+            try:
+                os.close(fd)
+            except OSError as e:
+                err = err or e.errno
+            if err != errno.ENOSPC:
+                T.fail("%s: appending %d bytes to a 32 MiB file system: %s, not ENOSPC" % (
+                    opts, answered, err and errno.errorcode[err]))
+            st = os.statvfs(fs)
+            free = st.f_bavail * st.f_frsize
+            # on a file system at the margin: what frees space works
+            os.unlink(os.path.join(mnt, "other"))
+            os.mkdir(os.path.join(mnt, "g2"))
+            os.truncate(os.path.join(mnt, "log"), 1 << 30)   # sparse: fits
+        if m.returncode != 0:
+            T.fail("%s: the daemon exited %s" % (opts, m.returncode))
+        with h5py.File(path, "r") as f:
+            got = f["log"][()]
+            if "other" in f or "g2" not in f:
+                T.fail("%s: rm and mkdir at the margin not in FILE" % opts)
+        if got.size != 1 << 30 or got[:answered].tobytes() != (block * (answered // len(block)))[:answered]:
+            T.fail("%s: FILE does not hold the %d bytes answered (%d rows)" % (opts, answered, got.size))
+        if os.path.getsize(path) > size:
+            T.fail("%s: FILE is %d bytes after truncate -s 1G" % (opts, os.path.getsize(path)))
+        return answered, free, size
+    finally:
+        subprocess.run(["umount", "-l", fs], capture_output=True)
+        shutil.rmtree(fs, ignore_errors=True)
+
+
+def margin(work):
+    answered, free, size = fill_up(work, [])
+    print("default margin: %d bytes answered, %d free at ENOSPC (of %d)" % (answered, free, size))
+    if free < size * 5 // 100:
+        T.fail("ENOSPC left %d bytes free on a %d-byte file system: less than 5%%" % (free, size))
+    answered0, free0, _ = fill_up(work, ["-o", "min_free=0"])
+    print("-o min_free=0: %d bytes answered, %d free at ENOSPC" % (answered0, free0))
+    if answered0 <= answered:
+        T.fail("-o min_free=0 answered %d bytes, no more than the default's %d" % (answered0, answered))
+
+
+def unmount_final(work, tries=20):
+    path = os.path.join(work, "u.h5")
+    mnt = os.path.join(work, "umnt")
+    os.makedirs(mnt, exist_ok=True)
+    payload = os.urandom(30000)
+    bad = 0
+    for i in range(tries):
+        with h5py.File(path, "w") as f:
+            f.create_group("g")
+        p = subprocess.Popen([T.H5FS, "-f", path, mnt], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE)
+        try:
+            deadline = time.monotonic() + 10
+            while not T.is_mounted(mnt) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            with open(os.path.join(mnt, "g", "new"), "wb") as fh:
+                fh.write(payload)
+            os.setxattr(os.path.join(mnt, "g"), "user.k", b"v%d" % i)
+            r = subprocess.run([T.H5FS, "-u", mnt], capture_output=True, timeout=60)
+            if r.returncode != 0:
+                T.fail("try %d: h5fs -u: exit %d: %s" % (i, r.returncode, r.stderr.decode()))
+            if p.poll() is None:
+                T.fail("try %d: h5fs -u returned while its daemon still runs" % i)
+                bad += 1
+                continue
+            backup = path + ".bak"
+            shutil.copy(path, backup)
+            for what in (path, backup):
+                try:
+                    with h5py.File(what, "r") as f:
+                        if f["g/new"][()].tobytes() != payload or f["g"].attrs.get("k") not in (b"v%d" % i,
+                                                                                             "v%d" % i):
+                            T.fail("try %d: %s lacks the new file or the attribute" % (i, what))
+                            bad += 1
+                except Exception as e:  # noqa: BLE001 - h5py's lock error, a missing name
+                    T.fail("try %d: h5py opening %s at once: %s" % (i, what, e))
+                    bad += 1
+        finally:
+            if T.is_mounted(mnt):
+                subprocess.run(["fusermount3", "-u", mnt], capture_output=True, timeout=30)
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+    print("h5fs -u: %d tries, %d with FILE not final" % (tries, bad))
+    r = subprocess.run([T.H5FS, "-u", work], capture_output=True, timeout=30)
+    if r.returncode == 0 or b"not the top of an h5fs mount" not in r.stderr:
+        T.fail("h5fs -u of a plain folder: exit %d: %s" % (r.returncode, r.stderr.decode()))
+
+
+def main():
+    work = T.workdir("longruns")
+    sparse(work)
+    unmount_final(work)
+    margin(work)
+    return T.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
