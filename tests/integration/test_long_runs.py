@@ -14,6 +14,10 @@ stress stage's (tests/stress/):
   at least 5% free; every write answered before it is in FILE; rm and mkdir
   still work; truncate -s 1G there succeeds and takes no space; with
   -o min_free=0 the same append goes further;
+- a name is linked only with its rows: a new file still open 0.5 s after
+  its bytes were written, then kill -9 of the daemon, leaves FILE without
+  the name or with all of its rows (never the name with no rows); listed
+  first (ls links it), all of its rows;
 - `h5fs -u MNT` returns once FILE is final: a new file and an attribute
   set right before it are in a copy of FILE made at once, and h5py opens
   FILE at once (20 tries; `fusermount3 -u` misses them most times,
@@ -218,8 +222,53 @@ def unmount_final(work, tries=20):
         T.fail("h5fs -u of a plain folder: exit %d: %s" % (r.returncode, r.stderr.decode()))
 
 
+def open_then_kill(work, tries=3):
+    import signal
+    path = os.path.join(work, "k.h5")
+    mnt = os.path.join(work, "kmnt")
+    os.makedirs(mnt, exist_ok=True)
+    payload = os.urandom(30000)
+    for listed in (False, True):
+        for i in range(tries):
+            with h5py.File(path, "w") as f:
+                f.create_group("g")
+            p = subprocess.Popen([T.H5FS, "-f", path, mnt], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+            fh = None
+            try:
+                deadline = time.monotonic() + 10
+                while not T.is_mounted(mnt) and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                fh = open(os.path.join(mnt, "g", "new"), "wb")
+                fh.write(payload)
+                fh.flush()
+                time.sleep(0.5)
+                if listed:
+                    os.listdir(os.path.join(mnt, "g"))
+                p.send_signal(signal.SIGKILL)
+                p.wait(timeout=30)
+            finally:
+                subprocess.run(["fusermount3", "-uz", mnt], capture_output=True, timeout=30)
+                if fh:
+                    try:
+                        fh.close()
+                    except OSError:
+                        pass
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+            with h5py.File(path, "r") as f:
+                got = f["g/new"][()].tobytes() if "new" in f["g"] else None
+            if (got is None and listed) or (got is not None and got != payload):
+                T.fail("kill -9 with a new file open%s: %s" % (
+                    " and listed" if listed else "", "absent" if got is None else "%d of %d bytes" % (
+                        len(got), len(payload))))
+    print("kill -9 with a new file open: absent or whole, %d tries each" % tries)
+
+
 def main():
     work = T.workdir("longruns")
+    open_then_kill(work)
     sparse(work)
     unmount_final(work)
     margin(work)

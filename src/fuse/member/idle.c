@@ -172,6 +172,45 @@ bool wfile_show_node(h5fs *fs, struct node *n)
 	return commit_node(fs, n, true);
 }
 
+bool wfile_holding_addr(h5fs *fs, uint64_t addr)
+{
+	bool any = false;
+
+	pthread_mutex_lock(&fs->lock);
+	for (struct hlink *h = fs->open_wfiles.next; h != &fs->open_wfiles && !any; h = h->next) {
+		struct wfile *w = (struct wfile *)(void *)h;
+
+		any = w->n->addr == addr && w->a && __atomic_load_n(&w->holding, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return any;
+}
+
+void wfile_show_addr(h5fs *fs, uint64_t addr)
+{
+	struct wfile *pick = NULL;
+
+	pthread_mutex_lock(&fs->lock);
+	for (struct hlink *h = fs->open_wfiles.next; h != &fs->open_wfiles && !pick; h = h->next) {
+		struct wfile *w = (struct wfile *)(void *)h;
+
+		if (w->n->addr == addr && w->a && __atomic_load_n(&w->holding, __ATOMIC_RELAXED))
+			pick = w;
+	}
+	if (pick)
+		pick->pins++;
+	pthread_mutex_unlock(&fs->lock);
+	if (!pick)
+		return;
+	/* the stream is the node's: one handle's commit is all of them; an
+	 * error stays in the handle (its next write, fsync or close) */
+	wfile_show(fs, pick, pick->n->ino);
+	pthread_mutex_lock(&fs->lock);
+	pick->pins--;
+	pthread_cond_broadcast(&fs->idle_cv);
+	pthread_mutex_unlock(&fs->lock);
+}
+
 int wfile_npy_mtime(h5fs *fs, struct node *n, int64_t sec, int *err)
 {
 	struct wfile *pick = NULL;

@@ -59,13 +59,17 @@ static void drop_linked(struct lbatch *lb, size_t done)
 	size_t k = 0;
 
 	for (size_t i = 0; i < lb->count; i++) {
-		h5_link l;
 		bool linked = i < done;
 
-		if (!linked && h5_group_lookup(&l, lb->u.f, lb->u.addr, lb->names[i]) == 0)
-			linked = l.type == H5_LINK_HARD && l.addr == lb->addrs[i];
-		h5_link_clear(&l);
-		h5_err_clear();
+		if (!linked) {
+			h5_link l;
+
+			if (h5_group_lookup(&l, lb->u.f, lb->u.addr, lb->names[i]) == 0) {
+				linked = l.type == H5_LINK_HARD && l.addr == lb->addrs[i];
+				h5_link_clear(&l);
+			}
+			h5_err_clear();
+		}
 		if (linked) {
 			free(lb->names[i]);
 		} else {
@@ -99,16 +103,54 @@ static void release_locked(h5fs *fs, struct lbatch *lb)
  * failed write-behind fails, the mount does not); after LB_TRIES failures
  * in a row, or at the unmount (last), the files are lost: fs_lost_set,
  * as every answered change that cannot be written. */
-static int commit_locked(h5fs *fs, struct lbatch *lb, bool last)
+static int commit_locked(h5fs *fs, struct lbatch *lb, bool last, bool timed)
 {
-	size_t done = 0;
+	size_t done = 0, n = lb->count;
 	int rc, err;
 
 	if (!lb->count)
 		return 0;
-	rc = h5_link_insert_batch(&done, lb->u.f, lb->u.addr, lb->names, lb->addrs, lb->count);
+	/* A name is linked only with its rows (issue 65: a file still being
+	 * written when the timer linked its name, then kill -9, left the
+	 * name with no rows). The timer links the files no descriptor holds
+	 * rows of, first in the batch, and leaves the others pending until
+	 * their close (or idle commit) committed them; a flush that must
+	 * link them all (a listing, a link change, fsync, syncfs, unmount)
+	 * commits their rows first (not fsync'd: the link's stage is). */
+	n = 0;
+	for (size_t i = 0; i < lb->count; i++) {
+		if (wfile_holding_addr(fs, lb->addrs[i])) {
+			if (!timed)
+				wfile_show_addr(fs, lb->addrs[i]);
+			else
+				continue;
+		}
+		if (i != n) {
+			char *nm = lb->names[n];
+			uint64_t a = lb->addrs[n];
+
+			lb->names[n] = lb->names[i];
+			lb->addrs[n] = lb->addrs[i];
+			lb->names[i] = nm;
+			lb->addrs[i] = a;
+		}
+		n++;
+	}
+	if (n == 0) {
+		lb->t.first_ns = lb->t.last_ns = member_now_ns();   /* looked at again LB_IDLE_MS on */
+		return 0;
+	}
+	rc = h5_link_insert_batch(&done, lb->u.f, lb->u.addr, lb->names, lb->addrs, n);
 	if (rc == 0 || done)
 		__atomic_add_fetch(&lb->commits, 1, __ATOMIC_RELEASE);
+	if (rc == 0 && n < lb->count) {
+		drop_linked(lb, n);
+		if (!lb->count)
+			release_locked(fs, lb);
+		else
+			lb->t.first_ns = lb->t.last_ns = member_now_ns();
+		return 0;
+	}
 	if (rc == 0) {
 		release_locked(fs, lb);
 		return 0;
@@ -140,7 +182,7 @@ int lbatch_flush(h5fs *fs)
 	if (!lb || !__atomic_load_n(&lb->count, __ATOMIC_ACQUIRE))
 		return 0;
 	pthread_mutex_lock(&lb->t.mu);
-	err = commit_locked(fs, lb, false);
+	err = commit_locked(fs, lb, false, false);
 	pthread_mutex_unlock(&lb->t.mu);
 	return err;
 }
@@ -155,7 +197,7 @@ static int timed_commit(void *owner)
 {
 	struct lbatch *lb = owner;
 
-	return commit_locked(lb->fs, lb, false);
+	return commit_locked(lb->fs, lb, false, true);
 }
 
 static struct lbatch *lbatch_get(h5fs *fs)
@@ -250,7 +292,7 @@ int lbatch_create(h5fs *fs, struct node *p, const char *name, const h5_dset_new 
 		return -1;      /* no thread to commit it: made at once */
 	pthread_mutex_lock(&lb->t.mu);
 	if (lb->count && (lb->u.addr != p->addr || lb->u.f != p->f || lb->count >= LB_MAX_ITEMS) &&
-	    (err = commit_locked(fs, lb, false)) != 0)
+	    (err = commit_locked(fs, lb, false, false)) != 0)
 		goto out;
 	if (lb->count && pending_locked(lb, name, NULL)) {
 		err = EEXIST;
@@ -347,7 +389,7 @@ void lbatch_stop(h5fs *fs)
 	if (!lb)
 		return;
 	pthread_mutex_lock(&lb->t.mu);
-	commit_locked(fs, lb, true);
+	commit_locked(fs, lb, true, false);
 	pthread_mutex_unlock(&lb->t.mu);
 	wbt_stop(&lb->t);
 	free(lb->names);
