@@ -1,0 +1,214 @@
+#!/usr/bin/python3
+"""FILE's size against h5py's per workload (issue 65: "FILE stays near its
+live size under any mix"), run by hand as root:
+
+    sudo /usr/bin/python3 bench/space_bench.py [--h5fs ./h5fs] [--seconds 60] [--tmpfs-mb 1024]
+
+Each workload runs through a fresh read-write mount of a fresh FILE that
+lies on a tmpfs of bounded size (never the machine's own disk), while
+FILE's size is sampled every 0.2 s; after `h5fs -u` the tree FILE holds is
+written by h5py into a fresh file (same groups, datasets with their type,
+shape, chunks, filters and maxshape, attributes), and both sizes are
+printed with their ratio, and FILE's largest size while mounted:
+
+  mix     4 processes for --seconds: new files (cp-like), appends,
+          truncate up and to 0, overwrites, unlink, rename, mkdir/rmdir,
+          setfattr, each in a folder of its own (fsstress-like)
+  cptree  cp -r of 1,000 files of 4 KiB
+  mkrm    3,000 mkdir/rmdir in a libver="latest" group
+  grow    truncate -s 1G of a growable dataset, then 1 MiB appended
+"""
+import argparse
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import multiprocessing as mp
+
+import h5py
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def mix_worker(args):
+    root, k, secs = args
+    rng = random.Random(k)
+    d = os.path.join(root, "p%d" % k)
+    os.makedirs(d, exist_ok=True)
+    end = time.time() + secs
+    n = 0
+    while time.time() < end:
+        n += 1
+        op = rng.choice("cwwtTudrmxo")
+        name = os.path.join(d, "f%d" % rng.randrange(20))
+        try:
+            if op == "c":
+                with open(name, "wb") as fh:
+                    fh.write(os.urandom(rng.randrange(1, 200000)))
+            elif op == "w":
+                with open(name, "ab") as fh:
+                    fh.write(os.urandom(rng.randrange(1, 100000)))
+            elif op == "t":
+                os.truncate(name, os.stat(name).st_size + rng.randrange(1, 1 << 20))
+            elif op == "T":
+                os.truncate(name, 0)
+            elif op == "u":
+                os.unlink(name)
+            elif op == "d":
+                os.mkdir(os.path.join(d, "d%d" % rng.randrange(5)))
+            elif op == "r":
+                os.rmdir(os.path.join(d, "d%d" % rng.randrange(5)))
+            elif op == "m":
+                os.rename(name, os.path.join(d, "f%d" % rng.randrange(20)))
+            elif op == "x":
+                os.setxattr(name, "user.a%d" % rng.randrange(5), os.urandom(rng.randrange(1, 300)).hex().encode())
+            elif op == "o":
+                fd = os.open(name, os.O_WRONLY)
+                try:
+                    sz = os.fstat(fd).st_size
+                    if sz:
+                        os.pwrite(fd, os.urandom(min(sz, 5000)), rng.randrange(sz))
+                finally:
+                    os.close(fd)
+        except OSError:
+            pass
+    return n
+
+
+def w_mix(mnt, secs):
+    with mp.Pool(4) as p:
+        return "%d operations" % sum(p.map(mix_worker, [(os.path.join(mnt, "g"), k, secs) for k in range(4)]))
+
+
+def w_cptree(mnt, secs):
+    src = tempfile.mkdtemp(prefix="h5fs-cptree-")
+    try:
+        for i in range(1000):
+            with open(os.path.join(src, "f%04d" % i), "wb") as fh:
+                fh.write(os.urandom(4096))
+        subprocess.run(["cp", "-r", src, os.path.join(mnt, "g", "tree")], check=True)
+    finally:
+        shutil.rmtree(src)
+    return "1,000 files"
+
+
+def w_mkrm(mnt, secs):
+    for i in range(3000):
+        p = os.path.join(mnt, "g", "d%d" % (i % 7))
+        os.mkdir(p)
+        os.rmdir(p)
+    return "3,000 mkdir/rmdir"
+
+
+def w_grow(mnt, secs):
+    p = os.path.join(mnt, "g", "big")
+    os.truncate(p, 1 << 30)
+    with open(p, "ab") as fh:
+        fh.write(os.urandom(1 << 20))
+    return "1 GiB + 1 MiB"
+
+
+WORKLOADS = {"mix": ("earliest", w_mix), "cptree": ("earliest", w_cptree), "mkrm": ("latest", w_mkrm),
+             "grow": ("earliest", w_grow)}
+
+
+def run(h5fs, name, secs, tmpfs_mb):
+    libver, fn = WORKLOADS[name]
+    fsdir = tempfile.mkdtemp(prefix="h5fs-space-")
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%dm" % tmpfs_mb, "tmpfs", fsdir], check=True)
+    try:
+        path = os.path.join(fsdir, "f.h5")
+        with h5py.File(path, "w", libver=libver) as f:
+            f.create_group("g")
+            if name == "grow":
+                f["g"].create_dataset("big", shape=(0,), maxshape=(None,), chunks=(65536,), dtype="u1")
+        mnt = os.path.join(fsdir, "mnt")
+        os.makedirs(mnt)
+        subprocess.run([h5fs, path, mnt], check=True)
+        peak = [0]
+        stop = threading.Event()
+
+        def sample():
+            while not stop.is_set():
+                try:
+                    peak[0] = max(peak[0], os.path.getsize(path))
+                except OSError:
+                    pass
+                time.sleep(0.2)
+        th = threading.Thread(target=sample)
+        th.start()
+        t0 = time.time()
+        try:
+            what = fn(mnt, secs)
+        finally:
+            stop.set()
+            th.join()
+            subprocess.run([h5fs, "-u", mnt], check=True)
+        t = time.time() - t0
+        size = os.path.getsize(path)
+        ref = os.path.join(fsdir, "h5py.h5")
+        copy_sparse(path, ref, libver)
+        rsize = os.path.getsize(ref)
+        print("%-7s %-22s %6.1f s  FILE %12d  peak %12d  h5py %12d  FILE/h5py %.2f  peak/h5py %.2f" % (
+            name, what, t, size, peak[0], rsize, size / rsize, peak[0] / rsize), flush=True)
+    finally:
+        subprocess.run(["umount", "-l", fsdir])
+        shutil.rmtree(fsdir, ignore_errors=True)
+
+
+def copy_sparse(src, dst, libver):
+    """h5py_copy, writing only the chunks FILE stores (a dataset grown by
+    truncate holds unwritten chunks: h5py's copy leaves them unwritten)."""
+    with h5py.File(src, "r") as a, h5py.File(dst, "w", libver=libver) as b:
+        def attrs(x, y):
+            for k, v in x.attrs.items():
+                y.attrs[k] = v
+
+        def walk(x, y):
+            attrs(x, y)
+            for name in x:
+                link = x.get(name, getlink=True)
+                if not isinstance(link, h5py.HardLink):
+                    continue
+                obj = x[name]
+                if isinstance(obj, h5py.Group):
+                    walk(obj, y.create_group(name))
+                    continue
+                kw = dict(shape=obj.shape, dtype=obj.dtype, chunks=obj.chunks, compression=obj.compression,
+                          compression_opts=obj.compression_opts, shuffle=obj.shuffle, fillvalue=obj.fillvalue)
+                if obj.chunks is not None:
+                    kw["maxshape"] = obj.maxshape
+                ds = y.create_dataset(name, **kw)
+                if obj.chunks is not None:
+                    for i in range(obj.id.get_num_chunks()):
+                        info = obj.id.get_chunk_info(i)
+                        sl = tuple(slice(o, min(o + c, n)) for o, c, n in zip(info.chunk_offset, obj.chunks,
+                                                                               obj.shape))
+                        if all(s.start < s.stop for s in sl):
+                            ds[sl] = obj[sl]
+                elif obj.size:
+                    ds[...] = obj[...]
+                attrs(obj, ds)
+        walk(a, b)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--h5fs", default=os.path.join(HERE, "..", "h5fs"))
+    ap.add_argument("--seconds", type=float, default=60)
+    ap.add_argument("--tmpfs-mb", type=int, default=1024)
+    ap.add_argument("workloads", nargs="*", default=list(WORKLOADS))
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("space_bench.py mounts a tmpfs for FILE: run it as root")
+    for name in a.workloads:
+        run(os.path.abspath(a.h5fs), name, a.seconds, a.tmpfs_mb)
+
+
+if __name__ == "__main__":
+    main()
