@@ -50,14 +50,34 @@ failing_test_logs() { # DIR: the logs of the failing programs of a make check
 		grep -q '^:test-result: \(FAIL\|ERROR\|XPASS\)' "$trs" && tail_log "${trs%.trs}.log" 60
 	done
 }
+# A FAIL line that cannot be written (a full disk) still counts: the
+# names are kept here too.
+unrecorded=()
+fail_result() { # NAME: one failed program, recorded even when RESULTS cannot be
+	echo "FAIL $1" >>"$results" 2>/dev/null || unrecorded+=("$1")
+}
+nfail() { # the FAIL lines in RESULTS so far
+	local n
+	n=$(grep -c '^FAIL ' "$results" 2>/dev/null)
+	echo "${n:-0}"
+}
 totals() {
 	local p f s
-	p=$(grep -c '^PASS ' "$results")
-	f=$(grep -c '^FAIL ' "$results")
-	s=$(grep -c '^SKIP ' "$results")
+	p=$(grep -c '^PASS ' "$results" 2>/dev/null)
+	f=$(nfail)
+	s=$(grep -c '^SKIP ' "$results" 2>/dev/null)
+	p=${p:-0} f=${f:-0} s=${s:-0}
+	f=$((f + ${#unrecorded[@]}))
+	if [ $((p + f)) -eq 0 ]; then
+		# nothing ran (or nothing could be recorded): that is a failure,
+		# never "0 passed, 0 failed"
+		unrecorded+=("no test ran (or no result could be recorded)")
+		f=1
+	fi
 	if [ "$f" -gt 0 ]; then
 		echo "-- failed:"
-		sed -n 's/^FAIL /   /p' "$results"
+		sed -n 's/^FAIL /   /p' "$results" 2>/dev/null
+		[ ${#unrecorded[@]} = 0 ] || printf '   %s\n' "${unrecorded[@]}"
 	fi
 	echo "$p passed, $f failed, $s skipped"
 	[ "$f" -eq 0 ]
@@ -67,7 +87,7 @@ touch "$logs/.started"
 stage "dependencies (contrib/install-deps.sh)"
 if ! ./contrib/install-deps.sh >"$logs/deps.log" 2>&1; then
 	tail_log "$logs/deps.log"
-	echo "FAIL dependencies" >>"$results"
+	fail_result dependencies
 	totals
 	exit 1
 fi
@@ -75,28 +95,37 @@ fi
 stage "build (autoreconf -fi && ./configure && make -j2)"
 if ! { autoreconf -fi && ./configure && make -j2; } >"$logs/build.log" 2>&1; then
 	tail_log "$logs/build.log"
-	echo "FAIL build" >>"$results"
+	fail_result build
 	totals
 	exit 1
 fi
 
 stage "make check: unit tests, fuzz replay, integration tests"
-make -j2 check >"$logs/make-check.log" 2>&1
+before=$(nfail)
+rc=0
+make -j2 check >"$logs/make-check.log" 2>&1 || rc=$?
+ran=$(find "$src/tests" -name '*.trs' -newer "$logs/.started" 2>/dev/null | wc -l)
 count_trs "$src/tests" ""
-if grep -q '^FAIL ' "$results"; then
+if [ "$(nfail)" != "$before" ]; then
 	failing_test_logs "$src/tests"
 	[ -f tests/test-suite.log ] || tail_log "$logs/make-check.log"
 fi
-if ! grep -q . "$results"; then
+# make check that died (a full disk, a killed make, a helper that does
+# not build) or ran no test fails the run, whatever the .trs files say
+if [ "$ran" -eq 0 ] || { [ "$rc" != 0 ] && [ "$(nfail)" = "$before" ]; }; then
 	tail_log "$logs/make-check.log"
-	echo "FAIL make-check" >>"$results"
+	fail_result "make-check (exit $rc, $ran tests ran)"
 fi
 
 if [ "${H5FS_SKIP_PACKAGE:-0}" != 1 ]; then
 	stage "Debian package: build, lintian, install, fstab and example with /usr/bin/h5fs, remove"
-	before=$(grep -c '^FAIL ' "$results")
-	./contrib/package-test.sh "$logs/package" "$results" >"$logs/package.log" 2>&1
-	if [ "$(grep -c '^FAIL ' "$results")" -gt "$before" ]; then
+	before=$(nfail)
+	rc=0
+	./contrib/package-test.sh "$logs/package" "$results" >"$logs/package.log" 2>&1 || rc=$?
+	if [ "$rc" != 0 ] && [ "$(nfail)" = "$before" ]; then
+		tail_log "$logs/package.log"
+		fail_result "package (exit $rc)"
+	elif [ "$(nfail)" -gt "$before" ]; then
 		grep '^FAIL package-' "$results" | while read -r _ name; do
 			tail_log "$logs/package/${name#package-}.log"
 		done
@@ -105,9 +134,13 @@ fi
 
 if [ "${H5FS_SKIP_SANITIZERS:-0}" != 1 ]; then
 	stage "sanitizers: ASan+UBSan and TSan make check, stress, race, corpus, growth"
-	before=$(grep -c '^FAIL ' "$results")
-	./tests/stress/run-sanitizers.sh build-sanitizers "$results" >"$logs/sanitizers.log" 2>&1
-	if [ "$(grep -c '^FAIL ' "$results")" -gt "$before" ]; then
+	before=$(nfail)
+	rc=0
+	./tests/stress/run-sanitizers.sh build-sanitizers "$results" >"$logs/sanitizers.log" 2>&1 || rc=$?
+	if [ "$rc" != 0 ] && [ "$(nfail)" = "$before" ]; then
+		tail_log "$logs/sanitizers.log" 80
+		fail_result "sanitizers (exit $rc)"
+	elif [ "$(nfail)" -gt "$before" ]; then
 		# the failing programs' own logs, else the end of the stage's
 		shown=0
 		while read -r _ name; do
