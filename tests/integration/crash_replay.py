@@ -13,7 +13,9 @@ leave:
   completed writes, in order);
 - for every interval, random subsets of the writes since the last sync,
   each write torn into 512-byte sectors that land or not independently
-  (a power cut: the disk may store unsynced sectors in any order) - except
+  (a power cut: the disk may store unsynced sectors in any order; a
+  subset drawn twice, or one of all or none of the writes, a prefix, is
+  checked once) - except
   writes inside `whole` (an object header's in-place rewrites, one write
   ending in the chunk's checksum), which land whole or not at all: a torn
   one that straddles a sector boundary is the residual risk doc/APPEND.md
@@ -98,18 +100,23 @@ def _whole(op, whole):
 def torn(img, op, rng, whole=None):
     """Apply a write sector by sector (512-byte file sectors), each or not;
     a write inside the range whole = (start, end), or one whole(op) says
-    is whole, lands whole or not."""
+    is whole, lands whole or not. Returns which pieces landed (a tuple of
+    bools: the same choices give the same image)."""
     if op[0] != "W" or _whole(op, whole):
         if rng.random() < 0.5:
             apply(img, op)
-        return
+            return (True,)
+        return (False,)
     off, b = op[1], op[2]
     pos = 0
+    landed = []
     while pos < len(b):
         end = min(len(b), ((off + pos) // 512 + 1) * 512 - off)
-        if rng.random() < 0.5:
+        landed.append(rng.random() < 0.5)
+        if landed[-1]:
             apply(img, ("W", off + pos, b[pos:end]))
         pos = end
+    return tuple(landed)
 
 
 def rebuilds(base, ops, final):
@@ -159,12 +166,19 @@ def crash_images(base, ops, rng, subsets, whole=None):
                 apply(cur, pending[j - 1])
             if j in picks:
                 yield "interval %d, prefix %d/%d" % (k, j, len(pending)), cur
-        # torn subsets (power cut): also of a lone write that spans sectors
+        # torn subsets (power cut): also of a lone write that spans sectors;
+        # a subset drawn before in this interval (the same pieces landed:
+        # the same image), or all or none of it (the last or first prefix),
+        # is not checked again
         tearable = len(pending) > 1 or any(_spans(op) for op in pending)
+        seen = set()
         for _ in range(subsets if tearable else 0):
             img = bytearray(durable)
-            for op in pending:
-                torn(img, op, rng, whole)
+            landed = tuple(torn(img, op, rng, whole) for op in pending)
+            pieces = [x for t in landed for x in t]
+            if landed in seen or all(pieces) or not any(pieces):
+                continue
+            seen.add(landed)
             yield "interval %d, torn subset" % k, img
         for op in pending:
             apply(durable, op)
