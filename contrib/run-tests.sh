@@ -4,6 +4,25 @@
 # tests, build/install/test/remove the Debian package, and run everything
 # again under the sanitizers with the stress, race and growth tests.
 #
+# The stages, and their time on a 2-core machine (CI's kind; CI's bound is
+# 30 minutes in all; tests/README "CI stages and their time" has the
+# per-test seconds and how they were measured):
+#
+#   dependencies, build        autoreconf, configure, make -j2    ~1 min
+#   make check                 make -j2 check: unit tests, fuzz   ~8-9 min
+#                              replay, integration tests (the
+#                              longest start first, Makefile.am
+#                              SLOW_TESTS)
+#   Debian package             contrib/package-test.sh            ~1 min
+#   sanitizers                 tests/stress/run-sanitizers.sh:    ~12-13 min
+#                              ASan+UBSan build and make check of
+#                              ASAN_TESTS (crash enumerations with
+#                              H5FS_CRASH_STATES=small), stress,
+#                              race, corpus under ASan; plain
+#                              build: growth.py, append_kill.py;
+#                              TSan build and make check of
+#                              TSAN_TESTS, stress and race
+#
 # All build and test output goes to ci-logs/ (one log per stage, plus the
 # per-test logs where automake writes them). Standard output gets one line
 # per stage with the time since the start, the tail of the log of anything
@@ -14,8 +33,11 @@
 #
 # (a test program: a unit test, an integration script, the fuzz replay, a
 # package step, a sanitizer/stress/race/growth run). Exit status non-zero
-# on any failure. H5FS_SKIP_SANITIZERS=1 / H5FS_SKIP_PACKAGE=1 leave those
-# stages out (for a quick local run).
+# on any failure. A make check that dies (a full disk, a killed make, a
+# test program that does not build) or runs no test is a failure, and so
+# is a run that records no result at all: "0 passed, 1 failed, ..." then,
+# never "0 passed, 0 failed". H5FS_SKIP_SANITIZERS=1 / H5FS_SKIP_PACKAGE=1
+# leave those stages out (for a quick local run).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 src=$PWD
