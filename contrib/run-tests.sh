@@ -4,6 +4,25 @@
 # tests, build/install/test/remove the Debian package, and run everything
 # again under the sanitizers with the stress, race and growth tests.
 #
+# The stages, and their time on a 2-core machine (CI's kind; CI's bound is
+# 30 minutes in all; tests/README "CI stages and their time" has the
+# per-test seconds and how they were measured):
+#
+#   dependencies, build        autoreconf, configure, make -j2    ~1 min
+#   make check                 make -j2 check: unit tests, fuzz   ~8-9 min
+#                              replay, integration tests (the
+#                              longest start first, Makefile.am
+#                              SLOW_TESTS)
+#   Debian package             contrib/package-test.sh            ~1 min
+#   sanitizers                 tests/stress/run-sanitizers.sh:    ~12-13 min
+#                              ASan+UBSan build and make check of
+#                              ASAN_TESTS (crash enumerations with
+#                              H5FS_CRASH_STATES=small), stress,
+#                              race, corpus under ASan; plain
+#                              build: growth.py, append_kill.py;
+#                              TSan build and make check of
+#                              TSAN_TESTS, stress and race
+#
 # All build and test output goes to ci-logs/ (one log per stage, plus the
 # per-test logs where automake writes them). Standard output gets one line
 # per stage with the time since the start, the tail of the log of anything
@@ -14,8 +33,11 @@
 #
 # (a test program: a unit test, an integration script, the fuzz replay, a
 # package step, a sanitizer/stress/race/growth run). Exit status non-zero
-# on any failure. H5FS_SKIP_SANITIZERS=1 / H5FS_SKIP_PACKAGE=1 leave those
-# stages out (for a quick local run).
+# on any failure. A make check that dies (a full disk, a killed make, a
+# test program that does not build) or runs no test is a failure, and so
+# is a run that records no result at all: "0 passed, 1 failed, ..." then,
+# never "0 passed, 0 failed". H5FS_SKIP_SANITIZERS=1 / H5FS_SKIP_PACKAGE=1
+# leave those stages out (for a quick local run).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 src=$PWD
@@ -50,14 +72,34 @@ failing_test_logs() { # DIR: the logs of the failing programs of a make check
 		grep -q '^:test-result: \(FAIL\|ERROR\|XPASS\)' "$trs" && tail_log "${trs%.trs}.log" 60
 	done
 }
+# A FAIL line that cannot be written (a full disk) still counts: the
+# names are kept here too.
+unrecorded=()
+fail_result() { # NAME: one failed program, recorded even when RESULTS cannot be
+	echo "FAIL $1" >>"$results" 2>/dev/null || unrecorded+=("$1")
+}
+nfail() { # the FAIL lines in RESULTS so far
+	local n
+	n=$(grep -c '^FAIL ' "$results" 2>/dev/null)
+	echo "${n:-0}"
+}
 totals() {
 	local p f s
-	p=$(grep -c '^PASS ' "$results")
-	f=$(grep -c '^FAIL ' "$results")
-	s=$(grep -c '^SKIP ' "$results")
+	p=$(grep -c '^PASS ' "$results" 2>/dev/null)
+	f=$(nfail)
+	s=$(grep -c '^SKIP ' "$results" 2>/dev/null)
+	p=${p:-0} f=${f:-0} s=${s:-0}
+	f=$((f + ${#unrecorded[@]}))
+	if [ $((p + f)) -eq 0 ]; then
+		# nothing ran (or nothing could be recorded): that is a failure,
+		# never "0 passed, 0 failed"
+		unrecorded+=("no test ran (or no result could be recorded)")
+		f=1
+	fi
 	if [ "$f" -gt 0 ]; then
 		echo "-- failed:"
-		sed -n 's/^FAIL /   /p' "$results"
+		sed -n 's/^FAIL /   /p' "$results" 2>/dev/null
+		[ ${#unrecorded[@]} = 0 ] || printf '   %s\n' "${unrecorded[@]}"
 	fi
 	echo "$p passed, $f failed, $s skipped"
 	[ "$f" -eq 0 ]
@@ -67,7 +109,7 @@ touch "$logs/.started"
 stage "dependencies (contrib/install-deps.sh)"
 if ! ./contrib/install-deps.sh >"$logs/deps.log" 2>&1; then
 	tail_log "$logs/deps.log"
-	echo "FAIL dependencies" >>"$results"
+	fail_result dependencies
 	totals
 	exit 1
 fi
@@ -75,28 +117,37 @@ fi
 stage "build (autoreconf -fi && ./configure && make -j2)"
 if ! { autoreconf -fi && ./configure && make -j2; } >"$logs/build.log" 2>&1; then
 	tail_log "$logs/build.log"
-	echo "FAIL build" >>"$results"
+	fail_result build
 	totals
 	exit 1
 fi
 
 stage "make check: unit tests, fuzz replay, integration tests"
-make -j2 check >"$logs/make-check.log" 2>&1
+before=$(nfail)
+rc=0
+make -j2 check >"$logs/make-check.log" 2>&1 || rc=$?
+ran=$(find "$src/tests" -name '*.trs' -newer "$logs/.started" 2>/dev/null | wc -l)
 count_trs "$src/tests" ""
-if grep -q '^FAIL ' "$results"; then
+if [ "$(nfail)" != "$before" ]; then
 	failing_test_logs "$src/tests"
 	[ -f tests/test-suite.log ] || tail_log "$logs/make-check.log"
 fi
-if ! grep -q . "$results"; then
+# make check that died (a full disk, a killed make, a helper that does
+# not build) or ran no test fails the run, whatever the .trs files say
+if [ "$ran" -eq 0 ] || { [ "$rc" != 0 ] && [ "$(nfail)" = "$before" ]; }; then
 	tail_log "$logs/make-check.log"
-	echo "FAIL make-check" >>"$results"
+	fail_result "make-check (exit $rc, $ran tests ran)"
 fi
 
 if [ "${H5FS_SKIP_PACKAGE:-0}" != 1 ]; then
 	stage "Debian package: build, lintian, install, fstab and example with /usr/bin/h5fs, remove"
-	before=$(grep -c '^FAIL ' "$results")
-	./contrib/package-test.sh "$logs/package" "$results" >"$logs/package.log" 2>&1
-	if [ "$(grep -c '^FAIL ' "$results")" -gt "$before" ]; then
+	before=$(nfail)
+	rc=0
+	./contrib/package-test.sh "$logs/package" "$results" >"$logs/package.log" 2>&1 || rc=$?
+	if [ "$rc" != 0 ] && [ "$(nfail)" = "$before" ]; then
+		tail_log "$logs/package.log"
+		fail_result "package (exit $rc)"
+	elif [ "$(nfail)" -gt "$before" ]; then
 		grep '^FAIL package-' "$results" | while read -r _ name; do
 			tail_log "$logs/package/${name#package-}.log"
 		done
@@ -105,9 +156,13 @@ fi
 
 if [ "${H5FS_SKIP_SANITIZERS:-0}" != 1 ]; then
 	stage "sanitizers: ASan+UBSan and TSan make check, stress, race, corpus, growth"
-	before=$(grep -c '^FAIL ' "$results")
-	./tests/stress/run-sanitizers.sh build-sanitizers "$results" >"$logs/sanitizers.log" 2>&1
-	if [ "$(grep -c '^FAIL ' "$results")" -gt "$before" ]; then
+	before=$(nfail)
+	rc=0
+	./tests/stress/run-sanitizers.sh build-sanitizers "$results" >"$logs/sanitizers.log" 2>&1 || rc=$?
+	if [ "$rc" != 0 ] && [ "$(nfail)" = "$before" ]; then
+		tail_log "$logs/sanitizers.log" 80
+		fail_result "sanitizers (exit $rc)"
+	elif [ "$(nfail)" -gt "$before" ]; then
 		# the failing programs' own logs, else the end of the stage's
 		shown=0
 		while read -r _ name; do

@@ -13,15 +13,46 @@ leave:
   completed writes, in order);
 - for every interval, random subsets of the writes since the last sync,
   each write torn into 512-byte sectors that land or not independently
-  (a power cut: the disk may store unsynced sectors in any order) - except
+  (a power cut: the disk may store unsynced sectors in any order; a
+  subset drawn twice, or one of all or none of the writes, a prefix, is
+  checked once) - except
   writes inside `whole` (an object header's in-place rewrites, one write
   ending in the chunk's checksum), which land whole or not at all: a torn
   one that straddles a sector boundary is the residual risk doc/APPEND.md
   names, counted by straddling().
+
+The budget: H5FS_CRASH_STATES=small (tests/stress/run-sanitizers.sh sets
+it for its ASan+UBSan make check) keeps every run of a trace helper, the
+code a sanitizer watches (the traced changes, each prefix of the changes,
+failing Nth writes: fail_picks), but checks only a few of the images built
+from the trace, which h5py reads and no sanitizer watches: the first,
+middle and last prefix of each sync interval (prefix_picks) and
+SMALL_SUBSETS torn subsets. Every kind of state is still checked there;
+the plain make check checks all of them ("full", the default).
 """
 import os
 import struct
 import subprocess
+
+SMALL = os.environ.get("H5FS_CRASH_STATES", "full") == "small"
+SMALL_SUBSETS = 2
+SMALL_FAILS = 8
+
+
+def prefix_picks(n):
+    """The prefixes 0..n of a run of n writes whose images are checked."""
+    return set(range(n + 1)) if not SMALL else {0, n // 2, n}
+
+
+def fail_picks(n, rng, every_from=None):
+    """The N (1..n) of the failing-Nth-write runs (each a run of the
+    helper): every N from every_from on and a sample of SMALL_FAILS below
+    it (every_from None: a sample of all); under the small budget a sample
+    of SMALL_FAILS in all."""
+    if every_from is None or SMALL:
+        return sorted(rng.sample(range(1, n + 1), min(SMALL_FAILS, n)))
+    lo = min(n, max(0, every_from - 1))
+    return sorted(rng.sample(range(1, lo + 1), min(SMALL_FAILS, lo))) + list(range(lo + 1, n + 1))
 
 
 def parse_trace(path):
@@ -69,18 +100,23 @@ def _whole(op, whole):
 def torn(img, op, rng, whole=None):
     """Apply a write sector by sector (512-byte file sectors), each or not;
     a write inside the range whole = (start, end), or one whole(op) says
-    is whole, lands whole or not."""
+    is whole, lands whole or not. Returns which pieces landed (a tuple of
+    bools: the same choices give the same image)."""
     if op[0] != "W" or _whole(op, whole):
         if rng.random() < 0.5:
             apply(img, op)
-        return
+            return (True,)
+        return (False,)
     off, b = op[1], op[2]
     pos = 0
+    landed = []
     while pos < len(b):
         end = min(len(b), ((off + pos) // 512 + 1) * 512 - off)
-        if rng.random() < 0.5:
+        landed.append(rng.random() < 0.5)
+        if landed[-1]:
             apply(img, ("W", off + pos, b[pos:end]))
         pos = end
+    return tuple(landed)
 
 
 def rebuilds(base, ops, final):
@@ -119,19 +155,30 @@ def crash_images(base, ops, rng, subsets, whole=None):
     syncs = [i for i, op in enumerate(ops) if op[0] == "S"]
     bounds = [-1] + syncs + [len(ops)]
     durable = bytearray(base)
+    if SMALL:
+        subsets = min(subsets, SMALL_SUBSETS)
     for k in range(len(bounds) - 1):
         pending = [op for op in ops[bounds[k] + 1:bounds[k + 1]] if op[0] != "S"]
         cur = bytearray(durable)
+        picks = prefix_picks(len(pending))
         for j in range(len(pending) + 1):
             if j:
                 apply(cur, pending[j - 1])
-            yield "interval %d, prefix %d/%d" % (k, j, len(pending)), cur
-        # torn subsets (power cut): also of a lone write that spans sectors
+            if j in picks:
+                yield "interval %d, prefix %d/%d" % (k, j, len(pending)), cur
+        # torn subsets (power cut): also of a lone write that spans sectors;
+        # a subset drawn before in this interval (the same pieces landed:
+        # the same image), or all or none of it (the last or first prefix),
+        # is not checked again
         tearable = len(pending) > 1 or any(_spans(op) for op in pending)
+        seen = set()
         for _ in range(subsets if tearable else 0):
             img = bytearray(durable)
-            for op in pending:
-                torn(img, op, rng, whole)
+            landed = tuple(torn(img, op, rng, whole) for op in pending)
+            pieces = [x for t in landed for x in t]
+            if landed in seen or all(pieces) or not any(pieces):
+                continue
+            seen.add(landed)
             yield "interval %d, torn subset" % k, img
         for op in pending:
             apply(durable, op)

@@ -64,6 +64,7 @@ import shutil
 import zlib
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import h5fs_testlib as T  # noqa: E402
@@ -73,7 +74,7 @@ import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
 import make_write_fixtures as MF  # noqa: E402
-from crash_replay import apply, parse_trace  # noqa: E402
+from crash_replay import SMALL, SMALL_SUBSETS, apply, fail_picks, parse_trace, prefix_picks  # noqa: E402
 
 HELPER = os.path.join(T.BUILDDIR, "tests", "integration", "attr_trace")
 SUBSETS = 10
@@ -389,6 +390,10 @@ def tree_fits(st, states):
 
 
 def run_case(work, fx, rng, OPS=OPS, objs=MF.OBJS, STATES=None, every_fail=False):
+    """every_fail: a failing Nth write for every N (True), for every N of
+    the last change's writes ("last") and a sample before it, or a sample
+    (False; crash_replay.fail_picks)."""
+    t0 = time.monotonic()
     base_path = os.path.join(work, "fx", fx)
     base = open(base_path, "rb").read()
     tmp = os.path.join(work, "img.h5")
@@ -421,10 +426,11 @@ def run_case(work, fx, rng, OPS=OPS, objs=MF.OBJS, STATES=None, every_fail=False
     checked = 0
     # kill -9: every prefix is exactly some state
     img = bytearray(base)
+    picks = prefix_picks(len(ops))
     for i in range(len(ops) + 1):
         if i:
             apply(img, ops[i - 1])
-        if i and ops[i - 1][0] == "S":
+        if i and ops[i - 1][0] == "S" or i not in picks:
             continue
         with open(tmp, "wb") as fh:
             fh.write(img)
@@ -440,10 +446,17 @@ def run_case(work, fx, rng, OPS=OPS, objs=MF.OBJS, STATES=None, every_fail=False
     start = 0
     for s in syncs:
         pending = ops[start:s]
-        for _ in range(SUBSETS if len(pending) > 1 else 0):
+        seen = set()
+        for _ in range((SMALL_SUBSETS if SMALL else SUBSETS) if len(pending) > 1 else 0):
             img = bytearray(durable)
-            for op in pending:
-                if rng.random() < 0.5:
+            landed = tuple(rng.random() < 0.5 for op in pending)
+            # a subset drawn before, or all or none of the writes (a
+            # prefix, checked above), is not checked again
+            if landed in seen or all(landed) or not any(landed):
+                continue
+            seen.add(landed)
+            for op, did in zip(pending, landed):
+                if did:
                     apply(img, op)
             with open(tmp, "wb") as fh:
                 fh.write(img)
@@ -458,9 +471,18 @@ def run_case(work, fx, rng, OPS=OPS, objs=MF.OBJS, STATES=None, every_fail=False
     # a failing Nth write or sync (every N on the first file, a sample on
     # the others: each is a run of the helper)
     nio = len(ops)
-    picks = range(1, nio + 1) if every_fail or (fx == "default.h5" and OPS is ATTR_OPS) else \
-        sorted(rng.sample(range(1, nio + 1), min(8, nio)))
-    for n in picks:
+    if every_fail == "last":
+        # the writes before the last change are the other cases' (and
+        # their failing N a sample here): every N of the last change's
+        p = os.path.join(work, "before-last.h5")
+        shutil.copy(base_path, p)
+        run_helper(p, trace + "-before-last", 0, OPS[:-1])
+        every_from = len(parse_trace(trace + "-before-last")) + 1
+    elif every_fail or (fx == "default.h5" and OPS is ATTR_OPS):
+        every_from = 1
+    else:
+        every_from = None
+    for n in fail_picks(nio, rng, every_from):
         p = os.path.join(work, "fail.h5")
         shutil.copy(base_path, p)
         run_helper(p, "-", n, OPS)
@@ -470,7 +492,8 @@ def run_case(work, fx, rng, OPS=OPS, objs=MF.OBJS, STATES=None, every_fail=False
         if err:
             T.fail("%s: write %d failing: %s" % (fx, n, err))
             return checked
-    print("%s: %d writes/syncs traced, %d crash states checked" % (fx, len(ops), checked), flush=True)
+    print("%s: %d writes/syncs traced, %d crash states checked (%.1f s)" % (fx, len(ops), checked,
+                                                                     time.monotonic() - t0), flush=True)
     return checked
 
 
@@ -491,53 +514,100 @@ def moved_down(work, fx, ops, grew, what):
                "nothing moved down" % (fx, what, before, kept, after))
 
 
-def move_down_case(work, rng):
-    """MOVE_DOWN_OPS enumerated as the rest; the compact must have moved
-    something (FILE ends far below the large dataset's end) and the crash
-    states of its commit are among those checked; the same for a dense
-    attribute store and for string values' collections."""
+def move_down_groups(work, rng):
+    """MOVE_DOWN_OPS enumerated as the rest, on both files; the compact
+    must have moved something (FILE ends far below the large dataset's
+    end) and the crash states of its commit are among those checked:
+    every failing N of the compact's writes (a sample of the changes'
+    before it, which the other cases make)."""
     total = 0
     for fx in ("default.h5", "latest.h5"):
         moved_down(work, fx, MOVE_DOWN_OPS, 800000, "group storage")
-        total += run_case(work, fx, rng, MOVE_DOWN_OPS, None, every_fail=True)
-    moved_down(work, "latest.h5", MOVE_DOWN_ATTR_OPS, 800000, "dense attribute store")
-    total += run_case(work, "latest.h5", rng, MOVE_DOWN_ATTR_OPS, MF.OBJS, MOVE_DOWN_ATTR_STATES, every_fail=True)
-    for fx in ("default.h5", "latest.h5"):
-        moved_down(work, fx, MOVE_DOWN_COLL_OPS, 190000, "string values")
-        total += run_case(work, fx, rng, MOVE_DOWN_COLL_OPS, MF.OBJS, MOVE_DOWN_COLL_STATES, every_fail=True)
+        total += run_case(work, fx, rng, MOVE_DOWN_OPS, None, every_fail="last")
     return total
 
 
-def main():
-    if not os.path.exists(HELPER):
-        T.skip("attr_trace not built")
-    work = T.workdir("attr-crash")
-    made = MF.make(os.path.join(work, "fx"))
-    rng = random.Random(31)
+def move_down_attrs(work, rng):
+    """The same for a dense attribute store and for string values'
+    collections."""
+    moved_down(work, "latest.h5", MOVE_DOWN_ATTR_OPS, 800000, "dense attribute store")
+    total = run_case(work, "latest.h5", rng, MOVE_DOWN_ATTR_OPS, MF.OBJS, MOVE_DOWN_ATTR_STATES, every_fail="last")
+    for fx in ("default.h5", "latest.h5"):
+        moved_down(work, fx, MOVE_DOWN_COLL_OPS, 190000, "string values")
+        total += run_case(work, fx, rng, MOVE_DOWN_COLL_OPS, MF.OBJS, MOVE_DOWN_COLL_STATES, every_fail="last")
+    return total
+
+
+def part_attrs(work, rng):
+    """Attribute changes: in compact and dense storage, batches, shrinking."""
     total = 0
     for fx in ("default.h5", "latest.h5"):
-        if fx in made:
-            total += run_case(work, fx, rng)
-    total += run_case(work, "latest.h5", rng, LINK_OPS, None)
+        total += run_case(work, fx, rng)
+    total += run_case(work, "latest.h5", rng, DENSE_ATTR_OPS)
+    total += run_case(work, "latest.h5", rng, BATCH_OPS, MF.OBJS, BATCH_STATES)
+    total += run_case(work, "latest.h5", rng, SHRINK_OPS)
+    return total
+
+
+def part_links(work, rng):
+    """Groups and links: compact, symbol-table and dense storage, moves,
+    shrinking, space reused."""
+    total = run_case(work, "latest.h5", rng, LINK_OPS, None)
     total += run_case(work, "latest.h5", rng, MOVE_OPS, None, MOVE_STATES)
     total += run_case(work, "default.h5", rng, STAB_OPS, None)
     total += run_case(work, "default.h5", rng, MOVE_OPS, None, MOVE_STATES)
-    total += run_case(work, "default.h5", rng, DSET_OPS, None)
+    total += run_case(work, "latest.h5", rng, DENSE_LINK_OPS, None)
+    total += run_case(work, "latest.h5", rng, LINK_SHRINK_OPS, None)
+    total += run_case(work, "latest.h5", rng, REUSE_DENSE_OPS, None)
+    total += run_case(work, "default.h5", rng, REUSE_STAB_OPS, None)
+    return total
+
+
+def part_dsets(work, rng):
+    """New datasets, the write-behind of new files, modification times."""
+    total = run_case(work, "default.h5", rng, DSET_OPS, None)
     total += run_case(work, "latest.h5", rng, DSET_OPS, None)
     total += run_case(work, "default.h5", rng, NEWFILE_OPS, None)
     total += run_case(work, "latest.h5", rng, NEWFILE_OPS_LATEST, None)
     WITH_TIMES[0] = True
-    total += run_case(work, "default.h5", rng, TIME_OPS, None)
-    total += run_case(work, "latest.h5", rng, TIME_OPS_LATEST, None)
-    WITH_TIMES[0] = False
-    total += run_case(work, "latest.h5", rng, DENSE_LINK_OPS, None)
-    total += run_case(work, "latest.h5", rng, DENSE_ATTR_OPS)
-    total += run_case(work, "latest.h5", rng, BATCH_OPS, MF.OBJS, BATCH_STATES)
-    total += run_case(work, "latest.h5", rng, SHRINK_OPS)
-    total += run_case(work, "latest.h5", rng, LINK_SHRINK_OPS, None)
-    total += run_case(work, "latest.h5", rng, REUSE_DENSE_OPS, None)
-    total += run_case(work, "default.h5", rng, REUSE_STAB_OPS, None)
-    total += move_down_case(work, rng)
+    try:
+        total += run_case(work, "default.h5", rng, TIME_OPS, None)
+        total += run_case(work, "latest.h5", rng, TIME_OPS_LATEST, None)
+    finally:
+        WITH_TIMES[0] = False
+    return total
+
+
+# make check runs each part as a program of its own (test_attr_crash_PART.py),
+# so that make -j2 runs them side by side; by hand, `test_attr_crash.py`
+# runs them all, `test_attr_crash.py links dsets` those.
+PARTS = {
+    "attrs": part_attrs,
+    "links": part_links,
+    "dsets": part_dsets,
+    "movedown": move_down_groups,
+    "movedown_attrs": move_down_attrs,
+}
+
+
+def main(parts=None):
+    parts = parts or sys.argv[1:] or list(PARTS)
+    bad = [p for p in parts if p not in PARTS]
+    if bad:
+        T.fail("no part %s (parts: %s)" % (", ".join(bad), ", ".join(PARTS)))
+        return T.finish()
+    if not os.path.exists(HELPER):
+        T.skip("attr_trace not built")
+    work = T.workdir("attr-crash")
+    MF.make(os.path.join(work, "fx"))
+    total = 0
+    for part in parts:
+        # each part its own random sequence: the same states by hand and
+        # in make check
+        t0 = time.monotonic()
+        n = PARTS[part](work, random.Random("31 " + part))
+        print("part %s: %d crash states checked (%.1f s)" % (part, n, time.monotonic() - t0), flush=True)
+        total += n
     shutil.rmtree(work, ignore_errors=True)
     print("%d crash states checked in all" % total)
     return T.finish()

@@ -28,6 +28,7 @@ import random
 import shutil
 import struct
 import sys
+import time
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -222,12 +223,14 @@ def main():
     if not os.path.exists(HELPER):
         T.skip("overwrite_trace not built")
     work = tempfile.mkdtemp(prefix="overwrite-crash-", dir=os.path.dirname(T.workdir("overwrite-crash")))
-    rng = random.Random(int(os.environ.get("H5FS_CRASH_SEED", "32")))
+    seed = os.environ.get("H5FS_CRASH_SEED", "32")
     total = 0
     try:
         for case in CASES:
             if len(sys.argv) < 2 or case[0] in sys.argv[1:]:
-                total += run_case(work, case, rng)
+                t0 = time.monotonic()
+                total += run_case(work, case, random.Random("%s %s" % (seed, case[0])))
+                print("%s: %.1f s" % (case[0], time.monotonic() - t0), flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("%d crash states checked in all" % total)

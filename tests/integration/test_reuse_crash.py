@@ -31,6 +31,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import time
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -179,16 +180,20 @@ def main():
         if not os.path.exists(h):
             T.skip("%s not built" % os.path.basename(h))
     work = tempfile.mkdtemp(prefix="reuse-crash-", dir=os.path.dirname(T.workdir("reuse-crash")))
-    rng = random.Random(int(os.environ.get("H5FS_CRASH_SEED", "47")))
+    seed = os.environ.get("H5FS_CRASH_SEED", "47")
     total = 0
     try:
         made = MF.make(os.path.join(work, "fx"))
         for fx in ("default.h5", "latest.h5"):
             if fx in made and (len(sys.argv) < 2 or fx in sys.argv[1:]):
-                total += attr_case(work, fx, rng)
+                t0 = time.monotonic()
+                total += attr_case(work, fx, random.Random("%s %s" % (seed, fx)))
+                print("%s: %.1f s" % (fx, time.monotonic() - t0), flush=True)
         for case in OC.CASES:
             if case[0] in CHUNK_CASES and (len(sys.argv) < 2 or case[0] in sys.argv[1:]):
-                total += chunk_case(work, case, rng)
+                t0 = time.monotonic()
+                total += chunk_case(work, case, random.Random("%s %s" % (seed, case[0])))
+                print("%s: %.1f s" % (case[0], time.monotonic() - t0), flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("%d crash states checked in all" % total)

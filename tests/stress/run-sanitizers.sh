@@ -13,7 +13,9 @@
 #      corpus file, hostile ones included);
 #   2. growth.py (fd count constant, RSS bounded) against a plain build:
 #      ASan's allocator and fake stacks make RSS meaningless, and its leak
-#      check at exit already ran in step 1;
+#      check at exit already ran in step 1; then append_kill.py (random
+#      kill -9 of the daemon during appends, 8 per chunk index), which
+#      checks FILE after each kill, not the daemon: the plain build too;
 #   3. ThreadSanitizer build (configure --enable-tsan when configure has it,
 #      else CFLAGS=-fsanitize=thread): `make check` of TSAN_TESTS (the unit
 #      tests that start threads and the integration tests of the parts
@@ -28,8 +30,9 @@
 #
 # Environment: H5FS_STRESS_SECONDS (default here 20), H5FS_GROWTH_CYCLES
 # (default here 20000), H5FS_CORPUS_MT_SECONDS (default here 0.1 per file),
-# H5FS_SANI_TSAN=0 to skip step 3, H5FS_SANI_CHECK=0 to skip the `make
-# check` runs, H5FS_SANI_CORPUS=0 to skip corpus_mt.py, JOBS (2).
+# H5FS_APPEND_KILL_ROUNDS (default here 8), H5FS_SANI_TSAN=0 to skip
+# step 3, H5FS_SANI_CHECK=0 to skip the `make check` runs,
+# H5FS_SANI_CORPUS=0 to skip corpus_mt.py, JOBS (2).
 # About 17 minutes on 2 cores (CI's machine kind, the corpus beside the tree).
 set -euo pipefail
 
@@ -46,6 +49,7 @@ trap 'rc=$?; [ $rc = 0 ] || record FAIL "sanitizers: setup (exit $rc)"' EXIT
 export H5FS_STRESS_SECONDS=${H5FS_STRESS_SECONDS:-20}
 export H5FS_GROWTH_CYCLES=${H5FS_GROWTH_CYCLES:-20000}
 export H5FS_CORPUS_MT_SECONDS=${H5FS_CORPUS_MT_SECONDS:-0.1}
+export H5FS_APPEND_KILL_ROUNDS=${H5FS_APPEND_KILL_ROUNDS:-8}
 jobs=${JOBS:-2}
 py=/usr/bin/python3
 # UBSan aborts on the first error (configure adds -fno-sanitize-recover);
@@ -144,7 +148,12 @@ configure_in "$asan" --enable-sanitizers
 make -C "$asan" -s -j"$jobs" >/dev/null
 # Makefile.am's ASAN_TESTS (corpus_mt.py below reads every corpus file
 # under ASan, on 8 threads)
+# The crash enumerations under ASan: every run of the trace helpers
+# (the code ASan watches) but few of the images h5py checks
+# (crash_replay.py; make check checks them all)
+export H5FS_CRASH_STATES=small
 [ "${H5FS_SANI_CHECK:-1}" = 0 ] || check_in "$asan" "ASan+UBSan" 'TESTS=$(ASAN_TESTS)'
+unset H5FS_CRASH_STATES
 export H5FS_BUILDDIR=$asan H5FS_BIN=$asan/h5fs
 run "stress.py (${H5FS_STRESS_SECONDS} s), ASan" $py "$stress/stress.py"
 run "append_race.py, ASan" $py "$stress/append_race.py"
@@ -158,6 +167,7 @@ configure_in "$plain"
 make -C "$plain" -s -j"$jobs" h5fs >/dev/null
 export H5FS_BUILDDIR=$plain H5FS_BIN=$plain/h5fs
 run "growth.py (${H5FS_GROWTH_CYCLES} cycles), plain build" $py "$stress/growth.py"
+run "append_kill.py (${H5FS_APPEND_KILL_ROUNDS} kills per chunk index), plain build" $py "$stress/append_kill.py"
 
 if [ "${H5FS_SANI_TSAN:-1}" != 0 ]; then
 	tsan=$build/tsan
