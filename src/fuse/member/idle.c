@@ -172,7 +172,7 @@ bool wfile_show_node(h5fs *fs, struct node *n)
 	return commit_node(fs, n, true);
 }
 
-bool wfile_holding_addr(h5fs *fs, uint64_t addr)
+bool wfile_writing_addr(h5fs *fs, uint64_t addr)
 {
 	bool any = false;
 
@@ -180,7 +180,7 @@ bool wfile_holding_addr(h5fs *fs, uint64_t addr)
 	for (struct hlink *h = fs->open_wfiles.next; h != &fs->open_wfiles && !any; h = h->next) {
 		struct wfile *w = (struct wfile *)(void *)h;
 
-		any = w->n->addr == addr && w->a && __atomic_load_n(&w->holding, __ATOMIC_RELAXED);
+		any = w->n->addr == addr && w->a;
 	}
 	pthread_mutex_unlock(&fs->lock);
 	return any;

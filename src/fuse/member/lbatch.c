@@ -35,6 +35,7 @@
 #define LB_MAX_MS 100
 #define LB_MAX_ITEMS 4096
 #define LB_TRIES 3      /* failed commits of one batch before its files are lost */
+#define LB_HOLD_MS 1000 /* how long the timer leaves a file being written unlinked */
 
 struct lbatch {
 	h5fs *fs;
@@ -49,6 +50,7 @@ struct lbatch {
 	size_t room_n;
 	uint64_t room_bytes, need;
 	unsigned fails;         /* commits of this batch that failed */
+	int64_t hold_ns;        /* since when the timer left files being written pending (0: none) */
 	uint64_t commits;       /* batches linked (lbatch_commits) */
 };
 
@@ -89,6 +91,7 @@ static void release_locked(h5fs *fs, struct lbatch *lb)
 	lb->name_bytes = 0;
 	lb->room_n = 0;
 	lb->fails = 0;
+	lb->hold_ns = 0;
 	free(lb->path);
 	lb->path = NULL;
 	node_use_end(&lb->u);
@@ -112,18 +115,29 @@ static int commit_locked(h5fs *fs, struct lbatch *lb, bool last, bool timed)
 		return 0;
 	/* A name is linked only with its rows (issue 65: a file still being
 	 * written when the timer linked its name, then kill -9, left the
-	 * name with no rows). The timer links the files no descriptor holds
-	 * rows of, first in the batch, and leaves the others pending until
-	 * their close (or idle commit) committed them; a flush that must
-	 * link them all (a listing, a link change, fsync, syncfs, unmount)
-	 * commits their rows first (not fsync'd: the link's stage is). */
+	 * name with no rows). The timer links the files no descriptor has
+	 * open for writing, first in the batch, and leaves the others pending
+	 * until their close committed their rows, for LB_HOLD_MS at most (cp's write of
+	 * a file is not cut in two commits); after that, and in a flush that
+	 * must link them all (a listing, a link change, fsync, syncfs,
+	 * unmount), their rows are committed first (not fsync'd: the link's
+	 * stage is), so a file written for long is linked with what it has. */
+	bool force = !timed;
+
+	if (timed) {
+		int64_t now = member_now_ns();
+
+		for (size_t i = 0; i < lb->count && !lb->hold_ns; i++)
+			if (wfile_writing_addr(fs, lb->addrs[i]))
+				lb->hold_ns = now;
+		force = lb->hold_ns && now - lb->hold_ns >= (int64_t)LB_HOLD_MS * 1000000;
+	}
 	n = 0;
 	for (size_t i = 0; i < lb->count; i++) {
-		if (wfile_holding_addr(fs, lb->addrs[i])) {
-			if (!timed)
-				wfile_show_addr(fs, lb->addrs[i]);
-			else
+		if (wfile_writing_addr(fs, lb->addrs[i])) {
+			if (!force)
 				continue;
+			wfile_show_addr(fs, lb->addrs[i]);
 		}
 		if (i != n) {
 			char *nm = lb->names[n];
@@ -143,6 +157,8 @@ static int commit_locked(h5fs *fs, struct lbatch *lb, bool last, bool timed)
 	rc = h5_link_insert_batch(&done, lb->u.f, lb->u.addr, lb->names, lb->addrs, n);
 	if (rc == 0 || done)
 		__atomic_add_fetch(&lb->commits, 1, __ATOMIC_RELEASE);
+	if (force)
+		lb->hold_ns = 0;
 	if (rc == 0 && n < lb->count) {
 		drop_linked(lb, n);
 		if (!lb->count)

@@ -126,11 +126,11 @@ void member_closed(h5fs *fs, struct node *n);
  * reader wants them: tail.c); false when no handle holds any (the last
  * one is being closed: its release commits them) */
 bool wfile_show_node(h5fs *fs, struct node *n);
-/* (idle.c) whether a write handle of the object at addr holds rows or
- * bytes not committed durably (FILE's lock: write.c wfile_hold); and
- * those rows committed, not fsync'd (lbatch.c: a name is linked only with
- * its rows) */
-bool wfile_holding_addr(h5fs *fs, uint64_t addr);
+/* (idle.c) whether a write handle that appends is open on the object at
+ * addr (its rows may come, or wait uncommitted); and the rows such
+ * handles hold committed, not fsync'd (lbatch.c: a name is linked only
+ * with its rows) */
+bool wfile_writing_addr(h5fs *fs, uint64_t addr);
 void wfile_show_addr(h5fs *fs, uint64_t addr);
 /* setattr.c: fallocate(2) mode 0 (root.h): a dataset grown sparsely to
  * off + len bytes when that is past its end, else nothing to do */
