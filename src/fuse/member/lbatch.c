@@ -203,6 +203,14 @@ int lbatch_flush(h5fs *fs)
 	return err;
 }
 
+/* The kind durable.c flushes (fs_meta_sync). */
+static int kind_flush(void *owner)
+{
+	return lbatch_flush(((struct lbatch *)owner)->fs);
+}
+
+static const struct wb_kind lbatch_kind = { "new files", WB_ORDER_NAMES, kind_flush };
+
 /* The timer's (wbtimer.c), t.mu held. */
 static size_t pending_count(void *owner)
 {
@@ -228,6 +236,9 @@ static struct lbatch *lbatch_get(h5fs *fs)
 			free(lb);
 			lb = NULL;
 		} else {
+			/* registered with it, under fs->lock: no flush
+			 * that follows its first change misses it */
+			(void)wb_register_locked(fs, &lbatch_kind, lb);
 			__atomic_store_n(&fs->lb, lb, __ATOMIC_RELEASE);
 		}
 	}
@@ -407,6 +418,7 @@ void lbatch_stop(h5fs *fs)
 	pthread_mutex_lock(&lb->t.mu);
 	commit_locked(fs, lb, true, false);
 	pthread_mutex_unlock(&lb->t.mu);
+	wb_unregister(fs, lb);
 	wbt_stop(&lb->t);
 	free(lb->names);
 	free(lb->addrs);

@@ -207,8 +207,24 @@ int member_listxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino)
 int member_getxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino, const char *name);
 int member_setxattr(void *r, uint64_t ino, const char *name, const char *value, size_t size, int flags);
 int member_removexattr(void *r, uint64_t ino, const char *name);
-/* (member/xbatch.c) What fs_meta_changed (node.h) remembered made
- * durable: fsync, syncfs, unmount. */
+/* (member/durable.c) A kind of write-behind: answered changes kept in a
+ * batch (lbatch.c, xbatch.c), registered when first made; flush commits
+ * its batch (0, or the errno of a commit that failed, tried again
+ * later). */
+#define WB_KINDS_MAX 4
+enum { WB_ORDER_NAMES = 10, WB_ORDER_ATTRS = 20 };
+struct wb_kind {
+	const char *name;
+	unsigned order;         /* flushed in this order */
+	int (*flush)(void *owner);
+};
+int wb_register_locked(h5fs *fs, const struct wb_kind *k, void *owner);   /* fs->lock held */
+void wb_unregister(h5fs *fs, void *owner);
+/* every kind's batch committed, in order: 0 or the first errno */
+int wb_flush_all(h5fs *fs);
+/* (member/durable.c) What fs_meta_changed (node.h) remembered made
+ * durable: every kind flushed, then FILE fsync'd and cut: fsync, syncfs,
+ * idle, unmount. */
 int fs_meta_sync(h5fs *fs);
 /* Unmounting: the last rewritten chunk moved down when FILE can end lower
  * (h5_file_compact); failures are logged only. */

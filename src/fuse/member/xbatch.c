@@ -74,69 +74,6 @@ static void node_let_go(h5fs *fs, struct node *n)
 		node_free(n);
 }
 
-/* ---- changes made durable: an attribute or link change committed is
- * remembered until fs_meta_sync (fsync, syncfs, unmount) flushes the
- * batch and syncs FILE ---- */
-
-/* The changes' fsync, holding FILE's lock as every write does. */
-int fs_meta_sync(h5fs *fs)
-{
-	bool pending;
-	uint64_t seq;
-	int err, rc;
-
-	err = lbatch_flush(fs);         /* (tried again by the next flush) */
-	if (err)
-		return err;
-	xbatch_flush(fs);
-	pthread_mutex_lock(&fs->wmu);
-	pending = fs->meta_unsynced;
-	seq = fs->meta_seq;
-	err = fs->lost;
-	pthread_mutex_unlock(&fs->wmu);
-	if (err || !pending)
-		return err;     /* lost: FILE stays at its last good commit */
-	err = fs_write_begin(fs);
-	if (err)
-		return err;
-	rc = h5_file_write_sync(fs->f);
-	if (rc == 0) {
-		/* a change that came while this sync waited for FILE (an
-		 * unlink, storage freed at a release) stays for the next one:
-		 * cleared, the unmount skipped its sync and cut, and FILE kept
-		 * a removed dataset's length (test_stress_io "truncated", CI
-		 * run 4 of session 62: 4.8 MB) */
-		pthread_mutex_lock(&fs->wmu);
-		if (fs->meta_seq == seq)
-			fs->meta_unsynced = false;
-		pthread_mutex_unlock(&fs->wmu);
-	}
-	fs_write_end(fs);
-	if (rc < 0) {
-		/* committed changes were answered: not durable now, and a
-		 * later fsync that succeeded would say they are */
-		err = h5err_logged(fs, rc, "fsync", "/", NULL, UINT64_MAX);
-		fs_lost_set(fs, err);
-		return err;
-	}
-	return 0;
-}
-
-/* Unmounting, no reader left: the last rewritten chunk moved down if
- * that lets FILE end lower (h5_file_compact). Nothing answered depends
- * on it: a failure is logged, FILE keeps its last commit. */
-void fs_compact(h5fs *fs)
-{
-	int rc;
-
-	if (fs_lost(fs) || fs_write_begin(fs))
-		return;
-	rc = h5_file_compact(fs->f);
-	fs_write_end(fs);
-	if (rc < 0)
-		h5err_logged(fs, rc, "unmounting: moving the last chunk down", "/", NULL, UINT64_MAX);
-}
-
 /* The batch committed (xb->t.mu held). */
 static void commit_locked(h5fs *fs, struct xbatch *xb)
 {
@@ -180,6 +117,15 @@ void xbatch_flush(h5fs *fs)
 	pthread_mutex_unlock(&xb->t.mu);
 }
 
+/* The kind durable.c flushes (fs_meta_sync): the batch committed. */
+static int kind_flush(void *owner)
+{
+	xbatch_flush(((struct xbatch *)owner)->fs);
+	return 0;       /* (a failure marked the mount lost: fs_meta_sync returns it) */
+}
+
+static const struct wb_kind xbatch_kind = { "attribute values", WB_ORDER_ATTRS, kind_flush };
+
 /* The timer's (wbtimer.c), t.mu held. */
 static size_t pending_count(void *owner)
 {
@@ -206,6 +152,9 @@ static struct xbatch *xbatch_get(h5fs *fs)
 			free(xb);
 			xb = NULL;
 		} else {
+			/* registered with it, under fs->lock: no flush
+			 * that follows its first change misses it */
+			(void)wb_register_locked(fs, &xbatch_kind, xb);
 			__atomic_store_n(&fs->xb, xb, __ATOMIC_RELEASE);
 		}
 	}
@@ -442,6 +391,7 @@ void xbatch_stop(h5fs *fs)
 	pthread_mutex_lock(&xb->t.mu);
 	commit_locked(fs, xb);
 	pthread_mutex_unlock(&xb->t.mu);
+	wb_unregister(fs, xb);
 	wbt_stop(&xb->t);
 	free(xb->it);
 	free(xb->share);

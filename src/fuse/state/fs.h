@@ -211,6 +211,12 @@ struct h5fs {
 	/* setfattr's write-behind (member/xbatch.c; made at its first use) */
 	struct xbatch *xb;
 	struct lbatch *lb;      /* member/lbatch.c: new files not linked yet */
+	/* the write-behind kinds registered (member/durable.c; under lock) */
+	struct wb_reg {
+		const struct wb_kind *k;
+		void *owner;
+	} wb[4];
+	unsigned nwb;
 	/* attribute or link changes committed but not fsync'd, and when the
 	 * last was (under wmu; member/idle.c makes them durable) */
 	bool meta_unsynced;
