@@ -171,7 +171,7 @@ def margin(work):
     # explicitly: the test library mounts without a margin on a disk
     # nearly full)
     answered, free, size = fill_up(work, ["-o", "min_free=5%"])
-    print("margin 5%: %d bytes answered, %d free at ENOSPC (of %d)" % (answered, free, size))
+    print("margin 5%%: %d bytes answered, %d free at ENOSPC (of %d)" % (answered, free, size))
     if free < size * 5 // 100:
         T.fail("ENOSPC left %d bytes free on a %d-byte file system: less than 5%%" % (free, size))
     answered0, free0, _ = fill_up(work, ["-o", "min_free=0"])
