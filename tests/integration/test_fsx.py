@@ -8,7 +8,9 @@ gzip datasets. After the run: a fresh descriptor reads the
 model, and after unmounting h5py reads it from FILE.
 
 Each kind runs for H5FS_FSX_SECONDS (default 2) or H5FS_FSX_OPS operations
-(default 4000), whichever ends first, with a seed printed first; replay
+(default 4000), whichever ends first, with a seed printed first
+(H5FS_FSX_KINDS=kind,kind: only those; the stress stage runs the growable
+kinds at 20,000 operations, tests/stress/run-sanitizers.sh); replay
 one with H5FS_FSX_SEED=kind:seed (and H5FS_FSX_OPS to stop where it
 failed; H5FS_FSX_SKIP=op,op leaves operations out). A failure prints the
 last operations.
@@ -237,7 +239,8 @@ def main():
     src = os.path.join(work, "fsx.h5")
     replay = os.environ.get("H5FS_FSX_SEED")
     only, fixed_seed = (replay.split(":")[0], int(replay.split(":")[1])) if replay else (None, None)
-    kinds = [k for k in KINDS if only in (None, k)]
+    pick = os.environ.get("H5FS_FSX_KINDS")     # e.g. growable,growable_gz (the stress stage)
+    kinds = [k for k in KINDS if only in (None, k) and (not pick or k in pick.split(","))]
     init = np.frombuffer(random.Random(7).getrandbits(8 * SIZE).to_bytes(SIZE, "little"), dtype="u1")
     with h5py.File(src, "w") as f:
         for k in kinds:
