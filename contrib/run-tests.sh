@@ -16,7 +16,7 @@
 #   Debian package        contrib/package-test.sh (about 1 min)
 #   sanitizers            tests/stress/run-sanitizers.sh: ASan+UBSan build,
 #                         make check of ASAN_TESTS (the crash enumerations
-#                         with H5FS_CRASH_STATES=small: 68 s of CPU with
+#                         with H5FS_CRASH_STATES=small: 56 s of CPU with
 #                         test_append.py, was 271), stress, race and corpus
 #                         under ASan; plain build: growth.py, append_kill.py
 #                         (the random kill -9 loop of appends, 8 s of CPU);
