@@ -27,7 +27,8 @@ file in part, to build the files a crash could leave:
 Each image must open in h5py with a row count between the old one and the
 final one, and every row it reports must hold exactly the bytes appended.
 The count of states checked is printed.  Bounded: a few thousand images
-per run, no timing.
+per run, no timing.  make check runs the cases in three parts (PARTS
+below, test_append_crash_PART.py).
 """
 import os
 import random

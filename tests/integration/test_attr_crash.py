@@ -45,8 +45,9 @@ both, or the new one, never neither; a move within a compact group is one
 commit.
 A group's link storage moved down at unmount (MOVE_DOWN_OPS: names added
 after a large dataset, which rm frees, then removed; "compact" is the
-unmount's h5_file_compact) is enumerated the same way, every failing N
-too, on both files; FILE must end near where it began; and an object's
+unmount's h5_file_compact) is enumerated the same way, with every failing
+N of the compact's writes (and 8 of the changes' before it, which the
+other cases make), on both files; FILE must end near where it began; and an object's
 dense attribute store the same way (MOVE_DOWN_ATTR_OPS), and the global
 heap collection of string values set late and kept (MOVE_DOWN_COLL_OPS,
 both files).
@@ -57,6 +58,11 @@ tree.
   and 8 of each other file: the changes after
   it still run; the file must open and every attribute hold one of its
   values.
+A power-cut subset drawn twice in an interval, or one of all or none of
+its writes (a prefix), is checked once. H5FS_CRASH_STATES=small (the
+sanitizer stage) checks fewer images (crash_replay.py). make check runs
+the enumeration in parts (PARTS below, test_attr_crash_PART.py); by hand
+`test_attr_crash.py` runs them all, `test_attr_crash.py links` one.
 """
 import os
 import random

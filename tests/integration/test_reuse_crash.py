@@ -41,7 +41,7 @@ T.require_h5py()
 import h5py  # noqa: E402
 
 import make_write_fixtures as MF  # noqa: E402
-from crash_replay import crash_images, parse_trace, traced  # noqa: E402
+from crash_replay import crash_images, fail_picks, parse_trace, traced  # noqa: E402
 import test_attr_crash as AC  # noqa: E402  (the attribute changes' enumeration)
 import test_overwrite_crash as OC  # noqa: E402  (the overwrite fixtures and image check)
 
@@ -159,9 +159,10 @@ def chunk_case(work, case, rng):
         if err:
             T.fail("%s: %s: %s" % (name, where, err))
             return count
-    # a failing Nth write or sync, every N: the writes stop there
+    # a failing Nth write or sync, every N (a sample under the small
+    # budget, crash_replay.fail_picks): the writes stop there
     fpath = os.path.join(work, "fail.h5")
-    for n in range(1, len(ops) + 1):
+    for n in fail_picks(len(ops), rng, 1):
         with open(fpath, "wb") as fh:
             fh.write(base)
         subprocess.run([OW_HELPER, fpath, "/g/x", wpath, "-", str(n)], capture_output=True, timeout=120)
