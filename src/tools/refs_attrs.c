@@ -46,6 +46,25 @@ static void vstrings(struct jb *b, const char **p, const char *end, const uint64
 	jb_printf(b, "]");
 }
 
+/* A string attribute of one element as text (CF's units, calendar;
+ * fixed-length ones cut at a NUL, their space padding dropped), or NULL. */
+static char *attr_text(const h5_attr_value *a)
+{
+	const char *p = (const char *)a->data;
+	size_t n = a->size;
+
+	if (a->null_space || a->nelmts != 1 || !p)
+		return NULL;
+	if (a->type->kind == H5_TYPE_STRING && a->type->size < n)
+		n = a->type->size;
+	else if (a->type->kind != H5_TYPE_VSTRING && a->type->kind != H5_TYPE_STRING)
+		return NULL;
+	n = strnlen(p, n);
+	while (a->type->kind == H5_TYPE_STRING && n && p[n - 1] == ' ')
+		n--;
+	return strndup(p, n);
+}
+
 static int attr_cb(const h5_attr_value *a, void *ud)
 {
 	struct refs_attrs *c = ud;
@@ -63,6 +82,10 @@ static int attr_cb(const h5_attr_value *a, void *ud)
 			return 0;
 		}
 	}
+	if (strcmp(a->name, "units") == 0 && !c->units)
+		c->units = attr_text(a);
+	if (strcmp(a->name, "calendar") == 0 && !c->calendar)
+		c->calendar = attr_text(a);
 	if (strcmp(a->name, "CLASS") == 0 && t->kind == H5_TYPE_STRING && a->rank == 0 &&
 	    t->size >= 15 && memcmp(a->data, "DIMENSION_SCALE", 15) == 0)
 		c->is_scale = 1;
@@ -206,4 +229,6 @@ void refs_attrs_free(struct refs_attrs *c)
 	free(c->b.p);
 	for (unsigned i = 0; i < 64; i++)
 		free(c->names[i]);
+	free(c->units);
+	free(c->calendar);
 }

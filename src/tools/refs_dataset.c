@@ -299,7 +299,8 @@ void refs_put_dataset(struct refs *R, const char *prefix, const char *path, uint
 	{
 		refs_array a = { .path = path, .d = d, .type = et, .rank = rank + extra, .h5rank = rank,
 				 .shape = shape, .chunks = chunks, .dtype = zdt.p, .filters = zfl.p, .fill = zfill.p,
-				 .dims = ac.names[0] ? ac.names : NULL, .values = conv };
+				 .dims = ac.names[0] ? ac.names : NULL, .values = conv, .units = ac.units,
+				 .calendar = ac.calendar };
 
 		if (R->s->array(R->s->u, prefix, &a) < 0) {
 			R->nerr++;

@@ -45,6 +45,7 @@ struct refs_attrs {
 	int dimlist;              /* a DIMENSION_LIST attribute was met */
 	int is_scale;             /* CLASS is "DIMENSION_SCALE" */
 	char *names[64];          /* the _ARRAY_DIMENSIONS written, or none */
+	char *units, *calendar;   /* CF's attributes, when they are one string */
 };
 
 void refs_attrs_build(struct refs *R, struct refs_attrs *c, const char *path, uint64_t addr, int rank,
