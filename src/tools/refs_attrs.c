@@ -147,21 +147,50 @@ static char *scale_name(struct refs *R, uint64_t group, uint64_t addr)
 	return fl.name;
 }
 
-/* "_ARRAY_DIMENSIONS" (xarray's dimension names) where dimension scales
- * say them: a scale is its own dimension; a dataset with a DIMENSION_LIST
- * names the first scale attached to each dimension (that attribute's text,
- * h5fs's xattr rendering: "[obj:0xADDR], [obj:0xADDR]"). Nothing is
- * written unless every dimension has a name. */
-static void put_dims(struct refs *R, struct refs_attrs *c, uint64_t group, uint64_t addr, unsigned rank)
+/* The phony names netCDF-C gives a dataset without dimension scales
+ * (refs_dims.c), into c->names: the count found. */
+static unsigned phony_dims(struct refs *R, struct refs_attrs *c, const char *prefix, unsigned rank)
+{
+	unsigned i;
+
+	for (i = 0; prefix && i < rank; i++) {
+		const char *n = refs_dims_name(R, prefix, rank, i);
+
+		if (!n || !(c->names[i] = strdup(n)))
+			break;
+	}
+	if (i < rank)
+		for (unsigned k = 0; k < i; k++) {
+			free(c->names[k]);
+			c->names[k] = NULL;
+		}
+	return i;
+}
+
+/* "_ARRAY_DIMENSIONS" (xarray's dimension names, which it needs on every
+ * array) where dimension scales say them: a scale is its own dimension; a
+ * dataset with a DIMENSION_LIST names the first scale attached to each
+ * dimension (that attribute's text, h5fs's xattr rendering:
+ * "[obj:0xADDR], [obj:0xADDR]"); a dataset without either the phony names
+ * of netCDF-C (and kerchunk), "phony_dim_N"; a scalar none ([]). Nothing
+ * is written unless every dimension has a name. */
+static void put_dims(struct refs *R, struct refs_attrs *c, const char *prefix, uint64_t group, uint64_t addr,
+		     unsigned rank)
 {
 	const char *own = strrchr(c->path, '/');
 	char *text = NULL, **names = c->names;
 	size_t len = 0;
 	unsigned i = 0;
 
+	if (rank == 0 && prefix) {
+		jb_printf(&c->b, "%s\"_ARRAY_DIMENSIONS\": []", c->n++ ? ", " : "");
+		return;
+	}
 	if (c->is_scale && rank == 1) {
 		names[0] = strdup(own ? own + 1 : c->path);
 		i = names[0] ? 1 : 0;
+	} else if (!c->dimlist && rank <= 64 && phony_dims(R, c, prefix, rank) == rank) {
+		i = rank;
 	} else if (!c->dimlist || rank == 0 || rank > 64 ||
 		   h5_attr_value_get((void **)&text, &len, R->f, addr, "DIMENSION_LIST", 14, 0) < 0) {
 		h5_err_clear();
@@ -198,8 +227,8 @@ static void put_dims(struct refs *R, struct refs_attrs *c, uint64_t group, uint6
 /* The attributes of the object at addr as .zattrs (attrs_put writes
  * them, when it has some); rank >= 0 for a dataset (_ARRAY_DIMENSIONS),
  * group: the group it was reached in. */
-void refs_attrs_build(struct refs *R, struct refs_attrs *c, const char *path, uint64_t addr, int rank,
-			uint64_t group)
+void refs_attrs_build(struct refs *R, struct refs_attrs *c, const char *prefix, const char *path, uint64_t addr,
+			int rank, uint64_t group)
 {
 	int rc;
 
@@ -209,7 +238,7 @@ void refs_attrs_build(struct refs *R, struct refs_attrs *c, const char *path, ui
 	jb_printf(&c->b, "{");
 	rc = h5_attr_iterate_values(R->f, addr, attr_cb, c);
 	if (rank >= 0)
-		put_dims(R, c, group, addr, (unsigned)rank);
+		put_dims(R, c, prefix, group, addr, (unsigned)rank);
 	jb_printf(&c->b, "}");
 	if (rc < 0) {
 		refs_note(R, "%s: attributes: %s", path, h5_err_msg());

@@ -286,7 +286,9 @@ void refs_put_dataset(struct refs *R, const char *prefix, const char *path, uint
 	for (unsigned i = 0; i < extra; i++)
 		chunks[rank + i] = tv.adims[i];
 	zarr_fill(&zfill, et, fill);
-	refs_attrs_build(R, &ac, path, addr, (int)rank, R->nanc ? R->anc[R->nanc - 1] : h5_file_root(R->f));
+	/* an array type's dimensions have no names: none are made up */
+	refs_attrs_build(R, &ac, extra ? NULL : prefix, path, addr, (int)rank,
+			 R->nanc ? R->anc[R->nanc - 1] : h5_file_root(R->f));
 	have_ac = 1;
 	jb_done(&zdt);
 	jb_done(&zfl);

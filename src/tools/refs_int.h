@@ -26,6 +26,7 @@ struct refs {
 	uint64_t nchunks;
 	struct timespec last;
 	int progress_shown;
+	struct refs_dims *dims;   /* netCDF-C's names of dimensions without scales (refs_dims.c) */
 };
 
 /* A document entry through the sink (val freed by the caller); a failure
@@ -48,10 +49,20 @@ struct refs_attrs {
 	char *units, *calendar;   /* CF's attributes, when they are one string */
 };
 
-void refs_attrs_build(struct refs *R, struct refs_attrs *c, const char *path, uint64_t addr, int rank,
-			uint64_t group);
+/* prefix: the array's ("g/d/", its phony dimension names), or NULL for a
+ * group; rank >= 0 for a dataset. */
+void refs_attrs_build(struct refs *R, struct refs_attrs *c, const char *prefix, const char *path, uint64_t addr,
+			int rank, uint64_t group);
 void refs_attrs_put(struct refs *R, struct refs_attrs *c, const char *prefix);
 void refs_attrs_free(struct refs_attrs *c);
+
+/* The plan of phony dimension names of the group at addr's tree (R->dims,
+ * NULL when there is none or memory ran out), made before the walk, and
+ * dimension i of the array at prefix (NULL: it has dimension scales, or
+ * is unknown) (refs_dims.c). */
+void refs_dims_plan(struct refs *R, uint64_t addr);
+const char *refs_dims_name(const struct refs *R, const char *prefix, unsigned rank, unsigned i);
+void refs_dims_free(struct refs_dims *P);
 
 /* A dataset as a Zarr array, or skipped with a line (refs_dataset.c). */
 void refs_put_dataset(struct refs *R, const char *prefix, const char *path, uint64_t addr);

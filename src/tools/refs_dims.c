@@ -1,0 +1,355 @@
+/*
+ * refs_dims.c - h5fs-ls --refs: the dimension names of datasets that have
+ * no dimension scales, as netCDF-C gives them (refs_int.h). xarray needs
+ * "_ARRAY_DIMENSIONS" on every array of a Zarr group; kerchunk writes
+ * "phony_dim_N" there, and netCDF-C (xarray's default engine for an HDF5
+ * file) names such dimensions so, numbering them after the file's real
+ * dimensions: the references open in xarray as the file does.
+ *
+ * netCDF-C's rule (libhdf5/hdf5open.c: nc4_rec_read_metadata, then
+ * nc4_rec_match_dimscales' create_phony_dims):
+ *  - a group's links are read in order (by name: files without creation
+ *    order, h5py's), every dimension scale a dimension of its group
+ *    numbered as met, then the child groups, depth first;
+ *  - then, child groups first, each dataset without DIMENSION_LIST gets
+ *    for each of its dimensions a dimension of its own group of that
+ *    length and unlimitedness not yet used by it (a real one too), else
+ *    a new "phony_dim_<next number>".
+ * One pass over the objects before the walk writes anything (their
+ * dataspaces and two attribute names), soft links to datasets as refs.c
+ * follows them; groups met twice (hard links) are read once.
+ */
+#define _GNU_SOURCE /* asprintf */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+
+#include "refs_int.h"
+#include "linkvec.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct pd_dim {
+	const char *name;         /* a dataset's link name, or phony (owned) */
+	char *own;
+	uint64_t len;
+	int unlim;
+};
+
+struct pd_var {
+	char *prefix;             /* "g/d/", as refs.c writes it */
+	unsigned rank;
+	uint64_t dims[64];
+	int unlim[64];
+	int need;                 /* no dimension scale bookkeeping: phony */
+	size_t names[64];         /* indexes into its group's dims */
+	size_t grp;
+};
+
+struct pd_grp {
+	uint64_t addr;            /* pass 1: the group to read, */
+	char *prefix;             /* at this prefix (freed once read) */
+	struct pd_dim *d;
+	size_t nd, capd;
+	size_t *kids, nkids, capk;
+	size_t *vars, nvars, capv;
+};
+
+struct refs_dims {
+	struct pd_var *v;
+	size_t nv, capv;
+	struct pd_grp *g;
+	size_t ng, capg;
+	uint64_t *seen;           /* groups read (hard links twice: once) */
+	size_t nseen, capseen;
+	unsigned next_id;
+	int nomem;
+};
+
+static int grow(void **p, size_t *cap, size_t n, size_t size)
+{
+	void *np;
+	size_t nc;
+
+	if (n < *cap)
+		return 0;
+	nc = *cap ? *cap * 2 : 8;
+	if (!(np = realloc(*p, nc * size)))
+		return -1;
+	*p = np;
+	*cap = nc;
+	return 0;
+}
+
+static int push_idx(size_t **v, size_t *n, size_t *cap, size_t x)
+{
+	if (grow((void **)v, cap, *n, sizeof(**v)) < 0)
+		return -1;
+	(*v)[(*n)++] = x;
+	return 0;
+}
+
+static int add_dim(struct refs_dims *P, size_t g, const char *name, char *own, uint64_t len, int unlim)
+{
+	struct pd_grp *G = &P->g[g];
+
+	if (grow((void **)&G->d, &G->capd, G->nd, sizeof(*G->d)) < 0) {
+		free(own);
+		return -1;
+	}
+	G->d[G->nd++] = (struct pd_dim){ own ? own : name, own, len, unlim };
+	P->next_id++;
+	return 0;
+}
+
+struct attr_names {
+	int klass, dimlist;
+};
+
+static int name_cb(const char *name, size_t len, void *ud)
+{
+	struct attr_names *a = ud;
+
+	if (len == 5 && memcmp(name, "CLASS", 5) == 0)
+		a->klass = 1;
+	if (len == 14 && memcmp(name, "DIMENSION_LIST", 14) == 0)
+		a->dimlist = 1;
+	return 0;
+}
+
+/* A dataset of group g at prefix: recorded; a dimension scale is a
+ * dimension of g (name: its link's, kept by the link vector until the
+ * plan is made, so copied). */
+static void read_dataset(struct refs_dims *P, struct refs *R, size_t g, const char *prefix, const char *name,
+			 uint64_t addr)
+{
+	h5_dataset *d = NULL;
+	h5_dataset_info di;
+	struct attr_names an = { 0, 0 };
+	struct pd_var *v;
+	int scale = 0;
+
+	if (h5_dataset_open(&d, R->f, addr) < 0 || h5_dataset_describe_flags(&di, d, H5_DESCRIBE_NO_ALLOCATED) < 0) {
+		h5_dataset_close(d);
+		h5_err_clear();
+		return;         /* the walk says what is wrong with it */
+	}
+	h5_attr_iterate_names(R->f, addr, name_cb, &an);
+	if (an.klass) {
+		char *text = NULL;
+		size_t len = 0;
+
+		/* the text form: "DIMENSION_SCALE" (a string attribute) */
+		if (h5_attr_value_get((void **)&text, &len, R->f, addr, "CLASS", 5, 0) == 0)
+			scale = strstr(text, "DIMENSION_SCALE") != NULL;
+		free(text);
+	}
+	h5_err_clear();
+	if (grow((void **)&P->v, &P->capv, P->nv, sizeof(*P->v)) < 0 ||
+	    push_idx(&P->g[g].vars, &P->g[g].nvars, &P->g[g].capv, P->nv) < 0) {
+		P->nomem = 1;
+		goto out;
+	}
+	v = &P->v[P->nv];
+	memset(v, 0, sizeof(*v));
+	v->grp = g;
+	v->rank = di.shape == H5_SHAPE_SIMPLE && di.rank <= 64 ? di.rank : 0;
+	for (unsigned i = 0; i < v->rank; i++) {
+		v->dims[i] = di.dims[i];
+		v->unlim[i] = di.maxdims && di.maxdims[i] == UINT64_MAX;
+	}
+	v->need = !scale && !an.dimlist && v->rank > 0;
+	if (asprintf(&v->prefix, "%s%s/", prefix, name) < 0) {
+		P->nomem = 1;
+		goto out;
+	}
+	P->nv++;
+	if (scale && v->rank >= 1) {
+		char *own = strdup(name);
+
+		if (!own || add_dim(P, g, NULL, own, v->dims[0], v->unlim[0]) < 0)
+			P->nomem = 1;
+	}
+out:
+	h5_dataset_info_clear(&di);
+	h5_dataset_close(d);
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(((const h5_link *)a)->name, ((const h5_link *)b)->name);
+}
+
+/* Pass 1: group addr (index g) read, then its child groups. */
+static void read_group(struct refs_dims *P, struct refs *R, size_t g, const char *prefix, uint64_t addr,
+		       unsigned depth)
+{
+	linkvec lv;
+	size_t first_kid;
+
+	if (depth >= REFS_MAX_DEPTH || P->nomem)
+		return;
+	if (linkvec_collect(&lv, R->f, addr) < 0 || lv.nomem) {
+		linkvec_clear(&lv);
+		h5_err_clear();
+		return;
+	}
+	qsort(lv.v, lv.n, sizeof(*lv.v), by_name);
+	first_kid = P->g[g].nkids;
+	/* the links' names are copied where kept: lv lives for this group only */
+	for (size_t i = 0; i < lv.n && !P->nomem; i++) {
+		const h5_link *l = &lv.v[i];
+		h5_obj_info info;
+		uint64_t t = l->addr;
+
+		if (l->name_len != strlen(l->name) || !l->name_len || strchr(l->name, '/'))
+			continue;
+		if (l->type == H5_LINK_SOFT) {
+			if (!l->target || h5_path_lookup_from(&t, R->f, addr, l->target) < 0) {
+				h5_err_clear();
+				continue;
+			}
+		} else if (l->type != H5_LINK_HARD) {
+			continue;
+		}
+		if (h5_obj_info_get(&info, R->f, t) < 0) {
+			h5_err_clear();
+			continue;
+		}
+		if (info.kind == H5_OBJ_DATASET) {
+			read_dataset(P, R, g, prefix, l->name, t);
+		} else if (info.kind == H5_OBJ_GROUP && l->type == H5_LINK_HARD) {
+			size_t k;
+
+			for (k = 0; k < P->nseen && P->seen[k] != t; k++)
+				;
+			if (k < P->nseen)
+				continue;
+			if (grow((void **)&P->seen, &P->capseen, P->nseen, sizeof(*P->seen)) < 0 ||
+			    grow((void **)&P->g, &P->capg, P->ng, sizeof(*P->g)) < 0 ||
+			    push_idx(&P->g[g].kids, &P->g[g].nkids, &P->g[g].capk, P->ng) < 0) {
+				P->nomem = 1;
+				break;
+			}
+			P->seen[P->nseen++] = t;
+			memset(&P->g[P->ng], 0, sizeof(*P->g));
+			P->g[P->ng].addr = t;
+			if (asprintf(&P->g[P->ng].prefix, "%s%s/", prefix, l->name) < 0) {
+				P->g[P->ng].prefix = NULL;
+				P->nomem = 1;
+			}
+			P->ng++;
+		}
+	}
+	/* the children, in order, after the group's own links */
+	linkvec_clear(&lv);
+	for (size_t i = first_kid, n = P->g[g].nkids; i < n && !P->nomem; i++) {
+		size_t k = P->g[g].kids[i];
+		char *cp = P->g[k].prefix;
+
+		read_group(P, R, k, cp, P->g[k].addr, depth + 1);
+		free(cp);
+		P->g[k].prefix = NULL;
+	}
+}
+
+/* Pass 2: the child groups' datasets first, then group g's. */
+static void match_group(struct refs_dims *P, size_t g)
+{
+	struct pd_grp *G = &P->g[g];
+
+	for (size_t i = 0; i < G->nkids && !P->nomem; i++)
+		match_group(P, G->kids[i]);
+	for (size_t i = 0; i < G->nvars && !P->nomem; i++) {
+		struct pd_var *v = &P->v[G->vars[i]];
+
+		for (unsigned d = 0; v->need && d < v->rank; d++) {
+			size_t k;
+
+			for (k = 0; k < G->nd; k++) {
+				int used = 0;
+
+				if (G->d[k].len != v->dims[d] || G->d[k].unlim != v->unlim[d])
+					continue;
+				for (unsigned e = 0; e < d; e++)
+					used |= v->names[e] == k;
+				if (!used)
+					break;
+			}
+			if (k == G->nd) {
+				char *own = NULL;
+
+				if (asprintf(&own, "phony_dim_%u", P->next_id) < 0 ||
+				    add_dim(P, g, NULL, own, v->dims[d], v->unlim[d]) < 0) {
+					P->nomem = 1;
+					return;
+				}
+			}
+			v->names[d] = k;
+		}
+	}
+}
+
+static int var_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct pd_var *)a)->prefix, ((const struct pd_var *)b)->prefix);
+}
+
+void refs_dims_plan(struct refs *R, uint64_t addr)
+{
+	struct refs_dims *P = calloc(1, sizeof(*P));
+	h5_obj_info info;
+
+	R->dims = NULL;
+	if (!P)
+		return;
+	if (h5_obj_info_get(&info, R->f, addr) < 0 || info.kind != H5_OBJ_GROUP ||
+	    !(P->g = calloc(1, sizeof(*P->g)))) {
+		h5_err_clear();
+		refs_dims_free(P);
+		return;
+	}
+	P->ng = P->capg = 1;
+	read_group(P, R, 0, "", addr, 0);
+	match_group(P, 0);
+	if (P->nomem) {
+		refs_dims_free(P);
+		return;
+	}
+	qsort(P->v, P->nv, sizeof(*P->v), var_cmp);
+	R->dims = P;
+}
+
+const char *refs_dims_name(const struct refs *R, const char *prefix, unsigned rank, unsigned i)
+{
+	const struct refs_dims *P = R->dims;
+	struct pd_var key = { .prefix = (char *)prefix };
+	const struct pd_var *v;
+
+	if (!P || !(v = bsearch(&key, P->v, P->nv, sizeof(*P->v), var_cmp)) || !v->need || v->rank != rank ||
+	    i >= rank)
+		return NULL;
+	return P->g[v->grp].d[v->names[i]].name;
+}
+
+void refs_dims_free(struct refs_dims *P)
+{
+	if (!P)
+		return;
+	for (size_t i = 0; i < P->nv; i++)
+		free(P->v[i].prefix);
+	for (size_t i = 0; i < P->ng; i++) {
+		for (size_t k = 0; k < P->g[i].nd; k++)
+			free(P->g[i].d[k].own);
+		free(P->g[i].d);
+		free(P->g[i].kids);
+		free(P->g[i].vars);
+		free(P->g[i].prefix);
+	}
+	free(P->v);
+	free(P->g);
+	free(P->seen);
+	free(P);
+}
