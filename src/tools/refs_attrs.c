@@ -46,6 +46,10 @@ static void vstrings(struct jb *b, const char **p, const char *end, const uint64
 	jb_printf(b, "]");
 }
 
+/* netCDF-4's mark of a dimension scale that is no variable (its NAME
+ * attribute; netCDF-C's hdf5internal.h, DIM_WITHOUT_VARIABLE) */
+#define NC_DIM_ONLY "This is a netCDF dimension but not a netCDF variable"
+
 /* A string attribute of one element as text (CF's units, calendar;
  * fixed-length ones cut at a NUL, their space padding dropped), or NULL. */
 static char *attr_text(const h5_attr_value *a)
@@ -81,6 +85,14 @@ static int attr_cb(const h5_attr_value *a, void *ud)
 			refs_note(c->R, "%s: attribute %s not written: a string holds a NUL byte", c->path, a->name);
 			return 0;
 		}
+	}
+	if (strcmp(a->name, "_FillValue") == 0)
+		c->has_fill = 1;
+	if (strcmp(a->name, "NAME") == 0) {
+		char *s = attr_text(a);
+
+		c->nc_dim_only = s && strncmp(s, NC_DIM_ONLY, strlen(NC_DIM_ONLY)) == 0;
+		free(s);
 	}
 	if (strcmp(a->name, "units") == 0 && !c->units)
 		c->units = attr_text(a);

@@ -119,6 +119,20 @@ static int name_cb(const char *name, size_t len, void *ud)
 	return 0;
 }
 
+/* Types netCDF-C has no form for, whose datasets it leaves out (no
+ * variable, no phony dimension): references and the like, compounds
+ * holding strings or those. */
+static int nc_unsupported(const h5_type_view *t)
+{
+	if (t->kind == H5_TYPE_OTHER)
+		return 1;
+	for (size_t i = 0; t->kind == H5_TYPE_COMPOUND && i < t->nmembers; i++)
+		if (t->members[i].kind == H5_TYPE_STRING || t->members[i].kind == H5_TYPE_VSTRING ||
+		    nc_unsupported(&t->members[i]))
+			return 1;
+	return t->kind == H5_TYPE_ARRAY && t->nmembers && nc_unsupported(&t->members[0]);
+}
+
 /* A dataset of group g at prefix: recorded; a dimension scale is a
  * dimension of g (name: its link's, kept by the link vector until the
  * plan is made, so copied). */
@@ -129,12 +143,21 @@ static void read_dataset(struct refs_dims *P, struct refs *R, size_t g, const ch
 	h5_dataset_info di;
 	struct attr_names an = { 0, 0 };
 	struct pd_var *v;
-	int scale = 0;
+	h5_type_view tv = { 0 };
+	int scale = 0, skip;
 
 	if (h5_dataset_open(&d, R->f, addr) < 0 || h5_dataset_describe_flags(&di, d, H5_DESCRIBE_NO_ALLOCATED) < 0) {
 		h5_dataset_close(d);
 		h5_err_clear();
 		return;         /* the walk says what is wrong with it */
+	}
+	/* external storage: left out, as where its files cannot be opened
+	 * (a remote FILE) the dataset cannot be: the plan is the same */
+	skip = di.n_external || h5_dataset_type(&tv, d) < 0 || nc_unsupported(&tv);
+	h5_type_view_clear(&tv);
+	if (skip) {
+		h5_err_clear();
+		goto out;
 	}
 	h5_attr_iterate_names(R->f, addr, name_cb, &an);
 	if (an.klass) {

@@ -47,6 +47,8 @@ struct refs_attrs {
 	int is_scale;             /* CLASS is "DIMENSION_SCALE" */
 	char *names[64];          /* the _ARRAY_DIMENSIONS written, or none */
 	char *units, *calendar;   /* CF's attributes, when they are one string */
+	int has_fill;             /* a _FillValue attribute (netCDF's) */
+	int nc_dim_only;          /* NAME says: a netCDF dimension, not a variable */
 };
 
 /* prefix: the array's ("g/d/", its phony dimension names), or NULL for a
