@@ -364,8 +364,12 @@ void refs_put_dataset(struct refs *R, const char *prefix, const char *path, uint
 		goto out;
 	}
 	esize = et->size;
+	/* a variable shorter than its unlimited netCDF dimension: that long,
+	 * the rows past its end its fill value (missing chunks), as
+	 * netCDF-C reads it (refs_dims.c) */
 	for (unsigned i = 0; i < rank; i++)
-		shape[i] = di.dims[i];
+		shape[i] = !conv && !extra && strcmp(di.layout, "chunked") == 0
+				   ? refs_dims_extent(R, prefix, rank, i, di.dims[i]) : di.dims[i];
 	for (unsigned i = 0; i < extra; i++)
 		shape[rank + i] = tv.adims[i];
 	if (conv) {

@@ -18,6 +18,14 @@
  * One pass over the objects before the walk writes anything (their
  * dataspaces and two attribute names), soft links to datasets as refs.c
  * follows them; groups met twice (hard links) are read once.
+ *
+ * The same pass gives the length of each unlimited dimension as netCDF-C
+ * takes it (nc4_find_dim_len): the longest extent along it of the
+ * variables attached to it (their DIMENSION_LIST) and of the scale
+ * itself. A variable shorter than its unlimited dimension (record
+ * variables written unevenly) reads padded with its fill value there, so
+ * its array is given that extent (refs_dims_extent): xarray refuses a
+ * group whose arrays disagree on a dimension's length.
  */
 #define _GNU_SOURCE /* asprintf */
 #ifdef HAVE_CONFIG_H
@@ -46,6 +54,13 @@ struct pd_var {
 	int need;                 /* no dimension scale bookkeeping: phony */
 	size_t names[64];         /* indexes into its group's dims */
 	size_t grp;
+	uint64_t scale[64];       /* the scale attached to each axis (UINT64_MAX: none) */
+};
+
+/* A dimension scale: its address, the longest extent along it. */
+struct pd_scale {
+	uint64_t addr, len;
+	int unlim;
 };
 
 struct pd_grp {
@@ -62,6 +77,8 @@ struct refs_dims {
 	size_t nv, capv;
 	struct pd_grp *g;
 	size_t ng, capg;
+	struct pd_scale *sc;      /* the scales met (sorted by address after pass 1) */
+	size_t nsc, capsc;
 	uint64_t *seen;           /* groups read (hard links twice: once) */
 	size_t nseen, capseen;
 	unsigned next_id;
@@ -184,6 +201,35 @@ static void read_dataset(struct refs_dims *P, struct refs *R, size_t g, const ch
 		v->unlim[i] = di.maxdims && di.maxdims[i] == UINT64_MAX;
 	}
 	v->need = !scale && !an.dimlist && v->rank > 0;
+	for (unsigned i = 0; i < 64; i++)
+		v->scale[i] = UINT64_MAX;
+	if (scale && v->rank == 1) {
+		v->scale[0] = addr;
+		if (grow((void **)&P->sc, &P->capsc, P->nsc, sizeof(*P->sc)) < 0) {
+			P->nomem = 1;
+			goto out;
+		}
+		P->sc[P->nsc++] = (struct pd_scale){ addr, v->dims[0], v->unlim[0] };
+	} else if (an.dimlist) {
+		char *text = NULL;
+		size_t len = 0;
+
+		/* its text: "[obj:0xADDR], [obj:0xADDR]" (h5fs's rendering) */
+		if (h5_attr_value_get((void **)&text, &len, R->f, addr, "DIMENSION_LIST", 14, 0) == 0) {
+			const char *p = text;
+
+			for (unsigned i = 0; i < v->rank; i++) {
+				const char *q = strstr(p, "obj:0x"), *end = strchr(p, ']');
+
+				if (!q || !end || q > end)
+					break;
+				v->scale[i] = strtoull(q + 6, NULL, 16);
+				p = end + 1;
+			}
+		}
+		free(text);
+		h5_err_clear();
+	}
 	if (asprintf(&v->prefix, "%s%s/", prefix, name) < 0) {
 		P->nomem = 1;
 		goto out;
@@ -315,6 +361,33 @@ static void match_group(struct refs_dims *P, size_t g)
 	}
 }
 
+static int scale_cmp(const void *a, const void *b)
+{
+	const struct pd_scale *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static struct pd_scale *scale_find(const struct refs_dims *P, uint64_t addr)
+{
+	struct pd_scale key = { .addr = addr };
+
+	return bsearch(&key, P->sc, P->nsc, sizeof(*P->sc), scale_cmp);
+}
+
+/* Each unlimited dimension's length: its variables' longest extent. */
+static void dim_lengths(struct refs_dims *P)
+{
+	qsort(P->sc, P->nsc, sizeof(*P->sc), scale_cmp);
+	for (size_t k = 0; k < P->nv; k++)
+		for (unsigned i = 0; i < P->v[k].rank; i++) {
+			struct pd_scale *s = P->v[k].scale[i] != UINT64_MAX ? scale_find(P, P->v[k].scale[i]) : NULL;
+
+			if (s && P->v[k].dims[i] > s->len)
+				s->len = P->v[k].dims[i];
+		}
+}
+
 static int var_cmp(const void *a, const void *b)
 {
 	return strcmp(((const struct pd_var *)a)->prefix, ((const struct pd_var *)b)->prefix);
@@ -337,6 +410,7 @@ void refs_dims_plan(struct refs *R, uint64_t addr)
 	P->ng = P->capg = 1;
 	read_group(P, R, 0, "", addr, 0);
 	match_group(P, 0);
+	dim_lengths(P);
 	if (P->nomem) {
 		refs_dims_free(P);
 		return;
@@ -357,6 +431,20 @@ const char *refs_dims_name(const struct refs *R, const char *prefix, unsigned ra
 	return P->g[v->grp].d[v->names[i]].name;
 }
 
+uint64_t refs_dims_extent(const struct refs *R, const char *prefix, unsigned rank, unsigned i, uint64_t extent)
+{
+	const struct refs_dims *P = R->dims;
+	struct pd_var key = { .prefix = (char *)prefix };
+	const struct pd_var *v;
+	const struct pd_scale *s;
+
+	if (!P || i >= rank || !(v = bsearch(&key, P->v, P->nv, sizeof(*P->v), var_cmp)) || v->rank != rank ||
+	    v->dims[i] != extent || v->scale[i] == UINT64_MAX || !(s = scale_find(P, v->scale[i])) || !s->unlim ||
+	    !v->unlim[i])
+		return extent;
+	return s->len > extent ? s->len : extent;
+}
+
 void refs_dims_free(struct refs_dims *P)
 {
 	if (!P)
@@ -372,6 +460,7 @@ void refs_dims_free(struct refs_dims *P)
 		free(P->g[i].prefix);
 	}
 	free(P->v);
+	free(P->sc);
 	free(P->g);
 	free(P->seen);
 	free(P);

@@ -64,6 +64,9 @@ void refs_attrs_free(struct refs_attrs *c);
  * is unknown) (refs_dims.c). */
 void refs_dims_plan(struct refs *R, uint64_t addr);
 const char *refs_dims_name(const struct refs *R, const char *prefix, unsigned rank, unsigned i);
+/* Dimension i's extent of the array at prefix as netCDF-C reads it:
+ * extent, or the longer length of the unlimited dimension it is on. */
+uint64_t refs_dims_extent(const struct refs *R, const char *prefix, unsigned rank, unsigned i, uint64_t extent);
 void refs_dims_free(struct refs_dims *P);
 
 /* A dataset as a Zarr array, or skipped with a line (refs_dataset.c). */

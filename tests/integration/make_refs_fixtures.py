@@ -26,7 +26,7 @@ long as the scale, integers, a chunked dataset partly written and a
 contiguous one never written, a dataset with a _FillValue attribute) and
 xr_netcdf.nc (netCDF4: a scalar crs, integers without _FillValue, a
 variable never written, a dimension without a variable, a variable with
-a _FillValue).
+a _FillValue, record variables shorter than their unlimited dimension).
 """
 import h5py
 import numpy as np
@@ -155,4 +155,11 @@ def make_xr(d):
         ds.createVariable("never", "i4", ("y",))
         m = ds.createVariable("masked", "f4", ("t", "y"), fill_value=-1.0)
         m[:, :] = [[1, -1, 3], [4, 5, -1]]
+        # record variables written unevenly: shorter than t (netCDF pads
+        # them with their fill value), one with a _FillValue, one without
+        short = ds.createVariable("short", "i4", ("t", "y"), fill_value=-7)
+        short[0, :] = [1, 2, 3]
+        nofill = ds.createVariable("nofill", "f8", ("t",))
+        nofill[0] = 5.0
+        t[2] = 2.0
     return [h5, nc]
