@@ -436,6 +436,67 @@ static uint64_t fbits(float x)
 	return u;
 }
 
+/* The digits of a float's text (sign, point, exponent left out). */
+static int sig_digits(const char *s)
+{
+	int n = 0, lead = 1;
+
+	for (; *s && *s != 'e'; s++) {
+		if (*s < '0' || *s > '9')
+			continue;
+		if (lead && *s == '0')
+			continue;       /* 0.00012: the zeros before the first digit */
+		lead = 0;
+		n++;
+	}
+	return n;
+}
+
+/* Random doubles and singles (every bit pattern: subnormals, huge, tiny):
+ * the text reads back as the value, and no text of one digit fewer does
+ * (the shortest; the fast path of 15 or 6 digits first, value.c). */
+START_TEST(value_float_shortest)
+{
+	uint64_t x = 88172645463325252ULL;
+
+	for (int i = 0; i < 40000; i++) {
+		bool single = i & 1;
+		char *s, shorter[48];
+		double v;
+		int nd;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		if (single) {
+			float f;
+			uint32_t u = (uint32_t)x;
+
+			memcpy(&f, &u, 4);
+			v = f;
+		} else {
+			memcpy(&v, &x, 8);
+		}
+		if (!isfinite(v) || v == 0)
+			continue;
+		s = float_text(single ? 4 : 8, false, single ? fbits((float)v) : dbits(v));
+		ck_assert_msg(single ? strtof(s, NULL) == (float)v : strtod(s, NULL) == v, "%.17g: %s", v, s);
+		nd = sig_digits(s);
+		/* (an integral value's ".0" and trailing zeros of a positional
+		 * text are no digits of its shortest form) */
+		if (nd > 1 && strchr(s, 'e') == NULL)
+			while (nd > 1 && (s[strlen(s) - 1] == '0' || s[strlen(s) - 1] == '.'))
+				s[strlen(s) - 1] = 0, nd = sig_digits(s);
+		if (nd > 1) {
+			snprintf(shorter, sizeof(shorter), "%.*e", nd - 2, v);
+			ck_assert_msg(single ? strtof(shorter, NULL) != (float)v : strtod(shorter, NULL) != v,
+				      "%.17g: %s is not the shortest (%s reads back too)", v, s, shorter);
+		}
+		free(s);
+	}
+}
+END_TEST
+
 /* Expected strings are Python's repr(float) / numpy's str(float32|float16). */
 START_TEST(value_float_table)
 {
@@ -1867,6 +1928,7 @@ static Suite *attr_suite(void)
 	tcase_add_test(tv, value_integers);
 	tcase_add_test(tv, value_integer_array);
 	tcase_add_test(tv, value_float_table);
+	tcase_add_test(tv, value_float_shortest);
 	tcase_add_test(tv, value_float_vs_python);
 	tcase_add_test(tv, value_strings);
 	tcase_add_test(tv, value_typestr);

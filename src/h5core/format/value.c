@@ -336,6 +336,22 @@ static int fmt_double(h5_sb *s, double v, const fpfmt *ff)
 		return h5_sb_puts(s, v < 0 ? "-inf" : "inf");
 	if (v == 0)
 		return h5_sb_puts(s, signbit(v) ? "-0.0" : "0.0");
+	/* A normal IEEE double (single) whose shortest form has at most 15
+	 * (6) digits is that many digits rounded, trailing zeros dropped
+	 * (fmt_repr drops them): those decimals are spaced far wider than
+	 * the format's values, so rounding v to 15 (6) digits lands on the
+	 * shortest one. One try then, and 16, 17 (7 to 9) otherwise, instead
+	 * of up to 17 (the .csv view formats millions: bench/README.md). */
+	if ((ff->exact_double && !ff->single && fabs(v) >= DBL_MIN && ff->prec == 53) ||
+	    (ff->single && fabs(v) >= FLT_MIN)) {
+		int first = ff->single ? 6 : 15, last = ff->single ? 9 : 17;
+
+		for (int d = first; d <= last; d++) {
+			snprintf(txt, sizeof(txt), "%.*e", d - 1, v);
+			if (fp_roundtrips(txt, v, ff))
+				return fmt_repr(s, txt);
+		}
+	}
 	for (int d = 1; d <= 17; d++) {
 		snprintf(txt, sizeof(txt), "%.*e", d - 1, v);
 		if (fp_roundtrips(txt, v, ff))
