@@ -336,21 +336,39 @@ static int fmt_double(h5_sb *s, double v, const fpfmt *ff)
 		return h5_sb_puts(s, v < 0 ? "-inf" : "inf");
 	if (v == 0)
 		return h5_sb_puts(s, signbit(v) ? "-0.0" : "0.0");
-	/* A normal IEEE double (single) whose shortest form has at most 15
-	 * (6) digits is that many digits rounded, trailing zeros dropped
-	 * (fmt_repr drops them): those decimals are spaced far wider than
-	 * the format's values, so rounding v to 15 (6) digits lands on the
-	 * shortest one. One try then, and 16, 17 (7 to 9) otherwise, instead
-	 * of up to 17 (the .csv view formats millions: bench/README.md). */
+	/* A normal IEEE double (single): a text of d digits that reads back
+	 * means every longer one does (a longer rounding is no farther from
+	 * v), so the shortest is found by probing from the most common count
+	 * of measured values, 16 (8), down while texts read back and up
+	 * while they do not; at 15 (6) digits and fewer the decimals are
+	 * spaced far wider than the format's values, so rounding v to 15 (6)
+	 * digits lands on the shortest form (fmt_repr drops the trailing
+	 * zeros), and 17 (9) always read back. Two or three tries, not up to
+	 * 17 (the .csv view formats millions: bench/README.md). */
 	if ((ff->exact_double && !ff->single && fabs(v) >= DBL_MIN && ff->prec == 53) ||
 	    (ff->single && fabs(v) >= FLT_MIN)) {
-		int first = ff->single ? 6 : 15, last = ff->single ? 9 : 17;
+		int lo = ff->single ? 6 : 15, hi = ff->single ? 9 : 17, d = ff->single ? 8 : 16;
 
-		for (int d = first; d <= last; d++) {
-			snprintf(txt, sizeof(txt), "%.*e", d - 1, v);
-			if (fp_roundtrips(txt, v, ff))
-				return fmt_repr(s, txt);
+		snprintf(txt, sizeof(txt), "%.*e", d - 1, v);
+		if (!fp_roundtrips(txt, v, ff)) {
+			for (d++; d < hi; d++) {
+				snprintf(txt, sizeof(txt), "%.*e", d - 1, v);
+				if (fp_roundtrips(txt, v, ff))
+					return fmt_repr(s, txt);
+			}
+			snprintf(txt, sizeof(txt), "%.*e", hi - 1, v);
+			return fmt_repr(s, txt);
 		}
+		while (d > lo) {
+			char shorter[40];
+
+			snprintf(shorter, sizeof(shorter), "%.*e", d - 2, v);
+			if (!fp_roundtrips(shorter, v, ff))
+				break;
+			memcpy(txt, shorter, sizeof(txt));
+			d--;
+		}
+		return fmt_repr(s, txt);
 	}
 	for (int d = 1; d <= 17; d++) {
 		snprintf(txt, sizeof(txt), "%.*e", d - 1, v);
