@@ -50,10 +50,20 @@ struct chunk_ctx {
 	unsigned rank, extra;     /* extra: array type dims appended (chunk index 0) */
 	int check_only;
 	int masked;               /* a chunk with a skipped filter was met */
-	uint64_t count;           /* check_only: chunks met */
+	uint64_t count;           /* check_only: chunks met inside grid */
 	uint8_t *present;         /* a bit per chunk of the grid (C order), or NULL */
-	const uint64_t *grid;     /* chunks per dimension (rank) */
+	const uint64_t *grid;     /* chunks per dimension (rank), or NULL */
 };
+
+/* Whether the chunk at offset lies inside x's grid (an index may hold
+ * chunks past a dataset's extent: shrunk, or written so). */
+static int in_grid(const struct chunk_ctx *x, const uint64_t *offset)
+{
+	for (unsigned i = 0; x->grid && i < x->rank; i++)
+		if (offset[i] / x->chunk[i] >= x->grid[i])
+			return 0;
+	return 1;
+}
 
 /* A chunk in FILE to the sink: a reference, or its bytes when it is
  * smaller than --inline. */
@@ -81,7 +91,7 @@ static int chunk_cb(const h5_chunk_loc *c, void *ud)
 	uint64_t idx[64];
 
 	if (x->check_only) {
-		x->count++;
+		x->count += (uint64_t)in_grid(x, c->offset);
 		if (c->filter_mask) {
 			x->masked = 1;
 			return 1;
@@ -90,11 +100,11 @@ static int chunk_cb(const h5_chunk_loc *c, void *ud)
 	}
 	for (unsigned i = 0; i < x->rank; i++)
 		idx[i] = c->offset[i] / x->chunk[i];
-	if (x->present) {
+	if (x->present && in_grid(x, c->offset)) {
 		uint64_t lin = 0;
 
 		for (unsigned i = 0; i < x->rank; i++)
-			lin = lin * x->grid[i] + (idx[i] < x->grid[i] ? idx[i] : 0);
+			lin = lin * x->grid[i] + idx[i];
 		x->present[lin / 8] |= (uint8_t)(1u << (lin % 8));
 	}
 	for (unsigned i = 0; i < x->extra; i++)
@@ -285,7 +295,11 @@ static int fill_rule(int *unwritten, uint64_t *met, uint64_t *grid, struct refs 
 	if (strcmp(di->layout, "chunked") != 0)
 		return 0;
 	if (*met == UINT64_MAX) {
-		struct chunk_ctx x = { R, "", "", di->chunk, rank, extra, 1, 0, 0, NULL, NULL };
+		uint64_t hgrid[64];
+		struct chunk_ctx x = { R, "", "", di->chunk, rank, extra, 1, 0, 0, NULL, hgrid };
+
+		for (unsigned i = 0; i < rank; i++)
+			hgrid[i] = di->dims[i] / di->chunk[i] + (di->dims[i] % di->chunk[i] != 0);
 
 		if (h5_dataset_chunks(d, chunk_cb, &x) < 0) {
 			h5_err_clear();         /* the walk that writes says it */
@@ -316,7 +330,9 @@ void refs_put_dataset(struct refs *R, const char *prefix, const char *path, uint
 	uint64_t shape[64], chunks[64], esize;
 	unsigned rank, extra = 0;
 	int have_di = 0, have_ac = 0, rc, conv = 0, nofill = 0, unwritten = 0;
-	uint64_t met = UINT64_MAX, grid[64];    /* chunks the walk met (UINT64_MAX: not counted) */
+	/* chunks the walk met inside the dataset's own grid hgrid (UINT64_MAX:
+	 * not counted), and the grid of the array written */
+	uint64_t met = UINT64_MAX, grid[64], hgrid[64];
 	uint8_t *present = NULL;
 
 	rc = h5_dataset_open(&d, R->f, addr);
@@ -344,7 +360,10 @@ void refs_put_dataset(struct refs *R, const char *prefix, const char *path, uint
 		extra = tv.arank;
 	rank = di.shape == H5_SHAPE_SIMPLE ? di.rank : 0;
 	if (!why && strcmp(di.layout, "chunked") == 0 && di.nfilters && !conv) {
-		struct chunk_ctx x = { R, prefix, path, di.chunk, rank, extra, 1, 0, 0, NULL, NULL };
+		struct chunk_ctx x = { R, prefix, path, di.chunk, rank, extra, 1, 0, 0, NULL, hgrid };
+
+		for (unsigned i = 0; i < rank && i < 64; i++)
+			hgrid[i] = di.dims[i] / di.chunk[i] + (di.dims[i] % di.chunk[i] != 0);
 
 		if (st.edge_unfiltered && has_partial_edge(&di)) {
 			why = "partial edge chunks stored unfiltered";
