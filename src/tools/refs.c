@@ -222,7 +222,8 @@ int refs_walk(h5_file *f, const char *path, uint64_t addr, const refs_opts *o, c
 
 	R.tty = !o->no_progress && isatty(STDERR_FILENO);
 	clock_gettime(CLOCK_MONOTONIC, &R.last);
-	refs_dims_plan(&R, addr);
+	R.plan_f = f;           /* phony dimension names: planned when first asked */
+	R.plan_addr = addr;
 	put_object(&R, "", path, addr);
 	refs_dims_free(R.dims);
 	refs_progress(&R, "", 1);

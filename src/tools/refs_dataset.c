@@ -387,8 +387,9 @@ void refs_put_dataset(struct refs *R, const char *prefix, const char *path, uint
 	 * the rows past its end its fill value (missing chunks), as
 	 * netCDF-C reads it (refs_dims.c) */
 	for (unsigned i = 0; i < rank; i++)
-		shape[i] = !conv && !extra && strcmp(di.layout, "chunked") == 0
-				   ? refs_dims_extent(R, prefix, rank, i, di.dims[i]) : di.dims[i];
+		shape[i] = !conv && !extra && strcmp(di.layout, "chunked") == 0 && di.maxdims &&
+				   di.maxdims[i] == UINT64_MAX ? refs_dims_extent(R, prefix, rank, i, di.dims[i])
+							       : di.dims[i];
 	for (unsigned i = 0; i < extra; i++)
 		shape[rank + i] = tv.adims[i];
 	if (conv) {

@@ -15,9 +15,11 @@
  *    for each of its dimensions a dimension of its own group of that
  *    length and unlimitedness not yet used by it (a real one too), else
  *    a new "phony_dim_<next number>".
- * One pass over the objects before the walk writes anything (their
- * dataspaces and two attribute names), soft links to datasets as refs.c
- * follows them; groups met twice (hard links) are read once.
+ * One pass over the objects (their dataspaces and two attribute names),
+ * soft links to datasets as refs.c follows them, groups met twice (hard
+ * links) read once; made when the walk first asks (a dataset without
+ * scales, or an unlimited axis), so a file whose datasets all have
+ * scales and no unlimited dimension pays nothing.
  *
  * The same pass gives the length of each unlimited dimension as netCDF-C
  * takes it (nc4_find_dim_len): the longest extent along it of the
@@ -153,7 +155,7 @@ static int nc_unsupported(const h5_type_view *t)
 /* A dataset of group g at prefix: recorded; a dimension scale is a
  * dimension of g (name: its link's, kept by the link vector until the
  * plan is made, so copied). */
-static void read_dataset(struct refs_dims *P, struct refs *R, size_t g, const char *prefix, const char *name,
+static void read_dataset(struct refs_dims *P, h5_file *f, size_t g, const char *prefix, const char *name,
 			 uint64_t addr)
 {
 	h5_dataset *d = NULL;
@@ -163,7 +165,7 @@ static void read_dataset(struct refs_dims *P, struct refs *R, size_t g, const ch
 	h5_type_view tv = { 0 };
 	int scale = 0, skip;
 
-	if (h5_dataset_open(&d, R->f, addr) < 0 || h5_dataset_describe_flags(&di, d, H5_DESCRIBE_NO_ALLOCATED) < 0) {
+	if (h5_dataset_open(&d, f, addr) < 0 || h5_dataset_describe_flags(&di, d, H5_DESCRIBE_NO_ALLOCATED) < 0) {
 		h5_dataset_close(d);
 		h5_err_clear();
 		return;         /* the walk says what is wrong with it */
@@ -176,13 +178,13 @@ static void read_dataset(struct refs_dims *P, struct refs *R, size_t g, const ch
 		h5_err_clear();
 		goto out;
 	}
-	h5_attr_iterate_names(R->f, addr, name_cb, &an);
+	h5_attr_iterate_names(f, addr, name_cb, &an);
 	if (an.klass) {
 		char *text = NULL;
 		size_t len = 0;
 
 		/* the text form: "DIMENSION_SCALE" (a string attribute) */
-		if (h5_attr_value_get((void **)&text, &len, R->f, addr, "CLASS", 5, 0) == 0)
+		if (h5_attr_value_get((void **)&text, &len, f, addr, "CLASS", 5, 0) == 0)
 			scale = strstr(text, "DIMENSION_SCALE") != NULL;
 		free(text);
 	}
@@ -215,7 +217,7 @@ static void read_dataset(struct refs_dims *P, struct refs *R, size_t g, const ch
 		size_t len = 0;
 
 		/* its text: "[obj:0xADDR], [obj:0xADDR]" (h5fs's rendering) */
-		if (h5_attr_value_get((void **)&text, &len, R->f, addr, "DIMENSION_LIST", 14, 0) == 0) {
+		if (h5_attr_value_get((void **)&text, &len, f, addr, "DIMENSION_LIST", 14, 0) == 0) {
 			const char *p = text;
 
 			for (unsigned i = 0; i < v->rank; i++) {
@@ -252,7 +254,7 @@ static int by_name(const void *a, const void *b)
 }
 
 /* Pass 1: group addr (index g) read, then its child groups. */
-static void read_group(struct refs_dims *P, struct refs *R, size_t g, const char *prefix, uint64_t addr,
+static void read_group(struct refs_dims *P, h5_file *f, size_t g, const char *prefix, uint64_t addr,
 		       unsigned depth)
 {
 	linkvec lv;
@@ -260,7 +262,7 @@ static void read_group(struct refs_dims *P, struct refs *R, size_t g, const char
 
 	if (depth >= REFS_MAX_DEPTH || P->nomem)
 		return;
-	if (linkvec_collect(&lv, R->f, addr) < 0 || lv.nomem) {
+	if (linkvec_collect(&lv, f, addr) < 0 || lv.nomem) {
 		linkvec_clear(&lv);
 		h5_err_clear();
 		return;
@@ -276,19 +278,19 @@ static void read_group(struct refs_dims *P, struct refs *R, size_t g, const char
 		if (l->name_len != strlen(l->name) || !l->name_len || strchr(l->name, '/'))
 			continue;
 		if (l->type == H5_LINK_SOFT) {
-			if (!l->target || h5_path_lookup_from(&t, R->f, addr, l->target) < 0) {
+			if (!l->target || h5_path_lookup_from(&t, f, addr, l->target) < 0) {
 				h5_err_clear();
 				continue;
 			}
 		} else if (l->type != H5_LINK_HARD) {
 			continue;
 		}
-		if (h5_obj_info_get(&info, R->f, t) < 0) {
+		if (h5_obj_info_get(&info, f, t) < 0) {
 			h5_err_clear();
 			continue;
 		}
 		if (info.kind == H5_OBJ_DATASET) {
-			read_dataset(P, R, g, prefix, l->name, t);
+			read_dataset(P, f, g, prefix, l->name, t);
 		} else if (info.kind == H5_OBJ_GROUP && l->type == H5_LINK_HARD) {
 			size_t k;
 
@@ -318,7 +320,7 @@ static void read_group(struct refs_dims *P, struct refs *R, size_t g, const char
 		size_t k = P->g[g].kids[i];
 		char *cp = P->g[k].prefix;
 
-		read_group(P, R, k, cp, P->g[k].addr, depth + 1);
+		read_group(P, f, k, cp, P->g[k].addr, depth + 1);
 		free(cp);
 		P->g[k].prefix = NULL;
 	}
@@ -393,35 +395,41 @@ static int var_cmp(const void *a, const void *b)
 	return strcmp(((const struct pd_var *)a)->prefix, ((const struct pd_var *)b)->prefix);
 }
 
-void refs_dims_plan(struct refs *R, uint64_t addr)
+/* The plan of R's walk (made at the first question: a file whose
+ * datasets all have dimension scales, and no unlimited dimension asked
+ * about, costs no second pass). */
+static const struct refs_dims *plan(struct refs *R)
 {
-	struct refs_dims *P = calloc(1, sizeof(*P));
+	struct refs_dims *P;
 	h5_obj_info info;
 
-	R->dims = NULL;
-	if (!P)
-		return;
-	if (h5_obj_info_get(&info, R->f, addr) < 0 || info.kind != H5_OBJ_GROUP ||
+	if (R->planned)
+		return R->dims;
+	R->planned = 1;
+	if (!(P = calloc(1, sizeof(*P))))
+		return NULL;
+	if (h5_obj_info_get(&info, R->plan_f, R->plan_addr) < 0 || info.kind != H5_OBJ_GROUP ||
 	    !(P->g = calloc(1, sizeof(*P->g)))) {
 		h5_err_clear();
 		refs_dims_free(P);
-		return;
+		return NULL;
 	}
 	P->ng = P->capg = 1;
-	read_group(P, R, 0, "", addr, 0);
+	read_group(P, R->plan_f, 0, "", R->plan_addr, 0);
 	match_group(P, 0);
 	dim_lengths(P);
 	if (P->nomem) {
 		refs_dims_free(P);
-		return;
+		return NULL;
 	}
 	qsort(P->v, P->nv, sizeof(*P->v), var_cmp);
 	R->dims = P;
+	return P;
 }
 
-const char *refs_dims_name(const struct refs *R, const char *prefix, unsigned rank, unsigned i)
+const char *refs_dims_name(struct refs *R, const char *prefix, unsigned rank, unsigned i)
 {
-	const struct refs_dims *P = R->dims;
+	const struct refs_dims *P = R->f == R->plan_f ? plan(R) : NULL;
 	struct pd_var key = { .prefix = (char *)prefix };
 	const struct pd_var *v;
 
@@ -431,9 +439,9 @@ const char *refs_dims_name(const struct refs *R, const char *prefix, unsigned ra
 	return P->g[v->grp].d[v->names[i]].name;
 }
 
-uint64_t refs_dims_extent(const struct refs *R, const char *prefix, unsigned rank, unsigned i, uint64_t extent)
+uint64_t refs_dims_extent(struct refs *R, const char *prefix, unsigned rank, unsigned i, uint64_t extent)
 {
-	const struct refs_dims *P = R->dims;
+	const struct refs_dims *P = R->f == R->plan_f ? plan(R) : NULL;
 	struct pd_var key = { .prefix = (char *)prefix };
 	const struct pd_var *v;
 	const struct pd_scale *s;
