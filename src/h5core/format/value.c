@@ -19,6 +19,7 @@
 #include "dtype.h"
 #include "gheap.h"
 #include "value.h"
+#include "fltdig.h"
 
 #include <float.h>
 #include <math.h>
@@ -275,26 +276,16 @@ static bool fp_roundtrips(const char *txt, double v, const fpfmt *ff)
 	return fp_quantize(strtod(txt, NULL), ff) == v;
 }
 
-/* Python's repr() layout of the digits of "%.*e" output: positional for
- * exponents -4..15 (with ".0" when integral), else d.ddde+XX. */
-static int fmt_repr(h5_sb *s, const char *e_txt)
+/* Python's repr() layout of digits (no trailing zeros) whose first has
+ * decimal exponent ex: positional for exponents -4..15 (with ".0" when
+ * integral), else d.ddde+XX. */
+static int fmt_repr_digits(h5_sb *s, bool neg, const char *digits, size_t nd, int ex)
 {
-	char digits[40], out[64];
-	const char *p = e_txt;
-	size_t nd = 0, o = 0;
-	int ex;
+	char out[64];
+	size_t o = 0;
 
-	if (*p == '-')
-		out[o++] = *p++;
-	for (; *p && *p != 'e'; p++)
-		if (*p >= '0' && *p <= '9' && nd < sizeof(digits) - 1)
-			digits[nd++] = *p;
-	if (*p != 'e' || nd == 0)
-		return h5_err_set(H5_ERR_INVAL, "internal: unexpected float text \"%s\"", e_txt);
-	ex = atoi(p + 1);
-	while (nd > 1 && digits[nd - 1] == '0')
-		nd--;
-	digits[nd] = '\0';
+	if (neg)
+		out[o++] = '-';
 	if (ex >= -4 && ex < 16) {
 		if (ex >= 0) {
 			for (int i = 0; i <= ex; i++)
@@ -326,6 +317,27 @@ static int fmt_repr(h5_sb *s, const char *e_txt)
 	return h5_sb_puts(s, out);
 }
 
+/* The same layout of "%.*e" output. */
+static int fmt_repr(h5_sb *s, const char *e_txt)
+{
+	char digits[40];
+	const char *p = e_txt;
+	size_t nd = 0;
+	bool neg = *p == '-';
+
+	if (neg)
+		p++;
+	for (; *p && *p != 'e'; p++)
+		if (*p >= '0' && *p <= '9' && nd < sizeof(digits) - 1)
+			digits[nd++] = *p;
+	if (*p != 'e' || nd == 0)
+		return h5_err_set(H5_ERR_INVAL, "internal: unexpected float text \"%s\"", e_txt);
+	while (nd > 1 && digits[nd - 1] == '0')
+		nd--;
+	digits[nd] = '\0';
+	return fmt_repr_digits(s, neg, digits, nd, atoi(p + 1));
+}
+
 static int fmt_double(h5_sb *s, double v, const fpfmt *ff)
 {
 	char txt[40];
@@ -336,39 +348,16 @@ static int fmt_double(h5_sb *s, double v, const fpfmt *ff)
 		return h5_sb_puts(s, v < 0 ? "-inf" : "inf");
 	if (v == 0)
 		return h5_sb_puts(s, signbit(v) ? "-0.0" : "0.0");
-	/* A normal IEEE double (single): a text of d digits that reads back
-	 * means every longer one does (a longer rounding is no farther from
-	 * v), so the shortest is found by probing from the most common count
-	 * of measured values, 16 (8), down while texts read back and up
-	 * while they do not; at 15 (6) digits and fewer the decimals are
-	 * spaced far wider than the format's values, so rounding v to 15 (6)
-	 * digits lands on the shortest form (fmt_repr drops the trailing
-	 * zeros), and 17 (9) always read back. Two or three tries, not up to
-	 * 17 (the .csv view formats millions: bench/README.md). */
+	/* A normal IEEE double (single): the shortest digits that read back,
+	 * probed from 16 (8) digits (fltdig.c), by integer arithmetic: the
+	 * .csv view formats millions (bench/README.md). Other formats below:
+	 * from 1 digit up, each text checked against the format's rounding. */
 	if ((ff->exact_double && !ff->single && fabs(v) >= DBL_MIN && ff->prec == 53) ||
 	    (ff->single && fabs(v) >= FLT_MIN)) {
-		int lo = ff->single ? 6 : 15, hi = ff->single ? 9 : 17, d = ff->single ? 8 : 16;
+		char digits[H5_FLTDIG_MAX];
+		int ex, nd = h5_fltdig(digits, &ex, v, ff->single);
 
-		snprintf(txt, sizeof(txt), "%.*e", d - 1, v);
-		if (!fp_roundtrips(txt, v, ff)) {
-			for (d++; d < hi; d++) {
-				snprintf(txt, sizeof(txt), "%.*e", d - 1, v);
-				if (fp_roundtrips(txt, v, ff))
-					return fmt_repr(s, txt);
-			}
-			snprintf(txt, sizeof(txt), "%.*e", hi - 1, v);
-			return fmt_repr(s, txt);
-		}
-		while (d > lo) {
-			char shorter[40];
-
-			snprintf(shorter, sizeof(shorter), "%.*e", d - 2, v);
-			if (!fp_roundtrips(shorter, v, ff))
-				break;
-			memcpy(txt, shorter, sizeof(txt));
-			d--;
-		}
-		return fmt_repr(s, txt);
+		return fmt_repr_digits(s, v < 0, digits, (size_t)nd, ex);
 	}
 	for (int d = 1; d <= 17; d++) {
 		snprintf(txt, sizeof(txt), "%.*e", d - 1, v);
