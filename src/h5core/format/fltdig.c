@@ -79,6 +79,14 @@ static const uint64_t pow10_tab[] = {
 
 #define POW5_MAX 27     /* 5^27 < 2^63: f * 5^k * 4 < 2^118 */
 
+static const uint64_t pow5_tab[POW5_MAX + 1] = {
+	1ULL, 5ULL, 25ULL, 125ULL, 625ULL, 3125ULL, 15625ULL, 78125ULL, 390625ULL, 1953125ULL,
+	9765625ULL, 48828125ULL, 244140625ULL, 1220703125ULL, 6103515625ULL, 30517578125ULL,
+	152587890625ULL, 762939453125ULL, 3814697265625ULL, 19073486328125ULL, 95367431640625ULL,
+	476837158203125ULL, 2384185791015625ULL, 11920928955078125ULL, 59604644775390625ULL,
+	298023223876953125ULL, 1490116119384765625ULL, 7450580596923828125ULL,
+};
+
 /* The value v = f * 2^e scaled by 10^k to X = v * 10^k, D digits before
  * the point, is held exactly as X' = X * 2^sh = f * 5^k * 4 (sh = 2 - k - e):
  * a unit of X' is a quarter of v's ulp scaled, so the half-ulps either side
@@ -148,9 +156,7 @@ int h5_fltdig(char *digits, int *exp10, double v, bool single)
 
 		if (tries == 2 || k < 0 || k > POW5_MAX || 2 - k - e < 0 || 2 - k - e > 70)
 			return h5_fltdig_slow(digits, exp10, v, single);
-		pow5 = 1;
-		for (int i = 0; i < k; i++)
-			pow5 *= 5;
+		pow5 = pow5_tab[k];
 		a.x = (u128)f * pow5 << 2;
 		a.sh = 2 - k - e;
 		if (a.x < (u128)pow10_tab[D - 1] << a.sh) {
