@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CSV_STEP 256u
+#define CSV_STEP 64u     /* a 128 KiB request spans some 800 rows of 8 doubles */
 #define CSV_BATCH (1u << 20)    /* raw bytes read at once */
 
 struct csv {
@@ -247,7 +247,7 @@ int vw_csv_open(const h5_view_ops **ops, h5_dataset *d, const h5_type_view *t, u
 	}
 	/* one entry per started run of CSV_STEP rows (at least one): an
 	 * entry past the last row would stay 0 and the search below would
-	 * start there (a dataset of a multiple of 256 rows read EIO) */
+	 * start there (a dataset of a multiple of CSV_STEP rows read EIO) */
 	c->nidx = c->rows ? (c->rows - 1) / CSV_STEP + 1 : 1;
 	c->idx = rc == 0 ? calloc(c->nidx, sizeof(*c->idx)) : NULL;
 	if (rc == 0 && !c->idx)
