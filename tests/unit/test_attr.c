@@ -456,7 +456,7 @@ static int sig_digits(const char *s)
 
 /* Random doubles and singles (every bit pattern: subnormals, huge, tiny):
  * the text reads back as the value, and no text of one digit fewer does
- * (the shortest; the fast path of 15 or 6 digits first, value.c). */
+ * (the shortest; the probe from 16 or 8 digits, fltdig.c). */
 START_TEST(value_float_shortest)
 {
 	uint64_t x = 88172645463325252ULL;
