@@ -11,8 +11,13 @@
         tifffile.imread of that file: the way to the same array without
         the view. Cold (page cache dropped before each side). Target: the
         view 2x faster or more.
+  csv   (--csv ROWS, alone) a ROWS x 8 float64 dataset of standard normals:
+        stat of MNT/d.csv on a fresh mount (the view is measured at lookup),
+        pandas.read_csv of it, and read_csv of a local copy of its bytes in
+        the same round. Target (issue 63): read_csv within 2x of the copy's.
 
     bench/views_bench.py --h5fs ./h5fs [--mib 1024] [--rounds 3] [--dir /var/tmp]
+    bench/views_bench.py --h5fs ./h5fs --csv 1000000 [--rounds 1]
 
 Needs root to drop the page cache (else "cold" is warm, and it says so).
 """
@@ -85,6 +90,39 @@ def tiff_round(h5, mnt, cold):
     return tv, tb
 
 
+def daemon_cpu(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        v = f.read().rsplit(")", 1)[1].split()
+    return (int(v[11]) + int(v[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def csv_bench(a):
+    import pandas as pd
+    d = tempfile.mkdtemp(prefix="views-bench-", dir=a.dir)
+    try:
+        h5 = os.path.join(d, "c.h5")
+        with h5py.File(h5, "w") as f:
+            f["d"] = np.random.default_rng(63).standard_normal((a.csv, 8))
+        mnt = os.path.join(d, "mnt")
+        local = os.path.join(d, "d.csv")
+        for r in range(a.rounds):
+            with B.Mount([a.h5fs, "-f", "-o", "ro", h5, mnt], mnt, os.path.join(d, "log")) as m:
+                view = os.path.join(mnt, "d.csv")
+                c0 = daemon_cpu(m.proc.pid)
+                ts = timed(lambda: os.stat(view))
+                c1 = daemon_cpu(m.proc.pid)
+                tv = timed(lambda: pd.read_csv(view))
+                c2 = daemon_cpu(m.proc.pid)
+                if r == 0:
+                    shutil.copyfile(view, local)
+            tl = timed(lambda: pd.read_csv(local))
+            B.say("csv %d x 8, round %d (load %.1f): stat %.2f s (daemon CPU %.2f s), read_csv view %.2f s "
+                  "(daemon CPU %.2f s), local copy %.2f s: view/local %.2fx" % (
+                      a.csv, r + 1, os.getloadavg()[0], ts, c1 - c0, tv, c2 - c1, tl, tv / tl))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def rng_of(v):
     return "%.2f-%.2f" % (min(v), max(v))
 
@@ -95,7 +133,10 @@ def main():
     ap.add_argument("--mib", type=int, default=1024)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--dir", default="/var/tmp")
+    ap.add_argument("--csv", type=int, default=0, metavar="ROWS")
     a = ap.parse_args()
+    if a.csv:
+        return csv_bench(a)
     d = tempfile.mkdtemp(prefix="views-bench-", dir=a.dir)
     try:
         h5 = os.path.join(d, "v.h5")

@@ -12,7 +12,11 @@
  * dimension's name, big-endian 32-bit floats, its length, no data
  * written, with CLASS, the NAME "This is a netCDF dimension but not a
  * netCDF variable." and its length in 10 columns, and _Netcdf4Dimid, one
- * more than the largest in the file. Then the engine attaches them
+ * more than the largest in the file; but none in a file whose dimensions
+ * have none (written by an older netCDF-C, or NCO: issue671.nc of
+ * netcdf-c's tests): netCDF-C numbers those as it reads them, and one
+ * dimension with an id among them makes it see two of one id ("NetCDF:
+ * Invalid dimension ID or name", issue 63). Then the engine attaches them
  * (h5_ds_attach_new: REFERENCE_LIST, DIMENSION_LIST).
  */
 #include "owner.h"
@@ -92,6 +96,7 @@ static int dim_cb(const h5_link *l, void *ud)
 struct idscan {
 	h5_file *f;
 	long long max;
+	size_t without;           /* dimension scales without an id */
 	size_t seen;
 	unsigned depth;
 	uint64_t stack[NC_DEPTH];
@@ -114,6 +119,8 @@ static int id_cb(const h5_link *l, void *ud)
 
 		if (id > s->max)
 			s->max = id;
+	} else if (text_is(s->f, l->addr, "CLASS", "DIMENSION_SCALE")) {
+		s->without++;
 	}
 	free(v);
 	h5_err_clear();
@@ -133,7 +140,8 @@ static int id_cb(const h5_link *l, void *ud)
 }
 
 /* A new netCDF dimension of length len in group grp: "phony_dim_N" (the
- * name netCDF-C gives such an axis when it reads one), N the first free. */
+ * name netCDF-C gives such an axis when it reads one), N the first free;
+ * its _Netcdf4Dimid id, none when id < 0. */
 static int new_dim(uint64_t *addr, h5_file *f, uint64_t grp, uint64_t len, bool unlimited, long long id, char *name,
 		   size_t cap)
 {
@@ -167,7 +175,7 @@ static int new_dim(uint64_t *addr, h5_file *f, uint64_t grp, uint64_t len, bool 
 		rc = h5_attr_create_str(f, *addr, "CLASS", 5, "DIMENSION_SCALE", 15, 16, H5_FSTR_NULLTERM);
 	if (rc == 0)
 		rc = h5_attr_create_str(f, *addr, "NAME", 4, text, strlen(text), strlen(text) + 1, H5_FSTR_NULLTERM);
-	if (rc == 0)
+	if (rc == 0 && id >= 0)
 		rc = h5_attr_create_typed(f, *addr, "_Netcdf4Dimid", 13, "<i4", num, strlen(num));
 	return rc;
 }
@@ -225,9 +233,11 @@ int nc_attach_var(h5_file *f, const char *grp_path, uint64_t var, unsigned rank,
 		}
 		if (scales[i] != UINT64_MAX)
 			continue;
-		if (ids.max < 0 && (rc = h5_group_iterate(f, h5_file_root(f), id_cb, &ids)) < 0)
+		if (!ids.seen && (rc = h5_group_iterate(f, h5_file_root(f), id_cb, &ids)) < 0)
 			break;
-		rc = new_dim(&scales[i], f, grp, shape[i], grows && i == 0, ++ids.max, name, sizeof(name));
+		ids.seen += !ids.seen;  /* scanned (an empty file too) */
+		rc = new_dim(&scales[i], f, grp, shape[i], grows && i == 0, ids.without ? -1 : ++ids.max, name,
+			     sizeof(name));
 		if (rc == 0 && why && whylen)
 			snprintf(why + strlen(why), whylen - strlen(why), "%s%s(%llu)", why[0] ? ", " : "new dimension ",
 				 name, (unsigned long long)shape[i]);

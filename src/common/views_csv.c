@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CSV_STEP 256u
+#define CSV_STEP 64u     /* a 128 KiB request spans some 800 rows of 8 doubles */
 #define CSV_BATCH (1u << 20)    /* raw bytes read at once */
 
 struct csv {
@@ -143,10 +143,26 @@ static int copy_cb(void *ud, uint64_t row, const char *text, size_t len)
 	return b >= cp->to ? 1 : 0;
 }
 
+/* The last indexed run starting at or before text offset at. */
+static uint64_t idx_at(const struct csv *c, uint64_t at)
+{
+	uint64_t lo = 0, hi = c->nidx;
+
+	while (hi - lo > 1) {
+		uint64_t mid = lo + (hi - lo) / 2;
+
+		if (c->idx[mid] <= at)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 static int csv_read(h5_dataset *d, void *buf, uint64_t off, size_t len)
 {
 	const struct csv *c = h5_dataset_view_state(d);
-	uint64_t size = csv_size(d), k, text_off;
+	uint64_t size = csv_size(d), k, end, text_off;
 	struct copy cp;
 	int rc;
 
@@ -166,25 +182,18 @@ static int csv_read(h5_dataset *d, void *buf, uint64_t off, size_t len)
 			return 0;
 	}
 	text_off = off - c->head_len;
-	/* the last indexed row at or before the window */
-	{
-		uint64_t lo = 0, hi = c->nidx;
-
-		while (hi - lo > 1) {
-			uint64_t mid = lo + (hi - lo) / 2;
-
-			if (c->idx[mid] <= text_off)
-				lo = mid;
-			else
-				hi = mid;
-		}
-		k = lo;
-	}
+	/* rows from the last indexed one at or before the window to the end
+	 * of the indexed run holding its last byte: each_row reads the raw
+	 * rows of that span, not the rest of the dataset, per request */
+	k = idx_at(c, text_off);
+	end = (idx_at(c, text_off + len - 1) + 1) * CSV_STEP;
+	if (end > c->rows)
+		end = c->rows;
 	cp.out = buf;
 	cp.at = c->idx[k];
 	cp.from = text_off;
 	cp.to = text_off + len;
-	rc = each_row(d, c, k * CSV_STEP, c->rows - k * CSV_STEP, copy_cb, &cp);
+	rc = each_row(d, c, k * CSV_STEP, end - k * CSV_STEP, copy_cb, &cp);
 	if (rc < 0)
 		return rc;
 	if (cp.at < cp.to)
@@ -238,7 +247,7 @@ int vw_csv_open(const h5_view_ops **ops, h5_dataset *d, const h5_type_view *t, u
 	}
 	/* one entry per started run of CSV_STEP rows (at least one): an
 	 * entry past the last row would stay 0 and the search below would
-	 * start there (a dataset of a multiple of 256 rows read EIO) */
+	 * start there (a dataset of a multiple of CSV_STEP rows read EIO) */
 	c->nidx = c->rows ? (c->rows - 1) / CSV_STEP + 1 : 1;
 	c->idx = rc == 0 ? calloc(c->nidx, sizeof(*c->idx)) : NULL;
 	if (rc == 0 && !c->idx)

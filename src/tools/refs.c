@@ -134,7 +134,7 @@ static void put_group(struct refs *R, const char *prefix, const char *path, uint
 	jb_printf(&zg, "{\"zarr_format\": 2}");
 	refs_sink_meta(R, prefix, ".zgroup", &zg);
 	free(zg.p);
-	refs_attrs_build(R, &ac, path, addr, -1, 0);
+	refs_attrs_build(R, &ac, NULL, path, addr, -1, 0);
 	refs_attrs_put(R, &ac, prefix);
 	refs_attrs_free(&ac);
 	rc = linkvec_collect(&lv, R->f, addr);
@@ -222,7 +222,10 @@ int refs_walk(h5_file *f, const char *path, uint64_t addr, const refs_opts *o, c
 
 	R.tty = !o->no_progress && isatty(STDERR_FILENO);
 	clock_gettime(CLOCK_MONOTONIC, &R.last);
+	R.plan_f = f;           /* phony dimension names: planned when first asked */
+	R.plan_addr = addr;
 	put_object(&R, "", path, addr);
+	refs_dims_free(R.dims);
 	refs_progress(&R, "", 1);
 	*nskipped = R.nskipped;
 	*nerr = R.nerr;

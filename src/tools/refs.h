@@ -32,6 +32,8 @@ typedef struct refs_array {
 	const char *fill;          /* .zarray's "fill_value" (JSON) */
 	char *const *dims;         /* _ARRAY_DIMENSIONS (h5rank names), or NULL */
 	int values;                /* chunks are the values as h5py reads them, inlined */
+	const char *units;         /* its "units" and "calendar" attributes (one string), or NULL: */
+	const char *calendar;      /* --concat re-encodes CF time coordinates (cf_time.h) */
 } refs_array;
 
 /* Where the walk goes. Each call returns 0, or -1 (out of memory, or the

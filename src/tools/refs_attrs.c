@@ -46,6 +46,29 @@ static void vstrings(struct jb *b, const char **p, const char *end, const uint64
 	jb_printf(b, "]");
 }
 
+/* netCDF-4's mark of a dimension scale that is no variable (its NAME
+ * attribute; netCDF-C's hdf5internal.h, DIM_WITHOUT_VARIABLE) */
+#define NC_DIM_ONLY "This is a netCDF dimension but not a netCDF variable"
+
+/* A string attribute of one element as text (CF's units, calendar;
+ * fixed-length ones cut at a NUL, their space padding dropped), or NULL. */
+static char *attr_text(const h5_attr_value *a)
+{
+	const char *p = (const char *)a->data;
+	size_t n = a->size;
+
+	if (a->null_space || a->nelmts != 1 || !p)
+		return NULL;
+	if (a->type->kind == H5_TYPE_STRING && a->type->size < n)
+		n = a->type->size;
+	else if (a->type->kind != H5_TYPE_VSTRING && a->type->kind != H5_TYPE_STRING)
+		return NULL;
+	n = strnlen(p, n);
+	while (a->type->kind == H5_TYPE_STRING && n && p[n - 1] == ' ')
+		n--;
+	return strndup(p, n);
+}
+
 static int attr_cb(const h5_attr_value *a, void *ud)
 {
 	struct refs_attrs *c = ud;
@@ -63,6 +86,18 @@ static int attr_cb(const h5_attr_value *a, void *ud)
 			return 0;
 		}
 	}
+	if (strcmp(a->name, "_FillValue") == 0)
+		c->has_fill = 1;
+	if (strcmp(a->name, "NAME") == 0) {
+		char *s = attr_text(a);
+
+		c->nc_dim_only = s && strncmp(s, NC_DIM_ONLY, strlen(NC_DIM_ONLY)) == 0;
+		free(s);
+	}
+	if (strcmp(a->name, "units") == 0 && !c->units)
+		c->units = attr_text(a);
+	if (strcmp(a->name, "calendar") == 0 && !c->calendar)
+		c->calendar = attr_text(a);
 	if (strcmp(a->name, "CLASS") == 0 && t->kind == H5_TYPE_STRING && a->rank == 0 &&
 	    t->size >= 15 && memcmp(a->data, "DIMENSION_SCALE", 15) == 0)
 		c->is_scale = 1;
@@ -124,21 +159,50 @@ static char *scale_name(struct refs *R, uint64_t group, uint64_t addr)
 	return fl.name;
 }
 
-/* "_ARRAY_DIMENSIONS" (xarray's dimension names) where dimension scales
- * say them: a scale is its own dimension; a dataset with a DIMENSION_LIST
- * names the first scale attached to each dimension (that attribute's text,
- * h5fs's xattr rendering: "[obj:0xADDR], [obj:0xADDR]"). Nothing is
- * written unless every dimension has a name. */
-static void put_dims(struct refs *R, struct refs_attrs *c, uint64_t group, uint64_t addr, unsigned rank)
+/* The phony names netCDF-C gives a dataset without dimension scales
+ * (refs_dims.c), into c->names: the count found. */
+static unsigned phony_dims(struct refs *R, struct refs_attrs *c, const char *prefix, unsigned rank)
+{
+	unsigned i;
+
+	for (i = 0; prefix && i < rank; i++) {
+		const char *n = refs_dims_name(R, prefix, rank, i);
+
+		if (!n || !(c->names[i] = strdup(n)))
+			break;
+	}
+	if (i < rank)
+		for (unsigned k = 0; k < i; k++) {
+			free(c->names[k]);
+			c->names[k] = NULL;
+		}
+	return i;
+}
+
+/* "_ARRAY_DIMENSIONS" (xarray's dimension names, which it needs on every
+ * array) where dimension scales say them: a scale is its own dimension; a
+ * dataset with a DIMENSION_LIST names the first scale attached to each
+ * dimension (that attribute's text, h5fs's xattr rendering:
+ * "[obj:0xADDR], [obj:0xADDR]"); a dataset without either the phony names
+ * of netCDF-C (and kerchunk), "phony_dim_N"; a scalar none ([]). Nothing
+ * is written unless every dimension has a name. */
+static void put_dims(struct refs *R, struct refs_attrs *c, const char *prefix, uint64_t group, uint64_t addr,
+		     unsigned rank)
 {
 	const char *own = strrchr(c->path, '/');
 	char *text = NULL, **names = c->names;
 	size_t len = 0;
 	unsigned i = 0;
 
+	if (rank == 0 && prefix) {
+		jb_printf(&c->b, "%s\"_ARRAY_DIMENSIONS\": []", c->n++ ? ", " : "");
+		return;
+	}
 	if (c->is_scale && rank == 1) {
 		names[0] = strdup(own ? own + 1 : c->path);
 		i = names[0] ? 1 : 0;
+	} else if (!c->dimlist && rank <= 64 && phony_dims(R, c, prefix, rank) == rank) {
+		i = rank;
 	} else if (!c->dimlist || rank == 0 || rank > 64 ||
 		   h5_attr_value_get((void **)&text, &len, R->f, addr, "DIMENSION_LIST", 14, 0) < 0) {
 		h5_err_clear();
@@ -175,8 +239,8 @@ static void put_dims(struct refs *R, struct refs_attrs *c, uint64_t group, uint6
 /* The attributes of the object at addr as .zattrs (attrs_put writes
  * them, when it has some); rank >= 0 for a dataset (_ARRAY_DIMENSIONS),
  * group: the group it was reached in. */
-void refs_attrs_build(struct refs *R, struct refs_attrs *c, const char *path, uint64_t addr, int rank,
-			uint64_t group)
+void refs_attrs_build(struct refs *R, struct refs_attrs *c, const char *prefix, const char *path, uint64_t addr,
+			int rank, uint64_t group)
 {
 	int rc;
 
@@ -186,7 +250,7 @@ void refs_attrs_build(struct refs *R, struct refs_attrs *c, const char *path, ui
 	jb_printf(&c->b, "{");
 	rc = h5_attr_iterate_values(R->f, addr, attr_cb, c);
 	if (rank >= 0)
-		put_dims(R, c, group, addr, (unsigned)rank);
+		put_dims(R, c, prefix, group, addr, (unsigned)rank);
 	jb_printf(&c->b, "}");
 	if (rc < 0) {
 		refs_note(R, "%s: attributes: %s", path, h5_err_msg());
@@ -206,4 +270,6 @@ void refs_attrs_free(struct refs_attrs *c)
 	free(c->b.p);
 	for (unsigned i = 0; i < 64; i++)
 		free(c->names[i]);
+	free(c->units);
+	free(c->calendar);
 }

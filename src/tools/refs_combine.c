@@ -18,7 +18,14 @@
  *    not line up, is written by value (inline chunks of the values the
  *    summaries hold), as MultiZarrToZarr writes coordinates;
  *  - an array without DIM is the first file's, and a file whose values
- *    of it differ (their hash) is refused.
+ *    of it differ (their hash) is refused;
+ *  - an array whose units or calendar differ from the first file's: a
+ *    CF time variable along DIM held by value (xarray writes each file
+ *    in "hours since <its first day>") is re-encoded in the first
+ *    file's units and written by value, as MultiZarrToZarr's "cf:time";
+ *    a value that has no exact form there, another calendar, or units
+ *    of anything else are refused (the first file's attributes would
+ *    say what the other files' values are not).
  * The chunk grid is Zarr's: a chunk key's index along DIM is the file's
  * own plus the chunks of the files before it.
  */
@@ -29,6 +36,7 @@
 
 #include "refs_combine.h"
 #include "refs_emit.h"
+#include "cf_time.h"
 #include "tool_exit.h"
 
 #include <errno.h>
@@ -110,7 +118,7 @@ void rc_spill_close(rc_spill *s)
 /* ---- the arrays, as the first file gives them ---------------------------------- */
 
 struct var {
-	char *prefix, *path, *dtype, *filters, *fill;
+	char *prefix, *path, *dtype, *filters, *fill, *units, *calendar;
 	unsigned rank, h5rank, esize, flags;
 	int axis;
 	uint64_t shape[64], chunks[64];
@@ -121,6 +129,7 @@ struct var {
 	int values_all;           /* every file holds its values */
 	char *why;                /* the first reason chunks_ok is 0 */
 	int by_value;
+	int recode;               /* a file's values are re-encoded in the first file's units */
 	/* writing */
 	uint64_t base;            /* chunks along DIM of the files before */
 	uint8_t *vbuf;            /* by value: a chunk being filled */
@@ -200,8 +209,10 @@ static int var_add(struct comb *c, const rs_rec *r)
 	t->dtype = strdup(r->dtype);
 	t->filters = strdup(r->filters);
 	t->fill = strdup(r->fill);
+	t->units = strdup(r->units);
+	t->calendar = strdup(r->calendar);
 	c->nv++;
-	if (!t->prefix || !t->path || !t->dtype || !t->filters || !t->fill)
+	if (!t->prefix || !t->path || !t->dtype || !t->filters || !t->fill || !t->units || !t->calendar)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	t->rank = r->rank;
 	t->h5rank = r->h5rank;
@@ -234,6 +245,96 @@ static void chunk_trouble(struct var *t, const char *name, const char *fmt, ...)
 	va_end(ap);
 	if (asprintf(&t->why, "%s: %s: %s", name, t->path, msg) < 0)
 		t->why = NULL;
+}
+
+/* Whether r's values are in other units than t's (or another calendar). */
+static int units_differ(const struct var *t, const rs_rec *r)
+{
+	return strcmp(r->units, t->units) != 0 || !cf_same_calendar(r->calendar, t->calendar);
+}
+
+/* A Zarr dtype's typestr: "<i8" of the JSON text "\"<i8\"" (a compound's
+ * list: ""). */
+static void dtype_typestr(char *buf, size_t cap, const char *json)
+{
+	size_t n = json[0] == '"' ? strcspn(json + 1, "\"") : 0;
+
+	snprintf(buf, cap, "%.*s", (int)(n < cap ? n : cap - 1), json + 1);
+}
+
+/* r's values in t's units, in a new buffer (*out), or -1 with why[]. */
+static int recode_values(uint8_t **out, const struct var *t, const rs_rec *r, char *why, size_t cap)
+{
+	cf_units from, to;
+	char ts[32];
+
+	*out = NULL;
+	dtype_typestr(ts, sizeof(ts), r->dtype);
+	if (cf_units_parse(&to, t->units, t->calendar, why, cap) != 0 ||
+	    cf_units_parse(&from, r->units, r->calendar, why, cap) != 0)
+		return -1;
+	if (!(*out = malloc(r->nvalues ? (size_t)r->nvalues : 1))) {
+		snprintf(why, cap, "out of memory");
+		return -1;
+	}
+	memcpy(*out, r->values, (size_t)r->nvalues);
+	if (cf_recode(*out, r->nvalues / r->esize, ts, &from, &to, why, cap) < 0) {
+		free(*out);
+		*out = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+/* Member i's units or calendar of t differ from the first file's: a CF
+ * time variable held by value is re-encoded (tried here, so a value
+ * without an exact form refuses before anything is written); anything
+ * else is refused. 0, or -1 with the refusal said. */
+static int check_units(struct comb *c, struct var *t, size_t i, const rs_rec *r)
+{
+	char why[320] = "", msg[2600];
+	cf_units a, b;
+	int ra, rb = 1, n;
+	uint8_t *tmp = NULL;
+
+	/* "/time: units "X", calendar "Y" differ from the first file's (F: ...)" */
+	n = snprintf(msg, sizeof(msg), "%s: units \"%s\"%s%s%s differ from the first file's (%s: \"%s\"%s%s%s)",
+		     r->name, r->units, *r->calendar ? ", calendar \"" : "", r->calendar, *r->calendar ? "\"" : "",
+		     c->m[0].name, t->units, *t->calendar ? ", calendar \"" : "", t->calendar,
+		     *t->calendar ? "\"" : "");
+	if (n < 0 || (size_t)n >= sizeof(msg))
+		n = (int)strlen(msg);
+	ra = cf_units_parse(&a, t->units, t->calendar, why, sizeof(why));
+	if (ra < 0) {
+		say(c->m[i].name, "%s, whose time %s", msg, why);
+		return -1;
+	}
+	if (ra == 0)
+		rb = cf_units_parse(&b, r->units, r->calendar, why, sizeof(why));
+	if (rb < 0) {
+		say(c->m[i].name, "%s, and this file's time %s", msg, why);
+		return -1;
+	}
+	if (ra || rb) {
+		say(c->m[i].name, "%s; only CF time units (UNIT since DATE) are rewritten in the first file's", msg);
+		return -1;
+	}
+	if (a.cal != b.cal) {
+		say(c->m[i].name, "%s; times of two calendars are not combined", msg);
+		return -1;
+	}
+	if (!(r->flags & RS_VALUES)) {
+		say(c->m[i].name, "%s; only a 1-D numeric variable along the concatenated dimension, of at most %"
+		    PRIu64 " bytes a file, is rewritten in the first file's units", msg, c->o->values_max);
+		return -1;
+	}
+	if (recode_values(&tmp, t, r, why, sizeof(why)) < 0) {
+		say(c->m[i].name, "%s, and %s", msg, why);
+		return -1;
+	}
+	free(tmp);
+	t->recode = 1;
+	return 0;
 }
 
 /* One array record of member i against the first file's: 0, or -1 with
@@ -284,6 +385,8 @@ static int check_array(struct comb *c, size_t i, const rs_rec *r, int last)
 			    c->m[0].name, b, dim);
 			return -1;
 		}
+	if (i > 0 && units_differ(t, r) && check_units(c, t, i, r) < 0)
+		return -1;
 	if (!(r->flags & RS_AXIS)) {
 		if (i > 0 && r->hash != t->hash) {
 			say(name, "%s: its values differ from the first file's (%s), and %s is not among its "
@@ -363,7 +466,13 @@ static int check_all(struct comb *c, rc_spill *s)
 
 		if (!(t->flags & RS_AXIS))
 			continue;
-		if (t->values_all && ((t->flags & RS_COORD) || !t->chunks_ok)) {
+		if (t->recode && !t->values_all) {
+			/* a file of them past values_max */
+			say(t->path, "its units differ between the files, and not every file's values are held "
+			    "(at most %" PRIu64 " bytes a file): the files are not combined", c->o->values_max);
+			return TOOL_EXIT_PARTIAL;
+		}
+		if (t->values_all && ((t->flags & RS_COORD) || !t->chunks_ok || t->recode)) {
 			t->by_value = 1;
 		} else if (!t->chunks_ok) {
 			fprintf(stderr, "h5fs-ls: %s\n", t->why ? t->why : "out of memory");
@@ -459,8 +568,20 @@ static int write_member(struct comb *c, size_t i, const uint8_t *buf, size_t len
 			extent = r.shape[r.axis >= 0 ? r.axis : 0];
 			if (!(t->flags & RS_AXIS) && i == 0 && put_zarray(c, t, t->shape) < 0)
 				return -1;
-			if (t->by_value && add_values(c, t, r.values, r.nvalues / t->esize) < 0)
+			if (t->by_value && i > 0 && units_differ(t, &r)) {
+				uint8_t *tmp;
+				char why[320];
+
+				/* as check_units tried it */
+				if (recode_values(&tmp, t, &r, why, sizeof(why)) < 0)
+					return h5_err_set(H5_ERR_FORMAT, "%s: %s", r.name, why);
+				rc = add_values(c, t, tmp, r.nvalues / t->esize);
+				free(tmp);
+				if (rc < 0)
+					return -1;
+			} else if (t->by_value && add_values(c, t, r.values, r.nvalues / t->esize) < 0) {
 				return -1;
+			}
 			break;
 		case RS_CHUNK:
 			if (!t || t->by_value || (!(t->flags & RS_AXIS) && i > 0))
@@ -536,6 +657,8 @@ int rc_combine(rc_spill *s, const rc_member *m, size_t n, const rs_opts *o, int 
 		free(c.v[k].dtype);
 		free(c.v[k].filters);
 		free(c.v[k].fill);
+		free(c.v[k].units);
+		free(c.v[k].calendar);
 		free(c.v[k].why);
 		free(c.v[k].vbuf);
 	}

@@ -5,6 +5,14 @@
  * the engine's walk of the chunk index (small chunks inlined), values
  * h5py reads converted written inline, and what Zarr v2 cannot express
  * skipped with one line.
+ *
+ * The fill value follows netCDF's rule, as xarray reads it: Zarr's
+ * "fill_value" becomes the variable's _FillValue there (masked, integers
+ * made floats), so it is null unless the dataset has a _FillValue
+ * attribute. With null, Zarr leaves a missing chunk's elements undefined:
+ * a dataset with unwritten chunks gets them inline (its fill value's
+ * bytes, as HDF5 reads them) when unfiltered and small enough (FILL_MAX),
+ * else keeps its fill value (correct bytes; xarray masks them).
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -29,6 +37,8 @@
 
 #define CONVERTED_MAX ((uint64_t)64 << 20)   /* bytes of a converted dataset inlined at most */
 #define CONVERTED_PIECE ((uint64_t)1 << 20)  /* bytes of one inlined chunk of one, about */
+#define FILL_MAX ((uint64_t)64 << 20)        /* bytes of unwritten chunks inlined at most */
+#define GRID_MAX ((uint64_t)1 << 22)         /* chunks of a grid whose unwritten ones are inlined */
 
 /* ---- datasets -------------------------------------------------------------------- */
 
@@ -40,7 +50,20 @@ struct chunk_ctx {
 	unsigned rank, extra;     /* extra: array type dims appended (chunk index 0) */
 	int check_only;
 	int masked;               /* a chunk with a skipped filter was met */
+	uint64_t count;           /* check_only: chunks met inside grid */
+	uint8_t *present;         /* a bit per chunk of the grid (C order), or NULL */
+	const uint64_t *grid;     /* chunks per dimension (rank), or NULL */
 };
+
+/* Whether the chunk at offset lies inside x's grid (an index may hold
+ * chunks past a dataset's extent: shrunk, or written so). */
+static int in_grid(const struct chunk_ctx *x, const uint64_t *offset)
+{
+	for (unsigned i = 0; x->grid && i < x->rank; i++)
+		if (offset[i] / x->chunk[i] >= x->grid[i])
+			return 0;
+	return 1;
+}
 
 /* A chunk in FILE to the sink: a reference, or its bytes when it is
  * smaller than --inline. */
@@ -68,6 +91,7 @@ static int chunk_cb(const h5_chunk_loc *c, void *ud)
 	uint64_t idx[64];
 
 	if (x->check_only) {
+		x->count += (uint64_t)in_grid(x, c->offset);
 		if (c->filter_mask) {
 			x->masked = 1;
 			return 1;
@@ -76,6 +100,13 @@ static int chunk_cb(const h5_chunk_loc *c, void *ud)
 	}
 	for (unsigned i = 0; i < x->rank; i++)
 		idx[i] = c->offset[i] / x->chunk[i];
+	if (x->present && in_grid(x, c->offset)) {
+		uint64_t lin = 0;
+
+		for (unsigned i = 0; i < x->rank; i++)
+			lin = lin * x->grid[i] + idx[i];
+		x->present[lin / 8] |= (uint8_t)(1u << (lin % 8));
+	}
 	for (unsigned i = 0; i < x->extra; i++)
 		idx[x->rank + i] = 0;
 	if (put_chunk_ref(x->R, x->prefix, idx, x->rank + x->extra, c->file_off, c->size) < 0)
@@ -148,6 +179,38 @@ static int put_converted(struct refs *R, const char *prefix, h5_dataset *d, cons
 	return rc;
 }
 
+/* The chunks of a grid (grid[0..rank)) the walk did not meet (present:
+ * their bits clear; NULL: all of them), each given inline as chunk
+ * elements of fill (esize bytes each, n a chunk). */
+static int put_unwritten(struct refs *R, const char *prefix, const uint64_t *grid, unsigned rank, unsigned extra,
+			 const uint8_t *present, const uint8_t *fill, uint64_t esize, uint64_t n)
+{
+	uint64_t total = 1, idx[64] = { 0 };
+	uint8_t *buf = malloc(n && esize ? (size_t)(n * esize) : 1);
+	int rc = 0;
+
+	if (!buf)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	for (uint64_t k = 0; k < n; k++)
+		memcpy(buf + k * esize, fill, (size_t)esize);
+	for (unsigned i = 0; i < rank; i++)
+		total *= grid[i];
+	for (uint64_t lin = 0; lin < total && rc == 0; lin++) {
+		uint64_t r = lin;
+
+		if (present && (present[lin / 8] >> (lin % 8)) & 1)
+			continue;
+		for (unsigned i = rank; i-- > 0;) {
+			idx[i] = r % grid[i];
+			r /= grid[i];
+		}
+		if (R->s->chunk(R->s->u, prefix, idx, rank + extra, R->url, 0, n * esize, buf) < 0)
+			rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+	}
+	free(buf);
+	return rc;
+}
+
 /* Why the dataset has no Zarr form (NULL: it has one); dtype and filters
  * get .zarray's texts. */
 static const char *zarr_form(struct jb *dtype, struct jb *filters, int *conv, h5_dataset *d,
@@ -188,6 +251,70 @@ static const char *zarr_form(struct jb *dtype, struct jb *filters, int *conv, h5
 	return NULL;
 }
 
+static uint64_t grid_total(const uint64_t *grid, unsigned rank)
+{
+	uint64_t t = 1;
+
+	for (unsigned i = 0; i < rank; i++)
+		t = grid[i] && t > UINT64_MAX / grid[i] ? UINT64_MAX : t * grid[i];
+	return t;
+}
+
+/* Elements of a chunk over the dataspace's dimensions. */
+static uint64_t grid_chunk(const uint64_t *chunks, unsigned rank)
+{
+	uint64_t n = 1;
+
+	for (unsigned i = 0; i < rank; i++)
+		n *= chunks[i];
+	return n;
+}
+
+/* netCDF's rule (the header comment): whether "fill_value" can be null,
+ * and *unwritten when chunks must be given inline for it (grid: the chunk
+ * grid; *met: chunks the walk meets, counted here if not yet). */
+static int fill_rule(int *unwritten, uint64_t *met, uint64_t *grid, struct refs *R, h5_dataset *d,
+		     const h5_dataset_info *di, const h5_storage *st, const uint64_t *shape, const uint64_t *chunks,
+		     unsigned rank, unsigned extra, uint64_t esize, int conv)
+{
+	uint64_t total, bytes;
+
+	*unwritten = 0;
+	if (conv || strcmp(di->layout, "compact") == 0)
+		return 1;       /* every element is given */
+	for (unsigned i = 0; i < rank; i++)
+		grid[i] = shape[i] / chunks[i] + (shape[i] % chunks[i] != 0);
+	total = grid_total(grid, rank);
+	bytes = grid_chunk(chunks, rank + extra) * esize;
+	if (strcmp(di->layout, "contiguous") == 0) {
+		if (st->contig_off != UINT64_MAX)
+			return 1;
+		*unwritten = total && total <= GRID_MAX && bytes && total <= FILL_MAX / bytes;
+		return *unwritten || total == 0;
+	}
+	if (strcmp(di->layout, "chunked") != 0)
+		return 0;
+	if (*met == UINT64_MAX) {
+		uint64_t hgrid[64];
+		struct chunk_ctx x = { R, "", "", di->chunk, rank, extra, 1, 0, 0, NULL, hgrid };
+
+		for (unsigned i = 0; i < rank; i++)
+			hgrid[i] = di->dims[i] / di->chunk[i] + (di->dims[i] % di->chunk[i] != 0);
+
+		if (h5_dataset_chunks(d, chunk_cb, &x) < 0) {
+			h5_err_clear();         /* the walk that writes says it */
+			return 0;
+		}
+		if (x.masked)
+			return 0;
+		*met = x.count;
+	}
+	if (*met >= total)
+		return 1;
+	*unwritten = !di->nfilters && total <= GRID_MAX && bytes && total - *met <= FILL_MAX / bytes;
+	return *unwritten;
+}
+
 void refs_put_dataset(struct refs *R, const char *prefix, const char *path, uint64_t addr)
 {
 	h5_dataset *d = NULL;
@@ -202,7 +329,11 @@ void refs_put_dataset(struct refs *R, const char *prefix, const char *path, uint
 	const uint8_t *fill;
 	uint64_t shape[64], chunks[64], esize;
 	unsigned rank, extra = 0;
-	int have_di = 0, have_ac = 0, rc, conv = 0;
+	int have_di = 0, have_ac = 0, rc, conv = 0, nofill = 0, unwritten = 0;
+	/* chunks the walk met inside the dataset's own grid hgrid (UINT64_MAX:
+	 * not counted), and the grid of the array written */
+	uint64_t met = UINT64_MAX, grid[64], hgrid[64];
+	uint8_t *present = NULL;
 
 	rc = h5_dataset_open(&d, R->f, addr);
 	/* allocated_size unused: the chunks are walked below, once */
@@ -229,7 +360,10 @@ void refs_put_dataset(struct refs *R, const char *prefix, const char *path, uint
 		extra = tv.arank;
 	rank = di.shape == H5_SHAPE_SIMPLE ? di.rank : 0;
 	if (!why && strcmp(di.layout, "chunked") == 0 && di.nfilters && !conv) {
-		struct chunk_ctx x = { R, prefix, path, di.chunk, rank, extra, 1, 0 };
+		struct chunk_ctx x = { R, prefix, path, di.chunk, rank, extra, 1, 0, 0, NULL, hgrid };
+
+		for (unsigned i = 0; i < rank && i < 64; i++)
+			hgrid[i] = di.dims[i] / di.chunk[i] + (di.dims[i] % di.chunk[i] != 0);
 
 		if (st.edge_unfiltered && has_partial_edge(&di)) {
 			why = "partial edge chunks stored unfiltered";
@@ -241,6 +375,7 @@ void refs_put_dataset(struct refs *R, const char *prefix, const char *path, uint
 		} else if (x.masked) {
 			why = "a chunk was stored with a filter skipped";
 		}
+		met = x.count;
 	}
 	if (why) {
 		refs_note(R, "%s: dataset skipped: %s", path, why);
@@ -248,8 +383,13 @@ void refs_put_dataset(struct refs *R, const char *prefix, const char *path, uint
 		goto out;
 	}
 	esize = et->size;
+	/* a variable shorter than its unlimited netCDF dimension: that long,
+	 * the rows past its end its fill value (missing chunks), as
+	 * netCDF-C reads it (refs_dims.c) */
 	for (unsigned i = 0; i < rank; i++)
-		shape[i] = di.dims[i];
+		shape[i] = !conv && !extra && strcmp(di.layout, "chunked") == 0 && di.maxdims &&
+				   di.maxdims[i] == UINT64_MAX ? refs_dims_extent(R, prefix, rank, i, di.dims[i])
+							       : di.dims[i];
 	for (unsigned i = 0; i < extra; i++)
 		shape[rank + i] = tv.adims[i];
 	if (conv) {
@@ -285,9 +425,25 @@ void refs_put_dataset(struct refs *R, const char *prefix, const char *path, uint
 	}
 	for (unsigned i = 0; i < extra; i++)
 		chunks[rank + i] = tv.adims[i];
-	zarr_fill(&zfill, et, fill);
-	refs_attrs_build(R, &ac, path, addr, (int)rank, R->nanc ? R->anc[R->nanc - 1] : h5_file_root(R->f));
+	/* an array type's dimensions have no names: none are made up */
+	refs_attrs_build(R, &ac, extra ? NULL : prefix, path, addr, (int)rank,
+			 R->nanc ? R->anc[R->nanc - 1] : h5_file_root(R->f));
 	have_ac = 1;
+	/* a netCDF dimension without a variable: no variable in netCDF (nor
+	 * xarray), its length in the arrays along it */
+	if (ac.nc_dim_only)
+		goto out;
+	nofill = !ac.has_fill && fill_rule(&unwritten, &met, grid, R, d, &di, &st, shape, chunks, rank, extra,
+					     et->size, conv);
+	if (nofill)
+		jb_printf(&zfill, "null");
+	else
+		zarr_fill(&zfill, et, fill);
+	if (unwritten && met != UINT64_MAX && !(present = calloc(1, (size_t)((grid_total(grid, rank) + 7) / 8)))) {
+		refs_note(R, "%s: out of memory", path);
+		R->nerr++;
+		goto out;
+	}
 	jb_done(&zdt);
 	jb_done(&zfl);
 	jb_done(&zfill);
@@ -299,7 +455,8 @@ void refs_put_dataset(struct refs *R, const char *prefix, const char *path, uint
 	{
 		refs_array a = { .path = path, .d = d, .type = et, .rank = rank + extra, .h5rank = rank,
 				 .shape = shape, .chunks = chunks, .dtype = zdt.p, .filters = zfl.p, .fill = zfill.p,
-				 .dims = ac.names[0] ? ac.names : NULL, .values = conv };
+				 .dims = ac.names[0] ? ac.names : NULL, .values = conv, .units = ac.units,
+				 .calendar = ac.calendar };
 
 		if (R->s->array(R->s->u, prefix, &a) < 0) {
 			R->nerr++;
@@ -310,14 +467,19 @@ void refs_put_dataset(struct refs *R, const char *prefix, const char *path, uint
 	if (conv) {
 		rc = put_converted(R, prefix, d, &tv, di.dims, rank, extra, rank ? chunks[0] : 1, fill);
 	} else if (strcmp(di.layout, "chunked") == 0) {
-		struct chunk_ctx x = { R, prefix, path, di.chunk, rank, extra, 0, 0 };
+		struct chunk_ctx x = { R, prefix, path, di.chunk, rank, extra, 0, 0, 0, present, grid };
 
 		rc = h5_dataset_chunks(d, chunk_cb, &x);
+		if (rc == 0 && unwritten)
+			rc = put_unwritten(R, prefix, grid, rank, extra, present, fill, tv.size, grid_chunk(chunks, rank));
 	} else if (strcmp(di.layout, "compact") == 0) {
 		uint64_t zero[64] = { 0 };
 
 		if (R->s->chunk(R->s->u, prefix, zero, rank + extra, R->url, 0, st.compact_size, st.compact) < 0)
 			rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+	} else if (unwritten) {
+		/* contiguous, never written */
+		rc = put_unwritten(R, prefix, grid, rank, extra, NULL, fill, tv.size, grid_chunk(chunks, rank));
 	} else if (st.contig_off != UINT64_MAX) {
 		uint64_t piece = esize, idx[64] = { 0 }, n;
 
@@ -341,6 +503,7 @@ out:
 		refs_attrs_free(&ac);
 	free(zeros);
 	free(cfill);
+	free(present);
 	jb_done(&zdt);
 	jb_done(&zfl);
 	jb_done(&zfill);

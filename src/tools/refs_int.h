@@ -26,6 +26,10 @@ struct refs {
 	uint64_t nchunks;
 	struct timespec last;
 	int progress_shown;
+	struct refs_dims *dims;   /* netCDF-C's names of dimensions without scales (refs_dims.c), */
+	h5_file *plan_f;          /* planned from this file's object at plan_addr */
+	uint64_t plan_addr;       /* when first asked (planned) */
+	int planned;
 };
 
 /* A document entry through the sink (val freed by the caller); a failure
@@ -45,12 +49,28 @@ struct refs_attrs {
 	int dimlist;              /* a DIMENSION_LIST attribute was met */
 	int is_scale;             /* CLASS is "DIMENSION_SCALE" */
 	char *names[64];          /* the _ARRAY_DIMENSIONS written, or none */
+	char *units, *calendar;   /* CF's attributes, when they are one string */
+	int has_fill;             /* a _FillValue attribute (netCDF's) */
+	int nc_dim_only;          /* NAME says: a netCDF dimension, not a variable */
 };
 
-void refs_attrs_build(struct refs *R, struct refs_attrs *c, const char *path, uint64_t addr, int rank,
-			uint64_t group);
+/* prefix: the array's ("g/d/", its phony dimension names), or NULL for a
+ * group; rank >= 0 for a dataset. */
+void refs_attrs_build(struct refs *R, struct refs_attrs *c, const char *prefix, const char *path, uint64_t addr,
+			int rank, uint64_t group);
 void refs_attrs_put(struct refs *R, struct refs_attrs *c, const char *prefix);
 void refs_attrs_free(struct refs_attrs *c);
+
+/* (refs_dims.c) The phony name of dimension i of the array at prefix
+ * (NULL: it has dimension scales, or is unknown), from the plan of the
+ * walk's tree (R->dims) made at the first question, of R->plan_f only
+ * (not of files external links lead to). */
+const char *refs_dims_name(struct refs *R, const char *prefix, unsigned rank, unsigned i);
+/* Dimension i's extent of the array at prefix as netCDF-C reads it:
+ * extent, or the longer length of the unlimited dimension it is on (ask
+ * only for an unlimited axis: the question makes the plan). */
+uint64_t refs_dims_extent(struct refs *R, const char *prefix, unsigned rank, unsigned i, uint64_t extent);
+void refs_dims_free(struct refs_dims *P);
 
 /* A dataset as a Zarr array, or skipped with a line (refs_dataset.c). */
 void refs_put_dataset(struct refs *R, const char *prefix, const char *path, uint64_t addr);

@@ -21,6 +21,7 @@
 #endif
 
 #include "refs_sum.h"
+#include "cf_time.h"
 #include "json.h"
 
 #include <inttypes.h>
@@ -176,7 +177,14 @@ static int rec_array(void *u, const char *prefix, const refs_array *a)
 			json_number(&t, a->type->typestr, vals, 0);
 			jb_done(&t);
 			if (!t.nomem) {
+				cf_units cu;
+				char why[160];
+
 				s->key = strtod(t.p, NULL);
+				/* files each with their own units (xarray's "hours
+				 * since <that day>") are ordered by the instant */
+				if (cf_units_parse(&cu, a->units, a->calendar, why, sizeof(why)) == 0)
+					s->key = cf_seconds(&cu, s->key);
 				s->has_key = 1;
 				s->key_root = strchr(prefix, '/') == prefix + strlen(prefix) - 1;
 			}
@@ -198,6 +206,8 @@ static int rec_array(void *u, const char *prefix, const refs_array *a)
 	put_str(s, a->dtype);
 	put_str(s, a->filters);
 	put_str(s, a->fill);
+	put_str(s, a->units);
+	put_str(s, a->calendar);
 	put_u64(s, hash);
 	put_blob(s, vals, nval);
 	free(vals);
@@ -401,7 +411,7 @@ static int next_array(rs_rec *r, rs_reader *rd)
 		if (get_u64(&r->shape[i], rd) < 0 || get_u64(&r->chunks[i], rd) < 0 || r->chunks[i] == 0)
 			return bad();
 	if (get_str(&r->dtype, rd) < 0 || get_str(&r->filters, rd) < 0 || get_str(&r->fill, rd) < 0 ||
-	    get_u64(&r->hash, rd) < 0 || get_blob(&r->values, &r->nvalues, rd) < 0)
+	    get_str(&r->units, rd) < 0 || get_str(&r->calendar, rd) < 0 || get_u64(&r->hash, rd) < 0 || get_blob(&r->values, &r->nvalues, rd) < 0)
 		return bad();
 	/* values: the whole of a 1-D variable */
 	if ((flags & RS_VALUES) && (r->rank != 1 || r->nvalues / esize != r->shape[0] || r->nvalues % esize))

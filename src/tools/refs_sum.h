@@ -9,7 +9,8 @@
  * walk's stderr lines), metadata entries (.zgroup, .zattrs), arrays (the
  * .zarray's parts, where DIM is among its dimensions, its values when it
  * is a small 1-D variable along DIM or a hash of them when DIM is not
- * among its dimensions) and the chunks of the last array. Little-endian
+ * among its dimensions, its units and calendar: CF time is re-encoded)
+ * and the chunks of the last array. Little-endian
  * integers, strings with their length and a NUL. rs_next decodes from
  * (buf, len) only, bounds and counts checked: a damaged summary is an
  * error, never a wrong document. */
@@ -21,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RS_MAGIC "h5fs-refs-summary 1"
+#define RS_MAGIC "h5fs-refs-summary 2"   /* 2: arrays with their units and calendar */
 
 /* What a summary depends on besides the file (the index's key holds it). */
 typedef struct rs_opts {
@@ -45,8 +46,8 @@ typedef struct rs_head {
 	int axis;
 	uint64_t inline_max, values_max;
 	uint32_t nskipped, nerr;  /* datasets without a Zarr form; errors met */
-	int has_key;              /* the first value of DIM's coordinate variable: */
-	double key;               /* the order of a collection's members */
+	int has_key;              /* the first value of DIM's coordinate variable (CF time: */
+	double key;               /* as seconds since 1970): the order of a collection's members */
 } rs_head;
 
 typedef struct rs_rec {
@@ -60,6 +61,7 @@ typedef struct rs_rec {
 	int axis;
 	uint64_t shape[64], chunks[64];
 	const char *dtype, *filters, *fill;
+	const char *units, *calendar;   /* CF's attributes ("": none) */
 	uint64_t hash;
 	const uint8_t *values;    /* RS_VALUES: shape[0] * esize bytes */
 	uint64_t nvalues;

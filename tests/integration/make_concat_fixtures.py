@@ -12,6 +12,12 @@ test_refs_dask.py, test_refs_concat_s3.py), deterministic:
   (count, 16, 16) uint16 in chunks of 2 frames (gzip), a scalar exposure
   the same in every file (h5py has no dimension scales here: axis 0,
   along which every dataset of more than 0 dimensions is concatenated);
+- xr_days(DIR): per-day files as xarray writes them (Dataset.to_netcdf),
+  each time coordinate in "hours since <that day>" (int64,
+  proleptic_gregorian), hourly, a variable tas(time, lat), named so their
+  order is not time's; time_units(DIR, ...): netCDF4 files of a time
+  coordinate in given units, calendar and dtype (what --concat
+  re-encodes, or refuses);
 - the oracles: the same data read back with h5py, concatenated.
 """
 import os
@@ -86,3 +92,42 @@ def h5_read(path, name):
     import h5py
     with h5py.File(path, "r") as f:
         return f[name][()]
+
+
+DAYS = 3
+
+
+def xr_days(d, ndays=DAYS):
+    """Returns the paths in time order (named z0.nc for the last day)."""
+    import pandas as pd
+    import xarray as xr
+    os.makedirs(d, exist_ok=True)
+    out = []
+    for k in range(ndays):
+        day = pd.Timestamp("2021-03-01") + pd.Timedelta(days=k)
+        t = pd.date_range(day, periods=24, freq="H")
+        tas = (np.arange(24 * 4, dtype="f4").reshape(24, 4) + 100 * k)
+        ds = xr.Dataset({"tas": (("time", "lat"), tas, {"units": "K"})},
+                        coords={"time": t, "lat": ("lat", np.arange(4.0), {"units": "degrees_north"})})
+        p = os.path.join(d, "z%d.nc" % (ndays - 1 - k))
+        ds.to_netcdf(p)
+        out.append(p)
+    return out
+
+
+def time_units(d, name, units, values, calendar="standard", dtype="i8", lat_units="degrees_north"):
+    """One netCDF4 file: time(time) in units and calendar, lat(lat)."""
+    import netCDF4
+    os.makedirs(d, exist_ok=True)
+    p = os.path.join(d, name)
+    with netCDF4.Dataset(p, "w") as ds:
+        ds.createDimension("time", None)
+        ds.createDimension("lat", 2)
+        t = ds.createVariable("time", dtype, ("time",))
+        t.units = units
+        t.calendar = calendar
+        t[:] = np.asarray(values, dtype)
+        la = ds.createVariable("lat", "f4", ("lat",))
+        la.units = lat_units
+        la[:] = [0, 1]
+    return p

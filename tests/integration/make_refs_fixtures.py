@@ -18,6 +18,15 @@ make(path) writes FILE with:
   /nullterm, /nullterm_chunked (gzip, 2-D, partial edge chunks),
   /spacepad, /spacepad_big (chunked, 300000 elements, several inline chunks)
   /cmp_str      a compound with a space-padded string field
+
+make_xr(DIR) writes what xarray must open the references of as it opens
+the file (issue 63 item 2): xr_h5py.h5 (h5py, no dimension scales but
+one: scalars, datasets of several lengths in two groups, a dataset as
+long as the scale, integers, a chunked dataset partly written and a
+contiguous one never written, a dataset with a _FillValue attribute) and
+xr_netcdf.nc (netCDF4: a scalar crs, integers without _FillValue, a
+variable never written, a dimension without a variable, a variable with
+a _FillValue, record variables shorter than their unlimited dimension).
 """
 import h5py
 import numpy as np
@@ -104,3 +113,53 @@ def make(path):
         sid = h5py.h5s.create_simple((4,))
         ds = h5py.h5d.create(f.id, b"cmp_str", ct, sid)
         ds.write(h5py.h5s.ALL, h5py.h5s.ALL, raw, mtype=ct)
+
+
+def make_xr(d):
+    """The files of make_xr (the docstring): their paths."""
+    import os
+    import netCDF4
+    h5 = os.path.join(d, "xr_h5py.h5")
+    with h5py.File(h5, "w") as f:
+        f["crs"] = np.int32(4326)
+        f["scale"] = np.float64(0.5)
+        f["b"] = np.arange(5, dtype="i2")
+        f["a"] = np.arange(3, dtype="u1")
+        f["c"] = np.arange(15.0).reshape(3, 5)
+        f["sq"] = np.arange(9, dtype="i8").reshape(3, 3)
+        f["x"] = np.arange(4.0)
+        f["x"].make_scale("x")
+        f["same_as_x"] = np.arange(4, dtype="i4") * 10
+        g = f.create_group("g")
+        g["d"] = np.arange(3)
+        g["h"] = np.arange(7.0)
+        part = f.create_dataset("part", shape=(10, 4), dtype="i4", chunks=(2, 4))
+        part[0:4] = np.arange(16).reshape(4, 4)
+        f.create_dataset("never", shape=(6,), dtype="f4")
+        fv = f.create_dataset("filled", shape=(8,), dtype="i2", chunks=(4,), fillvalue=-9)
+        fv[0:4] = [1, 2, -9, 4]
+        fv.attrs["_FillValue"] = np.int16(-9)
+    nc = os.path.join(d, "xr_netcdf.nc")
+    with netCDF4.Dataset(nc, "w") as ds:
+        ds.createDimension("t", None)
+        ds.createDimension("y", 3)
+        ds.createDimension("unused", 2)
+        crs = ds.createVariable("crs", "i4")
+        crs.grid_mapping_name = "latitude_longitude"
+        t = ds.createVariable("t", "f8", ("t",))
+        t[:] = [0.0, 1.0]
+        y = ds.createVariable("y", "f4", ("y",))
+        y[:] = [10, 20, 30]
+        n = ds.createVariable("count", "i2", ("t", "y"))
+        n[:] = np.arange(6).reshape(2, 3)
+        ds.createVariable("never", "i4", ("y",))
+        m = ds.createVariable("masked", "f4", ("t", "y"), fill_value=-1.0)
+        m[:, :] = [[1, -1, 3], [4, 5, -1]]
+        # record variables written unevenly: shorter than t (netCDF pads
+        # them with their fill value), one with a _FillValue, one without
+        short = ds.createVariable("short", "i4", ("t", "y"), fill_value=-7)
+        short[0, :] = [1, 2, 3]
+        nofill = ds.createVariable("nofill", "f8", ("t",))
+        nofill[0] = 5.0
+        t[2] = 2.0
+    return [h5, nc]

@@ -4,10 +4,17 @@ the first mount opens the members read-write (their datasets
 owner-writable, 644: the growable one appends, both take bytes written in
 place) and holds them; a second mount of the same DIR then opens them
 read-only (another process holds them) and must still show 644, not 444 - what a mount shows never depends on which mount holds
-the lock. Also a third mount sharing the first one's index."""
+the lock. Also a third mount sharing the first one's index.
+A member's owner who is not root writes into the member's root group as
+in a single-file mount (issue 63): the member's directory shows its
+write bits (drwxr-xr-x for a 0644 file), mkdir there and in a group
+succeed as that user (setpriv, -o allow_other; root only)."""
 import os
+import pwd
+import shutil
 import stat
 import subprocess
+import tempfile
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -38,6 +45,47 @@ def modes(mnt):
     return out
 
 
+def member_owner():
+    """mkdir into a member's root as its owner (nobody), not root."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        print("skip the member owner: not root, or no setpriv")
+        return
+    nb = pwd.getpwnam("nobody")
+    base = tempfile.mkdtemp(prefix="h5fs-collown-")     # reachable by nobody
+    try:
+        os.chmod(base, 0o755)
+        top = os.path.join(base, "coll")
+        os.makedirs(top)
+        p = os.path.join(top, "plain.h5")
+        with h5py.File(p, "w") as f:
+            f.create_group("g")
+        os.chown(p, nb.pw_uid, nb.pw_gid)
+        os.chmod(p, 0o644)
+        os.chmod(top, 0o755)
+        mnt = os.path.join(base, "mnt")
+        with T.Mount(top, mnt, ["-o", "allow_other,noindex"]) as m:
+            mode = stat.S_IMODE(os.stat(os.path.join(mnt, "plain.h5")).st_mode)
+            if mode != 0o755:
+                T.fail("member owner: plain.h5 shows %o (want 755, as a single FILE's root)" % mode)
+            for d in ("plain.h5/g2", "plain.h5/g/sub"):
+                r = subprocess.run(["setpriv", "--reuid=%d" % nb.pw_uid, "--regid=%d" % nb.pw_gid,
+                                    "--clear-groups", "mkdir", os.path.join(mnt, d)], capture_output=True,
+                                   timeout=30)
+                if r.returncode != 0:
+                    T.fail("member owner: mkdir %s as its owner: %s" % (d, r.stderr.decode().strip()))
+            r = subprocess.run(["setpriv", "--reuid=1", "--regid=1", "--clear-groups", "mkdir",
+                                os.path.join(mnt, "plain.h5/g3")], capture_output=True, timeout=30)
+            if r.returncode == 0:
+                T.fail("member owner: another user made plain.h5/g3")
+        with h5py.File(p, "r") as f:
+            if "g2" not in f or "sub" not in f["g"] or "g3" in f:
+                T.fail("member owner: the file holds %r" % list(f))
+            else:
+                print("ok   member owner (nobody) mkdir'd plain.h5/g2 and plain.h5/g/sub; others refused")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
 def main():
     wd = T.workdir("coll_modes")
     top = os.path.join(wd, "coll")
@@ -61,6 +109,7 @@ def main():
         if diff:
             T.fail("%s: modes differ from the first mount's: %s" % (
                 label, ", ".join("%s %o/%o" % (k, first.get(k, 0), got.get(k, 0)) for k in diff[:4])))
+    member_owner()
     return T.finish()
 
 

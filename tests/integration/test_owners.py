@@ -23,7 +23,12 @@ attribute and ncks reads it, netCDF4-python reads the values and writes a
 variable into the new group, h5netcdf and xarray (both engines) read the
 attributes. anndata's and PyTables' own files: np.save'd strings,
 structured and numeric arrays, an attribute and a group, which each
-reads, then writes on.
+reads, then writes on. A file whose dimensions have no _Netcdf4Dimid (as
+NCO and older netCDF-C write them, netcdf-c's issue671.nc; issue 63):
+np.save's new dimension gets none either, and variables np.save'd into
+a mkdir'd group (nested too) go on the dimension of their length in a
+group above, else on a new one of their group: ncdump and netCDF4 read
+them after the unmount.
 """
 import errno
 import os
@@ -337,6 +342,50 @@ def tables_file(work, mnt):
             T.fail("PyTables: its own write into the new group not read back")
 
 
+def nco_file(work, mnt):
+    """Dimensions without _Netcdf4Dimid (nco_like: netCDF4 writes the file,
+    h5py takes the ids off)."""
+    path = os.path.join(work, "nco_like.nc")
+    with netCDF4.Dataset(path, "w") as nc:
+        nc.createDimension("time", None)
+        nc.createDimension("lat", 3)
+        nc.createVariable("time", "f8", ("time",))[:] = [0, 1]
+        nc.createVariable("lat", "f4", ("lat",))[:] = [1, 2, 3]
+        nc.createVariable("v", "f4", ("time", "lat"))[:] = np.zeros((2, 3))
+    with h5py.File(path, "a") as f:
+        for k in f:
+            if "_Netcdf4Dimid" in f[k].attrs:
+                del f[k].attrs["_Netcdf4Dimid"]
+    with T.Mount(path, mnt) as m, m.watchdog(60):
+        np.save(mnt + "/new.npy", np.arange(7, dtype="f4"))
+        os.mkdir(mnt + "/g")
+        os.mkdir(mnt + "/g/sub")
+        np.save(mnt + "/g/gv.npy", np.arange(3, dtype="i4"))
+        np.save(mnt + "/g/gw.npy", np.arange(5, dtype="i4"))
+        np.save(mnt + "/g/sub/sv.npy", np.arange(15, dtype="i2").reshape(5, 3))
+        with open(mnt + "/g/blob.txt", "wb") as fh:    # cp: bytes on a new unlimited dimension
+            fh.write(b"hi\n")
+        if not m.alive():
+            T.fail("nco_like: daemon died: %s" % m.output()[-2000:])
+    with h5py.File(path, "r") as f:
+        ids = [k for k in ("phony_dim_0", "g/phony_dim_0", "g/phony_dim_1") if k in f and "_Netcdf4Dimid" in f[k].attrs]
+        if ids:
+            T.fail("nco_like: new dimensions with a _Netcdf4Dimid among ones without: %s" % ids)
+    cdl = run(["ncdump", "-h", path], "nco_like ncdump")
+    for want in ("float new(phony_dim_0) ;", "phony_dim_0 = 7 ;", "int gv(lat) ;", "int gw(phony_dim_0) ;",
+                 "phony_dim_0 = 5 ;", "short sv(phony_dim_0, lat) ;", "ubyte blob.txt(phony_dim_1) ;"):
+        if want not in cdl:
+            T.fail("nco_like: ncdump -h lacks %r:\n%s" % (want, cdl))
+    with netCDF4.Dataset(path) as nc:
+        dims = (nc["new"].dimensions, nc["g/gv"].dimensions, nc["g/gw"].dimensions, nc["g/sub/sv"].dimensions)
+        if dims != (("phony_dim_0",), ("lat",), ("phony_dim_0",), ("phony_dim_0", "lat")) or \
+                nc["g/sub/sv"][:].tolist() != np.arange(15).reshape(5, 3).tolist() or \
+                bytes(nc["g/blob.txt"][:].tolist()) != b"hi\n":
+            T.fail("nco_like: netCDF4 reads the dimensions %r" % (dims,))
+        else:
+            print("ok   nco_like: new variables on %r, read by ncdump and netCDF4" % (dims,))
+
+
 def main():
     work = T.workdir("owners")
     mnt = os.path.join(work, "mnt")
@@ -348,6 +397,7 @@ def main():
         check_h5(name, path)
         check_scales(name, path)
         check_owners(name, path, classic, work)
+    nco_file(work, mnt)
     anndata_file(work, mnt)
     tables_file(work, mnt)
     shutil.rmtree(work, ignore_errors=True)

@@ -7,6 +7,10 @@
 - the kernel enforces them (default_permissions): as root, with
   allow_other, "nobody" may read what the modes allow and gets EACCES
   otherwise (setpriv).
+- -o rw on a FILE of mode 0444 says so (one line: not writable, mounted
+  read-only) and the mount refuses writes with EROFS; mkfifo (and mknod
+  of a socket) on a read-write mount is EPERM, not EROFS (an HDF5 file
+  holds no such node; issue 63), and EROFS on a -o ro mount.
 Changing FILE's owner and running as nobody need root; without root only
 the mode rules are checked. Uses a copy of examples/example.h5."""
 import errno
@@ -122,6 +126,47 @@ def enforce(label, h5, mnt, opts, can_read, expect_bytes):
         m.stop()
 
 
+def rw_and_nodes(h5, mnt):
+    """-o rw on a 0444 FILE; mkfifo on read-write and read-only mounts."""
+    os.chmod(h5, 0o444)
+    m = T.Mount(h5, mnt, opts=["-o", "rw"])
+    m.start()
+    try:
+        try:
+            os.setxattr(mnt, "user.x", b"1")
+            fails.append("-o rw on a 0444 FILE: setxattr was accepted")
+        except OSError as e:
+            if e.errno != errno.EROFS:
+                fails.append("-o rw on a 0444 FILE: setxattr gave %s" % errno.errorcode.get(e.errno))
+    finally:
+        m.stop()
+    lines = [ln for ln in m.output().splitlines() if "-o rw" in ln and "not writable" in ln and
+             "mounted read-only" in ln and "0444" in ln]
+    if len(lines) != 1:
+        fails.append("-o rw on a 0444 FILE: no one line says it: %r" % m.output()[-500:])
+    else:
+        print("ok   %-44s %s" % ("-o rw, FILE 0444", lines[0]))
+    os.chmod(h5, 0o644)
+    for opts, want in (([], errno.EPERM), (["-o", "ro"], errno.EROFS)):
+        m = T.Mount(h5, mnt, opts=opts)
+        m.start()
+        try:
+            for what, make in (("mkfifo", lambda: os.mkfifo(os.path.join(mnt, "ff"))),
+                               ("mknod socket", lambda: os.mknod(os.path.join(mnt, "ss"), stat.S_IFSOCK | 0o644))):
+                try:
+                    make()
+                    fails.append("%s %s: made" % (what, opts))
+                except OSError as e:
+                    if e.errno != want:
+                        fails.append("%s %s: %s, not %s" % (what, opts, errno.errorcode.get(e.errno),
+                                                              errno.errorcode[want]))
+                    else:
+                        print("ok   %-44s %s" % ("%s %s" % (what, " ".join(opts) or "(read-write)"),
+                                                 errno.errorcode[want]))
+        finally:
+            m.stop()
+
+
 def main():
     example = os.path.join(T.SRCDIR, "examples", "example.h5")
     root = os.geteuid() == 0
@@ -136,6 +181,7 @@ def main():
         h5 = os.path.join(base, "run.h5")
         shutil.copyfile(example, h5)
         me_u, me_g = os.getuid(), os.getgid()
+        rw_and_nodes(h5, mnt)
 
         os.chmod(h5, 0o644)
         check("default, FILE 0644", h5, mnt, [], me_u, me_g, 0o444, 0o555)

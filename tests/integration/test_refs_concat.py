@@ -17,6 +17,13 @@ h5py's reading of the files, concatenated:
 - h5py frame stacks along axis 0 (--concat=0), the last file ending
   inside a chunk: zarr reads frames equal to h5py's concatenation and
   the scalar exposure equal to the first file's;
+- CF time (issue 63): per-day files as xarray writes them, each in
+  "hours since <that day>" (make_concat_fixtures.xr_days), as FILEs and
+  as a DIR (ordered by the instant, not the number): the document opened
+  with xarray (times decoded) equals xr.open_mfdataset of the files, the
+  time coordinate in the first file's units; float days and hours
+  re-encoded exactly; refused: a value with no exact form in the first
+  file's units, another calendar, a constant's units that differ;
 - refusals, each with a non-zero exit, nothing on stdout and a stderr
   line naming the file and the variable: a chunk shape that differs, a
   constant (netCDF-4 lat) whose values differ, a file before the last
@@ -33,9 +40,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import h5fs_testlib as T  # noqa: E402
 
 T.require_h5py()
-fsspec, netCDF4, np, xr, zarr = T.require_modules(
-    "fsspec", "netCDF4", "numpy", "xarray", "zarr",
-    debian="python3-xarray python3-zarr python3-fsspec python3-netcdf4")
+fsspec, netCDF4, np, xr, zarr, _ = T.require_modules(
+    "fsspec", "netCDF4", "numpy", "xarray", "zarr", "dask",
+    debian="python3-xarray python3-zarr python3-fsspec python3-netcdf4 python3-dask")
 import make_concat_fixtures as F  # noqa: E402
 import test_refs as R  # noqa: E402  (Store)
 
@@ -88,6 +95,55 @@ def refused(what, args, name, var, words):
         fail("%s: no one stderr line naming %s, %s and '%s': %r" % (what, name, var, words, err))
     else:
         print("%s: refused (exit %d): %s" % (what, rc, lines[0]))
+
+
+def check_cf_time(wd, env):
+    """Per-file CF time units re-encoded in the first file's (issue 63)."""
+    d = os.path.join(wd, "days")
+    days = F.xr_days(d)
+    want = xr.open_mfdataset(days, combine="by_coords").load()
+    for what, args in (("per-day FILEs", days), ("per-day DIR", [d])):
+        rc, out, err = run("--concat=time", *args, env=env)
+        if rc != 0:
+            fail("%s: exit %d: %s" % (what, rc, err))
+            continue
+        got = xr.open_dataset("reference://", engine="zarr",
+                              backend_kwargs={"consolidated": False,
+                                              "storage_options": {"fo": save(wd, "days.json", out)}})
+        try:
+            got.load()
+            try:
+                xr.testing.assert_equal(got, want)
+            except AssertionError as e:
+                fail("%s: xarray reads other than open_mfdataset: %s" % (what, e))
+            if got["time"].encoding.get("units") != "hours since 2021-03-01 00:00:00" or \
+                    got["tas"].attrs.get("units") != "K":
+                fail("%s: time's units %r, tas's attributes %r" % (what, got["time"].encoding.get("units"),
+                                                                  got["tas"].attrs))
+            print("%s: %d steps %s .. %s, equal to open_mfdataset's" % (what, got.sizes["time"],
+                                                                      got["time"].values[0],
+                                                                      got["time"].values[-1]))
+        finally:
+            got.close()
+    # float days and hours: re-encoded exactly
+    tu = os.path.join(wd, "tunits")
+    f1 = F.time_units(tu, "f1.nc", "days since 2021-03-01", [0.5, 1.0], dtype="f8")
+    f2 = F.time_units(tu, "f2.nc", "hours since 2021-03-03 00:00", [0, 6], dtype="f8")
+    rc, out, err = run("--concat=time", f1, f2)
+    if rc != 0:
+        fail("float times: exit %d: %s" % (rc, err))
+    else:
+        ds = open_xr(save(wd, "f.json", out))
+        if list(ds["time"].values) != [0.5, 1.0, 2.0, 2.25] or ds["time"].attrs["units"] != "days since 2021-03-01":
+            fail("float times: %r %r" % (ds["time"].values, ds["time"].attrs))
+        ds.close()
+    a = F.time_units(tu, "a.nc", "days since 2021-03-01", [0, 1])
+    b = F.time_units(tu, "b.nc", "hours since 2021-03-03", [0, 12])
+    refused("a time with no exact form", ["--concat=time", a, b], b, "/time", "not a whole number")
+    c = F.time_units(tu, "c.nc", "days since 2021-03-03", [0, 1], calendar="noleap")
+    refused("another calendar", ["--concat=time", a, c], c, "/time", "two calendars")
+    e = F.time_units(tu, "e.nc", "days since 2021-03-03", [0, 1], lat_units="degrees")
+    refused("a constant's units", ["--concat=time", a, e], e, "/lat", "only CF time units")
 
 
 def main():
@@ -181,6 +237,9 @@ def main():
         if g.attrs.get("detector") != "test":
             fail("frames: attributes %r" % dict(g.attrs))
         print("frames: %s equal h5py's concatenation" % (got.shape,))
+
+    # ---- CF time units per file -------------------------------------------------
+    check_cf_time(wd, env)
 
     # ---- refusals -----------------------------------------------------------------
     bad = os.path.join(wd, "bad")

@@ -17,7 +17,16 @@ what h5py gives:
   written and read equal to h5py;
 - exit status 0; every stderr line names FILE;
 - a file with a corrupt chunk index: exit 1, and the error line names
-  FILE and the object.
+  FILE and the object;
+- xarray (issue 63 item 2): the references of the h5py and netCDF-4
+  fixtures (make_refs_fixtures.make_xr, make_write_fixtures,
+  make_dense_fixtures, make_vlen_fixtures, a netCDF-4 series file, an
+  xarray-written file) open in xarray equal to xr.open_dataset of the
+  file (netCDF-C's reading): netCDF-C's phony_dim_N dimensions where
+  there are no scales, scalars, integers kept (no Zarr fill_value where
+  no _FillValue is set, unwritten chunks inline), a _FillValue masked, a
+  netCDF dimension without a variable left out; dtypes equal too; a
+  variable the references cannot hold is one h5fs-ls reports skipped.
 """
 import json
 import os
@@ -50,6 +59,63 @@ NOT_ARRAYS = ["g/rel_e", "via_rel_e", "dangling", "chain_dangling", "loop_a", "l
 def refs(path):
     p = subprocess.run([T.H5FS_LS, "--refs", path], capture_output=True, timeout=WAIT)
     return p.returncode, p.stdout, p.stderr.decode("utf-8", "replace")
+
+
+def xarray_equal(wd):
+    """Every fixture's references against xr.open_dataset(FILE)."""
+    try:
+        import xarray as xr
+        import netCDF4  # noqa: F401
+    except ImportError as e:
+        print("xarray or netCDF4 missing (Debian python3-xarray python3-netcdf4): xarray part skipped: %s" % e)
+        return
+    import make_concat_fixtures
+    import make_dense_fixtures
+    import make_vlen_fixtures
+    import make_write_fixtures
+    files = make_refs_fixtures.make_xr(wd)
+    for name, mod in (("write", make_write_fixtures), ("dense", make_dense_fixtures),
+                      ("vlen", make_vlen_fixtures)):
+        d = os.path.join(wd, name)
+        os.makedirs(d)
+        mod.make(d)
+        # (netCDF-C 4.9 crashes on vlen.h5's h5py variable-length types)
+        files += sorted(os.path.join(d, n) for n in os.listdir(d) if n.endswith((".h5", ".nc")) and n != "vlen.h5")
+    files += make_concat_fixtures.nc_series(os.path.join(wd, "series"), nfiles=1)
+    files += make_concat_fixtures.xr_days(os.path.join(wd, "days"), ndays=1)
+    n = 0
+    for path in files:
+        try:
+            want = xr.open_dataset(path).load()
+        except Exception as e:
+            print("--   %s: netCDF-C does not open it (%s)" % (os.path.relpath(path, wd), str(e)[:80]))
+            continue
+        rc, out, err = refs(path)
+        j = os.path.join(wd, "xr%d.json" % n)
+        n += 1
+        with open(j, "wb") as fh:
+            fh.write(out)
+        store = zarr.storage.KVStore(fsspec.filesystem("reference", fo=j).get_mapper(""))
+        try:
+            got = xr.open_dataset(store, engine="zarr", consolidated=False).load()
+        except Exception as e:
+            fail("%s: xarray cannot open its references: %r" % (path, e))
+            continue
+        for v in list(want.variables):
+            if v not in got.variables and re.search(r"^h5fs-ls: %s: /%s: dataset skipped: " % (
+                    re.escape(path), re.escape(v)), err, re.M):
+                want = want.drop_vars(v)
+        try:
+            xr.testing.assert_equal(got, want)
+            bad = [v for v in want.variables if got[v].dtype != want[v].dtype]
+            if bad:
+                fail("%s: dtypes differ: %s" % (path, ", ".join("%s %s vs %s" % (v, got[v].dtype, want[v].dtype)
+                                                                for v in bad)))
+            else:
+                print("ok   %s: xarray reads the references as the file (%d variables)" % (
+                    os.path.relpath(path, wd), len(want.variables)))
+        except AssertionError as e:
+            fail("%s: xarray reads the references otherwise than the file: %s" % (path, str(e)[:1500]))
 
 
 def main():
@@ -134,6 +200,7 @@ def main():
         print("ok   corrupt chunk index: %s" % lines[0])
     if "g/d/.zarray" not in json.loads(out)["refs"]:
         fail("corrupt chunk index: the other datasets are not written")
+    xarray_equal(wd)
     return T.finish()
 
 

@@ -9,8 +9,10 @@
 #include "dtype.h"
 #include "attr.h"
 #include "value.h"
+#include "fltdig.h"
 #include "dataset.h"
 
+#include <float.h>
 #include <math.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -435,6 +437,158 @@ static uint64_t fbits(float x)
 	memcpy(&u, &x, 4);
 	return u;
 }
+
+/* The digits of a float's text (sign, point, exponent left out). */
+static int sig_digits(const char *s)
+{
+	int n = 0, lead = 1;
+
+	for (; *s && *s != 'e'; s++) {
+		if (*s < '0' || *s > '9')
+			continue;
+		if (lead && *s == '0')
+			continue;       /* 0.00012: the zeros before the first digit */
+		lead = 0;
+		n++;
+	}
+	return n;
+}
+
+/* Random doubles and singles (every bit pattern: subnormals, huge, tiny):
+ * the text reads back as the value, and no text of one digit fewer does
+ * (the shortest; the probe from 16 or 8 digits, fltdig.c). */
+START_TEST(value_float_shortest)
+{
+	uint64_t x = 88172645463325252ULL;
+
+	for (int i = 0; i < 40000; i++) {
+		bool single = i & 1;
+		char *s, shorter[48];
+		double v;
+		int nd;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		if (single) {
+			float f;
+			uint32_t u = (uint32_t)x;
+
+			memcpy(&f, &u, 4);
+			v = f;
+		} else {
+			memcpy(&v, &x, 8);
+		}
+		if (!isfinite(v) || v == 0)
+			continue;
+		s = float_text(single ? 4 : 8, false, single ? fbits((float)v) : dbits(v));
+		ck_assert_msg(single ? strtof(s, NULL) == (float)v : strtod(s, NULL) == v, "%.17g: %s", v, s);
+		nd = sig_digits(s);
+		/* (an integral value's ".0" and trailing zeros of a positional
+		 * text are no digits of its shortest form) */
+		if (nd > 1 && strchr(s, 'e') == NULL)
+			while (nd > 1 && (s[strlen(s) - 1] == '0' || s[strlen(s) - 1] == '.'))
+				s[strlen(s) - 1] = 0, nd = sig_digits(s);
+		if (nd > 1) {
+			snprintf(shorter, sizeof(shorter), "%.*e", nd - 2, v);
+			ck_assert_msg(single ? strtof(shorter, NULL) != (float)v : strtod(shorter, NULL) != v,
+				      "%.17g: %s is not the shortest (%s reads back too)", v, s, shorter);
+		}
+		free(s);
+	}
+}
+END_TEST
+
+/* h5_fltdig (integer arithmetic) against h5_fltdig_slow (printf and strtod,
+ * the reference) on one value: the same digits and exponent. */
+static int fltdig_check(double v, bool single)
+{
+	char fast[H5_FLTDIG_MAX], slow[H5_FLTDIG_MAX];
+	int ef = 0, es = 0, nf, ns;
+
+	if (single)
+		v = (float)v;
+	if (!isfinite(v) || v == 0 || fabs(v) < (single ? FLT_MIN : DBL_MIN))
+		return 0;       /* value.c formats these without fltdig.c */
+	nf = h5_fltdig(fast, &ef, v, single);
+	ns = h5_fltdig_slow(slow, &es, v, single);
+	ck_assert_msg(nf == ns && ef == es && strcmp(fast, slow) == 0, "%s %.17g: %se%d, not %se%d",
+		      single ? "single" : "double", v, fast, ef, slow, es);
+	return 1;
+}
+
+/* Random bit patterns, random values of every decimal exponent the
+ * integer path takes (about 1e-13 to 1e17) and edge cases: powers of two
+ * and ten and their neighbours, integers, halves, tenths, the largest and
+ * smallest normals. H5FS_FLTDIG_N sets the random count (200,000 in CI;
+ * 5,000,000 were compared by hand). Subnormals, zeros, infinities and NaN
+ * do not reach fltdig.c: their text is checked by value_float_table. */
+START_TEST(value_float_fast_vs_printf)
+{
+	const char *env = getenv("H5FS_FLTDIG_N");
+	long n = env ? atol(env) : 200000;
+	uint64_t x = 0x9e3779b97f4a7c15ULL;
+
+	for (long i = 0; i < n; i++) {
+		double v;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		if (i % 3 == 0) {
+			memcpy(&v, &x, 8);
+		} else if (i % 3 == 1) {
+			uint32_t u = (uint32_t)(x >> 32);
+			float f;
+
+			memcpy(&f, &u, 4);
+			v = f;
+		} else {
+			v = ((double)(x >> 11) * 0x1p-53 * 2 - 1) * pow(10, (int)(x % 31) - 13);
+		}
+		fltdig_check(v, i & 1);
+	}
+	for (int single = 0; single < 2; single++) {
+		for (int e = -1075; e <= 1024; e++) {
+			double p = ldexp(1, e);
+
+			fltdig_check(p, single);
+			fltdig_check(-nextafter(p, 0), single);
+			fltdig_check(nextafter(p, INFINITY), single);
+			if (single) {
+				float f = (float)p;
+
+				fltdig_check(nextafterf(f, 0), single);
+				fltdig_check(nextafterf(f, INFINITY), single);
+			}
+		}
+		for (int e = -330; e <= 310; e++) {
+			double p = pow(10, e);
+
+			fltdig_check(p, single);
+			fltdig_check(nextafter(p, 0), single);
+			fltdig_check(nextafter(p, INFINITY), single);
+			for (int j = 2; j < 10; j++)
+				fltdig_check(-j * p, single);
+			fltdig_check(9.5 * p, single);
+		}
+		for (long i = 1; i < 5000; i++) {
+			fltdig_check((double)i, single);
+			fltdig_check(i + 0.5, single);
+			fltdig_check(i * 0.1, single);
+			fltdig_check(1e15 + i, single);
+			fltdig_check(9007199254740992.0 - i, single);
+			fltdig_check(1234567890123456.0 + i * 0.25, single);
+			fltdig_check(16777216.0f - (float)i, single);
+		}
+		fltdig_check(DBL_MAX, single);
+		fltdig_check(DBL_MIN, single);
+		fltdig_check(FLT_MAX, single);
+		fltdig_check(-FLT_MIN, single);
+		fltdig_check(nextafterf(FLT_MAX, 0), single);
+	}
+}
+END_TEST
 
 /* Expected strings are Python's repr(float) / numpy's str(float32|float16). */
 START_TEST(value_float_table)
@@ -1867,6 +2021,8 @@ static Suite *attr_suite(void)
 	tcase_add_test(tv, value_integers);
 	tcase_add_test(tv, value_integer_array);
 	tcase_add_test(tv, value_float_table);
+	tcase_add_test(tv, value_float_shortest);
+	tcase_add_test(tv, value_float_fast_vs_printf);
 	tcase_add_test(tv, value_float_vs_python);
 	tcase_add_test(tv, value_strings);
 	tcase_add_test(tv, value_typestr);

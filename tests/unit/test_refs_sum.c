@@ -14,6 +14,7 @@
 
 #include "h5core.h"
 #include "refs_sum.h"
+#include "cf_time.h"
 #include "testutil.h"
 
 static const char gen[] =
@@ -156,10 +157,87 @@ START_TEST(damage)
 }
 END_TEST
 
+/* CF time units (src/tools/cf_time.c): what --concat re-encodes a
+ * file's time coordinate with, and what it refuses. */
+static int64_t recode_i8(const char *from, const char *to, const char *cal, int64_t v, int *rc)
+{
+	cf_units a, b;
+	char why[256];
+
+	ck_assert_int_eq(cf_units_parse(&a, from, cal, why, sizeof(why)), 0);
+	ck_assert_int_eq(cf_units_parse(&b, to, cal, why, sizeof(why)), 0);
+	*rc = cf_recode((uint8_t *)&v, 1, "<i8", &a, &b, why, sizeof(why));
+	return v;
+}
+
+START_TEST(cf_time)
+{
+	cf_units u;
+	char why[256];
+	int rc;
+	double d = 0.5;
+	uint8_t be[4] = { 0, 0, 0, 5 };   /* >i4 5 */
+
+	/* xarray's per-day files: hours since each day, into the first's */
+	ck_assert_int_eq(recode_i8("hours since 2021-03-02 00:00:00", "hours since 2021-03-01", "proleptic_gregorian",
+				   23, &rc), 47);
+	ck_assert_int_eq(rc, 0);
+	ck_assert_int_eq(recode_i8("days since 2000-01-03", "hours since 2000-01-01T00:00Z", NULL, 1, &rc), 72);
+	/* 12 hours is no whole day */
+	recode_i8("hours since 2000-01-03", "days since 2000-01-01", NULL, 12, &rc);
+	ck_assert_int_eq(rc, -1);
+	/* calendars: 2000 is a leap year but for noleap; the standard
+	 * calendar's switch from Julian to Gregorian days */
+	ck_assert_int_eq(recode_i8("days since 2001-03-01", "days since 2000-02-28", "noleap", 0, &rc), 366);
+	ck_assert_int_eq(recode_i8("days since 2001-03-01", "days since 2000-02-28", "proleptic_gregorian", 0, &rc),
+			 367);
+	ck_assert_int_eq(recode_i8("days since 2001-03-01", "days since 2000-02-28", "360_day", 0, &rc), 363);
+	ck_assert_int_eq(recode_i8("days since 1582-10-15", "days since 1582-10-04", "gregorian", 0, &rc), 1);
+	ck_assert_int_eq(recode_i8("days since 1582-10-15", "days since 1582-10-04", "proleptic_gregorian", 0, &rc),
+			 11);
+	/* time zones: the same instant */
+	ck_assert_int_eq(recode_i8("hours since 2000-01-01 00:00:00 +01:00", "hours since 1999-12-31 23:00:00",
+				   NULL, 5, &rc), 5);
+	/* out of range: INT64_MIN (xarray's NaT) moved by a day */
+	recode_i8("days since 2000-01-01", "days since 2000-01-02", NULL, INT64_MIN, &rc);
+	ck_assert_int_eq(rc, -1);
+	/* floats, and big-endian integers */
+	{
+		cf_units a, b;
+
+		ck_assert_int_eq(cf_units_parse(&a, "days since 2000-01-02", NULL, why, sizeof(why)), 0);
+		ck_assert_int_eq(cf_units_parse(&b, "hours since 2000-01-01", NULL, why, sizeof(why)), 0);
+		ck_assert_int_eq(cf_recode((uint8_t *)&d, 1, "<f8", &a, &b, why, sizeof(why)), 0);
+		ck_assert(d == 36.0);
+		ck_assert_int_eq(cf_recode(be, 1, ">i4", &a, &b, why, sizeof(why)), 0);
+		ck_assert_int_eq((be[2] << 8) | be[3], 24 + 5 * 24);
+		ck_assert_int_eq(cf_recode(be, 1, "|b1", &a, &b, why, sizeof(why)), -1);
+	}
+	/* what is not CF time, or not supported */
+	ck_assert_int_eq(cf_units_parse(&u, "m", NULL, why, sizeof(why)), 1);
+	ck_assert_int_eq(cf_units_parse(&u, "degrees_north", NULL, why, sizeof(why)), 1);
+	ck_assert_int_eq(cf_units_parse(&u, "months since 2000-01-01", NULL, why, sizeof(why)), -1);
+	ck_assert(strstr(why, "no fixed length") != NULL);
+	ck_assert_int_eq(cf_units_parse(&u, "days since 2021-02-29", "standard", why, sizeof(why)), -1);
+	ck_assert_int_eq(cf_units_parse(&u, "days since 2020-02-29", "standard", why, sizeof(why)), 0);
+	ck_assert_int_eq(cf_units_parse(&u, "days since 1582-10-10", "standard", why, sizeof(why)), -1);
+	ck_assert_int_eq(cf_units_parse(&u, "days since 2000-01-01", "lunar", why, sizeof(why)), -1);
+	ck_assert_int_eq(cf_units_parse(&u, "days since 2000-01-01 garbage", NULL, why, sizeof(why)), -1);
+	ck_assert(cf_same_calendar("gregorian", "standard"));
+	ck_assert(cf_same_calendar(NULL, "Standard"));
+	ck_assert(!cf_same_calendar("noleap", "standard"));
+	ck_assert_int_eq(cf_units_parse(&u, "seconds since 1970-01-01", NULL, why, sizeof(why)), 0);
+	ck_assert(cf_seconds(&u, 10) == 10.0);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("refs_sum");
-	TCase *tc = tcase_create("summary");
+	TCase *tc = tcase_create("summary"), *tt = tcase_create("cf_time");
+
+	tcase_add_test(tt, cf_time);
+	suite_add_tcase(s, tt);
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);

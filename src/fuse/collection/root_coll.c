@@ -208,7 +208,11 @@ static int kind_of(enum fkind *k, struct coll *c, struct fnode *n, const struct 
 
 /* The stat shown for an entry: directories (and HDF5 files, shown as
  * directories) readable and searchable where the entry is readable,
- * plain files read-only; -o uid, gid, umask as for a single FILE. */
+ * plain files read-only; -o uid, gid, umask as for a single FILE. An
+ * HDF5 file this mount may write shows its write bits too, as a single
+ * FILE's root group does (member/setup.c): the kernel checks them for
+ * mkdir, np.save and cp into the member's root (issue 63: it was
+ * dr-xr-xr-x, and its owner got EACCES there). */
 static void attr_of(struct stat *st, const struct coll *c, const struct fnode *n, const struct coll_stat *cs,
 		    enum fkind k)
 {
@@ -221,6 +225,9 @@ static void attr_of(struct stat *st, const struct coll *c, const struct fnode *n
 		st->st_mode = (dir ? 0555 : 0444) & ~c->cfg.umask;
 	else
 		st->st_mode = dir ? r | (r >> 2) : r;
+	if (k == FK_MEMBER && c->oo.writable && (cs->mode & 0222) && c->be->may_write &&
+	    c->be->may_write(c->b, n->path))
+		st->st_mode |= c->cfg.umask_set ? 0222 & ~c->cfg.umask : cs->mode & 0222;
 	st->st_mode |= dir ? S_IFDIR : S_IFREG;
 	st->st_nlink = dir ? 2 : 1;
 	st->st_uid = c->cfg.uid_set ? c->cfg.uid : cs->uid;

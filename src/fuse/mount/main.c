@@ -325,6 +325,19 @@ static int open_file(struct daemon *D)
 			 (D->fst.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) != 0;
 	D->oopts.min_free_bytes = D->cfg.min_free_bytes;
 	D->oopts.min_free_pct = D->cfg.min_free_pct;
+	/* -o rw asked for what cannot be: said (stderr before detaching,
+	 * the logfile), as mount(8) says "write-protected, mounted
+	 * read-only" (issue 63) */
+	if (D->cli.read_write && !D->cli.read_only && !D->oopts.writable) {
+		if (is_url(D->cli.file))
+			h5fs_log_cfg(&D->cfg, LOG_WARNING, "%s: -o rw: a remote FILE is read-only: mounted read-only",
+				     D->cli.file);
+		else
+			h5fs_log_cfg(&D->cfg, LOG_WARNING, "%s: -o rw: FILE is not writable (mode %04o%s): mounted "
+				     "read-only; chmod u+w it to write through the mount", D->cli.file,
+				     (unsigned)(D->fst.st_mode & 07777),
+				     (D->fst.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) ? ", not by this user" : "");
+	}
 	rc = is_url(D->cli.file) ? h5_file_open(&D->f, D->cli.file, &D->oopts) : open_local(D);
 	/* a copy cut short mounts, then fails every listing: refused here,
 	 * as libhdf5 refuses it */

@@ -39,7 +39,7 @@
 
 
 
-enum { KEY_HELP, KEY_VERSION, KEY_RO, KEY_VERBOSE };
+enum { KEY_HELP, KEY_VERSION, KEY_RO, KEY_RW, KEY_VERBOSE };
 
 /* Options of mount(8) and fstab that mount.fuse3 passes on (or a user
  * copies from an fstab line) and that mean nothing to a read-only FUSE
@@ -72,6 +72,7 @@ static const struct fuse_opt cli_spec[] = {
 	FUSE_OPT_KEY("-V", KEY_VERSION),
 	FUSE_OPT_KEY("--version", KEY_VERSION),
 	FUSE_OPT_KEY("ro", KEY_RO),
+	FUSE_OPT_KEY("rw", KEY_RW),
 	{ "cache_size=%s", offsetof(struct cli, cache_size), 0 },
 	{ "xattr=%s", offsetof(struct cli, xattr_mode), 0 },
 	{ "uid=%s", offsetof(struct cli, uid), 0 },
@@ -134,6 +135,8 @@ static void usage(FILE *out)
 		"h5fs options:\n"
 		"    -o ro                  mount and open FILE read-only: no appends\n"
 		"                           (default: read-write when FILE is writable)\n"
+		"    -o rw                  read-write, and say so when FILE is not\n"
+		"                           writable (then mounted read-only)\n"
 		"    -o cache_size=MiB      metadata + chunk cache budget (default: 1/16 of\n"
 		"                           the memory, 256 to 2048 MiB; here %zu MiB)\n"
 		"    -o xattr=text|raw      HDF5 attributes as user.* xattrs: readable text\n"
@@ -171,6 +174,10 @@ static void usage(FILE *out)
 		"                           shuffle), lz4, lzf, bitshuffle (+lz4), as the\n"
 		"                           HDF5 plugins write them; none (default): as\n"
 		"                           h5py, not compressed\n"
+		"    -o views[=LIST]        list the views of datasets (NAME.npy, NAME.csv,\n"
+		"                           NAME.tiff, NAME.png, NAME.frames/) in directories:\n"
+		"                           all, or a LIST of npy,csv,tiff,png,frames (they are\n"
+		"                           always there to open, only not listed)\n"
 		"    -o verbose             also log informational messages\n"
 		"    -o efl_any             read external data files named by absolute\n"
 		"                           paths or with \"..\" (default: refused, EIO)\n"
@@ -204,10 +211,6 @@ static void usage(FILE *out)
 		"                           most this large (default 1024)\n"
 		"    -o h5_suffixes=LIST    names of an S3 prefix's HDF5 members, ':'-separated,\n"
 		"                           any case (default " H5_SUFFIXES_DEFAULT ")\n"
-		"    -o views[=LIST]        list the views of datasets (NAME.npy, NAME.csv,\n"
-		"                           NAME.tiff, NAME.png, NAME.frames/) in directories:\n"
-		"                           all, or a LIST of npy,csv,tiff,png,frames (they are\n"
-		"                           always there to open, only not listed)\n"
 		"\n"
 		"Mount options:\n"
 		"    -o allow_other         allow access by all users (default: only the\n"
@@ -281,6 +284,9 @@ static int cli_proc(void *data, const char *arg, int key, struct fuse_args *outa
 	case KEY_RO:
 		c->read_only = 1;
 		return 1;       /* keep: the kernel mounts it MS_RDONLY too */
+	case KEY_RW:
+		c->read_write = 1;
+		return 1;       /* (the kernel's default) */
 	case KEY_VERBOSE:
 		c->verbose = 1;
 		return 0;

@@ -20,6 +20,7 @@ struct cli {
 	char *mountpoint;       /* as given: resolved after FILE is checked */
 	unsigned max_read;      /* -o max_read=N (a FUSE mount option) */
 	int read_only;
+	int read_write;         /* -o rw: asked for (a FILE that is not writable: said) */
 	int verbose;
 	int efl_any;            /* -o efl_any: follow any external file name */
 	int ext_any;            /* -o ext_any: other files outside FILE's tree */

@@ -19,6 +19,7 @@
 #include "dtype.h"
 #include "gheap.h"
 #include "value.h"
+#include "fltdig.h"
 
 #include <float.h>
 #include <math.h>
@@ -56,18 +57,20 @@ static void to_le(uint8_t *le, const uint8_t *p, size_t n, bool big_endian)
 		le[i] = big_endian ? p[n - 1 - i] : p[i];
 }
 
-/* Bits [pos, pos+n) of a little-endian byte string, n <= 64. */
+/* Bits [pos, pos+n) of a little-endian byte string, n <= 64: the (at most
+ * nine) bytes holding them, shifted down (a float's fields, per element of
+ * a view). */
 static uint64_t le_bits(const uint8_t *le, size_t pos, unsigned n)
 {
-	uint64_t v = 0;
+	size_t first = pos / 8, end = (pos + n + 7) / 8;
+	unsigned __int128 acc = 0;
 
-	for (unsigned i = 0; i < n; i++) {
-		size_t b = pos + i;
-
-		if (le[b / 8] >> (b % 8) & 1)
-			v |= (uint64_t)1 << i;
-	}
-	return v;
+	if (n == 0)
+		return 0;
+	for (size_t b = end; b-- > first;)
+		acc = acc << 8 | le[b];
+	acc >>= pos % 8;
+	return n >= 64 ? (uint64_t)acc : (uint64_t)acc & (((uint64_t)1 << n) - 1);
 }
 
 /* An integer wider than 64 bits (precision up to 65535, dtype.c) in
@@ -202,6 +205,32 @@ static int float_decode(long double *out, fpfmt *ff, const h5_dtype *t, const ui
 		return h5_err_set(H5_ERR_UNSUPPORTED, "VAX-ordered floating point values are not decoded");
 	if (t->exp_size > 32)
 		return h5_err_set(H5_ERR_UNSUPPORTED, "float with a %u-bit exponent", t->exp_size);
+	/* IEEE double and single: the value is their bits (the .csv view
+	 * decodes millions); below, the same value by fields, for any layout */
+	if (is_ieee(t, 8, 11, 52) || is_ieee(t, 4, 8, 23)) {
+		uint8_t b[8];
+		double dv;
+		float fv;
+
+		to_le(b, p, t->size, t->big_endian);
+		memset(ff, 0, sizeof(*ff));
+		if (t->size == 8) {
+			memcpy(&dv, b, 8);
+			ff->prec = 53;
+			ff->emin = -1022;
+			ff->emax = 1023;
+			ff->exact_double = true;
+		} else {
+			memcpy(&fv, b, 4);
+			dv = fv;
+			ff->prec = 24;
+			ff->emin = -126;
+			ff->emax = 127;
+			ff->single = true;
+		}
+		*out = isnan(dv) ? NAN : dv;
+		return 0;
+	}
 	le = malloc(t->size);
 	if (!le)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory decoding a float");
@@ -275,26 +304,16 @@ static bool fp_roundtrips(const char *txt, double v, const fpfmt *ff)
 	return fp_quantize(strtod(txt, NULL), ff) == v;
 }
 
-/* Python's repr() layout of the digits of "%.*e" output: positional for
- * exponents -4..15 (with ".0" when integral), else d.ddde+XX. */
-static int fmt_repr(h5_sb *s, const char *e_txt)
+/* Python's repr() layout of digits (no trailing zeros) whose first has
+ * decimal exponent ex: positional for exponents -4..15 (with ".0" when
+ * integral), else d.ddde+XX. */
+static int fmt_repr_digits(h5_sb *s, bool neg, const char *digits, size_t nd, int ex)
 {
-	char digits[40], out[64];
-	const char *p = e_txt;
-	size_t nd = 0, o = 0;
-	int ex;
+	char out[64];
+	size_t o = 0;
 
-	if (*p == '-')
-		out[o++] = *p++;
-	for (; *p && *p != 'e'; p++)
-		if (*p >= '0' && *p <= '9' && nd < sizeof(digits) - 1)
-			digits[nd++] = *p;
-	if (*p != 'e' || nd == 0)
-		return h5_err_set(H5_ERR_INVAL, "internal: unexpected float text \"%s\"", e_txt);
-	ex = atoi(p + 1);
-	while (nd > 1 && digits[nd - 1] == '0')
-		nd--;
-	digits[nd] = '\0';
+	if (neg)
+		out[o++] = '-';
 	if (ex >= -4 && ex < 16) {
 		if (ex >= 0) {
 			for (int i = 0; i <= ex; i++)
@@ -326,6 +345,27 @@ static int fmt_repr(h5_sb *s, const char *e_txt)
 	return h5_sb_puts(s, out);
 }
 
+/* The same layout of "%.*e" output. */
+static int fmt_repr(h5_sb *s, const char *e_txt)
+{
+	char digits[40];
+	const char *p = e_txt;
+	size_t nd = 0;
+	bool neg = *p == '-';
+
+	if (neg)
+		p++;
+	for (; *p && *p != 'e'; p++)
+		if (*p >= '0' && *p <= '9' && nd < sizeof(digits) - 1)
+			digits[nd++] = *p;
+	if (*p != 'e' || nd == 0)
+		return h5_err_set(H5_ERR_INVAL, "internal: unexpected float text \"%s\"", e_txt);
+	while (nd > 1 && digits[nd - 1] == '0')
+		nd--;
+	digits[nd] = '\0';
+	return fmt_repr_digits(s, neg, digits, nd, atoi(p + 1));
+}
+
 static int fmt_double(h5_sb *s, double v, const fpfmt *ff)
 {
 	char txt[40];
@@ -336,6 +376,17 @@ static int fmt_double(h5_sb *s, double v, const fpfmt *ff)
 		return h5_sb_puts(s, v < 0 ? "-inf" : "inf");
 	if (v == 0)
 		return h5_sb_puts(s, signbit(v) ? "-0.0" : "0.0");
+	/* A normal IEEE double (single): the shortest digits that read back,
+	 * probed from 16 (8) digits (fltdig.c), by integer arithmetic: the
+	 * .csv view formats millions (bench/README.md). Other formats below:
+	 * from 1 digit up, each text checked against the format's rounding. */
+	if ((ff->exact_double && !ff->single && fabs(v) >= DBL_MIN && ff->prec == 53) ||
+	    (ff->single && fabs(v) >= FLT_MIN)) {
+		char digits[H5_FLTDIG_MAX];
+		int ex, nd = h5_fltdig(digits, &ex, v, ff->single);
+
+		return fmt_repr_digits(s, v < 0, digits, (size_t)nd, ex);
+	}
 	for (int d = 1; d <= 17; d++) {
 		snprintf(txt, sizeof(txt), "%.*e", d - 1, v);
 		if (fp_roundtrips(txt, v, ff))
