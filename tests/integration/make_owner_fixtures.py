@@ -7,7 +7,9 @@ netcdf4 (netCDF-C underneath) and h5netcdf (h5py underneath), as
 xr_netcdf4.nc and xr_h5netcdf.nc: a dimension lat (3) with its coordinate
 variable, an unlimited dimension time (4 now) with its coordinate
 variable (int32, units "hours since 2000-01-01"), and a data variable
-tas(time, lat) float32 with units. Returns {name: path}.
+tas(time, lat) float32 with units. Returns {name: path}. Same contents
+every run (h5dump equal); the h5netcdf file's bytes differ only by the
+root group's object times, which h5py lets HDF5 record there.
 """
 import os
 import sys
