@@ -15,9 +15,19 @@
         stat of MNT/d.csv on a fresh mount (the view is measured at lookup),
         pandas.read_csv of it, and read_csv of a local copy of its bytes in
         the same round. Target (issue 63): read_csv within 2x of the copy's.
+  images (--images, alone; issue 63 item 5) a (H, W) uint16 dataset
+        (--image 4096, contiguous; --deflate: shuffle+deflate chunks of 256
+        rows, and of 16384 rows for the other) and a ROWS x 8 float64 one
+        (--npy-rows 1000000): on a fresh -o ro mount per round, FILE warm in the page
+        cache, stat of MNT/img.tiff, MNT/img.png, MNT/m.npy, then
+        tifffile.imread, PIL.Image.open().load() and np.load of each,
+        against the same reader on a local copy of the view's bytes in
+        the same round (warm), and h5py's ds[()] of each dataset; every
+        array compared with h5py's.
 
     bench/views_bench.py --h5fs ./h5fs [--mib 1024] [--rounds 3] [--dir /var/tmp]
     bench/views_bench.py --h5fs ./h5fs --csv 1000000 [--rounds 1]
+    bench/views_bench.py --h5fs ./h5fs --images [--image 4096] [--npy-rows 1000000] [--deflate] [--rounds 3]
 
 Needs root to drop the page cache (else "cold" is warm, and it says so).
 """
@@ -123,6 +133,79 @@ def csv_bench(a):
         shutil.rmtree(d, ignore_errors=True)
 
 
+def warm(path):
+    with open(path, "rb") as fh:
+        while fh.read(1 << 20):
+            pass
+
+
+def images_bench(a):
+    from PIL import Image
+    d = tempfile.mkdtemp(prefix="views-bench-", dir=a.dir)
+    readers = {
+        "tiff": ("img.tiff", lambda p: tifffile.imread(p)),
+        "png": ("img.png", lambda p: np.asarray(Image.open(p))),
+        "npy": ("m.npy", lambda p: np.load(p)),
+    }
+    try:
+        h5 = os.path.join(d, "i.h5")
+        rng = np.random.default_rng(63)
+        img = (np.cumsum(rng.integers(-3, 4, (a.image, a.image)), axis=1) + 30000).astype("<u2")
+        m = rng.standard_normal((a.npy_rows, 8))
+        with h5py.File(h5, "w") as f:
+            if a.deflate:
+                f.create_dataset("img", data=img, chunks=(256, a.image), shuffle=True, compression="gzip",
+                                 compression_opts=4)
+                f.create_dataset("m", data=m, chunks=(16384, 8), shuffle=True, compression="gzip",
+                                 compression_opts=4)
+            else:
+                f["img"] = img
+                f["m"] = m
+        want = {"tiff": img, "png": img, "npy": m}
+        mnt = os.path.join(d, "mnt")
+        res = {k: [] for k in readers}
+        best = {k: [1e9, 1e9] for k in readers}
+        hb = [0, 0]
+        for r in range(a.rounds):
+            warm(h5)
+            line = []
+            with B.Mount([a.h5fs, "-f", "-o", "ro", h5, mnt], mnt, os.path.join(d, "log")) as mo:
+                for k, (name, read) in readers.items():
+                    view = os.path.join(mnt, name)
+                    local = os.path.join(d, name)
+                    c0 = daemon_cpu(mo.proc.pid)
+                    ts = timed(lambda: os.stat(view))
+                    got = []
+                    tv = timed(lambda: got.append(read(view)))
+                    c1 = daemon_cpu(mo.proc.pid)
+                    if not np.array_equal(got[0], want[k]):
+                        raise SystemExit("%s: the view reads other values than h5py" % name)
+                    if r == 0:
+                        shutil.copyfile(view, local)
+                    warm(local)
+                    tl = timed(lambda: read(local))
+                    res[k].append(tv / tl)
+                    best[k] = [min(best[k][0], tv), min(best[k][1], tl)]
+                    line.append("%s stat %.3f s, view %.3f s (daemon CPU %.2f s), local %.3f s: %.2fx" % (
+                        k, ts, tv, c1 - c0, tl, tv / tl))
+            th = []
+            for k in ("img", "m"):
+                with h5py.File(h5, "r") as f:
+                    th.append(timed(lambda: f[k][()]))
+            hb = [min(hb[0], th[0]), min(hb[1], th[1])] if r else th
+            B.say("round %d (load %.1f): %s; h5py img %.3f s, m %.3f s" % (
+                r + 1, os.getloadavg()[0], "; ".join(line), th[0], th[1]))
+        B.say("images (%s): tiff/png %dx%d uint16 (%d MiB), npy %d x 8 float64 (%d MiB): view/local time "
+              "per round tiff %s, png %s, npy %s" % (
+                  "shuffle+deflate chunks" if a.deflate else "contiguous", a.image, a.image, img.nbytes >> 20,
+                  a.npy_rows, m.nbytes >> 20, rng_of(res["tiff"]), rng_of(res["png"]), rng_of(res["npy"])))
+        B.say("best of %d: %s; h5py's ds[()] img %.3f s, m %.3f s" % (
+            a.rounds, "; ".join("%s view %.3f s local %.3f s (%.2fx)" % (k, v, lo, v / lo)
+                                for k, (v, lo) in best.items()), hb[0], hb[1]))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def rng_of(v):
     return "%.2f-%.2f" % (min(v), max(v))
 
@@ -134,9 +217,15 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--dir", default="/var/tmp")
     ap.add_argument("--csv", type=int, default=0, metavar="ROWS")
+    ap.add_argument("--images", action="store_true")
+    ap.add_argument("--image", type=int, default=4096, metavar="SIDE")
+    ap.add_argument("--npy-rows", type=int, default=1000000)
+    ap.add_argument("--deflate", action="store_true")
     a = ap.parse_args()
     if a.csv:
         return csv_bench(a)
+    if a.images:
+        return images_bench(a)
     d = tempfile.mkdtemp(prefix="views-bench-", dir=a.dir)
     try:
         h5 = os.path.join(d, "v.h5")

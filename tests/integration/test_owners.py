@@ -28,7 +28,11 @@ NCO and older netCDF-C write them, netcdf-c's issue671.nc; issue 63):
 np.save's new dimension gets none either, and variables np.save'd into
 a mkdir'd group (nested too) go on the dimension of their length in a
 group above, else on a new one of their group: ncdump and netCDF4 read
-them after the unmount.
+them after the unmount. Files xarray wrote with either engine, netcdf4
+and h5netcdf (make_owner_fixtures.py; issue 63): np.save of a variable,
+mkdir of a group and cp into it, setfattr of a variable's attribute and
+cat of rows >> the unlimited variable; ncdump -h, netCDF4 and xarray read
+every change after the unmount.
 """
 import errno
 import os
@@ -38,6 +42,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import h5fs_testlib as T  # noqa: E402
+import make_owner_fixtures as F  # noqa: E402
 
 T.require_h5py()
 T.require_fuse()
@@ -386,6 +391,48 @@ def nco_file(work, mnt):
             print("ok   nco_like: new variables on %r, read by ncdump and netCDF4" % (dims,))
 
 
+def xarray_file(name, path, work, mnt):
+    """A file xarray wrote (make_owner_fixtures.xr_files, either engine):
+    np.save of a new variable, mkdir of a group and cp into it, setfattr
+    on a variable and cat of rows >> the unlimited variable; ncdump -h and
+    netCDF4 read every change after the unmount."""
+    rows = np.array([[1.5, 2.5, 3.5], [4.5, 5.5, 6.5]], dtype="<f4")
+    rowfile = os.path.join(work, "rows.bin")
+    with open(rowfile, "wb") as fh:
+        fh.write(rows.tobytes())
+    blob = os.path.join(work, "blob.txt")
+    with open(blob, "wb") as fh:
+        fh.write(b"copied in\n")
+    with T.Mount(path, mnt) as m, m.watchdog(60):
+        np.save(mnt + "/extra.npy", np.arange(15, dtype="<f8").reshape(3, 5))
+        os.mkdir(mnt + "/g")
+        run(["cp", blob, mnt + "/g/blob.txt"], "%s cp" % name)
+        os.setxattr(mnt + "/tas", "user.long_name", b"air temperature")
+        run(["sh", "-c", 'cat "$1" >> "$2"', "sh", rowfile, mnt + "/tas"], "%s cat >>" % name)
+        if not m.alive():
+            T.fail("%s: daemon died: %s" % (name, m.output()[-2000:]))
+    cdl = run(["ncdump", "-h", path], "%s ncdump" % name)
+    for want in ("double extra(lat, phony_dim_0) ;", "phony_dim_0 = 5 ;", "group: g", "ubyte blob.txt(",
+                 'tas:long_name = "air temperature" ;', "time = UNLIMITED ; // (6 currently)"):
+        if want not in cdl:
+            T.fail("%s: ncdump -h lacks %r:\n%s" % (name, want, cdl))
+    with netCDF4.Dataset(path) as nc:
+        got = (nc["extra"].dimensions, nc["extra"][:].tolist(), nc["tas"].long_name, nc["tas"].shape,
+               nc["tas"][4:].tolist(), nc["tas"][:4].tolist(), bytes(nc["g/blob.txt"][:].tolist()))
+        want = (("lat", "phony_dim_0"), np.arange(15).reshape(3, 5).tolist(), "air temperature", (6, 3),
+                rows.tolist(), F.TAS.tolist(), b"copied in\n")
+        if got != want:
+            T.fail("%s: netCDF4 reads %r, not %r" % (name, got, want))
+    # and xarray through the engine that wrote the file
+    engine = name.split("-", 1)[1]
+    with xarray.open_dataset(path, engine=engine, decode_times=False) as ds:
+        got = (ds["tas"].attrs.get("long_name"), ds["tas"].values[4:].tolist(), ds["extra"].dims)
+        if got != ("air temperature", rows.tolist(), ("lat", "phony_dim_0")):
+            T.fail("%s: xarray (%s) reads %r" % (name, engine, got))
+        else:
+            print("ok   %s: np.save, mkdir+cp, setfattr, cat >> read by ncdump, netCDF4 and xarray" % name)
+
+
 def main():
     work = T.workdir("owners")
     mnt = os.path.join(work, "mnt")
@@ -398,6 +445,8 @@ def main():
         check_scales(name, path)
         check_owners(name, path, classic, work)
     nco_file(work, mnt)
+    for name, path in F.xr_files(os.path.join(work, "xr")).items():
+        xarray_file(name, path, work, mnt)
     anndata_file(work, mnt)
     tables_file(work, mnt)
     shutil.rmtree(work, ignore_errors=True)
