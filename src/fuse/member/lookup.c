@@ -147,6 +147,7 @@ again:
 		fresh->gen = u->g;
 		fresh->checked = u->g->num;
 		gen_hold(u->g);
+		node_ds_shed(fresh);    /* stat needs no more (node.c) */
 		*out = node_publish(fs, fresh);
 		return 0;
 	}

@@ -222,7 +222,8 @@ int views_lookup(void *r, struct root_entry *e, uint64_t parent, const char *nam
 	if (err)
 		return err;
 	b = node_get(fs, be.ino);
-	if (b && b->type == NT_FILE && b->kind == H5_OBJ_DATASET && b->ds && !b->vkind)
+	/* (its own dataset opened: node_make_obj in views_node) */
+	if (b && b->type == NT_FILE && b->kind == H5_OBJ_DATASET && !b->vkind)
 		err = views_node(&n, fs, p, name, b, k, 0);
 	else
 		err = ENOENT;
