@@ -221,8 +221,11 @@ int node_ds_need(h5fs *fs, struct node *n)
 	/* a stale node answers ESTALE (node_fresh): its f is another
 	 * generation's now, where addr may hold another object */
 	stale = n->stale;
-	if (!stale && !n->ds && n->f && n->addr != UINT64_MAX && (rc = h5_dataset_open(&d, n->f, n->addr)) == 0)
+	if (!stale && !n->ds && n->f && n->addr != UINT64_MAX && (rc = h5_dataset_open(&d, n->f, n->addr)) == 0) {
 		n->ds = d;
+		if (!n->vkind)
+			n->view = h5_dataset_view(d);   /* (a node made of a struct lnode has none) */
+	}
 	pthread_rwlock_unlock(&n->lk);
 	if (stale)
 		return ESTALE;
@@ -323,8 +326,16 @@ struct node *node_ref_existing(h5fs *fs, uint64_t ino)
 void node_unref(h5fs *fs, uint64_t ino, uint64_t count)
 {
 	struct node *n, *dead = NULL;
+	struct gen *lg;
 
 	pthread_mutex_lock(&fs->lock);
+	/* a stat-only object (fs.h struct lnode) is not made a node to be
+	 * forgotten */
+	if (light_unref_locked(fs, ino, count, &lg)) {
+		pthread_mutex_unlock(&fs->lock);
+		gen_release(lg);
+		return;
+	}
 	n = node_find_locked(fs, ino);
 	if (n) {
 		n->nlookup = count < n->nlookup ? n->nlookup - count : 0;

@@ -139,6 +139,33 @@ struct node {
 	unsigned opens;         /* open descriptors of it (member/open.c; atomic) */
 };
 
+/* A dataset or named datatype of FILE that a lookup showed and nothing
+ * has asked of since but its stat (find, du, ls -l): what the kernel's
+ * name needs, about 100 bytes beside the 0.5 KB of a struct node and the
+ * 1.4 KB of an opened dataset (issue 64: the kernel keeps every name a
+ * walk looked up while it has memory, so this is paid per object seen).
+ * Anything else asked of it (open, getxattr, setattr, a link change, a
+ * live FILE's new generation) makes it a struct node first, from these
+ * fields alone, with no I/O (node_find_locked: light_promote); the
+ * dataset is opened there when a descriptor needs it (node.c
+ * node_ds_need). Its node id is its st_ino (FILE's object: addr + 2). */
+struct lnode {
+	struct lnode *next;     /* hash chain (fs->lnodes) */
+	uint64_t ino;
+	uint64_t addr;
+	uint64_t parent;        /* the directory of the last lookup */
+	struct gen *gen;        /* the generation it was read in (held) */
+	uint64_t nlookup;
+	uint64_t size, blocks;  /* st_size, st_blocks */
+	int64_t mtime_s;
+	uint32_t mtime_ns;
+	uint32_t mode, nlink;
+	uint8_t kind;           /* h5_obj_kind */
+	bool append_blk;        /* st_blksize H5FS_APPEND_BLKSIZE */
+	bool unlinked;          /* its last link went (struct node's) */
+	char path[];            /* the path of its first lookup (logs, live) */
+};
+
 /* (parent ino, name) -> synthetic ino, kept for the whole mount so a
  * symlink keeps its number across FORGET and shows it in readdir too;
  * directories' node ids come from here as well, dropped at FORGET. */
@@ -178,6 +205,8 @@ struct h5fs {
 	pthread_mutex_t lock;
 	struct node **nodes;
 	size_t nodes_cap, nnodes;
+	struct lnode **lnodes;  /* stat-only objects (struct lnode) by node id */
+	size_t lnodes_cap, nlnodes;
 	struct synth **synth;
 	size_t synth_cap, nsynth;
 	uint64_t next_synth;
@@ -274,9 +303,36 @@ void kind_forget_locked(h5fs *fs, uint64_t addr);
  * (ENOENT, as the name; an open ESTALE, on which the kernel looks the
  * name up again: O_CREAT makes a new one). */
 bool node_storage_gone(h5fs *fs, const struct node *n);
+/* The node for ino, or NULL; a stat-only one (struct lnode) is made a
+ * struct node first (node_find_locked, node_get) */
 struct node *node_get(h5fs *fs, fuse_ino_t ino);
 void node_insert_locked(h5fs *fs, struct node *n);
 struct node *node_find_locked(h5fs *fs, uint64_t ino);
+/* ---- stat-only objects (struct lnode; node_table.c) ---- */
+/* fresh (a dataset or named datatype of FILE just made by a lookup,
+ * read in generation g, shown in directory parent) kept as a struct
+ * lnode with one lookup, when it qualifies and ino has no node yet:
+ * true, and the caller frees fresh and answers with its st; false: the
+ * caller publishes it (node_publish) */
+bool light_keep(h5fs *fs, const struct node *fresh, struct gen *g, uint64_t parent);
+/* ino's struct lnode, when it shows object addr of generation g's file
+ * and is still current: one more lookup of it (now in parent), *st its
+ * stat, true; else false (node_ref_existing then makes it a node) */
+bool light_ref(h5fs *fs, uint64_t ino, uint64_t addr, const h5_file *f, uint64_t parent, struct stat *st);
+/* getattr of a current struct lnode: true and *st; else false */
+bool light_getattr(h5fs *fs, uint64_t ino, struct stat *st);
+/* FORGET of a struct lnode: true when ino was one (freed at 0) */
+bool light_unref_locked(h5fs *fs, uint64_t ino, uint64_t count, struct gen **release);
+/* The object at addr of f lost its last link (as struct node's unlinked) */
+void light_unlinked_locked(h5fs *fs, const h5_file *f, uint64_t addr);
+/* Every struct lnode whose path is prefix or below made a struct node
+ * (a rename moves them: node_moved updates nodes' paths) */
+void light_promote_under_locked(h5fs *fs, const char *prefix);
+/* The node ids of the struct lnodes of generations before the current
+ * one (a live FILE's sweep tells the kernel its attributes are old):
+ * malloc'd, *n of them */
+uint64_t *light_old_ids(h5fs *fs, size_t *n);
+void light_free_all(h5fs *fs);
 void node_remove_locked(h5fs *fs, struct node *n);
 void synth_drop_locked(h5fs *fs, const struct node *n);
 /* (parent, name) now numbers ino (a directory moved there), replacing

@@ -8,8 +8,6 @@
 
 #include "hash.h"
 
-#include "hash.h"
-
 /* ---- hash tables (callers hold fs->lock) --------------------------------- */
 
 /* Double a chained table when it is full; on allocation failure keep the
@@ -50,15 +48,38 @@ static size_t synth_bucket(const void *e, size_t cap)
 
 	return hash_name(s->parent, s->name, cap);
 }
+static size_t light_bucket(const void *e, size_t cap) { return hash_u64(((const struct lnode *)e)->ino, cap); }
 static size_t kind_bucket(const void *e, size_t cap) { return hash_u64(((const struct kind_ent *)e)->addr, cap); }
 
-struct node *node_find_locked(h5fs *fs, uint64_t ino)
+static struct node *full_find_locked(h5fs *fs, uint64_t ino)
 {
 	struct node *n = fs->nodes[hash_u64(ino, fs->nodes_cap)];
 
 	while (n && n->ino != ino)
 		n = n->next;
 	return n;
+}
+
+static struct node *light_promote_locked(h5fs *fs, struct lnode **pp);
+
+static struct lnode **light_slot_locked(h5fs *fs, uint64_t ino)
+{
+	struct lnode **pp = &fs->lnodes[hash_u64(ino, fs->lnodes_cap)];
+
+	while (*pp && (*pp)->ino != ino)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+struct node *node_find_locked(h5fs *fs, uint64_t ino)
+{
+	struct node *n = full_find_locked(fs, ino);
+	struct lnode **pp;
+
+	if (n || !fs->nlnodes)
+		return n;
+	pp = light_slot_locked(fs, ino);
+	return *pp ? light_promote_locked(fs, pp) : NULL;
 }
 
 void node_insert_locked(h5fs *fs, struct node *n)
@@ -315,4 +336,228 @@ int kind_lookup(h5fs *fs, uint64_t addr, h5_obj_kind *kind)
 		}
 	pthread_mutex_unlock(&fs->lock);
 	return found;
+}
+
+/* ---- stat-only objects (struct lnode) ------------------------------------ */
+
+static void light_stat(const h5fs *fs, const struct lnode *l, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = (ino_t)l->ino;
+	st->st_mode = l->mode;
+	st->st_nlink = l->nlink;
+	st->st_uid = fs->uid;
+	st->st_gid = fs->gid;
+	st->st_size = (off_t)l->size;
+	st->st_blocks = (blkcnt_t)l->blocks;
+	st->st_blksize = l->append_blk ? H5FS_APPEND_BLKSIZE : H5FS_BLKSIZE;
+	st->st_mtim.tv_sec = (time_t)l->mtime_s;
+	st->st_mtim.tv_nsec = (long)l->mtime_ns;
+	st->st_atim = st->st_ctim = st->st_mtim;
+}
+
+/* *pp made a struct node (no I/O: what its lookup read), in the table in
+ * its place; NULL when out of memory (the caller sees no node: ESTALE). */
+static struct node *light_promote_locked(h5fs *fs, struct lnode **pp)
+{
+	struct lnode *l = *pp;
+	struct node *n = calloc(1, sizeof(*n));
+
+	if (!n || !(n->path = strdup(l->path))) {
+		free(n);
+		return NULL;
+	}
+	pthread_rwlock_init(&n->lk, NULL);
+	n->ino = l->ino;
+	n->nlookup = l->nlookup;
+	n->addr = l->addr;
+	n->f = l->gen->f;
+	h5_file_hold_related(n->f);
+	n->parent = l->parent;
+	n->kind = (h5_obj_kind)l->kind;
+	n->type = NT_FILE;
+	light_stat(fs, l, &n->st);
+	n->gen = l->gen;                /* (its reference) */
+	n->checked = l->gen->num;
+	n->unlinked = l->unlinked;
+	*pp = l->next;
+	fs->nlnodes--;
+	free(l);
+	node_insert_locked(fs, n);
+	return n;
+}
+
+bool light_keep(h5fs *fs, const struct node *fresh, struct gen *g, uint64_t parent)
+{
+	const struct stat *st = &fresh->st;
+	size_t plen = strlen(fresh->path);
+	struct lnode *l;
+	bool kept = false;
+
+	/* only what light_stat and light_promote_locked make again exactly:
+	 * FILE's own objects, numbered by their address, times all one */
+	if (fresh->type != NT_FILE || fresh->vkind || (fresh->ino & H5FS_SYNTH_BIT) || fresh->f != g->f ||
+	    (uint64_t)st->st_ino != fresh->ino || st->st_uid != fs->uid || st->st_gid != fs->gid ||
+	    st->st_atim.tv_sec != st->st_mtim.tv_sec || st->st_atim.tv_nsec != st->st_mtim.tv_nsec ||
+	    st->st_ctim.tv_sec != st->st_mtim.tv_sec || st->st_ctim.tv_nsec != st->st_mtim.tv_nsec ||
+	    (st->st_blksize != H5FS_BLKSIZE && st->st_blksize != H5FS_APPEND_BLKSIZE) || st->st_size < 0 ||
+	    st->st_blocks < 0)
+		return false;
+	l = malloc(sizeof(*l) + plen + 1);
+	if (!l)
+		return false;
+	l->ino = fresh->ino;
+	l->addr = fresh->addr;
+	l->parent = parent;
+	l->gen = g;
+	l->nlookup = 1;
+	l->size = (uint64_t)st->st_size;
+	l->blocks = (uint64_t)st->st_blocks;
+	l->mtime_s = (int64_t)st->st_mtim.tv_sec;
+	l->mtime_ns = (uint32_t)st->st_mtim.tv_nsec;
+	l->mode = (uint32_t)st->st_mode;
+	l->nlink = (uint32_t)st->st_nlink;
+	l->kind = (uint8_t)fresh->kind;
+	l->append_blk = st->st_blksize == H5FS_APPEND_BLKSIZE;
+	l->unlinked = false;
+	memcpy(l->path, fresh->path, plen + 1);
+	pthread_mutex_lock(&fs->lock);
+	/* another lookup made it meanwhile: that one is used (node_publish) */
+	if (g == fs->gen && !full_find_locked(fs, l->ino) && !*light_slot_locked(fs, l->ino)) {
+		size_t b;
+
+		rehash((void ***)&fs->lnodes, &fs->lnodes_cap, fs->nlnodes, offsetof(struct lnode, next),
+		       light_bucket);
+		b = hash_u64(l->ino, fs->lnodes_cap);
+		l->next = fs->lnodes[b];
+		fs->lnodes[b] = l;
+		fs->nlnodes++;
+		gen_hold(g);
+		kept = true;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (!kept)
+		free(l);
+	return kept;
+}
+
+bool light_ref(h5fs *fs, uint64_t ino, uint64_t addr, const h5_file *f, uint64_t parent, struct stat *st)
+{
+	struct lnode *l;
+	bool ok = false;
+
+	pthread_mutex_lock(&fs->lock);
+	if (!fs->nlnodes || full_find_locked(fs, ino))
+		goto out;
+	l = *light_slot_locked(fs, ino);
+	/* one of another generation, or of an object removed since (whose
+	 * space this one may have taken), is made a node: the lookup's
+	 * checks for those are struct node's */
+	if (l && l->addr == addr && l->gen->f == f && l->gen == fs->gen && !l->unlinked) {
+		l->nlookup++;
+		l->parent = parent;
+		light_stat(fs, l, st);
+		ok = true;
+	}
+out:
+	pthread_mutex_unlock(&fs->lock);
+	return ok;
+}
+
+bool light_getattr(h5fs *fs, uint64_t ino, struct stat *st)
+{
+	struct lnode *l;
+	bool ok = false;
+
+	pthread_mutex_lock(&fs->lock);
+	if (fs->nlnodes && !full_find_locked(fs, ino) && (l = *light_slot_locked(fs, ino)) && l->gen == fs->gen) {
+		light_stat(fs, l, st);
+		ok = true;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return ok;
+}
+
+bool light_unref_locked(h5fs *fs, uint64_t ino, uint64_t count, struct gen **release)
+{
+	struct lnode **pp, *l;
+
+	*release = NULL;
+	if (!fs->nlnodes)
+		return false;
+	pp = light_slot_locked(fs, ino);
+	l = *pp;
+	if (!l)
+		return false;
+	l->nlookup = count < l->nlookup ? l->nlookup - count : 0;
+	if (l->nlookup == 0) {
+		*pp = l->next;
+		fs->nlnodes--;
+		*release = l->gen;
+		free(l);
+	}
+	return true;
+}
+
+void light_unlinked_locked(h5fs *fs, const h5_file *f, uint64_t addr)
+{
+	struct lnode *l;
+
+	if (!fs->nlnodes)
+		return;
+	/* (a struct lnode's node id is its object's address + 2) */
+	l = *light_slot_locked(fs, addr + 2);
+	if (l && l->addr == addr && l->gen->f == f)
+		l->unlinked = true;
+}
+
+void light_promote_under_locked(h5fs *fs, const char *prefix)
+{
+	size_t pl = strlen(prefix);
+
+	for (size_t i = 0; fs->nlnodes && i < fs->lnodes_cap; i++) {
+		struct lnode **pp = &fs->lnodes[i];
+
+		while (*pp) {
+			const char *path = (*pp)->path;
+
+			if (strncmp(path, prefix, pl) == 0 && (path[pl] == '\0' || path[pl] == '/') &&
+			    light_promote_locked(fs, pp))
+				continue;       /* *pp is the next one now */
+			pp = &(*pp)->next;
+		}
+	}
+}
+
+uint64_t *light_old_ids(h5fs *fs, size_t *n)
+{
+	uint64_t *v;
+
+	*n = 0;
+	pthread_mutex_lock(&fs->lock);
+	v = malloc((fs->nlnodes ? fs->nlnodes : 1) * sizeof(*v));
+	for (size_t i = 0; v && i < fs->lnodes_cap; i++)
+		for (struct lnode *l = fs->lnodes[i]; l; l = l->next)
+			if (l->gen != fs->gen && *n < fs->nlnodes)
+				v[(*n)++] = l->ino;
+	pthread_mutex_unlock(&fs->lock);
+	return v;
+}
+
+void light_free_all(h5fs *fs)
+{
+	for (size_t i = 0; fs->lnodes && i < fs->lnodes_cap; i++) {
+		struct lnode *l = fs->lnodes[i];
+
+		while (l) {
+			struct lnode *next = l->next;
+
+			gen_release(l->gen);
+			free(l);
+			l = next;
+		}
+	}
+	free(fs->lnodes);
+	fs->lnodes = NULL;
+	fs->nlnodes = 0;
 }
