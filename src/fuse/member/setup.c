@@ -137,16 +137,6 @@ void h5fs_free(h5fs *fs)
 			s = next;
 		}
 	}
-	for (i = 0; fs->kinds && i < fs->kinds_cap; i++) {
-		struct kind_ent *k = fs->kinds[i];
-
-		while (k) {
-			struct kind_ent *next = k->next;
-
-			free(k);
-			k = next;
-		}
-	}
 	free(fs->nodes);
 	light_free_all(fs);     /* (they hold generations) */
 	free(fs->synth);

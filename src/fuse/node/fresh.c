@@ -470,12 +470,12 @@ void node_sweep(h5fs *fs)
 	pthread_mutex_unlock(&fs->lock);
 	for (i = 0; i < n; i++)
 		node_free(v[i]);
-	/* stat-only objects (fs.h struct lnode) are re-resolved when next
-	 * asked (made nodes then, lookup.c): the kernel forgets their old
-	 * attributes now */
+	/* stat-only objects (fs.h struct lnode) let their generation go
+	 * and are re-resolved when next asked (made nodes then, lookup.c):
+	 * the kernel forgets their old attributes now */
 	{
 		size_t nl = 0;
-		uint64_t *ids = light_old_ids(fs, &nl);
+		uint64_t *ids = light_orphan_old(fs, &nl);
 
 		for (i = 0; fs->se && ids && i < nl; i++)
 			if (fs_ino_out(fs, ids[i]))

@@ -148,16 +148,22 @@ struct node {
  * live FILE's new generation) makes it a struct node first, from these
  * fields alone, with no I/O (node_find_locked: light_promote); the
  * dataset is opened there when a descriptor needs it (node.c
- * node_ds_need). Its node id is its st_ino (FILE's object: addr + 2). */
+ * node_ds_need). Its node id is its st_ino, FILE's object's: addr + 2
+ * (LNODE_INO). 80 bytes and the path. */
+#define LNODE_INO(l) ((l)->addr + 2)
 struct lnode {
 	struct lnode *next;     /* hash chain (fs->lnodes) */
-	uint64_t ino;
 	uint64_t addr;
 	uint64_t parent;        /* the directory of the last lookup */
-	struct gen *gen;        /* the generation it was read in (held) */
-	uint64_t nlookup;
+	struct gen *gen;        /* the generation it was read in (held), NULL
+				 * once a live FILE's sweep let it go (an old
+				 * generation's FILE is closed when its last
+				 * holder goes: light_orphan_old) */
 	uint64_t size, blocks;  /* st_size, st_blocks */
 	int64_t mtime_s;
+	uint32_t gnum;          /* that generation's number (a wrapped one
+				 * only makes its node re-resolved) */
+	uint32_t nlookup;       /* (made a node before it would wrap) */
 	uint32_t mtime_ns;
 	uint32_t mode, nlink;
 	uint8_t kind;           /* h5_obj_kind */
@@ -174,13 +180,6 @@ struct synth {
 	uint64_t parent;
 	char *name;
 	uint64_t ino;
-};
-
-/* object header address -> h5_obj_kind, for readdir's d_type. */
-struct kind_ent {
-	struct kind_ent *next;
-	uint64_t addr;
-	h5_obj_kind kind;
 };
 
 /* A node of a circular list with a sentinel (struct h5fs: open handles). */
@@ -210,8 +209,11 @@ struct h5fs {
 	struct synth **synth;
 	size_t synth_cap, nsynth;
 	uint64_t next_synth;
-	struct kind_ent **kinds;
-	size_t kinds_cap, nkinds;
+	/* object (file_ino) -> h5_obj_kind, for readdir's d_type: an
+	 * open-addressed table of 8-byte slots, key << 2 | kind (0: empty,
+	 * KIND_TOMB: removed), as every object listed has one (issue 64) */
+	uint64_t *kinds;
+	size_t kinds_cap, nkinds, kinds_used;   /* used: with tombstones */
 	/* Open directory snapshots and write handles (under lock): when FILE
 	 * is unmounted while some are open, the kernel drops their pending
 	 * RELEASE requests, so h5fs_free() frees what is left. */
@@ -328,10 +330,11 @@ void light_unlinked_locked(h5fs *fs, const h5_file *f, uint64_t addr);
 /* Every struct lnode whose path is prefix or below made a struct node
  * (a rename moves them: node_moved updates nodes' paths) */
 void light_promote_under_locked(h5fs *fs, const char *prefix);
-/* The node ids of the struct lnodes of generations before the current
- * one (a live FILE's sweep tells the kernel its attributes are old):
- * malloc'd, *n of them */
-uint64_t *light_old_ids(h5fs *fs, size_t *n);
+/* A live FILE's sweep: the struct lnodes of generations before the
+ * current one let theirs go (made nodes, they are re-resolved by path in
+ * the current one: fresh.c); their node ids (the kernel is told their
+ * attributes are old), malloc'd, *n of them */
+uint64_t *light_orphan_old(h5fs *fs, size_t *n);
 void light_free_all(h5fs *fs);
 void node_remove_locked(h5fs *fs, struct node *n);
 void synth_drop_locked(h5fs *fs, const struct node *n);
