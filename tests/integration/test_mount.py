@@ -246,9 +246,10 @@ def check_many(fx):
                     if got != struct.pack("<i", i):
                         rep.bad("%s: %r, expected %d" % (p, got, i))
                         break
+                    rep.compared += 1
                 rss = daemon_rss_mb(m)
                 if rss > MANY_RSS_MB:
-                    rep.bad("after du and reads: daemon RSS %.0f MB, over %d MB" % (rss, MANY_RSS_MB))
+                    rep.bad("after the reads: daemon RSS %.0f MB, over %d MB" % (rss, MANY_RSS_MB))
             if m.hung:
                 rep.bad("daemon hung (killed after 240 s)")
         finally:
