@@ -6,7 +6,7 @@ same run. Run by hand (never in CI):
     cc -O2 -o /tmp/make_many bench/make_many.c $(pkg-config --cflags --libs hdf5)
     sudo /usr/bin/python3 bench/scale_bench.py --h5fs ./h5fs --gen /tmp/make_many \\
         [--dir /work/scale] [--n 100000,1000000] [--formats default,latest] \\
-        [--cache-mb 64] [--walks 3] [--keep]
+        [--cache-mb 64] [--opts cache_size=64] [--walks 3] [--keep]
 
 Files: make_many's (N one-element int32 datasets in groups of 1,000),
 in h5py's default format and libver latest, written to --dir (on a disk:
@@ -20,7 +20,8 @@ For each file, in this order:
   kernel's dentries), `du -s MNT` (a stat of every object), then --walks
   more rounds of find + du; the daemon's VmRSS after each step and its
   VmHWM (peak) at the end, from /proc/PID/status.
-RSS per object is (RSS after du - RSS at mount) / objects. Without root
+"bytes/object" is (RSS after du - RSS after find) / objects: what a name
+the kernel keeps costs (find already filled the kind map and the cache). Without root
 the "cold" numbers are warm (a warning says so)."""
 import argparse
 import os
@@ -70,7 +71,8 @@ def run_file(a, path, n, fmt):
     py_t, py_objs, py_bytes = h5py_walk(path)
     mnt = tempfile.mkdtemp(prefix="h5fs-scale-", dir="/tmp")
     log = os.path.join(a.dir, "scale_bench.log")
-    cmd = [a.h5fs, "-f", "-o", "ro" + (",cache_mb=%d" % a.cache_mb if a.cache_mb else ""), path, mnt]
+    cmd = [a.h5fs, "-f", "-o", "ro" + (",cache_mb=%d" % a.cache_mb if a.cache_mb else "") +
+           ("," + a.opts if a.opts else ""), path, mnt]
     res = {}
     with Mount(cmd, mnt, log) as m:
         pid = m.proc.pid
@@ -93,13 +95,17 @@ def run_file(a, path, n, fmt):
     os.rmdir(mnt)
     if res["objs"] != py_objs:
         raise SystemExit("find listed %d objects, h5py visited %d" % (res["objs"], py_objs))
-    per = (res["rss_du"] - res["rss0"]) * 1024.0 / n
-    say("%s objects, %s format, -o cache_mb=%s:" % (format(n, ","), fmt, a.cache_mb or "default"))
+    # what the names du looked up cost (find listed every object already:
+    # the kind map and the cache are in rss_find)
+    per = (res["rss_du"] - res["rss_find"]) * 1024.0 / n
+    say("%s objects, %s format, %s -o ro%s%s:" % (format(n, ","), fmt, os.path.basename(a.h5fs),
+                                                 ",cache_mb=%d" % a.cache_mb if a.cache_mb else "",
+                                                 "," + a.opts if a.opts else ""))
     say("  h5py visititems+get_storage_size %.2f s (%d objects, %d bytes stored)" % (py_t, py_objs, py_bytes))
     say("  h5fs find cold %.2f s (h5py/h5fs %.1fx), warm %.2f s, du -s %.2f s (h5py/h5fs %.1fx, %d bytes)" %
         (res["find_cold"], py_t / res["find_cold"], res["find_warm"], res["du"], py_t / res["du"],
          res["du_bytes"]))
-    say("  daemon RSS: mount %.0f MB, after find %.0f MB, after du %.0f MB (%.0f bytes/object), "
+    say("  daemon RSS: mount %.0f MB, after find %.0f MB, after du %.0f MB (+%.0f bytes/object), "
         "after %d more find+du rounds %s MB, peak %.0f MB" %
         (res["rss0"] / 1024, res["rss_find"] / 1024, res["rss_du"] / 1024, per, a.walks,
          "/".join("%.0f" % (w / 1024) for w in res["walks"]), res["hwm"] / 1024))
@@ -114,6 +120,7 @@ def main():
     ap.add_argument("--n", default="100000,1000000", help="objects per file, comma-separated")
     ap.add_argument("--formats", default="default,latest")
     ap.add_argument("--cache-mb", type=int, default=0, help="-o cache_mb (0: the default)")
+    ap.add_argument("--opts", default="", help="more -o options (cache_size=64 for a daemon before cache_mb)")
     ap.add_argument("--walks", type=int, default=3, help="more find + du rounds (RSS flat?)")
     ap.add_argument("--keep", action="store_true", help="keep the generated files")
     a = ap.parse_args()
