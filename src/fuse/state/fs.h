@@ -308,6 +308,9 @@ bool node_storage_gone(h5fs *fs, const struct node *n);
 /* The node for ino, or NULL; a stat-only one (struct lnode) is made a
  * struct node first (node_find_locked, node_get) */
 struct node *node_get(h5fs *fs, fuse_ino_t ino);
+/* The node for ino when it is one already (a stat-only object gives
+ * NULL, and stays one): for what asks only whether it is a view */
+struct node *node_peek(h5fs *fs, fuse_ino_t ino);
 void node_insert_locked(h5fs *fs, struct node *n);
 struct node *node_find_locked(h5fs *fs, uint64_t ino);
 /* ---- stat-only objects (struct lnode; node_table.c) ---- */

@@ -116,6 +116,16 @@ struct node *node_get(h5fs *fs, fuse_ino_t ino)
 	return n;
 }
 
+struct node *node_peek(h5fs *fs, fuse_ino_t ino)
+{
+	struct node *n;
+
+	pthread_mutex_lock(&fs->lock);
+	n = full_find_locked(fs, ino);
+	pthread_mutex_unlock(&fs->lock);
+	return n;
+}
+
 uint64_t synth_ino(h5fs *fs, uint64_t parent, const char *name)
 {
 	size_t b;
