@@ -1,8 +1,11 @@
 /*
  * node_table.c - the single-file mount's tables (callers hold fs->lock):
- * nodes by node id, the (parent, name) -> synthetic number table, and the
- * object kind map that speeds up readdir. What the numbers mean, and the
- * locking rules, are in node.c's header comment.
+ * nodes by node id, stat-only objects by node id (fs.h struct lnode: what
+ * a name the kernel keeps costs when nothing but stat asked for it, issue
+ * 64; made a node by node_find_locked when anything else is asked), the
+ * (parent, name) -> synthetic number table, and the object kind map that
+ * speeds up readdir. What the numbers mean, and the locking rules, are in
+ * node.c's header comment.
  */
 #include "fs.h"
 
