@@ -109,6 +109,7 @@ def main():
     expect("unknown option", H, ["-o", "no_such_option", good, mnt], 2, mnt, "h5fs: unknown option: ")
     expect("unknown flag", H, ["--no-such-flag", good, mnt], 2, mnt)
     expect("bad cache_size", H, ["-o", "cache_size=abc", good, mnt], 2, mnt, "h5fs: invalid -o cache_size")
+    expect("bad cache_mb", H, ["-o", "cache_mb=0", good, mnt], 2, mnt, "h5fs: invalid -o cache_mb")
     expect("bad uid", H, ["-o", "uid=no_such_user_h5fs", good, mnt], 2, mnt, "h5fs: invalid -o uid")
     expect("bad gid", H, ["-o", "gid=-3", good, mnt], 2, mnt, "h5fs: invalid -o gid")
     expect("bad umask", H, ["-o", "umask=999", good, mnt], 2, mnt, "h5fs: invalid -o umask")

@@ -4,7 +4,10 @@ with what h5py reads: names, kinds, modes, st_size, st_ino (object header
 address + 2; equal for hard links), st_nlink, symlink targets, every byte
 of every dataset and random pread windows.  Also: writes fail with EROFS,
 the xattr list is empty, concurrent readers get the right bytes under a
-tiny cache, and h5fs-ls --json lists every dataset."""
+tiny cache, and h5fs-ls --json lists every dataset.  And a file of 100,000
+objects (bench/make_many.c, libhdf5): a walk that stats every object
+keeps the daemon within 100 MB with a 16 MiB cache (issue 64: it kept
+~1.9 KB per object, 220 MB), and what it shows is what was written."""
 import errno
 import json
 import os
@@ -179,6 +182,86 @@ def run_one(fx, name, opts=(), extra=True):
                 print("      " + line)
 
 
+MANY = 100000
+MANY_RSS_MB = 100
+
+
+def daemon_rss_mb(m):
+    with open("/proc/%d/status" % m.proc.pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return 0.0
+
+
+def check_many(fx):
+    """MANY one-element datasets in groups of 1,000 (make_many, h5py's
+    default format): find stats every object (a lookup each); the
+    daemon's RSS stays under MANY_RSS_MB (a node per name the kernel
+    keeps: ~100 bytes, the decoded headers in the 16 MiB cache; -o
+    cache_size, the option's older name, so that the check runs the same
+    on older daemons), st_size and st_blocks are what the layouts say, and
+    sampled objects hold the value written (dataset i holds the int32 i).
+    One walk: 100,000 lookups are most of the test's ~10 s."""
+    global failures
+    import random
+    import shutil
+    import struct
+    if T.sanitized():
+        print("SKIP many objects: a sanitizer's memory is not the daemon's")
+        return
+    cc = shutil.which("cc") or shutil.which("gcc")
+    r = subprocess.run(["pkg-config", "--cflags", "--libs", "hdf5-serial"], capture_output=True, text=True)
+    if r.returncode != 0:
+        r = subprocess.run(["pkg-config", "--cflags", "--libs", "hdf5"], capture_output=True, text=True)
+    if not cc or r.returncode != 0:
+        print("SKIP many objects: no C compiler or libhdf5-dev")
+        return
+    rep = T.Report("many objects (%d)" % MANY)
+    exe, path, mnt = os.path.join(fx, "make_many"), os.path.join(fx, "many.h5"), os.path.join(fx, "mnt_many")
+    src = os.path.join(T.SRCDIR, "bench", "make_many.c")
+    b = subprocess.run([cc, "-O1", "-o", exe, src] + r.stdout.split(), capture_output=True, text=True, timeout=120)
+    if b.returncode != 0:
+        rep.bad("make_many.c does not build: %s" % b.stderr[-500:])
+    else:
+        subprocess.run([exe, path, str(MANY)], check=True, timeout=300)
+        m = T.Mount(path, mnt, opts=("-o", "ro,cache_size=16"))
+        m.start()
+        try:
+            with m.watchdog(240):
+                # (4 bytes each, one 512-byte block: du -s is their sum)
+                out = subprocess.run(["find", mnt, "-type", "f", "-printf", "%s %b\n"], stdout=subprocess.PIPE,
+                                     check=True, timeout=200).stdout.split(b"\n")[:-1]
+                if len(out) != MANY or set(out) != {b"4 1"}:
+                    rep.bad("find: %d datasets listed (%d expected), sizes/blocks %s" %
+                            (len(out), MANY, sorted(set(out))[:5]))
+                rss = daemon_rss_mb(m)
+                if rss > MANY_RSS_MB:
+                    rep.bad("find: daemon RSS %.0f MB, over %d MB" % (rss, MANY_RSS_MB))
+                rnd = random.Random(64)
+                for i in [0, MANY - 1] + [rnd.randrange(MANY) for _ in range(200)]:
+                    p = os.path.join(mnt, "g%06d" % (i // 1000), "d%03d" % (i % 1000))
+                    with open(p, "rb") as f:
+                        got = f.read()
+                    if got != struct.pack("<i", i):
+                        rep.bad("%s: %r, expected %d" % (p, got, i))
+                        break
+                    rep.compared += 1
+                rss = daemon_rss_mb(m)
+                if rss > MANY_RSS_MB:
+                    rep.bad("after the reads: daemon RSS %.0f MB, over %d MB" % (rss, MANY_RSS_MB))
+            if m.hung:
+                rep.bad("daemon hung (killed after 240 s)")
+        finally:
+            m.stop()
+            for f in (path, exe):
+                if os.path.exists(f):
+                    os.unlink(f)
+    rep.show()
+    if rep.failed():
+        failures += 1
+
+
 def main():
     fx = T.workdir("mount")
     names = make_fixtures.make(fx)
@@ -187,6 +270,7 @@ def main():
     # the same file again read-only with a 1 MiB cache, single-threaded too
     run_one(fx, "sink_latest.h5", opts=("-o", "ro,cache_size=1"), extra=False)
     run_one(fx, "sink_earliest.h5", opts=("-s",), extra=False)
+    check_many(fx)
     if failures == 0:
         import shutil
         shutil.rmtree(fx, ignore_errors=True)

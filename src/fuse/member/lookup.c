@@ -55,9 +55,11 @@ static int lookup_err(h5fs *fs, bool quiet, int rc, const char *path, const char
 /* The node of object taddr of tf shown as `name` in directory p (at mount
  * path `path`; fpath: its path in tf when a link was followed to it, which
  * makes it an anchor of tf's tree), read in the generation u holds: 0 and
- * *out (referenced), or an errno (EIO logged, unless quiet). */
-static int show_object(struct node **out, h5fs *fs, const struct node *p, const struct use *u, const char *name,
-		       const char *path, h5_file *tf, uint64_t taddr, const char *fpath, bool quiet)
+ * *out (referenced), or, *out NULL, a stat-only object (fs.h struct
+ * lnode, referenced) whose id and attributes are *lst; or an errno (EIO
+ * logged, unless quiet). */
+static int show_object(struct node **out, struct stat *lst, h5fs *fs, const struct node *p, const struct use *u,
+		       const char *name, const char *path, h5_file *tf, uint64_t taddr, const char *fpath, bool quiet)
 {
 	struct node *n, *fresh = NULL;
 	h5_obj_info info;
@@ -76,6 +78,10 @@ again:
 	id = k == H5_OBJ_GROUP ? synth_ino(fs, p->ino, name) : file_nodeid(fs, tf, taddr);
 	if (!id)
 		return ENOMEM;
+	*out = NULL;
+	/* shown before, and still stat-only and current (node_table.c) */
+	if (k != H5_OBJ_GROUP && light_ref(fs, id, taddr, tf, p->ino, lst))
+		return 0;
 	n = node_ref_existing(fs, id);
 	if (n && k == H5_OBJ_GROUP) {
 		/* re-resolved by its path, anchors included (live/live.c) */
@@ -147,6 +153,14 @@ again:
 		fresh->gen = u->g;
 		fresh->checked = u->g->num;
 		gen_hold(u->g);
+		/* a dataset's or named datatype's name the kernel keeps for stat:
+		 * ~100 bytes instead of the node (fs.h struct lnode) */
+		if (light_keep(fs, fresh, u->g, p->ino)) {
+			*lst = fresh->st;
+			node_free(fresh);
+			return 0;
+		}
+		node_ds_shed(fresh);    /* stat needs no more (node.c) */
 		*out = node_publish(fs, fresh);
 		return 0;
 	}
@@ -203,9 +217,10 @@ static int show_symlink(struct node **out, h5fs *fs, const struct node *p, const
 	return 0;
 }
 
-/* The node a name of a directory leads to: 0 and *out (referenced), or an
- * errno (EIO logged). */
-static int do_lookup(struct node **out, h5fs *fs, fuse_ino_t parent, const char *name, bool quiet)
+/* The node a name of a directory leads to: 0 and *out (referenced; NULL:
+ * a stat-only object, *lst), or an errno (EIO logged). */
+static int do_lookup(struct node **out, struct stat *lst, h5fs *fs, fuse_ino_t parent, const char *name,
+		     bool quiet)
 {
 	struct node *p = node_get(fs, parent);
 	struct use u;
@@ -288,7 +303,7 @@ static int do_lookup(struct node **out, h5fs *fs, fuse_ino_t parent, const char 
 		 * a symlink there */
 		depth = ancestor_depth(fs, p, file_ino(tf, taddr));
 		if (depth < 0) {
-			e = show_object(out, fs, p, &u, name, path, tf, taddr, fpath, quiet);
+			e = show_object(out, lst, fs, p, &u, name, path, tf, taddr, fpath, quiet);
 			goto out;
 		}
 	}
@@ -306,17 +321,25 @@ int member_lookup(void *r, struct root_entry *e, uint64_t parent, const char *na
 {
 	h5fs *fs = r;
 	struct node *n = NULL;
+	struct stat lst;
 	int err;
 
 	/* a live FILE's lookup that failed may be retried (a writer may be
 	 * mid-change): only the answer's failure is logged, once */
-	for (int attempt = 0; (err = do_lookup(&n, fs, parent, name, true)) == EIO && live_retry(fs, attempt);
+	for (int attempt = 0; (err = do_lookup(&n, &lst, fs, parent, name, true)) == EIO && live_retry(fs, attempt);
 	     attempt++)
 		;
 	if (err == EIO)
-		err = do_lookup(&n, fs, parent, name, false);
-	if (!err)
+		err = do_lookup(&n, &lst, fs, parent, name, false);
+	if (!err && n) {
 		entry_of(e, fs, n);
+	} else if (!err) {
+		/* a stat-only object: its node id is its st_ino */
+		memset(e, 0, sizeof(*e));
+		e->ino = (uint64_t)lst.st_ino;
+		e->attr = lst;
+		e->timeout = node_timeout(fs);
+	}
 	return err;
 }
 
@@ -327,10 +350,13 @@ void member_forget(void *r, uint64_t ino, uint64_t nlookup)
 
 static int do_getattr(struct stat *st, h5fs *fs, fuse_ino_t ino)
 {
-	struct node *n = node_get(fs, ino);
-
+	struct node *n;
 	int e;
 
+	/* a stat-only object of the current generation answers itself */
+	if (light_getattr(fs, ino, st))
+		return 0;
+	n = node_get(fs, ino);
 	if (!n)
 		return ESTALE;
 	e = node_fresh(fs, n);

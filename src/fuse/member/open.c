@@ -73,6 +73,9 @@ static int open_node(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 		return e;
 	if (n->type == NT_DIR)
 		return EISDIR;
+	e = node_ds_need(fs, n);     /* let go after its lookup (node.c) */
+	if (e)
+		return e;
 	/* Bytes of other files (external storage, a file an external link
 	 * led to) go only to a user who could read those files: the kernel
 	 * checked the modes shown, which are FILE's (doc/h5fs.1 SECURITY) */

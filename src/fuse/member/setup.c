@@ -60,11 +60,12 @@ int h5fs_new(h5fs **out, h5_file *f, const h5fs_config *cfg)
 	pthread_mutex_init(&fs->wmu, NULL);
 	fs->open_dirs.prev = fs->open_dirs.next = &fs->open_dirs;
 	fs->open_wfiles.prev = fs->open_wfiles.next = &fs->open_wfiles;
-	fs->nodes_cap = fs->synth_cap = fs->kinds_cap = 1024;
+	fs->nodes_cap = fs->synth_cap = fs->kinds_cap = fs->lnodes_cap = 1024;
 	fs->nodes = calloc(fs->nodes_cap, sizeof(*fs->nodes));
+	fs->lnodes = calloc(fs->lnodes_cap, sizeof(*fs->lnodes));
 	fs->synth = calloc(fs->synth_cap, sizeof(*fs->synth));
 	fs->kinds = calloc(fs->kinds_cap, sizeof(*fs->kinds));
-	if (!fs->nodes || !fs->synth || !fs->kinds) {
+	if (!fs->nodes || !fs->synth || !fs->kinds || !fs->lnodes) {
 		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
 		goto out;
 	}
@@ -136,17 +137,8 @@ void h5fs_free(h5fs *fs)
 			s = next;
 		}
 	}
-	for (i = 0; fs->kinds && i < fs->kinds_cap; i++) {
-		struct kind_ent *k = fs->kinds[i];
-
-		while (k) {
-			struct kind_ent *next = k->next;
-
-			free(k);
-			k = next;
-		}
-	}
 	free(fs->nodes);
+	light_free_all(fs);     /* (they hold generations) */
 	free(fs->synth);
 	free(fs->kinds);
 	pthread_mutex_destroy(&fs->lock);

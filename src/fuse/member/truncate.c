@@ -95,6 +95,9 @@ int member_resize_undoable(h5fs *fs, struct node *n, const struct use *u, uint64
 	uint64_t cur;
 	int rc, e;
 
+	e = node_ds_need(fs, n);     /* let go after its lookup (node.c) */
+	if (e)
+		return e;
 	pthread_rwlock_rdlock(&n->lk);
 	cur = n->ds ? n->view->size(n->ds) : 0;
 	rc = n->ds ? h5_append_check(n->ds) : h5_err_set(H5_ERR_PERM, "not a dataset");

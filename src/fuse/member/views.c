@@ -222,7 +222,8 @@ int views_lookup(void *r, struct root_entry *e, uint64_t parent, const char *nam
 	if (err)
 		return err;
 	b = node_get(fs, be.ino);
-	if (b && b->type == NT_FILE && b->kind == H5_OBJ_DATASET && b->ds && !b->vkind)
+	/* (its own dataset opened: node_make_obj in views_node) */
+	if (b && b->type == NT_FILE && b->kind == H5_OBJ_DATASET && !b->vkind)
 		err = views_node(&n, fs, p, name, b, k, 0);
 	else
 		err = ENOENT;
@@ -477,10 +478,11 @@ int views_open(void *r, struct fuse_file_info *fi, uint64_t ino)
 	return e;
 }
 
+/* (node_peek: a stat-only object is never a view, and stays one) */
 int views_getattr(void *r, struct stat *st, double *timeout, uint64_t ino)
 {
 	h5fs *fs = r;
-	struct node *n = node_get(fs, ino);
+	struct node *n = node_peek(fs, ino);
 	int e = n && n->vkind ? views_fresh(fs, n) : 0;
 
 	if (e)
@@ -495,7 +497,7 @@ int views_getattr(void *r, struct stat *st, double *timeout, uint64_t ino)
 
 int views_listxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino)
 {
-	struct node *n = node_get(r, ino);
+	struct node *n = node_peek(r, ino);
 	size_t l0 = 0;
 	int e;
 
@@ -512,7 +514,7 @@ int views_listxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino)
 
 int views_getxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino, const char *name)
 {
-	struct node *n = node_get(r, ino);
+	struct node *n = node_peek(r, ino);
 	const char *v;
 
 	if (!n || !n->vkind || strcmp(name, VIEW_XATTR) != 0)
@@ -529,7 +531,7 @@ int views_getxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino, c
  * links. A real link named like a view is a real node (vkind 0). */
 static bool is_view(void *r, uint64_t ino)
 {
-	struct node *n = node_get(r, ino);
+	struct node *n = node_peek(r, ino);
 
 	return n && n->vkind;
 }

@@ -300,6 +300,13 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 		fs_write_end(fs);
 		return rc;
 	}
+	/* (a node made of a stat-only object has none yet: node.c) */
+	rc = node_ds_need(fs, n);
+	if (rc) {
+		fs_write_end(fs);
+		node_use_end(&u);
+		return rc;
+	}
 	/* n->ds is replaced by wfile_refresh() under n->lk after appends */
 	pthread_rwlock_rdlock(&n->lk);
 	rc = u.f != fs->f ? EROFS : n->type == NT_FILE && n->ds ? 0 : EPERM;

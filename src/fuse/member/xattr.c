@@ -100,9 +100,16 @@ int member_listxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino)
 int member_getxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino, const char *name)
 {
 	h5fs *fs = r;
-	struct node *n = node_get(fs, ino);
+	struct node *n;
+	struct stat st;
 
 	*len = 0;
+	/* ls -l asks every name for security.* and system.* (SELinux, ACLs),
+	 * which no object has (HDF5 attributes are user.*): a stat-only
+	 * object answers without being made a node (state/node_table.c) */
+	if (strncmp(name, "user.", 5) != 0 && light_getattr(fs, ino, &st))
+		return ENODATA;
+	n = node_get(fs, ino);
 	if (!n)
 		return ESTALE;
 	return -xattr_get(fs, n, name, buf, size, len);

@@ -576,6 +576,7 @@ static void daemon_free(struct daemon *D)
 	free(D->copts.mountpoint);
 	free(D->cli.file);
 	free(D->cli.cache_size);
+	free(D->cli.cache_mb);
 	free(D->cli.xattr_mode);
 	free(D->cli.mountpoint);
 	free(D->cli.uid);

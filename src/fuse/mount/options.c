@@ -33,7 +33,7 @@
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "unknown"
 #endif
-/* Upper bound for -o cache_size, in MiB (1 TiB): larger is surely a typo. */
+/* Upper bound for -o cache_mb (cache_size), in MiB (1 TiB): larger is surely a typo. */
 #define CACHE_MIB_MAX 1048576UL
 
 
@@ -74,6 +74,7 @@ static const struct fuse_opt cli_spec[] = {
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("rw", KEY_RW),
 	{ "cache_size=%s", offsetof(struct cli, cache_size), 0 },
+	{ "cache_mb=%s", offsetof(struct cli, cache_mb), 0 },
 	{ "xattr=%s", offsetof(struct cli, xattr_mode), 0 },
 	{ "uid=%s", offsetof(struct cli, uid), 0 },
 	{ "gid=%s", offsetof(struct cli, gid), 0 },
@@ -137,8 +138,12 @@ static void usage(FILE *out)
 		"                           (default: read-write when FILE is writable)\n"
 		"    -o rw                  read-write, and say so when FILE is not\n"
 		"                           writable (then mounted read-only)\n"
-		"    -o cache_size=MiB      metadata + chunk cache budget (default: 1/16 of\n"
+		"    -o cache_mb=MiB        budget of the caches: decoded metadata (object\n"
+		"                           headers, indexes) and chunks; what a walk of\n"
+		"                           many objects keeps beyond it is ~100 bytes\n"
+		"                           a name the kernel holds (default: 1/16 of\n"
 		"                           the memory, 256 to 2048 MiB; here %zu MiB)\n"
+		"    -o cache_size=MiB      the same as cache_mb (its older name)\n"
 		"    -o xattr=text|raw      HDF5 attributes as user.* xattrs: readable text\n"
 		"                           (default) or the bytes stored in the file\n"
 		"    -o uid=N               owner of every entry (default: FILE's owner)\n"
@@ -442,6 +447,11 @@ int opts_parse(struct daemon *D)
 	D->oopts.source_params = (const char *const *)D->cli.params;
 	if (D->cli.cache_size && parse_cache_size(&D->oopts.cache_bytes, D->cli.cache_size) < 0) {
 		fprintf(stderr, "h5fs: invalid -o cache_size=%s (MiB, 1..%lu)\n", D->cli.cache_size, CACHE_MIB_MAX);
+		return ret;
+	}
+	/* cache_mb (issue 64's name) wins over cache_size when both are given */
+	if (D->cli.cache_mb && parse_cache_size(&D->oopts.cache_bytes, D->cli.cache_mb) < 0) {
+		fprintf(stderr, "h5fs: invalid -o cache_mb=%s (MiB, 1..%lu)\n", D->cli.cache_mb, CACHE_MIB_MAX);
 		return ret;
 	}
 

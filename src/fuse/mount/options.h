@@ -15,6 +15,7 @@
 struct cli {
 	char *file;
 	char *cache_size;       /* -o cache_size=MiB, as given */
+	char *cache_mb;         /* -o cache_mb=MiB (the same; wins) */
 	char *xattr_mode;       /* -o xattr=text|raw */
 	char *uid, *gid, *umask;        /* -o uid=N, gid=N, umask=M, as given */
 	char *mountpoint;       /* as given: resolved after FILE is checked */

@@ -470,6 +470,18 @@ void node_sweep(h5fs *fs)
 	pthread_mutex_unlock(&fs->lock);
 	for (i = 0; i < n; i++)
 		node_free(v[i]);
+	/* stat-only objects (fs.h struct lnode) let their generation go
+	 * and are re-resolved when next asked (made nodes then, lookup.c):
+	 * the kernel forgets their old attributes now */
+	{
+		size_t nl = 0;
+		uint64_t *ids = light_orphan_old(fs, &nl);
+
+		for (i = 0; fs->se && ids && i < nl; i++)
+			if (fs_ino_out(fs, ids[i]))
+				fuse_lowlevel_notify_inval_inode(fs->se, fs_ino_out(fs, ids[i]), 0, 0);
+		free(ids);
+	}
 	fs->lv->seen = g->num;
 out:
 	free(v);
@@ -494,6 +506,7 @@ void node_moved(h5fs *fs, const struct node *p, const char *name, const struct n
 	ol = strlen(oldp);
 	pthread_mutex_lock(&fs->lv->mu);
 	pthread_mutex_lock(&fs->lock);
+	light_promote_under_locked(fs, oldp);   /* their paths change below */
 	links = calloc(fs->nnodes ? fs->nnodes : 1, sizeof(*links));
 	for (i = 0; i < fs->nodes_cap; i++)
 		for (struct node *x = fs->nodes[i]; x; x = x->next) {

@@ -187,6 +187,51 @@ out:
 	return 0;
 }
 
+/* A dataset's node keeps what stat shows (st, view) but not its opened
+ * dataset (~1.4 KB of decoded messages: dataspace, datatype, layout,
+ * fill, filters) while nothing reads its bytes: the kernel keeps the
+ * names a walk (find, du, ls -l) looked up for as long as it has memory,
+ * so a node is kept per object seen, and must stay small (issue 64).
+ * The lookup drops it (node_ds_shed); opening a descriptor, a truncate
+ * and a view open it again (node_ds_need), from the engine's cache of
+ * object headers, and it then stays until the node is forgotten. View
+ * nodes keep theirs (a view's state lives in it). */
+void node_ds_shed(struct node *n)
+{
+	if (n->type != NT_FILE || n->kind != H5_OBJ_DATASET || n->vkind || !n->ds)
+		return;
+	h5_dataset_close(n->ds);
+	n->ds = NULL;
+}
+
+int node_ds_need(h5fs *fs, struct node *n)
+{
+	h5_dataset *d = NULL;
+	bool have, stale;
+	int rc = 0;
+
+	if (n->type != NT_FILE || n->kind != H5_OBJ_DATASET)
+		return 0;
+	pthread_rwlock_rdlock(&n->lk);
+	have = n->ds != NULL;
+	pthread_rwlock_unlock(&n->lk);
+	if (have)
+		return 0;
+	pthread_rwlock_wrlock(&n->lk);
+	/* a stale node answers ESTALE (node_fresh): its f is another
+	 * generation's now, where addr may hold another object */
+	stale = n->stale;
+	if (!stale && !n->ds && n->f && n->addr != UINT64_MAX && (rc = h5_dataset_open(&d, n->f, n->addr)) == 0) {
+		n->ds = d;
+		if (!n->vkind)
+			n->view = h5_dataset_view(d);   /* (a node made of a struct lnode has none) */
+	}
+	pthread_rwlock_unlock(&n->lk);
+	if (stale)
+		return ESTALE;
+	return rc < 0 ? h5err_logged(fs, rc, "open", n->path, NULL, n->addr) : 0;
+}
+
 /* A symlink node: a soft link, an external link that is not followed, or
  * (l NULL) a link up to an ancestor, `depth` levels up (ancestor_depth). */
 int node_make_link(struct node **out, h5fs *fs, uint64_t ino, const char *path,
@@ -281,8 +326,16 @@ struct node *node_ref_existing(h5fs *fs, uint64_t ino)
 void node_unref(h5fs *fs, uint64_t ino, uint64_t count)
 {
 	struct node *n, *dead = NULL;
+	struct gen *lg;
 
 	pthread_mutex_lock(&fs->lock);
+	/* a stat-only object (fs.h struct lnode) is not made a node to be
+	 * forgotten */
+	if (light_unref_locked(fs, ino, count, &lg)) {
+		pthread_mutex_unlock(&fs->lock);
+		gen_release(lg);
+		return;
+	}
 	n = node_find_locked(fs, ino);
 	if (n) {
 		n->nlookup = count < n->nlookup ? n->nlookup - count : 0;

@@ -64,6 +64,11 @@ int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64
 int node_make_link(struct node **out, h5fs *fs, uint64_t ino, const char *path,
 			  const char *dir, const h5_link *l, int depth);
 void node_free(struct node *n);
+/* A dataset node's opened dataset let go after its lookup (what stat
+ * shows is kept), and opened again where its bytes are needed (open,
+ * truncate, views): 0, or an errno (ESTALE; EIO logged) */
+void node_ds_shed(struct node *n);
+int node_ds_need(h5fs *fs, struct node *n);
 struct node *node_publish(h5fs *fs, struct node *fresh);
 struct node *node_ref_existing(h5fs *fs, uint64_t ino);
 void node_unref(h5fs *fs, uint64_t ino, uint64_t count);

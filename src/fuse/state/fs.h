@@ -139,6 +139,39 @@ struct node {
 	unsigned opens;         /* open descriptors of it (member/open.c; atomic) */
 };
 
+/* A dataset or named datatype of FILE that a lookup showed and nothing
+ * has asked of since but its stat (find, du, ls -l): what the kernel's
+ * name needs, about 100 bytes beside the 0.5 KB of a struct node and the
+ * 1.4 KB of an opened dataset (issue 64: the kernel keeps every name a
+ * walk looked up while it has memory, so this is paid per object seen).
+ * Anything else asked of it (open, getxattr, setattr, a link change, a
+ * live FILE's new generation) makes it a struct node first, from these
+ * fields alone, with no I/O (node_find_locked: light_promote); the
+ * dataset is opened there when a descriptor needs it (node.c
+ * node_ds_need). Its node id is its st_ino, FILE's object's: addr + 2
+ * (LNODE_INO). 80 bytes and the path. */
+#define LNODE_INO(l) ((l)->addr + 2)
+struct lnode {
+	struct lnode *next;     /* hash chain (fs->lnodes) */
+	uint64_t addr;
+	uint64_t parent;        /* the directory of the last lookup */
+	struct gen *gen;        /* the generation it was read in (held), NULL
+				 * once a live FILE's sweep let it go (an old
+				 * generation's FILE is closed when its last
+				 * holder goes: light_orphan_old) */
+	uint64_t size, blocks;  /* st_size, st_blocks */
+	int64_t mtime_s;
+	uint32_t gnum;          /* that generation's number (a wrapped one
+				 * only makes its node re-resolved) */
+	uint32_t nlookup;       /* (made a node before it would wrap) */
+	uint32_t mtime_ns;
+	uint32_t mode, nlink;
+	uint8_t kind;           /* h5_obj_kind */
+	bool append_blk;        /* st_blksize H5FS_APPEND_BLKSIZE */
+	bool unlinked;          /* its last link went (struct node's) */
+	char path[];            /* the path of its first lookup (logs, live) */
+};
+
 /* (parent ino, name) -> synthetic ino, kept for the whole mount so a
  * symlink keeps its number across FORGET and shows it in readdir too;
  * directories' node ids come from here as well, dropped at FORGET. */
@@ -147,13 +180,6 @@ struct synth {
 	uint64_t parent;
 	char *name;
 	uint64_t ino;
-};
-
-/* object header address -> h5_obj_kind, for readdir's d_type. */
-struct kind_ent {
-	struct kind_ent *next;
-	uint64_t addr;
-	h5_obj_kind kind;
 };
 
 /* A node of a circular list with a sentinel (struct h5fs: open handles). */
@@ -178,11 +204,16 @@ struct h5fs {
 	pthread_mutex_t lock;
 	struct node **nodes;
 	size_t nodes_cap, nnodes;
+	struct lnode **lnodes;  /* stat-only objects (struct lnode) by node id */
+	size_t lnodes_cap, nlnodes;
 	struct synth **synth;
 	size_t synth_cap, nsynth;
 	uint64_t next_synth;
-	struct kind_ent **kinds;
-	size_t kinds_cap, nkinds;
+	/* object (file_ino) -> h5_obj_kind, for readdir's d_type: an
+	 * open-addressed table of 8-byte slots, key << 2 | kind (0: empty,
+	 * KIND_TOMB: removed), as every object listed has one (issue 64) */
+	uint64_t *kinds;
+	size_t kinds_cap, nkinds, kinds_used;   /* used: with tombstones */
 	/* Open directory snapshots and write handles (under lock): when FILE
 	 * is unmounted while some are open, the kernel drops their pending
 	 * RELEASE requests, so h5fs_free() frees what is left. */
@@ -280,9 +311,40 @@ void kind_forget_locked(h5fs *fs, uint64_t addr);
  * (ENOENT, as the name; an open ESTALE, on which the kernel looks the
  * name up again: O_CREAT makes a new one). */
 bool node_storage_gone(h5fs *fs, const struct node *n);
+/* The node for ino, or NULL; a stat-only one (struct lnode) is made a
+ * struct node first (node_find_locked, node_get) */
 struct node *node_get(h5fs *fs, fuse_ino_t ino);
+/* The node for ino when it is one already (a stat-only object gives
+ * NULL, and stays one): for what asks only whether it is a view */
+struct node *node_peek(h5fs *fs, fuse_ino_t ino);
 void node_insert_locked(h5fs *fs, struct node *n);
 struct node *node_find_locked(h5fs *fs, uint64_t ino);
+/* ---- stat-only objects (struct lnode; node_table.c) ---- */
+/* fresh (a dataset or named datatype of FILE just made by a lookup,
+ * read in generation g, shown in directory parent) kept as a struct
+ * lnode with one lookup, when it qualifies and ino has no node yet:
+ * true, and the caller frees fresh and answers with its st; false: the
+ * caller publishes it (node_publish) */
+bool light_keep(h5fs *fs, const struct node *fresh, struct gen *g, uint64_t parent);
+/* ino's struct lnode, when it shows object addr of generation g's file
+ * and is still current: one more lookup of it (now in parent), *st its
+ * stat, true; else false (node_ref_existing then makes it a node) */
+bool light_ref(h5fs *fs, uint64_t ino, uint64_t addr, const h5_file *f, uint64_t parent, struct stat *st);
+/* getattr of a current struct lnode: true and *st; else false */
+bool light_getattr(h5fs *fs, uint64_t ino, struct stat *st);
+/* FORGET of a struct lnode: true when ino was one (freed at 0) */
+bool light_unref_locked(h5fs *fs, uint64_t ino, uint64_t count, struct gen **release);
+/* The object at addr of f lost its last link (as struct node's unlinked) */
+void light_unlinked_locked(h5fs *fs, const h5_file *f, uint64_t addr);
+/* Every struct lnode whose path is prefix or below made a struct node
+ * (a rename moves them: node_moved updates nodes' paths) */
+void light_promote_under_locked(h5fs *fs, const char *prefix);
+/* A live FILE's sweep: the struct lnodes of generations before the
+ * current one let theirs go (made nodes, they are re-resolved by path in
+ * the current one: fresh.c); their node ids (the kernel is told their
+ * attributes are old), malloc'd, *n of them */
+uint64_t *light_orphan_old(h5fs *fs, size_t *n);
+void light_free_all(h5fs *fs);
 void node_remove_locked(h5fs *fs, struct node *n);
 void synth_drop_locked(h5fs *fs, const struct node *n);
 /* (parent, name) now numbers ino (a directory moved there), replacing

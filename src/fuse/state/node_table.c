@@ -1,12 +1,13 @@
 /*
  * node_table.c - the single-file mount's tables (callers hold fs->lock):
- * nodes by node id, the (parent, name) -> synthetic number table, and the
- * object kind map that speeds up readdir. What the numbers mean, and the
- * locking rules, are in node.c's header comment.
+ * nodes by node id, stat-only objects by node id (fs.h struct lnode: what
+ * a name the kernel keeps costs when nothing but stat asked for it, issue
+ * 64; made a node by node_find_locked when anything else is asked), the
+ * (parent, name) -> synthetic number table, and the object kind map that
+ * speeds up readdir. What the numbers mean, and the locking rules, are in
+ * node.c's header comment.
  */
 #include "fs.h"
-
-#include "hash.h"
 
 #include "hash.h"
 
@@ -50,15 +51,37 @@ static size_t synth_bucket(const void *e, size_t cap)
 
 	return hash_name(s->parent, s->name, cap);
 }
-static size_t kind_bucket(const void *e, size_t cap) { return hash_u64(((const struct kind_ent *)e)->addr, cap); }
+static size_t light_bucket(const void *e, size_t cap) { return hash_u64(LNODE_INO((const struct lnode *)e), cap); }
 
-struct node *node_find_locked(h5fs *fs, uint64_t ino)
+static struct node *full_find_locked(h5fs *fs, uint64_t ino)
 {
 	struct node *n = fs->nodes[hash_u64(ino, fs->nodes_cap)];
 
 	while (n && n->ino != ino)
 		n = n->next;
 	return n;
+}
+
+static struct node *light_promote_locked(h5fs *fs, struct lnode **pp);
+
+static struct lnode **light_slot_locked(h5fs *fs, uint64_t ino)
+{
+	struct lnode **pp = &fs->lnodes[hash_u64(ino, fs->lnodes_cap)];
+
+	while (*pp && LNODE_INO(*pp) != ino)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+struct node *node_find_locked(h5fs *fs, uint64_t ino)
+{
+	struct node *n = full_find_locked(fs, ino);
+	struct lnode **pp;
+
+	if (n || !fs->nlnodes)
+		return n;
+	pp = light_slot_locked(fs, ino);
+	return *pp ? light_promote_locked(fs, pp) : NULL;
 }
 
 void node_insert_locked(h5fs *fs, struct node *n)
@@ -92,6 +115,16 @@ struct node *node_get(h5fs *fs, fuse_ino_t ino)
 
 	pthread_mutex_lock(&fs->lock);
 	n = node_find_locked(fs, ino);
+	pthread_mutex_unlock(&fs->lock);
+	return n;
+}
+
+struct node *node_peek(h5fs *fs, fuse_ino_t ino)
+{
+	struct node *n;
+
+	pthread_mutex_lock(&fs->lock);
+	n = full_find_locked(fs, ino);
 	pthread_mutex_unlock(&fs->lock);
 	return n;
 }
@@ -218,26 +251,72 @@ int synth_adopt_locked(h5fs *fs, uint64_t parent, const char *name, uint64_t ino
 	return 0;
 }
 
+/* ---- the kind map (fs->kinds): linear probing over key << 2 | kind ---- */
+
+#define KIND_TOMB ((uint64_t)1)         /* key 0 is no object's (ino >= 2) */
+#define KIND_KEY_MAX ((uint64_t)1 << 62)
+
+/* The slot of key, or of the first free place on its probe (its slot
+ * value 0 then). Callers hold fs->lock. */
+static size_t kind_slot_locked(const h5fs *fs, uint64_t key)
+{
+	size_t mask = fs->kinds_cap - 1, i = hash_u64(key, fs->kinds_cap), tomb = SIZE_MAX;
+
+	for (;; i = (i + 1) & mask) {
+		uint64_t v = fs->kinds[i];
+
+		if (v == 0)
+			return tomb != SIZE_MAX ? tomb : i;
+		if (v == KIND_TOMB) {
+			if (tomb == SIZE_MAX)
+				tomb = i;
+		} else if (v >> 2 == key) {
+			return i;
+		}
+	}
+}
+
+/* Grow (or clean of tombstones) so one more fits under 3/4; false when out
+ * of memory (the map is only a speed-up: nothing is remembered). */
+static bool kind_room_locked(h5fs *fs)
+{
+	size_t ncap = fs->kinds_cap, ocap = fs->kinds_cap;
+	uint64_t *old = fs->kinds, *nt;
+
+	if ((fs->kinds_used + 1) * 4 <= fs->kinds_cap * 3)
+		return true;
+	if ((fs->nkinds + 1) * 2 > ocap)
+		ncap = ocap * 2;
+	nt = calloc(ncap, sizeof(*nt));
+	if (!nt)
+		return false;
+	fs->kinds = nt;
+	fs->kinds_cap = ncap;
+	fs->kinds_used = 0;
+	for (size_t i = 0; i < ocap; i++)
+		if (old[i] > KIND_TOMB) {
+			nt[kind_slot_locked(fs, old[i] >> 2)] = old[i];
+			fs->kinds_used++;
+		}
+	free(old);
+	return true;
+}
+
 void kind_remember(h5fs *fs, uint64_t addr, h5_obj_kind kind)
 {
-	struct kind_ent *k;
-	size_t b;
+	size_t i;
 
+	if (addr == 0 || addr >= KIND_KEY_MAX || (unsigned)kind > 3)
+		return;
 	pthread_mutex_lock(&fs->lock);
-	if (fs->nkinds >= H5FS_KIND_MAP_MAX)
+	if (fs->nkinds >= H5FS_KIND_MAP_MAX || !kind_room_locked(fs))
 		goto out;
-	for (k = fs->kinds[hash_u64(addr, fs->kinds_cap)]; k; k = k->next)
-		if (k->addr == addr)
-			goto out;
-	k = malloc(sizeof(*k));
-	if (!k)
-		goto out;
-	k->addr = addr;
-	k->kind = kind;
-	rehash((void ***)&fs->kinds, &fs->kinds_cap, fs->nkinds, offsetof(struct kind_ent, next), kind_bucket);
-	b = hash_u64(addr, fs->kinds_cap);
-	k->next = fs->kinds[b];
-	fs->kinds[b] = k;
+	i = kind_slot_locked(fs, addr);
+	if (fs->kinds[i] > KIND_TOMB)
+		goto out;               /* (known: kept) */
+	if (fs->kinds[i] == 0)
+		fs->kinds_used++;
+	fs->kinds[i] = addr << 2 | (uint64_t)kind;
 	fs->nkinds++;
 out:
 	pthread_mutex_unlock(&fs->lock);
@@ -261,17 +340,15 @@ bool node_storage_gone(h5fs *fs, const struct node *n)
 
 void kind_forget_locked(h5fs *fs, uint64_t addr)
 {
-	struct kind_ent **pp;
+	size_t i;
 
-	for (pp = fs->kinds_cap ? &fs->kinds[hash_u64(addr, fs->kinds_cap)] : NULL; pp && *pp; pp = &(*pp)->next)
-		if ((*pp)->addr == addr) {
-			struct kind_ent *k = *pp;
-
-			*pp = k->next;
-			free(k);
-			fs->nkinds--;
-			break;
-		}
+	if (!fs->kinds_cap || addr == 0 || addr >= KIND_KEY_MAX)
+		return;
+	i = kind_slot_locked(fs, addr);
+	if (fs->kinds[i] > KIND_TOMB) {
+		fs->kinds[i] = KIND_TOMB;
+		fs->nkinds--;
+	}
 }
 
 void kind_forget(h5fs *fs, uint64_t addr)
@@ -286,33 +363,264 @@ void kind_forget(h5fs *fs, uint64_t addr)
 void kind_forget_all(h5fs *fs)
 {
 	pthread_mutex_lock(&fs->lock);
-	for (size_t i = 0; i < fs->kinds_cap; i++) {
-		struct kind_ent *k = fs->kinds[i];
-
-		while (k) {
-			struct kind_ent *next = k->next;
-
-			free(k);
-			k = next;
-		}
-		fs->kinds[i] = NULL;
-	}
-	fs->nkinds = 0;
+	memset(fs->kinds, 0, fs->kinds_cap * sizeof(*fs->kinds));
+	fs->nkinds = fs->kinds_used = 0;
 	pthread_mutex_unlock(&fs->lock);
 }
 
 int kind_lookup(h5fs *fs, uint64_t addr, h5_obj_kind *kind)
 {
-	struct kind_ent *k;
+	size_t i;
 	int found = 0;
 
+	if (addr == 0 || addr >= KIND_KEY_MAX)
+		return 0;
 	pthread_mutex_lock(&fs->lock);
-	for (k = fs->kinds[hash_u64(addr, fs->kinds_cap)]; k; k = k->next)
-		if (k->addr == addr) {
-			*kind = k->kind;
-			found = 1;
-			break;
-		}
+	i = kind_slot_locked(fs, addr);
+	if (fs->kinds[i] > KIND_TOMB) {
+		*kind = (h5_obj_kind)(fs->kinds[i] & 3);
+		found = 1;
+	}
 	pthread_mutex_unlock(&fs->lock);
 	return found;
+}
+
+/* ---- stat-only objects (struct lnode) ------------------------------------ */
+
+static void light_stat(const h5fs *fs, const struct lnode *l, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = (ino_t)LNODE_INO(l);
+	st->st_mode = l->mode;
+	st->st_nlink = l->nlink;
+	st->st_uid = fs->uid;
+	st->st_gid = fs->gid;
+	st->st_size = (off_t)l->size;
+	st->st_blocks = (blkcnt_t)l->blocks;
+	st->st_blksize = l->append_blk ? H5FS_APPEND_BLKSIZE : H5FS_BLKSIZE;
+	st->st_mtim.tv_sec = (time_t)l->mtime_s;
+	st->st_mtim.tv_nsec = (long)l->mtime_ns;
+	st->st_atim = st->st_ctim = st->st_mtim;
+}
+
+/* *pp made a struct node (no I/O: what its lookup read), in the table in
+ * its place; NULL when out of memory (the caller sees no node: ESTALE). */
+static struct node *light_promote_locked(h5fs *fs, struct lnode **pp)
+{
+	struct lnode *l = *pp;
+	struct node *n = calloc(1, sizeof(*n));
+
+	if (!n || !(n->path = strdup(l->path))) {
+		free(n);
+		return NULL;
+	}
+	pthread_rwlock_init(&n->lk, NULL);
+	/* one a sweep let go: the current generation's, resolved again
+	 * (node_fresh) as its number is older */
+	if (!l->gen) {
+		l->gen = fs->gen;
+		gen_hold(l->gen);
+	}
+	n->ino = LNODE_INO(l);
+	n->nlookup = l->nlookup;
+	n->addr = l->addr;
+	n->f = l->gen->f;
+	h5_file_hold_related(n->f);
+	n->parent = l->parent;
+	n->kind = (h5_obj_kind)l->kind;
+	n->type = NT_FILE;
+	light_stat(fs, l, &n->st);
+	n->gen = l->gen;                /* (its reference) */
+	n->checked = l->gnum;
+	n->unlinked = l->unlinked;
+	*pp = l->next;
+	fs->nlnodes--;
+	free(l);
+	node_insert_locked(fs, n);
+	return n;
+}
+
+bool light_keep(h5fs *fs, const struct node *fresh, struct gen *g, uint64_t parent)
+{
+	const struct stat *st = &fresh->st;
+	size_t plen = strlen(fresh->path);
+	struct lnode *l;
+	bool kept = false;
+
+	/* only what light_stat and light_promote_locked make again exactly:
+	 * FILE's own objects, numbered by their address, times all one */
+	if (fresh->type != NT_FILE || fresh->vkind || (fresh->ino & H5FS_SYNTH_BIT) || fresh->f != g->f ||
+	    fresh->ino != fresh->addr + 2 || (uint64_t)st->st_ino != fresh->ino || st->st_uid != fs->uid || st->st_gid != fs->gid ||
+	    st->st_atim.tv_sec != st->st_mtim.tv_sec || st->st_atim.tv_nsec != st->st_mtim.tv_nsec ||
+	    st->st_ctim.tv_sec != st->st_mtim.tv_sec || st->st_ctim.tv_nsec != st->st_mtim.tv_nsec ||
+	    (st->st_blksize != H5FS_BLKSIZE && st->st_blksize != H5FS_APPEND_BLKSIZE) || st->st_size < 0 ||
+	    st->st_blocks < 0)
+		return false;
+	l = malloc(sizeof(*l) + plen + 1);
+	if (!l)
+		return false;
+	l->addr = fresh->addr;
+	l->parent = parent;
+	l->gen = g;
+	l->gnum = (uint32_t)g->num;
+	l->nlookup = 1;
+	l->size = (uint64_t)st->st_size;
+	l->blocks = (uint64_t)st->st_blocks;
+	l->mtime_s = (int64_t)st->st_mtim.tv_sec;
+	l->mtime_ns = (uint32_t)st->st_mtim.tv_nsec;
+	l->mode = (uint32_t)st->st_mode;
+	l->nlink = (uint32_t)st->st_nlink;
+	l->kind = (uint8_t)fresh->kind;
+	l->append_blk = st->st_blksize == H5FS_APPEND_BLKSIZE;
+	l->unlinked = false;
+	memcpy(l->path, fresh->path, plen + 1);
+	pthread_mutex_lock(&fs->lock);
+	/* another lookup made it meanwhile: that one is used (node_publish) */
+	if (g == fs->gen && !full_find_locked(fs, fresh->ino) && !*light_slot_locked(fs, fresh->ino)) {
+		size_t b;
+
+		rehash((void ***)&fs->lnodes, &fs->lnodes_cap, fs->nlnodes, offsetof(struct lnode, next),
+		       light_bucket);
+		b = hash_u64(fresh->ino, fs->lnodes_cap);
+		l->next = fs->lnodes[b];
+		fs->lnodes[b] = l;
+		fs->nlnodes++;
+		gen_hold(g);
+		kept = true;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (!kept)
+		free(l);
+	return kept;
+}
+
+bool light_ref(h5fs *fs, uint64_t ino, uint64_t addr, const h5_file *f, uint64_t parent, struct stat *st)
+{
+	struct lnode *l;
+	bool ok = false;
+
+	pthread_mutex_lock(&fs->lock);
+	if (!fs->nlnodes || full_find_locked(fs, ino))
+		goto out;
+	l = *light_slot_locked(fs, ino);
+	/* one of another generation, or of an object removed since (whose
+	 * space this one may have taken), is made a node: the lookup's
+	 * checks for those are struct node's */
+	if (l && l->addr == addr && l->gen == fs->gen && l->gen->f == f && !l->unlinked && l->nlookup < UINT32_MAX) {
+		l->nlookup++;
+		l->parent = parent;
+		light_stat(fs, l, st);
+		ok = true;
+	}
+out:
+	pthread_mutex_unlock(&fs->lock);
+	return ok;
+}
+
+bool light_getattr(h5fs *fs, uint64_t ino, struct stat *st)
+{
+	struct lnode *l;
+	bool ok = false;
+
+	pthread_mutex_lock(&fs->lock);
+	if (fs->nlnodes && !full_find_locked(fs, ino) && (l = *light_slot_locked(fs, ino)) && l->gen == fs->gen) {
+		light_stat(fs, l, st);
+		ok = true;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return ok;
+}
+
+bool light_unref_locked(h5fs *fs, uint64_t ino, uint64_t count, struct gen **release)
+{
+	struct lnode **pp, *l;
+
+	*release = NULL;
+	if (!fs->nlnodes)
+		return false;
+	pp = light_slot_locked(fs, ino);
+	l = *pp;
+	if (!l)
+		return false;
+	l->nlookup = count < l->nlookup ? l->nlookup - (uint32_t)count : 0;
+	if (l->nlookup == 0) {
+		*pp = l->next;
+		fs->nlnodes--;
+		*release = l->gen;
+		free(l);
+	}
+	return true;
+}
+
+void light_unlinked_locked(h5fs *fs, const h5_file *f, uint64_t addr)
+{
+	struct lnode *l;
+
+	if (!fs->nlnodes)
+		return;
+	/* (a struct lnode's node id is its object's address + 2) */
+	l = *light_slot_locked(fs, addr + 2);
+	if (l && l->addr == addr && (!l->gen || l->gen->f == f))
+		l->unlinked = true;
+}
+
+void light_promote_under_locked(h5fs *fs, const char *prefix)
+{
+	size_t pl = strlen(prefix);
+
+	for (size_t i = 0; fs->nlnodes && i < fs->lnodes_cap; i++) {
+		struct lnode **pp = &fs->lnodes[i];
+
+		while (*pp) {
+			const char *path = (*pp)->path;
+
+			if (strncmp(path, prefix, pl) == 0 && (path[pl] == '\0' || path[pl] == '/') &&
+			    light_promote_locked(fs, pp))
+				continue;       /* *pp is the next one now */
+			pp = &(*pp)->next;
+		}
+	}
+}
+
+uint64_t *light_orphan_old(h5fs *fs, size_t *n)
+{
+	struct gen **gens;
+	uint64_t *v;
+	size_t ng = 0;
+
+	*n = 0;
+	pthread_mutex_lock(&fs->lock);
+	v = malloc((fs->nlnodes ? fs->nlnodes : 1) * sizeof(*v));
+	gens = malloc((fs->nlnodes ? fs->nlnodes : 1) * sizeof(*gens));
+	for (size_t i = 0; v && gens && i < fs->lnodes_cap; i++)
+		for (struct lnode *l = fs->lnodes[i]; l; l = l->next)
+			if (l->gen != fs->gen && *n < fs->nlnodes) {
+				v[(*n)++] = LNODE_INO(l);
+				if (l->gen)
+					gens[ng++] = l->gen;
+				l->gen = NULL;
+			}
+	pthread_mutex_unlock(&fs->lock);
+	for (size_t i = 0; i < ng; i++)
+		gen_release(gens[i]);   /* (outside the lock: may close a FILE) */
+	free(gens);
+	return v;
+}
+
+void light_free_all(h5fs *fs)
+{
+	for (size_t i = 0; fs->lnodes && i < fs->lnodes_cap; i++) {
+		struct lnode *l = fs->lnodes[i];
+
+		while (l) {
+			struct lnode *next = l->next;
+
+			gen_release(l->gen);
+			free(l);
+			l = next;
+		}
+	}
+	free(fs->lnodes);
+	fs->lnodes = NULL;
+	fs->nlnodes = 0;
 }

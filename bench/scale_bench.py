@@ -1,0 +1,144 @@
+#!/usr/bin/python3
+"""Walks of files of many objects (issue 64): the daemon's memory and the
+time of find and du against h5py's visititems + get_storage_size in the
+same run. Run by hand (never in CI):
+
+    cc -O2 -o /tmp/make_many bench/make_many.c $(pkg-config --cflags --libs hdf5)
+    sudo /usr/bin/python3 bench/scale_bench.py --h5fs ./h5fs --gen /tmp/make_many \\
+        [--dir /work/scale] [--n 100000,1000000] [--formats default,latest] \\
+        [--cache-mb 64] [--opts cache_size=64] [--walks 3] [--keep]
+
+Files: make_many's (N one-element int32 datasets in groups of 1,000),
+in h5py's default format and libver latest, written to --dir (on a disk:
+1 M objects are ~370 MB) and removed after unless --keep.
+
+For each file, in this order:
+- h5py: page cache dropped, h5py.File, visititems over every object
+  calling .id.get_storage_size() of each dataset (what du -s needs);
+- h5fs: mounted -o ro (plus -o cache_mb when given), page cache dropped,
+  `find MNT` (cold: nothing read yet), `find MNT` again (warm: the
+  kernel's dentries), `du -s MNT` (a stat of every object), then --walks
+  more rounds of find + du; the daemon's VmRSS after each step and its
+  VmHWM (peak) at the end, from /proc/PID/status.
+"bytes/object" is (RSS after du - RSS after find) / objects: what a name
+the kernel keeps costs (find already filled the kind map and the cache). Without root
+the "cold" numbers are warm (a warning says so)."""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from benchlib import Mount, drop_caches, say  # noqa: E402
+
+
+def status_kb(pid, key):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def timed(cmd):
+    t = time.monotonic()
+    out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=True).stdout
+    return time.monotonic() - t, out
+
+
+def h5py_walk(path):
+    import h5py
+    total = [0, 0]
+
+    def visit(_name, obj):
+        total[0] += 1
+        if isinstance(obj, h5py.Dataset):
+            total[1] += obj.id.get_storage_size()
+
+    t = time.monotonic()
+    with h5py.File(path, "r") as f:
+        f.visititems(visit)
+    return time.monotonic() - t, total[0], total[1]
+
+
+def run_file(a, path, n, fmt):
+    cold = drop_caches()
+    if not cold:
+        say("warning: not root, the page cache is not dropped: 'cold' is warm")
+    py_t, py_objs, py_bytes = h5py_walk(path)
+    mnt = tempfile.mkdtemp(prefix="h5fs-scale-", dir="/tmp")
+    log = os.path.join(a.dir, "scale_bench.log")
+    cmd = [a.h5fs, "-f", "-o", "ro" + (",cache_mb=%d" % a.cache_mb if a.cache_mb else "") +
+           ("," + a.opts if a.opts else ""), path, mnt]
+    res = {}
+    with Mount(cmd, mnt, log) as m:
+        pid = m.proc.pid
+        res["rss0"] = status_kb(pid, "VmRSS")
+        drop_caches()
+        res["find_cold"], out = timed(["find", mnt])
+        res["objs"] = out.count(b"\n") - 1
+        res["rss_find"] = status_kb(pid, "VmRSS")
+        res["find_warm"], _ = timed(["find", mnt])
+        res["du"], out = timed(["du", "-s", "-B1", mnt])
+        res["du_bytes"] = int(out.split()[0])
+        res["rss_du"] = status_kb(pid, "VmRSS")
+        walks = []
+        for _ in range(a.walks):
+            timed(["find", mnt])
+            timed(["du", "-s", mnt])
+            walks.append(status_kb(pid, "VmRSS"))
+        res["walks"] = walks
+        res["hwm"] = status_kb(pid, "VmHWM")
+    os.rmdir(mnt)
+    if res["objs"] != py_objs:
+        raise SystemExit("find listed %d objects, h5py visited %d" % (res["objs"], py_objs))
+    # what the names du looked up cost (find listed every object already:
+    # the kind map and the cache are in rss_find)
+    per = (res["rss_du"] - res["rss_find"]) * 1024.0 / n
+    say("%s objects, %s format, %s -o ro%s%s:" % (format(n, ","), fmt, os.path.basename(a.h5fs),
+                                                 ",cache_mb=%d" % a.cache_mb if a.cache_mb else "",
+                                                 "," + a.opts if a.opts else ""))
+    say("  h5py visititems+get_storage_size %.2f s (%d objects, %d bytes stored)" % (py_t, py_objs, py_bytes))
+    say("  h5fs find cold %.2f s (h5py/h5fs %.1fx), warm %.2f s, du -s %.2f s (h5py/h5fs %.1fx, %d bytes)" %
+        (res["find_cold"], py_t / res["find_cold"], res["find_warm"], res["du"], py_t / res["du"],
+         res["du_bytes"]))
+    say("  daemon RSS: mount %.0f MB, after find %.0f MB, after du %.0f MB (+%.0f bytes/object), "
+        "after %d more find+du rounds %s MB, peak %.0f MB" %
+        (res["rss0"] / 1024, res["rss_find"] / 1024, res["rss_du"] / 1024, per, a.walks,
+         "/".join("%.0f" % (w / 1024) for w in res["walks"]), res["hwm"] / 1024))
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--h5fs", default="./h5fs")
+    ap.add_argument("--gen", default="/tmp/make_many", help="make_many, built from bench/make_many.c")
+    ap.add_argument("--dir", default="/var/tmp/h5fs-scale", help="where the files go (a disk, not tmpfs)")
+    ap.add_argument("--n", default="100000,1000000", help="objects per file, comma-separated")
+    ap.add_argument("--formats", default="default,latest")
+    ap.add_argument("--cache-mb", type=int, default=0, help="-o cache_mb (0: the default)")
+    ap.add_argument("--opts", default="", help="more -o options (cache_size=64 for a daemon before cache_mb)")
+    ap.add_argument("--walks", type=int, default=3, help="more find + du rounds (RSS flat?)")
+    ap.add_argument("--keep", action="store_true", help="keep the generated files")
+    a = ap.parse_args()
+    a.h5fs = os.path.abspath(a.h5fs)
+    os.makedirs(a.dir, exist_ok=True)
+    for n in [int(x) for x in a.n.split(",")]:
+        for fmt in a.formats.split(","):
+            path = os.path.join(a.dir, "many_%d_%s.h5" % (n, fmt))
+            if not os.path.exists(path):
+                t = time.monotonic()
+                subprocess.run([a.gen] + (["-l"] if fmt == "latest" else []) + [path, str(n)], check=True)
+                say("wrote %s (%.0f MB) in %.1f s" % (path, os.path.getsize(path) / 1e6, time.monotonic() - t))
+            try:
+                run_file(a, path, n, fmt)
+            finally:
+                if not a.keep:
+                    os.unlink(path)
+
+
+if __name__ == "__main__":
+    main()
