@@ -422,6 +422,12 @@ void node_sweep(h5fs *fs)
 	for (int ms = 0; ms < 2000 && __atomic_load_n(&fs->lv->fast_reads, __ATOMIC_SEQ_CST); ms++)
 		live_sleep_ns(1000000);
 	pthread_mutex_lock(&fs->lock);
+	/* stat-only objects (fs.h struct lnode) are made nodes and resolved
+	 * now with the rest: re-resolved at their next use instead, they read
+	 * FILE as it is then with the stamp of the generation current then (a
+	 * live append seen mid-write showed its new size with the old mtime:
+	 * test_first_mount) */
+	light_promote_under_locked(fs, "");
 	v = calloc(fs->nnodes ? fs->nnodes : 1, sizeof(*v));
 	parent = calloc(fs->nnodes ? fs->nnodes : 1, sizeof(*parent));
 	for (i = 0; v && parent && i < fs->nodes_cap; i++)
