@@ -66,7 +66,17 @@ static char *attr_text(const h5_attr_value *a)
 	n = strnlen(p, n);
 	while (a->type->kind == H5_TYPE_STRING && n && p[n - 1] == ' ')
 		n--;
-	return strndup(p, n);
+	/* (not strndup: a fixed-size string fills its n bytes, no NUL after,
+	 * and strndup may look one byte past: ASan, test_refs_concat) */
+	{
+		char *s = malloc(n + 1);
+
+		if (s) {
+			memcpy(s, p, n);
+			s[n] = '\0';
+		}
+		return s;
+	}
 }
 
 static int attr_cb(const h5_attr_value *a, void *ud)

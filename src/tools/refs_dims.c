@@ -267,7 +267,8 @@ static void read_group(struct refs_dims *P, h5_file *f, size_t g, const char *pr
 		h5_err_clear();
 		return;
 	}
-	qsort(lv.v, lv.n, sizeof(*lv.v), by_name);
+	if (lv.n)
+		qsort(lv.v, lv.n, sizeof(*lv.v), by_name);
 	first_kid = P->g[g].nkids;
 	/* the links' names are copied where kept: lv lives for this group only */
 	for (size_t i = 0; i < lv.n && !P->nomem; i++) {
@@ -374,13 +375,14 @@ static struct pd_scale *scale_find(const struct refs_dims *P, uint64_t addr)
 {
 	struct pd_scale key = { .addr = addr };
 
-	return bsearch(&key, P->sc, P->nsc, sizeof(*P->sc), scale_cmp);
+	return P->nsc ? bsearch(&key, P->sc, P->nsc, sizeof(*P->sc), scale_cmp) : NULL;
 }
 
 /* Each unlimited dimension's length: its variables' longest extent. */
 static void dim_lengths(struct refs_dims *P)
 {
-	qsort(P->sc, P->nsc, sizeof(*P->sc), scale_cmp);
+	if (P->nsc)     /* (qsort of NULL, 0: undefined; UBSan) */
+		qsort(P->sc, P->nsc, sizeof(*P->sc), scale_cmp);
 	for (size_t k = 0; k < P->nv; k++)
 		for (unsigned i = 0; i < P->v[k].rank; i++) {
 			struct pd_scale *s = P->v[k].scale[i] != UINT64_MAX ? scale_find(P, P->v[k].scale[i]) : NULL;
@@ -422,7 +424,8 @@ static const struct refs_dims *plan(struct refs *R)
 		refs_dims_free(P);
 		return NULL;
 	}
-	qsort(P->v, P->nv, sizeof(*P->v), var_cmp);
+	if (P->nv)
+		qsort(P->v, P->nv, sizeof(*P->v), var_cmp);
 	R->dims = P;
 	return P;
 }
@@ -433,7 +436,7 @@ const char *refs_dims_name(struct refs *R, const char *prefix, unsigned rank, un
 	struct pd_var key = { .prefix = (char *)prefix };
 	const struct pd_var *v;
 
-	if (!P || !(v = bsearch(&key, P->v, P->nv, sizeof(*P->v), var_cmp)) || !v->need || v->rank != rank ||
+	if (!P || !P->nv || !(v = bsearch(&key, P->v, P->nv, sizeof(*P->v), var_cmp)) || !v->need || v->rank != rank ||
 	    i >= rank)
 		return NULL;
 	return P->g[v->grp].d[v->names[i]].name;
@@ -446,7 +449,7 @@ uint64_t refs_dims_extent(struct refs *R, const char *prefix, unsigned rank, uns
 	const struct pd_var *v;
 	const struct pd_scale *s;
 
-	if (!P || i >= rank || !(v = bsearch(&key, P->v, P->nv, sizeof(*P->v), var_cmp)) || v->rank != rank ||
+	if (!P || !P->nv || i >= rank || !(v = bsearch(&key, P->v, P->nv, sizeof(*P->v), var_cmp)) || v->rank != rank ||
 	    v->dims[i] != extent || v->scale[i] == UINT64_MAX || !(s = scale_find(P, v->scale[i])) || !s->unlim ||
 	    !v->unlim[i])
 		return extent;
