@@ -327,11 +327,15 @@ int h5_file_keep_free(h5_file *f, uint64_t addr, uint64_t len)
 
 	if ((!f->min_free_bytes && !f->min_free_pct) || !f->src->ops->fd || len == 0)
 		return 0;
+	if (h5_add_overflow(addr, len, &end))
+		return h5_err_set(H5_ERR_LIMIT, "file size overflows");
+	/* allocated already (h5_file_allocate's own test): no system call,
+	 * as a reserve comes before every create and write */
+	if (f->falloc_hi && addr >= f->falloc_lo && end <= f->falloc_hi)
+		return 0;
 	fd = f->src->ops->fd(f->src);
 	if (fd < 0 || fstatvfs(fd, &vs) < 0 || fstat(fd, &st) < 0)
 		return 0;       /* (nothing to measure against: the allocation says) */
-	if (h5_add_overflow(addr, len, &end))
-		return h5_err_set(H5_ERR_LIMIT, "file size overflows");
 	have = (uint64_t)st.st_size;
 	if (f->falloc_hi && addr >= f->falloc_lo && f->falloc_hi > have)
 		have = f->falloc_hi;
