@@ -210,14 +210,19 @@ int node_ds_need(h5fs *fs, struct node *n)
 	bool have, stale;
 	int rc = 0;
 
-	if (n->type != NT_FILE || n->kind != H5_OBJ_DATASET)
+	if (n->type != NT_FILE)
 		return 0;
+	/* kind too under the lock: a live FILE's sweep swaps it (node_swap) */
 	pthread_rwlock_rdlock(&n->lk);
-	have = n->ds != NULL;
+	have = n->kind != H5_OBJ_DATASET || n->ds != NULL;
 	pthread_rwlock_unlock(&n->lk);
 	if (have)
 		return 0;
 	pthread_rwlock_wrlock(&n->lk);
+	if (n->kind != H5_OBJ_DATASET) {
+		pthread_rwlock_unlock(&n->lk);
+		return 0;
+	}
 	/* a stale node answers ESTALE (node_fresh): its f is another
 	 * generation's now, where addr may hold another object */
 	stale = n->stale;
