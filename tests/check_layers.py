@@ -42,10 +42,11 @@ LAYERS = [
     ("src/fuse/state", 12),     # a single-file mount's state: nodes, generations, log
     ("src/fuse/live", 13),      # live files: refresh, read checks, ledgers, watcher
     ("src/fuse/node", 14),      # the node model of a single-file mount
-    ("src/fuse/member", 15),    # the single-file (member) root's operations
-    ("src/fuse/dispatch", 16),  # FUSE handlers over a table of roots
-    ("src/fuse/collection", 17),  # folder and indexed roots over libh5coll
-    ("src/fuse/mount", 18),     # main: options, startup
+    ("src/fuse/commit", 15),    # admit, order, schedule and make durable every write
+    ("src/fuse/member", 16),    # the single-file (member) root's operations
+    ("src/fuse/dispatch", 17),  # FUSE handlers over a table of roots
+    ("src/fuse/collection", 18),  # folder and indexed roots over libh5coll
+    ("src/fuse/mount", 19),     # main: options, startup
 ]
 # The programs (src/tools, src/fuse and its folders) do not include each
 # other: what they share lives in src/common or below.

@@ -3,7 +3,7 @@
  *
  * A descriptor that wrote and sits open (a script that never closes, an
  * interactive session) would hold FILE's lock, and keep its last rows
- * uncommitted, until it is closed. The idler looks every second; a handle
+ * uncommitted, until it is closed. The idle kind looks every second; a handle
  * holding the lock whose last write is -o idle_commit seconds old is
  * committed as fsync commits it (wfile_fsync: whole rows, written bytes),
  * which gives the lock back unless a partial row is left. Pinned while in
@@ -13,92 +13,92 @@
  * reserved past the end of allocation (write/txn.c): once none came for
  * -o idle_commit seconds they are made durable and that room given back
  * (fs_meta_sync), so FILE's size is its end of allocation between
- * sessions of changes, not only at unmount. */
+ * sessions of changes, not only at unmount. Both are one periodic kind
+ * of the commit layer's scheduler (commit/sched.c). */
 #include "wfile.h"
 
-/* Attribute and link changes idle for idle ns: made durable, FILE trimmed
- * (fs->lock held, let go meanwhile). */
+/* Attribute and link changes idle for idle ns: made durable, FILE trimmed. */
 static void meta_idle(h5fs *fs, int64_t now, int64_t idle)
 {
 	bool due;
 
-	/* fs->wmu is never taken under fs->lock (live.c takes them the
-	 * other way round): let fs->lock go first */
-	pthread_mutex_unlock(&fs->lock);
 	pthread_mutex_lock(&fs->wmu);
 	due = fs->meta_unsynced && !fs->lost && now - fs->meta_ns >= idle;
 	pthread_mutex_unlock(&fs->wmu);
 	if (due && fs_meta_sync(fs) == 0)
 		h5fs_log(fs, LOG_INFO, "attribute and link changes idle for %u s: fsync'd, %s trimmed to its end "
 			 "of allocation", fs->cfg.idle_commit, h5_file_path(fs->f));
-	pthread_mutex_lock(&fs->lock);
 }
 
-static void *idler(void *arg)
+/* The idle kind's look (the scheduler's, commit/sched.c), once a second:
+ * one handle idle for long committed, else the changes made durable. */
+static int64_t idle_poll(void *owner, int64_t now)
 {
-	h5fs *fs = arg;
+	h5fs *fs = owner;
 	int64_t idle = (int64_t)fs->cfg.idle_commit * 1000000000;
+	struct wfile *pick = NULL;
 
 	pthread_mutex_lock(&fs->lock);
-	while (!fs->idle_stop) {
-		struct wfile *pick = NULL;
-		struct timespec ts;
-		int64_t now;
+	for (struct hlink *h = fs->open_wfiles.next; h != &fs->open_wfiles && !pick; h = h->next) {
+		struct wfile *w = (struct wfile *)(void *)h;
 
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += 1;
-		pthread_cond_timedwait(&fs->idle_cv, &fs->lock, &ts);
-		if (fs->idle_stop)
-			break;
-		now = member_now_ns();
-		for (struct hlink *h = fs->open_wfiles.next; h != &fs->open_wfiles && !pick; h = h->next) {
-			struct wfile *w = (struct wfile *)(void *)h;
-
-			if (__atomic_load_n(&w->holding, __ATOMIC_RELAXED) &&
-			    now - __atomic_load_n(&w->last_ns, __ATOMIC_RELAXED) >= idle)
-				pick = w;
-		}
-		if (!pick) {
-			meta_idle(fs, now, idle);
-			continue;
-		}
-		pick->pins++;
-		pthread_mutex_unlock(&fs->lock);
-		/* looked at again after another idle period, whatever happens */
-		__atomic_store_n(&pick->last_ns, now, __ATOMIC_RELAXED);
-		if (wfile_fsync(fs, pick, pick->n->ino) == 0)
-			h5fs_log(fs, LOG_INFO, "%s: idle for %u s: committed%s", show_path(pick->n->path),
-				 fs->cfg.idle_commit,
-				 __atomic_load_n(&pick->holding, __ATOMIC_RELAXED) ? " (a partial row keeps FILE locked)"
-										     : ", FILE's lock given back");
-		pthread_mutex_lock(&fs->lock);
-		pick->pins--;
-		pthread_cond_broadcast(&fs->idle_cv);
+		if (__atomic_load_n(&w->holding, __ATOMIC_RELAXED) &&
+		    now - __atomic_load_n(&w->last_ns, __ATOMIC_RELAXED) >= idle)
+			pick = w;
 	}
+	if (pick)
+		pick->pins++;
 	pthread_mutex_unlock(&fs->lock);
-	return NULL;
+	if (!pick) {
+		meta_idle(fs, now, idle);
+		return member_now_ns() + 1000000000;
+	}
+	/* looked at again after another idle period, whatever happens */
+	__atomic_store_n(&pick->last_ns, now, __ATOMIC_RELAXED);
+	if (wfile_fsync(fs, pick, pick->n->ino) == 0)
+		h5fs_log(fs, LOG_INFO, "%s: idle for %u s: committed%s", show_path(pick->n->path),
+			 fs->cfg.idle_commit,
+			 __atomic_load_n(&pick->holding, __ATOMIC_RELAXED) ? " (a partial row keeps FILE locked)"
+									     : ", FILE's lock given back");
+	pthread_mutex_lock(&fs->lock);
+	pick->pins--;
+	pthread_cond_broadcast(&fs->idle_cv);
+	pthread_mutex_unlock(&fs->lock);
+	return member_now_ns();     /* the next idle one at once */
 }
+
+/* (periodic: after the batches, which it may flush) */
+static const struct commit_kind idle_kind = { .name = "idle commit", .bit = 1u << 8, .poll = idle_poll };
 
 void wfile_idler_start(h5fs *fs)
 {
-	if (!fs_writable(fs) || !fs->cfg.idle_commit || fs->idling)
+	struct commit_slot *s;
+	int err = ENOMEM;
+
+	if (!fs_writable(fs) || !fs->cfg.idle_commit || fs->idle_slot)
 		return;
-	fs->idle_stop = false;
-	fs->idling = pthread_create(&fs->idler, NULL, idler, fs) == 0;
-	if (!fs->idling)
+	if ((s = calloc(1, sizeof(*s))) != NULL) {
+		pthread_mutex_lock(&fs->lock);
+		err = commit_slot_start_locked(s, fs, &idle_kind, fs);
+		if (!err)
+			fs->idle_slot = s;
+		pthread_mutex_unlock(&fs->lock);
+	}
+	if (err) {
+		free(s);
 		h5fs_log(fs, LOG_ERR, "cannot start the idle commit: descriptors left open keep FILE locked");
+	}
 }
 
 void wfile_idler_stop(h5fs *fs)
 {
-	if (!fs->idling)
+	struct commit_slot *s = fs->idle_slot;
+
+	if (!s)
 		return;
-	pthread_mutex_lock(&fs->lock);
-	fs->idle_stop = true;
-	pthread_cond_broadcast(&fs->idle_cv);
-	pthread_mutex_unlock(&fs->lock);
-	pthread_join(fs->idler, NULL);
-	fs->idling = false;
+	commit_slot_stop(s);
+	fs->idle_slot = NULL;
+	free(s);
 }
 
 /* Every write handle of n holding rows or bytes not committed, committed

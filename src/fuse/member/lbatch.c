@@ -17,7 +17,7 @@
  *     readdir, a link change (mkdir, rm, mv, ln, symlink), a new file of
  *     another group, fsync or syncfs of any file, the unmount (lbatch_flush);
  *   - LB_IDLE_MS passed without a create, or LB_MAX_MS since the first
- *     (the timer thread, wbtimer.c, which then makes it durable);
+ *     (the timer thread, commit/sched.c, which then makes it durable);
  *   - LB_MAX_ITEMS are pending.
  * A crash before the commit leaves none of the batch's files (their space
  * unreferenced); after its one write, all of them, each with the rows its
@@ -39,7 +39,7 @@
 
 struct lbatch {
 	h5fs *fs;
-	struct wbt t;           /* its timer (wbtimer.c); t.mu: the batch, held across its commit */
+	struct commit_slot t;           /* its timer (commit/sched.c); t.mu: the batch, held across its commit */
 	struct use u;           /* the group, held (FILE's lock too) while pending */
 	char *path;             /* the group's, for log lines */
 	char **names;
@@ -190,7 +190,7 @@ static int commit_locked(h5fs *fs, struct lbatch *lb, bool last, bool timed)
 	return err;
 }
 
-int lbatch_flush(h5fs *fs)
+static int lbatch_flush(h5fs *fs)
 {
 	struct lbatch *lb = __atomic_load_n(&fs->lb, __ATOMIC_ACQUIRE);
 	int err;
@@ -203,15 +203,13 @@ int lbatch_flush(h5fs *fs)
 	return err;
 }
 
-/* The kind durable.c flushes (fs_meta_sync). */
+/* The kind's flush (commit/sched.c: barriers, fs_meta_sync) (fs_meta_sync). */
 static int kind_flush(void *owner)
 {
 	return lbatch_flush(((struct lbatch *)owner)->fs);
 }
 
-static const struct wb_kind lbatch_kind = { "new files", WB_ORDER_NAMES, kind_flush };
-
-/* The timer's (wbtimer.c), t.mu held. */
+/* The timer's (commit/sched.c), t.mu held. */
 static size_t pending_count(void *owner)
 {
 	return ((struct lbatch *)owner)->count;
@@ -224,6 +222,11 @@ static int timed_commit(void *owner)
 	return commit_locked(lb->fs, lb, false, true);
 }
 
+static const struct commit_kind lbatch_kind = {
+	.name = "new files", .bit = COMMIT_NAMES, .idle_ms = LB_IDLE_MS, .max_ms = LB_MAX_MS,
+	.count = pending_count, .commit = timed_commit, .flush = kind_flush,
+};
+
 static struct lbatch *lbatch_get(h5fs *fs)
 {
 	struct lbatch *lb;
@@ -232,13 +235,12 @@ static struct lbatch *lbatch_get(h5fs *fs)
 	lb = fs->lb;
 	if (!lb && (lb = calloc(1, sizeof(*lb))) != NULL) {
 		lb->fs = fs;
-		if (wbt_start(&lb->t, fs, LB_IDLE_MS, LB_MAX_MS, pending_count, timed_commit, lb) != 0) {
+		/* registered under fs->lock: no flush that follows its
+		 * first change misses it */
+		if (commit_slot_start_locked(&lb->t, fs, &lbatch_kind, lb) != 0) {
 			free(lb);
 			lb = NULL;
 		} else {
-			/* registered with it, under fs->lock: no flush
-			 * that follows its first change misses it */
-			(void)wb_register_locked(fs, &lbatch_kind, lb);
 			__atomic_store_n(&fs->lb, lb, __ATOMIC_RELEASE);
 		}
 	}
@@ -250,21 +252,12 @@ static struct lbatch *lbatch_get(h5fs *fs)
  * the group in use as the current generation shows it. */
 static int begin_locked(h5fs *fs, struct lbatch *lb, struct node *p)
 {
-	int err = fs_write_begin(fs);
+	int err = commit_begin(&lb->u, fs, p, 0, "create");
 
-	if (err)
-		return err;
-	err = node_use_current(&lb->u, fs, p);
-	if (!err && (lb->u.addr == UINT64_MAX || lb->u.f != fs->f)) {
-		node_use_end(&lb->u);
-		err = EROFS;
-	}
 	if (!err && !(lb->path = strdup(p->path))) {
-		node_use_end(&lb->u);
+		commit_end(fs, &lb->u, false);
 		err = ENOMEM;
 	}
-	if (err)
-		fs_write_end(fs);
 	return err;
 }
 
@@ -374,7 +367,7 @@ int lbatch_create(h5fs *fs, struct node *p, const char *name, const h5_dset_new 
 	lb->addrs[lb->count] = addr;
 	lb->name_bytes += len;
 	__atomic_store_n(&lb->count, lb->count + 1, __ATOMIC_RELEASE);
-	wbt_changed(&lb->t, lb->count == 1);
+	commit_changed(&lb->t, lb->count == 1);
 undo:
 	if (!lb->count && lb->path) {
 		/* nothing pending after all: the group and the lock let go */
@@ -418,8 +411,7 @@ void lbatch_stop(h5fs *fs)
 	pthread_mutex_lock(&lb->t.mu);
 	commit_locked(fs, lb, true, false);
 	pthread_mutex_unlock(&lb->t.mu);
-	wb_unregister(fs, lb);
-	wbt_stop(&lb->t);
+	commit_slot_stop(&lb->t);
 	free(lb->names);
 	free(lb->addrs);
 	free(lb);

@@ -1,7 +1,7 @@
 /* link.c - groups and links changed through the mount (doc/h5fs.1
  * MODIFYING): mkdir, rmdir, unlink, symlink, rename and link in groups of
  * compact link storage (the engine's write/link_write.c, link_move.c). Each is one ordered commit
- * between fs_write_begin and fs_write_end; the dispatcher replies (an
+ * between commit_begin and commit_end (commit/gate.c); the dispatcher replies (an
  * entry for mkdir and symlink, looked up afresh). Symbol-table groups
  * (libhdf5's default format) and dense storage are refused with ENOTSUP
  * and a log line. */
@@ -23,8 +23,6 @@ int member_fsyncdir(void *r, uint64_t ino)
  * shows it, writing begun. */
 static int begin_change(struct use *u, h5fs *fs, struct node **p, uint64_t parent, bool create)
 {
-	int err;
-
 	*p = node_get(fs, parent);
 	if (!*p)
 		return ESTALE;
@@ -32,20 +30,7 @@ static int begin_change(struct use *u, h5fs *fs, struct node **p, uint64_t paren
 		return ENOTDIR;
 	/* new files and attributes accepted before come first (a create
 	 * joins the batch of new files instead: lbatch.c) */
-	if (!create && (err = lbatch_flush(fs)) != 0)
-		return err;
-	xbatch_flush(fs);
-	err = fs_write_begin(fs);
-	if (err)
-		return err;
-	err = node_use_current(u, fs, *p);
-	if (!err && (u->addr == UINT64_MAX || u->f != fs->f)) {
-		node_use_end(u);
-		err = EROFS;
-	}
-	if (err)
-		fs_write_end(fs);
-	return err;
+	return commit_begin(u, fs, *p, create ? COMMIT_ATTRS : COMMIT_ALL, "change in");
 }
 
 static int begin(struct use *u, h5fs *fs, struct node **p, uint64_t parent)
@@ -55,9 +40,7 @@ static int begin(struct use *u, h5fs *fs, struct node **p, uint64_t parent)
 
 static void end(h5fs *fs, struct use *u)
 {
-	node_use_end(u);
-	fs_meta_changed(fs);    /* (also after a failure: it may have written) */
-	fs_write_end(fs);
+	commit_end(fs, u, true);        /* (changed also after a failure: it may have written) */
 }
 
 /* errno of a failed change: `perm` for H5_ERR_PERM, `inval` for

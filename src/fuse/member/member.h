@@ -10,19 +10,9 @@
 #ifndef H5FS_MEMBER_H
 #define H5FS_MEMBER_H
 
-#include "node.h"
+#include "commit.h"
 
 struct dirsnap;
-
-/* root_member.c: a reader section of the current generation's FILE (its
- * space freed meanwhile is not reused until the section ends): every
- * request that reads FILE is one, on a mount that writes */
-struct rd {
-	struct gen *g;
-	uint64_t t;
-};
-struct rd member_rd_begin(h5fs *fs);
-void member_rd_end(struct rd *x);
 
 /* member/read.c: the member root's reads (root.h) */
 void dirsnap_free(struct dirsnap *d);
@@ -43,56 +33,34 @@ void member_usage(void *r, uint64_t *bytes, uint64_t *objects);
 /* member/xbatch.c: setfattr's write-behind of new string attributes.
  * xbatch_add: 0 when the change is accepted (committed with its batch),
  * an errno, or 1 when it is not one for a batch (a name that is there, or
- * pending): the caller makes it at once, after xbatch_flush. Every other
- * xattr request, link change and fsync flushes first; xbatch_stop commits
- * what is left and ends the batch's thread. */
+ * pending): the caller makes it at once. Every other xattr request,
+ * link change and fsync flushes it first (commit_barrier COMMIT_ATTRS, a
+ * kind of commit/sched.c); xbatch_stop commits what is left and
+ * unregisters the kind. */
 int xbatch_add(h5fs *fs, struct node *n, const char *name, size_t name_len, const char *val, size_t len,
 	       int flags);
-void xbatch_flush(h5fs *fs);
 void xbatch_stop(h5fs *fs);
-
-/* member/wbtimer.c: the timer thread of a write-behind batch: commit()
- * idle_ms after the last change (wbt_changed), max_ms after the first at
- * the latest, then fs_meta_sync; a failed commit (non-zero) is tried again
- * idle_ms later. mu is the batch's lock, held around count() and commit()
- * and by wbt_changed's caller. wbt_start: 0 or an errno; wbt_stop joins
- * the thread (mu not held). */
-struct wbt {
-	h5fs *fs;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	pthread_t thread;
-	bool stop, timed;
-	int64_t first_ns, last_ns, idle_ns, max_ns;
-	size_t (*count)(void *owner);
-	int (*commit)(void *owner);
-	void *owner;
-};
-int wbt_start(struct wbt *t, h5fs *fs, unsigned idle_ms, unsigned max_ms, size_t (*count)(void *),
-	      int (*commit)(void *), void *owner);
-void wbt_changed(struct wbt *t, bool first);
-void wbt_stop(struct wbt *t);
 
 /* member/lbatch.c: the write-behind of new files. lbatch_create: 0 when
  * NAME's dataset is made in group p (not linked yet: linked with its
  * batch), an errno, or -1 when there is no batch (the caller makes it at
  * once). lbatch_lookup: whether NAME is a pending new file of group
  * (*addr: its header). Every readdir, link change and fsync flushes first
- * (lbatch_flush: 0, or the errno of a commit that failed, tried again by
- * the next flush);
- * lbatch_stop links what is left and ends the batch's thread. */
+ * (commit_barrier COMMIT_NAMES: 0, or the errno of a commit that failed,
+ * tried again by the next flush); lbatch_stop links what is left and
+ * unregisters the kind. */
 int lbatch_create(h5fs *fs, struct node *p, const char *name, const h5_dset_new *d);
 bool lbatch_lookup(h5fs *fs, h5_file *f, uint64_t group, const char *name, uint64_t *addr);
 /* Batches linked so far: a lookup that found NAME neither in FILE nor
  * pending looks in FILE again when a batch was linked meanwhile. */
 uint64_t lbatch_commits(h5fs *fs);
-int lbatch_flush(h5fs *fs);
 void lbatch_stop(h5fs *fs);
 
 /* member/write.c: the member root's open and append path (root.h) */
 void handles_free(h5fs *fs);
-/* The idle commit's thread (write.c): started with the member root on a
- * read-write single-FILE mount, stopped before unmounting */
+/* The idle commit (idle.c), a periodic kind of the commit layer's
+ * scheduler: registered with the member root on a read-write
+ * single-FILE mount, unregistered before unmounting */
 void wfile_idler_start(h5fs *fs);
 void wfile_idler_stop(h5fs *fs);
 /* (idle.c) every write handle of n with bytes not committed committed
@@ -207,28 +175,6 @@ int member_listxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino)
 int member_getxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino, const char *name);
 int member_setxattr(void *r, uint64_t ino, const char *name, const char *value, size_t size, int flags);
 int member_removexattr(void *r, uint64_t ino, const char *name);
-/* (member/durable.c) A kind of write-behind: answered changes kept in a
- * batch (lbatch.c, xbatch.c), registered when first made; flush commits
- * its batch (0, or the errno of a commit that failed, tried again
- * later). */
-#define WB_KINDS_MAX 4
-enum { WB_ORDER_NAMES = 10, WB_ORDER_ATTRS = 20 };
-struct wb_kind {
-	const char *name;
-	unsigned order;         /* flushed in this order */
-	int (*flush)(void *owner);
-};
-int wb_register_locked(h5fs *fs, const struct wb_kind *k, void *owner);   /* fs->lock held */
-void wb_unregister(h5fs *fs, void *owner);
-/* every kind's batch committed, in order: 0 or the first errno */
-int wb_flush_all(h5fs *fs);
-/* (member/durable.c) What fs_meta_changed (node.h) remembered made
- * durable: every kind flushed, then FILE fsync'd and cut: fsync, syncfs,
- * idle, unmount. */
-int fs_meta_sync(h5fs *fs);
-/* Unmounting: the last rewritten chunk moved down when FILE can end lower
- * (h5_file_compact); failures are logged only. */
-void fs_compact(h5fs *fs);
 /* fsync of a directory: the changes made durable, and a lost one's errno */
 int member_fsyncdir(void *r, uint64_t ino);
 /* (member/link.c) */

@@ -123,7 +123,7 @@ static int do_opendir(struct dirsnap **out, h5fs *fs, fuse_ino_t ino)
 		return ESTALE;
 	if (n->type != NT_DIR)
 		return ENOTDIR;
-	err = lbatch_flush(fs);         /* new files not linked yet are listed too */
+	err = commit_barrier(fs, COMMIT_NAMES);    /* new files not linked yet are listed too */
 	if (err)
 		return err;
 	err = node_use(&u, fs, n);
@@ -482,7 +482,7 @@ int member_read(void *r, struct root_read *out, uint64_t ino, size_t size, off_t
 	memset(out, 0, sizeof(*out));
 	if (!a)
 		return ENOMEM;
-	a->sec = member_rd_begin(r);
+	a->sec = commit_rd_begin(r);
 	a->fast = live_fast_begin(r);
 	e = do_read(a, r, ino, size, off, fi ? fi->fh : 0, tid);
 	out->priv = a;
@@ -506,7 +506,7 @@ void member_read_done(void *r, struct root_read *out)
 	if (a)
 		answer_clear(a);   /* the reply is written: unpin */
 	if (a)
-		member_rd_end(&a->sec);
+		commit_rd_end(&a->sec);
 	free(a);
 	out->priv = NULL;
 }

@@ -58,6 +58,7 @@ static void member_stop(void *r)
 	lbatch_stop(fs);
 	xbatch_stop(fs);
 	wfile_idler_stop(fs);
+	commit_sched_stop(fs);  /* (after its kinds) */
 	if (fs_writable(fs) && (err = fs_meta_sync(fs)) != 0)
 		h5fs_log(fs, LOG_ERR, "unmounting: %s: %s", fs_lost(fs) ? "changes answered earlier were lost, FILE "
 			 "is at its last good commit" : "the attribute and link changes could not be fsync'd",
@@ -96,84 +97,58 @@ void h5fs_set_ino_map(h5fs *fs, uint64_t (*map)(void *ud, uint64_t local), void 
 	fs->ino_out_ud = ud;
 }
 
-/* ---- reader sections ----------------------------------------------------------
- * Requests that read FILE are reader sections of the current generation's
- * FILE (engine h5_file_read_begin/end): space a commit frees meanwhile is
- * not reused under them (a listxattr walking a dense store that a setfattr
- * replaced; a read() whose extents are spliced after n->lk is dropped,
- * issue 56). */
-struct rd member_rd_begin(h5fs *fs)
-{
-	struct rd x = { NULL, 0 };
-
-	/* (a mount that does not write frees nothing: no section, no cost) */
-	if (!fs_writable(fs))
-		return x;
-	x.g = gen_current(fs);
-	x.t = h5_file_read_begin(x.g->f);
-	return x;
-}
-
-void member_rd_end(struct rd *x)
-{
-	if (!x->g)
-		return;
-	h5_file_read_end(x->g->f, x->t);
-	gen_release(x->g);
-	x->g = NULL;
-}
-
+/* ---- reader sections (commit/gate.c) ---- */
 static int rd_lookup(void *r, struct root_entry *e, uint64_t parent, const char *name)
 {
-	struct rd x = member_rd_begin(r);
+	struct rd x = commit_rd_begin(r);
 	int err = views_lookup(r, e, parent, name);
 
-	member_rd_end(&x);
+	commit_rd_end(&x);
 	return err;
 }
 
 static int rd_getattr(void *r, struct stat *st, double *timeout, uint64_t ino)
 {
-	struct rd x = member_rd_begin(r);
+	struct rd x = commit_rd_begin(r);
 	int err = views_getattr(r, st, timeout, ino);
 
-	member_rd_end(&x);
+	commit_rd_end(&x);
 	return err;
 }
 
 static int rd_opendir(void *r, void **dh, bool *keep, uint64_t ino)
 {
-	struct rd x = member_rd_begin(r);
+	struct rd x = commit_rd_begin(r);
 	int err = views_opendir(r, dh, keep, ino);
 
-	member_rd_end(&x);
+	commit_rd_end(&x);
 	return err;
 }
 
 static int rd_readdir(void *r, struct root_dirent *d, void *dh, size_t i)
 {
-	struct rd x = member_rd_begin(r);
+	struct rd x = commit_rd_begin(r);
 	int err = views_readdir(r, d, dh, i);
 
-	member_rd_end(&x);
+	commit_rd_end(&x);
 	return err;
 }
 
 static int rd_listxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino)
 {
-	struct rd x = member_rd_begin(r);
+	struct rd x = commit_rd_begin(r);
 	int err = views_listxattr(r, buf, size, len, ino);
 
-	member_rd_end(&x);
+	commit_rd_end(&x);
 	return err;
 }
 
 static int rd_getxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino, const char *name)
 {
-	struct rd x = member_rd_begin(r);
+	struct rd x = commit_rd_begin(r);
 	int err = views_getxattr(r, buf, size, len, ino, name);
 
-	member_rd_end(&x);
+	commit_rd_end(&x);
 	return err;
 }
 

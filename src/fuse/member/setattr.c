@@ -57,21 +57,9 @@ static int store_mtime(h5fs *fs, struct node *n, struct timespec t)
 		return e;
 	if (n->type == NT_FILE)
 		wfile_commit_node(fs, n);
-	xbatch_flush(fs);
-	e = fs_write_begin(fs);
+	e = commit_begin(&u, fs, n, COMMIT_ATTRS, "utimens");
 	if (e)
-		return e;       /* EBUSY, ESTALE: logged there */
-	e = node_use_current(&u, fs, n);
-	if (!e && (u.addr == UINT64_MAX || u.f != fs->f)) {
-		node_use_end(&u);
-		h5fs_log(fs, LOG_NOTICE, "utimens %s: EROFS: an object of another file (external link)",
-			 show_path(n->path));
-		e = EROFS;
-	}
-	if (e) {
-		fs_write_end(fs);
 		return e;
-	}
 	rc = h5_obj_mtime_set(u.f, u.addr, (int64_t)t.tv_sec);
 	if (rc == H5_ERR_UNSUPPORTED || rc == H5_ERR_RANGE) {
 		h5fs_log(fs, LOG_DEBUG, "utimens %s: not stored: %s", show_path(n->path), h5_err_msg());
@@ -79,9 +67,7 @@ static int store_mtime(h5fs *fs, struct node *n, struct timespec t)
 	} else if (rc < 0) {
 		e = h5err_logged(fs, rc, "utimens", n->path, NULL, u.addr);
 	}
-	node_use_end(&u);
-	fs_meta_changed(fs);
-	fs_write_end(fs);
+	commit_end(fs, &u, true);
 	return e;
 }
 
@@ -97,25 +83,11 @@ int member_set_size(h5fs *fs, struct node *n, uint64_t size, const char *op)
 		return EPERM;
 	}
 	wfile_commit_node(fs, n);
-	xbatch_flush(fs);
-	e = fs_write_begin(fs);
+	e = commit_begin(&u, fs, n, COMMIT_ATTRS, op);
 	if (e)
 		return e;
-	e = node_use_current(&u, fs, n);
-	if (!e && (u.addr == UINT64_MAX || u.f != fs->f)) {
-		node_use_end(&u);
-		h5fs_log(fs, LOG_NOTICE, "%s %s: EROFS: an object of another file (external link)", op,
-			 show_path(n->path));
-		e = EROFS;
-	}
-	if (e) {
-		fs_write_end(fs);
-		return e;
-	}
 	e = member_resize(fs, n, &u, size, op);
-	node_use_end(&u);
-	fs_meta_changed(fs);
-	fs_write_end(fs);
+	commit_end(fs, &u, true);
 	return e;
 }
 

@@ -291,7 +291,7 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	 * mount follows another program's change first): the first write
 	 * takes the lock again. Attributes accepted before are committed
 	 * first (member/xbatch.c). */
-	xbatch_flush(fs);
+	commit_barrier(fs, COMMIT_ATTRS);
 	rc = fs_write_begin(fs);
 	if (rc)
 		return rc;

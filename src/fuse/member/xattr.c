@@ -31,7 +31,7 @@ static int xattr_list(h5fs *fs, const struct node *n, char *buf, size_t size, si
 	int rc;
 
 	*len = 0;
-	xbatch_flush(fs);       /* new attributes accepted are there first */
+	commit_barrier(fs, COMMIT_ATTRS);      /* new attributes accepted are there first */
 	rc = node_use(&u, fs, (struct node *)n);    /* a live FILE: as it is now */
 	if (rc)
 		return -rc;
@@ -62,7 +62,7 @@ static int xattr_get(h5fs *fs, const struct node *n, const char *name, char *buf
 
 	*len = 0;
 	if (strncmp(name, "user.", 5) == 0)
-		xbatch_flush(fs);       /* new attributes accepted are there first */
+		commit_barrier(fs, COMMIT_ATTRS);      /* new attributes accepted are there first */
 	rc = node_use(&u, fs, (struct node *)n);
 	if (rc)
 		return -rc;
@@ -121,9 +121,8 @@ int member_getxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino, 
  * batch; anything else (removals, typed names, values the check refuses,
  * which then get the engine's exact error) is one ordered commit of the
  * engine (write/attr_write.c) here, after the batch, between
- * fs_write_begin and fs_write_end, through the current generation
- * (node_use_current: a live FILE another program changed is followed
- * first). The node's set of xattrs is dropped afterwards, whatever
+ * commit_begin and commit_end (commit/gate.c), through the current
+ * generation (a live FILE another program changed is followed first). The node's set of xattrs is dropped afterwards, whatever
  * happened. */
 
 /* errno of a refused or failed change, and one log line: a value
@@ -170,20 +169,10 @@ static int xattr_change(h5fs *fs, struct node *n, const char *name, const char *
 			return err;
 		}
 	}
-	xbatch_flush(fs);
-	err = fs_write_begin(fs);
+	/* objects of other files (external links) are shown read-only */
+	err = commit_begin(&u, fs, n, COMMIT_ATTRS, value ? "setxattr" : "removexattr");
 	if (err)
 		return err;
-	err = node_use_current(&u, fs, n);
-	if (err)
-		goto end;
-	if (u.addr == UINT64_MAX || u.f != fs->f) {
-		/* objects of other files (external links) are shown read-only */
-		h5fs_log(fs, LOG_NOTICE, "%s %s %s: EROFS: an object of another file (external link)",
-			 value ? "setxattr" : "removexattr", show_path(n->path), name);
-		err = EROFS;
-		goto used;
-	}
 	if (value)
 		own = own_detect(u.f);
 	if (value && ((flags & (XATTR_CREATE | XATTR_REPLACE)) || (k == XA_W_ATTR && own_new_text(own)))) {
@@ -222,13 +211,10 @@ static int xattr_change(h5fs *fs, struct node *n, const char *name, const char *
 	if (rc < 0)
 		err = xattr_write_errno(fs, n, rc, value ? "setxattr" : "removexattr", name);
 used:
-	node_use_end(&u);
 	pthread_rwlock_wrlock(&n->lk);
 	xattr_cache_drop(n);
 	pthread_rwlock_unlock(&n->lk);
-end:
-	fs_meta_changed(fs);
-	fs_write_end(fs);
+	commit_end(fs, &u, true);
 	return err;
 }
 

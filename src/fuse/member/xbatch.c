@@ -23,7 +23,7 @@
  *     unmounted (xbatch_flush);
  *   - another object's attribute comes, or the batch is full;
  *   - XB_IDLE_MS passed without one, or XB_MAX_MS since its first (the
- *     timer thread, wbtimer.c, which then fsyncs and cuts FILE to its end of
+ *     timer thread, commit/sched.c, which then fsyncs and cuts FILE to its end of
  *     allocation).
  * A crash meanwhile leaves the batch not done (each change done or not
  * done, as every commit); FILE's lock is held from the first accepted
@@ -44,7 +44,7 @@
 
 struct xbatch {
 	h5fs *fs;
-	struct wbt t;           /* its timer; t.mu: the batch, held across its commit */
+	struct commit_slot t;           /* its timer; t.mu: the batch, held across its commit */
 	struct node *n;         /* pinned (busy) while pending */
 	struct use u;           /* its file and object, held (the lock too) */
 	h5_attr_str *it;        /* the changes, as the engine takes them (name
@@ -106,7 +106,7 @@ static void commit_locked(h5fs *fs, struct xbatch *xb)
 	fs_write_end(fs);
 }
 
-void xbatch_flush(h5fs *fs)
+static void xbatch_flush(h5fs *fs)
 {
 	struct xbatch *xb = __atomic_load_n(&fs->xb, __ATOMIC_ACQUIRE);
 
@@ -117,16 +117,14 @@ void xbatch_flush(h5fs *fs)
 	pthread_mutex_unlock(&xb->t.mu);
 }
 
-/* The kind durable.c flushes (fs_meta_sync): the batch committed. */
+/* The kind's flush (commit/sched.c: barriers, fs_meta_sync) (fs_meta_sync): the batch committed. */
 static int kind_flush(void *owner)
 {
 	xbatch_flush(((struct xbatch *)owner)->fs);
 	return 0;       /* (a failure marked the mount lost: fs_meta_sync returns it) */
 }
 
-static const struct wb_kind xbatch_kind = { "attribute values", WB_ORDER_ATTRS, kind_flush };
-
-/* The timer's (wbtimer.c), t.mu held. */
+/* The timer's (commit/sched.c), t.mu held. */
 static size_t pending_count(void *owner)
 {
 	return ((struct xbatch *)owner)->count;
@@ -140,6 +138,11 @@ static int timed_commit(void *owner)
 	return 0;
 }
 
+static const struct commit_kind xbatch_kind = {
+	.name = "attribute values", .bit = COMMIT_ATTRS, .idle_ms = XB_IDLE_MS, .max_ms = XB_MAX_MS,
+	.count = pending_count, .commit = timed_commit, .flush = kind_flush,
+};
+
 static struct xbatch *xbatch_get(h5fs *fs)
 {
 	struct xbatch *xb;
@@ -148,13 +151,12 @@ static struct xbatch *xbatch_get(h5fs *fs)
 	xb = fs->xb;
 	if (!xb && (xb = calloc(1, sizeof(*xb))) != NULL) {
 		xb->fs = fs;
-		if (wbt_start(&xb->t, fs, XB_IDLE_MS, XB_MAX_MS, pending_count, timed_commit, xb) != 0) {
+		/* registered under fs->lock: no flush that follows its
+		 * first change misses it */
+		if (commit_slot_start_locked(&xb->t, fs, &xbatch_kind, xb) != 0) {
 			free(xb);
 			xb = NULL;
 		} else {
-			/* registered with it, under fs->lock: no flush
-			 * that follows its first change misses it */
-			(void)wb_register_locked(fs, &xbatch_kind, xb);
 			__atomic_store_n(&fs->xb, xb, __ATOMIC_RELEASE);
 		}
 	}
@@ -166,19 +168,10 @@ static struct xbatch *xbatch_get(h5fs *fs)
  * taken, n in use as the current generation shows it, pinned. */
 static int begin_locked(h5fs *fs, struct xbatch *xb, struct node *n)
 {
-	int err = fs_write_begin(fs);
+	int err = commit_begin(&xb->u, fs, n, 0, "setxattr");
 
 	if (err)
 		return err;
-	err = node_use_current(&xb->u, fs, n);
-	if (!err && (xb->u.addr == UINT64_MAX || xb->u.f != fs->f)) {
-		node_use_end(&xb->u);
-		err = EROFS;
-	}
-	if (err) {
-		fs_write_end(fs);
-		return err;
-	}
 	pthread_mutex_lock(&fs->lock);
 	n->busy++;
 	pthread_mutex_unlock(&fs->lock);
@@ -369,7 +362,7 @@ int xbatch_add(h5fs *fs, struct node *n, const char *name, size_t name_len, cons
 		goto out;
 	err = accept_locked(fs, xb, name, name_len, val, len, flags);
 	if (!err)
-		wbt_changed(&xb->t, xb->count == 1);
+		commit_changed(&xb->t, xb->count == 1);
 	if (xb->count == 0) {
 		/* nothing pending after all: the object and the lock let go */
 		node_use_end(&xb->u);
@@ -391,8 +384,7 @@ void xbatch_stop(h5fs *fs)
 	pthread_mutex_lock(&xb->t.mu);
 	commit_locked(fs, xb);
 	pthread_mutex_unlock(&xb->t.mu);
-	wb_unregister(fs, xb);
-	wbt_stop(&xb->t);
+	commit_slot_stop(&xb->t);
 	free(xb->it);
 	free(xb->share);
 	free(xb);

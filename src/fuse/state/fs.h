@@ -242,12 +242,10 @@ struct h5fs {
 	/* setfattr's write-behind (member/xbatch.c; made at its first use) */
 	struct xbatch *xb;
 	struct lbatch *lb;      /* member/lbatch.c: new files not linked yet */
-	/* the write-behind kinds registered (member/durable.c; under lock) */
-	struct wb_reg {
-		const struct wb_kind *k;
-		void *owner;
-	} wb[4];
-	unsigned nwb;
+	/* the write-behind kinds and their scheduler (commit/sched.c; made at
+	 * the first registration, under lock), stopped at the unmount */
+	struct commit_sched *sched;
+	bool sched_stopped;
 	/* attribute or link changes committed but not fsync'd, and when the
 	 * last was (under wmu; member/idle.c makes them durable) */
 	bool meta_unsynced;
@@ -263,10 +261,10 @@ struct h5fs {
 	 * but another process holds it (a collection's member), so that
 	 * the modes shown never depend on who holds the lock */
 	bool write_busy;
-	/* the idle commit of write descriptors (member/write.c): its thread,
-	 * woken to stop; idle_cv (with lock) also says a handle was let go */
-	pthread_t idler;
-	bool idling, idle_stop;
+	/* the idle commit of write descriptors (member/idle.c): a periodic
+	 * kind of the scheduler (its slot); idle_cv (with lock) says a
+	 * handle was let go */
+	void *idle_slot;
 	unsigned inval_threads; /* member/npy_rename.c's, running (atomic): the stop waits for them */
 	pthread_cond_t idle_cv;
 	/* live files (live/live.c): refresh > 0 (read-write mounts too: they

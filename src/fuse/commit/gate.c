@@ -1,0 +1,78 @@
+/*
+ * gate.c - where a change is admitted (commit.h: request -> ADMITTED,
+ * invariants 1 and 4), and where a request that reads FILE marks its
+ * reader section.
+ *
+ * commit_begin is the one "begin a change" block of the daemon: the
+ * write-behind kinds the change may depend on flushed first (a barrier:
+ * a rename after a create links the new file first; a removexattr after
+ * a setfattr writes the value first), FILE's lock taken (node/hold.c:
+ * EBUSY while another program holds it, ESTALE when it changed and the
+ * mount does not follow, EIO once the mount is lost), the object
+ * resolved in the current generation (a live FILE another program
+ * changed is followed first), and refused with EROFS when it is another
+ * file's (external links are shown read-only).
+ * Tests: test_modify.py, test_xattr_write.py, test_lbatch.py,
+ * test_xbatch.py, test_live_write.py.
+ */
+#include "commit.h"
+
+int commit_barrier(h5fs *fs, unsigned mask)
+{
+	return commit_flush(fs, mask);
+}
+
+int commit_begin(struct use *u, h5fs *fs, struct node *n, unsigned barrier, const char *op)
+{
+	int err;
+
+	if (barrier && (err = commit_barrier(fs, barrier)) != 0)
+		return err;
+	err = fs_write_begin(fs);
+	if (err)
+		return err;
+	err = node_use_current(u, fs, n);
+	if (!err && (u->addr == UINT64_MAX || u->f != fs->f)) {
+		node_use_end(u);
+		h5fs_log(fs, LOG_NOTICE, "%s %s: EROFS: an object of another file (external link)", op,
+			 show_path(n->path));
+		err = EROFS;
+	}
+	if (err)
+		fs_write_end(fs);
+	return err;
+}
+
+void commit_end(h5fs *fs, struct use *u, bool changed)
+{
+	node_use_end(u);
+	if (changed)
+		fs_meta_changed(fs);
+	fs_write_end(fs);
+}
+
+/* Requests that read FILE are reader sections of the current generation's
+ * FILE (engine h5_file_read_begin/end): space a commit frees meanwhile is
+ * not reused under them (a listxattr walking a dense store that a setfattr
+ * replaced; a read() whose extents are spliced after n->lk is dropped,
+ * issue 56). */
+struct rd commit_rd_begin(h5fs *fs)
+{
+	struct rd x = { NULL, 0 };
+
+	/* (a mount that does not write frees nothing: no section, no cost) */
+	if (!fs_writable(fs))
+		return x;
+	x.g = gen_current(fs);
+	x.t = h5_file_read_begin(x.g->f);
+	return x;
+}
+
+void commit_rd_end(struct rd *x)
+{
+	if (!x->g)
+		return;
+	h5_file_read_end(x->g->f, x->t);
+	gen_release(x->g);
+	x->g = NULL;
+}

@@ -1,0 +1,250 @@
+/*
+ * sched.c - the write-behind kinds and their one scheduler thread
+ * (commit.h invariant 7). A kind registers a slot (its callbacks and its
+ * batch's lock); the thread, started at the first registration, looks at
+ * every slot when one changed or the earliest due time came:
+ *   - a batch kind (lbatch.c new files, xbatch.c attribute values) is
+ *     committed idle_ms after its last change and at the latest max_ms
+ *     after its first (a loop of changes would keep it pending for ever,
+ *     and a crash would lose all of them), then made durable once empty
+ *     (fs_meta_sync: FILE fsync'd, the room reserved past its end of
+ *     allocation given back), so that FILE's size is its end of
+ *     allocation between sessions of changes; a failed commit is tried
+ *     again idle_ms later (the kind decides when to give up);
+ *   - a periodic kind (idle.c: descriptors left open, changes not synced)
+ *     is called when due and says when next.
+ * A kind's commit runs with its own lock, never the scheduler's, so a
+ * change added meanwhile (commit_changed, kind lock then scheduler lock)
+ * and a flush from a request (commit_flush) do not wait for the thread.
+ */
+#include "commit.h"
+
+#include <errno.h>
+
+#define SLOTS_MAX 4
+
+struct commit_sched {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;      /* a slot changed, left, or the stop */
+	pthread_t thread;
+	bool stop, kicked;
+	unsigned n;
+	struct commit_slot *slot[SLOTS_MAX];    /* in flush order */
+};
+
+/* A batch slot looked at (nothing held): when to look again. */
+static int64_t run_batch(struct commit_slot *s, int64_t now)
+{
+	int64_t due;
+	size_t n;
+
+	pthread_mutex_lock(&s->mu);
+	n = s->k->count(s->owner);
+	if (s->timed && !n) {
+		s->timed = false;
+		pthread_mutex_unlock(&s->mu);
+		fs_meta_sync(s->fs);    /* logs its errors; fs_lost after one */
+		return now;
+	}
+	if (!n) {
+		pthread_mutex_unlock(&s->mu);
+		return INT64_MAX;
+	}
+	due = s->last_ns + (int64_t)s->k->idle_ms * 1000000;
+	if (s->first_ns + (int64_t)s->k->max_ms * 1000000 < due)
+		due = s->first_ns + (int64_t)s->k->max_ms * 1000000;
+	if (now >= due) {
+		if (s->k->commit(s->owner) == 0)
+			s->timed = true;
+		else
+			s->first_ns = s->last_ns = member_now_ns();
+		due = now;      /* looked at again at once: empty, or kept */
+	}
+	pthread_mutex_unlock(&s->mu);
+	return due;
+}
+
+static void *loop(void *arg)
+{
+	struct commit_sched *cs = arg;
+
+	pthread_mutex_lock(&cs->mu);
+	while (!cs->stop) {
+		int64_t now = member_now_ns(), next = INT64_MAX;
+
+		cs->kicked = false;
+		for (unsigned i = 0; i < cs->n && !cs->stop; i++) {
+			struct commit_slot *s = cs->slot[i];
+			int64_t due;
+
+			s->busy = true;
+			pthread_mutex_unlock(&cs->mu);
+			due = s->k->poll ? s->k->poll(s->owner, now) : run_batch(s, now);
+			pthread_mutex_lock(&cs->mu);
+			s->busy = false;
+			pthread_cond_broadcast(&cs->cv);
+			if (due < next)
+				next = due;
+		}
+		if (cs->stop || cs->kicked)
+			continue;
+		now = member_now_ns();
+		if (next <= now)
+			continue;
+		if (next == INT64_MAX) {
+			pthread_cond_wait(&cs->cv, &cs->mu);
+		} else {
+			/* the condition's clock is CLOCK_MONOTONIC, member_now_ns's */
+			struct timespec ts = { .tv_sec = next / 1000000000, .tv_nsec = next % 1000000000 };
+
+			pthread_cond_timedwait(&cs->cv, &cs->mu, &ts);
+		}
+	}
+	pthread_mutex_unlock(&cs->mu);
+	return NULL;
+}
+
+static struct commit_sched *sched_new(void)
+{
+	struct commit_sched *cs = calloc(1, sizeof(*cs));
+	pthread_condattr_t ca;
+
+	if (!cs)
+		return NULL;
+	pthread_mutex_init(&cs->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&cs->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	if (pthread_create(&cs->thread, NULL, loop, cs) != 0) {
+		pthread_mutex_destroy(&cs->mu);
+		pthread_cond_destroy(&cs->cv);
+		free(cs);
+		return NULL;
+	}
+	return cs;
+}
+
+int commit_slot_start_locked(struct commit_slot *s, h5fs *fs, const struct commit_kind *k, void *owner)
+{
+	struct commit_sched *cs = fs->sched;
+	unsigned i;
+
+	*s = (struct commit_slot){ .k = k, .owner = owner, .fs = fs };
+	pthread_mutex_init(&s->mu, NULL);
+	if (!cs && !fs->sched_stopped && (cs = fs->sched = sched_new()) == NULL) {
+		pthread_mutex_destroy(&s->mu);
+		return ENOMEM;
+	}
+	if (!cs) {
+		pthread_mutex_destroy(&s->mu);
+		return ESHUTDOWN;       /* unmounting: the kinds stopped */
+	}
+	pthread_mutex_lock(&cs->mu);
+	if (cs->n >= SLOTS_MAX) {
+		pthread_mutex_unlock(&cs->mu);
+		pthread_mutex_destroy(&s->mu);
+		return ENOMEM;
+	}
+	/* in the kinds' order (names before attributes; periodic last) */
+	for (i = cs->n; i > 0 && cs->slot[i - 1]->k->bit > k->bit; i--)
+		cs->slot[i] = cs->slot[i - 1];
+	cs->slot[i] = s;
+	cs->n++;
+	s->listed = true;
+	s->cs = cs;
+	cs->kicked = true;
+	pthread_cond_broadcast(&cs->cv);
+	pthread_mutex_unlock(&cs->mu);
+	return 0;
+}
+
+void commit_changed(struct commit_slot *s, bool first)
+{
+	struct commit_sched *cs = s->cs;
+
+	s->last_ns = member_now_ns();
+	if (!first)
+		return;         /* its due time only moved later */
+	s->first_ns = s->last_ns;
+	pthread_mutex_lock(&cs->mu);
+	cs->kicked = true;
+	pthread_cond_broadcast(&cs->cv);
+	pthread_mutex_unlock(&cs->mu);
+}
+
+void commit_slot_stop(struct commit_slot *s)
+{
+	struct commit_sched *cs = s->cs;
+
+	/* (a kind stops only at the unmount, after the requests and before
+	 * the scheduler: no flush holds its owner; the scheduler may be in
+	 * it, and is waited for) */
+	if (s->listed) {
+		pthread_mutex_lock(&cs->mu);
+		while (s->busy)
+			pthread_cond_wait(&cs->cv, &cs->mu);
+		for (unsigned i = 0; i < cs->n; i++) {
+			if (cs->slot[i] != s)
+				continue;
+			for (unsigned j = i + 1; j < cs->n; j++)
+				cs->slot[j - 1] = cs->slot[j];
+			cs->n--;
+			break;
+		}
+		cs->kicked = true;
+		pthread_cond_broadcast(&cs->cv);
+		pthread_mutex_unlock(&cs->mu);
+	}
+	s->listed = false;
+	pthread_mutex_destroy(&s->mu);
+}
+
+int commit_flush(h5fs *fs, unsigned mask)
+{
+	const struct commit_kind *k[SLOTS_MAX];
+	void *owner[SLOTS_MAX];
+	struct commit_sched *cs;
+	unsigned n = 0;
+	int err = 0;
+
+	/* (slots leave only under fs->lock, at the unmount, after the
+	 * requests: the owners stay while they are flushed) */
+	pthread_mutex_lock(&fs->lock);
+	cs = fs->sched;
+	if (cs) {
+		pthread_mutex_lock(&cs->mu);
+		for (unsigned i = 0; i < cs->n; i++) {
+			if (!(cs->slot[i]->k->bit & mask) || !cs->slot[i]->k->flush)
+				continue;
+			k[n] = cs->slot[i]->k;
+			owner[n++] = cs->slot[i]->owner;
+		}
+		pthread_mutex_unlock(&cs->mu);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	for (unsigned i = 0; i < n && !err; i++)
+		err = k[i]->flush(owner[i]);
+	return err;
+}
+
+void commit_sched_stop(h5fs *fs)
+{
+	struct commit_sched *cs;
+
+	pthread_mutex_lock(&fs->lock);
+	cs = fs->sched;
+	fs->sched = NULL;
+	fs->sched_stopped = true;
+	pthread_mutex_unlock(&fs->lock);
+	if (!cs)
+		return;
+	pthread_mutex_lock(&cs->mu);
+	cs->stop = true;
+	pthread_cond_broadcast(&cs->cv);
+	pthread_mutex_unlock(&cs->mu);
+	pthread_join(cs->thread, NULL);
+	pthread_mutex_destroy(&cs->mu);
+	pthread_cond_destroy(&cs->cv);
+	free(cs);
+}
