@@ -95,7 +95,7 @@ void commit_rd_end(struct rd *x);
 /* ---- sched.c ---- */
 /* A kind of write-behind. Batch kinds (count and commit set) are
  * committed idle_ms after their last change, max_ms after the first at
- * the latest, then made durable (fs_meta_sync) once empty; a commit that
+ * the latest, then made durable (settle: fs_meta_sync) once empty; a commit that
  * fails is tried again idle_ms later. A periodic kind (poll set) is
  * called when due and says when next. flush commits everything now
  * (barriers, fs_meta_sync). */
@@ -106,6 +106,7 @@ struct commit_kind {
 	size_t (*count)(void *owner);           /* slot mu held */
 	int (*commit)(void *owner);             /* slot mu held: 0 or an errno */
 	int (*flush)(void *owner);              /* no lock held: 0 or an errno */
+	int (*settle)(h5fs *fs);                /* a batch empty after its commits: fs_meta_sync */
 	int64_t (*poll)(void *owner, int64_t now);      /* next due time */
 };
 /* A registered kind's slot, kept in its owner. mu is the batch's lock,

@@ -43,7 +43,8 @@ static int64_t run_batch(struct commit_slot *s, int64_t now)
 	if (s->timed && !n) {
 		s->timed = false;
 		pthread_mutex_unlock(&s->mu);
-		fs_meta_sync(s->fs);    /* logs its errors; fs_lost after one */
+		if (s->k->settle)
+			s->k->settle(s->fs);    /* logs its errors; fs_lost after one */
 		return now;
 	}
 	if (!n) {

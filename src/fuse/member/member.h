@@ -14,10 +14,12 @@
 
 struct dirsnap;
 
-/* member/read.c: the member root's reads (root.h) */
-void dirsnap_free(struct dirsnap *d);
+/* member/handles.c: a handle put on and taken off one of the lists of
+ * open handles (fs->open_dirs, fs->open_wfiles; under fs->lock) */
 void handle_add(h5fs *fs, struct hlink *list, struct hlink *h);
 void handle_del(h5fs *fs, struct hlink *h);
+/* member/read.c: the member root's reads (root.h) */
+void dirsnap_free(struct dirsnap *d);
 int member_lookup(void *r, struct root_entry *e, uint64_t parent, const char *name);
 void member_forget(void *r, uint64_t ino, uint64_t nlookup);
 int member_getattr(void *r, struct stat *st, double *timeout, uint64_t ino);
@@ -56,7 +58,7 @@ bool lbatch_lookup(h5fs *fs, h5_file *f, uint64_t group, const char *name, uint6
 uint64_t lbatch_commits(h5fs *fs);
 void lbatch_stop(h5fs *fs);
 
-/* member/write.c: the member root's open and append path (root.h) */
+/* member/setup.c: handles whose release never came, freed at exit */
 void handles_free(h5fs *fs);
 /* The idle commit (idle.c), a periodic kind of the commit layer's
  * scheduler: registered with the member root on a read-write
@@ -77,18 +79,18 @@ int member_resize(h5fs *fs, struct node *n, const struct use *u, uint64_t size, 
 int member_resize_undoable(h5fs *fs, struct node *n, const struct use *u, uint64_t size, h5_empty_undo *undo,
 			   const char *op);
 void member_unempty(h5fs *fs, struct node *n, fuse_ino_t ino, struct gen *g, h5_empty_undo *undo);
-/* link.c: the object at addr of f lost its last link (rmdir; unlink and
+/* gone.c: the object at addr of f lost its last link (rmdir; unlink and
  * rename over: member_gone_keep): no later lookup gets its nodes. */
 void member_unlinked(h5fs *fs, h5_file *f, uint64_t addr);
-/* setattr.c: truncate(2) of n to size bytes (member_resize with FILE
+/* size.c: truncate(2) of n to size bytes (member_resize with FILE
  * taken, rows of n's handles not committed yet first); op names the
  * request in log lines. 0 or an errno. */
 int member_set_size(h5fs *fs, struct node *n, uint64_t size, const char *op);
-/* link.c: a removed or replaced dataset's storage freed now when no
+/* gone.c: a removed or replaced dataset's storage freed now when no
  * descriptor reads the object, else when the last closes (member_closed)
  * or its node is forgotten (node.c node_unref). */
 void member_gone_keep(h5fs *fs, struct gen *g, h5_file *f, uint64_t addr, struct h5_gone *gone);
-/* open.c: a descriptor of n closed (storage kept for it freed when last). */
+/* gone.c: a descriptor of n closed (storage kept for it freed when last). */
 void member_closed(h5fs *fs, struct node *n);
 /* (idle.c) n's whole rows not committed committed now, not fsync'd (a
  * reader wants them: tail.c); false when no handle holds any (the last
@@ -100,12 +102,12 @@ bool wfile_show_node(h5fs *fs, struct node *n);
  * with its rows) */
 bool wfile_writing_addr(h5fs *fs, uint64_t addr);
 void wfile_show_addr(h5fs *fs, uint64_t addr);
-/* setattr.c: fallocate(2) mode 0 (root.h): a dataset grown sparsely to
+/* size.c: fallocate(2) mode 0 (root.h): a dataset grown sparsely to
  * off + len bytes when that is past its end, else nothing to do */
 int member_fallocate(void *r, uint64_t ino, uint64_t off, uint64_t len);
 /* setattr.c: chmod, chown, utimens, truncate (root.h) */
 int member_setattr(void *r, struct stat *out, double *timeout, uint64_t ino, const struct stat *attr, int to_set);
-/* Write handles (write.c): fi->fh of one, or NULL for a read handle;
+/* Write handles (wfile.c; release: wclose.c): fi->fh of one, or NULL for a read handle;
  * open one on n (fills fi), release it */
 struct wfile;
 struct wfile *wfile_of(const struct fuse_file_info *fi);

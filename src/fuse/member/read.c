@@ -23,25 +23,6 @@ struct dirsnap {
 	bool keep_soft;         /* a directory of another file: soft links may lead out */
 };
 
-void handle_add(h5fs *fs, struct hlink *list, struct hlink *h)
-{
-	pthread_mutex_lock(&fs->lock);
-	h->prev = list;
-	h->next = list->next;
-	list->next->prev = h;
-	list->next = h;
-	pthread_mutex_unlock(&fs->lock);
-}
-
-void handle_del(h5fs *fs, struct hlink *h)
-{
-	pthread_mutex_lock(&fs->lock);
-	h->prev->next = h->next;
-	h->next->prev = h->prev;
-	h->prev = h->next = h;
-	pthread_mutex_unlock(&fs->lock);
-}
-
 void dirsnap_free(struct dirsnap *d)
 {
 	size_t i;

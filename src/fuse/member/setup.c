@@ -1,5 +1,6 @@
 /* setup.c - the mount state: h5fs_new, h5fs_free. */
 #include "member.h"
+#include "wfile.h"
 
 /* ---- setup ------------------------------------------------------------------ */
 
@@ -150,4 +151,37 @@ void h5fs_free(h5fs *fs)
 	free(fs->label);
 	free(fs->mnt);
 	free(fs);
+}
+
+/* Handles whose release never came (FILE unmounted while they were
+ * open): free them at exit, after the session loop. */
+void handles_free(h5fs *fs)
+{
+	if (!fs->open_dirs.next)
+		return;         /* h5fs_new failed before the lists existed */
+	while (fs->open_dirs.next != &fs->open_dirs) {
+		struct hlink *h = fs->open_dirs.next;   /* the first member of a dirsnap */
+
+		handle_del(fs, h);
+		dirsnap_free((struct dirsnap *)(void *)h);
+	}
+	while (fs->open_wfiles.next != &fs->open_wfiles) {
+		struct wfile *w = (struct wfile *)(void *)fs->open_wfiles.next;
+
+		handle_del(fs, &w->link);
+		if (w->npy)
+			npy_release(fs, w->npy);
+		/* (only a handle holding FILE's lock may write it) */
+		if (w->holding)
+			h5_append_close(w->a, NULL);
+		else
+			h5_append_drop(w->a);
+		h5_overwrite_close(w->ow);
+		if (w->holding) {
+			wfile_hold_set(w, false);
+			fs_write_end(fs);
+		}
+		wq_detach(fs, w);
+		wfile_free(w);
+	}
 }

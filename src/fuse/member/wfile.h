@@ -1,5 +1,6 @@
-/* wfile.h - write handles of the member root, shared by write.c (open,
- * the write path, flush, fsync, release), wqueue.c (the write order of a
+/* wfile.h - write handles of the member root, shared by wfile.c (open,
+ * the handle's state), write.c (the write path), wclose.c (flush, fsync,
+ * release), wqueue.c (the write order of a
  * dataset's handles, and which of them use the page cache) and idle.c
  * (the idle commit). */
 #ifndef H5FS_WFILE_H
@@ -74,7 +75,7 @@ void wq_put(h5fs *fs, struct node *n, struct wqueue *q);
  * open write handles go on from there, once their accepted writes are
  * applied */
 void wq_resized(h5fs *fs, struct node *n, uint64_t bytes);
-/* write.c, shared with wclose.c: w's hold of FILE's lock counted in its
+/* wfile.c, shared with write.c and wclose.c: w's hold of FILE's lock counted in its
  * node; what the appender committed shown (after every operation that
  * may have committed); bytes readers were shown taken back (len, or
  * UINT64_MAX: all not committed); the error of a write answered before it
@@ -87,12 +88,20 @@ int wfile_err(struct wfile *w);
 void wfile_give_back(h5fs *fs, struct wfile *w);
 void wfile_free(struct wfile *w);
 int wfile_ow_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino);
+/* wfile.c, for write.c: FILE's lock held for w (taken at its first
+ * write: EBUSY, ESTALE), and the space the answer of a write promises
+ * reserved before it (append_bytes of rows not committed, ow_bytes of
+ * chunks an overwrite rewrites: ENOSPC, logged); bytes of rows not
+ * committed once add more follow the dataset's end bytes */
+int wfile_hold(h5fs *fs, struct wfile *w);
+int wfile_reserve(h5fs *fs, struct wfile *w, uint64_t append_bytes, uint64_t ow_bytes);
+uint64_t wfile_uncommitted(struct wfile *w, uint64_t end, uint64_t add);
 /* wclose.c: fsync's commit of w (the idler's too) */
 int wfile_fsync(h5fs *fs, struct wfile *w, fuse_ino_t ino);
 /* wclose.c: the whole rows of w's stream committed, not fsync'd (a reader
  * wants them: tail.c); an error stays in the handle */
 void wfile_show(h5fs *fs, struct wfile *w, fuse_ino_t ino);
-/* write.c: the same, before a write over them; the committed bytes after */
+/* wclose.c: the same, before a write over them; the committed bytes after */
 uint64_t wfile_show_rows(h5fs *fs, struct wfile *w, fuse_ino_t ino);
 
 #endif

@@ -1,0 +1,57 @@
+/* size.c - a dataset's size set by a request: truncate(2) and open with
+ * O_TRUNC (setattr.c), fallocate(2) (root_member.c's table) and a write
+ * past the end (write.c). Each is one change between commit_begin and
+ * commit_end (commit/gate.c), after the rows the node's write handles
+ * hold were committed (idle.c wfile_commit_node: they come first); the
+ * rows themselves are truncate.c's (member_resize: sparse growth, the
+ * fill value, emptying).
+ * Tests: test_truncate.py, test_long_runs.py, test_fsx.py. */
+#include "member.h"
+
+/* truncate(2): the dataset's rows (member/truncate.c), FILE held for
+ * writing as every write is; rows of it not committed yet first. */
+int member_set_size(h5fs *fs, struct node *n, uint64_t size, const char *op)
+{
+	struct use u;
+	int e;
+
+	if (n->type != NT_FILE || n->vkind) {
+		h5fs_log(fs, LOG_NOTICE, "%s %s: EPERM: not a dataset", op, show_path(n->path));
+		return EPERM;
+	}
+	wfile_commit_node(fs, n);
+	e = commit_begin(&u, fs, n, COMMIT_ATTRS, op);
+	if (e)
+		return e;
+	e = member_resize(fs, n, &u, size, op);
+	commit_end(fs, &u, true);
+	return e;
+}
+
+int member_fallocate(void *r, uint64_t ino, uint64_t off, uint64_t len)
+{
+	h5fs *fs = r;
+	struct node *n = node_get(fs, ino);
+	struct stat cur;
+	double timeout;
+	int e;
+
+	if (!n)
+		return ESTALE;
+	if (n->type != NT_FILE || n->vkind)
+		return EOPNOTSUPP;
+	e = member_getattr(r, &cur, &timeout, ino);   /* (not a view: no view state to refresh) */
+	if (e)
+		return e;
+	/* inside the dataset: its storage is there, or is the fill value
+	 * until written (space for it is reserved by that write) */
+	if (off + len <= (uint64_t)cur.st_size)
+		return 0;
+	if (!fs_writable(fs))
+		return EROFS;
+	e = member_set_size(fs, n, off + len, "fallocate");
+	/* a dataset that cannot grow: the range does not fit (as truncate
+	 * past a fixed end gives EPERM, fallocate gives what a full file
+	 * system of that size would) */
+	return e == EPERM ? EFBIG : e;
+}
