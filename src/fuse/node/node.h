@@ -49,7 +49,7 @@ int fs_write_begin_undo(h5fs *fs);
 void fs_write_end(h5fs *fs);
 /* After an attribute or link change committed, or storage freed (an
  * unlinked dataset's, released at its last close): remembered until
- * fs_meta_sync (member/durable.c) makes it durable and cuts FILE to its
+ * fs_meta_sync (commit/durable.c) makes it durable and cuts FILE to its
  * end of allocation (fsync, syncfs, idle, unmount). */
 void fs_meta_changed(h5fs *fs);
 /* A change answered success could not be written (err: its errno): from
