@@ -17,6 +17,48 @@
  * of the commit layer's scheduler (commit/sched.c). */
 #include "wfile.h"
 
+/* The first open write handle that match takes, under fs->lock; pinned
+ * when pin (its release waits until unpin, idle_cv). */
+static struct wfile *find_locked(h5fs *fs, bool (*match)(const struct wfile *w, const void *arg), const void *arg,
+				 bool pin)
+{
+	for (struct hlink *h = fs->open_wfiles.next; h != &fs->open_wfiles; h = h->next) {
+		struct wfile *w = (struct wfile *)(void *)h;
+
+		if (!match(w, arg))
+			continue;
+		if (pin)
+			w->pins++;
+		return w;
+	}
+	return NULL;
+}
+
+static struct wfile *find_pin(h5fs *fs, bool (*match)(const struct wfile *w, const void *arg), const void *arg)
+{
+	struct wfile *w;
+
+	pthread_mutex_lock(&fs->lock);
+	w = find_locked(fs, match, arg, true);
+	pthread_mutex_unlock(&fs->lock);
+	return w;
+}
+
+static void unpin(h5fs *fs, struct wfile *w)
+{
+	pthread_mutex_lock(&fs->lock);
+	w->pins--;
+	pthread_cond_broadcast(&fs->idle_cv);
+	pthread_mutex_unlock(&fs->lock);
+}
+
+static bool idle_for_long(const struct wfile *w, const void *arg)
+{
+	const int64_t *since = arg;     /* last write before this */
+
+	return __atomic_load_n(&w->holding, __ATOMIC_RELAXED) && __atomic_load_n(&w->last_ns, __ATOMIC_RELAXED) <= *since;
+}
+
 /* Attribute and link changes idle for idle ns: made durable, FILE trimmed. */
 static void meta_idle(h5fs *fs, int64_t now, int64_t idle)
 {
@@ -36,19 +78,9 @@ static int64_t idle_poll(void *owner, int64_t now)
 {
 	h5fs *fs = owner;
 	int64_t idle = (int64_t)fs->cfg.idle_commit * 1000000000;
-	struct wfile *pick = NULL;
+	int64_t since = now - idle;
+	struct wfile *pick = find_pin(fs, idle_for_long, &since);
 
-	pthread_mutex_lock(&fs->lock);
-	for (struct hlink *h = fs->open_wfiles.next; h != &fs->open_wfiles && !pick; h = h->next) {
-		struct wfile *w = (struct wfile *)(void *)h;
-
-		if (__atomic_load_n(&w->holding, __ATOMIC_RELAXED) &&
-		    now - __atomic_load_n(&w->last_ns, __ATOMIC_RELAXED) >= idle)
-			pick = w;
-	}
-	if (pick)
-		pick->pins++;
-	pthread_mutex_unlock(&fs->lock);
 	if (!pick) {
 		meta_idle(fs, now, idle);
 		return member_now_ns() + 1000000000;
@@ -60,10 +92,7 @@ static int64_t idle_poll(void *owner, int64_t now)
 			 fs->cfg.idle_commit,
 			 __atomic_load_n(&pick->holding, __ATOMIC_RELAXED) ? " (a partial row keeps FILE locked)"
 									     : ", FILE's lock given back");
-	pthread_mutex_lock(&fs->lock);
-	pick->pins--;
-	pthread_cond_broadcast(&fs->idle_cv);
-	pthread_mutex_unlock(&fs->lock);
+	unpin(fs, pick);
 	return member_now_ns();     /* the next idle one at once */
 }
 
@@ -172,65 +201,50 @@ bool wfile_show_node(h5fs *fs, struct node *n)
 	return commit_node(fs, n, true);
 }
 
+static bool appends_to(const struct wfile *w, const void *arg)
+{
+	return w->n->addr == *(const uint64_t *)arg && w->a;
+}
+
+static bool appends_holding(const struct wfile *w, const void *arg)
+{
+	return appends_to(w, arg) && __atomic_load_n(&w->holding, __ATOMIC_RELAXED);
+}
+
+static bool npy_of(const struct wfile *w, const void *arg)
+{
+	return w->n == arg && w->npy;
+}
+
 bool wfile_writing_addr(h5fs *fs, uint64_t addr)
 {
-	bool any = false;
+	bool any;
 
 	pthread_mutex_lock(&fs->lock);
-	for (struct hlink *h = fs->open_wfiles.next; h != &fs->open_wfiles && !any; h = h->next) {
-		struct wfile *w = (struct wfile *)(void *)h;
-
-		any = w->n->addr == addr && w->a;
-	}
+	any = find_locked(fs, appends_to, &addr, false) != NULL;
 	pthread_mutex_unlock(&fs->lock);
 	return any;
 }
 
 void wfile_show_addr(h5fs *fs, uint64_t addr)
 {
-	struct wfile *pick = NULL;
+	struct wfile *pick = find_pin(fs, appends_holding, &addr);
 
-	pthread_mutex_lock(&fs->lock);
-	for (struct hlink *h = fs->open_wfiles.next; h != &fs->open_wfiles && !pick; h = h->next) {
-		struct wfile *w = (struct wfile *)(void *)h;
-
-		if (w->n->addr == addr && w->a && __atomic_load_n(&w->holding, __ATOMIC_RELAXED))
-			pick = w;
-	}
-	if (pick)
-		pick->pins++;
-	pthread_mutex_unlock(&fs->lock);
 	if (!pick)
 		return;
 	/* the stream is the node's: one handle's commit is all of them; an
 	 * error stays in the handle (its next write, fsync or close) */
 	wfile_show(fs, pick, pick->n->ino);
-	pthread_mutex_lock(&fs->lock);
-	pick->pins--;
-	pthread_cond_broadcast(&fs->idle_cv);
-	pthread_mutex_unlock(&fs->lock);
+	unpin(fs, pick);
 }
 
 int wfile_npy_mtime(h5fs *fs, struct node *n, int64_t sec, int *err)
 {
-	struct wfile *pick = NULL;
+	struct wfile *pick = find_pin(fs, npy_of, n);
 
-	pthread_mutex_lock(&fs->lock);
-	for (struct hlink *h = fs->open_wfiles.next; h != &fs->open_wfiles && !pick; h = h->next) {
-		struct wfile *w = (struct wfile *)(void *)h;
-
-		if (w->n == n && w->npy)
-			pick = w;
-	}
-	if (pick)
-		pick->pins++;
-	pthread_mutex_unlock(&fs->lock);
 	if (!pick)
 		return 0;
 	*err = npy_set_mtime(fs, pick->npy, sec);
-	pthread_mutex_lock(&fs->lock);
-	pick->pins--;
-	pthread_cond_broadcast(&fs->idle_cv);
-	pthread_mutex_unlock(&fs->lock);
+	unpin(fs, pick);
 	return 1;
 }
