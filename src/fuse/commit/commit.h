@@ -82,6 +82,11 @@ int commit_begin(struct use *u, h5fs *fs, struct node *n, unsigned barrier, cons
 /* The change ended (changed: it may have written FILE, also after a
  * failure: durable at the next sync); u and FILE's lock let go. */
 void commit_end(h5fs *fs, struct use *u, bool changed);
+/* A change refused before its answer (the transition to RESERVED failed:
+ * ENOSPC, the host's margin, EIO): the engine's rc made an errno, with
+ * one log line "OP PATH[/NAME]: refused (...) before its answer: why"
+ * (a full disk a notice, the rest errors); the engine's error cleared */
+int commit_refuse(h5fs *fs, int rc, const char *op, const char *path, const char *name);
 /* A reader section of the current generation's FILE (its space freed
  * meanwhile is not reused until the section ends): every request that
  * reads FILE is one, on a mount that writes */

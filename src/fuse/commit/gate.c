@@ -51,6 +51,16 @@ void commit_end(h5fs *fs, struct use *u, bool changed)
 	fs_write_end(fs);
 }
 
+int commit_refuse(h5fs *fs, int rc, const char *op, const char *path, const char *name)
+{
+	int e = h5fs_errno(rc);
+
+	h5fs_log(fs, e == ENOSPC ? LOG_NOTICE : LOG_ERR, "%s %s%s%s: refused (%s) before its answer: %s", op,
+		 show_path(path), name ? "/" : "", name ? name : "", strerror(e), h5_err_msg());
+	h5_err_clear();
+	return e;
+}
+
 /* Requests that read FILE are reader sections of the current generation's
  * FILE (engine h5_file_read_begin/end): space a commit frees meanwhile is
  * not reused under them (a listxattr walking a dense store that a setfattr

@@ -289,13 +289,8 @@ static int reserve_locked(h5fs *fs, struct lbatch *lb, size_t name_len, const ch
 	if (rc == 0)
 		rc = h5_file_reserve(lb->u.f, 2 * lb->need);
 	if (rc < 0) {
-		int e = h5fs_errno(rc);
-
-		h5fs_log(fs, LOG_ERR, "create %s/%s: refused (%s): %s", show_path(lb->path), name, strerror(e),
-			 h5_err_msg());
-		h5_err_clear();
 		lb->room_n = 0;
-		return e;
+		return commit_refuse(fs, rc, "create", lb->path, name);
 	}
 	return 0;
 }

@@ -173,19 +173,13 @@ uint64_t wfile_uncommitted(struct wfile *w, uint64_t end, uint64_t add)
 
 int wfile_reserve(h5fs *fs, struct wfile *w, uint64_t append_bytes, uint64_t ow_bytes)
 {
-	int rc = 0, e;
+	int rc = 0;
 
 	if (append_bytes && w->a)
 		rc = h5_append_reserve(w->a, append_bytes);
 	if (rc == 0 && ow_bytes && w->ow)
 		rc = h5_overwrite_reserve(w->ow, ow_bytes);
-	if (rc == 0)
-		return 0;
-	e = h5fs_errno(rc);
-	h5fs_log(fs, e == ENOSPC ? LOG_NOTICE : LOG_ERR, "write %s: refused (%s) before its answer: %s",
-		 show_path(w->n->path), strerror(e), h5_err_msg());
-	h5_err_clear();
-	return e;
+	return rc == 0 ? 0 : commit_refuse(fs, rc, "write", w->n->path, NULL);
 }
 
 /* Accepted bytes readers were shown will not be rows (a dropped partial

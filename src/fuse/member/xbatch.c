@@ -261,12 +261,10 @@ static int reserve(h5fs *fs, struct xbatch *xb, const char *name, size_t name_le
 		rc = h5_file_reserve(xb->u.f, want);
 	}
 	if (rc < 0) {
-		int e = h5fs_errno(rc);
+		char op[300];
 
-		h5fs_log(fs, LOG_ERR, "setxattr %s user.%.*s: refused (%s): %s", show_path(xb->n->path),
-			 (int)name_len, name, strerror(e), h5_err_msg());
-		h5_err_clear();
-		return e;
+		snprintf(op, sizeof(op), "setxattr user.%.*s of", (int)(name_len < 255 ? name_len : 255), name);
+		return commit_refuse(fs, rc, op, xb->n->path, NULL);
 	}
 	xb->reserved = want;
 	return 0;
