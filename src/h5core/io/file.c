@@ -212,22 +212,13 @@ int h5_file_write(h5_file *f, uint64_t addr, const void *buf, size_t len)
 
 /* Each fsync takes a ticket when it begins; the highest ticket completed
  * says every write issued before that one began is on disk (space.c
- * reuses freed space only then). */
-bool h5_file_sync_deferred(h5_file *f)
-{
-	return __atomic_load_n(&f->loose_on, __ATOMIC_ACQUIRE) &&
-	       pthread_equal(__atomic_load_n(&f->loose_by, __ATOMIC_RELAXED), pthread_self());
-}
-
+ * reuses freed space only then). Which fsyncs a commit needs, and which
+ * it skips, is write/txn.c's: the only caller. */
 int h5_file_sync(h5_file *f)
 {
 	uint64_t t, was;
 	int rc;
 
-	/* a commit of an object nothing references (write/loose.c): no
-	 * order to keep, the commit linking it syncs */
-	if (h5_file_sync_deferred(f))
-		return 0;
 	t = __atomic_add_fetch(&f->sync_started, 1, __ATOMIC_SEQ_CST);
 	rc = f->src->ops->sync ? f->src->ops->sync(f->src) : 0;
 

@@ -143,13 +143,13 @@ struct h5_file {
 	/* under write_lock: objects made and not linked yet (write/loose.c,
 	 * the daemon's write-behind of new files): nothing on disk references
 	 * them, so a commit of one keeps no order against a power cut and
-	 * skips its fsyncs (h5_file_sync returns at once on the thread
-	 * loose_by while loose_on); loose_start: the allocation end before the
-	 * first of them, which the commit linking them stages from */
+	 * skips its fsyncs (loose_on: the commit under way, which holds
+	 * write_lock, is one: write/txn.c h5_txn_barrier); loose_start: the
+	 * allocation end before the first of them, which the commit linking
+	 * them stages from */
 	uint64_t *loose;
 	size_t nloose, cloose;
 	uint64_t loose_start;
-	pthread_t loose_by;
 	bool loose_on;
 	/* under write_lock: names removed from symbol tables' local heaps
 	 * (their bytes in the data segment, each with the ticket of the
@@ -279,10 +279,8 @@ int h5_pinned_open(h5_pinned **out, size_t size, const char *what, uint32_t kind
 		   h5_cache_free_fn free_fn, h5_block_load *b);
 void h5_pinned_close(h5_pinned *p);
 int h5_file_write(h5_file *f, uint64_t addr, const void *buf, size_t len);
-/* A commit of an object nothing references is under way on this thread
- * (write/loose.h): its fsyncs are skipped, and so is every write whose
- * order needs one (the superblock's EOF address, a cut of FILE). */
-bool h5_file_sync_deferred(h5_file *f);
+/* fsync of FILE (called by write/txn.c alone: the ordered commit decides
+ * which fsyncs a change needs, h5_txn_barrier, h5_txn_flush) */
 int h5_file_sync(h5_file *f);
 /* What was written before sync_started was want - 1 made durable: by an
  * fsync that began since and completed (another writer's), else one now

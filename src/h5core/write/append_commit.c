@@ -276,7 +276,7 @@ out:
 	free(e.hi);
 	/* the last write durable (a loose dataset: with the commit linking it) */
 	if (rc == 0 && durable && !loose)
-		rc = h5_file_sync_since(f, t.want);
+		rc = h5_txn_sync_since(f, t.want);
 	if (rc < 0)
 		/* the file holds the old state or a complete newer one; which,
 		 * this stream cannot tell: it takes no more rows */

@@ -10,6 +10,7 @@
 #include "base.h"
 #include "rd.h"
 #include "file.h"
+#include "txn.h"
 #include "ohdr.h"
 #include "attr.h"
 #include "dtype.h"
@@ -210,7 +211,7 @@ static int coll_move_down(h5_file *f, uint64_t addr, h5_ohdr_change *c, const fo
 	 * new space of their own (the copy was taken before they began), so
 	 * their stage would not sync it */
 	if (rc == 0)
-		rc = h5_file_sync(f);
+		rc = h5_txn_barrier(f);
 	if (rc < 0) {
 		/* never referenced: back at once */
 		if (h5_freesp_add(&f->freesp, naddr, clen, 0) < 0)

@@ -26,6 +26,7 @@
 #include "rd.h"
 #include "cache.h"
 #include "file.h"
+#include "txn.h"
 #include "ohdr.h"
 #include "dspace.h"
 #include "dataset.h"
@@ -60,7 +61,7 @@ static int set_rows(h5_file *f, h5_ohdr_edit *e, const h5_cidx_write_ops *wops, 
 		if (rc == 0)
 			rc = h5_ohdr_write_chunk(f, e, h5_ohdr_chunk_of(e->oh, field));
 		if (rc == 0)
-			rc = h5_file_sync(f);
+			rc = h5_txn_barrier(f);
 		if (rc < 0)
 			return rc;
 	}
@@ -70,7 +71,7 @@ static int set_rows(h5_file *f, h5_ohdr_edit *e, const h5_cidx_write_ops *wops, 
 		rc = h5_dspace_patch_dim0(e, ds, &f->fmt, n);
 	for (size_t c = 0; rc == 0 && c < e->oh->nchunks; c++)
 		rc = h5_ohdr_write_chunk(f, e, c);
-	return rc < 0 ? rc : h5_file_sync(f);
+	return rc < 0 ? rc : h5_txn_barrier(f);
 }
 
 int h5_dataset_empty(h5_file *f, uint64_t addr)

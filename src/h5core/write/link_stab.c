@@ -311,7 +311,7 @@ static int commit(stab_edit *s, uint64_t start, bool durable)
 		/* a larger segment holding every old name where it was */
 		rc = h5_file_write(f, s->st.heap_addr, hdr, h5_lheap_hdr_size(&f->fmt));
 		if (rc == 0)
-			rc = h5_file_sync(f);
+			rc = h5_txn_barrier(f);
 	}
 	if (rc == 0)
 		rc = h5_txn_last_write(&t, s->st.btree_addr, root, rlen);

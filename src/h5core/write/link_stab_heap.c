@@ -8,6 +8,7 @@
 #include "rd.h"
 #include "cache.h"
 #include "file.h"
+#include "txn.h"
 #include "lheap.h"
 #include "link_stab_int.h"
 
@@ -109,7 +110,7 @@ static int heap_unlink(stab_edit *s, uint64_t prev, uint64_t next)
 		rc = h5_file_write(f, s->haddr + prev, s->heap + prev, f->fmt.sizeof_size);
 	}
 	h5_cache_invalidate(f->meta, H5_CK_LHEAP, s->st.heap_addr);
-	return rc < 0 ? rc : h5_file_sync(f);
+	return rc < 0 ? rc : h5_txn_barrier(f);
 }
 
 /* str (len bytes, a NUL added) into the heap: *off. */
@@ -296,7 +297,7 @@ int h5_stab_heap_release(stab_edit *s)
 		hput(s, off + L, h5_addr_defined(b) ? len + hget(s, b + L) : len);
 		rc = h5_file_write(f, at, s->heap + off, two_l);
 		if (rc == 0)
-			rc = h5_file_sync(f);
+			rc = h5_txn_barrier(f);
 		if (rc == 0 && h5_addr_defined(bprev)) {
 			hput(s, bprev, off);
 			rc = h5_file_write(f, s->haddr + bprev, s->heap + bprev, L);

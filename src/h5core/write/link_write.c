@@ -8,6 +8,7 @@
 #include "base.h"
 #include "rd.h"
 #include "file.h"
+#include "txn.h"
 #include "ohdr.h"
 #include "linkmsg.h"
 #include "ohdr_edit.h"
@@ -254,7 +255,7 @@ int h5_group_create(uint64_t *addr, h5_file *f, uint64_t parent, const char *nam
 	/* a header in reused space is durable before the link names it: the
 	 * link's commit stages (fsyncs) only when the allocation end moved */
 	if (rc == 0 && f->reused != reused)
-		rc = h5_file_sync(f);
+		rc = h5_txn_barrier(f);
 	if (rc == 0)
 		rc = insert(f, parent, name, name_len, H5_LINK_HARD, *addr, NULL, 0, start);
 	if (rc < 0 && h5_addr_defined(*addr)) {

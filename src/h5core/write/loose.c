@@ -34,7 +34,6 @@ bool h5_loose_enter(h5_file *f, uint64_t addr)
 {
 	for (size_t i = 0; i < f->nloose; i++)
 		if (f->loose[i] == addr) {
-			__atomic_store_n(&f->loose_by, pthread_self(), __ATOMIC_RELAXED);
 			__atomic_store_n(&f->loose_on, true, __ATOMIC_RELEASE);
 			return true;
 		}

@@ -303,7 +303,7 @@ static int commit_compact(h5_overwriter *w, size_t n, bool durable)
 	if (rc == 0)
 		rc = h5_ohdr_write_chunk(w->f, &e, lc);
 	if (rc == 0 && durable)
-		rc = h5_file_sync(w->f);
+		rc = h5_txn_barrier(w->f);
 	edit_end(&e, w->f, w->addr);
 	return rc;
 }
@@ -454,7 +454,7 @@ static int commit_contig(h5_overwriter *w, h5_dataset *d, size_t n, bool durable
 	if (rc == 0)
 		rc = touch_header(&e, w->f, SIZE_MAX);
 	if (rc == 0 && durable)
-		rc = h5_file_sync(w->f);
+		rc = h5_txn_barrier(w->f);
 	edit_end(&e, w->f, w->addr);
 	return rc;
 }
@@ -616,7 +616,7 @@ int h5_overwrite_commit(h5_overwriter *w, int all, int durable)
 		if (w->cls == H5_LAYOUT_CHUNKED)
 			rc = h5_ow_chunked_commit(d, w->wc.v, w->wc.n, w->ext, n, durable, &w->last_end, &w->gone);
 		else if (!n && !w->direct)
-			rc = h5_file_sync(w->f);
+			rc = h5_txn_barrier(w->f);
 		/* in place: every commit is synced, so that a later one's
 		 * writes cannot reach the disk before an earlier one's (an
 		 * element written in both would mix them after a power cut) */

@@ -24,6 +24,7 @@
 #include "base.h"
 #include "file.h"
 #include "freesp.h"
+#include "txn.h"
 #include "cache.h"
 
 #include <time.h>
@@ -313,7 +314,7 @@ int h5_file_reserve(h5_file *f, uint64_t len)
 			synced = 1;
 			h5_err_clear();
 			pthread_mutex_unlock(&f->write_lock);
-			rc = h5_file_sync(f);
+			rc = h5_txn_flush(f);
 			pthread_mutex_lock(&f->write_lock);
 			if (rc < 0)
 				break;

@@ -28,6 +28,22 @@ static uint64_t reserve_size(uint64_t last_end, uint64_t end)
 	return r < RESERVE_MIN ? RESERVE_MIN : r > RESERVE_MAX ? RESERVE_MAX : r;
 }
 
+int h5_txn_barrier(h5_file *f)
+{
+	/* (loose_on changes only under write_lock, which the caller holds) */
+	return __atomic_load_n(&f->loose_on, __ATOMIC_ACQUIRE) ? 0 : h5_file_sync(f);
+}
+
+int h5_txn_flush(h5_file *f)
+{
+	return h5_file_sync(f);
+}
+
+int h5_txn_sync_since(h5_file *f, uint64_t want)
+{
+	return h5_file_sync_since(f, want);
+}
+
 void h5_txn_begin(h5_txn *t, h5_file *f, bool durable, const h5_cidx_write_ops *wops, void *w)
 {
 	*t = (h5_txn){ .f = f, .wops = wops, .w = w, .durable = durable };
@@ -69,16 +85,16 @@ int h5_txn_stage(h5_txn *t, uint64_t last_end)
 	 * daemon gives it back once changes are idle and at unmount
 	 * (h5_txn_sync). */
 	if (rc == 0)
-		rc = h5_file_sync(f);
+		rc = h5_txn_barrier(f);
 	/* a loose object's commit (loose.h): the EOF address waits for the
 	 * commit that links it - written now, without the fsync before it, a
 	 * power cut could keep the address and lose the file's new length */
-	if (rc < 0 || !t->new_eoa || h5_file_sync_deferred(f))
+	if (rc < 0 || !t->new_eoa || __atomic_load_n(&f->loose_on, __ATOMIC_ACQUIRE))
 		return rc;
 	/* the superblock covers the new space before anything points there */
 	rc = h5_superblock_write_eoa(f, t->new_eoa);
 	if (rc == 0)
-		rc = h5_file_sync(f);
+		rc = h5_txn_barrier(f);
 	if (rc == 0)
 		f->eoa = t->new_eoa;
 	return rc;
@@ -110,7 +126,7 @@ int h5_txn_switch(h5_txn *t, h5_ohdr_edit *e, const h5_msg *lay)
 	} else {
 		rc = t->wops->commit(t->w);
 	}
-	return rc < 0 ? rc : h5_file_sync(f);
+	return rc < 0 ? rc : h5_txn_barrier(f);
 }
 
 /* The superblock's EOF address drops to end. The file keeps its length
@@ -133,7 +149,7 @@ static int last_done(h5_txn *t, int rc)
 	if (rc == 0 && t->durable && t->sync_later)
 		t->want = __atomic_load_n(&t->f->sync_started, __ATOMIC_SEQ_CST) + 1;
 	else if (rc == 0 && t->durable)
-		rc = h5_file_sync(t->f);
+		rc = h5_txn_barrier(t->f);
 	return rc;
 }
 

@@ -58,6 +58,18 @@ int h5_txn_last(h5_txn *t, h5_ohdr_edit *e, size_t c);
  * B-tree root, link_stab.c). */
 int h5_txn_last_write(h5_txn *t, uint64_t addr, const void *buf, size_t len);
 
+/* The fsync between two writes of one commit that must reach the disk in
+ * that order (under f->write_lock, inside a commit): skipped in a loose
+ * object's commit (loose.h), whose order the commit linking it keeps.
+ * Every fsync of write/ is one of these three. */
+int h5_txn_barrier(h5_file *f);
+/* An fsync outside a commit, never skipped (space freed by earlier
+ * commits released before a reserve refuses: space.c). */
+int h5_txn_flush(h5_file *f);
+/* A durable commit's last fsync after write_lock was given back (group
+ * commit, sync_later): shared with other writers' (h5_file_sync_since). */
+int h5_txn_sync_since(h5_file *f, uint64_t want);
+
 /* Nothing new to show, but a durable request: fsync what earlier commits
  * left unsynced (unsynced), and give back a reserve. */
 int h5_txn_sync(h5_file *f, bool unsynced);
