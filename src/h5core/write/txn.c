@@ -200,3 +200,20 @@ int h5_txn_sync(h5_file *f, bool unsynced)
 	return rc;
 }
 
+
+/* Group fsync (issue 55): everything written before this call is durable
+ * once an fsync that began after it has completed - another writer's,
+ * done while this one waited for write_lock; then none of its own. */
+int h5_file_write_sync(h5_file *f)
+{
+	uint64_t want;
+	int rc;
+
+	if (!h5_file_writable(f))
+		return 0;
+	want = __atomic_load_n(&f->sync_started, __ATOMIC_SEQ_CST) + 1;
+	pthread_mutex_lock(&f->write_lock);
+	rc = h5_txn_sync(f, __atomic_load_n(&f->sync_done, __ATOMIC_ACQUIRE) < want);
+	pthread_mutex_unlock(&f->write_lock);
+	return rc;
+}
