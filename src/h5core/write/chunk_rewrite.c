@@ -724,3 +724,29 @@ out:
 	pthread_mutex_unlock(&f->write_lock);
 	return rc;
 }
+
+/* Each kept extent touches its chunks and at most two more at its ends;
+ * the extents of one commit are merged (overwrite.h), so twice what is
+ * kept is an upper bound, plus the index's copied blocks. */
+static int chunked_need(uint64_t *need, const h5_overwriter *w, uint64_t len)
+{
+	/* (read by a write before its turn: atomic, as each change of it) */
+	if (h5_add_overflow(__atomic_load_n(&w->buffered, __ATOMIC_RELAXED), len, need) ||
+	    h5_mul_overflow(*need, 2, need) || h5_add_overflow(*need, 4 * w->chunk_bytes + ((uint64_t)256 << 10), need))
+		return h5_err_set(H5_ERR_LIMIT, "write of %llu bytes: too large", (unsigned long long)len);
+	return 0;
+}
+
+static int chunked_commit(h5_overwriter *w, h5_dataset *d, size_t n, bool durable)
+{
+	return h5_ow_chunked_commit(d, w->wc.v, w->wc.n, w->ext, n, durable, &w->last_end, &w->gone);
+}
+
+/* The chunked entry of the overwriters' layout table (overwrite.h). */
+const h5_ow_layout_ops h5_ow_chunked = {
+	.name = "chunked",
+	.check = h5_ow_chunked_check,
+	.need = chunked_need,
+	.put = h5_ow_put_chunked,
+	.commit = chunked_commit,
+};

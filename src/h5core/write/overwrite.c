@@ -1,24 +1,19 @@
 /*
  * overwrite.c - writing bytes of existing datasets (h5core.h "overwriting
  * bytes", doc/OVERWRITE.md): the written extents are collected in memory
- * and committed together - contiguous storage in place, compact data in
- * its layout message (one write of the object header chunk, checksum
+ * and committed together, through the overwriters' layout table
+ * (overwrite.h h5_ow_layout_ops, one entry per layout beside its writer):
+ * contiguous storage in place (ow_contig.c), compact data in its layout
+ * message (ow_compact.c: one write of the object header chunk, checksum
  * included), chunked data through chunk_rewrite.c (new chunks, the index
  * writers, one ordered commit) - a chunk a write covers whole is filtered
  * and written at the write instead, and only its record waits for the
- * commit (chunk_whole.c).
+ * commit (chunk_whole.c). This file keeps what every layout shares: the
+ * extents, the public calls, the append streams held around a commit.
  *
  * Whole elements: a periodic commit keeps an extent's trailing partial
  * element back until the rest of it arrives; the last commit (flush,
  * fsync, close) writes what there is.
- *
- * Allocated contiguous storage takes the whole elements of each put in
- * place at once, from the caller's buffer (no copy; dd through the mount
- * runs near the disk's speed); only its partial elements are kept, so an
- * element is still written whole, and its bytes from several writes
- * together, at the commit. The commit then fsyncs and sets the
- * modification time. A kill before it leaves elements of the writes so
- * far new, as in-place commits always could (doc/OVERWRITE.md).
  */
 #include "overwrite.h"
 #include "txn.h"
@@ -37,26 +32,34 @@
 #include <time.h>
 #include <unistd.h>
 
+/* The overwriters' layout table (overwrite.h), as the read side's
+ * (dataset/layout_table.c): one entry per layout, each beside its
+ * writer; a layout with none cannot be written. */
+const h5_ow_layout_ops *h5_ow_layout_of(uint8_t cls)
+{
+	switch (cls) {
+	case H5_LAYOUT_COMPACT: return &h5_ow_compact;
+	case H5_LAYOUT_CONTIGUOUS: return &h5_ow_contig;
+	case H5_LAYOUT_CHUNKED: return &h5_ow_chunked;
+	default: return NULL;
+	}
+}
+
 /* Why d's bytes cannot be written, or 0. */
 int h5_overwrite_check(const h5_dataset *d)
 {
+	const h5_ow_layout_ops *lops;
+
 	if (d->layout.cls == H5_LAYOUT_VIRTUAL)
 		return h5_err_set(H5_ERR_UNSUPPORTED, "virtual dataset: its bytes live in its source datasets");
 	if (d->efl.n)
 		return h5_err_set(H5_ERR_UNSUPPORTED, "external storage: its bytes live in other files");
 	if (d->has_vlen || !d->dtype || d->dtype->size == 0)
 		return h5_err_set(H5_ERR_UNSUPPORTED, "variable-length datatype: its bytes are not stored in place");
-	if (d->layout.cls == H5_LAYOUT_CHUNKED)
-		return h5_ow_chunked_check(d);
-	if (d->layout.cls == H5_LAYOUT_COMPACT && d->layout.version < 3)
-		return h5_err_set(H5_ERR_UNSUPPORTED, "compact layout message version %u", d->layout.version);
-	if (d->layout.cls == H5_LAYOUT_CONTIGUOUS && !h5_addr_defined(d->layout.addr) && d->layout.version < 3)
-		return h5_err_set(H5_ERR_UNSUPPORTED, "unallocated contiguous storage, layout message version %u",
-				  d->layout.version);
-	if (d->layout.cls != H5_LAYOUT_COMPACT && d->layout.cls != H5_LAYOUT_CONTIGUOUS &&
-	    d->layout.cls != H5_LAYOUT_CHUNKED)
+	lops = h5_ow_layout_of(d->layout.cls);
+	if (!lops)
 		return h5_err_set(H5_ERR_UNSUPPORTED, "layout class %u", d->layout.cls);
-	return 0;
+	return lops->check ? lops->check(d) : 0;
 }
 
 int h5_overwrite_open(h5_overwriter **out, h5_file *f, uint64_t dset_addr)
@@ -85,6 +88,7 @@ int h5_overwrite_open(h5_overwriter **out, h5_file *f, uint64_t dset_addr)
 	w->nbytes = d->nbytes;
 	w->esize = d->dtype->size;
 	w->cls = d->layout.cls;
+	w->lops = h5_ow_layout_of(d->layout.cls);
 	w->caddr = d->layout.cls == H5_LAYOUT_CONTIGUOUS ? d->layout.addr : H5_ADDR_UNDEF;
 	w->chunk_bytes = d->layout.cls == H5_LAYOUT_CHUNKED ? d->chunk_bytes : 0;
 	h5_ow_whole_init(w, d);
@@ -148,20 +152,13 @@ int h5_overwrite_pending(const h5_overwriter *w)
  * dataset never allocated takes its whole storage at its first commit. */
 int h5_overwrite_reserve(h5_overwriter *w, uint64_t len)
 {
-	uint64_t need;
+	uint64_t need = 0;
+	int rc;
 
-	if (!w)
+	if (!w || !w->lops->need)
 		return 0;
-	if (w->cls == H5_LAYOUT_CONTIGUOUS && !h5_addr_defined(w->caddr))
-		need = w->nbytes;
-	else if (w->cls != H5_LAYOUT_CHUNKED)
-		return 0;
-	/* (read by a write before its turn: atomic, as each change of it) */
-	else if (h5_add_overflow(__atomic_load_n(&w->buffered, __ATOMIC_RELAXED), len, &need) ||
-		 h5_mul_overflow(need, 2, &need) ||
-		 h5_add_overflow(need, 4 * w->chunk_bytes + ((uint64_t)256 << 10), &need))
-		return h5_err_set(H5_ERR_LIMIT, "write of %llu bytes: too large", (unsigned long long)len);
-	return h5_file_reserve(w->f, need);
+	rc = w->lops->need(&need, w, len);
+	return rc < 0 || !need ? rc : h5_file_reserve(w->f, need);
 }
 
 int h5_ow_keep(h5_overwriter *w, uint64_t off, const uint8_t *buf, size_t len)
@@ -206,26 +203,11 @@ int h5_ow_keep(h5_overwriter *w, uint64_t off, const uint8_t *buf, size_t len)
 	return 0;
 }
 
-/* Whole elements [a, b) written in place: kept bytes they cover are
- * older, and take the new ones (the commit writes kept bytes last). */
-static int put_in_place(h5_overwriter *w, uint64_t a, const uint8_t *p, uint64_t b)
-{
-	for (size_t i = 0; i < w->n; i++) {
-		h5_ow_ext *x = &w->ext[i];
-		uint64_t lo = x->off > a ? x->off : a, hi = x->off + x->len < b ? x->off + x->len : b;
-
-		if (lo < hi)
-			memcpy(x->p + (lo - x->off), p + (lo - a), (size_t)(hi - lo));
-	}
-	w->direct += b - a;
-	return h5_file_write(w->f, w->caddr + a, p, (size_t)(b - a));
-}
 
 int h5_overwrite_put(h5_overwriter *w, uint64_t off, const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
-	uint64_t end, a, b;
-	int rc;
+	uint64_t end;
 
 	if (h5_add_overflow(off, len, &end))
 		return h5_err_set(H5_ERR_RANGE, "write of %zu bytes at %llu overflows", len, (unsigned long long)off);
@@ -233,25 +215,12 @@ int h5_overwrite_put(h5_overwriter *w, uint64_t off, const void *buf, size_t len
 		return 0;
 	if (end > w->nbytes)
 		return h5_ow_keep(w, off, p, len);    /* (past the end: the commit says so) */
-	if (w->cls == H5_LAYOUT_CHUNKED)
-		return h5_ow_put_chunked(w, off, p, len);
-	if (!h5_addr_defined(w->caddr))
-		return h5_ow_keep(w, off, p, len);
-	a = (off + w->esize - 1) / w->esize * w->esize;
-	b = end / w->esize * w->esize;
-	if (a >= b)
-		return h5_ow_keep(w, off, p, len);
-	rc = put_in_place(w, a, p + (a - off), b);
-	if (rc == 0)
-		rc = h5_ow_keep(w, off, p, (size_t)(a - off));
-	if (rc == 0)
-		rc = h5_ow_keep(w, b, p + (b - off), (size_t)(end - b));
-	return rc;
+	return w->lops->put(w, off, p, len);
 }
 
 /* Set the header's modification time; the chunk holding `keep` (if any)
  * is left to the caller to write last. */
-static int touch_header(h5_ohdr_edit *e, h5_file *f, size_t keep)
+int h5_ow_touch_header(h5_ohdr_edit *e, h5_file *f, size_t keep)
 {
 	int rc = h5_ohdr_touch(e, (uint32_t)time(NULL));
 
@@ -261,7 +230,7 @@ static int touch_header(h5_ohdr_edit *e, h5_file *f, size_t keep)
 	return rc;
 }
 
-static int edit_begin(h5_ohdr_edit *e, const h5_msg **lay, h5_file *f, uint64_t addr)
+int h5_ow_edit_begin(h5_ohdr_edit *e, const h5_msg **lay, h5_file *f, uint64_t addr)
 {
 	int rc = h5_ohdr_load(&e->oh, f, addr);
 
@@ -274,7 +243,7 @@ static int edit_begin(h5_ohdr_edit *e, const h5_msg **lay, h5_file *f, uint64_t 
 	return h5_ohdr_edit_ranges(e);
 }
 
-static void edit_end(h5_ohdr_edit *e, h5_file *f, uint64_t addr)
+void h5_ow_edit_end(h5_ohdr_edit *e, h5_file *f, uint64_t addr)
 {
 	h5_cache_invalidate(f->meta, H5_CK_OHDR, addr);
 	if (e->oh)
@@ -283,88 +252,9 @@ static void edit_end(h5_ohdr_edit *e, h5_file *f, uint64_t addr)
 	free(e->hi);
 }
 
-/* Compact (IV.A.2.i, layout v3: version, class, size, then the data): the
- * data changes in the header copy, written in one write of its chunk. */
-static int commit_compact(h5_overwriter *w, size_t n, bool durable)
-{
-	h5_ohdr_edit e = { 0 };
-	const h5_msg *lay = NULL;
-	size_t lc;
-	int rc = edit_begin(&e, &lay, w->f, w->addr);
 
-	if (rc == 0 && (lay->size < 4 || lay->data[1] != H5_LAYOUT_COMPACT ||
-			(uint64_t)h5_le_decode(lay->data + 2, 2) < w->nbytes || lay->size - 4 < w->nbytes))
-		rc = h5_err_set(H5_ERR_FORMAT, "compact layout message smaller than the dataset");
-	for (size_t i = 0; i < n && rc == 0; i++)
-		rc = h5_ohdr_patch(&e, lay->addr + 4 + w->ext[i].off, w->ext[i].p, w->ext[i].len);
-	lc = rc == 0 ? h5_ohdr_chunk_of(e.oh, lay->addr) : 0;
-	if (rc == 0)
-		rc = touch_header(&e, w->f, lc);
-	if (rc == 0)
-		rc = h5_ohdr_write_chunk(w->f, &e, lc);
-	if (rc == 0 && durable)
-		rc = h5_txn_barrier(w->f);
-	edit_end(&e, w->f, w->addr);
-	return rc;
-}
 
-/* txn.c stages an index writer's blocks; contiguous storage has none. */
-static int noidx_write(void *w)
-{
-	(void)w;
-	return 0;
-}
 
-static const h5_cidx_write_ops noidx = { .write = noidx_write };
-
-/* Contiguous storage never allocated (libhdf5 allocates it at the first
- * write): all of it is written at the allocation end - fill, then the
- * extents - made durable and covered by the end of allocated space, and
- * then the layout message (v3: version, class, address, size) points at
- * it in one write of its chunk. */
-static int commit_contig_new(h5_overwriter *w, h5_dataset *d, size_t n, bool durable)
-{
-	h5_ohdr_edit e = { 0 };
-	const h5_msg *lay = NULL;
-	uint8_t *fill = NULL, v[8];
-	uint64_t addr = 0;
-	size_t fl = 1 << 20, lc;
-	h5_txn t;
-	int rc = edit_begin(&e, &lay, w->f, w->addr);
-
-	if (rc == 0 && (lay->size < 2u + w->f->fmt.sizeof_addr + w->f->fmt.sizeof_size || lay->data[1] != 1))
-		rc = h5_err_set(H5_ERR_FORMAT, "contiguous layout message too short");
-	if (rc == 0 && !(fill = malloc(fl)))
-		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
-	if (rc == 0)
-		rc = h5_space_alloc(&addr, w->f, w->nbytes);
-	for (uint64_t o = 0; rc == 0 && o < w->nbytes; o += fl) {
-		size_t k = w->nbytes - o < fl ? (size_t)(w->nbytes - o) : fl;
-
-		h5_dataset_fill(d, fill, o, k);
-		rc = h5_file_write(w->f, addr + o, fill, k);
-	}
-	for (size_t i = 0; i < n && rc == 0; i++)
-		rc = h5_file_write(w->f, addr + w->ext[i].off, w->ext[i].p, w->ext[i].len);
-	if (rc == 0) {
-		h5_txn_begin(&t, w->f, durable, &noidx, NULL);
-		rc = h5_txn_stage(&t, w->last_end);
-	}
-	if (rc == 0) {
-		h5_le_encode(v, addr, w->f->fmt.sizeof_addr);
-		rc = h5_ohdr_patch(&e, lay->addr + 2, v, w->f->fmt.sizeof_addr);
-	}
-	lc = rc == 0 ? h5_ohdr_chunk_of(e.oh, lay->addr) : 0;
-	if (rc == 0)
-		rc = touch_header(&e, w->f, lc);
-	if (rc == 0)
-		rc = h5_txn_last(&t, &e, lc);
-	if (rc == 0)
-		w->last_end = t.end;
-	free(fill);
-	edit_end(&e, w->f, w->addr);
-	return rc;
-}
 
 static int by_off(const void *a, const void *b)
 {
@@ -431,33 +321,6 @@ int h5_ow_merge(h5_ow_ext **out, size_t *m, const h5_ow_ext *ext, size_t n)
 	return rc;
 }
 
-/* Contiguous, allocated: in place, each byte written once (doc/OVERWRITE.md
- * on what a kill in the middle of a write leaves). */
-static int commit_contig(h5_overwriter *w, h5_dataset *d, size_t n, bool durable)
-{
-	h5_ohdr_edit e = { 0 };
-	const h5_msg *lay = NULL;
-	int rc = 0;
-
-	h5_ow_ext *r = NULL;
-	size_t m = 0;
-
-	if (!h5_addr_defined(d->layout.addr))
-		return commit_contig_new(w, d, n, durable);
-	if (n)      /* (none: only bytes written in place, to sync and date) */
-		rc = h5_ow_merge(&r, &m, w->ext, n);
-	for (size_t i = 0; i < m && rc == 0; i++)
-		rc = h5_file_write(w->f, d->layout.addr + r[i].off, r[i].p, r[i].len);
-	h5_ow_free(r, m);
-	if (rc == 0)
-		rc = edit_begin(&e, &lay, w->f, w->addr);
-	if (rc == 0)
-		rc = touch_header(&e, w->f, SIZE_MAX);
-	if (rc == 0 && durable)
-		rc = h5_txn_barrier(w->f);
-	edit_end(&e, w->f, w->addr);
-	return rc;
-}
 
 /* ---- append streams of the same dataset ---------------------------------------
  * An append stream (append.c) keeps the rows of a partly filled last chunk
@@ -613,17 +476,7 @@ int h5_overwrite_commit(h5_overwriter *w, int all, int durable)
 		if (w->ext[i].off + w->ext[i].len > d->nbytes)
 			w->ext[i].len = w->ext[i].off >= d->nbytes ? 0 : (size_t)(d->nbytes - w->ext[i].off);
 	if (rc == 0 && d) {
-		if (w->cls == H5_LAYOUT_CHUNKED)
-			rc = h5_ow_chunked_commit(d, w->wc.v, w->wc.n, w->ext, n, durable, &w->last_end, &w->gone);
-		else if (!n && !w->direct)
-			rc = h5_txn_barrier(w->f);
-		/* in place: every commit is synced, so that a later one's
-		 * writes cannot reach the disk before an earlier one's (an
-		 * element written in both would mix them after a power cut) */
-		else if (w->cls == H5_LAYOUT_COMPACT)
-			rc = commit_compact(w, n, true);
-		else
-			rc = commit_contig(w, d, n, true);
+		rc = w->lops->commit(w, d, n, durable);
 	}
 	if (held)
 		streams_reload(w->f, w->addr, rc == 0);

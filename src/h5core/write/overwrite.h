@@ -1,13 +1,15 @@
 /* overwrite.h - what overwrite.c (the buffer of written extents, the
- * contiguous and compact layouts, the public calls) shares with
- * chunk_rewrite.c (read-modify-write of the chunks an overwrite touches,
- * committed through the index writers). doc/OVERWRITE.md. */
+ * public calls) shares with the entries of the overwriters' layout table:
+ * ow_contig.c, ow_compact.c and chunk_rewrite.c (read-modify-write of the
+ * chunks an overwrite touches, committed through the index writers) with
+ * chunk_whole.c. doc/OVERWRITE.md. */
 #ifndef H5_OVERWRITE_H
 #define H5_OVERWRITE_H
 
 #include "base.h"
 #include "file.h"
 #include "dataset.h"
+#include "ohdr.h"
 #include "freesp.h"
 #include "chunk_rec.h"
 #include "h5core.h"
@@ -62,6 +64,7 @@ struct h5_overwriter {
 	uint64_t nbytes;        /* the dataset's bytes at the last commit */
 	uint64_t esize;
 	uint8_t cls;            /* H5_LAYOUT_* */
+	const struct h5_ow_layout_ops *lops;    /* its entry of the table below */
 	h5_ow_ext *ext;
 	size_t n, cap;
 	uint64_t buffered;
@@ -77,6 +80,33 @@ struct h5_overwriter {
 	h5_freesp gone;
 	h5_ow_chunks wc;        /* chunks taken whole (chunk_whole.c) */
 };
+
+/* The overwriters' layout table: one entry per layout that can be
+ * written, beside its writer (ow_compact.c, ow_contig.c, chunk_rewrite.c),
+ * as the read side's (dataset/layout_ops.h). check: why d's bytes
+ * cannot be written, or 0; need: the disk space a commit of what is
+ * kept plus len more bytes may take (NULL: none), reserved before the
+ * answer; put: len bytes at off, inside the dataset, taken (kept, or
+ * written at once); commit: the n kept extents (and what put wrote)
+ * made the dataset's, in one ordered commit, under f->write_lock with
+ * the dataset's append streams held (durable: fsync'd; in-place layouts
+ * always are). */
+typedef struct h5_ow_layout_ops {
+	const char *name;
+	int (*check)(const h5_dataset *d);
+	int (*need)(uint64_t *need, const h5_overwriter *w, uint64_t len);
+	int (*put)(h5_overwriter *w, uint64_t off, const uint8_t *p, size_t len);
+	int (*commit)(h5_overwriter *w, h5_dataset *d, size_t n, bool durable);
+} h5_ow_layout_ops;
+extern const h5_ow_layout_ops h5_ow_compact, h5_ow_contig, h5_ow_chunked;
+/* the entry of a layout class (H5_LAYOUT_*), or NULL (overwrite.c) */
+const h5_ow_layout_ops *h5_ow_layout_of(uint8_t cls);
+/* overwrite.c, for the entries: the object header's edit begun (its own
+ * layout message found), ended; its modification time set and every
+ * chunk but keep written */
+int h5_ow_edit_begin(h5_ohdr_edit *e, const h5_msg **lay, h5_file *f, uint64_t addr);
+void h5_ow_edit_end(h5_ohdr_edit *e, h5_file *f, uint64_t addr);
+int h5_ow_touch_header(h5_ohdr_edit *e, h5_file *f, size_t keep);
 
 /* Keep [off, off + len) in memory until the commit (overwrite.c). */
 int h5_ow_keep(h5_overwriter *w, uint64_t off, const uint8_t *buf, size_t len);
