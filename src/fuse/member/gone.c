@@ -7,6 +7,7 @@
  * link (link.c, npy.c) and by release (open.c).
  * Tests: test_stress_io.py, test_churn_space.py, test_durable.py. */
 #include "member.h"
+#include "resize.h"
 
 /* Whether a descriptor reads the object at (f, addr) through any of its
  * nodes (the dataset's, its views'); else NULL. A node holding none of

@@ -4,6 +4,7 @@
  * look for a node's write handles there (idle.c), the unmount frees
  * what the kernel never released (setup.c). */
 #include "member.h"
+#include "handle.h"
 
 void handle_add(h5fs *fs, struct hlink *list, struct hlink *h)
 {

@@ -16,6 +16,8 @@
  * sessions of changes, not only at unmount. Both are one periodic kind
  * of the commit layer's scheduler (commit/sched.c). */
 #include "wfile.h"
+#include "npystream.h"
+#include "handle.h"
 
 /* The first open write handle that match takes, under fs->lock; pinned
  * when pin (its release waits until unpin, idle_cv). */

@@ -30,6 +30,8 @@
  * create to the commit, as for appended rows.
  */
 #include "member.h"
+#include "batch.h"
+#include "handle.h"
 
 #define LB_IDLE_MS 20
 #define LB_MAX_MS 100

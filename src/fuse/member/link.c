@@ -6,6 +6,9 @@
  * (libhdf5's default format) and dense storage are refused with ENOTSUP
  * and a log line. */
 #include "member.h"
+#include "batch.h"
+#include "npystream.h"
+#include "resize.h"
 #include "owner.h"
 
 #ifndef RENAME_NOREPLACE

@@ -4,6 +4,7 @@
  * dispatcher (dispatch.c) replies with. read.c has the directories and
  * reads. */
 #include "member.h"
+#include "batch.h"
 
 /* ---- operations ---------------------------------------------------------------- */
 

@@ -1,25 +1,29 @@
 /*
- * member.h - what the member root's files share (src/fuse/member): the
- * single-file root class (root.h) that root_member.c assembles from
- * read.c (lookup, attributes, directories, reads), write.c, wqueue.c,
- * idle.c and overwrite.c (bytes written), npy.c and npy_rename.c
- * (np.save), xattr.c and xbatch.c (attributes, and changes made
- * durable), link.c (links), setattr.c, views.c and setup.c. The node
- * model they work on is src/fuse/node's (node.h), below them.
+ * member.h - the member root's operations (src/fuse/member): the
+ * single-file root class (root.h) that root_member.c assembles, each
+ * entry the file's that implements it (lookup.c, read.c, open.c, write.c,
+ * wclose.c, xattr.c, link.c, setattr.c, size.c) and views.c's around
+ * them. What the files share below the operations is in headers of its
+ * own, one per concern:
+ *   handle.h   write handles as the other files see them (wfile.c,
+ *              wclose.c, idle.c), reads of what they were told
+ *              (pending.c), bytes written inside datasets (overwrite.c),
+ *              the lists of open handles (handles.c)
+ *   resize.h   a dataset's size (truncate.c, size.c) and objects that
+ *              lost their last link (gone.c)
+ *   batch.h    the write-behind batches (lbatch.c, xbatch.c)
+ *   npystream.h np.save streams and renames to NAME.npy (npy.c,
+ *              npy_rename.c)
+ *   wfile.h    the write handle's insides (wfile.c, write.c, wclose.c,
+ *              wqueue.c, idle.c)
+ * The commit layer (commit.h) and the node model (node.h) are below.
  */
 #ifndef H5FS_MEMBER_H
 #define H5FS_MEMBER_H
 
 #include "commit.h"
 
-struct dirsnap;
-
-/* member/handles.c: a handle put on and taken off one of the lists of
- * open handles (fs->open_dirs, fs->open_wfiles; under fs->lock) */
-void handle_add(h5fs *fs, struct hlink *list, struct hlink *h);
-void handle_del(h5fs *fs, struct hlink *h);
 /* member/read.c: the member root's reads (root.h) */
-void dirsnap_free(struct dirsnap *d);
 int member_lookup(void *r, struct root_entry *e, uint64_t parent, const char *name);
 void member_forget(void *r, uint64_t ino, uint64_t nlookup);
 int member_getattr(void *r, struct stat *st, double *timeout, uint64_t ino);
@@ -32,91 +36,11 @@ int member_read(void *r, struct root_read *out, uint64_t ino, size_t size, off_t
 void member_read_done(void *r, struct root_read *out);
 void member_usage(void *r, uint64_t *bytes, uint64_t *objects);
 
-/* member/xbatch.c: setfattr's write-behind of new string attributes.
- * xbatch_add: 0 when the change is accepted (committed with its batch),
- * an errno, or 1 when it is not one for a batch (a name that is there, or
- * pending): the caller makes it at once. Every other xattr request,
- * link change and fsync flushes it first (commit_barrier COMMIT_ATTRS, a
- * kind of commit/sched.c); xbatch_stop commits what is left and
- * unregisters the kind. */
-int xbatch_add(h5fs *fs, struct node *n, const char *name, size_t name_len, const char *val, size_t len,
-	       int flags);
-void xbatch_stop(h5fs *fs);
-
-/* member/lbatch.c: the write-behind of new files. lbatch_create: 0 when
- * NAME's dataset is made in group p (not linked yet: linked with its
- * batch), an errno, or -1 when there is no batch (the caller makes it at
- * once). lbatch_lookup: whether NAME is a pending new file of group
- * (*addr: its header). Every readdir, link change and fsync flushes first
- * (commit_barrier COMMIT_NAMES: 0, or the errno of a commit that failed,
- * tried again by the next flush); lbatch_stop links what is left and
- * unregisters the kind. */
-int lbatch_create(h5fs *fs, struct node *p, const char *name, const h5_dset_new *d);
-bool lbatch_lookup(h5fs *fs, h5_file *f, uint64_t group, const char *name, uint64_t *addr);
-/* Batches linked so far: a lookup that found NAME neither in FILE nor
- * pending looks in FILE again when a batch was linked meanwhile. */
-uint64_t lbatch_commits(h5fs *fs);
-void lbatch_stop(h5fs *fs);
-
-/* member/setup.c: handles whose release never came, freed at exit */
-void handles_free(h5fs *fs);
-/* The idle commit (idle.c), a periodic kind of the commit layer's
- * scheduler: registered with the member root on a read-write
- * single-FILE mount, unregistered before unmounting */
-void wfile_idler_start(h5fs *fs);
-void wfile_idler_stop(h5fs *fs);
-/* (idle.c) every write handle of n with bytes not committed committed
- * now, as fsync does (an error stays in its handle) */
-void wfile_commit_node(h5fs *fs, struct node *n);
-/* truncate.c: n's dataset (u: as the current generation shows it, FILE
- * held for writing) made size bytes: emptied, rows of the fill value
- * appended, or refused (logged). op names the request in log lines. 0 or
- * an errno. */
-int member_resize(h5fs *fs, struct node *n, const struct use *u, uint64_t size, const char *op);
-/* The same, keeping what emptying replaced in *undo (O_TRUNC: a
- * replacement), and putting it back after the replacement failed
- * (FILE's lock taken here; g: the generation the handle wrote through). */
-int member_resize_undoable(h5fs *fs, struct node *n, const struct use *u, uint64_t size, h5_empty_undo *undo,
-			   const char *op);
-void member_unempty(h5fs *fs, struct node *n, fuse_ino_t ino, struct gen *g, h5_empty_undo *undo);
-/* gone.c: the object at addr of f lost its last link (rmdir; unlink and
- * rename over: member_gone_keep): no later lookup gets its nodes. */
-void member_unlinked(h5fs *fs, h5_file *f, uint64_t addr);
-/* size.c: truncate(2) of n to size bytes (member_resize with FILE
- * taken, rows of n's handles not committed yet first); op names the
- * request in log lines. 0 or an errno. */
-int member_set_size(h5fs *fs, struct node *n, uint64_t size, const char *op);
-/* gone.c: a removed or replaced dataset's storage freed now when no
- * descriptor reads the object, else when the last closes (member_closed)
- * or its node is forgotten (node.c node_unref). */
-void member_gone_keep(h5fs *fs, struct gen *g, h5_file *f, uint64_t addr, struct h5_gone *gone);
-/* gone.c: a descriptor of n closed (storage kept for it freed when last). */
-void member_closed(h5fs *fs, struct node *n);
-/* (idle.c) n's whole rows not committed committed now, not fsync'd (a
- * reader wants them: tail.c); false when no handle holds any (the last
- * one is being closed: its release commits them) */
-bool wfile_show_node(h5fs *fs, struct node *n);
-/* (idle.c) whether a write handle that appends is open on the object at
- * addr (its rows may come, or wait uncommitted); and the rows such
- * handles hold committed, not fsync'd (lbatch.c: a name is linked only
- * with its rows) */
-bool wfile_writing_addr(h5fs *fs, uint64_t addr);
-void wfile_show_addr(h5fs *fs, uint64_t addr);
 /* size.c: fallocate(2) mode 0 (root.h): a dataset grown sparsely to
  * off + len bytes when that is past its end, else nothing to do */
 int member_fallocate(void *r, uint64_t ino, uint64_t off, uint64_t len);
 /* setattr.c: chmod, chown, utimens, truncate (root.h) */
 int member_setattr(void *r, struct stat *out, double *timeout, uint64_t ino, const struct stat *attr, int to_set);
-/* Write handles (wfile.c; release: wclose.c): fi->fh of one, or NULL for a read handle;
- * open one on n (fills fi), release it */
-struct wfile;
-struct wfile *wfile_of(const struct fuse_file_info *fi);
-int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi);
-void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino);
-/* A read descriptor of n, a dataset that grows on a read-write mount:
- * whether it uses the page cache (as n's other descriptors; the first
- * decides: node/tail.c) */
-bool wfile_reader_cached(h5fs *fs, struct node *n);
 /* member/open.c: read or write handle, page cache or not */
 int member_open(void *r, struct fuse_file_info *fi, uint64_t ino);
 int member_release(void *r, uint64_t ino, struct fuse_file_info *fi);
@@ -145,34 +69,6 @@ int views_create(void *r, uint64_t parent, const char *name);
 int views_rename(void *r, uint64_t parent, const char *name, uint64_t newparent, const char *newname, unsigned flags);
 int views_link(void *r, uint64_t ino, uint64_t newparent, const char *newname);
 
-/* member/pending.c: a read of n answered with what its write handles were
- * told is written. begin: the writes answered before it applied, and none
- * applied until end (NULL: n has no write handle); peek: the kept bytes
- * over [off, off + len) into buf (NULL: whether any), 1 when any; read:
- * 1 when none lie there, else a buffer plan of FILE's bytes under them
- * (0) or a negative h5_err. No lock taken by peek and read (under n->lk). */
-struct pending;
-struct pending *pending_begin(h5fs *fs, struct node *n);
-void pending_end(h5fs *fs, struct node *n, struct pending *p);
-int pending_peek(const struct pending *p, uint64_t off, void *buf, size_t len);
-int pending_read(h5_read_plan *out, const struct pending *p, struct node *n, uint64_t off, size_t len);
-/* Other handles of w's node keeping bytes over [off, off + len) commit
- * them, before w keeps its own there (the later write wins); the caller
- * holds the node's apply lock. 0 or an errno (logged). */
-struct wfile;
-int pending_supersede(h5fs *fs, struct wfile *w, fuse_ino_t ino, uint64_t off, size_t len);
-
-/* member/overwrite.c: bytes written inside datasets (doc/OVERWRITE.md) */
-int ow_open(h5fs *fs, struct node *n, h5_overwriter **out);
-/* cached: the handle writes through the kernel's page cache (a dataset
- * that cannot grow: memmap r+), whose pages then hold the new bytes */
-int ow_put(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, uint64_t off, const char *buf, size_t len,
-	   bool cached);
-int ow_commit(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, bool all, bool durable, bool cached);
-/* After a page-cached handle's commit or error, no lock held: drop n's
- * pages if a read may have cached old bytes (not from a WRITE handler:
- * the kernel may hold that request's pages locked) */
-void ow_pages_settle(h5fs *fs, struct node *n, fuse_ino_t ino);
 int member_listxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino);
 int member_getxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino, const char *name);
 int member_setxattr(void *r, uint64_t ino, const char *name, const char *value, size_t size, int flags);
@@ -210,9 +106,6 @@ void npy_demote(h5fs *fs, struct npy_stream *s, uint8_t **head, size_t *hlen);
  * sets it before close): kept for the dataset the stream makes, or set
  * on it when made already. 0 or an errno (logged). */
 int npy_set_mtime(h5fs *fs, struct npy_stream *s, int64_t sec);
-/* (idle.c) n's open np.save stream given the time (npy_set_mtime): 1 when
- * it has one (*err its errno), else 0 */
-int wfile_npy_mtime(h5fs *fs, struct node *n, int64_t sec, int *err);
 int npy_flush(h5fs *fs, struct npy_stream *s, bool closing);
 void npy_release(h5fs *fs, struct npy_stream *s);
 /* npy_rename.c: rename(2) of a dataset (link src in group sgroup, node p)

@@ -23,7 +23,9 @@
  * line and the placeholder goes. A stream that is no NPY is its bytes
  * (npy_demote). */
 #include "member.h"
+#include "resize.h"
 #include "npy.h"
+#include "npystream.h"
 #include "owner.h"
 
 #define HEAD_MAX (1 << 20)      /* an NPY header is at most 4 GiB long in 2.0; we take 1 MiB */

@@ -23,6 +23,7 @@
  * while the rename is answered). */
 #include "member.h"
 #include "npy.h"
+#include "npystream.h"
 #include "owner.h"
 
 #define PIECE ((size_t)4 << 20)

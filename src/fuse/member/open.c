@@ -5,6 +5,8 @@
  * a live FILE's rewritten datasets while old descriptors hold pages of
  * them, live/dio.c). */
 #include "member.h"
+#include "resize.h"
+#include "handle.h"
 #include "caller.h"
 
 /* Whether rows can be appended to n (its appends then drop what its

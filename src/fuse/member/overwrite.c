@@ -27,6 +27,7 @@
  * (member/write.c): the kernel caches none of their bytes, and their
  * commit drops the pages read handles may hold, after (above). */
 #include "member.h"
+#include "handle.h"
 
 #define OW_COMMIT_BYTES ((uint64_t)64 << 20)
 

@@ -18,6 +18,7 @@
  * apply, then q->mu, then fs->lock (as wfile_hold: q->mu, then FILE's
  * lock); the answer is then made under n->lk taking no other. */
 #include "wfile.h"
+#include "handle.h"
 
 struct pending {
 	struct wqueue *q;

@@ -3,6 +3,7 @@
  * a result the dispatcher (dispatch.c) replies with. lookup.c has the
  * names (lookup, getattr, readlink). */
 #include "member.h"
+#include "handle.h"
 
 /* A directory listing, taken at opendir so that readdir offsets stay
  * meaningful however the kernel splits the reads. */

@@ -4,6 +4,9 @@
  * looked into (root_coll.c). Its lookup, getattr, listing, open and xattrs are
  * views.c's, which add the views of datasets (NAME.npy, ...) to member/read.c's. */
 #include "member.h"
+#include "batch.h"
+#include "npystream.h"
+#include "handle.h"
 
 static bool member_writable(void *r)
 {

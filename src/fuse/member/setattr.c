@@ -21,6 +21,8 @@
  * time to now, which would undo a time set before it (cp -p sets times
  * on its descriptor before closing it). */
 #include "member.h"
+#include "resize.h"
+#include "handle.h"
 
 /* Whether the request changes nothing of what st shows. */
 static bool changes_nothing(const struct stat *st, const struct stat *attr, int to_set)

@@ -1,6 +1,9 @@
 /* setup.c - the mount state: h5fs_new, h5fs_free. */
 #include "member.h"
 #include "wfile.h"
+#include "batch.h"
+#include "npystream.h"
+#include "handle.h"
 
 /* ---- setup ------------------------------------------------------------------ */
 

@@ -7,6 +7,8 @@
  * fill value, emptying).
  * Tests: test_truncate.py, test_long_runs.py, test_fsx.py. */
 #include "member.h"
+#include "resize.h"
+#include "handle.h"
 
 /* truncate(2): the dataset's rows (member/truncate.c), FILE held for
  * writing as every write is; rows of it not committed yet first. */

@@ -21,6 +21,7 @@
  */
 #include "member.h"
 #include "wfile.h"
+#include "resize.h"
 
 /* n's dataset read again after its size changed: the node's size, blocks,
  * times and kept xattrs follow (as wfile_refresh after appends). */

@@ -12,6 +12,7 @@
 #include "member.h"
 #include "views.h"
 #include "wfile.h"
+#include "handle.h"
 
 static int views_fresh(h5fs *fs, struct node *n);
 

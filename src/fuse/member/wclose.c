@@ -4,6 +4,9 @@
  * failed replacement put back (write.c has the handle's open and the
  * write path; wfile.h what they share). */
 #include "wfile.h"
+#include "npystream.h"
+#include "resize.h"
+#include "handle.h"
 
 /* Whether the handle has rows to commit: only one that holds FILE's lock
  * does (it takes the lock at its first write and gives it back once its

@@ -21,6 +21,9 @@
  * Tests: test_append.py, test_overwrite.py, test_idle_commit.py,
  * test_append_enospc.py. */
 #include "wfile.h"
+#include "npystream.h"
+#include "resize.h"
+#include "handle.h"
 
 /* A handle's write state: NULL for read handles (fh 0, or on a live
  * mount H5FS_FH_CACHED or a tagged dio ledger, member/member.h). */

@@ -7,6 +7,7 @@
 #define H5FS_WFILE_H
 
 #include "member.h"
+#include "handle.h"
 
 /* At most this many writes of a dataset are answered before they are
  * applied (write-behind, doc/APPEND.md) */

@@ -2,6 +2,7 @@
  * write-behind: write.c), and which of its descriptors use the page cache
  * (none of a dataset that grows: wfile_reader_cached says why). */
 #include "wfile.h"
+#include "handle.h"
 
 static void wq_free(struct wqueue *q)
 {

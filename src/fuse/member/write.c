@@ -3,6 +3,9 @@
  * through the mount; open.c chooses between them and read handles. Their
  * flush, fsync and release are wclose.c's. */
 #include "wfile.h"
+#include "npystream.h"
+#include "resize.h"
+#include "handle.h"
 
 /* ---- appending: the write path (README "Appending", doc/APPEND.md) -----------------
  * A dataset that can grow along dimension 0 opens for writing on a writable

@@ -1,5 +1,6 @@
 /* xattr.c - HDF5 attributes as extended attributes. */
 #include "member.h"
+#include "batch.h"
 #include "xattrs.h"
 #include "owner.h"
 

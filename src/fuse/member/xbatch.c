@@ -32,6 +32,7 @@
  * fsync return it, every later write EIO, and the unmount exit 1.
  */
 #include "member.h"
+#include "batch.h"
 #include "xattrs.h"
 #include "owner.h"
 

@@ -1,0 +1,35 @@
+/* batch.h - the write-behind batches of the member root, each a kind
+ * of the commit layer's scheduler (commit/sched.c): new files not linked
+ * yet (lbatch.c) and attribute values answered (xbatch.c). */
+#ifndef H5FS_BATCH_H
+#define H5FS_BATCH_H
+
+#include "commit.h"
+
+/* member/xbatch.c: setfattr's write-behind of new string attributes.
+ * xbatch_add: 0 when the change is accepted (committed with its batch),
+ * an errno, or 1 when it is not one for a batch (a name that is there, or
+ * pending): the caller makes it at once. Every other xattr request,
+ * link change and fsync flushes it first (commit_barrier COMMIT_ATTRS, a
+ * kind of commit/sched.c); xbatch_stop commits what is left and
+ * unregisters the kind. */
+int xbatch_add(h5fs *fs, struct node *n, const char *name, size_t name_len, const char *val, size_t len,
+	       int flags);
+void xbatch_stop(h5fs *fs);
+
+/* member/lbatch.c: the write-behind of new files. lbatch_create: 0 when
+ * NAME's dataset is made in group p (not linked yet: linked with its
+ * batch), an errno, or -1 when there is no batch (the caller makes it at
+ * once). lbatch_lookup: whether NAME is a pending new file of group
+ * (*addr: its header). Every readdir, link change and fsync flushes first
+ * (commit_barrier COMMIT_NAMES: 0, or the errno of a commit that failed,
+ * tried again by the next flush); lbatch_stop links what is left and
+ * unregisters the kind. */
+int lbatch_create(h5fs *fs, struct node *p, const char *name, const h5_dset_new *d);
+bool lbatch_lookup(h5fs *fs, h5_file *f, uint64_t group, const char *name, uint64_t *addr);
+/* Batches linked so far: a lookup that found NAME neither in FILE nor
+ * pending looks in FILE again when a batch was linked meanwhile. */
+uint64_t lbatch_commits(h5fs *fs);
+void lbatch_stop(h5fs *fs);
+
+#endif

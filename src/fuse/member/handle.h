@@ -1,0 +1,79 @@
+/* handle.h - write handles as the member root's other files see
+ * them (their insides: wfile.h), what reads get of the bytes they were
+ * told of (pending.c), bytes written inside datasets (overwrite.c), and
+ * the lists of open handles (handles.c, setup.c). */
+#ifndef H5FS_HANDLE_H
+#define H5FS_HANDLE_H
+
+#include "commit.h"
+
+struct dirsnap;
+
+/* member/handles.c: a handle put on and taken off one of the lists of
+ * open handles (fs->open_dirs, fs->open_wfiles; under fs->lock) */
+void handle_add(h5fs *fs, struct hlink *list, struct hlink *h);
+void handle_del(h5fs *fs, struct hlink *h);
+/* read.c: a directory snapshot freed (setup.c: one never released) */
+void dirsnap_free(struct dirsnap *d);
+/* member/setup.c: handles whose release never came, freed at exit */
+void handles_free(h5fs *fs);
+/* The idle commit (idle.c), a periodic kind of the commit layer's
+ * scheduler: registered with the member root on a read-write
+ * single-FILE mount, unregistered before unmounting */
+void wfile_idler_start(h5fs *fs);
+void wfile_idler_stop(h5fs *fs);
+/* (idle.c) every write handle of n with bytes not committed committed
+ * now, as fsync does (an error stays in its handle) */
+void wfile_commit_node(h5fs *fs, struct node *n);
+/* (idle.c) n's whole rows not committed committed now, not fsync'd (a
+ * reader wants them: tail.c); false when no handle holds any (the last
+ * one is being closed: its release commits them) */
+bool wfile_show_node(h5fs *fs, struct node *n);
+/* (idle.c) whether a write handle that appends is open on the object at
+ * addr (its rows may come, or wait uncommitted); and the rows such
+ * handles hold committed, not fsync'd (lbatch.c: a name is linked only
+ * with its rows) */
+bool wfile_writing_addr(h5fs *fs, uint64_t addr);
+void wfile_show_addr(h5fs *fs, uint64_t addr);
+/* (idle.c) n's open np.save stream given the time (npy_set_mtime): 1 when
+ * it has one (*err its errno), else 0 */
+int wfile_npy_mtime(h5fs *fs, struct node *n, int64_t sec, int *err);
+/* Write handles (wfile.c; release: wclose.c): fi->fh of one, or NULL for a read handle;
+ * open one on n (fills fi), release it */
+struct wfile;
+struct wfile *wfile_of(const struct fuse_file_info *fi);
+int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi);
+void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino);
+/* A read descriptor of n, a dataset that grows on a read-write mount:
+ * whether it uses the page cache (as n's other descriptors; the first
+ * decides: node/tail.c) */
+bool wfile_reader_cached(h5fs *fs, struct node *n);
+/* member/pending.c: a read of n answered with what its write handles were
+ * told is written. begin: the writes answered before it applied, and none
+ * applied until end (NULL: n has no write handle); peek: the kept bytes
+ * over [off, off + len) into buf (NULL: whether any), 1 when any; read:
+ * 1 when none lie there, else a buffer plan of FILE's bytes under them
+ * (0) or a negative h5_err. No lock taken by peek and read (under n->lk). */
+struct pending;
+struct pending *pending_begin(h5fs *fs, struct node *n);
+void pending_end(h5fs *fs, struct node *n, struct pending *p);
+int pending_peek(const struct pending *p, uint64_t off, void *buf, size_t len);
+int pending_read(h5_read_plan *out, const struct pending *p, struct node *n, uint64_t off, size_t len);
+/* Other handles of w's node keeping bytes over [off, off + len) commit
+ * them, before w keeps its own there (the later write wins); the caller
+ * holds the node's apply lock. 0 or an errno (logged). */
+struct wfile;
+int pending_supersede(h5fs *fs, struct wfile *w, fuse_ino_t ino, uint64_t off, size_t len);
+/* member/overwrite.c: bytes written inside datasets (doc/OVERWRITE.md) */
+int ow_open(h5fs *fs, struct node *n, h5_overwriter **out);
+/* cached: the handle writes through the kernel's page cache (a dataset
+ * that cannot grow: memmap r+), whose pages then hold the new bytes */
+int ow_put(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, uint64_t off, const char *buf, size_t len,
+	   bool cached);
+int ow_commit(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, bool all, bool durable, bool cached);
+/* After a page-cached handle's commit or error, no lock held: drop n's
+ * pages if a read may have cached old bytes (not from a WRITE handler:
+ * the kernel may hold that request's pages locked) */
+void ow_pages_settle(h5fs *fs, struct node *n, fuse_ino_t ino);
+
+#endif
