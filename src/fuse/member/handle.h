@@ -1,5 +1,5 @@
 /* handle.h - write handles as the member root's other files see
- * them (their insides: wfile.h), what reads get of the bytes they were
+ * them (their insides: wstate.h), what reads get of the bytes they were
  * told of (pending.c), bytes written inside datasets (overwrite.c), and
  * the lists of open handles (handles.c, setup.c). */
 #ifndef H5FS_HANDLE_H

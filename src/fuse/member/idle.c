@@ -15,7 +15,7 @@
  * (fs_meta_sync), so FILE's size is its end of allocation between
  * sessions of changes, not only at unmount. Both are one periodic kind
  * of the commit layer's scheduler (commit/sched.c). */
-#include "wfile.h"
+#include "wstate.h"
 #include "npystream.h"
 #include "handle.h"
 

@@ -17,7 +17,7 @@
  * let go (member/overwrite.c ow_refresh, ow_pages_settle). Lock order:
  * apply, then q->mu, then fs->lock (as wfile_hold: q->mu, then FILE's
  * lock); the answer is then made under n->lk taking no other. */
-#include "wfile.h"
+#include "wstate.h"
 #include "handle.h"
 
 struct pending {

@@ -1,6 +1,6 @@
 /* setup.c - the mount state: h5fs_new, h5fs_free. */
 #include "member.h"
-#include "wfile.h"
+#include "wstate.h"
 #include "batch.h"
 #include "npystream.h"
 #include "handle.h"

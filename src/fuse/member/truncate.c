@@ -20,7 +20,7 @@
  * current generation shows it.
  */
 #include "member.h"
-#include "wfile.h"
+#include "wstate.h"
 #include "resize.h"
 
 /* n's dataset read again after its size changed: the node's size, blocks,

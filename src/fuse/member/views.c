@@ -11,7 +11,7 @@
  * real link of the name always wins (its lookup comes first). */
 #include "member.h"
 #include "views.h"
-#include "wfile.h"
+#include "wstate.h"
 #include "handle.h"
 
 static int views_fresh(h5fs *fs, struct node *n);

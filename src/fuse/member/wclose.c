@@ -2,8 +2,8 @@
  * asks for (show), and its release: the rows and kept bytes it was
  * answered for committed, durably, each error told to its program, a
  * failed replacement put back (write.c has the handle's open and the
- * write path; wfile.h what they share). */
-#include "wfile.h"
+ * write path; wstate.h what they share). */
+#include "wstate.h"
 #include "npystream.h"
 #include "resize.h"
 #include "handle.h"

@@ -1,4 +1,4 @@
-/* wfile.c - a write handle's life and state (wfile.h): open, FILE's lock
+/* wfile.c - a write handle's life and state (wstate.h): open, FILE's lock
  * held while it keeps bytes not committed, the node refreshed after its
  * commits, the space its answers promise reserved, errors kept; below
  * the write path (write.c), flush, fsync and release (wclose.c) and the
@@ -20,7 +20,7 @@
  * at all).
  * Tests: test_append.py, test_overwrite.py, test_idle_commit.py,
  * test_append_enospc.py. */
-#include "wfile.h"
+#include "wstate.h"
 #include "npystream.h"
 #include "resize.h"
 #include "handle.h"

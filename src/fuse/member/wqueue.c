@@ -1,7 +1,7 @@
 /* wqueue.c - the write order of one dataset's write handles (tickets,
  * write-behind: write.c), and which of its descriptors use the page cache
  * (none of a dataset that grows: wfile_reader_cached says why). */
-#include "wfile.h"
+#include "wstate.h"
 #include "handle.h"
 
 static void wq_free(struct wqueue *q)

@@ -2,7 +2,7 @@
  * (README "Appending", doc/APPEND.md) and overwriting (member/overwrite.c)
  * through the mount; open.c chooses between them and read handles. Their
  * flush, fsync and release are wclose.c's. */
-#include "wfile.h"
+#include "wstate.h"
 #include "npystream.h"
 #include "resize.h"
 #include "handle.h"

@@ -1,10 +1,10 @@
-/* wfile.h - write handles of the member root, shared by wfile.c (open,
+/* wstate.h - write handles of the member root, shared by wfile.c (open,
  * the handle's state), write.c (the write path), wclose.c (flush, fsync,
  * release), wqueue.c (the write order of a
  * dataset's handles, and which of them use the page cache) and idle.c
  * (the idle commit). */
-#ifndef H5FS_WFILE_H
-#define H5FS_WFILE_H
+#ifndef H5FS_WSTATE_H
+#define H5FS_WSTATE_H
 
 #include "member.h"
 #include "handle.h"
