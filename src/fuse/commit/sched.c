@@ -58,7 +58,7 @@ static int64_t run_batch(struct commit_slot *s, int64_t now)
 		if (s->k->commit(s->owner) == 0)
 			s->timed = true;
 		else
-			s->first_ns = s->last_ns = member_now_ns();
+			s->first_ns = s->last_ns = h5fs_now_ns();
 		due = now;      /* looked at again at once: empty, or kept */
 	}
 	pthread_mutex_unlock(&s->mu);
@@ -71,7 +71,7 @@ static void *loop(void *arg)
 
 	pthread_mutex_lock(&cs->mu);
 	while (!cs->stop) {
-		int64_t now = member_now_ns(), next = INT64_MAX;
+		int64_t now = h5fs_now_ns(), next = INT64_MAX;
 
 		cs->kicked = false;
 		for (unsigned i = 0; i < cs->n && !cs->stop; i++) {
@@ -89,13 +89,13 @@ static void *loop(void *arg)
 		}
 		if (cs->stop || cs->kicked)
 			continue;
-		now = member_now_ns();
+		now = h5fs_now_ns();
 		if (next <= now)
 			continue;
 		if (next == INT64_MAX) {
 			pthread_cond_wait(&cs->cv, &cs->mu);
 		} else {
-			/* the condition's clock is CLOCK_MONOTONIC, member_now_ns's */
+			/* the condition's clock is CLOCK_MONOTONIC, h5fs_now_ns's */
 			struct timespec ts = { .tv_sec = next / 1000000000, .tv_nsec = next % 1000000000 };
 
 			pthread_cond_timedwait(&cs->cv, &cs->mu, &ts);
@@ -164,7 +164,7 @@ void commit_changed(struct commit_slot *s, bool first)
 {
 	struct commit_sched *cs = s->cs;
 
-	s->last_ns = member_now_ns();
+	s->last_ns = h5fs_now_ns();
 	if (!first)
 		return;         /* its due time only moved later */
 	s->first_ns = s->last_ns;

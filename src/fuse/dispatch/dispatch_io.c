@@ -10,17 +10,6 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-int disp_name_long(h5fs_mount *m, const char *op, const char *name)
-{
-	size_t n = strlen(name);
-
-	if (n <= H5FS_NAME_MAX)
-		return 0;
-	h5fs_log_cfg(&m->cfg, LOG_NOTICE, "%s of a %zu-byte name (%.32s...): ENAMETOOLONG: names are at most %d bytes",
-		     op, n, name, H5FS_NAME_MAX);
-	return ENAMETOOLONG;
-}
-
 static void fi_root(struct fuse_file_info *rfi, const struct fuse_file_info *fi, const struct fhandle *h)
 {
 	*rfi = *fi;

@@ -308,3 +308,14 @@ void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		handle_close(m, &h->n, NULL);
 	fuse_reply_err(req, 0);
 }
+
+int disp_name_long(h5fs_mount *m, const char *op, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n <= H5FS_NAME_MAX)
+		return 0;
+	h5fs_log_cfg(&m->cfg, LOG_NOTICE, "%s of a %zu-byte name (%.32s...): ENAMETOOLONG: names are at most %d bytes",
+		     op, n, name, H5FS_NAME_MAX);
+	return ENAMETOOLONG;
+}

@@ -85,7 +85,7 @@ static int64_t idle_poll(void *owner, int64_t now)
 
 	if (!pick) {
 		meta_idle(fs, now, idle);
-		return member_now_ns() + 1000000000;
+		return h5fs_now_ns() + 1000000000;
 	}
 	/* looked at again after another idle period, whatever happens */
 	__atomic_store_n(&pick->last_ns, now, __ATOMIC_RELAXED);
@@ -95,7 +95,7 @@ static int64_t idle_poll(void *owner, int64_t now)
 			 __atomic_load_n(&pick->holding, __ATOMIC_RELAXED) ? " (a partial row keeps FILE locked)"
 									     : ", FILE's lock given back");
 	unpin(fs, pick);
-	return member_now_ns();     /* the next idle one at once */
+	return h5fs_now_ns();     /* the next idle one at once */
 }
 
 /* (periodic: after the batches, which it may flush) */

@@ -127,7 +127,7 @@ static int commit_locked(h5fs *fs, struct lbatch *lb, bool last, bool timed)
 	bool force = !timed;
 
 	if (timed) {
-		int64_t now = member_now_ns();
+		int64_t now = h5fs_now_ns();
 
 		for (size_t i = 0; i < lb->count && !lb->hold_ns; i++)
 			if (wfile_writing_addr(fs, lb->addrs[i]))
@@ -153,7 +153,7 @@ static int commit_locked(h5fs *fs, struct lbatch *lb, bool last, bool timed)
 		n++;
 	}
 	if (n == 0) {
-		lb->t.first_ns = lb->t.last_ns = member_now_ns();   /* looked at again LB_IDLE_MS on */
+		lb->t.first_ns = lb->t.last_ns = h5fs_now_ns();   /* looked at again LB_IDLE_MS on */
 		return 0;
 	}
 	rc = h5_link_insert_batch(&done, lb->u.f, lb->u.addr, lb->names, lb->addrs, n);
@@ -166,7 +166,7 @@ static int commit_locked(h5fs *fs, struct lbatch *lb, bool last, bool timed)
 		if (!lb->count)
 			release_locked(fs, lb);
 		else
-			lb->t.first_ns = lb->t.last_ns = member_now_ns();
+			lb->t.first_ns = lb->t.last_ns = h5fs_now_ns();
 		return 0;
 	}
 	if (rc == 0) {
@@ -188,7 +188,7 @@ static int commit_locked(h5fs *fs, struct lbatch *lb, bool last, bool timed)
 		release_locked(fs, lb);
 	}
 	/* the timer tries again LB_IDLE_MS from now */
-	lb->t.first_ns = lb->t.last_ns = member_now_ns();
+	lb->t.first_ns = lb->t.last_ns = h5fs_now_ns();
 	return err;
 }
 

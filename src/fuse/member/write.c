@@ -373,7 +373,7 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 			fuse_reply_write(req, size);
 		return;
 	}
-	__atomic_store_n(&w->last_ns, member_now_ns(), __ATOMIC_RELAXED);
+	__atomic_store_n(&w->last_ns, h5fs_now_ns(), __ATOMIC_RELAXED);
 	q = w->q;
 	if (!w->append && overwrite(fs, w, req, ino, buf, size, off))
 		return;

@@ -118,7 +118,7 @@ static int write_begin(h5fs *fs, bool undo)
 
 void fs_meta_changed(h5fs *fs)
 {
-	int64_t now = member_now_ns();
+	int64_t now = h5fs_now_ns();
 
 	pthread_mutex_lock(&fs->wmu);
 	fs->meta_unsynced = true;

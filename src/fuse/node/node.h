@@ -21,15 +21,6 @@
 
 #include <time.h>
 
-/* Nanoseconds on the monotonic clock (idle commits, the write-behind). */
-static inline int64_t member_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* ---- hold.c ---- */
 /* Appends are possible: FILE is open read-write and the mount is not -o ro */
 bool fs_writable(const h5fs *fs);

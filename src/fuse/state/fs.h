@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <time.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -273,6 +274,15 @@ struct h5fs {
 	struct gen *gen;        /* the current generation (under lock) */
 	struct live *lv;        /* the watcher (live/live.c) */
 };
+
+/* Nanoseconds on the monotonic clock (idle commits, the write-behind). */
+static inline int64_t h5fs_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 /* What a request reads of a node: its file, object and generation, held
  * (node_use) until node_use_end, whatever a refresh does meanwhile. */
