@@ -320,7 +320,7 @@ static int stream_new(h5_astream **out, h5_file *f, uint64_t addr)
 	h5_astream_stage_rows(s);
 
 	s->committed = d->space.dims[0];
-	s->row0 = s->committed - s->committed % s->chunk[0];
+	stream_set_row0(s, s->committed - s->committed % s->chunk[0]);
 	s->nbuf = s->committed - s->row0;
 	if (s->nbuf) {
 		rc = buf_reserve(s, s->nbuf);
@@ -373,7 +373,7 @@ static int push_rows(h5_astream *s, const uint8_t *src, uint64_t n)
 			if (rc < 0)
 				return h5_astream_fail(s, rc);
 			m *= s->chunk[0];
-			s->row0 += m;
+			stream_set_row0(s, s->row0 + m);
 		} else {
 			bool direct_next = false;
 
@@ -738,7 +738,17 @@ int h5_append_close(h5_appender *a, size_t *pending_partial)
 int h5_append_reserve(h5_appender *a, uint64_t len)
 {
 	h5_astream *s = a->s;
-	uint64_t crows, cells, need;
+	uint64_t crows, cells, need, placed, committed, staged;
+
+	/* The caller counts every byte not committed; those of rows staged
+	 * already (or skipped: sparse growth) have their space (taken at the
+	 * allocation end, which this reserve starts from): counted again,
+	 * an append could use half the free disk (a 32 MiB file system
+	 * refused at 16 MiB) */
+	placed = __atomic_load_n(&s->placed, __ATOMIC_ACQUIRE);
+	committed = __atomic_load_n(&s->committed, __ATOMIC_ACQUIRE);
+	if (placed > committed && !h5_mul_overflow(placed - committed, s->row_bytes, &staged))
+		len = staged < len ? len - staged : 0;
 
 	/* whole chunk rows staged (a partial one filled; one more for rows
 	 * straddling), each at its raw size - a filter's output larger than

@@ -47,6 +47,8 @@ typedef struct h5_astream {
 	uint64_t ea_addr;       /* EA header, UNDEF before the first chunk */
 	uint64_t committed;     /* dims[0] on disk; read without the lock (atomic) */
 	uint64_t row0;          /* first buffered row, the first of a chunk row */
+	uint64_t placed;        /* row0, for h5_append_reserve without the lock
+				 * (atomic; set with row0: stream_set_row0) */
 	uint8_t *buf;
 	uint64_t nbuf, cap;     /* rows buffered / room */
 	const h5_cidx_write_ops *wops; /* the index's append operations (cidx_write.h) */
@@ -71,6 +73,13 @@ typedef struct h5_astream {
 	int failed;             /* sticky: set under lock, read under write_lock too (atomic) */
 	char why[256];          /* the first failure's message, set with failed (issue 56: the cause logged) */
 } h5_astream;
+
+/* Rows below r staged (or skipped): row0 and its atomic mirror. */
+static inline void stream_set_row0(h5_astream *s, uint64_t r)
+{
+	s->row0 = r;
+	__atomic_store_n(&s->placed, r, __ATOMIC_RELEASE);
+}
 
 /* append.c: the stream's first failure kept with its message (every
  * later refusal names it), the refusal, whether it failed; a clock. */

@@ -452,7 +452,7 @@ int h5_astage_complete(h5_astream *s)
 	if (rc < 0)
 		return rc;
 	memmove(s->buf, s->buf + n * s->row_bytes, (size_t)((s->nbuf - n) * s->row_bytes));
-	s->row0 += n;
+	stream_set_row0(s, s->row0 + n);
 	s->nbuf -= n;
 	return 0;
 }
@@ -471,7 +471,7 @@ int h5_astage_skip(h5_astream *s, uint64_t n)
 	rc = writer_open(s);
 	if (rc < 0)
 		return rc;
-	s->row0 += n;
+	stream_set_row0(s, s->row0 + n);
 	return 0;
 }
 

@@ -179,7 +179,7 @@ int h5_dataset_empty_undoable(h5_file *f, uint64_t addr, h5_empty_undo *undo)
 		h5_freesp_clear(&as->partial);
 		as->prow = UINT64_MAX;
 		as->nstaged = 0;
-		as->row0 = 0;
+		stream_set_row0(as, 0);
 		as->nbuf = 0;
 		as->since = 0;
 		__atomic_store_n(&as->committed, 0, __ATOMIC_RELEASE);
