@@ -8,8 +8,9 @@ FILE lies on a 6 MiB tmpfs (a fresh one per index); rows are appended
 through the mount 1 MiB at a time until the space is gone. Writes are
 answered before the engine stores them (write-behind), so the failure must
 come back by a later write(),
-fsync() or close() of the same descriptor - never be lost - and once one
-failed every later write of that descriptor fails too. The daemon stays up,
+fsync() or close() of the same descriptor - never be lost - and once an
+answered write failed every later write of that descriptor fails too (a
+write refused before its answer lost nothing: its retry may fit). The daemon stays up,
 unmounts cleanly, and h5py then reads a valid file whose rows are exactly
 the bytes written, including every row an fsync() returned for; nothing
 else in FILE is lost (another dataset, an attribute, the index type) and
@@ -99,10 +100,17 @@ def run(kind, wd, small, failures):
                 except OSError as e:
                     err = e
             if err is not None:
-                # sticky: the descriptor takes no more rows
+                # The same rows again. A failure of rows answered before
+                # (write-behind) is sticky: the descriptor takes no more
+                # rows, or they would land after the lost ones. A refusal
+                # before the answer lost nothing, and the retry may fit
+                # (the reserve counts only rows not placed yet: issue 65);
+                # then the rows stay one unbroken run, which h5py's check
+                # below holds it to - a sticky error ignored leaves a gap.
                 try:
                     os.write(fd, rows(written, BLOCK_ROWS).tobytes())
-                    bad("a write after the failure (%s) succeeded" % err)
+                    written += BLOCK_ROWS
+                    print("%s: the retry after %s fitted" % (kind, err))
                 except OSError as e:
                     if e.errno != err.errno:
                         bad("write after %s failed with %s" % (err, e))
