@@ -24,6 +24,11 @@ stress stage's (tests/stress/):
   the name or with all of its rows (never the name with no rows); listed
   first (ls links it), or open for 1.6 s (the write-behind links a file
   being written after 1 s, with the rows it has), all of its rows;
+- 3,000 mkdir/rmdir in a group of each form (h5py's default symbol
+  table, libver="latest" compact and dense) leave FILE under 2 MiB after
+  the unmount; a latest group whose first chunk fills with short links
+  (a 7-letter name, then 2-letter ones: fsstress -p 8 making p0..p7 got
+  ENOSPC from the 6th) takes every mkdir;
 - `h5fs -u MNT` returns once FILE is final: a new file and an attribute
   set right before it are in a copy of FILE made at once, and h5py opens
   FILE at once (20 tries; `fusermount3 -u` misses them most times,
@@ -327,8 +332,45 @@ def churn(work, secs=3):
     print("write churn: %d operations by 6 processes, daemon alive" % ops)
 
 
+def group_churn(work):
+    for form in ("earliest", "latest", "latest-dense"):
+        path = os.path.join(work, "mkrm-%s.h5" % form)
+        keep = ["keep%d" % i for i in range(20)] if form == "latest-dense" else []
+        with h5py.File(path, "w", libver=form.split("-")[0]) as f:
+            g = f.create_group("g")
+            for k in keep:
+                g.create_group(k)
+        mnt = os.path.join(work, "mmnt")
+        made = []
+        with T.Mount(path, mnt) as m:
+            g = os.path.join(mnt, "g")
+            for i in range(3000):
+                q = os.path.join(g, "d%d" % (i % 7))
+                os.mkdir(q)
+                os.rmdir(q)
+            # short links filling the first chunk (fsstress's start)
+            open(os.path.join(g, "fss5261"), "wb").close()
+            os.listdir(g)
+            for i in range(8):
+                try:
+                    os.mkdir(os.path.join(g, "p%d" % i))
+                    made.append("p%d" % i)
+                except OSError as e:
+                    T.fail("%s: mkdir p%d: %s" % (form, i, e))
+        size = os.path.getsize(path)
+        print("mkdir/rmdir x 3,000, %s group: FILE %d bytes after the unmount" % (form, size))
+        if m.returncode != 0:
+            T.fail("%s: the daemon exited %s" % (form, m.returncode))
+        if size >= 2 << 20:
+            T.fail("%s: FILE %d bytes after 3,000 mkdir/rmdir (want < 2 MiB)" % (form, size))
+        with h5py.File(path, "r") as f:
+            if sorted(f["g"]) != sorted(keep + made + ["fss5261"]):
+                T.fail("%s: h5py lists %s" % (form, sorted(f["g"])))
+
+
 def main():
     work = T.workdir("longruns")
+    group_churn(work)
     churn(work)
     open_then_kill(work)
     sparse(work)
