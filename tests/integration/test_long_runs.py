@@ -8,7 +8,13 @@ stress stage's (tests/stress/):
   (v1 B-tree, extensible array, v2 B-tree, fixed array below its maximum,
   gzip too) while FILE grows by less than 1 MiB, and h5py reads the fill
   value there and the rows written after; fallocate modes the mount cannot
-  honour (keep size, punch hole, zero range) are EOPNOTSUPP at once;
+  honour (keep size alone, zero range) are EOPNOTSUPP at once;
+- punch hole (fallocate -p: PUNCH_HOLE | KEEP_SIZE) on every chunk index,
+  gzip, a non-zero fill value, N-d chunks and contiguous storage: the
+  range reads zeros through the mount and in h5py, with a write kept
+  over it before (committed first) and a write into it after; the whole
+  chunks inside it lose their storage where the index takes an undefined
+  address (fixed and extensible arrays, zero fill);
 - the host's margin (-o min_free, default the smaller of 5% and 1 GiB): on
   a 32 MiB tmpfs an append runs until ENOSPC, which leaves the file system
   at least 5% free; every write answered before it is in FILE; rm and mkdir
@@ -79,9 +85,9 @@ def sparse(work):
             try:
                 os.pwrite(fd, tail, 2 * GROW)        # past the end: a hole, then the bytes
                 os.posix_fallocate(fd, 0, 3 * GROW)  # mode 0: grows, sparsely
-                for mode, what in ((1, "keep size"), (3, "punch hole"), (16, "zero range")):
+                for mode, what in ((1, "keep size"), (16, "zero range")):
                     try:
-                        r = subprocess.run(["fallocate", {1: "-n", 3: "-p", 16: "-z"}[mode], "-l", "4096", p],
+                        r = subprocess.run(["fallocate", {1: "-n", 16: "-z"}[mode], "-l", "4096", p],
                                            capture_output=True, timeout=30)
                         if r.returncode == 0 or b"support" not in r.stderr.lower():
                             T.fail("%s: fallocate %s: %r (want EOPNOTSUPP)" % (name, what, r.stderr))
@@ -107,6 +113,55 @@ def sparse(work):
                 not np.all(got[n:2 * GROW] == fill) or not np.array_equal(got[2 * GROW:2 * GROW + 32], want_tail) \
                 or not np.all(got[2 * GROW + 32:] == fill):
             T.fail("%s: h5py does not read the rows, the fill value and the bytes written past the end" % name)
+
+
+PUNCH_KINDS = dict(KINDS, contig=("earliest", {}), earray_gz=("latest", dict(
+    chunks=(4096,), maxshape=(None,), compression="gzip")))
+
+
+def punch(work):
+    for name, (libver, kw) in PUNCH_KINDS.items():
+        path = os.path.join(work, "punch-%s.h5" % name)
+        n = 100000
+        rows = (np.arange(n * 16) % 251 + 1).astype("u1").reshape(n, 16) if name == "btree2" else \
+            (np.arange(n) % 251 + 1).astype("u1")
+        with h5py.File(path, "w", libver=libver) as f:
+            f.create_dataset("d", data=rows, **kw)
+            chunks0 = f["d"].id.get_num_chunks() if f["d"].chunks else 0
+        want = rows.reshape(-1).copy()
+        mnt = os.path.join(work, "pmnt")
+        with T.Mount(path, mnt) as m:
+            p = os.path.join(mnt, "d")
+            fd = os.open(p, os.O_RDWR)
+            try:
+                os.pwrite(fd, b"\x09" * 10000, 20000)
+                want[20000:30000] = 9
+                r = subprocess.run(["fallocate", "-p", "-o", "4096", "-l", str(4096 * 10), p], capture_output=True,
+                                   timeout=30)
+                if r.returncode != 0:
+                    T.fail("%s: fallocate -p: %r" % (name, r.stderr))
+                want[4096:4096 * 11] = 0
+                os.pwrite(fd, b"\x05" * 100, 8200)
+                want[8200:8300] = 5
+                if os.pread(fd, 50000, 0) != want[:50000].tobytes():
+                    T.fail("%s: the mount reads other bytes after the punch" % name)
+            finally:
+                os.close(fd)
+            with open(p, "rb") as fh:
+                shown = fh.read()
+        if m.returncode != 0:
+            T.fail("%s: the daemon exited %s" % (name, m.returncode))
+        with h5py.File(path, "r") as f:
+            got = f["d"][()].reshape(-1)
+            chunks = f["d"].id.get_num_chunks() if f["d"].chunks else 0
+        print("punch %s: chunks %d -> %d" % (name, chunks0, chunks))
+        if shown != want.tobytes() or not np.array_equal(got, want):
+            T.fail("%s: punched range: the mount %s, h5py %s" % (
+                name, "right" if shown == want.tobytes() else "wrong", "right" if np.array_equal(got, want) else "wrong"))
+        # chunks 1-10 dropped, chunk 2 written again
+        dropped = name in ("earray", "farray", "earray_gz") and not kw.get("fillvalue")
+        if dropped and chunks != chunks0 - 9:
+            T.fail("%s: %d chunks after the punch (want %d)" % (name, chunks, chunks0 - 9))
 
 
 def tmpfs(work, size):
@@ -371,6 +426,7 @@ def group_churn(work):
 def main():
     work = T.workdir("longruns")
     group_churn(work)
+    punch(work)
     churn(work)
     open_then_kill(work)
     sparse(work)

@@ -132,9 +132,10 @@ bool wfile_show_node(h5fs *fs, struct node *n);
  * with its rows) */
 bool wfile_writing_addr(h5fs *fs, uint64_t addr);
 void wfile_show_addr(h5fs *fs, uint64_t addr);
-/* setattr.c: fallocate(2) mode 0 (root.h): a dataset grown sparsely to
- * off + len bytes when that is past its end, else nothing to do */
-int member_fallocate(void *r, uint64_t ino, uint64_t off, uint64_t len);
+/* setattr.c: fallocate(2) (root.h): mode 0, a dataset grown sparsely to
+ * off + len bytes when that is past its end, else nothing to do;
+ * PUNCH_HOLE | KEEP_SIZE, the range inside it reads zeros (ow_punch) */
+int member_fallocate(void *r, uint64_t ino, int mode, uint64_t off, uint64_t len);
 /* setattr.c: chmod, chown, utimens, truncate (root.h) */
 int member_setattr(void *r, struct stat *out, double *timeout, uint64_t ino, const struct stat *attr, int to_set);
 /* Write handles (write.c): fi->fh of one, or NULL for a read handle;
@@ -191,6 +192,9 @@ int pending_read(h5_read_plan *out, const struct pending *p, struct node *n, uin
  * holds the node's apply lock. 0 or an errno (logged). */
 struct wfile;
 int pending_supersede(h5fs *fs, struct wfile *w, fuse_ino_t ino, uint64_t off, size_t len);
+/* Every handle of n keeping bytes over [off, off + len) commits them
+ * (before a punched hole there); the caller holds n's apply lock. */
+int pending_commit_over(h5fs *fs, struct node *n, fuse_ino_t ino, uint64_t off, uint64_t len);
 
 /* member/overwrite.c: bytes written inside datasets (doc/OVERWRITE.md) */
 int ow_open(h5fs *fs, struct node *n, h5_overwriter **out);
@@ -199,6 +203,12 @@ int ow_open(h5fs *fs, struct node *n, h5_overwriter **out);
 int ow_put(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, uint64_t off, const char *buf, size_t len,
 	   bool cached);
 int ow_commit(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, bool all, bool durable, bool cached);
+/* fallocate(PUNCH_HOLE | KEEP_SIZE) of [off, off + len), inside n's
+ * dataset u: one durable commit of an overwriter of its own (engine
+ * h5_overwrite_punch), the node reopened. The caller holds FILE and n's
+ * apply lock, and settles the pages after (ow_pages_settle). 0 or an
+ * errno (logged; EOPNOTSUPP: a dataset that cannot be punched). */
+int ow_punch(h5fs *fs, struct node *n, const struct use *u, fuse_ino_t ino, uint64_t off, uint64_t len);
 /* After a page-cached handle's commit or error, no lock held: drop n's
  * pages if a read may have cached old bytes (not from a WRITE handler:
  * the kernel may hold that request's pages locked) */

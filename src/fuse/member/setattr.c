@@ -21,6 +21,7 @@
  * time to now, which would undo a time set before it (cp -p sets times
  * on its descriptor before closing it). */
 #include "member.h"
+#include <linux/falloc.h>       /* FALLOC_FL_* */
 
 /* Whether the request changes nothing of what st shows. */
 static bool changes_nothing(const struct stat *st, const struct stat *attr, int to_set)
@@ -119,7 +120,56 @@ int member_set_size(h5fs *fs, struct node *n, uint64_t size, const char *op)
 	return e;
 }
 
-int member_fallocate(void *r, uint64_t ino, uint64_t off, uint64_t len)
+/* fallocate(PUNCH_HOLE | KEEP_SIZE) of [off, off + len) cut to the
+ * dataset's size (issue 65): the rows of other descriptors committed, the
+ * writes answered before it applied and the handles' bytes kept over the
+ * range committed (pending.c), then the punch (overwrite.c ow_punch); the
+ * kernel wrote its dirty pages of the range back before asking, and
+ * drops its cached ones after our answer. */
+static int punch(h5fs *fs, struct node *n, uint64_t ino, uint64_t off, uint64_t len, uint64_t size)
+{
+	struct pending *p;
+	struct use u;
+	int e;
+
+	if (off >= size)
+		return 0;
+	if (len > size - off)
+		len = size - off;
+	if (!fs_writable(fs))
+		return EROFS;
+	e = node_ds_need(fs, n);
+	if (e)
+		return e;
+	wfile_commit_node(fs, n);
+	xbatch_flush(fs);
+	e = fs_write_begin(fs);
+	if (e)
+		return e;
+	e = node_use_current(&u, fs, n);
+	if (!e && (u.addr == UINT64_MAX || u.f != fs->f)) {
+		node_use_end(&u);
+		h5fs_log(fs, LOG_NOTICE, "fallocate %s: EROFS: an object of another file (external link)",
+			 show_path(n->path));
+		e = EROFS;
+	}
+	if (e) {
+		fs_write_end(fs);
+		return e;
+	}
+	p = pending_begin(fs, n);
+	e = pending_commit_over(fs, n, ino, off, len);
+	if (!e)
+		e = ow_punch(fs, n, &u, ino, off, len);
+	pending_end(fs, n, p);
+	ow_pages_settle(fs, n, ino);
+	node_use_end(&u);
+	fs_meta_changed(fs);
+	fs_write_end(fs);
+	return e;
+}
+
+int member_fallocate(void *r, uint64_t ino, int mode, uint64_t off, uint64_t len)
 {
 	h5fs *fs = r;
 	struct node *n = node_get(fs, ino);
@@ -134,6 +184,10 @@ int member_fallocate(void *r, uint64_t ino, uint64_t off, uint64_t len)
 	e = views_getattr(r, &cur, &timeout, ino);
 	if (e)
 		return e;
+	if (mode == (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE))
+		return punch(fs, n, ino, off, len, (uint64_t)cur.st_size);
+	if (mode != 0)
+		return EOPNOTSUPP;
 	/* inside the dataset: its storage is there, or is the fill value
 	 * until written (space for it is reserved by that write) */
 	if (off + len <= (uint64_t)cur.st_size)

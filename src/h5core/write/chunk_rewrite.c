@@ -281,7 +281,8 @@ static int set_rec(rw *r, cent *e, const h5_chunk_rec *rec)
 	if (rc == 0) {
 		e->rec = *rec;
 		e->staged = true;
-		if (rec->addr >= r->top.addr || !h5_addr_defined(r->top.addr)) {
+		/* (a punched chunk, the undefined address, is nowhere) */
+		if (h5_addr_defined(rec->addr) && (rec->addr >= r->top.addr || !h5_addr_defined(r->top.addr))) {
 			r->top.addr = rec->addr;
 			r->top.size = rec->size ? rec->size : r->cb;
 			memcpy(r->top.scaled, e->scaled, r->rank * sizeof(*e->scaled));

@@ -340,6 +340,9 @@ fail:
 	return rc;
 }
 
+/* (rec's address may be undefined: a punched chunk, no longer stored -
+ * spec III.I, an element of a chunk not allocated is the undefined
+ * address) */
 int h5_eaw_set(h5_eaw *w, uint64_t idx, const h5_chunk_rec *rec)
 {
 	h5_ea_sblock *sb = NULL;
@@ -350,9 +353,6 @@ int h5_eaw_set(h5_eaw *w, uint64_t idx, const h5_chunk_rec *rec)
 
 	if (w->written)
 		return h5_err_set(H5_ERR_INVAL, "extensible array writer: set after write");
-	if (!h5_addr_defined(rec->addr))
-		return h5_err_set(H5_ERR_INVAL, "extensible array writer: element %llu with undefined address",
-				  (unsigned long long)idx);
 	if (w->h.g.max_nelmts_bits < 64 && idx >= (UINT64_C(1) << w->h.g.max_nelmts_bits))
 		return h5_err_set(H5_ERR_LIMIT, "extensible array: element %llu beyond its %u-bit capacity",
 				  (unsigned long long)idx, w->h.g.max_nelmts_bits);

@@ -249,6 +249,45 @@ int h5_overwrite_put(h5_overwriter *w, uint64_t off, const void *buf, size_t len
 	return rc;
 }
 
+/* Whether d's fill value reads as zeros. */
+static bool fill_is_zero(const h5_dataset *d)
+{
+	for (size_t i = 0; d->fill_elem && i < d->dtype->size; i++)
+		if (d->fill_elem[i])
+			return false;
+	return true;
+}
+
+int h5_overwrite_punch(h5_overwriter *w, uint64_t off, uint64_t len)
+{
+	static const uint8_t zeros[65536];
+	uint64_t end;
+	int rc = 0;
+
+	if (h5_add_overflow(off, len, &end) || end > w->nbytes)
+		return h5_err_set(H5_ERR_RANGE, "punching %llu bytes at %llu: past the dataset's %llu",
+				  (unsigned long long)len, (unsigned long long)off, (unsigned long long)w->nbytes);
+	if (w->cls == H5_LAYOUT_CHUNKED)
+		return h5_ow_punch_chunked(w, off, len);
+	/* contiguous storage never allocated reads as the fill value: zeros
+	 * already, or bytes only writing all of it would change */
+	if (w->cls == H5_LAYOUT_CONTIGUOUS && !h5_addr_defined(w->caddr)) {
+		h5_dataset *d = NULL;
+		bool zero;
+
+		rc = h5_dataset_open(&d, w->f, w->addr);
+		if (rc < 0)
+			return rc;
+		zero = fill_is_zero(d);
+		h5_dataset_close(d);
+		if (zero)
+			return 0;
+	}
+	for (uint64_t a = off; rc == 0 && a < end; a += sizeof(zeros))
+		rc = h5_overwrite_put(w, a, zeros, (size_t)(end - a < sizeof(zeros) ? end - a : sizeof(zeros)));
+	return rc;
+}
+
 /* Set the header's modification time; the chunk holding `keep` (if any)
  * is left to the caller to write last. */
 static int touch_header(h5_ohdr_edit *e, h5_file *f, size_t keep)

@@ -92,6 +92,12 @@ void h5_ow_whole_release(h5_overwriter *w);
 int h5_ow_put_chunked(h5_overwriter *w, uint64_t off, const uint8_t *p, size_t len);
 int h5_ow_whole_peek(const h5_overwriter *w, uint64_t off, uint8_t *buf, size_t len);
 void h5_ow_whole_drop(h5_overwriter *w);
+/* [off, off + len) of a chunked dataset (inside it) reads zeros after the
+ * commit: whole chunks dropped where the index takes an undefined address
+ * and the fill value is zero (their space freed by the commit), chunks
+ * not stored left alone when the fill is zero, the rest written zeros.
+ * H5_ERR_UNSUPPORTED when a chunk is not one run of the stream. */
+int h5_ow_punch_chunked(h5_overwriter *w, uint64_t off, uint64_t len);
 /* Wait for the chunks being filtered on the pool: 0, or the first error
  * one had (then cleared). Before a commit, a peek, a close. */
 int h5_ow_whole_wait(h5_overwriter *w);
