@@ -18,7 +18,7 @@ printed with their ratio, and FILE's largest size while mounted:
   mkrm    3,000 mkdir/rmdir in a libver="latest" group
   grow    truncate -s 1G of a growable dataset, then 1 MiB appended
   fsstress, fsstress-latest
-          xfstests' fsstress -p 8 -n 5000 -s 1 in the group, FILE h5py
+          xfstests' fsstress -p 8 -n 5000 -s 1 (--fsstress-ops) in the group, FILE h5py
           default or libver="latest" (only with --fsstress PATH: its
           source is not ours; build it outside this tree)
 
@@ -120,11 +120,11 @@ def w_grow(mnt, secs):
     return "1 GiB + 1 MiB"
 
 
-FSSTRESS = [None]
+FSSTRESS = [None, 5000]
 
 
 def w_fsstress(mnt, secs):
-    r = subprocess.run([FSSTRESS[0], "-p", "8", "-n", "5000", "-s", "1", "-d", os.path.join(mnt, "g")],
+    r = subprocess.run([FSSTRESS[0], "-p", "8", "-n", str(FSSTRESS[1]), "-s", "1", "-d", os.path.join(mnt, "g")],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=1800)
     return "fsstress rc %d" % r.returncode
 
@@ -230,9 +230,11 @@ def main():
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--tmpfs-mb", type=int, default=1024)
     ap.add_argument("--fsstress", help="xfstests' ltp/fsstress binary (enables the fsstress workloads)")
+    ap.add_argument("--fsstress-ops", type=int, default=5000, help="fsstress -n (operations per process)")
     ap.add_argument("workloads", nargs="*")
     a = ap.parse_args()
     FSSTRESS[0] = a.fsstress and os.path.abspath(a.fsstress)
+    FSSTRESS[1] = a.fsstress_ops
     a.workloads = a.workloads or [w for w in WORKLOADS if a.fsstress or not w.startswith("fsstress")]
     if any(w.startswith("fsstress") for w in a.workloads) and not a.fsstress:
         sys.exit("space_bench.py: the fsstress workloads need --fsstress PATH")
