@@ -23,8 +23,9 @@ stress stage's (tests/stress/):
 - no crash when descriptors close while their last writes, answered
   early, are still being applied (fsstress -p 8 crashed the daemon in
   ow_pages_settle: the handle freed under the write): 4 processes open,
-  pwrite and close one dataset in a loop while others read and truncate a
-  growable one for 3 s; every byte then as the last writer left it;
+  pwrite and close one dataset in a loop while others read it, append to
+  and truncate a growable one, and punch holes in both, for 3 s; every
+  byte then as the last writer left it;
 - a name is linked only with its rows: a new file still open 0.5 s after
   its bytes were written, then kill -9 of the daemon, leaves FILE without
   the name or with all of its rows (never the name with no rows); listed
@@ -353,6 +354,14 @@ def churn_worker(args):
         elif k == 4:
             with open(os.path.join(mnt, "fixed"), "rb") as fh:
                 fh.read()
+        elif k == 6:
+            # punched holes under the writers and the appender (zeros:
+            # a value the check allows)
+            p = os.path.join(mnt, "fixed" if n % 2 else "grow")
+            r = subprocess.run(["fallocate", "-p", "-o", str(rng.randrange(64 * 4096)), "-l",
+                                str(rng.randint(1, 3 * 8192)), p], capture_output=True, timeout=30)
+            if r.returncode != 0:
+                raise OSError(errno.EIO, "fallocate -p %s: %s" % (p, r.stderr.decode().strip()))
         else:
             p = os.path.join(mnt, "grow")
             with open(p, "ab") as fh:
@@ -369,8 +378,8 @@ def churn(work, secs=3):
         f.create_dataset("grow", shape=(0,), maxshape=(None,), chunks=(8192,), dtype="u1")
     mnt = os.path.join(work, "cmnt")
     with T.Mount(path, mnt) as m:
-        with mp.Pool(6) as pool:
-            ops = sum(pool.map(churn_worker, [(mnt, k, secs) for k in range(6)]))
+        with mp.Pool(7) as pool:
+            ops = sum(pool.map(churn_worker, [(mnt, k, secs) for k in range(7)]))
         alive = m.alive()
         with open(os.path.join(mnt, "fixed"), "rb") as fh:
             shown = fh.read()
@@ -384,7 +393,7 @@ def churn(work, secs=3):
             T.fail("write churn: FILE differs from what the mount showed before its unmount")
         if any(b not in (0, 1, 2, 3) for b in set(shown)):
             T.fail("write churn: bytes no writer wrote")
-    print("write churn: %d operations by 6 processes, daemon alive" % ops)
+    print("write churn: %d operations by 7 processes, daemon alive" % ops)
 
 
 def group_churn(work):
