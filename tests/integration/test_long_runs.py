@@ -397,8 +397,19 @@ def churn(work, secs=3):
 
 
 def group_churn(work):
+    # (FILE on a tmpfs when one can be mounted: 6,000 durable commits on
+    # the disk took 24 s, on a tmpfs 3 s)
+    fs = tmpfs(work, 64 << 20)
+    try:
+        group_churn_in(work, fs or work)
+    finally:
+        if fs:
+            subprocess.run(["umount", "-l", fs], capture_output=True)
+
+
+def group_churn_in(work, where):
     for form in ("earliest", "latest", "latest-dense"):
-        path = os.path.join(work, "mkrm-%s.h5" % form)
+        path = os.path.join(where, "mkrm-%s.h5" % form)
         keep = ["keep%d" % i for i in range(20)] if form == "latest-dense" else []
         with h5py.File(path, "w", libver=form.split("-")[0]) as f:
             g = f.create_group("g")
