@@ -447,12 +447,14 @@ void h5_ow_whole_drop(h5_overwriter *w)
 /* Whether d's chunks can be dropped: the fill value reads as zeros and
  * the index takes the undefined address for a chunk not stored (fixed
  * and extensible arrays, spec III.H and III.I: "If the chunk is not
- * allocated, the address is the undefined address"). The v1 and v2
- * B-trees would need their record removed, which their writers do not:
- * zeros are written there. */
+ * allocated, the address is the undefined address") or removes its
+ * record (v1 B-tree: h5_bt1w_remove, which stores zeros where it would
+ * empty a leaf). The v2 B-tree's writer removes nothing: zeros are
+ * written there. */
 static bool droppable(const h5_dataset *d)
 {
-	if (d->layout.idx_type != H5_CIDX_FARRAY && d->layout.idx_type != H5_CIDX_EARRAY)
+	if (d->layout.idx_type != H5_CIDX_FARRAY && d->layout.idx_type != H5_CIDX_EARRAY &&
+	    d->layout.idx_type != H5_CIDX_BTREE1)
 		return false;
 	for (size_t i = 0; d->fill_elem && i < d->dtype->size; i++)
 		if (d->fill_elem[i])
