@@ -1221,10 +1221,11 @@ int h5_overwrite_reserve(h5_overwriter *w, uint64_t len);
 /* fallocate(PUNCH_HOLE | KEEP_SIZE) of [off, off + len), inside the
  * dataset (H5_ERR_RANGE past its end): after the next commit the range
  * reads zeros. Chunked: a whole chunk inside it loses its storage where
- * the index takes an undefined address (fixed and extensible arrays) and
- * the fill value is zero - its record set so and its space freed by the
- * commit -, is left alone when not stored (zero fill), and is written
- * zeros otherwise (v1 and v2 B-trees), as partial chunks are;
+ * the index can drop it (fixed and extensible arrays: an undefined
+ * address; v1 B-tree: its record removed, but the last of a leaf) and
+ * the fill value is zero - its space freed by the commit -, is left alone
+ * when not stored (zero fill), and is written zeros otherwise (v2
+ * B-tree, non-zero fill), as partial chunks are;
  * H5_ERR_UNSUPPORTED when a chunk is not a run of whole rows.
  * Contiguous and compact: zeros written (contiguous storage never
  * allocated with a zero fill: nothing). (write/chunk_whole.c) */

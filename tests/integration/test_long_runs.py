@@ -13,8 +13,8 @@ stress stage's (tests/stress/):
   gzip, a non-zero fill value, N-d chunks and contiguous storage: the
   range reads zeros through the mount and in h5py, with a write kept
   over it before (committed first) and a write into it after; the whole
-  chunks inside it lose their storage where the index takes an undefined
-  address (fixed and extensible arrays, zero fill);
+  chunks inside it lose their storage where the index can drop them
+  (v1 B-trees, fixed and extensible arrays; zero fill);
 - the host's margin (-o min_free, default the smaller of 5% and 1 GiB): on
   a 32 MiB tmpfs an append runs until ENOSPC, which leaves the file system
   at least 5% free; every write answered before it is in FILE; rm and mkdir

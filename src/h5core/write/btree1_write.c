@@ -19,6 +19,8 @@
  * Sibling pointers of unchanged neighbours of copied nodes are patched in
  * place after the switch (h5_bt1w_patch): readers never follow them, and
  * both the old and the new target are intact nodes.
+ * A punched chunk's record is taken out of its leaf (h5_bt1w_remove,
+ * issue 65) unless that empties a leaf other than the root.
  */
 #include <limits.h>
 

@@ -21,8 +21,9 @@
  * that ends it comes, and the kept extent gives them up.
  *
  * A punched hole (fallocate PUNCH_HOLE, issue 65) notes its whole chunks
- * here with the undefined address where the index takes one: the same
- * commit sets their records so and frees their old copies.
+ * here with the undefined address where the index can drop them: the
+ * same commit clears or removes their records and frees their old
+ * copies.
  */
 #include "overwrite.h"
 #include "space.h"

@@ -93,8 +93,8 @@ int h5_ow_put_chunked(h5_overwriter *w, uint64_t off, const uint8_t *p, size_t l
 int h5_ow_whole_peek(const h5_overwriter *w, uint64_t off, uint8_t *buf, size_t len);
 void h5_ow_whole_drop(h5_overwriter *w);
 /* [off, off + len) of a chunked dataset (inside it) reads zeros after the
- * commit: whole chunks dropped where the index takes an undefined address
- * and the fill value is zero (their space freed by the commit), chunks
+ * commit: whole chunks dropped where the index can drop them and the fill
+ * value is zero (their space freed by the commit), chunks
  * not stored left alone when the fill is zero, the rest written zeros.
  * H5_ERR_UNSUPPORTED when a chunk is not one run of the stream. */
 int h5_ow_punch_chunked(h5_overwriter *w, uint64_t off, uint64_t len);
