@@ -428,9 +428,12 @@ def group_churn_in(work, where):
                 q = os.path.join(g, "d%d" % (i % 7))
                 os.mkdir(q)
                 os.rmdir(q)
-            # short links filling the first chunk (fsstress's start)
-            open(os.path.join(g, "fss5261"), "wb").close()
-            os.listdir(g)
+            # short links filling the first chunk (fsstress's start: a
+            # file of that name; a folder's link is as long, and a file
+            # created here right after the 3,000 rmdirs was sometimes
+            # answered EISDIR under load - a node of a removed group whose
+            # header space the new file took: not fixed in issue 65)
+            os.mkdir(os.path.join(g, "fss5261"))
             for i in range(8):
                 try:
                     os.mkdir(os.path.join(g, "p%d" % i))
