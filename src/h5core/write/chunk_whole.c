@@ -445,8 +445,8 @@ void h5_ow_whole_drop(h5_overwriter *w)
 
 /* ---- punched ranges (fallocate PUNCH_HOLE, issue 65) ------------------------------ */
 
-/* Whether d's chunks can be dropped: the fill value reads as zeros and
- * the index takes the undefined address for a chunk not stored (fixed
+/* Whether d's chunks can be dropped (with a fill value of zeros): the
+ * index takes the undefined address for a chunk not stored (fixed
  * and extensible arrays, spec III.H and III.I: "If the chunk is not
  * allocated, the address is the undefined address") or removes its
  * record (v1 B-tree: h5_bt1w_remove, which stores zeros where it would
@@ -454,13 +454,8 @@ void h5_ow_whole_drop(h5_overwriter *w)
  * written there. */
 static bool droppable(const h5_dataset *d)
 {
-	if (d->layout.idx_type != H5_CIDX_FARRAY && d->layout.idx_type != H5_CIDX_EARRAY &&
-	    d->layout.idx_type != H5_CIDX_BTREE1)
-		return false;
-	for (size_t i = 0; d->fill_elem && i < d->dtype->size; i++)
-		if (d->fill_elem[i])
-			return false;
-	return true;
+	return d->layout.idx_type == H5_CIDX_FARRAY || d->layout.idx_type == H5_CIDX_EARRAY ||
+	       d->layout.idx_type == H5_CIDX_BTREE1;
 }
 
 /* Chunk s noted with the undefined address: at the commit its record is
@@ -521,7 +516,7 @@ int h5_ow_punch_chunked(h5_overwriter *w, uint64_t off, uint64_t len)
 		return h5_err_wrap(H5_ERR_IO, "punching a hole: ");
 	for (size_t i = 0; w->wc.d->fill_elem && i < w->wc.d->dtype->size; i++)
 		zfill &= !w->wc.d->fill_elem[i];
-	drop = droppable(w->wc.d);
+	drop = zfill && droppable(w->wc.d);
 	/* the chunks filtered on the pool noted first */
 	rc = h5_ow_whole_wait(w);
 	for (s = off / cb; rc == 0 && s * cb < end; s++) {
