@@ -17,6 +17,13 @@ printed with their ratio, and FILE's largest size while mounted:
   cptree  cp -r of 1,000 files of 4 KiB
   mkrm    3,000 mkdir/rmdir in a libver="latest" group
   grow    truncate -s 1G of a growable dataset, then 1 MiB appended
+  fsstress, fsstress-latest
+          xfstests' fsstress -p 8 -n 5000 -s 1 (--fsstress-ops) in the group, FILE h5py
+          default or libver="latest" (only with --fsstress PATH: its
+          source is not ours; build it outside this tree)
+
+The h5py copy is written on a second bounded tmpfs (fsstress fills
+FILE's own up to the -o min_free margin).
 """
 import argparse
 import os
@@ -113,8 +120,18 @@ def w_grow(mnt, secs):
     return "1 GiB + 1 MiB"
 
 
+FSSTRESS = [None, 5000]
+
+
+def w_fsstress(mnt, secs):
+    r = subprocess.run([FSSTRESS[0], "-p", "8", "-n", str(FSSTRESS[1]), "-s", "1", "-d", os.path.join(mnt, "g")],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=1800)
+    return "fsstress rc %d" % r.returncode
+
+
 WORKLOADS = {"mix": ("earliest", w_mix), "cptree": ("earliest", w_cptree), "mkrm": ("latest", w_mkrm),
-             "grow": ("earliest", w_grow)}
+             "grow": ("earliest", w_grow), "fsstress": ("earliest", w_fsstress),
+             "fsstress-latest": ("latest", w_fsstress)}
 
 
 def run(h5fs, name, secs, tmpfs_mb):
@@ -148,12 +165,22 @@ def run(h5fs, name, secs, tmpfs_mb):
         finally:
             stop.set()
             th.join()
-            subprocess.run([h5fs, "-u", mnt], check=True)
+            # (exit 1 when writes were refused ENOSPC earlier: syncfs
+            # reports the kernel's writeback errors; FILE is final still)
+            urc = subprocess.run([h5fs, "-u", mnt]).returncode
         t = time.time() - t0
         size = os.path.getsize(path)
-        ref = os.path.join(fsdir, "h5py.h5")
-        copy_sparse(path, ref, libver)
-        rsize = os.path.getsize(ref)
+        refdir = tempfile.mkdtemp(prefix="h5fs-space-ref-")
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%dm" % (2 * tmpfs_mb), "tmpfs", refdir], check=True)
+        try:
+            ref = os.path.join(refdir, "h5py.h5")
+            copy_sparse(path, ref, libver)
+            rsize = os.path.getsize(ref)
+        finally:
+            subprocess.run(["umount", "-l", refdir])
+            shutil.rmtree(refdir, ignore_errors=True)
+        if urc:
+            what += ", h5fs -u exit %d" % urc
         print("%-7s %-22s %6.1f s  FILE %12d  peak %12d  h5py %12d  FILE/h5py %.2f  peak/h5py %.2f" % (
             name, what, t, size, peak[0], rsize, size / rsize, peak[0] / rsize), flush=True)
     finally:
@@ -202,8 +229,15 @@ def main():
     ap.add_argument("--h5fs", default=os.path.join(HERE, "..", "h5fs"))
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--tmpfs-mb", type=int, default=1024)
-    ap.add_argument("workloads", nargs="*", default=list(WORKLOADS))
+    ap.add_argument("--fsstress", help="xfstests' ltp/fsstress binary (enables the fsstress workloads)")
+    ap.add_argument("--fsstress-ops", type=int, default=5000, help="fsstress -n (operations per process)")
+    ap.add_argument("workloads", nargs="*")
     a = ap.parse_args()
+    FSSTRESS[0] = a.fsstress and os.path.abspath(a.fsstress)
+    FSSTRESS[1] = a.fsstress_ops
+    a.workloads = a.workloads or [w for w in WORKLOADS if a.fsstress or not w.startswith("fsstress")]
+    if any(w.startswith("fsstress") for w in a.workloads) and not a.fsstress:
+        sys.exit("space_bench.py: the fsstress workloads need --fsstress PATH")
     if os.geteuid() != 0:
         sys.exit("space_bench.py mounts a tmpfs for FILE: run it as root")
     for name in a.workloads:

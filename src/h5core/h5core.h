@@ -1218,6 +1218,18 @@ int h5_overwrite_peek(const h5_overwriter *w, uint64_t off, void *buf, size_t le
  * 56). Chunked: every touched chunk rewritten to new space, plus index
  * blocks; contiguous and compact are written in place: nothing. */
 int h5_overwrite_reserve(h5_overwriter *w, uint64_t len);
+/* fallocate(PUNCH_HOLE | KEEP_SIZE) of [off, off + len), inside the
+ * dataset (H5_ERR_RANGE past its end): after the next commit the range
+ * reads zeros. Chunked: a whole chunk inside it loses its storage where
+ * the index can drop it (fixed and extensible arrays: an undefined
+ * address; v1 B-tree: its record removed, but the last of a leaf) and
+ * the fill value is zero - its space freed by the commit -, is left alone
+ * when not stored (zero fill), and is written zeros otherwise (v2
+ * B-tree, non-zero fill), as partial chunks are;
+ * H5_ERR_UNSUPPORTED when a chunk is not a run of whole rows.
+ * Contiguous and compact: zeros written (contiguous storage never
+ * allocated with a zero fill: nothing). (write/chunk_whole.c) */
+int h5_overwrite_punch(h5_overwriter *w, uint64_t off, uint64_t len);
 /* Make the bytes taken visible in one commit. all: every byte (else a
  * trailing partial element waits for the rest); durable: fsync'd before
  * returning. The bytes are dropped whatever the result. */

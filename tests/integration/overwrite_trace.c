@@ -82,6 +82,11 @@ int main(int argc, char **argv)
 			rc = h5_file_compact(f);
 			continue;
 		}
+		if (n == UINT64_MAX - 4 && p + 8 <= len) {
+			rc = h5_overwrite_punch(w, off, le64(buf + p));
+			p += 8;
+			continue;
+		}
 		if (n > (uint64_t)(len - p)) {
 			fprintf(stderr, "overwrite_trace: truncated record\n");
 			rc = -1;

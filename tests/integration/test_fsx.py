@@ -1,10 +1,12 @@
 #!/usr/bin/python3
 """An fsx-style model checker (issue 53): random reads, writes inside,
 appends, writes crossing the end, copy_file_range, truncates (up and to 0),
-fsync and mmap (reads, and writes through a shared mapping, msync'd or
-not) on one descriptor of one dataset, every read compared with an
-in-memory model of its bytes - over contiguous, fixed chunked (plain and gzip), growable and growable
-gzip datasets. After the run: a fresh descriptor reads the
+punched holes (fallocate PUNCH_HOLE | KEEP_SIZE: zeros), fsync and mmap
+(reads, and writes through a shared mapping, msync'd or not) on one
+descriptor of one dataset, every read compared with an in-memory model
+of its bytes - over contiguous, fixed chunked (plain and gzip), growable
+and growable gzip datasets, and a growable one of a libver="latest" FILE
+(an extensible array: punched chunks leave the index). After the run: a fresh descriptor reads the
 model, and after unmounting h5py reads it from FILE.
 
 Each kind runs for H5FS_FSX_SECONDS (default 2) or H5FS_FSX_OPS operations
@@ -16,6 +18,7 @@ failed; H5FS_FSX_SKIP=op,op leaves operations out). A failure prints the
 last operations.
 """
 import collections
+import ctypes
 import mmap
 import os
 import random
@@ -39,7 +42,11 @@ KINDS = {
     "chunked_gz": dict(chunks=(CHUNK,), compression="gzip"),
     "growable": dict(chunks=(CHUNK,), maxshape=(None,)),
     "growable_gz": dict(chunks=(CHUNK,), maxshape=(None,), compression="gzip"),
+    "growable_latest": dict(chunks=(CHUNK,), maxshape=(None,)),     # in a libver="latest" FILE
 }
+LIBC = ctypes.CDLL(None, use_errno=True)
+LIBC.fallocate.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
+PUNCH_HOLE = 0x01 | 0x02        # FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE
 SECONDS = float(os.environ.get("H5FS_FSX_SECONDS", "2"))
 OPS = int(os.environ.get("H5FS_FSX_OPS", "4000"))
 FULL = os.environ.get("H5FS_FSX_FULL") == "1"   # the whole file compared after every change (bisecting)
@@ -186,6 +193,19 @@ class Fsx:
             self.model.extend(bytes(to - n))
         return True
 
+    def op_punch(self):
+        n = len(self.model)
+        if not n:
+            return True
+        off, ln = self.span(0, n, 3 * CHUNK)
+        self.note("punch %d+%d (size %d)" % (off, ln, n))
+        if LIBC.fallocate(self.fd, PUNCH_HOLE, off, ln) != 0:
+            e = ctypes.get_errno()
+            raise OSError(e, "fallocate punch: %s" % os.strerror(e))
+        end = min(n, off + ln)
+        self.model[off:end] = bytes(end - off)
+        return True
+
     def op_fsync(self):
         self.note("fsync")
         os.fsync(self.fd)
@@ -199,7 +219,7 @@ class Fsx:
         return True
 
     WEIGHTS = (("read", 30), ("mapread", 6), ("mapwrite", 5), ("write", 25), ("cross", 6), ("append", 8),
-               ("copy", 8), ("truncate", 3), ("fsync", 3), ("stat", 4))
+               ("copy", 8), ("truncate", 3), ("punch", 3), ("fsync", 3), ("stat", 4))
 
     def run(self, seconds, ops):
         skip = os.environ.get("H5FS_FSX_SKIP", "").split(",")   # ops left out (bisecting a failure)
@@ -242,29 +262,36 @@ def main():
     pick = os.environ.get("H5FS_FSX_KINDS")     # e.g. growable,growable_gz (the stress stage)
     kinds = [k for k in KINDS if only in (None, k) and (not pick or k in pick.split(","))]
     init = np.frombuffer(random.Random(7).getrandbits(8 * SIZE).to_bytes(SIZE, "little"), dtype="u1")
-    with h5py.File(src, "w") as f:
-        for k in kinds:
-            f.create_dataset(k, data=init, **KINDS[k])
+    srcs = {"earliest": src, "latest": os.path.join(work, "fsx-latest.h5")}
+    libver = {k: "latest" if k.endswith("_latest") else "earliest" for k in kinds}
     seeds = {k: fixed_seed if fixed_seed is not None else random.SystemRandom().randrange(1 << 31) for k in kinds}
     models = {}
-    mnt = os.path.join(work, "mnt")
-    with T.Mount(src, mnt) as m, m.watchdog(60 + 4 * SECONDS * len(kinds)):
-        for k in kinds:
-            print("%s: seed %d (replay: H5FS_FSX_SEED=%s:%d)" % (k, seeds[k], k, seeds[k]), flush=True)
-            fx = Fsx(os.path.join(mnt, k), k, seeds[k])
-            ok = fx.run(SECONDS, OPS) and fx.close()
-            if not ok:
-                T.fail(fx.bad)
-                try:
-                    os.close(fx.fd)
-                except OSError:
-                    pass
-            print("  %d operations (%s), %d bytes" % (sum(fx.counts.values()), ", ".join(
-                "%s %d" % kv for kv in sorted(fx.counts.items())), len(fx.model)), flush=True)
-            models[k] = bytes(fx.model) if ok else None
-        out = m.output()
-    with h5py.File(src, "r") as f:
-        for k in kinds:
+    out = ""
+    for lv, path in srcs.items():
+        mine = [k for k in kinds if libver[k] == lv]
+        if not mine:
+            continue
+        with h5py.File(path, "w", libver=lv) as f:
+            for k in mine:
+                f.create_dataset(k, data=init, **KINDS[k])
+        mnt = os.path.join(work, "mnt")
+        with T.Mount(path, mnt) as m, m.watchdog(60 + 4 * SECONDS * len(mine)):
+            for k in mine:
+                print("%s: seed %d (replay: H5FS_FSX_SEED=%s:%d)" % (k, seeds[k], k, seeds[k]), flush=True)
+                fx = Fsx(os.path.join(mnt, k), k, seeds[k])
+                ok = fx.run(SECONDS, OPS) and fx.close()
+                if not ok:
+                    T.fail(fx.bad)
+                    try:
+                        os.close(fx.fd)
+                    except OSError:
+                        pass
+                print("  %d operations (%s), %d bytes" % (sum(fx.counts.values()), ", ".join(
+                    "%s %d" % kv for kv in sorted(fx.counts.items())), len(fx.model)), flush=True)
+                models[k] = bytes(fx.model) if ok else None
+            out += m.output()
+    for k in kinds:
+        with h5py.File(srcs[libver[k]], "r") as f:
             if models[k] is not None and T.dataset_raw(f[k]) != models[k]:
                 T.fail("%s seed %d: FILE after the unmount differs from the model (h5py)" % (k, seeds[k]))
     if T._failures[0]:

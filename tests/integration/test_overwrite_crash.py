@@ -22,6 +22,11 @@ commit switches to new chunks (every index but implicit and an
 unfiltered single chunk), the whole dataset must equal the state after
 some number of commits: commits are all or nothing. The count of states
 checked is printed.
+
+A punched hole (fallocate PUNCH_HOLE, issue 65) likewise, on an
+extensible and a filtered fixed array with a zero fill (whole chunks
+dropped from the index, partial ones zeroed) and a v1 B-tree (zeroed):
+every image is the old dataset or the punched one.
 """
 import os
 import random
@@ -43,7 +48,7 @@ from crash_replay import crash_images, straddling, traced  # noqa: E402
 HELPER = os.path.join(T.BUILDDIR, "tests", "integration", "overwrite_trace")
 SUBSETS = 30
 FILT = dict(compression="gzip", shuffle=True, fletcher32=True)
-DURABLE, PERIODIC = (1 << 64) - 1, (1 << 64) - 2
+DURABLE, PERIODIC, PUNCH = (1 << 64) - 1, (1 << 64) - 2, (1 << 64) - 5
 
 # name (index first), libver, shape, maxshape, chunks (None: contiguous,
 # "compact"), dtype, filters, rows written at creation (None: all), in place
@@ -219,6 +224,63 @@ def run_case(work, case, rng):
     return count
 
 
+# name, libver, maxshape, filters, elements a chunk, whole chunks punched
+PUNCH_CASES = [
+    ("punch-earray", "latest", (None,), {}, 16, 5),
+    ("punch-farray-filt", "latest", (300,), FILT, 16, 5),
+    ("punch-btree1", "earliest", (None,), {}, 16, 5),
+    # 150 chunks, leaves of 64: one leaf wholly punched keeps one chunk,
+    # zeroed (h5_bt1w_remove does not empty a leaf)
+    ("punch-btree1-leaves", "earliest", (None,), {}, 2, 70),
+]
+
+
+def punch_case(work, case, rng):
+    name, libver, maxshape, filt, ce, nwhole = case
+    path = os.path.join(work, name + ".h5")
+    v = ((np.arange(300) * 11 + 5) % 30000).astype("<i4")
+    with h5py.File(path, "w", libver=libver) as f:
+        f.create_dataset("g/x", data=v, maxshape=maxshape, chunks=(ce,), **filt)
+    with h5py.File(path, "r") as f:
+        info = h5py.h5o.get_info(f["g/x"].id)
+        ohdr = (info.addr, info.addr + info.hdr.space.total)
+        chunks0 = f["g/x"].id.get_num_chunks()
+    cb = 4 * ce
+    # a partial chunk, whole ones, a partial one (leaves: from the first
+    # chunk, so that the first leaf is punched whole)
+    off, ln = (0, cb * nwhole + cb // 2) if name.endswith("leaves") else (cb + cb // 2, cb * nwhole + cb)
+    new = bytearray(v.tobytes())
+    new[off:off + ln] = bytes(ln)
+    states = [v.tobytes(), bytes(new)]
+    wpath = os.path.join(work, name + ".writes")
+    with open(wpath, "wb") as fh:
+        fh.write(struct.pack("<QQQ", off, PUNCH, ln))
+    trace = os.path.join(work, name + ".trace")
+    base, ops, final, why = traced([HELPER, path, "/g/x", wpath, trace], path, trace)
+    if why:
+        T.fail("%s: %s" % (name, why))
+        return 0
+    with h5py.File(path, "r") as f:
+        got = f["g/x"][()].tobytes()
+        chunks = f["g/x"].id.get_num_chunks()
+    if got != states[1]:
+        T.fail("%s: the final file does not read the punched range as zeros" % name)
+        return 0
+    if chunks != chunks0 - nwhole and not (name.endswith("leaves") and chunks0 - nwhole < chunks < chunks0 - 60):
+        T.fail("%s: %d chunks after the punch (want %d)" % (name, chunks, chunks0 - nwhole))
+    tmp = os.path.join(work, "img.h5")
+    count = 0
+    for where, img in crash_images(base, ops, rng, SUBSETS, ohdr):
+        err = check_image(img, tmp, states, 4, True)
+        count += 1
+        if err:
+            T.fail("%s: %s: %s" % (name, where, err))
+            return count
+    print("%s: %d writes/syncs traced, %d crash states checked; chunks %d -> %d" % (
+        name, len(ops), count, chunks0, chunks), flush=True)
+    return count
+
+
 def main():
     if not os.path.exists(HELPER):
         T.skip("overwrite_trace not built")
@@ -231,6 +293,9 @@ def main():
                 t0 = time.monotonic()
                 total += run_case(work, case, random.Random("%s %s" % (seed, case[0])))
                 print("%s: %.1f s" % (case[0], time.monotonic() - t0), flush=True)
+        for case in PUNCH_CASES:
+            if len(sys.argv) < 2 or case[0] in sys.argv[1:]:
+                total += punch_case(work, case, random.Random("%s %s" % (seed, case[0])))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("%d crash states checked in all" % total)

@@ -172,7 +172,7 @@ run "growth.py (${H5FS_GROWTH_CYCLES} cycles), plain build" $py "$stress/growth.
 run "append_kill.py (${H5FS_APPEND_KILL_ROUNDS} kills per chunk index), plain build" $py "$stress/append_kill.py"
 # fsx at length on the datasets that grow (issue 65: 20,000 operations
 # found what make check's 4,000 did not), a fresh seed each run
-H5FS_FSX_KINDS=growable,growable_gz H5FS_FSX_OPS=${H5FS_FSX_LONG_OPS:-20000} H5FS_FSX_SECONDS=45 \
+H5FS_FSX_KINDS=growable,growable_gz,growable_latest H5FS_FSX_OPS=${H5FS_FSX_LONG_OPS:-20000} H5FS_FSX_SECONDS=45 \
 	run "test_fsx.py (${H5FS_FSX_LONG_OPS:-20000} operations, growable kinds), plain build" $py "$src/tests/integration/test_fsx.py"
 
 if [ "${H5FS_SANI_TSAN:-1}" != 0 ]; then

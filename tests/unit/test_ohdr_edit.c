@@ -287,6 +287,27 @@ END_TEST
 START_TEST(edit_v2_put_many) { put_many(2, true); put_many(2, false); }
 END_TEST
 
+/* no single message's place holds the continuation message (v2: 4 + 16
+ * bytes; v1: 8 + 16), only two in a row do: both move into the new chunk
+ * (issue 65: a libver="latest" group's first chunk of short links, mkdir
+ * ENOSPC under fsstress); v1's message count follows */
+static void move_two(int ver)
+{
+	size_t sz = ver == 2 ? 13 : 8;
+	tmsg m[] = { { MT_COMMENT, "a", sz }, { MT_COMMENT, "b", sz }, { MT_COMMENT, "c", sz },
+		     { MT_COMMENT, "d", sz } };
+
+	make_file(ver, m, 4, ver == 2 ? 2 : 0);
+	ck_assert_int_eq(change(SIZE_MAX, "new", 0), 0);
+	CHECK("c|d|a|b|new", 2);
+	ck_assert_int_eq(change(SIZE_MAX, "more", 0), 0);
+}
+
+START_TEST(edit_v1_move_two) { move_two(1); }
+END_TEST
+START_TEST(edit_v2_move_two) { move_two(2); }
+END_TEST
+
 /* nothing to move aside (only a message smaller than a continuation
  * message): refused, the file unchanged */
 START_TEST(edit_nospace)
@@ -612,6 +633,8 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, edit_v2_cont_in_nil_and_gap);
 	tcase_add_test(tc, edit_v1_put_many);
 	tcase_add_test(tc, edit_v2_put_many);
+	tcase_add_test(tc, edit_v1_move_two);
+	tcase_add_test(tc, edit_v2_move_two);
 	tcase_add_test(tc, edit_nospace);
 	tcase_add_test(tc, enc_number_types);
 	tcase_add_test(tc, enc_attr_roundtrip);

@@ -7,6 +7,7 @@
 #include "dispatch_int.h"
 #include "caller.h"
 
+#include <linux/falloc.h>       /* FALLOC_FL_* */
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -219,13 +220,15 @@ void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_inf
 	fuse_reply_err(req, err);
 }
 
-/* fallocate(2): mode 0 only (posix_fallocate, fallocate(1) without
- * options), which a root that writes honours by growing the dataset
- * sparsely - nothing holds only the fill value on disk (issue 65). Every
- * other mode is EOPNOTSUPP up front: keeping space past the end, punching
- * and zeroing ranges, collapsing and inserting have no HDF5 counterpart
- * here, and glibc's posix_fallocate would otherwise emulate mode 0 by
- * writing a byte every block (a 1 PB request filled the host's disk). */
+/* fallocate(2): mode 0 (posix_fallocate, fallocate(1) without options),
+ * which a root that writes honours by growing the dataset sparsely -
+ * nothing holds only the fill value on disk -, and PUNCH_HOLE with
+ * KEEP_SIZE (fallocate -p), the range reading zeros after it, whole
+ * chunks freed where the index allows (issue 65). Every other mode is
+ * EOPNOTSUPP up front: keeping space past the end, zeroing ranges,
+ * collapsing and inserting have no HDF5 counterpart here, and glibc's
+ * posix_fallocate would otherwise emulate mode 0 by writing a byte every
+ * block (a 1 PB request filled the host's disk). */
 static int do_fallocate(h5fs_mount *m, fuse_ino_t ino, int mode, off_t off, off_t len, struct fuse_file_info *fi)
 {
 	struct fuse_file_info rfi;
@@ -233,14 +236,14 @@ static int do_fallocate(h5fs_mount *m, fuse_ino_t ino, int mode, off_t off, off_
 	struct slot *s;
 	int err;
 
-	if (mode != 0)
+	if (mode != 0 && mode != (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE))
 		return EOPNOTSUPP;
 	if (off < 0 || len <= 0 || (uint64_t)len > (uint64_t)INT64_MAX - (uint64_t)off)
 		return EINVAL;
 	s = handle_enter(m, &local, &rfi, ino, fi);
 	if (!s)
 		return EBADF;
-	err = s->ops->fallocate ? s->ops->fallocate(s->r, local, (uint64_t)off, (uint64_t)len) : EOPNOTSUPP;
+	err = s->ops->fallocate ? s->ops->fallocate(s->r, local, mode, (uint64_t)off, (uint64_t)len) : EOPNOTSUPP;
 	handle_leave(m, s);
 	return err;
 }

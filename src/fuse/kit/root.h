@@ -86,9 +86,10 @@ struct root_ops {
 	int (*flush)(void *r, uint64_t ino, struct fuse_file_info *fi);
 	int (*fsync)(void *r, uint64_t ino, struct fuse_file_info *fi);
 	int (*fsyncdir)(void *r, uint64_t ino);                /* NULL: 0 */
-	/* fallocate(2) of an open file, mode 0 only (the dispatcher refuses
-	 * every other mode); NULL: EOPNOTSUPP */
-	int (*fallocate)(void *r, uint64_t ino, uint64_t off, uint64_t len);
+	/* fallocate(2) of an open file, mode 0 or FALLOC_FL_PUNCH_HOLE |
+	 * FALLOC_FL_KEEP_SIZE (the dispatcher refuses every other mode);
+	 * NULL: EOPNOTSUPP */
+	int (*fallocate)(void *r, uint64_t ino, int mode, uint64_t off, uint64_t len);
 	/* *len the full length; buf filled when it fits in size */
 	int (*listxattr)(void *r, char *buf, size_t size, size_t *len, uint64_t ino);
 	int (*getxattr)(void *r, char *buf, size_t size, size_t *len, uint64_t ino, const char *name);

@@ -64,6 +64,9 @@ int pending_read(h5_read_plan *out, const struct pending *p, struct node *n, uin
  * holds the node's apply lock. 0 or an errno (logged). */
 struct wfile;
 int pending_supersede(h5fs *fs, struct wfile *w, fuse_ino_t ino, uint64_t off, size_t len);
+/* Every handle of n keeping bytes over [off, off + len) commits them
+ * (before a punched hole there); the caller holds n's apply lock. */
+int pending_commit_over(h5fs *fs, struct node *n, fuse_ino_t ino, uint64_t off, uint64_t len);
 /* member/overwrite.c: bytes written inside datasets (doc/OVERWRITE.md) */
 int ow_open(h5fs *fs, struct node *n, h5_overwriter **out);
 /* cached: the handle writes through the kernel's page cache (a dataset
@@ -71,6 +74,12 @@ int ow_open(h5fs *fs, struct node *n, h5_overwriter **out);
 int ow_put(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, uint64_t off, const char *buf, size_t len,
 	   bool cached);
 int ow_commit(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, bool all, bool durable, bool cached);
+/* fallocate(PUNCH_HOLE | KEEP_SIZE) of [off, off + len), inside n's
+ * dataset u: one durable commit of an overwriter of its own (engine
+ * h5_overwrite_punch), the node reopened. The caller holds FILE and n's
+ * apply lock, and settles the pages after (ow_pages_settle). 0 or an
+ * errno (logged; EOPNOTSUPP: a dataset that cannot be punched). */
+int ow_punch(h5fs *fs, struct node *n, const struct use *u, fuse_ino_t ino, uint64_t off, uint64_t len);
 /* After a page-cached handle's commit or error, no lock held: drop n's
  * pages if a read may have cached old bytes (not from a WRITE handler:
  * the kernel may hold that request's pages locked) */

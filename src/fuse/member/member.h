@@ -36,9 +36,10 @@ int member_read(void *r, struct root_read *out, uint64_t ino, size_t size, off_t
 void member_read_done(void *r, struct root_read *out);
 void member_usage(void *r, uint64_t *bytes, uint64_t *objects);
 
-/* size.c: fallocate(2) mode 0 (root.h): a dataset grown sparsely to
- * off + len bytes when that is past its end, else nothing to do */
-int member_fallocate(void *r, uint64_t ino, uint64_t off, uint64_t len);
+/* size.c: fallocate(2) (root.h): mode 0, a dataset grown sparsely to
+ * off + len bytes when that is past its end, else nothing to do;
+ * PUNCH_HOLE | KEEP_SIZE, the range inside it reads zeros (ow_punch) */
+int member_fallocate(void *r, uint64_t ino, int mode, uint64_t off, uint64_t len);
 /* setattr.c: chmod, chown, utimens, truncate (root.h) */
 int member_setattr(void *r, struct stat *out, double *timeout, uint64_t ino, const struct stat *attr, int to_set);
 /* member/open.c: read or write handle, page cache or not */

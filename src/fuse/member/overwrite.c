@@ -112,6 +112,33 @@ int ow_commit(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, bool 
 	return rc < 0 ? h5err_logged(fs, rc, "write", n->path, NULL, n->addr) : 0;
 }
 
+int ow_punch(h5fs *fs, struct node *n, const struct use *u, fuse_ino_t ino, uint64_t off, uint64_t len)
+{
+	h5_overwriter *ow = NULL;
+	int rc = h5_overwrite_open(&ow, u->f, u->addr), e = 0;
+
+	if (rc == 0)
+		rc = h5_overwrite_reserve(ow, 0);
+	if (rc == 0)
+		rc = h5_overwrite_punch(ow, off, len);
+	if (rc == 0)
+		rc = h5_overwrite_commit(ow, 1, 1);
+	if (rc == H5_ERR_UNSUPPORTED) {
+		h5fs_log(fs, LOG_NOTICE, "fallocate %s: punching a hole: EOPNOTSUPP: %s", show_path(n->path),
+			 h5_err_msg());
+		h5_err_clear();
+		e = EOPNOTSUPP;
+	} else if (rc < 0) {
+		e = h5err_logged(fs, rc, "fallocate", n->path, NULL, u->addr);
+	}
+	/* reopened before the close frees what the commit replaced: no
+	 * reader follows an old address into reused space */
+	if (ow)
+		ow_refresh(fs, n, ino, true);
+	h5_overwrite_close(ow);
+	return e;
+}
+
 int ow_put(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, uint64_t off, const char *buf, size_t len,
 	   bool cached)
 {

@@ -95,7 +95,8 @@ void pending_end(h5fs *fs, struct node *n, struct pending *p)
  * round's bytes back. A failed commit is that handle's error (answered
  * earlier: its close and fsync report it). q->apply held by the caller:
  * the list of n's handles stays as it is. */
-int pending_supersede(h5fs *fs, struct wfile *w, fuse_ino_t ino, uint64_t off, size_t len)
+static int commit_over(h5fs *fs, struct node *node, const struct wfile *w, fuse_ino_t ino, uint64_t off,
+		       uint64_t len)
 {
 	struct wfile **v = NULL;
 	size_t n = 0, cap = 0;
@@ -105,7 +106,7 @@ int pending_supersede(h5fs *fs, struct wfile *w, fuse_ino_t ino, uint64_t off, s
 	for (struct hlink *h = fs->open_wfiles.next; h != &fs->open_wfiles; h = h->next) {
 		struct wfile *o = (struct wfile *)(void *)h;
 
-		if (o == w || o->n != w->n || !o->ow || !h5_overwrite_kept(o->ow))
+		if (o == w || o->n != node || !o->ow || !h5_overwrite_kept(o->ow))
 			continue;
 		if (n == cap) {
 			size_t nc = cap ? 2 * cap : 8;
@@ -122,10 +123,10 @@ int pending_supersede(h5fs *fs, struct wfile *w, fuse_ino_t ino, uint64_t off, s
 	}
 	pthread_mutex_unlock(&fs->lock);
 	for (size_t i = 0; i < n && !e; i++) {
-		int rc = h5_overwrite_peek(v[i]->ow, off, NULL, len), oe;
+		int rc = h5_overwrite_peek(v[i]->ow, off, NULL, (size_t)len), oe;
 
 		if (rc < 0) {
-			e = h5err_logged(fs, rc, "write", w->n->path, NULL, w->n->addr);
+			e = h5err_logged(fs, rc, "write", node->path, NULL, node->addr);
 		} else if (rc > 0 && (oe = ow_commit(fs, v[i]->n, v[i]->ow, ino, true, false, v[i]->cached)) != 0) {
 			pthread_mutex_lock(&v[i]->q->mu);
 			if (!v[i]->err)
@@ -136,6 +137,17 @@ int pending_supersede(h5fs *fs, struct wfile *w, fuse_ino_t ino, uint64_t off, s
 	}
 	free(v);
 	return e;
+}
+
+int pending_supersede(h5fs *fs, struct wfile *w, fuse_ino_t ino, uint64_t off, size_t len)
+{
+	return commit_over(fs, w->n, w, ino, off, len);
+}
+
+/* (a punched hole: every handle's kept bytes there first) */
+int pending_commit_over(h5fs *fs, struct node *n, fuse_ino_t ino, uint64_t off, uint64_t len)
+{
+	return commit_over(fs, n, NULL, ino, off, len);
 }
 
 int pending_peek(const struct pending *p, uint64_t off, void *buf, size_t len)

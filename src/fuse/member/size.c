@@ -1,5 +1,6 @@
 /* size.c - a dataset's size set by a request: truncate(2) and open with
- * O_TRUNC (setattr.c), fallocate(2) (root_member.c's table) and a write
+ * O_TRUNC (setattr.c), fallocate(2) (root_member.c's table: sparse growth,
+ * and PUNCH_HOLE through overwrite.c ow_punch) and a write
  * past the end (write.c). Each is one change between commit_begin and
  * commit_end (commit/gate.c), after the rows the node's write handles
  * hold were committed (idle.c wfile_commit_node: they come first); the
@@ -9,6 +10,8 @@
 #include "member.h"
 #include "resize.h"
 #include "handle.h"
+
+#include <linux/falloc.h>       /* FALLOC_FL_* */
 
 /* truncate(2): the dataset's rows (member/truncate.c), FILE held for
  * writing as every write is; rows of it not committed yet first. */
@@ -30,7 +33,42 @@ int member_set_size(h5fs *fs, struct node *n, uint64_t size, const char *op)
 	return e;
 }
 
-int member_fallocate(void *r, uint64_t ino, uint64_t off, uint64_t len)
+/* fallocate(PUNCH_HOLE | KEEP_SIZE) of [off, off + len) cut to the
+ * dataset's size (issue 65): the rows of other descriptors committed, the
+ * writes answered before it applied and the handles' bytes kept over the
+ * range committed (pending.c), then the punch (overwrite.c ow_punch); the
+ * kernel wrote its dirty pages of the range back before asking, and
+ * drops its cached ones after our answer. */
+static int punch(h5fs *fs, struct node *n, uint64_t ino, uint64_t off, uint64_t len, uint64_t size)
+{
+	struct pending *p;
+	struct use u;
+	int e;
+
+	if (off >= size)
+		return 0;
+	if (len > size - off)
+		len = size - off;
+	if (!fs_writable(fs))
+		return EROFS;
+	e = node_ds_need(fs, n);
+	if (e)
+		return e;
+	wfile_commit_node(fs, n);
+	e = commit_begin(&u, fs, n, COMMIT_ATTRS, "fallocate");
+	if (e)
+		return e;
+	p = pending_begin(fs, n);
+	e = pending_commit_over(fs, n, ino, off, len);
+	if (!e)
+		e = ow_punch(fs, n, &u, ino, off, len);
+	pending_end(fs, n, p);
+	ow_pages_settle(fs, n, ino);
+	commit_end(fs, &u, true);
+	return e;
+}
+
+int member_fallocate(void *r, uint64_t ino, int mode, uint64_t off, uint64_t len)
 {
 	h5fs *fs = r;
 	struct node *n = node_get(fs, ino);
@@ -45,6 +83,10 @@ int member_fallocate(void *r, uint64_t ino, uint64_t off, uint64_t len)
 	e = member_getattr(r, &cur, &timeout, ino);   /* (not a view: no view state to refresh) */
 	if (e)
 		return e;
+	if (mode == (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE))
+		return punch(fs, n, ino, off, len, (uint64_t)cur.st_size);
+	if (mode != 0)
+		return EOPNOTSUPP;
 	/* inside the dataset: its storage is there, or is the fill value
 	 * until written (space for it is reserved by that write) */
 	if (off + len <= (uint64_t)cur.st_size)

@@ -11,7 +11,9 @@
  *   1. asks the mount's root for the daemon's process id (the xattr
  *      user.h5fs.pid, answered by the dispatcher and never listed);
  *   2. syncfs(2) on the mount: every write-behind committed and durable
- *      while the mount still answers (an error is reported here);
+ *      while the mount still answers (an error is reported here: this
+ *      flush's, or one of a write-back refused earlier that no fsync
+ *      collected - the kernel keeps it for the file system);
  *   3. unmounts (umount2 as root, else fusermount3 -u), tried again for
  *      up to 5 s while the kernel says the mount is busy (a descriptor
  *      closed a moment ago: its RELEASE is still under way);
@@ -153,8 +155,11 @@ int h5fs_unmount_main(const char *mnt)
 	fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd >= 0) {
 		if (syncfs(fd) < 0) {
-			fprintf(stderr, "h5fs: %s: committing its changes failed: %s (the daemon's log says which)\n",
-				mnt, strerror(errno));
+			/* (the kernel's error of the file system since it was
+			 * mounted: this flush's, or a write-back refused earlier,
+			 * ENOSPC at the margin, that no fsync collected) */
+			fprintf(stderr, "h5fs: %s: a change to it failed (now or earlier, not collected by an fsync): "
+				"%s (the daemon's log says which)\n", mnt, strerror(errno));
 			ret = TOOL_EXIT_RUNTIME;
 		}
 		close(fd);

@@ -19,6 +19,8 @@
  * Sibling pointers of unchanged neighbours of copied nodes are patched in
  * place after the switch (h5_bt1w_patch): readers never follow them, and
  * both the old and the new target are intact nodes.
+ * A punched chunk's record is taken out of its leaf (h5_bt1w_remove,
+ * issue 65) unless that empties a leaf other than the root.
  */
 #include <limits.h>
 
@@ -420,6 +422,53 @@ set:
 	return 0;
 }
 
+/* Close entry i's place (keys i+1.. and children i+1.. move left; the
+ * right key n too). */
+static void close_gap(h5_bt1w *w, bw_node *x, unsigned i)
+{
+	for (unsigned j = i; j < x->n; j++)
+		key_copy(w, x, j, x, j + 1);
+	for (unsigned j = i; j + 1 < x->n; j++) {
+		x->child[j] = x->child[j + 1];
+		x->kid[j] = x->kid[j + 1];
+		if (x->kid[j])
+			x->kid[j]->pos = j;
+	}
+	x->n--;
+}
+
+int h5_bt1w_remove(h5_bt1w *w, const uint64_t *sc)
+{
+	uint64_t k[H5_MAX_RANK + 1];
+	bw_node *x = w->root;
+	unsigned i = 0;
+	int rc;
+
+	if (!x)
+		return 0;
+	memcpy(k, sc, (w->nd - 1) * sizeof(uint64_t));
+	k[w->nd - 1] = 0;
+	for (;;) {
+		for (i = x->n; i > 0 && key_cmp(w, kat(w, x, i - 1), k) > 0; i--)
+			;
+		i = i ? i - 1 : 0;
+		if (x->level == 0)
+			break;
+		rc = kid_get(&x, w, x, i);
+		if (rc < 0)
+			return rc;
+	}
+	if (!x->n || key_cmp(w, kat(w, x, i), k) != 0)
+		return 0;       /* not stored */
+	if (x->n == 1 && x != w->root)
+		return 1;
+	/* (a gap, as a chunk never written leaves: H5D__btree_found looks
+	 * for the exact left key; the parents' keys follow key 0, mark) */
+	close_gap(w, x, i);
+	mark(w, x);
+	return 0;
+}
+
 static uint64_t final_addr(const bw_node *x)
 {
 	return x->dirty ? x->naddr : x->addr;
@@ -621,6 +670,8 @@ static int bt1w_set(void *w, const uint64_t *scaled, uint64_t idx, const h5_chun
 	h5_chunk_rec r = *rec;
 
 	(void)idx;
+	if (!h5_addr_defined(rec->addr))        /* a punched chunk */
+		return h5_bt1w_remove(c->w, scaled);
 	/* unfiltered chunks come without their size: a v1 B-tree key holds it */
 	if (!c->filtered)
 		r.size = c->chunk_bytes;

@@ -17,8 +17,9 @@
  * recomputed for every changed node.
  *
  * Then every changed node is written as a NEW node (node_size bytes, as
- * libhdf5 allocates them) past the old end of file (copy-on-write,
- * doc/APPEND.md), and the header (root address, root record count, depth,
+ * libhdf5 allocates them) past the old end of file or in space freed
+ * (copy-on-write, doc/APPEND.md; the old copies freed after the commit),
+ * and the header (root address, root record count, depth,
  * total records, checksum) is rewritten in place in one write: the switch.
  * A dataset without a tree gets a new header, which the layout message is
  * then pointed at.
@@ -391,9 +392,11 @@ int h5_bt2w_write(h5_bt2w *w)
 				return h5_err_set(H5_ERR_INVAL, "v2 B-tree writer: node overflow");
 			cnt++;
 		}
-	/* every changed node, then a new header, in new space (space.c) */
+	/* every changed node, then a new header, in new space or space freed
+	 * once no reader sees it (space.c h5_space_take: written whole below);
+	 * the nodes they replace are freed after the commit (h5_bt2w_freed) */
 	len = cnt * ns + (w->hdr_new ? hs : 0);
-	rc = h5_space_alloc(&start, w->f, len);
+	rc = h5_space_take(&start, w->f, len);
 	if (rc < 0)
 		return rc;
 	a = start;
@@ -433,6 +436,16 @@ int h5_bt2w_commit(h5_bt2w *w)
 		return 0;
 	h5_bt2_hdr_encode(buf, &w->h);
 	return h5_file_write(w->f, w->h.addr, buf, hs);
+}
+
+/* After the commit: the nodes it copied, referenced no more (issue 65:
+ * 300 overwrite commits of a 2-d dataset left 1.25 MB of old nodes). */
+void h5_bt2w_freed(h5_bt2w *w, h5_freesp *to, uint64_t ticket)
+{
+	for (b2_node *x = w->all; x; x = x->all_next)
+		if (x->dirty && h5_addr_defined(x->addr) && h5_addr_defined(x->naddr) && x->naddr != x->addr &&
+		    h5_freesp_add(to, x->addr, w->h.node_size, ticket) < 0)
+			h5_err_clear();         /* leaked */
 }
 
 void h5_bt2w_invalidate(h5_bt2w *w)
@@ -478,6 +491,7 @@ static uint64_t bt2w_addr(void *w) { return h5_bt2w_addr(w); }
 static bool bt2w_addr_is_new(void *w) { return h5_bt2w_addr_is_new(w); }
 static int bt2w_commit(void *w) { return h5_bt2w_commit(w); }
 static void bt2w_invalidate(void *w) { h5_bt2w_invalidate(w); }
+static void bt2w_freed(void *w, h5_freesp *to, uint64_t ticket) { h5_bt2w_freed(w, to, ticket); }
 static void bt2w_free(void *w) { h5_bt2w_free(w); }
 
 const h5_cidx_write_ops h5_cidx_write_btree2 = {
@@ -488,6 +502,7 @@ const h5_cidx_write_ops h5_cidx_write_btree2 = {
 	.addr_is_new = bt2w_addr_is_new,
 	.addr_field = h5_layout_bt2_addr_field,
 	.commit = bt2w_commit,
+	.freed = bt2w_freed,
 	.invalidate = bt2w_invalidate,
 	.free = bt2w_free,
 };

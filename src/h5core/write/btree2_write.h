@@ -21,6 +21,9 @@ uint64_t h5_bt2w_addr(const h5_bt2w *w);
 bool h5_bt2w_addr_is_new(const h5_bt2w *w);
 int h5_bt2w_commit(h5_bt2w *w);
 void h5_bt2w_invalidate(h5_bt2w *w);
+/* After a commit that succeeded: the nodes it copied into `to` with the
+ * commit's ticket (cidx_write.h freed). */
+void h5_bt2w_freed(h5_bt2w *w, h5_freesp *to, uint64_t ticket);
 void h5_bt2w_free(h5_bt2w *w);
 
 #endif

@@ -268,20 +268,23 @@ static int note_gone(rw *r, const cent *e, const h5_chunk_rec *rec)
 	return 0;
 }
 
+/* 0, a negative h5_err, or 1: a punched chunk's record (the undefined
+ * address) the index could not take (v1 B-tree: h5_bt1w_remove), nothing
+ * changed. */
 static int set_rec(rw *r, cent *e, const h5_chunk_rec *rec)
 {
 	uint64_t idx = 0;
-	int rc = note_gone(r, e, rec);
-
-	if (rc == 0)
-		rc = h5_cidx_linear(&idx, r->ci, e->scaled);
+	int rc = h5_cidx_linear(&idx, r->ci, e->scaled);
 
 	if (rc == 0)
 		rc = r->wops->set(r->w, e->scaled, idx, rec);
+	if (rc == 0)
+		rc = note_gone(r, e, rec);
 	if (rc == 0) {
 		e->rec = *rec;
 		e->staged = true;
-		if (rec->addr >= r->top.addr || !h5_addr_defined(r->top.addr)) {
+		/* (a punched chunk, the undefined address, is nowhere) */
+		if (h5_addr_defined(rec->addr) && (rec->addr >= r->top.addr || !h5_addr_defined(r->top.addr))) {
 			r->top.addr = rec->addr;
 			r->top.size = rec->size ? rec->size : r->cb;
 			memcpy(r->top.scaled, e->scaled, r->rank * sizeof(*e->scaled));
@@ -551,6 +554,21 @@ static int set_whole(rw *r, const h5_ow_whole *whole, size_t nwhole)
 		rc = tab_get(&e, r, scaled);
 		if (rc == 0)
 			rc = set_rec(r, e, &whole[i].rec);
+		/* a punched chunk the index keeps: its fill (zeros) stored
+		 * instead, staged with the other images */
+		if (rc == 1) {
+			rc = r->dirty + r->cb > DIRTY_MAX && r->dirty ? stage_dirty(r) : 0;
+			if (rc == 0)
+				rc = tab_get(&e, r, scaled);
+			if (rc == 0 && !e->img) {
+				e->img = calloc(1, (size_t)r->cb);
+				if (!e->img)
+					rc = h5_err_set(H5_ERR_NOMEM, "out of memory for a %llu-byte chunk",
+							(unsigned long long)r->cb);
+				else
+					r->dirty += r->cb;
+			}
+		}
 	}
 	return rc;
 }
@@ -749,4 +767,5 @@ const h5_ow_layout_ops h5_ow_chunked = {
 	.need = chunked_need,
 	.put = h5_ow_put_chunked,
 	.commit = chunked_commit,
+	.punch = h5_ow_punch_chunked,
 };

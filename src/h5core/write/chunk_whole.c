@@ -19,12 +19,18 @@
  * writes do not fall on chunk edges: 64 KiB writes, Python's 1,000,000
  * bytes) is completed from them: its bytes are merged once, when the put
  * that ends it comes, and the kept extent gives them up.
+ *
+ * A punched hole (fallocate PUNCH_HOLE, issue 65) notes its whole chunks
+ * here with the undefined address where the index can drop them: the
+ * same commit clears or removes their records and frees their old
+ * copies.
  */
 #include "overwrite.h"
 #include "space.h"
 #include "pool.h"
 #include "filter.h"
 #include "cidx_write.h"
+#include "chunk.h"
 #include "h5util.h"
 
 #include <pthread.h>
@@ -395,6 +401,10 @@ int h5_ow_whole_peek(const h5_overwriter *w, uint64_t off, uint8_t *buf, size_t 
 		any = 1;
 		if (!buf)
 			return 1;
+		if (!h5_addr_defined(c->v[i].rec.addr)) {      /* punched (zero fill) */
+			memset(buf + (a - off), 0, (size_t)(b - a));
+			continue;
+		}
 		if (!c->filtered) {
 			rc = h5_file_read(w->f, c->v[i].rec.addr + (a - lo), buf + (a - off), (size_t)(b - a));
 			if (rc < 0)
@@ -424,9 +434,105 @@ void h5_ow_whole_drop(h5_overwriter *w)
 	if (c->n) {
 		pthread_mutex_lock(&w->f->write_lock);
 		for (size_t i = 0; i < c->n; i++)
-			h5_space_free(w->f, c->v[i].rec.addr, c->v[i].rec.size ? c->v[i].rec.size : w->chunk_bytes, 0);
+			if (h5_addr_defined(c->v[i].rec.addr))
+				h5_space_free(w->f, c->v[i].rec.addr,
+					      c->v[i].rec.size ? c->v[i].rec.size : w->chunk_bytes, 0);
 		pthread_mutex_unlock(&w->f->write_lock);
 	}
 	c->n = 0;
 	c->bytes = 0;
+}
+
+/* ---- punched ranges (fallocate PUNCH_HOLE, issue 65) ------------------------------ */
+
+/* Whether d's chunks can be dropped (with a fill value of zeros): the
+ * index takes the undefined address for a chunk not stored (fixed
+ * and extensible arrays, spec III.H and III.I: "If the chunk is not
+ * allocated, the address is the undefined address") or removes its
+ * record (v1 B-tree: h5_bt1w_remove, which stores zeros where it would
+ * empty a leaf). The v2 B-tree's writer removes nothing: zeros are
+ * written there. */
+static bool droppable(const h5_dataset *d)
+{
+	return d->layout.idx_type == H5_CIDX_FARRAY || d->layout.idx_type == H5_CIDX_EARRAY ||
+	       d->layout.idx_type == H5_CIDX_BTREE1;
+}
+
+/* Chunk s noted with the undefined address: at the commit its record is
+ * set so and its stored copy freed (chunk_rewrite.c note_gone); a copy
+ * this writer took earlier is freed now (referenced by nothing). */
+static int drop_one(h5_overwriter *w, uint64_t s)
+{
+	item x = { .s = s };
+	h5_chunk_rec old = { H5_ADDR_UNDEF, 0, 0 };
+	int rc;
+
+	pthread_mutex_lock(&w->wc.amu);
+	rc = note(w, &x, H5_ADDR_UNDEF, &old);
+	pthread_mutex_unlock(&w->wc.amu);
+	if (h5_addr_defined(old.addr)) {
+		pthread_mutex_lock(&w->f->write_lock);
+		h5_space_free(w->f, old.addr, old.size ? old.size : w->chunk_bytes, 0);
+		pthread_mutex_unlock(&w->f->write_lock);
+	}
+	return rc;
+}
+
+/* Whether chunk s is stored (in FILE, or taken by this writer). */
+static int stored(const h5_overwriter *w, uint64_t s)
+{
+	uint64_t scaled[H5_MAX_RANK] = { s };
+	h5_chunk_rec rec;
+	int rc;
+
+	for (size_t i = 0; i < w->wc.n; i++)
+		if (w->wc.v[i].s == s)
+			return h5_addr_defined(w->wc.v[i].rec.addr);
+	rc = h5_chunk_lookup(&rec, w->wc.d->cidx, scaled);
+	return rc < 0 ? rc : h5_addr_defined(rec.addr);
+}
+
+#define PUNCH_KEPT_MAX ((uint64_t)64 << 20)
+
+int h5_ow_punch_chunked(h5_overwriter *w, uint64_t off, uint64_t len)
+{
+	static const uint8_t zeros[65536];
+	uint64_t cb = w->chunk_bytes, end = off + len, nfull = w->nbytes / cb, s;
+	bool drop, zfill = true;
+	int rc = 0;
+
+	/* chunks that are not runs of the stream: zeros kept, up to what a
+	 * handle keeps before its periodic commit (one commit here: a second
+	 * would free the first's chunks before the daemon's readers move on) */
+	if (!w->wc.ok && len > PUNCH_KEPT_MAX)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "punching %llu bytes of chunks that are not runs of whole rows "
+				  "(at most %llu)", (unsigned long long)len, (unsigned long long)PUNCH_KEPT_MAX);
+	if (!w->wc.ok) {
+		for (uint64_t a = off; rc == 0 && a < end; a += sizeof(zeros))
+			rc = h5_ow_keep(w, a, zeros, (size_t)(end - a < sizeof(zeros) ? end - a : sizeof(zeros)));
+		return rc;
+	}
+	if (!w->wc.d && h5_dataset_open(&w->wc.d, w->f, w->addr) < 0)
+		return h5_err_wrap(H5_ERR_IO, "punching a hole: ");
+	for (size_t i = 0; w->wc.d->fill_elem && i < w->wc.d->dtype->size; i++)
+		zfill &= !w->wc.d->fill_elem[i];
+	drop = zfill && droppable(w->wc.d);
+	/* the chunks filtered on the pool noted first */
+	rc = h5_ow_whole_wait(w);
+	for (s = off / cb; rc == 0 && s * cb < end; s++) {
+		uint64_t lo = s * cb > off ? s * cb : off, hi = (s + 1) * cb < end ? (s + 1) * cb : end;
+		bool whole = lo == s * cb && hi == (s + 1) * cb && s < nfull && !kept_over(w, lo, hi, SIZE_MAX);
+		int st = whole && zfill ? stored(w, s) : 1;
+
+		if (st < 0)
+			rc = st;
+		else if (!st)
+			continue;               /* reads as zeros already */
+		else if (whole && drop)
+			rc = drop_one(w, s);
+		else
+			for (uint64_t a = lo; rc == 0 && a < hi; a += sizeof(zeros))
+				rc = h5_ow_put_chunked(w, a, zeros, (size_t)(hi - a < sizeof(zeros) ? hi - a : sizeof(zeros)));
+	}
+	return rc;
 }

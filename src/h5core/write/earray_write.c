@@ -340,6 +340,9 @@ fail:
 	return rc;
 }
 
+/* (rec's address may be undefined: a punched chunk, no longer stored -
+ * spec III.I, an element of a chunk not allocated is the undefined
+ * address) */
 int h5_eaw_set(h5_eaw *w, uint64_t idx, const h5_chunk_rec *rec)
 {
 	h5_ea_sblock *sb = NULL;
@@ -350,9 +353,6 @@ int h5_eaw_set(h5_eaw *w, uint64_t idx, const h5_chunk_rec *rec)
 
 	if (w->written)
 		return h5_err_set(H5_ERR_INVAL, "extensible array writer: set after write");
-	if (!h5_addr_defined(rec->addr))
-		return h5_err_set(H5_ERR_INVAL, "extensible array writer: element %llu with undefined address",
-				  (unsigned long long)idx);
 	if (w->h.g.max_nelmts_bits < 64 && idx >= (UINT64_C(1) << w->h.g.max_nelmts_bits))
 		return h5_err_set(H5_ERR_LIMIT, "extensible array: element %llu beyond its %u-bit capacity",
 				  (unsigned long long)idx, w->h.g.max_nelmts_bits);
@@ -390,12 +390,15 @@ int h5_eaw_set(h5_eaw *w, uint64_t idx, const h5_chunk_rec *rec)
 	return 0;
 }
 
-/* Every block goes to new space (space.c): never over what readers see. */
+/* Every block goes to new space or space freed once no reader can see it
+ * (space.c h5_space_take: each block is written whole before anything
+ * references it), never over what readers see; the blocks a commit
+ * copied are freed after it (h5_eaw_freed). */
 static int w_alloc(h5_eaw *w, uint64_t *addr, uint64_t size)
 {
 	if (size == 0)
 		return h5_err_set(H5_ERR_LIMIT, "file address space exhausted");
-	return h5_space_alloc(addr, w->f, size);
+	return h5_space_take(addr, w->f, size);
 }
 
 static int w_write_dblock(h5_eaw *w, ea_wdblk *d)
@@ -529,6 +532,29 @@ int h5_eaw_commit(h5_eaw *w)
 	return h5_file_write(w->f, w->h.addr, buf, size);
 }
 
+/* After the commit: the blocks it copied (index block, super blocks,
+ * data blocks), referenced no more. */
+void h5_eaw_freed(h5_eaw *w, h5_freesp *to, uint64_t ticket)
+{
+	const h5_fmt *fmt = &w->f->fmt;
+	int rc = 0;
+
+	if (!w->written || !w->ib)
+		return;
+	if (h5_addr_defined(w->old_iblock) && w->old_iblock != w->h.iblock_addr)
+		rc |= h5_freesp_add(to, w->old_iblock, h5_ea_iblock_size(&w->h, fmt), ticket);
+	for (unsigned s = 0; w->sb && s < w->h.g.nsblk_addrs; s++)
+		if (w->sb[s] && h5_addr_defined(w->sb_old[s]) && w->sb_old[s] != w->sb[s]->addr)
+			rc |= h5_freesp_add(to, w->sb_old[s], h5_ea_sblock_size(&w->h, fmt, w->sb[s]->sblk_idx),
+					    ticket);
+	for (size_t i = 0; i < w->ndb; i++)
+		if (h5_addr_defined(w->db[i].old_addr))
+			rc |= h5_freesp_add(to, w->db[i].old_addr, h5_ea_dblock_alloc_size(&w->h, fmt, w->db[i].nelmts),
+					    ticket);
+	if (rc < 0)
+		h5_err_clear();         /* leaked */
+}
+
 void h5_eaw_invalidate(h5_eaw *w)
 {
 	h5_cache *c = w->f->meta;
@@ -608,6 +634,7 @@ static uint64_t eaw_addr(void *w) { return h5_eaw_hdr(w)->addr; }
 static bool eaw_addr_is_new(void *w) { return h5_eaw_hdr_is_new(w); }
 static int eaw_commit(void *w) { return h5_eaw_commit(w); }
 static void eaw_invalidate(void *w) { h5_eaw_invalidate(w); }
+static void eaw_freed(void *w, h5_freesp *to, uint64_t ticket) { h5_eaw_freed(w, to, ticket); }
 static void eaw_free(void *w) { h5_eaw_free(w); }
 
 const h5_cidx_write_ops h5_cidx_write_earray = {
@@ -618,6 +645,7 @@ const h5_cidx_write_ops h5_cidx_write_earray = {
 	.addr_is_new = eaw_addr_is_new,
 	.addr_field = h5_layout_ea_addr_field,
 	.commit = eaw_commit,
+	.freed = eaw_freed,
 	.invalidate = eaw_invalidate,
 	.free = eaw_free,
 };

@@ -26,6 +26,9 @@ int h5_eaw_write(h5_eaw *w);
 int h5_eaw_commit(h5_eaw *w);
 /* Drop the cache entries of the header and of every block replaced. */
 void h5_eaw_invalidate(h5_eaw *w);
+/* After a commit that succeeded: the blocks it copied into `to` with the
+ * commit's ticket (cidx_write.h freed). */
+void h5_eaw_freed(h5_eaw *w, h5_freesp *to, uint64_t ticket);
 const h5_ea_hdr *h5_eaw_hdr(const h5_eaw *w);
 bool h5_eaw_hdr_is_new(const h5_eaw *w);
 void h5_eaw_free(h5_eaw *w);

@@ -21,6 +21,9 @@ uint64_t h5_faw_addr(const h5_faw *w);
 bool h5_faw_addr_is_new(const h5_faw *w);
 int h5_faw_commit(h5_faw *w);
 void h5_faw_invalidate(h5_faw *w);
+/* After a commit that succeeded: the replaced data block into `to` with
+ * the commit's ticket (cidx_write.h freed). */
+void h5_faw_freed(h5_faw *w, h5_freesp *to, uint64_t ticket);
 void h5_faw_free(h5_faw *w);
 
 #endif

@@ -21,7 +21,13 @@
  *     over the list of symbol table nodes, at most 2K children each;
  *  3. fsync, the superblock's EOF address covering the new space (txn.c);
  *     a moved data segment: the heap header's one write, fsync;
- *  4. the root node's one in-place write: the change is visible.
+ *  4. the root node's one in-place write: the change is visible. A root
+ *     that spans a 4 KiB page boundary (issue 65: a power cut keeping only
+ *     its first page left h5py "ring type mismatch") holds one child,
+ *     a node built anew over what it would hold, and only its first bytes
+ *     (header, key 0, child 0, key 1; entries past the count are never
+ *     read) are written, within one page (root_one): an ordered copy,
+ *     the new node written before the pointer to it switches.
  * New nodes and segments take space freed earlier when it holds them
  * (h5_space_take: each is written whole); the nodes and the data segment
  * a change replaced are freed once its commit returned (space.h), as
@@ -215,9 +221,26 @@ static int write_leaf(stab_edit *s, size_t i)
 	return rc;
 }
 
+/* The bytes of a root holding at most one child: the header, key 0,
+ * child 0, key 1. */
+static size_t root_one_len(const h5_fmt *fmt)
+{
+	return 8 + 3 * (size_t)fmt->sizeof_addr + 2 * (size_t)fmt->sizeof_size;
+}
+
+/* Whether the root at addr (rlen bytes) spans a 4 KiB page while its
+ * first root_one_len bytes do not: it then holds one child (above). */
+static bool root_one(const h5_fmt *fmt, uint64_t addr, size_t rlen)
+{
+	const uint64_t page = 4096;
+
+	return addr / page != (addr + rlen - 1) / page && addr / page == (addr + root_one_len(fmt) - 1) / page;
+}
+
 /* The levels below the root, built over the nodes' (address, last name);
- * *root_buf: the root's bytes. */
-static int build_tree(uint8_t *root_buf, size_t root_len, stab_edit *s)
+ * *root_buf: the root's bytes. one: the root holds one child at most
+ * (root_one), a node one level below it holding the rest. */
+static int build_tree(uint8_t *root_buf, size_t root_len, stab_edit *s, bool one)
 {
 	h5_file *f = s->f;
 	unsigned twok = 2 * s->k_int, level = 0;
@@ -231,7 +254,7 @@ static int build_tree(uint8_t *root_buf, size_t root_len, stab_edit *s)
 		addr[i] = s->lv[i].addr;
 		rkey[i] = s->lv[i].rkey;
 	}
-	while (rc == 0 && n > twok) {
+	while (rc == 0 && (n > twok || (one && n > 1))) {
 		size_t m = (n + twok - 1) / twok, at = 0;
 
 		naddr = malloc(m * sizeof(*naddr));
@@ -284,6 +307,7 @@ static int commit(stab_edit *s, uint64_t start, bool durable)
 	size_t rlen = h5_bt1_group_size(&f->fmt, s->k_int);
 	uint8_t *root = malloc(rlen), hdr[8 + 3 * 8];
 	uint64_t seg = H5_ADDR_UNDEF;
+	bool one = root_one(&f->fmt, s->st.btree_addr, rlen);
 	h5_txn t;
 	int rc = root ? 0 : h5_err_set(H5_ERR_NOMEM, "out of memory");
 
@@ -291,7 +315,7 @@ static int commit(stab_edit *s, uint64_t start, bool durable)
 		if (s->lv[i].changed)
 			rc = write_leaf(s, i);
 	if (rc == 0)
-		rc = build_tree(root, rlen, s);
+		rc = build_tree(root, rlen, s, one);
 	if (rc == 0 && s->moved) {
 		rc = h5_space_note(s->haddr, s->ohsize, &s->gone);
 		if (rc == 0)
@@ -314,7 +338,7 @@ static int commit(stab_edit *s, uint64_t start, bool durable)
 			rc = h5_txn_barrier(f);
 	}
 	if (rc == 0)
-		rc = h5_txn_last_write(&t, s->st.btree_addr, root, rlen);
+		rc = h5_txn_last_write(&t, s->st.btree_addr, root, one ? root_one_len(&f->fmt) : rlen);
 	/* the replaced nodes and segment: referenced by nothing once the
 	 * root's write is durable */
 	if (rc == 0) {

@@ -222,11 +222,11 @@ static int fill_run(h5_ohdr_change *c, const run *r, size_t old, uint16_t type, 
 }
 
 /* A new continuation chunk, written now (invisible until referenced):
- * the moved message's raw bytes (mlen, or none; header included, it keeps
- * its creation order), then the new messages, then free space for later
+ * the moved messages' raw bytes (mlen, mcount messages, or none; headers included, they keep
+ * their creation order), then the new messages, then free space for later
  * changes. */
 static int new_chunk_n(uint64_t *addr, size_t *clen, h5_ohdr_change *c, h5_file *f, const uint8_t *moved,
-		       size_t mlen, const h5_ohdr_new_msg *m, size_t n)
+		       size_t mlen, size_t mcount, const h5_ohdr_new_msg *m, size_t n)
 {
 	const h5_ohdr *oh = c->e.oh;
 	size_t h = hdr_len(oh), head = oh->version == 1 ? 0 : 4, tail = oh->version == 1 ? 0 : 4;
@@ -274,7 +274,7 @@ static int new_chunk_n(uint64_t *addr, size_t *clen, h5_ohdr_change *c, h5_file 
 		rc = h5_file_write(f, *addr, buf, len);
 	free(buf);
 	*clen = len;
-	c->nmsgs_delta += (int)n + 1 + (mlen ? 1 : 0);   /* the new messages, the free space, the moved copy */
+	c->nmsgs_delta += (int)n + 1 + (int)mcount;   /* the new messages, the free space, the moved copies */
 	return rc;
 }
 
@@ -303,11 +303,17 @@ static run slot_of(const h5_ohdr *oh, size_t i)
 	return r;
 }
 
-/* A message to move aside into the new chunk so that a continuation
- * message (need bytes) takes its place (with the free space after it): in
- * an allowed chunk, not the old one; attributes first (their place in the
- * header means nothing), then the largest. */
-static size_t pick_moved(run *out, const h5_ohdr *oh, size_t old, size_t need)
+/* Messages to move aside into the new chunk so that a continuation
+ * message (need bytes) takes their place (with the free space after them):
+ * in an allowed chunk, not the old one. One message when one will do:
+ * attributes first (their place in the header means nothing), then the
+ * largest. Else the fewest messages in a row (issue 65: a compact group's
+ * first chunk full of short links, none of whose places alone holds the
+ * 20-byte continuation message: fsstress's 8 processes making their
+ * folders at once in a libver="latest" group, mkdir ENOSPC from the 6th
+ * link on). *count: how many messages (the first is the one returned,
+ * NIL ones between them included), *len: their bytes. */
+static size_t pick_moved(run *out, size_t *count, size_t *len, const h5_ohdr *oh, size_t old, size_t need)
 {
 	size_t best = SIZE_MAX;
 
@@ -329,6 +335,40 @@ static size_t pick_moved(run *out, const h5_ohdr *oh, size_t old, size_t need)
 			*out = r;
 		}
 	}
+	if (best != SIZE_MAX) {
+		*count = 1;
+		*len = msg_total(oh, &oh->msgs[best]);
+		return best;
+	}
+	for (size_t i = 0; i < oh->nmsgs; i++) {
+		const h5_msg *m = &oh->msgs[i];
+
+		if (i == old || m->type == H5_MSG_NIL || m->type == H5_MSG_CONT || !chunk_allowed(oh, old, m->chunk))
+			continue;
+		for (size_t j = i + 1; j < oh->nmsgs && oh->msgs[j].chunk == m->chunk; j++) {
+			run last, r;
+
+			if (j == old || oh->msgs[j].type == H5_MSG_CONT)
+				break;
+			if (oh->msgs[j].type == H5_MSG_NIL)
+				continue;
+			last = slot_of(oh, j);
+			if (old != SIZE_MAX && old > last.first && old <= last.last)
+				break;
+			r = (run){ .c = m->chunk, .off = msg_off(oh, m), .first = i, .last = last.last,
+				   .at_end = last.at_end };
+			r.len = last.off + last.len - r.off;
+			if (!fits(oh, r.len, need, r.at_end))
+				continue;
+			if (best == SIZE_MAX || j - i + 1 < *count) {
+				best = i;
+				*out = r;
+				*count = j - i + 1;
+				*len = last.off + msg_total(oh, &oh->msgs[j]) - r.off;
+			}
+			break;
+		}
+	}
 	return best;
 }
 
@@ -342,7 +382,7 @@ static int via_new_chunk(h5_ohdr_change *c, h5_file *f, size_t old, const h5_ohd
 	const h5_ohdr *oh = c->e.oh;
 	const h5_fmt *fmt = &f->fmt;
 	size_t cont_len = (size_t)fmt->sizeof_addr + fmt->sizeof_size, cont_total = total_of(oh, cont_len);
-	size_t clen = 0, rawlen = 0;
+	size_t clen = 0, rawlen = 0, nmoved = 0;
 	const uint8_t *raw = NULL;
 	uint64_t caddr = H5_ADDR_UNDEF;
 	uint8_t cont[16];
@@ -353,15 +393,14 @@ static int via_new_chunk(h5_ohdr_change *c, h5_file *f, size_t old, const h5_ohd
 	for (size_t ci = 0; ci < oh->nchunks && !room; ci++)
 		room = chunk_allowed(oh, old, ci) && find_run(&r, oh, ci, old, cont_total);
 	if (!room) {
-		size_t moved = pick_moved(&r, oh, old, cont_total);
+		size_t moved = pick_moved(&r, &nmoved, &rawlen, oh, old, cont_total);
 
 		if (moved == SIZE_MAX)
 			return h5_err_set(H5_ERR_NOSPC, "object header 0x%llx: no room for %zu bytes of messages, and no "
 					  "message to move aside", (unsigned long long)oh->addr, need);
 		raw = oh->chunks[oh->msgs[moved].chunk].buf + msg_off(oh, &oh->msgs[moved]);
-		rawlen = msg_total(oh, &oh->msgs[moved]);
 	}
-	rc = new_chunk_n(&caddr, &clen, c, f, raw, rawlen, m, n);
+	rc = new_chunk_n(&caddr, &clen, c, f, raw, rawlen, nmoved, m, n);
 	if (rc < 0)
 		return rc;
 	h5_le_encode(cont, caddr, fmt->sizeof_addr);

@@ -218,6 +218,37 @@ int h5_overwrite_put(h5_overwriter *w, uint64_t off, const void *buf, size_t len
 	return w->lops->put(w, off, p, len);
 }
 
+/* Whether d's fill value reads as zeros. */
+bool h5_ow_fill_is_zero(const h5_dataset *d)
+{
+	for (size_t i = 0; d->fill_elem && i < d->dtype->size; i++)
+		if (d->fill_elem[i])
+			return false;
+	return true;
+}
+
+int h5_ow_put_zeros(h5_overwriter *w, uint64_t off, uint64_t len)
+{
+	static const uint8_t zeros[65536];
+	int rc = 0;
+
+	for (uint64_t a = off; rc == 0 && a < off + len; a += sizeof(zeros))
+		rc = h5_overwrite_put(w, a, zeros, (size_t)(off + len - a < sizeof(zeros) ? off + len - a : sizeof(zeros)));
+	return rc;
+}
+
+int h5_overwrite_punch(h5_overwriter *w, uint64_t off, uint64_t len)
+{
+	uint64_t end;
+
+	if (h5_add_overflow(off, len, &end) || end > w->nbytes)
+		return h5_err_set(H5_ERR_RANGE, "punching %llu bytes at %llu: past the dataset's %llu",
+				  (unsigned long long)len, (unsigned long long)off, (unsigned long long)w->nbytes);
+	/* the layout's own (chunks dropped, storage never allocated left),
+	 * else zeros written as any write */
+	return w->lops->punch ? w->lops->punch(w, off, len) : h5_ow_put_zeros(w, off, len);
+}
+
 /* Set the header's modification time; the chunk holding `keep` (if any)
  * is left to the caller to write last. */
 int h5_ow_touch_header(h5_ohdr_edit *e, h5_file *f, size_t keep)

@@ -97,6 +97,9 @@ typedef struct h5_ow_layout_ops {
 	int (*need)(uint64_t *need, const h5_overwriter *w, uint64_t len);
 	int (*put)(h5_overwriter *w, uint64_t off, const uint8_t *p, size_t len);
 	int (*commit)(h5_overwriter *w, h5_dataset *d, size_t n, bool durable);
+	/* [off, off + len), inside the dataset, made to read zeros (NULL:
+	 * zeros written, h5_ow_put_zeros) */
+	int (*punch)(h5_overwriter *w, uint64_t off, uint64_t len);
 } h5_ow_layout_ops;
 extern const h5_ow_layout_ops h5_ow_compact, h5_ow_contig, h5_ow_chunked;
 /* the entry of a layout class (H5_LAYOUT_*), or NULL (overwrite.c) */
@@ -107,6 +110,10 @@ const h5_ow_layout_ops *h5_ow_layout_of(uint8_t cls);
 int h5_ow_edit_begin(h5_ohdr_edit *e, const h5_msg **lay, h5_file *f, uint64_t addr);
 void h5_ow_edit_end(h5_ohdr_edit *e, h5_file *f, uint64_t addr);
 int h5_ow_touch_header(h5_ohdr_edit *e, h5_file *f, size_t keep);
+/* overwrite.c: [off, off + len) written zeros (put); whether d's fill
+ * value reads as zeros */
+int h5_ow_put_zeros(h5_overwriter *w, uint64_t off, uint64_t len);
+bool h5_ow_fill_is_zero(const h5_dataset *d);
 
 /* Keep [off, off + len) in memory until the commit (overwrite.c). */
 int h5_ow_keep(h5_overwriter *w, uint64_t off, const uint8_t *buf, size_t len);
@@ -122,6 +129,12 @@ void h5_ow_whole_release(h5_overwriter *w);
 int h5_ow_put_chunked(h5_overwriter *w, uint64_t off, const uint8_t *p, size_t len);
 int h5_ow_whole_peek(const h5_overwriter *w, uint64_t off, uint8_t *buf, size_t len);
 void h5_ow_whole_drop(h5_overwriter *w);
+/* [off, off + len) of a chunked dataset (inside it) reads zeros after the
+ * commit: whole chunks dropped where the index can drop them and the fill
+ * value is zero (their space freed by the commit), chunks
+ * not stored left alone when the fill is zero, the rest written zeros.
+ * H5_ERR_UNSUPPORTED when a chunk is not one run of the stream. */
+int h5_ow_punch_chunked(h5_overwriter *w, uint64_t off, uint64_t len);
 /* Wait for the chunks being filtered on the pool: 0, or the first error
  * one had (then cleared). Before a commit, a peek, a close. */
 int h5_ow_whole_wait(h5_overwriter *w);

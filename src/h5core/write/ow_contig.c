@@ -162,10 +162,29 @@ static int contig_commit(h5_overwriter *w, h5_dataset *d, size_t n, bool durable
 	return rc;
 }
 
+/* Storage never allocated reads as the fill value: zeros already, or
+ * bytes only writing all of it would change (then zeros written). */
+static int contig_punch(h5_overwriter *w, uint64_t off, uint64_t len)
+{
+	h5_dataset *d = NULL;
+	bool zero;
+	int rc;
+
+	if (h5_addr_defined(w->caddr))
+		return h5_ow_put_zeros(w, off, len);
+	rc = h5_dataset_open(&d, w->f, w->addr);
+	if (rc < 0)
+		return rc;
+	zero = h5_ow_fill_is_zero(d);
+	h5_dataset_close(d);
+	return zero ? 0 : h5_ow_put_zeros(w, off, len);
+}
+
 const h5_ow_layout_ops h5_ow_contig = {
 	.name = "contiguous",
 	.check = contig_check,
 	.need = contig_need,
 	.put = contig_put,
 	.commit = contig_commit,
+	.punch = contig_punch,
 };
