@@ -425,6 +425,8 @@ int member_rename(void *r, uint64_t parent, const char *name, uint64_t newparent
 			/* an empty directory may be replaced: removed first (its own
 			 * commit), as unlink does */
 			err = link_errno(fs, rc, ENOTEMPTY, ENOTDIR, "rename", np, newname);
+		else if (dg && !(src.type == H5_LINK_HARD && src.addr == dst.addr) && dst.type == H5_LINK_HARD)
+			member_unlinked(fs, nu.f, dst.addr);    /* its space freed at once */
 		if (err)
 			goto out;
 	} else if (rc != H5_ERR_NOTFOUND) {
