@@ -220,7 +220,7 @@ void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct f
 	free(buf);
 }
 
-/* READDIRPLUS (collections): each entry with its lookup made here, as
+/* READDIRPLUS: each entry with its lookup made here, as
  * LOOKUP would make it, so a walk (find, getfattr -R, ls -l) saves a
  * round trip per entry. An entry that does not fit gives its reference
  * back; one whose lookup fails (gone since the listing) goes without
@@ -240,7 +240,8 @@ void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 		return;
 	}
 	buf = malloc(size ? size : 1);
-	err = buf ? slot_enter(m, h->s) : ENOMEM;
+	/* a single FILE's one slot is always open (disp_target) */
+	err = !buf ? ENOMEM : m->identity ? 0 : slot_enter(m, h->s);
 	if (err) {
 		free(buf);
 		fuse_reply_err(req, err);
