@@ -142,7 +142,9 @@ def run_mount(a, path, n, fmt, h5fs, py_t, py_objs, py_bytes, pya_t, pya_n):
     cmd = [h5fs, "-f", "-o", "ro" + (",cache_mb=%d" % a.cache_mb if a.cache_mb else "") +
            ("," + a.opts if a.opts else ""), path, mnt]
     res = {}
+    t0 = time.monotonic()
     with Mount(cmd, mnt, log) as m:
+        res["mount"] = time.monotonic() - t0
         pid = m.proc.pid
         res["rss0"] = status_kb(pid, "VmRSS")
         drop_caches()
@@ -174,8 +176,8 @@ def run_mount(a, path, n, fmt, h5fs, py_t, py_objs, py_bytes, pya_t, pya_n):
                                                  ",cache_mb=%d" % a.cache_mb if a.cache_mb else "",
                                                  "," + a.opts if a.opts else ""))
     say("  h5py visititems+get_storage_size %.2f s (%s objects, %s bytes stored)" % (py_t, py_objs, py_bytes))
-    say("  h5fs find cold %.2f s (h5py/h5fs %.1fx), warm %.2f s, du -s %.2f s (h5py/h5fs %.1fx, %d bytes)" %
-        (res["find_cold"], py_t / res["find_cold"], res["find_warm"], res["du"], py_t / res["du"],
+    say("  h5fs mount %.2f s, find cold %.2f s (h5py/h5fs %.1fx), warm %.2f s, du -s %.2f s (h5py/h5fs %.1fx, %d bytes)" %
+        (res["mount"], res["find_cold"], py_t / res["find_cold"], res["find_warm"], res["du"], py_t / res["du"],
          res["du_bytes"]))
     say("  daemon RSS: mount %.0f MB, after find %.0f MB, after du %.0f MB (+%.0f bytes/object), "
         "after %d more find+du rounds %s MB, peak %.0f MB" %
