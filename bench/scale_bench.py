@@ -4,9 +4,9 @@ time of find and du against h5py's visititems + get_storage_size in the
 same run. Run by hand (never in CI):
 
     cc -O2 -o /tmp/make_many bench/make_many.c $(pkg-config --cflags --libs hdf5)
-    sudo /usr/bin/python3 bench/scale_bench.py --h5fs ./h5fs --gen /tmp/make_many \\
+    sudo /usr/bin/python3 bench/scale_bench.py --h5fs ./h5fs[,/tmp/h5fs.old] --gen /tmp/make_many \\
         [--dir /work/scale] [--n 100000,1000000] [--formats default,latest] \\
-        [--cache-mb 64] [--opts cache_size=64] [--walks 3] [--keep]
+        [--cache-mb 64] [--opts cache_size=64] [--walks 3] [--keep] [--no-h5py] [--flat]
 
 Files: make_many's (N one-element int32 datasets in groups of 1,000),
 in h5py's default format and libver latest, written to --dir (on a disk:
@@ -18,8 +18,17 @@ For each file, in this order:
 - h5fs: mounted -o ro (plus -o cache_mb when given), page cache dropped,
   `find MNT` (cold: nothing read yet), `find MNT` again (warm: the
   kernel's dentries), `du -s MNT` (a stat of every object), then --walks
-  more rounds of find + du; the daemon's VmRSS after each step and its
-  VmHWM (peak) at the end, from /proc/PID/status.
+  more rounds of find + du, then `getfattr -R -d` of the first group
+  (1,000 objects) against h5py reading every attribute of that group's
+  objects; the daemon's VmRSS after each step and its VmHWM (peak) at
+  the end, from /proc/PID/status.
+Several --h5fs binaries (comma-separated: the new one and an old one)
+are measured one after the other on the same file, after one h5py pass.
+--no-h5py skips h5py (10 M objects: its pass takes some 100 minutes).
+--flat: files of one group of N links (make_many -f) instead, where
+`ls -l` of the group (a LOOKUP, or READDIRPLUS entry, and the GETXATTRs
+ls sends per name) is timed against h5py's listing of the group with
+each dataset's get_storage_size.
 "bytes/object" is (RSS after du - RSS after find) / objects: what a name
 the kernel keeps costs (find already filled the kind map and the cache). Without root
 the "cold" numbers are warm (a warning says so)."""
@@ -64,17 +73,78 @@ def h5py_walk(path):
     return time.monotonic() - t, total[0], total[1]
 
 
+def h5py_attrs(path, group):
+    """Every attribute of every object of one group, as getfattr -R -d
+    shows them (h5py: names and values)."""
+    import h5py
+    t = time.monotonic()
+    k = 0
+    with h5py.File(path, "r") as f:
+        g = f[group]
+        for name in g:
+            for an, av in g[name].attrs.items():
+                k += 1
+    return time.monotonic() - t, k
+
+
+def h5py_list(path):
+    """The flat file's group listed, with each dataset's storage size (what
+    ls -l shows: name, size, blocks)."""
+    import h5py
+    t = time.monotonic()
+    k = 0
+    with h5py.File(path, "r") as f:
+        for name in f:
+            f[name].id.get_storage_size()
+            k += 1
+    return time.monotonic() - t, k
+
+
+def run_flat(a, path, n, fmt):
+    drop_caches()
+    py_t, py_n = (0.0, n) if a.no_h5py else h5py_list(path)
+    for h5fs in a.h5fs.split(","):
+        mnt = tempfile.mkdtemp(prefix="h5fs-scale-", dir="/tmp")
+        log = os.path.join(a.dir, "scale_bench.log")
+        cmd = [h5fs, "-f", "-o", "ro" + (",cache_mb=%d" % a.cache_mb if a.cache_mb else "") +
+               ("," + a.opts if a.opts else ""), path, mnt]
+        with Mount(cmd, mnt, log) as m:
+            pid = m.proc.pid
+            drop_caches()
+            t, out = timed(["ls", "-l", mnt])
+            rss = status_kb(pid, "VmRSS")
+            t2, _ = timed(["ls", "-l", mnt])
+            hwm = status_kb(pid, "VmHWM")
+        os.rmdir(mnt)
+        lines = out.count(b"\n") - 1
+        if lines != py_n:
+            raise SystemExit("ls -l listed %d names, h5py %d" % (lines, py_n))
+        say("%s links in one group, %s format, %s:" % (format(n, ","), fmt, h5fs))
+        say("  h5py list + get_storage_size %.2f s; h5fs ls -l cold %.2f s (h5py/h5fs %.1fx), again %.2f s; "
+            "daemon RSS after %.0f MB, peak %.0f MB" %
+            (py_t, t, py_t / t if py_t else 0, t2, rss / 1024, hwm / 1024))
+
+
 def run_file(a, path, n, fmt):
     cold = drop_caches()
     if not cold:
         say("warning: not root, the page cache is not dropped: 'cold' is warm")
-    py_t, py_objs, py_bytes = h5py_walk(path)
+    py_t, py_objs, py_bytes = (0.0, None, None) if a.no_h5py else h5py_walk(path)
+    drop_caches()
+    pya_t, pya_n = (0.0, None) if a.no_h5py else h5py_attrs(path, "g000000")
+    for h5fs in a.h5fs.split(","):
+        run_mount(a, path, n, fmt, h5fs, py_t, py_objs, py_bytes, pya_t, pya_n)
+
+
+def run_mount(a, path, n, fmt, h5fs, py_t, py_objs, py_bytes, pya_t, pya_n):
     mnt = tempfile.mkdtemp(prefix="h5fs-scale-", dir="/tmp")
     log = os.path.join(a.dir, "scale_bench.log")
-    cmd = [a.h5fs, "-f", "-o", "ro" + (",cache_mb=%d" % a.cache_mb if a.cache_mb else "") +
+    cmd = [h5fs, "-f", "-o", "ro" + (",cache_mb=%d" % a.cache_mb if a.cache_mb else "") +
            ("," + a.opts if a.opts else ""), path, mnt]
     res = {}
+    t0 = time.monotonic()
     with Mount(cmd, mnt, log) as m:
+        res["mount"] = time.monotonic() - t0
         pid = m.proc.pid
         res["rss0"] = status_kb(pid, "VmRSS")
         drop_caches()
@@ -91,30 +161,36 @@ def run_file(a, path, n, fmt):
             timed(["du", "-s", mnt])
             walks.append(status_kb(pid, "VmRSS"))
         res["walks"] = walks
+        res["gf"], out = timed(["getfattr", "-R", "-d", "-m", "-", os.path.join(mnt, "g000000")])
+        res["gf_attrs"] = sum(1 for ln in out.splitlines() if b"=" in ln)
+        res["rss_gf"] = status_kb(pid, "VmRSS")
         res["hwm"] = status_kb(pid, "VmHWM")
     os.rmdir(mnt)
-    if res["objs"] != py_objs:
+    if py_objs is not None and res["objs"] != py_objs:
         raise SystemExit("find listed %d objects, h5py visited %d" % (res["objs"], py_objs))
+    py_t = py_t or float("nan")
     # what the names du looked up cost (find listed every object already:
     # the kind map and the cache are in rss_find)
     per = (res["rss_du"] - res["rss_find"]) * 1024.0 / n
-    say("%s objects, %s format, %s -o ro%s%s:" % (format(n, ","), fmt, os.path.basename(a.h5fs),
+    say("%s objects, %s format, %s -o ro%s%s:" % (format(n, ","), fmt, h5fs,
                                                  ",cache_mb=%d" % a.cache_mb if a.cache_mb else "",
                                                  "," + a.opts if a.opts else ""))
-    say("  h5py visititems+get_storage_size %.2f s (%d objects, %d bytes stored)" % (py_t, py_objs, py_bytes))
-    say("  h5fs find cold %.2f s (h5py/h5fs %.1fx), warm %.2f s, du -s %.2f s (h5py/h5fs %.1fx, %d bytes)" %
-        (res["find_cold"], py_t / res["find_cold"], res["find_warm"], res["du"], py_t / res["du"],
+    say("  h5py visititems+get_storage_size %.2f s (%s objects, %s bytes stored)" % (py_t, py_objs, py_bytes))
+    say("  h5fs mount %.2f s, find cold %.2f s (h5py/h5fs %.1fx), warm %.2f s, du -s %.2f s (h5py/h5fs %.1fx, %d bytes)" %
+        (res["mount"], res["find_cold"], py_t / res["find_cold"], res["find_warm"], res["du"], py_t / res["du"],
          res["du_bytes"]))
     say("  daemon RSS: mount %.0f MB, after find %.0f MB, after du %.0f MB (+%.0f bytes/object), "
         "after %d more find+du rounds %s MB, peak %.0f MB" %
         (res["rss0"] / 1024, res["rss_find"] / 1024, res["rss_du"] / 1024, per, a.walks,
          "/".join("%.0f" % (w / 1024) for w in res["walks"]), res["hwm"] / 1024))
+    say("  getfattr -R -d of g000000 (1,000 objects): %.2f s, %d values (h5py: %.2f s, %s attributes), "
+        "daemon RSS after %.0f MB" % (res["gf"], res["gf_attrs"], pya_t, pya_n, res["rss_gf"] / 1024))
     return res
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--h5fs", default="./h5fs")
+    ap.add_argument("--h5fs", default="./h5fs", help="binaries, comma-separated (one h5py pass for all)")
     ap.add_argument("--gen", default="/tmp/make_many", help="make_many, built from bench/make_many.c")
     ap.add_argument("--dir", default="/var/tmp/h5fs-scale", help="where the files go (a disk, not tmpfs)")
     ap.add_argument("--n", default="100000,1000000", help="objects per file, comma-separated")
@@ -123,18 +199,21 @@ def main():
     ap.add_argument("--opts", default="", help="more -o options (cache_size=64 for a daemon before cache_mb)")
     ap.add_argument("--walks", type=int, default=3, help="more find + du rounds (RSS flat?)")
     ap.add_argument("--keep", action="store_true", help="keep the generated files")
+    ap.add_argument("--no-h5py", action="store_true", help="no h5py pass (10 M objects)")
+    ap.add_argument("--flat", action="store_true", help="one group of N links: ls -l of it")
     a = ap.parse_args()
-    a.h5fs = os.path.abspath(a.h5fs)
+    a.h5fs = ",".join(os.path.abspath(x) for x in a.h5fs.split(","))
     os.makedirs(a.dir, exist_ok=True)
     for n in [int(x) for x in a.n.split(",")]:
         for fmt in a.formats.split(","):
-            path = os.path.join(a.dir, "many_%d_%s.h5" % (n, fmt))
+            path = os.path.join(a.dir, "many_%d_%s%s.h5" % (n, fmt, "_flat" if a.flat else ""))
             if not os.path.exists(path):
                 t = time.monotonic()
-                subprocess.run([a.gen] + (["-l"] if fmt == "latest" else []) + [path, str(n)], check=True)
+                subprocess.run([a.gen] + (["-l"] if fmt == "latest" else []) + (["-f"] if a.flat else []) +
+                               [path, str(n)], check=True)
                 say("wrote %s (%.0f MB) in %.1f s" % (path, os.path.getsize(path) / 1e6, time.monotonic() - t))
             try:
-                run_file(a, path, n, fmt)
+                (run_flat if a.flat else run_file)(a, path, n, fmt)
             finally:
                 if not a.keep:
                     os.unlink(path)

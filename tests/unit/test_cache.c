@@ -155,6 +155,70 @@ START_TEST(test_cache_hit_and_miss)
 }
 END_TEST
 
+/* get and release key of kind (cost: of a load); 1 when it loaded */
+static int kget(h5_cache *c, uint32_t kind, uint64_t key, size_t cost)
+{
+	atomic_int nl = 0;
+	tload l = { .key = key, .cost = cost, .nloads = &nl };
+	h5_cache_ref r;
+
+	ck_assert_int_eq(h5_cache_get(&r, c, kind, key, tload_fn, tobj_free, &l), 0);
+	h5_cache_release(c, &r);
+	return atomic_load(&nl);
+}
+
+/* is key of kind cached? (a probe that loads costs nothing and goes) */
+static bool kcached(h5_cache *c, uint32_t kind, uint64_t key)
+{
+	bool loaded = kget(c, kind, key, 0) != 0;
+
+	if (loaded)
+		h5_cache_invalidate(c, kind, key);
+	return !loaded;
+}
+
+/* Metadata is held within a quarter of the budget (at least 64 MiB): a
+ * walk over millions of headers does not push out the chunks, nor fill
+ * the budget with headers read once (issue 64); past the budget, the
+ * older of the two lists' heads goes. */
+START_TEST(test_cache_meta_budget)
+{
+	const size_t M = (size_t)1 << 20;
+	h5_cache *c;
+
+	reset_counts();
+	ck_assert_int_eq(h5_cache_new(&c, 1024 * M), 0);
+	for (uint64_t k = 1; k <= 4; k++)
+		ck_assert_int_eq(kget(c, H5_CK_CHUNK, k, 100 * M), 1);
+	for (uint64_t k = 1; k <= 3; k++)
+		ck_assert_int_eq(kget(c, H5_CK_OHDR, k, 100 * M), 1);
+	/* 300 MiB of headers > 256: the oldest header went, no chunk */
+	ck_assert_uint_eq(h5_cache_used(c), 600 * M);
+	ck_assert(!kcached(c, H5_CK_OHDR, 1));
+	ck_assert(kcached(c, H5_CK_OHDR, 2) && kcached(c, H5_CK_OHDR, 3));
+	for (uint64_t k = 1; k <= 4; k++)
+		ck_assert(kcached(c, H5_CK_CHUNK, k));
+	/* chunks up to the budget, then the older of the two heads goes:
+	 * header 2 (the probes above released it first) */
+	for (uint64_t k = 5; k <= 8; k++)
+		ck_assert_int_eq(kget(c, H5_CK_CHUNK, k, 100 * M), 1);
+	ck_assert_uint_eq(h5_cache_used(c), 1000 * M);
+	ck_assert_int_eq(kget(c, H5_CK_CHUNK, 9, 100 * M), 1);
+	ck_assert_uint_eq(h5_cache_used(c), 1000 * M);
+	ck_assert(!kcached(c, H5_CK_OHDR, 2));
+	ck_assert(kcached(c, H5_CK_OHDR, 3) && kcached(c, H5_CK_CHUNK, 1));
+	h5_cache_free(c);
+	ck_assert_int_eq(atomic_load(&n_free), atomic_load(&n_alloc));
+
+	/* a budget of 64 MiB or less: metadata may take all of it */
+	ck_assert_int_eq(h5_cache_new(&c, 1000), 0);
+	for (uint64_t k = 1; k <= 3; k++)
+		ck_assert_int_eq(kget(c, H5_CK_OHDR, k, 300), 1);
+	ck_assert_uint_eq(h5_cache_used(c), 900);
+	h5_cache_free(c);
+}
+END_TEST
+
 START_TEST(test_cache_eviction_order)
 {
 	h5_cache *c;
@@ -697,6 +761,7 @@ static Suite *cache_suite(void)
 	tcase_add_test(tc, test_bufpool_reuse);
 	tcase_add_test(tc, test_cache_views);
 	tcase_add_test(tc, test_cache_eviction_order);
+	tcase_add_test(tc, test_cache_meta_budget);
 	tcase_add_test(tc, test_cache_refcount_survives);
 	tcase_add_test(tc, test_cache_oversize_entry);
 	tcase_add_test(tc, test_cache_invalidate);

@@ -275,10 +275,11 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	if (conn->capable & FUSE_CAP_DIRECT_IO_ALLOW_MMAP)
 		conn->want |= FUSE_CAP_DIRECT_IO_ALLOW_MMAP;
 #endif
-	/* READDIRPLUS (libfuse asks for it, adaptively, since we have the
-	 * op) in collections only: a single FILE's listing stays as it was */
-	if (m->identity)
-		conn->want &= ~(unsigned)(FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO);
+	/* READDIRPLUS, adaptive (libfuse asks for both since we have the
+	 * op): the kernel asks for it at a directory's first read and where
+	 * lookups of its entries followed (du, ls -l, getfattr -R), so those
+	 * walks make no LOOKUP round trip of their own per entry, and plain
+	 * READDIR where none did (find, ls: no lookup per entry) (issue 64) */
 	slots_start(m);     /* here: after fuse_daemonize's fork */
 }
 

@@ -5,15 +5,19 @@
  */
 #include "dispatch_int.h"
 
-int disp_entry_of(struct fuse_entry_param *fe, h5fs_mount *m, const struct target *t, fuse_ino_t parent,
-		    const char *name)
+/* listed: READDIRPLUS's lookup of a name it lists (root.h lookup_listed) */
+static int entry_of(struct fuse_entry_param *fe, h5fs_mount *m, const struct target *t, fuse_ino_t parent,
+		    const char *name, bool listed)
 {
 	struct root_entry e;
 	struct target mt;
 	int err;
 
 	memset(fe, 0, sizeof(*fe));
-	err = t->s->ops->lookup(t->s->r, &e, t->local, name);
+	if (listed && t->s->ops->lookup_listed)
+		err = t->s->ops->lookup_listed(t->s->r, &e, t->local, name);
+	else
+		err = t->s->ops->lookup(t->s->r, &e, t->local, name);
 	if (err)
 		return err;
 	/* st_ino: the mount's number of what the root calls it; a folder's
@@ -40,6 +44,12 @@ int disp_entry_of(struct fuse_entry_param *fe, h5fs_mount *m, const struct targe
 	if (err && t->s->ops->forget)
 		t->s->ops->forget(t->s->r, e.ino, 1);
 	return err;
+}
+
+int disp_entry_of(struct fuse_entry_param *fe, h5fs_mount *m, const struct target *t, fuse_ino_t parent,
+		  const char *name)
+{
+	return entry_of(fe, m, t, parent, name, false);
 }
 
 void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -220,7 +230,7 @@ void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct f
 	free(buf);
 }
 
-/* READDIRPLUS (collections): each entry with its lookup made here, as
+/* READDIRPLUS: each entry with its lookup made here, as
  * LOOKUP would make it, so a walk (find, getfattr -R, ls -l) saves a
  * round trip per entry. An entry that does not fit gives its reference
  * back; one whose lookup fails (gone since the listing) goes without
@@ -240,7 +250,8 @@ void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 		return;
 	}
 	buf = malloc(size ? size : 1);
-	err = buf ? slot_enter(m, h->s) : ENOMEM;
+	/* a single FILE's one slot is always open (disp_target) */
+	err = !buf ? ENOMEM : m->identity ? 0 : slot_enter(m, h->s);
 	if (err) {
 		free(buf);
 		fuse_reply_err(req, err);
@@ -264,7 +275,7 @@ void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 			if (h->s->ops->readdir(h->s->r, &d, h->dh, (size_t)(i - 2)) != 0)
 				break;
 			name = d.name;
-			if (disp_entry_of(&fe, m, &t, ino, name) != 0) {
+			if (entry_of(&fe, m, &t, ino, name, true) != 0) {
 				h5_err_clear();
 				memset(&fe, 0, sizeof(fe));
 				fe.attr.st_mode = d.type;

@@ -318,7 +318,8 @@ out:
 	return e;
 }
 
-int member_lookup(void *r, struct root_entry *e, uint64_t parent, const char *name)
+/* listed: READDIRPLUS's lookup (root.h lookup_listed): an EIO unlogged */
+int member_lookup_as(void *r, struct root_entry *e, uint64_t parent, const char *name, bool listed)
 {
 	h5fs *fs = r;
 	struct node *n = NULL;
@@ -330,7 +331,7 @@ int member_lookup(void *r, struct root_entry *e, uint64_t parent, const char *na
 	for (int attempt = 0; (err = do_lookup(&n, &lst, fs, parent, name, true)) == EIO && live_retry(fs, attempt);
 	     attempt++)
 		;
-	if (err == EIO)
+	if (err == EIO && !listed)
 		err = do_lookup(&n, &lst, fs, parent, name, false);
 	if (!err && n) {
 		entry_of(e, fs, n);
@@ -342,6 +343,11 @@ int member_lookup(void *r, struct root_entry *e, uint64_t parent, const char *na
 		e->timeout = node_timeout(fs);
 	}
 	return err;
+}
+
+int member_lookup(void *r, struct root_entry *e, uint64_t parent, const char *name)
+{
+	return member_lookup_as(r, e, parent, name, false);
 }
 
 void member_forget(void *r, uint64_t ino, uint64_t nlookup)

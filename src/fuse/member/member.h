@@ -25,6 +25,7 @@
 
 /* member/read.c: the member root's reads (root.h) */
 int member_lookup(void *r, struct root_entry *e, uint64_t parent, const char *name);
+int member_lookup_as(void *r, struct root_entry *e, uint64_t parent, const char *name, bool listed);
 void member_forget(void *r, uint64_t ino, uint64_t nlookup);
 int member_getattr(void *r, struct stat *st, double *timeout, uint64_t ino);
 int member_readlink(void *r, char **target, uint64_t ino);
@@ -53,6 +54,7 @@ int member_fsync(void *r, uint64_t ino, struct fuse_file_info *fi);
 /* views.c: the member root's lookup, listing, open and xattrs with the
  * views of datasets (root_member.c's table) */
 int views_lookup(void *r, struct root_entry *e, uint64_t parent, const char *name);
+int views_lookup_as(void *r, struct root_entry *e, uint64_t parent, const char *name, bool listed);
 int views_opendir(void *r, void **dh, bool *keep, uint64_t ino);
 int views_readdir(void *r, struct root_dirent *out, void *dh, size_t i);
 void views_releasedir(void *r, void *dh);

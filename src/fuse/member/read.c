@@ -191,8 +191,13 @@ int member_opendir(void *r, void **dh, bool *keep, uint64_t ino)
 
 	if (e)
 		return e;
-	/* a live FILE's listing may change: the kernel asks again */
-	*keep = !live_checked(fs);
+	/* The kernel keeps a listing only where it keeps the entries as
+	 * long (H5FS_TIMEOUT): a live FILE's time out after -o refresh, and
+	 * a walk over a kept listing (du after find) then made a LOOKUP round
+	 * trip per name; asked again, the listing is READDIRPLUS, each entry
+	 * with its attributes (dispatch_tree.c, issue 64). A live FILE's
+	 * listing may change too. */
+	*keep = !fs->live;
 	handle_add(fs, &fs->open_dirs, &d->link);
 	*dh = d;
 	return 0;

@@ -110,6 +110,15 @@ static int rd_lookup(void *r, struct root_entry *e, uint64_t parent, const char 
 	return err;
 }
 
+static int rd_lookup_listed(void *r, struct root_entry *e, uint64_t parent, const char *name)
+{
+	struct rd x = member_rd_begin(r);
+	int err = views_lookup_as(r, e, parent, name, true);
+
+	member_rd_end(&x);
+	return err;
+}
+
 static int rd_getattr(void *r, struct stat *st, double *timeout, uint64_t ino)
 {
 	struct rd x = commit_rd_begin(r);
@@ -158,6 +167,7 @@ static int rd_getxattr(void *r, char *buf, size_t size, size_t *len, uint64_t in
 const struct root_ops h5fs_member_ops = {
 	.name = "member",
 	.lookup = rd_lookup,
+	.lookup_listed = rd_lookup_listed,
 	.forget = member_forget,
 	.getattr = rd_getattr,
 	.readlink = member_readlink,

@@ -185,6 +185,12 @@ static void entry_fill(struct root_entry *e, h5fs *fs, struct node *n)
 
 int views_lookup(void *r, struct root_entry *e, uint64_t parent, const char *name)
 {
+	return views_lookup_as(r, e, parent, name, false);
+}
+
+/* listed: READDIRPLUS's lookup (root.h lookup_listed) */
+int views_lookup_as(void *r, struct root_entry *e, uint64_t parent, const char *name, bool listed)
+{
 	h5fs *fs = r;
 	struct node *p = node_get(fs, parent), *n = NULL, *b;
 	struct root_entry be;
@@ -209,7 +215,7 @@ int views_lookup(void *r, struct root_entry *e, uint64_t parent, const char *nam
 			entry_fill(e, fs, n);
 		return err;
 	}
-	err = member_lookup(r, e, parent, name);
+	err = member_lookup_as(r, e, parent, name, listed);
 	if (err != ENOENT)
 		return err;     /* a real link of the name wins */
 	k = vw_kind_of_name(name, &bl);
@@ -218,7 +224,7 @@ int views_lookup(void *r, struct root_entry *e, uint64_t parent, const char *nam
 	base = strndup(name, bl);
 	if (!base)
 		return ENOMEM;
-	err = member_lookup(r, &be, parent, base);
+	err = member_lookup_as(r, &be, parent, base, listed);
 	free(base);
 	if (err)
 		return err;

@@ -33,6 +33,7 @@ typedef struct cache_ent {
 	struct cache_ent *hnext;        /* hash chain */
 	struct cache_ent *pnext;        /* chain of the (tag, key page) table */
 	struct cache_ent *lprev, *lnext; /* LRU list, only while refs == 0 */
+	uint64_t released;      /* when it joined its LRU list (c->clock) */
 	/* the view's list of its entries in the table (view NULL: the core's
 	 * own entry, or out of the table), so closing a file walks its own
 	 * entries, not a context's whole cache */
@@ -62,8 +63,19 @@ struct h5_cache {
 	size_t count;           /* entries in the table */
 	size_t used;            /* cost of every live loaded entry (in table or still referenced) */
 	size_t budget;
-	cache_ent *lru_head;    /* least recently released */
-	cache_ent *lru_tail;
+	/* Two LRU lists, metadata (LRU_META) and decoded chunks (LRU_CHUNK),
+	 * in one order (released): the budget evicts the older of the two
+	 * heads, and metadata alone is also held within meta_budget. Why: a
+	 * walk over millions of small objects (find, du) decoded a header
+	 * apiece, and those filled the whole budget (1.5 GB by default on a
+	 * 24 GB machine) though none is read again soon; the chunks that
+	 * make random reads of compressed data fast have the rest (issue
+	 * 64). */
+	cache_ent *lru_head[2]; /* least recently released */
+	cache_ent *lru_tail[2];
+	uint64_t clock;         /* releases so far */
+	size_t meta_used;       /* the part of used that is not chunks */
+	size_t meta_budget;
 	cache_waiter *waiters;
 	/* A view (h5_cache_new_view) has core set: it is a window on another
 	 * cache, whose keys it tags so two files never share an entry. */
@@ -102,6 +114,8 @@ static h5_cache *cache_core(h5_cache *c, uint32_t *tag)
 }
 
 #define CACHE_MIN_BUCKETS 64
+/* metadata may take a quarter of the budget, and at least this much */
+#define CACHE_META_MIN ((size_t)64 << 20)
 
 #define PAGE_SHIFT 12
 
@@ -153,6 +167,9 @@ int h5_cache_new(h5_cache **out, size_t budget)
 		return h5_err_set(H5_ERR_NOMEM, "cannot create cache condition variable");
 	}
 	c->budget = budget;
+	/* a quarter for metadata, or all of a budget of 64 MiB or less: a
+	 * large file's chunk index is metadata too */
+	c->meta_budget = budget / 4 > CACHE_META_MIN ? budget / 4 : budget < CACHE_META_MIN ? budget : CACHE_META_MIN;
 	c->kmin = UINT64_MAX;
 	*out = c;
 	return 0;
@@ -296,40 +313,82 @@ static void table_insert(h5_cache *c, cache_ent *e, h5_cache *view)
 	}
 }
 
+enum { LRU_META, LRU_CHUNK };
+
+static int lru_of(const cache_ent *e)
+{
+	return e->kind == H5_CK_CHUNK ? LRU_CHUNK : LRU_META;
+}
+
+/* e's cost counted in (sign > 0) or out of the cache's usage */
+static void charge(h5_cache *c, const cache_ent *e, int sign)
+{
+	if (sign > 0) {
+		c->used += e->cost;
+		if (lru_of(e) == LRU_META)
+			c->meta_used += e->cost;
+	} else {
+		c->used -= e->cost;
+		if (lru_of(e) == LRU_META)
+			c->meta_used -= e->cost;
+	}
+}
+
 static void lru_unlink(h5_cache *c, cache_ent *e)
 {
+	int l = lru_of(e);
+
 	if (e->lprev)
 		e->lprev->lnext = e->lnext;
 	else
-		c->lru_head = e->lnext;
+		c->lru_head[l] = e->lnext;
 	if (e->lnext)
 		e->lnext->lprev = e->lprev;
 	else
-		c->lru_tail = e->lprev;
+		c->lru_tail[l] = e->lprev;
 	e->lprev = e->lnext = NULL;
 }
 
 static void lru_append(h5_cache *c, cache_ent *e)
 {
+	int l = lru_of(e);
+
+	e->released = ++c->clock;
 	e->lnext = NULL;
-	e->lprev = c->lru_tail;
-	if (c->lru_tail)
-		c->lru_tail->lnext = e;
+	e->lprev = c->lru_tail[l];
+	if (c->lru_tail[l])
+		c->lru_tail[l]->lnext = e;
 	else
-		c->lru_head = e;
-	c->lru_tail = e;
+		c->lru_head[l] = e;
+	c->lru_tail[l] = e;
 }
 
-/* Take unused entries off the LRU head until usage fits the budget. The
+/* The next victim: metadata's oldest while metadata is over its own
+ * budget, else the older of the two heads while the cache is over its
+ * budget; NULL when nothing is over (or nothing unused is left). */
+static cache_ent *evict_next(h5_cache *c)
+{
+	cache_ent *m = c->lru_head[LRU_META], *k = c->lru_head[LRU_CHUNK];
+
+	if (c->meta_used > c->meta_budget && m)
+		return m;
+	if (c->used <= c->budget)
+		return NULL;
+	if (m && k)
+		return m->released < k->released ? m : k;
+	return m ? m : k;
+}
+
+/* Take unused entries off the LRU heads until usage fits the budgets. The
  * victims are chained on *dead (through hnext) to be freed after unlock. */
 static void cache_evict(h5_cache *c, cache_ent **dead)
 {
-	while (c->used > c->budget && c->lru_head) {
-		cache_ent *e = c->lru_head;
+	cache_ent *e;
 
+	while ((e = evict_next(c)) != NULL) {
 		lru_unlink(c, e);
 		table_remove(c, e);
-		c->used -= e->cost;
+		charge(c, e, -1);
 		e->hnext = *dead;
 		*dead = e;
 	}
@@ -388,7 +447,7 @@ static void ent_unref(h5_cache *c, cache_ent *e, cache_ent **dead)
 	}
 	if (!e->loading) {
 		if (e->load_rc == 0)
-			c->used -= e->cost;
+			charge(c, e, -1);
 		e->hnext = *dead;
 		*dead = e;
 	}
@@ -475,7 +534,7 @@ int h5_cache_get(h5_cache_ref *out, h5_cache *c, uint32_t kind, uint64_t key,
 	}
 	e->obj = obj;
 	e->cost = cost;
-	c->used += cost;
+	charge(c, e, 1);
 	pthread_cond_broadcast(&c->loaded);
 	cache_evict(c, &dead);
 hit:
@@ -511,7 +570,7 @@ static void ent_drop(h5_cache *c, cache_ent *e, cache_ent **dead)
 	table_remove(c, e);
 	if (e->refs == 0) {
 		lru_unlink(c, e);
-		c->used -= e->cost;
+		charge(c, e, -1);
 		e->hnext = *dead;
 		*dead = e;
 	}
