@@ -112,10 +112,10 @@ static int rd_lookup(void *r, struct root_entry *e, uint64_t parent, const char 
 
 static int rd_lookup_listed(void *r, struct root_entry *e, uint64_t parent, const char *name)
 {
-	struct rd x = member_rd_begin(r);
+	struct rd x = commit_rd_begin(r);
 	int err = views_lookup_as(r, e, parent, name, true);
 
-	member_rd_end(&x);
+	commit_rd_end(&x);
 	return err;
 }
 
