@@ -453,6 +453,20 @@ static void ent_unref(h5_cache *c, cache_ent *e, cache_ent **dead)
 	}
 }
 
+bool h5_cache_holds(h5_cache *c, uint32_t kind, uint64_t key)
+{
+	cache_ent *e;
+	uint32_t tag;
+	bool held;
+
+	c = cache_core(c, &tag);
+	pthread_mutex_lock(&c->lock);
+	e = table_find(c, tag, kind, key);
+	held = e && !e->loading && e->load_rc == 0;
+	pthread_mutex_unlock(&c->lock);
+	return held;
+}
+
 int h5_cache_get(h5_cache_ref *out, h5_cache *c, uint32_t kind, uint64_t key,
 		 h5_cache_load_fn load, h5_cache_free_fn free_fn, void *ud)
 {

@@ -58,6 +58,11 @@ void h5_cache_invalidate(h5_cache *c, uint32_t kind, uint64_t key);
 /* Drop every entry of c (a view: its own) keyed in [lo, hi): space
  * handed out again holds other bytes now (write/space.c). */
 void h5_cache_invalidate_range(h5_cache *c, uint64_t lo, uint64_t hi);
+/* Whether (kind, key) is loaded in c now: a look that loads nothing and
+ * takes no part in another caller's load (a failed probe through
+ * h5_cache_get would be the result a concurrent loader waiting on it
+ * gets: tests of prefetching) */
+bool h5_cache_holds(h5_cache *c, uint32_t kind, uint64_t key);
 size_t h5_cache_used(const h5_cache *c);
 size_t h5_cache_budget(const h5_cache *c);
 /* The cost of the entries of this view (or of the core's own) still in the
