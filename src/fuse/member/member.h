@@ -86,40 +86,6 @@ int member_symlink(void *r, const char *target, uint64_t parent, const char *nam
 /* create(2): a new growable 1-D uint8 dataset NAME, written by appends;
  * NAME.npy: the placeholder of an np.save stream (npy.c) */
 int member_create(void *r, uint64_t parent, const char *name);
-
-/* npy.c: np.save through the mount. A placeholder registered by create,
- * taken by the handle that opens it (NULL: none; g: the generation it
- * writes through), its writes, close's
- * flush and fsync (the dataset made once every byte is in), the last
- * close. */
-struct npy_stream;
-void npy_pending_add(h5fs *fs, uint64_t addr, uint64_t group, uint64_t parent, const char *path);
-struct npy_stream *npy_stream_take(h5fs *fs, uint64_t addr, struct gen *g);
-void npy_pending_free(h5fs *fs);
-/* npy_write: 0, an errno, or NPY_DEMOTE: the stream is no NPY h5fs
- * makes a dataset of (not NPY, Fortran order, a structured dtype, ...)
- * and is the bytes themselves, which npy_demote hands back (the first
- * *hlen bytes written, malloc'd; the rest of the write is past them) as
- * it frees s: the placeholder, a uint8 dataset NAME.npy, takes them as
- * cp's new files do. */
-#define NPY_DEMOTE (-1)
-int npy_write(h5fs *fs, struct npy_stream *s, const char *buf, size_t size, off_t off);
-void npy_demote(h5fs *fs, struct npy_stream *s, uint8_t **head, size_t *hlen);
-/* A modification time set on a placeholder whose stream is open (cp -p
- * sets it before close): kept for the dataset the stream makes, or set
- * on it when made already. 0 or an errno (logged). */
-int npy_set_mtime(h5fs *fs, struct npy_stream *s, int64_t sec);
-int npy_flush(h5fs *fs, struct npy_stream *s, bool closing);
-void npy_release(h5fs *fs, struct npy_stream *s);
-/* npy_rename.c: rename(2) of a dataset (link src in group sgroup, node p)
- * to NAME.npy in dgroup (node np) whose bytes are one NPY stream h5fs
- * takes: dataset NAME made of it (replacing one), the old name removed,
- * *done 1. Else *done 0 (an ordinary rename). An errno, logged. */
-int npy_rename(int *done, h5fs *fs, h5_file *f, const struct node *p, uint64_t sgroup, const char *name,
-	       const h5_link *src, const struct node *np, uint64_t dgroup, const char *newname);
-/* Before unmounting: the kernel notifications npy_rename left running
- * have ended (at most 2 s) */
-void npy_rename_stop(h5fs *fs);
 int member_rename(void *r, uint64_t parent, const char *name, uint64_t newparent, const char *newname,
 		  unsigned flags);
 int member_link(void *r, uint64_t ino, uint64_t newparent, const char *newname);
