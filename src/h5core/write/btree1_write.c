@@ -349,6 +349,29 @@ int h5_bt1w_open(h5_bt1w **out, h5_file *f, uint64_t root, unsigned rank, const 
 	return 0;
 }
 
+/* The leaf entry for key k: *out the leaf (loaded down from the root),
+ * *at the last entry whose left key is <= k (the first if none). */
+static int descend(bw_node **out, unsigned *at, h5_bt1w *w, const uint64_t *k)
+{
+	bw_node *x = w->root;
+	unsigned i;
+	int rc;
+
+	for (;;) {
+		for (i = x->n; i > 0 && key_cmp(w, kat(w, x, i - 1), k) > 0; i--)
+			;
+		i = i ? i - 1 : 0;
+		if (x->level == 0)
+			break;
+		rc = kid_get(&x, w, x, i);
+		if (rc < 0)
+			return rc;
+	}
+	*out = x;
+	*at = i;
+	return 0;
+}
+
 /* Set the record of the chunk at scaled offsets sc[0..rank-1]: replace it
  * when present, else insert it (appends: at the right end). */
 int h5_bt1w_set(h5_bt1w *w, const uint64_t *sc, const h5_chunk_rec *rec)
@@ -373,18 +396,9 @@ int h5_bt1w_set(h5_bt1w *w, const uint64_t *sc, const h5_chunk_rec *rec)
 		memcpy(kat(w, x, 0), k, sizeof(uint64_t) * w->nd);
 		goto fill;
 	}
-	x = w->root;
-	for (;;) {
-		/* the last child whose left key is <= k (the first if none) */
-		for (i = x->n; i > 0 && key_cmp(w, kat(w, x, i - 1), k) > 0; i--)
-			;
-		i = i ? i - 1 : 0;
-		if (x->level == 0)
-			break;
-		rc = kid_get(&x, w, x, i);
-		if (rc < 0)
-			return rc;
-	}
+	rc = descend(&x, &i, w, k);
+	if (rc < 0)
+		return rc;
 	if (x->n && key_cmp(w, kat(w, x, i), k) == 0) {
 		memcpy(kat(w, x, i), k, sizeof(uint64_t) * w->nd);
 		goto set;
@@ -440,24 +454,17 @@ static void close_gap(h5_bt1w *w, bw_node *x, unsigned i)
 int h5_bt1w_remove(h5_bt1w *w, const uint64_t *sc)
 {
 	uint64_t k[H5_MAX_RANK + 1];
-	bw_node *x = w->root;
-	unsigned i = 0;
+	bw_node *x;
+	unsigned i;
 	int rc;
 
-	if (!x)
+	if (!w->root)
 		return 0;
 	memcpy(k, sc, (w->nd - 1) * sizeof(uint64_t));
 	k[w->nd - 1] = 0;
-	for (;;) {
-		for (i = x->n; i > 0 && key_cmp(w, kat(w, x, i - 1), k) > 0; i--)
-			;
-		i = i ? i - 1 : 0;
-		if (x->level == 0)
-			break;
-		rc = kid_get(&x, w, x, i);
-		if (rc < 0)
-			return rc;
-	}
+	rc = descend(&x, &i, w, k);
+	if (rc < 0)
+		return rc;
 	if (!x->n || key_cmp(w, kat(w, x, i), k) != 0)
 		return 0;       /* not stored */
 	if (x->n == 1 && x != w->root)
