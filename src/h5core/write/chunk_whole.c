@@ -496,9 +496,8 @@ static int stored(const h5_overwriter *w, uint64_t s)
 
 int h5_ow_punch_chunked(h5_overwriter *w, uint64_t off, uint64_t len)
 {
-	static const uint8_t zeros[65536];
 	uint64_t cb = w->chunk_bytes, end = off + len, nfull = w->nbytes / cb, s;
-	bool drop, zfill = true;
+	bool drop, zfill;
 	int rc = 0;
 
 	/* chunks that are not runs of the stream: zeros kept, up to what a
@@ -507,15 +506,11 @@ int h5_ow_punch_chunked(h5_overwriter *w, uint64_t off, uint64_t len)
 	if (!w->wc.ok && len > PUNCH_KEPT_MAX)
 		return h5_err_set(H5_ERR_UNSUPPORTED, "punching %llu bytes of chunks that are not runs of whole rows "
 				  "(at most %llu)", (unsigned long long)len, (unsigned long long)PUNCH_KEPT_MAX);
-	if (!w->wc.ok) {
-		for (uint64_t a = off; rc == 0 && a < end; a += sizeof(zeros))
-			rc = h5_ow_keep(w, a, zeros, (size_t)(end - a < sizeof(zeros) ? end - a : sizeof(zeros)));
-		return rc;
-	}
+	if (!w->wc.ok)
+		return h5_ow_put_zeros(w, off, len, h5_ow_keep);
 	if (!w->wc.d && h5_dataset_open(&w->wc.d, w->f, w->addr) < 0)
 		return h5_err_wrap(H5_ERR_IO, "punching a hole: ");
-	for (size_t i = 0; w->wc.d->fill_elem && i < w->wc.d->dtype->size; i++)
-		zfill &= !w->wc.d->fill_elem[i];
+	zfill = h5_ow_fill_is_zero(w->wc.d);
 	drop = zfill && droppable(w->wc.d);
 	/* the chunks filtered on the pool noted first */
 	rc = h5_ow_whole_wait(w);
@@ -531,8 +526,7 @@ int h5_ow_punch_chunked(h5_overwriter *w, uint64_t off, uint64_t len)
 		else if (whole && drop)
 			rc = drop_one(w, s);
 		else
-			for (uint64_t a = lo; rc == 0 && a < hi; a += sizeof(zeros))
-				rc = h5_ow_put_chunked(w, a, zeros, (size_t)(hi - a < sizeof(zeros) ? hi - a : sizeof(zeros)));
+			rc = h5_ow_put_zeros(w, lo, hi - lo, h5_ow_put_chunked);
 	}
 	return rc;
 }

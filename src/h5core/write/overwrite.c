@@ -227,13 +227,14 @@ bool h5_ow_fill_is_zero(const h5_dataset *d)
 	return true;
 }
 
-int h5_ow_put_zeros(h5_overwriter *w, uint64_t off, uint64_t len)
+int h5_ow_put_zeros(h5_overwriter *w, uint64_t off, uint64_t len,
+		    int (*put)(h5_overwriter *w, uint64_t off, const uint8_t *p, size_t len))
 {
 	static const uint8_t zeros[65536];
 	int rc = 0;
 
 	for (uint64_t a = off; rc == 0 && a < off + len; a += sizeof(zeros))
-		rc = h5_overwrite_put(w, a, zeros, (size_t)(off + len - a < sizeof(zeros) ? off + len - a : sizeof(zeros)));
+		rc = put(w, a, zeros, (size_t)(off + len - a < sizeof(zeros) ? off + len - a : sizeof(zeros)));
 	return rc;
 }
 
@@ -246,7 +247,7 @@ int h5_overwrite_punch(h5_overwriter *w, uint64_t off, uint64_t len)
 				  (unsigned long long)len, (unsigned long long)off, (unsigned long long)w->nbytes);
 	/* the layout's own (chunks dropped, storage never allocated left),
 	 * else zeros written as any write */
-	return w->lops->punch ? w->lops->punch(w, off, len) : h5_ow_put_zeros(w, off, len);
+	return w->lops->punch ? w->lops->punch(w, off, len) : h5_ow_put_zeros(w, off, len, w->lops->put);
 }
 
 /* Set the header's modification time; the chunk holding `keep` (if any)

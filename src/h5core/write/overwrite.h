@@ -110,9 +110,11 @@ const h5_ow_layout_ops *h5_ow_layout_of(uint8_t cls);
 int h5_ow_edit_begin(h5_ohdr_edit *e, const h5_msg **lay, h5_file *f, uint64_t addr);
 void h5_ow_edit_end(h5_ohdr_edit *e, h5_file *f, uint64_t addr);
 int h5_ow_touch_header(h5_ohdr_edit *e, h5_file *f, size_t keep);
-/* overwrite.c: [off, off + len) written zeros (put); whether d's fill
+/* overwrite.c: [off, off + len), inside the dataset, given zeros through
+ * put (a layout's put, h5_ow_keep, h5_ow_put_chunked); whether d's fill
  * value reads as zeros */
-int h5_ow_put_zeros(h5_overwriter *w, uint64_t off, uint64_t len);
+int h5_ow_put_zeros(h5_overwriter *w, uint64_t off, uint64_t len,
+		    int (*put)(h5_overwriter *w, uint64_t off, const uint8_t *p, size_t len));
 bool h5_ow_fill_is_zero(const h5_dataset *d);
 
 /* Keep [off, off + len) in memory until the commit (overwrite.c). */

@@ -171,13 +171,13 @@ static int contig_punch(h5_overwriter *w, uint64_t off, uint64_t len)
 	int rc;
 
 	if (h5_addr_defined(w->caddr))
-		return h5_ow_put_zeros(w, off, len);
+		return h5_ow_put_zeros(w, off, len, contig_put);
 	rc = h5_dataset_open(&d, w->f, w->addr);
 	if (rc < 0)
 		return rc;
 	zero = h5_ow_fill_is_zero(d);
 	h5_dataset_close(d);
-	return zero ? 0 : h5_ow_put_zeros(w, off, len);
+	return zero ? 0 : h5_ow_put_zeros(w, off, len, contig_put);
 }
 
 const h5_ow_layout_ops h5_ow_contig = {
