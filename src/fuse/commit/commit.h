@@ -64,15 +64,12 @@
 #include "node.h"
 
 /* ---- gate.c ---- */
-/* Kinds a barrier flushes (commit_barrier, commit_begin's flags) */
+/* Kinds a barrier flushes (commit_barrier, sched.c; commit_begin's flags) */
 enum {
 	COMMIT_NAMES = 1,       /* new files not linked yet (member/lbatch.c) */
 	COMMIT_ATTRS = 2,       /* attribute values answered (member/xbatch.c) */
 	COMMIT_ALL = 3,
 };
-/* The kinds in mask flushed, in their order: 0, or the errno of the
- * first commit that failed (its batch stays, tried again later) */
-int commit_barrier(h5fs *fs, unsigned mask);
 /* Admit a change of n (a node of FILE itself; objects of other files,
  * reached by external links, are read-only): the kinds in barrier
  * flushed, FILE's lock taken, n in use (*u) as the current generation
@@ -132,8 +129,9 @@ int commit_slot_start_locked(struct commit_slot *s, h5fs *fs, const struct commi
 void commit_changed(struct commit_slot *s, bool first);
 /* Unregistered, waiting for the scheduler to leave it (mu not held) */
 void commit_slot_stop(struct commit_slot *s);
-/* Every kind in mask flushed, in order: 0 or the first errno */
-int commit_flush(h5fs *fs, unsigned mask);
+/* A barrier: every kind in mask flushed, in their order: 0, or the errno
+ * of the first commit that failed (its batch stays, tried again later) */
+int commit_barrier(h5fs *fs, unsigned mask);
 /* The scheduler's thread ended (unmount, after the kinds' stops) */
 void commit_sched_stop(h5fs *fs);
 

@@ -22,7 +22,7 @@ int fs_meta_sync(h5fs *fs)
 	uint64_t seq;
 	int err, rc;
 
-	err = commit_flush(fs, COMMIT_ALL);         /* (tried again by the next flush) */
+	err = commit_barrier(fs, COMMIT_ALL);         /* (tried again by the next flush) */
 	if (err)
 		return err;
 	pthread_mutex_lock(&fs->wmu);

@@ -17,11 +17,6 @@
  */
 #include "commit.h"
 
-int commit_barrier(h5fs *fs, unsigned mask)
-{
-	return commit_flush(fs, mask);
-}
-
 int commit_begin(struct use *u, h5fs *fs, struct node *n, unsigned barrier, const char *op)
 {
 	int err;

@@ -15,7 +15,7 @@
  *     is called when due and says when next.
  * A kind's commit runs with its own lock, never the scheduler's, so a
  * change added meanwhile (commit_changed, kind lock then scheduler lock)
- * and a flush from a request (commit_flush) do not wait for the thread.
+ * and a flush from a request (commit_barrier) do not wait for the thread.
  */
 #include "commit.h"
 
@@ -201,7 +201,7 @@ void commit_slot_stop(struct commit_slot *s)
 	pthread_mutex_destroy(&s->mu);
 }
 
-int commit_flush(h5fs *fs, unsigned mask)
+int commit_barrier(h5fs *fs, unsigned mask)
 {
 	const struct commit_kind *k[SLOTS_MAX];
 	void *owner[SLOTS_MAX];
