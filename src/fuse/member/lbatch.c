@@ -124,19 +124,15 @@ static int commit_locked(h5fs *fs, struct lbatch *lb, bool last, bool timed)
 	 * must link them all (a listing, a link change, fsync, syncfs,
 	 * unmount), their rows are committed first (not fsync'd: the link's
 	 * stage is), so a file written for long is linked with what it has. */
-	bool force = !timed;
+	int64_t now = h5fs_now_ns();
+	bool force = !timed || (lb->hold_ns && now - lb->hold_ns >= (int64_t)LB_HOLD_MS * 1000000);
 
-	if (timed) {
-		int64_t now = h5fs_now_ns();
-
-		for (size_t i = 0; i < lb->count && !lb->hold_ns; i++)
-			if (wfile_writing_addr(fs, lb->addrs[i]))
-				lb->hold_ns = now;
-		force = lb->hold_ns && now - lb->hold_ns >= (int64_t)LB_HOLD_MS * 1000000;
-	}
 	n = 0;
 	for (size_t i = 0; i < lb->count; i++) {
 		if (wfile_writing_addr(fs, lb->addrs[i])) {
+			/* (the hold starts at the first look that met a writer) */
+			if (timed && !lb->hold_ns)
+				lb->hold_ns = now;
 			if (!force)
 				continue;
 			wfile_show_addr(fs, lb->addrs[i]);
