@@ -81,7 +81,8 @@ again:
 		return ENOMEM;
 	*out = NULL;
 	/* shown before, and still stat-only and current (node_table.c) */
-	if (k != H5_OBJ_GROUP && light_ref(fs, id, taddr, tf, p->ino, lst))
+	if (k != H5_OBJ_GROUP && (light_ref(fs, id, taddr, tf, p->ino, lst) ||
+				  (node_light_fresh(fs, id) && light_ref(fs, id, taddr, tf, p->ino, lst))))
 		return 0;
 	n = node_ref_existing(fs, id);
 	if (n && k == H5_OBJ_GROUP) {
@@ -362,6 +363,9 @@ static int do_getattr(struct stat *st, h5fs *fs, fuse_ino_t ino)
 
 	/* a stat-only object of the current generation answers itself */
 	if (light_getattr(fs, ino, st))
+		return 0;
+	/* one of an older generation stays one (node_light_fresh) */
+	if (node_light_fresh(fs, ino) && light_getattr(fs, ino, st))
 		return 0;
 	n = node_get(fs, ino);
 	if (!n)

@@ -401,6 +401,67 @@ void node_use_end(struct use *u)
 	memset(u, 0, sizeof(*u));
 }
 
+/* Stat-only objects (fs.h struct lnode) of older generations resolved in
+ * g now, before the nodes: re-resolved at their next use instead, they
+ * would read FILE as it is then with the stamp of the generation current
+ * then (a live append seen mid-write showed its new size with the old
+ * mtime: test_first_mount). Where a path still leads to the same object
+ * it stays a struct lnode (light_refresh): the kernel keeps every name a
+ * walk looked up, and a node with its opened dataset costs ~15 times as
+ * much (issue 64). The kernel is told those whose stat changed; the rest
+ * became nodes, which node_sweep rebuilds or makes stale with the others. */
+/* One of them: id's struct lnode, shown at path, resolved in g */
+static int light_fresh_one(h5fs *fs, struct gen *g, uint64_t id, const char *path)
+{
+	struct node *link = NULL, *tmp = NULL, anc = { 0 };
+	h5_file *tf = NULL;
+	uint64_t taddr = 0;
+	int r;
+
+	pthread_mutex_lock(&fs->lv->mu);
+	if (fs->gen == g && resolve(&link, &tf, &taddr, &anc, fs, g, path, id) == 0 &&
+	    file_nodeid(fs, tf, taddr) == id && node_make_obj(&tmp, fs, tf, taddr, id, path) < 0)
+		tmp = NULL;
+	pthread_mutex_unlock(&fs->lv->mu);
+	h5_err_clear();
+	r = light_refresh(fs, id, tmp, g);
+	node_free(tmp);
+	node_free(link);
+	h5_file_release_related(tf);
+	free(anc.fpath);
+	return r;
+}
+
+static void light_sweep(h5fs *fs, struct gen *g)
+{
+	size_t n = 0;
+	struct light_old *v = light_old_list(fs, g, &n);
+
+	for (size_t i = 0; i < n; i++) {
+		if (light_fresh_one(fs, g, v[i].ino, v[i].path) == 2 && fs->se && fs_ino_out(fs, v[i].ino))
+			fuse_lowlevel_notify_inval_inode(fs->se, fs_ino_out(fs, v[i].ino), 0, 0);
+		free(v[i].path);
+	}
+	free(v);
+}
+
+bool node_light_fresh(h5fs *fs, uint64_t ino)
+{
+	struct gen *g;
+	char *path;
+	int r = 0;
+
+	if (!fs->live || !fs->nlnodes)
+		return false;
+	g = gen_current(fs);
+	path = light_old_path(fs, ino, g);
+	if (path)
+		r = light_fresh_one(fs, g, ino, path);
+	free(path);
+	gen_release(g);
+	return r > 0;
+}
+
 /* After a new generation: every node is resolved in it now (not at its
  * next use), so old generations are closed as soon as no read holds them,
  * and the kernel drops what it caches of every inode and the entries whose
@@ -421,13 +482,8 @@ void node_sweep(h5fs *fs)
 	 * bounded all the same) */
 	for (int ms = 0; ms < 2000 && __atomic_load_n(&fs->lv->fast_reads, __ATOMIC_SEQ_CST); ms++)
 		live_sleep_ns(1000000);
+	light_sweep(fs, g);
 	pthread_mutex_lock(&fs->lock);
-	/* stat-only objects (fs.h struct lnode) are made nodes and resolved
-	 * now with the rest: re-resolved at their next use instead, they read
-	 * FILE as it is then with the stamp of the generation current then (a
-	 * live append seen mid-write showed its new size with the old mtime:
-	 * test_first_mount) */
-	light_promote_under_locked(fs, "");
 	v = calloc(fs->nnodes ? fs->nnodes : 1, sizeof(*v));
 	parent = calloc(fs->nnodes ? fs->nnodes : 1, sizeof(*parent));
 	for (i = 0; v && parent && i < fs->nodes_cap; i++)

@@ -82,6 +82,12 @@ char *symlink_text(const char *dir, const char *target);
 /* ---- fresh.c: n re-resolved by its path in the current generation when
  * a newer one exists; its object held for a request (node_use) ---- */
 int node_fresh(h5fs *fs, struct node *n);
+/* ino a stat-only object (state/fs.h struct lnode) of an older
+ * generation than a live FILE's current one: re-resolved in place, as
+ * the sweep does (light_refresh); true when it is one of the current
+ * generation now (ask light_getattr/light_ref again), false when it was
+ * none or is a struct node now */
+bool node_light_fresh(h5fs *fs, uint64_t ino);
 int node_use(struct use *u, h5fs *fs, struct node *n);
 /* While FILE's lock is held (fs_write_begin): n as the current generation
  * shows it (re-resolved first if it was read in another), or ESTALE */

@@ -440,21 +440,47 @@ static struct node *light_promote_locked(h5fs *fs, struct lnode **pp)
 	return n;
 }
 
-bool light_keep(h5fs *fs, const struct node *fresh, struct gen *g, uint64_t parent)
+/* Whether fresh (read in g) is what light_stat and light_promote_locked
+ * make again exactly: FILE's own objects, numbered by their address,
+ * times all one */
+static bool light_fits(const h5fs *fs, const struct node *fresh, const struct gen *g)
 {
 	const struct stat *st = &fresh->st;
+
+	return !(fresh->type != NT_FILE || fresh->vkind || (fresh->ino & H5FS_SYNTH_BIT) || fresh->f != g->f ||
+		 fresh->ino != fresh->addr + 2 || (uint64_t)st->st_ino != fresh->ino || st->st_uid != fs->uid ||
+		 st->st_gid != fs->gid || st->st_atim.tv_sec != st->st_mtim.tv_sec ||
+		 st->st_atim.tv_nsec != st->st_mtim.tv_nsec || st->st_ctim.tv_sec != st->st_mtim.tv_sec ||
+		 st->st_ctim.tv_nsec != st->st_mtim.tv_nsec ||
+		 (st->st_blksize != H5FS_BLKSIZE && st->st_blksize != H5FS_APPEND_BLKSIZE) || st->st_size < 0 ||
+		 st->st_blocks < 0);
+}
+
+/* l's stat fields from fresh's (light_fits); true when any differed */
+static bool light_set_stat(struct lnode *l, const struct node *fresh)
+{
+	const struct stat *st = &fresh->st;
+	struct lnode o = *l;
+
+	l->size = (uint64_t)st->st_size;
+	l->blocks = (uint64_t)st->st_blocks;
+	l->mtime_s = (int64_t)st->st_mtim.tv_sec;
+	l->mtime_ns = (uint32_t)st->st_mtim.tv_nsec;
+	l->mode = (uint32_t)st->st_mode;
+	l->nlink = (uint32_t)st->st_nlink;
+	l->kind = (uint8_t)fresh->kind;
+	l->append_blk = st->st_blksize == H5FS_APPEND_BLKSIZE;
+	return o.size != l->size || o.blocks != l->blocks || o.mtime_s != l->mtime_s || o.mtime_ns != l->mtime_ns ||
+	       o.mode != l->mode || o.nlink != l->nlink || o.kind != l->kind || o.append_blk != l->append_blk;
+}
+
+bool light_keep(h5fs *fs, const struct node *fresh, struct gen *g, uint64_t parent)
+{
 	size_t plen = strlen(fresh->path);
 	struct lnode *l;
 	bool kept = false;
 
-	/* only what light_stat and light_promote_locked make again exactly:
-	 * FILE's own objects, numbered by their address, times all one */
-	if (fresh->type != NT_FILE || fresh->vkind || (fresh->ino & H5FS_SYNTH_BIT) || fresh->f != g->f ||
-	    fresh->ino != fresh->addr + 2 || (uint64_t)st->st_ino != fresh->ino || st->st_uid != fs->uid || st->st_gid != fs->gid ||
-	    st->st_atim.tv_sec != st->st_mtim.tv_sec || st->st_atim.tv_nsec != st->st_mtim.tv_nsec ||
-	    st->st_ctim.tv_sec != st->st_mtim.tv_sec || st->st_ctim.tv_nsec != st->st_mtim.tv_nsec ||
-	    (st->st_blksize != H5FS_BLKSIZE && st->st_blksize != H5FS_APPEND_BLKSIZE) || st->st_size < 0 ||
-	    st->st_blocks < 0)
+	if (!light_fits(fs, fresh, g))
 		return false;
 	l = malloc(sizeof(*l) + plen + 1);
 	if (!l)
@@ -464,14 +490,7 @@ bool light_keep(h5fs *fs, const struct node *fresh, struct gen *g, uint64_t pare
 	l->gen = g;
 	l->gnum = (uint32_t)g->num;
 	l->nlookup = 1;
-	l->size = (uint64_t)st->st_size;
-	l->blocks = (uint64_t)st->st_blocks;
-	l->mtime_s = (int64_t)st->st_mtim.tv_sec;
-	l->mtime_ns = (uint32_t)st->st_mtim.tv_nsec;
-	l->mode = (uint32_t)st->st_mode;
-	l->nlink = (uint32_t)st->st_nlink;
-	l->kind = (uint8_t)fresh->kind;
-	l->append_blk = st->st_blksize == H5FS_APPEND_BLKSIZE;
+	(void)light_set_stat(l, fresh);
 	l->unlinked = false;
 	memcpy(l->path, fresh->path, plen + 1);
 	pthread_mutex_lock(&fs->lock);
@@ -580,6 +599,71 @@ void light_promote_under_locked(h5fs *fs, const char *prefix)
 			pp = &(*pp)->next;
 		}
 	}
+}
+
+struct light_old *light_old_list(h5fs *fs, const struct gen *g, size_t *n)
+{
+	struct light_old *v;
+
+	*n = 0;
+	pthread_mutex_lock(&fs->lock);
+	v = malloc((fs->nlnodes ? fs->nlnodes : 1) * sizeof(*v));
+	for (size_t i = 0; v && i < fs->lnodes_cap; i++)
+		for (struct lnode *l = fs->lnodes[i]; l; l = l->next) {
+			if (l->gen == g || *n >= fs->nlnodes)
+				continue;
+			v[*n].ino = LNODE_INO(l);
+			v[*n].path = strdup(l->path);
+			if (v[*n].path)
+				(*n)++;
+		}
+	pthread_mutex_unlock(&fs->lock);
+	return v;
+}
+
+char *light_old_path(h5fs *fs, uint64_t ino, const struct gen *g)
+{
+	struct lnode *l;
+	char *path = NULL;
+
+	pthread_mutex_lock(&fs->lock);
+	if (fs->nlnodes && !full_find_locked(fs, ino) && (l = *light_slot_locked(fs, ino)) && l->gen != g)
+		path = strdup(l->path);
+	pthread_mutex_unlock(&fs->lock);
+	return path;
+}
+
+int light_refresh(h5fs *fs, uint64_t ino, const struct node *fresh, struct gen *g)
+{
+	struct lnode **pp, *l;
+	struct gen *old = NULL;
+	int r = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	pp = fs->nlnodes ? light_slot_locked(fs, ino) : NULL;
+	l = pp ? *pp : NULL;
+	/* forgotten, made a node, or no longer the current generation:
+	 * nothing to do; refreshed by another meanwhile: current */
+	if (!l || g != fs->gen || full_find_locked(fs, ino))
+		goto out;
+	if (l->gen == g) {
+		r = 1;
+		goto out;
+	}
+	if (!fresh || l->unlinked || fresh->ino != ino || fresh->addr != l->addr || !light_fits(fs, fresh, g)) {
+		(void)light_promote_locked(fs, pp);     /* (NULL: out of memory; orphaned below) */
+		goto out;
+	}
+	r = light_set_stat(l, fresh) ? 2 : 1;
+	old = l->gen;
+	l->gen = g;
+	l->gnum = (uint32_t)g->num;
+	gen_hold(g);
+out:
+	pthread_mutex_unlock(&fs->lock);
+	if (old)
+		gen_release(old);       /* (outside the lock: may close a FILE) */
+	return r;
 }
 
 uint64_t *light_orphan_old(h5fs *fs, size_t *n)
