@@ -260,6 +260,11 @@ int h5_overwrite_shrink(h5_overwriter *w, uint64_t size)
 	 * made (IV.A.2.i): only a chunked dataset's dims change */
 	if (w->cls != H5_LAYOUT_CHUNKED)
 		return h5_err_set(H5_ERR_UNSUPPORTED, "the %s layout's size cannot change", w->lops->name);
+	/* bytes kept past the new end go (the later change wins); the fill
+	 * value the shrink puts after them is its own */
+	for (size_t i = 0; i < w->n; i++)
+		if (w->ext[i].off + w->ext[i].len > size)
+			w->ext[i].len = w->ext[i].off >= size ? 0 : (size_t)(size - w->ext[i].off);
 	return h5_ow_shrink_chunked(w, size);
 }
 
@@ -475,7 +480,6 @@ int h5_overwrite_commit(h5_overwriter *w, int all, int durable)
 	size_t n, keep_n = 0;
 	h5_ow_ext keep = { 0 };
 	bool held = false;
-	uint64_t lim;
 	int rc = 0, arc;
 
 	if (!w)
@@ -524,13 +528,12 @@ int h5_overwrite_commit(h5_overwriter *w, int all, int durable)
 	if (rc == 0 && d)
 		w->nbytes = d->nbytes;  /* appends may have grown it */
 	/* Bytes past the end were taken before the dataset was emptied or
-	 * shrunk (a truncate through another descriptor, or this shrink:
-	 * the later change wins, as in a plain file); they go. (A put past
+	 * shrunk (a truncate through another descriptor: the later change
+	 * wins, as in a plain file); they go. (A put past
 	 * the end is refused by the caller before it is taken: issue 53.) */
-	lim = rc == 0 && d ? (w->shrink < d->nbytes ? w->shrink : d->nbytes) : 0;
 	for (size_t i = 0; rc == 0 && d && i < n; i++)
-		if (w->ext[i].off + w->ext[i].len > lim)
-			w->ext[i].len = w->ext[i].off >= lim ? 0 : (size_t)(lim - w->ext[i].off);
+		if (w->ext[i].off + w->ext[i].len > d->nbytes)
+			w->ext[i].len = w->ext[i].off >= d->nbytes ? 0 : (size_t)(d->nbytes - w->ext[i].off);
 	if (rc == 0 && d && w->shrink != UINT64_MAX && (!d->space.dims[0] || w->shrink >= d->nbytes))
 		rc = h5_err_set(H5_ERR_RANGE, "shrinking to %llu bytes: the dataset has %llu",
 				(unsigned long long)w->shrink, (unsigned long long)d->nbytes);
