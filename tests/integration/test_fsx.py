@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """An fsx-style model checker (issue 53): random reads, writes inside,
-appends, writes crossing the end, copy_file_range, truncates (up and to 0),
+appends, writes crossing the end, copy_file_range, truncates (up, down
+and to 0; issue 65: a shrink drops the chunks past the new end),
 punched holes (fallocate PUNCH_HOLE | KEEP_SIZE: zeros), fsync and mmap
 (reads, and writes through a shared mapping, msync'd or not) on one
 descriptor of one dataset, every read compared with an in-memory model
@@ -184,7 +185,8 @@ class Fsx:
         if not self.grows:
             return True
         n = len(self.model)
-        to = 0 if self.rng.random() < 0.1 else n + self.rng.randint(1, MAXLEN)
+        r = self.rng.random()
+        to = 0 if r < 0.1 else self.rng.randint(0, n) if r < 0.5 and n else n + self.rng.randint(1, MAXLEN)
         self.note("truncate %d (size %d)" % (to, n))
         os.ftruncate(self.fd, to)
         if to < n:
