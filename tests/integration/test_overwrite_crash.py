@@ -23,6 +23,10 @@ unfiltered single chunk), the whole dataset must equal the state after
 some number of commits: commits are all or nothing. The count of states
 checked is printed.
 
+btree2-2d-page: a v2 B-tree header spanning a 4 KiB page (issue 65 item
+4) is never written in place - a power cut keeping one page of it tore
+its checksum - but copied with the commit's nodes and switched to.
+
 A punched hole (fallocate PUNCH_HOLE, issue 65) likewise, on an
 extensible and a filtered fixed array with a zero fill (whole chunks
 dropped from the index, partial ones zeroed) and a v1 B-tree (zeroed):
@@ -63,6 +67,9 @@ CASES = [
     ("btree1-2d-filt", "earliest", (40, 30), (None, 30), (6, 7), "<i4", FILT, 20, False),
     ("btree1-1d", "earliest", (300,), (None,), (16,), "<i4", {}, 200, False),
     ("btree2-2d-filt", "latest", (40, 30), (None, None), (6, 7), "<i4", FILT, 20, False),
+    # its header (BTHD) placed across a 4 KiB page (an attribute of the
+    # root as padding): never rewritten in place, copied (issue 65 item 4)
+    ("btree2-2d-page", "latest", (40, 30), (None, None), (6, 7), "<i4", {}, 20, False),
     ("farray-2d", "latest", (40, 30), (40, 30), (6, 7), "<i4", {}, 20, False),
     ("farray-2d-filt", "latest", (40, 30), (40, 30), (6, 7), "<i4", FILT, None, False),
     ("earray-2d", "latest", (40, 30), (None, 30), (6, 7), "<i4", {}, 20, False),
@@ -75,10 +82,31 @@ CASES = [
 ]
 
 
+def bthd_spanning(path):
+    """The v2 B-tree header's address when it spans a 4 KiB page, else None."""
+    a = open(path, "rb").read().find(b"BTHD")
+    return a if a >= 0 and a // 4096 != (a + 37) // 4096 else None
+
+
 def make(path, case):
+    """The dataset's bytes, its object header's range and (a "-page"
+    case) the v2 B-tree header's address, which spans a page."""
+    page = case[0].endswith("-page")
+    for pad in range(3000, 8000, 4) if page else [0]:
+        old, ohdr = make_padded(path, case, pad)
+        at = bthd_spanning(path) if page else None
+        if at is not None or not page:
+            return old, ohdr, at
+    T.fail("%s: no padding places the B-tree header across a page" % case[0])
+    return old, ohdr, None
+
+
+def make_padded(path, case, pad):
     name, libver, shape, maxshape, chunks, dt, filt, rows, _ = case
     v = ((np.arange(int(np.prod(shape))) * 11 + 5) % 30000).astype(dt).reshape(shape)
     with h5py.File(path, "w", libver=libver) as f:
+        if pad:
+            f.attrs["pad"] = np.zeros(pad, "u1")
         if filt == "early" or chunks == "compact":
             dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
             if filt == "early":
@@ -193,7 +221,7 @@ def check_image(img, tmp, states, es, whole):
 def run_case(work, case, rng):
     name, in_place = case[0], case[-1]
     path = os.path.join(work, name + ".h5")
-    old, ohdr = make(path, case)
+    old, ohdr, page_hdr = make(path, case)
     commits = writes(old, rng)
     states = states_of(old, commits)
     wpath = os.path.join(work, name + ".writes")
@@ -208,6 +236,13 @@ def run_case(work, case, rng):
     if why:
         T.fail("%s: %s" % (name, why))
         return 0
+    if page_hdr is not None:
+        # (its space, freed after the switch, may hold a later chunk)
+        over = [op for op in ops if op[0] == "W" and op[1] == page_hdr and op[2][:4] == b"BTHD"]
+        if over:
+            T.fail("%s: the B-tree header across a page (at %d) was written in place: %s" % (name, page_hdr, [(op[1], len(op[2])) for op in over]))
+        if bthd_spanning(path) is not None:
+            T.fail("%s: the B-tree header still spans a page after the commits" % name)
     tmp = os.path.join(work, "img.h5")
     es = old.dtype.itemsize
     with h5py.File(path, "r") as f:
