@@ -23,9 +23,10 @@ unfiltered single chunk), the whole dataset must equal the state after
 some number of commits: commits are all or nothing. The count of states
 checked is printed.
 
-btree2-2d-page: a v2 B-tree header spanning a 4 KiB page (issue 65 item
-4) is never written in place - a power cut keeping one page of it tore
-its checksum - but copied with the commit's nodes and switched to.
+btree2-2d-page, farray-2d-page: a v2 B-tree's or fixed array's header
+spanning a 4 KiB page (issue 65 item 4) is never written in place - a
+power cut keeping one page of it tore its checksum - but copied with the
+commit's nodes or data block and switched to.
 
 A punched hole (fallocate PUNCH_HOLE, issue 65) likewise, on an
 extensible and a filtered fixed array with a zero fill (whole chunks
@@ -70,6 +71,7 @@ CASES = [
     # its header (BTHD) placed across a 4 KiB page (an attribute of the
     # root as padding): never rewritten in place, copied (issue 65 item 4)
     ("btree2-2d-page", "latest", (40, 30), (None, None), (6, 7), "<i4", {}, 20, False),
+    ("farray-2d-page", "latest", (40, 30), (40, 30), (6, 7), "<i4", {}, 20, False),
     ("farray-2d", "latest", (40, 30), (40, 30), (6, 7), "<i4", {}, 20, False),
     ("farray-2d-filt", "latest", (40, 30), (40, 30), (6, 7), "<i4", FILT, None, False),
     ("earray-2d", "latest", (40, 30), (None, 30), (6, 7), "<i4", {}, 20, False),
@@ -82,10 +84,15 @@ CASES = [
 ]
 
 
-def bthd_spanning(path):
-    """The v2 B-tree header's address when it spans a 4 KiB page, else None."""
-    a = open(path, "rb").read().find(b"BTHD")
-    return a if a >= 0 and a // 4096 != (a + 37) // 4096 else None
+# a "-page" case's index header: signature, bytes (III.A.2, III.J)
+PAGE_HDR = {"btree2": (b"BTHD", 38), "farray": (b"FAHD", 28)}
+
+
+def hdr_spanning(path, name):
+    """The index header's address when it spans a 4 KiB page, else None."""
+    sig, size = PAGE_HDR[name.split("-")[0]]
+    a = open(path, "rb").read().find(sig)
+    return a if a >= 0 and a // 4096 != (a + size - 1) // 4096 else None
 
 
 def make(path, case):
@@ -94,10 +101,10 @@ def make(path, case):
     page = case[0].endswith("-page")
     for pad in range(3000, 8000, 4) if page else [0]:
         old, ohdr = make_padded(path, case, pad)
-        at = bthd_spanning(path) if page else None
+        at = hdr_spanning(path, case[0]) if page else None
         if at is not None or not page:
             return old, ohdr, at
-    T.fail("%s: no padding places the B-tree header across a page" % case[0])
+    T.fail("%s: no padding places the index header across a page" % case[0])
     return old, ohdr, None
 
 
@@ -238,11 +245,13 @@ def run_case(work, case, rng):
         return 0
     if page_hdr is not None:
         # (its space, freed after the switch, may hold a later chunk)
-        over = [op for op in ops if op[0] == "W" and op[1] == page_hdr and op[2][:4] == b"BTHD"]
-        if over:
-            T.fail("%s: the B-tree header across a page (at %d) was written in place: %s" % (name, page_hdr, [(op[1], len(op[2])) for op in over]))
-        if bthd_spanning(path) is not None:
-            T.fail("%s: the B-tree header still spans a page after the commits" % name)
+        sig = PAGE_HDR[name.split("-")[0]][0]
+        if any(op[0] == "W" and op[1] == page_hdr and op[2][:4] == sig for op in ops):
+            T.fail("%s: the index header across a page (at %d) was written in place" % (name, page_hdr))
+        size = PAGE_HDR[name.split("-")[0]][1]
+        last = [op[1] + op[2].find(sig) for op in ops if op[0] == "W" and sig in op[2]]
+        if not last or last[-1] // 4096 != (last[-1] + size - 1) // 4096:
+            T.fail("%s: the index header was not copied within a page (%s)" % (name, last[-1:]))
     tmp = os.path.join(work, "img.h5")
     es = old.dtype.itemsize
     with h5py.File(path, "r") as f:
