@@ -1230,6 +1230,19 @@ int h5_overwrite_reserve(h5_overwriter *w, uint64_t len);
  * Contiguous and compact: zeros written (contiguous storage never
  * allocated with a zero fill: nothing). (write/chunk_whole.c) */
 int h5_overwrite_punch(h5_overwriter *w, uint64_t off, uint64_t len);
+/* truncate(2) to fewer rows of a chunked dataset (size: whole rows, below
+ * its size; the caller asks h5_append_check whether it may change size):
+ * at the next commit, as libhdf5's H5D__set_extent, dims[0] becomes
+ * size's rows, the chunks wholly past it leave the index where it can
+ * drop them (v1 B-tree, fixed and extensible arrays; their space freed)
+ * or get the fill value, and the boundary chunk's bytes past it get the
+ * fill value (a later growth reads it there). Kept bytes past it go. One
+ * ordered commit: the new index, fsync, then dims[0] (a crash between
+ * shows the old size, the rows past the new one reading the fill value).
+ * Open append streams of the dataset go on from the new end.
+ * H5_ERR_UNSUPPORTED: not chunked, or chunks not runs of whole rows;
+ * H5_ERR_INVAL: not whole rows. (write/chunk_whole.c) */
+int h5_overwrite_shrink(h5_overwriter *w, uint64_t size);
 /* Make the bytes taken visible in one commit. all: every byte (else a
  * trailing partial element waits for the rest); durable: fsync'd before
  * returning. The bytes are dropped whatever the result. */

@@ -10,7 +10,9 @@
  * bytes, given to h5_overwrite_put; a length of 2^64-1 is a durable commit
  * (fsync, close), 2^64-2 a periodic one (a trailing partial element waits),
  * 2^64-3 the writer closed and opened again (what it replaced freed, as
- * after a dd), 2^64-4 h5_file_compact (unmount's move of the last chunk).
+ * after a dd), 2^64-4 h5_file_compact (unmount's move of the last chunk),
+ * 2^64-5 a punched hole (a u64 length follows), 2^64-6 a shrink to
+ * `offset` bytes (h5_overwrite_shrink: truncate(2) to fewer rows).
  * Whatever is left is committed durably at the end. FAIL_AT > 0: the
  * FAIL_AT-th write or sync fails (io_fail_at) and the writes stop there.
  */
@@ -85,6 +87,10 @@ int main(int argc, char **argv)
 		if (n == UINT64_MAX - 4 && p + 8 <= len) {
 			rc = h5_overwrite_punch(w, off, le64(buf + p));
 			p += 8;
+			continue;
+		}
+		if (n == UINT64_MAX - 5) {
+			rc = h5_overwrite_shrink(w, off);
 			continue;
 		}
 		if (n > (uint64_t)(len - p)) {

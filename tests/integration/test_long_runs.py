@@ -428,12 +428,19 @@ def group_churn_in(work, where):
                 q = os.path.join(g, "d%d" % (i % 7))
                 os.mkdir(q)
                 os.rmdir(q)
-            # short links filling the first chunk (fsstress's start: a
-            # file of that name; a folder's link is as long, and a file
-            # created here right after the 3,000 rmdirs was sometimes
-            # answered EISDIR under load - a node of a removed group whose
-            # header space the new file took: not fixed in issue 65)
-            os.mkdir(os.path.join(g, "fss5261"))
+            # short links filling the first chunk (fsstress's start), and
+            # files right after the 3,000 rmdirs, one with a removed
+            # group's name: a new file's header in the space of a removed
+            # group's (given back to the allocation end) was answered from
+            # the group's cached header, EISDIR, about 1 run in 10 (the
+            # engine's alloc_high, space.c end_lower)
+            for name in ("fss5261", "d3"):
+                try:
+                    open(os.path.join(g, name), "wb").close()
+                except OSError as e:
+                    T.fail("%s: create %s after the rmdirs: %s" % (form, name, e))
+                    continue
+                made.append(name)
             for i in range(8):
                 try:
                     os.mkdir(os.path.join(g, "p%d" % i))
@@ -447,7 +454,7 @@ def group_churn_in(work, where):
         if size >= 2 << 20:
             T.fail("%s: FILE %d bytes after 3,000 mkdir/rmdir (want < 2 MiB)" % (form, size))
         with h5py.File(path, "r") as f:
-            if sorted(f["g"]) != sorted(keep + made + ["fss5261"]):
+            if sorted(f["g"]) != sorted(keep + made):
                 T.fail("%s: h5py lists %s" % (form, sorted(f["g"])))
 
 

@@ -23,10 +23,22 @@ unfiltered single chunk), the whole dataset must equal the state after
 some number of commits: commits are all or nothing. The count of states
 checked is printed.
 
+btree2-2d-page, farray-2d-page: a v2 B-tree's or fixed array's header
+spanning a 4 KiB page (issue 65 item 4) is never written in place - a
+power cut keeping one page of it tore its checksum - but copied with the
+commit's nodes or data block and switched to.
+
 A punched hole (fallocate PUNCH_HOLE, issue 65) likewise, on an
 extensible and a filtered fixed array with a zero fill (whole chunks
 dropped from the index, partial ones zeroed) and a v1 B-tree (zeroed):
 every image is the old dataset or the punched one.
+
+A shrink (truncate(2) to fewer rows, issue 65: h5_overwrite_shrink) on an
+extensible array, a filtered fixed array and v1 B-trees, with a fill
+value: the chunks past the new end dropped, the boundary chunk's tail
+the fill value, then dims[0]; every image is the old dataset, the old
+number of rows with those past the new end reading the fill value (the
+index switched, dims[0] not yet), or the shorter one.
 """
 import os
 import random
@@ -48,7 +60,7 @@ from crash_replay import crash_images, straddling, traced  # noqa: E402
 HELPER = os.path.join(T.BUILDDIR, "tests", "integration", "overwrite_trace")
 SUBSETS = 30
 FILT = dict(compression="gzip", shuffle=True, fletcher32=True)
-DURABLE, PERIODIC, PUNCH = (1 << 64) - 1, (1 << 64) - 2, (1 << 64) - 5
+DURABLE, PERIODIC, PUNCH, SHRINK = (1 << 64) - 1, (1 << 64) - 2, (1 << 64) - 5, (1 << 64) - 6
 
 # name (index first), libver, shape, maxshape, chunks (None: contiguous,
 # "compact"), dtype, filters, rows written at creation (None: all), in place
@@ -56,6 +68,10 @@ CASES = [
     ("btree1-2d-filt", "earliest", (40, 30), (None, 30), (6, 7), "<i4", FILT, 20, False),
     ("btree1-1d", "earliest", (300,), (None,), (16,), "<i4", {}, 200, False),
     ("btree2-2d-filt", "latest", (40, 30), (None, None), (6, 7), "<i4", FILT, 20, False),
+    # its header (BTHD) placed across a 4 KiB page (an attribute of the
+    # root as padding): never rewritten in place, copied (issue 65 item 4)
+    ("btree2-2d-page", "latest", (40, 30), (None, None), (6, 7), "<i4", {}, 20, False),
+    ("farray-2d-page", "latest", (40, 30), (40, 30), (6, 7), "<i4", {}, 20, False),
     ("farray-2d", "latest", (40, 30), (40, 30), (6, 7), "<i4", {}, 20, False),
     ("farray-2d-filt", "latest", (40, 30), (40, 30), (6, 7), "<i4", FILT, None, False),
     ("earray-2d", "latest", (40, 30), (None, 30), (6, 7), "<i4", {}, 20, False),
@@ -68,10 +84,36 @@ CASES = [
 ]
 
 
+# a "-page" case's index header: signature, bytes (III.A.2, III.J)
+PAGE_HDR = {"btree2": (b"BTHD", 38), "farray": (b"FAHD", 28)}
+
+
+def hdr_spanning(path, name):
+    """The index header's address when it spans a 4 KiB page, else None."""
+    sig, size = PAGE_HDR[name.split("-")[0]]
+    a = open(path, "rb").read().find(sig)
+    return a if a >= 0 and a // 4096 != (a + size - 1) // 4096 else None
+
+
 def make(path, case):
+    """The dataset's bytes, its object header's range and (a "-page"
+    case) the v2 B-tree header's address, which spans a page."""
+    page = case[0].endswith("-page")
+    for pad in range(3000, 8000, 4) if page else [0]:
+        old, ohdr = make_padded(path, case, pad)
+        at = hdr_spanning(path, case[0]) if page else None
+        if at is not None or not page:
+            return old, ohdr, at
+    T.fail("%s: no padding places the index header across a page" % case[0])
+    return old, ohdr, None
+
+
+def make_padded(path, case, pad):
     name, libver, shape, maxshape, chunks, dt, filt, rows, _ = case
     v = ((np.arange(int(np.prod(shape))) * 11 + 5) % 30000).astype(dt).reshape(shape)
     with h5py.File(path, "w", libver=libver) as f:
+        if pad:
+            f.attrs["pad"] = np.zeros(pad, "u1")
         if filt == "early" or chunks == "compact":
             dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
             if filt == "early":
@@ -186,7 +228,7 @@ def check_image(img, tmp, states, es, whole):
 def run_case(work, case, rng):
     name, in_place = case[0], case[-1]
     path = os.path.join(work, name + ".h5")
-    old, ohdr = make(path, case)
+    old, ohdr, page_hdr = make(path, case)
     commits = writes(old, rng)
     states = states_of(old, commits)
     wpath = os.path.join(work, name + ".writes")
@@ -201,6 +243,15 @@ def run_case(work, case, rng):
     if why:
         T.fail("%s: %s" % (name, why))
         return 0
+    if page_hdr is not None:
+        # (its space, freed after the switch, may hold a later chunk)
+        sig = PAGE_HDR[name.split("-")[0]][0]
+        if any(op[0] == "W" and op[1] == page_hdr and op[2][:4] == sig for op in ops):
+            T.fail("%s: the index header across a page (at %d) was written in place" % (name, page_hdr))
+        size = PAGE_HDR[name.split("-")[0]][1]
+        last = [op[1] + op[2].find(sig) for op in ops if op[0] == "W" and sig in op[2]]
+        if not last or last[-1] // 4096 != (last[-1] + size - 1) // 4096:
+            T.fail("%s: the index header was not copied within a page (%s)" % (name, last[-1:]))
     tmp = os.path.join(work, "img.h5")
     es = old.dtype.itemsize
     with h5py.File(path, "r") as f:
@@ -281,6 +332,64 @@ def punch_case(work, case, rng):
     return count
 
 
+# name, libver, maxshape, filters, elements a chunk, elements kept
+SHRINK_CASES = [
+    ("shrink-earray", "latest", (None,), {}, 16, 37),
+    ("shrink-farray-filt", "latest", (400,), FILT, 16, 40),
+    ("shrink-btree1", "earliest", (None,), {}, 16, 37),
+    # 150 chunks, leaves of 64: the leaves past the new end keep a chunk
+    # each (the fill value stored: h5_bt1w_remove does not empty a leaf)
+    ("shrink-btree1-leaves", "earliest", (None,), {}, 2, 9),
+]
+
+
+def shrink_case(work, case, rng):
+    name, libver, maxshape, filt, ce, keep = case
+    path = os.path.join(work, name + ".h5")
+    v = ((np.arange(300) * 11 + 5) % 30000).astype("<i4")
+    with h5py.File(path, "w", libver=libver) as f:
+        f.create_dataset("g/x", data=v, maxshape=maxshape, chunks=(ce,), fillvalue=-3, **filt)
+    with h5py.File(path, "r") as f:
+        info = h5py.h5o.get_info(f["g/x"].id)
+        ohdr = (info.addr, info.addr + info.hdr.space.total)
+    mid = v.copy()
+    mid[keep:] = -3
+    states = [v.tobytes(), mid.tobytes(), v[:keep].tobytes()]
+    wpath = os.path.join(work, name + ".writes")
+    with open(wpath, "wb") as fh:
+        fh.write(struct.pack("<QQ", 4 * keep, SHRINK))
+    trace = os.path.join(work, name + ".trace")
+    base, ops, final, why = traced([HELPER, path, "/g/x", wpath, trace], path, trace)
+    if why:
+        T.fail("%s: %s" % (name, why))
+        return 0
+    with h5py.File(path, "a") as f:
+        d = f["g/x"]
+        got = d[()].tobytes()
+        chunks = d.id.get_num_chunks()
+        d.resize((300,))        # libhdf5 grows it again: the fill value past the end
+        again = d[()]
+    if got != states[2]:
+        T.fail("%s: the final file does not hold the first %d rows (%d bytes)" % (name, keep, len(got)))
+        return 0
+    if not np.array_equal(again, mid):
+        T.fail("%s: grown again by h5py, rows past %d are not the fill value" % (name, keep))
+    want = -(-keep // ce)
+    if chunks != want and not (name.endswith("leaves") and chunks <= want + 2):
+        T.fail("%s: %d chunks after the shrink (want %d)" % (name, chunks, want))
+    tmp = os.path.join(work, "img.h5")
+    count = 0
+    for where, img in crash_images(base, ops, rng, SUBSETS, ohdr):
+        err = check_image(img, tmp, states, 4, True)
+        count += 1
+        if err:
+            T.fail("%s: %s: %s" % (name, where, err))
+            return count
+    print("%s: %d writes/syncs traced, %d crash states checked; %d chunks left" % (
+        name, len(ops), count, chunks), flush=True)
+    return count
+
+
 def main():
     if not os.path.exists(HELPER):
         T.skip("overwrite_trace not built")
@@ -296,6 +405,9 @@ def main():
         for case in PUNCH_CASES:
             if len(sys.argv) < 2 or case[0] in sys.argv[1:]:
                 total += punch_case(work, case, random.Random("%s %s" % (seed, case[0])))
+        for case in SHRINK_CASES:
+            if len(sys.argv) < 2 or case[0] in sys.argv[1:]:
+                total += shrink_case(work, case, random.Random("%s %s" % (seed, case[0])))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("%d crash states checked in all" % total)

@@ -14,7 +14,10 @@ two unlimited dimensions) and a netCDF-4 style unlimited variable:
   cp of an .npy file over it replace dataset NAME with the array, whatever
   its layout (views.c npy_over, npy.c), and leave no placeholder;
 - truncate -s to more whole rows appends rows of the fill value (h5py's
-  resize); to 0 empties; to fewer rows but not 0: EPERM; not whole rows:
+  resize); to 0 empties; to fewer rows (issue 65): the rows past them go
+  and a later growth reads the fill value there (gzip with a fill value,
+  a boundary chunk cut; a descriptor that shrinks and appends), but a
+  dataset whose chunks are not runs of whole rows: EPERM; not whole rows:
   EINVAL; a fixed-size dataset (contiguous, np.save's): truncate and
   O_TRUNC are EPERM; each refusal is one log line, and FILE is unchanged
   by it;
@@ -94,6 +97,12 @@ def case(wd, libver):
         with open(mnt + "/bytes", "r+b") as fh:
             fh.truncate(0)
             fh.write(b"second!")
+        # fewer rows through a descriptor that then appends, then more
+        with open(mnt + "/bytes", "r+b") as fh:
+            fh.truncate(3)
+            fh.seek(0, 2)
+            fh.write(b"ond")
+        os.truncate(mnt + "/bytes", 9)
         # cp -r twice: the second writes over the files the first made
         sh(["cp", "-r", src, mnt + "/tree"], tag)
         sh(["cp", "-r", src + "/.", mnt + "/tree"], tag)
@@ -106,6 +115,14 @@ def case(wd, libver):
                      errno.EPERM)
         sh(["truncate", "-s", "160", mnt + "/two"], tag)         # another
         sh(["truncate", "-s", "%d" % (new.nbytes + 16), mnt + "/rows"], tag)   # 2 rows of -7
+        # fewer rows: chunk 1 of (5, 2) dropped, chunk 0 cut after row 3;
+        # more again: rows 3..6 the fill value
+        sh(["truncate", "-s", "24", mnt + "/rows"], tag)
+        if os.path.getsize(mnt + "/rows") != 24:
+            T.fail("%s: size after truncate -s 24 rows: %d" % (tag, os.path.getsize(mnt + "/rows")))
+        sh(["truncate", "-s", "56", mnt + "/rows"], tag)
+        T.expect_err("truncate rows to 20 bytes (not whole rows)", lambda: os.truncate(mnt + "/rows", 20),
+                     errno.EINVAL)
         # np.save again over a dataset (h5py's contiguous one, then its own),
         # and cp of an .npy file over it: dataset NAME replaced
         np.save(mnt + "/arr.npy", np.arange(7.0))
@@ -125,9 +142,9 @@ def case(wd, libver):
                 T.fail("%s: no log line says %r" % (tag, what))
     if m.proc.returncode != 0:
         T.fail("%s: the daemon exited %d" % (tag, m.proc.returncode))
-    want_rows = np.concatenate([new, np.full((2, 2), -7, "<i4")])
+    want_rows = np.concatenate([new[:3], np.full((4, 2), -7, "<i4")])
     check(path, "rows", want_rows, tag, {"units": "m"}, "<i4")
-    check(path, "bytes", np.frombuffer(b"second!", "u1"), tag, dtype="u1")
+    check(path, "bytes", np.frombuffer(b"second\0\0\0", "u1"), tag, dtype="u1")
     two = np.ones((3, 4), "<f8")
     check(path, "two", np.concatenate([two, np.zeros((2, 4))]), tag)
     check(path, "fixed", np.arange(10, dtype="<f8"), tag)

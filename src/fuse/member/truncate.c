@@ -8,8 +8,12 @@
  *   - larger: rows of the fill value appended (the append path's commit),
  *     sparsely: whole chunk rows get no storage (they read as the fill
  *     value), so FILE grows by at most two chunk rows and the index;
- *   - smaller, but not 0: EPERM (the chunks beyond would have to be
- *     pruned from every kind of index: not done), logged;
+ *   - smaller, but not 0 (issue 65: fsx, pjdfstest, h5py's resize):
+ *     as libhdf5's H5Dset_extent, the chunks wholly past the new end
+ *     leave the index (their space freed), the boundary chunk's part
+ *     past it becomes the fill value (a later growth reads the fill
+ *     value there), then dims[0]: one ordered commit (engine
+ *     h5_overwrite_shrink; shrink below);
  *   - not whole rows, or a dataset that cannot grow (fixed size,
  *     contiguous, another index): EINVAL or EPERM, logged.
  * Rows other descriptors of the dataset wrote are committed first
@@ -85,6 +89,33 @@ out:
 	return e;
 }
 
+/* Fewer rows: the chunks past them dropped or the fill value, then
+ * dims[0], one durable commit through an overwriter of its own (the
+ * handles' rows and kept bytes were committed before: setattr.c; bytes
+ * a handle keeps past the new end later are cut at its commit). *ow is
+ * closed by the caller once the node was reopened: the close frees what
+ * the commit replaced, and no reader may follow an old address there. */
+static int shrink(h5fs *fs, struct node *n, const struct use *u, uint64_t size, h5_overwriter **ow, const char *op)
+{
+	int rc = h5_overwrite_open(ow, u->f, u->addr);
+
+	if (rc == 0)
+		rc = h5_overwrite_reserve(*ow, 0);     /* the index blocks it copies */
+	if (rc == 0)
+		rc = h5_overwrite_shrink(*ow, size);
+	if (rc == 0)
+		rc = h5_overwrite_commit(*ow, 1, 1);
+	if (rc == H5_ERR_INVAL || rc == H5_ERR_UNSUPPORTED) {
+		int e = rc == H5_ERR_INVAL ? EINVAL : EPERM;
+
+		h5fs_log(fs, LOG_NOTICE, "%s %s to %llu bytes: %s: %s", op, show_path(n->path),
+			 (unsigned long long)size, e == EINVAL ? "EINVAL" : "EPERM", h5_err_msg());
+		h5_err_clear();
+		return e;
+	}
+	return rc < 0 ? h5err_logged(fs, rc, op, n->path, NULL, u->addr) : 0;
+}
+
 int member_resize(h5fs *fs, struct node *n, const struct use *u, uint64_t size, const char *op)
 {
 	return member_resize_undoable(fs, n, u, size, NULL, op);
@@ -93,6 +124,7 @@ int member_resize(h5fs *fs, struct node *n, const struct use *u, uint64_t size, 
 int member_resize_undoable(h5fs *fs, struct node *n, const struct use *u, uint64_t size, h5_empty_undo *undo,
 			   const char *op)
 {
+	h5_overwriter *ow = NULL;
 	uint64_t cur;
 	int rc, e;
 
@@ -114,9 +146,7 @@ int member_resize_undoable(h5fs *fs, struct node *n, const struct use *u, uint64
 	if (size > cur) {
 		e = grow(fs, n, u, size, cur, op);
 	} else if (size != 0) {
-		h5fs_log(fs, LOG_NOTICE, "%s %s to %llu bytes: EPERM: a dataset shrinks only to 0 rows", op,
-			 show_path(n->path), (unsigned long long)size);
-		return EPERM;
+		e = shrink(fs, n, u, size, &ow, op);
 	} else {
 		rc = h5_dataset_empty_undoable(u->f, u->addr, undo);
 		e = rc < 0 ? h5err_logged(fs, rc, op, n->path, NULL, u->addr) : 0;
@@ -126,6 +156,7 @@ int member_resize_undoable(h5fs *fs, struct node *n, const struct use *u, uint64
 	}
 	/* (also after a failure: a commit may have been made) */
 	node_reload(fs, n, u);
+	h5_overwrite_close(ow);
 	pthread_rwlock_rdlock(&n->lk);
 	cur = n->ds ? n->view->size(n->ds) : 0;
 	pthread_rwlock_unlock(&n->lk);

@@ -112,9 +112,10 @@ struct h5_file {
 	 * eoa when a commit reserved space ahead, doc/APPEND.md) */
 	struct h5_astream *astreams;
 	uint64_t alloc_end;
-	/* under write_lock: the highest allocation end handed out (space.c):
-	 * space below it handed out again, once the end was lowered, may hold
-	 * blocks and chunks readers decoded from its old bytes */
+	/* under write_lock: the highest allocation end handed out, or had
+	 * before it was lowered (space.c end_lower: space the free list gave
+	 * counts too): space below it handed out again may hold blocks and
+	 * chunks readers decoded from its old bytes */
 	uint64_t alloc_high;
 	/* under write_lock: space this session's commits freed (space.c),
 	 * the collections it wrote for one attribute value each (its own to

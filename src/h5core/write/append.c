@@ -216,6 +216,21 @@ static int buf_reserve(h5_astream *s, uint64_t rows)
 	return 0;
 }
 
+int h5_astream_cut(h5_astream *s, uint64_t rows)
+{
+	int rc = 0;
+
+	if (rows >= s->committed)
+		return 0;
+	stream_set_row0(s, rows - rows % s->chunk[0]);
+	s->nbuf = rows - s->row0;
+	if (s->nbuf)
+		rc = buf_reserve(s, s->nbuf);
+	__atomic_store_n(&s->committed, rows, __ATOMIC_RELEASE);
+	s->since = 0;
+	return rc < 0 ? h5_astream_fail(s, rc) : 0;
+}
+
 /* Geometry, staging batch and the rows of a partly filled last chunk row
  * (read through the current index). Called under write_lock, so that no
  * commit of a stream being closed interleaves with reading dims[0]. */

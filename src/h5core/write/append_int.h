@@ -104,6 +104,12 @@ int h5_astream_maybe_commit(h5_astream *s);
 h5_astream *h5_astream_hold(h5_file *f, uint64_t addr);
 void h5_astream_release(h5_file *f, h5_astream *s);
 
+/* An idle stream (nothing staged) after its dataset shrank to rows
+ * (overwrite.c h5_overwrite_shrink): it goes on from there, its partly
+ * filled chunk row read again by the caller (s->buf's room made for it;
+ * out of memory fails the stream). Under s->lock and f->write_lock. */
+int h5_astream_cut(h5_astream *s, uint64_t rows);
+
 /* The chunks of the partly filled chunk row the stream begins with
  * (s->partial, s->prow). */
 void h5_astage_partial_find(h5_astream *s);

@@ -57,6 +57,7 @@ struct h5_bt2w {
 	h5_bt2 *bt;             /* the tree on disk (NULL: none yet) */
 	bt2_hdr h;              /* working header; lv[] grows with the depth */
 	bool hdr_new;
+	uint64_t old_hdr;       /* a header copied (spanned a page), freed after the commit */
 	unsigned rank;
 	unsigned client, elmt_size; /* chunk address (+ size + mask) part of a record */
 	b2_node *root, *all;
@@ -333,6 +334,7 @@ int h5_bt2w_open(h5_bt2w **out, h5_file *f, const h5_dataset *d, uint64_t idx_ad
 	if (!w)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	w->f = f;
+	w->old_hdr = H5_ADDR_UNDEF;
 	w->rank = l->ndims;
 	w->client = d->pline.n ? H5_ARR_CLIENT_FILT_CHUNK : H5_ARR_CLIENT_CHUNK;
 	/* H5D__bt2_idx_create: filtered records carry the chunk size in
@@ -377,6 +379,14 @@ int h5_bt2w_open(h5_bt2w **out, h5_file *f, const h5_dataset *d, uint64_t idx_ad
 	return 0;
 }
 
+/* A disk page (4 KiB): a write across its boundary may be torn by a
+ * power cut, one page new, the other old (issue 65 item 4). */
+#define TORN_PAGE ((uint64_t)4096)
+static bool spans_page(uint64_t addr, uint64_t len)
+{
+	return addr / TORN_PAGE != (addr + len - 1) / TORN_PAGE;
+}
+
 int h5_bt2w_write(h5_bt2w *w)
 {
 	size_t ns = w->h.node_size, hs = h5_bt2_hdr_size(&w->f->fmt), cnt = 0, len;
@@ -392,6 +402,15 @@ int h5_bt2w_write(h5_bt2w *w)
 				return h5_err_set(H5_ERR_INVAL, "v2 B-tree writer: node overflow");
 			cnt++;
 		}
+	/* A header spanning a page is not rewritten in place (its checksum
+	 * torn: the index unreadable): it is copied with the nodes and the
+	 * layout message switched to the copy (txn.c h5_txn_switch), an
+	 * ordered copy as the symbol-table root's (link_stab.c); no node
+	 * holds the header's address (III.A.2: BTIN, BTLF) */
+	if (!w->hdr_new && h5_addr_defined(w->h.addr) && spans_page(w->h.addr, hs)) {
+		w->old_hdr = w->h.addr;
+		w->hdr_new = true;
+	}
 	/* every changed node, then a new header, in new space or space freed
 	 * once no reader sees it (space.c h5_space_take: written whole below);
 	 * the nodes they replace are freed after the commit (h5_bt2w_freed) */
@@ -400,12 +419,18 @@ int h5_bt2w_write(h5_bt2w *w)
 	if (rc < 0)
 		return rc;
 	a = start;
+	/* the new header first when after the nodes it would span a page
+	 * (the next commit would copy it again) */
+	if (w->hdr_new && spans_page(start + cnt * ns, hs) && !spans_page(start, hs)) {
+		w->h.addr = start;
+		a += hs;
+	}
 	for (b2_node *x = w->all; x; x = x->all_next)
 		if (x->dirty) {
 			x->naddr = a;
 			a += ns;
 		}
-	if (w->hdr_new)
+	if (w->hdr_new && w->h.addr != start)
 		w->h.addr = a;
 	buf = calloc(1, len);
 	if (!buf)
@@ -442,6 +467,9 @@ int h5_bt2w_commit(h5_bt2w *w)
  * 300 overwrite commits of a 2-d dataset left 1.25 MB of old nodes). */
 void h5_bt2w_freed(h5_bt2w *w, h5_freesp *to, uint64_t ticket)
 {
+	if (h5_addr_defined(w->old_hdr) && w->old_hdr != w->h.addr &&
+	    h5_freesp_add(to, w->old_hdr, h5_bt2_hdr_size(&w->f->fmt), ticket) < 0)
+		h5_err_clear();         /* leaked */
 	for (b2_node *x = w->all; x; x = x->all_next)
 		if (x->dirty && h5_addr_defined(x->addr) && h5_addr_defined(x->naddr) && x->naddr != x->addr &&
 		    h5_freesp_add(to, x->addr, w->h.node_size, ticket) < 0)

@@ -32,6 +32,7 @@
 #include "cidx.h"
 #include "cidx_write.h"
 #include "dataset.h"
+#include "dspace.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -450,7 +451,7 @@ static void rw_free(rw *r)
 
 /* ---- the commit ---------------------------------------------------------------- */
 
-static int commit(rw *r, bool durable, uint64_t *last_end, uint64_t *ticket)
+static int commit(rw *r, bool durable, uint64_t rows, uint64_t *last_end, uint64_t *ticket)
 {
 	h5_file *f = r->f;
 	h5_ohdr_edit e = { 0 };
@@ -478,8 +479,18 @@ static int commit(rw *r, bool durable, uint64_t *last_end, uint64_t *ticket)
 		rc = h5_txn_switch(&t, &e, lay);
 	if (rc < 0)
 		goto out;
-	/* 4. the modification time the header records, as appends set it */
+	/* 4. the modification time the header records, as appends set it;
+	 * a shrink's dims[0] (IV.A.2.b), after the switch: the chunks past
+	 * it are gone or the fill value before the size says so */
 	rc = h5_ohdr_touch(&e, (uint32_t)time(NULL));
+	if (rc == 0 && rows != UINT64_MAX) {
+		const h5_msg *ds = h5_ohdr_find(e.oh, H5_MSG_DSPACE);
+
+		rc = ds && !(ds->flags & H5_MSG_FLAG_SHARED) ?
+			     h5_dspace_patch_dim0(&e, ds, &f->fmt, rows) :
+			     h5_err_set(H5_ERR_UNSUPPORTED, "object header 0x%llx: no dataspace message of its own",
+					(unsigned long long)r->d->addr);
+	}
 	lc = h5_ohdr_chunk_of(e.oh, lay->addr);
 	for (size_t c = 0; rc == 0 && c < e.oh->nchunks; c++)
 		if (c != lc)
@@ -534,7 +545,7 @@ static void note_top(const rw *r)
 
 /* The chunks a put took whole (chunk_whole.c), written already: their
  * records set first (every kept extent over them came later). */
-static int set_whole(rw *r, const h5_ow_whole *whole, size_t nwhole)
+static int set_whole(rw *r, const h5_ow_whole *whole, size_t nwhole, uint64_t rows)
 {
 	uint64_t scaled[H5_MAX_RANK] = { 0 };
 	int rc = nwhole ? writer_open(r) : 0;
@@ -547,15 +558,18 @@ static int set_whole(rw *r, const h5_ow_whole *whole, size_t nwhole)
 		for (unsigned k = 1; k < r->rank; k++)
 			if (r->d->layout.chunk[k] != r->d->space.dims[k])
 				return h5_err_set(H5_ERR_RANGE, "dataset reshaped under a write");
-		if ((whole[i].s + 1) * r->d->layout.chunk[0] > r->d->space.dims[0])
+		scaled[0] = whole[i].s;
+		/* (a chunk a shrink dropped may be the old edge chunk) */
+		if ((whole[i].s + 1) * r->d->layout.chunk[0] > r->d->space.dims[0] &&
+		    (h5_addr_defined(whole[i].rec.addr) || rows == UINT64_MAX ||
+		     whole[i].s * r->d->layout.chunk[0] < rows))
 			return h5_err_set(H5_ERR_RANGE, "write of chunk %llu passes the end",
 					  (unsigned long long)whole[i].s);
-		scaled[0] = whole[i].s;
 		rc = tab_get(&e, r, scaled);
 		if (rc == 0)
 			rc = set_rec(r, e, &whole[i].rec);
-		/* a punched chunk the index keeps: its fill (zeros) stored
-		 * instead, staged with the other images */
+		/* a punched (zero fill) or cut off chunk the index keeps: its
+		 * fill value stored instead, staged with the other images */
 		if (rc == 1) {
 			rc = r->dirty + r->cb > DIRTY_MAX && r->dirty ? stage_dirty(r) : 0;
 			if (rc == 0)
@@ -567,6 +581,8 @@ static int set_whole(rw *r, const h5_ow_whole *whole, size_t nwhole)
 							(unsigned long long)r->cb);
 				else
 					r->dirty += r->cb;
+				for (uint64_t b = 0; e->img && r->d->fill_elem && b + r->esize <= r->cb; b += r->esize)
+					memcpy(e->img + b, r->d->fill_elem, (size_t)r->esize);
 			}
 		}
 	}
@@ -574,7 +590,7 @@ static int set_whole(rw *r, const h5_ow_whole *whole, size_t nwhole)
 }
 
 int h5_ow_chunked_commit(h5_dataset *d, const h5_ow_whole *whole, size_t nwhole, const h5_ow_ext *ext, size_t n,
-			 bool durable, uint64_t *last_end, h5_freesp *gone)
+			 bool durable, uint64_t rows, uint64_t *last_end, h5_freesp *gone)
 {
 	rw r;
 	uint64_t ticket = 0;
@@ -584,7 +600,10 @@ int h5_ow_chunked_commit(h5_dataset *d, const h5_ow_whole *whole, size_t nwhole,
 
 	if (rc < 0)
 		return rc;
-	rc = set_whole(&r, whole, nwhole);
+	rc = set_whole(&r, whole, nwhole, rows);
+	/* a shrink commits its dims[0] even when no chunk changed */
+	if (rc == 0 && rows != UINT64_MAX)
+		rc = writer_open(&r);
 	if (rc < 0) {
 		rw_free(&r);
 		return rc;
@@ -599,7 +618,7 @@ int h5_ow_chunked_commit(h5_dataset *d, const h5_ow_whole *whole, size_t nwhole,
 	if (rc == 0 && r.used)
 		rc = stage_dirty(&r);
 	if (rc == 0 && r.w)
-		rc = commit(&r, durable, last_end, &ticket);
+		rc = commit(&r, durable, rows, last_end, &ticket);
 	/* done: what it replaced is free once the caller showed the commit
 	 * (reused after the commit's fsync) */
 	for (size_t i = 0; rc == 0 && r.w && i < r.ngone; i++)
@@ -701,7 +720,7 @@ int h5_file_compact(h5_file *f)
 		rc = set_rec(&r, e, &nrec);
 	}
 	if (rc == 0)
-		rc = commit(&r, true, &last_end, &ticket);
+		rc = commit(&r, true, UINT64_MAX, &last_end, &ticket);
 	if (rc == 0) {
 		h5_freesp gone = { 0 };
 
@@ -757,7 +776,9 @@ static int chunked_need(uint64_t *need, const h5_overwriter *w, uint64_t len)
 
 static int chunked_commit(h5_overwriter *w, h5_dataset *d, size_t n, bool durable)
 {
-	return h5_ow_chunked_commit(d, w->wc.v, w->wc.n, w->ext, n, durable, &w->last_end, &w->gone);
+	return h5_ow_chunked_commit(d, w->wc.v, w->wc.n, w->ext, n, durable,
+				    w->shrink == UINT64_MAX ? UINT64_MAX : w->shrink / (d->nbytes / d->space.dims[0]),
+				    &w->last_end, &w->gone);
 }
 
 /* The chunked entry of the overwriters' layout table (overwrite.h). */

@@ -23,7 +23,8 @@
  * A punched hole (fallocate PUNCH_HOLE, issue 65) notes its whole chunks
  * here with the undefined address where the index can drop them: the
  * same commit clears or removes their records and frees their old
- * copies.
+ * copies. A shrink (truncate(2) to fewer rows) drops the chunks past the
+ * new end the same way, and the commit sets dims[0].
  */
 #include "overwrite.h"
 #include "space.h"
@@ -528,5 +529,69 @@ int h5_ow_punch_chunked(h5_overwriter *w, uint64_t off, uint64_t len)
 		else
 			rc = h5_ow_put_zeros(w, lo, hi - lo, h5_ow_put_chunked);
 	}
+	return rc;
+}
+
+/* [off, off + len), element-aligned, given d's fill value through
+ * h5_ow_put_chunked (a buffer of whole elements, repeated). */
+static int put_fill(h5_overwriter *w, const h5_dataset *d, uint64_t off, uint64_t len)
+{
+	size_t es = (size_t)w->esize, n = es >= 65536 ? es : 65536 / es * es;
+	uint8_t *buf;
+	int rc = 0;
+
+	if (h5_ow_fill_is_zero(d))
+		return h5_ow_put_zeros(w, off, len, h5_ow_put_chunked);
+	buf = malloc(n);
+	if (!buf)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	for (size_t b = 0; b < n; b += es)
+		memcpy(buf + b, d->fill_elem, es);
+	for (uint64_t a = off; rc == 0 && a < off + len; a += n)
+		rc = h5_ow_put_chunked(w, a, buf, (size_t)(off + len - a < n ? off + len - a : n));
+	free(buf);
+	return rc;
+}
+
+/* A shrink (truncate(2) to fewer rows, as libhdf5's H5D__set_extent with
+ * H5D__chunk_prune_by_extent): the chunks wholly past the new end leave
+ * the index where it can drop them - whatever the fill value, a chunk
+ * not stored reads it -, the rest of them stored get the fill value, and
+ * so does the boundary chunk's part past the new end: a later growth
+ * reads the fill value there, as h5py's does. Chunks not stored are left
+ * alone. */
+int h5_ow_shrink_chunked(h5_overwriter *w, uint64_t size)
+{
+	uint64_t cb = w->chunk_bytes, nb = w->nbytes, s = size / cb;
+	bool drop;
+	int rc = 0;
+
+	if (!w->wc.ok)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "shrinking a dataset whose chunks are not runs of whole rows");
+	if (!w->wc.d && h5_dataset_open(&w->wc.d, w->f, w->addr) < 0)
+		return h5_err_wrap(H5_ERR_IO, "shrinking the dataset: ");
+	if (!w->wc.d->space.dims[0] || size % (w->wc.d->nbytes / w->wc.d->space.dims[0]))
+		return h5_err_set(H5_ERR_INVAL, "shrinking to %llu bytes: not whole rows", (unsigned long long)size);
+	drop = droppable(w->wc.d);
+	rc = h5_ow_whole_wait(w);
+	/* the boundary chunk: its bytes past the new end */
+	if (rc == 0 && size % cb) {
+		int st = stored(w, s);
+
+		rc = st < 0 ? st : st ? put_fill(w, w->wc.d, size, ((s + 1) * cb < nb ? (s + 1) * cb : nb) - size) : 0;
+		s++;
+	}
+	for (; rc == 0 && s * cb < nb; s++) {
+		int st = stored(w, s);
+
+		if (st < 0)
+			rc = st;
+		else if (st && drop)
+			rc = drop_one(w, s);
+		else if (st)
+			rc = put_fill(w, w->wc.d, s * cb, ((s + 1) * cb < nb ? (s + 1) * cb : nb) - s * cb);
+	}
+	if (rc == 0)
+		w->shrink = size;
 	return rc;
 }

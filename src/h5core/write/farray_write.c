@@ -29,6 +29,7 @@ struct h5_faw {
 	h5_fa_hdr h;            /* working header (addr, dblk_addr change) */
 	bool hdr_new, changed;
 	uint64_t old_dblk;      /* the data block on disk when opened (UNDEF: none) */
+	uint64_t old_hdr;       /* a header copied (spanned a page), freed after the commit */
 	unsigned elmt_size;
 	uint8_t *elmts;         /* nelmts raw elements */
 };
@@ -130,6 +131,7 @@ int h5_faw_open(h5_faw **out, h5_file *f, const h5_dataset *d, uint64_t idx_addr
 	for (uint64_t i = 0; i < w->h.nelmts; i++)
 		put_elmt(w, i, &fill);
 	w->old_dblk = w->h.dblk_addr;
+	w->old_hdr = H5_ADDR_UNDEF;
 	if (h5_addr_defined(w->h.dblk_addr))
 		rc = h5_fa_iterate(f, idx_addr, load_cb, w);
 out:
@@ -151,19 +153,36 @@ int h5_faw_set(h5_faw *w, uint64_t idx, const h5_chunk_rec *rec)
 	return 0;
 }
 
+/* A disk page (4 KiB): a write across its boundary may be torn by a
+ * power cut, one page new, the other old (issue 65 item 4). */
+#define TORN_PAGE ((uint64_t)4096)
+static bool spans_page(uint64_t addr, uint64_t len)
+{
+	return addr / TORN_PAGE != (addr + len - 1) / TORN_PAGE;
+}
+
 /* The new data block (and a new header) in new or freed space (space.c
  * h5_space_take); the old one freed after the commit (h5_faw_freed). */
 int h5_faw_write(h5_faw *w)
 {
 	const h5_fmt *fmt = &w->f->fmt;
-	uint64_t dsz, total, a;
-	size_t hs = h5_fa_hdr_size(fmt);
+	uint64_t dsz, total, a, d0;
+	size_t hs = h5_fa_hdr_size(fmt), boff = 0;
 	h5_fa_dblock b = { 0 };
 	uint8_t *buf = NULL, *bits = NULL;
 	int rc;
 
 	if (!w->changed)
 		return 0;
+	/* A header spanning a page is not rewritten in place (its checksum
+	 * torn: the index unreadable): copied beside the new data block,
+	 * which names it (III.J "Header Address"), and the layout message
+	 * switched to it (txn.c h5_txn_switch) - an ordered copy, as the
+	 * symbol-table root's (link_stab.c) */
+	if (!w->hdr_new && h5_addr_defined(w->h.addr) && spans_page(w->h.addr, hs)) {
+		w->old_hdr = w->h.addr;
+		w->hdr_new = true;
+	}
 	total = h5_fa_dblock_alloc_size(&w->h, fmt);
 	dsz = h5_fa_dblock_size(&w->h, fmt);
 	if (total == 0 || total > SIZE_MAX / 2)
@@ -179,25 +198,32 @@ int h5_faw_write(h5_faw *w)
 	rc = h5_space_take(&a, w->f, total + (w->hdr_new ? hs : 0));
 	if (rc < 0)
 		goto out;
-	if (w->hdr_new) {
+	/* the new header after the data block, or before it where after it
+	 * would span a page (the next commit would copy it again) */
+	d0 = a;
+	if (w->hdr_new && spans_page(a + total, hs) && !spans_page(a, hs)) {
+		w->h.addr = a;
+		d0 = a + hs;
+		boff = hs;
+	} else if (w->hdr_new) {
 		w->h.addr = a + total;
 	}
-	w->h.dblk_addr = a;
-	b.addr = a;
+	w->h.dblk_addr = d0;
+	b.addr = d0;
 	b.hdr_addr = w->h.addr;
 	b.page_init = bits;
 	b.elmts = w->elmts;
 	for (uint64_t p = 0; p < w->h.npages; p++)
 		bits[p / 8] |= (uint8_t)(0x80u >> (p % 8));
-	rc = h5_fa_dblock_encode(buf, (size_t)dsz, &w->h, fmt, &b);
+	rc = h5_fa_dblock_encode(buf + boff, (size_t)dsz, &w->h, fmt, &b);
 	for (uint64_t p = 0; rc == 0 && p < w->h.npages; p++) {
 		uint64_t pa = h5_fa_page_addr(&w->h, fmt, p), n = h5_fa_page_nelmts(&w->h, p);
 
-		rc = h5_fa_page_encode(buf + (pa - a), (size_t)(n * w->elmt_size + 4), &w->h, p,
+		rc = h5_fa_page_encode(buf + boff + (pa - d0), (size_t)(n * w->elmt_size + 4), &w->h, p,
 				       w->elmts + p * w->h.page_nelmts * w->elmt_size);
 	}
 	if (rc == 0 && w->hdr_new)
-		rc = h5_fa_hdr_encode(buf + total, hs, fmt, &w->h);
+		rc = h5_fa_hdr_encode(buf + (w->h.addr - a), hs, fmt, &w->h);
 	if (rc == 0)
 		rc = h5_file_write(w->f, a, buf, (size_t)total + (w->hdr_new ? hs : 0));
 out:
@@ -227,6 +253,9 @@ int h5_faw_commit(h5_faw *w)
  * old data blocks unreferenced). */
 void h5_faw_freed(h5_faw *w, h5_freesp *to, uint64_t ticket)
 {
+	if (w->changed && h5_addr_defined(w->old_hdr) && w->old_hdr != w->h.addr &&
+	    h5_freesp_add(to, w->old_hdr, h5_fa_hdr_size(&w->f->fmt), ticket) < 0)
+		h5_err_clear();         /* leaked */
 	if (w->changed && h5_addr_defined(w->old_dblk) && w->old_dblk != w->h.dblk_addr &&
 	    h5_freesp_add(to, w->old_dblk, h5_fa_dblock_alloc_size(&w->h, &w->f->fmt), ticket) < 0)
 		h5_err_clear();         /* leaked */

@@ -91,6 +91,7 @@ int h5_overwrite_open(h5_overwriter **out, h5_file *f, uint64_t dset_addr)
 	w->lops = h5_ow_layout_of(d->layout.cls);
 	w->caddr = d->layout.cls == H5_LAYOUT_CONTIGUOUS ? d->layout.addr : H5_ADDR_UNDEF;
 	w->chunk_bytes = d->layout.cls == H5_LAYOUT_CHUNKED ? d->chunk_bytes : 0;
+	w->shrink = UINT64_MAX;
 	h5_ow_whole_init(w, d);
 	h5_dataset_close(d);
 	*out = w;
@@ -248,6 +249,23 @@ int h5_overwrite_punch(h5_overwriter *w, uint64_t off, uint64_t len)
 	/* the layout's own (chunks dropped, storage never allocated left),
 	 * else zeros written as any write */
 	return w->lops->punch ? w->lops->punch(w, off, len) : h5_ow_put_zeros(w, off, len, w->lops->put);
+}
+
+int h5_overwrite_shrink(h5_overwriter *w, uint64_t size)
+{
+	if (size >= w->nbytes)
+		return h5_err_set(H5_ERR_RANGE, "shrinking to %llu bytes: the dataset has %llu",
+				  (unsigned long long)size, (unsigned long long)w->nbytes);
+	/* contiguous and compact storage is as large as the dataspace was
+	 * made (IV.A.2.i): only a chunked dataset's dims change */
+	if (w->cls != H5_LAYOUT_CHUNKED)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "the %s layout's size cannot change", w->lops->name);
+	/* bytes kept past the new end go (the later change wins); the fill
+	 * value the shrink puts after them is its own */
+	for (size_t i = 0; i < w->n; i++)
+		if (w->ext[i].off + w->ext[i].len > size)
+			w->ext[i].len = w->ext[i].off >= size ? 0 : (size_t)(size - w->ext[i].off);
+	return h5_ow_shrink_chunked(w, size);
 }
 
 /* Set the header's modification time; the chunk holding `keep` (if any)
@@ -412,6 +430,15 @@ static void streams_show(h5_file *f, uint64_t addr)
 	pthread_mutex_lock(&f->write_lock);
 }
 
+/* The streams held, after a shrink to rows: on from there (their partly
+ * filled chunk row read again by streams_reload). */
+static void streams_cut(h5_file *f, uint64_t addr, uint64_t rows)
+{
+	for (h5_astream *s = f->astreams; s; s = s->next)
+		if (s->addr == addr && !s->unlinked && !h5_astream_failed(s) && h5_astream_cut(s, rows) < 0)
+			h5_err_clear();         /* (the stream's failure, its writers') */
+}
+
 static void streams_reload(h5_file *f, uint64_t addr, bool changed)
 {
 	for (h5_astream *s = f->astreams; s; s = s->next) {
@@ -481,7 +508,7 @@ int h5_overwrite_commit(h5_overwriter *w, int all, int durable)
 	pthread_mutex_lock(&w->f->write_lock);
 	h5_space_free_all(w->f, &w->gone);
 	rc = arc;
-	if (rc == 0 && (n || durable || w->direct || w->wc.n))
+	if (rc == 0 && (n || durable || w->direct || w->wc.n || w->shrink != UINT64_MAX))
 		rc = h5_dataset_open(&d, w->f, w->addr);
 	/* the streams held first (rows they have not committed are
 	 * committed and the dataset opened again: the bytes over them are
@@ -500,18 +527,26 @@ int h5_overwrite_commit(h5_overwriter *w, int all, int durable)
 	held = rc == 0 && d;
 	if (rc == 0 && d)
 		w->nbytes = d->nbytes;  /* appends may have grown it */
-	/* Bytes past the end were taken before the dataset was emptied (a
-	 * truncate through another descriptor: the later change wins, as in
-	 * a plain file); they go. (A put past the end is refused by the
-	 * caller before it is taken: issue 53.) */
+	/* Bytes past the end were taken before the dataset was emptied or
+	 * shrunk (a truncate through another descriptor: the later change
+	 * wins, as in a plain file); they go. (A put past
+	 * the end is refused by the caller before it is taken: issue 53.) */
 	for (size_t i = 0; rc == 0 && d && i < n; i++)
 		if (w->ext[i].off + w->ext[i].len > d->nbytes)
 			w->ext[i].len = w->ext[i].off >= d->nbytes ? 0 : (size_t)(d->nbytes - w->ext[i].off);
+	if (rc == 0 && d && w->shrink != UINT64_MAX && (!d->space.dims[0] || w->shrink >= d->nbytes))
+		rc = h5_err_set(H5_ERR_RANGE, "shrinking to %llu bytes: the dataset has %llu",
+				(unsigned long long)w->shrink, (unsigned long long)d->nbytes);
 	if (rc == 0 && d) {
 		rc = w->lops->commit(w, d, n, durable);
 	}
+	if (held && rc == 0 && w->shrink != UINT64_MAX)
+		streams_cut(w->f, w->addr, w->shrink / (d->nbytes / d->space.dims[0]));
 	if (held)
 		streams_reload(w->f, w->addr, rc == 0);
+	if (rc == 0 && w->shrink != UINT64_MAX)
+		w->nbytes = w->shrink;
+	w->shrink = UINT64_MAX;
 	if (rc == 0 && durable)
 		w->unsynced = false;
 	else if (rc == 0 && (n || w->direct))

@@ -79,6 +79,9 @@ struct h5_overwriter {
 	 * into reused space */
 	h5_freesp gone;
 	h5_ow_chunks wc;        /* chunks taken whole (chunk_whole.c) */
+	/* h5_overwrite_shrink: the dataset's bytes after the next commit,
+	 * which sets dims[0] (UINT64_MAX: the size stays) */
+	uint64_t shrink;
 };
 
 /* The overwriters' layout table: one entry per layout that can be
@@ -137,6 +140,13 @@ void h5_ow_whole_drop(h5_overwriter *w);
  * not stored left alone when the fill is zero, the rest written zeros.
  * H5_ERR_UNSUPPORTED when a chunk is not one run of the stream. */
 int h5_ow_punch_chunked(h5_overwriter *w, uint64_t off, uint64_t len);
+/* The chunks past `size` bytes (whole rows, below the dataset's size)
+ * made to read the fill value, w->shrink set: chunks wholly past it
+ * dropped where the index can drop them (their space freed by the
+ * commit), else given the fill value where stored; the part of the
+ * boundary chunk past it given the fill value. H5_ERR_UNSUPPORTED when a
+ * chunk is not one run of the stream. */
+int h5_ow_shrink_chunked(h5_overwriter *w, uint64_t size);
 /* Wait for the chunks being filtered on the pool: 0, or the first error
  * one had (then cleared). Before a commit, a peek, a close. */
 int h5_ow_whole_wait(h5_overwriter *w);
@@ -156,10 +166,14 @@ void h5_ow_free(h5_ow_ext *r, size_t m);
  * allocation end after the previous commit of this writer (reserve
  * sizing), updated. What the commit replaced (chunks, index blocks) is
  * added to gone with the commit's ticket (space.h h5_space_free_all).
+ * rows (UINT64_MAX: unchanged): dims[0] after the commit, patched after
+ * the switch to the new index (a crash between: the old row count, the
+ * rows past the new one reading the fill value, as emptying's first
+ * step leaves them: dset_empty.c).
  * Returns 0 or a negative h5_err; on an error FILE holds the old state or
  * the complete new one (and nothing is added to gone). */
 int h5_ow_chunked_commit(h5_dataset *d, const h5_ow_whole *whole, size_t nwhole, const h5_ow_ext *ext, size_t n,
-			 bool durable, uint64_t *last_end, h5_freesp *gone);
+			 bool durable, uint64_t rows, uint64_t *last_end, h5_freesp *gone);
 
 /* Whether chunked d can be rewritten (its index has writers, its filters
  * encoders): 0 or H5_ERR_UNSUPPORTED with the reason. */

@@ -42,6 +42,21 @@ uint64_t h5_space_end(h5_file *f)
 	return f->alloc_end;
 }
 
+/* The allocation end lowered to end: the space above it was handed out
+ * (by the end, the free list or a reserve), so what readers decoded there
+ * stays suspect until h5_space_alloc hands it out again - alloc_high
+ * covers it. (It counted only h5_space_alloc's own ends: a group's header
+ * taken from the free list, removed, the freed tail given back to the
+ * end, then a new dataset's header allocated there kept the group's
+ * decoded header in the cache, and the new file was answered as a
+ * directory - EISDIR after 3,000 mkdir/rmdir, issue 65.) */
+static void end_lower(h5_file *f, uint64_t end)
+{
+	if (f->alloc_end > f->alloc_high)
+		f->alloc_high = f->alloc_end;
+	f->alloc_end = end;
+}
+
 int h5_space_alloc(uint64_t *addr, h5_file *f, uint64_t len)
 {
 	uint64_t end;
@@ -107,7 +122,7 @@ void h5_space_settle(h5_file *f)
 		 * caches forget its old bytes when h5_space_alloc hands it out
 		 * (a freed heap's direct block, cached, was met at the same
 		 * address in a new heap: test_dense) */
-		f->alloc_end = end;
+		end_lower(f, end);
 		f->reused++;
 	}
 }
@@ -228,7 +243,7 @@ int h5_space_give_back(h5_file *f, uint64_t mark, uint64_t start)
 
 	if (h5_space_end(f) != mark || start > mark)
 		return 0;
-	f->alloc_end = start;
+	end_lower(f, start);
 	keep = f->base + (f->eoa > start ? f->eoa : start);
 	if ((rc = h5_file_size(f, &size)) < 0)
 		return rc;
@@ -252,6 +267,8 @@ void h5_file_space_handover(h5_file *to, h5_file *from)
 	if (from->alloc_end && !to->alloc_end && !to->freesp.n && to->eoa == from->eoa && to->base == from->base &&
 	    from->alloc_end <= from->eoa) {
 		to->alloc_end = from->alloc_end;
+		/* (what `from` handed out below its end: end_lower) */
+		to->alloc_high = from->alloc_high > from->alloc_end ? from->alloc_high : from->alloc_end;
 		to->freesp = from->freesp;
 		from->freesp = (h5_freesp){ 0 };
 		/* and the chunk rewritten last, which h5_file_compact may move
