@@ -309,7 +309,7 @@ void kind_remember(h5fs *fs, uint64_t addr, h5_obj_kind kind)
 	if (addr == 0 || addr >= KIND_KEY_MAX || (unsigned)kind > 3)
 		return;
 	pthread_mutex_lock(&fs->lock);
-	if (fs->nkinds >= H5FS_KIND_MAP_MAX || !kind_room_locked(fs))
+	if (!kind_room_locked(fs))
 		goto out;
 	i = kind_slot_locked(fs, addr);
 	if (fs->kinds[i] > KIND_TOMB)
@@ -387,6 +387,32 @@ int kind_lookup(h5fs *fs, uint64_t addr, h5_obj_kind *kind)
 
 /* ---- stat-only objects (struct lnode) ------------------------------------ */
 
+/* a record and a name of up to 16 bytes in one 96-byte malloc chunk (fs.h) */
+_Static_assert(offsetof(struct lnode, name) <= 72, "struct lnode grew past 72 bytes");
+
+/* Whether the path h5_path_join(dir, name) is prefix or below it (its
+ * first pl bytes are prefix's, followed by '/' or its end), without
+ * building it */
+static bool path_under(const char *dir, const char *name, const char *prefix, size_t pl)
+{
+	size_t dl = strlen(dir);
+	bool sep = !(dl && dir[dl - 1] == '/');        /* (h5_path_join's) */
+
+	if (pl == 0)
+		return true;    /* (every path starts with '/') */
+	if (pl < dl)
+		return strncmp(dir, prefix, pl) == 0 && dir[pl] == '/';
+	if (strncmp(dir, prefix, dl) != 0)
+		return false;
+	if (pl == dl)
+		return sep;
+	prefix += dl;
+	if (sep && *prefix++ != '/')
+		return false;
+	/* (a name has no '/': only the whole name matches) */
+	return strcmp(name, prefix) == 0;
+}
+
 static void light_stat(const h5fs *fs, const struct lnode *l, struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
@@ -403,6 +429,22 @@ static void light_stat(const h5fs *fs, const struct lnode *l, struct stat *st)
 	st->st_atim = st->st_ctim = st->st_mtim;
 }
 
+char *light_path_locked(h5fs *fs, const struct lnode *l)
+{
+	const struct node *p = full_find_locked(fs, l->parent);
+
+	return p ? h5_path_join(p->path, l->name) : NULL;
+}
+
+/* l's parent directory node counts one record less (l freed or made a node) */
+static void light_unparent_locked(h5fs *fs, const struct lnode *l)
+{
+	struct node *p = full_find_locked(fs, l->parent);
+
+	if (p && p->lkids)
+		p->lkids--;
+}
+
 /* *pp made a struct node (no I/O: what its lookup read), in the table in
  * its place; NULL when out of memory (the caller sees no node: ESTALE). */
 static struct node *light_promote_locked(h5fs *fs, struct lnode **pp)
@@ -410,13 +452,15 @@ static struct node *light_promote_locked(h5fs *fs, struct lnode **pp)
 	struct lnode *l = *pp;
 	struct node *n = calloc(1, sizeof(*n));
 
-	if (!n || !(n->path = strdup(l->path))) {
+	if (!n || !(n->path = light_path_locked(fs, l))) {
 		free(n);
 		return NULL;
 	}
+	light_unparent_locked(fs, l);
 	pthread_rwlock_init(&n->lk, NULL);
 	/* one a sweep let go: the current generation's, resolved again
-	 * (node_fresh) as its number is older */
+	 * (node_fresh: checked 0 is no generation's number) */
+	n->checked = l->gen ? l->gen->num : 0;
 	if (!l->gen) {
 		l->gen = fs->gen;
 		gen_hold(l->gen);
@@ -431,7 +475,6 @@ static struct node *light_promote_locked(h5fs *fs, struct lnode **pp)
 	n->type = NT_FILE;
 	light_stat(fs, l, &n->st);
 	n->gen = l->gen;                /* (its reference) */
-	n->checked = l->gnum;
 	n->unlinked = l->unlinked;
 	*pp = l->next;
 	fs->nlnodes--;
@@ -443,7 +486,10 @@ static struct node *light_promote_locked(h5fs *fs, struct lnode **pp)
 bool light_keep(h5fs *fs, const struct node *fresh, struct gen *g, uint64_t parent)
 {
 	const struct stat *st = &fresh->st;
-	size_t plen = strlen(fresh->path);
+	/* (fresh->path is the parent's path and the name: lookup.c) */
+	const char *name = strrchr(fresh->path, '/') ? strrchr(fresh->path, '/') + 1 : fresh->path;
+	size_t nlen = strlen(name);
+	struct node *p;
 	struct lnode *l;
 	bool kept = false;
 
@@ -454,31 +500,37 @@ bool light_keep(h5fs *fs, const struct node *fresh, struct gen *g, uint64_t pare
 	    st->st_atim.tv_sec != st->st_mtim.tv_sec || st->st_atim.tv_nsec != st->st_mtim.tv_nsec ||
 	    st->st_ctim.tv_sec != st->st_mtim.tv_sec || st->st_ctim.tv_nsec != st->st_mtim.tv_nsec ||
 	    (st->st_blksize != H5FS_BLKSIZE && st->st_blksize != H5FS_APPEND_BLKSIZE) || st->st_size < 0 ||
-	    st->st_blocks < 0)
+	    st->st_blocks < 0 || (uint64_t)st->st_mode > UINT16_MAX || (uint64_t)st->st_nlink > UINT32_MAX ||
+	    st->st_mtim.tv_nsec < 0 || st->st_mtim.tv_nsec >= 1000000000)
 		return false;
-	l = malloc(sizeof(*l) + plen + 1);
+	l = malloc(offsetof(struct lnode, name) + nlen + 1);
 	if (!l)
 		return false;
 	l->addr = fresh->addr;
 	l->parent = parent;
 	l->gen = g;
-	l->gnum = (uint32_t)g->num;
 	l->nlookup = 1;
 	l->size = (uint64_t)st->st_size;
 	l->blocks = (uint64_t)st->st_blocks;
 	l->mtime_s = (int64_t)st->st_mtim.tv_sec;
 	l->mtime_ns = (uint32_t)st->st_mtim.tv_nsec;
-	l->mode = (uint32_t)st->st_mode;
+	l->mode = (uint16_t)st->st_mode;
 	l->nlink = (uint32_t)st->st_nlink;
 	l->kind = (uint8_t)fresh->kind;
 	l->append_blk = st->st_blksize == H5FS_APPEND_BLKSIZE;
-	l->unlinked = false;
-	memcpy(l->path, fresh->path, plen + 1);
+	l->unlinked = 0;
+	memcpy(l->name, name, nlen + 1);
 	pthread_mutex_lock(&fs->lock);
-	/* another lookup made it meanwhile: that one is used (node_publish) */
-	if (g == fs->gen && !full_find_locked(fs, fresh->ino) && !*light_slot_locked(fs, fresh->ino)) {
+	/* another lookup made it meanwhile: that one is used (node_publish);
+	 * the directory is a node while the kernel looks names up in it, and
+	 * its path and the name make fresh's (its path is built so again) */
+	p = full_find_locked(fs, parent);
+	if (g == fs->gen && p && strlen(fresh->path) > strlen(p->path) &&
+	    path_under(p->path, name, fresh->path, strlen(fresh->path)) && !full_find_locked(fs, fresh->ino) &&
+	    !*light_slot_locked(fs, fresh->ino)) {
 		size_t b;
 
+		p->lkids++;
 		rehash((void ***)&fs->lnodes, &fs->lnodes_cap, fs->nlnodes, offsetof(struct lnode, next),
 		       light_bucket);
 		b = hash_u64(fresh->ino, fs->lnodes_cap);
@@ -494,21 +546,50 @@ bool light_keep(h5fs *fs, const struct node *fresh, struct gen *g, uint64_t pare
 	return kept;
 }
 
-bool light_ref(h5fs *fs, uint64_t ino, uint64_t addr, const h5_file *f, uint64_t parent, struct stat *st)
+/* *pp named name in directory node np now (a hard link's other name):
+ * false when out of memory (unchanged) */
+static bool light_rename_locked(h5fs *fs, struct lnode **pp, struct node *np, const char *name)
 {
-	struct lnode *l;
+	struct lnode *l = *pp;
+
+	if (strcmp(l->name, name) != 0) {
+		size_t nlen = strlen(name);
+		struct lnode *nl = realloc(l, offsetof(struct lnode, name) + nlen + 1);
+
+		if (!nl)
+			return false;
+		memcpy(nl->name, name, nlen + 1);
+		*pp = l = nl;
+	}
+	if (l->parent != np->ino) {
+		light_unparent_locked(fs, l);
+		l->parent = np->ino;
+		np->lkids++;
+	}
+	return true;
+}
+
+bool light_ref(h5fs *fs, uint64_t ino, uint64_t addr, const h5_file *f, uint64_t parent, const char *name,
+	       struct stat *st)
+{
+	struct lnode **pp, *l;
+	struct node *np;
 	bool ok = false;
 
 	pthread_mutex_lock(&fs->lock);
 	if (!fs->nlnodes || full_find_locked(fs, ino))
 		goto out;
-	l = *light_slot_locked(fs, ino);
+	pp = light_slot_locked(fs, ino);
+	l = *pp;
+	np = full_find_locked(fs, parent);
 	/* one of another generation, or of an object removed since (whose
 	 * space this one may have taken), is made a node: the lookup's
-	 * checks for those are struct node's */
-	if (l && l->addr == addr && l->gen == fs->gen && l->gen->f == f && !l->unlinked && l->nlookup < UINT32_MAX) {
+	 * checks for those are struct node's; the entry the kernel makes
+	 * now is the one whose directory l's path is built from */
+	if (l && np && l->addr == addr && l->gen == fs->gen && l->gen->f == f && !l->unlinked &&
+	    l->nlookup < UINT32_MAX && light_rename_locked(fs, pp, np, name)) {
+		l = *pp;
 		l->nlookup++;
-		l->parent = parent;
 		light_stat(fs, l, st);
 		ok = true;
 	}
@@ -546,6 +627,7 @@ bool light_unref_locked(h5fs *fs, uint64_t ino, uint64_t count, struct gen **rel
 	if (l->nlookup == 0) {
 		*pp = l->next;
 		fs->nlnodes--;
+		light_unparent_locked(fs, l);
 		*release = l->gen;
 		free(l);
 	}
@@ -561,7 +643,7 @@ void light_unlinked_locked(h5fs *fs, const h5_file *f, uint64_t addr)
 	/* (a struct lnode's node id is its object's address + 2) */
 	l = *light_slot_locked(fs, addr + 2);
 	if (l && l->addr == addr && (!l->gen || l->gen->f == f))
-		l->unlinked = true;
+		l->unlinked = 1;
 }
 
 void light_promote_under_locked(h5fs *fs, const char *prefix)
@@ -572,11 +654,24 @@ void light_promote_under_locked(h5fs *fs, const char *prefix)
 		struct lnode **pp = &fs->lnodes[i];
 
 		while (*pp) {
-			const char *path = (*pp)->path;
+			const struct node *p = full_find_locked(fs, (*pp)->parent);
 
-			if (strncmp(path, prefix, pl) == 0 && (path[pl] == '\0' || path[pl] == '/') &&
+			if ((pl == 0 || (p && path_under(p->path, (*pp)->name, prefix, pl))) &&
 			    light_promote_locked(fs, pp))
 				continue;       /* *pp is the next one now */
+			pp = &(*pp)->next;
+		}
+	}
+}
+
+void light_promote_kids_locked(h5fs *fs, struct node *dir)
+{
+	for (size_t i = 0; dir->lkids && fs->nlnodes && i < fs->lnodes_cap; i++) {
+		struct lnode **pp = &fs->lnodes[i];
+
+		while (*pp) {
+			if ((*pp)->parent == dir->ino && light_promote_locked(fs, pp))
+				continue;
 			pp = &(*pp)->next;
 		}
 	}
