@@ -161,7 +161,12 @@ struct node {
  * the kernel keeps a name's directory while it keeps the name, and a
  * directory node counts the records that name it (lkids), so that the
  * rare one it outlives (a hard link's inode kept by another name) is
- * made a node before the directory goes. */
+ * made a node before the directory goes. Records of names of up to 23
+ * bytes are 96-byte slots of 1 MiB slabs (node_table.c light_alloc_locked),
+ * apart from the lookup's transient allocations: taken from malloc's heap
+ * between them, each record left a 240-byte hole that nothing reused
+ * (malloc_info after find of 1 M objects at -o cache_mb=16: 695,264 free
+ * 240-byte chunks, 167 MB of 277 MB heap). */
 #define LNODE_INO(l) ((l)->addr + 2)
 struct lnode {
 	struct lnode *next;     /* hash chain (fs->lnodes) */
@@ -182,6 +187,7 @@ struct lnode {
 	uint32_t unlinked : 1;  /* its last link went (struct node's) */
 	uint16_t mode;          /* st_mode (light_keep: only one that fits) */
 	uint8_t kind;           /* h5_obj_kind */
+	uint8_t pooled;         /* in a slab (fs->lslabs), not malloc's own */
 	char name[];            /* its name in parent (the last lookup's) */
 };
 
@@ -219,6 +225,8 @@ struct h5fs {
 	size_t nodes_cap, nnodes;
 	struct lnode **lnodes;  /* stat-only objects (struct lnode) by node id */
 	size_t lnodes_cap, nlnodes;
+	struct lslab *lslabs;   /* their slabs, and the free slots (by next) */
+	struct lnode *lfree;
 	struct synth **synth;
 	size_t synth_cap, nsynth;
 	uint64_t next_synth;

@@ -11,6 +11,8 @@
 
 #include "hash.h"
 
+#include <sys/mman.h>
+
 /* ---- hash tables (callers hold fs->lock) --------------------------------- */
 
 /* Double a chained table when it is full; on allocation failure keep the
@@ -387,8 +389,62 @@ int kind_lookup(h5fs *fs, uint64_t addr, h5_obj_kind *kind)
 
 /* ---- stat-only objects (struct lnode) ------------------------------------ */
 
-/* a record and a name of up to 16 bytes in one 96-byte malloc chunk (fs.h) */
+/* A slot of a slab holds a record and a name of up to 23 bytes (fs.h);
+ * a slab is 1 MiB mapped apart from malloc's heap (malloc would place it
+ * in the heap once its mmap threshold has risen, which a freed large
+ * table makes it do: the heap's holes then stayed), and kept until the
+ * unmount: its free slots serve the next walk. Longer names' records
+ * are malloc's own. */
+#define LNODE_SLOT 96
+#define LSLAB_BYTES ((size_t)1 << 20)
+struct lslab {
+	struct lslab *next;
+	char mem[];
+};
+#define LSLAB_SLOTS ((LSLAB_BYTES - sizeof(struct lslab)) / LNODE_SLOT)
 _Static_assert(offsetof(struct lnode, name) <= 72, "struct lnode grew past 72 bytes");
+_Static_assert(LNODE_SLOT % 8 == 0 && offsetof(struct lslab, mem) % 8 == 0, "slots keep their alignment");
+
+/* A record for a name of nlen bytes (its other fields unset), or NULL */
+static struct lnode *light_alloc_locked(h5fs *fs, size_t nlen)
+{
+	struct lnode *l;
+
+	if (offsetof(struct lnode, name) + nlen + 1 > LNODE_SLOT) {
+		l = malloc(offsetof(struct lnode, name) + nlen + 1);
+		if (l)
+			l->pooled = 0;
+		return l;
+	}
+	if (!fs->lfree) {
+		struct lslab *sl = mmap(NULL, LSLAB_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (sl == MAP_FAILED)
+			return NULL;
+		sl->next = fs->lslabs;
+		fs->lslabs = sl;
+		for (size_t i = LSLAB_SLOTS; i-- > 0;) {
+			struct lnode *x = (struct lnode *)(void *)(sl->mem + i * LNODE_SLOT);
+
+			x->next = fs->lfree;
+			fs->lfree = x;
+		}
+	}
+	l = fs->lfree;
+	fs->lfree = l->next;
+	l->pooled = 1;
+	return l;
+}
+
+static void light_free_locked(h5fs *fs, struct lnode *l)
+{
+	if (!l->pooled) {
+		free(l);
+		return;
+	}
+	l->next = fs->lfree;
+	fs->lfree = l;
+}
 
 /* Whether the path h5_path_join(dir, name) is prefix or below it (its
  * first pl bytes are prefix's, followed by '/' or its end), without
@@ -478,7 +534,7 @@ static struct node *light_promote_locked(h5fs *fs, struct lnode **pp)
 	n->unlinked = l->unlinked;
 	*pp = l->next;
 	fs->nlnodes--;
-	free(l);
+	light_free_locked(fs, l);
 	node_insert_locked(fs, n);
 	return n;
 }
@@ -503,23 +559,6 @@ bool light_keep(h5fs *fs, const struct node *fresh, struct gen *g, uint64_t pare
 	    st->st_blocks < 0 || (uint64_t)st->st_mode > UINT16_MAX || (uint64_t)st->st_nlink > UINT32_MAX ||
 	    st->st_mtim.tv_nsec < 0 || st->st_mtim.tv_nsec >= 1000000000)
 		return false;
-	l = malloc(offsetof(struct lnode, name) + nlen + 1);
-	if (!l)
-		return false;
-	l->addr = fresh->addr;
-	l->parent = parent;
-	l->gen = g;
-	l->nlookup = 1;
-	l->size = (uint64_t)st->st_size;
-	l->blocks = (uint64_t)st->st_blocks;
-	l->mtime_s = (int64_t)st->st_mtim.tv_sec;
-	l->mtime_ns = (uint32_t)st->st_mtim.tv_nsec;
-	l->mode = (uint16_t)st->st_mode;
-	l->nlink = (uint32_t)st->st_nlink;
-	l->kind = (uint8_t)fresh->kind;
-	l->append_blk = st->st_blksize == H5FS_APPEND_BLKSIZE;
-	l->unlinked = 0;
-	memcpy(l->name, name, nlen + 1);
 	pthread_mutex_lock(&fs->lock);
 	/* another lookup made it meanwhile: that one is used (node_publish);
 	 * the directory is a node while the kernel looks names up in it, and
@@ -527,9 +566,23 @@ bool light_keep(h5fs *fs, const struct node *fresh, struct gen *g, uint64_t pare
 	p = full_find_locked(fs, parent);
 	if (g == fs->gen && p && strlen(fresh->path) > strlen(p->path) &&
 	    path_under(p->path, name, fresh->path, strlen(fresh->path)) && !full_find_locked(fs, fresh->ino) &&
-	    !*light_slot_locked(fs, fresh->ino)) {
+	    !*light_slot_locked(fs, fresh->ino) && (l = light_alloc_locked(fs, nlen))) {
 		size_t b;
 
+		l->addr = fresh->addr;
+		l->parent = parent;
+		l->gen = g;
+		l->nlookup = 1;
+		l->size = (uint64_t)st->st_size;
+		l->blocks = (uint64_t)st->st_blocks;
+		l->mtime_s = (int64_t)st->st_mtim.tv_sec;
+		l->mtime_ns = (uint32_t)st->st_mtim.tv_nsec;
+		l->mode = (uint16_t)st->st_mode;
+		l->nlink = (uint32_t)st->st_nlink;
+		l->kind = (uint8_t)fresh->kind;
+		l->append_blk = st->st_blksize == H5FS_APPEND_BLKSIZE;
+		l->unlinked = 0;
+		memcpy(l->name, name, nlen + 1);
 		p->lkids++;
 		rehash((void ***)&fs->lnodes, &fs->lnodes_cap, fs->nlnodes, offsetof(struct lnode, next),
 		       light_bucket);
@@ -541,8 +594,6 @@ bool light_keep(h5fs *fs, const struct node *fresh, struct gen *g, uint64_t pare
 		kept = true;
 	}
 	pthread_mutex_unlock(&fs->lock);
-	if (!kept)
-		free(l);
 	return kept;
 }
 
@@ -554,12 +605,23 @@ static bool light_rename_locked(h5fs *fs, struct lnode **pp, struct node *np, co
 
 	if (strcmp(l->name, name) != 0) {
 		size_t nlen = strlen(name);
-		struct lnode *nl = realloc(l, offsetof(struct lnode, name) + nlen + 1);
+		struct lnode *nl;
+		uint8_t pooled;
 
-		if (!nl)
-			return false;
-		memcpy(nl->name, name, nlen + 1);
-		*pp = l = nl;
+		if (l->pooled && offsetof(struct lnode, name) + nlen + 1 <= LNODE_SLOT) {
+			memcpy(l->name, name, nlen + 1);
+		} else {
+			nl = light_alloc_locked(fs, nlen);
+			if (!nl)
+				return false;
+			pooled = nl->pooled;
+			memcpy(nl, l, offsetof(struct lnode, name));
+			nl->pooled = pooled;
+			memcpy(nl->name, name, nlen + 1);
+			*pp = nl;
+			light_free_locked(fs, l);
+			l = nl;
+		}
 	}
 	if (l->parent != np->ino) {
 		light_unparent_locked(fs, l);
@@ -629,7 +691,7 @@ bool light_unref_locked(h5fs *fs, uint64_t ino, uint64_t count, struct gen **rel
 		fs->nlnodes--;
 		light_unparent_locked(fs, l);
 		*release = l->gen;
-		free(l);
+		light_free_locked(fs, l);
 	}
 	return true;
 }
@@ -711,10 +773,18 @@ void light_free_all(h5fs *fs)
 			struct lnode *next = l->next;
 
 			gen_release(l->gen);
-			free(l);
+			if (!l->pooled)
+				free(l);
 			l = next;
 		}
 	}
+	while (fs->lslabs) {
+		struct lslab *next = fs->lslabs->next;
+
+		munmap(fs->lslabs, LSLAB_BYTES);
+		fs->lslabs = next;
+	}
+	fs->lfree = NULL;
 	free(fs->lnodes);
 	fs->lnodes = NULL;
 	fs->nlnodes = 0;
