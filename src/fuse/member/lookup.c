@@ -81,8 +81,8 @@ again:
 		return ENOMEM;
 	*out = NULL;
 	/* shown before, and still stat-only and current (node_table.c) */
-	if (k != H5_OBJ_GROUP && (light_ref(fs, id, taddr, tf, p->ino, lst) ||
-				  (node_light_fresh(fs, id) && light_ref(fs, id, taddr, tf, p->ino, lst))))
+	if (k != H5_OBJ_GROUP && (light_ref(fs, id, taddr, tf, p->ino, name, lst) ||
+				  (node_light_fresh(fs, id) && light_ref(fs, id, taddr, tf, p->ino, name, lst))))
 		return 0;
 	n = node_ref_existing(fs, id);
 	if (n && k == H5_OBJ_GROUP) {

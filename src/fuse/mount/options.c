@@ -140,7 +140,7 @@ static void usage(FILE *out)
 		"                           writable (then mounted read-only)\n"
 		"    -o cache_mb=MiB        budget of the caches: decoded metadata (object\n"
 		"                           headers, indexes: a quarter at most) and\n"
-		"                           chunks; a walk of many objects keeps ~125 bytes\n"
+		"                           chunks; a walk of many objects keeps ~110 bytes\n"
 		"                           a name the kernel holds beyond it (default: 1/16 of\n"
 		"                           the memory, 256 to 2048 MiB; here %zu MiB)\n"
 		"    -o cache_size=MiB      the same as cache_mb (its older name)\n"

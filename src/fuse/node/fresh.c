@@ -462,6 +462,40 @@ bool node_light_fresh(h5fs *fs, uint64_t ino)
 	return r > 0;
 }
 
+/* The directories first (before light_sweep's many records): a lookup
+ * reads in its directory node's generation, and one still of the old
+ * generation made every name looked up meanwhile a full node (light_keep
+ * keeps only the current generation's) */
+static void sweep_dirs(h5fs *fs)
+{
+	struct node **v = NULL;
+	size_t n = 0, i;
+
+	pthread_mutex_lock(&fs->lock);
+	v = calloc(fs->nnodes ? fs->nnodes : 1, sizeof(*v));
+	for (i = 0; v && i < fs->nodes_cap; i++)
+		for (struct node *x = fs->nodes[i]; x && n < fs->nnodes; x = x->next)
+			if (x->type == NT_DIR) {
+				x->busy++;      /* a FORGET meanwhile leaves it to us */
+				v[n++] = x;
+			}
+	pthread_mutex_unlock(&fs->lock);
+	for (i = 0; i < n; i++) {
+		pthread_mutex_lock(&fs->lv->mu);
+		(void)node_rebuild(fs, v[i], false);    /* node_sweep tells the kernel */
+		pthread_mutex_unlock(&fs->lv->mu);
+		h5_err_clear();
+	}
+	pthread_mutex_lock(&fs->lock);
+	for (i = 0; i < n; i++)
+		if (--v[i]->busy || !v[i]->dead)
+			v[i] = NULL;
+	pthread_mutex_unlock(&fs->lock);
+	for (i = 0; i < n; i++)
+		node_free(v[i]);
+	free(v);
+}
+
 /* After a new generation: every node is resolved in it now (not at its
  * next use), so old generations are closed as soon as no read holds them,
  * and the kernel drops what it caches of every inode and the entries whose
@@ -482,6 +516,7 @@ void node_sweep(h5fs *fs)
 	 * bounded all the same) */
 	for (int ms = 0; ms < 2000 && __atomic_load_n(&fs->lv->fast_reads, __ATOMIC_SEQ_CST); ms++)
 		live_sleep_ns(1000000);
+	sweep_dirs(fs);
 	light_sweep(fs, g);
 	pthread_mutex_lock(&fs->lock);
 	v = calloc(fs->nnodes ? fs->nnodes : 1, sizeof(*v));

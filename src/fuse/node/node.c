@@ -345,6 +345,8 @@ void node_unref(h5fs *fs, uint64_t ino, uint64_t count)
 	if (n) {
 		n->nlookup = count < n->nlookup ? n->nlookup - count : 0;
 		if (n->nlookup == 0 && ino != FUSE_ROOT_ID) {
+			if (n->lkids)
+				light_promote_kids_locked(fs, n);
 			node_remove_locked(fs, n);
 			/* a directory's number, or a dataset's shown under its
 			 * (parent, name) number (member/lookup.c show_object); a symlink

@@ -32,8 +32,6 @@
 #include <syslog.h>
 #include <unistd.h>
 
-/* The kind map only speeds up readdir; stop growing it on huge files. */
-#define H5FS_KIND_MAP_MAX ((size_t)1 << 22)
 #define H5FS_APPEND_BLKSIZE (1 << 20)  /* = max_write (op_init) */
 /* (H5FS_TIMEOUT, H5FS_SYNTH_BIT, H5FS_NAME_MAX, H5FS_BLKSIZE, blocks_of
  * and name_ok are every root's: root.h) */
@@ -71,6 +69,11 @@ struct node {
 	uint64_t parent;        /* directories: the directory looked up in (one node
 				 * per path, so it never changes); others: that of
 				 * the last lookup (the entry live/live.c invalidates) */
+	unsigned lkids;         /* directories: the struct lnodes whose parent it
+				 * is (under fs->lock): their paths are built
+				 * from its own, so they are made nodes before it
+				 * goes (node_unref; only where the kernel keeps
+				 * a hard link's inode by another name) */
 	h5_obj_kind kind;
 	enum node_type type;
 	char *path;             /* directories: their path ("" = root); others: the
@@ -150,27 +153,42 @@ struct node {
  * fields alone, with no I/O (node_find_locked: light_promote); the
  * dataset is opened there when a descriptor needs it (node.c
  * node_ds_need). Its node id is its st_ino, FILE's object's: addr + 2
- * (LNODE_INO). 80 bytes and the path. */
+ * (LNODE_INO). 71 bytes and its name: with glibc's 16-byte chunks and
+ * 8-byte header a record and a name of up to 16 bytes take 96 (it was
+ * 80 bytes and the whole path, 112 with make_many's 13-character paths
+ * and more with deeper ones, issue 64); the fields are packed for that.
+ * Its path is its parent directory node's and the name (light_path_locked):
+ * the kernel keeps a name's directory while it keeps the name, and a
+ * directory node counts the records that name it (lkids), so that the
+ * rare one it outlives (a hard link's inode kept by another name) is
+ * made a node before the directory goes. Records of names of up to 23
+ * bytes are 96-byte slots of 1 MiB slabs (node_table.c light_alloc_locked),
+ * apart from the lookup's transient allocations: taken from malloc's heap
+ * between them, each record left a 240-byte hole that nothing reused
+ * (malloc_info after find of 1 M objects at -o cache_mb=16: 695,264 free
+ * 240-byte chunks, 167 MB of 277 MB heap). */
 #define LNODE_INO(l) ((l)->addr + 2)
 struct lnode {
 	struct lnode *next;     /* hash chain (fs->lnodes) */
 	uint64_t addr;
-	uint64_t parent;        /* the directory of the last lookup */
+	uint64_t parent;        /* the directory of the last lookup (a node:
+				 * its lkids counts this one) */
 	struct gen *gen;        /* the generation it was read in (held), NULL
 				 * once a live FILE's sweep let it go (an old
 				 * generation's FILE is closed when its last
-				 * holder goes: light_orphan_old) */
+				 * holder goes: light_orphan_old); its node is
+				 * then re-resolved (checked 0) */
 	uint64_t size, blocks;  /* st_size, st_blocks */
 	int64_t mtime_s;
-	uint32_t gnum;          /* that generation's number (a wrapped one
-				 * only makes its node re-resolved) */
 	uint32_t nlookup;       /* (made a node before it would wrap) */
-	uint32_t mtime_ns;
-	uint32_t mode, nlink;
+	uint32_t nlink;
+	uint32_t mtime_ns : 30; /* (< 10^9 < 2^30) */
+	uint32_t append_blk : 1;        /* st_blksize H5FS_APPEND_BLKSIZE */
+	uint32_t unlinked : 1;  /* its last link went (struct node's) */
+	uint16_t mode;          /* st_mode (light_keep: only one that fits) */
 	uint8_t kind;           /* h5_obj_kind */
-	bool append_blk;        /* st_blksize H5FS_APPEND_BLKSIZE */
-	bool unlinked;          /* its last link went (struct node's) */
-	char path[];            /* the path of its first lookup (logs, live) */
+	uint8_t pooled;         /* in a slab (fs->lslabs), not malloc's own */
+	char name[];            /* its name in parent (the last lookup's) */
 };
 
 /* (parent ino, name) -> synthetic ino, kept for the whole mount so a
@@ -207,12 +225,18 @@ struct h5fs {
 	size_t nodes_cap, nnodes;
 	struct lnode **lnodes;  /* stat-only objects (struct lnode) by node id */
 	size_t lnodes_cap, nlnodes;
+	struct lslab *lslabs;   /* their slabs, and the free slots (by next) */
+	struct lnode *lfree;
 	struct synth **synth;
 	size_t synth_cap, nsynth;
 	uint64_t next_synth;
 	/* object (file_ino) -> h5_obj_kind, for readdir's d_type: an
 	 * open-addressed table of 8-byte slots, key << 2 | kind (0: empty,
-	 * KIND_TOMB: removed), as every object listed has one (issue 64) */
+	 * KIND_TOMB: removed), as every object listed has one (issue 64).
+	 * No count cap: a slot is 8 bytes and the table at most 3/4 full
+	 * after a doubling, so 11-21 bytes an object listed (a 4 M cap made
+	 * each listing of a 10 M-object FILE decode the other 6 M headers
+	 * again, past the cache's share of them: warm find 56x its 1 M time) */
 	uint64_t *kinds;
 	size_t kinds_cap, nkinds, kinds_used;   /* used: with tombstones */
 	/* Open directory snapshots and write handles (under lock): when FILE
@@ -337,13 +361,21 @@ bool light_keep(h5fs *fs, const struct node *fresh, struct gen *g, uint64_t pare
 /* ino's struct lnode, when it shows object addr of generation g's file
  * and is still current: one more lookup of it (now in parent), *st its
  * stat, true; else false (node_ref_existing then makes it a node) */
-bool light_ref(h5fs *fs, uint64_t ino, uint64_t addr, const h5_file *f, uint64_t parent, struct stat *st);
+bool light_ref(h5fs *fs, uint64_t ino, uint64_t addr, const h5_file *f, uint64_t parent, const char *name,
+	       struct stat *st);
 /* getattr of a current struct lnode: true and *st; else false */
 bool light_getattr(h5fs *fs, uint64_t ino, struct stat *st);
 /* FORGET of a struct lnode: true when ino was one (freed at 0) */
 bool light_unref_locked(h5fs *fs, uint64_t ino, uint64_t count, struct gen **release);
 /* The object at addr of f lost its last link (as struct node's unlinked) */
 void light_unlinked_locked(h5fs *fs, const h5_file *f, uint64_t addr);
+/* The path of l (its parent directory node's and its name), malloc'd;
+ * NULL when out of memory or the parent is gone (never while the kernel
+ * holds the name: node_unref) */
+char *light_path_locked(h5fs *fs, const struct lnode *l);
+/* Directory dir is forgotten: the struct lnodes named in it made nodes
+ * first (their paths are built from its own) */
+void light_promote_kids_locked(h5fs *fs, struct node *dir);
 /* Every struct lnode whose path is prefix or below made a struct node
  * (a rename moves them: node_moved updates nodes' paths) */
 void light_promote_under_locked(h5fs *fs, const char *prefix);

@@ -11,6 +11,8 @@
 
 #include "hash.h"
 
+#include <sys/mman.h>
+
 /* ---- hash tables (callers hold fs->lock) --------------------------------- */
 
 /* Double a chained table when it is full; on allocation failure keep the
@@ -309,7 +311,7 @@ void kind_remember(h5fs *fs, uint64_t addr, h5_obj_kind kind)
 	if (addr == 0 || addr >= KIND_KEY_MAX || (unsigned)kind > 3)
 		return;
 	pthread_mutex_lock(&fs->lock);
-	if (fs->nkinds >= H5FS_KIND_MAP_MAX || !kind_room_locked(fs))
+	if (!kind_room_locked(fs))
 		goto out;
 	i = kind_slot_locked(fs, addr);
 	if (fs->kinds[i] > KIND_TOMB)
@@ -387,6 +389,86 @@ int kind_lookup(h5fs *fs, uint64_t addr, h5_obj_kind *kind)
 
 /* ---- stat-only objects (struct lnode) ------------------------------------ */
 
+/* A slot of a slab holds a record and a name of up to 23 bytes (fs.h);
+ * a slab is 1 MiB mapped apart from malloc's heap (malloc would place it
+ * in the heap once its mmap threshold has risen, which a freed large
+ * table makes it do: the heap's holes then stayed), and kept until the
+ * unmount: its free slots serve the next walk. Longer names' records
+ * are malloc's own. */
+#define LNODE_SLOT 96
+#define LSLAB_BYTES ((size_t)1 << 20)
+struct lslab {
+	struct lslab *next;
+	char mem[];
+};
+#define LSLAB_SLOTS ((LSLAB_BYTES - sizeof(struct lslab)) / LNODE_SLOT)
+_Static_assert(offsetof(struct lnode, name) <= 72, "struct lnode grew past 72 bytes");
+_Static_assert(LNODE_SLOT % 8 == 0 && offsetof(struct lslab, mem) % 8 == 0, "slots keep their alignment");
+
+/* A record for a name of nlen bytes (its other fields unset), or NULL */
+static struct lnode *light_alloc_locked(h5fs *fs, size_t nlen)
+{
+	struct lnode *l;
+
+	if (offsetof(struct lnode, name) + nlen + 1 > LNODE_SLOT) {
+		l = malloc(offsetof(struct lnode, name) + nlen + 1);
+		if (l)
+			l->pooled = 0;
+		return l;
+	}
+	if (!fs->lfree) {
+		struct lslab *sl = mmap(NULL, LSLAB_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (sl == MAP_FAILED)
+			return NULL;
+		sl->next = fs->lslabs;
+		fs->lslabs = sl;
+		for (size_t i = LSLAB_SLOTS; i-- > 0;) {
+			struct lnode *x = (struct lnode *)(void *)(sl->mem + i * LNODE_SLOT);
+
+			x->next = fs->lfree;
+			fs->lfree = x;
+		}
+	}
+	l = fs->lfree;
+	fs->lfree = l->next;
+	l->pooled = 1;
+	return l;
+}
+
+static void light_free_locked(h5fs *fs, struct lnode *l)
+{
+	if (!l->pooled) {
+		free(l);
+		return;
+	}
+	l->next = fs->lfree;
+	fs->lfree = l;
+}
+
+/* Whether the path h5_path_join(dir, name) is prefix or below it (its
+ * first pl bytes are prefix's, followed by '/' or its end), without
+ * building it */
+static bool path_under(const char *dir, const char *name, const char *prefix, size_t pl)
+{
+	size_t dl = strlen(dir);
+	bool sep = !(dl && dir[dl - 1] == '/');        /* (h5_path_join's) */
+
+	if (pl == 0)
+		return true;    /* (every path starts with '/') */
+	if (pl < dl)
+		return strncmp(dir, prefix, pl) == 0 && dir[pl] == '/';
+	if (strncmp(dir, prefix, dl) != 0)
+		return false;
+	if (pl == dl)
+		return sep;
+	prefix += dl;
+	if (sep && *prefix++ != '/')
+		return false;
+	/* (a name has no '/': only the whole name matches) */
+	return strcmp(name, prefix) == 0;
+}
+
 static void light_stat(const h5fs *fs, const struct lnode *l, struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
@@ -403,6 +485,22 @@ static void light_stat(const h5fs *fs, const struct lnode *l, struct stat *st)
 	st->st_atim = st->st_ctim = st->st_mtim;
 }
 
+char *light_path_locked(h5fs *fs, const struct lnode *l)
+{
+	const struct node *p = full_find_locked(fs, l->parent);
+
+	return p ? h5_path_join(p->path, l->name) : NULL;
+}
+
+/* l's parent directory node counts one record less (l freed or made a node) */
+static void light_unparent_locked(h5fs *fs, const struct lnode *l)
+{
+	struct node *p = full_find_locked(fs, l->parent);
+
+	if (p && p->lkids)
+		p->lkids--;
+}
+
 /* *pp made a struct node (no I/O: what its lookup read), in the table in
  * its place; NULL when out of memory (the caller sees no node: ESTALE). */
 static struct node *light_promote_locked(h5fs *fs, struct lnode **pp)
@@ -410,13 +508,15 @@ static struct node *light_promote_locked(h5fs *fs, struct lnode **pp)
 	struct lnode *l = *pp;
 	struct node *n = calloc(1, sizeof(*n));
 
-	if (!n || !(n->path = strdup(l->path))) {
+	if (!n || !(n->path = light_path_locked(fs, l))) {
 		free(n);
 		return NULL;
 	}
+	light_unparent_locked(fs, l);
 	pthread_rwlock_init(&n->lk, NULL);
 	/* one a sweep let go: the current generation's, resolved again
-	 * (node_fresh) as its number is older */
+	 * (node_fresh: checked 0 is no generation's number) */
+	n->checked = l->gen ? l->gen->num : 0;
 	if (!l->gen) {
 		l->gen = fs->gen;
 		gen_hold(l->gen);
@@ -431,11 +531,10 @@ static struct node *light_promote_locked(h5fs *fs, struct lnode **pp)
 	n->type = NT_FILE;
 	light_stat(fs, l, &n->st);
 	n->gen = l->gen;                /* (its reference) */
-	n->checked = l->gnum;
 	n->unlinked = l->unlinked;
 	*pp = l->next;
 	fs->nlnodes--;
-	free(l);
+	light_free_locked(fs, l);
 	node_insert_locked(fs, n);
 	return n;
 }
@@ -446,58 +545,65 @@ static struct node *light_promote_locked(h5fs *fs, struct lnode **pp)
 static bool light_fits(const h5fs *fs, const struct node *fresh, const struct gen *g)
 {
 	const struct stat *st = &fresh->st;
-
 	return !(fresh->type != NT_FILE || fresh->vkind || (fresh->ino & H5FS_SYNTH_BIT) || fresh->f != g->f ||
 		 fresh->ino != fresh->addr + 2 || (uint64_t)st->st_ino != fresh->ino || st->st_uid != fs->uid ||
 		 st->st_gid != fs->gid || st->st_atim.tv_sec != st->st_mtim.tv_sec ||
 		 st->st_atim.tv_nsec != st->st_mtim.tv_nsec || st->st_ctim.tv_sec != st->st_mtim.tv_sec ||
 		 st->st_ctim.tv_nsec != st->st_mtim.tv_nsec ||
 		 (st->st_blksize != H5FS_BLKSIZE && st->st_blksize != H5FS_APPEND_BLKSIZE) || st->st_size < 0 ||
-		 st->st_blocks < 0);
+		 st->st_blocks < 0 || (uint64_t)st->st_mode > UINT16_MAX || (uint64_t)st->st_nlink > UINT32_MAX ||
+		 st->st_mtim.tv_nsec < 0 || st->st_mtim.tv_nsec >= 1000000000);
 }
 
 /* l's stat fields from fresh's (light_fits); true when any differed */
 static bool light_set_stat(struct lnode *l, const struct node *fresh)
 {
 	const struct stat *st = &fresh->st;
-	struct lnode o = *l;
+	bool changed = l->size != (uint64_t)st->st_size || l->blocks != (uint64_t)st->st_blocks ||
+		       l->mtime_s != (int64_t)st->st_mtim.tv_sec || l->mtime_ns != (uint32_t)st->st_mtim.tv_nsec ||
+		       l->mode != (uint16_t)st->st_mode || l->nlink != (uint32_t)st->st_nlink ||
+		       l->kind != (uint8_t)fresh->kind || l->append_blk != (st->st_blksize == H5FS_APPEND_BLKSIZE);
 
 	l->size = (uint64_t)st->st_size;
 	l->blocks = (uint64_t)st->st_blocks;
 	l->mtime_s = (int64_t)st->st_mtim.tv_sec;
 	l->mtime_ns = (uint32_t)st->st_mtim.tv_nsec;
-	l->mode = (uint32_t)st->st_mode;
+	l->mode = (uint16_t)st->st_mode;
 	l->nlink = (uint32_t)st->st_nlink;
 	l->kind = (uint8_t)fresh->kind;
 	l->append_blk = st->st_blksize == H5FS_APPEND_BLKSIZE;
-	return o.size != l->size || o.blocks != l->blocks || o.mtime_s != l->mtime_s || o.mtime_ns != l->mtime_ns ||
-	       o.mode != l->mode || o.nlink != l->nlink || o.kind != l->kind || o.append_blk != l->append_blk;
+	return changed;
 }
 
 bool light_keep(h5fs *fs, const struct node *fresh, struct gen *g, uint64_t parent)
 {
-	size_t plen = strlen(fresh->path);
+	/* (fresh->path is the parent's path and the name: lookup.c) */
+	const char *name = strrchr(fresh->path, '/') ? strrchr(fresh->path, '/') + 1 : fresh->path;
+	size_t nlen = strlen(name);
+	struct node *p;
 	struct lnode *l;
 	bool kept = false;
 
 	if (!light_fits(fs, fresh, g))
 		return false;
-	l = malloc(sizeof(*l) + plen + 1);
-	if (!l)
-		return false;
-	l->addr = fresh->addr;
-	l->parent = parent;
-	l->gen = g;
-	l->gnum = (uint32_t)g->num;
-	l->nlookup = 1;
-	(void)light_set_stat(l, fresh);
-	l->unlinked = false;
-	memcpy(l->path, fresh->path, plen + 1);
 	pthread_mutex_lock(&fs->lock);
-	/* another lookup made it meanwhile: that one is used (node_publish) */
-	if (g == fs->gen && !full_find_locked(fs, fresh->ino) && !*light_slot_locked(fs, fresh->ino)) {
+	/* another lookup made it meanwhile: that one is used (node_publish);
+	 * the directory is a node while the kernel looks names up in it, and
+	 * its path and the name make fresh's (its path is built so again) */
+	p = full_find_locked(fs, parent);
+	if (g == fs->gen && p && strlen(fresh->path) > strlen(p->path) &&
+	    path_under(p->path, name, fresh->path, strlen(fresh->path)) && !full_find_locked(fs, fresh->ino) &&
+	    !*light_slot_locked(fs, fresh->ino) && (l = light_alloc_locked(fs, nlen))) {
 		size_t b;
 
+		l->addr = fresh->addr;
+		l->parent = parent;
+		l->gen = g;
+		l->nlookup = 1;
+		(void)light_set_stat(l, fresh);
+		l->unlinked = 0;
+		memcpy(l->name, name, nlen + 1);
+		p->lkids++;
 		rehash((void ***)&fs->lnodes, &fs->lnodes_cap, fs->nlnodes, offsetof(struct lnode, next),
 		       light_bucket);
 		b = hash_u64(fresh->ino, fs->lnodes_cap);
@@ -508,26 +614,64 @@ bool light_keep(h5fs *fs, const struct node *fresh, struct gen *g, uint64_t pare
 		kept = true;
 	}
 	pthread_mutex_unlock(&fs->lock);
-	if (!kept)
-		free(l);
 	return kept;
 }
 
-bool light_ref(h5fs *fs, uint64_t ino, uint64_t addr, const h5_file *f, uint64_t parent, struct stat *st)
+/* *pp named name in directory node np now (a hard link's other name):
+ * false when out of memory (unchanged) */
+static bool light_rename_locked(h5fs *fs, struct lnode **pp, struct node *np, const char *name)
 {
-	struct lnode *l;
+	struct lnode *l = *pp;
+
+	if (strcmp(l->name, name) != 0) {
+		size_t nlen = strlen(name);
+		struct lnode *nl;
+		uint8_t pooled;
+
+		if (l->pooled && offsetof(struct lnode, name) + nlen + 1 <= LNODE_SLOT) {
+			memcpy(l->name, name, nlen + 1);
+		} else {
+			nl = light_alloc_locked(fs, nlen);
+			if (!nl)
+				return false;
+			pooled = nl->pooled;
+			memcpy(nl, l, offsetof(struct lnode, name));
+			nl->pooled = pooled;
+			memcpy(nl->name, name, nlen + 1);
+			*pp = nl;
+			light_free_locked(fs, l);
+			l = nl;
+		}
+	}
+	if (l->parent != np->ino) {
+		light_unparent_locked(fs, l);
+		l->parent = np->ino;
+		np->lkids++;
+	}
+	return true;
+}
+
+bool light_ref(h5fs *fs, uint64_t ino, uint64_t addr, const h5_file *f, uint64_t parent, const char *name,
+	       struct stat *st)
+{
+	struct lnode **pp, *l;
+	struct node *np;
 	bool ok = false;
 
 	pthread_mutex_lock(&fs->lock);
 	if (!fs->nlnodes || full_find_locked(fs, ino))
 		goto out;
-	l = *light_slot_locked(fs, ino);
+	pp = light_slot_locked(fs, ino);
+	l = *pp;
+	np = full_find_locked(fs, parent);
 	/* one of another generation, or of an object removed since (whose
 	 * space this one may have taken), is made a node: the lookup's
-	 * checks for those are struct node's */
-	if (l && l->addr == addr && l->gen == fs->gen && l->gen->f == f && !l->unlinked && l->nlookup < UINT32_MAX) {
+	 * checks for those are struct node's; the entry the kernel makes
+	 * now is the one whose directory l's path is built from */
+	if (l && np && l->addr == addr && l->gen == fs->gen && l->gen->f == f && !l->unlinked &&
+	    l->nlookup < UINT32_MAX && light_rename_locked(fs, pp, np, name)) {
+		l = *pp;
 		l->nlookup++;
-		l->parent = parent;
 		light_stat(fs, l, st);
 		ok = true;
 	}
@@ -565,8 +709,9 @@ bool light_unref_locked(h5fs *fs, uint64_t ino, uint64_t count, struct gen **rel
 	if (l->nlookup == 0) {
 		*pp = l->next;
 		fs->nlnodes--;
+		light_unparent_locked(fs, l);
 		*release = l->gen;
-		free(l);
+		light_free_locked(fs, l);
 	}
 	return true;
 }
@@ -580,7 +725,7 @@ void light_unlinked_locked(h5fs *fs, const h5_file *f, uint64_t addr)
 	/* (a struct lnode's node id is its object's address + 2) */
 	l = *light_slot_locked(fs, addr + 2);
 	if (l && l->addr == addr && (!l->gen || l->gen->f == f))
-		l->unlinked = true;
+		l->unlinked = 1;
 }
 
 void light_promote_under_locked(h5fs *fs, const char *prefix)
@@ -591,11 +736,24 @@ void light_promote_under_locked(h5fs *fs, const char *prefix)
 		struct lnode **pp = &fs->lnodes[i];
 
 		while (*pp) {
-			const char *path = (*pp)->path;
+			const struct node *p = full_find_locked(fs, (*pp)->parent);
 
-			if (strncmp(path, prefix, pl) == 0 && (path[pl] == '\0' || path[pl] == '/') &&
+			if ((pl == 0 || (p && path_under(p->path, (*pp)->name, prefix, pl))) &&
 			    light_promote_locked(fs, pp))
 				continue;       /* *pp is the next one now */
+			pp = &(*pp)->next;
+		}
+	}
+}
+
+void light_promote_kids_locked(h5fs *fs, struct node *dir)
+{
+	for (size_t i = 0; dir->lkids && fs->nlnodes && i < fs->lnodes_cap; i++) {
+		struct lnode **pp = &fs->lnodes[i];
+
+		while (*pp) {
+			if ((*pp)->parent == dir->ino && light_promote_locked(fs, pp))
+				continue;
 			pp = &(*pp)->next;
 		}
 	}
@@ -613,7 +771,7 @@ struct light_old *light_old_list(h5fs *fs, const struct gen *g, size_t *n)
 			if (l->gen == g || *n >= fs->nlnodes)
 				continue;
 			v[*n].ino = LNODE_INO(l);
-			v[*n].path = strdup(l->path);
+			v[*n].path = light_path_locked(fs, l);
 			if (v[*n].path)
 				(*n)++;
 		}
@@ -628,7 +786,7 @@ char *light_old_path(h5fs *fs, uint64_t ino, const struct gen *g)
 
 	pthread_mutex_lock(&fs->lock);
 	if (fs->nlnodes && !full_find_locked(fs, ino) && (l = *light_slot_locked(fs, ino)) && l->gen != g)
-		path = strdup(l->path);
+		path = light_path_locked(fs, l);
 	pthread_mutex_unlock(&fs->lock);
 	return path;
 }
@@ -657,7 +815,6 @@ int light_refresh(h5fs *fs, uint64_t ino, const struct node *fresh, struct gen *
 	r = light_set_stat(l, fresh) ? 2 : 1;
 	old = l->gen;
 	l->gen = g;
-	l->gnum = (uint32_t)g->num;
 	gen_hold(g);
 out:
 	pthread_mutex_unlock(&fs->lock);
@@ -700,10 +857,18 @@ void light_free_all(h5fs *fs)
 			struct lnode *next = l->next;
 
 			gen_release(l->gen);
-			free(l);
+			if (!l->pooled)
+				free(l);
 			l = next;
 		}
 	}
+	while (fs->lslabs) {
+		struct lslab *next = fs->lslabs->next;
+
+		munmap(fs->lslabs, LSLAB_BYTES);
+		fs->lslabs = next;
+	}
+	fs->lfree = NULL;
 	free(fs->lnodes);
 	fs->lnodes = NULL;
 	fs->nlnodes = 0;
