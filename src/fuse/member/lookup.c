@@ -80,7 +80,7 @@ again:
 	if (!id)
 		return ENOMEM;
 	*out = NULL;
-	/* shown before, and still stat-only and current (node_table.c) */
+	/* shown before, and still stat-only and current (state/light.c) */
 	if (k != H5_OBJ_GROUP && (light_ref(fs, id, taddr, tf, p->ino, name, lst) ||
 				  (node_light_fresh(fs, id) && light_ref(fs, id, taddr, tf, p->ino, name, lst))))
 		return 0;

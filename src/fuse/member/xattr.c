@@ -107,7 +107,7 @@ int member_getxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino, 
 	*len = 0;
 	/* ls -l asks every name for security.* and system.* (SELinux, ACLs),
 	 * which no object has (HDF5 attributes are user.*): a stat-only
-	 * object answers without being made a node (state/node_table.c) */
+	 * object answers without being made a node (state/light.c) */
 	if (strncmp(name, "user.", 5) != 0 && light_getattr(fs, ino, &st))
 		return ENODATA;
 	n = node_get(fs, ino);

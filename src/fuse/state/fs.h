@@ -162,7 +162,7 @@ struct node {
  * directory node counts the records that name it (lkids), so that the
  * rare one it outlives (a hard link's inode kept by another name) is
  * made a node before the directory goes. Records of names of up to 23
- * bytes are 96-byte slots of 1 MiB slabs (node_table.c light_alloc_locked),
+ * bytes are 96-byte slots of 1 MiB slabs (light.c light_alloc_locked),
  * apart from the lookup's transient allocations: taken from malloc's heap
  * between them, each record left a 240-byte hole that nothing reused
  * (malloc_info after find of 1 M objects at -o cache_mb=16: 695,264 free
@@ -351,7 +351,7 @@ struct node *node_get(h5fs *fs, fuse_ino_t ino);
 struct node *node_peek(h5fs *fs, fuse_ino_t ino);
 void node_insert_locked(h5fs *fs, struct node *n);
 struct node *node_find_locked(h5fs *fs, uint64_t ino);
-/* ---- stat-only objects (struct lnode; node_table.c) ---- */
+/* ---- stat-only objects (struct lnode; light.c) ---- */
 /* fresh (a dataset or named datatype of FILE just made by a lookup,
  * read in generation g, shown in directory parent) kept as a struct
  * lnode with one lookup, when it qualifies and ino has no node yet:
