@@ -475,14 +475,6 @@ static int enc_iblock(uint8_t *buf, size_t len, const h5_ea_hdr *h, const h5_fmt
 	return h5_ea_iblock_encode(buf, len, h, fmt, b);
 }
 
-/* A disk page (4 KiB): a write across its boundary may be torn by a
- * power cut, one page new, the other old (issue 65 item 4). */
-#define TORN_PAGE ((uint64_t)4096)
-static bool spans_page(uint64_t addr, uint64_t len)
-{
-	return addr / TORN_PAGE != (addr + len - 1) / TORN_PAGE;
-}
-
 /* Every block of the array on disk becomes a working copy (written anew
  * by h5_eaw_write, naming the new header; the old ones freed after the
  * commit): the index block, each super block and each data block, pages
@@ -526,7 +518,7 @@ static int w_place_hdr(h5_eaw *w)
 	uint64_t hs = h5_ea_hdr_size(&w->f->fmt), a;
 	int rc = w_alloc(w, &a, hs);
 
-	if (rc < 0 || !spans_page(a, hs)) {
+	if (rc < 0 || !h5_space_spans_page(a, hs)) {
 		w->h.addr = a;
 		return rc;
 	}
@@ -534,8 +526,8 @@ static int w_place_hdr(h5_eaw *w)
 	rc = w_alloc(w, &a, 2 * hs);
 	if (rc < 0)
 		return rc;
-	w->h.addr = spans_page(a, hs) ? a + hs : a;
-	w->spare[1] = spans_page(a, hs) ? a : a + hs;
+	w->h.addr = h5_space_spans_page(a, hs) ? a + hs : a;
+	w->spare[1] = h5_space_spans_page(a, hs) ? a : a + hs;
 	return 0;
 }
 
@@ -555,7 +547,7 @@ int h5_eaw_write(h5_eaw *w)
 	 * a new header placed within a page, and the layout message switched
 	 * to it (txn.c h5_txn_switch) - an ordered copy, the old array intact
 	 * until the switch, as the v2 B-tree's and fixed array's headers */
-	if (!w->hdr_new && h5_addr_defined(w->h.addr) && spans_page(w->h.addr, h5_ea_hdr_size(&w->f->fmt))) {
+	if (!w->hdr_new && h5_addr_defined(w->h.addr) && h5_space_spans_page(w->h.addr, h5_ea_hdr_size(&w->f->fmt))) {
 		rc = w_touch_all(w);
 		if (rc < 0)
 			return rc;
