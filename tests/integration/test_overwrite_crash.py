@@ -23,10 +23,12 @@ unfiltered single chunk), the whole dataset must equal the state after
 some number of commits: commits are all or nothing. The count of states
 checked is printed.
 
-btree2-2d-page, farray-2d-page: a v2 B-tree's or fixed array's header
-spanning a 4 KiB page (issue 65 item 4) is never written in place - a
-power cut keeping one page of it tore its checksum - but copied with the
-commit's nodes or data block and switched to.
+btree2-2d-page, farray-2d-page, earray-2d-page: a v2 B-tree's, fixed
+array's or extensible array's header spanning a 4 KiB page (issue 65
+item 4) is never written in place - a power cut keeping one page of it
+tore its checksum - but copied with the commit's nodes or data block
+and switched to; the extensible array's blocks all name their header,
+so its first commit copies the whole index (the chunks stay).
 
 A punched hole (fallocate PUNCH_HOLE, issue 65) likewise, on an
 extensible and a filtered fixed array with a zero fill (whole chunks
@@ -74,6 +76,7 @@ CASES = [
     ("farray-2d-page", "latest", (40, 30), (40, 30), (6, 7), "<i4", {}, 20, False),
     ("farray-2d", "latest", (40, 30), (40, 30), (6, 7), "<i4", {}, 20, False),
     ("farray-2d-filt", "latest", (40, 30), (40, 30), (6, 7), "<i4", FILT, None, False),
+    ("earray-2d-page", "latest", (40, 30), (None, 30), (6, 7), "<i4", {}, 20, False),
     ("earray-2d", "latest", (40, 30), (None, 30), (6, 7), "<i4", {}, 20, False),
     ("earray-1d-filt", "latest", (300,), (None,), (16,), "<i4", FILT, 200, False),
     ("single-filt", "latest", (20, 30), (20, 30), (20, 30), "<i4", FILT, None, False),
@@ -84,8 +87,8 @@ CASES = [
 ]
 
 
-# a "-page" case's index header: signature, bytes (III.A.2, III.J)
-PAGE_HDR = {"btree2": (b"BTHD", 38), "farray": (b"FAHD", 28)}
+# a "-page" case's index header: signature, bytes (III.A.2, III.J, VII.D)
+PAGE_HDR = {"btree2": (b"BTHD", 38), "farray": (b"FAHD", 28), "earray": (b"EAHD", 72)}
 
 
 def hdr_spanning(path, name):

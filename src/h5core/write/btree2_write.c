@@ -379,14 +379,6 @@ int h5_bt2w_open(h5_bt2w **out, h5_file *f, const h5_dataset *d, uint64_t idx_ad
 	return 0;
 }
 
-/* A disk page (4 KiB): a write across its boundary may be torn by a
- * power cut, one page new, the other old (issue 65 item 4). */
-#define TORN_PAGE ((uint64_t)4096)
-static bool spans_page(uint64_t addr, uint64_t len)
-{
-	return addr / TORN_PAGE != (addr + len - 1) / TORN_PAGE;
-}
-
 int h5_bt2w_write(h5_bt2w *w)
 {
 	size_t ns = w->h.node_size, hs = h5_bt2_hdr_size(&w->f->fmt), cnt = 0, len;
@@ -407,7 +399,7 @@ int h5_bt2w_write(h5_bt2w *w)
 	 * layout message switched to the copy (txn.c h5_txn_switch), an
 	 * ordered copy as the symbol-table root's (link_stab.c); no node
 	 * holds the header's address (III.A.2: BTIN, BTLF) */
-	if (!w->hdr_new && h5_addr_defined(w->h.addr) && spans_page(w->h.addr, hs)) {
+	if (!w->hdr_new && h5_addr_defined(w->h.addr) && h5_space_spans_page(w->h.addr, hs)) {
 		w->old_hdr = w->h.addr;
 		w->hdr_new = true;
 	}
@@ -421,7 +413,7 @@ int h5_bt2w_write(h5_bt2w *w)
 	a = start;
 	/* the new header first when after the nodes it would span a page
 	 * (the next commit would copy it again) */
-	if (w->hdr_new && spans_page(start + cnt * ns, hs) && !spans_page(start, hs)) {
+	if (w->hdr_new && h5_space_spans_page(start + cnt * ns, hs) && !h5_space_spans_page(start, hs)) {
 		w->h.addr = start;
 		a += hs;
 	}

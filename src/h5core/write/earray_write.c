@@ -24,7 +24,9 @@
  * file (copy-on-write) and its parent's pointer redirected, up to the index
  * block. Only the header is rewritten in place, by h5_eaw_commit():
  * it is the single switch from the old array to the new one, so a crash
- * before it leaves the old array intact (doc/APPEND.md). */
+ * before it leaves the old array intact (doc/APPEND.md) - unless it spans
+ * a 4 KiB page: then the whole index is copied once with a new header and
+ * the layout message is the switch (h5_eaw_write, w_touch_all). */
 
 typedef struct ea_wdblk {
 	unsigned u;             /* super block of the geometry */
@@ -40,6 +42,8 @@ struct h5_eaw {
 	h5_ea_hdr h;            /* working header: counters, iblock_addr */
 	bool hdr_new;           /* no EAHD on disk yet: h5_eaw_write places one */
 	bool written;
+	uint64_t old_hdr;       /* a header copied (spanned a page), freed after the commit */
+	uint64_t spare[2];      /* space taken but not used placing a header, freed after it */
 	h5_ea_iblock *ib;       /* working index block, NULL until touched */
 	uint64_t old_iblock;
 	h5_ea_sblock **sb;      /* nsblk_addrs working super blocks (NULL: untouched) */
@@ -88,6 +92,7 @@ int h5_eaw_open(h5_eaw **out, h5_file *f, uint64_t hdr_addr, const h5_ea_cparam 
 	if (!w)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory for the extensible array writer");
 	w->f = f;
+	w->old_hdr = w->spare[0] = w->spare[1] = H5_ADDR_UNDEF;
 	if (h5_addr_defined(hdr_addr)) {
 		const h5_ea_hdr *h;
 		h5_cache_ref ref;
@@ -470,6 +475,62 @@ static int enc_iblock(uint8_t *buf, size_t len, const h5_ea_hdr *h, const h5_fmt
 	return h5_ea_iblock_encode(buf, len, h, fmt, b);
 }
 
+/* Every block of the array on disk becomes a working copy (written anew
+ * by h5_eaw_write, naming the new header; the old ones freed after the
+ * commit): the index block, each super block and each data block, pages
+ * included (VII.D: EAIB, EASB and EADB hold the header's address under
+ * their checksums; a data block page holds none but is allocated with
+ * its block). The chunks they point at stay where they are. */
+static int w_touch_all(h5_eaw *w)
+{
+	const h5_ea_geom *g = &w->h.g;
+	int rc = w_iblock(w);
+
+	for (unsigned u = 0; rc == 0 && u < g->nsblks; u++) {
+		h5_ea_sblock *sb = NULL;
+		h5_ea_loc loc;
+
+		rc = h5_ea_locate(&loc, g, g->idx_blk_elmts + g->sb_start_idx[u]);
+		if (rc < 0)
+			break;
+		if (loc.via_sblock) {
+			if (!w->sb[loc.sblk_off] && !h5_addr_defined(w->ib->sblk_addrs[loc.sblk_off]))
+				continue;
+			rc = w_sblock(&sb, w, &loc);
+		}
+		for (uint64_t j = 0; rc == 0 && j < g->sb_ndblks[u]; j++) {
+			ea_wdblk *d;
+
+			loc.dblk_idx = loc.via_sblock ? j : g->sb_start_dblk[u] + j;
+			if (h5_addr_defined(loc.via_sblock ? sb->dblk_addrs[j] : w->ib->dblk_addrs[loc.dblk_idx]))
+				rc = w_dblock(&d, w, &loc, sb);
+		}
+	}
+	return rc;
+}
+
+/* A new header's place, within one page (a header across a page would
+ * be copied again by the next commit): where first taken, else in twice
+ * its size, one half of which lies within a page; what is not used is
+ * freed after the commit (h5_eaw_freed). */
+static int w_place_hdr(h5_eaw *w)
+{
+	uint64_t hs = h5_ea_hdr_size(&w->f->fmt), a;
+	int rc = w_alloc(w, &a, hs);
+
+	if (rc < 0 || !h5_space_spans_page(a, hs)) {
+		w->h.addr = a;
+		return rc;
+	}
+	w->spare[0] = a;
+	rc = w_alloc(w, &a, 2 * hs);
+	if (rc < 0)
+		return rc;
+	w->h.addr = h5_space_spans_page(a, hs) ? a + hs : a;
+	w->spare[1] = h5_space_spans_page(a, hs) ? a : a + hs;
+	return 0;
+}
+
 int h5_eaw_write(h5_eaw *w)
 {
 	const h5_ea_geom *g = &w->h.g;
@@ -480,9 +541,22 @@ int h5_eaw_write(h5_eaw *w)
 	w->written = true;
 	if (!w->ib)
 		return 0; /* nothing was set */
+	/* A header spanning a page is not rewritten in place (a power cut
+	 * keeping one page tears its checksum: the index unreadable). Every
+	 * block names its header, so the whole index is copied once, naming
+	 * a new header placed within a page, and the layout message switched
+	 * to it (txn.c h5_txn_switch) - an ordered copy, the old array intact
+	 * until the switch, as the v2 B-tree's and fixed array's headers */
+	if (!w->hdr_new && h5_addr_defined(w->h.addr) && h5_space_spans_page(w->h.addr, h5_ea_hdr_size(&w->f->fmt))) {
+		rc = w_touch_all(w);
+		if (rc < 0)
+			return rc;
+		w->old_hdr = w->h.addr;
+		w->hdr_new = true;
+	}
 	if (w->hdr_new) {
 		/* blocks point back at the header, so it is placed first */
-		rc = w_alloc(w, &w->h.addr, h5_ea_hdr_size(&w->f->fmt));
+		rc = w_place_hdr(w);
 		if (rc < 0)
 			return rc;
 	}
@@ -541,6 +615,11 @@ void h5_eaw_freed(h5_eaw *w, h5_freesp *to, uint64_t ticket)
 
 	if (!w->written || !w->ib)
 		return;
+	if (h5_addr_defined(w->old_hdr) && w->old_hdr != w->h.addr)
+		rc |= h5_freesp_add(to, w->old_hdr, h5_ea_hdr_size(fmt), ticket);
+	for (unsigned i = 0; i < 2; i++)
+		if (h5_addr_defined(w->spare[i]))
+			rc |= h5_freesp_add(to, w->spare[i], h5_ea_hdr_size(fmt), ticket);
 	if (h5_addr_defined(w->old_iblock) && w->old_iblock != w->h.iblock_addr)
 		rc |= h5_freesp_add(to, w->old_iblock, h5_ea_iblock_size(&w->h, fmt), ticket);
 	for (unsigned s = 0; w->sb && s < w->h.g.nsblk_addrs; s++)
@@ -561,6 +640,8 @@ void h5_eaw_invalidate(h5_eaw *w)
 
 	if (h5_addr_defined(w->h.addr))
 		h5_cache_invalidate(c, H5_CK_EA_HDR, w->h.addr);
+	if (h5_addr_defined(w->old_hdr))
+		h5_cache_invalidate(c, H5_CK_EA_HDR, w->old_hdr);
 	if (h5_addr_defined(w->old_iblock))
 		h5_cache_invalidate(c, H5_CK_EA_IBLOCK, w->old_iblock);
 	for (unsigned s = 0; w->sb && s < w->h.g.nsblk_addrs; s++)

@@ -153,14 +153,6 @@ int h5_faw_set(h5_faw *w, uint64_t idx, const h5_chunk_rec *rec)
 	return 0;
 }
 
-/* A disk page (4 KiB): a write across its boundary may be torn by a
- * power cut, one page new, the other old (issue 65 item 4). */
-#define TORN_PAGE ((uint64_t)4096)
-static bool spans_page(uint64_t addr, uint64_t len)
-{
-	return addr / TORN_PAGE != (addr + len - 1) / TORN_PAGE;
-}
-
 /* The new data block (and a new header) in new or freed space (space.c
  * h5_space_take); the old one freed after the commit (h5_faw_freed). */
 int h5_faw_write(h5_faw *w)
@@ -179,7 +171,7 @@ int h5_faw_write(h5_faw *w)
 	 * which names it (III.J "Header Address"), and the layout message
 	 * switched to it (txn.c h5_txn_switch) - an ordered copy, as the
 	 * symbol-table root's (link_stab.c) */
-	if (!w->hdr_new && h5_addr_defined(w->h.addr) && spans_page(w->h.addr, hs)) {
+	if (!w->hdr_new && h5_addr_defined(w->h.addr) && h5_space_spans_page(w->h.addr, hs)) {
 		w->old_hdr = w->h.addr;
 		w->hdr_new = true;
 	}
@@ -201,7 +193,7 @@ int h5_faw_write(h5_faw *w)
 	/* the new header after the data block, or before it where after it
 	 * would span a page (the next commit would copy it again) */
 	d0 = a;
-	if (w->hdr_new && spans_page(a + total, hs) && !spans_page(a, hs)) {
+	if (w->hdr_new && h5_space_spans_page(a + total, hs) && !h5_space_spans_page(a, hs)) {
 		w->h.addr = a;
 		d0 = a + hs;
 		boff = hs;

@@ -34,6 +34,11 @@ bool h5_space_fits(const h5_file *f, uint64_t end)
 	return end < H5_ADDR_UNDEF && (f->fmt.sizeof_addr >= 8 || end < UINT64_C(1) << (8 * f->fmt.sizeof_addr));
 }
 
+bool h5_space_spans_page(uint64_t addr, uint64_t len)
+{
+	return len && addr / 4096 != (addr + len - 1) / 4096;
+}
+
 uint64_t h5_space_end(h5_file *f)
 {
 	/* 0: nothing allocated since the file was opened */

@@ -16,6 +16,12 @@
  * Offsets") and is not the undefined address. */
 bool h5_space_fits(const h5_file *f, uint64_t end);
 
+/* Whether [addr, addr + len) crosses a 4 KiB disk page: a write across
+ * its boundary may be torn by a power cut, one page new, the other old,
+ * so an index header there is copied, never rewritten in place (issue 65
+ * item 4: btree2_write.c, farray_write.c, earray_write.c). */
+bool h5_space_spans_page(uint64_t addr, uint64_t len);
+
 /* The next free address (the allocation end). */
 uint64_t h5_space_end(h5_file *f);
 
