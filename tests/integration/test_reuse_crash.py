@@ -132,7 +132,7 @@ def write_records(path, commits):
 def chunk_case(work, case, rng):
     name = case[0]
     path = os.path.join(work, name + ".h5")
-    old, ohdr = OC.make(path, case)
+    old, ohdr, _ = OC.make(path, case)
     chunks0 = original_chunks(path)
     commits = chunk_writes(old, rng)
     states = states_of(old, commits)
