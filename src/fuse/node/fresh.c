@@ -451,7 +451,7 @@ bool node_light_fresh(h5fs *fs, uint64_t ino)
 	char *path;
 	int r = 0;
 
-	if (!fs->live || !fs->nlnodes)
+	if (!fs->live)      /* (light_old_path looks under fs->lock) */
 		return false;
 	g = gen_current(fs);
 	path = light_old_path(fs, ino, g);
