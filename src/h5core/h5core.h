@@ -852,12 +852,17 @@ typedef struct h5_attr_room {
  * grows by each change accepted. */
 int h5_attr_set_check(h5_attr_room *room, h5_file *f, uint64_t addr, const char *name, size_t name_len,
 		      const void *val, size_t len, int raw, enum h5_fstr fstr);
-/* len bytes of disk space past f's end of allocation allocated now (the
- * file extended with zeros past its EOF address), so that the commits
- * that follow cannot run out of space: H5_ERR_NOSPC when the disk is full
- * (then nothing is promised). h5_file_write_sync gives back what was not
- * used. */
-int h5_file_reserve(h5_file *f, uint64_t len);
+/* Disk space past f's end of allocation allocated now (the file extended
+ * with zeros past its EOF address) for the commits of changes answered
+ * and not committed yet, so that they cannot run out of it: H5_ERR_NOSPC
+ * when the disk, less the host's margin, has not got it (then nothing is
+ * promised). *held is the caller's share: once this returns 0 at least
+ * want bytes are held for it, besides every other holder's, until
+ * h5_file_unreserve (its commit done or dropped); held NULL: want bytes
+ * besides the holders', held by nobody (appends, which write their rows
+ * as they come). h5_file_write_sync gives back what no holder holds. */
+int h5_file_reserve(h5_file *f, uint64_t *held, uint64_t want);
+void h5_file_unreserve(h5_file *f, uint64_t *held);
 /* What earlier changes wrote, durable (fsync). */
 int h5_file_write_sync(h5_file *f);
 /* `to`, FILE opened anew by the writer that has `from` open (a live

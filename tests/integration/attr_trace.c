@@ -228,7 +228,7 @@ int main(int argc, char **argv)
 		else if (strcmp(fl[0], "compact") == 0)
 			rc = h5_file_compact(f);
 		else if (strcmp(fl[0], "reserve") == 0 && n == 2)
-			rc = h5_file_reserve(f, strtoull(fl[1], NULL, 10));
+			rc = h5_file_reserve(f, NULL, strtoull(fl[1], NULL, 10));
 		else if ((strcmp(fl[0], "stop") == 0 || strcmp(fl[0], "gzstop") == 0) && n == 2)
 			rc = stopped(f, strtoull(fl[1], NULL, 10), fl[0][0] == 'g');
 		else if (n < 3 || (rc = h5_path_lookup(&addr, f, fl[1])) < 0)

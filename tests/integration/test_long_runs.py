@@ -19,7 +19,10 @@ stress stage's (tests/stress/):
   a 32 MiB tmpfs an append runs until ENOSPC, which leaves the file system
   at least 5% free; every write answered before it is in FILE; rm and mkdir
   still work; truncate -s 1G there succeeds and takes no space; with
-  -o min_free=0 the same append goes further;
+  -o min_free=0 the same append goes further; 64 descriptors writing 4 KiB
+  at scattered offsets of new files until refused: no write answered is
+  lost (each commit's chunks held before its answer), the file system
+  never below half the margin, and FILE small again once they are gone;
 - no crash when descriptors close while their last writes, answered
   early, are still being applied (fsstress -p 8 crashed the daemon in
   ow_pages_settle: the handle freed under the write): 4 processes open,
@@ -244,6 +247,90 @@ def margin(work):
     print("-o min_free=0: %d bytes answered, %d free at ENOSPC" % (answered0, free0))
     if answered0 <= answered:
         T.fail("-o min_free=0 answered %d bytes, no more than the default's %d" % (answered0, answered))
+
+
+def margin_writers(work, nfiles=64, rounds=20):
+    """Many writers at the margin: each holds what its commit may take
+    (stress-ng aiol: 64 descriptors' scattered 4 KiB writes, answered,
+    then their commits took a chunk each past the margin and filled the
+    file system; rows answered were lost at the close)."""
+    size, keep = 32 << 20, 4 << 20
+    fs = tmpfs(work, size)
+    if fs is None:
+        print("SKIP: cannot mount a tmpfs (not root?)")
+        sys.exit(77)
+    try:
+        path = os.path.join(fs, "w.h5")
+        with h5py.File(path, "w") as f:
+            f.create_group("g")
+        s0 = os.path.getsize(path)
+        mnt = os.path.join(work, "mnt")
+        low = [size]
+        done = []
+
+        def sample():
+            while not done:
+                st = os.statvfs(fs)
+                low[0] = min(low[0], st.f_bavail * st.f_frsize)
+                time.sleep(0.005)
+        import random
+        import threading
+        rnd = random.Random(65)
+        want = [bytearray() for _ in range(nfiles)]
+        refused = 0
+        with T.Mount(path, mnt, ["-o", "min_free=%d" % keep]) as m, m.watchdog(120):
+            th = threading.Thread(target=sample)
+            th.start()
+            fds = [os.open(os.path.join(mnt, "g", "f%d" % i), os.O_CREAT | os.O_RDWR) for i in range(nfiles)]
+            for r in range(rounds):
+                base = rnd.randrange(0, 8 << 20) & ~4095
+                for i, fd in enumerate(fds):
+                    buf = bytes([(r * 31 + i) % 251 + 1]) * 4096
+                    off = base + i * 4096
+                    try:
+                        os.pwrite(fd, buf, off)
+                    except OSError as e:
+                        if e.errno != errno.ENOSPC:
+                            T.fail("margin writers: pwrite: %s" % e)
+                        refused += 1
+                        continue
+                    w = want[i]
+                    if len(w) < off + 4096:
+                        w.extend(bytes(off + 4096 - len(w)))
+                    w[off:off + 4096] = buf
+            for fd in fds:
+                try:
+                    os.close(fd)
+                except OSError as e:
+                    T.fail("margin writers: close: %s (an answered write lost)" % e)
+            for i in range(nfiles):
+                with open(os.path.join(mnt, "g", "f%d" % i), "rb") as fh:
+                    got = fh.read()
+                w = bytes(want[i])
+                if got[:len(w)] != w or got[len(w):].strip(b"\0"):
+                    T.fail("margin writers: f%d does not hold the %d bytes answered (%d)" % (i, len(w), len(got)))
+            # (in the same session: space freed by an earlier one is not
+            # known to the next - FILE's free space is not stored)
+            shutil.rmtree(os.path.join(mnt, "g"))
+            done.append(1)
+            th.join()
+        print("margin writers: %d of %d writes refused; least free %d bytes (margin %d)" % (
+            refused, nfiles * rounds, low[0], keep))
+        if not refused:
+            T.fail("margin writers: nothing refused: the test no longer reaches the margin")
+        # a commit of answered changes may use half of the margin (h5fs.1)
+        if low[0] < keep // 2:
+            T.fail("margin writers: the file system fell to %d bytes free, margin %d" % (low[0], keep))
+        if m.returncode:
+            T.fail("margin writers: unmount exits %s" % m.returncode)
+        with h5py.File(path, "r") as f:
+            if list(f):
+                T.fail("margin writers: FILE still holds %s" % list(f))
+        if os.path.getsize(path) > s0 + (64 << 10):
+            T.fail("margin writers: FILE %d bytes after the files went" % os.path.getsize(path))
+    finally:
+        subprocess.run(["umount", "-l", fs], capture_output=True)
+        shutil.rmtree(fs, ignore_errors=True)
 
 
 def unmount_final(work, tries=20):
@@ -499,6 +586,7 @@ def main():
     sparse(work)
     unmount_final(work)
     margin(work)
+    margin_writers(work)
     return T.finish()
 
 

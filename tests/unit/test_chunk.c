@@ -191,6 +191,7 @@ static h5_file *fake_file(const uint8_t *buf, size_t len)
 	f->fmt.sizeof_size = 8;
 	f->nthreads = 1;
 	pthread_mutex_init(&f->write_lock, NULL);
+	pthread_mutex_init(&f->fill_lock, NULL);
 	ck_assert_int_eq(h5_cache_new(&f->meta, 1 << 20), 0);
 	ck_assert_int_eq(h5_cache_new(&f->chunks, 1 << 20), 0);
 	return f;

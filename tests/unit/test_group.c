@@ -775,6 +775,7 @@ static h5_file *fake_file(const uint8_t *buf, size_t len)
 	f->root_heap_addr = H5_ADDR_UNDEF;
 	f->nthreads = 1;
 	pthread_mutex_init(&f->write_lock, NULL);
+	pthread_mutex_init(&f->fill_lock, NULL);
 	ck_assert_int_eq(h5_cache_new(&f->meta, 1 << 20), 0);
 	ck_assert_int_eq(h5_cache_new(&f->chunks, 1 << 20), 0);
 	return f;

@@ -433,13 +433,13 @@ START_TEST(reserve_counts_free)
 	h5_space_free(f, a + 8192, 100, 0);     /* too small to count */
 	ck_assert_int_eq(h5_file_sync(f), 0);
 	pthread_mutex_unlock(&f->write_lock);
-	ck_assert_int_eq(h5_file_reserve(f, 4096), 0);
+	ck_assert_int_eq(h5_file_reserve(f, NULL, 4096), 0);
 	ck_assert_uint_eq(file_size(), len);                         /* nothing allocated ahead */
-	ck_assert_int_eq(h5_file_reserve(f, 4096 + 1000), 0);
+	ck_assert_int_eq(h5_file_reserve(f, NULL, 4096 + 1000), 0);
 	/* no extent holds it: all past the end, and as much again ahead (the
 	 * next reserves need no call: h5_file_allocate) */
 	ck_assert_uint_eq(file_size(), len + 3 * 4096 + 2 * (4096 + 1000));
-	ck_assert_int_eq(h5_file_reserve(f, 4096 + 1000), 0);
+	ck_assert_int_eq(h5_file_reserve(f, NULL, 4096 + 1000), 0);
 	ck_assert_uint_eq(file_size(), len + 3 * 4096 + 2 * (4096 + 1000));
 	h5_file_close(f);
 }

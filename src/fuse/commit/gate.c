@@ -17,6 +17,8 @@
  */
 #include "commit.h"
 
+#include <time.h>
+
 int commit_begin(struct use *u, h5fs *fs, struct node *n, unsigned barrier, const char *op)
 {
 	int err;
@@ -46,12 +48,36 @@ void commit_end(h5fs *fs, struct use *u, bool changed)
 	fs_write_end(fs);
 }
 
+/* Refusals for space are logged once a minute at most, with how many
+ * were not: a program at the margin is refused at every write. */
+#define NOSPC_LOG_EVERY 60
+
 int commit_refuse(h5fs *fs, int rc, const char *op, const char *path, const char *name)
 {
 	int e = h5fs_errno(rc);
+	struct timespec ts;
+	int64_t last;
+	uint64_t quiet = 0;
 
-	h5fs_log(fs, e == ENOSPC ? LOG_NOTICE : LOG_ERR, "%s %s%s%s: refused (%s) before its answer: %s", op,
-		 show_path(path), name ? "/" : "", name ? name : "", strerror(e), h5_err_msg());
+	if (e == ENOSPC) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		last = __atomic_load_n(&fs->nospc_at, __ATOMIC_RELAXED);
+		if ((last && ts.tv_sec - last < NOSPC_LOG_EVERY) ||
+		    !__atomic_compare_exchange_n(&fs->nospc_at, &last, (int64_t)ts.tv_sec, false, __ATOMIC_RELAXED,
+						 __ATOMIC_RELAXED)) {
+			__atomic_add_fetch(&fs->nospc_quiet, 1, __ATOMIC_RELAXED);
+			h5_err_clear();
+			return e;
+		}
+		quiet = __atomic_exchange_n(&fs->nospc_quiet, 0, __ATOMIC_RELAXED);
+	}
+	if (quiet)
+		h5fs_log(fs, LOG_NOTICE, "%s %s%s%s: refused (%s) before its answer, as %llu more changes since: %s",
+			 op, show_path(path), name ? "/" : "", name ? name : "", strerror(e),
+			 (unsigned long long)quiet, h5_err_msg());
+	else
+		h5fs_log(fs, e == ENOSPC ? LOG_NOTICE : LOG_ERR, "%s %s%s%s: refused (%s) before its answer: %s", op,
+			 show_path(path), name ? "/" : "", name ? name : "", strerror(e), h5_err_msg());
 	h5_err_clear();
 	return e;
 }

@@ -51,6 +51,7 @@ struct lbatch {
 	/* the room asked for (reserve_locked): names, their bytes, the need */
 	size_t room_n;
 	uint64_t room_bytes, need;
+	uint64_t reserved;      /* disk space held for its commit (h5_file_reserve) */
 	unsigned fails;         /* commits of this batch that failed */
 	int64_t hold_ns;        /* since when the timer left files being written pending (0: none) */
 	uint64_t commits;       /* batches linked (lbatch_commits) */
@@ -96,6 +97,7 @@ static void release_locked(h5fs *fs, struct lbatch *lb)
 	lb->hold_ns = 0;
 	free(lb->path);
 	lb->path = NULL;
+	h5_file_unreserve(lb->u.f, &lb->reserved);
 	node_use_end(&lb->u);
 	fs_meta_changed(fs);
 	fs_write_end(fs);
@@ -285,7 +287,7 @@ static int reserve_locked(h5fs *fs, struct lbatch *lb, size_t name_len, const ch
 		rc = h5_link_batch_room(&lb->need, lb->u.f, lb->u.addr, lb->room_n, lb->room_bytes);
 	}
 	if (rc == 0)
-		rc = h5_file_reserve(lb->u.f, 2 * lb->need);
+		rc = h5_file_reserve(lb->u.f, &lb->reserved, 2 * lb->need);
 	if (rc < 0) {
 		lb->room_n = 0;
 		return commit_refuse(fs, rc, "create", lb->path, name);

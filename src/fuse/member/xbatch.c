@@ -55,7 +55,7 @@ struct xbatch {
 	h5_attr_room *share;    /* each change's part of room (cap of them): a
 				 * name set again is counted once, with its
 				 * last value */
-	uint64_t reserved;      /* disk space allocated for its commit (h5_file_reserve) */
+	uint64_t reserved;      /* disk space held for its commit (h5_file_reserve) */
 	int own;                /* the file's owner (src/common/owner.c), -1: not asked yet */
 };
 
@@ -99,7 +99,7 @@ static void commit_locked(h5fs *fs, struct xbatch *xb)
 	__atomic_store_n(&xb->count, 0, __ATOMIC_RELEASE);
 	xb->bytes = 0;
 	xb->room = (h5_attr_room){ 0 };
-	xb->reserved = 0;
+	h5_file_unreserve(xb->u.f, &xb->reserved);     /* (committed or lost) */
 	node_use_end(&xb->u);
 	node_let_go(fs, xb->n);
 	xb->n = NULL;
@@ -255,11 +255,10 @@ static int reserve(h5fs *fs, struct xbatch *xb, const char *name, size_t name_le
 	if (need <= xb->reserved)
 		return 0;
 	want = need < 2 * xb->reserved ? 2 * xb->reserved : need;
-	rc = h5_file_reserve(xb->u.f, want);
+	rc = h5_file_reserve(xb->u.f, &xb->reserved, want);
 	if (rc < 0 && want > need) {
 		h5_err_clear();
-		want = need;
-		rc = h5_file_reserve(xb->u.f, want);
+		rc = h5_file_reserve(xb->u.f, &xb->reserved, need);
 	}
 	if (rc < 0) {
 		char op[300];
@@ -267,7 +266,6 @@ static int reserve(h5fs *fs, struct xbatch *xb, const char *name, size_t name_le
 		snprintf(op, sizeof(op), "setxattr user.%.*s of", (int)(name_len < 255 ? name_len : 255), name);
 		return commit_refuse(fs, rc, op, xb->n->path, NULL);
 	}
-	xb->reserved = want;
 	return 0;
 }
 

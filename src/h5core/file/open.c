@@ -22,6 +22,7 @@ static int file_init_common(h5_file *f, const h5_open_opts *opts)
 	int rc;
 
 	pthread_mutex_init(&f->write_lock, NULL);
+	pthread_mutex_init(&f->fill_lock, NULL);
 	pthread_mutex_init(&f->stamp_mu, NULL);
 	pthread_mutex_init(&f->rd_mu, NULL);
 	f->root_addr = H5_ADDR_UNDEF;
@@ -239,6 +240,7 @@ void h5_file_close(h5_file *f)
 	h5_ctx_free(f->ctx);            /* f's reference */
 	h5_source_close(f->src);        /* also drops a local file's flock */
 	pthread_mutex_destroy(&f->write_lock);
+	pthread_mutex_destroy(&f->fill_lock);
 	pthread_mutex_destroy(&f->stamp_mu);
 	pthread_mutex_destroy(&f->rd_mu);
 	free(f->rd_active);

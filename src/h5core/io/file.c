@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 bool h5_file_range_ok(const h5_file *f, uint64_t addr, uint64_t len)
@@ -200,6 +199,11 @@ int h5_file_write(h5_file *f, uint64_t addr, const void *buf, size_t len)
 	if (f->lazy_lock && !__atomic_load_n(&f->locked, __ATOMIC_ACQUIRE))
 		return h5_err_set(H5_ERR_BUSY, "%s: written without its lock", f->path);
 	abs = f->base + addr;
+	/* the host's margin, for a write no reserve or fill covered
+	 * (file_space.c): nothing written when it would pass it */
+	rc = h5_file_backed(f, abs, len);
+	if (rc < 0)
+		return rc;
 	f->wrote = true;        /* (one writer at a time) */
 	rc = f->src->ops->write(f->src, abs, buf, len);
 	if (rc < 0)
@@ -245,108 +249,6 @@ void h5_file_sync_hint(h5_file *f, uint64_t addr, uint64_t len)
 int h5_file_size(h5_file *f, uint64_t *out)
 {
 	return f->src->ops->size(f->src, out);
-}
-
-int h5_file_truncate(h5_file *f, uint64_t size)
-{
-	if (!f->src->ops->truncate)
-		return h5_err_set(H5_ERR_ROFS, "file is not open for writing");
-	if (f->lazy_lock && !__atomic_load_n(&f->locked, __ATOMIC_ACQUIRE))
-		return h5_err_set(H5_ERR_BUSY, "%s: truncated without its lock", f->path);
-	f->wrote = true;
-	f->falloc_hi = 0;
-	return f->src->ops->truncate(f->src, size);
-}
-
-/* Reserves are asked before every create and write that may commit
- * (h5_file_reserve: the write-behind of new files, appended rows), each
- * a posix_fallocate of what lies past the allocation end: cp -r of small
- * files spent a quarter of the daemon's time there (issue 55). What was
- * allocated since the last truncate is remembered, and an allocation
- * goes as far again as asked (at most 64 KiB) when the disk has it, so
- * the next few reserves need none (h5_txn_sync cuts FILE back to its end
- * of allocation). */
-#define FALLOC_AHEAD ((uint64_t)64 << 10)
-
-int h5_file_allocate(h5_file *f, uint64_t addr, uint64_t len)
-{
-	uint64_t end, from, ahead;
-	int rc;
-
-	if (!f->src->ops->truncate)
-		return h5_err_set(H5_ERR_ROFS, "file is not open for writing");
-	if (f->lazy_lock && !__atomic_load_n(&f->locked, __ATOMIC_ACQUIRE))
-		return h5_err_set(H5_ERR_BUSY, "%s: allocated without its lock", f->path);
-	if (!f->src->ops->allocate || len == 0)
-		return 0;
-	if (h5_add_overflow(addr, len, &end))
-		return h5_err_set(H5_ERR_LIMIT, "file size overflows");
-	if (f->falloc_hi && addr >= f->falloc_lo && end <= f->falloc_hi)
-		return 0;
-	from = f->falloc_hi && addr >= f->falloc_lo && addr <= f->falloc_hi ? f->falloc_hi : addr;
-	f->wrote = true;
-	/* as far again as asked, at most FALLOC_AHEAD: FILE's length stays
-	 * near its end of allocation */
-	rc = h5_add_overflow(end, len < FALLOC_AHEAD ? len : FALLOC_AHEAD, &ahead)
-		     ? H5_ERR_NOSPC
-		     : f->src->ops->allocate(f->src, from, ahead - from);
-	if (rc == H5_ERR_NOSPC) {
-		h5_err_clear();
-		ahead = end;
-		rc = f->src->ops->allocate(f->src, from, end - from);
-	}
-	if (rc == 0) {
-		if (from != f->falloc_hi)
-			f->falloc_lo = addr;
-		f->falloc_hi = ahead;
-	}
-	return rc;
-}
-
-/* The host's margin (issue 65: fsstress grew FILE until every program on
- * the machine got ENOSPC). ext4 refuses before the disk is full (its root
- * reserve); so does a reserve here: what [addr, addr+len) adds to FILE's
- * blocks (past what was allocated already, or FILE's end) must leave the
- * file system the margin. Changes that free space (rm, rename) take no
- * reserve, so they still work on a disk at its margin. */
-int h5_file_keep_free(h5_file *f, uint64_t addr, uint64_t len)
-{
-	struct statvfs vs;
-	struct stat st;
-	uint64_t end, have, need, avail, margin = 0, pct;
-	int fd;
-
-	if ((!f->min_free_bytes && !f->min_free_pct) || !f->src->ops->fd || len == 0)
-		return 0;
-	if (h5_add_overflow(addr, len, &end))
-		return h5_err_set(H5_ERR_LIMIT, "file size overflows");
-	/* allocated already (h5_file_allocate's own test): no system call,
-	 * as a reserve comes before every create and write */
-	if (f->falloc_hi && addr >= f->falloc_lo && end <= f->falloc_hi)
-		return 0;
-	fd = f->src->ops->fd(f->src);
-	if (fd < 0 || fstatvfs(fd, &vs) < 0 || fstat(fd, &st) < 0)
-		return 0;       /* (nothing to measure against: the allocation says) */
-	have = (uint64_t)st.st_size;
-	if (f->falloc_hi && addr >= f->falloc_lo && f->falloc_hi > have)
-		have = f->falloc_hi;
-	if (end <= have)
-		return 0;
-	need = end - (addr > have ? addr : have);
-	avail = (uint64_t)vs.f_bavail * (uint64_t)vs.f_frsize;
-	if (f->min_free_pct) {
-		pct = (uint64_t)vs.f_blocks * (uint64_t)vs.f_frsize / 100 * f->min_free_pct;
-		margin = pct;
-	}
-	if (f->min_free_bytes && (!f->min_free_pct || f->min_free_bytes < margin))
-		margin = f->min_free_bytes;
-	if (avail >= need && avail - need >= margin)
-		return 0;
-	return h5_err_set(H5_ERR_NOSPC,
-			  "%s: %llu more bytes would leave its file system %llu bytes free, less than the %llu "
-			  "it must keep free",
-			  f->path, (unsigned long long)need, (unsigned long long)(avail > need ? avail - need : 0),
-			  (unsigned long long)margin);
 }
 
 static void stamp_from(h5_file_stamp *s, const struct stat *st)

@@ -57,10 +57,16 @@ struct h5_file {
 	bool lazy_lock;         /* the write lock is taken by h5_file_lock */
 	bool locked;            /* h5_file_lock holds it (under write_lock) */
 	bool wrote;             /* written or truncated while locked (under write_lock) */
-	/* under write_lock: [falloc_lo, falloc_hi) allocated by
+	/* under fill_lock: [falloc_lo, falloc_hi) allocated by
 	 * h5_file_allocate since FILE was last truncated or locked (hi 0:
 	 * nothing known) */
 	uint64_t falloc_lo, falloc_hi;
+	/* under write_lock: disk space held for answered changes
+	 * (h5_file_reserve's holders), kept past the allocation end */
+	uint64_t promised;
+	/* absolute; atomic, raised under fill_lock: FILE below it holds disk
+	 * blocks throughout (no hole: file_space.c) */
+	uint64_t solid_end;
 	/* h5_open_opts min_free_bytes, min_free_pct (h5_file_keep_free) */
 	uint64_t min_free_bytes;
 	unsigned min_free_pct;
@@ -107,6 +113,9 @@ struct h5_file {
 	unsigned nthreads;      /* the context's: threads decoding at once */
 	bool efl_any;           /* h5_open_opts.efl_any */
 	pthread_mutex_t write_lock; /* one writer at a time */
+	/* taken inside write_lock or alone, never the other way: one margin
+	 * test and allocation at a time (file_space.c) */
+	pthread_mutex_t fill_lock;
 	/* under write_lock: the datasets being appended to (append.c), and
 	 * where the next new space starts (space.c; 0: at eoa; may lie below
 	 * eoa when a commit reserved space ahead, doc/APPEND.md) */
@@ -293,13 +302,23 @@ void h5_file_sync_hint(h5_file *f, uint64_t addr, uint64_t len);
  * and setting it (appends). */
 int h5_file_size(h5_file *f, uint64_t *out);
 int h5_file_truncate(h5_file *f, uint64_t size);
-/* [addr, addr+len) allocated (absolute; the object extended with zeros):
- * writes there find their space (a source without allocate: 0). */
+/* FILE's disk blocks against the host's margin (file_space.c; min_free_*
+ * of h5_open_opts; without them, or for a source without a descriptor,
+ * these allocate without a test and the fills do nothing): 0, or
+ * H5_ERR_NOSPC with a message and nothing allocated.
+ * [addr, addr+len) allocated (absolute; the object extended with zeros):
+ * writes there find their space (a source without allocate: 0). Under
+ * write_lock. */
 int h5_file_allocate(h5_file *f, uint64_t addr, uint64_t len);
-/* Whether allocating [addr, addr+len) leaves the file system holding
- * FILE the free space it must keep (min_free_*): 0, or H5_ERR_NOSPC with
- * a message. Under write_lock. */
-int h5_file_keep_free(h5_file *f, uint64_t addr, uint64_t len);
+/* [addr, addr+len) (relative, as space.c's) inside FILE's length given
+ * disk blocks where it has none (a hole): before a write there is
+ * answered, or (answered) for a commit, which may use half the margin. */
+int h5_file_fill(h5_file *f, uint64_t addr, uint64_t len, bool answered);
+/* The same for an absolute range, answered: h5_file_write's own guard. */
+int h5_file_backed(h5_file *f, uint64_t abs, uint64_t len);
+/* Whether [addr, addr+len) (relative) holds disk blocks throughout: no
+ * hole in it (space freed before it was written: h5_space_take). */
+bool h5_file_solid(h5_file *f, uint64_t addr, uint64_t len);
 
 /* Stamps: a local file's fstat as opened (h5_file_stamp_take, at open),
  * and the H5_CHANGED_* bits of f's own bytes and path against it (the

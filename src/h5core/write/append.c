@@ -184,6 +184,7 @@ static void stream_free(h5_astream *s)
 {
 	if (!s)
 		return;
+	h5_file_unreserve(s->f, &s->reserved);
 	if (s->ea)
 		s->wops->free(s->ea);
 	h5_freesp_clear(&s->gone);      /* (freed by h5_append_close) */
@@ -773,7 +774,7 @@ int h5_append_reserve(h5_appender *a, uint64_t len)
 	if (h5_mul_overflow(crows, s->ncells, &cells) || h5_mul_overflow(cells, s->chunk_bytes, &need) ||
 	    h5_add_overflow(need, RESERVE_INDEX, &need))
 		return h5_err_set(H5_ERR_LIMIT, "append of %llu bytes: too large", (unsigned long long)len);
-	return h5_file_reserve(s->f, need);
+	return h5_file_reserve(s->f, &s->reserved, need);
 }
 
 int h5_file_writable(const h5_file *f)

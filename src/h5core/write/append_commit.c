@@ -207,6 +207,8 @@ int h5_astream_commit(h5_astream *s, bool partial, bool durable)
 	n1 = partial ? s->row0 + s->nbuf : s->row0 > s->committed ? s->row0 : s->committed;
 	if (n1 == s->committed) {
 		rc = durable ? commit_sync(s) : 0;
+		if (partial)
+			h5_file_unreserve(f, &s->reserved);     /* (nothing waits) */
 		return rc < 0 ? h5_astream_fail(s, rc) : 0;
 	}
 
@@ -265,6 +267,9 @@ out:
 		s->wops->invalidate(s->ea);
 	h5_loose_leave(f, loose);
 	pthread_mutex_unlock(&f->write_lock);
+	/* the rows answered so far committed (or the stream failed): what
+	 * was held for them goes back */
+	h5_file_unreserve(f, &s->reserved);
 	if (s->ea)
 		s->wops->free(s->ea);
 	s->ea = NULL;

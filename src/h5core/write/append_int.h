@@ -60,6 +60,7 @@ typedef struct h5_astream {
 	uint64_t nset;
 	uint64_t since;         /* when the oldest uncommitted row arrived (ns) */
 	uint64_t last_end;      /* allocation end after the previous commit */
+	uint64_t reserved;      /* disk space held for rows answered (h5_file_reserve; f->write_lock) */
 	bool unsynced;          /* a commit since the last fsync did not fsync dims[0] */
 	/* The chunks of a partly filled last chunk row, committed with fill
 	 * (prow; UINT64_MAX: none): the next commit that stages that row

@@ -159,7 +159,7 @@ int h5_overwrite_reserve(h5_overwriter *w, uint64_t len)
 	if (!w || !w->lops->need)
 		return 0;
 	rc = w->lops->need(&need, w, len);
-	return rc < 0 || !need ? rc : h5_file_reserve(w->f, need);
+	return rc < 0 || !need ? rc : h5_file_reserve(w->f, &w->reserved, need);
 }
 
 int h5_ow_keep(h5_overwriter *w, uint64_t off, const uint8_t *buf, size_t len)
@@ -181,6 +181,7 @@ int h5_ow_keep(h5_overwriter *w, uint64_t off, const uint8_t *buf, size_t len)
 		}
 		x = &w->ext[w->n++];
 		*x = (h5_ow_ext){ .off = off };
+		__atomic_store_n(&w->spans, w->n, __ATOMIC_RELAXED);
 	}
 	if (x->len + len > x->cap) {
 		size_t nc = x->cap ? x->cap : 4096;
@@ -559,6 +560,7 @@ int h5_overwrite_commit(h5_overwriter *w, int all, int durable)
 		free(w->ext[i].p);
 	w->n = 0;
 	__atomic_store_n(&w->buffered, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->spans, 0, __ATOMIC_RELAXED);
 	w->direct = 0;
 	/* (an error: their space is leaked, as FILE may reference them;
 	 * but not when the commit was not tried) */
@@ -567,9 +569,11 @@ int h5_overwrite_commit(h5_overwriter *w, int all, int durable)
 	w->wc.n = 0;
 	w->wc.bytes = 0;
 	h5_ow_whole_release(w);
+	h5_file_unreserve(w->f, &w->reserved);  /* (committed, or lost and reported) */
 	if (keep_n) {
 		w->ext[0] = keep;
 		w->n = 1;
+		__atomic_store_n(&w->spans, 1, __ATOMIC_RELAXED);
 		__atomic_store_n(&w->buffered, keep.len, __ATOMIC_RELAXED);
 	}
 	return rc;
@@ -579,6 +583,7 @@ void h5_overwrite_close(h5_overwriter *w)
 {
 	if (!w)
 		return;
+	h5_file_unreserve(w->f, &w->reserved);
 	if (w->gone.n) {
 		pthread_mutex_lock(&w->f->write_lock);
 		h5_space_free_all(w->f, &w->gone);

@@ -69,6 +69,8 @@ struct h5_overwriter {
 	size_t n, cap;
 	uint64_t buffered;
 	uint64_t direct;        /* bytes written in place since the last commit */
+	uint64_t reserved;      /* disk space held for the next commit (h5_file_reserve) */
+	size_t spans;           /* n, for a reserve before its turn (atomic) */
 	uint64_t caddr;         /* allocated contiguous storage, else undefined */
 	uint64_t chunk_bytes;   /* chunked: one chunk's bytes */
 	bool unsynced;          /* a commit since the last durable one was not fsync'd */

@@ -58,6 +58,12 @@ static int contig_put(h5_overwriter *w, uint64_t off, const uint8_t *p, size_t l
 
 	if (!h5_addr_defined(w->caddr))
 		return h5_ow_keep(w, off, p, len);
+	/* storage grown sparsely is a hole in FILE: its blocks now, within
+	 * the host's margin, the kept bytes' too (written at the commit,
+	 * after the answer) */
+	rc = h5_file_fill(w->f, w->caddr + off, len, false);
+	if (rc < 0)
+		return rc;
 	a = (off + w->esize - 1) / w->esize * w->esize;
 	b = end / w->esize * w->esize;
 	if (a >= b)

@@ -132,13 +132,56 @@ void h5_space_settle(h5_file *f)
 	}
 }
 
+/* Released extents a take looks at before it goes to the end. */
+#define TAKE_TRIES 8
+
+/* A released extent of len bytes whose disk blocks exist, or are given
+ * within the host's margin: 1 and *addr, or 0 when none. An extent that
+ * is a hole in FILE (storage grown sparsely, freed before it was written)
+ * takes blocks that no reserve counted (reusable() counts only solid
+ * ones); where the margin refuses them it is set aside - back in the
+ * list, for the end to lower - and the commit takes the end, which its
+ * reserve allocated. (Four stress-ng writers filled a 200 MiB file system
+ * to its last block through such extents, past the margin: issue 65.) */
+static int take_backed(uint64_t *addr, h5_file *f, uint64_t len)
+{
+	h5_freesp aside = { 0 };
+	bool refused = false;
+	int got = 0;
+
+	for (int k = 0; k < TAKE_TRIES && h5_freesp_take(&f->freesp, len, addr); k++) {
+		uint64_t rest = 0, at = *addr + len;
+
+		if (h5_file_solid(f, *addr, len) || (!refused && h5_file_fill(f, *addr, len, true) == 0)) {
+			got = 1;
+			break;
+		}
+		h5_err_clear();
+		refused = true;
+		/* the rest of that extent too: taken len bytes at a time, a
+		 * deleted sparse GiB would come back here again and again */
+		for (size_t i = 0; i < f->freesp.n; i++)
+			if (f->freesp.v[i].addr == at && !f->freesp.v[i].ticket) {
+				(void)h5_freesp_pop(&f->freesp, at, &rest);
+				break;
+			}
+		if (h5_freesp_add(&aside, *addr, len + rest, 0) < 0)
+			h5_err_clear();         /* (lost to this session, as a refused free) */
+	}
+	for (size_t i = 0; i < aside.n; i++)
+		if (h5_freesp_add(&f->freesp, aside.v[i].addr, aside.v[i].len, 0) < 0)
+			h5_err_clear();
+	h5_freesp_clear(&aside);
+	return got;
+}
+
 int h5_space_take(uint64_t *addr, h5_file *f, uint64_t len)
 {
 	/* the allocation end stays: only h5_space_settle (a sync between
 	 * changes) lowers it, never a change under way, whose commit may
 	 * compare it with where it began */
 	release(f, NULL);
-	if (!h5_freesp_take(&f->freesp, len, addr))
+	if (!take_backed(addr, f, len))
 		return h5_space_alloc(addr, f, len);
 	f->reused++;
 	/* what readers decoded from the old bytes is stale now */
@@ -236,7 +279,8 @@ int h5_space_cut(h5_file *f, uint64_t end)
 	f->eoa = end;
 	if ((rc = h5_file_size(f, &size)) < 0)
 		return h5_err_wrap(rc, "%s: ", f->path);
-	if (size > f->base + end && (rc = h5_file_truncate(f, f->base + end)) < 0)
+	/* (what reserves hold for answered changes stays allocated) */
+	if (size > f->base + end + f->promised && (rc = h5_file_truncate(f, f->base + end + f->promised)) < 0)
 		return h5_err_wrap(rc, "truncating %s: ", f->path);
 	return 0;
 }
@@ -303,19 +347,37 @@ void h5_file_space_handover(h5_file *to, h5_file *from)
  * know may not fit extents smaller than the sum (a block is never split;
  * summing every extent promised space a dense store written anew could
  * not take, and a full disk then failed the commit after its answer). */
-static uint64_t reusable(const h5_file *f, uint64_t len)
+static uint64_t reusable(h5_file *f, uint64_t len)
 {
-	return h5_freesp_largest(&f->freesp) >= len ? len : 0;
+	const h5_free_ext *big = NULL;
+
+	for (size_t i = 0; i < f->freesp.n; i++)
+		if (!f->freesp.v[i].ticket && (!big || f->freesp.v[i].len > big->len))
+			big = &f->freesp.v[i];
+	/* (a hole takes blocks: take_backed gives it only within the margin) */
+	return big && big->len >= len && h5_file_solid(f, big->addr, big->len) ? len : 0;
 }
 
-int h5_file_reserve(h5_file *f, uint64_t len)
+int h5_file_reserve(h5_file *f, uint64_t *held, uint64_t want)
 {
-	uint64_t at;
+	uint64_t at, extra, total;
 	int rc;
 
 	if (!h5_file_writable(f))
 		return h5_err_set(H5_ERR_ROFS, "the file is open read-only");
 	pthread_mutex_lock(&f->write_lock);
+	/* what the other holders hold comes first: reserves of the allocation
+	 * end alone, 64 writers' commits took what each had been promised
+	 * (stress-ng aiol: 4 KiB writes answered, their 1 MiB chunks past the
+	 * margin at the commit) */
+	/* and allocated again when the holder's share is held already: what
+	 * was allocated for it may have been taken meanwhile (an append's
+	 * rows are staged at the allocation end as they come) */
+	extra = !held ? want : want > *held ? want - *held : 0;
+	if (h5_add_overflow(f->promised, extra, &total)) {
+		pthread_mutex_unlock(&f->write_lock);
+		return h5_err_set(H5_ERR_LIMIT, "file size overflows");
+	}
 	/* space the free list holds takes no disk space: a change that
 	 * fits there is made on a full disk too - also space held back for
 	 * a reader section, which ends within a request: on a full disk the
@@ -328,10 +390,8 @@ int h5_file_reserve(h5_file *f, uint64_t len)
 		h5_space_settle(f);
 		rc = h5_add_overflow(f->base, h5_space_end(f), &at) ? h5_err_set(H5_ERR_LIMIT, "file size overflows")
 								     : 0;
-		if (rc == 0)
-			rc = h5_file_keep_free(f, at, len - reusable(f, len));
-		if (rc == 0)
-			rc = h5_file_allocate(f, at, len - reusable(f, len));
+		if (rc == 0)    /* (the margin kept: file_space.c) */
+			rc = h5_file_allocate(f, at, total - reusable(f, total));
 		if (rc == H5_ERR_NOSPC && f->freesp.pending && !synced) {
 			synced = 1;
 			h5_err_clear();
@@ -347,6 +407,25 @@ int h5_file_reserve(h5_file *f, uint64_t len)
 		h5_err_clear();
 		nanosleep(&(struct timespec){ 0, 2000000 }, NULL);
 	}
+	if (rc == 0 && held) {
+		f->promised += extra;
+		*held += extra;         /* (at least want: never less than held) */
+	}
 	pthread_mutex_unlock(&f->write_lock);
 	return rc;
+}
+
+void h5_file_unreserve(h5_file *f, uint64_t *held)
+{
+	if (!f || !*held)
+		return;
+	pthread_mutex_lock(&f->write_lock);
+	f->promised -= *held < f->promised ? *held : f->promised;
+	*held = 0;
+	pthread_mutex_unlock(&f->write_lock);
+}
+
+uint64_t h5_space_held(const h5_file *f)
+{
+	return f->promised;
 }

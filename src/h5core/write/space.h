@@ -81,6 +81,9 @@ int h5_space_extend(h5_file *f, uint64_t eoa);
 /* The end of allocated space is now `end` (the superblock says so already,
  * durably): the file is cut there. */
 int h5_space_cut(h5_file *f, uint64_t end);
+/* The disk space reserves hold for answered changes (under write_lock):
+ * kept past the allocation end when FILE is cut. */
+uint64_t h5_space_held(const h5_file *f);
 /* Space [start, mark) that nothing references goes back when the
  * allocation end is still mark (nothing allocated after it): the
  * allocation end drops to start and the file is cut to its EOF address

@@ -73,10 +73,13 @@ int h5_txn_stage(h5_txn *t, uint64_t last_end)
 		uint64_t r = t->durable ? 0 : reserve_size(last_end, end);
 
 		t->new_eoa = end;
-		if (r && !h5_add_overflow(end, r, &t->new_eoa) && h5_space_fits(f, t->new_eoa))
-			rc = h5_space_extend(f, t->new_eoa);
-		else
+		if (!r || h5_add_overflow(end, r, &t->new_eoa) || !h5_space_fits(f, t->new_eoa))
 			t->new_eoa = end;
+		/* FILE never shorter than the EOF address on disk (libhdf5:
+		 * "truncated file"): space taken at the end and not written yet
+		 * - a commit that failed on a full disk after its allocation -
+		 * stays a hole */
+		rc = h5_space_extend(f, t->new_eoa);
 	}
 	/* A durable commit keeps the room reserved past the end: the next
 	 * change (cp -r: a create, then this file's rows, then the next
@@ -188,10 +191,15 @@ int h5_txn_sync(h5_file *f, bool unsynced)
 	 * ahead, h5_file_reserve): the superblock's EOF address is written
 	 * again before the cut, whatever this handle last wrote there, so the
 	 * file is never shorter than the address on disk */
-	shrink = f->eoa > end || (f->eoa == end && h5_file_size(f, &size) == 0 && size > f->base + end);
+	shrink = f->eoa > end ||
+		 (f->eoa == end && h5_file_size(f, &size) == 0 && size > f->base + end + h5_space_held(f));
 
 	h5_err_clear();
-	if (shrink)
+	/* and never shorter than it: space allocated at the end and never
+	 * written (a commit refused by a full disk after its allocation;
+	 * stress-ng aiol left FILE 17 MB shorter than its EOF address) */
+	rc = h5_space_extend(f, end < f->eoa ? f->eoa : end);
+	if (rc == 0 && shrink)
 		rc = eoa_lower(f, end);
 	if (rc == 0 && (shrink || unsynced))
 		rc = h5_file_sync(f);
