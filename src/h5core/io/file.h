@@ -67,7 +67,7 @@ struct h5_file {
 	/* absolute; atomic, raised under fill_lock: FILE below it holds disk
 	 * blocks throughout (no hole: file_space.c) */
 	uint64_t solid_end;
-	/* h5_open_opts min_free_bytes, min_free_pct (h5_file_keep_free) */
+	/* h5_open_opts min_free_bytes, min_free_pct (file_space.c) */
 	uint64_t min_free_bytes;
 	unsigned min_free_pct;
 	/* lazy_lock: FILE's first bytes (superblock and, in most files, the
