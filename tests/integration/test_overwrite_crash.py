@@ -289,16 +289,50 @@ PUNCH_CASES = [
 ]
 
 
-def punch_case(work, case, rng):
-    name, libver, maxshape, filt, ce, nwhole = case
+def one_dataset(work, name, libver, maxshape, filt, ce, **kw):
+    """A 300-row int32 dataset /g/x: (path, its values, its object
+    header's range, its chunks)."""
     path = os.path.join(work, name + ".h5")
     v = ((np.arange(300) * 11 + 5) % 30000).astype("<i4")
     with h5py.File(path, "w", libver=libver) as f:
-        f.create_dataset("g/x", data=v, maxshape=maxshape, chunks=(ce,), **filt)
+        f.create_dataset("g/x", data=v, maxshape=maxshape, chunks=(ce,), **filt, **kw)
     with h5py.File(path, "r") as f:
         info = h5py.h5o.get_info(f["g/x"].id)
         ohdr = (info.addr, info.addr + info.hdr.space.total)
         chunks0 = f["g/x"].id.get_num_chunks()
+    return path, v, ohdr, chunks0
+
+
+def trace_op(work, name, path, record):
+    """The helper's one operation (record: its packed write) traced:
+    (base image, ops), or None (failed, said)."""
+    wpath = os.path.join(work, name + ".writes")
+    with open(wpath, "wb") as fh:
+        fh.write(record)
+    trace = os.path.join(work, name + ".trace")
+    base, ops, final, why = traced([HELPER, path, "/g/x", wpath, trace], path, trace)
+    if why:
+        T.fail("%s: %s" % (name, why))
+        return None
+    return base, ops
+
+
+def crashes_checked(work, name, base, ops, rng, ohdr, states):
+    """Every crash image of the trace holds one of states: how many."""
+    tmp = os.path.join(work, "img.h5")
+    count = 0
+    for where, img in crash_images(base, ops, rng, SUBSETS, ohdr):
+        err = check_image(img, tmp, states, 4, True)
+        count += 1
+        if err:
+            T.fail("%s: %s: %s" % (name, where, err))
+            break
+    return count
+
+
+def punch_case(work, case, rng):
+    name, libver, maxshape, filt, ce, nwhole = case
+    path, v, ohdr, chunks0 = one_dataset(work, name, libver, maxshape, filt, ce)
     cb = 4 * ce
     # a partial chunk, whole ones, a partial one (leaves: from the first
     # chunk, so that the first leaf is punched whole)
@@ -306,13 +340,8 @@ def punch_case(work, case, rng):
     new = bytearray(v.tobytes())
     new[off:off + ln] = bytes(ln)
     states = [v.tobytes(), bytes(new)]
-    wpath = os.path.join(work, name + ".writes")
-    with open(wpath, "wb") as fh:
-        fh.write(struct.pack("<QQQ", off, PUNCH, ln))
-    trace = os.path.join(work, name + ".trace")
-    base, ops, final, why = traced([HELPER, path, "/g/x", wpath, trace], path, trace)
-    if why:
-        T.fail("%s: %s" % (name, why))
+    tr = trace_op(work, name, path, struct.pack("<QQQ", off, PUNCH, ln))
+    if tr is None:
         return 0
     with h5py.File(path, "r") as f:
         got = f["g/x"][()].tobytes()
@@ -322,16 +351,9 @@ def punch_case(work, case, rng):
         return 0
     if chunks != chunks0 - nwhole and not (name.endswith("leaves") and chunks0 - nwhole < chunks < chunks0 - 60):
         T.fail("%s: %d chunks after the punch (want %d)" % (name, chunks, chunks0 - nwhole))
-    tmp = os.path.join(work, "img.h5")
-    count = 0
-    for where, img in crash_images(base, ops, rng, SUBSETS, ohdr):
-        err = check_image(img, tmp, states, 4, True)
-        count += 1
-        if err:
-            T.fail("%s: %s: %s" % (name, where, err))
-            return count
+    count = crashes_checked(work, name, tr[0], tr[1], rng, ohdr, states)
     print("%s: %d writes/syncs traced, %d crash states checked; chunks %d -> %d" % (
-        name, len(ops), count, chunks0, chunks), flush=True)
+        name, len(tr[1]), count, chunks0, chunks), flush=True)
     return count
 
 
@@ -348,23 +370,12 @@ SHRINK_CASES = [
 
 def shrink_case(work, case, rng):
     name, libver, maxshape, filt, ce, keep = case
-    path = os.path.join(work, name + ".h5")
-    v = ((np.arange(300) * 11 + 5) % 30000).astype("<i4")
-    with h5py.File(path, "w", libver=libver) as f:
-        f.create_dataset("g/x", data=v, maxshape=maxshape, chunks=(ce,), fillvalue=-3, **filt)
-    with h5py.File(path, "r") as f:
-        info = h5py.h5o.get_info(f["g/x"].id)
-        ohdr = (info.addr, info.addr + info.hdr.space.total)
+    path, v, ohdr, _ = one_dataset(work, name, libver, maxshape, filt, ce, fillvalue=-3)
     mid = v.copy()
     mid[keep:] = -3
     states = [v.tobytes(), mid.tobytes(), v[:keep].tobytes()]
-    wpath = os.path.join(work, name + ".writes")
-    with open(wpath, "wb") as fh:
-        fh.write(struct.pack("<QQ", 4 * keep, SHRINK))
-    trace = os.path.join(work, name + ".trace")
-    base, ops, final, why = traced([HELPER, path, "/g/x", wpath, trace], path, trace)
-    if why:
-        T.fail("%s: %s" % (name, why))
+    tr = trace_op(work, name, path, struct.pack("<QQ", 4 * keep, SHRINK))
+    if tr is None:
         return 0
     with h5py.File(path, "a") as f:
         d = f["g/x"]
@@ -380,16 +391,9 @@ def shrink_case(work, case, rng):
     want = -(-keep // ce)
     if chunks != want and not (name.endswith("leaves") and chunks <= want + 2):
         T.fail("%s: %d chunks after the shrink (want %d)" % (name, chunks, want))
-    tmp = os.path.join(work, "img.h5")
-    count = 0
-    for where, img in crash_images(base, ops, rng, SUBSETS, ohdr):
-        err = check_image(img, tmp, states, 4, True)
-        count += 1
-        if err:
-            T.fail("%s: %s: %s" % (name, where, err))
-            return count
+    count = crashes_checked(work, name, tr[0], tr[1], rng, ohdr, states)
     print("%s: %d writes/syncs traced, %d crash states checked; %d chunks left" % (
-        name, len(ops), count, chunks), flush=True)
+        name, len(tr[1]), count, chunks), flush=True)
     return count
 
 
