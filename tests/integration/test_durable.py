@@ -243,8 +243,11 @@ def enospc(wd):
                 T.fail("enospc: the np.save after space was freed is not in FILE")
         nspc = sum(1 for o, n, e in refused if e == errno.ENOSPC)
         log_lines = m.output().count("No space left on device")
-        if log_lines < nspc:
-            T.fail("enospc: %d refusals, %d log lines" % (nspc, log_lines))
+        # refusals for space are logged once a minute at most (issue 65:
+        # "logged once"; a writer at the margin is refused at every
+        # write), the first at once
+        if nspc and not log_lines:
+            T.fail("enospc: %d refusals, no log line" % nspc)
         print("enospc: answered 0: %d, ENOSPC: %d, groups: %d" % (sum(len(v) for v in done.values()), nspc,
                                                                   len(dirs)))
 
