@@ -338,20 +338,24 @@ out:
 	return rc;
 }
 
-/* Move the file (and its WAL and shared-memory files, which belong to it)
- * aside to PATH.bad, replacing an older one; one log line. */
-static void move_aside(cindex *ix, const char *why)
+/* Move the file (and its WAL, which belongs to it: committed records
+ * cindex_salvage reads) aside to PATH.bad, replacing older ones; the
+ * shared-memory file is SQLite's to make anew. The caller logs. */
+static void move_aside(cindex *ix)
 {
-	char bad[PATH_MAX_CINDEX], side[PATH_MAX_CINDEX];
+	char bad[PATH_MAX_CINDEX], side[PATH_MAX_CINDEX], bside[PATH_MAX_CINDEX];
 
 	snprintf(bad, sizeof(bad), "%s.bad", ix->path);
 	if (rename(ix->path, bad) != 0)
 		unlink(ix->path);
 	snprintf(side, sizeof(side), "%s-wal", ix->path);
-	unlink(side);
+	snprintf(bside, sizeof(bside), "%s-wal", bad);
+	if (rename(side, bside) != 0)
+		unlink(bside);  /* none: an older .bad's log is not this file's */
 	snprintf(side, sizeof(side), "%s-shm", ix->path);
 	unlink(side);
-	cindex_note(ix, "index %s: %s; moved to %s, rebuilding it", ix->path, why, bad);
+	snprintf(bside, sizeof(bside), "%s-shm", bad);
+	unlink(bside);
 }
 
 /* Open, and when the file is not an index, move it aside and open a fresh
@@ -378,7 +382,8 @@ static int db_open_or_rebuild(cindex *ix)
 	int rc = db_open_waiting(ix, &why);
 
 	if (rc == NOT_INDEX) {
-		move_aside(ix, why);
+		move_aside(ix);
+		cindex_note(ix, "index %s: %s; moved to %s.bad, rebuilding it", ix->path, why, ix->path);
 		rc = db_open_waiting(ix, &why);
 		if (rc == NOT_INDEX)
 			return h5_err_set(H5_ERR_IO, "index %s: %s right after it was made", ix->path, why);
@@ -390,16 +395,32 @@ static int db_open_or_rebuild(cindex *ix)
 	return 0;
 }
 
-/* A query found the file damaged: start over on a fresh one. */
+/* A query found the file damaged: start over on a fresh one, with what
+ * the damaged one still holds whole (cindex_salvage: records a mount
+ * answered from before the damage showed are not lost with the file). */
 void cindex_rebuild(cindex *ix, int sqlrc)
 {
-	char why[200];
+	char why[200], bad[PATH_MAX_CINDEX];
+	cindex old = { .path = bad };
+	size_t records = 0, kinds = 0;
+	const char *owhy = NULL;
 
 	snprintf(why, sizeof(why), "damaged (%s)", ix->db ? sqlite3_errmsg(ix->db) : sqlite3_errstr(sqlrc));
+	snprintf(bad, sizeof(bad), "%s.bad", ix->path);
 	db_close(ix);
-	move_aside(ix, why);
-	if (db_open_or_rebuild(ix) < 0)
-		cindex_note(ix, "index %s: %s; going on without it", ix->path, h5_err_msg());
+	move_aside(ix);
+	if (db_open_or_rebuild(ix) < 0) {
+		cindex_note(ix, "index %s: %s; moved to %s, %s; going on without it", ix->path, why, bad,
+			    h5_err_msg());
+		return;
+	}
+	/* its header and schema still ours (else nothing to copy) */
+	if (db_open(&old, &owhy) == SQLITE_OK) {
+		cindex_salvage(&records, &kinds, ix, &old);
+		db_close(&old);
+	}
+	cindex_note(ix, "index %s: %s; moved to %s, rebuilt with the %zu records and %zu file kinds that read "
+		    "back whole", ix->path, why, bad, records, kinds);
 }
 
 /* mkdir -p of path's folder, private (0700): the index lists the

@@ -37,4 +37,19 @@ int cindex_sql_err(const cindex *ix, int rc, const char *what);
  * (called with the lock held). */
 void cindex_rebuild(cindex *ix, int sqlrc);
 
+/* The record of member row id (nodes, crc: its row's) read into *out:
+ * SQLITE_OK, BAD_RECORD (its rows make no tree, or another CRC), or an
+ * SQLite error (cindex_rec.c). */
+int cindex_read_tree(cindex_tree **out, cindex *ix, int64_t id, int64_t nodes, uint32_t crc);
+/* Within the caller's write transaction: t recorded under k (an older
+ * record of k's view replaced); k's file row set to kind (0, 1, 2 with
+ * why). SQLITE_OK or an SQLite error. */
+int cindex_put_tree(cindex *ix, const cindex_key *k, const cindex_tree *t);
+int cindex_put_kind(cindex *ix, const cindex_key *k, int kind, const char *why);
+/* Copy into the fresh index ix (its lock held) what the damaged file old
+ * (opened by db_open) still holds whole: every member record whose rows
+ * read back with their CRC, every file row the scans reach; *records and
+ * *kinds say how many (cindex_salvage.c). */
+void cindex_salvage(size_t *records, size_t *kinds, cindex *ix, cindex *old);
+
 #endif

@@ -255,6 +255,24 @@ static int member_row(int *hit, int64_t *id, int64_t *nodes, uint32_t *crc, cind
 	return rc;
 }
 
+int cindex_read_tree(cindex_tree **out, cindex *ix, int64_t id, int64_t nodes, uint32_t crc)
+{
+	cindex_tree *t = NULL;
+	int rc = cindex_tree_new(&t) < 0 ? SQLITE_NOMEM : SQLITE_OK;
+
+	*out = NULL;
+	if (rc == SQLITE_OK)
+		rc = load_rows(t, ix, id, nodes);
+	if (rc == SQLITE_OK && (tree_crc(t) != crc || cindex_tree_seal(t) < 0))
+		rc = BAD_RECORD;
+	if (rc != SQLITE_OK) {
+		cindex_tree_free(t);
+		return rc;
+	}
+	*out = t;
+	return SQLITE_OK;
+}
+
 int cindex_load(cindex_tree **out, cindex *ix, const cindex_key *k)
 {
 	cindex_tree *t = NULL;
@@ -273,11 +291,7 @@ int cindex_load(cindex_tree **out, cindex *ix, const cindex_key *k)
 	rc = member_row(&hit, &id, &nodes, &crc, ix, k);
 	if (rc != SQLITE_OK || !hit)
 		goto end;
-	rc = cindex_tree_new(&t) < 0 ? SQLITE_NOMEM : SQLITE_OK;
-	if (rc == SQLITE_OK)
-		rc = load_rows(t, ix, id, nodes);
-	if (rc == SQLITE_OK && (tree_crc(t) != crc || cindex_tree_seal(t) < 0))
-		rc = BAD_RECORD;
+	rc = cindex_read_tree(&t, ix, id, nodes, crc);
 	if (rc == BAD_RECORD) {
 		cindex_note(ix, "index %s: the record of %s is damaged; reading the file again", ix->path, k->member);
 		hit = 0;
@@ -414,6 +428,13 @@ static int insert_tree(cindex *ix, const cindex_key *k, const cindex_tree *t)
 	return SQLITE_OK;
 }
 
+int cindex_put_tree(cindex *ix, const cindex_key *k, const cindex_tree *t)
+{
+	int rc = delete_member(ix, k, 1);
+
+	return rc == SQLITE_OK ? insert_tree(ix, k, t) : rc;
+}
+
 int cindex_store(cindex *ix, const cindex_key *k, const cindex_tree *t)
 {
 	int rc = SQLITE_OK, ret = 0;
@@ -425,9 +446,7 @@ int cindex_store(cindex *ix, const cindex_key *k, const cindex_tree *t)
 	for (int attempt = 0; attempt < 2 && ix->db; attempt++) {
 		rc = sqlite3_exec(ix->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 		if (rc == SQLITE_OK)
-			rc = delete_member(ix, k, 1);
-		if (rc == SQLITE_OK)
-			rc = insert_tree(ix, k, t);
+			rc = cindex_put_tree(ix, k, t);
 		rc = end_write(&ret, ix, rc, "recording");
 		if (rc == SQLITE_OK || !cindex_damaged(rc))
 			break;
@@ -519,6 +538,17 @@ static void bind_kind(sqlite3_stmt *s, const cindex_key *k, int kind, const char
 		sqlite3_bind_text(s, 7, why, -1, SQLITE_STATIC);
 	else
 		sqlite3_bind_null(s, 7);
+}
+
+int cindex_put_kind(cindex *ix, const cindex_key *k, int kind, const char *why)
+{
+	sqlite3_stmt *s = ix->q[Q_SET_KIND];
+	int rc;
+
+	bind_kind(s, k, kind, why);
+	rc = sqlite3_step(s);
+	done(s);
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
 /* One file row written (its own transaction): what says what failed. */

@@ -16,10 +16,12 @@ import h5py
 import numpy as np
 
 
-def member(path, seed, userblock=0):
+def member(path, seed, userblock=0, libver="earliest"):
+    """libver: h5py's ("earliest" by default, what the tests compare;
+    bench/collection_index_bench.py --scale alternates with "latest")."""
     rng = np.random.default_rng(seed)
     kw = {"userblock_size": userblock} if userblock else {}
-    with h5py.File(path, "w", libver="earliest", track_order=True, **kw) as f:
+    with h5py.File(path, "w", libver=libver, track_order=True, **kw) as f:
         f.attrs["title"] = "member %d" % seed
         f.attrs["seed"] = np.int64(seed)
         g = f.create_group("entry", track_order=True)
