@@ -204,13 +204,15 @@ int h5_file_write(h5_file *f, uint64_t addr, const void *buf, size_t len)
 	rc = h5_file_backed(f, abs, len);
 	if (rc < 0)
 		return rc;
-	f->wrote = true;        /* (one writer at a time) */
+	__atomic_store_n(&f->wrote, true, __ATOMIC_RELAXED); /* (also a write in place, without write_lock) */
 	rc = f->src->ops->write(f->src, abs, buf, len);
 	if (rc < 0)
 		return rc;
-	/* release: a reader that sees the new eof finds the bytes written */
-	if (end > f->eof)
-		__atomic_store_n(&f->eof, end, __ATOMIC_RELEASE);
+	/* release: a reader that sees the new eof finds the bytes written;
+	 * raised only (a write in place runs beside a commit) */
+	for (uint64_t was = __atomic_load_n(&f->eof, __ATOMIC_RELAXED);
+	     end > was && !__atomic_compare_exchange_n(&f->eof, &was, end, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED);)
+		;
 	return 0;
 }
 
@@ -403,7 +405,7 @@ int h5_file_lock(h5_file *f)
 		rc = f->src->ops->lock(f->src, 1);
 		if (rc == 0) {
 			__atomic_store_n(&f->locked, true, __ATOMIC_RELEASE);
-			f->wrote = false;
+			__atomic_store_n(&f->wrote, false, __ATOMIC_RELAXED);
 			f->falloc_hi = 0;       /* another program may have cut FILE */
 		}
 	}
@@ -506,11 +508,11 @@ void h5_file_unlock(h5_file *f)
 	if (f->locked) {
 		/* our own writes are no change of FILE: take its stamp again
 		 * while nobody else can write it */
-		if (f->wrote)
+		if (__atomic_load_n(&f->wrote, __ATOMIC_RELAXED))
 			restamp(f);
 		__atomic_store_n(&f->locked, false, __ATOMIC_RELEASE);
 		f->src->ops->lock(f->src, 0);
-		f->wrote = false;
+		__atomic_store_n(&f->wrote, false, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&f->write_lock);
 }

@@ -199,7 +199,7 @@ int h5_file_truncate(h5_file *f, uint64_t size)
 		return h5_err_set(H5_ERR_ROFS, "file is not open for writing");
 	if (f->lazy_lock && !__atomic_load_n(&f->locked, __ATOMIC_ACQUIRE))
 		return h5_err_set(H5_ERR_BUSY, "%s: truncated without its lock", f->path);
-	f->wrote = true;
+	__atomic_store_n(&f->wrote, true, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&f->fill_lock);
 	f->falloc_hi = 0;
 	rc = f->src->ops->truncate(f->src, size);
@@ -239,7 +239,7 @@ int h5_file_allocate(h5_file *f, uint64_t addr, uint64_t len)
 		rc = keep_margin(f, fd, unbacked(&first, fd, from, end, (uint64_t)st.st_size), 1);
 	if (rc < 0)
 		goto out;
-	f->wrote = true;
+	__atomic_store_n(&f->wrote, true, __ATOMIC_RELAXED);
 	/* as far again as asked, at most FALLOC_AHEAD: FILE's length stays
 	 * near its end of allocation */
 	rc = h5_add_overflow(end, len < FALLOC_AHEAD ? len : FALLOC_AHEAD, &ahead)

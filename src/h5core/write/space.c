@@ -417,9 +417,9 @@ int h5_file_reserve(h5_file *f, uint64_t *held, uint64_t want)
 
 void h5_file_unreserve(h5_file *f, uint64_t *held)
 {
-	if (!f || !*held)
+	if (!f)
 		return;
-	pthread_mutex_lock(&f->write_lock);
+	pthread_mutex_lock(&f->write_lock);     /* (*held too: reserves change it) */
 	f->promised -= *held < f->promised ? *held : f->promised;
 	*held = 0;
 	pthread_mutex_unlock(&f->write_lock);
