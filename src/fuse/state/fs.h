@@ -189,8 +189,8 @@ struct lslot {
 	uint8_t nlink : 6;      /* st_nlink */
 	uint8_t kind : 2;       /* the record's h5_obj_kind */
 	uint16_t perm : 12;     /* st_mode & 07777 (S_IFREG) */
-	uint16_t mt_file : 1;   /* st_mtim is FILE's as its generation opened
-				 * it (gen_file_time: nanoseconds) */
+	uint16_t mt_file : 1;   /* st_mtim is FILE's as the lookup saw it
+				 * (fs->lgen[gen].ft: nanoseconds) */
 	uint16_t append_blk : 1;        /* st_blksize H5FS_APPEND_BLKSIZE */
 	uint16_t unlinked : 1;  /* its last link went (struct node's) */
 	uint16_t known : 1;     /* the kind map's kind is known */
@@ -201,10 +201,14 @@ struct lshard {
 	struct lslot *v;
 	size_t cap, n, used;    /* used: with tombstones */
 };
-#define LGEN_MAX 16
+/* A generation the records hold, with FILE's time as they saw it (a
+ * commit of ours takes FILE's stamp again: records read after it get
+ * another index, so that each shows the time of its lookup) */
+#define LGEN_MAX 32
 struct lgen {
-	struct gen *g;          /* held once while n > 0 */
+	struct gen *g;          /* held once per index while n > 0 */
 	size_t n;               /* records of it */
+	struct timespec ft;     /* gen_file_time(g->f) then (mt_file's time) */
 };
 
 /* (parent ino, name) -> synthetic ino, kept for the whole mount so a

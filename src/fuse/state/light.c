@@ -33,13 +33,11 @@ static bool path_under(const char *dir, const char *name, const char *prefix, si
 	return strcmp(name, prefix) == 0;
 }
 
-/* s's stat, as its generation shows it (mt_file: FILE's time then; a
- * record let go of its generation shows the current one's, made a node and
- * resolved again before it is shown) */
+/* s's stat, as its lookup saw it (mt_file: FILE's time then; a record let
+ * go of its generation shows the current one's, made a node and resolved
+ * again before it is shown) */
 static void light_stat(h5fs *fs, const struct lslot *s, struct stat *st)
 {
-	const struct gen *g = lgen_of(fs, s->gen) ? lgen_of(fs, s->gen) : fs->gen;
-
 	memset(st, 0, sizeof(*st));
 	st->st_ino = (ino_t)LSLOT_INO(s);
 	st->st_mode = S_IFREG | s->perm;
@@ -49,8 +47,10 @@ static void light_stat(h5fs *fs, const struct lslot *s, struct stat *st)
 	st->st_size = (off_t)s->size;
 	st->st_blocks = (blkcnt_t)s->blocks;
 	st->st_blksize = s->append_blk ? H5FS_APPEND_BLKSIZE : H5FS_BLKSIZE;
-	if (s->mt_file)
-		st->st_mtim = gen_file_time(g->f);
+	if (s->mt_file && s->gen)
+		st->st_mtim = fs->lgen[s->gen].ft;
+	else if (s->mt_file)
+		st->st_mtim = gen_file_time(fs->gen->f);
 	else
 		st->st_mtim.tv_sec = (time_t)s->mtime_s;
 	st->st_atim = st->st_ctim = st->st_mtim;
@@ -129,13 +129,13 @@ struct node *light_promote_locked(h5fs *fs, struct lslot *s)
 	return n;
 }
 
-/* Whether fresh (read in g) is what light_stat and light_promote_locked
- * make again exactly: FILE's own objects, numbered by their address,
- * times all one, and the packed fields hold its values (fs.h) */
-static bool light_fits(const h5fs *fs, const struct node *fresh, const struct gen *g)
+/* Whether fresh (read in g, whose FILE's time is ft now) is what
+ * light_stat and light_promote_locked make again exactly: FILE's own
+ * objects, numbered by their address, times all one, and the packed
+ * fields hold its values (fs.h) */
+static bool light_fits(const h5fs *fs, const struct node *fresh, const struct gen *g, struct timespec ft)
 {
 	const struct stat *st = &fresh->st;
-	struct timespec ft;
 
 	if (fresh->type != NT_FILE || fresh->vkind || (fresh->ino & H5FS_SYNTH_BIT) || fresh->f != g->f ||
 	    fresh->ino != fresh->addr + 2 || (uint64_t)st->st_ino != fresh->ino || st->st_uid != fs->uid ||
@@ -147,17 +147,15 @@ static bool light_fits(const h5fs *fs, const struct node *fresh, const struct ge
 	    (st->st_mode & S_IFMT) != S_IFREG || (st->st_mode & ~(mode_t)(S_IFMT | 07777)) ||
 	    st->st_nlink < 1 || st->st_nlink > 63 || (unsigned)fresh->kind > 3)
 		return false;
-	ft = gen_file_time(g->f);
 	if (st->st_mtim.tv_sec == ft.tv_sec && st->st_mtim.tv_nsec == ft.tv_nsec)
 		return true;
 	return st->st_mtim.tv_nsec == 0 && st->st_mtim.tv_sec >= 0 && (uint64_t)st->st_mtim.tv_sec <= UINT32_MAX;
 }
 
-/* s's stat fields from fresh's (light_fits), read in g */
-static void light_set_stat(struct lslot *s, const struct node *fresh, const struct gen *g)
+/* s's stat fields from fresh's (light_fits), FILE's time ft */
+static void light_set_stat(struct lslot *s, const struct node *fresh, struct timespec ft)
 {
 	const struct stat *st = &fresh->st;
-	struct timespec ft = gen_file_time(g->f);
 
 	s->size = (uint64_t)st->st_size;
 	s->blocks = (uint32_t)st->st_blocks;
@@ -177,8 +175,10 @@ bool light_keep(h5fs *fs, const struct node *fresh, struct gen *g, uint64_t pare
 	struct lslot *s;
 	uint32_t code;
 	bool kept = false;
+	/* (read outside fs->lock: the engine's stamp has a lock of its own) */
+	struct timespec ft = gen_file_time(g->f);
 
-	if (!light_fits(fs, fresh, g) || !lname_parent_code(parent, &code))
+	if (!light_fits(fs, fresh, g, ft) || !lname_parent_code(parent, &code))
 		return false;
 	pthread_mutex_lock(&fs->lock);
 	/* another lookup made it meanwhile: that one is used (node_publish);
@@ -189,13 +189,13 @@ bool light_keep(h5fs *fs, const struct node *fresh, struct gen *g, uint64_t pare
 	    path_under(p->path, name, fresh->path, strlen(fresh->path)) && !node_full_find_locked(fs, fresh->ino) &&
 	    (s = lobj_get_locked(fs, fresh->ino)) && !s->name) {
 		uint32_t ref = lname_new_locked(fs, code, name);
-		uint8_t gi = ref ? lgen_take_locked(fs, g) : 0;
+		uint8_t gi = ref ? lgen_take_locked(fs, g, ft) : 0;
 
 		if (gi) {
 			s->name = ref;
 			s->gen = gi;
 			s->nlookup = 1;
-			light_set_stat(s, fresh, g);
+			light_set_stat(s, fresh, ft);
 			s->unlinked = 0;
 			p->lkids++;
 			fs->nlnodes++;
@@ -394,6 +394,7 @@ int light_refresh(h5fs *fs, uint64_t ino, const struct node *fresh, struct gen *
 	struct lslot *s;
 	struct gen *old = NULL;
 	struct stat before, after;
+	struct timespec ft = gen_file_time(g->f);
 	uint8_t gi;
 	int r = 0;
 
@@ -407,8 +408,8 @@ int light_refresh(h5fs *fs, uint64_t ino, const struct node *fresh, struct gen *
 		r = 1;
 		goto out;
 	}
-	if (!fresh || s->unlinked || fresh->ino != ino || fresh->addr != ino - 2 || !light_fits(fs, fresh, g) ||
-	    !(gi = lgen_take_locked(fs, g))) {
+	if (!fresh || s->unlinked || fresh->ino != ino || fresh->addr != ino - 2 || !light_fits(fs, fresh, g, ft) ||
+	    !(gi = lgen_take_locked(fs, g, ft))) {
 		(void)light_promote_locked(fs, s);      /* (NULL: out of memory; orphaned below) */
 		goto out;
 	}
@@ -420,7 +421,7 @@ int light_refresh(h5fs *fs, uint64_t ino, const struct node *fresh, struct gen *
 	if (!s->gen)
 		r = 2;
 	s->gen = gi;
-	light_set_stat(s, fresh, g);
+	light_set_stat(s, fresh, ft);
 	light_stat(fs, s, &after);
 	if (r == 1 && (before.st_size != after.st_size || before.st_blocks != after.st_blocks ||
 		       before.st_mode != after.st_mode || before.st_nlink != after.st_nlink ||

@@ -323,12 +323,12 @@ void lname_free_locked(h5fs *fs, uint32_t ref)
 
 /* ---- the generations records hold ---------------------------------------- */
 
-uint8_t lgen_take_locked(h5fs *fs, struct gen *g)
+uint8_t lgen_take_locked(h5fs *fs, struct gen *g, struct timespec ft)
 {
 	uint8_t freei = 0;
 
 	for (uint8_t i = 1; i < LGEN_MAX; i++) {
-		if (fs->lgen[i].g == g) {
+		if (fs->lgen[i].g == g && fs->lgen[i].ft.tv_sec == ft.tv_sec && fs->lgen[i].ft.tv_nsec == ft.tv_nsec) {
 			fs->lgen[i].n++;
 			return i;
 		}
@@ -338,6 +338,7 @@ uint8_t lgen_take_locked(h5fs *fs, struct gen *g)
 	if (freei) {
 		fs->lgen[freei].g = g;
 		fs->lgen[freei].n = 1;
+		fs->lgen[freei].ft = ft;
 		gen_hold(g);
 	}
 	return freei;

@@ -33,9 +33,10 @@ void lname_free_locked(h5fs *fs, uint32_t ref);
 const char *lname_str(h5fs *fs, uint32_t ref);
 uint64_t lname_parent(h5fs *fs, uint32_t ref);
 void lname_set_parent(h5fs *fs, uint32_t ref, uint32_t code);
-/* The generations records hold, by index (0: none): g's index, with one
- * more record (held once per index); 0 when all are in use */
-uint8_t lgen_take_locked(h5fs *fs, struct gen *g);
+/* The generations records hold, by index (0: none): the index of g and
+ * FILE's time ft, with one more record (g held once per index); 0 when all
+ * are in use */
+uint8_t lgen_take_locked(h5fs *fs, struct gen *g, struct timespec ft);
 struct gen *lgen_of(const h5fs *fs, uint8_t i);
 /* One record of index i less: the reference for the caller (keep_ref:
  * always; else only the index's own, when it was the last, to release) */
