@@ -219,7 +219,7 @@ int node_ds_need(h5fs *fs, struct node *n)
 	if (!stale && !n->ds && n->f && n->addr != UINT64_MAX && (rc = h5_dataset_open(&d, n->f, n->addr)) == 0) {
 		n->ds = d;
 		if (!n->vkind)
-			n->view = h5_dataset_view(d);   /* (a node made of a struct lnode has none) */
+			n->view = h5_dataset_view(d);   /* (a node made of a record has none) */
 	}
 	pthread_rwlock_unlock(&n->lk);
 	if (stale)
@@ -324,7 +324,7 @@ void node_unref(h5fs *fs, uint64_t ino, uint64_t count)
 	struct gen *lg;
 
 	pthread_mutex_lock(&fs->lock);
-	/* a stat-only object (fs.h struct lnode) is not made a node to be
+	/* a stat-only object (fs.h struct lslot's record) is not made a node to be
 	 * forgotten */
 	if (light_unref_locked(fs, ino, count, &lg)) {
 		pthread_mutex_unlock(&fs->lock);

@@ -69,7 +69,7 @@ struct node {
 	uint64_t parent;        /* directories: the directory looked up in (one node
 				 * per path, so it never changes); others: that of
 				 * the last lookup (the entry live/live.c invalidates) */
-	unsigned lkids;         /* directories: the struct lnodes whose parent it
+	unsigned lkids;         /* directories: the records (struct lslot) whose parent it
 				 * is (under fs->lock): their paths are built
 				 * from its own, so they are made nodes before it
 				 * goes (node_unref; only where the kernel keeps
@@ -361,7 +361,7 @@ void kind_forget_locked(h5fs *fs, uint64_t addr);
  * (ENOENT, as the name; an open ESTALE, on which the kernel looks the
  * name up again: O_CREAT makes a new one). */
 bool node_storage_gone(h5fs *fs, const struct node *n);
-/* The node for ino, or NULL; a stat-only one (struct lnode) is made a
+/* The node for ino, or NULL; a stat-only one (a record) is made a
  * struct node first (node_find_locked, node_get) */
 struct node *node_get(h5fs *fs, fuse_ino_t ino);
 /* The node for ino when it is one already (a stat-only object gives
@@ -372,18 +372,18 @@ struct node *node_find_locked(h5fs *fs, uint64_t ino);
 /* ---- stat-only objects (struct lslot's records; light.c) ---- */
 /* fresh (a dataset or named datatype of FILE just made by a lookup,
  * read in generation g, shown in directory parent) kept as a struct
- * lnode with one lookup, when it qualifies and ino has no node yet:
+ * lslot record with one lookup, when it qualifies and ino has no node yet:
  * true, and the caller frees fresh and answers with its st; false: the
  * caller publishes it (node_publish) */
 bool light_keep(h5fs *fs, const struct node *fresh, struct gen *g, uint64_t parent);
-/* ino's struct lnode, when it shows object addr of generation g's file
+/* ino's record, when it shows object addr of generation g's file
  * and is still current: one more lookup of it (now in parent), *st its
  * stat, true; else false (node_ref_existing then makes it a node) */
 bool light_ref(h5fs *fs, uint64_t ino, uint64_t addr, const h5_file *f, uint64_t parent, const char *name,
 	       struct stat *st);
-/* getattr of a current struct lnode: true and *st; else false */
+/* getattr of a current record: true and *st; else false */
 bool light_getattr(h5fs *fs, uint64_t ino, struct stat *st);
-/* FORGET of a struct lnode: true when ino was one (freed at 0) */
+/* FORGET of a record: true when ino was one (freed at 0) */
 bool light_unref_locked(h5fs *fs, uint64_t ino, uint64_t count, struct gen **release);
 /* The object at addr of f lost its last link (as struct node's unlinked) */
 void light_unlinked_locked(h5fs *fs, const h5_file *f, uint64_t addr);
@@ -391,13 +391,13 @@ void light_unlinked_locked(h5fs *fs, const h5_file *f, uint64_t addr);
  * malloc'd; NULL when out of memory or the parent is gone (never while
  * the kernel holds the name: node_unref) */
 char *light_path_locked(h5fs *fs, const struct lslot *s);
-/* Directory dir is forgotten: the struct lnodes named in it made nodes
+/* Directory dir is forgotten: the records named in it made nodes
  * first (their paths are built from its own) */
 void light_promote_kids_locked(h5fs *fs, struct node *dir);
-/* Every struct lnode whose path is prefix or below made a struct node
+/* Every record whose path is prefix or below made a struct node
  * (a rename moves them: node_moved updates nodes' paths) */
 void light_promote_under_locked(h5fs *fs, const char *prefix);
-/* A live FILE's sweep, first: the struct lnodes not of generation g,
+/* A live FILE's sweep, first: the records not of generation g,
  * by node id and path (malloc'd, each path too), *n of them */
 struct light_old {
 	uint64_t ino;
@@ -406,17 +406,17 @@ struct light_old {
 struct light_old *light_old_list(h5fs *fs, const struct gen *g, size_t *n);
 /* then each: fresh (NULL: not found), its path resolved again in g,
  * the current generation. When it is the same object and still light
- * (light_keep's rule), the struct lnode takes g and fresh's stat: 2 when
+ * (light_keep's rule), the record takes g and fresh's stat: 2 when
  * the stat changed (the kernel is told), 1 when not; else it is made a
  * struct node (swept with the nodes: stale, or rebuilt) and 0, as when
  * it was forgotten or looked up again meanwhile. Keeps a walk's names
  * light across a new generation (a racy stamp re-checked after mount:
  * issue 64's 100,000-object mount was 100 MB instead of 43 MB). */
 int light_refresh(h5fs *fs, uint64_t ino, const struct node *fresh, struct gen *g);
-/* ino's path when it is a struct lnode of a generation other than g
+/* ino's path when it is a record of a generation other than g
  * (malloc'd), else NULL: what a request re-resolves (node_light_fresh) */
 char *light_old_path(h5fs *fs, uint64_t ino, const struct gen *g);
-/* A live FILE's sweep: the struct lnodes of generations before the
+/* A live FILE's sweep: the records of generations before the
  * current one let theirs go (made nodes, they are re-resolved by path in
  * the current one: fresh.c); their node ids (the kernel is told their
  * attributes are old), malloc'd, *n of them */
