@@ -141,7 +141,7 @@ static void usage(FILE *out)
 		"    -o cache_mb=MiB        budget of the caches: decoded metadata (object\n"
 		"                           headers, indexes: a quarter at most, 128 MiB\n"
 		"                           with the default budget) and chunks; a walk of\n"
-		"                           many objects keeps ~60-80 bytes a name the kernel\n"
+		"                           many objects keeps ~60 bytes a name the kernel\n"
 		"                           holds beyond it (default: 1/16 of the memory,\n"
 		"                           256 to 2048 MiB; here %zu MiB)\n"
 		"    -o cache_size=MiB      the same as cache_mb (its older name)\n"

@@ -153,11 +153,11 @@ struct node {
  *   ls -l): what the kernel's name needs (`name` != 0), beside the 0.5 KB
  *   of a struct node and the 1.4 KB of an opened dataset. The kernel keeps
  *   every name a walk looked up while it has memory, so this is paid per
- *   object seen: a slot (32 bytes, ~43-85 with the table's free slots at
- *   3/8-3/4 load) and its name entry (its parent's number and the name:
+ *   object seen: a slot (32 bytes, 40-50 with the table's free slots at
+ *   64-80% in use) and its name entry (its parent's number and the name:
  *   4 bytes + the name + NUL, rounded to 4: 12 for make_many's "d000") -
- *   ~55-65 bytes a held name (it was a 96-byte slot of a slab, its hash
- *   slot and a kind map slot: ~110-130).
+ *   ~58 bytes a held name at 1 M objects (it was a 96-byte slot of a slab,
+ *   its hash slot and a kind map slot: ~110-130).
  * Anything else asked of a record (open, getxattr, setattr, a link change,
  * a live FILE's new generation) makes it a struct node first, from these
  * fields alone, with no I/O (node_find_locked: light_promote); the dataset
@@ -196,7 +196,7 @@ struct lslot {
 	uint16_t known : 1;     /* the kind map's kind is known */
 };
 #define LSLOT_INO(s) ((s)->key >> 2)
-#define LOBJ_SHARDS 16          /* each doubles alone: a growth copies 1/16 */
+#define LOBJ_SHARDS 16          /* each grows alone: a growth copies 1/16 */
 struct lshard {
 	struct lslot *v;
 	size_t cap, n, used;    /* used: with tombstones */
