@@ -71,7 +71,8 @@ const char *h5_err_name(int code);
 typedef struct h5_ctx h5_ctx;
 
 typedef struct h5_ctx_opts {
-	size_t cache_bytes;      /* the cache budget; 0 = h5_default_cache_bytes() */
+	size_t cache_bytes;      /* the cache budget; 0 = h5_default_cache_bytes(),
+				  * its metadata within H5_DEFAULT_META_MAX_BYTES */
 	unsigned nthreads;       /* threads decoding at once, the reader's own
 				  * included (the pool has nthreads - 1 workers);
 				  * 0 = number of CPUs */
@@ -160,6 +161,13 @@ typedef struct h5_open_opts {
  * [H5_DEFAULT_CACHE_BYTES, H5_DEFAULT_CACHE_MAX_BYTES]. */
 #define H5_DEFAULT_CACHE_BYTES ((size_t)256 << 20)
 #define H5_DEFAULT_CACHE_MAX_BYTES ((size_t)2048 << 20)
+/* With the default budget (h5_ctx_opts.cache_bytes 0) decoded metadata
+ * holds at most this much (else a quarter of the budget): a walk of
+ * millions of objects reads each header once, and what a daemon keeps
+ * per name beside the cache grows with them (issue 64: 10 M objects
+ * within 1 GB, the default 1.5 GB budget's quarter was 376 MiB of
+ * headers read once) */
+#define H5_DEFAULT_META_MAX_BYTES ((size_t)128 << 20)
 size_t h5_default_cache_bytes(void);
 
 int h5_file_open(h5_file **out, const char *path, const h5_open_opts *opts);

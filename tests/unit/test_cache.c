@@ -216,6 +216,18 @@ START_TEST(test_cache_meta_budget)
 		ck_assert_int_eq(kget(c, H5_CK_OHDR, k, 300), 1);
 	ck_assert_uint_eq(h5_cache_used(c), 900);
 	h5_cache_free(c);
+
+	/* capped below the quarter (the default budget's, ctx.c): 200 MiB of
+	 * a 1 GiB budget, the oldest of three 100 MiB headers went; a cap
+	 * above the quarter changes nothing */
+	ck_assert_int_eq(h5_cache_new(&c, 1024 * M), 0);
+	h5_cache_meta_cap(c, 200 * M);
+	h5_cache_meta_cap(c, 512 * M);
+	for (uint64_t k = 1; k <= 3; k++)
+		ck_assert_int_eq(kget(c, H5_CK_OHDR, k, 100 * M), 1);
+	ck_assert_uint_eq(h5_cache_used(c), 200 * M);
+	ck_assert(!kcached(c, H5_CK_OHDR, 1));
+	h5_cache_free(c);
 }
 END_TEST
 

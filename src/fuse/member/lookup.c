@@ -57,7 +57,7 @@ static int lookup_err(h5fs *fs, bool quiet, int rc, const char *path, const char
  * path `path`; fpath: its path in tf when a link was followed to it, which
  * makes it an anchor of tf's tree), read in the generation u holds: 0 and
  * *out (referenced), or, *out NULL, a stat-only object (fs.h struct
- * lnode, referenced) whose id and attributes are *lst; or an errno (EIO
+ * lslot's record, referenced) whose id and attributes are *lst; or an errno (EIO
  * logged, unless quiet). */
 static int show_object(struct node **out, struct stat *lst, h5fs *fs, const struct node *p, const struct use *u,
 		       const char *name, const char *path, h5_file *tf, uint64_t taddr, const char *fpath, bool quiet)
@@ -156,7 +156,7 @@ again:
 		fresh->checked = u->g->num;
 		gen_hold(u->g);
 		/* a dataset's or named datatype's name the kernel keeps for stat:
-		 * ~100 bytes instead of the node (fs.h struct lnode) */
+		 * ~60 bytes instead of the node (fs.h struct lslot) */
 		if (light_keep(fs, fresh, u->g, p->ino)) {
 			*lst = fresh->st;
 			node_free(fresh);

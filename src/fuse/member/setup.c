@@ -64,12 +64,10 @@ int h5fs_new(h5fs **out, h5_file *f, const h5fs_config *cfg)
 	pthread_mutex_init(&fs->wmu, NULL);
 	fs->open_dirs.prev = fs->open_dirs.next = &fs->open_dirs;
 	fs->open_wfiles.prev = fs->open_wfiles.next = &fs->open_wfiles;
-	fs->nodes_cap = fs->synth_cap = fs->kinds_cap = fs->lnodes_cap = 1024;
+	fs->nodes_cap = fs->synth_cap = 1024;
 	fs->nodes = calloc(fs->nodes_cap, sizeof(*fs->nodes));
-	fs->lnodes = calloc(fs->lnodes_cap, sizeof(*fs->lnodes));
 	fs->synth = calloc(fs->synth_cap, sizeof(*fs->synth));
-	fs->kinds = calloc(fs->kinds_cap, sizeof(*fs->kinds));
-	if (!fs->nodes || !fs->synth || !fs->kinds || !fs->lnodes) {
+	if (!fs->nodes || !fs->synth) {
 		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
 		goto out;
 	}
@@ -143,9 +141,8 @@ void h5fs_free(h5fs *fs)
 		}
 	}
 	free(fs->nodes);
-	light_free_all(fs);     /* (they hold generations) */
+	light_free_all(fs);     /* (records hold generations; the kind map too) */
 	free(fs->synth);
-	free(fs->kinds);
 	pthread_mutex_destroy(&fs->lock);
 	pthread_cond_destroy(&fs->idle_cv);
 	pthread_mutex_destroy(&fs->wmu);

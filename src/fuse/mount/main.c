@@ -300,10 +300,12 @@ static int open_file(struct daemon *D)
 	}
 	/* One context for everything the mount opens (FILE, the files it
 	 * links to, the generations of a live FILE; every member of a
-	 * collection): one cache of -o cache_size, one set of decoding
+	 * collection): one cache of -o cache_mb (when not given, the
+	 * engine's default, whose metadata share is capped), one set of decoding
 	 * threads (started at the first read, so after fuse_daemonize
 	 * forks). */
-	rc = h5_ctx_new(&D->ctx, &(h5_ctx_opts){ .cache_bytes = D->oopts.cache_bytes });
+	rc = h5_ctx_new(&D->ctx, &(h5_ctx_opts){ .cache_bytes = D->cli.cache_mb || D->cli.cache_size ?
+									D->oopts.cache_bytes : 0 });
 	if (rc < 0) {
 		fprintf(stderr, "h5fs: %s\n", h5_err_msg());
 		return TOOL_EXIT_RUNTIME;

@@ -401,16 +401,16 @@ void node_use_end(struct use *u)
 	memset(u, 0, sizeof(*u));
 }
 
-/* Stat-only objects (fs.h struct lnode) of older generations resolved in
+/* Stat-only objects (fs.h struct lslot's records) of older generations resolved in
  * g now, before the nodes: re-resolved at their next use instead, they
  * would read FILE as it is then with the stamp of the generation current
  * then (a live append seen mid-write showed its new size with the old
  * mtime: test_first_mount). Where a path still leads to the same object
- * it stays a struct lnode (light_refresh): the kernel keeps every name a
+ * it stays a record (light_refresh): the kernel keeps every name a
  * walk looked up, and a node with its opened dataset costs ~15 times as
  * much (issue 64). The kernel is told those whose stat changed; the rest
  * became nodes, which node_sweep rebuilds or makes stale with the others. */
-/* One of them: id's struct lnode, shown at path, resolved in g */
+/* One of them: id's record, shown at path, resolved in g */
 static int light_fresh_one(h5fs *fs, struct gen *g, uint64_t id, const char *path)
 {
 	struct node *link = NULL, *tmp = NULL, anc = { 0 };
@@ -567,7 +567,7 @@ void node_sweep(h5fs *fs)
 	pthread_mutex_unlock(&fs->lock);
 	for (i = 0; i < n; i++)
 		node_free(v[i]);
-	/* stat-only objects (fs.h struct lnode) let their generation go
+	/* stat-only objects (fs.h struct lslot's records) let their generation go
 	 * and are re-resolved when next asked (made nodes then, lookup.c):
 	 * the kernel forgets their old attributes now */
 	{

@@ -72,20 +72,6 @@ static void stat_init(h5fs *fs, struct stat *st, uint64_t ino, mode_t mode, int6
 	stat_init_ts(fs, st, ino, mode, (struct timespec){ .tv_sec = (time_t)mtime });
 }
 
-/* FILE's mtime, to the nanosecond where the file has a stamp (a local
- * FILE): an object recording no time of its own shows it, and a live
- * mount's next generation moves it past a `touch`ed reference file
- * within the same second (find -newer, make). */
-static struct timespec file_time(const h5_file *f)
-{
-	h5_file_stamp s;
-
-	if (h5_file_stamp_get(&s, f) == 1)
-		return (struct timespec){ .tv_sec = (time_t)(s.mtime_ns / 1000000000),
-					  .tv_nsec = (long)(s.mtime_ns % 1000000000) };
-	return (struct timespec){ .tv_sec = (time_t)h5_file_mtime(f) };
-}
-
 /* Build (unlocked) the node of the object whose header is at addr. */
 int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64_t nodeid,
 			 const char *path)
@@ -114,7 +100,11 @@ int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64
 		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	ft = info.has_mtime ? (struct timespec){ .tv_sec = (time_t)info.mtime } : file_time(f);
+	/* an object recording no time of its own shows FILE's, to the
+	 * nanosecond where the file has a stamp: a live mount's next
+	 * generation moves it past a `touch`ed reference file within the
+	 * same second (find -newer, make) */
+	ft = info.has_mtime ? (struct timespec){ .tv_sec = (time_t)info.mtime } : gen_file_time(f);
 	switch (info.kind) {
 	case H5_OBJ_GROUP:
 		n->type = NT_DIR;
@@ -229,7 +219,7 @@ int node_ds_need(h5fs *fs, struct node *n)
 	if (!stale && !n->ds && n->f && n->addr != UINT64_MAX && (rc = h5_dataset_open(&d, n->f, n->addr)) == 0) {
 		n->ds = d;
 		if (!n->vkind)
-			n->view = h5_dataset_view(d);   /* (a node made of a struct lnode has none) */
+			n->view = h5_dataset_view(d);   /* (a node made of a record has none) */
 	}
 	pthread_rwlock_unlock(&n->lk);
 	if (stale)
@@ -334,7 +324,7 @@ void node_unref(h5fs *fs, uint64_t ino, uint64_t count)
 	struct gen *lg;
 
 	pthread_mutex_lock(&fs->lock);
-	/* a stat-only object (fs.h struct lnode) is not made a node to be
+	/* a stat-only object (fs.h struct lslot's record) is not made a node to be
 	 * forgotten */
 	if (light_unref_locked(fs, ino, count, &lg)) {
 		pthread_mutex_unlock(&fs->lock);

@@ -82,7 +82,7 @@ char *symlink_text(const char *dir, const char *target);
 /* ---- fresh.c: n re-resolved by its path in the current generation when
  * a newer one exists; its object held for a request (node_use) ---- */
 int node_fresh(h5fs *fs, struct node *n);
-/* ino a stat-only object (state/fs.h struct lnode) of an older
+/* ino a stat-only object (a record of state/fs.h struct lslot) of an older
  * generation than a live FILE's current one: re-resolved in place, as
  * the sweep does (light_refresh); true when it is one of the current
  * generation now (ask light_getattr/light_ref again), false when it was

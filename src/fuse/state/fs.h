@@ -69,7 +69,7 @@ struct node {
 	uint64_t parent;        /* directories: the directory looked up in (one node
 				 * per path, so it never changes); others: that of
 				 * the last lookup (the entry live/live.c invalidates) */
-	unsigned lkids;         /* directories: the struct lnodes whose parent it
+	unsigned lkids;         /* directories: the records (struct lslot) whose parent it
 				 * is (under fs->lock): their paths are built
 				 * from its own, so they are made nodes before it
 				 * goes (node_unref; only where the kernel keeps
@@ -143,52 +143,72 @@ struct node {
 	unsigned opens;         /* open descriptors of it (member/open.c; atomic) */
 };
 
-/* A dataset or named datatype of FILE that a lookup showed and nothing
- * has asked of since but its stat (find, du, ls -l): what the kernel's
- * name needs, about 100 bytes beside the 0.5 KB of a struct node and the
- * 1.4 KB of an opened dataset (issue 64: the kernel keeps every name a
- * walk looked up while it has memory, so this is paid per object seen).
- * Anything else asked of it (open, getxattr, setattr, a link change, a
- * live FILE's new generation) makes it a struct node first, from these
- * fields alone, with no I/O (node_find_locked: light_promote); the
- * dataset is opened there when a descriptor needs it (node.c
- * node_ds_need). Its node id is its st_ino, FILE's object's: addr + 2
- * (LNODE_INO). 71 bytes and its name: with glibc's 16-byte chunks and
- * 8-byte header a record and a name of up to 16 bytes take 96 (it was
- * 80 bytes and the whole path, 112 with make_many's 13-character paths
- * and more with deeper ones, issue 64); the fields are packed for that.
- * Its path is its parent directory node's and the name (light_path_locked):
- * the kernel keeps a name's directory while it keeps the name, and a
- * directory node counts the records that name it (lkids), so that the
- * rare one it outlives (a hard link's inode kept by another name) is
- * made a node before the directory goes. Records of names of up to 23
- * bytes are 96-byte slots of 1 MiB slabs (light.c light_alloc_locked),
- * apart from the lookup's transient allocations: taken from malloc's heap
- * between them, each record left a 240-byte hole that nothing reused
- * (malloc_info after find of 1 M objects at -o cache_mb=16: 695,264 free
- * 240-byte chunks, 167 MB of 277 MB heap). */
-#define LNODE_INO(l) ((l)->addr + 2)
-struct lnode {
-	struct lnode *next;     /* hash chain (fs->lnodes) */
-	uint64_t addr;
-	uint64_t parent;        /* the directory of the last lookup (a node:
-				 * its lkids counts this one) */
-	struct gen *gen;        /* the generation it was read in (held), NULL
-				 * once a live FILE's sweep let it go (an old
-				 * generation's FILE is closed when its last
-				 * holder goes: light_orphan_old); its node is
-				 * then re-resolved (checked 0) */
-	uint64_t size, blocks;  /* st_size, st_blocks */
-	int64_t mtime_s;
-	uint32_t nlookup;       /* (made a node before it would wrap) */
-	uint32_t nlink;
-	uint32_t mtime_ns : 30; /* (< 10^9 < 2^30) */
-	uint32_t append_blk : 1;        /* st_blksize H5FS_APPEND_BLKSIZE */
-	uint32_t unlinked : 1;  /* its last link went (struct node's) */
-	uint16_t mode;          /* st_mode (light_keep: only one that fits) */
-	uint8_t kind;           /* h5_obj_kind */
-	uint8_t pooled;         /* in a slab (fs->lslabs), not malloc's own */
-	char name[];            /* its name in parent (the last lookup's) */
+/* The objects table (state/objects.c): one open-addressed table keyed by
+ * the object's st_ino (file_ino: FILE's objects addr + 2), a 32-byte slot
+ * an object, holding two things at once (issue 64):
+ * - the kind map: every object listed has its kind for readdir's d_type
+ *   (`known`; the key's low 2 bits), so a listing decodes no header twice;
+ * - the stat-only record of a dataset or named datatype of FILE that a
+ *   lookup showed and nothing has asked of since but its stat (find, du,
+ *   ls -l): what the kernel's name needs (`name` != 0), beside the 0.5 KB
+ *   of a struct node and the 1.4 KB of an opened dataset. The kernel keeps
+ *   every name a walk looked up while it has memory, so this is paid per
+ *   object seen: a slot (32 bytes, 40-50 with the table's free slots at
+ *   64-80% in use) and its name entry (its parent's number and the name:
+ *   4 bytes + the name + NUL, rounded to 4: 12 for make_many's "d000") -
+ *   ~58 bytes a held name at 1 M objects (it was a 96-byte slot of a slab,
+ *   its hash slot and a kind map slot: ~110-130).
+ * Anything else asked of a record (open, getxattr, setattr, a link change,
+ * a live FILE's new generation) makes it a struct node first, from these
+ * fields alone, with no I/O (node_find_locked: light_promote); the dataset
+ * is opened there when a descriptor needs it (node.c node_ds_need). The
+ * slot stays as the kind map's entry then, and after FORGET. Its path is
+ * its parent directory node's and the name (light_path_locked): the kernel
+ * keeps a name's directory while it keeps the name, and a directory node
+ * counts the records that name it (lkids), so that the rare one it
+ * outlives (a hard link's inode kept by another name) is made a node
+ * before the directory goes. What does not fit the packed fields (sizes
+ * of 256 TiB, 2 TiB allocated, 64 links, times before 1970 or after 2106
+ * with nanoseconds of their own, a parent numbered past 2^32) is kept as
+ * a struct node instead (light_fits). */
+struct lslot {
+	uint64_t key;           /* st_ino << 2 | the kind map's kind; 0: empty,
+				 * 1: a tombstone (st_ino >= 1) */
+	uint64_t size : 48;     /* st_size */
+	uint64_t nlookup : 16;  /* (made a node before it would wrap) */
+	uint32_t blocks;        /* st_blocks */
+	uint32_t mtime_s;       /* st_mtime (unless mt_file) */
+	uint32_t name;          /* its name entry (fs->names, in 4-byte units);
+				 * 0: no record, a kind map entry only */
+	uint8_t gen;            /* the generation it was read in: fs->lgen's
+				 * index (held there); 0 once a live FILE's
+				 * sweep let it go (an old generation's FILE is
+				 * closed when its last holder goes:
+				 * light_orphan_old); its node is then
+				 * re-resolved (checked 0) */
+	uint8_t nlink : 6;      /* st_nlink */
+	uint8_t kind : 2;       /* the record's h5_obj_kind */
+	uint16_t perm : 12;     /* st_mode & 07777 (S_IFREG) */
+	uint16_t mt_file : 1;   /* st_mtim is FILE's as the lookup saw it
+				 * (fs->lgen[gen].ft: nanoseconds) */
+	uint16_t append_blk : 1;        /* st_blksize H5FS_APPEND_BLKSIZE */
+	uint16_t unlinked : 1;  /* its last link went (struct node's) */
+	uint16_t known : 1;     /* the kind map's kind is known */
+};
+#define LSLOT_INO(s) ((s)->key >> 2)
+#define LOBJ_SHARDS 16          /* each grows alone: a growth copies 1/16 */
+struct lshard {
+	struct lslot *v;
+	size_t cap, n, used;    /* used: with tombstones */
+};
+/* A generation the records hold, with FILE's time as they saw it (a
+ * commit of ours takes FILE's stamp again: records read after it get
+ * another index, so that each shows the time of its lookup) */
+#define LGEN_MAX 32
+struct lgen {
+	struct gen *g;          /* held once per index while n > 0 */
+	size_t n;               /* records of it */
+	struct timespec ft;     /* gen_file_time(g->f) then (mt_file's time) */
 };
 
 /* (parent ino, name) -> synthetic ino, kept for the whole mount so a
@@ -223,22 +243,19 @@ struct h5fs {
 	pthread_mutex_t lock;
 	struct node **nodes;
 	size_t nodes_cap, nnodes;
-	struct lnode **lnodes;  /* stat-only objects (struct lnode) by node id */
-	size_t lnodes_cap, nlnodes;
-	struct lslab *lslabs;   /* their slabs, and the free slots (by next) */
-	struct lnode *lfree;
+	/* every object listed or held (struct lslot, state/objects.c): the
+	 * kind map and the stat-only records */
+	struct lshard lobj[LOBJ_SHARDS];
+	size_t nlnodes;         /* slots holding a record */
+	/* the records' names (objects.c): 4-byte units, mmap'd; free entries
+	 * chained by size (in units: 2..66) */
+	char *names;
+	size_t names_len, names_cap;
+	uint32_t names_free[68];
+	struct lgen lgen[LGEN_MAX];     /* [0] unused: "let go" */
 	struct synth **synth;
 	size_t synth_cap, nsynth;
 	uint64_t next_synth;
-	/* object (file_ino) -> h5_obj_kind, for readdir's d_type: an
-	 * open-addressed table of 8-byte slots, key << 2 | kind (0: empty,
-	 * KIND_TOMB: removed), as every object listed has one (issue 64).
-	 * No count cap: a slot is 8 bytes and the table at most 3/4 full
-	 * after a doubling, so 11-21 bytes an object listed (a 4 M cap made
-	 * each listing of a 10 M-object FILE decode the other 6 M headers
-	 * again, past the cache's share of them: warm find 56x its 1 M time) */
-	uint64_t *kinds;
-	size_t kinds_cap, nkinds, kinds_used;   /* used: with tombstones */
 	/* Open directory snapshots and write handles (under lock): when FILE
 	 * is unmounted while some are open, the kernel drops their pending
 	 * RELEASE requests, so h5fs_free() frees what is left. */
@@ -334,7 +351,7 @@ static inline uint64_t fs_ino_out(const h5fs *fs, uint64_t local)
 	return fs->ino_out ? fs->ino_out(fs->ino_out_ud, local) : local;
 }
 
-/* node_table.c (callers of *_locked hold fs->lock) */
+/* objects.c: the kind map (key: file_ino) */
 int kind_lookup(h5fs *fs, uint64_t addr, h5_obj_kind *kind);
 void kind_remember(h5fs *fs, uint64_t addr, h5_obj_kind kind);
 void kind_forget_all(h5fs *fs);
@@ -342,13 +359,14 @@ void kind_forget_all(h5fs *fs);
  * forgotten (its space may hold another object of another kind soon) */
 void kind_forget(h5fs *fs, uint64_t addr);
 void kind_forget_locked(h5fs *fs, uint64_t addr);
+/* node_table.c (callers of *_locked hold fs->lock) */
 /* Whether n's object lost its last link and its storage was freed then
  * (no descriptor held it: member/link.c member_gone_keep): its space may
  * hold another object now, so nothing may read or write it through n
  * (ENOENT, as the name; an open ESTALE, on which the kernel looks the
  * name up again: O_CREAT makes a new one). */
 bool node_storage_gone(h5fs *fs, const struct node *n);
-/* The node for ino, or NULL; a stat-only one (struct lnode) is made a
+/* The node for ino, or NULL; a stat-only one (a record) is made a
  * struct node first (node_find_locked, node_get) */
 struct node *node_get(h5fs *fs, fuse_ino_t ino);
 /* The node for ino when it is one already (a stat-only object gives
@@ -356,35 +374,35 @@ struct node *node_get(h5fs *fs, fuse_ino_t ino);
 struct node *node_peek(h5fs *fs, fuse_ino_t ino);
 void node_insert_locked(h5fs *fs, struct node *n);
 struct node *node_find_locked(h5fs *fs, uint64_t ino);
-/* ---- stat-only objects (struct lnode; light.c) ---- */
+/* ---- stat-only objects (struct lslot's records; light.c) ---- */
 /* fresh (a dataset or named datatype of FILE just made by a lookup,
  * read in generation g, shown in directory parent) kept as a struct
- * lnode with one lookup, when it qualifies and ino has no node yet:
+ * lslot record with one lookup, when it qualifies and ino has no node yet:
  * true, and the caller frees fresh and answers with its st; false: the
  * caller publishes it (node_publish) */
 bool light_keep(h5fs *fs, const struct node *fresh, struct gen *g, uint64_t parent);
-/* ino's struct lnode, when it shows object addr of generation g's file
+/* ino's record, when it shows object addr of generation g's file
  * and is still current: one more lookup of it (now in parent), *st its
  * stat, true; else false (node_ref_existing then makes it a node) */
 bool light_ref(h5fs *fs, uint64_t ino, uint64_t addr, const h5_file *f, uint64_t parent, const char *name,
 	       struct stat *st);
-/* getattr of a current struct lnode: true and *st; else false */
+/* getattr of a current record: true and *st; else false */
 bool light_getattr(h5fs *fs, uint64_t ino, struct stat *st);
-/* FORGET of a struct lnode: true when ino was one (freed at 0) */
+/* FORGET of a record: true when ino was one (freed at 0) */
 bool light_unref_locked(h5fs *fs, uint64_t ino, uint64_t count, struct gen **release);
 /* The object at addr of f lost its last link (as struct node's unlinked) */
 void light_unlinked_locked(h5fs *fs, const h5_file *f, uint64_t addr);
-/* The path of l (its parent directory node's and its name), malloc'd;
- * NULL when out of memory or the parent is gone (never while the kernel
- * holds the name: node_unref) */
-char *light_path_locked(h5fs *fs, const struct lnode *l);
-/* Directory dir is forgotten: the struct lnodes named in it made nodes
+/* The path of s's record (its parent directory node's and its name),
+ * malloc'd; NULL when out of memory or the parent is gone (never while
+ * the kernel holds the name: node_unref) */
+char *light_path_locked(h5fs *fs, const struct lslot *s);
+/* Directory dir is forgotten: the records named in it made nodes
  * first (their paths are built from its own) */
 void light_promote_kids_locked(h5fs *fs, struct node *dir);
-/* Every struct lnode whose path is prefix or below made a struct node
+/* Every record whose path is prefix or below made a struct node
  * (a rename moves them: node_moved updates nodes' paths) */
 void light_promote_under_locked(h5fs *fs, const char *prefix);
-/* A live FILE's sweep, first: the struct lnodes not of generation g,
+/* A live FILE's sweep, first: the records not of generation g,
  * by node id and path (malloc'd, each path too), *n of them */
 struct light_old {
 	uint64_t ino;
@@ -393,17 +411,17 @@ struct light_old {
 struct light_old *light_old_list(h5fs *fs, const struct gen *g, size_t *n);
 /* then each: fresh (NULL: not found), its path resolved again in g,
  * the current generation. When it is the same object and still light
- * (light_keep's rule), the struct lnode takes g and fresh's stat: 2 when
+ * (light_keep's rule), the record takes g and fresh's stat: 2 when
  * the stat changed (the kernel is told), 1 when not; else it is made a
  * struct node (swept with the nodes: stale, or rebuilt) and 0, as when
  * it was forgotten or looked up again meanwhile. Keeps a walk's names
  * light across a new generation (a racy stamp re-checked after mount:
  * issue 64's 100,000-object mount was 100 MB instead of 43 MB). */
 int light_refresh(h5fs *fs, uint64_t ino, const struct node *fresh, struct gen *g);
-/* ino's path when it is a struct lnode of a generation other than g
+/* ino's path when it is a record of a generation other than g
  * (malloc'd), else NULL: what a request re-resolves (node_light_fresh) */
 char *light_old_path(h5fs *fs, uint64_t ino, const struct gen *g);
-/* A live FILE's sweep: the struct lnodes of generations before the
+/* A live FILE's sweep: the records of generations before the
  * current one let theirs go (made nodes, they are re-resolved by path in
  * the current one: fresh.c); their node ids (the kernel is told their
  * attributes are old), malloc'd, *n of them */
@@ -425,6 +443,9 @@ uint64_t synth_renew(h5fs *fs, uint64_t parent, const char *name, uint64_t old);
 /* gen.c: a generation is held by nodes and reads; the last to let go
  * closes it */
 void gen_hold(struct gen *g);
+/* FILE's mtime as f was opened, to the nanosecond where the file has a
+ * stamp (a local FILE): what an object recording no time of its own shows */
+struct timespec gen_file_time(const h5_file *f);
 void gen_release(struct gen *g);
 struct gen *gen_current(h5fs *fs);
 /* g is FILE's current generation (compared, not held) */

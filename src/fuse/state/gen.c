@@ -39,3 +39,13 @@ bool gen_is_current(h5fs *fs, const struct gen *g)
 	pthread_mutex_unlock(&fs->lock);
 	return cur;
 }
+
+struct timespec gen_file_time(const h5_file *f)
+{
+	h5_file_stamp s;
+
+	if (h5_file_stamp_get(&s, f) == 1)
+		return (struct timespec){ .tv_sec = (time_t)(s.mtime_ns / 1000000000),
+					  .tv_nsec = (long)(s.mtime_ns % 1000000000) };
+	return (struct timespec){ .tv_sec = (time_t)h5_file_mtime(f) };
+}

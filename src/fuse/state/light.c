@@ -1,87 +1,14 @@
 /*
- * light.c - stat-only objects (fs.h struct lnode; callers of the _locked
- * functions hold fs->lock): what a name the kernel keeps costs when
- * nothing but stat asked for it (issue 64): kept at a lookup, answering
- * lookup and getattr, made a struct node with no I/O when anything else
- * is asked (node_table.c node_find_locked), kept light across a live
- * FILE's new generation (light_refresh, node/fresh.c light_sweep).
+ * light.c - stat-only objects (fs.h struct lslot's records; callers of the
+ * _locked functions hold fs->lock): what a name the kernel keeps costs when
+ * nothing but stat asked for it (issue 64): kept at a lookup in the
+ * objects table (objects.c, beside the kind map), answering lookup and
+ * getattr, made a struct node with no I/O when anything else is asked
+ * (node_table.c node_find_locked), kept light across a live FILE's new
+ * generation (light_refresh, node/fresh.c light_sweep).
  */
 #include "fs.h"
 #include "table.h"
-
-#include "hash.h"
-
-#include <sys/mman.h>
-
-static size_t light_bucket(const void *e, size_t cap) { return hash_u64(LNODE_INO((const struct lnode *)e), cap); }
-
-struct lnode **light_slot_locked(h5fs *fs, uint64_t ino)
-{
-	struct lnode **pp = &fs->lnodes[hash_u64(ino, fs->lnodes_cap)];
-
-	while (*pp && LNODE_INO(*pp) != ino)
-		pp = &(*pp)->next;
-	return pp;
-}
-
-/* ---- stat-only objects (struct lnode) ------------------------------------ */
-
-/* A slot of a slab holds a record and a name of up to 23 bytes (fs.h);
- * a slab is 1 MiB mapped apart from malloc's heap (malloc would place it
- * in the heap once its mmap threshold has risen, which a freed large
- * table makes it do: the heap's holes then stayed), and kept until the
- * unmount: its free slots serve the next walk. Longer names' records
- * are malloc's own. */
-#define LNODE_SLOT 96
-#define LSLAB_BYTES ((size_t)1 << 20)
-struct lslab {
-	struct lslab *next;
-	char mem[];
-};
-#define LSLAB_SLOTS ((LSLAB_BYTES - sizeof(struct lslab)) / LNODE_SLOT)
-_Static_assert(offsetof(struct lnode, name) <= 72, "struct lnode grew past 72 bytes");
-_Static_assert(LNODE_SLOT % 8 == 0 && offsetof(struct lslab, mem) % 8 == 0, "slots keep their alignment");
-
-/* A record for a name of nlen bytes (its other fields unset), or NULL */
-static struct lnode *light_alloc_locked(h5fs *fs, size_t nlen)
-{
-	struct lnode *l;
-
-	if (offsetof(struct lnode, name) + nlen + 1 > LNODE_SLOT) {
-		l = malloc(offsetof(struct lnode, name) + nlen + 1);
-		if (l)
-			l->pooled = 0;
-		return l;
-	}
-	if (!fs->lfree) {
-		struct lslab *sl = mmap(NULL, LSLAB_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-		if (sl == MAP_FAILED)
-			return NULL;
-		sl->next = fs->lslabs;
-		fs->lslabs = sl;
-		for (size_t i = LSLAB_SLOTS; i-- > 0;) {
-			struct lnode *x = (struct lnode *)(void *)(sl->mem + i * LNODE_SLOT);
-
-			x->next = fs->lfree;
-			fs->lfree = x;
-		}
-	}
-	l = fs->lfree;
-	fs->lfree = l->next;
-	l->pooled = 1;
-	return l;
-}
-
-static void light_free_locked(h5fs *fs, struct lnode *l)
-{
-	if (!l->pooled) {
-		free(l);
-		return;
-	}
-	l->next = fs->lfree;
-	fs->lfree = l;
-}
 
 /* Whether the path h5_path_join(dir, name) is prefix or below it (its
  * first pl bytes are prefix's, followed by '/' or its end), without
@@ -106,122 +33,152 @@ static bool path_under(const char *dir, const char *name, const char *prefix, si
 	return strcmp(name, prefix) == 0;
 }
 
-static void light_stat(const h5fs *fs, const struct lnode *l, struct stat *st)
+/* s's stat, as its lookup saw it (mt_file: FILE's time then; a record let
+ * go of its generation shows the current one's, made a node and resolved
+ * again before it is shown) */
+static void light_stat(h5fs *fs, const struct lslot *s, struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
-	st->st_ino = (ino_t)LNODE_INO(l);
-	st->st_mode = l->mode;
-	st->st_nlink = l->nlink;
+	st->st_ino = (ino_t)LSLOT_INO(s);
+	st->st_mode = S_IFREG | s->perm;
+	st->st_nlink = s->nlink;
 	st->st_uid = fs->uid;
 	st->st_gid = fs->gid;
-	st->st_size = (off_t)l->size;
-	st->st_blocks = (blkcnt_t)l->blocks;
-	st->st_blksize = l->append_blk ? H5FS_APPEND_BLKSIZE : H5FS_BLKSIZE;
-	st->st_mtim.tv_sec = (time_t)l->mtime_s;
-	st->st_mtim.tv_nsec = (long)l->mtime_ns;
+	st->st_size = (off_t)s->size;
+	st->st_blocks = (blkcnt_t)s->blocks;
+	st->st_blksize = s->append_blk ? H5FS_APPEND_BLKSIZE : H5FS_BLKSIZE;
+	if (s->mt_file && s->gen)
+		st->st_mtim = fs->lgen[s->gen].ft;
+	else if (s->mt_file)
+		st->st_mtim = gen_file_time(fs->gen->f);
+	else
+		st->st_mtim.tv_sec = (time_t)s->mtime_s;
 	st->st_atim = st->st_ctim = st->st_mtim;
 }
 
-char *light_path_locked(h5fs *fs, const struct lnode *l)
+struct lslot *light_find_locked(h5fs *fs, uint64_t ino)
 {
-	const struct node *p = node_full_find_locked(fs, l->parent);
+	struct lslot *s = fs->nlnodes ? lobj_find_locked(fs, ino) : NULL;
 
-	return p ? h5_path_join(p->path, l->name) : NULL;
+	return s && s->name ? s : NULL;
 }
 
-/* l's parent directory node counts one record less (l freed or made a node) */
-static void light_unparent_locked(h5fs *fs, const struct lnode *l)
+char *light_path_locked(h5fs *fs, const struct lslot *s)
 {
-	struct node *p = node_full_find_locked(fs, l->parent);
+	const struct node *p = node_full_find_locked(fs, lname_parent(fs, s->name));
+
+	return p ? h5_path_join(p->path, lname_str(fs, s->name)) : NULL;
+}
+
+/* s's parent directory node counts one record less (s freed or made a node) */
+static void light_unparent_locked(h5fs *fs, const struct lslot *s)
+{
+	struct node *p = node_full_find_locked(fs, lname_parent(fs, s->name));
 
 	if (p && p->lkids)
 		p->lkids--;
 }
 
-/* *pp made a struct node (no I/O: what its lookup read), in the table in
- * its place; NULL when out of memory (the caller sees no node: ESTALE). */
-struct node *light_promote_locked(h5fs *fs, struct lnode **pp)
+/* s's record gone (its slot stays the kind map's entry): the generation
+ * reference it held, when it was the last of it, for the caller to release
+ * (keep_ref: a reference for the caller in any case) */
+static struct gen *light_drop_locked(h5fs *fs, struct lslot *s, bool keep_ref)
 {
-	struct lnode *l = *pp;
+	struct gen *g = lgen_put_locked(fs, s->gen, keep_ref);
+
+	light_unparent_locked(fs, s);
+	lname_free_locked(fs, s->name);
+	s->name = 0;
+	s->gen = 0;
+	fs->nlnodes--;
+	lobj_drop_locked(fs, s);
+	return g;
+}
+
+struct node *light_promote_locked(h5fs *fs, struct lslot *s)
+{
 	struct node *n = calloc(1, sizeof(*n));
 
-	if (!n || !(n->path = light_path_locked(fs, l))) {
+	if (!n || !(n->path = light_path_locked(fs, s))) {
 		free(n);
 		return NULL;
 	}
-	light_unparent_locked(fs, l);
 	pthread_rwlock_init(&n->lk, NULL);
+	n->ino = LSLOT_INO(s);
+	n->nlookup = s->nlookup;
+	n->addr = n->ino - 2;
+	n->parent = lname_parent(fs, s->name);
+	n->kind = (h5_obj_kind)s->kind;
+	n->type = NT_FILE;
+	light_stat(fs, s, &n->st);
+	n->unlinked = s->unlinked;
 	/* one a sweep let go: the current generation's, resolved again
 	 * (node_fresh: checked 0 is no generation's number) */
-	n->checked = l->gen ? l->gen->num : 0;
-	if (!l->gen) {
-		l->gen = fs->gen;
-		gen_hold(l->gen);
+	if (s->gen) {
+		n->gen = light_drop_locked(fs, s, true);        /* (its reference) */
+		n->checked = n->gen->num;
+	} else {
+		(void)light_drop_locked(fs, s, false);
+		n->gen = fs->gen;
+		gen_hold(n->gen);
+		n->checked = 0;
 	}
-	n->ino = LNODE_INO(l);
-	n->nlookup = l->nlookup;
-	n->addr = l->addr;
-	n->f = l->gen->f;
+	n->f = n->gen->f;
 	h5_file_hold_related(n->f);
-	n->parent = l->parent;
-	n->kind = (h5_obj_kind)l->kind;
-	n->type = NT_FILE;
-	light_stat(fs, l, &n->st);
-	n->gen = l->gen;                /* (its reference) */
-	n->unlinked = l->unlinked;
-	*pp = l->next;
-	fs->nlnodes--;
-	light_free_locked(fs, l);
 	node_insert_locked(fs, n);
 	return n;
 }
 
-/* Whether fresh (read in g) is what light_stat and light_promote_locked
- * make again exactly: FILE's own objects, numbered by their address,
- * times all one */
-static bool light_fits(const h5fs *fs, const struct node *fresh, const struct gen *g)
+/* Whether fresh (read in g, whose FILE's time is ft now) is what
+ * light_stat and light_promote_locked make again exactly: FILE's own
+ * objects, numbered by their address, times all one, and the packed
+ * fields hold its values (fs.h) */
+static bool light_fits(const h5fs *fs, const struct node *fresh, const struct gen *g, struct timespec ft)
 {
 	const struct stat *st = &fresh->st;
-	return !(fresh->type != NT_FILE || fresh->vkind || (fresh->ino & H5FS_SYNTH_BIT) || fresh->f != g->f ||
-		 fresh->ino != fresh->addr + 2 || (uint64_t)st->st_ino != fresh->ino || st->st_uid != fs->uid ||
-		 st->st_gid != fs->gid || st->st_atim.tv_sec != st->st_mtim.tv_sec ||
-		 st->st_atim.tv_nsec != st->st_mtim.tv_nsec || st->st_ctim.tv_sec != st->st_mtim.tv_sec ||
-		 st->st_ctim.tv_nsec != st->st_mtim.tv_nsec ||
-		 (st->st_blksize != H5FS_BLKSIZE && st->st_blksize != H5FS_APPEND_BLKSIZE) || st->st_size < 0 ||
-		 st->st_blocks < 0 || (uint64_t)st->st_mode > UINT16_MAX || (uint64_t)st->st_nlink > UINT32_MAX ||
-		 st->st_mtim.tv_nsec < 0 || st->st_mtim.tv_nsec >= 1000000000);
+
+	if (fresh->type != NT_FILE || fresh->vkind || (fresh->ino & H5FS_SYNTH_BIT) || fresh->f != g->f ||
+	    fresh->ino != fresh->addr + 2 || (uint64_t)st->st_ino != fresh->ino || st->st_uid != fs->uid ||
+	    st->st_gid != fs->gid || st->st_atim.tv_sec != st->st_mtim.tv_sec ||
+	    st->st_atim.tv_nsec != st->st_mtim.tv_nsec || st->st_ctim.tv_sec != st->st_mtim.tv_sec ||
+	    st->st_ctim.tv_nsec != st->st_mtim.tv_nsec ||
+	    (st->st_blksize != H5FS_BLKSIZE && st->st_blksize != H5FS_APPEND_BLKSIZE) || st->st_size < 0 ||
+	    (uint64_t)st->st_size >= (uint64_t)1 << 48 || st->st_blocks < 0 || (uint64_t)st->st_blocks > UINT32_MAX ||
+	    (st->st_mode & S_IFMT) != S_IFREG || (st->st_mode & ~(mode_t)(S_IFMT | 07777)) ||
+	    st->st_nlink < 1 || st->st_nlink > 63 || (unsigned)fresh->kind > 3)
+		return false;
+	if (st->st_mtim.tv_sec == ft.tv_sec && st->st_mtim.tv_nsec == ft.tv_nsec)
+		return true;
+	return st->st_mtim.tv_nsec == 0 && st->st_mtim.tv_sec >= 0 && (uint64_t)st->st_mtim.tv_sec <= UINT32_MAX;
 }
 
-/* l's stat fields from fresh's (light_fits); true when any differed */
-static bool light_set_stat(struct lnode *l, const struct node *fresh)
+/* s's stat fields from fresh's (light_fits), FILE's time ft */
+static void light_set_stat(struct lslot *s, const struct node *fresh, struct timespec ft)
 {
 	const struct stat *st = &fresh->st;
-	bool changed = l->size != (uint64_t)st->st_size || l->blocks != (uint64_t)st->st_blocks ||
-		       l->mtime_s != (int64_t)st->st_mtim.tv_sec || l->mtime_ns != (uint32_t)st->st_mtim.tv_nsec ||
-		       l->mode != (uint16_t)st->st_mode || l->nlink != (uint32_t)st->st_nlink ||
-		       l->kind != (uint8_t)fresh->kind || l->append_blk != (st->st_blksize == H5FS_APPEND_BLKSIZE);
 
-	l->size = (uint64_t)st->st_size;
-	l->blocks = (uint64_t)st->st_blocks;
-	l->mtime_s = (int64_t)st->st_mtim.tv_sec;
-	l->mtime_ns = (uint32_t)st->st_mtim.tv_nsec;
-	l->mode = (uint16_t)st->st_mode;
-	l->nlink = (uint32_t)st->st_nlink;
-	l->kind = (uint8_t)fresh->kind;
-	l->append_blk = st->st_blksize == H5FS_APPEND_BLKSIZE;
-	return changed;
+	s->size = (uint64_t)st->st_size;
+	s->blocks = (uint32_t)st->st_blocks;
+	s->mt_file = st->st_mtim.tv_sec == ft.tv_sec && st->st_mtim.tv_nsec == ft.tv_nsec;
+	s->mtime_s = s->mt_file ? 0 : (uint32_t)st->st_mtim.tv_sec;
+	s->perm = st->st_mode & 07777;
+	s->nlink = (uint8_t)st->st_nlink;
+	s->kind = (uint8_t)fresh->kind;
+	s->append_blk = st->st_blksize == H5FS_APPEND_BLKSIZE;
 }
 
 bool light_keep(h5fs *fs, const struct node *fresh, struct gen *g, uint64_t parent)
 {
 	/* (fresh->path is the parent's path and the name: lookup.c) */
 	const char *name = strrchr(fresh->path, '/') ? strrchr(fresh->path, '/') + 1 : fresh->path;
-	size_t nlen = strlen(name);
 	struct node *p;
-	struct lnode *l;
+	struct lslot *s;
+	uint32_t code;
 	bool kept = false;
+	/* (read outside fs->lock: the engine's stamp has a lock of its own) */
+	struct timespec ft = gen_file_time(g->f);
 
-	if (!light_fits(fs, fresh, g))
+	if (!light_fits(fs, fresh, g, ft) || !lname_parent_code(parent, &code))
 		return false;
 	pthread_mutex_lock(&fs->lock);
 	/* another lookup made it meanwhile: that one is used (node_publish);
@@ -230,59 +187,53 @@ bool light_keep(h5fs *fs, const struct node *fresh, struct gen *g, uint64_t pare
 	p = node_full_find_locked(fs, parent);
 	if (g == fs->gen && p && strlen(fresh->path) > strlen(p->path) &&
 	    path_under(p->path, name, fresh->path, strlen(fresh->path)) && !node_full_find_locked(fs, fresh->ino) &&
-	    !*light_slot_locked(fs, fresh->ino) && (l = light_alloc_locked(fs, nlen))) {
-		size_t b;
+	    (s = lobj_get_locked(fs, fresh->ino)) && !s->name) {
+		uint32_t ref = lname_new_locked(fs, code, name);
+		uint8_t gi = ref ? lgen_take_locked(fs, g, ft) : 0;
 
-		l->addr = fresh->addr;
-		l->parent = parent;
-		l->gen = g;
-		l->nlookup = 1;
-		(void)light_set_stat(l, fresh);
-		l->unlinked = 0;
-		memcpy(l->name, name, nlen + 1);
-		p->lkids++;
-		table_rehash((void ***)&fs->lnodes, &fs->lnodes_cap, fs->nlnodes, offsetof(struct lnode, next),
-		       light_bucket);
-		b = hash_u64(fresh->ino, fs->lnodes_cap);
-		l->next = fs->lnodes[b];
-		fs->lnodes[b] = l;
-		fs->nlnodes++;
-		gen_hold(g);
-		kept = true;
+		if (gi) {
+			s->name = ref;
+			s->gen = gi;
+			s->nlookup = 1;
+			light_set_stat(s, fresh, ft);
+			s->unlinked = 0;
+			p->lkids++;
+			fs->nlnodes++;
+			kept = true;
+		} else {
+			if (ref)
+				lname_free_locked(fs, ref);
+			lobj_drop_locked(fs, s);
+		}
 	}
 	pthread_mutex_unlock(&fs->lock);
 	return kept;
 }
 
-/* *pp named name in directory node np now (a hard link's other name):
+/* s named name in directory node np now (a hard link's other name):
  * false when out of memory (unchanged) */
-static bool light_rename_locked(h5fs *fs, struct lnode **pp, struct node *np, const char *name)
+static bool light_rename_locked(h5fs *fs, struct lslot *s, struct node *np, const char *name)
 {
-	struct lnode *l = *pp;
+	uint64_t oldp = lname_parent(fs, s->name);
+	uint32_t code;
 
-	if (strcmp(l->name, name) != 0) {
-		size_t nlen = strlen(name);
-		struct lnode *nl;
-		uint8_t pooled;
+	if (!lname_parent_code(np->ino, &code))
+		return false;
+	if (strcmp(lname_str(fs, s->name), name) != 0) {
+		uint32_t ref = lname_new_locked(fs, code, name);
 
-		if (l->pooled && offsetof(struct lnode, name) + nlen + 1 <= LNODE_SLOT) {
-			memcpy(l->name, name, nlen + 1);
-		} else {
-			nl = light_alloc_locked(fs, nlen);
-			if (!nl)
-				return false;
-			pooled = nl->pooled;
-			memcpy(nl, l, offsetof(struct lnode, name));
-			nl->pooled = pooled;
-			memcpy(nl->name, name, nlen + 1);
-			*pp = nl;
-			light_free_locked(fs, l);
-			l = nl;
-		}
+		if (!ref)
+			return false;
+		lname_free_locked(fs, s->name);
+		s->name = ref;
+	} else if (oldp != np->ino) {
+		lname_set_parent(fs, s->name, code);
 	}
-	if (l->parent != np->ino) {
-		light_unparent_locked(fs, l);
-		l->parent = np->ino;
+	if (oldp != np->ino) {
+		struct node *op = node_full_find_locked(fs, oldp);
+
+		if (op && op->lkids)
+			op->lkids--;
 		np->lkids++;
 	}
 	return true;
@@ -291,25 +242,23 @@ static bool light_rename_locked(h5fs *fs, struct lnode **pp, struct node *np, co
 bool light_ref(h5fs *fs, uint64_t ino, uint64_t addr, const h5_file *f, uint64_t parent, const char *name,
 	       struct stat *st)
 {
-	struct lnode **pp, *l;
+	struct lslot *s;
 	struct node *np;
 	bool ok = false;
 
 	pthread_mutex_lock(&fs->lock);
 	if (!fs->nlnodes || node_full_find_locked(fs, ino))
 		goto out;
-	pp = light_slot_locked(fs, ino);
-	l = *pp;
+	s = light_find_locked(fs, ino);
 	np = node_full_find_locked(fs, parent);
 	/* one of another generation, or of an object removed since (whose
 	 * space this one may have taken), is made a node: the lookup's
 	 * checks for those are struct node's; the entry the kernel makes
-	 * now is the one whose directory l's path is built from */
-	if (l && np && l->addr == addr && l->gen == fs->gen && l->gen->f == f && !l->unlinked &&
-	    l->nlookup < UINT32_MAX && light_rename_locked(fs, pp, np, name)) {
-		l = *pp;
-		l->nlookup++;
-		light_stat(fs, l, st);
+	 * now is the one whose directory s's path is built from */
+	if (s && np && LSLOT_INO(s) - 2 == addr && lgen_of(fs, s->gen) == fs->gen && fs->gen->f == f &&
+	    !s->unlinked && s->nlookup < UINT16_MAX && light_rename_locked(fs, s, np, name)) {
+		s->nlookup++;
+		light_stat(fs, s, st);
 		ok = true;
 	}
 out:
@@ -319,12 +268,13 @@ out:
 
 bool light_getattr(h5fs *fs, uint64_t ino, struct stat *st)
 {
-	struct lnode *l;
+	struct lslot *s;
 	bool ok = false;
 
 	pthread_mutex_lock(&fs->lock);
-	if (fs->nlnodes && !node_full_find_locked(fs, ino) && (l = *light_slot_locked(fs, ino)) && l->gen == fs->gen) {
-		light_stat(fs, l, st);
+	if (fs->nlnodes && !node_full_find_locked(fs, ino) && (s = light_find_locked(fs, ino)) &&
+	    lgen_of(fs, s->gen) == fs->gen) {
+		light_stat(fs, s, st);
 		ok = true;
 	}
 	pthread_mutex_unlock(&fs->lock);
@@ -333,126 +283,151 @@ bool light_getattr(h5fs *fs, uint64_t ino, struct stat *st)
 
 bool light_unref_locked(h5fs *fs, uint64_t ino, uint64_t count, struct gen **release)
 {
-	struct lnode **pp, *l;
+	struct lslot *s;
 
 	*release = NULL;
-	if (!fs->nlnodes)
+	s = light_find_locked(fs, ino);
+	if (!s)
 		return false;
-	pp = light_slot_locked(fs, ino);
-	l = *pp;
-	if (!l)
-		return false;
-	l->nlookup = count < l->nlookup ? l->nlookup - (uint32_t)count : 0;
-	if (l->nlookup == 0) {
-		*pp = l->next;
-		fs->nlnodes--;
-		light_unparent_locked(fs, l);
-		*release = l->gen;
-		light_free_locked(fs, l);
-	}
+	s->nlookup = count < s->nlookup ? s->nlookup - (uint16_t)count : 0;
+	if (s->nlookup == 0)
+		*release = light_drop_locked(fs, s, false);
 	return true;
 }
 
 void light_unlinked_locked(h5fs *fs, const h5_file *f, uint64_t addr)
 {
-	struct lnode *l;
+	/* (a record's node id is its object's address + 2) */
+	struct lslot *s = light_find_locked(fs, addr + 2);
 
-	if (!fs->nlnodes)
-		return;
-	/* (a struct lnode's node id is its object's address + 2) */
-	l = *light_slot_locked(fs, addr + 2);
-	if (l && l->addr == addr && (!l->gen || l->gen->f == f))
-		l->unlinked = 1;
+	if (s && (!s->gen || lgen_of(fs, s->gen)->f == f))
+		s->unlinked = 1;
+}
+
+struct under {
+	const char *prefix;
+	size_t pl;
+	uint64_t dir;           /* (light_promote_kids_locked) */
+};
+
+static void promote_under(h5fs *fs, struct lslot *s, void *arg)
+{
+	const struct under *u = arg;
+	const struct node *p = node_full_find_locked(fs, lname_parent(fs, s->name));
+
+	/* (promoting keeps the slot where it is: the walk goes on) */
+	if (u->pl == 0 || (p && path_under(p->path, lname_str(fs, s->name), u->prefix, u->pl)))
+		(void)light_promote_locked(fs, s);
 }
 
 void light_promote_under_locked(h5fs *fs, const char *prefix)
 {
-	size_t pl = strlen(prefix);
+	struct under u = { prefix, strlen(prefix), 0 };
 
-	for (size_t i = 0; fs->nlnodes && i < fs->lnodes_cap; i++) {
-		struct lnode **pp = &fs->lnodes[i];
+	if (fs->nlnodes)
+		lobj_each_locked(fs, promote_under, &u);
+}
 
-		while (*pp) {
-			const struct node *p = node_full_find_locked(fs, (*pp)->parent);
+static void promote_kid(h5fs *fs, struct lslot *s, void *arg)
+{
+	const struct under *u = arg;
 
-			if ((pl == 0 || (p && path_under(p->path, (*pp)->name, prefix, pl))) &&
-			    light_promote_locked(fs, pp))
-				continue;       /* *pp is the next one now */
-			pp = &(*pp)->next;
-		}
-	}
+	if (lname_parent(fs, s->name) == u->dir)
+		(void)light_promote_locked(fs, s);
 }
 
 void light_promote_kids_locked(h5fs *fs, struct node *dir)
 {
-	for (size_t i = 0; dir->lkids && fs->nlnodes && i < fs->lnodes_cap; i++) {
-		struct lnode **pp = &fs->lnodes[i];
+	struct under u = { NULL, 0, dir->ino };
 
-		while (*pp) {
-			if ((*pp)->parent == dir->ino && light_promote_locked(fs, pp))
-				continue;
-			pp = &(*pp)->next;
-		}
-	}
+	if (dir->lkids && fs->nlnodes)
+		lobj_each_locked(fs, promote_kid, &u);
+}
+
+struct old_list {
+	const struct gen *g;
+	struct light_old *v;
+	size_t n, max;
+};
+
+static void old_one(h5fs *fs, struct lslot *s, void *arg)
+{
+	struct old_list *o = arg;
+
+	if (lgen_of(fs, s->gen) == o->g || o->n >= o->max)
+		return;
+	o->v[o->n].ino = LSLOT_INO(s);
+	o->v[o->n].path = light_path_locked(fs, s);
+	if (o->v[o->n].path)
+		o->n++;
 }
 
 struct light_old *light_old_list(h5fs *fs, const struct gen *g, size_t *n)
 {
-	struct light_old *v;
+	struct old_list o = { g, NULL, 0, 0 };
 
-	*n = 0;
 	pthread_mutex_lock(&fs->lock);
-	v = malloc((fs->nlnodes ? fs->nlnodes : 1) * sizeof(*v));
-	for (size_t i = 0; v && i < fs->lnodes_cap; i++)
-		for (struct lnode *l = fs->lnodes[i]; l; l = l->next) {
-			if (l->gen == g || *n >= fs->nlnodes)
-				continue;
-			v[*n].ino = LNODE_INO(l);
-			v[*n].path = light_path_locked(fs, l);
-			if (v[*n].path)
-				(*n)++;
-		}
+	o.max = fs->nlnodes;
+	o.v = malloc((o.max ? o.max : 1) * sizeof(*o.v));
+	if (o.v && o.max)
+		lobj_each_locked(fs, old_one, &o);
 	pthread_mutex_unlock(&fs->lock);
-	return v;
+	*n = o.n;
+	return o.v;
 }
 
 char *light_old_path(h5fs *fs, uint64_t ino, const struct gen *g)
 {
-	struct lnode *l;
+	struct lslot *s;
 	char *path = NULL;
 
 	pthread_mutex_lock(&fs->lock);
-	if (fs->nlnodes && !node_full_find_locked(fs, ino) && (l = *light_slot_locked(fs, ino)) && l->gen != g)
-		path = light_path_locked(fs, l);
+	if (fs->nlnodes && !node_full_find_locked(fs, ino) && (s = light_find_locked(fs, ino)) &&
+	    lgen_of(fs, s->gen) != g)
+		path = light_path_locked(fs, s);
 	pthread_mutex_unlock(&fs->lock);
 	return path;
 }
 
 int light_refresh(h5fs *fs, uint64_t ino, const struct node *fresh, struct gen *g)
 {
-	struct lnode **pp, *l;
+	struct lslot *s;
 	struct gen *old = NULL;
+	struct stat before, after;
+	struct timespec ft = gen_file_time(g->f);
+	uint8_t gi;
 	int r = 0;
 
 	pthread_mutex_lock(&fs->lock);
-	pp = fs->nlnodes ? light_slot_locked(fs, ino) : NULL;
-	l = pp ? *pp : NULL;
+	s = light_find_locked(fs, ino);
 	/* forgotten, made a node, or no longer the current generation:
 	 * nothing to do; refreshed by another meanwhile: current */
-	if (!l || g != fs->gen || node_full_find_locked(fs, ino))
+	if (!s || g != fs->gen || node_full_find_locked(fs, ino))
 		goto out;
-	if (l->gen == g) {
+	if (lgen_of(fs, s->gen) == g) {
 		r = 1;
 		goto out;
 	}
-	if (!fresh || l->unlinked || fresh->ino != ino || fresh->addr != l->addr || !light_fits(fs, fresh, g)) {
-		(void)light_promote_locked(fs, pp);     /* (NULL: out of memory; orphaned below) */
+	if (!fresh || s->unlinked || fresh->ino != ino || fresh->addr != ino - 2 || !light_fits(fs, fresh, g, ft) ||
+	    !(gi = lgen_take_locked(fs, g, ft))) {
+		(void)light_promote_locked(fs, s);      /* (NULL: out of memory; orphaned below) */
 		goto out;
 	}
-	r = light_set_stat(l, fresh) ? 2 : 1;
-	old = l->gen;
-	l->gen = g;
-	gen_hold(g);
+	/* (one let go of its generation: its old stat is unknown, told) */
+	if (s->gen)
+		light_stat(fs, s, &before);
+	old = lgen_put_locked(fs, s->gen, false);
+	r = 1;
+	if (!s->gen)
+		r = 2;
+	s->gen = gi;
+	light_set_stat(s, fresh, ft);
+	light_stat(fs, s, &after);
+	if (r == 1 && (before.st_size != after.st_size || before.st_blocks != after.st_blocks ||
+		       before.st_mode != after.st_mode || before.st_nlink != after.st_nlink ||
+		       before.st_blksize != after.st_blksize || before.st_mtim.tv_sec != after.st_mtim.tv_sec ||
+		       before.st_mtim.tv_nsec != after.st_mtim.tv_nsec))
+		r = 2;
 out:
 	pthread_mutex_unlock(&fs->lock);
 	if (old)
@@ -460,53 +435,47 @@ out:
 	return r;
 }
 
+struct orphan {
+	uint64_t *v;
+	size_t n, max;
+};
+
+static void orphan_one(h5fs *fs, struct lslot *s, void *arg)
+{
+	struct orphan *o = arg;
+
+	if (lgen_of(fs, s->gen) == fs->gen || o->n >= o->max)
+		return;
+	o->v[o->n++] = LSLOT_INO(s);
+	if (s->gen)
+		fs->lgen[s->gen].n--;   /* (the index let go below, when unused) */
+	s->gen = 0;
+}
+
 uint64_t *light_orphan_old(h5fs *fs, size_t *n)
 {
-	struct gen **gens;
-	uint64_t *v;
+	struct gen *gens[LGEN_MAX];
+	struct orphan o = { NULL, 0, 0 };
 	size_t ng = 0;
 
-	*n = 0;
 	pthread_mutex_lock(&fs->lock);
-	v = malloc((fs->nlnodes ? fs->nlnodes : 1) * sizeof(*v));
-	gens = malloc((fs->nlnodes ? fs->nlnodes : 1) * sizeof(*gens));
-	for (size_t i = 0; v && gens && i < fs->lnodes_cap; i++)
-		for (struct lnode *l = fs->lnodes[i]; l; l = l->next)
-			if (l->gen != fs->gen && *n < fs->nlnodes) {
-				v[(*n)++] = LNODE_INO(l);
-				if (l->gen)
-					gens[ng++] = l->gen;
-				l->gen = NULL;
-			}
+	o.max = fs->nlnodes;
+	o.v = malloc((o.max ? o.max : 1) * sizeof(*o.v));
+	if (o.v && o.max)
+		lobj_each_locked(fs, orphan_one, &o);
+	for (size_t i = 1; i < LGEN_MAX; i++)
+		if (fs->lgen[i].g && fs->lgen[i].n == 0) {
+			gens[ng++] = fs->lgen[i].g;
+			fs->lgen[i].g = NULL;
+		}
 	pthread_mutex_unlock(&fs->lock);
 	for (size_t i = 0; i < ng; i++)
 		gen_release(gens[i]);   /* (outside the lock: may close a FILE) */
-	free(gens);
-	return v;
+	*n = o.n;
+	return o.v;
 }
 
 void light_free_all(h5fs *fs)
 {
-	for (size_t i = 0; fs->lnodes && i < fs->lnodes_cap; i++) {
-		struct lnode *l = fs->lnodes[i];
-
-		while (l) {
-			struct lnode *next = l->next;
-
-			gen_release(l->gen);
-			if (!l->pooled)
-				free(l);
-			l = next;
-		}
-	}
-	while (fs->lslabs) {
-		struct lslab *next = fs->lslabs->next;
-
-		munmap(fs->lslabs, LSLAB_BYTES);
-		fs->lslabs = next;
-	}
-	fs->lfree = NULL;
-	free(fs->lnodes);
-	fs->lnodes = NULL;
-	fs->nlnodes = 0;
+	lobj_free_all(fs);
 }

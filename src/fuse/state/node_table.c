@@ -1,9 +1,9 @@
 /*
  * node_table.c - the single-file mount's tables (callers hold fs->lock):
  * nodes by node id (a stat-only object, light.c, made a node by
- * node_find_locked when anything else is asked of it), the (parent, name)
- * -> synthetic number table, and the object kind map that speeds up
- * readdir. What the numbers mean, and the locking rules, are in
+ * node_find_locked when anything else is asked of it) and the (parent,
+ * name) -> synthetic number table (the kind map that speeds up readdir is
+ * in the objects table: objects.c). What the numbers mean, and the locking rules, are in
  * node.c's header comment.
  */
 #include "fs.h"
@@ -65,12 +65,12 @@ struct node *node_full_find_locked(h5fs *fs, uint64_t ino)
 struct node *node_find_locked(h5fs *fs, uint64_t ino)
 {
 	struct node *n = node_full_find_locked(fs, ino);
-	struct lnode **pp;
+	struct lslot *s;
 
 	if (n || !fs->nlnodes)
 		return n;
-	pp = light_slot_locked(fs, ino);
-	return *pp ? light_promote_locked(fs, pp) : NULL;
+	s = light_find_locked(fs, ino);
+	return s ? light_promote_locked(fs, s) : NULL;
 }
 
 void node_insert_locked(h5fs *fs, struct node *n)
@@ -240,77 +240,6 @@ int synth_adopt_locked(h5fs *fs, uint64_t parent, const char *name, uint64_t ino
 	return 0;
 }
 
-/* ---- the kind map (fs->kinds): linear probing over key << 2 | kind ---- */
-
-#define KIND_TOMB ((uint64_t)1)         /* key 0 is no object's (ino >= 2) */
-#define KIND_KEY_MAX ((uint64_t)1 << 62)
-
-/* The slot of key, or of the first free place on its probe (its slot
- * value 0 then). Callers hold fs->lock. */
-static size_t kind_slot_locked(const h5fs *fs, uint64_t key)
-{
-	size_t mask = fs->kinds_cap - 1, i = hash_u64(key, fs->kinds_cap), tomb = SIZE_MAX;
-
-	for (;; i = (i + 1) & mask) {
-		uint64_t v = fs->kinds[i];
-
-		if (v == 0)
-			return tomb != SIZE_MAX ? tomb : i;
-		if (v == KIND_TOMB) {
-			if (tomb == SIZE_MAX)
-				tomb = i;
-		} else if (v >> 2 == key) {
-			return i;
-		}
-	}
-}
-
-/* Grow (or clean of tombstones) so one more fits under 3/4; false when out
- * of memory (the map is only a speed-up: nothing is remembered). */
-static bool kind_room_locked(h5fs *fs)
-{
-	size_t ncap = fs->kinds_cap, ocap = fs->kinds_cap;
-	uint64_t *old = fs->kinds, *nt;
-
-	if ((fs->kinds_used + 1) * 4 <= fs->kinds_cap * 3)
-		return true;
-	if ((fs->nkinds + 1) * 2 > ocap)
-		ncap = ocap * 2;
-	nt = calloc(ncap, sizeof(*nt));
-	if (!nt)
-		return false;
-	fs->kinds = nt;
-	fs->kinds_cap = ncap;
-	fs->kinds_used = 0;
-	for (size_t i = 0; i < ocap; i++)
-		if (old[i] > KIND_TOMB) {
-			nt[kind_slot_locked(fs, old[i] >> 2)] = old[i];
-			fs->kinds_used++;
-		}
-	free(old);
-	return true;
-}
-
-void kind_remember(h5fs *fs, uint64_t addr, h5_obj_kind kind)
-{
-	size_t i;
-
-	if (addr == 0 || addr >= KIND_KEY_MAX || (unsigned)kind > 3)
-		return;
-	pthread_mutex_lock(&fs->lock);
-	if (!kind_room_locked(fs))
-		goto out;
-	i = kind_slot_locked(fs, addr);
-	if (fs->kinds[i] > KIND_TOMB)
-		goto out;               /* (known: kept) */
-	if (fs->kinds[i] == 0)
-		fs->kinds_used++;
-	fs->kinds[i] = addr << 2 | (uint64_t)kind;
-	fs->nkinds++;
-out:
-	pthread_mutex_unlock(&fs->lock);
-}
-
 bool node_storage_gone(h5fs *fs, const struct node *n)
 {
 	bool gone;
@@ -325,51 +254,4 @@ bool node_storage_gone(h5fs *fs, const struct node *n)
 				gone = false;
 	pthread_mutex_unlock(&fs->lock);
 	return gone;
-}
-
-void kind_forget_locked(h5fs *fs, uint64_t addr)
-{
-	size_t i;
-
-	if (!fs->kinds_cap || addr == 0 || addr >= KIND_KEY_MAX)
-		return;
-	i = kind_slot_locked(fs, addr);
-	if (fs->kinds[i] > KIND_TOMB) {
-		fs->kinds[i] = KIND_TOMB;
-		fs->nkinds--;
-	}
-}
-
-void kind_forget(h5fs *fs, uint64_t addr)
-{
-	pthread_mutex_lock(&fs->lock);
-	kind_forget_locked(fs, addr);
-	pthread_mutex_unlock(&fs->lock);
-}
-
-/* A new generation of FILE (live/live.c) may hold other kinds at the
- * addresses remembered. */
-void kind_forget_all(h5fs *fs)
-{
-	pthread_mutex_lock(&fs->lock);
-	memset(fs->kinds, 0, fs->kinds_cap * sizeof(*fs->kinds));
-	fs->nkinds = fs->kinds_used = 0;
-	pthread_mutex_unlock(&fs->lock);
-}
-
-int kind_lookup(h5fs *fs, uint64_t addr, h5_obj_kind *kind)
-{
-	size_t i;
-	int found = 0;
-
-	if (addr == 0 || addr >= KIND_KEY_MAX)
-		return 0;
-	pthread_mutex_lock(&fs->lock);
-	i = kind_slot_locked(fs, addr);
-	if (fs->kinds[i] > KIND_TOMB) {
-		*kind = (h5_obj_kind)(fs->kinds[i] & 3);
-		found = 1;
-	}
-	pthread_mutex_unlock(&fs->lock);
-	return found;
 }

@@ -175,6 +175,14 @@ int h5_cache_new(h5_cache **out, size_t budget)
 	return 0;
 }
 
+void h5_cache_meta_cap(h5_cache *c, size_t max)
+{
+	pthread_mutex_lock(&c->lock);
+	if (max && max < c->meta_budget)
+		c->meta_budget = max;
+	pthread_mutex_unlock(&c->lock);
+}
+
 static void ent_destroy(cache_ent *e)
 {
 	if (e->obj && e->free_fn)

@@ -43,6 +43,9 @@ typedef int (*h5_cache_load_fn)(void **obj, size_t *cost, void *ud);
 typedef void (*h5_cache_free_fn)(void *obj);
 
 int h5_cache_new(h5_cache **out, size_t budget);
+/* Decoded metadata held within max bytes at most (a smaller share than
+ * h5_cache_new's quarter of the budget: the default budget's, ctx.c) */
+void h5_cache_meta_cap(h5_cache *c, size_t max);
 /* A view on `shared` (or on the cache it is a view of): the same budget and
  * LRU, keys of its own (a tag per view). Every file reads through a view
  * of its context's cache (ctx.c), so all files of a context share one

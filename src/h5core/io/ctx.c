@@ -82,6 +82,8 @@ int h5_ctx_new(h5_ctx **out, const h5_ctx_opts *opts)
 	rc = h5_cache_new(&c->cache, c->budget);
 	if (rc < 0)
 		goto out;
+	if (!(opts && opts->cache_bytes))
+		h5_cache_meta_cap(c->cache, H5_DEFAULT_META_MAX_BYTES);
 	/* the reader's own thread decodes too: the workers are the others */
 	rc = h5_pool_new(&c->pool, c->nthreads - 1);
 	if (rc < 0)

@@ -1,0 +1,391 @@
+/*
+ * objects.c - the objects table (fs.h struct lslot; callers of the _locked
+ * functions hold fs->lock): one open-addressed table keyed by st_ino, a
+ * 32-byte slot an object, that is both the kind map (readdir's d_type of
+ * every object listed) and the place of the stat-only records (light.c),
+ * so a listed object costs one slot and a held name that slot and its name
+ * entry (issue 64). Also the records' names (a mmap'd arena of entries
+ * reused by size) and the generations the records hold (a few, by index).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE     /* mremap */
+#endif
+#include "fs.h"
+#include "table.h"
+
+#include <sys/mman.h>
+
+_Static_assert(sizeof(struct lslot) == 32, "struct lslot is 32 bytes");
+_Static_assert((LOBJ_SHARDS & (LOBJ_SHARDS - 1)) == 0, "shards: a power of two");
+_Static_assert(LOBJ_SHARDS == 16, "lobj_shard takes the hash's top 4 bits");
+
+#define LSLOT_TOMB ((uint64_t)1)        /* (key 0: empty; st_ino >= 1) */
+#define LOBJ_KEY_MAX ((uint64_t)1 << 62)
+#define LOBJ_MMAP_BYTES ((size_t)64 << 10)
+#define LSHARD_FIRST 16
+
+/* ---- the table: linear probing, 16 shards by the hash's top bits ---------- */
+
+/* murmur3's finalizer: the top bits pick the shard, the low ones the slot */
+static uint64_t lobj_mix(uint64_t v)
+{
+	v ^= v >> 33;
+	v *= 0xff51afd7ed558ccdULL;
+	v ^= v >> 33;
+	v *= 0xc4ceb9fe1a85ec53ULL;
+	v ^= v >> 33;
+	return v;
+}
+
+static struct lshard *lobj_shard(h5fs *fs, uint64_t h)
+{
+	return &fs->lobj[h >> 60 & (LOBJ_SHARDS - 1)];
+}
+
+/* Slot arrays of 64 KiB and more are mapped apart from malloc's heap:
+ * freed at a growth, a large one would leave the heap a hole (and raise
+ * malloc's mmap threshold, so that later ones came from the heap) */
+static struct lslot *lslots_alloc(size_t cap)
+{
+	size_t bytes = cap * sizeof(struct lslot);
+	void *p;
+
+	if (bytes < LOBJ_MMAP_BYTES)
+		return calloc(cap, sizeof(struct lslot));
+	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void lslots_free(struct lslot *v, size_t cap)
+{
+	if (!v)
+		return;
+	if (cap * sizeof(struct lslot) < LOBJ_MMAP_BYTES)
+		free(v);
+	else
+		munmap(v, cap * sizeof(struct lslot));
+}
+
+/* The index of key's slot in sh, or of the first free place on its probe
+ * (key 0 there). A shard's size is no power of two (it grows by a quarter,
+ * so its slots are 64-80% in use, not 37-75% as when doubled: the slots
+ * are the most of what a held name costs): the hash's low 32 bits scaled
+ * to it (multiply and shift, Lemire's "fastrange"). */
+static size_t lshard_index(const struct lshard *sh, uint64_t ino, uint64_t h)
+{
+	size_t i = (size_t)(((h & 0xffffffffu) * (uint64_t)sh->cap) >> 32), tomb = SIZE_MAX;
+
+	for (;; i = i + 1 == sh->cap ? 0 : i + 1) {
+		uint64_t k = sh->v[i].key;
+
+		if (k == 0)
+			return tomb != SIZE_MAX ? tomb : i;
+		if (k == LSLOT_TOMB) {
+			if (tomb == SIZE_MAX)
+				tomb = i;
+		} else if (k >> 2 == ino) {
+			return i;
+		}
+	}
+}
+
+/* sh rebuilt at ncap (tombstones gone); false when out of memory */
+static bool lshard_rebuild(struct lshard *sh, size_t ncap)
+{
+	struct lslot *old = sh->v, *nv = ncap <= UINT32_MAX ? lslots_alloc(ncap) : NULL;
+	size_t ocap = sh->cap;
+
+	if (!nv)
+		return false;
+	sh->v = nv;
+	sh->cap = ncap;
+	sh->used = 0;
+	for (size_t i = 0; i < ocap; i++)
+		if (old[i].key > LSLOT_TOMB) {
+			uint64_t ino = LSLOT_INO(&old[i]);
+
+			nv[lshard_index(sh, ino, lobj_mix(ino))] = old[i];
+			sh->used++;
+		}
+	lslots_free(old, ocap);
+	return true;
+}
+
+struct lslot *lobj_find_locked(h5fs *fs, uint64_t ino)
+{
+	uint64_t h = lobj_mix(ino);
+	struct lshard *sh = lobj_shard(fs, h);
+	struct lslot *s;
+
+	if (!sh->cap || ino == 0 || ino >= LOBJ_KEY_MAX)
+		return NULL;
+	s = &sh->v[lshard_index(sh, ino, h)];
+	return s->key > LSLOT_TOMB ? s : NULL;
+}
+
+struct lslot *lobj_get_locked(h5fs *fs, uint64_t ino)
+{
+	uint64_t h = lobj_mix(ino);
+	struct lshard *sh = lobj_shard(fs, h);
+	struct lslot *s;
+
+	if (ino == 0 || ino >= LOBJ_KEY_MAX)
+		return NULL;
+	if (!sh->cap) {
+		if (!(sh->v = lslots_alloc(LSHARD_FIRST)))
+			return NULL;
+		sh->cap = LSHARD_FIRST;
+	}
+	s = &sh->v[lshard_index(sh, ino, h)];
+	if (s->key > LSLOT_TOMB)
+		return s;
+	/* one more within 4/5 (a quarter larger when over 3/5 full of live
+	 * ones, else cleaned of tombstones at its size). Linear probing at
+	 * 4/5: ~3 slots read to find a key, ~13 to miss, in a row */
+	if ((sh->used + 1) * 5 > sh->cap * 4) {
+		if (!lshard_rebuild(sh, (sh->n + 1) * 5 > sh->cap * 3 ? sh->cap + sh->cap / 4 : sh->cap))
+			return NULL;
+		s = &sh->v[lshard_index(sh, ino, h)];
+	}
+	if (s->key == 0)
+		sh->used++;
+	memset(s, 0, sizeof(*s));
+	s->key = ino << 2;
+	sh->n++;
+	return s;
+}
+
+void lobj_drop_locked(h5fs *fs, struct lslot *s)
+{
+	if (s->name || s->known)
+		return;
+	lobj_shard(fs, lobj_mix(LSLOT_INO(s)))->n--;
+	memset(s, 0, sizeof(*s));
+	s->key = LSLOT_TOMB;
+}
+
+void lobj_each_locked(h5fs *fs, void (*fn)(h5fs *fs, struct lslot *s, void *arg), void *arg)
+{
+	for (size_t k = 0; k < LOBJ_SHARDS; k++) {
+		struct lshard *sh = &fs->lobj[k];
+
+		for (size_t i = 0; i < sh->cap; i++)
+			if (sh->v[i].key > LSLOT_TOMB && sh->v[i].name)
+				fn(fs, &sh->v[i], arg);
+	}
+}
+
+/* ---- the kind map --------------------------------------------------------- */
+
+int kind_lookup(h5fs *fs, uint64_t key, h5_obj_kind *kind)
+{
+	struct lslot *s;
+	int found = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	s = lobj_find_locked(fs, key);
+	if (s && s->known) {
+		*kind = (h5_obj_kind)(s->key & 3);
+		found = 1;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return found;
+}
+
+void kind_remember(h5fs *fs, uint64_t key, h5_obj_kind kind)
+{
+	struct lslot *s;
+
+	if ((unsigned)kind > 3)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	/* (out of memory: nothing remembered; the map is only a speed-up) */
+	s = lobj_get_locked(fs, key);
+	if (s && !s->known) {
+		s->key = key << 2 | (uint64_t)kind;
+		s->known = 1;
+	}
+	pthread_mutex_unlock(&fs->lock);
+}
+
+void kind_forget_locked(h5fs *fs, uint64_t key)
+{
+	struct lslot *s = lobj_find_locked(fs, key);
+
+	if (!s)
+		return;
+	s->known = 0;
+	lobj_drop_locked(fs, s);        /* (a record keeps its slot) */
+}
+
+void kind_forget(h5fs *fs, uint64_t key)
+{
+	pthread_mutex_lock(&fs->lock);
+	kind_forget_locked(fs, key);
+	pthread_mutex_unlock(&fs->lock);
+}
+
+/* A new generation of FILE (live/live.c) may hold other kinds at the
+ * addresses remembered: every kind forgotten, the records kept (a live
+ * FILE's sweep resolves them again: node/fresh.c) */
+void kind_forget_all(h5fs *fs)
+{
+	pthread_mutex_lock(&fs->lock);
+	for (size_t k = 0; k < LOBJ_SHARDS; k++) {
+		struct lshard *sh = &fs->lobj[k];
+
+		for (size_t i = 0; i < sh->cap; i++)
+			if (sh->v[i].key > LSLOT_TOMB) {
+				sh->v[i].known = 0;
+				lobj_drop_locked(fs, &sh->v[i]);
+			}
+	}
+	pthread_mutex_unlock(&fs->lock);
+}
+
+/* ---- the records' names --------------------------------------------------- */
+
+/* An entry: its parent directory's number (lname_parent's coding) and the
+ * name, NUL-ended, in 4-byte units; a free one chains the next free one of
+ * its size by its first unit. Unit 0 is no entry. */
+#define LNAME_UNITS(nlen) ((4 + (nlen) + 1 + 3) / 4)
+_Static_assert(LNAME_UNITS(H5FS_NAME_MAX) < 68, "names_free covers every size");
+
+static uint32_t *lname_at(h5fs *fs, uint32_t ref)
+{
+	return (uint32_t *)(void *)(fs->names + (size_t)ref * 4);
+}
+
+bool lname_parent_code(uint64_t parent, uint32_t *code)
+{
+	if (parent == FUSE_ROOT_ID) {
+		*code = 0;
+		return true;
+	}
+	if (!(parent & H5FS_SYNTH_BIT) || (parent & ~H5FS_SYNTH_BIT) == 0 ||
+	    (parent & ~H5FS_SYNTH_BIT) > UINT32_MAX)
+		return false;
+	*code = (uint32_t)(parent & ~H5FS_SYNTH_BIT);
+	return true;
+}
+
+uint64_t lname_parent(h5fs *fs, uint32_t ref)
+{
+	uint32_t c = *lname_at(fs, ref);
+
+	return c == 0 ? FUSE_ROOT_ID : H5FS_SYNTH_BIT | c;
+}
+
+void lname_set_parent(h5fs *fs, uint32_t ref, uint32_t code)
+{
+	*lname_at(fs, ref) = code;
+}
+
+const char *lname_str(h5fs *fs, uint32_t ref)
+{
+	return fs->names + (size_t)ref * 4 + 4;
+}
+
+uint32_t lname_new_locked(h5fs *fs, uint32_t code, const char *name)
+{
+	size_t nlen = strlen(name), u = LNAME_UNITS(nlen);
+	uint32_t ref;
+
+	if (nlen == 0 || nlen > H5FS_NAME_MAX)
+		return 0;
+	if (fs->names_free[u]) {
+		ref = fs->names_free[u];
+		fs->names_free[u] = *lname_at(fs, ref);
+	} else {
+		if (fs->names_len + u * 4 > fs->names_cap) {
+			size_t ncap = fs->names_cap ? fs->names_cap * 2 : (size_t)256 << 10;
+			void *p = fs->names ? mremap(fs->names, fs->names_cap, ncap, MREMAP_MAYMOVE)
+					    : mmap(NULL, ncap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+						   -1, 0);
+
+			if (p == MAP_FAILED || ncap / 4 > UINT32_MAX)
+				return 0;
+			fs->names = p;
+			fs->names_cap = ncap;
+			if (!fs->names_len)
+				fs->names_len = 4;      /* (ref 0: none) */
+		}
+		ref = (uint32_t)(fs->names_len / 4);
+		fs->names_len += u * 4;
+	}
+	*lname_at(fs, ref) = code;
+	memcpy(fs->names + (size_t)ref * 4 + 4, name, nlen + 1);
+	return ref;
+}
+
+void lname_free_locked(h5fs *fs, uint32_t ref)
+{
+	size_t u = LNAME_UNITS(strlen(lname_str(fs, ref)));
+
+	*lname_at(fs, ref) = fs->names_free[u];
+	fs->names_free[u] = ref;
+}
+
+/* ---- the generations records hold ---------------------------------------- */
+
+uint8_t lgen_take_locked(h5fs *fs, struct gen *g, struct timespec ft)
+{
+	uint8_t freei = 0;
+
+	for (uint8_t i = 1; i < LGEN_MAX; i++) {
+		if (fs->lgen[i].g == g && fs->lgen[i].ft.tv_sec == ft.tv_sec && fs->lgen[i].ft.tv_nsec == ft.tv_nsec) {
+			fs->lgen[i].n++;
+			return i;
+		}
+		if (!fs->lgen[i].g && !freei)
+			freei = i;
+	}
+	if (freei) {
+		fs->lgen[freei].g = g;
+		fs->lgen[freei].n = 1;
+		fs->lgen[freei].ft = ft;
+		gen_hold(g);
+	}
+	return freei;
+}
+
+struct gen *lgen_of(const h5fs *fs, uint8_t i)
+{
+	return i ? fs->lgen[i].g : NULL;
+}
+
+struct gen *lgen_put_locked(h5fs *fs, uint8_t i, bool keep_ref)
+{
+	struct gen *g;
+
+	if (!i)
+		return NULL;
+	g = fs->lgen[i].g;
+	if (--fs->lgen[i].n > 0) {
+		if (keep_ref)
+			gen_hold(g);
+		return keep_ref ? g : NULL;
+	}
+	fs->lgen[i].g = NULL;
+	return g;       /* (the index's reference) */
+}
+
+void lobj_free_all(h5fs *fs)
+{
+	for (size_t i = 1; i < LGEN_MAX; i++) {
+		if (fs->lgen[i].g)
+			gen_release(fs->lgen[i].g);
+		fs->lgen[i].g = NULL;
+		fs->lgen[i].n = 0;
+	}
+	for (size_t k = 0; k < LOBJ_SHARDS; k++) {
+		lslots_free(fs->lobj[k].v, fs->lobj[k].cap);
+		memset(&fs->lobj[k], 0, sizeof(fs->lobj[k]));
+	}
+	if (fs->names)
+		munmap(fs->names, fs->names_cap);
+	fs->names = NULL;
+	fs->names_len = fs->names_cap = 0;
+	memset(fs->names_free, 0, sizeof(fs->names_free));
+	fs->nlnodes = 0;
+}
