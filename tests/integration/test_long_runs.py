@@ -181,14 +181,19 @@ def tmpfs(work, size):
     return d
 
 
-def fill_up(work, opts):
-    """Append to a growable dataset until ENOSPC; (answered bytes, free
-    bytes left, tmpfs size), the rest checked here."""
-    size = 32 << 20
+def tmpfs_or_skip(work, size):
     fs = tmpfs(work, size)
     if fs is None:
         print("SKIP: cannot mount a tmpfs (not root?)")
         sys.exit(77)
+    return fs
+
+
+def fill_up(work, opts):
+    """Append to a growable dataset until ENOSPC; (answered bytes, free
+    bytes left, tmpfs size), the rest checked here."""
+    size = 32 << 20
+    fs = tmpfs_or_skip(work, size)
     try:
         path = os.path.join(fs, "f.h5")
         with h5py.File(path, "w") as f:
@@ -255,10 +260,7 @@ def margin_writers(work, nfiles=64, rounds=20):
     then their commits took a chunk each past the margin and filled the
     file system; rows answered were lost at the close)."""
     size, keep = 32 << 20, 4 << 20
-    fs = tmpfs(work, size)
-    if fs is None:
-        print("SKIP: cannot mount a tmpfs (not root?)")
-        sys.exit(77)
+    fs = tmpfs_or_skip(work, size)
     try:
         path = os.path.join(fs, "w.h5")
         with h5py.File(path, "w") as f:
