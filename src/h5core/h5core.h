@@ -870,6 +870,7 @@ int h5_attr_set_check(h5_attr_room *room, h5_file *f, uint64_t addr, const char 
  * besides the holders', held by nobody (appends, which write their rows
  * as they come). h5_file_write_sync gives back what no holder holds. */
 int h5_file_reserve(h5_file *f, uint64_t *held, uint64_t want);
+/* (takes write_lock when anything is held: not under it) */
 void h5_file_unreserve(h5_file *f, uint64_t *held);
 /* What earlier changes wrote, durable (fsync). */
 int h5_file_write_sync(h5_file *f);

@@ -409,7 +409,9 @@ int h5_file_reserve(h5_file *f, uint64_t *held, uint64_t want)
 	}
 	if (rc == 0 && held) {
 		f->promised += extra;
-		*held += extra;         /* (at least want: never less than held) */
+		/* (at least want: never less than held; atomic for
+		 * h5_file_unreserve's look before the lock) */
+		__atomic_store_n(held, *held + extra, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&f->write_lock);
 	return rc;
@@ -417,11 +419,13 @@ int h5_file_reserve(h5_file *f, uint64_t *held, uint64_t want)
 
 void h5_file_unreserve(h5_file *f, uint64_t *held)
 {
-	if (!f)
+	/* nothing held: no lock (a stream that failed to open is freed
+	 * under write_lock) */
+	if (!f || !__atomic_load_n(held, __ATOMIC_RELAXED))
 		return;
-	pthread_mutex_lock(&f->write_lock);     /* (*held too: reserves change it) */
+	pthread_mutex_lock(&f->write_lock);
 	f->promised -= *held < f->promised ? *held : f->promised;
-	*held = 0;
+	__atomic_store_n(held, 0, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&f->write_lock);
 }
 
