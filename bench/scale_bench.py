@@ -15,9 +15,11 @@ in h5py's default format and libver latest, written to --dir (on a disk:
 1 M objects are ~370 MB) and removed after unless --keep.
 
 For each file, in this order:
+- h5py.File opened and closed, page cache dropped (against the mount);
 - h5py: page cache dropped, h5py.File, visititems over every object
   calling .id.get_storage_size() of each dataset (what du -s needs);
-- h5fs: mounted -o ro (plus -o cache_mb when given), page cache dropped,
+- h5fs: page cache dropped, mounted -o ro (plus -o cache_mb when given;
+  the time until the mount appears), page cache dropped,
   `find MNT` (cold: nothing read yet), `find MNT` again (warm: the
   kernel's dentries), `du -s MNT` (a stat of every object), then --walks
   more rounds of find + du, then `getfattr -R -d` of the first group
@@ -26,7 +28,9 @@ For each file, in this order:
   the end, from /proc/PID/status.
 Several --h5fs binaries (comma-separated: the new one and an old one)
 are measured one after the other on the same file, after one h5py pass.
---no-h5py skips h5py (10 M objects: its pass takes some 100 minutes).
+--no-h5py skips h5py's walk (10 M objects: its pass takes some 100
+minutes; its open and one group's attributes stay) and its listing of
+--flat.
 --floor TREE_FLOOR (bench/tree_floor.c, built as its header says): the
 FUSE floor for find, run before the files: for each N, --floor-rounds
 fresh `tree_floor --synth N` mounts (make_many's tree shape, answered from
@@ -72,7 +76,7 @@ def proc_cpu(pid):
 
 def children_cpu():
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
+    return r.ru_utime, r.ru_stime
 
 
 def load():
@@ -81,10 +85,12 @@ def load():
 
 
 def timed_cpu(cmd, pid):
-    """timed(cmd), plus its user+sys CPU and that of the daemon pid"""
-    c0, d0 = children_cpu(), proc_cpu(pid)
+    """timed(cmd), plus its CPU ("user+sys (user, sys)") and the daemon
+    pid's user+sys"""
+    (u0, s0), d0 = children_cpu(), proc_cpu(pid)
     t, out = timed(cmd)
-    return t, out, children_cpu() - c0, proc_cpu(pid) - d0
+    (u1, s1), d1 = children_cpu(), proc_cpu(pid)
+    return t, out, "%.2f s (user %.2f, sys %.2f)" % (u1 - u0 + s1 - s0, u1 - u0, s1 - s0), d1 - d0
 
 
 def run_floor(a, n):
@@ -99,7 +105,7 @@ def run_floor(a, n):
         os.rmdir(mnt)
         if out.count(b"\n") - 1 != n + groups:
             raise SystemExit("floor: find listed %d objects, not %d" % (out.count(b"\n") - 1, n + groups))
-        say("floor, %s objects, round %d: find cold %.2f s; CPU find %.2f s, floor daemon %.2f s; load %s" %
+        say("floor, %s objects, round %d: find cold %.2f s; CPU find %s, floor daemon %.2f s; load %s" %
             (format(n, ","), r + 1, t, cpu_find, cpu_daemon, ld))
 
 
@@ -122,6 +128,15 @@ def h5py_walk(path):
     with h5py.File(path, "r") as f:
         f.visititems(visit)
     return time.monotonic() - t, total[0], total[1]
+
+
+def h5py_open(path):
+    """h5py's side of the mount: the file opened (cold) and closed"""
+    import h5py
+    t = time.monotonic()
+    with h5py.File(path, "r") as f:
+        f.id.get_filesize()
+    return time.monotonic() - t
 
 
 def h5py_attrs(path, group):
@@ -180,9 +195,11 @@ def run_file(a, path, n, fmt):
     cold = drop_caches()
     if not cold:
         say("warning: not root, the page cache is not dropped: 'cold' is warm")
+    a.py_open = h5py_open(path)
+    drop_caches()
     py_t, py_objs, py_bytes = (0.0, None, None) if a.no_h5py else h5py_walk(path)
     drop_caches()
-    pya_t, pya_n = (0.0, None) if a.no_h5py else h5py_attrs(path, "g000000")
+    pya_t, pya_n = h5py_attrs(path, "g000000")
     for h5fs in a.h5fs.split(","):
         run_mount(a, path, n, fmt, h5fs, py_t, py_objs, py_bytes, pya_t, pya_n)
 
@@ -193,6 +210,7 @@ def run_mount(a, path, n, fmt, h5fs, py_t, py_objs, py_bytes, pya_t, pya_n):
     cmd = [h5fs, "-f", "-o", "ro" + (",cache_mb=%d" % a.cache_mb if a.cache_mb else "") +
            ("," + a.opts if a.opts else ""), path, mnt]
     res = {}
+    drop_caches()       # a cold mount, as h5py's cold open
     t0 = time.monotonic()
     with Mount(cmd, mnt, log) as m:
         res["mount"] = time.monotonic() - t0
@@ -228,10 +246,11 @@ def run_mount(a, path, n, fmt, h5fs, py_t, py_objs, py_bytes, pya_t, pya_n):
                                                  ",cache_mb=%d" % a.cache_mb if a.cache_mb else "",
                                                  "," + a.opts if a.opts else ""))
     say("  h5py visititems+get_storage_size %.2f s (%s objects, %s bytes stored)" % (py_t, py_objs, py_bytes))
+    say("  h5py.File open, cold: %.3f s" % a.py_open)
     say("  h5fs mount %.2f s, find cold %.2f s (h5py/h5fs %.1fx), warm %.2f s, du -s %.2f s (h5py/h5fs %.1fx, %d bytes)" %
         (res["mount"], res["find_cold"], py_t / res["find_cold"], res["find_warm"], res["du"], py_t / res["du"],
          res["du_bytes"]))
-    say("  find cold CPU: find %.2f s, daemon %.2f s; load %s" % (res["cpu_find"], res["cpu_daemon"], res["load"]))
+    say("  find cold CPU: find %s, daemon %.2f s; load %s" % (res["cpu_find"], res["cpu_daemon"], res["load"]))
     say("  daemon RSS: mount %.0f MB, after find %.0f MB, after du %.0f MB (+%.0f bytes/object), "
         "after %d more find+du rounds %s MB, peak %.0f MB" %
         (res["rss0"] / 1024, res["rss_find"] / 1024, res["rss_du"] / 1024, per, a.walks,
