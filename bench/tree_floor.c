@@ -20,7 +20,8 @@
  * h5fs answers a single FILE's `-o ro` mount: directories opened with
  * keep_cache and cache_readdir, READDIRPLUS (libfuse enables it, adaptive,
  * when the op is there: dispatch_tree.c op_readdirplus) and plain READDIR,
- * entries and attributes kept 3600 s.
+ * entries and attributes kept 3600 s; getxattr of any name ENODATA (the
+ * floor of ls -l's two xattr misses a name), listxattr empty.
  * Built by the bench: cc -O2 tree_floor.c floor_common.c $(pkg-config --cflags --libs fuse3)
  */
 #include "floor_common.h"
@@ -486,12 +487,31 @@ static void syn_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t o
 	syn_list(req, ino, size, off, 1);
 }
 
+/* no names: as an h5fs object without one (ENODATA, which the kernel
+ * does not remember: ls -l asks each name's security.selinux and
+ * system.posix_acl_access every time) */
+static void syn_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	(void)ino;
+	(void)name;
+	(void)size;
+	fuse_reply_err(req, ENODATA);
+}
+
+static void syn_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	(void)ino;
+	floor_reply_xattr(req, "", 0, size);
+}
+
 static const struct fuse_lowlevel_ops syn_ops = {
 	.lookup = syn_lookup,
 	.getattr = syn_getattr,
 	.opendir = syn_opendir,
 	.readdir = syn_readdir,
 	.readdirplus = syn_readdirplus,
+	.getxattr = syn_getxattr,
+	.listxattr = syn_listxattr,
 };
 
 int main(int argc, char **argv)
