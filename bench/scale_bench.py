@@ -6,16 +6,20 @@ same run. Run by hand (never in CI):
     cc -O2 -o /tmp/make_many bench/make_many.c $(pkg-config --cflags --libs hdf5)
     sudo /usr/bin/python3 bench/scale_bench.py --h5fs ./h5fs[,/tmp/h5fs.old] --gen /tmp/make_many \\
         [--dir /work/scale] [--n 100000,1000000] [--formats default,latest] \\
-        [--cache-mb 64] [--opts cache_size=64] [--walks 3] [--keep] [--no-h5py] [--flat]
+        [--cache-mb 64] [--opts cache_size=64] [--walks 3] [--keep] [--no-h5py] [--flat] \\
+        [--floor /tmp/tree_floor [--floor-rounds 3] [--floor-only]]
+    cc -O2 -o /tmp/tree_floor bench/tree_floor.c bench/floor_common.c $(pkg-config --cflags --libs fuse3)
 
 Files: make_many's (N one-element int32 datasets in groups of 1,000),
 in h5py's default format and libver latest, written to --dir (on a disk:
 1 M objects are ~370 MB) and removed after unless --keep.
 
 For each file, in this order:
+- h5py.File opened and closed, page cache dropped (against the mount);
 - h5py: page cache dropped, h5py.File, visititems over every object
   calling .id.get_storage_size() of each dataset (what du -s needs);
-- h5fs: mounted -o ro (plus -o cache_mb when given), page cache dropped,
+- h5fs: page cache dropped, mounted -o ro (plus -o cache_mb when given;
+  the time until the mount appears), page cache dropped,
   `find MNT` (cold: nothing read yet), `find MNT` again (warm: the
   kernel's dentries), `du -s MNT` (a stat of every object), then --walks
   more rounds of find + du, then `getfattr -R -d` of the first group
@@ -24,7 +28,17 @@ For each file, in this order:
   the end, from /proc/PID/status.
 Several --h5fs binaries (comma-separated: the new one and an old one)
 are measured one after the other on the same file, after one h5py pass.
---no-h5py skips h5py (10 M objects: its pass takes some 100 minutes).
+--no-h5py skips h5py's walk (10 M objects: its pass takes some 100
+minutes; its open and one group's attributes stay) and its listing of
+--flat.
+--floor TREE_FLOOR (bench/tree_floor.c, built as its header says): the
+FUSE floor for find, run before the files: for each N, --floor-rounds
+fresh `tree_floor --synth N` mounts (make_many's tree shape, answered from
+memory as h5fs answers a single FILE's -o ro mount: READDIRPLUS, 3600 s
+timeouts), page cache dropped, `find MNT` timed with its user+sys CPU and
+the floor daemon's; --floor-only stops there (no file, h5py or h5fs).
+The same CPU pair is printed for h5fs's find cold, and the load average
+beside each.
 --flat: files of one group of N links (make_many -f) instead, where
 `ls -l` of the group (a LOOKUP, or READDIRPLUS entry, and the GETXATTRs
 ls sends per name) is timed against h5py's listing of the group with
@@ -34,6 +48,7 @@ the kernel keeps costs (find already filled the kind map and the cache). Without
 the "cold" numbers are warm (a warning says so)."""
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -50,6 +65,48 @@ def status_kb(pid, key):
             if line.startswith(key + ":"):
                 return int(line.split()[1])
     return 0
+
+
+def proc_cpu(pid):
+    """user + system CPU seconds of a running process"""
+    with open("/proc/%d/stat" % pid) as f:
+        fld = f.read().rsplit(")", 1)[1].split()
+    return (int(fld[11]) + int(fld[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime, r.ru_stime
+
+
+def load():
+    with open("/proc/loadavg") as f:
+        return f.read().split()[0]
+
+
+def timed_cpu(cmd, pid):
+    """timed(cmd), plus its CPU ("user+sys (user, sys)") and the daemon
+    pid's user+sys"""
+    (u0, s0), d0 = children_cpu(), proc_cpu(pid)
+    t, out = timed(cmd)
+    (u1, s1), d1 = children_cpu(), proc_cpu(pid)
+    return t, out, "%.2f s (user %.2f, sys %.2f)" % (u1 - u0 + s1 - s0, u1 - u0, s1 - s0), d1 - d0
+
+
+def run_floor(a, n):
+    groups = (n + 999) // 1000
+    for r in range(a.floor_rounds):
+        mnt = tempfile.mkdtemp(prefix="tree-floor-", dir="/tmp")
+        log = os.path.join(a.dir, "scale_bench.log")
+        with Mount([a.floor, "--synth", str(n), mnt], mnt, log) as m:
+            drop_caches()
+            ld = load()
+            t, out, cpu_find, cpu_daemon = timed_cpu(["find", mnt], m.proc.pid)
+        os.rmdir(mnt)
+        if out.count(b"\n") - 1 != n + groups:
+            raise SystemExit("floor: find listed %d objects, not %d" % (out.count(b"\n") - 1, n + groups))
+        say("floor, %s objects, round %d: find cold %.2f s; CPU find %s, floor daemon %.2f s; load %s" %
+            (format(n, ","), r + 1, t, cpu_find, cpu_daemon, ld))
 
 
 def timed(cmd):
@@ -71,6 +128,15 @@ def h5py_walk(path):
     with h5py.File(path, "r") as f:
         f.visititems(visit)
     return time.monotonic() - t, total[0], total[1]
+
+
+def h5py_open(path):
+    """h5py's side of the mount: the file opened (cold) and closed"""
+    import h5py
+    t = time.monotonic()
+    with h5py.File(path, "r") as f:
+        f.id.get_filesize()
+    return time.monotonic() - t
 
 
 def h5py_attrs(path, group):
@@ -129,9 +195,11 @@ def run_file(a, path, n, fmt):
     cold = drop_caches()
     if not cold:
         say("warning: not root, the page cache is not dropped: 'cold' is warm")
+    a.py_open = h5py_open(path)
+    drop_caches()
     py_t, py_objs, py_bytes = (0.0, None, None) if a.no_h5py else h5py_walk(path)
     drop_caches()
-    pya_t, pya_n = (0.0, None) if a.no_h5py else h5py_attrs(path, "g000000")
+    pya_t, pya_n = h5py_attrs(path, "g000000")
     for h5fs in a.h5fs.split(","):
         run_mount(a, path, n, fmt, h5fs, py_t, py_objs, py_bytes, pya_t, pya_n)
 
@@ -142,13 +210,15 @@ def run_mount(a, path, n, fmt, h5fs, py_t, py_objs, py_bytes, pya_t, pya_n):
     cmd = [h5fs, "-f", "-o", "ro" + (",cache_mb=%d" % a.cache_mb if a.cache_mb else "") +
            ("," + a.opts if a.opts else ""), path, mnt]
     res = {}
+    drop_caches()       # a cold mount, as h5py's cold open
     t0 = time.monotonic()
     with Mount(cmd, mnt, log) as m:
         res["mount"] = time.monotonic() - t0
         pid = m.proc.pid
         res["rss0"] = status_kb(pid, "VmRSS")
         drop_caches()
-        res["find_cold"], out = timed(["find", mnt])
+        res["load"] = load()
+        res["find_cold"], out, res["cpu_find"], res["cpu_daemon"] = timed_cpu(["find", mnt], pid)
         res["objs"] = out.count(b"\n") - 1
         res["rss_find"] = status_kb(pid, "VmRSS")
         res["find_warm"], _ = timed(["find", mnt])
@@ -176,9 +246,11 @@ def run_mount(a, path, n, fmt, h5fs, py_t, py_objs, py_bytes, pya_t, pya_n):
                                                  ",cache_mb=%d" % a.cache_mb if a.cache_mb else "",
                                                  "," + a.opts if a.opts else ""))
     say("  h5py visititems+get_storage_size %.2f s (%s objects, %s bytes stored)" % (py_t, py_objs, py_bytes))
+    say("  h5py.File open, cold: %.3f s" % a.py_open)
     say("  h5fs mount %.2f s, find cold %.2f s (h5py/h5fs %.1fx), warm %.2f s, du -s %.2f s (h5py/h5fs %.1fx, %d bytes)" %
         (res["mount"], res["find_cold"], py_t / res["find_cold"], res["find_warm"], res["du"], py_t / res["du"],
          res["du_bytes"]))
+    say("  find cold CPU: find %s, daemon %.2f s; load %s" % (res["cpu_find"], res["cpu_daemon"], res["load"]))
     say("  daemon RSS: mount %.0f MB, after find %.0f MB, after du %.0f MB (+%.0f bytes/object), "
         "after %d more find+du rounds %s MB, peak %.0f MB" %
         (res["rss0"] / 1024, res["rss_find"] / 1024, res["rss_du"] / 1024, per, a.walks,
@@ -201,10 +273,17 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the generated files")
     ap.add_argument("--no-h5py", action="store_true", help="no h5py pass (10 M objects)")
     ap.add_argument("--flat", action="store_true", help="one group of N links: ls -l of it")
+    ap.add_argument("--floor", help="tree_floor (bench/tree_floor.c): find on its --synth N tree first")
+    ap.add_argument("--floor-rounds", type=int, default=3, help="fresh floor mounts per N")
+    ap.add_argument("--floor-only", action="store_true", help="only the floor (no file, h5py or h5fs)")
     a = ap.parse_args()
     a.h5fs = ",".join(os.path.abspath(x) for x in a.h5fs.split(","))
     os.makedirs(a.dir, exist_ok=True)
     for n in [int(x) for x in a.n.split(",")]:
+        if a.floor:
+            run_floor(a, n)
+        if a.floor_only:
+            continue
         for fmt in a.formats.split(","):
             path = os.path.join(a.dir, "many_%d_%s%s.h5" % (n, fmt, "_flat" if a.flat else ""))
             if not os.path.exists(path):
