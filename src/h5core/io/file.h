@@ -61,8 +61,8 @@ struct h5_file {
 	 * h5_file_allocate since FILE was last truncated or locked (hi 0:
 	 * nothing known) */
 	uint64_t falloc_lo, falloc_hi;
-	/* under write_lock: disk space held for answered changes
-	 * (h5_file_reserve's holders), kept past the allocation end */
+	/* atomic: disk space held for answered changes (h5_file_reserve's
+	 * holders, added under write_lock), kept past the allocation end */
 	uint64_t promised;
 	/* absolute; atomic, raised under fill_lock: FILE below it holds disk
 	 * blocks throughout (no hole: file_space.c) */

@@ -280,7 +280,7 @@ int h5_space_cut(h5_file *f, uint64_t end)
 	if ((rc = h5_file_size(f, &size)) < 0)
 		return h5_err_wrap(rc, "%s: ", f->path);
 	/* (what reserves hold for answered changes stays allocated) */
-	if (size > f->base + end + f->promised && (rc = h5_file_truncate(f, f->base + end + f->promised)) < 0)
+	if (size > f->base + end + h5_space_held(f) && (rc = h5_file_truncate(f, f->base + end + h5_space_held(f))) < 0)
 		return h5_err_wrap(rc, "truncating %s: ", f->path);
 	return 0;
 }
@@ -373,8 +373,8 @@ int h5_file_reserve(h5_file *f, uint64_t *held, uint64_t want)
 	/* and allocated again when the holder's share is held already: what
 	 * was allocated for it may have been taken meanwhile (an append's
 	 * rows are staged at the allocation end as they come) */
-	extra = !held ? want : want > *held ? want - *held : 0;
-	if (h5_add_overflow(f->promised, extra, &total)) {
+	extra = !held ? want : want > __atomic_load_n(held, __ATOMIC_RELAXED) ? want - *held : 0;
+	if (h5_add_overflow(__atomic_load_n(&f->promised, __ATOMIC_RELAXED), extra, &total)) {
 		pthread_mutex_unlock(&f->write_lock);
 		return h5_err_set(H5_ERR_LIMIT, "file size overflows");
 	}
@@ -408,7 +408,7 @@ int h5_file_reserve(h5_file *f, uint64_t *held, uint64_t want)
 		nanosleep(&(struct timespec){ 0, 2000000 }, NULL);
 	}
 	if (rc == 0 && held) {
-		f->promised += extra;
+		__atomic_add_fetch(&f->promised, extra, __ATOMIC_ACQ_REL);
 		/* (at least want: never less than held; atomic for
 		 * h5_file_unreserve's look before the lock) */
 		__atomic_store_n(held, *held + extra, __ATOMIC_RELAXED);
@@ -419,17 +419,19 @@ int h5_file_reserve(h5_file *f, uint64_t *held, uint64_t want)
 
 void h5_file_unreserve(h5_file *f, uint64_t *held)
 {
-	/* nothing held: no lock (a stream that failed to open is freed
-	 * under write_lock) */
-	if (!f || !__atomic_load_n(held, __ATOMIC_RELAXED))
+	uint64_t h, was;
+
+	/* no lock: a commit gives its share back wherever it ends (a stream
+	 * that failed to open is freed under write_lock) */
+	if (!f || !(h = __atomic_exchange_n(held, 0, __ATOMIC_ACQ_REL)))
 		return;
-	pthread_mutex_lock(&f->write_lock);
-	f->promised -= *held < f->promised ? *held : f->promised;
-	__atomic_store_n(held, 0, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&f->write_lock);
+	was = __atomic_load_n(&f->promised, __ATOMIC_RELAXED);
+	while (!__atomic_compare_exchange_n(&f->promised, &was, was > h ? was - h : 0, true, __ATOMIC_ACQ_REL,
+					    __ATOMIC_RELAXED))
+		;
 }
 
 uint64_t h5_space_held(const h5_file *f)
 {
-	return f->promised;
+	return __atomic_load_n(&f->promised, __ATOMIC_RELAXED);
 }
