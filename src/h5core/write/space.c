@@ -360,7 +360,7 @@ static uint64_t reusable(h5_file *f, uint64_t len)
 
 int h5_file_reserve(h5_file *f, uint64_t *held, uint64_t want)
 {
-	uint64_t at, extra, total;
+	uint64_t at, extra, total, h;
 	int rc;
 
 	if (!h5_file_writable(f))
@@ -373,7 +373,8 @@ int h5_file_reserve(h5_file *f, uint64_t *held, uint64_t want)
 	/* and allocated again when the holder's share is held already: what
 	 * was allocated for it may have been taken meanwhile (an append's
 	 * rows are staged at the allocation end as they come) */
-	extra = !held ? want : want > __atomic_load_n(held, __ATOMIC_RELAXED) ? want - *held : 0;
+	h = held ? __atomic_load_n(held, __ATOMIC_RELAXED) : 0;
+	extra = !held ? want : want > h ? want - h : 0;
 	if (h5_add_overflow(__atomic_load_n(&f->promised, __ATOMIC_RELAXED), extra, &total)) {
 		pthread_mutex_unlock(&f->write_lock);
 		return h5_err_set(H5_ERR_LIMIT, "file size overflows");
@@ -411,7 +412,7 @@ int h5_file_reserve(h5_file *f, uint64_t *held, uint64_t want)
 		__atomic_add_fetch(&f->promised, extra, __ATOMIC_ACQ_REL);
 		/* (at least want: never less than held; atomic for
 		 * h5_file_unreserve's look before the lock) */
-		__atomic_store_n(held, *held + extra, __ATOMIC_RELAXED);
+		__atomic_add_fetch(held, extra, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&f->write_lock);
 	return rc;
