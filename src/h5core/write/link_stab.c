@@ -692,7 +692,7 @@ static int stab_new_group(uint64_t *addr, h5_file *f, const h5_group_crt *crt)
 
 	(void)crt;      /* a v1 header tracks no creation order */
 	if (rc == 0)
-		rc = h5_space_take(addr, f, total);     /* written whole below */
+		rc = h5_space_take_page(addr, f, total);        /* written whole below; within a page */
 	if (rc < 0)
 		goto out;
 	bt = *addr + ohlen;
