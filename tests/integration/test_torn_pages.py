@@ -120,6 +120,20 @@ def fixture(work, libver, name):
     return None, 0, 0, 0
 
 
+RECOVERED = [0]
+
+
+def recover(path, check):
+    """A writable open by the engine (attr_trace, no changes), as h5fs's
+    mount makes: a record of an ordered copy at FILE's end is written in
+    place again (io/ordered.h). Counts the images h5py could not read
+    before and could after (check: path -> error or None)."""
+    before = check(path)
+    AC.run_helper(path, "-", 0, [])
+    if before and not check(path):
+        RECOVERED[0] += 1
+
+
 def attr_case(work, path, ops, objs, rng, label):
     """attr_trace's ops on a copy of path; every torn-page image checked
     against the states of the ops' prefixes."""
@@ -150,8 +164,12 @@ def attr_case(work, path, ops, objs, rng, label):
     for where, im in page_images(base, ops_t, rng):
         with open(tmp, "wb") as fh:
             fh.write(im)
-        st = AC.state_of(tmp, objs)
-        err = AC.fits_history(st, h) if objs else AC.tree_fits(st, states)
+
+        def check(p):
+            st = AC.state_of(p, objs)
+            return AC.fits_history(st, h) if objs else AC.tree_fits(st, states)
+        recover(tmp, check)
+        err = check(tmp)
         checked += 1
         if err:
             T.fail("%s: %s: %s" % (label, where, err))
@@ -184,6 +202,7 @@ def append_case(work, path, rng, label):
     for where, im in page_images(base, ops, rng):
         with open(tmp, "wb") as fh:
             fh.write(im)
+        recover(tmp, lambda p: AC_rows(p, len(old), expect))
         err = AC_rows(tmp, len(old), expect)
         checked += 1
         if err:
@@ -232,7 +251,8 @@ def main():
                 total += attr_case(work, path, ATTR_OPS, OBJS, rng, libver + " attributes")
                 total += attr_case(work, path, TREE_OPS, None, rng, libver + " groups and datasets")
     shutil.rmtree(work, ignore_errors=True)
-    print("%d torn-page states checked in all (%.1f s)" % (total, time.monotonic() - t0))
+    print("%d torn-page states checked in all, %d of them read by h5py only after the engine's open wrote an"
+          " ordered copy in place again (%.1f s)" % (total, RECOVERED[0], time.monotonic() - t0))
     return T.finish()
 
 

@@ -11,6 +11,7 @@
 #include "checksum.h"
 #include "cache.h"
 #include "file.h"
+#include "ordered.h"
 #include "ohdr.h"
 #include "fheap.h"
 
@@ -780,7 +781,9 @@ int h5_ohdr_write_chunk(h5_file *f, h5_ohdr_edit *e, size_t c)
 		h5_le_encode(ch->buf + ch->len - 4, h5_checksum_metadata(ch->buf, ch->len - 4), 4);
 		end = ch->len;
 	}
-	rc = h5_file_write(f, ch->addr + e->lo[c], ch->buf + e->lo[c], end - e->lo[c]);
+	/* across a 4 KiB page: an ordered copy first (io/ordered.h) */
+	rc = h5_file_write_inplace(f, ch->addr + e->lo[c], ch->buf + e->lo[c], end - e->lo[c],
+				   e->oh->version >= 2 ? ch->addr : H5_ADDR_UNDEF, ch->len);
 	e->lo[c] = SIZE_MAX;
 	e->hi[c] = 0;
 	return rc;
