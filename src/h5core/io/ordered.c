@@ -77,6 +77,8 @@ int h5_file_write_inplace(h5_file *f, uint64_t addr, const void *buf, size_t len
 	top = f->base + (f->alloc_end > f->eoa ? f->alloc_end : f->eoa);
 	if (top < size)
 		top = size;
+	if (top < abs + len)
+		top = abs + len;
 	at = (top + PAGE - 1) / PAGE * PAGE;
 	rec = malloc(len + H5_ORDERED_TRAILER);
 	if (!rec)
@@ -93,12 +95,12 @@ int h5_file_write_inplace(h5_file *f, uint64_t addr, const void *buf, size_t len
 		rc = h5_file_write(f, addr, buf, len);
 	if (rc == 0)
 		rc = h5_file_sync(f);
-	/* 3. the copy cut off (FILE keeps at least what it had: the rest of
-	 * its last page is a hole); nobody else writes past alloc_end, but
-	 * should FILE have grown past the record, it stays (ordered.h: a
-	 * record left behind is harmless) */
+	/* 3. the copy cut off, FILE as long as it was or as what is
+	 * allocated (staged chunks are written below alloc_end without
+	 * write_lock); should FILE have grown past the record, it stays
+	 * (ordered.h: a record left behind is harmless) */
 	if (rc == 0 && h5_file_size(f, &size) == 0 && size == end)
-		rc = h5_file_truncate(f, at);
+		rc = h5_file_truncate(f, top);
 	free(rec);
 	return rc;
 }
