@@ -114,16 +114,18 @@ static void pwrite_at(uint64_t off, const void *buf, size_t n)
 }
 
 /* A record at the page boundary past FILE's end, as the writer leaves it
- * between its copy and the write in place: n bytes of value v for target. */
-static uint64_t put_record(uint64_t len, uint64_t target, size_t n, uint8_t v, uint64_t blk, uint64_t blen)
+ * between its copy and the write in place: n bytes of value v for target
+ * (old: the bytes there before, value o). */
+static uint64_t put_record(uint64_t len, uint64_t target, size_t n, uint8_t v, uint8_t o)
 {
 	uint64_t at = (len + 4095) / 4096 * 4096;
-	uint8_t *rec = malloc(n + H5_ORDERED_TRAILER);
+	uint8_t *rec = malloc(2 * n + H5_ORDERED_TRAILER);
 
 	ck_assert_ptr_nonnull(rec);
 	memset(rec, v, n);
-	h5_ordered_encode(rec, target, n, blk, blen);
-	pwrite_at(at, rec, n + H5_ORDERED_TRAILER);
+	memset(rec + n, o, n);
+	h5_ordered_encode(rec, target, n);
+	pwrite_at(at, rec, 2 * n + H5_ORDERED_TRAILER);
 	free(rec);
 	return at;
 }
@@ -137,9 +139,9 @@ START_TEST(inplace_across_page)
 	memset(b, 0x5a, sizeof(b));
 	pthread_mutex_lock(&f->write_lock);
 	/* within a page: one write */
-	ck_assert_int_eq(h5_file_write_inplace(f, 100, b, 50, H5_ADDR_UNDEF, 0), 0);
+	ck_assert_int_eq(h5_file_write_inplace(f, 100, b, 50), 0);
 	/* across one: copy, fsync, write, fsync, cut */
-	ck_assert_int_eq(h5_file_write_inplace(f, 4000, b, sizeof(b), H5_ADDR_UNDEF, 0), 0);
+	ck_assert_int_eq(h5_file_write_inplace(f, 4000, b, sizeof(b)), 0);
 	pthread_mutex_unlock(&f->write_lock);
 	ck_assert_uint_eq(file_size(), len);
 	h5_file_close(f);
@@ -153,11 +155,12 @@ END_TEST
 START_TEST(recover_torn_write)
 {
 	uint64_t len = make_file(), at;
-	uint8_t got[120], want[120], junk[60];
+	uint8_t got[120], want[120], junk[106];
 	h5_file *f;
 
-	/* the write in place torn: its first page new, the rest old */
-	at = put_record(len, 3990, sizeof(want), 0xa5, H5_ADDR_UNDEF, 0);
+	/* the write in place torn: its first page new (3990..4096), the
+	 * rest old (zeros) */
+	at = put_record(len, 3990, sizeof(want), 0xa5, 0);
 	memset(junk, 0xa5, sizeof(junk));
 	pwrite_at(3990, junk, sizeof(junk));
 	/* a read-only open leaves it */
@@ -170,32 +173,41 @@ START_TEST(recover_torn_write)
 	pread_at(3990, got, sizeof(got));
 	ck_assert_mem_eq(got, want, sizeof(want));
 	ck_assert_uint_eq(file_size(), at);
+	/* not begun at all (old bytes everywhere): written too */
+	at = put_record(len, 5000, sizeof(want), 0x3c, 0);
+	f = open_file(1);
+	h5_file_close(f);
+	memset(want, 0x3c, sizeof(want));
+	pread_at(5000, got, sizeof(got));
+	ck_assert_mem_eq(got, want, sizeof(want));
+	ck_assert_uint_eq(file_size(), at);
 }
 END_TEST
 
 START_TEST(recover_skips)
 {
 	uint64_t len = make_file(), at;
-	uint8_t got[120], zero[120] = { 0 }, hdr[7 + 4 + NIL_BODY + 4];
+	uint8_t got[120], want[120], zero[120] = { 0 };
 	h5_file *f;
 
 	/* a record torn itself (its write in place never began): cut off */
-	at = put_record(len, 3990, sizeof(got), 0xa5, H5_ADDR_UNDEF, 0);
+	at = put_record(len, 3990, sizeof(got), 0xa5, 0);
 	pwrite_at(at + 10, "x", 1);
 	f = open_file(1);
 	h5_file_close(f);
 	pread_at(3990, got, sizeof(got));
 	ck_assert_mem_eq(got, zero, sizeof(zero));
 	ck_assert_uint_eq(file_size(), at);
-	/* a record whose checksummed block verifies (the write landed whole,
-	 * or never began): not written again */
-	ck_assert_int_eq(truncate(path, (off_t)len), 0);
-	pread_at(ROOT, hdr, sizeof(hdr));
-	at = put_record(len, ROOT + 8, 16, 0xa5, ROOT, sizeof(hdr));
+	/* a record older than a later change of its bytes (a page holding
+	 * neither its old nor its new bytes): the later change stays */
+	at = put_record(len, 3990, sizeof(got), 0xa5, 0);
+	memset(want, 0x11, sizeof(want));
+	pwrite_at(4096, want, 14);
 	f = open_file(1);
 	h5_file_close(f);
-	pread_at(ROOT + 8, got, 16);
-	ck_assert_mem_eq(got, hdr + 8, 16);
+	pread_at(3990, got, sizeof(got));
+	ck_assert_mem_eq(got, zero, 106);
+	ck_assert_mem_eq(got + 106, want, 14);
 	ck_assert_uint_eq(file_size(), at);
 }
 END_TEST

@@ -782,8 +782,7 @@ int h5_ohdr_write_chunk(h5_file *f, h5_ohdr_edit *e, size_t c)
 		end = ch->len;
 	}
 	/* across a 4 KiB page: an ordered copy first (io/ordered.h) */
-	rc = h5_file_write_inplace(f, ch->addr + e->lo[c], ch->buf + e->lo[c], end - e->lo[c],
-				   e->oh->version >= 2 ? ch->addr : H5_ADDR_UNDEF, ch->len);
+	rc = h5_file_write_inplace(f, ch->addr + e->lo[c], ch->buf + e->lo[c], end - e->lo[c]);
 	e->lo[c] = SIZE_MAX;
 	e->hi[c] = 0;
 	return rc;

@@ -13,18 +13,19 @@
  *
  * The record, at FILE's end (a 4 KiB page boundary at or past everything
  * allocated or written: libhdf5 reads nothing past the EOF address):
- *   the bytes (n), then a trailer of 48 bytes:
+ *   the new bytes (n), the old bytes (n, as FILE held them), then a
+ *   trailer of 48 bytes:
  *     0  absolute offset of the write (8)     8  n (8)
- *    16  absolute offset of the block the write ends, closed by a
- *        metadata checksum in its last 4 bytes, or all ones (8)
- *    24  that block's length (8)
- *    32  lookup3 checksum of the bytes and trailer bytes 0-31 (4)
- *    36  zero (4)                             40  "H5FSOCP1" (8)
- * A record left after its write in place was made durable (the cut not
- * yet on disk) holds bytes that were durable then: writing them again
- * undoes only changes of that block no fsync has covered since (any fsync
- * after the cut makes the cut durable), which a power cut may lose
- * anyway. A checksummed block that verifies is not written again.
+ *    16  zero (16)
+ *    32  lookup3 checksum of the 2n bytes and trailer bytes 0-31 (4)
+ *    36  zero (4)                             40  "H5FSOCP2" (8)
+ * Recovery writes the new bytes again only when FILE holds, page by page,
+ * the old or the new ones and not all new: a torn write, or one not
+ * begun. A record left after its write in place was made durable (the
+ * cut not yet on disk) is older than any change of the block made since:
+ * a page holding neither leaves the block alone; and any fsync after the
+ * cut makes the cut durable, so a record can only undo changes no fsync
+ * covered, which a power cut may lose anyway.
  */
 #ifndef H5_ORDERED_H
 #define H5_ORDERED_H
@@ -37,16 +38,15 @@
  * references. When it spans a 4 KiB page boundary (and the file is not
  * a loose object's commit, whose bytes nothing references yet), the
  * ordered copy: record, fsync, the write, fsync, the record cut off.
- * blk, blen: the checksummed block the write ends (H5_ADDR_UNDEF: none).
  * Else one h5_file_write. Called under write_lock. */
-int h5_file_write_inplace(h5_file *f, uint64_t addr, const void *buf, size_t len, uint64_t blk, uint64_t blen);
+int h5_file_write_inplace(h5_file *f, uint64_t addr, const void *buf, size_t len);
 
-/* A record: rec holds the n bytes, the trailer is encoded after them
- * (rec has n + H5_ORDERED_TRAILER bytes); decoded from a buffer holding
- * one whole: 0 and the fields, or a negative h5_err. */
-void h5_ordered_encode(uint8_t *rec, uint64_t abs, uint64_t n, uint64_t blk_abs, uint64_t blen);
-int h5_ordered_decode(uint64_t *abs, uint64_t *n, uint64_t *blk_abs, uint64_t *blen, const uint8_t *rec,
-		      size_t len);
+/* A record: rec holds the n new bytes and the n old ones, the trailer is
+ * encoded after them (rec has 2n + H5_ORDERED_TRAILER bytes); decoded
+ * from a buffer holding one whole: 0 and the fields, or a negative
+ * h5_err. */
+void h5_ordered_encode(uint8_t *rec, uint64_t abs, uint64_t n);
+int h5_ordered_decode(uint64_t *abs, uint64_t *n, const uint8_t *rec, size_t len);
 
 /* At a writable open (file/open.c, before the superblock is read): a
  * record at FILE's end written in place again, made durable, cut off;

@@ -328,13 +328,13 @@ static int commit(stab_edit *s, uint64_t start, bool durable)
 		rc = h5_file_write(f, s->haddr + s->dirty[i].off, s->heap + s->dirty[i].off, s->dirty[i].len);
 	h5_lheap_hdr_encode(hdr, &f->fmt, s->hsize, s->hfree, s->moved ? seg : s->haddr);
 	if (rc == 0 && !s->moved && s->hfree != s->ofree)       /* a leak alone, like the rest */
-		rc = h5_file_write_inplace(f, s->st.heap_addr, hdr, h5_lheap_hdr_size(&f->fmt), H5_ADDR_UNDEF, 0);
+		rc = h5_file_write_inplace(f, s->st.heap_addr, hdr, h5_lheap_hdr_size(&f->fmt));
 	h5_txn_begin(&t, f, durable, NULL, NULL);
 	if (rc == 0)
 		rc = h5_txn_stage(&t, start);
 	if (rc == 0 && s->moved) {
 		/* a larger segment holding every old name where it was */
-		rc = h5_file_write_inplace(f, s->st.heap_addr, hdr, h5_lheap_hdr_size(&f->fmt), H5_ADDR_UNDEF, 0);
+		rc = h5_file_write_inplace(f, s->st.heap_addr, hdr, h5_lheap_hdr_size(&f->fmt));
 		if (rc == 0)
 			rc = h5_txn_barrier(f);
 	}
