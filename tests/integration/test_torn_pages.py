@@ -133,7 +133,7 @@ def recover(path, check):
     Every other image h5py must read as it is."""
     with open(path, "rb") as fh:
         fh.seek(-8, 2)
-        if fh.read(8) != b"H5FSOCP1":
+        if fh.read(8) != b"H5FSOCP2":
             return
     before = check(path)
     AC.run_helper(path, "-", 0, [])
