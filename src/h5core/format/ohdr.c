@@ -736,7 +736,9 @@ int h5_msg_read(const uint8_t **data, size_t *len, void **owned, h5_file *f, con
 /* ---- editing a loaded header in place (appends, append.c) ------------------------
  * A private copy of the header (h5_ohdr_load) is patched; each changed chunk
  * is written back with one pwrite of [first changed byte, end of chunk), so
- * a v2 chunk's checksum lands in the same write as the bytes it covers. */
+ * a v2 chunk's checksum lands in the same write as the bytes it covers -
+ * preceded by an ordered copy when that write spans a 4 KiB page, which a
+ * power cut could tear (io/ordered.h). */
 
 int h5_ohdr_edit_ranges(h5_ohdr_edit *e)
 {
