@@ -50,7 +50,7 @@ SMALL = os.environ.get("H5FS_CRASH_STATES", "full") == "small"
 SMALL_SUBSETS = 2
 SMALL_FAILS = 8
 PAGE = 4096
-PAGE_SUBSETS = 12
+PAGE_SUBSETS = 8
 
 
 def prefix_picks(n):
