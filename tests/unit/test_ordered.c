@@ -5,7 +5,7 @@
  * (a power cut between the copy and the write in place, which a torn page
  * shows) is written in place again by a writable open and cut off - unless
  * it is torn itself or its checksummed block verifies - and a read-only open
- * leaves it; space.c's page placement keeps a block of at most a page
+ * leaves it, the daemon's open (lazy lock) gives the lock back after; space.c's page placement keeps a block of at most a page
  * within one. */
 #include "testutil.h"
 #include "ordered.h"
@@ -81,6 +81,17 @@ static uint64_t make_file(void)
 static h5_file *open_file(int writable)
 {
 	h5_open_opts o = { .writable = writable };
+	h5_file *f = NULL;
+
+	ck_assert_msg(h5_file_open(&f, path, &o) == 0, "%s: %s", path, h5_err_msg());
+	return f;
+}
+
+/* Writable, FILE's lock taken only between h5_file_lock and
+ * h5_file_unlock (as the daemon opens it). */
+static h5_file *open_lazy(void)
+{
+	h5_open_opts o = { .writable = 1, .lazy_lock = 1 };
 	h5_file *f = NULL;
 
 	ck_assert_msg(h5_file_open(&f, path, &o) == 0, "%s: %s", path, h5_err_msg());
@@ -184,6 +195,29 @@ START_TEST(recover_torn_write)
 }
 END_TEST
 
+/* The daemon's open (lazy lock): the record written in place under
+ * FILE's lock, which is given back after (another writer takes it). */
+START_TEST(recover_lazy_lock)
+{
+	uint64_t len = make_file(), at;
+	uint8_t got[120], want[120];
+	h5_file *f, *g;
+
+	at = put_record(len, 3990, sizeof(want), 0x77, 0);
+	f = open_lazy();
+	memset(want, 0x77, sizeof(want));
+	pread_at(3990, got, sizeof(got));
+	ck_assert_mem_eq(got, want, sizeof(want));
+	ck_assert_uint_eq(file_size(), at);
+	ck_assert(!f->locked);
+	g = open_lazy();
+	ck_assert_int_eq(h5_file_lock(g), 0);
+	h5_file_unlock(g);
+	h5_file_close(g);
+	h5_file_close(f);
+}
+END_TEST
+
 START_TEST(recover_skips)
 {
 	uint64_t len = make_file(), at;
@@ -245,6 +279,7 @@ static Suite *make_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, inplace_across_page);
 	tcase_add_test(tc, recover_torn_write);
+	tcase_add_test(tc, recover_lazy_lock);
 	tcase_add_test(tc, recover_skips);
 	tcase_add_test(tc, take_within_page);
 	suite_add_tcase(s, tc);
