@@ -1,12 +1,14 @@
 /* test_ordered.c - the ordered copy of a write in place across a 4 KiB
- * page (io/ordered.c, issue 71 item 5) on a file built here byte by byte (a
- * v2 superblock, a root object header, zeros to 8000 bytes): a write in place within a page is one write; one across it leaves
- * its bytes in place and FILE as long as before; a record left at FILE's end
- * (a power cut between the copy and the write in place, which a torn page
- * shows) is written in place again by a writable open and cut off - unless
- * it is torn itself or its checksummed block verifies - and a read-only open
- * leaves it, the daemon's open (lazy lock) gives the lock back after; space.c's page placement keeps a block of at most a page
- * within one. */
+ * page (io/ordered.c, issue 71 item 5) on a file built here byte by byte
+ * (a v2 superblock, a root object header, zeros to 8000 bytes): a write in
+ * place within a page is one write; one across it leaves its bytes in
+ * place and FILE as long as before; a record left at FILE's end (a power
+ * cut between the copy and the write in place) is written in place again
+ * by a writable open and cut off - where FILE holds its old or new bytes
+ * page by page (torn, or not begun), not where a page holds neither (a
+ * later change), nor when the record is torn itself; a read-only open
+ * leaves it; the daemon's open (lazy lock) gives FILE's lock back after;
+ * space.c's page placement keeps a block of at most a page within one. */
 #include "testutil.h"
 #include "ordered.h"
 #include "space.h"
