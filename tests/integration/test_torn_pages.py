@@ -209,8 +209,8 @@ def append_case(work, path, rng, label):
     for where, im in page_images(base, ops, rng):
         with open(tmp, "wb") as fh:
             fh.write(im)
-        recover(tmp, lambda p: AC_rows(p, len(old), expect))
-        err = AC_rows(tmp, len(old), expect)
+        recover(tmp, lambda p: rows_error(p, len(old), expect))
+        err = rows_error(tmp, len(old), expect)
         checked += 1
         if err:
             T.fail("%s: %s: %s" % (label, where, err))
@@ -220,7 +220,7 @@ def append_case(work, path, rng, label):
     return checked
 
 
-def AC_rows(path, old_n, expect):
+def rows_error(path, old_n, expect):
     try:
         with h5py.File(path, "r") as f:
             d = f["d"]
