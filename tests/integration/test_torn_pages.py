@@ -20,7 +20,14 @@ through the engine (attr_trace, append_trace):
 Every torn-page image must open in h5py: attributes each holding a value
 some state had (test_attr_crash.py's history), links some state has, /d
 with a row count between the old and the new and exactly the rows
-appended. H5FS_CRASH_STATES=small (the sanitizer stage) checks fewer
+appended. An image that ends in an ordered copy's record (a power cut
+between the copy and its write in place) is first opened writable by the
+engine, as the next read-write mount opens it, which writes the copy in
+place again; the count of those h5py could not read before is printed
+(the torn header of a libhdf5-placed chunk: nothing else can mend it,
+doc/DESIGN.md). Without the ordered copy every case fails, in both
+formats ("incorrect metadata checksum", "wrong version number in
+dataspace message"). H5FS_CRASH_STATES=small (the sanitizer stage) checks fewer
 random images (crash_replay.py). The count of states is printed.
 """
 import os
