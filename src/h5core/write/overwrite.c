@@ -85,6 +85,7 @@ int h5_overwrite_open(h5_overwriter **out, h5_file *f, uint64_t dset_addr)
 	}
 	w->f = f;
 	w->addr = dset_addr;
+	w->relayouts = __atomic_load_n(&f->relayouts, __ATOMIC_ACQUIRE);
 	w->nbytes = d->nbytes;
 	w->esize = d->dtype->size;
 	w->cls = d->layout.cls;
@@ -206,15 +207,55 @@ int h5_ow_keep(h5_overwriter *w, uint64_t off, const uint8_t *buf, size_t len)
 }
 
 
+/* A new file's chunks made smaller at its first commit (append_commit.c
+ * rechunk_small), after this overwriter was opened (cp's handle opens it
+ * at create): its chunk geometry taken again, or whole chunks of the old
+ * size were written as one of the new (an mmap write of 64 KiB at
+ * 0x40000 of a file rechunked to 4 KiB chunks became chunk 4: issue 71).
+ * A rechunk happens only while the dataset holds no rows, so nothing was
+ * taken whole yet; kept extents are byte ranges, which any geometry
+ * takes. */
+static int geometry_refresh(h5_overwriter *w)
+{
+	uint64_t gen = __atomic_load_n(&w->f->relayouts, __ATOMIC_ACQUIRE);
+	h5_dataset *d = NULL;
+	int rc;
+
+	if (gen == w->relayouts || w->cls != H5_LAYOUT_CHUNKED)
+		return 0;
+	if (w->wc.n || w->wc.bytes)
+		return h5_err_set(H5_ERR_BUSY, "the dataset's chunks changed under chunks written whole");
+	if (h5_ow_whole_wait(w) < 0)
+		return h5_err_set(H5_ERR_IO, "%s", h5_err_msg());
+	rc = h5_dataset_open(&d, w->f, w->addr);
+	if (rc < 0)
+		return rc;
+	if (d->layout.cls != H5_LAYOUT_CHUNKED || !d->chunk_bytes) {
+		h5_dataset_close(d);
+		return h5_err_set(H5_ERR_FORMAT, "object header 0x%llx: no longer chunked",
+				  (unsigned long long)w->addr);
+	}
+	h5_ow_whole_release(w);
+	w->chunk_bytes = d->chunk_bytes;
+	w->wc.ok = false;
+	h5_ow_whole_init(w, d);
+	h5_dataset_close(d);
+	w->relayouts = gen;
+	return 0;
+}
+
 int h5_overwrite_put(h5_overwriter *w, uint64_t off, const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
 	uint64_t end;
+	int rc;
 
 	if (h5_add_overflow(off, len, &end))
 		return h5_err_set(H5_ERR_RANGE, "write of %zu bytes at %llu overflows", len, (unsigned long long)off);
 	if (!len)
 		return 0;
+	if ((rc = geometry_refresh(w)) < 0)
+		return rc;
 	if (end > w->nbytes)
 		return h5_ow_keep(w, off, p, len);    /* (past the end: the commit says so) */
 	return w->lops->put(w, off, p, len);
@@ -243,7 +284,10 @@ int h5_ow_put_zeros(h5_overwriter *w, uint64_t off, uint64_t len,
 int h5_overwrite_punch(h5_overwriter *w, uint64_t off, uint64_t len)
 {
 	uint64_t end;
+	int rc = geometry_refresh(w);
 
+	if (rc < 0)
+		return rc;
 	if (h5_add_overflow(off, len, &end) || end > w->nbytes)
 		return h5_err_set(H5_ERR_RANGE, "punching %llu bytes at %llu: past the dataset's %llu",
 				  (unsigned long long)len, (unsigned long long)off, (unsigned long long)w->nbytes);
@@ -254,6 +298,10 @@ int h5_overwrite_punch(h5_overwriter *w, uint64_t off, uint64_t len)
 
 int h5_overwrite_shrink(h5_overwriter *w, uint64_t size)
 {
+	int rc = geometry_refresh(w);
+
+	if (rc < 0)
+		return rc;
 	if (size >= w->nbytes)
 		return h5_err_set(H5_ERR_RANGE, "shrinking to %llu bytes: the dataset has %llu",
 				  (unsigned long long)size, (unsigned long long)w->nbytes);
