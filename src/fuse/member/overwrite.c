@@ -153,7 +153,7 @@ int ow_put(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, uint64_t
 	 * committing them (header time, fsync, the node reopened) every
 	 * 64 MiB stalled a dd in place at 0.6x a plain file (issue 44);
 	 * close and fsync still make them durable */
-	if (h5_overwrite_kept(ow) >= commit_bytes())
+	if (h5_overwrite_kept(ow) >= commit_bytes() || h5_overwrite_dirty(ow) >= commit_bytes())
 		return ow_commit(fs, n, ow, ino, false, false, cached);
 	return 0;
 }
