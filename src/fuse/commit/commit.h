@@ -143,6 +143,10 @@ struct commit_kind {
 	int (*flush)(void *owner);              /* no lock held: 0 or an errno */
 	int (*settle)(h5fs *fs);                /* a batch empty after its commits: fs_meta_sync */
 	int64_t (*poll)(void *owner, int64_t now);      /* next due time */
+	/* a kind whose changes are a write descriptor's pending bytes
+	 * (member/idle.c): committed by the writing request itself once they
+	 * reach this many bytes (0: no such bound) */
+	uint64_t max_bytes;
 };
 /* A registered kind's slot, kept in its owner. mu is the batch's lock,
  * held around count() and commit() and by commit_changed's caller. */
