@@ -1215,6 +1215,10 @@ int h5_overwrite_put(h5_overwriter *w, uint64_t off, const void *buf, size_t len
 uint64_t h5_overwrite_buffered(const h5_overwriter *w);
 /* Of those, the bytes kept in memory (not written in place): what a
  * periodic commit bounds */
+/* Bytes the next commit rewrites: the chunks kept bytes touch, each once
+ * (a chunked dataset whose chunks are runs of its bytes), else the bytes
+ * kept; the daemon commits when they pass its bound */
+uint64_t h5_overwrite_dirty(const h5_overwriter *w);
 uint64_t h5_overwrite_kept(const h5_overwriter *w);
 /* Whether a durable commit has anything to do: bytes kept or written in
  * place, or a commit since the last durable one not fsync'd yet. */

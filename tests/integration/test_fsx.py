@@ -7,7 +7,9 @@ punched holes (fallocate PUNCH_HOLE | KEEP_SIZE: zeros), fsync and mmap
 descriptor of one dataset, every read compared with an in-memory model
 of its bytes - over contiguous, fixed chunked (plain and gzip), growable
 and growable gzip datasets, and a growable one of a libver="latest" FILE
-(an extensible array: punched chunks leave the index). After the run: a fresh descriptor reads the
+(an extensible array: punched chunks leave the index), and files made
+empty through the mount by the descriptor that writes them (new,
+new_latest: issue 71's mapped writes after a truncate first). After the run: a fresh descriptor reads the
 model, and after unmounting h5py reads it from FILE.
 
 Each kind runs for H5FS_FSX_SECONDS (default 2) or H5FS_FSX_OPS operations
@@ -53,6 +55,12 @@ KINDS = {
     "growable_gz_latest": dict(chunks=(CHUNK,), maxshape=(None,), compression="gzip"),
     "cp": None,
     "cp_latest": None,
+    # a file made empty through the mount by the descriptor that then
+    # writes it (O_CREAT, as fsx, fio and editors make theirs): its chunks
+    # are made smaller at its first commit while the descriptor is open
+    # (issue 71: mmap writes landed at the wrong chunk)
+    "new": "new",
+    "new_latest": "new",
 }
 BY_HAND = ("growable_gz_latest", "cp", "cp_latest")
 LIBC = ctypes.CDLL(None, use_errno=True)
@@ -67,10 +75,10 @@ class Fsx:
     def __init__(self, path, kind, seed):
         self.path = path
         self.kind = kind
-        self.grows = KINDS[kind] is None or "maxshape" in KINDS[kind]
+        self.grows = not isinstance(KINDS[kind], dict) or "maxshape" in KINDS[kind]
         self.rng = random.Random(seed)
         self.seed = seed
-        self.fd = os.open(path, os.O_RDWR)
+        self.fd = os.open(path, os.O_RDWR | (os.O_CREAT | os.O_EXCL if KINDS[kind] == "new" else 0), 0o644)
         with open(path, "rb") as fh:
             self.model = bytearray(fh.read())
         self.log = collections.deque(maxlen=int(os.environ.get("H5FS_FSX_LOG", "12")))
@@ -233,6 +241,29 @@ class Fsx:
     WEIGHTS = (("read", 30), ("mapread", 6), ("mapwrite", 5), ("write", 25), ("cross", 6), ("append", 8),
                ("copy", 8), ("truncate", 3), ("punch", 3), ("fsync", 3), ("stat", 4))
 
+    def prelude(self):
+        """issue 71's case, first on a new file: a write, a truncate up,
+        then mapped writes of whole 64 KiB ranges (chunks of the size the
+        file was made with, smaller since its first commit)"""
+        for what, off, ln in (("write", 0x4b6, 0xc32e), ("truncate", 0x699fe, 0), ("map", 0x34975, 0x5b38),
+                              ("map", 0x400e6, 0x11530)):
+            b = self.data(ln)
+            self.note("%s %d+%d (prelude)" % (what, off, ln))
+            if what == "write":
+                os.pwrite(self.fd, b, off)
+                self.model.extend(bytes(off + ln - len(self.model)))
+            elif what == "truncate":
+                os.ftruncate(self.fd, off)
+                self.model.extend(bytes(off - len(self.model)))
+            else:
+                with mmap.mmap(self.fd, len(self.model), mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE) as mm:
+                    mm[off:off + ln] = b
+                    mm.flush()
+            self.model[off:off + ln] = b
+            if not self.compare(os.pread(self.fd, len(self.model) + 1, 0), 0, "read after the prelude's " + what):
+                return False
+        return True
+
     def run(self, seconds, ops):
         skip = os.environ.get("H5FS_FSX_SKIP", "").split(",")   # ops left out (bisecting a failure)
         names = [k for k, _ in self.WEIGHTS if k not in skip]
@@ -285,19 +316,22 @@ def main():
             continue
         with h5py.File(path, "w", libver=lv) as f:
             for k in mine:
-                if KINDS[k] is not None:
+                if isinstance(KINDS[k], dict):
                     f.create_dataset(k, data=init, **KINDS[k])
         mnt = os.path.join(work, "mnt")
         with T.Mount(path, mnt) as m, m.watchdog(60 + 4 * SECONDS * len(mine)):
             for k in mine:
+                if k.startswith("new"):
+                    f_path = os.path.join(mnt, "g_" + k)     # a group: the default format's new files
+                    os.mkdir(f_path)
                 if KINDS[k] is None:    # cp's dataset: made through the mount
                     with open(os.path.join(work, "init.bin"), "wb") as fh:
                         fh.write(init.tobytes())
                     subprocess.run(["cp", os.path.join(work, "init.bin"), os.path.join(mnt, k)], check=True,
                                    timeout=60)
                 print("%s: seed %d (replay: H5FS_FSX_SEED=%s:%d)" % (k, seeds[k], k, seeds[k]), flush=True)
-                fx = Fsx(os.path.join(mnt, k), k, seeds[k])
-                ok = fx.run(SECONDS, OPS) and fx.close()
+                fx = Fsx(os.path.join(mnt, "g_" + k if k.startswith("new") else "", k), k, seeds[k])
+                ok = (KINDS[k] != "new" or fx.prelude()) and fx.run(SECONDS, OPS) and fx.close()
                 if not ok:
                     T.fail(fx.bad)
                     try:
@@ -310,7 +344,8 @@ def main():
             out += m.output()
     for k in kinds:
         with h5py.File(srcs[libver[k]], "r") as f:
-            if models[k] is not None and T.dataset_raw(f[k]) != models[k]:
+            name = "g_%s/%s" % (k, k) if k.startswith("new") else k
+            if models[k] is not None and T.dataset_raw(f[name]) != models[k]:
                 T.fail("%s seed %d: FILE after the unmount differs from the model (h5py)" % (k, seeds[k]))
     if T._failures[0]:
         print(out[-3000:])

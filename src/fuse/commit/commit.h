@@ -17,42 +17,68 @@
  * new bytes first, a barrier, then the one pointer that makes them
  * reachable), so what this layer orders is which change goes first.
  *
- * A change's states (the function of each transition):
+ * The mount's state (fs->pager, node.h enum pager_state): one variable,
+ * moved only by node/hold.c pager_step, which every transition calls
+ * (FILE's lock taken and given back, a change remembered, a sync that
+ * made changes durable, a change lost) and which checks each against
+ * this diagram and invariant 1; a debug build (configure --enable-debug,
+ * the sanitizer builds CI runs) aborts on a violation, a release build
+ * logs it once:
+ *
+ *           write_begin                 (last) write_end, nothing unsynced
+ *   OPEN -------------------> WRITER --------------------------------> OPEN
+ *    |  \ (storage freed,     ^  |  (last) write_end after a change
+ *    |   \  no writer)        |  +------------------------> UNSYNCED
+ *    |    +---> UNSYNCED ------+     (fs_meta_synced under the lock
+ *    |                               clears it: WRITER stays WRITER)
+ *    +--- any state --- fs_lost_set ---> LOST (sticky until unmount:
+ *         writes EIO but COMMIT_UNDO, fsync its errno, exit 1)
+ *
+ * A change's way through (the function of each step):
  *
  *   request --admit--> ADMITTED --reserve--> RESERVED --answer--> PENDING
- *   (commit_begin:      (the engine's h5_*_reserve, before   (in a kind's batch
- *    fs_write_begin,     the answer: ENOSPC, the host's       or a handle's
- *    barrier, EROFS,     margin, refused here)                queue: answered)
- *    EBUSY, ESTALE,
- *    EIO when LOST)
+ *   (commit_begin, the  (the engine's h5_*_reserve, before   (in a kind's batch
+ *    only entry: kinds   the answer: ENOSPC, the host's       or a handle's
+ *    flushed, FILE's     margin, refused by commit_refuse)    pending bytes:
+ *    lock; EROFS, EBUSY,                                      answered)
+ *    ESTALE; EIO when LOST)
  *   PENDING --commit--> COMMITTED --sync--> DURABLE
- *   (the scheduler: a kind's   (fs_meta_sync, fsync, syncfs,
- *    commit when due; a         fsyncdir, the idle kind, the unmount)
- *    barrier; fsync; close)
- *   PENDING or COMMITTED --a commit or sync fails--> LOST (fs_lost_set:
- *    sticky until unmount; fsync returns its errno, writes get EIO, the
- *    daemon exits 1)
+ *   (batches: the scheduler   (fs_meta_sync, fsync, syncfs,
+ *    when due, a barrier;      fsyncdir, the idle kind, the unmount)
+ *    a handle's bytes: its
+ *    request thread at 64 MiB
+ *    of touched chunks, fsync,
+ *    close, the idle kind)
+ *   PENDING or COMMITTED --a commit or sync fails--> LOST (fs_lost_set)
  *   A change made at once (mkdir, rm, mv, utimens, truncate, a setxattr
  *   that is not batched) goes ADMITTED -> COMMITTED inside commit_begin /
  *   commit_end, answered after its commit.
  *
  * Invariants:
- *   1. Every write runs between commit_begin (or fs_write_begin for a
- *      handle's stream) and commit_end/fs_write_end: FILE's lock is held
- *      while any change is not committed (node/hold.c).
+ *   1. Every write runs between commit_begin and commit_end (COMMIT_FILE:
+ *      a write descriptor's stream, a batch's commit, holding FILE's lock
+ *      alone; COMMIT_UNDO: putting back what a failed change took): FILE's
+ *      lock is held exactly while there are writers (checked by
+ *      pager_step).
  *   2. A change answered success is in exactly one kind's batch or one
- *      handle's queue, or committed (ordered, crash-safe) in FILE.
+ *      handle's pending bytes, or committed (ordered, crash-safe) in FILE.
  *   3. Space is decided before the answer: a change is answered only once
- *      the engine reserved what committing it needs (ENOSPC before).
+ *      the engine reserved what committing it needs (ENOSPC before); a
+ *      handle's overwrites reserve the chunks they touch, once each.
  *   4. Barriers keep the order users see: a change that may depend on a
  *      batched one flushes that kind first (commit_barrier), in the kinds'
  *      order (new files' names before attribute values).
- *   5. A kind's commit that fails keeps its batch, tried again when due;
- *      after its tries, or at the unmount, it marks the mount LOST.
+ *   5. A batch's commit that fails: the link batch keeps its files and is
+ *      tried again when due, until its tries run out or the unmount, then
+ *      the mount is LOST; the attribute batch marks the mount LOST at once
+ *      (its values were answered and cannot be put back in order).
  *   6. fs_meta_sync flushes every kind, in order, then fsyncs FILE once;
- *      meta_unsynced is cleared only by a sync that no change overtook.
- *   7. One thread (sched.c) commits every kind when due; a kind's own
- *      lock is held across its count and commit, never the scheduler's.
+ *      meta_unsynced is cleared only by a sync that no change overtook
+ *      (fs_meta_synced).
+ *   7. One thread (sched.c) commits the batch kinds when due, with the
+ *      kind's own lock; a handle's bytes are committed on its request
+ *      threads (a write past the bound, fsync, close) or by the idle kind
+ *      on that thread.
  *
  * Tests: test_lbatch.py, test_xbatch.py, test_durable.py,
  * test_durable_kinds.py, test_idle_commit.py, test_long_runs.py, and the
@@ -69,6 +95,12 @@ enum {
 	COMMIT_NAMES = 1,       /* new files not linked yet (member/lbatch.c) */
 	COMMIT_ATTRS = 2,       /* attribute values answered (member/xbatch.c) */
 	COMMIT_ALL = 3,
+	/* not kinds: FILE's lock alone, for no object (u and n NULL: a write
+	 * descriptor's stream, a batch's own commit) */
+	COMMIT_FILE = 8,
+	/* putting back what a failed change took away (member_unempty): also
+	 * on a mount that lost a change (node.h fs_write_begin_undo) */
+	COMMIT_UNDO = 16,
 };
 /* Admit a change of n (a node of FILE itself; objects of other files,
  * reached by external links, are read-only): the kinds in barrier
@@ -77,7 +109,8 @@ enum {
  * logged by the lock). */
 int commit_begin(struct use *u, h5fs *fs, struct node *n, unsigned barrier, const char *op);
 /* The change ended (changed: it may have written FILE, also after a
- * failure: durable at the next sync); u and FILE's lock let go. */
+ * failure: durable at the next sync); u (NULL: COMMIT_FILE) and FILE's
+ * lock let go. */
 void commit_end(h5fs *fs, struct use *u, bool changed);
 /* A change refused before its answer (the transition to RESERVED failed:
  * ENOSPC, the host's margin, EIO): the engine's rc made an errno, with
@@ -110,6 +143,10 @@ struct commit_kind {
 	int (*flush)(void *owner);              /* no lock held: 0 or an errno */
 	int (*settle)(h5fs *fs);                /* a batch empty after its commits: fs_meta_sync */
 	int64_t (*poll)(void *owner, int64_t now);      /* next due time */
+	/* a kind whose changes are a write descriptor's pending bytes
+	 * (member/idle.c): committed by the writing request itself once they
+	 * reach this many bytes (0: no such bound) */
+	uint64_t max_bytes;
 };
 /* A registered kind's slot, kept in its owner. mu is the batch's lock,
  * held around count() and commit() and by commit_changed's caller. */

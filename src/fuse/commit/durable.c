@@ -42,10 +42,7 @@ int fs_meta_sync(h5fs *fs)
 		 * cleared, the unmount skipped its sync and cut, and FILE kept
 		 * a removed dataset's length (test_stress_io "truncated", CI
 		 * run 4 of session 62: 4.8 MB) */
-		pthread_mutex_lock(&fs->wmu);
-		if (fs->meta_seq == seq)
-			fs->meta_unsynced = false;
-		pthread_mutex_unlock(&fs->wmu);
+		fs_meta_synced(fs, seq);
 	}
 	fs_write_end(fs);
 	if (rc < 0) {

@@ -23,11 +23,11 @@ int commit_begin(struct use *u, h5fs *fs, struct node *n, unsigned barrier, cons
 {
 	int err;
 
-	if (barrier && (err = commit_barrier(fs, barrier)) != 0)
+	if ((barrier & COMMIT_ALL) && (err = commit_barrier(fs, barrier & COMMIT_ALL)) != 0)
 		return err;
-	err = fs_write_begin(fs);
-	if (err)
-		return err;
+	err = barrier & COMMIT_UNDO ? fs_write_begin_undo(fs) : fs_write_begin(fs);
+	if (err || !n)
+		return err;     /* (COMMIT_FILE: the lock alone) */
 	err = node_use_current(u, fs, n);
 	if (!err && (u->addr == UINT64_MAX || u->f != fs->f)) {
 		node_use_end(u);
@@ -42,7 +42,8 @@ int commit_begin(struct use *u, h5fs *fs, struct node *n, unsigned barrier, cons
 
 void commit_end(h5fs *fs, struct use *u, bool changed)
 {
-	node_use_end(u);
+	if (u)
+		node_use_end(u);
 	if (changed)
 		fs_meta_changed(fs);
 	fs_write_end(fs);

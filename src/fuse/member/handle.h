@@ -21,6 +21,9 @@ void handles_free(h5fs *fs);
  * scheduler: registered with the member root on a read-write
  * single-FILE mount, unregistered before unmounting */
 void wfile_idler_start(h5fs *fs);
+/* (idle.c) the bound of a descriptor's pending bytes, its kind's
+ * max_bytes: the writing request commits them once they reach it */
+uint64_t wfile_commit_bytes(void);
 void wfile_idler_stop(h5fs *fs);
 /* (idle.c) every write handle of n with bytes not committed committed
  * now, as fsync does (an error stays in its handle) */

@@ -99,7 +99,29 @@ static int64_t idle_poll(void *owner, int64_t now)
 }
 
 /* (periodic: after the batches, which it may flush) */
-static const struct commit_kind idle_kind = { .name = "idle commit", .bit = 1u << 8, .poll = idle_poll };
+/* The write descriptors' kind: their pending bytes (overwrites kept, the
+ * chunks they touch) committed by the writing request at 64 MiB
+ * (H5FS_OVERWRITE_COMMIT_BYTES overrides it: tests), at fsync and close,
+ * and here once idle. */
+static const struct commit_kind idle_kind = {
+	.name = "write descriptors", .bit = 1u << 8, .poll = idle_poll, .max_bytes = (uint64_t)64 << 20,
+};
+
+uint64_t wfile_commit_bytes(void)
+{
+	static uint64_t v;
+	uint64_t x = __atomic_load_n(&v, __ATOMIC_RELAXED);
+	const char *e;
+
+	if (x)
+		return x;
+	e = getenv("H5FS_OVERWRITE_COMMIT_BYTES");
+	x = e && *e ? strtoull(e, NULL, 10) : 0;
+	if (!x)
+		x = idle_kind.max_bytes;
+	__atomic_store_n(&v, x, __ATOMIC_RELAXED);
+	return x;
+}
 
 void wfile_idler_start(h5fs *fs)
 {

@@ -100,7 +100,7 @@ static void release_locked(h5fs *fs, struct lbatch *lb)
 	h5_file_unreserve(lb->u.f, &lb->reserved);
 	node_use_end(&lb->u);
 	fs_meta_changed(fs);
-	fs_write_end(fs);
+	commit_end(fs, NULL, false);
 }
 
 /* The batch linked (lb->t.mu held): 0, or the errno of a commit that
@@ -369,7 +369,7 @@ undo:
 		free(lb->path);
 		lb->path = NULL;
 		node_use_end(&lb->u);
-		fs_write_end(fs);
+		commit_end(fs, NULL, false);
 	}
 out:
 	pthread_mutex_unlock(&lb->t.mu);

@@ -140,13 +140,13 @@ static int fail(h5fs *fs, struct npy_stream *s, int e, const char *why)
 static int begin(h5fs *fs, struct npy_stream *s)
 {
 	struct gen *cur;
-	int e = fs_write_begin(fs);
+	int e = commit_begin(NULL, fs, NULL, COMMIT_FILE, NULL);
 
 	if (e)
 		return e;
 	cur = gen_current(fs);
 	if (cur->ver != s->g->ver) {
-		fs_write_end(fs);
+		commit_end(fs, NULL, false);
 		gen_release(cur);
 		h5fs_log(fs, LOG_ERR, "np.save %s: ESTALE: %s was changed by another program meanwhile",
 			 show_path(s->name), h5_file_path(fs->f));
@@ -447,7 +447,7 @@ int npy_set_mtime(h5fs *fs, struct npy_stream *s, int64_t sec)
 			e = h5err_logged(fs, rc, "utimens", s->name, NULL, s->made);
 		h5_err_clear();
 		fs_meta_changed(fs);
-		fs_write_end(fs);
+		commit_end(fs, NULL, false);
 	}
 	pthread_mutex_unlock(&s->mu);
 	return e;
@@ -470,7 +470,7 @@ void npy_demote(h5fs *fs, struct npy_stream *s, uint8_t **head, size_t *hlen)
 		h5_err_clear();
 		free(gp);
 		fs_meta_changed(fs);
-		fs_write_end(fs);
+		commit_end(fs, NULL, false);
 	}
 	*head = s->head;
 	*hlen = s->hlen;
@@ -497,7 +497,7 @@ static void placeholder_gone(h5fs *fs, struct npy_stream *s, const char *made)
 		h5fs_log(fs, LOG_ERR, "np.save %s: removing the placeholder: %s", show_path(s->name), h5_err_msg());
 	synth_forget(fs, s->parent, base);
 	if (s->holding)
-		fs_write_end(fs);
+		commit_end(fs, NULL, false);
 	s->holding = false;
 	if (fs->se) {
 		fuse_lowlevel_notify_inval_entry(fs->se, fs_ino_out(fs, s->parent), base, strlen(base));

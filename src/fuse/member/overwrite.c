@@ -6,7 +6,8 @@
  * overwrite.c), which keeps them in memory; they are committed in one
  * ordered commit at close (flush) and fsync (msync), durably, and -
  * without fsync - whenever 64 MiB wait (H5FS_OVERWRITE_COMMIT_BYTES),
- * keeping a trailing partial element back for the rest of it (bytes the
+ * (the write descriptors' kind, member/idle.c), keeping a trailing
+ * partial element back for the rest of it (bytes the
  * engine wrote in place at once, whole elements of contiguous storage,
  * count for none of it: they wait only to be made durable). After a
  * commit the node gets a freshly opened dataset (the index may have
@@ -28,24 +29,6 @@
  * commit drops the pages read handles may hold, after (above). */
 #include "member.h"
 #include "handle.h"
-
-#define OW_COMMIT_BYTES ((uint64_t)64 << 20)
-
-static uint64_t commit_bytes(void)
-{
-	static uint64_t v;
-	uint64_t x = __atomic_load_n(&v, __ATOMIC_RELAXED);
-	const char *e;
-
-	if (x)
-		return x;
-	e = getenv("H5FS_OVERWRITE_COMMIT_BYTES");
-	x = e && *e ? strtoull(e, NULL, 10) : 0;
-	if (!x)
-		x = OW_COMMIT_BYTES;
-	__atomic_store_n(&v, x, __ATOMIC_RELAXED);
-	return x;
-}
 
 int ow_open(h5fs *fs, struct node *n, h5_overwriter **out)
 {
@@ -153,7 +136,7 @@ int ow_put(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, uint64_t
 	 * committing them (header time, fsync, the node reopened) every
 	 * 64 MiB stalled a dd in place at 0.6x a plain file (issue 44);
 	 * close and fsync still make them durable */
-	if (h5_overwrite_kept(ow) >= commit_bytes())
+	if (h5_overwrite_kept(ow) >= wfile_commit_bytes() || h5_overwrite_dirty(ow) >= wfile_commit_bytes())
 		return ow_commit(fs, n, ow, ino, false, false, cached);
 	return 0;
 }

@@ -179,7 +179,7 @@ void handles_free(h5fs *fs)
 		h5_overwrite_close(w->ow);
 		if (w->holding) {
 			wfile_hold_set(w, false);
-			fs_write_end(fs);
+			commit_end(fs, NULL, false);
 		}
 		wq_detach(fs, w);
 		wfile_free(w);

@@ -20,7 +20,7 @@
  * (setattr.c); rows still not committed (an open O_TRUNC while another
  * descriptor appends) are EBUSY, logged. Open write descriptors go on
  * from the new size (wqueue.c wq_resized).
- * The caller holds FILE for writing (fs_write_begin) and u, n as the
+ * The caller holds FILE for writing (commit_begin) and u, n as the
  * current generation shows it.
  */
 #include "member.h"
@@ -170,7 +170,7 @@ void member_unempty(h5fs *fs, struct node *n, fuse_ino_t ino, struct gen *g, h5_
 {
 	struct use u;
 	uint64_t cur;
-	int rc, e = fs_write_begin_undo(fs);
+	int rc, e = commit_begin(NULL, fs, NULL, COMMIT_FILE | COMMIT_UNDO, NULL);
 
 	if (e) {
 		h5fs_log(fs, LOG_ERR, "replacing %s failed, and its old contents could not be put back: %s",
@@ -181,7 +181,7 @@ void member_unempty(h5fs *fs, struct node *n, fuse_ino_t ino, struct gen *g, h5_
 	if (e) {
 		h5fs_log(fs, LOG_ERR, "replacing %s failed, and its old contents could not be put back: %s",
 			 show_path(n->path), strerror(e));
-		fs_write_end(fs);
+		commit_end(fs, NULL, false);
 		return;
 	}
 	rc = u.g == g ? h5_dataset_empty_undo(u.f, u.addr, undo) : h5_err_set(H5_ERR_IO, "FILE changed since");
@@ -199,5 +199,5 @@ void member_unempty(h5fs *fs, struct node *n, fuse_ino_t ino, struct gen *g, h5_
 	if (fs->se)
 		fuse_lowlevel_notify_inval_inode(fs->se, fs_ino_out(fs, ino), 0, 0);
 	node_use_end(&u);
-	fs_write_end(fs);
+	commit_end(fs, NULL, false);
 }

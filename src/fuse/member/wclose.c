@@ -232,7 +232,7 @@ void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 		       partial);
 	if (w->holding) {
 		wfile_hold_set(w, false);
-		fs_write_end(fs);      /* committed (or failed): FILE is given back */
+		commit_end(fs, NULL, false);      /* committed (or failed): FILE is given back */
 		fs_meta_changed(fs);   /* (the room its commit kept: wfile_give_back) */
 	}
 	/* cp or `cat x >` over the dataset: a failure its caller was told

@@ -4,7 +4,7 @@
  * the write path (write.c), flush, fsync and release (wclose.c) and the
  * idle kind (idle.c), which all use it.
  *
- * FILE's lock (fs_write_begin/end, node/hold.c; README "Appending"): open
+ * FILE's lock (commit_begin/end with COMMIT_FILE, node/hold.c; README "Appending"): open
  * for writing takes it and gives it back at once (a FILE another program
  * holds fails the open with EBUSY before anything is written; one it
  * changed is followed first on a live mount, else ESTALE), and the handle
@@ -151,9 +151,9 @@ int wfile_hold(h5fs *fs, struct wfile *w)
 
 	if (w->holding)
 		return 0;
-	e = fs_write_begin(fs);   /* EBUSY, ESTALE: logged there */
+	e = commit_begin(NULL, fs, NULL, COMMIT_FILE, NULL);   /* EBUSY, ESTALE: logged there */
 	if (!e && (e = wfile_follow(fs, w)) != 0)
-		fs_write_end(fs);
+		commit_end(fs, NULL, false);
 	wfile_hold_set(w, e == 0);
 	return e;
 }
@@ -224,7 +224,7 @@ void wfile_give_back(h5fs *fs, struct wfile *w)
 	if (w->holding && q->turn == q->next && w->vplen == 0 && (!w->a || h5_append_pending(w->a) == 0) &&
 	    h5_overwrite_buffered(w->ow) == 0) {
 		wfile_hold_set(w, false);
-		fs_write_end(fs);
+		commit_end(fs, NULL, false);
 		done = true;
 	}
 	pthread_mutex_unlock(&q->mu);
@@ -266,18 +266,18 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	 * takes the lock again. Attributes accepted before are committed
 	 * first (member/xbatch.c). */
 	commit_barrier(fs, COMMIT_ATTRS);
-	rc = fs_write_begin(fs);
+	rc = commit_begin(NULL, fs, NULL, COMMIT_FILE, NULL);
 	if (rc)
 		return rc;
 	rc = node_use_current(&u, fs, n);
 	if (rc) {
-		fs_write_end(fs);
+		commit_end(fs, NULL, false);
 		return rc;
 	}
 	/* (a node made of a stat-only object has none yet: node.c) */
 	rc = node_ds_need(fs, n);
 	if (rc) {
-		fs_write_end(fs);
+		commit_end(fs, NULL, false);
 		node_use_end(&u);
 		return rc;
 	}
@@ -294,7 +294,7 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 		rc = ENOMEM;
 	}
 	if (rc) {
-		fs_write_end(fs);
+		commit_end(fs, NULL, false);
 		node_use_end(&u);
 		return rc;
 	}
@@ -305,7 +305,7 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	/* O_APPEND only appends: no overwriter (its refusal is the append's) */
 	e = fi->flags & O_APPEND ? EPERM : ow_open(fs, n, &w->ow);
 	rc = h5_append_open(&w->a, u.f, u.addr);
-	fs_write_end(fs);
+	commit_end(fs, NULL, false);
 	node_use_end(&u);
 	if (rc < 0 && w->ow) {
 		rc = 0;         /* cannot grow: writes past the end are EFBIG */
@@ -358,7 +358,7 @@ int wfile_ow_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	 * commit was durable - an fsync more per file, issue 55) */
 	if (!w->ow || !h5_overwrite_pending(w->ow))
 		return 0;
-	e = fs_write_begin(fs);
+	e = commit_begin(NULL, fs, NULL, COMMIT_FILE, NULL);
 	if (e)
 		return e;
 	/* an overwrite commits over a stream with no rows waiting: other
@@ -367,6 +367,6 @@ int wfile_ow_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 		e = h5err_logged(fs, rc, "commit of rows appended", w->n->path, NULL, w->n->addr);
 	if (!e)
 		e = ow_commit(fs, w->n, w->ow, ino, true, true, w->cached);
-	fs_write_end(fs);
+	commit_end(fs, NULL, false);
 	return e;
 }

@@ -8,6 +8,7 @@ static void wq_free(struct wqueue *q)
 {
 	pthread_mutex_destroy(&q->mu);
 	pthread_mutex_destroy(&q->apply);
+	pthread_mutex_destroy(&q->grow);
 	pthread_cond_destroy(&q->cv);
 	free(q);
 }
@@ -48,6 +49,7 @@ int wq_attach(h5fs *fs, struct wfile *w, bool want)
 		return ENOMEM;
 	pthread_mutex_init(&fresh->mu, NULL);
 	pthread_mutex_init(&fresh->apply, NULL);
+	pthread_mutex_init(&fresh->grow, NULL);
 	pthread_cond_init(&fresh->cv, NULL);
 	fresh->row_bytes = w->a ? h5_append_row_bytes(w->a) : 1;
 	fresh->seen = w->a ? h5_append_committed(w->a) : 0;

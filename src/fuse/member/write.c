@@ -150,6 +150,7 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
 	 * while we waited too (they checked their offsets against the end
 	 * before this write's rows: issue 53, 4 processes); then, q->mu held,
 	 * none is accepted until this write's rows count in vrows. */
+	pthread_mutex_lock(&q->grow);   /* (member_write: no growth meanwhile) */
 	for (int tries = 0;; tries++) {
 		wq_drain(q);
 		pthread_mutex_lock(&q->apply);
@@ -210,6 +211,7 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
 		accepted = !e;
 	}
 	pthread_mutex_unlock(&q->mu);
+	pthread_mutex_unlock(&q->grow);
 	if (!e && n)
 		e = pending_supersede(fs, w, ino, (uint64_t)off, (size_t)n);
 	if (!e && n)
@@ -349,6 +351,10 @@ static int past_end(h5fs *fs, struct wfile *w, uint64_t off)
 	return e;
 }
 
+/* Turns of member_write before a write the end keeps overtaking is
+ * refused (EPERM, logged): other descriptors appending without pause */
+#define WRITE_TRIES 16
+
 void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t size, off_t off,
 		  struct fuse_file_info *fi)
 {
@@ -375,21 +381,42 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 	}
 	__atomic_store_n(&w->last_ns, h5fs_now_ns(), __ATOMIC_RELAXED);
 	q = w->q;
-	if (!w->append && overwrite(fs, w, req, ino, buf, size, off))
-		return;
-	if (!w->append && off > 0 && (e = past_end(fs, w, (uint64_t)off)) != 0) {
-		__atomic_store_n(&w->failed, true, __ATOMIC_RELAXED);
-		fuse_reply_err(req, e);
-		return;
+	/* A write at any offset, in any order (io_uring, AIO, several
+	 * threads: issue 71): inside the dataset it overwrites; past the end
+	 * the dataset grows to its offset first (past_end), then it appends.
+	 * Another write may grow the end past this one's offset meanwhile:
+	 * it is then inside, and overwrites (again from the top). Each turn
+	 * commits what was accepted before it (overwrite's show), so the
+	 * first ones settle it; the node's other handles' rows are committed
+	 * too from the second. */
+	for (int tries = 0;; tries++) {
+		if (!w->append && overwrite(fs, w, req, ino, buf, size, off))
+			return;
+		/* the end grown and the rows accepted with no other growth
+		 * between (q->grow): a write past the end decided against an
+		 * end another one has grown since shrank the dataset */
+		pthread_mutex_lock(&q->grow);
+		if (!w->append && off > 0 && (e = past_end(fs, w, (uint64_t)off)) != 0) {
+			pthread_mutex_unlock(&q->grow);
+			__atomic_store_n(&w->failed, true, __ATOMIC_RELAXED);
+			fuse_reply_err(req, e);
+			return;
+		}
+		pthread_mutex_lock(&q->mu);
+		end = q->vrows * q->row_bytes + w->vplen;
+		if (w->append || off < 0 || (uint64_t)off >= end || tries >= WRITE_TRIES)
+			break;
+		pthread_mutex_unlock(&q->mu);
+		pthread_mutex_unlock(&q->grow);
+		if (tries)
+			wfile_show_node(fs, w->n);
 	}
-	pthread_mutex_lock(&q->mu);
 	e = w->err;
 	if (!w->a && !e)
 		e = EFBIG;      /* (overwrite() answers these; a fixed size cannot grow) */
 	/* Rows only go at the end: O_APPEND writes wherever the kernel thinks
 	 * the end is (its size may lag behind bytes of an unfinished row);
-	 * others must write exactly at the end, accepted writes included. */
-	end = q->vrows * q->row_bytes + w->vplen;
+	 * others write at the end here (before it they overwrote, above). */
 	if (!e && (off < 0 || (!w->append && (uint64_t)off != end)))
 		e = EPERM;
 	/* rows are whole: another descriptor's partial row must be ended
@@ -408,6 +435,7 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 		e = tail_accept(w->n, buf, size, q->row_bytes);
 	if (e) {
 		pthread_mutex_unlock(&q->mu);
+		pthread_mutex_unlock(&q->grow);
 		if (e == EPERM)
 			h5fs_log(fs, LOG_NOTICE, "write %s at %lld: EPERM: only appending at %llu is possible",
 			       show_path(w->n->path), (long long)off, (unsigned long long)end);
@@ -421,6 +449,7 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 	if (early)
 		q->early++;
 	pthread_mutex_unlock(&q->mu);
+	pthread_mutex_unlock(&q->grow);
 	if (early)
 		fuse_reply_write(req, size);
 

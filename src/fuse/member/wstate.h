@@ -23,6 +23,10 @@ struct wqueue {
 	uint64_t row_bytes;
 	uint64_t seen;          /* committed size the node shows (under apply) */
 	pthread_mutex_t apply;  /* engine calls on the node's appenders and wfile_refresh */
+	/* held from deciding where a write past or across the end goes until
+	 * its rows are accepted (write.c): taken before apply and mu, never
+	 * under them */
+	pthread_mutex_t grow;
 	unsigned refs;          /* write handles (under fs->lock) */
 	unsigned direct;        /* those bypassing the page cache (under fs->lock) */
 	/* writes answered early that gave their ticket back and still drop

@@ -104,7 +104,7 @@ static void commit_locked(h5fs *fs, struct xbatch *xb)
 	node_let_go(fs, xb->n);
 	xb->n = NULL;
 	fs_meta_changed(fs);
-	fs_write_end(fs);
+	commit_end(fs, NULL, false);
 }
 
 static void xbatch_flush(h5fs *fs)
@@ -365,7 +365,7 @@ int xbatch_add(h5fs *fs, struct node *n, const char *name, size_t name_len, cons
 		node_use_end(&xb->u);
 		node_let_go(fs, xb->n);
 		xb->n = NULL;
-		fs_write_end(fs);
+		commit_end(fs, NULL, false);
 	}
 out:
 	pthread_mutex_unlock(&xb->t.mu);

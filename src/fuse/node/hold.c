@@ -5,6 +5,62 @@
  */
 #include "node.h"
 
+#include <assert.h>
+#include <stdlib.h>
+
+/* ---- the pager's state (commit.h's diagram, enforced) -----------------------
+ * One state per mount, derived from what the lock, the sync and the lost
+ * change keep (writers, locked_f, meta_unsynced, lost), and moved only
+ * here, under wmu, at every transition: each is checked against the
+ * diagram and the invariants. A debug build (configure
+ * --enable-debug, and the sanitizer builds) aborts on a violation; a
+ * release build logs it once and goes on with the derived state. */
+static const char *const pager_names[] = { "OPEN", "UNSYNCED", "WRITER", "LOST" };
+
+/* allowed[from] has bit `to` set */
+static const unsigned pager_allowed[] = {
+	[PAGER_OPEN] = 1u << PAGER_OPEN | 1u << PAGER_WRITER | 1u << PAGER_UNSYNCED | 1u << PAGER_LOST,
+	[PAGER_UNSYNCED] = 1u << PAGER_UNSYNCED | 1u << PAGER_WRITER | 1u << PAGER_LOST,
+	[PAGER_WRITER] = 1u << PAGER_WRITER | 1u << PAGER_OPEN | 1u << PAGER_UNSYNCED | 1u << PAGER_LOST,
+	[PAGER_LOST] = 1u << PAGER_LOST,
+};
+
+static void pager_violation(h5fs *fs, const char *why, unsigned from, unsigned to)
+{
+	static bool logged;
+
+#ifdef H5FS_DEBUG
+	fprintf(stderr, "h5fs: pager: %s (%s -> %s, writers %u)\n", why, pager_names[from], pager_names[to],
+		fs->writers);
+	abort();
+#else
+	if (!__atomic_exchange_n(&logged, true, __ATOMIC_RELAXED))
+		h5fs_log(fs, LOG_ERR, "pager: %s (%s -> %s, writers %u): please report", why, pager_names[from],
+			 pager_names[to], fs->writers);
+#endif
+}
+
+/* Under wmu, after any of its fields changed: the new state, checked. */
+static void pager_step(h5fs *fs)
+{
+	unsigned from = fs->pager, to;
+
+	if (fs->lost)
+		to = PAGER_LOST;
+	else if (fs->writers)
+		to = PAGER_WRITER;
+	else if (fs->meta_unsynced)
+		to = PAGER_UNSYNCED;
+	else
+		to = PAGER_OPEN;
+	if (from > PAGER_LOST || !(pager_allowed[from] & 1u << to))
+		pager_violation(fs, "a transition the diagram does not have", from, to);
+	/* invariant 1: FILE's lock is held exactly while there are writers */
+	if ((fs->writers != 0) != (fs->locked_f != NULL))
+		pager_violation(fs, "FILE's lock held without writers, or writers without it", from, to);
+	fs->pager = to;
+}
+
 /* Appends are possible: FILE is open read-write and the mount is not -o ro. */
 bool fs_writable(const h5fs *fs)
 {
@@ -91,6 +147,7 @@ static int write_begin(h5fs *fs, bool undo)
 		e = write_lock(fs, &changed);
 		if (!e)
 			fs->writers++;
+		pager_step(fs);
 		pthread_mutex_unlock(&fs->wmu);
 		/* a live mount follows the change (a new generation: made by
 		 * the watcher meanwhile, or now) */
@@ -124,6 +181,16 @@ void fs_meta_changed(h5fs *fs)
 	fs->meta_unsynced = true;
 	fs->meta_ns = now;
 	fs->meta_seq++;
+	pager_step(fs);
+	pthread_mutex_unlock(&fs->wmu);
+}
+
+void fs_meta_synced(h5fs *fs, uint64_t seq)
+{
+	pthread_mutex_lock(&fs->wmu);
+	if (fs->meta_seq == seq)
+		fs->meta_unsynced = false;
+	pager_step(fs);
 	pthread_mutex_unlock(&fs->wmu);
 }
 
@@ -142,6 +209,7 @@ void fs_lost_set(h5fs *fs, int err)
 	pthread_mutex_lock(&fs->wmu);
 	if (!fs->lost)
 		fs->lost = err ? err : EIO;
+	pager_step(fs);
 	pthread_mutex_unlock(&fs->wmu);
 	h5fs_lost_note();
 }
@@ -159,9 +227,12 @@ int fs_lost(h5fs *fs)
 void fs_write_end(h5fs *fs)
 {
 	pthread_mutex_lock(&fs->wmu);
-	if (fs->writers > 0 && --fs->writers == 0) {
+	if (fs->writers == 0)
+		pager_violation(fs, "a write ended that did not begin", fs->pager, fs->pager);
+	else if (--fs->writers == 0) {
 		h5_file_unlock(fs->locked_f);
 		fs->locked_f = NULL;
 	}
+	pager_step(fs);
 	pthread_mutex_unlock(&fs->wmu);
 }

@@ -274,6 +274,9 @@ struct h5fs {
 	/* FILE's write lock (fs_write_begin/end, node/node.c): writes under
 	 * way, and whether a refusal was logged since the last granted one */
 	pthread_mutex_t wmu;
+	/* the pager's state (node/hold.c pager_step: commit.h's diagram,
+	 * every transition checked there), under wmu */
+	unsigned pager;
 	unsigned writers;
 	bool busy_logged, stale_logged;
 	/* atomic: when a refusal for space was last logged (s, monotonic) and

@@ -173,6 +173,10 @@ struct h5_file {
 	 * drops its own */
 	struct h5_cont_note { uint64_t hdr; unsigned kind; } conts[32];
 	unsigned nconts, next_cont;
+	/* layouts changed in place (atomic): a new file's chunks made smaller
+	 * at its first commit (append_commit.c rechunk_small); an overwriter
+	 * opened before takes its chunk geometry again (overwrite.c) */
+	uint64_t relayouts;
 	/* the chunk at the highest address a rewrite placed last (chunk
 	 * index coordinates), for h5_file_compact; dset 0: none */
 	struct {

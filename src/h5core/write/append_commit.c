@@ -111,6 +111,7 @@ static int rechunk_small(h5_astream *s)
 		s->crow_bytes = c0 * s->row_bytes;
 		s->chunk_bytes = d->chunk_bytes;
 		h5_astream_stage_rows(s);
+		__atomic_add_fetch(&f->relayouts, 1, __ATOMIC_RELEASE);
 	}
 out:
 	if (e.oh)

@@ -772,6 +772,17 @@ static int chunked_need(uint64_t *need, const h5_overwriter *w, uint64_t len)
 {
 	uint64_t ends;
 
+	/* chunks named by offset: the touched ones and this write's, each
+	 * rewritten once (a write into a touched chunk costs nothing more),
+	 * plus the index's copied blocks */
+	if (w->dset_key) {
+		uint64_t c = __atomic_load_n(&w->ndirty, __ATOMIC_RELAXED) + len / w->chunk_bytes + 2;
+
+		if (h5_mul_overflow(c, w->chunk_bytes, need) || h5_add_overflow(*need, (uint64_t)256 << 10, need))
+			return h5_err_set(H5_ERR_LIMIT, "write of %llu bytes: too large", (unsigned long long)len);
+		return 0;
+	}
+
 	/* (read by a write before its turn: atomic, as each change of them) */
 	if (h5_add_overflow(__atomic_load_n(&w->buffered, __ATOMIC_RELAXED), len, need) ||
 	    h5_mul_overflow(__atomic_load_n(&w->spans, __ATOMIC_RELAXED) + 2, 2 * w->chunk_bytes, &ends) ||

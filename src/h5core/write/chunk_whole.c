@@ -69,7 +69,7 @@ void h5_ow_whole_init(h5_overwriter *w, const h5_dataset *d)
 		return;
 	w->wc.ok = true;
 	w->wc.filtered = d->pline.n != 0;
-	if (w->wc.filtered && pthread_mutex_init(&w->wc.amu, NULL) == 0) {
+	if (w->wc.filtered && !w->wc.async && pthread_mutex_init(&w->wc.amu, NULL) == 0) {
 		if (pthread_cond_init(&w->wc.acv, NULL) == 0)
 			w->wc.async = true;
 		else

@@ -62,6 +62,79 @@ int h5_overwrite_check(const h5_dataset *d)
 	return lops->check ? lops->check(d) : 0;
 }
 
+/* Whether d's chunks are runs of its byte stream (rank 1, or every
+ * other dimension whole and fixed), so a byte offset names its chunk. */
+static void dirty_init(h5_overwriter *w, const h5_dataset *d)
+{
+	w->dset_key = d->layout.cls == H5_LAYOUT_CHUNKED && d->space.rank > 0 && d->chunk_bytes;
+	for (unsigned i = 1; w->dset_key && i < d->space.rank; i++)
+		if (d->layout.chunk[i] != d->space.dims[i] || d->space.maxdims[i] != d->space.dims[i])
+			w->dset_key = false;
+}
+
+void h5_ow_dirty_clear(h5_overwriter *w)
+{
+	if (w->dkeys)
+		memset(w->dkeys, 0, w->dcap * sizeof(*w->dkeys));
+	__atomic_store_n(&w->ndirty, 0, __ATOMIC_RELAXED);
+}
+
+static int dirty_grow(h5_overwriter *w)
+{
+	size_t nc = w->dcap ? w->dcap * 2 : 64;
+	uint64_t *nk = calloc(nc, sizeof(*nk));
+
+	if (!nk)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	for (size_t i = 0; i < w->dcap; i++) {
+		size_t j;
+
+		if (!w->dkeys[i])
+			continue;
+		for (j = (size_t)(w->dkeys[i] * UINT64_C(0x9e3779b97f4a7c15) >> 20) & (nc - 1); nk[j]; j = (j + 1) & (nc - 1))
+			;
+		nk[j] = w->dkeys[i];
+	}
+	free(w->dkeys);
+	w->dkeys = nk;
+	w->dcap = nc;
+	return 0;
+}
+
+/* The chunks of [off, off + len) noted as touched. */
+static int dirty_note(h5_overwriter *w, uint64_t off, uint64_t len)
+{
+	uint64_t cb = w->chunk_bytes;
+
+	if (!w->dset_key || !cb || !len)
+		return 0;
+	for (uint64_t c = off / cb; c <= (off + len - 1) / cb; c++) {
+		uint64_t key = c + 1;
+		size_t j;
+		int rc;
+
+		if ((w->ndirty + 1) * 2 > w->dcap && (rc = dirty_grow(w)) < 0)
+			return rc;
+		for (j = (size_t)(key * UINT64_C(0x9e3779b97f4a7c15) >> 20) & (w->dcap - 1); w->dkeys[j] && w->dkeys[j] != key;
+		     j = (j + 1) & (w->dcap - 1))
+			;
+		if (!w->dkeys[j]) {
+			w->dkeys[j] = key;
+			__atomic_store_n(&w->ndirty, w->ndirty + 1, __ATOMIC_RELAXED);
+		}
+	}
+	return 0;
+}
+
+uint64_t h5_overwrite_dirty(const h5_overwriter *w)
+{
+	if (!w)
+		return 0;
+	if (!w->dset_key)
+		return h5_overwrite_kept(w);
+	return (uint64_t)__atomic_load_n(&w->ndirty, __ATOMIC_RELAXED) * w->chunk_bytes + w->wc.bytes;
+}
+
 int h5_overwrite_open(h5_overwriter **out, h5_file *f, uint64_t dset_addr)
 {
 	h5_overwriter *w;
@@ -85,6 +158,7 @@ int h5_overwrite_open(h5_overwriter **out, h5_file *f, uint64_t dset_addr)
 	}
 	w->f = f;
 	w->addr = dset_addr;
+	w->relayouts = __atomic_load_n(&f->relayouts, __ATOMIC_ACQUIRE);
 	w->nbytes = d->nbytes;
 	w->esize = d->dtype->size;
 	w->cls = d->layout.cls;
@@ -92,6 +166,7 @@ int h5_overwrite_open(h5_overwriter **out, h5_file *f, uint64_t dset_addr)
 	w->caddr = d->layout.cls == H5_LAYOUT_CONTIGUOUS ? d->layout.addr : H5_ADDR_UNDEF;
 	w->chunk_bytes = d->layout.cls == H5_LAYOUT_CHUNKED ? d->chunk_bytes : 0;
 	w->shrink = UINT64_MAX;
+	dirty_init(w, d);
 	h5_ow_whole_init(w, d);
 	h5_dataset_close(d);
 	*out = w;
@@ -199,6 +274,8 @@ int h5_ow_keep(h5_overwriter *w, uint64_t off, const uint8_t *buf, size_t len)
 		x->p = np;
 		x->cap = nc;
 	}
+	if (dirty_note(w, off, len) < 0)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	memcpy(x->p + x->len, buf, len);
 	x->len += len;
 	__atomic_store_n(&w->buffered, w->buffered + len, __ATOMIC_RELAXED);
@@ -206,15 +283,60 @@ int h5_ow_keep(h5_overwriter *w, uint64_t off, const uint8_t *buf, size_t len)
 }
 
 
+/* A new file's chunks made smaller at its first commit (append_commit.c
+ * rechunk_small), after this overwriter was opened (cp's handle opens it
+ * at create): its chunk geometry taken again, or whole chunks of the old
+ * size were written as one of the new (an mmap write of 64 KiB at
+ * 0x40000 of a file rechunked to 4 KiB chunks became chunk 4: issue 71).
+ * A rechunk happens only while the dataset holds no rows, so nothing was
+ * taken whole yet; kept extents are byte ranges, which any geometry
+ * takes. */
+static int geometry_refresh(h5_overwriter *w)
+{
+	uint64_t gen = __atomic_load_n(&w->f->relayouts, __ATOMIC_ACQUIRE);
+	h5_dataset *d = NULL;
+	int rc;
+
+	if (gen == w->relayouts || w->cls != H5_LAYOUT_CHUNKED)
+		return 0;
+	if (w->wc.n || w->wc.bytes)
+		return h5_err_set(H5_ERR_BUSY, "the dataset's chunks changed under chunks written whole");
+	if (h5_ow_whole_wait(w) < 0)
+		return h5_err_set(H5_ERR_IO, "%s", h5_err_msg());
+	rc = h5_dataset_open(&d, w->f, w->addr);
+	if (rc < 0)
+		return rc;
+	if (d->layout.cls != H5_LAYOUT_CHUNKED || !d->chunk_bytes) {
+		h5_dataset_close(d);
+		return h5_err_set(H5_ERR_FORMAT, "object header 0x%llx: no longer chunked",
+				  (unsigned long long)w->addr);
+	}
+	h5_ow_whole_release(w);
+	w->chunk_bytes = d->chunk_bytes;
+	w->wc.ok = false;
+	h5_ow_dirty_clear(w);   /* (kept extents: nothing but what a rechunk allows) */
+	dirty_init(w, d);
+	for (size_t i = 0; i < w->n; i++)
+		if (dirty_note(w, w->ext[i].off, w->ext[i].len) < 0)
+			h5_err_clear();
+	h5_ow_whole_init(w, d);
+	h5_dataset_close(d);
+	w->relayouts = gen;
+	return 0;
+}
+
 int h5_overwrite_put(h5_overwriter *w, uint64_t off, const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
 	uint64_t end;
+	int rc;
 
 	if (h5_add_overflow(off, len, &end))
 		return h5_err_set(H5_ERR_RANGE, "write of %zu bytes at %llu overflows", len, (unsigned long long)off);
 	if (!len)
 		return 0;
+	if ((rc = geometry_refresh(w)) < 0)
+		return rc;
 	if (end > w->nbytes)
 		return h5_ow_keep(w, off, p, len);    /* (past the end: the commit says so) */
 	return w->lops->put(w, off, p, len);
@@ -243,7 +365,10 @@ int h5_ow_put_zeros(h5_overwriter *w, uint64_t off, uint64_t len,
 int h5_overwrite_punch(h5_overwriter *w, uint64_t off, uint64_t len)
 {
 	uint64_t end;
+	int rc = geometry_refresh(w);
 
+	if (rc < 0)
+		return rc;
 	if (h5_add_overflow(off, len, &end) || end > w->nbytes)
 		return h5_err_set(H5_ERR_RANGE, "punching %llu bytes at %llu: past the dataset's %llu",
 				  (unsigned long long)len, (unsigned long long)off, (unsigned long long)w->nbytes);
@@ -254,6 +379,10 @@ int h5_overwrite_punch(h5_overwriter *w, uint64_t off, uint64_t len)
 
 int h5_overwrite_shrink(h5_overwriter *w, uint64_t size)
 {
+	int rc = geometry_refresh(w);
+
+	if (rc < 0)
+		return rc;
 	if (size >= w->nbytes)
 		return h5_err_set(H5_ERR_RANGE, "shrinking to %llu bytes: the dataset has %llu",
 				  (unsigned long long)size, (unsigned long long)w->nbytes);
@@ -561,6 +690,7 @@ int h5_overwrite_commit(h5_overwriter *w, int all, int durable)
 	w->n = 0;
 	__atomic_store_n(&w->buffered, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&w->spans, 0, __ATOMIC_RELAXED);
+	h5_ow_dirty_clear(w);
 	w->direct = 0;
 	/* (an error: their space is leaked, as FILE may reference them;
 	 * but not when the commit was not tried) */
@@ -573,6 +703,8 @@ int h5_overwrite_commit(h5_overwriter *w, int all, int durable)
 	if (keep_n) {
 		w->ext[0] = keep;
 		w->n = 1;
+		if (dirty_note(w, keep.off, keep.len) < 0)
+			h5_err_clear();         /* (counted short by one chunk) */
 		__atomic_store_n(&w->spans, 1, __ATOMIC_RELAXED);
 		__atomic_store_n(&w->buffered, keep.len, __ATOMIC_RELAXED);
 	}
@@ -599,6 +731,7 @@ void h5_overwrite_close(h5_overwriter *w)
 	}
 	h5_ow_whole_release(w);
 	free(w->wc.v);
+	free(w->dkeys);
 	for (size_t i = 0; i < w->n; i++)
 		free(w->ext[i].p);
 	free(w->ext);

@@ -62,6 +62,7 @@ struct h5_overwriter {
 	h5_file *f;
 	uint64_t addr;          /* object header */
 	uint64_t nbytes;        /* the dataset's bytes at the last commit */
+	uint64_t relayouts;     /* f->relayouts its chunk geometry was taken at */
 	uint64_t esize;
 	uint8_t cls;            /* H5_LAYOUT_* */
 	const struct h5_ow_layout_ops *lops;    /* its entry of the table below */
@@ -84,7 +85,21 @@ struct h5_overwriter {
 	/* h5_overwrite_shrink: the dataset's bytes after the next commit,
 	 * which sets dims[0] (UINT64_MAX: the size stays) */
 	uint64_t shrink;
+	/* The chunks the kept extents touch (a chunked dataset whose chunks
+	 * are runs of the byte stream: dset_key), each rewritten once by the
+	 * next commit however many writes it took: what that commit needs
+	 * and when it is due (issue 71: 4 KiB random writes reserved two
+	 * chunks each, until the disk was full). keys: open addressing, the
+	 * chunk's index + 1 (0: empty); ndirty atomic (a reserve reads it
+	 * before its turn). */
+	bool dset_key;
+	uint64_t *dkeys;
+	size_t dcap;
+	size_t ndirty;
 };
+
+/* overwrite.c: the touched chunks forgotten (after a commit) */
+void h5_ow_dirty_clear(h5_overwriter *w);
 
 /* The overwriters' layout table: one entry per layout that can be
  * written, beside its writer (ow_compact.c, ow_contig.c, chunk_rewrite.c),
