@@ -23,8 +23,9 @@
  *   are of the allocation end, not summed over the writers waiting).
  * FILE below solid_end holds disk blocks throughout (probed with
  * SEEK_HOLE, raised by allocations): a write there costs no system call.
- * h5fs itself makes holes only by growing FILE (truncate, a write past a
- * gap), never by punching them.
+ * h5fs makes holes by growing FILE (truncate, a write past a gap) and by
+ * punching space its durable commits freed (h5_file_punch, called by
+ * write/space_punch.c only: issue 69).
  */
 #define _GNU_SOURCE /* SEEK_HOLE, SEEK_DATA */
 #include "source.h"
@@ -32,6 +33,7 @@
 #include "file.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -261,6 +263,37 @@ int h5_file_allocate(h5_file *f, uint64_t addr, uint64_t len)
 			__atomic_store_n(&f->solid_end, ahead, __ATOMIC_RELEASE);
 	}
 out:
+	pthread_mutex_unlock(&f->fill_lock);
+	return rc;
+}
+
+int h5_file_punch(h5_file *f, uint64_t addr, uint64_t len)
+{
+	uint64_t abs, end;
+	int fd, rc = 0;
+
+	if (!f->writable || !f->src->ops->fd || !f->src->ops->truncate)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "%s: no descriptor to punch holes in", f->path);
+	if (f->lazy_lock && !__atomic_load_n(&f->locked, __ATOMIC_ACQUIRE))
+		return h5_err_set(H5_ERR_BUSY, "%s: punched without its lock", f->path);
+	if (len == 0)
+		return 0;
+	if (h5_add_overflow(f->base, addr, &abs) || h5_add_overflow(abs, len, &end) || end > (uint64_t)INT64_MAX)
+		return h5_err_set(H5_ERR_LIMIT, "punch out of range");
+	if ((fd = f->src->ops->fd(f->src)) < 0)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "%s: no descriptor to punch holes in", f->path);
+	pthread_mutex_lock(&f->fill_lock);
+	__atomic_store_n(&f->wrote, true, __ATOMIC_RELAXED);
+	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)abs, (off_t)len) < 0)
+		rc = h5_err_set(errno == EOPNOTSUPP || errno == ENOSYS ? H5_ERR_UNSUPPORTED : H5_ERR_IO,
+				"%s: punching [%llu, +%llu): %s", f->path, (unsigned long long)abs,
+				(unsigned long long)len, strerror(errno));
+	/* a hole now (even when the call failed half way): no block below
+	 * solid_end is assumed, nor in the range allocated ahead */
+	if (__atomic_load_n(&f->solid_end, __ATOMIC_RELAXED) > abs)
+		__atomic_store_n(&f->solid_end, abs, __ATOMIC_RELEASE);
+	if (f->falloc_hi && abs < f->falloc_hi && end > f->falloc_lo)
+		f->falloc_hi = 0;
 	pthread_mutex_unlock(&f->fill_lock);
 	return rc;
 }
