@@ -33,7 +33,6 @@
 #include "file.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -270,24 +269,19 @@ out:
 int h5_file_punch(h5_file *f, uint64_t addr, uint64_t len)
 {
 	uint64_t abs, end;
-	int fd, rc = 0;
+	int rc;
 
-	if (!f->writable || !f->src->ops->fd || !f->src->ops->truncate)
-		return h5_err_set(H5_ERR_UNSUPPORTED, "%s: no descriptor to punch holes in", f->path);
+	if (!f->writable || !f->src->ops->punch)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "%s: no hole punching", f->path);
 	if (f->lazy_lock && !__atomic_load_n(&f->locked, __ATOMIC_ACQUIRE))
 		return h5_err_set(H5_ERR_BUSY, "%s: punched without its lock", f->path);
 	if (len == 0)
 		return 0;
 	if (h5_add_overflow(f->base, addr, &abs) || h5_add_overflow(abs, len, &end) || end > (uint64_t)INT64_MAX)
 		return h5_err_set(H5_ERR_LIMIT, "punch out of range");
-	if ((fd = f->src->ops->fd(f->src)) < 0)
-		return h5_err_set(H5_ERR_UNSUPPORTED, "%s: no descriptor to punch holes in", f->path);
 	pthread_mutex_lock(&f->fill_lock);
 	__atomic_store_n(&f->wrote, true, __ATOMIC_RELAXED);
-	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)abs, (off_t)len) < 0)
-		rc = h5_err_set(errno == EOPNOTSUPP || errno == ENOSYS ? H5_ERR_UNSUPPORTED : H5_ERR_IO,
-				"%s: punching [%llu, +%llu): %s", f->path, (unsigned long long)abs,
-				(unsigned long long)len, strerror(errno));
+	rc = f->src->ops->punch(f->src, abs, len);
 	/* a hole now (even when the call failed half way): no block below
 	 * solid_end is assumed, nor in the range allocated ahead */
 	if (__atomic_load_n(&f->solid_end, __ATOMIC_RELAXED) > abs)

@@ -230,6 +230,8 @@ void h5_space_punch_sweep(h5_file *f)
 		return;
 	if (f->alloc_end)
 		marks_above_end(f);
+	if (!f->src->ops->punch)
+		f->punch_off = true;    /* (memory, a trace of one) */
 	if (f->punch_off || (s->released == f->marks_rel && s->n == f->marks_n))
 		return;
 	for (size_t i = 0; i < s->n && !f->punch_off; i++) {
