@@ -144,12 +144,14 @@ static int back_locked(h5_file *f, uint64_t abs, uint64_t end, unsigned part)
 	return rc;
 }
 
-static int backed(h5_file *f, uint64_t abs, uint64_t len, unsigned part)
+/* any: also without a margin (h5_file_fill: a hole the caller is about to
+ * use gets its blocks before the answer, margin or not) */
+static int backed(h5_file *f, uint64_t abs, uint64_t len, unsigned part, bool any)
 {
 	uint64_t end;
 	int rc;
 
-	if (!guarded(f) || len == 0 || h5_add_overflow(abs, len, &end) ||
+	if (!(any ? f->src->ops->fd && f->src->ops->allocate : guarded(f)) || len == 0 || h5_add_overflow(abs, len, &end) ||
 	    end <= __atomic_load_n(&f->solid_end, __ATOMIC_ACQUIRE))
 		return 0;
 	pthread_mutex_lock(&f->fill_lock);
@@ -160,7 +162,7 @@ static int backed(h5_file *f, uint64_t abs, uint64_t len, unsigned part)
 
 int h5_file_backed(h5_file *f, uint64_t abs, uint64_t len)
 {
-	return backed(f, abs, len, 2);
+	return backed(f, abs, len, 2, false);
 }
 
 int h5_file_fill(h5_file *f, uint64_t addr, uint64_t len, bool answered)
@@ -169,7 +171,10 @@ int h5_file_fill(h5_file *f, uint64_t addr, uint64_t len, bool answered)
 
 	if (h5_add_overflow(f->base, addr, &abs))
 		return h5_err_set(H5_ERR_LIMIT, "file size overflows");
-	return backed(f, abs, len, answered ? 2 : 1);
+	/* (punched holes, write/space_punch.c, are made with or without a
+	 * margin: a freed extent handed out again must hold its blocks before
+	 * the change is answered) */
+	return backed(f, abs, len, answered ? 2 : 1, true);
 }
 
 bool h5_file_solid(h5_file *f, uint64_t addr, uint64_t len)
@@ -179,8 +184,10 @@ bool h5_file_solid(h5_file *f, uint64_t addr, uint64_t len)
 	int fd;
 	bool solid;
 
-	if (!guarded(f) || len == 0 || h5_add_overflow(f->base, addr, &abs) || h5_add_overflow(abs, len, &end) ||
-	    end <= __atomic_load_n(&f->solid_end, __ATOMIC_ACQUIRE))
+	/* (with or without a margin: a punched extent, write/space_punch.c,
+	 * has no blocks a reserve may count) */
+	if (!f->src->ops->fd || len == 0 || h5_add_overflow(f->base, addr, &abs) ||
+	    h5_add_overflow(abs, len, &end) || end <= __atomic_load_n(&f->solid_end, __ATOMIC_ACQUIRE))
 		return true;
 	fd = f->src->ops->fd(f->src);
 	if (fd < 0 || fstat(fd, &st) < 0)
@@ -188,6 +195,8 @@ bool h5_file_solid(h5_file *f, uint64_t addr, uint64_t len)
 	pthread_mutex_lock(&f->fill_lock);
 	solid = (f->falloc_hi && abs >= f->falloc_lo && end <= f->falloc_hi) ||
 		unbacked(&first, fd, abs, end, (uint64_t)st.st_size) == 0;
+	if (solid)
+		solid_probe(f, fd);     /* (the next asks below it: no system call) */
 	pthread_mutex_unlock(&f->fill_lock);
 	return solid;
 }
