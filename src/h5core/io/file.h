@@ -335,6 +335,13 @@ bool h5_file_solid(h5_file *f, uint64_t addr, uint64_t len);
  * durable state references (write/space_punch.c); H5_ERR_UNSUPPORTED where
  * the source or its file system has no hole punching. Under write_lock. */
 int h5_file_punch(h5_file *f, uint64_t addr, uint64_t len);
+/* FILE's holes in [from, to) (relative; below its length): cb(ud, h, d)
+ * for each hole [h, d) (relative; d: FILE's length for a hole to its end)
+ * until cb returns non-zero, which is returned. A source without a
+ * descriptor has none. */
+int h5_file_holes(h5_file *f, uint64_t from, uint64_t to, int (*cb)(void *ud, uint64_t h, uint64_t d), void *ud);
+/* The disk space FILE takes (st_blocks), or 0 without a descriptor. */
+uint64_t h5_file_disk_bytes(h5_file *f);
 
 /* Stamps: a local file's fstat as opened (h5_file_stamp_take, at open),
  * and the H5_CHANGED_* bits of f's own bytes and path against it (the

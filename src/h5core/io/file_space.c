@@ -300,3 +300,42 @@ int h5_file_punch(h5_file *f, uint64_t addr, uint64_t len)
 	pthread_mutex_unlock(&f->fill_lock);
 	return rc;
 }
+
+int h5_file_holes(h5_file *f, uint64_t from, uint64_t to, int (*cb)(void *ud, uint64_t h, uint64_t d), void *ud)
+{
+	struct stat st;
+	uint64_t pos, lim, size;
+	int fd, rc = 0;
+
+	if (!f->src->ops->fd || (fd = f->src->ops->fd(f->src)) < 0 || fstat(fd, &st) < 0)
+		return 0;
+	size = (uint64_t)st.st_size;
+	if (h5_add_overflow(f->base, from, &pos) || h5_add_overflow(f->base, to, &lim))
+		return 0;
+	if (lim > size)
+		lim = size;
+	while (rc == 0 && pos < lim) {
+		off_t h = lseek(fd, (off_t)pos, SEEK_HOLE), d;
+
+		if (h < 0 || (uint64_t)h >= lim)
+			break;
+		d = lseek(fd, h, SEEK_DATA);
+		if (d < 0)
+			d = (off_t)size;        /* (ENXIO: a hole to the end) */
+		if ((uint64_t)d <= (uint64_t)h)
+			break;
+		rc = cb(ud, (uint64_t)h - f->base, (uint64_t)d - f->base);
+		pos = (uint64_t)d;
+	}
+	return rc;
+}
+
+uint64_t h5_file_disk_bytes(h5_file *f)
+{
+	struct stat st;
+	int fd;
+
+	if (!f->src->ops->fd || (fd = f->src->ops->fd(f->src)) < 0 || fstat(fd, &st) < 0)
+		return 0;
+	return (uint64_t)st.st_blocks * 512;
+}

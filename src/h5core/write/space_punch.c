@@ -51,47 +51,14 @@
  *   loses the extent for the next mount (leaked, as before this file):
  *   never the reverse.
  */
-#define _GNU_SOURCE /* SEEK_HOLE, SEEK_DATA */
 #include "space.h"
 #include "base.h"
 #include "file.h"
 #include "freesp.h"
-#include "checksum.h"
-#include "rd.h"
+#include "freemark.h"
 
-#include <errno.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#define BLK ((uint64_t)4096)
-#define MARK_LEN 48
-static const char magic[8] = { 'H', '5', 'F', 'S', 'F', 'R', 'E', 'E' };
-
-static void mark_encode(uint8_t *b, const h5_file *f, uint64_t addr, uint64_t len)
-{
-	memset(b, 0, MARK_LEN);
-	memcpy(b, magic, sizeof(magic));
-	b[8] = 1;               /* version */
-	h5_le_encode(b + 12, BLK, 4);
-	h5_le_encode(b + 16, addr, 8);
-	h5_le_encode(b + 24, len, 8);
-	h5_le_encode(b + 32, f->base, 8);
-	h5_le_encode(b + 40, h5_checksum_lookup3(b, 40, 0), 4);
-}
-
-/* The extent a marker read at addr names (relative), or 0. */
-static uint64_t mark_decode(const uint8_t *b, const h5_file *f, uint64_t addr)
-{
-	uint64_t len = h5_le_decode(b + 24, 8);
-
-	if (memcmp(b, magic, sizeof(magic)) || b[8] != 1 || h5_le_decode(b + 12, 4) != BLK ||
-	    h5_le_decode(b + 16, 8) != addr || h5_le_decode(b + 32, 8) != f->base ||
-	    h5_le_decode(b + 40, 4) != h5_checksum_lookup3(b, 40, 0))
-		return 0;
-	if (len < 2 * BLK || len % BLK || addr > f->eoa || len > f->eoa - addr)
-		return 0;
-	return len;
-}
+#define BLK H5_FREEMARK_BLOCK
+#define MARK_LEN H5_FREEMARK_LEN
 
 /* The first mark at or above addr. */
 static size_t mark_lower(const h5_freesp *m, uint64_t addr)
@@ -113,7 +80,7 @@ static size_t mark_lower(const h5_freesp *m, uint64_t addr)
  * (the marker may still be on disk). The mark stays listed. */
 static int mark_zero(h5_file *f, size_t i)
 {
-	static const uint8_t zero[sizeof(magic)];
+	static const uint8_t zero[8];   /* (its magic) */
 
 	if (f->marks.v[i].ticket != H5_PUNCH_MARKED)
 		return 0;
@@ -202,7 +169,7 @@ static void give_back(h5_file *f, const h5_free_ext *x)
 		return;         /* (not listed, not given back: as before) */
 	from = a;
 	if (e - a >= 2 * BLK) {
-		mark_encode(b, f, a, e - a);
+		h5_freemark_encode(b, f->base, a, e - a);
 		if (h5_file_write(f, a, b, sizeof(b)) == 0) {
 			kind = H5_PUNCH_MARKED;
 			from = a + BLK;
@@ -250,57 +217,40 @@ void h5_space_punch_sweep(h5_file *f)
 	f->marks_n = s->n;
 }
 
-/* A hole of FILE at [h, d) (absolute): the extent its marker names
- * found free. */
-static void found(h5_file *f, int fd, uint64_t h, uint64_t d)
+/* A hole of FILE at [h, d) (relative): the extent the marker in the
+ * block before it names found free, when the hole reaches its end. */
+static int found(void *ud, uint64_t h, uint64_t d)
 {
+	h5_file *f = ud;
 	uint8_t b[MARK_LEN];
 	uint64_t a, len;
 
-	if (h % BLK || h < f->base + BLK)
-		return;
-	a = h - BLK - f->base;
-	if (pread(fd, b, sizeof(b), (off_t)(h - BLK)) != (ssize_t)sizeof(b))
-		return;
-	len = mark_decode(b, f, a);
-	/* the hole reaches the extent's end: nothing written into it since */
-	if (!len || d < f->base + a + len)
-		return;
+	if ((f->base + h) % BLK || h < BLK)
+		return 0;
+	a = h - BLK;
+	if (h5_file_read(f, a, b, sizeof(b)) < 0) {
+		h5_err_clear();
+		return 0;
+	}
+	len = h5_freemark_decode(b, f->base, a, f->eoa);
+	/* (nothing written into the hole since) */
+	if (!len || d < a + len)
+		return 0;
 	if (h5_freesp_add(&f->freesp, a, len, 0) < 0) {
 		h5_err_clear();
-		return;
+		return 0;
 	}
 	if (h5_freesp_add(&f->marks, a, len, H5_PUNCH_MARKED) < 0)
 		h5_err_clear();
+	return 0;
 }
 
 void h5_space_punch_recover(h5_file *f)
 {
-	struct stat st;
-	uint64_t pos, lim;
-	int fd;
-
-	if (f->marks_found || !f->writable || !h5_space_punch_ready(f) || !f->src->ops->fd)
+	if (f->marks_found || !f->writable || !h5_space_punch_ready(f))
 		return;
 	f->marks_found = true;
-	fd = f->src->ops->fd(f->src);
-	if (fd < 0 || fstat(fd, &st) < 0 || h5_add_overflow(f->base, f->eoa, &lim))
-		return;
-	if (lim > (uint64_t)st.st_size)
-		lim = (uint64_t)st.st_size;
-	for (pos = f->base; pos < lim;) {
-		off_t h = lseek(fd, (off_t)pos, SEEK_HOLE), d;
-
-		if (h < 0 || (uint64_t)h >= lim)
-			break;
-		d = lseek(fd, h, SEEK_DATA);
-		if (d < 0)
-			d = st.st_size; /* (ENXIO: a hole to the end) */
-		if (d <= h)
-			break;
-		found(f, fd, (uint64_t)h, (uint64_t)d);
-		pos = (uint64_t)d;
-	}
+	(void)h5_file_holes(f, 0, f->eoa, found, f);
 	f->marks_rel = f->freesp.released;
 	f->marks_n = f->freesp.n;
 }
