@@ -26,6 +26,7 @@ reachable uses) and the h5py copy's disk space (issue 69):
           length grew for it (issue 69: nothing when the freed space is
           found again)
   rmx     40 files of 1 MiB interleaved with 40 setfattr, all removed
+  cpmix   cp -r of 500 files of 1-64 KiB (random sizes; NOTE bytes: their sum)
   churn   1,500 rounds of mkdir/rmdir of 8 recurring names and 1,500
           unique ones in a libver="latest" group
   fsstress, fsstress-latest
@@ -176,6 +177,23 @@ def w_rmx(mnt, secs):
     return "40 x (1 MiB + setfattr), rm"
 
 
+def w_cpmix(mnt, secs):
+    src = tempfile.mkdtemp(prefix="h5fs-cpmix-")
+    rng = random.Random(69)
+    total = 0
+    try:
+        for i in range(500):
+            n = rng.randint(1024, 65536)
+            total += n
+            with open(os.path.join(src, "f%04d" % i), "wb") as fh:
+                fh.write(os.urandom(n))
+        subprocess.run(["cp", "-r", src, os.path.join(mnt, "g", "tree")], check=True)
+    finally:
+        shutil.rmtree(src)
+    NOTE["bytes"] = total
+    return "500 files of 1-64 KiB"
+
+
 def w_churn(mnt, secs):
     g = os.path.join(mnt, "g")
     for i in range(1500):
@@ -199,7 +217,7 @@ def w_fsstress(mnt, secs):
 WORKLOADS = {"mix": ("earliest", w_mix), "cptree": ("earliest", w_cptree), "mkrm": ("latest", w_mkrm),
              "grow": ("earliest", w_grow), "fsstress": ("earliest", w_fsstress),
              "fsstress-latest": ("latest", w_fsstress), "rm": ("earliest", w_rm), "rmx": ("earliest", w_rmx),
-             "churn": ("latest", w_churn)}
+             "churn": ("latest", w_churn), "cpmix": ("earliest", w_cpmix)}
 
 
 def run(h5fs, name, secs, tmpfs_mb):
