@@ -104,6 +104,10 @@ void h5_space_punch_taken(h5_file *f, uint64_t addr, uint64_t len)
 		if (mark_zero(f, i) < 0)
 			h5_err_clear();
 		mark_forget(f, i);
+		/* the rest of its extent marked again at the next sweep, even
+		 * when a free of the same size leaves the list's sums as they
+		 * were */
+		f->marks_n = SIZE_MAX;
 	}
 }
 
