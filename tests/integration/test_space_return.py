@@ -11,6 +11,9 @@ libver="latest":
 - next mount: a new 24 MiB file fits in the space the removal freed
   (FILE's length grows by at most 1 MiB: the free markers were found; was
   +24 MiB), and its disk usage stays within 2 MiB of its live data;
+- a kill -9 after the removal was durable and its space given back:
+  h5py reads FILE, and the next mount finds the freed space and reuses
+  it (FILE's length grows by at most 1 MiB for 8 MiB);
 - a hole is not free space: an h5py dataset of zeros made a hole by
   `cp --sparse=always` (as libhdf5's unwritten storage is one) keeps its
   bytes while a new file is written through the mount, and the dataset
@@ -121,6 +124,41 @@ def removed(disk, libver):
     check_files(h5, {"small": small, "big2": big2}, tag + " next mount")
 
 
+def killed(disk, libver):
+    tag = "libver=%s kill -9" % libver
+    h5 = os.path.join(disk, "k_%s.h5" % libver)
+    mnt = os.path.join(disk, "..", "mnt_" + libver)
+    with h5py.File(h5, "w", libver=libver) as f:
+        f.create_group("g")
+    big, small, again = payload(6, 8 << 20), payload(7, SMALL), payload(8, 8 << 20)
+    m = T.Mount(h5, mnt, opts=["-o", "rw"])
+    m.start()
+    try:
+        with m.watchdog(120):
+            put(os.path.join(mnt, "g", "big"), big)
+            put(os.path.join(mnt, "g", "small"), small)
+            fsync_dir(os.path.join(mnt, "g"))
+            os.unlink(os.path.join(mnt, "g", "big"))
+            fsync_dir(os.path.join(mnt, "g"))
+            if used(h5) > SMALL + SLACK:
+                T.fail("%s: FILE takes %d bytes on disk after the rm" % (tag, used(h5)))
+    finally:
+        m.kill()
+        m.stop()
+    check_files(h5, {"small": small}, tag + " after the kill")
+    length = os.path.getsize(h5)
+    with T.Mount(h5, mnt, opts=["-o", "rw"]) as m, m.watchdog(120):
+        put(os.path.join(mnt, "g", "again"), again)
+        fsync_dir(os.path.join(mnt, "g"))
+    if m.returncode:
+        T.fail("%s: unmount exits %s: %s" % (tag, m.returncode, m.output()[-300:]))
+    grew = os.path.getsize(h5) - length
+    print("%s: the next mount's 8 MiB grew FILE by %d bytes" % (tag, grew))
+    if grew > SMALL:
+        T.fail("%s: the next mount's 8 MiB grew FILE by %d bytes: the freed space was not found" % (tag, grew))
+    check_files(h5, {"small": small, "again": again}, tag + " next mount")
+
+
 def holes(disk, libver):
     """Holes that are live data (no marker) are never taken."""
     tag = "libver=%s holes" % libver
@@ -188,6 +226,7 @@ def main():
     with T.small_disk(disk, "160m"):
         for libver in ("earliest", "latest"):
             removed(disk, libver)
+            killed(disk, libver)
             holes(disk, libver)
     nospace(work)
     shutil.rmtree(work, ignore_errors=True)
