@@ -9,7 +9,10 @@ lies on a tmpfs of bounded size (never the machine's own disk), while
 FILE's size is sampled every 0.2 s; after `h5fs -u` the tree FILE holds is
 written by h5py into a fresh file (same groups, datasets with their type,
 shape, chunks, filters and maxshape, attributes), and both sizes are
-printed with their ratio, and FILE's largest size while mounted:
+printed with their ratio, and FILE's largest size while mounted; then
+the disk space (st_blocks) of FILE after `h5fs -u`, the largest sampled
+while mounted, FILE's live data (h5fs-ls --space: bytes something
+reachable uses) and the h5py copy's disk space (issue 69):
 
   mix     4 processes for --seconds: new files (cp-like), appends,
           truncate up and to 0, overwrites, unlink, rename, mkdir/rmdir,
@@ -17,6 +20,15 @@ printed with their ratio, and FILE's largest size while mounted:
   cptree  cp -r of 1,000 files of 4 KiB
   mkrm    3,000 mkdir/rmdir in a libver="latest" group
   grow    truncate -s 1G of a growable dataset, then 1 MiB appended
+  rm      a 300 MiB and a 1 MiB file written, the large one removed
+          (FILE's disk usage printed in that mount, after a sync); after
+          `h5fs -u` a second mount writes 300 MiB again: how much FILE's
+          length grew for it (issue 69: nothing when the freed space is
+          found again)
+  rmx     40 files of 1 MiB interleaved with 40 setfattr, all removed
+  cpmix   cp -r of 500 files of 1-64 KiB (random sizes; NOTE bytes: their sum)
+  churn   1,500 rounds of mkdir/rmdir of 8 recurring names and 1,500
+          unique ones in a libver="latest" group
   fsstress, fsstress-latest
           xfstests' fsstress -p 8 -n 5000 -s 1 (--fsstress-ops) in the group, FILE h5py
           default or libver="latest" (only with --fsstress PATH: its
@@ -120,6 +132,79 @@ def w_grow(mnt, secs):
     return "1 GiB + 1 MiB"
 
 
+def sync_dir(p):
+    fd = os.open(p, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def put_mib(p, mib):
+    block = os.urandom(1 << 20)
+    with open(p, "wb") as fh:
+        for _ in range(mib):
+            fh.write(block)
+
+
+def disk(path):
+    return os.stat(path).st_blocks * 512
+
+
+NOTE = {}
+
+
+def w_rm(mnt, secs):
+    g = os.path.join(mnt, "g")
+    put_mib(os.path.join(g, "big"), 300)
+    put_mib(os.path.join(g, "small"), 1)
+    sync_dir(g)
+    os.unlink(os.path.join(g, "big"))
+    sync_dir(g)
+    NOTE["rm_mounted"] = disk(NOTE["path"])
+    return "300 + 1 MiB, rm 300"
+
+
+def w_rmx(mnt, secs):
+    g = os.path.join(mnt, "g")
+    for i in range(40):
+        put_mib(os.path.join(g, "f%d" % i), 1)
+        os.setxattr(g, "user.a%d" % i, b"x" * 200)
+    for i in range(40):
+        os.unlink(os.path.join(g, "f%d" % i))
+        os.removexattr(g, "user.a%d" % i)
+    sync_dir(g)
+    return "40 x (1 MiB + setfattr), rm"
+
+
+def w_cpmix(mnt, secs):
+    src = tempfile.mkdtemp(prefix="h5fs-cpmix-")
+    rng = random.Random(69)
+    total = 0
+    try:
+        for i in range(500):
+            n = rng.randint(1024, 65536)
+            total += n
+            with open(os.path.join(src, "f%04d" % i), "wb") as fh:
+                fh.write(os.urandom(n))
+        subprocess.run(["cp", "-r", src, os.path.join(mnt, "g", "tree")], check=True)
+    finally:
+        shutil.rmtree(src)
+    NOTE["bytes"] = total
+    return "500 files of 1-64 KiB"
+
+
+def w_churn(mnt, secs):
+    g = os.path.join(mnt, "g")
+    for i in range(1500):
+        a, b = os.path.join(g, "r%d" % (i % 8)), os.path.join(g, "unique_name_%05d" % i)
+        os.mkdir(a)
+        os.mkdir(b)
+        os.rmdir(a)
+        os.rmdir(b)
+    return "3,000 mkdir/rmdir"
+
+
 FSSTRESS = [None, 5000]
 
 
@@ -131,7 +216,8 @@ def w_fsstress(mnt, secs):
 
 WORKLOADS = {"mix": ("earliest", w_mix), "cptree": ("earliest", w_cptree), "mkrm": ("latest", w_mkrm),
              "grow": ("earliest", w_grow), "fsstress": ("earliest", w_fsstress),
-             "fsstress-latest": ("latest", w_fsstress)}
+             "fsstress-latest": ("latest", w_fsstress), "rm": ("earliest", w_rm), "rmx": ("earliest", w_rmx),
+             "churn": ("latest", w_churn), "cpmix": ("earliest", w_cpmix)}
 
 
 def run(h5fs, name, secs, tmpfs_mb):
@@ -147,13 +233,16 @@ def run(h5fs, name, secs, tmpfs_mb):
         mnt = os.path.join(fsdir, "mnt")
         os.makedirs(mnt)
         subprocess.run([h5fs, path, mnt], check=True)
-        peak = [0]
+        peak = [0, 0]
         stop = threading.Event()
+        NOTE.clear()
+        NOTE["path"] = path
 
         def sample():
             while not stop.is_set():
                 try:
                     peak[0] = max(peak[0], os.path.getsize(path))
+                    peak[1] = max(peak[1], disk(path))
                 except OSError:
                     pass
                 time.sleep(0.2)
@@ -170,12 +259,23 @@ def run(h5fs, name, secs, tmpfs_mb):
             urc = subprocess.run([h5fs, "-u", mnt]).returncode
         t = time.time() - t0
         size = os.path.getsize(path)
+        fdisk = disk(path)
+        live = space_used(h5fs, path)
+        if name == "rm":
+            subprocess.run([h5fs, path, mnt], check=True)
+            try:
+                put_mib(os.path.join(mnt, "g", "big2"), 300)
+                sync_dir(os.path.join(mnt, "g"))
+            finally:
+                subprocess.run([h5fs, "-u", mnt])
+            NOTE["next_grew"] = os.path.getsize(path) - size
         refdir = tempfile.mkdtemp(prefix="h5fs-space-ref-")
         subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%dm" % (2 * tmpfs_mb), "tmpfs", refdir], check=True)
         try:
             ref = os.path.join(refdir, "h5py.h5")
             copy_sparse(path, ref, libver)
             rsize = os.path.getsize(ref)
+            rdisk = disk(ref)
         finally:
             subprocess.run(["umount", "-l", refdir])
             shutil.rmtree(refdir, ignore_errors=True)
@@ -183,9 +283,23 @@ def run(h5fs, name, secs, tmpfs_mb):
             what += ", h5fs -u exit %d" % urc
         print("%-7s %-22s %6.1f s  FILE %12d  peak %12d  h5py %12d  FILE/h5py %.2f  peak/h5py %.2f" % (
             name, what, t, size, peak[0], rsize, size / rsize, peak[0] / rsize), flush=True)
+        print("        disk: FILE %12d  peak %12d  live %12d  h5py %12d  FILE/live %.2f  FILE/h5py %.2f%s" % (
+            fdisk, peak[1], live, rdisk, fdisk / max(live, 1), fdisk / max(rdisk, 1),
+            "".join("  %s %d" % kv for kv in sorted(NOTE.items()) if kv[0] != "path")), flush=True)
     finally:
         subprocess.run(["umount", "-l", fsdir])
         shutil.rmtree(fsdir, ignore_errors=True)
+
+
+def space_used(h5fs, path):
+    """FILE's live data: h5fs-ls --space's used bytes (0 when unknown)."""
+    import json
+    ls = os.path.join(os.path.dirname(h5fs), "h5fs-ls")
+    r = subprocess.run([ls, "--space", "--json", path], capture_output=True, text=True)
+    try:
+        return json.loads(r.stdout)["used"]
+    except (ValueError, KeyError):
+        return 0
 
 
 def copy_sparse(src, dst, libver):

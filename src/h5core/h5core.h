@@ -685,6 +685,11 @@ typedef struct h5_space_report {
 				   * what they reach shows as unreferenced */
 	uint64_t objects;         /* object headers walked */
 	uint64_t extents;         /* extents found before merging */
+	uint64_t disk;            /* disk space FILE takes (st_blocks; 0: unknown) */
+	uint64_t punched;         /* bytes of [0, eoa) that are holes (no disk blocks) */
+	uint64_t marked_free;     /* of unreferenced: extents h5fs's free markers name
+				   * (freed by a read-write mount, given back to the
+				   * host; the next mount reuses them) */
 } h5_space_report;
 int h5_space_report_get(h5_space_report *out, h5_file *f);
 

@@ -25,6 +25,14 @@ static void print_text(const h5_space_report *r, const char *file)
 	       r->unreferenced);
 	if (r->tracked_free)
 		printf("  of which %" PRIu64 " bytes are listed by libhdf5's free-space managers\n", r->tracked_free);
+	if (r->marked_free)
+		printf("  of which %" PRIu64 " bytes are free (freed by h5fs, reused by its next mount)\n",
+		       r->marked_free);
+	if (r->disk)
+		printf("  on disk:       %" PRIu64 " bytes (st_blocks)\n", r->disk);
+	if (r->punched)
+		printf("  punched:       %" PRIu64 " bytes below the end of allocation are holes (no disk blocks)\n",
+		       r->punched);
 	if (r->skipped)
 		printf("  skipped:       %" PRIu64 " damaged attributes or free-space managers (what they\n"
 		       "                 reach counts as unreferenced)\n", r->skipped);
@@ -44,9 +52,10 @@ static int print_json(const h5_space_report *r, const char *file)
 	jb_printf(&s, ", \"size\": %" PRIu64 ", \"userblock\": %" PRIu64 ", \"allocated\": %" PRIu64
 		  ", \"used\": %" PRIu64 ", \"metadata\": %" PRIu64 ", \"raw\": %" PRIu64
 		  ", \"unreferenced\": %" PRIu64 ", \"tracked_free\": %" PRIu64 ", \"past_eoa\": %" PRIu64
-		  ", \"skipped\": %" PRIu64 ", \"objects\": %" PRIu64 "}",
+		  ", \"skipped\": %" PRIu64 ", \"objects\": %" PRIu64 ", \"free\": %" PRIu64 ", \"disk\": %" PRIu64
+		  ", \"punched\": %" PRIu64 "}",
 		  r->file_size, r->user_block, r->eoa, r->used, r->meta, r->raw, r->unreferenced, r->tracked_free,
-		  r->past_eoa, r->skipped, r->objects);
+		  r->past_eoa, r->skipped, r->objects, r->marked_free, r->disk, r->punched);
 	jb_done(&s);
 	if (s.nomem) {
 		fprintf(stderr, "h5fs-ls: out of memory\n");

@@ -30,6 +30,11 @@ bool lbatch_lookup(h5fs *fs, h5_file *f, uint64_t group, const char *name, uint6
 /* Batches linked so far: a lookup that found NAME neither in FILE nor
  * pending looks in FILE again when a batch was linked meanwhile. */
 uint64_t lbatch_commits(h5fs *fs);
+/* A pending new file (header addr in f) given up before its name was
+ * linked: out of the batch, its header no longer loose (its space
+ * unreferenced). 1 with *name (malloc'd) and *pino (its group's node),
+ * or 0 when it is not pending (linked already, or another file's). */
+int lbatch_forget(h5fs *fs, h5_file *f, uint64_t addr, char **name, uint64_t *pino);
 void lbatch_stop(h5fs *fs);
 
 #endif

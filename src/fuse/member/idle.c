@@ -64,12 +64,21 @@ static bool idle_for_long(const struct wfile *w, const void *arg)
 /* Attribute and link changes idle for idle ns: made durable, FILE trimmed. */
 static void meta_idle(h5fs *fs, int64_t now, int64_t idle)
 {
-	bool due;
+	bool due, freed;
 
 	pthread_mutex_lock(&fs->wmu);
-	due = fs->meta_unsynced && !fs->lost && now - fs->meta_ns >= idle;
+	/* (storage freed: at once, so its space goes back to the host) */
+	freed = fs->meta_freed;
+	due = fs->meta_unsynced && !fs->lost && (now - fs->meta_ns >= idle || freed);
+	if (due)
+		fs->meta_freed = false;
 	pthread_mutex_unlock(&fs->wmu);
-	if (due && fs_meta_sync(fs) == 0)
+	if (!due || fs_meta_sync(fs) != 0)
+		return;
+	if (freed)
+		h5fs_log(fs, LOG_INFO, "storage freed: fsync'd, its space given back to the host, %s trimmed to its "
+			 "end of allocation", h5_file_path(fs->f));
+	else
 		h5fs_log(fs, LOG_INFO, "attribute and link changes idle for %u s: fsync'd, %s trimmed to its end "
 			 "of allocation", fs->cfg.idle_commit, h5_file_path(fs->f));
 }

@@ -44,6 +44,7 @@ struct lbatch {
 	struct commit_slot t;           /* its timer (commit/sched.c); t.mu: the batch, held across its commit */
 	struct use u;           /* the group, held (FILE's lock too) while pending */
 	char *path;             /* the group's, for log lines */
+	uint64_t pino;          /* the group's node (lbatch_forget) */
 	char **names;
 	uint64_t *addrs;
 	size_t count, cap;
@@ -254,6 +255,7 @@ static int begin_locked(h5fs *fs, struct lbatch *lb, struct node *p)
 {
 	int err = commit_begin(&lb->u, fs, p, 0, "create");
 
+	lb->pino = p->ino;
 	if (!err && !(lb->path = strdup(p->path))) {
 		commit_end(fs, &lb->u, false);
 		err = ENOMEM;
@@ -393,6 +395,33 @@ bool lbatch_lookup(h5fs *fs, h5_file *f, uint64_t group, const char *name, uint6
 	pthread_mutex_lock(&lb->t.mu);
 	if (lb->count && lb->u.f == f && lb->u.addr == group)
 		found = pending_locked(lb, name, addr);
+	pthread_mutex_unlock(&lb->t.mu);
+	return found;
+}
+
+int lbatch_forget(h5fs *fs, h5_file *f, uint64_t addr, char **name, uint64_t *pino)
+{
+	struct lbatch *lb = __atomic_load_n(&fs->lb, __ATOMIC_ACQUIRE);
+	int found = 0;
+
+	if (!lb || !__atomic_load_n(&lb->count, __ATOMIC_ACQUIRE))
+		return 0;
+	pthread_mutex_lock(&lb->t.mu);
+	for (size_t i = 0; lb->count && lb->u.f == f && i < lb->count; i++) {
+		if (lb->addrs[i] != addr)
+			continue;
+		*name = lb->names[i];
+		*pino = lb->pino;
+		lb->name_bytes -= strlen(lb->names[i]);
+		memmove(&lb->names[i], &lb->names[i + 1], (lb->count - i - 1) * sizeof(*lb->names));
+		memmove(&lb->addrs[i], &lb->addrs[i + 1], (lb->count - i - 1) * sizeof(*lb->addrs));
+		__atomic_store_n(&lb->count, lb->count - 1, __ATOMIC_RELEASE);
+		h5_dataset_loose_drop(f, addr);
+		if (!lb->count)
+			release_locked(fs, lb);
+		found = 1;
+		break;
+	}
 	pthread_mutex_unlock(&lb->t.mu);
 	return found;
 }

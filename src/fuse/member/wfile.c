@@ -182,6 +182,8 @@ int wfile_reserve(h5fs *fs, struct wfile *w, uint64_t append_bytes, uint64_t ow_
 		rc = h5_append_reserve(w->a, append_bytes);
 	if (rc == 0 && ow_bytes && w->ow)
 		rc = h5_overwrite_reserve(w->ow, ow_bytes);
+	if (rc == H5_ERR_NOSPC)
+		__atomic_store_n(&w->nospc, true, __ATOMIC_RELAXED);
 	return rc == 0 ? 0 : commit_refuse(fs, rc, "write", w->n->path, NULL);
 }
 

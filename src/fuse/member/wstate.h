@@ -61,6 +61,9 @@ struct wfile {
 	 * contents); failed (atomic) says one did */
 	h5_empty_undo undo;
 	bool failed;
+	/* (atomic) a write refused for space before its answer: a new file
+	 * left empty by it loses its name at release (wfile_release) */
+	bool nospc;
 };
 
 /* wqueue.c: the node's queue joined (want: opened to read and write, a

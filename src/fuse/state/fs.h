@@ -300,6 +300,8 @@ struct h5fs {
 	 * last was (under wmu; member/idle.c makes them durable) */
 	bool meta_unsynced;
 	int64_t meta_ns;
+	bool meta_freed;        /* storage freed since: the idle kind syncs at its
+				 * next look (member/gone.c, idle.c: issue 69) */
 	uint64_t meta_seq;      /* changes remembered: a sync clears
 				 * meta_unsynced only when none came while it ran */
 	/* A change answered before it was written failed (write-behind):

@@ -7,9 +7,8 @@
  * to still references it, only once an fsync that began after that
  * change's last write has completed (write/space.h). Until then it is
  * pending; released extents merge with their released neighbours and are
- * handed out best fit. Pure bookkeeping: no I/O, no file. Not persisted
- * (libhdf5 without persistent free-space tracking loses its free list at
- * close too).
+ * handed out best fit. Pure bookkeeping: no I/O, no file (the next
+ * mount finds released space through write/space_punch.c's markers).
  */
 #ifndef H5_BASE_FREESP_H
 #define H5_BASE_FREESP_H

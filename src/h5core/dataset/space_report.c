@@ -36,6 +36,7 @@
 #include "dataset.h"
 #include "cidx.h"
 #include "space_report.h"
+#include "freemark.h"
 
 /* Bytes of variable-length references read at a time. */
 #define SW_WINDOW ((size_t)1 << 20)
@@ -335,6 +336,35 @@ static int walk_object(space_walk *w, uint64_t addr)
 	return rc;
 }
 
+/* A hole of [0, eoa): its bytes counted as punched, and the extent a
+ * free marker in the block before it names (write/space_punch.c) as
+ * marked free */
+struct hole_ctx {
+	h5_space_report *r;
+	h5_file *f;
+};
+
+static int hole_count(void *ud, uint64_t h, uint64_t d)
+{
+	struct hole_ctx *c = ud;
+	h5_space_report *r = c->r;
+	uint8_t b[H5_FREEMARK_LEN];
+	uint64_t len, a;
+
+	r->punched += (d < r->eoa ? d : r->eoa) - h;
+	if ((r->user_block + h) % H5_FREEMARK_BLOCK || h < H5_FREEMARK_BLOCK)
+		return 0;
+	a = h - H5_FREEMARK_BLOCK;
+	if (h5_file_read(c->f, a, b, sizeof(b)) < 0) {
+		h5_err_clear();
+		return 0;
+	}
+	len = h5_freemark_decode(b, r->user_block, a, r->eoa);
+	if (len && d >= a + len)
+		r->marked_free += len;
+	return 0;
+}
+
 int h5_space_report_get(h5_space_report *out, h5_file *f)
 {
 	space_walk w = { .f = f };
@@ -373,6 +403,12 @@ int h5_space_report_get(h5_space_report *out, h5_file *f)
 	out->skipped = w.skipped;
 	out->objects = w.objs.n;
 	out->extents = w.ext.n;
+	out->disk = h5_file_disk_bytes(f);
+	{
+		struct hole_ctx c = { out, f };
+
+		rc = h5_file_holes(f, 0, f->eoa, hole_count, &c);
+	}
 out:
 	h5_space_list_free(&w.ext);
 	h5_addrset_free(&w.objs);

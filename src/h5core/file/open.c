@@ -262,6 +262,7 @@ void h5_file_close(h5_file *f)
 	free(f->dir_name);
 	free(f->front);
 	h5_freesp_clear(&f->freesp);
+	h5_freesp_clear(&f->marks);
 	free(f->owned);
 	free(f->loose);
 	h5_freesp_clear(&f->lheap_names);

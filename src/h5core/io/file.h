@@ -132,6 +132,17 @@ struct h5_file {
 	 * allocations from the free list (a commit whose new space went
 	 * there still fsyncs it before its switch: ohdr_edit.c) */
 	h5_freesp freesp;
+	/* under write_lock: the released extents given back to the host
+	 * (write/space_punch.c), each by its whole 4 KiB blocks [addr, +len):
+	 * a hole punched after a free marker in its first block (ticket
+	 * H5_PUNCH_MARKED) or, one block, a hole alone (H5_PUNCH_BARE); the
+	 * free list's released bytes and count when last matched (a sweep
+	 * only after a change), and punching found unsupported */
+	h5_freesp marks;
+	uint64_t marks_rel;
+	size_t marks_n;
+	bool punch_off;
+	bool marks_found;       /* FILE's free markers read (h5_space_end) */
 	/* Reader sections (h5_file_read_begin/end: the daemon's metadata
 	 * requests): space freed while one that began before is active is
 	 * held back (quar, under write_lock) until it ends - a reader may be
@@ -323,6 +334,18 @@ int h5_file_backed(h5_file *f, uint64_t abs, uint64_t len);
 /* Whether [addr, addr+len) (relative) holds disk blocks throughout: no
  * hole in it (space freed before it was written: h5_space_take). */
 bool h5_file_solid(h5_file *f, uint64_t addr, uint64_t len);
+/* [addr, addr+len) (relative) given back to the host: a hole punched,
+ * FILE's length kept (fallocate PUNCH_HOLE|KEEP_SIZE). Only for space no
+ * durable state references (write/space_punch.c); H5_ERR_UNSUPPORTED where
+ * the source or its file system has no hole punching. Under write_lock. */
+int h5_file_punch(h5_file *f, uint64_t addr, uint64_t len);
+/* FILE's holes in [from, to) (relative; below its length): cb(ud, h, d)
+ * for each hole [h, d) (relative; d: FILE's length for a hole to its end)
+ * until cb returns non-zero, which is returned. A source without a
+ * descriptor has none. */
+int h5_file_holes(h5_file *f, uint64_t from, uint64_t to, int (*cb)(void *ud, uint64_t h, uint64_t d), void *ud);
+/* The disk space FILE takes (st_blocks), or 0 without a descriptor. */
+uint64_t h5_file_disk_bytes(h5_file *f);
 
 /* Stamps: a local file's fstat as opened (h5_file_stamp_take, at open),
  * and the H5_CHANGED_* bits of f's own bytes and path against it (the

@@ -23,8 +23,9 @@
  *   are of the allocation end, not summed over the writers waiting).
  * FILE below solid_end holds disk blocks throughout (probed with
  * SEEK_HOLE, raised by allocations): a write there costs no system call.
- * h5fs itself makes holes only by growing FILE (truncate, a write past a
- * gap), never by punching them.
+ * h5fs makes holes by growing FILE (truncate, a write past a gap) and by
+ * punching space its durable commits freed (h5_file_punch, called by
+ * write/space_punch.c only: issue 69).
  */
 #define _GNU_SOURCE /* SEEK_HOLE, SEEK_DATA */
 #include "source.h"
@@ -143,12 +144,14 @@ static int back_locked(h5_file *f, uint64_t abs, uint64_t end, unsigned part)
 	return rc;
 }
 
-static int backed(h5_file *f, uint64_t abs, uint64_t len, unsigned part)
+/* any: also without a margin (h5_file_fill: a hole the caller is about to
+ * use gets its blocks before the answer, margin or not) */
+static int backed(h5_file *f, uint64_t abs, uint64_t len, unsigned part, bool any)
 {
 	uint64_t end;
 	int rc;
 
-	if (!guarded(f) || len == 0 || h5_add_overflow(abs, len, &end) ||
+	if (!(any ? f->src->ops->fd && f->src->ops->allocate : guarded(f)) || len == 0 || h5_add_overflow(abs, len, &end) ||
 	    end <= __atomic_load_n(&f->solid_end, __ATOMIC_ACQUIRE))
 		return 0;
 	pthread_mutex_lock(&f->fill_lock);
@@ -159,7 +162,7 @@ static int backed(h5_file *f, uint64_t abs, uint64_t len, unsigned part)
 
 int h5_file_backed(h5_file *f, uint64_t abs, uint64_t len)
 {
-	return backed(f, abs, len, 2);
+	return backed(f, abs, len, 2, false);
 }
 
 int h5_file_fill(h5_file *f, uint64_t addr, uint64_t len, bool answered)
@@ -168,7 +171,10 @@ int h5_file_fill(h5_file *f, uint64_t addr, uint64_t len, bool answered)
 
 	if (h5_add_overflow(f->base, addr, &abs))
 		return h5_err_set(H5_ERR_LIMIT, "file size overflows");
-	return backed(f, abs, len, answered ? 2 : 1);
+	/* (punched holes, write/space_punch.c, are made with or without a
+	 * margin: a freed extent handed out again must hold its blocks before
+	 * the change is answered) */
+	return backed(f, abs, len, answered ? 2 : 1, true);
 }
 
 bool h5_file_solid(h5_file *f, uint64_t addr, uint64_t len)
@@ -178,8 +184,10 @@ bool h5_file_solid(h5_file *f, uint64_t addr, uint64_t len)
 	int fd;
 	bool solid;
 
-	if (!guarded(f) || len == 0 || h5_add_overflow(f->base, addr, &abs) || h5_add_overflow(abs, len, &end) ||
-	    end <= __atomic_load_n(&f->solid_end, __ATOMIC_ACQUIRE))
+	/* (with or without a margin: a punched extent, write/space_punch.c,
+	 * has no blocks a reserve may count) */
+	if (!f->src->ops->fd || len == 0 || h5_add_overflow(f->base, addr, &abs) ||
+	    h5_add_overflow(abs, len, &end) || end <= __atomic_load_n(&f->solid_end, __ATOMIC_ACQUIRE))
 		return true;
 	fd = f->src->ops->fd(f->src);
 	if (fd < 0 || fstat(fd, &st) < 0)
@@ -187,6 +195,8 @@ bool h5_file_solid(h5_file *f, uint64_t addr, uint64_t len)
 	pthread_mutex_lock(&f->fill_lock);
 	solid = (f->falloc_hi && abs >= f->falloc_lo && end <= f->falloc_hi) ||
 		unbacked(&first, fd, abs, end, (uint64_t)st.st_size) == 0;
+	if (solid)
+		solid_probe(f, fd);     /* (the next asks below it: no system call) */
 	pthread_mutex_unlock(&f->fill_lock);
 	return solid;
 }
@@ -263,4 +273,69 @@ int h5_file_allocate(h5_file *f, uint64_t addr, uint64_t len)
 out:
 	pthread_mutex_unlock(&f->fill_lock);
 	return rc;
+}
+
+int h5_file_punch(h5_file *f, uint64_t addr, uint64_t len)
+{
+	uint64_t abs, end;
+	int rc;
+
+	if (!f->writable || !f->src->ops->punch)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "%s: no hole punching", f->path);
+	if (f->lazy_lock && !__atomic_load_n(&f->locked, __ATOMIC_ACQUIRE))
+		return h5_err_set(H5_ERR_BUSY, "%s: punched without its lock", f->path);
+	if (len == 0)
+		return 0;
+	if (h5_add_overflow(f->base, addr, &abs) || h5_add_overflow(abs, len, &end) || end > (uint64_t)INT64_MAX)
+		return h5_err_set(H5_ERR_LIMIT, "punch out of range");
+	pthread_mutex_lock(&f->fill_lock);
+	__atomic_store_n(&f->wrote, true, __ATOMIC_RELAXED);
+	rc = f->src->ops->punch(f->src, abs, len);
+	/* a hole now (even when the call failed half way): no block below
+	 * solid_end is assumed, nor in the range allocated ahead */
+	if (__atomic_load_n(&f->solid_end, __ATOMIC_RELAXED) > abs)
+		__atomic_store_n(&f->solid_end, abs, __ATOMIC_RELEASE);
+	if (f->falloc_hi && abs < f->falloc_hi && end > f->falloc_lo)
+		f->falloc_hi = 0;
+	pthread_mutex_unlock(&f->fill_lock);
+	return rc;
+}
+
+int h5_file_holes(h5_file *f, uint64_t from, uint64_t to, int (*cb)(void *ud, uint64_t h, uint64_t d), void *ud)
+{
+	struct stat st;
+	uint64_t pos, lim, size;
+	int fd, rc = 0;
+
+	if (!f->src->ops->fd || (fd = f->src->ops->fd(f->src)) < 0 || fstat(fd, &st) < 0)
+		return 0;
+	size = (uint64_t)st.st_size;
+	if (h5_add_overflow(f->base, from, &pos) || h5_add_overflow(f->base, to, &lim))
+		return 0;
+	if (lim > size)
+		lim = size;
+	while (rc == 0 && pos < lim) {
+		off_t h = lseek(fd, (off_t)pos, SEEK_HOLE), d;
+
+		if (h < 0 || (uint64_t)h >= lim)
+			break;
+		d = lseek(fd, h, SEEK_DATA);
+		if (d < 0)
+			d = (off_t)size;        /* (ENXIO: a hole to the end) */
+		if ((uint64_t)d <= (uint64_t)h)
+			break;
+		rc = cb(ud, (uint64_t)h - f->base, (uint64_t)d - f->base);
+		pos = (uint64_t)d;
+	}
+	return rc;
+}
+
+uint64_t h5_file_disk_bytes(h5_file *f)
+{
+	struct stat st;
+	int fd;
+
+	if (!f->src->ops->fd || (fd = f->src->ops->fd(f->src)) < 0 || fstat(fd, &st) < 0)
+		return 0;
+	return (uint64_t)st.st_blocks * 512;
 }

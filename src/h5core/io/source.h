@@ -40,6 +40,11 @@ typedef struct h5_source_ops {
 	/* Allocate [off, off+len) (extending the object with zeros): later
 	 * writes there cannot run out of space. NULL: not needed (memory). */
 	int (*allocate)(h5_source *s, uint64_t off, uint64_t len);
+	/* [off, off+len) (inside the object) no longer needs its storage: it
+	 * reads as zeros after, the size stays (fallocate PUNCH_HOLE|
+	 * KEEP_SIZE). H5_ERR_UNSUPPORTED where the file system has none.
+	 * NULL: not offered (write/space_punch.c then keeps the blocks). */
+	int (*punch)(h5_source *s, uint64_t off, uint64_t len);
 	/* The object's current size, asked again (appends, fstat). Required. */
 	int (*size)(h5_source *s, uint64_t *out);
 	/* A descriptor the FUSE side may splice from, or -1 (remote, memory). */

@@ -194,6 +194,15 @@ static int local_allocate(h5_source *s, uint64_t off, uint64_t len)
 	return 0;
 }
 
+static int local_punch(h5_source *s, uint64_t off, uint64_t len)
+{
+	if (fallocate(((local_source *)s)->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) < 0)
+		return h5_err_set(errno == EOPNOTSUPP || errno == ENOSYS ? H5_ERR_UNSUPPORTED : write_err(errno),
+				  "punching %llu bytes at 0x%llx: %s", (unsigned long long)len,
+				  (unsigned long long)off, strerror(errno));
+	return 0;
+}
+
 static int local_size(h5_source *s, uint64_t *out)
 {
 	struct stat st;
@@ -245,6 +254,7 @@ static const h5_source_ops local_ops = {
 	.sync_hint = local_sync_hint,
 	.truncate = local_truncate,
 	.allocate = local_allocate,
+	.punch = local_punch,
 	.size = local_size,
 	.fd = local_fd,
 	.close = local_close,

@@ -6,7 +6,8 @@
  * Log format (little-endian): per write 'W', u64 offset, u64 length, the
  * bytes; per sync 'S'; per size change 'T', u64 new size, u64 0 (a crash
  * image must know FILE's length: libhdf5 refuses a file shorter than its
- * end of allocated space). */
+ * end of allocated space). A punched hole is logged as a write of zeros
+ * (what it reads as after: a replay needs no tag of its own). */
 #include "base.h"
 #include "source.h"
 #include "rd.h"
@@ -121,6 +122,27 @@ static int trace_allocate(h5_source *s, uint64_t off, uint64_t len)
 	return rc < 0 ? rc : trace_log(t, 'T', end, NULL, 0);
 }
 
+static int trace_punch(h5_source *s, uint64_t off, uint64_t len)
+{
+	trace_source *t = (trace_source *)s;
+	uint8_t *zero;
+	int rc;
+
+	if (!t->inner->ops->punch)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "no hole punching");
+	if ((rc = trace_step(t, "punch")) < 0)
+		return rc;
+	if ((rc = t->inner->ops->punch(t->inner, off, len)) < 0)
+		return rc;
+	if (!t->log)
+		return 0;
+	if (len > SIZE_MAX || !(zero = calloc(1, len ? (size_t)len : 1)))
+		return h5_err_set(H5_ERR_NOMEM, "I/O trace: out of memory");
+	rc = trace_log(t, 'W', off, zero, (size_t)len);
+	free(zero);
+	return rc;
+}
+
 static int trace_size(h5_source *s, uint64_t *out)
 {
 	trace_source *t = (trace_source *)s;
@@ -162,6 +184,7 @@ static const h5_source_ops trace_ops = {
 	.sync_hint = trace_sync_hint,
 	.truncate = trace_truncate,
 	.allocate = trace_allocate,
+	.punch = trace_punch,
 	.size = trace_size,
 	.fd = trace_fd,
 	.close = trace_close,

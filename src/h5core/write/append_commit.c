@@ -44,11 +44,13 @@ int h5_astream_msgs(const h5_msg **ds, const h5_msg **lay, const h5_ohdr *oh)
 
 /* ---- committing ---------------------------------------------------------------- */
 
-/* Chunks of a new file's dataset (loose.h) made the smallest power of two
- * that holds its rows at its first commit, 4 KiB at least, when they are
- * fewer than one chunk (cp makes 64 KiB chunks, for large copies: cp -r of
- * 1,000 files of 4 KiB wrote and kept 64 KiB each, 17 times the bytes;
- * issue 55). Only before anything was staged, indexed or committed, and
+/* Chunks of a new file's dataset (loose.h) made exactly its rows at its
+ * first commit, 4 KiB at least, when they are fewer than one chunk (cp
+ * makes 64 KiB chunks, for large copies: cp -r of 1,000 files of 4 KiB
+ * wrote and kept 64 KiB each, 17 times the bytes; issue 55. The smallest
+ * power of two, as it was, kept cp -r of files of 1-64 KiB at 1.4 times
+ * their bytes, a multiple of 4 KiB at 1.14: issue 69 item 4; the 4 KiB
+ * floor keeps a later append to a tiny file from making tiny chunks). Only before anything was staged, indexed or committed, and
  * only while the header is loose: its layout message (v3, chunked, as
  * dset_enc.c writes one) is patched in place with no order to keep.
  * Later rows (cat >> of the file) go into the smaller chunks. Under
@@ -59,7 +61,7 @@ static int rechunk_small(h5_astream *s)
 	h5_ohdr_edit e = { 0 };
 	const h5_msg *ds, *lay;
 	h5_dataset *d = NULL;
-	uint64_t c0 = s->esize && s->esize < 4096 ? 4096 / s->esize : 1;
+	uint64_t unit = s->esize && s->esize < 4096 ? 4096 / s->esize : 1, c0;
 	uint8_t v[4];
 	bool written = false;
 	int rc;
@@ -68,8 +70,7 @@ static int rechunk_small(h5_astream *s)
 	    !h5_loose_enter(f, s->addr))
 		return 0;
 	h5_loose_leave(f, true);
-	while (c0 < s->nbuf)
-		c0 *= 2;
+	c0 = s->nbuf > unit ? s->nbuf : unit;
 	if (c0 >= s->chunk[0])
 		return 0;
 	/* the dataset as FILE has it now, not as the stream last saw it: a

@@ -44,6 +44,9 @@ uint64_t h5_space_end(h5_file *f)
 	/* 0: nothing allocated since the file was opened */
 	if (f->alloc_end == 0)
 		f->alloc_end = f->eoa;
+	/* the free space an earlier mount gave back (space_punch.c) */
+	if (!f->marks_found)
+		h5_space_punch_recover(f);
 	return f->alloc_end;
 }
 
@@ -120,6 +123,12 @@ void h5_space_settle(h5_file *f)
 {
 	uint64_t end = h5_space_end(f);
 
+	/* FILE not ours to write now: the end stays above free markers it
+	 * could not zero (space_punch.c) */
+	if (f->marks.n && !h5_space_punch_ready(f)) {
+		release(f, NULL);
+		return;
+	}
 	release(f, &end);
 	if (end < f->alloc_end) {
 		/* space below the old end is handed out again: new space for
@@ -130,6 +139,8 @@ void h5_space_settle(h5_file *f)
 		end_lower(f, end);
 		f->reused++;
 	}
+	/* what is free now, durably, back to the host */
+	h5_space_punch_sweep(f);
 }
 
 /* Released extents a take looks at before it goes to the end. */
@@ -184,6 +195,7 @@ int h5_space_take(uint64_t *addr, h5_file *f, uint64_t len)
 	if (!take_backed(addr, f, len))
 		return h5_space_alloc(addr, f, len);
 	f->reused++;
+	h5_space_punch_taken(f, *addr, len);
 	/* what readers decoded from the old bytes is stale now */
 	h5_cache_invalidate_range(f->meta, *addr, *addr + len);
 	if (f->chunks && f->chunks != f->meta)
@@ -360,6 +372,14 @@ void h5_file_space_handover(h5_file *to, h5_file *from)
 		to->alloc_high = from->alloc_high > from->alloc_end ? from->alloc_high : from->alloc_end;
 		to->freesp = from->freesp;
 		from->freesp = (h5_freesp){ 0 };
+		/* its free markers too (space_punch.c): `to` reads none */
+		h5_freesp_clear(&to->marks);
+		to->marks = from->marks;
+		from->marks = (h5_freesp){ 0 };
+		to->marks_found = true;
+		to->marks_rel = from->marks_rel;
+		to->marks_n = from->marks_n;
+		to->punch_off = from->punch_off;
 		/* and the chunk rewritten last, which h5_file_compact may move
 		 * down at the end of the session */
 		to->last_chunk = from->last_chunk;
