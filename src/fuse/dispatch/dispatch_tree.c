@@ -52,7 +52,7 @@ int disp_entry_of(struct fuse_entry_param *fe, h5fs_mount *m, const struct targe
 	return entry_of(fe, m, t, parent, name, false);
 }
 
-void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+static void op_lookup_gated(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	h5fs_mount *m = fuse_req_userdata(req);
 	struct fuse_entry_param fe;
@@ -71,6 +71,16 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, err);
 	else
 		fuse_reply_entry(req, &fe);
+}
+
+/* (its reply carries entries: counted by the notification gate,
+ * kit/notify.h) */
+void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	unsigned tok = notify_reply_begin();
+
+	op_lookup_gated(req, parent, name);
+	notify_reply_end(tok);
 }
 
 /* No request: a FORGET only gives back references, never opens a
@@ -180,7 +190,7 @@ void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		handle_close(m, &h->n, NULL);   /* interrupted: no releasedir will come */
 }
 
-void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+static void op_readdir_gated(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	h5fs_mount *m = fuse_req_userdata(req);
 	struct dhandle *h = (struct dhandle *)(uintptr_t)fi->fh;
@@ -230,12 +240,20 @@ void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct f
 	free(buf);
 }
 
+void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	unsigned tok = notify_reply_begin();
+
+	op_readdir_gated(req, ino, size, off, fi);
+	notify_reply_end(tok);
+}
+
 /* READDIRPLUS: each entry with its lookup made here, as
  * LOOKUP would make it, so a walk (find, getfattr -R, ls -l) saves a
  * round trip per entry. An entry that does not fit gives its reference
  * back; one whose lookup fails (gone since the listing) goes without
  * attributes (node id 0: the kernel makes nothing of it). */
-void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+static void op_readdirplus_gated(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	h5fs_mount *m = fuse_req_userdata(req);
 	struct dhandle *h = (struct dhandle *)(uintptr_t)fi->fh;
@@ -293,6 +311,14 @@ void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 	disp_target_end(m, &t);
 	fuse_reply_buf(req, buf, pos);
 	free(buf);
+}
+
+void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	unsigned tok = notify_reply_begin();
+
+	op_readdirplus_gated(req, ino, size, off, fi);
+	notify_reply_end(tok);
 }
 
 /* fsync of a directory: its root's changes made durable (and an error
