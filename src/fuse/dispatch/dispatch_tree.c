@@ -197,6 +197,8 @@ static void op_readdir_gated(fuse_req_t req, fuse_ino_t ino, size_t size, off_t 
 	char *buf;
 	size_t pos = 0;
 	uint64_t i;
+	bool listed = false;
+	int err = 0;
 
 	if (!h) {
 		fuse_reply_err(req, EBADF);
@@ -225,8 +227,16 @@ static void op_readdir_gated(fuse_req_t req, fuse_ino_t ino, size_t size, off_t 
 			st.st_ino = FUSE_ROOT_ID;
 			st.st_mode = S_IFDIR;
 		} else {
-			if (h->s->ops->readdir(h->s->r, &d, h->dh, (size_t)(i - 2)) != 0)
+			int r = h->s->ops->readdir(h->s->r, &d, h->dh, (size_t)(i - 2));
+
+			if (r) {
+				/* (a listing made at the first readdir: its error
+				 * comes before any entry of it) */
+				if (r != ENOENT && !listed)
+					err = r;
 				break;
+			}
+			listed = true;
 			name = d.name;
 			st.st_mode = d.type;
 			st.st_ino = dispatch_global(m, h->s->idx, d.ino, h->g, d.name, false);
@@ -236,7 +246,10 @@ static void op_readdir_gated(fuse_req_t req, fuse_ino_t ino, size_t size, off_t 
 			break;
 		pos += len;
 	}
-	fuse_reply_buf(req, buf, pos);
+	if (err)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_buf(req, buf, pos);
 	free(buf);
 }
 
@@ -261,6 +274,7 @@ static void op_readdirplus_gated(fuse_req_t req, fuse_ino_t ino, size_t size, of
 	char *buf;
 	size_t pos = 0;
 	uint64_t i;
+	bool listed = false;
 	int err;
 
 	if (!h) {
@@ -290,8 +304,14 @@ static void op_readdirplus_gated(fuse_req_t req, fuse_ino_t ino, size_t size, of
 			fe.attr.st_ino = i == 0 ? ino : FUSE_ROOT_ID;
 			fe.attr.st_mode = S_IFDIR;
 		} else {
-			if (h->s->ops->readdir(h->s->r, &d, h->dh, (size_t)(i - 2)) != 0)
+			int r = h->s->ops->readdir(h->s->r, &d, h->dh, (size_t)(i - 2));
+
+			if (r) {
+				if (r != ENOENT && !listed)
+					err = r;
 				break;
+			}
+			listed = true;
 			name = d.name;
 			if (entry_of(&fe, m, &t, ino, name, true) != 0) {
 				h5_err_clear();
@@ -309,7 +329,10 @@ static void op_readdirplus_gated(fuse_req_t req, fuse_ino_t ino, size_t size, of
 		pos += len;
 	}
 	disp_target_end(m, &t);
-	fuse_reply_buf(req, buf, pos);
+	if (err)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_buf(req, buf, pos);
 	free(buf);
 }
 

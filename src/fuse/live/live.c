@@ -136,9 +136,17 @@ static struct gen *gen_make(h5fs *fs, h5_file *f)
 }
 
 
+/* A local FILE's watcher looks at it after every inotify event and at
+ * least every refresh seconds whether or not requests come, and each
+ * change it sees tells the kernel exactly what to drop (node_sweep,
+ * through kit/notify.h, whose gate keeps a reply of the old generation
+ * from landing after that): the kernel may keep entries, attributes and
+ * listings as a frozen mount's, and a warm walk or open costs no request
+ * (issue 70). A remote FILE is probed only after a request came
+ * (live_tick): its entries time out so that requests keep coming. */
 double node_timeout(const h5fs *fs)
 {
-	return fs->live ? (double)fs->lv->refresh : H5FS_TIMEOUT;
+	return fs->live && !fs->lv->local ? (double)fs->lv->refresh : H5FS_TIMEOUT;
 }
 
 bool live_checked(const h5fs *fs)

@@ -5,8 +5,11 @@
 #include "member.h"
 #include "handle.h"
 
-/* A directory listing, taken at opendir so that readdir offsets stay
- * meaningful however the kernel splits the reads. */
+/* A directory listing, taken at the handle's first readdir and kept by it
+ * so that readdir offsets stay meaningful however the kernel splits the
+ * reads. Not at opendir: where the kernel keeps listings (cache_readdir)
+ * an opendir it answers from its cache brings no READDIR, and a walk's
+ * every opendir built the whole listing for nothing (issue 70). */
 struct dent {
 	char *name;
 	uint64_t ino;
@@ -22,6 +25,15 @@ struct dirsnap {
 	size_t skipped;
 	int nomem;
 	bool keep_soft;         /* a directory of another file: soft links may lead out */
+	/* taken at the first readdir (mu: the kernel serializes a handle's
+	 * readdirs, but nothing here relies on it) */
+	pthread_mutex_t mu;
+	bool built;
+	int err;                /* the listing's errno, once built */
+	fuse_ino_t ino;
+	struct gen *gen;        /* the generation listed (held), */
+	bool told;              /* and the kernel told to drop the copy of it it
+				 * may take from this handle once it is old */
 };
 
 void dirsnap_free(struct dirsnap *d)
@@ -38,6 +50,8 @@ void dirsnap_free(struct dirsnap *d)
 		}
 	}
 	free(d->e);
+	gen_release(d->gen);
+	pthread_mutex_destroy(&d->mu);
 	free(d);
 }
 
@@ -93,10 +107,9 @@ static unsigned char kind_dtype(h5_obj_kind k)
 
 /* A snapshot of the directory's entries (the kinds and inode numbers of
  * what they lead to): 0 and *out, or an errno (EIO logged). */
-static int do_opendir(struct dirsnap **out, h5fs *fs, fuse_ino_t ino)
+static int do_listing(struct dirsnap *d, h5fs *fs, fuse_ino_t ino)
 {
 	struct node *n = node_get(fs, ino);
-	struct dirsnap *d;
 	struct use u;
 	size_t i;
 	int rc, err = 0;
@@ -111,12 +124,10 @@ static int do_opendir(struct dirsnap **out, h5fs *fs, fuse_ino_t ino)
 	err = node_use(&u, fs, n);
 	if (err)
 		return err;
-	d = calloc(1, sizeof(*d));
-	if (!d) {
-		node_use_end(&u);
-		return ENOMEM;
-	}
 	d->keep_soft = n->fpath != NULL;
+	d->gen = u.g;
+	if (d->gen)
+		gen_hold(d->gen);
 	rc = h5_group_iterate(u.f, u.addr, dirsnap_cb, d);
 	if (d->nomem) {
 		err = ENOMEM;
@@ -175,29 +186,59 @@ static int do_opendir(struct dirsnap **out, h5fs *fs, fuse_ino_t ino)
 		}
 	}
 	node_use_end(&u);
-	*out = d;
 	return 0;
 fail:
 	node_use_end(&u);
-	dirsnap_free(d);
 	return err;
+}
+
+/* The handle's listing, made once (0 or its errno) */
+static int listing(struct dirsnap *d, h5fs *fs)
+{
+	int e;
+
+	pthread_mutex_lock(&d->mu);
+	if (!d->built) {
+		d->err = do_listing(d, fs, d->ino);
+		d->built = true;
+	}
+	e = d->err;
+	/* a listing of a generation the sweep already dropped from the
+	 * kernel's cache would be cached again from this handle's replies:
+	 * dropped again after them (the notification thread waits for
+	 * this request's reply, kit/notify.h) */
+	if (!e && fs->live && d->gen && !d->told && !gen_is_current(fs, d->gen)) {
+		d->told = true;
+		notify_inval_inode(fs->se, fs_ino_out(fs, d->ino), 0, 0);
+	}
+	pthread_mutex_unlock(&d->mu);
+	return e;
 }
 
 int member_opendir(void *r, void **dh, bool *keep, uint64_t ino)
 {
 	h5fs *fs = r;
-	struct dirsnap *d = NULL;
-	int e = do_opendir(&d, fs, ino);
+	struct node *n = node_get(fs, ino);
+	struct dirsnap *d;
+	int e = !n ? ESTALE : node_fresh(fs, n);
 
+	if (!e && n->type != NT_DIR)
+		e = ENOTDIR;
 	if (e)
 		return e;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return ENOMEM;
+	pthread_mutex_init(&d->mu, NULL);
+	d->ino = ino;
 	/* The kernel keeps a listing only where it keeps the entries as
-	 * long (H5FS_TIMEOUT): a live FILE's time out after -o refresh, and
-	 * a walk over a kept listing (du after find) then made a LOOKUP round
-	 * trip per name; asked again, the listing is READDIRPLUS, each entry
-	 * with its attributes (dispatch_tree.c, issue 64). A live FILE's
-	 * listing may change too. */
-	*keep = !fs->live;
+	 * long (H5FS_TIMEOUT): a remote live FILE's time out after -o
+	 * refresh, and a walk over a kept listing (du after find) then made a
+	 * LOOKUP round trip per name; asked again, the listing is
+	 * READDIRPLUS, each entry with its attributes (dispatch_tree.c, issue
+	 * 64). A local live FILE's listing changes only with a new
+	 * generation, whose sweep drops the kernel's copy (node_timeout). */
+	*keep = node_timeout(fs) >= H5FS_TIMEOUT;
 	handle_add(fs, &fs->open_dirs, &d->link);
 	*dh = d;
 	return 0;
@@ -205,10 +246,12 @@ int member_opendir(void *r, void **dh, bool *keep, uint64_t ino)
 
 int member_readdir(void *r, struct root_dirent *out, void *dh, size_t i)
 {
-	const struct dirsnap *d = dh;
+	struct dirsnap *d = dh;
 	const struct dent *e;
+	int err = listing(d, r);
 
-	(void)r;
+	if (err)
+		return err;
 	if (i >= d->n)
 		return ENOENT;
 	e = &d->e[i];
