@@ -48,10 +48,12 @@
  *   leads to a stale node's id is shown under its (parent, name) number
  *   instead (member/lookup.c show_object). An old generation is closed when the last
  *   node and read let go.
- * - The kernel's caches: entries and attributes time out after refresh
- *   seconds; after a change the watcher invalidates every inode (pages,
- *   attributes, cached listings) and the entries whose path now leads
- *   elsewhere. Reads keep the page cache before and after a change (so
+ * - The kernel's caches: a local FILE's entries, attributes and listings
+ *   are kept as a frozen mount's (node_timeout; a remote FILE's time out
+ *   after refresh seconds); after a change the watcher invalidates every
+ *   inode (pages, attributes, cached listings) and the entries whose path
+ *   now leads elsewhere, through the notification thread (kit/notify.h),
+ *   which first lets replies made from the old generation land. Reads keep the page cache before and after a change (so
  *   numpy.memmap works): once checked, every page answered is recorded
  *   and verified before it could meet another version's (live/pcache.c).
  *   Only while descriptors that hold pages of a rewritten version are
