@@ -83,9 +83,14 @@ static void issue(struct fuse_session *se, const struct note *n)
 {
 	/* errors are the kernel's: ENOENT (it holds no such inode or
 	 * entry), ENOTCONN (unmounting); nothing to do about either */
-	if (n->name)
+	if (n->name) {
 		(void)fuse_lowlevel_notify_inval_entry(se, (fuse_ino_t)n->ino, n->name, n->namelen);
-	else
+		/* and the parent's cached listing: the kernel drops it with the
+		 * entry only when it holds that entry, and a name it never
+		 * looked up (one the daemon made) would stay unlisted for as
+		 * long as listings are kept (cache_readdir, H5FS_TIMEOUT) */
+		(void)fuse_lowlevel_notify_inval_inode(se, (fuse_ino_t)n->ino, 0, 0);
+	} else
 		(void)fuse_lowlevel_notify_inval_inode(se, (fuse_ino_t)n->ino, n->off, n->len);
 }
 

@@ -43,7 +43,8 @@ void notify_stop(void);
  * [off, off + len) (len 0: to the end) and a directory's cached listing.
  * se: the session the caller serves (NULL: nothing to tell). */
 void notify_inval_inode(struct fuse_session *se, uint64_t ino, off_t off, off_t len);
-/* The kernel drops the entry name (namelen bytes) of directory parent. */
+/* The kernel drops the entry name (namelen bytes) of directory parent,
+ * and parent's cached listing. */
 void notify_inval_entry(struct fuse_session *se, uint64_t parent, const char *name, size_t namelen);
 /* Waits until everything queued before this call was issued. Never from a
  * request handler (the thread may wait for that request's reply). */
