@@ -11,7 +11,7 @@
  * an opendir it answers from its cache brings no READDIR, and a walk's
  * every opendir built the whole listing for nothing (issue 70). */
 struct dent {
-	char *name;
+	size_t name;            /* offset in the listing's names */
 	uint64_t ino;
 	uint64_t addr;          /* hard links: to find the kind */
 	unsigned char dtype;    /* DT_* */
@@ -22,6 +22,10 @@ struct dirsnap {
 	struct hlink link;      /* first: fs->open_dirs */
 	size_t n, cap;
 	struct dent *e;
+	/* every name, NUL-terminated, in one buffer: a walk's listings made
+	 * a malloc per entry (issue 70) */
+	char *names;
+	size_t names_len, names_cap;
 	size_t skipped;
 	int nomem;
 	bool keep_soft;         /* a directory of another file: soft links may lead out */
@@ -43,13 +47,13 @@ void dirsnap_free(struct dirsnap *d)
 	if (!d)
 		return;
 	for (i = 0; i < d->n; i++) {
-		free(d->e[i].name);
 		if (d->e[i].link) {
 			h5_link_clear(d->e[i].link);
 			free(d->e[i].link);
 		}
 	}
 	free(d->e);
+	free(d->names);
 	gen_release(d->gen);
 	pthread_mutex_destroy(&d->mu);
 	free(d);
@@ -76,13 +80,26 @@ static int dirsnap_cb(const h5_link *l, void *ud)
 		d->e = ne;
 		d->cap = ncap;
 	}
+	if (d->names_cap - d->names_len < (size_t)l->name_len + 1) {
+		size_t ncap = d->names_cap ? d->names_cap * 2 : 4096;
+		char *nn;
+
+		while (ncap - d->names_len < (size_t)l->name_len + 1)
+			ncap *= 2;
+		nn = realloc(d->names, ncap);
+		if (!nn) {
+			d->nomem = 1;
+			return 1;
+		}
+		d->names = nn;
+		d->names_cap = ncap;
+	}
 	e = &d->e[d->n];
 	memset(e, 0, sizeof(*e));
-	e->name = strdup(l->name);
-	if (!e->name) {
-		d->nomem = 1;
-		return 1;
-	}
+	e->name = d->names_len;
+	memcpy(d->names + d->names_len, l->name, l->name_len);
+	d->names[d->names_len + l->name_len] = '\0';
+	d->names_len += (size_t)l->name_len + 1;
 	e->addr = l->type == H5_LINK_HARD ? l->addr : UINT64_MAX;
 	e->dtype = l->type == H5_LINK_HARD ? DT_UNKNOWN : DT_LNK;
 	if (l->type == H5_LINK_EXTERNAL || (l->type == H5_LINK_SOFT && d->keep_soft)) {
@@ -176,7 +193,7 @@ static int do_listing(struct dirsnap *d, h5fs *fs, fuse_ino_t ino)
 				e->dtype = kind_dtype(info.kind);
 			}
 		} else {
-			e->ino = synth_ino(fs, n->ino, e->name);
+			e->ino = synth_ino(fs, n->ino, d->names + e->name);
 		}
 		if (e->link && tf)
 			h5_file_release_related(tf);
@@ -256,7 +273,7 @@ int member_readdir(void *r, struct root_dirent *out, void *dh, size_t i)
 		return ENOENT;
 	e = &d->e[i];
 	memset(out, 0, sizeof(*out));
-	out->name = e->name;
+	out->name = d->names + e->name;
 	out->ino = e->ino;
 	out->type = (mode_t)DTTOIF(e->dtype);
 	return 0;
