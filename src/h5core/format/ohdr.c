@@ -20,6 +20,11 @@
 #define OHDR_V1_PREFIX 16       /* 12 bytes of fields, padded to 8-byte alignment */
 #define OHDR_V1_MSGHDR 8        /* type(2) size(2) flags(1) reserved(3) */
 #define OHDR_V2_MAX_PREFIX (4 + 1 + 1 + 16 + 4 + 8)
+/* The first read of a header: its prefix, and chunk 0 too when that fits
+ * (most headers: a dataset's of a few hundred bytes), so a walk reads
+ * each header once, not prefix then chunk (issue 70: a pread per object
+ * less) */
+#define OHDR_FIRST_READ 1024
 #define OHDR_SHARED_MAX_DEPTH 8 /* committed message -> committed message -> ... */
 #define OHDR_LAST_KNOWN_TYPE 0x18 /* metadata cache image message (libhdf5 1.10+) */
 
@@ -256,6 +261,19 @@ static int ohdr_load_cont(ohdr_build *b, ohdr_cont cont)
 }
 
 /* IV.A.1.a: version 1 prefix; chunk 0 is stored with its prefix. */
+/* Chunk 0, [addr, addr + len): from the first read when it holds it, else
+ * read. *buf malloc'd. */
+static int chunk0_read(uint8_t **buf, ohdr_build *b, const uint8_t *pfx, size_t pfx_len, size_t len)
+{
+	if (len > pfx_len)
+		return h5_file_read_alloc(buf, b->f, b->oh->addr, len);
+	*buf = malloc(len ? len : 1);
+	if (!*buf)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory loading object header");
+	memcpy(*buf, pfx, len);
+	return 0;
+}
+
 static int ohdr_load_v1(ohdr_build *b, const uint8_t *pfx, size_t pfx_len)
 {
 	h5_ohdr *oh = b->oh;
@@ -272,7 +290,7 @@ static int ohdr_load_v1(ohdr_build *b, const uint8_t *pfx, size_t pfx_len)
 	size0 = h5_rd_u32(&r);
 	if (!h5_rd_ok(&r) || pfx_len < OHDR_V1_PREFIX)
 		return h5_err_set(H5_ERR_FORMAT, "object header 0x%llx: truncated prefix", (unsigned long long)oh->addr);
-	rc = h5_file_read_alloc(&buf, b->f, oh->addr, (size_t)OHDR_V1_PREFIX + size0);
+	rc = chunk0_read(&buf, b, pfx, pfx_len, (size_t)OHDR_V1_PREFIX + size0);
 	if (rc < 0)
 		return rc;
 	rc = ohdr_add_chunk(b, oh->addr, buf, (size_t)OHDR_V1_PREFIX + size0);
@@ -325,7 +343,7 @@ static int ohdr_load_v2(ohdr_build *b, const uint8_t *pfx, size_t pfx_len)
 	if (h5_add_overflow(size0, plen + 4, &total) || !h5_file_range_ok(b->f, oh->addr, total))
 		return h5_err_set(H5_ERR_FORMAT, "object header 0x%llx: chunk 0 size %llu runs past the end of the file",
 				  (unsigned long long)oh->addr, (unsigned long long)size0);
-	rc = h5_file_read_alloc(&buf, b->f, oh->addr, (size_t)total);
+	rc = chunk0_read(&buf, b, pfx, pfx_len, (size_t)total);
 	if (rc < 0)
 		return rc;
 	rc = h5_checksum_verify(buf, (size_t)total, "object header", oh->addr);
@@ -360,7 +378,7 @@ static int ohdr_refcount_v2(h5_ohdr *oh)
 
 int h5_ohdr_load(h5_ohdr **out, h5_file *f, uint64_t addr)
 {
-	uint8_t pfx[OHDR_V2_MAX_PREFIX];
+	uint8_t pfx[OHDR_FIRST_READ];
 	struct ohdr_obj *o;
 	ohdr_build b;
 	size_t pfx_len;
