@@ -1,5 +1,5 @@
 /* read.c - the member root's read operations (root.h): directories
- * (snapshots at opendir) and reads. Each translates: request -> engine ->
+ * (a snapshot per handle, at its first readdir) and reads. Each translates: request -> engine ->
  * a result the dispatcher (dispatch.c) replies with. lookup.c has the
  * names (lookup, getattr, readlink). */
 #include "member.h"
