@@ -1,7 +1,7 @@
-/* read.c - the member root's read operations (root.h): directories
- * (a snapshot per handle, at its first readdir) and reads. Each translates: request -> engine ->
- * a result the dispatcher (dispatch.c) replies with. lookup.c has the
- * names (lookup, getattr, readlink). */
+/* read.c - the member root's read operations (root.h): directories (a
+ * snapshot per handle, at its first readdir) and reads. Each translates:
+ * request -> engine -> a result the dispatcher (dispatch.c) replies with.
+ * lookup.c has the names (lookup, getattr, readlink). */
 #include "member.h"
 #include "handle.h"
 
