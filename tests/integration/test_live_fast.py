@@ -15,6 +15,8 @@ and after a change and on appends; no request waits long on FILE.
     FILE and after an in-place rewrite, and of a dataset a writer appends
     to: no ENODEV, the bytes of one version, and a size never ahead of its
     bytes (stat and the mapping agree);
+  * kept caches: unchanged names asked nothing again past the refresh
+    interval (the daemon's -d log), a change shows exactly (issue 70);
   * strict at mount: FILE whose lock a writer holds is checked from the
     first read (-o verbose says so), as is -o live=strict; -o live=bogus
     is refused.
@@ -33,6 +35,7 @@ import h5fs_testlib as T  # noqa: E402
 import test_live as L  # noqa: E402  (requires h5py and FUSE, or exits 77)
 
 ROW, NOMIX, NOMIX_ROWS, Hammer = L.ROW, L.NOMIX, L.NOMIX_ROWS, L.Hammer
+np = L.np
 wait_for, head_version = L.wait_for, L.head_version
 # the most one request may take here: "about a second" on FILE's state,
 # with room for a loaded machine (the test reports the largest it saw)
@@ -292,10 +295,79 @@ def test_strict_at_mount(d):
             subprocess.run(["fusermount3", "-u", mnt], timeout=30)
 
 
+def opcodes(out, since):
+    """The FUSE requests h5fs -d logged after offset `since` of its output."""
+    counts = {}
+    for line in out[since:].splitlines():
+        i = line.find("opcode: ")
+        if i >= 0:
+            op = line[i + 8:].split(" ", 1)[0].rstrip(",")
+            counts[op] = counts.get(op, 0) + 1
+    return counts
+
+
+def test_kept_caches(d):
+    """A local live mount keeps the kernel's entries, attributes and
+    listings as a frozen one does (issue 70): looked at again, unchanged
+    names ask the daemon nothing, past the refresh interval too. A change
+    drops exactly what changed: a name added, one removed, a dataset grown
+    and a listing replaced all show, and stay shown."""
+    cur = os.path.join(d, "kept.h5")
+    L.run_py("""import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "w") as f:
+    f["keep"] = np.arange(100, dtype="i4")
+    f["gone"] = np.arange(10, dtype="i4")
+    f.create_dataset("grow", data=np.arange(10, dtype="i4"), maxshape=(None,))
+    f.create_group("g")["a"] = [1]
+""", cur)
+    mnt = os.path.join(d, "mnt")
+    with T.Mount(cur, mnt, ["-o", "ro,refresh=1", "-d"]) as m, m.watchdog(60):
+        def look():
+            names = sorted(os.listdir(mnt)), sorted(os.listdir(os.path.join(mnt, "g")))
+            sizes = {n: os.stat(os.path.join(mnt, n)).st_size for n in names[0] if n != "g"}
+            with open(os.path.join(mnt, "keep"), "rb") as f:
+                data = f.read()
+            return names, sizes, data
+        first = look()
+        if first != ((["g", "gone", "grow", "keep"], ["a"]), {"gone": 40, "grow": 40, "keep": 400},
+                     np.arange(100, dtype="i4").tobytes()):
+            T.fail("kept caches: the tree as mounted: %r" % (first[:2],))
+        time.sleep(1.3)         # past the refresh interval (the old timeouts)
+        mark = len(m.output())
+        again = look()
+        asked = opcodes(m.output(), mark)
+        if again != first:
+            T.fail("kept caches: looked at again: %r" % (again[:2],))
+        # (OPEN, OPENDIR and their releases always come; nothing else should)
+        extra = {k: v for k, v in asked.items() if k in ("LOOKUP", "GETATTR", "READDIR", "READDIRPLUS", "READ")}
+        if extra:
+            T.fail("kept caches: unchanged names asked the daemon again: %r" % extra)
+        L.run_py("""import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "a") as f:
+    del f["gone"]
+    f["new"] = np.arange(3, dtype="i4")
+    f["grow"].resize((20,))
+    f["grow"][10:] = np.arange(10, 20, dtype="i4")
+    del f["g"]["a"]
+    f["g"]["b"] = [2]
+""", cur)
+        want = ((["g", "grow", "keep", "new"], ["b"]), {"grow": 80, "keep": 400, "new": 12},
+                np.arange(100, dtype="i4").tobytes())
+        wait_for("kept caches: the change", lambda: look() == want)
+        if not os.path.exists(os.path.join(mnt, "new")) or os.path.exists(os.path.join(mnt, "gone")):
+            T.fail("kept caches: names after the change")
+        with open(os.path.join(mnt, "grow"), "rb") as f:
+            if f.read() != np.arange(20, dtype="i4").tobytes():
+                T.fail("kept caches: grown dataset's bytes")
+        time.sleep(1.3)         # a reply of the old tree must not have stuck
+        if look() != want:
+            T.fail("kept caches: after the change, later: %r" % (look()[:2],))
+
+
 def main():
     base = T.workdir("live_fast")
     only = os.environ.get("LIVE_ONLY")
-    for t in (test_junk, test_strict_at_mount, test_memmap, test_first_change):
+    for t in (test_kept_caches, test_junk, test_strict_at_mount, test_memmap, test_first_change):
         if only and t.__name__ != only:
             continue
         d = os.path.join(base, t.__name__)

@@ -9,6 +9,7 @@
 
 #include "root.h"
 #include "idmap.h"
+#include "notify.h"
 
 #include <errno.h>
 #include <pthread.h>

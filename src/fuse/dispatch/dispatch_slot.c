@@ -503,10 +503,10 @@ static void inval_changed_locked(h5fs_mount *m)
 	pthread_mutex_unlock(&m->mu);
 	for (size_t i = 0; i < iv.n; i++) {
 		if (m->se && iv.v[i].parent && iv.v[i].name)
-			fuse_lowlevel_notify_inval_entry(m->se, iv.v[i].parent, iv.v[i].name,
+			notify_inval_entry(m->se, iv.v[i].parent, iv.v[i].name,
 							 strlen(iv.v[i].name));
 		if (m->se)
-			fuse_lowlevel_notify_inval_inode(m->se, iv.v[i].g, 0, 0);
+			notify_inval_inode(m->se, iv.v[i].g, 0, 0);
 		free(iv.v[i].name);
 	}
 	free(iv.v);

@@ -52,7 +52,7 @@ int disp_entry_of(struct fuse_entry_param *fe, h5fs_mount *m, const struct targe
 	return entry_of(fe, m, t, parent, name, false);
 }
 
-void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+static void op_lookup_gated(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	h5fs_mount *m = fuse_req_userdata(req);
 	struct fuse_entry_param fe;
@@ -71,6 +71,16 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, err);
 	else
 		fuse_reply_entry(req, &fe);
+}
+
+/* (its reply carries entries: counted by the notification gate,
+ * kit/notify.h) */
+void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	unsigned tok = notify_reply_begin();
+
+	op_lookup_gated(req, parent, name);
+	notify_reply_end(tok);
 }
 
 /* No request: a FORGET only gives back references, never opens a
@@ -180,13 +190,15 @@ void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		handle_close(m, &h->n, NULL);   /* interrupted: no releasedir will come */
 }
 
-void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+static void op_readdir_gated(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	h5fs_mount *m = fuse_req_userdata(req);
 	struct dhandle *h = (struct dhandle *)(uintptr_t)fi->fh;
 	char *buf;
 	size_t pos = 0;
 	uint64_t i;
+	bool listed = false;
+	int err = 0;
 
 	if (!h) {
 		fuse_reply_err(req, EBADF);
@@ -215,8 +227,16 @@ void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct f
 			st.st_ino = FUSE_ROOT_ID;
 			st.st_mode = S_IFDIR;
 		} else {
-			if (h->s->ops->readdir(h->s->r, &d, h->dh, (size_t)(i - 2)) != 0)
+			int r = h->s->ops->readdir(h->s->r, &d, h->dh, (size_t)(i - 2));
+
+			if (r) {
+				/* (a listing made at the first readdir: its error
+				 * comes before any entry of it) */
+				if (r != ENOENT && !listed)
+					err = r;
 				break;
+			}
+			listed = true;
 			name = d.name;
 			st.st_mode = d.type;
 			st.st_ino = dispatch_global(m, h->s->idx, d.ino, h->g, d.name, false);
@@ -226,8 +246,19 @@ void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct f
 			break;
 		pos += len;
 	}
-	fuse_reply_buf(req, buf, pos);
+	if (err)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_buf(req, buf, pos);
 	free(buf);
+}
+
+void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	unsigned tok = notify_reply_begin();
+
+	op_readdir_gated(req, ino, size, off, fi);
+	notify_reply_end(tok);
 }
 
 /* READDIRPLUS: each entry with its lookup made here, as
@@ -235,7 +266,7 @@ void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct f
  * round trip per entry. An entry that does not fit gives its reference
  * back; one whose lookup fails (gone since the listing) goes without
  * attributes (node id 0: the kernel makes nothing of it). */
-void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+static void op_readdirplus_gated(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	h5fs_mount *m = fuse_req_userdata(req);
 	struct dhandle *h = (struct dhandle *)(uintptr_t)fi->fh;
@@ -243,6 +274,7 @@ void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 	char *buf;
 	size_t pos = 0;
 	uint64_t i;
+	bool listed = false;
 	int err;
 
 	if (!h) {
@@ -272,8 +304,14 @@ void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 			fe.attr.st_ino = i == 0 ? ino : FUSE_ROOT_ID;
 			fe.attr.st_mode = S_IFDIR;
 		} else {
-			if (h->s->ops->readdir(h->s->r, &d, h->dh, (size_t)(i - 2)) != 0)
+			int r = h->s->ops->readdir(h->s->r, &d, h->dh, (size_t)(i - 2));
+
+			if (r) {
+				if (r != ENOENT && !listed)
+					err = r;
 				break;
+			}
+			listed = true;
 			name = d.name;
 			if (entry_of(&fe, m, &t, ino, name, true) != 0) {
 				h5_err_clear();
@@ -291,8 +329,19 @@ void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 		pos += len;
 	}
 	disp_target_end(m, &t);
-	fuse_reply_buf(req, buf, pos);
+	if (err)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_buf(req, buf, pos);
 	free(buf);
+}
+
+void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	unsigned tok = notify_reply_begin();
+
+	op_readdirplus_gated(req, ino, size, off, fi);
+	notify_reply_end(tok);
 }
 
 /* fsync of a directory: its root's changes made durable (and an error

@@ -48,10 +48,12 @@
  *   leads to a stale node's id is shown under its (parent, name) number
  *   instead (member/lookup.c show_object). An old generation is closed when the last
  *   node and read let go.
- * - The kernel's caches: entries and attributes time out after refresh
- *   seconds; after a change the watcher invalidates every inode (pages,
- *   attributes, cached listings) and the entries whose path now leads
- *   elsewhere. Reads keep the page cache before and after a change (so
+ * - The kernel's caches: a local FILE's entries, attributes and listings
+ *   are kept as a frozen mount's (node_timeout; a remote FILE's time out
+ *   after refresh seconds); after a change the watcher invalidates every
+ *   inode (pages, attributes, cached listings) and the entries whose path
+ *   now leads elsewhere, through the notification thread (kit/notify.h),
+ *   which first lets replies made from the old generation land. Reads keep the page cache before and after a change (so
  *   numpy.memmap works): once checked, every page answered is recorded
  *   and verified before it could meet another version's (live/pcache.c).
  *   Only while descriptors that hold pages of a rewritten version are
@@ -136,9 +138,17 @@ static struct gen *gen_make(h5fs *fs, h5_file *f)
 }
 
 
+/* A local FILE's watcher looks at it after every inotify event and at
+ * least every refresh seconds whether or not requests come, and each
+ * change it sees tells the kernel exactly what to drop (node_sweep,
+ * through kit/notify.h, whose gate keeps a reply of the old generation
+ * from landing after that): the kernel may keep entries, attributes and
+ * listings as a frozen mount's, and a warm walk or open costs no request
+ * (issue 70). A remote FILE is probed only after a request came
+ * (live_tick): its entries time out so that requests keep coming. */
 double node_timeout(const h5fs *fs)
 {
-	return fs->live ? (double)fs->lv->refresh : H5FS_TIMEOUT;
+	return fs->live && !fs->lv->local ? (double)fs->lv->refresh : H5FS_TIMEOUT;
 }
 
 bool live_checked(const h5fs *fs)

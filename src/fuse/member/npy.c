@@ -500,9 +500,9 @@ static void placeholder_gone(h5fs *fs, struct npy_stream *s, const char *made)
 		commit_end(fs, NULL, false);
 	s->holding = false;
 	if (fs->se) {
-		fuse_lowlevel_notify_inval_entry(fs->se, fs_ino_out(fs, s->parent), base, strlen(base));
+		notify_inval_entry(fs->se, fs_ino_out(fs, s->parent), base, strlen(base));
 		if (made)
-			fuse_lowlevel_notify_inval_entry(fs->se, fs_ino_out(fs, s->parent), made, strlen(made));
+			notify_inval_entry(fs->se, fs_ino_out(fs, s->parent), made, strlen(made));
 	}
 }
 

@@ -127,7 +127,7 @@ static void *inval_later(void *arg)
 
 	for (int i = 0; i < 2; i++) {
 		if (v->fs->se && v->names[i])
-			fuse_lowlevel_notify_inval_entry(v->fs->se, fs_ino_out(v->fs, v->parent), v->names[i],
+			notify_inval_entry(v->fs->se, fs_ino_out(v->fs, v->parent), v->names[i],
 							 strlen(v->names[i]));
 		free(v->names[i]);
 	}

@@ -80,7 +80,7 @@ static void ow_refresh(h5fs *fs, struct node *n, fuse_ino_t ino, bool pages)
 	if (pages)
 		__atomic_store_n(&n->pages_stale, true, __ATOMIC_RELEASE);
 	if (fs->se)
-		fuse_lowlevel_notify_inval_inode(fs->se, fs_ino_out(fs, ino), -1, 0);
+		notify_inval_inode(fs->se, fs_ino_out(fs, ino), -1, 0);
 }
 
 int ow_commit(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, bool all, bool durable, bool cached)
@@ -148,5 +148,5 @@ void ow_pages_settle(h5fs *fs, struct node *n, fuse_ino_t ino)
 	/* dirty mapped pages among them are written back to us first (the
 	 * kernel's launder), taken by another worker */
 	if (fs->se)
-		fuse_lowlevel_notify_inval_inode(fs->se, fs_ino_out(fs, ino), 0, 0);
+		notify_inval_inode(fs->se, fs_ino_out(fs, ino), 0, 0);
 }

@@ -1,14 +1,17 @@
-/* read.c - the member root's read operations (root.h): directories
- * (snapshots at opendir) and reads. Each translates: request -> engine ->
- * a result the dispatcher (dispatch.c) replies with. lookup.c has the
- * names (lookup, getattr, readlink). */
+/* read.c - the member root's read operations (root.h): directories (a
+ * snapshot per handle, at its first readdir) and reads. Each translates:
+ * request -> engine -> a result the dispatcher (dispatch.c) replies with.
+ * lookup.c has the names (lookup, getattr, readlink). */
 #include "member.h"
 #include "handle.h"
 
-/* A directory listing, taken at opendir so that readdir offsets stay
- * meaningful however the kernel splits the reads. */
+/* A directory listing, taken at the handle's first readdir and kept by it
+ * so that readdir offsets stay meaningful however the kernel splits the
+ * reads. Not at opendir: where the kernel keeps listings (cache_readdir)
+ * an opendir it answers from its cache brings no READDIR, and a walk's
+ * every opendir built the whole listing for nothing (issue 70). */
 struct dent {
-	char *name;
+	size_t name;            /* offset in the listing's names */
 	uint64_t ino;
 	uint64_t addr;          /* hard links: to find the kind */
 	unsigned char dtype;    /* DT_* */
@@ -19,9 +22,22 @@ struct dirsnap {
 	struct hlink link;      /* first: fs->open_dirs */
 	size_t n, cap;
 	struct dent *e;
+	/* every name, NUL-terminated, in one buffer: a walk's listings made
+	 * a malloc per entry (issue 70) */
+	char *names;
+	size_t names_len, names_cap;
 	size_t skipped;
 	int nomem;
 	bool keep_soft;         /* a directory of another file: soft links may lead out */
+	/* taken at the first readdir (mu: the kernel serializes a handle's
+	 * readdirs, but nothing here relies on it) */
+	pthread_mutex_t mu;
+	bool built;
+	int err;                /* the listing's errno, once built */
+	fuse_ino_t ino;
+	struct gen *gen;        /* the generation listed (held), */
+	bool told;              /* and the kernel told to drop the copy of it it
+				 * may take from this handle once it is old */
 };
 
 void dirsnap_free(struct dirsnap *d)
@@ -31,13 +47,15 @@ void dirsnap_free(struct dirsnap *d)
 	if (!d)
 		return;
 	for (i = 0; i < d->n; i++) {
-		free(d->e[i].name);
 		if (d->e[i].link) {
 			h5_link_clear(d->e[i].link);
 			free(d->e[i].link);
 		}
 	}
 	free(d->e);
+	free(d->names);
+	gen_release(d->gen);
+	pthread_mutex_destroy(&d->mu);
 	free(d);
 }
 
@@ -62,13 +80,26 @@ static int dirsnap_cb(const h5_link *l, void *ud)
 		d->e = ne;
 		d->cap = ncap;
 	}
+	if (d->names_cap - d->names_len < (size_t)l->name_len + 1) {
+		size_t ncap = d->names_cap ? d->names_cap * 2 : 4096;
+		char *nn;
+
+		while (ncap - d->names_len < (size_t)l->name_len + 1)
+			ncap *= 2;
+		nn = realloc(d->names, ncap);
+		if (!nn) {
+			d->nomem = 1;
+			return 1;
+		}
+		d->names = nn;
+		d->names_cap = ncap;
+	}
 	e = &d->e[d->n];
 	memset(e, 0, sizeof(*e));
-	e->name = strdup(l->name);
-	if (!e->name) {
-		d->nomem = 1;
-		return 1;
-	}
+	e->name = d->names_len;
+	memcpy(d->names + d->names_len, l->name, l->name_len);
+	d->names[d->names_len + l->name_len] = '\0';
+	d->names_len += (size_t)l->name_len + 1;
 	e->addr = l->type == H5_LINK_HARD ? l->addr : UINT64_MAX;
 	e->dtype = l->type == H5_LINK_HARD ? DT_UNKNOWN : DT_LNK;
 	if (l->type == H5_LINK_EXTERNAL || (l->type == H5_LINK_SOFT && d->keep_soft)) {
@@ -93,10 +124,9 @@ static unsigned char kind_dtype(h5_obj_kind k)
 
 /* A snapshot of the directory's entries (the kinds and inode numbers of
  * what they lead to): 0 and *out, or an errno (EIO logged). */
-static int do_opendir(struct dirsnap **out, h5fs *fs, fuse_ino_t ino)
+static int do_listing(struct dirsnap *d, h5fs *fs, fuse_ino_t ino)
 {
 	struct node *n = node_get(fs, ino);
-	struct dirsnap *d;
 	struct use u;
 	size_t i;
 	int rc, err = 0;
@@ -111,12 +141,10 @@ static int do_opendir(struct dirsnap **out, h5fs *fs, fuse_ino_t ino)
 	err = node_use(&u, fs, n);
 	if (err)
 		return err;
-	d = calloc(1, sizeof(*d));
-	if (!d) {
-		node_use_end(&u);
-		return ENOMEM;
-	}
 	d->keep_soft = n->fpath != NULL;
+	d->gen = u.g;
+	if (d->gen)
+		gen_hold(d->gen);
 	rc = h5_group_iterate(u.f, u.addr, dirsnap_cb, d);
 	if (d->nomem) {
 		err = ENOMEM;
@@ -165,7 +193,7 @@ static int do_opendir(struct dirsnap **out, h5fs *fs, fuse_ino_t ino)
 				e->dtype = kind_dtype(info.kind);
 			}
 		} else {
-			e->ino = synth_ino(fs, n->ino, e->name);
+			e->ino = synth_ino(fs, n->ino, d->names + e->name);
 		}
 		if (e->link && tf)
 			h5_file_release_related(tf);
@@ -175,29 +203,59 @@ static int do_opendir(struct dirsnap **out, h5fs *fs, fuse_ino_t ino)
 		}
 	}
 	node_use_end(&u);
-	*out = d;
 	return 0;
 fail:
 	node_use_end(&u);
-	dirsnap_free(d);
 	return err;
+}
+
+/* The handle's listing, made once (0 or its errno) */
+static int listing(struct dirsnap *d, h5fs *fs)
+{
+	int e;
+
+	pthread_mutex_lock(&d->mu);
+	if (!d->built) {
+		d->err = do_listing(d, fs, d->ino);
+		d->built = true;
+	}
+	e = d->err;
+	/* a listing of a generation the sweep already dropped from the
+	 * kernel's cache would be cached again from this handle's replies:
+	 * dropped again after them (the notification thread waits for
+	 * this request's reply, kit/notify.h) */
+	if (!e && fs->live && d->gen && !d->told && !gen_is_current(fs, d->gen)) {
+		d->told = true;
+		notify_inval_inode(fs->se, fs_ino_out(fs, d->ino), 0, 0);
+	}
+	pthread_mutex_unlock(&d->mu);
+	return e;
 }
 
 int member_opendir(void *r, void **dh, bool *keep, uint64_t ino)
 {
 	h5fs *fs = r;
-	struct dirsnap *d = NULL;
-	int e = do_opendir(&d, fs, ino);
+	struct node *n = node_get(fs, ino);
+	struct dirsnap *d;
+	int e = !n ? ESTALE : node_fresh(fs, n);
 
+	if (!e && n->type != NT_DIR)
+		e = ENOTDIR;
 	if (e)
 		return e;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return ENOMEM;
+	pthread_mutex_init(&d->mu, NULL);
+	d->ino = ino;
 	/* The kernel keeps a listing only where it keeps the entries as
-	 * long (H5FS_TIMEOUT): a live FILE's time out after -o refresh, and
-	 * a walk over a kept listing (du after find) then made a LOOKUP round
-	 * trip per name; asked again, the listing is READDIRPLUS, each entry
-	 * with its attributes (dispatch_tree.c, issue 64). A live FILE's
-	 * listing may change too. */
-	*keep = !fs->live;
+	 * long (H5FS_TIMEOUT): a remote live FILE's time out after -o
+	 * refresh, and a walk over a kept listing (du after find) then made a
+	 * LOOKUP round trip per name; asked again, the listing is
+	 * READDIRPLUS, each entry with its attributes (dispatch_tree.c, issue
+	 * 64). A local live FILE's listing changes only with a new
+	 * generation, whose sweep drops the kernel's copy (node_timeout). */
+	*keep = node_timeout(fs) >= H5FS_TIMEOUT;
 	handle_add(fs, &fs->open_dirs, &d->link);
 	*dh = d;
 	return 0;
@@ -205,15 +263,17 @@ int member_opendir(void *r, void **dh, bool *keep, uint64_t ino)
 
 int member_readdir(void *r, struct root_dirent *out, void *dh, size_t i)
 {
-	const struct dirsnap *d = dh;
+	struct dirsnap *d = dh;
 	const struct dent *e;
+	int err = listing(d, r);
 
-	(void)r;
+	if (err)
+		return err;
 	if (i >= d->n)
 		return ENOENT;
 	e = &d->e[i];
 	memset(out, 0, sizeof(*out));
-	out->name = e->name;
+	out->name = d->names + e->name;
 	out->ino = e->ino;
 	out->type = (mode_t)DTTOIF(e->dtype);
 	return 0;

@@ -197,7 +197,7 @@ void member_unempty(h5fs *fs, struct node *n, fuse_ino_t ino, struct gen *g, h5_
 	pthread_rwlock_unlock(&n->lk);
 	wq_resized(fs, n, cur);
 	if (fs->se)
-		fuse_lowlevel_notify_inval_inode(fs->se, fs_ino_out(fs, ino), 0, 0);
+		notify_inval_inode(fs->se, fs_ino_out(fs, ino), 0, 0);
 	node_use_end(&u);
 	commit_end(fs, NULL, false);
 }

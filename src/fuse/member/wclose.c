@@ -155,7 +155,7 @@ void wfile_show(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 		 * us (shown_drop's page drop would wait for it) */
 		(void)tail_drop(w->n, UINT64_MAX);
 		if (fs->se)
-			fuse_lowlevel_notify_inval_inode(fs->se, fs_ino_out(fs, ino), -1, 0);
+			notify_inval_inode(fs->se, fs_ino_out(fs, ino), -1, 0);
 		pthread_mutex_lock(&w->q->mu);
 		if (!w->err)
 			w->err = e;

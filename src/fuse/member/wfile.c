@@ -93,7 +93,7 @@ void wfile_refresh(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	 * pages a pending write request holds locked. A changed size makes
 	 * the kernel drop the file's cached pages itself. */
 	if (fs->se)
-		fuse_lowlevel_notify_inval_inode(fs->se, fs_ino_out(fs, ino), -1, 0);
+		notify_inval_inode(fs->se, fs_ino_out(fs, ino), -1, 0);
 }
 
 /* w's generation was replaced by one opened anew without a change of FILE
@@ -200,7 +200,7 @@ void wfile_shown_drop(h5fs *fs, struct node *n, fuse_ino_t ino, uint64_t len)
 	now = (uint64_t)n->st.st_size;
 	pthread_rwlock_unlock(&n->lk);
 	if (now < was && fs->se)
-		fuse_lowlevel_notify_inval_inode(fs->se, fs_ino_out(fs, ino), (off_t)now, 0);
+		notify_inval_inode(fs->se, fs_ino_out(fs, ino), (off_t)now, 0);
 }
 
 /* The error of a write answered before it failed, or 0. */

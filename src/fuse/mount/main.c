@@ -19,6 +19,7 @@
 #endif
 
 #include "initio.h"
+#include "notify.h"
 #include "options.h"
 #include "source.h"
 #include "tool_exit.h"
@@ -494,6 +495,12 @@ static int run(struct daemon *D)
 		return ret;
 	}
 	h5fs_mount_set_session(D->m, D->se);
+	/* every notification goes through one thread (kit/notify.h) */
+	rc = notify_start(D->se);
+	if (rc != 0) {
+		fprintf(stderr, "h5fs: cannot start the notification thread: %s\n", strerror(rc));
+		return ret;
+	}
 	if (fuse_set_signal_handlers(D->se) != 0)
 		return ret;
 	D->handlers = 1;
@@ -558,6 +565,7 @@ static int run(struct daemon *D)
 static void daemon_free(struct daemon *D)
 {
 	h5fs_mount_stop(D->m);          /* its watchers notify the session */
+	notify_stop();                  /* what they queued is issued first */
 	if (D->m)
 		D->fs = NULL;           /* the mount's */
 	if (D->mounted)

@@ -439,7 +439,7 @@ static void light_sweep(h5fs *fs, struct gen *g)
 
 	for (size_t i = 0; i < n; i++) {
 		if (light_fresh_one(fs, g, v[i].ino, v[i].path) == 2 && fs->se && fs_ino_out(fs, v[i].ino))
-			fuse_lowlevel_notify_inval_inode(fs->se, fs_ino_out(fs, v[i].ino), 0, 0);
+			notify_inval_inode(fs->se, fs_ino_out(fs, v[i].ino), 0, 0);
 		free(v[i].path);
 	}
 	free(v);
@@ -541,10 +541,10 @@ void node_sweep(h5fs *fs)
 		if (!fs->se)
 			continue;
 		if (e == ESTALE && parent[i] && name && fs_ino_out(fs, parent[i]))
-			fuse_lowlevel_notify_inval_entry(fs->se, fs_ino_out(fs, parent[i]), name + 1,
+			notify_inval_entry(fs->se, fs_ino_out(fs, parent[i]), name + 1,
 							 strlen(name + 1));
 		if (fs_ino_out(fs, x->ino))
-			fuse_lowlevel_notify_inval_inode(fs->se, fs_ino_out(fs, x->ino), 0, 0);
+			notify_inval_inode(fs->se, fs_ino_out(fs, x->ino), 0, 0);
 	}
 	/* The first sweep once reads are checked: the kernel keeps a page a
 	 * read() is copying at that instant (the invalidation skips pages in
@@ -553,10 +553,11 @@ void node_sweep(h5fs *fs)
 	 * change's window (live/live.c). */
 	if (fs->se && __atomic_load_n(&fs->lv->checked, __ATOMIC_SEQ_CST) && !fs->lv->swept_checked) {
 		for (int pass = 0; pass < 2; pass++) {
+			notify_flush();         /* (the thread issues them: then wait) */
 			live_sleep_ns(pass ? 40000000LL : 10000000LL);
 			for (i = 0; i < n; i++)
 				if (fs_ino_out(fs, v[i]->ino))
-					fuse_lowlevel_notify_inval_inode(fs->se, fs_ino_out(fs, v[i]->ino), 0, 0);
+					notify_inval_inode(fs->se, fs_ino_out(fs, v[i]->ino), 0, 0);
 		}
 		fs->lv->swept_checked = true;
 	}
@@ -576,9 +577,10 @@ void node_sweep(h5fs *fs)
 
 		for (i = 0; fs->se && ids && i < nl; i++)
 			if (fs_ino_out(fs, ids[i]))
-				fuse_lowlevel_notify_inval_inode(fs->se, fs_ino_out(fs, ids[i]), 0, 0);
+				notify_inval_inode(fs->se, fs_ino_out(fs, ids[i]), 0, 0);
 		free(ids);
 	}
+	notify_flush();         /* told, not only queued */
 	fs->lv->seen = g->num;
 out:
 	free(v);

@@ -14,6 +14,7 @@
 
 #include "fuse_ops.h"
 #include "root.h"
+#include "notify.h"
 #include "h5util.h"
 
 #include <dirent.h>

@@ -21,6 +21,11 @@
 #define OHDR_V1_PREFIX 16       /* 12 bytes of fields, padded to 8-byte alignment */
 #define OHDR_V1_MSGHDR 8        /* type(2) size(2) flags(1) reserved(3) */
 #define OHDR_V2_MAX_PREFIX (4 + 1 + 1 + 16 + 4 + 8)
+/* The first read of a header: its prefix, and chunk 0 too when that fits
+ * (most headers: a dataset's of a few hundred bytes), so a walk reads
+ * each header once, not prefix then chunk (issue 70: a pread per object
+ * less) */
+#define OHDR_FIRST_READ 1024
 #define OHDR_SHARED_MAX_DEPTH 8 /* committed message -> committed message -> ... */
 #define OHDR_LAST_KNOWN_TYPE 0x18 /* metadata cache image message (libhdf5 1.10+) */
 
@@ -37,10 +42,19 @@ typedef struct ohdr_cont {
 	uint64_t addr, len;
 } ohdr_cont;
 
+/* Messages and chunks a header's arrays start with, on the loader's
+ * stack: the arrays are allocated once, at their exact sizes, when the
+ * header is parsed (growing them by doubling, then shrinking, was most of
+ * a walk's malloc time: issue 70) */
+#define OHDR_INLINE_MSGS 32
+#define OHDR_INLINE_CHUNKS 4
+
 typedef struct ohdr_build {
 	h5_file *f;
 	h5_ohdr *oh;
 	size_t msgs_cap, chunks_cap;
+	h5_msg msgs_inl[OHDR_INLINE_MSGS];
+	h5_ohdr_chunk chunks_inl[OHDR_INLINE_CHUNKS];
 	ohdr_cont *pending;
 	size_t npending, pending_cap;
 } ohdr_build;
@@ -56,7 +70,9 @@ void h5_ohdr_free(h5_ohdr *oh)
 	free((struct ohdr_obj *)oh);
 }
 
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
+/* inl: the array's buffer on the loader's stack (NULL: none), copied out
+ * when it is outgrown */
+static int grow(void **arr, size_t *cap, size_t need, size_t elem, const void *inl)
 {
 	size_t ncap;
 	void *p;
@@ -66,7 +82,13 @@ static int grow(void **arr, size_t *cap, size_t need, size_t elem)
 	ncap = *cap ? *cap * 2 : 8;
 	if (ncap < need)
 		ncap = need;
-	p = realloc(*arr, ncap * elem);
+	if (inl && *arr == inl) {
+		p = malloc(ncap * elem);
+		if (p)
+			memcpy(p, inl, *cap * elem);
+	} else {
+		p = realloc(*arr, ncap * elem);
+	}
 	if (!p)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory loading object header");
 	*arr = p;
@@ -74,12 +96,25 @@ static int grow(void **arr, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
-static void shrink(void **arr, size_t n, size_t elem)
+/* The array at its exact size, off the stack: 0, or out of memory. */
+static int shrink(void **arr, size_t n, size_t elem, const void *inl)
 {
 	void *p;
 
+	if (*arr == inl) {
+		/* (n == 0: no array, as before the first grow) */
+		*arr = NULL;
+		if (!n)
+			return 0;
+		if (!(p = malloc(n * elem)))
+			return h5_err_set(H5_ERR_NOMEM, "out of memory loading object header");
+		memcpy(p, inl, n * elem);
+		*arr = p;
+		return 0;
+	}
 	if (n && *arr && (p = realloc(*arr, n * elem)))
 		*arr = p;
+	return 0;
 }
 
 /* Append a chunk (takes ownership of buf). */
@@ -88,7 +123,7 @@ static int ohdr_add_chunk(ohdr_build *b, uint64_t addr, uint8_t *buf, size_t len
 	h5_ohdr *oh = b->oh;
 	int rc;
 
-	rc = grow((void **)&oh->chunks, &b->chunks_cap, oh->nchunks + 1, sizeof(*oh->chunks));
+	rc = grow((void **)&oh->chunks, &b->chunks_cap, oh->nchunks + 1, sizeof(*oh->chunks), b->chunks_inl);
 	if (rc < 0) {
 		free(buf);
 		return rc;
@@ -146,7 +181,7 @@ static int ohdr_queue_cont(ohdr_build *b, const h5_msg *m)
 	if (b->npending + 2 > H5_MAX_OHDR_CHUNKS) /* chunk 0 + pending + this one */
 		return h5_err_set(H5_ERR_LIMIT, "object header 0x%llx: more than %d chunks",
 				  (unsigned long long)oh->addr, H5_MAX_OHDR_CHUNKS);
-	rc = grow((void **)&b->pending, &b->pending_cap, b->npending + 1, sizeof(*b->pending));
+	rc = grow((void **)&b->pending, &b->pending_cap, b->npending + 1, sizeof(*b->pending), NULL);
 	if (rc < 0)
 		return rc;
 	b->pending[b->npending].addr = addr;
@@ -208,7 +243,7 @@ static int ohdr_parse_chunk(ohdr_build *b, uint32_t ci, size_t start, size_t end
 		m.chunk = ci;
 		m.addr = c->addr + pos;
 		pos += m.size;
-		rc = grow((void **)&oh->msgs, &b->msgs_cap, oh->nmsgs + 1, sizeof(*oh->msgs));
+		rc = grow((void **)&oh->msgs, &b->msgs_cap, oh->nmsgs + 1, sizeof(*oh->msgs), b->msgs_inl);
 		if (rc < 0)
 			return rc;
 		oh->msgs[oh->nmsgs++] = m;
@@ -257,6 +292,19 @@ static int ohdr_load_cont(ohdr_build *b, ohdr_cont cont)
 }
 
 /* IV.A.1.a: version 1 prefix; chunk 0 is stored with its prefix. */
+/* Chunk 0, [addr, addr + len): from the first read when it holds it, else
+ * read. *buf malloc'd. */
+static int chunk0_read(uint8_t **buf, ohdr_build *b, const uint8_t *pfx, size_t pfx_len, size_t len)
+{
+	if (len > pfx_len)
+		return h5_file_read_alloc(buf, b->f, b->oh->addr, len);
+	*buf = malloc(len ? len : 1);
+	if (!*buf)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory loading object header");
+	memcpy(*buf, pfx, len);
+	return 0;
+}
+
 static int ohdr_load_v1(ohdr_build *b, const uint8_t *pfx, size_t pfx_len)
 {
 	h5_ohdr *oh = b->oh;
@@ -273,7 +321,7 @@ static int ohdr_load_v1(ohdr_build *b, const uint8_t *pfx, size_t pfx_len)
 	size0 = h5_rd_u32(&r);
 	if (!h5_rd_ok(&r) || pfx_len < OHDR_V1_PREFIX)
 		return h5_err_set(H5_ERR_FORMAT, "object header 0x%llx: truncated prefix", (unsigned long long)oh->addr);
-	rc = h5_file_read_alloc(&buf, b->f, oh->addr, (size_t)OHDR_V1_PREFIX + size0);
+	rc = chunk0_read(&buf, b, pfx, pfx_len, (size_t)OHDR_V1_PREFIX + size0);
 	if (rc < 0)
 		return rc;
 	rc = ohdr_add_chunk(b, oh->addr, buf, (size_t)OHDR_V1_PREFIX + size0);
@@ -326,7 +374,7 @@ static int ohdr_load_v2(ohdr_build *b, const uint8_t *pfx, size_t pfx_len)
 	if (h5_add_overflow(size0, plen + 4, &total) || !h5_file_range_ok(b->f, oh->addr, total))
 		return h5_err_set(H5_ERR_FORMAT, "object header 0x%llx: chunk 0 size %llu runs past the end of the file",
 				  (unsigned long long)oh->addr, (unsigned long long)size0);
-	rc = h5_file_read_alloc(&buf, b->f, oh->addr, (size_t)total);
+	rc = chunk0_read(&buf, b, pfx, pfx_len, (size_t)total);
 	if (rc < 0)
 		return rc;
 	rc = h5_checksum_verify(buf, (size_t)total, "object header", oh->addr);
@@ -361,7 +409,7 @@ static int ohdr_refcount_v2(h5_ohdr *oh)
 
 int h5_ohdr_load(h5_ohdr **out, h5_file *f, uint64_t addr)
 {
-	uint8_t pfx[OHDR_V2_MAX_PREFIX];
+	uint8_t pfx[OHDR_FIRST_READ];
 	struct ohdr_obj *o;
 	ohdr_build b;
 	size_t pfx_len;
@@ -379,6 +427,10 @@ int h5_ohdr_load(h5_ohdr **out, h5_file *f, uint64_t addr)
 	o->pub.addr = addr;
 	b.f = f;
 	b.oh = &o->pub;
+	o->pub.msgs = b.msgs_inl;
+	b.msgs_cap = OHDR_INLINE_MSGS;
+	o->pub.chunks = b.chunks_inl;
+	b.chunks_cap = OHDR_INLINE_CHUNKS;
 
 	/* Read what the longest prefix could need, short near the end of file;
 	 * the per-version code checks it got enough. */
@@ -412,14 +464,27 @@ int h5_ohdr_load(h5_ohdr **out, h5_file *f, uint64_t addr)
 	/* the arrays at their exact sizes (they grew by doubling): a cached
 	 * header is charged what it holds (ohdr_cache_load); messages point
 	 * into the chunks' buffers, which stay where they are */
-	shrink((void **)&o->pub.msgs, o->pub.nmsgs, sizeof(h5_msg));
-	shrink((void **)&o->pub.chunks, o->pub.nchunks, sizeof(h5_ohdr_chunk));
+	rc = shrink((void **)&o->pub.msgs, o->pub.nmsgs, sizeof(h5_msg), b.msgs_inl);
+	if (rc == 0)
+		rc = shrink((void **)&o->pub.chunks, o->pub.nchunks, sizeof(h5_ohdr_chunk), b.chunks_inl);
+	if (rc < 0)
+		goto out;
 	*out = &o->pub;
 	o = NULL;
 out:
 	free(b.pending);
-	if (o)
+	if (o) {
+		/* (arrays still on the stack are not h5_ohdr_free's) */
+		if ((void *)o->pub.msgs == (void *)b.msgs_inl)
+			o->pub.msgs = NULL;
+		if ((void *)o->pub.chunks == (void *)b.chunks_inl) {
+			for (size_t i = 0; i < o->pub.nchunks; i++)
+				free(o->pub.chunks[i].buf);
+			o->pub.chunks = NULL;
+			o->pub.nchunks = 0;
+		}
 		h5_ohdr_free(&o->pub);
+	}
 	return rc;
 }
 

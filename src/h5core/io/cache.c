@@ -32,6 +32,12 @@ typedef struct cache_ent {
 	pthread_t loader;
 	struct cache_ent *hnext;        /* hash chain */
 	struct cache_ent *pnext;        /* chain of the (tag, key page) table */
+	/* in the table: the pointers that point at it in each chain, so a
+	 * removal (every eviction, every entry of a closed file) takes no
+	 * walk: the page chains run long where a page holds many small
+	 * headers, and walking them was a fifth of an unmount after a walk
+	 * and much of the cache's share of a cold one (issue 70) */
+	struct cache_ent **hpp, **ppp;
 	struct cache_ent *lprev, *lnext; /* LRU list, only while refs == 0 */
 	uint64_t released;      /* when it joined its LRU list (c->clock) */
 	/* the view's list of its entries in the table (view NULL: the core's
@@ -231,21 +237,36 @@ static cache_ent *table_find(h5_cache *c, uint32_t tag, uint32_t kind, uint64_t 
 	return e;
 }
 
+/* e at the head of the chain whose head pointer is *head (through hnext or
+ * pnext), its back-pointers kept */
+static void chain_push(cache_ent **head, cache_ent *e, bool page)
+{
+	if (page) {
+		e->pnext = *head;
+		if (e->pnext)
+			e->pnext->ppp = &e->pnext;
+		e->ppp = head;
+	} else {
+		e->hnext = *head;
+		if (e->hnext)
+			e->hnext->hpp = &e->hnext;
+		e->hpp = head;
+	}
+	*head = e;
+}
+
 static void table_remove(h5_cache *c, cache_ent *e)
 {
-	cache_ent **pp = &c->buckets[cache_hash(e->tag, e->kind, e->key) & (c->nbuckets - 1)];
-
-	while (*pp && *pp != e)
-		pp = &(*pp)->hnext;
-	if (*pp) {
-		*pp = e->hnext;
+	if (e->in_table && e->hpp) {
+		*e->hpp = e->hnext;
+		if (e->hnext)
+			e->hnext->hpp = e->hpp;
+		*e->ppp = e->pnext;
+		if (e->pnext)
+			e->pnext->ppp = e->ppp;
 		c->count--;
-		for (pp = &c->pbuckets[page_hash(e->tag, e->key >> PAGE_SHIFT) & (c->nbuckets - 1)]; *pp && *pp != e;
-		     pp = &(*pp)->pnext)
-			;
-		if (*pp)
-			*pp = e->pnext;
 	}
+	e->hpp = e->ppp = NULL;
 	e->hnext = NULL;
 	e->pnext = NULL;
 	e->in_table = false;
@@ -272,13 +293,9 @@ static void table_grow(h5_cache *c)
 
 		while (e) {
 			cache_ent *next = e->hnext;
-			size_t b = cache_hash(e->tag, e->kind, e->key) & (nb - 1);
 
-			e->hnext = nbk[b];
-			nbk[b] = e;
-			b = page_hash(e->tag, e->key >> PAGE_SHIFT) & (nb - 1);
-			e->pnext = npb[b];
-			npb[b] = e;
+			chain_push(&nbk[cache_hash(e->tag, e->kind, e->key) & (nb - 1)], e, false);
+			chain_push(&npb[page_hash(e->tag, e->key >> PAGE_SHIFT) & (nb - 1)], e, true);
 			e = next;
 		}
 	}
@@ -297,11 +314,9 @@ static void table_insert(h5_cache *c, cache_ent *e, h5_cache *view)
 	if (c->count >= c->nbuckets)
 		table_grow(c);
 	b = cache_hash(e->tag, e->kind, e->key) & (c->nbuckets - 1);
-	e->hnext = c->buckets[b];
-	c->buckets[b] = e;
+	chain_push(&c->buckets[b], e, false);
 	b = page_hash(e->tag, e->key >> PAGE_SHIFT) & (c->nbuckets - 1);
-	e->pnext = c->pbuckets[b];
-	c->pbuckets[b] = e;
+	chain_push(&c->pbuckets[b], e, true);
 	e->in_table = true;
 	c->count++;
 	{
