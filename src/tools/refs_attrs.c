@@ -79,6 +79,19 @@ static char *attr_text(const h5_attr_value *a)
 	}
 }
 
+/* The attributes netCDF-C does not show on a variable (its
+ * hdf5open.c's att_read_callbk: the dimension scale API's and its own). */
+static int hidden_var_attr(const char *name)
+{
+	static const char *const hidden[] = { "CLASS", "NAME", "_Netcdf4Coordinates", "_Netcdf4Dimid",
+					      "_nc3_strict" };
+
+	for (size_t i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++)
+		if (strcmp(name, hidden[i]) == 0)
+			return 1;
+	return 0;
+}
+
 static int attr_cb(const h5_attr_value *a, void *ud)
 {
 	struct refs_attrs *c = ud;
@@ -111,6 +124,18 @@ static int attr_cb(const h5_attr_value *a, void *ud)
 	if (strcmp(a->name, "CLASS") == 0 && t->kind == H5_TYPE_STRING && a->rank == 0 &&
 	    t->size >= 15 && memcmp(a->data, "DIMENSION_SCALE", 15) == 0)
 		c->is_scale = 1;
+	/* netCDF-C's own bookkeeping on a variable, which it hides (and
+	 * kerchunk, h5netcdf): shown, xarray's to_netcdf would write it back
+	 * and netCDF-C refuse it ("String match to name in use") */
+	if (hidden_var_attr(a->name))
+		return 0;
+	/* h5py's bool (an enumeration): netCDF-C does not read it, and
+	 * xarray's to_netcdf cannot write a bool attribute back */
+	if (t->kind == H5_TYPE_NUMBER && t->typestr && strcmp(t->typestr, "|b1") == 0) {
+		refs_note(c->R, "%s: attribute %s not written: a bool (netCDF has none; netCDF-C does not read it)",
+			  c->path, a->name);
+		return 0;
+	}
 	/* the dimension scale bookkeeping (references) becomes _ARRAY_DIMENSIONS */
 	if (strcmp(a->name, "DIMENSION_LIST") == 0 || strcmp(a->name, "REFERENCE_LIST") == 0) {
 		c->dimlist |= a->name[0] == 'D';
@@ -257,6 +282,7 @@ void refs_attrs_build(struct refs *R, struct refs_attrs *c, const char *prefix, 
 	memset(c, 0, sizeof(*c));
 	c->R = R;
 	c->path = path;
+	c->dataset = rank >= 0;
 	jb_printf(&c->b, "{");
 	rc = h5_attr_iterate_values(R->f, addr, attr_cb, c);
 	if (rank >= 0)

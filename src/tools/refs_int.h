@@ -52,6 +52,7 @@ struct refs_attrs {
 	char *units, *calendar;   /* CF's attributes, when they are one string */
 	int has_fill;             /* a _FillValue attribute (netCDF's) */
 	int nc_dim_only;          /* NAME says: a netCDF dimension, not a variable */
+	int dataset;              /* a variable's: netCDF-C's bookkeeping hidden */
 };
 
 /* prefix: the array's ("g/d/", its phony dimension names), or NULL for a
