@@ -142,6 +142,14 @@ static int attr_cb(const h5_attr_value *a, void *ud)
 		if (!json_expressible(t))
 			return 0;
 	}
+	/* a string of no dataspace (PyTables' TITLE): netCDF-C reads "" */
+	if (a->null_space && strlen(a->name) == a->name_len &&
+	    (t->kind == H5_TYPE_STRING || t->kind == H5_TYPE_VSTRING)) {
+		jb_printf(b, "%s", c->n++ ? ", " : "");
+		jb_str(b, a->name, a->name_len);
+		jb_printf(b, ": \"\"");
+		return 0;
+	}
 	if (strlen(a->name) != a->name_len || a->null_space ||
 	    (t->kind != H5_TYPE_VSTRING && !json_expressible(t))) {
 		refs_note(c->R, "%s: attribute %s not written: %s", c->path, a->name,

@@ -116,6 +116,34 @@ def xarray_equal(wd):
                     os.path.relpath(path, wd), len(want.variables)))
         except AssertionError as e:
             fail("%s: xarray reads the references otherwise than the file: %s" % (path, str(e)[:1500]))
+            continue
+        saved(wd, path, got, want, n)
+
+
+def saved(wd, path, got, want, n):
+    """Issue 72 item 1: what xarray opens from the references saves with
+    to_netcdf (netCDF-C's own attributes are not among them) and reads
+    back as the file, attributes included."""
+    import xarray as xr
+    o = os.path.join(wd, "saved%d.nc" % n)
+    try:
+        got.to_netcdf(o)
+        back = xr.open_dataset(o).load()
+    except Exception as e:
+        fail("%s: xarray cannot save what it reads from the references: %r" % (path, e))
+        return
+    try:
+        xr.testing.assert_equal(back, want)
+        for v in want.variables:
+            hidden = set(back[v].attrs) & {"CLASS", "NAME", "_Netcdf4Coordinates", "_Netcdf4Dimid"}
+            if hidden:
+                fail("%s: %s: netCDF-C's attributes %s reach the saved file" % (path, v, sorted(hidden)))
+            for k, val in want[v].attrs.items():
+                if k not in back[v].attrs or not np.array_equal(np.asarray(back[v].attrs[k]), np.asarray(val)):
+                    fail("%s: %s: attribute %s: saved %r, file %r" % (path, v, k, back[v].attrs.get(k), val))
+        print("ok   %s: saved with to_netcdf, reads back as the file" % os.path.relpath(path, wd))
+    except AssertionError as e:
+        fail("%s: the saved copy reads otherwise than the file: %s" % (path, str(e)[:1500]))
 
 
 def main():
