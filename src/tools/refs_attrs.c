@@ -204,12 +204,12 @@ static char *scale_name(struct refs *R, uint64_t group, uint64_t addr)
 
 /* The phony names netCDF-C gives a dataset without dimension scales
  * (refs_dims.c), into c->names: the count found. */
-static unsigned phony_dims(struct refs *R, struct refs_attrs *c, const char *prefix, unsigned rank)
+static unsigned phony_dims(struct refs *R, struct refs_attrs *c, const char *prefix, uint64_t addr, unsigned rank)
 {
 	unsigned i;
 
 	for (i = 0; prefix && i < rank; i++) {
-		const char *n = refs_dims_name(R, prefix, rank, i);
+		const char *n = refs_dims_name(R, addr, rank, i);
 
 		if (!n || !(c->names[i] = strdup(n)))
 			break;
@@ -244,7 +244,7 @@ static void put_dims(struct refs *R, struct refs_attrs *c, const char *prefix, u
 	if (c->is_scale && rank == 1) {
 		names[0] = strdup(own ? own + 1 : c->path);
 		i = names[0] ? 1 : 0;
-	} else if (!c->dimlist && rank <= 64 && phony_dims(R, c, prefix, rank) == rank) {
+	} else if (!c->dimlist && rank <= 64 && phony_dims(R, c, prefix, addr, rank) == rank) {
 		i = rank;
 	} else if (!c->dimlist || rank == 0 || rank > 64 ||
 		   h5_attr_value_get((void **)&text, &len, R->f, addr, "DIMENSION_LIST", 14, 0) < 0) {
