@@ -414,7 +414,7 @@ static int check_mountpoint(struct daemon *D)
 
 		if (what) {
 			fprintf(stderr, "h5fs: mountpoint %s: already a mount (%s): unmount it first "
-				"(fusermount3 -u %s)\n", D->cli.mountpoint, what, D->cli.mountpoint);
+				"(h5fs -u %s)\n", D->cli.mountpoint, what, D->cli.mountpoint);
 			free(what);
 			return TOOL_EXIT_MOUNT;
 		}
