@@ -276,6 +276,9 @@ struct h5fs {
 	pthread_mutex_t wmu;
 	unsigned writers;
 	bool busy_logged, stale_logged;
+	/* atomic: unmounting (member_stop): the last commits wait for FILE's
+	 * lock instead of failing EBUSY (node/hold.c write_lock) */
+	bool final_commit;
 	/* atomic: when a refusal for space was last logged (s, monotonic) and
 	 * how many were not since (commit_refuse: a writer at the margin is
 	 * refused at every write, 46,000 lines in 5 s of stress-ng aiol) */
