@@ -26,6 +26,7 @@
 #include "root_index.h"
 #include "member.h"
 #include "hash.h"
+#include "views.h"
 
 #include <sys/stat.h>
 #include <time.h>
@@ -388,6 +389,56 @@ static bool written(struct iroot *ir, int64_t k, uint64_t *lid)
 	return w;
 }
 
+static int live_resolve(struct iroot *ir, uint64_t *lid, int64_t k);
+
+/* A node the live root answers for: a view of a recorded dataset
+ * (view_lookup), which the record does not hold. Its id is the live
+ * root's, never one of the record's (node_of) nor of its own range. */
+static bool forwarded(struct iroot *ir, uint64_t ino, int64_t k)
+{
+	bool live;
+
+	if (k >= 0 || (ino & INDEX_NODE_BIT))
+		return false;
+	pthread_mutex_lock(&ir->mu);
+	live = ir->live != NULL;
+	pthread_mutex_unlock(&ir->mu);
+	return live;
+}
+
+/* name, not in the record of directory p: a view of its recorded dataset
+ * ("data.npy" of "data": views open whether listed or not, README) is
+ * the live root's to answer (issue 72: FileNotFoundError after a
+ * remount served from the index), found there by the directory's path;
+ * else ENOENT. (A .frames directory of frames is not: ENOENT.) */
+static int view_lookup(struct iroot *ir, struct root_entry *e, int64_t p, const char *name)
+{
+	size_t blen = 0;
+	enum vw_kind kind = vw_kind_of_name(name, &blen);
+	char base[NAME_MAX + 1];
+	int64_t k;
+	uint64_t lp;
+	int err;
+
+	if (kind == VW_NONE || kind == VW_FRAMES || kind == VW_FRAME || !blen || blen > NAME_MAX)
+		return ENOENT;
+	memcpy(base, name, blen);
+	base[blen] = '\0';
+	k = cindex_tree_lookup(ir->t, (uint32_t)p, base);
+	if (k < 0 || ir->t->nodes[k].type != CINDEX_FILE)
+		return ENOENT;
+	err = live_resolve(ir, &lp, p);
+	if (!err)
+		err = ir->lops->lookup(ir->live, e, lp, name);
+	if (!err && (node_of(ir, e->ino) >= 0 || (e->ino & INDEX_NODE_BIT))) {
+		/* (an id the record uses: never given out twice) */
+		if (ir->lops->forget)
+			ir->lops->forget(ir->live, e->ino, 1);
+		err = ENOENT;
+	}
+	return err;
+}
+
 static int ix_lookup(void *r, struct root_entry *e, uint64_t parent, const char *name)
 {
 	struct iroot *ir = r;
@@ -401,7 +452,7 @@ static int ix_lookup(void *r, struct root_entry *e, uint64_t parent, const char 
 		return ENOTDIR;
 	k = cindex_tree_lookup(ir->t, (uint32_t)p, name);
 	if (k < 0)
-		return ENOENT;
+		return view_lookup(ir, e, p, name);
 	if (ir->t->nodes[k].type == CINDEX_ERROR) {
 		/* as the live root answered when the member was walked */
 		if (ir->lv.eio)
@@ -419,9 +470,10 @@ static int ix_lookup(void *r, struct root_entry *e, uint64_t parent, const char 
 /* The tree is held whole for the root's life: nothing to let go. */
 static void ix_forget(void *r, uint64_t ino, uint64_t nlookup)
 {
-	(void)r;
-	(void)ino;
-	(void)nlookup;
+	struct iroot *ir = r;
+
+	if (forwarded(ir, ino, node_of(ir, ino)) && ir->lops->forget)
+		ir->lops->forget(ir->live, ino, nlookup);
 }
 
 static int ix_getattr(void *r, struct stat *st, double *timeout, uint64_t ino)
@@ -430,6 +482,8 @@ static int ix_getattr(void *r, struct stat *st, double *timeout, uint64_t ino)
 	int64_t k = node_of(ir, ino);
 	uint64_t lid;
 
+	if (forwarded(ir, ino, k))
+		return ir->lops->getattr(ir->live, st, timeout, ino);
 	if (k < 0)
 		return ESTALE;
 	if (written(ir, k, &lid))
@@ -497,6 +551,8 @@ static int ix_listxattr(void *r, char *buf, size_t size, size_t *len, uint64_t i
 	uint64_t lid;
 
 	*len = 0;
+	if (forwarded(ir, ino, k))
+		return ir->lops->listxattr(ir->live, buf, size, len, ino);
 	if (k < 0)
 		return ESTALE;
 	if (written(ir, k, &lid))
@@ -517,6 +573,8 @@ static int ix_getxattr(void *r, char *buf, size_t size, size_t *len, uint64_t in
 	uint64_t lid;
 
 	*len = 0;
+	if (forwarded(ir, ino, k))
+		return ir->lops->getxattr(ir->live, buf, size, len, ino, name);
 	if (k < 0)
 		return ESTALE;
 	if (written(ir, k, &lid))
@@ -574,6 +632,8 @@ static int ix_open(void *r, struct fuse_file_info *fi, uint64_t ino)
 	uint64_t lid;
 	int err;
 
+	if (forwarded(ir, ino, k))
+		return ir->lops->open(ir->live, fi, ino);      /* a view: read-only */
 	if (k < 0)
 		return ESTALE;
 	err = live_resolve(ir, &lid, k);
@@ -604,6 +664,8 @@ static uint64_t live_of(struct iroot *ir, uint64_t ino)
 		pthread_mutex_lock(&ir->mu);
 		lid = ir->live_id[k];
 		pthread_mutex_unlock(&ir->mu);
+	} else if (forwarded(ir, ino, k)) {
+		lid = ino;
 	}
 	return lid;
 }
