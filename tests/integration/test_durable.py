@@ -28,7 +28,9 @@ items 2 and 3; doc/h5fs.1 "WRITE-BEHIND", member/xbatch.c).
   it) within 5 s after a setxattr and after a mkdir, within 0.9 s after a
   write-behind batch, and after unmount; an np.save whose header declares
   2**40 float64 and that stops after 1 MiB leaves no space taken, and the
-  next np.save is placed below it.
+  next np.save is placed below it;
+- mtime: the idle trim keeps FILE's mtime (datasets without stored times
+  show it): a second rsync -a out after it sends nothing.
 Needs root (mount -t tmpfs)."""
 import errno
 import os
@@ -369,6 +371,54 @@ def space(wd):
     promise(wd)
 
 
+def mtime_kept(wd, tries=5):
+    """Issue 72 item 4: the idle trim changes no content, so FILE keeps the
+    mtime of its last change, which datasets without stored times show: a
+    second `rsync -a` out of the mount (after the trim, the kernel's
+    caches dropped so that the daemon answers anew) sends nothing. A try
+    counts only when the trim came after the first rsync out (its log
+    line): else it is tried again."""
+    import shutil
+    import subprocess
+    if not shutil.which("rsync"):
+        print("mtime: rsync missing: skipped")
+        return
+    src = os.path.join(wd, "rs_src")
+    os.makedirs(src, exist_ok=True)
+    with open(os.path.join(src, "a.bin"), "wb") as fh:
+        fh.write(os.urandom(300000))
+    for i in range(tries):
+        h5 = os.path.join(wd, "mt.h5")
+        with h5py.File(h5, "w") as f:
+            f["x"] = np.arange(10)          # no stored times: shows FILE's
+        out = os.path.join(wd, "rs_out%d" % i)
+        mnt = os.path.join(wd, "mnt")
+        m = mount(h5, mnt, opts=["-o", "idle_commit=1", "-o", "verbose"])
+        try:
+            with m.watchdog(60):
+                subprocess.run(["rsync", "-a", src + "/", mnt + "/"], check=True, timeout=60)
+                subprocess.run(["rsync", "-a", mnt + "/", out + "/"], check=True, timeout=60)
+                if "idle for" in m.output():
+                    continue            # trimmed already: this try proves nothing
+                if not T.wait_until(lambda: "idle for" in m.output(), 10):
+                    T.fail("mtime: no idle trim within 10 s")
+                    return
+                with open("/proc/sys/vm/drop_caches", "w") as fh:
+                    fh.write("2")
+                r = subprocess.run(["rsync", "-a", "--itemize-changes", mnt + "/", out + "/"],
+                                   capture_output=True, timeout=60)
+                sent = r.stdout.decode().split()
+                if r.returncode != 0 or sent:
+                    T.fail("mtime: the second rsync -a out after the idle trim sent %r (exit %d)" % (
+                        sent, r.returncode))
+                else:
+                    print("mtime: the idle trim kept FILE's mtime: the second rsync -a out sent nothing")
+                return
+        finally:
+            m.stop()
+    print("mtime: the idle trim came before the first rsync out in %d tries: not checked" % tries)
+
+
 def promise(wd):
     """An NPY stream whose header declares 2**40 float64 and that stops
     after 1 MiB makes nothing and leaves no space taken: FILE's size and
@@ -419,6 +469,7 @@ def main():
     checked(wd)
     window(wd)
     space(wd)
+    mtime_kept(wd)
     faults(wd)
     enospc(wd)
     return T.finish()

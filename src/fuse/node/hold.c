@@ -106,8 +106,10 @@ static int write_begin(h5fs *fs, bool undo)
 		pthread_mutex_lock(&fs->wmu);
 		tried = fs->gen->num;
 		e = write_lock(fs, &changed);
-		if (!e)
+		if (!e) {
 			fs->writers++;
+			fs->wbegins++;
+		}
 		pthread_mutex_unlock(&fs->wmu);
 		/* a live mount follows the change (a new generation: made by
 		 * the watcher meanwhile, or now) */

@@ -289,6 +289,9 @@ struct h5fs {
 	 * refresh that opened FILE while one of our writes ran is dropped */
 	h5_file *locked_f;
 	uint64_t wepoch;
+	/* write_begin calls granted (under wmu): a sync that saw no other
+	 * writer begin meanwhile may keep FILE's mtime (commit/durable.c) */
+	uint64_t wbegins;
 	/* setfattr's write-behind (member/xbatch.c; made at its first use) */
 	struct xbatch *xb;
 	struct lbatch *lb;      /* member/lbatch.c: new files not linked yet */
