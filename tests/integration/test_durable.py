@@ -30,7 +30,9 @@ items 2 and 3; doc/h5fs.1 "WRITE-BEHIND", member/xbatch.c).
   2**40 float64 and that stops after 1 MiB leaves no space taken, and the
   next np.save is placed below it;
 - mtime: the idle trim keeps FILE's mtime (datasets without stored times
-  show it): a second rsync -a out after it sends nothing.
+  show it): a second rsync -a out after it sends nothing;
+- statfs: a read-write mount reports the room of FILE's file system less
+  -o min_free's margin as free; a -o ro mount none.
 Needs root (mount -t tmpfs)."""
 import errno
 import os
@@ -419,6 +421,32 @@ def mtime_kept(wd, tries=5):
     print("mtime: the idle trim came before the first rsync out in %d tries: not checked" % tries)
 
 
+def statfs_room(wd):
+    """Issue 72 item 7: statfs of a read-write mount reports the room of
+    the file system holding FILE, less -o min_free's margin (here 64 MiB),
+    as free, and no read-only flag; a -o ro mount none, read-only."""
+    h5 = os.path.join(wd, "room.h5")
+    with h5py.File(h5, "w") as f:
+        f["x"] = np.arange(10)
+    mnt = os.path.join(wd, "mnt")
+    for opts, rw in ((["-o", "min_free=64M"], True), (["-o", "ro"], False)):
+        m = T.Mount(h5, mnt, opts=opts)
+        m.start()
+        try:
+            got = os.statvfs(mnt)
+            disk = os.statvfs(wd)
+        finally:
+            m.stop()
+        free = got.f_bavail * got.f_frsize
+        room = disk.f_bavail * disk.f_frsize - (64 << 20)
+        if rw and (got.f_flag & os.ST_RDONLY or abs(free - room) > (256 << 20) or got.f_bfree != got.f_bavail or
+                   got.f_blocks < got.f_bfree):
+            T.fail("statfs rw: free %d, the disk's room less the margin %d, flags %#x" % (free, room, got.f_flag))
+        if not rw and (free or not got.f_flag & os.ST_RDONLY):
+            T.fail("statfs ro: free %d, flags %#x" % (free, got.f_flag))
+    print("statfs: a read-write mount reports its disk's room less the margin; -o ro none")
+
+
 def promise(wd):
     """An NPY stream whose header declares 2**40 float64 and that stops
     after 1 MiB makes nothing and leaves no space taken: FILE's size and
@@ -470,6 +498,7 @@ def main():
     window(wd)
     space(wd)
     mtime_kept(wd)
+    statfs_room(wd)
     faults(wd)
     enospc(wd)
     return T.finish()

@@ -288,6 +288,9 @@ static int open_file(struct daemon *D)
 	/* Open and check FILE before mounting anything. Only regular files and
 	 * block devices are opened: open(2) of a FIFO would wait for a writer. */
 	D->cfg.read_only = D->cli.read_only;
+	/* (resolved now: the daemon's working directory becomes /) */
+	D->space_real = strstr(D->cli.file, "://") ? NULL : realpath(D->cli.file, NULL);
+	D->cfg.space_path = D->space_real;
 	D->cfg.debug = D->copts.debug;
 	D->cfg.verbose = D->cli.verbose;
 	D->cfg.xattr_raw = D->cli.xattr_mode && strcmp(D->cli.xattr_mode, "raw") == 0;
@@ -573,6 +576,7 @@ static void daemon_free(struct daemon *D)
 	if (D->dir_fd >= 0)
 		close(D->dir_fd);       /* after every file opened from it */
 	free(D->dir_name);
+	free(D->space_real);
 	free(D->fsname);
 	free(D->abs);
 	free(D->copts.mountpoint);
