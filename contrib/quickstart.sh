@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 make -j2
 mkdir -p mnt
 if grep -qs " $(pwd)/mnt " /proc/mounts; then
-	fusermount3 -u mnt
+	./h5fs -u mnt || fusermount3 -u mnt
 fi
 # read-only: the tracked example stays as it is (README's tour)
 ./h5fs -o ro examples/example.h5 mnt
@@ -19,4 +19,4 @@ if command -v tree >/dev/null; then tree -a --noreport mnt; fi
 ls -lR mnt
 echo
 echo "Read a dataset:   od -A d -t f8 mnt/measurements/temperature | head"
-echo "Unmount with:     fusermount3 -u mnt"
+echo "Unmount with:     ./h5fs -u mnt   (returns once FILE is final)"

@@ -275,6 +275,10 @@ static void usage(FILE *out)
 		"                    absolute path or URL)\n"
 		"  --inline=N        inline chunks smaller than N bytes (default 500)\n"
 		"  --split=MIB       cut contiguous datasets in pieces of at most MIB MiB\n"
+		"  --fill=exact      chunks never written of a dataset without _FillValue\n"
+		"                    inline up to 64 MiB (default bounded: only while they\n"
+		"                    take no more than its written chunks, else its fill\n"
+		"                    value, which xarray masks)\n"
 		"  --strict          exit 1 when a dataset had to be skipped\n"
 		"  --follow-external follow external links (inside FILE's directory tree)\n"
 		"  --concat=DIM      --refs of several files as one dataset along dimension\n"
@@ -339,6 +343,8 @@ int main(int argc, char **argv)
 				fprintf(stderr, "h5fs-ls: --index needs a file\n");
 				return TOOL_EXIT_USAGE;
 			}
+		} else if (strcmp(argv[i], "--fill=exact") == 0 || strcmp(argv[i], "--fill=bounded") == 0) {
+			ro.fill_exact = argv[i][7] == 'e';
 		} else if (strncmp(argv[i], "--url=", 6) == 0 && argv[i][6]) {
 			ro.url = argv[i] + 6;
 		} else if (strncmp(argv[i], "--inline=", 9) == 0 || strncmp(argv[i], "--split=", 8) == 0) {

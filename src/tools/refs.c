@@ -223,7 +223,9 @@ int refs_walk(h5_file *f, const char *path, uint64_t addr, const refs_opts *o, c
 	R.tty = !o->no_progress && isatty(STDERR_FILENO);
 	clock_gettime(CLOCK_MONOTONIC, &R.last);
 	R.plan_f = f;           /* phony dimension names: planned when first asked */
-	R.plan_addr = addr;
+	/* from the root whatever PATH is: a subtree's names are the whole
+	 * file's (netCDF-C numbers the file's dimensions, not a group's) */
+	R.plan_addr = h5_file_root(f);
 	put_object(&R, "", path, addr);
 	refs_dims_free(R.dims);
 	refs_progress(&R, "", 1);

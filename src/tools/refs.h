@@ -16,6 +16,8 @@ typedef struct refs_opts {
 	int strict;               /* exit 1 when a dataset was skipped */
 	int follow_external;      /* follow external links (FILE's directory tree) */
 	int no_progress;          /* no progress line of chunks (the caller has its own) */
+	int fill_exact;           /* unwritten chunks inline up to 64 MiB, not only up to
+				   * the written chunks' share (refs_dataset.c) */
 } refs_opts;
 
 /* A dataset with a Zarr form, as the sink is told of it (before its

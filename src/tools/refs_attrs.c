@@ -79,6 +79,19 @@ static char *attr_text(const h5_attr_value *a)
 	}
 }
 
+/* The attributes netCDF-C does not show on a variable (its
+ * hdf5open.c's att_read_callbk: the dimension scale API's and its own). */
+static int hidden_var_attr(const char *name)
+{
+	static const char *const hidden[] = { "CLASS", "NAME", "_Netcdf4Coordinates", "_Netcdf4Dimid",
+					      "_nc3_strict" };
+
+	for (size_t i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++)
+		if (strcmp(name, hidden[i]) == 0)
+			return 1;
+	return 0;
+}
+
 static int attr_cb(const h5_attr_value *a, void *ud)
 {
 	struct refs_attrs *c = ud;
@@ -111,11 +124,31 @@ static int attr_cb(const h5_attr_value *a, void *ud)
 	if (strcmp(a->name, "CLASS") == 0 && t->kind == H5_TYPE_STRING && a->rank == 0 &&
 	    t->size >= 15 && memcmp(a->data, "DIMENSION_SCALE", 15) == 0)
 		c->is_scale = 1;
+	/* netCDF-C's own bookkeeping on a variable, which it hides (and
+	 * kerchunk, h5netcdf): shown, xarray's to_netcdf would write it back
+	 * and netCDF-C refuse it ("String match to name in use") */
+	if (hidden_var_attr(a->name))
+		return 0;
+	/* h5py's bool (an enumeration): netCDF-C does not read it, and
+	 * xarray's to_netcdf cannot write a bool attribute back */
+	if (t->kind == H5_TYPE_NUMBER && t->typestr && strcmp(t->typestr, "|b1") == 0) {
+		refs_note(c->R, "%s: attribute %s not written: a bool (netCDF has none; netCDF-C does not read it)",
+			  c->path, a->name);
+		return 0;
+	}
 	/* the dimension scale bookkeeping (references) becomes _ARRAY_DIMENSIONS */
 	if (strcmp(a->name, "DIMENSION_LIST") == 0 || strcmp(a->name, "REFERENCE_LIST") == 0) {
 		c->dimlist |= a->name[0] == 'D';
 		if (!json_expressible(t))
 			return 0;
+	}
+	/* a string of no dataspace (PyTables' TITLE): netCDF-C reads "" */
+	if (a->null_space && strlen(a->name) == a->name_len &&
+	    (t->kind == H5_TYPE_STRING || t->kind == H5_TYPE_VSTRING)) {
+		jb_printf(b, "%s", c->n++ ? ", " : "");
+		jb_str(b, a->name, a->name_len);
+		jb_printf(b, ": \"\"");
+		return 0;
 	}
 	if (strlen(a->name) != a->name_len || a->null_space ||
 	    (t->kind != H5_TYPE_VSTRING && !json_expressible(t))) {
@@ -171,12 +204,12 @@ static char *scale_name(struct refs *R, uint64_t group, uint64_t addr)
 
 /* The phony names netCDF-C gives a dataset without dimension scales
  * (refs_dims.c), into c->names: the count found. */
-static unsigned phony_dims(struct refs *R, struct refs_attrs *c, const char *prefix, unsigned rank)
+static unsigned phony_dims(struct refs *R, struct refs_attrs *c, const char *prefix, uint64_t addr, unsigned rank)
 {
 	unsigned i;
 
 	for (i = 0; prefix && i < rank; i++) {
-		const char *n = refs_dims_name(R, prefix, rank, i);
+		const char *n = refs_dims_name(R, addr, rank, i);
 
 		if (!n || !(c->names[i] = strdup(n)))
 			break;
@@ -211,7 +244,7 @@ static void put_dims(struct refs *R, struct refs_attrs *c, const char *prefix, u
 	if (c->is_scale && rank == 1) {
 		names[0] = strdup(own ? own + 1 : c->path);
 		i = names[0] ? 1 : 0;
-	} else if (!c->dimlist && rank <= 64 && phony_dims(R, c, prefix, rank) == rank) {
+	} else if (!c->dimlist && rank <= 64 && phony_dims(R, c, prefix, addr, rank) == rank) {
 		i = rank;
 	} else if (!c->dimlist || rank == 0 || rank > 64 ||
 		   h5_attr_value_get((void **)&text, &len, R->f, addr, "DIMENSION_LIST", 14, 0) < 0) {
@@ -257,6 +290,7 @@ void refs_attrs_build(struct refs *R, struct refs_attrs *c, const char *prefix, 
 	memset(c, 0, sizeof(*c));
 	c->R = R;
 	c->path = path;
+	c->dataset = rank >= 0;
 	jb_printf(&c->b, "{");
 	rc = h5_attr_iterate_values(R->f, addr, attr_cb, c);
 	if (rank >= 0)

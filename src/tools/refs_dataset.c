@@ -11,8 +11,9 @@
  * made floats), so it is null unless the dataset has a _FillValue
  * attribute. With null, Zarr leaves a missing chunk's elements undefined:
  * a dataset with unwritten chunks gets them inline (its fill value's
- * bytes, as HDF5 reads them) when unfiltered and small enough (FILL_MAX),
- * else keeps its fill value (correct bytes; xarray masks them).
+ * bytes, as HDF5 reads them) when unfiltered and small enough (fill_fits:
+ * no more text than its written chunks' entries, or --fill=exact up to
+ * FILL_MAX), else keeps its fill value (correct bytes; xarray masks them).
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -37,7 +38,9 @@
 
 #define CONVERTED_MAX ((uint64_t)64 << 20)   /* bytes of a converted dataset inlined at most */
 #define CONVERTED_PIECE ((uint64_t)1 << 20)  /* bytes of one inlined chunk of one, about */
-#define FILL_MAX ((uint64_t)64 << 20)        /* bytes of unwritten chunks inlined at most */
+#define FILL_MAX ((uint64_t)64 << 20)        /* bytes of unwritten chunks inlined at most (--fill=exact) */
+#define FILL_FLOOR 4096                      /* inline text of unwritten chunks always allowed */
+#define ENTRY_KEY 24                         /* a chunk entry's key and JSON around it, about */
 #define GRID_MAX ((uint64_t)1 << 22)         /* chunks of a grid whose unwritten ones are inlined */
 
 /* ---- datasets -------------------------------------------------------------------- */
@@ -270,6 +273,29 @@ static uint64_t grid_chunk(const uint64_t *chunks, unsigned rank)
 	return n;
 }
 
+/* Whether n unwritten chunks of bytes each may go inline beside met
+ * written ones: by default only while their text (base64) is no larger
+ * than the written chunks' entries, or FILL_FLOOR, so that references stay
+ * proportional to what was written (issue 72: a sparse dataset's fill
+ * made gigabytes of references); --fill=exact up to FILL_MAX. */
+static int fill_fits(const struct refs *R, uint64_t n, uint64_t met, uint64_t bytes)
+{
+	uint64_t each, budget;
+
+	if (!bytes)
+		return 0;
+	if (R->o->fill_exact)
+		return n <= FILL_MAX / bytes;
+	if (bytes > FILL_MAX)
+		return 0;
+	each = (bytes + 2) / 3 * 4 + ENTRY_KEY;
+	budget = (uint64_t)((R->url ? strlen(R->url) : 0) + 2 * ENTRY_KEY);
+	budget = met > FILL_MAX / budget ? FILL_MAX : met * budget;
+	if (budget < FILL_FLOOR)
+		budget = FILL_FLOOR;
+	return n <= budget / each;
+}
+
 /* netCDF's rule (the header comment): whether "fill_value" can be null,
  * and *unwritten when chunks must be given inline for it (grid: the chunk
  * grid; *met: chunks the walk meets, counted here if not yet). */
@@ -289,7 +315,7 @@ static int fill_rule(int *unwritten, uint64_t *met, uint64_t *grid, struct refs 
 	if (strcmp(di->layout, "contiguous") == 0) {
 		if (st->contig_off != UINT64_MAX)
 			return 1;
-		*unwritten = total && total <= GRID_MAX && bytes && total <= FILL_MAX / bytes;
+		*unwritten = total && total <= GRID_MAX && fill_fits(R, total, 0, bytes);
 		return *unwritten || total == 0;
 	}
 	if (strcmp(di->layout, "chunked") != 0)
@@ -311,7 +337,7 @@ static int fill_rule(int *unwritten, uint64_t *met, uint64_t *grid, struct refs 
 	}
 	if (*met >= total)
 		return 1;
-	*unwritten = !di->nfilters && total <= GRID_MAX && bytes && total - *met <= FILL_MAX / bytes;
+	*unwritten = !di->nfilters && total <= GRID_MAX && fill_fits(R, total - *met, *met, bytes);
 	return *unwritten;
 }
 
@@ -388,7 +414,7 @@ void refs_put_dataset(struct refs *R, const char *prefix, const char *path, uint
 	 * netCDF-C reads it (refs_dims.c) */
 	for (unsigned i = 0; i < rank; i++)
 		shape[i] = !conv && !extra && strcmp(di.layout, "chunked") == 0 && di.maxdims &&
-				   di.maxdims[i] == UINT64_MAX ? refs_dims_extent(R, prefix, rank, i, di.dims[i])
+				   di.maxdims[i] == UINT64_MAX ? refs_dims_extent(R, addr, rank, i, di.dims[i])
 							       : di.dims[i];
 	for (unsigned i = 0; i < extra; i++)
 		shape[rank + i] = tv.adims[i];

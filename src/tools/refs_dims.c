@@ -49,7 +49,9 @@ struct pd_dim {
 };
 
 struct pd_var {
-	char *prefix;             /* "g/d/", as refs.c writes it */
+	char *prefix;             /* "g/d/", from the root */
+	uint64_t addr;            /* the dataset: what the walk asks by */
+	size_t order;             /* netCDF-C's reading order: the first link's names */
 	unsigned rank;
 	uint64_t dims[64];
 	int unlim[64];
@@ -197,6 +199,8 @@ static void read_dataset(struct refs_dims *P, h5_file *f, size_t g, const char *
 	v = &P->v[P->nv];
 	memset(v, 0, sizeof(*v));
 	v->grp = g;
+	v->addr = addr;
+	v->order = P->nv;
 	v->rank = di.shape == H5_SHAPE_SIMPLE && di.rank <= 64 ? di.rank : 0;
 	for (unsigned i = 0; i < v->rank; i++) {
 		v->dims[i] = di.dims[i];
@@ -394,7 +398,29 @@ static void dim_lengths(struct refs_dims *P)
 
 static int var_cmp(const void *a, const void *b)
 {
-	return strcmp(((const struct pd_var *)a)->prefix, ((const struct pd_var *)b)->prefix);
+	const struct pd_var *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* The first reading (netCDF-C's order) of the dataset at addr, or NULL:
+ * one object has one set of names whatever link the walk came by (issue
+ * 72: two hard links to one dataset had two). */
+static const struct pd_var *var_find(const struct refs_dims *P, uint64_t addr)
+{
+	size_t lo = 0, hi = P->nv;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (P->v[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < P->nv && P->v[lo].addr == addr ? &P->v[lo] : NULL;
 }
 
 /* The plan of R's walk (made at the first question: a file whose
@@ -430,26 +456,24 @@ static const struct refs_dims *plan(struct refs *R)
 	return P;
 }
 
-const char *refs_dims_name(struct refs *R, const char *prefix, unsigned rank, unsigned i)
+const char *refs_dims_name(struct refs *R, uint64_t addr, unsigned rank, unsigned i)
 {
 	const struct refs_dims *P = R->f == R->plan_f ? plan(R) : NULL;
-	struct pd_var key = { .prefix = (char *)prefix };
 	const struct pd_var *v;
 
-	if (!P || !P->nv || !(v = bsearch(&key, P->v, P->nv, sizeof(*P->v), var_cmp)) || !v->need || v->rank != rank ||
+	if (!P || !P->nv || !(v = var_find(P, addr)) || !v->need || v->rank != rank ||
 	    i >= rank)
 		return NULL;
 	return P->g[v->grp].d[v->names[i]].name;
 }
 
-uint64_t refs_dims_extent(struct refs *R, const char *prefix, unsigned rank, unsigned i, uint64_t extent)
+uint64_t refs_dims_extent(struct refs *R, uint64_t addr, unsigned rank, unsigned i, uint64_t extent)
 {
 	const struct refs_dims *P = R->f == R->plan_f ? plan(R) : NULL;
-	struct pd_var key = { .prefix = (char *)prefix };
 	const struct pd_var *v;
 	const struct pd_scale *s;
 
-	if (!P || !P->nv || i >= rank || !(v = bsearch(&key, P->v, P->nv, sizeof(*P->v), var_cmp)) || v->rank != rank ||
+	if (!P || !P->nv || i >= rank || !(v = var_find(P, addr)) || v->rank != rank ||
 	    v->dims[i] != extent || v->scale[i] == UINT64_MAX || !(s = scale_find(P, v->scale[i])) || !s->unlim ||
 	    !v->unlim[i])
 		return extent;

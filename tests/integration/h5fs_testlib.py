@@ -25,6 +25,12 @@ SRCDIR = os.environ.get("H5FS_SRCDIR", os.path.abspath(os.path.join(HERE, "..", 
 BUILDDIR = os.environ.get("H5FS_BUILDDIR", os.getcwd())
 H5FS = os.environ.get("H5FS_BIN", os.path.join(BUILDDIR, "h5fs"))
 H5FS_LS = os.environ.get("H5FS_LS", os.path.join(BUILDDIR, "h5fs-ls"))
+# The collection index's default place ($XDG_CACHE_HOME/h5fs/, else
+# ~/.cache/h5fs/): the tests' own, in the build tree's work directory
+# (removed by make clean), not the user's (issue 72: the suite left ~16 MB
+# of index databases in ~/.cache/h5fs). The daemons and tools the tests
+# start inherit it.
+os.environ["XDG_CACHE_HOME"] = os.path.join(BUILDDIR, "tests", "integration", "work", "cache")
 MOUNT_WAIT = 10.0      # seconds for a mount to appear
 UNMOUNT_WAIT = 10.0
 MAX_COMPARE = 64 << 20  # datasets larger than this are not byte-compared

@@ -196,6 +196,30 @@ def generate(top, folders, per):
     subprocess.run(["/usr/bin/python3", GEN, top, str(folders), str(per)], check=True, timeout=600)
 
 
+def views_from_index(mnt, top):
+    import h5py
+    import numpy as np
+    rel = os.path.join("f01", "m002.h5", "entry", "data")
+    with h5py.File(os.path.join(top, "f01", "m002.h5"), "r") as f:
+        want = f["entry/data"][()]
+    try:
+        got = np.load(os.path.join(mnt, rel + ".npy"))
+        if got.dtype != want.dtype or not np.array_equal(got, want):
+            T.fail("%s.npy on the warm remount: %s %s, h5py %s %s" % (rel, got.dtype, got.shape, want.dtype,
+                                                                      want.shape))
+        else:
+            print("ok   %s.npy opens on the warm remount (unlisted), equal to h5py" % rel)
+        if os.path.getsize(os.path.join(mnt, rel + ".csv")) == 0:
+            T.fail("%s.csv on the warm remount is empty" % rel)
+    except OSError as e:
+        T.fail("%s's views on the warm remount: %s" % (rel, e))
+    try:
+        os.stat(os.path.join(mnt, rel + "_nope.npy"))
+        T.fail("a view of no dataset found on the warm remount")
+    except FileNotFoundError:
+        pass
+
+
 def main():
     work = T.workdir("collindex")
     top = os.path.join(work, "dir")
@@ -250,6 +274,9 @@ def main():
             if hashlib.sha256(got).hexdigest() != [e for e in ref if e[0] == "f01/m002.h5/entry/data"][0][-1]:
                 T.fail("f01/m002.h5/entry/data: wrong bytes through the indexed root")
             full = snapshot(mnt)
+            # views open whether listed or not, also served from the
+            # index (issue 72: FileNotFoundError after an indexed remount)
+            views_from_index(mnt, top)
     strip = [e[:-1] if e[1].startswith("0o100") else e for e in ref]
     d = diff(strip, warm)
     if d:

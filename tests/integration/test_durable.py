@@ -28,7 +28,11 @@ items 2 and 3; doc/h5fs.1 "WRITE-BEHIND", member/xbatch.c).
   it) within 5 s after a setxattr and after a mkdir, within 0.9 s after a
   write-behind batch, and after unmount; an np.save whose header declares
   2**40 float64 and that stops after 1 MiB leaves no space taken, and the
-  next np.save is placed below it.
+  next np.save is placed below it;
+- mtime: the idle trim keeps FILE's mtime (datasets without stored times
+  show it): a second rsync -a out after it sends nothing;
+- statfs: a read-write mount reports the room of FILE's file system less
+  -o min_free's margin as free; a -o ro mount none.
 Needs root (mount -t tmpfs)."""
 import errno
 import os
@@ -369,6 +373,80 @@ def space(wd):
     promise(wd)
 
 
+def mtime_kept(wd, tries=5):
+    """Issue 72 item 4: the idle trim changes no content, so FILE keeps the
+    mtime of its last change, which datasets without stored times show: a
+    second `rsync -a` out of the mount (after the trim, the kernel's
+    caches dropped so that the daemon answers anew) sends nothing. A try
+    counts only when the trim came after the first rsync out (its log
+    line): else it is tried again."""
+    import shutil
+    import subprocess
+    if not shutil.which("rsync"):
+        print("mtime: rsync missing: skipped")
+        return
+    src = os.path.join(wd, "rs_src")
+    os.makedirs(src, exist_ok=True)
+    with open(os.path.join(src, "a.bin"), "wb") as fh:
+        fh.write(os.urandom(300000))
+    for i in range(tries):
+        h5 = os.path.join(wd, "mt.h5")
+        with h5py.File(h5, "w") as f:
+            f["x"] = np.arange(10)          # no stored times: shows FILE's
+        out = os.path.join(wd, "rs_out%d" % i)
+        mnt = os.path.join(wd, "mnt")
+        m = mount(h5, mnt, opts=["-o", "idle_commit=1", "-o", "verbose"])
+        try:
+            with m.watchdog(60):
+                subprocess.run(["rsync", "-a", src + "/", mnt + "/"], check=True, timeout=60)
+                subprocess.run(["rsync", "-a", mnt + "/", out + "/"], check=True, timeout=60)
+                if "idle for" in m.output():
+                    continue            # trimmed already: this try proves nothing
+                if not T.wait_until(lambda: "idle for" in m.output(), 10):
+                    T.fail("mtime: no idle trim within 10 s")
+                    return
+                with open("/proc/sys/vm/drop_caches", "w") as fh:
+                    fh.write("2")
+                r = subprocess.run(["rsync", "-a", "--itemize-changes", mnt + "/", out + "/"],
+                                   capture_output=True, timeout=60)
+                sent = r.stdout.decode().split()
+                if r.returncode != 0 or sent:
+                    T.fail("mtime: the second rsync -a out after the idle trim sent %r (exit %d)" % (
+                        sent, r.returncode))
+                else:
+                    print("mtime: the idle trim kept FILE's mtime: the second rsync -a out sent nothing")
+                return
+        finally:
+            m.stop()
+    print("mtime: the idle trim came before the first rsync out in %d tries: not checked" % tries)
+
+
+def statfs_room(wd):
+    """Issue 72 item 7: statfs of a read-write mount reports the room of
+    the file system holding FILE, less -o min_free's margin (here 64 MiB),
+    as free, and no read-only flag; a -o ro mount none, read-only."""
+    h5 = os.path.join(wd, "room.h5")
+    with h5py.File(h5, "w") as f:
+        f["x"] = np.arange(10)
+    mnt = os.path.join(wd, "mnt")
+    for opts, rw in ((["-o", "min_free=64M"], True), (["-o", "ro"], False)):
+        m = T.Mount(h5, mnt, opts=opts)
+        m.start()
+        try:
+            got = os.statvfs(mnt)
+            disk = os.statvfs(wd)
+        finally:
+            m.stop()
+        free = got.f_bavail * got.f_frsize
+        room = disk.f_bavail * disk.f_frsize - (64 << 20)
+        if rw and (got.f_flag & os.ST_RDONLY or abs(free - room) > (256 << 20) or got.f_bfree != got.f_bavail or
+                   got.f_blocks < got.f_bfree):
+            T.fail("statfs rw: free %d, the disk's room less the margin %d, flags %#x" % (free, room, got.f_flag))
+        if not rw and (free or not got.f_flag & os.ST_RDONLY):
+            T.fail("statfs ro: free %d, flags %#x" % (free, got.f_flag))
+    print("statfs: a read-write mount reports its disk's room less the margin; -o ro none")
+
+
 def promise(wd):
     """An NPY stream whose header declares 2**40 float64 and that stops
     after 1 MiB makes nothing and leaves no space taken: FILE's size and
@@ -419,6 +497,8 @@ def main():
     checked(wd)
     window(wd)
     space(wd)
+    mtime_kept(wd)
+    statfs_room(wd)
     faults(wd)
     enospc(wd)
     return T.finish()

@@ -182,7 +182,7 @@ def check_cli(wd):
         r = run([H, h5, mnt])
         err = r.stderr.decode().strip().splitlines()
         if r.returncode != 6 or len(err) != 1 or "mountpoint %s" % mnt not in err[0] or \
-                "already a mount" not in err[0] or "fuse.h5fs" not in err[0] or "fusermount3 -u" not in err[0]:
+                "already a mount" not in err[0] or "fuse.h5fs" not in err[0] or "h5fs -u" not in err[0]:
             fail("second mount: exit %d, stderr %r" % (r.returncode, err))
         n = sum(1 for ln in open("/proc/mounts") if ln.split()[1] == mnt)
         if n != 1:

@@ -107,7 +107,12 @@ def run(work, libver):
             T.fail("sub2/x reads wrong after the move")
         if open(j("d2"), "rb").read() != np.arange(10, dtype="<i4").tobytes():
             T.fail("d2 reads wrong after the rename")
+        held = os.open(j("r2"), os.O_RDONLY)       # the replaced one, held open
         os.rename(j("r1"), j("r2"))                 # over an existing dataset
+        # no link left to what a descriptor holds (xfstests generic/035)
+        if os.fstat(held).st_nlink != 0 or os.read(held, 64) != np.array([9], dtype="<i8").tobytes():
+            T.fail("mv r1 r2: the replaced r2, held open: st_nlink %d" % os.fstat(held).st_nlink)
+        os.close(held)
         os.rename(j("sub2"), j("ed"))               # over an empty group
         if open(j("r2"), "rb").read() != np.array([1, 2, 3], dtype="<i8").tobytes() or os.path.exists(j("r1")):
             T.fail("mv r1 r2: r2 is not r1's")

@@ -282,13 +282,21 @@ def same(a, b):
                                                and not isinstance(a, bool) and a == b)
 
 
+# netCDF-C's bookkeeping, which it (and kerchunk, h5netcdf) hides, and so
+# the references (issue 72: xarray's to_netcdf fails on them)
+NC_HIDDEN = {"CLASS", "NAME", "_Netcdf4Coordinates", "_Netcdf4Dimid", "_nc3_strict"}
+
+
 def attr_has_json(obj, name):
+    if (name.decode("latin-1") if isinstance(name, bytes) else name) in NC_HIDDEN:
+        return False
     try:
         aid = h5py.h5a.open(obj.id, name.encode() if isinstance(name, str) else name)
     except Exception:
         return False
     if aid.get_space().get_simple_extent_type() == h5py.h5s.NULL:
-        return False
+        # a string one is "" (as netCDF-C reads it: PyTables' TITLE)
+        return aid.get_type().get_class() == h5py.h5t.STRING
     tid = aid.get_type()
     try:
         dt = aid.dtype
@@ -298,6 +306,8 @@ def attr_has_json(obj, name):
         return False
     if h5py.check_string_dtype(dt) is not None and h5py.check_string_dtype(dt).length is None:
         return True
+    if dt.kind == "b":
+        return False       # a bool: netCDF has none (the references leave it out)
     return json_dtype(dt)
 
 
@@ -351,6 +361,9 @@ def expected_attrs(obj, name):
         try:
             v = obj.attrs[name]
         except Exception:
+            continue
+        if isinstance(v, h5py.Empty):
+            out[name] = ""
             continue
         if isinstance(v, np.ndarray) and v.dtype.kind == "O":
             v = np.vectorize(lambda x: text(x) if isinstance(x, bytes) else x, otypes=[object])(v)

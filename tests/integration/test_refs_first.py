@@ -116,10 +116,91 @@ def xarray_equal(wd):
                     os.path.relpath(path, wd), len(want.variables)))
         except AssertionError as e:
             fail("%s: xarray reads the references otherwise than the file: %s" % (path, str(e)[:1500]))
+            continue
+        saved(wd, path, got, want, n)
+
+
+def saved(wd, path, got, want, n):
+    """Issue 72 item 1: what xarray opens from the references saves with
+    to_netcdf (netCDF-C's own attributes are not among them) and reads
+    back as the file, attributes included."""
+    import xarray as xr
+    o = os.path.join(wd, "saved%d.nc" % n)
+    try:
+        got.to_netcdf(o)
+        back = xr.open_dataset(o).load()
+    except Exception as e:
+        fail("%s: xarray cannot save what it reads from the references: %r" % (path, e))
+        return
+    try:
+        xr.testing.assert_equal(back, want)
+        for v in want.variables:
+            hidden = set(back[v].attrs) & {"CLASS", "NAME", "_Netcdf4Coordinates", "_Netcdf4Dimid"}
+            if hidden:
+                fail("%s: %s: netCDF-C's attributes %s reach the saved file" % (path, v, sorted(hidden)))
+            for k, val in want[v].attrs.items():
+                if k not in back[v].attrs or not np.array_equal(np.asarray(back[v].attrs[k]), np.asarray(val)):
+                    fail("%s: %s: attribute %s: saved %r, file %r" % (path, v, k, back[v].attrs.get(k), val))
+        print("ok   %s: saved with to_netcdf, reads back as the file" % os.path.relpath(path, wd))
+    except AssertionError as e:
+        fail("%s: the saved copy reads otherwise than the file: %s" % (path, str(e)[:1500]))
+
+
+def sparse_and_links(wd):
+    """Issue 72 item 1: a 1%-written dataset's references are under 2x
+    those of a dataset holding only its written chunk (the fill of its
+    unwritten ones is not inlined: --fill=exact inlines it, reading back
+    exact); two links to one dataset, and a run on a subtree, give one set
+    of dimension names."""
+    p = os.path.join(wd, "sparse.h5")
+    with h5py.File(p, "w") as f:
+        s = f.create_dataset("s", shape=(1000000,), chunks=(10000,), dtype="f4")
+        s[0:10000] = np.arange(1, 10001, dtype="f4")
+        f["w"] = np.arange(1, 10001, dtype="f4")
+        f["a"] = np.arange(12.0).reshape(3, 4)
+        g = f.create_group("g")
+        g["b"] = np.zeros(5)
+        g["link"] = f["a"]
+    rc, out, err = refs(p)
+    keys = json.loads(out)["refs"]
+
+    def size(name):
+        return sum(len(json.dumps({k: v})) for k, v in keys.items() if k.startswith(name + "/"))
+    if rc != 0 or size("w") == 0 or size("s") >= 2 * size("w"):
+        fail("sparse: exit %d, its references %d bytes, a dataset of its written chunk %d" % (
+            rc, size("s"), size("w")))
+    else:
+        print("ok   1%%-written dataset: references %d bytes, its written chunk's dataset %d" % (size("s"), size("w")))
+    rc, out, err = refs_opt(p, "--fill=exact")
+    g = zarr.open_group(zarr.storage.KVStore(R.Store(fsspec.filesystem("reference", fo=json.loads(out))
+                                                     .get_mapper(""))), mode="r")
+    with h5py.File(p, "r") as f:
+        if rc != 0 or not np.array_equal(g["s"][...], f["s"][...]):
+            fail("--fill=exact: exit %d, the sparse dataset does not read as h5py" % rc)
+        else:
+            print("ok   --fill=exact: the sparse dataset reads as h5py (%d bytes)" % len(out))
+
+    def dims(*path):
+        rc, out, err = refs_opt(p, *path)
+        return {k[:-len(".zattrs")]: json.loads(v).get("_ARRAY_DIMENSIONS")
+                for k, v in json.loads(out)["refs"].items() if k.endswith(".zattrs")}
+    whole, sub, one = dims(), dims("/g"), dims("/g/link")
+    if whole.get("a/") != whole.get("g/link/") or sub.get("link/") != whole["a/"] or \
+            sub.get("b/") != whole.get("g/b/") or one.get("") != whole["a/"] or not whole["a/"]:
+        fail("dimension names differ by path: whole %r, /g %r, /g/link %r" % (whole, sub, one))
+    else:
+        print("ok   one dataset, one set of dimension names: %r by every path and run" % (whole["a/"],))
+
+
+def refs_opt(path, *opts):
+    p = subprocess.run([T.H5FS_LS, "--refs", path, *opts] if opts and opts[0].startswith("/") else
+                       [T.H5FS_LS, "--refs", *opts, path], capture_output=True, timeout=WAIT)
+    return p.returncode, p.stdout, p.stderr.decode("utf-8", "replace")
 
 
 def main():
     wd = T.workdir("refs_first")
+    sparse_and_links(wd)
     h5 = os.path.join(wd, "run.h5")
     make_refs_fixtures.make(h5)
     rc, out, err = refs(h5)

@@ -1,9 +1,10 @@
 /* root_index.c - the collection index on the daemon's side (issue 25
  * item 4; the database is cindex.c):
  *
- * - recording: index_record walks a member root through its own ops
- *   (root.h), exactly as find and getfattr would, so what is kept is what
- *   the mount answered and can never disagree with a live mount;
+ * - recording (root_record.c): index_record walks a member root through
+ *   its own ops (root.h), exactly as find and getfattr would, so what is
+ *   kept is what the mount answered and can never disagree with a live
+ *   mount;
  * - the indexed root class (h5fs_indexed_ops): a member whose key still
  *   matches is answered from its recorded tree alone (lookup, getattr,
  *   readdir, readlink, listxattr, getxattr: no file opened, no GET); the
@@ -26,206 +27,10 @@
 #include "root_index.h"
 #include "member.h"
 #include "hash.h"
+#include "views.h"
 
 #include <sys/stat.h>
 #include <time.h>
-
-/* ---- recording ----------------------------------------------------------------- */
-
-struct walk {
-	const struct root_ops *ops;
-	void *r;
-	cindex_tree *t;
-	size_t max_nodes;
-	char *xbuf;             /* listxattr / getxattr scratch */
-	size_t xcap;
-};
-
-static void stat_in(cindex_stat *o, const struct stat *st)
-{
-	memset(o, 0, sizeof(*o));
-	o->mode = st->st_mode;
-	o->nlink = (uint32_t)st->st_nlink;
-	o->blksize = (uint32_t)st->st_blksize;
-	o->size = (uint64_t)st->st_size;
-	o->ino = (uint64_t)st->st_ino;
-	o->blocks = (uint64_t)st->st_blocks;
-	o->atime_ns = (int64_t)st->st_atim.tv_sec * 1000000000 + st->st_atim.tv_nsec;
-	o->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
-	o->ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
-}
-
-static int xroom(struct walk *w, size_t n)
-{
-	char *p;
-
-	if (n <= w->xcap)
-		return 0;
-	p = realloc(w->xbuf, n);
-	if (!p)
-		return ENOMEM;
-	w->xbuf = p;
-	w->xcap = n;
-	return 0;
-}
-
-/* The xattrs of node (local id lid) as listxattr and getxattr give them. */
-static int walk_xattrs(struct walk *w, uint32_t node, uint64_t lid)
-{
-	char *names = NULL;
-	size_t len = 0, vlen;
-	int err;
-
-	if (!w->ops->listxattr)
-		return 0;
-	err = w->ops->listxattr(w->r, NULL, 0, &len, lid);
-	if (err || len == 0)
-		return err;
-	names = malloc(len);
-	if (!names)
-		return ENOMEM;
-	err = w->ops->listxattr(w->r, names, len, &len, lid);
-	for (size_t off = 0; !err && off < len; off += strlen(names + off) + 1) {
-		const char *name = names + off;
-
-		err = w->ops->getxattr(w->r, NULL, 0, &vlen, lid, name);
-		if (!err)
-			err = xroom(w, vlen + 1);
-		if (!err)
-			err = w->ops->getxattr(w->r, w->xbuf, vlen, &vlen, lid, name);
-		if (!err && cindex_tree_xattr(w->t, node, name, w->xbuf, vlen) < 0)
-			err = ENOMEM;
-	}
-	free(names);
-	return err;
-}
-
-/* Record directory node (local id lid) and everything under it: depth
- * first, each child looked up (and forgotten once its subtree is done,
- * so the live root keeps no more nodes than a path's worth). */
-static int walk_dir(struct walk *w, uint32_t node, uint64_t lid, unsigned depth)
-{
-	void *dh = NULL;
-	bool keep;
-	int err;
-
-	if (depth > INDEX_MAX_DEPTH)
-		return ELOOP;
-	err = w->ops->opendir(w->r, &dh, &keep, lid);
-	if (err)
-		return err;
-	for (size_t i = 0; !err; i++) {
-		struct root_dirent d;
-		struct root_entry e;
-		cindex_stat cs;
-		char *target = NULL;
-		uint32_t kid;
-
-		err = w->ops->readdir(w->r, &d, dh, i);
-		if (err == ENOENT) {
-			err = 0;
-			break;
-		}
-		if (err)
-			break;
-		if (w->t->n >= w->max_nodes) {
-			err = EFBIG;
-			break;
-		}
-		h5_err_clear();         /* the code below is this lookup's own */
-		err = w->ops->lookup(w->r, &e, lid, d.name);
-		if (err == EIO && index_bytes_err(h5_err_code())) {
-			/* the object's bytes fail, as they will at every
-			 * reading at this stamp: remembered so */
-			if (cindex_tree_add_error(&kid, w->t, node, d.name, d.type, d.ino, h5_err_msg()) < 0)
-				err = ENOMEM;
-			else
-				err = 0;
-			h5_err_clear();
-			continue;
-		}
-		if (err)
-			break;
-		/* an object of another file (an external link shown in place,
-		 * that file's number in st_ino's bits 48..61) is recorded as
-		 * shown: the caller keeps that file's stamp with the record
-		 * (coll_index.c), and its number is its path's own (related.c) */
-		if (S_ISLNK(e.attr.st_mode))
-			err = w->ops->readlink(w->r, &target, e.ino);
-		stat_in(&cs, &e.attr);
-		if (!err && cindex_tree_add(&kid, w->t, node, d.name, &cs, target) < 0)
-			err = ENOMEM;
-		free(target);
-		if (!err) {
-			w->t->nodes[kid].lid = e.ino;
-			w->t->nodes[kid].dino = d.ino;
-			err = walk_xattrs(w, kid, e.ino);
-		}
-		if (!err && S_ISDIR(e.attr.st_mode))
-			err = walk_dir(w, kid, e.ino, depth + 1);
-		if (w->ops->forget)
-			w->ops->forget(w->r, e.ino, 1);
-	}
-	w->ops->releasedir(w->r, dh);
-	return err;
-}
-
-int index_record(cindex_tree **out, const struct root_ops *ops, void *r, size_t max_nodes)
-{
-	struct walk w = { .ops = ops, .r = r, .max_nodes = max_nodes };
-	struct stat st;
-	cindex_stat cs;
-	double timeout;
-	uint32_t root;
-	int err;
-
-	*out = NULL;
-	if (cindex_tree_new(&w.t) < 0)
-		return ENOMEM;
-	err = ops->getattr(r, &st, &timeout, FUSE_ROOT_ID);
-	if (!err) {
-		stat_in(&cs, &st);
-		err = cindex_tree_add(&root, w.t, 0, NULL, &cs, NULL) < 0 ? ENOMEM : 0;
-	}
-	if (!err) {
-		w.t->nodes[root].lid = FUSE_ROOT_ID;
-		w.t->nodes[root].dino = (uint64_t)st.st_ino;
-		err = walk_xattrs(&w, root, FUSE_ROOT_ID);
-	}
-	if (!err)
-		err = walk_dir(&w, root, FUSE_ROOT_ID, 0);
-	if (!err && cindex_tree_seal(w.t) < 0)
-		err = ENOMEM;
-	free(w.xbuf);
-	if (err) {
-		cindex_tree_free(w.t);
-		return err;
-	}
-	*out = w.t;
-	return 0;
-}
-
-bool index_bytes_err(int h5code)
-{
-	return h5code == H5_ERR_FORMAT || h5code == H5_ERR_CHECKSUM || h5code == H5_ERR_UNSUPPORTED ||
-	       h5code == H5_ERR_LOOP;
-}
-
-void index_view(char *buf, size_t size, const h5fs_config *cfg, mode_t file_mode)
-{
-	/* what changes the tree a mount shows of one member: rw (growable
-	 * datasets are writable, with a larger st_blksize), the xattr mode,
-	 * the permission bits (-o umask, else the member file's own), the
-	 * views listed (-o views, views.c: recorded as the tree's files) */
-	char views[32] = "";
-
-	if (cfg->views)
-		snprintf(views, sizeof(views), ";views=%x", cfg->views);
-	snprintf(buf, size, "v1;%s;xattr=%s;umask=%s%o;fmode=%o%s", cfg->read_only ? "ro" : "rw",
-		 cfg->xattr_raw ? "raw" : "text",
-		 cfg->umask_set ? "" : "none:", cfg->umask_set ? (unsigned)cfg->umask : 0u,
-		 cfg->umask_set ? 0u : (unsigned)(file_mode & 07777), views);
-}
 
 /* ---- the indexed root ----------------------------------------------------------- */
 
@@ -388,6 +193,56 @@ static bool written(struct iroot *ir, int64_t k, uint64_t *lid)
 	return w;
 }
 
+static int live_resolve(struct iroot *ir, uint64_t *lid, int64_t k);
+
+/* A node the live root answers for: a view of a recorded dataset
+ * (view_lookup), which the record does not hold. Its id is the live
+ * root's, never one of the record's (node_of) nor of its own range. */
+static bool forwarded(struct iroot *ir, uint64_t ino, int64_t k)
+{
+	bool live;
+
+	if (k >= 0 || (ino & INDEX_NODE_BIT))
+		return false;
+	pthread_mutex_lock(&ir->mu);
+	live = ir->live != NULL;
+	pthread_mutex_unlock(&ir->mu);
+	return live;
+}
+
+/* name, not in the record of directory p: a view of its recorded dataset
+ * ("data.npy" of "data": views open whether listed or not, README) is
+ * the live root's to answer (issue 72: FileNotFoundError after a
+ * remount served from the index), found there by the directory's path;
+ * else ENOENT. (A .frames directory of frames is not: ENOENT.) */
+static int view_lookup(struct iroot *ir, struct root_entry *e, int64_t p, const char *name)
+{
+	size_t blen = 0;
+	enum vw_kind kind = vw_kind_of_name(name, &blen);
+	char base[NAME_MAX + 1];
+	int64_t k;
+	uint64_t lp;
+	int err;
+
+	if (kind == VW_NONE || kind == VW_FRAMES || kind == VW_FRAME || !blen || blen > NAME_MAX)
+		return ENOENT;
+	memcpy(base, name, blen);
+	base[blen] = '\0';
+	k = cindex_tree_lookup(ir->t, (uint32_t)p, base);
+	if (k < 0 || ir->t->nodes[k].type != CINDEX_FILE)
+		return ENOENT;
+	err = live_resolve(ir, &lp, p);
+	if (!err)
+		err = ir->lops->lookup(ir->live, e, lp, name);
+	if (!err && (node_of(ir, e->ino) >= 0 || (e->ino & INDEX_NODE_BIT))) {
+		/* (an id the record uses: never given out twice) */
+		if (ir->lops->forget)
+			ir->lops->forget(ir->live, e->ino, 1);
+		err = ENOENT;
+	}
+	return err;
+}
+
 static int ix_lookup(void *r, struct root_entry *e, uint64_t parent, const char *name)
 {
 	struct iroot *ir = r;
@@ -401,7 +256,7 @@ static int ix_lookup(void *r, struct root_entry *e, uint64_t parent, const char 
 		return ENOTDIR;
 	k = cindex_tree_lookup(ir->t, (uint32_t)p, name);
 	if (k < 0)
-		return ENOENT;
+		return view_lookup(ir, e, p, name);
 	if (ir->t->nodes[k].type == CINDEX_ERROR) {
 		/* as the live root answered when the member was walked */
 		if (ir->lv.eio)
@@ -419,9 +274,10 @@ static int ix_lookup(void *r, struct root_entry *e, uint64_t parent, const char 
 /* The tree is held whole for the root's life: nothing to let go. */
 static void ix_forget(void *r, uint64_t ino, uint64_t nlookup)
 {
-	(void)r;
-	(void)ino;
-	(void)nlookup;
+	struct iroot *ir = r;
+
+	if (forwarded(ir, ino, node_of(ir, ino)) && ir->lops->forget)
+		ir->lops->forget(ir->live, ino, nlookup);
 }
 
 static int ix_getattr(void *r, struct stat *st, double *timeout, uint64_t ino)
@@ -430,6 +286,8 @@ static int ix_getattr(void *r, struct stat *st, double *timeout, uint64_t ino)
 	int64_t k = node_of(ir, ino);
 	uint64_t lid;
 
+	if (forwarded(ir, ino, k))
+		return ir->lops->getattr(ir->live, st, timeout, ino);
 	if (k < 0)
 		return ESTALE;
 	if (written(ir, k, &lid))
@@ -497,6 +355,8 @@ static int ix_listxattr(void *r, char *buf, size_t size, size_t *len, uint64_t i
 	uint64_t lid;
 
 	*len = 0;
+	if (forwarded(ir, ino, k))
+		return ir->lops->listxattr(ir->live, buf, size, len, ino);
 	if (k < 0)
 		return ESTALE;
 	if (written(ir, k, &lid))
@@ -517,6 +377,8 @@ static int ix_getxattr(void *r, char *buf, size_t size, size_t *len, uint64_t in
 	uint64_t lid;
 
 	*len = 0;
+	if (forwarded(ir, ino, k))
+		return ir->lops->getxattr(ir->live, buf, size, len, ino, name);
 	if (k < 0)
 		return ESTALE;
 	if (written(ir, k, &lid))
@@ -574,6 +436,8 @@ static int ix_open(void *r, struct fuse_file_info *fi, uint64_t ino)
 	uint64_t lid;
 	int err;
 
+	if (forwarded(ir, ino, k))
+		return ir->lops->open(ir->live, fi, ino);      /* a view: read-only */
 	if (k < 0)
 		return ESTALE;
 	err = live_resolve(ir, &lid, k);
@@ -604,6 +468,8 @@ static uint64_t live_of(struct iroot *ir, uint64_t ino)
 		pthread_mutex_lock(&ir->mu);
 		lid = ir->live_id[k];
 		pthread_mutex_unlock(&ir->mu);
+	} else if (forwarded(ir, ino, k)) {
+		lid = ino;
 	}
 	return lid;
 }

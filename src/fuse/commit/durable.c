@@ -15,12 +15,59 @@
  */
 #include "commit.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
+/* A sync's cut (FILE trimmed to its end of allocation, its EOF address
+ * lowered) and the unmount's compaction change no byte anything shows,
+ * but move FILE's mtime, which every dataset without stored times shows:
+ * the idle trim 5 s after a copy-in made a second `rsync -a` out send
+ * them again (issue 72 item 4). Called holding FILE's lock: FILE's mtime
+ * before (0, or -1: not kept), and the writer count then; keep_mtime puts
+ * it back when no other write began meanwhile (the lock is shared by
+ * concurrent writers, whose changes do move it). */
+static int mtime_before(h5fs *fs, struct timespec *t, uint64_t *begins)
+{
+	struct stat st;
+	int fd = h5_file_fd(fs->f);
+	bool alone;
+
+	pthread_mutex_lock(&fs->wmu);
+	alone = fs->writers == 1;
+	*begins = fs->wbegins;
+	pthread_mutex_unlock(&fs->wmu);
+	if (!alone || fd < 0 || fstat(fd, &st) < 0)
+		return -1;
+	*t = st.st_mtim;
+	return 0;
+}
+
+static void keep_mtime(h5fs *fs, const struct timespec *t, uint64_t begins)
+{
+	struct stat st;
+	int fd = h5_file_fd(fs->f);
+	bool alone;
+
+	pthread_mutex_lock(&fs->wmu);
+	alone = fs->writers == 1 && fs->wbegins == begins;
+	pthread_mutex_unlock(&fs->wmu);
+	if (alone && fstat(fd, &st) == 0 &&
+	    (st.st_mtim.tv_sec != t->tv_sec || st.st_mtim.tv_nsec != t->tv_nsec)) {
+		struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, *t };
+
+		if (futimens(fd, ts) < 0)
+			h5fs_log(fs, LOG_DEBUG, "%s: its modification time not kept after the trim: %s",
+				 h5_file_path(fs->f), strerror(errno));
+	}
+}
+
 /* The changes' fsync, holding FILE's lock as every write does. */
 int fs_meta_sync(h5fs *fs)
 {
 	bool pending;
-	uint64_t seq;
-	int err, rc;
+	uint64_t seq, begins;
+	struct timespec mt;
+	int err, rc, keep;
 
 	err = commit_barrier(fs, COMMIT_ALL);         /* (tried again by the next flush) */
 	if (err)
@@ -35,7 +82,10 @@ int fs_meta_sync(h5fs *fs)
 	err = fs_write_begin(fs);
 	if (err)
 		return err;
+	keep = mtime_before(fs, &mt, &begins);
 	rc = h5_file_write_sync(fs->f);
+	if (rc == 0 && keep == 0)
+		keep_mtime(fs, &mt, begins);
 	if (rc == 0) {
 		/* a change that came while this sync waited for FILE (an
 		 * unlink, storage freed at a release) stays for the next one:
@@ -60,11 +110,16 @@ int fs_meta_sync(h5fs *fs)
  * on it: a failure is logged, FILE keeps its last commit. */
 void fs_compact(h5fs *fs)
 {
-	int rc;
+	struct timespec mt;
+	uint64_t begins;
+	int rc, keep;
 
 	if (fs_lost(fs) || fs_write_begin(fs))
 		return;
+	keep = mtime_before(fs, &mt, &begins);
 	rc = h5_file_compact(fs->f);
+	if (rc == 0 && keep == 0)
+		keep_mtime(fs, &mt, begins);
 	fs_write_end(fs);
 	if (rc < 0)
 		h5err_logged(fs, rc, "unmounting: moving the last chunk down", "/", NULL, UINT64_MAX);

@@ -493,6 +493,28 @@ void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	sv.f_files = (fsfilcnt_t)objects;
 	sv.f_namemax = H5FS_NAME_MAX;
 	sv.f_flag = ST_RDONLY;
+	/* A read-write mount: the room of the file system holding FILE (or
+	 * DIR), less the margin -o min_free keeps (file_space.c keep_margin),
+	 * as free blocks, so df does not show the mount full (issue 72 item 7:
+	 * xfstests generic/103) and tools that check for room before writing
+	 * find it. */
+	if (!m->cfg.read_only && m->cfg.space_path) {
+		struct statvfs fv;
+
+		if (statvfs(m->cfg.space_path, &fv) == 0) {
+			uint64_t fr = fv.f_frsize ? fv.f_frsize : fv.f_bsize;
+			uint64_t avail = (uint64_t)fv.f_bavail * fr, margin = 0;
+
+			if (m->cfg.min_free_pct)
+				margin = (uint64_t)fv.f_blocks * fr / 100 * m->cfg.min_free_pct;
+			if (m->cfg.min_free_bytes && (!m->cfg.min_free_pct || m->cfg.min_free_bytes < margin))
+				margin = m->cfg.min_free_bytes;
+			avail = avail > margin ? avail - margin : 0;
+			sv.f_bfree = sv.f_bavail = (fsblkcnt_t)(avail / 512);
+			sv.f_blocks += sv.f_bfree;
+			sv.f_flag = 0;      /* (f_files stays the objects shown: test_links) */
+		}
+	}
 	fuse_reply_statfs(req, &sv);
 }
 

@@ -70,6 +70,9 @@ typedef struct h5fs_config {
 	 * every write's reserve (h5_open_opts; both 0: no margin) */
 	uint64_t min_free_bytes;
 	unsigned min_free_pct;
+	/* FILE or DIR when local (NULL: remote): statfs reports the free
+	 * space of the file system holding it (dispatch_io.c op_statfs) */
+	const char *space_path;
 } h5fs_config;
 
 /* Build the filesystem state around an open file (which it then owns).

@@ -416,6 +416,15 @@ int member_rename(void *r, uint64_t parent, const char *name, uint64_t newparent
 			err = link_errno(fs, rc, EPERM, EINVAL, "rename", np, newname);
 			goto out;
 		}
+		/* bytes over a dataset of another type (sed -i, an editor's
+		 * save): that type made again, or refused (rename_keep.c) */
+		if (!sg && !dg) {
+			int done;
+
+			err = rename_keep(&done, fs, &nu, p, u.addr, name, &src, np, newname, &dst);
+			if (err || done)
+				goto out;
+		}
 		if (sg && !dg)
 			err = ENOTDIR;
 		else if (!sg && dg)

@@ -377,6 +377,10 @@ static int do_getattr(struct stat *st, h5fs *fs, fuse_ino_t ino)
 	pthread_rwlock_rdlock(&n->lk);
 	*st = n->st;
 	pthread_rwlock_unlock(&n->lk);
+	/* removed or renamed over while a descriptor holds it: no link left,
+	 * as fstat says on any file system (xfstests generic/035) */
+	if (__atomic_load_n(&n->unlinked, __ATOMIC_ACQUIRE) && n->type == NT_FILE)
+		st->st_nlink = 0;
 	return 0;
 }
 

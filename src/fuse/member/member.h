@@ -13,7 +13,8 @@
  *              lost their last link (gone.c)
  *   batch.h    the write-behind batches (lbatch.c, xbatch.c)
  *   npystream.h np.save streams and renames to NAME.npy (npy.c,
- *              npy_rename.c)
+ *              npy_rename.c), renames of bytes over a typed dataset
+ *              (rename_keep.c)
  *   wstate.h   the write handle's insides (wfile.c, write.c, wclose.c,
  *              wqueue.c, idle.c)
  * The commit layer (commit.h) and the node model (node.h) are below.

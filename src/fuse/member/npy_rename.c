@@ -143,7 +143,7 @@ void npy_rename_stop(h5fs *fs)
 		usleep(1000);
 }
 
-static void inval_after_reply(h5fs *fs, uint64_t parent, const char *a, const char *b)
+void npy_inval_after_reply(h5fs *fs, uint64_t parent, const char *a, const char *b)
 {
 	struct inval *v = calloc(1, sizeof(*v));
 	pthread_t th;
@@ -153,8 +153,8 @@ static void inval_after_reply(h5fs *fs, uint64_t parent, const char *a, const ch
 		return;
 	v->fs = fs;
 	v->parent = parent;
-	v->names[0] = strdup(a);
-	v->names[1] = strdup(b);
+	v->names[0] = a ? strdup(a) : NULL;
+	v->names[1] = b ? strdup(b) : NULL;
 	__atomic_add_fetch(&fs->inval_threads, 1, __ATOMIC_ACQUIRE);
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
@@ -240,7 +240,7 @@ int npy_rename(int *done, h5fs *fs, h5_file *f, const struct node *p, uint64_t s
 	}
 	netcdf_vars(fs, f, np, dgroup, sgroup, made, &h, replaced ? old.addr : UINT64_MAX, src->addr);
 	synth_forget(fs, p->ino, name);
-	inval_after_reply(fs, np->ino, newname, nm);
+	npy_inval_after_reply(fs, np->ino, newname, nm);
 	h5fs_log(fs, LOG_INFO, "%s/%s renamed to %s: its NPY stream made dataset %s", strcmp(p->path, "/") ? p->path : "",
 		 name, newname, nm);
 	*done = 1;

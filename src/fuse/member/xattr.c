@@ -143,6 +143,31 @@ static int xattr_write_errno(h5fs *fs, const struct node *n, int rc, const char 
 	return e;
 }
 
+/* Whether reserved name (user.h5.dtype, .shape, ...) already shows value
+ * (a trailing NUL or newline aside): tar --xattrs -x, cp -a and rsync -X
+ * set every name they read back, so setting one to what it shows is
+ * accepted, a change of nothing (issue 72 item 2). */
+static int reserved_same(h5fs *fs, const struct node *n, const char *name, const char *value, size_t size)
+{
+	char *cur;
+	size_t len = 0;
+	int same;
+
+	if (xattr_get(fs, n, name, NULL, 0, &len) < 0 || len > (1u << 20) || !(cur = malloc(len + 1)))
+		return 0;
+	if (xattr_get(fs, n, name, cur, len, &len) < 0) {
+		free(cur);
+		return 0;
+	}
+	while (len && (cur[len - 1] == '\0' || cur[len - 1] == '\n'))
+		len--;
+	while (size && (value[size - 1] == '\0' || value[size - 1] == '\n'))
+		size--;
+	same = len == size && memcmp(cur, value, len) == 0;
+	free(cur);
+	return same;
+}
+
 static int xattr_change(h5fs *fs, struct node *n, const char *name, const char *value, size_t size, int flags)
 {
 	char attr[256], typestr[8];
@@ -154,9 +179,15 @@ static int xattr_change(h5fs *fs, struct node *n, const char *name, const char *
 
 	if (k == XA_W_OTHER)
 		return ENOTSUP;
+	if (k == XA_W_RESERVED && value && n->type != NT_LINK && !(flags & XATTR_CREATE) &&
+	    reserved_same(fs, n, name, value, size))
+		return 0;
 	if (k == XA_W_RESERVED || (k == XA_W_TYPED && !value) || n->type == NT_LINK) {
 		h5fs_log(fs, LOG_NOTICE, "%s %s %s: EPERM: %s", value ? "setxattr" : "removexattr", show_path(n->path),
-			 name, n->type == NT_LINK ? "a soft link has no attributes" : "a read-only h5fs name");
+			 name, n->type == NT_LINK ? "a soft link has no attributes"
+			 : value ? "h5fs's description of the object, which changes only by what it describes "
+				   "(it may be set to the value it shows)"
+			 : "a read-only h5fs name");
 		return EPERM;
 	}
 	if (value && k == XA_W_ATTR && fs_writable(fs)) {

@@ -289,6 +289,9 @@ static int open_file(struct daemon *D)
 	/* Open and check FILE before mounting anything. Only regular files and
 	 * block devices are opened: open(2) of a FIFO would wait for a writer. */
 	D->cfg.read_only = D->cli.read_only;
+	/* (resolved now: the daemon's working directory becomes /) */
+	D->space_real = strstr(D->cli.file, "://") ? NULL : realpath(D->cli.file, NULL);
+	D->cfg.space_path = D->space_real;
 	D->cfg.debug = D->copts.debug;
 	D->cfg.verbose = D->cli.verbose;
 	D->cfg.xattr_raw = D->cli.xattr_mode && strcmp(D->cli.xattr_mode, "raw") == 0;
@@ -415,7 +418,7 @@ static int check_mountpoint(struct daemon *D)
 
 		if (what) {
 			fprintf(stderr, "h5fs: mountpoint %s: already a mount (%s): unmount it first "
-				"(fusermount3 -u %s)\n", D->cli.mountpoint, what, D->cli.mountpoint);
+				"(h5fs -u %s)\n", D->cli.mountpoint, what, D->cli.mountpoint);
 			free(what);
 			return TOOL_EXIT_MOUNT;
 		}
@@ -581,6 +584,7 @@ static void daemon_free(struct daemon *D)
 	if (D->dir_fd >= 0)
 		close(D->dir_fd);       /* after every file opened from it */
 	free(D->dir_name);
+	free(D->space_real);
 	free(D->fsname);
 	free(D->abs);
 	free(D->copts.mountpoint);

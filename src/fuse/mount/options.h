@@ -62,6 +62,7 @@ struct daemon {
 	int mounted, handlers;
 	int log_fd;             /* -o logfile, or -1 */
 	char *dir_name;         /* FILE's name in it (h5_open_opts.dir_name) */
+	char *space_real;       /* FILE or DIR resolved (h5fs_config.space_path) */
 	int dir_fd;             /* a local FILE's folder, opened at mount, or -1
 				 * (h5_open_opts.dir_fd: FILE is only ever opened
 				 * again from it, main.c open_local) */

@@ -87,6 +87,8 @@ bool fs_writable(const h5fs *fs)
  * mount that does not follow changes (-o refresh=0) gets ESTALE. The lock
  * is always taken on the current generation's FILE, and a refresh never
  * replaces it while writers is not 0 (live_refresh). */
+#define FINAL_LOCK_WAIT 60      /* s an unmount's last commit waits for FILE's lock */
+
 static int write_lock(h5fs *fs, bool *changed)
 {
 	int rc;
@@ -95,6 +97,21 @@ static int write_lock(h5fs *fs, bool *changed)
 	if (fs->writers)
 		return 0;
 	rc = h5_file_lock(fs->f);
+	/* Unmounting: `fusermount3 -u` returned before these last commits,
+	 * and a program that opened FILE right after it (h5py: LOCK_SH while
+	 * open) holds the lock a moment. Refused now, what was answered would
+	 * be lost and FILE left with unreferenced space at its end (issue 72:
+	 * "could not be fsync'd: Device or resource busy"): wait for it, up to
+	 * FINAL_LOCK_WAIT s (wmu held: nothing else writes meanwhile). */
+	for (unsigned ms = 0; rc == H5_ERR_BUSY && __atomic_load_n(&fs->final_commit, __ATOMIC_ACQUIRE) &&
+	     ms < FINAL_LOCK_WAIT * 1000; ms += 20) {
+		if (ms == 0)
+			h5fs_log(fs, LOG_NOTICE, "unmounting: %s is locked by another program; the last commit "
+				 "waits for it to close the file (up to %d s)", h5_file_path(fs->f), FINAL_LOCK_WAIT);
+		h5_err_clear();
+		usleep(20000);
+		rc = h5_file_lock(fs->f);
+	}
 	if (rc == H5_ERR_BUSY) {
 		if (!fs->busy_logged)
 			h5fs_log(fs, LOG_NOTICE, "write refused (EBUSY): %s is locked by another program "
@@ -145,8 +162,10 @@ static int write_begin(h5fs *fs, bool undo)
 		pthread_mutex_lock(&fs->wmu);
 		tried = fs->gen->num;
 		e = write_lock(fs, &changed);
-		if (!e)
+		if (!e) {
 			fs->writers++;
+			fs->wbegins++;
+		}
 		pager_step(fs);
 		pthread_mutex_unlock(&fs->wmu);
 		/* a live mount follows the change (a new generation: made by

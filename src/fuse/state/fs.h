@@ -280,6 +280,9 @@ struct h5fs {
 	unsigned pager;
 	unsigned writers;
 	bool busy_logged, stale_logged;
+	/* atomic: unmounting (member_stop): the last commits wait for FILE's
+	 * lock instead of failing EBUSY (node/hold.c write_lock) */
+	bool final_commit;
 	/* atomic: when a refusal for space was last logged (s, monotonic) and
 	 * how many were not since (commit_refuse: a writer at the margin is
 	 * refused at every write, 46,000 lines in 5 s of stress-ng aiol) */
@@ -290,6 +293,9 @@ struct h5fs {
 	 * refresh that opened FILE while one of our writes ran is dropped */
 	h5_file *locked_f;
 	uint64_t wepoch;
+	/* write_begin calls granted (under wmu): a sync that saw no other
+	 * writer begin meanwhile may keep FILE's mtime (commit/durable.c) */
+	uint64_t wbegins;
 	/* setfattr's write-behind (member/xbatch.c; made at its first use) */
 	struct xbatch *xb;
 	struct lbatch *lb;      /* member/lbatch.c: new files not linked yet */

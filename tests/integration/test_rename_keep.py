@@ -1,0 +1,142 @@
+#!/usr/bin/python3
+"""A rename over a dataset keeps what it replaces (issue 71 item 4;
+rename_keep.c; man h5fs MODIFYING "replacements").
+
+`sed -i` writes a temporary file (a byte dataset) and renames it over
+the name. On h5py's default format and libver="latest", with real sed:
+
+- a 1-D variable-length string dataset (one string per line) edited:
+  still variable-length strings, the new strings, its attributes (a
+  string, an integer, a float array, a fixed-length string) equal;
+- a 1-D one with a line deleted: the new count of strings;
+- a 2-D one edited with as many lines: its shape and strings;
+- an int32 dataset edited byte for byte (the same size): int32, its shape,
+  the new values, its attribute;
+- refused with EPERM ("Operation not permitted" from sed), the dataset
+  unchanged byte for byte and one log line saying why: a number dataset
+  whose size would change, a 2-D string dataset given another count of
+  lines, a string dataset with an attribute h5fs cannot make again (a
+  compound);
+- no temporary or hidden name left; bytes renamed over bytes stay an
+  ordinary rename.
+Checked with h5py after unmount.
+"""
+import os
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import h5fs_testlib as T  # noqa: E402
+
+T.require_h5py()
+T.require_fuse()
+import h5py  # noqa: E402
+import numpy as np  # noqa: E402
+
+if not shutil.which("sed"):
+    T.skip("sed missing")
+
+STR = h5py.string_dtype()
+
+
+def make(path, libver):
+    with h5py.File(path, "w", libver=libver) as f:
+        d = f.create_dataset("log", data=["one", "two", "three"], dtype=STR)
+        d.attrs["units"] = "lines"
+        d.attrs["n"] = np.int32(3)
+        d.attrs["v"] = np.array([1.5, 2.25, -1e-300])
+        d.attrs["fs"] = np.bytes_("fix")
+        f.create_dataset("cut", data=["keep", "drop", "keep2"], dtype=STR).attrs["units"] = "u"
+        f.create_dataset("grid", data=[["a", "b"], ["c", "d"]], dtype=STR).attrs["title"] = "g"
+        f.create_dataset("grid_bad", data=[["a", "b"], ["c", "d"]], dtype=STR)
+        d = f.create_dataset("num", data=np.array([1, 2, 3, 4], dtype="<i4").reshape(2, 2))
+        d.attrs["units"] = "K"
+        f.create_dataset("num_grow", data=np.array([1, 2, 3, 4], dtype="<i4"))
+        d = f.create_dataset("cmp", data=["x", "y"], dtype=STR)
+        d.attrs["c"] = np.array((1, 2.0), dtype=[("a", "<i4"), ("b", "<f8")])
+        f.create_dataset("raw", data=np.frombuffer(b"foo\n", dtype="u1"), maxshape=(None,), chunks=(16,))
+
+
+def sed(mnt, expr, name):
+    r = subprocess.run(["sed", "-i", expr, os.path.join(mnt, name)], capture_output=True, timeout=60)
+    return r.returncode, r.stderr.decode(errors="replace").strip()
+
+
+def snapshot(path, names):
+    out = {}
+    with h5py.File(path, "r") as f:
+        for n in names:
+            d = f[n]
+            out[n] = (d.id.get_type().dtype.str if d.dtype.kind != "O" else "vlen", d.shape, d[()].tobytes()
+                      if d.dtype.kind != "O" else d[()].tolist(),
+                      sorted((k, np.asarray(v).tobytes(), np.asarray(v).dtype.str) for k, v in d.attrs.items()))
+    return out
+
+
+def run(work, libver):
+    h5 = os.path.join(work, "k_%s.h5" % libver)
+    mnt = os.path.join(work, "mnt")
+    make(h5, libver)
+    refused = ["num_grow", "grid_bad", "cmp"]
+    before = snapshot(h5, refused + ["log"])
+    with T.Mount(h5, mnt) as m, m.watchdog(60):
+        results = {
+            "log": sed(mnt, "s/two/2/", "log"),
+            "cut": sed(mnt, "/drop/d", "cut"),
+            "grid": sed(mnt, "s/c/see/", "grid"),
+            "num": sed(mnt, "s/\\x01/\\x09/", "num"),
+            "num_grow": sed(mnt, "s/\\x02\\x00/\\x02\\x00\\x00/", "num_grow"),
+            "grid_bad": sed(mnt, "/b/d", "grid_bad"),
+            "cmp": sed(mnt, "s/x/z/", "cmp"),
+            "raw": sed(mnt, "s/foo/bar/", "raw"),
+        }
+        seen = sorted(os.listdir(mnt))
+        log = m.output()
+    what = libver
+    for name, (rc, err) in results.items():
+        if name in refused:
+            if rc == 0 or "Operation not permitted" not in err:
+                T.fail("%s %s: sed exit %d (%s), expected a refusal (EPERM)" % (what, name, rc, err))
+            if log.count("over /%s: EPERM" % name) != 1:
+                T.fail("%s %s: %d log lines for the refusal:\n%s" % (what, name, log.count("over /%s: EPERM" % name),
+                                                                   log[-2000:]))
+        elif rc != 0:
+            T.fail("%s %s: sed exit %d: %s" % (what, name, rc, err))
+    after = snapshot(h5, refused + ["log"])
+    for name in refused:
+        if after[name] != before[name]:
+            T.fail("%s %s: changed by a refused rename: %r -> %r" % (what, name, before[name], after[name]))
+    with h5py.File(h5, "r") as f:
+        left = sorted(set(f) - {"log", "cut", "grid", "grid_bad", "num", "num_grow", "cmp", "raw"})
+        if left or seen != sorted(f):
+            T.fail("%s: names left: %r (the mount listed %r)" % (what, left, seen))
+        log_ds = f["log"]
+        if h5py.check_string_dtype(log_ds.dtype) is None or h5py.check_string_dtype(log_ds.dtype).length is not None \
+                or log_ds.asstr()[()].tolist() != ["one", "2", "three"]:
+            T.fail("%s log: %s %s %r" % (what, log_ds.dtype, log_ds.shape, log_ds[()]))
+        if after["log"][3] != before["log"][3]:
+            T.fail("%s log: attributes %r, were %r" % (what, after["log"][3], before["log"][3]))
+        if f["cut"].asstr()[()].tolist() != ["keep", "keep2"] or f["cut"].attrs["units"] != "u":
+            T.fail("%s cut: %r %r" % (what, f["cut"][()], dict(f["cut"].attrs)))
+        if f["grid"].shape != (2, 2) or f["grid"].asstr()[()].tolist() != [["a", "b"], ["see", "d"]] or \
+                f["grid"].attrs["title"] != "g":
+            T.fail("%s grid: %s %r" % (what, f["grid"].shape, f["grid"][()]))
+        num = f["num"]
+        if num.dtype != np.dtype("<i4") or num.shape != (2, 2) or num[()].tolist() != [[9, 2], [3, 4]] or \
+                num.attrs["units"] != "K":
+            T.fail("%s num: %s %s %r %r" % (what, num.dtype, num.shape, num[()], dict(num.attrs)))
+        if f["raw"].dtype != np.dtype("u1") or f["raw"][()].tobytes() != b"bar\n":
+            T.fail("%s raw: %s %r" % (what, f["raw"].dtype, f["raw"][()].tobytes()))
+    print("ok   %s: sed -i kept types, shapes and attributes (strings, int32), refused %s" % (what, ", ".join(refused)))
+
+
+def main():
+    work = T.workdir("rename_keep")
+    for libver in ("earliest", "latest"):
+        run(work, libver)
+    return T.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
