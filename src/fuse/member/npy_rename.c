@@ -19,8 +19,8 @@
  *
  * The kernel moved its entry of the old name to NAME.npy when we answer;
  * that entry names the temporary dataset, which is gone: it is dropped
- * after the answer (a thread of its own: the kernel holds the directory
- * while the rename is answered). */
+ * after the answer (queued for kit/notify.c's thread: the kernel holds
+ * the directory while the rename is answered). */
 #include "member.h"
 #include "npy.h"
 #include "npystream.h"
@@ -115,52 +115,16 @@ static int make_from(uint64_t *made, h5fs *fs, h5_file *f, h5_dataset *d, const 
 	return rc;
 }
 
-struct inval {
-	h5fs *fs;
-	uint64_t parent;
-	char *names[2];
-};
-
-static void *inval_later(void *arg)
-{
-	struct inval *v = arg;
-
-	for (int i = 0; i < 2; i++) {
-		if (v->fs->se && v->names[i])
-			notify_inval_entry(v->fs->se, fs_ino_out(v->fs, v->parent), v->names[i],
-							 strlen(v->names[i]));
-		free(v->names[i]);
-	}
-	__atomic_sub_fetch(&v->fs->inval_threads, 1, __ATOMIC_RELEASE);
-	free(v);
-	return NULL;
-}
-
-void npy_rename_stop(h5fs *fs)
-{
-	/* a notification blocks only until its rename is answered: ms */
-	for (int i = 0; i < 2000 && __atomic_load_n(&fs->inval_threads, __ATOMIC_ACQUIRE); i++)
-		usleep(1000);
-}
-
+/* (queued: kit/notify.c's one thread issues them, after this rename is
+ * answered - the kernel holds the directory until then) */
 void npy_inval_after_reply(h5fs *fs, uint64_t parent, const char *a, const char *b)
 {
-	struct inval *v = calloc(1, sizeof(*v));
-	pthread_t th;
-	pthread_attr_t at;
-
-	if (!v)
+	if (!fs->se)
 		return;
-	v->fs = fs;
-	v->parent = parent;
-	v->names[0] = a ? strdup(a) : NULL;
-	v->names[1] = b ? strdup(b) : NULL;
-	__atomic_add_fetch(&fs->inval_threads, 1, __ATOMIC_ACQUIRE);
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&th, &at, inval_later, v) != 0)
-		inval_later(v);         /* (cannot wait: the kernel would; best effort) */
-	pthread_attr_destroy(&at);
+	if (a)
+		notify_inval_entry(fs->se, fs_ino_out(fs, parent), a, strlen(a));
+	if (b)
+		notify_inval_entry(fs->se, fs_ino_out(fs, parent), b, strlen(b));
 }
 
 /* In a netCDF-4 file: the variable replaced and the stream's bytes (their

@@ -36,8 +36,8 @@ void npy_release(h5fs *fs, struct npy_stream *s);
 int npy_rename(int *done, h5fs *fs, h5_file *f, const struct node *p, uint64_t sgroup, const char *name,
 	       const h5_link *src, const struct node *np, uint64_t dgroup, const char *newname);
 /* The kernel's entries a and b (b may be NULL) of directory parent
- * dropped after the rename being answered (a thread: the kernel holds the
- * directory until then). */
+ * dropped after the rename being answered (queued for kit/notify.c's
+ * thread: the kernel holds the directory until then). */
 void npy_inval_after_reply(h5fs *fs, uint64_t parent, const char *a, const char *b);
 /* rename_keep.c: a byte dataset (src, in group sgroup of node p) renamed
  * over dataset dst (newname in nu's group, node np) of another type:
@@ -46,8 +46,5 @@ void npy_inval_after_reply(h5fs *fs, uint64_t parent, const char *a, const char 
  * an ordinary rename. Under FILE's lock. */
 int rename_keep(int *done, h5fs *fs, const struct use *nu, const struct node *p, uint64_t sgroup, const char *name,
 		const h5_link *src, const struct node *np, const char *newname, const h5_link *dst);
-/* Before unmounting: the kernel notifications npy_rename left running
- * have ended (at most 2 s) */
-void npy_rename_stop(h5fs *fs);
 
 #endif

@@ -59,7 +59,6 @@ static void member_stop(void *r)
 	h5fs_stop_watching(r);
 	/* from here the last commits wait for FILE's lock (node/hold.c) */
 	__atomic_store_n(&fs->final_commit, true, __ATOMIC_RELEASE);
-	npy_rename_stop(fs);
 	lbatch_stop(fs);
 	xbatch_stop(fs);
 	wfile_idler_stop(fs);

@@ -110,7 +110,6 @@ void h5fs_free(h5fs *fs)
 
 	if (!fs)
 		return;
-	npy_rename_stop(fs); /* its notifications use fs */
 	live_free(fs);       /* the watcher stops first: it reads the tables */
 	lbatch_stop(fs);
 	xbatch_stop(fs);

@@ -324,7 +324,6 @@ struct h5fs {
 	 * kind of the scheduler (its slot); idle_cv (with lock) says a
 	 * handle was let go */
 	void *idle_slot;
-	unsigned inval_threads; /* member/npy_rename.c's, running (atomic): the stop waits for them */
 	pthread_cond_t idle_cv;
 	/* live files (live/live.c): refresh > 0 (read-write mounts too: they
 	 * follow other programs' changes while they hold no write) */
