@@ -498,12 +498,6 @@ static int run(struct daemon *D)
 		return ret;
 	}
 	h5fs_mount_set_session(D->m, D->se);
-	/* every notification goes through one thread (kit/notify.h) */
-	rc = notify_start(D->se);
-	if (rc != 0) {
-		fprintf(stderr, "h5fs: cannot start the notification thread: %s\n", strerror(rc));
-		return ret;
-	}
 	if (fuse_set_signal_handlers(D->se) != 0)
 		return ret;
 	D->handlers = 1;
@@ -538,6 +532,15 @@ static int run(struct daemon *D)
 		h5fs_log_to(D->log_fd, have_syslog, 0);
 	} else if (fuse_daemonize(1) != 0) {
 		return ret;
+	}
+	/* every notification goes through one thread (kit/notify.h), started
+	 * after fuse_daemonize: a thread does not survive its fork, and one
+	 * holding the allocator's lock then left it held in the daemon (the
+	 * ASan build's daemons hung in their first malloc) */
+	rc = notify_start(D->se);
+	if (rc != 0) {
+		h5fs_log_cfg(&D->cfg, LOG_ERR, "cannot start the notification thread: %s", strerror(rc));
+		return TOOL_EXIT_RUNTIME;
 	}
 	h5fs_log_cfg(&D->cfg, LOG_INFO, "%s mounted at %s", D->abs ? D->abs : D->cli.file, D->copts.mountpoint);
 	start_raise_readahead(D->copts.mountpoint, D->cfg.max_read);
