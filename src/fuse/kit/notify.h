@@ -21,7 +21,7 @@
  * live mount can then give the kernel long timeouts and invalidate
  * exactly what changed (live/live.c).
  *
- * One per daemon (one session): started by main once the session exists,
+ * One per daemon (one session): started by main once it is mounted and daemonized (a thread does not survive fuse_daemonize's fork),
  * stopped before it is destroyed. Before notify_start and after
  * notify_stop, notifications are dropped (nothing is mounted to tell).
  */
