@@ -909,6 +909,11 @@ int h5_link_insert(h5_file *f, uint64_t group, const char *name, size_t name_len
  * and indexes the creation order of its links and attributes as its
  * parent does (netCDF-4's groups: netCDF-C writes only into such). */
 int h5_group_create(uint64_t *addr, h5_file *f, uint64_t parent, const char *name, size_t name_len);
+/* The same new group made loose (as h5_dataset_create_loose: not linked,
+ * its commits skip their fsyncs, h5_link_insert_batch links it, made
+ * durable first; a crash before leaves unreferenced space), of the form
+ * parent's children take; h5_dataset_loose_drop gives it up. */
+int h5_group_create_loose(uint64_t *addr, h5_file *f, uint64_t parent);
 
 /* ---- new datasets (write/dset_create.c) ------------------------------------
  * A dataset of a NumPy numeric dtype (dset_enc.h's kinds: 'b', 'i', 'u',

@@ -18,8 +18,8 @@ int xbatch_add(h5fs *fs, struct node *n, const char *name, size_t name_len, cons
 void xbatch_stop(h5fs *fs);
 
 /* member/lbatch.c: the write-behind of new files. lbatch_create: 0 when
- * NAME's dataset is made in group p (not linked yet: linked with its
- * batch), an errno, or -1 when there is no batch (the caller makes it at
+ * NAME's dataset d (d NULL: an empty group, mkdir) is made in group p
+ * (not linked yet: linked with its batch), an errno, or -1 when there is no batch (the caller makes it at
  * once). lbatch_lookup: whether NAME is a pending new file of group
  * (*addr: its header). Every readdir, link change and fsync flushes first
  * (commit_barrier COMMIT_NAMES: 0, or the errno of a commit that failed,

@@ -351,11 +351,12 @@ int lbatch_create(h5fs *fs, struct node *p, const char *name, const h5_dset_new 
 		err = ENOMEM;
 		goto undo;
 	}
-	rc = h5_dataset_create_loose(&addr, lb->u.f, d);
+	/* (d NULL: mkdir's new group, of the form the group's children take) */
+	rc = d ? h5_dataset_create_loose(&addr, lb->u.f, d) : h5_group_create_loose(&addr, lb->u.f, lb->u.addr);
 	if (rc < 0) {
 		err = h5fs_errno(rc);
-		h5fs_log(fs, err == ENOSPC || err == EIO ? LOG_ERR : LOG_DEBUG, "create %s/%s: %s: %s",
-			 show_path(lb->path), name, strerror(err), h5_err_msg());
+		h5fs_log(fs, err == ENOSPC || err == EIO ? LOG_ERR : LOG_DEBUG, "%s %s/%s: %s: %s",
+			 d ? "create" : "mkdir", show_path(lb->path), name, strerror(err), h5_err_msg());
 		h5_err_clear();
 		free(nm);
 		goto undo;

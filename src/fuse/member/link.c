@@ -76,13 +76,17 @@ static int name_taken(h5fs *fs, const struct use *u, const char *name)
 	return rc == 0 || lbatch_lookup(fs, u->f, u->addr, name, NULL) ? EEXIST : 0;
 }
 
+/* mkdir joins the batch of new files (lbatch.c, issue 70 item 3): its
+ * group made loose, linked with the batch's one commit (at most LB_MAX_MS
+ * later, or before anything that could see the group's names), so the
+ * answer waits for no fsync; made at once when there is no batch. */
 int member_mkdir(void *r, uint64_t parent, const char *name)
 {
 	h5fs *fs = r;
 	struct node *p;
 	struct use u;
 	uint64_t addr;
-	int err = begin(&u, fs, &p, parent), rc;
+	int err = begin_change(&u, fs, &p, parent, true), rc;
 
 	if (err)
 		return err;
@@ -94,10 +98,15 @@ int member_mkdir(void *r, uint64_t parent, const char *name)
 			 strcmp(p->path, "/") == 0 ? "" : p->path, name);
 		err = EPERM;
 	}
+	if (!err && (rc = lbatch_create(fs, p, name, NULL)) >= 0) {
+		err = rc;
+		goto out;
+	}
 	/* a v2 group tracks creation order as its parent does (netCDF-4's
 	 * groups: the engine's h5_group_create) */
 	if (!err && (rc = h5_group_create(&addr, u.f, u.addr, name, strlen(name))) < 0)
 		err = link_errno(fs, rc, EPERM, EINVAL, "mkdir", p, name);
+out:
 	end(fs, &u);
 	return err;
 }

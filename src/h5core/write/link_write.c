@@ -275,6 +275,45 @@ int h5_group_create(uint64_t *addr, h5_file *f, uint64_t parent, const char *nam
 	return rc;
 }
 
+int h5_group_create_loose(uint64_t *addr, h5_file *f, uint64_t parent)
+{
+	const h5_lstore_ops *ops;
+	h5_group_crt crt = { 0 };
+	uint64_t start, reused;
+	int rc;
+
+	*addr = H5_ADDR_UNDEF;
+	if (!h5_file_writable(f))
+		return h5_err_set(H5_ERR_ROFS, "the file is open read-only");
+	pthread_mutex_lock(&f->write_lock);
+	start = h5_space_end(f);
+	reused = f->reused;
+	rc = parent_form(&ops, &crt, f, parent);
+	if (rc == 0)
+		rc = ops->new_group(addr, f, &crt);
+	/* blocks in reused space are made durable now, as h5_group_create
+	 * does: the batch's link commit may stage only from the allocation
+	 * end it began at (a compact parent's header edit), which reused
+	 * space lies below */
+	if (rc == 0 && f->reused != reused)
+		rc = h5_txn_barrier(f);
+	if (rc == 0)
+		rc = h5_loose_add(f, *addr, start);
+	if (rc < 0 && h5_addr_defined(*addr)) {
+		h5_freesp gone = { .merge = true };
+		char *why = strdup(h5_err_msg());
+
+		group_blocks(&gone, f, *addr);
+		h5_space_free_noted(f, &gone, 0);
+		h5_freesp_clear(&gone);
+		h5_err_set(rc, "%s", why ? why : "out of memory");
+		free(why);
+		*addr = H5_ADDR_UNDEF;
+	}
+	pthread_mutex_unlock(&f->write_lock);
+	return rc;
+}
+
 /* ---- removing a link ------------------------------------------------------------ */
 
 /* h5_group_iterate's callback: one link is enough. */
