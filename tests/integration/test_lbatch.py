@@ -13,10 +13,13 @@ libver="latest" one (compact, then dense storage: a commit a link):
 - rm, mv and ln of a file still pending, and a file created, written and
   fsync'd: the fsync makes it durable (FILE then holds it: h5py, with the
   lock given back, opens FILE 'r+' within 5 s and sees it);
+- mkdir joins the batch: a directory at once, EEXIST twice, a file, a
+  group and an attribute made in it and removable while pending, groups
+  in FILE after the unmount;
 - a create in another group links the first group's batch;
 - a kill -9 right after a burst of creates leaves a FILE h5py opens, each
   file complete or absent (never a name without its bytes), and the files
-  committed before it all there;
+  and groups (mkdir between them) committed before it all there;
 - on a disk that fills (a 3 MB tmpfs), creates of 20 KiB files until one
   is refused: each answered file is in FILE after the unmount with its
   bytes (the commit's space was reserved before the answer), the refusal
@@ -87,6 +90,22 @@ def run(work, libver):
         os.rename(os.path.join(mnt, "h", "r2"), os.path.join(mnt, "h", "moved"))
         os.link(os.path.join(mnt, "h", "r3"), os.path.join(mnt, "h", "r3link"))
         want.update({"h/moved": b"r2" * 10, "h/r3": b"r3" * 10, "h/r3link": b"r3" * 10})
+        # mkdir joins the batch (issue 70 item 3): each new group a
+        # directory at once, EEXIST twice, usable (a file, a group and an
+        # attribute in it), removable while pending
+        for i in range(20):
+            p = os.path.join(mnt, "h", "m%02d" % i)
+            os.mkdir(p)
+            if not os.path.isdir(p):
+                T.fail("%s: h/m%02d is no directory right after its mkdir" % (libver, i))
+        T.expect_err("%s: mkdir of a name just made" % libver, lambda: os.mkdir(os.path.join(mnt, "h", "m05")),
+                     errno.EEXIST)
+        os.setxattr(os.path.join(mnt, "h", "m02"), "user.note", b"pending group")
+        with open(os.path.join(mnt, "h", "m00", "inner"), "wb") as fh:
+            fh.write(b"in a new group")
+        os.mkdir(os.path.join(mnt, "h", "m01", "sub"))
+        os.rmdir(os.path.join(mnt, "h", "m19"))
+        want["h/m00/inner"] = b"in a new group"
         # a create in another group, then fsync: durable now
         with open(os.path.join(mnt, "g", "synced"), "wb") as fh:
             fh.write(b"durable")
@@ -97,7 +116,8 @@ def run(work, libver):
         if listed != sorted("f%03d.bin" % i for i in range(300)):
             T.fail("%s: ls lists %d names of 300" % (libver, len(listed)))
         if sorted(os.listdir(os.path.join(mnt, "h"))) != sorted(["p%02d" % i for i in range(20)] +
-                                                              ["moved", "r3", "r3link"]):
+                                                              ["moved", "r3", "r3link"] +
+                                                              ["m%02d" % i for i in range(19)]):
             T.fail("%s: ls h: %r" % (libver, sorted(os.listdir(os.path.join(mnt, "h")))))
         if not T.h5py_opens(path):
             T.fail("%s: h5py cannot open FILE 'r+' 5 s after the last create (the lock kept)" % libver)
@@ -112,8 +132,13 @@ def run(work, libver):
                 T.fail("%s: after the unmount %s is %s" % (libver, k, "missing" if k not in f else
                                                            "%d bytes" % f[k].shape[0]))
                 break
-        if "h/r1" in f or "h/r2" in f:
+        if "h/r1" in f or "h/r2" in f or "h/m19" in f:
             T.fail("%s: a removed or moved name is still there" % libver)
+        if not all(isinstance(f.get("h/m%02d" % i), h5py.Group) for i in range(19)) or \
+                not isinstance(f.get("h/m01/sub"), h5py.Group):
+            T.fail("%s: a group made by mkdir is missing after the unmount" % libver)
+        elif f["h/m02"].attrs.get("note") not in (b"pending group", "pending group"):
+            T.fail("%s: h/m02's attribute: %r" % (libver, f["h/m02"].attrs.get("note")))
 
     # kill -9 right after a burst of creates: each file whole or absent
     with T.Mount(path, mnt) as m:
@@ -121,6 +146,8 @@ def run(work, libver):
         for i in range(100):
             with open(os.path.join(d, "k%03d" % i), "wb") as fh:
                 fh.write(content(i, 3000))
+            if i % 10 == 0:
+                os.mkdir(os.path.join(d, "kd%03d" % i))
             if i == 49:
                 time.sleep(0.5)         # the first 50: linked by the timer
         m.proc.send_signal(signal.SIGKILL)
@@ -128,7 +155,9 @@ def run(work, libver):
     try:
         with h5py.File(path, "r") as f:
             h = f["h"]
-            got = {k: h[k][()].tobytes() for k in h if k.startswith("k")}
+            got = {k: h[k][()].tobytes() for k in h if k.startswith("k") and not k.startswith("kd")}
+            dirs = [k for k in h if k.startswith("kd")]
+            notgroup = [k for k in dirs if not isinstance(h[k], h5py.Group)]
             kept = all(k in f and f[k][()].tobytes() == v for k, v in want.items())
     except Exception as e:  # noqa: BLE001 - any failure to open is a crash-safety bug
         T.fail("%s: h5py cannot read FILE after kill -9: %s" % (libver, e))
@@ -139,6 +168,9 @@ def run(work, libver):
                (libver, [i for i in range(50) if "k%03d" % i not in got][:5]))
     if bad:
         T.fail("%s: after kill -9, files with wrong bytes: %s" % (libver, bad[:5]))
+    if any("kd%03d" % i not in dirs for i in range(0, 50, 10)) or notgroup:
+        T.fail("%s: after kill -9, groups made before the timer's link missing or not groups: %s, %s" %
+               (libver, sorted(dirs), notgroup))
     if not kept:
         T.fail("%s: after kill -9, files committed before are gone or changed" % libver)
     print("%s: 325 new files through the write-behind read back, h5py reads them; kill -9 left %d of 100 whole"
