@@ -6,7 +6,9 @@
  * plain folder's 0.1-0.2 ms.
  *
  * create(2) of a new file in a group now makes its dataset's header at
- * the allocation end and leaves it unlinked (h5_dataset_create_loose):
+ * the allocation end and leaves it unlinked (h5_dataset_create_loose;
+ * mkdir likewise its group's, h5_group_create_loose: issue 70 item 3, a
+ * mkdir answered after an fsync took 0.5-2.4 ms):
  * nothing references it, so its commits (the rows cp writes, committed at
  * close) keep no order against a power cut and skip their fsyncs. Its name
  * is kept here, and shown by lookup (lbatch_lookup) from then on. The
