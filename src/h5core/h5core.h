@@ -1041,6 +1041,13 @@ void h5_dset_writer_free(h5_dset_writer *w);
  * only what is not a group (H5_ERR_PERM); 0: anything. The object's
  * reference count drops when it has other links. H5_ERR_NOTFOUND. */
 int h5_link_delete(h5_file *f, uint64_t group, const char *name, size_t name_len, int want);
+/* rmdir's write-behind (the daemon's batch): whether NAME in group is an
+ * empty group h5_link_delete(want 1) would remove (its errors), *target
+ * its header; then the distinct names[0..n), each so, removed: in a
+ * symbol-table group one commit (its stage, the root's one write), else
+ * one commit each, in order; *done removed. */
+int h5_group_rmdir_check(uint64_t *target, h5_file *f, uint64_t group, const char *name);
+int h5_link_remove_batch(size_t *done, h5_file *f, uint64_t group, char *const *names, size_t n);
 /* The same for want 2; when that was the object's last link, what it
  * stored (its header, attribute storage, chunk index and chunks or
  * contiguous data) is handed back in *gone (NULL: nothing): freed by

@@ -15,7 +15,8 @@ libver="latest" one (compact, then dense storage: a commit a link):
   lock given back, opens FILE 'r+' within 5 s and sees it);
 - mkdir joins the batch: a directory at once, EEXIST twice, a file, a
   group and an attribute made in it and removable while pending, groups
-  in FILE after the unmount;
+  in FILE after the unmount; rmdir too: gone at once, ENOENT twice,
+  ENOTEMPTY, ENOTDIR, its name made again;
 - a create in another group links the first group's batch;
 - a kill -9 right after a burst of creates leaves a FILE h5py opens, each
   file complete or absent (never a name without its bytes), and the files
@@ -106,6 +107,22 @@ def run(work, libver):
         os.mkdir(os.path.join(mnt, "h", "m01", "sub"))
         os.rmdir(os.path.join(mnt, "h", "m19"))
         want["h/m00/inner"] = b"in a new group"
+        # rmdir joins the batch too: gone at once for lookups, its name free
+        # again, the usual refusals
+        for i in range(10):
+            os.mkdir(os.path.join(mnt, "h", "x%02d" % i))
+        os.listdir(os.path.join(mnt, "h"))      # (linked: removals of groups in FILE)
+        for i in range(10):
+            os.rmdir(os.path.join(mnt, "h", "x%02d" % i))
+        if os.path.exists(os.path.join(mnt, "h", "x03")):
+            T.fail("%s: h/x03 still there right after its rmdir" % libver)
+        T.expect_err("%s: rmdir twice" % libver, lambda: os.rmdir(os.path.join(mnt, "h", "x04")), errno.ENOENT)
+        T.expect_err("%s: rmdir of a group not empty" % libver, lambda: os.rmdir(os.path.join(mnt, "h", "m00")),
+                     errno.ENOTEMPTY)
+        T.expect_err("%s: rmdir of a file" % libver, lambda: os.rmdir(os.path.join(mnt, "h", "p01")), errno.ENOTDIR)
+        os.mkdir(os.path.join(mnt, "h", "x05"))          # the name again, after its pending removal
+        T.expect_err("%s: mkdir twice after rmdir" % libver, lambda: os.mkdir(os.path.join(mnt, "h", "x05")),
+                     errno.EEXIST)
         # a create in another group, then fsync: durable now
         with open(os.path.join(mnt, "g", "synced"), "wb") as fh:
             fh.write(b"durable")
@@ -117,7 +134,7 @@ def run(work, libver):
             T.fail("%s: ls lists %d names of 300" % (libver, len(listed)))
         if sorted(os.listdir(os.path.join(mnt, "h"))) != sorted(["p%02d" % i for i in range(20)] +
                                                               ["moved", "r3", "r3link"] +
-                                                              ["m%02d" % i for i in range(19)]):
+                                                              ["m%02d" % i for i in range(19)] + ["x05"]):
             T.fail("%s: ls h: %r" % (libver, sorted(os.listdir(os.path.join(mnt, "h")))))
         if not T.h5py_opens(path):
             T.fail("%s: h5py cannot open FILE 'r+' 5 s after the last create (the lock kept)" % libver)
@@ -132,7 +149,8 @@ def run(work, libver):
                 T.fail("%s: after the unmount %s is %s" % (libver, k, "missing" if k not in f else
                                                            "%d bytes" % f[k].shape[0]))
                 break
-        if "h/r1" in f or "h/r2" in f or "h/m19" in f:
+        if "h/r1" in f or "h/r2" in f or "h/m19" in f or any("h/x%02d" % i in f for i in range(10) if i != 5) or \
+                not isinstance(f.get("h/x05"), h5py.Group):
             T.fail("%s: a removed or moved name is still there" % libver)
         if not all(isinstance(f.get("h/m%02d" % i), h5py.Group) for i in range(19)) or \
                 not isinstance(f.get("h/m01/sub"), h5py.Group):
@@ -150,6 +168,12 @@ def run(work, libver):
                 os.mkdir(os.path.join(d, "kd%03d" % i))
             if i == 49:
                 time.sleep(0.5)         # the first 50: linked by the timer
+            if i == 60:
+                for k in (0, 10, 20):   # removed, committed by the timer
+                    os.rmdir(os.path.join(d, "kd%03d" % k))
+                time.sleep(0.5)
+            if i == 70:
+                os.rmdir(os.path.join(d, "kd030"))      # done or not at the kill
         m.proc.send_signal(signal.SIGKILL)
         m.proc.wait(timeout=10)
     try:
@@ -168,7 +192,9 @@ def run(work, libver):
                (libver, [i for i in range(50) if "k%03d" % i not in got][:5]))
     if bad:
         T.fail("%s: after kill -9, files with wrong bytes: %s" % (libver, bad[:5]))
-    if any("kd%03d" % i not in dirs for i in range(0, 50, 10)) or notgroup:
+    if any("kd%03d" % i in dirs for i in (0, 10, 20)):
+        T.fail("%s: after kill -9, groups removed before the timer's commit are back: %s" % (libver, sorted(dirs)))
+    if "kd040" not in dirs or notgroup:
         T.fail("%s: after kill -9, groups made before the timer's link missing or not groups: %s, %s" %
                (libver, sorted(dirs), notgroup))
     if not kept:

@@ -57,6 +57,10 @@ struct lbatch {
 	uint64_t reserved;      /* disk space held for its commit (h5_file_reserve) */
 	unsigned fails;         /* commits of this batch that failed */
 	int64_t hold_ns;        /* since when the timer left files being written pending (0: none) */
+	/* rmdir's names removed in the batch's group, not yet in FILE (never
+	 * with new names pending: each kind flushes the other first) */
+	char **rm;
+	size_t nrm, rm_cap;
 	uint64_t commits;       /* batches linked (lbatch_commits) */
 };
 
@@ -93,6 +97,9 @@ static void release_locked(h5fs *fs, struct lbatch *lb)
 {
 	for (size_t i = 0; i < lb->count; i++)
 		free(lb->names[i]);
+	for (size_t i = 0; i < lb->nrm; i++)
+		free(lb->rm[i]);
+	__atomic_store_n(&lb->nrm, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&lb->count, 0, __ATOMIC_RELEASE);
 	lb->name_bytes = 0;
 	lb->room_n = 0;
@@ -113,11 +120,15 @@ static void release_locked(h5fs *fs, struct lbatch *lb)
  * failed write-behind fails, the mount does not); after LB_TRIES failures
  * in a row, or at the unmount (last), the files are lost: fs_lost_set,
  * as every answered change that cannot be written. */
+static int commit_rm_locked(h5fs *fs, struct lbatch *lb, bool last);
+
 static int commit_locked(h5fs *fs, struct lbatch *lb, bool last, bool timed)
 {
 	size_t done = 0, n = lb->count;
 	int rc, err;
 
+	if (lb->nrm)
+		return commit_rm_locked(fs, lb, last);
 	if (!lb->count)
 		return 0;
 	/* A name is linked only with its rows (issue 65: a file still being
@@ -193,12 +204,44 @@ static int commit_locked(h5fs *fs, struct lbatch *lb, bool last, bool timed)
 	return err;
 }
 
+/* The removals linked out (lb->t.mu held): one commit in a symbol-table
+ * group (h5_link_remove_batch). A failure is handled as the new names'
+ * (tried again, then lost). */
+static int commit_rm_locked(h5fs *fs, struct lbatch *lb, bool last)
+{
+	size_t done = 0;
+	int rc = h5_link_remove_batch(&done, lb->u.f, lb->u.addr, lb->rm, lb->nrm), err;
+
+	if (done)
+		__atomic_add_fetch(&lb->commits, 1, __ATOMIC_RELEASE);
+	if (rc == 0) {
+		release_locked(fs, lb);
+		return 0;
+	}
+	err = h5fs_errno(rc);
+	h5fs_log(fs, LOG_ERR, "rmdir %s/%s and %zu more: removal failed (%s)%s: %s", show_path(lb->path), lb->rm[0],
+		 lb->nrm - 1, strerror(err), last || lb->fails + 1 >= LB_TRIES ? ", the removals are lost" :
+		 ", tried again later", h5_err_msg());
+	h5_err_clear();
+	for (size_t i = 0; i < done; i++)
+		free(lb->rm[i]);
+	memmove(lb->rm, lb->rm + done, (lb->nrm - done) * sizeof(*lb->rm));
+	__atomic_store_n(&lb->nrm, lb->nrm - done, __ATOMIC_RELEASE);
+	if (last || ++lb->fails >= LB_TRIES || !lb->nrm) {
+		if (lb->nrm)
+			fs_lost_set(fs, err);
+		release_locked(fs, lb);
+	}
+	lb->t.first_ns = lb->t.last_ns = h5fs_now_ns();
+	return err;
+}
+
 static int lbatch_flush(h5fs *fs)
 {
 	struct lbatch *lb = __atomic_load_n(&fs->lb, __ATOMIC_ACQUIRE);
 	int err;
 
-	if (!lb || !__atomic_load_n(&lb->count, __ATOMIC_ACQUIRE))
+	if (!lb || (!__atomic_load_n(&lb->count, __ATOMIC_ACQUIRE) && !__atomic_load_n(&lb->nrm, __ATOMIC_ACQUIRE)))
 		return 0;
 	pthread_mutex_lock(&lb->t.mu);
 	err = commit_locked(fs, lb, false, false);
@@ -215,7 +258,7 @@ static int kind_flush(void *owner)
 /* The timer's (commit/sched.c), t.mu held. */
 static size_t pending_count(void *owner)
 {
-	return ((struct lbatch *)owner)->count;
+	return ((struct lbatch *)owner)->count + ((struct lbatch *)owner)->nrm;
 }
 
 static int timed_commit(void *owner)
@@ -310,7 +353,7 @@ int lbatch_create(h5fs *fs, struct node *p, const char *name, const h5_dset_new 
 	if (!lb)
 		return -1;      /* no thread to commit it: made at once */
 	pthread_mutex_lock(&lb->t.mu);
-	if (lb->count && (lb->u.addr != p->addr || lb->u.f != p->f || lb->count >= LB_MAX_ITEMS) &&
+	if (((lb->count && (lb->u.addr != p->addr || lb->u.f != p->f || lb->count >= LB_MAX_ITEMS)) || lb->nrm) &&
 	    (err = commit_locked(fs, lb, false, false)) != 0)
 		goto out;
 	if (lb->count && pending_locked(lb, name, NULL)) {
@@ -381,6 +424,92 @@ out:
 	return err;
 }
 
+int lbatch_rmdir(h5fs *fs, struct node *p, const char *name, uint64_t *target, int *h5rc)
+{
+	struct lbatch *lb = lbatch_get(fs);
+	char *nm = NULL;
+	int err = 0, rc;
+
+	*h5rc = 0;
+	if (!lb)
+		return -1;
+	pthread_mutex_lock(&lb->t.mu);
+	if ((lb->count || (lb->nrm && (lb->u.addr != p->addr || lb->u.f != p->f || lb->nrm >= LB_MAX_ITEMS))) &&
+	    (err = commit_locked(fs, lb, false, false)) != 0)
+		goto out;
+	for (size_t i = 0; i < lb->nrm; i++)
+		if (strcmp(lb->rm[i], name) == 0) {
+			err = ENOENT;
+			goto out;
+		}
+	if (!lb->nrm && (err = begin_locked(fs, lb, p)) != 0)
+		goto out;
+	rc = h5_group_rmdir_check(target, lb->u.f, lb->u.addr, name);
+	if (rc < 0) {
+		*h5rc = rc;
+		err = -2;
+		goto undo;
+	}
+	if (lb->nrm == lb->rm_cap) {
+		size_t cap = lb->rm_cap ? 2 * lb->rm_cap : 64;
+		char **nv = realloc(lb->rm, cap * sizeof(*nv));
+
+		if (!nv) {
+			err = ENOMEM;
+			goto undo;
+		}
+		lb->rm = nv;
+		lb->rm_cap = cap;
+	}
+	/* the space the batch's removal commit may take (its nodes anew),
+	 * held from now: a full disk refuses this rmdir, not the commit */
+	rc = 0;
+	if (lb->nrm + 1 > lb->room_n) {
+		/* (asked again when the batch outgrows it: twice the names) */
+		lb->room_n = 2 * (lb->nrm + 1);
+		rc = h5_link_batch_room(&lb->need, lb->u.f, lb->u.addr, lb->room_n, 0);
+	}
+	if (rc == 0)
+		rc = h5_file_reserve(lb->u.f, &lb->reserved, lb->need);
+	if (rc < 0) {
+		lb->room_n = 0;
+		err = commit_refuse(fs, rc, "rmdir", lb->path, name);
+		goto undo;
+	}
+	if (!(nm = strdup(name))) {
+		err = ENOMEM;
+		goto undo;
+	}
+	lb->rm[lb->nrm] = nm;
+	__atomic_store_n(&lb->nrm, lb->nrm + 1, __ATOMIC_RELEASE);
+	commit_changed(&lb->t, lb->nrm == 1);
+undo:
+	if (!lb->nrm && !lb->count && lb->path) {
+		free(lb->path);
+		lb->path = NULL;
+		h5_file_unreserve(lb->u.f, &lb->reserved);
+		node_use_end(&lb->u);
+		commit_end(fs, NULL, false);
+	}
+out:
+	pthread_mutex_unlock(&lb->t.mu);
+	return err;
+}
+
+bool lbatch_removed(h5fs *fs, h5_file *f, uint64_t group, const char *name)
+{
+	struct lbatch *lb = __atomic_load_n(&fs->lb, __ATOMIC_ACQUIRE);
+	bool found = false;
+
+	if (!lb || !__atomic_load_n(&lb->nrm, __ATOMIC_ACQUIRE))
+		return false;
+	pthread_mutex_lock(&lb->t.mu);
+	for (size_t i = 0; lb->nrm && lb->u.f == f && lb->u.addr == group && i < lb->nrm && !found; i++)
+		found = strcmp(lb->rm[i], name) == 0;
+	pthread_mutex_unlock(&lb->t.mu);
+	return found;
+}
+
 uint64_t lbatch_commits(h5fs *fs)
 {
 	struct lbatch *lb = __atomic_load_n(&fs->lb, __ATOMIC_ACQUIRE);
@@ -441,6 +570,7 @@ void lbatch_stop(h5fs *fs)
 	commit_slot_stop(&lb->t);
 	free(lb->names);
 	free(lb->addrs);
+	free(lb->rm);
 	free(lb);
 	__atomic_store_n(&fs->lb, NULL, __ATOMIC_RELEASE);
 }

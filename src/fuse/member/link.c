@@ -73,7 +73,8 @@ static int name_taken(h5fs *fs, const struct use *u, const char *name)
 
 	h5_link_clear(&l);
 	h5_err_clear();
-	return rc == 0 || lbatch_lookup(fs, u->f, u->addr, name, NULL) ? EEXIST : 0;
+	return (rc == 0 && !lbatch_removed(fs, u->f, u->addr, name)) || lbatch_lookup(fs, u->f, u->addr, name, NULL)
+		       ? EEXIST : 0;
 }
 
 /* mkdir joins the batch of new files (lbatch.c, issue 70 item 3): its
@@ -198,10 +199,28 @@ static int remove_link(h5fs *fs, uint64_t parent, const char *name, int want)
 	h5_link l = { 0 };
 	h5_obj_info info;
 	bool detach = false;
-	int err = begin(&u, fs, &p, parent), rc, rc2;
+	uint64_t target;
+	/* rmdir joins the batch (lbatch.c): new names and attribute values
+	 * before it are flushed there or by the barrier */
+	int err = begin_change(&u, fs, &p, parent, want == 1), rc, rc2;
 
 	if (err)
 		return err;
+	if (want == 1 && (rc = lbatch_rmdir(fs, p, name, &target, &rc2)) != -1) {
+		/* removed with the batch's one commit, its space freed then;
+		 * lookups miss it from now (lbatch_removed) */
+		err = rc;
+		if (rc == -2)
+			err = link_errno(fs, rc2, ENOTEMPTY, ENOTDIR, "rmdir", p, name);
+		h5_err_clear();
+		if (err == 0) {
+			synth_forget(fs, p->ino, name);
+			if (target != UINT64_MAX)
+				member_unlinked(fs, u.f, target);
+		}
+		end(fs, &u);
+		return err;
+	}
 	if (h5_group_lookup(&l, u.f, u.addr, name) < 0)
 		h5_err_clear();
 	/* a netCDF-4 variable's last link: taken off its dimensions after

@@ -641,6 +641,33 @@ static int stab_remove(h5_file *f, uint64_t group, const char *name, size_t name
 	return rc;
 }
 
+/* Many links removed in one change (the daemon's rmdir batch,
+ * h5_link_remove_batch): the nodes they leave anew, then one commit: one
+ * stage, one write of the root; their names back to the heap later, as
+ * one removal's. */
+static int stab_remove_many(h5_file *f, uint64_t group, char *const *names, size_t n)
+{
+	stab_edit s;
+	int rc = stab_open(&s, f, group);
+
+	if (rc == 0)
+		rc = h5_stab_heap_release(&s);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		size_t li, ei;
+		bool found;
+
+		rc = locate(&li, &ei, &found, &s, names[i]);
+		if (rc == 0 && !found)
+			rc = h5_err_set(H5_ERR_NOTFOUND, "no link \"%s\"", names[i]);
+		if (rc == 0)
+			rc = take(&s, li, ei, NULL, true);
+	}
+	if (rc == 0)
+		rc = commit(&s, h5_space_end(f), false);
+	stab_close(&s);
+	return rc;
+}
+
 /* The entry keeps its object, cache and soft link value; one commit. */
 static int stab_rename(h5_file *f, uint64_t group, const char *name, size_t name_len, const char *newname,
 		       size_t newname_len, bool replace, bool durable)
@@ -777,6 +804,7 @@ const h5_lstore_ops h5_lstore_stab = {
 	.insert_many = stab_insert_many,
 	.room_many = stab_room_many,
 	.remove = stab_remove,
+	.remove_many = stab_remove_many,
 	.rename = stab_rename,
 	.new_group = stab_new_group,
 	.move_down = stab_move_down,

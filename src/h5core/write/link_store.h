@@ -56,6 +56,9 @@ typedef struct h5_lstore_ops {
 	int (*room_many)(uint64_t *need, h5_file *f, uint64_t group, size_t n, uint64_t name_bytes);
 	/* Remove the link NAME from the group at group. */
 	int (*remove)(h5_file *f, uint64_t group, const char *name, size_t name_len, bool durable);
+	/* Optional: the links names[0..n) (distinct) removed in one commit;
+	 * NULL: one remove each (h5_link_remove_batch). */
+	int (*remove_many)(h5_file *f, uint64_t group, char *const *names, size_t n);
 	/* Optional: link NAME renamed NEWNAME in one commit. NEWNAME must
 	 * not be in the group (checked here), unless replace: then its link
 	 * goes in the same commit (rename(2) over a name: the old link stays

@@ -565,6 +565,86 @@ int h5_link_move_down(h5_file *f)
 	return h5_ohdr_notes_each(f, H5_NOTE_GROUP, group_move_down);
 }
 
+/* Under write_lock: NAME in group an empty group (*target). */
+static int rmdir_check_locked(uint64_t *target, h5_file *f, uint64_t group, const char *name)
+{
+	h5_link l = { 0 };
+	int rc = h5_group_lookup(&l, f, group, name);
+
+	*target = rc == 0 && l.type == H5_LINK_HARD ? l.addr : H5_ADDR_UNDEF;
+	h5_link_clear(&l);
+	if (rc == 0)
+		rc = check_want(f, *target, name, strlen(name), 1);
+	return rc;
+}
+
+int h5_group_rmdir_check(uint64_t *target, h5_file *f, uint64_t group, const char *name)
+{
+	int rc;
+
+	pthread_mutex_lock(&f->write_lock);
+	rc = rmdir_check_locked(target, f, group, name);
+	pthread_mutex_unlock(&f->write_lock);
+	return rc;
+}
+
+int h5_link_remove_batch(size_t *done, h5_file *f, uint64_t group, char *const *names, size_t n)
+{
+	const h5_lstore_ops *ops = NULL;
+	uint64_t *tg = calloc(n ? n : 1, sizeof(*tg));
+	h5_freesp *gone = calloc(n ? n : 1, sizeof(*gone));
+	int rc = tg && gone ? 0 : h5_err_set(H5_ERR_NOMEM, "out of memory");
+
+	*done = 0;
+	if (rc == 0 && !h5_file_writable(f))
+		rc = h5_err_set(H5_ERR_ROFS, "the file is open read-only");
+	if (rc < 0 || n == 0)
+		goto out;
+	pthread_mutex_lock(&f->write_lock);
+	rc = h5_lstore_at(&ops, f, group);
+	/* every name checked, and its blocks noted, before anything is
+	 * written (as h5_link_remove_locked does for one) */
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		gone[i].merge = true;
+		rc = rmdir_check_locked(&tg[i], f, group, names[i]);
+		if (rc == 0)
+			group_blocks(&gone[i], f, tg[i]);
+	}
+	if (rc == 0 && ops->remove_many) {
+		rc = ops->remove_many(f, group, names, n);
+		if (rc == 0)
+			*done = n;
+	} else {
+		for (size_t i = 0; rc == 0 && i < n; i++) {
+			rc = i ? h5_lstore_at(&ops, f, group) : 0;
+			if (rc == 0)
+				rc = ops->remove(f, group, names[i], strlen(names[i]), false);
+			if (rc == 0)
+				++*done;
+		}
+	}
+	/* the removed groups' space, and counts of objects with other
+	 * links, as h5_link_remove_locked after its one removal */
+	for (size_t i = 0; i < *done; i++) {
+		if (gone[i].n) {
+			h5_attr_colls_drop(f, tg[i], 0);
+			h5_ohdr_forget_conts(f, tg[i]);
+		}
+		h5_space_free_noted(f, &gone[i], 0);
+		if (h5_addr_defined(tg[i])) {
+			(void)h5_obj_refcount_add(f, tg[i], -1);
+			h5_err_clear();
+		}
+	}
+	pthread_mutex_unlock(&f->write_lock);
+out:
+	for (size_t i = 0; gone && i < n; i++)
+		h5_freesp_clear(&gone[i]);
+	free(gone);
+	free(tg);
+	return rc;
+}
+
 int h5_link_delete(h5_file *f, uint64_t group, const char *name, size_t name_len, int want)
 {
 	int rc;
