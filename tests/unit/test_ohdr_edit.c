@@ -561,6 +561,76 @@ START_TEST(link_insert_compact)
 }
 END_TEST
 
+/* The daemon's batches of mkdir and rmdir (issue 70): groups made loose,
+ * linked in one batch, then most of them removed in one batch; the
+ * check before refuses what rmdir refuses. Both forms. */
+static void loose_groups(const char *hpath)
+{
+	char *names[40], buf[40][8];
+	uint64_t g, addrs[40], t, sub;
+	h5_file *f = NULL;
+	h5_link l;
+	h5_obj_info info;
+	size_t done = 0;
+
+	ck_assert_int_eq(h5_file_open(&f, hpath, &(h5_open_opts){ .writable = 1 }), 0);
+	ck_assert_int_eq(h5_path_lookup(&g, f, "/g"), 0);
+	for (int i = 0; i < 40; i++) {
+		snprintf(buf[i], sizeof(buf[i]), "l%02d", i);
+		names[i] = buf[i];
+		ck_assert_int_eq(h5_group_create_loose(&addrs[i], f, g), 0);
+		/* not linked yet */
+		ck_assert_int_eq(h5_group_lookup(&l, f, g, names[i]), H5_ERR_NOTFOUND);
+		h5_err_clear();
+	}
+	ck_assert_int_eq(h5_link_insert_batch(&done, f, g, names, addrs, 40), 0);
+	ck_assert_uint_eq(done, 40);
+	for (int i = 0; i < 40; i++) {
+		ck_assert_int_eq(h5_group_lookup(&l, f, g, names[i]), 0);
+		ck_assert_uint_eq(l.addr, addrs[i]);
+		h5_link_clear(&l);
+		ck_assert_int_eq(h5_obj_info_get(&info, f, addrs[i]), 0);
+		ck_assert_int_eq(info.kind, H5_OBJ_GROUP);
+	}
+	ck_assert_int_eq(h5_group_create(&sub, f, addrs[39], "in", 2), 0);
+	ck_assert_int_eq(h5_group_rmdir_check(&t, f, g, "l05"), 0);
+	ck_assert_uint_eq(t, addrs[5]);
+	ck_assert_int_eq(h5_group_rmdir_check(&t, f, g, "l39"), H5_ERR_PERM);
+	h5_err_clear();
+	ck_assert_int_eq(h5_group_rmdir_check(&t, f, g, "nope"), H5_ERR_NOTFOUND);
+	h5_err_clear();
+	ck_assert_int_eq(h5_link_remove_batch(&done, f, g, names, 30), 0);
+	ck_assert_uint_eq(done, 30);
+	h5_file_close(f);
+	ck_assert_int_eq(h5_file_open(&f, hpath, NULL), 0);
+	ck_assert_int_eq(h5_path_lookup(&g, f, "/g"), 0);
+	for (int i = 0; i < 40; i++) {
+		ck_assert_int_eq(h5_group_lookup(&l, f, g, names[i]), i < 30 ? H5_ERR_NOTFOUND : 0);
+		h5_link_clear(&l);
+		h5_err_clear();
+	}
+	ck_assert_int_eq(h5_path_lookup(&sub, f, "/g/l39/in"), 0);
+	h5_file_close(f);
+}
+
+START_TEST(group_batches)
+{
+	char dir[64] = "/tmp/h5fs-test-gbatch-XXXXXX", hpath[128];
+	int rc = test_py_run(dir, gen_links, NULL);
+
+	if (rc == 77 || rc == TEST_PY_NO_PYTHON) {
+		test_py_rmdir(dir);
+		return;
+	}
+	ck_assert_int_eq(rc, 0);
+	snprintf(hpath, sizeof(hpath), "%s/old.h5", dir);
+	loose_groups(hpath);     /* symbol table: one commit a batch */
+	snprintf(hpath, sizeof(hpath), "%s/f.h5", dir);
+	loose_groups(hpath);     /* compact, then dense: one commit a link */
+	test_py_rmdir(dir);
+}
+END_TEST
+
 /* The notes of what may move down at unmount (ohdr_edit.h): an object is
  * noted once per kind, a forgotten note's slot is taken first, and past
  * 32 the oldest goes; h5_ohdr_notes_each hands the notes of one kind on
@@ -640,6 +710,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, enc_attr_roundtrip);
 	tcase_add_test(tc, parse_numbers);
 	tcase_add_test(tc, link_insert_compact);
+	tcase_add_test(tc, group_batches);
 	tcase_add_test(tc, notes_ring);
 	suite_add_tcase(s, tc);
 	return s;
