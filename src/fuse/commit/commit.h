@@ -50,8 +50,8 @@
  *    of touched chunks, fsync,
  *    close, the idle kind)
  *   PENDING or COMMITTED --a commit or sync fails--> LOST (fs_lost_set)
- *   A change made at once (rmdir, rm, mv, utimens, truncate, a setxattr
- *   that is not batched; mkdir is a new group in the new files' batch) goes ADMITTED -> COMMITTED inside commit_begin /
+ *   A change made at once (rm, mv, utimens, truncate, a setxattr that is
+ *   not batched; mkdir and rmdir go in the new files' batch, lbatch.c) goes ADMITTED -> COMMITTED inside commit_begin /
  *   commit_end, answered after its commit.
  *
  * Invariants:

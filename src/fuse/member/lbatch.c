@@ -7,8 +7,9 @@
  *
  * create(2) of a new file in a group now makes its dataset's header at
  * the allocation end and leaves it unlinked (h5_dataset_create_loose;
- * mkdir likewise its group's, h5_group_create_loose: issue 70 item 3, a
- * mkdir answered after an fsync took 0.5-2.4 ms):
+ * mkdir likewise its group's, h5_group_create_loose, and rmdir's
+ * removals wait in the batch too, lbatch_rmdir: issue 70 item 3, each
+ * answered after an fsync took 0.5-6 ms):
  * nothing references it, so its commits (the rows cp writes, committed at
  * close) keep no order against a power cut and skip their fsyncs. Its name
  * is kept here, and shown by lookup (lbatch_lookup) from then on. The
