@@ -35,7 +35,7 @@ uint64_t lbatch_commits(h5fs *fs);
  * it: lbatch_removed), an errno, -2 with *h5rc the engine's refusal
  * (no such group, not empty), or -1 when there is no batch. */
 int lbatch_rmdir(h5fs *fs, struct node *p, const char *name, uint64_t *target, int *h5rc);
-bool lbatch_removed(h5fs *fs, h5_file *f, uint64_t group, const char *name);
+bool lbatch_removed(h5fs *fs, h5_file *f, uint64_t group, const char *name, size_t len);
 /* A pending new file (header addr in f) given up before its name was
  * linked: out of the batch, its header no longer loose (its space
  * unreferenced). 1 with *name (malloc'd) and *pino (its group's node),

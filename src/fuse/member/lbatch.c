@@ -215,6 +215,11 @@ static int commit_rm_locked(h5fs *fs, struct lbatch *lb, bool last)
 
 	if (done)
 		__atomic_add_fetch(&lb->commits, 1, __ATOMIC_RELEASE);
+	/* a listing made from FILE before the removal (another thread's
+	 * readdir, built as the rmdir was answered) may have given the kernel
+	 * the name again: dropped once it is gone from FILE */
+	for (size_t i = 0; fs->se && i < done; i++)
+		notify_inval_entry(fs->se, fs_ino_out(fs, lb->pino), lb->rm[i], strlen(lb->rm[i]));
 	if (rc == 0) {
 		release_locked(fs, lb);
 		return 0;
@@ -497,7 +502,7 @@ out:
 	return err;
 }
 
-bool lbatch_removed(h5fs *fs, h5_file *f, uint64_t group, const char *name)
+bool lbatch_removed(h5fs *fs, h5_file *f, uint64_t group, const char *name, size_t len)
 {
 	struct lbatch *lb = __atomic_load_n(&fs->lb, __ATOMIC_ACQUIRE);
 	bool found = false;
@@ -506,7 +511,7 @@ bool lbatch_removed(h5fs *fs, h5_file *f, uint64_t group, const char *name)
 		return false;
 	pthread_mutex_lock(&lb->t.mu);
 	for (size_t i = 0; lb->nrm && lb->u.f == f && lb->u.addr == group && i < lb->nrm && !found; i++)
-		found = strcmp(lb->rm[i], name) == 0;
+		found = strncmp(lb->rm[i], name, len) == 0 && lb->rm[i][len] == '\0';
 	pthread_mutex_unlock(&lb->t.mu);
 	return found;
 }

@@ -73,7 +73,7 @@ static int name_taken(h5fs *fs, const struct use *u, const char *name)
 
 	h5_link_clear(&l);
 	h5_err_clear();
-	return (rc == 0 && !lbatch_removed(fs, u->f, u->addr, name)) || lbatch_lookup(fs, u->f, u->addr, name, NULL)
+	return (rc == 0 && !lbatch_removed(fs, u->f, u->addr, name, strlen(name))) || lbatch_lookup(fs, u->f, u->addr, name, NULL)
 		       ? EEXIST : 0;
 }
 

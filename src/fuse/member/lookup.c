@@ -254,7 +254,7 @@ static int do_lookup(struct node **out, struct stat *lst, h5fs *fs, fuse_ino_t p
 		h5_link_clear(&l);
 		h5_err_clear();
 	}
-	if (rc == 0 && lbatch_removed(fs, u.f, u.addr, name)) {
+	if (rc == 0 && lbatch_removed(fs, u.f, u.addr, name, strlen(name))) {
 		/* an rmdir answered, its removal not committed yet (lbatch.c) */
 		h5_link_clear(&l);
 		rc = h5_err_set(H5_ERR_NOTFOUND, "\"%s\" removed", name);

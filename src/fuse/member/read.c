@@ -4,6 +4,7 @@
  * lookup.c has the names (lookup, getattr, readlink). */
 #include "member.h"
 #include "handle.h"
+#include "batch.h"
 
 /* A directory listing, taken at the handle's first readdir and kept by it
  * so that readdir offsets stay meaningful however the kernel splits the
@@ -38,6 +39,9 @@ struct dirsnap {
 	struct gen *gen;        /* the generation listed (held), */
 	bool told;              /* and the kernel told to drop the copy of it it
 				 * may take from this handle once it is old */
+	h5fs *fs;               /* while listing: the group (rf, raddr), whose */
+	h5_file *rf;            /* names an rmdir answered are not listed */
+	uint64_t raddr;
 };
 
 void dirsnap_free(struct dirsnap *d)
@@ -69,6 +73,9 @@ static int dirsnap_cb(const h5_link *l, void *ud)
 		d->skipped++;
 		return 0;
 	}
+	/* (removed with the batch, not yet in FILE: lbatch.c) */
+	if (lbatch_removed(d->fs, d->rf, d->raddr, l->name, l->name_len))
+		return 0;
 	if (d->n == d->cap) {
 		size_t ncap = d->cap ? d->cap * 2 : 64;
 		struct dent *ne = realloc(d->e, ncap * sizeof(*ne));
@@ -145,6 +152,9 @@ static int do_listing(struct dirsnap *d, h5fs *fs, fuse_ino_t ino)
 	d->gen = u.g;
 	if (d->gen)
 		gen_hold(d->gen);
+	d->fs = fs;
+	d->rf = u.f;
+	d->raddr = u.addr;
 	rc = h5_group_iterate(u.f, u.addr, dirsnap_cb, d);
 	if (d->nomem) {
 		err = ENOMEM;
