@@ -246,6 +246,12 @@ static int do_lookup(struct node **out, struct stat *lst, h5fs *fs, fuse_ino_t p
 		return e == ESTALE ? ENOENT : e;
 	for (uint64_t seen = lbatch_commits(fs);; seen = lbatch_commits(fs)) {
 		rc = h5_group_lookup(&l, u.f, u.addr, name);
+		/* found, not removed by an rmdir pending now: unless a batch's
+		 * removal was committed since FILE was read (look again) */
+		if (rc == 0 && !lbatch_removed(fs, u.f, u.addr, name, strlen(name)) && lbatch_commits(fs) != seen) {
+			h5_link_clear(&l);
+			continue;
+		}
 		if (rc != H5_ERR_NOTFOUND || (pending = lbatch_lookup(fs, u.f, u.addr, name, &taddr)))
 			break;
 		/* not there, not pending: a batch linked meanwhile? (lbatch.c) */
