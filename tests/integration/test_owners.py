@@ -150,6 +150,12 @@ def change(name, mnt, classic, m):
     # np.save again over a variable: the old one off its dimensions, the new on
     np.save(mnt + "/again.npy", np.arange(28, dtype="<i4").reshape(4, 7))
     np.save(mnt + "/again.npy", np.arange(4, dtype="<i4"))
+    # ... as a loop saving checkpoints does, at once: the second array
+    # each time (the kernel kept the first's removed placeholder as
+    # NAME.npy a moment, and the second stream went into it: lost)
+    for k in range(6):
+        np.save(mnt + "/again%d.npy" % k, np.arange(28, dtype="<i4").reshape(4, 7))
+        np.save(mnt + "/again%d.npy" % k, np.arange(4, dtype="<i4") + k)
     # mv over a variable: the replaced one off its dimensions
     np.save(mnt + "/over.npy", np.arange(28, dtype="<i4").reshape(4, 7))
     np.save(mnt + "/src.npy", np.arange(4, dtype="<i2"))
@@ -219,6 +225,10 @@ def check_scales(name, path):
                         name, k, var.name, axis))
         if "gone" in f:
             T.fail("%s: gone is still there" % name)
+        for k in range(6):
+            d = f.get("again%d" % k)
+            if d is None or d.shape != (4,) or list(d[()]) != [k, k + 1, k + 2, k + 3]:
+                T.fail("%s: again%d is %r, not the second np.save's" % (name, k, d if d is None else d.shape))
 
 
 def check_owners(name, path, classic, work):

@@ -495,6 +495,13 @@ static void placeholder_gone(h5fs *fs, struct npy_stream *s, const char *made)
 	rc = s->holding && !s->placeholder_deleted ? h5_link_delete(s->g->f, s->group, base, strlen(base), 2) : 0;
 	if (rc < 0)
 		h5fs_log(fs, LOG_ERR, "np.save %s: removing the placeholder: %s", show_path(s->name), h5_err_msg());
+	/* The kernel may keep the placeholder's entry until the queued
+	 * notification below is issued (kit/notify.c): an open of NAME.npy
+	 * meanwhile (the next np.save of the same name) would write into the
+	 * removed placeholder and be lost. Marked unlinked, that open is
+	 * ESTALE and the kernel looks the name up again (open.c). */
+	if (s->holding && (s->placeholder_deleted || rc == 0))
+		member_unlinked(fs, s->g->f, s->addr);
 	synth_forget(fs, s->parent, base);
 	if (s->holding)
 		commit_end(fs, NULL, false);
