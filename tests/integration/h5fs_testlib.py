@@ -123,6 +123,20 @@ def require_curl():
         skip("h5fs built without libcurl")
 
 
+def corpus_sample(items):
+    """Every Nth of a list of corpus files when H5FS_CORPUS_SAMPLE=N (the
+    sanitizer stage, tests/stress/run-sanitizers.sh: the code under the
+    sanitizer meets every fixture and a spread of the corpus there, and
+    corpus_mt.py reads all of the corpus under ASan); all of them
+    otherwise (make check)."""
+    items = list(items)
+    try:
+        n = int(os.environ.get("H5FS_CORPUS_SAMPLE") or 1)
+    except ValueError:
+        n = 1
+    return items[::n] if n > 1 else items
+
+
 def workdir(name):
     """A fresh scratch directory in the build tree (removed by make clean)."""
     base = os.path.join(BUILDDIR, "tests", "integration", "work")
