@@ -34,7 +34,8 @@
 # (default here 20000), H5FS_CORPUS_MT_SECONDS (default here 0.1 per file),
 # H5FS_APPEND_KILL_ROUNDS (default here 8), H5FS_SANI_TSAN=0 to skip
 # step 3, H5FS_SANI_CHECK=0 to skip the `make check` runs,
-# H5FS_SANI_CORPUS=0 to skip corpus_mt.py, JOBS (2).
+# H5FS_SANI_CORPUS=0 to skip corpus_mt.py, JOBS (2: builds), CHECK_JOBS
+# (3: tests at a time).
 # About 17 minutes on 2 cores (CI's machine kind, the corpus beside the tree).
 set -euo pipefail
 
@@ -53,7 +54,8 @@ export H5FS_STRESS_SECONDS=${H5FS_STRESS_SECONDS:-20}
 export H5FS_GROWTH_CYCLES=${H5FS_GROWTH_CYCLES:-20000}
 export H5FS_CORPUS_MT_SECONDS=${H5FS_CORPUS_MT_SECONDS:-0.1}
 export H5FS_APPEND_KILL_ROUNDS=${H5FS_APPEND_KILL_ROUNDS:-8}
-jobs=${JOBS:-2}
+jobs=${JOBS:-2}           # builds
+check_jobs=${CHECK_JOBS:-${H5FS_CHECK_JOBS:-3}}   # tests at a time (contrib/run-tests.sh says why)
 py=/usr/bin/python3
 # UBSan aborts on the first error (configure adds -fno-sanitize-recover);
 # the stack trace makes the report usable.
@@ -133,7 +135,7 @@ check_in() { # DIR LABEL [MAKE ARGS...]
 	step "make check: $label"
 	stages=$((stages + 1))
 	touch "$dir/.check-started"
-	if ! make -C "$dir" -j"$jobs" check "$@" 2>&1 | hide_am_summary; then
+	if ! make -C "$dir" -j"$check_jobs" check "$@" 2>&1 | hide_am_summary; then
 		show_logs "$dir"
 		failed+=("make check: $label")
 		# a make check that failed before any test ran still counts
