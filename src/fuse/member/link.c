@@ -189,10 +189,14 @@ static int remove_link(h5fs *fs, uint64_t parent, const char *name, int want)
 	h5_link l = { 0 };
 	h5_obj_info info;
 	bool detach = false;
-	int err = begin(&u, fs, &p, parent), rc, rc2;
+	int err, rc, rc2;
 
-	if (err)
+	retype_names_hold(true);        /* (not while retype.c moves a name) */
+	err = begin(&u, fs, &p, parent);
+	if (err) {
+		retype_names_hold(false);
 		return err;
+	}
 	if (h5_group_lookup(&l, u.f, u.addr, name) < 0)
 		h5_err_clear();
 	/* a netCDF-4 variable's last link: taken off its dimensions after
@@ -225,6 +229,7 @@ static int remove_link(h5fs *fs, uint64_t parent, const char *name, int want)
 		nlink_update(fs, u.f, l.addr);
 	h5_link_clear(&l);
 	end(fs, &u);
+	retype_names_hold(false);
 	return err;
 }
 
@@ -373,9 +378,12 @@ int member_rename(void *r, uint64_t parent, const char *name, uint64_t newparent
 
 	if (flags & ~(unsigned)RENAME_NOREPLACE)
 		return EINVAL;          /* RENAME_EXCHANGE, RENAME_WHITEOUT */
+	retype_names_hold(true);        /* (not while retype.c moves a name) */
 	err = begin(&u, fs, &p, parent);
-	if (err)
+	if (err) {
+		retype_names_hold(false);
 		return err;
+	}
 	np = node_get(fs, newparent);
 	if (!np)
 		err = ESTALE;
@@ -387,6 +395,7 @@ int member_rename(void *r, uint64_t parent, const char *name, uint64_t newparent
 	}
 	if (err) {
 		end(fs, &u);
+		retype_names_hold(false);
 		return err;
 	}
 	rc = h5_group_lookup(&src, u.f, u.addr, name);
@@ -455,6 +464,11 @@ int member_rename(void *r, uint64_t parent, const char *name, uint64_t newparent
 		err = link_errno(fs, rc, EPERM, EINVAL, "rename", p, name);
 	else
 		node_moved(fs, p, name, np, newname);
+	/* a dataset made again with the type set back on its bytes (rsync
+	 * -X: at its close, just before): the kernel's entry names the
+	 * bytes' inode, which it moves to newname (retype.c) */
+	if (rc == 0 && !sg && src.type == H5_LINK_HARD && retype_made(u.f, src.addr))
+		npy_inval_after_reply(fs, np->ino, newname, NULL);
 	if (rc == 0 && detach && (rc = nc_detach_var(nu.f, nu.addr, dst.addr)) < 0)
 		h5fs_log(fs, LOG_ERR, "rename %s/%s: replaced, but its dimension scales still name it: %s",
 			 strcmp(np->path, "/") == 0 ? "" : np->path, newname, h5_err_msg());
@@ -467,6 +481,7 @@ out:
 	h5_link_clear(&dst);
 	node_use_end(&nu);
 	end(fs, &u);
+	retype_names_hold(false);
 	return err;
 }
 

@@ -1,6 +1,7 @@
 /* xattr.c - HDF5 attributes as extended attributes. */
 #include "member.h"
 #include "batch.h"
+#include "npystream.h"
 #include "xattrs.h"
 #include "owner.h"
 
@@ -168,6 +169,21 @@ static int reserved_same(h5fs *fs, const struct node *n, const char *name, const
 	return same;
 }
 
+/* Whether n is a byte dataset a type can be given back to (retype.c):
+ * 1-D |u1 of one link, as a new file is made. */
+static bool retype_bytes(h5fs *fs, const struct node *n)
+{
+	char v[64];
+	size_t len = 0;
+
+	if (n->type != NT_FILE || n->st.st_nlink != 1 ||
+	    xattr_get(fs, n, "user.h5.dtype", v, sizeof(v) - 1, &len) < 0 || len != 3 || memcmp(v, "|u1", 3) ||
+	    xattr_get(fs, n, "user.h5.shape", v, sizeof(v) - 1, &len) < 0 || len == 0 || len >= sizeof(v))
+		return false;
+	v[len] = '\0';
+	return !strchr(v, ',') && strcmp(v, "null") != 0;
+}
+
 static int xattr_change(h5fs *fs, struct node *n, const char *name, const char *value, size_t size, int flags)
 {
 	char attr[256], typestr[8];
@@ -179,6 +195,21 @@ static int xattr_change(h5fs *fs, struct node *n, const char *name, const char *
 
 	if (k == XA_W_OTHER)
 		return ENOTSUP;
+	/* a type and shape set back on bytes (tar --xattrs, cp -a, rsync -X):
+	 * retype.c; the dtype they show already is no change */
+	if (k == XA_W_RESERVED && n->type == NT_FILE && !(flags & XATTR_CREATE) && fs_writable(fs)) {
+		const char *key = name + strlen("user.h5.");
+		bool start = value && !__atomic_load_n(&n->retype, __ATOMIC_ACQUIRE) &&
+			     (strcmp(key, "dtype") == 0 || strcmp(key, "descr") == 0) &&
+			     !reserved_same(fs, n, name, value, size) && retype_bytes(fs, n);
+
+		if (start || __atomic_load_n(&n->retype, __ATOMIC_ACQUIRE)) {
+			err = retype_note(fs, n, key, value, size, start);
+			if (err >= 0)
+				return err;
+			err = 0;
+		}
+	}
 	if (k == XA_W_RESERVED && value && n->type != NT_LINK && !(flags & XATTR_CREATE) &&
 	    reserved_same(fs, n, name, value, size))
 		return 0;

@@ -284,6 +284,7 @@ void node_free(struct node *n)
 	free(n->path);
 	free(n->fpath);
 	free(n->target);
+	free(n->retype);
 	free(n);
 }
 
