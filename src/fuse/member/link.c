@@ -98,6 +98,8 @@ int member_mkdir(void *r, uint64_t parent, const char *name)
 	 * groups: the engine's h5_group_create) */
 	if (!err && (rc = h5_group_create(&addr, u.f, u.addr, name, strlen(name))) < 0)
 		err = link_errno(fs, rc, EPERM, EINVAL, "mkdir", p, name);
+	if (!err)
+		node_touch(p, true);    /* a directory's entries changed */
 	end(fs, &u);
 	return err;
 }
@@ -162,6 +164,8 @@ int member_create(void *r, uint64_t parent, const char *name)
 		h5_err_clear();
 	}
 out:
+	if (!err)
+		node_touch(p, true);
 	end(fs, &u);
 	return err;
 }
@@ -177,6 +181,7 @@ static void nlink_update(h5fs *fs, h5_file *f, uint64_t addr)
 		pthread_rwlock_wrlock(&n->lk);
 		n->st.st_nlink = info.nlink;
 		pthread_rwlock_unlock(&n->lk);
+		node_touch(n, false);   /* a link count changed: its ctime */
 	}
 	h5_err_clear();
 }
@@ -215,6 +220,8 @@ static int remove_link(h5fs *fs, uint64_t parent, const char *name, int want)
 		err = link_errno(fs, rc, want == 1 ? ENOTEMPTY : EISDIR, ENOTDIR, want == 1 ? "rmdir" : "unlink", p, name);
 	else
 		synth_forget(fs, p->ino, name);
+	if (rc == 0)
+		node_touch(p, true);
 	/* a removed group's space is freed at once */
 	if (rc == 0 && want == 1 && l.type == H5_LINK_HARD)
 		member_unlinked(fs, u.f, l.addr);
@@ -344,6 +351,8 @@ int member_symlink(void *r, const char *target, uint64_t parent, const char *nam
 			err = link_errno(fs, rc, EPERM, EINVAL, "symlink", p, name);
 		free(path);
 	}
+	if (!err)
+		node_touch(p, true);
 	end(fs, &u);
 	return err;
 }
@@ -464,6 +473,10 @@ int member_rename(void *r, uint64_t parent, const char *name, uint64_t newparent
 		err = link_errno(fs, rc, EPERM, EINVAL, "rename", p, name);
 	else
 		node_moved(fs, p, name, np, newname);
+	if (rc == 0) {
+		node_touch(p, true);
+		node_touch(np, true);
+	}
 	/* a dataset made again with the type set back on its bytes (rsync
 	 * -X: at its close, just before): the kernel's entry names the
 	 * bytes' inode, which it moves to newname (retype.c) */
@@ -520,6 +533,7 @@ int member_link(void *r, uint64_t ino, uint64_t newparent, const char *newname)
 		err = link_errno(fs, rc, EPERM, EINVAL, "link", np, newname);
 	} else {
 		nlink_update(fs, u.f, u.addr);  /* the count st_nlink shows */
+		node_touch(np, true);
 	}
 	node_use_end(&u);
 	end(fs, &nu);

@@ -286,9 +286,14 @@ int member_setxattr(void *r, uint64_t ino, const char *name, const char *value, 
 	h5fs *fs = r;
 	struct node *n = node_get(fs, ino);
 
+	int e;
+
 	if (!n)
 		return ESTALE;
-	return xattr_change(fs, n, name, value ? value : "", size, flags);
+	e = xattr_change(fs, n, name, value ? value : "", size, flags);
+	if (!e)
+		node_touch(n, false);   /* (POSIX: a change of the inode's ctime) */
+	return e;
 }
 
 int member_removexattr(void *r, uint64_t ino, const char *name)
@@ -296,7 +301,12 @@ int member_removexattr(void *r, uint64_t ino, const char *name)
 	h5fs *fs = r;
 	struct node *n = node_get(fs, ino);
 
+	int e;
+
 	if (!n)
 		return ESTALE;
-	return xattr_change(fs, n, name, NULL, 0, 0);
+	e = xattr_change(fs, n, name, NULL, 0, 0);
+	if (!e)
+		node_touch(n, false);
+	return e;
 }
