@@ -231,11 +231,50 @@ def typed_copies(work):
           ", ".join({"t": "tar --xattrs", "a": "cp -a", "r": "rsync -aX"}[d] for d in dirs))
 
 
+def typed_copies_netcdf(work):
+    """In a netCDF-4 file the copy is a variable again, on the dimension
+    of its length (not a new one, nor the bytes' unlimited one, which
+    goes): cp -a and rsync -aX of v(x) into groups, read by netCDF4 and
+    ncdump."""
+    try:
+        import netCDF4
+    except ImportError:
+        print("typed copies (netCDF): netCDF4 missing: skipped")
+        return
+    path = os.path.join(work, "typed.nc")
+    with netCDF4.Dataset(path, "w") as d:
+        d.createDimension("x", 5)
+        v = d.createVariable("v", "f4", ("x",))
+        v[:] = np.arange(5)
+        v.units = "m"
+    mnt = os.path.join(work, "mnt")
+    tools = [("a", ["cp", "-a", "v", "a/v"])] + ([("r", ["rsync", "-aX", "v", "r/"])] if shutil.which("rsync") else [])
+    with T.Mount(path, mnt) as m, m.watchdog(60):
+        for dname, cmd in tools:
+            os.mkdir(os.path.join(mnt, dname))
+            r = subprocess.run(cmd, cwd=mnt, capture_output=True, timeout=60)
+            if r.returncode != 0 or r.stderr:
+                T.fail("netCDF %s: exit %d: %s" % (cmd[0], r.returncode, r.stderr.decode(errors="replace")))
+    with netCDF4.Dataset(path) as d:
+        for dname, _ in tools:
+            g = d.groups[dname]
+            v = g.variables.get("v")
+            if v is None or v.dimensions != ("x",) or v.dtype != np.dtype("f4") or list(v[:]) != [0, 1, 2, 3, 4] \
+                    or v.getncattr("units") != "m" or g.dimensions:
+                T.fail("netCDF %s/v: %r, group dimensions %r" % (dname, v, list(g.dimensions)))
+    if shutil.which("ncdump"):
+        r = subprocess.run(["ncdump", "-h", path], capture_output=True, timeout=60)
+        if r.returncode != 0 or b"phony_dim" in r.stdout:
+            T.fail("netCDF: ncdump exit %d:\n%s" % (r.returncode, r.stdout.decode(errors="replace")))
+    print("ok   typed copies (netCDF): %s gave back float v(x)" % ", ".join(c[0] for _, c in tools))
+
+
 def main():
     work = T.workdir("rename_keep")
     for libver in ("earliest", "latest"):
         run(work, libver)
     typed_copies(work)
+    typed_copies_netcdf(work)
     return T.finish()
 
 

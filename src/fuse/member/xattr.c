@@ -195,6 +195,13 @@ static int xattr_change(h5fs *fs, struct node *n, const char *name, const char *
 
 	if (k == XA_W_OTHER)
 		return ENOTSUP;
+	/* a netCDF variable's dimension lists copied onto bytes (cp -a, tar,
+	 * rsync -X: references as text, which no attribute takes): the
+	 * dimensions are attached when its type is set back (retype.c) */
+	if (value && n->type == NT_FILE && fs_writable(fs) &&
+	    (strcmp(name, "user.DIMENSION_LIST") == 0 || strcmp(name, "user._Netcdf4Coordinates") == 0) &&
+	    (__atomic_load_n(&n->retype, __ATOMIC_ACQUIRE) || retype_bytes(fs, n)))
+		return 0;
 	/* a type and shape set back on bytes (tar --xattrs, cp -a, rsync -X):
 	 * retype.c; the dtype they show already is no change */
 	if (k == XA_W_RESERVED && n->type == NT_FILE && !(flags & XATTR_CREATE) && fs_writable(fs)) {
