@@ -38,6 +38,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import h5fs_testlib as T  # noqa: E402
@@ -145,6 +146,39 @@ def posix_times(work):
                                 ("RENAME_NOREPLACE to a new name", renameat2(a, c, 1), 0)):
             if got != want:
                 T.fail("%s: %s, expected %s" % (what, errno.errorcode.get(got, got), errno.errorcode.get(want, 0)))
+        # a listing misses no name that stays while others are made,
+        # renamed and removed beside it (xfstests generic/471's kind)
+        for i in range(100):
+            with open(os.path.join(g, "s%03d" % i), "wb") as fh:
+                fh.write(b"s")
+        stable = {"s%03d" % i for i in range(100)}
+        stop = []
+
+        def churn():
+            k = 0
+            while not stop:
+                t = os.path.join(g, "t%d" % (k % 20))
+                try:
+                    with open(t, "wb") as fh:
+                        fh.write(b"t")
+                    os.rename(t, os.path.join(g, "u%d" % (k % 20)))
+                    os.unlink(os.path.join(g, "u%d" % ((k + 10) % 20)))
+                except OSError:
+                    pass
+                k += 1
+        import threading
+        th = threading.Thread(target=churn)
+        th.start()
+        listings, missed, deadline = 0, 0, time.monotonic() + 1.5
+        try:
+            while time.monotonic() < deadline:
+                listings += 1
+                missed += not stable <= set(os.listdir(g))
+        finally:
+            stop.append(1)
+            th.join(timeout=30)
+        if missed or listings < 10:
+            T.fail("listings under change: %d of %d missed a name that stayed" % (missed, listings))
         os.utime(c, (-1000, -1000))
         if os.stat(c).st_mtime != -1000:
             T.fail("a negative time reads %r" % os.stat(c).st_mtime)
