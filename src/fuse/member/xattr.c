@@ -176,7 +176,7 @@ static bool retype_bytes(h5fs *fs, const struct node *n)
 	char v[64];
 	size_t len = 0;
 
-	if (n->type != NT_FILE || n->st.st_nlink != 1 ||
+	if (n->type != NT_FILE || n->vkind || n->st.st_nlink != 1 ||
 	    xattr_get(fs, n, "user.h5.dtype", v, sizeof(v) - 1, &len) < 0 || len != 3 || memcmp(v, "|u1", 3) ||
 	    xattr_get(fs, n, "user.h5.shape", v, sizeof(v) - 1, &len) < 0 || len == 0 || len >= sizeof(v))
 		return false;
@@ -204,7 +204,7 @@ static int xattr_change(h5fs *fs, struct node *n, const char *name, const char *
 		return 0;
 	/* a type and shape set back on bytes (tar --xattrs, cp -a, rsync -X):
 	 * retype.c; the dtype they show already is no change */
-	if (k == XA_W_RESERVED && n->type == NT_FILE && !(flags & XATTR_CREATE) && fs_writable(fs)) {
+	if (k == XA_W_RESERVED && n->type == NT_FILE && !n->vkind && !(flags & XATTR_CREATE) && fs_writable(fs)) {
 		const char *key = name + strlen("user.h5.");
 		bool start = value && !__atomic_load_n(&n->retype, __ATOMIC_ACQUIRE) &&
 			     (strcmp(key, "dtype") == 0 || strcmp(key, "descr") == 0) &&
