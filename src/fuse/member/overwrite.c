@@ -70,6 +70,8 @@ static void ow_refresh(h5fs *fs, struct node *n, fuse_ino_t ino, bool pages)
 	xattr_cache_drop(n);
 	if (h5_dataset_mtime(nd, &mt) == 0)
 		n->st.st_mtime = n->st.st_ctime = (time_t)mt;
+	else    /* none stored: now, within the mount (issue 72 item 7) */
+		clock_gettime(CLOCK_REALTIME, &n->st.st_mtim), n->st.st_ctim = n->st.st_mtim;
 	pthread_rwlock_unlock(&n->lk);
 	h5_dataset_close(old);
 	/* The pages are dropped after (ow_pages_settle), once the caller holds
