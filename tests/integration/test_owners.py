@@ -124,6 +124,13 @@ def change(name, mnt, classic, m):
     # a name set twice in quick succession (the write-behind's revalue)
     os.setxattr(mnt, "user.source", b"first")
     os.setxattr(mnt, "user.source", b"second")
+    # ... and a text replaced once committed (fsync): NC_CHAR of the new
+    # text's length still (it was one byte longer, room for a NUL)
+    os.setxattr(mnt, "user.replaced", b"first")
+    fd = os.open(mnt, os.O_RDONLY)
+    os.fsync(fd)
+    os.close(fd)
+    os.setxattr(mnt, "user.replaced", b"second")
     T.expect_err("%s: S2 of 3 bytes" % name, lambda: os.setxattr(mnt, "user.h5.new.S2.x", b"abc"), errno.EINVAL)
     T.expect_err("%s: S0" % name, lambda: os.setxattr(mnt, "user.h5.new.S0.x", b""), errno.EINVAL)
     T.expect_err("%s: f2" % name, lambda: os.setxattr(mnt, "user.h5.new.f2.x", b"1"), errno.EINVAL)
@@ -198,7 +205,7 @@ def check_h5(name, path):
     null-terminated ASCII string of the text's length (1 when empty)."""
     with h5py.File(path, "r") as f:
         for obj, attr, size in (("/", "history", 19), ("/", "empty", 1), ("/v", "label", 12),
-                                ("/x", "axis", 1), ("/", "source", 6)):
+                                ("/x", "axis", 1), ("/", "source", 6), ("/", "replaced", 6)):
             aid = h5py.h5a.open(f[obj].id, attr.encode())
             t = aid.get_type()
             sp = aid.get_space()
