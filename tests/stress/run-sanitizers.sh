@@ -205,7 +205,9 @@ if [ "${H5FS_SANI_TSAN:-1}" != 0 ]; then
 	unset H5FS_BIN H5FS_BUILDDIR
 	# the tests of the parts with threads of their own (Makefile.am's
 	# TSAN_TESTS; stress.py and append_race.py below cover the rest)
-	[ "${H5FS_SANI_CHECK:-1}" = 0 ] || check_in "$tsan" "TSan" 'TESTS=$(TSAN_TESTS)'
+	# (two at a time: under TSan's 5-15x the unit tests' Check timeouts
+	# expired at a load of 8-10, test_chunk_stream and test_attr)
+	[ "${H5FS_SANI_CHECK:-1}" = 0 ] || check_jobs=${CHECK_JOBS:-2} check_in "$tsan" "TSan" 'TESTS=$(TSAN_TESTS)'
 	export H5FS_BUILDDIR=$tsan H5FS_BIN=$tsan/h5fs
 	run "stress.py (${H5FS_STRESS_SECONDS} s), TSan" $py "$stress/stress.py"
 	run "append_race.py, TSan" $py "$stress/append_race.py"
