@@ -63,7 +63,7 @@ int wq_attach(h5fs *fs, struct wfile *w, bool want)
 	}
 	q->refs++;
 	/* a dataset that grows: never (wfile_reader_cached) */
-	w->cached = want && !w->a;
+	w->cached = want;
 	if (w->cached)
 		__atomic_add_fetch(&w->n->cached_writers, 1, __ATOMIC_RELEASE);
 	else
