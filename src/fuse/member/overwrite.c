@@ -13,8 +13,9 @@
  * commit the node gets a freshly opened dataset (the index may have
  * moved).
  *
- * Page cache. Handles of a dataset that cannot grow write through the
- * kernel's page cache (no direct_io), so shared writable mappings work:
+ * Page cache. O_RDWR handles write through the kernel's page cache (no
+ * direct_io; of a dataset that grows too: wqueue.c wq_attach), so shared
+ * writable mappings work, beside write() as well:
  * the kernel copies each write() into its pages, and dirty mapped pages
  * come back as writes at msync, munmap and writeback. The cache then holds
  * the new bytes before FILE does, which is right; a page the kernel did
@@ -24,7 +25,7 @@
  * until its caller holds no ticket and no apply lock (ow_pages_settle):
  * a WRITE handler's pages, or a reader's, may be locked by the kernel
  * while it waits for those.
- * Write-only handles, and those of a dataset that can grow, use direct_io
+ * Write-only handles use direct_io
  * (member/write.c): the kernel caches none of their bytes, and their
  * commit drops the pages read handles may hold, after (above). */
 #include "member.h"

@@ -330,7 +330,7 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	/* Opened to read and write (a shared writable mapping needs both:
 	 * numpy.memmap's default r+), a dataset is written through the page
 	 * cache (member/overwrite.c), as its read handles read it; one that
-	 * grows as its other descriptors do, the first deciding (wq_attach).
+	 * grows too (wq_attach says why).
 	 * Write-only descriptors (dd, cat >>, shell redirections) bypass it
 	 * and save the kernel a copy of every byte (1 GiB of dd: 0.24-0.46x
 	 * of a plain file through the cache, bench/README.md); so does

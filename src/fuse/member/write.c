@@ -14,11 +14,12 @@
  * close (doc/APPEND.md); whenever rows were committed the node gets a
  * freshly opened dataset (size, allocation, mtime) under the node's lock and
  * the kernel's cached attributes are dropped, so stat shows the new size at
- * once. Descriptors of a dataset that can grow bypass the page cache
- * (direct_io: wqueue.c wfile_reader_cached; mapped all the same where the
- * kernel allows it, mount/initio.c) and read the rows accepted and not yet
- * committed from node/tail.c; those of datasets that cannot grow use it
- * (member/overwrite.c).
+ * once. Read-only and write-only descriptors of a dataset that can grow
+ * bypass the page cache (direct_io: wqueue.c wfile_reader_cached; mapped
+ * all the same where the kernel allows it, mount/initio.c) and read the
+ * rows accepted and not yet committed from node/tail.c; O_RDWR ones, and
+ * all those of datasets that cannot grow, use it (member/overwrite.c;
+ * wqueue.c wq_attach).
  *
  * Write-behind (doc/APPEND.md "When a write's errors are reported"): the
  * kernel sends one file's writes one at a time and waits for each reply, so
