@@ -389,6 +389,26 @@ def unmount_final(work, tries=20):
         T.fail("h5fs -u of a plain folder: exit %d: %s" % (r.returncode, r.stderr.decode()))
 
 
+def daemon_on_new(path, mnt, stderr):
+    """A fresh FILE at path (an empty group g) and its daemon in the
+    foreground (-f) on mnt, waited for (10 s at most): its Popen."""
+    with h5py.File(path, "w") as f:
+        f.create_group("g")
+    p = subprocess.Popen([T.H5FS, "-f", path, mnt], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=stderr)
+    deadline = time.monotonic() + 10
+    while not T.is_mounted(mnt) and time.monotonic() < deadline and p.poll() is None:
+        time.sleep(0.02)
+    return p
+
+
+def daemon_stop(p):
+    """The daemon killed by its PID when it is still there."""
+    if p.poll() is None:
+        p.kill()
+        p.wait()
+
+
 def fusermount_then_open(work, tries=4):
     """Issue 72 item 3: `fusermount3 -u` returns before the daemon's last
     commit (made durable, FILE compacted); a program holding FILE open
@@ -405,15 +425,9 @@ def fusermount_then_open(work, tries=4):
     sizes = {}
     for i in range(tries + 1):
         how = "h5fs -u" if i == 0 else "fusermount3 -u"
-        with h5py.File(path, "w") as f:
-            f.create_group("g")
-        p = subprocess.Popen([T.H5FS, "-f", path, mnt], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE)
+        p = daemon_on_new(path, mnt, subprocess.PIPE)
         held = None
         try:
-            deadline = time.monotonic() + 10
-            while not T.is_mounted(mnt) and time.monotonic() < deadline:
-                time.sleep(0.02)
             for k in range(4):
                 with open(os.path.join(mnt, "g", "new%d" % k), "wb") as fh:
                     fh.write(payload)
@@ -450,9 +464,7 @@ def fusermount_then_open(work, tries=4):
                 held.close()
             if T.is_mounted(mnt):
                 subprocess.run(["fusermount3", "-u", mnt], capture_output=True, timeout=30)
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+            daemon_stop(p)
     if max(sizes.get("fusermount3 -u", [0])) > sizes["h5fs -u"][0] + 16384:
         T.fail("FILE after fusermount3 -u with h5py holding it: %s bytes, after h5fs -u: %s" % (
             sizes["fusermount3 -u"], sizes["h5fs -u"]))
@@ -535,15 +547,9 @@ def open_then_kill(work, tries=3):
     payload = os.urandom(30000)
     for listed, wait in ((False, 0.5), (True, 0.5), (False, 1.6)):
         for i in range(tries):
-            with h5py.File(path, "w") as f:
-                f.create_group("g")
-            p = subprocess.Popen([T.H5FS, "-f", path, mnt], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.DEVNULL)
+            p = daemon_on_new(path, mnt, subprocess.DEVNULL)
             fh = None
             try:
-                deadline = time.monotonic() + 10
-                while not T.is_mounted(mnt) and time.monotonic() < deadline:
-                    time.sleep(0.02)
                 fh = open(os.path.join(mnt, "g", "new"), "wb")
                 fh.write(payload)
                 fh.flush()
@@ -559,9 +565,7 @@ def open_then_kill(work, tries=3):
                         fh.close()
                     except OSError:
                         pass
-                if p.poll() is None:
-                    p.kill()
-                    p.wait()
+                daemon_stop(p)
             with h5py.File(path, "r") as f:
                 got = f["g/new"][()].tobytes() if "new" in f["g"] else None
             if (got is None and (listed or wait > 1)) or (got is not None and got != payload):

@@ -24,6 +24,7 @@
 #include "npystream.h"
 #include "resize.h"
 #include "handle.h"
+#include "batch.h"
 
 /* A handle's write state: NULL for read handles (fh 0, or on a live
  * mount H5FS_FH_CACHED or a tagged dio ledger, member/member.h). */
@@ -347,6 +348,8 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	fi->keep_cache = w->cached;
 	/* (a reply the kernel does not take is released by the dispatcher) */
 	handle_add(fs, &fs->open_wfiles, &w->link);
+	/* a new file's name waits no more for this open (lbatch.c) */
+	lbatch_busy(fs, n->f, n->addr, false);
 	return 0;
 }
 
