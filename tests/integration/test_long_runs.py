@@ -532,7 +532,10 @@ def fusermount_at_once(work, tries=5):
             if p.poll() is None:
                 p.kill()
                 p.wait()
-    if sizes and any(sz != sizes[0] for sz in sizes[1:]):
+    # (as fusermount_then_open: within 16 KiB of h5fs -u's; under load one
+    # try of five left FILE 328 bytes larger - a header placed otherwise
+    # by the last commit - where the issue met 1.05 MB)
+    if sizes and any(abs(sz - sizes[0]) > 16384 for sz in sizes[1:]):
         T.fail("FILE after fusermount3 -u and an h5py open at once: %r bytes, after h5fs -u: %d" % (
             sizes[1:], sizes[0]))
     print("fusermount3 -u then an h5py open at once: %d tries, %d opens met the daemon's lock; sizes %r" % (
