@@ -284,10 +284,11 @@ def demoted_loop(work, mnt, secs=2.0, threads=4):
     no-NPY one is a uint8 dataset of its bytes after unmount, each NPY one
     dataset NAME. A demoted stream's bytes were answered and lost when a
     commit came between their acceptance and their write (an empty
-    dataset: test_tools' not.npy, 1 run in 10 under load; the old daemon
-    failed this loop 1 run in 5 here, and 8 of 480 files with the window
-    widened by hand); copy2's utime after close met the removed
-    placeholder and was ENOENT (5 of 100 copies)."""
+    dataset: test_tools' not.npy, 1 run in 10 under load). The window is
+    microseconds: the old daemon fails this loop seldom as it is (0 of 5
+    runs; 1 of 3 at 3 s), 2 of 2 with a 20 ms pause put in it by hand
+    (2-7 files of 200 a format), which the fixed one passes. copy2's
+    utime after close met the removed placeholder: ENOENT (5 of 100)."""
     import threading
     import time
     npy = os.path.join(work, "loop.npy")
