@@ -40,7 +40,7 @@ int lbatch_forget(h5fs *fs, h5_file *f, uint64_t addr, char **name, uint64_t *pi
  * its write handle's registration, and through its handle's release):
  * the timer leaves it unlinked meanwhile (LB_HOLD_MS at most). Nothing
  * when addr is not pending. */
-void lbatch_busy(h5fs *fs, h5_file *f, uint64_t addr, bool busy);
+void lbatch_busy(h5fs *fs, struct node *n, bool busy);
 void lbatch_stop(h5fs *fs);
 
 #endif

@@ -452,12 +452,20 @@ int lbatch_forget(h5fs *fs, h5_file *f, uint64_t addr, char **name, uint64_t *pi
 	return found;
 }
 
-void lbatch_busy(h5fs *fs, h5_file *f, uint64_t addr, bool busy)
+void lbatch_busy(h5fs *fs, struct node *n, bool busy)
 {
 	struct lbatch *lb = __atomic_load_n(&fs->lb, __ATOMIC_ACQUIRE);
+	h5_file *f;
+	uint64_t addr;
 
 	if (!lb || !__atomic_load_n(&lb->count, __ATOMIC_ACQUIRE))
 		return;
+	/* (under n->lk: a live refresh swaps a node's file and address,
+	 * node/fresh.c node_swap; TSan, test_rw_live) */
+	pthread_rwlock_rdlock(&n->lk);
+	f = n->f;
+	addr = n->addr;
+	pthread_rwlock_unlock(&n->lk);
 	pthread_mutex_lock(&lb->t.mu);
 	for (size_t i = 0; lb->u.f == f && i < lb->count; i++)
 		if (lb->addrs[i] == addr) {

@@ -349,7 +349,7 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	/* (a reply the kernel does not take is released by the dispatcher) */
 	handle_add(fs, &fs->open_wfiles, &w->link);
 	/* a new file's name waits no more for this open (lbatch.c) */
-	lbatch_busy(fs, n->f, n->addr, false);
+	lbatch_busy(fs, n, false);
 	return 0;
 }
 
