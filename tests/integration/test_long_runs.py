@@ -409,6 +409,15 @@ def daemon_stop(p):
         p.wait()
 
 
+def make_changes(mnt, payload, i):
+    """The changes of try i that the unmount checks look for: four new
+    files of payload in g, and g's attributes k0..k3 set to v<i>."""
+    for k in range(4):
+        with open(os.path.join(mnt, "g", "new%d" % k), "wb") as fh:
+            fh.write(payload)
+        os.setxattr(os.path.join(mnt, "g"), "user.k%d" % k, b"v%d" % i)
+
+
 def fusermount_then_open(work, tries=4):
     """Issue 72 item 3: `fusermount3 -u` returns before the daemon's last
     commit (made durable, FILE compacted); a program holding FILE open
@@ -428,10 +437,7 @@ def fusermount_then_open(work, tries=4):
         p = daemon_on_new(path, mnt, subprocess.PIPE)
         held = None
         try:
-            for k in range(4):
-                with open(os.path.join(mnt, "g", "new%d" % k), "wb") as fh:
-                    fh.write(payload)
-                os.setxattr(os.path.join(mnt, "g"), "user.k%d" % k, b"v%d" % i)
+            make_changes(mnt, payload, i)
             if i == 0:
                 subprocess.run([T.H5FS, "-u", mnt], capture_output=True, timeout=60)
             else:
@@ -485,18 +491,12 @@ def fusermount_at_once(work, tries=5):
     payload = os.urandom(30000)
     sizes, waits = [], 0
     for i in range(tries + 1):
-        with h5py.File(path, "w") as f:
-            f.create_group("g")
-        p = subprocess.Popen([T.H5FS, "-f", path, mnt], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE)
+        p = daemon_on_new(path, mnt, subprocess.PIPE)
         try:
-            if not T.wait_until(lambda: T.is_mounted(mnt), 10):
+            if not T.is_mounted(mnt):
                 T.fail("try %d: not mounted" % i)
                 continue
-            for k in range(4):
-                with open(os.path.join(mnt, "g", "new%d" % k), "wb") as fh:
-                    fh.write(payload)
-                os.setxattr(os.path.join(mnt, "g"), "user.k%d" % k, b"v%d" % i)
+            make_changes(mnt, payload, i)
             if i == 0:
                 subprocess.run([T.H5FS, "-u", mnt], capture_output=True, timeout=60)
             else:
@@ -529,9 +529,7 @@ def fusermount_at_once(work, tries=5):
         finally:
             if T.is_mounted(mnt):
                 subprocess.run(["fusermount3", "-u", mnt], capture_output=True, timeout=30)
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+            daemon_stop(p)
     # (as fusermount_then_open: within 16 KiB of h5fs -u's; under load one
     # try of five left FILE 328 bytes larger - a header placed otherwise
     # by the last commit - where the issue met 1.05 MB)

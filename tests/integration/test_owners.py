@@ -127,9 +127,7 @@ def change(name, mnt, classic, m):
     # ... and a text replaced once committed (fsync): NC_CHAR of the new
     # text's length still (it was one byte longer, room for a NUL)
     os.setxattr(mnt, "user.replaced", b"first")
-    fd = os.open(mnt, os.O_RDONLY)
-    os.fsync(fd)
-    os.close(fd)
+    T.fsync_dir(mnt)
     os.setxattr(mnt, "user.replaced", b"second")
     T.expect_err("%s: S2 of 3 bytes" % name, lambda: os.setxattr(mnt, "user.h5.new.S2.x", b"abc"), errno.EINVAL)
     T.expect_err("%s: S0" % name, lambda: os.setxattr(mnt, "user.h5.new.S0.x", b""), errno.EINVAL)
