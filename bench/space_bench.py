@@ -52,6 +52,8 @@ import h5py
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
+import h5fs_testlib as T  # noqa: E402
 
 
 def mix_worker(args):
@@ -132,12 +134,7 @@ def w_grow(mnt, secs):
     return "1 GiB + 1 MiB"
 
 
-def sync_dir(p):
-    fd = os.open(p, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+sync_dir = T.fsync_dir
 
 
 def put_mib(p, mib):
@@ -147,8 +144,7 @@ def put_mib(p, mib):
             fh.write(block)
 
 
-def disk(path):
-    return os.stat(path).st_blocks * 512
+disk = T.disk_used
 
 
 NOTE = {}

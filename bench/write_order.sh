@@ -9,6 +9,8 @@
 #   bench/write_order.sh fio              fio randwrite 4 KiB, iodepth 16, libaio, --verify=crc32c,
 #                                         into a new 32 MiB file on a 512 MiB tmpfs: peak use of it
 #   bench/write_order.sh stressng [RUNS]  stress-ng --io-uring 2 -t 8 per run: runs with EPERM/EIO
+#   bench/write_order.sh ioclass [RUNS]   stress-ng --class io --seq 1 -t 3 per run (both formats
+#                                         in turn): runs with EPERM, EIO or a failed stressor
 #
 # H5FS: the daemon (default ./h5fs). Exit 1 when any check failed.
 set -u
@@ -65,7 +67,29 @@ stressng)
 	done
 	echo "stress-ng --io-uring 2: $n of ${2:-16} runs with EPERM or EIO"
 	[ $n = 0 ] || bad=1 ;;
+ioclass)
+	n=0
+	for i in $(seq "${2:-20}"); do
+		lv=earliest; [ $((i % 2)) = 0 ] && lv=latest
+		mount_new $lv || exit 1
+		(cd "$mnt/g" && timeout 600 stress-ng --class io --seq 1 -t 3 --temp-path "$mnt/g" >"$work/sng" 2>&1)
+		rc=$?
+		unmount
+		# (stress-ng 0.15's io-uring stressor fails its IORING_OP_STATX with
+		# ENOENT on any file system here, tmpfs too: not counted)
+		grep "fail:" "$work/sng" | grep -v "IORING_OP_STATX), error=2" >"$work/sngfail"
+		if [ -s "$work/sngfail" ] || grep -q "EPERM\|EIO\|could not" "$work/log"; then
+			n=$((n + 1))
+			echo "run $i ($lv): stress-ng exit $rc"
+			grep -m3 "EPERM\|EIO\|could not" "$work/log"
+			head -3 "$work/sngfail"
+		fi
+		/usr/bin/python3 -c "import h5py; h5py.File('$work/f.h5','r').visit(lambda k: None)" ||
+			{ n=$((n + 1)); echo "run $i ($lv): h5py cannot open FILE"; }
+	done
+	echo "stress-ng --class io --seq 1: $n of ${2:-20} runs with EPERM, EIO or a failure"
+	[ $n = 0 ] || bad=1 ;;
 *)
-	sed -n '2,16p' "$0"; exit 2 ;;
+	sed -n '2,18p' "$0"; exit 2 ;;
 esac
 exit $bad

@@ -139,9 +139,11 @@ static int id_cb(const h5_link *l, void *ud)
 	return rc;
 }
 
-/* A new netCDF dimension of length len in group grp: "phony_dim_N" (the
- * name netCDF-C gives such an axis when it reads one), N the first free;
- * its _Netcdf4Dimid id, none when id < 0. */
+/* A new netCDF dimension of length len in group grp: "dim_N", N the
+ * first free (the name xarray's to_netcdf gives an unnamed axis; not
+ * "phony_dim_N", the name netCDF-C shows for an axis on no dimension,
+ * which made a real one look like none: issue 72 item 5); its
+ * _Netcdf4Dimid id, none when id < 0. */
 static int new_dim(uint64_t *addr, h5_file *f, uint64_t grp, uint64_t len, bool unlimited, long long id, char *name,
 		   size_t cap)
 {
@@ -161,7 +163,7 @@ static int new_dim(uint64_t *addr, h5_file *f, uint64_t grp, uint64_t len, bool 
 	for (unsigned k = 0;; k++) {
 		h5_link l = { 0 };
 
-		snprintf(name, cap, "phony_dim_%u", k);
+		snprintf(name, cap, "dim_%u", k);
 		rc = h5_group_lookup(&l, f, grp, name);
 		h5_link_clear(&l);
 		h5_err_clear();
@@ -274,7 +276,8 @@ static int name_cb(const h5_link *l, void *ud)
 }
 
 /* a dimension of group grp made for a copied file's bytes (new_dim,
- * unlimited): named phony_dim_N, growable, of length 0 */
+ * unlimited): named dim_N (phony_dim_N by h5fs before issue 72),
+ * growable, of length 0 */
 static bool bytes_dim(h5_file *f, uint64_t grp, uint64_t scale, char *name)
 {
 	struct find_name fn = { .addr = scale };
@@ -282,7 +285,8 @@ static bool bytes_dim(h5_file *f, uint64_t grp, uint64_t scale, char *name)
 	h5_dataset_info di = { 0 };
 	bool yes;
 
-	if (h5_group_iterate(f, grp, name_cb, &fn) != 1 || strncmp(fn.name, "phony_dim_", 10) != 0)
+	if (h5_group_iterate(f, grp, name_cb, &fn) != 1 ||
+	    (strncmp(fn.name, "dim_", 4) != 0 && strncmp(fn.name, "phony_dim_", 10) != 0))
 		return false;
 	yes = h5_dataset_open(&d, f, scale) == 0 && h5_dataset_describe(&di, d) == 0 && di.rank == 1 &&
 	      di.dims[0] == 0 && di.maxdims && di.maxdims[0] == UINT64_MAX &&

@@ -46,7 +46,7 @@ int own_type_check(enum own_kind k, const char *typestr);
  * a netCDF-4 file on netCDF dimensions: each axis on the one dimension of
  * its length in the nearest group (the variable's, then those above)
  * holding any; else on a new dimension made as netCDF-C makes one
- * ("phony_dim_N" in the variable's group; why gets their names, why[0]
+ * ("dim_N" in the variable's group, as xarray names an unnamed axis; why gets their names, why[0]
  * NUL on entry); a variable that grows (grows: its first axis
  * unlimited, a copied file's bytes) on a new unlimited dimension of its
  * own; attached as H5DSattach_scale does (h5_ds_attach_new).
@@ -57,7 +57,7 @@ int nc_attach_var(h5_file *f, const char *grp_path, uint64_t var, unsigned rank,
 
 /* The variable var (its last link in group grp removed, or to be) taken
  * off its netCDF dimensions (h5_ds_detach); a dimension that named only
- * it and was made for a copied file's bytes (an unlimited phony_dim_N of
+ * it and was made for a copied file's bytes (an unlimited dim_N of
  * grp, of length 0) removed too. 0 when it had none. */
 int nc_detach_var(h5_file *f, uint64_t grp, uint64_t var);
 

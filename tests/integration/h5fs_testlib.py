@@ -123,6 +123,20 @@ def require_curl():
         skip("h5fs built without libcurl")
 
 
+def corpus_sample(items):
+    """Every Nth of a list of corpus files when H5FS_CORPUS_SAMPLE=N (the
+    sanitizer stage, tests/stress/run-sanitizers.sh: the code under the
+    sanitizer meets every fixture and a spread of the corpus there, and
+    corpus_mt.py reads all of the corpus under ASan); all of them
+    otherwise (make check)."""
+    items = list(items)
+    try:
+        n = int(os.environ.get("H5FS_CORPUS_SAMPLE") or 1)
+    except ValueError:
+        n = 1
+    return items[::n] if n > 1 else items
+
+
 def workdir(name):
     """A fresh scratch directory in the build tree (removed by make clean)."""
     base = os.path.join(BUILDDIR, "tests", "integration", "work")
@@ -136,6 +150,34 @@ def sanitized():
     with open(H5FS, "rb") as fh:
         b = fh.read()
     return b"__asan_init" in b or b"__tsan_init" in b
+
+
+def fsync_dir(path):
+    """fsync(2) of a directory: through a mount, its pending names and
+    what they hold made durable (and freed space given back, issue 69)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def disk_used(path):
+    """The bytes path takes on its disk (st_blocks x 512): holes excluded."""
+    return os.stat(path).st_blocks * 512
+
+
+def write_through(h5file, mnt, files, tag, opts=("-o", "rw"), group="g", seconds=120):
+    """Each of files (name -> bytes) written into mnt/group through a fresh
+    mount of h5file (opts), the group fsync'd, then `h5fs -u`: the test
+    fails when the unmount exits non-zero (its log's tail said)."""
+    with Mount(h5file, mnt, opts=list(opts)) as m, m.watchdog(seconds):
+        for name, data in files.items():
+            with open(os.path.join(mnt, group, name), "wb") as fh:
+                fh.write(data)
+        fsync_dir(os.path.join(mnt, group))
+    if m.returncode:
+        fail("%s: unmount exits %s: %s" % (tag, m.returncode, m.output()[-300:]))
 
 
 def is_mounted(mnt):

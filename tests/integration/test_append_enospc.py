@@ -55,6 +55,14 @@ def rows(start, n):
     return (np.arange(start * ROW, (start + n) * ROW, dtype=np.int64) % 1000003).astype(np.int32).reshape(n, ROW)
 
 
+def stream(at, n):
+    """n bytes of the row stream rows(0, ...) from its byte at."""
+    rb = ROW * 4
+    r0 = at // rb
+    b = rows(r0, (at + n + rb - 1) // rb - r0).tobytes()
+    return b[at - r0 * rb:at - r0 * rb + n]
+
+
 def make_file(path, kind, chunk_rows=CHUNK_ROWS):
     libver, maxshape = KINDS[kind]
     with h5py.File(path, "w", libver=libver) as f:
@@ -79,19 +87,37 @@ def run(kind, wd, small, failures):
     if err:
         bad(err)
         return
-    written = 0           # rows whose write() returned
+    # A write on a disk filling up may be short, as on any file system:
+    # the kernel splits a 1 MiB write into requests (1 MiB less the
+    # buffer's offset in its page, then the rest) and answers with the
+    # bytes before the first one refused. The next write goes on from the
+    # byte where it ended (its end of the partial row too), and may fit
+    # once a commit gave space back. Counted in bytes: counting a short
+    # write as whole read a run whose later rows are shifted as "not the
+    # bytes written" (1 run in 3-4 under load: the retry after the short
+    # one fitted).
+    nbytes = 0            # bytes write() returned for
+    written = 0           # whole rows in them
     synced = 0            # rows an fsync() returned for
     err = None
+
+    def put(fd):
+        nonlocal nbytes, written
+        n = os.write(fd, stream(nbytes, BLOCK_ROWS * ROW * 4))
+        nbytes += n
+        written = nbytes // (ROW * 4)
+        if n < BLOCK_ROWS * ROW * 4:
+            print("%s: a short write: %d bytes of %d" % (kind, n, BLOCK_ROWS * ROW * 4))
+
     with T.Mount(path, mnt) as m:
         with m.watchdog(120):
             fd = os.open(os.path.join(mnt, "d"), os.O_WRONLY | os.O_APPEND)
             try:
-                os.write(fd, rows(0, BLOCK_ROWS).tobytes())
+                put(fd)
                 os.fsync(fd)
-                written = synced = BLOCK_ROWS
+                synced = written
                 for _ in range(32):      # 32 MiB into 6 MiB of space
-                    os.write(fd, rows(written, BLOCK_ROWS).tobytes())
-                    written += BLOCK_ROWS
+                    put(fd)
             except OSError as e:
                 err = e
             if err is None:
@@ -108,8 +134,7 @@ def run(kind, wd, small, failures):
                 # then the rows stay one unbroken run, which h5py's check
                 # below holds it to - a sticky error ignored leaves a gap.
                 try:
-                    os.write(fd, rows(written, BLOCK_ROWS).tobytes())
-                    written += BLOCK_ROWS
+                    put(fd)
                     print("%s: the retry after %s fitted" % (kind, err))
                 except OSError as e:
                     if e.errno != err.errno:

@@ -389,6 +389,35 @@ def unmount_final(work, tries=20):
         T.fail("h5fs -u of a plain folder: exit %d: %s" % (r.returncode, r.stderr.decode()))
 
 
+def daemon_on_new(path, mnt, stderr):
+    """A fresh FILE at path (an empty group g) and its daemon in the
+    foreground (-f) on mnt, waited for (10 s at most): its Popen."""
+    with h5py.File(path, "w") as f:
+        f.create_group("g")
+    p = subprocess.Popen([T.H5FS, "-f", path, mnt], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=stderr)
+    deadline = time.monotonic() + 10
+    while not T.is_mounted(mnt) and time.monotonic() < deadline and p.poll() is None:
+        time.sleep(0.02)
+    return p
+
+
+def daemon_stop(p):
+    """The daemon killed by its PID when it is still there."""
+    if p.poll() is None:
+        p.kill()
+        p.wait()
+
+
+def make_changes(mnt, payload, i):
+    """The changes of try i that the unmount checks look for: four new
+    files of payload in g, and g's attributes k0..k3 set to v<i>."""
+    for k in range(4):
+        with open(os.path.join(mnt, "g", "new%d" % k), "wb") as fh:
+            fh.write(payload)
+        os.setxattr(os.path.join(mnt, "g"), "user.k%d" % k, b"v%d" % i)
+
+
 def fusermount_then_open(work, tries=4):
     """Issue 72 item 3: `fusermount3 -u` returns before the daemon's last
     commit (made durable, FILE compacted); a program holding FILE open
@@ -405,19 +434,10 @@ def fusermount_then_open(work, tries=4):
     sizes = {}
     for i in range(tries + 1):
         how = "h5fs -u" if i == 0 else "fusermount3 -u"
-        with h5py.File(path, "w") as f:
-            f.create_group("g")
-        p = subprocess.Popen([T.H5FS, "-f", path, mnt], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE)
+        p = daemon_on_new(path, mnt, subprocess.PIPE)
         held = None
         try:
-            deadline = time.monotonic() + 10
-            while not T.is_mounted(mnt) and time.monotonic() < deadline:
-                time.sleep(0.02)
-            for k in range(4):
-                with open(os.path.join(mnt, "g", "new%d" % k), "wb") as fh:
-                    fh.write(payload)
-                os.setxattr(os.path.join(mnt, "g"), "user.k%d" % k, b"v%d" % i)
+            make_changes(mnt, payload, i)
             if i == 0:
                 subprocess.run([T.H5FS, "-u", mnt], capture_output=True, timeout=60)
             else:
@@ -450,13 +470,74 @@ def fusermount_then_open(work, tries=4):
                 held.close()
             if T.is_mounted(mnt):
                 subprocess.run(["fusermount3", "-u", mnt], capture_output=True, timeout=30)
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+            daemon_stop(p)
     if max(sizes.get("fusermount3 -u", [0])) > sizes["h5fs -u"][0] + 16384:
         T.fail("FILE after fusermount3 -u with h5py holding it: %s bytes, after h5fs -u: %s" % (
             sizes["fusermount3 -u"], sizes["h5fs -u"]))
     print("fusermount3 -u with h5py holding FILE: %d tries; sizes %r" % (tries, sizes))
+
+
+def fusermount_at_once(work, tries=5):
+    """Issue 72 item 3, as a script types it: the changes, `fusermount3 -u`,
+    then at once an h5py open, tried again while it meets "unable to lock
+    file" (the daemon still commits what it answered: the kernel does not
+    wait for it, man h5fs; bench by hand: 95 of 100 such opens met it at
+    once, none after a pause of 1 s). Whenever h5py gets FILE, the daemon
+    exits 0 without a refusal, nothing answered is lost, and FILE's size is
+    the size `h5fs -u` of the same changes leaves (try 0)."""
+    path = os.path.join(work, "fa.h5")
+    mnt = os.path.join(work, "famnt")
+    os.makedirs(mnt, exist_ok=True)
+    payload = os.urandom(30000)
+    sizes, waits = [], 0
+    for i in range(tries + 1):
+        p = daemon_on_new(path, mnt, subprocess.PIPE)
+        try:
+            if not T.is_mounted(mnt):
+                T.fail("try %d: not mounted" % i)
+                continue
+            make_changes(mnt, payload, i)
+            if i == 0:
+                subprocess.run([T.H5FS, "-u", mnt], capture_output=True, timeout=60)
+            else:
+                subprocess.run(["fusermount3", "-u", mnt], capture_output=True, timeout=30)
+                deadline = time.monotonic() + 30
+                while True:
+                    try:
+                        with h5py.File(path, "r") as f:
+                            f["g"].attrs.get("k0")
+                        break
+                    except OSError:
+                        waits += 1
+                        if time.monotonic() > deadline:
+                            raise
+                        time.sleep(0.005)
+            try:
+                err = p.communicate(timeout=90)[1].decode(errors="replace")
+            except subprocess.TimeoutExpired:
+                p.kill()
+                err = p.communicate()[1].decode(errors="replace")
+                T.fail("try %d: the daemon did not exit" % i)
+            if p.returncode != 0 or "could not be fsync" in err or "refused" in err or "lost" in err:
+                T.fail("try %d: daemon exit %d: %s" % (i, p.returncode, err[-600:]))
+            with h5py.File(path, "r") as f:
+                for k in range(4):
+                    if f["g/new%d" % k][()].tobytes() != payload or \
+                            f["g"].attrs.get("k%d" % k) not in (b"v%d" % i, "v%d" % i):
+                        T.fail("try %d: new%d or k%d not as answered" % (i, k, k))
+            sizes.append(os.path.getsize(path))
+        finally:
+            if T.is_mounted(mnt):
+                subprocess.run(["fusermount3", "-u", mnt], capture_output=True, timeout=30)
+            daemon_stop(p)
+    # (as fusermount_then_open: within 16 KiB of h5fs -u's; under load one
+    # try of five left FILE 328 bytes larger - a header placed otherwise
+    # by the last commit - where the issue met 1.05 MB)
+    if sizes and any(abs(sz - sizes[0]) > 16384 for sz in sizes[1:]):
+        T.fail("FILE after fusermount3 -u and an h5py open at once: %r bytes, after h5fs -u: %d" % (
+            sizes[1:], sizes[0]))
+    print("fusermount3 -u then an h5py open at once: %d tries, %d opens met the daemon's lock; sizes %r" % (
+        tries, waits, sizes))
 
 
 def open_then_kill(work, tries=3):
@@ -467,15 +548,9 @@ def open_then_kill(work, tries=3):
     payload = os.urandom(30000)
     for listed, wait in ((False, 0.5), (True, 0.5), (False, 1.6)):
         for i in range(tries):
-            with h5py.File(path, "w") as f:
-                f.create_group("g")
-            p = subprocess.Popen([T.H5FS, "-f", path, mnt], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.DEVNULL)
+            p = daemon_on_new(path, mnt, subprocess.DEVNULL)
             fh = None
             try:
-                deadline = time.monotonic() + 10
-                while not T.is_mounted(mnt) and time.monotonic() < deadline:
-                    time.sleep(0.02)
                 fh = open(os.path.join(mnt, "g", "new"), "wb")
                 fh.write(payload)
                 fh.flush()
@@ -491,9 +566,7 @@ def open_then_kill(work, tries=3):
                         fh.close()
                     except OSError:
                         pass
-                if p.poll() is None:
-                    p.kill()
-                    p.wait()
+                daemon_stop(p)
             with h5py.File(path, "r") as f:
                 got = f["g/new"][()].tobytes() if "new" in f["g"] else None
             if (got is None and (listed or wait > 1)) or (got is not None and got != payload):
@@ -661,6 +734,7 @@ def main():
     sparse(work)
     unmount_final(work)
     fusermount_then_open(work)
+    fusermount_at_once(work)
     margin(work)
     margin_writers(work)
     return T.finish()

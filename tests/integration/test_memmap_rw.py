@@ -17,9 +17,10 @@ The same byte changes are made with h5py to a copy of the fixture; after
 unmounting, every dataset of FILE equals the copy's (h5py), a read-only
 remount shows the same bytes, and h5dump reads FILE.
 
-A dataset that can grow is read and written around the page cache
-(direct_io), mapped all the same (FUSE_DIRECT_IO_ALLOW_MMAP, asked for by
-mount/initio.c): while rows are appended through another descriptor
+A dataset that can grow is read, and written by write-only descriptors,
+around the page cache (direct_io), mapped all the same
+(FUSE_DIRECT_IO_ALLOW_MMAP, asked for by mount/initio.c); its O_RDWR
+descriptors write through the page cache (member/wqueue.c): while rows are appended through another descriptor
 (fsync'd or only answered), each new shared (mode "r") and private
 (mode "c") mapping shows every row written, older ones keep showing the
 rows they were made with, and a row changed through a mode "r+" mapping
@@ -30,6 +31,10 @@ O_RDWR descriptor (page-cached, as a mapping's) into a page never read,
 a read of that page through another descriptor before the
 close (which may cache FILE's old bytes), then the close: the reading
 descriptor (its page cache kept) must show the new bytes.
+
+pwrite beside a mapping (xfstests generic/346, mmap_pwrite.c): in a new
+file, one thread pwrite()s into every page while another stores into
+every page through a shared mapping; both markers must be on every page.
 """
 import os
 import random
@@ -192,9 +197,42 @@ def growable(work):
             T.fail("FILE after the appends differs from what the mappings showed")
     print("a dataset that grows: shared and private mappings exact across 5 appends, r+ committed")
 
+def pwrite_beside_mapping(work):
+    """xfstests generic/346 (src/holetest.c): a new file, zero-filled
+    through a shared mapping, then pwrite() markers into every page while
+    another thread stores markers through the mapping (mmap_pwrite.c).
+    With its O_RDWR descriptor around the page cache a pwrite's bytes were
+    lost (the kernel dropped the page before the WRITE, a fault read it
+    back before the daemon had the bytes, the store's writeback took them
+    away): 6 of 6 runs failed with main's binary of the time."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        print("SKIP pwrite beside a mapping: no C compiler")
+        return
+    exe = os.path.join(work, "mmap_pwrite")
+    src = os.path.join(T.SRCDIR, "tests", "integration", "mmap_pwrite.c")
+    b = subprocess.run([cc, "-O2", "-pthread", "-o", exe, src], capture_output=True, text=True, timeout=120)
+    if b.returncode != 0:
+        T.fail("mmap_pwrite.c does not build: %s" % b.stderr[-500:])
+        return
+    path, mnt = os.path.join(work, "new.h5"), os.path.join(work, "mnt-new")
+    with h5py.File(path, "w"):
+        pass
+    with T.Mount(path, mnt) as m, m.watchdog(120):
+        r = subprocess.run([exe, os.path.join(mnt, "t"), "256", "6"], capture_output=True, text=True, timeout=110)
+        if r.returncode != 0:
+            T.fail("pwrite beside a shared mapping of a new file (exit %d): %s" % (r.returncode, r.stderr[-500:]))
+            return
+    with h5py.File(path, "r") as f:
+        if list(f):
+            T.fail("FILE after the rounds (each unlinks its file) holds %s" % list(f))
+    print("pwrite beside stores through a mapping of a new file: every marker kept, 6 rounds")
+
+
 def main():
     rc = T.run_both_formats("memmap_rw", run, "memmap r+: %d datasets in two formats, two rounds each")
     growable(T.workdir("memmap_grow"))
+    pwrite_beside_mapping(T.workdir("memmap_pwrite"))
     return rc or T.finish()
 
 

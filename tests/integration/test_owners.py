@@ -12,7 +12,8 @@ netCDF type; in the classic model the types it forbids (u1, u2, u4, u8,
 i8) and anywhere f2 are refused (EINVAL, one log line each) and mkdir is
 EPERM; in the enhanced model mkdir makes a group netCDF writes into.
 np.save makes variables on netCDF dimensions (the one of each axis's
-length, else a new phony_dim_N as netCDF-C names one), which netCDF-C,
+length, else a new dim_N as xarray names an unnamed axis, never netCDF-C's
+phony_dim_N of an axis on no dimension), which netCDF-C,
 netCDF4-python and xarray (h5netcdf too, which refuses a variable
 without) read and write; the classic model refuses np.save of its
 forbidden types (EOPNOTSUPP, a log line). cp makes bytes on a new
@@ -123,6 +124,11 @@ def change(name, mnt, classic, m):
     # a name set twice in quick succession (the write-behind's revalue)
     os.setxattr(mnt, "user.source", b"first")
     os.setxattr(mnt, "user.source", b"second")
+    # ... and a text replaced once committed (fsync): NC_CHAR of the new
+    # text's length still (it was one byte longer, room for a NUL)
+    os.setxattr(mnt, "user.replaced", b"first")
+    T.fsync_dir(mnt)
+    os.setxattr(mnt, "user.replaced", b"second")
     T.expect_err("%s: S2 of 3 bytes" % name, lambda: os.setxattr(mnt, "user.h5.new.S2.x", b"abc"), errno.EINVAL)
     T.expect_err("%s: S0" % name, lambda: os.setxattr(mnt, "user.h5.new.S0.x", b""), errno.EINVAL)
     T.expect_err("%s: f2" % name, lambda: os.setxattr(mnt, "user.h5.new.f2.x", b"1"), errno.EINVAL)
@@ -150,6 +156,12 @@ def change(name, mnt, classic, m):
     # np.save again over a variable: the old one off its dimensions, the new on
     np.save(mnt + "/again.npy", np.arange(28, dtype="<i4").reshape(4, 7))
     np.save(mnt + "/again.npy", np.arange(4, dtype="<i4"))
+    # ... as a loop saving checkpoints does, at once: the second array
+    # each time (the kernel kept the first's removed placeholder as
+    # NAME.npy a moment, and the second stream went into it: lost)
+    for k in range(6):
+        np.save(mnt + "/again%d.npy" % k, np.arange(28, dtype="<i4").reshape(4, 7))
+        np.save(mnt + "/again%d.npy" % k, np.arange(4, dtype="<i4") + k)
     # mv over a variable: the replaced one off its dimensions
     np.save(mnt + "/over.npy", np.arange(28, dtype="<i4").reshape(4, 7))
     np.save(mnt + "/src.npy", np.arange(4, dtype="<i2"))
@@ -191,7 +203,7 @@ def check_h5(name, path):
     null-terminated ASCII string of the text's length (1 when empty)."""
     with h5py.File(path, "r") as f:
         for obj, attr, size in (("/", "history", 19), ("/", "empty", 1), ("/v", "label", 12),
-                                ("/x", "axis", 1), ("/", "source", 6)):
+                                ("/x", "axis", 1), ("/", "source", 6), ("/", "replaced", 6)):
             aid = h5py.h5a.open(f[obj].id, attr.encode())
             t = aid.get_type()
             sp = aid.get_space()
@@ -219,6 +231,10 @@ def check_scales(name, path):
                         name, k, var.name, axis))
         if "gone" in f:
             T.fail("%s: gone is still there" % name)
+        for k in range(6):
+            d = f.get("again%d" % k)
+            if d is None or d.shape != (4,) or list(d[()]) != [k, k + 1, k + 2, k + 3]:
+                T.fail("%s: again%d is %r, not the second np.save's" % (name, k, d if d is None else d.shape))
 
 
 def check_owners(name, path, classic, work):
@@ -229,13 +245,15 @@ def check_owners(name, path, classic, work):
         if want not in cdl and not (want.startswith("x:") and "int x(x)" not in cdl):
             T.fail("%s: ncdump -h lacks %r:\n%s" % (name, want, cdl))
     if not classic and ("flags = 1US, 2US ;" not in cdl or "group: grp" not in cdl or "group: sub" not in cdl or
-                        "ubyte blob.txt(phony_dim_1) ;" not in cdl or "phony_dim_1 = UNLIMITED ; // (11 currently)"
+                        "ubyte blob.txt(dim_1) ;" not in cdl or "dim_1 = UNLIMITED ; // (11 currently)"
                         not in cdl):
         T.fail("%s: ncdump -h lacks the u2 flags or the new groups:\n%s" % (name, cdl))
-    for want in ("int w(x) ;", "double m(x, phony_dim_0) ;", "phony_dim_0 = 7 ;", "int again(x) ;",
+    for want in ("int w(x) ;", "double m(x, dim_0) ;", "dim_0 = 7 ;", "int again(x) ;",
                  "short over(x) ;"):
         if want not in cdl:
             T.fail("%s: ncdump -h lacks %r (np.save's variables on netCDF dimensions):\n%s" % (name, want, cdl))
+    if "phony_dim" in cdl:
+        T.fail("%s: ncdump -h shows an axis on no dimension (phony_dim_N):\n%s" % (name, cdl))
     copy = os.path.join(work, name + "-copy.nc")
     run(["nccopy", path, copy], "%s nccopy" % name)
     if ':history = "edited through h5fs" ;' not in run(["ncdump", "-h", copy], "%s ncdump of the copy" % name):
@@ -253,10 +271,10 @@ def check_owners(name, path, classic, work):
         if (nc.data_model == "NETCDF4_CLASSIC") != classic:
             T.fail("%s: netCDF4 says %s" % (name, nc.data_model))
         nc.after = "written by netCDF4-python"
-        if nc["m"].dimensions != ("x", "phony_dim_0") or list(nc["w"][:]) != [0, 1, 2, 3]:
+        if nc["m"].dimensions != ("x", "dim_0") or list(nc["w"][:]) != [0, 1, 2, 3]:
             T.fail("%s: netCDF4 reads m on %r" % (name, nc["m"].dimensions))
         nc["w"][:] = [5, 6, 7, 8]
-        nc.createVariable("k", "i2", ("phony_dim_0",))
+        nc.createVariable("k", "i2", ("dim_0",))
         if not classic:
             g = nc["grp"]
             if g.note != "a new group":
@@ -272,7 +290,7 @@ def check_owners(name, path, classic, work):
         with xarray.open_dataset(path, engine=engine) as ds:
             if ds.attrs.get("history") != "edited through h5fs" or ds["v"].attrs.get("label") != "abc":
                 T.fail("%s: xarray (%s) reads %r %r" % (name, engine, ds.attrs, ds["v"].attrs))
-            if ds["m"].dims != ("x", "phony_dim_0") or ds["w"].values.tolist() != [5, 6, 7, 8] or \
+            if ds["m"].dims != ("x", "dim_0") or ds["w"].values.tolist() != [5, 6, 7, 8] or \
                     ds["m"].values[3, 6] != 27 or (not classic and ds["blob.txt"].values.tobytes() != b"hello\nmore\n"):
                 T.fail("%s: xarray (%s) reads m on %r, w %r" % (name, engine, ds["m"].dims, ds["w"].values))
     if not classic:
@@ -373,17 +391,17 @@ def nco_file(work, mnt):
         if not m.alive():
             T.fail("nco_like: daemon died: %s" % m.output()[-2000:])
     with h5py.File(path, "r") as f:
-        ids = [k for k in ("phony_dim_0", "g/phony_dim_0", "g/phony_dim_1") if k in f and "_Netcdf4Dimid" in f[k].attrs]
+        ids = [k for k in ("dim_0", "g/dim_0", "g/dim_1") if k in f and "_Netcdf4Dimid" in f[k].attrs]
         if ids:
             T.fail("nco_like: new dimensions with a _Netcdf4Dimid among ones without: %s" % ids)
     cdl = run(["ncdump", "-h", path], "nco_like ncdump")
-    for want in ("float new(phony_dim_0) ;", "phony_dim_0 = 7 ;", "int gv(lat) ;", "int gw(phony_dim_0) ;",
-                 "phony_dim_0 = 5 ;", "short sv(phony_dim_0, lat) ;", "ubyte blob.txt(phony_dim_1) ;"):
+    for want in ("float new(dim_0) ;", "dim_0 = 7 ;", "int gv(lat) ;", "int gw(dim_0) ;",
+                 "dim_0 = 5 ;", "short sv(dim_0, lat) ;", "ubyte blob.txt(dim_1) ;"):
         if want not in cdl:
             T.fail("nco_like: ncdump -h lacks %r:\n%s" % (want, cdl))
     with netCDF4.Dataset(path) as nc:
         dims = (nc["new"].dimensions, nc["g/gv"].dimensions, nc["g/gw"].dimensions, nc["g/sub/sv"].dimensions)
-        if dims != (("phony_dim_0",), ("lat",), ("phony_dim_0",), ("phony_dim_0", "lat")) or \
+        if dims != (("dim_0",), ("lat",), ("dim_0",), ("dim_0", "lat")) or \
                 nc["g/sub/sv"][:].tolist() != np.arange(15).reshape(5, 3).tolist() or \
                 bytes(nc["g/blob.txt"][:].tolist()) != b"hi\n":
             T.fail("nco_like: netCDF4 reads the dimensions %r" % (dims,))
@@ -412,14 +430,14 @@ def xarray_file(name, path, work, mnt):
         if not m.alive():
             T.fail("%s: daemon died: %s" % (name, m.output()[-2000:]))
     cdl = run(["ncdump", "-h", path], "%s ncdump" % name)
-    for want in ("double extra(lat, phony_dim_0) ;", "phony_dim_0 = 5 ;", "group: g", "ubyte blob.txt(",
+    for want in ("double extra(lat, dim_0) ;", "dim_0 = 5 ;", "group: g", "ubyte blob.txt(",
                  'tas:long_name = "air temperature" ;', "time = UNLIMITED ; // (6 currently)"):
         if want not in cdl:
             T.fail("%s: ncdump -h lacks %r:\n%s" % (name, want, cdl))
     with netCDF4.Dataset(path) as nc:
         got = (nc["extra"].dimensions, nc["extra"][:].tolist(), nc["tas"].long_name, nc["tas"].shape,
                nc["tas"][4:].tolist(), nc["tas"][:4].tolist(), bytes(nc["g/blob.txt"][:].tolist()))
-        want = (("lat", "phony_dim_0"), np.arange(15).reshape(3, 5).tolist(), "air temperature", (6, 3),
+        want = (("lat", "dim_0"), np.arange(15).reshape(3, 5).tolist(), "air temperature", (6, 3),
                 rows.tolist(), F.TAS.tolist(), b"copied in\n")
         if got != want:
             T.fail("%s: netCDF4 reads %r, not %r" % (name, got, want))
@@ -427,7 +445,7 @@ def xarray_file(name, path, work, mnt):
     engine = name.split("-", 1)[1]
     with xarray.open_dataset(path, engine=engine, decode_times=False) as ds:
         got = (ds["tas"].attrs.get("long_name"), ds["tas"].values[4:].tolist(), ds["extra"].dims)
-        if got != ("air temperature", rows.tolist(), ("lat", "phony_dim_0")):
+        if got != ("air temperature", rows.tolist(), ("lat", "dim_0")):
             T.fail("%s: xarray (%s) reads %r" % (name, engine, got))
         else:
             print("ok   %s: np.save, mkdir+cp, setfattr, cat >> read by ncdump, netCDF4 and xarray" % name)

@@ -84,7 +84,7 @@ def sources(wd):
             out.append(("chunked/" + n, os.path.join(ck, n)))
     out.extend(make_links(wd))
     if os.path.isdir(C.CORPUS):
-        for p in C.corpus_files():
+        for p in T.corpus_sample(C.corpus_files()):
             out.append((os.path.relpath(p, C.CORPUS), p))
     return out
 

@@ -20,7 +20,22 @@ the name. On h5py's default format and libver="latest", with real sed:
 - no temporary or hidden name left; bytes renamed over bytes stay an
   ordinary rename.
 Checked with h5py after unmount.
+
+Copies into new names keep types too (issue 72 item 2, retype.c): real
+`tar --xattrs -c` of typed datasets (float32 2-D with attributes, a
+compound, int16 2-D, fixed-length bytes) out of the mount, `tar --xattrs
+-x` into a new directory of it (tar makes each file, sets its xattrs,
+then writes it), `cp -a` (bytes, then xattrs on the descriptor) and
+`rsync -aX` (a temporary file, xattrs in sorted order, a removal, a
+rename) into others: no tool reports an error, and h5py reads each copy
+with the original's dtype, shape, bytes and attributes, no hidden name
+left (a numeric attribute comes back as the text it showed: tar keeps
+no attribute types). Refused, each logged once and left bytes: a dtype h5fs does not
+make from bytes (bfloat16: EPERM at once), a shape the bytes do not fill
+(setfattr on a closed file: EPERM), the same set through a descriptor
+(found at its close).
 """
+import errno
 import os
 import shutil
 import subprocess
@@ -131,10 +146,135 @@ def run(work, libver):
     print("ok   %s: sed -i kept types, shapes and attributes (strings, int32), refused %s" % (what, ", ".join(refused)))
 
 
+def make_typed(path):
+    with h5py.File(path, "w") as f:
+        d = f.create_dataset("d", data=np.arange(4000, dtype="<f4").reshape(1000, 4))
+        d.attrs["units"] = "m"
+        d.attrs["scale"] = np.float64(0.5)
+        f["c"] = np.array([(i, i / 4) for i in range(10)], dtype=[("x", "<i4"), ("y", "<f8")])
+        f["b"] = np.arange(15, dtype=">i2").reshape(3, 5)
+        f["s"] = np.array([b"ab", b"cdefg", b"", b"h"], dtype="S5")
+
+
+def typed_copies(work):
+    h5 = os.path.join(work, "typed.h5")
+    mnt = os.path.join(work, "mnt")
+    tarball = os.path.join(work, "typed.tar")
+    make_typed(h5)
+    names = ["d", "c", "b", "s"]
+    dirs = []
+    with T.Mount(h5, mnt) as m, m.watchdog(60):
+        tools = []
+        if shutil.which("tar"):
+            os.mkdir(os.path.join(mnt, "t"))
+            dirs.append("t")
+            tools.append(["tar", "--xattrs", "--xattrs-include=user.*", "-cf", tarball] + names)
+            tools.append(["tar", "--xattrs", "--xattrs-include=user.*", "-xf", tarball, "-C", "t"])
+        if shutil.which("cp"):
+            os.mkdir(os.path.join(mnt, "a"))
+            dirs.append("a")
+            tools.append(["cp", "-a"] + names + ["a/"])
+        if shutil.which("rsync"):
+            os.mkdir(os.path.join(mnt, "r"))
+            dirs.append("r")
+            tools.append(["rsync", "-aX"] + names + ["r/"])
+        for cmd in tools:
+            r = subprocess.run(cmd, cwd=mnt, capture_output=True, timeout=60)
+            if r.returncode != 0 or r.stderr:
+                T.fail("%s: exit %d: %s" % (" ".join(cmd[:2]), r.returncode, r.stderr.decode(errors="replace")))
+        # refused: a dtype h5fs does not make from bytes, at once
+        bf = os.path.join(mnt, "bf")
+        with open(bf, "wb") as fh:
+            fh.write(b"\0" * 4)
+        T.expect_err("bfloat16 set on bytes", lambda: os.setxattr(bf, "user.h5.dtype", b"bfloat16"), errno.EPERM)
+        # a shape the bytes do not fill: on a closed file at the shape...
+        bad = os.path.join(mnt, "bad")
+        with open(bad, "wb") as fh:
+            fh.write(bytes(range(12)))
+        os.setxattr(bad, "user.h5.dtype", b"<f8")
+        T.expect_err("<f8 (3,) on 12 bytes", lambda: os.setxattr(bad, "user.h5.shape", b"3"), errno.EPERM)
+        os.setxattr(bad, "user.h5.maxshape", b"3")      # (settled: changes nothing)
+        # ... through a descriptor at its close (which cannot fail: logged)
+        fd = os.open(os.path.join(mnt, "late"), os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o644)
+        try:
+            os.write(fd, bytes(range(10)))
+            os.setxattr(fd, "user.h5.dtype", b"<f4")
+            os.setxattr(fd, "user.h5.shape", b"2")
+        finally:
+            os.close(fd)
+        alive = m.alive()
+    log = m.output()
+    if not alive:
+        T.fail("typed copies: the daemon died: %s" % log[-2000:])
+    for what, line in (("bf", "setxattr /bf user.h5.dtype bfloat16: EPERM"),
+                       ("bad", "/bad: user.h5.dtype <f8 not given back"),
+                       ("late", "/late: user.h5.dtype <f4 not given back")):
+        if log.count(line) != 1:
+            T.fail("%s: %d log lines %r:\n%s" % (what, log.count(line), line, log[-2000:]))
+    with h5py.File(h5, "r") as f:
+        for dname in dirs:
+            left = sorted(set(f[dname]) - set(names))
+            if left:
+                T.fail("%s: names left: %r" % (dname, left))
+            for n in names:
+                o, c = f[n], f[dname + "/" + n]
+                if c.dtype != o.dtype or c.shape != o.shape or c[()].tobytes() != o[()].tobytes():
+                    T.fail("%s/%s: %s %s, the original %s %s" % (dname, n, c.dtype, c.shape, o.dtype, o.shape))
+                # (an attribute set as an xattr is its text: a number
+                # comes back as the string it showed, man h5fs)
+                if sorted((k, str(v)) for k, v in c.attrs.items()) != sorted((k, str(v)) for k, v in o.attrs.items()):
+                    T.fail("%s/%s: attributes %r, the original %r" % (dname, n, dict(c.attrs), dict(o.attrs)))
+        for n, size in (("bf", 4), ("bad", 12), ("late", 10)):
+            if f[n].dtype != np.dtype("u1") or f[n].shape != (size,):
+                T.fail("%s: %s %s after a refusal, expected bytes" % (n, f[n].dtype, f[n].shape))
+    print("ok   typed copies: %s into new names kept dtype, shape and attributes; 3 refusals logged once" %
+          ", ".join({"t": "tar --xattrs", "a": "cp -a", "r": "rsync -aX"}[d] for d in dirs))
+
+
+def typed_copies_netcdf(work):
+    """In a netCDF-4 file the copy is a variable again, on the dimension
+    of its length (not a new one, nor the bytes' unlimited one, which
+    goes): cp -a and rsync -aX of v(x) into groups, read by netCDF4 and
+    ncdump."""
+    try:
+        import netCDF4
+    except ImportError:
+        print("typed copies (netCDF): netCDF4 missing: skipped")
+        return
+    path = os.path.join(work, "typed.nc")
+    with netCDF4.Dataset(path, "w") as d:
+        d.createDimension("x", 5)
+        v = d.createVariable("v", "f4", ("x",))
+        v[:] = np.arange(5)
+        v.units = "m"
+    mnt = os.path.join(work, "mnt")
+    tools = [("a", ["cp", "-a", "v", "a/v"])] + ([("r", ["rsync", "-aX", "v", "r/"])] if shutil.which("rsync") else [])
+    with T.Mount(path, mnt) as m, m.watchdog(60):
+        for dname, cmd in tools:
+            os.mkdir(os.path.join(mnt, dname))
+            r = subprocess.run(cmd, cwd=mnt, capture_output=True, timeout=60)
+            if r.returncode != 0 or r.stderr:
+                T.fail("netCDF %s: exit %d: %s" % (cmd[0], r.returncode, r.stderr.decode(errors="replace")))
+    with netCDF4.Dataset(path) as d:
+        for dname, _ in tools:
+            g = d.groups[dname]
+            v = g.variables.get("v")
+            if v is None or v.dimensions != ("x",) or v.dtype != np.dtype("f4") or list(v[:]) != [0, 1, 2, 3, 4] \
+                    or v.getncattr("units") != "m" or g.dimensions:
+                T.fail("netCDF %s/v: %r, group dimensions %r" % (dname, v, list(g.dimensions)))
+    if shutil.which("ncdump"):
+        r = subprocess.run(["ncdump", "-h", path], capture_output=True, timeout=60)
+        if r.returncode != 0 or b"phony_dim" in r.stdout:
+            T.fail("netCDF: ncdump exit %d:\n%s" % (r.returncode, r.stdout.decode(errors="replace")))
+    print("ok   typed copies (netCDF): %s gave back float v(x)" % ", ".join(c[0] for _, c in tools))
+
+
 def main():
     work = T.workdir("rename_keep")
     for libver in ("earliest", "latest"):
         run(work, libver)
+    typed_copies(work)
+    typed_copies_netcdf(work)
     return T.finish()
 
 

@@ -237,22 +237,24 @@ def check_corpus():
     if not os.path.isdir(CORPUS):
         print("no corpus at %s: (d) skipped" % CORPUS)
         return
+    paths = []
+    for top, dirs, files in os.walk(CORPUS):
+        dirs.sort()
+        paths.extend(os.path.join(top, name) for name in sorted(files) if hdf5_signature(os.path.join(top, name)))
+    paths = T.corpus_sample(paths)
     n = 0
-    for top, _, files in os.walk(CORPUS):
-        for name in sorted(files):
-            p = os.path.join(top, name)
-            if not hdf5_signature(p):
-                continue
-            r = subprocess.run([T.H5FS_LS, "-R", p], capture_output=True, timeout=120)
-            if r.returncode != 0:
-                continue        # not listed cleanly: not required to report
-            d = space(p)
-            if d and d["tracked_free"] > d["unreferenced"]:
-                T.fail("%s: libhdf5's managers list %d free bytes, only %d unreferenced" % (
-                    p, d["tracked_free"], d["unreferenced"]))
-            n += 1
-    if n < 100:
-        T.fail("only %d corpus files listed" % n)
+    for p in paths:
+        r = subprocess.run([T.H5FS_LS, "-R", p], capture_output=True, timeout=120)
+        if r.returncode != 0:
+            continue        # not listed cleanly: not required to report
+        d = space(p)
+        if d and d["tracked_free"] > d["unreferenced"]:
+            T.fail("%s: libhdf5's managers list %d free bytes, only %d unreferenced" % (
+                p, d["tracked_free"], d["unreferenced"]))
+        n += 1
+    # (344 of the 415 files listed when this was written)
+    if n < len(paths) // 4:
+        T.fail("only %d of %d corpus files listed" % (n, len(paths)))
     print("corpus: %d files reported" % n)
 
 

@@ -42,8 +42,8 @@ SMALL = 1 << 20
 SLACK = 2 << 20
 
 
-def used(path):
-    return os.stat(path).st_blocks * 512
+used = T.disk_used
+fsync_dir = T.fsync_dir
 
 
 def payload(seed, n):
@@ -53,14 +53,6 @@ def payload(seed, n):
 def put(path, data):
     with open(path, "wb") as fh:
         fh.write(data)
-
-
-def fsync_dir(path):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def h5dump_ok(h5, tag):
@@ -110,11 +102,7 @@ def removed(disk, libver):
     within(h5, SMALL, tag, "after rm and h5fs -u")
     check_files(h5, {"small": small}, tag + " after rm")
     length = os.path.getsize(h5)
-    with T.Mount(h5, mnt, opts=["-o", "rw"]) as m, m.watchdog(120):
-        put(os.path.join(mnt, "g", "big2"), big2)
-        fsync_dir(os.path.join(mnt, "g"))
-    if m.returncode:
-        T.fail("%s: the next mount's unmount exits %s: %s" % (tag, m.returncode, m.output()[-300:]))
+    T.write_through(h5, mnt, {"big2": big2}, tag + " next mount")
     grew = os.path.getsize(h5) - length
     print("%s next mount: FILE grew by %d bytes for a %d-byte file" % (tag, grew, BIG))
     if grew > SMALL:
@@ -147,11 +135,7 @@ def killed(disk, libver):
         m.stop()
     check_files(h5, {"small": small}, tag + " after the kill")
     length = os.path.getsize(h5)
-    with T.Mount(h5, mnt, opts=["-o", "rw"]) as m, m.watchdog(120):
-        put(os.path.join(mnt, "g", "again"), again)
-        fsync_dir(os.path.join(mnt, "g"))
-    if m.returncode:
-        T.fail("%s: unmount exits %s: %s" % (tag, m.returncode, m.output()[-300:]))
+    T.write_through(h5, mnt, {"again": again}, tag)
     grew = os.path.getsize(h5) - length
     print("%s: the next mount's 8 MiB grew FILE by %d bytes" % (tag, grew))
     if grew > SMALL:
@@ -175,11 +159,7 @@ def holes(disk, libver):
     if used(h5) > os.path.getsize(h5) - (2 << 20):
         T.skip("cp --sparse=always made no hole on this file system")
     new = payload(5, 4 << 20)
-    with T.Mount(h5, mnt, opts=["-o", "rw"]) as m, m.watchdog(120):
-        put(os.path.join(mnt, "g", "new"), new)
-        fsync_dir(os.path.join(mnt, "g"))
-    if m.returncode:
-        T.fail("%s: unmount exits %s: %s" % (tag, m.returncode, m.output()[-300:]))
+    T.write_through(h5, mnt, {"new": new}, tag)
     with h5py.File(h5, "r") as f:
         if f["zeros"][()].any():
             T.fail("%s: the dataset of zeros (a hole) was written into" % tag)

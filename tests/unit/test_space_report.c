@@ -5,6 +5,7 @@
 #include "testutil.h"
 #include "space_report.h"
 #include "addrset.h"
+#include "keytab.h"
 
 static h5_space_sums merge(h5_space_ext *v, size_t n, uint64_t eoa)
 {
@@ -108,8 +109,53 @@ START_TEST(addrset)
 		ck_assert_int_eq(h5_addrset_add(&s, a * 7919), 1);
 	for (uint64_t a = 0; a < 5000; a++)
 		ck_assert_int_eq(h5_addrset_add(&s, a * 7919), 0);
-	ck_assert_uint_eq(s.n, 5000);
+	ck_assert_uint_eq(s.t.n, 5000);
+	/* address 0 is an address (its key is 1) */
+	ck_assert_int_eq(h5_addrset_add(&s, 0), 0);
 	h5_addrset_free(&s);
+}
+END_TEST
+
+/* keytab.c, the table under addrset and the overwriters' chunk tables:
+ * entries keep their payload across growth, a cleared table is empty,
+ * key 0 (a free slot) is refused. */
+START_TEST(keytab)
+{
+	struct ent {
+		uint64_t key;
+		uint64_t v;
+	} *e;
+	h5_keytab t = H5_KEYTAB(struct ent);
+	void *p;
+	size_t seen = 0;
+
+	for (uint64_t k = 1; k <= 3000; k++) {
+		ck_assert_int_eq(h5_keytab_get(&p, &t, k * 0x10001), 1);
+		e = p;
+		ck_assert_uint_eq(e->v, 0);
+		e->v = k;
+	}
+	ck_assert_uint_eq(t.n, 3000);
+	ck_assert_uint_ge(t.cap, 6000);
+	for (uint64_t k = 1; k <= 3000; k++) {
+		ck_assert_int_eq(h5_keytab_get(&p, &t, k * 0x10001), 0);
+		ck_assert_uint_eq(((struct ent *)p)->v, k);
+	}
+	for (size_t i = 0; i < t.cap; i++)
+		if ((e = h5_keytab_slot(&t, i)) != NULL) {
+			ck_assert_uint_eq(e->key, e->v * 0x10001);
+			seen++;
+		}
+	ck_assert_uint_eq(seen, 3000);
+	ck_assert_ptr_null(h5_keytab_slot(&t, t.cap));
+	ck_assert_int_lt(h5_keytab_get(&p, &t, 0), 0);
+	h5_err_clear();
+	h5_keytab_clear(&t);
+	ck_assert_uint_eq(t.n, 0);
+	ck_assert_int_eq(h5_keytab_get(&p, &t, 0x10001), 1);
+	ck_assert_uint_eq(((struct ent *)p)->v, 0);
+	h5_keytab_free(&t);
+	ck_assert_ptr_null(t.slots);
 }
 END_TEST
 
@@ -125,6 +171,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, merge_saturates);
 	tcase_add_test(tc, list_add);
 	tcase_add_test(tc, addrset);
+	tcase_add_test(tc, keytab);
 	suite_add_tcase(s, tc);
 	return s;
 }

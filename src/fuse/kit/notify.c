@@ -214,3 +214,26 @@ void notify_flush(void)
 		pthread_cond_wait(&Q.done, &Q.mu);
 	pthread_mutex_unlock(&Q.mu);
 }
+
+bool notify_settle(int ms)
+{
+	struct timespec until;
+	uint64_t target;
+	bool done;
+	int rc = 0;
+
+	clock_gettime(CLOCK_REALTIME, &until);      /* (Q.done's clock) */
+	until.tv_sec += ms / 1000;
+	until.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&Q.mu);
+	target = Q.queued;
+	while (Q.se && Q.issued < target && rc == 0)
+		rc = pthread_cond_timedwait(&Q.done, &Q.mu, &until);
+	done = !Q.se || Q.issued >= target;
+	pthread_mutex_unlock(&Q.mu);
+	return done;
+}

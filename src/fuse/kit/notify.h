@@ -28,6 +28,7 @@
 #ifndef H5FS_NOTIFY_H
 #define H5FS_NOTIFY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -49,6 +50,11 @@ void notify_inval_entry(struct fuse_session *se, uint64_t parent, const char *na
 /* Waits until everything queued before this call was issued. Never from a
  * request handler (the thread may wait for that request's reply). */
 void notify_flush(void);
+/* The same, from a request handler that holds no lock and whose request
+ * is not one of notify_reply_begin's (a FLUSH: its answer tells the
+ * caller that names it made or removed are as the kernel shows them),
+ * waiting at most ms milliseconds: true when all was issued. */
+bool notify_settle(int ms);
 /* Around a request whose reply carries entries or a listing (LOOKUP,
  * READDIR, READDIRPLUS, and kin): begin before it reads the tree, end once
  * its reply is written. The token is begin's. */

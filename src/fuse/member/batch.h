@@ -41,6 +41,12 @@ bool lbatch_removed(h5fs *fs, h5_file *f, uint64_t group, const char *name, size
  * unreferenced). 1 with *name (malloc'd) and *pino (its group's node),
  * or 0 when it is not pending (linked already, or another file's). */
 int lbatch_forget(h5fs *fs, h5_file *f, uint64_t addr, char **name, uint64_t *pino);
+/* A pending new file (header addr in f) that no registered handle shows
+ * writing may still get rows or be given up (busy: from its create to
+ * its write handle's registration, and through its handle's release):
+ * the timer leaves it unlinked meanwhile (LB_HOLD_MS at most). Nothing
+ * when addr is not pending. */
+void lbatch_busy(h5fs *fs, struct node *n, bool busy);
 void lbatch_stop(h5fs *fs);
 
 #endif

@@ -273,11 +273,19 @@ void wfile_show_addr(h5fs *fs, uint64_t addr)
 
 int wfile_npy_mtime(h5fs *fs, struct node *n, int64_t sec, int *err)
 {
-	struct wfile *pick = find_pin(fs, npy_of, n);
+	struct npy_stream *s = NULL;
+	struct wfile *pick;
 
+	/* the stream read with the pin: a demoted one (write.c npy_bytes) is
+	 * let go under fs->lock, and freed once no pin is left */
+	pthread_mutex_lock(&fs->lock);
+	pick = find_locked(fs, npy_of, n, true);
+	if (pick)
+		s = pick->npy;
+	pthread_mutex_unlock(&fs->lock);
 	if (!pick)
 		return 0;
-	*err = npy_set_mtime(fs, pick->npy, sec);
+	*err = npy_set_mtime(fs, s, sec);
 	unpin(fs, pick);
 	return 1;
 }

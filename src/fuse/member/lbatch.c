@@ -42,6 +42,19 @@
 #define LB_TRIES 3      /* failed commits of one batch before its files are lost */
 #define LB_HOLD_MS 1000 /* how long the timer leaves a file being written unlinked */
 
+/* What the timer knows of a pending file beyond its name and header. */
+struct lb_item {
+	int64_t held_ns;        /* since when the timer left it pending (0: not yet) */
+	/* Between its create and its write handle's registration (the
+	 * dispatcher's lookup and open, wfile_open), and during its
+	 * handle's release until forget_refused decided on it (wclose.c):
+	 * no descriptor is seen writing it then, yet its rows are not
+	 * committed, or its name may be given up for want of space. The
+	 * timer linked such files: an empty name after a full disk's cp -r
+	 * under ASan's timing (issue 69 item 5), a name before its rows. */
+	bool busy;
+};
+
 struct lbatch {
 	h5fs *fs;
 	struct commit_slot t;           /* its timer (commit/sched.c); t.mu: the batch, held across its commit */
@@ -50,6 +63,7 @@ struct lbatch {
 	uint64_t pino;          /* the group's node (lbatch_forget) */
 	char **names;
 	uint64_t *addrs;
+	struct lb_item *items;  /* beside names and addrs */
 	size_t count, cap;
 	uint64_t name_bytes;
 	/* the room asked for (reserve_locked): names, their bytes, the need */
@@ -57,7 +71,6 @@ struct lbatch {
 	uint64_t room_bytes, need;
 	uint64_t reserved;      /* disk space held for its commit (h5_file_reserve) */
 	unsigned fails;         /* commits of this batch that failed */
-	int64_t hold_ns;        /* since when the timer left files being written pending (0: none) */
 	/* rmdir's names removed in the batch's group, not yet in FILE (never
 	 * with new names pending: each kind flushes the other first) */
 	char **rm;
@@ -87,6 +100,7 @@ static void drop_linked(struct lbatch *lb, size_t done)
 			free(lb->names[i]);
 		} else {
 			lb->names[k] = lb->names[i];
+			lb->items[k] = lb->items[i];
 			lb->addrs[k++] = lb->addrs[i];
 		}
 	}
@@ -105,7 +119,6 @@ static void release_locked(h5fs *fs, struct lbatch *lb)
 	lb->name_bytes = 0;
 	lb->room_n = 0;
 	lb->fails = 0;
-	lb->hold_ns = 0;
 	free(lb->path);
 	lb->path = NULL;
 	h5_file_unreserve(lb->u.f, &lb->reserved);
@@ -136,32 +149,41 @@ static int commit_locked(h5fs *fs, struct lbatch *lb, bool last, bool timed)
 	 * written when the timer linked its name, then kill -9, left the
 	 * name with no rows). The timer links the files no descriptor has
 	 * open for writing, first in the batch, and leaves the others pending
-	 * until their close committed their rows, for LB_HOLD_MS at most (cp's write of
-	 * a file is not cut in two commits); after that, and in a flush that
-	 * must link them all (a listing, a link change, fsync, syncfs,
-	 * unmount), their rows are committed first (not fsync'd: the link's
-	 * stage is), so a file written for long is linked with what it has. */
+	 * until their close committed their rows, and busy ones (struct
+	 * lb_item) until their open or release is done, each for LB_HOLD_MS
+	 * at most from the first look that left it (cp's write of a file is
+	 * not cut in two commits; the hold is per file: one held since a file
+	 * before it was linked at once under ASan's timing, issue 69 item 5);
+	 * after that, and in a flush that must link them all (a listing, a
+	 * link change, fsync, syncfs, unmount), their rows are committed
+	 * first (not fsync'd: the link's stage is), so a file written for
+	 * long is linked with what it has. */
 	int64_t now = h5fs_now_ns();
-	bool force = !timed || (lb->hold_ns && now - lb->hold_ns >= (int64_t)LB_HOLD_MS * 1000000);
 
 	n = 0;
 	for (size_t i = 0; i < lb->count; i++) {
-		if (wfile_writing_addr(fs, lb->addrs[i])) {
-			/* (the hold starts at the first look that met a writer) */
-			if (timed && !lb->hold_ns)
-				lb->hold_ns = now;
-			if (!force)
+		struct lb_item *it = &lb->items[i];
+		bool writing = wfile_writing_addr(fs, lb->addrs[i]);
+
+		if (writing || it->busy) {
+			if (timed && !it->held_ns)
+				it->held_ns = now;
+			if (timed && now - it->held_ns < (int64_t)LB_HOLD_MS * 1000000)
 				continue;
-			wfile_show_addr(fs, lb->addrs[i]);
+			if (writing)
+				wfile_show_addr(fs, lb->addrs[i]);
 		}
 		if (i != n) {
 			char *nm = lb->names[n];
 			uint64_t a = lb->addrs[n];
+			struct lb_item t = lb->items[n];
 
 			lb->names[n] = lb->names[i];
 			lb->addrs[n] = lb->addrs[i];
+			lb->items[n] = lb->items[i];
 			lb->names[i] = nm;
 			lb->addrs[i] = a;
+			lb->items[i] = t;
 		}
 		n++;
 	}
@@ -172,8 +194,6 @@ static int commit_locked(h5fs *fs, struct lbatch *lb, bool last, bool timed)
 	rc = h5_link_insert_batch(&done, lb->u.f, lb->u.addr, lb->names, lb->addrs, n);
 	if (rc == 0 || done)
 		__atomic_add_fetch(&lb->commits, 1, __ATOMIC_RELEASE);
-	if (force)
-		lb->hold_ns = 0;
 	if (rc == 0 && n < lb->count) {
 		drop_linked(lb, n);
 		if (!lb->count)
@@ -384,12 +404,15 @@ int lbatch_create(h5fs *fs, struct node *p, const char *name, const h5_dset_new 
 		size_t cap = lb->cap ? 2 * lb->cap : 64;
 		char **nv = realloc(lb->names, cap * sizeof(*nv));
 		uint64_t *av = nv ? realloc(lb->addrs, cap * sizeof(*av)) : NULL;
+		struct lb_item *iv = av ? realloc(lb->items, cap * sizeof(*iv)) : NULL;
 
 		if (nv)
 			lb->names = nv;
 		if (av)
 			lb->addrs = av;
-		if (!nv || !av) {
+		if (iv)
+			lb->items = iv;
+		if (!nv || !av || !iv) {
 			err = ENOMEM;
 			goto undo;
 		}
@@ -414,6 +437,10 @@ int lbatch_create(h5fs *fs, struct node *p, const char *name, const h5_dset_new 
 	}
 	lb->names[lb->count] = nm;
 	lb->addrs[lb->count] = addr;
+	/* busy until the dispatcher's open registered its handle (a new
+	 * file's; mkdir's group has no open to wait for: linked at the
+	 * timer's next look, not held LB_HOLD_MS) */
+	lb->items[lb->count] = (struct lb_item){ .busy = d != NULL };
 	lb->name_bytes += len;
 	__atomic_store_n(&lb->count, lb->count + 1, __ATOMIC_RELEASE);
 	commit_changed(&lb->t, lb->count == 1);
@@ -553,6 +580,7 @@ int lbatch_forget(h5fs *fs, h5_file *f, uint64_t addr, char **name, uint64_t *pi
 		lb->name_bytes -= strlen(lb->names[i]);
 		memmove(&lb->names[i], &lb->names[i + 1], (lb->count - i - 1) * sizeof(*lb->names));
 		memmove(&lb->addrs[i], &lb->addrs[i + 1], (lb->count - i - 1) * sizeof(*lb->addrs));
+		memmove(&lb->items[i], &lb->items[i + 1], (lb->count - i - 1) * sizeof(*lb->items));
 		__atomic_store_n(&lb->count, lb->count - 1, __ATOMIC_RELEASE);
 		h5_dataset_loose_drop(f, addr);
 		if (!lb->count)
@@ -562,6 +590,29 @@ int lbatch_forget(h5fs *fs, h5_file *f, uint64_t addr, char **name, uint64_t *pi
 	}
 	pthread_mutex_unlock(&lb->t.mu);
 	return found;
+}
+
+void lbatch_busy(h5fs *fs, struct node *n, bool busy)
+{
+	struct lbatch *lb = __atomic_load_n(&fs->lb, __ATOMIC_ACQUIRE);
+	h5_file *f;
+	uint64_t addr;
+
+	if (!lb || !__atomic_load_n(&lb->count, __ATOMIC_ACQUIRE))
+		return;
+	/* (under n->lk: a live refresh swaps a node's file and address,
+	 * node/fresh.c node_swap; TSan, test_rw_live) */
+	pthread_rwlock_rdlock(&n->lk);
+	f = n->f;
+	addr = n->addr;
+	pthread_rwlock_unlock(&n->lk);
+	pthread_mutex_lock(&lb->t.mu);
+	for (size_t i = 0; lb->u.f == f && i < lb->count; i++)
+		if (lb->addrs[i] == addr) {
+			lb->items[i].busy = busy;
+			break;
+		}
+	pthread_mutex_unlock(&lb->t.mu);
 }
 
 void lbatch_stop(h5fs *fs)
@@ -576,6 +627,7 @@ void lbatch_stop(h5fs *fs)
 	commit_slot_stop(&lb->t);
 	free(lb->names);
 	free(lb->addrs);
+	free(lb->items);
 	free(lb->rm);
 	free(lb);
 	__atomic_store_n(&fs->lb, NULL, __ATOMIC_RELEASE);

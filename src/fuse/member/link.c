@@ -108,6 +108,8 @@ int member_mkdir(void *r, uint64_t parent, const char *name)
 	if (!err && (rc = h5_group_create(&addr, u.f, u.addr, name, strlen(name))) < 0)
 		err = link_errno(fs, rc, EPERM, EINVAL, "mkdir", p, name);
 out:
+	if (!err)
+		node_touch(p, true);    /* a directory's entries changed (batched or not) */
 	end(fs, &u);
 	return err;
 }
@@ -172,6 +174,8 @@ int member_create(void *r, uint64_t parent, const char *name)
 		h5_err_clear();
 	}
 out:
+	if (!err)
+		node_touch(p, true);
 	end(fs, &u);
 	return err;
 }
@@ -187,6 +191,7 @@ static void nlink_update(h5fs *fs, h5_file *f, uint64_t addr)
 		pthread_rwlock_wrlock(&n->lk);
 		n->st.st_nlink = info.nlink;
 		pthread_rwlock_unlock(&n->lk);
+		node_touch(n, false);   /* a link count changed: its ctime */
 	}
 	h5_err_clear();
 }
@@ -200,12 +205,16 @@ static int remove_link(h5fs *fs, uint64_t parent, const char *name, int want)
 	h5_obj_info info;
 	bool detach = false;
 	uint64_t target;
+	int err, rc, rc2;
+
+	retype_names_hold(true);        /* (not while retype.c moves a name) */
 	/* rmdir joins the batch (lbatch.c): new names and attribute values
 	 * before it are flushed there or by the barrier */
-	int err = begin_change(&u, fs, &p, parent, want == 1), rc, rc2;
-
-	if (err)
+	err = begin_change(&u, fs, &p, parent, want == 1);
+	if (err) {
+		retype_names_hold(false);
 		return err;
+	}
 	if (want == 1 && (rc = lbatch_rmdir(fs, p, name, &target, &rc2)) != -1) {
 		/* removed with the batch's one commit, its space freed then;
 		 * lookups miss it from now (lbatch_removed) */
@@ -215,10 +224,12 @@ static int remove_link(h5fs *fs, uint64_t parent, const char *name, int want)
 		h5_err_clear();
 		if (err == 0) {
 			synth_forget(fs, p->ino, name);
+			node_touch(p, true);    /* its entries changed now, as the answer says */
 			if (target != UINT64_MAX)
 				member_unlinked(fs, u.f, target);
 		}
 		end(fs, &u);
+		retype_names_hold(false);
 		return err;
 	}
 	if (h5_group_lookup(&l, u.f, u.addr, name) < 0)
@@ -239,6 +250,8 @@ static int remove_link(h5fs *fs, uint64_t parent, const char *name, int want)
 		err = link_errno(fs, rc, want == 1 ? ENOTEMPTY : EISDIR, ENOTDIR, want == 1 ? "rmdir" : "unlink", p, name);
 	else
 		synth_forget(fs, p->ino, name);
+	if (rc == 0)
+		node_touch(p, true);
 	/* a removed group's space is freed at once */
 	if (rc == 0 && want == 1 && l.type == H5_LINK_HARD)
 		member_unlinked(fs, u.f, l.addr);
@@ -253,6 +266,7 @@ static int remove_link(h5fs *fs, uint64_t parent, const char *name, int want)
 		nlink_update(fs, u.f, l.addr);
 	h5_link_clear(&l);
 	end(fs, &u);
+	retype_names_hold(false);
 	return err;
 }
 
@@ -367,6 +381,8 @@ int member_symlink(void *r, const char *target, uint64_t parent, const char *nam
 			err = link_errno(fs, rc, EPERM, EINVAL, "symlink", p, name);
 		free(path);
 	}
+	if (!err)
+		node_touch(p, true);
 	end(fs, &u);
 	return err;
 }
@@ -401,9 +417,12 @@ int member_rename(void *r, uint64_t parent, const char *name, uint64_t newparent
 
 	if (flags & ~(unsigned)RENAME_NOREPLACE)
 		return EINVAL;          /* RENAME_EXCHANGE, RENAME_WHITEOUT */
+	retype_names_hold(true);        /* (not while retype.c moves a name) */
 	err = begin(&u, fs, &p, parent);
-	if (err)
+	if (err) {
+		retype_names_hold(false);
 		return err;
+	}
 	np = node_get(fs, newparent);
 	if (!np)
 		err = ESTALE;
@@ -415,6 +434,7 @@ int member_rename(void *r, uint64_t parent, const char *name, uint64_t newparent
 	}
 	if (err) {
 		end(fs, &u);
+		retype_names_hold(false);
 		return err;
 	}
 	rc = h5_group_lookup(&src, u.f, u.addr, name);
@@ -483,6 +503,15 @@ int member_rename(void *r, uint64_t parent, const char *name, uint64_t newparent
 		err = link_errno(fs, rc, EPERM, EINVAL, "rename", p, name);
 	else
 		node_moved(fs, p, name, np, newname);
+	if (rc == 0) {
+		node_touch(p, true);
+		node_touch(np, true);
+	}
+	/* a dataset made again with the type set back on its bytes (rsync
+	 * -X: at its close, just before): the kernel's entry names the
+	 * bytes' inode, which it moves to newname (retype.c) */
+	if (rc == 0 && !sg && src.type == H5_LINK_HARD && retype_made(u.f, src.addr))
+		npy_inval_after_reply(fs, np->ino, newname, NULL);
 	if (rc == 0 && detach && (rc = nc_detach_var(nu.f, nu.addr, dst.addr)) < 0)
 		h5fs_log(fs, LOG_ERR, "rename %s/%s: replaced, but its dimension scales still name it: %s",
 			 strcmp(np->path, "/") == 0 ? "" : np->path, newname, h5_err_msg());
@@ -495,6 +524,7 @@ out:
 	h5_link_clear(&dst);
 	node_use_end(&nu);
 	end(fs, &u);
+	retype_names_hold(false);
 	return err;
 }
 
@@ -533,6 +563,7 @@ int member_link(void *r, uint64_t ino, uint64_t newparent, const char *newname)
 		err = link_errno(fs, rc, EPERM, EINVAL, "link", np, newname);
 	} else {
 		nlink_update(fs, u.f, u.addr);  /* the count st_nlink shows */
+		node_touch(np, true);
 	}
 	node_use_end(&u);
 	end(fs, &nu);

@@ -60,8 +60,8 @@ static int stream_header(npy_header *h, h5_dataset *d)
 }
 
 /* Dataset NAME (of newname NAME.npy) in group made of d's stream: 0 or an
- * h5_err. Under FILE's lock. */
-static int make_from(uint64_t *made, h5fs *fs, h5_file *f, h5_dataset *d, const npy_header *h, uint64_t group,
+ * h5_err. Under FILE's lock. (Also retype.c's, its header made up.) */
+int npy_make_from(uint64_t *made, h5fs *fs, h5_file *f, h5_dataset *d, const npy_header *h, uint64_t group,
 		     const char *nm, size_t nlen)
 {
 	h5_dset_new dn = { .rank = h->rank, .kind = h->kind, .size = h->itemsize, .big_endian = h->big_endian };
@@ -195,7 +195,7 @@ int npy_rename(int *done, h5fs *fs, h5_file *f, const struct node *p, uint64_t s
 		}
 		synth_forget(fs, np->ino, nm);
 	}
-	rc = make_from(&made, fs, f, d, &h, dgroup, nm, len - 4);
+	rc = npy_make_from(&made, fs, f, d, &h, dgroup, nm, len - 4);
 	if (rc == 0)
 		rc = h5_link_delete(f, sgroup, name, strlen(name), 2);
 	if (rc < 0) {

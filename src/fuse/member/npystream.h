@@ -35,6 +35,12 @@ void npy_release(h5fs *fs, struct npy_stream *s);
  * *done 1. Else *done 0 (an ordinary rename). An errno, logged. */
 int npy_rename(int *done, h5fs *fs, h5_file *f, const struct node *p, uint64_t sgroup, const char *name,
 	       const h5_link *src, const struct node *np, uint64_t dgroup, const char *newname);
+/* Dataset nm (nlen bytes) in group made of the nbytes bytes of d at
+ * data_offset, as h's dtype and shape, d's modification time kept: 0 or
+ * an h5_err. Under FILE's lock. */
+struct npy_header;
+int npy_make_from(uint64_t *made, h5fs *fs, h5_file *f, h5_dataset *d, const struct npy_header *h, uint64_t group,
+		  const char *nm, size_t nlen);
 /* The kernel's entries a and b (b may be NULL) of directory parent
  * dropped after the rename being answered (queued for kit/notify.c's
  * thread: the kernel holds the directory until then). */
@@ -46,5 +52,28 @@ void npy_inval_after_reply(h5fs *fs, uint64_t parent, const char *a, const char 
  * an ordinary rename. Under FILE's lock. */
 int rename_keep(int *done, h5fs *fs, const struct use *nu, const struct node *p, uint64_t sgroup, const char *name,
 		const h5_link *src, const struct node *np, const char *newname, const h5_link *dst);
+/* rename_keep.c: the attributes of dataset from made again on dataset to
+ * (scalar strings, numbers of a NumPy type), but those named in skip (a
+ * NULL-ended list: attributes the caller makes itself); 0, or an h5_err
+ * (an attribute h5fs cannot make again: H5_ERR_UNSUPPORTED, why in
+ * h5_err_msg). Under FILE's lock. */
+int keep_attrs_copy(h5_file *f, uint64_t from, uint64_t to, const char *const *skip);
+/* retype.c: user.h5.KEY (dtype, shape, descr, the other storage keys)
+ * set to value (NULL: removed) on node n (bytes: a 1-D |u1 dataset of
+ * one link, on which a dtype or descr starts a request): recorded, made
+ * when complete on a dataset no descriptor has open; 0 or an errno
+ * (logged), -1: not a type set back (the caller's rules). retype_closed:
+ * at the release of n's last descriptor, the request made when none
+ * writes it. */
+int retype_note(h5fs *fs, struct node *n, const char *key, const char *value, size_t size, bool bytes);
+void retype_closed(h5fs *fs, struct node *n);
+/* Whether retype.c made the dataset at addr of f lately: its rename
+ * drops the kernel's entry of the new name after the answer. */
+bool retype_made(const h5_file *f, uint64_t addr);
+/* Renames and removals hold this (shared, before commit_begin) while a
+ * request is made; an open of a node with a request (after counting
+ * itself in n->opens) waits for one being made. */
+void retype_names_hold(bool on);
+void retype_open_wait(struct node *n);
 
 #endif

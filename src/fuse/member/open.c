@@ -7,6 +7,7 @@
 #include "member.h"
 #include "resize.h"
 #include "handle.h"
+#include "npystream.h"
 #include "caller.h"
 
 /* Whether rows can be appended to n (its appends then drop what its
@@ -60,6 +61,7 @@ int member_open(void *r, struct fuse_file_info *fi, uint64_t ino)
 	if (!n)
 		return ESTALE;
 	__atomic_add_fetch(&n->opens, 1, __ATOMIC_ACQ_REL);
+	retype_open_wait(n);    /* (its bytes made a typed dataset meanwhile: gone) */
 	e = n->type != NT_DIR && node_storage_gone(fs, n) ? ESTALE : open_node(fs, n, fi);
 	if (e)
 		member_closed(fs, n);
@@ -151,5 +153,9 @@ int member_release(void *r, uint64_t ino, struct fuse_file_info *fi)
 	dio_free(fh_dio(fi->fh));
 	if (n)
 		member_closed(r, n);
+	/* a type set back while it was open (tar --xattrs, cp -a, rsync -X),
+	 * made at its last close */
+	if (n)
+		retype_closed(r, n);
 	return 0;
 }

@@ -13,8 +13,9 @@
  * commit the node gets a freshly opened dataset (the index may have
  * moved).
  *
- * Page cache. Handles of a dataset that cannot grow write through the
- * kernel's page cache (no direct_io), so shared writable mappings work:
+ * Page cache. O_RDWR handles write through the kernel's page cache (no
+ * direct_io; of a dataset that grows too: wqueue.c wq_attach), so shared
+ * writable mappings work, beside write() as well:
  * the kernel copies each write() into its pages, and dirty mapped pages
  * come back as writes at msync, munmap and writeback. The cache then holds
  * the new bytes before FILE does, which is right; a page the kernel did
@@ -24,7 +25,7 @@
  * until its caller holds no ticket and no apply lock (ow_pages_settle):
  * a WRITE handler's pages, or a reader's, may be locked by the kernel
  * while it waits for those.
- * Write-only handles, and those of a dataset that can grow, use direct_io
+ * Write-only handles use direct_io
  * (member/write.c): the kernel caches none of their bytes, and their
  * commit drops the pages read handles may hold, after (above). */
 #include "member.h"
@@ -70,6 +71,8 @@ static void ow_refresh(h5fs *fs, struct node *n, fuse_ino_t ino, bool pages)
 	xattr_cache_drop(n);
 	if (h5_dataset_mtime(nd, &mt) == 0)
 		n->st.st_mtime = n->st.st_ctime = (time_t)mt;
+	else    /* none stored: now, within the mount (issue 72 item 7) */
+		clock_gettime(CLOCK_REALTIME, &n->st.st_mtim), n->st.st_ctim = n->st.st_mtim;
 	pthread_rwlock_unlock(&n->lk);
 	h5_dataset_close(old);
 	/* The pages are dropped after (ow_pages_settle), once the caller holds

@@ -100,6 +100,41 @@ static int attr_copy(const h5_attr_value *a, void *ud)
 	return c->rc < 0;
 }
 
+/* keep_attrs_copy (npystream.h): rename_keep's check and copy, but the
+ * attributes named in skip. */
+struct skip_ctx {
+	const char *const *skip;
+	int (*fn)(const h5_attr_value *, void *);
+	void *ud;
+};
+
+static int skipping(const h5_attr_value *a, void *ud)
+{
+	struct skip_ctx *s = ud;
+
+	for (size_t i = 0; s->skip && s->skip[i]; i++)
+		if (strlen(s->skip[i]) == a->name_len && memcmp(s->skip[i], a->name, a->name_len) == 0)
+			return 0;
+	return s->fn(a, s->ud);
+}
+
+int keep_attrs_copy(h5_file *f, uint64_t from, uint64_t to, const char *const *skip)
+{
+	struct keep_attrs ka = { "", 0 };
+	struct skip_ctx s = { skip, attr_makeable, &ka };
+	struct copy_ctx c = { f, from, to, 0 };
+	int rc = h5_attr_iterate_values(f, from, skipping, &s);
+
+	if (rc < 0)
+		return rc;
+	if (ka.why[0])
+		return h5_err_set(H5_ERR_UNSUPPORTED, "%s", ka.why);
+	s.fn = attr_copy;
+	s.ud = &c;
+	rc = h5_attr_iterate_values(f, from, skipping, &s);
+	return rc < 0 ? rc : c.rc < 0 ? c.rc : 0;
+}
+
 /* The lines of text (n of them, each ended by a newline; a last one
  * without), as pointers into text: 0, or why not (a NUL byte). */
 static const char *split_lines(const char ***s, size_t **l, size_t *n, const char *text, size_t len)

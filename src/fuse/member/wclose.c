@@ -206,6 +206,9 @@ void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	bool told;
 	int rc, e;
 
+	/* a new file's name is not linked while its rows are committed
+	 * below and forget_refused decides (lbatch.c) */
+	lbatch_busy(fs, w->n, true);
 	handle_del(fs, &w->link);
 	pthread_mutex_lock(&fs->lock);   /* the idler may be committing it */
 	while (w->pins)
@@ -269,6 +272,7 @@ void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	ow_pages_settle(fs, w->n, ino);
 	wq_detach(fs, w);
 	forget_refused(fs, w);
+	lbatch_busy(fs, w->n, false);
 	if (w->held)
 		node_unref(fs, w->n->ino, 1);
 	wfile_free(w);

@@ -24,6 +24,7 @@
 #include "npystream.h"
 #include "resize.h"
 #include "handle.h"
+#include "batch.h"
 
 /* A handle's write state: NULL for read handles (fh 0, or on a live
  * mount H5FS_FH_CACHED or a tagged dio ledger, member/member.h). */
@@ -330,7 +331,7 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	/* Opened to read and write (a shared writable mapping needs both:
 	 * numpy.memmap's default r+), a dataset is written through the page
 	 * cache (member/overwrite.c), as its read handles read it; one that
-	 * grows as its other descriptors do, the first deciding (wq_attach).
+	 * grows too (wq_attach says why).
 	 * Write-only descriptors (dd, cat >>, shell redirections) bypass it
 	 * and save the kernel a copy of every byte (1 GiB of dd: 0.24-0.46x
 	 * of a plain file through the cache, bench/README.md); so does
@@ -347,6 +348,8 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	fi->keep_cache = w->cached;
 	/* (a reply the kernel does not take is released by the dispatcher) */
 	handle_add(fs, &fs->open_wfiles, &w->link);
+	/* a new file's name waits no more for this open (lbatch.c) */
+	lbatch_busy(fs, n, false);
 	return 0;
 }
 

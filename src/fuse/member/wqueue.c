@@ -1,6 +1,7 @@
 /* wqueue.c - the write order of one dataset's write handles (tickets,
  * write-behind: write.c), and which of its descriptors use the page cache
- * (none of a dataset that grows: wfile_reader_cached says why). */
+ * (those opened to read and write; a dataset that grows reads around it
+ * otherwise: wfile_reader_cached says why). */
 #include "wstate.h"
 #include "handle.h"
 
@@ -40,7 +41,7 @@ void wq_quiesce(struct wqueue *q)
  * the stream holds are taken from the engine once nothing is in flight: w's
  * appender may have a fresh stream (an earlier one failed). want: w is
  * opened to read and write (a mapping): it then writes through the page
- * cache, unless its dataset grows. */
+ * cache, also when its dataset grows. */
 int wq_attach(h5fs *fs, struct wfile *w, bool want)
 {
 	struct wqueue *q, *fresh = calloc(1, sizeof(*fresh));
@@ -62,8 +63,18 @@ int wq_attach(h5fs *fs, struct wfile *w, bool want)
 		fresh = NULL;
 	}
 	q->refs++;
-	/* a dataset that grows: never (wfile_reader_cached) */
-	w->cached = want && !w->a;
+	/* Also of a dataset that grows (a new file is one): around the cache,
+	 * a pwrite beside a shared mapping lost its bytes (xfstests
+	 * generic/346, test_memmap_rw.py): the kernel drops the page before
+	 * a direct WRITE reaches us, a store's fault read it back in between,
+	 * without them, and its writeback (the whole page) took them away.
+	 * Through the cache a write and a store share the page, and one the
+	 * write fills in part stays locked until we answer (fs/fuse/file.c
+	 * fuse_fill_write_pages, folio_locked), so a fault reads it after the
+	 * WRITE (pending.c answers it with the bytes). Costs a getxattr per
+	 * write (the kernel's killpriv check), for O_RDWR descriptors only:
+	 * cp, cat >>, dd and np.save open write-only and stay direct. */
+	w->cached = want;
 	if (w->cached)
 		__atomic_add_fetch(&w->n->cached_writers, 1, __ATOMIC_RELEASE);
 	else
@@ -149,8 +160,9 @@ void wq_resized(h5fs *fs, struct node *n, uint64_t bytes)
 
 bool wfile_reader_cached(h5fs *fs, struct node *n)
 {
-	/* The descriptors of a dataset that grows bypass the page cache
-	 * (mapped all the same where the kernel allows it: mount/initio.c).
+	/* The read-only and write-only descriptors of a dataset that grows
+	 * bypass the page cache (mapped all the same where the kernel allows
+	 * it: mount/initio.c; O_RDWR ones write through it, wq_attach).
 	 * Through it, tests/stress/append_race.py read zeros inside the file
 	 * under ASan (1 run in 1-8, in CI): the kernel grows a file's size
 	 * when a direct WRITE is answered, after a read(2) may have taken the

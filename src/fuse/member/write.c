@@ -14,11 +14,12 @@
  * close (doc/APPEND.md); whenever rows were committed the node gets a
  * freshly opened dataset (size, allocation, mtime) under the node's lock and
  * the kernel's cached attributes are dropped, so stat shows the new size at
- * once. Descriptors of a dataset that can grow bypass the page cache
- * (direct_io: wqueue.c wfile_reader_cached; mapped all the same where the
- * kernel allows it, mount/initio.c) and read the rows accepted and not yet
- * committed from node/tail.c; those of datasets that cannot grow use it
- * (member/overwrite.c).
+ * once. Read-only and write-only descriptors of a dataset that can grow
+ * bypass the page cache (direct_io: wqueue.c wfile_reader_cached; mapped
+ * all the same where the kernel allows it, mount/initio.c) and read the
+ * rows accepted and not yet committed from node/tail.c; O_RDWR ones, and
+ * all those of datasets that cannot grow, use it (member/overwrite.c;
+ * wqueue.c wq_attach).
  *
  * Write-behind (doc/APPEND.md "When a write's errors are reported"): the
  * kernel sends one file's writes one at a time and waits for each reply, so
@@ -251,10 +252,18 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
  * WQ_EARLY are ahead, and applied after; otherwise it is answered once
  * applied. Either way each request gets exactly one reply. */
 /* Bytes appended now, before the answer (npy_bytes): 0 or an errno,
- * kept in the handle too. */
+ * kept in the handle too. A ticket from their acceptance until they are
+ * in the stream, as member_write's: without it a commit meanwhile (the
+ * idle commit, a utime's or a truncate's, wclose.c wfile_fsync) found
+ * every ticket applied and nothing pending, gave FILE's lock back, and
+ * the bytes then written were never committed - close commits only a
+ * handle that holds the lock, release dropped them (an np.save name
+ * whose stream is no NPY, copied in by copytree or mv: an empty dataset,
+ * its bytes answered and lost; test_tools, 1 run in 10 under load). */
 static int append_now(h5fs *fs, struct wfile *w, fuse_ino_t ino, const void *buf, size_t len)
 {
 	struct wqueue *q = w->q;
+	uint64_t t;
 	int e, rc;
 
 	pthread_mutex_lock(&q->mu);
@@ -265,12 +274,15 @@ static int append_now(h5fs *fs, struct wfile *w, fuse_ino_t ino, const void *buf
 		e = wfile_reserve(fs, w, wfile_uncommitted(w, q->vrows * q->row_bytes + w->vplen, len), 0);
 	if (!e)
 		e = tail_accept(w->n, buf, len, q->row_bytes);
-	if (!e)
-		vplen_add(q, w, len);
-	pthread_mutex_unlock(&q->mu);
-	if (e)
+	if (e) {
+		pthread_mutex_unlock(&q->mu);
 		return e;
-	wq_drain(q);
+	}
+	t = q->next++;
+	vplen_add(q, w, len);
+	while (q->turn != t)
+		pthread_cond_wait(&q->cv, &q->mu);
+	pthread_mutex_unlock(&q->mu);
 	pthread_mutex_lock(&q->apply);
 	rc = h5_append_write(w->a, buf, len);
 	if (rc < 0) {
@@ -279,12 +291,12 @@ static int append_now(h5fs *fs, struct wfile *w, fuse_ino_t ino, const void *buf
 	}
 	wfile_refresh(fs, w, ino);
 	pthread_mutex_unlock(&q->apply);
-	if (e) {
-		pthread_mutex_lock(&q->mu);
-		if (!w->err)
-			w->err = e;
-		pthread_mutex_unlock(&q->mu);
-	}
+	pthread_mutex_lock(&q->mu);
+	if (e && !w->err)
+		w->err = e;
+	q->turn++;
+	pthread_cond_broadcast(&q->cv);
+	pthread_mutex_unlock(&q->mu);
 	return e;
 }
 
@@ -294,12 +306,21 @@ static int append_now(h5fs *fs, struct wfile *w, fuse_ino_t ino, const void *buf
  * are (it is a growable uint8 dataset); later writes append as usual. */
 static int npy_bytes(h5fs *fs, struct wfile *w, fuse_ino_t ino, const char *buf, size_t size, off_t off)
 {
+	struct npy_stream *s;
 	uint8_t *head = NULL;
 	size_t hlen = 0, skip;
 	int e;
 
-	npy_demote(fs, w->npy, &head, &hlen);
+	/* (no longer found by a utime's wfile_npy_mtime, idle.c, which
+	 * pins the handle and sets the stream's time: waited for, the stream
+	 * is freed) */
+	pthread_mutex_lock(&fs->lock);
+	s = w->npy;
 	w->npy = NULL;
+	while (w->pins)
+		pthread_cond_wait(&fs->idle_cv, &fs->lock);
+	pthread_mutex_unlock(&fs->lock);
+	npy_demote(fs, s, &head, &hlen);
 	skip = hlen - (size_t)off;      /* of this write, held already */
 	e = hlen ? append_now(fs, w, ino, head, hlen) : 0;
 	if (!e && size > skip)
@@ -369,6 +390,9 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 		fuse_reply_err(req, EBADF);
 		return;
 	}
+	/* (the idle commit takes a handle idle for -o idle_commit s: one whose
+	 * np.save stream was demoted appends, write after write, too) */
+	__atomic_store_n(&w->last_ns, h5fs_now_ns(), __ATOMIC_RELAXED);
 	if (w->npy) {
 		e = npy_write(fs, w->npy, buf, size, off);
 		if (e == NPY_DEMOTE)
@@ -379,7 +403,6 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 			fuse_reply_write(req, size);
 		return;
 	}
-	__atomic_store_n(&w->last_ns, h5fs_now_ns(), __ATOMIC_RELAXED);
 	q = w->q;
 	/* A write at any offset, in any order (io_uring, AIO, several
 	 * threads: issue 71): inside the dataset it overwrites; past the end

@@ -1,6 +1,7 @@
 /* xattr.c - HDF5 attributes as extended attributes. */
 #include "member.h"
 #include "batch.h"
+#include "npystream.h"
 #include "xattrs.h"
 #include "owner.h"
 
@@ -168,6 +169,21 @@ static int reserved_same(h5fs *fs, const struct node *n, const char *name, const
 	return same;
 }
 
+/* Whether n is a byte dataset a type can be given back to (retype.c):
+ * 1-D |u1 of one link, as a new file is made. */
+static bool retype_bytes(h5fs *fs, const struct node *n)
+{
+	char v[64];
+	size_t len = 0;
+
+	if (n->type != NT_FILE || n->vkind || n->st.st_nlink != 1 ||
+	    xattr_get(fs, n, "user.h5.dtype", v, sizeof(v) - 1, &len) < 0 || len != 3 || memcmp(v, "|u1", 3) ||
+	    xattr_get(fs, n, "user.h5.shape", v, sizeof(v) - 1, &len) < 0 || len == 0 || len >= sizeof(v))
+		return false;
+	v[len] = '\0';
+	return !strchr(v, ',') && strcmp(v, "null") != 0;
+}
+
 static int xattr_change(h5fs *fs, struct node *n, const char *name, const char *value, size_t size, int flags)
 {
 	char attr[256], typestr[8];
@@ -179,6 +195,28 @@ static int xattr_change(h5fs *fs, struct node *n, const char *name, const char *
 
 	if (k == XA_W_OTHER)
 		return ENOTSUP;
+	/* a netCDF variable's dimension lists copied onto bytes (cp -a, tar,
+	 * rsync -X: references as text, which no attribute takes): the
+	 * dimensions are attached when its type is set back (retype.c) */
+	if (value && n->type == NT_FILE && fs_writable(fs) &&
+	    (strcmp(name, "user.DIMENSION_LIST") == 0 || strcmp(name, "user._Netcdf4Coordinates") == 0) &&
+	    (__atomic_load_n(&n->retype, __ATOMIC_ACQUIRE) || retype_bytes(fs, n)))
+		return 0;
+	/* a type and shape set back on bytes (tar --xattrs, cp -a, rsync -X):
+	 * retype.c; the dtype they show already is no change */
+	if (k == XA_W_RESERVED && n->type == NT_FILE && !n->vkind && !(flags & XATTR_CREATE) && fs_writable(fs)) {
+		const char *key = name + strlen("user.h5.");
+		bool start = value && !__atomic_load_n(&n->retype, __ATOMIC_ACQUIRE) &&
+			     (strcmp(key, "dtype") == 0 || strcmp(key, "descr") == 0) &&
+			     !reserved_same(fs, n, name, value, size) && retype_bytes(fs, n);
+
+		if (start || __atomic_load_n(&n->retype, __ATOMIC_ACQUIRE)) {
+			err = retype_note(fs, n, key, value, size, start);
+			if (err >= 0)
+				return err;
+			err = 0;
+		}
+	}
 	if (k == XA_W_RESERVED && value && n->type != NT_LINK && !(flags & XATTR_CREATE) &&
 	    reserved_same(fs, n, name, value, size))
 		return 0;
@@ -255,9 +293,14 @@ int member_setxattr(void *r, uint64_t ino, const char *name, const char *value, 
 	h5fs *fs = r;
 	struct node *n = node_get(fs, ino);
 
+	int e;
+
 	if (!n)
 		return ESTALE;
-	return xattr_change(fs, n, name, value ? value : "", size, flags);
+	e = xattr_change(fs, n, name, value ? value : "", size, flags);
+	if (!e)
+		node_touch(n, false);   /* (POSIX: a change of the inode's ctime) */
+	return e;
 }
 
 int member_removexattr(void *r, uint64_t ino, const char *name)
@@ -265,7 +308,12 @@ int member_removexattr(void *r, uint64_t ino, const char *name)
 	h5fs *fs = r;
 	struct node *n = node_get(fs, ino);
 
+	int e;
+
 	if (!n)
 		return ESTALE;
-	return xattr_change(fs, n, name, NULL, 0, 0);
+	e = xattr_change(fs, n, name, NULL, 0, 0);
+	if (!e)
+		node_touch(n, false);
+	return e;
 }

@@ -352,11 +352,16 @@ static int use(struct use *u, h5fs *fs, struct node *n, bool always)
 
 	memset(u, 0, sizeof(*u));
 	/* (a request that came after another's unlink of the name, on the
-	 * node the kernel looked up before it: the storage is freed, the
-	 * name gone first, as a plain file system would have it; an open
-	 * is ESTALE, member/open.c) */
+	 * node the kernel looked up before it: the storage is freed. ESTALE,
+	 * as an open's (member/open.c): the kernel looks the name up again
+	 * and the call meets what the name is now - nothing (ENOENT), or the
+	 * object that took it: np.save's placeholder, removed by the daemon
+	 * once dataset NAME is made, leaves NAME.npy that dataset's view, and
+	 * shutil.copy2's utime of NAME.npy after close sets its time (it was
+	 * ENOENT while the kernel still held the placeholder's entry, npy.c
+	 * placeholder_gone) */
 	if (!e && n->type != NT_DIR && node_storage_gone(fs, n))
-		e = ENOENT;
+		e = ESTALE;
 	if (e)
 		return e;
 	pthread_rwlock_rdlock(&n->lk);

@@ -72,6 +72,20 @@ static void stat_init(h5fs *fs, struct stat *st, uint64_t ino, mode_t mode, int6
 	stat_init_ts(fs, st, ino, mode, (struct timespec){ .tv_sec = (time_t)mtime });
 }
 
+void node_touch(struct node *n, bool data)
+{
+	struct timespec now;
+
+	if (!n)
+		return;
+	clock_gettime(CLOCK_REALTIME, &now);
+	pthread_rwlock_wrlock(&n->lk);
+	n->st.st_ctim = now;
+	if (data)
+		n->st.st_mtim = now;
+	pthread_rwlock_unlock(&n->lk);
+}
+
 /* Build (unlocked) the node of the object whose header is at addr. */
 int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64_t nodeid,
 			 const char *path)
@@ -284,6 +298,7 @@ void node_free(struct node *n)
 	free(n->path);
 	free(n->fpath);
 	free(n->target);
+	free(n->retype);
 	free(n);
 }
 

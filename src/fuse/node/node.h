@@ -125,6 +125,12 @@ char *views_base_path(const struct node *n);
  * 0 and *out, *out NULL when it cannot have the view now, or an h5_err. */
 int views_make(struct node **out, h5fs *fs, h5_file *tf, uint64_t taddr, const struct node *n);
 
+/* n changed by the mount (issue 72 item 7, xfstests' generic tests): its
+ * st_ctime now, and st_mtime too when data (a write; a directory's
+ * entries). Kept in the node, consistent within the mount; what the
+ * object's header stores is set where it has one (setattr.c, appends). */
+void node_touch(struct node *n, bool data);
+
 /* ---- xattr_cache.c ---- */
 /* n's kept set dropped (under n->lk, write): f, addr or gen changed, or an
  * attribute of it was written */

@@ -10,8 +10,9 @@
  * mapping threads under ASan), and a fault there read zeros. So the node
  * shows what was accepted, as a local file system shows written bytes
  * before fsync: its size is the accepted end, and a read past the
- * committed end is answered from the bytes kept here. Descriptors of a
- * dataset that grows stay direct_io (wqueue.c wfile_reader_cached): read(2)
+ * committed end is answered from the bytes kept here. Read-only and
+ * write-only descriptors of a dataset that grows stay direct_io (wqueue.c
+ * wfile_reader_cached; O_RDWR ones use the cache, wq_attach): read(2)
  * takes no page the kernel could copy past an old end, and a mapping's
  * pages are dropped by the kernel at each mmap and around each direct write
  * (FUSE_DIRECT_IO_ALLOW_MMAP, mount/initio.c).

@@ -142,6 +142,10 @@ struct node {
 				 * hold another object soon, which never gets
 				 * this node (member/lookup.c show_object) */
 	unsigned opens;         /* open descriptors of it (member/open.c; atomic) */
+	/* A type and shape set back on a byte dataset (tar --xattrs, cp -a:
+	 * member/retype.c), made at its last close; NULL: none. One
+	 * allocation, freed with the node. */
+	struct retype *retype;
 };
 
 /* The objects table (state/objects.c): one open-addressed table keyed by

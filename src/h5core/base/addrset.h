@@ -7,10 +7,11 @@
 #define H5_BASE_ADDRSET_H
 
 #include "base.h"
+#include "keytab.h"
 
+/* (zeroed before use) */
 typedef struct h5_addrset {
-	uint64_t *tab;          /* open addressing; H5_ADDR_UNDEF marks a free slot */
-	size_t cap, n;
+	h5_keytab t;            /* keyed by address + 1 */
 } h5_addrset;
 
 /* Add addr: 1 when it is new, 0 when it was there, or H5_ERR_NOMEM. */

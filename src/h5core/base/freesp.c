@@ -9,8 +9,7 @@
  */
 #include "freesp.h"
 
-/* The first extent whose addr is >= addr. */
-static size_t lower(const h5_freesp *s, uint64_t addr)
+size_t h5_freesp_lower(const h5_freesp *s, uint64_t addr)
 {
 	size_t lo = 0, hi = s->n;
 
@@ -59,7 +58,7 @@ int h5_freesp_add(h5_freesp *s, uint64_t addr, uint64_t len, uint64_t ticket)
 		return 0;
 	if (h5_add_overflow(addr, len, &end) || !h5_addr_defined(addr))
 		return h5_err_set(H5_ERR_INVAL, "free extent out of range");
-	i = lower(s, addr);
+	i = h5_freesp_lower(s, addr);
 	if ((i < s->n && s->v[i].addr < end) || (i > 0 && s->v[i - 1].addr + s->v[i - 1].len > addr))
 		return h5_err_set(H5_ERR_INVAL, "space [0x%llx, +%llu) freed twice", (unsigned long long)addr,
 				  (unsigned long long)len);
@@ -91,7 +90,7 @@ int h5_freesp_add(h5_freesp *s, uint64_t addr, uint64_t len, uint64_t ticket)
 	if (s->n == H5_FREESP_MAX) {
 		if (!forget_one(s))
 			return 0;       /* leaked */
-		i = lower(s, addr);
+		i = h5_freesp_lower(s, addr);
 	}
 	if (s->n == s->cap) {
 		size_t ncap = s->cap ? s->cap * 2 : 16;
@@ -168,7 +167,7 @@ int h5_freesp_take(h5_freesp *s, uint64_t len, uint64_t *addr)
 
 int h5_freesp_pop(h5_freesp *s, uint64_t addr, uint64_t *len)
 {
-	size_t i = lower(s, addr);
+	size_t i = h5_freesp_lower(s, addr);
 
 	if (i == s->n || s->v[i].addr != addr)
 		return 0;

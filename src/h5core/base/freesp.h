@@ -60,6 +60,9 @@ int h5_freesp_pop(h5_freesp *s, uint64_t addr, uint64_t *len);
 /* The largest released extent (0: none). */
 uint64_t h5_freesp_largest(const h5_freesp *s);
 
+/* The index of the first extent whose addr is >= addr (s->n: none). */
+size_t h5_freesp_lower(const h5_freesp *s, uint64_t addr);
+
 void h5_freesp_clear(h5_freesp *s);
 
 #endif

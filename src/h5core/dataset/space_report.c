@@ -401,7 +401,7 @@ int h5_space_report_get(h5_space_report *out, h5_file *f)
 	out->unreferenced = f->eoa - sums.used;
 	out->tracked_free = w.tracked_free;
 	out->skipped = w.skipped;
-	out->objects = w.objs.n;
+	out->objects = w.objs.t.n;
 	out->extents = w.ext.n;
 	out->disk = h5_file_disk_bytes(f);
 	{

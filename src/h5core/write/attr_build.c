@@ -237,7 +237,11 @@ static int new_value(uint8_t **data, size_t *dlen, h5_attr_hdr *h, uint8_t *dt, 
 			rc = h5_err_set(H5_ERR_INVAL, "%zu strings given, the attribute has %llu", n,
 					(unsigned long long)nelmts);
 		for (size_t i = 0; rc == 0 && i < n; i++) {
-			size_t w = l[i] + (t->str_pad == 0);      /* null-terminated: room for the NUL */
+			/* the text's length, null-terminated or not, as a new
+			 * one is made (fstr_value: netCDF-C's NC_CHAR, h5py's
+			 * S<n>): a replaced "first" by "second" was S7 with
+			 * room for a NUL the owners' tools never write */
+			size_t w = l[i];
 
 			if (memchr(s[i], 0, l[i]))
 				rc = h5_err_set(H5_ERR_INVAL, "a fixed-length string cannot hold a NUL byte");

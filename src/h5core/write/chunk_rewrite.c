@@ -33,6 +33,7 @@
 #include "cidx_write.h"
 #include "dataset.h"
 #include "dspace.h"
+#include "keytab.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -66,8 +67,7 @@ typedef struct rw {
 	uint64_t esize, cb;             /* element and chunk bytes */
 	uint64_t cstride[H5_MAX_RANK];  /* elements, within a chunk */
 	uint64_t nch[H5_MAX_RANK];      /* chunks per dimension (current dims) */
-	cent *tab;                      /* open addressing */
-	size_t cap, used;
+	h5_keytab tab;                  /* of cent */
 	uint64_t dirty;                 /* bytes of loaded images */
 	const h5_cidx_write_ops *wops;
 	void *w;
@@ -103,59 +103,23 @@ int h5_ow_chunked_check(const h5_dataset *d)
 	return 0;
 }
 
-/* ---- the table of touched chunks ------------------------------------------- */
-
-static uint64_t mix(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= UINT64_C(0xff51afd7ed558ccd);
-	k ^= k >> 33;
-	return k;
-}
-
-static int tab_grow(rw *r)
-{
-	size_t ncap = r->cap ? r->cap * 2 : 256;
-	cent *nt = calloc(ncap, sizeof(*nt));
-
-	if (!nt)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory for the chunks of an overwrite");
-	for (size_t i = 0; i < r->cap; i++) {
-		size_t j;
-
-		if (!r->tab[i].key)
-			continue;
-		for (j = mix(r->tab[i].key) & (ncap - 1); nt[j].key; j = (j + 1) & (ncap - 1))
-			;
-		nt[j] = r->tab[i];
-	}
-	free(r->tab);
-	r->tab = nt;
-	r->cap = ncap;
-	return 0;
-}
+/* ---- the table of touched chunks (base/keytab.c) ----------------------------- */
 
 /* The entry of the chunk at scaled, made when missing. */
 static int tab_get(cent **out, rw *r, const uint64_t *scaled)
 {
 	uint64_t key = 0;
-	size_t j;
+	void *e;
 	int rc;
 
 	for (unsigned i = 0; i < r->rank; i++)
 		key = key * r->nch[i] + scaled[i];
-	key++;
-	if ((r->used + 1) * 2 > r->cap && (rc = tab_grow(r)) < 0)
+	rc = h5_keytab_get(&e, &r->tab, key + 1);
+	if (rc < 0)
 		return rc;
-	for (j = mix(key) & (r->cap - 1); r->tab[j].key; j = (j + 1) & (r->cap - 1))
-		if (r->tab[j].key == key) {
-			*out = &r->tab[j];
-			return 0;
-		}
-	r->tab[j].key = key;
-	memcpy(r->tab[j].scaled, scaled, r->rank * sizeof(*scaled));
-	r->used++;
-	*out = &r->tab[j];
+	*out = e;
+	if (rc == 1)
+		memcpy((*out)->scaled, scaled, r->rank * sizeof(*scaled));
 	return 0;
 }
 
@@ -338,12 +302,15 @@ static int stage_dirty(rw *r)
 
 	if (rc < 0)
 		return rc;
-	ents = malloc((r->used ? r->used : 1) * sizeof(*ents));
+	ents = malloc((r->tab.n ? r->tab.n : 1) * sizeof(*ents));
 	if (!ents)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
-	for (size_t i = 0; i < r->cap; i++)
-		if (r->tab[i].key && r->tab[i].img)
-			ents[n++] = &r->tab[i];
+	for (size_t i = 0; i < r->tab.cap; i++) {
+		cent *e = h5_keytab_slot(&r->tab, i);
+
+		if (e && e->img)
+			ents[n++] = e;
+	}
 	qsort(ents, n, sizeof(*ents), by_key);
 	if (!r->ci->filtered) {
 		for (size_t i = 0; i < n && rc == 0; i++) {
@@ -437,11 +404,15 @@ static int apply(rw *r, uint64_t b, const uint8_t *p, size_t len, bool count)
 
 static void rw_free(rw *r)
 {
-	for (size_t i = 0; i < r->cap; i++) {
-		free(r->tab[i].img);
-		free(r->tab[i].enc);
+	for (size_t i = 0; i < r->tab.cap; i++) {
+		cent *e = h5_keytab_slot(&r->tab, i);
+
+		if (e) {
+			free(e->img);
+			free(e->enc);
+		}
 	}
-	free(r->tab);
+	h5_keytab_free(&r->tab);
 	free(r->gone);
 	if (r->w) {
 		r->wops->invalidate(r->w);
@@ -513,7 +484,7 @@ static int rw_init(rw *r, h5_dataset *d)
 {
 	int rc = h5_ow_chunked_check(d);
 
-	*r = (rw){ .d = d, .ci = d->cidx, .f = d->f, .rank = d->space.rank };
+	*r = (rw){ .d = d, .ci = d->cidx, .f = d->f, .rank = d->space.rank, .tab = H5_KEYTAB(cent) };
 	r->top.addr = H5_ADDR_UNDEF;
 	if (rc < 0)
 		return rc;
@@ -615,7 +586,7 @@ int h5_ow_chunked_commit(h5_dataset *d, const h5_ow_whole *whole, size_t nwhole,
 	for (size_t i = 0; i < nm && rc == 0; i++)
 		rc = apply(&r, m[i].off, m[i].p, m[i].len, false);
 	h5_ow_free(m, nm);
-	if (rc == 0 && r.used)
+	if (rc == 0 && r.tab.n)
 		rc = stage_dirty(&r);
 	if (rc == 0 && r.w)
 		rc = commit(&r, durable, rows, last_end, &ticket);

@@ -74,31 +74,8 @@ static void dirty_init(h5_overwriter *w, const h5_dataset *d)
 
 void h5_ow_dirty_clear(h5_overwriter *w)
 {
-	if (w->dkeys)
-		memset(w->dkeys, 0, w->dcap * sizeof(*w->dkeys));
+	h5_keytab_clear(&w->dirty);
 	__atomic_store_n(&w->ndirty, 0, __ATOMIC_RELAXED);
-}
-
-static int dirty_grow(h5_overwriter *w)
-{
-	size_t nc = w->dcap ? w->dcap * 2 : 64;
-	uint64_t *nk = calloc(nc, sizeof(*nk));
-
-	if (!nk)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory");
-	for (size_t i = 0; i < w->dcap; i++) {
-		size_t j;
-
-		if (!w->dkeys[i])
-			continue;
-		for (j = (size_t)(w->dkeys[i] * UINT64_C(0x9e3779b97f4a7c15) >> 20) & (nc - 1); nk[j]; j = (j + 1) & (nc - 1))
-			;
-		nk[j] = w->dkeys[i];
-	}
-	free(w->dkeys);
-	w->dkeys = nk;
-	w->dcap = nc;
-	return 0;
 }
 
 /* The chunks of [off, off + len) noted as touched. */
@@ -109,19 +86,13 @@ static int dirty_note(h5_overwriter *w, uint64_t off, uint64_t len)
 	if (!w->dset_key || !cb || !len)
 		return 0;
 	for (uint64_t c = off / cb; c <= (off + len - 1) / cb; c++) {
-		uint64_t key = c + 1;
-		size_t j;
-		int rc;
+		void *e;
+		int rc = h5_keytab_get(&e, &w->dirty, c + 1);
 
-		if ((w->ndirty + 1) * 2 > w->dcap && (rc = dirty_grow(w)) < 0)
+		if (rc < 0)
 			return rc;
-		for (j = (size_t)(key * UINT64_C(0x9e3779b97f4a7c15) >> 20) & (w->dcap - 1); w->dkeys[j] && w->dkeys[j] != key;
-		     j = (j + 1) & (w->dcap - 1))
-			;
-		if (!w->dkeys[j]) {
-			w->dkeys[j] = key;
+		if (rc == 1)
 			__atomic_store_n(&w->ndirty, w->ndirty + 1, __ATOMIC_RELAXED);
-		}
 	}
 	return 0;
 }
@@ -158,6 +129,7 @@ int h5_overwrite_open(h5_overwriter **out, h5_file *f, uint64_t dset_addr)
 	}
 	w->f = f;
 	w->addr = dset_addr;
+	w->dirty = H5_KEYTAB(uint64_t);
 	w->relayouts = __atomic_load_n(&f->relayouts, __ATOMIC_ACQUIRE);
 	w->nbytes = d->nbytes;
 	w->esize = d->dtype->size;
@@ -731,7 +703,7 @@ void h5_overwrite_close(h5_overwriter *w)
 	}
 	h5_ow_whole_release(w);
 	free(w->wc.v);
-	free(w->dkeys);
+	h5_keytab_free(&w->dirty);
 	for (size_t i = 0; i < w->n; i++)
 		free(w->ext[i].p);
 	free(w->ext);

@@ -11,6 +11,7 @@
 #include "dataset.h"
 #include "ohdr.h"
 #include "freesp.h"
+#include "keytab.h"
 #include "chunk_rec.h"
 #include "h5core.h"
 
@@ -89,12 +90,11 @@ struct h5_overwriter {
 	 * are runs of the byte stream: dset_key), each rewritten once by the
 	 * next commit however many writes it took: what that commit needs
 	 * and when it is due (issue 71: 4 KiB random writes reserved two
-	 * chunks each, until the disk was full). keys: open addressing, the
-	 * chunk's index + 1 (0: empty); ndirty atomic (a reserve reads it
+	 * chunks each, until the disk was full). dirty: keyed by the
+	 * chunk's index + 1; ndirty, its count, atomic (a reserve reads it
 	 * before its turn). */
 	bool dset_key;
-	uint64_t *dkeys;
-	size_t dcap;
+	h5_keytab dirty;
 	size_t ndirty;
 };
 

@@ -60,22 +60,6 @@
 #define BLK H5_FREEMARK_BLOCK
 #define MARK_LEN H5_FREEMARK_LEN
 
-/* The first mark at or above addr. */
-static size_t mark_lower(const h5_freesp *m, uint64_t addr)
-{
-	size_t lo = 0, hi = m->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (m->v[mid].addr < addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 /* The marker of mark i overwritten (its magic zeroed): 0, or the error
  * (the marker may still be on disk). The mark stays listed. */
 static int mark_zero(h5_file *f, size_t i)
@@ -96,7 +80,7 @@ static void mark_forget(h5_file *f, size_t i)
 
 void h5_space_punch_taken(h5_file *f, uint64_t addr, uint64_t len)
 {
-	size_t i = mark_lower(&f->marks, addr);
+	size_t i = h5_freesp_lower(&f->marks, addr);
 
 	/* (the caller writes the block over it anyway: a failure leaves it to
 	 * that write) */
@@ -162,7 +146,7 @@ static void give_back(h5_file *f, const h5_free_ext *x)
 
 	if (!whole_blocks(f, x, &a, &e))
 		return;
-	j = mark_lower(m, x->addr);
+	j = h5_freesp_lower(m, x->addr);
 	if (j < m->n && m->v[j].addr == a && m->v[j].len == e - a)
 		return;         /* as it was given back last */
 	/* older marks inside (an extent merged with its neighbours since):

@@ -1,0 +1,464 @@
+/* retype.c - a byte dataset given back its type and shape by the
+ * user.h5.* xattrs a copy sets (issue 72 item 2; man h5fs MODIFYING
+ * "types set back").
+ *
+ * tar --xattrs -x and cp -a into a new name create the file (a growable
+ * 1-D uint8 dataset, link.c member_create), write its bytes and set
+ * every xattr they read from the original, user.h5.dtype and
+ * user.h5.shape among them: tar before the bytes, cp -a after them, both
+ * on the open descriptor; rsync -X on the closed temporary file, in the
+ * order listxattr gives (dtype, shape, ..., descr). A dtype other than
+ * |u1 set on a 1-D |u1 dataset of one link is recorded on its node
+ * (struct retype), with the shape and a compound's descr that follow;
+ * the other storage keys (maxshape, chunks, filters, fill, layout, text)
+ * are accepted and change nothing (the new dataset is made as np.save
+ * makes one: contiguous, or chunked with -o compress). The dataset is
+ * made again with that type and shape from its bytes at the last close
+ * of its write descriptors, or, on a dataset no descriptor writes, when
+ * the shape (and a compound's descr) is set: when the byte count is
+ * exactly what they take (no shape: a whole number of elements, 1-D).
+ * Anything else is refused once, with one log line: a dtype h5fs does
+ * not make from bytes (variable-length data, ml_dtypes' floats, unicode)
+ * fails its setxattr with EPERM; bytes that do not fit stay bytes (the
+ * close cannot fail any more: the log line says so).
+ *
+ * Making it again is rename_keep.c's way: the new dataset under the
+ * hidden name ".NAME.h5fs-keep" (npy_rename.c npy_make_from: data, then
+ * header and link, one commit), the byte dataset's attributes set on it,
+ * its modification time kept, then moved over NAME (one commit), the
+ * bytes' storage freed once nothing reads them. Crash states: the bytes
+ * alone, with the hidden dataset (removed at the next such change), the
+ * typed dataset alone. Its inode number is the new header's: the
+ * kernel's entry of NAME is dropped, so the next lookup finds it. */
+#include "member.h"
+#include "npystream.h"
+#include "resize.h"
+#include "handle.h"
+#include "npy.h"
+#include "owner.h"
+
+#include <inttypes.h>
+
+#define KEEP_SUFFIX ".h5fs-keep"
+
+struct retype {
+	bool has_shape, has_descr;
+	bool settled;           /* made, or refused (logged): nothing more to do */
+	unsigned rank;
+	uint64_t dims[NPY_MAX_RANK];
+	char dtype[64];
+	char descr[NPY_DESCR_MAX];
+};
+
+/* n->retype's fields (one lock for all: a request is rare and short) */
+static pthread_mutex_t rt_mu = PTHREAD_MUTEX_INITIALIZER;
+/* Making one is several commits (the hidden dataset, its attributes, the
+ * move over NAME), at a release, which no kernel lock of the directory
+ * covers: renames and removals (which the kernel's directory locks keep
+ * apart otherwise) wait for it (shared), and so does an open of a node
+ * with a request, which then finds the bytes' storage gone (ESTALE: the
+ * kernel looks the name up again). Taken before commit_begin in both. */
+static pthread_rwlock_t names_lk = PTHREAD_RWLOCK_INITIALIZER;
+
+void retype_names_hold(bool on)
+{
+	if (on)
+		pthread_rwlock_rdlock(&names_lk);
+	else
+		pthread_rwlock_unlock(&names_lk);
+}
+
+/* The datasets made last (their file and header): a rename of one
+ * (rsync -X renames its temporary file after its close, whose release
+ * made it) drops the kernel's entry of the new name, which names the
+ * bytes' inode (member_rename, retype_made). */
+#define MADE_RING 64
+static struct {
+	const h5_file *f;
+	uint64_t addr;
+} made_ring[MADE_RING];
+static unsigned made_next;
+
+static void made_note(const h5_file *f, uint64_t addr)
+{
+	pthread_mutex_lock(&rt_mu);
+	made_ring[made_next % MADE_RING].f = f;
+	made_ring[made_next++ % MADE_RING].addr = addr;
+	pthread_mutex_unlock(&rt_mu);
+}
+
+bool retype_made(const h5_file *f, uint64_t addr)
+{
+	bool hit = false;
+
+	pthread_mutex_lock(&rt_mu);
+	for (unsigned i = 0; i < MADE_RING && !hit; i++)
+		hit = made_ring[i].f == f && made_ring[i].addr == addr;
+	pthread_mutex_unlock(&rt_mu);
+	return hit;
+}
+
+/* The NPY header the request describes (no shape: 1-D of the elements
+ * size bytes hold), as np.save would write it: 0, or why not in why. */
+static int header_of(npy_header *h, const struct retype *rq, uint64_t size, char *why, size_t wlen)
+{
+	static const char magic[8] = { '\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0 };
+	size_t cap = sizeof(rq->descr) + 1024, len;
+	char *buf = malloc(cap), *d = buf + 10;
+	int n, rc;
+
+	if (!buf) {
+		snprintf(why, wlen, "out of memory");
+		return -ENOMEM;
+	}
+	memcpy(buf, magic, 8);
+	if (rq->dtype[0] && rq->dtype[1] == 'V' && !rq->has_descr) {
+		free(buf);
+		snprintf(why, wlen, "dtype %s without user.h5.descr", rq->dtype);
+		return -EINVAL;
+	}
+	n = rq->has_descr && rq->dtype[1] == 'V'
+		    ? snprintf(d, cap - 11, "{'descr': %s, 'fortran_order': False, 'shape': (", rq->descr)
+		    : snprintf(d, cap - 11, "{'descr': '%s', 'fortran_order': False, 'shape': (", rq->dtype);
+	for (unsigned i = 0; rq->has_shape && i < rq->rank; i++)
+		n += snprintf(d + n, cap - 11 - (size_t)n, "%" PRIu64 ",", rq->dims[i]);
+	n += snprintf(d + n, cap - 11 - (size_t)n, "%s), }\n", rq->has_shape ? "" : "0,");
+	len = (size_t)n;
+	buf[8] = (char)(len & 0xff);
+	buf[9] = (char)(len >> 8);
+	rc = len < 65536 ? npy_parse(h, (const uint8_t *)buf, 10 + len, why, wlen) : -EINVAL;
+	free(buf);
+	if (rc == 0 && (h->kind == 'U' || h->itemsize == 0))
+		rc = -EOPNOTSUPP, snprintf(why, wlen, "dtype %s: unicode is stored as variable-length strings, "
+				      "which are not made from bytes", rq->dtype);
+	if (rc != 0)
+		return rc < 0 ? rc : -EINVAL;
+	if (!rq->has_shape) {
+		if (size % h->itemsize) {
+			snprintf(why, wlen, "%" PRIu64 " bytes are not a whole number of %s elements", size, rq->dtype);
+			return -EINVAL;
+		}
+		h->shape[0] = size / h->itemsize;
+		h->nelmts = h->shape[0];
+		h->nbytes = size;
+	} else if (h->nbytes != size) {
+		snprintf(why, wlen, "its %" PRIu64 " bytes are not the %" PRIu64 " that %s of its shape takes", size,
+			 h->nbytes, rq->dtype);
+		return -EINVAL;
+	}
+	h->data_offset = 0;
+	return 0;
+}
+
+/* Whether a value parses as user.h5.shape shows one: 0 (rank, dims), or
+ * -1 ("null", "inf", anything else). */
+static int parse_shape(unsigned *rank, uint64_t *dims, const char *v, size_t len)
+{
+	size_t i = 0;
+
+	*rank = 0;
+	while (len && (v[len - 1] == '\0' || v[len - 1] == '\n'))
+		len--;
+	while (i < len) {
+		uint64_t x = 0;
+		size_t s = i;
+
+		for (; i < len && v[i] >= '0' && v[i] <= '9'; i++) {
+			if (x > (UINT64_MAX - 9) / 10)
+				return -1;
+			x = x * 10 + (uint64_t)(v[i] - '0');
+		}
+		if (i == s || *rank == NPY_MAX_RANK || (i < len && v[i] != ','))
+			return -1;
+		dims[(*rank)++] = x;
+		if (i < len && ++i == len)
+			return -1;      /* a trailing comma */
+	}
+	return 0;
+}
+
+/* The request made: the byte dataset's link in its group followed to the
+ * typed dataset. 0, or an errno (logged once). Takes FILE's lock. */
+static int make(h5fs *fs, struct node *n, struct retype *rq, bool wait_empty)
+{
+	static const char *const nc_own[] = { "DIMENSION_LIST", "_Netcdf4Coordinates", "_Netcdf4Dimid", NULL };
+	struct node *p = node_get(fs, __atomic_load_n(&n->parent, __ATOMIC_ACQUIRE));
+	char *path = strdup(__atomic_load_n(&n->path, __ATOMIC_ACQUIRE));   /* (a rename may move it) */
+	const char *name = !path ? "" : strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	size_t nlen = strlen(name), hlen = nlen + 1 + strlen(KEEP_SUFFIX);
+	char why[240] = "", *hidden = malloc(hlen + 1);
+	struct h5_gone *gone = NULL;
+	h5_dataset *d = NULL;
+	h5_obj_info info;
+	h5_link l = { 0 }, left = { 0 };
+	npy_header *h = malloc(sizeof(*h));
+	uint64_t made = UINT64_MAX;
+	struct use u;
+	int e = 0, rc = 0, began = 0, locked = 0;
+	bool quiet = false;
+	h5_file *u_f = NULL;
+
+	if (!hidden || !h || !path) {
+		e = ENOMEM;
+		snprintf(why, sizeof(why), "out of memory");
+		goto out;
+	}
+	snprintf(hidden, hlen + 1, ".%s" KEEP_SUFFIX, name);
+	if (!rq->dtype[0]) {
+		e = EPERM;
+		snprintf(why, sizeof(why), "user.h5.descr was set without user.h5.dtype");
+		goto out;
+	}
+	if (!p || p->type != NT_DIR) {
+		e = ESTALE;
+		snprintf(why, sizeof(why), "its directory is no longer known");
+		goto out;
+	}
+	pthread_rwlock_wrlock(&names_lk);
+	locked = 1;
+	if ((e = commit_begin(&u, fs, p, COMMIT_ALL, "setxattr user.h5.dtype")) != 0) {
+		snprintf(why, sizeof(why), "%s", strerror(e));
+		goto out;
+	}
+	began = 1;
+	/* still the name's dataset, still bytes of one link */
+	if (h5_group_lookup(&l, u.f, u.addr, name) < 0 || l.type != H5_LINK_HARD || l.addr != n->addr ||
+	    h5_obj_info_get(&info, u.f, l.addr) < 0 || info.nlink != 1 || h5_dataset_open(&d, u.f, l.addr) < 0) {
+		h5_err_clear();
+		/* (renamed over another dataset meanwhile: rename_keep.c's
+		 * rules made that; not a refusal of ours) */
+		quiet = true;
+		e = EPERM;
+		snprintf(why, sizeof(why), "its name no longer leads to it, or it has other links");
+		goto out;
+	}
+	rc = header_of(h, rq, h5_dataset_size(d), why, sizeof(why));
+	if (rc < 0 && wait_empty && h5_dataset_size(d) == 0) {
+		/* tar makes the file (mknod) and sets its xattrs before it
+		 * opens it to write the bytes: their last close decides */
+		pthread_mutex_lock(&rt_mu);
+		n->retype->settled = false;
+		pthread_mutex_unlock(&rt_mu);
+		goto out;
+	}
+	if (rc < 0) {
+		e = EPERM;
+		goto out;
+	}
+	if (h5_group_lookup(&left, u.f, u.addr, hidden) == 0 && h5_link_delete(u.f, u.addr, hidden, hlen, 2) < 0) {
+		e = EPERM;
+		snprintf(why, sizeof(why), "a dataset under its hidden name %s could not be removed", hidden);
+		goto out;
+	}
+	h5_err_clear();
+	rc = npy_make_from(&made, fs, u.f, d, h, u.addr, hidden, hlen);
+	if (rc == 0)
+		rc = keep_attrs_copy(u.f, l.addr, made, own_detect(u.f) == OWN_HDF5 ? NULL : nc_own);
+	/* a descriptor opened meanwhile (before names_lk) writes or reads the
+	 * bytes: its last close decides */
+	if (rc == 0 && __atomic_load_n(&n->opens, __ATOMIC_ACQUIRE)) {
+		if (h5_link_delete(u.f, u.addr, hidden, hlen, 2) < 0)
+			h5_err_clear();
+		pthread_mutex_lock(&rt_mu);
+		n->retype->settled = false;
+		pthread_mutex_unlock(&rt_mu);
+		goto out;
+	}
+	if (rc == 0)
+		rc = h5_link_move_gone(u.f, u.addr, hidden, hlen, u.addr, name, nlen, &gone);
+	if (rc < 0) {
+		e = rc == H5_ERR_UNSUPPORTED ? EPERM : h5fs_errno(rc);
+		snprintf(why, sizeof(why), "%s", h5_err_msg());
+		if (made != UINT64_MAX && h5_link_delete(u.f, u.addr, hidden, hlen, 2) < 0)
+			h5_err_clear();
+		goto out;
+	}
+	/* in a netCDF-4 file: the bytes' dimension off, the variable on
+	 * netCDF dimensions of its shape, as np.save's (npy.c attach_dims) */
+	if (own_detect(u.f) != OWN_HDF5) {
+		char nwhy[160] = "";
+
+		rc = nc_detach_var(u.f, u.addr, l.addr);
+		if (rc == 0 && h->rank > 0)
+			rc = nc_attach_var(u.f, p->path, made, h->rank, h->shape, false, nwhy, sizeof(nwhy));
+		if (rc < 0)
+			h5fs_log(fs, LOG_ERR, "%s: made %s, its netCDF dimensions not updated: %s", show_path(path),
+				 rq->dtype, h5_err_msg());
+		h5_err_clear();
+	}
+	if (gone)
+		member_gone_keep(fs, u.g, u.f, l.addr, gone);
+	gone = NULL;
+	synth_forget(fs, p->ino, name);
+	npy_inval_after_reply(fs, p->ino, name, NULL);
+	u_f = u.f;
+	h5fs_log(fs, LOG_INFO, "%s: made %s of %u dimensions from its %" PRIu64 " bytes (user.h5.dtype and shape set back)",
+		 show_path(path), rq->dtype, h->rank, h->nbytes);
+out:
+	if (began) {
+		pthread_rwlock_wrlock(&n->lk);
+		xattr_cache_drop(n);
+		pthread_rwlock_unlock(&n->lk);
+		commit_end(fs, &u, true);
+	}
+	if (locked)
+		pthread_rwlock_unlock(&names_lk);
+	if (e)
+		h5fs_log(fs, quiet ? LOG_DEBUG : LOG_NOTICE, "%s: user.h5.dtype %s not given back: %s; it stays bytes (|u1)",
+			 show_path(path ? path : n->path), rq->dtype[0] ? rq->dtype : "(none)", why);
+	else if (made != UINT64_MAX)
+		made_note(u_f, made);
+	free(path);
+	h5_gone_discard(gone);
+	h5_link_clear(&l);
+	h5_link_clear(&left);
+	h5_dataset_close(d);
+	free(hidden);
+	free(h);
+	return e;
+}
+
+/* Take the request, or NULL when there is none left to make. */
+static struct retype *take(struct node *n, bool need_complete)
+{
+	struct retype *rq = NULL;
+
+	pthread_mutex_lock(&rt_mu);
+	if (n->retype && !n->retype->settled &&
+	    (!need_complete || (n->retype->has_shape && (n->retype->dtype[1] != 'V' || n->retype->has_descr)))) {
+		rq = malloc(sizeof(*rq));
+		if (rq) {
+			memcpy(rq, n->retype, sizeof(*rq));
+			n->retype->settled = true;      /* made or refused: once */
+		}
+	}
+	pthread_mutex_unlock(&rt_mu);
+	return rq;
+}
+
+int retype_note(h5fs *fs, struct node *n, const char *key, const char *value, size_t size, bool bytes)
+{
+	struct retype *rq;
+	char why[240] = "";
+	bool apply = false;
+	int e = 0;
+
+	while (value && size && (value[size - 1] == '\0' || value[size - 1] == '\n'))
+		size--;
+	pthread_mutex_lock(&rt_mu);
+	rq = n->retype;
+	if (!rq && !value) {
+		pthread_mutex_unlock(&rt_mu);
+		return -1;
+	}
+	if (!rq) {
+		pthread_mutex_unlock(&rt_mu);
+		/* a dtype starts one on bytes, or a compound's descr (rsync
+		 * sets names in sorted order: descr before dtype) */
+		if ((strcmp(key, "dtype") != 0 && strcmp(key, "descr") != 0) || !bytes)
+			return -1;
+		rq = calloc(1, sizeof(*rq));
+		if (!rq)
+			return ENOMEM;
+		if (size >= (key[1] == 't' ? sizeof(rq->dtype) : sizeof(rq->descr)) || memchr(value, 0, size)) {
+			free(rq);
+			return -1;
+		}
+		if (key[1] == 'e') {
+			memcpy(rq->descr, value, size);
+			rq->has_descr = true;
+		} else {
+			memcpy(rq->dtype, value, size);
+		}
+		/* a dtype h5fs does not make from bytes: refused now, once */
+		if (rq->dtype[0]) {
+			npy_header *h = malloc(sizeof(*h));
+			struct retype probe = { .has_shape = true, .rank = 1 };
+
+			memcpy(probe.dtype, rq->dtype, sizeof(probe.dtype));
+			if (!h) {
+				free(rq);
+				return ENOMEM;
+			}
+			if (rq->dtype[1] != 'V' && header_of(h, &probe, 0, why, sizeof(why)) < 0) {
+				rq->settled = true;
+				e = EPERM;
+			}
+			free(h);
+		}
+		pthread_mutex_lock(&rt_mu);
+		if (n->retype) {
+			/* another thread's first (a concurrent setxattr) */
+			pthread_mutex_unlock(&rt_mu);
+			free(rq);
+			return retype_note(fs, n, key, value, size, bytes);
+		}
+		n->retype = rq;
+		pthread_mutex_unlock(&rt_mu);
+		if (e) {
+			h5fs_log(fs, LOG_NOTICE, "setxattr %s user.h5.dtype %s: EPERM: %s; it stays bytes (|u1)",
+				 show_path(n->path), rq->dtype, why);
+			return e;
+		}
+		return 0;       /* waits for the shape or the last close */
+	}
+	if (rq->settled || !value) {
+		/* made or refused already (logged once): the rest changes
+		 * nothing; removals (rsync -X removes the names the source has
+		 * not: user.h5.chunks of the bytes) neither */
+		pthread_mutex_unlock(&rt_mu);
+		return 0;
+	}
+	if (strcmp(key, "shape") == 0) {
+		if (parse_shape(&rq->rank, rq->dims, value, size) < 0) {
+			rq->settled = true;
+			pthread_mutex_unlock(&rt_mu);
+			h5fs_log(fs, LOG_NOTICE, "setxattr %s user.h5.shape %.*s: EPERM: not a shape h5fs makes "
+				 "(dimensions separated by commas); it stays bytes (|u1)", show_path(n->path),
+				 (int)(size < 64 ? size : 64), value);
+			return EPERM;
+		}
+		rq->has_shape = true;
+		apply = true;
+	} else if (strcmp(key, "descr") == 0 && size < sizeof(rq->descr) && !memchr(value, 0, size)) {
+		memcpy(rq->descr, value, size);
+		rq->descr[size] = '\0';
+		rq->has_descr = true;
+		apply = true;
+	} else if (strcmp(key, "dtype") == 0 && size < sizeof(rq->dtype) && !memchr(value, 0, size)) {
+		memset(rq->dtype, 0, sizeof(rq->dtype));
+		memcpy(rq->dtype, value, size);
+		apply = true;
+	}
+	pthread_mutex_unlock(&rt_mu);
+	/* no descriptor has it open (setfattr): made now once the shape is
+	 * known (an empty one waits for its bytes: tar makes the file, sets
+	 * its xattrs, then writes it); else at the last close
+	 * (retype_closed): cp -a and rsync -X set them through their
+	 * descriptor, rsync each name after the dtype too (user.units comes
+	 * after user.h5.shape), which must reach the bytes' dataset */
+	if (apply && !__atomic_load_n(&n->opens, __ATOMIC_ACQUIRE) && (rq = take(n, true)) != NULL) {
+		e = make(fs, n, rq, true);
+		free(rq);
+	}
+	return e;
+}
+
+void retype_open_wait(struct node *n)
+{
+	if (__atomic_load_n(&n->retype, __ATOMIC_ACQUIRE)) {
+		pthread_rwlock_rdlock(&names_lk);
+		pthread_rwlock_unlock(&names_lk);
+	}
+}
+
+void retype_closed(h5fs *fs, struct node *n)
+{
+	struct retype *rq;
+
+	if (!__atomic_load_n(&n->retype, __ATOMIC_ACQUIRE) || __atomic_load_n(&n->opens, __ATOMIC_ACQUIRE) ||
+	    wfile_writing_addr(fs, n->addr) || !(rq = take(n, false)))
+		return;
+	(void)make(fs, n, rq, false);
+	free(rq);
+}
