@@ -26,7 +26,7 @@ item 7; datasets h5py made without stored times, so the mount keeps
 them): a write and a mapped write move the file's st_mtime and st_ctime,
 futimens sets st_mtime and moves st_ctime, link and unlink move the
 directory's st_mtime and st_ctime and the inode's st_ctime (st_nlink
-2, then 1), setxattr moves st_ctime; renameat2 RENAME_NOREPLACE over a
+2, then 1), so do mkdir and rmdir the directory's, setxattr moves st_ctime; renameat2 RENAME_NOREPLACE over a
 name is EEXIST and to a new name renames, RENAME_EXCHANGE is EINVAL (the
 format has no exchange of two links in one commit; man h5fs); a negative
 time reads back as set (-1000), not wrapped.
@@ -137,6 +137,13 @@ def posix_times(work):
         moved("unlink: the inode", e2, e3, m=False)
         if (e1.st_nlink, e3.st_nlink) != (2, 1):
             T.fail("st_nlink after link, unlink: %d, %d" % (e1.st_nlink, e3.st_nlink))
+        # mkdir and rmdir answer from the link batch (issue 70 item 3):
+        # the directory's times move at the answer, not at the commit
+        os.mkdir(os.path.join(g, "sub"))
+        g3 = os.stat(g)
+        moved("mkdir: the directory", g2, g3)
+        os.rmdir(os.path.join(g, "sub"))
+        moved("rmdir: the directory", g3, os.stat(g))
         a, b, c = (os.path.join(g, x) for x in "abc")
         for x in (a, b):
             with open(x, "wb") as fh:
