@@ -107,14 +107,23 @@ int fs_meta_sync(h5fs *fs)
 
 /* Unmounting, no reader left: the last rewritten chunk moved down if
  * that lets FILE end lower (h5_file_compact). Nothing answered depends
- * on it: a failure is logged, FILE keeps its last commit. */
+ * on it: a failure is logged, FILE keeps its last commit. Only after this
+ * mount wrote (wepoch: FILE's lock taken at least once): a mount that
+ * only read leaves FILE as it found it, and its unmount does not wait for
+ * FILE's lock (an h5py reader of FILE held it for the 60 s of
+ * FINAL_LOCK_WAIT, node/hold.c: 10 s of every such test's teardown).
+ * After writes it waits as the last commit does, so that FILE ends as
+ * `h5fs -u` leaves it whatever opened it at once (issue 72). */
 void fs_compact(h5fs *fs)
 {
 	struct timespec mt;
-	uint64_t begins;
+	uint64_t begins, wrote;
 	int rc, keep;
 
-	if (fs_lost(fs) || fs_write_begin(fs))
+	pthread_mutex_lock(&fs->wmu);
+	wrote = fs->wepoch;
+	pthread_mutex_unlock(&fs->wmu);
+	if (!wrote || fs_lost(fs) || fs_write_begin(fs))
 		return;
 	keep = mtime_before(fs, &mt, &begins);
 	rc = h5_file_compact(fs->f);
