@@ -79,7 +79,7 @@ int fs_meta_sync(h5fs *fs)
 	pthread_mutex_unlock(&fs->wmu);
 	if (err || !pending)
 		return err;     /* lost: FILE stays at its last good commit */
-	err = fs_write_begin(fs);
+	err = commit_begin(NULL, fs, NULL, 0, "fsync");        /* (FILE's lock alone) */
 	if (err)
 		return err;
 	keep = mtime_before(fs, &mt, &begins);
@@ -94,7 +94,7 @@ int fs_meta_sync(h5fs *fs)
 		 * run 4 of session 62: 4.8 MB) */
 		fs_meta_synced(fs, seq);
 	}
-	fs_write_end(fs);
+	commit_end(fs, NULL, false);
 	if (rc < 0) {
 		/* committed changes were answered: not durable now, and a
 		 * later fsync that succeeded would say they are */
@@ -123,13 +123,13 @@ void fs_compact(h5fs *fs)
 	pthread_mutex_lock(&fs->wmu);
 	wrote = fs->wepoch;
 	pthread_mutex_unlock(&fs->wmu);
-	if (!wrote || fs_lost(fs) || fs_write_begin(fs))
+	if (!wrote || fs_lost(fs) || commit_begin(NULL, fs, NULL, 0, "compact"))
 		return;
 	keep = mtime_before(fs, &mt, &begins);
 	rc = h5_file_compact(fs->f);
 	if (rc == 0 && keep == 0)
 		keep_mtime(fs, &mt, begins);
-	fs_write_end(fs);
+	commit_end(fs, NULL, false);
 	if (rc < 0)
 		h5err_logged(fs, rc, "unmounting: moving the last chunk down", "/", NULL, UINT64_MAX);
 }
