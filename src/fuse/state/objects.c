@@ -52,7 +52,11 @@ static struct lslot *lslots_alloc(size_t cap)
 
 	if (bytes < LOBJ_MMAP_BYTES)
 		return calloc(cap, sizeof(struct lslot));
-	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	/* populated at once: a growing table is rebuilt into a new array
+	 * (a quarter larger each time), and faulting its pages in one by one
+	 * as the rebuild wrote them was a third of the rebuilds' cost, 3% of
+	 * a cold walk's daemon CPU in a VM (issue 70) */
+	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	return p == MAP_FAILED ? NULL : p;
 }
 
