@@ -180,8 +180,8 @@ def main():
         log = [e for e in st["log"][n0:] if not probe(e)]
         rngs = sorted(tuple(map(int, re.match(r"bytes=(\d+)-(\d+)$", e[2]).groups())) for e in log)
         sent = sum(b - a + 1 for a, b in rngs)
-        print("chunked, signed: %d requests for %d chunks, %d bytes for %d stored" % (
-            len(log), nchunks_c, sent, stored_c))
+        print("chunked, signed: %d requests for %d chunks (and %d probes), %d bytes for %d stored" % (
+            len(log), nchunks_c, len(st["log"]) - n0 - len(log), sent, stored_c))
         if bad:
             fail("chunked: requests refused by the signature check: %r" % bad[:3])
         if not log or len(log) >= nchunks_c:
