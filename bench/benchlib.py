@@ -17,6 +17,17 @@ def is_mounted(mnt):
         return any(line.split()[4] == mnt for line in f)
 
 
+def fsync_path(p):
+    """fsync(2) of a file or directory by its path (a directory through a
+    mount: its pending names made durable), the reference's and h5fs's
+    sides alike."""
+    fd = os.open(p, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def drop_caches():
     """Empty the page cache; False when it could not (not root)."""
     if os.geteuid() != 0:

@@ -35,7 +35,7 @@ import time
 import numpy as np
 import h5py
 
-from benchlib import Mount, say
+from benchlib import Mount, fsync_path, say
 
 try:
     import hdf5plugin
@@ -195,9 +195,7 @@ def main():
                     for o in range(0, n, step):
                         d[o:o + step] = newv[o:o + step]
                     f.flush()
-                fd = os.open(f5, os.O_RDONLY)
-                os.fsync(fd)
-                os.close(fd)
+                fsync_path(f5)
             tp.append(timed(h5py_write))
             say("%s round %d: h5fs %.2f s, h5py %.2f s%s" % (name, r, t5[-1], tp[-1],
                                                             ", baseline %.2f s" % tb[-1] if tb else ""))

@@ -27,19 +27,13 @@ import time
 import numpy as np
 import h5py
 
-from benchlib import Mount, say
+from benchlib import Mount, fsync_path, say
 
 
 def timed(fn):
     t = time.monotonic()
     fn()
     return time.monotonic() - t
-
-
-def fsync_path(p):
-    fd = os.open(p, os.O_RDONLY)
-    os.fsync(fd)
-    os.close(fd)
 
 
 def main():

@@ -26,7 +26,7 @@ import time
 import numpy as np
 import h5py
 
-from benchlib import Mount, say
+from benchlib import Mount, fsync_path, say
 
 CHUNK = 1 << 17         # elements (1 MiB of float64)
 
@@ -93,9 +93,7 @@ def main():
             for o in range(0, n, step):
                 d[o:o + step] = arr[o:o + step]
             f.flush()
-        fd = os.open(f5, os.O_RDONLY)
-        os.fsync(fd)
-        os.close(fd)
+        fsync_path(f5)
 
     for r in range(a.rounds):
         fresh()

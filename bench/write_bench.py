@@ -38,7 +38,7 @@ import time
 import numpy as np
 import h5py
 
-from benchlib import Mount, say
+from benchlib import Mount, fsync_path, say
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -47,14 +47,6 @@ def timed(fn):
     t = time.monotonic()
     fn()
     return time.monotonic() - t
-
-
-def fsync_path(p):
-    fd = os.open(p, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def build_floor(work):

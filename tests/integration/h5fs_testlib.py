@@ -421,6 +421,10 @@ class Mount:
                 try:
                     self.proc.wait(timeout=UNMOUNT_WAIT)
                 except subprocess.TimeoutExpired:
+                    # (a wait of its own: say so, a test's teardown
+                    # that takes UNMOUNT_WAIT each time is CI's time)
+                    print("h5fs_testlib: %s: the daemon had not exited %.0f s after the unmount: killed"
+                          % (self.h5file, UNMOUNT_WAIT), file=sys.stderr)
                     self.proc.kill()
                     self.proc.wait(timeout=UNMOUNT_WAIT)
             self.returncode = self.proc.returncode if self.proc is not None else None

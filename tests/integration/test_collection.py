@@ -54,6 +54,18 @@ KNOWN_EIO = {("vds/typed.h5", "/mixed"), ("vds/outside.h5", "/bad")}
 CHAINS = ("links/master.h5",) + tuple("links/hops/h%02d.h5" % i for i in range(17))
 
 
+def fd_targets(pid):
+    """What pid's descriptors lead to now."""
+    d = "/proc/%d/fd" % pid
+    out = set()
+    for n in os.listdir(d):
+        try:
+            out.add(os.readlink(os.path.join(d, n)))
+        except OSError:
+            pass
+    return out
+
+
 class FdSampler(threading.Thread):
     """The most descriptors pid held on files under root, sampled."""
 
@@ -272,7 +284,7 @@ def wait_for(what, fn, seconds=10):
     return T.wait_until(fn, seconds, 0.1)
 
 
-def check_changes(col, mnt, rep):
+def check_changes(col, mnt, rep, pid):
     odd = os.path.join(col, "odd")
     # added: an HDF5 file and a plain one
     with h5py.File(os.path.join(odd, "added.h5"), "w") as f:
@@ -307,6 +319,28 @@ def check_changes(col, mnt, rep):
     os.rename(tmp, os.path.join(col, rel))
     if not wait_for("rewritten", lambda: open(os.path.join(mnt, rel, "contig"), "rb").read() == new.tobytes()):
         rep.bad("%s: still %d old bytes 10 s after it was rewritten" % (rel, len(before)))
+    # a member replaced while it was closed (max_files: the members read
+    # after it close it), where no look for changes reaches: at its next
+    # opening the kernel's pages of the old file go too (they stayed for
+    # good: dataset ids keep their numbers across openings)
+    rel = "many/a00/b00/f002.h5"
+    before = open(os.path.join(mnt, rel, "contig"), "rb").read()
+    real = os.path.realpath(os.path.join(col, rel))
+
+    def closed():
+        for i in range(3, 3 + MAX_FILES):
+            open(os.path.join(mnt, "many/a%02d/b%02d/f%03d.h5" % (i // 50, i // 10 % 5, i), "contig"), "rb").read()
+        return real not in fd_targets(pid)
+    if not wait_for("closed", closed):
+        rep.bad("%s: still open after %d other members were read (max_files=%d)" % (rel, MAX_FILES, MAX_FILES))
+    new = np.arange(200, 233, dtype="<i4")
+    tmp = os.path.join(col, "many", "a00", "b00", ".f002.tmp")
+    with h5py.File(tmp, "w") as f:
+        f["contig"] = new
+    os.rename(tmp, os.path.join(col, rel))
+    if not wait_for("replaced while closed",
+                    lambda: open(os.path.join(mnt, rel, "contig"), "rb").read() == new.tobytes()):
+        rep.bad("%s: replaced while closed, still %d old bytes 10 s after" % (rel, len(before)))
     # a plain file that becomes HDF5 (same name)
     p = os.path.join(odd, "fake.h5")
     with h5py.File(p + ".tmp", "w") as f:
@@ -396,7 +430,7 @@ def main():
             i, r = next(iter(shared.items()))
             rep.bad("%d st_ino values shown in several files, e.g. %d in %s" % (len(shared), i, sorted(r)))
         with m.watchdog(120):
-            check_changes(col, mnt, rep)
+            check_changes(col, mnt, rep, m.proc.pid)
     # chains of 16 external links need 17 descriptors at once
     with T.Mount(col, mnt, ["-o", "ro"]) as m:
         with m.watchdog(300):

@@ -214,6 +214,7 @@ START_TEST(v1_with_continuation)
 	ck_assert_ptr_null(h5_ohdr_find(oh, H5_MSG_LAYOUT));
 	ck_assert_uint_eq(h5_ohdr_count(oh, H5_MSG_ATTR), 1);
 	ck_assert_uint_eq(h5_ohdr_count(oh, H5_MSG_DTYPE), 0);
+	ck_assert(h5_ohdr_has_mtime(oh));
 	ck_assert_int_eq(h5_ohdr_mtime(oh, &t), 0);
 	ck_assert_int_eq(t, 1700000000);
 	ck_assert(!oh->has_times);
@@ -484,10 +485,13 @@ START_TEST(v2_with_continuation)
 				ck_assert_uint_eq(oh->mtime, 1600000002);
 				ck_assert_uint_eq(oh->ctime, 1600000003);
 				ck_assert_uint_eq(oh->btime, 1600000004);
+				ck_assert(h5_ohdr_has_mtime(oh));
 				ck_assert_int_eq(h5_ohdr_mtime(oh, &t), 0);
 				ck_assert_int_eq(t, 1600000002);
 			} else {
 				ck_assert(!oh->has_times);
+				/* (h5_obj_info_get asks this first, not the error) */
+				ck_assert(!h5_ohdr_has_mtime(oh));
 				ck_assert_int_eq(h5_ohdr_mtime(oh, &t), H5_ERR_NOTFOUND);
 			}
 			h5_ohdr_free(oh);
@@ -653,6 +657,9 @@ static int mtime_of(uint16_t type, const void *body, uint16_t size, int64_t *t)
 	f = img_open(&b, H);
 	ck_assert_int_eq(h5_ohdr_load(&oh, f, H), 0);
 	rc = h5_ohdr_mtime(oh, t);
+	/* a message of either kind, well formed or not, is one; none is
+	 * NOTFOUND (h5_obj_info_get asks this first, not the error) */
+	ck_assert(h5_ohdr_has_mtime(oh) == (rc != H5_ERR_NOTFOUND));
 	h5_ohdr_free(oh);
 	h5_file_close(f);
 	tb_free(&b);

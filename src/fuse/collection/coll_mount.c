@@ -112,6 +112,32 @@ static int stamp_cb(void *cv, struct member_stamp *ms, const char *path)
 	return e ? e : cs.is_file ? 0 : ENOENT;
 }
 
+/* The member's file is stamped st as s opens: another file than at its
+ * last opening (replaced or rewritten while s was closed, max_files)
+ * means the kernel may still hold the old file's pages and attributes
+ * under ids that keep their numbers (datasets): nothing looked at a
+ * closed member, so nobody told it (a live collection showed the old
+ * bytes for good). A live mount's only: a frozen one shows what it
+ * first read. */
+static void note_opened(struct coll *c, struct slot *s, const struct member_stamp *st)
+{
+	struct fnode *n = coll_fnode_by_ino(c, s->folder_ino);
+	bool ch = false;
+
+	if (!n)
+		return;
+	pthread_mutex_lock(&c->mu);
+	if (n->opened_set)
+		ch = n->opened.size != st->size || n->opened.mtime_ns != st->mtime_ns ||
+		     n->opened.ctime_ns != st->ctime_ns || n->opened.ino != st->ino ||
+		     strcmp(n->opened.etag, st->etag) != 0;
+	n->opened = *st;
+	n->opened_set = true;
+	pthread_mutex_unlock(&c->mu);
+	if (ch && c->cfg.read_only && c->cfg.refresh)
+		slot_file_changed(c->m, s);
+}
+
 /* A member opened by the dispatcher (s->opening: no request uses s->ops
  * meanwhile). Unchanged since its record (the stamp DIR's backend gives
  * now): an indexed root, no file opened. Else the live root, walked and
@@ -132,15 +158,22 @@ static int hook_open_member(void *cv, void **out, const char *path, struct slot 
 
 	*out = NULL;
 	s->ops = &h5fs_member_ops;
-	if (c->ci) {
-		const struct root_ops *ops;
-
+	/* stamped before it opens: with the index (its record's key), and
+	 * on a live mount (note_opened) */
+	if (c->ci || (c->cfg.read_only && c->cfg.refresh)) {
 		e = c->be->stat(c->b, &cs, path);
 		if (e == ENOENT || (!e && !cs.is_file))
 			return ENOENT;  /* gone since listed: a removed file of DIR */
 		if (!e) {
 			stamped = true;
 			coll_stamp_of(&before, &cs);
+			note_opened(c, s, &before);
+		}
+	}
+	if (c->ci) {
+		const struct root_ops *ops;
+
+		if (stamped) {
 			if (coll_index_root(c->ci, &ops, out, path, &before, open_live_cb, s) == 0) {
 				s->ops = ops;
 				return 0;
@@ -164,13 +197,13 @@ static int hook_open_member(void *cv, void **out, const char *path, struct slot 
 	}
 	h5_err_clear();
 	e = open_live(c, &fs, &f, path, s, why, sizeof(why));
-	if (e == EMEDIUMTYPE && stamped && cs.by_name)
+	if (e == EMEDIUMTYPE && c->ci && stamped && cs.by_name)
 		coll_index_set_kind(c->ci, path, &before, false);
-	if (e == EBADMSG && stamped && !cs.by_name)
+	if (e == EBADMSG && c->ci && stamped && !cs.by_name)
 		coll_index_set_unreadable(c->ci, path, &before, why);
 	if (e)
 		return e == EMEDIUMTYPE || e == EBADMSG ? EIO : e;
-	if (stamped && c->be->stat(c->b, &cs, path) == 0) {
+	if (c->ci && stamped && c->be->stat(c->b, &cs, path) == 0) {
 		coll_stamp_of(&after, &cs);
 		coll_index_record(c->ci, path, &before, &after, &h5fs_member_ops, fs, f);
 	}

@@ -21,6 +21,11 @@ struct fnode {
 	uint64_t sig_size;
 	int64_t sig_mtime;
 	bool logged;            /* the member's open failure was logged (this stamp) */
+	/* a member: its file's stamp at its last opening (under c->mu), so
+	 * that one changed while it was closed has the kernel's pages of
+	 * the old file dropped (coll_mount.c note_opened) */
+	struct member_stamp opened;
+	bool opened_set;
 };
 
 struct coll {

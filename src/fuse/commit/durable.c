@@ -79,7 +79,7 @@ int fs_meta_sync(h5fs *fs)
 	pthread_mutex_unlock(&fs->wmu);
 	if (err || !pending)
 		return err;     /* lost: FILE stays at its last good commit */
-	err = fs_write_begin(fs);
+	err = commit_begin(NULL, fs, NULL, 0, "fsync");        /* (FILE's lock alone) */
 	if (err)
 		return err;
 	keep = mtime_before(fs, &mt, &begins);
@@ -94,7 +94,7 @@ int fs_meta_sync(h5fs *fs)
 		 * run 4 of session 62: 4.8 MB) */
 		fs_meta_synced(fs, seq);
 	}
-	fs_write_end(fs);
+	commit_end(fs, NULL, false);
 	if (rc < 0) {
 		/* committed changes were answered: not durable now, and a
 		 * later fsync that succeeded would say they are */
@@ -107,20 +107,29 @@ int fs_meta_sync(h5fs *fs)
 
 /* Unmounting, no reader left: the last rewritten chunk moved down if
  * that lets FILE end lower (h5_file_compact). Nothing answered depends
- * on it: a failure is logged, FILE keeps its last commit. */
+ * on it: a failure is logged, FILE keeps its last commit. Only after this
+ * mount wrote (wepoch: FILE's lock taken at least once): a mount that
+ * only read leaves FILE as it found it, and its unmount does not wait for
+ * FILE's lock (an h5py reader of FILE held it for the 60 s of
+ * FINAL_LOCK_WAIT, node/hold.c: 10 s of every such test's teardown).
+ * After writes it waits as the last commit does, so that FILE ends as
+ * `h5fs -u` leaves it whatever opened it at once (issue 72). */
 void fs_compact(h5fs *fs)
 {
 	struct timespec mt;
-	uint64_t begins;
+	uint64_t begins, wrote;
 	int rc, keep;
 
-	if (fs_lost(fs) || fs_write_begin(fs))
+	pthread_mutex_lock(&fs->wmu);
+	wrote = fs->wepoch;
+	pthread_mutex_unlock(&fs->wmu);
+	if (!wrote || fs_lost(fs) || commit_begin(NULL, fs, NULL, 0, "compact"))
 		return;
 	keep = mtime_before(fs, &mt, &begins);
 	rc = h5_file_compact(fs->f);
 	if (rc == 0 && keep == 0)
 		keep_mtime(fs, &mt, begins);
-	fs_write_end(fs);
+	commit_end(fs, NULL, false);
 	if (rc < 0)
 		h5err_logged(fs, rc, "unmounting: moving the last chunk down", "/", NULL, UINT64_MAX);
 }

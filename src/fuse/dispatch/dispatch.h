@@ -129,6 +129,12 @@ void slots_usage(h5fs_mount *m, uint64_t *bytes, uint64_t *objects);
 /* close idle members until the descriptors fit in max_files (m->mu held) */
 void slots_trim_locked(h5fs_mount *m, unsigned want);
 /* s used now: last in the order members are closed in (m->mu held) */
+/* s is being opened (s->opening) and its member's file is not the one
+ * its last opening had (a collection's hook: stamps): the kernel drops
+ * what it holds of the member at the ticker's next look, as for a member
+ * closed because it changed, and the opening is a live file that
+ * changed. Takes m->mu. */
+void slot_file_changed(h5fs_mount *m, struct slot *s);
 /* A request's look for a change of s's member file (a live mount's
  * indexed member; at most once per refresh interval, by the root): may let
  * go of m->mu meanwhile and close s. m->mu held. */

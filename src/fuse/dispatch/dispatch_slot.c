@@ -278,6 +278,14 @@ static void close_changed_locked(h5fs_mount *m, struct slot *s, void *r)
 	slot_close(m, s);
 }
 
+void slot_file_changed(h5fs_mount *m, struct slot *s)
+{
+	pthread_mutex_lock(&m->mu);
+	s->changed = true;
+	s->inval = true;
+	pthread_mutex_unlock(&m->mu);
+}
+
 /* A request's look for a change of its member's file (at most once per
  * refresh interval, by the root: a stat, made without m->mu). */
 void slot_check_changed_locked(h5fs_mount *m, struct slot *s)
@@ -515,7 +523,16 @@ static void inval_changed_locked(h5fs_mount *m)
 
 /* Every refresh seconds, each open member looks for changes of its file
  * (live/live.c live_tick; an indexed root: root op changed, when a request
- * came since its last look), held busy meanwhile so it is not closed. */
+ * came since its last look), held busy meanwhile so it is not closed:
+ * one at a time. A member's tick may wait for the notification thread
+ * (node_sweep's notify_flush), which waits for the LOOKUPs under way
+ * (kit/notify.h's gate); a LOOKUP may wait for a descriptor (a member
+ * replaced in DIR: its signature read, slots_reserve), which it gets by
+ * closing an idle member. Holding every open member busy for the whole
+ * round left none to close under -o max_files: the LOOKUP, the gate and
+ * the tick waited on one another until the gate gave up (5 s; a live
+ * collection showed a replaced member's old bytes that long, under load
+ * past test_collection's 10 s). Slots are never freed while mounted. */
 static void *ticker(void *arg)
 {
 	h5fs_mount *m = arg;
@@ -545,15 +562,25 @@ static void *ticker(void *arg)
 				v = nv;
 				cap = nc;
 			}
-			s->busy++;
-			m->inflight++;
 			v[n++] = s;
 		}
 		pthread_mutex_unlock(&m->mu);
 		for (i = 0; i < n; i++) {
-			void *r = v[i]->r;
+			void *r;
 			bool ch = false;
 
+			/* still open (it may have been closed or opened anew
+			 * since the list was made: then it is the new root's
+			 * look) */
+			pthread_mutex_lock(&m->mu);
+			r = v[i]->r;
+			if (!r || v[i]->opening || m->stopping) {
+				pthread_mutex_unlock(&m->mu);
+				continue;
+			}
+			v[i]->busy++;
+			m->inflight++;
+			pthread_mutex_unlock(&m->mu);
 			if (v[i]->ops->tick)
 				v[i]->ops->tick(r);
 			if (v[i]->ops->changed)

@@ -260,8 +260,22 @@ int live_new(h5fs *fs, h5_file *f, void (*sweep)(h5fs *fs))
 			lv->path = h5_path_join(cwd, p);
 		else
 			lv->path = strdup(p);
-		if (!lv->path || !(lv->name = strdup(lv->opts->dir_name ? lv->opts->dir_name
-						   : strrchr(lv->path, '/') ? strrchr(lv->path, '/') + 1 : lv->path)))
+		if (!lv->path)
+			return h5_err_set(H5_ERR_NOMEM, "out of memory");
+		/* FILE's name in dir_fd. A collection's member: dir_fd is the
+		 * collection's tree (ext_root), so its path below it; its base
+		 * name there was no file, and every change of a member in a
+		 * folder failed to open ("changed and cannot be read now: No
+		 * such file or directory"). One not below it (reached through
+		 * a symlink): opened by its path, as the collection opened it. */
+		size_t rl = lv->opts->ext_root ? strlen(lv->opts->ext_root) : 0;
+		const char *nm = lv->opts->dir_name ? lv->opts->dir_name
+			       : strrchr(lv->path, '/') ? strrchr(lv->path, '/') + 1 : lv->path;
+
+		if (!lv->opts->dir_name && rl)
+			nm = strncmp(lv->path, lv->opts->ext_root, rl) == 0 && lv->path[rl] == '/' && lv->path[rl + 1]
+			     ? lv->path + rl + 1 : NULL;
+		if (nm && !(lv->name = strdup(nm)))
 			return h5_err_set(H5_ERR_NOMEM, "out of memory");
 		if (fstat(h5_file_fd(f), &st) == 0) {
 			lv->owner = st.st_uid;
@@ -277,7 +291,7 @@ static bool still_refused(struct live *lv)
 {
 	struct stat st;
 
-	if (!lv->refused || !lv->opts->dir_fd || *lv->opts->dir_fd < 0)
+	if (!lv->refused || !lv->opts->dir_fd || *lv->opts->dir_fd < 0 || !lv->name)
 		return false;
 	if (fstatat(*lv->opts->dir_fd, lv->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == lv->refused_dev &&
 	    st.st_ino == lv->refused_ino)
@@ -452,7 +466,7 @@ int live_refresh(h5fs *fs, bool doubt, bool patient)
 		struct stat nst;
 		bool said = false;
 
-		if (lv->opts->dir_fd && fstatat(*lv->opts->dir_fd, lv->name, &nst, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (lv->opts->dir_fd && lv->name && fstatat(*lv->opts->dir_fd, lv->name, &nst, AT_SYMLINK_NOFOLLOW) == 0) {
 			said = lv->refused && lv->refused_dev == nst.st_dev && lv->refused_ino == nst.st_ino;
 			lv->refused = true;
 			lv->refused_dev = nst.st_dev;

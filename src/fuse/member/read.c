@@ -135,7 +135,9 @@ static int do_listing(struct dirsnap *d, h5fs *fs, fuse_ino_t ino)
 {
 	struct node *n = node_get(fs, ino);
 	struct use u;
-	size_t i;
+	uint64_t *keys = NULL;
+	size_t *at = NULL, nk = 0, i;
+	uint8_t *kinds = NULL;
 	int rc, err = 0;
 
 	if (!n)
@@ -169,7 +171,19 @@ static int do_listing(struct dirsnap *d, h5fs *fs, fuse_ino_t ino)
 		       show_path(n->path), d->skipped);
 	/* Hard links: d_type from the kind (cached per address; one header
 	 * decode the first time) so find/ls need not stat every entry. A child
-	 * that cannot be decoded stays DT_UNKNOWN: its lookup reports the EIO. */
+	 * that cannot be decoded stays DT_UNKNOWN: its lookup reports the EIO.
+	 * FILE's own children (all but links shown in place) are looked up in
+	 * the kind map together, and the kinds decoded remembered together:
+	 * one lock each per listing, not two per name (kind_lookup_many) */
+	if (d->n) {
+		keys = malloc(d->n * (sizeof(*keys) + sizeof(*at) + 1));
+		if (!keys) {
+			err = ENOMEM;
+			goto fail;
+		}
+		at = (size_t *)(keys + d->n);
+		kinds = (uint8_t *)(at + d->n);
+	}
 	for (i = 0; i < d->n; i++) {
 		struct dent *e = &d->e[i];
 		h5_file *tf = u.f;
@@ -191,7 +205,11 @@ static int do_listing(struct dirsnap *d, h5fs *fs, fuse_ino_t ino)
 			taddr = UINT64_MAX;      /* a link up the tree: a symlink */
 			e->dtype = DT_LNK;
 		}
-		if (taddr != UINT64_MAX) {
+		if (taddr != UINT64_MAX && !e->link) {
+			e->ino = file_ino(tf, taddr);
+			keys[nk] = e->ino;
+			at[nk++] = i;
+		} else if (taddr != UINT64_MAX) {
 			h5_obj_info info;
 			uint64_t key = file_ino(tf, taddr);
 
@@ -212,9 +230,26 @@ static int do_listing(struct dirsnap *d, h5fs *fs, fuse_ino_t ino)
 			goto fail;
 		}
 	}
+	kind_lookup_many(fs, keys, kinds, nk);
+	for (i = 0; i < nk; i++) {
+		struct dent *e = &d->e[at[i]];
+		h5_obj_info info;
+
+		if (kinds[i] != KIND_NONE) {
+			e->dtype = kind_dtype((h5_obj_kind)kinds[i]);
+			kinds[i] = KIND_NONE;   /* known: nothing to remember */
+		} else if (h5_obj_info_get(&info, u.f, e->addr) == 0) {
+			e->dtype = kind_dtype(info.kind);
+			kinds[i] = (uint8_t)info.kind;
+		}
+	}
+	kind_remember_many(fs, keys, kinds, nk);
+	h5_err_clear();
+	free(keys);
 	node_use_end(&u);
 	return 0;
 fail:
+	free(keys);
 	node_use_end(&u);
 	return err;
 }

@@ -331,6 +331,14 @@ static int open_file(struct daemon *D)
 			 (D->fst.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) != 0;
 	D->oopts.min_free_bytes = D->cfg.min_free_bytes;
 	D->oopts.min_free_pct = D->cfg.min_free_pct;
+	/* A read-only FILE's small metadata reads (object headers, heaps,
+	 * B-tree nodes) served from a few 8 KiB blocks read whole: a cold walk
+	 * made a pread per object header, a fifth of the daemon's CPU in a VM
+	 * (issue 70). A live FILE's change is a new generation, opened anew
+	 * with blocks of its own; a generation's reads are checked against
+	 * FILE's stamp as before (live/live.c), so a block read before a
+	 * change is never answered as the new version's. */
+	D->oopts.meta_blocks = !D->oopts.writable;
 	/* -o rw asked for what cannot be: said (stderr before detaching,
 	 * the logfile), as mount(8) says "write-protected, mounted
 	 * read-only" (issue 63) */

@@ -369,6 +369,11 @@ static inline uint64_t fs_ino_out(const h5fs *fs, uint64_t local)
 /* objects.c: the kind map (key: file_ino) */
 int kind_lookup(h5fs *fs, uint64_t addr, h5_obj_kind *kind);
 void kind_remember(h5fs *fs, uint64_t addr, h5_obj_kind kind);
+/* The same for a listing's n keys under one lock: kinds[i] the kind, or
+ * KIND_NONE (looked up: none known; remembered: skipped) */
+#define KIND_NONE 0xff
+void kind_lookup_many(h5fs *fs, const uint64_t *keys, uint8_t *kinds, size_t n);
+void kind_remember_many(h5fs *fs, const uint64_t *keys, const uint8_t *kinds, size_t n);
 void kind_forget_all(h5fs *fs);
 /* The object at addr lost its last link: the kind remembered there
  * forgotten (its space may hold another object of another kind soon) */

@@ -160,7 +160,7 @@ static int ds_open(h5_dataset *d, const h5_ohdr *oh)
 	rc = h5_dataset_msgs_decode(d, oh, true);
 	if (rc < 0)
 		return rc;
-	if (h5_ohdr_mtime(oh, &mtime) == 0) {
+	if (h5_ohdr_has_mtime(oh) && h5_ohdr_mtime(oh, &mtime) == 0) {
 		d->has_mtime = true;
 		d->mtime = mtime;
 	}

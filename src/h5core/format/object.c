@@ -70,12 +70,12 @@ int h5_obj_info_get(h5_obj_info *out, h5_file *f, uint64_t addr)
 	out->kind = obj_kind(f, oh);
 	out->addr = addr;
 	out->nlink = oh->refcount;
-	rc = h5_ohdr_mtime(oh, &mtime);
-	if (rc == 0) {
+	if (h5_ohdr_has_mtime(oh)) {
+		rc = h5_ohdr_mtime(oh, &mtime);
+		if (rc < 0)
+			goto out;
 		out->has_mtime = 1;
 		out->mtime = mtime;
-	} else if (rc != H5_ERR_NOTFOUND) {
-		goto out;
 	}
 	rc = 0;
 	if (oh->has_times) {

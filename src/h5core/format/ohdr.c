@@ -649,6 +649,11 @@ int h5_ohdr_mtime(const h5_ohdr *oh, int64_t *mtime)
 			  (unsigned long long)oh->addr);
 }
 
+bool h5_ohdr_has_mtime(const h5_ohdr *oh)
+{
+	return oh->has_times || h5_ohdr_find(oh, H5_MSG_MTIME) || h5_ohdr_find(oh, H5_MSG_MTIME_OLD);
+}
+
 /* IV.A.2 "Shared Message", versions 1-3, decoded. */
 typedef struct shared_ref {
 	uint8_t version;
