@@ -182,8 +182,8 @@ static int new_dim(uint64_t *addr, h5_file *f, uint64_t grp, uint64_t len, bool 
 	return rc;
 }
 
-int nc_attach_var(h5_file *f, const char *grp_path, uint64_t var, unsigned rank, const uint64_t *shape, bool grows,
-		  char *why, size_t whylen)
+int nc_attach_var(h5_file *f, const char *grp_path, uint64_t grp_addr, uint64_t var, unsigned rank,
+		  const uint64_t *shape, bool grows, char *why, size_t whylen)
 {
 	uint64_t scales[NC_MAX_RANK], groups[NC_DEPTH], grp = UINT64_MAX;
 	struct dims lv[NC_DEPTH];
@@ -196,15 +196,26 @@ int nc_attach_var(h5_file *f, const char *grp_path, uint64_t var, unsigned rank,
 	if (rank == 0 || rank > NC_MAX_RANK)
 		rc = H5_ERR_NOTFOUND;   /* a scalar has no dimensions */
 	/* the variable's group, then each group above it */
-	while (rc == 0 && ng < NC_DEPTH) {
+	for (bool first = true; rc == 0 && ng < NC_DEPTH; first = false) {
 		char *slash;
 
-		rc = h5_path_lookup(&groups[ng], f, path[0] ? path : "/");
+		if (first && grp_addr != UINT64_MAX) {
+			groups[ng] = grp_addr;
+		} else if ((rc = h5_path_lookup(&groups[ng], f, path[0] ? path : "/")) == H5_ERR_NOTFOUND && !first) {
+			/* a group above not linked yet (mkdir's, in the link
+			 * batch): no dimensions of its own to offer but those
+			 * made in it since, which the variable's group is
+			 * not; the next one up */
+			h5_err_clear();
+			rc = 0;
+			goto up;
+		}
 		if (rc < 0)
 			break;
 		lv[ng].f = f;
 		rc = h5_group_iterate(f, groups[ng], dim_cb, &lv[ng]);
 		ng++;
+	up:
 		if (!path[0] || strcmp(path, "/") == 0)
 			break;
 		slash = strrchr(path, '/');

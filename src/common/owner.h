@@ -51,9 +51,13 @@ int own_type_check(enum own_kind k, const char *typestr);
  * unlimited, a copied file's bytes) on a new unlimited dimension of its
  * own; attached as H5DSattach_scale does (h5_ds_attach_new).
  * Several commits (the dimensions, the scales' lists, the variable's).
- * H5_ERR_NOTFOUND for a scalar. The caller holds FILE's lock. */
-int nc_attach_var(h5_file *f, const char *grp_path, uint64_t var, unsigned rank, const uint64_t *shape, bool grows,
-		  char *why, size_t whylen);
+ * H5_ERR_NOTFOUND for a scalar. The caller holds FILE's lock.
+ * grp: the group's header when the caller has it (else UINT64_MAX: looked
+ * up by grp_path): a group made by mkdir is linked with the link batch, so
+ * its path (and those of new groups above it) may not resolve yet; such
+ * groups above are passed over as scopes. */
+int nc_attach_var(h5_file *f, const char *grp_path, uint64_t grp, uint64_t var, unsigned rank,
+		  const uint64_t *shape, bool grows, char *why, size_t whylen);
 
 /* The variable var (its last link in group grp removed, or to be) taken
  * off its netCDF dimensions (h5_ds_detach); a dimension that named only

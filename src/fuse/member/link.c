@@ -168,7 +168,7 @@ int member_create(void *r, uint64_t parent, const char *name)
 		uint64_t zero = 0;
 		char why[160] = "";
 
-		if ((rc = nc_attach_var(u.f, p->path, addr, 1, &zero, true, why, sizeof(why))) < 0)
+		if ((rc = nc_attach_var(u.f, p->path, u.addr, addr, 1, &zero, true, why, sizeof(why))) < 0)
 			h5fs_log(fs, LOG_ERR, "create %s/%s: made without a netCDF dimension: %s",
 				 strcmp(p->path, "/") == 0 ? "" : p->path, name, h5_err_msg());
 		h5_err_clear();

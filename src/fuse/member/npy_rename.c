@@ -144,7 +144,7 @@ static void netcdf_vars(h5fs *fs, h5_file *f, const struct node *np, uint64_t dg
 	if (rc == 0)
 		rc = nc_detach_var(f, sgroup, bytes);
 	if (rc == 0 && h->rank > 0)
-		rc = nc_attach_var(f, np->path, made, h->rank, h->shape, false, why, sizeof(why));
+		rc = nc_attach_var(f, np->path, dgroup, made, h->rank, h->shape, false, why, sizeof(why));
 	if (rc < 0)
 		h5fs_log(fs, LOG_ERR, "rename into %s: netCDF dimensions not updated: %s", np->path, h5_err_msg());
 	h5_err_clear();

@@ -280,7 +280,7 @@ static int make(h5fs *fs, struct node *n, struct retype *rq, bool wait_empty)
 
 		rc = nc_detach_var(u.f, u.addr, l.addr);
 		if (rc == 0 && h->rank > 0)
-			rc = nc_attach_var(u.f, p->path, made, h->rank, h->shape, false, nwhy, sizeof(nwhy));
+			rc = nc_attach_var(u.f, p->path, u.addr, made, h->rank, h->shape, false, nwhy, sizeof(nwhy));
 		if (rc < 0)
 			h5fs_log(fs, LOG_ERR, "%s: made %s, its netCDF dimensions not updated: %s", show_path(path),
 				 rq->dtype, h5_err_msg());
