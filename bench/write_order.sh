@@ -51,7 +51,7 @@ fsx)
 fio)
 	mount_new earliest || exit 1
 	( while kill -0 $pid 2>/dev/null; do df -B1M --output=used "$work" | tail -1; sleep 0.5; done ) >"$work/df" &
-	timeout 300 fio --name=rw --filename="$mnt/g/fio.dat" --size=32m --rw=randwrite --bs=4k --ioengine=libaio \
+	timeout 300 fio --verify_state_save=0 --name=rw --filename="$mnt/g/fio.dat" --size=32m --rw=randwrite --bs=4k --ioengine=libaio \
 		--iodepth=16 --verify=crc32c >"$work/fio.out" 2>&1
 	grep -E "err=|error" "$work/fio.out" | head -3
 	unmount
