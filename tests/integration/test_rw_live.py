@@ -135,6 +135,10 @@ def follow_and_write(wd):
             f.attrs["late"] = "x"
         try:
             os.mkdir(os.path.join(mnt, "grp"))
+            # mkdir joins the link batch (linked within a second, FILE's
+            # lock held meanwhile): the directory's fsync is where it is
+            # in FILE, as for a new file (MODIFY.md)
+            T.fsync_dir(mnt)
         except OSError as e:
             T.fail("mkdir right after h5py's change: %s" % e)
         with h5py.File(h5, "r") as f:
