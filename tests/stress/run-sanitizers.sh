@@ -163,22 +163,6 @@ export H5FS_CRASH_STATES=small
 # reads all of it under ASan (the whole sweeps: 1,000 of the 2,300
 # seconds of this make check, measured on a loaded machine)
 export H5FS_CORPUS_SAMPLE=${H5FS_CORPUS_SAMPLE:-8}
-# The TSan build meanwhile, one job at nice 10: the make check waits on
-# mounts and the kernel part of its time (about a minute of CI's)
-tsan=$build/tsan
-tsan_pid=
-if [ "${H5FS_SANI_TSAN:-1}" != 0 ]; then
-	step "ThreadSanitizer build in $tsan (beside the ASan make check)"
-	(
-		if "$src/configure" --help | grep -q -- '--enable-tsan'; then
-			configure_in "$tsan" --enable-tsan
-		else
-			configure_in "$tsan" CFLAGS="-fsanitize=thread -g -O1" LDFLAGS=-fsanitize=thread
-		fi
-		nice -n 10 make -C "$tsan" -s -j1
-	) >"$build/tsan-build.log" 2>&1 &
-	tsan_pid=$!
-fi
 [ "${H5FS_SANI_CHECK:-1}" = 0 ] || check_in "$asan" "ASan+UBSan" 'TESTS=$(ASAN_TESTS)'
 unset H5FS_CRASH_STATES
 export H5FS_BUILDDIR=$asan H5FS_BIN=$asan/h5fs
@@ -209,11 +193,13 @@ run "append_kill.py (${H5FS_APPEND_KILL_ROUNDS} kills per chunk index), plain bu
 H5FS_FSX_KINDS=growable,growable_gz,growable_latest H5FS_FSX_OPS=${H5FS_FSX_LONG_OPS:-20000} H5FS_FSX_SECONDS=45 \
 	run "test_fsx.py (${H5FS_FSX_LONG_OPS:-20000} operations, growable kinds), plain build" $py "$src/tests/integration/test_fsx.py"
 
-if [ -n "$tsan_pid" ]; then
-	step "ThreadSanitizer build in $tsan: its end"
-	if ! wait "$tsan_pid"; then
-		tail -n 40 "$build/tsan-build.log"
-		exit 1          # (the EXIT trap records the failed setup)
+if [ "${H5FS_SANI_TSAN:-1}" != 0 ]; then
+	tsan=$build/tsan
+	step "ThreadSanitizer build in $tsan"
+	if "$src/configure" --help | grep -q -- '--enable-tsan'; then
+		configure_in "$tsan" --enable-tsan
+	else
+		configure_in "$tsan" CFLAGS="-fsanitize=thread -g -O1" LDFLAGS=-fsanitize=thread
 	fi
 	make -C "$tsan" -s -j"$jobs" >/dev/null
 	unset H5FS_BIN H5FS_BUILDDIR
