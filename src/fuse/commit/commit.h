@@ -157,6 +157,7 @@ struct commit_slot {
 	struct commit_sched *cs;
 	pthread_mutex_t mu;
 	bool timed, busy, listed;
+	unsigned flushing;      /* barriers in its flush (cs->mu): its stop waits */
 	int64_t first_ns, last_ns;
 };
 /* Registered (fs->lock held: no flush that follows the first change

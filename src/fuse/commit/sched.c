@@ -179,11 +179,11 @@ void commit_slot_stop(struct commit_slot *s)
 	struct commit_sched *cs = s->cs;
 
 	/* (a kind stops only at the unmount, after the requests and before
-	 * the scheduler: no flush holds its owner; the scheduler may be in
-	 * it, and is waited for) */
+	 * the scheduler; the scheduler may be in it, or a barrier its idle
+	 * poll runs (member/idle.c) in its flush: both waited for) */
 	if (s->listed) {
 		pthread_mutex_lock(&cs->mu);
-		while (s->busy)
+		while (s->busy || s->flushing)
 			pthread_cond_wait(&cs->cv, &cs->mu);
 		for (unsigned i = 0; i < cs->n; i++) {
 			if (cs->slot[i] != s)
@@ -203,14 +203,14 @@ void commit_slot_stop(struct commit_slot *s)
 
 int commit_barrier(h5fs *fs, unsigned mask)
 {
-	const struct commit_kind *k[SLOTS_MAX];
-	void *owner[SLOTS_MAX];
+	struct commit_slot *s[SLOTS_MAX];
 	struct commit_sched *cs;
 	unsigned n = 0;
 	int err = 0;
 
-	/* (slots leave only under fs->lock, at the unmount, after the
-	 * requests: the owners stay while they are flushed) */
+	/* Each slot flushed is counted in it (flushing) before cs->mu is let
+	 * go: its stop (the unmount's, from another thread than a barrier the
+	 * scheduler's idle poll runs) waits for it before its owner is freed. */
 	pthread_mutex_lock(&fs->lock);
 	cs = fs->sched;
 	if (cs) {
@@ -218,14 +218,20 @@ int commit_barrier(h5fs *fs, unsigned mask)
 		for (unsigned i = 0; i < cs->n; i++) {
 			if (!(cs->slot[i]->k->bit & mask) || !cs->slot[i]->k->flush)
 				continue;
-			k[n] = cs->slot[i]->k;
-			owner[n++] = cs->slot[i]->owner;
+			s[n] = cs->slot[i];
+			s[n++]->flushing++;
 		}
 		pthread_mutex_unlock(&cs->mu);
 	}
 	pthread_mutex_unlock(&fs->lock);
-	for (unsigned i = 0; i < n && !err; i++)
-		err = k[i]->flush(owner[i]);
+	for (unsigned i = 0; i < n; i++) {
+		if (!err)
+			err = s[i]->k->flush(s[i]->owner);
+		pthread_mutex_lock(&cs->mu);
+		s[i]->flushing--;
+		pthread_cond_broadcast(&cs->cv);
+		pthread_mutex_unlock(&cs->mu);
+	}
 	return err;
 }
 

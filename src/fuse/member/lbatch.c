@@ -625,10 +625,10 @@ void lbatch_stop(h5fs *fs)
 	commit_locked(fs, lb, true, false);
 	pthread_mutex_unlock(&lb->t.mu);
 	commit_slot_stop(&lb->t);
+	__atomic_store_n(&fs->lb, NULL, __ATOMIC_RELEASE);
 	free(lb->names);
 	free(lb->addrs);
 	free(lb->items);
 	free(lb->rm);
 	free(lb);
-	__atomic_store_n(&fs->lb, NULL, __ATOMIC_RELEASE);
 }

@@ -382,8 +382,8 @@ void xbatch_stop(h5fs *fs)
 	commit_locked(fs, xb);
 	pthread_mutex_unlock(&xb->t.mu);
 	commit_slot_stop(&xb->t);
+	__atomic_store_n(&fs->xb, NULL, __ATOMIC_RELEASE);
 	free(xb->it);
 	free(xb->share);
 	free(xb);
-	__atomic_store_n(&fs->xb, NULL, __ATOMIC_RELEASE);
 }
