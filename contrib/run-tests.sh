@@ -10,11 +10,12 @@
 #
 #   dependencies, build   install-deps.sh, autoreconf, configure,
 #                         make -j2 (about 1 min)
-#   make check            make -j3 check: the integration tests, the
-#                         longest started first (Makefile.am SLOW_TESTS);
-#                         the unit tests and fuzz replay too when the
-#                         sanitizer stage is left out (it runs them under
-#                         ASan+UBSan: Makefile.am CI_PLAIN_TESTS)
+#   make check            make -j3 check: the integration tests the
+#                         sanitizer stage does not run in full (Makefile.am
+#                         CI_PLAIN_TESTS: the fault shim's, the corpus
+#                         sweeps, the crash enumerations, the remote
+#                         details); every test, unit tests and fuzz replay
+#                         too, when the sanitizer stage is left out
 #   Debian package        contrib/package-test.sh (about 1 min)
 #   sanitizers            tests/stress/run-sanitizers.sh: ASan+UBSan build,
 #                         make check of ASAN_TESTS (the crash enumerations
@@ -124,15 +125,15 @@ if ! { autoreconf -fi && ./configure && make -j2; } >"$logs/build.log" 2>&1; the
 	exit 1
 fi
 
-stage "make check: integration tests (unit tests and fuzz replay: in the sanitizer stage)"
+stage "make check: the tests the sanitizer stage does not run in full (Makefile.am CI_PLAIN_TESTS)"
 before=$(nfail)
 rc=0
 # three tests at a time on two cores: they wait on mounts, servers and
 # the kernel about half their time (740 s of CPU in 646 s of wall time
 # at -j2 on an idle machine); H5FS_CHECK_JOBS changes it
-# The unit tests and the fuzz replay run (and are built) in the sanitizer
-# stage, under ASan+UBSan: here only when that stage is left out
-# (Makefile.am CI_PLAIN_TESTS)
+# The unit tests, the fuzz replay and most integration tests run (and
+# are built) in the sanitizer stage, under ASan+UBSan or TSan: here only
+# when that stage is left out (Makefile.am CI_PLAIN_TESTS)
 plain_tests=()
 [ "${H5FS_SKIP_SANITIZERS:-0}" = 1 ] || plain_tests=('TESTS=$(CI_PLAIN_TESTS)' 'check_PROGRAMS=$(TEST_HELPERS)')
 make -j"${H5FS_CHECK_JOBS:-3}" check "${plain_tests[@]}" >"$logs/make-check.log" 2>&1 || rc=$?
