@@ -233,31 +233,27 @@ static int parent_form(const h5_lstore_ops **ops, h5_group_crt *crt, h5_file *f,
 
 static void group_blocks(h5_freesp *gone, h5_file *f, uint64_t addr);
 
-int h5_group_create(uint64_t *addr, h5_file *f, uint64_t parent, const char *name, size_t name_len)
+/* A new group under parent, write_lock held: linked by name, or (name
+ * NULL) left loose for the link batch (h5_loose_add), which links it at
+ * its commit. */
+static int group_create_locked(uint64_t *addr, h5_file *f, uint64_t parent, const char *name, size_t name_len)
 {
 	const h5_lstore_ops *ops;
 	h5_group_crt crt = { 0 };
-	uint64_t start, reused;
-	int rc;
+	uint64_t start = h5_space_end(f), reused = f->reused;
+	int rc = parent_form(&ops, &crt, f, parent);
 
-	*addr = H5_ADDR_UNDEF;
-	if (!h5_file_writable(f))
-		return h5_err_set(H5_ERR_ROFS, "the file is open read-only");
-	rc = link_name_check(name, name_len);
-	if (rc < 0)
-		return rc;
-	pthread_mutex_lock(&f->write_lock);
-	start = h5_space_end(f);
-	reused = f->reused;
-	rc = parent_form(&ops, &crt, f, parent);
 	if (rc == 0)
 		rc = ops->new_group(addr, f, &crt);
-	/* a header in reused space is durable before the link names it: the
-	 * link's commit stages (fsyncs) only when the allocation end moved */
+	/* a header in reused space is durable before a link names it: the
+	 * link's commit stages (fsyncs) only when the allocation end moved,
+	 * and the batch's may stage only from the allocation end it began at
+	 * (a compact parent's header edit), which reused space lies below */
 	if (rc == 0 && f->reused != reused)
 		rc = h5_txn_barrier(f);
 	if (rc == 0)
-		rc = insert(f, parent, name, name_len, H5_LINK_HARD, *addr, NULL, 0, start);
+		rc = name ? insert(f, parent, name, name_len, H5_LINK_HARD, *addr, NULL, 0, start)
+			  : h5_loose_add(f, *addr, start);
 	if (rc < 0 && h5_addr_defined(*addr)) {
 		/* the new group's blocks, which nothing references, free again
 		 * (else left unreferenced, wherever they were placed) */
@@ -271,45 +267,34 @@ int h5_group_create(uint64_t *addr, h5_file *f, uint64_t parent, const char *nam
 		free(why);
 		*addr = H5_ADDR_UNDEF;
 	}
+	return rc;
+}
+
+int h5_group_create(uint64_t *addr, h5_file *f, uint64_t parent, const char *name, size_t name_len)
+{
+	int rc;
+
+	*addr = H5_ADDR_UNDEF;
+	if (!h5_file_writable(f))
+		return h5_err_set(H5_ERR_ROFS, "the file is open read-only");
+	rc = link_name_check(name, name_len);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&f->write_lock);
+	rc = group_create_locked(addr, f, parent, name, name_len);
 	pthread_mutex_unlock(&f->write_lock);
 	return rc;
 }
 
 int h5_group_create_loose(uint64_t *addr, h5_file *f, uint64_t parent)
 {
-	const h5_lstore_ops *ops;
-	h5_group_crt crt = { 0 };
-	uint64_t start, reused;
 	int rc;
 
 	*addr = H5_ADDR_UNDEF;
 	if (!h5_file_writable(f))
 		return h5_err_set(H5_ERR_ROFS, "the file is open read-only");
 	pthread_mutex_lock(&f->write_lock);
-	start = h5_space_end(f);
-	reused = f->reused;
-	rc = parent_form(&ops, &crt, f, parent);
-	if (rc == 0)
-		rc = ops->new_group(addr, f, &crt);
-	/* blocks in reused space are made durable now, as h5_group_create
-	 * does: the batch's link commit may stage only from the allocation
-	 * end it began at (a compact parent's header edit), which reused
-	 * space lies below */
-	if (rc == 0 && f->reused != reused)
-		rc = h5_txn_barrier(f);
-	if (rc == 0)
-		rc = h5_loose_add(f, *addr, start);
-	if (rc < 0 && h5_addr_defined(*addr)) {
-		h5_freesp gone = { .merge = true };
-		char *why = strdup(h5_err_msg());
-
-		group_blocks(&gone, f, *addr);
-		h5_space_free_noted(f, &gone, 0);
-		h5_freesp_clear(&gone);
-		h5_err_set(rc, "%s", why ? why : "out of memory");
-		free(why);
-		*addr = H5_ADDR_UNDEF;
-	}
+	rc = group_create_locked(addr, f, parent, NULL, 0);
 	pthread_mutex_unlock(&f->write_lock);
 	return rc;
 }
