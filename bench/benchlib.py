@@ -76,3 +76,15 @@ class Mount:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def time_each(op, n):
+    """op(i) for i in 0..n-1, each call timed alone (perf_counter): the
+    list of n durations in seconds."""
+    pc = time.perf_counter
+    ts = []
+    for i in range(n):
+        t0 = pc()
+        op(i)
+        ts.append(pc() - t0)
+    return ts

@@ -50,61 +50,29 @@ def stats(ts):
 
 
 def run_h5fs(h5fs, path, mnt, log, n):
-    res = {}
     with B.Mount([h5fs, "-f", path, mnt], mnt, log):
         g = os.path.join(mnt, "g")
         os.stat(g)      # the lookup of g itself is not the ops' cost
-        pc = time.perf_counter
-        ts = []
-        for i in range(n):
-            p = os.path.join(g, "d%05d" % i)
-            t0 = pc()
-            os.mkdir(p)
-            ts.append(pc() - t0)
-        res["mkdir"] = ts
-        ts = []
-        for i in range(n):
-            v = b"value %d" % i
-            t0 = pc()
-            os.setxattr(g, "user.a%05d" % i, v)
-            ts.append(pc() - t0)
-        res["setfattr"] = ts
-        ts = []
-        for i in range(n):
-            p = os.path.join(g, "d%05d" % i)
-            t0 = pc()
-            os.rmdir(p)
-            ts.append(pc() - t0)
-        res["rmdir"] = ts
-    return res
+        return {
+            "mkdir": B.time_each(lambda i: os.mkdir(os.path.join(g, "d%05d" % i)), n),
+            "setfattr": B.time_each(lambda i: os.setxattr(g, "user.a%05d" % i, b"value %d" % i), n),
+            "rmdir": B.time_each(lambda i: os.rmdir(os.path.join(g, "d%05d" % i)), n),
+        }
 
 
 def run_h5py(path, n):
     import h5py
-    res = {}
-    pc = time.perf_counter
     with h5py.File(path, "r+") as f:
         g = f["g"]
-        ts = []
-        for i in range(n):
-            t0 = pc()
-            g.create_group("d%05d" % i)
-            ts.append(pc() - t0)
-        res["mkdir"] = ts
-        ts = []
-        for i in range(n):
-            v = b"value %d" % i
-            t0 = pc()
-            g.attrs["a%05d" % i] = v
-            ts.append(pc() - t0)
-        res["setfattr"] = ts
-        ts = []
-        for i in range(n):
-            t0 = pc()
-            del g["d%05d" % i]
-            ts.append(pc() - t0)
-        res["rmdir"] = ts
-    return res
+
+        def setattr_(i):
+            g.attrs["a%05d" % i] = b"value %d" % i
+
+        return {
+            "mkdir": B.time_each(lambda i: g.create_group("d%05d" % i), n),
+            "setfattr": B.time_each(setattr_, n),
+            "rmdir": B.time_each(lambda i: g.__delitem__("d%05d" % i), n),
+        }
 
 
 def check(a, b, n):
