@@ -207,15 +207,9 @@ void notify_inval_entry(struct fuse_session *se, uint64_t parent, const char *na
 	enqueue(se, n);
 }
 
-void notify_flush(void)
-{
-	pthread_mutex_lock(&Q.mu);
-	for (uint64_t target = Q.queued; Q.se && Q.issued < target;)
-		pthread_cond_wait(&Q.done, &Q.mu);
-	pthread_mutex_unlock(&Q.mu);
-}
-
-bool notify_settle(int ms)
+/* Until what is queued now was issued (or the session went): ms < 0
+ * without a bound. True when it was. */
+static bool wait_issued(int ms)
 {
 	struct timespec until;
 	uint64_t target;
@@ -223,17 +217,29 @@ bool notify_settle(int ms)
 	int rc = 0;
 
 	clock_gettime(CLOCK_REALTIME, &until);      /* (Q.done's clock) */
-	until.tv_sec += ms / 1000;
-	until.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
+	if (ms > 0) {
+		until.tv_sec += ms / 1000;
+		until.tv_nsec += (long)(ms % 1000) * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
 	}
 	pthread_mutex_lock(&Q.mu);
 	target = Q.queued;
 	while (Q.se && Q.issued < target && rc == 0)
-		rc = pthread_cond_timedwait(&Q.done, &Q.mu, &until);
+		rc = ms < 0 ? pthread_cond_wait(&Q.done, &Q.mu) : pthread_cond_timedwait(&Q.done, &Q.mu, &until);
 	done = !Q.se || Q.issued >= target;
 	pthread_mutex_unlock(&Q.mu);
 	return done;
+}
+
+void notify_flush(void)
+{
+	(void)wait_issued(-1);
+}
+
+bool notify_settle(int ms)
+{
+	return wait_issued(ms);
 }
