@@ -104,7 +104,7 @@ static off_t hole_at(h5_file *f, int fd, uint64_t pos)
 /* Bytes of [from, end) (absolute) that no disk block backs: holes inside
  * FILE's size and what lies past it (at most: ext4 shows fallocated
  * blocks never written as holes too). *first: the first such byte (end
- * when none). any: stop at the first (whether there is one is the
+ * when none). any: 1 at the first (whether there is one is the
  * question, not how many bytes). Under fill_lock. */
 static uint64_t unbacked(uint64_t *first, h5_file *f, int fd, uint64_t from, uint64_t end, uint64_t size, bool any)
 {
@@ -116,14 +116,14 @@ static uint64_t unbacked(uint64_t *first, h5_file *f, int fd, uint64_t from, uin
 
 		if (h < 0 || (uint64_t)h >= lim)
 			break;
+		if (*first == end)
+			*first = (uint64_t)h;
+		if (any)        /* (not where it ends: SEEK_DATA walks the hole) */
+			return 1;
 		d = lseek(fd, h, SEEK_DATA);
 		if (d < 0 || (uint64_t)d > lim)
 			d = (off_t)lim;         /* (ENXIO: a hole to the end) */
-		if (*first == end)
-			*first = (uint64_t)h;
 		need += (uint64_t)d - (uint64_t)h;
-		if (any)
-			return need;
 		pos = (uint64_t)d;
 	}
 	if (end > size) {
