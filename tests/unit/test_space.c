@@ -494,6 +494,41 @@ START_TEST(punch_and_recover)
 }
 END_TEST
 
+/* h5_file_solid remembers the data SEEK_HOLE found (file_space.c
+ * hole_at: a reserve's probe walked FILE's pages again each time); a
+ * punch inside it, and a truncate's growth, are holes it must see again. */
+START_TEST(solid_sees_new_holes)
+{
+	uint64_t len = make_file(), a, p;
+	static uint8_t blk[8 * 4096];
+	h5_file *f = open_file(1);
+
+	memset(blk, 0x5a, sizeof(blk));
+	pthread_mutex_lock(&f->write_lock);
+	ck_assert_int_eq(h5_space_alloc(&a, f, sizeof(blk)), 0);
+	ck_assert_int_eq(h5_file_write(f, a, blk, sizeof(blk)), 0);
+	len = a + sizeof(blk);
+	ck_assert(h5_file_solid(f, a, sizeof(blk)));
+	ck_assert(h5_file_solid(f, a + 4096, 4096));            /* (from what it knows) */
+	p = (a + 4095) / 4096 * 4096 + 2 * 4096;
+	if (h5_file_punch(f, p, 4096) < 0) {    /* (a file system without hole punching) */
+		h5_err_clear();
+		pthread_mutex_unlock(&f->write_lock);
+		h5_file_close(f);
+		return;
+	}
+	ck_assert(!h5_file_solid(f, a, sizeof(blk)));
+	ck_assert(!h5_file_solid(f, p, 4096));
+	ck_assert(h5_file_solid(f, p + 4096, 4096));
+	ck_assert(h5_file_solid(f, a, p - a));
+	/* grown by truncate: a hole past the old end */
+	ck_assert_int_eq(h5_file_truncate(f, len + 4 * 4096), 0);
+	ck_assert(!h5_file_solid(f, len - 4096, 3 * 4096));
+	pthread_mutex_unlock(&f->write_lock);
+	h5_file_close(f);
+}
+END_TEST
+
 START_TEST(reserve_counts_free)
 {
 	uint64_t len = make_file(), a;
@@ -603,6 +638,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, space_reuse_after_sync);
 	tcase_add_test(tc, reserve_counts_free);
 	tcase_add_test(tc, punch_and_recover);
+	tcase_add_test(tc, solid_sees_new_holes);
 	tcase_add_test(tc, space_handover);
 	suite_add_tcase(s, tc);
 	return s;

@@ -407,6 +407,9 @@ int h5_file_lock(h5_file *f)
 			__atomic_store_n(&f->locked, true, __ATOMIC_RELEASE);
 			__atomic_store_n(&f->wrote, false, __ATOMIC_RELAXED);
 			f->falloc_hi = 0;       /* another program may have cut FILE */
+			pthread_mutex_lock(&f->fill_lock);
+			f->data_hi = 0;
+			pthread_mutex_unlock(&f->fill_lock);
 		}
 	}
 	pthread_mutex_unlock(&f->write_lock);

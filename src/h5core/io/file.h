@@ -67,6 +67,10 @@ struct h5_file {
 	/* absolute; atomic, raised under fill_lock: FILE below it holds disk
 	 * blocks throughout (no hole: file_space.c) */
 	uint64_t solid_end;
+	/* under fill_lock: [data_lo, data_hi) held data when SEEK_HOLE last
+	 * looked (hi 0: nothing known); a punch, a truncate and FILE's lock
+	 * taken again (another program may have cut it) forget it */
+	uint64_t data_lo, data_hi;
 	/* h5_open_opts min_free_bytes, min_free_pct (file_space.c) */
 	uint64_t min_free_bytes;
 	unsigned min_free_pct;

@@ -78,25 +78,51 @@ static int keep_margin(const h5_file *f, int fd, uint64_t need, unsigned part)
 			  (unsigned long long)margin);
 }
 
+/* lseek(fd, pos, SEEK_HOLE) past the data it found last time (under
+ * fill_lock). SEEK_HOLE walks every page from pos to the hole (a tmpfs's
+ * page cache, ext4's extents), and a reserve's look at the largest freed
+ * extent (space.c reusable), whose end lies before the chunks a rewrite
+ * adds, walked all of those again for every chunk: dd over a 256 MiB
+ * blosc dataset spent 16% of the daemon's CPU in the kernel's
+ * mapping_seek_hole_data, more as FILE grows (issue 70). */
+static off_t hole_at(h5_file *f, int fd, uint64_t pos)
+{
+	uint64_t from = pos;
+	off_t h;
+
+	if (f->data_hi && pos >= f->data_lo && pos < f->data_hi)
+		from = f->data_hi;      /* (data up to there: no hole before it) */
+	h = lseek(fd, (off_t)from, SEEK_HOLE);
+	if (h > 0 && (uint64_t)h > pos) {
+		if (from == pos || !f->data_hi)
+			f->data_lo = pos;   /* (else [data_lo, h) as one span) */
+		f->data_hi = (uint64_t)h;
+	}
+	return h;
+}
+
 /* Bytes of [from, end) (absolute) that no disk block backs: holes inside
  * FILE's size and what lies past it (at most: ext4 shows fallocated
  * blocks never written as holes too). *first: the first such byte (end
- * when none). */
-static uint64_t unbacked(uint64_t *first, int fd, uint64_t from, uint64_t end, uint64_t size)
+ * when none). any: 1 at the first (whether there is one is the
+ * question, not how many bytes). Under fill_lock. */
+static uint64_t unbacked(uint64_t *first, h5_file *f, int fd, uint64_t from, uint64_t end, uint64_t size, bool any)
 {
 	uint64_t need = 0, pos = from, lim = end < size ? end : size;
 
 	*first = end;
 	while (pos < lim) {
-		off_t h = lseek(fd, (off_t)pos, SEEK_HOLE), d;
+		off_t h = hole_at(f, fd, pos), d;
 
 		if (h < 0 || (uint64_t)h >= lim)
 			break;
+		if (*first == end)
+			*first = (uint64_t)h;
+		if (any)        /* (not where it ends: SEEK_DATA walks the hole) */
+			return 1;
 		d = lseek(fd, h, SEEK_DATA);
 		if (d < 0 || (uint64_t)d > lim)
 			d = (off_t)lim;         /* (ENXIO: a hole to the end) */
-		if (*first == end)
-			*first = (uint64_t)h;
 		need += (uint64_t)d - (uint64_t)h;
 		pos = (uint64_t)d;
 	}
@@ -116,7 +142,7 @@ static uint64_t unbacked(uint64_t *first, int fd, uint64_t from, uint64_t end, u
 static void solid_probe(h5_file *f, int fd)
 {
 	uint64_t s = __atomic_load_n(&f->solid_end, __ATOMIC_RELAXED);
-	off_t h = lseek(fd, (off_t)s, SEEK_HOLE);
+	off_t h = hole_at(f, fd, s);
 
 	if (h > 0 && (uint64_t)h > s)
 		__atomic_store_n(&f->solid_end, (uint64_t)h, __ATOMIC_RELEASE);
@@ -134,7 +160,7 @@ static int back_locked(h5_file *f, uint64_t abs, uint64_t end, unsigned part)
 		return 0;
 	if (fd < 0 || fstat(fd, &st) < 0)
 		return 0;
-	need = unbacked(&first, fd, abs, end, (uint64_t)st.st_size);
+	need = unbacked(&first, f, fd, abs, end, (uint64_t)st.st_size, false);
 	if (!need)
 		rc = 0;
 	else if ((rc = keep_margin(f, fd, need, part)) == 0)
@@ -194,7 +220,7 @@ bool h5_file_solid(h5_file *f, uint64_t addr, uint64_t len)
 		return true;
 	pthread_mutex_lock(&f->fill_lock);
 	solid = (f->falloc_hi && abs >= f->falloc_lo && end <= f->falloc_hi) ||
-		unbacked(&first, fd, abs, end, (uint64_t)st.st_size) == 0;
+		unbacked(&first, f, fd, abs, end, (uint64_t)st.st_size, true) == 0;
 	if (solid)
 		solid_probe(f, fd);     /* (the next asks below it: no system call) */
 	pthread_mutex_unlock(&f->fill_lock);
@@ -212,6 +238,7 @@ int h5_file_truncate(h5_file *f, uint64_t size)
 	__atomic_store_n(&f->wrote, true, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&f->fill_lock);
 	f->falloc_hi = 0;
+	f->data_hi = 0;
 	rc = f->src->ops->truncate(f->src, size);
 	/* (growth is a hole: solid_end stays where it was) */
 	if (__atomic_load_n(&f->solid_end, __ATOMIC_RELAXED) > size)
@@ -246,7 +273,7 @@ int h5_file_allocate(h5_file *f, uint64_t addr, uint64_t len)
 	 * its margin. */
 	fd = guarded(f) ? f->src->ops->fd(f->src) : -1;
 	if (fd >= 0 && fstat(fd, &st) == 0)
-		rc = keep_margin(f, fd, unbacked(&first, fd, from, end, (uint64_t)st.st_size), 1);
+		rc = keep_margin(f, fd, unbacked(&first, f, fd, from, end, (uint64_t)st.st_size, false), 1);
 	if (rc < 0)
 		goto out;
 	__atomic_store_n(&f->wrote, true, __ATOMIC_RELAXED);
@@ -291,6 +318,8 @@ int h5_file_punch(h5_file *f, uint64_t addr, uint64_t len)
 	pthread_mutex_lock(&f->fill_lock);
 	__atomic_store_n(&f->wrote, true, __ATOMIC_RELAXED);
 	rc = f->src->ops->punch(f->src, abs, len);
+	if (f->data_hi && abs < f->data_hi && end > f->data_lo)
+		f->data_hi = 0;
 	/* a hole now (even when the call failed half way): no block below
 	 * solid_end is assumed, nor in the range allocated ahead */
 	if (__atomic_load_n(&f->solid_end, __ATOMIC_RELAXED) > abs)
