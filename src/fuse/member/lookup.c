@@ -354,6 +354,10 @@ int member_lookup_as(void *r, struct root_entry *e, uint64_t parent, const char 
 		e->attr = lst;
 		e->timeout = node_timeout(fs);
 	}
+	/* (every entry the kernel is given is a lookup's: create, mkdir, link
+	 * and READDIRPLUS too) */
+	if (!err)
+		e->generation = export_gen(fs, e->ino);
 	return err;
 }
 

@@ -219,6 +219,15 @@ struct lgen {
 /* (parent ino, name) -> synthetic ino, kept for the whole mount so a
  * symlink keeps its number across FORGET and shows it in readdir too;
  * directories' node ids come from here as well, dropped at FORGET. */
+/* node ids, each with a number (member/export.c) */
+struct idgen {
+	uint64_t id, gen;
+};
+struct u64set {
+	struct idgen *v;
+	size_t cap, n;
+};
+
 struct synth {
 	struct synth *next;
 	uint64_t parent;
@@ -261,6 +270,11 @@ struct h5fs {
 	struct synth **synth;
 	size_t synth_cap, nsynth;
 	uint64_t next_synth;
+	/* node ids of FILE's objects that lost their last link in this
+	 * mount, with how many times (under lock): the generation of the
+	 * object there now, so an old file handle of that id is stale
+	 * (member/export.c) */
+	struct u64set freed;
 	/* Open directory snapshots and write handles (under lock): when FILE
 	 * is unmounted while some are open, the kernel drops their pending
 	 * RELEASE requests, so h5fs_free() frees what is left. */
