@@ -12,9 +12,12 @@
  * kernel would, so its node is the one a lookup by name makes. The cost
  * is a walk of FILE's groups per handle opened cold, and nothing on a
  * lookup by name.
- * Directories, symlinks, views and objects of other files have numbers
- * of this mount only (a directory is a node per path): "." answers them
- * while the daemon has the node, else ESTALE. An object whose last link
+ * A group it and every group above it have one link is numbered by its
+ * address too (H5FS_DIRADDR_BIT, lookup.c show_object), and found the
+ * same way; ".." of a directory is its parent on its path. Other
+ * directories (a node per path), symlinks, views and objects of other
+ * files have numbers of this mount only: "." answers them while the
+ * daemon has the node, else ESTALE. An object whose last link
  * went is not found (ESTALE); one made since at its address has a
  * generation one more for each object removed there in this mount
  * (fs->freed: given with every entry, member_lookup_as), so the old
@@ -92,6 +95,11 @@ uint64_t export_gen(h5fs *fs, uint64_t ino)
 
 	/* nothing removed in this mount: no lock (the common case) */
 	if (!__atomic_load_n(&fs->freed.n, __ATOMIC_RELAXED))
+		return 0;
+	/* a group numbered by its address is known by that address */
+	if (ino & H5FS_DIRADDR_BIT)
+		ino &= ~(H5FS_SYNTH_BIT | H5FS_DIRADDR_BIT);
+	else if (ino & H5FS_SYNTH_BIT)
 		return 0;
 	pthread_mutex_lock(&fs->lock);
 	x = u64set_find(&fs->freed, ino);
@@ -251,12 +259,13 @@ static int do_lookup_dot(struct root_entry *e, h5fs *fs, uint64_t ino)
 	struct node *root;
 	struct use u;
 	char *path = NULL;
+	uint64_t addr = ino & ~(H5FS_SYNTH_BIT | H5FS_DIRADDR_BIT);
 	int err = held(e, fs, ino);
 
 	if (err >= 0)
 		return err;
 	/* numbers of this mount only; FUSE_ROOT_ID is always held */
-	if ((ino & H5FS_SYNTH_BIT) || ino >> 48 || ino < 2)
+	if (((ino & H5FS_SYNTH_BIT) && !(ino & H5FS_DIRADDR_BIT)) || addr >> 48 || addr < 2)
 		return ESTALE;
 	/* new files not linked yet are looked for too */
 	err = commit_barrier(fs, COMMIT_NAMES);
@@ -268,7 +277,7 @@ static int do_lookup_dot(struct root_entry *e, h5fs *fs, uint64_t ino)
 	err = node_use(&u, fs, root);
 	if (err)
 		return err;
-	err = hunt_path(&path, fs, &u, ino - 2);
+	err = hunt_path(&path, fs, &u, addr - 2);
 	node_use_end(&u);
 	if (!err)
 		err = walk_path(e, fs, path);
@@ -295,7 +304,8 @@ static int do_lookup_dotdot(struct root_entry *e, h5fs *fs, uint64_t ino)
 	pthread_mutex_lock(&fs->lock);
 	parent = ino == FUSE_ROOT_ID || !n->parent ? FUSE_ROOT_ID : n->parent;
 	pthread_mutex_unlock(&fs->lock);
-	return held(e, fs, parent) == 0 ? 0 : ESTALE;
+	/* (a parent numbered by its address is found again like ".") */
+	return do_lookup_dot(e, fs, parent);
 }
 
 int member_lookup_dot(void *r, struct root_entry *e, uint64_t ino, bool dotdot)
