@@ -54,21 +54,14 @@ static int lookup_err(h5fs *fs, bool quiet, int rc, const char *path, const char
 }
 
 /* Whether the group taddr of tf, reached from directory p by a hard link,
- * is numbered by its address (H5FS_DIRADDR_BIT): FILE's own, it has one
- * link and p is the root or numbered so too, so it has one path (the
- * tree is a function of the file: export.c finds it again by that
- * number, in this mount or the next) */
+ * may be numbered by its address (H5FS_DIRADDR_BIT): FILE's own, and p is
+ * the root or numbered so too; and it has one link (node_make_obj tells:
+ * links_many), so it has one path (the tree is a function of the file:
+ * export.c finds it again by that number, in this mount or the next) */
 static bool group_by_addr(const struct node *p, const struct use *u, h5_file *tf, uint64_t taddr, const char *fpath)
 {
-	h5_obj_info info;
-	bool one;
-
-	if (fpath || tf != u->f || h5_file_id(tf) != 0 || (taddr + 2) >> 48 ||
-	    (p->ino != FUSE_ROOT_ID && !(p->ino & H5FS_DIRADDR_BIT)))
-		return false;
-	one = h5_obj_info_get(&info, tf, taddr) == 0 && info.kind == H5_OBJ_GROUP && info.nlink <= 1;
-	h5_err_clear();
-	return one;
+	return !fpath && tf == u->f && h5_file_id(tf) == 0 && !((taddr + 2) >> 48) &&
+	       (p->ino == FUSE_ROOT_ID || (p->ino & H5FS_DIRADDR_BIT));
 }
 
 /* The node of object taddr of tf shown as `name` in directory p (at mount
@@ -84,7 +77,7 @@ static int show_object(struct node **out, struct stat *lst, h5fs *fs, const stru
 	h5_obj_info info;
 	h5_obj_kind k = H5_OBJ_UNKNOWN;
 	uint64_t id;
-	bool keep, byaddr;
+	bool keep, byaddr, many = false;
 	int rc, e, tries = 0;
 
 again:
@@ -95,7 +88,7 @@ again:
 	}
 	/* a directory is a node per path: its ancestors are its own (one
 	 * of a single path is numbered by its address) */
-	byaddr = k == H5_OBJ_GROUP && group_by_addr(p, u, tf, taddr, fpath);
+	byaddr = k == H5_OBJ_GROUP && !many && group_by_addr(p, u, tf, taddr, fpath);
 	id = byaddr ? H5FS_SYNTH_BIT | H5FS_DIRADDR_BIT | (taddr + 2)
 		    : k == H5_OBJ_GROUP ? synth_ino(fs, p->ino, name) : file_nodeid(fs, tf, taddr);
 	if (!id)
@@ -177,6 +170,14 @@ again:
 			node_free(fresh);
 			fresh = NULL;
 			k = H5_OBJ_UNKNOWN;
+			goto again;
+		}
+		if (byaddr && fresh->type == NT_DIR && fresh->links_many) {
+			/* a group of several links: the (parent, name) number
+			 * (rare: made once more then) */
+			node_free(fresh);
+			fresh = NULL;
+			many = true;
 			goto again;
 		}
 		if (fresh->type == NT_DIR) {

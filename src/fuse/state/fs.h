@@ -98,6 +98,8 @@ struct node {
 	uint64_t checked;       /* the generation n was last resolved in (gen,
 				 * which its fields belong to, may be older) */
 	bool stale;             /* then, its path no longer led to this object */
+	bool links_many;        /* a group of more than one link (node_make_obj):
+				 * not numbered by its address (member/lookup.c) */
 	struct wqueue *wq;      /* the write order of its write handles (under fs->lock) */
 	/* Page-cached write handles (member/overwrite.c "Page cache"): how
 	 * many of its write handles hold accepted bytes not committed yet,
