@@ -30,6 +30,13 @@ directory's st_mtime and st_ctime and the inode's st_ctime (st_nlink
 name is EEXIST and to a new name renames, RENAME_EXCHANGE is EINVAL (the
 format has no exchange of two links in one commit; man h5fs); a negative
 time reads back as set (-1000), not wrapped.
+
+File handles (xfstests generic/426, 467, 477; fhandle.c, as root): a
+handle of a dataset and of a group opens after the kernel let go of the
+inodes (drop_caches 2), the dataset's after a hard link was added and its
+first name removed, ESTALE once its last name is gone (also when a new
+dataset was made since, which may take its header's address), and the
+dataset's and group's handles open again after an unmount and a mount.
 """
 import ctypes
 import errno
@@ -194,11 +201,75 @@ def posix_times(work):
     print("times: write, mapped write, futimens, link, unlink, setxattr move them; renameat2 flags; -1000 kept")
 
 
+def handles(work):
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc or os.geteuid() != 0:
+        print("SKIP file handles: %s" % ("no C compiler" if not cc else "not root (open_by_handle_at, drop_caches)"))
+        return
+    exe = os.path.join(work, "fhandle")
+    b = subprocess.run([cc, "-O2", "-o", exe, os.path.join(T.SRCDIR, "tests", "integration", "fhandle.c")],
+                       capture_output=True, text=True, timeout=120)
+    if b.returncode != 0:
+        T.fail("fhandle.c does not build: %s" % b.stderr[-500:])
+        return
+    path, mnt = os.path.join(work, "handles.h5"), os.path.join(work, "mnt-h")
+    with h5py.File(path, "w", libver="latest") as f:
+        f["d"] = np.arange(10, dtype="<i4")
+        f.create_group("g")["e"] = np.arange(3.0)
+    d_bytes, e_bytes = np.arange(10, dtype="<i4").tobytes(), np.arange(3.0).tobytes()
+    h = lambda n: os.path.join(work, n + ".fh")  # noqa: E731
+
+    def run_(*args):
+        return subprocess.run([exe] + list(args), capture_output=True, timeout=30)
+
+    def drop():
+        r = run_("drop")
+        if r.returncode not in (0, 77):
+            T.fail("drop_caches: %s" % r.stderr.decode()[-300:])
+
+    def opens(name, want, when):
+        r = run_("open", mnt, h(name))
+        got = r.stdout if r.returncode == 0 else r.stdout.decode().strip()
+        if r.returncode not in (0, 3) or got != want:
+            T.fail("the handle of %s %s: %r (exit %d %s), want %r" % (name, when, got[:80], r.returncode,
+                                                                       r.stderr.decode()[-200:], want[:80]))
+
+    with T.Mount(path, mnt) as m, m.watchdog(60):
+        for name, p in (("d", "d"), ("g", "g"), ("e", "g/e")):
+            r = run_("save", os.path.join(mnt, p), h(name))
+            if r.returncode == 77:
+                print("SKIP file handles: %s" % r.stderr.decode().strip())
+                return
+            if r.returncode != 0:
+                T.fail("name_to_handle_at %s: %s" % (p, r.stderr.decode()[-300:]))
+                return
+        drop()
+        opens("d", d_bytes, "after drop_caches")
+        opens("g", b"e\n", "after drop_caches")
+        os.link(os.path.join(mnt, "g/e"), os.path.join(mnt, "e2"))
+        os.unlink(os.path.join(mnt, "g/e"))
+        drop()
+        opens("e", e_bytes, "after ln g/e e2; rm g/e")
+        os.unlink(os.path.join(mnt, "e2"))
+        with open(os.path.join(mnt, "g/n"), "wb") as f:      # may take e's header's place
+            f.write(b"new bytes")
+        drop()
+        opens("e", "ESTALE", "after its last name went")
+        if not m.alive():
+            T.fail("daemon died: %s" % m.output()[-2000:])
+    with T.Mount(path, mnt):
+        opens("d", d_bytes, "after a remount")
+        opens("g", b"n\n", "after a remount")
+    print("file handles: a dataset's and a group's open after drop_caches and a remount, after ln and rm of "
+          "the first name, ESTALE after the last")
+
+
 def main():
     work = T.workdir("mv-ln")
     for libver in ("latest", "earliest"):
         run(work, libver)
     posix_times(work)
+    handles(work)
     shutil.rmtree(work, ignore_errors=True)
     return T.finish()
 

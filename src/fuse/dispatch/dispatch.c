@@ -275,6 +275,12 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	if (conn->capable & FUSE_CAP_DIRECT_IO_ALLOW_MMAP)
 		conn->want |= FUSE_CAP_DIRECT_IO_ALLOW_MMAP;
 #endif
+	/* File handles (name_to_handle_at, an NFS export) that open after
+	 * the kernel dropped the inode: it asks LOOKUP of "." on the node id
+	 * (member/export.c). A single-file mount only: a collection's
+	 * numbers are resolved through its id map, which answers no "." */
+	if (m->identity && (conn->capable & FUSE_CAP_EXPORT_SUPPORT))
+		conn->want |= FUSE_CAP_EXPORT_SUPPORT;
 	/* READDIRPLUS, adaptive (libfuse asks for both since we have the
 	 * op): the kernel asks for it at a directory's first read and where
 	 * lookups of its entries followed (du, ls -l, getfattr -R), so those

@@ -145,6 +145,11 @@ struct root_ops {
  * (node_timeout, live/live.c). */
 #define H5FS_TIMEOUT 3600.0
 #define H5FS_SYNTH_BIT ((uint64_t)1 << 63)
+/* with H5FS_SYNTH_BIT: the node id of a group that it and every group
+ * above it have one link (a single path), its header address + 2 below
+ * (member/lookup.c show_object): the same in every mount, so a file
+ * handle of it opens after the kernel dropped it (member/export.c) */
+#define H5FS_DIRADDR_BIT ((uint64_t)1 << 61)
 #define H5FS_NAME_MAX 255
 #define H5FS_XATTR_MAX 65536    /* the kernel's XATTR_SIZE_MAX: the largest value or list it passes */
 #define H5FS_BLKSIZE 131072

@@ -41,6 +41,8 @@ static struct node *object_open_locked(h5fs *fs, h5_file *f, uint64_t addr, stru
 static void unlinked_locked(h5fs *fs, h5_file *f, uint64_t addr)
 {
 	kind_forget_locked(fs, file_ino(f, addr));
+	if (h5_file_id(f) == 0)
+		export_freed_locked(fs, file_nodeid(fs, f, addr));
 	light_unlinked_locked(fs, f, addr);
 	for (size_t i = 0; i < fs->nodes_cap; i++)
 		for (struct node *o = fs->nodes[i]; o; o = o->next)

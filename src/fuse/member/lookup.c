@@ -53,6 +53,17 @@ static int lookup_err(h5fs *fs, bool quiet, int rc, const char *path, const char
 	return h5err_logged(fs, rc, "lookup", path, name, addr);
 }
 
+/* Whether the group taddr of tf, reached from directory p by a hard link,
+ * may be numbered by its address (H5FS_DIRADDR_BIT): FILE's own, and p is
+ * the root or numbered so too; and it has one link (node_make_obj tells:
+ * links_many), so it has one path (the tree is a function of the file:
+ * export.c finds it again by that number, in this mount or the next) */
+static bool group_by_addr(const struct node *p, const struct use *u, h5_file *tf, uint64_t taddr, const char *fpath)
+{
+	return !fpath && tf == u->f && h5_file_id(tf) == 0 && !((taddr + 2) >> 48) &&
+	       (p->ino == FUSE_ROOT_ID || (p->ino & H5FS_DIRADDR_BIT));
+}
+
 /* The node of object taddr of tf shown as `name` in directory p (at mount
  * path `path`; fpath: its path in tf when a link was followed to it, which
  * makes it an anchor of tf's tree), read in the generation u holds: 0 and
@@ -66,7 +77,7 @@ static int show_object(struct node **out, struct stat *lst, h5fs *fs, const stru
 	h5_obj_info info;
 	h5_obj_kind k = H5_OBJ_UNKNOWN;
 	uint64_t id;
-	bool keep;
+	bool keep, byaddr, many = false;
 	int rc, e, tries = 0;
 
 again:
@@ -75,8 +86,11 @@ again:
 			k = info.kind;
 		h5_err_clear();   /* node_make_obj reports it */
 	}
-	/* a directory is a node per path: its ancestors are its own */
-	id = k == H5_OBJ_GROUP ? synth_ino(fs, p->ino, name) : file_nodeid(fs, tf, taddr);
+	/* a directory is a node per path: its ancestors are its own (one
+	 * of a single path is numbered by its address) */
+	byaddr = k == H5_OBJ_GROUP && !many && group_by_addr(p, u, tf, taddr, fpath);
+	id = byaddr ? H5FS_SYNTH_BIT | H5FS_DIRADDR_BIT | (taddr + 2)
+		    : k == H5_OBJ_GROUP ? synth_ino(fs, p->ino, name) : file_nodeid(fs, tf, taddr);
 	if (!id)
 		return ENOMEM;
 	*out = NULL;
@@ -85,6 +99,21 @@ again:
 				  (node_light_fresh(fs, id) && light_ref(fs, id, taddr, tf, p->ino, name, lst))))
 		return 0;
 	n = node_ref_existing(fs, id);
+	if (n && byaddr) {
+		e = __atomic_load_n(&n->unlinked, __ATOMIC_ACQUIRE) ? ESTALE : node_fresh(fs, n);
+		if (e == 0 && n->type == NT_DIR)
+			goto found;
+		node_unref(fs, id, 1);
+		if (e != 0 && e != ESTALE)
+			return e;
+		/* the node of a group removed since that had this address,
+		 * which the kernel may still hold: the name's (parent, name)
+		 * number, as a dataset's (below) */
+		id = synth_ino(fs, p->ino, name);
+		if (!id)
+			return ENOMEM;
+		n = node_ref_existing(fs, id);
+	}
 	if (n && k == H5_OBJ_GROUP) {
 		/* re-resolved by its path, anchors included (live/live.c) */
 		e = synth_recheck(&keep, &id, fs, n, p->ino, name, false);
@@ -141,6 +170,14 @@ again:
 			node_free(fresh);
 			fresh = NULL;
 			k = H5_OBJ_UNKNOWN;
+			goto again;
+		}
+		if (byaddr && fresh->type == NT_DIR && fresh->links_many) {
+			/* a group of several links: the (parent, name) number
+			 * (rare: made once more then) */
+			node_free(fresh);
+			fresh = NULL;
+			many = true;
 			goto again;
 		}
 		if (fresh->type == NT_DIR) {
@@ -354,6 +391,10 @@ int member_lookup_as(void *r, struct root_entry *e, uint64_t parent, const char 
 		e->attr = lst;
 		e->timeout = node_timeout(fs);
 	}
+	/* (every entry the kernel is given is a lookup's: create, mkdir, link
+	 * and READDIRPLUS too) */
+	if (!err)
+		e->generation = export_gen(fs, e->ino);
 	return err;
 }
 

@@ -28,6 +28,15 @@
 int member_lookup(void *r, struct root_entry *e, uint64_t parent, const char *name);
 int member_lookup_as(void *r, struct root_entry *e, uint64_t parent, const char *name, bool listed);
 void member_forget(void *r, uint64_t ino, uint64_t nlookup);
+/* export.c: file handles. LOOKUP of "." (dotdot: "..") on node id ino,
+ * what the kernel asks to open a handle of an inode it dropped: 0 and
+ * *e (one reference), or ESTALE. export_freed_locked: ino lost its last
+ * link (under fs->lock; gone.c), its generation one more */
+int member_lookup_dot(void *r, struct root_entry *e, uint64_t ino, bool dotdot);
+void export_freed_locked(h5fs *fs, uint64_t ino);
+/* the generation of node id ino: 0, or one more per object removed there */
+uint64_t export_gen(h5fs *fs, uint64_t ino);
+void u64set_free(struct u64set *s);
 int member_getattr(void *r, struct stat *st, double *timeout, uint64_t ino);
 int member_readlink(void *r, char **target, uint64_t ino);
 int member_opendir(void *r, void **dh, bool *keep, uint64_t ino);

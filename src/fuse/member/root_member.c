@@ -105,7 +105,9 @@ void h5fs_set_ino_map(h5fs *fs, uint64_t (*map)(void *ud, uint64_t local), void 
 static int rd_lookup(void *r, struct root_entry *e, uint64_t parent, const char *name)
 {
 	struct rd x = commit_rd_begin(r);
-	int err = views_lookup(r, e, parent, name);
+	/* "." and "..": the kernel opening a file handle (export.c) */
+	bool dot = name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2]));
+	int err = dot ? member_lookup_dot(r, e, parent, name[1] == '.') : views_lookup(r, e, parent, name);
 
 	commit_rd_end(&x);
 	return err;

@@ -122,6 +122,7 @@ int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64
 	switch (info.kind) {
 	case H5_OBJ_GROUP:
 		n->type = NT_DIR;
+		n->links_many = info.nlink > 1;
 		/* st_nlink 1 = "subdirectory count unknown" (as btrfs does for
 		 * find's leaf optimisation): counting would mean decoding every
 		 * child header of every directory. */

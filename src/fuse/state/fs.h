@@ -98,6 +98,8 @@ struct node {
 	uint64_t checked;       /* the generation n was last resolved in (gen,
 				 * which its fields belong to, may be older) */
 	bool stale;             /* then, its path no longer led to this object */
+	bool links_many;        /* a group of more than one link (node_make_obj):
+				 * not numbered by its address (member/lookup.c) */
 	struct wqueue *wq;      /* the write order of its write handles (under fs->lock) */
 	/* Page-cached write handles (member/overwrite.c "Page cache"): how
 	 * many of its write handles hold accepted bytes not committed yet,
@@ -219,6 +221,15 @@ struct lgen {
 /* (parent ino, name) -> synthetic ino, kept for the whole mount so a
  * symlink keeps its number across FORGET and shows it in readdir too;
  * directories' node ids come from here as well, dropped at FORGET. */
+/* node ids, each with a number (member/export.c) */
+struct idgen {
+	uint64_t id, gen;
+};
+struct u64set {
+	struct idgen *v;
+	size_t cap, n;
+};
+
 struct synth {
 	struct synth *next;
 	uint64_t parent;
@@ -261,6 +272,11 @@ struct h5fs {
 	struct synth **synth;
 	size_t synth_cap, nsynth;
 	uint64_t next_synth;
+	/* node ids of FILE's objects that lost their last link in this
+	 * mount, with how many times (under lock): the generation of the
+	 * object there now, so an old file handle of that id is stale
+	 * (member/export.c) */
+	struct u64set freed;
 	/* Open directory snapshots and write handles (under lock): when FILE
 	 * is unmounted while some are open, the kernel drops their pending
 	 * RELEASE requests, so h5fs_free() frees what is left. */

@@ -313,16 +313,21 @@ static uint32_t *lname_at(h5fs *fs, uint32_t ref)
 	return (uint32_t *)(void *)(fs->names + (size_t)ref * 4);
 }
 
+/* Codes: 0 the root, below 2^31 a (parent, name) number, else a group
+ * numbered by its address (H5FS_DIRADDR_BIT) in the first 2 GiB of FILE;
+ * others have no code (their names are kept in nodes) */
+#define LNAME_ADDR 0x80000000u
 bool lname_parent_code(uint64_t parent, uint32_t *code)
 {
+	uint64_t low = parent & ~(H5FS_SYNTH_BIT | H5FS_DIRADDR_BIT);
+
 	if (parent == FUSE_ROOT_ID) {
 		*code = 0;
 		return true;
 	}
-	if (!(parent & H5FS_SYNTH_BIT) || (parent & ~H5FS_SYNTH_BIT) == 0 ||
-	    (parent & ~H5FS_SYNTH_BIT) > UINT32_MAX)
+	if (!(parent & H5FS_SYNTH_BIT) || low == 0 || low >= LNAME_ADDR)
 		return false;
-	*code = (uint32_t)(parent & ~H5FS_SYNTH_BIT);
+	*code = (uint32_t)low | (parent & H5FS_DIRADDR_BIT ? LNAME_ADDR : 0);
 	return true;
 }
 
@@ -330,7 +335,9 @@ uint64_t lname_parent(h5fs *fs, uint32_t ref)
 {
 	uint32_t c = *lname_at(fs, ref);
 
-	return c == 0 ? FUSE_ROOT_ID : H5FS_SYNTH_BIT | c;
+	if (c == 0)
+		return FUSE_ROOT_ID;
+	return H5FS_SYNTH_BIT | (c & LNAME_ADDR ? H5FS_DIRADDR_BIT : 0) | (c & ~LNAME_ADDR);
 }
 
 void lname_set_parent(h5fs *fs, uint32_t ref, uint32_t code)
