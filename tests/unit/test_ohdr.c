@@ -210,6 +210,15 @@ START_TEST(v1_with_continuation)
 	ck_assert_mem_eq(oh->msgs[3].data, DATA16, 16);
 	ck_assert_mem_eq(oh->msgs[3].data, b.p + C + 8, 16);
 	ck_assert_uint_eq(oh->msgs[4].type, H5_MSG_NIL);
+	/* each message's bytes inside its own chunk's buffer (the header
+	 * is packed into one block at load: ohdr.c ohdr_pack), at the
+	 * offset of its address in the chunk */
+	for (size_t i = 0; i < oh->nmsgs; i++) {
+		const h5_ohdr_chunk *c = &oh->chunks[oh->msgs[i].chunk];
+
+		ck_assert_ptr_eq(oh->msgs[i].data, c->buf + (oh->msgs[i].addr - c->addr));
+		ck_assert_uint_le(oh->msgs[i].addr - c->addr + oh->msgs[i].size, c->len);
+	}
 	ck_assert_ptr_eq(h5_ohdr_find(oh, H5_MSG_ATTR), &oh->msgs[3]);
 	ck_assert_ptr_null(h5_ohdr_find(oh, H5_MSG_LAYOUT));
 	ck_assert_uint_eq(h5_ohdr_count(oh, H5_MSG_ATTR), 1);

@@ -204,9 +204,17 @@ struct lslot {
 };
 #define LSLOT_INO(s) ((s)->key >> 2)
 #define LOBJ_SHARDS 16          /* each grows alone: a growth copies 1/16 */
+/* a shard's slot array, or a spare one (objects.c lslots_take): res, the
+ * bytes of address space it may grow into in place (0: malloc'd), dirty,
+ * the slots of it ever written */
+struct lslots {
+	struct lslot *v;
+	size_t res, dirty;
+};
 struct lshard {
 	struct lslot *v;
 	size_t cap, n, used;    /* used: with tombstones */
+	size_t res, dirty;      /* (struct lslots's) */
 };
 /* A generation the records hold, with FILE's time as they saw it (a
  * commit of ours takes FILE's stamp again: records read after it get
@@ -262,6 +270,7 @@ struct h5fs {
 	/* every object listed or held (struct lslot, state/objects.c): the
 	 * kind map and the stat-only records */
 	struct lshard lobj[LOBJ_SHARDS];
+	struct lslots lobj_spare;       /* a rebuild's last old array, kept */
 	size_t nlnodes;         /* slots holding a record */
 	/* the records' names (objects.c): 4-byte units, mmap'd; free entries
 	 * chained by size (in units: 2..66) */

@@ -44,30 +44,83 @@ static struct lshard *lobj_shard(h5fs *fs, uint64_t h)
 
 /* Slot arrays of 64 KiB and more are mapped apart from malloc's heap:
  * freed at a growth, a large one would leave the heap a hole (and raise
- * malloc's mmap threshold, so that later ones came from the heap) */
-static struct lslot *lslots_alloc(size_t cap)
+ * malloc's mmap threshold, so that later ones came from the heap).
+ *
+ * A mapped array is placed in LOBJ_RES_GROWTH times its size of address
+ * space (PROT_NONE beyond it: no memory), and a rebuild's old array is
+ * kept as the table's one spare (fs->lobj_spare), which the next rebuild
+ * of any shard takes, grown in place, before it maps a new one. Why: a
+ * cold walk of 1 M objects grows the shards by a quarter some 600 times,
+ * and on this machine kind (a VM with shadow page tables) the first touch
+ * of each page of a new mapping cost ~15 us, MAP_POPULATE'd or not: 0.84 s
+ * of CPU in the rebuilds of 1 M inserts, against 0.09 s into memory
+ * touched before (bench: issue70-speed.md, walk70b). Reusing a spare only
+ * its growth is new memory; the spare costs one shard's array (1/16 of the
+ * slots) at most. */
+#define LOBJ_RES_GROWTH 8
+
+/* *out: an array of cap empty slots, the spare's when it can grow to cap
+ * in place; false when out of memory */
+static bool lslots_take(struct lslots *out, h5fs *fs, size_t cap)
 {
+	struct lslots *sp = &fs->lobj_spare;
 	size_t bytes = cap * sizeof(struct lslot);
 	void *p;
 
-	if (bytes < LOBJ_MMAP_BYTES)
-		return calloc(cap, sizeof(struct lslot));
-	/* populated at once: a growing table is rebuilt into a new array
-	 * (a quarter larger each time), and faulting its pages in one by one
-	 * as the rebuild wrote them was a third of the rebuilds' cost, 3% of
-	 * a cold walk's daemon CPU in a VM (issue 70) */
-	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-	return p == MAP_FAILED ? NULL : p;
+	memset(out, 0, sizeof(*out));
+	if (bytes < LOBJ_MMAP_BYTES) {
+		out->v = calloc(cap, sizeof(struct lslot));
+		return out->v != NULL;
+	}
+	if (sp->v && sp->res >= bytes && mprotect(sp->v, bytes, PROT_READ | PROT_WRITE) == 0) {
+		*out = *sp;
+		memset(sp, 0, sizeof(*sp));
+		/* (past dirty it was never written: zero) */
+		memset(out->v, 0, (out->dirty < cap ? out->dirty : cap) * sizeof(struct lslot));
+		if (out->dirty < cap)
+			out->dirty = cap;
+	} else {
+		if (bytes > SIZE_MAX / LOBJ_RES_GROWTH)
+			return false;
+		p = mmap(NULL, bytes * LOBJ_RES_GROWTH, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (p == MAP_FAILED)
+			return false;
+		if (mprotect(p, bytes, PROT_READ | PROT_WRITE) != 0) {
+			munmap(p, bytes * LOBJ_RES_GROWTH);
+			return false;
+		}
+		out->v = p;
+		out->res = bytes * LOBJ_RES_GROWTH;
+		out->dirty = cap;
+	}
+#ifdef MADV_POPULATE_WRITE
+	/* faulted in at once (what MAP_POPULATE did): a rebuild writing its
+	 * new array page by page faulted each (3% of a cold walk's CPU) */
+	(void)madvise(out->v, bytes, MADV_POPULATE_WRITE);
+#endif
+	return true;
 }
 
-static void lslots_free(struct lslot *v, size_t cap)
+static void lslots_unmap(struct lslots *a)
 {
-	if (!v)
-		return;
-	if (cap * sizeof(struct lslot) < LOBJ_MMAP_BYTES)
-		free(v);
+	if (a->res)
+		munmap(a->v, a->res);
 	else
-		munmap(v, cap * sizeof(struct lslot));
+		free(a->v);
+	memset(a, 0, sizeof(*a));
+}
+
+/* a done with: the spare, if the larger (the more memory touched) */
+static void lslots_give(h5fs *fs, struct lslots *a)
+{
+	struct lslots *sp = &fs->lobj_spare;
+
+	if (!a->v || !a->res || (sp->v && sp->dirty > a->dirty)) {
+		lslots_unmap(a);
+		return;
+	}
+	lslots_unmap(sp);
+	*sp = *a;
 }
 
 /* The index of key's slot in sh, or of the first free place on its probe
@@ -94,14 +147,18 @@ static size_t lshard_index(const struct lshard *sh, uint64_t ino, uint64_t h)
 }
 
 /* sh rebuilt at ncap (tombstones gone); false when out of memory */
-static bool lshard_rebuild(struct lshard *sh, size_t ncap)
+static bool lshard_rebuild(h5fs *fs, struct lshard *sh, size_t ncap)
 {
-	struct lslot *old = sh->v, *nv = ncap <= UINT32_MAX ? lslots_alloc(ncap) : NULL;
+	struct lslot *old = sh->v, *nv;
+	struct lslots o = { sh->v, sh->res, sh->dirty }, n;
 	size_t ocap = sh->cap;
 
-	if (!nv)
+	if (ncap > UINT32_MAX || !lslots_take(&n, fs, ncap))
 		return false;
+	nv = n.v;
 	sh->v = nv;
+	sh->res = n.res;
+	sh->dirty = n.dirty;
 	sh->cap = ncap;
 	sh->used = 0;
 	for (size_t i = 0; i < ocap; i++)
@@ -111,7 +168,7 @@ static bool lshard_rebuild(struct lshard *sh, size_t ncap)
 			nv[lshard_index(sh, ino, lobj_mix(ino))] = old[i];
 			sh->used++;
 		}
-	lslots_free(old, ocap);
+	lslots_give(fs, &o);
 	return true;
 }
 
@@ -136,8 +193,13 @@ struct lslot *lobj_get_locked(h5fs *fs, uint64_t ino)
 	if (ino == 0 || ino >= LOBJ_KEY_MAX)
 		return NULL;
 	if (!sh->cap) {
-		if (!(sh->v = lslots_alloc(LSHARD_FIRST)))
+		struct lslots a;
+
+		if (!lslots_take(&a, fs, LSHARD_FIRST))
 			return NULL;
+		sh->v = a.v;
+		sh->res = a.res;
+		sh->dirty = a.dirty;
 		sh->cap = LSHARD_FIRST;
 	}
 	s = &sh->v[lshard_index(sh, ino, h)];
@@ -147,7 +209,7 @@ struct lslot *lobj_get_locked(h5fs *fs, uint64_t ino)
 	 * ones, else cleaned of tombstones at its size). Linear probing at
 	 * 4/5: ~3 slots read to find a key, ~13 to miss, in a row */
 	if ((sh->used + 1) * 5 > sh->cap * 4) {
-		if (!lshard_rebuild(sh, (sh->n + 1) * 5 > sh->cap * 3 ? sh->cap + sh->cap / 4 : sh->cap))
+		if (!lshard_rebuild(fs, sh, (sh->n + 1) * 5 > sh->cap * 3 ? sh->cap + sh->cap / 4 : sh->cap))
 			return NULL;
 		s = &sh->v[lshard_index(sh, ino, h)];
 	}
@@ -443,9 +505,12 @@ void lobj_free_all(h5fs *fs)
 		fs->lgen[i].n = 0;
 	}
 	for (size_t k = 0; k < LOBJ_SHARDS; k++) {
-		lslots_free(fs->lobj[k].v, fs->lobj[k].cap);
+		struct lslots a = { fs->lobj[k].v, fs->lobj[k].res, fs->lobj[k].dirty };
+
+		lslots_unmap(&a);
 		memset(&fs->lobj[k], 0, sizeof(fs->lobj[k]));
 	}
+	lslots_unmap(&fs->lobj_spare);
 	if (fs->names)
 		munmap(fs->names, fs->names_cap);
 	fs->names = NULL;

@@ -30,10 +30,15 @@
 
 /* The cached object: the public header plus the cache entry it came from,
  * so h5_ohdr_release() needs no second lookup. h5_ohdr_load allocates the
- * same container so h5_ohdr_free works on both. */
+ * same container so h5_ohdr_free works on both: one block of size bytes
+ * holding the header, its message and chunk arrays and its chunks' bytes
+ * (ohdr_pack), instead of a block each (a cold walk decodes a header per
+ * object: five allocations apiece with the cache's entry were 12% of the
+ * daemon's CPU, issue 70). */
 struct ohdr_obj {
 	h5_ohdr pub;
 	void *ent;
+	size_t size;
 };
 
 /* A continuation chunk named by a continuation message. */
@@ -56,17 +61,36 @@ typedef struct ohdr_build {
 	h5_ohdr_chunk chunks_inl[OHDR_INLINE_CHUNKS];
 	ohdr_cont *pending;
 	size_t npending, pending_cap;
+	const uint8_t *pfx;     /* the first read, on the loader's stack: chunk 0 when it holds it */
 } ohdr_build;
+
+/* p inside o's block (not allocated apart) */
+static bool ohdr_in_block(const struct ohdr_obj *o, const void *p)
+{
+	return (uintptr_t)p >= (uintptr_t)o && (uintptr_t)p < (uintptr_t)o + o->size;
+}
 
 void h5_ohdr_free(h5_ohdr *oh)
 {
+	struct ohdr_obj *o = (struct ohdr_obj *)oh;
+
 	if (!oh)
 		return;
 	for (size_t i = 0; i < oh->nchunks; i++)
-		free(oh->chunks[i].buf);
-	free(oh->chunks);
-	free(oh->msgs);
-	free((struct ohdr_obj *)oh);
+		if (!ohdr_in_block(o, oh->chunks[i].buf))
+			free(oh->chunks[i].buf);
+	if (!ohdr_in_block(o, oh->chunks))
+		free(oh->chunks);
+	if (!ohdr_in_block(o, oh->msgs))
+		free(oh->msgs);
+	free(o);
+}
+
+/* a chunk's buffer given back (chunk 0 may be the first read's, on the stack) */
+static void chunk_buf_free(const ohdr_build *b, uint8_t *buf)
+{
+	if (buf != b->pfx)
+		free(buf);
 }
 
 /* inl: the array's buffer on the loader's stack (NULL: none), copied out
@@ -95,27 +119,6 @@ static int grow(void **arr, size_t *cap, size_t need, size_t elem, const void *i
 	return 0;
 }
 
-/* The array at its exact size, off the stack: 0, or out of memory. */
-static int shrink(void **arr, size_t n, size_t elem, const void *inl)
-{
-	void *p;
-
-	if (*arr == inl) {
-		/* (n == 0: no array, as before the first grow) */
-		*arr = NULL;
-		if (!n)
-			return 0;
-		if (!(p = malloc(n * elem)))
-			return h5_err_set(H5_ERR_NOMEM, "out of memory loading object header");
-		memcpy(p, inl, n * elem);
-		*arr = p;
-		return 0;
-	}
-	if (n && *arr && (p = realloc(*arr, n * elem)))
-		*arr = p;
-	return 0;
-}
-
 /* Append a chunk (takes ownership of buf). */
 static int ohdr_add_chunk(ohdr_build *b, uint64_t addr, uint8_t *buf, size_t len)
 {
@@ -124,7 +127,7 @@ static int ohdr_add_chunk(ohdr_build *b, uint64_t addr, uint8_t *buf, size_t len
 
 	rc = grow((void **)&oh->chunks, &b->chunks_cap, oh->nchunks + 1, sizeof(*oh->chunks), b->chunks_inl);
 	if (rc < 0) {
-		free(buf);
+		chunk_buf_free(b, buf);
 		return rc;
 	}
 	oh->chunks[oh->nchunks].addr = addr;
@@ -291,16 +294,13 @@ static int ohdr_load_cont(ohdr_build *b, ohdr_cont cont)
 }
 
 /* IV.A.1.a: version 1 prefix; chunk 0 is stored with its prefix. */
-/* Chunk 0, [addr, addr + len): from the first read when it holds it, else
- * read. *buf malloc'd. */
+/* Chunk 0, [addr, addr + len): the first read (b->pfx) when it holds it,
+ * else read (*buf malloc'd). */
 static int chunk0_read(uint8_t **buf, ohdr_build *b, const uint8_t *pfx, size_t pfx_len, size_t len)
 {
 	if (len > pfx_len)
 		return h5_file_read_alloc(buf, b->f, b->oh->addr, len);
-	*buf = malloc(len ? len : 1);
-	if (!*buf)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory loading object header");
-	memcpy(*buf, pfx, len);
+	*buf = (uint8_t *)pfx;
 	return 0;
 }
 
@@ -378,7 +378,7 @@ static int ohdr_load_v2(ohdr_build *b, const uint8_t *pfx, size_t pfx_len)
 		return rc;
 	rc = h5_checksum_verify(buf, (size_t)total, "object header", oh->addr);
 	if (rc < 0) {
-		free(buf);
+		chunk_buf_free(b, buf);
 		return rc;
 	}
 	rc = ohdr_add_chunk(b, oh->addr, buf, (size_t)total);
@@ -406,10 +406,55 @@ static int ohdr_refcount_v2(h5_ohdr *oh)
 	return 0;
 }
 
+/* *out: the header o built (on the loader's stack, its arrays and chunks
+ * anywhere) copied into one block (struct ohdr_obj), its messages' data
+ * pointing into the block's copies of their chunks */
+static int ohdr_pack(struct ohdr_obj **out, const struct ohdr_obj *o)
+{
+	const h5_ohdr *oh = &o->pub;
+	size_t moff = sizeof(*o), coff, boff, size;
+	struct ohdr_obj *n;
+	uint8_t *p;
+
+	*out = NULL;
+	coff = moff + oh->nmsgs * sizeof(h5_msg);
+	boff = coff + oh->nchunks * sizeof(h5_ohdr_chunk);
+	size = boff;
+	for (size_t i = 0; i < oh->nchunks; i++)
+		if (h5_add_overflow(size, oh->chunks[i].len, &size))
+			return h5_err_set(H5_ERR_NOMEM, "object header 0x%llx too large", (unsigned long long)oh->addr);
+	p = malloc(size);
+	if (!p)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory loading object header");
+	n = (struct ohdr_obj *)p;
+	*n = *o;
+	n->ent = NULL;
+	n->size = size;
+	n->pub.msgs = oh->nmsgs ? (h5_msg *)(p + moff) : NULL;
+	n->pub.chunks = oh->nchunks ? (h5_ohdr_chunk *)(p + coff) : NULL;
+	if (oh->nmsgs)
+		memcpy(n->pub.msgs, oh->msgs, oh->nmsgs * sizeof(h5_msg));
+	p += boff;
+	for (size_t i = 0; i < oh->nchunks; i++) {
+		n->pub.chunks[i] = oh->chunks[i];
+		n->pub.chunks[i].buf = p;
+		memcpy(p, oh->chunks[i].buf, oh->chunks[i].len);
+		p += oh->chunks[i].len;
+	}
+	for (size_t i = 0; i < oh->nmsgs; i++) {
+		h5_msg *m = &n->pub.msgs[i];
+
+		if (m->data && m->chunk < oh->nchunks)
+			m->data = n->pub.chunks[m->chunk].buf + (m->data - oh->chunks[m->chunk].buf);
+	}
+	*out = n;
+	return 0;
+}
+
 int h5_ohdr_load(h5_ohdr **out, h5_file *f, uint64_t addr)
 {
 	uint8_t pfx[OHDR_FIRST_READ];
-	struct ohdr_obj *o;
+	struct ohdr_obj so, *o = NULL;
 	ohdr_build b;
 	size_t pfx_len;
 	uint64_t eof = h5_file_eof(f);
@@ -420,15 +465,15 @@ int h5_ohdr_load(h5_ohdr **out, h5_file *f, uint64_t addr)
 	if (!h5_addr_defined(addr) || addr >= eof)
 		return h5_err_set(H5_ERR_FORMAT, "object header address 0x%llx is outside the file",
 				  (unsigned long long)addr);
-	o = calloc(1, sizeof(*o));
-	if (!o)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory loading object header");
-	o->pub.addr = addr;
+	/* built on the stack, then packed into one block */
+	memset(&so, 0, sizeof(so));
+	so.pub.addr = addr;
 	b.f = f;
-	b.oh = &o->pub;
-	o->pub.msgs = b.msgs_inl;
+	b.oh = &so.pub;
+	b.pfx = pfx;
+	so.pub.msgs = b.msgs_inl;
 	b.msgs_cap = OHDR_INLINE_MSGS;
-	o->pub.chunks = b.chunks_inl;
+	so.pub.chunks = b.chunks_inl;
 	b.chunks_cap = OHDR_INLINE_CHUNKS;
 
 	/* Read what the longest prefix could need, short near the end of file;
@@ -464,35 +509,26 @@ int h5_ohdr_load(h5_ohdr **out, h5_file *f, uint64_t addr)
 		if (rc < 0)
 			goto out;
 	}
-	if (o->pub.version == 2) {
-		rc = ohdr_refcount_v2(&o->pub);
+	if (so.pub.version == 2) {
+		rc = ohdr_refcount_v2(&so.pub);
 		if (rc < 0)
 			goto out;
 	}
-	/* the arrays at their exact sizes (they grew by doubling): a cached
-	 * header is charged what it holds (ohdr_cache_load); messages point
-	 * into the chunks' buffers, which stay where they are */
-	rc = shrink((void **)&o->pub.msgs, o->pub.nmsgs, sizeof(h5_msg), b.msgs_inl);
-	if (rc == 0)
-		rc = shrink((void **)&o->pub.chunks, o->pub.nchunks, sizeof(h5_ohdr_chunk), b.chunks_inl);
+	/* one block at its exact size: a cached header is charged what it
+	 * holds (ohdr_cache_load) */
+	rc = ohdr_pack(&o, &so);
 	if (rc < 0)
 		goto out;
 	*out = &o->pub;
-	o = NULL;
 out:
 	free(b.pending);
-	if (o) {
-		/* (arrays still on the stack are not h5_ohdr_free's) */
-		if ((void *)o->pub.msgs == (void *)b.msgs_inl)
-			o->pub.msgs = NULL;
-		if ((void *)o->pub.chunks == (void *)b.chunks_inl) {
-			for (size_t i = 0; i < o->pub.nchunks; i++)
-				free(o->pub.chunks[i].buf);
-			o->pub.chunks = NULL;
-			o->pub.nchunks = 0;
-		}
-		h5_ohdr_free(&o->pub);
-	}
+	/* the stack's header: what of it was allocated (packed, or failed) */
+	for (size_t i = 0; i < so.pub.nchunks; i++)
+		chunk_buf_free(&b, so.pub.chunks[i].buf);
+	if ((void *)so.pub.msgs != (void *)b.msgs_inl)
+		free(so.pub.msgs);
+	if ((void *)so.pub.chunks != (void *)b.chunks_inl)
+		free(so.pub.chunks);
 	return rc;
 }
 
@@ -515,13 +551,10 @@ static int ohdr_cache_load(void **obj, size_t *cost, void *udp)
 		return rc;
 	/* what it holds, and what holding it costs beside: the cache's entry
 	 * with its table slots (io/cache.c, ~140 bytes) and the allocator's
-	 * header of each block. A walk of many small objects fills the
+	 * header of its one block. A walk of many small objects fills the
 	 * cache with headers of a few hundred bytes, where these are a
 	 * third of the memory (issue 64: -o cache_mb=64 held 105 MB) */
-	c = sizeof(struct ohdr_obj) + oh->nmsgs * sizeof(h5_msg) + oh->nchunks * sizeof(h5_ohdr_chunk) +
-	    OHDR_CACHE_OVERHEAD + (3 + oh->nchunks) * 16;
-	for (size_t i = 0; i < oh->nchunks; i++)
-		c += oh->chunks[i].len;
+	c = ((struct ohdr_obj *)oh)->size + OHDR_CACHE_OVERHEAD + 16;
 	*obj = (struct ohdr_obj *)oh;
 	*cost = c;
 	return 0;
