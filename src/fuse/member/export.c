@@ -61,12 +61,15 @@ static struct idgen *u64set_add(struct u64set *s, uint64_t id, bool *made)
 			if (s->v[i].id)
 				u64set_add(&ns, s->v[i].id, &m)->gen = s->v[i].gen;
 		free(s->v);
-		*s = ns;
+		s->v = ns.v;
+		s->cap = ns.cap;
+		/* (n is read without the lock: export_gen's test) */
+		__atomic_store_n(&s->n, ns.n, __ATOMIC_RELAXED);
 	}
 	for (size_t i = id % s->cap;; i = (i + 1) % s->cap)
 		if (!s->v[i].id) {
 			s->v[i].id = id;
-			s->n++;
+			__atomic_store_n(&s->n, s->n + 1, __ATOMIC_RELAXED);
 			return &s->v[i];
 		}
 }
