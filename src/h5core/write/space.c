@@ -203,6 +203,46 @@ int h5_space_take(uint64_t *addr, h5_file *f, uint64_t len)
 	return 0;
 }
 
+int h5_space_alloc_page(uint64_t *addr, h5_file *f, uint64_t len)
+{
+	uint64_t a = h5_space_end(f), pad;
+	int rc;
+
+	/* at the end: the rest of the page skipped (and given back) */
+	if (len <= 4096 && h5_space_spans_page(a, len)) {
+		rc = h5_space_alloc(&pad, f, (a / 4096 + 1) * 4096 - a);
+		if (rc < 0)
+			return rc;
+		h5_space_free(f, pad, (a / 4096 + 1) * 4096 - a, 0);
+	}
+	return h5_space_alloc(addr, f, len);
+}
+
+/* The first place spans a page: given back, and len + 4096 bytes taken
+ * instead, of which the block takes the part from the first page
+ * boundary on (or the start, if that does not span one), the rest given
+ * back. */
+int h5_space_take_page(uint64_t *addr, h5_file *f, uint64_t len)
+{
+	uint64_t a, p, n = len + 4096;
+	int rc = h5_space_take(&a, f, len);
+
+	*addr = a;
+	if (rc < 0 || len > 4096 || !h5_space_spans_page(a, len))
+		return rc;
+	h5_space_free(f, a, len, 0);
+	rc = h5_space_take(&a, f, n);
+	if (rc < 0)
+		return rc;
+	p = h5_space_spans_page(a, len) ? (a / 4096 + 1) * 4096 : a;
+	if (p > a)
+		h5_space_free(f, a, p - a, 0);
+	if (a + n > p + len)
+		h5_space_free(f, p + len, a + n - (p + len), 0);
+	*addr = p;
+	return 0;
+}
+
 uint64_t h5_space_ticket(h5_file *f)
 {
 	return __atomic_load_n(&f->sync_started, __ATOMIC_ACQUIRE) + 1;
