@@ -21,6 +21,20 @@ static bool spans_page(uint64_t abs, uint64_t len)
 	return len && abs / PAGE != (abs + len - 1) / PAGE;
 }
 
+/* the pages of a record of an in-place write of n bytes (it starts at
+ * a page boundary) */
+static uint64_t record_pages(uint64_t n)
+{
+	return (2 * n + H5_ORDERED_TRAILER + PAGE - 1) / PAGE * PAGE;
+}
+
+uint64_t h5_ordered_room(h5_file *f)
+{
+	uint64_t seen = __atomic_load_n(&f->ordered_room, __ATOMIC_RELAXED), page = record_pages(PAGE);
+
+	return seen > page ? seen : page;
+}
+
 void h5_ordered_encode(uint8_t *rec, uint64_t abs, uint64_t n)
 {
 	uint8_t *t = rec + 2 * n;
@@ -64,6 +78,10 @@ int h5_file_write_inplace(h5_file *f, uint64_t addr, const void *buf, size_t len
 	if (!spans_page(abs, len) || __atomic_load_n(&f->loose_on, __ATOMIC_ACQUIRE) || !f->src->ops->truncate ||
 	    !f->src->ops->read || len > REC_MAX)
 		return h5_file_write(f, addr, buf, len);
+	/* the next reserves count a record this large (a libhdf5 chunk
+	 * beyond a page: h5_ordered_room) */
+	if (record_pages(len) > __atomic_load_n(&f->ordered_room, __ATOMIC_RELAXED))
+		__atomic_store_n(&f->ordered_room, record_pages(len), __ATOMIC_RELAXED);
 	rc = h5_file_size(f, &size);
 	if (rc < 0)
 		return rc;

@@ -21,6 +21,7 @@
  * h5_txn_sync.
  */
 #include "space.h"
+#include "ordered.h"
 #include "base.h"
 #include "file.h"
 #include "freesp.h"
@@ -451,8 +452,15 @@ int h5_file_reserve(h5_file *f, uint64_t *held, uint64_t want)
 		h5_space_settle(f);
 		rc = h5_add_overflow(f->base, h5_space_end(f), &at) ? h5_err_set(H5_ERR_LIMIT, "file size overflows")
 								     : 0;
-		if (rc == 0)    /* (the margin kept: file_space.c) */
-			rc = h5_file_allocate(f, at, total - reusable(f, total));
+		/* (the margin kept: file_space.c); and the pages an ordered
+		 * copy's record takes past FILE's end (io/ordered.h), which
+		 * the change's commit may need to rewrite a header across a
+		 * page: free now, or the change is refused here rather than
+		 * lost at its commit. Counted, not held: one record at a time
+		 * (write_lock), cut off at once, and every reserve leaves its
+		 * pages free after its own allocation. */
+		if (rc == 0)
+			rc = h5_file_allocate(f, at, total - reusable(f, total), h5_ordered_room(f));
 		if (rc == H5_ERR_NOSPC && f->freesp.pending && !synced) {
 			synced = 1;
 			h5_err_clear();
