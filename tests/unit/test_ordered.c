@@ -8,7 +8,9 @@
  * page by page (torn, or not begun), not where a page holds neither (a
  * later change), nor when the record is torn itself; a read-only open
  * leaves it; the daemon's open (lazy lock) gives FILE's lock back after;
- * space.c's page placement keeps a block of at most a page within one. */
+ * space.c's page placement keeps a block of at most a page within one;
+ * the record room every reserve counts (h5_ordered_room) is a page's
+ * write's, then the largest written. */
 #include "testutil.h"
 #include "ordered.h"
 #include "space.h"
@@ -150,11 +152,15 @@ START_TEST(inplace_across_page)
 	h5_file *f = open_file(1);
 
 	memset(b, 0x5a, sizeof(b));
+	/* what every reserve counts for a record: that of a page's write
+	 * (2 * 4096 + 48 bytes: three pages) */
+	ck_assert_uint_eq(h5_ordered_room(f), 3 * 4096);
 	pthread_mutex_lock(&f->write_lock);
 	/* within a page: one write */
 	ck_assert_int_eq(h5_file_write_inplace(f, 100, b, 50), 0);
 	/* across one: copy, fsync, write, fsync, cut */
 	ck_assert_int_eq(h5_file_write_inplace(f, 4000, b, sizeof(b)), 0);
+	ck_assert_uint_eq(h5_ordered_room(f), 3 * 4096);
 	pthread_mutex_unlock(&f->write_lock);
 	ck_assert_uint_eq(file_size(), len);
 	h5_file_close(f);
@@ -162,6 +168,26 @@ START_TEST(inplace_across_page)
 	ck_assert_mem_eq(got, b, sizeof(b));
 	pread_at(100, got, 50);
 	ck_assert_mem_eq(got, b, 50);
+}
+END_TEST
+
+/* A write in place larger than a page (a libhdf5 chunk): the reserves
+ * after it count its record (2n + 48 bytes in whole pages). */
+START_TEST(room_grows)
+{
+	uint64_t len = make_file();
+	static uint8_t b[5000], got[5000];
+	h5_file *f = open_file(1);
+
+	memset(b, 0x6b, sizeof(b));
+	pthread_mutex_lock(&f->write_lock);
+	ck_assert_int_eq(h5_file_write_inplace(f, 2000, b, sizeof(b)), 0);
+	ck_assert_uint_eq(h5_ordered_room(f), (2 * 5000 + 48 + 4095) / 4096 * 4096);
+	pthread_mutex_unlock(&f->write_lock);
+	ck_assert_uint_eq(file_size(), len);
+	h5_file_close(f);
+	pread_at(2000, got, sizeof(got));
+	ck_assert_mem_eq(got, b, sizeof(b));
 }
 END_TEST
 
@@ -280,6 +306,7 @@ static Suite *make_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, inplace_across_page);
+	tcase_add_test(tc, room_grows);
 	tcase_add_test(tc, recover_torn_write);
 	tcase_add_test(tc, recover_lazy_lock);
 	tcase_add_test(tc, recover_skips);
