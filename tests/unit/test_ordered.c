@@ -9,8 +9,9 @@
  * later change), nor when the record is torn itself; a read-only open
  * leaves it; the daemon's open (lazy lock) gives FILE's lock back after;
  * space.c's page placement keeps a block of at most a page within one;
- * the record room every reserve counts (h5_ordered_room) is a page's
- * write's, then the largest written. */
+ * the record room every reserve counts (h5_ordered_room) is none until a
+ * block across a page is seen, then a page's write's, then the largest
+ * written. */
 #include "testutil.h"
 #include "ordered.h"
 #include "space.h"
@@ -152,8 +153,14 @@ START_TEST(inplace_across_page)
 	h5_file *f = open_file(1);
 
 	memset(b, 0x5a, sizeof(b));
-	/* what every reserve counts for a record: that of a page's write
-	 * (2 * 4096 + 48 bytes: three pages) */
+	/* what every reserve counts for a record: none while no block
+	 * across a page was seen (the root's header lies within one) */
+	ck_assert_uint_eq(h5_ordered_room(f), 0);
+	h5_ordered_note(f, 4000, 96);          /* within one */
+	ck_assert_uint_eq(h5_ordered_room(f), 0);
+	/* a header chunk across one: the record of a page's write (2 *
+	 * 4096 + 48 bytes: three pages) */
+	h5_ordered_note(f, 4000, 97);
 	ck_assert_uint_eq(h5_ordered_room(f), 3 * 4096);
 	pthread_mutex_lock(&f->write_lock);
 	/* within a page: one write */

@@ -68,6 +68,9 @@ struct h5_file {
 	 * far (io/ordered.c; h5_ordered_room counts at least a header chunk
 	 * of a page's) */
 	uint64_t ordered_room;
+	/* atomic: a block a commit may rewrite in place was seen across a
+	 * 4 KiB page (an object header chunk decoded: h5_ordered_note) */
+	bool ordered_cross;
 	/* absolute; atomic, raised under fill_lock: FILE below it holds disk
 	 * blocks throughout (no hole: file_space.c) */
 	uint64_t solid_end;

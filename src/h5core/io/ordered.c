@@ -32,7 +32,15 @@ uint64_t h5_ordered_room(h5_file *f)
 {
 	uint64_t seen = __atomic_load_n(&f->ordered_room, __ATOMIC_RELAXED), page = record_pages(PAGE);
 
+	if (!seen && !__atomic_load_n(&f->ordered_cross, __ATOMIC_RELAXED))
+		return 0;
 	return seen > page ? seen : page;
+}
+
+void h5_ordered_note(h5_file *f, uint64_t addr, uint64_t len)
+{
+	if (f->writable && !__atomic_load_n(&f->ordered_cross, __ATOMIC_RELAXED) && spans_page(f->base + addr, len))
+		__atomic_store_n(&f->ordered_cross, true, __ATOMIC_RELAXED);
 }
 
 void h5_ordered_encode(uint8_t *rec, uint64_t abs, uint64_t n)

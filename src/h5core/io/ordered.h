@@ -46,8 +46,16 @@ int h5_file_write_inplace(h5_file *f, uint64_t addr, const void *buf, size_t len
  * (write/space.c h5_file_reserve): the record of an in-place write of a
  * page (any header chunk h5fs places; most libhdf5 places), or of the
  * largest such write this file made since it was opened. One at a time
- * (write_lock), cut off at once: one room serves every holder. */
+ * (write_lock), cut off at once: one room serves every holder. 0 while
+ * no block across a page has been seen (h5_ordered_note): a file whose
+ * headers all lie within pages needs no record, and a change that fits
+ * freed space is still made on a full disk. */
 uint64_t h5_ordered_room(h5_file *f);
+/* A block at addr (relative) of len bytes that a commit may rewrite in
+ * place (an object header chunk, format/ohdr.c, as it is decoded - before
+ * any change of it is answered): across a page, the reserves count a
+ * record from now on. */
+void h5_ordered_note(h5_file *f, uint64_t addr, uint64_t len);
 
 /* A record: rec holds the n new bytes and the n old ones, the trailer is
  * encoded after them (rec has 2n + H5_ORDERED_TRAILER bytes); decoded
