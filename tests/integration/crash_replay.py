@@ -29,6 +29,18 @@ from the trace, which h5py reads and no sanitizer watches: the first,
 middle and last prefix of each sync interval (prefix_picks) and
 SMALL_SUBSETS torn subsets. Every kind of state is still checked there;
 the plain make check checks all of them ("full", the default).
+
+Torn pages (issue 71 item 5): the page cache writes a file back by 4 KiB
+pages (file offsets), so a power cut leaves each page as of its last
+writeback: every page touched since the last fsync holds its durable
+bytes plus some prefix of the writes since that touched it, the pages
+independent of each other - a write spanning a page boundary lands page
+by page, some pages new and some old, whatever "whole" says of sectors.
+page_images() builds those states: for every write that spans a page
+boundary, each of its pages alone after every write before it (the
+states a rewrite in place across a page leaves), and random prefixes per
+page of each sync interval (PAGE_SUBSETS; SMALL_SUBSETS under the small
+budget).
 """
 import os
 import struct
@@ -37,6 +49,8 @@ import subprocess
 SMALL = os.environ.get("H5FS_CRASH_STATES", "full") == "small"
 SMALL_SUBSETS = 2
 SMALL_FAILS = 8
+PAGE = 4096
+PAGE_SUBSETS = 8
 
 
 def prefix_picks(n):
@@ -206,3 +220,72 @@ def straddling(ops, whole):
     """Writes inside whole that cross a sector boundary (kept whole)."""
     return sum(1 for op in ops if op[0] == "W" and whole[0] <= op[1] and op[1] + len(op[2]) <= whole[1]
                and _spans(op))
+
+
+def _pages(op):
+    """The 4 KiB pages a write touches, each as (page, piece): the part of
+    the write inside that page."""
+    off, b = op[1], op[2]
+    out = []
+    pos = 0
+    while pos < len(b):
+        end = min(len(b), ((off + pos) // PAGE + 1) * PAGE - off)
+        out.append(((off + pos) // PAGE, ("W", off + pos, b[pos:end])))
+        pos = end
+    return out
+
+
+def spans_page(op):
+    return op[0] == "W" and op[1] // PAGE != (op[1] + len(op[2]) - 1) // PAGE
+
+
+def page_images(base, ops, rng, subsets=PAGE_SUBSETS):
+    """Yield (where, image) for the torn-page states of a trace (the
+    module's doc): each page of each page-spanning write alone, after
+    every write before it; then `subsets` random states per sync interval,
+    each page touched since the sync holding a random prefix of the writes
+    that touched it (a size change since the sync lands with the first
+    page of the writes after it: FILE's length is the inode's, written
+    back with it). An image is valid until the next one is asked for.
+    Images equal to a prefix of the trace are not yielded again."""
+    if SMALL:
+        subsets = min(subsets, SMALL_SUBSETS)
+    img = bytearray(base)
+    for i, op in enumerate(ops):
+        if spans_page(op):
+            parts = _pages(op)
+            for n, (pg, piece) in enumerate(parts):
+                t = bytearray(img)
+                apply(t, piece)
+                yield "write %d (%d bytes at 0x%x): page %d of %d alone" % (
+                    i, len(op[2]), op[1], n + 1, len(parts)), t
+        apply(img, op)
+    syncs = [i for i, op in enumerate(ops) if op[0] == "S"]
+    bounds = [-1] + syncs + [len(ops)]
+    durable = bytearray(base)
+    for k in range(len(bounds) - 1):
+        pending = [op for op in ops[bounds[k] + 1:bounds[k + 1]] if op[0] != "S"]
+        # per page, the pieces of the pending writes in order; size
+        # changes apply in order before any page lands after them
+        per_page = {}
+        for j, op in enumerate(pending):
+            if op[0] == "W":
+                for pg, piece in _pages(op):
+                    per_page.setdefault(pg, []).append((j, piece))
+        seen = set()
+        for _ in range(subsets if per_page else 0):
+            cut = {pg: rng.randint(0, len(v)) for pg, v in per_page.items()}
+            key = tuple(sorted(cut.items()))
+            if key in seen or all(c == len(per_page[pg]) for pg, c in cut.items()) or not any(cut.values()):
+                continue
+            seen.add(key)
+            t = bytearray(durable)
+            for op in pending:
+                if op[0] == "T":
+                    apply(t, op)
+            for pg, v in per_page.items():
+                for j, piece in v[:cut[pg]]:
+                    apply(t, piece)
+            yield "interval %d, torn pages" % k, t
+        for op in pending:
+            apply(durable, op)

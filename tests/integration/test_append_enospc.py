@@ -20,6 +20,13 @@ Then a sweep (sweep()) makes every page of a commit the one missing, so
 that ENOSPC hits the chunk write and, for each index, the index writes
 after it (B-tree nodes, array blocks), and checks the same, and that FILE
 grows on once there is space again.
+Last (record_room()), a dataset whose header libhdf5 put across a 4 KiB
+page, both formats, so that each commit rewrites its dims in place
+through an ordered copy (doc/DESIGN.md "Torn pages"), whose record takes
+pages past FILE's end: mounted with no margin (-o min_free=0), the tmpfs
+filled to leave a few pages free (bisected for the fewest at which the
+write is answered), then rows appended and fsync'd. The write must be refused (ENOSPC from write()) or the rows
+land; an ENOSPC after the answer (fsync, close) is a change lost.
 Needs root (mount -t tmpfs).
 """
 import errno
@@ -299,6 +306,95 @@ def sweep(kind, wd, small, failures):
         bad("%d ENOSPC came after the write was answered (space not reserved)" % where["after"])
 
 
+RECORD_MAX = 64           # pages: enough free for the append and its record
+
+
+def record_room(wd, small, failures):
+    """Appends to a dataset whose header crosses a page, on a disk with a
+    few pages free and no margin: refused before the answer or landed,
+    never answered and then lost at the ordered copy's record. The pages
+    probed: a bisection for the fewest free at which write() is answered
+    (L), then L+1, and 2L-1, 2L (a reserve allocated twice ahead). Before
+    the record was counted, L and 2L lost the rows (the reserve took the
+    disk's last page, the record found none)."""
+    import test_torn_pages as TP
+    mnt = os.path.join(wd, "mnt")
+    os.makedirs(mnt, exist_ok=True)
+    page = os.statvfs(small).f_frsize
+    where = {"write": 0, "after": 0, "landed": 0}
+
+    def case(libver, src, old, more, free_pages):
+        """'refused', 'landed' or 'lost' (a failure counted)"""
+        what = "record_room %s, %d pages free" % (libver, free_pages)
+        path = os.path.join(small, "f.h5")
+        shutil.copy(src, path)
+        err = None
+        with T.Mount(path, mnt, opts=["-o", "min_free=0"]) as m:
+            with m.watchdog(60):
+                os.stat(os.path.join(mnt, "d"))
+                fill(small, max(0, free_bytes(small) - free_pages * page))
+                fd = os.open(os.path.join(mnt, "d"), os.O_WRONLY | os.O_APPEND)
+                try:
+                    try:
+                        os.write(fd, more.tobytes())
+                    except OSError as e:
+                        e.at_write = True
+                        raise
+                    os.fsync(fd)
+                except OSError as e:
+                    err = e
+                try:
+                    os.close(fd)
+                except OSError as e:
+                    err = err or e
+            if not m.alive():
+                failures.append("%s: the daemon died" % what)
+        os.unlink(os.path.join(small, "filler"))
+        out = "refused" if err is not None and getattr(err, "at_write", False) else "lost" if err else "landed"
+        if err is not None and err.errno != errno.ENOSPC:
+            failures.append("%s: %s, expected ENOSPC or none" % (what, err))
+        elif out == "lost":
+            failures.append("%s: ENOSPC after the write was answered: %s" % (what, err))
+        where["write" if out == "refused" else "after" if out == "lost" else "landed"] += 1
+        want = old if out == "refused" else np.concatenate([old, more])
+        try:
+            with h5py.File(path, "r") as f:
+                got = f["d"][()]
+            if not np.array_equal(got, want):
+                failures.append("%s (%s): h5py reads %d rows, expected %d" % (what, out, len(got), len(want)))
+        except Exception as e:  # noqa: BLE001 - any failure to open or read is a bug
+            failures.append("%s: h5py: %s" % (what, e))
+        os.unlink(path)
+        return out
+
+    for libver in ("earliest", "latest"):
+        src, a, n, at = TP.fixture(wd, libver, "/d")
+        if not src:
+            failures.append("record_room %s: no fixture" % libver)
+            continue
+        with h5py.File(src, "r") as f:
+            old = f["d"][()]
+        more = np.arange(100, 108, dtype=old.dtype)
+        lo, hi = 0, RECORD_MAX
+        if case(libver, src, old, more, lo) != "refused":
+            continue            # (answered with no page free: checked as it came)
+        if case(libver, src, old, more, hi) == "refused":
+            failures.append("record_room %s: refused with %d pages free" % (libver, hi))
+            continue
+        while hi - lo > 1:      # lo refused, hi answered
+            mid = (lo + hi) // 2
+            if case(libver, src, old, more, mid) == "refused":
+                lo = mid
+            else:
+                hi = mid
+        for p in (hi + 1, 2 * hi - 1, 2 * hi):
+            if p <= RECORD_MAX:
+                case(libver, src, old, more, p)
+        print("record_room %s: write() answered from %d pages free" % (libver, hi))
+    print("record_room: %d appends refused at the write, %d landed, %d failed after their answer"
+          % (where["write"], where["landed"], where["after"]))
+
+
 def main():
     if os.geteuid() != 0:
         T.skip("needs root to mount a tmpfs")
@@ -310,6 +406,8 @@ def main():
             run(kind, wd, small, failures)
             os.unlink(os.path.join(small, "f.h5"))
             sweep(kind, wd, small, failures)
+    with T.small_disk(os.path.join(wd, "small-record"), "2m") as small:
+        record_room(wd, small, failures)
     for f in failures:
         print("FAIL: " + f)
     return 1 if failures else 0

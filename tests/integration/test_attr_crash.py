@@ -288,8 +288,11 @@ MOVE_DOWN_OPS = ["mkdir\t/g\tearly%d" % i for i in range(3)] + ["dset\t/g\tbig\t
 # the same for an object's dense attribute store (attr_write.c
 # h5_attr_move_down): a number attribute (no global heap collection) set
 # after the large dataset, which is then removed: the store written at
-# the end moves down
-MOVE_DOWN_ATTR_OPS = ["strs\t/g\t12\tearly", "dset\t/\tbig\t200000"] + [
+# the end moves down (40 attributes: a store larger than the rest of a
+# page the large dataset's header skipped, which it would take instead,
+# space.c h5_space_alloc_page)
+MOVE_DOWN_EARLY = 40
+MOVE_DOWN_ATTR_OPS = ["strs\t/g\t%d\tearly" % MOVE_DOWN_EARLY, "dset\t/\tbig\t200000"] + [
     "typed\t/g\tlate\t<i4\t7", "rm\t/\tbig", "sync", "compact"]
 # the same for string values' global heap collections (attr_move.c): two
 # new string attributes set after the large dataset by one batch (one
@@ -301,7 +304,8 @@ MOVE_DOWN_COLL_STATES = MOVE_DOWN_COLL_OPS[:1] + ["batch\t/g\t+late1=late one", 
     MOVE_DOWN_COLL_OPS[2:]
 # (the batch: one commit per compact attribute, the dense rest in one; a
 # state after each attribute covers both)
-MOVE_DOWN_ATTR_STATES = ["set\t/g\tearly%03d\tearly value %d" % (i, i) for i in range(12)] + MOVE_DOWN_ATTR_OPS[1:]
+MOVE_DOWN_ATTR_STATES = ["set\t/g\tearly%03d\tearly value %d" % (i, i) for i in range(MOVE_DOWN_EARLY)] + \
+    MOVE_DOWN_ATTR_OPS[1:]
 # the compact batch is a commit per change: its states are those of three
 BATCH_STATES = BATCH_OPS[:-1] + ["batch\t/d\t+x1=one", "batch\t/d\t=i=3", "batch\t/d\t+x2=two"]
 

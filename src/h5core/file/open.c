@@ -11,6 +11,7 @@
 #include "related.h"
 #include "h5core_test.h"
 #include "beneath.h"
+#include "ordered.h"
 #include "source_impl.h"
 
 #include <pthread.h>
@@ -66,6 +67,13 @@ static int file_init_common(h5_file *f, const h5_open_opts *opts)
 	if (rc < 0)
 		return rc;
 	f->chunks = f->meta;
+	/* an in-place write across a page that a crash may have torn is
+	 * written again from its ordered copy first (io/ordered.h) */
+	rc = h5_ordered_recover(f);
+	if (rc < 0)
+		return rc;
+	if (rc == 1 && f->has_stamp)
+		h5_file_stamp_take(f);  /* FILE as this handle left it */
 	return h5_superblock_read(f);
 }
 

@@ -11,6 +11,7 @@
 #include "checksum.h"
 #include "cache.h"
 #include "file.h"
+#include "ordered.h"
 #include "ohdr.h"
 #include "fheap.h"
 
@@ -133,6 +134,9 @@ static int ohdr_add_chunk(ohdr_build *b, uint64_t addr, uint8_t *buf, size_t len
 	oh->chunks[oh->nchunks].buf = buf;
 	oh->chunks[oh->nchunks].len = len;
 	oh->nchunks++;
+	/* a chunk across a page: its rewrites take an ordered copy, whose
+	 * record the reserves count from now on (io/ordered.h) */
+	h5_ordered_note(b->f, addr, len);
 	return 0;
 }
 

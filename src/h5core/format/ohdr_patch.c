@@ -8,12 +8,15 @@
 #include "checksum.h"
 #include "file.h"
 #include "ohdr.h"
+#include "ordered.h"
 #include <stdio.h>
 
 /* ---- editing a loaded header in place (appends, append.c) ------------------------
  * A private copy of the header (h5_ohdr_load) is patched; each changed chunk
  * is written back with one pwrite of [first changed byte, end of chunk), so
- * a v2 chunk's checksum lands in the same write as the bytes it covers. */
+ * a v2 chunk's checksum lands in the same write as the bytes it covers -
+ * preceded by an ordered copy when that write spans a 4 KiB page, which a
+ * power cut could tear (io/ordered.h). */
 
 int h5_ohdr_edit_ranges(h5_ohdr_edit *e)
 {
@@ -58,7 +61,8 @@ int h5_ohdr_write_chunk(h5_file *f, h5_ohdr_edit *e, size_t c)
 		h5_le_encode(ch->buf + ch->len - 4, h5_checksum_metadata(ch->buf, ch->len - 4), 4);
 		end = ch->len;
 	}
-	rc = h5_file_write(f, ch->addr + e->lo[c], ch->buf + e->lo[c], end - e->lo[c]);
+	/* across a 4 KiB page: an ordered copy first (io/ordered.h) */
+	rc = h5_file_write_inplace(f, ch->addr + e->lo[c], ch->buf + e->lo[c], end - e->lo[c]);
 	e->lo[c] = SIZE_MAX;
 	e->hi[c] = 0;
 	return rc;

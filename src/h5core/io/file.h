@@ -64,6 +64,13 @@ struct h5_file {
 	/* atomic: disk space held for answered changes (h5_file_reserve's
 	 * holders, added under write_lock), kept past the allocation end */
 	uint64_t promised;
+	/* atomic: the largest record an ordered copy of this file took so
+	 * far (io/ordered.c; h5_ordered_room counts at least a header chunk
+	 * of a page's) */
+	uint64_t ordered_room;
+	/* atomic: a block a commit may rewrite in place was seen across a
+	 * 4 KiB page (an object header chunk decoded: h5_ordered_note) */
+	bool ordered_cross;
 	/* absolute; atomic, raised under fill_lock: FILE below it holds disk
 	 * blocks throughout (no hole: file_space.c) */
 	uint64_t solid_end;
@@ -326,9 +333,11 @@ int h5_file_truncate(h5_file *f, uint64_t size);
  * these allocate without a test and the fills do nothing): 0, or
  * H5_ERR_NOSPC with a message and nothing allocated.
  * [addr, addr+len) allocated (absolute; the object extended with zeros):
- * writes there find their space (a source without allocate: 0). Under
- * write_lock. */
-int h5_file_allocate(h5_file *f, uint64_t addr, uint64_t len);
+ * writes there find their space (a source without allocate: 0); and spare
+ * bytes more left free beyond the commit's half of the margin, with or
+ * without a margin (the pages of an ordered copy's record, io/ordered.h,
+ * which no allocation holds; len 0: that test alone). Under write_lock. */
+int h5_file_allocate(h5_file *f, uint64_t addr, uint64_t len, uint64_t spare);
 /* [addr, addr+len) (relative, as space.c's) inside FILE's length given
  * disk blocks where it has none (a hole): before a write there is
  * answered, or (answered) for a commit, which may use half the margin. */

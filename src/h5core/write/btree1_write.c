@@ -25,6 +25,7 @@
 #include <limits.h>
 
 #include "base.h"
+#include "ordered.h"
 #include "rd.h"
 #include "cache.h"
 #include "file.h"
@@ -595,7 +596,7 @@ int h5_bt1w_patch(h5_bt1w *w)
 
 	for (size_t i = 0; i < w->npatch; i++) {
 		h5_le_encode(v, w->patch[i].val, w->f->fmt.sizeof_addr);
-		rc = h5_file_write(w->f, w->patch[i].addr, v, w->f->fmt.sizeof_addr);
+		rc = h5_file_write_inplace(w->f, w->patch[i].addr, v, w->f->fmt.sizeof_addr);
 		if (rc < 0)
 			return rc;
 	}

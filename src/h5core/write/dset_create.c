@@ -236,7 +236,7 @@ static int new_header(uint64_t *addr, h5_file *f, const h5_dset_new *d)
 	put_msg(b, &p, H5_MSG_LAYOUT, 0, lay, llay);
 	h5_le_encode(b + p, H5_MSG_NIL, 2);
 	h5_le_encode(b + p + 2, ROOM - 8, 2);
-	rc = h5_space_alloc(addr, f, 16 + msgs);
+	rc = h5_space_alloc_page(addr, f, 16 + msgs);    /* rewritten in place later: within a page */
 	if (rc == 0)
 		rc = h5_file_write(f, *addr, b, 16 + msgs);
 	free(b);

@@ -269,7 +269,7 @@ static int compact_new_group(uint64_t *addr, h5_file *f, const h5_group_crt *crt
 	p += NEWGRP_ROOM;
 	total = p + 4;
 	h5_le_encode(b + p, h5_checksum_metadata(b, p), 4);
-	rc = h5_space_take(addr, f, total);    /* written whole */
+	rc = h5_space_take_page(addr, f, total);       /* written whole; within a page */
 	if (rc == 0)
 		rc = h5_file_write(f, *addr, b, total);
 	return rc;

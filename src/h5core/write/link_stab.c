@@ -36,6 +36,7 @@
  * (heap_release).
  */
 #include "base.h"
+#include "ordered.h"
 #include "rd.h"
 #include "cache.h"
 #include "file.h"
@@ -327,13 +328,13 @@ static int commit(stab_edit *s, uint64_t start, bool durable)
 		rc = h5_file_write(f, s->haddr + s->dirty[i].off, s->heap + s->dirty[i].off, s->dirty[i].len);
 	h5_lheap_hdr_encode(hdr, &f->fmt, s->hsize, s->hfree, s->moved ? seg : s->haddr);
 	if (rc == 0 && !s->moved && s->hfree != s->ofree)       /* a leak alone, like the rest */
-		rc = h5_file_write(f, s->st.heap_addr, hdr, h5_lheap_hdr_size(&f->fmt));
+		rc = h5_file_write_inplace(f, s->st.heap_addr, hdr, h5_lheap_hdr_size(&f->fmt));
 	h5_txn_begin(&t, f, durable, NULL, NULL);
 	if (rc == 0)
 		rc = h5_txn_stage(&t, start);
 	if (rc == 0 && s->moved) {
 		/* a larger segment holding every old name where it was */
-		rc = h5_file_write(f, s->st.heap_addr, hdr, h5_lheap_hdr_size(&f->fmt));
+		rc = h5_file_write_inplace(f, s->st.heap_addr, hdr, h5_lheap_hdr_size(&f->fmt));
 		if (rc == 0)
 			rc = h5_txn_barrier(f);
 	}
@@ -719,7 +720,7 @@ static int stab_new_group(uint64_t *addr, h5_file *f, const h5_group_crt *crt)
 
 	(void)crt;      /* a v1 header tracks no creation order */
 	if (rc == 0)
-		rc = h5_space_take(addr, f, total);     /* written whole below */
+		rc = h5_space_take_page(addr, f, total);        /* written whole below; within a page */
 	if (rc < 0)
 		goto out;
 	bt = *addr + ohlen;

@@ -4,6 +4,7 @@
  * block's tail or a data segment twice the size, and removed names given
  * back to the free list once their removal is durable.
  */
+#include "ordered.h"
 #include "base.h"
 #include "rd.h"
 #include "cache.h"
@@ -102,12 +103,12 @@ static int heap_unlink(stab_edit *s, uint64_t prev, uint64_t next)
 			return 0;
 		s->ofree = next;
 		h5_lheap_hdr_encode(hdr, &f->fmt, s->hsize, s->hfree, s->haddr);
-		rc = h5_file_write(f, s->st.heap_addr, hdr, h5_lheap_hdr_size(&f->fmt));
+		rc = h5_file_write_inplace(f, s->st.heap_addr, hdr, h5_lheap_hdr_size(&f->fmt));
 	} else {
 		hput(s, prev, next);
 		if (s->moved)
 			return 0;
-		rc = h5_file_write(f, s->haddr + prev, s->heap + prev, f->fmt.sizeof_size);
+		rc = h5_file_write_inplace(f, s->haddr + prev, s->heap + prev, f->fmt.sizeof_size);
 	}
 	h5_cache_invalidate(f->meta, H5_CK_LHEAP, s->st.heap_addr);
 	return rc < 0 ? rc : h5_txn_barrier(f);
@@ -289,23 +290,23 @@ int h5_stab_heap_release(stab_edit *s)
 		return 0;
 	if (h5_addr_defined(a)) {
 		hput(s, a + L, hget(s, a + L) + len);
-		rc = h5_file_write(f, s->haddr + a + L, s->heap + a + L, L);
+		rc = h5_file_write_inplace(f, s->haddr + a + L, s->heap + a + L, L);
 	} else {
 		/* a block of its own, its two fields within its own bytes (b's
 		 * stay whole until the link lands) */
 		hput(s, off, h5_addr_defined(b) ? hget(s, b) : s->hfree);
 		hput(s, off + L, h5_addr_defined(b) ? len + hget(s, b + L) : len);
-		rc = h5_file_write(f, at, s->heap + off, two_l);
+		rc = h5_file_write_inplace(f, at, s->heap + off, two_l);
 		if (rc == 0)
 			rc = h5_txn_barrier(f);
 		if (rc == 0 && h5_addr_defined(bprev)) {
 			hput(s, bprev, off);
-			rc = h5_file_write(f, s->haddr + bprev, s->heap + bprev, L);
+			rc = h5_file_write_inplace(f, s->haddr + bprev, s->heap + bprev, L);
 		} else if (rc == 0) {
 			/* the head: b was, or the block goes first */
 			s->hfree = s->ofree = off;
 			h5_lheap_hdr_encode(hdr, &f->fmt, s->hsize, s->hfree, s->haddr);
-			rc = h5_file_write(f, s->st.heap_addr, hdr, h5_lheap_hdr_size(&f->fmt));
+			rc = h5_file_write_inplace(f, s->st.heap_addr, hdr, h5_lheap_hdr_size(&f->fmt));
 		}
 	}
 	h5_cache_invalidate(f->meta, H5_CK_LHEAP, s->st.heap_addr);

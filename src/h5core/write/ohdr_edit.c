@@ -267,7 +267,7 @@ static int new_chunk_n(uint64_t *addr, size_t *clen, h5_ohdr_change *c, h5_file 
 	 * chunk made late in a churn pinned FILE's end above megabytes of
 	 * freed space (stress-ng's rename and link beside each other: 4.7 MB
 	 * of an empty tree) */
-	rc = h5_space_take(addr, f, len);
+	rc = h5_space_take_page(addr, f, len);  /* within a page: rewritten in place later */
 	if (rc == 0)
 		h5_ohdr_note(f, H5_NOTE_CONT, oh->addr);
 	if (rc == 0)
@@ -618,7 +618,7 @@ int h5_ohdr_commit_cow(h5_ohdr_change *c, h5_file *f, bool durable)
 	/* each copy is written whole below: freed space may take it */
 	for (size_t i = 1; rc == 0 && i < oh->nchunks; i++) {
 		oaddr[i] = oh->chunks[i].addr;
-		rc = h5_space_take(&naddr[i], f, oh->chunks[i].len);
+		rc = h5_space_take_page(&naddr[i], f, oh->chunks[i].len);
 	}
 	if (rc == 0 && oh->nchunks > 1)
 		h5_ohdr_note(f, H5_NOTE_CONT, oh->addr);

@@ -21,6 +21,7 @@
  * h5_txn_sync.
  */
 #include "space.h"
+#include "ordered.h"
 #include "base.h"
 #include "file.h"
 #include "freesp.h"
@@ -200,6 +201,46 @@ int h5_space_take(uint64_t *addr, h5_file *f, uint64_t len)
 	h5_cache_invalidate_range(f->meta, *addr, *addr + len);
 	if (f->chunks && f->chunks != f->meta)
 		h5_cache_invalidate_range(f->chunks, *addr, *addr + len);
+	return 0;
+}
+
+int h5_space_alloc_page(uint64_t *addr, h5_file *f, uint64_t len)
+{
+	uint64_t a = h5_space_end(f), pad;
+	int rc;
+
+	/* at the end: the rest of the page skipped (and given back) */
+	if (len <= 4096 && h5_space_spans_page(a, len)) {
+		rc = h5_space_alloc(&pad, f, (a / 4096 + 1) * 4096 - a);
+		if (rc < 0)
+			return rc;
+		h5_space_free(f, pad, (a / 4096 + 1) * 4096 - a, 0);
+	}
+	return h5_space_alloc(addr, f, len);
+}
+
+/* The first place spans a page: given back, and len + 4096 bytes taken
+ * instead, of which the block takes the part from the first page
+ * boundary on (or the start, if that does not span one), the rest given
+ * back. */
+int h5_space_take_page(uint64_t *addr, h5_file *f, uint64_t len)
+{
+	uint64_t a, p, n = len + 4096;
+	int rc = h5_space_take(&a, f, len);
+
+	*addr = a;
+	if (rc < 0 || len > 4096 || !h5_space_spans_page(a, len))
+		return rc;
+	h5_space_free(f, a, len, 0);
+	rc = h5_space_take(&a, f, n);
+	if (rc < 0)
+		return rc;
+	p = h5_space_spans_page(a, len) ? (a / 4096 + 1) * 4096 : a;
+	if (p > a)
+		h5_space_free(f, a, p - a, 0);
+	if (a + n > p + len)
+		h5_space_free(f, p + len, a + n - (p + len), 0);
+	*addr = p;
 	return 0;
 }
 
@@ -411,8 +452,15 @@ int h5_file_reserve(h5_file *f, uint64_t *held, uint64_t want)
 		h5_space_settle(f);
 		rc = h5_add_overflow(f->base, h5_space_end(f), &at) ? h5_err_set(H5_ERR_LIMIT, "file size overflows")
 								     : 0;
-		if (rc == 0)    /* (the margin kept: file_space.c) */
-			rc = h5_file_allocate(f, at, total - reusable(f, total));
+		/* (the margin kept: file_space.c); and the pages an ordered
+		 * copy's record takes past FILE's end (io/ordered.h), which
+		 * the change's commit may need to rewrite a header across a
+		 * page: free now, or the change is refused here rather than
+		 * lost at its commit. Counted, not held: one record at a time
+		 * (write_lock), cut off at once, and every reserve leaves its
+		 * pages free after its own allocation. */
+		if (rc == 0)
+			rc = h5_file_allocate(f, at, total - reusable(f, total), h5_ordered_room(f));
 		if (rc == H5_ERR_NOSPC && f->freesp.pending && !synced) {
 			synced = 1;
 			h5_err_clear();

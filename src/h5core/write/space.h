@@ -34,6 +34,14 @@ int h5_space_alloc(uint64_t *addr, h5_file *f, uint64_t len);
  * blocks written in full: space at the end reads as zeros until written,
  * reused space does not. */
 int h5_space_take(uint64_t *addr, h5_file *f, uint64_t len);
+/* h5_space_alloc / h5_space_take for metadata rewritten in place later
+ * (object header chunks, issue 71 item 5): a block of at most a page
+ * never spans a 4 KiB page boundary, which a power cut may tear (doc/
+ * DESIGN.md "Torn pages"). Placed in len + 4096 bytes when the first
+ * place found spans one; what is not used is freed at once (nothing
+ * references it; reused after a later sync, as any free). */
+int h5_space_alloc_page(uint64_t *addr, h5_file *f, uint64_t len);
+int h5_space_take_page(uint64_t *addr, h5_file *f, uint64_t len);
 
 /* [addr, addr + len) is referenced by nothing once the commit that just
  * returned success is on disk: the caller's commit replaced or removed

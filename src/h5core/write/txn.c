@@ -8,6 +8,7 @@
  * in-place switch comes before the last write that makes it visible.
  */
 #include "txn.h"
+#include "ordered.h"
 #include "space.h"
 #include "base.h"
 #include "rd.h"
@@ -163,7 +164,7 @@ int h5_txn_last(h5_txn *t, h5_ohdr_edit *e, size_t c)
 
 int h5_txn_last_write(h5_txn *t, uint64_t addr, const void *buf, size_t len)
 {
-	return last_done(t, h5_file_write(t->f, addr, buf, len));
+	return last_done(t, h5_file_write_inplace(t->f, addr, buf, len));
 }
 
 int h5_txn_sync(h5_file *f, bool unsynced)
