@@ -105,13 +105,27 @@ def sweep(work, libver, kind, op):
                 after = e
         finally:
             m.stop()
+        log = m.output()
         got = state(h5, kind)
         what = "%s %s %s N=%d" % (libver, kind, op, n)
         want = "old" if err else "new"
-        if got != want:
-            T.fail("%s: %s, expected %s (the program said: %s)" % (what, got, want, err or "success"))
-        if err and after is not None:
-            T.fail("%s: after the failure reached its program, mkdir: %s (the mount was poisoned)" % (what, after))
+        # Under load the Nth fsync may be a write-behind commit's that no
+        # request waits for (the link batch's timer, 20 ms idle, commits a
+        # temporary file's name apart from its rename): a change answered
+        # and then not written marks the mount lost, as documented (h5fs(1)
+        # EXIT STATUS, DESIGN.md "Lost"). Then the program's next request
+        # fails, FILE keeps the old object, and what was answered before
+        # (the temporary's name) may be there.
+        lost = m.returncode == 1      # the daemon's exit: an answered change lost
+        if lost and err and (got == "old" or got.startswith("old + leftover ")):
+            print("%s: the fault met a write-behind commit (the mount marked lost, as documented)" % what)
+        else:
+            if got != want:
+                T.fail("%s: %s, expected %s (the program said: %s; the daemon: %s)" % (
+                    what, got, want, err or "success", log.strip()[-600:]))
+            if err and after is not None:
+                T.fail("%s: after the failure reached its program, mkdir: %s (the mount was poisoned; the "
+                       "daemon: %s)" % (what, after, log.strip()[-600:]))
         if err is None:
             return n
     T.fail("%s %s %s: never succeeded" % (libver, kind, op))
