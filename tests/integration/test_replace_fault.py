@@ -110,7 +110,7 @@ def sweep(work, libver, kind, op):
         what = "%s %s %s N=%d" % (libver, kind, op, n)
         want = "old" if err else "new"
         # Under load the Nth fsync may be a write-behind commit's that no
-        # request waits for (the link batch's timer, 20 ms idle, commits a
+        # request waits for (for example the link batch's timer, 20 ms idle, commits a
         # temporary file's name apart from its rename): a change answered
         # and then not written marks the mount lost, as documented (h5fs(1)
         # EXIT STATUS, DESIGN.md "Lost"). Then the program's next request
