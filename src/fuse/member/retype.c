@@ -182,11 +182,11 @@ static int parse_shape(unsigned *rank, uint64_t *dims, const char *v, size_t len
 static int make(h5fs *fs, struct node *n, struct retype *rq, bool wait_empty)
 {
 	static const char *const nc_own[] = { "DIMENSION_LIST", "_Netcdf4Coordinates", "_Netcdf4Dimid", NULL };
-	struct node *p = node_get(fs, __atomic_load_n(&n->parent, __ATOMIC_ACQUIRE));
-	char *path = strdup(__atomic_load_n(&n->path, __ATOMIC_ACQUIRE));   /* (a rename may move it) */
-	const char *name = !path ? "" : strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-	size_t nlen = strlen(name), hlen = nlen + 1 + strlen(KEEP_SUFFIX);
-	char why[240] = "", *hidden = malloc(hlen + 1);
+	struct node *p;
+	char *path, *hidden;
+	const char *name;
+	size_t nlen, hlen;
+	char why[240] = "";
 	struct h5_gone *gone = NULL;
 	h5_dataset *d = NULL;
 	h5_obj_info info;
@@ -194,10 +194,23 @@ static int make(h5fs *fs, struct node *n, struct retype *rq, bool wait_empty)
 	npy_header *h = malloc(sizeof(*h));
 	uint64_t made = UINT64_MAX;
 	struct use u;
-	int e = 0, rc = 0, began = 0, locked = 0;
+	int e = 0, rc = 0, began = 0;
 	bool quiet = false;
 	h5_file *u_f = NULL;
 
+	/* The name and directory are read under names_lk: a rename holds it
+	 * (shared) while it moves the name, so one read before would name
+	 * what the rename just moved away (rsync -X renames its temporary
+	 * file while the kernel's release of it, which makes it here, is
+	 * still on its way: the lookup missed and it stayed bytes, CI
+	 * under ASan). */
+	pthread_rwlock_wrlock(&names_lk);
+	p = node_get(fs, __atomic_load_n(&n->parent, __ATOMIC_ACQUIRE));
+	path = strdup(__atomic_load_n(&n->path, __ATOMIC_ACQUIRE));
+	name = !path ? "" : strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	nlen = strlen(name);
+	hlen = nlen + 1 + strlen(KEEP_SUFFIX);
+	hidden = malloc(hlen + 1);
 	if (!hidden || !h || !path) {
 		e = ENOMEM;
 		snprintf(why, sizeof(why), "out of memory");
@@ -214,8 +227,6 @@ static int make(h5fs *fs, struct node *n, struct retype *rq, bool wait_empty)
 		snprintf(why, sizeof(why), "its directory is no longer known");
 		goto out;
 	}
-	pthread_rwlock_wrlock(&names_lk);
-	locked = 1;
 	if ((e = commit_begin(&u, fs, p, COMMIT_ALL, "setxattr user.h5.dtype")) != 0) {
 		snprintf(why, sizeof(why), "%s", strerror(e));
 		goto out;
@@ -301,8 +312,7 @@ out:
 		pthread_rwlock_unlock(&n->lk);
 		commit_end(fs, &u, true);
 	}
-	if (locked)
-		pthread_rwlock_unlock(&names_lk);
+	pthread_rwlock_unlock(&names_lk);
 	if (e)
 		h5fs_log(fs, quiet ? LOG_DEBUG : LOG_NOTICE, "%s: user.h5.dtype %s not given back: %s; it stays bytes (|u1)",
 			 show_path(path ? path : n->path), rq->dtype[0] ? rq->dtype : "(none)", why);
