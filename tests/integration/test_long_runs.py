@@ -51,6 +51,13 @@ stress stage's (tests/stress/):
 - h5py holding FILE across `fusermount3 -u` does not make the daemon's
   last commit fail (it waits for the lock): nothing lost, FILE no larger
   than after `h5fs -u` (4 tries).
+
+Under a sanitizer (the ASan+UBSan make check) only the parts whose risk
+is memory run: the index churn, punch, the
+descriptors closing under their writes, sparse growth and the 64
+writers refused at the margin (error paths); the plain make check runs
+every part (Makefile.am CI_PLAIN_TESTS): the sizes, kills and unmounts
+are the same code there, 85 of the 131 s this took under ASan.
 """
 import errno
 import os
@@ -726,16 +733,22 @@ def index_churn(work):
 
 def main():
     work = T.workdir("longruns")
+    full = not T.sanitized()
     index_churn(work)
-    group_churn(work)
+    if full:
+        group_churn(work)
     punch(work)
     churn(work)
-    open_then_kill(work)
+    if full:
+        open_then_kill(work)
     sparse(work)
-    unmount_final(work)
-    fusermount_then_open(work)
-    fusermount_at_once(work)
-    margin(work)
+    if full:
+        unmount_final(work)
+        fusermount_then_open(work)
+        fusermount_at_once(work)
+        margin(work)
+    else:
+        print("(sanitized: the group churn, kill -9, unmount and margin parts are the plain make check's)")
     margin_writers(work)
     return T.finish()
 
