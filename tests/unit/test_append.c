@@ -124,24 +124,16 @@ static tbuf build_file(int variant, uint64_t rows, uint32_t chunk, int with_mtim
 static char *write_file(const char *name, const tbuf *b)
 {
 	char *path = malloc(strlen(tmpdir) + strlen(name) + 2);
-	FILE *fp;
 
 	ck_assert_ptr_nonnull(path);
 	sprintf(path, "%s/%s", tmpdir, name);
-	fp = fopen(path, "wb");
-	ck_assert_ptr_nonnull(fp);
-	ck_assert_uint_eq(fwrite(b->p, 1, b->len, fp), b->len);
-	fclose(fp);
+	test_write_file(path, b);
 	return path;
 }
 
 static h5_file *open_file(const char *path, int writable)
 {
-	h5_open_opts o = { .writable = writable };
-	h5_file *f = NULL;
-
-	ck_assert_msg(h5_file_open(&f, path, &o) == 0, "%s: %s", path, h5_err_msg());
-	return f;
+	return test_open(path, (h5_open_opts){ .writable = writable });
 }
 
 static uint8_t *slurp(const char *path, size_t *len)

@@ -41,21 +41,10 @@ static void teardown(void)
  * v2 holding one 8-byte NIL message; the EOF address is the file's length. */
 static uint64_t make_file(void)
 {
-	static const uint8_t sig[8] = { 0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n' };
 	tbuf b = { 0 };
-	FILE *fp;
 	uint64_t len;
 
-	tb_put(&b, sig, 8);
-	tb_u8(&b, 2);
-	tb_u8(&b, 8);
-	tb_u8(&b, 8);
-	tb_u8(&b, 0);
-	tb_u64(&b, 0);              /* base */
-	tb_u64(&b, UINT64_MAX);     /* no extension */
-	tb_u64(&b, 0);              /* EOF, below */
-	tb_u64(&b, SB_SIZE);        /* root */
-	tb_checksum(&b, 0);
+	tb_sb2_start(&b, SB_SIZE);
 	tb_str(&b, "OHDR");
 	tb_u8(&b, 2);
 	tb_u8(&b, 0x00);            /* chunk 0 size in 1 byte */
@@ -65,44 +54,29 @@ static uint64_t make_file(void)
 	tb_u8(&b, 0);
 	tb_zero(&b, 8);
 	tb_checksum(&b, SB_SIZE);
+	tb_sb2_finish(&b);
 	len = b.len;
-	h5_le_encode(b.p + 28, len, 8);
-	h5_le_encode(b.p + 44, h5_checksum_metadata(b.p, 44), 4);
 	snprintf(path, sizeof(path), "%s/f.h5", tmpdir);
-	fp = fopen(path, "wb");
-	ck_assert_ptr_nonnull(fp);
-	ck_assert_uint_eq(fwrite(b.p, 1, b.len, fp), b.len);
-	fclose(fp);
+	test_write_file(path, &b);
 	tb_free(&b);
 	return len;
 }
 
 static h5_file *open_file(int writable)
 {
-	h5_open_opts o = { .writable = writable };
-	h5_file *f = NULL;
-
-	ck_assert_msg(h5_file_open(&f, path, &o) == 0, "%s: %s", path, h5_err_msg());
-	return f;
+	return test_open(path, (h5_open_opts){ .writable = writable });
 }
 
 /* Writable without holding FILE's lock from open to close (as the daemon
  * opens it): two openings at once. */
 static h5_file *open_lazy(void)
 {
-	h5_open_opts o = { .writable = 1, .lazy_lock = 1 };
-	h5_file *f = NULL;
-
-	ck_assert_msg(h5_file_open(&f, path, &o) == 0, "%s: %s", path, h5_err_msg());
-	return f;
+	return test_open(path, (h5_open_opts){ .writable = 1, .lazy_lock = 1 });
 }
 
 static uint64_t file_size(void)
 {
-	struct stat st;
-
-	ck_assert_int_eq(stat(path, &st), 0);
-	return (uint64_t)st.st_size;
+	return test_file_size(path);
 }
 
 /* The superblock's EOF address as a fresh open reads it. */

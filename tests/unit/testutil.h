@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -48,6 +49,60 @@ static inline void tb_checksum(tbuf *b, size_t from)
 	tb_u32(b, h5_checksum_metadata(b->p + from, b->len - from));
 }
 static inline void tb_free(tbuf *b) { free(b->p); b->p = NULL; b->len = b->cap = 0; }
+
+/* The start of a version 2 superblock (48 bytes, sizes of 8; II.A):
+ * signature, version, sizes, flags, base 0, no extension, the EOF address
+ * (0 here, set by tb_sb2_finish), the root object header's address. */
+static inline void tb_sb2_start(tbuf *b, uint64_t root)
+{
+	static const uint8_t sig[8] = { 0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n' };
+
+	tb_put(b, sig, 8);
+	tb_u8(b, 2);
+	tb_u8(b, 8);
+	tb_u8(b, 8);
+	tb_u8(b, 0);
+	tb_u64(b, 0);              /* base */
+	tb_u64(b, UINT64_MAX);     /* no extension */
+	tb_u64(b, 0);              /* EOF, tb_sb2_finish */
+	tb_u64(b, root);
+	tb_checksum(b, 0);
+}
+
+/* The superblock's EOF address set to the buffer's length, its checksum
+ * made again. */
+static inline void tb_sb2_finish(tbuf *b)
+{
+	h5_le_encode(b->p + 28, b->len, 8);
+	h5_le_encode(b->p + 44, h5_checksum_metadata(b->p, 44), 4);
+}
+
+/* The buffer written to path, whole. */
+static inline void test_write_file(const char *path, const tbuf *b)
+{
+	FILE *fp = fopen(path, "wb");
+
+	ck_assert_msg(fp != NULL, "%s: cannot create", path);
+	ck_assert_uint_eq(fwrite(b->p, 1, b->len, fp), b->len);
+	ck_assert_int_eq(fclose(fp), 0);
+}
+
+/* path opened with o (h5_file_open), or the test fails with its error. */
+static inline h5_file *test_open(const char *path, h5_open_opts o)
+{
+	h5_file *f = NULL;
+
+	ck_assert_msg(h5_file_open(&f, path, &o) == 0, "%s: %s", path, h5_err_msg());
+	return f;
+}
+
+static inline uint64_t test_file_size(const char *path)
+{
+	struct stat st;
+
+	ck_assert_int_eq(stat(path, &st), 0);
+	return (uint64_t)st.st_size;
+}
 
 /* Directory of ../shared/corpus (env H5FS_CORPUS overrides), or NULL. */
 static inline const char *test_corpus_dir(void)
