@@ -199,27 +199,35 @@ def fill(small, nbytes):
         fh.write(b"\xa5" * nbytes)
 
 
-def append_synced(mnt, start, nblocks, block):
-    """Append nblocks blocks of block rows, fsync after each; returns (rows
-    synced, error)."""
+def append_synced(mnt, blocks):
+    """Append each block (bytes) to mnt/d, fsync after each; returns (blocks
+    synced, error). An error of write() itself (refused before its answer)
+    has at_write set."""
     fd = os.open(os.path.join(mnt, "d"), os.O_WRONLY | os.O_APPEND)
-    n, err = start, None
+    done, err = 0, None
     try:
-        for _ in range(nblocks):
+        for b in blocks:
             try:
-                os.write(fd, rows(n, block).tobytes())
+                os.write(fd, b)
             except OSError as e:
-                e.at_write = True       # refused before its answer
+                e.at_write = True
                 raise
             os.fsync(fd)
-            n += block
+            done += 1
     except OSError as e:
         err = e
     try:
         os.close(fd)
     except OSError as e:
         err = err or e
-    return n, err
+    return done, err
+
+
+def append_rows(mnt, start, nblocks, block):
+    """Rows start.. appended in nblocks blocks of block rows, each synced;
+    returns (rows synced, error)."""
+    done, err = append_synced(mnt, (rows(start + i * block, block).tobytes() for i in range(nblocks)))
+    return start + done * block, err
 
 
 SWEEP_CHUNK = 3           # rows (3 KiB chunks: commits do not end on page boundaries)
@@ -254,7 +262,7 @@ def sweep(kind, wd, small, failures):
     with T.Mount(path, mnt) as m, m.watchdog(60):
         for k in range(SWEEP_COMMITS):
             f0 = free_bytes(small)
-            n, err = append_synced(mnt, k * blk, 1, blk)
+            n, err = append_rows(mnt, k * blk, 1, blk)
             if err:
                 bad("dry run, commit %d: %s" % (k + 1, err))
                 return
@@ -266,11 +274,11 @@ def sweep(kind, wd, small, failures):
             make_file(path, kind, SWEEP_CHUNK)
             with T.Mount(path, mnt) as m:
                 with m.watchdog(60):
-                    n, err = append_synced(mnt, 0, k, blk)
+                    n, err = append_rows(mnt, 0, k, blk)
                     if err:
                         bad("commit %d, %d pages short: earlier commits: %s" % (k + 1, short, err))
                     fill(small, free_bytes(small) - (used[k] - short * page))
-                    n, err = append_synced(mnt, n, 1, blk)
+                    n, err = append_rows(mnt, n, 1, blk)
                 if not m.alive():
                     bad("commit %d, %d pages short: the daemon died" % (k + 1, short))
             os.unlink(os.path.join(small, "filler"))
@@ -291,7 +299,7 @@ def sweep(kind, wd, small, failures):
                 continue
             # with space again the file grows on
             with T.Mount(path, mnt) as m, m.watchdog(60):
-                n2, err2 = append_synced(mnt, got, 1, blk)
+                n2, err2 = append_rows(mnt, got, 1, blk)
             if err2:
                 bad("%s: append after freeing space: %s" % (what, err2))
             else:
@@ -333,20 +341,7 @@ def record_room(wd, small, failures):
             with m.watchdog(60):
                 os.stat(os.path.join(mnt, "d"))
                 fill(small, max(0, free_bytes(small) - free_pages * page))
-                fd = os.open(os.path.join(mnt, "d"), os.O_WRONLY | os.O_APPEND)
-                try:
-                    try:
-                        os.write(fd, more.tobytes())
-                    except OSError as e:
-                        e.at_write = True
-                        raise
-                    os.fsync(fd)
-                except OSError as e:
-                    err = e
-                try:
-                    os.close(fd)
-                except OSError as e:
-                    err = err or e
+                _, err = append_synced(mnt, [more.tobytes()])
             if not m.alive():
                 failures.append("%s: the daemon died" % what)
         os.unlink(os.path.join(small, "filler"))
