@@ -10,7 +10,10 @@ Run by make check (Makefile.am TESTS). Exit 0 when every include of every
 line per offending include otherwise, 99 on a folder that is in no layer
 (add it to LAYERS below, where it belongs).
 
-In the engine (src/h5core) only io/ may call open(2) and its kin.
+In the engine (src/h5core) only io/ may call open(2) and its kin. In the
+daemon only kit/notify.c may call fuse_lowlevel_notify_*: one thread tells
+the kernel what to drop (kit/notify.h; issued from a request's thread a
+notification can deadlock against the kernel's locks).
 
 Includes are resolved as the compiler resolves them: "x.h" first beside
 the including file, then along the engine's include path (AM_CPPFLAGS:
@@ -63,6 +66,10 @@ INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 # keeps names inside FILE's tree): a call of these elsewhere in src/h5core
 # is a layer fault too (issue 54).
 OPEN_CALL = re.compile(r'(?<![\w.>])(open|openat|openat2|opendir|fopen|creat)\s*\(')
+# The daemon's kernel notifications go through kit/notify.c's one thread
+# (issue 71 item 6): a call elsewhere in src/fuse is a fault too.
+NOTIFY_CALL = re.compile(r'(?<![\w.>])(fuse_lowlevel_notify_\w+)\s*\(')
+NOTIFY_HOME = "src/fuse/kit/notify.c"
 COMMENT = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"', re.S)
 
 
@@ -116,6 +123,12 @@ def main():
             for m in OPEN_CALL.finditer(code):
                 line = code.count("\n", 0, m.start()) + 1
                 bad.append("%s:%d: calls %s(): the engine opens files in src/h5core/io only" % (f, line, m.group(1)))
+        if f.startswith("src/fuse/") and f != NOTIFY_HOME:
+            code = COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+            for m in NOTIFY_CALL.finditer(code):
+                line = code.count("\n", 0, m.start()) + 1
+                bad.append("%s:%d: calls %s(): kernel notifications go through %s's thread only"
+                           % (f, line, m.group(1), NOTIFY_HOME))
     for b in bad:
         print("check_layers: " + b)
     if bad:

@@ -21,6 +21,7 @@
 #include "dspace.h"
 #include "value.h"
 #include "h5core.h"
+#include "file_ws.h"
 
 #define SB_SIZE 48
 #define MT_COMMENT 0x0D
@@ -631,7 +632,7 @@ static int note_fn(h5_file *f, uint64_t hdr)
 START_TEST(notes_ring)
 {
 	h5_file *f = calloc(1, sizeof(*f));
-	unsigned cap = sizeof(f->conts) / sizeof(f->conts[0]), n;
+	unsigned cap = sizeof(h5_ws(f)->conts) / sizeof(h5_ws(f)->conts[0]), n;
 
 	ck_assert_ptr_nonnull(f);
 	h5_ohdr_note(f, H5_NOTE_GROUP, 10);
@@ -639,18 +640,18 @@ START_TEST(notes_ring)
 	h5_ohdr_note(f, H5_NOTE_ATTRS, 10);
 	h5_ohdr_note(f, H5_NOTE_CONT, 10);
 	h5_ohdr_note(f, H5_NOTE_CONT, 10);
-	ck_assert_uint_eq(f->nconts, 3);        /* once per (object, kind) */
+	ck_assert_uint_eq(h5_ws(f)->nconts, 3);        /* once per (object, kind) */
 	h5_ohdr_note(f, H5_NOTE_GROUP, 11);
 	h5_ohdr_forget_conts(f, 10);
 	h5_ohdr_note(f, H5_NOTE_GROUP, 12);
-	ck_assert_uint_eq(f->nconts, 4);        /* a forgotten slot taken */
-	ck_assert_uint_eq(f->conts[0].hdr, 12);
+	ck_assert_uint_eq(h5_ws(f)->nconts, 4);        /* a forgotten slot taken */
+	ck_assert_uint_eq(h5_ws(f)->conts[0].hdr, 12);
 	for (uint64_t h = 100; h < 100 + 2 * cap; h++)
 		h5_ohdr_note(f, H5_NOTE_CONT, h);
-	ck_assert_uint_eq(f->nconts, cap);
+	ck_assert_uint_eq(h5_ws(f)->nconts, cap);
 	n = 0;
 	for (unsigned i = 0; i < cap; i++)
-		n += f->conts[i].hdr >= 100 + cap;      /* the newest kept */
+		n += h5_ws(f)->conts[i].hdr >= 100 + cap;      /* the newest kept */
 	ck_assert_uint_ge(n, cap - 4);
 	/* handed on by kind until one moved; a failing one passed over */
 	memset(f, 0, sizeof(*f));

@@ -16,6 +16,7 @@
 #include "file.h"
 #include "ohdr.h"
 #include "freesp.h"
+#include "file_ws.h"
 
 #include <sys/stat.h>
 #include <fcntl.h>
@@ -96,10 +97,17 @@ START_TEST(space_alloc_fits)
 
 	pthread_mutex_lock(&f->write_lock);
 	ck_assert_uint_eq(f->eoa, len);
+	/* the write state (write/file_ws.h): none until a writer asks, then
+	 * one, the same for every caller */
+	ck_assert_ptr_null(f->ws);
 	ck_assert_uint_eq(h5_space_end(f), len);
+	ck_assert_ptr_nonnull(f->ws);
+	ck_assert_ptr_eq(h5_ws(f), f->ws);
+	ck_assert_uint_eq(f->space_top, len);   /* what io/ordered.c reads */
 	ck_assert_int_eq(h5_space_alloc(&a, f, 100), 0);
 	ck_assert_uint_eq(a, len);
 	ck_assert_uint_eq(h5_space_end(f), len + 100);
+	ck_assert_uint_eq(f->space_top, len + 100);
 	ck_assert_int_eq(h5_space_alloc(&a, f, 0), 0);
 	ck_assert_uint_eq(a, len + 100);
 	ck_assert_int_eq(h5_space_alloc(&a, f, UINT64_MAX - 10), H5_ERR_LIMIT);
@@ -364,30 +372,30 @@ START_TEST(space_reuse_after_sync)
 	/* the same commit, or any before the fsync: not reused */
 	ck_assert_int_eq(h5_space_take(&c, f, 100), 0);
 	ck_assert_uint_eq(c, len + 512);
-	ck_assert_uint_eq(f->reused, 0);
+	ck_assert_uint_eq(h5_ws(f)->reused, 0);
 	/* double free refused: never handed out twice */
 	h5_space_free(f, a, 256, t);
-	ck_assert_uint_eq(f->freesp.n, 1);
+	ck_assert_uint_eq(h5_ws(f)->freesp.n, 1);
 	ck_assert_int_eq(h5_file_sync(f), 0);
 	ck_assert_uint_eq(f->sync_done, t);
 	ck_assert_int_eq(h5_space_take(&c, f, 100), 0);
 	ck_assert_uint_eq(c, a);                                     /* reused, best fit */
-	ck_assert_uint_eq(f->reused, 1);
+	ck_assert_uint_eq(h5_ws(f)->reused, 1);
 	ck_assert_int_eq(h5_space_take(&c, f, 156), 0);
 	ck_assert_uint_eq(c, a + 100);                               /* the rest of it */
-	ck_assert_uint_eq(f->freesp.n, 0);
+	ck_assert_uint_eq(h5_ws(f)->freesp.n, 0);
 	/* freed again: pending until the next fsync completes */
 	t = h5_space_ticket(f);
 	h5_space_free(f, a, 256, t);
 	h5_space_settle(f);
-	ck_assert_uint_eq(f->freesp.pending, 256);
+	ck_assert_uint_eq(h5_ws(f)->freesp.pending, 256);
 	/* b and what follows it at the end: the allocation end drops over them
 	 * (and over a, released with them) */
 	h5_space_free(f, b, 256 + 100, 0);
 	ck_assert_int_eq(h5_file_sync(f), 0);
 	h5_space_settle(f);
 	ck_assert_uint_eq(h5_space_end(f), len);
-	ck_assert_uint_eq(f->freesp.n, 0);
+	ck_assert_uint_eq(h5_ws(f)->freesp.n, 0);
 	/* a durable sync lowers the EOF address and cuts the file */
 	ck_assert_int_eq(h5_txn_sync(f, true), 0);
 	pthread_mutex_unlock(&f->write_lock);
@@ -422,18 +430,18 @@ START_TEST(punch_and_recover)
 	/* freed, and not given back before the fsync after its commit */
 	h5_space_free(f, a, sizeof(blk), 0);
 	h5_space_settle(f);
-	ck_assert_uint_eq(f->marks.n, 0);
+	ck_assert_uint_eq(h5_ws(f)->marks.n, 0);
 	ck_assert_int_eq(h5_file_sync(f), 0);
 	h5_space_settle(f);
-	if (f->punch_off) {     /* (a file system without hole punching) */
+	if (h5_ws(f)->punch_off) {     /* (a file system without hole punching) */
 		pthread_mutex_unlock(&f->write_lock);
 		h5_file_close(f);
 		return;
 	}
 	/* its whole blocks [4096, 24576): a marker in the first, the rest a hole */
-	ck_assert_uint_eq(f->marks.n, 1);
-	ck_assert_uint_eq(f->marks.v[0].addr, 4096);
-	ck_assert_uint_eq(f->marks.v[0].len, 5 * 4096);
+	ck_assert_uint_eq(h5_ws(f)->marks.n, 1);
+	ck_assert_uint_eq(h5_ws(f)->marks.v[0].addr, 4096);
+	ck_assert_uint_eq(h5_ws(f)->marks.v[0].len, 5 * 4096);
 	ck_assert_int_eq(stat(path, &st), 0);
 	ck_assert_uint_le((uint64_t)st.st_blocks, blocks - 4 * 4096 / 512);
 	fd = open(path, O_RDONLY);
@@ -446,13 +454,13 @@ START_TEST(punch_and_recover)
 	f = open_file(1);
 	pthread_mutex_lock(&f->write_lock);
 	ck_assert_uint_eq(h5_space_end(f), top + 100);
-	ck_assert_uint_eq(f->freesp.n, 1);
-	ck_assert_uint_eq(f->freesp.v[0].addr, 4096);
-	ck_assert_uint_eq(f->freesp.v[0].len, 5 * 4096);
+	ck_assert_uint_eq(h5_ws(f)->freesp.n, 1);
+	ck_assert_uint_eq(h5_ws(f)->freesp.v[0].addr, 4096);
+	ck_assert_uint_eq(h5_ws(f)->freesp.v[0].len, 5 * 4096);
 	/* taken: its marker zeroed before the block is written */
 	ck_assert_int_eq(h5_space_take(&x, f, 2 * 4096), 0);
 	ck_assert_uint_eq(x, 4096);
-	ck_assert_uint_eq(f->marks.n, 0);
+	ck_assert_uint_eq(h5_ws(f)->marks.n, 0);
 	ck_assert_int_eq(h5_file_read(f, 4096, mk, sizeof(mk)), 0);
 	ck_assert_mem_eq(mk, zero, sizeof(mk));
 	pthread_mutex_unlock(&f->write_lock);
@@ -462,7 +470,7 @@ START_TEST(punch_and_recover)
 	f = open_file(1);
 	pthread_mutex_lock(&f->write_lock);
 	(void)h5_space_end(f);
-	ck_assert_uint_eq(f->freesp.n, 0);
+	ck_assert_uint_eq(h5_ws(f)->freesp.n, 0);
 	pthread_mutex_unlock(&f->write_lock);
 	h5_file_close(f);
 }
@@ -559,26 +567,28 @@ START_TEST(space_handover)
 	h5_file_unlock(f);
 	ck_assert_uint_eq(eoa_on_disk(), len + 1000 + (UINT64_C(1) << 20));
 
-	f->last_chunk.dset = 4242;                              /* h5_file_compact's */
+	h5_ws(f)->last_chunk.dset = 4242;                              /* h5_file_compact's */
 	g = open_lazy();
 	ck_assert_uint_eq(g->eoa, f->eoa);
 	h5_file_space_handover(g, f);
-	ck_assert_uint_eq(f->freesp.n, 0);
-	ck_assert_uint_eq(g->last_chunk.dset, 4242);
-	ck_assert_uint_eq(f->last_chunk.dset, 0);
+	ck_assert_uint_eq(h5_ws(f)->freesp.n, 0);
+	ck_assert_uint_eq(h5_ws(g)->last_chunk.dset, 4242);
+	ck_assert_uint_eq(h5_ws(f)->last_chunk.dset, 0);
+	ck_assert_uint_eq(g->space_top, h5_ws(g)->alloc_high);        /* handed over: published */
+	ck_assert_uint_eq(g->space_top, len + 1512);
 	ck_assert_int_eq(h5_file_lock(g), 0);
 	pthread_mutex_lock(&g->write_lock);
 	ck_assert_uint_eq(h5_space_end(g), len + 1512);
-	ck_assert_uint_eq(g->freesp.released, 256);
-	ck_assert_uint_eq(g->freesp.pending, 100);
+	ck_assert_uint_eq(h5_ws(g)->freesp.released, 256);
+	ck_assert_uint_eq(h5_ws(g)->freesp.pending, 100);
 	ck_assert_int_eq(h5_space_take(&c, g, 200), 0);
 	ck_assert_uint_eq(c, a);
 	ck_assert_int_eq(h5_space_take(&c, g, 100), 0);         /* pending: new space */
 	ck_assert_uint_eq(c, len + 1512);
 	ck_assert_int_eq(h5_txn_sync(g, true), 0);              /* the room given back */
 	h5_space_settle(g);                                     /* g's fsync released the 100 */
-	ck_assert_uint_eq(g->freesp.pending, 0);
-	ck_assert_uint_eq(g->freesp.released, 156);
+	ck_assert_uint_eq(h5_ws(g)->freesp.pending, 0);
+	ck_assert_uint_eq(h5_ws(g)->freesp.released, 156);
 	pthread_mutex_unlock(&g->write_lock);
 	h5_file_unlock(g);
 	ck_assert_uint_eq(eoa_on_disk(), len + 1612);

@@ -195,8 +195,11 @@ static void forget_refused(h5fs *fs, struct wfile *w)
 	if (size || !lbatch_forget(fs, n->f, n->addr, &name, &pino))
 		return;
 	h5fs_log(fs, LOG_DEBUG, "create %s: no space for its bytes: the new empty file is not kept", show_path(n->path));
-	if (fs->se)
-		fuse_lowlevel_notify_inval_entry(fs->se, fs_ino_out(fs, pino), name, strlen(name));
+	/* queued for the one notification thread, as every notification
+	 * (kit/notify.h): a notification waits in the kernel for the locks
+	 * of what it names, which a request of that directory may hold while
+	 * it waits for this release's thread */
+	notify_inval_entry(fs->se, fs_ino_out(fs, pino), name, strlen(name));
 	free(name);
 }
 

@@ -92,8 +92,6 @@ static int file_open_source(h5_file **out, h5_source *src, const char *name, boo
 
 	*out = NULL;
 	f = calloc(1, sizeof(*f));
-	if (f)
-		f->freesp.merge = true;     /* (no one pops FILE's free space by address) */
 	if (!f) {
 		h5_source_close(src);
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
@@ -252,7 +250,8 @@ void h5_file_close(h5_file *f)
 	pthread_mutex_destroy(&f->stamp_mu);
 	pthread_mutex_destroy(&f->rd_mu);
 	free(f->rd_active);
-	free(f->quar);
+	if (f->ws_free)
+		f->ws_free(f->ws);      /* the write side's (write/file_ws.h) */
 	free(f->ext_prefix);
 	free(f->ext_root);
 	for (size_t i = 0; f->remote.params && f->remote.params[i]; i++)
@@ -261,11 +260,6 @@ void h5_file_close(h5_file *f)
 	free(f->real_path);
 	free(f->dir_name);
 	free(f->front);
-	h5_freesp_clear(&f->freesp);
-	h5_freesp_clear(&f->marks);
-	free(f->owned);
-	free(f->loose);
-	h5_freesp_clear(&f->lheap_names);
 	free(f->path);
 	free(f);
 }

@@ -61,9 +61,6 @@ struct h5_file {
 	 * h5_file_allocate since FILE was last truncated or locked (hi 0:
 	 * nothing known) */
 	uint64_t falloc_lo, falloc_hi;
-	/* atomic: disk space held for answered changes (h5_file_reserve's
-	 * holders, added under write_lock), kept past the allocation end */
-	uint64_t promised;
 	/* atomic: the largest record an ordered copy of this file took so
 	 * far (io/ordered.c; h5_ordered_room counts at least a header chunk
 	 * of a page's) */
@@ -127,84 +124,27 @@ struct h5_file {
 	/* taken inside write_lock or alone, never the other way: one margin
 	 * test and allocation at a time (file_space.c) */
 	pthread_mutex_t fill_lock;
-	/* under write_lock: the datasets being appended to (append.c), and
-	 * where the next new space starts (space.c; 0: at eoa; may lie below
-	 * eoa when a commit reserved space ahead, doc/APPEND.md) */
-	struct h5_astream *astreams;
-	uint64_t alloc_end;
-	/* under write_lock: the highest allocation end handed out, or had
-	 * before it was lowered (space.c end_lower: space the free list gave
-	 * counts too): space below it handed out again may hold blocks and
-	 * chunks readers decoded from its old bytes */
-	uint64_t alloc_high;
-	/* under write_lock: space this session's commits freed (space.c),
-	 * the collections it wrote for one attribute value each (its own to
-	 * free when that value is replaced, attr_write.c), and a count of
-	 * allocations from the free list (a commit whose new space went
-	 * there still fsyncs it before its switch: ohdr_edit.c) */
-	h5_freesp freesp;
-	/* under write_lock: the released extents given back to the host
-	 * (write/space_punch.c), each by its whole 4 KiB blocks [addr, +len):
-	 * a hole punched after a free marker in its first block (ticket
-	 * H5_PUNCH_MARKED) or, one block, a hole alone (H5_PUNCH_BARE); the
-	 * free list's released bytes and count when last matched (a sweep
-	 * only after a change), and punching found unsupported */
-	h5_freesp marks;
-	uint64_t marks_rel;
-	size_t marks_n;
-	bool punch_off;
-	bool marks_found;       /* FILE's free markers read (h5_space_end) */
 	/* Reader sections (h5_file_read_begin/end: the daemon's metadata
 	 * requests): space freed while one that began before is active is
-	 * held back (quar, under write_lock) until it ends - a reader may be
+	 * held back until it ends (write/file_ws.h quar) - a reader may be
 	 * walking the structure that space held (issue 56: a dense store
 	 * reused under a concurrent listxattr) */
 	pthread_mutex_t rd_mu;
 	uint64_t rd_seq;        /* sections begun */
 	uint64_t *rd_active;    /* the seqs of those not ended */
 	size_t rd_n, rd_cap;
-	struct h5_quar { uint64_t addr, len, ticket, rseq; } *quar;
-	size_t nquar, cquar;
-	/* under write_lock: global heap collections this session wrote for
-	 * attribute values, each with the number of attribute messages that
-	 * reference it (one, or a write-behind batch's); freed when the last
-	 * is replaced or removed (write/attr_build.c) */
-	struct h5_owned { uint64_t addr, len; uint32_t refs; } *owned;
-	size_t nowned, cowned;
-	uint64_t reused;
-	/* under write_lock: objects made and not linked yet (write/loose.c,
-	 * the daemon's write-behind of new files): nothing on disk references
-	 * them, so a commit of one keeps no order against a power cut and
-	 * skips its fsyncs (loose_on: the commit under way, which holds
-	 * write_lock, is one: write/txn.c h5_txn_barrier); loose_start: the
-	 * allocation end before the first of them, which the commit linking
-	 * them stages from */
-	uint64_t *loose;
-	size_t nloose, cloose;
-	uint64_t loose_start;
+	/* the write side's state (write/file_ws.h): made by the first writer,
+	 * freed at close through ws_free; io/ and file/ never look inside */
+	struct h5_wstate *ws;
+	void (*ws_free)(struct h5_wstate *ws);
+	/* what io/ordered.c's in-place writes need of the write side, which
+	 * sets them under write_lock: the larger of the allocation ends
+	 * write/space.c handed out (relative; an ordered copy's record goes
+	 * above it and eoa), and (atomic) whether the commit under way is a
+	 * loose object's (write/loose.c: nothing references its bytes, so it
+	 * needs no ordered copy and no fsyncs) */
+	uint64_t space_top;
 	bool loose_on;
-	/* under write_lock: names removed from symbol tables' local heaps
-	 * (their bytes in the data segment, each with the ticket of the
-	 * removal's commit), given back to the heap's free list by a later
-	 * change of that group (write/link_stab.c) */
-	h5_freesp lheap_names;
-	/* under write_lock: objects whose blocks a change placed and that
-	 * may move down at unmount (h5_file_compact), by the address of their
-	 * header and a kind (ohdr_edit.h: a header with continuation chunks,
-	 * a group's link storage, a dense attribute store); a header freed
-	 * drops its own */
-	struct h5_cont_note { uint64_t hdr; unsigned kind; } conts[32];
-	unsigned nconts, next_cont;
-	/* layouts changed in place (atomic): a new file's chunks made smaller
-	 * at its first commit (append_commit.c rechunk_small); an overwriter
-	 * opened before takes its chunk geometry again (overwrite.c) */
-	uint64_t relayouts;
-	/* the chunk at the highest address a rewrite placed last (chunk
-	 * index coordinates), for h5_file_compact; dset 0: none */
-	struct {
-		uint64_t dset, addr, size;
-		uint64_t scaled[H5_MAX_RANK];
-	} last_chunk;
 	/* fsyncs begun and the last ticket completed (h5_file_sync): space
 	 * freed by a change is reused only after an fsync that began after
 	 * the change's last write completed */

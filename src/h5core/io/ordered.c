@@ -94,11 +94,10 @@ int h5_file_write_inplace(h5_file *f, uint64_t addr, const void *buf, size_t len
 	if (rc < 0)
 		return rc;
 	/* past FILE's end and everything ever handed out (write/space.c's
-	 * ends, read here only): no other write lands there while write_lock
-	 * is held (staged chunks are written below the allocation end) */
-	top = f->alloc_end > f->eoa ? f->alloc_end : f->eoa;
-	if (top < f->alloc_high)
-		top = f->alloc_high;
+	 * ends, space_top, read here only): no other write lands there while
+	 * write_lock is held (staged chunks are written below the allocation
+	 * end) */
+	top = f->space_top > f->eoa ? f->space_top : f->eoa;
 	top += f->base;
 	if (top < size)
 		top = size;

@@ -41,6 +41,7 @@
 #include "space.h"
 #include "txn.h"
 #include "append_int.h"
+#include "file_ws.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -424,6 +425,7 @@ static int push_rows(h5_astream *s, const uint8_t *src, uint64_t n)
 
 int h5_append_open(h5_appender **out, h5_file *f, uint64_t dset_addr)
 {
+	struct h5_wstate *ws = h5_ws(f);
 	h5_astream *s;
 	h5_appender *a;
 	int rc = 0;
@@ -435,7 +437,7 @@ int h5_append_open(h5_appender **out, h5_file *f, uint64_t dset_addr)
 	if (!a)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory opening an appender");
 	pthread_mutex_lock(&f->write_lock);
-	for (h5_astream **pp = &f->astreams; (s = *pp) != NULL; pp = &s->next) {
+	for (h5_astream **pp = &ws->astreams; (s = *pp) != NULL; pp = &s->next) {
 		if (s->addr != dset_addr)
 			continue;
 		if (!h5_astream_failed(s))
@@ -452,8 +454,8 @@ int h5_append_open(h5_appender **out, h5_file *f, uint64_t dset_addr)
 		rc = stream_new(&s, f, dset_addr);
 		if (rc == 0) {
 			s->refs = 1;
-			s->next = f->astreams;
-			f->astreams = s;
+			s->next = ws->astreams;
+			ws->astreams = s;
 		}
 	}
 	pthread_mutex_unlock(&f->write_lock);
@@ -683,7 +685,7 @@ h5_astream *h5_astream_hold(h5_file *f, uint64_t addr)
 	h5_astream *s;
 
 	pthread_mutex_lock(&f->write_lock);
-	for (s = f->astreams; s && s->addr != addr; s = s->next)
+	for (s = h5_ws(f)->astreams; s && s->addr != addr; s = s->next)
 		;
 	if (s)
 		s->refs++;
@@ -700,7 +702,7 @@ void h5_astream_release(h5_file *f, h5_astream *s)
 	if (last)
 		h5_space_free_all(f, &s->gone);
 	if (last && !s->unlinked) {
-		for (h5_astream **pp = &f->astreams; *pp; pp = &(*pp)->next)
+		for (h5_astream **pp = &h5_ws(f)->astreams; *pp; pp = &(*pp)->next)
 			if (*pp == s) {
 				*pp = s->next;
 				break;

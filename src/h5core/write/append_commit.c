@@ -17,6 +17,7 @@
 #include "txn.h"
 #include "loose.h"
 #include "append_int.h"
+#include "file_ws.h"
 
 #include <pthread.h>
 #include <time.h>
@@ -112,7 +113,7 @@ static int rechunk_small(h5_astream *s)
 		s->crow_bytes = c0 * s->row_bytes;
 		s->chunk_bytes = d->chunk_bytes;
 		h5_astream_stage_rows(s);
-		__atomic_add_fetch(&f->relayouts, 1, __ATOMIC_RELEASE);
+		__atomic_add_fetch(&h5_ws(f)->relayouts, 1, __ATOMIC_RELEASE);
 	}
 out:
 	if (e.oh)

@@ -26,7 +26,7 @@
 typedef struct h5_astream {
 	struct h5_astream *next;
 	unsigned refs;
-	bool unlinked;          /* failed and replaced in f->astreams */
+	bool unlinked;          /* failed and replaced in h5_ws(f)->astreams */
 	pthread_mutex_t lock;
 	h5_file *f;
 	uint64_t addr;          /* dataset object header */

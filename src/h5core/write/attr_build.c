@@ -16,6 +16,7 @@
 #include "value.h"
 #include "space.h"
 #include "freesp.h"
+#include "file_ws.h"
 
 /* Strings separated by sep (NUL for raw values, newline for text). */
 static int split(const char ***strs, size_t **lens, size_t *n, const char *v, size_t len, char sep)
@@ -48,16 +49,18 @@ static int split(const char ***strs, size_t **lens, size_t *n, const char *v, si
 
 void h5_attr_coll_adopt(h5_file *f, uint64_t addr, uint64_t len, uint32_t refs)
 {
-	if (f->nowned == f->cowned) {
-		size_t nc = f->cowned ? 2 * f->cowned : 16;
+	struct h5_wstate *ws = h5_ws(f);
+
+	if (ws->nowned == ws->cowned) {
+		size_t nc = ws->cowned ? 2 * ws->cowned : 16;
 		struct h5_owned *nv;
 
-		if (nc > OWNED_MAX || !(nv = realloc(f->owned, nc * sizeof(*nv))))
+		if (nc > OWNED_MAX || !(nv = realloc(ws->owned, nc * sizeof(*nv))))
 			return;         /* not owned: never freed */
-		f->owned = nv;
-		f->cowned = nc;
+		ws->owned = nv;
+		ws->cowned = nc;
 	}
-	f->owned[f->nowned++] = (struct h5_owned){ addr, len, refs };
+	ws->owned[ws->nowned++] = (struct h5_owned){ addr, len, refs };
 }
 
 /* nelmts variable-length strings: a new global heap collection (written
@@ -126,11 +129,12 @@ out:
 
 uint64_t h5_attr_owned_coll(h5_file *f, const uint8_t *msg, size_t len)
 {
+	struct h5_wstate *ws = h5_ws(f);
 	h5_attr_msg a = { 0 };
 	size_t esz = 8 + f->fmt.sizeof_addr;
 	uint64_t coll = H5_ADDR_UNDEF;
 
-	if (f->nowned == 0 || h5_attr_decode(&a, f, &f->fmt, msg, len) < 0) {
+	if (ws->nowned == 0 || h5_attr_decode(&a, f, &f->fmt, msg, len) < 0) {
 		h5_err_clear();
 		return H5_ADDR_UNDEF;
 	}
@@ -143,9 +147,9 @@ uint64_t h5_attr_owned_coll(h5_file *f, const uint8_t *msg, size_t len)
 
 			if (h5_le_decode(a.data + off, 4) == 0)
 				continue;
-			for (i = 0; i < f->nowned && f->owned[i].addr != at; i++)
+			for (i = 0; i < ws->nowned && ws->owned[i].addr != at; i++)
 				;
-			if (i < f->nowned)
+			if (i < ws->nowned)
 				coll = at;
 			else
 				break;
@@ -156,16 +160,17 @@ uint64_t h5_attr_owned_coll(h5_file *f, const uint8_t *msg, size_t len)
 
 void h5_attr_coll_free(h5_file *f, uint64_t coll, uint64_t ticket)
 {
+	struct h5_wstate *ws = h5_ws(f);
 	size_t i;
 
 	if (!h5_addr_defined(coll))
 		return;
-	for (i = 0; i < f->nowned && f->owned[i].addr != coll; i++)
+	for (i = 0; i < ws->nowned && ws->owned[i].addr != coll; i++)
 		;
-	if (i == f->nowned || --f->owned[i].refs > 0)
+	if (i == ws->nowned || --ws->owned[i].refs > 0)
 		return;
-	h5_space_free(f, coll, f->owned[i].len, ticket);
-	f->owned[i] = f->owned[--f->nowned];
+	h5_space_free(f, coll, ws->owned[i].len, ticket);
+	ws->owned[i] = ws->owned[--ws->nowned];
 }
 
 /* The new value of an existing attribute (h: its fields; a: decoded):

@@ -20,6 +20,7 @@
 #include "dense_write.h"
 #include "dense.h"
 #include "attr_write_int.h"
+#include "file_ws.h"
 
 /* ---- a dense store ---------------------------------------------------------------
  * As a group's links (link_write.c h5_link_move_down): when the store's
@@ -32,9 +33,9 @@ static int dense_move_down(h5_file *f, h5_ohdr_change *c, const found *fd)
 	int rc = h5_dense_movable(f, H5_DENSE_ATTRS, fd->fheap, fd->name_bt2, fd->corder_bt2);
 
 	if (rc > 0) {
-		f->freesp.low = true;
+		h5_ws(f)->freesp.low = true;
 		rc = h5_attr_dense_batch(c, f, fd, NULL, 0);
-		f->freesp.low = false;
+		h5_ws(f)->freesp.low = false;
 		if (rc == 0)
 			rc = 1;
 	}
@@ -42,7 +43,7 @@ static int dense_move_down(h5_file *f, h5_ohdr_change *c, const found *fd)
 }
 
 /* ---- a string value's collection -------------------------------------------------
- * A collection this session wrote (f->owned) that ends at the end is
+ * A collection this session wrote (h5_ws(f)->owned) that ends at the end is
  * copied whole into the lowest freed space that takes it (a collection
  * holds no address of its own, III.E), and every attribute message of
  * the object pointing into it is set again with its elements pointing at
@@ -153,22 +154,24 @@ static const uint8_t *msg_at(const h5_ohdr *oh, const h5_dense_set *s, bool dens
 }
 
 /* The collection of this session's that ends at the allocation end, if
- * any: one look at f->owned, before any object's messages are read (the
+ * any: one look at h5_ws(f)->owned, before any object's messages are read (the
  * unmount asks this of each noted object). */
 static uint64_t coll_at_end(h5_file *f, uint64_t *len)
 {
+	struct h5_wstate *ws = h5_ws(f);
 	uint64_t end = h5_space_end(f);
 
-	for (size_t i = 0; i < f->nowned; i++)
-		if (f->owned[i].addr + f->owned[i].len == end) {
-			*len = f->owned[i].len;
-			return f->owned[i].addr;
+	for (size_t i = 0; i < ws->nowned; i++)
+		if (ws->owned[i].addr + ws->owned[i].len == end) {
+			*len = ws->owned[i].len;
+			return ws->owned[i].addr;
 		}
 	return H5_ADDR_UNDEF;
 }
 
 static int coll_move_down(h5_file *f, uint64_t addr, h5_ohdr_change *c, const found *fd)
 {
+	struct h5_wstate *ws = h5_ws(f);
 	h5_dense_set s = { 0 };
 	struct movers m = { 0 };
 	uint64_t clen = 0, naddr = H5_ADDR_UNDEF, coll = coll_at_end(f, &clen);
@@ -176,7 +179,7 @@ static int coll_move_down(h5_file *f, uint64_t addr, h5_ohdr_change *c, const fo
 	size_t done, n, len, i;
 	int rc = 0;
 
-	if (!h5_addr_defined(coll) || h5_freesp_largest(&f->freesp) < clen)
+	if (!h5_addr_defined(coll) || h5_freesp_largest(&ws->freesp) < clen)
 		return 0;
 	if (fd->dense)
 		rc = h5_dense_set_load(&s, f, H5_DENSE_ATTRS, fd->fheap, fd->name_bt2, fd->corder_bt2);
@@ -190,13 +193,13 @@ static int coll_move_down(h5_file *f, uint64_t addr, h5_ohdr_change *c, const fo
 	if (rc < 0 || m.n == 0)
 		goto out;       /* (none of its messages: another object's) */
 	/* the lowest freed space that takes it: below it, or not at all */
-	f->freesp.low = true;
+	ws->freesp.low = true;
 	rc = h5_space_take(&naddr, f, clen);
-	f->freesp.low = false;
+	ws->freesp.low = false;
 	if (rc < 0)
 		goto out;
 	if (naddr > coll) {
-		if (h5_freesp_add(&f->freesp, naddr, clen, 0) < 0)
+		if (h5_freesp_add(&ws->freesp, naddr, clen, 0) < 0)
 			h5_err_clear();
 		goto out;
 	}
@@ -214,7 +217,7 @@ static int coll_move_down(h5_file *f, uint64_t addr, h5_ohdr_change *c, const fo
 		rc = h5_txn_barrier(f);
 	if (rc < 0) {
 		/* never referenced: back at once */
-		if (h5_freesp_add(&f->freesp, naddr, clen, 0) < 0)
+		if (h5_freesp_add(&ws->freesp, naddr, clen, 0) < 0)
 			h5_err_clear();
 		goto out;
 	}

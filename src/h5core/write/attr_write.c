@@ -26,6 +26,7 @@
 #include "dense.h"
 #include "fheap.h"
 #include "attr_write_int.h"
+#include "file_ws.h"
 
 #define AINFO_TRACK_CORDER 0x01
 #define AINFO_INDEX_CORDER 0x02
@@ -284,7 +285,7 @@ void h5_attr_colls_drop(h5_file *f, uint64_t addr, uint64_t ticket)
 	h5_dense_set s = { 0 };
 	found fd;
 
-	if (!f->nowned || h5_ohdr_load(&oh, f, addr) < 0 || h5_attr_scan(&fd, f, oh, "", 0) < 0)
+	if (!h5_ws(f)->nowned || h5_ohdr_load(&oh, f, addr) < 0 || h5_attr_scan(&fd, f, oh, "", 0) < 0)
 		goto out;
 	for (size_t i = 0; i < oh->nmsgs; i++)
 		if (oh->msgs[i].type == H5_MSG_ATTR)

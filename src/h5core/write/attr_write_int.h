@@ -53,7 +53,7 @@ typedef struct h5_attr_change {
 int h5_attr_vstr_data(uint8_t **out, size_t *out_len, h5_file *f, const char *const *s, const size_t *l, size_t n,
 		      bool one_msg);
 /* The global heap collection this session wrote that the value of the
- * attribute message msg points into (f->owned: its own, one_msg above, or
+ * attribute message msg points into (h5_ws(f)->owned: its own, one_msg above, or
  * a batch's), or UNDEF: once a commit replaced or removed msg,
  * h5_attr_coll_free drops msg's reference and frees the collection with
  * the last one (ticket: the commit's, h5_ohdr_change). */

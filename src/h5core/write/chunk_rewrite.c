@@ -34,6 +34,7 @@
 #include "dataset.h"
 #include "dspace.h"
 #include "keytab.h"
+#include "file_ws.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -508,10 +509,10 @@ static void note_top(const rw *r)
 
 	if (!h5_addr_defined(r->top.addr))
 		return;
-	f->last_chunk.dset = r->d->addr;
-	f->last_chunk.addr = r->top.addr;
-	f->last_chunk.size = r->top.size;
-	memcpy(f->last_chunk.scaled, r->top.scaled, r->rank * sizeof(*r->top.scaled));
+	h5_ws(f)->last_chunk.dset = r->d->addr;
+	h5_ws(f)->last_chunk.addr = r->top.addr;
+	h5_ws(f)->last_chunk.size = r->top.size;
+	memcpy(h5_ws(f)->last_chunk.scaled, r->top.scaled, r->rank * sizeof(*r->top.scaled));
 }
 
 /* The chunks a put took whole (chunk_whole.c), written already: their
@@ -613,14 +614,15 @@ int h5_ow_chunked_commit(h5_dataset *d, const h5_ow_whole *whole, size_t nwhole,
 #define COMPACT_SLACK ((uint64_t)8 << 10)
 static bool tail_movable(const h5_file *f, uint64_t addr, uint64_t len)
 {
-	uint64_t end = f->alloc_end, above, free_above = 0;
+	const struct h5_wstate *ws = h5_ws(f);
+	uint64_t end = ws->alloc_end, above, free_above = 0;
 	bool hole = false;
 
 	if (addr + len > end)
 		return false;
 	above = end - (addr + len);
-	for (size_t i = 0; i < f->freesp.n; i++) {
-		const h5_free_ext *x = &f->freesp.v[i];
+	for (size_t i = 0; i < ws->freesp.n; i++) {
+		const h5_free_ext *x = &ws->freesp.v[i];
 
 		if (x->ticket)
 			continue;
@@ -634,6 +636,7 @@ static bool tail_movable(const h5_file *f, uint64_t addr, uint64_t len)
 
 int h5_file_compact(h5_file *f)
 {
+	struct h5_wstate *ws = h5_ws(f);
 	h5_dataset *d = NULL;
 	h5_chunk_rec rec = { 0 }, nrec;
 	uint8_t *buf = NULL;
@@ -647,9 +650,9 @@ int h5_file_compact(h5_file *f)
 		return 0;
 	pthread_mutex_lock(&f->write_lock);
 	h5_space_settle(f);
-	if (!f->last_chunk.dset || !tail_movable(f, f->last_chunk.addr, f->last_chunk.size))
+	if (!ws->last_chunk.dset || !tail_movable(f, ws->last_chunk.addr, ws->last_chunk.size))
 		goto out;
-	rc = h5_dataset_open(&d, f, f->last_chunk.dset);
+	rc = h5_dataset_open(&d, f, ws->last_chunk.dset);
 	if (rc == 0 && d->layout.cls != H5_LAYOUT_CHUNKED)
 		goto out;
 	if (rc == 0)
@@ -660,29 +663,29 @@ int h5_file_compact(h5_file *f)
 	if (rc == 0 && !r.ci->filtered && h5_cidx_write_ops_of(d->layout.idx_type)->place)
 		goto out;
 	if (rc == 0)
-		rc = h5_chunk_lookup(&rec, r.ci, f->last_chunk.scaled);
+		rc = h5_chunk_lookup(&rec, r.ci, ws->last_chunk.scaled);
 	/* changed since (a later append or rewrite): nothing to move */
-	if (rc < 0 || rec.addr != f->last_chunk.addr || (rec.size ? rec.size : r.cb) != f->last_chunk.size)
+	if (rc < 0 || rec.addr != ws->last_chunk.addr || (rec.size ? rec.size : r.cb) != ws->last_chunk.size)
 		goto out;
-	if (!(buf = malloc((size_t)f->last_chunk.size))) {
+	if (!(buf = malloc((size_t)ws->last_chunk.size))) {
 		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	rc = h5_file_read(f, rec.addr, buf, (size_t)f->last_chunk.size);
+	rc = h5_file_read(f, rec.addr, buf, (size_t)ws->last_chunk.size);
 	if (rc == 0)
-		rc = h5_space_take(&addr, f, f->last_chunk.size);
+		rc = h5_space_take(&addr, f, ws->last_chunk.size);
 	if (rc == 0 && addr > rec.addr) {
 		/* best fit chose a hole above: never written, back at once */
-		if (h5_freesp_add(&f->freesp, addr, f->last_chunk.size, 0) < 0)
+		if (h5_freesp_add(&ws->freesp, addr, ws->last_chunk.size, 0) < 0)
 			h5_err_clear();
 		goto out;
 	}
 	if (rc == 0)
-		rc = h5_file_write(f, addr, buf, (size_t)f->last_chunk.size);
+		rc = h5_file_write(f, addr, buf, (size_t)ws->last_chunk.size);
 	if (rc == 0)
 		rc = writer_open(&r);
 	if (rc == 0)
-		rc = tab_get(&e, &r, f->last_chunk.scaled);
+		rc = tab_get(&e, &r, ws->last_chunk.scaled);
 	if (rc == 0) {
 		nrec = rec;
 		nrec.addr = addr;
@@ -702,7 +705,7 @@ int h5_file_compact(h5_file *f)
 			r.wops->freed(r.w, &gone, ticket);
 			h5_space_free_all(f, &gone);
 		}
-		f->last_chunk.dset = 0;
+		ws->last_chunk.dset = 0;
 	}
 out:
 	if (r_ok)

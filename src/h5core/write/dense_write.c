@@ -26,6 +26,7 @@
 #include "attr.h"
 #include "space.h"
 #include "ohdr_edit.h"
+#include "file_ws.h"
 
 #define ID_TYPE_MASK 0x30       /* heap ID type bits: 0 managed, 1 huge, 2 tiny */
 #define MSG_MAX_SIZE 65536      /* H5O_MESG_MAX_SIZE: a message's size field is 2 bytes */
@@ -83,7 +84,7 @@ int h5_dense_movable(h5_file *f, h5_dense_kind kind, uint64_t fheap, uint64_t na
 	h5_freesp_clear(&sp);
 	if (rc < 0)
 		return rc;
-	return top == h5_space_end(f) && h5_freesp_largest(&f->freesp) >= total;
+	return top == h5_space_end(f) && h5_freesp_largest(&h5_ws(f)->freesp) >= total;
 }
 
 /* A new object at the end (fields zero). */

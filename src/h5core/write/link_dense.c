@@ -22,6 +22,7 @@
 #include "ohdr_edit.h"
 #include "link_store.h"
 #include "dense_write.h"
+#include "file_ws.h"
 
 typedef struct dense_edit {
 	const h5_link *link;            /* insert: the new link */
@@ -252,9 +253,9 @@ static int dense_move_down(h5_file *f, uint64_t group)
 		return rc;
 	rc = h5_dense_movable(f, H5_DENSE_LINKS, li.fheap_addr, li.name_bt2_addr, li.corder_bt2_addr);
 	if (rc > 0) {
-		f->freesp.low = true;
+		h5_ws(f)->freesp.low = true;
 		rc = dense_change(f, group, UINT64_MAX, true, edit_none, NULL);
-		f->freesp.low = false;
+		h5_ws(f)->freesp.low = false;
 		if (rc == 0)
 			rc = 1;
 	}

@@ -51,6 +51,7 @@
 #include "link_store.h"
 #include "link_stab_int.h"
 #include "ohdr_edit.h"
+#include "file_ws.h"
 
 #define MAX_LEAVES ((size_t)1 << 24)
 
@@ -762,6 +763,7 @@ out:
  * (freesp.low); the old blocks are freed by it. */
 static int stab_move_down(h5_file *f, uint64_t group)
 {
+	struct h5_wstate *ws = h5_ws(f);
 	size_t nlen = h5_snod_size(&f->fmt, f->sym_leaf_k);
 	uint64_t total, top, end = h5_space_end(f);
 	stab_edit s;
@@ -781,17 +783,17 @@ static int stab_move_down(h5_file *f, uint64_t group)
 		top = s.lv[i].addr + nlen > top ? s.lv[i].addr + nlen : top;
 		total += nlen;
 	}
-	if (top != end || h5_freesp_largest(&f->freesp) < total)
+	if (top != end || h5_freesp_largest(&ws->freesp) < total)
 		goto out;
 	for (size_t i = 0; rc == 0 && i < s.nl; i++) {
 		rc = leaf_load(&s, &s.lv[i]);
 		s.lv[i].changed = true;
 	}
 	s.moved = true;         /* the same size, written whole */
-	f->freesp.low = true;
+	ws->freesp.low = true;
 	if (rc == 0)
 		rc = commit(&s, h5_space_end(f), true);
-	f->freesp.low = false;
+	ws->freesp.low = false;
 	if (rc == 0)
 		rc = 1;
 out:

@@ -12,6 +12,7 @@
 #include "txn.h"
 #include "lheap.h"
 #include "link_stab_int.h"
+#include "file_ws.h"
 
 static uint64_t hget(const stab_edit *s, uint64_t off)
 {
@@ -195,7 +196,7 @@ int h5_stab_heap_load(stab_edit *s)
 /* ---- removed names back to the free list --------------------------------------
  * libhdf5 gives a removed name's bytes back to the local heap's free list
  * (H5HL_remove). Here the commit that removes a name notes its bytes
- * (f->lheap_names, with the commit's ticket, as space.h's frees), and a
+ * (h5_ws(f)->lheap_names, with the commit's ticket, as space.h's frees), and a
  * later change of the group gives them back once an fsync that began
  * after that commit completed: before, a crash could fall back to a tree
  * that still names them. One extent per change (released neighbours
@@ -205,7 +206,7 @@ int h5_stab_heap_load(stab_edit *s)
  * written in its own bytes, fsync, then the one write that links it in
  * (the header's head, or the next field of the block before the one it
  * ends at, which it takes in). A smaller one waits for a neighbour (names
- * freed next to each other merge in f->lheap_names). */
+ * freed next to each other merge in h5_ws(f)->lheap_names). */
 
 /* The name at off removed by this change: its bytes noted. */
 void h5_stab_name_gone(stab_edit *s, uint64_t off)
@@ -257,7 +258,7 @@ static int heap_near(const stab_edit *s, uint64_t off, uint64_t len, uint64_t *a
 int h5_stab_heap_release(stab_edit *s)
 {
 	h5_file *f = s->f;
-	h5_freesp *ln = &f->lheap_names;
+	h5_freesp *ln = &h5_ws(f)->lheap_names;
 	unsigned L = f->fmt.sizeof_size;
 	uint64_t two_l = 2 * (uint64_t)L, off = 0, len = 0, at = 0, a = H5_ADDR_UNDEF, b = H5_ADDR_UNDEF;
 	uint64_t bprev = H5_ADDR_UNDEF, dropped;
@@ -321,7 +322,7 @@ int h5_stab_heap_release(stab_edit *s)
  * one is freed, which drops what lies in it from the list). */
 void h5_stab_names_commit(stab_edit *s, uint64_t seg, uint64_t ticket)
 {
-	h5_freesp *ln = &s->f->lheap_names;
+	h5_freesp *ln = &h5_ws(s->f)->lheap_names;
 	uint64_t len;
 
 	if (seg != s->haddr) {

@@ -51,7 +51,7 @@ int h5_stab_heap_add(uint64_t *off, stab_edit *s, const char *str, size_t len);
 int h5_stab_heap_release(stab_edit *s);
 /* The name at off removed by this change: noted (s->names). */
 void h5_stab_name_gone(stab_edit *s, uint64_t off);
-/* The commit returned: the names it removed into f->lheap_names with its
+/* The commit returned: the names it removed into h5_ws(f)->lheap_names with its
  * ticket, at the data segment's address seg. */
 void h5_stab_names_commit(stab_edit *s, uint64_t seg, uint64_t ticket);
 

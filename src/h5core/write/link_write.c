@@ -22,6 +22,7 @@
 #include "link_store.h"
 #include "loose.h"
 #include "attr_write_int.h"
+#include "file_ws.h"
 
 
 /* The forms h5fs writes, by h5_lstore_kind (NULL: refused). */
@@ -144,6 +145,7 @@ int h5_link_batch_room(uint64_t *need, h5_file *f, uint64_t group, size_t n, uin
 int h5_link_insert_batch(size_t *done, h5_file *f, uint64_t group, char *const *names, const uint64_t *addrs,
 			 size_t n)
 {
+	struct h5_wstate *ws = h5_ws(f);
 	const h5_lstore_ops *ops;
 	h5_link *l = calloc(n ? n : 1, sizeof(*l));
 	uint64_t start;
@@ -163,7 +165,7 @@ int h5_link_insert_batch(size_t *done, h5_file *f, uint64_t group, char *const *
 		goto out;
 	pthread_mutex_lock(&f->write_lock);
 	/* the stage covers every loose object's space, from the first */
-	start = f->nloose ? f->loose_start : h5_space_end(f);
+	start = ws->nloose ? ws->loose_start : h5_space_end(f);
 	rc = h5_lstore_at(&ops, f, group);
 	if (rc == 0 && ops->insert_many) {
 		rc = ops->insert_many(f, group, l, n, start);
@@ -182,8 +184,8 @@ int h5_link_insert_batch(size_t *done, h5_file *f, uint64_t group, char *const *
 	}
 	for (size_t i = 0; i < *done; i++)
 		h5_loose_drop(f, addrs[i]);
-	if (f->nloose == 0)
-		f->loose_start = 0;
+	if (ws->nloose == 0)
+		ws->loose_start = 0;
 	pthread_mutex_unlock(&f->write_lock);
 out:
 	free(l);
@@ -240,7 +242,7 @@ static int group_create_locked(uint64_t *addr, h5_file *f, uint64_t parent, cons
 {
 	const h5_lstore_ops *ops;
 	h5_group_crt crt = { 0 };
-	uint64_t start = h5_space_end(f), reused = f->reused;
+	uint64_t start = h5_space_end(f), reused = h5_ws(f)->reused;
 	int rc = parent_form(&ops, &crt, f, parent);
 
 	if (rc == 0)
@@ -249,7 +251,7 @@ static int group_create_locked(uint64_t *addr, h5_file *f, uint64_t parent, cons
 	 * link's commit stages (fsyncs) only when the allocation end moved,
 	 * and the batch's may stage only from the allocation end it began at
 	 * (a compact parent's header edit), which reused space lies below */
-	if (rc == 0 && f->reused != reused)
+	if (rc == 0 && h5_ws(f)->reused != reused)
 		rc = h5_txn_barrier(f);
 	if (rc == 0)
 		rc = name ? insert(f, parent, name, name_len, H5_LINK_HARD, *addr, NULL, 0, start)

@@ -1,5 +1,5 @@
-/* loose.h - objects made and not linked yet (loose.c; f->loose in
- * io/file.h): the daemon's write-behind of new files makes a dataset's
+/* loose.h - objects made and not linked yet (loose.c; h5_ws(f)->loose,
+ * write/file_ws.h): the daemon's write-behind of new files makes a dataset's
  * header at create(2) and links it later, many in one commit
  * (h5_link_insert_batch). Until then nothing on disk references the
  * object, so a commit that changes only it (its rows, its attributes, its

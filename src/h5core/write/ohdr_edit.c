@@ -24,6 +24,7 @@
 #include "space.h"
 #include "txn.h"
 #include "loose.h"
+#include "file_ws.h"
 
 /* Free space a new continuation chunk keeps for later messages: as much
  * as the header holds already (so a header that grows message by message
@@ -161,7 +162,7 @@ int h5_ohdr_change_open(h5_ohdr_change *c, h5_file *f, uint64_t addr)
 	memset(c, 0, sizeof(*c));
 	c->main = SIZE_MAX;
 	c->start_end = h5_space_end(f);
-	c->start_reused = f->reused;
+	c->start_reused = h5_ws(f)->reused;
 	rc = h5_ohdr_load(&c->e.oh, f, addr);
 	if (rc < 0)
 		return rc;
@@ -263,7 +264,7 @@ static int new_chunk_n(uint64_t *addr, size_t *clen, h5_ohdr_change *c, h5_file 
 		h5_le_encode(buf + len - 4, h5_checksum_metadata(buf, len - 4), 4);
 	/* freed space when some holds it (written whole, referenced by
 	 * nothing until the commit, which then syncs before its switch:
-	 * f->reused moved): at the allocation end, a group's continuation
+	 * h5_ws(f)->reused moved): at the allocation end, a group's continuation
 	 * chunk made late in a churn pinned FILE's end above megabytes of
 	 * freed space (stress-ng's rename and link beside each other: 4.7 MB
 	 * of an empty tree) */
@@ -540,7 +541,7 @@ int h5_ohdr_commit(h5_ohdr_change *c, h5_file *f, bool durable)
 			merge_gap(c, i);
 	loose = h5_loose_enter(f, oh->addr);     /* a new file not linked yet (loose.h) */
 	h5_txn_begin(&t, f, durable, NULL, NULL);
-	if (rc == 0 && (h5_space_end(f) != c->start_end || h5_space_end(f) > f->eoa || f->reused != c->start_reused)) {
+	if (rc == 0 && (h5_space_end(f) != c->start_end || h5_space_end(f) > f->eoa || h5_ws(f)->reused != c->start_reused)) {
 		/* new space: durable and inside the EOF address before the switch */
 		rc = h5_txn_stage(&t, c->start_end);
 	} else {
@@ -669,39 +670,43 @@ int h5_ohdr_commit_cow(h5_ohdr_change *c, h5_file *f, bool durable)
 
 void h5_ohdr_note(h5_file *f, unsigned kind, uint64_t hdr)
 {
-	const unsigned cap = sizeof(f->conts) / sizeof(f->conts[0]);
+	struct h5_wstate *ws = h5_ws(f);
+	const unsigned cap = sizeof(ws->conts) / sizeof(ws->conts[0]);
 	unsigned at = cap;
 
 	/* an object is noted once per kind (its blocks are found again at
 	 * unmount), in the slot of a forgotten one when there is one: the
 	 * ring filled with the chunks of removed files, and a group's
 	 * chunk left at the end was no longer noted (test_stress_io) */
-	for (unsigned i = 0; i < f->nconts; i++) {
-		if (f->conts[i].hdr == hdr && f->conts[i].kind == kind)
+	for (unsigned i = 0; i < ws->nconts; i++) {
+		if (ws->conts[i].hdr == hdr && ws->conts[i].kind == kind)
 			return;
-		if (!f->conts[i].hdr && at == cap)
+		if (!ws->conts[i].hdr && at == cap)
 			at = i;
 	}
-	if (at == cap && f->nconts < cap)
-		at = f->nconts++;
+	if (at == cap && ws->nconts < cap)
+		at = ws->nconts++;
 	if (at == cap) {
-		at = f->next_cont;
-		f->next_cont = (f->next_cont + 1) % cap;
+		at = ws->next_cont;
+		ws->next_cont = (ws->next_cont + 1) % cap;
 	}
-	f->conts[at] = (struct h5_cont_note){ hdr, kind };
+	ws->conts[at] = (struct h5_cont_note){ hdr, kind };
 }
 
 void h5_ohdr_forget_conts(h5_file *f, uint64_t hdr)
 {
-	for (unsigned i = 0; i < f->nconts; i++)
-		if (f->conts[i].hdr == hdr)
-			f->conts[i].hdr = 0;
+	struct h5_wstate *ws = h5_ws(f);
+
+	for (unsigned i = 0; i < ws->nconts; i++)
+		if (ws->conts[i].hdr == hdr)
+			ws->conts[i].hdr = 0;
 }
 
 /* The header hdr's continuation chunks copied down (see ohdr_edit.h):
  * only when one of them ends at the allocation end. */
 static int move_down(h5_file *f, uint64_t hdr)
 {
+	struct h5_wstate *ws = h5_ws(f);
 	h5_ohdr_change c;
 	const h5_ohdr *oh;
 	uint64_t total = 0, end = h5_space_end(f);
@@ -716,17 +721,17 @@ static int move_down(h5_file *f, uint64_t hdr)
 		total += oh->chunks[i].len;
 	}
 	/* only when freed space below takes them all (else they would go up) */
-	if (!last || h5_freesp_largest(&f->freesp) < total)
+	if (!last || h5_freesp_largest(&ws->freesp) < total)
 		goto out;
 	/* every chunk patched with its own first byte: h5_ohdr_commit_cow
 	 * copies each continuation chunk to space taken (best fit, below)
 	 * and switches chunk 0 to them in its one write, the old ones freed */
 	for (size_t i = 0; rc == 0 && i < oh->nchunks; i++)
 		rc = h5_ohdr_patch(&c.e, oh->chunks[i].addr, oh->chunks[i].buf, 1);
-	f->freesp.low = true;   /* down, not into the best-fitting hole */
+	ws->freesp.low = true;   /* down, not into the best-fitting hole */
 	if (rc == 0)
 		rc = h5_ohdr_commit_cow(&c, f, true);
-	f->freesp.low = false;
+	ws->freesp.low = false;
 	if (rc == 0)
 		rc = 1;
 out:
@@ -736,11 +741,13 @@ out:
 
 int h5_ohdr_notes_each(h5_file *f, unsigned kind, int (*fn)(h5_file *f, uint64_t hdr))
 {
-	for (unsigned k = 0; k < f->nconts; k++) {
-		uint64_t hdr = f->conts[k].hdr;
+	struct h5_wstate *ws = h5_ws(f);
+
+	for (unsigned k = 0; k < ws->nconts; k++) {
+		uint64_t hdr = ws->conts[k].hdr;
 		int rc;
 
-		if (!hdr || f->conts[k].kind != kind)
+		if (!hdr || ws->conts[k].kind != kind)
 			continue;
 		rc = fn(f, hdr);
 		if (rc < 0)

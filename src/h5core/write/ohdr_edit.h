@@ -30,7 +30,7 @@ typedef struct h5_ohdr_change {
 	h5_ohdr_edit e;
 	size_t main;            /* the chunk whose write makes the change visible, SIZE_MAX: none yet */
 	uint64_t start_end;     /* the allocation end when the change began */
-	uint64_t start_reused;  /* f->reused then: space taken from the free list since is new space too */
+	uint64_t start_reused;  /* h5_ws(f)->reused then: space taken from the free list since is new space too */
 	uint64_t ticket;        /* after h5_ohdr_commit: what it freed waits for this fsync (space.h) */
 	int nmsgs_delta;        /* messages added (v1 prefix count) */
 } h5_ohdr_change;

@@ -27,6 +27,7 @@
 #include "dataset.h"
 #include "h5core.h"
 #include "append_int.h"
+#include "file_ws.h"
 
 #include <sys/mman.h>
 #include <time.h>
@@ -130,7 +131,7 @@ int h5_overwrite_open(h5_overwriter **out, h5_file *f, uint64_t dset_addr)
 	w->f = f;
 	w->addr = dset_addr;
 	w->dirty = H5_KEYTAB(uint64_t);
-	w->relayouts = __atomic_load_n(&f->relayouts, __ATOMIC_ACQUIRE);
+	w->relayouts = __atomic_load_n(&h5_ws(f)->relayouts, __ATOMIC_ACQUIRE);
 	w->nbytes = d->nbytes;
 	w->esize = d->dtype->size;
 	w->cls = d->layout.cls;
@@ -265,7 +266,7 @@ int h5_ow_keep(h5_overwriter *w, uint64_t off, const uint8_t *buf, size_t len)
  * takes. */
 static int geometry_refresh(h5_overwriter *w)
 {
-	uint64_t gen = __atomic_load_n(&w->f->relayouts, __ATOMIC_ACQUIRE);
+	uint64_t gen = __atomic_load_n(&h5_ws(w->f)->relayouts, __ATOMIC_ACQUIRE);
 	h5_dataset *d = NULL;
 	int rc;
 
@@ -482,7 +483,7 @@ int h5_ow_merge(h5_ow_ext **out, size_t *m, const h5_ow_ext *ext, size_t n)
  * f->write_lock), and reloads them after it. */
 static int streams_hold(h5_file *f, uint64_t addr)
 {
-	for (h5_astream *s = f->astreams; s; s = s->next) {
+	for (h5_astream *s = h5_ws(f)->astreams; s; s = s->next) {
 		if (s->addr != addr || s->unlinked)
 			continue;
 		if (pthread_mutex_trylock(&s->lock) == 0) {
@@ -494,7 +495,7 @@ static int streams_hold(h5_file *f, uint64_t addr)
 				continue;
 			pthread_mutex_unlock(&s->lock);
 		}
-		for (h5_astream *t = f->astreams; t != s; t = t->next)
+		for (h5_astream *t = h5_ws(f)->astreams; t != s; t = t->next)
 			if (t->addr == addr && !t->unlinked)
 				pthread_mutex_unlock(&t->lock);
 		return h5_err_set(H5_ERR_BUSY, "rows appended to the dataset are not committed yet");
@@ -516,7 +517,7 @@ static void streams_show(h5_file *f, uint64_t addr)
 	h5_astream *v[SHOW_MAX];
 	size_t n = 0;
 
-	for (h5_astream *s = f->astreams; s && n < SHOW_MAX; s = s->next)
+	for (h5_astream *s = h5_ws(f)->astreams; s && n < SHOW_MAX; s = s->next)
 		if (s->addr == addr && !s->unlinked) {
 			s->refs++;      /* (h5_astream_hold's, under the same lock) */
 			v[n++] = s;
@@ -536,14 +537,14 @@ static void streams_show(h5_file *f, uint64_t addr)
  * filled chunk row read again by streams_reload). */
 static void streams_cut(h5_file *f, uint64_t addr, uint64_t rows)
 {
-	for (h5_astream *s = f->astreams; s; s = s->next)
+	for (h5_astream *s = h5_ws(f)->astreams; s; s = s->next)
 		if (s->addr == addr && !s->unlinked && !h5_astream_failed(s) && h5_astream_cut(s, rows) < 0)
 			h5_err_clear();         /* (the stream's failure, its writers') */
 }
 
 static void streams_reload(h5_file *f, uint64_t addr, bool changed)
 {
-	for (h5_astream *s = f->astreams; s; s = s->next) {
+	for (h5_astream *s = h5_ws(f)->astreams; s; s = s->next) {
 		h5_dataset *nd = NULL;
 		int rc;
 

@@ -63,7 +63,7 @@ struct h5_overwriter {
 	h5_file *f;
 	uint64_t addr;          /* object header */
 	uint64_t nbytes;        /* the dataset's bytes at the last commit */
-	uint64_t relayouts;     /* f->relayouts its chunk geometry was taken at */
+	uint64_t relayouts;     /* h5_ws(f)->relayouts its chunk geometry was taken at */
 	uint64_t esize;
 	uint8_t cls;            /* H5_LAYOUT_* */
 	const struct h5_ow_layout_ops *lops;    /* its entry of the table below */

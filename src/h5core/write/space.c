@@ -27,6 +27,7 @@
 #include "freesp.h"
 #include "txn.h"
 #include "cache.h"
+#include "file_ws.h"
 
 #include <time.h>
 
@@ -42,13 +43,17 @@ bool h5_space_spans_page(uint64_t addr, uint64_t len)
 
 uint64_t h5_space_end(h5_file *f)
 {
+	struct h5_wstate *ws = h5_ws(f);
+
 	/* 0: nothing allocated since the file was opened */
-	if (f->alloc_end == 0)
-		f->alloc_end = f->eoa;
+	if (ws->alloc_end == 0) {
+		ws->alloc_end = f->eoa;
+		h5_ws_publish(f);
+	}
 	/* the free space an earlier mount gave back (space_punch.c) */
-	if (!f->marks_found)
+	if (!ws->marks_found)
 		h5_space_punch_recover(f);
-	return f->alloc_end;
+	return ws->alloc_end;
 }
 
 /* The allocation end lowered to end: the space above it was handed out
@@ -61,33 +66,38 @@ uint64_t h5_space_end(h5_file *f)
  * directory - EISDIR after 3,000 mkdir/rmdir, issue 65.) */
 static void end_lower(h5_file *f, uint64_t end)
 {
-	if (f->alloc_end > f->alloc_high)
-		f->alloc_high = f->alloc_end;
-	f->alloc_end = end;
+	struct h5_wstate *ws = h5_ws(f);
+
+	if (ws->alloc_end > ws->alloc_high)
+		ws->alloc_high = ws->alloc_end;
+	ws->alloc_end = end;
+	h5_ws_publish(f);
 }
 
 int h5_space_alloc(uint64_t *addr, h5_file *f, uint64_t len)
 {
+	struct h5_wstate *ws = h5_ws(f);
 	uint64_t end;
 
 	*addr = h5_space_end(f);
 	if (h5_add_overflow(*addr, len, &end) || !h5_space_fits(f, end))
 		return h5_err_set(H5_ERR_LIMIT, "file address space exhausted");
-	f->alloc_end = end;
+	ws->alloc_end = end;
 	/* below an end lowered (h5_space_settle, give_back, a commit's cut):
 	 * what readers decoded from the old bytes there is stale, as for
 	 * space the free list gives (h5_space_take). A filtered chunk decoded
 	 * at an address a later chunk took read as the old one (issue 53:
 	 * a growable gzip dataset's last chunk one version old) */
-	if (*addr < f->alloc_high) {
-		uint64_t hi = end < f->alloc_high ? end : f->alloc_high;
+	if (*addr < ws->alloc_high) {
+		uint64_t hi = end < ws->alloc_high ? end : ws->alloc_high;
 
 		h5_cache_invalidate_range(f->meta, *addr, hi);
 		if (f->chunks && f->chunks != f->meta)
 			h5_cache_invalidate_range(f->chunks, *addr, hi);
 	}
-	if (end > f->alloc_high)
-		f->alloc_high = end;
+	if (end > ws->alloc_high)
+		ws->alloc_high = end;
+	h5_ws_publish(f);
 	return 0;
 }
 
@@ -95,50 +105,52 @@ int h5_space_alloc(uint64_t *addr, h5_file *f, uint64_t len)
  * list once every section that began before their free ended. */
 static void quar_drain(h5_file *f)
 {
+	struct h5_wstate *ws = h5_ws(f);
 	uint64_t oldest;
 	size_t w = 0;
 
-	if (!f->nquar)
+	if (!ws->nquar)
 		return;
 	oldest = h5_file_read_oldest(f, NULL);
-	for (size_t i = 0; i < f->nquar; i++) {
-		struct h5_quar *q = &f->quar[i];
+	for (size_t i = 0; i < ws->nquar; i++) {
+		struct h5_quar *q = &ws->quar[i];
 
 		if (q->rseq < oldest) {
-			if (h5_freesp_add(&f->freesp, q->addr, q->len, q->ticket) < 0)
+			if (h5_freesp_add(&ws->freesp, q->addr, q->len, q->ticket) < 0)
 				h5_err_clear();
 		} else {
-			f->quar[w++] = *q;
+			ws->quar[w++] = *q;
 		}
 	}
-	f->nquar = w;
+	ws->nquar = w;
 }
 
 static void release(h5_file *f, uint64_t *end)
 {
 	quar_drain(f);
-	h5_freesp_release(&f->freesp, __atomic_load_n(&f->sync_done, __ATOMIC_ACQUIRE), end);
+	h5_freesp_release(&h5_ws(f)->freesp, __atomic_load_n(&f->sync_done, __ATOMIC_ACQUIRE), end);
 }
 
 void h5_space_settle(h5_file *f)
 {
+	struct h5_wstate *ws = h5_ws(f);
 	uint64_t end = h5_space_end(f);
 
 	/* FILE not ours to write now: the end stays above free markers it
 	 * could not zero (space_punch.c) */
-	if (f->marks.n && !h5_space_punch_ready(f)) {
+	if (ws->marks.n && !h5_space_punch_ready(f)) {
 		release(f, NULL);
 		return;
 	}
 	release(f, &end);
-	if (end < f->alloc_end) {
+	if (end < ws->alloc_end) {
 		/* space below the old end is handed out again: new space for
 		 * every "did the end move" test (ohdr_edit.c's stage); the
 		 * caches forget its old bytes when h5_space_alloc hands it out
 		 * (a freed heap's direct block, cached, was met at the same
 		 * address in a new heap: test_dense) */
 		end_lower(f, end);
-		f->reused++;
+		ws->reused++;
 	}
 	/* what is free now, durably, back to the host */
 	h5_space_punch_sweep(f);
@@ -157,11 +169,12 @@ void h5_space_settle(h5_file *f)
  * to its last block through such extents, past the margin: issue 65.) */
 static int take_backed(uint64_t *addr, h5_file *f, uint64_t len)
 {
+	struct h5_wstate *ws = h5_ws(f);
 	h5_freesp aside = { 0 };
 	bool refused = false;
 	int got = 0;
 
-	for (int k = 0; k < TAKE_TRIES && h5_freesp_take(&f->freesp, len, addr); k++) {
+	for (int k = 0; k < TAKE_TRIES && h5_freesp_take(&ws->freesp, len, addr); k++) {
 		uint64_t rest = 0, at = *addr + len;
 
 		if (h5_file_solid(f, *addr, len) || (!refused && h5_file_fill(f, *addr, len, true) == 0)) {
@@ -172,16 +185,16 @@ static int take_backed(uint64_t *addr, h5_file *f, uint64_t len)
 		refused = true;
 		/* the rest of that extent too: taken len bytes at a time, a
 		 * deleted sparse GiB would come back here again and again */
-		for (size_t i = 0; i < f->freesp.n; i++)
-			if (f->freesp.v[i].addr == at && !f->freesp.v[i].ticket) {
-				(void)h5_freesp_pop(&f->freesp, at, &rest);
+		for (size_t i = 0; i < ws->freesp.n; i++)
+			if (ws->freesp.v[i].addr == at && !ws->freesp.v[i].ticket) {
+				(void)h5_freesp_pop(&ws->freesp, at, &rest);
 				break;
 			}
 		if (h5_freesp_add(&aside, *addr, len + rest, 0) < 0)
 			h5_err_clear();         /* (lost to this session, as a refused free) */
 	}
 	for (size_t i = 0; i < aside.n; i++)
-		if (h5_freesp_add(&f->freesp, aside.v[i].addr, aside.v[i].len, 0) < 0)
+		if (h5_freesp_add(&ws->freesp, aside.v[i].addr, aside.v[i].len, 0) < 0)
 			h5_err_clear();
 	h5_freesp_clear(&aside);
 	return got;
@@ -195,7 +208,7 @@ int h5_space_take(uint64_t *addr, h5_file *f, uint64_t len)
 	release(f, NULL);
 	if (!take_backed(addr, f, len))
 		return h5_space_alloc(addr, f, len);
-	f->reused++;
+	h5_ws(f)->reused++;
 	h5_space_punch_taken(f, *addr, len);
 	/* what readers decoded from the old bytes is stale now */
 	h5_cache_invalidate_range(f->meta, *addr, *addr + len);
@@ -251,21 +264,24 @@ uint64_t h5_space_ticket(h5_file *f)
 
 static int quar_add(h5_file *f, uint64_t addr, uint64_t len, uint64_t ticket, uint64_t seq)
 {
-	if (f->nquar == f->cquar) {
-		size_t cap = f->cquar ? 2 * f->cquar : 16;
-		struct h5_quar *v = realloc(f->quar, cap * sizeof(*v));
+	struct h5_wstate *ws = h5_ws(f);
+
+	if (ws->nquar == ws->cquar) {
+		size_t cap = ws->cquar ? 2 * ws->cquar : 16;
+		struct h5_quar *v = realloc(ws->quar, cap * sizeof(*v));
 
 		if (!v)
 			return -1;      /* (straight to the list, as before) */
-		f->quar = v;
-		f->cquar = cap;
+		ws->quar = v;
+		ws->cquar = cap;
 	}
-	f->quar[f->nquar++] = (struct h5_quar){ addr, len, ticket, seq };
+	ws->quar[ws->nquar++] = (struct h5_quar){ addr, len, ticket, seq };
 	return 0;
 }
 
 void h5_space_free(h5_file *f, uint64_t addr, uint64_t len, uint64_t ticket)
 {
+	struct h5_wstate *ws = h5_ws(f);
 	uint64_t end, seq;
 
 	if (ticket == 0)
@@ -275,17 +291,17 @@ void h5_space_free(h5_file *f, uint64_t addr, uint64_t len, uint64_t ticket)
 	/* a reader section active since before this free: held back */
 	if (h5_file_read_oldest(f, &seq) != UINT64_MAX && quar_add(f, addr, len, ticket, seq) == 0)
 		goto names;
-	if (h5_freesp_add(&f->freesp, addr, len, ticket) < 0)
+	if (h5_freesp_add(&ws->freesp, addr, len, ticket) < 0)
 		h5_err_clear();         /* leaked: a double free is refused, never handed out twice */
 names:
 	/* names removed from a local heap whose data segment this was
 	 * (link_stab.c): never given back into what another structure
 	 * may take */
-	for (size_t i = 0; i < f->lheap_names.n;) {
-		uint64_t a = f->lheap_names.v[i].addr, n;
+	for (size_t i = 0; i < ws->lheap_names.n;) {
+		uint64_t a = ws->lheap_names.v[i].addr, n;
 
-		if (a < end && addr < a + f->lheap_names.v[i].len)
-			h5_freesp_pop(&f->lheap_names, a, &n);
+		if (a < end && addr < a + ws->lheap_names.v[i].len)
+			h5_freesp_pop(&ws->lheap_names, a, &n);
 		else
 			i++;
 	}
@@ -354,48 +370,52 @@ int h5_space_give_back(h5_file *f, uint64_t mark, uint64_t start)
 
 void h5_file_space_handover(h5_file *to, h5_file *from)
 {
+	struct h5_wstate *wt, *wf;
 	uint64_t ticket;
 
 	if (to == from || !h5_file_writable(to) || !h5_file_writable(from))
 		return;
 	pthread_mutex_lock(&from->write_lock);
 	pthread_mutex_lock(&to->write_lock);
+	wt = h5_ws(to);
+	wf = h5_ws(from);
 	/* the same EOF address: nobody else allocated since (libhdf5 places
 	 * new space at its EOF address and moves it). Space below it that
 	 * `from` holds unused (reserved room, the free list) is referenced by
 	 * nothing `to` read: the superblock's EOF address is not the end of
 	 * what is referenced while a commit's room is reserved (txn.c), and
 	 * `to` starting there would leave that room unreferenced for good */
-	if (from->alloc_end && !to->alloc_end && !to->freesp.n && to->eoa == from->eoa && to->base == from->base &&
-	    from->alloc_end <= from->eoa) {
-		to->alloc_end = from->alloc_end;
+	if (wf->alloc_end && !wt->alloc_end && !wt->freesp.n && to->eoa == from->eoa && to->base == from->base &&
+	    wf->alloc_end <= from->eoa) {
+		wt->alloc_end = wf->alloc_end;
 		/* (what `from` handed out below its end: end_lower) */
-		to->alloc_high = from->alloc_high > from->alloc_end ? from->alloc_high : from->alloc_end;
-		to->freesp = from->freesp;
-		from->freesp = (h5_freesp){ 0 };
+		wt->alloc_high = wf->alloc_high > wf->alloc_end ? wf->alloc_high : wf->alloc_end;
+		h5_ws_publish(to);
+		wt->freesp = wf->freesp;
+		wf->freesp = (h5_freesp){ 0 };
 		/* its free markers too (space_punch.c): `to` reads none */
-		h5_freesp_clear(&to->marks);
-		to->marks = from->marks;
-		from->marks = (h5_freesp){ 0 };
-		to->marks_found = true;
-		to->marks_rel = from->marks_rel;
-		to->marks_n = from->marks_n;
-		to->punch_off = from->punch_off;
+		h5_freesp_clear(&wt->marks);
+		wt->marks = wf->marks;
+		wf->marks = (h5_freesp){ 0 };
+		wt->marks_found = true;
+		wt->marks_rel = wf->marks_rel;
+		wt->marks_n = wf->marks_n;
+		wt->punch_off = wf->punch_off;
 		/* and the chunk rewritten last, which h5_file_compact may move
 		 * down at the end of the session */
-		to->last_chunk = from->last_chunk;
-		from->last_chunk.dset = 0;
-		memcpy(to->conts, from->conts, sizeof(to->conts));
-		to->nconts = from->nconts;
-		to->next_cont = from->next_cont;
-		from->nconts = 0;
+		wt->last_chunk = wf->last_chunk;
+		wf->last_chunk.dset = 0;
+		memcpy(wt->conts, wf->conts, sizeof(wt->conts));
+		wt->nconts = wf->nconts;
+		wt->next_cont = wf->next_cont;
+		wf->nconts = 0;
 		/* extents waiting for a sync of `from` wait for one of `to`
 		 * that begins from now on (after the commits that freed them:
 		 * an fsync syncs FILE whichever descriptor it is made on) */
 		ticket = h5_space_ticket(to);
-		for (size_t i = 0; i < to->freesp.n; i++)
-			if (to->freesp.v[i].ticket)
-				to->freesp.v[i].ticket = ticket;
+		for (size_t i = 0; i < wt->freesp.n; i++)
+			if (wt->freesp.v[i].ticket)
+				wt->freesp.v[i].ticket = ticket;
 	}
 	pthread_mutex_unlock(&to->write_lock);
 	pthread_mutex_unlock(&from->write_lock);
@@ -410,17 +430,19 @@ void h5_file_space_handover(h5_file *to, h5_file *from)
  * not take, and a full disk then failed the commit after its answer). */
 static uint64_t reusable(h5_file *f, uint64_t len)
 {
+	struct h5_wstate *ws = h5_ws(f);
 	const h5_free_ext *big = NULL;
 
-	for (size_t i = 0; i < f->freesp.n; i++)
-		if (!f->freesp.v[i].ticket && (!big || f->freesp.v[i].len > big->len))
-			big = &f->freesp.v[i];
+	for (size_t i = 0; i < ws->freesp.n; i++)
+		if (!ws->freesp.v[i].ticket && (!big || ws->freesp.v[i].len > big->len))
+			big = &ws->freesp.v[i];
 	/* (a hole takes blocks: take_backed gives it only within the margin) */
 	return big && big->len >= len && h5_file_solid(f, big->addr, big->len) ? len : 0;
 }
 
 int h5_file_reserve(h5_file *f, uint64_t *held, uint64_t want)
 {
+	struct h5_wstate *ws = h5_ws(f);
 	uint64_t at, extra, total, h;
 	int rc;
 
@@ -436,7 +458,7 @@ int h5_file_reserve(h5_file *f, uint64_t *held, uint64_t want)
 	 * rows are staged at the allocation end as they come) */
 	h = held ? __atomic_load_n(held, __ATOMIC_RELAXED) : 0;
 	extra = !held ? want : want > h ? want - h : 0;
-	if (h5_add_overflow(__atomic_load_n(&f->promised, __ATOMIC_RELAXED), extra, &total)) {
+	if (h5_add_overflow(__atomic_load_n(&ws->promised, __ATOMIC_RELAXED), extra, &total)) {
 		pthread_mutex_unlock(&f->write_lock);
 		return h5_err_set(H5_ERR_LIMIT, "file size overflows");
 	}
@@ -461,7 +483,7 @@ int h5_file_reserve(h5_file *f, uint64_t *held, uint64_t want)
 		 * pages free after its own allocation. */
 		if (rc == 0)
 			rc = h5_file_allocate(f, at, total - reusable(f, total), h5_ordered_room(f));
-		if (rc == H5_ERR_NOSPC && f->freesp.pending && !synced) {
+		if (rc == H5_ERR_NOSPC && ws->freesp.pending && !synced) {
 			synced = 1;
 			h5_err_clear();
 			pthread_mutex_unlock(&f->write_lock);
@@ -471,13 +493,13 @@ int h5_file_reserve(h5_file *f, uint64_t *held, uint64_t want)
 				break;
 			continue;
 		}
-		if (rc != H5_ERR_NOSPC || !f->nquar || tries >= 100)
+		if (rc != H5_ERR_NOSPC || !ws->nquar || tries >= 100)
 			break;
 		h5_err_clear();
 		nanosleep(&(struct timespec){ 0, 2000000 }, NULL);
 	}
 	if (rc == 0 && held) {
-		__atomic_add_fetch(&f->promised, extra, __ATOMIC_ACQ_REL);
+		__atomic_add_fetch(&ws->promised, extra, __ATOMIC_ACQ_REL);
 		/* (at least want: never less than held; atomic for
 		 * h5_file_unreserve's look before the lock) */
 		__atomic_add_fetch(held, extra, __ATOMIC_RELAXED);
@@ -494,13 +516,13 @@ void h5_file_unreserve(h5_file *f, uint64_t *held)
 	 * that failed to open is freed under write_lock) */
 	if (!f || !(h = __atomic_exchange_n(held, 0, __ATOMIC_ACQ_REL)))
 		return;
-	was = __atomic_load_n(&f->promised, __ATOMIC_RELAXED);
-	while (!__atomic_compare_exchange_n(&f->promised, &was, was > h ? was - h : 0, true, __ATOMIC_ACQ_REL,
+	was = __atomic_load_n(&h5_ws(f)->promised, __ATOMIC_RELAXED);
+	while (!__atomic_compare_exchange_n(&h5_ws(f)->promised, &was, was > h ? was - h : 0, true, __ATOMIC_ACQ_REL,
 					    __ATOMIC_RELAXED))
 		;
 }
 
 uint64_t h5_space_held(const h5_file *f)
 {
-	return __atomic_load_n(&f->promised, __ATOMIC_RELAXED);
+	return __atomic_load_n(&h5_ws(f)->promised, __ATOMIC_RELAXED);
 }

@@ -1,6 +1,6 @@
 /* space.h - file space: where new structures go, and the end of the file.
  *
- * Space is handed out only here: at the end (f->alloc_end, which starts
+ * Space is handed out only here: at the end (h5_ws(f)->alloc_end, which starts
  * at the superblock's end of allocated space), or from space this
  * session's committed changes freed once that is safe (h5_space_free,
  * h5_space_take), so a staged chunk or block is never overwritten.

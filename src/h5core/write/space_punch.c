@@ -56,6 +56,7 @@
 #include "file.h"
 #include "freesp.h"
 #include "freemark.h"
+#include "file_ws.h"
 
 #define BLK H5_FREEMARK_BLOCK
 #define MARK_LEN H5_FREEMARK_LEN
@@ -66,32 +67,33 @@ static int mark_zero(h5_file *f, size_t i)
 {
 	static const uint8_t zero[8];   /* (its magic) */
 
-	if (f->marks.v[i].ticket != H5_PUNCH_MARKED)
+	if (h5_ws(f)->marks.v[i].ticket != H5_PUNCH_MARKED)
 		return 0;
-	return h5_file_write(f, f->marks.v[i].addr, zero, sizeof(zero));
+	return h5_file_write(f, h5_ws(f)->marks.v[i].addr, zero, sizeof(zero));
 }
 
 static void mark_forget(h5_file *f, size_t i)
 {
 	uint64_t len;
 
-	(void)h5_freesp_pop(&f->marks, f->marks.v[i].addr, &len);
+	(void)h5_freesp_pop(&h5_ws(f)->marks, h5_ws(f)->marks.v[i].addr, &len);
 }
 
 void h5_space_punch_taken(h5_file *f, uint64_t addr, uint64_t len)
 {
-	size_t i = h5_freesp_lower(&f->marks, addr);
+	struct h5_wstate *ws = h5_ws(f);
+	size_t i = h5_freesp_lower(&ws->marks, addr);
 
 	/* (the caller writes the block over it anyway: a failure leaves it to
 	 * that write) */
-	while (i < f->marks.n && f->marks.v[i].addr < addr + len) {
+	while (i < ws->marks.n && ws->marks.v[i].addr < addr + len) {
 		if (mark_zero(f, i) < 0)
 			h5_err_clear();
 		mark_forget(f, i);
 		/* the rest of its extent marked again at the next sweep, even
 		 * when a free of the same size leaves the list's sums as they
 		 * were */
-		f->marks_n = SIZE_MAX;
+		ws->marks_n = SIZE_MAX;
 	}
 }
 
@@ -104,16 +106,18 @@ bool h5_space_punch_ready(const h5_file *f)
  * markers zeroed before h5_space_alloc hands that space out. */
 static void marks_above_end(h5_file *f)
 {
-	h5_freesp *m = &f->marks;
+	struct h5_wstate *ws = h5_ws(f);
+	h5_freesp *m = &ws->marks;
 
-	while (m->n && m->v[m->n - 1].addr + m->v[m->n - 1].len > f->alloc_end) {
+	while (m->n && m->v[m->n - 1].addr + m->v[m->n - 1].len > ws->alloc_end) {
 		const h5_free_ext x = m->v[m->n - 1];
 
 		if (mark_zero(f, m->n - 1) < 0) {
 			/* the end back above it: leaked for this mount, the
 			 * marker still true */
 			h5_err_clear();
-			f->alloc_end = x.addr + x.len;
+			ws->alloc_end = x.addr + x.len;
+			h5_ws_publish(f);
 			return;
 		}
 		mark_forget(f, m->n - 1);
@@ -138,7 +142,7 @@ static bool whole_blocks(const h5_file *f, const h5_free_ext *x, uint64_t *a, ui
  * it punched, the mark listed. */
 static void give_back(h5_file *f, const h5_free_ext *x)
 {
-	h5_freesp *m = &f->marks;
+	h5_freesp *m = &h5_ws(f)->marks;
 	uint8_t b[MARK_LEN];
 	uint64_t a, e, from, kind = H5_PUNCH_BARE;
 	size_t j;
@@ -167,7 +171,7 @@ static void give_back(h5_file *f, const h5_free_ext *x)
 	}
 	rc = h5_file_punch(f, from, e - from);
 	if (rc == H5_ERR_UNSUPPORTED)
-		f->punch_off = true;    /* (tmpfs, ext4, xfs, btrfs have it) */
+		h5_ws(f)->punch_off = true;    /* (tmpfs, ext4, xfs, btrfs have it) */
 	if (rc < 0)
 		h5_err_clear();
 	if (h5_freesp_add(m, a, e - a, kind) < 0) {
@@ -179,30 +183,31 @@ static void give_back(h5_file *f, const h5_free_ext *x)
 
 void h5_space_punch_sweep(h5_file *f)
 {
-	h5_freesp *s = &f->freesp;
+	struct h5_wstate *ws = h5_ws(f);
+	h5_freesp *s = &ws->freesp;
 
 	if (!f->writable || !h5_space_punch_ready(f))
 		return;
-	if (f->alloc_end)
+	if (ws->alloc_end)
 		marks_above_end(f);
 	if (!f->src->ops->punch)
-		f->punch_off = true;    /* (memory, a trace of one) */
+		ws->punch_off = true;    /* (memory, a trace of one) */
 	/* a reserve held for an answered change may count a released extent
 	 * as disk blocks it has (space.c reusable: a change that fits freed
 	 * space is made on a full disk): punched under it, the commit found a
 	 * hole and no disk, and changes answered were lost (test_durable
 	 * enospc). Given back once no reserve is held: the daemon's idle
 	 * sync, the next reserve when nothing else waits */
-	if (f->punch_off || h5_space_held(f) || (s->released == f->marks_rel && s->n == f->marks_n))
+	if (ws->punch_off || h5_space_held(f) || (s->released == ws->marks_rel && s->n == ws->marks_n))
 		return;
-	for (size_t i = 0; i < s->n && !f->punch_off; i++) {
+	for (size_t i = 0; i < s->n && !ws->punch_off; i++) {
 		const h5_free_ext x = s->v[i];
 
 		if (!x.ticket)
 			give_back(f, &x);
 	}
-	f->marks_rel = s->released;
-	f->marks_n = s->n;
+	ws->marks_rel = s->released;
+	ws->marks_n = s->n;
 }
 
 /* A hole of FILE at [h, d) (relative): the extent the marker in the
@@ -224,21 +229,23 @@ static int found(void *ud, uint64_t h, uint64_t d)
 	/* (nothing written into the hole since) */
 	if (!len || d < a + len)
 		return 0;
-	if (h5_freesp_add(&f->freesp, a, len, 0) < 0) {
+	if (h5_freesp_add(&h5_ws(f)->freesp, a, len, 0) < 0) {
 		h5_err_clear();
 		return 0;
 	}
-	if (h5_freesp_add(&f->marks, a, len, H5_PUNCH_MARKED) < 0)
+	if (h5_freesp_add(&h5_ws(f)->marks, a, len, H5_PUNCH_MARKED) < 0)
 		h5_err_clear();
 	return 0;
 }
 
 void h5_space_punch_recover(h5_file *f)
 {
-	if (f->marks_found || !f->writable || !h5_space_punch_ready(f))
+	struct h5_wstate *ws = h5_ws(f);
+
+	if (ws->marks_found || !f->writable || !h5_space_punch_ready(f))
 		return;
-	f->marks_found = true;
+	ws->marks_found = true;
 	(void)h5_file_holes(f, 0, f->eoa, found, f);
-	f->marks_rel = f->freesp.released;
-	f->marks_n = f->freesp.n;
+	ws->marks_rel = ws->freesp.released;
+	ws->marks_n = ws->freesp.n;
 }

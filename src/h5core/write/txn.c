@@ -15,6 +15,7 @@
 #include "file.h"
 #include "superblock.h"
 #include "ohdr.h"
+#include "file_ws.h"
 
 /* Room a non-durable commit reserves beyond the end of allocated space, so
  * that the next commits need no superblock update (doc/APPEND.md). */
@@ -180,7 +181,7 @@ int h5_txn_sync(h5_file *f, bool unsynced)
 	 * first: else space freed since the last sync - a removed dataset's
 	 * chunks at release, stress-ng's files - stayed allocated past the
 	 * unmount (545 MB of an empty tree after 10 s of aiol) */
-	if (f->freesp.pending) {
+	if (h5_ws(f)->freesp.pending) {
 		rc = h5_file_sync(f);
 		if (rc < 0)
 			return rc;
