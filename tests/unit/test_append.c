@@ -37,29 +37,6 @@ static void teardown(void)
 	test_tmp_remove(tmpdir);
 }
 
-static void put_sb(tbuf *b, uint64_t eof)
-{
-	static const uint8_t sig[8] = { 0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n' };
-
-	tb_put(b, sig, 8);
-	tb_u8(b, 2);
-	tb_u8(b, 8);
-	tb_u8(b, 8);
-	tb_u8(b, 0);
-	tb_u64(b, 0);              /* base */
-	tb_u64(b, UINT64_MAX);     /* no extension */
-	tb_u64(b, eof);
-	tb_u64(b, DS_ADDR);        /* "root": the dataset (never read as a group here) */
-	tb_checksum(b, 0);
-}
-
-/* Patch the superblock's EOF (and checksum) after the file is complete. */
-static void fix_sb(tbuf *b)
-{
-	h5_le_encode(b->p + 28, b->len, 8);
-	h5_le_encode(b->p + 44, h5_checksum_metadata(b->p, 44), 4);
-}
-
 static void msg(tbuf *b, uint8_t type, const tbuf *body)
 {
 	tb_u8(b, type);
@@ -77,7 +54,7 @@ static tbuf build_file(int variant, uint64_t rows, uint32_t chunk, int with_mtim
 	tbuf b = { 0 }, oh = { 0 }, m = { 0 };
 	size_t start;
 
-	put_sb(&b, 0);
+	tb_sb2_start(&b, DS_ADDR);       /* "root": the dataset (never read as a group here) */
 	/* dataspace v2: rank 1, max dims present */
 	tb_u8(&m, 2); tb_u8(&m, 1); tb_u8(&m, 1); tb_u8(&m, 1);
 	tb_u64(&m, rows);
@@ -115,7 +92,7 @@ static tbuf build_file(int variant, uint64_t rows, uint32_t chunk, int with_mtim
 	tb_u16(&b, (uint16_t)oh.len);
 	tb_put(&b, oh.p, oh.len);
 	tb_checksum(&b, start);
-	fix_sb(&b);
+	tb_sb2_finish(&b);
 	tb_free(&oh);
 	tb_free(&m);
 	return b;
