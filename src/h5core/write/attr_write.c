@@ -299,56 +299,57 @@ out:
 	h5_ohdr_free(oh);
 }
 
-static int apply(h5_file *f, uint64_t addr, const h5_attr_change *ch)
+static int apply(h5_file *f, uint64_t addr, const h5_attr_change *ch);
+
+/* The change ch made on the header c opened and fd scanned for its name
+ * (h5_attr_batch_locked scans it once for its check and the change, not
+ * a load each: a header of 3,000 attributes took seconds a batch). The
+ * caller closes c (closed here already, and harmless to close again, when
+ * an Attribute Info message is added first). */
+static int apply_open(h5_ohdr_change *c, const found *pfd, h5_file *f, uint64_t addr, const h5_attr_change *ch)
 {
-	h5_ohdr_change c;
-	found fd;
+	const found fd = *pfd;
 	uint8_t *msg = NULL;
 	size_t mlen = 0;
 	uint16_t crt = 0;
 	uint64_t coll = H5_ADDR_UNDEF;  /* the old value's own collection */
-	int rc;
+	int rc = 0;
 
-	rc = h5_ohdr_change_open(&c, f, addr);
-	if (rc == 0)
-		rc = h5_attr_scan(&fd, f, c.e.oh, ch->name, ch->name_len);
-	if (rc < 0)
-		goto out;
 	if (fd.dense) {
-		rc = apply_dense(&c, f, &fd, ch);
+		rc = apply_dense(c, f, &fd, ch);
 		goto out;
 	}
-	if (ch->val && fd.idx == SIZE_MAX && c.e.oh->version >= 2 && fd.ainfo == SIZE_MAX) {
-		rc = ainfo_add(&c, f);
-		h5_ohdr_change_close(&c);
+	if (ch->val && fd.idx == SIZE_MAX && c->e.oh->version >= 2 && fd.ainfo == SIZE_MAX) {
+		rc = ainfo_add(c, f);
+		h5_ohdr_change_close(c);
 		return rc < 0 ? rc : apply(f, addr, ch);
 	}
 	if (fd.idx != SIZE_MAX)
-		coll = h5_attr_owned_coll(f, c.e.oh->msgs[fd.idx].data, c.e.oh->msgs[fd.idx].size);
+		coll = h5_attr_owned_coll(f, c->e.oh->msgs[fd.idx].data, c->e.oh->msgs[fd.idx].size);
 	if (!ch->val) {
 		if (fd.idx == SIZE_MAX) {
 			rc = h5_err_set(H5_ERR_NOTFOUND, "no attribute \"%.*s\"", (int)ch->name_len, ch->name);
 			goto out;
 		}
-		rc = h5_ohdr_put(&c, f, fd.idx, 0, 0, 0, NULL, 0);
+		rc = h5_ohdr_put(c, f, fd.idx, 0, 0, 0, NULL, 0);
 		goto commit;
 	}
-	if (fd.idx == SIZE_MAX && fd.nattrs >= max_compact(c.e.oh)) {
-		rc = to_dense(&c, f, &fd, ch);
+	if (fd.idx == SIZE_MAX && fd.nattrs >= max_compact(c->e.oh)) {
+		rc = to_dense(c, f, &fd, ch);
 		goto out;
 	}
 	if (fd.idx != SIZE_MAX && !ch->typestr && !ch->fstr && !ch->rdt) {
-		const h5_msg *m = &c.e.oh->msgs[fd.idx];
+		const h5_msg *m = &c->e.oh->msgs[fd.idx];
 
-		rc = h5_attr_build(&msg, &mlen, f, c.e.oh, m->data, m->size, ch);
+		rc = h5_attr_build(&msg, &mlen, f, c->e.oh, m->data, m->size, ch);
 	} else {
-		rc = h5_attr_build(&msg, &mlen, f, c.e.oh, NULL, 0, ch);
+		rc = h5_attr_build(&msg, &mlen, f, c->e.oh, NULL, 0, ch);
 	}
 	if (rc < 0)
 		goto out;
 	if (fd.idx != SIZE_MAX) {
-		crt = c.e.oh->msgs[fd.idx].crt_order;
-	} else if ((c.e.oh->flags & 0x04) && fd.ainfo != SIZE_MAX && (fd.ainfo_flags & AINFO_TRACK_CORDER)) {
+		crt = c->e.oh->msgs[fd.idx].crt_order;
+	} else if ((c->e.oh->flags & 0x04) && fd.ainfo != SIZE_MAX && (fd.ainfo_flags & AINFO_TRACK_CORDER)) {
 		/* the next creation order; the Attribute Info message's
 		 * maximum moves first (a side change: a gap is harmless) */
 		uint8_t v[2];
@@ -359,22 +360,35 @@ static int apply(h5_file *f, uint64_t addr, const h5_attr_change *ch)
 		}
 		crt = fd.max_crt;
 		h5_le_encode(v, (uint64_t)fd.max_crt + 1, 2);
-		rc = h5_ohdr_aux(&c, c.e.oh->msgs[fd.ainfo].addr + 2, v, 2);
+		rc = h5_ohdr_aux(c, c->e.oh->msgs[fd.ainfo].addr + 2, v, 2);
 	}
 	if (rc == 0)
-		rc = h5_ohdr_put(&c, f, fd.idx, H5_MSG_ATTR, fd.idx != SIZE_MAX ? c.e.oh->msgs[fd.idx].flags : 0, crt,
+		rc = h5_ohdr_put(c, f, fd.idx, H5_MSG_ATTR, fd.idx != SIZE_MAX ? c->e.oh->msgs[fd.idx].flags : 0, crt,
 				 msg, mlen);
 commit:
 	if (rc == 0)
-		rc = h5_ohdr_commit(&c, f, false);
+		rc = h5_ohdr_commit(c, f, false);
 	if (rc == 0) {
-		h5_attr_coll_free(f, coll, c.ticket);
+		h5_attr_coll_free(f, coll, c->ticket);
 		/* its value's collection may be left at the end (attr_move.c) */
 		h5_ohdr_note(f, H5_NOTE_ATTRS, addr);
 	}
 out:
-	h5_ohdr_change_close(&c);
 	free(msg);
+	return rc;
+}
+
+static int apply(h5_file *f, uint64_t addr, const h5_attr_change *ch)
+{
+	h5_ohdr_change c;
+	found fd;
+	int rc = h5_ohdr_change_open(&c, f, addr);
+
+	if (rc == 0)
+		rc = h5_attr_scan(&fd, f, c.e.oh, ch->name, ch->name_len);
+	if (rc == 0)
+		rc = apply_open(&c, &fd, f, addr, ch);
+	h5_ohdr_change_close(&c);
 	return rc;
 }
 
@@ -661,9 +675,9 @@ int h5_attr_batch_locked(size_t *done, h5_file *f, uint64_t addr, const h5_attr_
 			rc = h5_err_set(fd.idx != SIZE_MAX ? H5_ERR_INVAL : H5_ERR_NOTFOUND, "attribute \"%.*s\" %s",
 					(int)ch[i].name_len, ch[i].name,
 					fd.idx != SIZE_MAX ? "is there already" : "is gone");
-		h5_ohdr_change_close(&c);
 		if (rc == 0)
-			rc = apply(f, addr, &ch[i]);
+			rc = apply_open(&c, &fd, f, addr, &ch[i]);
+		h5_ohdr_change_close(&c);
 		if (rc == 0)
 			i++;
 	}
