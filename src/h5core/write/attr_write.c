@@ -649,9 +649,72 @@ int h5_attr_dense_batch(h5_ohdr_change *c, h5_file *f, const found *fd, const h5
 	return rc;
 }
 
+/* New names of a batch put at once (NEW_RUN_MAX at most) */
+#define NEW_RUN_MAX 1024
+
+/* How many changes from ch[0] are new names of a version 1 header, ch[0]
+ * one already (fd, scanned for it): a version 1 header has no creation
+ * order, no Attribute Info message and no dense storage, so they are
+ * messages put together (h5_ohdr_put_new) in one commit. */
+static size_t new_run(h5_file *f, const h5_ohdr *oh, const found *fd, const h5_attr_change *ch, size_t n)
+{
+	size_t k = 0;
+
+	if (oh->version != 1 || fd->idx != SIZE_MAX || !ch[0].val || ch[0].set)
+		return 0;
+	if (n > NEW_RUN_MAX)
+		n = NEW_RUN_MAX;
+	/* (the prefix's message count is 2 bytes: the new ones, their free
+	 * space and a continuation message) */
+	if (oh->nmsgs + n + 2 > 65535)
+		return 0;
+	for (k = 1; k < n && ch[k].val && !ch[k].set; k++) {
+		found o;
+		bool again = false;
+
+		if (h5_attr_scan(&o, f, oh, ch[k].name, ch[k].name_len) < 0) {
+			h5_err_clear();
+			break;
+		}
+		for (size_t j = 0; j < k && !again; j++)
+			again = ch[j].name_len == ch[k].name_len && memcmp(ch[j].name, ch[k].name, ch[k].name_len) == 0;
+		if (o.idx != SIZE_MAX || again)
+			break;
+	}
+	return k;
+}
+
+/* ch[0..k) (new_run) into the header c opened: one put, one commit (a
+ * batch of 1,000 new names on a header of 3,000 was 1,000 commits, each
+ * loading the whole header: seconds with the batch's lock held). */
+static int apply_new(h5_ohdr_change *c, h5_file *f, uint64_t addr, const h5_attr_change *ch, size_t k)
+{
+	h5_ohdr_new_msg *m = calloc(k, sizeof(*m));
+	uint8_t **msg = calloc(k, sizeof(*msg));
+	int rc = m && msg ? 0 : h5_err_set(H5_ERR_NOMEM, "out of memory");
+
+	for (size_t i = 0; rc == 0 && i < k; i++) {
+		size_t mlen = 0;
+
+		rc = h5_attr_build(&msg[i], &mlen, f, c->e.oh, NULL, 0, &ch[i]);
+		m[i] = (h5_ohdr_new_msg){ .type = H5_MSG_ATTR, .body = msg[i], .len = mlen };
+	}
+	if (rc == 0)
+		rc = h5_ohdr_put_new(c, f, m, k);
+	if (rc == 0)
+		rc = h5_ohdr_commit(c, f, false);
+	if (rc == 0)
+		h5_ohdr_note(f, H5_NOTE_ATTRS, addr);
+	for (size_t i = 0; msg && i < k; i++)
+		free(msg[i]);
+	free(msg);
+	free(m);
+	return rc;
+}
+
 /* The batch in order: compact storage a commit per attribute (as
- * h5_attr_write), dense storage (from the start, or once the header moved
- * there) the rest in one. */
+ * h5_attr_write) or per run of new names (new_run), dense storage (from
+ * the start, or once the header moved there) the rest in one. */
 int h5_attr_batch_locked(size_t *done, h5_file *f, uint64_t addr, const h5_attr_change *ch, size_t n)
 {
 	size_t i = 0;
@@ -660,6 +723,7 @@ int h5_attr_batch_locked(size_t *done, h5_file *f, uint64_t addr, const h5_attr_
 	while (rc == 0 && i < n) {
 		h5_ohdr_change c;
 		found fd;
+		size_t k = 1;
 
 		rc = h5_ohdr_change_open(&c, f, addr);
 		if (rc == 0)
@@ -675,11 +739,15 @@ int h5_attr_batch_locked(size_t *done, h5_file *f, uint64_t addr, const h5_attr_
 			rc = h5_err_set(fd.idx != SIZE_MAX ? H5_ERR_INVAL : H5_ERR_NOTFOUND, "attribute \"%.*s\" %s",
 					(int)ch[i].name_len, ch[i].name,
 					fd.idx != SIZE_MAX ? "is there already" : "is gone");
-		if (rc == 0)
+		if (rc == 0 && (k = new_run(f, c.e.oh, &fd, ch + i, n - i)) > 1) {
+			rc = apply_new(&c, f, addr, ch + i, k);
+		} else if (rc == 0) {
+			k = 1;
 			rc = apply_open(&c, &fd, f, addr, &ch[i]);
+		}
 		h5_ohdr_change_close(&c);
 		if (rc == 0)
-			i++;
+			i += k;
 	}
 	*done = i;
 	return rc;
