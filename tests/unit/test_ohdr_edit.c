@@ -269,6 +269,45 @@ END_TEST
 START_TEST(edit_v2_put_many) { put_many(2, true); put_many(2, false); }
 END_TEST
 
+/* h5_ohdr_put_new (the attribute batch's new names): all in free space
+ * of one chunk when it holds them, else one new chunk as put_many; one
+ * h5_ohdr_commit */
+static void put_new(int ver, bool room)
+{
+	tmsg with_room[] = { { MT_COMMENT, "old", 8 }, { H5_MSG_NIL, NULL, 96 } };
+	tmsg no_room[] = { { MT_COMMENT, "a comment long enough", 24 } };
+	const char *texts[] = { "one", "two, longer", "three" };
+	h5_ohdr_new_msg nm[3];
+	h5_ohdr_change c;
+	h5_file *f;
+	int rc;
+
+	make_file(ver, room ? with_room : no_room, room ? 2 : 1, 0);
+	for (int i = 0; i < 3; i++)
+		nm[i] = (h5_ohdr_new_msg){ .type = MT_COMMENT, .body = texts[i], .len = strlen(texts[i]) + 1 };
+	f = open_file(1);
+	pthread_mutex_lock(&f->write_lock);
+	rc = h5_ohdr_change_open(&c, f, SB_SIZE);
+	if (rc == 0)
+		rc = h5_ohdr_put_new(&c, f, nm, 3);
+	if (rc == 0)
+		rc = h5_ohdr_commit(&c, f, true);
+	h5_ohdr_change_close(&c);
+	pthread_mutex_unlock(&f->write_lock);
+	h5_file_close(f);
+	ck_assert_msg(rc == 0, "%s", h5_err_msg());
+	if (room)
+		CHECK("old|one|two, longer|three", 1);
+	else
+		CHECK("a comment long enough|one|two, longer|three", 2);
+	ck_assert_int_eq(change(SIZE_MAX, "four", 0), 0);
+}
+
+START_TEST(edit_v1_put_new) { put_new(1, true); put_new(1, false); }
+END_TEST
+START_TEST(edit_v2_put_new) { put_new(2, true); put_new(2, false); }
+END_TEST
+
 /* no single message's place holds the continuation message (v2: 4 + 16
  * bytes; v1: 8 + 16), only two in a row do: both move into the new chunk
  * (issue 65: a libver="latest" group's first chunk of short links, mkdir
@@ -685,6 +724,8 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, edit_v2_cont_in_nil_and_gap);
 	tcase_add_test(tc, edit_v1_put_many);
 	tcase_add_test(tc, edit_v2_put_many);
+	tcase_add_test(tc, edit_v1_put_new);
+	tcase_add_test(tc, edit_v2_put_new);
 	tcase_add_test(tc, edit_v1_move_two);
 	tcase_add_test(tc, edit_v2_move_two);
 	tcase_add_test(tc, edit_nospace);

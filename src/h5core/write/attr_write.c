@@ -300,56 +300,57 @@ out:
 	h5_ohdr_free(oh);
 }
 
-static int apply(h5_file *f, uint64_t addr, const h5_attr_change *ch)
+static int apply(h5_file *f, uint64_t addr, const h5_attr_change *ch);
+
+/* The change ch made on the header c opened and fd scanned for its name
+ * (h5_attr_batch_locked scans it once for its check and the change, not
+ * a load each: a header of 3,000 attributes took seconds a batch). The
+ * caller closes c (closed here already, and harmless to close again, when
+ * an Attribute Info message is added first). */
+static int apply_open(h5_ohdr_change *c, const found *pfd, h5_file *f, uint64_t addr, const h5_attr_change *ch)
 {
-	h5_ohdr_change c;
-	found fd;
+	const found fd = *pfd;
 	uint8_t *msg = NULL;
 	size_t mlen = 0;
 	uint16_t crt = 0;
 	uint64_t coll = H5_ADDR_UNDEF;  /* the old value's own collection */
-	int rc;
+	int rc = 0;
 
-	rc = h5_ohdr_change_open(&c, f, addr);
-	if (rc == 0)
-		rc = h5_attr_scan(&fd, f, c.e.oh, ch->name, ch->name_len);
-	if (rc < 0)
-		goto out;
 	if (fd.dense) {
-		rc = apply_dense(&c, f, &fd, ch);
+		rc = apply_dense(c, f, &fd, ch);
 		goto out;
 	}
-	if (ch->val && fd.idx == SIZE_MAX && c.e.oh->version >= 2 && fd.ainfo == SIZE_MAX) {
-		rc = ainfo_add(&c, f);
-		h5_ohdr_change_close(&c);
+	if (ch->val && fd.idx == SIZE_MAX && c->e.oh->version >= 2 && fd.ainfo == SIZE_MAX) {
+		rc = ainfo_add(c, f);
+		h5_ohdr_change_close(c);
 		return rc < 0 ? rc : apply(f, addr, ch);
 	}
 	if (fd.idx != SIZE_MAX)
-		coll = h5_attr_owned_coll(f, c.e.oh->msgs[fd.idx].data, c.e.oh->msgs[fd.idx].size);
+		coll = h5_attr_owned_coll(f, c->e.oh->msgs[fd.idx].data, c->e.oh->msgs[fd.idx].size);
 	if (!ch->val) {
 		if (fd.idx == SIZE_MAX) {
 			rc = h5_err_set(H5_ERR_NOTFOUND, "no attribute \"%.*s\"", (int)ch->name_len, ch->name);
 			goto out;
 		}
-		rc = h5_ohdr_put(&c, f, fd.idx, 0, 0, 0, NULL, 0);
+		rc = h5_ohdr_put(c, f, fd.idx, 0, 0, 0, NULL, 0);
 		goto commit;
 	}
-	if (fd.idx == SIZE_MAX && fd.nattrs >= max_compact(c.e.oh)) {
-		rc = to_dense(&c, f, &fd, ch);
+	if (fd.idx == SIZE_MAX && fd.nattrs >= max_compact(c->e.oh)) {
+		rc = to_dense(c, f, &fd, ch);
 		goto out;
 	}
 	if (fd.idx != SIZE_MAX && !ch->typestr && !ch->fstr && !ch->rdt) {
-		const h5_msg *m = &c.e.oh->msgs[fd.idx];
+		const h5_msg *m = &c->e.oh->msgs[fd.idx];
 
-		rc = h5_attr_build(&msg, &mlen, f, c.e.oh, m->data, m->size, ch);
+		rc = h5_attr_build(&msg, &mlen, f, c->e.oh, m->data, m->size, ch);
 	} else {
-		rc = h5_attr_build(&msg, &mlen, f, c.e.oh, NULL, 0, ch);
+		rc = h5_attr_build(&msg, &mlen, f, c->e.oh, NULL, 0, ch);
 	}
 	if (rc < 0)
 		goto out;
 	if (fd.idx != SIZE_MAX) {
-		crt = c.e.oh->msgs[fd.idx].crt_order;
-	} else if ((c.e.oh->flags & 0x04) && fd.ainfo != SIZE_MAX && (fd.ainfo_flags & AINFO_TRACK_CORDER)) {
+		crt = c->e.oh->msgs[fd.idx].crt_order;
+	} else if ((c->e.oh->flags & 0x04) && fd.ainfo != SIZE_MAX && (fd.ainfo_flags & AINFO_TRACK_CORDER)) {
 		/* the next creation order; the Attribute Info message's
 		 * maximum moves first (a side change: a gap is harmless) */
 		uint8_t v[2];
@@ -360,22 +361,35 @@ static int apply(h5_file *f, uint64_t addr, const h5_attr_change *ch)
 		}
 		crt = fd.max_crt;
 		h5_le_encode(v, (uint64_t)fd.max_crt + 1, 2);
-		rc = h5_ohdr_aux(&c, c.e.oh->msgs[fd.ainfo].addr + 2, v, 2);
+		rc = h5_ohdr_aux(c, c->e.oh->msgs[fd.ainfo].addr + 2, v, 2);
 	}
 	if (rc == 0)
-		rc = h5_ohdr_put(&c, f, fd.idx, H5_MSG_ATTR, fd.idx != SIZE_MAX ? c.e.oh->msgs[fd.idx].flags : 0, crt,
+		rc = h5_ohdr_put(c, f, fd.idx, H5_MSG_ATTR, fd.idx != SIZE_MAX ? c->e.oh->msgs[fd.idx].flags : 0, crt,
 				 msg, mlen);
 commit:
 	if (rc == 0)
-		rc = h5_ohdr_commit(&c, f, false);
+		rc = h5_ohdr_commit(c, f, false);
 	if (rc == 0) {
-		h5_attr_coll_free(f, coll, c.ticket);
+		h5_attr_coll_free(f, coll, c->ticket);
 		/* its value's collection may be left at the end (attr_move.c) */
 		h5_ohdr_note(f, H5_NOTE_ATTRS, addr);
 	}
 out:
-	h5_ohdr_change_close(&c);
 	free(msg);
+	return rc;
+}
+
+static int apply(h5_file *f, uint64_t addr, const h5_attr_change *ch)
+{
+	h5_ohdr_change c;
+	found fd;
+	int rc = h5_ohdr_change_open(&c, f, addr);
+
+	if (rc == 0)
+		rc = h5_attr_scan(&fd, f, c.e.oh, ch->name, ch->name_len);
+	if (rc == 0)
+		rc = apply_open(&c, &fd, f, addr, ch);
+	h5_ohdr_change_close(&c);
 	return rc;
 }
 
@@ -538,7 +552,7 @@ int h5_attr_set_check(h5_attr_room *room, h5_file *f, uint64_t addr, const char 
 	h5_attr_change ch = { .name = name, .name_len = name_len, .val = val ? val : "", .len = len, .raw = raw,
 		      .dry = true, .heap = &heap, .fstr = fstr };
 	size_t old_size = SIZE_MAX;         /* the message's size now (compact) */
-	h5_ohdr_change c;
+	h5_ohdr *oh = NULL;
 	found fd;
 	h5_dense d;
 	bool dense_open = false, isnew = false;
@@ -549,9 +563,12 @@ int h5_attr_set_check(h5_attr_room *room, h5_file *f, uint64_t addr, const char 
 	if (name_len == 0 || memchr(name, 0, name_len) || name_len > 65534)
 		return h5_err_set(H5_ERR_INVAL, "an attribute name cannot be empty or hold a NUL byte");
 	pthread_mutex_lock(&f->write_lock);
-	rc = h5_ohdr_change_open(&c, f, addr);
+	/* the cached header, only read (a commit of it drops the copy): a
+	 * private load decoded all of a header of 3,000 attributes for every
+	 * setfattr (issue 70) */
+	rc = h5_ohdr_get(&oh, f, addr);
 	if (rc == 0)
-		rc = h5_attr_scan(&fd, f, c.e.oh, name, name_len);
+		rc = h5_attr_scan(&fd, f, oh, name, name_len);
 	if (rc == 0 && fd.dense) {
 		/* one lookup in the name index, not the store loaded: the
 		 * write-behind asks this per change */
@@ -565,17 +582,17 @@ int h5_attr_set_check(h5_attr_room *room, h5_file *f, uint64_t addr, const char 
 		if (isnew)
 			h5_err_clear();
 		if (rc == 0 || isnew)
-			rc = h5_attr_build(&msg, &mlen, f, c.e.oh, k.msg, k.len, &ch);
+			rc = h5_attr_build(&msg, &mlen, f, oh, k.msg, k.len, &ch);
 		free(k.msg);
 	} else if (rc == 0) {
-		const h5_msg *m = fd.idx != SIZE_MAX ? &c.e.oh->msgs[fd.idx] : NULL;
+		const h5_msg *m = fd.idx != SIZE_MAX ? &oh->msgs[fd.idx] : NULL;
 
 		isnew = !m;
 		old_size = m ? m->size : SIZE_MAX;
-		rc = h5_attr_build(&msg, &mlen, f, c.e.oh, m ? m->data : NULL, m ? m->size : 0, &ch);
+		rc = h5_attr_build(&msg, &mlen, f, oh, m ? m->data : NULL, m ? m->size : 0, &ch);
 	}
 	if (rc == 0)
-		rc = place_check(room, f, c.e.oh, &fd, dense_open ? &d : NULL, mlen, isnew, name, name_len);
+		rc = place_check(room, f, oh, &fd, dense_open ? &d : NULL, mlen, isnew, name, name_len);
 	if (rc == 0 && room) {
 		room->n++;
 		room->nnew += isnew;
@@ -589,7 +606,7 @@ int h5_attr_set_check(h5_attr_room *room, h5_file *f, uint64_t addr, const char 
 		rc = h5_err_set(H5_ERR_NOTFOUND, "no attribute \"%.*s\"", (int)name_len, name);
 	if (dense_open)
 		h5_dense_close(&d);
-	h5_ohdr_change_close(&c);
+	h5_ohdr_release(f, oh);
 	pthread_mutex_unlock(&f->write_lock);
 	free(msg);
 	return rc;
@@ -636,9 +653,72 @@ int h5_attr_dense_batch(h5_ohdr_change *c, h5_file *f, const found *fd, const h5
 	return rc;
 }
 
+/* New names of a batch put at once (NEW_RUN_MAX at most) */
+#define NEW_RUN_MAX 1024
+
+/* How many changes from ch[0] are new names of a version 1 header, ch[0]
+ * one already (fd, scanned for it): a version 1 header has no creation
+ * order, no Attribute Info message and no dense storage, so they are
+ * messages put together (h5_ohdr_put_new) in one commit. */
+static size_t new_run(h5_file *f, const h5_ohdr *oh, const found *fd, const h5_attr_change *ch, size_t n)
+{
+	size_t k = 0;
+
+	if (oh->version != 1 || fd->idx != SIZE_MAX || !ch[0].val || ch[0].set)
+		return 0;
+	if (n > NEW_RUN_MAX)
+		n = NEW_RUN_MAX;
+	/* (the prefix's message count is 2 bytes: the new ones, their free
+	 * space and a continuation message) */
+	if (oh->nmsgs + n + 2 > 65535)
+		return 0;
+	for (k = 1; k < n && ch[k].val && !ch[k].set; k++) {
+		found o;
+		bool again = false;
+
+		if (h5_attr_scan(&o, f, oh, ch[k].name, ch[k].name_len) < 0) {
+			h5_err_clear();
+			break;
+		}
+		for (size_t j = 0; j < k && !again; j++)
+			again = ch[j].name_len == ch[k].name_len && memcmp(ch[j].name, ch[k].name, ch[k].name_len) == 0;
+		if (o.idx != SIZE_MAX || again)
+			break;
+	}
+	return k;
+}
+
+/* ch[0..k) (new_run) into the header c opened: one put, one commit (a
+ * batch of 1,000 new names on a header of 3,000 was 1,000 commits, each
+ * loading the whole header: seconds with the batch's lock held). */
+static int apply_new(h5_ohdr_change *c, h5_file *f, uint64_t addr, const h5_attr_change *ch, size_t k)
+{
+	h5_ohdr_new_msg *m = calloc(k, sizeof(*m));
+	uint8_t **msg = calloc(k, sizeof(*msg));
+	int rc = m && msg ? 0 : h5_err_set(H5_ERR_NOMEM, "out of memory");
+
+	for (size_t i = 0; rc == 0 && i < k; i++) {
+		size_t mlen = 0;
+
+		rc = h5_attr_build(&msg[i], &mlen, f, c->e.oh, NULL, 0, &ch[i]);
+		m[i] = (h5_ohdr_new_msg){ .type = H5_MSG_ATTR, .body = msg[i], .len = mlen };
+	}
+	if (rc == 0)
+		rc = h5_ohdr_put_new(c, f, m, k);
+	if (rc == 0)
+		rc = h5_ohdr_commit(c, f, false);
+	if (rc == 0)
+		h5_ohdr_note(f, H5_NOTE_ATTRS, addr);
+	for (size_t i = 0; msg && i < k; i++)
+		free(msg[i]);
+	free(msg);
+	free(m);
+	return rc;
+}
+
 /* The batch in order: compact storage a commit per attribute (as
- * h5_attr_write), dense storage (from the start, or once the header moved
- * there) the rest in one. */
+ * h5_attr_write) or per run of new names (new_run), dense storage (from
+ * the start, or once the header moved there) the rest in one. */
 int h5_attr_batch_locked(size_t *done, h5_file *f, uint64_t addr, const h5_attr_change *ch, size_t n)
 {
 	size_t i = 0;
@@ -647,6 +727,7 @@ int h5_attr_batch_locked(size_t *done, h5_file *f, uint64_t addr, const h5_attr_
 	while (rc == 0 && i < n) {
 		h5_ohdr_change c;
 		found fd;
+		size_t k = 1;
 
 		rc = h5_ohdr_change_open(&c, f, addr);
 		if (rc == 0)
@@ -662,11 +743,15 @@ int h5_attr_batch_locked(size_t *done, h5_file *f, uint64_t addr, const h5_attr_
 			rc = h5_err_set(fd.idx != SIZE_MAX ? H5_ERR_INVAL : H5_ERR_NOTFOUND, "attribute \"%.*s\" %s",
 					(int)ch[i].name_len, ch[i].name,
 					fd.idx != SIZE_MAX ? "is there already" : "is gone");
+		if (rc == 0 && (k = new_run(f, c.e.oh, &fd, ch + i, n - i)) > 1) {
+			rc = apply_new(&c, f, addr, ch + i, k);
+		} else if (rc == 0) {
+			k = 1;
+			rc = apply_open(&c, &fd, f, addr, &ch[i]);
+		}
 		h5_ohdr_change_close(&c);
 		if (rc == 0)
-			rc = apply(f, addr, &ch[i]);
-		if (rc == 0)
-			i++;
+			i += k;
 	}
 	*done = i;
 	return rc;

@@ -369,7 +369,10 @@ static int stab_open(stab_edit *s, h5_file *f, uint64_t group)
 {
 	h5_ohdr *oh = NULL;
 	h5_group_storage gs;
-	int rc = h5_ohdr_load(&oh, f, group);
+	/* the cached header (a commit of it drops the copy): a private load
+	 * decoded a group's whole header, 3,000 attributes of it, for every
+	 * rmdir's room (issue 70) */
+	int rc = h5_ohdr_get(&oh, f, group);
 
 	memset(s, 0, sizeof(*s));
 	s->f = f;
@@ -378,7 +381,7 @@ static int stab_open(stab_edit *s, h5_file *f, uint64_t group)
 	s->k_int = f->btree_k;
 	if (rc == 0)
 		rc = h5_group_storage_get(&gs, f, oh, group);
-	h5_ohdr_free(oh);
+	h5_ohdr_release(f, oh);
 	if (rc == 0 && gs.form != H5_GROUP_STAB)
 		rc = h5_err_set(H5_ERR_INVAL, "object 0x%llx is no symbol-table group", (unsigned long long)group);
 	if (rc == 0 && (s->twok_leaf == 0 || s->k_int == 0))

@@ -59,11 +59,11 @@ int h5_lstore_at(const h5_lstore_ops **ops, h5_file *f, uint64_t addr)
 {
 	h5_ohdr *oh = NULL;
 	h5_lstore_kind kind;
-	int rc = h5_ohdr_load(&oh, f, addr);
+	int rc = h5_ohdr_get(&oh, f, addr);     /* (cached: as stab_open) */
 
 	if (rc == 0)
 		rc = h5_lstore_of(ops, &kind, f, oh);
-	h5_ohdr_free(oh);
+	h5_ohdr_release(f, oh);
 	return rc;
 }
 

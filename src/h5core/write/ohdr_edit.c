@@ -198,28 +198,41 @@ static int make_nil(h5_ohdr_change *c, size_t i)
 	return rc;
 }
 
-/* Write message (type ... total) into run r, free space after it; the
- * old message, when outside the run, becomes NIL. */
-static int fill_run(h5_ohdr_change *c, const run *r, size_t old, uint16_t type, uint8_t flags, uint16_t crt,
-		    const void *body, size_t blen, size_t total)
+/* Write messages m[0..n) (total bytes with their headers) into run r,
+ * free space after them; the old message, when outside the run, becomes
+ * NIL. */
+static int fill_run_n(h5_ohdr_change *c, const run *r, size_t old, const h5_ohdr_new_msg *m, size_t n, size_t total)
 {
 	const h5_ohdr *oh = c->e.oh;
 	uint8_t *tmp = malloc(r->len);
-	size_t rest = r->len - total;
+	size_t rest = r->len - total, p = 0;
 	int rc;
 
 	if (!tmp)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory editing an object header");
-	enc_msg(tmp, oh, type, flags, crt, body, blen, total);
+	for (size_t i = 0; i < n; i++) {
+		size_t t = n == 1 ? total : total_of(oh, m[i].len);
+
+		enc_msg(tmp + p, oh, m[i].type, m[i].flags, m[i].crt, m[i].body, m[i].len, t);
+		p += t;
+	}
 	if (rest)
 		enc_free(tmp + total, oh, rest);
 	rc = h5_ohdr_patch(&c->e, oh->chunks[r->c].addr + r->off, tmp, r->len);
 	free(tmp);
 	if (rc == 0 && old != SIZE_MAX && (old < r->first || old > r->last))
 		rc = make_nil(c, old);
-	c->nmsgs_delta += 1 + (rest >= hdr_len(oh)) - (r->first <= r->last ? (int)(r->last - r->first + 1) : 0);
+	c->nmsgs_delta += (int)n + (rest >= hdr_len(oh)) - (r->first <= r->last ? (int)(r->last - r->first + 1) : 0);
 	c->main = r->c;
 	return rc;
+}
+
+static int fill_run(h5_ohdr_change *c, const run *r, size_t old, uint16_t type, uint8_t flags, uint16_t crt,
+		    const void *body, size_t blen, size_t total)
+{
+	h5_ohdr_new_msg one = { .type = type, .flags = flags, .crt = crt, .body = body, .len = blen };
+
+	return fill_run_n(c, r, old, &one, 1, total);
 }
 
 /* A new continuation chunk, written now (invisible until referenced):
@@ -455,6 +468,30 @@ int h5_ohdr_put_many(h5_ohdr_change *c, h5_file *f, const h5_ohdr_new_msg *m, si
 		total += m[i].len;
 	}
 	return via_new_chunk(c, f, SIZE_MAX, m, n, total);
+}
+
+int h5_ohdr_put_new(h5_ohdr_change *c, h5_file *f, const h5_ohdr_new_msg *m, size_t n)
+{
+	const h5_ohdr *oh = c->e.oh;
+	size_t total = 0, sum = 0;
+	run r;
+
+	if (c->main != SIZE_MAX)
+		return h5_err_set(H5_ERR_INVAL, "object header 0x%llx: one message change per commit",
+				  (unsigned long long)oh->addr);
+	for (size_t i = 0; i < n; i++) {
+		if (!m[i].body || m[i].len > 65535 - 8)
+			return h5_err_set(H5_ERR_NOSPC, "object header 0x%llx: a message of %zu bytes is larger than a "
+					  "header message can be (64 KiB)", (unsigned long long)oh->addr, m[i].len);
+		total += total_of(oh, m[i].len);
+		sum += m[i].len;
+	}
+	/* free space of one chunk first, as h5_ohdr_put does: a new chunk
+	 * per batch would leave the last one's slack unused */
+	for (size_t ci = 0; ci < oh->nchunks; ci++)
+		if (find_run(&r, oh, ci, SIZE_MAX, total))
+			return fill_run_n(c, &r, SIZE_MAX, m, n, total);
+	return via_new_chunk(c, f, SIZE_MAX, m, n, sum);
 }
 
 int h5_ohdr_aux(h5_ohdr_change *c, uint64_t addr, const void *bytes, size_t n)

@@ -59,6 +59,9 @@ typedef struct h5_ohdr_new_msg {
 	size_t len;
 } h5_ohdr_new_msg;
 int h5_ohdr_put_many(h5_ohdr_change *c, h5_file *f, const h5_ohdr_new_msg *m, size_t n);
+/* The same where free space of one chunk holds them all, else as
+ * h5_ohdr_put_many (the attribute batch's new names: one commit). */
+int h5_ohdr_put_new(h5_ohdr_change *c, h5_file *f, const h5_ohdr_new_msg *m, size_t n);
 
 /* Bytes at addr of the header changed outside the planned chunk. */
 int h5_ohdr_aux(h5_ohdr_change *c, uint64_t addr, const void *bytes, size_t n);
