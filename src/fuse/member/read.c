@@ -324,6 +324,30 @@ int member_readdir(void *r, struct root_dirent *out, void *dh, size_t i)
 	return 0;
 }
 
+void member_listed(struct listed *out, void *dh, size_t i)
+{
+	struct dirsnap *d = dh;
+	const struct dent *e;
+
+	out->gen = NULL;
+	out->addr = UINT64_MAX;
+	out->group = -1;
+	/* (built: member_readdir gave entry i; the kernel serializes a
+	 * handle's readdirs, and the listing is never changed once built) */
+	pthread_mutex_lock(&d->mu);
+	if (d->built && !d->err && i < d->n) {
+		e = &d->e[i];
+		/* a hard link of FILE's own (links shown in place lead
+		 * elsewhere, and a link up the tree is a symlink: DT_LNK) */
+		if (!e->link && e->addr != UINT64_MAX && e->dtype != DT_LNK) {
+			out->gen = d->gen;
+			out->addr = e->addr;
+			out->group = e->dtype == DT_UNKNOWN ? -1 : e->dtype == DT_DIR;
+		}
+	}
+	pthread_mutex_unlock(&d->mu);
+}
+
 void member_releasedir(void *r, void *dh)
 {
 	struct dirsnap *d = dh;
