@@ -78,16 +78,19 @@ static int show_object(struct node **out, struct stat *lst, h5fs *fs, const stru
 	h5_obj_info info;
 	h5_obj_kind k = H5_OBJ_UNKNOWN;
 	uint64_t id;
-	bool keep, byaddr, many = false;
+	bool keep, byaddr, many = false, known;
 	int rc, e, tries = 0;
 
 again:
 	/* group: what the listing knew (1 a group, 0 not; only whether it
-	 * is one matters here), else the kind map's */
+	 * is one matters here), else the kind map's. known: the kind map
+	 * has it (the listing put it there), so the node made below need
+	 * not put it there again */
+	known = group >= 0 || kind_lookup(fs, file_ino(tf, taddr), &k);
 	if (group >= 0) {
 		k = group ? H5_OBJ_GROUP : H5_OBJ_DATASET;
 		group = -1;     /* (a retry below: asked anew) */
-	} else if (!kind_lookup(fs, file_ino(tf, taddr), &k)) {
+	} else if (!known) {
 		if (h5_obj_info_get(&info, tf, taddr) == 0)
 			k = info.kind;
 		h5_err_clear();   /* node_make_obj reports it */
@@ -166,7 +169,8 @@ again:
 		}
 	}
 	if (!n) {
-		rc = node_make_obj(&fresh, fs, tf, taddr, id, path);
+		/* (a retry: the map's kind was another generation's) */
+		rc = node_make_obj_as(&fresh, fs, tf, taddr, id, path, !known || tries > 0);
 		if (rc < 0)
 			return lookup_err(fs, quiet, rc, p->path, name, taddr);
 		if ((fresh->type == NT_DIR) != (k == H5_OBJ_GROUP) && tries++ == 0) {
