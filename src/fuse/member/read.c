@@ -129,6 +129,8 @@ static unsigned char kind_dtype(h5_obj_kind k)
 	return k == H5_OBJ_GROUP ? DT_DIR : DT_REG;
 }
 
+#define OHDR_AHEAD 4
+
 /* A snapshot of the directory's entries (the kinds and inode numbers of
  * what they lead to): 0 and *out, or an errno (EIO logged). */
 static int do_listing(struct dirsnap *d, h5fs *fs, fuse_ino_t ino)
@@ -231,10 +233,17 @@ static int do_listing(struct dirsnap *d, h5fs *fs, fuse_ino_t ino)
 		}
 	}
 	kind_lookup_many(fs, keys, kinds, nk);
+	/* the headers to decode: the engine's cache look-up of the ones a
+	 * few places ahead fetched meanwhile (h5_obj_prefetch) */
+	for (i = 0; i < nk && i < OHDR_AHEAD; i++)
+		if (kinds[i] == KIND_NONE)
+			h5_obj_prefetch(u.f, d->e[at[i]].addr);
 	for (i = 0; i < nk; i++) {
 		struct dent *e = &d->e[at[i]];
 		h5_obj_info info;
 
+		if (i + OHDR_AHEAD < nk && kinds[i + OHDR_AHEAD] == KIND_NONE)
+			h5_obj_prefetch(u.f, d->e[at[i + OHDR_AHEAD]].addr);
 		if (kinds[i] != KIND_NONE) {
 			e->dtype = kind_dtype((h5_obj_kind)kinds[i]);
 			kinds[i] = KIND_NONE;   /* known: nothing to remember */
