@@ -371,6 +371,9 @@ typedef struct h5_obj_info {
 } h5_obj_info;
 
 int h5_obj_info_get(h5_obj_info *out, h5_file *f, uint64_t addr);
+/* A hint: h5_obj_info_get of addr comes soon (a listing's next entries):
+ * the memory its cache look-up reads is fetched now. Nothing else. */
+void h5_obj_prefetch(h5_file *f, uint64_t addr);
 
 /* ---- links and groups (link.c, group.c) -------------------------------- */
 

@@ -497,6 +497,64 @@ START_TEST(test_cache_views)
 }
 END_TEST
 
+/* h5_cache_prefetch: a hint that loads nothing, also while another
+ * thread grows the table it reads without the lock (TSan builds check
+ * that race) */
+struct pf_arg {
+	h5_cache *c;
+	atomic_int stop;
+	unsigned long n;
+};
+
+static void *pf_thread(void *arg)
+{
+	struct pf_arg *a = arg;
+
+	while (!atomic_load(&a->stop))
+		for (uint64_t k = 0; k < 4096; k++, a->n++)
+			h5_cache_prefetch(a->c, H5_CK_OTHER, k * 4096);
+	return NULL;
+}
+
+START_TEST(test_cache_prefetch)
+{
+	h5_cache *c, *v;
+	h5_cache_ref r;
+	struct pf_arg a = { 0 };
+	pthread_t th;
+	int loaded;
+
+	reset_counts();
+	ck_assert_int_eq(h5_cache_new(&c, (size_t)1 << 30), 0);
+	ck_assert_int_eq(h5_cache_new_view(&v, c), 0);
+	h5_cache_prefetch(c, H5_CK_OTHER, 5);
+	h5_cache_prefetch(v, H5_CK_OHDR, 5);
+	ck_assert(!h5_cache_holds(c, H5_CK_OTHER, 5));
+	ck_assert(!h5_cache_holds(v, H5_CK_OHDR, 5));
+	ck_assert_int_eq(atomic_load(&n_alloc), 0);
+	ck_assert_uint_eq(h5_cache_used(c), 0);
+	/* the table grows from 64 buckets to 16,384 meanwhile */
+	a.c = v;
+	ck_assert_int_eq(pthread_create(&th, NULL, pf_thread, &a), 0);
+	for (uint64_t k = 1; k <= 10000; k++) {
+		ck_assert_int_eq(cget(&r, v, k * 4096, 1, &loaded), 0);
+		ck_assert_int_eq(loaded, 1);
+		h5_cache_release(v, &r);
+	}
+	atomic_store(&a.stop, 1);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_assert_uint_gt(a.n, 0);
+	/* the entries loaded are all there, each once, and no more */
+	ck_assert_int_eq(atomic_load(&n_alloc), 10000);
+	ck_assert_uint_eq(h5_cache_used(c), 10000);
+	ck_assert(cached(v, 4096 * 777));
+	ck_assert(!h5_cache_holds(v, H5_CK_OTHER, 0));
+	h5_cache_free(v);
+	h5_cache_free(c);
+	ck_assert_int_eq(atomic_load(&n_alloc), atomic_load(&n_free));
+}
+END_TEST
+
 START_TEST(test_cache_load_failure)
 {
 	h5_cache *c;
@@ -779,6 +837,7 @@ static Suite *cache_suite(void)
 	tcase_add_test(tc, test_cache_invalidate);
 	tcase_add_test(tc, test_cache_invalidate_range);
 	tcase_add_test(tc, test_cache_load_failure);
+	tcase_add_test(tc, test_cache_prefetch);
 	tcase_add_test(tc, test_cache_self_cycle);
 	tcase_add_test(tc, test_cache_mt_hammer);
 	tcase_add_test(tc, test_cache_mt_single_load);

@@ -5,17 +5,18 @@
  */
 #include "dispatch_int.h"
 
-/* listed: READDIRPLUS's lookup of a name it lists (root.h lookup_listed) */
+/* dh: READDIRPLUS's lookup of entry i of that listing (root.h
+ * lookup_listed), else NULL */
 static int entry_of(struct fuse_entry_param *fe, h5fs_mount *m, const struct target *t, fuse_ino_t parent,
-		    const char *name, bool listed)
+		    const char *name, void *dh, size_t i)
 {
 	struct root_entry e;
 	struct target mt;
 	int err;
 
 	memset(fe, 0, sizeof(*fe));
-	if (listed && t->s->ops->lookup_listed)
-		err = t->s->ops->lookup_listed(t->s->r, &e, t->local, name);
+	if (dh && t->s->ops->lookup_listed)
+		err = t->s->ops->lookup_listed(t->s->r, &e, t->local, name, dh, i);
 	else
 		err = t->s->ops->lookup(t->s->r, &e, t->local, name);
 	if (err)
@@ -49,7 +50,7 @@ static int entry_of(struct fuse_entry_param *fe, h5fs_mount *m, const struct tar
 int disp_entry_of(struct fuse_entry_param *fe, h5fs_mount *m, const struct target *t, fuse_ino_t parent,
 		  const char *name)
 {
-	return entry_of(fe, m, t, parent, name, false);
+	return entry_of(fe, m, t, parent, name, NULL, 0);
 }
 
 static void op_lookup_gated(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -313,7 +314,7 @@ static void op_readdirplus_gated(fuse_req_t req, fuse_ino_t ino, size_t size, of
 			}
 			listed = true;
 			name = d.name;
-			if (entry_of(&fe, m, &t, ino, name, true) != 0) {
+			if (entry_of(&fe, m, &t, ino, name, h->dh, (size_t)(i - 2)) != 0) {
 				h5_err_clear();
 				memset(&fe, 0, sizeof(fe));
 				fe.attr.st_mode = d.type;

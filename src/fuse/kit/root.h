@@ -65,11 +65,13 @@ struct root_read {
 struct root_ops {
 	const char *name;
 	int (*lookup)(void *r, struct root_entry *e, uint64_t parent, const char *name);
-	/* the lookup READDIRPLUS makes of a name it lists: as lookup, but a
-	 * failure of the object's bytes (EIO) is not logged - the entry goes
-	 * without attributes, and the kernel's own LOOKUP of it then fails
-	 * and logs its one line; NULL: lookup */
-	int (*lookup_listed)(void *r, struct root_entry *e, uint64_t parent, const char *name);
+	/* the lookup READDIRPLUS makes of entry i of listing dh (name, as
+	 * readdir gave it): as lookup, but a failure of the object's bytes
+	 * (EIO) is not logged - the entry goes without attributes, and the
+	 * kernel's own LOOKUP of it then fails and logs its one line - and
+	 * what the listing knew of the entry may answer without looking the
+	 * name up again; NULL: lookup */
+	int (*lookup_listed)(void *r, struct root_entry *e, uint64_t parent, const char *name, void *dh, size_t i);
 	void (*forget)(void *r, uint64_t ino, uint64_t nlookup);
 	int (*getattr)(void *r, struct stat *st, double *timeout, uint64_t ino);
 	/* *target malloc'd, the caller frees it */

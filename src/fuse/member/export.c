@@ -215,7 +215,7 @@ static int walk_path(struct root_entry *e, h5fs *fs, const char *path)
 	if (!p)
 		return ENOMEM;
 	for (c = strtok_r(p, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
-		err = member_lookup_as(fs, e, cur, c, false);
+		err = member_lookup_as(fs, e, cur, c, NULL);
 		if (cur != FUSE_ROOT_ID)
 			node_unref(fs, cur, 1);
 		if (err)

@@ -71,17 +71,26 @@ static bool group_by_addr(const struct node *p, const struct use *u, h5_file *tf
  * lslot's record, referenced) whose id and attributes are *lst; or an errno (EIO
  * logged, unless quiet). */
 static int show_object(struct node **out, struct stat *lst, h5fs *fs, const struct node *p, const struct use *u,
-		       const char *name, const char *path, h5_file *tf, uint64_t taddr, const char *fpath, bool quiet)
+		       const char *name, const char *path, h5_file *tf, uint64_t taddr, const char *fpath, bool quiet,
+		       int group)
 {
 	struct node *n, *fresh = NULL;
 	h5_obj_info info;
 	h5_obj_kind k = H5_OBJ_UNKNOWN;
 	uint64_t id;
-	bool keep, byaddr, many = false;
+	bool keep, byaddr, many = false, known;
 	int rc, e, tries = 0;
 
 again:
-	if (!kind_lookup(fs, file_ino(tf, taddr), &k)) {
+	/* group: what the listing knew (1 a group, 0 not; only whether it
+	 * is one matters here), else the kind map's. known: the kind map
+	 * has it (the listing put it there), so the node made below need
+	 * not put it there again */
+	known = group >= 0 || kind_lookup(fs, file_ino(tf, taddr), &k);
+	if (group >= 0) {
+		k = group ? H5_OBJ_GROUP : H5_OBJ_DATASET;
+		group = -1;     /* (a retry below: asked anew) */
+	} else if (!known) {
 		if (h5_obj_info_get(&info, tf, taddr) == 0)
 			k = info.kind;
 		h5_err_clear();   /* node_make_obj reports it */
@@ -160,7 +169,8 @@ again:
 		}
 	}
 	if (!n) {
-		rc = node_make_obj(&fresh, fs, tf, taddr, id, path);
+		/* (a retry: the map's kind was another generation's) */
+		rc = node_make_obj_as(&fresh, fs, tf, taddr, id, path, !known || tries > 0);
 		if (rc < 0)
 			return lookup_err(fs, quiet, rc, p->path, name, taddr);
 		if ((fresh->type == NT_DIR) != (k == H5_OBJ_GROUP) && tries++ == 0) {
@@ -257,9 +267,10 @@ static int show_symlink(struct node **out, h5fs *fs, const struct node *p, const
 }
 
 /* The node a name of a directory leads to: 0 and *out (referenced; NULL:
- * a stat-only object, *lst), or an errno (EIO logged). */
+ * a stat-only object, *lst), or an errno (EIO logged). hint: what a
+ * listing knew of the name (NULL: nothing) */
 static int do_lookup(struct node **out, struct stat *lst, h5fs *fs, fuse_ino_t parent, const char *name,
-		     bool quiet)
+		     bool quiet, const struct listed *hint)
 {
 	struct node *p = node_get(fs, parent);
 	struct use u;
@@ -281,6 +292,20 @@ static int do_lookup(struct node **out, struct stat *lst, h5fs *fs, fuse_ino_t p
 	e = node_use(&u, fs, p);
 	if (e)
 		return e == ESTALE ? ENOENT : e;
+	/* the object a listing of this generation found: its name needs no
+	 * second look in the group's B-tree. Only where names change with
+	 * the generation alone (a mount that does not write: no rename,
+	 * unlink or batch since the listing) */
+	if (hint && hint->addr != UINT64_MAX && hint->gen == u.g && !fs_writable(fs)) {
+		l.type = H5_LINK_HARD;
+		l.addr = hint->addr;
+		path = h5_path_join(p->path, name);
+		if (!path) {
+			e = ENOMEM;
+			goto out;
+		}
+		goto hard;
+	}
 	for (uint64_t seen = lbatch_commits(fs);; seen = lbatch_commits(fs)) {
 		rc = h5_group_lookup(&l, u.f, u.addr, name);
 		/* found, not removed by an rmdir pending now: unless a batch's
@@ -327,6 +352,7 @@ static int do_lookup(struct node **out, struct stat *lst, h5fs *fs, fuse_ino_t p
 		e = ENOMEM;
 		goto out;
 	}
+hard:
 	switch (l.type) {
 	case H5_LINK_HARD:
 		tf = u.f;
@@ -353,7 +379,8 @@ static int do_lookup(struct node **out, struct stat *lst, h5fs *fs, fuse_ino_t p
 		 * a symlink there */
 		depth = ancestor_depth(fs, p, file_ino(tf, taddr));
 		if (depth < 0) {
-			e = show_object(out, lst, fs, p, &u, name, path, tf, taddr, fpath, quiet);
+			e = show_object(out, lst, fs, p, &u, name, path, tf, taddr, fpath, quiet,
+					hint && hint->addr == taddr && tf == u.f ? hint->group : -1);
 			goto out;
 		}
 	}
@@ -368,7 +395,7 @@ out:
 }
 
 /* listed: READDIRPLUS's lookup (root.h lookup_listed): an EIO unlogged */
-int member_lookup_as(void *r, struct root_entry *e, uint64_t parent, const char *name, bool listed)
+int member_lookup_as(void *r, struct root_entry *e, uint64_t parent, const char *name, const struct listed *listed)
 {
 	h5fs *fs = r;
 	struct node *n = NULL;
@@ -377,11 +404,12 @@ int member_lookup_as(void *r, struct root_entry *e, uint64_t parent, const char 
 
 	/* a live FILE's lookup that failed may be retried (a writer may be
 	 * mid-change): only the answer's failure is logged, once */
-	for (int attempt = 0; (err = do_lookup(&n, &lst, fs, parent, name, true)) == EIO && live_retry(fs, attempt);
+	for (int attempt = 0; (err = do_lookup(&n, &lst, fs, parent, name, true, listed)) == EIO &&
+			      live_retry(fs, attempt);
 	     attempt++)
 		;
 	if (err == EIO && !listed)
-		err = do_lookup(&n, &lst, fs, parent, name, false);
+		err = do_lookup(&n, &lst, fs, parent, name, false, NULL);
 	if (!err && n) {
 		entry_of(e, fs, n);
 	} else if (!err) {
@@ -400,7 +428,7 @@ int member_lookup_as(void *r, struct root_entry *e, uint64_t parent, const char 
 
 int member_lookup(void *r, struct root_entry *e, uint64_t parent, const char *name)
 {
-	return member_lookup_as(r, e, parent, name, false);
+	return member_lookup_as(r, e, parent, name, NULL);
 }
 
 void member_forget(void *r, uint64_t ino, uint64_t nlookup)

@@ -26,7 +26,20 @@
 
 /* member/read.c: the member root's reads (root.h) */
 int member_lookup(void *r, struct root_entry *e, uint64_t parent, const char *name);
-int member_lookup_as(void *r, struct root_entry *e, uint64_t parent, const char *name, bool listed);
+/* What a listing knew of a name it listed (read.c member_listed), for
+ * READDIRPLUS's lookup of it: the object its hard link leads to in the
+ * generation listed, so the lookup need not find the name in the group's
+ * B-tree again nor its kind in the kind map (issue 70: ~10% of a cold
+ * walk's daemon CPU). addr UINT64_MAX: only the name is known. */
+struct listed {
+	const struct gen *gen;  /* the generation listed */
+	uint64_t addr;          /* FILE's object (a hard link's) */
+	int group;              /* 1 a group, 0 not one, -1 not known */
+};
+/* entry i of listing dh (as member_readdir gave it) */
+void member_listed(struct listed *out, void *dh, size_t i);
+/* listed: READDIRPLUS's lookup (root.h lookup_listed), else NULL */
+int member_lookup_as(void *r, struct root_entry *e, uint64_t parent, const char *name, const struct listed *listed);
 void member_forget(void *r, uint64_t ino, uint64_t nlookup);
 /* export.c: file handles. LOOKUP of "." (dotdot: "..") on node id ino,
  * what the kernel asks to open a handle of an inode it dropped: 0 and
@@ -64,7 +77,8 @@ int member_fsync(void *r, uint64_t ino, struct fuse_file_info *fi);
 /* views.c: the member root's lookup, listing, open and xattrs with the
  * views of datasets (root_member.c's table) */
 int views_lookup(void *r, struct root_entry *e, uint64_t parent, const char *name);
-int views_lookup_as(void *r, struct root_entry *e, uint64_t parent, const char *name, bool listed);
+/* READDIRPLUS's lookup of entry i of listing dh (root.h lookup_listed) */
+int views_lookup_listed(void *r, struct root_entry *e, uint64_t parent, const char *name, void *dh, size_t i);
 int views_opendir(void *r, void **dh, bool *keep, uint64_t ino);
 int views_readdir(void *r, struct root_dirent *out, void *dh, size_t i);
 void views_releasedir(void *r, void *dh);

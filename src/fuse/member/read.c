@@ -129,6 +129,8 @@ static unsigned char kind_dtype(h5_obj_kind k)
 	return k == H5_OBJ_GROUP ? DT_DIR : DT_REG;
 }
 
+#define OHDR_AHEAD 4
+
 /* A snapshot of the directory's entries (the kinds and inode numbers of
  * what they lead to): 0 and *out, or an errno (EIO logged). */
 static int do_listing(struct dirsnap *d, h5fs *fs, fuse_ino_t ino)
@@ -231,10 +233,17 @@ static int do_listing(struct dirsnap *d, h5fs *fs, fuse_ino_t ino)
 		}
 	}
 	kind_lookup_many(fs, keys, kinds, nk);
+	/* the headers to decode: the engine's cache look-up of the ones a
+	 * few places ahead fetched meanwhile (h5_obj_prefetch) */
+	for (i = 0; i < nk && i < OHDR_AHEAD; i++)
+		if (kinds[i] == KIND_NONE)
+			h5_obj_prefetch(u.f, d->e[at[i]].addr);
 	for (i = 0; i < nk; i++) {
 		struct dent *e = &d->e[at[i]];
 		h5_obj_info info;
 
+		if (i + OHDR_AHEAD < nk && kinds[i + OHDR_AHEAD] == KIND_NONE)
+			h5_obj_prefetch(u.f, d->e[at[i + OHDR_AHEAD]].addr);
 		if (kinds[i] != KIND_NONE) {
 			e->dtype = kind_dtype((h5_obj_kind)kinds[i]);
 			kinds[i] = KIND_NONE;   /* known: nothing to remember */
@@ -322,6 +331,30 @@ int member_readdir(void *r, struct root_dirent *out, void *dh, size_t i)
 	out->ino = e->ino;
 	out->type = (mode_t)DTTOIF(e->dtype);
 	return 0;
+}
+
+void member_listed(struct listed *out, void *dh, size_t i)
+{
+	struct dirsnap *d = dh;
+	const struct dent *e;
+
+	out->gen = NULL;
+	out->addr = UINT64_MAX;
+	out->group = -1;
+	/* (built: member_readdir gave entry i; the kernel serializes a
+	 * handle's readdirs, and the listing is never changed once built) */
+	pthread_mutex_lock(&d->mu);
+	if (d->built && !d->err && i < d->n) {
+		e = &d->e[i];
+		/* a hard link of FILE's own (links shown in place lead
+		 * elsewhere, and a link up the tree is a symlink: DT_LNK) */
+		if (!e->link && e->addr != UINT64_MAX && e->dtype != DT_LNK) {
+			out->gen = d->gen;
+			out->addr = e->addr;
+			out->group = e->dtype == DT_UNKNOWN ? -1 : e->dtype == DT_DIR;
+		}
+	}
+	pthread_mutex_unlock(&d->mu);
 }
 
 void member_releasedir(void *r, void *dh)

@@ -113,10 +113,10 @@ static int rd_lookup(void *r, struct root_entry *e, uint64_t parent, const char 
 	return err;
 }
 
-static int rd_lookup_listed(void *r, struct root_entry *e, uint64_t parent, const char *name)
+static int rd_lookup_listed(void *r, struct root_entry *e, uint64_t parent, const char *name, void *dh, size_t i)
 {
 	struct rd x = commit_rd_begin(r);
-	int err = views_lookup_as(r, e, parent, name, true);
+	int err = views_lookup_listed(r, e, parent, name, dh, i);
 
 	commit_rd_end(&x);
 	return err;

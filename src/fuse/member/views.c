@@ -183,14 +183,11 @@ static void entry_fill(struct root_entry *e, h5fs *fs, struct node *n)
 	e->timeout = views_grows(fs, n) ? 0 : node_timeout(fs);
 }
 
-int views_lookup(void *r, struct root_entry *e, uint64_t parent, const char *name)
+/* listed: READDIRPLUS's lookup (root.h lookup_listed), else NULL */
+static int lookup_as(void *r, struct root_entry *e, uint64_t parent, const char *name, const struct listed *listed)
 {
-	return views_lookup_as(r, e, parent, name, false);
-}
-
-/* listed: READDIRPLUS's lookup (root.h lookup_listed) */
-int views_lookup_as(void *r, struct root_entry *e, uint64_t parent, const char *name, bool listed)
-{
+	/* a view's name is listed, but not by member/read.c's listing */
+	static const struct listed none = { NULL, UINT64_MAX, -1 };
 	h5fs *fs = r;
 	struct node *p = node_get(fs, parent), *n = NULL, *b;
 	struct root_entry be;
@@ -224,7 +221,7 @@ int views_lookup_as(void *r, struct root_entry *e, uint64_t parent, const char *
 	base = strndup(name, bl);
 	if (!base)
 		return ENOMEM;
-	err = member_lookup_as(r, &be, parent, base, listed);
+	err = member_lookup_as(r, &be, parent, base, listed ? &none : NULL);
 	free(base);
 	if (err)
 		return err;
@@ -238,6 +235,11 @@ int views_lookup_as(void *r, struct root_entry *e, uint64_t parent, const char *
 	if (!err)
 		entry_fill(e, fs, n);
 	return err;
+}
+
+int views_lookup(void *r, struct root_entry *e, uint64_t parent, const char *name)
+{
+	return lookup_as(r, e, parent, name, NULL);
 }
 
 /* -------- listings -------- */
@@ -404,6 +406,17 @@ int views_readdir(void *r, struct root_dirent *out, void *dh, size_t i)
 	out->ino = d->v[i - d->ninner].ino;
 	out->type = d->v[i - d->ninner].type;
 	return 0;
+}
+
+int views_lookup_listed(void *r, struct root_entry *e, uint64_t parent, const char *name, void *dh, size_t i)
+{
+	struct vdir *d = dh;
+	struct listed l = { NULL, UINT64_MAX, -1 };
+
+	/* (the entries member/read.c listed come first: views_readdir) */
+	if (d && !d->frames && (!d->n || i < d->ninner))
+		member_listed(&l, d->inner, i);
+	return lookup_as(r, e, parent, name, &l);
 }
 
 void views_releasedir(void *r, void *dh)

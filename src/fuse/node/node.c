@@ -86,9 +86,17 @@ void node_touch(struct node *n, bool data)
 	pthread_rwlock_unlock(&n->lk);
 }
 
-/* Build (unlocked) the node of the object whose header is at addr. */
 int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64_t nodeid,
 			 const char *path)
+{
+	return node_make_obj_as(out, fs, f, addr, nodeid, path, true);
+}
+
+/* Build (unlocked) the node of the object whose header is at addr;
+ * remember: its kind put in the kind map (false: the caller found it
+ * there, or a listing of this generation put it there) */
+int node_make_obj_as(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64_t nodeid,
+		     const char *path, bool remember)
 {
 	h5_obj_info info;
 	struct node *n;
@@ -182,7 +190,8 @@ int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64
 		}
 	}
 	n->st.st_blocks = blocks_of(alloc);
-	kind_remember(fs, file_ino(f, addr), info.kind);
+	if (remember)
+		kind_remember(fs, file_ino(f, addr), info.kind);
 out:
 	if (rc < 0) {
 		node_free(n);

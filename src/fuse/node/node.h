@@ -65,6 +65,10 @@ int fs_lost(h5fs *fs);
 /* ---- node.c ---- */
 int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64_t nodeid,
 			 const char *path);
+/* remember false: the kind map holds the object's kind already (a lookup
+ * found it there: its probe and lock saved, issue 70) */
+int node_make_obj_as(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64_t nodeid,
+		     const char *path, bool remember);
 int node_make_link(struct node **out, h5fs *fs, uint64_t ino, const char *path,
 			  const char *dir, const h5_link *l, int depth);
 void node_free(struct node *n);

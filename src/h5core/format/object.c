@@ -55,6 +55,11 @@ static int obj_dense_nattrs(uint64_t *n, h5_file *f, const h5_ohdr *oh, const h5
 	return 0;
 }
 
+void h5_obj_prefetch(h5_file *f, uint64_t addr)
+{
+	h5_ohdr_prefetch(f, addr);
+}
+
 int h5_obj_info_get(h5_obj_info *out, h5_file *f, uint64_t addr)
 {
 	h5_ohdr *oh = NULL;

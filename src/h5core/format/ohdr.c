@@ -589,6 +589,12 @@ int h5_ohdr_get(h5_ohdr **out, h5_file *f, uint64_t addr)
 	return 0;
 }
 
+void h5_ohdr_prefetch(h5_file *f, uint64_t addr)
+{
+	if (h5_addr_defined(addr))
+		h5_cache_prefetch(f->meta, H5_CK_OHDR, addr);
+}
+
 void h5_ohdr_release(h5_file *f, h5_ohdr *oh)
 {
 	struct ohdr_obj *o = (struct ohdr_obj *)oh;

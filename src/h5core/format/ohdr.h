@@ -72,6 +72,8 @@ typedef struct h5_ohdr {
  * checksums verified). Goes through f->meta; release with h5_ohdr_release. */
 int h5_ohdr_get(h5_ohdr **out, h5_file *f, uint64_t addr);
 void h5_ohdr_release(h5_file *f, h5_ohdr *oh);
+/* A hint: the header at addr is asked for soon (h5_cache_prefetch) */
+void h5_ohdr_prefetch(h5_file *f, uint64_t addr);
 /* Uncached load / free (used by the cache loader and by tests). */
 int h5_ohdr_load(h5_ohdr **out, h5_file *f, uint64_t addr);
 void h5_ohdr_free(h5_ohdr *oh);

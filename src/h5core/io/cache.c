@@ -304,9 +304,10 @@ static void table_grow(h5_cache *c)
 	}
 	free(c->buckets);
 	free(c->pbuckets);
-	c->buckets = nbk;
+	/* (atomic: h5_cache_prefetch reads them without the lock) */
+	__atomic_store_n(&c->buckets, nbk, __ATOMIC_RELEASE);
 	c->pbuckets = npb;
-	c->nbuckets = nb;
+	__atomic_store_n(&c->nbuckets, nb, __ATOMIC_RELEASE);
 }
 
 /* view: the view e belongs to, or NULL (the core's own entry). */
@@ -477,6 +478,20 @@ static void ent_unref(h5_cache *c, cache_ent *e, cache_ent **dead)
 		e->hnext = *dead;
 		*dead = e;
 	}
+}
+
+void h5_cache_prefetch(h5_cache *c, uint32_t kind, uint64_t key)
+{
+	cache_ent **b;
+	size_t nb;
+	uint32_t tag;
+
+	c = cache_core(c, &tag);
+	/* a table growing meanwhile may pair the old array with the new
+	 * size: a prefetch never faults, and nothing is read from it */
+	b = __atomic_load_n(&c->buckets, __ATOMIC_ACQUIRE);
+	nb = __atomic_load_n(&c->nbuckets, __ATOMIC_ACQUIRE);
+	__builtin_prefetch(&b[cache_hash(tag, kind, key) & (nb - 1)]);
 }
 
 bool h5_cache_holds(h5_cache *c, uint32_t kind, uint64_t key)

@@ -66,6 +66,11 @@ void h5_cache_invalidate_range(h5_cache *c, uint64_t lo, uint64_t hi);
  * h5_cache_get would be the result a concurrent loader waiting on it
  * gets: tests of prefetching) */
 bool h5_cache_holds(h5_cache *c, uint32_t kind, uint64_t key);
+/* A hint: (kind, key) is asked for soon. Its hash bucket is fetched
+ * into the CPU's cache now, without the lock, so that the miss of a walk
+ * of many headers overlaps the work before the h5_cache_get (a cold
+ * walk's table_find: 15% of the daemon's CPU, issue 70). Nothing else. */
+void h5_cache_prefetch(h5_cache *c, uint32_t kind, uint64_t key);
 size_t h5_cache_used(const h5_cache *c);
 size_t h5_cache_budget(const h5_cache *c);
 /* The cost of the entries of this view (or of the core's own) still in the
