@@ -453,11 +453,14 @@ int h5_ohdr_put(h5_ohdr_change *c, h5_file *f, size_t old, uint16_t type, uint8_
 	return via_new_chunk(c, f, old, &one, 1, len);
 }
 
-int h5_ohdr_put_many(h5_ohdr_change *c, h5_file *f, const h5_ohdr_new_msg *m, size_t n)
+/* The checks of a put of n new messages (one change per commit, each
+ * message's size): 0 and their bodies' sum and what they take with their
+ * message headers, or an h5_err. */
+static int new_msgs_check(size_t *sum, size_t *total, const h5_ohdr_change *c, const h5_ohdr_new_msg *m, size_t n)
 {
 	const h5_ohdr *oh = c->e.oh;
-	size_t total = 0;
 
+	*sum = *total = 0;
 	if (c->main != SIZE_MAX)
 		return h5_err_set(H5_ERR_INVAL, "object header 0x%llx: one message change per commit",
 				  (unsigned long long)oh->addr);
@@ -465,27 +468,29 @@ int h5_ohdr_put_many(h5_ohdr_change *c, h5_file *f, const h5_ohdr_new_msg *m, si
 		if (!m[i].body || m[i].len > 65535 - 8)
 			return h5_err_set(H5_ERR_NOSPC, "object header 0x%llx: a message of %zu bytes is larger than a "
 					  "header message can be (64 KiB)", (unsigned long long)oh->addr, m[i].len);
-		total += m[i].len;
+		*sum += m[i].len;
+		*total += total_of(oh, m[i].len);
 	}
-	return via_new_chunk(c, f, SIZE_MAX, m, n, total);
+	return 0;
+}
+
+int h5_ohdr_put_many(h5_ohdr_change *c, h5_file *f, const h5_ohdr_new_msg *m, size_t n)
+{
+	size_t sum, total;
+	int rc = new_msgs_check(&sum, &total, c, m, n);
+
+	return rc < 0 ? rc : via_new_chunk(c, f, SIZE_MAX, m, n, sum);
 }
 
 int h5_ohdr_put_new(h5_ohdr_change *c, h5_file *f, const h5_ohdr_new_msg *m, size_t n)
 {
 	const h5_ohdr *oh = c->e.oh;
-	size_t total = 0, sum = 0;
+	size_t sum, total;
 	run r;
+	int rc = new_msgs_check(&sum, &total, c, m, n);
 
-	if (c->main != SIZE_MAX)
-		return h5_err_set(H5_ERR_INVAL, "object header 0x%llx: one message change per commit",
-				  (unsigned long long)oh->addr);
-	for (size_t i = 0; i < n; i++) {
-		if (!m[i].body || m[i].len > 65535 - 8)
-			return h5_err_set(H5_ERR_NOSPC, "object header 0x%llx: a message of %zu bytes is larger than a "
-					  "header message can be (64 KiB)", (unsigned long long)oh->addr, m[i].len);
-		total += total_of(oh, m[i].len);
-		sum += m[i].len;
-	}
+	if (rc < 0)
+		return rc;
 	/* free space of one chunk first, as h5_ohdr_put does: a new chunk
 	 * per batch would leave the last one's slack unused */
 	for (size_t ci = 0; ci < oh->nchunks; ci++)
