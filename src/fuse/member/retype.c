@@ -102,8 +102,8 @@ bool retype_made(const h5_file *f, uint64_t addr)
 	return hit;
 }
 
-/* The NPY header the request describes (no shape: 1-D of the elements
- * size bytes hold), as np.save would write it: 0, or why not in why. */
+/* The NPY header the request (complete: take) describes, as np.save would
+ * write it, for size bytes: 0, or why not in why. */
 static int header_of(npy_header *h, const struct retype *rq, uint64_t size, char *why, size_t wlen)
 {
 	static const char magic[8] = { '\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0 };
@@ -124,9 +124,9 @@ static int header_of(npy_header *h, const struct retype *rq, uint64_t size, char
 	n = rq->has_descr && rq->dtype[1] == 'V'
 		    ? snprintf(d, cap - 11, "{'descr': %s, 'fortran_order': False, 'shape': (", rq->descr)
 		    : snprintf(d, cap - 11, "{'descr': '%s', 'fortran_order': False, 'shape': (", rq->dtype);
-	for (unsigned i = 0; rq->has_shape && i < rq->rank; i++)
+	for (unsigned i = 0; i < rq->rank; i++)
 		n += snprintf(d + n, cap - 11 - (size_t)n, "%" PRIu64 ",", rq->dims[i]);
-	n += snprintf(d + n, cap - 11 - (size_t)n, "%s), }\n", rq->has_shape ? "" : "0,");
+	n += snprintf(d + n, cap - 11 - (size_t)n, "), }\n");
 	len = (size_t)n;
 	buf[8] = (char)(len & 0xff);
 	buf[9] = (char)(len >> 8);
@@ -137,15 +137,7 @@ static int header_of(npy_header *h, const struct retype *rq, uint64_t size, char
 				      "which are not made from bytes", rq->dtype);
 	if (rc != 0)
 		return rc < 0 ? rc : -EINVAL;
-	if (!rq->has_shape) {
-		if (size % h->itemsize) {
-			snprintf(why, wlen, "%" PRIu64 " bytes are not a whole number of %s elements", size, rq->dtype);
-			return -EINVAL;
-		}
-		h->shape[0] = size / h->itemsize;
-		h->nelmts = h->shape[0];
-		h->nbytes = size;
-	} else if (h->nbytes != size) {
+	if (h->nbytes != size) {
 		snprintf(why, wlen, "its %" PRIu64 " bytes are not the %" PRIu64 " that %s of its shape takes", size,
 			 h->nbytes, rq->dtype);
 		return -EINVAL;
