@@ -17,7 +17,8 @@
 #                         details); every test, unit tests and fuzz replay
 #                         too, when the sanitizer stage is left out
 #   Debian package        contrib/package-test.sh (about 1 min)
-#   sanitizers            tests/stress/run-sanitizers.sh: ASan+UBSan build,
+#   sanitizers            tests/stress/run-sanitizers.sh: ASan+UBSan build
+#                         (made at nice 19 beside the two stages above),
 #                         make check of ASAN_TESTS (the crash enumerations
 #                         with H5FS_CRASH_STATES=small: 56 s of CPU with
 #                         test_append.py, was 271), stress, race and corpus
@@ -136,6 +137,19 @@ rc=0
 # when that stage is left out (Makefile.am CI_PLAIN_TESTS)
 plain_tests=()
 [ "${H5FS_SKIP_SANITIZERS:-0}" = 1 ] || plain_tests=('TESTS=$(CI_PLAIN_TESTS)' 'check_PROGRAMS=$(TEST_HELPERS)')
+# The sanitizer stage's builds (ASan, TSan and their check programs:
+# 3-4 minutes of CI when they ran alone) run from here on at nice 19,
+# beside this make check and the package stage, on the CPU their waits
+# leave idle; the sanitizer stage waits for them, then builds what is
+# left (tests/stress/run-sanitizers.sh H5FS_SANI_PHASE)
+prebuild_pid=
+if [ "${H5FS_SKIP_SANITIZERS:-0}" != 1 ]; then
+	H5FS_SANI_PHASE=build setsid nice -n 19 ./tests/stress/run-sanitizers.sh build-sanitizers \
+		>"$logs/sanitizers-build.log" 2>&1 &
+	prebuild_pid=$!
+	# (its own process group: a run that ends early stops all of it)
+	trap '[ -z "$prebuild_pid" ] || kill -- -"$prebuild_pid" 2>/dev/null' EXIT
+fi
 make -j"${H5FS_CHECK_JOBS:-3}" check "${plain_tests[@]}" >"$logs/make-check.log" 2>&1 || rc=$?
 ran=$(find "$src/tests" -name '*.trs' -newer "$logs/.started" 2>/dev/null | wc -l)
 count_trs "$src/tests" ""
@@ -169,7 +183,10 @@ if [ "${H5FS_SKIP_SANITIZERS:-0}" != 1 ]; then
 	stage "sanitizers: ASan+UBSan and TSan make check, stress, race, corpus, growth"
 	before=$(nfail)
 	rc=0
-	./tests/stress/run-sanitizers.sh build-sanitizers "$results" >"$logs/sanitizers.log" 2>&1 || rc=$?
+	# (a build that failed there fails again here, and is recorded)
+	[ -z "$prebuild_pid" ] || wait "$prebuild_pid" || true
+	prebuild_pid=
+	H5FS_SANI_PHASE=run ./tests/stress/run-sanitizers.sh build-sanitizers "$results" >"$logs/sanitizers.log" 2>&1 || rc=$?
 	if [ "$rc" != 0 ] && [ "$(nfail)" = "$before" ]; then
 		tail_log "$logs/sanitizers.log" 80
 		fail_result "sanitizers (exit $rc)"
