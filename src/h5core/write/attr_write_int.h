@@ -1,6 +1,7 @@
 /*
  * attr_write_int.h - what attr_write.c (where a change goes, the commit,
- * batches) and attr_build.c (the new Attribute message) share.
+ * batches), attr_dense.c (dense storage and the Attribute Info message)
+ * and attr_build.c (the new Attribute message) share.
  */
 #ifndef H5_ATTR_WRITE_INT_H
 #define H5_ATTR_WRITE_INT_H
@@ -25,6 +26,10 @@ typedef struct found {
 	uint64_t fheap, name_bt2, corder_bt2;   /* dense storage */
 } found;
 int h5_attr_scan(found *fd, h5_file *f, const struct h5_ohdr *oh, const char *name, size_t name_len);
+
+/* The Attribute Info message's flags (IV.A.2.v) */
+#define AINFO_TRACK_CORDER 0x01
+#define AINFO_INDEX_CORDER 0x02
 
 /* One attribute change. */
 typedef struct h5_attr_change {
@@ -82,6 +87,28 @@ struct h5_ohdr_change;
  * where its storage is (*done: how many committed). */
 int h5_attr_dense_batch(struct h5_ohdr_change *c, h5_file *f, const found *fd, const h5_attr_change *ch, size_t n);
 int h5_attr_batch_locked(size_t *done, h5_file *f, uint64_t addr, const h5_attr_change *ch, size_t n);
+/* ---- attr_dense.c ---- */
+struct h5_dense_set;
+/* v2 headers: how many compact attributes libhdf5 keeps before it moves
+ * them to dense storage (UINT32_MAX for v1 headers) */
+unsigned h5_attr_max_compact(const struct h5_ohdr *oh);
+/* ch's attribute into the dense set s: a new value of the one at `at`,
+ * or (at SIZE_MAX, or a typed or fixed-string replacement) a new one,
+ * with the next creation order when the object tracks it (*max_crt
+ * moves) */
+int h5_attr_dense_put(struct h5_dense_set *s, size_t at, int64_t *max_crt, h5_file *f, const struct h5_ohdr *oh,
+		      const found *fd, const h5_attr_change *ch);
+/* A change of an attribute in dense storage: the store written anew and
+ * switched to, one commit (c opened); back into the header below the
+ * minimum */
+int h5_attr_apply_dense(struct h5_ohdr_change *c, h5_file *f, const found *fd, const h5_attr_change *ch);
+/* A v2 header at its compact limit gets one more attribute: every one
+ * moves to new dense storage with it, one commit */
+int h5_attr_to_dense(struct h5_ohdr_change *c, h5_file *f, const found *fd, const h5_attr_change *ch);
+/* A v2 header's first attribute: an Attribute Info message first, a
+ * commit of its own */
+int h5_attr_ainfo_add(struct h5_ohdr_change *c, h5_file *f);
+
 /* A collection (addr, len) of this session's, referenced by refs
  * messages about to be written (attr_move.c's copy). */
 void h5_attr_coll_adopt(h5_file *f, uint64_t addr, uint64_t len, uint32_t refs);
