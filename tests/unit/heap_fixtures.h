@@ -15,37 +15,11 @@
 
 #ifndef HEAPFIX_PREFIX
 #error "define HEAPFIX_PREFIX before including heap_fixtures.h"
-/* Link names of the generated groups: n<i>_ padded with 0..12 x's, so
- * names differ in length as well as content. */
-static const char *lname(unsigned long i, char *buf, size_t len)
-{
-	int n = snprintf(buf, len, "n%lu_", i);
-
-	for (unsigned long k = 0; k < i % 13 && (size_t)n + 1 < len; k++)
-		buf[n++] = 'x';
-	buf[n] = 0;
-	return buf;
-}
-
-typedef struct file_img {
-	uint8_t *buf;
-	size_t len;
-	h5_file *f;
-} file_img;
-
-static void img_open(file_img *im, const char *path)
-{
-	im->buf = slurp(path, &im->len);
-	im->f = mem_file(im->buf, im->len);
-}
-
-static void img_close(file_img *im)
-{
-	h5_file_close(im->f);
-	free(im->buf);
-}
-
 #endif
+
+/* (each includer uses a part of these) */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
 
 #define SA 8
 #define SS 8
@@ -428,5 +402,7 @@ static void img_close(file_img *im)
 	h5_file_close(im->f);
 	free(im->buf);
 }
+
+#pragma GCC diagnostic pop
 
 #endif

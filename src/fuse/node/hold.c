@@ -27,13 +27,13 @@ static const unsigned pager_allowed[] = {
 
 static void pager_violation(h5fs *fs, const char *why, unsigned from, unsigned to)
 {
-	static bool logged;
-
 #ifdef H5FS_DEBUG
 	fprintf(stderr, "h5fs: pager: %s (%s -> %s, writers %u)\n", why, pager_names[from], pager_names[to],
 		fs->writers);
 	abort();
 #else
+	static bool logged;     /* once per daemon: a violation repeats */
+
 	if (!__atomic_exchange_n(&logged, true, __ATOMIC_RELAXED))
 		h5fs_log(fs, LOG_ERR, "pager: %s (%s -> %s, writers %u): please report", why, pager_names[from],
 			 pager_names[to], fs->writers);
