@@ -147,7 +147,7 @@ static int newfiles(h5_file *f, uint64_t group, const char *prefix, unsigned n, 
 }
 
 /* "rm": a dataset's last link removed, what it stored freed at once (no
- * descriptor reads it: member/link.c member_gone_keep) */
+ * descriptor reads it: member/link.c gone_keep) */
 static int rm_dataset(h5_file *f, uint64_t group, const char *name)
 {
 	h5_gone *gone = NULL;

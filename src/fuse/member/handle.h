@@ -9,10 +9,6 @@
 
 struct dirsnap;
 
-/* member/handles.c: a handle put on and taken off one of the lists of
- * open handles (fs->open_dirs, fs->open_wfiles; under fs->lock) */
-void handle_add(h5fs *fs, struct hlink *list, struct hlink *h);
-void handle_del(h5fs *fs, struct hlink *h);
 /* read.c: a directory snapshot freed (setup.c: one never released) */
 void dirsnap_free(struct dirsnap *d);
 /* member/setup.c: handles whose release never came, freed at exit */

@@ -621,7 +621,7 @@ int npy_flush(h5fs *fs, struct npy_stream *s, bool closing)
 	placeholder_gone(fs, s, made);
 	/* the replaced array's storage, freed once nothing reads it */
 	if (gone)
-		member_gone_keep(fs, s->g, s->g->f, old, gone);
+		gone_keep(fs, s->g, s->g->f, old, gone);
 	gone = NULL;
 	settle = true;
 out:

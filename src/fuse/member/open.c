@@ -44,7 +44,7 @@ static int open_node(h5fs *fs, struct node *n, struct fuse_file_info *fi);
 
 /* Open descriptors are counted per node: an unlinked or replaced
  * dataset's storage is freed once none reads it (member/link.c
- * member_gone_keep) - counted from the start, so an unlink meanwhile
+ * gone_keep) - counted from the start, so an unlink meanwhile
  * sees this one. An open that comes after such an unlink (the kernel's
  * lookup was before it: another process's unlink or rename over the
  * name in between) finds the storage freed and is ESTALE, on which the
@@ -64,7 +64,7 @@ int member_open(void *r, struct fuse_file_info *fi, uint64_t ino)
 	retype_open_wait(n);    /* (its bytes made a typed dataset meanwhile: gone) */
 	e = n->type != NT_DIR && node_storage_gone(fs, n) ? ESTALE : open_node(fs, n, fi);
 	if (e)
-		member_closed(fs, n);
+		gone_closed(fs, n);
 	return e;
 }
 
@@ -152,7 +152,7 @@ int member_release(void *r, uint64_t ino, struct fuse_file_info *fi)
 		pcache_close(n);
 	dio_free(fh_dio(fi->fh));
 	if (n)
-		member_closed(r, n);
+		gone_closed(r, n);
 	/* a type set back while it was open (tar --xattrs, cp -a, rsync -X),
 	 * made at its last close */
 	if (n)

@@ -8,6 +8,9 @@
  *   tail.c         rows accepted at a dataset's end, kept and shown
  *   xattr_cache.c  every xattr of an object kept in its node
  *   hold.c         FILE held for writing, and the lost-change state
+ *   gone.c         objects that lost their last link: nodes no longer
+ *                  matched, storage kept while a descriptor reads it
+ *   handles.c      the lists of open handles (directories, write handles)
  * Nothing here calls up into member/: what an operation must learn from
  * the model is returned to it. The state is fs.h's; the live-file
  * machinery it calls is live.h's.
@@ -144,6 +147,22 @@ void xattr_cache_drop(struct node *n);
  * request reads of n (node_use). */
 int xattr_cached(h5fs *fs, struct node *n, const struct use *u, const char *name, char *buf, size_t size,
 		 size_t *len);
+
+/* ---- gone.c: objects that lost their last link ---- */
+/* The object at addr of f lost its last link (rmdir; unlink and rename
+ * over: gone_keep): no later lookup gets its nodes. */
+void gone_unlinked(h5fs *fs, h5_file *f, uint64_t addr);
+/* A removed or replaced dataset's storage freed now when no descriptor
+ * reads the object, else when the last closes (gone_closed) or its node
+ * is forgotten (node.c node_unref). */
+void gone_keep(h5fs *fs, struct gen *g, h5_file *f, uint64_t addr, struct h5_gone *gone);
+/* A descriptor of n closed (storage kept for it freed when last). */
+void gone_closed(h5fs *fs, struct node *n);
+
+/* ---- handles.c: a handle put on and taken off one of the lists of open
+ * handles (fs->open_dirs, fs->open_wfiles; under fs->lock) ---- */
+void handle_add(h5fs *fs, struct hlink *list, struct hlink *h);
+void handle_del(h5fs *fs, struct hlink *h);
 
 /* ---- tail.c: rows accepted at the end, not committed yet, shown (the
  * node's size is the accepted end; rows of rb bytes, the trailing partial

@@ -286,6 +286,10 @@ struct h5fs {
 	 * object there now, so an old file handle of that id is stale
 	 * (member/export.c) */
 	struct u64set freed;
+	/* fs->freed counted one more for node id ino (under lock): the member
+	 * root's export.c (export_freed_locked, set by setup.c), called by
+	 * node/gone.c, which is below it */
+	void (*freed_locked)(h5fs *fs, uint64_t ino);
 	/* Open directory snapshots and write handles (under lock): when FILE
 	 * is unmounted while some are open, the kernel drops their pending
 	 * RELEASE requests, so h5fs_free() frees what is left. */
@@ -337,7 +341,7 @@ struct h5fs {
 	bool meta_unsynced;
 	int64_t meta_ns;
 	bool meta_freed;        /* storage freed since: the idle kind syncs at its
-				 * next look (member/gone.c, idle.c: issue 69) */
+				 * next look (node/gone.c, member/idle.c: issue 69) */
 	uint64_t meta_seq;      /* changes remembered: a sync clears
 				 * meta_unsynced only when none came while it ran */
 	/* A change answered before it was written failed (write-behind):
@@ -406,7 +410,7 @@ void kind_forget(h5fs *fs, uint64_t addr);
 void kind_forget_locked(h5fs *fs, uint64_t addr);
 /* node_table.c (callers of *_locked hold fs->lock) */
 /* Whether n's object lost its last link and its storage was freed then
- * (no descriptor held it: member/link.c member_gone_keep): its space may
+ * (no descriptor held it: member/link.c gone_keep): its space may
  * hold another object now, so nothing may read or write it through n
  * (ENOENT, as the name; an open ESTALE, on which the kernel looks the
  * name up again: O_CREAT makes a new one). */
