@@ -8,6 +8,7 @@
 #include "member.h"
 #include "batch.h"
 #include "npystream.h"
+#include "retype.h"
 #include "resize.h"
 #include "owner.h"
 

@@ -8,6 +8,7 @@
 #include "resize.h"
 #include "handle.h"
 #include "npystream.h"
+#include "retype.h"
 #include "caller.h"
 
 /* Whether rows can be appended to n (its appends then drop what its

@@ -26,6 +26,7 @@
  * new dataset under NAME with the temporary file; NAME alone. */
 #include "member.h"
 #include "npystream.h"
+#include "retype.h"
 #include "resize.h"
 
 #include <inttypes.h>

@@ -36,6 +36,7 @@
  * kernel's entry of NAME is dropped, so the next lookup finds it. */
 #include "member.h"
 #include "npystream.h"
+#include "retype.h"
 #include "resize.h"
 #include "handle.h"
 #include "npy.h"

@@ -7,12 +7,6 @@
 
 #include "commit.h"
 
-struct dirsnap;
-
-/* read.c: a directory snapshot freed (setup.c: one never released) */
-void dirsnap_free(struct dirsnap *d);
-/* member/setup.c: handles whose release never came, freed at exit */
-void handles_free(h5fs *fs);
 /* The idle commit (idle.c), a periodic kind of the commit layer's
  * scheduler: registered with the member root on a read-write
  * single-FILE mount, unregistered before unmounting */

@@ -6,7 +6,7 @@
 #ifndef H5FS_WSTATE_H
 #define H5FS_WSTATE_H
 
-#include "member.h"
+#include "commit.h"
 #include "handle.h"
 
 /* At most this many writes of a dataset are answered before they are
