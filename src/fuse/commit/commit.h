@@ -98,7 +98,7 @@ enum {
 	/* not kinds: FILE's lock alone, for no object (u and n NULL: a write
 	 * descriptor's stream, a batch's own commit) */
 	COMMIT_FILE = 8,
-	/* putting back what a failed change took away (member_unempty): also
+	/* putting back what a failed change took away (trunc_unempty): also
 	 * on a mount that lost a change (node.h fs_write_begin_undo) */
 	COMMIT_UNDO = 16,
 };

@@ -269,7 +269,7 @@ void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	/* cp or `cat x >` over the dataset: a failure its caller was told
 	 * of (or that only this release met) puts the old rows back */
 	if (w->undo.valid && (w->err || rc < 0 || __atomic_load_n(&w->failed, __ATOMIC_RELAXED)))
-		member_unempty(fs, w->n, ino, w->g, &w->undo);
+		trunc_unempty(fs, w->n, ino, w->g, &w->undo);
 	else if (w->undo.valid)
 		h5_dataset_empty_done(w->g->f, &w->undo);   /* the old chunks freed */
 	ow_pages_settle(fs, w->n, ino);

@@ -291,7 +291,7 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	/* O_TRUNC (cat x > d, cp x d): the dataset emptied, the new bytes
 	 * then its rows (member/truncate.c) */
 	if (!rc && (fi->flags & O_TRUNC))
-		rc = member_resize_undoable(fs, n, &u, 0, &undo, "open with O_TRUNC");
+		rc = trunc_resize_undoable(fs, n, &u, 0, &undo, "open with O_TRUNC");
 	if (!rc && !(w = calloc(1, sizeof(*w)))) {
 		h5_dataset_empty_done(u.f, &undo);
 		rc = ENOMEM;

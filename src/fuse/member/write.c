@@ -333,7 +333,7 @@ static int npy_bytes(h5fs *fs, struct wfile *w, fuse_ino_t ino, const char *buf,
  * dd seek=): the dataset grows to the write's offset first, rows of the
  * fill value appended as truncate(2) up does (truncate.c: whole rows, its
  * own commit), then the write appends at the new end. The handle's bytes
- * written before go first (member_set_size commits them). 0, or an errno
+ * written before go first (trunc_set_size commits them). 0, or an errno
  * (logged): EPERM while another descriptor's appended rows stay
  * uncommitted or after a partial row of this one, EINVAL for not whole
  * rows. */
@@ -360,7 +360,7 @@ static int past_end(h5fs *fs, struct wfile *w, uint64_t off)
 	 * next try; a hole is never EBUSY, a truncate's errno) */
 	for (int tries = 0;; tries++) {
 		wq_drain(q);
-		e = member_set_size(fs, w->n, off, "write past the end");
+		e = trunc_set_size(fs, w->n, off, "write past the end");
 		if (e != EBUSY || tries >= 3)
 			break;
 	}

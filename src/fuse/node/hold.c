@@ -140,7 +140,7 @@ static int write_lock(h5fs *fs, bool *changed)
 }
 
 /* undo: the write puts back what a failed change of this mount took
- * away (member_unempty: a replacement's old rows). It runs also on a mount
+ * away (trunc_unempty: a replacement's old rows). It runs also on a mount
  * that lost a change since: refusing it would turn one lost change into a
  * second one (the old dataset emptied for good), and it writes nothing the
  * mount had not already committed once. */
