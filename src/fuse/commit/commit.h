@@ -1,9 +1,10 @@
 /*
  * commit.h - the daemon's commit layer (src/fuse/commit), between the node
- * model (node/) and the member root's operations (member/): where every
- * write of a single-FILE mount is admitted, ordered, made durable or
- * lost. SQLite's pager is the model: one state diagram, numbered
- * invariants, one sticky error.
+ * model (node/) and what writes: the write-behind kinds (behind/) and,
+ * above them, the member root's operations (member/). Where every write
+ * of a single-FILE mount is admitted, ordered, made durable or lost.
+ * SQLite's pager is the model: one state diagram, numbered invariants,
+ * one sticky error.
  *
  *   gate.c     admit: FILE's write lock, the barrier of the write-behind
  *              kinds, the object as the current generation shows it
@@ -12,6 +13,18 @@
  *              one scheduler thread that commits them when due
  *   durable.c  durability: every kind flushed, FILE fsync'd and cut to its
  *              end of allocation (fs_meta_sync); the unmount's compaction
+ *
+ * The kinds (src/fuse/behind/, each one file registering a struct
+ * commit_kind with sched.c; nothing here calls them but through it):
+ *   lbatch.c   new files and directories not linked yet (COMMIT_NAMES)
+ *   xbatch.c   attribute values answered (COMMIT_ATTRS)
+ *   idle.c     the open datasets' pending bytes: write handles' rows and
+ *              kept overwrites (wfile.c, write.c, wclose.c, wqueue.c,
+ *              pending.c, overwrite.c, tail.c), their bound (max_bytes)
+ *              and their idle commit
+ * and np.save's streams (npy.c, npy_rename.c), committed by their own
+ * handle's close (not a registered kind yet: see doc/DESIGN.md "The
+ * commit layer").
  *
  * The engine below does the ordered commit itself (h5core write/txn.c:
  * new bytes first, a barrier, then the one pointer that makes them
@@ -92,8 +105,8 @@
 /* ---- gate.c ---- */
 /* Kinds a barrier flushes (commit_barrier, sched.c; commit_begin's flags) */
 enum {
-	COMMIT_NAMES = 1,       /* new files not linked yet (member/lbatch.c) */
-	COMMIT_ATTRS = 2,       /* attribute values answered (member/xbatch.c) */
+	COMMIT_NAMES = 1,       /* new files not linked yet (behind/lbatch.c) */
+	COMMIT_ATTRS = 2,       /* attribute values answered (behind/xbatch.c) */
 	COMMIT_ALL = 3,
 	/* not kinds: FILE's lock alone, for no object (u and n NULL: a write
 	 * descriptor's stream, a batch's own commit) */
@@ -144,7 +157,7 @@ struct commit_kind {
 	int (*settle)(h5fs *fs);                /* a batch empty after its commits: fs_meta_sync */
 	int64_t (*poll)(void *owner, int64_t now);      /* next due time */
 	/* a kind whose changes are a write descriptor's pending bytes
-	 * (member/idle.c): committed by the writing request itself once they
+	 * (behind/idle.c): committed by the writing request itself once they
 	 * reach this many bytes (0: no such bound) */
 	uint64_t max_bytes;
 };

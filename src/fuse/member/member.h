@@ -1,8 +1,9 @@
 /*
  * member.h - the member root's operations (src/fuse/member): the
  * single-file root class (root.h) that root_member.c assembles, each
- * entry the file's that implements it (lookup.c, read.c, open.c, write.c,
- * wclose.c, xattr.c, link.c, setattr.c, size.c) and views.c's around
+ * entry the file's that implements it (lookup.c, read.c, open.c,
+ * xattr.c, link.c, setattr.c, size.c; write, flush and fsync are
+ * behind/'s) and views.c's around
  * them. What the files share among themselves: retype.h (renames of
  * bytes over a typed dataset, rename_keep.c; types set back by xattrs,
  * retype.c). Below the operations, in headers of their own:
@@ -67,10 +68,7 @@ int member_setattr(void *r, struct stat *out, double *timeout, uint64_t ino, con
 /* member/open.c: read or write handle, page cache or not */
 int member_open(void *r, struct fuse_file_info *fi, uint64_t ino);
 int member_release(void *r, uint64_t ino, struct fuse_file_info *fi);
-void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t size, off_t off,
-		  struct fuse_file_info *fi);
-int member_flush(void *r, uint64_t ino, struct fuse_file_info *fi);
-int member_fsync(void *r, uint64_t ino, struct fuse_file_info *fi);
+/* write, flush, fsync: the write-behind's (behind/handle.h behind_write) */
 
 /* views.c: the member root's lookup, listing, open and xattrs with the
  * views of datasets (root_member.c's table) */

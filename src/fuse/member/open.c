@@ -1,7 +1,7 @@
 /* open.c - how a descriptor of a dataset is served: a write handle
- * (member/write.c), or a read handle through the kernel's page cache
+ * (behind/write.c), or a read handle through the kernel's page cache
  * (keep_cache; on a live mount recorded by live/pcache.c; a dataset a
- * read-write mount appends to with node/tail.c) or around it (direct_io:
+ * read-write mount appends to with behind/tail.c) or around it (direct_io:
  * a live FILE's rewritten datasets while old descriptors hold pages of
  * them, live/dio.c). */
 #include "member.h"
@@ -12,9 +12,9 @@
 #include "caller.h"
 
 /* Whether rows can be appended to n (its appends then drop what its
- * readers' pages hold of the old end, node/tail.c); datasets whose bytes
+ * readers' pages hold of the old end, behind/tail.c); datasets whose bytes
  * can only be overwritten have their pages dropped after each commit
- * (member/overwrite.c). */
+ * (behind/overwrite.c). */
 static bool node_growable(struct node *n)
 {
 	bool g;
@@ -101,9 +101,9 @@ static int open_node(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	/* A dataset that can grow (owner's write bit on a read-write mount,
 	 * wfile_open) is read through the page cache too (memmap): what
 	 * its appends change there is dropped as they are accepted, and rows
-	 * not committed yet are answered from node/tail.c. Anything else
+	 * not committed yet are answered from behind/tail.c. Anything else
 	 * cannot change while mounted (but a live FILE, live/live.c; and
-	 * overwrites, member/overwrite.c), so the page cache stays valid
+	 * overwrites, behind/overwrite.c), so the page cache stays valid
 	 * across opens. */
 	if (fs_writable(fs) && (n->st.st_mode & S_IWUSR) && node_growable(n)) {
 		if (wfile_reader_cached(fs, n))
@@ -134,7 +134,7 @@ static int open_node(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 		fi->fh = H5FS_FH_CACHED;
 	} else {
 		/* (a read-write mount's: its own overwrites keep the page
-		 * cache right by member/overwrite.c's rules, and no ledger
+		 * cache right by behind/overwrite.c's rules, and no ledger
 		 * records them; another program's change drops every page at
 		 * the sweep, live/watch.c, as at a live FILE's first change) */
 		fi->keep_cache = 1;

@@ -82,7 +82,7 @@ bool fs_writable(const h5fs *fs)
  * which the engine takes again when we give the lock back (our own writes
  * are no change). A live mount (live/live.c) then opens FILE anew and
  * tries again (live_retry); the caller re-resolves its nodes in that
- * generation (node_use_current; a write descriptor, member/write.c
+ * generation (node_use_current; a write descriptor, behind/write.c
  * wfile_follow, only when FILE did not change since it was opened). A
  * mount that does not follow changes (-o refresh=0) gets ESTALE. The lock
  * is always taken on the current generation's FILE, and a refresh never

@@ -5,7 +5,6 @@
  *   names.c        names, paths and where a link leads
  *   fresh.c        nodes re-resolved in a live FILE's new generation
  *   view_node.c    the nodes of datasets' views (NAME.npy, .csv, ...) made
- *   tail.c         rows accepted at a dataset's end, kept and shown
  *   xattr_cache.c  every xattr of an object kept in its node
  *   hold.c         FILE held for writing, and the lost-change state
  *   gone.c         objects that lost their last link: nodes no longer
@@ -163,24 +162,5 @@ void gone_closed(h5fs *fs, struct node *n);
  * handles (fs->open_dirs, fs->open_wfiles; under fs->lock) ---- */
 void handle_add(h5fs *fs, struct hlink *list, struct hlink *h);
 void handle_del(h5fs *fs, struct hlink *h);
-
-/* ---- tail.c: rows accepted at the end, not committed yet, shown (the
- * node's size is the accepted end; rows of rb bytes, the trailing partial
- * one kept); n->lk taken inside unless said. ENOMEM. ---- */
-int tail_accept(struct node *n, const char *buf, size_t len, uint64_t rb);
-/* (under n->lk, write) committed bytes of the dataset now: what is left
- * waiting, and the node's size */
-void tail_committed(struct node *n, uint64_t committed);
-/* (under n->lk) the committed end: where the waiting bytes begin */
-uint64_t tail_base(const struct node *n);
-/* The last len accepted bytes (a dropped partial row), or everything
- * waiting (len UINT64_MAX: an append failed) are gone: the old size */
-uint64_t tail_drop(struct node *n, uint64_t len);
-/* (under n->lk) whether [off, off+len) reaches bytes not committed, and
- * its answer then (committed bytes read, then the kept partial row), or 1:
- * whole rows not committed are in it, commit them first (wfile_show_node) */
-bool tail_covers(const struct node *n, uint64_t off, size_t len);
-int tail_read(h5_read_plan *out, struct node *n, uint64_t off, size_t len);
-void tail_free(struct node *n);
 
 #endif

@@ -22,8 +22,7 @@
  * nothing: the write or close fails (EINVAL, EOPNOTSUPP) with one log
  * line and the placeholder goes. A stream that is no NPY is its bytes
  * (npy_demote). */
-#include "member.h"
-#include "resize.h"
+#include "commit.h"
 #include "npy.h"
 #include "npystream.h"
 #include "owner.h"
@@ -135,7 +134,7 @@ static int fail(h5fs *fs, struct npy_stream *s, int e, const char *why)
 
 /* FILE's lock for the stream, taken on the current generation when it is
  * the version of FILE the placeholder was made in (opened anew without a
- * change, member/write.c wfile_follow), else ESTALE: another program
+ * change, behind/write.c wfile_follow), else ESTALE: another program
  * changed FILE since (logged). */
 static int begin(h5fs *fs, struct npy_stream *s)
 {

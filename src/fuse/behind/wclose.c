@@ -94,7 +94,7 @@ static int do_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	return rc < 0 ? h5err_logged(fs, rc, "append", w->n->path, NULL, w->n->addr) : e;
 }
 
-int member_flush(void *r, uint64_t ino, struct fuse_file_info *fi)
+int behind_flush(void *r, uint64_t ino, struct fuse_file_info *fi)
 {
 	struct wfile *w = wfile_of(fi);
 	int e = do_flush(r, w, ino);
@@ -167,7 +167,7 @@ void wfile_show(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 
 /* The handle's rows, then what setfattr, mkdir, ... committed (xbatch
  * included), and the errno of a change answered earlier and lost. */
-int member_fsync(void *r, uint64_t ino, struct fuse_file_info *fi)
+int behind_fsync(void *r, uint64_t ino, struct fuse_file_info *fi)
 {
 	int err = wfile_fsync(r, wfile_of(fi), ino), e2 = fs_writable(r) ? fs_meta_sync(r) : 0;
 
