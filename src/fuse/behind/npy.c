@@ -56,8 +56,164 @@ struct npy_stream {
 	h5_dset_writer *dw;
 	uint8_t *fbuf;          /* Fortran order: the data, till all is in */
 	uint64_t fgot;
+	bool chunked;           /* its rows' space reserved as they come (put) */
 	pthread_mutex_t mu;
+	/* in its kind's list (under kind->t.mu): listed; every byte in, the
+	 * dataset not made: counted */
+	struct npy_kind *kind;
+	struct npy_stream *knext;
+	bool listed, counted;
 };
+
+/* ---- np.save's streams, a kind of the commit layer (commit/sched.c) ----
+ * A stream's bytes go to their place in FILE as they come, into space
+ * reserved before the write that brings them is answered (reserve:
+ * h5_file_reserve, the host's margin): nothing is kept but the header's
+ * first bytes, or a Fortran-ordered or unicode array (FORTRAN_MAX at
+ * most), so the kind has no bound of bytes (max_bytes 0). What is pending
+ * is a stream whose every byte is in and whose dataset is not made yet:
+ * its descriptor's close or fsync makes it (npy_flush), or this kind
+ * NPY_IDLE_MS after its last byte when the descriptor stays open (FILE's
+ * lock, which the stream holds from its header on, then given back), and
+ * every sync (fs_meta_sync: COMMIT_STREAMS) at once. A stream's own
+ * failure stays its own (told by its descriptor's close), never a
+ * barrier's or a sync's. */
+#define NPY_IDLE_MS 1000
+
+struct npy_kind {
+	struct commit_slot t;   /* t.mu: the list, the counts */
+	h5fs *fs;
+	struct npy_stream *open;        /* taken, not released or demoted */
+	size_t complete;        /* of them counted */
+};
+
+/* Every counted stream's dataset made (t.mu held). */
+static void kind_make(struct npy_kind *k)
+{
+	for (struct npy_stream *s = k->open; s && k->complete; s = s->knext) {
+		if (!s->counted)
+			continue;
+		s->counted = false;
+		k->complete--;
+		(void)npy_flush(k->fs, s, false);       /* (its error: s->err, its close's) */
+	}
+}
+
+static size_t kind_count(void *owner)
+{
+	return ((struct npy_kind *)owner)->complete;
+}
+
+static int kind_commit(void *owner)
+{
+	kind_make(owner);
+	return 0;
+}
+
+static int kind_flush(void *owner)
+{
+	struct npy_kind *k = owner;
+
+	pthread_mutex_lock(&k->t.mu);
+	kind_make(k);
+	pthread_mutex_unlock(&k->t.mu);
+	return 0;
+}
+
+static const struct commit_kind npy_kind_desc = {
+	.name = "np.save streams", .bit = COMMIT_STREAMS, .idle_ms = NPY_IDLE_MS, .max_ms = NPY_IDLE_MS,
+	.count = kind_count, .commit = kind_commit, .flush = kind_flush, .settle = fs_meta_sync,
+};
+
+/* s in the mount's kind, registered at the first stream (under fs->lock,
+ * as xbatch.c's: no flush after it misses it); unregistered (ESHUTDOWN,
+ * ENOMEM): s is made by its close alone, as before there was a kind. */
+static void kind_join(h5fs *fs, struct npy_stream *s)
+{
+	struct npy_kind *k;
+
+	pthread_mutex_lock(&fs->lock);
+	k = fs->npy_kind;
+	if (!k && (k = calloc(1, sizeof(*k))) != NULL) {
+		k->fs = fs;
+		if (commit_slot_start_locked(&k->t, fs, &npy_kind_desc, k) != 0) {
+			free(k);
+			k = NULL;
+		} else {
+			fs->npy_kind = k;
+		}
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (!k)
+		return;
+	pthread_mutex_lock(&k->t.mu);
+	s->knext = k->open;
+	k->open = s;
+	s->listed = true;
+	s->kind = k;
+	pthread_mutex_unlock(&k->t.mu);
+}
+
+/* s's every byte is in (no lock held): counted, due NPY_IDLE_MS later. */
+static void kind_mark(struct npy_stream *s)
+{
+	struct npy_kind *k = s->kind;
+
+	if (!k)
+		return;
+	pthread_mutex_lock(&k->t.mu);
+	if (s->listed && !s->counted) {
+		s->counted = true;
+		k->complete++;
+		commit_changed(&k->t, k->complete == 1);
+	}
+	pthread_mutex_unlock(&k->t.mu);
+}
+
+/* s out of its kind before it is freed (release, demote): the kind's
+ * commit, under t.mu, then no longer sees it. */
+static void kind_leave(struct npy_stream *s)
+{
+	struct npy_kind *k = s->kind;
+
+	if (!k)
+		return;
+	pthread_mutex_lock(&k->t.mu);
+	for (struct npy_stream **pp = &k->open; s->listed && *pp; pp = &(*pp)->knext)
+		if (*pp == s) {
+			*pp = s->knext;
+			if (s->counted)
+				k->complete--;
+			s->listed = s->counted = false;
+			break;
+		}
+	pthread_mutex_unlock(&k->t.mu);
+	s->kind = NULL;
+}
+
+void npy_kind_stop(h5fs *fs)
+{
+	struct npy_kind *k;
+
+	pthread_mutex_lock(&fs->lock);
+	k = fs->npy_kind;
+	fs->npy_kind = NULL;
+	pthread_mutex_unlock(&fs->lock);
+	if (!k)
+		return;
+	/* (no request left: streams still open are made by their release,
+	 * setup.c handles_free, after this) */
+	pthread_mutex_lock(&k->t.mu);
+	for (struct npy_stream *s = k->open; s; s = s->knext) {
+		s->listed = s->counted = false;
+		s->kind = NULL;
+	}
+	k->open = NULL;
+	k->complete = 0;
+	pthread_mutex_unlock(&k->t.mu);
+	commit_slot_stop(&k->t);
+	free(k);
+}
 
 void npy_pending_add(h5fs *fs, uint64_t addr, uint64_t group, uint64_t parent, const char *name)
 {
@@ -100,6 +256,7 @@ struct npy_stream *npy_stream_take(h5fs *fs, uint64_t addr, struct gen *g)
 		s->g = g;
 		gen_hold(g);
 		pthread_mutex_init(&s->mu, NULL);
+		kind_join(fs, s);
 	} else {
 		free(p->name);
 	}
@@ -255,11 +412,16 @@ static int put_unicode(struct npy_stream *s)
  * once all are in. */
 static int put(struct npy_stream *s, uint64_t off, const void *buf, size_t len)
 {
+	uint64_t want;
 	uint8_t *c;
 	int rc;
 
+	/* a chunked array's rows reserved as they come, as an append's
+	 * (held by nobody: the writer takes the space at once); their
+	 * uncompressed size bounds what they take */
 	if (!s->fbuf)
-		return h5_dset_writer_put(s->dw, off, buf, len);
+		return s->chunked && (rc = h5_file_reserve(s->g->f, NULL, len)) < 0 ? rc
+										 : h5_dset_writer_put(s->dw, off, buf, len);
 	if (off != s->fgot)
 		return h5_err_set(H5_ERR_INVAL, "a Fortran-ordered array written out of order");
 	if (len > s->h.nbytes - s->fgot)
@@ -275,10 +437,37 @@ static int put(struct npy_stream *s, uint64_t off, const void *buf, size_t len)
 		free(s->fbuf);
 		s->fbuf = c;
 	}
-	rc = s->h.kind == 'U' ? put_unicode(s) : h5_dset_writer_put(s->dw, 0, s->fbuf, s->h.nbytes);
+	/* (unicode: its elements and strings, at most 16 and 4 bytes a
+	 * character more) */
+	want = s->h.kind == 'U' ? s->h.nbytes + s->h.nelmts * h5_file_vlen_size(s->g->f) : s->h.nbytes;
+	rc = s->chunked ? h5_file_reserve(s->g->f, NULL, want) : 0;
+	if (rc == 0)
+		rc = s->h.kind == 'U' ? put_unicode(s) : h5_dset_writer_put(s->dw, 0, s->fbuf, s->h.nbytes);
 	free(s->fbuf);
 	s->fbuf = NULL;
 	return rc;
+}
+
+/* A contiguous array's space reserved before the write that brought its
+ * header is answered (commit.h RESERVED: the engine's reservation, the
+ * host's margin kept): 0, or the errno of the refusal (logged once, as
+ * every write's, commit_refuse), kept for the stream. Held by nobody:
+ * h5_dset_writer_open takes the space at once. */
+static int reserve(h5fs *fs, struct npy_stream *s, const h5_dset_new *d)
+{
+	uint64_t want = 1;
+	int rc = 0;
+
+	for (unsigned i = 0; i < d->rank; i++)
+		if (__builtin_mul_overflow(want, d->dims[i], &want))
+			want = UINT64_MAX;
+	if (__builtin_mul_overflow(want, (uint64_t)d->size, &want))
+		want = UINT64_MAX;
+	if (want)
+		rc = h5_file_reserve(s->g->f, NULL, want);
+	if (rc == 0)
+		return 0;
+	return s->err = commit_refuse(fs, rc, "np.save", s->name, NULL);
 }
 
 /* The header has parsed: the dataset's space, FILE's lock till the end. */
@@ -337,13 +526,19 @@ static int start(h5fs *fs, struct npy_stream *s)
 		d.vstr = 1;
 		d.size = h5_file_vlen_size(s->g->f);
 	}
+	if (!d.chunked && (e = reserve(fs, s, &d)) != 0)
+		return e;
 	rc = h5_dset_writer_open(&s->dw, s->g->f, &d);
 	if (rc == H5_ERR_LIMIT) {
 		h5fs_log(fs, LOG_NOTICE, "np.save %s: %s: written uncompressed", show_path(s->name), h5_err_msg());
+		h5_err_clear();
 		d.chunked = 0;
 		d.deflate = 0;
+		if ((e = reserve(fs, s, &d)) != 0)
+			return e;
 		rc = h5_dset_writer_open(&s->dw, s->g->f, &d);
 	}
+	s->chunked = d.chunked;
 	if (rc == 0)
 		rc = put(s, 0, s->head + s->h.data_offset, s->hlen - s->h.data_offset);
 	if (rc < 0)
@@ -424,11 +619,16 @@ parsed:
 
 int npy_write(h5fs *fs, struct npy_stream *s, const char *buf, size_t size, off_t off)
 {
+	bool complete;
 	int e;
 
 	pthread_mutex_lock(&s->mu);
 	e = do_write(fs, s, buf, size, off);
+	complete = e == 0 && s->known && !s->done && !s->err && !h5_dset_writer_missing(s->dw);
 	pthread_mutex_unlock(&s->mu);
+	/* (after s->mu: the kind's commit takes t.mu, then s->mu) */
+	if (complete)
+		kind_mark(s);
 	return e;
 }
 
@@ -454,6 +654,7 @@ int npy_set_mtime(h5fs *fs, struct npy_stream *s, int64_t sec)
 
 void npy_demote(h5fs *fs, struct npy_stream *s, uint8_t **head, size_t *hlen)
 {
+	kind_leave(s);
 	h5fs_log(fs, LOG_INFO, "%s: %s: kept as bytes (a uint8 dataset of that name)", show_path(s->name), s->why);
 	/* in a netCDF-4 file, bytes on a new unlimited dimension, as create
 	 * makes a copied file's (link.c) */
@@ -643,6 +844,7 @@ out:
 /* The last close: a stream that did not end makes nothing. */
 void npy_release(h5fs *fs, struct npy_stream *s)
 {
+	kind_leave(s);
 	(void)npy_flush(fs, s, false);
 	if (!s->done && !s->err && !s->known && s->hlen == 0) {
 		/* touch NAME.npy: an empty file, the placeholder (an empty uint8

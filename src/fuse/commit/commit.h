@@ -18,13 +18,13 @@
  * commit_kind with sched.c; nothing here calls them but through it):
  *   lbatch.c   new files and directories not linked yet (COMMIT_NAMES)
  *   xbatch.c   attribute values answered (COMMIT_ATTRS)
+ *   npy.c      np.save's streams whose every byte is in (COMMIT_STREAMS:
+ *              made 1 s after their last byte, at their close, or at any
+ *              sync; their space reserved at the header or as rows come)
  *   idle.c     the open datasets' pending bytes: write handles' rows and
  *              kept overwrites (wfile.c, write.c, wclose.c, wqueue.c,
  *              pending.c, overwrite.c, tail.c), their bound (max_bytes)
  *              and their idle commit
- * and np.save's streams (npy.c, npy_rename.c), committed by their own
- * handle's close (not a registered kind yet: see doc/DESIGN.md "The
- * commit layer").
  *
  * The engine below does the ordered commit itself (h5core write/txn.c:
  * new bytes first, a barrier, then the one pointer that makes them
@@ -77,7 +77,9 @@
  *      handle's pending bytes, or committed (ordered, crash-safe) in FILE.
  *   3. Space is decided before the answer: a change is answered only once
  *      the engine reserved what committing it needs (ENOSPC before); a
- *      handle's overwrites reserve the chunks they touch, once each.
+ *      handle's overwrites reserve the chunks they touch, once each; an
+ *      np.save stream its whole array at its header (its rows as they
+ *      come when compressed).
  *   4. Barriers keep the order users see: a change that may depend on a
  *      batched one flushes that kind first (commit_barrier), in the kinds'
  *      order (new files' names before attribute values).
@@ -85,7 +87,8 @@
  *      tried again when due, until its tries run out or the unmount, then
  *      the mount is LOST; the attribute batch marks the mount LOST at once
  *      (its values were answered and cannot be put back in order).
- *   6. fs_meta_sync flushes every kind, in order, then fsyncs FILE once;
+ *   6. fs_meta_sync flushes every kind (COMMIT_ALL | COMMIT_STREAMS), in
+ *      order, then fsyncs FILE once;
  *      meta_unsynced is cleared only by a sync that no change overtook
  *      (fs_meta_synced).
  *   7. One thread (sched.c) commits the batch kinds when due, with the
@@ -108,6 +111,10 @@ enum {
 	COMMIT_NAMES = 1,       /* new files not linked yet (behind/lbatch.c) */
 	COMMIT_ATTRS = 2,       /* attribute values answered (behind/xbatch.c) */
 	COMMIT_ALL = 3,
+	/* np.save's streams whose every byte is in (behind/npy.c): their
+	 * datasets made. Not in COMMIT_ALL (a change does not depend on an
+	 * array still being written): flushed by the syncs (fs_meta_sync) */
+	COMMIT_STREAMS = 4,
 	/* not kinds: FILE's lock alone, for no object (u and n NULL: a write
 	 * descriptor's stream, a batch's own commit) */
 	COMMIT_FILE = 8,

@@ -21,7 +21,7 @@
 
 #include <errno.h>
 
-#define SLOTS_MAX 4
+#define SLOTS_MAX 8     /* (four kinds: lbatch.c, xbatch.c, npy.c, idle.c) */
 
 struct commit_sched {
 	pthread_mutex_t mu;

@@ -115,6 +115,7 @@ void h5fs_free(h5fs *fs)
 	lbatch_stop(fs);
 	xbatch_stop(fs);
 	wfile_idler_stop(fs);
+	npy_kind_stop(fs);
 	commit_sched_stop(fs);  /* (after its kinds) */
 	fs->se = NULL;          /* the session may be gone: handles left are freed, no notices */
 	handles_free(fs);

@@ -306,6 +306,9 @@ struct h5fs {
 	 * RELEASE requests, so h5fs_free() frees what is left. */
 	struct hlink open_dirs, open_wfiles;
 	struct npy_pending *npy_pending; /* placeholders of np.save (behind/npy.c; under lock) */
+	/* np.save's open streams, a kind of commit/sched.c (behind/npy.c;
+	 * made at the first stream, under lock) */
+	struct npy_kind *npy_kind;
 	struct fuse_session *se;        /* for notify_inval_inode (h5fs_set_session) */
 	/* The mount's node id of one of ours, for those notifications (NULL:
 	 * the same; 0: the kernel does not know it): h5fs_set_ino_map. */
