@@ -27,12 +27,9 @@ pages past FILE's end: mounted with no margin (-o min_free=0), the tmpfs
 filled to leave a few pages free (bisected for the fewest at which the
 write is answered), then rows appended and fsync'd. The write must be refused (ENOSPC from write()) or the rows
 land; an ENOSPC after the answer (fsync, close) is a change lost.
-Then (npy_room()) np.save of an array the disk cannot hold: refused at
-its header's write, and one that fits made after it.
 Needs root (mount -t tmpfs).
 """
 import errno
-import io
 import os
 import shutil
 import subprocess
@@ -393,45 +390,6 @@ def record_room(wd, small, failures):
           % (where["write"], where["landed"], where["after"]))
 
 
-def npy_room(wd, small, failures):
-    """np.save's space goes through the one reservation (issue 71 item 6):
-    a contiguous array's whole space is reserved when its header is
-    written, so an array the disk (less the default margin) cannot hold is
-    refused at that write (ENOSPC, before its answer) rather than at a
-    data write after the disk filled; nothing is made, and an array that
-    fits is made after it (nothing held back by the refusal)."""
-    mnt = os.path.join(wd, "mnt")
-    os.makedirs(mnt, exist_ok=True)
-    path = os.path.join(small, "f.h5")
-    with h5py.File(path, "w") as f:
-        f["keep"] = KEEP
-    hdr = io.BytesIO()
-    np.lib.format.write_array_header_1_0(hdr, {"descr": "<f8", "fortran_order": False, "shape": (1 << 20,)})
-    fits = np.arange(1 << 17, dtype="<f8")      # 1 MiB
-    with T.Mount(path, mnt) as m, m.watchdog(60):
-        fd = os.open(os.path.join(mnt, "big.npy"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            os.write(fd, hdr.getvalue())
-            failures.append("npy_room: the header of an 8 MiB array on a 6 MiB disk was answered")
-        except OSError as e:
-            if e.errno != errno.ENOSPC:
-                failures.append("npy_room: the header's write: %s, expected ENOSPC" % e)
-        try:
-            os.close(fd)
-        except OSError:
-            pass            # (the stream's error, told again)
-        np.save(os.path.join(mnt, "fits.npy"), fits)
-        if not m.alive():
-            failures.append("npy_room: the daemon died")
-    with h5py.File(path, "r") as f:
-        if sorted(f) != ["fits", "keep"]:
-            failures.append("npy_room: FILE holds %r, expected fits and keep" % sorted(f))
-        elif not np.array_equal(f["fits"][()], fits) or not np.array_equal(f["keep"][()], KEEP):
-            failures.append("npy_room: fits or keep do not read back")
-    os.unlink(path)
-    print("npy_room: an array past the disk refused at its header, one that fits made")
-
-
 def main():
     if os.geteuid() != 0:
         T.skip("needs root to mount a tmpfs")
@@ -445,8 +403,6 @@ def main():
             sweep(kind, wd, small, failures)
     with T.small_disk(os.path.join(wd, "small-record"), "2m") as small:
         record_room(wd, small, failures)
-    with T.small_disk(os.path.join(wd, "small-npy"), SPACE) as small:
-        npy_room(wd, small, failures)
     for f in failures:
         print("FAIL: " + f)
     return 1 if failures else 0

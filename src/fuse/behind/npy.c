@@ -56,7 +56,6 @@ struct npy_stream {
 	h5_dset_writer *dw;
 	uint8_t *fbuf;          /* Fortran order: the data, till all is in */
 	uint64_t fgot;
-	bool chunked;           /* its rows' space reserved as they come (put) */
 	pthread_mutex_t mu;
 	/* in its kind's list (under kind->t.mu): listed; every byte in, the
 	 * dataset not made: counted */
@@ -66,9 +65,11 @@ struct npy_stream {
 };
 
 /* ---- np.save's streams, a kind of the commit layer (commit/sched.c) ----
- * A stream's bytes go to their place in FILE as they come, into space
- * reserved before the write that brings them is answered (reserve:
- * h5_file_reserve, the host's margin): nothing is kept but the header's
+ * A stream's bytes go to their place in FILE as they come, before the
+ * write that brings them is answered (a full disk is that write's
+ * ENOSPC: nothing answered waits for space; not reserved through
+ * h5_file_reserve: see doc/DESIGN.md "The commit layer"). Nothing is
+ * kept but the header's
  * first bytes, or a Fortran-ordered or unicode array (FORTRAN_MAX at
  * most), so the kind has no bound of bytes (max_bytes 0). What is pending
  * is a stream whose every byte is in and whose dataset is not made yet:
@@ -201,9 +202,11 @@ void npy_kind_stop(h5fs *fs)
 	pthread_mutex_unlock(&fs->lock);
 	if (!k)
 		return;
-	/* (no request left: streams still open are made by their release,
-	 * setup.c handles_free, after this) */
+	/* (no request left: complete streams still open made now, before
+	 * the unmount's last sync; the others are given up by their
+	 * release, setup.c handles_free) */
 	pthread_mutex_lock(&k->t.mu);
+	kind_make(k);
 	for (struct npy_stream *s = k->open; s; s = s->knext) {
 		s->listed = s->counted = false;
 		s->kind = NULL;
@@ -354,16 +357,11 @@ static int put_unicode(struct npy_stream *s)
  * once all are in. */
 static int put(struct npy_stream *s, uint64_t off, const void *buf, size_t len)
 {
-	uint64_t want;
 	uint8_t *c;
 	int rc;
 
-	/* a chunked array's rows reserved as they come, as an append's
-	 * (held by nobody: the writer takes the space at once); their
-	 * uncompressed size bounds what they take */
 	if (!s->fbuf)
-		return s->chunked && (rc = h5_file_reserve(s->g->f, NULL, len)) < 0 ? rc
-										 : h5_dset_writer_put(s->dw, off, buf, len);
+		return h5_dset_writer_put(s->dw, off, buf, len);
 	if (off != s->fgot)
 		return h5_err_set(H5_ERR_INVAL, "a Fortran-ordered array written out of order");
 	if (len > s->h.nbytes - s->fgot)
@@ -379,37 +377,10 @@ static int put(struct npy_stream *s, uint64_t off, const void *buf, size_t len)
 		free(s->fbuf);
 		s->fbuf = c;
 	}
-	/* (unicode: its elements and strings, at most 16 and 4 bytes a
-	 * character more) */
-	want = s->h.kind == 'U' ? s->h.nbytes + s->h.nelmts * h5_file_vlen_size(s->g->f) : s->h.nbytes;
-	rc = s->chunked ? h5_file_reserve(s->g->f, NULL, want) : 0;
-	if (rc == 0)
-		rc = s->h.kind == 'U' ? put_unicode(s) : h5_dset_writer_put(s->dw, 0, s->fbuf, s->h.nbytes);
+	rc = s->h.kind == 'U' ? put_unicode(s) : h5_dset_writer_put(s->dw, 0, s->fbuf, s->h.nbytes);
 	free(s->fbuf);
 	s->fbuf = NULL;
 	return rc;
-}
-
-/* A contiguous array's space reserved before the write that brought its
- * header is answered (commit.h RESERVED: the engine's reservation, the
- * host's margin kept): 0, or the errno of the refusal (logged once, as
- * every write's, commit_refuse), kept for the stream. Held by nobody:
- * h5_dset_writer_open takes the space at once. */
-static int reserve(h5fs *fs, struct npy_stream *s, const h5_dset_new *d)
-{
-	uint64_t want = 1;
-	int rc = 0;
-
-	for (unsigned i = 0; i < d->rank; i++)
-		if (__builtin_mul_overflow(want, d->dims[i], &want))
-			want = UINT64_MAX;
-	if (__builtin_mul_overflow(want, (uint64_t)d->size, &want))
-		want = UINT64_MAX;
-	if (want)
-		rc = h5_file_reserve(s->g->f, NULL, want);
-	if (rc == 0)
-		return 0;
-	return s->err = commit_refuse(fs, rc, "np.save", s->name, NULL);
 }
 
 /* The header has parsed: the dataset's space, FILE's lock till the end. */
@@ -468,19 +439,13 @@ static int start(h5fs *fs, struct npy_stream *s)
 		d.vstr = 1;
 		d.size = h5_file_vlen_size(s->g->f);
 	}
-	if (!d.chunked && (e = reserve(fs, s, &d)) != 0)
-		return e;
 	rc = h5_dset_writer_open(&s->dw, s->g->f, &d);
 	if (rc == H5_ERR_LIMIT) {
 		h5fs_log(fs, LOG_NOTICE, "np.save %s: %s: written uncompressed", show_path(s->name), h5_err_msg());
-		h5_err_clear();
 		d.chunked = 0;
 		d.deflate = 0;
-		if ((e = reserve(fs, s, &d)) != 0)
-			return e;
 		rc = h5_dset_writer_open(&s->dw, s->g->f, &d);
 	}
-	s->chunked = d.chunked;
 	if (rc == 0)
 		rc = put(s, 0, s->head + s->h.data_offset, s->hlen - s->h.data_offset);
 	if (rc < 0)

@@ -32,8 +32,9 @@ int npy_set_mtime(h5fs *fs, struct npy_stream *s, int64_t sec);
 int npy_flush(h5fs *fs, struct npy_stream *s, bool closing);
 void npy_release(h5fs *fs, struct npy_stream *s);
 /* The streams' kind (commit/sched.c, registered at the first stream)
- * unregistered at the unmount, before the scheduler stops; streams left
- * open are made by their release after it. */
+ * unregistered at the unmount (member_stop, before the scheduler stops;
+ * h5fs_free's call is then nothing): complete streams still open made
+ * first, the others given up by their release after it. */
 void npy_kind_stop(h5fs *fs);
 /* npy_rename.c: rename(2) of a dataset (link src in group sgroup, node p)
  * to NAME.npy in dgroup (node np) whose bytes are one NPY stream h5fs

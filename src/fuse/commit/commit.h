@@ -20,7 +20,7 @@
  *   xbatch.c   attribute values answered (COMMIT_ATTRS)
  *   npy.c      np.save's streams whose every byte is in (COMMIT_STREAMS:
  *              made 1 s after their last byte, at their close, or at any
- *              sync; their space reserved at the header or as rows come)
+ *              sync)
  *   idle.c     the open datasets' pending bytes: write handles' rows and
  *              kept overwrites (wfile.c, write.c, wclose.c, wqueue.c,
  *              pending.c, overwrite.c, tail.c), their bound (max_bytes)
@@ -77,9 +77,9 @@
  *      handle's pending bytes, or committed (ordered, crash-safe) in FILE.
  *   3. Space is decided before the answer: a change is answered only once
  *      the engine reserved what committing it needs (ENOSPC before); a
- *      handle's overwrites reserve the chunks they touch, once each; an
- *      np.save stream its whole array at its header (its rows as they
- *      come when compressed).
+ *      handle's overwrites reserve the chunks they touch, once each
+ *      (np.save's streams write before they answer: not reserved yet,
+ *      doc/DESIGN.md "The commit layer").
  *   4. Barriers keep the order users see: a change that may depend on a
  *      batched one flushes that kind first (commit_barrier), in the kinds'
  *      order (new files' names before attribute values).
