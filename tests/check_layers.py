@@ -46,10 +46,11 @@ LAYERS = [
     ("src/fuse/live", 13),      # live files: refresh, read checks, ledgers, watcher
     ("src/fuse/node", 14),      # the node model of a single-file mount
     ("src/fuse/commit", 15),    # admit, order, schedule and make durable every write
-    ("src/fuse/member", 16),    # the single-file (member) root's operations
-    ("src/fuse/dispatch", 17),  # FUSE handlers over a table of roots
-    ("src/fuse/collection", 18),  # folder and indexed roots over libh5coll
-    ("src/fuse/mount", 19),     # main: options, startup
+    ("src/fuse/behind", 16),    # the write-behind kinds, each registered with commit/
+    ("src/fuse/member", 17),    # the single-file (member) root's operations
+    ("src/fuse/dispatch", 18),  # FUSE handlers over a table of roots
+    ("src/fuse/collection", 19),  # folder and indexed roots over libh5coll
+    ("src/fuse/mount", 20),     # main: options, startup
 ]
 # The programs (src/tools, src/fuse and its folders) do not include each
 # other: what they share lives in src/common or below.

@@ -332,3 +332,61 @@ int npy_parse(npy_header *h, const uint8_t *buf, size_t len, char *err, size_t e
 	h->nbytes = h->nelmts * h->itemsize;
 	return 0;
 }
+
+/* The Fortran-ordered data (first axis fastest) in C order (last axis
+ * fastest) into out. */
+void npy_to_c_order(uint8_t *out, const uint8_t *in, const npy_header *h)
+{
+	uint64_t idx[NPY_MAX_RANK] = { 0 }, cstride[NPY_MAX_RANK], c = 0;
+	size_t es = h->itemsize;
+
+	cstride[h->rank - 1] = 1;
+	for (unsigned i = h->rank - 1; i-- > 0;)
+		cstride[i] = cstride[i + 1] * h->shape[i + 1];
+	for (uint64_t k = 0; k < h->nelmts; k++) {
+		memcpy(out + c * es, in + k * es, es);
+		/* the next Fortran index: the first axis moves fastest */
+		for (unsigned i = 0; i < h->rank; i++) {
+			c += cstride[i];
+			if (++idx[i] < h->shape[i])
+				break;
+			c -= cstride[i] * h->shape[i];
+			idx[i] = 0;
+		}
+	}
+}
+
+/* UCS-4 code points (n, in the stream's byte order; numpy pads with
+ * NULs: those at the end are no characters) as UTF-8 into out (4 bytes a
+ * point at most): its length, or -1 for a point no UTF-8 holds. */
+long npy_utf8_of(char *out, const uint8_t *in, size_t n, bool big)
+{
+	size_t len = 0, end = n;
+
+	while (end && !in[4 * (end - 1)] && !in[4 * (end - 1) + 1] && !in[4 * (end - 1) + 2] && !in[4 * (end - 1) + 3])
+		end--;
+	for (size_t i = 0; i < end; i++) {
+		const uint8_t *p = in + 4 * i;
+		uint32_t c = big ? (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]
+				 : (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0];
+
+		if (c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+			return -1;
+		if (c < 0x80) {
+			out[len++] = (char)c;
+		} else if (c < 0x800) {
+			out[len++] = (char)(0xC0 | c >> 6);
+			out[len++] = (char)(0x80 | (c & 0x3F));
+		} else if (c < 0x10000) {
+			out[len++] = (char)(0xE0 | c >> 12);
+			out[len++] = (char)(0x80 | ((c >> 6) & 0x3F));
+			out[len++] = (char)(0x80 | (c & 0x3F));
+		} else {
+			out[len++] = (char)(0xF0 | c >> 18);
+			out[len++] = (char)(0x80 | ((c >> 12) & 0x3F));
+			out[len++] = (char)(0x80 | ((c >> 6) & 0x3F));
+			out[len++] = (char)(0x80 | (c & 0x3F));
+		}
+	}
+	return (long)len;
+}

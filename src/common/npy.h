@@ -41,5 +41,12 @@ typedef struct npy_header {
  * -EOPNOTSUPP for a valid one h5fs does not take (an object, datetime
  * or void dtype, long double: what h5py cannot store either). */
 int npy_parse(npy_header *h, const uint8_t *buf, size_t len, char *err, size_t errlen);
+/* The data of h, Fortran-ordered (first axis fastest) in in, in C order
+ * (last axis fastest) into out (h->nbytes each). */
+void npy_to_c_order(uint8_t *out, const uint8_t *in, const npy_header *h);
+/* n UCS-4 code points (in the stream's byte order, big: '>'; numpy pads
+ * with NULs, those at the end no characters) as UTF-8 into out (4 bytes
+ * a point at most): its length, or -1 for a point no UTF-8 holds. */
+long npy_utf8_of(char *out, const uint8_t *in, size_t n, bool big);
 
 #endif

@@ -102,7 +102,7 @@ static int bytes_dset(h5_file *f, uint64_t group, const char *name)
 }
 
 /* "newfiles": n new files of size bytes each (byte k of file i: i*7+k),
- * as the daemon's write-behind of new files makes them (member/lbatch.c):
+ * as the daemon's write-behind of new files makes them (behind/lbatch.c):
  * each dataset made loose, its bytes appended and committed (close), then
  * all linked in one batch (h5_link_insert_batch) */
 static int newfiles(h5_file *f, uint64_t group, const char *prefix, unsigned n, size_t size)
@@ -147,7 +147,7 @@ static int newfiles(h5_file *f, uint64_t group, const char *prefix, unsigned n, 
 }
 
 /* "rm": a dataset's last link removed, what it stored freed at once (no
- * descriptor reads it: member/link.c member_gone_keep) */
+ * descriptor reads it: member/link.c gone_keep) */
 static int rm_dataset(h5_file *f, uint64_t group, const char *name)
 {
 	h5_gone *gone = NULL;
@@ -159,7 +159,7 @@ static int rm_dataset(h5_file *f, uint64_t group, const char *name)
 }
 
 /* "strs": one batch of n new string attributes (the daemon's write-behind
- * of setfattr, member/xbatch.c) */
+ * of setfattr, behind/xbatch.c) */
 static int strs(h5_file *f, uint64_t addr, unsigned n, const char *prefix)
 {
 	h5_attr_str *it = calloc(n ? n : 1, sizeof(*it));

@@ -24,6 +24,9 @@ h5py (deterministic):
   object and datetime arrays (EOPNOTSUPP: h5py stores none), a
   stream cut short (close: EINVAL), a name that exists (O_EXCL: EEXIST);
   a file that is no NPY stream is its bytes (issue 47);
+- np.save's streams as a kind of the commit layer (issue 71 item 6): a
+  complete stream whose descriptor stays open is made by an fsync of
+  another file at once, and by the kind's timer else;
 - h5dump reads the result, libhdf5 1.14 reads it as 1.10 does
   (h514.compare; where h5wasm shows a dataset otherwise, as float16,
   complex and scalars, it must show the same dataset written by h5py
@@ -195,6 +198,31 @@ def run(work, libver):
         expect_err("a stream cut short", cut, errno.EINVAL)
         expect_err("O_EXCL on an existing name", lambda: os.open(mnt + "/keep", os.O_WRONLY | os.O_CREAT | os.O_EXCL),
                    errno.EEXIST)
+        # np.save's streams are a kind of the commit layer (issue 71 item
+        # 6): a stream whose every byte is in while its descriptor stays
+        # open is made without its close, by any sync at once (here the
+        # fsync of another descriptor) and by the kind's timer else
+        # (waited for, bounded); its close answers 0 after
+        # (written with write(2) alone: np.save to a file object closes a
+        # dup of its descriptor, whose FLUSH makes the dataset already)
+        held = {"held_sync": A["a_lef8"], "held_timer": A["a_lei4"]}
+        fds = {}
+        for name, a in held.items():
+            b = io.BytesIO()
+            np.save(b, a)
+            fds[name] = os.open(mnt + "/" + name + ".npy", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            for at in range(0, len(b.getvalue()), 1000):
+                os.write(fds[name], b.getvalue()[at:at + 1000])
+            if name == "held_sync":
+                fd = os.open(mnt + "/keep", os.O_RDONLY)
+                os.fsync(fd)
+                os.close(fd)
+                if "held_sync" not in os.listdir(mnt):
+                    T.fail("%s: a complete np.save stream not made by an fsync of another file" % libver)
+            elif not T.wait_until(lambda: "held_timer" in os.listdir(mnt), 30):
+                T.fail("%s: a complete np.save stream with its descriptor open not made in 30 s" % libver)
+        for fd in fds.values():
+            os.close(fd)
         if not m.alive():
             T.fail("daemon died: %s" % m.output()[-2000:])
         for what in ("cut.npy", "obj.npy: descr '|O'", "when.npy: descr '<M8[D]'"):
@@ -212,6 +240,8 @@ def run(work, libver):
                 T.fail("%s: g/%s is %r, not h5py's strings of %r" % (libver, name, d and d.dtype, a))
         check_same(f, "v2", A["a_lef8"], libver)
         check_same(f, "v3", A["a_beu8"], libver)
+        check_same(f, "held_sync", A["a_lef8"], libver)
+        check_same(f, "held_timer", A["a_lei4"], libver)
         for n in CP_SIZES:
             d = f["g/blob%d.bin" % n]
             want = blob(n) + (b"more" if n == 1 else b"")

@@ -1,9 +1,10 @@
 /*
  * commit.h - the daemon's commit layer (src/fuse/commit), between the node
- * model (node/) and the member root's operations (member/): where every
- * write of a single-FILE mount is admitted, ordered, made durable or
- * lost. SQLite's pager is the model: one state diagram, numbered
- * invariants, one sticky error.
+ * model (node/) and what writes: the write-behind kinds (behind/) and,
+ * above them, the member root's operations (member/). Where every write
+ * of a single-FILE mount is admitted, ordered, made durable or lost.
+ * SQLite's pager is the model: one state diagram, numbered invariants,
+ * one sticky error.
  *
  *   gate.c     admit: FILE's write lock, the barrier of the write-behind
  *              kinds, the object as the current generation shows it
@@ -12,6 +13,18 @@
  *              one scheduler thread that commits them when due
  *   durable.c  durability: every kind flushed, FILE fsync'd and cut to its
  *              end of allocation (fs_meta_sync); the unmount's compaction
+ *
+ * The kinds (src/fuse/behind/, each one file registering a struct
+ * commit_kind with sched.c; nothing here calls them but through it):
+ *   lbatch.c   new files and directories not linked yet (COMMIT_NAMES)
+ *   xbatch.c   attribute values answered (COMMIT_ATTRS)
+ *   npy.c      np.save's streams whose every byte is in (COMMIT_STREAMS:
+ *              made 1 s after their last byte, at their close, or at any
+ *              sync)
+ *   idle.c     the open datasets' pending bytes: write handles' rows and
+ *              kept overwrites (wfile.c, write.c, wclose.c, wqueue.c,
+ *              pending.c, overwrite.c, tail.c), their bound (max_bytes)
+ *              and their idle commit
  *
  * The engine below does the ordered commit itself (h5core write/txn.c:
  * new bytes first, a barrier, then the one pointer that makes them
@@ -64,7 +77,9 @@
  *      handle's pending bytes, or committed (ordered, crash-safe) in FILE.
  *   3. Space is decided before the answer: a change is answered only once
  *      the engine reserved what committing it needs (ENOSPC before); a
- *      handle's overwrites reserve the chunks they touch, once each.
+ *      handle's overwrites reserve the chunks they touch, once each
+ *      (np.save's streams write before they answer: not reserved yet,
+ *      doc/DESIGN.md "The commit layer").
  *   4. Barriers keep the order users see: a change that may depend on a
  *      batched one flushes that kind first (commit_barrier), in the kinds'
  *      order (new files' names before attribute values).
@@ -72,7 +87,8 @@
  *      tried again when due, until its tries run out or the unmount, then
  *      the mount is LOST; the attribute batch marks the mount LOST at once
  *      (its values were answered and cannot be put back in order).
- *   6. fs_meta_sync flushes every kind, in order, then fsyncs FILE once;
+ *   6. fs_meta_sync flushes every kind (COMMIT_ALL | COMMIT_STREAMS), in
+ *      order, then fsyncs FILE once;
  *      meta_unsynced is cleared only by a sync that no change overtook
  *      (fs_meta_synced).
  *   7. One thread (sched.c) commits the batch kinds when due, with the
@@ -92,13 +108,17 @@
 /* ---- gate.c ---- */
 /* Kinds a barrier flushes (commit_barrier, sched.c; commit_begin's flags) */
 enum {
-	COMMIT_NAMES = 1,       /* new files not linked yet (member/lbatch.c) */
-	COMMIT_ATTRS = 2,       /* attribute values answered (member/xbatch.c) */
+	COMMIT_NAMES = 1,       /* new files not linked yet (behind/lbatch.c) */
+	COMMIT_ATTRS = 2,       /* attribute values answered (behind/xbatch.c) */
 	COMMIT_ALL = 3,
+	/* np.save's streams whose every byte is in (behind/npy.c): their
+	 * datasets made. Not in COMMIT_ALL (a change does not depend on an
+	 * array still being written): flushed by the syncs (fs_meta_sync) */
+	COMMIT_STREAMS = 4,
 	/* not kinds: FILE's lock alone, for no object (u and n NULL: a write
 	 * descriptor's stream, a batch's own commit) */
 	COMMIT_FILE = 8,
-	/* putting back what a failed change took away (member_unempty): also
+	/* putting back what a failed change took away (trunc_unempty): also
 	 * on a mount that lost a change (node.h fs_write_begin_undo) */
 	COMMIT_UNDO = 16,
 };
@@ -144,7 +164,7 @@ struct commit_kind {
 	int (*settle)(h5fs *fs);                /* a batch empty after its commits: fs_meta_sync */
 	int64_t (*poll)(void *owner, int64_t now);      /* next due time */
 	/* a kind whose changes are a write descriptor's pending bytes
-	 * (member/idle.c): committed by the writing request itself once they
+	 * (behind/idle.c): committed by the writing request itself once they
 	 * reach this many bytes (0: no such bound) */
 	uint64_t max_bytes;
 };

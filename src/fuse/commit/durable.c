@@ -69,7 +69,7 @@ int fs_meta_sync(h5fs *fs)
 	struct timespec mt;
 	int err, rc, keep;
 
-	err = commit_barrier(fs, COMMIT_ALL);         /* (tried again by the next flush) */
+	err = commit_barrier(fs, COMMIT_ALL | COMMIT_STREAMS);        /* (tried again by the next flush) */
 	if (err)
 		return err;
 	pthread_mutex_lock(&fs->wmu);

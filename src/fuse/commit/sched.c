@@ -21,7 +21,7 @@
 
 #include <errno.h>
 
-#define SLOTS_MAX 4
+#define SLOTS_MAX 8     /* (four kinds: lbatch.c, xbatch.c, npy.c, idle.c) */
 
 struct commit_sched {
 	pthread_mutex_t mu;
@@ -180,7 +180,7 @@ void commit_slot_stop(struct commit_slot *s)
 
 	/* (a kind stops only at the unmount, after the requests and before
 	 * the scheduler; the scheduler may be in it, or a barrier its idle
-	 * poll runs (member/idle.c) in its flush: both waited for) */
+	 * poll runs (behind/idle.c) in its flush: both waited for) */
 	if (s->listed) {
 		pthread_mutex_lock(&cs->mu);
 		while (s->busy || s->flushing)

@@ -64,7 +64,7 @@ typedef struct h5fs_config {
 	unsigned views;
 	/* -o idle_commit=SECONDS: a write descriptor left open that has not
 	 * written for this long is committed as fsync would and gives FILE's
-	 * lock back (member/write.c; 0: only fsync and close do) */
+	 * lock back (behind/write.c; 0: only fsync and close do) */
 	unsigned idle_commit;
 	/* -o min_free: free space the file system holding FILE keeps after
 	 * every write's reserve (h5_open_opts; both 0: no margin) */

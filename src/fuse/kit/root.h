@@ -142,7 +142,7 @@ struct root_ops {
 /* ---- what every root shares ---- */
 
 /* A frozen mount (-o refresh=0, or a read-write one) changes only by its
- * own appends (which tell the kernel, member/write.c), so the kernel may cache
+ * own appends (which tell the kernel, behind/write.c), so the kernel may cache
  * names and attributes for long; a live one says "refresh seconds"
  * (node_timeout, live/live.c). */
 #define H5FS_TIMEOUT 3600.0

@@ -88,7 +88,7 @@
  *   refresh that opened FILE while one of our writes ran is dropped
  *   (fs->wepoch): it may have read metadata half written. Writers write
  *   through the current generation only (node/node.c fs_write_begin,
- *   member/write.c wfile_follow).
+ *   behind/write.c wfile_follow).
  */
 #include "live.h"
 

@@ -8,6 +8,7 @@
 #include "member.h"
 #include "batch.h"
 #include "npystream.h"
+#include "retype.h"
 #include "resize.h"
 #include "owner.h"
 
@@ -226,7 +227,7 @@ static int remove_link(h5fs *fs, uint64_t parent, const char *name, int want)
 			synth_forget(fs, p->ino, name);
 			node_touch(p, true);    /* its entries changed now, as the answer says */
 			if (target != UINT64_MAX)
-				member_unlinked(fs, u.f, target);
+				gone_unlinked(fs, u.f, target);
 		}
 		end(fs, &u);
 		retype_names_hold(false);
@@ -254,14 +255,14 @@ static int remove_link(h5fs *fs, uint64_t parent, const char *name, int want)
 		node_touch(p, true);
 	/* a removed group's space is freed at once */
 	if (rc == 0 && want == 1 && l.type == H5_LINK_HARD)
-		member_unlinked(fs, u.f, l.addr);
+		gone_unlinked(fs, u.f, l.addr);
 	if (rc == 0 && detach && (rc2 = nc_detach_var(u.f, u.addr, l.addr)) < 0)
 		h5fs_log(fs, LOG_ERR, "unlink %s/%s: removed, but its dimension scales still name it: %s",
 			 strcmp(p->path, "/") == 0 ? "" : p->path, name, h5_err_msg());
 	h5_err_clear();
 	/* (after the detach, which reads the removed variable's header) */
 	if (gone)
-		member_gone_keep(fs, u.g, u.f, l.addr, gone);
+		gone_keep(fs, u.g, u.f, l.addr, gone);
 	if (rc == 0 && l.type == H5_LINK_HARD && l.addr != UINT64_MAX)
 		nlink_update(fs, u.f, l.addr);
 	h5_link_clear(&l);
@@ -483,7 +484,7 @@ int member_rename(void *r, uint64_t parent, const char *name, uint64_t newparent
 			 * commit), as unlink does */
 			err = link_errno(fs, rc, ENOTEMPTY, ENOTDIR, "rename", np, newname);
 		else if (dg && !(src.type == H5_LINK_HARD && src.addr == dst.addr) && dst.type == H5_LINK_HARD)
-			member_unlinked(fs, nu.f, dst.addr);    /* its space freed at once */
+			gone_unlinked(fs, nu.f, dst.addr);    /* its space freed at once */
 		if (err)
 			goto out;
 	} else if (rc != H5_ERR_NOTFOUND) {
@@ -518,7 +519,7 @@ int member_rename(void *r, uint64_t parent, const char *name, uint64_t newparent
 	h5_err_clear();
 	/* the replaced dataset's storage (after the detach, which reads it) */
 	if (gone)
-		member_gone_keep(fs, nu.g, nu.f, dst.addr, gone);
+		gone_keep(fs, nu.g, nu.f, dst.addr, gone);
 out:
 	h5_link_clear(&src);
 	h5_link_clear(&dst);

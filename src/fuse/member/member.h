@@ -1,22 +1,16 @@
 /*
  * member.h - the member root's operations (src/fuse/member): the
  * single-file root class (root.h) that root_member.c assembles, each
- * entry the file's that implements it (lookup.c, read.c, open.c, write.c,
- * wclose.c, xattr.c, link.c, setattr.c, size.c) and views.c's around
- * them. What the files share below the operations is in headers of its
- * own, one per concern:
- *   handle.h   write handles as the other files see them (wfile.c,
- *              wclose.c, idle.c), reads of what they were told
- *              (pending.c), bytes written inside datasets (overwrite.c),
- *              the lists of open handles (handles.c)
- *   resize.h   a dataset's size (truncate.c, size.c) and objects that
- *              lost their last link (gone.c)
- *   batch.h    the write-behind batches (lbatch.c, xbatch.c)
- *   npystream.h np.save streams and renames to NAME.npy (npy.c,
- *              npy_rename.c), renames of bytes over a typed dataset
- *              (rename_keep.c)
- *   wstate.h   the write handle's insides (wfile.c, write.c, wclose.c,
- *              wqueue.c, idle.c)
+ * entry the file's that implements it (lookup.c, read.c, open.c,
+ * xattr.c, link.c, setattr.c, size.c; write, flush and fsync are
+ * behind/'s) and views.c's around
+ * them. What the files share among themselves: retype.h (renames of
+ * bytes over a typed dataset, rename_keep.c; types set back by xattrs,
+ * retype.c). Below the operations, in headers of their own:
+ *   behind/    the write-behind kinds (handle.h write handles, pending
+ *              bytes and overwrites; wstate.h their insides; resize.h a
+ *              dataset's size; batch.h the attribute and link batches;
+ *              npystream.h np.save streams)
  * The commit layer (commit.h) and the node model (node.h) are below.
  */
 #ifndef H5FS_MEMBER_H
@@ -24,6 +18,11 @@
 
 #include "commit.h"
 
+/* read.c: a directory snapshot freed (setup.c: one never released) */
+struct dirsnap;
+void dirsnap_free(struct dirsnap *d);
+/* setup.c: handles whose release never came, freed at exit */
+void handles_free(h5fs *fs);
 /* member/read.c: the member root's reads (root.h) */
 int member_lookup(void *r, struct root_entry *e, uint64_t parent, const char *name);
 /* What a listing knew of a name it listed (read.c member_listed), for
@@ -69,10 +68,7 @@ int member_setattr(void *r, struct stat *out, double *timeout, uint64_t ino, con
 /* member/open.c: read or write handle, page cache or not */
 int member_open(void *r, struct fuse_file_info *fi, uint64_t ino);
 int member_release(void *r, uint64_t ino, struct fuse_file_info *fi);
-void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t size, off_t off,
-		  struct fuse_file_info *fi);
-int member_flush(void *r, uint64_t ino, struct fuse_file_info *fi);
-int member_fsync(void *r, uint64_t ino, struct fuse_file_info *fi);
+/* write, flush, fsync: the write-behind's (behind/handle.h behind_write) */
 
 /* views.c: the member root's lookup, listing, open and xattrs with the
  * views of datasets (root_member.c's table) */

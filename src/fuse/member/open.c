@@ -1,19 +1,20 @@
 /* open.c - how a descriptor of a dataset is served: a write handle
- * (member/write.c), or a read handle through the kernel's page cache
+ * (behind/write.c), or a read handle through the kernel's page cache
  * (keep_cache; on a live mount recorded by live/pcache.c; a dataset a
- * read-write mount appends to with node/tail.c) or around it (direct_io:
+ * read-write mount appends to with behind/tail.c) or around it (direct_io:
  * a live FILE's rewritten datasets while old descriptors hold pages of
  * them, live/dio.c). */
 #include "member.h"
 #include "resize.h"
 #include "handle.h"
 #include "npystream.h"
+#include "retype.h"
 #include "caller.h"
 
 /* Whether rows can be appended to n (its appends then drop what its
- * readers' pages hold of the old end, node/tail.c); datasets whose bytes
+ * readers' pages hold of the old end, behind/tail.c); datasets whose bytes
  * can only be overwritten have their pages dropped after each commit
- * (member/overwrite.c). */
+ * (behind/overwrite.c). */
 static bool node_growable(struct node *n)
 {
 	bool g;
@@ -44,7 +45,7 @@ static int open_node(h5fs *fs, struct node *n, struct fuse_file_info *fi);
 
 /* Open descriptors are counted per node: an unlinked or replaced
  * dataset's storage is freed once none reads it (member/link.c
- * member_gone_keep) - counted from the start, so an unlink meanwhile
+ * gone_keep) - counted from the start, so an unlink meanwhile
  * sees this one. An open that comes after such an unlink (the kernel's
  * lookup was before it: another process's unlink or rename over the
  * name in between) finds the storage freed and is ESTALE, on which the
@@ -64,7 +65,7 @@ int member_open(void *r, struct fuse_file_info *fi, uint64_t ino)
 	retype_open_wait(n);    /* (its bytes made a typed dataset meanwhile: gone) */
 	e = n->type != NT_DIR && node_storage_gone(fs, n) ? ESTALE : open_node(fs, n, fi);
 	if (e)
-		member_closed(fs, n);
+		gone_closed(fs, n);
 	return e;
 }
 
@@ -100,9 +101,9 @@ static int open_node(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	/* A dataset that can grow (owner's write bit on a read-write mount,
 	 * wfile_open) is read through the page cache too (memmap): what
 	 * its appends change there is dropped as they are accepted, and rows
-	 * not committed yet are answered from node/tail.c. Anything else
+	 * not committed yet are answered from behind/tail.c. Anything else
 	 * cannot change while mounted (but a live FILE, live/live.c; and
-	 * overwrites, member/overwrite.c), so the page cache stays valid
+	 * overwrites, behind/overwrite.c), so the page cache stays valid
 	 * across opens. */
 	if (fs_writable(fs) && (n->st.st_mode & S_IWUSR) && node_growable(n)) {
 		if (wfile_reader_cached(fs, n))
@@ -133,7 +134,7 @@ static int open_node(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 		fi->fh = H5FS_FH_CACHED;
 	} else {
 		/* (a read-write mount's: its own overwrites keep the page
-		 * cache right by member/overwrite.c's rules, and no ledger
+		 * cache right by behind/overwrite.c's rules, and no ledger
 		 * records them; another program's change drops every page at
 		 * the sweep, live/watch.c, as at a live FILE's first change) */
 		fi->keep_cache = 1;
@@ -152,7 +153,7 @@ int member_release(void *r, uint64_t ino, struct fuse_file_info *fi)
 		pcache_close(n);
 	dio_free(fh_dio(fi->fh));
 	if (n)
-		member_closed(r, n);
+		gone_closed(r, n);
 	/* a type set back while it was open (tar --xattrs, cp -a, rsync -X),
 	 * made at its last close */
 	if (n)

@@ -4,6 +4,7 @@
  * lookup.c has the names (lookup, getattr, readlink). */
 #include "member.h"
 #include "handle.h"
+#include "tail.h"
 #include "batch.h"
 
 /* A directory listing, taken at the handle's first readdir and kept by it
@@ -386,7 +387,7 @@ struct read_answer {
 				 * the read came, committed since (tail.c) */
 	bool tail_wait;         /* this attempt needs them committed first */
 	struct pending *wq;     /* the node's writers while the answer is
-				 * made: kept bytes answered (member/pending.c) */
+				 * made: kept bytes answered (behind/pending.c) */
 	struct rd sec;          /* a reader section until the reply is
 				 * written: its extents are spliced then */
 };

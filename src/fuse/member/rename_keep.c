@@ -26,6 +26,7 @@
  * new dataset under NAME with the temporary file; NAME alone. */
 #include "member.h"
 #include "npystream.h"
+#include "retype.h"
 #include "resize.h"
 
 #include <inttypes.h>
@@ -313,9 +314,9 @@ int rename_keep(int *done, h5fs *fs, const struct use *nu, const struct node *p,
 		goto out;
 	}
 	if (gone)
-		member_gone_keep(fs, nu->g, f, dst->addr, gone);
+		gone_keep(fs, nu->g, f, dst->addr, gone);
 	if (tmp_gone)
-		member_gone_keep(fs, nu->g, f, src->addr, tmp_gone);
+		gone_keep(fs, nu->g, f, src->addr, tmp_gone);
 	synth_forget(fs, p->ino, name);
 	synth_forget(fs, np->ino, newname);
 	npy_inval_after_reply(fs, np->ino, newname, NULL);

@@ -36,6 +36,7 @@
  * kernel's entry of NAME is dropped, so the next lookup finds it. */
 #include "member.h"
 #include "npystream.h"
+#include "retype.h"
 #include "resize.h"
 #include "handle.h"
 #include "npy.h"
@@ -294,7 +295,7 @@ static int make(h5fs *fs, struct node *n, struct retype *rq, bool wait_empty)
 		h5_err_clear();
 	}
 	if (gone)
-		member_gone_keep(fs, u.g, u.f, l.addr, gone);
+		gone_keep(fs, u.g, u.f, l.addr, gone);
 	gone = NULL;
 	synth_forget(fs, p->ino, name);
 	npy_inval_after_reply(fs, p->ino, name, NULL);

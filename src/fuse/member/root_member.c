@@ -62,6 +62,7 @@ static void member_stop(void *r)
 	lbatch_stop(fs);
 	xbatch_stop(fs);
 	wfile_idler_stop(fs);
+	npy_kind_stop(fs);
 	commit_sched_stop(fs);  /* (after its kinds) */
 	if (fs_writable(fs) && (err = fs_meta_sync(fs)) != 0)
 		h5fs_log(fs, LOG_ERR, "unmounting: %s: %s", fs_lost(fs) ? "changes answered earlier were lost, FILE "
@@ -181,9 +182,9 @@ const struct root_ops h5fs_member_ops = {
 	.read = member_read,
 	.read_done = member_read_done,
 	.release = member_release,
-	.write = member_write,
-	.flush = member_flush,
-	.fsync = member_fsync,
+	.write = behind_write,
+	.flush = behind_flush,
+	.fsync = behind_fsync,
 	.fsyncdir = member_fsyncdir,
 	.fallocate = member_fallocate,
 	.listxattr = rd_listxattr,

@@ -93,7 +93,7 @@ int member_setattr(void *r, struct stat *out, double *timeout, uint64_t ino, con
 		return EROFS;
 	}
 	if ((to_set & FUSE_SET_ATTR_SIZE) && attr->st_size != cur.st_size) {
-		e = member_set_size(fs, n, (uint64_t)attr->st_size, "truncate");
+		e = trunc_set_size(fs, n, (uint64_t)attr->st_size, "truncate");
 		if (e)
 			return e;
 	}

@@ -64,6 +64,7 @@ int h5fs_new(h5fs **out, h5_file *f, const h5fs_config *cfg)
 	pthread_mutex_init(&fs->wmu, NULL);
 	fs->open_dirs.prev = fs->open_dirs.next = &fs->open_dirs;
 	fs->open_wfiles.prev = fs->open_wfiles.next = &fs->open_wfiles;
+	fs->freed_locked = export_freed_locked;     /* (node/gone.c is below export.c) */
 	fs->nodes_cap = fs->synth_cap = 1024;
 	fs->nodes = calloc(fs->nodes_cap, sizeof(*fs->nodes));
 	fs->synth = calloc(fs->synth_cap, sizeof(*fs->synth));
@@ -114,6 +115,7 @@ void h5fs_free(h5fs *fs)
 	lbatch_stop(fs);
 	xbatch_stop(fs);
 	wfile_idler_stop(fs);
+	npy_kind_stop(fs);
 	commit_sched_stop(fs);  /* (after its kinds) */
 	fs->se = NULL;          /* the session may be gone: handles left are freed, no notices */
 	handles_free(fs);

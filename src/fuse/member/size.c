@@ -1,37 +1,16 @@
-/* size.c - a dataset's size set by a request: truncate(2) and open with
- * O_TRUNC (setattr.c), fallocate(2) (root_member.c's table: sparse growth,
- * and PUNCH_HOLE through overwrite.c ow_punch) and a write
- * past the end (write.c). Each is one change between commit_begin and
- * commit_end (commit/gate.c), after the rows the node's write handles
- * hold were committed (idle.c wfile_commit_node: they come first); the
- * rows themselves are truncate.c's (member_resize: sparse growth, the
- * fill value, emptying).
+/* size.c - fallocate(2) (root_member.c's table: sparse growth, and
+ * PUNCH_HOLE through behind/overwrite.c ow_punch). Each is one change
+ * between commit_begin and commit_end (commit/gate.c), after the rows
+ * the node's write handles hold were committed (behind/idle.c
+ * wfile_commit_node: they come first); the size itself is set by
+ * behind/truncate.c (trunc_set_size: truncate(2), a write past the end,
+ * fallocate's growth; sparse growth, the fill value, emptying).
  * Tests: test_truncate.py, test_long_runs.py, test_fsx.py. */
 #include "member.h"
 #include "resize.h"
 #include "handle.h"
 
 #include <linux/falloc.h>       /* FALLOC_FL_* */
-
-/* truncate(2): the dataset's rows (member/truncate.c), FILE held for
- * writing as every write is; rows of it not committed yet first. */
-int member_set_size(h5fs *fs, struct node *n, uint64_t size, const char *op)
-{
-	struct use u;
-	int e;
-
-	if (n->type != NT_FILE || n->vkind) {
-		h5fs_log(fs, LOG_NOTICE, "%s %s: EPERM: not a dataset", op, show_path(n->path));
-		return EPERM;
-	}
-	wfile_commit_node(fs, n);
-	e = commit_begin(&u, fs, n, COMMIT_ATTRS, op);
-	if (e)
-		return e;
-	e = member_resize(fs, n, &u, size, op);
-	commit_end(fs, &u, true);
-	return e;
-}
 
 /* fallocate(PUNCH_HOLE | KEEP_SIZE) of [off, off + len) cut to the
  * dataset's size (issue 65): the rows of other descriptors committed, the
@@ -93,7 +72,7 @@ int member_fallocate(void *r, uint64_t ino, int mode, uint64_t off, uint64_t len
 		return 0;
 	if (!fs_writable(fs))
 		return EROFS;
-	e = member_set_size(fs, n, off + len, "fallocate");
+	e = trunc_set_size(fs, n, off + len, "fallocate");
 	/* a dataset that cannot grow: the range does not fit (as truncate
 	 * past a fixed end gives EPERM, fallocate gives what a full file
 	 * system of that size would) */

@@ -108,7 +108,7 @@ out:
 
 /* On a mount that appends (fs_writable), a dataset grows under its views:
  * the view of n is made again of the dataset as it is now when its size
- * changed since (n's own handle is swapped, under n->lk, as member/write.c
+ * changed since (n's own handle is swapped, under n->lk, as behind/write.c
  * does for the dataset's node). Views there are read without the page
  * cache and their attributes are not cached (views_open, entry_fill), so
  * this is asked at each open, lookup and getattr. 0 or an errno. */

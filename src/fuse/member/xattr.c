@@ -2,6 +2,7 @@
 #include "member.h"
 #include "batch.h"
 #include "npystream.h"
+#include "retype.h"
 #include "xattrs.h"
 #include "owner.h"
 

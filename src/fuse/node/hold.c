@@ -82,7 +82,7 @@ bool fs_writable(const h5fs *fs)
  * which the engine takes again when we give the lock back (our own writes
  * are no change). A live mount (live/live.c) then opens FILE anew and
  * tries again (live_retry); the caller re-resolves its nodes in that
- * generation (node_use_current; a write descriptor, member/write.c
+ * generation (node_use_current; a write descriptor, behind/write.c
  * wfile_follow, only when FILE did not change since it was opened). A
  * mount that does not follow changes (-o refresh=0) gets ESTALE. The lock
  * is always taken on the current generation's FILE, and a refresh never
@@ -140,7 +140,7 @@ static int write_lock(h5fs *fs, bool *changed)
 }
 
 /* undo: the write puts back what a failed change of this mount took
- * away (member_unempty: a replacement's old rows). It runs also on a mount
+ * away (trunc_unempty: a replacement's old rows). It runs also on a mount
  * that lost a change since: refusing it would turn one lost change into a
  * second one (the old dataset emptied for good), and it writes nothing the
  * mount had not already committed once. */

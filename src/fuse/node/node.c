@@ -161,7 +161,7 @@ int node_make_obj_as(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uin
 			 * FUSE write of the largest size (max_write) */
 			n->st.st_blksize = H5FS_APPEND_BLKSIZE;
 		} else if (fs_writable(fs) && f == fs_file(fs) && h5_overwrite_check(n->ds) == 0) {
-			/* its bytes can be written (member/overwrite.c) */
+			/* its bytes can be written (behind/overwrite.c) */
 			n->st.st_mode |= fs->write_mode;
 		}
 		n->st.st_nlink = info.nlink ? info.nlink : 1;
@@ -303,7 +303,9 @@ void node_free(struct node *n)
 	h5_file_release_related(n->f);   /* FILE itself is not released */
 	gen_release(n->gen);             /* last: it may close FILE */
 	pcache_free(n->pc);
-	tail_free(n);
+	if (n->tail)            /* (behind/tail.c's, above: the memory is the node's) */
+		free(n->tail->part);
+	free(n->tail);
 	pthread_rwlock_destroy(&n->lk);
 	free(n->path);
 	free(n->fpath);

@@ -5,9 +5,11 @@
  *   names.c        names, paths and where a link leads
  *   fresh.c        nodes re-resolved in a live FILE's new generation
  *   view_node.c    the nodes of datasets' views (NAME.npy, .csv, ...) made
- *   tail.c         rows accepted at a dataset's end, kept and shown
  *   xattr_cache.c  every xattr of an object kept in its node
  *   hold.c         FILE held for writing, and the lost-change state
+ *   gone.c         objects that lost their last link: nodes no longer
+ *                  matched, storage kept while a descriptor reads it
+ *   handles.c      the lists of open handles (directories, write handles)
  * Nothing here calls up into member/: what an operation must learn from
  * the model is returned to it. The state is fs.h's; the live-file
  * machinery it calls is live.h's.
@@ -145,23 +147,20 @@ void xattr_cache_drop(struct node *n);
 int xattr_cached(h5fs *fs, struct node *n, const struct use *u, const char *name, char *buf, size_t size,
 		 size_t *len);
 
-/* ---- tail.c: rows accepted at the end, not committed yet, shown (the
- * node's size is the accepted end; rows of rb bytes, the trailing partial
- * one kept); n->lk taken inside unless said. ENOMEM. ---- */
-int tail_accept(struct node *n, const char *buf, size_t len, uint64_t rb);
-/* (under n->lk, write) committed bytes of the dataset now: what is left
- * waiting, and the node's size */
-void tail_committed(struct node *n, uint64_t committed);
-/* (under n->lk) the committed end: where the waiting bytes begin */
-uint64_t tail_base(const struct node *n);
-/* The last len accepted bytes (a dropped partial row), or everything
- * waiting (len UINT64_MAX: an append failed) are gone: the old size */
-uint64_t tail_drop(struct node *n, uint64_t len);
-/* (under n->lk) whether [off, off+len) reaches bytes not committed, and
- * its answer then (committed bytes read, then the kept partial row), or 1:
- * whole rows not committed are in it, commit them first (wfile_show_node) */
-bool tail_covers(const struct node *n, uint64_t off, size_t len);
-int tail_read(h5_read_plan *out, struct node *n, uint64_t off, size_t len);
-void tail_free(struct node *n);
+/* ---- gone.c: objects that lost their last link ---- */
+/* The object at addr of f lost its last link (rmdir; unlink and rename
+ * over: gone_keep): no later lookup gets its nodes. */
+void gone_unlinked(h5fs *fs, h5_file *f, uint64_t addr);
+/* A removed or replaced dataset's storage freed now when no descriptor
+ * reads the object, else when the last closes (gone_closed) or its node
+ * is forgotten (node.c node_unref). */
+void gone_keep(h5fs *fs, struct gen *g, h5_file *f, uint64_t addr, struct h5_gone *gone);
+/* A descriptor of n closed (storage kept for it freed when last). */
+void gone_closed(h5fs *fs, struct node *n);
+
+/* ---- handles.c: a handle put on and taken off one of the lists of open
+ * handles (fs->open_dirs, fs->open_wfiles; under fs->lock) ---- */
+void handle_add(h5fs *fs, struct hlink *list, struct hlink *h);
+void handle_del(h5fs *fs, struct hlink *h);
 
 #endif

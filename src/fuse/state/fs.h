@@ -49,13 +49,24 @@ struct gen {
 	uint64_t ver;           /* FILE's version: the previous generation's
 				 * when FILE was opened anew without a change
 				 * (a racy stamp, a failed read's doubt), which
-				 * a write descriptor may follow (member/write.c) */
+				 * a write descriptor may follow (behind/write.c) */
 	unsigned refs;          /* atomic */
 	bool racy;              /* opened within a clock tick of FILE's last
 				 * change: its stamp cannot vouch for its bytes */
 	bool swmr;              /* a SWMR writer has FILE open (superblock) */
 	bool broken;            /* FILE was rewritten and cannot be opened anew:
 				 * this generation's bytes are gone (EIO) */
+};
+
+/* Rows accepted at a dataset's end, not committed yet (behind/tail.c,
+ * which alone changes them; freed with the node) */
+struct ntail {
+	/* [base, base + len): accepted, not committed; base is the committed
+	 * end. [base + len - plen, base + len), the trailing partial row
+	 * (rows of rb bytes), kept in part. */
+	uint64_t base, len, rb;
+	char *part;
+	size_t plen, pcap;
 };
 
 struct node {
@@ -101,7 +112,7 @@ struct node {
 	bool links_many;        /* a group of more than one link (node_make_obj):
 				 * not numbered by its address (member/lookup.c) */
 	struct wqueue *wq;      /* the write order of its write handles (under fs->lock) */
-	/* Page-cached write handles (member/overwrite.c "Page cache"): how
+	/* Page-cached write handles (behind/overwrite.c "Page cache"): how
 	 * many of its write handles hold accepted bytes not committed yet,
 	 * and whether a read answered meanwhile may have put old bytes in
 	 * the kernel's page cache (atomics) */
@@ -109,7 +120,7 @@ struct node {
 	unsigned cached_writers;   /* its write handles using the page cache */
 	bool pages_stale;
 	/* rows written through the mount, not committed yet, as readers see
-	 * them (node/tail.c; under lk) */
+	 * them (behind/tail.c; under lk) */
 	struct ntail *tail;
 	struct stat st;
 	struct pcache *pc;      /* what cached handles were answered (live/pcache.c;
@@ -126,7 +137,7 @@ struct node {
 	unsigned xs_epoch;
 	bool xs_skip;           /* not kept (too large, an error): ask the
 				 * engine for each xattr until dropped */
-	/* An append (member/write.c) or a live FILE's refresh (live/live.c) replaces
+	/* An append (behind/write.c) or a live FILE's refresh (live/live.c) replaces
 	 * f, addr, ds, st, gen of this node: readers of them hold it shared.
 	 * One per node: a refresh of one object never waits for reads of
 	 * another. */
@@ -286,11 +297,18 @@ struct h5fs {
 	 * object there now, so an old file handle of that id is stale
 	 * (member/export.c) */
 	struct u64set freed;
+	/* fs->freed counted one more for node id ino (under lock): the member
+	 * root's export.c (export_freed_locked, set by setup.c), called by
+	 * node/gone.c, which is below it */
+	void (*freed_locked)(h5fs *fs, uint64_t ino);
 	/* Open directory snapshots and write handles (under lock): when FILE
 	 * is unmounted while some are open, the kernel drops their pending
 	 * RELEASE requests, so h5fs_free() frees what is left. */
 	struct hlink open_dirs, open_wfiles;
-	struct npy_pending *npy_pending; /* placeholders of np.save (member/npy.c; under lock) */
+	struct npy_pending *npy_pending; /* placeholders of np.save (behind/npy.c; under lock) */
+	/* np.save's open streams, a kind of commit/sched.c (behind/npy.c;
+	 * made at the first stream, under lock) */
+	struct npy_kind *npy_kind;
 	struct fuse_session *se;        /* for notify_inval_inode (h5fs_set_session) */
 	/* The mount's node id of one of ours, for those notifications (NULL:
 	 * the same; 0: the kernel does not know it): h5fs_set_ino_map. */
@@ -325,19 +343,19 @@ struct h5fs {
 	/* write_begin calls granted (under wmu): a sync that saw no other
 	 * writer begin meanwhile may keep FILE's mtime (commit/durable.c) */
 	uint64_t wbegins;
-	/* setfattr's write-behind (member/xbatch.c; made at its first use) */
+	/* setfattr's write-behind (behind/xbatch.c; made at its first use) */
 	struct xbatch *xb;
-	struct lbatch *lb;      /* member/lbatch.c: new files not linked yet */
+	struct lbatch *lb;      /* behind/lbatch.c: new files not linked yet */
 	/* the write-behind kinds and their scheduler (commit/sched.c; made at
 	 * the first registration, under lock), stopped at the unmount */
 	struct commit_sched *sched;
 	bool sched_stopped;
 	/* attribute or link changes committed but not fsync'd, and when the
-	 * last was (under wmu; member/idle.c makes them durable) */
+	 * last was (under wmu; behind/idle.c makes them durable) */
 	bool meta_unsynced;
 	int64_t meta_ns;
 	bool meta_freed;        /* storage freed since: the idle kind syncs at its
-				 * next look (member/gone.c, idle.c: issue 69) */
+				 * next look (node/gone.c, behind/idle.c: issue 69) */
 	uint64_t meta_seq;      /* changes remembered: a sync clears
 				 * meta_unsynced only when none came while it ran */
 	/* A change answered before it was written failed (write-behind):
@@ -349,7 +367,7 @@ struct h5fs {
 	 * but another process holds it (a collection's member), so that
 	 * the modes shown never depend on who holds the lock */
 	bool write_busy;
-	/* the idle commit of write descriptors (member/idle.c): a periodic
+	/* the idle commit of write descriptors (behind/idle.c): a periodic
 	 * kind of the scheduler (its slot); idle_cv (with lock) says a
 	 * handle was let go */
 	void *idle_slot;
@@ -406,7 +424,7 @@ void kind_forget(h5fs *fs, uint64_t addr);
 void kind_forget_locked(h5fs *fs, uint64_t addr);
 /* node_table.c (callers of *_locked hold fs->lock) */
 /* Whether n's object lost its last link and its storage was freed then
- * (no descriptor held it: member/link.c member_gone_keep): its space may
+ * (no descriptor held it: member/link.c gone_keep): its space may
  * hold another object now, so nothing may read or write it through n
  * (ENOENT, as the name; an open ESTALE, on which the kernel looks the
  * name up again: O_CREAT makes a new one). */

@@ -240,7 +240,7 @@ int h5_ow_whole_wait(h5_overwriter *w)
 
 /* One filtered chunk: to a pool worker while none is busy with one of
  * ours, so the next request's chunk is filtered here meanwhile (both
- * cores, the put answered early: member/write.c); false when it was not
+ * cores, the put answered early: behind/write.c); false when it was not
  * queued. */
 static bool queue_one(h5_overwriter *w, item *x)
 {

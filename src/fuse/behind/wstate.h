@@ -6,8 +6,9 @@
 #ifndef H5FS_WSTATE_H
 #define H5FS_WSTATE_H
 
-#include "member.h"
+#include "commit.h"
 #include "handle.h"
+#include "tail.h"
 
 /* At most this many writes of a dataset are answered before they are
  * applied (write-behind, doc/APPEND.md) */
@@ -19,7 +20,7 @@ struct wqueue {
 	uint64_t next, turn;    /* tickets handed out / applied */
 	unsigned early;         /* writes answered, not applied yet */
 	uint64_t vrows;         /* stream rows once every accepted write is applied */
-	struct wfile *partial;  /* the one handle with a partial row (node/tail.c) */
+	struct wfile *partial;  /* the one handle with a partial row (behind/tail.c) */
 	uint64_t row_bytes;
 	uint64_t seen;          /* committed size the node shows (under apply) */
 	pthread_mutex_t apply;  /* engine calls on the node's appenders and wfile_refresh */
@@ -39,12 +40,12 @@ struct wqueue {
 struct wfile {
 	struct hlink link;      /* first: fs->open_wfiles */
 	h5_appender *a;         /* NULL: the dataset cannot grow */
-	h5_overwriter *ow;      /* NULL: its bytes cannot be written (member/overwrite.c) */
+	h5_overwriter *ow;      /* NULL: its bytes cannot be written (behind/overwrite.c) */
 	struct node *n;         /* the kernel holds the inode while it is open */
 	struct gen *g;          /* the generation a and ow write through (held) */
 	struct wqueue *q;       /* n->wq */
 	bool append;            /* opened with O_APPEND */
-	bool cached;            /* writes through the page cache (member/overwrite.c) */
+	bool cached;            /* writes through the page cache (behind/overwrite.c) */
 	/* under q->mu */
 	uint64_t vplen;         /* its partial row once every accepted write is applied */
 	uint64_t rows_end;      /* where its last accepted bytes end in the dataset */
@@ -76,10 +77,10 @@ void wq_drain(struct wqueue *q);
 void wq_quiesce(struct wqueue *q);
 void vplen_add(struct wqueue *q, struct wfile *w, uint64_t len);
 /* n's queue, referenced (NULL: no write handle), and let go (the last
- * reference frees it): a reader's (member/pending.c) */
+ * reference frees it): a reader's (behind/pending.c) */
 struct wqueue *wq_get(h5fs *fs, struct node *n);
 void wq_put(h5fs *fs, struct node *n, struct wqueue *q);
-/* n's dataset now holds bytes (emptied or grown: member/truncate.c): its
+/* n's dataset now holds bytes (emptied or grown: behind/truncate.c): its
  * open write handles go on from there, once their accepted writes are
  * applied */
 void wq_resized(h5fs *fs, struct node *n, uint64_t bytes);

@@ -167,7 +167,7 @@ bool wfile_reader_cached(h5fs *fs, struct node *n)
 	 * under ASan (1 run in 1-8, in CI): the kernel grows a file's size
 	 * when a direct WRITE is answered, after a read(2) may have taken the
 	 * page holding the old end; with every writer through the cache too,
-	 * CI still met it once (node/tail.c). */
+	 * CI still met it once (behind/tail.c). */
 	(void)fs;
 	(void)n;
 	return false;

@@ -6,7 +6,7 @@
 
 #include "commit.h"
 
-/* member/xbatch.c: setfattr's write-behind of new string attributes.
+/* behind/xbatch.c: setfattr's write-behind of new string attributes.
  * xbatch_add: 0 when the change is accepted (committed with its batch),
  * an errno, or 1 when it is not one for a batch (a name that is there, or
  * pending): the caller makes it at once. Every other xattr request,
@@ -17,7 +17,7 @@ int xbatch_add(h5fs *fs, struct node *n, const char *name, size_t name_len, cons
 	       int flags);
 void xbatch_stop(h5fs *fs);
 
-/* member/lbatch.c: the write-behind of new files. lbatch_create: 0 when
+/* behind/lbatch.c: the write-behind of new files. lbatch_create: 0 when
  * NAME's dataset d (d NULL: an empty group, mkdir) is made in group p
  * (not linked yet: linked with its batch), an errno, or -1 when there is no batch (the caller makes it at
  * once). lbatch_lookup: whether NAME is a pending new file of group

@@ -21,7 +21,7 @@
  * that entry names the temporary dataset, which is gone: it is dropped
  * after the answer (queued for kit/notify.c's thread: the kernel holds
  * the directory while the rename is answered). */
-#include "member.h"
+#include "commit.h"
 #include "npy.h"
 #include "npystream.h"
 #include "owner.h"

@@ -35,17 +35,9 @@
  * tail_accept's memcpy 44%, issue 44; bench/README.md).
  *
  * All under n->lk (write to change, read to answer). Memory: one row at
- * most. */
-#include "node.h"
+ * most, in the node (fs.h struct ntail: node.c frees it with the node). */
+#include "tail.h"
 
-struct ntail {
-	/* [base, base + len): accepted, not committed; base is the committed
-	 * end. [base + len - plen, base + len), the trailing partial row
-	 * (rows of rb bytes), kept in part. */
-	uint64_t base, len, rb;
-	char *part;
-	size_t plen, pcap;
-};
 
 /* The partial row after accepting buf: what it held plus buf, or buf's
  * own last partial row once a row ends inside buf. */
@@ -192,13 +184,4 @@ int tail_read(h5_read_plan *out, struct node *n, uint64_t off, size_t len)
 	out->buf = b;
 	out->len = len;
 	return 0;
-}
-
-void tail_free(struct node *n)
-{
-	if (!n->tail)
-		return;
-	free(n->tail->part);
-	free(n->tail);
-	n->tail = NULL;
 }

@@ -2,12 +2,15 @@
  * them (doc/h5fs.1 MODIFYING): later lookups do not match their nodes,
  * and a removed or replaced dataset's storage is freed now when no
  * descriptor reads the object, else kept with a node of it that one
- * does, and freed when the last such closes (member_closed) or the node
+ * does, and freed when the last such closes (gone_closed) or the node
  * is forgotten (node.c node_unref). Used by the changes that remove a
- * link (link.c, npy.c) and by release (open.c).
+ * link (member/link.c, rename_keep.c, retype.c; behind/npy.c) and by
+ * release (member/open.c). In node/, below the write-behind kinds and the
+ * operations that call it: an np.save stream (behind/npy.c) replaces a
+ * dataset as a rename does. The file handles' generations are the member
+ * root's (member/export.c), told through fs->freed_locked.
  * Tests: test_stress_io.py, test_churn_space.py, test_durable.py. */
-#include "member.h"
-#include "resize.h"
+#include "node.h"
 
 /* Whether a descriptor reads the object at (f, addr) through any of its
  * nodes (the dataset's, its views'); else NULL. A node holding none of
@@ -30,10 +33,10 @@ static struct node *object_open_locked(h5fs *fs, h5_file *f, uint64_t addr, stru
 
 /* An unlinked or replaced dataset's storage: freed now when no
  * descriptor reads the object, else kept with a node of it that one
- * does, and freed when the last such closes (member_closed) or the node
+ * does, and freed when the last such closes (gone_closed) or the node
  * is forgotten (node.c node_unref). */
 /* The object at addr (of f) lost its last link: its nodes are matched by
- * no later lookup - its space may be freed now (member_gone_keep) and hold
+ * no later lookup - its space may be freed now (gone_keep) and hold
  * a new object, which must get a node of its own: given the old one, a
  * removed file's, mkdir answered a directory with a file's mode and the
  * kernel said EIO (stress-ng dir beside xattr, libver="latest"). Under
@@ -41,8 +44,8 @@ static struct node *object_open_locked(h5fs *fs, h5_file *f, uint64_t addr, stru
 static void unlinked_locked(h5fs *fs, h5_file *f, uint64_t addr)
 {
 	kind_forget_locked(fs, file_ino(f, addr));
-	if (h5_file_id(f) == 0)
-		export_freed_locked(fs, file_nodeid(fs, f, addr));
+	if (h5_file_id(f) == 0 && fs->freed_locked)
+		fs->freed_locked(fs, file_nodeid(fs, f, addr));
 	light_unlinked_locked(fs, f, addr);
 	for (size_t i = 0; i < fs->nodes_cap; i++)
 		for (struct node *o = fs->nodes[i]; o; o = o->next)
@@ -50,7 +53,7 @@ static void unlinked_locked(h5fs *fs, h5_file *f, uint64_t addr)
 				__atomic_store_n(&o->unlinked, true, __ATOMIC_RELEASE);
 }
 
-void member_unlinked(h5fs *fs, h5_file *f, uint64_t addr)
+void gone_unlinked(h5fs *fs, h5_file *f, uint64_t addr)
 {
 	pthread_mutex_lock(&fs->lock);
 	unlinked_locked(fs, f, addr);
@@ -70,7 +73,7 @@ static void freed_soon(h5fs *fs)
 	pthread_mutex_unlock(&fs->wmu);
 }
 
-void member_gone_keep(h5fs *fs, struct gen *g, h5_file *f, uint64_t addr, struct h5_gone *gone)
+void gone_keep(h5fs *fs, struct gen *g, h5_file *f, uint64_t addr, struct h5_gone *gone)
 {
 	struct node *n, *holder;
 
@@ -94,7 +97,7 @@ void member_gone_keep(h5fs *fs, struct gen *g, h5_file *f, uint64_t addr, struct
 
 /* A descriptor of n closed (open.c): the last one of the object frees
  * storage kept for it, or hands it to a node of it still read. */
-void member_closed(h5fs *fs, struct node *n)
+void gone_closed(h5fs *fs, struct node *n)
 {
 	struct h5_gone *gone = NULL;
 	struct gen *g = NULL;

@@ -7,16 +7,6 @@
 
 #include "commit.h"
 
-struct dirsnap;
-
-/* member/handles.c: a handle put on and taken off one of the lists of
- * open handles (fs->open_dirs, fs->open_wfiles; under fs->lock) */
-void handle_add(h5fs *fs, struct hlink *list, struct hlink *h);
-void handle_del(h5fs *fs, struct hlink *h);
-/* read.c: a directory snapshot freed (setup.c: one never released) */
-void dirsnap_free(struct dirsnap *d);
-/* member/setup.c: handles whose release never came, freed at exit */
-void handles_free(h5fs *fs);
 /* The idle commit (idle.c), a periodic kind of the commit layer's
  * scheduler: registered with the member root on a read-write
  * single-FILE mount, unregistered before unmounting */
@@ -41,6 +31,12 @@ void wfile_show_addr(h5fs *fs, uint64_t addr);
 /* (idle.c) n's open np.save stream given the time (npy_set_mtime): 1 when
  * it has one (*err its errno), else 0 */
 int wfile_npy_mtime(h5fs *fs, struct node *n, int64_t sec, int *err);
+/* The member root's write, flush and fsync (root.h; root_member.c's
+ * table): write.c, wclose.c */
+void behind_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t size, off_t off,
+		  struct fuse_file_info *fi);
+int behind_flush(void *r, uint64_t ino, struct fuse_file_info *fi);
+int behind_fsync(void *r, uint64_t ino, struct fuse_file_info *fi);
 /* Write handles (wfile.c; release: wclose.c): fi->fh of one, or NULL for a read handle;
  * open one on n (fills fi), release it */
 struct wfile;
@@ -49,9 +45,9 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi);
 void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino);
 /* A read descriptor of n, a dataset that grows on a read-write mount:
  * whether it uses the page cache (as n's other descriptors; the first
- * decides: node/tail.c) */
+ * decides: behind/tail.c) */
 bool wfile_reader_cached(h5fs *fs, struct node *n);
-/* member/pending.c: a read of n answered with what its write handles were
+/* behind/pending.c: a read of n answered with what its write handles were
  * told is written. begin: the writes answered before it applied, and none
  * applied until end (NULL: n has no write handle); peek: the kept bytes
  * over [off, off + len) into buf (NULL: whether any), 1 when any; read:
@@ -70,7 +66,7 @@ int pending_supersede(h5fs *fs, struct wfile *w, fuse_ino_t ino, uint64_t off, s
 /* Every handle of n keeping bytes over [off, off + len) commits them
  * (before a punched hole there); the caller holds n's apply lock. */
 int pending_commit_over(h5fs *fs, struct node *n, fuse_ino_t ino, uint64_t off, uint64_t len);
-/* member/overwrite.c: bytes written inside datasets (doc/OVERWRITE.md) */
+/* behind/overwrite.c: bytes written inside datasets (doc/OVERWRITE.md) */
 int ow_open(h5fs *fs, struct node *n, h5_overwriter **out);
 /* cached: the handle writes through the kernel's page cache (a dataset
  * that cannot grow: memmap r+), whose pages then hold the new bytes */

@@ -17,13 +17,12 @@
  *   - not whole rows, or a dataset that cannot grow (fixed size,
  *     contiguous, another index): EINVAL or EPERM, logged.
  * Rows other descriptors of the dataset wrote are committed first
- * (setattr.c); rows still not committed (an open O_TRUNC while another
+ * (trunc_set_size, for setattr.c, size.c and write.c); rows still not committed (an open O_TRUNC while another
  * descriptor appends) are EBUSY, logged. Open write descriptors go on
  * from the new size (wqueue.c wq_resized).
  * The caller holds FILE for writing (commit_begin) and u, n as the
  * current generation shows it.
  */
-#include "member.h"
 #include "wstate.h"
 #include "resize.h"
 
@@ -116,13 +115,14 @@ static int shrink(h5fs *fs, struct node *n, const struct use *u, uint64_t size, 
 	return rc < 0 ? h5err_logged(fs, rc, op, n->path, NULL, u->addr) : 0;
 }
 
-int member_resize(h5fs *fs, struct node *n, const struct use *u, uint64_t size, const char *op)
+/* n's dataset made size bytes (u: FILE held for writing) */
+static int trunc_resize(h5fs *fs, struct node *n, const struct use *u, uint64_t size, const char *op)
 {
-	return member_resize_undoable(fs, n, u, size, NULL, op);
+	return trunc_resize_undoable(fs, n, u, size, NULL, op);
 }
 
-int member_resize_undoable(h5fs *fs, struct node *n, const struct use *u, uint64_t size, h5_empty_undo *undo,
-			   const char *op)
+int trunc_resize_undoable(h5fs *fs, struct node *n, const struct use *u, uint64_t size, h5_empty_undo *undo,
+			  const char *op)
 {
 	h5_overwriter *ow = NULL;
 	uint64_t cur;
@@ -164,9 +164,30 @@ int member_resize_undoable(h5fs *fs, struct node *n, const struct use *u, uint64
 	return e;
 }
 
+/* truncate(2), fallocate's growth, a write past the end (member/setattr.c,
+ * size.c; write.c): the dataset's rows, FILE held for writing as every
+ * write is; rows of it not committed yet first. */
+int trunc_set_size(h5fs *fs, struct node *n, uint64_t size, const char *op)
+{
+	struct use u;
+	int e;
+
+	if (n->type != NT_FILE || n->vkind) {
+		h5fs_log(fs, LOG_NOTICE, "%s %s: EPERM: not a dataset", op, show_path(n->path));
+		return EPERM;
+	}
+	wfile_commit_node(fs, n);
+	e = commit_begin(&u, fs, n, COMMIT_ATTRS, op);
+	if (e)
+		return e;
+	e = trunc_resize(fs, n, &u, size, op);
+	commit_end(fs, &u, true);
+	return e;
+}
+
 /* A replacement (O_TRUNC) that failed: the old rows back, the node and
  * the kernel told; FILE's lock taken for it. Logged either way. */
-void member_unempty(h5fs *fs, struct node *n, fuse_ino_t ino, struct gen *g, h5_empty_undo *undo)
+void trunc_unempty(h5fs *fs, struct node *n, fuse_ino_t ino, struct gen *g, h5_empty_undo *undo)
 {
 	struct use u;
 	uint64_t cur;

@@ -31,7 +31,7 @@
  * (an I/O error) is never only a log line: fs_lost_set makes the next
  * fsync return it, every later write EIO, and the unmount exit 1.
  */
-#include "member.h"
+#include "commit.h"
 #include "batch.h"
 #include "xattrs.h"
 #include "owner.h"

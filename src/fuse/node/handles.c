@@ -1,10 +1,10 @@
 /* handles.c - the lists of open handles of a member root (fs->open_dirs:
- * directory snapshots, read.c; fs->open_wfiles: write handles, wfile.c),
+ * directory snapshots, member/read.c; fs->open_wfiles: write handles,
+ * behind/wfile.c),
  * under fs->lock: the idle kind, a size change and the new-file batch
  * look for a node's write handles there (idle.c), the unmount frees
  * what the kernel never released (setup.c). */
-#include "member.h"
-#include "handle.h"
+#include "node.h"
 
 void handle_add(h5fs *fs, struct hlink *list, struct hlink *h)
 {

@@ -1,5 +1,5 @@
 /* write.c - the write path of write handles (wfile.c): appending
- * (README "Appending", doc/APPEND.md) and overwriting (member/overwrite.c)
+ * (README "Appending", doc/APPEND.md) and overwriting (behind/overwrite.c)
  * through the mount; open.c chooses between them and read handles. Their
  * flush, fsync and release are wclose.c's. */
 #include "wstate.h"
@@ -17,8 +17,8 @@
  * once. Read-only and write-only descriptors of a dataset that can grow
  * bypass the page cache (direct_io: wqueue.c wfile_reader_cached; mapped
  * all the same where the kernel allows it, mount/initio.c) and read the
- * rows accepted and not yet committed from node/tail.c; O_RDWR ones, and
- * all those of datasets that cannot grow, use it (member/overwrite.c;
+ * rows accepted and not yet committed from behind/tail.c; O_RDWR ones, and
+ * all those of datasets that cannot grow, use it (behind/overwrite.c;
  * wqueue.c wq_attach).
  *
  * Write-behind (doc/APPEND.md "When a write's errors are reported"): the
@@ -102,7 +102,7 @@ static bool overwrite_behind(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino
 
 /* A write inside the dataset (before the committed end; with an appender,
  * the rest of it appends): answered here, and true. False for a write at
- * the end of a dataset that grows, which appends (member_write). Past the
+ * the end of a dataset that grows, which appends (behind_write). Past the
  * end of one that cannot grow: EFBIG; a write crossing that end writes
  * what fits (a short write, as a full file system gives). */
 static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
@@ -151,7 +151,7 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
 	 * while we waited too (they checked their offsets against the end
 	 * before this write's rows: issue 53, 4 processes); then, q->mu held,
 	 * none is accepted until this write's rows count in vrows. */
-	pthread_mutex_lock(&q->grow);   /* (member_write: no growth meanwhile) */
+	pthread_mutex_lock(&q->grow);   /* (behind_write: no growth meanwhile) */
 	for (int tries = 0;; tries++) {
 		wq_drain(q);
 		pthread_mutex_lock(&q->apply);
@@ -226,7 +226,7 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
 			wfile_shown_drop(fs, w->n, ino, UINT64_MAX);
 			pthread_mutex_lock(&q->mu);
 			if (!w->err)
-				w->err = ae;    /* the stream takes no more (as member_write) */
+				w->err = ae;    /* the stream takes no more (as behind_write) */
 			pthread_mutex_unlock(&q->mu);
 			if (!e)
 				e = ae;
@@ -253,7 +253,7 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
  * applied. Either way each request gets exactly one reply. */
 /* Bytes appended now, before the answer (npy_bytes): 0 or an errno,
  * kept in the handle too. A ticket from their acceptance until they are
- * in the stream, as member_write's: without it a commit meanwhile (the
+ * in the stream, as behind_write's: without it a commit meanwhile (the
  * idle commit, a utime's or a truncate's, wclose.c wfile_fsync) found
  * every ticket applied and nothing pending, gave FILE's lock back, and
  * the bytes then written were never committed - close commits only a
@@ -333,7 +333,7 @@ static int npy_bytes(h5fs *fs, struct wfile *w, fuse_ino_t ino, const char *buf,
  * dd seek=): the dataset grows to the write's offset first, rows of the
  * fill value appended as truncate(2) up does (truncate.c: whole rows, its
  * own commit), then the write appends at the new end. The handle's bytes
- * written before go first (member_set_size commits them). 0, or an errno
+ * written before go first (trunc_set_size commits them). 0, or an errno
  * (logged): EPERM while another descriptor's appended rows stay
  * uncommitted or after a partial row of this one, EINVAL for not whole
  * rows. */
@@ -360,7 +360,7 @@ static int past_end(h5fs *fs, struct wfile *w, uint64_t off)
 	 * next try; a hole is never EBUSY, a truncate's errno) */
 	for (int tries = 0;; tries++) {
 		wq_drain(q);
-		e = member_set_size(fs, w->n, off, "write past the end");
+		e = trunc_set_size(fs, w->n, off, "write past the end");
 		if (e != EBUSY || tries >= 3)
 			break;
 	}
@@ -372,11 +372,11 @@ static int past_end(h5fs *fs, struct wfile *w, uint64_t off)
 	return e;
 }
 
-/* Turns of member_write before a write the end keeps overtaking is
+/* Turns of behind_write before a write the end keeps overtaking is
  * refused (EPERM, logged): other descriptors appending without pause */
 #define WRITE_TRIES 16
 
-void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t size, off_t off,
+void behind_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t size, off_t off,
 		  struct fuse_file_info *fi)
 {
 	h5fs *fs = r;
@@ -453,7 +453,7 @@ void member_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 		e = wfile_hold(fs, w);
 	if (!e)
 		e = wfile_reserve(fs, w, wfile_uncommitted(w, end, size), 0);
-	/* kept and shown from now on (node/tail.c) */
+	/* kept and shown from now on (behind/tail.c) */
 	if (!e)
 		e = tail_accept(w->n, buf, size, q->row_bytes);
 	if (e) {

@@ -22,8 +22,7 @@
  * nothing: the write or close fails (EINVAL, EOPNOTSUPP) with one log
  * line and the placeholder goes. A stream that is no NPY is its bytes
  * (npy_demote). */
-#include "member.h"
-#include "resize.h"
+#include "commit.h"
 #include "npy.h"
 #include "npystream.h"
 #include "owner.h"
@@ -58,7 +57,166 @@ struct npy_stream {
 	uint8_t *fbuf;          /* Fortran order: the data, till all is in */
 	uint64_t fgot;
 	pthread_mutex_t mu;
+	/* in its kind's list (under kind->t.mu): listed; every byte in, the
+	 * dataset not made: counted */
+	struct npy_kind *kind;
+	struct npy_stream *knext;
+	bool listed, counted;
 };
+
+/* ---- np.save's streams, a kind of the commit layer (commit/sched.c) ----
+ * A stream's bytes go to their place in FILE as they come, before the
+ * write that brings them is answered (a full disk is that write's
+ * ENOSPC: nothing answered waits for space; not reserved through
+ * h5_file_reserve: see doc/DESIGN.md "The commit layer"). Nothing is
+ * kept but the header's
+ * first bytes, or a Fortran-ordered or unicode array (FORTRAN_MAX at
+ * most), so the kind has no bound of bytes (max_bytes 0). What is pending
+ * is a stream whose every byte is in and whose dataset is not made yet:
+ * its descriptor's close or fsync makes it (npy_flush), or this kind
+ * NPY_IDLE_MS after its last byte when the descriptor stays open (FILE's
+ * lock, which the stream holds from its header on, then given back), and
+ * every sync (fs_meta_sync: COMMIT_STREAMS) at once. A stream's own
+ * failure stays its own (told by its descriptor's close), never a
+ * barrier's or a sync's. */
+#define NPY_IDLE_MS 1000
+
+struct npy_kind {
+	struct commit_slot t;   /* t.mu: the list, the counts */
+	h5fs *fs;
+	struct npy_stream *open;        /* taken, not released or demoted */
+	size_t complete;        /* of them counted */
+};
+
+/* Every counted stream's dataset made (t.mu held). */
+static void kind_make(struct npy_kind *k)
+{
+	for (struct npy_stream *s = k->open; s && k->complete; s = s->knext) {
+		if (!s->counted)
+			continue;
+		s->counted = false;
+		k->complete--;
+		(void)npy_flush(k->fs, s, false);       /* (its error: s->err, its close's) */
+	}
+}
+
+static size_t kind_count(void *owner)
+{
+	return ((struct npy_kind *)owner)->complete;
+}
+
+static int kind_commit(void *owner)
+{
+	kind_make(owner);
+	return 0;
+}
+
+static int kind_flush(void *owner)
+{
+	struct npy_kind *k = owner;
+
+	pthread_mutex_lock(&k->t.mu);
+	kind_make(k);
+	pthread_mutex_unlock(&k->t.mu);
+	return 0;
+}
+
+static const struct commit_kind npy_kind_desc = {
+	.name = "np.save streams", .bit = COMMIT_STREAMS, .idle_ms = NPY_IDLE_MS, .max_ms = NPY_IDLE_MS,
+	.count = kind_count, .commit = kind_commit, .flush = kind_flush, .settle = fs_meta_sync,
+};
+
+/* s in the mount's kind, registered at the first stream (under fs->lock,
+ * as xbatch.c's: no flush after it misses it); unregistered (ESHUTDOWN,
+ * ENOMEM): s is made by its close alone, as before there was a kind. */
+static void kind_join(h5fs *fs, struct npy_stream *s)
+{
+	struct npy_kind *k;
+
+	pthread_mutex_lock(&fs->lock);
+	k = fs->npy_kind;
+	if (!k && (k = calloc(1, sizeof(*k))) != NULL) {
+		k->fs = fs;
+		if (commit_slot_start_locked(&k->t, fs, &npy_kind_desc, k) != 0) {
+			free(k);
+			k = NULL;
+		} else {
+			fs->npy_kind = k;
+		}
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (!k)
+		return;
+	pthread_mutex_lock(&k->t.mu);
+	s->knext = k->open;
+	k->open = s;
+	s->listed = true;
+	s->kind = k;
+	pthread_mutex_unlock(&k->t.mu);
+}
+
+/* s's every byte is in (no lock held): counted, due NPY_IDLE_MS later. */
+static void kind_mark(struct npy_stream *s)
+{
+	struct npy_kind *k = s->kind;
+
+	if (!k)
+		return;
+	pthread_mutex_lock(&k->t.mu);
+	if (s->listed && !s->counted) {
+		s->counted = true;
+		k->complete++;
+		commit_changed(&k->t, k->complete == 1);
+	}
+	pthread_mutex_unlock(&k->t.mu);
+}
+
+/* s out of its kind before it is freed (release, demote): the kind's
+ * commit, under t.mu, then no longer sees it. */
+static void kind_leave(struct npy_stream *s)
+{
+	struct npy_kind *k = s->kind;
+
+	if (!k)
+		return;
+	pthread_mutex_lock(&k->t.mu);
+	for (struct npy_stream **pp = &k->open; s->listed && *pp; pp = &(*pp)->knext)
+		if (*pp == s) {
+			*pp = s->knext;
+			if (s->counted)
+				k->complete--;
+			s->listed = s->counted = false;
+			break;
+		}
+	pthread_mutex_unlock(&k->t.mu);
+	s->kind = NULL;
+}
+
+void npy_kind_stop(h5fs *fs)
+{
+	struct npy_kind *k;
+
+	pthread_mutex_lock(&fs->lock);
+	k = fs->npy_kind;
+	fs->npy_kind = NULL;
+	pthread_mutex_unlock(&fs->lock);
+	if (!k)
+		return;
+	/* (no request left: complete streams still open made now, before
+	 * the unmount's last sync; the others are given up by their
+	 * release, setup.c handles_free) */
+	pthread_mutex_lock(&k->t.mu);
+	kind_make(k);
+	for (struct npy_stream *s = k->open; s; s = s->knext) {
+		s->listed = s->counted = false;
+		s->kind = NULL;
+	}
+	k->open = NULL;
+	k->complete = 0;
+	pthread_mutex_unlock(&k->t.mu);
+	commit_slot_stop(&k->t);
+	free(k);
+}
 
 void npy_pending_add(h5fs *fs, uint64_t addr, uint64_t group, uint64_t parent, const char *name)
 {
@@ -101,6 +259,7 @@ struct npy_stream *npy_stream_take(h5fs *fs, uint64_t addr, struct gen *g)
 		s->g = g;
 		gen_hold(g);
 		pthread_mutex_init(&s->mu, NULL);
+		kind_join(fs, s);
 	} else {
 		free(p->name);
 	}
@@ -135,7 +294,7 @@ static int fail(h5fs *fs, struct npy_stream *s, int e, const char *why)
 
 /* FILE's lock for the stream, taken on the current generation when it is
  * the version of FILE the placeholder was made in (opened anew without a
- * change, member/write.c wfile_follow), else ESTALE: another program
+ * change, behind/write.c wfile_follow), else ESTALE: another program
  * changed FILE since (logged). */
 static int begin(h5fs *fs, struct npy_stream *s)
 {
@@ -159,64 +318,6 @@ static int begin(h5fs *fs, struct npy_stream *s)
 
 #define FORTRAN_MAX ((uint64_t)256 << 20)
 
-/* The Fortran-ordered data (first axis fastest) in C order (last axis
- * fastest) into out. */
-static void to_c_order(uint8_t *out, const uint8_t *in, const npy_header *h)
-{
-	uint64_t idx[NPY_MAX_RANK] = { 0 }, cstride[NPY_MAX_RANK], c = 0;
-	size_t es = h->itemsize;
-
-	cstride[h->rank - 1] = 1;
-	for (unsigned i = h->rank - 1; i-- > 0;)
-		cstride[i] = cstride[i + 1] * h->shape[i + 1];
-	for (uint64_t k = 0; k < h->nelmts; k++) {
-		memcpy(out + c * es, in + k * es, es);
-		/* the next Fortran index: the first axis moves fastest */
-		for (unsigned i = 0; i < h->rank; i++) {
-			c += cstride[i];
-			if (++idx[i] < h->shape[i])
-				break;
-			c -= cstride[i] * h->shape[i];
-			idx[i] = 0;
-		}
-	}
-}
-
-/* UCS-4 code points (n, in the stream's byte order; numpy pads with
- * NULs: those at the end are no characters) as UTF-8 into out (4 bytes a
- * point at most): its length, or -1 for a point no UTF-8 holds. */
-static long utf8_of(char *out, const uint8_t *in, size_t n, bool big)
-{
-	size_t len = 0, end = n;
-
-	while (end && !in[4 * (end - 1)] && !in[4 * (end - 1) + 1] && !in[4 * (end - 1) + 2] && !in[4 * (end - 1) + 3])
-		end--;
-	for (size_t i = 0; i < end; i++) {
-		const uint8_t *p = in + 4 * i;
-		uint32_t c = big ? (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]
-				 : (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0];
-
-		if (c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
-			return -1;
-		if (c < 0x80) {
-			out[len++] = (char)c;
-		} else if (c < 0x800) {
-			out[len++] = (char)(0xC0 | c >> 6);
-			out[len++] = (char)(0x80 | (c & 0x3F));
-		} else if (c < 0x10000) {
-			out[len++] = (char)(0xE0 | c >> 12);
-			out[len++] = (char)(0x80 | ((c >> 6) & 0x3F));
-			out[len++] = (char)(0x80 | (c & 0x3F));
-		} else {
-			out[len++] = (char)(0xF0 | c >> 18);
-			out[len++] = (char)(0x80 | ((c >> 12) & 0x3F));
-			out[len++] = (char)(0x80 | ((c >> 6) & 0x3F));
-			out[len++] = (char)(0x80 | (c & 0x3F));
-		}
-	}
-	return (long)len;
-}
-
 /* A unicode array (in C order in s->fbuf) as h5py's variable-length
  * UTF-8 strings: the strings into new global heap collections, their
  * elements to the writer (write/dset_vstr.c). */
@@ -232,7 +333,7 @@ static int put_unicode(struct npy_stream *s)
 	if (!text || !str || !len)
 		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
 	for (size_t i = 0; rc == 0 && i < n; i++) {
-		long l = utf8_of(text + at, s->fbuf + i * s->h.itemsize, chars, s->h.big_endian);
+		long l = npy_utf8_of(text + at, s->fbuf + i * s->h.itemsize, chars, s->h.big_endian);
 
 		if (l < 0)
 			rc = h5_err_set(H5_ERR_INVAL, "element %zu holds a code point no UTF-8 string holds", i);
@@ -272,7 +373,7 @@ static int put(struct npy_stream *s, uint64_t off, const void *buf, size_t len)
 	if (s->h.fortran) {
 		if (!(c = malloc(s->h.nbytes)))
 			return h5_err_set(H5_ERR_NOMEM, "out of memory");
-		to_c_order(c, s->fbuf, &s->h);
+		npy_to_c_order(c, s->fbuf, &s->h);
 		free(s->fbuf);
 		s->fbuf = c;
 	}
@@ -425,11 +526,16 @@ parsed:
 
 int npy_write(h5fs *fs, struct npy_stream *s, const char *buf, size_t size, off_t off)
 {
+	bool complete;
 	int e;
 
 	pthread_mutex_lock(&s->mu);
 	e = do_write(fs, s, buf, size, off);
+	complete = e == 0 && s->known && !s->done && !s->err && !h5_dset_writer_missing(s->dw);
 	pthread_mutex_unlock(&s->mu);
+	/* (after s->mu: the kind's commit takes t.mu, then s->mu) */
+	if (complete)
+		kind_mark(s);
 	return e;
 }
 
@@ -455,6 +561,7 @@ int npy_set_mtime(h5fs *fs, struct npy_stream *s, int64_t sec)
 
 void npy_demote(h5fs *fs, struct npy_stream *s, uint8_t **head, size_t *hlen)
 {
+	kind_leave(s);
 	h5fs_log(fs, LOG_INFO, "%s: %s: kept as bytes (a uint8 dataset of that name)", show_path(s->name), s->why);
 	/* in a netCDF-4 file, bytes on a new unlimited dimension, as create
 	 * makes a copied file's (link.c) */
@@ -621,7 +728,7 @@ int npy_flush(h5fs *fs, struct npy_stream *s, bool closing)
 	placeholder_gone(fs, s, made);
 	/* the replaced array's storage, freed once nothing reads it */
 	if (gone)
-		member_gone_keep(fs, s->g, s->g->f, old, gone);
+		gone_keep(fs, s->g, s->g->f, old, gone);
 	gone = NULL;
 	settle = true;
 out:
@@ -644,6 +751,7 @@ out:
 /* The last close: a stream that did not end makes nothing. */
 void npy_release(h5fs *fs, struct npy_stream *s)
 {
+	kind_leave(s);
 	(void)npy_flush(fs, s, false);
 	if (!s->done && !s->err && !s->known && s->hlen == 0) {
 		/* touch NAME.npy: an empty file, the placeholder (an empty uint8

@@ -2,7 +2,7 @@
  * were told are written (issue 53; man h5fs MODIFYING): a write inside a
  * dataset is kept by its handle's overwriter until a commit (member/
  * overwrite.c), and is answered before it is applied (write-behind,
- * member/write.c); a read of those bytes, through any descriptor, must
+ * behind/write.c); a read of those bytes, through any descriptor, must
  * show them all the same. A read of a node with write handles therefore
  * waits until every write answered before it came is applied (its
  * ticket), holds the queue's apply lock while its answer is made (no
@@ -14,7 +14,7 @@
  * No deadlock with the kernel's page locks: a reader may hold the pages
  * it reads locked while it waits here, so nothing holding a ticket or the
  * apply lock drops pages - a commit's page drop is done after both are
- * let go (member/overwrite.c ow_refresh, ow_pages_settle). Lock order:
+ * let go (behind/overwrite.c ow_refresh, ow_pages_settle). Lock order:
  * apply, then q->mu, then fs->lock (as wfile_hold: q->mu, then FILE's
  * lock); the answer is then made under n->lk taking no other. */
 #include "wstate.h"

@@ -267,7 +267,7 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	/* FILE free now (else EBUSY, logged), n as FILE is now (a live
 	 * mount follows another program's change first): the first write
 	 * takes the lock again. Attributes accepted before are committed
-	 * first (member/xbatch.c). */
+	 * first (behind/xbatch.c). */
 	commit_barrier(fs, COMMIT_ATTRS);
 	rc = commit_begin(NULL, fs, NULL, COMMIT_FILE, NULL);
 	if (rc)
@@ -289,9 +289,9 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	rc = u.f != fs->f ? EROFS : n->type == NT_FILE && n->ds ? 0 : EPERM;
 	pthread_rwlock_unlock(&n->lk);
 	/* O_TRUNC (cat x > d, cp x d): the dataset emptied, the new bytes
-	 * then its rows (member/truncate.c) */
+	 * then its rows (behind/truncate.c) */
 	if (!rc && (fi->flags & O_TRUNC))
-		rc = member_resize_undoable(fs, n, &u, 0, &undo, "open with O_TRUNC");
+		rc = trunc_resize_undoable(fs, n, &u, 0, &undo, "open with O_TRUNC");
 	if (!rc && !(w = calloc(1, sizeof(*w)))) {
 		h5_dataset_empty_done(u.f, &undo);
 		rc = ENOMEM;
@@ -304,7 +304,7 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	w->g = u.g;             /* (the use's reference, kept) */
 	u.g = NULL;
 	w->undo = undo;
-	/* bytes inside the dataset (member/overwrite.c), rows after its end */
+	/* bytes inside the dataset (behind/overwrite.c), rows after its end */
 	/* O_APPEND only appends: no overwriter (its refusal is the append's) */
 	e = fi->flags & O_APPEND ? EPERM : ow_open(fs, n, &w->ow);
 	rc = h5_append_open(&w->a, u.f, u.addr);
@@ -330,7 +330,7 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	w->npy = npy_stream_take(fs, n->addr, w->g);
 	/* Opened to read and write (a shared writable mapping needs both:
 	 * numpy.memmap's default r+), a dataset is written through the page
-	 * cache (member/overwrite.c), as its read handles read it; one that
+	 * cache (behind/overwrite.c), as its read handles read it; one that
 	 * grows too (wq_attach says why).
 	 * Write-only descriptors (dd, cat >>, shell redirections) bypass it
 	 * and save the kernel a copy of every byte (1 GiB of dd: 0.24-0.46x

@@ -32,7 +32,7 @@
  * get EIO, the unmount exits 1). FILE's lock is held from the first
  * create to the commit, as for appended rows.
  */
-#include "member.h"
+#include "commit.h"
 #include "batch.h"
 #include "handle.h"
 

@@ -94,7 +94,7 @@ static int do_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	return rc < 0 ? h5err_logged(fs, rc, "append", w->n->path, NULL, w->n->addr) : e;
 }
 
-int member_flush(void *r, uint64_t ino, struct fuse_file_info *fi)
+int behind_flush(void *r, uint64_t ino, struct fuse_file_info *fi)
 {
 	struct wfile *w = wfile_of(fi);
 	int e = do_flush(r, w, ino);
@@ -167,7 +167,7 @@ void wfile_show(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 
 /* The handle's rows, then what setfattr, mkdir, ... committed (xbatch
  * included), and the errno of a change answered earlier and lost. */
-int member_fsync(void *r, uint64_t ino, struct fuse_file_info *fi)
+int behind_fsync(void *r, uint64_t ino, struct fuse_file_info *fi)
 {
 	int err = wfile_fsync(r, wfile_of(fi), ino), e2 = fs_writable(r) ? fs_meta_sync(r) : 0;
 
@@ -269,7 +269,7 @@ void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	/* cp or `cat x >` over the dataset: a failure its caller was told
 	 * of (or that only this release met) puts the old rows back */
 	if (w->undo.valid && (w->err || rc < 0 || __atomic_load_n(&w->failed, __ATOMIC_RELAXED)))
-		member_unempty(fs, w->n, ino, w->g, &w->undo);
+		trunc_unempty(fs, w->n, ino, w->g, &w->undo);
 	else if (w->undo.valid)
 		h5_dataset_empty_done(w->g->f, &w->undo);   /* the old chunks freed */
 	ow_pages_settle(fs, w->n, ino);

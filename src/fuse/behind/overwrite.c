@@ -6,7 +6,7 @@
  * overwrite.c), which keeps them in memory; they are committed in one
  * ordered commit at close (flush) and fsync (msync), durably, and -
  * without fsync - whenever 64 MiB wait (H5FS_OVERWRITE_COMMIT_BYTES),
- * (the write descriptors' kind, member/idle.c), keeping a trailing
+ * (the write descriptors' kind, behind/idle.c), keeping a trailing
  * partial element back for the rest of it (bytes the
  * engine wrote in place at once, whole elements of contiguous storage,
  * count for none of it: they wait only to be made durable). After a
@@ -21,15 +21,16 @@
  * the new bytes before FILE does, which is right; a page the kernel did
  * not hold whole (a write of part of it) is read from us when next
  * wanted, and answered with FILE's bytes under the bytes the node's write
- * handles keep (member/pending.c, issue 53). A commit's page drop waits
+ * handles keep (behind/pending.c, issue 53). A commit's page drop waits
  * until its caller holds no ticket and no apply lock (ow_pages_settle):
  * a WRITE handler's pages, or a reader's, may be locked by the kernel
  * while it waits for those.
  * Write-only handles use direct_io
- * (member/write.c): the kernel caches none of their bytes, and their
+ * (behind/write.c): the kernel caches none of their bytes, and their
  * commit drops the pages read handles may hold, after (above). */
-#include "member.h"
+#include "commit.h"
 #include "handle.h"
+#include "tail.h"
 
 int ow_open(h5fs *fs, struct node *n, h5_overwriter **out)
 {
@@ -78,7 +79,7 @@ static void ow_refresh(h5fs *fs, struct node *n, fuse_ino_t ino, bool pages)
 	/* The pages are dropped after (ow_pages_settle), once the caller holds
 	 * neither its ticket nor the apply lock: a page-cached writer of the
 	 * node may hold a page locked while its write waits for those, and so
-	 * may a reader (member/pending.c: a read waits for the writes answered
+	 * may a reader (behind/pending.c: a read waits for the writes answered
 	 * before it) - dropping them here would wait forever. */
 	if (pages)
 		__atomic_store_n(&n->pages_stale, true, __ATOMIC_RELEASE);
