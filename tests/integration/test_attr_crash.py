@@ -157,10 +157,11 @@ NEWFILE_OPS_LATEST = [
     "newfiles\t/g\tq\t1\t70000",
 ]
 # /g in dense storage (its 9th link), then batches into it: one load, the
-# store written anew once, one commit (link_dense.c dense_insert_many):
-# all of a batch or none
+# store written anew once, one commit (link_dense.c dense_insert_many,
+# dense_remove_many for rmdir's batch): all of a batch or none
 NEWFILE_OPS_DENSE = ["mkdir\t/g\tm%02d" % i for i in range(9)] + [
     "newfiles\t/g\tf\t12\t3000",
+    "rmdirs\t/g\tm01,m05,m02",
     "newfiles\t/g\tq\t2\t70000",
 ]
 

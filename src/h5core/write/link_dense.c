@@ -27,6 +27,7 @@
 typedef struct dense_edit {
 	const h5_link *link;            /* insert: the new link (insert_many: n of them) */
 	size_t n;
+	char *const *names;             /* remove_many: n of them */
 	const char *name, *newname;     /* remove, rename */
 	size_t name_len, newname_len;
 	bool replace;                   /* rename over newname */
@@ -82,6 +83,20 @@ static int edit_insert_many(h5_file *f, h5_dense_set *s, h5_linfo *li, const den
 
 		rc = e->link[i].type == H5_LINK_HARD ? edit_insert(f, s, li, &one) :
 						       h5_err_set(H5_ERR_INVAL, "a batch of links holds hard links only");
+	}
+	return rc;
+}
+
+/* The batch's removals (e->names, e->n of them), each as one removal. */
+static int edit_remove_many(h5_file *f, h5_dense_set *s, h5_linfo *li, const dense_edit *e)
+{
+	char *const *names = e->names;
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < e->n; i++) {
+		dense_edit one = { .name = names[i], .name_len = strlen(names[i]) };
+
+		rc = edit_remove(f, s, li, &one);
 	}
 	return rc;
 }
@@ -203,7 +218,7 @@ static int dense_change(h5_file *f, uint64_t group, uint64_t start, bool durable
 		rc = h5_dense_set_load(&s, f, H5_DENSE_LINKS, li.fheap_addr, li.name_bt2_addr, li.corder_bt2_addr);
 	if (rc == 0)
 		rc = fn(f, &s, &li, e);
-	if (rc == 0 && fn == edit_remove && s.n < min_dense(c.e.oh))
+	if (rc == 0 && (fn == edit_remove || fn == edit_remove_many) && s.n < min_dense(c.e.oh))
 		rc = h5_dense_set_to_header(&moved, &c, f, &s, idx, li.max_corder);
 	if (rc == 0 && !moved)
 		rc = h5_dense_set_switch(&c, f, &s, idx, li.max_corder);
@@ -286,6 +301,16 @@ static int dense_remove(h5_file *f, uint64_t group, const char *name, size_t nam
 	return dense_change(f, group, UINT64_MAX, durable, edit_remove, &e);
 }
 
+/* Many links removed in one change (the daemon's rmdir batch,
+ * h5_link_remove_batch): loaded once, written anew once (or moved back
+ * into the header below the minimum), one commit. */
+static int dense_remove_many(h5_file *f, uint64_t group, char *const *names, size_t n)
+{
+	dense_edit e = { .names = names, .n = n };
+
+	return dense_change(f, group, UINT64_MAX, false, edit_remove_many, &e);
+}
+
 static int dense_rename(h5_file *f, uint64_t group, const char *name, size_t name_len, const char *newname,
 			size_t newname_len, bool replace, bool durable)
 {
@@ -342,6 +367,7 @@ const h5_lstore_ops h5_lstore_dense = {
 	.insert_many = dense_insert_many,
 	.room_many = dense_room_many,
 	.remove = dense_remove,
+	.remove_many = dense_remove_many,
 	.rename = dense_rename,
 	.new_group = dense_new_group,
 	.move_down = dense_move_down,
