@@ -58,15 +58,6 @@ struct lb_item {
 struct lbatch {
 	h5fs *fs;
 	struct commit_slot t;           /* its timer (commit/sched.c); t.mu: the batch, held across its commit */
-	/* The names' own lock (a leaf: nothing is taken under it but in
-	 * drop_linked): every change of names, addrs, count, rm and nrm takes
-	 * it beside t.mu, and the lookups (lbatch_lookup, lbatch_removed)
-	 * take it alone, so that the kernel's LOOKUP before each mkdir or
-	 * rmdir does not wait for a commit in progress (issue 70 item 3: t.mu
-	 * is held across the commit). A name stays in the batch until after
-	 * its commit and the commits count moved (member/lookup.c looks at
-	 * FILE again then). */
-	pthread_mutex_t nmu;
 	struct use u;           /* the group, held (FILE's lock too) while pending */
 	char *path;             /* the group's, for log lines */
 	uint64_t pino;          /* the group's node (lbatch_forget) */
@@ -93,7 +84,6 @@ static void drop_linked(struct lbatch *lb, size_t done)
 {
 	size_t k = 0;
 
-	pthread_mutex_lock(&lb->nmu);
 	for (size_t i = 0; i < lb->count; i++) {
 		bool linked = i < done;
 
@@ -115,20 +105,17 @@ static void drop_linked(struct lbatch *lb, size_t done)
 		}
 	}
 	__atomic_store_n(&lb->count, k, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&lb->nmu);
 }
 
 /* The batch let go: its group and FILE's lock. */
 static void release_locked(h5fs *fs, struct lbatch *lb)
 {
-	pthread_mutex_lock(&lb->nmu);
 	for (size_t i = 0; i < lb->count; i++)
 		free(lb->names[i]);
 	for (size_t i = 0; i < lb->nrm; i++)
 		free(lb->rm[i]);
 	__atomic_store_n(&lb->nrm, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&lb->count, 0, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&lb->nmu);
 	lb->name_bytes = 0;
 	lb->room_n = 0;
 	lb->fails = 0;
@@ -191,14 +178,12 @@ static int commit_locked(h5fs *fs, struct lbatch *lb, bool last, bool timed)
 			uint64_t a = lb->addrs[n];
 			struct lb_item t = lb->items[n];
 
-			pthread_mutex_lock(&lb->nmu);
 			lb->names[n] = lb->names[i];
 			lb->addrs[n] = lb->addrs[i];
 			lb->items[n] = lb->items[i];
 			lb->names[i] = nm;
 			lb->addrs[i] = a;
 			lb->items[i] = t;
-			pthread_mutex_unlock(&lb->nmu);
 		}
 		n++;
 	}
@@ -264,12 +249,10 @@ static int commit_rm_locked(h5fs *fs, struct lbatch *lb, bool last)
 		 lb->nrm - 1, strerror(err), last || lb->fails + 1 >= LB_TRIES ? ", the removals are lost" :
 		 ", tried again later", h5_err_msg());
 	h5_err_clear();
-	pthread_mutex_lock(&lb->nmu);
 	for (size_t i = 0; i < done; i++)
 		free(lb->rm[i]);
 	memmove(lb->rm, lb->rm + done, (lb->nrm - done) * sizeof(*lb->rm));
 	__atomic_store_n(&lb->nrm, lb->nrm - done, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&lb->nmu);
 	if (last || ++lb->fails >= LB_TRIES || !lb->nrm) {
 		if (lb->nrm)
 			fs_lost_set(fs, err);
@@ -324,11 +307,9 @@ static struct lbatch *lbatch_get(h5fs *fs)
 	lb = fs->lb;
 	if (!lb && (lb = calloc(1, sizeof(*lb))) != NULL) {
 		lb->fs = fs;
-		pthread_mutex_init(&lb->nmu, NULL);
 		/* registered under fs->lock: no flush that follows its
 		 * first change misses it */
 		if (commit_slot_start_locked(&lb->t, fs, &lbatch_kind, lb) != 0) {
-			pthread_mutex_destroy(&lb->nmu);
 			free(lb);
 			lb = NULL;
 		} else {
@@ -421,21 +402,16 @@ int lbatch_create(h5fs *fs, struct node *p, const char *name, const h5_dset_new 
 	}
 	if (lb->count == lb->cap) {
 		size_t cap = lb->cap ? 2 * lb->cap : 64;
-		char **nv;
-		uint64_t *av;
-		struct lb_item *iv;
+		char **nv = realloc(lb->names, cap * sizeof(*nv));
+		uint64_t *av = nv ? realloc(lb->addrs, cap * sizeof(*av)) : NULL;
+		struct lb_item *iv = av ? realloc(lb->items, cap * sizeof(*iv)) : NULL;
 
-		pthread_mutex_lock(&lb->nmu);
-		nv = realloc(lb->names, cap * sizeof(*nv));
-		av = nv ? realloc(lb->addrs, cap * sizeof(*av)) : NULL;
-		iv = av ? realloc(lb->items, cap * sizeof(*iv)) : NULL;
 		if (nv)
 			lb->names = nv;
 		if (av)
 			lb->addrs = av;
 		if (iv)
 			lb->items = iv;
-		pthread_mutex_unlock(&lb->nmu);
 		if (!nv || !av || !iv) {
 			err = ENOMEM;
 			goto undo;
@@ -459,7 +435,6 @@ int lbatch_create(h5fs *fs, struct node *p, const char *name, const h5_dset_new 
 		free(nm);
 		goto undo;
 	}
-	pthread_mutex_lock(&lb->nmu);
 	lb->names[lb->count] = nm;
 	lb->addrs[lb->count] = addr;
 	/* busy until the dispatcher's open registered its handle (a new
@@ -468,7 +443,6 @@ int lbatch_create(h5fs *fs, struct node *p, const char *name, const h5_dset_new 
 	lb->items[lb->count] = (struct lb_item){ .busy = d != NULL };
 	lb->name_bytes += len;
 	__atomic_store_n(&lb->count, lb->count + 1, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&lb->nmu);
 	commit_changed(&lb->t, lb->count == 1);
 undo:
 	if (!lb->count && lb->path) {
@@ -511,19 +485,14 @@ int lbatch_rmdir(h5fs *fs, struct node *p, const char *name, uint64_t *target, i
 	}
 	if (lb->nrm == lb->rm_cap) {
 		size_t cap = lb->rm_cap ? 2 * lb->rm_cap : 64;
-		char **nv;
+		char **nv = realloc(lb->rm, cap * sizeof(*nv));
 
-		pthread_mutex_lock(&lb->nmu);
-		nv = realloc(lb->rm, cap * sizeof(*nv));
-		if (nv) {
-			lb->rm = nv;
-			lb->rm_cap = cap;
-		}
-		pthread_mutex_unlock(&lb->nmu);
 		if (!nv) {
 			err = ENOMEM;
 			goto undo;
 		}
+		lb->rm = nv;
+		lb->rm_cap = cap;
 	}
 	/* the space the batch's removal commit may take (its nodes anew),
 	 * held from now: a full disk refuses this rmdir, not the commit */
@@ -544,10 +513,8 @@ int lbatch_rmdir(h5fs *fs, struct node *p, const char *name, uint64_t *target, i
 		err = ENOMEM;
 		goto undo;
 	}
-	pthread_mutex_lock(&lb->nmu);
 	lb->rm[lb->nrm] = nm;
 	__atomic_store_n(&lb->nrm, lb->nrm + 1, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&lb->nmu);
 	commit_changed(&lb->t, lb->nrm == 1);
 undo:
 	if (!lb->nrm && !lb->count && lb->path) {
@@ -569,10 +536,10 @@ bool lbatch_removed(h5fs *fs, h5_file *f, uint64_t group, const char *name, size
 
 	if (!lb || !__atomic_load_n(&lb->nrm, __ATOMIC_ACQUIRE))
 		return false;
-	pthread_mutex_lock(&lb->nmu);
+	pthread_mutex_lock(&lb->t.mu);
 	for (size_t i = 0; lb->nrm && lb->u.f == f && lb->u.addr == group && i < lb->nrm && !found; i++)
 		found = strncmp(lb->rm[i], name, len) == 0 && lb->rm[i][len] == '\0';
-	pthread_mutex_unlock(&lb->nmu);
+	pthread_mutex_unlock(&lb->t.mu);
 	return found;
 }
 
@@ -590,10 +557,10 @@ bool lbatch_lookup(h5fs *fs, h5_file *f, uint64_t group, const char *name, uint6
 
 	if (!lb || !__atomic_load_n(&lb->count, __ATOMIC_ACQUIRE))
 		return false;
-	pthread_mutex_lock(&lb->nmu);
+	pthread_mutex_lock(&lb->t.mu);
 	if (lb->count && lb->u.f == f && lb->u.addr == group)
 		found = pending_locked(lb, name, addr);
-	pthread_mutex_unlock(&lb->nmu);
+	pthread_mutex_unlock(&lb->t.mu);
 	return found;
 }
 
@@ -611,12 +578,10 @@ int lbatch_forget(h5fs *fs, h5_file *f, uint64_t addr, char **name, uint64_t *pi
 		*name = lb->names[i];
 		*pino = lb->pino;
 		lb->name_bytes -= strlen(lb->names[i]);
-		pthread_mutex_lock(&lb->nmu);
 		memmove(&lb->names[i], &lb->names[i + 1], (lb->count - i - 1) * sizeof(*lb->names));
 		memmove(&lb->addrs[i], &lb->addrs[i + 1], (lb->count - i - 1) * sizeof(*lb->addrs));
 		memmove(&lb->items[i], &lb->items[i + 1], (lb->count - i - 1) * sizeof(*lb->items));
 		__atomic_store_n(&lb->count, lb->count - 1, __ATOMIC_RELEASE);
-		pthread_mutex_unlock(&lb->nmu);
 		h5_dataset_loose_drop(f, addr);
 		if (!lb->count)
 			release_locked(fs, lb);
@@ -665,6 +630,5 @@ void lbatch_stop(h5fs *fs)
 	free(lb->addrs);
 	free(lb->items);
 	free(lb->rm);
-	pthread_mutex_destroy(&lb->nmu);
 	free(lb);
 }
