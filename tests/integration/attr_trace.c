@@ -146,6 +146,18 @@ static int newfiles(h5_file *f, uint64_t group, const char *prefix, unsigned n, 
 	return rc;
 }
 
+/* "rmdirs": empty groups (names split at commas) removed in one batch,
+ * as the daemon's rmdir batch does (member/lbatch.c, h5_link_remove_batch) */
+static int rmdirs(h5_file *f, uint64_t group, char *list)
+{
+	char *names[64], *save = NULL;
+	size_t n = 0, done = 0;
+
+	for (char *t = strtok_r(list, ",", &save); t && n < 64; t = strtok_r(NULL, ",", &save))
+		names[n++] = t;
+	return h5_link_remove_batch(&done, f, group, names, n);
+}
+
 /* "rm": a dataset's last link removed, what it stored freed at once (no
  * descriptor reads it: member/link.c gone_keep) */
 static int rm_dataset(h5_file *f, uint64_t group, const char *name)
@@ -259,6 +271,8 @@ int main(int argc, char **argv)
 			rc = h5_obj_mtime_set(f, addr, strtoll(fl[2], NULL, 10));
 		else if (strcmp(fl[0], "bytes") == 0 && n == 3)
 			rc = bytes_dset(f, addr, fl[2]);
+		else if (strcmp(fl[0], "rmdirs") == 0 && n == 3)
+			rc = rmdirs(f, addr, fl[2]);
 		else if (strcmp(fl[0], "newfiles") == 0 && n == 5)
 			rc = newfiles(f, addr, fl[2], (unsigned)strtoul(fl[3], NULL, 10), strtoull(fl[4], NULL, 10));
 		else if (strcmp(fl[0], "strs") == 0 && n == 4)

@@ -156,6 +156,14 @@ NEWFILE_OPS_LATEST = [
     "newfiles\t/\tr\t1\t0",
     "newfiles\t/g\tq\t1\t70000",
 ]
+# /g in dense storage (its 9th link), then batches into it: one load, the
+# store written anew once, one commit (link_dense.c dense_insert_many,
+# dense_remove_many for rmdir's batch): all of a batch or none
+NEWFILE_OPS_DENSE = ["mkdir\t/g\tm%02d" % i for i in range(9)] + [
+    "newfiles\t/g\tf\t12\t3000",
+    "rmdirs\t/g\tm01,m05,m02",
+    "newfiles\t/g\tq\t2\t70000",
+]
 
 # modification times set (utimens through the mount, issue 47:
 # write/obj_time.c): a v1 header without a place gets a Modification
@@ -671,6 +679,7 @@ def part_dsets(work, rng):
     total += run_case(work, "latest.h5", rng, DSET_OPS, None)
     total += run_case(work, "default.h5", rng, NEWFILE_OPS, None)
     total += run_case(work, "latest.h5", rng, NEWFILE_OPS_LATEST, None)
+    total += run_case(work, "latest.h5", rng, NEWFILE_OPS_DENSE, None)
     WITH_TIMES[0] = True
     try:
         total += run_case(work, "default.h5", rng, TIME_OPS, None)

@@ -4,7 +4,7 @@
 linked later, with the other new files of its group, in one commit.
 
 On an h5py-default file (symbol-table groups: one commit a batch) and a
-libver="latest" one (compact, then dense storage: a commit a link):
+libver="latest" one (compact storage: a commit a link; then dense: one a batch):
 - `cp -r` of 300 small files (0 to 70,000 bytes: empty, one chunk, two)
   into a group: each reads back right after its copy (cat through the
   mount), stat shows its size, a create of a pending name with O_EXCL is

@@ -620,6 +620,22 @@ static void loose_groups(const char *hpath)
 	h5_err_clear();
 	ck_assert_int_eq(h5_group_rmdir_check(&t, f, g, "nope"), H5_ERR_NOTFOUND);
 	h5_err_clear();
+	/* a batch holding a name the group has: refused whole (a dense
+	 * group's one commit, a symbol table's), nothing of it linked */
+	{
+		char *dup[2] = { "fresh", "l07" };
+		uint64_t da[2];
+
+		ck_assert_int_eq(h5_group_create_loose(&da[0], f, g), 0);
+		ck_assert_int_eq(h5_group_create_loose(&da[1], f, g), 0);
+		ck_assert_int_eq(h5_link_insert_batch(&done, f, g, dup, da, 2), H5_ERR_INVAL);
+		h5_err_clear();
+		ck_assert_uint_eq(done, 0);
+		ck_assert_int_eq(h5_group_lookup(&l, f, g, "fresh"), H5_ERR_NOTFOUND);
+		h5_err_clear();
+		h5_dataset_loose_drop(f, da[0]);
+		h5_dataset_loose_drop(f, da[1]);
+	}
 	ck_assert_int_eq(h5_link_remove_batch(&done, f, g, names, 30), 0);
 	ck_assert_uint_eq(done, 30);
 	h5_file_close(f);
@@ -647,7 +663,7 @@ START_TEST(group_batches)
 	snprintf(hpath, sizeof(hpath), "%s/old.h5", dir);
 	loose_groups(hpath);     /* symbol table: one commit a batch */
 	snprintf(hpath, sizeof(hpath), "%s/f.h5", dir);
-	loose_groups(hpath);     /* compact, then dense: one commit a link */
+	loose_groups(hpath);     /* compact (a commit a link), then dense (one a batch) */
 	test_py_rmdir(dir);
 }
 END_TEST

@@ -221,8 +221,13 @@ int h5_dense_set_load(h5_dense_set *s, h5_file *f, h5_dense_kind kind, uint64_t 
 
 size_t h5_dense_set_find(const h5_dense_set *s, const char *name, size_t name_len)
 {
+	/* the hash first: a batch of new names is looked for among all
+	 * (h5_link_insert_batch, 10,000 in one group) */
+	uint32_t h = s->n ? h5_dense_name_hash(name, name_len) : 0;
+
 	for (size_t i = 0; i < s->n; i++)
-		if (s->o[i].name && s->o[i].name_len == name_len && memcmp(s->o[i].name, name, name_len) == 0)
+		if (s->o[i].hash == h && s->o[i].name && s->o[i].name_len == name_len &&
+		    memcmp(s->o[i].name, name, name_len) == 0)
 			return i;
 	return SIZE_MAX;
 }

@@ -25,7 +25,9 @@
 #include "file_ws.h"
 
 typedef struct dense_edit {
-	const h5_link *link;            /* insert: the new link */
+	const h5_link *link;            /* insert: the new link (insert_many: n of them) */
+	size_t n;
+	char *const *names;             /* remove_many: n of them */
 	const char *name, *newname;     /* remove, rename */
 	size_t name_len, newname_len;
 	bool replace;                   /* rename over newname */
@@ -68,6 +70,35 @@ static int edit_remove(h5_file *f, h5_dense_set *s, h5_linfo *li, const dense_ed
 		return h5_err_set(H5_ERR_NOTFOUND, "no link \"%.*s\"", (int)e->name_len, e->name);
 	h5_dense_set_del(s, at);
 	return 0;
+}
+
+/* The batch's new hard links, each as one insert (its name checked
+ * against the store and the batch's names before it). */
+static int edit_insert_many(h5_file *f, h5_dense_set *s, h5_linfo *li, const dense_edit *e)
+{
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < e->n; i++) {
+		dense_edit one = { .link = &e->link[i] };
+
+		rc = e->link[i].type == H5_LINK_HARD ? edit_insert(f, s, li, &one) :
+						       h5_err_set(H5_ERR_INVAL, "a batch of links holds hard links only");
+	}
+	return rc;
+}
+
+/* The batch's removals (e->names, e->n of them), each as one removal. */
+static int edit_remove_many(h5_file *f, h5_dense_set *s, h5_linfo *li, const dense_edit *e)
+{
+	char *const *names = e->names;
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < e->n; i++) {
+		dense_edit one = { .name = names[i], .name_len = strlen(names[i]) };
+
+		rc = edit_remove(f, s, li, &one);
+	}
+	return rc;
 }
 
 /* As H5Lmove: the renamed link takes the next creation order. Replacing:
@@ -187,7 +218,7 @@ static int dense_change(h5_file *f, uint64_t group, uint64_t start, bool durable
 		rc = h5_dense_set_load(&s, f, H5_DENSE_LINKS, li.fheap_addr, li.name_bt2_addr, li.corder_bt2_addr);
 	if (rc == 0)
 		rc = fn(f, &s, &li, e);
-	if (rc == 0 && fn == edit_remove && s.n < min_dense(c.e.oh))
+	if (rc == 0 && (fn == edit_remove || fn == edit_remove_many) && s.n < min_dense(c.e.oh))
 		rc = h5_dense_set_to_header(&moved, &c, f, &s, idx, li.max_corder);
 	if (rc == 0 && !moved)
 		rc = h5_dense_set_switch(&c, f, &s, idx, li.max_corder);
@@ -212,11 +243,72 @@ static int dense_insert(h5_file *f, uint64_t group, const h5_link *l, uint64_t s
 	return dense_change(f, group, start, durable, edit_insert, &e);
 }
 
+/* Many new hard links in one change (the daemon's write-behind of new
+ * files, h5_link_insert_batch): the store loaded once, every name put,
+ * written anew once, one commit (all of them or none after a crash).
+ * One commit per name, as before, loaded and wrote the whole store for
+ * each: 10,000 creates in one directory (xfstests generic/471) took
+ * 149 s, against 4 s in a symbol-table group. */
+static int dense_insert_many(h5_file *f, uint64_t group, const h5_link *l, size_t n, uint64_t start)
+{
+	dense_edit e = { .link = l, .n = n };
+
+	return dense_change(f, group, start, false, edit_insert_many, &e);
+}
+
+typedef struct room_ud {
+	uint64_t total;
+} room_ud;
+
+static int room_add(uint64_t addr, uint64_t len, void *ud)
+{
+	(void)addr;
+	((room_ud *)ud)->total += len;
+	return 0;
+}
+
+/* What dense_insert_many of n names of name_bytes may take: the store
+ * anew (its heap and indexes hold the old links and the new ones; a heap
+ * grows by doubling its rows, so twice the old store and the new names'
+ * messages and records), and the group's header chunks copied (the
+ * commit's copy-on-write of its continuation chunks, below 64 KiB for any
+ * header h5fs writes). */
+static int dense_room_many(uint64_t *need, h5_file *f, uint64_t group, size_t n, uint64_t name_bytes)
+{
+	h5_ohdr *oh = NULL;
+	h5_linfo li = { 0 };
+	room_ud r = { 0 };
+	int rc = h5_ohdr_get(&oh, f, group);
+
+	for (size_t i = 0; rc == 0 && i < oh->nmsgs; i++)
+		if (oh->msgs[i].type == H5_MSG_LINFO && !(oh->msgs[i].flags & H5_MSG_FLAG_SHARED))
+			rc = h5_linfo_decode(&li, &f->fmt, oh->msgs[i].data, oh->msgs[i].size);
+	if (oh)
+		h5_ohdr_release(f, oh);
+	if (rc == 0 && h5_addr_defined(li.fheap_addr))
+		rc = h5_dense_blocks(f, H5_DENSE_LINKS, li.fheap_addr, li.name_bt2_addr, li.corder_bt2_addr, room_add,
+				     &r);
+	/* a link message: its name and at most 32 bytes more; 2 records of
+	 * at most 32 bytes, in nodes at least half full */
+	*need = 2 * (r.total + name_bytes + 32 * (uint64_t)n) + 2 * 2 * 32 * (uint64_t)n + ((uint64_t)64 << 10);
+	return rc;
+}
+
 static int dense_remove(h5_file *f, uint64_t group, const char *name, size_t name_len, bool durable)
 {
 	dense_edit e = { .name = name, .name_len = name_len };
 
 	return dense_change(f, group, UINT64_MAX, durable, edit_remove, &e);
+}
+
+/* Many links removed in one change (the daemon's rmdir batch,
+ * h5_link_remove_batch): loaded once, written anew once (or moved back
+ * into the header below the minimum), one commit. */
+static int dense_remove_many(h5_file *f, uint64_t group, char *const *names, size_t n)
+{
+	dense_edit e = { .names = names, .n = n };
+
+	return dense_change(f, group, UINT64_MAX, false, edit_remove_many, &e);
 }
 
 static int dense_rename(h5_file *f, uint64_t group, const char *name, size_t name_len, const char *newname,
@@ -272,7 +364,10 @@ static int dense_new_group(uint64_t *addr, h5_file *f, const h5_group_crt *crt)
 const h5_lstore_ops h5_lstore_dense = {
 	.name = "dense",
 	.insert = dense_insert,
+	.insert_many = dense_insert_many,
+	.room_many = dense_room_many,
 	.remove = dense_remove,
+	.remove_many = dense_remove_many,
 	.rename = dense_rename,
 	.new_group = dense_new_group,
 	.move_down = dense_move_down,

@@ -121,9 +121,9 @@ int h5_link_insert_new_locked(h5_file *f, uint64_t group, const char *name, size
 	return rc < 0 ? rc : insert(f, group, name, name_len, H5_LINK_HARD, addr, NULL, 0, start);
 }
 
-/* Without insert_many (compact, dense storage): one commit per link; a
- * dense store is written anew by each (its size bounded by what its
- * names and messages take: 64 KiB a link is far above h5fs's own). */
+/* Without room_many (compact storage): one commit per link (its size
+ * bounded by what its names and messages take: 64 KiB a link is far
+ * above h5fs's own). */
 #define ROOM_PER_LINK ((uint64_t)64 << 10)
 
 int h5_link_batch_room(uint64_t *need, h5_file *f, uint64_t group, size_t n, uint64_t name_bytes)
@@ -166,18 +166,17 @@ int h5_link_insert_batch(size_t *done, h5_file *f, uint64_t group, char *const *
 	pthread_mutex_lock(&f->write_lock);
 	/* the stage covers every loose object's space, from the first */
 	start = ws->nloose ? ws->loose_start : h5_space_end(f);
-	rc = h5_lstore_at(&ops, f, group);
-	if (rc == 0 && ops->insert_many) {
-		rc = ops->insert_many(f, group, l, n, start);
-		if (rc == 0)
-			*done = n;
-	} else {
-		/* one commit each; the form may change on the way (a full
-		 * compact group goes dense with its next link) */
-		for (size_t i = 0; rc == 0 && i < n; i++) {
-			rc = i ? h5_lstore_at(&ops, f, group) : 0;
+	/* one commit each where the form has no insert_many (compact); the
+	 * form may change on the way (a full compact group goes dense with
+	 * its next link), the rest then in one commit */
+	while (rc == 0 && *done < n) {
+		rc = h5_lstore_at(&ops, f, group);
+		if (rc == 0 && ops->insert_many) {
+			rc = ops->insert_many(f, group, l + *done, n - *done, start);
 			if (rc == 0)
-				rc = ops->insert(f, group, &l[i], start, false);
+				*done = n;
+		} else if (rc == 0) {
+			rc = ops->insert(f, group, &l[*done], start, false);
 			if (rc == 0)
 				++*done;
 		}
