@@ -147,6 +147,8 @@ def main():
                 T.stop_process(p)
             m.stop()
         out = m.output()
+        if m.busy:
+            T.fail("%s: fusermount3 -u after the fault: %s" % (tag, m.busy))
         lost = "lost" in out and "returned to the program" not in out.split("lost", 1)[1][:60]
         if lost and not m.returncode:
             T.fail("%s: a change was logged lost, yet unmount exits 0" % tag)

@@ -306,6 +306,8 @@ def faults(wd):
                                      lambda: os.mkdir(os.path.join(mnt, "late")), errno.EIO)
             finally:
                 m.stop()
+            if m.busy:
+                T.fail("%s: fusermount3 -u after the fault: %s" % (what, m.busy))
             try:
                 have = attrs(h5, "g")
             except (OSError, KeyError) as e:

@@ -8,8 +8,9 @@ NAME), `sed -i` (a temporary file renamed over the name), `cp` over a
 dataset (O_TRUNC, new rows) - each run on a mount whose daemon has
 fault_shim.so preloaded: the Nth pwrite, or the Nth fsync, of FILE fails
 once with EIO (H5FS_FAULT_ONCE), for every N until the replacement
-succeeds. Each time: when the program reported an error, FILE (after
-unmount, read by h5py) holds the old object byte for byte; when it did
+succeeds. Each time `fusermount3 -u` is not refused as busy (issue 71),
+and when the program reported an error, FILE (after unmount, read by
+h5py) holds the old object byte for byte; when it did
 not, the new one; never neither, never a temporary left. After the
 failure the same mount still makes a group (the error reached its
 program: the mount is not poisoned) and unmount exits 0 unless an
@@ -106,6 +107,8 @@ def sweep(work, libver, kind, op):
         finally:
             m.stop()
         log = m.output()
+        if m.busy:
+            T.fail("%s %s %s N=%d: fusermount3 -u after the fault: %s" % (libver, kind, op, n, m.busy))
         got = state(h5, kind)
         what = "%s %s %s N=%d" % (libver, kind, op, n)
         want = "old" if err else "new"

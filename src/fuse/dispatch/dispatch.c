@@ -260,7 +260,12 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	/* libfuse wants the max_read mount option (main.c) repeated here */
 	if (m->cfg.max_read)
 		conn->max_read = m->cfg.max_read;
-	/* conn->max_readahead starts at the kernel's maximum: keep it. */
+	/* conn->max_readahead starts at what the kernel offered (the mount's
+	 * read_ahead_kb when it sent INIT, at mount time); the kernel keeps the
+	 * smaller of this reply and the value now, which main.c raised before
+	 * the session loop (startup_raise_readahead): ask for that window */
+	if (conn->max_readahead < H5FS_READAHEAD_KB(m->cfg.max_read) * 1024u)
+		conn->max_readahead = H5FS_READAHEAD_KB(m->cfg.max_read) * 1024u;
 	/* Reads of plain bytes are answered by splicing FILE's pages into
 	 * the reply (op_read): no copy through our memory. */
 	if (conn->capable & FUSE_CAP_SPLICE_WRITE)

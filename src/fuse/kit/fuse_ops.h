@@ -27,6 +27,17 @@
 
 typedef struct h5fs h5fs;
 
+/* The kernel reads a FUSE file ahead in windows of the mount's
+ * read_ahead_kb (its backing_dev_info, "0:MINOR"), 128 KiB by default;
+ * INIT's reply can only lower that (the kernel keeps the smaller of the
+ * two). So a sequential reader costs a request per 128 KiB, and we see one
+ * chunk at a time. A window of 4 requests of max_read bytes means 8 times
+ * fewer requests and several in flight, which our threads serve in
+ * parallel: the daemon writes it between the mount and INIT
+ * (startup_raise_readahead) and INIT's reply repeats it (op_init). Only
+ * root may write it; for anyone else the default stays. */
+#define H5FS_READAHEAD_KB(max_read) (4u * ((max_read) / 1024u))
+
 /* -o idle_commit's default, seconds */
 #define H5FS_IDLE_COMMIT_DEFAULT 5
 

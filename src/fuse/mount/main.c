@@ -50,79 +50,8 @@
 #endif
 
 
-/* The kernel reads a FUSE file ahead in windows of the mount's
- * read_ahead_kb (its backing_dev_info, "0:MINOR"), 128 KiB by default -
- * and the INIT reply can only lower that - so a sequential reader costs a
- * request per 128 KiB, and we see one chunk at a time. A window of
- * H5FS_READAHEAD_REQS requests of max_read bytes means 8 times fewer
- * requests and several in flight, which our threads serve in parallel.
- * Only root may write it; for anyone else this quietly does nothing. */
-#define H5FS_READAHEAD_REQS 4
-
 /* 1000 KiB (see where it is used) */
 #define H5FS_MAX_READ 1024000u
-
-struct ra_arg {
-	char *mnt;
-	unsigned kb;
-};
-
-/* Thread: raise read_ahead_kb once the mount answers. stat() of our own
- * mountpoint returns only after the kernel processed our INIT reply (which
- * would have reset the value), and gives the device number. */
-static void *raise_readahead(void *arg)
-{
-	struct ra_arg *a = arg;
-	char path[80];
-	struct stat st;
-	unsigned long cur = 0;
-	FILE *fp;
-
-	if (stat(a->mnt, &st) != 0)
-		goto out;
-	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", major(st.st_dev), minor(st.st_dev));
-	fp = fopen(path, "re");
-	if (!fp)
-		goto out;
-	if (fscanf(fp, "%lu", &cur) != 1)
-		cur = 0;
-	fclose(fp);
-	if (cur >= a->kb)
-		goto out;
-	fp = fopen(path, "we");
-	if (fp) {
-		fprintf(fp, "%u\n", a->kb);
-		fclose(fp);
-	}
-out:
-	free(a->mnt);
-	free(a);
-	return NULL;
-}
-
-static void start_raise_readahead(const char *mountpoint, unsigned max_read)
-{
-	pthread_attr_t at;
-	pthread_t t;
-	struct ra_arg *a = calloc(1, sizeof(*a));
-
-	if (!a || !(a->mnt = strdup(mountpoint))) {
-		free(a);
-		return;
-	}
-	a->kb = H5FS_READAHEAD_REQS * (max_read / 1024);
-	if (a->kb == 0 || pthread_attr_init(&at) != 0) {
-		free(a->mnt);
-		free(a);
-		return;
-	}
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&t, &at, raise_readahead, a) != 0) {
-		free(a->mnt);
-		free(a);
-	}
-	pthread_attr_destroy(&at);
-}
 
 /* "fsname=PATH" with ',' and '\\' escaped as libfuse's option parser expects. */
 static char *fsname_opt(const char *path)
@@ -518,6 +447,11 @@ static int run(struct daemon *D)
 		return ret;
 	}
 	D->mounted = 1;
+	/* now, before the session loop answers INIT: from /proc/self/mountinfo,
+	 * not a stat() of the mountpoint from a thread - a path walk into the
+	 * mount, which holds it: an unmount right after the mount (a short
+	 * script, a test under load) failed with EBUSY */
+	startup_raise_readahead(D->copts.mountpoint, H5FS_READAHEAD_KB(D->cfg.max_read));
 	rc = initio_attach(D->se);
 	if (rc != 0)
 		h5fs_log_cfg(&D->cfg, LOG_NOTICE, "cannot ask the kernel for mappings of direct_io files (%s): "
@@ -551,7 +485,6 @@ static int run(struct daemon *D)
 		return TOOL_EXIT_RUNTIME;
 	}
 	h5fs_log_cfg(&D->cfg, LOG_INFO, "%s mounted at %s", D->abs ? D->abs : D->cli.file, D->copts.mountpoint);
-	start_raise_readahead(D->copts.mountpoint, D->cfg.max_read);
 	if (D->copts.singlethread) {
 		rc = fuse_session_loop(D->se);
 	} else {

@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
+#include <sys/types.h>
 
 /* /proc/self/mountinfo's octal escapes (\040 for a space...) undone in place. */
 static void unescape_mnt(char *s)
@@ -32,19 +34,25 @@ static void unescape_mnt(char *s)
 	*o = 0;
 }
 
-/* "fuse.h5fs of SOURCE" when the last mount on mnt (a real path) is a
- * FUSE file system, else NULL (also when mountinfo cannot be read). */
-char *startup_fuse_mount_on(const char *mnt)
+/* The last mount listed on mnt (a real path: the one on top): its type
+ * and source ("TYPE of SOURCE", malloc'd, into *what) when it is a FUSE
+ * file system, and its device (*dev, 0 when none is on mnt). Read from
+ * /proc/self/mountinfo, never through the mount: a path walk into it holds
+ * the mount for its length, and an unmount then fails with EBUSY. */
+static void top_mount(const char *mnt, char **what, dev_t *dev)
 {
 	FILE *fp = fopen("/proc/self/mountinfo", "re");
-	char *line = NULL, *what = NULL;
+	char *line = NULL;
 	size_t cap = 0;
 
+	*what = NULL;
+	*dev = 0;
 	if (!fp)
-		return NULL;
+		return;
 	/* "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [OPTIONAL...] - TYPE SOURCE SUPER" */
 	while (getline(&line, &cap, fp) > 0) {
 		char *f[5], *save = NULL, *sep = strstr(line, " - "), *type, *src;
+		unsigned maj, mnr;
 		int i;
 
 		if (!sep)
@@ -54,24 +62,60 @@ char *startup_fuse_mount_on(const char *mnt)
 			;
 		type = strtok_r(sep + 3, " ", &save);
 		src = strtok_r(NULL, " ", &save);
-		if (i < 5 || !type || !src)
+		if (i < 5 || !type || !src || sscanf(f[2], "%u:%u", &maj, &mnr) != 2)
 			continue;
 		unescape_mnt(f[4]);
 		if (strcmp(f[4], mnt) != 0)
 			continue;
-		free(what);     /* the last one listed is the one on top */
-		what = NULL;
+		free(*what);    /* the last one listed is the one on top */
+		*what = NULL;
+		*dev = makedev(maj, mnr);
 		if (strcmp(type, "fuse") == 0 || strncmp(type, "fuse.", 5) == 0) {
 			size_t n = strlen(type) + strlen(src) + 5;
 
 			unescape_mnt(src);
-			if ((what = malloc(n)))
-				snprintf(what, n, "%s of %s", type, src);
+			if ((*what = malloc(n)))
+				snprintf(*what, n, "%s of %s", type, src);
 		}
 	}
 	free(line);
 	fclose(fp);
+}
+
+char *startup_fuse_mount_on(const char *mnt)
+{
+	char *what;
+	dev_t dev;
+
+	top_mount(mnt, &what, &dev);
 	return what;
+}
+
+void startup_raise_readahead(const char *mnt, unsigned kb)
+{
+	char *what, path[80];
+	dev_t dev;
+	unsigned long cur = 0;
+	FILE *fp;
+
+	top_mount(mnt, &what, &dev);
+	if (!what)
+		return;         /* not our mount (or mountinfo unreadable) */
+	free(what);
+	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", major(dev), minor(dev));
+	fp = fopen(path, "re");
+	if (!fp)
+		return;
+	if (fscanf(fp, "%lu", &cur) != 1)
+		cur = 0;
+	fclose(fp);
+	if (cur >= kb)
+		return;
+	fp = fopen(path, "we");
+	if (fp) {
+		fprintf(fp, "%u\n", kb);
+		fclose(fp);
+	}
 }
 
 /* libfuse's own messages while it takes the mount options and mounts

@@ -9,6 +9,12 @@
  * is a FUSE file system, else NULL (also when /proc/self/mountinfo cannot
  * be read). */
 char *startup_fuse_mount_on(const char *mnt);
+/* Raise the read-ahead of the FUSE mount on mnt (a real path) to kb KiB
+ * where it is less (root only: /sys/class/bdi/MAJ:MIN/read_ahead_kb).
+ * Called between the mount and the session loop: the kernel sets the
+ * value from INIT's reply (the smaller of the two), which op_init makes
+ * kb too, so the value stays. Nothing goes through the mount. */
+void startup_raise_readahead(const char *mnt, unsigned kb);
 /* Gather libfuse's messages from now on, instead of printing them ... */
 void startup_gather_fuse_log(void);
 /* ... and print them as h5fs's on stderr; libfuse prints its own again. */
