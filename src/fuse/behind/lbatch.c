@@ -56,7 +56,6 @@ struct lb_item {
 };
 
 struct lbatch {
-	h5fs *fs;
 	struct commit_slot t;           /* its timer (commit/sched.c); t.mu: the batch, held across its commit */
 	struct use u;           /* the group, held (FILE's lock too) while pending */
 	char *path;             /* the group's, for log lines */
@@ -278,7 +277,7 @@ static int lbatch_flush(h5fs *fs)
 /* The kind's flush (commit/sched.c: barriers, fs_meta_sync) (fs_meta_sync). */
 static int kind_flush(void *owner)
 {
-	return lbatch_flush(((struct lbatch *)owner)->fs);
+	return lbatch_flush(((struct lbatch *)owner)->t.fs);
 }
 
 /* The timer's (commit/sched.c), t.mu held. */
@@ -291,7 +290,7 @@ static int timed_commit(void *owner)
 {
 	struct lbatch *lb = owner;
 
-	return commit_locked(lb->fs, lb, false, true);
+	return commit_locked(lb->t.fs, lb, false, true);
 }
 
 static const struct commit_kind lbatch_kind = {
@@ -305,17 +304,8 @@ static struct lbatch *lbatch_get(h5fs *fs)
 
 	pthread_mutex_lock(&fs->lock);
 	lb = fs->lb;
-	if (!lb && (lb = calloc(1, sizeof(*lb))) != NULL) {
-		lb->fs = fs;
-		/* registered under fs->lock: no flush that follows its
-		 * first change misses it */
-		if (commit_slot_start_locked(&lb->t, fs, &lbatch_kind, lb) != 0) {
-			free(lb);
-			lb = NULL;
-		} else {
-			__atomic_store_n(&fs->lb, lb, __ATOMIC_RELEASE);
-		}
-	}
+	if (!lb && (lb = commit_kind_new_locked(fs, sizeof(*lb), offsetof(struct lbatch, t), &lbatch_kind)) != NULL)
+		__atomic_store_n(&fs->lb, lb, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&fs->lock);
 	return lb;
 }

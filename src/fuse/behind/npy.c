@@ -83,7 +83,6 @@ struct npy_stream {
 
 struct npy_kind {
 	struct commit_slot t;   /* t.mu: the list, the counts */
-	h5fs *fs;
 	struct npy_stream *open;        /* taken, not released or demoted */
 	size_t complete;        /* of them counted */
 };
@@ -96,7 +95,7 @@ static void kind_make(struct npy_kind *k)
 			continue;
 		s->counted = false;
 		k->complete--;
-		(void)npy_flush(k->fs, s, false);       /* (its error: s->err, its close's) */
+		(void)npy_flush(k->t.fs, s, false);       /* (its error: s->err, its close's) */
 	}
 }
 
@@ -135,15 +134,8 @@ static void kind_join(h5fs *fs, struct npy_stream *s)
 
 	pthread_mutex_lock(&fs->lock);
 	k = fs->npy_kind;
-	if (!k && (k = calloc(1, sizeof(*k))) != NULL) {
-		k->fs = fs;
-		if (commit_slot_start_locked(&k->t, fs, &npy_kind_desc, k) != 0) {
-			free(k);
-			k = NULL;
-		} else {
-			fs->npy_kind = k;
-		}
-	}
+	if (!k && (k = commit_kind_new_locked(fs, sizeof(*k), offsetof(struct npy_kind, t), &npy_kind_desc)) != NULL)
+		fs->npy_kind = k;
 	pthread_mutex_unlock(&fs->lock);
 	if (!k)
 		return;

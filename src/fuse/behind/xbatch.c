@@ -44,7 +44,6 @@
 #define XB_MAX_BYTES ((size_t)8 << 20)
 
 struct xbatch {
-	h5fs *fs;
 	struct commit_slot t;           /* its timer; t.mu: the batch, held across its commit */
 	struct node *n;         /* pinned (busy) while pending */
 	struct use u;           /* its file and object, held (the lock too) */
@@ -121,7 +120,7 @@ static void xbatch_flush(h5fs *fs)
 /* The kind's flush (commit/sched.c: barriers, fs_meta_sync) (fs_meta_sync): the batch committed. */
 static int kind_flush(void *owner)
 {
-	xbatch_flush(((struct xbatch *)owner)->fs);
+	xbatch_flush(((struct xbatch *)owner)->t.fs);
 	return 0;       /* (a failure marked the mount lost: fs_meta_sync returns it) */
 }
 
@@ -135,7 +134,7 @@ static int timed_commit(void *owner)
 {
 	struct xbatch *xb = owner;
 
-	commit_locked(xb->fs, xb);      /* (a failure marks the mount) */
+	commit_locked(xb->t.fs, xb);      /* (a failure marks the mount) */
 	return 0;
 }
 
@@ -150,17 +149,8 @@ static struct xbatch *xbatch_get(h5fs *fs)
 
 	pthread_mutex_lock(&fs->lock);
 	xb = fs->xb;
-	if (!xb && (xb = calloc(1, sizeof(*xb))) != NULL) {
-		xb->fs = fs;
-		/* registered under fs->lock: no flush that follows its
-		 * first change misses it */
-		if (commit_slot_start_locked(&xb->t, fs, &xbatch_kind, xb) != 0) {
-			free(xb);
-			xb = NULL;
-		} else {
-			__atomic_store_n(&fs->xb, xb, __ATOMIC_RELEASE);
-		}
-	}
+	if (!xb && (xb = commit_kind_new_locked(fs, sizeof(*xb), offsetof(struct xbatch, t), &xbatch_kind)) != NULL)
+		__atomic_store_n(&fs->xb, xb, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&fs->lock);
 	return xb;
 }

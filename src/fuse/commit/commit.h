@@ -183,6 +183,11 @@ struct commit_slot {
 /* Registered (fs->lock held: no flush that follows the first change
  * misses it); the scheduler started at the first. 0 or an errno. */
 int commit_slot_start_locked(struct commit_slot *s, h5fs *fs, const struct commit_kind *k, void *owner);
+/* A kind's state made at its first use (fs->lock held, by the caller
+ * that then publishes it): size bytes zeroed, their struct commit_slot at
+ * slot_off registered as above with the block as its owner (its fs:
+ * the slot's). NULL when it cannot be (out of memory; unmounting). */
+void *commit_kind_new_locked(h5fs *fs, size_t size, size_t slot_off, const struct commit_kind *k);
 /* A change added to the slot's batch (mu held); first: it was empty */
 void commit_changed(struct commit_slot *s, bool first);
 /* Unregistered, waiting for the scheduler to leave it (mu not held) */

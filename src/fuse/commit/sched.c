@@ -126,6 +126,17 @@ static struct commit_sched *sched_new(void)
 	return cs;
 }
 
+void *commit_kind_new_locked(h5fs *fs, size_t size, size_t slot_off, const struct commit_kind *k)
+{
+	char *owner = calloc(1, size);
+
+	if (owner && commit_slot_start_locked((struct commit_slot *)(void *)(owner + slot_off), fs, k, owner) != 0) {
+		free(owner);
+		owner = NULL;
+	}
+	return owner;
+}
+
 int commit_slot_start_locked(struct commit_slot *s, h5fs *fs, const struct commit_kind *k, void *owner)
 {
 	struct commit_sched *cs = fs->sched;
