@@ -144,10 +144,14 @@ plain_tests=()
 # left (tests/stress/run-sanitizers.sh H5FS_SANI_PHASE)
 prebuild_pid=
 if [ "${H5FS_SKIP_SANITIZERS:-0}" != 1 ]; then
-	H5FS_SANI_PHASE=build setsid nice -n 19 ./tests/stress/run-sanitizers.sh build-sanitizers \
-		>"$logs/sanitizers-build.log" 2>&1 &
+	# (a session of its own, so that a run that ends early stops all of
+	# it; with the kernel's autogroups a new session is a new group that
+	# competes with this one as an equal, whatever its processes' nice:
+	# the group itself is made nice 19 too. Measured in a fresh-clone
+	# run without that: the plain make check 8:22 instead of 4:29)
+	H5FS_SANI_PHASE=build setsid sh -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec nice -n 19 "$@"' sh \
+		./tests/stress/run-sanitizers.sh build-sanitizers >"$logs/sanitizers-build.log" 2>&1 &
 	prebuild_pid=$!
-	# (its own process group: a run that ends early stops all of it)
 	trap '[ -z "$prebuild_pid" ] || kill -- -"$prebuild_pid" 2>/dev/null' EXIT
 fi
 make -j"${H5FS_CHECK_JOBS:-3}" check "${plain_tests[@]}" >"$logs/make-check.log" 2>&1 || rc=$?
