@@ -17,8 +17,7 @@
 #                         details); every test, unit tests and fuzz replay
 #                         too, when the sanitizer stage is left out
 #   Debian package        contrib/package-test.sh (about 1 min)
-#   sanitizers            tests/stress/run-sanitizers.sh: ASan+UBSan build
-#                         (made at nice 19 beside the two stages above),
+#   sanitizers            tests/stress/run-sanitizers.sh: ASan+UBSan build,
 #                         make check of ASAN_TESTS (the crash enumerations
 #                         with H5FS_CRASH_STATES=small: 56 s of CPU with
 #                         test_append.py, was 271), stress, race and corpus
@@ -137,23 +136,6 @@ rc=0
 # when that stage is left out (Makefile.am CI_PLAIN_TESTS)
 plain_tests=()
 [ "${H5FS_SKIP_SANITIZERS:-0}" = 1 ] || plain_tests=('TESTS=$(CI_PLAIN_TESTS)' 'check_PROGRAMS=$(TEST_HELPERS)')
-# The sanitizer stage's builds (ASan, TSan and their check programs:
-# 3-4 minutes of CI when they ran alone) run from here on at nice 19,
-# beside this make check and the package stage, on the CPU their waits
-# leave idle; the sanitizer stage waits for them, then builds what is
-# left (tests/stress/run-sanitizers.sh H5FS_SANI_PHASE)
-prebuild_pid=
-if [ "${H5FS_SKIP_SANITIZERS:-0}" != 1 ]; then
-	# (a session of its own, so that a run that ends early stops all of
-	# it; with the kernel's autogroups a new session is a new group that
-	# competes with this one as an equal, whatever its processes' nice:
-	# the group itself is made nice 19 too. Measured in a fresh-clone
-	# run without that: the plain make check 8:22 instead of 4:29)
-	H5FS_SANI_PHASE=build setsid sh -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec nice -n 19 "$@"' sh \
-		./tests/stress/run-sanitizers.sh build-sanitizers >"$logs/sanitizers-build.log" 2>&1 &
-	prebuild_pid=$!
-	trap '[ -z "$prebuild_pid" ] || kill -- -"$prebuild_pid" 2>/dev/null' EXIT
-fi
 make -j"${H5FS_CHECK_JOBS:-3}" check "${plain_tests[@]}" >"$logs/make-check.log" 2>&1 || rc=$?
 ran=$(find "$src/tests" -name '*.trs' -newer "$logs/.started" 2>/dev/null | wc -l)
 count_trs "$src/tests" ""
@@ -187,10 +169,7 @@ if [ "${H5FS_SKIP_SANITIZERS:-0}" != 1 ]; then
 	stage "sanitizers: ASan+UBSan and TSan make check, stress, race, corpus, growth"
 	before=$(nfail)
 	rc=0
-	# (a build that failed there fails again here, and is recorded)
-	[ -z "$prebuild_pid" ] || wait "$prebuild_pid" || true
-	prebuild_pid=
-	H5FS_SANI_PHASE=run ./tests/stress/run-sanitizers.sh build-sanitizers "$results" >"$logs/sanitizers.log" 2>&1 || rc=$?
+	./tests/stress/run-sanitizers.sh build-sanitizers "$results" >"$logs/sanitizers.log" 2>&1 || rc=$?
 	if [ "$rc" != 0 ] && [ "$(nfail)" = "$before" ]; then
 		tail_log "$logs/sanitizers.log" 80
 		fail_result "sanitizers (exit $rc)"

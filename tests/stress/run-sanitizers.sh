@@ -35,13 +35,7 @@
 # H5FS_APPEND_KILL_ROUNDS (default here 8), H5FS_SANI_TSAN=0 to skip
 # step 3, H5FS_SANI_CHECK=0 to skip the `make check` runs,
 # H5FS_SANI_CORPUS=0 to skip corpus_mt.py, JOBS (2: builds), CHECK_JOBS
-# (3: tests at a time). H5FS_SANI_PHASE=build: only the copy and the
-# builds (the ASan and TSan trees with their check programs), nothing
-# recorded; contrib/run-tests.sh runs that at nice 19 beside the plain
-# make check and the package stage, which leave a core idle about a third
-# of their time, and then this script (H5FS_SANI_PHASE=run) finds its
-# trees built: what is left of a build (or all of it, when that run
-# failed) is made here as before.
+# (3: tests at a time).
 # About 17 minutes on 2 cores (CI's machine kind, the corpus beside the tree).
 set -euo pipefail
 
@@ -73,18 +67,12 @@ step() { printf '\n=== %s (%s)\n' "$*" "$(date +%T)"; }
 
 # automake refuses an out-of-tree build of a source tree configured in
 # place (contrib/run-tests.sh does that): build from a clean copy then.
-phase=${H5FS_SANI_PHASE:-all}
 if [ ! -x "$src/configure" ] || [ -f "$src/config.status" ]; then
 	copy=$build/src
-	# (a copy the build phase finished is kept: copied again, its new
-	# times would make the trees built from it build again)
-	if [ "$phase" != run ] || [ ! -f "$build/.copied" ]; then
-		step "copying the sources to $copy (the source tree is configured in place)"
-		rm -rf "$copy" "$build/.copied" && mkdir -p "$copy"
-		(cd "$src" && git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$copy")
-		(cd "$copy" && autoreconf -fi >/dev/null 2>&1)
-		touch "$build/.copied"
-	fi
+	step "copying the sources to $copy (the source tree is configured in place)"
+	rm -rf "$copy" && mkdir -p "$copy"
+	(cd "$src" && git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$copy")
+	(cd "$copy" && autoreconf -fi >/dev/null 2>&1)
 	# the corpus lies beside the source tree (../shared)
 	export H5FS_CORPUS=${H5FS_CORPUS:-$src/../shared/corpus/hdf5-testfiles}
 	src=$copy
@@ -160,30 +148,9 @@ check_in() { # DIR LABEL [MAKE ARGS...]
 t0=$SECONDS
 
 asan=$build/asan
-tsan=$build/tsan
-build_tsan() {
-	step "ThreadSanitizer build in $tsan"
-	if "$src/configure" --help | grep -q -- '--enable-tsan'; then
-		configure_in "$tsan" --enable-tsan
-	else
-		configure_in "$tsan" CFLAGS="-fsanitize=thread -g -O1" LDFLAGS=-fsanitize=thread
-	fi
-	make -C "$tsan" -s -j"$jobs" >/dev/null
-}
 step "ASan+UBSan build in $asan"
 configure_in "$asan" --enable-sanitizers
 make -C "$asan" -s -j"$jobs" >/dev/null
-if [ "$phase" = build ]; then
-	# the check programs too (make check builds them before its first test)
-	make -C "$asan" -s -j"$jobs" check TESTS= >/dev/null
-	if [ "${H5FS_SANI_TSAN:-1}" != 0 ]; then
-		build_tsan
-		make -C "$tsan" -s -j"$jobs" check TESTS= 'check_PROGRAMS=$(TSAN_UNIT_TESTS) $(TEST_HELPERS)' >/dev/null
-	fi
-	step "builds done in $((SECONDS - t0)) s"
-	trap - EXIT
-	exit 0
-fi
 # Makefile.am's ASAN_TESTS (corpus_mt.py below reads every corpus file
 # under ASan, on 8 threads)
 # The crash enumerations under ASan: every run of the trace helpers
@@ -246,7 +213,14 @@ H5FS_FSX_KINDS=growable,growable_gz,growable_latest H5FS_FSX_OPS=${H5FS_FSX_LONG
 	run "test_fsx.py (${H5FS_FSX_LONG_OPS:-20000} operations, growable kinds), plain build" $py "$src/tests/integration/test_fsx.py"
 
 if [ "${H5FS_SANI_TSAN:-1}" != 0 ]; then
-	build_tsan
+	tsan=$build/tsan
+	step "ThreadSanitizer build in $tsan"
+	if "$src/configure" --help | grep -q -- '--enable-tsan'; then
+		configure_in "$tsan" --enable-tsan
+	else
+		configure_in "$tsan" CFLAGS="-fsanitize=thread -g -O1" LDFLAGS=-fsanitize=thread
+	fi
+	make -C "$tsan" -s -j"$jobs" >/dev/null
 	unset H5FS_BIN H5FS_BUILDDIR
 	# the tests of the parts with threads of their own (Makefile.am's
 	# TSAN_TESTS; stress.py and append_race.py below cover the rest)
