@@ -91,22 +91,48 @@ void export_freed_locked(h5fs *fs, uint64_t ino)
 		x->gen++;
 }
 
+bool export_tag(h5fs *fs, uint64_t ino, uint32_t tag)
+{
+	struct idgen *x;
+	bool made, ok = true;
+
+	/* an object without a tag where none was shown: nothing to undo
+	 * (the common case of files other software made: no lock) */
+	if (!tag && !__atomic_load_n(&fs->tags.n, __ATOMIC_RELAXED))
+		return true;
+	pthread_mutex_lock(&fs->lock);
+	if (tag) {
+		x = u64set_add(&fs->tags, ino, &made);
+		if (x)
+			x->gen = tag;
+		ok = x != NULL;
+	} else if ((x = u64set_find(&fs->tags, ino))) {
+		x->gen = 0;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return ok;
+}
+
 uint64_t export_gen(h5fs *fs, uint64_t ino)
 {
 	const struct idgen *x;
-	uint64_t g;
+	uint64_t g = 0, key = ino;
 
-	/* nothing removed in this mount: no lock (the common case) */
-	if (!__atomic_load_n(&fs->freed.n, __ATOMIC_RELAXED))
+	/* no tag shown and nothing removed in this mount: no lock (a mount
+	 * of files other software made) */
+	if (!__atomic_load_n(&fs->freed.n, __ATOMIC_RELAXED) && !__atomic_load_n(&fs->tags.n, __ATOMIC_RELAXED))
 		return 0;
 	/* a group numbered by its address is known by that address */
 	if (ino & H5FS_DIRADDR_BIT)
-		ino &= ~(H5FS_SYNTH_BIT | H5FS_DIRADDR_BIT);
+		key = ino & ~(H5FS_SYNTH_BIT | H5FS_DIRADDR_BIT);
 	else if (ino & H5FS_SYNTH_BIT)
-		return 0;
+		key = 0;
 	pthread_mutex_lock(&fs->lock);
-	x = u64set_find(&fs->freed, ino);
-	g = x ? x->gen : 0;
+	x = u64set_find(&fs->tags, ino);
+	if (x && x->gen)
+		g = x->gen;
+	else if (key && (x = u64set_find(&fs->freed, key)))
+		g = x->gen;
 	pthread_mutex_unlock(&fs->lock);
 	return g;
 }
