@@ -37,6 +37,12 @@ inodes (drop_caches 2), the dataset's after a hard link was added and its
 first name removed, ESTALE once its last name is gone (also when a new
 dataset was made since, which may take its header's address), and the
 dataset's and group's handles open again after an unmount and a mount.
+Across a remount (libver="latest"): handles of two datasets and a group
+made through the mount, all removed, unmount, mount, new ones made that
+take their addresses (h5py's object addresses compared): the old handles
+ESTALE and the new ones open, with the kernel's inodes dropped and kept,
+in two more mounts (the birth tag of each header h5fs makes is its
+generation); h5py and h5dump read the file.
 """
 import ctypes
 import errno

@@ -18,11 +18,23 @@
  * directories (a node per path), symlinks, views and objects of other
  * files have numbers of this mount only: "." answers them while the
  * daemon has the node, else ESTALE. An object whose last link
- * went is not found (ESTALE); one made since at its address has a
- * generation one more for each object removed there in this mount
- * (fs->freed: given with every entry, member_lookup_as), so the old
- * handle is stale and the new one opens (but not after a remount, which
- * starts at 0 again).
+ * went is not found (ESTALE); one made since at its address has another
+ * generation (given with every entry, member_lookup_as; and the kernel
+ * compares it with the handle's), so the old handle is stale and the new
+ * one opens:
+ * - an object h5fs made carries a random birth tag in its header
+ *   (h5core format/birthtag.c, a NIL message), read where the object's
+ *   node is made (h5_obj_info, which decodes the header anyway: no extra
+ *   read on a lookup or READDIRPLUS), kept per node id (fs->tags, as long
+ *   as the mount: a stat-only record has no room for it) and given as
+ *   the generation, the same in every mount, so this holds across a
+ *   remount too (xfstests generic/477, 777);
+ * - one other software made has none: one more for each object removed
+ *   at that address in this mount (fs->freed), which a remount starts at
+ *   0 again - there an old handle may open a new object made at its
+ *   address after a remount.
+ * (FUSE generations are 32-bit: a tag equal to a small count is
+ * possible, and harmless but for that one pair.)
  */
 #include "member.h"
 
