@@ -368,6 +368,9 @@ typedef struct h5_obj_info {
 	int64_t atime, ctime, btime; /* only when has_times (v2 headers) */
 	int has_times;
 	uint64_t nattrs;      /* number of attributes (may be approximate for dense: -1 unknown) */
+	uint32_t tag;         /* the birth tag of a header h5fs made (format/birthtag.h:
+			       * random, different for each object made at one
+			       * address), 0: none */
 } h5_obj_info;
 
 int h5_obj_info_get(h5_obj_info *out, h5_file *f, uint64_t addr);

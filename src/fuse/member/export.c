@@ -18,11 +18,23 @@
  * directories (a node per path), symlinks, views and objects of other
  * files have numbers of this mount only: "." answers them while the
  * daemon has the node, else ESTALE. An object whose last link
- * went is not found (ESTALE); one made since at its address has a
- * generation one more for each object removed there in this mount
- * (fs->freed: given with every entry, member_lookup_as), so the old
- * handle is stale and the new one opens (but not after a remount, which
- * starts at 0 again).
+ * went is not found (ESTALE); one made since at its address has another
+ * generation (given with every entry, member_lookup_as; and the kernel
+ * compares it with the handle's), so the old handle is stale and the new
+ * one opens:
+ * - an object h5fs made carries a random birth tag in its header
+ *   (h5core format/birthtag.c, a NIL message), read where the object's
+ *   node is made (h5_obj_info, which decodes the header anyway: no extra
+ *   read on a lookup or READDIRPLUS), kept per node id (fs->tags, as long
+ *   as the mount: a stat-only record has no room for it) and given as
+ *   the generation, the same in every mount, so this holds across a
+ *   remount too (xfstests generic/477, 777);
+ * - one other software made has none: one more for each object removed
+ *   at that address in this mount (fs->freed), which a remount starts at
+ *   0 again - there an old handle may open a new object made at its
+ *   address after a remount.
+ * (FUSE generations are 32-bit: a tag equal to a small count is
+ * possible, and harmless but for that one pair.)
  */
 #include "member.h"
 
@@ -91,22 +103,48 @@ void export_freed_locked(h5fs *fs, uint64_t ino)
 		x->gen++;
 }
 
+bool export_tag(h5fs *fs, uint64_t ino, uint32_t tag)
+{
+	struct idgen *x;
+	bool made, ok = true;
+
+	/* an object without a tag where none was shown: nothing to undo
+	 * (the common case of files other software made: no lock) */
+	if (!tag && !__atomic_load_n(&fs->tags.n, __ATOMIC_RELAXED))
+		return true;
+	pthread_mutex_lock(&fs->lock);
+	if (tag) {
+		x = u64set_add(&fs->tags, ino, &made);
+		if (x)
+			x->gen = tag;
+		ok = x != NULL;
+	} else if ((x = u64set_find(&fs->tags, ino))) {
+		x->gen = 0;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return ok;
+}
+
 uint64_t export_gen(h5fs *fs, uint64_t ino)
 {
 	const struct idgen *x;
-	uint64_t g;
+	uint64_t g = 0, key = ino;
 
-	/* nothing removed in this mount: no lock (the common case) */
-	if (!__atomic_load_n(&fs->freed.n, __ATOMIC_RELAXED))
+	/* no tag shown and nothing removed in this mount: no lock (a mount
+	 * of files other software made) */
+	if (!__atomic_load_n(&fs->freed.n, __ATOMIC_RELAXED) && !__atomic_load_n(&fs->tags.n, __ATOMIC_RELAXED))
 		return 0;
 	/* a group numbered by its address is known by that address */
 	if (ino & H5FS_DIRADDR_BIT)
-		ino &= ~(H5FS_SYNTH_BIT | H5FS_DIRADDR_BIT);
+		key = ino & ~(H5FS_SYNTH_BIT | H5FS_DIRADDR_BIT);
 	else if (ino & H5FS_SYNTH_BIT)
-		return 0;
+		key = 0;
 	pthread_mutex_lock(&fs->lock);
-	x = u64set_find(&fs->freed, ino);
-	g = x ? x->gen : 0;
+	x = u64set_find(&fs->tags, ino);
+	if (x && x->gen)
+		g = x->gen;
+	else if (key && (x = u64set_find(&fs->freed, key)))
+		g = x->gen;
 	pthread_mutex_unlock(&fs->lock);
 	return g;
 }

@@ -199,6 +199,11 @@ again:
 		}
 		if (id & H5FS_SYNTH_BIT)
 			fresh->parent = p->ino;     /* its number is (parent, name)'s */
+		/* the generation its entries carry from now on (export.c) */
+		if (!export_tag(fs, id, fresh->tag)) {
+			node_free(fresh);
+			return ENOMEM;
+		}
 		fresh->gen = u->g;
 		fresh->checked = u->g->num;
 		gen_hold(u->g);

@@ -46,8 +46,12 @@ void member_forget(void *r, uint64_t ino, uint64_t nlookup);
  * link (under fs->lock; gone.c), its generation one more */
 int member_lookup_dot(void *r, struct root_entry *e, uint64_t ino, bool dotdot);
 void export_freed_locked(h5fs *fs, uint64_t ino);
-/* the generation of node id ino: 0, or one more per object removed there */
+/* the generation of node id ino: its object's birth tag (export_tag),
+ * else 0, or one more per object removed there in this mount */
 uint64_t export_gen(h5fs *fs, uint64_t ino);
+/* node id ino is shown for a newly read object whose birth tag is tag
+ * (0: none); false: out of memory */
+bool export_tag(h5fs *fs, uint64_t ino, uint32_t tag);
 void u64set_free(struct u64set *s);
 int member_getattr(void *r, struct stat *st, double *timeout, uint64_t ino);
 int member_readlink(void *r, char **target, uint64_t ino);

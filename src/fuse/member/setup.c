@@ -145,6 +145,7 @@ void h5fs_free(h5fs *fs)
 	light_free_all(fs);     /* (records hold generations; the kind map too) */
 	free(fs->synth);
 	u64set_free(&fs->freed);
+	u64set_free(&fs->tags);
 	pthread_mutex_destroy(&fs->lock);
 	pthread_cond_destroy(&fs->idle_cv);
 	pthread_mutex_destroy(&fs->wmu);

@@ -117,6 +117,7 @@ int node_make_obj_as(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uin
 	n->addr = addr;
 	n->ino = nodeid;
 	n->kind = info.kind;
+	n->tag = info.tag;
 	n->path = strdup(path);
 	if (!n->path) {
 		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");

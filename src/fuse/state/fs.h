@@ -109,6 +109,7 @@ struct node {
 	uint64_t checked;       /* the generation n was last resolved in (gen,
 				 * which its fields belong to, may be older) */
 	bool stale;             /* then, its path no longer led to this object */
+	uint32_t tag;           /* its header's birth tag (node_make_obj), 0: none */
 	bool links_many;        /* a group of more than one link (node_make_obj):
 				 * not numbered by its address (member/lookup.c) */
 	struct wqueue *wq;      /* the write order of its write handles (under fs->lock) */
@@ -301,6 +302,11 @@ struct h5fs {
 	 * root's export.c (export_freed_locked, set by setup.c), called by
 	 * node/gone.c, which is below it */
 	void (*freed_locked)(h5fs *fs, uint64_t ino);
+	/* node ids shown of objects whose header has a birth tag (h5_obj_info
+	 * tag: every one h5fs made), with it (under lock): their generation,
+	 * the same in every mount (member/export.c); set again (or to 0, no
+	 * tag) whenever the id is shown for a newly read object */
+	struct u64set tags;
 	/* Open directory snapshots and write handles (under lock): when FILE
 	 * is unmounted while some are open, the kernel drops their pending
 	 * RELEASE requests, so h5fs_free() frees what is left. */

@@ -5,6 +5,7 @@
 #include "file.h"
 #include "ohdr.h"
 #include "btree2.h"
+#include "birthtag.h"
 
 /* Kind from the messages present (IV.A.2): a layout message makes a
  * dataset; symbol table, link info or link messages a group (an empty
@@ -75,6 +76,7 @@ int h5_obj_info_get(h5_obj_info *out, h5_file *f, uint64_t addr)
 	out->kind = obj_kind(f, oh);
 	out->addr = addr;
 	out->nlink = oh->refcount;
+	out->tag = h5_ohdr_birthtag(oh);
 	if (h5_ohdr_has_mtime(oh)) {
 		rc = h5_ohdr_mtime(oh, &mtime);
 		if (rc < 0)

@@ -19,6 +19,7 @@
 #include "rd.h"
 #include "file.h"
 #include "ohdr.h"
+#include "birthtag.h"
 #include "dset_enc.h"
 #include "space.h"
 #include "link_store.h"
@@ -178,10 +179,10 @@ static int dset_pline(uint8_t *out, size_t *len, size_t cap, const h5_dset_new *
 static int new_header(uint64_t *addr, h5_file *f, const h5_dset_new *d)
 {
 	const h5_fmt *fmt = &f->fmt;
-	uint8_t sp[16 + 2 * 8 * H5_MAX_RANK], fv[16], lay[32 + 4 * H5_MAX_RANK], pl[64];
+	uint8_t sp[16 + 2 * 8 * H5_MAX_RANK], fv[16], lay[32 + 4 * H5_MAX_RANK], pl[64], tag[H5_BIRTHTAG_LEN];
 	uint8_t *ty = malloc(DTYPE_MAX);
 	size_t lsp, lty, lfv, llay, lpl = 0, msgs, p = 16;
-	unsigned nmsgs = 5;
+	unsigned nmsgs = 6;     /* with the birth tag and the free NIL */
 	uint64_t maxdims[H5_MAX_RANK];
 	uint8_t *b = NULL;
 	int rc;
@@ -218,7 +219,7 @@ static int new_header(uint64_t *addr, h5_file *f, const h5_dset_new *d)
 	if (lpl)
 		nmsgs++;
 	msgs = 4 * 8 + h5_align8(lsp) + h5_align8(lty) + h5_align8(lfv) + h5_align8(llay) +
-	       (lpl ? 8 + h5_align8(lpl) : 0) + ROOM;
+	       (lpl ? 8 + h5_align8(lpl) : 0) + 8 + H5_BIRTHTAG_LEN + ROOM;
 	b = calloc(1, 16 + msgs);
 	if (!b) {
 		free(ty);
@@ -234,6 +235,10 @@ static int new_header(uint64_t *addr, h5_file *f, const h5_dset_new *d)
 	if (lpl)
 		put_msg(b, &p, H5_MSG_PLINE, MSG_CONSTANT, pl, lpl);
 	put_msg(b, &p, H5_MSG_LAYOUT, 0, lay, llay);
+	/* the generation of its file handles, in this mount and the next
+	 * (src/fuse/member/export.c) */
+	h5_birthtag_encode(tag, h5_birthtag_new());
+	put_msg(b, &p, H5_MSG_NIL, 0, tag, sizeof(tag));
 	h5_le_encode(b + p, H5_MSG_NIL, 2);
 	h5_le_encode(b + p + 2, ROOM - 8, 2);
 	rc = h5_space_alloc_page(addr, f, 16 + msgs);    /* rewritten in place later: within a page */

@@ -13,6 +13,7 @@
 #include "rd.h"
 #include "file.h"
 #include "ohdr.h"
+#include "birthtag.h"
 #include "linkmsg.h"
 #include "ohdr_edit.h"
 #include "link_store.h"
@@ -231,7 +232,7 @@ static int compact_new_group(uint64_t *addr, h5_file *f, const h5_group_crt *crt
 	size_t a = fmt->sizeof_addr, pre = atrack ? 6 : 4, p = 0, total;
 	size_t linfo = 2 + (ltrack ? 8 : 0) + 2 * a + (lindex ? a : 0);
 	size_t ainfo = 2 + (atrack ? 2 : 0) + 2 * a + (aindex ? a : 0);
-	size_t msgs = pre + linfo + pre + 2 + pre + ainfo + NEWGRP_ROOM;
+	size_t msgs = pre + linfo + pre + 2 + pre + ainfo + pre + H5_BIRTHTAG_LEN + NEWGRP_ROOM;
 	uint32_t now = (uint32_t)time(NULL);
 	int rc;
 
@@ -263,6 +264,10 @@ static int compact_new_group(uint64_t *addr, h5_file *f, const h5_group_crt *crt
 	memset(b + p + 2, 0, atrack ? 2 : 0);
 	memset(b + p + 2 + (atrack ? 2 : 0), 0xff, ainfo - 2 - (atrack ? 2 : 0));
 	p += ainfo;
+	/* the generation of its file handles (src/fuse/member/export.c) */
+	p += msg_prefix(b + p, H5_MSG_NIL, H5_BIRTHTAG_LEN, 0, atrack);
+	h5_birthtag_encode(b + p, h5_birthtag_new());
+	p += H5_BIRTHTAG_LEN;
 	/* free space */
 	msg_prefix(b + p, H5_MSG_NIL, NEWGRP_ROOM - pre, 0, atrack);
 	memset(b + p + pre, 0, NEWGRP_ROOM - pre);

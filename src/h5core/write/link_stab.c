@@ -41,6 +41,7 @@
 #include "cache.h"
 #include "file.h"
 #include "ohdr.h"
+#include "birthtag.h"
 #include "linkmsg.h"
 #include "group.h"
 #include "lheap.h"
@@ -715,7 +716,7 @@ static int stab_new_group(uint64_t *addr, h5_file *f, const h5_group_crt *crt)
 {
 	const h5_fmt *fmt = &f->fmt;
 	unsigned A = fmt->sizeof_addr, L = fmt->sizeof_size;
-	size_t msgs = 8 + h5_align8(2 * (uint64_t)A) + NEWGRP_ROOM, ohlen = 16 + msgs;
+	size_t msgs = 8 + h5_align8(2 * (uint64_t)A) + 8 + H5_BIRTHTAG_LEN + NEWGRP_ROOM, ohlen = 16 + msgs;
 	size_t btlen = h5_bt1_group_size(fmt, f->btree_k), hlen = h5_lheap_hdr_size(fmt), dlen = 88;
 	size_t total = ohlen + btlen + hlen + dlen, p;
 	uint64_t key0 = 0, bt, heap;
@@ -730,7 +731,7 @@ static int stab_new_group(uint64_t *addr, h5_file *f, const h5_group_crt *crt)
 	bt = *addr + ohlen;
 	heap = bt + btlen;
 	b[0] = 1;                       /* version */
-	h5_le_encode(b + 2, 2, 2);      /* messages */
+	h5_le_encode(b + 2, 3, 2);      /* messages (the birth tag, the free NIL) */
 	h5_le_encode(b + 4, 1, 4);      /* reference count */
 	h5_le_encode(b + 8, msgs, 4);
 	p = 16;
@@ -739,6 +740,11 @@ static int stab_new_group(uint64_t *addr, h5_file *f, const h5_group_crt *crt)
 	h5_le_encode(b + p + 8, bt, A);
 	h5_le_encode(b + p + 8 + A, heap, A);
 	p += 8 + h5_align8(2 * (uint64_t)A);
+	/* the generation of its file handles (src/fuse/member/export.c) */
+	h5_le_encode(b + p, H5_MSG_NIL, 2);
+	h5_le_encode(b + p + 2, H5_BIRTHTAG_LEN, 2);
+	h5_birthtag_encode(b + p + 8, h5_birthtag_new());
+	p += 8 + H5_BIRTHTAG_LEN;
 	h5_le_encode(b + p, H5_MSG_NIL, 2);
 	h5_le_encode(b + p + 2, NEWGRP_ROOM - 8, 2);
 	rc = h5_bt1_group_encode(b + ohlen, btlen, fmt, f->btree_k, 0, H5_ADDR_UNDEF, H5_ADDR_UNDEF, &key0, NULL, 0);

@@ -16,6 +16,7 @@
  * Before that one write a crash leaves the old header; after it, the new.
  */
 #include "ohdr_edit.h"
+#include "birthtag.h"
 #include <stdio.h>
 #include "base.h"
 #include "rd.h"
@@ -103,6 +104,13 @@ static bool fits(const h5_ohdr *oh, size_t have, size_t need, bool at_end)
 	return rest == 0 || rest >= hdr_len(oh) || (at_end && oh->version != 1);
 }
 
+/* A NIL message that is free space: not a birth tag (birthtag.h), which
+ * is kept where it is (or copied with messages moved aside) */
+static bool free_nil(const h5_msg *m)
+{
+	return m->type == H5_MSG_NIL && !h5_msg_is_birthtag(m);
+}
+
 /* A run of free space in one chunk: NIL messages and the old message, in a
  * row, and (v2) the gap after them at the chunk's end. */
 typedef struct run {
@@ -125,7 +133,7 @@ static bool find_run(run *out, const h5_ohdr *oh, size_t c, size_t old, size_t n
 			continue;
 		off = msg_off(oh, m);
 		last_end = off + msg_total(oh, m);
-		if (m->type != H5_MSG_NIL && i != old) {
+		if (!free_nil(m) && i != old) {
 			if (open && fits(oh, r.len, need, false)) {
 				*out = r;
 				return true;
@@ -306,7 +314,7 @@ static run slot_of(const h5_ohdr *oh, size_t i)
 	run r = { .c = m->chunk, .off = msg_off(oh, m), .len = msg_total(oh, m), .first = i, .last = i };
 	size_t j = i + 1;
 
-	while (j < oh->nmsgs && oh->msgs[j].chunk == m->chunk && oh->msgs[j].type == H5_MSG_NIL) {
+	while (j < oh->nmsgs && oh->msgs[j].chunk == m->chunk && free_nil(&oh->msgs[j])) {
 		r.len += msg_total(oh, &oh->msgs[j]);
 		r.last = j++;
 	}
@@ -529,6 +537,8 @@ static void merge_gap(h5_ohdr_change *c, size_t ci)
 	uint8_t *buf = oh->chunks[ci].buf;
 	size_t h = hdr_len(oh), start = SIZE_MAX, end = area_end(oh, ci), p, nil = SIZE_MAX, nil_total = 0;
 	size_t last = SIZE_MAX, gap;
+	uint8_t tag[H5_BIRTHTAG_LEN];
+	bool tagged = false;
 
 	for (size_t i = 0; i < oh->nmsgs; i++)
 		if (oh->msgs[i].chunk == ci && msg_off(oh, &oh->msgs[i]) < start)
@@ -540,7 +550,11 @@ static void merge_gap(h5_ohdr_change *c, size_t ci)
 
 		if (total > end - p)
 			return;         /* not ours to mend: the reader says what is wrong */
-		if (buf[p] == H5_MSG_NIL) {
+		/* a free NIL message, else a birth tag (which keeps its body:
+		 * a header of ours has no other NIL once its free space is
+		 * taken) */
+		if (buf[p] == H5_MSG_NIL && (!h5_birthtag_decode(buf + p + h, total - h) || nil == SIZE_MAX || tagged)) {
+			tagged = h5_birthtag_decode(buf + p + h, total - h) != 0;
 			nil = p;
 			nil_total = total;
 		}
@@ -550,11 +564,13 @@ static void merge_gap(h5_ohdr_change *c, size_t ci)
 	gap = end - p;
 	if (gap == 0 || nil == SIZE_MAX)
 		return;
+	if (tagged)
+		memcpy(tag, buf + nil + h, sizeof(tag));
 	if (nil != last) {
 		memmove(buf + nil, buf + nil + nil_total, p - (nil + nil_total));
 		nil = p - nil_total;
 	}
-	enc_msg(buf + nil, oh, H5_MSG_NIL, 0, 0, NULL, 0, nil_total + gap);
+	enc_msg(buf + nil, oh, H5_MSG_NIL, 0, 0, tagged ? tag : NULL, tagged ? sizeof(tag) : 0, nil_total + gap);
 	if (c->e.lo[ci] == SIZE_MAX || c->e.lo[ci] > nil)
 		c->e.lo[ci] = nil;
 	c->e.hi[ci] = oh->chunks[ci].len;

@@ -5,8 +5,9 @@
  * A change is made on a private copy of the header (h5_ohdr_load):
  *   h5_ohdr_change_open   load it;
  *   h5_ohdr_put           plan one message change: the new message goes
- *                         into free space (NIL messages, the old message's
- *                         own space, a v2 chunk's gap) of ONE chunk, or into
+ *                         into free space (NIL messages but a birth tag,
+ *                         format/birthtag.h; the old message's own space,
+ *                         a v2 chunk's gap) of ONE chunk, or into
  *                         a new continuation chunk written at once at the
  *                         allocation end (space.h) and referenced by a
  *                         continuation message placed in that one chunk;
