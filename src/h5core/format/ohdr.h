@@ -94,16 +94,21 @@ int h5_ohdr_patch(h5_ohdr_edit *e, uint64_t addr, const void *bytes, size_t n);
 int h5_ohdr_write_chunk(h5_file *f, h5_ohdr_edit *e, size_t c);
 /* Index of the chunk holding addr, SIZE_MAX when none does. */
 size_t h5_ohdr_chunk_of(const h5_ohdr *oh, uint64_t addr);
-/* Set every modification time the header records to now (not written). */
 /* Every place the header records its modification time, given sec:
  * the Modification Time messages (IV.A.2.r, and the old one, IV.A.2.o)
  * and a v2 header's times (the two 4-byte times at prefix_off of its
  * prefix: 6, access and modification; 10, modification and change), each
  * handed to put (its file address, bytes, the chunk holding them);
- * *places: how many. H5_ERR_RANGE: sec has no UTC date. */
+ * *places: how many; *narrow: how many 32-bit places (the new message, a
+ * v2 prefix) could not hold sec (before 1970 or after 2106: not written).
+ * H5_ERR_RANGE: an old message's place and sec has no 4-digit UTC year. */
 typedef int (*h5_ohdr_time_put)(void *ud, uint64_t addr, const void *bytes, size_t n, size_t chunk);
-int h5_ohdr_time_places(unsigned *places, const h5_ohdr *oh, uint32_t sec, size_t prefix_off,
+int h5_ohdr_time_places(unsigned *places, unsigned *narrow, const h5_ohdr *oh, int64_t sec, size_t prefix_off,
 			h5_ohdr_time_put put, void *ud);
+/* The old Modification Time message's body (IV.A.2.o: "YYYYMMDDhhmmss"
+ * UTC, 2 reserved bytes) of sec; false: no 4-digit year. */
+bool h5_ohdr_old_time(uint8_t body[16], int64_t sec);
+/* Set every modification time the header records to now (not written). */
 int h5_ohdr_touch(h5_ohdr_edit *e, uint32_t now);
 /* First message of a type, or NULL. */
 const h5_msg *h5_ohdr_find(const h5_ohdr *oh, uint16_t type);

@@ -10,6 +10,8 @@
 #include "ohdr.h"
 #include "ordered.h"
 #include <stdio.h>
+#include <string.h>
+#include <time.h>
 
 /* ---- editing a loaded header in place (appends, append.c) ------------------------
  * A private copy of the header (h5_ohdr_load) is patched; each changed chunk
@@ -76,31 +78,59 @@ size_t h5_ohdr_chunk_of(const h5_ohdr *oh, uint64_t addr)
 	return SIZE_MAX;
 }
 
-int h5_ohdr_time_places(unsigned *places, const h5_ohdr *oh, uint32_t sec, size_t prefix_off,
+/* "YYYYMMDDhhmmss" of sec (UTC) into s[15]; false: no 4-digit year */
+static bool old_time_text(char *s, int64_t sec)
+{
+	time_t t = (time_t)sec;
+	struct tm tm;
+
+	if ((int64_t)t != sec || !gmtime_r(&t, &tm) || tm.tm_year + 1900 < 0 || tm.tm_year + 1900 > 9999)
+		return false;
+	snprintf(s, 15, "%04d%02d%02d%02d%02d%02d", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+		 tm.tm_min, tm.tm_sec);
+	return true;
+}
+
+bool h5_ohdr_old_time(uint8_t body[16], int64_t sec)
+{
+	char s[15];
+
+	if (!old_time_text(s, sec))
+		return false;
+	memcpy(body, s, 14);
+	body[14] = body[15] = 0;        /* reserved */
+	return true;
+}
+
+int h5_ohdr_time_places(unsigned *places, unsigned *narrow, const h5_ohdr *oh, int64_t sec, size_t prefix_off,
 			h5_ohdr_time_put put, void *ud)
 {
+	/* the 32-bit places hold 0 to 2^32-1 s since 1970 (IV.A.2.s,
+	 * IV.A.1.b); the old message a 4-digit year (IV.A.2.o) */
+	bool fits = sec >= 0 && sec <= (int64_t)UINT32_MAX;
 	uint8_t v[16];
 	int rc = 0;
 
 	*places = 0;
+	*narrow = 0;
 	for (size_t i = 0; i < oh->nmsgs && rc == 0; i++) {
 		const h5_msg *m = &oh->msgs[i];
 
 		if (m->flags & H5_MSG_FLAG_SHARED)
 			continue;
 		if (m->type == H5_MSG_MTIME && m->size >= 8 && m->data[0] == 1) {
-			h5_le_encode(v, sec, 4);
+			if (!fits) {
+				++*narrow;
+				continue;
+			}
+			h5_le_encode(v, (uint64_t)sec, 4);
 			rc = put(ud, m->addr + 4, v, 4, m->chunk);
 			++*places;
 		} else if (m->type == H5_MSG_MTIME_OLD && m->size >= 14) {
-			time_t t = (time_t)sec;
-			struct tm tm;
-			char s[32];
+			char s[15];
 
-			if (!gmtime_r(&t, &tm))
-				return h5_err_set(H5_ERR_RANGE, "time %lu has no UTC date", (unsigned long)sec);
-			snprintf(s, sizeof(s), "%04d%02d%02d%02d%02d%02d", tm.tm_year + 1900, tm.tm_mon + 1,
-				 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+			if (!old_time_text(s, sec))
+				return h5_err_set(H5_ERR_RANGE, "time %lld has no 4-digit UTC year", (long long)sec);
 			rc = put(ud, m->addr, s, 14, m->chunk);
 			++*places;
 		}
@@ -108,8 +138,12 @@ int h5_ohdr_time_places(unsigned *places, const h5_ohdr *oh, uint32_t sec, size_
 	if (rc == 0 && oh->version >= 2 && oh->has_times) {
 		/* "OHDR", version, flags, then access, modification, change,
 		 * birth: the two at prefix_off */
-		h5_le_encode(v, sec, 4);
-		h5_le_encode(v + 4, sec, 4);
+		if (!fits) {
+			++*narrow;
+			return 0;
+		}
+		h5_le_encode(v, (uint64_t)sec, 4);
+		h5_le_encode(v + 4, (uint64_t)sec, 4);
 		rc = put(ud, oh->addr + prefix_off, v, 8, 0);
 		++*places;
 	}
@@ -127,7 +161,7 @@ static int touch_put(void *ud, uint64_t addr, const void *bytes, size_t n, size_
  * (whose change time libhdf5's H5O_touch also updates). */
 int h5_ohdr_touch(h5_ohdr_edit *e, uint32_t now)
 {
-	unsigned places;
+	unsigned places, narrow;
 
-	return h5_ohdr_time_places(&places, e->oh, now, 10, touch_put, e);
+	return h5_ohdr_time_places(&places, &narrow, e->oh, now, 10, touch_put, e);
 }
