@@ -409,7 +409,11 @@ def run(work, libver):
         if os.fstat(held).st_nlink != 0 or os.read(held, 64) != np.array([9], dtype="<i8").tobytes():
             T.fail("mv r1 r2: the replaced r2, held open: st_nlink %d" % os.fstat(held).st_nlink)
         os.close(held)
+        held = os.open(j("ed"), os.O_RDONLY | os.O_DIRECTORY)
         os.rename(j("sub2"), j("ed"))               # over an empty group
+        if os.fstat(held).st_nlink != 0:
+            T.fail("mv sub2 ed: the replaced group ed, held open: st_nlink %d" % os.fstat(held).st_nlink)
+        os.close(held)
         if open(j("r2"), "rb").read() != np.array([1, 2, 3], dtype="<i8").tobytes() or os.path.exists(j("r1")):
             T.fail("mv r1 r2: r2 is not r1's")
         if sorted(os.listdir(j("ed"))) != ["abs", "x"]:

@@ -463,8 +463,9 @@ static int do_getattr(struct stat *st, h5fs *fs, fuse_ino_t ino)
 	*st = n->st;
 	pthread_rwlock_unlock(&n->lk);
 	/* removed or renamed over while a descriptor holds it: no link left,
-	 * as fstat says on any file system (xfstests generic/035) */
-	if (__atomic_load_n(&n->unlinked, __ATOMIC_ACQUIRE) && n->type == NT_FILE)
+	 * as fstat says on any file system, a directory's too (xfstests
+	 * generic/035) */
+	if (__atomic_load_n(&n->unlinked, __ATOMIC_ACQUIRE) && n->type != NT_LINK)
 		st->st_nlink = 0;
 	return 0;
 }
