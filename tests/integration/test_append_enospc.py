@@ -27,6 +27,12 @@ pages past FILE's end: mounted with no margin (-o min_free=0), the tmpfs
 filled to leave a few pages free (bisected for the fewest at which the
 write is answered), then rows appended and fsync'd. The write must be refused (ENOSPC from write()) or the rows
 land; an ENOSPC after the answer (fsync, close) is a change lost.
+And (npsave_margin()) np.save through the mount on a disk with less room
+than the array, -o min_free=8M, contiguous and compressed (-o
+compress=gzip:1): the stream is refused ENOSPC by a write, the tmpfs
+never below the margin while it is written (sampled), FILE intact, a
+smaller np.save after it made (issue 71 item 1: np.save's space
+through the reserve, before each write is answered).
 Needs root (mount -t tmpfs).
 """
 import errno
@@ -390,6 +396,67 @@ def record_room(wd, small, failures):
           % (where["write"], where["landed"], where["after"]))
 
 
+def npsave_margin(wd, small, failures):
+    import threading
+    mnt = os.path.join(wd, "mnt")
+    os.makedirs(mnt, exist_ok=True)
+    margin = 8 << 20
+    big = np.random.default_rng(7).integers(0, 2**31, size=(20 << 20) // 4, dtype="<i4").reshape(-1, 1024)
+    small_arr = np.arange(1 << 18, dtype="<i4").reshape(-1, 1024)   # 1 MiB
+    for opts in (["-o", "min_free=8M"], ["-o", "min_free=8M,compress=gzip:1"]):
+        what = "npsave_margin %s" % opts[1]
+        path = os.path.join(small, "f.h5")
+        with h5py.File(path, "w") as f:
+            f["keep"] = KEEP
+        low = [free_bytes(small)]
+        stop = []
+
+        def sample():
+            while not stop:
+                low[0] = min(low[0], free_bytes(small))
+                stop or __import__("time").sleep(0.002)
+        err = None
+        with T.Mount(path, mnt, opts=opts) as m:
+            with m.watchdog(60):
+                th = threading.Thread(target=sample)
+                th.start()
+                try:
+                    np.save(os.path.join(mnt, "big.npy"), big)
+                except OSError as e:
+                    err = e
+                finally:
+                    stop.append(1)
+                    th.join(timeout=30)
+                # the refused stream's space back: FILE cut at the next
+                # sync of the mount (fsync of its root)
+                dfd = os.open(mnt, os.O_RDONLY | os.O_DIRECTORY)
+                os.fsync(dfd)
+                os.close(dfd)
+                if os.path.getsize(path) > 2 << 20:
+                    failures.append("%s: FILE %d bytes after the refused stream and a sync" % (what, os.path.getsize(path)))
+                try:
+                    np.save(os.path.join(mnt, "after.npy"), small_arr)
+                except OSError as e:
+                    failures.append("%s: a 1 MiB np.save after the refusal: %s" % (what, e))
+            if not m.alive():
+                failures.append("%s: the daemon died" % what)
+        if err is None or err.errno != errno.ENOSPC:
+            failures.append("%s: np.save of 20 MiB with %d MiB free: %r, expected ENOSPC"
+                            % (what, low[0] >> 20, err))
+        # (a page of slack: statvfs counts the margin's test in pages)
+        if low[0] < margin - 4096:
+            failures.append("%s: the disk went down to %d bytes free, under the %d margin" % (what, low[0], margin))
+        try:
+            with h5py.File(path, "r") as f:
+                if not np.array_equal(f["keep"][()], KEEP) or "big" in f or \
+                        not np.array_equal(f["after"][()], small_arr):
+                    failures.append("%s: FILE holds %r after the refusal" % (what, sorted(f)))
+        except Exception as e:  # noqa: BLE001 - any failure to open or read is a bug
+            failures.append("%s: h5py: %s" % (what, e))
+        os.unlink(path)
+        print("%s: refused %s, the disk at least %.1f MiB free (margin 8)" % (what, err and errno.errorcode[err.errno], low[0] / 2**20))
+
+
 def main():
     if os.geteuid() != 0:
         T.skip("needs root to mount a tmpfs")
@@ -403,6 +470,8 @@ def main():
             sweep(kind, wd, small, failures)
     with T.small_disk(os.path.join(wd, "small-record"), "2m") as small:
         record_room(wd, small, failures)
+    with T.small_disk(os.path.join(wd, "small-npsave"), "24m") as small:
+        npsave_margin(wd, small, failures)
     for f in failures:
         print("FAIL: " + f)
     return 1 if failures else 0

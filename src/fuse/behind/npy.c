@@ -754,6 +754,10 @@ void npy_release(h5fs *fs, struct npy_stream *s)
 				 show_path(s->name), (unsigned long long)(s->known ? s->h.data_offset + s->h.nbytes -
 									 h5_dset_writer_missing(s->dw) : s->hlen),
 				 s->known ? "" : ", before its header did");
+		/* its space back first: the placeholder's removal commits, and
+		 * what that allocates would leave the stream's space below it,
+		 * kept (FILE 21 MB after a refused np.save of 20 MiB) */
+		h5_dset_writer_abandon(s->dw);
 		placeholder_gone(fs, s, NULL);
 	}
 	h5_dset_writer_free(s->dw);

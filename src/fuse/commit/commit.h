@@ -77,9 +77,11 @@
  *      handle's pending bytes, or committed (ordered, crash-safe) in FILE.
  *   3. Space is decided before the answer: a change is answered only once
  *      the engine reserved what committing it needs (ENOSPC before); a
- *      handle's overwrites reserve the chunks they touch, once each
- *      (np.save's streams write before they answer: not reserved yet,
- *      doc/DESIGN.md "The commit layer").
+ *      handle's overwrites reserve the chunks they touch, once each;
+ *      np.save's streams write before they answer, each write's bytes
+ *      given their disk blocks or reserved first by the engine's writer
+ *      (h5_dset_writer_put: h5_file_fill, h5_file_reserve; doc/DESIGN.md
+ *      "The commit layer").
  *   4. Barriers keep the order users see: a change that may depend on a
  *      batched one flushes that kind first (commit_barrier), in the kinds'
  *      order (new files' names before attribute values).

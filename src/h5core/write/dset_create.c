@@ -540,6 +540,16 @@ static int filter_job(void *ctx, size_t i)
  * back; rc: the filtering's result (on an error nothing is written). */
 static int write_batch(h5_dset_writer *w, size_t n, int rc)
 {
+	uint64_t want = 0;
+
+	/* their disk space first, against the host's whole margin, as an
+	 * append's rows are (h5_file_reserve, held by nobody: they are written
+	 * at once): a full disk is ENOSPC for the write that completed them,
+	 * before it is answered (issue 71 item 1) */
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		want += w->jobs[i].len;
+	if (rc == 0)
+		rc = h5_file_reserve(w->f, NULL, want);
 	pthread_mutex_lock(&w->f->write_lock);
 	if (h5_space_end(w->f) != w->mark)
 		w->mark = UINT64_MAX;
@@ -605,7 +615,14 @@ int h5_dset_writer_put(h5_dset_writer *w, uint64_t off, const void *buf, size_t 
 		return 0;
 	if (!w->d.chunked) {
 		pthread_mutex_lock(&w->f->write_lock);
-		rc = h5_file_write(w->f, w->d.data_addr + off, buf, len);
+		/* the bytes' disk blocks, inside the space the header took,
+		 * against the host's whole margin before the write is answered
+		 * (h5_file_write's own guard allows a commit half of it): the
+		 * space follows the bytes that came, a full disk is ENOSPC for
+		 * the write that would cross the margin (issue 71 item 1) */
+		rc = h5_file_fill(w->f, w->d.data_addr + off, len, false);
+		if (rc == 0)
+			rc = h5_file_write(w->f, w->d.data_addr + off, buf, len);
 		pthread_mutex_unlock(&w->f->write_lock);
 		if (rc == 0 && off + len > w->filled)
 			w->filled = off + len;
