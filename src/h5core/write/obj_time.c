@@ -91,9 +91,8 @@ int h5_obj_mtime_set(h5_file *f, uint64_t addr, int64_t sec)
 		}
 		rc = h5_ohdr_put(&c, f, old, H5_MSG_MTIME_OLD, 0, 0, body, 16);
 	} else if (places == 0) {
+		/* (body is still { 1 } when the time fits: not touched above) */
 		if (fits) {
-			memset(body, 0, sizeof(body));
-			body[0] = 1;
 			h5_le_encode(body + 4, (uint64_t)sec, 4);
 			rc = h5_ohdr_put(&c, f, SIZE_MAX, H5_MSG_MTIME, 0, 0, body, 8);
 		} else {
