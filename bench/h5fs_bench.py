@@ -203,13 +203,13 @@ def data_file(args, name):
 class Mount:
     """h5fs -f FILE MNT in the background; always unmounted on exit."""
 
-    def __init__(self, args, path, opts=None, binary=None):
+    def __init__(self, args, path, opts=None, binary=None, pre=None):
         self.args = args
         self.mnt = os.path.join(args.dir, "mnt")
         os.makedirs(self.mnt, exist_ok=True)
         if is_mounted(self.mnt):
             subprocess.call(["fusermount3", "-u", self.mnt])
-        cmd = [binary or args.h5fs, "-f"]
+        cmd = [binary or args.h5fs] + (pre or []) + ["-f"]
         for o in opts or []:
             cmd += ["-o", o]
         cmd += [path, self.mnt]
@@ -940,6 +940,10 @@ def bench_decode(args, env):
     finally:
         if os.path.exists(out):
             os.unlink(out)
+    if args.fuse_decode_floor:
+        pre = ["-c", chunks, "-e", str(esize), "-b", str(cbytes)]
+        with Mount(args, path, binary=args.fuse_decode_floor, pre=pre) as m:
+            check_equal("FUSE decode floor", np.fromfile(m.path("data"), dtype=np.uint8), ref)
     del ref
     # Each round: the floor (best of 3), then h5fs warm and cold; the ratio
     # is taken within the round, so a busy machine skews both sides alike.
@@ -961,11 +965,26 @@ def bench_decode(args, env):
                 ch1 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 t[kind] = clk.wall
                 c[kind] = clk.cpu_daemon + (ch1.ru_utime - ch0.ru_utime) + (ch1.ru_stime - ch0.ru_stime)
-        rounds.append((fl, t["warm"], t["cold"], fl_cpu, c["warm"], c["cold"]))
+        if args.fuse_decode_floor:
+            # the same decoding served through FUSE: fresh mount, its
+            # chunks in memory, nothing decoded yet
+            pre = ["-c", chunks, "-e", str(esize), "-b", str(cbytes)]
+            with Mount(args, path, binary=args.fuse_decode_floor, pre=pre) as m:
+                ch0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                with Clock(m) as clk:
+                    subprocess.check_call(["cat", m.path("data")], stdout=subprocess.DEVNULL)
+                ch1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                t["ffloor"] = clk.wall
+                c["ffloor"] = clk.cpu_daemon + (ch1.ru_utime - ch0.ru_utime) + (ch1.ru_stime - ch0.ru_stime)
+        rounds.append((fl, t["warm"], t["cold"], fl_cpu, c["warm"], c["cold"], t.get("ffloor"), c.get("ffloor")))
         say("  round %d: floor %.3f s (cpu %.3f s), h5fs cat warm %.3f s (cpu %.3f s; %.2fx the floor's time),"
             " cold %.3f s (cpu %.3f s; %.2fx); load %s"
             % (i + 1, fl, fl_cpu, t["warm"], c["warm"], t["warm"] / fl, t["cold"], c["cold"], t["cold"] / fl,
                loadavg()))
+        if "ffloor" in t:
+            say("           FUSE decode floor cat %.3f s (cpu %.3f s; %.2fx the decode floor's time);"
+                " h5fs warm / FUSE decode floor %.2fx"
+                % (t["ffloor"], c["ffloor"], t["ffloor"] / fl, t["warm"] / t["ffloor"]))
     fl = min(r[0] for r in rounds)
     say("  decode floor: best %.3f s (%.1f MiB/s), rounds %.3f-%.3f s; cpu %.3f-%.3f s"
         % (fl, rate(nbytes, fl), fl, max(r[0] for r in rounds), min(r[3] for r in rounds),
@@ -980,6 +999,17 @@ def bench_decode(args, env):
                ratios[len(ratios) // 2], min(ts) / fl, cratios[0], cratios[-1], cratios[len(cratios) // 2]))
         RESULTS.append(("deflate cat %s: fraction of decode floor" % kind, rate(nbytes, min(ts)),
                         rate(nbytes, fl), fl / min(ts), None, "MiB/s"))
+    if args.fuse_decode_floor:
+        ff = [r[6] for r in rounds]
+        say("  FUSE decode floor cat: best %.3f s (%.1f MiB/s), rounds %.3f-%.3f s; it delivers %.2f-%.2f of the"
+            " decode floor (cpu %.3f-%.3f s)"
+            % (min(ff), rate(nbytes, min(ff)), min(ff), max(ff), min(r[0] / r[6] for r in rounds),
+               max(r[0] / r[6] for r in rounds), min(r[7] for r in rounds), max(r[7] for r in rounds)))
+        per = sorted(r[6] / r[1] for r in rounds)
+        say("  h5fs cat warm: %.2f-%.2f (median %.2f) of the FUSE decode floor per round"
+            % (per[0], per[-1], per[len(per) // 2]))
+        RESULTS.append(("deflate cat warm: fraction of FUSE decode floor", rate(nbytes, min(r[1] for r in rounds)),
+                        rate(nbytes, min(ff)), min(ff) / min(r[1] for r in rounds), None, "MiB/s"))
 
 
 def timed_cat_of(m):
@@ -1056,6 +1086,8 @@ def main():
     ap.add_argument("--read-floor", default="", help="bench/fuse_read_floor binary (run.sh builds it): the read floor")
     ap.add_argument("--baseline", default="",
                     help="first: an older h5fs binary (e.g. the previous release's) alternated with --h5fs")
+    ap.add_argument("--fuse-decode-floor", default="",
+                    help="bench/fuse_decode_floor binary (run.sh builds it): the decoding served through FUSE")
     ap.add_argument("--decode-floor", default="",
                     help="bench/decode_floor binary (run.sh builds it): the decode floor")
     ap.add_argument("--append-index", choices=sorted(APPEND_LIBVER), default="earray",

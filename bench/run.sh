@@ -83,10 +83,19 @@ fi
 # The decode floor (bench/decode_floor.c): libdeflate + unshuffle on every
 # core, from memory; without it the decode benchmark is skipped.
 DFLOOR="$DIR/decode_floor"
-if cc -O2 -o "$DFLOOR" "$HERE/decode_floor.c" -ldeflate -lpthread 2>/dev/null; then
+if cc -O2 -o "$DFLOOR" "$HERE/decode_floor.c" "$HERE/decode_common.c" -ldeflate -lpthread 2>/dev/null; then
 	args+=(--decode-floor "$DFLOOR")
 else
 	echo "run.sh: cannot build bench/decode_floor.c (cc, libdeflate-dev): no decode floor" >&2
+fi
+# The FUSE decode floor (bench/fuse_decode_floor.c): the same decoding
+# served through FUSE, for the decode benchmark's second comparison.
+FDFLOOR="$DIR/fuse_decode_floor"
+if cc -O2 -o "$FDFLOOR" "$HERE/fuse_decode_floor.c" "$HERE/decode_common.c" "$HERE/floor_common.c" \
+	$(pkg-config --cflags --libs fuse3 2>/dev/null) -ldeflate -lpthread 2>/dev/null; then
+	args+=(--fuse-decode-floor "$FDFLOOR")
+else
+	echo "run.sh: cannot build bench/fuse_decode_floor.c (cc, libfuse3-dev, libdeflate-dev): no FUSE decode floor" >&2
 fi
 
 run=("$PY")
