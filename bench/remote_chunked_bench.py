@@ -253,27 +253,57 @@ def median(a):
     return (b[len(b) // 2] + b[(len(b) - 1) // 2]) / 2
 
 
+def fetch_floor(path, url, mnt, nbytes):
+    """The remote floor of one `cat data`: the local mount's cat with, at
+    the same time, curl fetching nbytes (what the remote mount fetched)
+    from the same nginx into /dev/null. A remote mount must do both on the
+    same CPUs (receive the bytes, decode them), so it cannot finish before
+    both are done, however well it overlaps them. (seconds, curl's alone)"""
+    with T.Mount(path, mnt) as m:
+        os.stat(os.path.join(mnt, "data"))
+        t0 = time.monotonic()
+        curl = subprocess.Popen(["curl", "-s", "-o", "/dev/null", "-r", "0-%d" % (nbytes - 1), url])
+        subprocess.run(["cat", os.path.join(mnt, "data")], stdout=subprocess.DEVNULL, check=True)
+        curl.wait(120)
+        both = time.monotonic() - t0
+    t0 = time.monotonic()
+    subprocess.run(["curl", "-s", "-o", "/dev/null", "-r", "0-%d" % (nbytes - 1), url], check=True)
+    return both, time.monotonic() - t0
+
+
 def cat_rounds(path, url, wd, mnt, want, rounds):
     """`cat data` local and over loopback, interleaved round by round, so
     the load of a shared machine falls on both alike; ranges, medians and
-    the per-round ratio of the times."""
-    loc, rem, ratio = [], [], []
+    the per-round ratio of the times. Each round also the remote floor
+    (fetch_floor): remote / floor says how much of the gap any remote
+    mount on this machine would have."""
+    loc, rem, ratio, flo, fratio = [], [], [], [], []
     for i in range(rounds):
         load = open("/proc/loadavg").read().split()[0]
         tl = cat_local(path, mnt, "data", 1)[0]
         tr, info = cat_remote(url, wd, mnt, "data", want, 1, "data loopback")
         tr = tr[0]
+        fetched = int(float(info.split(" MiB fetched")[0].split()[-1]) * MiB)
+        tf, tc = fetch_floor(path, url, mnt, fetched)
         loc.append(tl)
         rem.append(tr)
+        flo.append(tf)
         ratio.append(tr / tl)
-        print("  round %d (load %s): local %.2f s, remote %.2f s (%.2fx; CPU %.2f / %.2f s; %s)" % (
-            i + 1, load, tl, tr, tr / tl, CPU["local data"][-1], CPU["data loopback"][-1], info))
+        fratio.append(tf / tl)
+        print("  round %d (load %s): local %.2f s, remote %.2f s (%.2fx; CPU %.2f / %.2f s; %s); floor: local cat"
+              " beside curl of the same %d MiB %.2f s (%.2fx local; curl alone %.2f s)" % (
+                  i + 1, load, tl, tr, tr / tl, CPU["local data"][-1], CPU["data loopback"][-1], info,
+                  fetched // MiB, tf, tf / tl, tc))
         sys.stdout.flush()
     print("cat data, %d rounds: local %s s (median %.2f), remote %s s (median %.2f); remote/local time %s "
           "(median %.2f; target <= 1.25); CPU local %s (median %.2f), remote %s (median %.2f)" % (
               rounds, rng_(loc), median(loc), rng_(rem), median(rem), rng_(ratio), median(ratio),
               rng_(CPU["local data"]), median(CPU["local data"]), rng_(CPU["data loopback"]),
               median(CPU["data loopback"])))
+    print("remote floor (local cat beside curl of the fetched bytes): %s s (median %.2f); floor/local %s (median"
+          " %.2f); remote/floor %s (median %.2f)" % (
+              rng_(flo), median(flo), rng_(fratio), median(fratio),
+              rng_([r / f for r, f in zip(rem, flo)]), median([r / f for r, f in zip(rem, flo)])))
 
 
 def main():
