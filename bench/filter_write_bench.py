@@ -32,6 +32,8 @@ import subprocess
 import sys
 import time
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+
 import numpy as np
 import h5py
 
@@ -127,6 +129,8 @@ def main():
     ap.add_argument("--dir", default=None)
     ap.add_argument("--baseline", default=None)
     ap.add_argument("--floor", action="store_true")
+    ap.add_argument("--encode-floor", action="store_true",
+                    help="blosc only: the same dd into bench/fuse_encode_floor.c (Blosc lz4 on a thread per CPU)")
     ap.add_argument("--bs", default="1M", help="dd's block size (1000000: writes across chunk edges)")
     ap.add_argument("names", nargs="*")
     a = ap.parse_args()
@@ -139,6 +143,13 @@ def main():
     if a.floor:
         from write_bench import build_floor
         floor = build_floor(work)
+    efloor = None
+    if a.encode_floor:
+        efloor = os.path.join(work, "fuse_encode_floor")
+        flags = subprocess.run(["pkg-config", "--cflags", "--libs", "fuse3"], check=True,
+                               capture_output=True, text=True).stdout.split()
+        subprocess.run(["cc", "-O2", "-o", efloor, os.path.join(HERE, "fuse_encode_floor.c"),
+                        os.path.join(HERE, "floor_common.c")] + flags + ["-lblosc", "-lpthread"], check=True)
     for name, (dtype, kw, lossless) in filters().items():
         if a.names and name not in a.names:
             continue
@@ -151,7 +162,7 @@ def main():
         newv = data(n, dtype, 7)
         newv.tofile(src)
         f5 = os.path.join(work, "run.h5")
-        t5, tp, tb, tf = [], [], [], []
+        t5, tp, tb, tf, te = [], [], [], [], []
 
         def dd():
             subprocess.run(["dd", "if=" + src, "of=" + os.path.join(mnt, "d"), "bs=" + a.bs, "conv=notrunc",
@@ -162,6 +173,12 @@ def main():
                     tf.append(timed(lambda: subprocess.run(
                         ["dd", "if=" + src, "of=" + os.path.join(mnt, "data"), "bs=" + a.bs, "conv=notrunc",
                          "status=none"], check=True)))
+            if efloor and name == "blosc":
+                with Mount([efloor, "-f", str(n * es), mnt, os.path.join(work, "encode_floor.out")], mnt, log):
+                    te.append(timed(lambda: subprocess.run(
+                        ["dd", "if=" + src, "of=" + os.path.join(mnt, "data"), "bs=" + a.bs, "conv=notrunc",
+                         "status=none"], check=True)))
+                os.unlink(os.path.join(work, "encode_floor.out"))
             if a.baseline:
                 shutil.copyfile(pristine, f5)
                 with Mount([a.baseline, "-f", f5, mnt], mnt, log):
@@ -208,6 +225,12 @@ def main():
         if tf:
             line += "  floor %4.0f-%4.0f MiB/s, floor/h5fs %.2f-%.2fx" % (
                 mib / max(tf), mib / min(tf), min(f / t for f, t in zip(tf, t5)), max(f / t for f, t in zip(tf, t5)))
+        if te:
+            line += "  encode floor %4.0f-%4.0f MiB/s, h5py/floor %s, floor/h5fs %.2f-%.2fx" % (
+                mib / max(te), mib / min(te),
+                "-" if not tp else "%.2f-%.2fx" % (min(h / e for h, e in zip(tp, te)),
+                                                  max(h / e for h, e in zip(tp, te))),
+                min(e / t for e, t in zip(te, t5)), max(e / t for e, t in zip(te, t5)))
         if tb:
             line += "  baseline %4.0f-%4.0f MiB/s, h5py/baseline %s, baseline/h5fs %.2f-%.2fx" % (
                 mib / max(tb), mib / min(tb),
