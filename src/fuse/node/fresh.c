@@ -206,9 +206,11 @@ static void node_swap(h5fs *fs, struct node *n, struct node *tmp, struct gen *g,
 
 		n->ds = tmp->ds;
 		n->view = tmp->view;
-		n->f = tmp->f;
+		/* (f and addr atomically: gone.c unlinked_locked reads them
+		 * under fs->lock alone, not this node's lock) */
+		__atomic_store_n(&n->f, tmp->f, __ATOMIC_RELEASE);
 		n->target = tmp->target;
-		n->addr = tmp->addr;
+		__atomic_store_n(&n->addr, tmp->addr, __ATOMIC_RELEASE);
 		n->kind = tmp->kind;
 		n->st = tmp->st;
 		tmp->ds = ds;

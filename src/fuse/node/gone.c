@@ -12,6 +12,14 @@
  * Tests: test_stress_io.py, test_churn_space.py, test_durable.py. */
 #include "node.h"
 
+/* Whether node o shows the object at (f, addr). Read atomically: a live
+ * refresh's node_swap (fresh.c) sets o's f and addr under o's lock, and
+ * the callers here hold fs->lock, not that one. */
+static bool node_is_at(const struct node *o, const h5_file *f, uint64_t addr)
+{
+	return __atomic_load_n(&o->addr, __ATOMIC_ACQUIRE) == addr && __atomic_load_n(&o->f, __ATOMIC_ACQUIRE) == f;
+}
+
 /* Whether a descriptor reads the object at (f, addr) through any of its
  * nodes (the dataset's, its views'); else NULL. A node holding none of
  * it: *holder, a node of it to keep storage with. Under fs->lock. */
@@ -19,10 +27,10 @@ static struct node *object_open_locked(h5fs *fs, h5_file *f, uint64_t addr, stru
 {
 	struct node *n = node_find_locked(fs, file_nodeid(fs, f, addr)), *open = NULL;
 
-	*holder = n && n->addr == addr && n->f == f ? n : NULL;
+	*holder = n && node_is_at(n, f, addr) ? n : NULL;
 	for (size_t i = 0; i < fs->nodes_cap && !open; i++)
 		for (struct node *o = fs->nodes[i]; o && !open; o = o->next)
-			if (o->addr == addr && o->f == f) {
+			if (node_is_at(o, f, addr)) {
 				if (__atomic_load_n(&o->opens, __ATOMIC_ACQUIRE))
 					open = o;
 				else if (!*holder)
@@ -49,7 +57,7 @@ static void unlinked_locked(h5fs *fs, h5_file *f, uint64_t addr)
 	light_unlinked_locked(fs, f, addr);
 	for (size_t i = 0; i < fs->nodes_cap; i++)
 		for (struct node *o = fs->nodes[i]; o; o = o->next)
-			if (o->addr == addr && o->f == f)
+			if (node_is_at(o, f, addr))
 				__atomic_store_n(&o->unlinked, true, __ATOMIC_RELEASE);
 }
 
