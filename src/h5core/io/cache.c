@@ -18,13 +18,10 @@
 #include <stdio.h>
 
 typedef struct cache_ent {
-	/* what table_find reads of each entry of a chain, first: 24 bytes,
-	 * one cache line mostly (a cold walk misses the cache at each entry
-	 * it passes: table_find was 13% of its daemon CPU, issue 70) */
 	uint32_t tag;           /* the view (file) it belongs to; 0: the core's own */
 	uint32_t kind;
 	uint64_t key;
-	struct cache_ent *hnext;        /* hash chain */
+	struct cache_ent *dnext;        /* the list of entries to free (free_dead) */
 	void *obj;
 	size_t cost;
 	h5_cache_free_fn free_fn;
@@ -35,12 +32,11 @@ typedef struct cache_ent {
 	char *load_msg;         /* the loader's message, for the waiters */
 	pthread_t loader;
 	struct cache_ent *pnext;        /* chain of the (tag, key page) table */
-	/* in the table: the pointers that point at it in each chain, so a
-	 * removal (every eviction, every entry of a closed file) takes no
-	 * walk: the page chains run long where a page holds many small
-	 * headers, and walking them was a fifth of an unmount after a walk
-	 * and much of the cache's share of a cold one (issue 70) */
-	struct cache_ent **hpp, **ppp;
+	/* in the page table: the pointer that points at it, so a removal
+	 * (every eviction, every entry of a closed file) takes no walk: the
+	 * page chains run long where a page holds many small headers, and
+	 * walking them was a fifth of an unmount after a walk (issue 70) */
+	struct cache_ent **ppp;
 	struct cache_ent *lprev, *lnext; /* LRU list, only while refs == 0 */
 	uint64_t released;      /* when it joined its LRU list (c->clock) */
 	/* the view's list of its entries in the table (view NULL: the core's
@@ -59,16 +55,34 @@ typedef struct cache_waiter {
 	struct cache_waiter *next;
 } cache_waiter;
 
+/* A slot of the key table: the key's hash beside its entry, so a probe
+ * reads the slot array alone until a hash matches. Why: with chains of
+ * entries, a cold walk (each header looked up once, missing) took a cache
+ * miss for the bucket and one for each entry it passed, and an insertion
+ * and an eviction touched their chain neighbours: table_find and
+ * table_remove were 15% and 4% of the daemon's CPU (issue 70). */
+typedef struct cache_slot {
+	uint64_t h;             /* cache_hash of the entry's key */
+	cache_ent *e;           /* NULL: free */
+} cache_slot;
+
 struct h5_cache {
 	pthread_mutex_t lock;
 	pthread_cond_t loaded;
-	cache_ent **buckets;
+	/* open addressing, linear probing, within 3/4 full; a removal
+	 * shifts the entries after it back (no tombstones) */
+	cache_slot *slots;
+	size_t nslots;          /* power of two */
 	/* the same entries by (tag, key >> PAGE_SHIFT): a range of keys is
 	 * found by its pages (h5_cache_invalidate_range, which every space
 	 * take calls: a scan of every entry per take was 13% of a cp -r of
-	 * small files, issue 55) */
+	 * small files, issue 55). Built at the first range invalidation
+	 * (pindexed), kept from then on: a mount that does not write never
+	 * asks, and keeping it cost two more cache misses per insertion and
+	 * per eviction of a cold walk. npb buckets, power of two. */
 	cache_ent **pbuckets;
-	size_t nbuckets;        /* power of two, of both tables */
+	size_t npb;
+	bool pindexed;
 	size_t count;           /* entries in the table */
 	size_t used;            /* cost of every live loaded entry (in table or still referenced) */
 	size_t budget;
@@ -122,7 +136,7 @@ static h5_cache *cache_core(h5_cache *c, uint32_t *tag)
 	return c->core ? c->core : c;
 }
 
-#define CACHE_MIN_BUCKETS 64
+#define CACHE_MIN_SLOTS 64
 /* metadata may take a quarter of the budget, and at least this much */
 #define CACHE_META_MIN ((size_t)64 << 20)
 
@@ -153,25 +167,20 @@ int h5_cache_new(h5_cache **out, size_t budget)
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory creating cache");
-	c->nbuckets = CACHE_MIN_BUCKETS;
-	c->buckets = calloc(c->nbuckets, sizeof(*c->buckets));
-	c->pbuckets = calloc(c->nbuckets, sizeof(*c->pbuckets));
-	if (!c->buckets || !c->pbuckets) {
-		free(c->buckets);
-		free(c->pbuckets);
+	c->nslots = CACHE_MIN_SLOTS;
+	c->slots = calloc(c->nslots, sizeof(*c->slots));
+	if (!c->slots) {
 		free(c);
 		return h5_err_set(H5_ERR_NOMEM, "out of memory creating cache");
 	}
 	if (pthread_mutex_init(&c->lock, NULL) != 0) {
-		free(c->buckets);
-		free(c->pbuckets);
+		free(c->slots);
 		free(c);
 		return h5_err_set(H5_ERR_NOMEM, "cannot create cache mutex");
 	}
 	if (pthread_cond_init(&c->loaded, NULL) != 0) {
 		pthread_mutex_destroy(&c->lock);
-		free(c->buckets);
-		free(c->pbuckets);
+		free(c->slots);
 		free(c);
 		return h5_err_set(H5_ERR_NOMEM, "cannot create cache condition variable");
 	}
@@ -214,113 +223,168 @@ void h5_cache_free(h5_cache *c)
 	}
 	/* Callers release everything before closing the file; entries still
 	 * referenced then would be a programmer error, not a file problem. */
-	for (i = 0; i < c->nbuckets; i++) {
-		cache_ent *e = c->buckets[i];
-
-		while (e) {
-			cache_ent *next = e->hnext;
-
-			ent_destroy(e);
-			e = next;
-		}
-	}
-	free(c->buckets);
+	for (i = 0; i < c->nslots; i++)
+		if (c->slots[i].e)
+			ent_destroy(c->slots[i].e);
+	free(c->slots);
 	free(c->pbuckets);
 	pthread_cond_destroy(&c->loaded);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }
 
-static cache_ent *table_find(h5_cache *c, uint32_t tag, uint32_t kind, uint64_t key)
+/* The slot of (tag, kind, key) (hash h): the entry's, or the free slot
+ * that ends its probe, where an insertion puts it (*found false). */
+static size_t table_probe(const h5_cache *c, uint64_t h, uint32_t tag, uint32_t kind, uint64_t key,
+			  bool *found)
 {
-	cache_ent *e = c->buckets[cache_hash(tag, kind, key) & (c->nbuckets - 1)];
+	size_t mask = c->nslots - 1, i = h & mask;
 
-	while (e && (e->kind != kind || e->key != key || e->tag != tag))
-		e = e->hnext;
-	return e;
+	for (;; i = (i + 1) & mask) {
+		const cache_slot *s = &c->slots[i];
+
+		if (!s->e) {
+			*found = false;
+			return i;
+		}
+		if (s->h == h && s->e->key == key && s->e->kind == kind && s->e->tag == tag) {
+			*found = true;
+			return i;
+		}
+	}
 }
 
-/* e at the head of the chain whose head pointer is *head (through hnext or
- * pnext), its back-pointers kept */
-static void chain_push(cache_ent **head, cache_ent *e, bool page)
+static cache_ent *table_find(h5_cache *c, uint32_t tag, uint32_t kind, uint64_t key)
 {
-	if (page) {
-		e->pnext = *head;
-		if (e->pnext)
-			e->pnext->ppp = &e->pnext;
-		e->ppp = head;
-	} else {
-		e->hnext = *head;
-		if (e->hnext)
-			e->hnext->hpp = &e->hnext;
-		e->hpp = head;
-	}
+	bool found;
+	size_t i = table_probe(c, cache_hash(tag, kind, key), tag, kind, key, &found);
+
+	return found ? c->slots[i].e : NULL;
+}
+
+/* e at the head of the page chain whose head pointer is *head */
+static void page_push(cache_ent **head, cache_ent *e)
+{
+	e->pnext = *head;
+	if (e->pnext)
+		e->pnext->ppp = &e->pnext;
+	e->ppp = head;
 	*head = e;
+}
+
+/* The page table at npb buckets, of the entries of slots[0, n); false
+ * when out of memory (the page table is left as it was). */
+static bool page_index(h5_cache *c, const cache_slot *slots, size_t n, size_t npb)
+{
+	cache_ent **pb = calloc(npb, sizeof(*pb));
+
+	if (!pb)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		cache_ent *e = slots[i].e;
+
+		if (e)
+			page_push(&pb[page_hash(e->tag, e->key >> PAGE_SHIFT) & (npb - 1)], e);
+	}
+	free(c->pbuckets);
+	c->pbuckets = pb;
+	c->npb = npb;
+	return true;
 }
 
 static void table_remove(h5_cache *c, cache_ent *e)
 {
-	if (e->in_table && e->hpp) {
-		*e->hpp = e->hnext;
-		if (e->hnext)
-			e->hnext->hpp = e->hpp;
-		*e->ppp = e->pnext;
-		if (e->pnext)
-			e->pnext->ppp = e->ppp;
+	if (e->in_table) {
+		size_t mask = c->nslots - 1, i = cache_hash(e->tag, e->kind, e->key) & mask, j;
+
+		while (c->slots[i].e != e)
+			i = (i + 1) & mask;
+		/* shift back each later entry of the run whose home is not
+		 * within (i, j]: its probe would stop at the hole */
+		for (j = i;;) {
+			size_t home;
+
+			c->slots[i].e = NULL;
+			for (;;) {
+				j = (j + 1) & mask;
+				if (!c->slots[j].e)
+					goto shifted;
+				home = c->slots[j].h & mask;
+				if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
+					continue;
+				c->slots[i] = c->slots[j];
+				i = j;
+				break;
+			}
+		}
+shifted:
+		if (e->ppp) {
+			*e->ppp = e->pnext;
+			if (e->pnext)
+				e->pnext->ppp = e->ppp;
+		}
 		c->count--;
 	}
-	e->hpp = e->ppp = NULL;
-	e->hnext = NULL;
+	e->ppp = NULL;
 	e->pnext = NULL;
 	e->in_table = false;
 	view_unlink(e);
 }
 
-/* Double the table when chains get long; failure to grow is harmless. */
-static void table_grow(h5_cache *c)
+/* Double the table when 3/4 full; failure to grow is harmless while a
+ * free slot is left (false: none is, the caller cannot insert). */
+static bool table_grow(h5_cache *c)
 {
-	size_t nb = c->nbuckets * 2, i;
-	cache_ent **nbk, **npb;
+	size_t ns = c->nslots * 2, mask = ns - 1;
+	cache_slot *nv;
 
-	if (nb < c->nbuckets)
-		return;
-	nbk = calloc(nb, sizeof(*nbk));
-	npb = calloc(nb, sizeof(*npb));
-	if (!nbk || !npb) {
-		free(nbk);
-		free(npb);
-		return;
+	if (ns < c->nslots)
+		return c->count + 1 < c->nslots;
+	nv = calloc(ns, sizeof(*nv));
+	if (!nv)
+		return c->count + 1 < c->nslots;
+	for (size_t i = 0; i < c->nslots; i++) {
+		size_t j;
+
+		if (!c->slots[i].e)
+			continue;
+		for (j = c->slots[i].h & mask; nv[j].e; j = (j + 1) & mask)
+			;
+		nv[j] = c->slots[i];
 	}
-	for (i = 0; i < c->nbuckets; i++) {
-		cache_ent *e = c->buckets[i];
-
-		while (e) {
-			cache_ent *next = e->hnext;
-
-			chain_push(&nbk[cache_hash(e->tag, e->kind, e->key) & (nb - 1)], e, false);
-			chain_push(&npb[page_hash(e->tag, e->key >> PAGE_SHIFT) & (nb - 1)], e, true);
-			e = next;
-		}
+	/* the page table grows with it: its chains stay about one entry */
+	if (c->pindexed && c->npb < ns && !page_index(c, nv, ns, ns)) {
+		free(nv);
+		return c->count + 1 < c->nslots;
 	}
-	free(c->buckets);
-	free(c->pbuckets);
+	free(c->slots);
 	/* (atomic: h5_cache_prefetch reads them without the lock) */
-	__atomic_store_n(&c->buckets, nbk, __ATOMIC_RELEASE);
-	c->pbuckets = npb;
-	__atomic_store_n(&c->nbuckets, nb, __ATOMIC_RELEASE);
+	__atomic_store_n(&c->slots, nv, __ATOMIC_RELEASE);
+	__atomic_store_n(&c->nslots, ns, __ATOMIC_RELEASE);
+	return true;
 }
 
-/* view: the view e belongs to, or NULL (the core's own entry). */
-static void table_insert(h5_cache *c, cache_ent *e, h5_cache *view)
+/* view: the view e belongs to, or NULL (the core's own entry). at: the
+ * free slot table_probe found for e's key, or SIZE_MAX. False when the
+ * table is full and cannot grow (e not inserted). */
+static bool table_insert(h5_cache *c, cache_ent *e, h5_cache *view, size_t at)
 {
-	size_t b;
+	uint64_t h = cache_hash(e->tag, e->kind, e->key);
 
-	if (c->count >= c->nbuckets)
-		table_grow(c);
-	b = cache_hash(e->tag, e->kind, e->key) & (c->nbuckets - 1);
-	chain_push(&c->buckets[b], e, false);
-	b = page_hash(e->tag, e->key >> PAGE_SHIFT) & (c->nbuckets - 1);
-	chain_push(&c->pbuckets[b], e, true);
+	if ((c->count + 1) * 4 > c->nslots * 3) {
+		if (!table_grow(c))
+			return false;
+		at = SIZE_MAX;
+	}
+	if (at == SIZE_MAX) {
+		bool found;
+
+		at = table_probe(c, h, e->tag, e->kind, e->key, &found);
+	}
+	c->slots[at].h = h;
+	c->slots[at].e = e;
+	if (c->pindexed)
+		page_push(&c->pbuckets[page_hash(e->tag, e->key >> PAGE_SHIFT) & (c->npb - 1)], e);
 	e->in_table = true;
 	c->count++;
 	{
@@ -338,6 +402,7 @@ static void table_insert(h5_cache *c, cache_ent *e, h5_cache *view)
 			view->vhead->vprev = e;
 		view->vhead = e;
 	}
+	return true;
 }
 
 enum { LRU_META, LRU_CHUNK };
@@ -407,7 +472,7 @@ static cache_ent *evict_next(h5_cache *c)
 }
 
 /* Take unused entries off the LRU heads until usage fits the budgets. The
- * victims are chained on *dead (through hnext) to be freed after unlock. */
+ * victims are chained on *dead (through dnext) to be freed after unlock. */
 static void cache_evict(h5_cache *c, cache_ent **dead)
 {
 	cache_ent *e;
@@ -416,7 +481,7 @@ static void cache_evict(h5_cache *c, cache_ent **dead)
 		lru_unlink(c, e);
 		table_remove(c, e);
 		charge(c, e, -1);
-		e->hnext = *dead;
+		e->dnext = *dead;
 		*dead = e;
 	}
 }
@@ -424,7 +489,7 @@ static void cache_evict(h5_cache *c, cache_ent **dead)
 static void free_dead(cache_ent *dead)
 {
 	while (dead) {
-		cache_ent *next = dead->hnext;
+		cache_ent *next = dead->dnext;
 
 		ent_destroy(dead);
 		dead = next;
@@ -475,23 +540,23 @@ static void ent_unref(h5_cache *c, cache_ent *e, cache_ent **dead)
 	if (!e->loading) {
 		if (e->load_rc == 0)
 			charge(c, e, -1);
-		e->hnext = *dead;
+		e->dnext = *dead;
 		*dead = e;
 	}
 }
 
 void h5_cache_prefetch(h5_cache *c, uint32_t kind, uint64_t key)
 {
-	cache_ent **b;
-	size_t nb;
+	cache_slot *s;
+	size_t ns;
 	uint32_t tag;
 
 	c = cache_core(c, &tag);
 	/* a table growing meanwhile may pair the old array with the new
 	 * size: a prefetch never faults, and nothing is read from it */
-	b = __atomic_load_n(&c->buckets, __ATOMIC_ACQUIRE);
-	nb = __atomic_load_n(&c->nbuckets, __ATOMIC_ACQUIRE);
-	__builtin_prefetch(&b[cache_hash(tag, kind, key) & (nb - 1)]);
+	s = __atomic_load_n(&c->slots, __ATOMIC_ACQUIRE);
+	ns = __atomic_load_n(&c->nslots, __ATOMIC_ACQUIRE);
+	__builtin_prefetch(&s[cache_hash(tag, kind, key) & (ns - 1)]);
 }
 
 bool h5_cache_holds(h5_cache *c, uint32_t kind, uint64_t key)
@@ -515,15 +580,19 @@ int h5_cache_get(h5_cache_ref *out, h5_cache *c, uint32_t kind, uint64_t key,
 	cache_ent *e, *dead = NULL;
 	h5_cache *view = c->core ? c : NULL;
 	void *obj = NULL;
-	size_t cost = 0;
+	size_t cost = 0, at;
+	uint64_t h;
 	uint32_t tag;
+	bool found;
 	int rc = 0;
 
 	out->obj = NULL;
 	out->ent = NULL;
 	c = cache_core(c, &tag);
 	pthread_mutex_lock(&c->lock);
-	e = table_find(c, tag, kind, key);
+	h = cache_hash(tag, kind, key);
+	at = table_probe(c, h, tag, kind, key, &found);
+	e = found ? c->slots[at].e : NULL;
 	if (e && e->loading) {
 		cache_waiter me = { .thread = self, .on = e };
 
@@ -568,7 +637,11 @@ int h5_cache_get(h5_cache_ref *out, h5_cache *c, uint32_t kind, uint64_t key,
 	e->refs = 1;
 	e->loading = true;
 	e->loader = self;
-	table_insert(c, e, view);
+	if (!table_insert(c, e, view, at)) {
+		pthread_mutex_unlock(&c->lock);
+		free(e);
+		return h5_err_set(H5_ERR_NOMEM, "out of memory in cache");
+	}
 	pthread_mutex_unlock(&c->lock);
 
 	rc = load(&obj, &cost, ud);
@@ -626,7 +699,7 @@ static void ent_drop(h5_cache *c, cache_ent *e, cache_ent **dead)
 	if (e->refs == 0) {
 		lru_unlink(c, e);
 		charge(c, e, -1);
-		e->hnext = *dead;
+		e->dnext = *dead;
 		*dead = e;
 	}
 }
@@ -661,10 +734,12 @@ void h5_cache_invalidate_range(h5_cache *c, uint64_t lo, uint64_t hi)
 		pthread_mutex_unlock(&core->lock);
 		return;
 	}
-	if (last - first < core->count) {
+	if (!core->pindexed && page_index(core, core->slots, core->nslots, core->nslots))
+		core->pindexed = true;
+	if (core->pindexed && last - first < core->count) {
 		/* by its pages: fewer than the entries */
 		for (uint64_t pg = first; pg <= last; pg++)
-			for (e = core->pbuckets[page_hash(tag, pg) & (core->nbuckets - 1)]; e; e = next) {
+			for (e = core->pbuckets[page_hash(tag, pg) & (core->npb - 1)]; e; e = next) {
 				next = e->pnext;
 				if (e->tag == tag && e->key >= lo && e->key < hi)
 					ent_drop(core, e, &dead);
@@ -684,18 +759,23 @@ void h5_cache_invalidate_range(h5_cache *c, uint64_t lo, uint64_t hi)
 			kmax = e->key > kmax ? e->key : kmax;
 		}
 	} else {
-		for (size_t b = 0; b < core->nbuckets; b++)
-			for (e = core->buckets[b]; e; e = next) {
-				next = e->hnext;
-				if (e->tag != 0)
-					continue;
-				if (e->key >= lo && e->key < hi) {
-					ent_drop(core, e, &dead);
-					continue;
-				}
-				kmin = e->key < kmin ? e->key : kmin;
-				kmax = e->key > kmax ? e->key : kmax;
+		/* a removal shifts later entries back into slot i: look at it
+		 * again (an entry shifted across the array's end into a slot
+		 * already passed is looked at twice, which changes nothing) */
+		for (size_t i = 0; i < core->nslots;) {
+			e = core->slots[i].e;
+			if (!e || e->tag != 0) {
+				i++;
+				continue;
 			}
+			if (e->key >= lo && e->key < hi) {
+				ent_drop(core, e, &dead);
+				continue;
+			}
+			kmin = e->key < kmin ? e->key : kmin;
+			kmax = e->key > kmax ? e->key : kmax;
+			i++;
+		}
 	}
 	/* (what is left, exactly) */
 	c->kmin = kmin;
@@ -781,10 +861,12 @@ size_t h5_cache_view_used(const h5_cache *v)
 	size_t used = 0;
 
 	pthread_mutex_lock(&c->lock);
-	for (size_t i = 0; i < c->nbuckets; i++)
-		for (cache_ent *e = c->buckets[i]; e; e = e->hnext)
-			if (e->tag == v->tag && !e->loading && e->load_rc == 0)
-				used += e->cost;
+	for (size_t i = 0; i < c->nslots; i++) {
+		cache_ent *e = c->slots[i].e;
+
+		if (e && e->tag == v->tag && !e->loading && e->load_rc == 0)
+			used += e->cost;
+	}
 	pthread_mutex_unlock(&c->lock);
 	return used;
 }
