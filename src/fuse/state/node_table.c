@@ -55,7 +55,11 @@ static size_t synth_bucket(const void *e, size_t cap)
 
 struct node *node_full_find_locked(h5fs *fs, uint64_t ino)
 {
-	struct node *n = fs->nodes[hash_u64(ino, fs->nodes_cap)];
+	struct node *n;
+
+	if (!fs->nodes_seen[hash_u64(ino, NODES_SEEN)])
+		return NULL;
+	n = fs->nodes[hash_u64(ino, fs->nodes_cap)];
 
 	while (n && n->ino != ino)
 		n = n->next;
@@ -82,6 +86,9 @@ void node_insert_locked(h5fs *fs, struct node *n)
 	n->next = fs->nodes[b];
 	fs->nodes[b] = n;
 	fs->nnodes++;
+	b = hash_u64(n->ino, NODES_SEEN);
+	if (fs->nodes_seen[b] < UINT8_MAX)
+		fs->nodes_seen[b]++;
 }
 
 void node_remove_locked(h5fs *fs, struct node *n)
@@ -91,8 +98,12 @@ void node_remove_locked(h5fs *fs, struct node *n)
 	while (*pp && *pp != n)
 		pp = &(*pp)->next;
 	if (*pp) {
+		size_t b = hash_u64(n->ino, NODES_SEEN);
+
 		*pp = n->next;
 		fs->nnodes--;
+		if (fs->nodes_seen[b] < UINT8_MAX)
+			fs->nodes_seen[b]--;
 	}
 }
 

@@ -483,6 +483,12 @@ static void cache_evict(h5_cache *c, cache_ent **dead)
 		charge(c, e, -1);
 		e->dnext = *dead;
 		*dead = e;
+		/* the next victim's slot fetched ahead: a walk evicts an entry
+		 * a load, each a cold line of the slots (lru_unlink just
+		 * touched that entry, its key costs nothing) */
+		e = c->lru_head[LRU_META];
+		if (e)
+			__builtin_prefetch(&c->slots[cache_hash(e->tag, e->kind, e->key) & (c->nslots - 1)]);
 	}
 }
 
