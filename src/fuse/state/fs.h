@@ -216,7 +216,7 @@ struct lslot {
 };
 #define LSLOT_INO(s) ((s)->key >> 2)
 #define LOBJ_SHARDS 16          /* each grows alone: a growth copies 1/16 */
-#define NODES_SEEN 65536     /* counters of struct h5fs nodes_seen */
+#define NODES_SEEN 32768        /* bits of struct h5fs nodes_seen */
 /* a shard's slot array, or a spare one (objects.c lslots_take): res, the
  * bytes of address space it may grow into in place (0: malloc'd), dirty,
  * the slots of it ever written */
@@ -280,12 +280,14 @@ struct h5fs {
 	pthread_mutex_t lock;
 	struct node **nodes;
 	size_t nodes_cap, nnodes;
-	/* nodes in the table by hash_u64(ino, NODES_SEEN) (saturating at
-	 * 255, then never counted down): a look-up of an ino no node has
-	 * (every object of a cold walk, often several times) ends here, in
-	 * 64 KiB that stay cached, not at a cold node of its bucket's chain
+	/* a bit per hash_u64(ino, NODES_SEEN), set for each node put in the
+	 * table, and rebuilt from the table after as many removals as it
+	 * holds nodes (nodes_gone): a look-up of an ino no node has (every
+	 * object of a cold walk, often several times) mostly ends here, in
+	 * 4 KiB that stay cached, not at a cold node of its bucket's chain
 	 * (node_full_find_locked was 3.5% of a cold walk's CPU, issue 70) */
-	uint8_t nodes_seen[NODES_SEEN];
+	uint64_t nodes_seen[NODES_SEEN / 64];
+	size_t nodes_gone;
 	/* every object listed or held (struct lslot, state/objects.c): the
 	 * kind map and the stat-only records */
 	struct lshard lobj[LOBJ_SHARDS];
