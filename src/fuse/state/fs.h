@@ -431,6 +431,9 @@ void kind_remember(h5fs *fs, uint64_t addr, h5_obj_kind kind);
  * KIND_NONE (looked up: none known; remembered: skipped) */
 #define KIND_NONE 0xff
 void kind_lookup_many(h5fs *fs, const uint64_t *keys, uint8_t *kinds, size_t n);
+/* the objects table's slot of ino fetched into the CPU's cache, without
+ * the lock (a hint: READDIRPLUS's look-ups of the next entries) */
+void kind_prefetch(h5fs *fs, uint64_t ino);
 void kind_remember_many(h5fs *fs, const uint64_t *keys, const uint8_t *kinds, size_t n);
 void kind_forget_all(h5fs *fs);
 /* The object at addr lost its last link: the kind remembered there
