@@ -12,122 +12,9 @@
  * released. Objects are freed outside the lock because a free function may
  * release references it holds in this or another cache. */
 #include "base.h"
-#include "cache.h"
+#include "cache_int.h"
 
-#include <pthread.h>
 #include <stdio.h>
-
-typedef struct cache_ent {
-	uint32_t tag;           /* the view (file) it belongs to; 0: the core's own */
-	uint32_t kind;
-	uint64_t key;
-	struct cache_ent *dnext;        /* the list of entries to free (free_dead) */
-	void *obj;
-	size_t cost;
-	h5_cache_free_fn free_fn;
-	unsigned refs;          /* users, including threads waiting on a load */
-	bool loading;
-	bool in_table;          /* false once evicted, invalidated or failed */
-	int load_rc;            /* < 0: the load failed (waiters report it) */
-	char *load_msg;         /* the loader's message, for the waiters */
-	pthread_t loader;
-	struct cache_ent *pnext;        /* chain of the (tag, key page) table */
-	/* in the page table: the pointer that points at it, so a removal
-	 * (every eviction, every entry of a closed file) takes no walk: the
-	 * page chains run long where a page holds many small headers, and
-	 * walking them was a fifth of an unmount after a walk (issue 70) */
-	struct cache_ent **ppp;
-	struct cache_ent *lprev, *lnext; /* LRU list, only while refs == 0 */
-	uint64_t released;      /* when it joined its LRU list (c->clock) */
-	/* the view's list of its entries in the table (view NULL: the core's
-	 * own entry, or out of the table), so closing a file walks its own
-	 * entries, not a context's whole cache */
-	struct h5_cache *view;
-	struct cache_ent *vprev, *vnext;
-} cache_ent;
-
-/* A thread blocked on a load, registered so a cycle of loads that wait for
- * each other (a hostile file whose structures nest into themselves) is
- * reported instead of deadlocking. Lives on the waiting thread's stack. */
-typedef struct cache_waiter {
-	pthread_t thread;
-	cache_ent *on;
-	struct cache_waiter *next;
-} cache_waiter;
-
-/* A slot of the key table: the key's hash beside its entry, so a probe
- * reads the slot array alone until a hash matches. Why: with chains of
- * entries, a cold walk (each header looked up once, missing) took a cache
- * miss for the bucket and one for each entry it passed, and an insertion
- * and an eviction touched their chain neighbours: table_find and
- * table_remove were 15% and 4% of the daemon's CPU (issue 70). */
-typedef struct cache_slot {
-	uint64_t h;             /* cache_hash of the entry's key */
-	cache_ent *e;           /* NULL: free */
-} cache_slot;
-
-struct h5_cache {
-	pthread_mutex_t lock;
-	pthread_cond_t loaded;
-	/* open addressing, linear probing, within 3/4 full; a removal
-	 * shifts the entries after it back (no tombstones) */
-	cache_slot *slots;
-	size_t nslots;          /* power of two */
-	/* the same entries by (tag, key >> PAGE_SHIFT): a range of keys is
-	 * found by its pages (h5_cache_invalidate_range, which every space
-	 * take calls: a scan of every entry per take was 13% of a cp -r of
-	 * small files, issue 55). Built at the first range invalidation
-	 * (pindexed), kept from then on: a mount that does not write never
-	 * asks, and keeping it cost two more cache misses per insertion and
-	 * per eviction of a cold walk. npb buckets, power of two. */
-	cache_ent **pbuckets;
-	size_t npb;
-	bool pindexed;
-	size_t count;           /* entries in the table */
-	size_t used;            /* cost of every live loaded entry (in table or still referenced) */
-	size_t budget;
-	/* Two LRU lists, metadata (LRU_META) and decoded chunks (LRU_CHUNK),
-	 * in one order (released): the budget evicts the older of the two
-	 * heads, and metadata alone is also held within meta_budget. Why: a
-	 * walk over millions of small objects (find, du) decoded a header
-	 * apiece, and those filled the whole budget (1.5 GB by default on a
-	 * 24 GB machine) though none is read again soon; the chunks that
-	 * make random reads of compressed data fast have the rest (issue
-	 * 64). */
-	cache_ent *lru_head[2]; /* least recently released */
-	cache_ent *lru_tail[2];
-	uint64_t clock;         /* releases so far */
-	size_t meta_used;       /* the part of used that is not chunks */
-	size_t meta_budget;
-	cache_waiter *waiters;
-	/* A view (h5_cache_new_view) has core set: it is a window on another
-	 * cache, whose keys it tags so two files never share an entry. */
-	struct h5_cache *core;
-	uint32_t tag;           /* view: every key it asks for is (tag, kind, key) */
-	uint32_t next_tag;      /* core: the last tag handed out */
-	unsigned nviews;        /* core: views still open */
-	cache_ent *vhead;       /* view: its entries in the core's table (core's lock) */
-	/* the lowest and highest key ever put in the table for this view
-	 * (the core: for its own entries) since the last range scan: a
-	 * range outside them holds none (h5_cache_invalidate_range, which
-	 * every space take calls: a scan of thousands of headers per new
-	 * dataset was 13% of a cp -r of small files) */
-	uint64_t kmin, kmax;
-};
-
-static void view_unlink(cache_ent *e)
-{
-	if (!e->view)
-		return;
-	if (e->vprev)
-		e->vprev->vnext = e->vnext;
-	else
-		e->view->vhead = e->vnext;
-	if (e->vnext)
-		e->vnext->vprev = e->vprev;
-	e->view = NULL;
-	e->vprev = e->vnext = NULL;
-}
 
 /* A view resolves to its core; its keys carry its tag. */
 static h5_cache *cache_core(h5_cache *c, uint32_t *tag)
@@ -139,25 +26,6 @@ static h5_cache *cache_core(h5_cache *c, uint32_t *tag)
 #define CACHE_MIN_SLOTS 64
 /* metadata may take a quarter of the budget, and at least this much */
 #define CACHE_META_MIN ((size_t)64 << 20)
-
-#define PAGE_SHIFT 12
-
-static size_t cache_hash(uint32_t tag, uint32_t kind, uint64_t key);
-
-static size_t page_hash(uint32_t tag, uint64_t page)
-{
-	return cache_hash(tag, UINT32_MAX, page);
-}
-
-static size_t cache_hash(uint32_t tag, uint32_t kind, uint64_t key)
-{
-	/* splitmix64 finaliser: addresses are aligned and clustered, so mix them */
-	uint64_t z = key ^ ((((uint64_t)tag << 32) | kind) * 0x9E3779B97F4A7C15ULL);
-
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-	return (size_t)(z ^ (z >> 31));
-}
 
 int h5_cache_new(h5_cache **out, size_t budget)
 {
@@ -231,178 +99,6 @@ void h5_cache_free(h5_cache *c)
 	pthread_cond_destroy(&c->loaded);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
-}
-
-/* The slot of (tag, kind, key) (hash h): the entry's, or the free slot
- * that ends its probe, where an insertion puts it (*found false). */
-static size_t table_probe(const h5_cache *c, uint64_t h, uint32_t tag, uint32_t kind, uint64_t key,
-			  bool *found)
-{
-	size_t mask = c->nslots - 1, i = h & mask;
-
-	for (;; i = (i + 1) & mask) {
-		const cache_slot *s = &c->slots[i];
-
-		if (!s->e) {
-			*found = false;
-			return i;
-		}
-		if (s->h == h && s->e->key == key && s->e->kind == kind && s->e->tag == tag) {
-			*found = true;
-			return i;
-		}
-	}
-}
-
-static cache_ent *table_find(h5_cache *c, uint32_t tag, uint32_t kind, uint64_t key)
-{
-	bool found;
-	size_t i = table_probe(c, cache_hash(tag, kind, key), tag, kind, key, &found);
-
-	return found ? c->slots[i].e : NULL;
-}
-
-/* e at the head of the page chain whose head pointer is *head */
-static void page_push(cache_ent **head, cache_ent *e)
-{
-	e->pnext = *head;
-	if (e->pnext)
-		e->pnext->ppp = &e->pnext;
-	e->ppp = head;
-	*head = e;
-}
-
-/* The page table at npb buckets, of the entries of slots[0, n); false
- * when out of memory (the page table is left as it was). */
-static bool page_index(h5_cache *c, const cache_slot *slots, size_t n, size_t npb)
-{
-	cache_ent **pb = calloc(npb, sizeof(*pb));
-
-	if (!pb)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		cache_ent *e = slots[i].e;
-
-		if (e)
-			page_push(&pb[page_hash(e->tag, e->key >> PAGE_SHIFT) & (npb - 1)], e);
-	}
-	free(c->pbuckets);
-	c->pbuckets = pb;
-	c->npb = npb;
-	return true;
-}
-
-static void table_remove(h5_cache *c, cache_ent *e)
-{
-	if (e->in_table) {
-		size_t mask = c->nslots - 1, i = cache_hash(e->tag, e->kind, e->key) & mask, j;
-
-		while (c->slots[i].e != e)
-			i = (i + 1) & mask;
-		/* shift back each later entry of the run whose home is not
-		 * within (i, j]: its probe would stop at the hole */
-		for (j = i;;) {
-			size_t home;
-
-			c->slots[i].e = NULL;
-			for (;;) {
-				j = (j + 1) & mask;
-				if (!c->slots[j].e)
-					goto shifted;
-				home = c->slots[j].h & mask;
-				if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
-					continue;
-				c->slots[i] = c->slots[j];
-				i = j;
-				break;
-			}
-		}
-shifted:
-		if (e->ppp) {
-			*e->ppp = e->pnext;
-			if (e->pnext)
-				e->pnext->ppp = e->ppp;
-		}
-		c->count--;
-	}
-	e->ppp = NULL;
-	e->pnext = NULL;
-	e->in_table = false;
-	view_unlink(e);
-}
-
-/* Double the table when 3/4 full; failure to grow is harmless while a
- * free slot is left (false: none is, the caller cannot insert). */
-static bool table_grow(h5_cache *c)
-{
-	size_t ns = c->nslots * 2, mask = ns - 1;
-	cache_slot *nv;
-
-	if (ns < c->nslots)
-		return c->count + 1 < c->nslots;
-	nv = calloc(ns, sizeof(*nv));
-	if (!nv)
-		return c->count + 1 < c->nslots;
-	for (size_t i = 0; i < c->nslots; i++) {
-		size_t j;
-
-		if (!c->slots[i].e)
-			continue;
-		for (j = c->slots[i].h & mask; nv[j].e; j = (j + 1) & mask)
-			;
-		nv[j] = c->slots[i];
-	}
-	/* the page table grows with it: its chains stay about one entry */
-	if (c->pindexed && c->npb < ns && !page_index(c, nv, ns, ns)) {
-		free(nv);
-		return c->count + 1 < c->nslots;
-	}
-	free(c->slots);
-	/* (atomic: h5_cache_prefetch reads them without the lock) */
-	__atomic_store_n(&c->slots, nv, __ATOMIC_RELEASE);
-	__atomic_store_n(&c->nslots, ns, __ATOMIC_RELEASE);
-	return true;
-}
-
-/* view: the view e belongs to, or NULL (the core's own entry). at: the
- * free slot table_probe found for e's key, or SIZE_MAX. False when the
- * table is full and cannot grow (e not inserted). */
-static bool table_insert(h5_cache *c, cache_ent *e, h5_cache *view, size_t at)
-{
-	uint64_t h = cache_hash(e->tag, e->kind, e->key);
-
-	if ((c->count + 1) * 4 > c->nslots * 3) {
-		if (!table_grow(c))
-			return false;
-		at = SIZE_MAX;
-	}
-	if (at == SIZE_MAX) {
-		bool found;
-
-		at = table_probe(c, h, e->tag, e->kind, e->key, &found);
-	}
-	c->slots[at].h = h;
-	c->slots[at].e = e;
-	if (c->pindexed)
-		page_push(&c->pbuckets[page_hash(e->tag, e->key >> PAGE_SHIFT) & (c->npb - 1)], e);
-	e->in_table = true;
-	c->count++;
-	{
-		h5_cache *k = view ? view : c;
-
-		if (e->key < k->kmin)
-			k->kmin = e->key;
-		if (e->key > k->kmax)
-			k->kmax = e->key;
-	}
-	if (view) {
-		e->view = view;
-		e->vnext = view->vhead;
-		if (view->vhead)
-			view->vhead->vprev = e;
-		view->vhead = e;
-	}
-	return true;
 }
 
 enum { LRU_META, LRU_CHUNK };
@@ -479,7 +175,7 @@ static void cache_evict(h5_cache *c, cache_ent **dead)
 
 	while ((e = evict_next(c)) != NULL) {
 		lru_unlink(c, e);
-		table_remove(c, e);
+		ctab_remove(c, e);
 		charge(c, e, -1);
 		e->dnext = *dead;
 		*dead = e;
@@ -488,7 +184,7 @@ static void cache_evict(h5_cache *c, cache_ent **dead)
 		 * touched that entry, its key costs nothing) */
 		e = c->lru_head[LRU_META];
 		if (e)
-			__builtin_prefetch(&c->slots[cache_hash(e->tag, e->kind, e->key) & (c->nslots - 1)]);
+			__builtin_prefetch(&c->slots[ctab_hash(e->tag, e->kind, e->key) & (c->nslots - 1)]);
 	}
 }
 
@@ -562,7 +258,7 @@ void h5_cache_prefetch(h5_cache *c, uint32_t kind, uint64_t key)
 	 * size: a prefetch never faults, and nothing is read from it */
 	s = __atomic_load_n(&c->slots, __ATOMIC_ACQUIRE);
 	ns = __atomic_load_n(&c->nslots, __ATOMIC_ACQUIRE);
-	__builtin_prefetch(&s[cache_hash(tag, kind, key) & (ns - 1)]);
+	__builtin_prefetch(&s[ctab_hash(tag, kind, key) & (ns - 1)]);
 }
 
 bool h5_cache_holds(h5_cache *c, uint32_t kind, uint64_t key)
@@ -573,7 +269,7 @@ bool h5_cache_holds(h5_cache *c, uint32_t kind, uint64_t key)
 
 	c = cache_core(c, &tag);
 	pthread_mutex_lock(&c->lock);
-	e = table_find(c, tag, kind, key);
+	e = ctab_find(c, tag, kind, key);
 	held = e && !e->loading && e->load_rc == 0;
 	pthread_mutex_unlock(&c->lock);
 	return held;
@@ -596,8 +292,8 @@ int h5_cache_get(h5_cache_ref *out, h5_cache *c, uint32_t kind, uint64_t key,
 	out->ent = NULL;
 	c = cache_core(c, &tag);
 	pthread_mutex_lock(&c->lock);
-	h = cache_hash(tag, kind, key);
-	at = table_probe(c, h, tag, kind, key, &found);
+	h = ctab_hash(tag, kind, key);
+	at = ctab_probe(c, h, tag, kind, key, &found);
 	e = found ? c->slots[at].e : NULL;
 	if (e && e->loading) {
 		cache_waiter me = { .thread = self, .on = e };
@@ -643,7 +339,7 @@ int h5_cache_get(h5_cache_ref *out, h5_cache *c, uint32_t kind, uint64_t key,
 	e->refs = 1;
 	e->loading = true;
 	e->loader = self;
-	if (!table_insert(c, e, view, at)) {
+	if (!ctab_insert(c, e, view, at)) {
 		pthread_mutex_unlock(&c->lock);
 		free(e);
 		return h5_err_set(H5_ERR_NOMEM, "out of memory in cache");
@@ -659,7 +355,7 @@ int h5_cache_get(h5_cache_ref *out, h5_cache *c, uint32_t kind, uint64_t key,
 		e->load_rc = rc;
 		e->load_msg = strdup(h5_err_msg());
 		if (e->in_table)
-			table_remove(c, e);
+			ctab_remove(c, e);
 		pthread_cond_broadcast(&c->loaded);
 		ent_unref(c, e, &dead);
 		pthread_mutex_unlock(&c->lock);
@@ -701,7 +397,7 @@ void h5_cache_release(h5_cache *c, h5_cache_ref *ref)
  * the loader hands it to its caller and it is never cached. */
 static void ent_drop(h5_cache *c, cache_ent *e, cache_ent **dead)
 {
-	table_remove(c, e);
+	ctab_remove(c, e);
 	if (e->refs == 0) {
 		lru_unlink(c, e);
 		charge(c, e, -1);
@@ -717,7 +413,7 @@ void h5_cache_invalidate(h5_cache *c, uint32_t kind, uint64_t key)
 
 	c = cache_core(c, &tag);
 	pthread_mutex_lock(&c->lock);
-	e = table_find(c, tag, kind, key);
+	e = ctab_find(c, tag, kind, key);
 	if (e)
 		ent_drop(c, e, &dead);
 	pthread_mutex_unlock(&c->lock);
@@ -740,12 +436,12 @@ void h5_cache_invalidate_range(h5_cache *c, uint64_t lo, uint64_t hi)
 		pthread_mutex_unlock(&core->lock);
 		return;
 	}
-	if (!core->pindexed && page_index(core, core->slots, core->nslots, core->nslots))
+	if (!core->pindexed && ctab_page_index(core, core->slots, core->nslots, core->nslots))
 		core->pindexed = true;
 	if (core->pindexed && last - first < core->count) {
 		/* by its pages: fewer than the entries */
 		for (uint64_t pg = first; pg <= last; pg++)
-			for (e = core->pbuckets[page_hash(tag, pg) & (core->npb - 1)]; e; e = next) {
+			for (e = core->pbuckets[ctab_page_hash(tag, pg) & (core->npb - 1)]; e; e = next) {
 				next = e->pnext;
 				if (e->tag == tag && e->key >= lo && e->key < hi)
 					ent_drop(core, e, &dead);
@@ -853,7 +549,7 @@ static void view_free(h5_cache *v)
 	 * one asks for v's keys any more, and they carry no pointer to v */
 	for (e = v->vhead; e; e = next) {
 		next = e->vnext;
-		view_unlink(e);
+		ctab_view_unlink(e);
 	}
 	c->nviews--;
 	pthread_mutex_unlock(&c->lock);
