@@ -392,6 +392,87 @@ END_TEST
 /* Space handed out again (write/space.c): every entry of a view keyed in
  * [lo, hi) goes, whatever its kind; other views' entries and keys outside
  * stay; an entry in use stays valid for its holder. */
+/* The key table (open addressing, removals shifting later entries back)
+ * against a model: thousands of keys of two views, some sharing home
+ * slots, got, invalidated one by one and by ranges in a pseudo-random
+ * order, through several growths; then the LRU's evictions. Every key
+ * must be held exactly when the model says so. */
+#define TBL_KEYS 3000
+
+static uint64_t tbl_key(unsigned i)
+{
+	/* headers a few bytes apart and whole pages apart, as a file's */
+	return (uint64_t)(i / 4) * 4096 + (i % 4) * 96 + 8;
+}
+
+START_TEST(test_cache_table_model)
+{
+	h5_cache *c, *v[2];
+	h5_cache_ref r;
+	static bool in[2][TBL_KEYS];
+	uint64_t x = 12345;
+
+	reset_counts();
+	memset(in, 0, sizeof(in));
+	ck_assert_int_eq(h5_cache_new(&c, (size_t)1 << 24), 0);
+	ck_assert_int_eq(h5_cache_new_view(&v[0], c), 0);
+	ck_assert_int_eq(h5_cache_new_view(&v[1], c), 0);
+	for (unsigned op = 0; op < 40000; op++) {
+		unsigned w, i, j;
+
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+		w = (unsigned)(x >> 60) & 1;
+		i = (unsigned)(x >> 33) % TBL_KEYS;
+		j = (unsigned)(x >> 20) % 8;
+		if (j < 5) {
+			ck_assert_int_eq(cget(&r, v[w], tbl_key(i), 1, NULL), 0);
+			h5_cache_release(v[w], &r);
+			in[w][i] = true;
+		} else if (j < 7) {
+			h5_cache_invalidate(v[w], H5_CK_OTHER, tbl_key(i));
+			in[w][i] = false;
+		} else {
+			unsigned n = (unsigned)(x >> 8) % 40;
+
+			/* (the first range builds the page table, later ones keep it) */
+			h5_cache_invalidate_range(v[w], tbl_key(i), tbl_key(i) + n * 1024 + 1);
+			for (unsigned k = i; k < TBL_KEYS && tbl_key(k) <= tbl_key(i) + n * 1024; k++)
+				in[w][k] = false;
+		}
+		if (op % 997 == 0)
+			for (w = 0; w < 2; w++)
+				for (i = 0; i < TBL_KEYS; i++)
+					ck_assert_msg(h5_cache_holds(v[w], H5_CK_OTHER, tbl_key(i)) == in[w][i],
+						      "op %u view %u key %u", op, w, i);
+	}
+	for (unsigned w = 0; w < 2; w++) {
+		size_t held = 0;
+
+		for (unsigned i = 0; i < TBL_KEYS; i++) {
+			ck_assert(h5_cache_holds(v[w], H5_CK_OTHER, tbl_key(i)) == in[w][i]);
+			held += in[w][i];
+		}
+		ck_assert_uint_eq(h5_cache_view_used(v[w]), held);
+	}
+	h5_cache_free(v[0]);
+	h5_cache_free(v[1]);
+	h5_cache_free(c);
+	ck_assert_int_eq(atomic_load(&n_alloc), atomic_load(&n_free));
+
+	/* evictions: the least recently released go, the rest stay found */
+	reset_counts();
+	ck_assert_int_eq(h5_cache_new(&c, 1000), 0);
+	for (unsigned i = 0; i < TBL_KEYS; i++) {
+		ck_assert_int_eq(cget(&r, c, tbl_key(i), 1, NULL), 0);
+		h5_cache_release(c, &r);
+	}
+	for (unsigned i = 0; i < TBL_KEYS; i++)
+		ck_assert(h5_cache_holds(c, H5_CK_OTHER, tbl_key(i)) == (i >= TBL_KEYS - 1000));
+	h5_cache_free(c);
+	ck_assert_int_eq(atomic_load(&n_alloc), atomic_load(&n_free));
+}
+END_TEST
+
 START_TEST(test_cache_invalidate_range)
 {
 	h5_cache *c, *v1, *v2;
@@ -836,6 +917,7 @@ static Suite *cache_suite(void)
 	tcase_add_test(tc, test_cache_oversize_entry);
 	tcase_add_test(tc, test_cache_invalidate);
 	tcase_add_test(tc, test_cache_invalidate_range);
+	tcase_add_test(tc, test_cache_table_model);
 	tcase_add_test(tc, test_cache_load_failure);
 	tcase_add_test(tc, test_cache_prefetch);
 	tcase_add_test(tc, test_cache_self_cycle);

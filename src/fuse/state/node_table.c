@@ -55,7 +55,13 @@ static size_t synth_bucket(const void *e, size_t cap)
 
 struct node *node_full_find_locked(h5fs *fs, uint64_t ino)
 {
-	struct node *n = fs->nodes[hash_u64(ino, fs->nodes_cap)];
+	struct node *n;
+
+	size_t b = hash_u64(ino, NODES_SEEN);
+
+	if (!(fs->nodes_seen[b / 64] >> (b % 64) & 1))
+		return NULL;
+	n = fs->nodes[hash_u64(ino, fs->nodes_cap)];
 
 	while (n && n->ino != ino)
 		n = n->next;
@@ -82,6 +88,25 @@ void node_insert_locked(h5fs *fs, struct node *n)
 	n->next = fs->nodes[b];
 	fs->nodes[b] = n;
 	fs->nnodes++;
+	b = hash_u64(n->ino, NODES_SEEN);
+	fs->nodes_seen[b / 64] |= (uint64_t)1 << (b % 64);
+}
+
+/* nodes_seen anew from the table, when as many nodes left it since the
+ * last time as it holds (and an eighth of its buckets: the walk of them
+ * stays a few buckets a removal however large the table once grew) */
+static void nodes_seen_rebuild(h5fs *fs)
+{
+	if (++fs->nodes_gone <= fs->nnodes || fs->nodes_gone <= fs->nodes_cap / 8)
+		return;
+	memset(fs->nodes_seen, 0, sizeof(fs->nodes_seen));
+	for (size_t i = 0; i < fs->nodes_cap; i++)
+		for (struct node *x = fs->nodes[i]; x; x = x->next) {
+			size_t b = hash_u64(x->ino, NODES_SEEN);
+
+			fs->nodes_seen[b / 64] |= (uint64_t)1 << (b % 64);
+		}
+	fs->nodes_gone = 0;
 }
 
 void node_remove_locked(h5fs *fs, struct node *n)
@@ -93,6 +118,7 @@ void node_remove_locked(h5fs *fs, struct node *n)
 	if (*pp) {
 		*pp = n->next;
 		fs->nnodes--;
+		nodes_seen_rebuild(fs);
 	}
 }
 

@@ -156,10 +156,11 @@ static bool lshard_rebuild(h5fs *fs, struct lshard *sh, size_t ncap)
 	if (ncap > UINT32_MAX || !lslots_take(&n, fs, ncap))
 		return false;
 	nv = n.v;
-	sh->v = nv;
+	/* (atomic: kind_prefetch reads them without the lock) */
+	__atomic_store_n(&sh->v, nv, __ATOMIC_RELAXED);
 	sh->res = n.res;
 	sh->dirty = n.dirty;
-	sh->cap = ncap;
+	__atomic_store_n(&sh->cap, ncap, __ATOMIC_RELAXED);
 	sh->used = 0;
 	for (size_t i = 0; i < ocap; i++)
 		if (old[i].key > LSLOT_TOMB) {
@@ -197,10 +198,10 @@ struct lslot *lobj_get_locked(h5fs *fs, uint64_t ino)
 
 		if (!lslots_take(&a, fs, LSHARD_FIRST))
 			return NULL;
-		sh->v = a.v;
+		__atomic_store_n(&sh->v, a.v, __ATOMIC_RELAXED);
 		sh->res = a.res;
 		sh->dirty = a.dirty;
-		sh->cap = LSHARD_FIRST;
+		__atomic_store_n(&sh->cap, (size_t)LSHARD_FIRST, __ATOMIC_RELAXED);
 	}
 	s = &sh->v[lshard_index(sh, ino, h)];
 	if (s->key > LSLOT_TOMB)
@@ -289,6 +290,20 @@ static void lobj_prefetch(h5fs *fs, uint64_t ino)
 
 	if (sh->cap)
 		__builtin_prefetch(&sh->v[((h & 0xffffffffu) * (uint64_t)sh->cap) >> 32]);
+}
+
+/* Without the lock: a shard rebuilt meanwhile may pair an old array with
+ * the new size, or an array given back; a prefetch never faults and
+ * nothing is read from it */
+void kind_prefetch(h5fs *fs, uint64_t ino)
+{
+	uint64_t h = lobj_mix(ino);
+	struct lshard *sh = lobj_shard(fs, h);
+	struct lslot *v = __atomic_load_n(&sh->v, __ATOMIC_RELAXED);
+	size_t cap = __atomic_load_n(&sh->cap, __ATOMIC_RELAXED);
+
+	if (cap)
+		__builtin_prefetch(&v[((h & 0xffffffffu) * (uint64_t)cap) >> 32]);
 }
 
 void kind_lookup_many(h5fs *fs, const uint64_t *keys, uint8_t *kinds, size_t n)

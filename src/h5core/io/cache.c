@@ -12,108 +12,9 @@
  * released. Objects are freed outside the lock because a free function may
  * release references it holds in this or another cache. */
 #include "base.h"
-#include "cache.h"
+#include "cache_int.h"
 
-#include <pthread.h>
 #include <stdio.h>
-
-typedef struct cache_ent {
-	/* what table_find reads of each entry of a chain, first: 24 bytes,
-	 * one cache line mostly (a cold walk misses the cache at each entry
-	 * it passes: table_find was 13% of its daemon CPU, issue 70) */
-	uint32_t tag;           /* the view (file) it belongs to; 0: the core's own */
-	uint32_t kind;
-	uint64_t key;
-	struct cache_ent *hnext;        /* hash chain */
-	void *obj;
-	size_t cost;
-	h5_cache_free_fn free_fn;
-	unsigned refs;          /* users, including threads waiting on a load */
-	bool loading;
-	bool in_table;          /* false once evicted, invalidated or failed */
-	int load_rc;            /* < 0: the load failed (waiters report it) */
-	char *load_msg;         /* the loader's message, for the waiters */
-	pthread_t loader;
-	struct cache_ent *pnext;        /* chain of the (tag, key page) table */
-	/* in the table: the pointers that point at it in each chain, so a
-	 * removal (every eviction, every entry of a closed file) takes no
-	 * walk: the page chains run long where a page holds many small
-	 * headers, and walking them was a fifth of an unmount after a walk
-	 * and much of the cache's share of a cold one (issue 70) */
-	struct cache_ent **hpp, **ppp;
-	struct cache_ent *lprev, *lnext; /* LRU list, only while refs == 0 */
-	uint64_t released;      /* when it joined its LRU list (c->clock) */
-	/* the view's list of its entries in the table (view NULL: the core's
-	 * own entry, or out of the table), so closing a file walks its own
-	 * entries, not a context's whole cache */
-	struct h5_cache *view;
-	struct cache_ent *vprev, *vnext;
-} cache_ent;
-
-/* A thread blocked on a load, registered so a cycle of loads that wait for
- * each other (a hostile file whose structures nest into themselves) is
- * reported instead of deadlocking. Lives on the waiting thread's stack. */
-typedef struct cache_waiter {
-	pthread_t thread;
-	cache_ent *on;
-	struct cache_waiter *next;
-} cache_waiter;
-
-struct h5_cache {
-	pthread_mutex_t lock;
-	pthread_cond_t loaded;
-	cache_ent **buckets;
-	/* the same entries by (tag, key >> PAGE_SHIFT): a range of keys is
-	 * found by its pages (h5_cache_invalidate_range, which every space
-	 * take calls: a scan of every entry per take was 13% of a cp -r of
-	 * small files, issue 55) */
-	cache_ent **pbuckets;
-	size_t nbuckets;        /* power of two, of both tables */
-	size_t count;           /* entries in the table */
-	size_t used;            /* cost of every live loaded entry (in table or still referenced) */
-	size_t budget;
-	/* Two LRU lists, metadata (LRU_META) and decoded chunks (LRU_CHUNK),
-	 * in one order (released): the budget evicts the older of the two
-	 * heads, and metadata alone is also held within meta_budget. Why: a
-	 * walk over millions of small objects (find, du) decoded a header
-	 * apiece, and those filled the whole budget (1.5 GB by default on a
-	 * 24 GB machine) though none is read again soon; the chunks that
-	 * make random reads of compressed data fast have the rest (issue
-	 * 64). */
-	cache_ent *lru_head[2]; /* least recently released */
-	cache_ent *lru_tail[2];
-	uint64_t clock;         /* releases so far */
-	size_t meta_used;       /* the part of used that is not chunks */
-	size_t meta_budget;
-	cache_waiter *waiters;
-	/* A view (h5_cache_new_view) has core set: it is a window on another
-	 * cache, whose keys it tags so two files never share an entry. */
-	struct h5_cache *core;
-	uint32_t tag;           /* view: every key it asks for is (tag, kind, key) */
-	uint32_t next_tag;      /* core: the last tag handed out */
-	unsigned nviews;        /* core: views still open */
-	cache_ent *vhead;       /* view: its entries in the core's table (core's lock) */
-	/* the lowest and highest key ever put in the table for this view
-	 * (the core: for its own entries) since the last range scan: a
-	 * range outside them holds none (h5_cache_invalidate_range, which
-	 * every space take calls: a scan of thousands of headers per new
-	 * dataset was 13% of a cp -r of small files) */
-	uint64_t kmin, kmax;
-};
-
-static void view_unlink(cache_ent *e)
-{
-	if (!e->view)
-		return;
-	if (e->vprev)
-		e->vprev->vnext = e->vnext;
-	else
-		e->view->vhead = e->vnext;
-	if (e->vnext)
-		e->vnext->vprev = e->vprev;
-	e->view = NULL;
-	e->vprev = e->vnext = NULL;
-}
 
 /* A view resolves to its core; its keys carry its tag. */
 static h5_cache *cache_core(h5_cache *c, uint32_t *tag)
@@ -122,28 +23,9 @@ static h5_cache *cache_core(h5_cache *c, uint32_t *tag)
 	return c->core ? c->core : c;
 }
 
-#define CACHE_MIN_BUCKETS 64
+#define CACHE_MIN_SLOTS 64
 /* metadata may take a quarter of the budget, and at least this much */
 #define CACHE_META_MIN ((size_t)64 << 20)
-
-#define PAGE_SHIFT 12
-
-static size_t cache_hash(uint32_t tag, uint32_t kind, uint64_t key);
-
-static size_t page_hash(uint32_t tag, uint64_t page)
-{
-	return cache_hash(tag, UINT32_MAX, page);
-}
-
-static size_t cache_hash(uint32_t tag, uint32_t kind, uint64_t key)
-{
-	/* splitmix64 finaliser: addresses are aligned and clustered, so mix them */
-	uint64_t z = key ^ ((((uint64_t)tag << 32) | kind) * 0x9E3779B97F4A7C15ULL);
-
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-	return (size_t)(z ^ (z >> 31));
-}
 
 int h5_cache_new(h5_cache **out, size_t budget)
 {
@@ -153,25 +35,20 @@ int h5_cache_new(h5_cache **out, size_t budget)
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory creating cache");
-	c->nbuckets = CACHE_MIN_BUCKETS;
-	c->buckets = calloc(c->nbuckets, sizeof(*c->buckets));
-	c->pbuckets = calloc(c->nbuckets, sizeof(*c->pbuckets));
-	if (!c->buckets || !c->pbuckets) {
-		free(c->buckets);
-		free(c->pbuckets);
+	c->nslots = CACHE_MIN_SLOTS;
+	c->slots = calloc(c->nslots, sizeof(*c->slots));
+	if (!c->slots) {
 		free(c);
 		return h5_err_set(H5_ERR_NOMEM, "out of memory creating cache");
 	}
 	if (pthread_mutex_init(&c->lock, NULL) != 0) {
-		free(c->buckets);
-		free(c->pbuckets);
+		free(c->slots);
 		free(c);
 		return h5_err_set(H5_ERR_NOMEM, "cannot create cache mutex");
 	}
 	if (pthread_cond_init(&c->loaded, NULL) != 0) {
 		pthread_mutex_destroy(&c->lock);
-		free(c->buckets);
-		free(c->pbuckets);
+		free(c->slots);
 		free(c);
 		return h5_err_set(H5_ERR_NOMEM, "cannot create cache condition variable");
 	}
@@ -214,130 +91,14 @@ void h5_cache_free(h5_cache *c)
 	}
 	/* Callers release everything before closing the file; entries still
 	 * referenced then would be a programmer error, not a file problem. */
-	for (i = 0; i < c->nbuckets; i++) {
-		cache_ent *e = c->buckets[i];
-
-		while (e) {
-			cache_ent *next = e->hnext;
-
-			ent_destroy(e);
-			e = next;
-		}
-	}
-	free(c->buckets);
+	for (i = 0; i < c->nslots; i++)
+		if (c->slots[i].e)
+			ent_destroy(c->slots[i].e);
+	free(c->slots);
 	free(c->pbuckets);
 	pthread_cond_destroy(&c->loaded);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
-}
-
-static cache_ent *table_find(h5_cache *c, uint32_t tag, uint32_t kind, uint64_t key)
-{
-	cache_ent *e = c->buckets[cache_hash(tag, kind, key) & (c->nbuckets - 1)];
-
-	while (e && (e->kind != kind || e->key != key || e->tag != tag))
-		e = e->hnext;
-	return e;
-}
-
-/* e at the head of the chain whose head pointer is *head (through hnext or
- * pnext), its back-pointers kept */
-static void chain_push(cache_ent **head, cache_ent *e, bool page)
-{
-	if (page) {
-		e->pnext = *head;
-		if (e->pnext)
-			e->pnext->ppp = &e->pnext;
-		e->ppp = head;
-	} else {
-		e->hnext = *head;
-		if (e->hnext)
-			e->hnext->hpp = &e->hnext;
-		e->hpp = head;
-	}
-	*head = e;
-}
-
-static void table_remove(h5_cache *c, cache_ent *e)
-{
-	if (e->in_table && e->hpp) {
-		*e->hpp = e->hnext;
-		if (e->hnext)
-			e->hnext->hpp = e->hpp;
-		*e->ppp = e->pnext;
-		if (e->pnext)
-			e->pnext->ppp = e->ppp;
-		c->count--;
-	}
-	e->hpp = e->ppp = NULL;
-	e->hnext = NULL;
-	e->pnext = NULL;
-	e->in_table = false;
-	view_unlink(e);
-}
-
-/* Double the table when chains get long; failure to grow is harmless. */
-static void table_grow(h5_cache *c)
-{
-	size_t nb = c->nbuckets * 2, i;
-	cache_ent **nbk, **npb;
-
-	if (nb < c->nbuckets)
-		return;
-	nbk = calloc(nb, sizeof(*nbk));
-	npb = calloc(nb, sizeof(*npb));
-	if (!nbk || !npb) {
-		free(nbk);
-		free(npb);
-		return;
-	}
-	for (i = 0; i < c->nbuckets; i++) {
-		cache_ent *e = c->buckets[i];
-
-		while (e) {
-			cache_ent *next = e->hnext;
-
-			chain_push(&nbk[cache_hash(e->tag, e->kind, e->key) & (nb - 1)], e, false);
-			chain_push(&npb[page_hash(e->tag, e->key >> PAGE_SHIFT) & (nb - 1)], e, true);
-			e = next;
-		}
-	}
-	free(c->buckets);
-	free(c->pbuckets);
-	/* (atomic: h5_cache_prefetch reads them without the lock) */
-	__atomic_store_n(&c->buckets, nbk, __ATOMIC_RELEASE);
-	c->pbuckets = npb;
-	__atomic_store_n(&c->nbuckets, nb, __ATOMIC_RELEASE);
-}
-
-/* view: the view e belongs to, or NULL (the core's own entry). */
-static void table_insert(h5_cache *c, cache_ent *e, h5_cache *view)
-{
-	size_t b;
-
-	if (c->count >= c->nbuckets)
-		table_grow(c);
-	b = cache_hash(e->tag, e->kind, e->key) & (c->nbuckets - 1);
-	chain_push(&c->buckets[b], e, false);
-	b = page_hash(e->tag, e->key >> PAGE_SHIFT) & (c->nbuckets - 1);
-	chain_push(&c->pbuckets[b], e, true);
-	e->in_table = true;
-	c->count++;
-	{
-		h5_cache *k = view ? view : c;
-
-		if (e->key < k->kmin)
-			k->kmin = e->key;
-		if (e->key > k->kmax)
-			k->kmax = e->key;
-	}
-	if (view) {
-		e->view = view;
-		e->vnext = view->vhead;
-		if (view->vhead)
-			view->vhead->vprev = e;
-		view->vhead = e;
-	}
 }
 
 enum { LRU_META, LRU_CHUNK };
@@ -407,24 +168,30 @@ static cache_ent *evict_next(h5_cache *c)
 }
 
 /* Take unused entries off the LRU heads until usage fits the budgets. The
- * victims are chained on *dead (through hnext) to be freed after unlock. */
+ * victims are chained on *dead (through dnext) to be freed after unlock. */
 static void cache_evict(h5_cache *c, cache_ent **dead)
 {
 	cache_ent *e;
 
 	while ((e = evict_next(c)) != NULL) {
 		lru_unlink(c, e);
-		table_remove(c, e);
+		ctab_remove(c, e);
 		charge(c, e, -1);
-		e->hnext = *dead;
+		e->dnext = *dead;
 		*dead = e;
+		/* the next victim's slot fetched ahead: a walk evicts an entry
+		 * a load, each a cold line of the slots (lru_unlink just
+		 * touched that entry, its key costs nothing) */
+		e = c->lru_head[LRU_META];
+		if (e)
+			__builtin_prefetch(&c->slots[ctab_hash(e->tag, e->kind, e->key) & (c->nslots - 1)]);
 	}
 }
 
 static void free_dead(cache_ent *dead)
 {
 	while (dead) {
-		cache_ent *next = dead->hnext;
+		cache_ent *next = dead->dnext;
 
 		ent_destroy(dead);
 		dead = next;
@@ -475,23 +242,23 @@ static void ent_unref(h5_cache *c, cache_ent *e, cache_ent **dead)
 	if (!e->loading) {
 		if (e->load_rc == 0)
 			charge(c, e, -1);
-		e->hnext = *dead;
+		e->dnext = *dead;
 		*dead = e;
 	}
 }
 
 void h5_cache_prefetch(h5_cache *c, uint32_t kind, uint64_t key)
 {
-	cache_ent **b;
-	size_t nb;
+	cache_slot *s;
+	size_t ns;
 	uint32_t tag;
 
 	c = cache_core(c, &tag);
 	/* a table growing meanwhile may pair the old array with the new
 	 * size: a prefetch never faults, and nothing is read from it */
-	b = __atomic_load_n(&c->buckets, __ATOMIC_ACQUIRE);
-	nb = __atomic_load_n(&c->nbuckets, __ATOMIC_ACQUIRE);
-	__builtin_prefetch(&b[cache_hash(tag, kind, key) & (nb - 1)]);
+	s = __atomic_load_n(&c->slots, __ATOMIC_ACQUIRE);
+	ns = __atomic_load_n(&c->nslots, __ATOMIC_ACQUIRE);
+	__builtin_prefetch(&s[ctab_hash(tag, kind, key) & (ns - 1)]);
 }
 
 bool h5_cache_holds(h5_cache *c, uint32_t kind, uint64_t key)
@@ -502,7 +269,7 @@ bool h5_cache_holds(h5_cache *c, uint32_t kind, uint64_t key)
 
 	c = cache_core(c, &tag);
 	pthread_mutex_lock(&c->lock);
-	e = table_find(c, tag, kind, key);
+	e = ctab_find(c, tag, kind, key);
 	held = e && !e->loading && e->load_rc == 0;
 	pthread_mutex_unlock(&c->lock);
 	return held;
@@ -515,15 +282,19 @@ int h5_cache_get(h5_cache_ref *out, h5_cache *c, uint32_t kind, uint64_t key,
 	cache_ent *e, *dead = NULL;
 	h5_cache *view = c->core ? c : NULL;
 	void *obj = NULL;
-	size_t cost = 0;
+	size_t cost = 0, at;
+	uint64_t h;
 	uint32_t tag;
+	bool found;
 	int rc = 0;
 
 	out->obj = NULL;
 	out->ent = NULL;
 	c = cache_core(c, &tag);
 	pthread_mutex_lock(&c->lock);
-	e = table_find(c, tag, kind, key);
+	h = ctab_hash(tag, kind, key);
+	at = ctab_probe(c, h, tag, kind, key, &found);
+	e = found ? c->slots[at].e : NULL;
 	if (e && e->loading) {
 		cache_waiter me = { .thread = self, .on = e };
 
@@ -568,7 +339,11 @@ int h5_cache_get(h5_cache_ref *out, h5_cache *c, uint32_t kind, uint64_t key,
 	e->refs = 1;
 	e->loading = true;
 	e->loader = self;
-	table_insert(c, e, view);
+	if (!ctab_insert(c, e, view, at)) {
+		pthread_mutex_unlock(&c->lock);
+		free(e);
+		return h5_err_set(H5_ERR_NOMEM, "out of memory in cache");
+	}
 	pthread_mutex_unlock(&c->lock);
 
 	rc = load(&obj, &cost, ud);
@@ -580,7 +355,7 @@ int h5_cache_get(h5_cache_ref *out, h5_cache *c, uint32_t kind, uint64_t key,
 		e->load_rc = rc;
 		e->load_msg = strdup(h5_err_msg());
 		if (e->in_table)
-			table_remove(c, e);
+			ctab_remove(c, e);
 		pthread_cond_broadcast(&c->loaded);
 		ent_unref(c, e, &dead);
 		pthread_mutex_unlock(&c->lock);
@@ -622,11 +397,11 @@ void h5_cache_release(h5_cache *c, h5_cache_ref *ref)
  * the loader hands it to its caller and it is never cached. */
 static void ent_drop(h5_cache *c, cache_ent *e, cache_ent **dead)
 {
-	table_remove(c, e);
+	ctab_remove(c, e);
 	if (e->refs == 0) {
 		lru_unlink(c, e);
 		charge(c, e, -1);
-		e->hnext = *dead;
+		e->dnext = *dead;
 		*dead = e;
 	}
 }
@@ -638,7 +413,7 @@ void h5_cache_invalidate(h5_cache *c, uint32_t kind, uint64_t key)
 
 	c = cache_core(c, &tag);
 	pthread_mutex_lock(&c->lock);
-	e = table_find(c, tag, kind, key);
+	e = ctab_find(c, tag, kind, key);
 	if (e)
 		ent_drop(c, e, &dead);
 	pthread_mutex_unlock(&c->lock);
@@ -661,10 +436,12 @@ void h5_cache_invalidate_range(h5_cache *c, uint64_t lo, uint64_t hi)
 		pthread_mutex_unlock(&core->lock);
 		return;
 	}
-	if (last - first < core->count) {
+	if (!core->pindexed && ctab_page_index(core, core->slots, core->nslots, core->nslots))
+		core->pindexed = true;
+	if (core->pindexed && last - first < core->count) {
 		/* by its pages: fewer than the entries */
 		for (uint64_t pg = first; pg <= last; pg++)
-			for (e = core->pbuckets[page_hash(tag, pg) & (core->nbuckets - 1)]; e; e = next) {
+			for (e = core->pbuckets[ctab_page_hash(tag, pg) & (core->npb - 1)]; e; e = next) {
 				next = e->pnext;
 				if (e->tag == tag && e->key >= lo && e->key < hi)
 					ent_drop(core, e, &dead);
@@ -684,18 +461,23 @@ void h5_cache_invalidate_range(h5_cache *c, uint64_t lo, uint64_t hi)
 			kmax = e->key > kmax ? e->key : kmax;
 		}
 	} else {
-		for (size_t b = 0; b < core->nbuckets; b++)
-			for (e = core->buckets[b]; e; e = next) {
-				next = e->hnext;
-				if (e->tag != 0)
-					continue;
-				if (e->key >= lo && e->key < hi) {
-					ent_drop(core, e, &dead);
-					continue;
-				}
-				kmin = e->key < kmin ? e->key : kmin;
-				kmax = e->key > kmax ? e->key : kmax;
+		/* a removal shifts later entries back into slot i: look at it
+		 * again (an entry shifted across the array's end into a slot
+		 * already passed is looked at twice, which changes nothing) */
+		for (size_t i = 0; i < core->nslots;) {
+			e = core->slots[i].e;
+			if (!e || e->tag != 0) {
+				i++;
+				continue;
 			}
+			if (e->key >= lo && e->key < hi) {
+				ent_drop(core, e, &dead);
+				continue;
+			}
+			kmin = e->key < kmin ? e->key : kmin;
+			kmax = e->key > kmax ? e->key : kmax;
+			i++;
+		}
 	}
 	/* (what is left, exactly) */
 	c->kmin = kmin;
@@ -767,7 +549,7 @@ static void view_free(h5_cache *v)
 	 * one asks for v's keys any more, and they carry no pointer to v */
 	for (e = v->vhead; e; e = next) {
 		next = e->vnext;
-		view_unlink(e);
+		ctab_view_unlink(e);
 	}
 	c->nviews--;
 	pthread_mutex_unlock(&c->lock);
@@ -781,10 +563,12 @@ size_t h5_cache_view_used(const h5_cache *v)
 	size_t used = 0;
 
 	pthread_mutex_lock(&c->lock);
-	for (size_t i = 0; i < c->nbuckets; i++)
-		for (cache_ent *e = c->buckets[i]; e; e = e->hnext)
-			if (e->tag == v->tag && !e->loading && e->load_rc == 0)
-				used += e->cost;
+	for (size_t i = 0; i < c->nslots; i++) {
+		cache_ent *e = c->slots[i].e;
+
+		if (e && e->tag == v->tag && !e->loading && e->load_rc == 0)
+			used += e->cost;
+	}
 	pthread_mutex_unlock(&c->lock);
 	return used;
 }
