@@ -83,9 +83,10 @@ struct node {
 				 * the last lookup (the entry live/live.c invalidates) */
 	unsigned lkids;         /* directories: the records (struct lslot) whose parent it
 				 * is (under fs->lock): their paths are built
-				 * from its own, so they are made nodes before it
-				 * goes (node_unref; only where the kernel keeps
-				 * a hard link's inode by another name) */
+				 * from its own, so a directory forgotten while
+				 * some are left stays, kids_hold, until the last
+				 * goes (node_unref) */
+	bool kids_hold;         /* forgotten (nlookup 0), kept for its records */
 	h5_obj_kind kind;
 	enum node_type type;
 	char *path;             /* directories: their path ("" = root); others: the
@@ -470,16 +471,15 @@ bool light_ref(h5fs *fs, uint64_t ino, uint64_t addr, const h5_file *f, uint64_t
 /* getattr of a current record: true and *st; else false */
 bool light_getattr(h5fs *fs, uint64_t ino, struct stat *st);
 /* FORGET of a record: true when ino was one (freed at 0) */
-bool light_unref_locked(h5fs *fs, uint64_t ino, uint64_t count, struct gen **release);
+/* (*dir: the directory node its record's drop left with no record, kept
+ * for them after it was forgotten: fs.h kids_hold; else NULL) */
+bool light_unref_locked(h5fs *fs, uint64_t ino, uint64_t count, struct gen **release, struct node **dir);
 /* The object at addr of f lost its last link (as struct node's unlinked) */
 void light_unlinked_locked(h5fs *fs, const h5_file *f, uint64_t addr);
 /* The path of s's record (its parent directory node's and its name),
  * malloc'd; NULL when out of memory or the parent is gone (never while
  * the kernel holds the name: node_unref) */
 char *light_path_locked(h5fs *fs, const struct lslot *s);
-/* Directory dir is forgotten: the records named in it made nodes
- * first (their paths are built from its own) */
-void light_promote_kids_locked(h5fs *fs, struct node *dir);
 /* Every record whose path is prefix or below made a struct node
  * (a rename moves them: node_moved updates nodes' paths) */
 void light_promote_under_locked(h5fs *fs, const char *prefix);

@@ -281,17 +281,23 @@ bool light_getattr(h5fs *fs, uint64_t ino, struct stat *st)
 	return ok;
 }
 
-bool light_unref_locked(h5fs *fs, uint64_t ino, uint64_t count, struct gen **release)
+bool light_unref_locked(h5fs *fs, uint64_t ino, uint64_t count, struct gen **release, struct node **dir)
 {
 	struct lslot *s;
+	struct node *p;
 
 	*release = NULL;
+	*dir = NULL;
 	s = light_find_locked(fs, ino);
 	if (!s)
 		return false;
 	s->nlookup = count < s->nlookup ? s->nlookup - (uint16_t)count : 0;
-	if (s->nlookup == 0)
+	if (s->nlookup == 0) {
+		p = node_full_find_locked(fs, lname_parent(fs, s->name));
 		*release = light_drop_locked(fs, s, false);
+		if (p && p->kids_hold && p->nlookup == 0 && p->lkids == 0)
+			*dir = p;
+	}
 	return true;
 }
 
@@ -307,7 +313,6 @@ void light_unlinked_locked(h5fs *fs, const h5_file *f, uint64_t addr)
 struct under {
 	const char *prefix;
 	size_t pl;
-	uint64_t dir;           /* (light_promote_kids_locked) */
 };
 
 static void promote_under(h5fs *fs, struct lslot *s, void *arg)
@@ -322,26 +327,10 @@ static void promote_under(h5fs *fs, struct lslot *s, void *arg)
 
 void light_promote_under_locked(h5fs *fs, const char *prefix)
 {
-	struct under u = { prefix, strlen(prefix), 0 };
+	struct under u = { prefix, strlen(prefix) };
 
 	if (fs->nlnodes)
 		lobj_each_locked(fs, promote_under, &u);
-}
-
-static void promote_kid(h5fs *fs, struct lslot *s, void *arg)
-{
-	const struct under *u = arg;
-
-	if (lname_parent(fs, s->name) == u->dir)
-		(void)light_promote_locked(fs, s);
-}
-
-void light_promote_kids_locked(h5fs *fs, struct node *dir)
-{
-	struct under u = { NULL, 0, dir->ino };
-
-	if (dir->lkids && fs->nlnodes)
-		lobj_each_locked(fs, promote_kid, &u);
 }
 
 struct old_list {
