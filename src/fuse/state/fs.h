@@ -185,9 +185,12 @@ struct node {
  * slot stays as the kind map's entry then, and after FORGET. Its path is
  * its parent directory node's and the name (light_path_locked): the kernel
  * keeps a name's directory while it keeps the name, and a directory node
- * counts the records that name it (lkids), so that the rare one it
- * outlives (a hard link's inode kept by another name) is made a node
- * before the directory goes. What does not fit the packed fields (sizes
+ * counts the records that name it (lkids), so that a directory forgotten
+ * before them (a hard link's inode kept by another name; a few
+ * directories of every cold walk of 1 M) stays, kids_hold, until the last
+ * of them goes (node.c node_unref). One whose last record went otherwise
+ * (made a node, named again elsewhere) stays until a lookup or the
+ * unmount: at most one node a directory. What does not fit the packed fields (sizes
  * of 256 TiB, 2 TiB allocated, 64 links, times before 1970 or after 2106
  * with nanoseconds of their own, a parent numbered past 2^32) is kept as
  * a struct node instead (light_fits). */
