@@ -19,7 +19,9 @@
 #      and test_fsx.py at 20,000 operations (45 s at most each) on the
 #      growable and growable gzip datasets (make check runs 4,000);
 #   3. ThreadSanitizer build (configure --enable-tsan when configure has it,
-#      else CFLAGS=-fsanitize=thread): `make check` of TSAN_TESTS (the unit
+#      else CFLAGS=-fsanitize=thread; built at nice 19 beside step 1's
+#      stress, race and corpus runs and step 2's growth and append_kill
+#      runs, before the fsx run): `make check` of TSAN_TESTS (the unit
 #      tests that start threads and the integration tests of the parts
 #      with threads of their own; Makefile.am says which and why),
 #      stress.py, append_race.py and xattr_race.py with the TSan daemon.
@@ -167,11 +169,14 @@ export H5FS_CORPUS_SAMPLE=${H5FS_CORPUS_SAMPLE:-8}
 unset H5FS_CRASH_STATES
 export H5FS_BUILDDIR=$asan H5FS_BIN=$asan/h5fs
 # The TSan build (and its check programs) runs from here beside the runs
-# below at nice 19: they are bound by their time or wait on mounts
-# (stress.py's 20 s, corpus_mt.py's 65 s of CPU in 142, fsx's bound), so
-# the build takes the CPU they leave idle (it was 34-64 s of the stage
-# alone). One session, one scheduling group (autogroup), so nice holds
-# among these processes. tests/README "CI stages and their time", ci30.
+# below at nice 19, up to the fsx run: they wait on mounts and kills
+# (corpus_mt.py 65 s of CPU in 142 s, append_kill.py), so the build takes
+# the CPU they leave idle (it was 34-64 s of the stage alone). One
+# session, one scheduling group (autogroup), so nice holds among these
+# processes: the runs bound by their time (stress.py's 20 s) keep their
+# CPU. The fsx run, bound by its time too and measured by its operations,
+# waits for the build and stays alone. tests/README "CI stages and their
+# time", ci30.
 tsan=$build/tsan
 tsan_build_pid=
 tsan_build() { # (called in a list: set -e does not hold here)
@@ -232,18 +237,22 @@ export H5FS_BUILDDIR=$plain H5FS_BIN=$plain/h5fs
 run "growth.py (${H5FS_GROWTH_CYCLES} cycles), plain build" $py "$stress/growth.py"
 run "append_kill.py (${H5FS_APPEND_KILL_ROUNDS} kills per chunk index), plain build" $py "$stress/append_kill.py"
 corpus_mt_wait
+tsan_build_wait() {
+	[ -n "$tsan_build_pid" ] || return 0
+	step "ThreadSanitizer build: waiting for it"
+	local rc=0
+	wait "$tsan_build_pid" || rc=$?
+	tsan_build_pid=
+	cat "$build/tsan-build.log"
+	[ "$rc" = 0 ] || exit "$rc"
+}
+tsan_build_wait
 # fsx at length on the datasets that grow (issue 65: 20,000 operations
 # found what make check's 4,000 did not), a fresh seed each run
 H5FS_FSX_KINDS=growable,growable_gz,growable_latest H5FS_FSX_OPS=${H5FS_FSX_LONG_OPS:-20000} H5FS_FSX_SECONDS=45 \
 	run "test_fsx.py (${H5FS_FSX_LONG_OPS:-20000} operations, growable kinds), plain build" $py "$src/tests/integration/test_fsx.py"
 
 if [ "${H5FS_SANI_TSAN:-1}" != 0 ]; then
-	step "ThreadSanitizer build: waiting for it"
-	rc=0
-	wait "$tsan_build_pid" || rc=$?
-	tsan_build_pid=
-	cat "$build/tsan-build.log"
-	[ "$rc" = 0 ] || exit "$rc"
 	unset H5FS_BIN H5FS_BUILDDIR
 	# the tests of the parts with threads of their own (Makefile.am's
 	# TSAN_TESTS; stress.py and append_race.py below cover the rest)
