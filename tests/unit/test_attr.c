@@ -2017,6 +2017,11 @@ static Suite *attr_suite(void)
 	tcase_add_test(tc, attr_decode_null_space);
 	suite_add_tcase(s, tc);
 
+	/* decode and value start no thread: the TSan make check leaves them
+	 * out by this tag (run-sanitizers.sh CK_EXCLUDE_TAGS); ASan's and the
+	 * plain make check run them */
+	tcase_set_tags(tc, "nothreads");
+	tcase_set_tags(tv, "nothreads");
 	tcase_set_timeout(tv, 60);
 	tcase_add_test(tv, value_integers);
 	tcase_add_test(tv, value_integer_array);
