@@ -148,7 +148,11 @@ int member_release(void *r, uint64_t ino, struct fuse_file_info *fi)
 
 	if (wfile_of(fi))   /* write handles (wfile_open) */
 		wfile_release(r, wfile_of(fi), ino);
-	n = node_get(r, ino);
+	/* a reference of our own while we use it: the kernel's FORGET of the
+	 * inode may come on another thread meanwhile (RELEASE is sent
+	 * asynchronously), and node_unref would free it under retype_closed
+	 * (ASan: a use after free in test_rename_keep under load) */
+	n = node_ref_existing(r, ino);
 	if (n && fi->fh == H5FS_FH_CACHED)
 		pcache_close(n);
 	dio_free(fh_dio(fi->fh));
@@ -158,5 +162,7 @@ int member_release(void *r, uint64_t ino, struct fuse_file_info *fi)
 	 * made at its last close */
 	if (n)
 		retype_closed(r, n);
+	if (n)
+		node_unref(r, ino, 1);
 	return 0;
 }
