@@ -66,16 +66,29 @@ static int link_errno(h5fs *fs, int rc, int perm, int inval, const char *op, con
 }
 
 /* EEXIST when the group in use (u) has a link NAME, or a new file NAME
- * waits for its link (lbatch.c), else 0. */
+ * waits for its link (lbatch.c), else 0. FILE, the pending removals and
+ * the pending names are read one after the other, so a batch committed
+ * in between (its removals gone from FILE and from the pending list
+ * together) is looked at again, as lookup.c's do_lookup does: else an
+ * rmdir answered just before, its removal committing meanwhile, made the
+ * next mkdir of the name EEXIST (TSan's test_concurrent, "sub27"). */
 static int name_taken(h5fs *fs, const struct use *u, const char *name)
 {
-	h5_link l;
-	int rc = h5_group_lookup(&l, u->f, u->addr, name);
+	bool taken = false;
 
-	h5_link_clear(&l);
-	h5_err_clear();
-	return (rc == 0 && !lbatch_removed(fs, u->f, u->addr, name, strlen(name))) || lbatch_lookup(fs, u->f, u->addr, name, NULL)
-		       ? EEXIST : 0;
+	for (int tries = 0; tries < 8; tries++) {
+		uint64_t seen = lbatch_commits(fs);
+		h5_link l;
+		int rc = h5_group_lookup(&l, u->f, u->addr, name);
+
+		h5_link_clear(&l);
+		h5_err_clear();
+		taken = (rc == 0 && !lbatch_removed(fs, u->f, u->addr, name, strlen(name))) ||
+			lbatch_lookup(fs, u->f, u->addr, name, NULL);
+		if (lbatch_commits(fs) == seen)
+			break;
+	}
+	return taken ? EEXIST : 0;
 }
 
 /* mkdir joins the batch of new files (lbatch.c, issue 70 item 3): its
