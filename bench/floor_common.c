@@ -3,7 +3,11 @@
 #include "floor_common.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 int floor_run(const char *prog, const struct fuse_lowlevel_ops *ops, const char *opts, const char *mnt,
 	      void (*mounted)(const char *mnt))
@@ -38,4 +42,33 @@ void floor_reply_xattr(fuse_req_t req, const char *buf, size_t len, size_t size)
 		fuse_reply_err(req, ERANGE);
 	else
 		fuse_reply_buf(req, buf, len);
+}
+
+/* as h5fs's main.c: read_ahead_kb of the mount = 4 requests of
+ * FLOOR_MAX_READ (in a thread: the mount answers stat only once the loop
+ * runs) */
+static void *raise_readahead(void *arg)
+{
+	const char *mnt = arg;
+	char path[80];
+	struct stat st;
+	FILE *fp;
+
+	if (stat(mnt, &st) != 0)
+		return NULL;
+	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", major(st.st_dev), minor(st.st_dev));
+	fp = fopen(path, "we");
+	if (fp) {
+		fprintf(fp, "%u\n", 4 * (FLOOR_MAX_READ / 1024));
+		fclose(fp);
+	}
+	return NULL;
+}
+
+void floor_raise_readahead(const char *mnt)
+{
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, raise_readahead, (void *)mnt) == 0)
+		pthread_detach(t);
 }

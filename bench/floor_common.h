@@ -21,4 +21,12 @@ int floor_run(const char *prog, const struct fuse_lowlevel_ops *ops, const char 
  * the length when size is 0, ERANGE when too small, else the bytes. */
 void floor_reply_xattr(fuse_req_t req, const char *buf, size_t len, size_t size);
 
+/* max_read of the read floors (fuse_read_floor, fuse_decode_floor), as
+ * h5fs's */
+#define FLOOR_MAX_READ 1024000u
+
+/* floor_run's `mounted` for the read floors: the mount's read_ahead_kb
+ * raised to four FLOOR_MAX_READ requests, as h5fs's main.c does */
+void floor_raise_readahead(const char *mnt);
+
 #endif

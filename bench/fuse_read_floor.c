@@ -26,11 +26,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #define DATA_INO 2
-#define MAX_READ 1024000u
+#define MAX_READ FLOOR_MAX_READ
 
 static int raw_fd = -1;
 static off_t raw_size;
@@ -127,34 +126,6 @@ static const struct fuse_lowlevel_ops ops = {
 	.read = op_read,
 };
 
-/* as h5fs's main.c: read_ahead_kb of the mount = 4 requests of max_read
- * (in a thread: the mount answers stat only once the loop runs) */
-static void *raise_readahead(void *arg)
-{
-	const char *mnt = arg;
-	char path[80];
-	struct stat st;
-	FILE *fp;
-
-	if (stat(mnt, &st) != 0)
-		return NULL;
-	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", major(st.st_dev), minor(st.st_dev));
-	fp = fopen(path, "we");
-	if (fp) {
-		fprintf(fp, "%u\n", 4 * (MAX_READ / 1024));
-		fclose(fp);
-	}
-	return NULL;
-}
-
-static void start_readahead(const char *mnt)
-{
-	pthread_t t;
-
-	if (pthread_create(&t, NULL, raise_readahead, (void *)mnt) == 0)
-		pthread_detach(t);
-}
-
 int main(int argc, char **argv)
 {
 	struct stat st;
@@ -183,5 +154,5 @@ int main(int argc, char **argv)
 		if (!raw_mem)
 			return 1;
 	}
-	return floor_run(argv[0], &ops, "ro,default_permissions,max_read=1024000", argv[3], start_readahead);
+	return floor_run(argv[0], &ops, "ro,default_permissions,max_read=1024000", argv[3], floor_raise_readahead);
 }
