@@ -672,6 +672,12 @@ int npy_flush(h5fs *fs, struct npy_stream *s, bool closing)
 		e = fail(fs, s, EINVAL, "closed before the stream ended");
 		h5_dset_writer_abandon(s->dw);
 	}
+	/* made already, by the kind's commit (kind_make) on another thread
+	 * maybe, whose notifications may not be out yet: waited for below as
+	 * if made here, else close returned before the kernel dropped the
+	 * entry of NAME.npy, and np.load opened the view of the array
+	 * replaced (test_truncate under load) */
+	settle = s->done;
 	if (s->err || s->done || !s->known || h5_dset_writer_missing(s->dw))
 		goto out;
 	base = strrchr(s->name, '/');

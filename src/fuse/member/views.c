@@ -50,8 +50,22 @@ static int views_node(struct node **out, h5fs *fs, struct node *p, const char *n
 		return ENOMEM;
 	n = node_ref_existing(fs, id);
 	if (n) {
+		uint64_t base_addr, view_addr;
+
 		e = node_fresh(fs, n);
-		if (e == 0 && n->vkind == k && n->vframe == frame && (e = views_fresh(fs, n)) == 0) {
+		/* a view of the dataset the name holds now: np.save over NAME
+		 * replaced it (npy.c), and a view node the kernel had not
+		 * forgotten yet still showed the old one, which gone_keep
+		 * keeps for its readers (np.load read the old array under
+		 * load: test_truncate) */
+		pthread_rwlock_rdlock(&base->lk);
+		base_addr = base->addr;
+		pthread_rwlock_unlock(&base->lk);
+		pthread_rwlock_rdlock(&n->lk);
+		view_addr = n->addr;
+		pthread_rwlock_unlock(&n->lk);
+		if (e == 0 && view_addr == base_addr && n->vkind == k && n->vframe == frame &&
+		    (e = views_fresh(fs, n)) == 0) {
 			*out = n;
 			return 0;
 		}
