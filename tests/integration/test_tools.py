@@ -320,7 +320,8 @@ def demoted_loop(work, mnt, secs=2.0, threads=4):
             for t in ths:
                 t.join()
             if errs:
-                T.fail("%s: copying in: %r" % (kind, errs[:3]))
+                said = [ln for ln in m.output().splitlines() if "EIO" in ln or "rror" in ln]
+                T.fail("%s: copying in: %r; the daemon said: %s" % (kind, errs[:3], "\n".join(said[:8])))
             if not m.alive():
                 T.fail("%s: the daemon died: %s" % (kind, m.output()[-2000:]))
         with h5py.File(path, "r") as f:
