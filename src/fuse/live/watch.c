@@ -187,6 +187,23 @@ void live_watch_path(struct live *lv)
 	free(dir);
 }
 
+/* The pause between a new generation and its sweep: none, or
+ * H5FS_SWEEP_DELAY_MS for tests (a loaded machine's descheduled watcher:
+ * requests meet nodes of the old generation meanwhile, test_views). */
+static int64_t sweep_delay_ns(void)
+{
+	static int64_t v = -1;
+	int64_t x = __atomic_load_n(&v, __ATOMIC_RELAXED);
+	const char *e;
+
+	if (x >= 0)
+		return x;
+	e = getenv("H5FS_SWEEP_DELAY_MS");
+	x = e && *e ? (int64_t)strtoull(e, NULL, 10) * 1000000 : 0;
+	__atomic_store_n(&v, x, __ATOMIC_RELAXED);
+	return x;
+}
+
 /* One look at FILE (and the related files of its generation): a change
  * opens the next generation and re-resolves the nodes. The watcher's, or
  * a collection's one thread for all its members (live_start not called). */
@@ -203,7 +220,8 @@ void live_tick(h5fs *fs)
 		h5_file_probe(g->f);
 		gen_release(g);
 	}
-	live_refresh(fs, false, true);
+	if (live_refresh(fs, false, true) == 1 && sweep_delay_ns())
+		live_sleep_ns(sweep_delay_ns());
 	h5_err_clear();
 	lv->sweep(fs);   /* the member's node_sweep (live_new) */
 	if (lv->local && lv->ino_fd >= 0 && __atomic_load_n(&lv->started, __ATOMIC_ACQUIRE)) {

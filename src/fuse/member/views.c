@@ -17,7 +17,12 @@
 static int views_fresh(h5fs *fs, struct node *n);
 
 /* Whether n's dataset may grow under it: a view on a mount that appends
- * (node/node.c gives the dataset the owner's write bit then). */
+ * (node/node.c gives the dataset the owner's write bit then), of FILE in
+ * any generation (not of an external file). Not only the current one: a
+ * generation opened again without a change (a racy stamp, live.c) leaves
+ * the view in the old one until the watcher's sweep, while appends go
+ * through the new one; taken for a view that cannot grow, it was not
+ * made again and showed the dataset's old shape (test_views under ASan). */
 static bool views_grows(h5fs *fs, struct node *n)
 {
 	bool g;
@@ -25,7 +30,7 @@ static bool views_grows(h5fs *fs, struct node *n)
 	if (!n->vkind || !fs_writable(fs))
 		return false;
 	pthread_rwlock_rdlock(&n->lk);
-	g = n->f == fs_file(fs) && n->ds && h5_append_check(n->ds) == 0;
+	g = n->gen && n->f == n->gen->f && n->ds && h5_append_check(n->ds) == 0;
 	pthread_rwlock_unlock(&n->lk);
 	h5_err_clear();
 	return g;
@@ -133,10 +138,24 @@ static int views_fresh(h5fs *fs, struct node *n)
 	uint64_t was, size = 0;
 	h5_file *f;
 	uint64_t addr;
+	bool cur;
 	int rc, e = 0;
 
 	if (!views_grows(fs, n))
 		return 0;
+	pthread_rwlock_rdlock(&n->lk);
+	cur = gen_is_current(fs, n->gen);
+	pthread_rwlock_unlock(&n->lk);
+	if (!cur) {
+		/* our appends write through the current generation: the view
+		 * made again there (node_rebuild), before its size is compared */
+		struct use u;
+
+		e = node_use_current(&u, fs, n);
+		if (e)
+			return e;
+		node_use_end(&u);
+	}
 	pthread_rwlock_rdlock(&n->lk);
 	f = n->f;
 	addr = n->addr;
