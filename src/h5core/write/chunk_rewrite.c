@@ -35,6 +35,7 @@
 #include "dspace.h"
 #include "keytab.h"
 #include "file_ws.h"
+#include "gslot.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -649,6 +650,9 @@ int h5_file_compact(h5_file *f)
 	if (!h5_file_writable(f))
 		return 0;
 	pthread_mutex_lock(&f->write_lock);
+	/* (unmount) the slots taken ahead for new groups: freed first, so
+	 * that what lies above them can move down */
+	h5_gslot_release_locked(f, H5_ADDR_UNDEF, false);
 	h5_space_settle(f);
 	if (!ws->last_chunk.dset || !tail_movable(f, ws->last_chunk.addr, ws->last_chunk.size))
 		goto out;

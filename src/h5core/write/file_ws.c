@@ -2,6 +2,7 @@
  * freed when FILE closes (file/open.c calls f->ws_free: it cannot include
  * write/). */
 #include "file_ws.h"
+#include "gslot.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@ static void ws_free(struct h5_wstate *w)
 	free(w->quar);
 	free(w->owned);
 	free(w->loose);
+	h5_gslot_destroy(w);
 	free(w);
 }
 

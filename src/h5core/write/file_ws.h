@@ -65,6 +65,9 @@ struct h5_wstate {
 	uint64_t *loose;
 	size_t nloose, cloose;
 	uint64_t loose_start;
+	/* room for new groups taken ahead (gslot.c, its own lock): made
+	 * once under write_lock, read atomically by mkdir without it */
+	struct h5_gpool *gpool;
 	/* under write_lock: names removed from symbol tables' local heaps
 	 * (their bytes in the data segment, each with the ticket of the
 	 * removal's commit), given back to the heap's free list by a later

@@ -356,9 +356,9 @@ static int dense_move_down(h5_file *f, uint64_t group)
 
 /* A child of a dense group is what mkdir makes in a compact one: a group
  * of the latest format (dense storage exists only there). */
-static int dense_new_group(uint64_t *addr, h5_file *f, const h5_group_crt *crt)
+static int dense_new_group(uint8_t *b, size_t *len, h5_file *f, const h5_group_crt *crt, uint64_t addr)
 {
-	return h5_lstore_compact.new_group(addr, f, crt);
+	return h5_lstore_compact.new_group(b, len, f, crt, addr);
 }
 
 const h5_lstore_ops h5_lstore_dense = {

@@ -708,28 +708,28 @@ static int stab_rename(h5_file *f, uint64_t group, const char *name, size_t name
  * object header (IV.A.1.a) with a Symbol Table message, an empty B-tree
  * root (level 0, no children, key 0 the empty name) and a local heap of 88
  * bytes, the empty name at offset 0 and one free block; one block,
- * header, root, heap, written whole (freed space when some holds it, else
- * at the allocation end; the link makes it visible). The header has room (a NIL message) for a few attributes. */
+ * header, root, heap, encoded for its address here and written whole by
+ * link_write.c (the link makes it visible). The header has room (a NIL message) for a few attributes. */
 #define NEWGRP_ROOM 96
 
-static int stab_new_group(uint64_t *addr, h5_file *f, const h5_group_crt *crt)
+static int stab_new_group(uint8_t *b, size_t *len, h5_file *f, const h5_group_crt *crt, uint64_t addr)
 {
 	const h5_fmt *fmt = &f->fmt;
 	unsigned A = fmt->sizeof_addr, L = fmt->sizeof_size;
 	size_t msgs = 8 + h5_align8(2 * (uint64_t)A) + 8 + H5_BIRTHTAG_LEN + NEWGRP_ROOM, ohlen = 16 + msgs;
 	size_t btlen = h5_bt1_group_size(fmt, f->btree_k), hlen = h5_lheap_hdr_size(fmt), dlen = 88;
 	size_t total = ohlen + btlen + hlen + dlen, p;
-	uint64_t key0 = 0, bt, heap;
-	uint8_t *b = calloc(1, total);
-	int rc = b ? 0 : h5_err_set(H5_ERR_NOMEM, "out of memory");
+	uint64_t key0 = 0, bt = addr + ohlen, heap = bt + btlen;
+	int rc;
 
 	(void)crt;      /* a v1 header tracks no creation order */
-	if (rc == 0)
-		rc = h5_space_take_page(addr, f, total);        /* written whole below; within a page */
-	if (rc < 0)
-		goto out;
-	bt = *addr + ohlen;
-	heap = bt + btlen;
+	if (!b) {
+		*len = total;
+		return 0;
+	}
+	if (*len != total)
+		return h5_err_set(H5_ERR_INVAL, "a new group takes %zu bytes, not %zu", total, *len);
+	memset(b, 0, total);
 	b[0] = 1;                       /* version */
 	h5_le_encode(b + 2, 3, 2);      /* messages (the birth tag, the free NIL) */
 	h5_le_encode(b + 4, 1, 4);      /* reference count */
@@ -749,15 +749,12 @@ static int stab_new_group(uint64_t *addr, h5_file *f, const h5_group_crt *crt)
 	h5_le_encode(b + p + 2, NEWGRP_ROOM - 8, 2);
 	rc = h5_bt1_group_encode(b + ohlen, btlen, fmt, f->btree_k, 0, H5_ADDR_UNDEF, H5_ADDR_UNDEF, &key0, NULL, 0);
 	if (rc < 0)
-		goto out;
+		return rc;
 	h5_lheap_hdr_encode(b + ohlen + btlen, fmt, dlen, 8, heap + hlen);
 	p = ohlen + btlen + hlen;
 	h5_le_encode(b + p + 8, H5_LHEAP_FREE_NULL, L);
 	h5_le_encode(b + p + 8 + L, dlen - 8, L);
-	rc = h5_file_write(f, *addr, b, total);
-out:
-	free(b);
-	return rc;
+	return 0;
 }
 
 /* ---- the blocks moved down (unmount) --------------------------------------------

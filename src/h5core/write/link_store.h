@@ -67,13 +67,16 @@ typedef struct h5_lstore_ops {
 	int (*rename)(h5_file *f, uint64_t group, const char *name, size_t name_len, const char *newname,
 		      size_t newname_len, bool replace, bool durable);
 	/* An empty group of the form a group of this form gets for its
-	 * children (mkdir), written at the allocation end: *addr, its header.
-	 * A v2 header of compact storage in a compact group, an old-style
-	 * group in a symbol-table group, as libhdf5 makes them in files of the
-	 * latest and of the earliest format; a v2 header tracks (and
-	 * indexes) the creation order of links and attributes as crt says
-	 * (the parent's: h5_group_crt_of). */
-	int (*new_group)(uint64_t *addr, h5_file *f, const struct h5_group_crt *crt);
+	 * children (mkdir): b NULL: *len, its size (fixed for a given f and
+	 * crt); else encoded into b (*len bytes) for address addr, with a
+	 * fresh birth tag; the caller takes the space and writes it whole
+	 * (link_write.c, gslot.h). A v2 header of compact storage in a compact
+	 * group, an old-style group in a symbol-table group, as libhdf5 makes
+	 * them in files of the latest and of the earliest format; a v2 header
+	 * tracks (and indexes) the creation order of links and attributes as
+	 * crt says (the parent's: h5_group_crt_of). Reads nothing of FILE:
+	 * safe without write_lock. */
+	int (*new_group)(uint8_t *b, size_t *len, h5_file *f, const struct h5_group_crt *crt, uint64_t addr);
 	/* Optional (unmount): when the group's link storage ends at the
 	 * allocation end and freed space takes all of it, the same links
 	 * written anew there (freesp.low: the lowest space that fits), one

@@ -23,6 +23,7 @@
 #include "loose.h"
 #include "attr_write_int.h"
 #include "file_ws.h"
+#include "gslot.h"
 
 
 /* The forms h5fs writes, by h5_lstore_kind (NULL: refused). */
@@ -148,7 +149,7 @@ int h5_link_insert_batch(size_t *done, h5_file *f, uint64_t group, char *const *
 	struct h5_wstate *ws = h5_ws(f);
 	const h5_lstore_ops *ops;
 	h5_link *l = calloc(n ? n : 1, sizeof(*l));
-	uint64_t start;
+	uint64_t start, gseq;
 	int rc = l ? 0 : h5_err_set(H5_ERR_NOMEM, "out of memory");
 
 	*done = 0;
@@ -164,8 +165,12 @@ int h5_link_insert_batch(size_t *done, h5_file *f, uint64_t group, char *const *
 	if (rc < 0 || n == 0)
 		goto out;
 	pthread_mutex_lock(&f->write_lock);
-	/* the stage covers every loose object's space, from the first */
+	/* the stage covers every loose object's space, from the first, and
+	 * the groups mkdir wrote into slots taken ahead (gslot.h); one in
+	 * reused space is made durable first, as group_create_locked does */
 	start = ws->nloose ? ws->loose_start : h5_space_end(f);
+	if (h5_gslot_stage(f, &start, &gseq))
+		rc = h5_txn_barrier(f);
 	/* one commit each where the form has no insert_many (compact); the
 	 * form may change on the way (a full compact group goes dense with
 	 * its next link), the rest then in one commit */
@@ -185,6 +190,12 @@ int h5_link_insert_batch(size_t *done, h5_file *f, uint64_t group, char *const *
 		h5_loose_drop(f, addrs[i]);
 	if (ws->nloose == 0)
 		ws->loose_start = 0;
+	if (rc == 0)
+		h5_gslot_staged(f, gseq);
+	/* the next mkdirs' room, taken here where write_lock is held anyway
+	 * (a mkdir that finds the pool empty waits for it) */
+	if (rc == 0 && h5_gslot_refill_locked(f, group) < 0)
+		h5_err_clear();
 	pthread_mutex_unlock(&f->write_lock);
 out:
 	free(l);
@@ -234,9 +245,30 @@ static int parent_form(const h5_lstore_ops **ops, h5_group_crt *crt, h5_file *f,
 
 static void group_blocks(h5_freesp *gone, h5_file *f, uint64_t addr);
 
+/* A new group of ops' form at *addr (write_lock held): its space taken
+ * (within a page: its header is rewritten in place later), written whole. */
+static int group_write(uint64_t *addr, h5_file *f, const h5_lstore_ops *ops, const h5_group_crt *crt)
+{
+	size_t len = 0;
+	uint8_t *b = NULL;
+	int rc = ops->new_group(NULL, &len, f, crt, 0);
+
+	if (rc == 0 && !(b = malloc(len)))
+		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+	if (rc == 0)
+		rc = h5_space_take_page(addr, f, len);
+	if (rc == 0)
+		rc = ops->new_group(b, &len, f, crt, *addr);
+	if (rc == 0)
+		rc = h5_file_write(f, *addr, b, len);
+	free(b);
+	return rc;
+}
+
 /* A new group under parent, write_lock held: linked by name, or (name
  * NULL) left loose for the link batch (h5_loose_add), which links it at
- * its commit. */
+ * its commit; then (loose) slots for the next ones taken ahead
+ * (gslot.h). */
 static int group_create_locked(uint64_t *addr, h5_file *f, uint64_t parent, const char *name, size_t name_len)
 {
 	const h5_lstore_ops *ops;
@@ -245,7 +277,7 @@ static int group_create_locked(uint64_t *addr, h5_file *f, uint64_t parent, cons
 	int rc = parent_form(&ops, &crt, f, parent);
 
 	if (rc == 0)
-		rc = ops->new_group(addr, f, &crt);
+		rc = group_write(addr, f, ops, &crt);
 	/* a header in reused space is durable before a link names it: the
 	 * link's commit stages (fsyncs) only when the allocation end moved,
 	 * and the batch's may stage only from the allocation end it began at
@@ -268,6 +300,13 @@ static int group_create_locked(uint64_t *addr, h5_file *f, uint64_t parent, cons
 		free(why);
 		*addr = H5_ADDR_UNDEF;
 	}
+	if (rc == 0 && !name) {
+		size_t len = 0;
+
+		/* (a pool that cannot be filled: the next mkdir comes here) */
+		if (ops->new_group(NULL, &len, f, &crt, 0) < 0 || h5_gslot_fill_locked(f, parent, ops, &crt, len) < 0)
+			h5_err_clear();
+	}
 	return rc;
 }
 
@@ -287,6 +326,36 @@ int h5_group_create(uint64_t *addr, h5_file *f, uint64_t parent, const char *nam
 	return rc;
 }
 
+/* Without write_lock when a slot taken ahead holds it (gslot.h): the
+ * header written there, counted in the next link commit's stage; else the
+ * old way, under write_lock, which also fills the pool for the next. */
+static bool create_in_slot(uint64_t *addr, h5_file *f, uint64_t parent)
+{
+	const h5_lstore_ops *ops;
+	h5_group_crt crt;
+	h5_gslot s;
+	size_t len;
+	uint8_t *b;
+	int rc;
+
+	if (!h5_gslot_take(&s, &ops, &crt, &len, f, parent))
+		return false;
+	b = malloc(len);
+	rc = b ? ops->new_group(b, &len, f, &crt, s.addr) : h5_err_set(H5_ERR_NOMEM, "out of memory");
+	if (rc == 0)
+		rc = h5_file_write(f, s.addr, b, len);
+	free(b);
+	if (rc < 0) {
+		/* (the locked way next, which reports its own error) */
+		h5_err_clear();
+		h5_gslot_untake(f, &s);
+		return false;
+	}
+	h5_gslot_written(f, &s);
+	*addr = s.addr;
+	return true;
+}
+
 int h5_group_create_loose(uint64_t *addr, h5_file *f, uint64_t parent)
 {
 	int rc;
@@ -294,6 +363,8 @@ int h5_group_create_loose(uint64_t *addr, h5_file *f, uint64_t parent)
 	*addr = H5_ADDR_UNDEF;
 	if (!h5_file_writable(f))
 		return h5_err_set(H5_ERR_ROFS, "the file is open read-only");
+	if (create_in_slot(addr, f, parent))
+		return 0;
 	pthread_mutex_lock(&f->write_lock);
 	rc = group_create_locked(addr, f, parent, NULL, 0);
 	pthread_mutex_unlock(&f->write_lock);
@@ -355,6 +426,9 @@ static void group_blocks(h5_freesp *gone, h5_file *f, uint64_t addr)
 
 	if (rc == 0 && oh->refcount > 1)
 		goto out;
+	/* the slots taken ahead for its children: freed with it (its
+	 * address may next hold a group of another form) */
+	h5_gslot_release_locked(f, addr, false);
 	if (rc == 0)
 		rc = h5_group_storage_get(&gs, f, oh, addr);
 	for (size_t i = 0; rc == 0 && oh && i < oh->nchunks; i++)

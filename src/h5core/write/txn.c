@@ -16,6 +16,7 @@
 #include "superblock.h"
 #include "ohdr.h"
 #include "file_ws.h"
+#include "gslot.h"
 
 /* Room a non-durable commit reserves beyond the end of allocated space, so
  * that the next commits need no superblock update (doc/APPEND.md). */
@@ -174,6 +175,10 @@ int h5_txn_sync(h5_file *f, bool unsynced)
 	bool shrink;
 	int rc = 0;
 
+	/* slots for new groups no mkdir took since the last sync: freed, so
+	 * an idle FILE keeps none of them (between two batches of mkdir the
+	 * pool stays) */
+	h5_gslot_release_locked(f, H5_ADDR_UNDEF, true);
 	/* freed space at the allocation end lowers it (space.c; space held
 	 * back for reader sections that ended joins the list first) */
 	h5_space_settle(f);
