@@ -881,6 +881,11 @@ int h5_attr_set_check(h5_attr_room *room, h5_file *f, uint64_t addr, const char 
  * besides the holders', held by nobody (appends, which write their rows
  * as they come). h5_file_write_sync gives back what no holder holds. */
 int h5_file_reserve(h5_file *f, uint64_t *held, uint64_t want);
+/* The same for a holder asking again (the daemon's link batch at each
+ * create): when *held covers want already and a commit holds write_lock,
+ * 0 at once (what was allocated for it stands, counted in what every
+ * other reserve allocates past) rather than wait for that commit. */
+int h5_file_reserve_again(h5_file *f, uint64_t *held, uint64_t want);
 /* (takes write_lock when anything is held: not under it) */
 void h5_file_unreserve(h5_file *f, uint64_t *held);
 /* What earlier changes wrote, durable (fsync). */

@@ -75,7 +75,35 @@ struct lbatch {
 	char **rm;
 	size_t nrm, rm_cap;
 	uint64_t commits;       /* batches linked (lbatch_commits) */
+	/* names[0..committing) are being linked by a commit that let t.mu go
+	 * for its engine call (issue 70 item 3: a mkdir waited for whole
+	 * commits on t.mu): creates of the same group append behind them
+	 * meanwhile; anything else that changes or commits the batch waits
+	 * on cv (cv_made: initialized) */
+	size_t committing;
+	pthread_cond_t cv;
+	bool cv_made;
 };
+
+/* t.mu held: until no commit is under way outside it. */
+static void wait_commit_locked(struct lbatch *lb)
+{
+	while (lb->committing)
+		pthread_cond_wait(&lb->cv, &lb->t.mu);
+}
+
+/* The first n items (linked) taken out of the batch (t.mu held). */
+static void drop_first(struct lbatch *lb, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		lb->name_bytes -= strlen(lb->names[i]);
+		free(lb->names[i]);
+	}
+	memmove(lb->names, lb->names + n, (lb->count - n) * sizeof(*lb->names));
+	memmove(lb->addrs, lb->addrs + n, (lb->count - n) * sizeof(*lb->addrs));
+	memmove(lb->items, lb->items + n, (lb->count - n) * sizeof(*lb->items));
+	__atomic_store_n(&lb->count, lb->count - n, __ATOMIC_RELEASE);
+}
 
 /* Items linked already (a failed commit's names that made it, or its
  * first done in compact storage) taken out of the batch. */
@@ -137,9 +165,13 @@ static int commit_rm_locked(h5fs *fs, struct lbatch *lb, bool last);
 
 static int commit_locked(h5fs *fs, struct lbatch *lb, bool last, bool timed)
 {
-	size_t done = 0, n = lb->count;
+	size_t done = 0, n;
+	char **names;
+	uint64_t *addrs;
 	int rc, err;
 
+	wait_commit_locked(lb);
+	n = lb->count;
 	if (lb->nrm)
 		return commit_rm_locked(fs, lb, last);
 	if (!lb->count)
@@ -190,11 +222,30 @@ static int commit_locked(h5fs *fs, struct lbatch *lb, bool last, bool timed)
 		lb->t.first_ns = lb->t.last_ns = h5fs_now_ns();   /* looked at again LB_IDLE_MS on */
 		return 0;
 	}
-	rc = h5_link_insert_batch(&done, lb->u.f, lb->u.addr, lb->names, lb->addrs, n);
+	/* linked without t.mu: a mkdir or create of this group meanwhile
+	 * (its header written without write_lock too, gslot.h) appends to the
+	 * batch instead of waiting for the commit's writes and fsyncs; their
+	 * arrays may move, so the commit links copies of the pointers */
+	names = malloc(n * sizeof(*names));
+	addrs = malloc(n * sizeof(*addrs));
+	if (names && addrs && lb->cv_made) {
+		memcpy(names, lb->names, n * sizeof(*names));
+		memcpy(addrs, lb->addrs, n * sizeof(*addrs));
+		lb->committing = n;
+		pthread_mutex_unlock(&lb->t.mu);
+		rc = h5_link_insert_batch(&done, lb->u.f, lb->u.addr, names, addrs, n);
+		pthread_mutex_lock(&lb->t.mu);
+		lb->committing = 0;
+		pthread_cond_broadcast(&lb->cv);
+	} else {
+		rc = h5_link_insert_batch(&done, lb->u.f, lb->u.addr, lb->names, lb->addrs, n);
+	}
+	free(names);
+	free(addrs);
 	if (rc == 0 || done)
 		__atomic_add_fetch(&lb->commits, 1, __ATOMIC_RELEASE);
 	if (rc == 0 && n < lb->count) {
-		drop_linked(lb, n);
+		drop_first(lb, n);
 		if (!lb->count)
 			release_locked(fs, lb);
 		else
@@ -304,8 +355,10 @@ static struct lbatch *lbatch_get(h5fs *fs)
 
 	pthread_mutex_lock(&fs->lock);
 	lb = fs->lb;
-	if (!lb && (lb = commit_kind_new_locked(fs, sizeof(*lb), offsetof(struct lbatch, t), &lbatch_kind)) != NULL)
+	if (!lb && (lb = commit_kind_new_locked(fs, sizeof(*lb), offsetof(struct lbatch, t), &lbatch_kind)) != NULL) {
+		lb->cv_made = pthread_cond_init(&lb->cv, NULL) == 0;
 		__atomic_store_n(&fs->lb, lb, __ATOMIC_RELEASE);
+	}
 	pthread_mutex_unlock(&fs->lock);
 	return lb;
 }
@@ -350,7 +403,7 @@ static int reserve_locked(h5fs *fs, struct lbatch *lb, size_t name_len, const ch
 		rc = h5_link_batch_room(&lb->need, lb->u.f, lb->u.addr, lb->room_n, lb->room_bytes);
 	}
 	if (rc == 0)
-		rc = h5_file_reserve(lb->u.f, &lb->reserved, 2 * lb->need);
+		rc = h5_file_reserve_again(lb->u.f, &lb->reserved, 2 * lb->need);
 	if (rc < 0) {
 		lb->room_n = 0;
 		return commit_refuse(fs, rc, "create", lb->path, name);
@@ -369,9 +422,11 @@ int lbatch_create(h5fs *fs, struct node *p, const char *name, const h5_dset_new 
 	if (!lb)
 		return -1;      /* no thread to commit it: made at once */
 	pthread_mutex_lock(&lb->t.mu);
-	if (((lb->count && (lb->u.addr != p->addr || lb->u.f != p->f || lb->count >= LB_MAX_ITEMS)) || lb->nrm) &&
-	    (err = commit_locked(fs, lb, false, false)) != 0)
-		goto out;
+	/* (again after each: a commit lets t.mu go while it links, and the
+	 * batch's own group may have new names then) */
+	while ((lb->count && (lb->u.addr != p->addr || lb->u.f != p->f || lb->count >= LB_MAX_ITEMS)) || lb->nrm)
+		if ((err = commit_locked(fs, lb, false, false)) != 0)
+			goto out;
 	if (lb->count && pending_locked(lb, name, NULL)) {
 		err = EEXIST;
 		goto out;
@@ -457,9 +512,9 @@ int lbatch_rmdir(h5fs *fs, struct node *p, const char *name, uint64_t *target, i
 	if (!lb)
 		return -1;
 	pthread_mutex_lock(&lb->t.mu);
-	if ((lb->count || (lb->nrm && (lb->u.addr != p->addr || lb->u.f != p->f || lb->nrm >= LB_MAX_ITEMS))) &&
-	    (err = commit_locked(fs, lb, false, false)) != 0)
-		goto out;
+	while (lb->count || (lb->nrm && (lb->u.addr != p->addr || lb->u.f != p->f || lb->nrm >= LB_MAX_ITEMS)))
+		if ((err = commit_locked(fs, lb, false, false)) != 0)
+			goto out;
 	for (size_t i = 0; i < lb->nrm; i++)
 		if (strcmp(lb->rm[i], name) == 0) {
 			err = ENOENT;
@@ -562,6 +617,7 @@ int lbatch_forget(h5fs *fs, h5_file *f, uint64_t addr, char **name, uint64_t *pi
 	if (!lb || !__atomic_load_n(&lb->count, __ATOMIC_ACQUIRE))
 		return 0;
 	pthread_mutex_lock(&lb->t.mu);
+	wait_commit_locked(lb);         /* (the commit links its names by pointer) */
 	for (size_t i = 0; lb->count && lb->u.f == f && i < lb->count; i++) {
 		if (lb->addrs[i] != addr)
 			continue;
@@ -612,7 +668,9 @@ void lbatch_stop(h5fs *fs)
 	if (!lb)
 		return;
 	pthread_mutex_lock(&lb->t.mu);
-	commit_locked(fs, lb, true, false);
+	/* (a last commit that fails lets the batch go: count 0) */
+	while (lb->count || lb->nrm)
+		commit_locked(fs, lb, true, false);
 	pthread_mutex_unlock(&lb->t.mu);
 	commit_slot_stop(&lb->t);
 	__atomic_store_n(&fs->lb, NULL, __ATOMIC_RELEASE);
@@ -620,5 +678,7 @@ void lbatch_stop(h5fs *fs)
 	free(lb->addrs);
 	free(lb->items);
 	free(lb->rm);
+	if (lb->cv_made)
+		pthread_cond_destroy(&lb->cv);
 	free(lb);
 }

@@ -440,15 +440,14 @@ static uint64_t reusable(h5_file *f, uint64_t len)
 	return big && big->len >= len && h5_file_solid(f, big->addr, big->len) ? len : 0;
 }
 
-int h5_file_reserve(h5_file *f, uint64_t *held, uint64_t want)
+/* h5_file_reserve's work, write_lock held (let go and taken again
+ * around a sync). */
+static int reserve_locked(h5_file *f, uint64_t *held, uint64_t want)
 {
 	struct h5_wstate *ws = h5_ws(f);
 	uint64_t at, extra, total, h;
 	int rc;
 
-	if (!h5_file_writable(f))
-		return h5_err_set(H5_ERR_ROFS, "the file is open read-only");
-	pthread_mutex_lock(&f->write_lock);
 	/* what the other holders hold comes first: reserves of the allocation
 	 * end alone, 64 writers' commits took what each had been promised
 	 * (stress-ng aiol: 4 KiB writes answered, their 1 MiB chunks past the
@@ -458,10 +457,8 @@ int h5_file_reserve(h5_file *f, uint64_t *held, uint64_t want)
 	 * rows are staged at the allocation end as they come) */
 	h = held ? __atomic_load_n(held, __ATOMIC_RELAXED) : 0;
 	extra = !held ? want : want > h ? want - h : 0;
-	if (h5_add_overflow(__atomic_load_n(&ws->promised, __ATOMIC_RELAXED), extra, &total)) {
-		pthread_mutex_unlock(&f->write_lock);
+	if (h5_add_overflow(__atomic_load_n(&ws->promised, __ATOMIC_RELAXED), extra, &total))
 		return h5_err_set(H5_ERR_LIMIT, "file size overflows");
-	}
 	/* space the free list holds takes no disk space: a change that
 	 * fits there is made on a full disk too - also space held back for
 	 * a reader section, which ends within a request: on a full disk the
@@ -504,6 +501,36 @@ int h5_file_reserve(h5_file *f, uint64_t *held, uint64_t want)
 		 * h5_file_unreserve's look before the lock) */
 		__atomic_add_fetch(held, extra, __ATOMIC_RELAXED);
 	}
+	return rc;
+}
+
+int h5_file_reserve(h5_file *f, uint64_t *held, uint64_t want)
+{
+	int rc;
+
+	if (!h5_file_writable(f))
+		return h5_err_set(H5_ERR_ROFS, "the file is open read-only");
+	pthread_mutex_lock(&f->write_lock);
+	rc = reserve_locked(f, held, want);
+	pthread_mutex_unlock(&f->write_lock);
+	return rc;
+}
+
+int h5_file_reserve_again(h5_file *f, uint64_t *held, uint64_t want)
+{
+	int rc;
+
+	if (!h5_file_writable(f))
+		return h5_err_set(H5_ERR_ROFS, "the file is open read-only");
+	/* the share was allocated by an earlier call and is counted in
+	 * promised, which every other reserve allocates past: while a commit
+	 * holds write_lock (a link batch's: its writes and fsyncs), that
+	 * holds; the next call that finds the lock free allocates it again */
+	if (__atomic_load_n(held, __ATOMIC_RELAXED) < want)
+		pthread_mutex_lock(&f->write_lock);
+	else if (pthread_mutex_trylock(&f->write_lock) != 0)
+		return 0;
+	rc = reserve_locked(f, held, want);
 	pthread_mutex_unlock(&f->write_lock);
 	return rc;
 }
