@@ -83,13 +83,36 @@ struct lbatch {
 	size_t committing;
 	pthread_cond_t cv;
 	bool cv_made;
+	/* callers committing the batch to begin another (a create in another
+	 * group, an rmdir): while one is, creates wait on cv rather than
+	 * join the batch, which would keep it from ever emptying */
+	unsigned draining;
 };
+
+static int commit_locked(h5fs *fs, struct lbatch *lb, bool last, bool timed);
 
 /* t.mu held: until no commit is under way outside it. */
 static void wait_commit_locked(struct lbatch *lb)
 {
 	while (lb->committing)
 		pthread_cond_wait(&lb->cv, &lb->t.mu);
+}
+
+/* t.mu held: the batch committed until want_commit says no more (the
+ * caller's change then begins its own batch); creates of the batch's group
+ * meanwhile wait (draining) instead of joining it. 0 or an errno. */
+static int drain_locked(h5fs *fs, struct lbatch *lb, bool (*want_commit)(const struct lbatch *, const struct node *),
+			const struct node *p)
+{
+	int err = 0;
+
+	lb->draining++;
+	while (!err && want_commit(lb, p))
+		err = commit_locked(fs, lb, false, false);
+	lb->draining--;
+	if (lb->cv_made)
+		pthread_cond_broadcast(&lb->cv);
+	return err;
 }
 
 /* The first n items (linked) taken out of the batch (t.mu held). */
@@ -411,6 +434,17 @@ static int reserve_locked(h5fs *fs, struct lbatch *lb, size_t name_len, const ch
 	return 0;
 }
 
+/* What a create in p, and an rmdir in p, must commit first. */
+static bool create_needs_commit(const struct lbatch *lb, const struct node *p)
+{
+	return (lb->count && (lb->u.addr != p->addr || lb->u.f != p->f || lb->count >= LB_MAX_ITEMS)) || lb->nrm;
+}
+
+static bool rmdir_needs_commit(const struct lbatch *lb, const struct node *p)
+{
+	return lb->count || (lb->nrm && (lb->u.addr != p->addr || lb->u.f != p->f || lb->nrm >= LB_MAX_ITEMS));
+}
+
 int lbatch_create(h5fs *fs, struct node *p, const char *name, const h5_dset_new *d)
 {
 	struct lbatch *lb = lbatch_get(fs);
@@ -422,11 +456,11 @@ int lbatch_create(h5fs *fs, struct node *p, const char *name, const h5_dset_new 
 	if (!lb)
 		return -1;      /* no thread to commit it: made at once */
 	pthread_mutex_lock(&lb->t.mu);
-	/* (again after each: a commit lets t.mu go while it links, and the
-	 * batch's own group may have new names then) */
-	while ((lb->count && (lb->u.addr != p->addr || lb->u.f != p->f || lb->count >= LB_MAX_ITEMS)) || lb->nrm)
-		if ((err = commit_locked(fs, lb, false, false)) != 0)
-			goto out;
+	/* (again after each: a commit lets t.mu go while it links) */
+	while (lb->draining && lb->cv_made)
+		pthread_cond_wait(&lb->cv, &lb->t.mu);
+	if ((err = drain_locked(fs, lb, create_needs_commit, p)) != 0)
+		goto out;
 	if (lb->count && pending_locked(lb, name, NULL)) {
 		err = EEXIST;
 		goto out;
@@ -512,9 +546,10 @@ int lbatch_rmdir(h5fs *fs, struct node *p, const char *name, uint64_t *target, i
 	if (!lb)
 		return -1;
 	pthread_mutex_lock(&lb->t.mu);
-	while (lb->count || (lb->nrm && (lb->u.addr != p->addr || lb->u.f != p->f || lb->nrm >= LB_MAX_ITEMS)))
-		if ((err = commit_locked(fs, lb, false, false)) != 0)
-			goto out;
+	while (lb->draining && lb->cv_made)
+		pthread_cond_wait(&lb->cv, &lb->t.mu);
+	if ((err = drain_locked(fs, lb, rmdir_needs_commit, p)) != 0)
+		goto out;
 	for (size_t i = 0; i < lb->nrm; i++)
 		if (strcmp(lb->rm[i], name) == 0) {
 			err = ENOENT;

@@ -7,15 +7,18 @@
 #include "gslot.h"
 #include "space.h"
 #include "file_ws.h"
+#include "freesp.h"
 
 #include <pthread.h>
 
-/* Slots taken at a fill: twice what the last fill's were used for, within
- * bounds (a batch of mkdir is at most 4,096 names, LB_MAX_ITEMS; 20 ms of
- * mkdir at 0.1 ms each is 200). A v1 group is 800-900 bytes: 256 slots
- * hold about 220 KB until the next idle sync. */
-#define GSLOT_MIN 16
-#define GSLOT_MAX 256
+/* Slots a fill makes the pool hold (want_of), within bounds. Few: slots
+ * not used when mkdirs stop are freed (idle, unmount) between blocks the
+ * commits placed after them, so FILE keeps their length until its space
+ * is reused. The pool is topped up between commits (h5_gslot_top_up: a
+ * mkdir that finds write_lock free) and at each link batch's commit, and
+ * grows only when a mkdir found it empty. */
+#define GSLOT_MIN 8
+#define GSLOT_MAX 64
 
 struct h5_gpool {
 	pthread_mutex_t mu;
@@ -29,7 +32,7 @@ struct h5_gpool {
 	 * downward: the lowest address goes first) */
 	h5_gslot *v;
 	size_t n, cap;
-	size_t taken;           /* since the last fill */
+	size_t target;          /* want_of */
 	size_t taken_sync;      /* since the last idle check */
 	/* under mu: of the slots written since the last link commit, the
 	 * lowest allocation end before one, and whether one was reused
@@ -38,6 +41,14 @@ struct h5_gpool {
 	bool any_written, reused_written;
 	uint64_t wseq;          /* slots written, ever (h5_gslot_staged) */
 };
+
+/* (under mu) the slots a fill makes the pool hold: doubled each time a
+ * mkdir found it empty (it then waited for write_lock), from GSLOT_MIN
+ * again once idle */
+static size_t want_of(const struct h5_gpool *p)
+{
+	return p->target < GSLOT_MIN ? GSLOT_MIN : p->target > GSLOT_MAX ? GSLOT_MAX : p->target;
+}
 
 static struct h5_gpool *pool_of(const h5_file *f)
 {
@@ -75,9 +86,10 @@ bool h5_gslot_take(h5_gslot *s, const h5_lstore_ops **ops, h5_group_crt *crt, si
 		*ops = p->ops;
 		*crt = p->crt;
 		*len = p->len;
-		p->taken++;
 		p->taken_sync++;
 		got = true;
+	} else if (p->parent == parent && p->target < GSLOT_MAX) {
+		p->target = 2 * want_of(p);
 	}
 	pthread_mutex_unlock(&p->mu);
 	return got;
@@ -115,7 +127,7 @@ static void release(h5_file *f, struct h5_gpool *p)
 	for (size_t i = 0; i < p->n; i++)
 		h5_space_free(f, p->v[i].addr, p->len, 0);
 	p->n = 0;
-	p->taken = 0;
+	p->target = GSLOT_MIN;
 	p->parent = H5_ADDR_UNDEF;
 }
 
@@ -132,8 +144,7 @@ int h5_gslot_fill_locked(h5_file *f, uint64_t parent, const h5_lstore_ops *ops, 
 	pthread_mutex_lock(&p->mu);
 	if (p->parent != parent || p->len != len || p->ops != ops || memcmp(&p->crt, crt, sizeof(*crt)) != 0)
 		release(f, p);
-	want = 2 * p->taken;
-	want = want < GSLOT_MIN ? GSLOT_MIN : want > GSLOT_MAX ? GSLOT_MAX : want;
+	want = want_of(p);
 	if (p->n >= want / 2)
 		goto out;       /* enough left */
 	if (p->cap < want) {
@@ -158,7 +169,14 @@ int h5_gslot_fill_locked(h5_file *f, uint64_t parent, const h5_lstore_ops *ops, 
 		while (p->n < want) {
 			uint64_t start = h5_space_end(f), reused = ws->reused, a;
 
-			rc = h5_space_take_page(&a, f, len);
+			/* freed space when an extent takes it across a page
+			 * boundary, else at the end: h5_space_take_page there
+			 * frees what follows each block until a sync, so each
+			 * slot of a fill would start a page of its own */
+			if (h5_freesp_largest(&ws->freesp) >= len + 4096)
+				rc = h5_space_take_page(&a, f, len);
+			else
+				rc = h5_space_alloc_page(&a, f, len);
 			if (rc < 0)
 				break;
 			p->v[p->n++] = (h5_gslot){ .addr = a, .start = start, .reused = ws->reused != reused };
@@ -171,7 +189,6 @@ int h5_gslot_fill_locked(h5_file *f, uint64_t parent, const h5_lstore_ops *ops, 
 			p->v[j - 1] = t;
 		}
 	}
-	p->taken = 0;
 	/* a full disk: what was taken stays in the pool; the mkdir that
 	 * asked makes its group the old way (its own error if any) */
 	if (rc < 0 && p->n)
@@ -227,9 +244,27 @@ int h5_gslot_refill_locked(h5_file *f, uint64_t parent)
 	ops = p->ops;
 	crt = p->crt;
 	len = p->len;
-	low = p->parent == parent && p->taken && p->n < (2 * p->taken < GSLOT_MIN ? GSLOT_MIN : 2 * p->taken) / 2;
+	low = p->parent == parent && p->n < want_of(p) / 2;
 	pthread_mutex_unlock(&p->mu);
 	return low ? h5_gslot_fill_locked(f, parent, ops, &crt, len) : 0;
+}
+
+void h5_gslot_top_up(h5_file *f, uint64_t parent)
+{
+	struct h5_gpool *p = pool_of(f);
+	bool low;
+
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->mu);
+	low = p->parent == parent && p->n < want_of(p) / 2;
+	pthread_mutex_unlock(&p->mu);
+	/* (never waits: a commit holding write_lock refills at its end) */
+	if (!low || pthread_mutex_trylock(&f->write_lock) != 0)
+		return;
+	if (h5_gslot_refill_locked(f, parent) < 0)
+		h5_err_clear();
+	pthread_mutex_unlock(&f->write_lock);
 }
 
 void h5_gslot_release_locked(h5_file *f, uint64_t parent, bool idle_only)

@@ -54,6 +54,9 @@ void h5_gslot_staged(h5_file *f, uint64_t seq);
 /* Under write_lock, after a link batch into parent: its pool filled up
  * again when it is running low (the next mkdirs take from it). */
 int h5_gslot_refill_locked(h5_file *f, uint64_t parent);
+/* Without write_lock (mkdir, after its slot): the pool filled up when
+ * it runs low and write_lock is free now; else nothing (never waits). */
+void h5_gslot_top_up(h5_file *f, uint64_t parent);
 /* Under write_lock: the pool's slots freed (its parent is removed: addr
  * == parent, or H5_ADDR_UNDEF: any; idle_only: only when no slot was
  * taken since the last such call - a sync between two batches of mkdir

@@ -353,6 +353,7 @@ static bool create_in_slot(uint64_t *addr, h5_file *f, uint64_t parent)
 	}
 	h5_gslot_written(f, &s);
 	*addr = s.addr;
+	h5_gslot_top_up(f, parent);
 	return true;
 }
 
