@@ -194,7 +194,11 @@ void commit_slot_stop(struct commit_slot *s)
 	 * poll runs (behind/idle.c) in its flush: both waited for) */
 	if (s->listed) {
 		pthread_mutex_lock(&cs->mu);
-		while (s->busy || s->flushing)
+		/* (each field loaded alone: the compiler read busy and
+		 * flushing as one word with `timed` beside them, which
+		 * run_batch writes under s->mu, not cs->mu: TSan, an lbatch
+		 * commit letting s->mu go at the unmount) */
+		while (__atomic_load_n(&s->busy, __ATOMIC_RELAXED) || __atomic_load_n(&s->flushing, __ATOMIC_RELAXED))
 			pthread_cond_wait(&cs->cv, &cs->mu);
 		for (unsigned i = 0; i < cs->n; i++) {
 			if (cs->slot[i] != s)
