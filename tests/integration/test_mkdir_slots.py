@@ -191,7 +191,7 @@ def concurrency(work, libver):
         T.fail("%s concurrency: %d answered mkdirs missing after the unmount: %s" % (libver, len(missing), missing[:5]))
     if back:
         T.fail("%s concurrency: answered rmdirs back after the unmount: %s" % (libver, back[:5]))
-    if len(removed) < 20:
+    if len(removed) < 5:        # (starved: 1-2 beside 25,000 mkdir; TSan: 14)
         T.fail("%s concurrency: %d mkdir+rmdir in 4 s beside the makers (starved)" % (libver, len(removed)))
     print("%s concurrency: %d mkdir and %d mkdir+rmdir answered, all in FILE" % (libver, total, len(removed)))
 
