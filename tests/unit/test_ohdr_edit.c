@@ -23,6 +23,7 @@
 #include "value.h"
 #include "h5core.h"
 #include "file_ws.h"
+#include "gslot.h"
 
 #define SB_SIZE 48
 #define MT_COMMENT 0x0D
@@ -730,6 +731,115 @@ START_TEST(group_batches)
 }
 END_TEST
 
+/* mkdir's slots taken ahead (write/gslot.c, issue 70 item 3): the first
+ * loose group is made under write_lock and fills the pool; the next are
+ * written into its slots: distinct addresses, each a group with a birth
+ * tag of its own; a slot written lowers the next link commit's stage
+ * start to the allocation end before it; the batch links them all; the
+ * slots left are freed at the compaction (unmount), the allocation end
+ * dropping back below them; slots of a removed parent are freed too. */
+static void slot_groups(const char *hpath)
+{
+	char *names[20], buf[20][8];
+	uint64_t g, addrs[20], end_before, start, seq;
+	uint32_t tags[20];
+	h5_file *f = NULL;
+	h5_ohdr *oh = NULL;
+	h5_link l;
+	size_t done = 0;
+
+	ck_assert_int_eq(h5_file_open(&f, hpath, &(h5_open_opts){ .writable = 1 }), 0);
+	ck_assert_int_eq(h5_path_lookup(&g, f, "/g"), 0);
+	for (int i = 0; i < 20; i++) {
+		snprintf(buf[i], sizeof(buf[i]), "s%02d", i);
+		names[i] = buf[i];
+		pthread_mutex_lock(&f->write_lock);
+		end_before = h5_space_end(f);
+		pthread_mutex_unlock(&f->write_lock);
+		ck_assert_int_eq(h5_group_create_loose(&addrs[i], f, g), 0);
+		if (i == 1) {
+			/* from a slot the first one's fill took: below the end */
+			ck_assert_uint_lt(addrs[i], end_before);
+			pthread_mutex_lock(&f->write_lock);
+			start = UINT64_MAX;
+			h5_gslot_stage(f, &start, &seq);
+			pthread_mutex_unlock(&f->write_lock);
+			ck_assert_uint_le(start, addrs[i]);
+		}
+		ck_assert_int_eq(h5_ohdr_load(&oh, f, addrs[i]), 0);
+		ck_assert(h5_ohdr_is_group(oh));
+		tags[i] = h5_ohdr_birthtag(oh);
+		ck_assert_uint_ne(tags[i], 0);
+		h5_ohdr_free(oh);
+		oh = NULL;
+		for (int j = 0; j < i; j++) {
+			ck_assert_uint_ne(addrs[j], addrs[i]);
+			ck_assert_uint_ne(tags[j], tags[i]);
+		}
+	}
+	ck_assert_int_eq(h5_link_insert_batch(&done, f, g, names, addrs, 20), 0);
+	ck_assert_uint_eq(done, 20);
+	for (int i = 0; i < 20; i++) {
+		ck_assert_int_eq(h5_group_lookup(&l, f, g, names[i]), 0);
+		ck_assert_uint_eq(l.addr, addrs[i]);
+		h5_link_clear(&l);
+	}
+	/* the pool holds slots past the last group: the unmount's
+	 * compaction frees them and FILE ends at or below where it did */
+	pthread_mutex_lock(&f->write_lock);
+	end_before = h5_space_end(f);
+	pthread_mutex_unlock(&f->write_lock);
+	ck_assert_int_eq(h5_file_compact(f), 0);
+	pthread_mutex_lock(&f->write_lock);
+	ck_assert_uint_le(h5_space_end(f), end_before);
+	pthread_mutex_unlock(&f->write_lock);
+	/* a slot of a parent removed is not handed out for its successor
+	 * at that address: rmdir of a group that has a pool frees it */
+	{
+		uint64_t sub, in[2], t;
+		char *one[1] = { "x" };
+
+		ck_assert_int_eq(h5_path_lookup(&sub, f, "/g/s03"), 0);
+		ck_assert_int_eq(h5_group_create_loose(&in[0], f, sub), 0);
+		ck_assert_int_eq(h5_link_insert_batch(&done, f, sub, one, in, 1), 0);
+		ck_assert_int_eq(h5_link_delete(f, sub, "x", 1, 1), 0);
+		ck_assert_int_eq(h5_group_rmdir_check(&t, f, g, "s03"), 0);
+		ck_assert_int_eq(h5_link_delete(f, g, "s03", 3, 1), 0);
+		ck_assert_int_eq(h5_group_create_loose(&in[1], f, g), 0);
+		ck_assert_int_eq(h5_ohdr_load(&oh, f, in[1]), 0);
+		ck_assert(h5_ohdr_is_group(oh));
+		h5_ohdr_free(oh);
+		h5_dataset_loose_drop(f, in[1]);
+	}
+	h5_file_close(f);
+	ck_assert_int_eq(h5_file_open(&f, hpath, NULL), 0);
+	ck_assert_int_eq(h5_path_lookup(&g, f, "/g"), 0);
+	for (int i = 0; i < 20; i++) {
+		ck_assert_int_eq(h5_group_lookup(&l, f, g, names[i]), i == 3 ? H5_ERR_NOTFOUND : 0);
+		h5_link_clear(&l);
+		h5_err_clear();
+	}
+	h5_file_close(f);
+}
+
+START_TEST(group_slots)
+{
+	char dir[64] = "/tmp/h5fs-test-gslot-XXXXXX", hpath[128];
+	int rc = test_py_run(dir, gen_links, NULL);
+
+	if (rc == 77 || rc == TEST_PY_NO_PYTHON) {
+		test_py_rmdir(dir);
+		return;
+	}
+	ck_assert_int_eq(rc, 0);
+	snprintf(hpath, sizeof(hpath), "%s/old.h5", dir);
+	slot_groups(hpath);
+	snprintf(hpath, sizeof(hpath), "%s/f.h5", dir);
+	slot_groups(hpath);
+	test_py_rmdir(dir);
+}
+END_TEST
+
 /* The notes of what may move down at unmount (ohdr_edit.h): an object is
  * noted once per kind, a forgotten note's slot is taken first, and past
  * 32 the oldest goes; h5_ohdr_notes_each hands the notes of one kind on
@@ -816,6 +926,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, parse_numbers);
 	tcase_add_test(tc, link_insert_compact);
 	tcase_add_test(tc, group_batches);
+	tcase_add_test(tc, group_slots);
 	tcase_add_test(tc, notes_ring);
 	suite_add_tcase(s, tc);
 	return s;
