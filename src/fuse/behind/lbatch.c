@@ -583,7 +583,7 @@ int lbatch_rmdir(h5fs *fs, struct node *p, const char *name, uint64_t *target, i
 		rc = h5_link_batch_room(&lb->need, lb->u.f, lb->u.addr, lb->room_n, 0);
 	}
 	if (rc == 0)
-		rc = h5_file_reserve(lb->u.f, &lb->reserved, lb->need);
+		rc = h5_file_reserve_again(lb->u.f, &lb->reserved, lb->need);
 	if (rc < 0) {
 		lb->room_n = 0;
 		err = commit_refuse(fs, rc, "rmdir", lb->path, name);
