@@ -18,7 +18,8 @@ libver="latest" one (compact, then dense storage):
   its own groups, for 4 s: every answered mkdir is a group after the
   unmount and every answered rmdir gone (the rmdir, which commits the
   pending names first, is not starved by the makers' names joining the
-  batch while it commits);
+  batch while it commits); then 3 threads remove 300 groups beside a
+  lister (removals joining a batch whose commit runs): none is left;
 - space: after a burst of 300 mkdir and the unmount, FILE's unreferenced
   bytes (h5fs-ls --space) stay below 64 KiB: the slots not used are freed
   (gslot.h).
@@ -128,6 +129,14 @@ def crash_states(work, libver):
                        (libver, plan, f["g"][there[0]].attrs.get("note")))
 
 
+def rm_third(mnt, k, errors):
+    for i in range(k, 300, 3):
+        try:
+            os.rmdir(os.path.join(mnt, "h", "r%03d" % i))
+        except OSError as e:
+            errors.append("rmdir h/r%03d: %s" % (i, e))
+
+
 def concurrency(work, libver):
     path = os.path.join(work, "p-%s.h5" % libver)
     mnt = os.path.join(work, "mnt")
@@ -178,12 +187,29 @@ def concurrency(work, libver):
             th.start()
         for th in ts:
             th.join()
+        # removals joining a batch whose commit runs without its lock:
+        # three threads rmdir their thirds of 300 groups beside a lister
+        for i in range(300):
+            os.mkdir(os.path.join(mnt, "h", "r%03d" % i))
+        os.listdir(os.path.join(mnt, "h"))      # (linked)
+        rts = [threading.Thread(target=rm_third, args=(mnt, k, errors)) for k in range(3)]
+        lt = threading.Thread(target=lister)
+        stop = time.monotonic() + 30
+        for th in rts + [lt]:
+            th.start()
+        for th in rts:
+            th.join()
+        stop = 0
+        lt.join()
     if m.returncode not in (0, None):
         T.fail("%s concurrency: the unmount exits %s: %s" % (libver, m.returncode, m.output()[-500:]))
     if errors:
         T.fail("%s concurrency: %d calls failed, first %s" % (libver, len(errors), errors[:3]))
     total = sum(len(v) for v in answered.values())
     with h5py.File(path, "r") as f:
+        left = [k for k in f["h"] if k.startswith("r")]
+        if left:
+            T.fail("%s concurrency: %d of 300 groups removed by 3 threads are there: %s" % (libver, len(left), left[:5]))
         missing = [(gr, n) for v in answered.values() for gr, n in v
                    if not isinstance(f[gr].get(n), h5py.Group)]
         back = [n for n in removed if n in f["g"]]

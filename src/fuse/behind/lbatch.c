@@ -80,7 +80,7 @@ struct lbatch {
 	 * commits on t.mu): creates of the same group append behind them
 	 * meanwhile; anything else that changes or commits the batch waits
 	 * on cv (cv_made: initialized) */
-	size_t committing;
+	size_t committing;      /* (or rm[0..committing): the removals') */
 	pthread_cond_t cv;
 	bool cv_made;
 	/* callers committing the batch to begin another (a create in another
@@ -303,9 +303,25 @@ static int commit_locked(h5fs *fs, struct lbatch *lb, bool last, bool timed)
  * (tried again, then lost). */
 static int commit_rm_locked(h5fs *fs, struct lbatch *lb, bool last)
 {
-	size_t done = 0;
-	int rc = h5_link_remove_batch(&done, lb->u.f, lb->u.addr, lb->rm, lb->nrm), err;
+	size_t done = 0, n = lb->nrm;
+	char **names = lb->cv_made ? malloc(n * sizeof(*names)) : NULL;
+	int rc, err;
 
+	/* without t.mu, as the new names' commit: an rmdir of the same group
+	 * meanwhile joins the batch (lbatch_removed sees the names being
+	 * removed until they are gone from FILE) */
+	if (names) {
+		memcpy(names, lb->rm, n * sizeof(*names));
+		lb->committing = n;
+		pthread_mutex_unlock(&lb->t.mu);
+		rc = h5_link_remove_batch(&done, lb->u.f, lb->u.addr, names, n);
+		pthread_mutex_lock(&lb->t.mu);
+		lb->committing = 0;
+		pthread_cond_broadcast(&lb->cv);
+		free(names);
+	} else {
+		rc = h5_link_remove_batch(&done, lb->u.f, lb->u.addr, lb->rm, n);
+	}
 	if (done)
 		__atomic_add_fetch(&lb->commits, 1, __ATOMIC_RELEASE);
 	/* a listing made from FILE before the removal (another thread's
@@ -313,8 +329,17 @@ static int commit_rm_locked(h5fs *fs, struct lbatch *lb, bool last)
 	 * the name again: dropped once it is gone from FILE */
 	for (size_t i = 0; fs->se && i < done; i++)
 		notify_inval_entry(fs->se, fs_ino_out(fs, lb->pino), lb->rm[i], strlen(lb->rm[i]));
-	if (rc == 0) {
+	if (rc == 0 && n == lb->nrm) {
 		release_locked(fs, lb);
+		return 0;
+	}
+	if (rc == 0) {
+		/* removals that joined during the commit: the next one's */
+		for (size_t i = 0; i < n; i++)
+			free(lb->rm[i]);
+		memmove(lb->rm, lb->rm + n, (lb->nrm - n) * sizeof(*lb->rm));
+		__atomic_store_n(&lb->nrm, lb->nrm - n, __ATOMIC_RELEASE);
+		lb->t.first_ns = lb->t.last_ns = h5fs_now_ns();
 		return 0;
 	}
 	err = h5fs_errno(rc);
