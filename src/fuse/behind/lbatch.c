@@ -73,6 +73,7 @@ struct lbatch {
 	/* rmdir's names removed in the batch's group, not yet in FILE (never
 	 * with new names pending: each kind flushes the other first) */
 	char **rm;
+	uint64_t *rm_addrs;     /* beside rm: each removed group's address */
 	size_t nrm, rm_cap;
 	uint64_t commits;       /* batches linked (lbatch_commits) */
 	/* names[0..committing) are being linked by a commit that let t.mu go
@@ -305,23 +306,39 @@ static int commit_rm_locked(h5fs *fs, struct lbatch *lb, bool last)
 {
 	size_t done = 0, n = lb->nrm;
 	char **names = lb->cv_made ? malloc(n * sizeof(*names)) : NULL;
+	uint64_t *addrs = names ? malloc(n * sizeof(*addrs)) : NULL;
 	int rc, err;
 
 	/* without t.mu, as the new names' commit: an rmdir of the same group
 	 * meanwhile joins the batch (lbatch_removed sees the names being
 	 * removed until they are gone from FILE) */
-	if (names) {
+	if (names && addrs) {
 		memcpy(names, lb->rm, n * sizeof(*names));
+		memcpy(addrs, lb->rm_addrs, n * sizeof(*addrs));
 		lb->committing = n;
 		pthread_mutex_unlock(&lb->t.mu);
+		/* every node of a removed group marked unlinked before the
+		 * commit frees its space (the rmdir marks them after its batch
+		 * let go of t.mu: a mkdir in another group could commit the
+		 * batch in between, and its group, placed in the space freed,
+		 * was answered with the removed group's node; the kernel, which
+		 * held that id as the directory being removed, answered the
+		 * mkdir ESTALE) */
+		for (size_t i = 0; i < n; i++)
+			if (addrs[i] != UINT64_MAX)
+				gone_unlinked(fs, lb->u.f, addrs[i]);
 		rc = h5_link_remove_batch(&done, lb->u.f, lb->u.addr, names, n);
 		pthread_mutex_lock(&lb->t.mu);
 		lb->committing = 0;
 		pthread_cond_broadcast(&lb->cv);
-		free(names);
 	} else {
+		for (size_t i = 0; i < n; i++)
+			if (lb->rm_addrs[i] != UINT64_MAX)
+				gone_unlinked(fs, lb->u.f, lb->rm_addrs[i]);
 		rc = h5_link_remove_batch(&done, lb->u.f, lb->u.addr, lb->rm, n);
 	}
+	free(names);
+	free(addrs);
 	if (done)
 		__atomic_add_fetch(&lb->commits, 1, __ATOMIC_RELEASE);
 	/* a listing made from FILE before the removal (another thread's
@@ -338,6 +355,7 @@ static int commit_rm_locked(h5fs *fs, struct lbatch *lb, bool last)
 		for (size_t i = 0; i < n; i++)
 			free(lb->rm[i]);
 		memmove(lb->rm, lb->rm + n, (lb->nrm - n) * sizeof(*lb->rm));
+		memmove(lb->rm_addrs, lb->rm_addrs + n, (lb->nrm - n) * sizeof(*lb->rm_addrs));
 		__atomic_store_n(&lb->nrm, lb->nrm - n, __ATOMIC_RELEASE);
 		lb->t.first_ns = lb->t.last_ns = h5fs_now_ns();
 		return 0;
@@ -350,6 +368,7 @@ static int commit_rm_locked(h5fs *fs, struct lbatch *lb, bool last)
 	for (size_t i = 0; i < done; i++)
 		free(lb->rm[i]);
 	memmove(lb->rm, lb->rm + done, (lb->nrm - done) * sizeof(*lb->rm));
+	memmove(lb->rm_addrs, lb->rm_addrs + done, (lb->nrm - done) * sizeof(*lb->rm_addrs));
 	__atomic_store_n(&lb->nrm, lb->nrm - done, __ATOMIC_RELEASE);
 	if (last || ++lb->fails >= LB_TRIES || !lb->nrm) {
 		if (lb->nrm)
@@ -591,12 +610,16 @@ int lbatch_rmdir(h5fs *fs, struct node *p, const char *name, uint64_t *target, i
 	if (lb->nrm == lb->rm_cap) {
 		size_t cap = lb->rm_cap ? 2 * lb->rm_cap : 64;
 		char **nv = realloc(lb->rm, cap * sizeof(*nv));
+		uint64_t *av = nv ? realloc(lb->rm_addrs, cap * sizeof(*av)) : NULL;
 
-		if (!nv) {
+		if (nv)
+			lb->rm = nv;
+		if (av)
+			lb->rm_addrs = av;
+		if (!nv || !av) {
 			err = ENOMEM;
 			goto undo;
 		}
-		lb->rm = nv;
 		lb->rm_cap = cap;
 	}
 	/* the space the batch's removal commit may take (its nodes anew),
@@ -619,6 +642,7 @@ int lbatch_rmdir(h5fs *fs, struct node *p, const char *name, uint64_t *target, i
 		goto undo;
 	}
 	lb->rm[lb->nrm] = nm;
+	lb->rm_addrs[lb->nrm] = *target;
 	__atomic_store_n(&lb->nrm, lb->nrm + 1, __ATOMIC_RELEASE);
 	commit_changed(&lb->t, lb->nrm == 1);
 undo:
@@ -738,6 +762,7 @@ void lbatch_stop(h5fs *fs)
 	free(lb->addrs);
 	free(lb->items);
 	free(lb->rm);
+	free(lb->rm_addrs);
 	if (lb->cv_made)
 		pthread_cond_destroy(&lb->cv);
 	free(lb);
