@@ -40,6 +40,7 @@ struct h5_gpool {
 	uint64_t low;
 	bool any_written, reused_written;
 	uint64_t wseq;          /* slots written, ever (h5_gslot_staged) */
+	uint64_t epoch;         /* releases, ever (h5_gslot_untake) */
 };
 
 /* (under mu) the slots a fill makes the pool hold: doubled each time a
@@ -83,6 +84,7 @@ bool h5_gslot_take(h5_gslot *s, const h5_lstore_ops **ops, h5_group_crt *crt, si
 	pthread_mutex_lock(&p->mu);
 	if (p->parent == parent && p->n) {
 		*s = p->v[--p->n];
+		s->epoch = p->epoch;
 		*ops = p->ops;
 		*crt = p->crt;
 		*len = p->len;
@@ -113,9 +115,11 @@ void h5_gslot_untake(h5_file *f, const h5_gslot *s)
 	struct h5_gpool *p = pool_of(f);
 
 	/* (room for it: it came from v; a release meanwhile emptied v and
-	 * left the slot unreferenced, as an error's loose group is) */
+	 * left the slot unreferenced, as an error's loose group is - and
+	 * kept out of a pool filled since, maybe for another parent, whose
+	 * groups may be longer than the slot) */
 	pthread_mutex_lock(&p->mu);
-	if (p->n < p->cap && p->parent != H5_ADDR_UNDEF)
+	if (p->n < p->cap && p->parent != H5_ADDR_UNDEF && p->epoch == s->epoch)
 		p->v[p->n++] = *s;
 	pthread_mutex_unlock(&p->mu);
 }
@@ -129,6 +133,7 @@ static void release(h5_file *f, struct h5_gpool *p)
 	p->n = 0;
 	p->target = GSLOT_MIN;
 	p->parent = H5_ADDR_UNDEF;
+	p->epoch++;
 }
 
 int h5_gslot_fill_locked(h5_file *f, uint64_t parent, const h5_lstore_ops *ops, const h5_group_crt *crt,

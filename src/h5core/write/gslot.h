@@ -20,10 +20,12 @@
 #include "link_store.h"
 
 /* One slot: its address, the allocation end before it was taken, and
- * whether it lies in reused (free-list) space. */
+ * whether it lies in reused (free-list) space; once taken, the pool's
+ * release count then (h5_gslot_untake). */
 typedef struct h5_gslot {
 	uint64_t addr, start;
 	bool reused;
+	uint64_t epoch;
 } h5_gslot;
 
 /* Without write_lock: the next slot for a child of parent, with the ops
