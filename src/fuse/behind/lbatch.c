@@ -679,6 +679,30 @@ uint64_t lbatch_commits(h5fs *fs)
 	return lb ? __atomic_load_n(&lb->commits, __ATOMIC_ACQUIRE) : 0;
 }
 
+/* Read again whenever a batch committed between the reads: a removal
+ * committing between FILE's read and the removals' made a removed name
+ * look linked (its node made after the rmdir's gone_unlinked, naming an
+ * address the commit freed: a group made there later, a mkdir's slot,
+ * was answered with the removed directory's id: ESTALE), or a fresh
+ * name taken (mkdir's EEXIST, test_concurrent under TSan). */
+int lbatch_name(h5_link *l, bool *removed, bool *pending, uint64_t *taddr, h5fs *fs, h5_file *f, uint64_t group,
+		const char *name)
+{
+	int rc;
+
+	for (uint64_t seen = lbatch_commits(fs);; seen = lbatch_commits(fs)) {
+		*taddr = UINT64_MAX;
+		memset(l, 0, sizeof(*l));
+		rc = h5_group_lookup(l, f, group, name);
+		*removed = rc == 0 && lbatch_removed(fs, f, group, name, strlen(name));
+		*pending = rc == H5_ERR_NOTFOUND && lbatch_lookup(fs, f, group, name, taddr);
+		if (lbatch_commits(fs) == seen)
+			return rc;
+		h5_link_clear(l);
+		h5_err_clear();
+	}
+}
+
 bool lbatch_lookup(h5fs *fs, h5_file *f, uint64_t group, const char *name, uint64_t *addr)
 {
 	struct lbatch *lb = __atomic_load_n(&fs->lb, __ATOMIC_ACQUIRE);

@@ -74,21 +74,14 @@ static int link_errno(h5fs *fs, int rc, int perm, int inval, const char *op, con
  * next mkdir of the name EEXIST (TSan's test_concurrent, "sub27"). */
 static int name_taken(h5fs *fs, const struct use *u, const char *name)
 {
-	bool taken = false;
+	h5_link l;
+	uint64_t taddr;
+	bool removed, pending;
+	int rc = lbatch_name(&l, &removed, &pending, &taddr, fs, u->f, u->addr, name);
 
-	for (int tries = 0; tries < 8; tries++) {
-		uint64_t seen = lbatch_commits(fs);
-		h5_link l;
-		int rc = h5_group_lookup(&l, u->f, u->addr, name);
-
-		h5_link_clear(&l);
-		h5_err_clear();
-		taken = (rc == 0 && !lbatch_removed(fs, u->f, u->addr, name, strlen(name))) ||
-			lbatch_lookup(fs, u->f, u->addr, name, NULL);
-		if (lbatch_commits(fs) == seen)
-			break;
-	}
-	return taken ? EEXIST : 0;
+	h5_link_clear(&l);
+	h5_err_clear();
+	return (rc == 0 && !removed) || pending ? EEXIST : 0;
 }
 
 /* mkdir joins the batch of new files (lbatch.c, issue 70 item 3): its

@@ -312,25 +312,9 @@ static int do_lookup(struct node **out, struct stat *lst, h5fs *fs, fuse_ino_t p
 		goto hard;
 	}
 	/* FILE's link, less the rmdirs answered and not committed yet, plus
-	 * the new names not linked yet (lbatch.c), all read with no batch
-	 * committed in between, else read again. The removal was asked once
-	 * more after this loop: a commit finishing between (the timer's, or
-	 * a mkdir's in another group, the batch's lock let go while it
-	 * links) made a name read from FILE before it, and found removed
-	 * here, look linked there. Its node, made after the rmdir's
-	 * gone_unlinked, is not marked unlinked, and names an address the
-	 * commit freed: a group made there later (a mkdir's slot, gslot.c)
-	 * would be answered with it, the removed directory's id. */
-	for (uint64_t seen = lbatch_commits(fs);; seen = lbatch_commits(fs)) {
-		rc = h5_group_lookup(&l, u.f, u.addr, name);
-		removed = rc == 0 && lbatch_removed(fs, u.f, u.addr, name, strlen(name));
-		pending = rc == H5_ERR_NOTFOUND && lbatch_lookup(fs, u.f, u.addr, name, &taddr);
-		if (lbatch_commits(fs) == seen)
-			break;
-		h5_link_clear(&l);
-		h5_err_clear();
-		taddr = UINT64_MAX;
-	}
+	 * the new names not linked yet (lbatch.c lbatch_name: read with no
+	 * batch committed in between) */
+	rc = lbatch_name(&l, &removed, &pending, &taddr, fs, u.f, u.addr, name);
 	if (removed) {
 		/* an rmdir answered, its removal not committed yet (lbatch.c) */
 		h5_link_clear(&l);
