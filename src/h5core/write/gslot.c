@@ -196,8 +196,6 @@ int h5_gslot_fill_locked(h5_file *f, uint64_t parent, const h5_lstore_ops *ops, 
 	}
 	/* a full disk: what was taken stays in the pool; the mkdir that
 	 * asked makes its group the old way (its own error if any) */
-	if (rc < 0 && p->n)
-		rc = 0;
 	if (rc < 0)
 		h5_err_clear();
 	rc = 0;
@@ -235,6 +233,13 @@ void h5_gslot_staged(h5_file *f, uint64_t seq)
 	pthread_mutex_unlock(&p->mu);
 }
 
+/* (under mu) whether the pool for parent's children has fewer than half
+ * the slots a fill makes */
+static bool running_low(const struct h5_gpool *p, uint64_t parent)
+{
+	return p->parent == parent && p->n < want_of(p) / 2;
+}
+
 int h5_gslot_refill_locked(h5_file *f, uint64_t parent)
 {
 	struct h5_gpool *p = pool_of(f);
@@ -249,7 +254,7 @@ int h5_gslot_refill_locked(h5_file *f, uint64_t parent)
 	ops = p->ops;
 	crt = p->crt;
 	len = p->len;
-	low = p->parent == parent && p->n < want_of(p) / 2;
+	low = running_low(p, parent);
 	pthread_mutex_unlock(&p->mu);
 	return low ? h5_gslot_fill_locked(f, parent, ops, &crt, len) : 0;
 }
@@ -262,7 +267,7 @@ void h5_gslot_top_up(h5_file *f, uint64_t parent)
 	if (!p)
 		return;
 	pthread_mutex_lock(&p->mu);
-	low = p->parent == parent && p->n < want_of(p) / 2;
+	low = running_low(p, parent);
 	pthread_mutex_unlock(&p->mu);
 	/* (never waits: a commit holding write_lock refills at its end) */
 	if (!low || pthread_mutex_trylock(&f->write_lock) != 0)
