@@ -99,14 +99,33 @@ static void wait_commit_locked(struct lbatch *lb)
 		pthread_cond_wait(&lb->cv, &lb->t.mu);
 }
 
+/* t.mu let go while a commit links or removes its first n names, whose
+ * pointers the caller copied: the batch's arrays may move meanwhile */
+static void let_go_locked(struct lbatch *lb, size_t n)
+{
+	lb->committing = n;
+	pthread_mutex_unlock(&lb->t.mu);
+}
+
+static void take_back(struct lbatch *lb)
+{
+	pthread_mutex_lock(&lb->t.mu);
+	lb->committing = 0;
+	pthread_cond_broadcast(&lb->cv);
+}
+
 /* t.mu held: the batch committed until want_commit says no more (the
- * caller's change then begins its own batch); creates of the batch's group
- * meanwhile wait (draining) instead of joining it. 0 or an errno. */
+ * caller's change then begins its own batch), after any other caller
+ * doing so; creates of the batch's group meanwhile wait (draining)
+ * instead of joining it. 0 or an errno. */
 static int drain_locked(h5fs *fs, struct lbatch *lb, bool (*want_commit)(const struct lbatch *, const struct node *),
 			const struct node *p)
 {
 	int err = 0;
 
+	/* (again after each: a commit lets t.mu go while it links) */
+	while (lb->draining && lb->cv_made)
+		pthread_cond_wait(&lb->cv, &lb->t.mu);
 	lb->draining++;
 	while (!err && want_commit(lb, p))
 		err = commit_locked(fs, lb, false, false);
@@ -127,6 +146,16 @@ static void drop_first(struct lbatch *lb, size_t n)
 	memmove(lb->addrs, lb->addrs + n, (lb->count - n) * sizeof(*lb->addrs));
 	memmove(lb->items, lb->items + n, (lb->count - n) * sizeof(*lb->items));
 	__atomic_store_n(&lb->count, lb->count - n, __ATOMIC_RELEASE);
+}
+
+/* The first n removals (done) taken out of the batch (t.mu held). */
+static void drop_first_rm(struct lbatch *lb, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(lb->rm[i]);
+	memmove(lb->rm, lb->rm + n, (lb->nrm - n) * sizeof(*lb->rm));
+	memmove(lb->rm_addrs, lb->rm_addrs + n, (lb->nrm - n) * sizeof(*lb->rm_addrs));
+	__atomic_store_n(&lb->nrm, lb->nrm - n, __ATOMIC_RELEASE);
 }
 
 /* Items linked already (a failed commit's names that made it, or its
@@ -195,7 +224,6 @@ static int commit_locked(h5fs *fs, struct lbatch *lb, bool last, bool timed)
 	int rc, err;
 
 	wait_commit_locked(lb);
-	n = lb->count;
 	if (lb->nrm)
 		return commit_rm_locked(fs, lb, last);
 	if (!lb->count)
@@ -255,12 +283,9 @@ static int commit_locked(h5fs *fs, struct lbatch *lb, bool last, bool timed)
 	if (names && addrs && lb->cv_made) {
 		memcpy(names, lb->names, n * sizeof(*names));
 		memcpy(addrs, lb->addrs, n * sizeof(*addrs));
-		lb->committing = n;
-		pthread_mutex_unlock(&lb->t.mu);
+		let_go_locked(lb, n);
 		rc = h5_link_insert_batch(&done, lb->u.f, lb->u.addr, names, addrs, n);
-		pthread_mutex_lock(&lb->t.mu);
-		lb->committing = 0;
-		pthread_cond_broadcast(&lb->cv);
+		take_back(lb);
 	} else {
 		rc = h5_link_insert_batch(&done, lb->u.f, lb->u.addr, lb->names, lb->addrs, n);
 	}
@@ -269,11 +294,9 @@ static int commit_locked(h5fs *fs, struct lbatch *lb, bool last, bool timed)
 	if (rc == 0 || done)
 		__atomic_add_fetch(&lb->commits, 1, __ATOMIC_RELEASE);
 	if (rc == 0 && n < lb->count) {
+		/* (the rest: files held, or created during the commit) */
 		drop_first(lb, n);
-		if (!lb->count)
-			release_locked(fs, lb);
-		else
-			lb->t.first_ns = lb->t.last_ns = h5fs_now_ns();
+		lb->t.first_ns = lb->t.last_ns = h5fs_now_ns();
 		return 0;
 	}
 	if (rc == 0) {
@@ -305,40 +328,35 @@ static int commit_locked(h5fs *fs, struct lbatch *lb, bool last, bool timed)
 static int commit_rm_locked(h5fs *fs, struct lbatch *lb, bool last)
 {
 	size_t done = 0, n = lb->nrm;
-	char **names = lb->cv_made ? malloc(n * sizeof(*names)) : NULL;
-	uint64_t *addrs = names ? malloc(n * sizeof(*addrs)) : NULL;
+	char **copy = lb->cv_made ? malloc(n * sizeof(*copy)) : NULL;
+	uint64_t *acopy = copy ? malloc(n * sizeof(*acopy)) : NULL;
+	char **names = lb->rm;
+	uint64_t *addrs = lb->rm_addrs;
+	bool apart = copy && acopy;
 	int rc, err;
 
 	/* without t.mu, as the new names' commit: an rmdir of the same group
 	 * meanwhile joins the batch (lbatch_removed sees the names being
 	 * removed until they are gone from FILE) */
-	if (names && addrs) {
-		memcpy(names, lb->rm, n * sizeof(*names));
-		memcpy(addrs, lb->rm_addrs, n * sizeof(*addrs));
-		lb->committing = n;
-		pthread_mutex_unlock(&lb->t.mu);
-		/* every node of a removed group marked unlinked before the
-		 * commit frees its space (the rmdir marks them after its batch
-		 * let go of t.mu: a mkdir in another group could commit the
-		 * batch in between, and its group, placed in the space freed,
-		 * was answered with the removed group's node; the kernel, which
-		 * held that id as the directory being removed, answered the
-		 * mkdir ESTALE) */
-		for (size_t i = 0; i < n; i++)
-			if (addrs[i] != UINT64_MAX)
-				gone_unlinked(fs, lb->u.f, addrs[i]);
-		rc = h5_link_remove_batch(&done, lb->u.f, lb->u.addr, names, n);
-		pthread_mutex_lock(&lb->t.mu);
-		lb->committing = 0;
-		pthread_cond_broadcast(&lb->cv);
-	} else {
-		for (size_t i = 0; i < n; i++)
-			if (lb->rm_addrs[i] != UINT64_MAX)
-				gone_unlinked(fs, lb->u.f, lb->rm_addrs[i]);
-		rc = h5_link_remove_batch(&done, lb->u.f, lb->u.addr, lb->rm, n);
+	if (apart) {
+		names = memcpy(copy, lb->rm, n * sizeof(*copy));
+		addrs = memcpy(acopy, lb->rm_addrs, n * sizeof(*acopy));
+		let_go_locked(lb, n);
 	}
-	free(names);
-	free(addrs);
+	/* every node of a removed group marked unlinked before the commit
+	 * frees its space (the rmdir marks them after its batch let go of
+	 * t.mu: a mkdir in another group could commit the batch in between,
+	 * and its group, placed in the space freed, was answered with the
+	 * removed group's node; the kernel, which held that id as the
+	 * directory being removed, answered the mkdir ESTALE) */
+	for (size_t i = 0; i < n; i++)
+		if (addrs[i] != UINT64_MAX)
+			gone_unlinked(fs, lb->u.f, addrs[i]);
+	rc = h5_link_remove_batch(&done, lb->u.f, lb->u.addr, names, n);
+	if (apart)
+		take_back(lb);
+	free(copy);
+	free(acopy);
 	if (done)
 		__atomic_add_fetch(&lb->commits, 1, __ATOMIC_RELEASE);
 	/* a listing made from FILE before the removal (another thread's
@@ -352,11 +370,7 @@ static int commit_rm_locked(h5fs *fs, struct lbatch *lb, bool last)
 	}
 	if (rc == 0) {
 		/* removals that joined during the commit: the next one's */
-		for (size_t i = 0; i < n; i++)
-			free(lb->rm[i]);
-		memmove(lb->rm, lb->rm + n, (lb->nrm - n) * sizeof(*lb->rm));
-		memmove(lb->rm_addrs, lb->rm_addrs + n, (lb->nrm - n) * sizeof(*lb->rm_addrs));
-		__atomic_store_n(&lb->nrm, lb->nrm - n, __ATOMIC_RELEASE);
+		drop_first_rm(lb, n);
 		lb->t.first_ns = lb->t.last_ns = h5fs_now_ns();
 		return 0;
 	}
@@ -365,11 +379,7 @@ static int commit_rm_locked(h5fs *fs, struct lbatch *lb, bool last)
 		 lb->nrm - 1, strerror(err), last || lb->fails + 1 >= LB_TRIES ? ", the removals are lost" :
 		 ", tried again later", h5_err_msg());
 	h5_err_clear();
-	for (size_t i = 0; i < done; i++)
-		free(lb->rm[i]);
-	memmove(lb->rm, lb->rm + done, (lb->nrm - done) * sizeof(*lb->rm));
-	memmove(lb->rm_addrs, lb->rm_addrs + done, (lb->nrm - done) * sizeof(*lb->rm_addrs));
-	__atomic_store_n(&lb->nrm, lb->nrm - done, __ATOMIC_RELEASE);
+	drop_first_rm(lb, done);
 	if (last || ++lb->fails >= LB_TRIES || !lb->nrm) {
 		if (lb->nrm)
 			fs_lost_set(fs, err);
@@ -500,9 +510,6 @@ int lbatch_create(h5fs *fs, struct node *p, const char *name, const h5_dset_new 
 	if (!lb)
 		return -1;      /* no thread to commit it: made at once */
 	pthread_mutex_lock(&lb->t.mu);
-	/* (again after each: a commit lets t.mu go while it links) */
-	while (lb->draining && lb->cv_made)
-		pthread_cond_wait(&lb->cv, &lb->t.mu);
 	if ((err = drain_locked(fs, lb, create_needs_commit, p)) != 0)
 		goto out;
 	if (lb->count && pending_locked(lb, name, NULL)) {
@@ -590,8 +597,6 @@ int lbatch_rmdir(h5fs *fs, struct node *p, const char *name, uint64_t *target, i
 	if (!lb)
 		return -1;
 	pthread_mutex_lock(&lb->t.mu);
-	while (lb->draining && lb->cv_made)
-		pthread_cond_wait(&lb->cv, &lb->t.mu);
 	if ((err = drain_locked(fs, lb, rmdir_needs_commit, p)) != 0)
 		goto out;
 	for (size_t i = 0; i < lb->nrm; i++)
