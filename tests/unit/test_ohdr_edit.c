@@ -713,9 +713,11 @@ static void loose_groups(const char *hpath)
 	h5_file_close(f);
 }
 
-START_TEST(group_batches)
+/* each(FILE) on gen_links' two files: old.h5 (symbol-table groups) and
+ * f.h5 (compact links, going dense); nothing without h5py */
+static void on_link_files(char *dir, void (*each)(const char *hpath))
 {
-	char dir[64] = "/tmp/h5fs-test-gbatch-XXXXXX", hpath[128];
+	char hpath[128];
 	int rc = test_py_run(dir, gen_links, NULL);
 
 	if (rc == 77 || rc == TEST_PY_NO_PYTHON) {
@@ -724,10 +726,19 @@ START_TEST(group_batches)
 	}
 	ck_assert_int_eq(rc, 0);
 	snprintf(hpath, sizeof(hpath), "%s/old.h5", dir);
-	loose_groups(hpath);     /* symbol table: one commit a batch */
+	each(hpath);
 	snprintf(hpath, sizeof(hpath), "%s/f.h5", dir);
-	loose_groups(hpath);     /* compact (a commit a link), then dense (one a batch) */
+	each(hpath);
 	test_py_rmdir(dir);
+}
+
+START_TEST(group_batches)
+{
+	char dir[64] = "/tmp/h5fs-test-gbatch-XXXXXX";
+
+	/* symbol table: one commit a batch; compact: a commit a link, then
+	 * dense: one a batch */
+	on_link_files(dir, loose_groups);
 }
 END_TEST
 
@@ -824,19 +835,9 @@ static void slot_groups(const char *hpath)
 
 START_TEST(group_slots)
 {
-	char dir[64] = "/tmp/h5fs-test-gslot-XXXXXX", hpath[128];
-	int rc = test_py_run(dir, gen_links, NULL);
+	char dir[64] = "/tmp/h5fs-test-gslot-XXXXXX";
 
-	if (rc == 77 || rc == TEST_PY_NO_PYTHON) {
-		test_py_rmdir(dir);
-		return;
-	}
-	ck_assert_int_eq(rc, 0);
-	snprintf(hpath, sizeof(hpath), "%s/old.h5", dir);
-	slot_groups(hpath);
-	snprintf(hpath, sizeof(hpath), "%s/f.h5", dir);
-	slot_groups(hpath);
-	test_py_rmdir(dir);
+	on_link_files(dir, slot_groups);
 }
 END_TEST
 
