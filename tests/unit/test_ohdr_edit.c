@@ -24,6 +24,7 @@
 #include "h5core.h"
 #include "file_ws.h"
 #include "gslot.h"
+#include "group.h"
 
 #define SB_SIZE 48
 #define MT_COMMENT 0x0D
