@@ -20,6 +20,7 @@ place), and a second mount shows what h5py reads. Removals below
 libhdf5's minimum of 6 move dense attributes and links back into the
 header, as libhdf5 does (shrink).
 """
+import errno
 import os
 import random
 import shutil
@@ -397,8 +398,60 @@ def shrink(work):
             T.fail("shrink, then h5py: %s heaps %r vs %r bytes" % (what, attr_heap(a, what), attr_heap(b, what)))
 
 
+def long_links(work):
+    """Issue 81: a soft link of a 4,090-byte target (a 4,097-byte Link
+    message, more than a new dense store's heap keeps in place) in a
+    latest-format compact group, then ten creates that take the group past
+    its compact limit in one batch, and a mkdir: every one answered is in
+    FILE (the group stays compact past its limit: libhdf5 reads it, and
+    moves it to dense storage at its own next insert, where h5fs then
+    changes it). The same link into a group already dense is refused at
+    once (ENAMETOOLONG), nothing of it written."""
+    a = os.path.join(work, "long.h5")
+    with h5py.File(a, "w", libver="latest") as f:
+        f.create_group("g/d")
+        e = f.create_group("g/e")
+        for i in range(12):
+            e["x%d" % i] = [i]
+    mnt = os.path.join(work, "mnt-long")
+    target = "x" * 4090
+    with T.Mount(a, mnt):
+        os.symlink(target, mnt + "/g/d/l")
+        for i in range(10):
+            with open(mnt + "/g/d/f%d" % i, "w") as fh:
+                fh.write("data%d\n" % i)
+        os.mkdir(mnt + "/g/after")
+        T.expect_err("a 4 KiB soft link into a dense group", lambda: os.symlink(target, mnt + "/g/e/l"),
+                     (errno.ENAMETOOLONG,))
+        if len(os.listdir(mnt + "/g/d")) != 11 or os.readlink(mnt + "/g/d/l") != target:
+            T.fail("long links: the mount lists %r" % sorted(os.listdir(mnt + "/g/d"))[:12])
+    with h5py.File(a, "r+") as f:
+        d = f["g/d"]
+        names = sorted(d)
+        if names != sorted(["l"] + ["f%d" % i for i in range(10)]) or "after" not in f["g"]:
+            T.fail("long links: h5py reads %r" % names)
+        if d.get("l", getlink=True).path != target or bytes(d["f9"][()]) != b"data9\n":
+            T.fail("long links: the link or a file's bytes differ")
+        if "l" in f["g/e"]:
+            T.fail("long links: the refused link is in the dense group")
+        d["by_h5py"] = [1]  # libhdf5 moves the group to dense storage (the link a huge object)
+    with T.Mount(a, mnt):
+        with open(mnt + "/g/d/more", "w") as fh:
+            fh.write("more\n")
+        os.unlink(mnt + "/g/d/f0")
+        if os.readlink(mnt + "/g/d/l") != target:
+            T.fail("long links: the link after libhdf5 moved the group to dense storage")
+    with h5py.File(a, "r") as f:
+        names = sorted(f["g/d"])
+        if "more" not in names or "f0" in names or "by_h5py" not in names or len(names) != 12:
+            T.fail("long links: after h5fs changed libhdf5's dense group (a huge link in it): %r" % names)
+    print("a 4 KiB soft link: its group stays compact past the limit, every create kept; refused at once "
+          "into dense storage")
+
+
 def main():
     work = T.workdir("dense")
+    long_links(work)
     fx = os.path.join(work, "fx")
     MF.make(fx)
     run(work, fx, "latest.h5", 41)

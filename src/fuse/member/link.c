@@ -58,9 +58,12 @@ static int link_errno(h5fs *fs, int rc, int perm, int inval, const char *op, con
 	case H5_ERR_UNSUPPORTED: e = ENOTSUP; break;
 	case H5_ERR_PERM: e = perm; break;
 	case H5_ERR_INVAL: e = inval; break;
+	/* a link larger than the group's dense store keeps in place (a huge
+	 * heap object, which h5fs does not write): refused, nothing written */
+	case H5_ERR_LIMIT: e = ENAMETOOLONG; break;
 	default: e = h5fs_errno(rc); break;
 	}
-	h5fs_log(fs, e == ENOTSUP || e == EIO || e == ENOSPC ? LOG_ERR : LOG_DEBUG, "%s %s/%s: %s: %s", op,
+	h5fs_log(fs, e == ENOTSUP || e == ENAMETOOLONG || e == EIO || e == ENOSPC ? LOG_ERR : LOG_DEBUG, "%s %s/%s: %s: %s", op,
 		 strcmp(p->path, "/") == 0 ? "" : p->path, name, strerror(e), h5_err_msg());
 	return e;
 }

@@ -43,7 +43,7 @@ void h5_dense_set_init(h5_dense_set *s, h5_dense_kind kind, bool index_corder)
 	 * H5A_NAME_BT2_* and the creation-order trees' node sizes */
 	s->hp = (h5_fheap_params){ .id_len = id_len, .width = 4, .start_block_size = 512,
 				   .max_direct_size = 64 * 1024, .max_heap_bits = links ? 32 : 40, .start_root_rows = 1,
-				   .checksum_dblocks = true, .max_man_size = 4 * 1024, .huge_bt2_addr = H5_ADDR_UNDEF };
+				   .checksum_dblocks = true, .max_man_size = H5_DENSE_MAX_MAN, .huge_bt2_addr = H5_ADDR_UNDEF };
 	s->name_bp = (h5_bt2_params){ .type = links ? 5 : 8, .node_size = 512, .split_pct = 100, .merge_pct = 40 };
 	s->corder_bp = (h5_bt2_params){ .type = links ? 6 : 9, .node_size = 512, .split_pct = 100, .merge_pct = 40 };
 	s->name_bp.rec_size = (uint16_t)h5_dense_rec_size(s->name_bp.type, id_len);
@@ -413,7 +413,7 @@ int h5_dense_set_write(uint64_t *fheap, uint64_t *name_bt2, uint64_t *corder_bt2
 	for (size_t i = 0; i < s->n; i++)
 		if (!s->o[i].keep) {
 			if (s->o[i].len > s->hp.max_man_size) {
-				rc = h5_err_set(H5_ERR_UNSUPPORTED, "\"%.*s\" takes %zu bytes; a dense store keeps at most %u "
+				rc = h5_err_set(H5_ERR_LIMIT, "\"%.*s\" takes %zu bytes; a dense store keeps at most %u "
 						"in place (a larger one is a huge object, which h5fs does not write)",
 						(int)s->o[i].name_len, s->o[i].name ? s->o[i].name : "", s->o[i].len,
 						s->hp.max_man_size);

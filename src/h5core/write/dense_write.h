@@ -23,6 +23,10 @@
 #include "ohdr_edit.h"
 
 #define H5_DENSE_MAX_ID 16
+/* The largest object a new store's heap keeps in place (libhdf5's
+ * H5G_FHEAP_MAN_MAX_MAN_SIZE / H5O_FHEAP_MAN_MAX_MAN_SIZE): a larger one
+ * would be a huge object, which h5fs does not write (H5_ERR_LIMIT) */
+#define H5_DENSE_MAX_MAN 4096u
 
 /* One link or attribute. */
 typedef struct h5_dense_obj {

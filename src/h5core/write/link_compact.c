@@ -7,7 +7,14 @@
  *
  * A group at libhdf5's compact limit (its Group Info message's "maximum
  * compact", 8 by default) moves to dense storage when a link is added, as
- * libhdf5 does (link_dense.c h5_link_dense_convert).
+ * libhdf5 does (link_dense.c h5_link_dense_convert) - unless one of its
+ * links (or the new one) is larger than a new dense store keeps in place
+ * (H5_DENSE_MAX_MAN: a soft link of a ~4 KiB target), which would be a
+ * huge heap object, which h5fs does not write. Then the group stays
+ * compact past its limit: the format has no bound on a header's Link
+ * messages (libhdf5 reads such a group as any compact one, and moves it
+ * to dense storage itself at its next insert), so the create is stored
+ * and never refused, here or at a batch's commit after its answer.
  */
 #include "base.h"
 #include "rd.h"
@@ -17,6 +24,7 @@
 #include "linkmsg.h"
 #include "ohdr_edit.h"
 #include "link_store.h"
+#include "dense_write.h"
 #include "checksum.h"
 #include "space.h"
 
@@ -65,6 +73,18 @@ static int scan(size_t *nlinks, size_t *found, size_t *linfo, h5_linfo *li, unsi
 	return 0;
 }
 
+/* Whether dense storage made now would keep every link of the group and
+ * the new one (of mlen bytes) in its heap. */
+static bool dense_holds(const h5_ohdr *oh, size_t mlen)
+{
+	if (mlen > H5_DENSE_MAX_MAN)
+		return false;
+	for (size_t i = 0; i < oh->nmsgs; i++)
+		if (oh->msgs[i].type == H5_MSG_LINK && oh->msgs[i].size > H5_DENSE_MAX_MAN)
+			return false;
+	return true;
+}
+
 static int compact_insert(h5_file *f, uint64_t group, const h5_link *link, uint64_t start, bool durable)
 {
 	h5_ohdr_change c;
@@ -83,10 +103,16 @@ static int compact_insert(h5_file *f, uint64_t group, const h5_link *link, uint6
 	if (rc == 0 && found != SIZE_MAX)
 		rc = h5_err_set(H5_ERR_INVAL, "group 0x%llx has a link \"%.*s\" already", (unsigned long long)group,
 				(int)l.name_len, l.name);
-	if (rc == 0 && nlinks >= max_compact) {
+	if (rc < 0)
+		goto out;
+	l.has_corder = li.track_corder;         /* (its size: the creation order counted) */
+	rc = h5_link_encode(&msg, &mlen, &f->fmt, &l);
+	if (rc == 0 && nlinks >= max_compact && dense_holds(c.e.oh, mlen)) {
 		rc = h5_link_dense_convert(&c, f, &li, linfo, &l, durable);
 		goto out;
 	}
+	free(msg);
+	msg = NULL;
 	if (rc < 0)
 		goto out;
 	l.has_corder = 0;
