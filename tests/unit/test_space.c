@@ -326,6 +326,33 @@ START_TEST(freesp_merge_best_fit)
 }
 END_TEST
 
+/* Issue 81: a truncate dropping 200,000 scattered chunks frees as many
+ * pending extents before its sync: every one kept (65,536 were, the rest
+ * leaked), released neighbours merged as they are added (the list holds
+ * no two adjacent released extents), a released extent between two merged
+ * into one. */
+START_TEST(freesp_many_pending)
+{
+	h5_freesp s = { 0 };
+	uint64_t end = UINT64_MAX / 2;
+	const size_t n = 200000;
+
+	for (size_t i = 0; i < n; i++)
+		ck_assert_int_eq(h5_freesp_add(&s, 4096 + i * 32, 8, 5), 0);
+	ck_assert_uint_eq(s.n, n);
+	ck_assert_uint_eq(s.pending, n * 8);
+	h5_freesp_release(&s, 5, &end);
+	ck_assert_uint_eq(s.n, n);
+	ck_assert_uint_eq(s.released, n * 8);
+	/* the gap between the first two: all three one extent */
+	ck_assert_int_eq(h5_freesp_add(&s, 4096 + 8, 24, 0), 0);
+	ck_assert_uint_eq(s.n, n - 1);
+	ck_assert_uint_eq(s.v[0].addr, 4096);
+	ck_assert_uint_eq(s.v[0].len, 40);
+	h5_freesp_clear(&s);
+}
+END_TEST
+
 /* A released extent that ends at the allocation end lowers it, and so do
  * the extents it then reaches; a pending one does not until released. */
 START_TEST(freesp_end_shrinks)
@@ -619,6 +646,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, txn_writer_fails);
 	tcase_add_test(tc, freesp_merge_best_fit);
 	tcase_add_test(tc, freesp_end_shrinks);
+	tcase_add_test(tc, freesp_many_pending);
 	tcase_add_test(tc, space_reuse_after_sync);
 	tcase_add_test(tc, reserve_counts_free);
 	tcase_add_test(tc, punch_and_recover);

@@ -40,6 +40,8 @@ static bool forget_one(h5_freesp *s)
 {
 	size_t best = SIZE_MAX;
 
+	if (!s->released)
+		return false;   /* (every extent pending: none to look for) */
 	for (size_t i = 0; i < s->n; i++)
 		if (!s->v[i].ticket && (best == SIZE_MAX || s->v[i].len < s->v[best].len))
 			best = i;
@@ -65,7 +67,11 @@ int h5_freesp_add(h5_freesp *s, uint64_t addr, uint64_t len, uint64_t ticket)
 	/* a removed dataset's chunks, one after another, are one extent:
 	 * 100 MB of 1 KiB chunks would be 100,000, past H5_FREESP_MAX, and
 	 * those past it leaked (a truncate(2) up then rm left FILE 100 MB) */
-	if (s->merge) {
+	/* released space always merges with its released neighbours (the
+	 * list holds no two adjacent released extents: h5_freesp_release), so
+	 * with its two neighbours here, not by a pass over the list (a
+	 * truncate freeing 200,000 chunks was quadratic) */
+	if (s->merge || ticket == 0) {
 		bool left = i > 0 && s->v[i - 1].ticket == ticket && s->v[i - 1].addr + s->v[i - 1].len == addr;
 		bool right = i < s->n && s->v[i].ticket == ticket && s->v[i].addr == end;
 
@@ -104,12 +110,10 @@ int h5_freesp_add(h5_freesp *s, uint64_t addr, uint64_t len, uint64_t ticket)
 	memmove(&s->v[i + 1], &s->v[i], (s->n - i) * sizeof(*s->v));
 	s->v[i] = (h5_free_ext){ addr, len, ticket };
 	s->n++;
-	if (ticket) {
+	if (ticket)
 		s->pending += len;
-	} else {
+	else
 		s->released += len;
-		h5_freesp_release(s, 0, NULL);  /* merged with its neighbours */
-	}
 	return 0;
 }
 
