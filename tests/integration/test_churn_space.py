@@ -21,6 +21,13 @@ indexes are reused, so FILE stays near its live data.
            kept FILE at the large file's size). (String values kept
            from then on are test_attr_crash's MOVE_DOWN_COLL_OPS: here,
            under ASan, 1 CI run of 3 ended at 8.4 MB, cause not found.)
+  neighbours  (issue 81) 1,500 mkdir+rmdir of unique names in a group while
+           d0-d7 are made and removed in turn beside them, in a file of
+           its own: the group moves between compact and dense storage
+           again and again; FILE and its header stay small during the
+           churn (before: every move kept the header's emptied
+           continuation chunk, megabytes of NIL messages, FILE 13 MB and
+           3.4-7 MB on disk after the unmount of 3,000) and at unmount
 Each on h5py's default format and libver="latest"; h5py reads every
 dataset afterwards and h5dump -H (when installed) the whole file.
 """
@@ -127,8 +134,52 @@ def late(work, libver, tag):
             T.fail("%s late: /k has the attributes %s" % (tag, sorted(f["k"].attrs)))
 
 
+def neighbours(work, libver, tag):
+    h5 = os.path.join(work, "nb_%s.h5" % libver)
+    mnt = os.path.join(work, "mnt")
+    with h5py.File(h5, "w", libver=libver) as f:
+        f.create_group("g")
+    g = os.path.join(mnt, "g")
+    live = set()
+    peak = 0
+    with T.Mount(h5, mnt) as m, m.watchdog(300):
+        for i in range(1500):
+            os.mkdir(os.path.join(g, "n%d" % i))
+            d = "d%d" % (i % 8)
+            if d in live:
+                os.rmdir(os.path.join(g, d))
+                live.discard(d)
+            else:
+                os.mkdir(os.path.join(g, d))
+                live.add(d)
+            os.rmdir(os.path.join(g, "n%d" % i))
+            if i % 250 == 249:
+                peak = max(peak, os.path.getsize(h5))
+        for d in sorted(live):
+            os.rmdir(os.path.join(g, d))
+    if m.returncode:
+        T.fail("%s neighbours: unmount exits %s: %s" % (tag, m.returncode, m.output()[-300:]))
+    st = os.stat(h5)
+    print("%s neighbours: FILE at most %d bytes during the churn, %d (%d on disk) at unmount"
+          % (tag, peak, st.st_size, st.st_blocks * 512))
+    if peak > 2 << 20 or st.st_blocks * 512 > 2 << 20:
+        T.fail("%s neighbours: FILE %d bytes during the churn, %d on disk after it (an empty group)"
+               % (tag, peak, st.st_blocks * 512))
+    with h5py.File(h5, "r") as f:
+        if list(f["g"]):
+            T.fail("%s neighbours: /g holds %s" % (tag, sorted(f["g"])))
+        hdr = h5py.h5o.get_info(f["g"].id).hdr.space.total
+        if hdr > 64 << 10:
+            T.fail("%s neighbours: /g's header is %d bytes" % (tag, hdr))
+    r = subprocess.run(["h5dump", "-H", h5], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
+    if r.returncode:
+        T.fail("%s neighbours: h5dump -H: %s" % (tag, r.stderr.decode()[-300:]))
+
+
 def main():
     work = T.workdir("churn_space")
+    for libver in ("earliest", "latest"):
+        neighbours(work, libver, "libver=%s" % libver)
     for libver in ("earliest", "latest"):
         tag = "libver=%s" % libver
         h5 = os.path.join(work, "c_%s.h5" % libver)

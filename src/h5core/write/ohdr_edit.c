@@ -649,14 +649,74 @@ int h5_ohdr_rewrite(h5_ohdr_change *c, size_t i, const void *body, size_t len)
 	return h5_ohdr_patch(&c->e, oh->msgs[i].addr, body, len);
 }
 
+/* The chunk a continuation message names (SIZE_MAX: none of oh's). */
+static size_t cont_target(const h5_ohdr *oh, const h5_fmt *fmt, const h5_msg *m)
+{
+	uint64_t at;
+	size_t j;
+
+	if (m->type != H5_MSG_CONT || m->size < fmt->sizeof_addr)
+		return SIZE_MAX;
+	at = h5_le_decode(m->data, fmt->sizeof_addr);
+	for (j = 1; j < oh->nchunks && oh->chunks[j].addr != at; j++)
+		;
+	return j < oh->nchunks ? j : SIZE_MAX;
+}
+
+/* Message m's type as the patches left it (a v2 header's one-byte type
+ * field, IV.A.1.b). */
+static unsigned type_now(const h5_ohdr *oh, const h5_msg *m)
+{
+	const h5_ohdr_chunk *k = &oh->chunks[m->chunk];
+	uint64_t at = m->addr - hdr_len(oh);
+
+	return at >= k->addr && at - k->addr < k->len ? k->buf[at - k->addr] : m->type;
+}
+
+/* drop[j]: continuation chunk j holds nothing once the patches are made
+ * (NIL messages but birth tags, and continuation messages naming dropped
+ * chunks), so the copy leaves it out and the message naming it becomes
+ * NIL. Without it a group moving between compact and dense storage kept
+ * every chunk its links had filled: 3,000 mkdir and rmdir beside eight
+ * neighbours grew its header to megabytes of NIL messages (issue 81).
+ * Version 2 headers only: a version 1 prefix counts its messages. */
+static void empty_chunks(bool *drop, const h5_ohdr *oh, const h5_fmt *fmt)
+{
+	bool more = oh->version >= 2;
+
+	while (more) {
+		more = false;
+		for (size_t j = 1; j < oh->nchunks; j++) {
+			bool empty = !drop[j];
+
+			for (size_t i = 0; empty && i < oh->nmsgs; i++) {
+				const h5_msg *m = &oh->msgs[i];
+				size_t t;
+
+				if (m->chunk != j)
+					continue;
+				if (type_now(oh, m) == H5_MSG_NIL)
+					empty = !h5_msg_is_birthtag(m);
+				else
+					empty = type_now(oh, m) == H5_MSG_CONT && (t = cont_target(oh, fmt, m)) != SIZE_MAX &&
+						drop[t];
+			}
+			if (empty)
+				drop[j] = more = true;
+		}
+	}
+}
+
 /* Every continuation chunk gets a new place: the continuation messages
  * (IV.A.2.q) name the copies, which are written whole and durable before
- * chunk 0, where every chain starts, switches to them in its one write. */
+ * chunk 0, where every chain starts, switches to them in its one write.
+ * Chunks left empty are not copied (empty_chunks). */
 int h5_ohdr_commit_cow(h5_ohdr_change *c, h5_file *f, bool durable)
 {
 	h5_ohdr *oh = c->e.oh;
 	const h5_fmt *fmt = &f->fmt;
 	uint64_t *naddr = NULL, *oaddr;
+	bool *drop = NULL;
 	size_t patched = 0, last = 0;
 	int rc = 0;
 
@@ -671,37 +731,46 @@ int h5_ohdr_commit_cow(h5_ohdr_change *c, h5_file *f, bool durable)
 		return h5_ohdr_commit(c, f, durable);
 	}
 	naddr = calloc(2 * oh->nchunks, sizeof(*naddr));
-	if (!naddr)
+	drop = calloc(oh->nchunks, sizeof(*drop));
+	if (!naddr || !drop) {
+		free(naddr);
+		free(drop);
 		return h5_err_set(H5_ERR_NOMEM, "out of memory editing an object header");
+	}
 	oaddr = naddr + oh->nchunks;
+	empty_chunks(drop, oh, fmt);
 	/* each copy is written whole below: freed space may take it */
 	for (size_t i = 1; rc == 0 && i < oh->nchunks; i++) {
 		oaddr[i] = oh->chunks[i].addr;
-		rc = h5_space_take_page(&naddr[i], f, oh->chunks[i].len);
+		if (!drop[i])
+			rc = h5_space_take_page(&naddr[i], f, oh->chunks[i].len);
 	}
 	if (rc == 0 && oh->nchunks > 1)
 		h5_ohdr_note(f, H5_NOTE_CONT, oh->addr);
 	for (size_t i = 0; rc == 0 && i < oh->nmsgs; i++) {
 		const h5_msg *m = &oh->msgs[i];
-		uint64_t at;
-		size_t j;
+		size_t j = cont_target(oh, fmt, m);
 		uint8_t v[8];
 
-		if (m->type != H5_MSG_CONT || m->size < fmt->sizeof_addr)
+		if (j == SIZE_MAX || drop[m->chunk])
 			continue;
-		at = h5_le_decode(m->data, fmt->sizeof_addr);
-		for (j = 1; j < oh->nchunks && oh->chunks[j].addr != at; j++)
-			;
-		if (j == oh->nchunks)
+		if (drop[j]) {
+			rc = make_nil(c, i);
 			continue;
+		}
 		h5_le_encode(v, naddr[j], fmt->sizeof_addr);
 		rc = h5_ohdr_patch(&c->e, m->addr, v, fmt->sizeof_addr);
 	}
 	/* each copy written whole at its new place (h5_ohdr_write_chunk: the
 	 * v2 checksum too), which leaves it clean for the commit below; the
 	 * chunk moves only after merge_gap, which finds messages by their
-	 * old addresses */
+	 * old addresses. A dropped chunk is written nowhere: never in place,
+	 * where the old header still names it until chunk 0's write */
 	for (size_t i = 1; rc == 0 && i < oh->nchunks; i++) {
+		if (drop[i]) {
+			c->e.lo[i] = c->e.hi[i] = SIZE_MAX;
+			continue;
+		}
 		c->e.lo[i] = 0;
 		c->e.hi[i] = oh->chunks[i].len;
 		if (oh->version >= 2)
@@ -711,6 +780,7 @@ int h5_ohdr_commit_cow(h5_ohdr_change *c, h5_file *f, bool durable)
 	}
 	if (rc < 0) {
 		free(naddr);
+		free(drop);
 		h5_cache_invalidate(f->meta, H5_CK_OHDR, oh->addr);
 		return rc;
 	}
@@ -721,5 +791,6 @@ int h5_ohdr_commit_cow(h5_ohdr_change *c, h5_file *f, bool durable)
 	for (size_t i = 1; rc == 0 && i < oh->nchunks; i++)
 		h5_space_free(f, oaddr[i], oh->chunks[i].len, c->ticket);
 	free(naddr);
+	free(drop);
 	return rc;
 }
