@@ -69,7 +69,7 @@ static void meta_idle(h5fs *fs, int64_t now, int64_t idle)
 	pthread_mutex_lock(&fs->wmu);
 	/* (storage freed: at once, so its space goes back to the host) */
 	freed = fs->meta_freed;
-	due = fs->meta_unsynced && !fs->lost && (now - fs->meta_ns >= idle || freed);
+	due = pager_unsynced(&fs->pg) && (now - fs->meta_ns >= idle || freed);
 	if (due)
 		fs->meta_freed = false;
 	pthread_mutex_unlock(&fs->wmu);
@@ -137,7 +137,7 @@ void wfile_idler_start(h5fs *fs)
 	struct commit_slot *s;
 	int err = ENOMEM;
 
-	if (!fs_writable(fs) || !fs->cfg.idle_commit || fs->idle_slot)
+	if (!pager_writes(&fs->pg) || !fs->cfg.idle_commit || fs->idle_slot)
 		return;
 	if ((s = calloc(1, sizeof(*s))) != NULL) {
 		pthread_mutex_lock(&fs->lock);

@@ -111,7 +111,7 @@ int wfile_fsync(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	if (!w) {
 		/* no rows of ours: what attribute and link changes wrote is
 		 * made durable (they commit ordered, not synced) */
-		return fs_writable(fs) ? fs_meta_sync(fs) : 0;
+		return fs_meta_sync(fs);        /* (nothing unsynced on a read-only mount) */
 	}
 	if (w->npy)
 		return npy_flush(fs, w->npy, false);
@@ -169,7 +169,7 @@ void wfile_show(h5fs *fs, struct wfile *w, fuse_ino_t ino)
  * included), and the errno of a change answered earlier and lost. */
 int behind_fsync(void *r, uint64_t ino, struct fuse_file_info *fi)
 {
-	int err = wfile_fsync(r, wfile_of(fi), ino), e2 = fs_writable(r) ? fs_meta_sync(r) : 0;
+	int err = wfile_fsync(r, wfile_of(fi), ino), e2 = fs_meta_sync(r);
 
 	if (err && wfile_of(fi))
 		__atomic_store_n(&wfile_of(fi)->failed, true, __ATOMIC_RELAXED);

@@ -259,11 +259,9 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	pthread_rwlock_rdlock(&n->lk);
 	ext = n->gen && n->f != n->gen->f;
 	pthread_rwlock_unlock(&n->lk);
-	if (!fs_writable(fs) || ext) {
-		h5fs_log(fs, LOG_NOTICE, "open %s for writing: EROFS: %s", show_path(n->path),
-			 ext ? "an object of another file (external link)" : "the mount is read-only");
-		return EROFS;
-	}
+	rc = commit_admit(fs, ext ? PAGER_FOREIGN : PAGER_OPEN_WRITE, "open for writing", n->path);
+	if (rc)
+		return rc;
 	/* FILE free now (else EBUSY, logged), n as FILE is now (a live
 	 * mount follows another program's change first): the first write
 	 * takes the lock again. Attributes accepted before are committed
@@ -286,8 +284,11 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	}
 	/* n->ds is replaced by wfile_refresh() under n->lk after appends */
 	pthread_rwlock_rdlock(&n->lk);
-	rc = u.f != fs->f ? EROFS : n->type == NT_FILE && n->ds ? 0 : EPERM;
+	ext = u.f != fs->f;
+	rc = n->type == NT_FILE && n->ds ? 0 : EPERM;
 	pthread_rwlock_unlock(&n->lk);
+	if (ext)
+		rc = commit_admit(fs, PAGER_FOREIGN, "open for writing", n->path);
 	/* O_TRUNC (cat x > d, cp x d): the dataset emptied, the new bytes
 	 * then its rows (behind/truncate.c) */
 	if (!rc && (fi->flags & O_TRUNC))

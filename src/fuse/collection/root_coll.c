@@ -498,7 +498,7 @@ static int coll_open(void *r, struct fuse_file_info *fi, uint64_t ino)
 	if (k != FK_PLAIN)
 		return EISDIR;
 	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
-		return EROFS;   /* DIR's other files are shown read-only */
+		return root_no_write();        /* DIR's other files are shown read-only */
 	h = calloc(1, sizeof(*h));
 	if (h)
 		pthread_mutex_init(&h->mu, NULL);

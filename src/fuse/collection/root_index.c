@@ -520,7 +520,7 @@ static void ix_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, siz
 	uint64_t lid = live_of(ir, ino);
 
 	if (!lid || !ir->live || !ir->lops->write) {
-		fuse_reply_err(req, lid ? EROFS : EBADF);
+		fuse_reply_err(req, lid ? root_no_write() : EBADF);
 		return;
 	}
 	ir->lops->write(ir->live, req, lid, buf, size, off, fi);

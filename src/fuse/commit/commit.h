@@ -6,7 +6,9 @@
  * SQLite's pager is the model: one state diagram, numbered invariants,
  * one sticky error.
  *
- *   gate.c     admit: FILE's write lock, the barrier of the write-behind
+ *   admit.c    admission before the answer: the pager's table of
+ *              operation x state (state/pager.c), one log line a refusal
+ *   gate.c     begin: FILE's write lock, the barrier of the write-behind
  *              kinds, the object as the current generation shows it
  *              (commit_begin/commit_end); reader sections (commit_rd_*)
  *   sched.c    the write-behind kinds, registered with callbacks, and the
@@ -30,31 +32,27 @@
  * new bytes first, a barrier, then the one pointer that makes them
  * reachable), so what this layer orders is which change goes first.
  *
- * The mount's state (fs->pager, node.h enum pager_state): one variable,
- * moved only by node/hold.c pager_step, which every transition calls
- * (FILE's lock taken and given back, a change remembered, a sync that
- * made changes durable, a change lost) and which checks each against
- * this diagram and invariant 1; a debug build (configure --enable-debug,
- * the sanitizer builds CI runs) aborts on a violation, a release build
- * logs it once:
- *
- *           write_begin                 (last) write_end, nothing unsynced
- *   OPEN -------------------> WRITER --------------------------------> OPEN
- *    |  \ (storage freed,     ^  |  (last) write_end after a change
- *    |   \  no writer)        |  +------------------------> UNSYNCED
- *    |    +---> UNSYNCED ------+     (fs_meta_synced under the lock
- *    |                               clears it: WRITER stays WRITER)
- *    +--- any state --- fs_lost_set ---> LOST (sticky until unmount:
- *         writes EIO but COMMIT_UNDO, fsync its errno, exit 1)
+ * The mount's state is the pager (state/pager.h: fs->pg, its diagram and
+ * its invariants P1-P4, checked by pager.c at every transition; a debug
+ * build, configure --enable-debug as the sanitizer builds CI runs are,
+ * aborts on a violation, a release build logs the first once;
+ * tests/unit/test_pager.c breaks each on purpose). Its state is what the
+ * write decisions read: admission (admit.c commit_admit, over the pager's
+ * table of operation x state: EROFS on a read-only mount, another file's
+ * object or a view; EIO once LOST), FILE's lock (node/hold.c, which
+ * moves the pager at each begin and end), the syncs (durable.c) and the
+ * idle kind (behind/idle.c). A root without writes refuses through
+ * kit/root.c root_no_write.
  *
  * A change's way through (the function of each step):
  *
  *   request --admit--> ADMITTED --reserve--> RESERVED --answer--> PENDING
- *   (commit_begin, the  (the engine's h5_*_reserve, before   (in a kind's batch
- *    only entry: kinds   the answer: ENOSPC, the host's       or a handle's
- *    flushed, FILE's     margin, refused by commit_refuse)    pending bytes:
- *    lock; EROFS, EBUSY,                                      answered)
- *    ESTALE; EIO when LOST)
+ *   (commit_admit, then  (the engine's h5_*_reserve, before   (in a kind's batch
+ *    commit_begin:       the answer: ENOSPC, the host's       or a handle's
+ *    kinds flushed,      margin, refused by commit_refuse)    pending bytes:
+ *    FILE's lock; EROFS,                                      answered)
+ *    EBUSY, ESTALE; EIO
+ *    when LOST)
  *   PENDING --commit--> COMMITTED --sync--> DURABLE
  *   (batches: the scheduler   (fs_meta_sync, fsync, syncfs,
  *    when due, a barrier;      fsyncdir, the idle kind, the unmount)
@@ -67,12 +65,12 @@
  *   not batched; mkdir and rmdir go in the new files' batch, lbatch.c) goes ADMITTED -> COMMITTED inside commit_begin /
  *   commit_end, answered after its commit.
  *
- * Invariants:
+ * The rules the layer keeps (the pager asserts P1-P4 of state/pager.h;
+ * these others are the code's structure, held by the tests named below):
  *   1. Every write runs between commit_begin and commit_end (COMMIT_FILE:
  *      a write descriptor's stream, a batch's commit, holding FILE's lock
  *      alone; COMMIT_UNDO: putting back what a failed change took): FILE's
- *      lock is held exactly while there are writers (checked by
- *      pager_step).
+ *      lock is held exactly while there are writers (the pager's P1).
  *   2. A change answered success is in exactly one kind's batch or one
  *      handle's pending bytes, or committed (ordered, crash-safe) in FILE.
  *   3. Space is decided before the answer: a change is answered only once
@@ -106,6 +104,12 @@
 #define H5FS_COMMIT_H
 
 #include "node.h"
+
+/* ---- admit.c ---- */
+/* The request (op, what for the log line, the object's path or NULL)
+ * admitted, 0, or refused before its answer by the pager's admission
+ * table (state/pager.c: EROFS, EIO), with one log line saying why. */
+int commit_admit(h5fs *fs, enum pager_op op, const char *what, const char *path);
 
 /* ---- gate.c ---- */
 /* Kinds a barrier flushes (commit_barrier, sched.c; commit_begin's flags) */

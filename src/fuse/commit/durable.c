@@ -8,7 +8,7 @@
  * A kind's failure stops it (the batch stays, tried again) and is
  * returned; a sync that fails after answers were given marks the mount
  * lost (fs_lost_set): fsync returns it, later writes EIO, unmount exit 1.
- * The flags meta_unsynced/meta_seq (node/hold.c fs_meta_changed) are
+ * The pager's unsynced flag and sequence (node/hold.c fs_meta_changed) are
  * cleared only by a sync that no change overtook.
  * Tests: test_lbatch.py, test_xbatch.py, test_durable.py,
  * test_durable_kinds.py, test_long_runs.py.
@@ -33,7 +33,7 @@ static int mtime_before(h5fs *fs, struct timespec *t, uint64_t *begins)
 	bool alone;
 
 	pthread_mutex_lock(&fs->wmu);
-	alone = fs->writers == 1;
+	alone = fs->pg.writers == 1;
 	*begins = fs->wbegins;
 	pthread_mutex_unlock(&fs->wmu);
 	if (!alone || fd < 0 || fstat(fd, &st) < 0)
@@ -49,7 +49,7 @@ static void keep_mtime(h5fs *fs, const struct timespec *t, uint64_t begins)
 	bool alone;
 
 	pthread_mutex_lock(&fs->wmu);
-	alone = fs->writers == 1 && fs->wbegins == begins;
+	alone = fs->pg.writers == 1 && fs->wbegins == begins;
 	pthread_mutex_unlock(&fs->wmu);
 	if (alone && fstat(fd, &st) == 0 &&
 	    (st.st_mtim.tv_sec != t->tv_sec || st.st_mtim.tv_nsec != t->tv_nsec)) {
@@ -73,9 +73,9 @@ int fs_meta_sync(h5fs *fs)
 	if (err)
 		return err;
 	pthread_mutex_lock(&fs->wmu);
-	pending = fs->meta_unsynced;
-	seq = fs->meta_seq;
-	err = fs->lost;
+	pending = pager_unsynced(&fs->pg);
+	seq = fs->pg.seq;
+	err = pager_lost(&fs->pg);
 	pthread_mutex_unlock(&fs->wmu);
 	if (err || !pending)
 		return err;     /* lost: FILE stays at its last good commit */

@@ -31,9 +31,7 @@ int commit_begin(struct use *u, h5fs *fs, struct node *n, unsigned barrier, cons
 	err = node_use_current(u, fs, n);
 	if (!err && (u->addr == UINT64_MAX || u->f != fs->f)) {
 		node_use_end(u);
-		h5fs_log(fs, LOG_NOTICE, "%s %s: EROFS: an object of another file (external link)", op,
-			 show_path(n->path));
-		err = EROFS;
+		err = commit_admit(fs, PAGER_FOREIGN, op, n->path);
 	}
 	if (err)
 		fs_write_end(fs);
@@ -93,7 +91,7 @@ struct rd commit_rd_begin(h5fs *fs)
 	struct rd x = { NULL, 0 };
 
 	/* (a mount that does not write frees nothing: no section, no cost) */
-	if (!fs_writable(fs))
+	if (!pager_writes(&fs->pg))
 		return x;
 	x.g = gen_current(fs);
 	x.t = h5_file_read_begin(x.g->f);

@@ -94,7 +94,7 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		fuse_reply_err(req, err);
 		return;
 	}
-	err = t.s->ops->create ? t.s->ops->create(t.s->r, t.local, name) : EROFS;
+	err = t.s->ops->create ? t.s->ops->create(t.s->r, t.local, name) : root_no_write();
 	if (!err)
 		err = disp_entry_of(&fe, m, &t, parent, name);
 	disp_target_end(m, &t);
@@ -188,7 +188,7 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_
 	if (!s)
 		fuse_reply_err(req, EBADF);
 	else if (!s->ops->write)
-		fuse_reply_err(req, EROFS);
+		fuse_reply_err(req, root_no_write());
 	else
 		s->ops->write(s->r, req, local, buf, size, off, &rfi);
 	handle_leave(m, s);
@@ -376,10 +376,10 @@ static void op_link_change(fuse_req_t req, enum link_op op, fuse_ino_t parent, c
 	}
 	o = t.s->ops;
 	switch (op) {
-	case LO_MKDIR: err = o->mkdir ? o->mkdir(t.s->r, t.local, name) : EROFS; break;
-	case LO_RMDIR: err = o->rmdir ? o->rmdir(t.s->r, t.local, name) : EROFS; break;
-	case LO_UNLINK: err = o->unlink ? o->unlink(t.s->r, t.local, name) : EROFS; break;
-	case LO_SYMLINK: err = o->symlink ? o->symlink(t.s->r, dest, t.local, name) : EROFS; break;
+	case LO_MKDIR: err = o->mkdir ? o->mkdir(t.s->r, t.local, name) : root_no_write(); break;
+	case LO_RMDIR: err = o->rmdir ? o->rmdir(t.s->r, t.local, name) : root_no_write(); break;
+	case LO_UNLINK: err = o->unlink ? o->unlink(t.s->r, t.local, name) : root_no_write(); break;
+	case LO_SYMLINK: err = o->symlink ? o->symlink(t.s->r, dest, t.local, name) : root_no_write(); break;
 	}
 	if (!err && (op == LO_MKDIR || op == LO_SYMLINK))
 		err = disp_entry_of(&fe, m, &t, parent, name);
@@ -447,7 +447,7 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 		fuse_reply_err(req, err);
 		return;
 	}
-	err = t.s->ops->rename ? t.s->ops->rename(t.s->r, t.local, name, nt.local, newname, flags) : EROFS;
+	err = t.s->ops->rename ? t.s->ops->rename(t.s->r, t.local, name, nt.local, newname, flags) : root_no_write();
 	disp_target_end(m, &nt);
 	disp_target_end(m, &t);
 	fuse_reply_err(req, err);
@@ -467,7 +467,7 @@ void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *n
 		fuse_reply_err(req, err);
 		return;
 	}
-	err = t.s->ops->link ? t.s->ops->link(t.s->r, t.local, nt.local, newname) : EROFS;
+	err = t.s->ops->link ? t.s->ops->link(t.s->r, t.local, nt.local, newname) : root_no_write();
 	if (!err)
 		err = disp_entry_of(&fe, m, &nt, newparent, newname);
 	disp_target_end(m, &nt);
@@ -547,7 +547,7 @@ static int do_setattr(h5fs_mount *m, struct stat *out, double *timeout, fuse_ino
 	disp_target_end(m, &t);
 	if (same)
 		return 0;
-	err = (to_set & FUSE_SET_ATTR_SIZE) && w ? EPERM : EROFS;
+	err = (to_set & FUSE_SET_ATTR_SIZE) && w ? EPERM : root_no_write();
 	h5fs_log_cfg(&m->cfg, LOG_NOTICE, "setattr of node %llu (%s root): %s: its files cannot change so",
 		     (unsigned long long)ino, t.s->ops->name, strerror(err));
 	return err;

@@ -29,7 +29,7 @@ void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, 
 		return;
 	}
 	if (!t.s->ops->create)
-		err = EROFS;
+		err = root_no_write();
 	else if (!S_ISREG(mode))
 		err = EPERM;
 	else

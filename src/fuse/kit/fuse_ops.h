@@ -151,7 +151,7 @@ void h5fs_log_to(int log_fd, int use_syslog, int use_stderr);
  * user should know, e.g. why a write was refused) are always logged,
  * LOG_INFO with verbose (or debug), LOG_DEBUG with debug. */
 void h5fs_log(const h5fs *fs, int prio, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* A change answered success was lost (state/log.c; fs->lost): noted for
+/* A change answered success was lost (state/log.c; the pager LOST): noted for
  * the exit status of the process (a collection's member may be closed
  * before unmount), and whether any was. */
 void h5fs_lost_note(void);

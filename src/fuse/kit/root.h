@@ -175,6 +175,12 @@ static inline bool name_ok(const char *name, size_t name_len)
 	return strchr(name, '/') == NULL;
 }
 
+/* A write of a root that has none (a collection's folders and plain
+ * files, an operation missing from a root's table): EROFS, the one place
+ * outside the pager's admission table (state/pager.c) where a write is
+ * refused as read-only (root.c). */
+int root_no_write(void);
+
 /* The member root class (root_member.c): the single-FILE machinery. */
 extern const struct root_ops h5fs_member_ops;
 

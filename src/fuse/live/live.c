@@ -354,7 +354,7 @@ static bool own_write(h5fs *fs, const struct gen *g, uint64_t *epoch)
 	bool w;
 
 	pthread_mutex_lock(&fs->wmu);
-	w = fs->writers > 0 && (!g || g == fs->gen);
+	w = pager_writing(&fs->pg) && (!g || g == fs->gen);
 	if (epoch)
 		*epoch = fs->wepoch;
 	pthread_mutex_unlock(&fs->wmu);
@@ -519,7 +519,7 @@ int live_refresh(h5fs *fs, bool doubt, bool patient)
 	 * writing, and FILE's stamp is ours again once it ends; a write
 	 * under way keeps the generation it locked (wmu held until published) */
 	pthread_mutex_lock(&fs->wmu);
-	if (fs->writers || fs->wepoch != epoch) {
+	if (pager_writing(&fs->pg) || fs->wepoch != epoch) {
 		pthread_mutex_unlock(&fs->wmu);
 		pthread_mutex_unlock(&lv->mu);
 		gen_release(g);         /* closes f */

@@ -259,7 +259,7 @@ static void *watcher(void *arg)
 		 * them, not a wakeup per pwrite (cp -r of small files: a tenth
 		 * of the daemon's time, issue 55) */
 		pthread_mutex_lock(&fs->wmu);
-		bool writing = fs->writers != 0;
+		bool writing = pager_writing(&fs->pg);
 		pthread_mutex_unlock(&fs->wmu);
 		if (writing)
 			live_sleep_ns(10000000LL);

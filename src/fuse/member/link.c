@@ -19,7 +19,7 @@
 int member_fsyncdir(void *r, uint64_t ino)
 {
 	(void)ino;      /* every change of FILE is one commit order */
-	return fs_writable(r) ? fs_meta_sync(r) : 0;
+	return fs_meta_sync(r);        /* (nothing unsynced on a read-only mount) */
 }
 
 /* The group node parent of FILE itself (objects of files reached by
@@ -440,7 +440,7 @@ int member_rename(void *r, uint64_t parent, const char *name, uint64_t newparent
 		err = ENOTDIR;
 	else if (!(err = node_use_current(&nu, fs, np)) && (nu.addr == UINT64_MAX || nu.f != fs->f)) {
 		node_use_end(&nu);
-		err = EROFS;            /* into another file's group */
+		err = commit_admit(fs, PAGER_FOREIGN, "link", np->path);        /* into another file's group */
 	}
 	if (err) {
 		end(fs, &u);

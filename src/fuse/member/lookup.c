@@ -301,7 +301,7 @@ static int do_lookup(struct node **out, struct stat *lst, h5fs *fs, fuse_ino_t p
 	 * second look in the group's B-tree. Only where names change with
 	 * the generation alone (a mount that does not write: no rename,
 	 * unlink or batch since the listing) */
-	if (hint && hint->addr != UINT64_MAX && hint->gen == u.g && !fs_writable(fs)) {
+	if (hint && hint->addr != UINT64_MAX && hint->gen == u.g && !pager_writes(&fs->pg)) {
 		l.type = H5_LINK_HARD;
 		l.addr = hint->addr;
 		path = h5_path_join(p->path, name);

@@ -105,12 +105,12 @@ static int open_node(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	 * cannot change while mounted (but a live FILE, live/live.c; and
 	 * overwrites, behind/overwrite.c), so the page cache stays valid
 	 * across opens. */
-	if (fs_writable(fs) && (n->st.st_mode & S_IWUSR) && node_growable(n)) {
+	if (pager_writes(&fs->pg) && (n->st.st_mode & S_IWUSR) && node_growable(n)) {
 		if (wfile_reader_cached(fs, n))
 			fi->keep_cache = 1;
 		else
 			fi->direct_io = 1;
-	} else if (fs->live && !fs_writable(fs)) {
+	} else if (fs->live && !pager_writes(&fs->pg)) {
 		/* the page cache, before and after FILE changes (memmap): what
 		 * the kernel caches of it is recorded once reads are checked
 		 * (live/pcache.c) */

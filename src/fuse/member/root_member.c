@@ -64,11 +64,11 @@ static void member_stop(void *r)
 	wfile_idler_stop(fs);
 	npy_kind_stop(fs);
 	commit_sched_stop(fs);  /* (after its kinds) */
-	if (fs_writable(fs) && (err = fs_meta_sync(fs)) != 0)
+	if ((err = fs_meta_sync(fs)) != 0)
 		h5fs_log(fs, LOG_ERR, "unmounting: %s: %s", fs_lost(fs) ? "changes answered earlier were lost, FILE "
 			 "is at its last good commit" : "the attribute and link changes could not be fsync'd",
 			 strerror(err));
-	else if (fs_writable(fs))
+	else if (pager_writes(&fs->pg))
 		fs_compact(fs);
 }
 

@@ -88,10 +88,9 @@ int member_setattr(void *r, struct stat *out, double *timeout, uint64_t ino, con
 		*out = cur;
 		return 0;
 	}
-	if (!fs_writable(fs)) {
-		h5fs_log(fs, LOG_NOTICE, "setattr %s: EROFS: the mount is read-only", show_path(n->path));
-		return EROFS;
-	}
+	e = commit_admit(fs, PAGER_CHANGE, "setattr", n->path);
+	if (e)
+		return e;
 	if ((to_set & FUSE_SET_ATTR_SIZE) && attr->st_size != cur.st_size) {
 		e = trunc_set_size(fs, n, (uint64_t)attr->st_size, "truncate");
 		if (e)

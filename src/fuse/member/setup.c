@@ -9,7 +9,7 @@
 
 void h5fs_set_write_busy(h5fs *fs)
 {
-	fs->write_busy = !fs->cfg.read_only && !fs->writable;
+	fs->write_busy = !fs->cfg.read_only && !pager_writes(&fs->pg);
 }
 
 int h5fs_new(h5fs **out, h5_file *f, const h5fs_config *cfg)
@@ -25,7 +25,7 @@ int h5fs_new(h5fs **out, h5_file *f, const h5fs_config *cfg)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	fs->f = f;
 	fs->cfg = *cfg;
-	fs->writable = !cfg->read_only && h5_file_writable(f);
+	pager_init(&fs->pg, !cfg->read_only && h5_file_writable(f));
 	fs->file_mtime = h5_file_mtime(f);
 	/* Defaults follow FILE: whoever may read FILE may read the mount (the
 	 * kernel enforces it: main.c mounts with default_permissions). Nothing
@@ -52,7 +52,7 @@ int h5fs_new(h5fs **out, h5_file *f, const h5fs_config *cfg)
 	 * groups (mkdir, setfattr, new datasets in them) and the datasets
 	 * whose bytes can be written show FILE's write bits, and the kernel
 	 * checks them for every caller (default_permissions) */
-	if (!fs->writable)
+	if (!pager_writes(&fs->pg))
 		fs->write_mode = 0;
 	if (cfg->uid_set)
 		fs->uid = cfg->uid;

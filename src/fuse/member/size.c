@@ -28,8 +28,9 @@ static int punch(h5fs *fs, struct node *n, uint64_t ino, uint64_t off, uint64_t 
 		return 0;
 	if (len > size - off)
 		len = size - off;
-	if (!fs_writable(fs))
-		return EROFS;
+	e = commit_admit(fs, PAGER_CHANGE, "fallocate", n->path);
+	if (e)
+		return e;
 	e = node_ds_need(fs, n);
 	if (e)
 		return e;
@@ -70,8 +71,9 @@ int member_fallocate(void *r, uint64_t ino, int mode, uint64_t off, uint64_t len
 	 * until written (space for it is reserved by that write) */
 	if (off + len <= (uint64_t)cur.st_size)
 		return 0;
-	if (!fs_writable(fs))
-		return EROFS;
+	e = commit_admit(fs, PAGER_CHANGE, "fallocate", n->path);
+	if (e)
+		return e;
 	e = trunc_set_size(fs, n, off + len, "fallocate");
 	/* a dataset that cannot grow: the range does not fit (as truncate
 	 * past a fixed end gives EPERM, fallocate gives what a full file

@@ -27,7 +27,7 @@ static bool views_grows(h5fs *fs, struct node *n)
 {
 	bool g;
 
-	if (!n->vkind || !fs_writable(fs))
+	if (!n->vkind || !pager_writes(&fs->pg))
 		return false;
 	pthread_rwlock_rdlock(&n->lk);
 	g = n->gen && n->f == n->gen->f && n->ds && h5_append_check(n->ds) == 0;
@@ -511,14 +511,14 @@ int views_open(void *r, struct fuse_file_info *fi, uint64_t ino)
 	if (!n || !n->vkind)
 		return member_open(r, fi, ino);
 	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
-		if (n->vkind == VW_NPY && (fi->flags & O_TRUNC) && fs_writable(fs)) {
+		if (n->vkind == VW_NPY && (fi->flags & O_TRUNC) && pager_writes(&fs->pg)) {
 			/* (its release closes this node: counted as member_open does) */
 			e = npy_over(fs, fi, n);
 			if (!e)
 				__atomic_add_fetch(&n->opens, 1, __ATOMIC_ACQ_REL);
 			return e;
 		}
-		return EROFS;   /* a view is read-only */
+		return commit_admit(fs, PAGER_VIEW, "open for writing", n->path);
 	}
 	e = views_fresh(fs, n);
 	if (!e)
@@ -582,55 +582,78 @@ int views_getxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino, c
 /* Views are read-only: their xattrs are the dataset's, which a change
  * through the view's name would reach, and a frames folder holds no
  * links. A real link named like a view is a real node (vkind 0). */
-static bool is_view(void *r, uint64_t ino)
+/* A change of a view (or in one: NAME.frames/) refused, logged
+ * (commit_admit: the pager's table); 0 for anything else. */
+static int view_refused(void *r, uint64_t ino, const char *op)
 {
 	struct node *n = node_peek(r, ino);
 
-	return n && n->vkind;
+	return n && n->vkind ? commit_admit(r, PAGER_VIEW, op, n->path) : 0;
 }
 
 int views_setxattr(void *r, uint64_t ino, const char *name, const char *value, size_t size, int flags)
 {
-	return is_view(r, ino) ? EROFS : member_setxattr(r, ino, name, value, size, flags);
+	int e = view_refused(r, ino, "setxattr");
+
+	return e ? e : member_setxattr(r, ino, name, value, size, flags);
 }
 
 int views_removexattr(void *r, uint64_t ino, const char *name)
 {
-	return is_view(r, ino) ? EROFS : member_removexattr(r, ino, name);
+	int e = view_refused(r, ino, "removexattr");
+
+	return e ? e : member_removexattr(r, ino, name);
 }
 
 int views_mkdir(void *r, uint64_t parent, const char *name)
 {
-	return is_view(r, parent) ? EROFS : member_mkdir(r, parent, name);
+	int e = view_refused(r, parent, "mkdir");
+
+	return e ? e : member_mkdir(r, parent, name);
 }
 
 int views_rmdir(void *r, uint64_t parent, const char *name)
 {
-	return is_view(r, parent) ? EROFS : member_rmdir(r, parent, name);
+	int e = view_refused(r, parent, "rmdir");
+
+	return e ? e : member_rmdir(r, parent, name);
 }
 
 int views_unlink(void *r, uint64_t parent, const char *name)
 {
-	return is_view(r, parent) ? EROFS : member_unlink(r, parent, name);
+	int e = view_refused(r, parent, "unlink");
+
+	return e ? e : member_unlink(r, parent, name);
 }
 
 int views_symlink(void *r, const char *target, uint64_t parent, const char *name)
 {
-	return is_view(r, parent) ? EROFS : member_symlink(r, target, parent, name);
+	int e = view_refused(r, parent, "symlink");
+
+	return e ? e : member_symlink(r, target, parent, name);
 }
 
 int views_create(void *r, uint64_t parent, const char *name)
 {
-	return is_view(r, parent) ? EROFS : member_create(r, parent, name);
+	int e = view_refused(r, parent, "create");
+
+	return e ? e : member_create(r, parent, name);
 }
 
 int views_rename(void *r, uint64_t parent, const char *name, uint64_t newparent, const char *newname, unsigned flags)
 {
-	return is_view(r, parent) || is_view(r, newparent) ? EROFS
-							    : member_rename(r, parent, name, newparent, newname, flags);
+	int e = view_refused(r, parent, "rename");
+
+	if (!e)
+		e = view_refused(r, newparent, "rename");
+	return e ? e : member_rename(r, parent, name, newparent, newname, flags);
 }
 
 int views_link(void *r, uint64_t ino, uint64_t newparent, const char *newname)
 {
-	return is_view(r, ino) || is_view(r, newparent) ? EROFS : member_link(r, ino, newparent, newname);
+	int e = view_refused(r, ino, "link");
+
+	if (!e)
+		e = view_refused(r, newparent, "link");
+	return e ? e : member_link(r, ino, newparent, newname);
 }

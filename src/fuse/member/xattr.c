@@ -199,13 +199,13 @@ static int xattr_change(h5fs *fs, struct node *n, const char *name, const char *
 	/* a netCDF variable's dimension lists copied onto bytes (cp -a, tar,
 	 * rsync -X: references as text, which no attribute takes): the
 	 * dimensions are attached when its type is set back (retype.c) */
-	if (value && n->type == NT_FILE && fs_writable(fs) &&
+	if (value && n->type == NT_FILE && pager_writes(&fs->pg) &&
 	    (strcmp(name, "user.DIMENSION_LIST") == 0 || strcmp(name, "user._Netcdf4Coordinates") == 0) &&
 	    (__atomic_load_n(&n->retype, __ATOMIC_ACQUIRE) || retype_bytes(fs, n)))
 		return 0;
 	/* a type and shape set back on bytes (tar --xattrs, cp -a, rsync -X):
 	 * retype.c; the dtype they show already is no change */
-	if (k == XA_W_RESERVED && n->type == NT_FILE && !n->vkind && !(flags & XATTR_CREATE) && fs_writable(fs)) {
+	if (k == XA_W_RESERVED && n->type == NT_FILE && !n->vkind && !(flags & XATTR_CREATE) && pager_writes(&fs->pg)) {
 		const char *key = name + strlen("user.h5.");
 		bool start = value && !__atomic_load_n(&n->retype, __ATOMIC_ACQUIRE) &&
 			     (strcmp(key, "dtype") == 0 || strcmp(key, "descr") == 0) &&
@@ -229,7 +229,7 @@ static int xattr_change(h5fs *fs, struct node *n, const char *name, const char *
 			 : "a read-only h5fs name");
 		return EPERM;
 	}
-	if (value && k == XA_W_ATTR && fs_writable(fs)) {
+	if (value && k == XA_W_ATTR && pager_writes(&fs->pg)) {
 		err = xbatch_add(fs, n, attr, alen, value, size, flags);
 		if (err != 1) {
 			if (!err) {

@@ -8,63 +8,25 @@
 #include <assert.h>
 #include <stdlib.h>
 
-/* ---- the pager's state (commit.h's diagram, enforced) -----------------------
- * One state per mount, derived from what the lock, the sync and the lost
- * change keep (writers, locked_f, meta_unsynced, lost), and moved only
- * here, under wmu, at every transition: each is checked against the
- * diagram and the invariants. A debug build (configure
- * --enable-debug, and the sanitizer builds) aborts on a violation; a
- * release build logs it once and goes on with the derived state. */
-static const char *const pager_names[] = { "OPEN", "UNSYNCED", "WRITER", "LOST" };
+/* ---- the pager (commit/pager.c: the state every write decision reads,
+ * moved by its transitions under wmu) ----------------------------------- */
 
-/* allowed[from] has bit `to` set */
-static const unsigned pager_allowed[] = {
-	[PAGER_OPEN] = 1u << PAGER_OPEN | 1u << PAGER_WRITER | 1u << PAGER_UNSYNCED | 1u << PAGER_LOST,
-	[PAGER_UNSYNCED] = 1u << PAGER_UNSYNCED | 1u << PAGER_WRITER | 1u << PAGER_LOST,
-	[PAGER_WRITER] = 1u << PAGER_WRITER | 1u << PAGER_OPEN | 1u << PAGER_UNSYNCED | 1u << PAGER_LOST,
-	[PAGER_LOST] = 1u << PAGER_LOST,
-};
-
-static void pager_violation(h5fs *fs, const char *why, unsigned from, unsigned to)
+/* After a transition (wmu held): a broken invariant a release build kept
+ * is logged once per mount (a debug build aborted in pager.c). */
+static void pager_logged(h5fs *fs)
 {
-#ifdef H5FS_DEBUG
-	fprintf(stderr, "h5fs: pager: %s (%s -> %s, writers %u)\n", why, pager_names[from], pager_names[to],
-		fs->writers);
-	abort();
-#else
-	static bool logged;     /* once per daemon: a violation repeats */
-
-	if (!__atomic_exchange_n(&logged, true, __ATOMIC_RELAXED))
-		h5fs_log(fs, LOG_ERR, "pager: %s (%s -> %s, writers %u): please report", why, pager_names[from],
-			 pager_names[to], fs->writers);
-#endif
+	if (fs->pg.violation && !fs->pg_logged) {
+		fs->pg_logged = true;
+		h5fs_log(fs, LOG_ERR, "pager: %s (state %s, writers %u): please report", fs->pg.violation,
+			 pager_state_name(fs->pg.state), fs->pg.writers);
+	}
 }
 
-/* Under wmu, after any of its fields changed: the new state, checked. */
-static void pager_step(h5fs *fs)
-{
-	unsigned from = fs->pager, to;
-
-	if (fs->lost)
-		to = PAGER_LOST;
-	else if (fs->writers)
-		to = PAGER_WRITER;
-	else if (fs->meta_unsynced)
-		to = PAGER_UNSYNCED;
-	else
-		to = PAGER_OPEN;
-	if (from > PAGER_LOST || !(pager_allowed[from] & 1u << to))
-		pager_violation(fs, "a transition the diagram does not have", from, to);
-	/* invariant 1: FILE's lock is held exactly while there are writers */
-	if ((fs->writers != 0) != (fs->locked_f != NULL))
-		pager_violation(fs, "FILE's lock held without writers, or writers without it", from, to);
-	fs->pager = to;
-}
-
-/* Appends are possible: FILE is open read-write and the mount is not -o ro. */
+/* The mount writes: FILE is open read-write and the mount is not -o ro
+ * (the pager is not RO; set once, at h5fs_new, never moved after). */
 bool fs_writable(const h5fs *fs)
 {
-	return fs->writable;   /* h5fs_new: !read_only && h5_file_writable(FILE) */
+	return pager_writes(&fs->pg);
 }
 
 /* FILE's lock is held only while a write is under way (issue 33: a
@@ -94,7 +56,7 @@ static int write_lock(h5fs *fs, bool *changed)
 	int rc;
 
 	*changed = false;
-	if (fs->writers)
+	if (pager_writing(&fs->pg))
 		return 0;
 	rc = h5_file_lock(fs->f);
 	/* Unmounting: `fusermount3 -u` returned before these last commits,
@@ -146,28 +108,32 @@ static int write_lock(h5fs *fs, bool *changed)
  * mount had not already committed once. */
 static int write_begin(h5fs *fs, bool undo)
 {
-	bool changed;
+	bool changed = false;
 	int e;
 
-	if (!fs_writable(fs))
-		return EROFS;
-	if (!undo && fs_lost(fs)) {
-		h5fs_log(fs, LOG_ERR, "write refused (EIO): a change answered earlier could not be written to %s; "
-			 "unmount and mount again to write", h5_file_path(fs->f));
-		return EIO;
-	}
 	for (int attempt = 0;; attempt++) {
 		uint64_t tried, now;
+		unsigned state;
 
 		pthread_mutex_lock(&fs->wmu);
 		tried = fs->gen->num;
-		e = write_lock(fs, &changed);
+		/* the pager decides (its admission table, under wmu: a commit
+		 * thread that lost a change meanwhile is seen here) */
+		state = fs->pg.state;
+		e = pager_admit(&fs->pg, undo ? PAGER_UNDO : PAGER_CHANGE);
+		if (!e)
+			e = write_lock(fs, &changed);
 		if (!e) {
-			fs->writers++;
+			pager_begin(&fs->pg, undo);
 			fs->wbegins++;
+			pager_logged(fs);
 		}
-		pager_step(fs);
 		pthread_mutex_unlock(&fs->wmu);
+		if (e && e != EBUSY && e != ESTALE && !changed) {
+			h5fs_log(fs, e == EIO ? LOG_ERR : LOG_NOTICE, "write refused (%s): %s (%s)", strerror(e),
+				 pager_refusal(undo ? PAGER_UNDO : PAGER_CHANGE, state), h5_file_path(fs->f));
+			return e;
+		}
 		/* a live mount follows the change (a new generation: made by
 		 * the watcher meanwhile, or now) */
 		if (!changed || !fs->live || attempt + 1 >= H5FS_LIVE_READ_TRIES)
@@ -197,19 +163,17 @@ void fs_meta_changed(h5fs *fs)
 	int64_t now = h5fs_now_ns();
 
 	pthread_mutex_lock(&fs->wmu);
-	fs->meta_unsynced = true;
 	fs->meta_ns = now;
-	fs->meta_seq++;
-	pager_step(fs);
+	pager_changed(&fs->pg);
+	pager_logged(fs);
 	pthread_mutex_unlock(&fs->wmu);
 }
 
 void fs_meta_synced(h5fs *fs, uint64_t seq)
 {
 	pthread_mutex_lock(&fs->wmu);
-	if (fs->meta_seq == seq)
-		fs->meta_unsynced = false;
-	pager_step(fs);
+	pager_synced(&fs->pg, seq);
+	pager_logged(fs);
 	pthread_mutex_unlock(&fs->wmu);
 }
 
@@ -226,9 +190,8 @@ int fs_write_begin_undo(h5fs *fs)
 void fs_lost_set(h5fs *fs, int err)
 {
 	pthread_mutex_lock(&fs->wmu);
-	if (!fs->lost)
-		fs->lost = err ? err : EIO;
-	pager_step(fs);
+	pager_lose(&fs->pg, err);
+	pager_logged(fs);
 	pthread_mutex_unlock(&fs->wmu);
 	h5fs_lost_note();
 }
@@ -238,7 +201,7 @@ int fs_lost(h5fs *fs)
 	int e;
 
 	pthread_mutex_lock(&fs->wmu);
-	e = fs->lost;
+	e = pager_lost(&fs->pg);
 	pthread_mutex_unlock(&fs->wmu);
 	return e;
 }
@@ -246,12 +209,10 @@ int fs_lost(h5fs *fs)
 void fs_write_end(h5fs *fs)
 {
 	pthread_mutex_lock(&fs->wmu);
-	if (fs->writers == 0)
-		pager_violation(fs, "a write ended that did not begin", fs->pager, fs->pager);
-	else if (--fs->writers == 0) {
+	if (pager_end(&fs->pg)) {
 		h5_file_unlock(fs->locked_f);
 		fs->locked_f = NULL;
 	}
-	pager_step(fs);
+	pager_logged(fs);
 	pthread_mutex_unlock(&fs->wmu);
 }

@@ -156,12 +156,12 @@ int node_make_obj_as(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uin
 		 * writable mount (where the owner may read), also while
 		 * another process holds FILE (write_busy): what is shown does
 		 * not depend on who holds the lock */
-		if ((fs_writable(fs) || fs->write_busy) && f == fs_file(fs) && h5_append_check(n->ds) == 0) {
+		if ((pager_writes(&fs->pg) || fs->write_busy) && f == fs_file(fs) && h5_append_check(n->ds) == 0) {
 			n->st.st_mode |= fs->write_mode | (fs->write_busy ? (fs->file_mode & S_IRUSR) >> 1 : 0);
 			/* cat and cp size their writes by st_blksize: one
 			 * FUSE write of the largest size (max_write) */
 			n->st.st_blksize = H5FS_APPEND_BLKSIZE;
-		} else if (fs_writable(fs) && f == fs_file(fs) && h5_overwrite_check(n->ds) == 0) {
+		} else if (pager_writes(&fs->pg) && f == fs_file(fs) && h5_overwrite_check(n->ds) == 0) {
 			/* its bytes can be written (behind/overwrite.c) */
 			n->st.st_mode |= fs->write_mode;
 		}

@@ -45,21 +45,11 @@ void fs_write_end(h5fs *fs);
  * fs_meta_sync (commit/durable.c) makes it durable and cuts FILE to its
  * end of allocation (fsync, syncfs, idle, unmount). */
 void fs_meta_changed(h5fs *fs);
-/* A sync of FILE began when meta_seq was seq, and succeeded: the changes
+/* A sync of FILE began when the pager's seq was seq, and succeeded: the changes
  * remembered before it are durable (unless another came meanwhile) */
 void fs_meta_synced(h5fs *fs, uint64_t seq);
-/* The pager's states (fs->pager; commit.h's diagram), one per mount,
- * set only by pager_step (hold.c) at each transition: FILE not held and
- * nothing waiting for a sync; not held, committed changes not durable;
- * held by writers (FILE's lock taken); lost (sticky, until unmount). */
-enum pager_state {
-	PAGER_OPEN,
-	PAGER_UNSYNCED,
-	PAGER_WRITER,
-	PAGER_LOST,
-};
 /* A change answered success could not be written (err: its errno): from
- * now on every write gets EIO and the next fsync err (fs->lost), until
+ * now on every write gets EIO and the next fsync err (the pager LOST), until
  * unmount, which exits non-zero. fs_lost: 0 or that errno. */
 void fs_lost_set(h5fs *fs, int err);
 int fs_lost(h5fs *fs);

@@ -16,6 +16,7 @@
 #include "root.h"
 #include "notify.h"
 #include "h5util.h"
+#include "pager.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -337,14 +338,14 @@ struct h5fs {
 	char *mnt;              /* the mountpoint, resolved (single-file mounts) */
 	bool shared_watch;      /* a collection's member: its one thread looks
 				 * (live_tick), no watcher of its own */
-	bool writable;          /* appends possible (fs_writable) */
 	/* FILE's write lock (fs_write_begin/end, node/node.c): writes under
 	 * way, and whether a refusal was logged since the last granted one */
 	pthread_mutex_t wmu;
-	/* the pager's state (node/hold.c pager_step: commit.h's diagram,
-	 * every transition checked there), under wmu */
-	unsigned pager;
-	unsigned writers;
+	/* the pager (state/pager.h: the write state every decision reads,
+	 * its diagram and invariants checked at every transition), under
+	 * wmu; pg_logged: a broken invariant logged (release builds) */
+	struct pager pg;
+	bool pg_logged;
 	bool busy_logged, stale_logged;
 	/* atomic: unmounting (member_stop): the last commits wait for FILE's
 	 * lock instead of failing EBUSY (node/hold.c write_lock) */
@@ -369,19 +370,12 @@ struct h5fs {
 	 * the first registration, under lock), stopped at the unmount */
 	struct commit_sched *sched;
 	bool sched_stopped;
-	/* attribute or link changes committed but not fsync'd, and when the
-	 * last was (under wmu; behind/idle.c makes them durable) */
-	bool meta_unsynced;
+	/* when the last attribute or link change not fsync'd was committed
+	 * (under wmu; the pager says whether one waits; behind/idle.c makes
+	 * them durable) */
 	int64_t meta_ns;
 	bool meta_freed;        /* storage freed since: the idle kind syncs at its
 				 * next look (node/gone.c, behind/idle.c: issue 69) */
-	uint64_t meta_seq;      /* changes remembered: a sync clears
-				 * meta_unsynced only when none came while it ran */
-	/* A change answered before it was written failed (write-behind):
-	 * its errno, kept until unmount (under wmu; ext4's errors=remount-ro
-	 * is the model): the next fsync returns it, every later write gets
-	 * EIO, and the daemon exits non-zero (h5fs_lost_note) */
-	int lost;
 	/* shown as writable although opened read-only: FILE may be written
 	 * but another process holds it (a collection's member), so that
 	 * the modes shown never depend on who holds the lock */
