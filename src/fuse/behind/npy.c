@@ -122,7 +122,8 @@ static int kind_flush(void *owner)
 
 static const struct commit_kind npy_kind_desc = {
 	.name = "np.save streams", .bit = COMMIT_STREAMS, .idle_ms = NPY_IDLE_MS, .max_ms = NPY_IDLE_MS,
-	.count = kind_count, .commit = kind_commit, .flush = kind_flush, .settle = fs_meta_sync,
+	.count = kind_count, .commit = kind_commit, .flush = kind_flush, .settle = fs_meta_settle,
+	.stop = npy_kind_stop,
 };
 
 /* s in the mount's kind, registered at the first stream (under fs->lock,

@@ -54,7 +54,7 @@
  *    EBUSY, ESTALE; EIO
  *    when LOST)
  *   PENDING --commit--> COMMITTED --sync--> DURABLE
- *   (batches: the scheduler   (fs_meta_sync, fsync, syncfs,
+ *   (batches: the scheduler   (fs_meta_sync, fsync,
  *    when due, a barrier;      fsyncdir, the idle kind, the unmount)
  *    a handle's bytes: its
  *    request thread at 64 MiB
@@ -87,8 +87,11 @@
  *      tried again when due, until its tries run out or the unmount, then
  *      the mount is LOST; the attribute batch marks the mount LOST at once
  *      (its values were answered and cannot be put back in order).
- *   6. fs_meta_sync flushes every kind (COMMIT_ALL | COMMIT_STREAMS), in
- *      order, then fsyncs FILE once;
+ *   6. fs_meta_sync flushes every kind (COMMIT_EVERY: the batches, the
+ *      streams and the write descriptors' pending bytes), in order, then
+ *      fsyncs FILE once (fs_meta_settle: the batches and streams alone, a
+ *      batch's settle and a descriptor's fsync after its own bytes);
+ *      the unmount stops every kind through one loop (commit_sched_stop);
  *      meta_unsynced is cleared only by a sync that no change overtook
  *      (fs_meta_synced).
  *   7. One thread (sched.c) commits the batch kinds when due, with the
@@ -124,6 +127,11 @@ enum {
 	/* not kinds: FILE's lock alone, for no object (u and n NULL: a write
 	 * descriptor's stream, a batch's own commit) */
 	COMMIT_FILE = 8,
+	/* the write descriptors' pending bytes (behind/idle.c): flushed by
+	 * fs_meta_sync (the unmount, fsyncdir, fsync without a descriptor's
+	 * own bytes, the idle commit), not by a barrier or a batch's settle */
+	COMMIT_WRITES = 32,
+	COMMIT_EVERY = COMMIT_ALL | COMMIT_STREAMS | COMMIT_WRITES,
 	/* putting back what a failed change took away (trunc_unempty): also
 	 * on a mount that lost a change (node.h fs_write_begin_undo) */
 	COMMIT_UNDO = 16,
@@ -167,7 +175,11 @@ struct commit_kind {
 	size_t (*count)(void *owner);           /* slot mu held */
 	int (*commit)(void *owner);             /* slot mu held: 0 or an errno */
 	int (*flush)(void *owner);              /* no lock held: 0 or an errno */
-	int (*settle)(h5fs *fs);                /* a batch empty after its commits: fs_meta_sync */
+	int (*settle)(h5fs *fs);                /* a batch empty after its commits: fs_meta_settle */
+	/* the unmount: what is left committed, the slot unregistered
+	 * (commit_slot_stop), the kind's state freed; commit_sched_stop
+	 * calls it for every kind registered, in their order */
+	void (*stop)(h5fs *fs);
 	int64_t (*poll)(void *owner, int64_t now);      /* next due time */
 	/* a kind whose changes are a write descriptor's pending bytes
 	 * (behind/idle.c): committed by the writing request itself once they
@@ -201,13 +213,20 @@ void commit_slot_stop(struct commit_slot *s);
 /* A barrier: every kind in mask flushed, in their order: 0, or the errno
  * of the first commit that failed (its batch stays, tried again later) */
 int commit_barrier(h5fs *fs, unsigned mask);
-/* The scheduler's thread ended (unmount, after the kinds' stops) */
+/* The unmount: every kind registered stopped (its stop callback, in the
+ * kinds' order), then the scheduler's thread ended */
 void commit_sched_stop(h5fs *fs);
 
 /* ---- durable.c ---- */
 /* What fs_meta_changed (node.h) remembered made durable: every kind
- * flushed, then FILE fsync'd and cut: fsync, syncfs, idle, unmount. */
+ * flushed (COMMIT_EVERY: the write descriptors' pending bytes too), then
+ * FILE fsync'd and cut: fsyncdir, fsync of a descriptor without bytes of
+ * its own, the idle commit, the unmount. */
 int fs_meta_sync(h5fs *fs);
+/* The same for the batch kinds alone (a batch's settle; a descriptor's
+ * fsync, after its own bytes): another descriptor's pending bytes stay
+ * where their own commits put them */
+int fs_meta_settle(h5fs *fs);
 /* Unmounting: the last rewritten chunk moved down when FILE can end lower
  * (h5_file_compact); failures are logged only. */
 void fs_compact(h5fs *fs);

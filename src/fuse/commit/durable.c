@@ -3,8 +3,12 @@
  * transition COMMITTED -> DURABLE; invariants 5 and 6): every kind of
  * write-behind flushed through its registration (sched.c), in order
  * (new files' names before attribute values), then FILE fsync'd once and
- * cut to its end of allocation. Called by fsync, fsyncdir, syncfs, the
- * scheduler once a batch is empty, the idle kind and the unmount.
+ * cut to its end of allocation. fs_meta_sync (every kind, the write
+ * descriptors' pending bytes too): fsyncdir, fsync of a descriptor
+ * without bytes of its own, the idle kind and the unmount (syncfs(2) is
+ * never sent to a FUSE daemon; the kernel's flushes reach it as fsync);
+ * fs_meta_settle (the batches and streams): the scheduler once a batch
+ * is empty, a descriptor's fsync after its own bytes.
  * A kind's failure stops it (the batch stays, tried again) and is
  * returned; a sync that fails after answers were given marks the mount
  * lost (fs_lost_set): fsync returns it, later writes EIO, unmount exit 1.
@@ -61,15 +65,16 @@ static void keep_mtime(h5fs *fs, const struct timespec *t, uint64_t begins)
 	}
 }
 
-/* The changes' fsync, holding FILE's lock as every write does. */
-int fs_meta_sync(h5fs *fs)
+/* The changes' fsync, holding FILE's lock as every write does, after
+ * the kinds in mask flushed. */
+static int meta_sync(h5fs *fs, unsigned mask)
 {
 	bool pending;
 	uint64_t seq, begins;
 	struct timespec mt;
 	int err, rc, keep;
 
-	err = commit_barrier(fs, COMMIT_ALL | COMMIT_STREAMS);        /* (tried again by the next flush) */
+	err = commit_barrier(fs, mask);        /* (tried again by the next flush) */
 	if (err)
 		return err;
 	pthread_mutex_lock(&fs->wmu);
@@ -103,6 +108,16 @@ int fs_meta_sync(h5fs *fs)
 		return err;
 	}
 	return 0;
+}
+
+int fs_meta_sync(h5fs *fs)
+{
+	return meta_sync(fs, COMMIT_EVERY);
+}
+
+int fs_meta_settle(h5fs *fs)
+{
+	return meta_sync(fs, COMMIT_ALL | COMMIT_STREAMS);
 }
 
 /* Unmounting, no reader left: the last rewritten chunk moved down if

@@ -252,8 +252,24 @@ int commit_barrier(h5fs *fs, unsigned mask)
 
 void commit_sched_stop(h5fs *fs)
 {
+	const struct commit_kind *k[SLOTS_MAX];
 	struct commit_sched *cs;
+	unsigned n = 0;
 
+	/* every kind registered stopped, in their order (each commits what
+	 * it holds and unregisters: commit_slot_stop), then the thread */
+	pthread_mutex_lock(&fs->lock);
+	cs = fs->sched;
+	pthread_mutex_unlock(&fs->lock);
+	if (cs) {
+		pthread_mutex_lock(&cs->mu);
+		for (unsigned i = 0; i < cs->n; i++)
+			k[n++] = cs->slot[i]->k;
+		pthread_mutex_unlock(&cs->mu);
+	}
+	for (unsigned i = 0; i < n; i++)
+		if (k[i]->stop)
+			k[i]->stop(fs);
 	pthread_mutex_lock(&fs->lock);
 	cs = fs->sched;
 	fs->sched = NULL;

@@ -59,11 +59,7 @@ static void member_stop(void *r)
 	h5fs_stop_watching(r);
 	/* from here the last commits wait for FILE's lock (node/hold.c) */
 	__atomic_store_n(&fs->final_commit, true, __ATOMIC_RELEASE);
-	lbatch_stop(fs);
-	xbatch_stop(fs);
-	wfile_idler_stop(fs);
-	npy_kind_stop(fs);
-	commit_sched_stop(fs);  /* (after its kinds) */
+	commit_sched_stop(fs);  /* (every kind's stop, then the thread) */
 	if ((err = fs_meta_sync(fs)) != 0)
 		h5fs_log(fs, LOG_ERR, "unmounting: %s: %s", fs_lost(fs) ? "changes answered earlier were lost, FILE "
 			 "is at its last good commit" : "the attribute and link changes could not be fsync'd",

@@ -112,11 +112,7 @@ void h5fs_free(h5fs *fs)
 	if (!fs)
 		return;
 	live_free(fs);       /* the watcher stops first: it reads the tables */
-	lbatch_stop(fs);
-	xbatch_stop(fs);
-	wfile_idler_stop(fs);
-	npy_kind_stop(fs);
-	commit_sched_stop(fs);  /* (after its kinds) */
+	commit_sched_stop(fs);  /* (every kind's stop, then the thread) */
 	fs->se = NULL;          /* the session may be gone: handles left are freed, no notices */
 	handles_free(fs);
 	npy_pending_free(fs);
