@@ -495,7 +495,7 @@ static int prefixed_read(h5_dataset *d, void *buf, uint64_t off, size_t len)
 	}
 	if (k == len)
 		return 0;
-	return h5_view_raw.read(d, b + k, v->data_off + (off + k - v->prefix), len - k);
+	return h5_dataset_values_view(d)->read(d, b + k, v->data_off + (off + k - v->prefix), len - k);
 }
 
 static int prefixed_map(h5_read_plan *out, h5_dataset *d, uint64_t off, size_t len, unsigned flags)
@@ -503,7 +503,7 @@ static int prefixed_map(h5_read_plan *out, h5_dataset *d, uint64_t off, size_t l
 	const struct prefixed *v = h5_dataset_view_state(d);
 
 	if (v && off >= v->prefix)  /* the dataset's own plan: splice, pins */
-		return h5_view_raw.map(out, d, v->data_off + (off - v->prefix), len, flags);
+		return h5_dataset_values_view(d)->map(out, d, v->data_off + (off - v->prefix), len, flags);
 	return h5_view_map_made(out, d, off, len, prefixed_read);
 }
 

@@ -162,7 +162,7 @@ static int stream_bytes(h5_dataset *d, const struct png *g, uint8_t *out, uint64
 
 	if (!raw)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
-	rc = h5_view_raw.read(d, raw, r0 * g->rawrow, (size_t)((r1 - r0 + 1) * g->rawrow));
+	rc = h5_dataset_values_view(d)->read(d, raw, r0 * g->rawrow, (size_t)((r1 - r0 + 1) * g->rawrow));
 	for (uint64_t pos = a; pos < b && rc == 0; pos++) {
 		uint64_t r = pos / g->p.row, c = pos % g->p.row;
 

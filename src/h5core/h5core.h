@@ -537,7 +537,22 @@ typedef struct h5_view_ops {
 } h5_view_ops;
 extern const h5_view_ops h5_view_raw;
 extern const h5_view_ops h5_view_text;
+/* "values": numbers stored at a bit offset or in fewer bits than their
+ * container (the n-bit datatype, anywhere in the type) as values of the
+ * container's type - sign-extended integers, IEEE floats of its size -
+ * converted whole elements at a time (format/dtype_conv.c); always a
+ * buffer. The default view of such a dataset, which takes no writes
+ * (h5_overwrite_check, h5_append_open: its bytes are not its bits). */
+extern const h5_view_ops h5_view_values;
 const h5_view_ops *h5_dataset_view(const h5_dataset *d);
+/* The fixed-size element bytes of d as its typestr describes them: raw, or
+ * values (views of the elements: NPY, TIFF, frames; src/common/views.c). */
+const h5_view_ops *h5_dataset_values_view(const h5_dataset *d);
+/* Whether d's elements are converted to be read (h5_view_values), and
+ * len bytes of whole stored elements of d (a fill value, bytes read from
+ * FILE) converted in place as that view converts them. */
+int h5_dataset_converted(const h5_dataset *d);
+int h5_dataset_values(const h5_dataset *d, void *buf, size_t len);
 /* The map op of a view whose bytes are made, never stored (text, CSV,
  * PNG, a view's header): a buffer of len bytes filled by read. */
 int h5_view_map_made(h5_read_plan *out, h5_dataset *d, uint64_t off, size_t len,
@@ -735,6 +750,9 @@ typedef struct h5_type_view {
 				   * 1 null-padded, 2 space-padded */
 	char *typestr;            /* NumPy typestr: "<f8", "|b1", "|S10", "|V12", "|O" */
 	h5_num_form form;         /* "|V<size>" numbers of a known encoding */
+	int converted;            /* n-bit numbers in it: stored bits are not the
+				   * values (h5_dataset_read and attribute values
+				   * give values, stored chunks bits) */
 	const char *name;         /* as a compound member: its name */
 	uint32_t offset;          /* as a compound member: its byte offset */
 	unsigned arank;           /* array: its dimensions */

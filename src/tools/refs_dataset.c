@@ -237,6 +237,9 @@ static const char *zarr_form(struct jb *dtype, struct jb *filters, int *conv, h5
 	/* values h5py reads converted: written inline as it reads them, so
 	 * only as many bytes as a reference file can sensibly hold */
 	*conv = zarr_converted(tv);
+	if (*conv && h5_dataset_size(d) > CONVERTED_MAX && tv->converted)
+		return "numbers at a bit offset or precision (n-bit: their values are converted from the bits "
+		       "stored, and converted bytes are inlined only up to 64 MiB)";
 	if (*conv && h5_dataset_size(d) > CONVERTED_MAX)
 		return "fixed-length strings that are not null-padded (h5py reads them converted, and their "
 		       "converted bytes are inlined only up to 64 MiB)";
@@ -434,6 +437,11 @@ void refs_put_dataset(struct refs *R, const char *prefix, const char *path, uint
 			goto out;
 		}
 		memcpy(cfill, fill, tv.size);
+		if (h5_dataset_values(d, cfill, tv.size) < 0) {
+			refs_note(R, "%s: %s", path, h5_err_msg());
+			R->nerr++;
+			goto out;
+		}
 		zarr_convert(&tv, cfill);
 		fill = cfill;
 	} else if (strcmp(di.layout, "chunked") == 0) {

@@ -102,9 +102,13 @@ const char *zarr_dtype(struct jb *b, const h5_type_view *t, int top)
 }
 
 /* Whether HDF5 reads values of t converted from the bytes stored:
- * fixed-length strings that are not null-padded (zarr_convert). */
+ * fixed-length strings that are not null-padded (zarr_convert), and
+ * numbers at a bit offset or precision (n-bit: the engine converts them,
+ * h5_dataset_read, h5_dataset_values; no numcodecs codec shifts bits). */
 int zarr_converted(const h5_type_view *t)
 {
+	if (t->converted)
+		return 1;
 	if (t->kind == H5_TYPE_STRING)
 		return t->str_pad != 1;
 	if (t->kind == H5_TYPE_COMPOUND || t->kind == H5_TYPE_ARRAY)

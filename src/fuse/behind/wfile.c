@@ -251,7 +251,7 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	struct wfile *w = NULL;
 	h5_empty_undo undo = { 0 };
 	struct use u;
-	bool ext;
+	bool ext, conv;
 	int rc, e;
 
 	/* files reached by external links (not their generation's FILE)
@@ -286,9 +286,18 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	pthread_rwlock_rdlock(&n->lk);
 	ext = u.f != fs->f;
 	rc = n->type == NT_FILE && n->ds ? 0 : EPERM;
+	/* n-bit numbers read as values (engine view.c): no write puts bits
+	 * back, and O_TRUNC must not empty what no write can then fill */
+	conv = !rc && h5_dataset_converted(n->ds);
 	pthread_rwlock_unlock(&n->lk);
 	if (ext)
 		rc = commit_admit(fs, PAGER_FOREIGN, "open for writing", n->path);
+	if (!rc && conv) {
+		h5fs_log(fs, LOG_NOTICE, "open %s for writing (object header 0x%llx): EOPNOTSUPP: numbers at a "
+			 "bit offset or precision (n-bit datatype) read converted; h5fs writes no bits back",
+			 show_path(n->path), (unsigned long long)n->addr);
+		rc = EOPNOTSUPP;
+	}
 	/* O_TRUNC (cat x > d, cp x d): the dataset emptied, the new bytes
 	 * then its rows (behind/truncate.c) */
 	if (!rc && (fi->flags & O_TRUNC))

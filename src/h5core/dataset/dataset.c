@@ -174,6 +174,7 @@ static int ds_open(h5_dataset *d, const h5_ohdr *oh)
 	 * nbytes stays the size of those references (what the layout stores);
 	 * such a dataset shows as text by default (view.c). */
 	d->has_vlen = h5_dtype_has_vlen(d->dtype);
+	d->conv = !d->has_vlen && h5_dtype_conv_needed(d->dtype);
 	if (h5_mul_overflow(d->nelmts, esize, &d->nbytes) || d->nbytes > (uint64_t)INT64_MAX)
 		return h5_err_set(H5_ERR_LIMIT, "dataset size overflows (%llu elements of %llu bytes)",
 				  (unsigned long long)d->nelmts, (unsigned long long)esize);

@@ -35,6 +35,8 @@ struct h5_dataset {
 	uint64_t chunk_bytes;   /* bytes of one full chunk */
 	char **efl_paths;       /* EFL: efl.n external file names (related.c opens them) */
 	bool has_vlen;          /* dtype contains variable-length data */
+	bool conv;              /* numbers stored at a bit offset or precision: read as
+				 * values (view.c h5_view_values, format/dtype_conv.c) */
 	struct h5_vtext *vtext; /* has_vlen: the text the dataset reads as (vlen.c) */
 	struct h5_vds *vds;     /* virtual: the mappings, and them resolved against */
 	struct h5_vds_view *vview; /* the sources (dataset_vds.c) */

@@ -58,7 +58,8 @@ static int put_typestr(h5_sb *s, const h5_dtype *t)
 			return h5_sb_printf(s, "%cu%u", order, t->size);
 		break;
 	case H5T_FLOAT:
-		if (numpy_float(t))
+		/* an n-bit float is shown as the IEEE float of its size (dtype_conv.c) */
+		if (numpy_float(t) || h5_dtype_conv_float(t))
 			return h5_sb_printf(s, "%cf%u", order, t->size);
 		break;
 	case H5T_ENUM:

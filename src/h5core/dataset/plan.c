@@ -296,7 +296,7 @@ int h5_dataset_extents(h5_extent *out, size_t max, size_t *n, h5_dataset *d, uin
 	if (h5_add_overflow(off, len, &end) || end > d->nbytes)
 		return h5_err_set(H5_ERR_INVAL, "window of %zu bytes at %llu is past the end of the dataset", len,
 				  (unsigned long long)off);
-	if (h5_file_fd(d->f) < 0 || d->has_vlen)
+	if (h5_file_fd(d->f) < 0 || d->has_vlen || d->conv)
 		return h5_err_set(H5_ERR_UNSUPPORTED, "not stored as plain bytes of FILE");
 	if (len == 0)
 		return 0;
@@ -338,8 +338,8 @@ int h5_dataset_pin(h5_pin *out, h5_dataset *d, uint64_t off, size_t len)
 	if (h5_add_overflow(off, len, &end) || end > d->nbytes)
 		return h5_err_set(H5_ERR_INVAL, "window of %zu bytes at %llu is past the end of the dataset", len,
 				  (unsigned long long)off);
-	if (d->has_vlen)
-		return h5_err_set(H5_ERR_UNSUPPORTED, "variable-length data is converted");
+	if (d->has_vlen || d->conv)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "variable-length data and n-bit numbers are converted");
 	/* plain bytes: a local FILE splices them instead (h5_dataset_extents) */
 	if (h5_file_fd(d->f) >= 0 && !(d->cidx && d->cidx->filtered))
 		return h5_err_set(H5_ERR_UNSUPPORTED, "plain bytes of a local FILE are spliced");

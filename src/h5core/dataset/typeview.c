@@ -34,11 +34,12 @@ static int view_of(h5_type_view *out, const h5_dtype *t, unsigned depth)
 	if (rc < 0)
 		return rc == H5_ERR_NOMEM ? h5_err_set(rc, "out of memory") : rc;
 	out->form = (h5_num_form)h5_value_num_form(t);
+	out->converted = h5_dtype_conv_needed(t);
 	switch (t->cls) {
 	case H5T_INTEGER:
-		/* NumPy reads whole bytes: a narrower precision needs masking */
-		out->kind = out->typestr[1] != 'V' && t->bit_offset == 0 && t->precision == t->size * 8
-			? H5_TYPE_NUMBER : H5_TYPE_OTHER;
+		/* a narrower precision or a bit offset: the values are the
+		 * container's type once converted (dtype_conv.c) */
+		out->kind = out->typestr[1] != 'V' ? H5_TYPE_NUMBER : H5_TYPE_OTHER;
 		break;
 	case H5T_FLOAT:
 		/* x87 extended and quad precision have no portable NumPy type */
@@ -144,6 +145,17 @@ static int attr_value_cb(const char *name, size_t name_len, void *ud)
 	 * holding variable-length data stay as stored (references into it) */
 	if (tv.kind == H5_TYPE_VSTRING && n) {
 		rc = h5_value_raw(&raw, &raw_len, w->f, m.dtype, m.data, m.data_size, n);
+		if (rc < 0)
+			goto out;
+	} else if (tv.converted && n && m.data && m.dtype->size && m.data_size / m.dtype->size >= n) {
+		/* n-bit numbers: their values, as the typestr says (dtype_conv.c) */
+		raw_len = (size_t)n * m.dtype->size;
+		if (!(raw = malloc(raw_len))) {
+			rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
+			goto out;
+		}
+		memcpy(raw, m.data, raw_len);
+		rc = h5_dtype_conv_values(m.dtype, raw, raw_len);
 		if (rc < 0)
 			goto out;
 	}

@@ -2,11 +2,17 @@
  * stored element bytes as they are ("raw", mapped by the layout into a
  * read plan, plan.c), or the elements of a type holding variable-length
  * data as text, one line per element ("text", vlen.c: heap references are
- * meaningless outside the file). A daemon node holds its view; the
+ * meaningless outside the file), or numbers stored at a bit offset or
+ * precision as values of their container's type ("values",
+ * format/dtype_conv.c: the bits are not what the typestr says). A daemon node holds its view; the
  * dataset itself has no notion of how it is shown. */
 #include "layout_ops.h"
 #include "vlen.h"
 #include "value.h"
+#include "dtype.h"
+
+#include <stdint.h>
+#include <string.h>
 
 static uint64_t raw_size(const h5_dataset *d)
 {
@@ -34,6 +40,49 @@ const h5_view_ops h5_view_raw = {
 	.size = raw_size,
 	.read = raw_read,
 	.map = h5_plan_map_raw,
+};
+
+/* Whole elements are converted: the window widened to them, read into a
+ * buffer of its own when it was not whole already. */
+static int values_read(h5_dataset *d, void *buf, uint64_t off, size_t len)
+{
+	uint64_t es = d->dtype->size, a0, a1, end;
+	uint8_t *tmp;
+	int rc;
+
+	if (h5_add_overflow(off, len, &end) || end > d->nbytes)
+		return raw_read(d, buf, off, len);      /* (which says why) */
+	if (len == 0)
+		return 0;
+	a0 = off - off % es;
+	a1 = end % es ? end + (es - end % es) : end;
+	if (a0 == off && a1 == end) {
+		rc = raw_read(d, buf, off, len);
+		return rc < 0 ? rc : h5_dtype_conv_values(d->dtype, buf, len);
+	}
+	if (a1 - a0 > SIZE_MAX || !(tmp = h5_buf_alloc((size_t)(a1 - a0))))
+		return h5_err_set(H5_ERR_NOMEM, "out of memory for a read of %zu bytes", len);
+	rc = raw_read(d, tmp, a0, (size_t)(a1 - a0));
+	if (rc == 0)
+		rc = h5_dtype_conv_values(d->dtype, tmp, (size_t)(a1 - a0));
+	if (rc == 0)
+		memcpy(buf, tmp + (off - a0), len);
+	h5_buf_free(tmp);
+	return rc;
+}
+
+/* Converted bytes are made, never stored as they are shown: a buffer. */
+static int values_map(h5_read_plan *out, h5_dataset *d, uint64_t off, size_t len, unsigned flags)
+{
+	(void)flags;
+	return h5_view_map_made(out, d, off, len, values_read);
+}
+
+const h5_view_ops h5_view_values = {
+	.name = "values",
+	.size = raw_size,
+	.read = values_read,
+	.map = values_map,
 };
 
 static uint64_t text_size(const h5_dataset *d)
@@ -102,7 +151,22 @@ const h5_view_ops h5_view_text = {
 
 const h5_view_ops *h5_dataset_view(const h5_dataset *d)
 {
-	return d->has_vlen ? &h5_view_text : &h5_view_raw;
+	return d->has_vlen ? &h5_view_text : d->conv ? &h5_view_values : &h5_view_raw;
+}
+
+const h5_view_ops *h5_dataset_values_view(const h5_dataset *d)
+{
+	return d->conv ? &h5_view_values : &h5_view_raw;
+}
+
+int h5_dataset_converted(const h5_dataset *d)
+{
+	return d->conv;
+}
+
+int h5_dataset_values(const h5_dataset *d, void *buf, size_t len)
+{
+	return d->conv ? h5_dtype_conv_values(d->dtype, buf, len) : 0;
 }
 
 uint64_t h5_dataset_size(const h5_dataset *d)

@@ -76,6 +76,16 @@ typedef enum h5_float_kind {
 } h5_float_kind;
 h5_float_kind h5_dtype_float_kind(const h5_dtype *t);
 
+/* (dtype_conv.c) Numbers whose bits are at a bit offset or narrower than
+ * their container (n-bit integers, bit fields and floats, anywhere in t)
+ * shown as values of the container's own type: whether t has any, whether
+ * a float type is one (its NumPy type is then the IEEE float of its size),
+ * and len bytes of whole elements converted in place (H5_ERR_INVAL when
+ * len is not a multiple of the element size). */
+bool h5_dtype_conv_needed(const h5_dtype *t);
+bool h5_dtype_conv_float(const h5_dtype *t);
+int h5_dtype_conv_values(const h5_dtype *t, uint8_t *buf, size_t len);
+
 /* (dtype_enc.c) Datatype messages of new attributes. A number: kind 'i',
  * 'u' (1, 2, 4, 8 bytes) or 'f' (IEEE 2, 4, 8 bytes); at most 20 bytes. */
 int h5_dtype_encode_number(uint8_t *out, size_t *len, char kind, unsigned size, bool big_endian);

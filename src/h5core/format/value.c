@@ -271,7 +271,30 @@ static int float_decode(long double *out, fpfmt *ff, const h5_dtype *t, const ui
 		ff->emax++; /* the top exponent holds numbers (E4M3: up to 448) */
 	ff->single = is_ieee(t, 4, 8, 23);
 	ff->exact_double = is_ieee(t, 8, 11, 52) || ff->prec > 53 || ff->emax > 1023 || ff->emin < -1022;
+	if (h5_dtype_conv_float(t)) {
+		/* an n-bit float reads as the IEEE float of its size
+		 * (dtype_conv.c): the text is that value's, as NumPy prints it */
+		memset(ff, 0, sizeof(*ff));
+		if (t->size == 8) {
+			*out = (double)*out;
+			ff->exact_double = true;
+		} else if (t->size == 4) {
+			*out = (float)*out;
+			ff->single = true;
+		} else {
+			ff->prec = 11;
+			ff->emin = -14;
+			ff->emax = 15;
+		}
+	}
 	return 0;
+}
+
+int h5_value_float(long double *out, const h5_dtype *t, const uint8_t *p)
+{
+	fpfmt ff;
+
+	return float_decode(out, &ff, t, p);
 }
 
 /* x rounded to the nearest value of format ff (ties to even). */

@@ -40,4 +40,10 @@ bool h5_value_parsable(const h5_dtype *t);
 int h5_value_parse(uint8_t **out, size_t *out_len, const h5_dtype *t, const char *text, size_t len,
 		   uint64_t nelmts);
 
+/* (value.c) The value of one float element of t (any layout value.c
+ * decodes: IEEE, x87, n-bit and other fields; not VAX order). */
+int h5_value_float(long double *out, const h5_dtype *t, const uint8_t *p);
+/* (value_parse.c) binary32 -> binary16, rounding to nearest even. */
+uint16_t h5_value_half(float f);
+
 #endif

@@ -27,8 +27,9 @@ static void put_int(uint8_t *p, uint64_t v, unsigned size, bool big)
 		p[big ? size - 1 - i : i] = (uint8_t)(v >> (8 * i));
 }
 
-/* binary32 -> binary16, rounding to nearest even (as NumPy does) */
-static uint16_t half_of(float f)
+/* binary32 -> binary16, rounding to nearest even (as NumPy does); also
+ * dtype_conv.c's, for values converted to a 2-byte container */
+uint16_t h5_value_half(float f)
 {
 	uint32_t x, m, rem;
 	uint16_t sign, h;
@@ -138,7 +139,7 @@ static int parse_float(uint8_t *p, const h5_dtype *t, const char *s, size_t n)
 			memcpy(&v, &f, 4);
 			put_int(p, v, 4, t->big_endian);
 		} else {
-			put_int(p, half_of(f), 2, t->big_endian);
+			put_int(p, h5_value_half(f), 2, t->big_endian);
 		}
 	}
 	return 0;

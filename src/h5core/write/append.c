@@ -271,6 +271,11 @@ static int stream_new(h5_astream **out, h5_file *f, uint64_t addr)
 	rc = check_layout(d, &rb);
 	if (rc == 0)
 		rc = check_filters(d);
+	/* rows are the values the reads show, not the bits stored (a
+	 * truncate, which writes no values, still grows or empties it) */
+	if (rc == 0 && d->conv)
+		rc = h5_err_set(H5_ERR_UNSUPPORTED, "numbers at a bit offset or precision (n-bit datatype): "
+				"they read converted, rows are not appended as bits");
 	if (rc == 0)
 		rc = h5_ohdr_get(&oh, f, addr);
 	if (rc == 0)

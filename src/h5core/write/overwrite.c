@@ -57,6 +57,10 @@ int h5_overwrite_check(const h5_dataset *d)
 		return h5_err_set(H5_ERR_UNSUPPORTED, "external storage: its bytes live in other files");
 	if (d->has_vlen || !d->dtype || d->dtype->size == 0)
 		return h5_err_set(H5_ERR_UNSUPPORTED, "variable-length datatype: its bytes are not stored in place");
+	/* its reads show values converted from the bits (dataset/view.c) */
+	if (d->conv)
+		return h5_err_set(H5_ERR_UNSUPPORTED, "numbers at a bit offset or precision (n-bit datatype): "
+				  "they read converted, and h5fs writes no bits back");
 	lops = h5_ow_layout_of(d->layout.cls);
 	if (!lops)
 		return h5_err_set(H5_ERR_UNSUPPORTED, "layout class %u", d->layout.cls);
