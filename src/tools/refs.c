@@ -27,6 +27,7 @@
 
 #include "refs_int.h"
 #include "refs_emit.h"
+#include "owner.h"
 #include "h5util.h"
 #include "tool_exit.h"
 #include "json.h"
@@ -102,6 +103,7 @@ static void put_external(struct refs *R, const char *prefix, const char *path, c
 {
 	h5_file *g = NULL, *saved_f = R->f;
 	const char *saved_url = R->url;
+	int saved_nc4 = R->nc4;
 	char *abs = NULL, *fpath = NULL;
 	uint64_t addr;
 
@@ -115,9 +117,11 @@ static void put_external(struct refs *R, const char *prefix, const char *path, c
 	}
 	abs = strstr(h5_file_path(g), "://") ? strdup(h5_file_path(g)) : realpath(h5_file_path(g), NULL);
 	R->f = g;
+	R->nc4 = own_detect(g) != OWN_HDF5;
 	R->url = abs ? abs : h5_file_path(g);
 	put_object(R, prefix, path, addr);
 	R->f = saved_f;
+	R->nc4 = saved_nc4;
 	R->url = saved_url;
 	free(abs);
 	free(fpath);
@@ -221,6 +225,7 @@ int refs_walk(h5_file *f, const char *path, uint64_t addr, const refs_opts *o, c
 	struct refs R = { .o = o, .f = f, .url = o->url, .s = s };
 
 	R.tty = !o->no_progress && isatty(STDERR_FILENO);
+	R.nc4 = own_detect(f) != OWN_HDF5;
 	clock_gettime(CLOCK_MONOTONIC, &R.last);
 	R.plan_f = f;           /* phony dimension names: planned when first asked */
 	/* from the root whatever PATH is: a subtree's names are the whole

@@ -129,10 +129,13 @@ static int attr_cb(const h5_attr_value *a, void *ud)
 	 * and netCDF-C refuse it ("String match to name in use") */
 	if (hidden_var_attr(a->name))
 		return 0;
-	/* h5py's bool (an enumeration): netCDF-C does not read it, and
-	 * xarray's to_netcdf cannot write a bool attribute back */
-	if (t->kind == H5_TYPE_NUMBER && t->typestr && strcmp(t->typestr, "|b1") == 0) {
-		refs_note(c->R, "%s: attribute %s not written: a bool (netCDF has none; netCDF-C does not read it)",
+	/* h5py's bool (an enumeration) in a netCDF-4 file: netCDF-C does not
+	 * read it, and xarray's to_netcdf cannot write a bool attribute back.
+	 * Elsewhere it is JSON true/false, as kerchunk writes it and Zarr
+	 * readers get it back (issue 83 item 6) */
+	if (c->R->nc4 && t->kind == H5_TYPE_NUMBER && t->typestr && strcmp(t->typestr, "|b1") == 0) {
+		refs_note(c->R, "%s: attribute %s not written: a bool in a netCDF-4 file (netCDF has none; netCDF-C "
+			  "does not read it)",
 			  c->path, a->name);
 		return 0;
 	}

@@ -299,6 +299,41 @@ static int fill_fits(const struct refs *R, uint64_t n, uint64_t met, uint64_t by
 	return n <= budget / each;
 }
 
+/* The chunks of the dataset's own grid the walk meets, counted into *met
+ * unless counted already; -1 when unknown (a chunk stored with a filter
+ * skipped, or a walk that fails: the walk that writes says it). */
+static int count_met(uint64_t *met, struct refs *R, h5_dataset *d, const h5_dataset_info *di, unsigned rank,
+		     unsigned extra)
+{
+	uint64_t hgrid[64];
+	struct chunk_ctx x = { R, "", "", di->chunk, rank, extra, 1, 0, 0, NULL, hgrid };
+
+	if (*met != UINT64_MAX)
+		return 0;
+	for (unsigned i = 0; i < rank; i++)
+		hgrid[i] = di->dims[i] / di->chunk[i] + (di->dims[i] % di->chunk[i] != 0);
+	if (h5_dataset_chunks(d, chunk_cb, &x) < 0) {
+		h5_err_clear();
+		return -1;
+	}
+	if (x.masked)
+		return -1;
+	*met = x.count;
+	return 0;
+}
+
+/* Whether nothing of the dataset's storage is allocated: contiguous never
+ * written, or chunked without a chunk (compact storage is in the header). */
+static int unallocated(uint64_t *met, struct refs *R, h5_dataset *d, const h5_dataset_info *di,
+		       const h5_storage *st, unsigned rank, unsigned extra)
+{
+	if (strcmp(di->layout, "contiguous") == 0)
+		return st->contig_off == UINT64_MAX && !st->n_external;
+	if (strcmp(di->layout, "chunked") != 0 || count_met(met, R, d, di, rank, extra) < 0)
+		return 0;
+	return *met == 0;
+}
+
 /* netCDF's rule (the header comment): whether "fill_value" can be null,
  * and *unwritten when chunks must be given inline for it (grid: the chunk
  * grid; *met: chunks the walk meets, counted here if not yet). */
@@ -323,21 +358,8 @@ static int fill_rule(int *unwritten, uint64_t *met, uint64_t *grid, struct refs 
 	}
 	if (strcmp(di->layout, "chunked") != 0)
 		return 0;
-	if (*met == UINT64_MAX) {
-		uint64_t hgrid[64];
-		struct chunk_ctx x = { R, "", "", di->chunk, rank, extra, 1, 0, 0, NULL, hgrid };
-
-		for (unsigned i = 0; i < rank; i++)
-			hgrid[i] = di->dims[i] / di->chunk[i] + (di->dims[i] % di->chunk[i] != 0);
-
-		if (h5_dataset_chunks(d, chunk_cb, &x) < 0) {
-			h5_err_clear();         /* the walk that writes says it */
-			return 0;
-		}
-		if (x.masked)
-			return 0;
-		*met = x.count;
-	}
+	if (count_met(met, R, d, di, rank, extra) < 0)
+		return 0;
 	if (*met >= total)
 		return 1;
 	*unwritten = !di->nfilters && total <= GRID_MAX && fill_fits(R, total - *met, *met, bytes);
@@ -467,8 +489,17 @@ void refs_put_dataset(struct refs *R, const char *prefix, const char *path, uint
 	 * xarray), its length in the arrays along it */
 	if (ac.nc_dim_only)
 		goto out;
-	nofill = !ac.has_fill && fill_rule(&unwritten, &met, grid, R, d, &di, &st, shape, chunks, rank, extra,
-					     et->size, conv);
+	/* storage never allocated, in a file that is not netCDF-4, of a
+	 * dataset with a fill value of its own: no chunk key and that fill
+	 * value in .zarray, whatever --inline and --fill say, as kerchunk
+	 * writes it and Zarr readers fill missing chunks (issue 83 item 6);
+	 * netCDF-C's reading (the rule above) for netCDF-4 files */
+	if (!ac.has_fill && !conv && !R->nc4 && st.fill_defined &&
+	    unallocated(&met, R, d, &di, &st, rank, extra))
+		nofill = 0;
+	else
+		nofill = !ac.has_fill && fill_rule(&unwritten, &met, grid, R, d, &di, &st, shape, chunks, rank,
+						     extra, et->size, conv);
 	if (nofill)
 		jb_printf(&zfill, "null");
 	else

@@ -17,6 +17,8 @@
 struct refs {
 	const refs_opts *o;
 	h5_file *f;               /* the file being walked (external links change it) */
+	int nc4;                  /* f is a netCDF-4 file (owner.c own_detect): its
+				   * attributes as netCDF-C reads them (refs_attrs.c) */
 	const char *url;          /* its URL in references */
 	const refs_sink *s;
 	unsigned nskipped, nerr;

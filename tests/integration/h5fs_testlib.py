@@ -542,11 +542,82 @@ def _has_vlen(tid, depth=0):
     return False
 
 
+def values_type(tid, depth=0):
+    """The type h5fs shows a stored type as (issue 83 item 1, engine
+    format/dtype_conv.c), or None when that is the stored type: numbers at
+    a bit offset or precision (n-bit integers of 1, 2, 4 or 8 bytes, n-bit
+    floats of 2, 4 or 8) as their container's full type in the same byte
+    order (IEEE floats of that size), anywhere in a compound, array or
+    enumeration. libhdf5 converts to it as h5fs does."""
+    import h5py
+
+    cls = tid.get_class()
+    if depth > 16:
+        return None
+    if cls in (h5py.h5t.INTEGER, h5py.h5t.FLOAT):
+        size, prec, off = tid.get_size(), tid.get_precision(), tid.get_offset()
+        if (prec == 8 * size and off == 0) or size not in ((1, 2, 4, 8) if cls == h5py.h5t.INTEGER else (2, 4, 8)):
+            return None
+        be = tid.get_order() == h5py.h5t.ORDER_BE
+        if cls == h5py.h5t.FLOAT:
+            return {2: (h5py.h5t.IEEE_F16LE, h5py.h5t.IEEE_F16BE), 4: (h5py.h5t.IEEE_F32LE, h5py.h5t.IEEE_F32BE),
+                    8: (h5py.h5t.IEEE_F64LE, h5py.h5t.IEEE_F64BE)}[size][be].copy()
+        t = tid.copy()
+        t.set_offset(0)
+        t.set_precision(8 * size)
+        return t
+    if cls == h5py.h5t.ENUM:
+        base = values_type(tid.get_super(), depth + 1)
+        if base is None:
+            return None
+        t = h5py.h5t.enum_create(base)
+        for i in range(tid.get_nmembers()):
+            t.enum_insert(tid.get_member_name(i), tid.get_member_value(i))
+        return t
+    if cls == h5py.h5t.ARRAY:
+        base = values_type(tid.get_super(), depth + 1)
+        return None if base is None else h5py.h5t.array_create(base, tid.get_array_dims())
+    if cls == h5py.h5t.COMPOUND:
+        members = [(tid.get_member_name(i), tid.get_member_offset(i), tid.get_member_type(i))
+                   for i in range(tid.get_nmembers())]
+        conv = [values_type(m[2], depth + 1) for m in members]
+        if all(c is None for c in conv):
+            return None
+        t = h5py.h5t.create(h5py.h5t.COMPOUND, tid.get_size())
+        for (name, off, mt), c in zip(members, conv):
+            t.insert(name, off, mt if c is None else c)
+        return t
+    return None
+
+
+def _values_mask(tid, depth=0):
+    """bytearray of tid's size: 1 where values_type converts (its numbers'
+    bytes), 0 elsewhere (padding and members kept as stored: libhdf5's
+    compound conversion does not carry padding bytes, h5fs keeps them)."""
+    import h5py
+
+    size = tid.get_size()
+    if values_type(tid, depth) is None:
+        return bytearray(size)
+    cls = tid.get_class()
+    if cls == h5py.h5t.ARRAY:
+        base = _values_mask(tid.get_super(), depth + 1)
+        return base * (size // len(base))
+    if cls == h5py.h5t.COMPOUND:
+        m = bytearray(size)
+        for i in range(tid.get_nmembers()):
+            off, sub = tid.get_member_offset(i), _values_mask(tid.get_member_type(i), depth + 1)
+            m[off:off + len(sub)] = sub
+        return m
+    return bytearray(b"\x01" * size)
+
+
 def dataset_bytes(ds):
     """Expected file contents of a dataset, or (None, reason): read with
     the file's own datatype as memory type, so libhdf5 converts nothing and
     we get the stored element bytes (padding, bytes after a string's NUL,
-    long doubles, references) exactly as h5fs must show them."""
+    long doubles, references) exactly as h5fs must show them; numbers at a
+    bit offset or precision converted to their values (values_type)."""
     import h5py
     import numpy as np
 
@@ -568,6 +639,14 @@ def dataset_bytes(ds):
         return None, "too large to compare (%d bytes)" % size
     buf = np.empty(ds.shape, dtype="V%d" % tid.get_size())
     ds.id.read(h5py.h5s.ALL, h5py.h5s.ALL, buf, mtype=tid)
+    vt = values_type(tid)
+    if vt is not None:
+        vals = np.empty(ds.shape, dtype="V%d" % tid.get_size())
+        ds.id.read(h5py.h5s.ALL, h5py.h5s.ALL, vals, mtype=vt)
+        mask = np.frombuffer(bytes(_values_mask(tid)) * n, np.uint8).astype(bool)
+        raw = np.frombuffer(buf.tobytes(), np.uint8).copy()
+        raw[mask] = np.frombuffer(vals.tobytes(), np.uint8)[mask]
+        return raw.tobytes(), None
     return buf.tobytes(), None
 
 

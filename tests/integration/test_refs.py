@@ -133,17 +133,18 @@ def dtype_why(dt, top=True):
 
 
 def h5type_why(tid, attr=False):
-    """Types h5py maps onto a NumPy type by converting (odd precisions,
-    non-IEEE floats, time) have no byte-exact Zarr dtype; attributes only
-    need a JSON value. (Fixed strings h5py reads converted, null-terminated
-    and space-padded ones, are written inline as h5py reads them:
+    """Types h5py maps onto a NumPy type by converting (odd sizes, non-IEEE
+    floats, time) have no byte-exact Zarr dtype; attributes only need a
+    JSON value. (Fixed strings h5py reads converted, null-terminated and
+    space-padded ones, and n-bit numbers - a precision or bit offset in a
+    container of 1, 2, 4 or 8 bytes, which the engine converts to their
+    values, issue 83 - are written inline as h5py reads them:
     converted_strings.)"""
     cls = tid.get_class()
     if cls == h5py.h5t.BITFIELD and tid.get_size() not in (1, 2, 4, 8):
         return "odd bitfield"
     if cls == h5py.h5t.INTEGER:
-        if tid.get_size() not in (1, 2, 4, 8) or tid.get_offset() != 0 or \
-                tid.get_precision() != 8 * tid.get_size():
+        if tid.get_size() not in (1, 2, 4, 8):
             return "odd integer"
     if cls == h5py.h5t.FLOAT:
         if tid.get_size() not in (2, 4, 8):
@@ -163,7 +164,10 @@ def h5type_why(tid, attr=False):
 
 
 def converted_strings(tid):
-    """Whether h5py reads fixed strings of tid converted (not null-padded)."""
+    """Whether h5py reads fixed strings of tid converted (not null-padded),
+    or n-bit numbers (T.values_type: h5fs converts them as libhdf5 does)."""
+    if T.values_type(tid) is not None:
+        return True
     cls = tid.get_class()
     if cls == h5py.h5t.STRING:
         return not tid.is_variable_str() and tid.get_strpad() != h5py.h5t.STR_NULLPAD
@@ -213,7 +217,7 @@ def expressible(ds):
         return w
     if converted_strings(ds.id.get_type()):
         # inlined as h5py reads them, through h5fs's engine: no filter matters
-        return "converted strings over 64 MiB" if ds.size * dt.itemsize > CONVERTED_MAX else None
+        return "converted values over 64 MiB" if ds.size * dt.itemsize > CONVERTED_MAX else None
     ids = [dcpl.get_filter(i)[0] for i in range(dcpl.get_nfilters())]
     bad = [i for i in ids if i not in CODECS]
     if bad:
