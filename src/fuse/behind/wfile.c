@@ -262,6 +262,21 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	rc = commit_admit(fs, ext ? PAGER_FOREIGN : PAGER_OPEN_WRITE, "open for writing", n->path);
 	if (rc)
 		return rc;
+	/* n-bit numbers read as values (engine view.c): no write puts bits
+	 * back, and O_TRUNC must not empty what no write can then fill.
+	 * Said before FILE's lock is asked for: the reason, whoever holds it */
+	rc = node_ds_need(fs, n);
+	if (rc)
+		return rc;
+	pthread_rwlock_rdlock(&n->lk);
+	rc = n->ds && h5_dataset_converted(n->ds) ? EOPNOTSUPP : 0;
+	pthread_rwlock_unlock(&n->lk);
+	if (rc) {
+		h5fs_log(fs, LOG_NOTICE, "open %s for writing (object header 0x%llx): EOPNOTSUPP: numbers at a "
+			 "bit offset or precision (n-bit datatype) read converted; h5fs writes no bits back",
+			 show_path(n->path), (unsigned long long)n->addr);
+		return rc;
+	}
 	/* FILE free now (else EBUSY, logged), n as FILE is now (a live
 	 * mount follows another program's change first): the first write
 	 * takes the lock again. Attributes accepted before are committed
@@ -286,18 +301,13 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	pthread_rwlock_rdlock(&n->lk);
 	ext = u.f != fs->f;
 	rc = n->type == NT_FILE && n->ds ? 0 : EPERM;
-	/* n-bit numbers read as values (engine view.c): no write puts bits
-	 * back, and O_TRUNC must not empty what no write can then fill */
+	/* (converted since the check above: a live FILE's new generation) */
 	conv = !rc && h5_dataset_converted(n->ds);
 	pthread_rwlock_unlock(&n->lk);
 	if (ext)
 		rc = commit_admit(fs, PAGER_FOREIGN, "open for writing", n->path);
-	if (!rc && conv) {
-		h5fs_log(fs, LOG_NOTICE, "open %s for writing (object header 0x%llx): EOPNOTSUPP: numbers at a "
-			 "bit offset or precision (n-bit datatype) read converted; h5fs writes no bits back",
-			 show_path(n->path), (unsigned long long)n->addr);
+	if (!rc && conv)
 		rc = EOPNOTSUPP;
-	}
 	/* O_TRUNC (cat x > d, cp x d): the dataset emptied, the new bytes
 	 * then its rows (behind/truncate.c) */
 	if (!rc && (fi->flags & O_TRUNC))
