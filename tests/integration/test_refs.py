@@ -291,6 +291,33 @@ def same(a, b):
 NC_HIDDEN = {"CLASS", "NAME", "_Netcdf4Coordinates", "_Netcdf4Dimid", "_nc3_strict"}
 
 
+def nc4_file(path):
+    """Whether path (or an open h5py.File) is a netCDF-4 file as h5fs-ls
+    tells one (src/common/owner.c own_detect): the root's _NCProperties or
+    _nc3_strict, or netCDF's dimension attributes on one of the root's
+    objects."""
+    if isinstance(path, h5py.File):
+        return _nc4(path)
+    with h5py.File(path, "r") as f:
+        return _nc4(f)
+
+
+def _nc4(f):
+    if "_NCProperties" in f.attrs or "_nc3_strict" in f.attrs:
+        return True
+    for k in list(f)[:64]:
+        try:
+            a = f[k].attrs
+            name = a.get("NAME")
+        except Exception:
+            continue
+        name = name.tobytes() if isinstance(name, np.ndarray) else name
+        if "_Netcdf4Dimid" in a or "_Netcdf4Coordinates" in a or (
+                isinstance(name, bytes) and name.startswith(b"This is a netCDF dimension but not")):
+            return True
+    return False
+
+
 def attr_has_json(obj, name):
     if (name.decode("latin-1") if isinstance(name, bytes) else name) in NC_HIDDEN:
         return False
@@ -311,7 +338,9 @@ def attr_has_json(obj, name):
     if h5py.check_string_dtype(dt) is not None and h5py.check_string_dtype(dt).length is None:
         return True
     if dt.kind == "b":
-        return False       # a bool: netCDF has none (the references leave it out)
+        # a bool: JSON true/false, except in a netCDF-4 file, where netCDF-C
+        # reads none (issue 83 item 6)
+        return not nc4_file(obj.file)
     return json_dtype(dt)
 
 
