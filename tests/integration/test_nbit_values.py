@@ -6,7 +6,8 @@ gives [0 -1 ...]).
 
 Fixtures written by h5py (libhdf5's H5Tset_precision / H5Tset_offset on a
 copied type): signed and unsigned int32 of precision 16 at offset 5 in
-both byte orders, padding bits of ones (lsb/msb pad), a 2-D chunked one
+both byte orders, padding bits of ones (lsb/msb pad), HDF5Examples'
+h5ex_d_nbit (32x64 of i*j-j through the n-bit filter), a 2-D chunked one
 through the n-bit filter (partial edge chunks), libhdf5's own n-bit float
 test type (4 bytes, precision 20 at offset 7, 6-bit exponent, 13-bit
 mantissa) in both orders, a compound with an n-bit field, an n-bit
@@ -81,6 +82,10 @@ def make(path):
         create(f, "s_be", nbit_int(h5py.h5t.STD_I32BE, 16, 5), ints)
         create(f, "u_le", nbit_int(h5py.h5t.STD_U32LE, 16, 5), (np.arange(8, dtype=np.uint32) * 9000) % 65536)
         create(f, "s_pad1", nbit_int(h5py.h5t.STD_I32LE, 16, 5, h5py.h5t.PAD_ONE), ints)
+        # HDF5Examples' h5ex_d_nbit.c (hdf5json's h5ex_d_nbit.h5): i*j - j
+        i, j = np.mgrid[0:32, 0:64]
+        create(f, "ex_d_nbit", nbit_int(h5py.h5t.STD_I32LE, 16, 5), (i * j - j).astype(np.int32), chunks=(4, 8),
+               nbit=True)
         create(f, "s_nbitf", nbit_int(h5py.h5t.STD_I16LE, 11, 3),
                (np.arange(40, dtype=np.int16).reshape(8, 5) * 37 - 700), chunks=(3, 2), nbit=True)
         fl = np.array([0, 1.5, -2.25, 100.125, 1e-3, 3.0e4, -0.5, 7.0], np.float32)
@@ -233,7 +238,7 @@ def main():
     wd = T.workdir("nbit_values")
     path = os.path.join(wd, "nbit.h5")
     make(path)
-    files = [(path, ["s_le", "s_be", "u_le", "s_pad1", "s_nbitf", "f_le", "f_be", "cmp"])]
+    files = [(path, ["s_le", "s_be", "u_le", "s_pad1", "ex_d_nbit", "s_nbitf", "f_le", "f_be", "cmp"])]
     for rel, names in CORPUS_FILES:
         src = os.path.join(CORPUS, rel)
         if os.path.exists(src):
