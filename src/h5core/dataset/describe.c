@@ -35,7 +35,11 @@ static int dtype_text(h5_sb *s, const h5_dtype *t, int depth)
 	order = t->size <= 1 ? "" : t->big_endian ? "be" : "le";
 	switch (t->cls) {
 	case H5T_INTEGER:
-		return h5_sb_printf(s, "%sint%u%s", t->is_signed ? "" : "u", t->size * 8, order);
+		rc = h5_sb_printf(s, "%sint%u%s", t->is_signed ? "" : "u", t->size * 8, order);
+		/* n-bit: the bits stored (shown as values of the container's type) */
+		if (rc == 0 && (t->precision != t->size * 8 || t->bit_offset))
+			rc = h5_sb_printf(s, "(%u@%u)", t->precision, t->bit_offset);
+		return rc;
 	case H5T_FLOAT:
 		/* IEEE needs no more words; other layouts say which they are */
 		rc = h5_sb_printf(s, "float%u%s", t->size * 8, order);
@@ -60,7 +64,10 @@ static int dtype_text(h5_sb *s, const h5_dtype *t, int depth)
 	case H5T_TIME:
 		return h5_sb_printf(s, "time%u%s", t->size * 8, order);
 	case H5T_BITFIELD:
-		return h5_sb_printf(s, "bitfield%u%s", t->size * 8, order);
+		rc = h5_sb_printf(s, "bitfield%u%s", t->size * 8, order);
+		if (rc == 0 && (t->precision != t->size * 8 || t->bit_offset))
+			rc = h5_sb_printf(s, "(%u@%u)", t->precision, t->bit_offset);
+		return rc;
 	case H5T_STRING:
 		return h5_sb_printf(s, "string[%u,%s,%s]", t->size, t->cset ? "utf8" : "ascii",
 				    t->str_pad == 0 ? "nullterm" : t->str_pad == 1 ? "nullpad" : "spacepad");
