@@ -140,11 +140,11 @@ static void netcdf_vars(h5fs *fs, h5_file *f, const struct node *np, uint64_t dg
 	if (own_detect(f) == OWN_HDF5)
 		return;
 	if (replaced != UINT64_MAX)
-		rc = nc_detach_var(f, dgroup, replaced);
+		rc = nc_detach_var(f, &fs->nc_ids, dgroup, replaced);
 	if (rc == 0)
-		rc = nc_detach_var(f, sgroup, bytes);
+		rc = nc_detach_var(f, &fs->nc_ids, sgroup, bytes);
 	if (rc == 0 && h->rank > 0)
-		rc = nc_attach_var(f, np->path, dgroup, made, h->rank, h->shape, false, why, sizeof(why));
+		rc = nc_attach_var(f, &fs->nc_ids, np->path, dgroup, made, h->rank, h->shape, false, why, sizeof(why));
 	if (rc < 0)
 		h5fs_log(fs, LOG_ERR, "rename into %s: netCDF dimensions not updated: %s", np->path, h5_err_msg());
 	h5_err_clear();

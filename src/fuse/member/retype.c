@@ -286,9 +286,9 @@ static int make(h5fs *fs, struct node *n, struct retype *rq, bool wait_empty)
 	if (own_detect(u.f) != OWN_HDF5) {
 		char nwhy[160] = "";
 
-		rc = nc_detach_var(u.f, u.addr, l.addr);
+		rc = nc_detach_var(u.f, &fs->nc_ids, u.addr, l.addr);
 		if (rc == 0 && h->rank > 0)
-			rc = nc_attach_var(u.f, p->path, u.addr, made, h->rank, h->shape, false, nwhy, sizeof(nwhy));
+			rc = nc_attach_var(u.f, &fs->nc_ids, p->path, u.addr, made, h->rank, h->shape, false, nwhy, sizeof(nwhy));
 		if (rc < 0)
 			h5fs_log(fs, LOG_ERR, "%s: made %s, its netCDF dimensions not updated: %s", show_path(path),
 				 rq->dtype, h5_err_msg());
