@@ -431,6 +431,14 @@ out:
 
 /* ---- names written ----------------------------------------------------------- */
 
+bool xa_meta_key(const char *key)
+{
+	for (size_t i = 0; i < NKEYS; i++)
+		if (strcmp(key, meta_keys[i]) == 0)
+			return true;
+	return false;
+}
+
 #define XATTR_NEW "user.h5.new."
 
 enum xa_write_kind xa_write_name(const char *name, char attr[256], size_t *len, char typestr[8])

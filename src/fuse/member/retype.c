@@ -103,6 +103,14 @@ bool retype_made(const h5_file *f, uint64_t addr)
 	return hit;
 }
 
+/* The request's dtype: the one set, else the bytes' own (|u1: a byte
+ * array of another shape, whose user.h5.dtype shows already, so a copy
+ * sets it as no change, or in an order after its shape) */
+static const char *dtype_of(const struct retype *rq)
+{
+	return rq->dtype[0] ? rq->dtype : "|u1";
+}
+
 /* The NPY header the request (complete: take) describes, as np.save would
  * write it, for size bytes: 0, or why not in why. */
 static int header_of(npy_header *h, const struct retype *rq, uint64_t size, char *why, size_t wlen)
@@ -110,6 +118,7 @@ static int header_of(npy_header *h, const struct retype *rq, uint64_t size, char
 	static const char magic[8] = { '\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0 };
 	size_t cap = sizeof(rq->descr) + 1024, len;
 	char *buf = malloc(cap), *d = buf + 10;
+	const char *dt = dtype_of(rq);
 	int n, rc;
 
 	if (!buf) {
@@ -117,14 +126,14 @@ static int header_of(npy_header *h, const struct retype *rq, uint64_t size, char
 		return -ENOMEM;
 	}
 	memcpy(buf, magic, 8);
-	if (rq->dtype[0] && rq->dtype[1] == 'V' && !rq->has_descr) {
+	if (dt[1] == 'V' && !rq->has_descr) {
 		free(buf);
-		snprintf(why, wlen, "dtype %s without user.h5.descr", rq->dtype);
+		snprintf(why, wlen, "dtype %s without user.h5.descr", dt);
 		return -EINVAL;
 	}
-	n = rq->has_descr && rq->dtype[1] == 'V'
+	n = rq->has_descr && dt[1] == 'V'
 		    ? snprintf(d, cap - 11, "{'descr': %s, 'fortran_order': False, 'shape': (", rq->descr)
-		    : snprintf(d, cap - 11, "{'descr': '%s', 'fortran_order': False, 'shape': (", rq->dtype);
+		    : snprintf(d, cap - 11, "{'descr': '%s', 'fortran_order': False, 'shape': (", dt);
 	for (unsigned i = 0; i < rq->rank; i++)
 		n += snprintf(d + n, cap - 11 - (size_t)n, "%" PRIu64 ",", rq->dims[i]);
 	n += snprintf(d + n, cap - 11 - (size_t)n, "), }\n");
@@ -135,12 +144,12 @@ static int header_of(npy_header *h, const struct retype *rq, uint64_t size, char
 	free(buf);
 	if (rc == 0 && (h->kind == 'U' || h->itemsize == 0))
 		rc = -EOPNOTSUPP, snprintf(why, wlen, "dtype %s: unicode is stored as variable-length strings, "
-				      "which are not made from bytes", rq->dtype);
+				      "which are not made from bytes", dt);
 	if (rc != 0)
 		return rc < 0 ? rc : -EINVAL;
 	if (h->nbytes != size) {
 		snprintf(why, wlen, "its %" PRIu64 " bytes are not the %" PRIu64 " that %s of its shape takes", size,
-			 h->nbytes, rq->dtype);
+			 h->nbytes, dt);
 		return -EINVAL;
 	}
 	h->data_offset = 0;
@@ -175,8 +184,11 @@ static int parse_shape(unsigned *rank, uint64_t *dims, const char *v, size_t len
 }
 
 /* The request made: the byte dataset's link in its group followed to the
- * typed dataset. 0, or an errno (logged once). Takes FILE's lock. */
-static int make(h5fs *fs, struct node *n, struct retype *rq, bool wait_empty)
+ * typed dataset. 0, or an errno (logged once). Takes FILE's lock.
+ * from_set: asked by the setxattr that completed it, no descriptor open:
+ * an empty dataset (tar sets the xattrs before it writes) and a shape
+ * without a dtype that |u1 does not fit (a dtype may follow) wait. */
+static int make(h5fs *fs, struct node *n, struct retype *rq, bool from_set)
 {
 	static const char *const nc_own[] = { "DIMENSION_LIST", "_Netcdf4Coordinates", "_Netcdf4Dimid", NULL };
 	struct node *p;
@@ -214,7 +226,7 @@ static int make(h5fs *fs, struct node *n, struct retype *rq, bool wait_empty)
 		goto out;
 	}
 	snprintf(hidden, hlen + 1, ".%s" KEEP_SUFFIX, name);
-	if (!rq->dtype[0]) {
+	if (!rq->dtype[0] && rq->has_descr) {
 		e = EPERM;
 		snprintf(why, sizeof(why), "user.h5.descr was set without user.h5.dtype");
 		goto out;
@@ -241,9 +253,10 @@ static int make(h5fs *fs, struct node *n, struct retype *rq, bool wait_empty)
 		goto out;
 	}
 	rc = header_of(h, rq, h5_dataset_size(d), why, sizeof(why));
-	if (rc < 0 && wait_empty && h5_dataset_size(d) == 0) {
+	if (rc < 0 && from_set && (h5_dataset_size(d) == 0 || !rq->dtype[0])) {
 		/* tar makes the file (mknod) and sets its xattrs before it
-		 * opens it to write the bytes: their last close decides */
+		 * opens it to write the bytes: their last close decides; a
+		 * shape |u1 does not fit waits for its dtype */
 		pthread_mutex_lock(&rt_mu);
 		n->retype->settled = false;
 		pthread_mutex_unlock(&rt_mu);
@@ -291,7 +304,7 @@ static int make(h5fs *fs, struct node *n, struct retype *rq, bool wait_empty)
 			rc = nc_attach_var(u.f, &fs->nc_ids, p->path, u.addr, made, h->rank, h->shape, false, nwhy, sizeof(nwhy));
 		if (rc < 0)
 			h5fs_log(fs, LOG_ERR, "%s: made %s, its netCDF dimensions not updated: %s", show_path(path),
-				 rq->dtype, h5_err_msg());
+				 dtype_of(rq), h5_err_msg());
 		h5_err_clear();
 	}
 	if (gone)
@@ -301,7 +314,7 @@ static int make(h5fs *fs, struct node *n, struct retype *rq, bool wait_empty)
 	npy_inval_after_reply(fs, p->ino, name, NULL);
 	u_f = u.f;
 	h5fs_log(fs, LOG_INFO, "%s: made %s of %u dimensions from its %" PRIu64 " bytes (user.h5.dtype and shape set back)",
-		 show_path(path), rq->dtype, h->rank, h->nbytes);
+		 show_path(path), dtype_of(rq), h->rank, h->nbytes);
 out:
 	if (began) {
 		pthread_rwlock_wrlock(&n->lk);
@@ -312,7 +325,7 @@ out:
 	pthread_rwlock_unlock(&names_lk);
 	if (e)
 		h5fs_log(fs, quiet ? LOG_DEBUG : LOG_NOTICE, "%s: user.h5.dtype %s not given back: %s; it stays bytes (|u1)",
-			 show_path(path ? path : n->path), rq->dtype[0] ? rq->dtype : "(none)", why);
+			 show_path(path ? path : n->path), rq->dtype[0] ? rq->dtype : "(none: |u1)", why);
 	else if (made != UINT64_MAX)
 		made_note(u_f, made);
 	free(path);
@@ -325,15 +338,21 @@ out:
 	return e;
 }
 
-/* Take the request once it is complete (dtype, shape, a compound's
- * descr), or NULL when there is none to make yet or left to make. */
+/* Whether the request is complete: a shape, and a dtype (none: |u1) with
+ * a compound's descr. Under rt_mu. */
+static bool complete(const struct retype *rq)
+{
+	return rq->has_shape && (rq->dtype[0] ? rq->dtype[1] != 'V' || rq->has_descr : !rq->has_descr);
+}
+
+/* Take the request once it is complete, or NULL when there is none to
+ * make yet or left to make. */
 static struct retype *take(struct node *n)
 {
 	struct retype *rq = NULL;
 
 	pthread_mutex_lock(&rt_mu);
-	if (n->retype && !n->retype->settled && n->retype->has_shape &&
-	    (n->retype->dtype[1] != 'V' || n->retype->has_descr)) {
+	if (n->retype && !n->retype->settled && complete(n->retype)) {
 		rq = malloc(sizeof(*rq));
 		if (rq) {
 			memcpy(rq, n->retype, sizeof(*rq));
@@ -344,71 +363,119 @@ static struct retype *take(struct node *n)
 	return rq;
 }
 
+/* One description value into the request (under rt_mu): dtype, shape and
+ * descr recorded; the storage keys (maxshape, chunks, filters, fill,
+ * layout, text) accepted and changing nothing (the dataset is made as
+ * np.save makes one). EPERM with why: a dtype h5fs does not make from
+ * bytes or a shape it does not read (the request then settled: it stays
+ * bytes), or a second value of a key other than the first (a conflict:
+ * refused, the first kept). */
+static int record(struct retype *rq, const char *key, const char *value, size_t size, char *why, size_t wlen)
+{
+	bool dtype = strcmp(key, "dtype") == 0, descr = strcmp(key, "descr") == 0;
+	uint64_t dims[NPY_MAX_RANK];
+	unsigned rank;
+
+	if ((dtype || descr) && (size >= (dtype ? sizeof(rq->dtype) : sizeof(rq->descr)) || memchr(value, 0, size))) {
+		rq->settled = true;
+		snprintf(why, wlen, "not a %s h5fs makes", key);
+		return EPERM;
+	}
+	if (dtype) {
+		npy_header *h;
+		struct retype probe = { .has_shape = true, .rank = 1 };
+
+		if (rq->dtype[0] && (strlen(rq->dtype) != size || memcmp(rq->dtype, value, size) != 0)) {
+			snprintf(why, wlen, "user.h5.dtype %s was set already (kept)", rq->dtype);
+			return EPERM;
+		}
+		memcpy(probe.dtype, value, size);
+		/* a dtype h5fs does not make from bytes: refused now, once */
+		if (probe.dtype[1] != 'V') {
+			if (!(h = malloc(sizeof(*h)))) {
+				snprintf(why, wlen, "out of memory");
+				return ENOMEM;
+			}
+			if (header_of(h, &probe, 0, why, wlen) < 0) {
+				rq->settled = true;
+				free(h);
+				return EPERM;
+			}
+			free(h);
+		}
+		memcpy(rq->dtype, probe.dtype, sizeof(rq->dtype));
+	} else if (descr) {
+		if (rq->has_descr && (strlen(rq->descr) != size || memcmp(rq->descr, value, size) != 0)) {
+			snprintf(why, wlen, "another user.h5.descr was set already (kept)");
+			return EPERM;
+		}
+		memcpy(rq->descr, value, size);
+		rq->descr[size] = '\0';
+		rq->has_descr = true;
+	} else if (strcmp(key, "shape") == 0) {
+		if (parse_shape(&rank, dims, value, size) < 0) {
+			rq->settled = true;
+			snprintf(why, wlen, "not a shape h5fs makes (dimensions separated by commas)");
+			return EPERM;
+		}
+		if (rq->has_shape && (rank != rq->rank || memcmp(dims, rq->dims, rank * sizeof(*dims)) != 0)) {
+			snprintf(why, wlen, "another user.h5.shape was set already (kept)");
+			return EPERM;
+		}
+		rq->rank = rank;
+		memcpy(rq->dims, dims, rank * sizeof(*dims));
+		rq->has_shape = true;
+	}
+	return 0;
+}
+
+/* A complete request with its dtype on a node a descriptor holds open
+ * (cp -a sets the xattrs after its last write, before its close): more
+ * bytes there already than its type and shape take, or a descr that does
+ * not parse, are refused now, not at the close (which cannot fail any
+ * more): 0 or EPERM with why. An empty dataset (tar writes after setting
+ * them), fewer bytes than it takes (a writer not done) and a shape
+ * without its dtype yet (cp -a in tmpfs's order) wait for the close.
+ * Under rt_mu. */
+static int fits_now(const struct retype *rq, uint64_t size, char *why, size_t wlen)
+{
+	npy_header *h = calloc(1, sizeof(*h));
+	int e = 0;
+
+	if (!h)
+		return 0;
+	if (size && rq->dtype[0] && header_of(h, rq, size, why, wlen) < 0 && h->nbytes <= size)
+		e = EPERM;
+	free(h);
+	return e;
+}
+
 int retype_note(h5fs *fs, struct node *n, const char *key, const char *value, size_t size, bool bytes)
 {
-	struct retype *rq;
+	struct retype *rq, *fresh = NULL;
 	char why[240] = "";
-	bool apply = false;
+	bool open_now, done, stays;
+	uint64_t bytes_now;
 	int e = 0;
 
 	while (value && size && (value[size - 1] == '\0' || value[size - 1] == '\n'))
 		size--;
+	/* any description value set (not to what it shows) starts one on
+	 * bytes: a copy sets them in its own order (tmpfs lists the shape
+	 * first, rsync sorts the names) */
+	if (value && bytes && !__atomic_load_n(&n->retype, __ATOMIC_ACQUIRE) && !(fresh = calloc(1, sizeof(*fresh))))
+		return ENOMEM;
+	pthread_rwlock_rdlock(&n->lk);
+	bytes_now = (uint64_t)n->st.st_size;
+	pthread_rwlock_unlock(&n->lk);
 	pthread_mutex_lock(&rt_mu);
+	if (!n->retype && fresh)
+		n->retype = fresh, fresh = NULL;
+	free(fresh);    /* (another thread's first: a concurrent setxattr) */
 	rq = n->retype;
-	if (!rq && !value) {
-		pthread_mutex_unlock(&rt_mu);
-		return -1;
-	}
 	if (!rq) {
 		pthread_mutex_unlock(&rt_mu);
-		/* a dtype starts one on bytes, or a compound's descr (rsync
-		 * sets names in sorted order: descr before dtype) */
-		if ((strcmp(key, "dtype") != 0 && strcmp(key, "descr") != 0) || !bytes)
-			return -1;
-		rq = calloc(1, sizeof(*rq));
-		if (!rq)
-			return ENOMEM;
-		if (size >= (key[1] == 't' ? sizeof(rq->dtype) : sizeof(rq->descr)) || memchr(value, 0, size)) {
-			free(rq);
-			return -1;
-		}
-		if (key[1] == 'e') {
-			memcpy(rq->descr, value, size);
-			rq->has_descr = true;
-		} else {
-			memcpy(rq->dtype, value, size);
-		}
-		/* a dtype h5fs does not make from bytes: refused now, once */
-		if (rq->dtype[0]) {
-			npy_header *h = malloc(sizeof(*h));
-			struct retype probe = { .has_shape = true, .rank = 1 };
-
-			memcpy(probe.dtype, rq->dtype, sizeof(probe.dtype));
-			if (!h) {
-				free(rq);
-				return ENOMEM;
-			}
-			if (rq->dtype[1] != 'V' && header_of(h, &probe, 0, why, sizeof(why)) < 0) {
-				rq->settled = true;
-				e = EPERM;
-			}
-			free(h);
-		}
-		pthread_mutex_lock(&rt_mu);
-		if (n->retype) {
-			/* another thread's first (a concurrent setxattr) */
-			pthread_mutex_unlock(&rt_mu);
-			free(rq);
-			return retype_note(fs, n, key, value, size, bytes);
-		}
-		n->retype = rq;
-		pthread_mutex_unlock(&rt_mu);
-		if (e) {
-			h5fs_log(fs, LOG_NOTICE, "setxattr %s user.h5.dtype %s: EPERM: %s; it stays bytes (|u1)",
-				 show_path(n->path), rq->dtype, why);
-			return e;
-		}
-		return 0;       /* waits for the shape or the last close */
+		return -1;
 	}
 	if (rq->settled || !value) {
 		/* made or refused already (logged once): the rest changes
@@ -417,35 +484,26 @@ int retype_note(h5fs *fs, struct node *n, const char *key, const char *value, si
 		pthread_mutex_unlock(&rt_mu);
 		return 0;
 	}
-	if (strcmp(key, "shape") == 0) {
-		if (parse_shape(&rq->rank, rq->dims, value, size) < 0) {
-			rq->settled = true;
-			pthread_mutex_unlock(&rt_mu);
-			h5fs_log(fs, LOG_NOTICE, "setxattr %s user.h5.shape %.*s: EPERM: not a shape h5fs makes "
-				 "(dimensions separated by commas); it stays bytes (|u1)", show_path(n->path),
-				 (int)(size < 64 ? size : 64), value);
-			return EPERM;
-		}
-		rq->has_shape = true;
-		apply = true;
-	} else if (strcmp(key, "descr") == 0 && size < sizeof(rq->descr) && !memchr(value, 0, size)) {
-		memcpy(rq->descr, value, size);
-		rq->descr[size] = '\0';
-		rq->has_descr = true;
-		apply = true;
-	} else if (strcmp(key, "dtype") == 0 && size < sizeof(rq->dtype) && !memchr(value, 0, size)) {
-		memset(rq->dtype, 0, sizeof(rq->dtype));
-		memcpy(rq->dtype, value, size);
-		apply = true;
-	}
+	e = record(rq, key, value, size, why, sizeof(why));
+	open_now = __atomic_load_n(&n->opens, __ATOMIC_ACQUIRE) != 0;
+	done = !e && complete(rq);
+	if (done && open_now && (e = fits_now(rq, bytes_now, why, sizeof(why))) != 0)
+		rq->settled = true;
+	stays = rq->settled;
 	pthread_mutex_unlock(&rt_mu);
-	/* no descriptor has it open (setfattr): made now once the shape is
-	 * known (an empty one waits for its bytes: tar makes the file, sets
-	 * its xattrs, then writes it); else at the last close
-	 * (retype_closed): cp -a and rsync -X set them through their
-	 * descriptor, rsync each name after the dtype too (user.units comes
-	 * after user.h5.shape), which must reach the bytes' dataset */
-	if (apply && !__atomic_load_n(&n->opens, __ATOMIC_ACQUIRE) && (rq = take(n)) != NULL) {
+	if (e) {
+		h5fs_log(fs, LOG_NOTICE, "setxattr %s user.h5.%s %.*s: %s: %s%s", show_path(n->path), key,
+			 (int)(size < 64 ? size : 64), value, e == EPERM ? "EPERM" : strerror(e), why,
+			 stays ? "; it stays bytes (|u1)" : "");
+		return e;
+	}
+	/* no descriptor has it open (setfattr, tar before its bytes, rsync
+	 * -X on its closed temporary file): made now once complete (an
+	 * empty one waits for its bytes, a shape alone that |u1 does not
+	 * fit for its dtype); else at the last close (retype_closed): cp -a
+	 * sets them through its descriptor, and every user.* name after
+	 * them must reach the bytes' dataset first */
+	if (done && !open_now && (rq = take(n)) != NULL) {
 		e = make(fs, n, rq, true);
 		free(rq);
 	}

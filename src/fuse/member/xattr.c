@@ -203,23 +203,36 @@ static int xattr_change(h5fs *fs, struct node *n, const char *name, const char *
 	    (strcmp(name, "user.DIMENSION_LIST") == 0 || strcmp(name, "user._Netcdf4Coordinates") == 0) &&
 	    (__atomic_load_n(&n->retype, __ATOMIC_ACQUIRE) || retype_bytes(fs, n)))
 		return 0;
-	/* a type and shape set back on bytes (tar --xattrs, cp -a, rsync -X):
-	 * retype.c; the dtype they show already is no change */
-	if (k == XA_W_RESERVED && n->type == NT_FILE && !n->vkind && !(flags & XATTR_CREATE) && pager_writes(&fs->pg)) {
+	/* a type and shape set back on bytes (tar --xattrs, cp -a, rsync -X),
+	 * its description values in whatever order they come: retype.c (doc
+	 * /h5fs.1 MODIFYING, "Types set back"); a value it shows already is
+	 * no change */
+	if (k == XA_W_RESERVED && n->type == NT_FILE && !n->vkind && !(flags & XATTR_CREATE) && pager_writes(&fs->pg) &&
+	    xa_meta_key(name + strlen("user.h5."))) {
 		const char *key = name + strlen("user.h5.");
-		bool start = value && !__atomic_load_n(&n->retype, __ATOMIC_ACQUIRE) &&
-			     (strcmp(key, "dtype") == 0 || strcmp(key, "descr") == 0) &&
-			     !reserved_same(fs, n, name, value, size) && retype_bytes(fs, n);
+		bool pending = __atomic_load_n(&n->retype, __ATOMIC_ACQUIRE) != NULL;
+		bool start = value && !pending && !reserved_same(fs, n, name, value, size) && retype_bytes(fs, n);
 
-		if (start || __atomic_load_n(&n->retype, __ATOMIC_ACQUIRE)) {
+		if (start || pending) {
 			err = retype_note(fs, n, key, value, size, start);
 			if (err >= 0)
 				return err;
 			err = 0;
 		}
+		/* a description key removed from bytes (rsync -X removes the
+		 * names its source has not: user.h5.chunks of a new file):
+		 * what the type set back makes decides it */
+		if (!value && retype_bytes(fs, n))
+			return 0;
 	}
 	if (k == XA_W_RESERVED && value && n->type != NT_LINK && !(flags & XATTR_CREATE) &&
 	    reserved_same(fs, n, name, value, size))
+		return 0;
+	/* a description key that does not apply removed (rsync -X removes
+	 * user.h5.chunks it listed on the bytes, which a contiguous dataset
+	 * made of them has not): already so */
+	if (k == XA_W_RESERVED && !value && n->type == NT_FILE && xa_meta_key(name + strlen("user.h5.")) &&
+	    xattr_get(fs, n, name, NULL, 0, &(size_t){ 0 }) == -ENODATA)
 		return 0;
 	if (k == XA_W_RESERVED || (k == XA_W_TYPED && !value) || n->type == NT_LINK) {
 		h5fs_log(fs, LOG_NOTICE, "%s %s %s: EPERM: %s", value ? "setxattr" : "removexattr", show_path(n->path),
