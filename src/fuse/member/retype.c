@@ -48,6 +48,7 @@
 
 struct retype {
 	bool has_shape, has_descr;
+	bool values;            /* user.h5.text values: not strings */
 	bool settled;           /* made, or refused (logged): nothing more to do */
 	unsigned rank;
 	uint64_t dims[NPY_MAX_RANK];
@@ -80,16 +81,34 @@ void retype_names_hold(bool on)
 #define MADE_RING 64
 static struct {
 	const h5_file *f;
+	const h5fs *fs;
 	uint64_t addr;
+	bool u1;                /* made |u1 of a shape alone (no dtype came) */
 } made_ring[MADE_RING];
 static unsigned made_next;
 
-static void made_note(const h5_file *f, uint64_t addr)
+static void made_note(const h5fs *fs, const h5_file *f, uint64_t addr, bool u1)
 {
+	unsigned i;
+
 	pthread_mutex_lock(&rt_mu);
-	made_ring[made_next % MADE_RING].f = f;
-	made_ring[made_next++ % MADE_RING].addr = addr;
+	i = made_next++ % MADE_RING;
+	made_ring[i].f = f;
+	made_ring[i].fs = fs;
+	made_ring[i].addr = addr;
+	made_ring[i].u1 = u1;
 	pthread_mutex_unlock(&rt_mu);
+}
+
+bool retype_provisional(const h5fs *fs, uint64_t addr)
+{
+	bool hit = false;
+
+	pthread_mutex_lock(&rt_mu);
+	for (unsigned i = 0; i < MADE_RING && !hit; i++)
+		hit = made_ring[i].fs == fs && made_ring[i].addr == addr && made_ring[i].u1;
+	pthread_mutex_unlock(&rt_mu);
+	return hit;
 }
 
 bool retype_made(const h5_file *f, uint64_t addr)
@@ -204,7 +223,8 @@ static int make(h5fs *fs, struct node *n, struct retype *rq, bool from_set)
 	uint64_t made = UINT64_MAX;
 	struct use u;
 	int e = 0, rc = 0, began = 0;
-	bool quiet = false;
+	bool quiet = false, strings;
+	uint64_t count = 0;
 	h5_file *u_f = NULL;
 
 	/* The name and directory are read under names_lk: a rename holds it
@@ -252,7 +272,10 @@ static int make(h5fs *fs, struct node *n, struct retype *rq, bool from_set)
 		snprintf(why, sizeof(why), "its name no longer leads to it, or it has other links");
 		goto out;
 	}
-	rc = header_of(h, rq, h5_dataset_size(d), why, sizeof(why));
+	/* variable-length strings: one a line (rename_keep.c), the rest
+	 * byte for byte as np.save's stream is made */
+	strings = strcmp(dtype_of(rq), "|O") == 0;
+	rc = strings ? (h5_dataset_size(d) == 0 ? -EINVAL : 0) : header_of(h, rq, h5_dataset_size(d), why, sizeof(why));
 	if (rc < 0 && from_set && (h5_dataset_size(d) == 0 || !rq->dtype[0])) {
 		/* tar makes the file (mknod) and sets its xattrs before it
 		 * opens it to write the bytes: their last close decides; a
@@ -272,7 +295,15 @@ static int make(h5fs *fs, struct node *n, struct retype *rq, bool from_set)
 		goto out;
 	}
 	h5_err_clear();
-	rc = npy_make_from(&made, fs, u.f, d, h, u.addr, hidden, hlen);
+	rc = strings ? keep_strings_make(&made, &count, u.f, d, rq->rank, rq->dims, u.addr, hidden, hlen)
+		     : npy_make_from(&made, fs, u.f, d, h, u.addr, hidden, hlen);
+	if (strings) {
+		h->rank = rq->rank;
+		memcpy(h->shape, rq->dims, rq->rank * sizeof(*h->shape));
+		if (rq->rank == 1)
+			h->shape[0] = count;
+		h->nbytes = h5_dataset_size(d);
+	}
 	if (rc == 0)
 		rc = keep_attrs_copy(u.f, l.addr, made, own_detect(u.f) == OWN_HDF5 ? NULL : nc_own);
 	/* a descriptor opened meanwhile (before names_lk) writes or reads the
@@ -288,7 +319,7 @@ static int make(h5fs *fs, struct node *n, struct retype *rq, bool from_set)
 	if (rc == 0)
 		rc = h5_link_move_gone(u.f, u.addr, hidden, hlen, u.addr, name, nlen, &gone);
 	if (rc < 0) {
-		e = rc == H5_ERR_UNSUPPORTED ? EPERM : h5fs_errno(rc);
+		e = rc == H5_ERR_UNSUPPORTED || (strings && rc == H5_ERR_INVAL) ? EPERM : h5fs_errno(rc);
 		snprintf(why, sizeof(why), "%s", h5_err_msg());
 		if (made != UINT64_MAX && h5_link_delete(u.f, u.addr, hidden, hlen, 2) < 0)
 			h5_err_clear();
@@ -327,7 +358,7 @@ out:
 		h5fs_log(fs, quiet ? LOG_DEBUG : LOG_NOTICE, "%s: user.h5.dtype %s not given back: %s; it stays bytes (|u1)",
 			 show_path(path ? path : n->path), rq->dtype[0] ? rq->dtype : "(none: |u1)", why);
 	else if (made != UINT64_MAX)
-		made_note(u_f, made);
+		made_note(fs, u_f, made, !rq->dtype[0]);
 	free(path);
 	h5_gone_discard(gone);
 	h5_link_clear(&l);
@@ -390,8 +421,14 @@ static int record(struct retype *rq, const char *key, const char *value, size_t 
 			return EPERM;
 		}
 		memcpy(probe.dtype, value, size);
-		/* a dtype h5fs does not make from bytes: refused now, once */
-		if (probe.dtype[1] != 'V') {
+		/* a dtype h5fs does not make from bytes: refused now, once
+		 * (|O: strings from lines, unless user.h5.text says values) */
+		if (strcmp(probe.dtype, "|O") == 0 && rq->values) {
+			rq->settled = true;
+			snprintf(why, wlen, "variable-length values (user.h5.text values) are not made from bytes");
+			return EPERM;
+		}
+		if (probe.dtype[1] != 'V' && strcmp(probe.dtype, "|O") != 0) {
 			if (!(h = malloc(sizeof(*h)))) {
 				snprintf(why, wlen, "out of memory");
 				return ENOMEM;
@@ -412,6 +449,13 @@ static int record(struct retype *rq, const char *key, const char *value, size_t 
 		memcpy(rq->descr, value, size);
 		rq->descr[size] = '\0';
 		rq->has_descr = true;
+	} else if (strcmp(key, "text") == 0 && size == 6 && memcmp(value, "values", 6) == 0) {
+		rq->values = true;
+		if (strcmp(rq->dtype, "|O") == 0) {
+			rq->settled = true;
+			snprintf(why, wlen, "variable-length values are not made from bytes (strings are, one a line)");
+			return EPERM;
+		}
 	} else if (strcmp(key, "shape") == 0) {
 		if (parse_shape(&rank, dims, value, size) < 0) {
 			rq->settled = true;
@@ -444,7 +488,8 @@ static int fits_now(const struct retype *rq, uint64_t size, char *why, size_t wl
 
 	if (!h)
 		return 0;
-	if (size && rq->dtype[0] && header_of(h, rq, size, why, wlen) < 0 && h->nbytes <= size)
+	if (size && rq->dtype[0] && strcmp(rq->dtype, "|O") != 0 && header_of(h, rq, size, why, wlen) < 0 &&
+	    h->nbytes <= size)
 		e = EPERM;
 	free(h);
 	return e;

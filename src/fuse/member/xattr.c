@@ -213,6 +213,21 @@ static int xattr_change(h5fs *fs, struct node *n, const char *name, const char *
 		bool pending = __atomic_load_n(&n->retype, __ATOMIC_ACQUIRE) != NULL;
 		bool start = value && !pending && !reserved_same(fs, n, name, value, size) && retype_bytes(fs, n);
 
+		if (value && !pending && !start && strcmp(key, "dtype") == 0 && retype_provisional(fs, n->addr) &&
+		    !reserved_same(fs, n, name, value, size)) {
+			/* made |u1 of its shape alone: made again of that
+			 * dtype and shape */
+			char cur[256];
+			size_t clen = 0;
+
+			err = -1;
+			if (xattr_get(fs, n, "user.h5.shape", cur, sizeof(cur), &clen) == 0 && clen < sizeof(cur) &&
+			    (err = retype_note(fs, n, key, value, size, true)) == 0)
+				err = retype_note(fs, n, "shape", cur, clen, false);
+			if (err >= 0)
+				return err;
+			err = 0;
+		}
 		if (start || pending) {
 			err = retype_note(fs, n, key, value, size, start);
 			if (err >= 0)
