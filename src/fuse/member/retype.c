@@ -276,10 +276,12 @@ static int make(h5fs *fs, struct node *n, struct retype *rq, bool from_set)
 	 * byte for byte as np.save's stream is made */
 	strings = strcmp(dtype_of(rq), "|O") == 0;
 	rc = strings ? (h5_dataset_size(d) == 0 ? -EINVAL : 0) : header_of(h, rq, h5_dataset_size(d), why, sizeof(why));
-	if (rc < 0 && from_set && (h5_dataset_size(d) == 0 || !rq->dtype[0])) {
+	if (from_set && ((rc < 0 && (h5_dataset_size(d) == 0 || !rq->dtype[0])) ||
+			 (h5_dataset_size(d) == 0 && !rq->dtype[0]))) {
 		/* tar makes the file (mknod) and sets its xattrs before it
 		 * opens it to write the bytes: their last close decides; a
-		 * shape |u1 does not fit waits for its dtype */
+		 * shape without a dtype waits for it, when |u1 does not fit
+		 * or the file is empty (an empty array of any dtype fits) */
 		pthread_mutex_lock(&rt_mu);
 		n->retype->settled = false;
 		pthread_mutex_unlock(&rt_mu);

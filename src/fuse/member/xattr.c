@@ -211,7 +211,10 @@ static int xattr_change(h5fs *fs, struct node *n, const char *name, const char *
 	    xa_meta_key(name + strlen("user.h5."))) {
 		const char *key = name + strlen("user.h5.");
 		bool pending = __atomic_load_n(&n->retype, __ATOMIC_ACQUIRE) != NULL;
-		bool start = value && !pending && !reserved_same(fs, n, name, value, size) && retype_bytes(fs, n);
+		/* (a dtype it shows, |u1, too: a shape may follow, of an
+		 * empty array of that dtype among them) */
+		bool start = value && !pending && (strcmp(key, "dtype") == 0 || !reserved_same(fs, n, name, value, size)) &&
+			     retype_bytes(fs, n);
 
 		if (value && !pending && !start && strcmp(key, "dtype") == 0 && retype_provisional(fs, n->addr) &&
 		    !reserved_same(fs, n, name, value, size)) {
