@@ -6,25 +6,36 @@
  * 1-D uint8 dataset, link.c member_create), write its bytes and set
  * every xattr they read from the original, user.h5.dtype and
  * user.h5.shape among them: tar before the bytes, cp -a after them, both
- * on the open descriptor; rsync -X on the closed temporary file, in the
- * order listxattr gives (dtype, shape, ..., descr). A dtype other than
- * |u1 set on a 1-D |u1 dataset of one link is recorded on its node
- * (struct retype), with the shape and a compound's descr that follow;
- * the other storage keys (maxshape, chunks, filters, fill, layout, text)
- * are accepted and change nothing (the new dataset is made as np.save
- * makes one: contiguous, or chunked with -o compress). The dataset is
- * made again with that type and shape from its bytes once the dtype, the
- * shape (and a compound's descr) are all set: at the last close of its
- * descriptors, or at once on a dataset no descriptor has open; when the
- * byte count is exactly what they take. A close before the shape came
- * leaves the request waiting for it: the kernel's release of rsync's
- * descriptor, sent after close(2) returned, can come between rsync's
- * setxattrs of dtype and shape (made 1-D then, the shape was lost:
- * test_rename_keep "close, set, rename at once", 2 of 200 under ASan).
- * Anything else is refused once, with one log line: a dtype h5fs does
- * not make from bytes (variable-length data, ml_dtypes' floats, unicode)
- * fails its setxattr with EPERM; bytes that do not fit stay bytes (the
- * close cannot fail any more: the log line says so).
+ * on the open descriptor; rsync -X on the closed temporary file, in
+ * sorted order; each in the order the source lists them (tmpfs: the
+ * shape before the dtype; issue 83 item 3). Any description key set on
+ * a 1-D |u1 dataset of one link (to a value it does not show; a dtype
+ * even then) starts a request on its node (struct retype): dtype, shape
+ * and a compound's descr recorded, a second other value of one a
+ * conflict refused (the first kept), the storage keys (maxshape,
+ * chunks, filters, fill, layout, text) accepted and changing nothing
+ * (the new dataset is made as np.save makes one: contiguous, or chunked
+ * with -o compress). With no dtype the dtype is the bytes' own, |u1: a
+ * uint8 image comes back with its shape. The dataset is made again with
+ * that type and shape from its bytes once complete (a shape, a dtype or
+ * none, a compound's descr): at the last close of its descriptors, or at
+ * once on a dataset no descriptor has open when the byte count is
+ * exactly what they take (a shape alone that |u1 does not fit, or on an
+ * empty file, waits for its dtype; a 1-byte dtype after a shape alone
+ * made it |u1 makes it again: retype_provisional). A close before the
+ * shape came leaves the request waiting for it: the kernel's release of
+ * rsync's descriptor, sent after close(2) returned, can come between
+ * rsync's setxattrs of dtype and shape (made 1-D then, the shape was
+ * lost: test_rename_keep "close, set, rename at once", 2 of 200 under
+ * ASan). Variable-length strings (|O) are made from lines
+ * (rename_keep.c keep_strings_make). A refusal is decided at the
+ * setxattr, before its answer, with one log line: a dtype h5fs does not
+ * make from bytes (variable-length values, ml_dtypes' floats, unicode)
+ * or a shape it does not read (the dataset stays bytes), a conflict,
+ * bytes that do not fit when that is known then (no descriptor open, or
+ * more bytes already written than they take: fits_now); fewer bytes
+ * through an open descriptor are found at the close, which cannot fail
+ * any more (the log line says so).
  *
  * Making it again is rename_keep.c's way: the new dataset under the
  * hidden name ".NAME.h5fs-keep" (npy_rename.c npy_make_from: data, then

@@ -30,9 +30,10 @@ int keep_strings_make(uint64_t *made, uint64_t *count, h5_file *f, h5_dataset *s
 		      uint64_t grp, const char *name, size_t nlen);
 /* retype.c: user.h5.KEY (dtype, shape, descr, the other storage keys)
  * set to value (NULL: removed) on node n (bytes: a 1-D |u1 dataset of
- * one link, on which a dtype or descr starts a request): recorded, made
- * when complete on a dataset no descriptor has open; 0 or an errno
- * (logged), -1: not a type set back (the caller's rules). retype_closed:
+ * one link, on which any key starts a request): recorded, made when
+ * complete on a dataset no descriptor has open; 0 or an errno (logged,
+ * decided before the answer), -1: not a type set back (the caller's
+ * rules). retype_closed:
  * at the release of n's last descriptor, the request made when none
  * writes it. */
 int retype_note(h5fs *fs, struct node *n, const char *key, const char *value, size_t size, bool bytes);
