@@ -22,6 +22,17 @@ on a closed file (float64, and int8 after a shape |u1 fits); setting a
 description to the value it shows succeeds; a second, other dtype is a
 conflict refused (EPERM) with its reason logged once; a shape the bytes
 do not fill is refused at the set.
+
+A netCDF-4 file netCDF4-python wrote (a coordinate variable x, an
+unlimited t, v(t, x) and a group's variable, with attributes): the same
+three tools copy the variables out and back into new groups; the copies
+are variables again on netCDF dimensions (their dimension lists, scale
+references and dimension ids are the mount's to make: a copied
+_Netcdf4Dimid or CLASS would make a second dimension of one id or a scale
+of no variable), no bytes' dimension is left behind (rsync -X removes
+the bytes' DIMENSION_LIST its source has not), every dimension id is
+its own, and ncdump and netCDF4 read each copy with its values and
+attributes.
 """
 import errno
 import os
@@ -110,6 +121,80 @@ def run(cmd, what, cwd=None):
         T.fail("%s: exit %d: %s" % (what, r.returncode, r.stderr.decode(errors="replace")[-600:]))
 
 
+def nc_round_trip(disk, mnt):
+    try:
+        import netCDF4
+    except ImportError:
+        print("netCDF round trip: netCDF4 missing: skipped")
+        return
+    if not shutil.which("ncdump"):
+        print("netCDF round trip: ncdump missing: skipped")
+        return
+    path = os.path.join(disk, "f.nc")
+    with netCDF4.Dataset(path, "w") as d:
+        d.createDimension("x", 4)
+        d.createDimension("t", None)
+        x = d.createVariable("x", "f8", ("x",))
+        x[:] = [1.0, 2.0, 3.0, 4.0]
+        x.units = "m"
+        v = d.createVariable("v", "f4", ("t", "x"))
+        v[:] = np.arange(8, dtype="f4").reshape(2, 4)
+        v.long_name = "vee"
+        g = d.createGroup("g")
+        w = g.createVariable("w", "i4", ("x",))
+        w[:] = [5, 6, 7, 8]
+    names = ["x", "v", "g"]
+    outs = {k: os.path.join(disk, "nc_out_" + k) for k in ("cp", "tar", "rsync")}
+    tar1, tar2 = os.path.join(disk, "nc_out.tar"), os.path.join(disk, "nc_back.tar")
+    x = ["--xattrs", "--xattrs-include=*"]
+    with T.Mount(path, mnt, opts=["-o", "rw"]) as m, m.watchdog(120):
+        for d in outs.values():
+            os.mkdir(d)
+        for g in ("cp", "tar", "rsync"):
+            os.mkdir(os.path.join(mnt, g))
+        run(["cp", "-a"] + names + [outs["cp"] + "/"], "nc: cp -a out", cwd=mnt)
+        run(["cp", "-a"] + names + [os.path.join(mnt, "cp") + "/"], "nc: cp -a back", cwd=outs["cp"])
+        run(["tar"] + x + ["-cf", tar1] + names, "nc: tar c out", cwd=mnt)
+        run(["tar"] + x + ["-xf", tar1, "-C", outs["tar"]], "nc: tar x out")
+        run(["tar"] + x + ["-cf", tar2] + names, "nc: tar c back", cwd=outs["tar"])
+        run(["tar"] + x + ["-xf", tar2, "-C", os.path.join(mnt, "tar")], "nc: tar x back")
+        run(["rsync", "-aX"] + names + [outs["rsync"] + "/"], "nc: rsync -aX out", cwd=mnt)
+        run(["rsync", "-aX", outs["rsync"] + "/", os.path.join(mnt, "rsync") + "/"], "nc: rsync -aX back")
+    if m.returncode:
+        T.fail("nc: unmount exits %s: %s" % (m.returncode, m.output()[-2000:]))
+    bad = [ln for ln in m.output().splitlines() if "EPERM" in ln or "not updated" in ln or "without" in ln]
+    if bad:
+        T.fail("nc: refusals or failures logged:\n%s" % "\n".join(bad[:10]))
+    ids = {}
+    with h5py.File(path, "r") as f:
+        def visit(n, o):
+            if "_Netcdf4Dimid" in o.attrs:
+                ids.setdefault(int(o.attrs["_Netcdf4Dimid"]), []).append(n)
+        f.visititems(visit)
+    dup = {k: v for k, v in ids.items() if len(v) > 1}
+    if dup:
+        T.fail("nc: dimensions sharing a _Netcdf4Dimid: %s" % dup)
+    r = subprocess.run(["ncdump", "-h", path], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    cdl = r.stdout.decode(errors="replace")
+    if r.returncode != 0 or "phony_dim" in cdl or "0 currently" in cdl:
+        T.fail("nc: ncdump -h exits %d (an axis on no dimension, or a bytes' dimension left):\n%s%s" % (
+            r.returncode, cdl, r.stderr.decode(errors="replace")))
+    with netCDF4.Dataset(path) as d:
+        for g in ("cp", "tar", "rsync"):
+            for name, want, attrs in (("x", [1.0, 2.0, 3.0, 4.0], {"units": "m"}),
+                                      ("v", np.arange(8).reshape(2, 4).tolist(), {"long_name": "vee"}),
+                                      ("g/w", [5, 6, 7, 8], {})):
+                try:
+                    var = d[g + "/" + name]
+                    got = var[:].tolist()
+                    at = {k: var.getncattr(k) for k in var.ncattrs()}
+                except Exception as e:  # noqa: BLE001 - netCDF-C's error is the finding
+                    T.fail("nc: netCDF4 reads %s/%s: %s" % (g, name, e))
+                    continue
+                if got != want or at != attrs:
+                    T.fail("nc: %s/%s reads %r %r, not %r %r" % (g, name, got, at, want, attrs))
+
+
 def main():
     wd = T.workdir("copy_back")
     disk = os.path.join(wd, "disk")
@@ -191,6 +276,7 @@ def main():
             left = [k for g in ("cp", "tar", "tar1", "rsync") for k in f[g] if k not in NAMES]
             if left:
                 T.fail("names left: %r" % left)
+        nc_round_trip(disk, mnt)
     shutil.rmtree(wd, ignore_errors=True)
     return T.finish()
 

@@ -220,7 +220,13 @@ static int parse_shape(unsigned *rank, uint64_t *dims, const char *v, size_t len
  * without a dtype that |u1 does not fit (a dtype may follow) wait. */
 static int make(h5fs *fs, struct node *n, struct retype *rq, bool from_set)
 {
-	static const char *const nc_own[] = { "DIMENSION_LIST", "_Netcdf4Coordinates", "_Netcdf4Dimid", NULL };
+	/* (netCDF-C's reserved attributes of a dimension and a variable:
+	 * the mount attaches the copy to netCDF dimensions itself, a copied
+	 * CLASS made it a scale of no variable, "a REFERENCE_LIST of
+	 * another layout"; elsewhere references as text are no references) */
+	static const char *const nc_own[] = { "DIMENSION_LIST", "_Netcdf4Coordinates", "_Netcdf4Dimid",
+					      "REFERENCE_LIST", "CLASS", "NAME", NULL };
+	static const char *const h5_own[] = { "DIMENSION_LIST", "REFERENCE_LIST", NULL };
 	struct node *p;
 	char *path, *hidden;
 	const char *name;
@@ -318,7 +324,7 @@ static int make(h5fs *fs, struct node *n, struct retype *rq, bool from_set)
 		h->nbytes = h5_dataset_size(d);
 	}
 	if (rc == 0)
-		rc = keep_attrs_copy(u.f, l.addr, made, own_detect(u.f) == OWN_HDF5 ? NULL : nc_own);
+		rc = keep_attrs_copy(u.f, l.addr, made, own_detect(u.f) == OWN_HDF5 ? h5_own : nc_own);
 	/* a descriptor opened meanwhile (before names_lk) writes or reads the
 	 * bytes: its last close decides */
 	if (rc == 0 && __atomic_load_n(&n->opens, __ATOMIC_ACQUIRE)) {

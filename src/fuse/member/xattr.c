@@ -196,11 +196,17 @@ static int xattr_change(h5fs *fs, struct node *n, const char *name, const char *
 
 	if (k == XA_W_OTHER)
 		return ENOTSUP;
-	/* a netCDF variable's dimension lists copied onto bytes (cp -a, tar,
-	 * rsync -X: references as text, which no attribute takes): the
-	 * dimensions are attached when its type is set back (retype.c) */
-	if (value && n->type == NT_FILE && pager_writes(&fs->pg) &&
-	    (strcmp(name, "user.DIMENSION_LIST") == 0 || strcmp(name, "user._Netcdf4Coordinates") == 0) &&
+	/* a variable's dimension lists and a scale's references copied onto
+	 * bytes (cp -a, tar, rsync -X: references as text, which no
+	 * attribute takes), or its netCDF dimension id (the mount gives a
+	 * new dimension its own: issue 83 item 2): the dimensions are
+	 * attached when its type is set back (retype.c); removed (rsync -X
+	 * removes the bytes' own DIMENSION_LIST when its source has none):
+	 * the bytes' dimension goes with them then (ncdims.c nc_detach_var),
+	 * which a removal here left behind */
+	if (n->type == NT_FILE && pager_writes(&fs->pg) &&
+	    (strcmp(name, "user.DIMENSION_LIST") == 0 || strcmp(name, "user._Netcdf4Coordinates") == 0 ||
+	     strcmp(name, "user.REFERENCE_LIST") == 0 || strcmp(name, "user._Netcdf4Dimid") == 0) &&
 	    (__atomic_load_n(&n->retype, __ATOMIC_ACQUIRE) || retype_bytes(fs, n)))
 		return 0;
 	/* a type and shape set back on bytes (tar --xattrs, cp -a, rsync -X),
