@@ -16,7 +16,7 @@ them out to the tmpfs and back into a new group of the mount: `cp -a`,
 `tar --xattrs --xattrs-include='*'` (and `tar --xattrs` alone back in),
 `rsync -aX`; each exits 0 with nothing on stderr, and h5py reads every
 copy as the original (attributes as the text they showed: an xattr has
-no type). Then by hand: `setfattr -n user.h5.shape -v 32,32` on a new
+no type; the chunked one chunked as it was, gzip'd). Then by hand: `setfattr -n user.h5.shape -v 32,32` on a new
 flat uint8 file of 1024 bytes makes it (32,32); the shape then the dtype
 on a closed file (float64, and int8 after a shape |u1 fits); setting a
 description to the value it shows succeeds; a second, other dtype is a
@@ -273,6 +273,10 @@ def main():
                 d = f[name]
                 if d.dtype != want.dtype or d.shape != want.shape or d[()].tobytes() != want.tobytes():
                     T.fail("%s: %s %s, expected %s %s" % (name, d.dtype, d.shape, want.dtype, want.shape))
+                # (the chunks and gzip of the copy's xattrs honoured)
+                gz = f[g + "/gz"]
+                if gz.chunks != (3, 5) or gz.compression != "gzip":
+                    T.fail("%s/gz: chunks %s, %s, not (3, 5), gzip" % (g, gz.chunks, gz.compression))
             left = [k for g in ("cp", "tar", "tar1", "rsync") for k in f[g] if k not in NAMES]
             if left:
                 T.fail("names left: %r" % left)

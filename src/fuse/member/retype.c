@@ -60,6 +60,12 @@
 struct retype {
 	bool has_shape, has_descr;
 	bool values;            /* user.h5.text values: not strings */
+	/* user.h5.chunks (honoured when of the shape's rank) and whether
+	 * user.h5.filters named deflate: PyTables reads a CArray only
+	 * chunked (a contiguous one crashed it) */
+	unsigned chunk_rank;
+	uint64_t chunk[NPY_MAX_RANK];
+	bool deflate;
 	bool settled;           /* made, or refused (logged): nothing more to do */
 	unsigned rank;
 	uint64_t dims[NPY_MAX_RANK];
@@ -315,7 +321,8 @@ static int make(h5fs *fs, struct node *n, struct retype *rq, bool from_set)
 	}
 	h5_err_clear();
 	rc = strings ? keep_strings_make(&made, &count, u.f, d, rq->rank, rq->dims, u.addr, hidden, hlen)
-		     : npy_make_from(&made, fs, u.f, d, h, u.addr, hidden, hlen);
+		     : npy_make_from(&made, fs, u.f, d, h, rq->chunk_rank && rq->chunk_rank == h->rank ? rq->chunk : NULL,
+				     rq->deflate ? 4 : 0, u.addr, hidden, hlen);
 	if (strings) {
 		h->rank = rq->rank;
 		memcpy(h->shape, rq->dims, rq->rank * sizeof(*h->shape));
@@ -414,9 +421,10 @@ static struct retype *take(struct node *n)
 }
 
 /* One description value into the request (under rt_mu): dtype, shape and
- * descr recorded; the storage keys (maxshape, chunks, filters, fill,
- * layout, text) accepted and changing nothing (the dataset is made as
- * np.save makes one). EPERM with why: a dtype h5fs does not make from
+ * descr recorded, chunks and a deflate among the filters too (the
+ * dataset is made with them when they fit it); the other storage keys
+ * (maxshape, fill, layout, text) accepted and changing nothing (the
+ * dataset is made as np.save makes one). EPERM with why: a dtype h5fs does not make from
  * bytes or a shape it does not read (the request then settled: it stays
  * bytes), or a second value of a key other than the first (a conflict:
  * refused, the first kept). */
@@ -468,6 +476,18 @@ static int record(struct retype *rq, const char *key, const char *value, size_t 
 		memcpy(rq->descr, value, size);
 		rq->descr[size] = '\0';
 		rq->has_descr = true;
+	} else if (strcmp(key, "chunks") == 0) {
+		if (parse_shape(&rank, dims, value, size) == 0 && rank > 0) {
+			rq->chunk_rank = rank;
+			memcpy(rq->chunk, dims, rank * sizeof(*dims));
+		}
+	} else if (strcmp(key, "filters") == 0) {
+		/* (the names user.h5.filters shows, comma-separated; the
+		 * level is not shown: h5py's default, 4) */
+		for (size_t i = 0; i + 7 <= size; i++)
+			if (memcmp(value + i, "deflate", 7) == 0 && (i == 0 || value[i - 1] == ',') &&
+			    (i + 7 == size || value[i + 7] == ','))
+				rq->deflate = true;
 	} else if (strcmp(key, "text") == 0 && size == 6 && memcmp(value, "values", 6) == 0) {
 		rq->values = true;
 		if (strcmp(rq->dtype, "|O") == 0) {
