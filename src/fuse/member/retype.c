@@ -12,10 +12,11 @@
  * a 1-D |u1 dataset of one link (to a value it does not show; a dtype
  * even then) starts a request on its node (struct retype): dtype, shape
  * and a compound's descr recorded, a second other value of one a
- * conflict refused (the first kept), the storage keys (maxshape,
- * chunks, filters, fill, layout, text) accepted and changing nothing
- * (the new dataset is made as np.save makes one: contiguous, or chunked
- * with -o compress). With no dtype the dtype is the bytes' own, |u1: a
+ * conflict refused (the first kept), chunks and a deflate filter
+ * recorded (the new dataset chunked and gzip'd so when they fit it), the
+ * other storage keys (maxshape, fill, layout, text) accepted and
+ * changing nothing (the new dataset is made as np.save makes one:
+ * contiguous, or chunked with -o compress). With no dtype the dtype is the bytes' own, |u1: a
  * uint8 image comes back with its shape. The dataset is made again with
  * that type and shape from its bytes once complete (a shape, a dtype or
  * none, a compound's descr): at the last close of its descriptors, or at
