@@ -61,6 +61,7 @@
 struct retype {
 	bool has_shape, has_descr;
 	bool values;            /* user.h5.text values: not strings */
+	bool made;              /* made: the node's object is gone (retype_gone) */
 	/* user.h5.chunks (honoured when of the shape's rank) and whether
 	 * user.h5.filters named deflate: PyTables reads a CArray only
 	 * chunked (a contiguous one crashed it) */
@@ -384,8 +385,12 @@ out:
 	if (e)
 		h5fs_log(fs, quiet ? LOG_DEBUG : LOG_NOTICE, "%s: user.h5.dtype %s not given back: %s; it stays bytes (|u1)",
 			 show_path(path ? path : n->path), rq->dtype[0] ? rq->dtype : "(none: |u1)", why);
-	else if (made != UINT64_MAX)
+	else if (u_f) {
 		made_note(fs, u_f, made, !rq->dtype[0]);
+		pthread_mutex_lock(&rt_mu);
+		n->retype->made = true;
+		pthread_mutex_unlock(&rt_mu);
+	}
 	free(path);
 	h5_gone_discard(gone);
 	h5_link_clear(&l);
@@ -599,6 +604,18 @@ int retype_note(h5fs *fs, struct node *n, const char *key, const char *value, si
 		free(rq);
 	}
 	return e;
+}
+
+bool retype_gone(struct node *n)
+{
+	bool gone;
+
+	if (!__atomic_load_n(&n->retype, __ATOMIC_ACQUIRE))
+		return false;
+	pthread_mutex_lock(&rt_mu);
+	gone = n->retype->made;
+	pthread_mutex_unlock(&rt_mu);
+	return gone;
 }
 
 void retype_open_wait(struct node *n)

@@ -50,6 +50,12 @@ bool retype_provisional(const h5fs *fs, uint64_t addr);
  * request is made; an open of a node with a request (after counting
  * itself in n->opens) waits for one being made. */
 void retype_names_hold(bool on);
+/* Whether n's bytes were made a typed dataset (a new object under its
+ * name): its xattr requests answer ESTALE, so that the kernel, whose
+ * entry of the name is dropped only after the reply that made it, looks
+ * the name up again and asks the new dataset (setfattr of the dtype
+ * after the shape made it, rsync -X's user.* names after the shape). */
+bool retype_gone(struct node *n);
 void retype_open_wait(struct node *n);
 
 #endif

@@ -95,7 +95,7 @@ int member_listxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino)
 	struct node *n = node_get(fs, ino);
 
 	*len = 0;
-	if (!n)
+	if (!n || retype_gone(n))
 		return ESTALE;
 	return -xattr_list(fs, n, buf, size, len);
 }
@@ -113,7 +113,7 @@ int member_getxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino, 
 	if (strncmp(name, "user.", 5) != 0 && light_getattr(fs, ino, &st))
 		return ENODATA;
 	n = node_get(fs, ino);
-	if (!n)
+	if (!n || retype_gone(n))
 		return ESTALE;
 	return -xattr_get(fs, n, name, buf, size, len);
 }
@@ -333,8 +333,8 @@ int member_setxattr(void *r, uint64_t ino, const char *name, const char *value, 
 
 	int e;
 
-	if (!n)
-		return ESTALE;
+	if (!n || retype_gone(n))
+		return ESTALE;  /* (retype_gone: the name is looked up again) */
 	e = xattr_change(fs, n, name, value ? value : "", size, flags);
 	if (!e)
 		node_touch(n, false);   /* (POSIX: a change of the inode's ctime) */
@@ -348,8 +348,8 @@ int member_removexattr(void *r, uint64_t ino, const char *name)
 
 	int e;
 
-	if (!n)
-		return ESTALE;
+	if (!n || retype_gone(n))
+		return ESTALE;  /* (retype_gone: the name is looked up again) */
 	e = xattr_change(fs, n, name, NULL, 0, 0);
 	if (!e)
 		node_touch(n, false);
