@@ -254,10 +254,14 @@ def main():
         log = m.output()
         if m.returncode:
             T.fail("unmount exits %s: %s" % (m.returncode, log[-2000:]))
-        for line in ("setxattr /conflict user.h5.dtype <i4: EPERM: user.h5.dtype <f8 was set already",
-                     "/too_big: user.h5.dtype <f8 not given back: its 24 bytes are not the 16"):
-            if log.count(line) != 1:
-                T.fail("%d log lines %r:\n%s" % (log.count(line), line, log[-2000:]))
+        # (too_big's refusal: its writer's descriptor is closed, or still
+        # open when the kernel's release of it comes after the setxattr)
+        for what, words in (("conflict", ("setxattr /conflict user.h5.dtype <i4: EPERM: user.h5.dtype <f8 was set "
+                                          "already",)),
+                            ("too_big", ("/too_big", "its 24 bytes are not the 16 that <f8 of its shape takes"))):
+            k = len([ln for ln in log.splitlines() if all(w in ln for w in words)])
+            if k != 1:
+                T.fail("%s: %d log lines of %r:\n%s" % (what, k, words, log[-2000:]))
         others = [ln for ln in log.splitlines() if "EPERM" in ln and "/conflict" not in ln and "/too_big" not in ln]
         if others:
             T.fail("refusals logged in the round trips:\n%s" % "\n".join(others[:10]))

@@ -249,6 +249,8 @@ static int make(h5fs *fs, struct node *n, struct retype *rq, bool from_set)
 	struct use u;
 	int e = 0, rc = 0, began = 0;
 	bool quiet = false, strings;
+	char *gpath = NULL;
+	uint64_t grp = UINT64_MAX;
 	uint64_t count = 0;
 	h5_file *u_f = NULL;
 
@@ -276,18 +278,34 @@ static int make(h5fs *fs, struct node *n, struct retype *rq, bool from_set)
 		snprintf(why, sizeof(why), "user.h5.descr was set without user.h5.dtype");
 		goto out;
 	}
-	if (!p || p->type != NT_DIR) {
+	if (p && p->type != NT_DIR) {
 		e = ESTALE;
 		snprintf(why, sizeof(why), "its directory is no longer known");
 		goto out;
 	}
-	if ((e = commit_begin(&u, fs, p, COMMIT_ALL, "setxattr user.h5.dtype")) != 0) {
+	/* (no node of the directory: the kernel forgot it before the
+	 * release of its file came, which it sends after the file's last
+	 * reference went; the group found by its path then) */
+	gpath = p ? strdup(p->path) : name == path ? strdup("/") : strndup(path, (size_t)(name - 1 - path));
+	if (!gpath) {
+		e = ENOMEM;
+		snprintf(why, sizeof(why), "out of memory");
+		goto out;
+	}
+	if ((e = commit_begin(&u, fs, p ? p : n, COMMIT_ALL, "setxattr user.h5.dtype")) != 0) {
 		snprintf(why, sizeof(why), "%s", strerror(e));
 		goto out;
 	}
 	began = 1;
+	grp = u.addr;
+	if (!p && h5_path_lookup(&grp, u.f, gpath[0] ? gpath : "/") < 0) {
+		h5_err_clear();
+		e = ESTALE;
+		snprintf(why, sizeof(why), "its directory %s is no longer there", show_path(gpath));
+		goto out;
+	}
 	/* still the name's dataset, still bytes of one link */
-	if (h5_group_lookup(&l, u.f, u.addr, name) < 0 || l.type != H5_LINK_HARD || l.addr != n->addr ||
+	if (h5_group_lookup(&l, u.f, grp, name) < 0 || l.type != H5_LINK_HARD || l.addr != n->addr ||
 	    h5_obj_info_get(&info, u.f, l.addr) < 0 || info.nlink != 1 || h5_dataset_open(&d, u.f, l.addr) < 0) {
 		h5_err_clear();
 		/* (renamed over another dataset meanwhile: rename_keep.c's
@@ -301,12 +319,13 @@ static int make(h5fs *fs, struct node *n, struct retype *rq, bool from_set)
 	 * byte for byte as np.save's stream is made */
 	strings = strcmp(dtype_of(rq), "|O") == 0;
 	rc = strings ? (h5_dataset_size(d) == 0 ? -EINVAL : 0) : header_of(h, rq, h5_dataset_size(d), why, sizeof(why));
-	if (from_set && ((rc < 0 && (h5_dataset_size(d) == 0 || !rq->dtype[0])) ||
-			 (h5_dataset_size(d) == 0 && !rq->dtype[0]))) {
+	if ((!rq->dtype[0] && (rc < 0 || h5_dataset_size(d) == 0)) || (from_set && rc < 0 && h5_dataset_size(d) == 0)) {
 		/* tar makes the file (mknod) and sets its xattrs before it
 		 * opens it to write the bytes: their last close decides; a
 		 * shape without a dtype waits for it, when |u1 does not fit
-		 * or the file is empty (an empty array of any dtype fits) */
+		 * or the file is empty (an empty array of any dtype fits),
+		 * also at a close (the kernel's release of a descriptor comes
+		 * after close(2) returned: between two setxattrs by name) */
 		pthread_mutex_lock(&rt_mu);
 		n->retype->settled = false;
 		pthread_mutex_unlock(&rt_mu);
@@ -316,15 +335,15 @@ static int make(h5fs *fs, struct node *n, struct retype *rq, bool from_set)
 		e = EPERM;
 		goto out;
 	}
-	if (h5_group_lookup(&left, u.f, u.addr, hidden) == 0 && h5_link_delete(u.f, u.addr, hidden, hlen, 2) < 0) {
+	if (h5_group_lookup(&left, u.f, grp, hidden) == 0 && h5_link_delete(u.f, grp, hidden, hlen, 2) < 0) {
 		e = EPERM;
 		snprintf(why, sizeof(why), "a dataset under its hidden name %s could not be removed", hidden);
 		goto out;
 	}
 	h5_err_clear();
-	rc = strings ? keep_strings_make(&made, &count, u.f, d, rq->rank, rq->dims, u.addr, hidden, hlen)
+	rc = strings ? keep_strings_make(&made, &count, u.f, d, rq->rank, rq->dims, grp, hidden, hlen)
 		     : npy_make_from(&made, fs, u.f, d, h, rq->chunk_rank && rq->chunk_rank == h->rank ? rq->chunk : NULL,
-				     rq->deflate ? 4 : 0, u.addr, hidden, hlen);
+				     rq->deflate ? 4 : 0, grp, hidden, hlen);
 	if (strings) {
 		h->rank = rq->rank;
 		memcpy(h->shape, rq->dims, rq->rank * sizeof(*h->shape));
@@ -337,7 +356,7 @@ static int make(h5fs *fs, struct node *n, struct retype *rq, bool from_set)
 	/* a descriptor opened meanwhile (before names_lk) writes or reads the
 	 * bytes: its last close decides */
 	if (rc == 0 && __atomic_load_n(&n->opens, __ATOMIC_ACQUIRE)) {
-		if (h5_link_delete(u.f, u.addr, hidden, hlen, 2) < 0)
+		if (h5_link_delete(u.f, grp, hidden, hlen, 2) < 0)
 			h5_err_clear();
 		pthread_mutex_lock(&rt_mu);
 		n->retype->settled = false;
@@ -345,11 +364,11 @@ static int make(h5fs *fs, struct node *n, struct retype *rq, bool from_set)
 		goto out;
 	}
 	if (rc == 0)
-		rc = h5_link_move_gone(u.f, u.addr, hidden, hlen, u.addr, name, nlen, &gone);
+		rc = h5_link_move_gone(u.f, grp, hidden, hlen, grp, name, nlen, &gone);
 	if (rc < 0) {
 		e = rc == H5_ERR_UNSUPPORTED || (strings && rc == H5_ERR_INVAL) ? EPERM : h5fs_errno(rc);
 		snprintf(why, sizeof(why), "%s", h5_err_msg());
-		if (made != UINT64_MAX && h5_link_delete(u.f, u.addr, hidden, hlen, 2) < 0)
+		if (made != UINT64_MAX && h5_link_delete(u.f, grp, hidden, hlen, 2) < 0)
 			h5_err_clear();
 		goto out;
 	}
@@ -358,9 +377,9 @@ static int make(h5fs *fs, struct node *n, struct retype *rq, bool from_set)
 	if (own_detect(u.f) != OWN_HDF5) {
 		char nwhy[160] = "";
 
-		rc = nc_detach_var(u.f, &fs->nc_ids, u.addr, l.addr);
+		rc = nc_detach_var(u.f, &fs->nc_ids, grp, l.addr);
 		if (rc == 0 && h->rank > 0)
-			rc = nc_attach_var(u.f, &fs->nc_ids, p->path, u.addr, made, h->rank, h->shape, false, nwhy, sizeof(nwhy));
+			rc = nc_attach_var(u.f, &fs->nc_ids, gpath[0] ? gpath : "/", grp, made, h->rank, h->shape, false, nwhy, sizeof(nwhy));
 		if (rc < 0)
 			h5fs_log(fs, LOG_ERR, "%s: made %s, its netCDF dimensions not updated: %s", show_path(path),
 				 dtype_of(rq), h5_err_msg());
@@ -369,8 +388,10 @@ static int make(h5fs *fs, struct node *n, struct retype *rq, bool from_set)
 	if (gone)
 		gone_keep(fs, u.g, u.f, l.addr, gone);
 	gone = NULL;
-	synth_forget(fs, p->ino, name);
-	npy_inval_after_reply(fs, p->ino, name, NULL);
+	if (p) {
+		synth_forget(fs, p->ino, name);
+		npy_inval_after_reply(fs, p->ino, name, NULL);
+	}
 	u_f = u.f;
 	h5fs_log(fs, LOG_INFO, "%s: made %s of %u dimensions from its %" PRIu64 " bytes (user.h5.dtype and shape set back)",
 		 show_path(path), dtype_of(rq), h->rank, h->nbytes);
@@ -392,6 +413,7 @@ out:
 		pthread_mutex_unlock(&rt_mu);
 	}
 	free(path);
+	free(gpath);
 	h5_gone_discard(gone);
 	h5_link_clear(&l);
 	h5_link_clear(&left);
