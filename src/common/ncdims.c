@@ -12,7 +12,8 @@
  * dimension's name, big-endian 32-bit floats, its length, no data
  * written, with CLASS, the NAME "This is a netCDF dimension but not a
  * netCDF variable." and its length in 10 columns, and _Netcdf4Dimid, one
- * more than the largest in the file; but none in a file whose dimensions
+ * more than the largest in the file or given by the mount (struct nc_ids:
+ * decided under its lock); but none in a file whose dimensions
  * have none (written by an older netCDF-C, or NCO: issue671.nc of
  * netcdf-c's tests): netCDF-C numbers those as it reads them, and one
  * dimension with an id among them makes it see two of one id ("NetCDF:
@@ -33,6 +34,7 @@
 
 struct dimv {
 	uint64_t addr, len;
+	char *name;             /* its link's name (NULL: one with a NUL) */
 };
 
 struct dims {
@@ -69,6 +71,24 @@ static uint64_t length_of(h5_file *f, uint64_t addr)
 	return len;
 }
 
+/* One more dimension of a scope; name NULL or of name_len bytes. */
+static int dims_add(struct dims *s, uint64_t addr, uint64_t len, const char *name, size_t name_len)
+{
+	if (s->n == s->cap) {
+		struct dimv *nv = realloc(s->v, (s->cap ? 2 * s->cap : 16) * sizeof(*nv));
+
+		if (!nv)
+			return h5_err_set(H5_ERR_NOMEM, "out of memory");
+		s->v = nv;
+		s->cap = s->cap ? 2 * s->cap : 16;
+	}
+	s->v[s->n] = (struct dimv){ addr, len, NULL };
+	if (name && !memchr(name, 0, name_len) && !(s->v[s->n].name = strndup(name, name_len)))
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	s->n++;
+	return 0;
+}
+
 static int dim_cb(const h5_link *l, void *ud)
 {
 	struct dims *s = ud;
@@ -79,16 +99,29 @@ static int dim_cb(const h5_link *l, void *ud)
 	len = length_of(s->f, l->addr);
 	if (len == UINT64_MAX)
 		return 0;
-	if (s->n == s->cap) {
-		struct dimv *nv = realloc(s->v, (s->cap ? 2 * s->cap : 16) * sizeof(*nv));
+	return dims_add(s, l->addr, len, l->name, l->name_len);
+}
 
-		if (!nv)
-			return h5_err_set(H5_ERR_NOMEM, "out of memory");
-		s->v = nv;
-		s->cap = s->cap ? 2 * s->cap : 16;
-	}
-	s->v[s->n++] = (struct dimv){ l->addr, len };
-	return 0;
+static void dims_free(struct dims *s)
+{
+	for (size_t k = 0; k < s->n; k++)
+		free(s->v[k].name);
+	free(s->v);
+}
+
+/* Whether a dimension named name is in one of the scopes lv[0..n): a
+ * reader resolves a variable's dimension by name from the variable's
+ * group up (netCDF4-python's _find_dim), so one of a group below by that
+ * name hides it (issue 83 item 2: b(dim_0, /t2/dim_0) in t2/sub, which
+ * had a dim_0 of its own, read as (5, 5): "Start+count exceeds
+ * dimension bound"). */
+static bool named_in(const struct dims *lv, unsigned n, const char *name)
+{
+	for (unsigned g = 0; name && g < n; g++)
+		for (size_t k = 0; k < lv[g].n; k++)
+			if (lv[g].v[k].name && strcmp(lv[g].v[k].name, name) == 0)
+				return true;
+	return false;
 }
 
 /* ---- the largest _Netcdf4Dimid of the file --------------------------------- */
@@ -139,13 +172,15 @@ static int id_cb(const h5_link *l, void *ud)
 	return rc;
 }
 
-/* A new netCDF dimension of length len in group grp: "dim_N", N the
- * first free (the name xarray's to_netcdf gives an unnamed axis; not
- * "phony_dim_N", the name netCDF-C shows for an axis on no dimension,
- * which made a real one look like none: issue 72 item 5); its
- * _Netcdf4Dimid id, none when id < 0. */
-static int new_dim(uint64_t *addr, h5_file *f, uint64_t grp, uint64_t len, bool unlimited, long long id, char *name,
-		   size_t cap)
+/* A new netCDF dimension of length len in group grp (scopes lv[0..ng):
+ * grp, then the groups above): "dim_N", N the first free in grp and
+ * naming no dimension of a group above, which it would hide from the
+ * variables below that use it (the name xarray's to_netcdf gives an
+ * unnamed axis; not "phony_dim_N", the name netCDF-C shows for an axis on
+ * no dimension, which made a real one look like none: issue 72 item 5);
+ * its _Netcdf4Dimid id, none when id < 0. */
+static int new_dim(uint64_t *addr, h5_file *f, uint64_t grp, const struct dims *lv, unsigned ng, uint64_t len,
+		   bool unlimited, long long id, char *name, size_t cap)
 {
 	h5_dset_new d = { .rank = 1, .kind = 'f', .size = 4, .big_endian = 1, .data_addr = UINT64_MAX,
 			  .data_size = len * 4 };
@@ -164,6 +199,8 @@ static int new_dim(uint64_t *addr, h5_file *f, uint64_t grp, uint64_t len, bool 
 		h5_link l = { 0 };
 
 		snprintf(name, cap, "dim_%u", k);
+		if (ng > 1 && named_in(lv + 1, ng - 1, name))
+			continue;
 		rc = h5_group_lookup(&l, f, grp, name);
 		h5_link_clear(&l);
 		h5_err_clear();
@@ -182,13 +219,47 @@ static int new_dim(uint64_t *addr, h5_file *f, uint64_t grp, uint64_t len, bool 
 	return rc;
 }
 
-int nc_attach_var(h5_file *f, const char *grp_path, uint64_t grp_addr, uint64_t var, unsigned rank,
-		  const uint64_t *shape, bool grows, char *why, size_t whylen)
+void nc_ids_init(struct nc_ids *ids)
+{
+	pthread_mutex_init(&ids->mu, NULL);
+	ids->high = -1;
+}
+
+void nc_ids_destroy(struct nc_ids *ids)
+{
+	pthread_mutex_destroy(&ids->mu);
+}
+
+/* The next dimension id: one more than FILE's largest (scanned once per
+ * attachment) and the mount's; -1 (none) in a file whose dimensions have
+ * none. The caller holds ids->mu. */
+static int next_id(long long *id, h5_file *f, struct idscan *scan, struct nc_ids *ids)
+{
+	int rc;
+
+	if (!scan->seen && (rc = h5_group_iterate(f, h5_file_root(f), id_cb, scan)) < 0)
+		return rc;
+	scan->seen += !scan->seen;      /* scanned (an empty file too) */
+	if (scan->without) {
+		*id = -1;
+		return 0;
+	}
+	if (ids && ids->high > scan->max)
+		scan->max = ids->high;
+	*id = ++scan->max;
+	if (ids)
+		ids->high = *id;
+	return 0;
+}
+
+static int attach_locked(h5_file *f, struct nc_ids *nids, const char *grp_path, uint64_t grp_addr, uint64_t var,
+			 unsigned rank, const uint64_t *shape, bool grows, char *why, size_t whylen)
 {
 	uint64_t scales[NC_MAX_RANK], groups[NC_DEPTH], grp = UINT64_MAX;
 	struct dims lv[NC_DEPTH];
 	struct idscan ids = { .f = f, .max = -1 };
 	char *path = strdup(grp_path), name[32];
+	long long id;
 	unsigned ng = 0;
 	int rc = path ? 0 : h5_err_set(H5_ERR_NOMEM, "out of memory");
 
@@ -239,18 +310,21 @@ int nc_attach_var(h5_file *f, const char *grp_path, uint64_t grp_addr, uint64_t 
 					hits++;
 					at = k;
 				}
-			if (hits == 1)
+			if (hits == 1 && !named_in(lv, g, lv[g].v[at].name))
 				scales[i] = lv[g].v[at].addr;
-			else if (hits > 1)
-				break;  /* two of that length in the nearest scope: a new one */
+			else if (hits >= 1)
+				break;  /* two of that length in the nearest scope, or
+					 * one hidden by a name below: a new one */
 		}
 		if (scales[i] != UINT64_MAX)
 			continue;
-		if (!ids.seen && (rc = h5_group_iterate(f, h5_file_root(f), id_cb, &ids)) < 0)
+		if ((rc = next_id(&id, f, &ids, nids)) < 0)
 			break;
-		ids.seen += !ids.seen;  /* scanned (an empty file too) */
-		rc = new_dim(&scales[i], f, grp, shape[i], grows && i == 0, ids.without ? -1 : ++ids.max, name,
-			     sizeof(name));
+		rc = new_dim(&scales[i], f, grp, lv, ng, shape[i], grows && i == 0, id, name, sizeof(name));
+		/* (its name now one of its group's: a scope above with a
+		 * dimension of that name is hidden for the axes after it) */
+		if (rc == 0)
+			rc = dims_add(&lv[0], scales[i], UINT64_MAX, name, strlen(name));
 		if (rc == 0 && why && whylen)
 			snprintf(why + strlen(why), whylen - strlen(why), "%s%s(%llu)", why[0] ? ", " : "new dimension ",
 				 name, (unsigned long long)shape[i]);
@@ -263,8 +337,21 @@ int nc_attach_var(h5_file *f, const char *grp_path, uint64_t grp_addr, uint64_t 
 	if (rc == 0)
 		rc = h5_ds_attach_new(f, var, scales, rank);
 	for (unsigned g = 0; g < NC_DEPTH; g++)
-		free(lv[g].v);
+		dims_free(&lv[g]);
 	free(path);
+	return rc;
+}
+
+int nc_attach_var(h5_file *f, struct nc_ids *ids, const char *grp_path, uint64_t grp, uint64_t var, unsigned rank,
+		  const uint64_t *shape, bool grows, char *why, size_t whylen)
+{
+	int rc;
+
+	if (ids)
+		pthread_mutex_lock(&ids->mu);
+	rc = attach_locked(f, ids, grp_path, grp, var, rank, shape, grows, why, whylen);
+	if (ids)
+		pthread_mutex_unlock(&ids->mu);
 	return rc;
 }
 
@@ -309,20 +396,28 @@ static bool bytes_dim(h5_file *f, uint64_t grp, uint64_t scale, char *name)
 	return yes;
 }
 
-int nc_detach_var(h5_file *f, uint64_t grp, uint64_t var)
+int nc_detach_var(h5_file *f, struct nc_ids *ids, uint64_t grp, uint64_t var)
 {
 	uint64_t emptied[32];
 	unsigned n = 0;
 	char name[64];
-	int rc = h5_ds_detach(f, var, emptied, &n);
+	int rc;
 
+	/* (under the lock: an attachment meanwhile may look at the
+	 * dimensions this one empties and removes) */
+	if (ids)
+		pthread_mutex_lock(&ids->mu);
+	rc = h5_ds_detach(f, var, emptied, &n);
 	if (rc == H5_ERR_NOTFOUND) {
 		h5_err_clear();
-		return 0;
+		rc = 0;
+		n = 0;
 	}
 	/* a dimension made for a copied file's bytes goes with them */
 	for (unsigned i = 0; rc == 0 && i < n; i++)
 		if (bytes_dim(f, grp, emptied[i], name))
 			rc = h5_link_delete(f, grp, name, strlen(name), 2);
+	if (ids)
+		pthread_mutex_unlock(&ids->mu);
 	return rc;
 }

@@ -4,6 +4,7 @@
 #ifndef H5FS_OWNER_H
 #define H5FS_OWNER_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -42,6 +43,23 @@ int own_fstr_type(size_t *width, enum h5_fstr *pad, enum own_kind k, const char 
  * has no unsigned or 64-bit integers; no netCDF type is a 2-byte float). */
 int own_type_check(enum own_kind k, const char *typestr);
 
+/* (ncdims.c) The netCDF dimension ids one mount gives in a file: a new
+ * dimension's _Netcdf4Dimid is decided under mu, one more than the largest
+ * of FILE's (a walk from its root) and of those this mount gave (high),
+ * which covers the dimensions made in groups and new files whose links are
+ * still in a batch (lbatch.c), where no walk reaches them: a cp -r into
+ * two new groups gave two dimensions one id, and netCDF-C then mixed them
+ * up ("Start+count exceeds dimension bound", issue 83 item 2). Every
+ * attachment and detachment of the file runs under mu, so two of them
+ * never pick one id or one new name "dim_N" in a group. */
+struct nc_ids {
+	pthread_mutex_t mu;
+	long long high;         /* the largest id this mount gave; -1: none */
+};
+
+void nc_ids_init(struct nc_ids *ids);
+void nc_ids_destroy(struct nc_ids *ids);
+
 /* (ncdims.c) The new variable var (shape[0..rank)) of group grp_path of
  * a netCDF-4 file on netCDF dimensions: each axis on the one dimension of
  * its length in the nearest group (the variable's, then those above)
@@ -55,14 +73,15 @@ int own_type_check(enum own_kind k, const char *typestr);
  * grp: the group's header when the caller has it (else UINT64_MAX: looked
  * up by grp_path): a group made by mkdir is linked with the link batch, so
  * its path (and those of new groups above it) may not resolve yet; such
- * groups above are passed over as scopes. */
-int nc_attach_var(h5_file *f, const char *grp_path, uint64_t grp, uint64_t var, unsigned rank,
+ * groups above are passed over as scopes. ids: the mount's (above; NULL,
+ * none: FILE's largest alone decides). */
+int nc_attach_var(h5_file *f, struct nc_ids *ids, const char *grp_path, uint64_t grp, uint64_t var, unsigned rank,
 		  const uint64_t *shape, bool grows, char *why, size_t whylen);
 
 /* The variable var (its last link in group grp removed, or to be) taken
  * off its netCDF dimensions (h5_ds_detach); a dimension that named only
  * it and was made for a copied file's bytes (an unlimited dim_N of
  * grp, of length 0) removed too. 0 when it had none. */
-int nc_detach_var(h5_file *f, uint64_t grp, uint64_t var);
+int nc_detach_var(h5_file *f, struct nc_ids *ids, uint64_t grp, uint64_t var);
 
 #endif

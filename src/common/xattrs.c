@@ -431,6 +431,14 @@ out:
 
 /* ---- names written ----------------------------------------------------------- */
 
+bool xa_meta_key(const char *key)
+{
+	for (size_t i = 0; i < NKEYS; i++)
+		if (strcmp(key, meta_keys[i]) == 0)
+			return true;
+	return false;
+}
+
 #define XATTR_NEW "user.h5.new."
 
 enum xa_write_kind xa_write_name(const char *name, char attr[256], size_t *len, char typestr[8])
@@ -444,9 +452,11 @@ enum xa_write_kind xa_write_name(const char *name, char attr[256], size_t *len, 
 	if (n > XATTR_NAME_MAX_LEN)
 		return XA_W_OTHER;
 	if (has_prefix(name, n, XATTR_ESCAPED)) {
-		/* user.h5.attr.NAME is attribute h5.NAME */
+		/* user.h5.attr.h5.X, as attribute h5.X is listed, is that
+		 * attribute (a copy sets back what it listed: issue 83 item
+		 * 3); user.h5.attr.X, X not starting "h5.", is h5.X too */
 		a = name + strlen(XATTR_ESCAPED);
-		*len = (size_t)snprintf(attr, 256, "h5.%s", a);
+		*len = (size_t)snprintf(attr, 256, "%s%s", has_prefix(a, strlen(a), "h5.") ? "" : "h5.", a);
 		return *len > 3 ? XA_W_ATTR : XA_W_OTHER;
 	}
 	if (has_prefix(name, n, XATTR_NEW)) {

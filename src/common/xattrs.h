@@ -12,6 +12,8 @@
 #ifndef XATTRS_H
 #define XATTRS_H
 
+#include <stdbool.h>
+
 #include "h5core.h"
 
 /* NUL-separated list "user.a\0user.b\0..." of all xattr names for the
@@ -56,5 +58,8 @@ void xa_set_free(xa_set *s);
  * metadata); XA_W_OTHER for names outside user. (or an empty NAME). */
 enum xa_write_kind { XA_W_ATTR, XA_W_TYPED, XA_W_RESERVED, XA_W_OTHER };
 enum xa_write_kind xa_write_name(const char *name, char attr[256], size_t *len, char typestr[8]);
+/* Whether KEY (of user.h5.KEY) is one of a dataset's description keys
+ * (dtype, shape, maxshape, chunks, filters, fill, layout, descr, text). */
+bool xa_meta_key(const char *key);
 
 #endif

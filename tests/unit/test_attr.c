@@ -2002,6 +2002,45 @@ START_TEST(vlen_reserved)
 }
 END_TEST
 
+/* The names a copy sets back are the names listed (issue 83 item 3):
+ * attribute h5.X is listed as user.h5.attr.h5.X and that name sets it;
+ * user.h5.attr.X (X without "h5.") sets h5.X as before; the description
+ * keys are reserved, other user.h5.* names too. */
+START_TEST(write_names)
+{
+	static const struct {
+		const char *xattr, *attr;
+		enum xa_write_kind kind;
+	} cases[] = {
+		{ "user.units", "units", XA_W_ATTR },
+		{ "user.h5.attr.h5.note", "h5.note", XA_W_ATTR },
+		{ "user.h5.attr.h5.h5.x", "h5.h5.x", XA_W_ATTR },
+		{ "user.h5.attr.tag", "h5.tag", XA_W_ATTR },
+		{ "user.h5.new.i4.cnt", "cnt", XA_W_TYPED },
+		{ "user.h5.dtype", "", XA_W_RESERVED },
+		{ "user.h5.view", "", XA_W_RESERVED },
+		{ "trusted.x", "", XA_W_OTHER },
+		{ "user.", "", XA_W_OTHER },
+	};
+	char attr[256], ts[8];
+	size_t len;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		enum xa_write_kind k = xa_write_name(cases[i].xattr, attr, &len, ts);
+
+		ck_assert_msg(k == cases[i].kind, "%s: kind %d, not %d", cases[i].xattr, k, cases[i].kind);
+		if (k == XA_W_ATTR || k == XA_W_TYPED)
+			ck_assert_msg(strcmp(attr, cases[i].attr) == 0 && len == strlen(cases[i].attr), "%s: attribute %s",
+				      cases[i].xattr, attr);
+	}
+	for (const char *const *k = (const char *const[]){ "dtype", "shape", "maxshape", "chunks", "filters", "fill",
+							  "layout", "descr", "text", NULL }; *k; k++)
+		ck_assert_msg(xa_meta_key(*k), "%s is a description key", *k);
+	ck_assert(!xa_meta_key("view"));
+	ck_assert(!xa_meta_key("attr.x"));
+}
+END_TEST
+
 static Suite *attr_suite(void)
 {
 	Suite *s = suite_create("attr");
@@ -2031,6 +2070,7 @@ static Suite *attr_suite(void)
 	tcase_add_test(tv, value_float_vs_python);
 	tcase_add_test(tv, value_strings);
 	tcase_add_test(tv, value_typestr);
+	tcase_add_test(tv, write_names);
 	suite_add_tcase(s, tv);
 
 	tcase_set_timeout(te, 120);

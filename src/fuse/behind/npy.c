@@ -564,7 +564,7 @@ void npy_demote(h5fs *fs, struct npy_stream *s, uint8_t **head, size_t *hlen)
 		char *gp = strndup(s->name, glen), why[160] = "";
 		uint64_t zero = 0;
 
-		if (gp && nc_attach_var(s->g->f, gp[0] ? gp : "/", s->group, s->addr, 1, &zero, true, why, sizeof(why)) < 0)
+		if (gp && nc_attach_var(s->g->f, &fs->nc_ids, gp[0] ? gp : "/", s->group, s->addr, 1, &zero, true, why, sizeof(why)) < 0)
 			h5fs_log(fs, LOG_ERR, "%s: kept as bytes without a netCDF dimension: %s", show_path(s->name),
 				 h5_err_msg());
 		h5_err_clear();
@@ -638,7 +638,7 @@ static void attach_dims(h5fs *fs, struct npy_stream *s, const char *base)
 	gp = strndup(s->name, glen > 1 ? glen - 1 : glen);
 	if (!gp)
 		return;
-	rc = nc_attach_var(s->g->f, gp[0] ? gp : "/", s->group, s->made, s->h.rank, s->h.shape, false, why, sizeof(why));
+	rc = nc_attach_var(s->g->f, &fs->nc_ids, gp[0] ? gp : "/", s->group, s->made, s->h.rank, s->h.shape, false, why, sizeof(why));
 	fs_meta_changed(fs);    /* attribute changes: synced by fsync, idle, unmount */
 	if (rc < 0)
 		h5fs_log(fs, LOG_ERR, "np.save %s: made without netCDF dimensions: %s", show_path(s->name), h5_err_msg());
@@ -719,7 +719,7 @@ int npy_flush(h5fs *fs, struct npy_stream *s, bool closing)
 		s->placeholder_deleted = true;
 	/* the variable replaced (its last link) off its netCDF dimensions,
 	 * as rm takes one off (link.c) */
-	if (over && last && own_detect(s->g->f) != OWN_HDF5 && (rc = nc_detach_var(s->g->f, s->group, old)) < 0)
+	if (over && last && own_detect(s->g->f) != OWN_HDF5 && (rc = nc_detach_var(s->g->f, &fs->nc_ids, s->group, old)) < 0)
 		h5fs_log(fs, LOG_ERR, "np.save %s: the variable replaced is still named by its dimension scales: %s",
 			 show_path(s->name), h5_err_msg());
 	h5_err_clear();

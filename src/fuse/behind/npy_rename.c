@@ -61,8 +61,8 @@ static int stream_header(npy_header *h, h5_dataset *d)
 
 /* Dataset NAME (of newname NAME.npy) in group made of d's stream: 0 or an
  * h5_err. Under FILE's lock. (Also retype.c's, its header made up.) */
-int npy_make_from(uint64_t *made, h5fs *fs, h5_file *f, h5_dataset *d, const npy_header *h, uint64_t group,
-		     const char *nm, size_t nlen)
+int npy_make_from(uint64_t *made, h5fs *fs, h5_file *f, h5_dataset *d, const npy_header *h,
+		  const uint64_t *chunk, unsigned deflate, uint64_t group, const char *nm, size_t nlen)
 {
 	h5_dset_new dn = { .rank = h->rank, .kind = h->kind, .size = h->itemsize, .big_endian = h->big_endian };
 
@@ -79,14 +79,19 @@ int npy_make_from(uint64_t *made, h5fs *fs, h5_file *f, h5_dataset *d, const npy
 	if (!buf)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	memcpy(dn.dims, h->shape, sizeof(uint64_t) * h->rank);
-	/* -o compress: as npy.c's stream (a scalar or empty array stays contiguous) */
-	if (fs->cfg.compress && h->rank > 0 && h->nbytes > 0) {
+	/* -o compress: as npy.c's stream (a scalar or empty array stays
+	 * contiguous); the chunks and gzip a copy's xattrs gave (retype.c) */
+	if ((fs->cfg.compress || chunk) && h->rank > 0 && h->nbytes > 0) {
 		dn.chunked = 1;
 		dn.deflate = fs->cfg.compress;
 		dn.filter = fs->cfg.compress_filter;
+		if (deflate && !fs->cfg.compress)
+			dn.deflate = deflate;
+		if (chunk)
+			memcpy(dn.chunk, chunk, sizeof(uint64_t) * h->rank);
 	}
 	rc = h5_dset_writer_open(&w, f, &dn);
-	if (rc == H5_ERR_LIMIT) {
+	if (rc == H5_ERR_LIMIT || (chunk && rc == H5_ERR_INVAL)) {
 		h5_err_clear();
 		dn.chunked = 0;
 		dn.deflate = 0;
@@ -140,11 +145,11 @@ static void netcdf_vars(h5fs *fs, h5_file *f, const struct node *np, uint64_t dg
 	if (own_detect(f) == OWN_HDF5)
 		return;
 	if (replaced != UINT64_MAX)
-		rc = nc_detach_var(f, dgroup, replaced);
+		rc = nc_detach_var(f, &fs->nc_ids, dgroup, replaced);
 	if (rc == 0)
-		rc = nc_detach_var(f, sgroup, bytes);
+		rc = nc_detach_var(f, &fs->nc_ids, sgroup, bytes);
 	if (rc == 0 && h->rank > 0)
-		rc = nc_attach_var(f, np->path, dgroup, made, h->rank, h->shape, false, why, sizeof(why));
+		rc = nc_attach_var(f, &fs->nc_ids, np->path, dgroup, made, h->rank, h->shape, false, why, sizeof(why));
 	if (rc < 0)
 		h5fs_log(fs, LOG_ERR, "rename into %s: netCDF dimensions not updated: %s", np->path, h5_err_msg());
 	h5_err_clear();
@@ -195,7 +200,7 @@ int npy_rename(int *done, h5fs *fs, h5_file *f, const struct node *p, uint64_t s
 		}
 		synth_forget(fs, np->ino, nm);
 	}
-	rc = npy_make_from(&made, fs, f, d, &h, dgroup, nm, len - 4);
+	rc = npy_make_from(&made, fs, f, d, &h, NULL, 0, dgroup, nm, len - 4);
 	if (rc == 0)
 		rc = h5_link_delete(f, sgroup, name, strlen(name), 2);
 	if (rc < 0) {

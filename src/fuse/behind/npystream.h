@@ -44,9 +44,14 @@ int npy_rename(int *done, h5fs *fs, h5_file *f, const struct node *p, uint64_t s
 	       const h5_link *src, const struct node *np, uint64_t dgroup, const char *newname);
 /* Dataset nm (nlen bytes) in group made of the nbytes bytes of d at
  * data_offset, as h's dtype and shape, d's modification time kept: 0 or
- * an h5_err. Under FILE's lock. */
+ * an h5_err. chunk: its chunk shape (h->rank of them; NULL: contiguous,
+ * or chunked as h5py guesses with -o compress), deflate its gzip level
+ * (0: -o compress's filter, if any); a chunked dataset the writer cannot
+ * make (an empty one, a row of chunks too large) is made contiguous.
+ * Under FILE's lock. */
 struct npy_header;
-int npy_make_from(uint64_t *made, h5fs *fs, h5_file *f, h5_dataset *d, const struct npy_header *h, uint64_t group,
+int npy_make_from(uint64_t *made, h5fs *fs, h5_file *f, h5_dataset *d, const struct npy_header *h,
+		  const uint64_t *chunk, unsigned deflate, uint64_t group,
 		  const char *nm, size_t nlen);
 /* The kernel's entries a and b (b may be NULL) of directory parent
  * dropped after the rename being answered (queued for kit/notify.c's

@@ -178,7 +178,7 @@ int member_create(void *r, uint64_t parent, const char *name)
 		uint64_t zero = 0;
 		char why[160] = "";
 
-		if ((rc = nc_attach_var(u.f, p->path, u.addr, addr, 1, &zero, true, why, sizeof(why))) < 0)
+		if ((rc = nc_attach_var(u.f, &fs->nc_ids, p->path, u.addr, addr, 1, &zero, true, why, sizeof(why))) < 0)
 			h5fs_log(fs, LOG_ERR, "create %s/%s: made without a netCDF dimension: %s",
 				 strcmp(p->path, "/") == 0 ? "" : p->path, name, h5_err_msg());
 		h5_err_clear();
@@ -265,7 +265,7 @@ static int remove_link(h5fs *fs, uint64_t parent, const char *name, int want)
 	/* a removed group's space is freed at once */
 	if (rc == 0 && want == 1 && l.type == H5_LINK_HARD)
 		gone_unlinked(fs, u.f, l.addr);
-	if (rc == 0 && detach && (rc2 = nc_detach_var(u.f, u.addr, l.addr)) < 0)
+	if (rc == 0 && detach && (rc2 = nc_detach_var(u.f, &fs->nc_ids, u.addr, l.addr)) < 0)
 		h5fs_log(fs, LOG_ERR, "unlink %s/%s: removed, but its dimension scales still name it: %s",
 			 strcmp(p->path, "/") == 0 ? "" : p->path, name, h5_err_msg());
 	h5_err_clear();
@@ -522,7 +522,7 @@ int member_rename(void *r, uint64_t parent, const char *name, uint64_t newparent
 	 * bytes' inode, which it moves to newname (retype.c) */
 	if (rc == 0 && !sg && src.type == H5_LINK_HARD && retype_made(u.f, src.addr))
 		npy_inval_after_reply(fs, np->ino, newname, NULL);
-	if (rc == 0 && detach && (rc = nc_detach_var(nu.f, nu.addr, dst.addr)) < 0)
+	if (rc == 0 && detach && (rc = nc_detach_var(nu.f, &fs->nc_ids, nu.addr, dst.addr)) < 0)
 		h5fs_log(fs, LOG_ERR, "rename %s/%s: replaced, but its dimension scales still name it: %s",
 			 strcmp(np->path, "/") == 0 ? "" : np->path, newname, h5_err_msg());
 	h5_err_clear();

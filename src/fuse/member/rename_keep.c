@@ -180,6 +180,53 @@ static uint64_t elements(const h5_dataset_info *di)
 	return di->shape == H5_SHAPE_NULL ? 0 : n;
 }
 
+int keep_strings_make(uint64_t *made, uint64_t *count, h5_file *f, h5_dataset *sd, unsigned rank, const uint64_t *dims,
+		      uint64_t grp, const char *name, size_t nlen)
+{
+	uint64_t size = h5_dataset_size(sd), want = 1;
+	const char *why = NULL, **lines = NULL;
+	size_t *lens = NULL, nlines = 0;
+	h5_dset_new dn = { .rank = rank, .vstr = 1, .size = h5_file_vlen_size(f) };
+	h5_dset_writer *w = NULL;
+	uint8_t *el = NULL;
+	char *buf = NULL;
+	int rc = 0;
+
+	*made = UINT64_MAX;
+	*count = 0;
+	if (size > KEEP_MAX || rank > sizeof(dn.dims) / sizeof(dn.dims[0]))
+		return h5_err_set(H5_ERR_INVAL, "its text is over 256 MiB, or its shape of too many dimensions");
+	if (!(buf = malloc(size ? (size_t)size : 1)))
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	if (size && h5_dataset_read(sd, buf, 0, (size_t)size) < 0)
+		rc = h5_err_set(H5_ERR_IO, "its bytes not read: %s", h5_err_msg());
+	if (rc == 0 && (why = split_lines(&lines, &lens, &nlines, buf, (size_t)size)) != NULL)
+		rc = h5_err_set(H5_ERR_INVAL, "%s", why);
+	for (unsigned i = 0; i < rank; i++)
+		want *= dims[i];
+	/* (1-D: as many strings as lines, as rename_keep makes them) */
+	if (rc == 0 && rank != 1 && nlines != want)
+		rc = h5_err_set(H5_ERR_INVAL, "its text has %zu lines, its shape holds %" PRIu64 " strings", nlines,
+				want);
+	memcpy(dn.dims, dims, rank * sizeof(*dims));
+	if (rank == 1)
+		dn.dims[0] = nlines;
+	if (rc == 0)
+		rc = h5_dset_writer_open(&w, f, &dn);
+	if (rc == 0 && nlines && (rc = h5_dset_vstr_elements(&el, f, lines, lens, nlines)) == 0)
+		rc = h5_dset_writer_put(w, 0, el, nlines * h5_file_vlen_size(f));
+	if (rc == 0)
+		rc = h5_dset_writer_commit(made, w, grp, name, nlen);
+	if (rc == 0)
+		*count = nlines;
+	h5_dset_writer_free(w);
+	free(el);
+	free(lines);
+	free(lens);
+	free(buf);
+	return rc;
+}
+
 int rename_keep(int *done, h5fs *fs, const struct use *nu, const struct node *p, uint64_t sgroup, const char *name,
 		const h5_link *src, const struct node *np, const char *newname, const h5_link *dst)
 {

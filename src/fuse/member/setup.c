@@ -62,6 +62,7 @@ int h5fs_new(h5fs **out, h5_file *f, const h5fs_config *cfg)
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_cond_init(&fs->idle_cv, NULL);
 	pthread_mutex_init(&fs->wmu, NULL);
+	nc_ids_init(&fs->nc_ids);
 	fs->open_dirs.prev = fs->open_dirs.next = &fs->open_dirs;
 	fs->open_wfiles.prev = fs->open_wfiles.next = &fs->open_wfiles;
 	fs->freed_locked = export_freed_locked;     /* (node/gone.c is below export.c) */
@@ -145,6 +146,7 @@ void h5fs_free(h5fs *fs)
 	pthread_mutex_destroy(&fs->lock);
 	pthread_cond_destroy(&fs->idle_cv);
 	pthread_mutex_destroy(&fs->wmu);
+	nc_ids_destroy(&fs->nc_ids);
 	/* FILE (fs->f) belongs to its generation: closed with the last one */
 	gen_release(fs->gen);
 	free(fs->label);

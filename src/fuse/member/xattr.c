@@ -95,7 +95,7 @@ int member_listxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino)
 	struct node *n = node_get(fs, ino);
 
 	*len = 0;
-	if (!n)
+	if (!n || retype_gone(n))
 		return ESTALE;
 	return -xattr_list(fs, n, buf, size, len);
 }
@@ -113,7 +113,7 @@ int member_getxattr(void *r, char *buf, size_t size, size_t *len, uint64_t ino, 
 	if (strncmp(name, "user.", 5) != 0 && light_getattr(fs, ino, &st))
 		return ENODATA;
 	n = node_get(fs, ino);
-	if (!n)
+	if (!n || retype_gone(n))
 		return ESTALE;
 	return -xattr_get(fs, n, name, buf, size, len);
 }
@@ -196,30 +196,67 @@ static int xattr_change(h5fs *fs, struct node *n, const char *name, const char *
 
 	if (k == XA_W_OTHER)
 		return ENOTSUP;
-	/* a netCDF variable's dimension lists copied onto bytes (cp -a, tar,
-	 * rsync -X: references as text, which no attribute takes): the
-	 * dimensions are attached when its type is set back (retype.c) */
-	if (value && n->type == NT_FILE && pager_writes(&fs->pg) &&
-	    (strcmp(name, "user.DIMENSION_LIST") == 0 || strcmp(name, "user._Netcdf4Coordinates") == 0) &&
+	/* a variable's dimension lists and a scale's references copied onto
+	 * bytes (cp -a, tar, rsync -X: references as text, which no
+	 * attribute takes), or its netCDF dimension id (the mount gives a
+	 * new dimension its own: issue 83 item 2): the dimensions are
+	 * attached when its type is set back (retype.c); removed (rsync -X
+	 * removes the bytes' own DIMENSION_LIST when its source has none):
+	 * the bytes' dimension goes with them then (ncdims.c nc_detach_var),
+	 * which a removal here left behind */
+	if (n->type == NT_FILE && pager_writes(&fs->pg) &&
+	    (strcmp(name, "user.DIMENSION_LIST") == 0 || strcmp(name, "user._Netcdf4Coordinates") == 0 ||
+	     strcmp(name, "user.REFERENCE_LIST") == 0 || strcmp(name, "user._Netcdf4Dimid") == 0) &&
 	    (__atomic_load_n(&n->retype, __ATOMIC_ACQUIRE) || retype_bytes(fs, n)))
 		return 0;
-	/* a type and shape set back on bytes (tar --xattrs, cp -a, rsync -X):
-	 * retype.c; the dtype they show already is no change */
-	if (k == XA_W_RESERVED && n->type == NT_FILE && !n->vkind && !(flags & XATTR_CREATE) && pager_writes(&fs->pg)) {
+	/* a type and shape set back on bytes (tar --xattrs, cp -a, rsync -X),
+	 * its description values in whatever order they come: retype.c (doc
+	 * /h5fs.1 MODIFYING, "Types set back"); a value it shows already is
+	 * no change */
+	if (k == XA_W_RESERVED && n->type == NT_FILE && !n->vkind && !(flags & XATTR_CREATE) && pager_writes(&fs->pg) &&
+	    xa_meta_key(name + strlen("user.h5."))) {
 		const char *key = name + strlen("user.h5.");
-		bool start = value && !__atomic_load_n(&n->retype, __ATOMIC_ACQUIRE) &&
-			     (strcmp(key, "dtype") == 0 || strcmp(key, "descr") == 0) &&
-			     !reserved_same(fs, n, name, value, size) && retype_bytes(fs, n);
+		bool pending = __atomic_load_n(&n->retype, __ATOMIC_ACQUIRE) != NULL;
+		/* (a dtype it shows, |u1, too: a shape may follow, of an
+		 * empty array of that dtype among them) */
+		bool start = value && !pending && (strcmp(key, "dtype") == 0 || !reserved_same(fs, n, name, value, size)) &&
+			     retype_bytes(fs, n);
 
-		if (start || __atomic_load_n(&n->retype, __ATOMIC_ACQUIRE)) {
+		if (value && !pending && !start && strcmp(key, "dtype") == 0 && retype_provisional(fs, n->addr) &&
+		    !reserved_same(fs, n, name, value, size)) {
+			/* made |u1 of its shape alone: made again of that
+			 * dtype and shape */
+			char cur[256];
+			size_t clen = 0;
+
+			err = -1;
+			if (xattr_get(fs, n, "user.h5.shape", cur, sizeof(cur), &clen) == 0 && clen < sizeof(cur) &&
+			    (err = retype_note(fs, n, key, value, size, true)) == 0)
+				err = retype_note(fs, n, "shape", cur, clen, false);
+			if (err >= 0)
+				return err;
+			err = 0;
+		}
+		if (start || pending) {
 			err = retype_note(fs, n, key, value, size, start);
 			if (err >= 0)
 				return err;
 			err = 0;
 		}
+		/* a description key removed from bytes (rsync -X removes the
+		 * names its source has not: user.h5.chunks of a new file):
+		 * what the type set back makes decides it */
+		if (!value && retype_bytes(fs, n))
+			return 0;
 	}
 	if (k == XA_W_RESERVED && value && n->type != NT_LINK && !(flags & XATTR_CREATE) &&
 	    reserved_same(fs, n, name, value, size))
+		return 0;
+	/* a description key that does not apply removed (rsync -X removes
+	 * user.h5.chunks it listed on the bytes, which a contiguous dataset
+	 * made of them has not): already so */
+	if (k == XA_W_RESERVED && !value && n->type == NT_FILE && xa_meta_key(name + strlen("user.h5.")) &&
+	    xattr_get(fs, n, name, NULL, 0, &(size_t){ 0 }) == -ENODATA)
 		return 0;
 	if (k == XA_W_RESERVED || (k == XA_W_TYPED && !value) || n->type == NT_LINK) {
 		h5fs_log(fs, LOG_NOTICE, "%s %s %s: EPERM: %s", value ? "setxattr" : "removexattr", show_path(n->path),
@@ -296,8 +333,8 @@ int member_setxattr(void *r, uint64_t ino, const char *name, const char *value, 
 
 	int e;
 
-	if (!n)
-		return ESTALE;
+	if (!n || retype_gone(n))
+		return ESTALE;  /* (retype_gone: the name is looked up again) */
 	e = xattr_change(fs, n, name, value ? value : "", size, flags);
 	if (!e)
 		node_touch(n, false);   /* (POSIX: a change of the inode's ctime) */
@@ -311,8 +348,8 @@ int member_removexattr(void *r, uint64_t ino, const char *name)
 
 	int e;
 
-	if (!n)
-		return ESTALE;
+	if (!n || retype_gone(n))
+		return ESTALE;  /* (retype_gone: the name is looked up again) */
 	e = xattr_change(fs, n, name, NULL, 0, 0);
 	if (!e)
 		node_touch(n, false);

@@ -17,6 +17,7 @@
 #include "notify.h"
 #include "h5util.h"
 #include "pager.h"
+#include "owner.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -329,6 +330,9 @@ struct h5fs {
 	/* np.save's open streams, a kind of commit/sched.c (behind/npy.c;
 	 * made at the first stream, under lock) */
 	struct npy_kind *npy_kind;
+	/* the netCDF dimension ids this mount gave (src/common/ncdims.c):
+	 * every nc_attach_var and nc_detach_var of FILE goes through it */
+	struct nc_ids nc_ids;
 	struct fuse_session *se;        /* for notify_inval_inode (h5fs_set_session) */
 	/* The mount's node id of one of ours, for those notifications (NULL:
 	 * the same; 0: the kernel does not know it): h5fs_set_ino_map. */
