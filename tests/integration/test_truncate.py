@@ -22,9 +22,15 @@ two unlimited dimensions) and a netCDF-4 style unlimited variable:
   O_TRUNC are EPERM; each refusal is one log line, and FILE is unchanged
   by it;
 - the daemon exits 0 and h5dump reads the whole file.
+- many one-row chunks (netCDF record variables; issue 81): 20,000 cut to
+  2 rows leave an index of what is left (the v1 B-tree's emptied nodes
+  out of the tree, h5fs-ls --space's metadata a few KiB, not the old
+  leaves), no fill written for the chunks removed, and h5py grows it
+  again reading the fill value; libhdf5 1.14 reads it as 1.10 does.
 The crash states of emptying are test_truncate_crash.py's.
 """
 import errno
+import json
 import os
 import subprocess
 import sys
@@ -36,6 +42,10 @@ T.require_h5py()
 T.require_fuse()
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
+
+import h514  # noqa: E402
+
+h514.require()
 
 
 def make(path, libver):
@@ -170,9 +180,61 @@ def case(wd, libver):
         T.fail("%s: h5dump exit %d: %s" % (tag, r.returncode, r.stderr.decode()[-300:]))
 
 
+def space_of(path, tag):
+    r = subprocess.run([os.environ.get("H5FS_LS", "./h5fs-ls"), "--space", "--json", path], capture_output=True,
+                       timeout=60)
+    if r.returncode != 0:
+        T.fail("%s: h5fs-ls --space exit %d: %s" % (tag, r.returncode, r.stderr.decode()[-300:]))
+        return {}
+    return json.loads(r.stdout)
+
+
+def many_chunks(wd, libver):
+    """truncate -s 16 of 20,000 one-row chunks (issue 81), beside h5py's
+    resize((2,)) of a copy: the index left is no larger than libhdf5's
+    (the v1 B-tree's emptied nodes out of the tree; an extensible array
+    keeps its blocks, as libhdf5 does), no fill written."""
+    tag = "many chunks, libver=%s" % libver
+    path = os.path.join(wd, "many_%s.h5" % libver)
+    ref = os.path.join(wd, "many_%s_h5py.h5" % libver)
+    n = 20000
+    with h5py.File(path, "w", libver=libver) as f:
+        d = f.create_dataset("t", shape=(n,), maxshape=(None,), chunks=(1,), dtype="<f8")
+        d[:] = np.arange(n, dtype="<f8")
+    subprocess.run(["cp", path, ref], check=True)
+    with h5py.File(ref, "r+") as f:
+        f["t"].resize((2,))
+    mnt = os.path.join(wd, "mnt-many")
+    with T.Mount(path, mnt) as m, m.watchdog(120):
+        os.truncate(os.path.join(mnt, "t"), 16)
+        if os.stat(os.path.join(mnt, "t")).st_size != 16:
+            T.fail("%s: size %d after truncate -s 16" % (tag, os.stat(os.path.join(mnt, "t")).st_size))
+    if m.returncode:
+        T.fail("%s: unmount exits %s" % (tag, m.returncode))
+    sp, sr = space_of(path, tag), space_of(ref, tag)
+    meta, raw = sp.get("metadata"), sp.get("raw")
+    if meta is None or meta > sr.get("metadata", 0) + 8192 or raw is None or raw > sr.get("raw", 0) + 64:
+        T.fail("%s: metadata %r and raw data %r bytes left, h5py's resize leaves %r and %r"
+               % (tag, meta, raw, sr.get("metadata"), sr.get("raw")))
+    with h5py.File(path, "r+") as f:
+        d = f["t"]
+        if d.shape != (2,) or list(d[:]) != [0.0, 1.0]:
+            T.fail("%s: h5py reads %r %r" % (tag, d.shape, d[:5]))
+        d.resize((6,))
+        d[4] = 9
+        if list(d[:]) != [0.0, 1.0, 0.0, 0.0, 9.0, 0.0]:
+            T.fail("%s: grown again, h5py reads %r" % (tag, d[:]))
+    bad = h514.compare(path)
+    if bad:
+        T.fail("%s: libhdf5 1.14 reads otherwise: %s" % (tag, bad[:5]))
+    print("%s: 20,000 chunks cut to 2 rows: metadata %s bytes, raw %s left (h5py's resize: %s, %s)"
+          % (tag, meta, raw, sr.get("metadata"), sr.get("raw")))
+
+
 def main():
     wd = T.workdir("truncate")
     for libver in ("earliest", "latest"):
+        many_chunks(wd, libver)
         case(wd, libver)
     sys.exit(T.finish())
 

@@ -20,7 +20,11 @@
  * place after the switch (h5_bt1w_patch): readers never follow them, and
  * both the old and the new target are intact nodes.
  * A punched chunk's record is taken out of its leaf (h5_bt1w_remove,
- * issue 65) unless that empties a leaf other than the root.
+ * issue 65); a node it empties leaves its parent (and a parent so emptied
+ * its own), its neighbours rewritten with sibling pointers past it, as
+ * libhdf5's H5B__remove_helper takes an emptied node out (issue 81: a
+ * truncate of 200,000 one-row chunks kept every leaf, 7.5 MB, and wrote
+ * the fill value into the last chunk of each instead of removing it).
  */
 #include <limits.h>
 
@@ -42,6 +46,7 @@ typedef struct bw_node {
 	uint64_t naddr;         /* new address (dirty nodes, after h5_bt1w_write) */
 	unsigned level, n, pos; /* pos: index in parent */
 	bool dirty;
+	bool dropped;           /* taken out of the tree (emptied): never written, its old copy freed */
 	struct bw_node *parent;
 	uint32_t *ksize, *kmask;        /* n + 1 keys */
 	uint64_t *kscaled;              /* (n + 1) * nd scaled offsets */
@@ -452,6 +457,35 @@ static void close_gap(h5_bt1w *w, bw_node *x, unsigned i)
 	x->n--;
 }
 
+/* Node x (not the root), emptied, out of the tree: its neighbours on its
+ * level rewritten (their sibling pointers then skip it), its parent's
+ * entry closed, and a parent so emptied out too. A root left with no
+ * entry becomes an empty leaf (as a new chunked dataset's). */
+static int drop_node(h5_bt1w *w, bw_node *x)
+{
+	bw_node *l = NULL, *r = NULL, *p = x->parent;
+	int rc = neighbour(&l, w, x, -1);
+
+	if (rc == 0)
+		rc = neighbour(&r, w, x, 1);
+	if (rc < 0)
+		return rc;
+	close_gap(w, p, x->pos);
+	x->dropped = true;
+	x->dirty = false;
+	x->parent = NULL;
+	if (l)
+		mark(w, l);
+	if (r)
+		mark(w, r);
+	if (p->n == 0 && p != w->root)
+		return drop_node(w, p);
+	if (p->n == 0)
+		p->level = 0;   /* the root, empty: a leaf */
+	mark(w, p);
+	return 0;
+}
+
 int h5_bt1w_remove(h5_bt1w *w, const uint64_t *sc)
 {
 	uint64_t k[H5_MAX_RANK + 1];
@@ -468,11 +502,11 @@ int h5_bt1w_remove(h5_bt1w *w, const uint64_t *sc)
 		return rc;
 	if (!x->n || key_cmp(w, kat(w, x, i), k) != 0)
 		return 0;       /* not stored */
-	if (x->n == 1 && x != w->root)
-		return 1;
 	/* (a gap, as a chunk never written leaves: H5D__btree_found looks
 	 * for the exact left key; the parents' keys follow key 0, mark) */
 	close_gap(w, x, i);
+	if (x->n == 0 && x != w->root)
+		return drop_node(w, x);
 	mark(w, x);
 	return 0;
 }
@@ -619,7 +653,8 @@ void h5_bt1w_freed(h5_bt1w *w, h5_freesp *to, uint64_t ticket)
 	size_t nsz = node_size(&w->f->fmt, w->nd, w->twok);
 
 	for (bw_node *x = w->all; x; x = x->all_next)
-		if (x->dirty && h5_addr_defined(x->addr) && h5_addr_defined(x->naddr) && x->naddr != x->addr)
+		if (h5_addr_defined(x->addr) && (x->dropped || (x->dirty && h5_addr_defined(x->naddr) &&
+								 x->naddr != x->addr)))
 			if (h5_freesp_add(to, x->addr, nsz, ticket) < 0)
 				h5_err_clear();         /* leaked */
 }

@@ -17,11 +17,9 @@ typedef struct h5_bt1w h5_bt1w;
 int h5_bt1w_open(h5_bt1w **out, h5_file *f, uint64_t root, unsigned rank, const uint64_t *chunk,
 		 uint32_t esize);
 int h5_bt1w_set(h5_bt1w *w, const uint64_t *scaled, const h5_chunk_rec *rec);
-/* The record of the chunk at `scaled` removed (a punched hole, issue 65):
- * 0 (also when there is none), or 1 when not done - its leaf would be
- * left empty and is not the root (a node taken out of its parent and its
- * siblings' pointers: not done here; the caller stores the chunk's fill
- * instead). The cidx op `set` with an undefined address calls it. */
+/* The record of the chunk at `scaled` removed (a punched hole, issue 65;
+ * a shrink): 0 (also when there is none); a node it empties leaves the
+ * tree. The cidx op `set` with an undefined address calls it. */
 int h5_bt1w_remove(h5_bt1w *w, const uint64_t *scaled);
 int h5_bt1w_write(h5_bt1w *w);
 uint64_t h5_bt1w_root(const h5_bt1w *w);
