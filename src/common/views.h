@@ -105,6 +105,24 @@ int vw_csv_cell(char **buf, size_t *len, size_t *cap, const char *cell, size_t n
 int vw_csv_open(const h5_view_ops **ops, h5_dataset *d, const h5_type_view *t, unsigned rank,
 		const uint64_t *dims);
 bool vw_csv_can(const h5_type_view *t, unsigned rank);
+
+/* views_csv_in.c: rows in as the CSV view's text (NAME.csv written).
+ * new: d's rows taken from text (d borrowed, open while c is used):
+ * H5_ERR_NOTFOUND when d has no CSV view, H5_ERR_UNSUPPORTED when a
+ * column is of a type no text sets (the message says which). parse: the
+ * records complete in text[0, len) (final: the text ends there, so a
+ * last record without its line end is one too) parsed into *rows
+ * (malloc'd, *nbytes: whole rows of d's bytes), *used the text they took
+ * (the rest: a record not ended yet); a compound's header line, as the
+ * view prints it, is skipped when it is the first record c is given.
+ * H5_ERR_INVAL for a record that does not parse (its line and cell in
+ * the message): nothing given, c as before. */
+struct vw_csv_in;
+int vw_csv_in_new(struct vw_csv_in **out, h5_dataset *d);
+void vw_csv_in_free(struct vw_csv_in *c);
+size_t vw_csv_in_row_bytes(const struct vw_csv_in *c);
+int vw_csv_in_parse(struct vw_csv_in *c, uint8_t **rows, size_t *nbytes, size_t *used, const char *text,
+		    size_t len, bool final);
 int vw_png_open(const h5_view_ops **ops, h5_dataset *d, const h5_type_view *t, unsigned rank,
 		const uint64_t *dims);
 bool vw_png_can(const h5_type_view *t, unsigned rank, const uint64_t *dims);

@@ -573,6 +573,16 @@ int h5_dataset_shape(unsigned *rank, const uint64_t **dims, const h5_dataset *d)
  * verbatim, unquoted; variable-length data read from the global heap).
  * *out malloc'd and NUL-terminated. */
 int h5_dataset_elem_text(char **out, size_t *len, h5_dataset *d, int member, const uint8_t *elem);
+/* The mirror (a row of NAME.csv written): the text of one element, or of
+ * compound member `member`, parsed into elem (the element's bytes; a
+ * member's at its offset, the rest untouched): integers and IEEE floats
+ * (white space around them ignored), enums by name or number,
+ * fixed-length strings verbatim (padded as the type says).
+ * H5_ERR_INVAL: text that does not parse, is out of the type's range or
+ * too long. parsable: 0, or H5_ERR_UNSUPPORTED for a type no text sets
+ * (the reason in the message). */
+int h5_dataset_elem_parsable(const h5_dataset *d, int member);
+int h5_dataset_elem_parse(uint8_t *elem, const h5_dataset *d, int member, const char *text, size_t len);
 
 /* Buffers for reads, reused without page faults by the engine's decoders
  * as well (bufpool.c): plain malloc blocks, so free() of one is fine too

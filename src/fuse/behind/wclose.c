@@ -59,12 +59,15 @@ static int commit_rows(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 static int do_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 {
 	size_t partial;
-	int rc, e;
+	int rc, e, ce = 0;
 
 	if (!w)
 		return 0;
 	if (w->npy)
 		return npy_flush(fs, w->npy, true);
+	/* a text record without its line end is the last one */
+	if (w->csv)
+		ce = csvin_flush(fs, w, ino);
 	wq_drain(w->q);
 	pthread_mutex_lock(&w->q->apply);
 	rc = commit_rows(fs, w, ino);
@@ -91,7 +94,7 @@ static int do_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	pthread_mutex_unlock(&w->q->apply);
 	wfile_give_back(fs, w);
 	ow_pages_settle(fs, w->n, ino);
-	return rc < 0 ? h5err_logged(fs, rc, "append", w->n->path, NULL, w->n->addr) : e;
+	return rc < 0 ? h5err_logged(fs, rc, "append", w->n->path, NULL, w->n->addr) : e ? e : ce;
 }
 
 int behind_flush(void *r, uint64_t ino, struct fuse_file_info *fi)
@@ -222,6 +225,9 @@ void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	 * release cannot report errors any more: they are logged */
 	if (w->npy)
 		npy_release(fs, w->npy);
+	/* (text after the last flush, through a dup'd descriptor: logged) */
+	if (w->csv && csvin_flush(fs, w, ino) != 0)
+		__atomic_store_n(&w->failed, true, __ATOMIC_RELAXED);
 	wq_quiesce(w->q);
 	pthread_mutex_lock(&w->q->apply);
 	rc = commit_rows(fs, w, ino);

@@ -242,6 +242,7 @@ void wfile_free(struct wfile *w)
 	/* (an emptying nothing can undo any more: its old chunks freed) */
 	if (w->undo.valid && w->g)
 		h5_dataset_empty_done(w->g->f, &w->undo);
+	csvin_free(w->csv);
 	gen_release(w->g);
 	free(w);
 }

@@ -260,7 +260,7 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
  * handle that holds the lock, release dropped them (an np.save name
  * whose stream is no NPY, copied in by copytree or mv: an empty dataset,
  * its bytes answered and lost; test_tools, 1 run in 10 under load). */
-static int append_now(h5fs *fs, struct wfile *w, fuse_ino_t ino, const void *buf, size_t len)
+int wfile_append_now(h5fs *fs, struct wfile *w, fuse_ino_t ino, const void *buf, size_t len)
 {
 	struct wqueue *q = w->q;
 	uint64_t t;
@@ -268,6 +268,12 @@ static int append_now(h5fs *fs, struct wfile *w, fuse_ino_t ino, const void *buf
 
 	pthread_mutex_lock(&q->mu);
 	e = w->err;
+	/* rows are whole: not into another descriptor's partial row */
+	if (!e && q->partial && q->partial != w) {
+		h5fs_log(fs, LOG_NOTICE, "append %s: another descriptor has written part of a row: EBUSY until it "
+			 "writes the rest or is closed", show_path(w->n->path));
+		e = EBUSY;
+	}
 	if (!e)
 		e = wfile_hold(fs, w);
 	if (!e)
@@ -322,9 +328,9 @@ static int npy_bytes(h5fs *fs, struct wfile *w, fuse_ino_t ino, const char *buf,
 	pthread_mutex_unlock(&fs->lock);
 	npy_demote(fs, s, &head, &hlen);
 	skip = hlen - (size_t)off;      /* of this write, held already */
-	e = hlen ? append_now(fs, w, ino, head, hlen) : 0;
+	e = hlen ? wfile_append_now(fs, w, ino, head, hlen) : 0;
 	if (!e && size > skip)
-		e = append_now(fs, w, ino, buf + skip, size - skip);
+		e = wfile_append_now(fs, w, ino, buf + skip, size - skip);
 	free(head);
 	return e;
 }
@@ -401,6 +407,17 @@ void behind_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 			fuse_reply_err(req, e);
 		else
 			fuse_reply_write(req, size);
+		return;
+	}
+	if (w->csv) {
+		/* rows as text (csvin.c): parsed, then appended, then answered */
+		e = csvin_write(fs, w, ino, buf, size, off);
+		if (e) {
+			__atomic_store_n(&w->failed, true, __ATOMIC_RELAXED);
+			fuse_reply_err(req, e);
+		} else {
+			fuse_reply_write(req, size);
+		}
 		return;
 	}
 	q = w->q;

@@ -56,6 +56,7 @@ struct wfile {
 	unsigned pins;          /* the idle commit uses it (under fs->lock) */
 	struct npy_stream *npy; /* an np.save placeholder's: writes go there (npy.c) */
 	bool held;              /* n referenced for it (np.save over a view: views.c), let go at release */
+	struct csv_stream *csv; /* NAME.csv opened to write: its writes are text (csvin.c) */
 	/* opened with O_TRUNC over rows (cp, cat x > d): what emptying
 	 * replaced, put back at release when any of its writes, flushes or
 	 * fsyncs failed (issue 56 item 3: a failed replacement leaves the old
@@ -105,6 +106,20 @@ int wfile_ow_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino);
 int wfile_hold(h5fs *fs, struct wfile *w);
 int wfile_reserve(h5fs *fs, struct wfile *w, uint64_t append_bytes, uint64_t ow_bytes);
 uint64_t wfile_uncommitted(struct wfile *w, uint64_t end, uint64_t add);
+/* write.c: len bytes of whole rows appended to w's stream now, before
+ * the answer (a demoted np.save stream's, the rows of csvin.c's text): 0
+ * or an errno, kept in the handle too */
+int wfile_append_now(h5fs *fs, struct wfile *w, fuse_ino_t ino, const void *buf, size_t len);
+/* csvin.c: NAME.csv's text written (w opened on dataset NAME): open
+ * (EPERM, logged: a dataset that cannot grow, a column no text sets),
+ * a write (EINVAL, logged: a line that does not parse, nothing of the
+ * write appended), the record left without its line end taken at close
+ * (flush), the state freed */
+struct csv_stream;
+int csvin_open(h5fs *fs, struct wfile *w);
+int csvin_write(h5fs *fs, struct wfile *w, fuse_ino_t ino, const char *buf, size_t size, off_t off);
+int csvin_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino);
+void csvin_free(struct csv_stream *s);
 /* wclose.c: fsync's commit of w (the idler's too) */
 int wfile_fsync(h5fs *fs, struct wfile *w, fuse_ino_t ino);
 /* wclose.c: the whole rows of w's stream committed, not fsync'd (a reader

@@ -502,6 +502,55 @@ static int npy_over(h5fs *fs, struct fuse_file_info *fi, struct node *v)
 	return 0;
 }
 
+/* NAME.csv opened for writing on a mount that writes: a write handle of
+ * dataset NAME whose writes are text rows (behind/csvin.c), held as
+ * npy_over's. O_APPEND appends (echo >> NAME.csv); O_TRUNC replaces the
+ * rows (cp x.csv NAME.csv, cat x.csv > NAME.csv: the dataset emptied as
+ * for its own name, put back when the text is refused); the text must
+ * come in order. Writing only: the handle reads nothing. */
+static int csv_over(h5fs *fs, struct fuse_file_info *fi, struct node *v)
+{
+	const char *name = strrchr(v->path, '/');
+	struct root_entry ent;
+	struct node *n;
+	char *base;
+	int e;
+
+	name = name ? name + 1 : v->path;
+	if ((fi->flags & O_ACCMODE) != O_WRONLY || !(fi->flags & (O_APPEND | O_TRUNC))) {
+		h5fs_log(fs, LOG_NOTICE, "open %s for writing: EPERM: a CSV view takes rows appended (>>, O_APPEND) "
+			 "or in place of its rows (>, O_TRUNC), opened write-only", show_path(v->path));
+		return EPERM;
+	}
+	base = strndup(name, strlen(name) - strlen(".csv"));
+	if (!base)
+		return ENOMEM;
+	e = member_lookup(fs, &ent, v->parent, base);
+	free(base);
+	if (e)
+		return e;
+	n = node_get(fs, ent.ino);
+	if (!n || n->vkind || n->type != NT_FILE || n->kind != H5_OBJ_DATASET) {
+		member_forget(fs, ent.ino, 1);
+		return n ? EPERM : ESTALE;
+	}
+	e = wfile_open(fs, n, fi);
+	if (!e) {
+		wfile_of(fi)->held = true;
+		e = csvin_open(fs, wfile_of(fi));
+		if (e) {
+			/* (its release lets the node go, and puts back what an
+			 * O_TRUNC emptied: a refusal changes nothing) */
+			__atomic_store_n(&wfile_of(fi)->failed, true, __ATOMIC_RELAXED);
+			wfile_release(fs, wfile_of(fi), v->ino);
+			fi->fh = 0;
+		}
+		return e;
+	}
+	member_forget(fs, ent.ino, 1);
+	return e;
+}
+
 int views_open(void *r, struct fuse_file_info *fi, uint64_t ino)
 {
 	h5fs *fs = r;
@@ -514,6 +563,12 @@ int views_open(void *r, struct fuse_file_info *fi, uint64_t ino)
 		if (n->vkind == VW_NPY && (fi->flags & O_TRUNC) && pager_writes(&fs->pg)) {
 			/* (its release closes this node: counted as member_open does) */
 			e = npy_over(fs, fi, n);
+			if (!e)
+				__atomic_add_fetch(&n->opens, 1, __ATOMIC_ACQ_REL);
+			return e;
+		}
+		if (n->vkind == VW_CSV && fs_writable(fs)) {
+			e = csv_over(fs, fi, n);
 			if (!e)
 				__atomic_add_fetch(&n->opens, 1, __ATOMIC_ACQ_REL);
 			return e;

@@ -225,3 +225,44 @@ int h5_dataset_elem_text(char **out, size_t *len, h5_dataset *d, int member, con
 	}
 	return h5_value_text(out, len, d->f, t, elem, t->size, 1);
 }
+
+/* The column's type: the element's (member -1) or a compound member's,
+ * and its offset in the element; NULL for no such member. */
+static const h5_dtype *column_type(const h5_dataset *d, int member, uint32_t *off)
+{
+	const h5_dtype *t = d->dtype;
+
+	*off = 0;
+	if (member < 0)
+		return t;
+	if (t->cls != H5T_COMPOUND || (size_t)member >= t->nmembers)
+		return NULL;
+	*off = t->members[member].offset;
+	return t->members[member].type;
+}
+
+int h5_dataset_elem_parsable(const h5_dataset *d, int member)
+{
+	uint32_t off;
+	const h5_dtype *t = column_type(d, member, &off);
+
+	if (!t)
+		return h5_err_set(H5_ERR_INVAL, "no member %d in the type of dataset at 0x%llx", member,
+				  (unsigned long long)d->addr);
+	if (!h5_value_cell_parsable(t) || (t->cls == H5T_INTEGER && (t->bit_offset || t->precision != t->size * 8)))
+		return h5_err_set(H5_ERR_UNSUPPORTED, "%s%s%s of datatype class %d cannot be set from text",
+				  member >= 0 ? "member " : "values", member >= 0 ? d->dtype->members[member].name : "",
+				  member >= 0 ? "'s values" : "", (int)t->cls);
+	return 0;
+}
+
+int h5_dataset_elem_parse(uint8_t *elem, const h5_dataset *d, int member, const char *text, size_t len)
+{
+	uint32_t off;
+	const h5_dtype *t = column_type(d, member, &off);
+
+	if (!t)
+		return h5_err_set(H5_ERR_INVAL, "no member %d in the type of dataset at 0x%llx", member,
+				  (unsigned long long)d->addr);
+	return h5_value_parse_cell(elem + off, t, text, len);
+}

@@ -39,6 +39,12 @@ int h5_value_descr(char **out, const h5_dtype *t);
 bool h5_value_parsable(const h5_dtype *t);
 int h5_value_parse(uint8_t **out, size_t *out_len, const h5_dtype *t, const char *text, size_t len,
 		   uint64_t nelmts);
+/* (value_parse.c) One element of t from a cell of text (a row of
+ * NAME.csv written): numbers and enums as h5_value_parse, fixed-length
+ * strings verbatim, padded as t says; into p (t->size bytes).
+ * H5_ERR_INVAL: text that does not parse, out of range, too long. */
+bool h5_value_cell_parsable(const h5_dtype *t);
+int h5_value_parse_cell(uint8_t *p, const h5_dtype *t, const char *s, size_t n);
 
 /* (value.c) The value of one float element of t (any layout value.c
  * decodes: IEEE, x87, n-bit and other fields; not VAX order). */

@@ -169,6 +169,39 @@ static int parse_one(uint8_t *p, const h5_dtype *t, const char *s, size_t n)
 	}
 }
 
+/* A cell of a row of text (NAME.csv written: doc/h5fs.1 VIEWS), the
+ * mirror of h5_value_text of one element: a number or enum as above
+ * (white space around it ignored), or a fixed-length string verbatim
+ * (the text shows its bytes up to the first NUL, a space-padded one
+ * without its trailing spaces): it must hold no NUL and fit the type's
+ * size, with its NUL when null-terminated; the rest is padded as the
+ * type says. */
+bool h5_value_cell_parsable(const h5_dtype *t)
+{
+	return h5_value_parsable(t) || t->cls == H5T_STRING;
+}
+
+int h5_value_parse_cell(uint8_t *p, const h5_dtype *t, const char *s, size_t n)
+{
+	const char *e = s + n;
+
+	if (t->cls != H5T_STRING) {
+		if (!h5_value_parsable(t))
+			return h5_err_set(H5_ERR_UNSUPPORTED, "values of datatype class %d cannot be set from text",
+					  (int)t->cls);
+		trim(&s, &e);
+		return parse_one(p, t, s, (size_t)(e - s));
+	}
+	if (memchr(s, 0, n))
+		return h5_err_set(H5_ERR_INVAL, "a string of this type holds no NUL byte");
+	if (n > t->size || (t->str_pad == 0 && n == t->size))
+		return h5_err_set(H5_ERR_INVAL, "\"%.*s\" is longer than the %u bytes of the string type%s",
+				  n > 40 ? 40 : (int)n, s, t->size, t->str_pad == 0 ? " (with its NUL)" : "");
+	memcpy(p, s, n);
+	memset(p + n, t->str_pad == 2 ? ' ' : 0, t->size - n);
+	return 0;
+}
+
 bool h5_value_parsable(const h5_dtype *t)
 {
 	return t->cls == H5T_INTEGER || t->cls == H5T_FLOAT || (t->cls == H5T_ENUM && t->base && t->base->size == t->size);
