@@ -146,6 +146,10 @@ void h5fs_log_cfg(const h5fs_config *cfg, int prio, const char *fmt, ...) __attr
  * "h5fs: ..." (in the foreground, and before detaching). Until called:
  * stderr alone. */
 void h5fs_log_to(int log_fd, int use_syslog, int use_stderr);
+/* A daemon with no syslog: its lines appended to the file at path (log.c
+ * opens it: 0 or an errno), which is bounded - past max bytes it becomes
+ * path.1 (one old file kept, an older one dropped) and a new one begins. */
+int h5fs_log_to_state(const char *path, uint64_t max);
 
 /* One log line at syslog priority prio, where h5fs_log_to says. Errors, warnings and notices (what a
  * user should know, e.g. why a write was refused) are always logged,

@@ -362,22 +362,27 @@ static int check_mountpoint(struct daemon *D)
 	}
 	return -1;
 }
-/* Whether the notice that a daemon's messages are lost here (no syslog)
- * was given to this user since boot: a marker, h5fs-nosyslog in
+/* Whether the notice of where a daemon's messages go here (no syslog)
+ * was given to this user since boot, for this log file (its name: tag,
+ * NULL when they are lost): a marker, h5fs-nosyslog[-TAG] in
  * $XDG_RUNTIME_DIR (the user's own tmpfs, emptied at logout and boot),
- * else /tmp/h5fs-nosyslog-UID owned by the user; made now when it was not
- * (issue 57: every mount said it). No marker can be made: said each time. */
-static bool nosyslog_said(void)
+ * else /tmp/h5fs-nosyslog[-TAG]-UID owned by the user; made now when it
+ * was not (issue 57: every mount said it). No marker can be made: said
+ * each time. */
+static bool nosyslog_said(const char *tag)
 {
 	const char *dir = getenv("XDG_RUNTIME_DIR");
+	const char *t = tag ? strrchr(tag, '/') : NULL;
 	char path[PATH_MAX];
 	struct stat st;
 	int fd, n;
 
+	t = t ? t + 1 : tag;
 	if (dir && dir[0] == '/')
-		n = snprintf(path, sizeof(path), "%s/h5fs-nosyslog", dir);
+		n = snprintf(path, sizeof(path), "%s/h5fs-nosyslog%s%s", dir, t ? "-" : "", t ? t : "");
 	else
-		n = snprintf(path, sizeof(path), "/tmp/h5fs-nosyslog-%u", (unsigned)getuid());
+		n = snprintf(path, sizeof(path), "/tmp/h5fs-nosyslog%s%s-%u", t ? "-" : "", t ? t : "",
+			     (unsigned)getuid());
 	if (n < 0 || (size_t)n >= sizeof(path))
 		return false;
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -388,6 +393,20 @@ static bool nosyslog_said(void)
 	return errno == EEXIST && lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid();
 }
 
+
+/* The bound of a state log file before it is rotated: 1 MiB, or
+ * H5FS_LOG_MAX bytes (tests) */
+static uint64_t log_max(void)
+{
+	const char *v = getenv("H5FS_LOG_MAX");
+	char *end;
+	unsigned long long n;
+
+	if (!v || !*v)
+		return 1u << 20;
+	n = strtoull(v, &end, 10);
+	return *end || n < 256 ? 1u << 20 : (uint64_t)n;
+}
 
 /* Mount and serve until unmounted or signalled: the exit status. */
 static int run(struct daemon *D)
@@ -457,21 +476,37 @@ static int run(struct daemon *D)
 		h5fs_log_cfg(&D->cfg, LOG_NOTICE, "cannot ask the kernel for mappings of direct_io files (%s): "
 			     "mapping a dataset that grows on a read-write mount fails with ENODEV", strerror(-rc));
 	/* Until here messages went to stderr (and -o logfile). A daemon's go
-	 * to syslog where there is one; in a container without /dev/log
-	 * they would vanish, which is said now, while stderr is still read. */
+	 * to syslog where there is one; in a container without /dev/log to
+	 * a file of the user's state directory (a file per FILE, bounded),
+	 * which is said now, while stderr is still read. */
 	if (!D->copts.foreground) {
 		struct stat ls;
 		int have_syslog = stat("/dev/log", &ls) == 0 && S_ISSOCK(ls.st_mode);
+		char *state = NULL;
+		int e = 0;
 
-		if (have_syslog)
+		if (have_syslog) {
 			openlog("h5fs", LOG_PID, LOG_DAEMON);
-		else if (D->log_fd < 0 && !nosyslog_said())
-			fprintf(stderr, "h5fs: no syslog here (/dev/log is missing): once detached, h5fs's messages "
-				"(why a read gave EIO) are lost; mount with -f, or -o logfile=PATH, to keep them "
-				"(said once until reboot)\n");
-		if (fuse_daemonize(0) != 0)
+		} else if (D->log_fd < 0) {
+			state = startup_state_log(D->abs ? D->abs : D->cli.file);
+			e = state ? h5fs_log_to_state(state, log_max()) : ENOENT;
+			if (e == 0 && !nosyslog_said(state))
+				fprintf(stderr, "h5fs: no syslog here (/dev/log is missing): h5fs's messages (why a "
+					"change was refused, why a read gave EIO) go to %s (said once per FILE until "
+					"reboot; -f or -o logfile=PATH puts them elsewhere)\n", state);
+			else if (e && !nosyslog_said(NULL))
+				fprintf(stderr, "h5fs: no syslog here (/dev/log is missing) and no state directory "
+					"($XDG_STATE_HOME or ~/.local/state/h5fs: %s): once detached, h5fs's messages "
+					"(why a read gave EIO) are lost; mount with -f, or -o logfile=PATH, to keep them "
+					"(said once until reboot)\n", strerror(e));
+		}
+		if (fuse_daemonize(0) != 0) {
+			free(state);
 			return ret;
-		h5fs_log_to(D->log_fd, have_syslog, 0);
+		}
+		if (!state || e)
+			h5fs_log_to(D->log_fd, have_syslog, 0);
+		free(state);
 	} else if (fuse_daemonize(1) != 0) {
 		return ret;
 	}

@@ -10,7 +10,12 @@
 
 #include "startup.h"
 
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
+#include <stdint.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,4 +166,62 @@ void startup_gather_fuse_log(void)
 {
 	fuse_said[0] = 0;
 	fuse_set_log_func(gather_fuse_log);
+}
+
+/* mkdir -p of the directories above path's last component (0700) */
+static int make_dirs(char *path)
+{
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(path, 0700) != 0 && errno != EEXIST) {
+			*p = '/';
+			return -1;
+		}
+		*p = '/';
+	}
+	return 0;
+}
+
+char *startup_state_log(const char *file)
+{
+	const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME"), *base;
+	char name[72], *path = NULL;
+	uint64_t h = 1469598103934665603ull;    /* FNV-1a */
+	size_t bl, k = 0;
+	int n;
+
+	for (const char *p = file; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	/* the last component of a path or URL, "/"s at its end ignored */
+	bl = strlen(file);
+	while (bl > 1 && file[bl - 1] == '/')
+		bl--;
+	base = file + bl;
+	while (base > file && base[-1] != '/')
+		base--;
+	for (; base < file + bl && k < 48; base++)
+		name[k++] = isalnum((unsigned char)*base) || *base == '.' || *base == '-' || *base == '_' ? *base : '_';
+	if (k == 0 || name[0] == '.')
+		name[k++] = 'h';
+	name[k] = '\0';
+	if (!(state && state[0] == '/') && !(home && home[0] == '/'))
+		return NULL;
+	path = malloc(PATH_MAX);
+	if (!path)
+		return NULL;
+	if (state && state[0] == '/')
+		n = snprintf(path, PATH_MAX, "%s/h5fs/%s-%08x.log", state, name, (unsigned)(h ^ (h >> 32)));
+	else
+		n = snprintf(path, PATH_MAX, "%s/.local/state/h5fs/%s-%08x.log", home, name, (unsigned)(h ^ (h >> 32)));
+	if (n < 0 || n >= PATH_MAX) {
+		free(path);
+		return NULL;
+	}
+	if (make_dirs(path) != 0) {
+		free(path);
+		return NULL;
+	}
+	return path;
 }

@@ -19,5 +19,11 @@ void startup_raise_readahead(const char *mnt, unsigned kb);
 void startup_gather_fuse_log(void);
 /* ... and print them as h5fs's on stderr; libfuse prints its own again. */
 void startup_say_fuse_log(void);
+/* Where a daemon with no syslog keeps its messages (doc/h5fs.1
+ * LOGGING): ${XDG_STATE_HOME:-$HOME/.local/state}/h5fs/NAME-HASH.log,
+ * one file per FILE (NAME: FILE's last component, HASH: of its whole
+ * name as given absolute), the directories made (0700). malloc'd, or
+ * NULL when there is no such place (no HOME, a directory not made). */
+char *startup_state_log(const char *file);
 
 #endif

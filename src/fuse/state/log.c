@@ -6,11 +6,60 @@
 
 /* ---- logging ------------------------------------------------------------ */
 
-/* The process's one log destination (h5fs_log_to). */
+/* The process's one log destination (h5fs_log_to). A state file
+ * (h5fs_log_to_state) is rotated: path and max set, size counted. */
 static struct {
 	int fd;
 	bool syslog, stderr_on;
-} logto = { -1, false, true };
+	char *path;
+	uint64_t max, size;
+	pthread_mutex_t mu;     /* the size and the rotation */
+} logto = { -1, false, true, NULL, 0, 0, PTHREAD_MUTEX_INITIALIZER };
+
+int h5fs_log_to_state(const char *path, uint64_t max)
+{
+	struct stat st;
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+	if (fd < 0)
+		return errno;
+	free(logto.path);
+	logto.path = strdup(path);
+	if (!logto.path) {
+		close(fd);
+		return ENOMEM;
+	}
+	logto.size = fstat(fd, &st) == 0 ? (uint64_t)st.st_size : 0;
+	logto.max = max;
+	logto.fd = fd;
+	logto.syslog = false;
+	logto.stderr_on = false;
+	return 0;
+}
+
+/* Before a line of n bytes: a state file that would pass its bound
+ * becomes path.1 and a new one takes its descriptor (dup2: a thread
+ * writing meanwhile writes to one or the other, whole). */
+static void rotate(size_t n)
+{
+	char old[PATH_MAX];
+	int fd;
+
+	if (!logto.path)
+		return;
+	pthread_mutex_lock(&logto.mu);
+	if (logto.size + n > logto.max && logto.size > 0 &&
+	    snprintf(old, sizeof(old), "%s.1", logto.path) < (int)sizeof(old) && rename(logto.path, old) == 0) {
+		fd = open(logto.path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd >= 0) {
+			dup2(fd, logto.fd);
+			close(fd);
+		}
+		logto.size = 0;
+	}
+	logto.size += n;
+	pthread_mutex_unlock(&logto.mu);
+}
 
 void h5fs_log_to(int log_fd, int use_syslog, int use_stderr)
 {
@@ -52,8 +101,10 @@ static void cfg_vlog(const h5fs_config *cfg, int prio, const char *fmt, va_list 
 		localtime_r(&ts.tv_sec, &tm);
 		n = snprintf(line, sizeof(line), "%04d-%02d-%02d %02d:%02d:%02d h5fs[%ld]: %s\n", tm.tm_year + 1900,
 			     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (long)getpid(), msg);
-		if (n > 0)
+		if (n > 0) {
+			rotate((size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
 			put_line(logto.fd, line, (size_t)n, sizeof(line));
+		}
 	}
 	if (logto.stderr_on) {
 		n = snprintf(line, sizeof(line), "h5fs: %s\n", msg);
