@@ -87,6 +87,41 @@ static void top_mount(const char *mnt, char **what, dev_t *dev)
 	fclose(fp);
 }
 
+bool startup_inside_h5fs(const char *path)
+{
+	FILE *fp = fopen("/proc/self/mountinfo", "re");
+	char *line = NULL;
+	size_t cap = 0, best = 0;
+	bool h5 = false;
+
+	if (!fp)
+		return false;
+	while (getline(&line, &cap, fp) > 0) {
+		char *f[5], *save = NULL, *sep = strstr(line, " - "), *type;
+		size_t n;
+		int i;
+
+		if (!sep)
+			continue;
+		*sep = 0;
+		for (i = 0; i < 5 && (f[i] = strtok_r(i ? NULL : line, " ", &save)); i++)
+			;
+		type = strtok_r(sep + 3, " ", &save);
+		if (i < 5 || !type)
+			continue;
+		unescape_mnt(f[4]);
+		n = strlen(f[4]);
+		/* the deepest mount above path (a later one on the same point: on top) */
+		if (n >= best && strncmp(path, f[4], n) == 0 && (path[n] == '/' || (n == 1 && path[1]))) {
+			best = n;
+			h5 = strcmp(type, "fuse.h5fs") == 0;
+		}
+	}
+	free(line);
+	fclose(fp);
+	return h5;
+}
+
 char *startup_fuse_mount_on(const char *mnt)
 {
 	char *what;

@@ -5,10 +5,15 @@
 
 #include "fuse_ops.h"
 
+#include <stdbool.h>
+
 /* "TYPE of SOURCE" (malloc'd) when the mount on top at mnt (a real path)
  * is a FUSE file system, else NULL (also when /proc/self/mountinfo cannot
  * be read). */
 char *startup_fuse_mount_on(const char *mnt);
+/* Whether path (a real path) lies below the mount point of an h5fs mount
+ * (the deepest mount above it is one). */
+bool startup_inside_h5fs(const char *path);
 /* Raise the read-ahead of the FUSE mount on mnt (a real path) to kb KiB
  * where it is less (root only: /sys/class/bdi/MAJ:MIN/read_ahead_kb).
  * Called between the mount and the session loop: the kernel sets the

@@ -26,6 +26,7 @@
 #include "unmount.h"
 #include "fuse_ops.h"
 #include "tool_exit.h"
+#include "startup.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -37,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -142,6 +144,39 @@ static int wait_exit(pid_t pid, int ms)
 	return 0;
 }
 
+/* Why mnt is no h5fs mount to unmount (e: the pid xattr's errno: ENODATA
+ * or ENOTSUP from another file system, ENOTCONN from a FUSE mount whose
+ * daemon is gone), said as a user asks it: not errno's "No data
+ * available". */
+static void not_ours(const char *mnt, int e)
+{
+	char *real = realpath(mnt, NULL), *what = NULL;
+	struct stat st;
+
+	if (!real || stat(real, &st) != 0) {
+		fprintf(stderr, "h5fs: -u %s: %s\n", mnt, strerror(e == ENOTCONN ? e : errno));
+		free(real);
+		return;
+	}
+	what = startup_fuse_mount_on(real);
+	if (e == ENOTCONN)
+		fprintf(stderr, "h5fs: %s: the daemon of this mount is gone (%s); fusermount3 -u %s removes it\n",
+			mnt, strerror(e), mnt);
+	else if (what && strncmp(what, "fuse.h5fs ", 10) == 0)
+		fprintf(stderr, "h5fs: %s: its h5fs daemon does not answer (%s): fusermount3 -u %s unmounts it\n",
+			mnt, strerror(e), mnt);
+	else if (what)
+		fprintf(stderr, "h5fs: %s is not an h5fs mount (it is a %s): nothing unmounted\n", mnt, what);
+	else if (startup_inside_h5fs(real))
+		fprintf(stderr, "h5fs: %s is not an h5fs mount, but a path inside one: give its mount point; "
+			"nothing unmounted\n", mnt);
+	else
+		fprintf(stderr, "h5fs: %s is not an h5fs mount%s: nothing unmounted\n", mnt,
+			S_ISDIR(st.st_mode) ? "" : " (not a directory)");
+	free(what);
+	free(real);
+}
+
 int h5fs_unmount_main(const char *mnt)
 {
 	pid_t pid = daemon_pid(mnt);
@@ -149,7 +184,7 @@ int h5fs_unmount_main(const char *mnt)
 	int fd, e, ret = TOOL_EXIT_OK;
 
 	if (pid < 0) {
-		fprintf(stderr, "h5fs: %s is not the top of an h5fs mount (%s)\n", mnt, strerror(errno));
+		not_ours(mnt, errno);
 		return TOOL_EXIT_USAGE;
 	}
 	fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
