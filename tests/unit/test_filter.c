@@ -977,6 +977,36 @@ START_TEST(test_deflate_bomb)
 }
 END_TEST
 
+/* A damaged chunk whose stream runs past the chunk's size is corrupt
+ * data, not a decompression bomb (issue 83 item 7d): a stream of 16 KiB
+ * cut at three quarters, read as a chunk of 4 KiB, decodes past 4 KiB
+ * and then breaks; the whole stream, which really holds 16 KiB, is the
+ * bomb. Both as the log says them. */
+START_TEST(test_deflate_damaged_not_bomb)
+{
+	tpl t;
+	uint32_t lvl = 1;
+	uint8_t data[16384], z[20000];
+	uLongf zn = sizeof(z);
+
+	fill_pattern(data, sizeof(data), 13);
+	ck_assert_int_eq(compress2(z, &zn, data, sizeof(data), 1), Z_OK);
+	tpl_init(&t);
+	tpl_add(&t, H5_FILTER_DEFLATE, 1, 1, &lvl);
+	assert_decode_fails(&t.pl, 0, z, zn * 3 / 4, 4096, H5_ERR_FORMAT, "corrupt chunk data", "deflate cut, 4 KiB");
+	ck_assert_msg(!strstr(h5_err_msg(), "bomb"), "%s", h5_err_msg());
+	/* a byte of garbage after three quarters: an error further on */
+	z[zn * 3 / 4] ^= 0xff;
+	z[zn * 3 / 4 + 1] ^= 0xa5;
+	assert_decode_fails(&t.pl, 0, z, zn, 4096, H5_ERR_FORMAT, NULL, "deflate damaged, 4 KiB");
+	ck_assert_msg(!strstr(h5_err_msg(), "bomb") || strstr(h5_err_msg(), "decodes to"), "%s", h5_err_msg());
+	z[zn * 3 / 4] ^= 0xff;
+	z[zn * 3 / 4 + 1] ^= 0xa5;
+	assert_decode_fails(&t.pl, 0, z, zn, 4096, H5_ERR_FORMAT, "bomb: the stream decodes to 16384 bytes",
+			    "deflate whole, 4 KiB");
+}
+END_TEST
+
 START_TEST(test_deflate_corrupt)
 {
 	tpl t;
@@ -1904,6 +1934,7 @@ static Suite *make_suite(void)
 
 	tcase_set_timeout(syn, 60);
 	tcase_add_test(syn, test_deflate_bomb);
+	tcase_add_test(syn, test_deflate_damaged_not_bomb);
 	tcase_add_test(syn, test_deflate_corrupt);
 	tcase_add_test(syn, test_encode_roundtrip);
 	tcase_add_test(syn, test_encode_formats);

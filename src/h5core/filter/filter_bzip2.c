@@ -23,6 +23,41 @@ static h5_dl bz2_lib = {
 #define BZ2_bzDecompressEnd (bz2_fn.p_BZ2_bzDecompressEnd)
 #define BZ2_bzBuffToBuffCompress (bz2_fn.p_BZ2_bzBuffToBuffCompress)
 
+/* Output past the chunk's bound (out_done bytes, bz mid-stream, brc its
+ * last answer): decoded on into scratch, up to 64 MiB more, to tell a
+ * damaged chunk (the stream fails or is cut short) from a true
+ * decompression bomb (it really decodes to more). */
+static int bz_past(bz_stream *bz, const uint8_t *in, size_t in_len, size_t in_done, size_t out_done, size_t bound,
+		   int brc)
+{
+	char scratch[16384];
+	size_t extra = 0;
+
+	while (brc == BZ_OK && extra < ((size_t)64 << 20)) {
+		size_t in_chunk = in_len - in_done;
+		unsigned ai, ao;
+
+		if (in_chunk == 0)
+			return h5_err_set(H5_ERR_FORMAT, "bzip2: corrupt chunk data: the stream runs past the %zu bytes "
+					  "of the chunk and is cut short", bound);
+		bz->next_in = (char *)(uintptr_t)(in + in_done);
+		bz->avail_in = ai = (unsigned)(in_chunk > UINT_MAX ? UINT_MAX : in_chunk);
+		bz->next_out = scratch;
+		bz->avail_out = ao = sizeof(scratch);
+		brc = BZ2_bzDecompress(bz);
+		in_done += ai - bz->avail_in;
+		extra += ao - bz->avail_out;
+	}
+	if (brc == BZ_STREAM_END)
+		return h5_err_set(H5_ERR_FORMAT, "bzip2: decompression bomb: the stream decodes to %zu bytes, more "
+				  "than the %zu bytes of the chunk", out_done + extra, bound);
+	if (brc == BZ_OK)
+		return h5_err_set(H5_ERR_FORMAT, "bzip2: decompression bomb: the stream decodes to more than %zu bytes "
+				  "(the chunk holds %zu)", out_done + extra, bound);
+	return h5_err_set(brc == BZ_MEM_ERROR ? H5_ERR_NOMEM : H5_ERR_FORMAT, "bzip2: corrupt chunk data (error %d, "
+			  "decoded past the %zu bytes of the chunk)", brc, bound);
+}
+
 /* H5Zbzip2.c: one bzip2 stream. */
 static int dec_bzip2(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
 {
@@ -56,7 +91,7 @@ static int dec_bzip2(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
 		in_done += ai - bz.avail_in;
 		out_done += ao - bz.avail_out;
 		if (out_done > st.size) {
-			rc = h5_err_set(H5_ERR_FORMAT, "bzip2: decompression bomb: output exceeds the %zu bytes of the chunk", st.size);
+			rc = bz_past(&bz, *buf, *len, in_done, out_done, st.size, brc);
 			goto out;
 		}
 		if (brc == BZ_STREAM_END)

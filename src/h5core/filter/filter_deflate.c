@@ -11,6 +11,44 @@
 #include <stdlib.h>
 #endif
 
+/* Output past the chunk's bound (out_done bytes so far, zs mid-stream):
+ * decoded on into scratch to tell a damaged chunk - a stream that fails,
+ * or ends early, once it runs past - from a true decompression bomb, a
+ * stream that really decodes to more (checked up to BOMB_PROBE bytes
+ * more: a bomb's ratio is 1032, its whole output is never made). */
+#define BOMB_PROBE ((size_t)64 << 20)
+static int past_bound(z_stream *zs, const uint8_t *in, size_t in_len, size_t in_done, size_t out_done, size_t bound)
+{
+	uint8_t scratch[16384];
+	size_t extra = 0;
+	int zrc = Z_OK;
+
+	while (extra < BOMB_PROBE) {
+		size_t in_chunk = in_len - in_done;
+		uInt ai, ao;
+
+		zs->next_in = (Bytef *)(uintptr_t)(in + in_done);
+		zs->avail_in = ai = (uInt)(in_chunk > UINT_MAX ? UINT_MAX : in_chunk);
+		zs->next_out = scratch;
+		zs->avail_out = ao = sizeof(scratch);
+		zrc = inflate(zs, Z_NO_FLUSH);
+		in_done += ai - zs->avail_in;
+		extra += ao - zs->avail_out;
+		if (zrc == Z_STREAM_END)
+			return h5_err_set(H5_ERR_FORMAT, "deflate: decompression bomb: the stream decodes to %zu bytes, "
+					  "more than the %zu bytes of the chunk", out_done + extra, bound);
+		if (zrc == Z_BUF_ERROR && in_done == in_len)
+			return h5_err_set(H5_ERR_FORMAT, "deflate: corrupt chunk data: the stream runs past the %zu bytes "
+					  "of the chunk and is cut short after %zu input bytes", bound, in_len);
+		if (zrc != Z_OK)
+			return h5_err_set(zrc == Z_MEM_ERROR ? H5_ERR_NOMEM : H5_ERR_FORMAT,
+					  "deflate: corrupt chunk data at input byte %zu: %s (decoded past the %zu bytes of "
+					  "the chunk)", in_done, zs->msg ? zs->msg : "inflate failed", bound);
+	}
+	return h5_err_set(H5_ERR_FORMAT, "deflate: decompression bomb: the stream decodes to more than %zu bytes "
+			  "(the chunk holds %zu)", out_done + extra, bound);
+}
+
 /* zlib inflate into at most st.size bytes (+1 byte of slack that detects a
  * stream that would go on).  Used without libdeflate and, with it, to report
  * size mismatches precisely. */
@@ -50,9 +88,7 @@ static int inflate_zlib(uint8_t **out, size_t *out_len, const uint8_t *in, size_
 		if (zrc == Z_STREAM_END)
 			break;
 		if (out_done > st.size) {
-			rc = h5_err_set(H5_ERR_FORMAT,
-					"deflate: decompression bomb: output exceeds the %zu bytes of the chunk",
-					st.size);
+			rc = past_bound(&zs, in, in_len, in_done, out_done, st.size);
 			goto out;
 		}
 		if (zrc == Z_OK)
@@ -72,8 +108,9 @@ static int inflate_zlib(uint8_t **out, size_t *out_len, const uint8_t *in, size_
 		goto out;
 	}
 	if (out_done > st.size) {
-		rc = h5_err_set(H5_ERR_FORMAT,
-				"deflate: decompression bomb: output exceeds the %zu bytes of the chunk", st.size);
+		/* (the stream ended right there: really more than the chunk) */
+		rc = h5_err_set(H5_ERR_FORMAT, "deflate: decompression bomb: the stream decodes to %zu bytes, more "
+				"than the %zu bytes of the chunk", out_done, st.size);
 		goto out;
 	}
 	if (st.exact && out_done != st.size) {

@@ -8,6 +8,42 @@
  * liblzf format: a control byte < 32 starts a literal run of ctrl+1 bytes;
  * otherwise len = ctrl >> 5 (7: plus the next byte) and a back reference of
  * len+2 bytes at distance ((ctrl & 31) << 8 | next byte) + 1. */
+/* Output past the chunk's bound (done bytes) before ip, a control byte:
+ * the rest of the stream walked without being written, to tell a damaged
+ * chunk (the stream breaks further on) from one that really decodes to
+ * more than the chunk. */
+static int lzf_past(const uint8_t *ip, const uint8_t *ie, size_t done, size_t cap)
+{
+	size_t total = done;
+
+	while (ip < ie) {
+		unsigned ctrl = *ip++;
+
+		if (ctrl < 32) {
+			if ((size_t)ctrl + 1 > (size_t)(ie - ip))
+				return h5_err_set(H5_ERR_FORMAT, "lzf: corrupt chunk data: a literal run past the end of "
+						  "the stream, after output past the %zu bytes of the chunk", cap);
+			ip += ctrl + 1;
+			total += ctrl + 1;
+		} else {
+			size_t n = ctrl >> 5, dist = (size_t)(ctrl & 31) << 8;
+
+			if (ip >= ie || (n == 7 && ie - ip < 2))
+				return h5_err_set(H5_ERR_FORMAT, "lzf: corrupt chunk data: the stream is cut short, after "
+						  "output past the %zu bytes of the chunk", cap);
+			if (n == 7)
+				n += *ip++;
+			dist += (size_t)*ip++ + 1;
+			if (dist > total)
+				return h5_err_set(H5_ERR_FORMAT, "lzf: corrupt chunk data: a back reference before the "
+						  "start of the output, after output past the %zu bytes of the chunk", cap);
+			total += n + 2;
+		}
+	}
+	return h5_err_set(H5_ERR_FORMAT, "lzf: decompression bomb: the stream decodes to %zu bytes, more than the "
+			  "%zu bytes of the chunk", total, cap);
+}
+
 static int dec_lzf(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
 {
 	const uint8_t *ip = *buf, *ie = *buf + *len;
@@ -27,7 +63,7 @@ static int dec_lzf(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
 			size_t n = ctrl + 1;
 
 			if (n > cap - (size_t)(op - out)) {
-				rc = h5_err_set(H5_ERR_FORMAT, "lzf: decompression bomb: output exceeds the %zu bytes of the chunk", cap);
+				rc = lzf_past(ip - 1, ie, (size_t)(op - out), cap);
 				goto out;
 			}
 			if (n > (size_t)(ie - ip)) {
@@ -49,12 +85,12 @@ static int dec_lzf(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
 			}
 			dist += (size_t)*ip++ + 1;
 			n += 2;
-			if (n > cap - (size_t)(op - out)) {
-				rc = h5_err_set(H5_ERR_FORMAT, "lzf: decompression bomb: output exceeds the %zu bytes of the chunk", cap);
-				goto out;
-			}
 			if (dist > (size_t)(op - out)) {
 				rc = h5_err_set(H5_ERR_FORMAT, "lzf: back reference before the start of the output");
+				goto out;
+			}
+			if (n > cap - (size_t)(op - out)) {
+				rc = lzf_past(ip, ie, (size_t)(op - out) + n, cap);
 				goto out;
 			}
 			/* byte by byte: the copy may overlap itself */

@@ -73,6 +73,35 @@ static int lzo_run(lzo_uint *got, uint8_t *out, size_t cap, const uint8_t *in, s
 	return lzo1x_decompress_safe(in, in_len, out, got, NULL);
 }
 
+/* Output past the chunk's bound: decoded again into room for more (up to
+ * 64 MiB, twice the chunk at most) to tell a damaged chunk (the stream
+ * fails) from one that really decodes to more than the chunk. */
+static int lzo_past(const uint8_t *in, size_t in_len, size_t bound)
+{
+	size_t room = bound < ((size_t)64 << 20) ? bound * 2 + 4096 : bound + ((size_t)64 << 20);
+	uint8_t *probe = h5_buf_alloc(room);
+	lzo_uint got = 0;
+	int lrc, rc;
+
+	if (!probe)
+		return h5_err_set(H5_ERR_FORMAT, "lzo: corrupt chunk data, or a decompression bomb: the stream runs "
+				  "past the %zu bytes of the chunk", bound);
+	lrc = lzo_run(&got, probe, room, in, in_len);
+	if (lrc == LZO_E_INPUT_NOT_CONSUMED && in_len >= LZO_TRAILER)
+		lrc = lzo_run(&got, probe, room, in, in_len - LZO_TRAILER);
+	h5_buf_free(probe);
+	if (lrc == LZO_E_OK)
+		rc = h5_err_set(H5_ERR_FORMAT, "lzo: decompression bomb: the stream decodes to %zu bytes, more than "
+				"the %zu bytes of the chunk", (size_t)got, bound);
+	else if (lrc == LZO_E_OUTPUT_OVERRUN)
+		rc = h5_err_set(H5_ERR_FORMAT, "lzo: decompression bomb: the stream decodes to more than %zu bytes "
+				"(the chunk holds %zu)", room, bound);
+	else
+		rc = h5_err_set(H5_ERR_FORMAT, "lzo: corrupt chunk data (error %d, decoded past the %zu bytes of the "
+				"chunk)", lrc, bound);
+	return rc;
+}
+
 static int dec_lzo(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
 {
 	lzo_uint got = 0;
@@ -103,8 +132,7 @@ static int dec_lzo(uint8_t **buf, size_t *len, const h5_filter *f, fstage st)
 		}
 	}
 	if (lrc == LZO_E_OUTPUT_OVERRUN) {
-		rc = h5_err_set(H5_ERR_FORMAT, "lzo: decompression bomb: output exceeds the %zu bytes of the chunk",
-				st.size);
+		rc = lzo_past(*buf, *len, st.size);
 		goto out;
 	}
 	if (lrc != LZO_E_OK) {

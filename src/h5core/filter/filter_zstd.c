@@ -28,6 +28,29 @@ static h5_dl zstd_lib = {
 #define ZSTD_compress (zstd_fn.p_ZSTD_compress)
 #define ZSTD_maxCLevel (zstd_fn.p_ZSTD_maxCLevel)
 
+/* A frame of no stated size that runs past cap: decoded again into room
+ * for more (twice cap, 64 MiB more at most) to tell a damaged chunk (the
+ * frame fails) from one that really holds more. */
+static int zstd_past(const uint8_t *in, size_t in_len, size_t cap, const char *what)
+{
+	size_t room = cap < ((size_t)64 << 20) ? cap * 2 + 4096 : cap + ((size_t)64 << 20), r;
+	uint8_t *probe = h5_buf_alloc(room);
+
+	if (!probe)
+		return h5_err_set(H5_ERR_FORMAT, "%s: corrupt chunk data, or a decompression bomb: the frame runs past "
+				  "%zu bytes", what, cap);
+	r = ZSTD_decompress(probe, room, in, in_len);
+	h5_buf_free(probe);
+	if (!ZSTD_isError(r))
+		return h5_err_set(H5_ERR_FORMAT, "%s: decompression bomb: the frame holds %zu bytes, more than %zu", what,
+				  r, cap);
+	if (ZSTD_getErrorCode(r) == ZSTD_error_dstSize_tooSmall)
+		return h5_err_set(H5_ERR_FORMAT, "%s: decompression bomb: the frame holds more than %zu bytes (room "
+				  "for %zu)", what, room, cap);
+	return h5_err_set(H5_ERR_FORMAT, "%s: corrupt chunk data: %s (decoded past %zu bytes)", what,
+			  ZSTD_getErrorName(r), cap);
+}
+
 int h5_filter_zstd_into(uint8_t *out, size_t cap, size_t *got, const uint8_t *in, size_t in_len, const char *what)
 {
 	size_t r;
@@ -37,8 +60,16 @@ int h5_filter_zstd_into(uint8_t *out, size_t cap, size_t *got, const uint8_t *in
 		return rc;
 	r = ZSTD_decompress(out, cap, in, in_len);
 	if (ZSTD_isError(r)) {
-		if (ZSTD_getErrorCode(r) == ZSTD_error_dstSize_tooSmall)
-			return h5_err_set(H5_ERR_FORMAT, "%s: decompression bomb: output exceeds %zu bytes", what, cap);
+		if (ZSTD_getErrorCode(r) == ZSTD_error_dstSize_tooSmall) {
+			/* a frame that says it is larger really is; one that
+			 * does not and runs past is damaged */
+			unsigned long long fcs = ZSTD_getFrameContentSize(in, in_len);
+
+			if (fcs != ZSTD_CONTENTSIZE_UNKNOWN && fcs != ZSTD_CONTENTSIZE_ERROR && fcs > cap)
+				return h5_err_set(H5_ERR_FORMAT, "%s: decompression bomb: the frame holds %llu bytes, "
+						  "more than %zu", what, fcs, cap);
+			return zstd_past(in, in_len, cap, what);
+		}
 		if (ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation)
 			return h5_err_set(H5_ERR_NOMEM, "%s: out of memory", what);
 		return h5_err_set(H5_ERR_FORMAT, "%s: %s", what, ZSTD_getErrorName(r));
