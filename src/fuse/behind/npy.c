@@ -27,42 +27,7 @@
 #include "npystream.h"
 #include "owner.h"
 
-#define HEAD_MAX (1 << 20)      /* an NPY header is at most 4 GiB long in 2.0; we take 1 MiB */
-
-struct npy_pending {
-	struct npy_pending *next;
-	uint64_t addr;          /* the placeholder's object header */
-	uint64_t group;         /* its group's */
-	uint64_t parent;        /* the group's node */
-	char *name;             /* NAME.npy */
-};
-
-struct npy_stream {
-	bool placeholder_deleted;       /* np.save over NAME: its link went first */
-	uint64_t addr;          /* the placeholder's object header */
-	uint64_t group, parent;
-	char *name;
-	uint8_t *head;          /* the first bytes, until the header parses */
-	size_t hlen;
-	npy_header h;
-	bool known, holding, done;
-	bool demoted;           /* not a stream h5fs makes a dataset of: bytes (npy_demote) */
-	bool has_mtime;         /* a time set on the placeholder: the dataset's (npy_set_mtime) */
-	int64_t mtime;
-	uint64_t made;          /* the dataset's header, once done */
-	char why[160];
-	int err;                /* kept: the next write, fsync and close fail with it */
-	struct gen *g;          /* the generation it writes through (held) */
-	h5_dset_writer *dw;
-	uint8_t *fbuf;          /* Fortran order: the data, till all is in */
-	uint64_t fgot;
-	pthread_mutex_t mu;
-	/* in its kind's list (under kind->t.mu): listed; every byte in, the
-	 * dataset not made: counted */
-	struct npy_kind *kind;
-	struct npy_stream *knext;
-	bool listed, counted;
-};
+#include "npy_int.h"
 
 /* ---- np.save's streams, a kind of the commit layer (commit/sched.c) ----
  * A stream's bytes go to their place in FILE as they come, before the
@@ -252,6 +217,7 @@ struct npy_stream *npy_stream_take(h5fs *fs, uint64_t addr, struct gen *g)
 		s->g = g;
 		gen_hold(g);
 		pthread_mutex_init(&s->mu, NULL);
+		pthread_mutex_init(&s->mv_mu, NULL);
 		kind_join(fs, s);
 	} else {
 		free(p->name);
@@ -555,6 +521,7 @@ int npy_set_mtime(h5fs *fs, struct npy_stream *s, int64_t sec)
 void npy_demote(h5fs *fs, struct npy_stream *s, uint8_t **head, size_t *hlen)
 {
 	kind_leave(s);
+	npy_take_moved(s);
 	h5fs_log(fs, LOG_INFO, "%s: %s: kept as bytes (a uint8 dataset of that name)", show_path(s->name), s->why);
 	/* in a netCDF-4 file, bytes on a new unlimited dimension, as create
 	 * makes a copied file's (link.c) */
@@ -578,6 +545,8 @@ void npy_demote(h5fs *fs, struct npy_stream *s, uint8_t **head, size_t *hlen)
 	h5_dset_writer_free(s->dw);
 	gen_release(s->g);
 	pthread_mutex_destroy(&s->mu);
+	pthread_mutex_destroy(&s->mv_mu);
+	free(s->mv_name);
 	free(s->name);
 	free(s);
 }
@@ -592,7 +561,10 @@ static void placeholder_gone(h5fs *fs, struct npy_stream *s, const char *made)
 	/* (FILE changed by another program: ESTALE, the placeholder stays) */
 	if (!s->holding && begin(fs, s) == 0)
 		s->holding = true;
-	rc = s->holding && !s->placeholder_deleted ? h5_link_delete(s->g->f, s->group, base, strlen(base), 2) : 0;
+	/* (by its address: renamed away, a new np.save's placeholder may
+	 * have the name now) */
+	rc = s->holding && !s->placeholder_deleted && npy_placeholder_at(s, base)
+		     ? h5_link_delete(s->g->f, s->group, base, strlen(base), 2) : 0;
 	if (rc < 0)
 		h5fs_log(fs, LOG_ERR, "np.save %s: removing the placeholder: %s", show_path(s->name), h5_err_msg());
 	synth_forget(fs, s->parent, base);
@@ -656,7 +628,7 @@ int npy_flush(h5fs *fs, struct npy_stream *s, bool closing)
 {
 	const char *base;
 	char *made = NULL;
-	bool over, last = false, settle = false;
+	bool over, plain, last = false, settle = false;
 	uint64_t old = UINT64_MAX;
 	struct h5_gone *gone = NULL;
 	size_t blen;
@@ -681,16 +653,34 @@ int npy_flush(h5fs *fs, struct npy_stream *s, bool closing)
 	settle = s->done;
 	if (s->err || s->done || !s->known || h5_dset_writer_missing(s->dw))
 		goto out;
+	/* renamed meanwhile (mv x.npy y.npy): the array lands under the new
+	 * name, as a local file's would; member_rename tells us just after
+	 * its move, so a placeholder not where we were told is waited for */
+	npy_take_moved(s);
+	for (int tries = 0; tries < 100; tries++) {
+		base = strrchr(s->name, '/');
+		base = base ? base + 1 : s->name;
+		if (npy_placeholder_at(s, base))
+			break;
+		usleep(2000);
+		npy_take_moved(s);
+	}
 	base = strrchr(s->name, '/');
 	base = base ? base + 1 : s->name;
-	blen = strlen(base) - 4;        /* NAME of NAME.npy */
+	plain = strlen(base) <= 4 || strcmp(base + strlen(base) - 4, ".npy") != 0;
+	blen = plain ? strlen(base) : strlen(base) - 4;        /* NAME of NAME.npy */
 	made = strndup(base, blen);
 	if (!made) {
 		e = fail(fs, s, ENOMEM, "out of memory");
 		goto out;
 	}
-	over = replaces(s, made, &old, &last);
-	if (over) {
+	/* a name with no .npy (renamed so): the array is that name */
+	over = !plain && replaces(s, made, &old, &last);
+	if (plain) {
+		rc = h5_link_delete(s->g->f, s->group, base, strlen(base), 2);
+		if (rc == 0)
+			rc = h5_dset_writer_commit(&addr, s->dw, s->group, base, blen);
+	} else if (over) {
 		/* np.save over dataset NAME (views.c npy_over): the placeholder
 		 * goes, the dataset is made under its name NAME.npy, then moved
 		 * over NAME (h5_link_move replaces it). Each step one commit: a
@@ -715,7 +705,7 @@ int npy_flush(h5fs *fs, struct npy_stream *s, bool closing)
 		h5fs_log(fs, LOG_DEBUG, "np.save %s: the time set on it not kept: %s", show_path(s->name), h5_err_msg());
 		h5_err_clear();
 	}
-	if (over)
+	if (over || plain)
 		s->placeholder_deleted = true;
 	/* the variable replaced (its last link) off its netCDF dimensions,
 	 * as rm takes one off (link.c) */
@@ -770,6 +760,8 @@ void npy_release(h5fs *fs, struct npy_stream *s)
 	h5_dset_writer_free(s->dw);
 	gen_release(s->g);
 	pthread_mutex_destroy(&s->mu);
+	pthread_mutex_destroy(&s->mv_mu);
+	free(s->mv_name);
 	free(s->head);
 	free(s->fbuf);
 	free(s->name);

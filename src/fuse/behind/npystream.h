@@ -31,6 +31,10 @@ void npy_demote(h5fs *fs, struct npy_stream *s, uint8_t **head, size_t *hlen);
 int npy_set_mtime(h5fs *fs, struct npy_stream *s, int64_t sec);
 int npy_flush(h5fs *fs, struct npy_stream *s, bool closing);
 void npy_release(h5fs *fs, struct npy_stream *s);
+/* npy_move.c: the object at addr (a placeholder, maybe) was renamed to
+ * path, link of group (node parent): an open stream of it makes its
+ * dataset there (member_rename, after the move) */
+void npy_moved(h5fs *fs, uint64_t addr, uint64_t group, uint64_t parent, const char *path);
 /* The streams' kind (commit/sched.c, registered at the first stream)
  * unregistered at the unmount (member_stop, before the scheduler stops;
  * h5fs_free's call is then nothing): complete streams still open made

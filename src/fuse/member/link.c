@@ -513,6 +513,15 @@ int member_rename(void *r, uint64_t parent, const char *name, uint64_t newparent
 		err = link_errno(fs, rc, EPERM, EINVAL, "rename", p, name);
 	else
 		node_moved(fs, p, name, np, newname);
+	if (rc == 0 && !sg && src.type == H5_LINK_HARD) {
+		/* an np.save placeholder renamed while its stream is open:
+		 * the array is made under the new name (npy_move.c) */
+		char *path = h5_path_join(np->path, newname);
+
+		if (path)
+			npy_moved(fs, src.addr, nu.addr, np->ino, path);
+		free(path);
+	}
 	if (rc == 0) {
 		node_touch(p, true);
 		node_touch(np, true);
