@@ -394,6 +394,11 @@ static bool nosyslog_said(const char *tag)
 }
 
 
+/* the command line, which a detached daemon's waiter overwrites with its
+ * own name (startup_reaper) */
+static int main_argc;
+static char **main_argv;
+
 /* The bound of a state log file before it is rotated: 1 MiB, or
  * H5FS_LOG_MAX bytes (tests) */
 static uint64_t log_max(void)
@@ -504,6 +509,7 @@ static int run(struct daemon *D)
 			free(state);
 			return ret;
 		}
+		startup_reaper(main_argc, main_argv);
 		if (!state || e)
 			h5fs_log_to(D->log_fd, have_syslog, 0);
 		free(state);
@@ -598,6 +604,8 @@ int main(int argc, char **argv)
 	struct daemon d;
 	int ret;
 
+	main_argc = argc;
+	main_argv = argv;
 	/* Chunks are decoded into 1 MiB-class buffers by many threads; glibc
 	 * gives every thread its own arena and keeps what is freed there, so
 	 * the daemon's resident memory grew far past the cache budget (peak

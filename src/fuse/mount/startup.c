@@ -15,7 +15,11 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -259,4 +263,44 @@ char *startup_state_log(const char *file)
 		return NULL;
 	}
 	return path;
+}
+
+/* A detached daemon is an orphan: its parent is the init of its PID
+ * namespace, which may reap an exited child late - a container's or a VM
+ * sandbox's init polls (the daemon exited in 0.035 s after umount and its
+ * pid stayed, a zombie, 1.3-1.9 s more: issue 83 item 7), and a shell as
+ * PID 1 never reaps. So the daemon gets a parent of its own: this
+ * process forks once more; the child serves the mount, and this one
+ * holds nothing (every descriptor closed: /dev/fuse's, FILE's) and only
+ * waits for it, so the daemon's pid is gone the moment it exits. The
+ * waiter names itself h5fs-reaper (its argv and comm), so nothing counts
+ * it as the daemon; it is the one init reaps later. Called right after
+ * fuse_daemonize, before any thread is started (none survives a fork).
+ * Returns in the daemon; the waiter never returns. */
+void startup_reaper(int argc, char **argv)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid <= 0)
+		return;         /* the daemon (or no fork: the daemon all the same) */
+#ifdef SYS_close_range
+	if (syscall(SYS_close_range, 0u, ~0u, 0u) != 0)
+#endif
+	{
+		long max = sysconf(_SC_OPEN_MAX);
+
+		for (long fd = 0; fd < (max > 0 && max < 65536 ? max : 65536); fd++)
+			close((int)fd);
+	}
+	if (argc > 0) {
+		char *from = argv[0], *to = argv[argc - 1] + strlen(argv[argc - 1]);
+
+		memset(from, 0, (size_t)(to - from));
+		snprintf(from, (size_t)(to - from) + 1, "%s", "h5fs-reaper");
+	}
+	prctl(PR_SET_NAME, "h5fs-reaper", 0, 0, 0);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	_exit(0);
 }

@@ -30,5 +30,9 @@ void startup_say_fuse_log(void);
  * name as given absolute), the directories made (0700). malloc'd, or
  * NULL when there is no such place (no HOME, a directory not made). */
 char *startup_state_log(const char *file);
+/* A detached daemon given a parent that reaps it at once (startup.c):
+ * returns in the daemon; its parent, which closed every descriptor,
+ * waits for it and exits. */
+void startup_reaper(int argc, char **argv);
 
 #endif
