@@ -472,6 +472,59 @@ START_TEST(small_float_values)
 }
 END_TEST
 
+/* A cell of text (NAME.csv written, issue 83 item 4) parsed in its type:
+ * what h5_value_text shows reads back to the same bytes; a string is
+ * taken verbatim and padded as its type says, too long or holding a NUL
+ * refused; numbers as attributes parse them (white space around them). */
+static int cell(uint8_t *out, const uint8_t *enc, size_t len, const char *text, size_t n)
+{
+	h5_dtype *t = NULL;
+	int rc;
+
+	ck_assert_int_eq(h5_dtype_decode(&t, enc, len, NULL), 0);
+	memset(out, 0xee, 16);
+	rc = h5_value_parse_cell(out, t, text, n);
+	h5_dtype_free(t);
+	return rc;
+}
+
+START_TEST(text_cells)
+{
+	uint8_t enc[64], out[16];
+	size_t len;
+
+	/* null-padded S8 (h5py's bytes) */
+	ck_assert_int_eq(h5_dtype_encode_fstr(enc, &len, 8, 1, 0), 0);
+	ck_assert_int_eq(cell(out, enc, len, " a,b", 4), 0);
+	ck_assert_mem_eq(out, " a,b\0\0\0\0", 8);
+	ck_assert_int_eq(cell(out, enc, len, "12345678", 8), 0);
+	ck_assert_mem_eq(out, "12345678", 8);
+	ck_assert_uint_eq(out[8], 0xee);        /* nothing past the element */
+	ck_assert_int_eq(cell(out, enc, len, "123456789", 9), H5_ERR_INVAL);
+	ck_assert_int_eq(cell(out, enc, len, "a\0b", 3), H5_ERR_INVAL);
+	/* null-terminated: its NUL must fit */
+	ck_assert_int_eq(h5_dtype_encode_fstr(enc, &len, 4, 0, 0), 0);
+	ck_assert_int_eq(cell(out, enc, len, "abc", 3), 0);
+	ck_assert_mem_eq(out, "abc\0", 4);
+	ck_assert_int_eq(cell(out, enc, len, "abcd", 4), H5_ERR_INVAL);
+	/* space-padded */
+	ck_assert_int_eq(h5_dtype_encode_fstr(enc, &len, 5, 2, 0), 0);
+	ck_assert_int_eq(cell(out, enc, len, "ab", 2), 0);
+	ck_assert_mem_eq(out, "ab   ", 5);
+	/* numbers: the attribute rules, one element */
+	ck_assert_int_eq(h5_dtype_encode_number(enc, &len, 'i', 2, true), 0);
+	ck_assert_int_eq(cell(out, enc, len, " -2 ", 4), 0);
+	ck_assert_mem_eq(out, "\xff\xfe", 2);
+	ck_assert_int_eq(cell(out, enc, len, "40000", 5), H5_ERR_INVAL);
+	ck_assert_int_eq(cell(out, enc, len, "1.5", 3), H5_ERR_INVAL);
+	ck_assert_int_eq(cell(out, enc, len, "", 0), H5_ERR_INVAL);
+	ck_assert_int_eq(h5_dtype_encode_number(enc, &len, 'f', 4, false), 0);
+	ck_assert_int_eq(cell(out, enc, len, "1e39", 4), H5_ERR_INVAL);
+	ck_assert_int_eq(cell(out, enc, len, "0.5", 3), 0);
+	ck_assert_mem_eq(out, "\0\0\0\x3f", 4);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("dtypes");
@@ -484,6 +537,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, version5_compound);
 	tcase_add_test(tc, complex_class);
 	tcase_add_test(tc, small_float_values);
+	tcase_add_test(tc, text_cells);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -578,6 +578,97 @@ START_TEST(csv_views)
 }
 END_TEST
 
+/* Rows in as text (issue 83 item 4): the view's own text parsed back
+ * gives the dataset's bytes (floats of every magnitude, -0.0, a table's
+ * quoted strings, its header skipped); records cut anywhere wait for the
+ * rest; a bad record refuses the whole text and leaves c as before. */
+static void check_csv_in(const char *name)
+{
+	struct fix x;
+	const h5_view_ops *ops;
+	struct vw_csv_in *c = NULL;
+	uint8_t *text, *raw, *rows = NULL;
+	uint64_t n, rn;
+	size_t nb = 0, used = 0, cut;
+
+	if (open_ds(&x, name) == 77)
+		return;
+	ck_assert_int_eq(vw_open(&ops, x.d, VW_CSV, 0), 0);
+	text = read_view(x.d, ops, &n);
+	rn = h5_view_raw.size(x.d);
+	raw = malloc(rn);
+	ck_assert_int_eq(h5_view_raw.read(x.d, raw, 0, rn), 0);
+	ck_assert_msg(vw_csv_in_new(&c, x.d) == 0, "%s", h5_err_msg());
+	ck_assert_msg(vw_csv_in_parse(c, &rows, &nb, &used, (char *)text, n, true) == 0, "%s: %s", name, h5_err_msg());
+	ck_assert_uint_eq(used, n);
+	ck_assert_uint_eq(nb, rn);
+	ck_assert_msg(memcmp(rows, raw, rn) == 0, "%s: the text parsed back differs", name);
+	free(rows);
+	vw_csv_in_free(c);
+	/* cut in the middle of a record: the rows before it, the rest kept */
+	ck_assert_int_eq(vw_csv_in_new(&c, x.d), 0);
+	cut = (size_t)n / 2 + 3;
+	ck_assert_int_eq(vw_csv_in_parse(c, &rows, &nb, &used, (char *)text, cut, false), 0);
+	ck_assert_uint_lt(used, cut);
+	ck_assert_int_eq(nb % vw_csv_in_row_bytes(c), 0);
+	ck_assert_int_eq(memcmp(rows, raw, nb), 0);
+	free(rows);
+	{
+		size_t first = nb;
+
+		ck_assert_int_eq(vw_csv_in_parse(c, &rows, &nb, &used, (char *)text + (n / 2 + 3 - (cut - used)),
+						 n - (n / 2 + 3 - (cut - used)), true), 0);
+		ck_assert_uint_eq(first + nb, rn);
+		ck_assert_int_eq(memcmp(rows, raw + first, nb), 0);
+		free(rows);
+	}
+	vw_csv_in_free(c);
+	free(text);
+	free(raw);
+	close_ds(&x);
+}
+
+START_TEST(csv_in)
+{
+	struct fix x;
+	struct vw_csv_in *c = NULL;
+	uint8_t *rows = NULL;
+	size_t nb = 0, used = 0;
+	double want[9] = { 1.5, 2, 0, -0.0, 1e16, 1, 3, 4, 5 };
+	const char *good = "1.5,2,0\r\n-0.0,\"1e16\",1\n 3 ,4,5\n";
+
+	check_csv_in("f8");
+	check_csv_in("f4");
+	check_csv_in("t");
+	if (open_ds(&x, "f8") == 77)       /* (700, 3) */
+		return;
+	ck_assert_int_eq(vw_csv_in_new(&c, x.d), 0);
+	/* CRLF, a quoted number, white space around one */
+	ck_assert_msg(vw_csv_in_parse(c, &rows, &nb, &used, good, strlen(good), false) == 0, "%s", h5_err_msg());
+	ck_assert_uint_eq(used, strlen(good));
+	ck_assert_uint_eq(nb, sizeof(want));
+	ck_assert_int_eq(memcmp(rows, want, nb), 0);
+	free(rows);
+	/* a bad third line: nothing given, and the line named */
+	ck_assert_int_eq(vw_csv_in_parse(c, &rows, &nb, &used, "1,2,3\n3,4,5\n5,x,6\n", 18, false), H5_ERR_INVAL);
+	ck_assert_ptr_null(rows);
+	ck_assert_msg(strstr(h5_err_msg(), "line 6, cell 2"), "%s", h5_err_msg());
+	ck_assert_int_eq(vw_csv_in_parse(c, &rows, &nb, &used, "1,2,3,4\n", 8, false), H5_ERR_INVAL);
+	ck_assert_int_eq(vw_csv_in_parse(c, &rows, &nb, &used, "1,2\n", 4, false), H5_ERR_INVAL);
+	ck_assert_int_eq(vw_csv_in_parse(c, &rows, &nb, &used, "\"1,2,3\n", 7, true), H5_ERR_INVAL);
+	/* an unended record waits, unless the text ends there */
+	ck_assert_int_eq(vw_csv_in_parse(c, &rows, &nb, &used, "7,8,9", 5, false), 0);
+	ck_assert_uint_eq(used, 0);
+	ck_assert_uint_eq(nb, 0);
+	free(rows);
+	ck_assert_int_eq(vw_csv_in_parse(c, &rows, &nb, &used, "7,8,9", 5, true), 0);
+	ck_assert_uint_eq(nb, 24);
+	free(rows);
+	vw_csv_in_free(c);
+	close_ds(&x);
+}
+END_TEST
+
 START_TEST(prefixed_views)
 {
 	struct fix x;
@@ -751,6 +842,7 @@ static Suite *make_suite(void)
 	tcase_add_checked_fixture(td, setup, teardown);
 	tcase_set_timeout(td, 120);
 	tcase_add_test(td, csv_views);
+	tcase_add_test(td, csv_in);
 	tcase_add_test(td, prefixed_views);
 	tcase_add_test(td, png_view);
 	suite_add_tcase(s, td);
