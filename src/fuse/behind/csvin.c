@@ -16,6 +16,9 @@
 #define CSVIN_MAX_LINE (16u << 20)
 
 struct csv_stream {
+	/* one write or flush at a time: threads writing one descriptor
+	 * would otherwise interleave the record kept waiting */
+	pthread_mutex_t mu;
 	struct vw_csv_in *p;
 	h5_dataset *d;          /* the type's own handle (the node's is swapped) */
 	char *buf;              /* a record not ended yet */
@@ -29,6 +32,7 @@ void csvin_free(struct csv_stream *s)
 		return;
 	vw_csv_in_free(s->p);
 	h5_dataset_close(s->d);
+	pthread_mutex_destroy(&s->mu);
 	free(s->buf);
 	free(s);
 }
@@ -47,6 +51,7 @@ int csvin_open(h5fs *fs, struct wfile *w)
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return ENOMEM;
+	pthread_mutex_init(&s->mu, NULL);
 	rc = h5_dataset_open(&s->d, w->g->f, w->n->addr);
 	if (rc == 0)
 		rc = vw_csv_in_new(&s->p, s->d);
@@ -85,7 +90,7 @@ static int take(h5fs *fs, struct wfile *w, fuse_ino_t ino, const char *text, siz
 	return e;
 }
 
-int csvin_write(h5fs *fs, struct wfile *w, fuse_ino_t ino, const char *buf, size_t size, off_t off)
+static int write_locked(h5fs *fs, struct wfile *w, fuse_ino_t ino, const char *buf, size_t size, off_t off)
 {
 	struct csv_stream *s = w->csv;
 	const char *text = buf;
@@ -143,16 +148,28 @@ out:
 	return e;
 }
 
+int csvin_write(h5fs *fs, struct wfile *w, fuse_ino_t ino, const char *buf, size_t size, off_t off)
+{
+	int e;
+
+	pthread_mutex_lock(&w->csv->mu);
+	e = write_locked(fs, w, ino, buf, size, off);
+	pthread_mutex_unlock(&w->csv->mu);
+	return e;
+}
+
 int csvin_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 {
 	struct csv_stream *s = w->csv;
 	size_t used = 0;
-	int e;
+	int e = 0;
 
-	if (!s->len)
-		return 0;
-	e = take(fs, w, ino, s->buf, s->len, true, &used);
-	/* taken or refused, the record is done: close told which */
-	s->len = 0;
+	pthread_mutex_lock(&s->mu);
+	if (s->len) {
+		e = take(fs, w, ino, s->buf, s->len, true, &used);
+		/* taken or refused, the record is done: close told which */
+		s->len = 0;
+	}
+	pthread_mutex_unlock(&s->mu);
 	return e;
 }
