@@ -198,17 +198,22 @@ struct npy_stream *npy_stream_take(h5fs *fs, uint64_t addr, struct gen *g)
 	struct npy_pending **pp, *p = NULL;
 	struct npy_stream *s;
 
+	/* taken and listed open in one hold of fs->lock: a rename of the
+	 * placeholder finds it in one list or the other (npy_move.c) */
 	pthread_mutex_lock(&fs->lock);
+again:
 	for (pp = &fs->npy_pending; *pp; pp = &(*pp)->next)
 		if ((*pp)->addr == addr) {
+			if ((*pp)->holds) {
+				/* renamed right now: taken with its new name */
+				pthread_cond_wait(&fs->idle_cv, &fs->lock);
+				goto again;
+			}
 			p = *pp;
 			*pp = p->next;
 			break;
 		}
-	pthread_mutex_unlock(&fs->lock);
-	if (!p)
-		return NULL;
-	s = calloc(1, sizeof(*s));
+	s = p ? calloc(1, sizeof(*s)) : NULL;
 	if (s) {
 		s->addr = p->addr;
 		s->group = p->group;
@@ -217,12 +222,15 @@ struct npy_stream *npy_stream_take(h5fs *fs, uint64_t addr, struct gen *g)
 		s->g = g;
 		gen_hold(g);
 		pthread_mutex_init(&s->mu, NULL);
-		pthread_mutex_init(&s->mv_mu, NULL);
-		kind_join(fs, s);
-	} else {
+		s->tnext = fs->npy_taken;
+		fs->npy_taken = s;
+	} else if (p) {
 		free(p->name);
 	}
+	pthread_mutex_unlock(&fs->lock);
 	free(p);
+	if (s)
+		kind_join(fs, s);
 	return s;
 }
 
@@ -520,8 +528,9 @@ int npy_set_mtime(h5fs *fs, struct npy_stream *s, int64_t sec)
 
 void npy_demote(h5fs *fs, struct npy_stream *s, uint8_t **head, size_t *hlen)
 {
+	/* bytes from now on: renamed as any file (a rename under way first) */
+	npy_taken_leave(fs, s);
 	kind_leave(s);
-	npy_take_moved(s);
 	h5fs_log(fs, LOG_INFO, "%s: %s: kept as bytes (a uint8 dataset of that name)", show_path(s->name), s->why);
 	/* in a netCDF-4 file, bytes on a new unlimited dimension, as create
 	 * makes a copied file's (link.c) */
@@ -545,8 +554,6 @@ void npy_demote(h5fs *fs, struct npy_stream *s, uint8_t **head, size_t *hlen)
 	h5_dset_writer_free(s->dw);
 	gen_release(s->g);
 	pthread_mutex_destroy(&s->mu);
-	pthread_mutex_destroy(&s->mv_mu);
-	free(s->mv_name);
 	free(s->name);
 	free(s);
 }
@@ -653,18 +660,9 @@ int npy_flush(h5fs *fs, struct npy_stream *s, bool closing)
 	settle = s->done;
 	if (s->err || s->done || !s->known || h5_dset_writer_missing(s->dw))
 		goto out;
-	/* renamed meanwhile (mv x.npy y.npy): the array lands under the new
-	 * name, as a local file's would; member_rename tells us just after
-	 * its move, so a placeholder not where we were told is waited for */
-	npy_take_moved(s);
-	for (int tries = 0; tries < 100; tries++) {
-		base = strrchr(s->name, '/');
-		base = base ? base + 1 : s->name;
-		if (npy_placeholder_at(s, base))
-			break;
-		usleep(2000);
-		npy_take_moved(s);
-	}
+	/* renamed meanwhile (mv x.npy y.npy), the name is the new one (a
+	 * rename holds mu: npy_move.c): the array lands there, as a local
+	 * file's would */
 	base = strrchr(s->name, '/');
 	base = base ? base + 1 : s->name;
 	plain = strlen(base) <= 4 || strcmp(base + strlen(base) - 4, ".npy") != 0;
@@ -757,11 +755,10 @@ void npy_release(h5fs *fs, struct npy_stream *s)
 		h5_dset_writer_abandon(s->dw);
 		placeholder_gone(fs, s, NULL);
 	}
+	npy_taken_leave(fs, s);
 	h5_dset_writer_free(s->dw);
 	gen_release(s->g);
 	pthread_mutex_destroy(&s->mu);
-	pthread_mutex_destroy(&s->mv_mu);
-	free(s->mv_name);
 	free(s->head);
 	free(s->fbuf);
 	free(s->name);

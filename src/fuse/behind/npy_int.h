@@ -16,6 +16,7 @@ struct npy_pending {
 	uint64_t group;         /* its group's */
 	uint64_t parent;        /* the group's node */
 	char *name;             /* NAME.npy */
+	unsigned holds;         /* a rename of it under way (npy_move.c): not taken meanwhile */
 };
 
 struct npy_stream {
@@ -23,11 +24,10 @@ struct npy_stream {
 	uint64_t addr;          /* the placeholder's object header */
 	uint64_t group, parent;
 	char *name;
-	/* a rename of the placeholder while the stream is open (npy_move.c):
-	 * its new place, taken into group, parent and name under mu */
-	pthread_mutex_t mv_mu;
-	char *mv_name;
-	uint64_t mv_group, mv_parent;
+	/* in fs->npy_taken (under fs->lock) while open; holds: renames of
+	 * its placeholder under way (npy_move.c), waited for before it goes */
+	struct npy_stream *tnext;
+	unsigned holds;
 	uint8_t *head;          /* the first bytes, until the header parses */
 	size_t hlen;
 	npy_header h;
@@ -50,10 +50,11 @@ struct npy_stream {
 	bool listed, counted;
 };
 
-/* npy_move.c: the stream's new place, if its placeholder was renamed
- * (under s->mu); whether the placeholder is link base of the stream's
- * group now (its rename may be told a moment after the move) */
-void npy_take_moved(struct npy_stream *s);
+/* npy_move.c: whether the placeholder is link base of the stream's
+ * group (by its address: a new np.save may hold a name it had) */
 bool npy_placeholder_at(struct npy_stream *s, const char *base);
+/* npy_move.c: the stream out of fs->npy_taken, once no rename holds it
+ * (before it is freed, or demoted to bytes) */
+void npy_taken_leave(h5fs *fs, struct npy_stream *s);
 
 #endif

@@ -31,10 +31,25 @@ void npy_demote(h5fs *fs, struct npy_stream *s, uint8_t **head, size_t *hlen);
 int npy_set_mtime(h5fs *fs, struct npy_stream *s, int64_t sec);
 int npy_flush(h5fs *fs, struct npy_stream *s, bool closing);
 void npy_release(h5fs *fs, struct npy_stream *s);
-/* npy_move.c: the object at addr (a placeholder, maybe) was renamed to
- * path, link of group (node parent): an open stream of it makes its
- * dataset there (member_rename, after the move) */
-void npy_moved(h5fs *fs, uint64_t addr, uint64_t group, uint64_t parent, const char *path);
+/* npy_move.c: a rename of the object at addr (an np.save placeholder,
+ * maybe), link name of group, to newname in ngroup. hold: the open
+ * stream of that object or of that name (its mu, and kept from being
+ * freed), or its placeholder not opened yet (not taken meanwhile), and
+ * a stream of the new name, from before the rename looks at the names
+ * (names_lock: held around a placeholder's making and registering, and
+ * the hold's search); release: told its new place when the object moved (addr)
+ * is the placeholder (path, link of group, node parent; NULL: not
+ * moved), and let go. */
+void npy_names_lock(bool on);
+struct npy_pending;
+struct npy_hold {
+	struct npy_stream *s, *d;       /* the object's (or name's); the new name's */
+	struct npy_pending *p;
+};
+void npy_rename_hold(h5fs *fs, struct npy_hold *h, uint64_t addr, uint64_t group, const char *name, uint64_t ngroup,
+		     const char *newname);
+void npy_rename_release(h5fs *fs, struct npy_hold *h, uint64_t addr, uint64_t group, uint64_t parent,
+			const char *path);
 /* The streams' kind (commit/sched.c, registered at the first stream)
  * unregistered at the unmount (member_stop, before the scheduler stops;
  * h5fs_free's call is then nothing): complete streams still open made

@@ -163,6 +163,11 @@ int member_create(void *r, uint64_t parent, const char *name)
 			 strcmp(p->path, "/") == 0 ? "" : p->path, name);
 		err = EPERM;
 	}
+	/* a placeholder is made and registered as one step for a rename
+	 * (npy_move.c; an open of a view, np.save over NAME, is not kept
+	 * from renames by the kernel as a create is) */
+	if (npy)
+		npy_names_lock(true);
 	if (!err && (rc = h5_dataset_create(&addr, u.f, u.addr, name, strlen(name), &d, UINT64_MAX)) < 0) {
 		err = link_errno(fs, rc, EPERM, EINVAL, "create", p, name);
 	} else if (!err && npy) {
@@ -171,7 +176,10 @@ int member_create(void *r, uint64_t parent, const char *name)
 		if (path)
 			npy_pending_add(fs, addr, u.addr, p->ino, path);
 		free(path);
-	} else if (!err && own == OWN_NC4) {
+	}
+	if (npy)
+		npy_names_lock(false);
+	if (!err && !npy && own == OWN_NC4) {
 		/* in a netCDF-4 file the bytes are a variable on a new unlimited
 		 * dimension (xarray's h5netcdf engine refuses a file holding a
 		 * variable without dimensions); not made: logged, still bytes */
@@ -423,6 +431,8 @@ int member_rename(void *r, uint64_t parent, const char *name, uint64_t newparent
 	h5_link src = { 0 }, dst = { 0 };
 	h5_obj_info info;
 	bool replaced = false, detach = false;
+	struct npy_hold held = { 0 };
+	char *moved = NULL;
 	int err, rc, sg = 0, dg = 0;
 
 	if (flags & ~(unsigned)RENAME_NOREPLACE)
@@ -453,6 +463,22 @@ int member_rename(void *r, uint64_t parent, const char *name, uint64_t newparent
 	if (rc < 0) {
 		err = link_errno(fs, rc, EPERM, EINVAL, "rename", p, name);
 		goto out;
+	}
+	if (!sg && src.type == H5_LINK_HARD)
+		npy_rename_hold(fs, &held, src.addr, u.addr, name, nu.addr, newname);
+	if (held.s || held.p || held.d) {
+		/* an np.save placeholder whose stream is open, held until the
+		 * move is done and told (npy_move.c); its close may have made
+		 * the dataset while we waited, the placeholder gone */
+		h5_link again = { 0 };
+
+		rc = h5_group_lookup(&again, u.f, u.addr, name);
+		if (rc < 0 || again.type != H5_LINK_HARD || again.addr != src.addr)
+			err = ENOENT;
+		h5_link_clear(&again);
+		h5_err_clear();
+		if (err)
+			goto out;
 	}
 	if (!sg) {
 		int done;
@@ -513,15 +539,8 @@ int member_rename(void *r, uint64_t parent, const char *name, uint64_t newparent
 		err = link_errno(fs, rc, EPERM, EINVAL, "rename", p, name);
 	else
 		node_moved(fs, p, name, np, newname);
-	if (rc == 0 && !sg && src.type == H5_LINK_HARD) {
-		/* an np.save placeholder renamed while its stream is open:
-		 * the array is made under the new name (npy_move.c) */
-		char *path = h5_path_join(np->path, newname);
-
-		if (path)
-			npy_moved(fs, src.addr, nu.addr, np->ino, path);
-		free(path);
-	}
+	if (rc == 0 && (held.s || held.p))
+		moved = h5_path_join(np->path, newname); /* its stream makes the array there */
 	if (rc == 0) {
 		node_touch(p, true);
 		node_touch(np, true);
@@ -539,6 +558,8 @@ int member_rename(void *r, uint64_t parent, const char *name, uint64_t newparent
 	if (gone)
 		gone_keep(fs, nu.g, nu.f, dst.addr, gone);
 out:
+	npy_rename_release(fs, &held, src.addr, nu.addr, np->ino, moved);
+	free(moved);
 	h5_link_clear(&src);
 	h5_link_clear(&dst);
 	node_use_end(&nu);

@@ -327,6 +327,7 @@ struct h5fs {
 	 * RELEASE requests, so h5fs_free() frees what is left. */
 	struct hlink open_dirs, open_wfiles;
 	struct npy_pending *npy_pending; /* placeholders of np.save (behind/npy.c; under lock) */
+	struct npy_stream *npy_taken;   /* their streams, open (behind/npy_move.c; under lock) */
 	/* np.save's open streams, a kind of commit/sched.c (behind/npy.c;
 	 * made at the first stream, under lock) */
 	struct npy_kind *npy_kind;
