@@ -41,6 +41,11 @@ void npy_release(h5fs *fs, struct npy_stream *s);
  * is the placeholder (path, link of group, node parent; NULL: not
  * moved), and let go. */
 void npy_names_lock(bool on);
+/* npy_move.c: the placeholder this thread made last (member_create
+ * notes it), and where it is now while not opened: its directory's node
+ * and its name (malloc'd) - a rename may have moved it before its open */
+void npy_made_note(uint64_t addr);
+bool npy_made_where(h5fs *fs, uint64_t *parent, char **base);
 struct npy_pending;
 struct npy_hold {
 	struct npy_stream *s, *d;       /* the object's (or name's); the new name's */

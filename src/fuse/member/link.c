@@ -176,6 +176,7 @@ int member_create(void *r, uint64_t parent, const char *name)
 		if (path)
 			npy_pending_add(fs, addr, u.addr, p->ino, path);
 		free(path);
+		npy_made_note(addr);
 	}
 	if (npy)
 		npy_names_lock(false);

@@ -13,6 +13,7 @@
 #include "views.h"
 #include "wstate.h"
 #include "handle.h"
+#include "npystream.h"
 
 static int views_fresh(h5fs *fs, struct node *n);
 
@@ -483,8 +484,16 @@ static int npy_over(h5fs *fs, struct fuse_file_info *fi, struct node *v)
 
 	name = name ? name + 1 : v->path;
 	e = member_create(fs, v->parent, name);
-	if (!e)
-		e = member_lookup(fs, &ent, v->parent, name);
+	if (!e && (e = member_lookup(fs, &ent, v->parent, name)) == ENOENT) {
+		/* renamed between its making and this lookup (mv racing
+		 * np.save): opened where it went, as a local file's open is */
+		uint64_t parent;
+		char *base;
+
+		if (npy_made_where(fs, &parent, &base))
+			e = member_lookup(fs, &ent, parent, base);
+		free(base);
+	}
 	if (e)
 		return e;
 	n = node_get(fs, ent.ino);
