@@ -139,7 +139,8 @@ static int write_locked(h5fs *fs, struct wfile *w, fuse_ino_t ino, const char *b
 			s->buf = nb;
 			s->cap = rest;
 		}
-		memmove(s->buf, text + used, rest);
+		if (rest)
+			memmove(s->buf, text + used, rest);
 		s->len = rest;
 		s->text += size;
 	}
