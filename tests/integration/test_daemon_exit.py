@@ -11,7 +11,8 @@ says what is no h5fs mount (issue 83 item 7).
   waiter is not taken for a daemon (its command line is its own name);
 - h5fs -u of a plain directory, a file, a missing path and a path inside
   an h5fs mount: exit 2, "is not an h5fs mount" or the path's error, and
-  never errno's "No data available".
+  never errno's "No data available"; of a mount whose daemon was killed:
+  unmounted, exit 1, said.
 """
 import os
 import subprocess
@@ -125,6 +126,22 @@ def main():
                 T.fail("h5fs -u %s: exit %d, %r" % (path, r.returncode, err))
             else:
                 print("ok   h5fs -u %s: exit 2, %s" % (os.path.basename(path), err.strip()))
+    # a mount whose daemon was killed: unmounted, exit status 1, said
+    r = subprocess.run([T.H5FS, "-o", "ro", h5, mnt], capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+    if r.returncode == 0 and T.is_mounted(mnt):
+        pid = int(os.getxattr(mnt, "user.h5fs.pid"))
+        os.kill(pid, 9)
+        gone_after(pid)
+        r = subprocess.run([T.H5FS, "-u", mnt], capture_output=True, timeout=30)
+        err = r.stderr.decode()
+        if r.returncode != 1 or T.is_mounted(mnt) or "daemon had died" not in err:
+            T.fail("h5fs -u of a mount whose daemon was killed: exit %d, %r, mounted %s" %
+                   (r.returncode, err, T.is_mounted(mnt)))
+            subprocess.run(["fusermount3", "-u", mnt], capture_output=True, timeout=10)
+        else:
+            print("ok   h5fs -u of a mount whose daemon was killed: exit 1, %s" % err.strip())
+    else:
+        T.fail("mount for the kill: exit %d %s" % (r.returncode, r.stderr.decode()))
     return T.finish()
 
 

@@ -183,6 +183,13 @@ int h5fs_unmount_main(const char *mnt)
 	int64_t end;
 	int fd, e, ret = TOOL_EXIT_OK;
 
+	if (pid < 0 && errno == ENOTCONN && unmount_once(mnt) == 0) {
+		/* its daemon died (killed): the mount it left is removed, and
+		 * FILE is what that daemon had committed */
+		fprintf(stderr, "h5fs: %s: its daemon had died (changes it answered and had not yet committed may "
+			"be lost): unmounted\n", mnt);
+		return TOOL_EXIT_RUNTIME;
+	}
 	if (pid < 0) {
 		not_ours(mnt, errno);
 		return TOOL_EXIT_USAGE;
