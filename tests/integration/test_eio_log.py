@@ -4,12 +4,16 @@
 - one dataset's object header: a byte inside its checksummed first chunk
   is flipped, so looking it up fails (EIO);
 - another dataset's first chunk: its deflate stream is overwritten, so
-  reading fails (EIO) while stat still works.
+  reading fails (EIO) while stat still works;
+- a third one's chunk is a deflate stream that runs past the chunk's size
+  and then breaks (cut short): damaged, logged as "corrupt chunk data",
+  not as a "decompression bomb" (issue 83 item 7d).
 Mounted in the foreground (-f), stderr must then hold, for each, a line
 "h5fs: <op> <path> ... (object header 0x<addr>): EIO: <reason>"; the
 healthy datasets next to them still read correctly; every EIO line names a
 path; and without -o verbose/debug nothing but errors is logged."""
 import errno
+import zlib
 import os
 import re
 import shutil
@@ -34,6 +38,13 @@ def make(path):
         g.create_dataset("bad_chunk", data=np.arange(20000, dtype="<i4"), chunks=(5000,),
                          compression="gzip", track_times=False)
         g.create_dataset("ok", data=np.arange(100, dtype="<u2"), track_times=False)
+        t = g.create_dataset("bad_tail", data=np.arange(20000, dtype="<i4"), chunks=(5000,),
+                             compression="gzip", track_times=False)
+        # four chunks' worth of varied bytes, its stream cut at 3/4: it
+        # decodes past the 20,000 bytes of a chunk, then breaks
+        noise = np.random.default_rng(7).integers(0, 256, 80000, dtype=np.uint8).tobytes()
+        z = zlib.compress(noise, 1)
+        t.id.write_direct_chunk((0,), z[:len(z) * 3 // 4])
     with h5py.File(path, "r") as f:
         hdr = h5py.h5o.get_info(f["grp/bad_header"].id).addr
         chunk = f["grp/bad_chunk"].id.get_chunk_info(0)
@@ -117,8 +128,15 @@ def main():
                 with open(os.path.join(mnt, name), "rb") as fh:
                     if fh.read() != want:
                         fails.append("%s: wrong bytes next to the damage" % name)
+            try:
+                with open(os.path.join(mnt, "grp", "bad_tail"), "rb") as fh:
+                    fh.read(20000)
+                fails.append("read of the chunk cut short succeeded")
+            except OSError as e:
+                if e.errno != errno.EIO:
+                    fails.append("read of the chunk cut short: %s, expected EIO" % e)
             names = sorted(os.listdir(os.path.join(mnt, "grp")))
-            if names != ["bad_chunk", "bad_header", "ok"]:
+            if names != ["bad_chunk", "bad_header", "bad_tail", "ok"]:
                 fails.append("listing of /grp: %r" % names)
     except T.MountError as e:
         fails.append("mount: %s" % e)
@@ -131,6 +149,9 @@ def main():
     pat = re.compile(r"^h5fs: \S+.* (/\S*)( \[\d+\+\d+\])? \(object header 0x[0-9a-f]+\): EIO: \S")
     if eio["header"] and not any(pat.match(ln) and ("0x%x" % hdr) in ln for ln in hdr_lines):
         fails.append("no log line names /grp/bad_header with object header 0x%x: %r" % (hdr, lines))
+    tail_lines = [ln for ln in lines if "/grp/bad_tail" in ln]
+    if not tail_lines or any("bomb" in ln or "corrupt chunk data" not in ln for ln in tail_lines):
+        fails.append("the chunk cut short is not logged as corrupt chunk data: %r" % tail_lines)
     if eio["chunk"] and not any(pat.match(ln) and ln.startswith("h5fs: read ") for ln in chunk_lines):
         fails.append("no 'read' log line names /grp/bad_chunk: %r" % lines)
     # one line per EIO: the kernel sends one LOOKUP per failed stat; a
