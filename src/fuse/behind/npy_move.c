@@ -7,9 +7,8 @@
  * placeholder's pending entry is taken; member_rename holds the stream
  * of the object it moves, or of the name it moves (its close makes the
  * dataset under that name for a moment: np.save over NAME), by its mu
- * and a count that keeps it from being freed, from before
- * it looks at the names until the move is done and the stream told its
- * new place: the stream's close, which makes the dataset and removes the
+ * and a count that keeps it from being freed, from before it looks at
+ * the names until the move is done and the stream told its new place: the stream's close, which makes the dataset and removes the
  * placeholder under the same mu, sees the placeholder either where it
  * was or where it went, never in between (a close that looked at x.npy
  * and then found it gone failed with ENOENT, and left the placeholder as
@@ -52,8 +51,9 @@ void npy_rename_hold(h5fs *fs, struct npy_hold *h, uint64_t addr, uint64_t group
 		;
 	for (p = fs->npy_pending; !s && p && p->addr != addr; p = p->next)
 		;
-	for (s = s || p ? s : fs->npy_taken; s && !p && s->addr != addr && !named(s, group, name); s = s->tnext)
-		;
+	if (!s && !p)   /* else the stream of the name it moves */
+		for (s = fs->npy_taken; s && !named(s, group, name); s = s->tnext)
+			;
 	/* a stream making its dataset under the new name for a moment
 	 * (np.save over NAME: NAME.npy, then moved over NAME) */
 	for (d = fs->npy_taken; d && (d == s || !named(d, ngroup, newname)); d = d->tnext)
