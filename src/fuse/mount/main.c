@@ -395,7 +395,7 @@ static bool nosyslog_said(const char *tag)
 
 
 /* the command line, which a detached daemon's waiter overwrites with its
- * own name (startup_reaper) */
+ * own name (startup_daemonize) */
 static int main_argc;
 static char **main_argv;
 
@@ -505,11 +505,10 @@ static int run(struct daemon *D)
 					"(why a read gave EIO) are lost; mount with -f, or -o logfile=PATH, to keep them "
 					"(said once until reboot)\n", strerror(e));
 		}
-		if (fuse_daemonize(0) != 0) {
+		if (startup_daemonize(main_argc, main_argv) != 0) {
 			free(state);
 			return ret;
 		}
-		startup_reaper(main_argc, main_argv);
 		if (!state || e)
 			h5fs_log_to(D->log_fd, have_syslog, 0);
 		free(state);

@@ -269,21 +269,28 @@ char *startup_state_log(const char *file)
  * namespace, which may reap an exited child late - a container's or a VM
  * sandbox's init polls (the daemon exited in 0.035 s after umount and its
  * pid stayed, a zombie, 1.3-1.9 s more: issue 83 item 7), and a shell as
- * PID 1 never reaps. So the daemon gets a parent of its own: this
- * process forks once more; the child serves the mount, and this one
- * holds nothing (every descriptor closed: /dev/fuse's, FILE's) and only
- * waits for it, so the daemon's pid is gone the moment it exits. The
- * waiter names itself h5fs-reaper (its argv and comm), so nothing counts
- * it as the daemon; it is the one init reaps later. Called right after
- * fuse_daemonize, before any thread is started (none survives a fork).
- * Returns in the daemon; the waiter never returns. */
-void startup_reaper(int argc, char **argv)
+ * PID 1 never reaps. So the daemon gets a parent of its own: the process
+ * that detached forks once more; the child serves the mount, and the
+ * parent holds nothing (every descriptor closed: /dev/fuse's, FILE's) and
+ * only waits for it, so the daemon's pid is gone the moment it exits.
+ * The waiter names itself h5fs-reaper (its argv and comm) before the
+ * daemon says it is up, so nothing counts it as a daemon; it is the one
+ * init reaps later. */
+static void reaper(pid_t pid, int argc, char **argv, int named)
 {
-	pid_t pid = fork();
+	char done = 1;
 	int st;
 
-	if (pid <= 0)
-		return;         /* the daemon (or no fork: the daemon all the same) */
+	if (argc > 0) {
+		char *from = argv[0], *to = argv[argc - 1] + strlen(argv[argc - 1]);
+
+		memset(from, 0, (size_t)(to - from));
+		snprintf(from, (size_t)(to - from) + 1, "%s", "h5fs-reaper");
+	}
+	prctl(PR_SET_NAME, "h5fs-reaper", 0, 0, 0);
+	if (write(named, &done, 1) != 1) {
+		/* the daemon goes on when the pipe closes, below */
+	}
 #ifdef SYS_close_range
 	if (syscall(SYS_close_range, 0u, ~0u, 0u) != 0)
 #endif
@@ -293,14 +300,64 @@ void startup_reaper(int argc, char **argv)
 		for (long fd = 0; fd < (max > 0 && max < 65536 ? max : 65536); fd++)
 			close((int)fd);
 	}
-	if (argc > 0) {
-		char *from = argv[0], *to = argv[argc - 1] + strlen(argv[argc - 1]);
-
-		memset(from, 0, (size_t)(to - from));
-		snprintf(from, (size_t)(to - from) + 1, "%s", "h5fs-reaper");
-	}
-	prctl(PR_SET_NAME, "h5fs-reaper", 0, 0, 0);
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
 	_exit(0);
+}
+
+int startup_daemonize(int argc, char **argv)
+{
+	int waiter[2], named[2] = { -1, -1 }, nullfd;
+	char done = 1;
+	pid_t pid;
+
+	if (pipe(waiter) != 0) {
+		fprintf(stderr, "h5fs: cannot detach: %s\n", strerror(errno));
+		return -1;
+	}
+	pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "h5fs: cannot detach: %s\n", strerror(errno));
+		return -1;
+	}
+	if (pid > 0) {
+		/* the command returns once the daemon is up (or gone) */
+		if (read(waiter[0], &done, 1) < 0) {
+			/* its exit status is 0 either way, as libfuse's */
+		}
+		_exit(0);
+	}
+	if (setsid() == -1) {
+		fprintf(stderr, "h5fs: cannot detach: setsid: %s\n", strerror(errno));
+		return -1;
+	}
+	if (chdir("/") != 0) {
+		/* as fuse_daemonize: nothing is opened by a relative path */
+	}
+	if (pipe(named) == 0 && (pid = fork()) > 0) {
+		close(named[0]);
+		reaper(pid, argc, argv, named[1]);
+	}
+	if (named[0] >= 0) {
+		/* (no fork: a daemon without its waiter, as before) */
+		close(named[1]);
+		if (read(named[0], &done, 1) < 0) {
+			/* the waiter is gone: go on */
+		}
+		close(named[0]);
+	}
+	nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (nullfd >= 0) {
+		dup2(nullfd, 0);
+		dup2(nullfd, 1);
+		dup2(nullfd, 2);
+		if (nullfd > 2)
+			close(nullfd);
+	}
+	if (write(waiter[1], &done, 1) != 1) {
+		/* the command has exited already */
+	}
+	close(waiter[0]);
+	close(waiter[1]);
+	return 0;
 }

@@ -30,9 +30,11 @@ void startup_say_fuse_log(void);
  * name as given absolute), the directories made (0700). malloc'd, or
  * NULL when there is no such place (no HOME, a directory not made). */
 char *startup_state_log(const char *file);
-/* A detached daemon given a parent that reaps it at once (startup.c):
- * returns in the daemon; its parent, which closed every descriptor,
- * waits for it and exits. */
-void startup_reaper(int argc, char **argv);
+/* fuse_daemonize(0), with a parent that reaps the daemon at once
+ * (startup.c): the command exits once the daemon is up; its parent,
+ * h5fs-reaper (argv and comm rewritten, every descriptor closed), waits
+ * for it. Returns in the daemon: 0, or -1 (said on stderr). Before any
+ * thread is started (none survives a fork). */
+int startup_daemonize(int argc, char **argv);
 
 #endif
