@@ -107,54 +107,17 @@ static int64_t idle_poll(void *owner, int64_t now)
 	return h5fs_now_ns();     /* the next idle one at once */
 }
 
-/* The kind's flush (fs_meta_sync: the unmount, fsyncdir, the idle
- * commit): every descriptor holding rows or bytes not committed,
- * committed as fsync commits it. Those pinned by another (the idler, a
- * reader's show) are passed over: their user commits them. */
-static int idle_flush(void *owner)
-{
-	h5fs *fs = owner;
-	struct wfile **v = NULL;
-	size_t n = 0, cap = 0;
-	int err = 0;
-
-	pthread_mutex_lock(&fs->lock);
-	for (struct hlink *h = fs->open_wfiles.next; h != &fs->open_wfiles; h = h->next) {
-		struct wfile *w = (struct wfile *)(void *)h;
-
-		if (!__atomic_load_n(&w->holding, __ATOMIC_RELAXED) || w->pins)
-			continue;
-		if (n == cap) {
-			struct wfile **nv = realloc(v, (cap = cap ? 2 * cap : 16) * sizeof(*v));
-
-			if (!nv) {
-				err = ENOMEM;
-				break;
-			}
-			v = nv;
-		}
-		w->pins++;
-		v[n++] = w;
-	}
-	pthread_mutex_unlock(&fs->lock);
-	for (size_t i = 0; i < n; i++) {
-		int e = wfile_fsync(fs, v[i], v[i]->n->ino);
-
-		if (e && !err)
-			err = e;
-		unpin(fs, v[i]);
-	}
-	free(v);
-	return err;
-}
-
 /* (periodic: after the batches, which it may flush) */
 /* The write descriptors' kind: their pending bytes (overwrites kept, the
  * chunks they touch) committed by the writing request at 64 MiB
  * (H5FS_OVERWRITE_COMMIT_BYTES overrides it: tests), at fsync and close,
- * here once idle, and by fs_meta_sync (its flush). */
+ * and here once idle. No flush: a descriptor's bytes are committed by
+ * the threads that write it (its requests, or this kind's look once it is
+ * idle), never by another request's sync while it writes (a sync that
+ * committed every descriptor's rows raced their appends: "allocated
+ * without its lock", EBUSY crossing the end in test_procs). */
 static const struct commit_kind idle_kind = {
-	.name = "write descriptors", .bit = COMMIT_WRITES, .poll = idle_poll, .flush = idle_flush,
+	.name = "write descriptors", .bit = COMMIT_WRITES, .poll = idle_poll,
 	.stop = wfile_idler_stop, .max_bytes = (uint64_t)64 << 20,
 };
 

@@ -423,7 +423,7 @@ static int timed_commit(void *owner)
 
 static const struct commit_kind lbatch_kind = {
 	.name = "new files", .bit = COMMIT_NAMES, .idle_ms = LB_IDLE_MS, .max_ms = LB_MAX_MS,
-	.count = pending_count, .commit = timed_commit, .flush = kind_flush, .settle = fs_meta_settle,
+	.count = pending_count, .commit = timed_commit, .flush = kind_flush, .settle = fs_meta_sync,
 	.stop = lbatch_stop,
 };
 

@@ -87,7 +87,7 @@ static int kind_flush(void *owner)
 
 static const struct commit_kind npy_kind_desc = {
 	.name = "np.save streams", .bit = COMMIT_STREAMS, .idle_ms = NPY_IDLE_MS, .max_ms = NPY_IDLE_MS,
-	.count = kind_count, .commit = kind_commit, .flush = kind_flush, .settle = fs_meta_settle,
+	.count = kind_count, .commit = kind_commit, .flush = kind_flush, .settle = fs_meta_sync,
 	.stop = npy_kind_stop,
 };
 

@@ -172,7 +172,7 @@ void wfile_show(h5fs *fs, struct wfile *w, fuse_ino_t ino)
  * included), and the errno of a change answered earlier and lost. */
 int behind_fsync(void *r, uint64_t ino, struct fuse_file_info *fi)
 {
-	int err = wfile_fsync(r, wfile_of(fi), ino), e2 = wfile_of(fi) ? fs_meta_settle(r) : 0;
+	int err = wfile_fsync(r, wfile_of(fi), ino), e2 = fs_meta_sync(r);
 
 	if (err && wfile_of(fi))
 		__atomic_store_n(&wfile_of(fi)->failed, true, __ATOMIC_RELAXED);

@@ -140,7 +140,7 @@ static int timed_commit(void *owner)
 
 static const struct commit_kind xbatch_kind = {
 	.name = "attribute values", .bit = COMMIT_ATTRS, .idle_ms = XB_IDLE_MS, .max_ms = XB_MAX_MS,
-	.count = pending_count, .commit = timed_commit, .flush = kind_flush, .settle = fs_meta_settle,
+	.count = pending_count, .commit = timed_commit, .flush = kind_flush, .settle = fs_meta_sync,
 	.stop = xbatch_stop,
 };
 

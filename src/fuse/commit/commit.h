@@ -87,10 +87,10 @@
  *      tried again when due, until its tries run out or the unmount, then
  *      the mount is LOST; the attribute batch marks the mount LOST at once
  *      (its values were answered and cannot be put back in order).
- *   6. fs_meta_sync flushes every kind (COMMIT_EVERY: the batches, the
- *      streams and the write descriptors' pending bytes), in order, then
- *      fsyncs FILE once (fs_meta_settle: the batches and streams alone, a
- *      batch's settle and a descriptor's fsync after its own bytes);
+ *   6. fs_meta_sync flushes every kind that has a flush (the batches
+ *      and np.save's streams: COMMIT_ALL | COMMIT_STREAMS), in order,
+ *      then fsyncs FILE once; the write descriptors' bytes are their own
+ *      requests' to commit (fsync, close, 64 MiB) or the idle kind's;
  *      the unmount stops every kind through one loop (commit_sched_stop);
  *      meta_unsynced is cleared only by a sync that no change overtook
  *      (fs_meta_synced).
@@ -127,11 +127,10 @@ enum {
 	/* not kinds: FILE's lock alone, for no object (u and n NULL: a write
 	 * descriptor's stream, a batch's own commit) */
 	COMMIT_FILE = 8,
-	/* the write descriptors' pending bytes (behind/idle.c): flushed by
-	 * fs_meta_sync (the unmount, fsyncdir, fsync without a descriptor's
-	 * own bytes, the idle commit), not by a barrier or a batch's settle */
+	/* the write descriptors' kind (behind/idle.c): its place in the
+	 * kinds' order; no flush (their bytes are committed by their own
+	 * requests, and by its idle look) */
 	COMMIT_WRITES = 32,
-	COMMIT_EVERY = COMMIT_ALL | COMMIT_STREAMS | COMMIT_WRITES,
 	/* putting back what a failed change took away (trunc_unempty): also
 	 * on a mount that lost a change (node.h fs_write_begin_undo) */
 	COMMIT_UNDO = 16,
@@ -175,7 +174,7 @@ struct commit_kind {
 	size_t (*count)(void *owner);           /* slot mu held */
 	int (*commit)(void *owner);             /* slot mu held: 0 or an errno */
 	int (*flush)(void *owner);              /* no lock held: 0 or an errno */
-	int (*settle)(h5fs *fs);                /* a batch empty after its commits: fs_meta_settle */
+	int (*settle)(h5fs *fs);                /* a batch empty after its commits: fs_meta_sync */
 	/* the unmount: what is left committed, the slot unregistered
 	 * (commit_slot_stop), the kind's state freed; commit_sched_stop
 	 * calls it for every kind registered, in their order */
@@ -218,15 +217,11 @@ int commit_barrier(h5fs *fs, unsigned mask);
 void commit_sched_stop(h5fs *fs);
 
 /* ---- durable.c ---- */
-/* What fs_meta_changed (node.h) remembered made durable: every kind
- * flushed (COMMIT_EVERY: the write descriptors' pending bytes too), then
- * FILE fsync'd and cut: fsyncdir, fsync of a descriptor without bytes of
- * its own, the idle commit, the unmount. */
+/* What fs_meta_changed (node.h) remembered made durable: every kind with
+ * a flush flushed (the batches and np.save's streams), then FILE
+ * fsync'd and cut: fsync, fsyncdir, a batch's settle, the idle commit,
+ * the unmount. */
 int fs_meta_sync(h5fs *fs);
-/* The same for the batch kinds alone (a batch's settle; a descriptor's
- * fsync, after its own bytes): another descriptor's pending bytes stay
- * where their own commits put them */
-int fs_meta_settle(h5fs *fs);
 /* Unmounting: the last rewritten chunk moved down when FILE can end lower
  * (h5_file_compact); failures are logged only. */
 void fs_compact(h5fs *fs);

@@ -3,12 +3,10 @@
  * transition COMMITTED -> DURABLE; invariants 5 and 6): every kind of
  * write-behind flushed through its registration (sched.c), in order
  * (new files' names before attribute values), then FILE fsync'd once and
- * cut to its end of allocation. fs_meta_sync (every kind, the write
- * descriptors' pending bytes too): fsyncdir, fsync of a descriptor
- * without bytes of its own, the idle kind and the unmount (syncfs(2) is
- * never sent to a FUSE daemon; the kernel's flushes reach it as fsync);
- * fs_meta_settle (the batches and streams): the scheduler once a batch
- * is empty, a descriptor's fsync after its own bytes.
+ * cut to its end of allocation. Called by fsync, fsyncdir, the
+ * scheduler once a batch is empty, the idle kind and the unmount
+ * (syncfs(2) is never sent to a FUSE daemon; the kernel's flushes reach
+ * it as fsync).
  * A kind's failure stops it (the batch stays, tried again) and is
  * returned; a sync that fails after answers were given marks the mount
  * lost (fs_lost_set): fsync returns it, later writes EIO, unmount exit 1.
@@ -111,11 +109,6 @@ static int meta_sync(h5fs *fs, unsigned mask)
 }
 
 int fs_meta_sync(h5fs *fs)
-{
-	return meta_sync(fs, COMMIT_EVERY);
-}
-
-int fs_meta_settle(h5fs *fs)
 {
 	return meta_sync(fs, COMMIT_ALL | COMMIT_STREAMS);
 }
