@@ -34,6 +34,12 @@ struct listed {
 	const struct gen *gen;  /* the generation listed */
 	uint64_t addr;          /* FILE's object (a hard link's) */
 	int group;              /* 1 a group, 0 not one, -1 not known */
+	/* has_st: what the listing read of it (read.c struct dstat): the
+	 * stat a stat-only answer shows, its kind and birth tag */
+	bool has_st;
+	h5_obj_kind kind;
+	uint32_t tag;
+	struct stat st;
 };
 /* entry i of listing dh (as member_readdir gave it), of root r */
 void member_listed(struct listed *out, void *r, void *dh, size_t i);

@@ -17,13 +17,25 @@ struct dent {
 	uint64_t ino;
 	uint64_t addr;          /* hard links: to find the kind */
 	unsigned char dtype;    /* DT_* */
+	bool has_st;            /* its stat-only answer is in the listing's st[] */
 	h5_link *link;          /* links that may be shown in place (link_place) */
+};
+
+/* A dataset's or named datatype's stat as its READDIRPLUS entry shows it,
+ * read by the listing's pass over the header (node_obj_stat), so that the
+ * entry's lookup reads it no second time nor makes a node to free again
+ * (issue 82) */
+struct dstat {
+	struct stat st;
+	uint32_t tag;
+	h5_obj_kind kind;
 };
 
 struct dirsnap {
 	struct hlink link;      /* first: fs->open_dirs */
 	size_t n, cap;
 	struct dent *e;
+	struct dstat *st;       /* (d->n of them once one is read; has_st) */
 	/* every name, NUL-terminated, in one buffer: a walk's listings made
 	 * a malloc per entry (issue 70) */
 	char *names;
@@ -58,6 +70,7 @@ void dirsnap_free(struct dirsnap *d)
 		}
 	}
 	free(d->e);
+	free(d->st);
 	free(d->names);
 	gen_release(d->gen);
 	pthread_mutex_destroy(&d->mu);
@@ -132,6 +145,33 @@ static unsigned char kind_dtype(h5_obj_kind k)
 
 #define OHDR_AHEAD 4
 
+/* Entry i's kind and d_type from one read of its header, with its stat
+ * kept for READDIRPLUS when it is not a group (a group's lookup makes
+ * its node): false when that read failed (h5_obj_info_get then says what
+ * it can: a dataset that cannot be opened is still listed DT_REG, and its
+ * lookup reports the EIO) */
+static bool listing_stat(struct dirsnap *d, size_t i, h5fs *fs, h5_file *f)
+{
+	struct dent *e = &d->e[i];
+	struct dstat ds;
+
+	if (node_obj_stat(&ds.st, &ds.kind, &ds.tag, fs, f, e->addr) != 0) {
+		h5_err_clear();
+		return false;
+	}
+	e->dtype = kind_dtype(ds.kind);
+	if (ds.kind == H5_OBJ_GROUP)
+		return true;
+	/* (out of memory: no stat kept; the lookup reads it) */
+	if (!d->st)
+		d->st = malloc(d->n * sizeof(*d->st));
+	if (d->st) {
+		d->st[i] = ds;
+		e->has_st = true;
+	}
+	return true;
+}
+
 /* A snapshot of the directory's entries (the kinds and inode numbers of
  * what they lead to): 0 and *out, or an errno (EIO logged). */
 static int do_listing(struct dirsnap *d, h5fs *fs, fuse_ino_t ino)
@@ -142,6 +182,11 @@ static int do_listing(struct dirsnap *d, h5fs *fs, fuse_ino_t ino)
 	size_t *at = NULL, nk = 0, i;
 	uint8_t *kinds = NULL;
 	int rc, err = 0;
+	/* READDIRPLUS's entries are answered from the listing's read where
+	 * its lookup takes the listing's word for the name (do_lookup: a
+	 * mount that does not write) and a dataset's mode does not depend
+	 * on its dataset's state (write_busy: node.c obj_fill) */
+	bool want_st = !fs_writable(fs) && !fs->write_busy;
 
 	if (!n)
 		return ESTALE;
@@ -248,6 +293,8 @@ static int do_listing(struct dirsnap *d, h5fs *fs, fuse_ino_t ino)
 		if (kinds[i] != KIND_NONE) {
 			e->dtype = kind_dtype((h5_obj_kind)kinds[i]);
 			kinds[i] = KIND_NONE;   /* known: nothing to remember */
+		} else if (want_st && listing_stat(d, at[i], fs, u.f)) {
+			kinds[i] = (uint8_t)(e->has_st ? d->st[at[i]].kind : H5_OBJ_GROUP);
 		} else if (h5_obj_info_get(&info, u.f, e->addr) == 0) {
 			e->dtype = kind_dtype(info.kind);
 			kinds[i] = (uint8_t)info.kind;
@@ -345,6 +392,7 @@ void member_listed(struct listed *out, void *r, void *dh, size_t i)
 	out->gen = NULL;
 	out->addr = UINT64_MAX;
 	out->group = -1;
+	out->has_st = false;
 	/* (built: member_readdir gave entry i; the kernel serializes a
 	 * handle's readdirs, and the listing is never changed once built) */
 	pthread_mutex_lock(&d->mu);
@@ -356,6 +404,12 @@ void member_listed(struct listed *out, void *r, void *dh, size_t i)
 			out->gen = d->gen;
 			out->addr = e->addr;
 			out->group = e->dtype == DT_UNKNOWN ? -1 : e->dtype == DT_DIR;
+			out->has_st = e->has_st;
+			if (e->has_st) {
+				out->st = d->st[i].st;
+				out->kind = d->st[i].kind;
+				out->tag = d->st[i].tag;
+			}
 		}
 		/* the look-up of entry i probes the objects table (light_ref),
 		 * a cold line since the listing: the next ones' fetched ahead
