@@ -424,6 +424,11 @@ int h5_group_lookup(h5_link *out, h5_file *f, uint64_t addr, const char *name);
 typedef struct h5_dataset h5_dataset;
 
 int h5_dataset_open(h5_dataset **out, h5_file *f, uint64_t addr);
+/* h5_obj_info_get and, for a dataset, h5_dataset_open (*ds; else NULL)
+ * from one read of the header, which the engine's cache does not keep
+ * when it did not hold it (a listing's pass over its children's headers,
+ * each read once: issue 82) */
+int h5_obj_open_once(h5_obj_info *info, h5_dataset **ds, h5_file *f, uint64_t addr);
 void h5_dataset_close(h5_dataset *d);
 /* Logical byte size: nelmts * element size. A dataset of a type holding
  * variable-length data reads as text (doc/h5fs.1, MAPPING): its size is

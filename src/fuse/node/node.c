@@ -124,8 +124,8 @@ static int obj_fill(struct node *n, h5fs *fs, h5_file *f, uint64_t addr, const h
 		int64_t dmt;
 
 		n->type = NT_FILE;
-		rc = h5_dataset_open(&n->ds, f, addr);
-		if (rc < 0)
+		/* (node_obj_stat's opened with the header's one read) */
+		if (!n->ds && (rc = h5_dataset_open(&n->ds, f, addr)) < 0)
 			goto out;
 		if (h5_dataset_mtime(n->ds, &dmt) == 0)
 			stat_init(fs, &n->st, file_ino(f, addr), S_IFREG | fs->file_mode, dmt);
@@ -217,13 +217,13 @@ int node_obj_stat(struct stat *st, h5_obj_kind *kind, uint32_t *tag, h5fs *fs, h
 	struct node n;
 	int rc;
 
-	rc = h5_obj_info_get(&info, f, addr);
-	if (rc < 0)
-		return rc;
 	/* a node's fields on the stack, never published: no lock, path or
-	 * reference of f (the caller holds it) */
+	 * reference of f (the caller holds it); the header read once, not
+	 * kept in the engine's cache (a listing's, issue 82) */
 	memset(&n, 0, sizeof(n));
-	rc = obj_fill(&n, fs, f, addr, &info);
+	rc = h5_obj_open_once(&info, &n.ds, f, addr);
+	if (rc == 0)
+		rc = obj_fill(&n, fs, f, addr, &info);
 	if (n.ds)
 		h5_dataset_close(n.ds);
 	if (rc < 0)
