@@ -391,6 +391,11 @@ typedef struct h5_link {
 	size_t name_len;      /* length as stored (name may contain NUL: then strlen != name_len) */
 	h5_link_type type;
 	uint64_t addr;        /* hard: object header address */
+	/* hard: the link itself says the object is a group (a symbol table
+	 * entry of cache type 1 caches its group's B-tree and heap: spec
+	 * III.C), so a listing's d_type needs no read of its header; 0: not
+	 * said (link messages carry no type) */
+	uint8_t is_group;
 	char *target;         /* soft: the path as stored */
 	char *ext_file;       /* external: file name */
 	char *ext_path;       /* external: object path in that file */

@@ -122,7 +122,10 @@ static int dirsnap_cb(const h5_link *l, void *ud)
 	d->names[d->names_len + l->name_len] = '\0';
 	d->names_len += (size_t)l->name_len + 1;
 	e->addr = l->type == H5_LINK_HARD ? l->addr : UINT64_MAX;
-	e->dtype = l->type == H5_LINK_HARD ? DT_UNKNOWN : DT_LNK;
+	/* (a group that its symbol table entry says is one: no header read
+	 * for its d_type, issue 82; its lookup reads it, and says so if the
+	 * entry lied) */
+	e->dtype = l->type != H5_LINK_HARD ? DT_LNK : l->is_group ? DT_DIR : DT_UNKNOWN;
 	if (l->type == H5_LINK_EXTERNAL || (l->type == H5_LINK_SOFT && d->keep_soft)) {
 		e->link = calloc(1, sizeof(*e->link));
 		if (!e->link || (l->ext_file && !(e->link->ext_file = strdup(l->ext_file))) ||
@@ -293,6 +296,8 @@ static int do_listing(struct dirsnap *d, h5fs *fs, fuse_ino_t ino)
 		if (kinds[i] != KIND_NONE) {
 			e->dtype = kind_dtype((h5_obj_kind)kinds[i]);
 			kinds[i] = KIND_NONE;   /* known: nothing to remember */
+		} else if (e->dtype == DT_DIR) {
+			kinds[i] = H5_OBJ_GROUP;        /* (dirsnap_cb: the link said) */
 		} else if (want_st && listing_stat(d, at[i], fs, u.f)) {
 			kinds[i] = (uint8_t)(e->has_st ? d->st[at[i]].kind : H5_OBJ_GROUP);
 		} else if (h5_obj_info_get(&info, u.f, e->addr) == 0) {
