@@ -295,6 +295,8 @@ bool light_unref_locked(h5fs *fs, uint64_t ino, uint64_t count, struct gen **rel
 	if (s->nlookup == 0) {
 		p = node_full_find_locked(fs, lname_parent(fs, s->name));
 		*release = light_drop_locked(fs, s, false);
+		if (fs->forgot_locked)
+			fs->forgot_locked(fs, ino);     /* (export.c) */
 		if (p && p->kids_hold && p->nlookup == 0 && p->lkids == 0)
 			*dir = p;
 	}
