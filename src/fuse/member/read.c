@@ -153,12 +153,12 @@ static unsigned char kind_dtype(h5_obj_kind k)
  * its node): false when that read failed (h5_obj_info_get then says what
  * it can: a dataset that cannot be opened is still listed DT_REG, and its
  * lookup reports the EIO) */
-static bool listing_stat(struct dirsnap *d, size_t i, h5fs *fs, h5_file *f)
+static bool listing_stat(struct dirsnap *d, size_t i, h5fs *fs, h5_file *f, h5_window *w)
 {
 	struct dent *e = &d->e[i];
 	struct dstat ds;
 
-	if (node_obj_stat(&ds.st, &ds.kind, &ds.tag, fs, f, e->addr) != 0) {
+	if (node_obj_stat(&ds.st, &ds.kind, &ds.tag, fs, f, e->addr, w) != 0) {
 		h5_err_clear();
 		return false;
 	}
@@ -190,6 +190,8 @@ static int do_listing(struct dirsnap *d, h5fs *fs, fuse_ino_t ino)
 	 * mount that does not write) and a dataset's mode does not depend
 	 * on its dataset's state (write_busy: node.c obj_fill) */
 	bool want_st = !fs_writable(fs) && !fs->write_busy;
+	/* the children's headers, read a window at a time (h5_window) */
+	h5_window win = { 0 };
 
 	if (!n)
 		return ESTALE;
@@ -298,7 +300,7 @@ static int do_listing(struct dirsnap *d, h5fs *fs, fuse_ino_t ino)
 			kinds[i] = KIND_NONE;   /* known: nothing to remember */
 		} else if (e->dtype == DT_DIR) {
 			kinds[i] = H5_OBJ_GROUP;        /* (dirsnap_cb: the link said) */
-		} else if (want_st && listing_stat(d, at[i], fs, u.f)) {
+		} else if (want_st && listing_stat(d, at[i], fs, u.f, &win)) {
 			kinds[i] = (uint8_t)(e->has_st ? d->st[at[i]].kind : H5_OBJ_GROUP);
 		} else if (h5_obj_info_get(&info, u.f, e->addr) == 0) {
 			e->dtype = kind_dtype(info.kind);
@@ -307,10 +309,12 @@ static int do_listing(struct dirsnap *d, h5fs *fs, fuse_ino_t ino)
 	}
 	kind_remember_many(fs, keys, kinds, nk);
 	h5_err_clear();
+	h5_window_clear(&win);
 	free(keys);
 	node_use_end(&u);
 	return 0;
 fail:
+	h5_window_clear(&win);
 	free(keys);
 	node_use_end(&u);
 	return err;

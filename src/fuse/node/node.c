@@ -211,7 +211,8 @@ int node_make_obj_as(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uin
 	return 0;
 }
 
-int node_obj_stat(struct stat *st, h5_obj_kind *kind, uint32_t *tag, h5fs *fs, h5_file *f, uint64_t addr)
+int node_obj_stat(struct stat *st, h5_obj_kind *kind, uint32_t *tag, h5fs *fs, h5_file *f, uint64_t addr,
+		  h5_window *w)
 {
 	h5_obj_info info;
 	struct node n;
@@ -221,7 +222,7 @@ int node_obj_stat(struct stat *st, h5_obj_kind *kind, uint32_t *tag, h5fs *fs, h
 	 * reference of f (the caller holds it); the header read once, not
 	 * kept in the engine's cache (a listing's, issue 82) */
 	memset(&n, 0, sizeof(n));
-	rc = h5_obj_open_once(&info, &n.ds, f, addr);
+	rc = h5_obj_open_once(&info, &n.ds, f, addr, w);
 	if (rc == 0)
 		rc = obj_fill(&n, fs, f, addr, &info);
 	if (n.ds)

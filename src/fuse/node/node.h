@@ -64,8 +64,10 @@ int node_make_obj_as(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uin
 /* What node_make_obj_as's node of the object at addr of f would show
  * stat, and its kind and birth tag, without making a node (a listing's one
  * pass over its children's headers gives READDIRPLUS a stat-only answer,
- * member/read.c): 0, or a negative h5_err */
-int node_obj_stat(struct stat *st, h5_obj_kind *kind, uint32_t *tag, h5fs *fs, h5_file *f, uint64_t addr);
+ * member/read.c), its header's first bytes read through w (NULL: none):
+ * 0, or a negative h5_err */
+int node_obj_stat(struct stat *st, h5_obj_kind *kind, uint32_t *tag, h5fs *fs, h5_file *f, uint64_t addr,
+		  h5_window *w);
 int node_make_link(struct node **out, h5fs *fs, uint64_t ino, const char *path,
 			  const char *dir, const h5_link *l, int depth);
 void node_free(struct node *n);

@@ -119,14 +119,14 @@ int h5_obj_info_get(h5_obj_info *out, h5_file *f, uint64_t addr)
 	return rc;
 }
 
-int h5_obj_open_once(h5_obj_info *info, h5_dataset **ds, h5_file *f, uint64_t addr)
+int h5_obj_open_once(h5_obj_info *info, h5_dataset **ds, h5_file *f, uint64_t addr, h5_window *w)
 {
 	h5_ohdr *oh = NULL;
 	int rc;
 
 	memset(info, 0, sizeof(*info));
 	*ds = NULL;
-	rc = h5_ohdr_get_once(&oh, f, addr);
+	rc = h5_ohdr_get_once(&oh, f, addr, w);
 	if (rc < 0)
 		return rc;
 	rc = obj_info_of(info, f, oh, addr);

@@ -454,7 +454,8 @@ static int ohdr_pack(struct ohdr_obj **out, const struct ohdr_obj *o)
 	return 0;
 }
 
-int h5_ohdr_load(h5_ohdr **out, h5_file *f, uint64_t addr)
+/* h5_ohdr_load, the header's first read through window w (NULL: none) */
+static int ohdr_load_in(h5_ohdr **out, h5_file *f, uint64_t addr, h5_window *w)
 {
 	uint8_t pfx[OHDR_FIRST_READ];
 	struct ohdr_obj so, *o = NULL;
@@ -482,7 +483,7 @@ int h5_ohdr_load(h5_ohdr **out, h5_file *f, uint64_t addr)
 	/* Read what the longest prefix could need, short near the end of file;
 	 * the per-version code checks it got enough. */
 	pfx_len = eof - addr < sizeof(pfx) ? (size_t)(eof - addr) : sizeof(pfx);
-	rc = h5_file_read(f, addr, pfx, pfx_len);
+	rc = h5_file_read_window(w, f, addr, pfx, pfx_len);
 	if (rc < 0 && pfx_len > OHDR_V2_MAX_PREFIX) {
 		/* FILE may end before its end of allocation while a writer's
 		 * space past the header is not written yet (or was given back
@@ -533,6 +534,11 @@ out:
 	if ((void *)so.pub.chunks != (void *)b.chunks_inl)
 		free(so.pub.chunks);
 	return rc;
+}
+
+int h5_ohdr_load(h5_ohdr **out, h5_file *f, uint64_t addr)
+{
+	return ohdr_load_in(out, f, addr, NULL);
 }
 
 #define OHDR_CACHE_OVERHEAD 160
@@ -599,11 +605,11 @@ void h5_ohdr_prefetch(h5_file *f, uint64_t addr)
  * the cache, 200,000 of them were most of the daemon's memory after a
  * cold walk and, with the cache's bookkeeping and the page faults of that
  * memory, a fifth of its CPU. The cache's copy when it holds one. */
-int h5_ohdr_get_once(h5_ohdr **out, h5_file *f, uint64_t addr)
+int h5_ohdr_get_once(h5_ohdr **out, h5_file *f, uint64_t addr, h5_window *w)
 {
 	if (h5_cache_holds(f->meta, H5_CK_OHDR, addr))
 		return h5_ohdr_get(out, f, addr);
-	return h5_ohdr_load(out, f, addr);
+	return ohdr_load_in(out, f, addr, w);
 }
 
 void h5_ohdr_release(h5_file *f, h5_ohdr *oh)

@@ -74,8 +74,9 @@ int h5_ohdr_get(h5_ohdr **out, h5_file *f, uint64_t addr);
 void h5_ohdr_release(h5_file *f, h5_ohdr *oh);
 /* h5_ohdr_get, but a header the cache does not hold is read for the
  * caller alone and not kept (freed by h5_ohdr_release): for headers read
- * once (a listing's children, h5_obj_open_once) */
-int h5_ohdr_get_once(h5_ohdr **out, h5_file *f, uint64_t addr);
+ * once (a listing's children, h5_obj_open_once); its first bytes through
+ * window w (NULL: none) */
+int h5_ohdr_get_once(h5_ohdr **out, h5_file *f, uint64_t addr, h5_window *w);
 /* A hint: the header at addr is asked for soon (h5_cache_prefetch) */
 void h5_ohdr_prefetch(h5_file *f, uint64_t addr);
 /* Uncached load / free (used by the cache loader and by tests). */
