@@ -184,6 +184,7 @@ static int do_listing(struct dirsnap *d, h5fs *fs, fuse_ino_t ino)
 	uint64_t *keys = NULL;
 	size_t *at = NULL, nk = 0, i;
 	uint8_t *kinds = NULL;
+	struct kind_at *kat = NULL;     /* (the slots kind_lookup_many made) */
 	int rc, err = 0;
 	/* READDIRPLUS's entries are answered from the listing's read where
 	 * its lookup takes the listing's word for the name (do_lookup: a
@@ -229,12 +230,13 @@ static int do_listing(struct dirsnap *d, h5fs *fs, fuse_ino_t ino)
 	 * the kind map together, and the kinds decoded remembered together:
 	 * one lock each per listing, not two per name (kind_lookup_many) */
 	if (d->n) {
-		keys = malloc(d->n * (sizeof(*keys) + sizeof(*at) + 1));
+		keys = malloc(d->n * (sizeof(*keys) + sizeof(*kat) + sizeof(*at) + 1));
 		if (!keys) {
 			err = ENOMEM;
 			goto fail;
 		}
-		at = (size_t *)(keys + d->n);
+		kat = (struct kind_at *)(keys + d->n);
+		at = (size_t *)(kat + d->n);
 		kinds = (uint8_t *)(at + d->n);
 	}
 	for (i = 0; i < d->n; i++) {
@@ -283,7 +285,7 @@ static int do_listing(struct dirsnap *d, h5fs *fs, fuse_ino_t ino)
 			goto fail;
 		}
 	}
-	kind_lookup_many(fs, keys, kinds, nk);
+	kind_lookup_many(fs, keys, kinds, kat, nk);
 	/* the headers to decode: the engine's cache look-up of the ones a
 	 * few places ahead fetched meanwhile (h5_obj_prefetch) */
 	for (i = 0; i < nk && i < OHDR_AHEAD; i++)
@@ -307,7 +309,7 @@ static int do_listing(struct dirsnap *d, h5fs *fs, fuse_ino_t ino)
 			kinds[i] = (uint8_t)info.kind;
 		}
 	}
-	kind_remember_many(fs, keys, kinds, nk);
+	kind_remember_many(fs, keys, kinds, kat, nk);
 	h5_err_clear();
 	h5_window_clear(&win);
 	free(keys);

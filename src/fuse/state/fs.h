@@ -234,6 +234,7 @@ struct lshard {
 	struct lslot *v;
 	size_t cap, n, used;    /* used: with tombstones */
 	size_t res, dirty;      /* (struct lslots's) */
+	uint32_t epoch;         /* one more at each rebuild (its slots moved) */
 };
 /* A generation the records hold, with FILE's time as they saw it (a
  * commit of ours takes FILE's stamp again: records read after it get
@@ -438,13 +439,22 @@ static inline uint64_t fs_ino_out(const h5fs *fs, uint64_t local)
 int kind_lookup(h5fs *fs, uint64_t addr, h5_obj_kind *kind);
 void kind_remember(h5fs *fs, uint64_t addr, h5_obj_kind kind);
 /* The same for a listing's n keys under one lock: kinds[i] the kind, or
- * KIND_NONE (looked up: none known; remembered: skipped) */
+ * KIND_NONE (looked up: none known; remembered: skipped). Looking up
+ * makes the slot of a key the table does not hold (its kind unknown)
+ * and keeps where it is in at[i], where remembering writes the kind
+ * without probing again unless the shard moved its slots meanwhile
+ * (issue 82: the second probe was a tenth of a cold walk's CPU at 1 M
+ * objects); a slot made so whose kind is not remembered is let go. */
 #define KIND_NONE 0xff
-void kind_lookup_many(h5fs *fs, const uint64_t *keys, uint8_t *kinds, size_t n);
+struct kind_at {
+	struct lslot *s;        /* NULL: none made */
+	uint32_t epoch;         /* its shard's then */
+};
+void kind_lookup_many(h5fs *fs, const uint64_t *keys, uint8_t *kinds, struct kind_at *at, size_t n);
 /* the objects table's slot of ino fetched into the CPU's cache, without
  * the lock (a hint: READDIRPLUS's look-ups of the next entries) */
 void kind_prefetch(h5fs *fs, uint64_t ino);
-void kind_remember_many(h5fs *fs, const uint64_t *keys, const uint8_t *kinds, size_t n);
+void kind_remember_many(h5fs *fs, const uint64_t *keys, const uint8_t *kinds, const struct kind_at *at, size_t n);
 void kind_forget_all(h5fs *fs);
 /* The object at addr lost its last link: the kind remembered there
  * forgotten (its space may hold another object of another kind soon) */
