@@ -444,10 +444,9 @@ typedef struct h5_window {
 } h5_window;
 void h5_window_clear(h5_window *w);
 /* h5_obj_info_get and, for a dataset, h5_dataset_open (*ds; else NULL)
- * from one read of the header, which the engine's cache does not keep
- * when it did not hold it (a listing's pass over its children's headers,
- * each read once: issue 82); w (NULL: none): the header's first bytes
- * read through it */
+ * from one read of the header from FILE, which the engine's cache does
+ * not keep (a listing's pass over its children's headers, each read once:
+ * issue 82); w (NULL: none): the header's first bytes read through it */
 int h5_obj_open_once(h5_obj_info *info, h5_dataset **ds, h5_file *f, uint64_t addr, h5_window *w);
 void h5_dataset_close(h5_dataset *d);
 /* Logical byte size: nelmts * element size. A dataset of a type holding

@@ -287,15 +287,16 @@ static int do_listing(struct dirsnap *d, h5fs *fs, fuse_ino_t ino)
 	}
 	kind_lookup_many(fs, keys, kinds, kat, nk);
 	/* the headers to decode: the engine's cache look-up of the ones a
-	 * few places ahead fetched meanwhile (h5_obj_prefetch) */
-	for (i = 0; i < nk && i < OHDR_AHEAD; i++)
+	 * few places ahead fetched meanwhile (h5_obj_prefetch; want_st reads
+	 * them past the cache) */
+	for (i = 0; i < nk && i < OHDR_AHEAD && !want_st; i++)
 		if (kinds[i] == KIND_NONE)
 			h5_obj_prefetch(u.f, d->e[at[i]].addr);
 	for (i = 0; i < nk; i++) {
 		struct dent *e = &d->e[at[i]];
 		h5_obj_info info;
 
-		if (i + OHDR_AHEAD < nk && kinds[i + OHDR_AHEAD] == KIND_NONE)
+		if (!want_st && i + OHDR_AHEAD < nk && kinds[i + OHDR_AHEAD] == KIND_NONE)
 			h5_obj_prefetch(u.f, d->e[at[i + OHDR_AHEAD]].addr);
 		if (kinds[i] != KIND_NONE) {
 			e->dtype = kind_dtype((h5_obj_kind)kinds[i]);
