@@ -299,6 +299,10 @@ static int do_listing(struct dirsnap *d, h5fs *fs, fuse_ino_t ino)
 		if (!want_st && i + OHDR_AHEAD < nk && kinds[i + OHDR_AHEAD] == KIND_NONE)
 			h5_obj_prefetch(u.f, d->e[at[i + OHDR_AHEAD]].addr);
 		if (kinds[i] != KIND_NONE) {
+			/* known, and no record kept of it (the kernel forgot
+			 * it): its stat read in this pass too, for READDIRPLUS */
+			if (want_st && kinds[i] != H5_OBJ_GROUP && !kat[i].named)
+				(void)listing_stat(d, at[i], fs, u.f, &win);
 			e->dtype = kind_dtype((h5_obj_kind)kinds[i]);
 			kinds[i] = KIND_NONE;   /* known: nothing to remember */
 		} else if (e->dtype == DT_DIR) {

@@ -449,6 +449,7 @@ void kind_remember(h5fs *fs, uint64_t addr, h5_obj_kind kind);
 struct kind_at {
 	struct lslot *s;        /* NULL: none made */
 	uint32_t epoch;         /* its shard's then */
+	bool named;             /* the key has a stat-only record (light.c) */
 };
 void kind_lookup_many(h5fs *fs, const uint64_t *keys, uint8_t *kinds, struct kind_at *at, size_t n);
 /* the objects table's slot of ino fetched into the CPU's cache, without

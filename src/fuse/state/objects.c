@@ -322,6 +322,7 @@ void kind_lookup_many(h5fs *fs, const uint64_t *keys, uint8_t *kinds, struct kin
 		kinds[i] = s && s->known ? (uint8_t)(s->key & 3) : KIND_NONE;
 		at[i].s = s && !s->known ? s : NULL;
 		at[i].epoch = s ? lobj_shard(fs, lobj_mix(keys[i]))->epoch : 0;
+		at[i].named = s && s->name;
 	}
 	pthread_mutex_unlock(&fs->lock);
 }
