@@ -131,6 +131,11 @@ again:
 	if (!id)
 		return ENOMEM;
 	*out = NULL;
+	/* what the listing read, of an object shown by nothing yet: its
+	 * record kept at once (a cold walk's every dataset, issue 82) */
+	if (sh && k != H5_OBJ_GROUP && tries == 0 && light_vacant(fs, id) &&
+	    show_listed(lst, fs, u, p->ino, path, tf, taddr, id, sh))
+		return 0;
 	/* shown before, and still stat-only and current (state/light.c) */
 	if (k != H5_OBJ_GROUP && (light_ref(fs, id, taddr, tf, p->ino, name, lst) ||
 				  (node_light_fresh(fs, id) && light_ref(fs, id, taddr, tf, p->ino, name, lst))))
@@ -196,8 +201,6 @@ again:
 			n = NULL;
 		}
 	}
-	if (!n && sh && tries == 0 && show_listed(lst, fs, u, p->ino, path, tf, taddr, id, sh))
-		return 0;
 	if (!n) {
 		/* (a retry: the map's kind was another generation's) */
 		rc = node_make_obj_as(&fresh, fs, tf, taddr, id, path, !known || tries > 0);
