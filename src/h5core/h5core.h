@@ -391,6 +391,11 @@ typedef struct h5_link {
 	size_t name_len;      /* length as stored (name may contain NUL: then strlen != name_len) */
 	h5_link_type type;
 	uint64_t addr;        /* hard: object header address */
+	/* hard: the link itself says the object is a group (a symbol table
+	 * entry of cache type 1 caches its group's B-tree and heap: spec
+	 * III.C), so a listing's d_type needs no read of its header; 0: not
+	 * said (link messages carry no type) */
+	uint8_t is_group;
 	char *target;         /* soft: the path as stored */
 	char *ext_file;       /* external: file name */
 	char *ext_path;       /* external: object path in that file */
@@ -424,6 +429,25 @@ int h5_group_lookup(h5_link *out, h5_file *f, uint64_t addr, const char *name);
 typedef struct h5_dataset h5_dataset;
 
 int h5_dataset_open(h5_dataset **out, h5_file *f, uint64_t addr);
+/* A caller's window onto a local file's bytes, for many small reads near
+ * one another (a listing's children's headers, which libhdf5 writes one
+ * after the other, ~270 bytes apart for h5py's datasets): one read of
+ * H5_WINDOW_LEN bytes answers the ones that fall inside it, instead of a
+ * pread each (issue 82). Zeroed to start; h5_window_clear frees it. Its
+ * fields are the engine's (io/file.c). */
+#define H5_WINDOW_LEN ((size_t)64 << 10)
+typedef struct h5_window {
+	h5_file *f;
+	uint64_t addr;
+	size_t len;
+	uint8_t *buf;
+} h5_window;
+void h5_window_clear(h5_window *w);
+/* h5_obj_info_get and, for a dataset, h5_dataset_open (*ds; else NULL)
+ * from one read of the header from FILE, which the engine's cache does
+ * not keep (a listing's pass over its children's headers, each read once:
+ * issue 82); w (NULL: none): the header's first bytes read through it */
+int h5_obj_open_once(h5_obj_info *info, h5_dataset **ds, h5_file *f, uint64_t addr, h5_window *w);
 void h5_dataset_close(h5_dataset *d);
 /* Logical byte size: nelmts * element size. A dataset of a type holding
  * variable-length data reads as text (doc/h5fs.1, MAPPING): its size is

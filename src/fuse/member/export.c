@@ -86,6 +86,32 @@ static struct idgen *u64set_add(struct u64set *s, uint64_t id, bool *made)
 		}
 }
 
+/* id's entry removed, if there is one: the entries after it on its
+ * probe moved back into the hole where their home allows (linear
+ * probing's deletion, Knuth 6.4 algorithm R: no tombstones) */
+static void u64set_del(struct u64set *s, uint64_t id)
+{
+	struct idgen *x = u64set_find(s, id);
+	size_t i, j, k;
+
+	if (!x)
+		return;
+	i = (size_t)(x - s->v);
+	s->v[i].id = 0;
+	s->v[i].gen = 0;
+	for (j = (i + 1) % s->cap; s->v[j].id; j = (j + 1) % s->cap) {
+		k = s->v[j].id % s->cap;
+		/* stays where it is while its home is in (i, j] */
+		if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
+			continue;
+		s->v[i] = s->v[j];
+		s->v[j].id = 0;
+		s->v[j].gen = 0;
+		i = j;
+	}
+	__atomic_store_n(&s->n, s->n - 1, __ATOMIC_RELAXED);
+}
+
 void u64set_free(struct u64set *s)
 {
 	free(s->v);
@@ -123,6 +149,12 @@ bool export_tag(h5fs *fs, uint64_t ino, uint32_t tag)
 	}
 	pthread_mutex_unlock(&fs->lock);
 	return ok;
+}
+
+void export_forgot_locked(h5fs *fs, uint64_t ino)
+{
+	if (fs->tags.n)
+		u64set_del(&fs->tags, ino);
 }
 
 uint64_t export_gen(h5fs *fs, uint64_t ino)

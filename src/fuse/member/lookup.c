@@ -64,15 +64,43 @@ static bool group_by_addr(const struct node *p, const struct use *u, h5_file *tf
 	       (p->ino == FUSE_ROOT_ID || (p->ino & H5FS_DIRADDR_BIT));
 }
 
+/* The stat-only record of object taddr (number id) a listing of the
+ * generation u holds read (sh: its entry; node_obj_stat), kept with no
+ * node made and freed (issue 82): true and *lst, referenced; false where
+ * it is not one (light_keep), a node is made then. The fields light_keep
+ * reads of a node are set on one on the stack, never published. */
+static bool show_listed(struct stat *lst, h5fs *fs, const struct use *u, uint64_t parent, const char *path,
+			h5_file *tf, uint64_t taddr, uint64_t id, const struct listed *sh)
+{
+	struct node tmp;
+
+	if (sh->kind == H5_OBJ_GROUP || fs->write_busy)
+		return false;
+	memset(&tmp, 0, sizeof(tmp));
+	tmp.type = NT_FILE;
+	tmp.kind = sh->kind;
+	tmp.tag = sh->tag;
+	tmp.f = tf;
+	tmp.addr = taddr;
+	tmp.ino = id;
+	tmp.st = sh->st;
+	tmp.path = (char *)path;
+	if (!export_tag(fs, id, sh->tag) || !light_keep(fs, &tmp, u->g, parent))
+		return false;
+	*lst = sh->st;
+	return true;
+}
+
 /* The node of object taddr of tf shown as `name` in directory p (at mount
  * path `path`; fpath: its path in tf when a link was followed to it, which
  * makes it an anchor of tf's tree), read in the generation u holds: 0 and
  * *out (referenced), or, *out NULL, a stat-only object (fs.h struct
  * lslot's record, referenced) whose id and attributes are *lst; or an errno (EIO
- * logged, unless quiet). */
+ * logged, unless quiet). group: what the listing knew (sh: and its stat,
+ * NULL when none) */
 static int show_object(struct node **out, struct stat *lst, h5fs *fs, const struct node *p, const struct use *u,
 		       const char *name, const char *path, h5_file *tf, uint64_t taddr, const char *fpath, bool quiet,
-		       int group)
+		       int group, const struct listed *sh)
 {
 	struct node *n, *fresh = NULL;
 	h5_obj_info info;
@@ -103,6 +131,11 @@ again:
 	if (!id)
 		return ENOMEM;
 	*out = NULL;
+	/* what the listing read, of an object shown by nothing yet: its
+	 * record kept at once (a cold walk's every dataset, issue 82) */
+	if (sh && k != H5_OBJ_GROUP && tries == 0 && light_vacant(fs, id) &&
+	    show_listed(lst, fs, u, p->ino, path, tf, taddr, id, sh))
+		return 0;
 	/* shown before, and still stat-only and current (state/light.c) */
 	if (k != H5_OBJ_GROUP && (light_ref(fs, id, taddr, tf, p->ino, name, lst) ||
 				  (node_light_fresh(fs, id) && light_ref(fs, id, taddr, tf, p->ino, name, lst))))
@@ -372,8 +405,10 @@ hard:
 		 * a symlink there */
 		depth = ancestor_depth(fs, p, file_ino(tf, taddr));
 		if (depth < 0) {
+			bool listed = hint && hint->addr == taddr && tf == u.f;
+
 			e = show_object(out, lst, fs, p, &u, name, path, tf, taddr, fpath, quiet,
-					hint && hint->addr == taddr && tf == u.f ? hint->group : -1);
+					listed ? hint->group : -1, listed && hint->has_st ? hint : NULL);
 			goto out;
 		}
 	}

@@ -34,6 +34,12 @@ struct listed {
 	const struct gen *gen;  /* the generation listed */
 	uint64_t addr;          /* FILE's object (a hard link's) */
 	int group;              /* 1 a group, 0 not one, -1 not known */
+	/* has_st: what the listing read of it (read.c struct dstat): the
+	 * stat a stat-only answer shows, its kind and birth tag */
+	bool has_st;
+	h5_obj_kind kind;
+	uint32_t tag;
+	struct stat st;
 };
 /* entry i of listing dh (as member_readdir gave it), of root r */
 void member_listed(struct listed *out, void *r, void *dh, size_t i);
@@ -52,6 +58,8 @@ uint64_t export_gen(h5fs *fs, uint64_t ino);
 /* node id ino is shown for a newly read object whose birth tag is tag
  * (0: none); false: out of memory */
 bool export_tag(h5fs *fs, uint64_t ino, uint32_t tag);
+/* the kernel forgot node id ino (under fs->lock): its tag let go */
+void export_forgot_locked(h5fs *fs, uint64_t ino);
 void u64set_free(struct u64set *s);
 int member_getattr(void *r, struct stat *st, double *timeout, uint64_t ino);
 int member_readlink(void *r, char **target, uint64_t ino);

@@ -17,13 +17,25 @@ struct dent {
 	uint64_t ino;
 	uint64_t addr;          /* hard links: to find the kind */
 	unsigned char dtype;    /* DT_* */
+	bool has_st;            /* its stat-only answer is in the listing's st[] */
 	h5_link *link;          /* links that may be shown in place (link_place) */
+};
+
+/* A dataset's or named datatype's stat as its READDIRPLUS entry shows it,
+ * read by the listing's pass over the header (node_obj_stat), so that the
+ * entry's lookup reads it no second time nor makes a node to free again
+ * (issue 82) */
+struct dstat {
+	struct stat st;
+	uint32_t tag;
+	h5_obj_kind kind;
 };
 
 struct dirsnap {
 	struct hlink link;      /* first: fs->open_dirs */
 	size_t n, cap;
 	struct dent *e;
+	struct dstat *st;       /* (d->n of them once one is read; has_st) */
 	/* every name, NUL-terminated, in one buffer: a walk's listings made
 	 * a malloc per entry (issue 70) */
 	char *names;
@@ -58,6 +70,7 @@ void dirsnap_free(struct dirsnap *d)
 		}
 	}
 	free(d->e);
+	free(d->st);
 	free(d->names);
 	gen_release(d->gen);
 	pthread_mutex_destroy(&d->mu);
@@ -109,7 +122,10 @@ static int dirsnap_cb(const h5_link *l, void *ud)
 	d->names[d->names_len + l->name_len] = '\0';
 	d->names_len += (size_t)l->name_len + 1;
 	e->addr = l->type == H5_LINK_HARD ? l->addr : UINT64_MAX;
-	e->dtype = l->type == H5_LINK_HARD ? DT_UNKNOWN : DT_LNK;
+	/* (a group that its symbol table entry says is one: no header read
+	 * for its d_type, issue 82; its lookup reads it, and says so if the
+	 * entry lied) */
+	e->dtype = l->type != H5_LINK_HARD ? DT_LNK : l->is_group ? DT_DIR : DT_UNKNOWN;
 	if (l->type == H5_LINK_EXTERNAL || (l->type == H5_LINK_SOFT && d->keep_soft)) {
 		e->link = calloc(1, sizeof(*e->link));
 		if (!e->link || (l->ext_file && !(e->link->ext_file = strdup(l->ext_file))) ||
@@ -132,6 +148,33 @@ static unsigned char kind_dtype(h5_obj_kind k)
 
 #define OHDR_AHEAD 4
 
+/* Entry i's kind and d_type from one read of its header, with its stat
+ * kept for READDIRPLUS when it is not a group (a group's lookup makes
+ * its node): false when that read failed (h5_obj_info_get then says what
+ * it can: a dataset that cannot be opened is still listed DT_REG, and its
+ * lookup reports the EIO) */
+static bool listing_stat(struct dirsnap *d, size_t i, h5fs *fs, h5_file *f, h5_window *w)
+{
+	struct dent *e = &d->e[i];
+	struct dstat ds;
+
+	if (node_obj_stat(&ds.st, &ds.kind, &ds.tag, fs, f, e->addr, w) != 0) {
+		h5_err_clear();
+		return false;
+	}
+	e->dtype = kind_dtype(ds.kind);
+	if (ds.kind == H5_OBJ_GROUP)
+		return true;
+	/* (out of memory: no stat kept; the lookup reads it) */
+	if (!d->st)
+		d->st = malloc(d->n * sizeof(*d->st));
+	if (d->st) {
+		d->st[i] = ds;
+		e->has_st = true;
+	}
+	return true;
+}
+
 /* A snapshot of the directory's entries (the kinds and inode numbers of
  * what they lead to): 0 and *out, or an errno (EIO logged). */
 static int do_listing(struct dirsnap *d, h5fs *fs, fuse_ino_t ino)
@@ -141,7 +184,15 @@ static int do_listing(struct dirsnap *d, h5fs *fs, fuse_ino_t ino)
 	uint64_t *keys = NULL;
 	size_t *at = NULL, nk = 0, i;
 	uint8_t *kinds = NULL;
+	struct kind_at *kat = NULL;     /* (the slots kind_lookup_many made) */
 	int rc, err = 0;
+	/* READDIRPLUS's entries are answered from the listing's read where
+	 * its lookup takes the listing's word for the name (do_lookup: a
+	 * mount that does not write) and a dataset's mode does not depend
+	 * on its dataset's state (write_busy: node.c obj_fill) */
+	bool want_st = !fs_writable(fs) && !fs->write_busy;
+	/* the children's headers, read a window at a time (h5_window) */
+	h5_window win = { 0 };
 
 	if (!n)
 		return ESTALE;
@@ -179,12 +230,13 @@ static int do_listing(struct dirsnap *d, h5fs *fs, fuse_ino_t ino)
 	 * the kind map together, and the kinds decoded remembered together:
 	 * one lock each per listing, not two per name (kind_lookup_many) */
 	if (d->n) {
-		keys = malloc(d->n * (sizeof(*keys) + sizeof(*at) + 1));
+		keys = malloc(d->n * (sizeof(*keys) + sizeof(*kat) + sizeof(*at) + 1));
 		if (!keys) {
 			err = ENOMEM;
 			goto fail;
 		}
-		at = (size_t *)(keys + d->n);
+		kat = (struct kind_at *)(keys + d->n);
+		at = (size_t *)(kat + d->n);
 		kinds = (uint8_t *)(at + d->n);
 	}
 	for (i = 0; i < d->n; i++) {
@@ -233,32 +285,43 @@ static int do_listing(struct dirsnap *d, h5fs *fs, fuse_ino_t ino)
 			goto fail;
 		}
 	}
-	kind_lookup_many(fs, keys, kinds, nk);
+	kind_lookup_many(fs, keys, kinds, kat, nk);
 	/* the headers to decode: the engine's cache look-up of the ones a
-	 * few places ahead fetched meanwhile (h5_obj_prefetch) */
-	for (i = 0; i < nk && i < OHDR_AHEAD; i++)
+	 * few places ahead fetched meanwhile (h5_obj_prefetch; want_st reads
+	 * them past the cache) */
+	for (i = 0; i < nk && i < OHDR_AHEAD && !want_st; i++)
 		if (kinds[i] == KIND_NONE)
 			h5_obj_prefetch(u.f, d->e[at[i]].addr);
 	for (i = 0; i < nk; i++) {
 		struct dent *e = &d->e[at[i]];
 		h5_obj_info info;
 
-		if (i + OHDR_AHEAD < nk && kinds[i + OHDR_AHEAD] == KIND_NONE)
+		if (!want_st && i + OHDR_AHEAD < nk && kinds[i + OHDR_AHEAD] == KIND_NONE)
 			h5_obj_prefetch(u.f, d->e[at[i + OHDR_AHEAD]].addr);
 		if (kinds[i] != KIND_NONE) {
+			/* known, and no record kept of it (the kernel forgot
+			 * it): its stat read in this pass too, for READDIRPLUS */
+			if (want_st && kinds[i] != H5_OBJ_GROUP && !kat[i].named)
+				(void)listing_stat(d, at[i], fs, u.f, &win);
 			e->dtype = kind_dtype((h5_obj_kind)kinds[i]);
 			kinds[i] = KIND_NONE;   /* known: nothing to remember */
+		} else if (e->dtype == DT_DIR) {
+			kinds[i] = H5_OBJ_GROUP;        /* (dirsnap_cb: the link said) */
+		} else if (want_st && listing_stat(d, at[i], fs, u.f, &win)) {
+			kinds[i] = (uint8_t)(e->has_st ? d->st[at[i]].kind : H5_OBJ_GROUP);
 		} else if (h5_obj_info_get(&info, u.f, e->addr) == 0) {
 			e->dtype = kind_dtype(info.kind);
 			kinds[i] = (uint8_t)info.kind;
 		}
 	}
-	kind_remember_many(fs, keys, kinds, nk);
+	kind_remember_many(fs, keys, kinds, kat, nk);
 	h5_err_clear();
+	h5_window_clear(&win);
 	free(keys);
 	node_use_end(&u);
 	return 0;
 fail:
+	h5_window_clear(&win);
 	free(keys);
 	node_use_end(&u);
 	return err;
@@ -345,6 +408,7 @@ void member_listed(struct listed *out, void *r, void *dh, size_t i)
 	out->gen = NULL;
 	out->addr = UINT64_MAX;
 	out->group = -1;
+	out->has_st = false;
 	/* (built: member_readdir gave entry i; the kernel serializes a
 	 * handle's readdirs, and the listing is never changed once built) */
 	pthread_mutex_lock(&d->mu);
@@ -356,6 +420,12 @@ void member_listed(struct listed *out, void *r, void *dh, size_t i)
 			out->gen = d->gen;
 			out->addr = e->addr;
 			out->group = e->dtype == DT_UNKNOWN ? -1 : e->dtype == DT_DIR;
+			out->has_st = e->has_st;
+			if (e->has_st) {
+				out->st = d->st[i].st;
+				out->kind = d->st[i].kind;
+				out->tag = d->st[i].tag;
+			}
 		}
 		/* the look-up of entry i probes the objects table (light_ref),
 		 * a cold line since the listing: the next ones' fetched ahead

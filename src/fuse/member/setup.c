@@ -66,6 +66,7 @@ int h5fs_new(h5fs **out, h5_file *f, const h5fs_config *cfg)
 	fs->open_dirs.prev = fs->open_dirs.next = &fs->open_dirs;
 	fs->open_wfiles.prev = fs->open_wfiles.next = &fs->open_wfiles;
 	fs->freed_locked = export_freed_locked;     /* (node/gone.c is below export.c) */
+	fs->forgot_locked = export_forgot_locked;   /* (node/node.c, state/light.c) */
 	fs->nodes_cap = fs->synth_cap = 1024;
 	fs->nodes = calloc(fs->nodes_cap, sizeof(*fs->nodes));
 	fs->synth = calloc(fs->synth_cap, sizeof(*fs->synth));

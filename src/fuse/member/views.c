@@ -221,7 +221,7 @@ static void entry_fill(struct root_entry *e, h5fs *fs, struct node *n)
 static int lookup_as(void *r, struct root_entry *e, uint64_t parent, const char *name, const struct listed *listed)
 {
 	/* a view's name is listed, but not by member/read.c's listing */
-	static const struct listed none = { NULL, UINT64_MAX, -1 };
+	static const struct listed none = { .addr = UINT64_MAX, .group = -1 };
 	h5fs *fs = r;
 	struct node *p = node_get(fs, parent), *n = NULL, *b;
 	struct root_entry be;
@@ -445,7 +445,7 @@ int views_readdir(void *r, struct root_dirent *out, void *dh, size_t i)
 int views_lookup_listed(void *r, struct root_entry *e, uint64_t parent, const char *name, void *dh, size_t i)
 {
 	struct vdir *d = dh;
-	struct listed l = { NULL, UINT64_MAX, -1 };
+	struct listed l = { .addr = UINT64_MAX, .group = -1 };
 
 	/* (the entries member/read.c listed come first: views_readdir) */
 	if (d && !d->frames && (!d->n || i < d->ninner))

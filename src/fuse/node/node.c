@@ -92,46 +92,28 @@ int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64
 	return node_make_obj_as(out, fs, f, addr, nodeid, path, true);
 }
 
-/* Build (unlocked) the node of the object whose header is at addr;
- * remember: its kind put in the kind map (false: the caller found it
- * there, or a listing of this generation put it there) */
-int node_make_obj_as(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64_t nodeid,
-		     const char *path, bool remember)
+/* n's object fields (kind, tag, type, links_many, st; a dataset's ds and
+ * view) as the header at addr of f (info: what h5_obj_info_get read of
+ * it) shows them: 0, or a negative h5_err (n->ds may be open then). One
+ * place for them: node_make_obj_as's nodes and node_obj_stat's
+ * stat-only answers are the same by construction. */
+static int obj_fill(struct node *n, h5fs *fs, h5_file *f, uint64_t addr, const h5_obj_info *info)
 {
-	h5_obj_info info;
-	struct node *n;
 	uint64_t alloc = 0;
 	struct timespec ft;
-	int rc;
+	int rc = 0;
 
-	*out = NULL;
-	rc = h5_obj_info_get(&info, f, addr);
-	if (rc < 0)
-		return rc;
-	n = calloc(1, sizeof(*n));
-	if (!n)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory");
-	pthread_rwlock_init(&n->lk, NULL);
-	n->f = f;
-	h5_file_hold_related(f);
-	n->addr = addr;
-	n->ino = nodeid;
-	n->kind = info.kind;
-	n->tag = info.tag;
-	n->path = strdup(path);
-	if (!n->path) {
-		rc = h5_err_set(H5_ERR_NOMEM, "out of memory");
-		goto out;
-	}
+	n->kind = info->kind;
+	n->tag = info->tag;
 	/* an object recording no time of its own shows FILE's, to the
 	 * nanosecond where the file has a stamp: a live mount's next
 	 * generation moves it past a `touch`ed reference file within the
 	 * same second (find -newer, make) */
-	ft = info.has_mtime ? (struct timespec){ .tv_sec = (time_t)info.mtime } : gen_file_time(f);
-	switch (info.kind) {
+	ft = info->has_mtime ? (struct timespec){ .tv_sec = (time_t)info->mtime } : gen_file_time(f);
+	switch (info->kind) {
 	case H5_OBJ_GROUP:
 		n->type = NT_DIR;
-		n->links_many = info.nlink > 1;
+		n->links_many = info->nlink > 1;
 		/* st_nlink 1 = "subdirectory count unknown" (as btrfs does for
 		 * find's leaf optimisation): counting would mean decoding every
 		 * child header of every directory. */
@@ -142,8 +124,8 @@ int node_make_obj_as(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uin
 		int64_t dmt;
 
 		n->type = NT_FILE;
-		rc = h5_dataset_open(&n->ds, f, addr);
-		if (rc < 0)
+		/* (node_obj_stat's opened with the header's one read) */
+		if (!n->ds && (rc = h5_dataset_open(&n->ds, f, addr)) < 0)
 			goto out;
 		if (h5_dataset_mtime(n->ds, &dmt) == 0)
 			stat_init(fs, &n->st, file_ino(f, addr), S_IFREG | fs->file_mode, dmt);
@@ -165,14 +147,14 @@ int node_make_obj_as(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uin
 			/* its bytes can be written (behind/overwrite.c) */
 			n->st.st_mode |= fs->write_mode;
 		}
-		n->st.st_nlink = info.nlink ? info.nlink : 1;
+		n->st.st_nlink = info->nlink ? info->nlink : 1;
 		break;
 	}
 	default:
 		/* named datatypes (and headers of no known kind): empty files */
 		n->type = NT_FILE;
 		stat_init_ts(fs, &n->st, file_ino(f, addr), S_IFREG | fs->file_mode, ft);
-		n->st.st_nlink = info.nlink ? info.nlink : 1;
+		n->st.st_nlink = info->nlink ? info->nlink : 1;
 		break;
 	}
 	/* An object of a file an external link led to shows that file's
@@ -191,14 +173,65 @@ int node_make_obj_as(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uin
 		}
 	}
 	n->st.st_blocks = blocks_of(alloc);
-	if (remember)
-		kind_remember(fs, file_ino(f, addr), info.kind);
 out:
+	return rc;
+}
+
+/* Build (unlocked) the node of the object whose header is at addr;
+ * remember: its kind put in the kind map (false: the caller found it
+ * there, or a listing of this generation put it there) */
+int node_make_obj_as(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64_t nodeid,
+		     const char *path, bool remember)
+{
+	h5_obj_info info;
+	struct node *n;
+	int rc;
+
+	*out = NULL;
+	rc = h5_obj_info_get(&info, f, addr);
+	if (rc < 0)
+		return rc;
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	pthread_rwlock_init(&n->lk, NULL);
+	n->f = f;
+	h5_file_hold_related(f);
+	n->addr = addr;
+	n->ino = nodeid;
+	n->path = strdup(path);
+	rc = n->path ? obj_fill(n, fs, f, addr, &info) : h5_err_set(H5_ERR_NOMEM, "out of memory");
 	if (rc < 0) {
 		node_free(n);
 		return rc;
 	}
+	if (remember)
+		kind_remember(fs, file_ino(f, addr), info.kind);
 	*out = n;
+	return 0;
+}
+
+int node_obj_stat(struct stat *st, h5_obj_kind *kind, uint32_t *tag, h5fs *fs, h5_file *f, uint64_t addr,
+		  h5_window *w)
+{
+	h5_obj_info info;
+	struct node n;
+	int rc;
+
+	/* a node's fields on the stack, never published: no lock, path or
+	 * reference of f (the caller holds it); the header read once, not
+	 * kept in the engine's cache (a listing's, issue 82) */
+	memset(&n, 0, sizeof(n));
+	rc = h5_obj_open_once(&info, &n.ds, f, addr, w);
+	if (rc == 0)
+		rc = obj_fill(&n, fs, f, addr, &info);
+	if (n.ds)
+		h5_dataset_close(n.ds);
+	if (rc < 0)
+		return rc;
+	*st = n.st;
+	*kind = n.kind;
+	*tag = n.tag;
 	return 0;
 }
 
@@ -375,6 +408,8 @@ void node_unref(h5fs *fs, uint64_t ino, uint64_t count)
 		n->kids_hold = n->nlookup == 0 && n->lkids;
 		if (n->nlookup == 0 && n->ino != FUSE_ROOT_ID && !n->kids_hold) {
 			node_remove_locked(fs, n);
+			if (fs->forgot_locked)
+				fs->forgot_locked(fs, n->ino);
 			/* a directory's number, or a dataset's shown under its
 			 * (parent, name) number (member/lookup.c show_object); a symlink
 			 * keeps its number */

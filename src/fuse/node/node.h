@@ -61,6 +61,13 @@ int node_make_obj(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64
  * found it there: its probe and lock saved, issue 70) */
 int node_make_obj_as(struct node **out, h5fs *fs, h5_file *f, uint64_t addr, uint64_t nodeid,
 		     const char *path, bool remember);
+/* What node_make_obj_as's node of the object at addr of f would show
+ * stat, and its kind and birth tag, without making a node (a listing's one
+ * pass over its children's headers gives READDIRPLUS a stat-only answer,
+ * member/read.c), its header's first bytes read through w (NULL: none):
+ * 0, or a negative h5_err */
+int node_obj_stat(struct stat *st, h5_obj_kind *kind, uint32_t *tag, h5fs *fs, h5_file *f, uint64_t addr,
+		  h5_window *w);
 int node_make_link(struct node **out, h5fs *fs, uint64_t ino, const char *path,
 			  const char *dir, const h5_link *l, int depth);
 void node_free(struct node *n);

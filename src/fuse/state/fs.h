@@ -234,6 +234,7 @@ struct lshard {
 	struct lslot *v;
 	size_t cap, n, used;    /* used: with tombstones */
 	size_t res, dirty;      /* (struct lslots's) */
+	uint32_t epoch;         /* one more at each rebuild (its slots moved) */
 };
 /* A generation the records hold, with FILE's time as they saw it (a
  * commit of ours takes FILE's stamp again: records read after it get
@@ -320,8 +321,15 @@ struct h5fs {
 	/* node ids shown of objects whose header has a birth tag (h5_obj_info
 	 * tag: every one h5fs made), with it (under lock): their generation,
 	 * the same in every mount (member/export.c); set again (or to 0, no
-	 * tag) whenever the id is shown for a newly read object */
+	 * tag) whenever the id is shown for a newly read object, and let go
+	 * when the kernel forgets the id (forgot_locked): an entry the kernel
+	 * gets again is a lookup's, which reads the header again (issue 82:
+	 * only the ids the kernel holds, not every one it was ever shown) */
 	struct u64set tags;
+	/* the kernel forgot node id ino (its node or stat-only record gone,
+	 * under lock): export.c's export_forgot_locked, set by setup.c
+	 * (node/node.c is below it) */
+	void (*forgot_locked)(h5fs *fs, uint64_t ino);
 	/* Open directory snapshots and write handles (under lock): when FILE
 	 * is unmounted while some are open, the kernel drops their pending
 	 * RELEASE requests, so h5fs_free() frees what is left. */
@@ -431,13 +439,23 @@ static inline uint64_t fs_ino_out(const h5fs *fs, uint64_t local)
 int kind_lookup(h5fs *fs, uint64_t addr, h5_obj_kind *kind);
 void kind_remember(h5fs *fs, uint64_t addr, h5_obj_kind kind);
 /* The same for a listing's n keys under one lock: kinds[i] the kind, or
- * KIND_NONE (looked up: none known; remembered: skipped) */
+ * KIND_NONE (looked up: none known; remembered: skipped). Looking up
+ * makes the slot of a key the table does not hold (its kind unknown)
+ * and keeps where it is in at[i], where remembering writes the kind
+ * without probing again unless the shard moved its slots meanwhile
+ * (issue 82: the second probe was a tenth of a cold walk's CPU at 1 M
+ * objects); a slot made so whose kind is not remembered is let go. */
 #define KIND_NONE 0xff
-void kind_lookup_many(h5fs *fs, const uint64_t *keys, uint8_t *kinds, size_t n);
+struct kind_at {
+	struct lslot *s;        /* NULL: none made */
+	uint32_t epoch;         /* its shard's then */
+	bool named;             /* the key has a stat-only record (light.c) */
+};
+void kind_lookup_many(h5fs *fs, const uint64_t *keys, uint8_t *kinds, struct kind_at *at, size_t n);
 /* the objects table's slot of ino fetched into the CPU's cache, without
  * the lock (a hint: READDIRPLUS's look-ups of the next entries) */
 void kind_prefetch(h5fs *fs, uint64_t ino);
-void kind_remember_many(h5fs *fs, const uint64_t *keys, const uint8_t *kinds, size_t n);
+void kind_remember_many(h5fs *fs, const uint64_t *keys, const uint8_t *kinds, const struct kind_at *at, size_t n);
 void kind_forget_all(h5fs *fs);
 /* The object at addr lost its last link: the kind remembered there
  * forgotten (its space may hold another object of another kind soon) */
@@ -465,6 +483,11 @@ struct node *node_find_locked(h5fs *fs, uint64_t ino);
  * true, and the caller frees fresh and answers with its st; false: the
  * caller publishes it (node_publish) */
 bool light_keep(h5fs *fs, const struct node *fresh, struct gen *g, uint64_t parent);
+/* Whether node id ino has neither a node nor a stat-only record (a
+ * lookup may then keep the record its listing read, member/lookup.c
+ * show_listed, without the checks of what a node or record shown before
+ * needs) */
+bool light_vacant(h5fs *fs, uint64_t ino);
 /* ino's record, when it shows object addr of generation g's file
  * and is still current: one more lookup of it (now in parent), *st its
  * stat, true; else false (node_ref_existing then makes it a node) */

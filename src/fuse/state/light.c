@@ -210,6 +210,16 @@ bool light_keep(h5fs *fs, const struct node *fresh, struct gen *g, uint64_t pare
 	return kept;
 }
 
+bool light_vacant(h5fs *fs, uint64_t ino)
+{
+	bool v;
+
+	pthread_mutex_lock(&fs->lock);
+	v = !node_full_find_locked(fs, ino) && !light_find_locked(fs, ino);
+	pthread_mutex_unlock(&fs->lock);
+	return v;
+}
+
 /* s named name in directory node np now (a hard link's other name):
  * false when out of memory (unchanged) */
 static bool light_rename_locked(h5fs *fs, struct lslot *s, struct node *np, const char *name)
@@ -295,6 +305,8 @@ bool light_unref_locked(h5fs *fs, uint64_t ino, uint64_t count, struct gen **rel
 	if (s->nlookup == 0) {
 		p = node_full_find_locked(fs, lname_parent(fs, s->name));
 		*release = light_drop_locked(fs, s, false);
+		if (fs->forgot_locked)
+			fs->forgot_locked(fs, ino);     /* (export.c) */
 		if (p && p->kids_hold && p->nlookup == 0 && p->lkids == 0)
 			*dir = p;
 	}

@@ -162,6 +162,7 @@ static bool lshard_rebuild(h5fs *fs, struct lshard *sh, size_t ncap)
 	sh->dirty = n.dirty;
 	__atomic_store_n(&sh->cap, ncap, __ATOMIC_RELAXED);
 	sh->used = 0;
+	sh->epoch++;
 	for (size_t i = 0; i < ocap; i++)
 		if (old[i].key > LSLOT_TOMB) {
 			uint64_t ino = LSLOT_INO(&old[i]);
@@ -306,7 +307,7 @@ void kind_prefetch(h5fs *fs, uint64_t ino)
 		__builtin_prefetch(&v[((h & 0xffffffffu) * (uint64_t)cap) >> 32]);
 }
 
-void kind_lookup_many(h5fs *fs, const uint64_t *keys, uint8_t *kinds, size_t n)
+void kind_lookup_many(h5fs *fs, const uint64_t *keys, uint8_t *kinds, struct kind_at *at, size_t n)
 {
 	pthread_mutex_lock(&fs->lock);
 	for (size_t i = 0; i < n && i < KIND_AHEAD; i++)
@@ -316,24 +317,38 @@ void kind_lookup_many(h5fs *fs, const uint64_t *keys, uint8_t *kinds, size_t n)
 
 		if (i + KIND_AHEAD < n)
 			lobj_prefetch(fs, keys[i + KIND_AHEAD]);
-		s = lobj_find_locked(fs, keys[i]);
+		/* (out of memory: none made; remembering probes then) */
+		s = lobj_get_locked(fs, keys[i]);
 		kinds[i] = s && s->known ? (uint8_t)(s->key & 3) : KIND_NONE;
+		at[i].s = s && !s->known ? s : NULL;
+		at[i].epoch = s ? lobj_shard(fs, lobj_mix(keys[i]))->epoch : 0;
+		at[i].named = s && s->name;
 	}
 	pthread_mutex_unlock(&fs->lock);
 }
 
 /* kind_remember of each of keys[i] whose kinds[i] is not KIND_NONE, under
  * one lock (a listing's new kinds) */
-void kind_remember_many(h5fs *fs, const uint64_t *keys, const uint8_t *kinds, size_t n)
+void kind_remember_many(h5fs *fs, const uint64_t *keys, const uint8_t *kinds, const struct kind_at *at, size_t n)
 {
 	pthread_mutex_lock(&fs->lock);
 	for (size_t i = 0; i < n; i++) {
-		struct lslot *s;
+		struct lslot *s = at[i].s;
 
-		if (kinds[i] > 3)
+		/* where kind_lookup_many made it, unless its shard was rebuilt
+		 * or the slot let go since (another key's now, or a tombstone) */
+		if (s && (lobj_shard(fs, lobj_mix(keys[i]))->epoch != at[i].epoch || s->key >> 2 != keys[i]))
+			s = NULL;
+		if (kinds[i] > 3) {
+			/* not read: the slot made for it let go (kept if a
+			 * record or a kind was put there meanwhile) */
+			if (s)
+				lobj_drop_locked(fs, s);
 			continue;
+		}
 		/* (out of memory: nothing remembered; the map is only a speed-up) */
-		s = lobj_get_locked(fs, keys[i]);
+		if (!s)
+			s = lobj_get_locked(fs, keys[i]);
 		if (s && !s->known) {
 			s->key = keys[i] << 2 | kinds[i];
 			s->known = 1;

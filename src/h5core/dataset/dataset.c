@@ -184,10 +184,9 @@ static int ds_open(h5_dataset *d, const h5_ohdr *oh)
 	return ds_init_layout(d);
 }
 
-int h5_dataset_open(h5_dataset **out, h5_file *f, uint64_t addr)
+int h5_dataset_open_oh(h5_dataset **out, h5_file *f, uint64_t addr, const h5_ohdr *oh)
 {
 	h5_dataset *d = NULL;
-	h5_ohdr *oh = NULL;
 	int rc;
 
 	*out = NULL;
@@ -196,13 +195,7 @@ int h5_dataset_open(h5_dataset **out, h5_file *f, uint64_t addr)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory opening dataset");
 	d->f = f;
 	d->addr = addr;
-	rc = h5_ohdr_get(&oh, f, addr);
-	if (rc < 0)
-		goto out;
 	rc = ds_open(d, oh);
-out:
-	if (oh)
-		h5_ohdr_release(f, oh);
 	if (rc < 0) {
 		h5_err_wrap(rc, "dataset at 0x%llx: ", (unsigned long long)addr);
 		h5_dataset_close(d);
@@ -210,6 +203,20 @@ out:
 	}
 	*out = d;
 	return 0;
+}
+
+int h5_dataset_open(h5_dataset **out, h5_file *f, uint64_t addr)
+{
+	h5_ohdr *oh = NULL;
+	int rc;
+
+	*out = NULL;
+	rc = h5_ohdr_get(&oh, f, addr);
+	if (rc < 0)
+		return h5_err_wrap(rc, "dataset at 0x%llx: ", (unsigned long long)addr);
+	rc = h5_dataset_open_oh(out, f, addr, oh);
+	h5_ohdr_release(f, oh);
+	return rc;
 }
 
 void h5_dataset_close(h5_dataset *d)

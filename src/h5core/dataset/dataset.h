@@ -64,6 +64,8 @@ void h5_dataset_fill(const h5_dataset *d, uint8_t *buf, uint64_t off, size_t len
 /* Decode the messages describing a dataset into d->space, dtype, layout,
  * fill, pline (and efl when efl is set); d->f must be set. dataset.c */
 int h5_dataset_msgs_decode(h5_dataset *d, const h5_ohdr *oh, bool efl);
+/* h5_dataset_open of the header oh the caller holds (at addr). dataset.c */
+int h5_dataset_open_oh(h5_dataset **out, h5_file *f, uint64_t addr, const h5_ohdr *oh);
 void h5_dataset_msgs_clear(h5_dataset *d);
 /* Read [off, off+len) of the stored bytes (what the layout holds, before
  * any text rendering); the caller checked the bounds. */

@@ -389,6 +389,7 @@ static int stab_entry_link(h5_link *out, const h5_lheap *heap, const h5_snod_ent
 	} else {
 		out->type = H5_LINK_HARD;
 		out->addr = e->obj_addr;
+		out->is_group = e->cache_type == 1;
 	}
 	if (!out->name || (target && !out->target)) {
 		h5_link_clear(out);

@@ -6,6 +6,7 @@
 #include "ohdr.h"
 #include "btree2.h"
 #include "birthtag.h"
+#include "dataset.h"
 
 /* Kind from the messages present (IV.A.2): a layout message makes a
  * dataset; symbol table, link info or link messages a group (an empty
@@ -61,18 +62,14 @@ void h5_obj_prefetch(h5_file *f, uint64_t addr)
 	h5_ohdr_prefetch(f, addr);
 }
 
-int h5_obj_info_get(h5_obj_info *out, h5_file *f, uint64_t addr)
+/* *out from the header oh at addr: 0, or a negative h5_err (*out zeroed) */
+static int obj_info_of(h5_obj_info *out, h5_file *f, const h5_ohdr *oh, uint64_t addr)
 {
-	h5_ohdr *oh = NULL;
 	const h5_msg *ainfo;
 	uint64_t dense = 0;
 	int64_t mtime;
 	int rc;
 
-	memset(out, 0, sizeof(*out));
-	rc = h5_ohdr_get(&oh, f, addr);
-	if (rc < 0)
-		return rc;
 	out->kind = obj_kind(f, oh);
 	out->addr = addr;
 	out->nlink = oh->refcount;
@@ -103,8 +100,38 @@ int h5_obj_info_get(h5_obj_info *out, h5_file *f, uint64_t addr)
 		out->nattrs += dense;
 	}
 out:
-	h5_ohdr_release(f, oh);
 	if (rc < 0)
 		memset(out, 0, sizeof(*out));
+	return rc;
+}
+
+int h5_obj_info_get(h5_obj_info *out, h5_file *f, uint64_t addr)
+{
+	h5_ohdr *oh = NULL;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = h5_ohdr_get(&oh, f, addr);
+	if (rc < 0)
+		return rc;
+	rc = obj_info_of(out, f, oh, addr);
+	h5_ohdr_release(f, oh);
+	return rc;
+}
+
+int h5_obj_open_once(h5_obj_info *info, h5_dataset **ds, h5_file *f, uint64_t addr, h5_window *w)
+{
+	h5_ohdr *oh = NULL;
+	int rc;
+
+	memset(info, 0, sizeof(*info));
+	*ds = NULL;
+	rc = h5_ohdr_get_once(&oh, f, addr, w);
+	if (rc < 0)
+		return rc;
+	rc = obj_info_of(info, f, oh, addr);
+	if (rc == 0 && info->kind == H5_OBJ_DATASET)
+		rc = h5_dataset_open_oh(ds, f, addr, oh);
+	h5_ohdr_release(f, oh);
 	return rc;
 }

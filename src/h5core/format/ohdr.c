@@ -454,7 +454,8 @@ static int ohdr_pack(struct ohdr_obj **out, const struct ohdr_obj *o)
 	return 0;
 }
 
-int h5_ohdr_load(h5_ohdr **out, h5_file *f, uint64_t addr)
+/* h5_ohdr_load, the header's first read through window w (NULL: none) */
+static int ohdr_load_in(h5_ohdr **out, h5_file *f, uint64_t addr, h5_window *w)
 {
 	uint8_t pfx[OHDR_FIRST_READ];
 	struct ohdr_obj so, *o = NULL;
@@ -482,7 +483,7 @@ int h5_ohdr_load(h5_ohdr **out, h5_file *f, uint64_t addr)
 	/* Read what the longest prefix could need, short near the end of file;
 	 * the per-version code checks it got enough. */
 	pfx_len = eof - addr < sizeof(pfx) ? (size_t)(eof - addr) : sizeof(pfx);
-	rc = h5_file_read(f, addr, pfx, pfx_len);
+	rc = h5_file_read_window(w, f, addr, pfx, pfx_len);
 	if (rc < 0 && pfx_len > OHDR_V2_MAX_PREFIX) {
 		/* FILE may end before its end of allocation while a writer's
 		 * space past the header is not written yet (or was given back
@@ -533,6 +534,11 @@ out:
 	if ((void *)so.pub.chunks != (void *)b.chunks_inl)
 		free(so.pub.chunks);
 	return rc;
+}
+
+int h5_ohdr_load(h5_ohdr **out, h5_file *f, uint64_t addr)
+{
+	return ohdr_load_in(out, f, addr, NULL);
 }
 
 #define OHDR_CACHE_OVERHEAD 160
@@ -595,6 +601,19 @@ void h5_ohdr_prefetch(h5_file *f, uint64_t addr)
 		h5_cache_prefetch(f->meta, H5_CK_OHDR, addr);
 }
 
+/* A walk's listing reads each child's header once (issue 82): kept in
+ * the cache, 200,000 of them were most of the daemon's memory after a
+ * cold walk and, with the cache's bookkeeping and the page faults of that
+ * memory, a fifth of its CPU. Read from FILE even where the cache holds a
+ * copy (the same bytes, or older ones of a FILE another program changes,
+ * which a reload after an eviction reads as well): a look-up in a cache
+ * of a million entries was 5% of a cold walk's CPU, a copy from the
+ * window a fraction of it. */
+int h5_ohdr_get_once(h5_ohdr **out, h5_file *f, uint64_t addr, h5_window *w)
+{
+	return ohdr_load_in(out, f, addr, w);
+}
+
 void h5_ohdr_release(h5_file *f, h5_ohdr *oh)
 {
 	struct ohdr_obj *o = (struct ohdr_obj *)oh;
@@ -602,6 +621,12 @@ void h5_ohdr_release(h5_file *f, h5_ohdr *oh)
 
 	if (!oh)
 		return;
+	/* (h5_ohdr_get_once's own copy: no cache entry; h5_ohdr_get sets
+	 * every cached one's before any holder has it) */
+	if (!__atomic_load_n(&o->ent, __ATOMIC_ACQUIRE)) {
+		h5_ohdr_free(oh);
+		return;
+	}
 	ref.obj = o;
 	ref.ent = __atomic_load_n(&o->ent, __ATOMIC_ACQUIRE);
 	h5_cache_release(f->meta, &ref);

@@ -72,6 +72,11 @@ typedef struct h5_ohdr {
  * checksums verified). Goes through f->meta; release with h5_ohdr_release. */
 int h5_ohdr_get(h5_ohdr **out, h5_file *f, uint64_t addr);
 void h5_ohdr_release(h5_file *f, h5_ohdr *oh);
+/* h5_ohdr_get, but the header is read from FILE for the caller alone and
+ * not kept (freed by h5_ohdr_release), whether or not the cache holds it:
+ * for headers read once (a listing's children, h5_obj_open_once); its
+ * first bytes through window w (NULL: none) */
+int h5_ohdr_get_once(h5_ohdr **out, h5_file *f, uint64_t addr, h5_window *w);
 /* A hint: the header at addr is asked for soon (h5_cache_prefetch) */
 void h5_ohdr_prefetch(h5_file *f, uint64_t addr);
 /* Uncached load / free (used by the cache loader and by tests). */

@@ -37,6 +37,40 @@ int h5_file_read(h5_file *f, uint64_t addr, void *buf, size_t len)
 	return f->src->ops->read(f->src, abs, buf, len);
 }
 
+void h5_window_clear(h5_window *w)
+{
+	free(w->buf);
+	memset(w, 0, sizeof(*w));
+}
+
+int h5_file_read_window(h5_window *w, h5_file *f, uint64_t addr, void *buf, size_t len)
+{
+	uint64_t eof = h5_file_eof(f);
+	size_t wlen;
+
+	if (!w || h5_file_fd(f) < 0 || len > H5_WINDOW_LEN)
+		return h5_file_read(f, addr, buf, len);
+	if (w->f != f || addr < w->addr || addr - w->addr > w->len || len > w->len - (addr - w->addr)) {
+		/* moved to addr (a read that fails there, as near a file's end
+		 * not written yet, is left to the plain read: its error is the
+		 * caller's to see) */
+		if (addr >= eof)
+			return h5_file_read(f, addr, buf, len);
+		wlen = eof - addr < H5_WINDOW_LEN ? (size_t)(eof - addr) : H5_WINDOW_LEN;
+		w->f = NULL;
+		if (wlen < len || (!w->buf && !(w->buf = malloc(H5_WINDOW_LEN))) ||
+		    h5_file_read(f, addr, w->buf, wlen) < 0) {
+			h5_err_clear();
+			return h5_file_read(f, addr, buf, len);
+		}
+		w->f = f;
+		w->addr = addr;
+		w->len = wlen;
+	}
+	memcpy(buf, w->buf + (addr - w->addr), len);
+	return 0;
+}
+
 void h5_file_prefetch(h5_file *f, const uint64_t *addr, size_t n)
 {
 	uint64_t abs[H5_PREFETCH_MAX];

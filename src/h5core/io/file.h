@@ -191,6 +191,9 @@ static inline uint64_t h5_file_eof(const h5_file *f)
 /* Read len bytes at relative address addr. Fails with H5_ERR_FORMAT when the
  * range leaves the file (addr+len > eof), so callers can pass disk values. */
 int h5_file_read(h5_file *f, uint64_t addr, void *buf, size_t len);
+/* h5_file_read through window w (h5core.h h5_window; NULL, or a file
+ * that is not local: the plain read) */
+int h5_file_read_window(h5_window *w, h5_file *f, uint64_t addr, void *buf, size_t len);
 /* Metadata at these addresses will be read soon: the byte source may fetch
  * them together in the background (its prefetch op; remote sources). At
  * most H5_PREFETCH_MAX are passed on; undefined ones are skipped. */
