@@ -290,3 +290,22 @@ void h5_dataset_fill(const h5_dataset *d, uint8_t *buf, uint64_t off, size_t len
 		}
 	}
 }
+
+/* A listing's child read once (format/ohdr.c h5_ohdr_get_once): its
+ * facts and, for a dataset, the dataset opened from the same header. */
+int h5_obj_open_once(h5_obj_info *info, h5_dataset **ds, h5_file *f, uint64_t addr, h5_window *w)
+{
+	h5_ohdr *oh = NULL;
+	int rc;
+
+	memset(info, 0, sizeof(*info));
+	*ds = NULL;
+	rc = h5_ohdr_get_once(&oh, f, addr, w);
+	if (rc < 0)
+		return rc;
+	rc = h5_obj_info_of(info, f, oh, addr);
+	if (rc == 0 && info->kind == H5_OBJ_DATASET)
+		rc = h5_dataset_open_oh(ds, f, addr, oh);
+	h5_ohdr_release(f, oh);
+	return rc;
+}

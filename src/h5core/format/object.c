@@ -6,7 +6,6 @@
 #include "ohdr.h"
 #include "btree2.h"
 #include "birthtag.h"
-#include "dataset.h"
 
 /* Kind from the messages present (IV.A.2): a layout message makes a
  * dataset; symbol table, link info or link messages a group (an empty
@@ -63,7 +62,7 @@ void h5_obj_prefetch(h5_file *f, uint64_t addr)
 }
 
 /* *out from the header oh at addr: 0, or a negative h5_err (*out zeroed) */
-static int obj_info_of(h5_obj_info *out, h5_file *f, const h5_ohdr *oh, uint64_t addr)
+int h5_obj_info_of(h5_obj_info *out, h5_file *f, const h5_ohdr *oh, uint64_t addr)
 {
 	const h5_msg *ainfo;
 	uint64_t dense = 0;
@@ -114,24 +113,7 @@ int h5_obj_info_get(h5_obj_info *out, h5_file *f, uint64_t addr)
 	rc = h5_ohdr_get(&oh, f, addr);
 	if (rc < 0)
 		return rc;
-	rc = obj_info_of(out, f, oh, addr);
-	h5_ohdr_release(f, oh);
-	return rc;
-}
-
-int h5_obj_open_once(h5_obj_info *info, h5_dataset **ds, h5_file *f, uint64_t addr, h5_window *w)
-{
-	h5_ohdr *oh = NULL;
-	int rc;
-
-	memset(info, 0, sizeof(*info));
-	*ds = NULL;
-	rc = h5_ohdr_get_once(&oh, f, addr, w);
-	if (rc < 0)
-		return rc;
-	rc = obj_info_of(info, f, oh, addr);
-	if (rc == 0 && info->kind == H5_OBJ_DATASET)
-		rc = h5_dataset_open_oh(ds, f, addr, oh);
+	rc = h5_obj_info_of(out, f, oh, addr);
 	h5_ohdr_release(f, oh);
 	return rc;
 }

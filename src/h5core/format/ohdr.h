@@ -77,6 +77,9 @@ void h5_ohdr_release(h5_file *f, h5_ohdr *oh);
  * for headers read once (a listing's children, h5_obj_open_once); its
  * first bytes through window w (NULL: none) */
 int h5_ohdr_get_once(h5_ohdr **out, h5_file *f, uint64_t addr, h5_window *w);
+/* The stat-like facts of object addr from its header oh (object.c; the
+ * header already loaded: h5_obj_info_get loads it itself) */
+int h5_obj_info_of(h5_obj_info *out, h5_file *f, const h5_ohdr *oh, uint64_t addr);
 /* A hint: the header at addr is asked for soon (h5_cache_prefetch) */
 void h5_ohdr_prefetch(h5_file *f, uint64_t addr);
 /* Uncached load / free (used by the cache loader and by tests). */
