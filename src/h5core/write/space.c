@@ -484,7 +484,7 @@ static int reserve_locked(h5_file *f, uint64_t *held, uint64_t want)
 			synced = 1;
 			h5_err_clear();
 			pthread_mutex_unlock(&f->write_lock);
-			rc = h5_txn_flush(f);
+			rc = h5_txn_give_back(f);
 			pthread_mutex_lock(&f->write_lock);
 			if (rc < 0)
 				break;
