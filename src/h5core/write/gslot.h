@@ -64,7 +64,5 @@ void h5_gslot_top_up(h5_file *f, uint64_t parent);
  * taken since the last such call - a sync between two batches of mkdir
  * keeps it). */
 void h5_gslot_release_locked(h5_file *f, uint64_t parent, bool idle_only);
-/* file_ws.c: the pool's memory and lock at close. */
-void h5_gslot_destroy(struct h5_wstate *ws);
 
 #endif
