@@ -22,14 +22,14 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-/* A durable request with nothing new (txn.h h5_txn_sync), as a commit
+/* A durable request with nothing new (txn.h h5_txn_idle), as a commit
  * outside any loose object's makes it. */
 static int txn_sync_idle(h5_file *f, bool unsynced)
 {
 	h5_txn t;
 
 	h5_txn_begin(&t, f, true, NULL, NULL);
-	return h5_txn_sync(&t, unsynced);
+	return h5_txn_idle(&t, unsynced);
 }
 
 #define SB_SIZE 48

@@ -143,7 +143,7 @@ static int commit_sync(h5_astream *s)
 	 * land in the wrong order (the txn skips it) */
 	loose = h5_loose_enter(f, s->addr);
 	h5_txn_begin(&t, f, true, NULL, NULL);
-	rc = h5_txn_sync(&t, s->unsynced);
+	rc = h5_txn_idle(&t, s->unsynced);
 	h5_loose_leave(f, loose);
 	pthread_mutex_unlock(&f->write_lock);
 	if (rc == 0)

@@ -1,5 +1,5 @@
 /*
- * chunk_rewrite.c - overwriting bytes of a chunked dataset (overwrite.h,
+ * chunk_rewrite.c - overwriting bytes of a chunked dataset (ow_int.h,
  * doc/OVERWRITE.md): every chunk the written extents touch is read
  * (decoded through the filter pipeline; the fill value where the chunk
  * was never allocated), changed in memory, encoded again and written as a
@@ -16,7 +16,7 @@
  * chunk whose new size no longer fits); new chunks take freed space
  * (h5_space_take: each is written whole).
  */
-#include "overwrite.h"
+#include "ow_int.h"
 #include "txn.h"
 #include "ohdr_edit.h"
 #include "link_store.h"
@@ -606,7 +606,7 @@ int h5_ow_chunked_commit(h5_dataset *d, const h5_ow_whole *whole, size_t nwhole,
 
 		/* nothing staged, a durable request */
 		h5_txn_begin(&t, r.f, true, NULL, NULL);
-		rc = h5_txn_sync(&t, true);
+		rc = h5_txn_idle(&t, true);
 	}
 	rw_free(&r);
 	return rc;
@@ -725,7 +725,7 @@ out:
 	/* what the end now frees is cut off */
 	h5_txn_begin(&t, f, true, NULL, NULL);
 	if (rc == 0)
-		rc = h5_txn_sync(&t, false);
+		rc = h5_txn_idle(&t, false);
 	/* then a header's continuation chunk, a group's link storage or an
 	 * object's dense attribute store left at the end moves down into
 	 * the space that released (ohdr_edit.c, link_write.c,
@@ -741,7 +741,7 @@ out:
 			h5_err_clear();         /* nothing answered depends on it */
 		if (moved <= 0)
 			break;
-		rc = h5_txn_sync(&t, false);
+		rc = h5_txn_idle(&t, false);
 	}
 	pthread_mutex_unlock(&f->write_lock);
 	return rc;
@@ -783,7 +783,7 @@ static int chunked_commit(h5_overwriter *w, h5_dataset *d, size_t n, bool durabl
 				    &w->last_end, &w->gone);
 }
 
-/* The chunked entry of the overwriters' layout table (overwrite.h). */
+/* The chunked entry of the overwriters' layout table (ow_int.h). */
 const h5_ow_layout_ops h5_ow_chunked = {
 	.name = "chunked",
 	.check = h5_ow_chunked_check,

@@ -17,7 +17,7 @@
  * ordered commit (txn.c).
  * The disk space the next commits will write is reserved before a change
  * is answered (reserve.c); the file is cut back to its end of allocation
- * by h5_txn_sync.
+ * by h5_txn_idle.
  */
 #include "space.h"
 #include "ordered.h"

@@ -106,7 +106,7 @@ int h5_txn_stage(h5_txn *t, uint64_t last_end)
 	 * create) needs no superblock write and fsync to take it again, and
 	 * none to give it back (issue 55: 2 of a new file's 6 fsyncs). The
 	 * daemon gives it back once changes are idle and at unmount
-	 * (h5_txn_sync). */
+	 * (h5_txn_idle). */
 	if (rc == 0)
 		rc = order_point(t);
 	/* a loose object's commit (loose.h): the EOF address waits for the
@@ -187,7 +187,7 @@ int h5_txn_last_write(h5_txn *t, uint64_t addr, const void *buf, size_t len)
 	return last_done(t, h5_file_write_inplace(t->f, addr, buf, len));
 }
 
-/* h5_txn_sync's work, also of h5_file_write_sync (no commit). */
+/* h5_txn_idle's work, also of h5_file_write_sync (no commit). */
 static int sync_idle(h5_file *f, bool unsynced)
 {
 	uint64_t end, size;
@@ -234,7 +234,7 @@ static int sync_idle(h5_file *f, bool unsynced)
 	return rc;
 }
 
-int h5_txn_sync(h5_txn *t, bool unsynced)
+int h5_txn_idle(h5_txn *t, bool unsynced)
 {
 	return t->loose ? 0 : sync_idle(t->f, unsynced);
 }

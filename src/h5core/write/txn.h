@@ -23,7 +23,7 @@
  *   h5_txn_last    the last write (the chunk holding dims[0]); fsync when
  *                  durable, or (sync_later) h5_txn_done after write_lock
  *                  was given back. Room reserved past the end stays (the
- *                  next commits take it); h5_txn_sync gives it back.
+ *                  next commits take it); h5_txn_idle gives it back.
  * Until the last write, readers and a crash see the old state; after it,
  * the complete new one. */
 #ifndef H5_TXN_H
@@ -54,19 +54,32 @@ typedef struct h5_txn {
 	uint64_t want;
 } h5_txn;
 
-/* wops NULL: no index writer (object header edits, ohdr_edit.h): the new
- * space is what the caller wrote up to the allocation end. */
+/* The commit's handle, under f->write_lock (held to its last write): wops
+ * NULL, no index writer (object header edits, ohdr_edit.h; a step that
+ * only orders or syncs): the new space is what the caller wrote up to the
+ * allocation end. Writes nothing; a crash keeps what it kept before. */
 void h5_txn_begin(h5_txn *t, h5_file *f, bool durable, const h5_cidx_write_ops *wops, void *w);
 
-/* A commit that is not durable reserves room ahead (four times what the
- * space used since last_end took, 1..256 MiB), so that the next commits
- * need no superblock write. */
+/* The new blocks durable, then the EOF address covering them durable: a
+ * crash before it returns leaves new bytes nothing references (the old
+ * state), and never an EOF address over space not written or a reference
+ * past the address on disk. A commit that is not durable reserves room
+ * ahead (four times what the space used since last_end took, 1..256
+ * MiB), so that the next commits need no superblock write. A loose
+ * object's commit writes no EOF address (the linking commit's stage
+ * does) and no fsync. */
 int h5_txn_stage(h5_txn *t, uint64_t last_end);
 
-/* e: an edit of the object header whose layout message is lay. */
+/* The one in-place switch to the new index (e: an edit of the object
+ * header whose layout message is lay), durable: a crash keeps the old
+ * index or the new one, which references only staged, durable blocks;
+ * dims[0] still says the old rows, so readers see the old state. */
 int h5_txn_switch(h5_txn *t, h5_ohdr_edit *e, const h5_msg *lay);
 
-/* Chunk c of e, written after every other change. */
+/* Chunk c of e, written after every other change (the write that makes
+ * the new state visible: dims[0]); fsync when durable and not
+ * sync_later (then h5_txn_done). A crash before it keeps the old state,
+ * after its fsync the new one; without an fsync, either, whole. */
 int h5_txn_last(h5_txn *t, h5_ohdr_edit *e, size_t c);
 
 /* The same, the last write being len bytes at addr in place (a group's
@@ -105,7 +118,7 @@ int h5_txn_done(h5_txn *t);
  * the address on disk. Nothing in a loose object's commit (its address
  * lowered and FILE cut without an fsync between could land in the wrong
  * order). Under write_lock. */
-int h5_txn_sync(h5_txn *t, bool unsynced);
+int h5_txn_idle(h5_txn *t, bool unsynced);
 
 /* Give back space (under f->write_lock NOT held): space that earlier
  * commits freed waits for an fsync that began after their last write
