@@ -1,12 +1,12 @@
 /*
  * ow_compact.c - the compact entry of the overwriters' layout table
- * (overwrite.h h5_ow_layout_ops; IV.A.2.i, layout message version 3:
+ * (ow_int.h h5_ow_layout_ops; IV.A.2.i, layout message version 3:
  * version, class, size, then the data): every put is kept, and the
  * commit changes the data in the header's copy, written in one write of
  * its chunk (checksum included), then fsyncs.
  * Tests: test_overwrite.py, test_overwrite_crash.py.
  */
-#include "overwrite.h"
+#include "ow_int.h"
 #include "txn.h"
 #include "space.h"
 #include "base.h"

@@ -1,6 +1,6 @@
 /*
  * ow_contig.c - the contiguous entry of the overwriters' layout table
- * (overwrite.h h5_ow_layout_ops; IV.A.2.i, layout class 1): allocated
+ * (ow_int.h h5_ow_layout_ops; IV.A.2.i, layout class 1): allocated
  * storage takes the whole elements of each put in place at once, from
  * the caller's buffer (no copy; dd through the mount runs near the
  * disk's speed), and keeps only its partial elements, so that an element
@@ -13,7 +13,7 @@
  * points at it.
  * Tests: test_overwrite.py, test_overwrite_crash.py, test_fsx.py.
  */
-#include "overwrite.h"
+#include "ow_int.h"
 #include "txn.h"
 #include "space.h"
 #include "base.h"
