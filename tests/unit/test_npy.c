@@ -7,7 +7,7 @@
  * ones; and the merge of overwritten extents (write/overwrite.c). */
 #include "testutil.h"
 #include "npy.h"
-#include "overwrite.h"
+#include "ow_int.h"
 
 #include <errno.h>
 

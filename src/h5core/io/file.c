@@ -219,6 +219,11 @@ void h5_pinned_close(h5_pinned *p)
 	free(p);
 }
 
+int h5_file_writable(const h5_file *f)
+{
+	return f->writable && f->src->ops->write != NULL;
+}
+
 int h5_file_write(h5_file *f, uint64_t addr, const void *buf, size_t len)
 {
 	uint64_t abs, end;

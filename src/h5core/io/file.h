@@ -258,8 +258,12 @@ int h5_pinned_open(h5_pinned **out, size_t size, const char *what, uint32_t kind
 		   h5_cache_free_fn free_fn, h5_block_load *b);
 void h5_pinned_close(h5_pinned *p);
 int h5_file_write(h5_file *f, uint64_t addr, const void *buf, size_t len);
-/* fsync of FILE (called by write/txn.c alone: the ordered commit decides
- * which fsyncs a change needs, h5_txn_barrier, h5_txn_flush) */
+/* Whether FILE was opened for writing and its source writes (h5core.h;
+ * beneath every writer, so that none asks a higher one). */
+int h5_file_writable(const h5_file *f);
+/* fsync of FILE (called by write/txn.c alone, whose steps each commit
+ * names, write/txn.h; and by io/ordered.c's ordered copy of one in-place
+ * write, beneath every commit) */
 int h5_file_sync(h5_file *f);
 /* What was written before sync_started was want - 1 made durable: by an
  * fsync that began since and completed (another writer's), else one now

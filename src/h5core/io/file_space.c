@@ -9,7 +9,7 @@
  * (h5_open_opts min_free_*), one test and allocation at a time
  * (fill_lock), else H5_ERR_NOSPC and nothing is written.
  * - h5_file_allocate: a reserve's space past the allocation end, before a
- *   change is answered (write/space.c h5_file_reserve);
+ *   change is answered (write/reserve.c h5_file_reserve);
  * - h5_file_fill: a range inside FILE before a write there is answered
  *   (a write in place, a freed extent handed out again);
  * - h5_file_backed: the last guard, in h5_file_write itself, for a write
@@ -44,7 +44,7 @@
  * files spent a quarter of the daemon's time there (issue 55). What was
  * allocated since the last truncate is remembered, and an allocation
  * goes as far again as asked (at most 64 KiB) when the disk has it, so
- * the next few reserves need none (h5_txn_sync cuts FILE back to its end
+ * the next few reserves need none (h5_txn_idle cuts FILE back to its end
  * of allocation). */
 #define FALLOC_AHEAD ((uint64_t)64 << 10)
 

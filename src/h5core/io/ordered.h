@@ -43,7 +43,7 @@ int h5_file_write_inplace(h5_file *f, uint64_t addr, const void *buf, size_t len
 
 /* The disk space the record of one ordered copy takes (its pages past
  * FILE's end), which every reserve counts before its change is answered
- * (write/space.c h5_file_reserve): the record of an in-place write of a
+ * (write/reserve.c h5_file_reserve): the record of an in-place write of a
  * page (any header chunk h5fs places; most libhdf5 places), or of the
  * largest such write this file made since it was opened. One at a time
  * (write_lock), cut off at once: one room serves every holder. 0 while

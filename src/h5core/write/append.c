@@ -56,12 +56,6 @@
  * H5FS_APPEND_COMMIT_MS override both, for tests and tuning). */
 #define COMMIT_BYTES ((uint64_t)64 << 20)
 #define COMMIT_MS 1000
-/* Rows collected before they are staged: at least one chunk row, and for
- * filtered datasets enough chunks for every thread (at most
- * STAGE_MAX_BYTES). Small enough to stay in the CPU caches: with an 8 MiB
- * buffer, appending 1 GiB unfiltered took three times the CPU. */
-#define STAGE_BYTES ((uint64_t)1 << 20)
-#define STAGE_MAX_BYTES ((uint64_t)64 << 20)
 
 struct h5_appender {
 	h5_astream *s;
@@ -138,14 +132,6 @@ int h5_append_check(const h5_dataset *d)
 
 /* ---- streams ------------------------------------------------------------------- */
 
-uint64_t h5_astream_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t env_u64(const char *name, uint64_t dflt)
 {
 	const char *v = getenv(name);
@@ -157,28 +143,6 @@ static uint64_t env_u64(const char *name, uint64_t dflt)
 	errno = 0;
 	x = strtoull(v, &end, 10);
 	return errno || *end || x == 0 ? dflt : (uint64_t)x;
-}
-
-/* The first failure is kept with its message: every later refusal names
- * it (issue 56: "an earlier append failed" alone hid the cause). */
-int h5_astream_fail(h5_astream *s, int rc)
-{
-	if (!__atomic_load_n(&s->failed, __ATOMIC_ACQUIRE)) {
-		snprintf(s->why, sizeof(s->why), "%s", h5_err_msg());
-		__atomic_store_n(&s->failed, rc, __ATOMIC_RELEASE);
-	}
-	return rc;
-}
-
-int h5_astream_refuse(const h5_astream *s)
-{
-	return h5_err_set(__atomic_load_n(&s->failed, __ATOMIC_ACQUIRE),
-			  "an earlier append to this dataset failed: %s", s->why);
-}
-
-int h5_astream_failed(const h5_astream *s)
-{
-	return __atomic_load_n(&s->failed, __ATOMIC_ACQUIRE);
 }
 
 static void stream_free(h5_astream *s)
@@ -231,28 +195,6 @@ int h5_astream_cut(h5_astream *s, uint64_t rows)
 	__atomic_store_n(&s->committed, rows, __ATOMIC_RELEASE);
 	s->since = 0;
 	return rc < 0 ? h5_astream_fail(s, rc) : 0;
-}
-
-/* Geometry, staging batch and the rows of a partly filled last chunk row
- * (read through the current index). Called under write_lock, so that no
- * commit of a stream being closed interleaves with reading dims[0]. */
-void h5_astream_stage_rows(h5_astream *s)
-{
-	/* whole chunk rows per staging batch */
-	uint64_t k = STAGE_BYTES / s->crow_bytes;
-	unsigned nt = s->f->nthreads ? s->f->nthreads : 1;
-
-	if (k == 0)
-		k = 1;
-	if (s->filtered && nt > 1 && k * s->ncells < 2 * (uint64_t)nt) {
-		uint64_t want = (2 * (uint64_t)nt + s->ncells - 1) / s->ncells;
-
-		if (want * s->crow_bytes <= STAGE_MAX_BYTES)
-			k = want;
-	}
-	if (k > 1 && k * s->crow_bytes > s->commit_bytes / 2)
-		k = s->commit_bytes / 2 / s->crow_bytes ? s->commit_bytes / 2 / s->crow_bytes : 1;
-	s->stage_rows = k * s->chunk[0];
 }
 
 static int stream_new(h5_astream **out, h5_file *f, uint64_t addr)
@@ -782,9 +724,4 @@ int h5_append_reserve(h5_appender *a, uint64_t len)
 	    h5_add_overflow(need, RESERVE_INDEX, &need))
 		return h5_err_set(H5_ERR_LIMIT, "append of %llu bytes: too large", (unsigned long long)len);
 	return h5_file_reserve(s->f, &s->reserved, need);
-}
-
-int h5_file_writable(const h5_file *f)
-{
-	return f->writable && f->src->ops->write != NULL;
 }

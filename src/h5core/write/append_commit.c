@@ -134,14 +134,16 @@ static int commit_sync(h5_astream *s)
 	h5_file *f = s->f;
 	int rc;
 
+	h5_txn t;
 	bool loose;
 
 	pthread_mutex_lock(&f->write_lock);
 	/* a loose object: nothing to make durable yet (loose.h), and the
 	 * EOF address lowered and FILE cut without an fsync between could
-	 * land in the wrong order */
+	 * land in the wrong order (the txn skips it) */
 	loose = h5_loose_enter(f, s->addr);
-	rc = loose ? 0 : h5_txn_sync(f, s->unsynced);
+	h5_txn_begin(&t, f, true, NULL, NULL);
+	rc = h5_txn_idle(&t, s->unsynced);
 	h5_loose_leave(f, loose);
 	pthread_mutex_unlock(&f->write_lock);
 	if (rc == 0)
@@ -186,7 +188,7 @@ int h5_astream_commit(h5_astream *s, bool partial, bool durable)
 {
 	h5_file *f = s->f;
 	h5_ohdr_edit e = { 0 };
-	h5_txn t;
+	h5_txn t = { 0 };
 	const h5_msg *ds, *lay;
 	uint64_t n1;
 	size_t dsc;
@@ -283,8 +285,8 @@ out:
 	free(e.lo);
 	free(e.hi);
 	/* the last write durable (a loose dataset: with the commit linking it) */
-	if (rc == 0 && durable && !loose)
-		rc = h5_txn_sync_since(f, t.want);
+	if (rc == 0)
+		rc = h5_txn_done(&t);
 	if (rc < 0)
 		/* the file holds the old state or a complete newer one; which,
 		 * this stream cannot tell: it takes no more rows */

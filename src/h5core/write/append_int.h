@@ -1,6 +1,8 @@
-/* append_int.h - what append.c (streams, commits, the public calls) shares
- * with append_stage.c (staging: building, filtering and writing chunks and
- * setting their index entries): the stream of one dataset. */
+/* append_int.h - what append.c (streams, the public calls) shares with
+ * append_commit.c (commits) and append_stage.c (staging: building,
+ * filtering and writing chunks and setting their index entries): the
+ * stream of one dataset, and its failure, which all three set and read
+ * (here, so that the two below append.c call nothing of it). */
 #ifndef H5_APPEND_INT_H
 #define H5_APPEND_INT_H
 
@@ -12,6 +14,8 @@
 #include "freesp.h"
 
 #include <pthread.h>
+#include <stdio.h>
+#include <time.h>
 
 /* Chunk images built at once (one window; for filtered datasets at least
  * two per thread); whole chunk rows of a simple unfiltered dataset go to
@@ -82,15 +86,42 @@ static inline void stream_set_row0(h5_astream *s, uint64_t r)
 	__atomic_store_n(&s->placed, r, __ATOMIC_RELEASE);
 }
 
-/* append.c: the stream's first failure kept with its message (every
- * later refusal names it), the refusal, whether it failed; a clock. */
-int h5_astream_fail(h5_astream *s, int rc);
-/* s->stage_rows from its chunk rows' size (the stream's setup, and a new
- * file's chunks made smaller: append_commit.c rechunk_small). */
+/* The stream's first failure kept with its message: every later refusal
+ * names it (issue 56: "an earlier append failed" alone hid the cause). */
+static inline int h5_astream_fail(h5_astream *s, int rc)
+{
+	if (!__atomic_load_n(&s->failed, __ATOMIC_ACQUIRE)) {
+		snprintf(s->why, sizeof(s->why), "%s", h5_err_msg());
+		__atomic_store_n(&s->failed, rc, __ATOMIC_RELEASE);
+	}
+	return rc;
+}
+
+/* The refusal of a failed stream, and whether it failed. */
+static inline int h5_astream_refuse(const h5_astream *s)
+{
+	return h5_err_set(__atomic_load_n(&s->failed, __ATOMIC_ACQUIRE),
+			  "an earlier append to this dataset failed: %s", s->why);
+}
+
+static inline int h5_astream_failed(const h5_astream *s)
+{
+	return __atomic_load_n(&s->failed, __ATOMIC_ACQUIRE);
+}
+
+/* The streams' clock (ns, monotonic). */
+static inline uint64_t h5_astream_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
+}
+
+/* append_stage.c: s->stage_rows from its chunk rows' size (the stream's
+ * setup, and a new file's chunks made smaller: append_commit.c
+ * rechunk_small). */
 void h5_astream_stage_rows(h5_astream *s);
-int h5_astream_refuse(const h5_astream *s);
-int h5_astream_failed(const h5_astream *s);
-uint64_t h5_astream_now_ns(void);
 /* append_commit.c: the dataspace and layout messages of oh, unshared (a
  * stream rewrites them in place); staged rows made visible (partial: the
  * incomplete chunk row staged with fill first; durable: fsync'd); a

@@ -213,8 +213,12 @@ static int coll_move_down(h5_file *f, uint64_t addr, h5_ohdr_change *c, const fo
 	/* durable before a message points there: the commits below see no
 	 * new space of their own (the copy was taken before they began), so
 	 * their stage would not sync it */
-	if (rc == 0)
-		rc = h5_txn_barrier(f);
+	if (rc == 0) {
+		h5_txn t;
+
+		h5_txn_begin(&t, f, false, NULL, NULL);
+		rc = h5_txn_order(&t);
+	}
 	if (rc < 0) {
 		/* never referenced: back at once */
 		if (h5_freesp_add(&ws->freesp, naddr, clen, 0) < 0)

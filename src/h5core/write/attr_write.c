@@ -331,7 +331,7 @@ static int place_check(const h5_attr_room *room, h5_file *f, const h5_ohdr *oh, 
  * objects and the new ones, 64 bytes of index records each). Generous
  * but for the collections, so that a change of a string that fits in
  * freed space is made on a full disk (h5_file_reserve counts the free
- * list); what is not used is given back (h5_txn_sync). */
+ * list); what is not used is given back (h5_txn_idle). */
 static uint64_t batch_need(const h5_attr_room *room, const h5_dense *d)
 {
 	uint64_t need = (uint64_t)64 << 10;

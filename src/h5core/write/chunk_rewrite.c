@@ -1,5 +1,5 @@
 /*
- * chunk_rewrite.c - overwriting bytes of a chunked dataset (overwrite.h,
+ * chunk_rewrite.c - overwriting bytes of a chunked dataset (ow_int.h,
  * doc/OVERWRITE.md): every chunk the written extents touch is read
  * (decoded through the filter pipeline; the fill value where the chunk
  * was never allocated), changed in memory, encoded again and written as a
@@ -16,7 +16,7 @@
  * chunk whose new size no longer fits); new chunks take freed space
  * (h5_space_take: each is written whole).
  */
-#include "overwrite.h"
+#include "ow_int.h"
 #include "txn.h"
 #include "ohdr_edit.h"
 #include "link_store.h"
@@ -601,8 +601,13 @@ int h5_ow_chunked_commit(h5_dataset *d, const h5_ow_whole *whole, size_t nwhole,
 		r.wops->freed(r.w, gone, ticket);
 	if (rc == 0 && r.w)
 		note_top(&r);
-	else if (rc == 0 && durable)
-		rc = h5_txn_sync(r.f, true);
+	else if (rc == 0 && durable) {
+		h5_txn t;
+
+		/* nothing staged, a durable request */
+		h5_txn_begin(&t, r.f, true, NULL, NULL);
+		rc = h5_txn_idle(&t, true);
+	}
 	rw_free(&r);
 	return rc;
 }
@@ -643,6 +648,7 @@ int h5_file_compact(h5_file *f)
 	uint8_t *buf = NULL;
 	uint64_t addr = 0, last_end = 0, ticket = 0;
 	cent *e = NULL;
+	h5_txn t;
 	rw r;
 	bool r_ok = false;
 	int rc = 0;
@@ -717,8 +723,9 @@ out:
 	h5_dataset_close(d);
 	free(buf);
 	/* what the end now frees is cut off */
+	h5_txn_begin(&t, f, true, NULL, NULL);
 	if (rc == 0)
-		rc = h5_txn_sync(f, false);
+		rc = h5_txn_idle(&t, false);
 	/* then a header's continuation chunk, a group's link storage or an
 	 * object's dense attribute store left at the end moves down into
 	 * the space that released (ohdr_edit.c, link_write.c,
@@ -734,7 +741,7 @@ out:
 			h5_err_clear();         /* nothing answered depends on it */
 		if (moved <= 0)
 			break;
-		rc = h5_txn_sync(f, false);
+		rc = h5_txn_idle(&t, false);
 	}
 	pthread_mutex_unlock(&f->write_lock);
 	return rc;
@@ -776,7 +783,7 @@ static int chunked_commit(h5_overwriter *w, h5_dataset *d, size_t n, bool durabl
 				    &w->last_end, &w->gone);
 }
 
-/* The chunked entry of the overwriters' layout table (overwrite.h). */
+/* The chunked entry of the overwriters' layout table (ow_int.h). */
 const h5_ow_layout_ops h5_ow_chunked = {
 	.name = "chunked",
 	.check = h5_ow_chunked_check,

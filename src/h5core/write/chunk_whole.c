@@ -1,6 +1,6 @@
 /*
  * chunk_whole.c - chunks an overwrite writes whole, filtered straight from
- * the request (overwrite.h h5_ow_chunks; doc/OVERWRITE.md; issue 55 item
+ * the request (ow_int.h h5_ow_chunks; doc/OVERWRITE.md; issue 55 item
  * 2). Kept bytes were copied into the handle's buffer, merged into new
  * buffers at the commit, copied again into fresh chunk images (each first
  * filled, then written over) and only then encoded: three copies, a
@@ -26,7 +26,7 @@
  * copies. A shrink (truncate(2) to fewer rows) drops the chunks past the
  * new end the same way, and the commit sets dims[0].
  */
-#include "overwrite.h"
+#include "ow_int.h"
 #include "space.h"
 #include "pool.h"
 #include "filter.h"

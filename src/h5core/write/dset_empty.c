@@ -51,8 +51,10 @@ static int set_rows(h5_file *f, h5_ohdr_edit *e, const h5_cidx_write_ops *wops, 
 {
 	uint64_t field;
 	uint8_t v[8];
+	h5_txn t;
 	int rc = 0;
 
+	h5_txn_begin(&t, f, true, wops, NULL);
 	if (!keep_idx) {
 		rc = wops->addr_field(&field, lay, &f->fmt);
 		h5_le_encode(v, idx, f->fmt.sizeof_addr);
@@ -61,7 +63,7 @@ static int set_rows(h5_file *f, h5_ohdr_edit *e, const h5_cidx_write_ops *wops, 
 		if (rc == 0)
 			rc = h5_ohdr_write_chunk(f, e, h5_ohdr_chunk_of(e->oh, field));
 		if (rc == 0)
-			rc = h5_txn_barrier(f);
+			rc = h5_txn_order(&t);
 		if (rc < 0)
 			return rc;
 	}
@@ -71,7 +73,7 @@ static int set_rows(h5_file *f, h5_ohdr_edit *e, const h5_cidx_write_ops *wops, 
 		rc = h5_dspace_patch_dim0(e, ds, &f->fmt, n);
 	for (size_t c = 0; rc == 0 && c < e->oh->nchunks; c++)
 		rc = h5_ohdr_write_chunk(f, e, c);
-	return rc < 0 ? rc : h5_txn_barrier(f);
+	return rc < 0 ? rc : h5_txn_order(&t);
 }
 
 int h5_dataset_empty(h5_file *f, uint64_t addr)

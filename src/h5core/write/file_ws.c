@@ -2,7 +2,6 @@
  * freed when FILE closes (file/open.c calls f->ws_free: it cannot include
  * write/). */
 #include "file_ws.h"
-#include "gslot.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +16,8 @@ static void ws_free(struct h5_wstate *w)
 	free(w->quar);
 	free(w->owned);
 	free(w->loose);
-	h5_gslot_destroy(w);
+	if (w->gpool)
+		w->gpool_free(w->gpool);
 	free(w);
 }
 

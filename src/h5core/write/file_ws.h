@@ -68,6 +68,9 @@ struct h5_wstate {
 	/* room for new groups taken ahead (gslot.c, its own lock): made
 	 * once under write_lock, read atomically by mkdir without it */
 	struct h5_gpool *gpool;
+	/* set by gslot.c with the pool: what a writer hangs off the state
+	 * it frees itself (file_ws.c lies beneath every writer) */
+	void (*gpool_free)(struct h5_gpool *p);
 	/* under write_lock: names removed from symbol tables' local heaps
 	 * (their bytes in the data segment, each with the ticket of the
 	 * removal's commit), given back to the heap's free list by a later
@@ -113,6 +116,13 @@ static inline void h5_ws_publish(h5_file *f)
 	const struct h5_wstate *w = h5_ws(f);
 
 	f->space_top = w->alloc_end > w->alloc_high ? w->alloc_end : w->alloc_high;
+}
+
+/* The disk space reserves hold for answered changes (reserve.c; read
+ * under write_lock): kept past the allocation end when FILE is cut. */
+static inline uint64_t h5_space_held(const h5_file *f)
+{
+	return __atomic_load_n(&h5_ws(f)->promised, __ATOMIC_RELAXED);
 }
 
 #endif

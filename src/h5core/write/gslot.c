@@ -56,6 +56,8 @@ static struct h5_gpool *pool_of(const h5_file *f)
 	return __atomic_load_n(&h5_ws(f)->gpool, __ATOMIC_ACQUIRE);
 }
 
+static void pool_free(struct h5_gpool *p);
+
 /* Under write_lock: made once per FILE. */
 static struct h5_gpool *pool_make(h5_file *f)
 {
@@ -69,6 +71,7 @@ static struct h5_gpool *pool_make(h5_file *f)
 		return NULL;
 	pthread_mutex_init(&p->mu, NULL);
 	p->parent = H5_ADDR_UNDEF;
+	ws->gpool_free = pool_free;
 	__atomic_store_n(&ws->gpool, p, __ATOMIC_RELEASE);
 	return p;
 }
@@ -290,12 +293,9 @@ void h5_gslot_release_locked(h5_file *f, uint64_t parent, bool idle_only)
 	pthread_mutex_unlock(&p->mu);
 }
 
-void h5_gslot_destroy(struct h5_wstate *ws)
+/* (the write state's gpool_free: file_ws.c) */
+static void pool_free(struct h5_gpool *p)
 {
-	struct h5_gpool *p = ws->gpool;
-
-	if (!p)
-		return;
 	pthread_mutex_destroy(&p->mu);
 	free(p->v);
 	free(p);

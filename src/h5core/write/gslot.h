@@ -47,7 +47,8 @@ int h5_gslot_fill_locked(h5_file *f, uint64_t parent, const h5_lstore_ops *ops, 
 /* Under write_lock, at a link batch's commit (link_write.c): *start
  * lowered to the allocation end before the slots written since the last
  * commit that succeeded; true when one of them lies in reused space (then
- * the commit makes it durable first: a barrier, as group_create_locked's).
+ * the commit makes it durable first: an ordering fsync, txn.h
+ * h5_txn_order, as group_create_locked's).
  * *seq: for h5_gslot_staged once the commit succeeded, which forgets
  * them unless more were written meanwhile (their names in the next
  * batch: kept, which only stages that one from lower). */
@@ -64,7 +65,5 @@ void h5_gslot_top_up(h5_file *f, uint64_t parent);
  * taken since the last such call - a sync between two batches of mkdir
  * keeps it). */
 void h5_gslot_release_locked(h5_file *f, uint64_t parent, bool idle_only);
-/* file_ws.c: the pool's memory and lock at close. */
-void h5_gslot_destroy(struct h5_wstate *ws);
 
 #endif

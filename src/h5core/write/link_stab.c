@@ -334,12 +334,9 @@ static int commit(stab_edit *s, uint64_t start, bool durable)
 	h5_txn_begin(&t, f, durable, NULL, NULL);
 	if (rc == 0)
 		rc = h5_txn_stage(&t, start);
-	if (rc == 0 && s->moved) {
-		/* a larger segment holding every old name where it was */
-		rc = h5_file_write_inplace(f, s->st.heap_addr, hdr, h5_lheap_hdr_size(&f->fmt));
-		if (rc == 0)
-			rc = h5_txn_barrier(f);
-	}
+	/* a larger segment holding every old name where it was */
+	if (rc == 0 && s->moved)
+		rc = h5_txn_write_ordered(&t, s->st.heap_addr, hdr, h5_lheap_hdr_size(&f->fmt));
 	if (rc == 0)
 		rc = h5_txn_last_write(&t, s->st.btree_addr, root, one ? root_one_len(&f->fmt) : rlen);
 	/* the replaced nodes and segment: referenced by nothing once the

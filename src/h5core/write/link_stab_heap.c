@@ -96,23 +96,25 @@ static int heap_unlink(stab_edit *s, uint64_t prev, uint64_t next)
 {
 	h5_file *f = s->f;
 	uint8_t hdr[8 + 3 * 8];
+	h5_txn t;
 	int rc;
 
+	h5_txn_begin(&t, f, false, NULL, NULL);
 	if (prev == H5_ADDR_UNDEF) {
 		s->hfree = next;
 		if (s->moved)
 			return 0;
 		s->ofree = next;
 		h5_lheap_hdr_encode(hdr, &f->fmt, s->hsize, s->hfree, s->haddr);
-		rc = h5_file_write_inplace(f, s->st.heap_addr, hdr, h5_lheap_hdr_size(&f->fmt));
+		rc = h5_txn_write_ordered(&t, s->st.heap_addr, hdr, h5_lheap_hdr_size(&f->fmt));
 	} else {
 		hput(s, prev, next);
 		if (s->moved)
 			return 0;
-		rc = h5_file_write_inplace(f, s->haddr + prev, s->heap + prev, f->fmt.sizeof_size);
+		rc = h5_txn_write_ordered(&t, s->haddr + prev, s->heap + prev, f->fmt.sizeof_size);
 	}
 	h5_cache_invalidate(f->meta, H5_CK_LHEAP, s->st.heap_addr);
-	return rc < 0 ? rc : h5_txn_barrier(f);
+	return rc;
 }
 
 /* str (len bytes, a NUL added) into the heap: *off. */
@@ -263,11 +265,13 @@ int h5_stab_heap_release(stab_edit *s)
 	uint64_t two_l = 2 * (uint64_t)L, off = 0, len = 0, at = 0, a = H5_ADDR_UNDEF, b = H5_ADDR_UNDEF;
 	uint64_t bprev = H5_ADDR_UNDEF, dropped;
 	uint8_t hdr[8 + 3 * 8];
+	h5_txn t;
 	size_t i;
 	int rc = 0, near = 0;
 
 	if (!ln->n)
 		return 0;
+	h5_txn_begin(&t, f, false, NULL, NULL);
 	h5_freesp_release(ln, __atomic_load_n(&f->sync_done, __ATOMIC_ACQUIRE), NULL);
 	/* the first released extent of this segment that can go back */
 	for (i = 0; i < ln->n; i++) {
@@ -297,9 +301,7 @@ int h5_stab_heap_release(stab_edit *s)
 		 * stay whole until the link lands) */
 		hput(s, off, h5_addr_defined(b) ? hget(s, b) : s->hfree);
 		hput(s, off + L, h5_addr_defined(b) ? len + hget(s, b + L) : len);
-		rc = h5_file_write_inplace(f, at, s->heap + off, two_l);
-		if (rc == 0)
-			rc = h5_txn_barrier(f);
+		rc = h5_txn_write_ordered(&t, at, s->heap + off, two_l);
 		if (rc == 0 && h5_addr_defined(bprev)) {
 			hput(s, bprev, off);
 			rc = h5_file_write_inplace(f, s->haddr + bprev, s->heap + bprev, L);

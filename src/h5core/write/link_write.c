@@ -150,6 +150,7 @@ int h5_link_insert_batch(size_t *done, h5_file *f, uint64_t group, char *const *
 	const h5_lstore_ops *ops;
 	h5_link *l = calloc(n ? n : 1, sizeof(*l));
 	uint64_t start, gseq;
+	h5_txn t;
 	int rc = l ? 0 : h5_err_set(H5_ERR_NOMEM, "out of memory");
 
 	*done = 0;
@@ -169,8 +170,9 @@ int h5_link_insert_batch(size_t *done, h5_file *f, uint64_t group, char *const *
 	 * the groups mkdir wrote into slots taken ahead (gslot.h); one in
 	 * reused space is made durable first, as group_create_locked does */
 	start = ws->nloose ? ws->loose_start : h5_space_end(f);
+	h5_txn_begin(&t, f, false, NULL, NULL);
 	if (h5_gslot_stage(f, &start, &gseq))
-		rc = h5_txn_barrier(f);
+		rc = h5_txn_order(&t);
 	/* one commit each where the form has no insert_many (compact); the
 	 * form may change on the way (a full compact group goes dense with
 	 * its next link), the rest then in one commit */
@@ -282,8 +284,12 @@ static int group_create_locked(uint64_t *addr, h5_file *f, uint64_t parent, cons
 	 * link's commit stages (fsyncs) only when the allocation end moved,
 	 * and the batch's may stage only from the allocation end it began at
 	 * (a compact parent's header edit), which reused space lies below */
-	if (rc == 0 && h5_ws(f)->reused != reused)
-		rc = h5_txn_barrier(f);
+	if (rc == 0 && h5_ws(f)->reused != reused) {
+		h5_txn t;
+
+		h5_txn_begin(&t, f, false, NULL, NULL);
+		rc = h5_txn_order(&t);
+	}
 	if (rc == 0)
 		rc = name ? insert(f, parent, name, name_len, H5_LINK_HARD, *addr, NULL, 0, start)
 			  : h5_loose_add(f, *addr, start);

@@ -17,8 +17,9 @@ int h5_loose_add(h5_file *f, uint64_t addr, uint64_t start);
 /* addr is linked now (or given up): its commits sync again. */
 void h5_loose_drop(h5_file *f, uint64_t addr);
 /* A commit of the object at addr begins: true when it is loose, and the
- * commit's fsyncs (h5_txn_barrier) are skipped until h5_loose_leave: a
- * property of the commit under way, which holds write_lock. */
+ * commit's fsyncs are skipped until h5_loose_leave (f->loose_on, which
+ * h5_txn_begin reads into the commit's handle, txn.h): a property of the
+ * commit under way, which holds write_lock. */
 bool h5_loose_enter(h5_file *f, uint64_t addr);
 void h5_loose_leave(h5_file *f, bool entered);
 

@@ -26,6 +26,7 @@
 #include "base.h"
 #include "file.h"
 #include "ohdr.h"
+#include "ohdr_note.h"
 
 typedef struct h5_ohdr_change {
 	h5_ohdr_edit e;
@@ -93,26 +94,13 @@ int h5_ohdr_nil(h5_ohdr_change *c, size_t i);
 int h5_ohdr_rewrite(h5_ohdr_change *c, size_t i, const void *body, size_t len);
 int h5_ohdr_commit_cow(h5_ohdr_change *c, h5_file *f, bool durable);
 
-/* A header that got continuation chunks is noted (h5_ohdr_note),
- * once, 32 at most (a forgotten one's slot taken first, else the
- * oldest); a header freed is forgotten (h5_ohdr_forget_conts). A group
- * whose link storage (symbol table, dense store) a change wrote is noted
- * in the same ring (kind H5_NOTE_GROUP, link_write.c h5_link_move_down),
- * and an object whose dense attribute store one wrote (H5_NOTE_ATTRS,
- * attr_write.c h5_attr_move_down). h5_ohdr_move_down: when a
- * continuation chunk of a noted header ends at the allocation end and
- * freed space below takes all the header's continuation chunks, they are
- * copied there (h5_ohdr_commit_cow, durable) and the old ones freed - a
- * group's chunk made late in a churn otherwise keeps FILE long
- * (h5_file_compact, unmounting). 1 moved, 0 nothing to do (a header
- * that cannot be read is passed over). write_lock held. */
-enum { H5_NOTE_CONT = 0, H5_NOTE_GROUP = 1, H5_NOTE_ATTRS = 2 };
-void h5_ohdr_note(h5_file *f, unsigned kind, uint64_t hdr);
-void h5_ohdr_forget_conts(h5_file *f, uint64_t hdr);
+/* h5_ohdr_move_down: when a continuation chunk of a noted header
+ * (ohdr_note.h, H5_NOTE_CONT) ends at the allocation end and freed space
+ * below takes all the header's continuation chunks, they are copied there
+ * (h5_ohdr_commit_cow, durable) and the old ones freed - a group's chunk
+ * made late in a churn otherwise keeps FILE long (h5_file_compact,
+ * unmounting). 1 moved, 0 nothing to do (a header that cannot be read is
+ * passed over). write_lock held (ohdr_movedown.c). */
 int h5_ohdr_move_down(h5_file *f);
-/* Each object noted with kind given to fn until one returns 1 (moved
- * down): 1, or 0 when none did; a note fn fails on (gone, or not what
- * it was) is passed over. */
-int h5_ohdr_notes_each(h5_file *f, unsigned kind, int (*fn)(h5_file *f, uint64_t hdr));
 
 #endif

@@ -1,49 +1,14 @@
 /*
- * ohdr_movedown.c - the notes of headers whose chunks h5fs placed at the
- * allocation end, and those chunks copied down at unmount (ohdr_edit.h
- * h5_ohdr_move_down; the copy is an ordinary h5_ohdr_commit_cow, so its
- * crash safety is ohdr_edit.c's: one write switches chunk 0 to the copies).
- * Apart from ohdr_edit.c: what is noted and when it moves is FILE's space
- * policy, not the editing of one header.
+ * ohdr_movedown.c - the continuation chunks of noted headers (ohdr_note.h)
+ * copied down at unmount (ohdr_edit.h h5_ohdr_move_down; the copy is an
+ * ordinary h5_ohdr_commit_cow, so its crash safety is ohdr_edit.c's: one
+ * write switches chunk 0 to the copies). Apart from ohdr_edit.c: when a
+ * header moves is FILE's space policy, not the editing of one header.
  */
 #include "ohdr_edit.h"
 #include "base.h"
 #include "space.h"
 #include "file_ws.h"
-
-void h5_ohdr_note(h5_file *f, unsigned kind, uint64_t hdr)
-{
-	struct h5_wstate *ws = h5_ws(f);
-	const unsigned cap = sizeof(ws->conts) / sizeof(ws->conts[0]);
-	unsigned at = cap;
-
-	/* an object is noted once per kind (its blocks are found again at
-	 * unmount), in the slot of a forgotten one when there is one: the
-	 * ring filled with the chunks of removed files, and a group's
-	 * chunk left at the end was no longer noted (test_stress_io) */
-	for (unsigned i = 0; i < ws->nconts; i++) {
-		if (ws->conts[i].hdr == hdr && ws->conts[i].kind == kind)
-			return;
-		if (!ws->conts[i].hdr && at == cap)
-			at = i;
-	}
-	if (at == cap && ws->nconts < cap)
-		at = ws->nconts++;
-	if (at == cap) {
-		at = ws->next_cont;
-		ws->next_cont = (ws->next_cont + 1) % cap;
-	}
-	ws->conts[at] = (struct h5_cont_note){ hdr, kind };
-}
-
-void h5_ohdr_forget_conts(h5_file *f, uint64_t hdr)
-{
-	struct h5_wstate *ws = h5_ws(f);
-
-	for (unsigned i = 0; i < ws->nconts; i++)
-		if (ws->conts[i].hdr == hdr)
-			ws->conts[i].hdr = 0;
-}
 
 /* The header hdr's continuation chunks copied down (see ohdr_edit.h):
  * only when one of them ends at the allocation end. */
@@ -80,25 +45,6 @@ static int move_down(h5_file *f, uint64_t hdr)
 out:
 	h5_ohdr_change_close(&c);
 	return rc;
-}
-
-int h5_ohdr_notes_each(h5_file *f, unsigned kind, int (*fn)(h5_file *f, uint64_t hdr))
-{
-	struct h5_wstate *ws = h5_ws(f);
-
-	for (unsigned k = 0; k < ws->nconts; k++) {
-		uint64_t hdr = ws->conts[k].hdr;
-		int rc;
-
-		if (!hdr || ws->conts[k].kind != kind)
-			continue;
-		rc = fn(f, hdr);
-		if (rc < 0)
-			h5_err_clear();         /* (that object only: the others still) */
-		else if (rc > 0)
-			return 1;
-	}
-	return 0;
 }
 
 int h5_ohdr_move_down(h5_file *f)

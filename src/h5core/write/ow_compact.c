@@ -1,12 +1,12 @@
 /*
  * ow_compact.c - the compact entry of the overwriters' layout table
- * (overwrite.h h5_ow_layout_ops; IV.A.2.i, layout message version 3:
+ * (ow_int.h h5_ow_layout_ops; IV.A.2.i, layout message version 3:
  * version, class, size, then the data): every put is kept, and the
  * commit changes the data in the header's copy, written in one write of
  * its chunk (checksum included), then fsyncs.
  * Tests: test_overwrite.py, test_overwrite_crash.py.
  */
-#include "overwrite.h"
+#include "ow_int.h"
 #include "txn.h"
 #include "space.h"
 #include "base.h"
@@ -32,12 +32,15 @@ static int compact_commit(h5_overwriter *w, h5_dataset *d, size_t n, bool durabl
 	h5_ohdr_edit e = { 0 };
 	const h5_msg *lay = NULL;
 	size_t lc;
+	h5_txn t;
 	int rc;
 
 	(void)d;
-	(void)durable;  /* in place: every commit is synced */
+	(void)durable;
+	/* in place: every commit is durable before the next one's write */
+	h5_txn_begin(&t, w->f, true, NULL, NULL);
 	if (!n)
-		return h5_txn_barrier(w->f);    /* a durable request, nothing kept */
+		return h5_txn_order(&t);        /* a durable request, nothing kept */
 	rc = h5_ow_edit_begin(&e, &lay, w->f, w->addr);
 
 	if (rc == 0 && (lay->size < 4 || lay->data[1] != H5_LAYOUT_COMPACT ||
@@ -49,9 +52,7 @@ static int compact_commit(h5_overwriter *w, h5_dataset *d, size_t n, bool durabl
 	if (rc == 0)
 		rc = h5_ow_touch_header(&e, w->f, lc);
 	if (rc == 0)
-		rc = h5_ohdr_write_chunk(w->f, &e, lc);
-	if (rc == 0)
-		rc = h5_txn_barrier(w->f);
+		rc = h5_txn_last(&t, &e, lc);
 	h5_ow_edit_end(&e, w->f, w->addr);
 	return rc;
 }

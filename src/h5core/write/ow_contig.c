@@ -1,6 +1,6 @@
 /*
  * ow_contig.c - the contiguous entry of the overwriters' layout table
- * (overwrite.h h5_ow_layout_ops; IV.A.2.i, layout class 1): allocated
+ * (ow_int.h h5_ow_layout_ops; IV.A.2.i, layout class 1): allocated
  * storage takes the whole elements of each put in place at once, from
  * the caller's buffer (no copy; dd through the mount runs near the
  * disk's speed), and keeps only its partial elements, so that an element
@@ -13,7 +13,7 @@
  * points at it.
  * Tests: test_overwrite.py, test_overwrite_crash.py, test_fsx.py.
  */
-#include "overwrite.h"
+#include "ow_int.h"
 #include "txn.h"
 #include "space.h"
 #include "base.h"
@@ -144,10 +144,12 @@ static int contig_commit(h5_overwriter *w, h5_dataset *d, size_t n, bool durable
 
 	h5_ow_ext *r = NULL;
 	size_t m = 0;
+	h5_txn t;
 
 	(void)durable;  /* in place: every commit is synced (below) */
+	h5_txn_begin(&t, w->f, true, NULL, NULL);
 	if (!n && !w->direct)
-		return h5_txn_barrier(w->f);    /* a durable request, nothing kept */
+		return h5_txn_order(&t);        /* a durable request, nothing kept */
 	if (!h5_addr_defined(d->layout.addr))
 		return contig_commit_new(w, d, n, true);
 	if (n)      /* (none: only bytes written in place, to sync and date) */
@@ -163,7 +165,7 @@ static int contig_commit(h5_overwriter *w, h5_dataset *d, size_t n, bool durable
 	 * cannot reach the disk before an earlier one's (an element written
 	 * in both would mix them after a power cut) */
 	if (rc == 0)
-		rc = h5_txn_barrier(w->f);
+		rc = h5_txn_order(&t);
 	h5_ow_edit_end(&e, w->f, w->addr);
 	return rc;
 }

@@ -89,32 +89,11 @@ int h5_space_extend(h5_file *f, uint64_t eoa);
 /* The end of allocated space is now `end` (the superblock says so already,
  * durably): the file is cut there. */
 int h5_space_cut(h5_file *f, uint64_t end);
-/* The disk space reserves hold for answered changes (under write_lock):
- * kept past the allocation end when FILE is cut. */
-uint64_t h5_space_held(const h5_file *f);
 /* Space [start, mark) that nothing references goes back when the
  * allocation end is still mark (nothing allocated after it): the
  * allocation end drops to start and the file is cut to its EOF address
  * or start, whichever is larger (f->write_lock held). */
 int h5_space_give_back(h5_file *f, uint64_t mark, uint64_t start);
 
-
-/* Freed space given back to the host and found again by the next mount
- * (space_punch.c: free markers and holes; every function under
- * write_lock). The marks list's tickets: */
-#define H5_PUNCH_MARKED UINT64_MAX              /* a marker, then the hole */
-#define H5_PUNCH_BARE (UINT64_MAX - 1)          /* a hole alone (one block) */
-/* Whether FILE may be written now (its lock held, or none needed). */
-bool h5_space_punch_ready(const h5_file *f);
-/* After a release (h5_space_settle): markers the allocation end dropped
- * over zeroed; released extents changed since the last sweep marked and
- * punched. */
-void h5_space_punch_sweep(h5_file *f);
-/* [addr, addr + len) taken from the free list (h5_space_take): markers
- * inside zeroed before the caller's block is written and referenced. */
-void h5_space_punch_taken(h5_file *f, uint64_t addr, uint64_t len);
-/* Once per open FILE (h5_space_end): the extents FILE's free markers
- * name, whose holes are intact, put on the free list, released. */
-void h5_space_punch_recover(h5_file *f);
 
 #endif

@@ -51,7 +51,7 @@
  *   loses the extent for the next mount (leaked, as before this file):
  *   never the reverse.
  */
-#include "space.h"
+#include "space_punch.h"
 #include "base.h"
 #include "file.h"
 #include "freesp.h"

@@ -31,25 +31,42 @@ static uint64_t reserve_size(uint64_t last_end, uint64_t end)
 	return r < RESERVE_MIN ? RESERVE_MIN : r > RESERVE_MAX ? RESERVE_MAX : r;
 }
 
-int h5_txn_barrier(h5_file *f)
+/* Every fsync of a commit: none in a loose object's (loose.h). */
+static int order_point(const h5_txn *t)
 {
-	/* (loose_on changes only under write_lock, which the caller holds) */
-	return __atomic_load_n(&f->loose_on, __ATOMIC_ACQUIRE) ? 0 : h5_file_sync(f);
+	return t->loose ? 0 : h5_file_sync(t->f);
 }
 
-int h5_txn_flush(h5_file *f)
+int h5_txn_order(h5_txn *t)
+{
+	return order_point(t);
+}
+
+int h5_txn_write_ordered(h5_txn *t, uint64_t addr, const void *buf, size_t len)
+{
+	int rc = h5_file_write_inplace(t->f, addr, buf, len);
+
+	return rc < 0 ? rc : order_point(t);
+}
+
+int h5_txn_give_back(h5_file *f)
 {
 	return h5_file_sync(f);
 }
 
-int h5_txn_sync_since(h5_file *f, uint64_t want)
+int h5_txn_done(h5_txn *t)
 {
-	return h5_file_sync_since(f, want);
+	if (!t->durable || !t->sync_later || !t->last_done || t->loose)
+		return 0;
+	return h5_file_sync_since(t->f, t->want);
 }
 
 void h5_txn_begin(h5_txn *t, h5_file *f, bool durable, const h5_cidx_write_ops *wops, void *w)
 {
-	*t = (h5_txn){ .f = f, .wops = wops, .w = w, .durable = durable };
+	/* (loose_on changes only under write_lock, which the caller holds
+	 * from here to its last write) */
+	*t = (h5_txn){ .f = f, .wops = wops, .w = w, .durable = durable,
+		       .loose = __atomic_load_n(&f->loose_on, __ATOMIC_ACQUIRE) };
 }
 
 /* The index writer writes its blocks in new space it takes from space.c;
@@ -89,18 +106,18 @@ int h5_txn_stage(h5_txn *t, uint64_t last_end)
 	 * create) needs no superblock write and fsync to take it again, and
 	 * none to give it back (issue 55: 2 of a new file's 6 fsyncs). The
 	 * daemon gives it back once changes are idle and at unmount
-	 * (h5_txn_sync). */
+	 * (h5_txn_idle). */
 	if (rc == 0)
-		rc = h5_txn_barrier(f);
+		rc = order_point(t);
 	/* a loose object's commit (loose.h): the EOF address waits for the
 	 * commit that links it - written now, without the fsync before it, a
 	 * power cut could keep the address and lose the file's new length */
-	if (rc < 0 || !t->new_eoa || __atomic_load_n(&f->loose_on, __ATOMIC_ACQUIRE))
+	if (rc < 0 || !t->new_eoa || t->loose)
 		return rc;
 	/* the superblock covers the new space before anything points there */
 	rc = h5_superblock_write_eoa(f, t->new_eoa);
 	if (rc == 0)
-		rc = h5_txn_barrier(f);
+		rc = order_point(t);
 	if (rc == 0)
 		f->eoa = t->new_eoa;
 	return rc;
@@ -132,7 +149,7 @@ int h5_txn_switch(h5_txn *t, h5_ohdr_edit *e, const h5_msg *lay)
 	} else {
 		rc = t->wops->commit(t->w);
 	}
-	return rc < 0 ? rc : h5_txn_barrier(f);
+	return rc < 0 ? rc : order_point(t);
 }
 
 /* The superblock's EOF address drops to end. The file keeps its length
@@ -152,10 +169,11 @@ static int eoa_lower(h5_file *f, uint64_t end)
 static int last_done(h5_txn *t, int rc)
 {
 	t->ticket = h5_space_ticket(t->f);
+	t->last_done = rc == 0;
 	if (rc == 0 && t->durable && t->sync_later)
 		t->want = __atomic_load_n(&t->f->sync_started, __ATOMIC_SEQ_CST) + 1;
 	else if (rc == 0 && t->durable)
-		rc = h5_txn_barrier(t->f);
+		rc = order_point(t);
 	return rc;
 }
 
@@ -169,7 +187,8 @@ int h5_txn_last_write(h5_txn *t, uint64_t addr, const void *buf, size_t len)
 	return last_done(t, h5_file_write_inplace(t->f, addr, buf, len));
 }
 
-int h5_txn_sync(h5_file *f, bool unsynced)
+/* h5_txn_idle's work, also of h5_file_write_sync (no commit). */
+static int sync_idle(h5_file *f, bool unsynced)
 {
 	uint64_t end, size;
 	bool shrink;
@@ -215,6 +234,10 @@ int h5_txn_sync(h5_file *f, bool unsynced)
 	return rc;
 }
 
+int h5_txn_idle(h5_txn *t, bool unsynced)
+{
+	return t->loose ? 0 : sync_idle(t->f, unsynced);
+}
 
 /* Group fsync (issue 55): everything written before this call is durable
  * once an fsync that began after it has completed - another writer's,
@@ -228,7 +251,7 @@ int h5_file_write_sync(h5_file *f)
 		return 0;
 	want = __atomic_load_n(&f->sync_started, __ATOMIC_SEQ_CST) + 1;
 	pthread_mutex_lock(&f->write_lock);
-	rc = h5_txn_sync(f, __atomic_load_n(&f->sync_done, __ATOMIC_ACQUIRE) < want);
+	rc = sync_idle(f, __atomic_load_n(&f->sync_done, __ATOMIC_ACQUIRE) < want);
 	pthread_mutex_unlock(&f->write_lock);
 	return rc;
 }

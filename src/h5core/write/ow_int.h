@@ -1,10 +1,11 @@
-/* overwrite.h - what overwrite.c (the buffer of written extents, the
- * public calls) shares with the entries of the overwriters' layout table:
- * ow_contig.c, ow_compact.c and chunk_rewrite.c (read-modify-write of the
- * chunks an overwrite touches, committed through the index writers) with
- * chunk_whole.c. doc/OVERWRITE.md. */
-#ifndef H5_OVERWRITE_H
-#define H5_OVERWRITE_H
+/* ow_int.h - what overwrite.c (the public calls) shares with the entries
+ * of the overwriters' layout table: ow_contig.c, ow_compact.c and
+ * chunk_rewrite.c (read-modify-write of the chunks an overwrite touches,
+ * committed through the index writers) with chunk_whole.c; and what they
+ * all share beneath them (ow_ext.c: the kept extents, the header edit).
+ * doc/OVERWRITE.md. */
+#ifndef H5_OW_INT_H
+#define H5_OW_INT_H
 
 #include "base.h"
 #include "file.h"
@@ -98,8 +99,10 @@ struct h5_overwriter {
 	size_t ndirty;
 };
 
-/* overwrite.c: the touched chunks forgotten (after a commit) */
+/* ow_ext.c: the touched chunks forgotten (after a commit); the chunks of
+ * [off, off + len) noted as touched */
 void h5_ow_dirty_clear(h5_overwriter *w);
+int h5_ow_dirty_note(h5_overwriter *w, uint64_t off, uint64_t len);
 
 /* The overwriters' layout table: one entry per layout that can be
  * written, beside its writer (ow_compact.c, ow_contig.c, chunk_rewrite.c),
@@ -124,20 +127,20 @@ typedef struct h5_ow_layout_ops {
 extern const h5_ow_layout_ops h5_ow_compact, h5_ow_contig, h5_ow_chunked;
 /* the entry of a layout class (H5_LAYOUT_*), or NULL (overwrite.c) */
 const h5_ow_layout_ops *h5_ow_layout_of(uint8_t cls);
-/* overwrite.c, for the entries: the object header's edit begun (its own
+/* ow_ext.c, for the entries: the object header's edit begun (its own
  * layout message found), ended; its modification time set and every
  * chunk but keep written */
 int h5_ow_edit_begin(h5_ohdr_edit *e, const h5_msg **lay, h5_file *f, uint64_t addr);
 void h5_ow_edit_end(h5_ohdr_edit *e, h5_file *f, uint64_t addr);
 int h5_ow_touch_header(h5_ohdr_edit *e, h5_file *f, size_t keep);
-/* overwrite.c: [off, off + len), inside the dataset, given zeros through
+/* ow_ext.c: [off, off + len), inside the dataset, given zeros through
  * put (a layout's put, h5_ow_keep, h5_ow_put_chunked); whether d's fill
  * value reads as zeros */
 int h5_ow_put_zeros(h5_overwriter *w, uint64_t off, uint64_t len,
 		    int (*put)(h5_overwriter *w, uint64_t off, const uint8_t *p, size_t len));
 bool h5_ow_fill_is_zero(const h5_dataset *d);
 
-/* Keep [off, off + len) in memory until the commit (overwrite.c). */
+/* Keep [off, off + len) in memory until the commit (ow_ext.c). */
 int h5_ow_keep(h5_overwriter *w, uint64_t off, const uint8_t *buf, size_t len);
 
 /* chunk_whole.c: set up w->wc for w's dataset d (or leave it unused);
