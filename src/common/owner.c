@@ -77,6 +77,11 @@ enum own_kind own_detect(h5_file *f)
 	return nc ? OWN_NC4 : OWN_HDF5;
 }
 
+bool own_classic(h5_file *f)
+{
+	return has_attr(f, h5_file_root(f), "_nc3_strict");
+}
+
 const char *own_name(enum own_kind k)
 {
 	switch (k) {

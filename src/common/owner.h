@@ -23,6 +23,10 @@ enum own_kind {
  * a dimension without a variable); its classic model by the root's
  * _nc3_strict. Errors reading say OWN_HDF5. */
 enum own_kind own_detect(h5_file *f);
+/* Whether own_detect(f) is OWN_NC4_CLASSIC, without its walk of the
+ * root's links (up to 64 objects' attributes read: per mkdir, the cost of
+ * the call itself; issue 82 item 2) */
+bool own_classic(h5_file *f);
 const char *own_name(enum own_kind k);
 
 /* How a new text attribute (setfattr -n user.NAME on a name not there) is

@@ -360,7 +360,7 @@ static int start(h5fs *fs, struct npy_stream *s)
 	/* a netCDF-4 classic model file takes only the classic model's
 	 * types (NC_BYTE, NC_SHORT, NC_INT, NC_FLOAT, NC_DOUBLE): netCDF-C
 	 * refuses to copy one holding any other (issue 57) */
-	if (own_detect(s->g->f) == OWN_NC4_CLASSIC &&
+	if (own_classic(s->g->f) &&
 	    !((s->h.kind == 'i' && s->h.itemsize <= 4) || (s->h.kind == 'f' && s->h.itemsize >= 4))) {
 		char why[96];
 
@@ -475,7 +475,7 @@ parsed:
 	/* not NPY: the bytes themselves, as any other file's (the
 	 * placeholder is that dataset: npy_demote); but a netCDF-4 classic
 	 * model file holds no bytes (NC_UBYTE), as create refuses (link.c) */
-	if ((n < 0 || (n > 0 && s->hlen >= HEAD_MAX)) && own_detect(s->g->f) == OWN_NC4_CLASSIC)
+	if ((n < 0 || (n > 0 && s->hlen >= HEAD_MAX)) && own_classic(s->g->f))
 		return fail(fs, s, EPERM, "not an NPY stream, and a netCDF-4 classic model file holds no bytes (NC_UBYTE)");
 	if (n < 0 || (n > 0 && s->hlen >= HEAD_MAX)) {
 		snprintf(s->why, sizeof(s->why), "%s", n < 0 ? why : "no NPY header within the first 1 MiB");

@@ -102,7 +102,7 @@ int member_mkdir(void *r, uint64_t parent, const char *name)
 	if (err)
 		return err;
 	err = name_taken(fs, &u, name);
-	if (!err && own_detect(u.f) == OWN_NC4_CLASSIC) {
+	if (!err && own_classic(u.f)) {
 		/* the classic model has no groups: netCDF-C's nccopy fails on
 		 * a file holding one (issue 57) */
 		h5fs_log(fs, LOG_NOTICE, "mkdir %s/%s: EPERM: a netCDF-4 classic model file has no groups",
