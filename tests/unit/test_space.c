@@ -384,6 +384,46 @@ START_TEST(freesp_end_shrinks)
 }
 END_TEST
 
+/* Issue 82: a release that has nothing to release skips its pass (tlow,
+ * the lowest ticket waited for); an extent added later with a lower
+ * ticket, or tickets set anew (tlow zeroed, as space.c's handover does),
+ * are released all the same, and merged with their released neighbours. */
+START_TEST(freesp_release_skips)
+{
+	h5_freesp s = { 0 };
+	uint64_t end = 100000;
+
+	ck_assert_int_eq(h5_freesp_add(&s, 1000, 100, 0), 0);
+	ck_assert_int_eq(h5_freesp_add(&s, 1100, 100, 9), 0);
+	h5_freesp_release(&s, 3, &end);                             /* a pass: 9 waits */
+	ck_assert_uint_eq(s.tlow, 9);
+	ck_assert_uint_eq(s.n, 2);
+	h5_freesp_release(&s, 8, &end);                             /* skipped */
+	ck_assert_uint_eq(s.pending, 100);
+	ck_assert_uint_eq(s.n, 2);
+	ck_assert_int_eq(h5_freesp_add(&s, 1300, 100, 4), 0);      /* a lower ticket */
+	ck_assert_uint_eq(s.tlow, 4);
+	h5_freesp_release(&s, 4, &end);
+	ck_assert_uint_eq(s.pending, 100);
+	ck_assert_uint_eq(s.released, 200);
+	ck_assert_uint_eq(s.tlow, 9);
+	/* tickets set anew, below tlow */
+	for (size_t i = 0; i < s.n; i++)
+		if (s.v[i].ticket)
+			s.v[i].ticket = 2;
+	s.tlow = 0;
+	h5_freesp_release(&s, 2, &end);
+	ck_assert_uint_eq(s.pending, 0);
+	ck_assert_uint_eq(s.released, 300);
+	ck_assert_uint_eq(s.n, 2);                                  /* 1000+200, 1300 */
+	ck_assert_uint_eq(s.v[0].len, 200);
+	ck_assert_uint_eq(s.tlow, UINT64_MAX);
+	h5_freesp_release(&s, 2, &end);                             /* skipped: the same */
+	ck_assert_uint_eq(s.n, 2);
+	h5_freesp_clear(&s);
+}
+END_TEST
+
 /* space.c: space a commit frees is handed out again only after an fsync
  * that began after the commit's last write (its ticket), never before;
  * once released it is taken before new space at the end, cached blocks
@@ -657,6 +697,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, freesp_merge_best_fit);
 	tcase_add_test(tc, freesp_end_shrinks);
 	tcase_add_test(tc, freesp_many_pending);
+	tcase_add_test(tc, freesp_release_skips);
 	tcase_add_test(tc, space_reuse_after_sync);
 	tcase_add_test(tc, reserve_counts_free);
 	tcase_add_test(tc, punch_and_recover);

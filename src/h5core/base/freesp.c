@@ -110,6 +110,8 @@ int h5_freesp_add(h5_freesp *s, uint64_t addr, uint64_t len, uint64_t ticket)
 	memmove(&s->v[i + 1], &s->v[i], (s->n - i) * sizeof(*s->v));
 	s->v[i] = (h5_free_ext){ addr, len, ticket };
 	s->n++;
+	if (ticket && ticket < s->tlow)
+		s->tlow = ticket;
 	if (ticket)
 		s->pending += len;
 	else
@@ -120,7 +122,14 @@ int h5_freesp_add(h5_freesp *s, uint64_t addr, uint64_t len, uint64_t ticket)
 void h5_freesp_release(h5_freesp *s, uint64_t done, uint64_t *end)
 {
 	size_t w = 0;
+	uint64_t low = UINT64_MAX;
 
+	/* Nothing to release: the pass would change nothing, as the list
+	 * holds no two adjacent released extents (h5_freesp_add merges them).
+	 * Every space take of a commit called it: a pass over thousands of
+	 * extents for each B-tree node a rename wrote (issue 82 item 2). */
+	if (s->tlow > done)
+		goto end;
 	for (size_t i = 0; i < s->n; i++) {
 		h5_free_ext e = s->v[i];
 
@@ -129,6 +138,8 @@ void h5_freesp_release(h5_freesp *s, uint64_t done, uint64_t *end)
 			s->released += e.len;
 			e.ticket = 0;
 		}
+		if (e.ticket && e.ticket < low)
+			low = e.ticket;
 		/* released neighbours become one */
 		if (w > 0 && !e.ticket && !s->v[w - 1].ticket && s->v[w - 1].addr + s->v[w - 1].len == e.addr) {
 			s->v[w - 1].len += e.len;
@@ -137,6 +148,8 @@ void h5_freesp_release(h5_freesp *s, uint64_t done, uint64_t *end)
 		s->v[w++] = e;
 	}
 	s->n = w;
+	s->tlow = low;
+end:
 	/* the last extent at the allocation end: the end drops instead */
 	while (end && s->n && !s->v[s->n - 1].ticket && s->v[s->n - 1].addr + s->v[s->n - 1].len == *end) {
 		*end = s->v[s->n - 1].addr;

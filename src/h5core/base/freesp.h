@@ -36,6 +36,10 @@ typedef struct h5_freesp {
 	bool merge;             /* an extent added next to one of the same
 				 * ticket joins it (a list no one pops by
 				 * address: FILE's free space, a walk's notes) */
+	uint64_t tlow;          /* no extent waits for a ticket below it (0:
+				 * not known; whoever sets tickets other than
+				 * h5_freesp_add zeroes it): h5_freesp_release
+				 * skips its pass while tlow > done */
 } h5_freesp;
 
 /* [addr, addr + len) is free once the sync ticket `ticket` completed.

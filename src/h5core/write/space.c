@@ -415,6 +415,7 @@ void h5_file_space_handover(h5_file *to, h5_file *from)
 		for (size_t i = 0; i < wt->freesp.n; i++)
 			if (wt->freesp.v[i].ticket)
 				wt->freesp.v[i].ticket = ticket;
+		wt->freesp.tlow = 0;    /* (tickets of another file's count) */
 	}
 	pthread_mutex_unlock(&to->write_lock);
 	pthread_mutex_unlock(&from->write_lock);
