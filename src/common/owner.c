@@ -49,17 +49,22 @@ struct dim_seek {
  * h5netcdf) leave on them */
 static int dim_cb(const h5_link *l, void *ud)
 {
+	static const char *const names[] = { "_Netcdf4Dimid", "_Netcdf4Coordinates", "NAME" };
 	struct dim_seek *d = ud;
+	uint32_t mask;
 
 	if (++d->links > ROOT_LINKS_LOOKED || d->objs >= ROOT_OBJS_LOOKED)
 		return 2;
 	if (l->type != H5_LINK_HARD)
 		return 0;
 	d->objs++;
-	if (has_attr(d->f, l->addr, "_Netcdf4Dimid") || has_attr(d->f, l->addr, "_Netcdf4Coordinates") ||
-	    nc_dim_name(d->f, l->addr))
-		return 1;
-	return 0;
+	/* one pass over the object's attributes for the three names (a
+	 * lookup each was three: per create(2), issue 82 item 2) */
+	if (h5_attr_which(&mask, d->f, l->addr, names, 3) < 0) {
+		h5_err_clear();
+		return 0;
+	}
+	return (mask & 3) || ((mask & 4) && nc_dim_name(d->f, l->addr));
 }
 
 enum own_kind own_detect(h5_file *f)

@@ -822,6 +822,12 @@ typedef struct h5_attr h5_attr;
 typedef int (*h5_attr_name_cb)(const char *name, size_t name_len, void *ud);
 int h5_attr_iterate_names(h5_file *f, uint64_t addr, h5_attr_name_cb cb, void *ud);
 
+/* Which of names[0..n) (NUL-terminated, n <= 32) the object at addr has
+ * as attributes: bit i of *mask for names[i]; one pass over its header's
+ * attribute messages (a lookup each would pass over them n times), the
+ * dense index searched for each. 0 or an h5_err. */
+int h5_attr_which(uint32_t *mask, h5_file *f, uint64_t addr, const char *const *names, size_t n);
+
 /* The value of attribute NAME (name_len bytes; the first of equal names)
  * of the object at addr: as text (doc/h5fs.1, ATTRIBUTES) or, raw=1, the
  * bytes as stored (variable-length strings: their bytes, one NUL between

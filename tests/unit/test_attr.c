@@ -1024,6 +1024,31 @@ START_TEST(e2e_compact_values)
 }
 END_TEST
 
+/* h5_attr_which (issue 82): which of several names an object has, in one
+ * pass over compact attributes (names of one length told apart: f8/f4,
+ * i1), through the dense index (the "nine" group, 11 attributes). */
+START_TEST(e2e_which)
+{
+	static const char *const compact[] = { "i1", "nope", "be", "f4", "f", "f42" };
+	static const char *const dense[] = { "k9", "k0", "k7", "\xc3\xa9t\xc3\xa9", "k" };
+	h5_file *f;
+	uint32_t mask = 99;
+
+	if (!py_ok)
+		return;
+	f = open_py("compact.h5");
+	ck_assert_int_eq(h5_attr_which(&mask, f, h5_file_root(f), compact, 6), 0);
+	ck_assert_uint_eq(mask, 1u | 4u | 8u);
+	ck_assert_int_eq(h5_attr_which(&mask, f, resolve(f, "/ds"), compact, 6), 0);
+	ck_assert_uint_eq(mask, 0);
+	h5_file_close(f);
+	f = open_py("dense.h5");
+	ck_assert_int_eq(h5_attr_which(&mask, f, resolve(f, "/nine"), dense, 5), 0);
+	ck_assert_uint_eq(mask, 2u | 4u | 8u);
+	h5_file_close(f);
+}
+END_TEST
+
 /* The engine's data behind user.h5.* and the attribute xattrs, before any
  * naming or formatting (src/common/xattrs.c makes those). */
 START_TEST(dataset_meta_data)
@@ -2081,6 +2106,7 @@ static Suite *attr_suite(void)
 	tcase_add_test(te, e2e_raw);
 	tcase_add_test(te, e2e_compact_list);
 	tcase_add_test(te, e2e_dense);
+	tcase_add_test(te, e2e_which);
 	tcase_add_test(te, e2e_ten_thousand);
 	tcase_add_test(te, e2e_xattr_all);
 	tcase_add_test(te, corpus_values);

@@ -518,6 +518,72 @@ int h5_attr_find(h5_attr_msg *out, h5_file *f, uint64_t addr, const char *name, 
 	return rc;
 }
 
+int h5_attr_which(uint32_t *mask, h5_file *f, uint64_t addr, const char *const *names, size_t n)
+{
+	h5_ohdr *oh = NULL;
+	size_t lens[32];
+	ainfo ai;
+	int rc;
+
+	*mask = 0;
+	if (n > 32)
+		return h5_err_set(H5_ERR_INVAL, "h5_attr_which: %zu names (32 at most)", n);
+	for (size_t k = 0; k < n; k++)
+		lens[k] = strlen(names[k]);
+	rc = h5_ohdr_get(&oh, f, addr);
+	if (rc < 0)
+		return rc;
+	rc = ainfo_get(&ai, f, oh);
+	for (size_t i = 0; rc == 0 && i < oh->nmsgs; i++) {
+		const h5_msg *m = &oh->msgs[i];
+		const uint8_t *data = NULL;
+		size_t len = 0, size;
+		void *owned = NULL;
+		bool cand = false;
+		h5_attr_hdr h;
+
+		if (m->type != H5_MSG_ATTR)
+			continue;
+		rc = h5_msg_read(&data, &len, &owned, f, m);
+		/* decoded only when its name size (where every version has it,
+		 * as find_in) is one of the names' (or too short: the decoder
+		 * says so) */
+		if (rc == 0 && len >= 4) {
+			size = (size_t)data[2] | (size_t)data[3] << 8;
+			for (size_t k = 0; k < n; k++)
+				cand = cand || lens[k] + 1 == size;
+		} else if (rc == 0) {
+			cand = true;
+		}
+		if (rc == 0 && cand)
+			rc = h5_attr_hdr_decode(&h, data, len);
+		for (size_t k = 0; rc == 0 && cand && k < n; k++)
+			if (h.name_size - 1 == lens[k] && memcmp(h.name, names[k], lens[k]) == 0)
+				*mask |= (uint32_t)1 << k;
+		free(owned);
+		if (rc < 0)
+			rc = h5_err_wrap(rc, "object 0x%llx: attribute message at 0x%llx: ", (unsigned long long)oh->addr,
+					 (unsigned long long)m->addr);
+	}
+	for (size_t k = 0; rc == 0 && ainfo_dense(&ai) && k < n; k++) {
+		h5_attr_msg a;
+
+		if (*mask & ((uint32_t)1 << k))
+			continue;
+		memset(&a, 0, sizeof(a));
+		rc = find_in(&a, f, oh, names[k], lens[k]);
+		h5_attr_msg_clear(&a);
+		if (rc == 0)
+			*mask |= (uint32_t)1 << k;
+		else if (rc == H5_ERR_NOTFOUND) {
+			h5_err_clear();
+			rc = 0;
+		}
+	}
+	h5_ohdr_release(f, oh);
+	return rc;
+}
+
 /* ---- values ------------------------------------------------------------------ */
 
 /* The value of attribute a as h5_attr_value_get gives it. */
