@@ -688,8 +688,13 @@ int npy_flush(h5fs *fs, struct npy_stream *s, bool closing)
 		rc = h5_link_delete(s->g->f, s->group, base, strlen(base), 2);
 		if (rc == 0)
 			rc = h5_dset_writer_commit(&addr, s->dw, s->group, base, strlen(base));
-		if (rc == 0)
+		if (rc == 0) {
+			/* (a failure of the move leaves it under NAME.npy: its
+			 * release removes it, npy_placeholder_at) */
+			s->tmp_made = true;
+			s->tmp_addr = addr;
 			rc = h5_link_move_gone(s->g->f, s->group, base, strlen(base), s->group, made, blen, &gone);
+		}
 	} else {
 		rc = h5_dset_writer_commit(&addr, s->dw, s->group, base, blen);
 	}

@@ -21,6 +21,11 @@ struct npy_pending {
 
 struct npy_stream {
 	bool placeholder_deleted;       /* np.save over NAME: its link went first */
+	/* np.save over NAME: the array made under NAME.npy, not yet moved
+	 * over NAME (a failure between the two leaves it there: removed with
+	 * the placeholder, as its own) */
+	bool tmp_made;
+	uint64_t tmp_addr;
 	uint64_t addr;          /* the placeholder's object header */
 	uint64_t group, parent;
 	char *name;
@@ -50,8 +55,9 @@ struct npy_stream {
 	bool listed, counted;
 };
 
-/* npy_move.c: whether the placeholder is link base of the stream's
- * group (by its address: a new np.save may hold a name it had) */
+/* npy_move.c: whether the placeholder (or the array made in its place,
+ * tmp_addr) is link base of the stream's group (by its address: a new
+ * np.save may hold a name it had) */
 bool npy_placeholder_at(struct npy_stream *s, const char *base);
 /* npy_move.c: the stream out of fs->npy_taken, once no rename holds it
  * (before it is freed, or demoted to bytes) */

@@ -139,7 +139,8 @@ void npy_taken_leave(h5fs *fs, struct npy_stream *s)
 bool npy_placeholder_at(struct npy_stream *s, const char *base)
 {
 	h5_link l = { 0 };
-	bool at = h5_group_lookup(&l, s->g->f, s->group, base) == 0 && l.type == H5_LINK_HARD && l.addr == s->addr;
+	bool at = h5_group_lookup(&l, s->g->f, s->group, base) == 0 && l.type == H5_LINK_HARD &&
+		  (l.addr == s->addr || (s->tmp_made && l.addr == s->tmp_addr));
 
 	h5_link_clear(&l);
 	h5_err_clear();
