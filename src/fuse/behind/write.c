@@ -247,10 +247,6 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
 	return true;
 }
 
-/* The one handler with two possible reply points, by design (write-behind,
- * doc/APPEND.md): a checked write is answered at once while fewer than
- * WQ_EARLY are ahead, and applied after; otherwise it is answered once
- * applied. Either way each request gets exactly one reply. */
 /* An np.save placeholder's stream that is no NPY h5fs takes (npy.c
  * npy_demote): the bytes held so far, then the rest of this write (what
  * lies past them), appended to the placeholder now, as any file's bytes
@@ -327,6 +323,10 @@ static int past_end(h5fs *fs, struct wfile *w, uint64_t off)
  * refused (EPERM, logged): other descriptors appending without pause */
 #define WRITE_TRIES 16
 
+/* The one handler with two possible reply points, by design (write-behind,
+ * doc/APPEND.md): a checked write is answered at once while fewer than
+ * WQ_EARLY are ahead, and applied after; otherwise it is answered once
+ * applied. Either way each request gets exactly one reply. */
 void behind_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t size, off_t off,
 		  struct fuse_file_info *fi)
 {
