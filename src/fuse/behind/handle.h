@@ -11,18 +11,19 @@
  * scheduler: registered with the member root on a read-write
  * single-FILE mount, unregistered before unmounting */
 void wfile_idler_start(h5fs *fs);
-/* (idle.c) the bound of a descriptor's pending bytes, its kind's
- * max_bytes: the writing request commits them once they reach it */
-uint64_t wfile_commit_bytes(void);
 void wfile_idler_stop(h5fs *fs);
-/* (idle.c) every write handle of n with bytes not committed committed
+/* The bound of a descriptor's pending bytes, the write descriptors'
+ * kind's max_bytes (idle.c): the writing request commits them once they
+ * reach it (overwrite.c; H5FS_OVERWRITE_COMMIT_BYTES overrides it) */
+#define WFILE_COMMIT_BYTES ((uint64_t)64 << 20)
+/* (wclose.c) every write handle of n with bytes not committed committed
  * now, as fsync does (an error stays in its handle) */
 void wfile_commit_node(h5fs *fs, struct node *n);
-/* (idle.c) n's whole rows not committed committed now, not fsync'd (a
+/* (wclose.c) n's whole rows not committed committed now, not fsync'd (a
  * reader wants them: tail.c); false when no handle holds any (the last
  * one is being closed: its release commits them) */
 bool wfile_show_node(h5fs *fs, struct node *n);
-/* (idle.c) whether a write handle that appends is open on the object at
+/* (wclose.c) whether a write handle that appends is open on the object at
  * addr (its rows may come, or wait uncommitted); and the rows such
  * handles hold committed, not fsync'd (lbatch.c: a name is linked only
  * with its rows) */
@@ -37,7 +38,7 @@ void behind_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 		  struct fuse_file_info *fi);
 int behind_flush(void *r, uint64_t ino, struct fuse_file_info *fi);
 int behind_fsync(void *r, uint64_t ino, struct fuse_file_info *fi);
-/* Write handles (wfile.c; release: wclose.c): fi->fh of one, or NULL for a read handle;
+/* Write handles (wfile.c; open and release: wopen.c): fi->fh of one, or NULL for a read handle;
  * open one on n (fills fi), release it */
 struct wfile;
 struct wfile *wfile_of(const struct fuse_file_info *fi);

@@ -19,41 +19,6 @@
 #include "npystream.h"
 #include "handle.h"
 
-/* The first open write handle that match takes, under fs->lock; pinned
- * when pin (its release waits until unpin, idle_cv). */
-static struct wfile *find_locked(h5fs *fs, bool (*match)(const struct wfile *w, const void *arg), const void *arg,
-				 bool pin)
-{
-	for (struct hlink *h = fs->open_wfiles.next; h != &fs->open_wfiles; h = h->next) {
-		struct wfile *w = (struct wfile *)(void *)h;
-
-		if (!match(w, arg))
-			continue;
-		if (pin)
-			w->pins++;
-		return w;
-	}
-	return NULL;
-}
-
-static struct wfile *find_pin(h5fs *fs, bool (*match)(const struct wfile *w, const void *arg), const void *arg)
-{
-	struct wfile *w;
-
-	pthread_mutex_lock(&fs->lock);
-	w = find_locked(fs, match, arg, true);
-	pthread_mutex_unlock(&fs->lock);
-	return w;
-}
-
-static void unpin(h5fs *fs, struct wfile *w)
-{
-	pthread_mutex_lock(&fs->lock);
-	w->pins--;
-	pthread_cond_broadcast(&fs->idle_cv);
-	pthread_mutex_unlock(&fs->lock);
-}
-
 static bool idle_for_long(const struct wfile *w, const void *arg)
 {
 	const int64_t *since = arg;     /* last write before this */
@@ -90,7 +55,7 @@ static int64_t idle_poll(void *owner, int64_t now)
 	h5fs *fs = owner;
 	int64_t idle = (int64_t)fs->cfg.idle_commit * 1000000000;
 	int64_t since = now - idle;
-	struct wfile *pick = find_pin(fs, idle_for_long, &since);
+	struct wfile *pick = wfile_find_pin(fs, idle_for_long, &since);
 
 	if (!pick) {
 		meta_idle(fs, now, idle);
@@ -103,7 +68,7 @@ static int64_t idle_poll(void *owner, int64_t now)
 			 fs->cfg.idle_commit,
 			 __atomic_load_n(&pick->holding, __ATOMIC_RELAXED) ? " (a partial row keeps FILE locked)"
 									     : ", FILE's lock given back");
-	unpin(fs, pick);
+	wfile_unpin(fs, pick);
 	return h5fs_now_ns();     /* the next idle one at once */
 }
 
@@ -118,24 +83,8 @@ static int64_t idle_poll(void *owner, int64_t now)
  * without its lock", EBUSY crossing the end in test_procs). */
 static const struct commit_kind idle_kind = {
 	.name = "write descriptors", .bit = COMMIT_WRITES, .poll = idle_poll,
-	.stop = wfile_idler_stop, .max_bytes = (uint64_t)64 << 20,
+	.stop = wfile_idler_stop, .max_bytes = WFILE_COMMIT_BYTES,
 };
-
-uint64_t wfile_commit_bytes(void)
-{
-	static uint64_t v;
-	uint64_t x = __atomic_load_n(&v, __ATOMIC_RELAXED);
-	const char *e;
-
-	if (x)
-		return x;
-	e = getenv("H5FS_OVERWRITE_COMMIT_BYTES");
-	x = e && *e ? strtoull(e, NULL, 10) : 0;
-	if (!x)
-		x = idle_kind.max_bytes;
-	__atomic_store_n(&v, x, __ATOMIC_RELAXED);
-	return x;
-}
 
 void wfile_idler_start(h5fs *fs)
 {
@@ -168,112 +117,9 @@ void wfile_idler_stop(h5fs *fs)
 	free(s);
 }
 
-/* Every write handle of n holding rows or bytes not committed, committed
- * as fsync commits it (setattr.c: before a time is set, which the
- * appender's commit would set to now), or only n's whole rows, without
- * the last fsync (show: a reader wants them, tail.c; the stream is the
- * node's, so one handle's commit is all of them). Pinned while in use,
- * as above. */
-static bool commit_node(h5fs *fs, struct node *n, bool show)
-{
-	bool any = false, still;
-
-	for (;;) {
-		struct wfile *pick = NULL;
-		bool busy;
-
-		pthread_mutex_lock(&fs->lock);
-		do {
-			busy = false;
-			for (struct hlink *h = fs->open_wfiles.next; h != &fs->open_wfiles && !pick; h = h->next) {
-				struct wfile *w = (struct wfile *)(void *)h;
-
-				if (w->n != n || !__atomic_load_n(&w->holding, __ATOMIC_RELAXED))
-					continue;
-				/* (a reader does not wait for the idler's or another
-				 * reader's use of a handle to end: pinned ones do
-				 * too) */
-				if (show ? w->a != NULL : !w->pins)
-					pick = w;
-				else
-					busy = true;
-			}
-			/* A commit before a size change waits for a pinned
-			 * handle (a reader's show, the idler): skipping it let
-			 * truncate count the rows from before that handle's
-			 * commit, and its rows landed after the fill rows -
-			 * fsx: append, mapread (readahead reads it shows them
-			 * for), ftruncate up left the dataset larger (issue 65) */
-			if (!pick && busy)
-				pthread_cond_wait(&fs->idle_cv, &fs->lock);
-		} while (!pick && busy);
-		if (pick)
-			pick->pins++;
-		pthread_mutex_unlock(&fs->lock);
-		if (!pick)
-			return any;
-		any = true;
-		if (show)
-			wfile_show(fs, pick, pick->n->ino);     /* an error stays in the handle */
-		else
-			(void)wfile_fsync(fs, pick, pick->n->ino);
-		pthread_mutex_lock(&fs->lock);
-		/* (read while pinned: once let go, its release may free it -
-		 * ASan, test_procs) */
-		still = __atomic_load_n(&pick->holding, __ATOMIC_RELAXED);
-		pick->pins--;
-		pthread_cond_broadcast(&fs->idle_cv);
-		pthread_mutex_unlock(&fs->lock);
-		if (show || still)
-			return any;     /* a partial row stays: nothing more to commit */
-	}
-}
-
-void wfile_commit_node(h5fs *fs, struct node *n)
-{
-	(void)commit_node(fs, n, false);
-}
-
-bool wfile_show_node(h5fs *fs, struct node *n)
-{
-	return commit_node(fs, n, true);
-}
-
-static bool appends_to(const struct wfile *w, const void *arg)
-{
-	return w->n->addr == *(const uint64_t *)arg && w->a;
-}
-
-static bool appends_holding(const struct wfile *w, const void *arg)
-{
-	return appends_to(w, arg) && __atomic_load_n(&w->holding, __ATOMIC_RELAXED);
-}
-
 static bool npy_of(const struct wfile *w, const void *arg)
 {
 	return w->n == arg && w->npy;
-}
-
-bool wfile_writing_addr(h5fs *fs, uint64_t addr)
-{
-	bool any;
-
-	pthread_mutex_lock(&fs->lock);
-	any = find_locked(fs, appends_to, &addr, false) != NULL;
-	pthread_mutex_unlock(&fs->lock);
-	return any;
-}
-
-void wfile_show_addr(h5fs *fs, uint64_t addr)
-{
-	struct wfile *pick = find_pin(fs, appends_holding, &addr);
-
-	if (!pick)
-		return;
-	/* the stream is the node's: one handle's commit is all of them; an
-	 * error stays in the handle (its next write, fsync or close) */
-	wfile_show(fs, pick, pick->n->ino);
-	unpin(fs, pick);
 }
 
 int wfile_npy_mtime(h5fs *fs, struct node *n, int64_t sec, int *err)
@@ -284,13 +130,13 @@ int wfile_npy_mtime(h5fs *fs, struct node *n, int64_t sec, int *err)
 	/* the stream read with the pin: a demoted one (write.c npy_bytes) is
 	 * let go under fs->lock, and freed once no pin is left */
 	pthread_mutex_lock(&fs->lock);
-	pick = find_locked(fs, npy_of, n, true);
+	pick = wfile_find_locked(fs, npy_of, n, true);
 	if (pick)
 		s = pick->npy;
 	pthread_mutex_unlock(&fs->lock);
 	if (!pick)
 		return 0;
 	*err = npy_set_mtime(fs, s, sec);
-	unpin(fs, pick);
+	wfile_unpin(fs, pick);
 	return 1;
 }

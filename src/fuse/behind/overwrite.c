@@ -126,6 +126,25 @@ int ow_punch(h5fs *fs, struct node *n, const struct use *u, fuse_ino_t ino, uint
 	return e;
 }
 
+/* The bound of a descriptor's pending bytes (the write descriptors' kind's
+ * max_bytes, idle.c): the writing request commits them once they reach it;
+ * H5FS_OVERWRITE_COMMIT_BYTES overrides it (tests) */
+static uint64_t commit_bytes(void)
+{
+	static uint64_t v;
+	uint64_t x = __atomic_load_n(&v, __ATOMIC_RELAXED);
+	const char *e;
+
+	if (x)
+		return x;
+	e = getenv("H5FS_OVERWRITE_COMMIT_BYTES");
+	x = e && *e ? strtoull(e, NULL, 10) : 0;
+	if (!x)
+		x = WFILE_COMMIT_BYTES;
+	__atomic_store_n(&v, x, __ATOMIC_RELAXED);
+	return x;
+}
+
 int ow_put(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, uint64_t off, const char *buf, size_t len,
 	   bool cached)
 {
@@ -140,7 +159,7 @@ int ow_put(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, uint64_t
 	 * committing them (header time, fsync, the node reopened) every
 	 * 64 MiB stalled a dd in place at 0.6x a plain file (issue 44);
 	 * close and fsync still make them durable */
-	if (h5_overwrite_kept(ow) >= wfile_commit_bytes() || h5_overwrite_dirty(ow) >= wfile_commit_bytes())
+	if (h5_overwrite_kept(ow) >= commit_bytes() || h5_overwrite_dirty(ow) >= commit_bytes())
 		return ow_commit(fs, n, ow, ino, false, false, cached);
 	return 0;
 }

@@ -28,7 +28,7 @@
  * What is kept. Only the bytes of the trailing partial row: whole rows
  * are in the appender (staged in FILE or in its staging buffer), and a
  * read that reaches them has them committed first (tail_read answers 1,
- * read.c then commits through a write handle: idle.c wfile_show_node,
+ * read.c then commits through a write handle: wclose.c wfile_show_node,
  * the engine's h5_append_show, the same ordered commit as every other)
  * and reads them from the dataset. Copying every accepted byte here for
  * the rare reader was half the daemon's CPU of a `cp` into a group (perf:

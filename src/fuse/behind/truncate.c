@@ -17,8 +17,10 @@
  *   - not whole rows, or a dataset that cannot grow (fixed size,
  *     contiguous, another index): EINVAL or EPERM, logged.
  * Rows other descriptors of the dataset wrote are committed first
- * (trunc_set_size, for setattr.c, size.c and write.c); rows still not committed (an open O_TRUNC while another
- * descriptor appends) are EBUSY, logged. Open write descriptors go on
+ * (wclose.c trunc_set_size, for setattr.c, size.c and write.c, above
+ * this file: it commits the node's handles first); rows still not
+ * committed (an open O_TRUNC while another descriptor appends) are
+ * EBUSY, logged. Open write descriptors go on
  * from the new size (wqueue.c wq_resized).
  * The caller holds FILE for writing (commit_begin) and u, n as the
  * current generation shows it.
@@ -115,12 +117,6 @@ static int shrink(h5fs *fs, struct node *n, const struct use *u, uint64_t size, 
 	return rc < 0 ? h5err_logged(fs, rc, op, n->path, NULL, u->addr) : 0;
 }
 
-/* n's dataset made size bytes (u: FILE held for writing) */
-static int trunc_resize(h5fs *fs, struct node *n, const struct use *u, uint64_t size, const char *op)
-{
-	return trunc_resize_undoable(fs, n, u, size, NULL, op);
-}
-
 int trunc_resize_undoable(h5fs *fs, struct node *n, const struct use *u, uint64_t size, h5_empty_undo *undo,
 			  const char *op)
 {
@@ -161,27 +157,6 @@ int trunc_resize_undoable(h5fs *fs, struct node *n, const struct use *u, uint64_
 	cur = n->ds ? n->view->size(n->ds) : 0;
 	pthread_rwlock_unlock(&n->lk);
 	wq_resized(fs, n, cur);
-	return e;
-}
-
-/* truncate(2), fallocate's growth, a write past the end (member/setattr.c,
- * size.c; write.c): the dataset's rows, FILE held for writing as every
- * write is; rows of it not committed yet first. */
-int trunc_set_size(h5fs *fs, struct node *n, uint64_t size, const char *op)
-{
-	struct use u;
-	int e;
-
-	if (n->type != NT_FILE || n->vkind) {
-		h5fs_log(fs, LOG_NOTICE, "%s %s: EPERM: not a dataset", op, show_path(n->path));
-		return EPERM;
-	}
-	wfile_commit_node(fs, n);
-	e = commit_begin(&u, fs, n, COMMIT_ATTRS, op);
-	if (e)
-		return e;
-	e = trunc_resize(fs, n, &u, size, op);
-	commit_end(fs, &u, true);
 	return e;
 }
 

@@ -1,13 +1,15 @@
-/* wclose.c - a write handle's flush (close), fsync, the commits a reader
- * asks for (show), and its release: the rows and kept bytes it was
- * answered for committed, durably, each error told to its program, a
- * failed replacement put back (write.c has the handle's open and the
- * write path; wstate.h what they share). */
+/* wclose.c - a write handle's flush (close) and fsync, the commits a
+ * reader asks for (show), and those of a node's handles other requests
+ * ask for (wfile_commit_node before a time or size is set, trunc_set_size;
+ * wfile_show_addr for a new file's name, lbatch.c): the rows and kept
+ * bytes it was answered for committed, durably, each error told to its
+ * program (wfile.c has the handle's state, wopen.c its open and release,
+ * write.c the write path; wstate.h what they share). Below lbatch.c and
+ * wopen.c, above wfile.c and truncate.c. */
 #include "wstate.h"
 #include "npystream.h"
 #include "resize.h"
 #include "handle.h"
-#include "batch.h"
 
 /* Whether the handle has rows to commit: only one that holds FILE's lock
  * does (it takes the lock at its first write and gives it back once its
@@ -17,7 +19,7 @@
  * of nothing may still write, the EOF address dropping back from an
  * earlier commit's reserve: cp /dev/null gave EBUSY, "written without
  * its lock"; unmounting gives the reserve back). */
-static bool has_rows(const struct wfile *w)
+bool wfile_has_rows(const struct wfile *w)
 {
 	return __atomic_load_n(&w->holding, __ATOMIC_RELAXED);
 }
@@ -25,10 +27,10 @@ static bool has_rows(const struct wfile *w)
 /* (under q->apply) w's rows committed durably, the node shown what was
  * committed; when that failed, the rows readers were shown will not be:
  * the size goes back (else every later read waits for them, then EIO).
- * One that holds nothing has nothing to commit (has_rows). */
-static int commit_rows(h5fs *fs, struct wfile *w, fuse_ino_t ino)
+ * One that holds nothing has nothing to commit (wfile_has_rows). */
+int wfile_commit_rows(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 {
-	int rc = w->a && has_rows(w) ? h5_append_flush(w->a) : 0;
+	int rc = w->a && wfile_has_rows(w) ? h5_append_flush(w->a) : 0;
 
 	/* The stream is the dataset's: it may have failed with another
 	 * descriptor's rows, whose writer is told. Nothing of this handle's
@@ -70,13 +72,13 @@ static int do_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 		ce = csvin_flush(fs, w, ino);
 	wq_drain(w->q);
 	pthread_mutex_lock(&w->q->apply);
-	rc = commit_rows(fs, w, ino);
+	rc = wfile_commit_rows(fs, w, ino);
 	e = rc < 0 ? 0 : wfile_err(w);
 	if (rc == 0 && !e)
 		e = wfile_ow_flush(fs, w, ino);
 	/* (a handle that holds nothing has no partial row: the stream's rows
 	 * pending then are other handles', issue 53) */
-	partial = rc < 0 || e || !w->a || !has_rows(w) ? 0 : h5_append_pending(w->a);
+	partial = rc < 0 || e || !w->a || !wfile_has_rows(w) ? 0 : h5_append_pending(w->a);
 	if (partial) {
 		h5fs_log(fs, LOG_NOTICE, "append %s: %zu trailing bytes are not a whole row of %llu bytes: "
 		       "not appended", show_path(w->n->path), partial,
@@ -120,7 +122,7 @@ int wfile_fsync(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 		return npy_flush(fs, w->npy, false);
 	wq_drain(w->q);
 	pthread_mutex_lock(&w->q->apply);
-	rc = commit_rows(fs, w, ino);   /* committed rows are on disk (fsync'd) */
+	rc = wfile_commit_rows(fs, w, ino);   /* committed rows are on disk (fsync'd) */
 	e = rc < 0 ? 0 : wfile_err(w);
 	if (rc == 0 && !e)
 		e = wfile_ow_flush(fs, w, ino);
@@ -179,110 +181,126 @@ int behind_fsync(void *r, uint64_t ino, struct fuse_file_info *fi)
 	return err ? err : e2;
 }
 
-/* A new file whose writes a full disk refused and that holds nothing
- * (cp -r on a full disk: "error writing", then close): its name was never
- * linked (lbatch.c) and is given up, so no empty name is left behind
- * (issue 69 item 5; it was 20-368 empty datasets of 1,000 files). One a
- * descriptor still writes, or linked already, stays. */
-static void forget_refused(h5fs *fs, struct wfile *w)
+/* Every write handle of n holding rows or bytes not committed, committed
+ * as fsync commits it (setattr.c: before a time is set, which the
+ * appender's commit would set to now), or only n's whole rows, without
+ * the last fsync (show: a reader wants them, tail.c; the stream is the
+ * node's, so one handle's commit is all of them). Pinned while in use,
+ * as above. */
+static bool commit_node(h5fs *fs, struct node *n, bool show)
 {
-	struct node *n = w->n;
-	uint64_t size, pino;
-	char *name = NULL;
+	bool any = false, still;
 
-	if (!__atomic_load_n(&w->nospc, __ATOMIC_RELAXED) || w->undo.valid || wfile_writing_addr(fs, n->addr))
-		return;
-	pthread_rwlock_rdlock(&n->lk);
-	size = (uint64_t)n->st.st_size;
-	pthread_rwlock_unlock(&n->lk);
-	if (size || !lbatch_forget(fs, n->f, n->addr, &name, &pino))
-		return;
-	h5fs_log(fs, LOG_DEBUG, "create %s: no space for its bytes: the new empty file is not kept", show_path(n->path));
-	/* queued for the one notification thread, as every notification
-	 * (kit/notify.h): a notification waits in the kernel for the locks
-	 * of what it names, which a request of that directory may hold while
-	 * it waits for this release's thread */
-	notify_inval_entry(fs->se, fs_ino_out(fs, pino), name, strlen(name));
-	free(name);
+	for (;;) {
+		struct wfile *pick = NULL;
+		bool busy;
+
+		pthread_mutex_lock(&fs->lock);
+		do {
+			busy = false;
+			for (struct hlink *h = fs->open_wfiles.next; h != &fs->open_wfiles && !pick; h = h->next) {
+				struct wfile *w = (struct wfile *)(void *)h;
+
+				if (w->n != n || !__atomic_load_n(&w->holding, __ATOMIC_RELAXED))
+					continue;
+				/* (a reader does not wait for the idler's or another
+				 * reader's use of a handle to end: pinned ones do
+				 * too) */
+				if (show ? w->a != NULL : !w->pins)
+					pick = w;
+				else
+					busy = true;
+			}
+			/* A commit before a size change waits for a pinned
+			 * handle (a reader's show, the idler): skipping it let
+			 * truncate count the rows from before that handle's
+			 * commit, and its rows landed after the fill rows -
+			 * fsx: append, mapread (readahead reads it shows them
+			 * for), ftruncate up left the dataset larger (issue 65) */
+			if (!pick && busy)
+				pthread_cond_wait(&fs->idle_cv, &fs->lock);
+		} while (!pick && busy);
+		if (pick)
+			pick->pins++;
+		pthread_mutex_unlock(&fs->lock);
+		if (!pick)
+			return any;
+		any = true;
+		if (show)
+			wfile_show(fs, pick, pick->n->ino);     /* an error stays in the handle */
+		else
+			(void)wfile_fsync(fs, pick, pick->n->ino);
+		pthread_mutex_lock(&fs->lock);
+		/* (read while pinned: once let go, its release may free it -
+		 * ASan, test_procs) */
+		still = __atomic_load_n(&pick->holding, __ATOMIC_RELAXED);
+		pick->pins--;
+		pthread_cond_broadcast(&fs->idle_cv);
+		pthread_mutex_unlock(&fs->lock);
+		if (show || still)
+			return any;     /* a partial row stays: nothing more to commit */
+	}
 }
 
-void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
+void wfile_commit_node(h5fs *fs, struct node *n)
 {
-	size_t partial = 0;
-	bool told;
-	int rc, e;
+	(void)commit_node(fs, n, false);
+}
 
-	/* a new file's name is not linked while its rows are committed
-	 * below and forget_refused decides (lbatch.c) */
-	lbatch_busy(fs, w->n, true);
-	handle_del(fs, &w->link);
-	pthread_mutex_lock(&fs->lock);   /* the idler may be committing it */
-	while (w->pins)
-		pthread_cond_wait(&fs->idle_cv, &fs->lock);
+bool wfile_show_node(h5fs *fs, struct node *n)
+{
+	return commit_node(fs, n, true);
+}
+
+static bool appends_to(const struct wfile *w, const void *arg)
+{
+	return w->n->addr == *(const uint64_t *)arg && w->a;
+}
+
+static bool appends_holding(const struct wfile *w, const void *arg)
+{
+	return appends_to(w, arg) && __atomic_load_n(&w->holding, __ATOMIC_RELAXED);
+}
+
+bool wfile_writing_addr(h5fs *fs, uint64_t addr)
+{
+	bool any;
+
+	pthread_mutex_lock(&fs->lock);
+	any = wfile_find_locked(fs, appends_to, &addr, false) != NULL;
 	pthread_mutex_unlock(&fs->lock);
-	/* flush normally applied everything; bytes written after it (through
-	 * a dup'd descriptor closed later) are handled the same way here, but
-	 * release cannot report errors any more: they are logged */
-	if (w->npy)
-		npy_release(fs, w->npy);
-	/* (text after the last flush, through a dup'd descriptor: logged) */
-	if (w->csv && csvin_flush(fs, w, ino) != 0)
-		__atomic_store_n(&w->failed, true, __ATOMIC_RELAXED);
-	wq_quiesce(w->q);
-	pthread_mutex_lock(&w->q->apply);
-	rc = commit_rows(fs, w, ino);
-	/* Rows or bytes answered and not written: never only a log line.
-	 * When close or fsync told the caller already (ext4's model: the
-	 * error reaches the program, the file system goes on), the mount
-	 * stays writable; else later writes, fsync and unmount report it. */
-	told = __atomic_load_n(&w->failed, __ATOMIC_RELAXED);
-	if (rc < 0) {
-		h5fs_log(fs, LOG_ERR, "append %s: rows answered earlier are lost%s: %s", show_path(w->n->path),
-			 told ? " (the error was returned to the program)" : "", h5_err_msg());
-		if (!told)
-			fs_lost_set(fs, h5fs_errno(rc));
+	return any;
+}
+
+void wfile_show_addr(h5fs *fs, uint64_t addr)
+{
+	struct wfile *pick = wfile_find_pin(fs, appends_holding, &addr);
+
+	if (!pick)
+		return;
+	/* the stream is the node's: one handle's commit is all of them; an
+	 * error stays in the handle (its next write, fsync or close) */
+	wfile_show(fs, pick, pick->n->ino);
+	wfile_unpin(fs, pick);
+}
+
+/* truncate(2), fallocate's growth, a write past the end (member/setattr.c,
+ * size.c; write.c): the dataset's rows, FILE held for writing as every
+ * write is; rows of it not committed yet first. */
+int trunc_set_size(h5fs *fs, struct node *n, uint64_t size, const char *op)
+{
+	struct use u;
+	int e;
+
+	if (n->type != NT_FILE || n->vkind) {
+		h5fs_log(fs, LOG_NOTICE, "%s %s: EPERM: not a dataset", op, show_path(n->path));
+		return EPERM;
 	}
-	if ((e = wfile_ow_flush(fs, w, ino)) != 0 && !told)
-		fs_lost_set(fs, e);     /* bytes answered, not written (logged) */
-	h5_overwrite_close(w->ow);
-	/* A handle that holds nothing had its rows committed durably (flush,
-	 * fsync or the idler gave FILE's lock back only then): it writes
-	 * nothing now. Closing its appender would commit - at least give the
-	 * reserve back, a superblock write - without FILE's lock, after
-	 * another handle let it go: refused, and the shared stream failed for
-	 * every appender of the dataset (issue 56: three writers). */
-	if (has_rows(w)) {
-		rc = h5_append_close(w->a, &partial);
-	} else {
-		h5_append_drop(w->a);
-		rc = 0;
-	}
-	pthread_mutex_lock(&w->q->mu);
-	if (w->vplen)
-		wfile_shown_drop(fs, w->n, ino, w->vplen);
-	if (w->q->partial == w)
-		w->q->partial = NULL;
-	pthread_mutex_unlock(&w->q->mu);
-	pthread_mutex_unlock(&w->q->apply);
-	if (rc < 0 && partial)
-		h5fs_log(fs, LOG_NOTICE, "append %s: %zu trailing bytes dropped at release", show_path(w->n->path),
-		       partial);
-	if (w->holding) {
-		wfile_hold_set(w, false);
-		commit_end(fs, NULL, false);      /* committed (or failed): FILE is given back */
-		fs_meta_changed(fs);   /* (the room its commit kept: wfile_give_back) */
-	}
-	/* cp or `cat x >` over the dataset: a failure its caller was told
-	 * of (or that only this release met) puts the old rows back */
-	if (w->undo.valid && (w->err || rc < 0 || __atomic_load_n(&w->failed, __ATOMIC_RELAXED)))
-		trunc_unempty(fs, w->n, ino, w->g, &w->undo);
-	else if (w->undo.valid)
-		h5_dataset_empty_done(w->g->f, &w->undo);   /* the old chunks freed */
-	ow_pages_settle(fs, w->n, ino);
-	wq_detach(fs, w);
-	forget_refused(fs, w);
-	lbatch_busy(fs, w->n, false);
-	if (w->held)
-		node_unref(fs, w->n->ino, 1);
-	wfile_free(w);
+	wfile_commit_node(fs, n);
+	e = commit_begin(&u, fs, n, COMMIT_ATTRS, op);
+	if (e)
+		return e;
+	e = trunc_resize_undoable(fs, n, &u, size, NULL, op);
+	commit_end(fs, &u, true);
+	return e;
 }

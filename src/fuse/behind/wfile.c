@@ -1,8 +1,10 @@
-/* wfile.c - a write handle's life and state (wstate.h): open, FILE's lock
- * held while it keeps bytes not committed, the node refreshed after its
- * commits, the space its answers promise reserved, errors kept; below
- * the write path (write.c), flush, fsync and release (wclose.c) and the
- * idle kind (idle.c), which all use it.
+/* wfile.c - a write handle's state (wstate.h): FILE's lock held while it
+ * keeps bytes not committed, the node refreshed after its commits, the
+ * space its answers promise reserved, errors kept, rows appended before
+ * the answer (wfile_append_now), the open handles scanned
+ * (wfile_find_*); below the write path (write.c), its open and release
+ * (wopen.c), flush, fsync and the node's commits (wclose.c), csvin.c and
+ * the idle kind (idle.c), which all use it.
  *
  * FILE's lock (commit_begin/end with COMMIT_FILE, node/hold.c; README "Appending"): open
  * for writing takes it and gives it back at once (a FILE another program
@@ -21,10 +23,7 @@
  * Tests: test_append.py, test_overwrite.py, test_idle_commit.py,
  * test_append_enospc.py. */
 #include "wstate.h"
-#include "npystream.h"
-#include "resize.h"
 #include "handle.h"
-#include "batch.h"
 
 /* A handle's write state: NULL for read handles (fh 0, or on a live
  * mount H5FS_FH_CACHED or a tagged dio ledger, member/member.h). */
@@ -237,143 +236,6 @@ void wfile_give_back(h5fs *fs, struct wfile *w)
 		fs_meta_changed(fs);
 }
 
-void wfile_free(struct wfile *w)
-{
-	/* (an emptying nothing can undo any more: its old chunks freed) */
-	if (w->undo.valid && w->g)
-		h5_dataset_empty_done(w->g->f, &w->undo);
-	csvin_free(w->csv);
-	gen_release(w->g);
-	free(w);
-}
-
-int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
-{
-	struct wfile *w = NULL;
-	h5_empty_undo undo = { 0 };
-	struct use u;
-	bool ext, conv;
-	int rc, e;
-
-	/* files reached by external links (not their generation's FILE)
-	 * are opened read-only */
-	pthread_rwlock_rdlock(&n->lk);
-	ext = n->gen && n->f != n->gen->f;
-	pthread_rwlock_unlock(&n->lk);
-	rc = commit_admit(fs, ext ? PAGER_FOREIGN : PAGER_OPEN_WRITE, "open for writing", n->path);
-	if (rc)
-		return rc;
-	/* n-bit numbers read as values (engine view.c): no write puts bits
-	 * back, and O_TRUNC must not empty what no write can then fill.
-	 * Said before FILE's lock is asked for: the reason, whoever holds it */
-	rc = node_ds_need(fs, n);
-	if (rc)
-		return rc;
-	pthread_rwlock_rdlock(&n->lk);
-	rc = n->ds && h5_dataset_converted(n->ds) ? EOPNOTSUPP : 0;
-	pthread_rwlock_unlock(&n->lk);
-	if (rc) {
-		h5fs_log(fs, LOG_NOTICE, "open %s for writing (object header 0x%llx): EOPNOTSUPP: numbers at a "
-			 "bit offset or precision (n-bit datatype) read converted; h5fs writes no bits back",
-			 show_path(n->path), (unsigned long long)n->addr);
-		return rc;
-	}
-	/* FILE free now (else EBUSY, logged), n as FILE is now (a live
-	 * mount follows another program's change first): the first write
-	 * takes the lock again. Attributes accepted before are committed
-	 * first (behind/xbatch.c). */
-	commit_barrier(fs, COMMIT_ATTRS);
-	rc = commit_begin(NULL, fs, NULL, COMMIT_FILE, NULL);
-	if (rc)
-		return rc;
-	rc = node_use_current(&u, fs, n);
-	if (rc) {
-		commit_end(fs, NULL, false);
-		return rc;
-	}
-	/* (a node made of a stat-only object has none yet: node.c) */
-	rc = node_ds_need(fs, n);
-	if (rc) {
-		commit_end(fs, NULL, false);
-		node_use_end(&u);
-		return rc;
-	}
-	/* n->ds is replaced by wfile_refresh() under n->lk after appends */
-	pthread_rwlock_rdlock(&n->lk);
-	ext = u.f != fs->f;
-	rc = n->type == NT_FILE && n->ds ? 0 : EPERM;
-	/* (converted since the check above: a live FILE's new generation) */
-	conv = !rc && h5_dataset_converted(n->ds);
-	pthread_rwlock_unlock(&n->lk);
-	if (ext)
-		rc = commit_admit(fs, PAGER_FOREIGN, "open for writing", n->path);
-	if (!rc && conv)
-		rc = EOPNOTSUPP;
-	/* O_TRUNC (cat x > d, cp x d): the dataset emptied, the new bytes
-	 * then its rows (behind/truncate.c) */
-	if (!rc && (fi->flags & O_TRUNC))
-		rc = trunc_resize_undoable(fs, n, &u, 0, &undo, "open with O_TRUNC");
-	if (!rc && !(w = calloc(1, sizeof(*w)))) {
-		h5_dataset_empty_done(u.f, &undo);
-		rc = ENOMEM;
-	}
-	if (rc) {
-		commit_end(fs, NULL, false);
-		node_use_end(&u);
-		return rc;
-	}
-	w->g = u.g;             /* (the use's reference, kept) */
-	u.g = NULL;
-	w->undo = undo;
-	/* bytes inside the dataset (behind/overwrite.c), rows after its end */
-	/* O_APPEND only appends: no overwriter (its refusal is the append's) */
-	e = fi->flags & O_APPEND ? EPERM : ow_open(fs, n, &w->ow);
-	rc = h5_append_open(&w->a, u.f, u.addr);
-	commit_end(fs, NULL, false);
-	node_use_end(&u);
-	if (rc < 0 && w->ow) {
-		rc = 0;         /* cannot grow: writes past the end are EFBIG */
-	} else if (rc < 0 && e && !(fi->flags & O_APPEND)) {
-		/* neither: the overwriter said why (logged) */
-		wfile_free(w);
-		return e;
-	}
-	if (rc < 0) {
-		e = h5fs_errno(rc);
-
-		h5fs_log(fs, e == EIO ? LOG_ERR : LOG_NOTICE, "open %s for writing (object header 0x%llx): %s%s",
-		       show_path(n->path), (unsigned long long)n->addr, e == EIO ? "EIO: " : "", h5_err_msg());
-		wfile_free(w);
-		return e;
-	}
-	w->n = n;
-	w->append = (fi->flags & O_APPEND) != 0;
-	w->npy = npy_stream_take(fs, n->addr, w->g);
-	/* Opened to read and write (a shared writable mapping needs both:
-	 * numpy.memmap's default r+), a dataset is written through the page
-	 * cache (behind/overwrite.c), as its read handles read it; one that
-	 * grows too (wq_attach says why).
-	 * Write-only descriptors (dd, cat >>, shell redirections) bypass it
-	 * and save the kernel a copy of every byte (1 GiB of dd: 0.24-0.46x
-	 * of a plain file through the cache, bench/README.md); so does
-	 * np.save's stream. */
-	rc = wq_attach(fs, w, w->ow && !w->npy && (fi->flags & O_ACCMODE) == O_RDWR);
-	if (rc) {
-		h5_append_drop(w->a);
-		h5_overwrite_close(w->ow);
-		wfile_free(w);
-		return rc;
-	}
-	fi->fh = (uint64_t)(uintptr_t)w;
-	fi->direct_io = !w->cached;
-	fi->keep_cache = w->cached;
-	/* (a reply the kernel does not take is released by the dispatcher) */
-	handle_add(fs, &fs->open_wfiles, &w->link);
-	/* a new file's name waits no more for this open (lbatch.c) */
-	lbatch_busy(fs, n, false);
-	return 0;
-}
-
 /* Bytes written inside the dataset are committed (all of them, durably). */
 int wfile_ow_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 {
@@ -394,5 +256,95 @@ int wfile_ow_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	if (!e)
 		e = ow_commit(fs, w->n, w->ow, ino, true, true, w->cached);
 	commit_end(fs, NULL, false);
+	return e;
+}
+
+/* The first open write handle that match takes, under fs->lock; pinned
+ * when pin (its release waits until unpin, idle_cv). */
+struct wfile *wfile_find_locked(h5fs *fs, bool (*match)(const struct wfile *w, const void *arg), const void *arg,
+				       bool pin)
+{
+	for (struct hlink *h = fs->open_wfiles.next; h != &fs->open_wfiles; h = h->next) {
+		struct wfile *w = (struct wfile *)(void *)h;
+
+		if (!match(w, arg))
+			continue;
+		if (pin)
+			w->pins++;
+		return w;
+	}
+	return NULL;
+}
+
+struct wfile *wfile_find_pin(h5fs *fs, bool (*match)(const struct wfile *w, const void *arg), const void *arg)
+{
+	struct wfile *w;
+
+	pthread_mutex_lock(&fs->lock);
+	w = wfile_find_locked(fs, match, arg, true);
+	pthread_mutex_unlock(&fs->lock);
+	return w;
+}
+
+void wfile_unpin(h5fs *fs, struct wfile *w)
+{
+	pthread_mutex_lock(&fs->lock);
+	w->pins--;
+	pthread_cond_broadcast(&fs->idle_cv);
+	pthread_mutex_unlock(&fs->lock);
+}
+
+/* Bytes appended now, before the answer (write.c npy_bytes, csvin.c): 0
+ * or an errno, kept in the handle too. A ticket from their acceptance
+ * until they are in the stream, as behind_write's: without it a commit meanwhile (the
+ * idle commit, a utime's or a truncate's, wclose.c wfile_fsync) found
+ * every ticket applied and nothing pending, gave FILE's lock back, and
+ * the bytes then written were never committed - close commits only a
+ * handle that holds the lock, release dropped them (an np.save name
+ * whose stream is no NPY, copied in by copytree or mv: an empty dataset,
+ * its bytes answered and lost; test_tools, 1 run in 10 under load). */
+int wfile_append_now(h5fs *fs, struct wfile *w, fuse_ino_t ino, const void *buf, size_t len)
+{
+	struct wqueue *q = w->q;
+	uint64_t t;
+	int e, rc;
+
+	pthread_mutex_lock(&q->mu);
+	e = w->err;
+	/* rows are whole: not into another descriptor's partial row */
+	if (!e && q->partial && q->partial != w) {
+		h5fs_log(fs, LOG_NOTICE, "append %s: another descriptor has written part of a row: EBUSY until it "
+			 "writes the rest or is closed", show_path(w->n->path));
+		e = EBUSY;
+	}
+	if (!e)
+		e = wfile_hold(fs, w);
+	if (!e)
+		e = wfile_reserve(fs, w, wfile_uncommitted(w, q->vrows * q->row_bytes + w->vplen, len), 0);
+	if (!e)
+		e = tail_accept(w->n, buf, len, q->row_bytes);
+	if (e) {
+		pthread_mutex_unlock(&q->mu);
+		return e;
+	}
+	t = q->next++;
+	vplen_add(q, w, len);
+	while (q->turn != t)
+		pthread_cond_wait(&q->cv, &q->mu);
+	pthread_mutex_unlock(&q->mu);
+	pthread_mutex_lock(&q->apply);
+	rc = h5_append_write(w->a, buf, len);
+	if (rc < 0) {
+		e = h5err_logged(fs, rc, "append", w->n->path, NULL, w->n->addr);
+		wfile_shown_drop(fs, w->n, ino, UINT64_MAX);
+	}
+	wfile_refresh(fs, w, ino);
+	pthread_mutex_unlock(&q->apply);
+	pthread_mutex_lock(&q->mu);
+	if (e && !w->err)
+		w->err = e;
+	q->turn++;
+	pthread_cond_broadcast(&q->cv);
+	pthread_mutex_unlock(&q->mu);
 	return e;
 }

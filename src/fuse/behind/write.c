@@ -247,65 +247,6 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
 	return true;
 }
 
-/* The one handler with two possible reply points, by design (write-behind,
- * doc/APPEND.md): a checked write is answered at once while fewer than
- * WQ_EARLY are ahead, and applied after; otherwise it is answered once
- * applied. Either way each request gets exactly one reply. */
-/* Bytes appended now, before the answer (npy_bytes): 0 or an errno,
- * kept in the handle too. A ticket from their acceptance until they are
- * in the stream, as behind_write's: without it a commit meanwhile (the
- * idle commit, a utime's or a truncate's, wclose.c wfile_fsync) found
- * every ticket applied and nothing pending, gave FILE's lock back, and
- * the bytes then written were never committed - close commits only a
- * handle that holds the lock, release dropped them (an np.save name
- * whose stream is no NPY, copied in by copytree or mv: an empty dataset,
- * its bytes answered and lost; test_tools, 1 run in 10 under load). */
-int wfile_append_now(h5fs *fs, struct wfile *w, fuse_ino_t ino, const void *buf, size_t len)
-{
-	struct wqueue *q = w->q;
-	uint64_t t;
-	int e, rc;
-
-	pthread_mutex_lock(&q->mu);
-	e = w->err;
-	/* rows are whole: not into another descriptor's partial row */
-	if (!e && q->partial && q->partial != w) {
-		h5fs_log(fs, LOG_NOTICE, "append %s: another descriptor has written part of a row: EBUSY until it "
-			 "writes the rest or is closed", show_path(w->n->path));
-		e = EBUSY;
-	}
-	if (!e)
-		e = wfile_hold(fs, w);
-	if (!e)
-		e = wfile_reserve(fs, w, wfile_uncommitted(w, q->vrows * q->row_bytes + w->vplen, len), 0);
-	if (!e)
-		e = tail_accept(w->n, buf, len, q->row_bytes);
-	if (e) {
-		pthread_mutex_unlock(&q->mu);
-		return e;
-	}
-	t = q->next++;
-	vplen_add(q, w, len);
-	while (q->turn != t)
-		pthread_cond_wait(&q->cv, &q->mu);
-	pthread_mutex_unlock(&q->mu);
-	pthread_mutex_lock(&q->apply);
-	rc = h5_append_write(w->a, buf, len);
-	if (rc < 0) {
-		e = h5err_logged(fs, rc, "append", w->n->path, NULL, w->n->addr);
-		wfile_shown_drop(fs, w->n, ino, UINT64_MAX);
-	}
-	wfile_refresh(fs, w, ino);
-	pthread_mutex_unlock(&q->apply);
-	pthread_mutex_lock(&q->mu);
-	if (e && !w->err)
-		w->err = e;
-	q->turn++;
-	pthread_cond_broadcast(&q->cv);
-	pthread_mutex_unlock(&q->mu);
-	return e;
-}
-
 /* An np.save placeholder's stream that is no NPY h5fs takes (npy.c
  * npy_demote): the bytes held so far, then the rest of this write (what
  * lies past them), appended to the placeholder now, as any file's bytes
@@ -382,6 +323,10 @@ static int past_end(h5fs *fs, struct wfile *w, uint64_t off)
  * refused (EPERM, logged): other descriptors appending without pause */
 #define WRITE_TRIES 16
 
+/* The one handler with two possible reply points, by design (write-behind,
+ * doc/APPEND.md): a checked write is answered at once while fewer than
+ * WQ_EARLY are ahead, and applied after; otherwise it is answered once
+ * applied. Either way each request gets exactly one reply. */
 void behind_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t size, off_t off,
 		  struct fuse_file_info *fi)
 {

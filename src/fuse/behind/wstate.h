@@ -1,8 +1,9 @@
-/* wstate.h - write handles of the member root, shared by wfile.c (open,
- * the handle's state), write.c (the write path), wclose.c (flush, fsync,
- * release), wqueue.c (the write order of a
- * dataset's handles, and which of them use the page cache) and idle.c
- * (the idle commit). */
+/* wstate.h - write handles of the member root, shared by wfile.c (the
+ * handle's state), wopen.c (open, release), write.c (the write path),
+ * wclose.c (flush, fsync, the commits readers and size changes ask for),
+ * wqueue.c (the write order of a dataset's handles, and which of them use
+ * the page cache), csvin.c, pending.c, truncate.c and idle.c (the idle
+ * commit). */
 #ifndef H5FS_WSTATE_H
 #define H5FS_WSTATE_H
 
@@ -89,14 +90,13 @@ void wq_resized(h5fs *fs, struct node *n, uint64_t bytes);
  * node; what the appender committed shown (after every operation that
  * may have committed); bytes readers were shown taken back (len, or
  * UINT64_MAX: all not committed); the error of a write answered before it
- * failed; the hold given back once nothing of w waits; w freed; the bytes
- * written inside the dataset committed durably */
+ * failed; the hold given back once nothing of w waits; the bytes written
+ * inside the dataset committed durably */
 void wfile_hold_set(struct wfile *w, bool v);
 void wfile_refresh(h5fs *fs, struct wfile *w, fuse_ino_t ino);
 void wfile_shown_drop(h5fs *fs, struct node *n, fuse_ino_t ino, uint64_t len);
 int wfile_err(struct wfile *w);
 void wfile_give_back(h5fs *fs, struct wfile *w);
-void wfile_free(struct wfile *w);
 int wfile_ow_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino);
 /* wfile.c, for write.c: FILE's lock held for w (taken at its first
  * write: EBUSY, ESTALE), and the space the answer of a write promises
@@ -106,10 +106,20 @@ int wfile_ow_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino);
 int wfile_hold(h5fs *fs, struct wfile *w);
 int wfile_reserve(h5fs *fs, struct wfile *w, uint64_t append_bytes, uint64_t ow_bytes);
 uint64_t wfile_uncommitted(struct wfile *w, uint64_t end, uint64_t add);
-/* write.c: len bytes of whole rows appended to w's stream now, before
- * the answer (a demoted np.save stream's, the rows of csvin.c's text): 0
- * or an errno, kept in the handle too */
+/* wfile.c: len bytes of whole rows appended to w's stream now, before
+ * the answer (a demoted np.save stream's, write.c; the rows of csvin.c's
+ * text): 0 or an errno, kept in the handle too */
 int wfile_append_now(h5fs *fs, struct wfile *w, fuse_ino_t ino, const void *buf, size_t len);
+/* wfile.c: the open write handles scanned (fs->open_wfiles): the first
+ * that match takes, under fs->lock (pinned when pin: its release waits
+ * until unpin, fs->idle_cv); the same taking fs->lock; a pin let go. For
+ * the idle kind (idle.c) and the node's commits (wclose.c) */
+struct wfile *wfile_find_locked(h5fs *fs, bool (*match)(const struct wfile *w, const void *arg), const void *arg,
+				bool pin);
+struct wfile *wfile_find_pin(h5fs *fs, bool (*match)(const struct wfile *w, const void *arg), const void *arg);
+void wfile_unpin(h5fs *fs, struct wfile *w);
+/* wopen.c: w freed (its release's last step; setup.c's at unmount) */
+void wfile_free(struct wfile *w);
 /* csvin.c: NAME.csv's text written (w opened on dataset NAME): open
  * (EPERM, logged: a dataset that cannot grow, a column no text sets),
  * a write (EINVAL, logged: a line that does not parse, nothing of the
@@ -120,6 +130,11 @@ int csvin_open(h5fs *fs, struct wfile *w);
 int csvin_write(h5fs *fs, struct wfile *w, fuse_ino_t ino, const char *buf, size_t size, off_t off);
 int csvin_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino);
 void csvin_free(struct csv_stream *s);
+/* wclose.c: whether w has rows to commit (it holds FILE's lock); its
+ * rows committed durably, under q->apply (flush, fsync, release:
+ * wopen.c) */
+bool wfile_has_rows(const struct wfile *w);
+int wfile_commit_rows(h5fs *fs, struct wfile *w, fuse_ino_t ino);
 /* wclose.c: fsync's commit of w (the idler's too) */
 int wfile_fsync(h5fs *fs, struct wfile *w, fuse_ino_t ino);
 /* wclose.c: the whole rows of w's stream committed, not fsync'd (a reader

@@ -24,8 +24,9 @@
  *              made 1 s after their last byte, at their close, or at any
  *              sync)
  *   idle.c     the open datasets' pending bytes: write handles' rows and
- *              kept overwrites (wfile.c, write.c, wclose.c, wqueue.c,
- *              pending.c, overwrite.c, tail.c), their bound (max_bytes)
+ *              kept overwrites (wfile.c, wopen.c, write.c, wclose.c,
+ *              wqueue.c, pending.c, overwrite.c, tail.c, csvin.c,
+ *              truncate.c), their bound (max_bytes)
  *              and their idle commit
  *
  * The engine below does the ordered commit itself (h5core write/txn.c:

@@ -17,7 +17,7 @@
  * On a read-only mount only what changes nothing succeeds (shutil.copy
  * chmods to the mode a file has): else EROFS, logged.
  * A dataset with rows accepted and not committed is committed first
- * (idle.c wfile_commit_node): the appender's commit sets the header's
+ * (behind/wclose.c wfile_commit_node): the appender's commit sets the header's
  * time to now, which would undo a time set before it (cp -p sets times
  * on its descriptor before closing it). */
 #include "member.h"

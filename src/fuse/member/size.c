@@ -1,10 +1,11 @@
 /* size.c - fallocate(2) (root_member.c's table: sparse growth, and
  * PUNCH_HOLE through behind/overwrite.c ow_punch). Each is one change
  * between commit_begin and commit_end (commit/gate.c), after the rows
- * the node's write handles hold were committed (behind/idle.c
+ * the node's write handles hold were committed (behind/wclose.c
  * wfile_commit_node: they come first); the size itself is set by
- * behind/truncate.c (trunc_set_size: truncate(2), a write past the end,
- * fallocate's growth; sparse growth, the fill value, emptying).
+ * behind/truncate.c (through wclose.c trunc_set_size: truncate(2), a
+ * write past the end, fallocate's growth; sparse growth, the fill value,
+ * emptying).
  * Tests: test_truncate.py, test_long_runs.py, test_fsx.py. */
 #include "member.h"
 #include "resize.h"
