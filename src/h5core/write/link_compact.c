@@ -89,7 +89,7 @@ static int compact_insert(h5_file *f, uint64_t group, const h5_link *link, uint6
 {
 	h5_ohdr_change c;
 	h5_linfo li = { 0 };
-	h5_link l = *link;
+	h5_link l = *link, cl;
 	size_t nlinks = 0, found, linfo = SIZE_MAX, mlen = 0;
 	unsigned max_compact;
 	uint8_t *msg = NULL;
@@ -105,29 +105,25 @@ static int compact_insert(h5_file *f, uint64_t group, const h5_link *link, uint6
 				(int)l.name_len, l.name);
 	if (rc < 0)
 		goto out;
-	l.has_corder = li.track_corder;         /* (its size: the creation order counted) */
-	rc = h5_link_encode(&msg, &mlen, &f->fmt, &l);
+	/* the message as it would be stored here (with the next creation
+	 * order where tracked): its size also decides the move to dense
+	 * storage, which takes the link as given */
+	cl = l;
+	cl.has_corder = li.track_corder;
+	cl.corder = li.track_corder ? li.max_corder : 0;
+	rc = h5_link_encode(&msg, &mlen, &f->fmt, &cl);
 	if (rc == 0 && nlinks >= max_compact && dense_holds(c.e.oh, mlen)) {
 		rc = h5_link_dense_convert(&c, f, &li, linfo, &l, durable);
 		goto out;
 	}
-	free(msg);
-	msg = NULL;
-	if (rc < 0)
-		goto out;
-	l.has_corder = 0;
-	if (li.track_corder) {
+	if (rc == 0 && li.track_corder) {
 		/* the next creation order; the Link Info message's maximum moves
 		 * first (a side change: a gap is harmless) */
 		uint8_t v[8];
 
-		l.has_corder = 1;
-		l.corder = li.max_corder;
 		h5_le_encode(v, (uint64_t)li.max_corder + 1, 8);
 		rc = h5_ohdr_aux(&c, c.e.oh->msgs[linfo].addr + 2, v, 8);
 	}
-	if (rc == 0)
-		rc = h5_link_encode(&msg, &mlen, &f->fmt, &l);
 	if (rc == 0)
 		rc = h5_ohdr_put(&c, f, SIZE_MAX, H5_MSG_LINK, 0, 0, msg, mlen);
 	if (rc == 0)
