@@ -9,6 +9,7 @@
  * node a request meets before the watcher's sweep (live/watch.c) did,
  * and node_use holds what a request reads of a node.
  */
+#include <stddef.h>
 #include "node.h"
 
 /* ---- resolving a path in a generation ------------------------------------ */
@@ -212,7 +213,14 @@ static void node_swap(h5fs *fs, struct node *n, struct node *tmp, struct gen *g,
 		n->target = tmp->target;
 		__atomic_store_n(&n->addr, tmp->addr, __ATOMIC_RELEASE);
 		n->kind = tmp->kind;
-		n->st = tmp->st;
+		/* (st_ino atomically, the rest beside it: names.c
+		 * ancestor_depth reads a directory's st_ino under fs->lock
+		 * alone, as gone.c does f and addr) */
+		memcpy(&n->st, &tmp->st, offsetof(struct stat, st_ino));
+		memcpy((char *)&n->st + offsetof(struct stat, st_ino) + sizeof(n->st.st_ino),
+		       (const char *)&tmp->st + offsetof(struct stat, st_ino) + sizeof(n->st.st_ino),
+		       sizeof(n->st) - offsetof(struct stat, st_ino) - sizeof(n->st.st_ino));
+		__atomic_store_n(&n->st.st_ino, tmp->st.st_ino, __ATOMIC_RELEASE);
 		tmp->ds = ds;
 		tmp->view = view;
 		tmp->f = f;

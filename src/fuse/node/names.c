@@ -42,7 +42,7 @@ int ancestor_depth(h5fs *fs, const struct node *dir, uint64_t ino)
 
 	pthread_mutex_lock(&fs->lock);
 	while (cur && depth < 4096) {
-		if ((uint64_t)cur->st.st_ino == ino)
+		if ((uint64_t)__atomic_load_n(&cur->st.st_ino, __ATOMIC_ACQUIRE) == ino)
 			break;
 		cur = cur->ino == FUSE_ROOT_ID ? NULL : node_find_locked(fs, cur->parent);
 		depth++;
