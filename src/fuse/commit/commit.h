@@ -160,6 +160,14 @@ struct rd {
 };
 struct rd commit_rd_begin(h5fs *fs);
 void commit_rd_end(struct rd *x);
+/* A change's reader section (member root's changes): as commit_rd_begin,
+ * but paused while the change holds FILE's lock (commit_begin to
+ * commit_end, gate.c), when no other request can free or take space and
+ * the change's own commit frees what it replaced: those extents must not
+ * wait for the change's own section (an unlink's freed object stayed
+ * held back past the unmount's cut: FILE 204 KB, test_stress_io) */
+void commit_rd_change_begin(h5fs *fs, struct rd *x);
+void commit_rd_change_end(struct rd *x);
 
 /* ---- sched.c ---- */
 /* A kind of write-behind. Batch kinds (count and commit set) are

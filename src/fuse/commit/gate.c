@@ -19,6 +19,30 @@
 
 #include <time.h>
 
+/* The request thread's change section (commit_rd_change_begin) and how
+ * many of its commit_begin hold FILE's lock: the section is paused from
+ * the first to the last (a barrier's flush inside commit_begin nests) */
+static __thread struct rd_change {
+	h5fs *fs;
+	struct rd *x;
+	unsigned held;
+} rd_mine;
+
+static void locked(void)
+{
+	if (rd_mine.held++ == 0 && rd_mine.x)
+		commit_rd_end(rd_mine.x);
+}
+
+static void unlocked(h5fs *fs)
+{
+	fs_write_end(fs);
+	/* (reads after the lock, the answer's stat among them, are in a
+	 * section again: it begins after the change's own frees) */
+	if (--rd_mine.held == 0 && rd_mine.x)
+		*rd_mine.x = commit_rd_begin(rd_mine.fs);
+}
+
 int commit_begin(struct use *u, h5fs *fs, struct node *n, unsigned barrier, const char *op)
 {
 	int err;
@@ -26,15 +50,18 @@ int commit_begin(struct use *u, h5fs *fs, struct node *n, unsigned barrier, cons
 	if ((barrier & COMMIT_ALL) && (err = commit_barrier(fs, barrier & COMMIT_ALL)) != 0)
 		return err;
 	err = barrier & COMMIT_UNDO ? fs_write_begin_undo(fs) : fs_write_begin(fs);
-	if (err || !n)
-		return err;     /* (COMMIT_FILE: the lock alone) */
+	if (err)
+		return err;
+	locked();
+	if (!n)
+		return 0;       /* (COMMIT_FILE: the lock alone) */
 	err = node_use_current(u, fs, n);
 	if (!err && (u->addr == UINT64_MAX || u->f != fs->f)) {
 		node_use_end(u);
 		err = commit_admit(fs, PAGER_FOREIGN, op, n->path);
 	}
 	if (err)
-		fs_write_end(fs);
+		unlocked(fs);
 	return err;
 }
 
@@ -44,7 +71,7 @@ void commit_end(h5fs *fs, struct use *u, bool changed)
 		node_use_end(u);
 	if (changed)
 		fs_meta_changed(fs);
-	fs_write_end(fs);
+	unlocked(fs);
 }
 
 /* Refusals for space are logged once a minute at most, with how many
@@ -105,4 +132,16 @@ void commit_rd_end(struct rd *x)
 	h5_file_read_end(x->g->f, x->t);
 	gen_release(x->g);
 	x->g = NULL;
+}
+
+void commit_rd_change_begin(h5fs *fs, struct rd *x)
+{
+	*x = commit_rd_begin(fs);
+	rd_mine = (struct rd_change){ fs, x, 0 };
+}
+
+void commit_rd_change_end(struct rd *x)
+{
+	rd_mine = (struct rd_change){ NULL, NULL, 0 };
+	commit_rd_end(x);
 }

@@ -25,7 +25,6 @@ static int file_init_common(h5_file *f, const h5_open_opts *opts)
 	pthread_mutex_init(&f->write_lock, NULL);
 	pthread_mutex_init(&f->fill_lock, NULL);
 	pthread_mutex_init(&f->stamp_mu, NULL);
-	pthread_mutex_init(&f->rd_mu, NULL);
 	f->root_addr = H5_ADDR_UNDEF;
 	f->ext_addr = H5_ADDR_UNDEF;
 	f->sohm_addr = H5_ADDR_UNDEF;
@@ -248,8 +247,7 @@ void h5_file_close(h5_file *f)
 	pthread_mutex_destroy(&f->write_lock);
 	pthread_mutex_destroy(&f->fill_lock);
 	pthread_mutex_destroy(&f->stamp_mu);
-	pthread_mutex_destroy(&f->rd_mu);
-	free(f->rd_active);
+	h5_file_readers_drop(f);
 	if (f->ws_free)
 		f->ws_free(f->ws);      /* the write side's (write/file_ws.h) */
 	free(f->ext_prefix);

@@ -129,10 +129,8 @@ struct h5_file {
 	 * held back until it ends (write/file_ws.h quar) - a reader may be
 	 * walking the structure that space held (issue 56: a dense store
 	 * reused under a concurrent listxattr) */
-	pthread_mutex_t rd_mu;
-	uint64_t rd_seq;        /* sections begun */
-	uint64_t *rd_active;    /* the seqs of those not ended */
-	size_t rd_n, rd_cap;
+	struct h5_readers *rd;  /* (file.c) shared with the files FILE's space
+				 * was handed over to (h5_file_readers_share) */
 	/* the write side's state (write/file_ws.h): made by the first writer,
 	 * freed at close through ws_free; io/ and file/ never look inside */
 	struct h5_wstate *ws;
@@ -316,8 +314,14 @@ void h5_file_stamp_take(h5_file *f);
 int h5_file_front_take(h5_file *f);
 int h5_file_bytes_changed(h5_file *f, const char *path);
 
-/* Reader sections (see h5_file's rd_*): the oldest one not ended
+/* Reader sections (see h5_file's rd): the oldest one not ended
  * (UINT64_MAX: none), and in *seq the last begun. */
 uint64_t h5_file_read_oldest(h5_file *f, uint64_t *seq);
+/* to (a file FILE's space is handed over to, not yet read by anyone)
+ * counts from's sections as its own from now on, and from to's (the
+ * extents held back for them move with the space): 0, or -1 out of
+ * memory. drop: at close. */
+int h5_file_readers_share(h5_file *to, h5_file *from);
+void h5_file_readers_drop(h5_file *f);
 
 #endif
