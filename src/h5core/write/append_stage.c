@@ -16,6 +16,7 @@
 #include "chunk_rec.h"
 #include "dataset.h"
 #include "chunk.h"
+#include "chunk_store.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -30,16 +31,6 @@
 /* Below this many bytes of chunks, threads cost more than they save. */
 #define THREAD_MIN_BYTES ((uint64_t)256 << 10)
 #define MAX_THREADS 64
-/* Staged chunk images are collected up to this size before one pwrite. */
-#define WBUF_BYTES ((size_t)1 << 20)
-
-/* Start writing staged bytes back now, so that the commit's fsync finds
- * little left to do (a hint: errors show up at that fsync). */
-static void writeback_hint(h5_file *f, uint64_t addr, uint64_t len)
-{
-	if (len >= ((uint64_t)1 << 20))
-		h5_file_sync_hint(f, addr, len);
-}
 
 static void cell_coords(const h5_astream *s, uint64_t cell, uint64_t *j)
 {
@@ -73,20 +64,6 @@ static int chunk_pos(uint64_t *j, uint64_t *idx, const h5_astream *s, uint64_t r
 	return 0;
 }
 
-/* Where the index puts chunk (r, cell) itself (implicit, unfiltered single
- * chunk): 1 and *addr, or 0 when the chunk goes to new space. */
-static int placed(uint64_t *addr, h5_astream *s, uint64_t r, uint64_t cell)
-{
-	uint64_t j[H5_MAX_RANK], idx;
-	int rc = writer_open(s);
-
-	if (rc == 0 && !s->wops->place)
-		return 0;
-	if (rc == 0)
-		rc = chunk_pos(j, &idx, s, r, cell);
-	return rc < 0 ? rc : s->wops->place(s->ea, idx, addr);
-}
-
 /* The index places chunks itself (implicit, single chunk): in place,
  * nothing of theirs is ever freed. */
 static bool stage_in_place(const h5_astream *s)
@@ -108,22 +85,41 @@ static bool staged_grow(h5_astream *s)
 	return true;
 }
 
-static int set_elmt(h5_astream *s, uint64_t r, uint64_t cell, const h5_chunk_rec *rec)
+/* Chunk (r, cell)'s record, set on the index by the chunk store: counted,
+ * and where it went kept (append.c frees a partial row's chunks once
+ * staged anew; a record not kept only leaves that chunk unreferenced). */
+static void noted(h5_astream *s, uint64_t r, const h5_chunk_rec *rec)
 {
-	uint64_t j[H5_MAX_RANK], idx;
-	int rc = writer_open(s);
-
-	if (rc == 0)
-		rc = chunk_pos(j, &idx, s, r, cell);
-	if (rc < 0)
-		return rc;
-	rc = s->wops->set(s->ea, j, idx, rec);
-	if (rc == 0)
-		s->nset++;
-	/* (where it went: append.c frees a partial row's chunks once staged
-	 * anew; a record not kept only leaves that chunk unreferenced) */
-	if (rc == 0 && !stage_in_place(s) && (s->nstaged < s->cstaged || staged_grow(s)))
+	s->nset++;
+	if (!stage_in_place(s) && (s->nstaged < s->cstaged || staged_grow(s)))
 		s->staged[s->nstaged++] = (struct astage_rec){ r, rec->addr, rec->size ? rec->size : s->chunk_bytes };
+}
+
+/* Items [0, n) - chunk images of chunk rows rows[i], cells cells[i] -
+ * through the chunk store (chunk_store.h): where the index places them
+ * (implicit, unfiltered single chunk: past dims[0], invisible until it
+ * grows, or for the last chunk with its old rows' bytes unchanged), else
+ * in one run of new space, one write; their records set, then noted.
+ * cb: an unfiltered image's bytes. */
+static int stage_items(h5_astream *s, h5_cstore_item *it, const uint64_t *rows, const uint64_t *cells, size_t n,
+		       uint64_t cb)
+{
+	uint64_t (*j)[H5_MAX_RANK] = malloc((n ? n : 1) * sizeof(*j));
+	h5_cstore c = { .f = s->f, .cb = cb, .filtered = s->filtered, .run = true };
+	size_t done = 0;
+	int rc = j ? writer_open(s) : h5_err_set(H5_ERR_NOMEM, "out of memory staging chunks");
+
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		rc = chunk_pos(j[i], &it[i].idx, s, rows[i], cells[i]);
+		it[i].scaled = j[i];
+	}
+	c.wops = s->wops;
+	c.w = s->ea;
+	if (rc == 0)
+		rc = h5_cstore_put(&done, &c, it, n);
+	for (size_t i = 0; i < done; i++)
+		noted(s, rows[i], &it[i].rec);
+	free(j);
 	return rc;
 }
 
@@ -257,107 +253,39 @@ static int build_window(const h5_astream *s, cjob *jobs, size_t n, uint64_t hi)
 }
 
 /* Chunk images go out sequentially from `start`, collected into one pwrite. */
-typedef struct wbuf {
-	h5_file *f;
-	uint64_t start;
-	uint8_t *p;
-	size_t len, cap;
-} wbuf;
-
-static int wb_flush(wbuf *w)
-{
-	int rc = 0;
-
-	if (w->len)
-		rc = h5_file_write(w->f, w->start, w->p, w->len);
-	w->start += w->len;
-	w->len = 0;
-	return rc;
-}
-
-static int wb_put(wbuf *w, const uint8_t *src, size_t n)
-{
-	int rc;
-
-	if (w->len + n > w->cap) {
-		rc = wb_flush(w);
-		if (rc < 0)
-			return rc;
-		if (n > w->cap)
-			return h5_file_write(w->f, (w->start += n) - n, src, n);
-	}
-	memcpy(w->p + w->len, src, n);
-	w->len += n;
-	return 0;
-}
-
-/* Unfiltered chunk images the index places itself (placed()): each is
- * written where its slot is, past dims[0] (invisible until dims[0] grows)
- * or, for the last chunk, with its old rows' bytes unchanged. Returns 1
- * when the index places chunks. */
-static int stage_placed(h5_astream *s, const uint8_t *src, uint64_t r, uint64_t cell, uint64_t n, uint64_t len)
-{
-	uint64_t addr;
-	int rc = placed(&addr, s, r, cell);
-
-	for (uint64_t i = 0; rc == 1 && i < n; i++) {
-		uint64_t ri = r + (cell + i) / s->ncells, ci = (cell + i) % s->ncells;
-		h5_chunk_rec rec;
-
-		rc = placed(&addr, s, ri, ci);
-		if (rc == 0)
-			rc = h5_err_set(H5_ERR_FORMAT, "chunk index places some chunks only");
-		if (rc < 0)
-			break;
-		pthread_mutex_lock(&s->f->write_lock);
-		rc = h5_file_write(s->f, addr, src + i * len, (size_t)len);
-		pthread_mutex_unlock(&s->f->write_lock);
-		rec.addr = addr;
-		rec.size = len;
-		rec.filter_mask = 0;
-		if (rc == 0)
-			rc = set_elmt(s, ri, ci, &rec);
-		if (rc == 0)
-			rc = 1;
-	}
-	return rc;
-}
-
 /* n consecutive chunk images of `len` bytes each from src (whole chunk rows
  * of a simple unfiltered dataset: src is the rows) in one write, and chunk
  * rows r.. pointed at them. */
 int h5_astage_contiguous(h5_astream *s, const uint8_t *src, uint64_t r, uint64_t n, uint64_t len)
 {
-	h5_file *f = s->f;
-	uint64_t addr = 0;
-	int rc = stage_placed(s, src, r, 0, n, len);
+	h5_cstore_item *it = calloc(n ? (size_t)n : 1, sizeof(*it));
+	uint64_t *rows = malloc((n ? (size_t)n : 1) * sizeof(*rows)), *cells = malloc((n ? (size_t)n : 1) * sizeof(*cells));
+	int rc = it && rows && cells ? 0 : h5_err_set(H5_ERR_NOMEM, "out of memory staging chunks");
 
-	if (rc != 0)
-		return rc < 0 ? rc : 0;
-	pthread_mutex_lock(&f->write_lock);
-	rc = h5_space_take(&addr, f, n * len);     /* written whole below */
-	if (rc == 0)
-		rc = h5_file_write(f, addr, src, (size_t)(n * len));
-	pthread_mutex_unlock(&f->write_lock);
-	if (rc < 0)
-		return rc;
-	writeback_hint(f, addr, n * len);
-	for (uint64_t i = 0; i < n && rc == 0; i++) {
-		h5_chunk_rec rec = { addr + i * len, 0, 0 };
-
-		rc = set_elmt(s, r + i / s->ncells, i % s->ncells, &rec);
+	for (uint64_t i = 0; rc == 0 && i < n; i++) {
+		it[i] = (h5_cstore_item){ .img = src + i * len, .len = (size_t)len };
+		rows[i] = r + i / s->ncells;
+		cells[i] = i % s->ncells;
 	}
+	if (rc == 0)
+		rc = stage_items(s, it, rows, cells, (size_t)n, len);
+	free(it);
+	free(rows);
+	free(cells);
 	return rc;
 }
 
-/* Stage chunk rows [r0, r1) from the buffer, rows below hi being data. */
+/* Stage chunk rows [r0, r1) from the buffer, rows below hi being data:
+ * built a window at a time (filtered by the pool's threads), each window
+ * through the chunk store in one run. */
 int h5_astage_chunks(h5_astream *s, uint64_t r0, uint64_t r1, uint64_t hi)
 {
 	h5_file *f = s->f;
 	uint64_t total, per, cb = s->d->chunk_bytes;
 	cjob *jobs = NULL;
 	uint8_t *win = NULL;
-	wbuf wb = { .f = f, .cap = WBUF_BYTES };
+	h5_cstore_item *it = NULL;
+	uint64_t *rows = NULL, *cells = NULL;
 	int rc = 0;
 
 	if (!s->filtered && s->simple && hi == r1 * s->chunk[0])
@@ -372,67 +300,29 @@ int h5_astage_chunks(h5_astream *s, uint64_t r0, uint64_t r1, uint64_t hi)
 	if (per > total)
 		per = total;
 	jobs = calloc((size_t)per, sizeof(*jobs));
-	if (s->filtered)
-		wb.p = malloc(wb.cap);
-	else
+	it = calloc((size_t)per, sizeof(*it));
+	rows = malloc((size_t)per * sizeof(*rows));
+	cells = malloc((size_t)per * sizeof(*cells));
+	if (!s->filtered)
 		win = malloc((size_t)(per * cb));
-	if (!jobs || (s->filtered ? !wb.p : !win)) {
+	if (!jobs || !it || !rows || !cells || (!s->filtered && !win)) {
 		rc = h5_err_set(H5_ERR_NOMEM, "out of memory building chunks");
 		goto out;
 	}
 	for (uint64_t first = 0; first < total && rc == 0; first += per) {
 		size_t n = (size_t)(total - first < per ? total - first : per);
-		uint64_t addr = 0, sum = 0;
 
 		for (size_t i = 0; i < n; i++) {
-			jobs[i].r = r0 + (first + i) / s->ncells;
-			jobs[i].cell = (first + i) % s->ncells;
+			jobs[i].r = rows[i] = r0 + (first + i) / s->ncells;
+			jobs[i].cell = cells[i] = (first + i) % s->ncells;
 			jobs[i].buf = s->filtered ? NULL : win + i * cb;
 		}
 		rc = build_window(s, jobs, n, hi);
-		if (rc < 0)
-			goto window_out;
-		if (!s->filtered) {
-			/* same-size images in row order: one write, like stage_contiguous */
-			rc = stage_placed(s, win, jobs[0].r, jobs[0].cell, n, cb);
-			if (rc != 0) {
-				rc = rc < 0 ? rc : 0;
-				continue;
-			}
-			pthread_mutex_lock(&f->write_lock);
-			rc = h5_space_take(&addr, f, n * cb);      /* written whole below */
-			if (rc == 0)
-				rc = h5_file_write(f, addr, win, (size_t)(n * cb));
-			pthread_mutex_unlock(&f->write_lock);
-			if (rc == 0)
-				writeback_hint(f, addr, n * cb);
-			for (size_t i = 0; i < n && rc == 0; i++) {
-				h5_chunk_rec rec = { addr + i * cb, 0, 0 };
-
-				rc = set_elmt(s, jobs[i].r, jobs[i].cell, &rec);
-			}
-			continue;
-		}
-		for (size_t i = 0; i < n; i++)
-			sum += jobs[i].len;
-		pthread_mutex_lock(&f->write_lock);
-		rc = h5_space_take(&addr, f, sum);         /* written whole below */
-		wb.start = addr;
-		for (size_t i = 0; i < n && rc == 0; i++)
-			rc = wb_put(&wb, jobs[i].buf, jobs[i].len);
+		for (size_t i = 0; rc == 0 && i < n; i++)
+			it[i] = (h5_cstore_item){ .img = jobs[i].buf, .len = s->filtered ? jobs[i].len : (size_t)cb,
+						  .mask = s->filtered ? jobs[i].mask : 0 };
 		if (rc == 0)
-			rc = wb_flush(&wb);
-		pthread_mutex_unlock(&f->write_lock);
-		if (rc == 0)
-			writeback_hint(f, addr, sum);
-		for (size_t i = 0; i < n && rc == 0; i++) {
-			/* H5D__earray_idx_insert: filtered elements carry size and mask */
-			h5_chunk_rec rec = { addr, jobs[i].len, jobs[i].mask };
-
-			addr += jobs[i].len;
-			rc = set_elmt(s, jobs[i].r, jobs[i].cell, &rec);
-		}
-window_out:
+			rc = stage_items(s, it, rows, cells, n, cb);
 		if (s->filtered)
 			for (size_t i = 0; i < n; i++) {
 				free(jobs[i].buf);
@@ -442,7 +332,9 @@ window_out:
 out:
 	free(jobs);
 	free(win);
-	free(wb.p);
+	free(it);
+	free(rows);
+	free(cells);
 	return rc;
 }
 

@@ -36,6 +36,7 @@
 #include "keytab.h"
 #include "file_ws.h"
 #include "gslot.h"
+#include "chunk_store.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -235,18 +236,12 @@ static int note_gone(rw *r, const cent *e, const h5_chunk_rec *rec)
 	return 0;
 }
 
-/* 0, a negative h5_err, or 1: a punched chunk's record (the undefined
- * address) the index could not take (v1 B-tree: h5_bt1w_remove), nothing
- * changed. */
-static int set_rec(rw *r, cent *e, const h5_chunk_rec *rec)
+/* rec, set on the index writer for e, noted: the copy it replaces
+ * (note_gone), the new copy e's, and the highest new chunk (note_top). */
+static int recorded(rw *r, cent *e, const h5_chunk_rec *rec)
 {
-	uint64_t idx = 0;
-	int rc = h5_cidx_linear(&idx, r->ci, e->scaled);
+	int rc = note_gone(r, e, rec);
 
-	if (rc == 0)
-		rc = r->wops->set(r->w, e->scaled, idx, rec);
-	if (rc == 0)
-		rc = note_gone(r, e, rec);
 	if (rc == 0) {
 		e->rec = *rec;
 		e->staged = true;
@@ -260,31 +255,54 @@ static int set_rec(rw *r, cent *e, const h5_chunk_rec *rec)
 	return rc;
 }
 
-/* One unfiltered image: where the index places it, or new space. */
-static int stage_plain(rw *r, cent *e)
+/* A record made elsewhere (a whole chunk stored at its put, a punched
+ * chunk's undefined address, the unmount's moved chunk) set on the index
+ * writer and noted: 0, a negative h5_err, or 1: a punched chunk's record
+ * the index could not take (v1 B-tree: h5_bt1w_remove), nothing changed. */
+static int set_rec(rw *r, cent *e, const h5_chunk_rec *rec)
 {
-	uint64_t addr = 0, idx = 0;
-	h5_chunk_rec rec;
-	int rc = 0, placed = 0;
+	uint64_t idx = 0;
+	int rc = h5_cidx_linear(&idx, r->ci, e->scaled);
 
-	if (r->wops->place) {
-		rc = h5_cidx_linear(&idx, r->ci, e->scaled);
-		if (rc == 0)
-			placed = r->wops->place(r->w, idx, &addr);
-		if (placed < 0)
-			return placed;
-	}
-	if (!placed)
-		rc = h5_space_take(&addr, r->f, r->cb);
 	if (rc == 0)
-		rc = h5_file_write(r->f, addr, e->img, (size_t)r->cb);
-	if (rc < 0)
-		return rc;
-	/* the appends' records: a placed chunk carries its size */
-	rec.addr = addr;
-	rec.size = placed ? r->cb : 0;
-	rec.filter_mask = 0;
-	return set_rec(r, e, &rec);
+		rc = r->wops->set(r->w, e->scaled, idx, rec);
+	return rc == 0 ? recorded(r, e, rec) : rc;
+}
+
+/* The images of ents[0, n) (encoded, when filtered; those without one
+ * are left out) through the chunk store (chunk_store.h): each where the
+ * index places it or in space of its own (freed space first), its record
+ * set, then noted. The caller holds FILE's write lock. */
+static int stage_items(rw *r, cent **ents, size_t n)
+{
+	bool filtered = r->ci->filtered;
+	h5_cstore_item *it = calloc(n ? n : 1, sizeof(*it));
+	cent **who = calloc(n ? n : 1, sizeof(*who));
+	h5_cstore s = { .f = r->f, .wops = r->wops, .w = r->w, .cb = r->cb, .filtered = filtered, .locked = true };
+	size_t m = 0, done = 0;
+	int rc = it && who ? 0 : h5_err_set(H5_ERR_NOMEM, "out of memory");
+
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		cent *e = ents[i];
+
+		if (filtered ? !e->enc : !e->img)
+			continue;
+		it[m] = (h5_cstore_item){ .img = filtered ? e->enc : e->img, .len = filtered ? e->enclen : (size_t)r->cb,
+					  .mask = filtered ? e->mask : 0, .scaled = e->scaled };
+		rc = h5_cidx_linear(&it[m].idx, r->ci, e->scaled);
+		who[m++] = e;
+	}
+	if (rc == 0)
+		rc = h5_cstore_put(&done, &s, it, m);
+	for (size_t i = 0; i < done; i++) {
+		int rr = recorded(r, who[i], &it[i].rec);
+
+		if (rc == 0)
+			rc = rr;
+	}
+	free(it);
+	free(who);
+	return rc;
 }
 
 static int by_key(const void *a, const void *b)
@@ -314,37 +332,21 @@ static int stage_dirty(rw *r)
 			ents[n++] = e;
 	}
 	qsort(ents, n, sizeof(*ents), by_key);
-	if (!r->ci->filtered) {
-		for (size_t i = 0; i < n && rc == 0; i++) {
-			rc = stage_plain(r, ents[i]);
-			free(ents[i]->img);
-			ents[i]->img = NULL;
-		}
-	} else {
+	if (r->ci->filtered) {
 		ework w = { .r = r, .ents = ents };
 		unsigned want = r->f->nthreads ? r->f->nthreads : 1;
 
 		if (n < 2 || n * r->cb < THREAD_MIN_BYTES)
 			want = 1;
 		rc = h5_pool_each(r->f->pool, encode_one, &w, n, want - 1);
-		for (size_t i = 0; i < n; i++) {
-			cent *e = ents[i];
-			uint64_t addr = 0;
-
-			if (rc == 0 && e->enc)
-				rc = h5_space_take(&addr, r->f, e->enclen);
-			if (rc == 0 && e->enc)
-				rc = h5_file_write(r->f, addr, e->enc, e->enclen);
-			if (rc == 0 && e->enc) {
-				h5_chunk_rec rec = { addr, e->enclen, e->mask };
-
-				rc = set_rec(r, e, &rec);
-			}
-			free(e->enc);
-			e->enc = NULL;
-			free(e->img);
-			e->img = NULL;
-		}
+	}
+	if (rc == 0)
+		rc = stage_items(r, ents, n);
+	for (size_t i = 0; i < n; i++) {
+		free(ents[i]->enc);
+		ents[i]->enc = NULL;
+		free(ents[i]->img);
+		ents[i]->img = NULL;
 	}
 	r->dirty = 0;
 	free(ents);
@@ -700,7 +702,7 @@ int h5_file_compact(h5_file *f)
 		nrec = rec;
 		nrec.addr = addr;
 		if (!r.ci->filtered)
-			nrec.size = 0;  /* as stage_plain records it */
+			nrec.size = 0;  /* as the chunk store records it */
 		rc = set_rec(&r, e, &nrec);
 	}
 	if (rc == 0)

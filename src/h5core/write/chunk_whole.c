@@ -31,6 +31,7 @@
 #include "pool.h"
 #include "filter.h"
 #include "cidx_write.h"
+#include "chunk_store.h"
 #include "chunk.h"
 #include "h5util.h"
 
@@ -166,14 +167,15 @@ static int store(h5_overwriter *w, item *x, int rc)
 	uint64_t addr = 0;
 	h5_chunk_rec old = { H5_ADDR_UNDEF, 0, 0 };
 
-	/* (written under the write lock, as a commit's chunks: FILE has one
-	 * writer at a time, file.c) */
+	/* through the chunk store (under the write lock, as a commit's
+	 * chunks: FILE has one writer at a time, file.c); recorded in the
+	 * index by the commit (h5_ow_chunked_commit's set_whole) */
 	if (rc == 0) {
-		pthread_mutex_lock(&f->write_lock);
-		rc = h5_space_take(&addr, f, n);
-		if (rc == 0)
-			rc = h5_file_write(f, addr, x->enc ? x->enc : x->a, n);
-		pthread_mutex_unlock(&f->write_lock);
+		h5_cstore s = { .f = f, .cb = w->chunk_bytes, .filtered = w->wc.filtered };
+		h5_cstore_item it = { .img = x->enc ? x->enc : x->a, .len = n, .mask = x->mask };
+
+		rc = h5_cstore_put(NULL, &s, &it, 1);
+		addr = it.rec.addr;
 	}
 	if (rc == 0) {
 		pthread_mutex_lock(&w->wc.amu);

@@ -25,6 +25,7 @@
 #include "link_store.h"
 #include "loose.h"
 #include "btree1_write.h"
+#include "chunk_store.h"
 #include "filter.h"
 #include "pline.h"
 #include "pool.h"
@@ -535,6 +536,15 @@ static int filter_job(void *ctx, size_t i)
 	return h5_filter_encode(&j->buf, &j->len, &j->mask, &w->pl);
 }
 
+/* The array's v1 B-tree writer as the chunk store sets records on it */
+static int batch_set(void *bt, const uint64_t *scaled, uint64_t idx, const h5_chunk_rec *rec)
+{
+	(void)idx;
+	return h5_bt1w_set(bt, scaled, rec);
+}
+
+static const h5_cidx_write_ops batch_index = { .set = batch_set };
+
 /* The batch's n filtered chunks written at the allocation end and
  * recorded, in order (f->write_lock taken here), their buffers given
  * back; rc: the filtering's result (on an error nothing is written). */
@@ -553,22 +563,23 @@ static int write_batch(h5_dset_writer *w, size_t n, int rc)
 	pthread_mutex_lock(&w->f->write_lock);
 	if (h5_space_end(w->f) != w->mark)
 		w->mark = UINT64_MAX;
-	for (size_t i = 0; i < n; i++) {
-		dset_job *j = &w->jobs[i];
-		h5_chunk_rec rec = { 0 };
-		uint64_t sc[H5_MAX_RANK];
+	/* through the chunk store, in one run at the end that was reserved */
+	if (rc == 0) {
+		h5_cstore c = { .f = w->f, .wops = &batch_index, .w = w->bt, .filtered = true, .run = true,
+				.at_end = true, .locked = true };
+		h5_cstore_item it[BATCH];
+		uint64_t sc[BATCH][H5_MAX_RANK];
 
-		if (rc == 0)
-			rc = h5_space_alloc(&rec.addr, w->f, j->len);
-		if (rc == 0)
-			rc = h5_file_write(w->f, rec.addr, j->buf, j->len);
-		rec.size = j->len;
-		rec.filter_mask = j->mask;
-		slab_chunk(w, w->batch_at + i, sc);
-		if (rc == 0)
-			rc = h5_bt1w_set(w->bt, sc, &rec);
-		h5_buf_free(j->buf);
-		j->buf = NULL;
+		for (size_t i = 0; i < n; i++) {
+			slab_chunk(w, w->batch_at + i, sc[i]);
+			it[i] = (h5_cstore_item){ .img = w->jobs[i].buf, .len = w->jobs[i].len, .mask = w->jobs[i].mask,
+						  .scaled = sc[i] };
+		}
+		rc = h5_cstore_put(NULL, &c, it, n);
+	}
+	for (size_t i = 0; i < n; i++) {
+		h5_buf_free(w->jobs[i].buf);
+		w->jobs[i].buf = NULL;
 	}
 	if (w->mark != UINT64_MAX)
 		w->mark = h5_space_end(w->f);
