@@ -303,16 +303,14 @@ void wfile_unpin(h5fs *fs, struct wfile *w)
  * handle that holds the lock, release dropped them (an np.save name
  * whose stream is no NPY, copied in by copytree or mv: an empty dataset,
  * its bytes answered and lost; test_tools, 1 run in 10 under load). */
-int wfile_append_now(h5fs *fs, struct wfile *w, fuse_ino_t ino, const void *buf, size_t len)
+int wfile_append_accept(h5fs *fs, struct wfile *w, uint64_t *t, const void *buf, size_t len)
 {
 	struct wqueue *q = w->q;
-	uint64_t t;
-	int e, rc;
+	int e = 0;
 
-	pthread_mutex_lock(&q->mu);
-	e = w->err;
-	/* rows are whole: not into another descriptor's partial row */
-	if (!e && q->partial && q->partial != w) {
+	/* rows are whole: another descriptor's partial row must be ended
+	 * first (and readers are shown the rows in the order they come) */
+	if (q->partial && q->partial != w) {
 		h5fs_log(fs, LOG_NOTICE, "append %s: another descriptor has written part of a row: EBUSY until it "
 			 "writes the rest or is closed", show_path(w->n->path));
 		e = EBUSY;
@@ -321,30 +319,58 @@ int wfile_append_now(h5fs *fs, struct wfile *w, fuse_ino_t ino, const void *buf,
 		e = wfile_hold(fs, w);
 	if (!e)
 		e = wfile_reserve(fs, w, wfile_uncommitted(w, q->vrows * q->row_bytes + w->vplen, len), 0);
+	/* kept and shown from now on (behind/tail.c) */
 	if (!e)
 		e = tail_accept(w->n, buf, len, q->row_bytes);
-	if (e) {
-		pthread_mutex_unlock(&q->mu);
+	if (e)
 		return e;
-	}
-	t = q->next++;
+	*t = q->next++;
 	vplen_add(q, w, len);
+	return 0;
+}
+
+int wfile_append_apply(h5fs *fs, struct wfile *w, fuse_ino_t ino, uint64_t t, const void *buf, size_t len,
+		       bool early)
+{
+	struct wqueue *q = w->q;
+	int rc, e = 0;
+
+	pthread_mutex_lock(&q->mu);
 	while (q->turn != t)
 		pthread_cond_wait(&q->cv, &q->mu);
 	pthread_mutex_unlock(&q->mu);
 	pthread_mutex_lock(&q->apply);
 	rc = h5_append_write(w->a, buf, len);
 	if (rc < 0) {
-		e = h5err_logged(fs, rc, "append", w->n->path, NULL, w->n->addr);
+		e = h5err_logged(fs, rc, early ? "append (reported by the next write, fsync or close)" : "append",
+				 w->n->path, NULL, w->n->addr);
+		/* (before the answer: the kernel must not keep the size) */
 		wfile_shown_drop(fs, w->n, ino, UINT64_MAX);
 	}
 	wfile_refresh(fs, w, ino);
 	pthread_mutex_unlock(&q->apply);
 	pthread_mutex_lock(&q->mu);
+	/* the stream did not take the bytes: the handle takes no more */
 	if (e && !w->err)
 		w->err = e;
+	if (early)
+		q->early--;
 	q->turn++;
 	pthread_cond_broadcast(&q->cv);
 	pthread_mutex_unlock(&q->mu);
 	return e;
+}
+
+int wfile_append_now(h5fs *fs, struct wfile *w, fuse_ino_t ino, const void *buf, size_t len)
+{
+	struct wqueue *q = w->q;
+	uint64_t t = 0;
+	int e;
+
+	pthread_mutex_lock(&q->mu);
+	e = w->err;
+	if (!e)
+		e = wfile_append_accept(fs, w, &t, buf, len);
+	pthread_mutex_unlock(&q->mu);
+	return e ? e : wfile_append_apply(fs, w, ino, t, buf, len, false);
 }

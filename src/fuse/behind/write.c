@@ -333,9 +333,9 @@ void behind_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 	h5fs *fs = r;
 	struct wfile *w = wfile_of(fi);
 	struct wqueue *q;
-	uint64_t end, t;
+	uint64_t end, t = 0;
 	bool early;
-	int rc, e;
+	int e;
 
 	if (!w) {
 		fuse_reply_err(req, EBADF);
@@ -404,20 +404,8 @@ void behind_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 	 * others write at the end here (before it they overwrote, above). */
 	if (!e && (off < 0 || (!w->append && (uint64_t)off != end)))
 		e = EPERM;
-	/* rows are whole: another descriptor's partial row must be ended
-	 * first (and readers are shown the rows in the order they come) */
-	if (!e && q->partial && q->partial != w) {
-		h5fs_log(fs, LOG_NOTICE, "append %s: another descriptor has written part of a row: EBUSY until it "
-			 "writes the rest or is closed", show_path(w->n->path));
-		e = EBUSY;
-	}
 	if (!e)
-		e = wfile_hold(fs, w);
-	if (!e)
-		e = wfile_reserve(fs, w, wfile_uncommitted(w, end, size), 0);
-	/* kept and shown from now on (behind/tail.c) */
-	if (!e)
-		e = tail_accept(w->n, buf, size, q->row_bytes);
+		e = wfile_append_accept(fs, w, &t, buf, size);
 	if (e) {
 		pthread_mutex_unlock(&q->mu);
 		pthread_mutex_unlock(&q->grow);
@@ -428,8 +416,6 @@ void behind_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 		fuse_reply_err(req, e);
 		return;
 	}
-	t = q->next++;
-	vplen_add(q, w, size);
 	early = q->early < WQ_EARLY;
 	if (early)
 		q->early++;
@@ -437,36 +423,11 @@ void behind_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 	pthread_mutex_unlock(&q->grow);
 	if (early)
 		fuse_reply_write(req, size);
-
-	pthread_mutex_lock(&q->mu);
-	while (q->turn != t)
-		pthread_cond_wait(&q->cv, &q->mu);
-	pthread_mutex_unlock(&q->mu);
-	pthread_mutex_lock(&q->apply);
-	rc = h5_append_write(w->a, buf, size);
-	if (rc < 0) {
-		if (early)
-			h5fs_log(fs, LOG_ERR, "append %s (object header 0x%llx): %s: reported by the next write, "
-			       "fsync or close", show_path(w->n->path), (unsigned long long)w->n->addr, h5_err_msg());
-		/* (before the answer: the kernel must not keep the size) */
-		wfile_shown_drop(fs, w->n, ino, UINT64_MAX);
-		if (!early)
-			reply_h5err_obj(fs, req, rc, "append", w->n->path, NULL, w->n->addr);
+	e = wfile_append_apply(fs, w, ino, t, buf, size, early);
+	if (!early) {
+		if (e)
+			fuse_reply_err(req, e);
+		else
+			fuse_reply_write(req, size);
 	}
-	wfile_refresh(fs, w, ino);
-	pthread_mutex_unlock(&q->apply);
-	pthread_mutex_lock(&q->mu);
-	if (rc < 0) {
-		/* the stream did not take the bytes: the handle takes no more */
-		if (!w->err)
-			w->err = h5fs_errno(rc);
-	}
-	if (early)
-		q->early--;
-	q->turn++;
-	pthread_cond_broadcast(&q->cv);
-	pthread_mutex_unlock(&q->mu);
-	if (!early && rc == 0)
-		fuse_reply_write(req, size);
 }
-

@@ -110,6 +110,16 @@ uint64_t wfile_uncommitted(struct wfile *w, uint64_t end, uint64_t add);
  * the answer (a demoted np.save stream's, write.c; the rows of csvin.c's
  * text): 0 or an errno, kept in the handle too */
 int wfile_append_now(h5fs *fs, struct wfile *w, fuse_ino_t ino, const void *buf, size_t len);
+/* wfile.c: the append path every writer of rows shares (write.c's
+ * behind_write, wfile_append_now): accept - under q->mu - refuses bytes
+ * into another descriptor's partial row (EBUSY, logged), holds FILE's
+ * lock for w, reserves their space, shows them to readers (tail.c) and
+ * gives them ticket *t; apply gives them to the stream in ticket order
+ * (early: answered already, so an error is w's, for its next write,
+ * fsync or close; it is kept in w either way): 0 or an errno (logged) */
+int wfile_append_accept(h5fs *fs, struct wfile *w, uint64_t *t, const void *buf, size_t len);
+int wfile_append_apply(h5fs *fs, struct wfile *w, fuse_ino_t ino, uint64_t t, const void *buf, size_t len,
+		       bool early);
 /* wfile.c: the open write handles scanned (fs->open_wfiles): the first
  * that match takes, under fs->lock (pinned when pin: its release waits
  * until unpin, fs->idle_cv); the same taking fs->lock; a pin let go. For

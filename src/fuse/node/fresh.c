@@ -398,7 +398,16 @@ int node_use(struct use *u, h5fs *fs, struct node *n)
 
 int node_use_current(struct use *u, h5fs *fs, struct node *n)
 {
-	int e = use(u, fs, n, true);
+	int e;
+
+	/* removed by another request since the kernel looked it up, its
+	 * storage freed: its header's space may be another object's now (a
+	 * truncate by name read it, EIO "no OHDR signature": test_procs) */
+	if (gone_freed(fs, n)) {
+		memset(u, 0, sizeof(*u));
+		return ENOENT;
+	}
+	e = use(u, fs, n, true);
 
 	/* (a node whose rebuild failed keeps an older generation) */
 	if (!e && !gen_is_current(fs, u->g)) {

@@ -154,6 +154,10 @@ void gone_unlinked(h5fs *fs, h5_file *f, uint64_t addr);
 void gone_keep(h5fs *fs, struct gen *g, h5_file *f, uint64_t addr, struct h5_gone *gone);
 /* A descriptor of n closed (storage kept for it freed when last). */
 void gone_closed(h5fs *fs, struct node *n);
+/* Whether n's object lost its last link and no node of it keeps its
+ * storage (no descriptor reads it): its space may hold another object
+ * now, so a change must not read it (fresh.c node_use_current: ENOENT) */
+bool gone_freed(h5fs *fs, const struct node *n);
 
 /* ---- handles.c: a handle put on and taken off one of the lists of open
  * handles (fs->open_dirs, fs->open_wfiles; under fs->lock) ---- */
