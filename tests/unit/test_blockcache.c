@@ -170,8 +170,11 @@ static void quiesce(bc_cache *c, mem_transport *m)
 		unsigned n, inflight;
 
 		nanosleep(&ts, NULL);
+		/* (hinted runs and metadata blocks the worker has not taken
+		 * yet count too: on a loaded machine it may not have woken
+		 * within the 50 ms of quiet, CI under ASan: nstream 0) */
 		pthread_mutex_lock(&c->mu);
-		inflight = c->ninflight;
+		inflight = c->ninflight + c->nrq + c->nhint;
 		pthread_mutex_unlock(&c->mu);
 		n = counter(m, &m->nlog);
 		stable = n == last && inflight == 0 ? stable + 1 : 0;

@@ -261,7 +261,10 @@ static int make(h5fs *fs, struct node *n, struct retype *rq, bool from_set)
 	 * still on its way: the lookup missed and it stayed bytes, CI
 	 * under ASan). */
 	pthread_rwlock_wrlock(&names_lk);
-	p = node_get(fs, __atomic_load_n(&n->parent, __ATOMIC_ACQUIRE));
+	/* (a reference of our own: the kernel's FORGET of the directory may
+	 * come on another thread meanwhile - from a release, ASan: a use
+	 * after free at synth_forget, test_copy_back under load) */
+	p = node_ref_existing(fs, __atomic_load_n(&n->parent, __ATOMIC_ACQUIRE));
 	path = strdup(__atomic_load_n(&n->path, __ATOMIC_ACQUIRE));
 	name = !path ? "" : strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
 	nlen = strlen(name);
@@ -420,6 +423,8 @@ out:
 	h5_dataset_close(d);
 	free(hidden);
 	free(h);
+	if (p)
+		node_unref(fs, p->ino, 1);
 	return e;
 }
 
