@@ -59,21 +59,27 @@ struct pending *pending_begin(h5fs *fs, struct node *n);
 void pending_end(h5fs *fs, struct node *n, struct pending *p);
 int pending_peek(const struct pending *p, uint64_t off, void *buf, size_t len);
 int pending_read(h5_read_plan *out, const struct pending *p, struct node *n, uint64_t off, size_t len);
-/* Other handles of w's node keeping bytes over [off, off + len) commit
- * them, before w keeps its own there (the later write wins); the caller
- * holds the node's apply lock. 0 or an errno (logged). */
-struct wfile;
-int pending_supersede(h5fs *fs, struct wfile *w, fuse_ino_t ino, uint64_t off, size_t len);
-/* Every handle of n keeping bytes over [off, off + len) commits them
- * (before a punched hole there); the caller holds n's apply lock. */
+/* The node's kept bytes over [off, off + len) committed (before a
+ * punched hole there); the caller holds n's apply lock. 0 or an errno
+ * (logged). */
 int pending_commit_over(h5fs *fs, struct node *n, fuse_ino_t ino, uint64_t off, uint64_t len);
-/* behind/overwrite.c: bytes written inside datasets (doc/OVERWRITE.md) */
-int ow_open(h5fs *fs, struct node *n, h5_overwriter **out);
-/* cached: the handle writes through the kernel's page cache (a dataset
- * that cannot grow: memmap r+), whose pages then hold the new bytes */
-int ow_put(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, uint64_t off, const char *buf, size_t len,
-	   bool cached);
-int ow_commit(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, bool all, bool durable, bool cached);
+/* behind/overwrite.c: bytes written inside datasets (doc/OVERWRITE.md),
+ * through the node's one overwriter (wstate.h struct wqueue's ow). check:
+ * whether n can be written so (0, or the errno, logged: EOPNOTSUPP).
+ * put: w's bytes into it (n's apply lock held); commit: what it keeps
+ * committed (all: the trailing partial element too; durable), the node
+ * shown the result; 0 or the errno (logged), which is each contributing
+ * handle's too. */
+struct wfile;
+struct wqueue;
+int ow_check(h5fs *fs, struct node *n);
+int ow_put(h5fs *fs, struct wfile *w, fuse_ino_t ino, uint64_t off, const char *buf, size_t len);
+int ow_commit(h5fs *fs, struct wqueue *q, struct node *n, fuse_ino_t ino, bool all, bool durable);
+/* the space a put of len bytes at the node's overwriter may take at its
+ * commit, reserved (apply lock taken here): 0 or a negative h5_err */
+int ow_reserve(h5fs *fs, struct wfile *w, uint64_t len);
+/* (wqueue.c) the queue's overwriter closed with it */
+void ow_close(struct wqueue *q);
 /* fallocate(PUNCH_HOLE | KEEP_SIZE) of [off, off + len), inside n's
  * dataset u: one durable commit of an overwriter of its own (engine
  * h5_overwrite_punch), the node reopened. The caller holds FILE and n's

@@ -2,8 +2,10 @@
  * (doc/OVERWRITE.md; man h5fs MODIFYING): pwrite, dd conv=notrunc,
  * numpy.memmap(mode="r+").
  *
- * A write handle's bytes inside the dataset go to its overwriter (engine
- * overwrite.c), which keeps them in memory; they are committed in one
+ * A write handle's bytes inside the dataset go to its node's one
+ * overwriter (engine overwrite.c; wstate.h struct wqueue's ow: the
+ * writeback of the node's handles, issue 81 item 3), which keeps them in
+ * memory; they are committed in one
  * ordered commit at close (flush) and fsync (msync), durably, and -
  * without fsync - whenever 64 MiB wait (H5FS_OVERWRITE_COMMIT_BYTES),
  * (the write descriptors' kind, behind/idle.c), keeping a trailing
@@ -28,13 +30,12 @@
  * Write-only handles use direct_io
  * (behind/write.c): the kernel caches none of their bytes, and their
  * commit drops the pages read handles may hold, after (above). */
-#include "commit.h"
-#include "handle.h"
-#include "tail.h"
+#include "wstate.h"
 
-int ow_open(h5fs *fs, struct node *n, h5_overwriter **out)
+/* An overwriter of n in f: 0, or the errno (logged) */
+static int ow_open(h5fs *fs, h5_file *f, struct node *n, h5_overwriter **out)
 {
-	int rc = h5_overwrite_open(out, fs->f, n->addr);
+	int rc = h5_overwrite_open(out, f, __atomic_load_n(&n->addr, __ATOMIC_ACQUIRE));
 
 	if (rc == 0)
 		return 0;
@@ -45,6 +46,55 @@ int ow_open(h5fs *fs, struct node *n, h5_overwriter **out)
 		return EOPNOTSUPP;
 	}
 	return h5err_logged(fs, rc, "open for writing", n->path, NULL, n->addr);
+}
+
+int ow_check(h5fs *fs, struct node *n)
+{
+	struct gen *g = gen_current(fs);
+	h5_overwriter *ow = NULL;
+	int e = ow_open(fs, g->f, n, &ow);
+
+	h5_overwrite_close(ow);
+	gen_release(g);
+	return e;
+}
+
+/* (under q->apply) The node's overwriter in the current generation:
+ * opened at the first use, and again once a new generation came and it
+ * keeps nothing (one that keeps bytes has a holder of FILE's lock, under
+ * which no generation is made: live/live.c); bytes it committed and did
+ * not sync are the new one's durable commit's (a durable commit with
+ * nothing to write syncs FILE), as wfile_follow did for a handle's own.
+ * Its space is reserved on its FILE, whose lock the new generation's
+ * holds (an old one's: EBUSY "allocated without its lock", stress-ng
+ * aiol). NULL and *e: the errno. */
+static h5_overwriter *q_ow(h5fs *fs, struct wqueue *q, struct node *n, int *e)
+{
+	struct gen *g = gen_current(fs);
+	h5_overwriter *ow = NULL;
+
+	*e = 0;
+	if (q->ow && (q->owg == g || h5_overwrite_buffered(q->ow))) {
+		gen_release(g);
+		return q->ow;
+	}
+	*e = ow_open(fs, g->f, n, &ow);
+	if (*e) {
+		gen_release(g);
+		return NULL;
+	}
+	ow_close(q);
+	q->ow = ow;
+	q->owg = g;
+	return ow;
+}
+
+void ow_close(struct wqueue *q)
+{
+	h5_overwrite_close(q->ow);
+	gen_release(q->owg);
+	q->ow = NULL;
+	q->owg = NULL;
 }
 
 /* Show what a commit changed: the node's dataset reopened (a chunk index
@@ -87,16 +137,55 @@ static void ow_refresh(h5fs *fs, struct node *n, fuse_ino_t ino, bool pages)
 		notify_inval_inode(fs->se, fs_ino_out(fs, ino), -1, 0);
 }
 
-int ow_commit(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, bool all, bool durable, bool cached)
+/* After a commit of q->ow: every handle of the node told. Done (rc 0):
+ * those whose bytes it took no longer keep any (kept: bytes are left,
+ * undurable: some are not durable yet). Failed: the error is each one's
+ * that kept bytes in it (answered earlier: its next write, fsync and
+ * close report it). Under q->apply. */
+static void ow_told(h5fs *fs, struct wqueue *q, int e, bool kept, bool undurable)
 {
-	bool any = h5_overwrite_buffered(ow) != 0;
-	int rc = h5_overwrite_commit(ow, all, durable);
+	pthread_mutex_lock(&q->mu);
+	pthread_mutex_lock(&fs->lock);
+	for (struct hlink *h = fs->open_wfiles.next; h != &fs->open_wfiles; h = h->next) {
+		struct wfile *o = (struct wfile *)(void *)h;
 
+		if (o->q != q)
+			continue;
+		if (e && __atomic_load_n(&o->ow_kept, __ATOMIC_ACQUIRE)) {
+			if (!o->err)
+				o->err = e;
+			__atomic_store_n(&o->failed, true, __ATOMIC_RELAXED);
+		}
+		if (!e && !kept)
+			__atomic_store_n(&o->ow_kept, false, __ATOMIC_RELEASE);
+		if (!e && !undurable)
+			__atomic_store_n(&o->ow_undurable, false, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	pthread_mutex_unlock(&q->mu);
+}
+
+int ow_commit(h5fs *fs, struct wqueue *q, struct node *n, fuse_ino_t ino, bool all, bool durable)
+{
+	h5_overwriter *ow = q->ow;
+	bool any;
+	int rc, e = 0;
+
+	if (!ow)
+		return 0;
+	any = h5_overwrite_buffered(ow) != 0;
+	rc = h5_overwrite_commit(ow, all, durable);
 	if (any)
-		ow_refresh(fs, n, ino, !cached);
-	if (rc < 0 && cached)   /* the kernel's pages may hold what FILE did not take */
+		ow_refresh(fs, n, ino, q->ow_pages);
+	/* the kernel's pages may hold what FILE did not take */
+	if (rc < 0 && __atomic_load_n(&n->cached_writers, __ATOMIC_ACQUIRE))
 		__atomic_store_n(&n->pages_stale, true, __ATOMIC_RELEASE);
-	return rc < 0 ? h5err_logged(fs, rc, "write", n->path, NULL, n->addr) : 0;
+	if (rc < 0)
+		e = h5err_logged(fs, rc, "write", n->path, NULL, n->addr);
+	else if (!h5_overwrite_buffered(ow))
+		q->ow_pages = false;
+	ow_told(fs, q, e, h5_overwrite_buffered(ow) != 0, h5_overwrite_pending(ow) != 0);
+	return e;
 }
 
 int ow_punch(h5fs *fs, struct node *n, const struct use *u, fuse_ino_t ino, uint64_t off, uint64_t len)
@@ -145,23 +234,48 @@ static uint64_t commit_bytes(void)
 	return x;
 }
 
-int ow_put(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, uint64_t off, const char *buf, size_t len,
-	   bool cached)
+int ow_put(h5fs *fs, struct wfile *w, fuse_ino_t ino, uint64_t off, const char *buf, size_t len)
 {
-	int rc = h5_overwrite_put(ow, off, buf, len);
+	struct wqueue *q = w->q;
+	struct node *n = w->n;
+	h5_overwriter *ow;
+	int rc, e;
 
+	if (!(ow = q_ow(fs, q, n, &e)))
+		return e;
+	rc = h5_overwrite_put(ow, off, buf, len);
 	if (rc < 0) {
-		if (cached)
+		if (w->cached)
 			__atomic_store_n(&n->pages_stale, true, __ATOMIC_RELEASE);
 		return h5err_logged(fs, rc, "write", n->path, NULL, n->addr);
 	}
+	__atomic_store_n(&w->ow_kept, true, __ATOMIC_RELEASE);
+	__atomic_store_n(&w->ow_undurable, true, __ATOMIC_RELEASE);
+	if (!w->cached)
+		q->ow_pages = true;
 	/* kept bytes only: those written in place are FILE's already, and
 	 * committing them (header time, fsync, the node reopened) every
 	 * 64 MiB stalled a dd in place at 0.6x a plain file (issue 44);
 	 * close and fsync still make them durable */
 	if (h5_overwrite_kept(ow) >= commit_bytes() || h5_overwrite_dirty(ow) >= commit_bytes())
-		return ow_commit(fs, n, ow, ino, false, false, cached);
+		return ow_commit(fs, q, n, ino, false, false);
 	return 0;
+}
+
+int ow_reserve(h5fs *fs, struct wfile *w, uint64_t len)
+{
+	struct wqueue *q = w->q;
+	h5_overwriter *ow;
+	int rc = 0, e;
+
+	pthread_mutex_lock(&q->apply);
+	ow = q_ow(fs, q, w->n, &e);
+	if (ow)
+		rc = h5_overwrite_reserve(ow, len);
+	else
+		rc = h5_err_set(H5_ERR_IO, "%s", strerror(e));
+	pthread_mutex_unlock(&q->apply);
+	return rc;
 }
 
 void ow_pages_settle(h5fs *fs, struct node *n, fuse_ino_t ino)

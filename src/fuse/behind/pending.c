@@ -1,6 +1,6 @@
 /* pending.c - reads answered with the bytes a dataset's write handles
  * were told are written (issue 53; man h5fs MODIFYING): a write inside a
- * dataset is kept by its handle's overwriter until a commit (member/
+ * dataset is kept by its node's one overwriter until a commit (behind/
  * overwrite.c), and is answered before it is applied (write-behind,
  * behind/write.c); a read of those bytes, through any descriptor, must
  * show them all the same. A read of a node with write handles therefore
@@ -21,19 +21,16 @@
 #include "handle.h"
 
 struct pending {
-	struct wqueue *q;
-	size_t n;
-	struct wfile *w[];      /* n's handles holding kept bytes */
+	struct wqueue *q;       /* its overwriter (q->ow) keeps the node's bytes */
 };
 
-/* (a holding handle with kept bytes neither goes on in another generation,
- * wfile_follow, nor lets go of its hold, wfile_give_back, nor is released,
- * while the apply lock is held: the list stays right until pending_end) */
+/* (the node's overwriter keeps what its handles put until a commit, and
+ * is neither committed, reopened nor closed while the apply lock is
+ * held: it stays right until pending_end) */
 struct pending *pending_begin(h5fs *fs, struct node *n)
 {
 	struct pending *p = NULL;
 	struct wqueue *q;
-	size_t cap = 0;
 	uint64_t t;
 
 	if (!__atomic_load_n(&n->wq, __ATOMIC_ACQUIRE))
@@ -48,32 +45,14 @@ struct pending *pending_begin(h5fs *fs, struct node *n)
 		pthread_cond_wait(&q->cv, &q->mu);
 	pthread_mutex_unlock(&q->mu);
 	pthread_mutex_lock(&q->apply);
-	pthread_mutex_lock(&q->mu);
-	pthread_mutex_lock(&fs->lock);
-	for (struct hlink *h = fs->open_wfiles.next; h != &fs->open_wfiles; h = h->next) {
-		struct wfile *w = (struct wfile *)(void *)h;
-
-		if (w->n == n && w->ow && h5_overwrite_kept(w->ow))
-			cap++;
-	}
-	p = malloc(sizeof(*p) + cap * sizeof(p->w[0]));
-	if (p) {
-		p->q = q;
-		p->n = 0;
-		for (struct hlink *h = fs->open_wfiles.next; h != &fs->open_wfiles && p->n < cap; h = h->next) {
-			struct wfile *w = (struct wfile *)(void *)h;
-
-			if (w->n == n && w->ow && h5_overwrite_kept(w->ow))
-				p->w[p->n++] = w;
-		}
-	}
-	pthread_mutex_unlock(&fs->lock);
-	pthread_mutex_unlock(&q->mu);
+	p = malloc(sizeof(*p));
 	if (!p) {
 		/* (out of memory: answered from FILE, as before issue 53) */
 		pthread_mutex_unlock(&q->apply);
 		wq_put(fs, n, q);
+		return NULL;
 	}
+	p->q = q;
 	return p;
 }
 
@@ -86,86 +65,28 @@ void pending_end(h5fs *fs, struct node *n, struct pending *p)
 	free(p);
 }
 
-/* Two handles never keep bytes over the same place: the later write must
- * win, in reads and in FILE, and the handles' commits come in any order
- * (each at its close). So before w keeps [off, off + len), the other
- * handles' kept bytes there are committed (all of them, not durably: as
- * their 64 MiB commit); w's then lie over them. stress-ng's aiol (64
- * descriptors of one file, the rounds overlapping) read the earlier
- * round's bytes back. A failed commit is that handle's error (answered
- * earlier: its close and fsync report it). q->apply held by the caller:
- * the list of n's handles stays as it is. */
-static int commit_over(h5fs *fs, struct node *node, const struct wfile *w, fuse_ino_t ino, uint64_t off,
-		       uint64_t len)
-{
-	struct wfile **v = NULL;
-	size_t n = 0, cap = 0;
-	int e = 0;
-
-	pthread_mutex_lock(&fs->lock);
-	for (struct hlink *h = fs->open_wfiles.next; h != &fs->open_wfiles; h = h->next) {
-		struct wfile *o = (struct wfile *)(void *)h;
-
-		if (o == w || o->n != node || !o->ow || !h5_overwrite_kept(o->ow))
-			continue;
-		if (n == cap) {
-			size_t nc = cap ? 2 * cap : 8;
-			struct wfile **nv = realloc(v, nc * sizeof(*nv));
-
-			if (!nv) {
-				e = ENOMEM;
-				break;
-			}
-			v = nv;
-			cap = nc;
-		}
-		v[n++] = o;
-	}
-	pthread_mutex_unlock(&fs->lock);
-	for (size_t i = 0; i < n && !e; i++) {
-		int rc = h5_overwrite_peek(v[i]->ow, off, NULL, (size_t)len), oe;
-
-		if (rc < 0) {
-			e = h5err_logged(fs, rc, "write", node->path, NULL, node->addr);
-		} else if (rc > 0 && (oe = ow_commit(fs, v[i]->n, v[i]->ow, ino, true, false, v[i]->cached)) != 0) {
-			pthread_mutex_lock(&v[i]->q->mu);
-			if (!v[i]->err)
-				v[i]->err = oe;
-			pthread_mutex_unlock(&v[i]->q->mu);
-			__atomic_store_n(&v[i]->failed, true, __ATOMIC_RELAXED);
-		}
-	}
-	free(v);
-	return e;
-}
-
-int pending_supersede(h5fs *fs, struct wfile *w, fuse_ino_t ino, uint64_t off, size_t len)
-{
-	return commit_over(fs, w->n, w, ino, off, len);
-}
-
-/* (a punched hole: every handle's kept bytes there first) */
+/* (a punched hole: the node's kept bytes there committed first, not
+ * durably; a failed commit is the error of the handles that kept bytes
+ * in it, ow_commit) */
 int pending_commit_over(h5fs *fs, struct node *n, fuse_ino_t ino, uint64_t off, uint64_t len)
 {
-	return commit_over(fs, n, NULL, ino, off, len);
+	struct wqueue *q = __atomic_load_n(&n->wq, __ATOMIC_ACQUIRE);
+	int rc;
+
+	if (!q || !q->ow)
+		return 0;
+	rc = h5_overwrite_peek(q->ow, off, NULL, (size_t)len);
+	if (rc < 0)
+		return h5err_logged(fs, rc, "write", n->path, NULL, n->addr);
+	if (rc > 0)
+		(void)ow_commit(fs, q, n, ino, true, false);
+	return 0;
 }
 
 int pending_peek(const struct pending *p, uint64_t off, void *buf, size_t len)
 {
-	int any = 0;
-
-	/* (no two handles keep bytes over the same place: pending_supersede) */
-	for (size_t i = p ? p->n : 0; i-- > 0;) {
-		int rc = h5_overwrite_peek(p->w[i]->ow, off, buf, len);
-
-		/* (a chunk taken whole read back and decoded: it may fail) */
-		if (rc < 0)
-			return rc;
-		any |= rc;
-		if (any && !buf)
-			break;
-	}
-	return any;
+	/* (a chunk taken whole read back and decoded: it may fail) */
+	return p && p->q->ow ? h5_overwrite_peek(p->q->ow, off, buf, len) : 0;
 }
 
 int pending_read(h5_read_plan *out, const struct pending *p, struct node *n, uint64_t off, size_t len)
@@ -173,7 +94,7 @@ int pending_read(h5_read_plan *out, const struct pending *p, struct node *n, uin
 	uint8_t *b;
 	int rc;
 
-	if (!p || !p->n || n->view != &h5_view_raw)
+	if (!p || !p->q->ow || n->view != &h5_view_raw)
 		return 1;
 	rc = pending_peek(p, off, NULL, len);
 	if (rc <= 0)

@@ -105,7 +105,6 @@ void wfile_refresh(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 static int wfile_follow(h5fs *fs, struct wfile *w)
 {
 	h5_appender *a = NULL;
-	h5_overwriter *ow = NULL;
 	struct use u;
 	int e;
 
@@ -115,8 +114,6 @@ static int wfile_follow(h5fs *fs, struct wfile *w)
 	if (!e && (u.g->ver != w->g->ver || u.f != u.g->f))
 		e = ESTALE;
 	if (!e && w->a && h5_append_open(&a, u.f, u.addr) < 0)
-		e = ESTALE;
-	if (!e && w->ow && ow_open(fs, w->n, &ow) != 0)
 		e = ESTALE;
 	h5_err_clear();
 	if (e) {
@@ -130,10 +127,8 @@ static int wfile_follow(h5fs *fs, struct wfile *w)
 	/* (nothing of w waits: the old ones have nothing to write, and
 	 * could not, their FILE not holding the lock) */
 	h5_append_drop(w->a);
-	h5_overwrite_close(w->ow);
 	h5_err_clear();
 	w->a = a;
-	w->ow = ow;
 	gen_release(w->g);
 	w->g = u.g;
 	u.g = NULL;
@@ -180,8 +175,8 @@ int wfile_reserve(h5fs *fs, struct wfile *w, uint64_t append_bytes, uint64_t ow_
 
 	if (append_bytes && w->a)
 		rc = h5_append_reserve(w->a, append_bytes);
-	if (rc == 0 && ow_bytes && w->ow)
-		rc = h5_overwrite_reserve(w->ow, ow_bytes);
+	if (rc == 0 && ow_bytes && w->can_ow)
+		rc = ow_reserve(fs, w, ow_bytes);
 	if (rc == H5_ERR_NOSPC)
 		__atomic_store_n(&w->nospc, true, __ATOMIC_RELAXED);
 	return rc == 0 ? 0 : commit_refuse(fs, rc, "write", w->n->path, NULL);
@@ -224,7 +219,7 @@ void wfile_give_back(h5fs *fs, struct wfile *w)
 
 	pthread_mutex_lock(&q->mu);
 	if (w->holding && q->turn == q->next && w->vplen == 0 && (!w->a || h5_append_pending(w->a) == 0) &&
-	    h5_overwrite_buffered(w->ow) == 0) {
+	    !__atomic_load_n(&w->ow_kept, __ATOMIC_ACQUIRE)) {
 		wfile_hold_set(w, false);
 		commit_end(fs, NULL, false);
 		done = true;
@@ -244,17 +239,17 @@ int wfile_ow_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	/* nothing kept, written in place or committed unsynced: nothing of
 	 * this handle to commit (a cp's handle appended only: its rows'
 	 * commit was durable - an fsync more per file, issue 55) */
-	if (!w->ow || !h5_overwrite_pending(w->ow))
+	if (!w->can_ow || !__atomic_load_n(&w->ow_undurable, __ATOMIC_ACQUIRE))
 		return 0;
 	e = commit_begin(NULL, fs, NULL, COMMIT_FILE, NULL);
 	if (e)
 		return e;
 	/* an overwrite commits over a stream with no rows waiting: other
 	 * handles' rows are committed first (else EBUSY, issue 53) */
-	if (w->a && h5_overwrite_buffered(w->ow) && (rc = h5_append_show(w->a)) < 0)
+	if (w->a && w->q->ow && h5_overwrite_buffered(w->q->ow) && (rc = h5_append_show(w->a)) < 0)
 		e = h5err_logged(fs, rc, "commit of rows appended", w->n->path, NULL, w->n->addr);
 	if (!e)
-		e = ow_commit(fs, w->n, w->ow, ino, true, true, w->cached);
+		e = ow_commit(fs, w->q, w->n, ino, true, true);
 	commit_end(fs, NULL, false);
 	return e;
 }

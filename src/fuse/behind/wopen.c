@@ -100,11 +100,12 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	w->undo = undo;
 	/* bytes inside the dataset (behind/overwrite.c), rows after its end */
 	/* O_APPEND only appends: no overwriter (its refusal is the append's) */
-	e = fi->flags & O_APPEND ? EPERM : ow_open(fs, n, &w->ow);
+	e = fi->flags & O_APPEND ? EPERM : ow_check(fs, n);
+	w->can_ow = e == 0;
 	rc = h5_append_open(&w->a, u.f, u.addr);
 	commit_end(fs, NULL, false);
 	node_use_end(&u);
-	if (rc < 0 && w->ow) {
+	if (rc < 0 && w->can_ow) {
 		rc = 0;         /* cannot grow: writes past the end are EFBIG */
 	} else if (rc < 0 && e && !(fi->flags & O_APPEND)) {
 		/* neither: the overwriter said why (logged) */
@@ -130,10 +131,9 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	 * and save the kernel a copy of every byte (1 GiB of dd: 0.24-0.46x
 	 * of a plain file through the cache, bench/README.md); so does
 	 * np.save's stream. */
-	rc = wq_attach(fs, w, w->ow && !w->npy && (fi->flags & O_ACCMODE) == O_RDWR);
+	rc = wq_attach(fs, w, w->can_ow && !w->npy && (fi->flags & O_ACCMODE) == O_RDWR);
 	if (rc) {
 		h5_append_drop(w->a);
-		h5_overwrite_close(w->ow);
 		wfile_free(w);
 		return rc;
 	}
@@ -212,7 +212,6 @@ void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	}
 	if ((e = wfile_ow_flush(fs, w, ino)) != 0 && !told)
 		fs_lost_set(fs, e);     /* bytes answered, not written (logged) */
-	h5_overwrite_close(w->ow);
 	/* A handle that holds nothing had its rows committed durably (flush,
 	 * fsync or the idler gave FILE's lock back only then): it writes
 	 * nothing now. Closing its appender would commit - at least give the

@@ -7,6 +7,7 @@
 
 static void wq_free(struct wqueue *q)
 {
+	ow_close(q);    /* (each handle's release committed what it put) */
 	pthread_mutex_destroy(&q->mu);
 	pthread_mutex_destroy(&q->apply);
 	pthread_mutex_destroy(&q->grow);

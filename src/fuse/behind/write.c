@@ -67,9 +67,8 @@ static bool overwrite_behind(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino
 		pthread_cond_wait(&q->cv, &q->mu);
 	pthread_mutex_unlock(&q->mu);
 	pthread_mutex_lock(&q->apply);
-	e = pending_supersede(fs, w, ino, (uint64_t)off, size);
-	if (!e)
-		e = ow_put(fs, w->n, w->ow, ino, (uint64_t)off, buf, size, w->cached);
+	/* (the node's one overwriter: a later put over an earlier one wins) */
+	e = ow_put(fs, w, ino, (uint64_t)off, buf, size);
 	pthread_mutex_unlock(&q->apply);
 	pthread_mutex_lock(&q->mu);
 	if (e && early && !w->err)
@@ -113,7 +112,7 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
 	bool accepted = false;
 	int e;
 
-	if (!w->ow || off < 0)
+	if (!w->can_ow || off < 0)
 		return false;
 	pthread_mutex_lock(&q->mu);
 	e = w->err;
@@ -214,9 +213,7 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
 	pthread_mutex_unlock(&q->mu);
 	pthread_mutex_unlock(&q->grow);
 	if (!e && n)
-		e = pending_supersede(fs, w, ino, (uint64_t)off, (size_t)n);
-	if (!e && n)
-		e = ow_put(fs, w->n, w->ow, ino, (uint64_t)off, buf, (size_t)n, w->cached);
+		e = ow_put(fs, w, ino, (uint64_t)off, buf, (size_t)n);
 	if (accepted) {
 		int rc = h5_append_write(w->a, buf + n, size - n);
 

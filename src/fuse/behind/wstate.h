@@ -36,12 +36,29 @@ struct wqueue {
 	 * would free the handle and let the node go under them (issue 65:
 	 * fsstress -p 8, SIGSEGV in ow_pages_settle) */
 	unsigned settling;
+	/* The node's one overwriter (issue 81 item 3, behind/overwrite.c):
+	 * the bytes every write handle of the node puts inside the dataset,
+	 * kept until a commit takes them, whichever handle's flush, fsync,
+	 * close or bound it is (a later put over an earlier one simply wins:
+	 * reads and FILE get the last). Opened at the first put in the
+	 * current generation (owg, held), again in a new one once it holds
+	 * nothing; closed with the queue. ow_pages: a direct_io handle put
+	 * bytes since the last commit (the commit drops readers' pages).
+	 * Under apply. */
+	h5_overwriter *ow;
+	struct gen *owg;
+	bool ow_pages;
 };
 
 struct wfile {
 	struct hlink link;      /* first: fs->open_wfiles */
 	h5_appender *a;         /* NULL: the dataset cannot grow */
-	h5_overwriter *ow;      /* NULL: its bytes cannot be written (behind/overwrite.c) */
+	bool can_ow;            /* it may write inside the dataset (q->ow; behind/overwrite.c) */
+	/* (atomics) its bytes are in q->ow, not committed (kept) or not
+	 * durable (undurable): a commit that takes everything clears them
+	 * on every handle of the node; one that fails is the error of each
+	 * handle with kept bytes (behind/overwrite.c ow_commit) */
+	bool ow_kept, ow_undurable;
 	struct node *n;         /* the kernel holds the inode while it is open */
 	struct gen *g;          /* the generation a and ow write through (held) */
 	struct wqueue *q;       /* n->wq */

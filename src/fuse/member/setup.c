@@ -178,7 +178,6 @@ void handles_free(h5fs *fs)
 			h5_append_close(w->a, NULL);
 		else
 			h5_append_drop(w->a);
-		h5_overwrite_close(w->ow);
 		if (w->holding) {
 			wfile_hold_set(w, false);
 			commit_end(fs, NULL, false);
