@@ -44,6 +44,9 @@ struct wfile;
 struct wfile *wfile_of(const struct fuse_file_info *fi);
 int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi);
 void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino);
+/* every handle whose release never came freed (the unmount, after the
+ * session loop: member/setup.c) */
+void wfile_free_all(h5fs *fs);
 /* A read descriptor of n, a dataset that grows on a read-write mount:
  * whether it uses the page cache (as n's other descriptors; the first
  * decides: behind/tail.c) */

@@ -253,3 +253,27 @@ void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 		node_unref(fs, w->n->ino, 1);
 	wfile_free(w);
 }
+
+/* Handles whose release never came (FILE unmounted while they were
+ * open): freed at exit, after the session loop (member/setup.c
+ * handles_free). Only a handle holding FILE's lock writes it. */
+void wfile_free_all(h5fs *fs)
+{
+	while (fs->open_wfiles.next != &fs->open_wfiles) {
+		struct wfile *w = (struct wfile *)(void *)fs->open_wfiles.next;
+
+		handle_del(fs, &w->link);
+		if (w->npy)
+			npy_release(fs, w->npy);
+		if (w->holding)
+			h5_append_close(w->a, NULL);
+		else
+			h5_append_drop(w->a);
+		if (w->holding) {
+			wfile_hold_set(w, false);
+			commit_end(fs, NULL, false);
+		}
+		wq_detach(fs, w);
+		wfile_free(w);
+	}
+}

@@ -1,6 +1,5 @@
 /* setup.c - the mount state: h5fs_new, h5fs_free. */
 #include "member.h"
-#include "wstate.h"
 #include "batch.h"
 #include "npystream.h"
 #include "handle.h"
@@ -167,22 +166,5 @@ void handles_free(h5fs *fs)
 		handle_del(fs, h);
 		dirsnap_free((struct dirsnap *)(void *)h);
 	}
-	while (fs->open_wfiles.next != &fs->open_wfiles) {
-		struct wfile *w = (struct wfile *)(void *)fs->open_wfiles.next;
-
-		handle_del(fs, &w->link);
-		if (w->npy)
-			npy_release(fs, w->npy);
-		/* (only a handle holding FILE's lock may write it) */
-		if (w->holding)
-			h5_append_close(w->a, NULL);
-		else
-			h5_append_drop(w->a);
-		if (w->holding) {
-			wfile_hold_set(w, false);
-			commit_end(fs, NULL, false);
-		}
-		wq_detach(fs, w);
-		wfile_free(w);
-	}
+	wfile_free_all(fs);
 }
