@@ -54,5 +54,8 @@ int lbatch_forget(h5fs *fs, h5_file *f, uint64_t addr, char **name, uint64_t *pi
  * when addr is not pending. */
 void lbatch_busy(h5fs *fs, struct node *n, bool busy);
 void lbatch_stop(h5fs *fs);
+/* The kinds (commit/commit.h struct commit_kind), registered with the
+ * mount by member/setup.c: new files and directories, attribute values */
+extern const struct commit_kind lbatch_kind, xbatch_kind;
 
 #endif

@@ -421,9 +421,10 @@ static int timed_commit(void *owner)
 	return commit_locked(lb->t.fs, lb, false, true);
 }
 
-static const struct commit_kind lbatch_kind = {
-	.name = "new files", .bit = COMMIT_NAMES, .idle_ms = LB_IDLE_MS, .max_ms = LB_MAX_MS,
-	.count = pending_count, .commit = timed_commit, .flush = kind_flush, .settle = fs_meta_sync,
+const struct commit_kind lbatch_kind = {
+	.name = "new files", .key = "NAMES", .bit = COMMIT_NAMES,
+	.policy = { .idle_ms = LB_IDLE_MS, .max_ms = LB_MAX_MS },
+	.count = pending_count, .commit = timed_commit, .flush = kind_flush, .settle = fs_meta_settle,
 	.stop = lbatch_stop,
 };
 

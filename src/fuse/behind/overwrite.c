@@ -5,8 +5,8 @@
  * A write handle's bytes inside the dataset go to its overwriter (engine
  * overwrite.c), which keeps them in memory; they are committed in one
  * ordered commit at close (flush) and fsync (msync), durably, and -
- * without fsync - whenever 64 MiB wait (H5FS_OVERWRITE_COMMIT_BYTES),
- * (the write descriptors' kind, behind/idle.c), keeping a trailing
+ * without fsync - whenever the write descriptors' kind's max_bytes wait
+ * (64 MiB; behind/idle.c, commit/sched.c commit_policy), keeping a trailing
  * partial element back for the rest of it (bytes the
  * engine wrote in place at once, whole elements of contiguous storage,
  * count for none of it: they wait only to be made durable). After a
@@ -126,23 +126,16 @@ int ow_punch(h5fs *fs, struct node *n, const struct use *u, fuse_ino_t ino, uint
 	return e;
 }
 
-/* The bound of a descriptor's pending bytes (the write descriptors' kind's
- * max_bytes, idle.c): the writing request commits them once they reach it;
- * H5FS_OVERWRITE_COMMIT_BYTES overrides it (tests) */
-static uint64_t commit_bytes(void)
+/* The bound of a descriptor's pending bytes: the write descriptors'
+ * kind's max_bytes (idle.c; commit/sched.c commit_policy: 64 MiB,
+ * H5FS_COMMIT_WRITES_BYTES overrides it), the bound of its appended rows
+ * too (wfile_append_open): the writing request commits them once they
+ * reach it */
+static uint64_t commit_bytes(h5fs *fs)
 {
-	static uint64_t v;
-	uint64_t x = __atomic_load_n(&v, __ATOMIC_RELAXED);
-	const char *e;
+	uint64_t x = commit_policy(fs, COMMIT_WRITES).max_bytes;
 
-	if (x)
-		return x;
-	e = getenv("H5FS_OVERWRITE_COMMIT_BYTES");
-	x = e && *e ? strtoull(e, NULL, 10) : 0;
-	if (!x)
-		x = WFILE_COMMIT_BYTES;
-	__atomic_store_n(&v, x, __ATOMIC_RELAXED);
-	return x;
+	return x ? x : UINT64_MAX;
 }
 
 int ow_put(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, uint64_t off, const char *buf, size_t len,
@@ -159,7 +152,7 @@ int ow_put(h5fs *fs, struct node *n, h5_overwriter *ow, fuse_ino_t ino, uint64_t
 	 * committing them (header time, fsync, the node reopened) every
 	 * 64 MiB stalled a dd in place at 0.6x a plain file (issue 44);
 	 * close and fsync still make them durable */
-	if (h5_overwrite_kept(ow) >= commit_bytes() || h5_overwrite_dirty(ow) >= commit_bytes())
+	if (h5_overwrite_kept(ow) >= commit_bytes(fs) || h5_overwrite_dirty(ow) >= commit_bytes(fs))
 		return ow_commit(fs, n, ow, ino, false, false, cached);
 	return 0;
 }

@@ -101,7 +101,7 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	/* bytes inside the dataset (behind/overwrite.c), rows after its end */
 	/* O_APPEND only appends: no overwriter (its refusal is the append's) */
 	e = fi->flags & O_APPEND ? EPERM : ow_open(fs, n, &w->ow);
-	rc = h5_append_open(&w->a, u.f, u.addr);
+	rc = wfile_append_open(fs, &w->a, u.f, u.addr);
 	commit_end(fs, NULL, false);
 	node_use_end(&u);
 	if (rc < 0 && w->ow) {

@@ -138,9 +138,10 @@ static int timed_commit(void *owner)
 	return 0;
 }
 
-static const struct commit_kind xbatch_kind = {
-	.name = "attribute values", .bit = COMMIT_ATTRS, .idle_ms = XB_IDLE_MS, .max_ms = XB_MAX_MS,
-	.count = pending_count, .commit = timed_commit, .flush = kind_flush, .settle = fs_meta_sync,
+const struct commit_kind xbatch_kind = {
+	.name = "attribute values", .key = "ATTRS", .bit = COMMIT_ATTRS,
+	.policy = { .idle_ms = XB_IDLE_MS, .max_ms = XB_MAX_MS },
+	.count = pending_count, .commit = timed_commit, .flush = kind_flush, .settle = fs_meta_settle,
 	.stop = xbatch_stop,
 };
 

@@ -110,9 +110,24 @@
 #include "node.h"
 
 /* ---- admit.c ---- */
-/* The request (op, what for the log line, the object's path or NULL)
- * admitted, 0, or refused before its answer by the pager's admission
- * table (state/pager.c: EROFS, EIO), with one log line saying why. */
+/* What a request asks before its answer: the table's row (op), and the
+ * kind whose storage is to hold it (kind: COMMIT_NAMES, ...; 0: none),
+ * with what that kind's admit reads (arg: the kind's own struct, declared
+ * beside it: batch.h struct lb_ask, wstate.h struct wfile_ask). */
+struct commit_ask {
+	enum pager_op op;
+	unsigned kind;
+	const char *what;       /* the request, for the log line */
+	const char *path;       /* the object's path, or NULL */
+	const void *arg;
+};
+/* The one way a write is admitted: the pager's admission table (state/
+ * pager.c: EROFS, EIO) read under wmu, then the kind's admit callback
+ * (what its storage can hold: ENAMETOOLONG, EFBIG, EBUSY, ENOSPC, ...).
+ * 0, or the errno the request is answered with, logged once (the table's
+ * refusals here, the kind's by the kind, which knows why). */
+int commit_ask(h5fs *fs, const struct commit_ask *q);
+/* The table alone (no kind): commit_ask with kind 0 */
 int commit_admit(h5fs *fs, enum pager_op op, const char *what, const char *path);
 
 /* ---- gate.c ---- */
@@ -128,10 +143,11 @@ enum {
 	/* not kinds: FILE's lock alone, for no object (u and n NULL: a write
 	 * descriptor's stream, a batch's own commit) */
 	COMMIT_FILE = 8,
-	/* the write descriptors' kind (behind/idle.c): its place in the
-	 * kinds' order; no flush (their bytes are committed by their own
-	 * requests, and by its idle look) */
+	/* the write descriptors' pending bytes (behind/idle.c): flushed by
+	 * fs_meta_sync (every descriptor committed as its fsync commits it),
+	 * not by a barrier nor fs_meta_settle */
 	COMMIT_WRITES = 32,
+	COMMIT_EVERY = COMMIT_ALL | COMMIT_STREAMS | COMMIT_WRITES,
 	/* putting back what a failed change took away (trunc_unempty): also
 	 * on a mount that lost a change (node.h fs_write_begin_undo) */
 	COMMIT_UNDO = 16,
@@ -170,30 +186,55 @@ void commit_rd_change_begin(h5fs *fs, struct rd *x);
 void commit_rd_change_end(struct rd *x);
 
 /* ---- sched.c ---- */
-/* A kind of write-behind. Batch kinds (count and commit set) are
- * committed idle_ms after their last change, max_ms after the first at
- * the latest, then made durable (settle: fs_meta_sync) once empty; a commit that
+/* A kind's commit policy, read by the scheduler (batches: committed
+ * idle_ms after their last change, max_ms after their first at the
+ * latest) and by the kind's own writers (the write descriptors: a
+ * descriptor's pending bytes committed by its writing request once they
+ * reach max_bytes, an append stream's rows max_ms after the oldest came;
+ * a descriptor idle for idle_ms committed by the periodic look). 0: none. */
+struct commit_policy {
+	unsigned idle_ms, max_ms;
+	uint64_t max_bytes;
+};
+/* A kind of write-behind, registered with the mount at its start
+ * (commit_kind_register: its policy and admit known before its first
+ * change) and, at its first change, with the scheduler (its slot).
+ * Batch kinds (count and commit set) are committed by the policy above,
+ * then made durable (settle: fs_meta_sync) once empty; a commit that
  * fails is tried again idle_ms later. A periodic kind (poll set) is
  * called when due and says when next. flush commits everything now
  * (barriers, fs_meta_sync). */
 struct commit_kind {
 	const char *name;
+	/* its policy's overrides (tests, tuning): H5FS_COMMIT_<key>_BYTES,
+	 * _MS (max_ms), _IDLE_MS, read once at registration (sched.c) */
+	const char *key;
 	unsigned bit;           /* COMMIT_NAMES, ...: barriers and flush order */
-	unsigned idle_ms, max_ms;
+	/* the defaults (a periodic kind's idle_ms: the mount's -o idle_commit) */
+	struct commit_policy policy;
 	size_t (*count)(void *owner);           /* slot mu held */
 	int (*commit)(void *owner);             /* slot mu held: 0 or an errno */
 	int (*flush)(void *owner);              /* no lock held: 0 or an errno */
 	int (*settle)(h5fs *fs);                /* a batch empty after its commits: fs_meta_sync */
 	/* the unmount: what is left committed, the slot unregistered
 	 * (commit_slot_stop), the kind's state freed; commit_sched_stop
-	 * calls it for every kind registered, in their order */
+	 * calls it for every kind registered with the mount, in their order */
 	void (*stop)(h5fs *fs);
 	int64_t (*poll)(void *owner, int64_t now);      /* next due time */
-	/* a kind whose changes are a write descriptor's pending bytes
-	 * (behind/idle.c): committed by the writing request itself once they
-	 * reach this many bytes (0: no such bound) */
-	uint64_t max_bytes;
+	/* what its storage can hold (commit_ask, after the table): 0 or the
+	 * errno of the refusal, logged by it; q->arg is the kind's own */
+	int (*admit)(h5fs *fs, const struct commit_ask *q);
 };
+/* k known to the mount (member/setup.c, for every kind of behind/, in
+ * their order): its policy computed (defaults, the mount's options, the
+ * overrides); no thread started. 0 or ENOMEM. */
+int commit_kind_register(h5fs *fs, const struct commit_kind *k);
+/* The policy of the kind bit registered (zeros: none) */
+struct commit_policy commit_policy(h5fs *fs, unsigned bit);
+/* The mount's kinds forgotten (h5fs_free, after commit_sched_stop) */
+void commit_kinds_free(h5fs *fs);
+/* The kind bit registered, or NULL (admit.c) */
+const struct commit_kind *commit_kind_of(h5fs *fs, unsigned bit);
 /* A registered kind's slot, kept in its owner. mu is the batch's lock,
  * held around count() and commit() and by commit_changed's caller. */
 struct commit_slot {
@@ -205,6 +246,7 @@ struct commit_slot {
 	bool timed, busy, listed;
 	unsigned flushing;      /* barriers in its flush (cs->mu): its stop waits */
 	int64_t first_ns, last_ns;
+	struct commit_policy pol;       /* the kind's (commit_policy) */
 };
 /* Registered (fs->lock held: no flush that follows the first change
  * misses it); the scheduler started at the first. 0 or an errno. */
@@ -226,11 +268,18 @@ int commit_barrier(h5fs *fs, unsigned mask);
 void commit_sched_stop(h5fs *fs);
 
 /* ---- durable.c ---- */
-/* What fs_meta_changed (node.h) remembered made durable: every kind with
- * a flush flushed (the batches and np.save's streams), then FILE
- * fsync'd and cut: fsync, fsyncdir, a batch's settle, the idle commit,
- * the unmount. */
+/* Everything answered made durable: every kind flushed (COMMIT_EVERY:
+ * the batches, np.save's streams and every write descriptor's pending
+ * bytes, in that order), then FILE fsync'd and cut to its end of
+ * allocation: fsyncdir, fsync of a descriptor that holds no bytes of its
+ * own, the unmount. */
 int fs_meta_sync(h5fs *fs);
+/* What fs_meta_changed (node.h) remembered made durable, the batches and
+ * streams flushed first, other descriptors' bytes left to them (POSIX
+ * fsync(2) asks for the file's own data only): a batch's settle, the
+ * idle sync of attribute and link changes, a write descriptor's fsync
+ * after its own bytes. */
+int fs_meta_settle(h5fs *fs);
 /* Unmounting: the last rewritten chunk moved down when FILE can end lower
  * (h5_file_compact); failures are logged only. */
 void fs_compact(h5fs *fs);
