@@ -972,6 +972,13 @@ void h5_file_space_handover(h5_file *to, h5_file *from);
  * group has (H5_ERR_INVAL). */
 int h5_link_insert(h5_file *f, uint64_t group, const char *name, size_t name_len, h5_link_type type,
 		   uint64_t addr, const char *target, int durable);
+/* Whether a link of a name of name_len bytes (type, a soft link's
+ * target) can be added to the group at `group` as its storage is or as
+ * its next insert makes it, asked before the request that adds it is
+ * answered: 0, or H5_ERR_LIMIT with the reason (a message larger than a
+ * header message, or than the group's dense store keeps in place: a huge
+ * heap object, which h5fs does not write). Nothing is written. */
+int h5_link_fits(h5_file *f, uint64_t group, size_t name_len, h5_link_type type, const char *target);
 /* A new empty group NAME in group parent, at *addr: of the parent's form
  * (a v2 header of compact link storage, or a v1 header with an empty
  * symbol table), as libhdf5 makes one in such a file; a v2 header tracks

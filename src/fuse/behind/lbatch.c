@@ -421,11 +421,35 @@ static int timed_commit(void *owner)
 	return commit_locked(lb->t.fs, lb, false, true);
 }
 
+/* The kind's admit (commit_ask, after the pager's table): a link the
+ * group's storage cannot take refused before the answer (engine
+ * h5_link_fits: a soft link of a ~4 KiB target into a dense group), not
+ * at a commit after it. A hard link's message (a name of 255 bytes at
+ * most, an address) is below 300 bytes, which every store keeps: the
+ * creates and mkdirs of the batch are not asked (the engine's insert
+ * still checks, a defence). */
+static int kind_admit(h5fs *fs, const struct commit_ask *q)
+{
+	const struct lb_ask *a = q->arg;
+	int rc, e;
+
+	if (a->type != H5_LINK_SOFT)
+		return 0;       /* (an external link renamed keeps its size: the engine's move checks it) */
+	rc = h5_link_fits(a->f, a->group, strlen(a->name), a->type, a->target);
+	if (rc == 0)
+		return 0;
+	e = rc == H5_ERR_LIMIT ? ENAMETOOLONG : h5fs_errno(rc);
+	h5fs_log(fs, LOG_ERR, "%s %s%s%s: %s: %s", q->what, q->path ? show_path(q->path) : "",
+		 q->path && strcmp(q->path, "/") ? "/" : "", a->name, strerror(e), h5_err_msg());
+	h5_err_clear();
+	return e;
+}
+
 const struct commit_kind lbatch_kind = {
 	.name = "new files", .key = "NAMES", .bit = COMMIT_NAMES,
 	.policy = { .idle_ms = LB_IDLE_MS, .max_ms = LB_MAX_MS },
 	.count = pending_count, .commit = timed_commit, .flush = kind_flush, .settle = fs_meta_settle,
-	.stop = lbatch_stop,
+	.stop = lbatch_stop, .admit = kind_admit,
 };
 
 static struct lbatch *lbatch_get(h5fs *fs)
