@@ -6,19 +6,26 @@
  * SQLite's pager is the model: one state diagram, numbered invariants,
  * one sticky error.
  *
- *   admit.c    admission before the answer: the pager's table of
- *              operation x state (state/pager.c), one log line a refusal
+ *   admit.c    admission before the answer (commit_ask): the pager's
+ *              table of operation x state (state/pager.c), one log line
+ *              a refusal, then the admit of the kind whose storage takes
+ *              the change
  *   gate.c     begin: FILE's write lock, the barrier of the write-behind
  *              kinds, the object as the current generation shows it
  *              (commit_begin/commit_end); reader sections (commit_rd_*)
- *   sched.c    the write-behind kinds, registered with callbacks, and the
- *              one scheduler thread that commits them when due
+ *   sched.c    the write-behind kinds, registered with the mount (their
+ *              policies, admits, stops) and with the scheduler (their
+ *              slots), and the one scheduler thread that commits them
+ *              when due
  *   durable.c  durability: every kind flushed, FILE fsync'd and cut to its
- *              end of allocation (fs_meta_sync); the unmount's compaction
+ *              end of allocation (fs_meta_sync; fs_meta_settle: the
+ *              batches and streams); the unmount's compaction
  *
- * The kinds (src/fuse/behind/, each one file registering a struct
- * commit_kind with sched.c; nothing here calls them but through it):
- *   lbatch.c   new files and directories not linked yet (COMMIT_NAMES)
+ * The kinds (src/fuse/behind/, each one file defining a struct
+ * commit_kind, registered the same way by member/setup.c; nothing here
+ * calls them but through it):
+ *   lbatch.c   new files and directories not linked yet (COMMIT_NAMES);
+ *              its admit: a soft link its group's storage cannot take
  *   xbatch.c   attribute values answered (COMMIT_ATTRS)
  *   npy.c      np.save's streams whose every byte is in (COMMIT_STREAMS:
  *              made 1 s after their last byte, at their close, or at any
@@ -26,8 +33,11 @@
  *   idle.c     the open datasets' pending bytes: write handles' rows and
  *              kept overwrites (wfile.c, wopen.c, write.c, wclose.c,
  *              wqueue.c, pending.c, overwrite.c, tail.c, csvin.c,
- *              truncate.c), their bound (max_bytes)
- *              and their idle commit
+ *              truncate.c) (COMMIT_WRITES): their policy (max_bytes,
+ *              max_ms: the append stream's and the overwriter's bound),
+ *              their idle commit, their flush (fs_meta_sync) and stop
+ *              (every descriptor's bytes committed), their admit (wfile.c
+ *              wfile_admit: every refusal of a write)
  *
  * The engine below does the ordered commit itself (h5core write/txn.c:
  * new bytes first, a barrier, then the one pointer that makes them
@@ -38,7 +48,7 @@
  * build, configure --enable-debug as the sanitizer builds CI runs are,
  * aborts on a violation, a release build logs the first once;
  * tests/unit/test_pager.c breaks each on purpose). Its state is what the
- * write decisions read: admission (admit.c commit_admit, over the pager's
+ * write decisions read: admission (admit.c commit_ask, over the pager's
  * table of operation x state: EROFS on a read-only mount, another file's
  * object or a view; EIO once LOST), FILE's lock (node/hold.c, which
  * moves the pager at each begin and end), the syncs (durable.c) and the
@@ -48,19 +58,22 @@
  * A change's way through (the function of each step):
  *
  *   request --admit--> ADMITTED --reserve--> RESERVED --answer--> PENDING
- *   (commit_admit, then  (the engine's h5_*_reserve, before   (in a kind's batch
- *    commit_begin:       the answer: ENOSPC, the host's       or a handle's
- *    kinds flushed,      margin, refused by commit_refuse)    pending bytes:
- *    FILE's lock; EROFS,                                      answered)
+ *   (commit_ask: the     (the engine's h5_*_reserve, before   (in a kind's batch
+ *    table, the kind's   the answer: ENOSPC, the host's       or a handle's
+ *    admit; commit_begin: margin, refused by commit_refuse;   pending bytes:
+ *    kinds flushed,      a write's: its kind's admit)         answered)
+ *    FILE's lock; EROFS,
  *    EBUSY, ESTALE; EIO
  *    when LOST)
  *   PENDING --commit--> COMMITTED --sync--> DURABLE
- *   (batches: the scheduler   (fs_meta_sync, fsync,
- *    when due, a barrier;      fsyncdir, the idle kind, the unmount)
- *    a handle's bytes: its
- *    request thread at 64 MiB
- *    of touched chunks, fsync,
- *    close, the idle kind)
+ *   (batches: the scheduler   (fs_meta_sync: fsyncdir, fsync
+ *    when due, a barrier;      without own bytes, the unmount;
+ *    a handle's bytes: its     fs_meta_settle: a handle's fsync,
+ *    request thread at the     a batch's settle, the idle sync)
+ *    kind's max_bytes or
+ *    max_ms, fsync, close,
+ *    fs_meta_sync, the idle
+ *    kind)
  *   PENDING or COMMITTED --a commit or sync fails--> LOST (fs_lost_set)
  *   A change made at once (rm, mv, utimens, truncate, a setxattr that is
  *   not batched; mkdir and rmdir go in the new files' batch, lbatch.c) goes ADMITTED -> COMMITTED inside commit_begin /
@@ -88,21 +101,35 @@
  *      tried again when due, until its tries run out or the unmount, then
  *      the mount is LOST; the attribute batch marks the mount LOST at once
  *      (its values were answered and cannot be put back in order).
- *   6. fs_meta_sync flushes every kind that has a flush (the batches
- *      and np.save's streams: COMMIT_ALL | COMMIT_STREAMS), in order,
- *      then fsyncs FILE once; the write descriptors' bytes are their own
- *      requests' to commit (fsync, close, 64 MiB) or the idle kind's;
- *      the unmount stops every kind through one loop (commit_sched_stop);
- *      meta_unsynced is cleared only by a sync that no change overtook
- *      (fs_meta_synced).
- *   7. One thread (sched.c) commits the batch kinds when due, with the
+ *   6. fs_meta_sync flushes every kind (COMMIT_EVERY: the batches,
+ *      np.save's streams, every write descriptor's pending bytes), in
+ *      order, then fsyncs FILE once; fs_meta_settle the batches and
+ *      streams alone (POSIX fsync(2) asks for a file's own data: another
+ *      descriptor's bytes stay its own); the unmount stops every kind
+ *      registered with the mount through one loop (commit_sched_stop),
+ *      the write descriptors' stop committing what any still holds; the
+ *      pager's unsynced flag is cleared only by a sync that no change
+ *      overtook (fs_meta_synced).
+ *   7. One thread (sched.c) commits the batch kinds when due (their
+ *      policy, computed once at registration: commit_policy), with the
  *      kind's own lock; a handle's bytes are committed on its request
- *      threads (a write past the bound, fsync, close) or by the idle kind
- *      on that thread.
+ *      threads (a write past the bound, fsync, close), by a request's
+ *      fs_meta_sync, or by the idle kind on that thread; a write's
+ *      admission and ticket are taken under one q->mu, and a hold given
+ *      back only under q->apply (behind/wfile.c wfile_give_back), so no
+ *      other thread's commit leaves a write without FILE's lock.
+ *   8. What a kind's storage cannot hold is refused before the answer
+ *      on one path, commit_ask -> the pager's table -> the kind's admit:
+ *      every write of a descriptor (wfile_admit), a soft link by symlink
+ *      or rename (lbatch.c). The batches' own space and checks (lbatch.c
+ *      reserve_locked, xbatch.c accept_locked: h5_attr_set_check, a
+ *      change it cannot promise made at once by xattr.c) are decided in
+ *      their accept paths, before the answer too.
  *
  * Tests: test_lbatch.py, test_xbatch.py, test_durable.py,
- * test_durable_kinds.py, test_idle_commit.py, test_long_runs.py, and the
- * crash enumerations (test_*_crash.py).
+ * test_durable_kinds.py, test_idle_commit.py, test_commit_kinds.py,
+ * test_procs.py, test_long_runs.py, and the crash enumerations
+ * (test_*_crash.py).
  */
 #ifndef H5FS_COMMIT_H
 #define H5FS_COMMIT_H
