@@ -58,17 +58,21 @@ void lbatch_stop(h5fs *fs);
  * mount by member/setup.c: new files and directories, attribute values */
 extern const struct commit_kind lbatch_kind, xbatch_kind;
 /* A new name asked of the names kind before its answer (commit_ask with
- * kind COMMIT_NAMES, arg one of these: member/link.c's symlink, rename):
- * whether group (f, group) can take a link NAME of type (a soft link's
- * target) as its storage is or as this insert makes it (ENAMETOOLONG,
- * logged: a message larger than a header message or than the group's
- * dense store keeps in place). */
+ * kind COMMIT_NAMES, arg one of these): whether group (f, group) can take
+ * a link NAME of type (a soft link's target) as its storage is or as
+ * this insert makes it (ENAMETOOLONG, logged: a message larger than a
+ * header message or than the group's dense store keeps in place:
+ * member/link.c's symlink, rename); for a name joining the batch (lb,
+ * lbatch.c's create and mkdir, its lock held): not pending nor in the
+ * group (EEXIST), and the room its commit may take reserved (ENOSPC). */
+struct lbatch;
 struct lb_ask {
 	h5_file *f;
 	uint64_t group;
 	const char *name;
 	h5_link_type type;
 	const char *target;
+	struct lbatch *lb;
 };
 
 #endif

@@ -428,11 +428,15 @@ static int timed_commit(void *owner)
  * most, an address) is below 300 bytes, which every store keeps: the
  * creates and mkdirs of the batch are not asked (the engine's insert
  * still checks, a defence). */
+static int new_name_admit(h5fs *fs, struct lbatch *lb, const char *name);
+
 static int kind_admit(h5fs *fs, const struct commit_ask *q)
 {
 	const struct lb_ask *a = q->arg;
 	int rc, e;
 
+	if (a->lb)
+		return new_name_admit(fs, a->lb, a->name);
 	if (a->type != H5_LINK_SOFT)
 		return 0;       /* (an external link renamed keeps its size: the engine's move checks it) */
 	rc = h5_link_fits(a->f, a->group, strlen(a->name), a->type, a->target);
@@ -514,6 +518,24 @@ static int reserve_locked(h5fs *fs, struct lbatch *lb, size_t name_len, const ch
 	return 0;
 }
 
+/* A name joining the batch (t.mu held, the batch begun on its group):
+ * the names kind's admit for create and mkdir (kind_admit). */
+static int new_name_admit(h5fs *fs, struct lbatch *lb, const char *name)
+{
+	h5_link l;
+	int rc;
+
+	if (pending_locked(lb, name, NULL))
+		return EEXIST;
+	/* linked by a batch since the caller looked (commits hold mu) */
+	rc = h5_group_lookup(&l, lb->u.f, lb->u.addr, name);
+	h5_link_clear(&l);
+	h5_err_clear();
+	if (rc == 0)
+		return EEXIST;
+	return reserve_locked(fs, lb, strlen(name), name);
+}
+
 /* What a create in p, and an rmdir in p, must commit first. */
 static bool create_needs_commit(const struct lbatch *lb, const struct node *p)
 {
@@ -538,24 +560,8 @@ int lbatch_create(h5fs *fs, struct node *p, const char *name, const h5_dset_new 
 	pthread_mutex_lock(&lb->t.mu);
 	if ((err = drain_locked(fs, lb, create_needs_commit, p)) != 0)
 		goto out;
-	if (lb->count && pending_locked(lb, name, NULL)) {
-		err = EEXIST;
-		goto out;
-	}
 	if (!lb->count && (err = begin_locked(fs, lb, p)) != 0)
 		goto out;
-	{
-		/* linked by a batch since the caller looked (commits hold mu) */
-		h5_link l;
-
-		rc = h5_group_lookup(&l, lb->u.f, lb->u.addr, name);
-		h5_link_clear(&l);
-		h5_err_clear();
-		if (rc == 0) {
-			err = EEXIST;
-			goto undo;
-		}
-	}
 	if (lb->count == lb->cap) {
 		size_t cap = lb->cap ? 2 * lb->cap : 64;
 		char **nv = realloc(lb->names, cap * sizeof(*nv));
@@ -574,7 +580,12 @@ int lbatch_create(h5fs *fs, struct node *p, const char *name, const h5_dset_new 
 		}
 		lb->cap = cap;
 	}
-	err = reserve_locked(fs, lb, len, name);
+	/* the names kind's admit: the name free, the room its commit may
+	 * take reserved (new_name_admit) */
+	err = commit_ask(fs, &(struct commit_ask){ .op = PAGER_CHANGE, .kind = COMMIT_NAMES, .what = d ? "create" : "mkdir",
+						   .path = lb->path, .arg = &(struct lb_ask){
+							   .f = lb->u.f, .group = lb->u.addr, .name = name,
+							   .type = H5_LINK_HARD, .lb = lb } });
 	if (err)
 		goto undo;
 	if (!(nm = strdup(name))) {

@@ -25,7 +25,9 @@
  * commit_kind, registered the same way by member/setup.c; nothing here
  * calls them but through it):
  *   lbatch.c   new files and directories not linked yet (COMMIT_NAMES);
- *              its admit: a soft link its group's storage cannot take
+ *              its admit: a soft link its group's storage cannot take,
+ *              a create's or mkdir's name taken (EEXIST) or its room
+ *              (ENOSPC)
  *   xbatch.c   attribute values answered (COMMIT_ATTRS)
  *   npy.c      np.save's streams whose every byte is in (COMMIT_STREAMS:
  *              made 1 s after their last byte, at their close, or at any
@@ -121,10 +123,11 @@
  *   8. What a kind's storage cannot hold is refused before the answer
  *      on one path, commit_ask -> the pager's table -> the kind's admit:
  *      every write of a descriptor (wfile_admit), a soft link by symlink
- *      or rename (lbatch.c). The batches' own space and checks (lbatch.c
- *      reserve_locked, xbatch.c accept_locked: h5_attr_set_check, a
- *      change it cannot promise made at once by xattr.c) are decided in
- *      their accept paths, before the answer too.
+ *      or rename and a new name of the batch, its room reserved
+ *      (lbatch.c). The attribute batch's checks (xbatch.c accept_locked:
+ *      h5_attr_set_check, its reserve; a change it cannot promise made at
+ *      once by xattr.c) are decided in its accept path, before the answer
+ *      too.
  *
  * Tests: test_lbatch.py, test_xbatch.py, test_durable.py,
  * test_durable_kinds.py, test_idle_commit.py, test_commit_kinds.py,
