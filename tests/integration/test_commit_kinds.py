@@ -19,7 +19,11 @@ admit before the answer.
     soft link of a 4,090-byte target into a latest-format group that is
     dense (ENAMETOOLONG: more than its dense store keeps in place), with
     its one log line; the link stays where it was, and the group's later
-    creates are all kept (read by h5py after the unmount).
+    creates are all kept (read by h5py after the unmount). The attribute
+    values' kind refuses a name pending in its batch with XATTR_CREATE
+    (EEXIST) and a new one with XATTR_REPLACE (ENODATA) at once, and
+    takes the largest value the kernel passes (64 KiB) into an object's
+    dense attribute storage: h5py reads it after the unmount.
 """
 import errno
 import os
@@ -152,7 +156,16 @@ def admit(wd):
         for i in range(12):
             e["x%d" % i] = [i]
     target = "x" * 4090
+    big = b"v" * 65536
     with T.Mount(path, mnt) as m, m.watchdog(60):
+        os.setxattr(mnt + "/e", "user.fresh", b"1")        # pending in the attribute batch
+        T.expect_err("XATTR_CREATE of a pending name",
+                     lambda: os.setxattr(mnt + "/e", "user.fresh", b"2", os.XATTR_CREATE), (errno.EEXIST,))
+        T.expect_err("XATTR_REPLACE of a new name",
+                     lambda: os.setxattr(mnt + "/e", "user.none", b"2", os.XATTR_REPLACE), (errno.ENODATA,))
+        for i in range(12):                                # /e's attributes go dense
+            os.setxattr(mnt + "/e", "user.a%d" % i, b"%d" % i)
+        os.setxattr(mnt + "/e", "user.big", big)
         os.symlink(target, mnt + "/c/l")       # a compact group takes it
         T.expect_err("rename of a 4 KiB soft link into a dense group",
                      lambda: os.rename(mnt + "/c/l", mnt + "/e/l"), (errno.ENAMETOOLONG,))
@@ -175,6 +188,10 @@ def admit(wd):
             T.fail("admit: h5py reads %r" % names)
         if f["c"].get("l", getlink=True).path != target or bytes(f["e/f9"][()]) != b"data9\n":
             T.fail("admit: the link or a file's bytes differ")
+        v = f["e"].attrs.get("big")
+        v = v.encode() if isinstance(v, str) else bytes(v) if v is not None else None
+        if v != big or f["e"].attrs.get("fresh") not in ("1", b"1") or "none" in f["e"].attrs:
+            T.fail("admit: attributes read %r" % sorted(f["e"].attrs))
     print("admit: a rename the dense group cannot take refused at once (ENAMETOOLONG), nothing lost")
 
 

@@ -276,7 +276,7 @@ int wfile_admit(h5fs *fs, const struct commit_ask *cq)
 	return e;
 }
 
-int wfile_ask(h5fs *fs, const struct wfile_ask *a)
+int wfile_ask(h5fs *fs, struct wfile_ask *a)
 {
 	return commit_ask(fs, &(struct commit_ask){ .op = PAGER_WRITE, .kind = COMMIT_WRITES, .what = "write",
 						    .path = a->w->n->path, .arg = a });

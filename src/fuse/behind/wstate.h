@@ -123,7 +123,7 @@ struct wfile_ask {
 	bool others;            /* CROSS: other descriptors' writes kept coming */
 	uint64_t append_bytes, ow_bytes;
 };
-int wfile_ask(h5fs *fs, const struct wfile_ask *a);
+int wfile_ask(h5fs *fs, struct wfile_ask *a);
 int wfile_admit(h5fs *fs, const struct commit_ask *q);
 /* bytes of rows not committed once add more follow the dataset's end bytes */
 uint64_t wfile_uncommitted(struct wfile *w, uint64_t end, uint64_t add);

@@ -28,7 +28,9 @@
  *              its admit: a soft link its group's storage cannot take,
  *              a create's or mkdir's name taken (EEXIST) or its room
  *              (ENOSPC)
- *   xbatch.c   attribute values answered (COMMIT_ATTRS)
+ *   xbatch.c   attribute values answered (COMMIT_ATTRS); its admit: what
+ *              the object's attribute storage takes (h5_attr_set_check),
+ *              XATTR_CREATE/REPLACE, the room
  *   npy.c      np.save's streams whose every byte is in (COMMIT_STREAMS:
  *              made 1 s after their last byte, at their close, or at any
  *              sync)
@@ -124,10 +126,10 @@
  *      on one path, commit_ask -> the pager's table -> the kind's admit:
  *      every write of a descriptor (wfile_admit), a soft link by symlink
  *      or rename and a new name of the batch, its room reserved
- *      (lbatch.c). The attribute batch's checks (xbatch.c accept_locked:
- *      h5_attr_set_check, its reserve; a change it cannot promise made at
- *      once by xattr.c) are decided in its accept path, before the answer
- *      too.
+ *      (lbatch.c), an attribute value the batch takes (xbatch.c: EEXIST,
+ *      ENODATA, h5_attr_set_check, its reserve; a change it cannot
+ *      promise is made at once by xattr.c, whose engine call refuses it
+ *      before the answer).
  *
  * Tests: test_lbatch.py, test_xbatch.py, test_durable.py,
  * test_durable_kinds.py, test_idle_commit.py, test_commit_kinds.py,
@@ -149,7 +151,7 @@ struct commit_ask {
 	unsigned kind;
 	const char *what;       /* the request, for the log line */
 	const char *path;       /* the object's path, or NULL */
-	const void *arg;
+	void *arg;              /* the kind's: what it reads, what it found */
 };
 /* The one way a write is admitted: the pager's admission table (state/
  * pager.c: EROFS, EIO) read under wmu, then the kind's admit callback
