@@ -30,12 +30,6 @@ bool lbatch_lookup(h5fs *fs, h5_file *f, uint64_t group, const char *name, uint6
 /* Batches linked so far: a lookup that found NAME neither in FILE nor
  * pending looks in FILE again when a batch was linked meanwhile. */
 uint64_t lbatch_commits(h5fs *fs);
-/* NAME in group (f, group) as lookup and mkdir see it: FILE's link (*l,
- * the h5_group_lookup's rc returned) less an rmdir's answered and not
- * committed (*removed), or a new file not linked yet (*pending, its
- * header *taddr), all read with no batch committed in between. */
-int lbatch_name(h5_link *l, bool *removed, bool *pending, uint64_t *taddr, h5fs *fs, h5_file *f, uint64_t group,
-		const char *name);
 /* rmdir's write-behind (issue 70 item 3): 0 when NAME, an empty group of
  * p (*target its header), is removed with the batch (lookups then miss
  * it: lbatch_removed), an errno, -2 with *h5rc the engine's refusal

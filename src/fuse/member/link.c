@@ -80,7 +80,7 @@ static int name_taken(h5fs *fs, const struct use *u, const char *name)
 	h5_link l;
 	uint64_t taddr;
 	bool removed, pending;
-	int rc = lbatch_name(&l, &removed, &pending, &taddr, fs, u->f, u->addr, name);
+	int rc = member_name_seen(&l, &removed, &pending, &taddr, fs, u->f, u->addr, name);
 
 	h5_link_clear(&l);
 	h5_err_clear();
