@@ -21,7 +21,8 @@
  *   - an xattr of any object is read or changed otherwise, a link changes,
  *     a dataset is opened for writing, or the mount is fsync'd or
  *     unmounted (xbatch_flush);
- *   - another object's attribute comes, or the batch is full;
+ *   - another object's attribute comes, or the batch is full (XB_MAX_ITEMS,
+ *     or its policy's max_bytes of names and values: commit/sched.c);
  *   - XB_IDLE_MS passed without one, or XB_MAX_MS since its first (the
  *     timer thread, commit/sched.c, which then fsyncs and cuts FILE to its end of
  *     allocation).
@@ -41,7 +42,7 @@
 #define XB_IDLE_MS 20
 #define XB_MAX_MS 100   /* from a batch's first change, whatever follows */
 #define XB_MAX_ITEMS 4096
-#define XB_MAX_BYTES ((size_t)8 << 20)
+#define XB_MAX_BYTES ((size_t)8 << 20)  /* its policy's max_bytes (H5FS_COMMIT_ATTRS_BYTES) */
 
 struct xbatch {
 	struct commit_slot t;           /* its timer; t.mu: the batch, held across its commit */
@@ -142,7 +143,7 @@ static int kind_admit(h5fs *fs, const struct commit_ask *q);
 
 const struct commit_kind xbatch_kind = {
 	.name = "attribute values", .key = "ATTRS", .bit = COMMIT_ATTRS,
-	.policy = { .idle_ms = XB_IDLE_MS, .max_ms = XB_MAX_MS },
+	.policy = { .idle_ms = XB_IDLE_MS, .max_ms = XB_MAX_MS, .max_bytes = XB_MAX_BYTES },
 	.count = pending_count, .commit = timed_commit, .flush = kind_flush, .settle = fs_meta_settle,
 	.stop = xbatch_stop, .admit = kind_admit,
 };
@@ -386,7 +387,8 @@ int xbatch_add(h5fs *fs, struct node *n, const char *name, size_t name_len, cons
 	if (!xb)
 		return 1;       /* no thread to commit it: at once, as before */
 	pthread_mutex_lock(&xb->t.mu);
-	if (xb->n && (xb->n != n || xb->count >= XB_MAX_ITEMS || xb->bytes + name_len + len > XB_MAX_BYTES))
+	/* (the kind's policy: max_bytes of names and values at most) */
+	if (xb->n && (xb->n != n || xb->count >= XB_MAX_ITEMS || xb->bytes + name_len + len > xb->t.pol.max_bytes))
 		commit_locked(fs, xb);
 	if (!xb->n && (err = begin_locked(fs, xb, n)) != 0)
 		goto out;

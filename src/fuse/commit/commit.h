@@ -220,10 +220,12 @@ void commit_rd_change_end(struct rd *x);
 /* ---- sched.c ---- */
 /* A kind's commit policy, read by the scheduler (batches: committed
  * idle_ms after their last change, max_ms after their first at the
- * latest) and by the kind's own writers (the write descriptors: a
- * descriptor's pending bytes committed by its writing request once they
- * reach max_bytes, an append stream's rows max_ms after the oldest came;
- * a descriptor idle for idle_ms committed by the periodic look). 0: none. */
+ * latest) and by the kind's own writers (the attribute batch committed
+ * before it holds more than max_bytes of names and values; the write
+ * descriptors: a descriptor's pending bytes committed by its writing
+ * request once they reach max_bytes, an append stream's rows max_ms
+ * after the oldest came; a descriptor idle for idle_ms committed by the
+ * periodic look). 0: none. */
 struct commit_policy {
 	unsigned idle_ms, max_ms;
 	uint64_t max_bytes;
