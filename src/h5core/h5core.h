@@ -972,6 +972,13 @@ void h5_file_space_handover(h5_file *to, h5_file *from);
  * group has (H5_ERR_INVAL). */
 int h5_link_insert(h5_file *f, uint64_t group, const char *name, size_t name_len, h5_link_type type,
 		   uint64_t addr, const char *target, int durable);
+/* Whether a link of a name of name_len bytes (type, a soft link's
+ * target) can be added to the group at `group` as its storage is or as
+ * its next insert makes it, asked before the request that adds it is
+ * answered: 0, or H5_ERR_LIMIT with the reason (a message larger than a
+ * header message, or than the group's dense store keeps in place: a huge
+ * heap object, which h5fs does not write). Nothing is written. */
+int h5_link_fits(h5_file *f, uint64_t group, size_t name_len, h5_link_type type, const char *target);
 /* A new empty group NAME in group parent, at *addr: of the parent's form
  * (a v2 header of compact link storage, or a v1 header with an empty
  * symbol table), as libhdf5 makes one in such a file; a v2 header tracks
@@ -1238,9 +1245,16 @@ int h5_dataset_empty_undo(h5_file *f, uint64_t addr, h5_empty_undo *undo);
  * file is open read-only. Nothing is written by open. */
 int h5_append_open(h5_appender **out, h5_file *f, uint64_t dset_addr);
 /* Take len bytes. Whole rows are written to the file as they arrive and
- * committed (made visible) every 64 MiB or 1 s of rows; rows of all open
+ * committed (made visible) by the stream's policy (h5_append_set_policy:
+ * every 64 MiB or 1 s of rows by default); rows of all open
  * appenders of a dataset share one stream (doc/APPEND.md). */
 int h5_append_write(h5_appender *a, const void *buf, size_t len);
+/* When the stream of a's dataset commits by itself: once commit_bytes of
+ * rows wait, or commit_ms after the oldest of them came (0: that one
+ * kept). A new stream's are 64 MiB and 1 s (H5FS_APPEND_COMMIT_BYTES and
+ * _MS override them); the stream is the dataset's, shared by its
+ * appenders: the last policy given is every one's. */
+void h5_append_set_policy(h5_appender *a, uint64_t commit_bytes, uint64_t commit_ms);
 /* len bytes (whole rows, no partial row buffered) of the fill value
  * appended sparsely: whole chunk rows get no storage (truncate up). */
 int h5_append_grow(h5_appender *a, uint64_t len);

@@ -7,7 +7,7 @@ and reads them from the dataset.
 
 For an unfiltered (1 MiB chunk rows, rows of 24 bytes) and a gzip dataset
 (chunks of 64 rows), each appended through the mount with large commit
-thresholds (H5FS_APPEND_COMMIT_BYTES/_MS: nothing is committed by the
+thresholds (H5FS_COMMIT_WRITES_BYTES/_MS: nothing is committed by the
 appender itself while the test runs):
   * whole rows plus part of the next written, then read by a second
     descriptor from before the committed end to the end: every byte, the
@@ -71,7 +71,7 @@ def run(work, gz):
     want = bytearray(make(path, gz))
     mnt = os.path.join(work, "mnt-" + tag)
     rng = np.random.default_rng(7 if gz else 8)
-    env = {"H5FS_APPEND_COMMIT_BYTES": str(1 << 40), "H5FS_APPEND_COMMIT_MS": str(3600 * 1000)}
+    env = {"H5FS_COMMIT_WRITES_BYTES": str(1 << 40), "H5FS_COMMIT_WRITES_MS": str(3600 * 1000)}
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
@@ -170,7 +170,7 @@ def fault(work):
     path = os.path.join(work, "fault.h5")
     want = make(path, False)
     mnt = os.path.join(work, "mnt-fault")
-    env = {"H5FS_APPEND_COMMIT_BYTES": str(1 << 40), "H5FS_APPEND_COMMIT_MS": str(3600 * 1000),
+    env = {"H5FS_COMMIT_WRITES_BYTES": str(1 << 40), "H5FS_COMMIT_WRITES_MS": str(3600 * 1000),
            "LD_PRELOAD": SHIM, "H5FS_FAULT_FILE": os.path.realpath(path), "H5FS_FAULT_OP": "fsync",
            "H5FS_FAULT_N": "1"}
     saved = {k: os.environ.get(k) for k in env}

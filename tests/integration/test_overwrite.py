@@ -16,7 +16,7 @@ the rest; lzf (random values: the optional filter does not pay and the
 chunks are stored without it, mask bit set, as libhdf5 does); VDS,
 external storage and a third-party filter (no encoder) are
 refused at open with EOPNOTSUPP and one log line; h5dump reads the result.
-One mount commits every 777 bytes (H5FS_OVERWRITE_COMMIT_BYTES): a partial
+One mount commits every 777 bytes (H5FS_COMMIT_WRITES_BYTES): a partial
 element waits for the rest of it.
 
 Chunks taken whole (issue 55: filtered from the request at the put,
@@ -87,7 +87,7 @@ def run(work, latest):
             expect[k] = T.dataset_raw(ds)
             plans[k] = plan(k, len(expect[k]), ds.dtype.itemsize, cb_of(ds))
     mnt = os.path.join(work, "mnt-" + tag)
-    env = {"H5FS_OVERWRITE_COMMIT_BYTES": "777"} if latest else {}
+    env = {"H5FS_COMMIT_WRITES_BYTES": "777"} if latest else {}
     m = T.Mount(src, mnt, env=env)
     m.start()
     try:
@@ -242,7 +242,7 @@ def whole_chunks(work, commit_bytes=None):
            (10 * cb + 8, 24), (11 * cb - 100, 100), (11 * cb, cb), (13 * cb + 1, 2 * cb - 1),
            (18 * cb, 2 * cb)]
     mnt = os.path.join(work, "mnt-whole")
-    env = {"H5FS_OVERWRITE_COMMIT_BYTES": str(commit_bytes)} if commit_bytes else {}
+    env = {"H5FS_COMMIT_WRITES_BYTES": str(commit_bytes)} if commit_bytes else {}
     m = T.Mount(src, mnt, env=env)
     m.start()
     try:

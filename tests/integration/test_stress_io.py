@@ -14,7 +14,7 @@ written, through the mount and after unmount with h5py:
   - an unlinked file still open, written 8 MiB and closed: FILE is back to
     its size before after unmount;
   - a truncate(2) up of 4 MiB written over with periodic commits
-    (H5FS_OVERWRITE_COMMIT_BYTES=300000) and removed: the same.
+    (H5FS_COMMIT_WRITES_BYTES=300000) and removed: the same.
   - symbolic links of every name length 1..120 in a symbol-table group
     (its local heap grows: a name once met "no room after growing"), and
     one to an absolute path into the mount, which leads to its object
@@ -260,7 +260,7 @@ def main():
     print("holes, rounds of 16 descriptors, 8 threads on one descriptor: every byte as written")
     space(work, None, "xattrs")
     space(work, None, "unlinked")
-    space(work, {"H5FS_OVERWRITE_COMMIT_BYTES": "300000"}, "truncated")
+    space(work, {"H5FS_COMMIT_WRITES_BYTES": "300000"}, "truncated")
 
     # (libver="latest": the temporary folders' links in the header, whose
     # chunks move down at unmount; the filesystem stressors' symbol-table

@@ -115,7 +115,7 @@ def test_crash(wd, kind="earray"):
     """kill -9 at random points, per chunk index (CRASH_KINDS): while rows
     stream to the file (staged, not committed), while commits run, after
     fsync() and after close().  Odd rounds make the daemon commit every
-    256 KiB or 30 ms (H5FS_APPEND_COMMIT_BYTES/_MS), so that kills also land
+    256 KiB or 30 ms (H5FS_COMMIT_WRITES_BYTES/_MS), so that kills also land
     among non-durable periodic commits and reserved space; even rounds use
     the defaults (64 MiB / 1 s), so that only fsync() and close() commit."""
     path = os.path.join(wd, "crash-%s.h5" % kind)
@@ -130,12 +130,12 @@ def test_crash(wd, kind="earray"):
     kills = 0
     streaming = 0            # kills with rows written but not committed
     midwrite = 0             # kills while the writer was still writing
-    saved = {k: os.environ.get(k) for k in ("H5FS_APPEND_COMMIT_BYTES", "H5FS_APPEND_COMMIT_MS")}
+    saved = {k: os.environ.get(k) for k in ("H5FS_COMMIT_WRITES_BYTES", "H5FS_COMMIT_WRITES_MS")}
     for it in range(ROUNDS):
         start = last
         if it % 2:
-            os.environ["H5FS_APPEND_COMMIT_BYTES"] = str(256 << 10)
-            os.environ["H5FS_APPEND_COMMIT_MS"] = "30"
+            os.environ["H5FS_COMMIT_WRITES_BYTES"] = str(256 << 10)
+            os.environ["H5FS_COMMIT_WRITES_MS"] = "30"
         else:
             for k in saved:
                 os.environ.pop(k, None)

@@ -4,7 +4,8 @@
  * iterated once with the right hash and creation order, each found by
  * name, a missing name and a name with the same hash as a present one not
  * found (the search walks the colliding records), and an index of the
- * other kind refused. */
+ * other kind refused; h5_link_fits (write/link_write.c) asked of the dense
+ * group and of the root's compact storage. */
 #include "testutil.h"
 #include "dense.h"
 #include "base.h"
@@ -242,6 +243,33 @@ START_TEST(dense_attrs)
 }
 END_TEST
 
+/* What the group's link storage takes, asked before a request's answer
+ * (issue 81): a soft link of a 4,090-byte target is more than the dense
+ * group's heap keeps in place (4,096: H5_ERR_LIMIT, nothing written);
+ * short ones and hard links fit; the root's compact storage takes the
+ * long one (it stays compact past its limit rather than make a huge heap
+ * object); a name over 255 bytes never fits. */
+START_TEST(link_fits)
+{
+	h5_file *f;
+	char target[4091];
+
+	NEED_PY();
+	f = open_dense();
+	memset(target, 'x', sizeof(target) - 1);
+	target[sizeof(target) - 1] = 0;
+	ck_assert_int_eq(h5_link_fits(f, child(f, "g"), 3, H5_LINK_SOFT, target), H5_ERR_LIMIT);
+	ck_assert_ptr_nonnull(strstr(h5_err_msg(), "dense store keeps in place"));
+	h5_err_clear();
+	ck_assert_msg(h5_link_fits(f, child(f, "g"), 3, H5_LINK_SOFT, target + 3000) == 0, "%s", h5_err_msg());
+	ck_assert_msg(h5_link_fits(f, child(f, "g"), 255, H5_LINK_HARD, NULL) == 0, "%s", h5_err_msg());
+	ck_assert_msg(h5_link_fits(f, f->root_addr, 3, H5_LINK_SOFT, target) == 0, "%s", h5_err_msg());
+	ck_assert_int_eq(h5_link_fits(f, child(f, "g"), 256, H5_LINK_HARD, NULL), H5_ERR_LIMIT);
+	h5_err_clear();
+	h5_file_close(f);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("dense");
@@ -251,6 +279,7 @@ static Suite *make_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, dense_links);
 	tcase_add_test(tc, dense_attrs);
+	tcase_add_test(tc, link_fits);
 	suite_add_tcase(s, tc);
 	return s;
 }

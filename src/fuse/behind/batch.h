@@ -30,12 +30,6 @@ bool lbatch_lookup(h5fs *fs, h5_file *f, uint64_t group, const char *name, uint6
 /* Batches linked so far: a lookup that found NAME neither in FILE nor
  * pending looks in FILE again when a batch was linked meanwhile. */
 uint64_t lbatch_commits(h5fs *fs);
-/* NAME in group (f, group) as lookup and mkdir see it: FILE's link (*l,
- * the h5_group_lookup's rc returned) less an rmdir's answered and not
- * committed (*removed), or a new file not linked yet (*pending, its
- * header *taddr), all read with no batch committed in between. */
-int lbatch_name(h5_link *l, bool *removed, bool *pending, uint64_t *taddr, h5fs *fs, h5_file *f, uint64_t group,
-		const char *name);
 /* rmdir's write-behind (issue 70 item 3): 0 when NAME, an empty group of
  * p (*target its header), is removed with the batch (lookups then miss
  * it: lbatch_removed), an errno, -2 with *h5rc the engine's refusal
@@ -54,5 +48,25 @@ int lbatch_forget(h5fs *fs, h5_file *f, uint64_t addr, char **name, uint64_t *pi
  * when addr is not pending. */
 void lbatch_busy(h5fs *fs, struct node *n, bool busy);
 void lbatch_stop(h5fs *fs);
+/* The kinds (commit/commit.h struct commit_kind), registered with the
+ * mount by member/setup.c: new files and directories, attribute values */
+extern const struct commit_kind lbatch_kind, xbatch_kind;
+/* A new name asked of the names kind before its answer (commit_ask with
+ * kind COMMIT_NAMES, arg one of these): whether group (f, group) can take
+ * a link NAME of type (a soft link's target) as its storage is or as
+ * this insert makes it (ENAMETOOLONG, logged: a message larger than a
+ * header message or than the group's dense store keeps in place:
+ * member/link.c's symlink, rename); for a name joining the batch (lb,
+ * lbatch.c's create and mkdir, its lock held): not pending nor in the
+ * group (EEXIST), and the room its commit may take reserved (ENOSPC). */
+struct lbatch;
+struct lb_ask {
+	h5_file *f;
+	uint64_t group;
+	const char *name;
+	h5_link_type type;
+	const char *target;
+	struct lbatch *lb;
+};
 
 #endif

@@ -7,15 +7,16 @@
 
 #include "commit.h"
 
-/* The idle commit (idle.c), a periodic kind of the commit layer's
- * scheduler: registered with the member root on a read-write
- * single-FILE mount, unregistered before unmounting */
+/* The write descriptors' kind (idle.c; commit.h struct commit_kind):
+ * registered with the mount by member/setup.c (its policy: the bound
+ * of a descriptor's pending bytes, max_bytes, which overwrite.c and the
+ * append stream apply; its admit, wfile.c wfile_admit); its slot, a
+ * periodic kind of the scheduler, started with the member root on a
+ * read-write single-FILE mount and stopped at the unmount (its stop: what
+ * descriptors still hold committed) */
+extern const struct commit_kind idle_kind;
 void wfile_idler_start(h5fs *fs);
 void wfile_idler_stop(h5fs *fs);
-/* The bound of a descriptor's pending bytes, the write descriptors'
- * kind's max_bytes (idle.c): the writing request commits them once they
- * reach it (overwrite.c; H5FS_OVERWRITE_COMMIT_BYTES overrides it) */
-#define WFILE_COMMIT_BYTES ((uint64_t)64 << 20)
 /* (wclose.c) every write handle of n with bytes not committed committed
  * now, as fsync does (an error stays in its handle) */
 void wfile_commit_node(h5fs *fs, struct node *n);
@@ -79,7 +80,7 @@ int ow_check(h5fs *fs, struct node *n);
 int ow_put(h5fs *fs, struct wfile *w, fuse_ino_t ino, uint64_t off, const char *buf, size_t len);
 int ow_commit(h5fs *fs, struct wqueue *q, struct node *n, fuse_ino_t ino, bool all, bool durable);
 /* the space a put of len bytes at the node's overwriter may take at its
- * commit, reserved (apply lock taken here): 0 or a negative h5_err */
+ * commit, reserved (under the node's queue's mu): 0 or a negative h5_err */
 int ow_reserve(h5fs *fs, struct wfile *w, uint64_t len);
 /* (wqueue.c) the queue's overwriter closed with it */
 void ow_close(struct wqueue *q);

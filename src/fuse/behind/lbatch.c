@@ -421,12 +421,6 @@ static int timed_commit(void *owner)
 	return commit_locked(lb->t.fs, lb, false, true);
 }
 
-static const struct commit_kind lbatch_kind = {
-	.name = "new files", .bit = COMMIT_NAMES, .idle_ms = LB_IDLE_MS, .max_ms = LB_MAX_MS,
-	.count = pending_count, .commit = timed_commit, .flush = kind_flush, .settle = fs_meta_sync,
-	.stop = lbatch_stop,
-};
-
 static struct lbatch *lbatch_get(h5fs *fs)
 {
 	struct lbatch *lb;
@@ -489,6 +483,45 @@ static int reserve_locked(h5fs *fs, struct lbatch *lb, size_t name_len, const ch
 	return 0;
 }
 
+/* The kind's admit (commit_ask, after the pager's table), before the
+ * answer: a name joining the batch (create, mkdir: t.mu held) not taken
+ * and its room reserved; a soft link its group's storage cannot take
+ * (engine h5_link_fits: a ~4 KiB target into a dense group) refused, not
+ * failed at a commit after it. Hard links are not measured: a 255-byte
+ * name's message is below 300 bytes, which every store keeps. */
+static int kind_admit(h5fs *fs, const struct commit_ask *q)
+{
+	const struct lb_ask *a = q->arg;
+	h5_link l;
+	int rc, e;
+
+	if (a->lb) {
+		if (pending_locked(a->lb, a->name, NULL))
+			return EEXIST;
+		/* linked by a batch since the caller looked (commits hold mu) */
+		rc = h5_group_lookup(&l, a->f, a->group, a->name);
+		h5_link_clear(&l);
+		h5_err_clear();
+		return rc == 0 ? EEXIST : reserve_locked(fs, a->lb, strlen(a->name), a->name);
+	}
+	if (a->type != H5_LINK_SOFT)
+		return 0;       /* (an external link renamed keeps its size: the engine's move checks it) */
+	if ((rc = h5_link_fits(a->f, a->group, strlen(a->name), a->type, a->target)) == 0)
+		return 0;
+	e = rc == H5_ERR_LIMIT ? ENAMETOOLONG : h5fs_errno(rc);
+	h5fs_log(fs, LOG_ERR, "%s %s%s%s: %s: %s", q->what, q->path ? show_path(q->path) : "",
+		 q->path && strcmp(q->path, "/") ? "/" : "", a->name, strerror(e), h5_err_msg());
+	h5_err_clear();
+	return e;
+}
+
+const struct commit_kind lbatch_kind = {
+	.name = "new files", .key = "NAMES", .bit = COMMIT_NAMES,
+	.policy = { .idle_ms = LB_IDLE_MS, .max_ms = LB_MAX_MS },
+	.count = pending_count, .commit = timed_commit, .flush = kind_flush, .settle = fs_meta_settle,
+	.stop = lbatch_stop, .admit = kind_admit,
+};
+
 /* What a create in p, and an rmdir in p, must commit first. */
 static bool create_needs_commit(const struct lbatch *lb, const struct node *p)
 {
@@ -513,24 +546,8 @@ int lbatch_create(h5fs *fs, struct node *p, const char *name, const h5_dset_new 
 	pthread_mutex_lock(&lb->t.mu);
 	if ((err = drain_locked(fs, lb, create_needs_commit, p)) != 0)
 		goto out;
-	if (lb->count && pending_locked(lb, name, NULL)) {
-		err = EEXIST;
-		goto out;
-	}
 	if (!lb->count && (err = begin_locked(fs, lb, p)) != 0)
 		goto out;
-	{
-		/* linked by a batch since the caller looked (commits hold mu) */
-		h5_link l;
-
-		rc = h5_group_lookup(&l, lb->u.f, lb->u.addr, name);
-		h5_link_clear(&l);
-		h5_err_clear();
-		if (rc == 0) {
-			err = EEXIST;
-			goto undo;
-		}
-	}
 	if (lb->count == lb->cap) {
 		size_t cap = lb->cap ? 2 * lb->cap : 64;
 		char **nv = realloc(lb->names, cap * sizeof(*nv));
@@ -549,7 +566,11 @@ int lbatch_create(h5fs *fs, struct node *p, const char *name, const h5_dset_new 
 		}
 		lb->cap = cap;
 	}
-	err = reserve_locked(fs, lb, len, name);
+	/* the names kind's admit: the name free, its room (kind_admit) */
+	err = commit_ask(fs, &(struct commit_ask){ .op = PAGER_CHANGE, .kind = COMMIT_NAMES, .what = d ? "create" : "mkdir",
+						   .path = lb->path, .arg = &(struct lb_ask){
+							   .f = lb->u.f, .group = lb->u.addr, .name = name,
+							   .type = H5_LINK_HARD, .lb = lb } });
 	if (err)
 		goto undo;
 	if (!(nm = strdup(name))) {
@@ -683,30 +704,6 @@ uint64_t lbatch_commits(h5fs *fs)
 	struct lbatch *lb = __atomic_load_n(&fs->lb, __ATOMIC_ACQUIRE);
 
 	return lb ? __atomic_load_n(&lb->commits, __ATOMIC_ACQUIRE) : 0;
-}
-
-/* Read again whenever a batch committed between the reads: a removal
- * committing between FILE's read and the removals' made a removed name
- * look linked (its node made after the rmdir's gone_unlinked, naming an
- * address the commit freed: a group made there later, a mkdir's slot,
- * was answered with the removed directory's id: ESTALE), or a fresh
- * name taken (mkdir's EEXIST, test_concurrent under TSan). */
-int lbatch_name(h5_link *l, bool *removed, bool *pending, uint64_t *taddr, h5fs *fs, h5_file *f, uint64_t group,
-		const char *name)
-{
-	int rc;
-
-	for (uint64_t seen = lbatch_commits(fs);; seen = lbatch_commits(fs)) {
-		*taddr = UINT64_MAX;
-		memset(l, 0, sizeof(*l));
-		rc = h5_group_lookup(l, f, group, name);
-		*removed = rc == 0 && lbatch_removed(fs, f, group, name, strlen(name));
-		*pending = rc == H5_ERR_NOTFOUND && lbatch_lookup(fs, f, group, name, taddr);
-		if (lbatch_commits(fs) == seen)
-			return rc;
-		h5_link_clear(l);
-		h5_err_clear();
-	}
 }
 
 bool lbatch_lookup(h5fs *fs, h5_file *f, uint64_t group, const char *name, uint64_t *addr)

@@ -85,9 +85,10 @@ static int kind_flush(void *owner)
 	return 0;
 }
 
-static const struct commit_kind npy_kind_desc = {
-	.name = "np.save streams", .bit = COMMIT_STREAMS, .idle_ms = NPY_IDLE_MS, .max_ms = NPY_IDLE_MS,
-	.count = kind_count, .commit = kind_commit, .flush = kind_flush, .settle = fs_meta_sync,
+const struct commit_kind npy_kind_desc = {
+	.name = "np.save streams", .key = "STREAMS", .bit = COMMIT_STREAMS,
+	.policy = { .idle_ms = NPY_IDLE_MS, .max_ms = NPY_IDLE_MS },
+	.count = kind_count, .commit = kind_commit, .flush = kind_flush, .settle = fs_meta_settle,
 	.stop = npy_kind_stop,
 };
 

@@ -60,6 +60,9 @@ void npy_rename_release(h5fs *fs, struct npy_hold *h, uint64_t addr, uint64_t gr
  * h5fs_free's call is then nothing): complete streams still open made
  * first, the others given up by their release after it. */
 void npy_kind_stop(h5fs *fs);
+/* The streams' kind (commit.h struct commit_kind), registered with the
+ * mount by member/setup.c */
+extern const struct commit_kind npy_kind_desc;
 /* npy_rename.c: rename(2) of a dataset (link src in group sgroup, node p)
  * to NAME.npy in dgroup (node np) whose bytes are one NPY stream h5fs
  * takes: dataset NAME made of it (replacing one), the old name removed,

@@ -7,8 +7,8 @@
  * writeback of the node's handles, issue 81 item 3), which keeps them in
  * memory; they are committed in one
  * ordered commit at close (flush) and fsync (msync), durably, and -
- * without fsync - whenever 64 MiB wait (H5FS_OVERWRITE_COMMIT_BYTES),
- * (the write descriptors' kind, behind/idle.c), keeping a trailing
+ * without fsync - whenever the write descriptors' kind's max_bytes wait
+ * (64 MiB; behind/idle.c, commit/sched.c commit_policy), keeping a trailing
  * partial element back for the rest of it (bytes the
  * engine wrote in place at once, whole elements of contiguous storage,
  * count for none of it: they wait only to be made durable). After a
@@ -59,7 +59,7 @@ int ow_check(h5fs *fs, struct node *n)
 	return e;
 }
 
-/* (under q->apply) The node's overwriter in the current generation:
+/* (under q->mu) The node's overwriter in the current generation:
  * opened at the first use, and again once a new generation came and it
  * keeps nothing (one that keeps bytes has a holder of FILE's lock, under
  * which no generation is made: live/live.c); bytes it committed and did
@@ -67,30 +67,75 @@ int ow_check(h5fs *fs, struct node *n)
  * nothing to write syncs FILE), as wfile_follow did for a handle's own.
  * Its space is reserved on its FILE, whose lock the new generation's
  * holds (an old one's: EBUSY "allocated without its lock", stress-ng
- * aiol). NULL and *e: the errno. */
-static h5_overwriter *q_ow(h5fs *fs, struct wqueue *q, struct node *n, int *e)
+ * aiol). The old one is retired, not closed: a reader under q->apply
+ * may still look into it (empty), and it is closed under both locks
+ * (q_ow) or with the queue. q->mu is where the admission reserves
+ * (wfile.c, under q->mu, with or without q->apply). NULL and *e: the
+ * errno. */
+static h5_overwriter *q_ow_locked(h5fs *fs, struct wqueue *q, struct node *n, int *e)
 {
 	struct gen *g = gen_current(fs);
-	h5_overwriter *ow = NULL;
+	struct ow_retired *r = NULL;
+	h5_overwriter *cur = __atomic_load_n(&q->ow, __ATOMIC_ACQUIRE), *ow = NULL;
 
 	*e = 0;
-	if (q->ow && (q->owg == g || h5_overwrite_buffered(q->ow))) {
+	if (cur && (q->owg == g || h5_overwrite_buffered(cur))) {
 		gen_release(g);
-		return q->ow;
+		return cur;
+	}
+	if (cur && !(r = malloc(sizeof(*r)))) {
+		gen_release(g);
+		*e = ENOMEM;
+		return NULL;
 	}
 	*e = ow_open(fs, g->f, n, &ow);
 	if (*e) {
+		free(r);
 		gen_release(g);
 		return NULL;
 	}
-	ow_close(q);
-	q->ow = ow;
+	if (r) {
+		*r = (struct ow_retired){ cur, q->owg, q->retired };
+		q->retired = r;
+	}
 	q->owg = g;
+	__atomic_store_n(&q->ow, ow, __ATOMIC_RELEASE);
+	return ow;
+}
+
+/* (under q->apply) the same, taking q->mu; the retired ones closed (no
+ * other reader is under q->apply now) */
+static h5_overwriter *q_ow(h5fs *fs, struct wqueue *q, struct node *n, int *e)
+{
+	struct ow_retired *r;
+	h5_overwriter *ow;
+
+	pthread_mutex_lock(&q->mu);
+	ow = q_ow_locked(fs, q, n, e);
+	r = q->retired;
+	q->retired = NULL;
+	pthread_mutex_unlock(&q->mu);
+	while (r) {
+		struct ow_retired *next = r->next;
+
+		h5_overwrite_close(r->ow);
+		gen_release(r->g);
+		free(r);
+		r = next;
+	}
 	return ow;
 }
 
 void ow_close(struct wqueue *q)
 {
+	while (q->retired) {
+		struct ow_retired *next = q->retired->next;
+
+		h5_overwrite_close(q->retired->ow);
+		gen_release(q->retired->g);
+		free(q->retired);
+		q->retired = next;
+	}
 	h5_overwrite_close(q->ow);
 	gen_release(q->owg);
 	q->ow = NULL;
@@ -167,7 +212,7 @@ static void ow_told(h5fs *fs, struct wqueue *q, int e, bool kept, bool undurable
 
 int ow_commit(h5fs *fs, struct wqueue *q, struct node *n, fuse_ino_t ino, bool all, bool durable)
 {
-	h5_overwriter *ow = q->ow;
+	h5_overwriter *ow = wq_ow(q);
 	bool any;
 	int rc, e = 0;
 
@@ -215,23 +260,16 @@ int ow_punch(h5fs *fs, struct node *n, const struct use *u, fuse_ino_t ino, uint
 	return e;
 }
 
-/* The bound of a descriptor's pending bytes (the write descriptors' kind's
- * max_bytes, idle.c): the writing request commits them once they reach it;
- * H5FS_OVERWRITE_COMMIT_BYTES overrides it (tests) */
-static uint64_t commit_bytes(void)
+/* The bound of a descriptor's pending bytes: the write descriptors'
+ * kind's max_bytes (idle.c; commit/sched.c commit_policy: 64 MiB,
+ * H5FS_COMMIT_WRITES_BYTES overrides it), the bound of its appended rows
+ * too (wfile_append_open): the writing request commits them once they
+ * reach it */
+static uint64_t commit_bytes(h5fs *fs)
 {
-	static uint64_t v;
-	uint64_t x = __atomic_load_n(&v, __ATOMIC_RELAXED);
-	const char *e;
+	uint64_t x = commit_policy(fs, COMMIT_WRITES).max_bytes;
 
-	if (x)
-		return x;
-	e = getenv("H5FS_OVERWRITE_COMMIT_BYTES");
-	x = e && *e ? strtoull(e, NULL, 10) : 0;
-	if (!x)
-		x = WFILE_COMMIT_BYTES;
-	__atomic_store_n(&v, x, __ATOMIC_RELAXED);
-	return x;
+	return x ? x : UINT64_MAX;
 }
 
 int ow_put(h5fs *fs, struct wfile *w, fuse_ino_t ino, uint64_t off, const char *buf, size_t len)
@@ -257,25 +295,18 @@ int ow_put(h5fs *fs, struct wfile *w, fuse_ino_t ino, uint64_t off, const char *
 	 * committing them (header time, fsync, the node reopened) every
 	 * 64 MiB stalled a dd in place at 0.6x a plain file (issue 44);
 	 * close and fsync still make them durable */
-	if (h5_overwrite_kept(ow) >= commit_bytes() || h5_overwrite_dirty(ow) >= commit_bytes())
+	if (h5_overwrite_kept(ow) >= commit_bytes(fs) || h5_overwrite_dirty(ow) >= commit_bytes(fs))
 		return ow_commit(fs, q, n, ino, false, false);
 	return 0;
 }
 
 int ow_reserve(h5fs *fs, struct wfile *w, uint64_t len)
 {
-	struct wqueue *q = w->q;
 	h5_overwriter *ow;
-	int rc = 0, e;
+	int e;
 
-	pthread_mutex_lock(&q->apply);
-	ow = q_ow(fs, q, w->n, &e);
-	if (ow)
-		rc = h5_overwrite_reserve(ow, len);
-	else
-		rc = h5_err_set(H5_ERR_IO, "%s", strerror(e));
-	pthread_mutex_unlock(&q->apply);
-	return rc;
+	ow = q_ow_locked(fs, w->q, w->n, &e);
+	return ow ? h5_overwrite_reserve(ow, len) : h5_err_set(H5_ERR_IO, "%s", strerror(e));
 }
 
 void ow_pages_settle(h5fs *fs, struct node *n, fuse_ino_t ino)

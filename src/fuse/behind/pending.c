@@ -73,9 +73,9 @@ int pending_commit_over(h5fs *fs, struct node *n, fuse_ino_t ino, uint64_t off, 
 	struct wqueue *q = __atomic_load_n(&n->wq, __ATOMIC_ACQUIRE);
 	int rc;
 
-	if (!q || !q->ow)
+	if (!q || !wq_ow(q))
 		return 0;
-	rc = h5_overwrite_peek(q->ow, off, NULL, (size_t)len);
+	rc = h5_overwrite_peek(wq_ow(q), off, NULL, (size_t)len);
 	if (rc < 0)
 		return h5err_logged(fs, rc, "write", n->path, NULL, n->addr);
 	if (rc > 0)
@@ -86,7 +86,7 @@ int pending_commit_over(h5fs *fs, struct node *n, fuse_ino_t ino, uint64_t off, 
 int pending_peek(const struct pending *p, uint64_t off, void *buf, size_t len)
 {
 	/* (a chunk taken whole read back and decoded: it may fail) */
-	return p && p->q->ow ? h5_overwrite_peek(p->q->ow, off, buf, len) : 0;
+	return p && wq_ow(p->q) ? h5_overwrite_peek(wq_ow(p->q), off, buf, len) : 0;
 }
 
 int pending_read(h5_read_plan *out, const struct pending *p, struct node *n, uint64_t off, size_t len)
@@ -94,7 +94,7 @@ int pending_read(h5_read_plan *out, const struct pending *p, struct node *n, uin
 	uint8_t *b;
 	int rc;
 
-	if (!p || !p->q->ow || n->view != &h5_view_raw)
+	if (!p || !wq_ow(p->q) || n->view != &h5_view_raw)
 		return 1;
 	rc = pending_peek(p, off, NULL, len);
 	if (rc <= 0)

@@ -67,7 +67,7 @@ static int grow(h5fs *fs, struct node *n, const struct use *u, uint64_t size, ui
 	uint64_t rb;
 	int rc, e = 0;
 
-	rc = h5_append_open(&a, u->f, u->addr);
+	rc = wfile_append_open(fs, &a, u->f, u->addr);
 	if (rc < 0)
 		goto out;
 	rb = h5_append_row_bytes(a);

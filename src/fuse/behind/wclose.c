@@ -93,8 +93,8 @@ static int do_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 		pthread_mutex_unlock(&w->q->mu);
 		e = EINVAL;
 	}
-	pthread_mutex_unlock(&w->q->apply);
 	wfile_give_back(fs, w);
+	pthread_mutex_unlock(&w->q->apply);
 	ow_pages_settle(fs, w->n, ino);
 	return rc < 0 ? h5err_logged(fs, rc, "append", w->n->path, NULL, w->n->addr) : e ? e : ce;
 }
@@ -126,9 +126,9 @@ int wfile_fsync(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	e = rc < 0 ? 0 : wfile_err(w);
 	if (rc == 0 && !e)
 		e = wfile_ow_flush(fs, w, ino);
-	pthread_mutex_unlock(&w->q->apply);
 	if (rc == 0 && !e)
 		wfile_give_back(fs, w);
+	pthread_mutex_unlock(&w->q->apply);
 	ow_pages_settle(fs, w->n, ino);
 	return rc < 0 ? h5err_logged(fs, rc, "fsync", w->n->path, NULL, w->n->addr) : e;
 }
@@ -174,7 +174,8 @@ void wfile_show(h5fs *fs, struct wfile *w, fuse_ino_t ino)
  * included), and the errno of a change answered earlier and lost. */
 int behind_fsync(void *r, uint64_t ino, struct fuse_file_info *fi)
 {
-	int err = wfile_fsync(r, wfile_of(fi), ino), e2 = fs_meta_sync(r);
+	/* (a descriptor without bytes of its own: everything, wfile_fsync) */
+	int err = wfile_fsync(r, wfile_of(fi), ino), e2 = wfile_of(fi) ? fs_meta_settle(r) : 0;
 
 	if (err && wfile_of(fi))
 		__atomic_store_n(&wfile_of(fi)->failed, true, __ATOMIC_RELAXED);

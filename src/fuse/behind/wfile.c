@@ -25,6 +25,16 @@
 #include "wstate.h"
 #include "handle.h"
 
+int wfile_append_open(h5fs *fs, h5_appender **a, h5_file *f, uint64_t addr)
+{
+	struct commit_policy p = commit_policy(fs, COMMIT_WRITES);
+	int rc = h5_append_open(a, f, addr);
+
+	if (rc == 0)
+		h5_append_set_policy(*a, p.max_bytes, p.max_ms);
+	return rc;
+}
+
 /* A handle's write state: NULL for read handles (fh 0, or on a live
  * mount H5FS_FH_CACHED or a tagged dio ledger, member/member.h). */
 struct wfile *wfile_of(const struct fuse_file_info *fi)
@@ -113,7 +123,7 @@ static int wfile_follow(h5fs *fs, struct wfile *w)
 	e = node_use_current(&u, fs, w->n);
 	if (!e && (u.g->ver != w->g->ver || u.f != u.g->f))
 		e = ESTALE;
-	if (!e && w->a && h5_append_open(&a, u.f, u.addr) < 0)
+	if (!e && w->a && wfile_append_open(fs, &a, u.f, u.addr) < 0)
 		e = ESTALE;
 	h5_err_clear();
 	if (e) {
@@ -140,7 +150,7 @@ out:
 /* (under q->mu) w's first write since it held nothing: FILE's lock (a
  * live FILE another program changed is followed first), and w on the
  * current generation. */
-int wfile_hold(h5fs *fs, struct wfile *w)
+static int wfile_hold(h5fs *fs, struct wfile *w)
 {
 	int e;
 
@@ -169,7 +179,7 @@ uint64_t wfile_uncommitted(struct wfile *w, uint64_t end, uint64_t add)
 	return end + add > c + add ? end + add - c : add;
 }
 
-int wfile_reserve(h5fs *fs, struct wfile *w, uint64_t append_bytes, uint64_t ow_bytes)
+static int wfile_reserve(h5fs *fs, struct wfile *w, uint64_t append_bytes, uint64_t ow_bytes)
 {
 	int rc = 0;
 
@@ -180,6 +190,91 @@ int wfile_reserve(h5fs *fs, struct wfile *w, uint64_t append_bytes, uint64_t ow_
 	if (rc == H5_ERR_NOSPC)
 		__atomic_store_n(&w->nospc, true, __ATOMIC_RELAXED);
 	return rc == 0 ? 0 : commit_refuse(fs, rc, "write", w->n->path, NULL);
+}
+
+/* The write descriptors' kind's admission (commit.h struct commit_kind
+ * admit; commit_ask after the pager's table), under q->mu: every refusal
+ * of a write before its answer, in the order the write path meets them -
+ * an earlier write's error (told once more), what the dataset's storage
+ * cannot take (EFBIG past the end of one that cannot grow; EPERM rows
+ * but at the end; EBUSY into another descriptor's partial row, or across
+ * an end other descriptors' bytes are still moving), then FILE's lock
+ * (EBUSY, ESTALE, EIO: node/hold.c) and the space the answer promises
+ * (ENOSPC: the engine's reserve). The caller takes the write's ticket
+ * (or accepts its rows) under the same q->mu. */
+int wfile_admit(h5fs *fs, const struct commit_ask *cq)
+{
+	const struct wfile_ask *a = cq->arg;
+	struct wfile *w = a->w;
+	struct wqueue *q = w->q;
+	int e = w->err;
+
+	if (e)
+		return e;
+	switch (a->stage) {
+	case WFILE_INSIDE:
+		if (a->off >= 0 && (uint64_t)a->off >= a->lim) {
+			h5fs_log(fs, LOG_NOTICE, "write %s at %lld: EFBIG: past the end (%llu) of a dataset that "
+				 "cannot grow", show_path(w->n->path), (long long)a->off, (unsigned long long)a->lim);
+			e = EFBIG;
+		}
+		break;
+	case WFILE_CROSS:
+		if (a->others) {
+			h5fs_log(fs, LOG_NOTICE, "write %s at %lld crossing the end: EBUSY: other descriptors' writes "
+				 "kept coming", show_path(w->n->path), (long long)a->off);
+			e = EBUSY;
+		} else if (w->a && a->n < a->size && a->end != a->lim) {
+			/* (a partial row another descriptor wrote) */
+			h5fs_log(fs, LOG_NOTICE, "write %s at %lld crossing the end (%llu): EBUSY: %llu bytes other "
+				 "descriptors wrote are not committed yet", show_path(w->n->path), (long long)a->off,
+				 (unsigned long long)a->lim, (unsigned long long)(a->end - a->lim));
+			e = EBUSY;
+		} else if (w->a && (uint64_t)a->off > a->lim) {
+			/* the dataset shrank meanwhile (another descriptor's truncate) */
+			h5fs_log(fs, LOG_NOTICE, "write %s at %lld: EPERM: past the end (%llu): only appending at the "
+				 "end is possible", show_path(w->n->path), (long long)a->off, (unsigned long long)a->lim);
+			e = EPERM;
+		} else if (w->a && a->n < a->size && q->partial && q->partial != w) {
+			e = EBUSY;
+		}
+		break;
+	case WFILE_APPEND:
+		/* (overwrite() answers a fixed size's writes; it cannot grow) */
+		if (!w->a) {
+			e = EFBIG;
+		} else if (a->off < 0 || (!w->append && (uint64_t)a->off != a->end)) {
+			/* Rows only go at the end: O_APPEND writes wherever the
+			 * kernel thinks the end is (its size may lag behind
+			 * bytes of an unfinished row); others write at the end
+			 * (before it they overwrote: write.c) */
+			h5fs_log(fs, LOG_NOTICE, "write %s at %lld: EPERM: only appending at %llu is possible",
+				 show_path(w->n->path), (long long)a->off, (unsigned long long)a->end);
+			e = EPERM;
+		}
+		/* fall through */
+	case WFILE_NOW:
+		/* rows are whole: another descriptor's partial row must be
+		 * ended first (and readers are shown the rows in the order
+		 * they come) */
+		if (!e && q->partial && q->partial != w) {
+			h5fs_log(fs, LOG_NOTICE, "append %s: another descriptor has written part of a row: EBUSY "
+				 "until it writes the rest or is closed", show_path(w->n->path));
+			e = EBUSY;
+		}
+		break;
+	}
+	if (!e)
+		e = wfile_hold(fs, w);
+	if (!e && (a->append_bytes || a->ow_bytes))
+		e = wfile_reserve(fs, w, a->append_bytes, a->ow_bytes);
+	return e;
+}
+
+int wfile_ask(h5fs *fs, struct wfile_ask *a)
+{
+	return commit_ask(fs, &(struct commit_ask){ .op = PAGER_WRITE, .kind = COMMIT_WRITES, .what = "write",
+						    .path = a->w->n->path, .arg = a });
 }
 
 /* Accepted bytes readers were shown will not be rows (a dropped partial
@@ -211,7 +306,13 @@ int wfile_err(struct wfile *w)
 
 /* After a commit (flush, fsync): w's rows are in FILE; when nothing of w
  * waits (no accepted write, no partial row), its hold on FILE's lock
- * ends. Under q->mu, so a write accepted meanwhile keeps it. */
+ * ends. Called under q->apply, and decided under q->mu: a write that
+ * took the hold either has its ticket (accepted, under q->mu with the
+ * hold and its reserve: write.c) or holds q->apply until its bytes are
+ * in (a write crossing the end), so none is left writing without the
+ * lock (a commit of every descriptor from another request, fs_meta_sync,
+ * gave the hold back between a write's hold and its reserve: "allocated
+ * without its lock" in test_procs). */
 void wfile_give_back(h5fs *fs, struct wfile *w)
 {
 	struct wqueue *q = w->q;
@@ -246,7 +347,7 @@ int wfile_ow_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 		return e;
 	/* an overwrite commits over a stream with no rows waiting: other
 	 * handles' rows are committed first (else EBUSY, issue 53) */
-	if (w->a && w->q->ow && h5_overwrite_buffered(w->q->ow) && (rc = h5_append_show(w->a)) < 0)
+	if (w->a && wq_ow(w->q) && h5_overwrite_buffered(wq_ow(w->q)) && (rc = h5_append_show(w->a)) < 0)
 		e = h5err_logged(fs, rc, "commit of rows appended", w->n->path, NULL, w->n->addr);
 	if (!e)
 		e = ow_commit(fs, w->q, w->n, ino, true, true);
@@ -298,22 +399,14 @@ void wfile_unpin(h5fs *fs, struct wfile *w)
  * handle that holds the lock, release dropped them (an np.save name
  * whose stream is no NPY, copied in by copytree or mv: an empty dataset,
  * its bytes answered and lost; test_tools, 1 run in 10 under load). */
-int wfile_append_accept(h5fs *fs, struct wfile *w, uint64_t *t, const void *buf, size_t len)
+int wfile_append_accept(h5fs *fs, struct wfile_ask *a, uint64_t *t, const void *buf)
 {
+	struct wfile *w = a->w;
 	struct wqueue *q = w->q;
-	int e = 0;
+	size_t len = a->size;
+	int e;
 
-	/* rows are whole: another descriptor's partial row must be ended
-	 * first (and readers are shown the rows in the order they come) */
-	if (q->partial && q->partial != w) {
-		h5fs_log(fs, LOG_NOTICE, "append %s: another descriptor has written part of a row: EBUSY until it "
-			 "writes the rest or is closed", show_path(w->n->path));
-		e = EBUSY;
-	}
-	if (!e)
-		e = wfile_hold(fs, w);
-	if (!e)
-		e = wfile_reserve(fs, w, wfile_uncommitted(w, q->vrows * q->row_bytes + w->vplen, len), 0);
+	e = wfile_ask(fs, a);
 	/* kept and shown from now on (behind/tail.c) */
 	if (!e)
 		e = tail_accept(w->n, buf, len, q->row_bytes);
@@ -363,9 +456,9 @@ int wfile_append_now(h5fs *fs, struct wfile *w, fuse_ino_t ino, const void *buf,
 	int e;
 
 	pthread_mutex_lock(&q->mu);
-	e = w->err;
-	if (!e)
-		e = wfile_append_accept(fs, w, &t, buf, len);
+	e = wfile_append_accept(fs, &(struct wfile_ask){ .w = w, .stage = WFILE_NOW, .size = len,
+							 .append_bytes = wfile_uncommitted(w, q->vrows * q->row_bytes +
+											   w->vplen, len) }, &t, buf);
 	pthread_mutex_unlock(&q->mu);
 	return e ? e : wfile_append_apply(fs, w, ino, t, buf, len, false);
 }

@@ -102,7 +102,7 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	/* O_APPEND only appends: no overwriter (its refusal is the append's) */
 	e = fi->flags & O_APPEND ? EPERM : ow_check(fs, n);
 	w->can_ow = e == 0;
-	rc = h5_append_open(&w->a, u.f, u.addr);
+	rc = wfile_append_open(fs, &w->a, u.f, u.addr);
 	commit_end(fs, NULL, false);
 	node_use_end(&u);
 	if (rc < 0 && w->can_ow) {

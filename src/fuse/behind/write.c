@@ -45,16 +45,29 @@
  * order of the node's writes; an error is kept in the handle and reported
  * by its next write, fsync or close. */
 static bool overwrite_behind(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino, const char *buf,
-			     size_t size, off_t off)
+			     size_t size, off_t off, uint64_t lim)
 {
 	struct wqueue *q = w->q;
 	struct node *n = w->n;
 	bool settle = !w->cached;
+	struct wfile_ask wa = { .w = w, .stage = WFILE_INSIDE, .off = off, .size = size, .lim = lim,
+				.ow_bytes = size };
 	uint64_t t;
 	bool early;
 	int e;
 
+	/* admitted (FILE's lock, the chunks it rewrites reserved) and its
+	 * ticket taken under one q->mu: a commit of w's bytes meanwhile
+	 * (fsync, the sync of every descriptor) sees it pending and keeps
+	 * the lock (wfile_give_back) */
 	pthread_mutex_lock(&q->mu);
+	e = wfile_ask(fs, &wa);
+	if (e) {
+		pthread_mutex_unlock(&q->mu);
+		__atomic_store_n(&w->failed, true, __ATOMIC_RELAXED);
+		fuse_reply_err(req, e);
+		return true;
+	}
 	t = q->next++;
 	early = q->early < WQ_EARLY;
 	if (early)
@@ -108,6 +121,7 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
 		      off_t off)
 {
 	struct wqueue *q = w->q;
+	struct wfile_ask wa = { .w = w, .stage = WFILE_CROSS, .off = off, .size = size };
 	uint64_t lim, end, n;
 	bool accepted = false;
 	int e;
@@ -117,10 +131,6 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
 	pthread_mutex_lock(&q->mu);
 	e = w->err;
 	end = w->a ? q->vrows * q->row_bytes + w->vplen : 0;
-	/* FILE's lock from the first write until the bytes are committed
-	 * (wfile_give_back) */
-	if (!e)
-		e = wfile_hold(fs, w);
 	pthread_mutex_unlock(&q->mu);
 	pthread_rwlock_rdlock(&w->n->lk);
 	lim = tail_base(w->n);       /* committed bytes */
@@ -129,23 +139,12 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
 	 * (as for a reader), then overwritten (issue 53) */
 	if (!e && w->a && (uint64_t)off < end && (uint64_t)off + size > lim && lim < end)
 		lim = wfile_show_rows(fs, w, ino);
-	if (!e && (uint64_t)off >= lim) {
-		if (w->a)
-			return false;
-		h5fs_log(fs, LOG_NOTICE, "write %s at %lld: EFBIG: past the end (%llu) of a dataset that cannot grow",
-			 show_path(w->n->path), (long long)off, (unsigned long long)lim);
-		e = EFBIG;
-	}
-	n = !e && size < lim - (uint64_t)off ? size : lim - (uint64_t)off;
-	if (!e)
-		e = wfile_reserve(fs, w, w->a && n < size ? wfile_uncommitted(w, end, size - n) : 0, n);
-	if (e) {
-		__atomic_store_n(&w->failed, true, __ATOMIC_RELAXED);
-		fuse_reply_err(req, e);
-		return true;
-	}
-	if (n == size)
-		return overwrite_behind(fs, w, req, ino, buf, size, off);
+	if (!e && (uint64_t)off >= lim && w->a)
+		return false;   /* at or past the end of a dataset that grows: it appends */
+	/* wholly inside, or past the end of one that cannot grow (EFBIG):
+	 * the write descriptors' kind decides (wfile_ask) */
+	if (e || (uint64_t)off >= lim || size <= lim - (uint64_t)off)
+		return overwrite_behind(fs, w, req, ino, buf, size, off, lim);
 	/* Earlier writes of this dataset's handles go first, those accepted
 	 * while we waited too (they checked their offsets against the end
 	 * before this write's rows: issue 53, 4 processes); then, q->mu held,
@@ -161,16 +160,12 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
 		pthread_mutex_unlock(&q->apply);
 	}
 	e = w->err;
-	if (!e && q->turn != q->next) {
-		h5fs_log(fs, LOG_NOTICE, "write %s at %lld crossing the end: EBUSY: other descriptors' writes kept "
-			 "coming", show_path(w->n->path), (long long)off);
-		e = EBUSY;
-	}
+	wa.others = q->turn != q->next;
 	end = w->a ? q->vrows * q->row_bytes + w->vplen : 0;
 	pthread_rwlock_rdlock(&w->n->lk);
 	lim = tail_base(w->n);
 	pthread_rwlock_unlock(&w->n->lk);
-	if (!e && w->a && end != lim) {
+	if (!e && !wa.others && w->a && end != lim) {
 		/* rows applied, not committed: committed now (as wfile_show) */
 		int rc = h5_append_show(w->a);
 
@@ -182,31 +177,25 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
 	lim = tail_base(w->n);
 	pthread_rwlock_unlock(&w->n->lk);
 	n = (uint64_t)off >= lim ? 0 : size < lim - (uint64_t)off ? size : lim - (uint64_t)off;
-	if (!e && w->a && end != lim && !q->partial && h5_append_pending(w->a) == 0) {
+	if (!e && !wa.others && w->a && end != lim && !q->partial && h5_append_pending(w->a) == 0) {
 		/* the stream holds nothing waiting: the dataset was resized
 		 * through another descriptor and wq_resized is on its way */
 		q->vrows = lim / q->row_bytes;
 		end = lim;
 	}
-	if (!e && w->a && n < size && end != lim) {
-		/* (a partial row another descriptor wrote) */
-		h5fs_log(fs, LOG_NOTICE, "write %s at %lld crossing the end (%llu): EBUSY: %llu bytes other "
-			 "descriptors wrote are not committed yet", show_path(w->n->path), (long long)off,
-			 (unsigned long long)lim, (unsigned long long)(end - lim));
-		e = EBUSY;
-	}
-	if (!e && w->a && (uint64_t)off > lim) {
-		/* the dataset shrank meanwhile (another descriptor's truncate) */
-		h5fs_log(fs, LOG_NOTICE, "write %s at %lld: EPERM: past the end (%llu): only appending at the end "
-			 "is possible", show_path(w->n->path), (long long)off, (unsigned long long)lim);
-		e = EPERM;
-	}
+	/* admitted (the kind's checks, FILE's lock, the space of both parts
+	 * reserved), and the rest accepted, under this one q->mu */
+	wa.end = end;
+	wa.lim = lim;
+	wa.n = n;
+	wa.ow_bytes = n;
+	wa.append_bytes = w->a && n < size ? wfile_uncommitted(w, end, size - n) : 0;
+	if (!e)
+		e = wfile_ask(fs, &wa);
 	if (!e && w->a && n < size) {
 		/* the rest appends, here and now (nothing else is waiting);
 		 * accepted first, so later writes go after it */
-		if (q->partial && q->partial != w)
-			e = EBUSY;
-		else if (!(e = tail_accept(w->n, buf + n, size - n, q->row_bytes)))
+		if (!(e = tail_accept(w->n, buf + n, size - n, q->row_bytes)))
 			vplen_add(q, w, size - n);
 		accepted = !e;
 	}
@@ -393,22 +382,16 @@ void behind_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 		if (tries)
 			wfile_show_node(fs, w->n);
 	}
-	e = w->err;
-	if (!w->a && !e)
-		e = EFBIG;      /* (overwrite() answers these; a fixed size cannot grow) */
-	/* Rows only go at the end: O_APPEND writes wherever the kernel thinks
-	 * the end is (its size may lag behind bytes of an unfinished row);
-	 * others write at the end here (before it they overwrote, above). */
-	if (!e && (off < 0 || (!w->append && (uint64_t)off != end)))
-		e = EPERM;
-	if (!e)
-		e = wfile_append_accept(fs, w, &t, buf, size);
+	/* admitted by the write descriptors' kind (rows at the end only, whole,
+	 * FILE's lock, their space reserved: wfile_ask), then kept, shown and
+	 * given their ticket (wfile_append_accept) */
+	e = wfile_append_accept(fs, &(struct wfile_ask){ .w = w, .stage = WFILE_APPEND, .off = off, .size = size,
+							 .end = end,
+							 .append_bytes = w->a ? wfile_uncommitted(w, end, size) : 0 },
+				&t, buf);
 	if (e) {
 		pthread_mutex_unlock(&q->mu);
 		pthread_mutex_unlock(&q->grow);
-		if (e == EPERM)
-			h5fs_log(fs, LOG_NOTICE, "write %s at %lld: EPERM: only appending at %llu is possible",
-			       show_path(w->n->path), (long long)off, (unsigned long long)end);
 		__atomic_store_n(&w->failed, true, __ATOMIC_RELAXED);
 		fuse_reply_err(req, e);
 		return;

@@ -44,9 +44,15 @@ struct wqueue {
 	 * current generation (owg, held), again in a new one once it holds
 	 * nothing; closed with the queue. ow_pages: a direct_io handle put
 	 * bytes since the last commit (the commit drops readers' pages).
-	 * Under apply. */
-	h5_overwriter *ow;
-	struct gen *owg;
+	 * Used under apply; its space reserved under mu (wfile.c's
+	 * admission): overwrite.c q_ow_locked says how both hold. */
+	h5_overwriter *ow;      /* (atomic: set under mu and apply both, or under mu when none) */
+	struct gen *owg;        /* (under mu) */
+	struct ow_retired {     /* (under mu) earlier generations' ones, empty */
+		h5_overwriter *ow;
+		struct gen *g;
+		struct ow_retired *next;
+	} *retired;
 	bool ow_pages;
 };
 
@@ -86,6 +92,12 @@ struct wfile {
 	bool nospc;
 };
 
+/* The node's overwriter (NULL: none yet), read under q->apply or q->mu */
+static inline h5_overwriter *wq_ow(const struct wqueue *q)
+{
+	return __atomic_load_n(&q->ow, __ATOMIC_ACQUIRE);
+}
+
 /* wqueue.c: the node's queue joined (want: opened to read and write, a
  * mapping; sets w->cached) and left; every accepted write applied; len
  * more accepted bytes of w (under q->mu) */
@@ -115,26 +127,52 @@ void wfile_shown_drop(h5fs *fs, struct node *n, fuse_ino_t ino, uint64_t len);
 int wfile_err(struct wfile *w);
 void wfile_give_back(h5fs *fs, struct wfile *w);
 int wfile_ow_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino);
-/* wfile.c, for write.c: FILE's lock held for w (taken at its first
- * write: EBUSY, ESTALE), and the space the answer of a write promises
- * reserved before it (append_bytes of rows not committed, ow_bytes of
- * chunks an overwrite rewrites: ENOSPC, logged); bytes of rows not
- * committed once add more follow the dataset's end bytes */
-int wfile_hold(h5fs *fs, struct wfile *w);
-int wfile_reserve(h5fs *fs, struct wfile *w, uint64_t append_bytes, uint64_t ow_bytes);
+/* wfile.c: a write of w asked before its answer (under q->mu), the one
+ * way its refusals are decided: commit_ask (commit/admit.c: the pager's
+ * table, row PAGER_WRITE), then the write descriptors' kind's admit,
+ * wfile_admit - the stage's checks of what the dataset can take, FILE's
+ * lock held for w (taken at its first write: EBUSY, ESTALE), and the
+ * space the answer promises reserved (append_bytes of rows not
+ * committed, ow_bytes of chunks an overwrite rewrites: ENOSPC). 0 or the
+ * errno, logged. */
+enum wfile_stage {
+	WFILE_INSIDE,   /* wholly inside the committed end (lim): overwritten */
+	WFILE_CROSS,    /* across it: n bytes overwritten, the rest appended */
+	WFILE_APPEND,   /* at the end (end): appended */
+	WFILE_NOW,      /* rows appended before the answer (wfile_append_now) */
+};
+struct wfile_ask {
+	struct wfile *w;
+	enum wfile_stage stage;
+	off_t off;
+	size_t size;
+	uint64_t end;           /* the stream's end once every accepted write is applied */
+	uint64_t lim;           /* the dataset's committed end */
+	uint64_t n;             /* CROSS: the bytes of it inside lim */
+	bool others;            /* CROSS: other descriptors' writes kept coming */
+	uint64_t append_bytes, ow_bytes;
+};
+int wfile_ask(h5fs *fs, struct wfile_ask *a);
+int wfile_admit(h5fs *fs, const struct commit_ask *q);
+/* bytes of rows not committed once add more follow the dataset's end bytes */
 uint64_t wfile_uncommitted(struct wfile *w, uint64_t end, uint64_t add);
+/* wfile.c: the dataset at addr of f opened to append (h5_append_open),
+ * its stream committing by the write descriptors' kind's policy
+ * (commit_policy: max_bytes of rows waiting, max_ms after the oldest) */
+int wfile_append_open(h5fs *fs, h5_appender **a, h5_file *f, uint64_t addr);
 /* wfile.c: len bytes of whole rows appended to w's stream now, before
  * the answer (a demoted np.save stream's, write.c; the rows of csvin.c's
  * text): 0 or an errno, kept in the handle too */
 int wfile_append_now(h5fs *fs, struct wfile *w, fuse_ino_t ino, const void *buf, size_t len);
 /* wfile.c: the append path every writer of rows shares (write.c's
- * behind_write, wfile_append_now): accept - under q->mu - refuses bytes
- * into another descriptor's partial row (EBUSY, logged), holds FILE's
- * lock for w, reserves their space, shows them to readers (tail.c) and
- * gives them ticket *t; apply gives them to the stream in ticket order
- * (early: answered already, so an error is w's, for its next write,
- * fsync or close; it is kept in w either way): 0 or an errno (logged) */
-int wfile_append_accept(h5fs *fs, struct wfile *w, uint64_t *t, const void *buf, size_t len);
+ * behind_write, wfile_append_now): accept - under q->mu - asks the write
+ * a->size bytes of a->w (wfile_ask: stage WFILE_APPEND or WFILE_NOW; the
+ * refusals, FILE's lock held for w, their space reserved), shows them to
+ * readers (tail.c) and gives them ticket *t; apply gives them to the
+ * stream in ticket order (early: answered already, so an error is w's,
+ * for its next write, fsync or close; it is kept in w either way): 0 or
+ * an errno (logged) */
+int wfile_append_accept(h5fs *fs, struct wfile_ask *a, uint64_t *t, const void *buf);
 int wfile_append_apply(h5fs *fs, struct wfile *w, fuse_ino_t ino, uint64_t t, const void *buf, size_t len,
 		       bool early);
 /* wfile.c: the open write handles scanned (fs->open_wfiles): the first

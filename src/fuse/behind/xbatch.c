@@ -21,7 +21,8 @@
  *   - an xattr of any object is read or changed otherwise, a link changes,
  *     a dataset is opened for writing, or the mount is fsync'd or
  *     unmounted (xbatch_flush);
- *   - another object's attribute comes, or the batch is full;
+ *   - another object's attribute comes, or the batch is full (XB_MAX_ITEMS,
+ *     or its policy's max_bytes of names and values: commit/sched.c);
  *   - XB_IDLE_MS passed without one, or XB_MAX_MS since its first (the
  *     timer thread, commit/sched.c, which then fsyncs and cuts FILE to its end of
  *     allocation).
@@ -41,7 +42,7 @@
 #define XB_IDLE_MS 20
 #define XB_MAX_MS 100   /* from a batch's first change, whatever follows */
 #define XB_MAX_ITEMS 4096
-#define XB_MAX_BYTES ((size_t)8 << 20)
+#define XB_MAX_BYTES ((size_t)8 << 20)  /* its policy's max_bytes (H5FS_COMMIT_ATTRS_BYTES) */
 
 struct xbatch {
 	struct commit_slot t;           /* its timer; t.mu: the batch, held across its commit */
@@ -138,10 +139,13 @@ static int timed_commit(void *owner)
 	return 0;
 }
 
-static const struct commit_kind xbatch_kind = {
-	.name = "attribute values", .bit = COMMIT_ATTRS, .idle_ms = XB_IDLE_MS, .max_ms = XB_MAX_MS,
-	.count = pending_count, .commit = timed_commit, .flush = kind_flush, .settle = fs_meta_sync,
-	.stop = xbatch_stop,
+static int kind_admit(h5fs *fs, const struct commit_ask *q);
+
+const struct commit_kind xbatch_kind = {
+	.name = "attribute values", .key = "ATTRS", .bit = COMMIT_ATTRS,
+	.policy = { .idle_ms = XB_IDLE_MS, .max_ms = XB_MAX_MS, .max_bytes = XB_MAX_BYTES },
+	.count = pending_count, .commit = timed_commit, .flush = kind_flush, .settle = fs_meta_settle,
+	.stop = xbatch_stop, .admit = kind_admit,
 };
 
 static struct xbatch *xbatch_get(h5fs *fs)
@@ -277,26 +281,51 @@ static h5_attr_room room_diff(const h5_attr_room *after, const h5_attr_room *bef
 			       .heap = after->heap - before->heap };
 }
 
-/* The change of NAME checked and kept (xb->t.mu held, the batch begun on
- * its object): 0, an errno, or -1 for the caller's way. A name set again
- * while pending is checked again with its new value and counted once: its
- * earlier value's share taken off first. (Counted twice, a full disk
- * refused the second of two quick changes of one string attribute though
- * the batch writes one value: test_space_reuse in CI; a new name set
- * again with a longer value was not counted at all.) */
-static int accept_locked(h5fs *fs, struct xbatch *xb, const char *name, size_t name_len, const char *val,
-			 size_t len, int flags)
-{
-	int raw = fs->cfg.xattr_raw;
-	size_t at = pending_at(xb, name, name_len);
-	h5_attr_room keep = xb->room, before, share;
+/* A change asked of the kind (commit_ask's arg, in and out): the change,
+ * then what the admit found - its place among the pending ones (at),
+ * whether NAME exists (rc of h5_attr_set_check), its text form, its
+ * share of the room, the room before it (keep), and at_once: not one
+ * the batch can promise (the caller makes it at once, xattr.c). */
+struct xb_ask {
+	struct xbatch *xb;
+	const char *name, *val;
+	size_t name_len, len;
+	int flags;
+	size_t at;
+	int rc;
 	enum h5_fstr fstr;
-	int rc, err = -1;
+	h5_attr_room keep, share;
+	bool at_once;
+};
 
-	if (at != SIZE_MAX && (flags & XATTR_CREATE))
+/* The kind's admit (commit_ask after the pager's table; xb->t.mu held,
+ * the batch begun on the object): everything the batch's commit could
+ * fail on decided before the answer - a name pending or present with
+ * XATTR_CREATE (EEXIST), absent with XATTR_REPLACE (ENODATA), the value
+ * in the attribute's type and the place its message goes (engine
+ * h5_attr_set_check: what a header message or the object's dense store
+ * holds; a change it cannot promise is at_once: made now by the caller,
+ * whose engine call gives its real error before the answer), the disk
+ * space the commit may take (ENOSPC). A name set again while pending is
+ * checked again with its new value and counted once: its earlier value's
+ * share taken off first. (Counted twice, a full disk refused the second
+ * of two quick changes of one string attribute though the batch writes
+ * one value: test_space_reuse in CI; a new name set again with a longer
+ * value was not counted at all.) The room is as before on a refusal. */
+static int kind_admit(h5fs *fs, const struct commit_ask *q)
+{
+	struct xb_ask *a = q->arg;
+	struct xbatch *xb = a->xb;
+	int raw = fs->cfg.xattr_raw;
+	h5_attr_room before;
+	int err = 0;
+
+	a->at = pending_at(xb, a->name, a->name_len);
+	a->keep = xb->room;
+	if (a->at != SIZE_MAX && (a->flags & XATTR_CREATE))
 		return EEXIST;
-	if (at != SIZE_MAX)
-		room_less(&xb->room, &xb->share[at]);
+	if (a->at != SIZE_MAX)
+		room_less(&xb->room, &xb->share[a->at]);
 	before = xb->room;
 	/* an existing attribute: its new value must parse in its type now,
 	 * as h5_attr_write would take it (else the caller's way gives the
@@ -305,34 +334,48 @@ static int accept_locked(h5fs *fs, struct xbatch *xb, const char *name, size_t n
 	 * in netCDF-4 files); asked once per batch */
 	if (xb->own < 0)
 		xb->own = (int)own_detect(xb->u.f);
-	fstr = at != SIZE_MAX && !xb->it[at].set ? xb->it[at].fstr : own_new_text((enum own_kind)xb->own);
-	rc = h5_attr_set_check(&xb->room, xb->u.f, xb->u.addr, name, name_len, val, len, raw, fstr);
-	if (rc < 0 && rc != H5_ERR_NOTFOUND)
+	a->fstr = a->at != SIZE_MAX && !xb->it[a->at].set ? xb->it[a->at].fstr : own_new_text((enum own_kind)xb->own);
+	a->rc = h5_attr_set_check(&xb->room, xb->u.f, xb->u.addr, a->name, a->name_len, a->val, a->len, raw, a->fstr);
+	if (a->rc < 0 && a->rc != H5_ERR_NOTFOUND)
 		h5fs_log(fs, LOG_DEBUG, "setxattr %s: user.%.*s made at once, not behind: %s", show_path(xb->n->path),
-			 (int)name_len, name, h5_err_msg());
+			 (int)a->name_len, a->name, h5_err_msg());
 	h5_err_clear();
-	if (rc < 0 && rc != H5_ERR_NOTFOUND)
+	if (a->rc < 0 && a->rc != H5_ERR_NOTFOUND) {
+		a->at_once = true;
 		goto out;
-	share = room_diff(&xb->room, &before);
-	if (at == SIZE_MAX && rc == 0 && (flags & XATTR_CREATE)) {
+	}
+	a->share = room_diff(&xb->room, &before);
+	if (a->at == SIZE_MAX && a->rc == 0 && (a->flags & XATTR_CREATE))
 		err = EEXIST;
-		goto out;
-	}
-	if (at == SIZE_MAX && rc == H5_ERR_NOTFOUND && (flags & XATTR_REPLACE)) {
+	else if (a->at == SIZE_MAX && a->rc == H5_ERR_NOTFOUND && (a->flags & XATTR_REPLACE))
 		err = ENODATA;
-		goto out;
-	}
-	if ((err = reserve(fs, xb, name, name_len)) != 0)
-		goto out;
-	if (at != SIZE_MAX) {
-		if ((err = revalue(xb, &xb->it[at], val, len)) == 0)
-			xb->share[at] = share;
-	} else {
-		err = push(xb, name, name_len, val, len, rc == 0, raw, fstr, &share);
-	}
+	else
+		err = reserve(fs, xb, a->name, a->name_len);
 out:
+	if (err || a->at_once)
+		xb->room = a->keep;
+	return err;
+}
+
+/* The change of NAME admitted (kind_admit) and kept (xb->t.mu held, the
+ * batch begun on its object): 0, an errno, or -1 for the caller's way. */
+static int accept_locked(h5fs *fs, struct xbatch *xb, const char *name, size_t name_len, const char *val,
+			 size_t len, int flags)
+{
+	struct xb_ask a = { .xb = xb, .name = name, .name_len = name_len, .val = val, .len = len, .flags = flags };
+	int err = commit_ask(fs, &(struct commit_ask){ .op = PAGER_CHANGE, .kind = COMMIT_ATTRS, .what = "setxattr",
+						       .path = xb->n->path, .arg = &a });
+
+	if (err || a.at_once)
+		return err ? err : -1;
+	if (a.at != SIZE_MAX) {
+		if ((err = revalue(xb, &xb->it[a.at], val, len)) == 0)
+			xb->share[a.at] = a.share;
+	} else {
+		err = push(xb, name, name_len, val, len, a.rc == 0, fs->cfg.xattr_raw, a.fstr, &a.share);
+	}
 	if (err)
-		xb->room = keep;
+		xb->room = a.keep;
 	return err;
 }
 
@@ -344,7 +387,8 @@ int xbatch_add(h5fs *fs, struct node *n, const char *name, size_t name_len, cons
 	if (!xb)
 		return 1;       /* no thread to commit it: at once, as before */
 	pthread_mutex_lock(&xb->t.mu);
-	if (xb->n && (xb->n != n || xb->count >= XB_MAX_ITEMS || xb->bytes + name_len + len > XB_MAX_BYTES))
+	/* (the kind's policy: max_bytes of names and values at most) */
+	if (xb->n && (xb->n != n || xb->count >= XB_MAX_ITEMS || xb->bytes + name_len + len > xb->t.pol.max_bytes))
 		commit_locked(fs, xb);
 	if (!xb->n && (err = begin_locked(fs, xb, n)) != 0)
 		goto out;

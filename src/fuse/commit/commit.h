@@ -6,28 +6,42 @@
  * SQLite's pager is the model: one state diagram, numbered invariants,
  * one sticky error.
  *
- *   admit.c    admission before the answer: the pager's table of
- *              operation x state (state/pager.c), one log line a refusal
+ *   admit.c    admission before the answer (commit_ask): the pager's
+ *              table of operation x state (state/pager.c), one log line
+ *              a refusal, then the admit of the kind whose storage takes
+ *              the change
  *   gate.c     begin: FILE's write lock, the barrier of the write-behind
  *              kinds, the object as the current generation shows it
  *              (commit_begin/commit_end); reader sections (commit_rd_*)
- *   sched.c    the write-behind kinds, registered with callbacks, and the
- *              one scheduler thread that commits them when due
+ *   sched.c    the write-behind kinds, registered with the mount (their
+ *              policies, admits, stops) and with the scheduler (their
+ *              slots), and the one scheduler thread that commits them
+ *              when due
  *   durable.c  durability: every kind flushed, FILE fsync'd and cut to its
- *              end of allocation (fs_meta_sync); the unmount's compaction
+ *              end of allocation (fs_meta_sync; fs_meta_settle: the
+ *              batches and streams); the unmount's compaction
  *
- * The kinds (src/fuse/behind/, each one file registering a struct
- * commit_kind with sched.c; nothing here calls them but through it):
- *   lbatch.c   new files and directories not linked yet (COMMIT_NAMES)
- *   xbatch.c   attribute values answered (COMMIT_ATTRS)
+ * The kinds (src/fuse/behind/, each one file defining a struct
+ * commit_kind, registered the same way by member/setup.c; nothing here
+ * calls them but through it):
+ *   lbatch.c   new files and directories not linked yet (COMMIT_NAMES);
+ *              its admit: a soft link its group's storage cannot take,
+ *              a create's or mkdir's name taken (EEXIST) or its room
+ *              (ENOSPC)
+ *   xbatch.c   attribute values answered (COMMIT_ATTRS); its admit: what
+ *              the object's attribute storage takes (h5_attr_set_check),
+ *              XATTR_CREATE/REPLACE, the room
  *   npy.c      np.save's streams whose every byte is in (COMMIT_STREAMS:
  *              made 1 s after their last byte, at their close, or at any
  *              sync)
  *   idle.c     the open datasets' pending bytes: write handles' rows and
  *              kept overwrites (wfile.c, wopen.c, write.c, wclose.c,
  *              wqueue.c, pending.c, overwrite.c, tail.c, csvin.c,
- *              truncate.c), their bound (max_bytes)
- *              and their idle commit
+ *              truncate.c) (COMMIT_WRITES): their policy (max_bytes,
+ *              max_ms: the append stream's and the overwriter's bound),
+ *              their idle commit, their flush (fs_meta_sync) and stop
+ *              (every descriptor's bytes committed), their admit (wfile.c
+ *              wfile_admit: every refusal of a write)
  *
  * The engine below does the ordered commit itself (h5core write/txn.c:
  * new bytes first, a barrier, then the one pointer that makes them
@@ -38,7 +52,7 @@
  * build, configure --enable-debug as the sanitizer builds CI runs are,
  * aborts on a violation, a release build logs the first once;
  * tests/unit/test_pager.c breaks each on purpose). Its state is what the
- * write decisions read: admission (admit.c commit_admit, over the pager's
+ * write decisions read: admission (admit.c commit_ask, over the pager's
  * table of operation x state: EROFS on a read-only mount, another file's
  * object or a view; EIO once LOST), FILE's lock (node/hold.c, which
  * moves the pager at each begin and end), the syncs (durable.c) and the
@@ -48,19 +62,22 @@
  * A change's way through (the function of each step):
  *
  *   request --admit--> ADMITTED --reserve--> RESERVED --answer--> PENDING
- *   (commit_admit, then  (the engine's h5_*_reserve, before   (in a kind's batch
- *    commit_begin:       the answer: ENOSPC, the host's       or a handle's
- *    kinds flushed,      margin, refused by commit_refuse)    pending bytes:
- *    FILE's lock; EROFS,                                      answered)
+ *   (commit_ask: the     (the engine's h5_*_reserve, before   (in a kind's batch
+ *    table, the kind's   the answer: ENOSPC, the host's       or a handle's
+ *    admit; commit_begin: margin, refused by commit_refuse;   pending bytes:
+ *    kinds flushed,      a write's: its kind's admit)         answered)
+ *    FILE's lock; EROFS,
  *    EBUSY, ESTALE; EIO
  *    when LOST)
  *   PENDING --commit--> COMMITTED --sync--> DURABLE
- *   (batches: the scheduler   (fs_meta_sync, fsync,
- *    when due, a barrier;      fsyncdir, the idle kind, the unmount)
- *    a handle's bytes: its
- *    request thread at 64 MiB
- *    of touched chunks, fsync,
- *    close, the idle kind)
+ *   (batches: the scheduler   (fs_meta_sync: fsyncdir, fsync
+ *    when due, a barrier;      without own bytes, the unmount;
+ *    a handle's bytes: its     fs_meta_settle: a handle's fsync,
+ *    request thread at the     a batch's settle, the idle sync)
+ *    kind's max_bytes or
+ *    max_ms, fsync, close,
+ *    fs_meta_sync, the idle
+ *    kind)
  *   PENDING or COMMITTED --a commit or sync fails--> LOST (fs_lost_set)
  *   A change made at once (rm, mv, utimens, truncate, a setxattr that is
  *   not batched; mkdir and rmdir go in the new files' batch, lbatch.c) goes ADMITTED -> COMMITTED inside commit_begin /
@@ -88,21 +105,36 @@
  *      tried again when due, until its tries run out or the unmount, then
  *      the mount is LOST; the attribute batch marks the mount LOST at once
  *      (its values were answered and cannot be put back in order).
- *   6. fs_meta_sync flushes every kind that has a flush (the batches
- *      and np.save's streams: COMMIT_ALL | COMMIT_STREAMS), in order,
- *      then fsyncs FILE once; the write descriptors' bytes are their own
- *      requests' to commit (fsync, close, 64 MiB) or the idle kind's;
- *      the unmount stops every kind through one loop (commit_sched_stop);
- *      meta_unsynced is cleared only by a sync that no change overtook
- *      (fs_meta_synced).
- *   7. One thread (sched.c) commits the batch kinds when due, with the
+ *   6. fs_meta_sync flushes every kind (COMMIT_EVERY: the batches,
+ *      np.save's streams, every write descriptor's pending bytes), in
+ *      order, then fsyncs FILE once; fs_meta_settle the batches and
+ *      streams alone (POSIX fsync(2) asks for a file's own data: another
+ *      descriptor's bytes stay its own); the unmount stops every kind
+ *      registered with the mount through one loop (commit_sched_stop),
+ *      the write descriptors' stop committing what any still holds; the
+ *      pager's unsynced flag is cleared only by a sync that no change
+ *      overtook (fs_meta_synced).
+ *   7. One thread (sched.c) commits the batch kinds when due (their
+ *      policy, computed once at registration: commit_policy), with the
  *      kind's own lock; a handle's bytes are committed on its request
- *      threads (a write past the bound, fsync, close) or by the idle kind
- *      on that thread.
+ *      threads (a write past the bound, fsync, close), by a request's
+ *      fs_meta_sync, or by the idle kind on that thread; a write's
+ *      admission and ticket are taken under one q->mu, and a hold given
+ *      back only under q->apply (behind/wfile.c wfile_give_back), so no
+ *      other thread's commit leaves a write without FILE's lock.
+ *   8. What a kind's storage cannot hold is refused before the answer
+ *      on one path, commit_ask -> the pager's table -> the kind's admit:
+ *      every write of a descriptor (wfile_admit), a soft link by symlink
+ *      or rename and a new name of the batch, its room reserved
+ *      (lbatch.c), an attribute value the batch takes (xbatch.c: EEXIST,
+ *      ENODATA, h5_attr_set_check, its reserve; a change it cannot
+ *      promise is made at once by xattr.c, whose engine call refuses it
+ *      before the answer).
  *
  * Tests: test_lbatch.py, test_xbatch.py, test_durable.py,
- * test_durable_kinds.py, test_idle_commit.py, test_long_runs.py, and the
- * crash enumerations (test_*_crash.py).
+ * test_durable_kinds.py, test_idle_commit.py, test_commit_kinds.py,
+ * test_procs.py, test_long_runs.py, and the crash enumerations
+ * (test_*_crash.py).
  */
 #ifndef H5FS_COMMIT_H
 #define H5FS_COMMIT_H
@@ -110,9 +142,24 @@
 #include "node.h"
 
 /* ---- admit.c ---- */
-/* The request (op, what for the log line, the object's path or NULL)
- * admitted, 0, or refused before its answer by the pager's admission
- * table (state/pager.c: EROFS, EIO), with one log line saying why. */
+/* What a request asks before its answer: the table's row (op), and the
+ * kind whose storage is to hold it (kind: COMMIT_NAMES, ...; 0: none),
+ * with what that kind's admit reads (arg: the kind's own struct, declared
+ * beside it: batch.h struct lb_ask, wstate.h struct wfile_ask). */
+struct commit_ask {
+	enum pager_op op;
+	unsigned kind;
+	const char *what;       /* the request, for the log line */
+	const char *path;       /* the object's path, or NULL */
+	void *arg;              /* the kind's: what it reads, what it found */
+};
+/* The one way a write is admitted: the pager's admission table (state/
+ * pager.c: EROFS, EIO) read under wmu, then the kind's admit callback
+ * (what its storage can hold: ENAMETOOLONG, EFBIG, EBUSY, ENOSPC, ...).
+ * 0, or the errno the request is answered with, logged once (the table's
+ * refusals here, the kind's by the kind, which knows why). */
+int commit_ask(h5fs *fs, const struct commit_ask *q);
+/* The table alone (no kind): commit_ask with kind 0 */
 int commit_admit(h5fs *fs, enum pager_op op, const char *what, const char *path);
 
 /* ---- gate.c ---- */
@@ -128,10 +175,11 @@ enum {
 	/* not kinds: FILE's lock alone, for no object (u and n NULL: a write
 	 * descriptor's stream, a batch's own commit) */
 	COMMIT_FILE = 8,
-	/* the write descriptors' kind (behind/idle.c): its place in the
-	 * kinds' order; no flush (their bytes are committed by their own
-	 * requests, and by its idle look) */
+	/* the write descriptors' pending bytes (behind/idle.c): flushed by
+	 * fs_meta_sync (every descriptor committed as its fsync commits it),
+	 * not by a barrier nor fs_meta_settle */
 	COMMIT_WRITES = 32,
+	COMMIT_EVERY = COMMIT_ALL | COMMIT_STREAMS | COMMIT_WRITES,
 	/* putting back what a failed change took away (trunc_unempty): also
 	 * on a mount that lost a change (node.h fs_write_begin_undo) */
 	COMMIT_UNDO = 16,
@@ -170,30 +218,57 @@ void commit_rd_change_begin(h5fs *fs, struct rd *x);
 void commit_rd_change_end(struct rd *x);
 
 /* ---- sched.c ---- */
-/* A kind of write-behind. Batch kinds (count and commit set) are
- * committed idle_ms after their last change, max_ms after the first at
- * the latest, then made durable (settle: fs_meta_sync) once empty; a commit that
+/* A kind's commit policy, read by the scheduler (batches: committed
+ * idle_ms after their last change, max_ms after their first at the
+ * latest) and by the kind's own writers (the attribute batch committed
+ * before it holds more than max_bytes of names and values; the write
+ * descriptors: a descriptor's pending bytes committed by its writing
+ * request once they reach max_bytes, an append stream's rows max_ms
+ * after the oldest came; a descriptor idle for idle_ms committed by the
+ * periodic look). 0: none. */
+struct commit_policy {
+	unsigned idle_ms, max_ms;
+	uint64_t max_bytes;
+};
+/* A kind of write-behind, registered with the mount at its start
+ * (commit_kind_register: its policy and admit known before its first
+ * change) and, at its first change, with the scheduler (its slot).
+ * Batch kinds (count and commit set) are committed by the policy above,
+ * then made durable (settle: fs_meta_sync) once empty; a commit that
  * fails is tried again idle_ms later. A periodic kind (poll set) is
  * called when due and says when next. flush commits everything now
  * (barriers, fs_meta_sync). */
 struct commit_kind {
 	const char *name;
+	/* its policy's overrides (tests, tuning): H5FS_COMMIT_<key>_BYTES,
+	 * _MS (max_ms), _IDLE_MS, read once at registration (sched.c) */
+	const char *key;
 	unsigned bit;           /* COMMIT_NAMES, ...: barriers and flush order */
-	unsigned idle_ms, max_ms;
+	/* the defaults (a periodic kind's idle_ms: the mount's -o idle_commit) */
+	struct commit_policy policy;
 	size_t (*count)(void *owner);           /* slot mu held */
 	int (*commit)(void *owner);             /* slot mu held: 0 or an errno */
 	int (*flush)(void *owner);              /* no lock held: 0 or an errno */
 	int (*settle)(h5fs *fs);                /* a batch empty after its commits: fs_meta_sync */
 	/* the unmount: what is left committed, the slot unregistered
 	 * (commit_slot_stop), the kind's state freed; commit_sched_stop
-	 * calls it for every kind registered, in their order */
+	 * calls it for every kind registered with the mount, in their order */
 	void (*stop)(h5fs *fs);
 	int64_t (*poll)(void *owner, int64_t now);      /* next due time */
-	/* a kind whose changes are a write descriptor's pending bytes
-	 * (behind/idle.c): committed by the writing request itself once they
-	 * reach this many bytes (0: no such bound) */
-	uint64_t max_bytes;
+	/* what its storage can hold (commit_ask, after the table): 0 or the
+	 * errno of the refusal, logged by it; q->arg is the kind's own */
+	int (*admit)(h5fs *fs, const struct commit_ask *q);
 };
+/* k known to the mount (member/setup.c, for every kind of behind/, in
+ * their order): its policy computed (defaults, the mount's options, the
+ * overrides); no thread started. 0 or ENOMEM. */
+int commit_kind_register(h5fs *fs, const struct commit_kind *k);
+/* The policy of the kind bit registered (zeros: none) */
+struct commit_policy commit_policy(h5fs *fs, unsigned bit);
+/* The mount's kinds forgotten (h5fs_free, after commit_sched_stop) */
+void commit_kinds_free(h5fs *fs);
+/* The kind bit registered, or NULL (admit.c) */
+const struct commit_kind *commit_kind_of(h5fs *fs, unsigned bit);
 /* A registered kind's slot, kept in its owner. mu is the batch's lock,
  * held around count() and commit() and by commit_changed's caller. */
 struct commit_slot {
@@ -205,6 +280,7 @@ struct commit_slot {
 	bool timed, busy, listed;
 	unsigned flushing;      /* barriers in its flush (cs->mu): its stop waits */
 	int64_t first_ns, last_ns;
+	struct commit_policy pol;       /* the kind's (commit_policy) */
 };
 /* Registered (fs->lock held: no flush that follows the first change
  * misses it); the scheduler started at the first. 0 or an errno. */
@@ -226,11 +302,18 @@ int commit_barrier(h5fs *fs, unsigned mask);
 void commit_sched_stop(h5fs *fs);
 
 /* ---- durable.c ---- */
-/* What fs_meta_changed (node.h) remembered made durable: every kind with
- * a flush flushed (the batches and np.save's streams), then FILE
- * fsync'd and cut: fsync, fsyncdir, a batch's settle, the idle commit,
- * the unmount. */
+/* Everything answered made durable: every kind flushed (COMMIT_EVERY:
+ * the batches, np.save's streams and every write descriptor's pending
+ * bytes, in that order), then FILE fsync'd and cut to its end of
+ * allocation: fsyncdir, fsync of a descriptor that holds no bytes of its
+ * own, the unmount. */
 int fs_meta_sync(h5fs *fs);
+/* What fs_meta_changed (node.h) remembered made durable, the batches and
+ * streams flushed first, other descriptors' bytes left to them (POSIX
+ * fsync(2) asks for the file's own data only): a batch's settle, the
+ * idle sync of attribute and link changes, a write descriptor's fsync
+ * after its own bytes. */
+int fs_meta_settle(h5fs *fs);
 /* Unmounting: the last rewritten chunk moved down when FILE can end lower
  * (h5_file_compact); failures are logged only. */
 void fs_compact(h5fs *fs);

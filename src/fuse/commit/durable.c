@@ -110,6 +110,11 @@ static int meta_sync(h5fs *fs, unsigned mask)
 
 int fs_meta_sync(h5fs *fs)
 {
+	return meta_sync(fs, COMMIT_EVERY);
+}
+
+int fs_meta_settle(h5fs *fs)
+{
 	return meta_sync(fs, COMMIT_ALL | COMMIT_STREAMS);
 }
 

@@ -20,8 +20,18 @@
 #include "commit.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #define SLOTS_MAX 8     /* (four kinds: lbatch.c, xbatch.c, npy.c, idle.c) */
+
+/* The kinds known to the mount, in their order, with their policies */
+struct commit_kinds {
+	unsigned n;
+	const struct commit_kind *k[SLOTS_MAX];
+	struct commit_policy pol[SLOTS_MAX];
+};
 
 struct commit_sched {
 	pthread_mutex_t mu;
@@ -51,9 +61,9 @@ static int64_t run_batch(struct commit_slot *s, int64_t now)
 		pthread_mutex_unlock(&s->mu);
 		return INT64_MAX;
 	}
-	due = s->last_ns + (int64_t)s->k->idle_ms * 1000000;
-	if (s->first_ns + (int64_t)s->k->max_ms * 1000000 < due)
-		due = s->first_ns + (int64_t)s->k->max_ms * 1000000;
+	due = s->last_ns + (int64_t)s->pol.idle_ms * 1000000;
+	if (s->first_ns + (int64_t)s->pol.max_ms * 1000000 < due)
+		due = s->first_ns + (int64_t)s->pol.max_ms * 1000000;
 	if (now >= due) {
 		if (s->k->commit(s->owner) == 0)
 			s->timed = true;
@@ -142,7 +152,7 @@ int commit_slot_start_locked(struct commit_slot *s, h5fs *fs, const struct commi
 	struct commit_sched *cs = fs->sched;
 	unsigned i;
 
-	*s = (struct commit_slot){ .k = k, .owner = owner, .fs = fs };
+	*s = (struct commit_slot){ .k = k, .owner = owner, .fs = fs, .pol = commit_policy(fs, k->bit) };
 	pthread_mutex_init(&s->mu, NULL);
 	if (!cs && !fs->sched_stopped && (cs = fs->sched = sched_new()) == NULL) {
 		pthread_mutex_destroy(&s->mu);
@@ -252,24 +262,15 @@ int commit_barrier(h5fs *fs, unsigned mask)
 
 void commit_sched_stop(h5fs *fs)
 {
-	const struct commit_kind *k[SLOTS_MAX];
+	struct commit_kinds *ks = fs->kinds;
 	struct commit_sched *cs;
-	unsigned n = 0;
 
-	/* every kind registered stopped, in their order (each commits what
-	 * it holds and unregisters: commit_slot_stop), then the thread */
-	pthread_mutex_lock(&fs->lock);
-	cs = fs->sched;
-	pthread_mutex_unlock(&fs->lock);
-	if (cs) {
-		pthread_mutex_lock(&cs->mu);
-		for (unsigned i = 0; i < cs->n; i++)
-			k[n++] = cs->slot[i]->k;
-		pthread_mutex_unlock(&cs->mu);
-	}
-	for (unsigned i = 0; i < n; i++)
-		if (k[i]->stop)
-			k[i]->stop(fs);
+	/* every kind known to the mount stopped, in their order (each
+	 * commits what it holds and unregisters its slot, commit_slot_stop;
+	 * one that never began has nothing), then the thread */
+	for (unsigned i = 0; ks && i < ks->n; i++)
+		if (ks->k[i]->stop)
+			ks->k[i]->stop(fs);
 	pthread_mutex_lock(&fs->lock);
 	cs = fs->sched;
 	fs->sched = NULL;
@@ -285,4 +286,77 @@ void commit_sched_stop(h5fs *fs)
 	pthread_mutex_destroy(&cs->mu);
 	pthread_cond_destroy(&cs->cv);
 	free(cs);
+}
+
+/* ---- the kinds known to the mount and their policies ---- */
+
+/* H5FS_COMMIT_<key><suffix>, a positive number, or dflt */
+static uint64_t override(const char *key, const char *suffix, uint64_t dflt, uint64_t max)
+{
+	char name[64];
+	const char *v;
+	unsigned long long x;
+	char *end;
+
+	if (!key)
+		return dflt;
+	snprintf(name, sizeof(name), "H5FS_COMMIT_%s%s", key, suffix);
+	v = getenv(name);
+	if (!v || !*v)
+		return dflt;
+	errno = 0;
+	x = strtoull(v, &end, 10);
+	return errno || *end || x == 0 || x > max ? dflt : (uint64_t)x;
+}
+
+int commit_kind_register(h5fs *fs, const struct commit_kind *k)
+{
+	struct commit_kinds *ks = fs->kinds;
+	struct commit_policy p = k->policy;
+	unsigned i;
+
+	if (!ks && (ks = fs->kinds = calloc(1, sizeof(*ks))) == NULL)
+		return ENOMEM;
+	if (ks->n >= SLOTS_MAX)
+		return ENOMEM;
+	/* a periodic kind looks for what is idle -o idle_commit seconds */
+	if (k->poll)
+		p.idle_ms = fs->cfg.idle_commit > UINT_MAX / 1000 ? UINT_MAX : fs->cfg.idle_commit * 1000;
+	p.idle_ms = (unsigned)override(k->key, "_IDLE_MS", p.idle_ms, UINT_MAX);
+	p.max_ms = (unsigned)override(k->key, "_MS", p.max_ms, UINT_MAX);
+	p.max_bytes = override(k->key, "_BYTES", p.max_bytes, UINT64_MAX);
+	for (i = ks->n; i > 0 && ks->k[i - 1]->bit > k->bit; i--) {
+		ks->k[i] = ks->k[i - 1];
+		ks->pol[i] = ks->pol[i - 1];
+	}
+	ks->k[i] = k;
+	ks->pol[i] = p;
+	ks->n++;
+	return 0;
+}
+
+const struct commit_kind *commit_kind_of(h5fs *fs, unsigned bit)
+{
+	struct commit_kinds *ks = fs->kinds;
+
+	for (unsigned i = 0; ks && i < ks->n; i++)
+		if (ks->k[i]->bit == bit)
+			return ks->k[i];
+	return NULL;
+}
+
+struct commit_policy commit_policy(h5fs *fs, unsigned bit)
+{
+	struct commit_kinds *ks = fs->kinds;
+
+	for (unsigned i = 0; ks && i < ks->n; i++)
+		if (ks->k[i]->bit == bit)
+			return ks->pol[i];
+	return (struct commit_policy){ 0 };
+}
+
+void commit_kinds_free(h5fs *fs)
+{
+	free(fs->kinds);
+	fs->kinds = NULL;
 }

@@ -80,7 +80,7 @@ static int name_taken(h5fs *fs, const struct use *u, const char *name)
 	h5_link l;
 	uint64_t taddr;
 	bool removed, pending;
-	int rc = lbatch_name(&l, &removed, &pending, &taddr, fs, u->f, u->addr, name);
+	int rc = member_name_seen(&l, &removed, &pending, &taddr, fs, u->f, u->addr, name);
 
 	h5_link_clear(&l);
 	h5_err_clear();
@@ -395,7 +395,12 @@ int member_symlink(void *r, const char *target, uint64_t parent, const char *nam
 	} else if (!(path = link_value(fs, p->path, target))) {
 		err = ENOMEM;
 	} else {
-		rc = h5_link_insert(u.f, u.addr, name, strlen(name), H5_LINK_SOFT, 0, path, 0);
+		/* what the group's storage can take: the names kind decides */
+		err = commit_ask(fs, &(struct commit_ask){ .op = PAGER_CHANGE, .kind = COMMIT_NAMES, .what = "symlink",
+							   .path = p->path, .arg = &(struct lb_ask){
+								   .f = u.f, .group = u.addr, .name = name,
+								   .type = H5_LINK_SOFT, .target = path } });
+		rc = err ? 0 : h5_link_insert(u.f, u.addr, name, strlen(name), H5_LINK_SOFT, 0, path, 0);
 		if (rc < 0)
 			err = link_errno(fs, rc, EPERM, EINVAL, "symlink", p, name);
 		free(path);
@@ -465,6 +470,14 @@ int member_rename(void *r, uint64_t parent, const char *name, uint64_t newparent
 		err = link_errno(fs, rc, EPERM, EINVAL, "rename", p, name);
 		goto out;
 	}
+	/* the new name: what the new group's storage can take (a soft link
+	 * into a dense group), asked of the names kind before anything moves */
+	err = commit_ask(fs, &(struct commit_ask){ .op = PAGER_CHANGE, .kind = COMMIT_NAMES, .what = "rename",
+						   .path = np->path, .arg = &(struct lb_ask){
+							   .f = nu.f, .group = nu.addr, .name = newname,
+							   .type = src.type, .target = src.target } });
+	if (err)
+		goto out;
 	if (!sg && src.type == H5_LINK_HARD)
 		npy_rename_hold(fs, &held, src.addr, u.addr, name, nu.addr, newname);
 	if (held.s || held.p || held.d) {

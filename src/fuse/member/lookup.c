@@ -345,9 +345,9 @@ static int do_lookup(struct node **out, struct stat *lst, h5fs *fs, fuse_ino_t p
 		goto hard;
 	}
 	/* FILE's link, less the rmdirs answered and not committed yet, plus
-	 * the new names not linked yet (lbatch.c lbatch_name: read with no
+	 * the new names not linked yet (member_name_seen: read with no
 	 * batch committed in between) */
-	rc = lbatch_name(&l, &removed, &pending, &taddr, fs, u.f, u.addr, name);
+	rc = member_name_seen(&l, &removed, &pending, &taddr, fs, u.f, u.addr, name);
 	if (removed) {
 		/* an rmdir answered, its removal not committed yet (lbatch.c) */
 		h5_link_clear(&l);
@@ -536,3 +536,26 @@ int member_readlink(void *r, char **target, uint64_t ino)
 	return *target ? 0 : ENOMEM;
 }
 
+/* Read again whenever a batch committed between the reads: a removal
+ * committing between FILE's read and the removals' made a removed name
+ * look linked (its node made after the rmdir's gone_unlinked, naming an
+ * address the commit freed: a group made there later, a mkdir's slot,
+ * was answered with the removed directory's id: ESTALE), or a fresh
+ * name taken (mkdir's EEXIST, test_concurrent under TSan). */
+int member_name_seen(h5_link *l, bool *removed, bool *pending, uint64_t *taddr, h5fs *fs, h5_file *f,
+		     uint64_t group, const char *name)
+{
+	int rc;
+
+	for (uint64_t seen = lbatch_commits(fs);; seen = lbatch_commits(fs)) {
+		*taddr = UINT64_MAX;
+		memset(l, 0, sizeof(*l));
+		rc = h5_group_lookup(l, f, group, name);
+		*removed = rc == 0 && lbatch_removed(fs, f, group, name, strlen(name));
+		*pending = rc == H5_ERR_NOTFOUND && lbatch_lookup(fs, f, group, name, taddr);
+		if (lbatch_commits(fs) == seen)
+			return rc;
+		h5_link_clear(l);
+		h5_err_clear();
+	}
+}

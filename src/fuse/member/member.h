@@ -41,6 +41,12 @@ struct listed {
 	uint32_t tag;
 	struct stat st;
 };
+/* lookup.c: NAME in group (f, group) as lookup and mkdir see it: FILE's link (*l,
+ * the h5_group_lookup's rc returned) less an rmdir's answered and not
+ * committed (*removed), or a new file not linked yet (*pending, its
+ * header *taddr), all read with no batch committed in between. */
+int member_name_seen(h5_link *l, bool *removed, bool *pending, uint64_t *taddr, h5fs *fs, h5_file *f,
+		     uint64_t group, const char *name);
 /* entry i of listing dh (as member_readdir gave it), of root r */
 void member_listed(struct listed *out, void *r, void *dh, size_t i);
 /* listed: READDIRPLUS's lookup (root.h lookup_listed), else NULL */

@@ -25,6 +25,14 @@ int h5fs_new(h5fs **out, h5_file *f, const h5fs_config *cfg)
 	fs->f = f;
 	fs->cfg = *cfg;
 	pager_init(&fs->pg, !cfg->read_only && h5_file_writable(f));
+	/* the write-behind kinds, each registered the same way (commit.h):
+	 * their policies, admits and stops known from here on */
+	if (commit_kind_register(fs, &lbatch_kind) || commit_kind_register(fs, &xbatch_kind) ||
+	    commit_kind_register(fs, &npy_kind_desc) || commit_kind_register(fs, &idle_kind)) {
+		commit_kinds_free(fs);
+		free(fs);
+		return h5_err_set(H5_ERR_NOMEM, "out of memory");
+	}
 	fs->file_mtime = h5_file_mtime(f);
 	/* Defaults follow FILE: whoever may read FILE may read the mount (the
 	 * kernel enforces it: main.c mounts with default_permissions). Nothing
@@ -114,6 +122,7 @@ void h5fs_free(h5fs *fs)
 		return;
 	live_free(fs);       /* the watcher stops first: it reads the tables */
 	commit_sched_stop(fs);  /* (every kind's stop, then the thread) */
+	commit_kinds_free(fs);
 	fs->se = NULL;          /* the session may be gone: handles left are freed, no notices */
 	handles_free(fs);
 	npy_pending_free(fs);

@@ -383,6 +383,9 @@ struct h5fs {
 	 * the first registration, under lock), stopped at the unmount */
 	struct commit_sched *sched;
 	bool sched_stopped;
+	/* the kinds known to the mount, their policies (commit/sched.c
+	 * commit_kind_register: at its start, freed by h5fs_free) */
+	struct commit_kinds *kinds;
 	/* when the last attribute or link change not fsync'd was committed
 	 * (under wmu; the pager says whether one waits; behind/idle.c makes
 	 * them durable) */

@@ -25,6 +25,7 @@ static const int admit[PAGER_NOPS][PAGER_LOST + 1] = {
 	[PAGER_CHANGE] =     { EROFS, 0,     0,       0,     EIO },
 	[PAGER_UNDO] =       { EROFS, 0,     0,       0,     0 },
 	[PAGER_OPEN_WRITE] = { EROFS, 0,     0,       0,     EIO },
+	[PAGER_WRITE] =      { EROFS, 0,     0,       0,     0 },
 	[PAGER_FOREIGN] =    { EROFS, EROFS, EROFS,   EROFS, EROFS },
 	[PAGER_VIEW] =       { EROFS, EROFS, EROFS,   EROFS, EROFS },
 	[PAGER_NOWRITE] =    { EROFS, EROFS, EROFS,   EROFS, EROFS },

@@ -63,6 +63,11 @@ enum pager_op {
 	PAGER_CHANGE,           /* a change of one of FILE's objects */
 	PAGER_UNDO,             /* putting back what a failed change took away */
 	PAGER_OPEN_WRITE,       /* a descriptor opened for writing */
+	/* a write descriptor's write: its storage's refusals are the write
+	 * descriptors' kind's (behind/wfile.c); on a LOST mount the write of
+	 * a descriptor that holds FILE goes on to its commit, which says it,
+	 * and one that does not is refused by the lock (pager_begin: EIO) */
+	PAGER_WRITE,
 	PAGER_FOREIGN,          /* a change of another file's object (external link) */
 	PAGER_VIEW,             /* a change of a view (NAME.npy, NAME.csv, ...) */
 	PAGER_NOWRITE,          /* a change of a root that has no writes (a collection's folders) */

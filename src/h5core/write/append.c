@@ -52,8 +52,11 @@
 #include <unistd.h>
 
 /* A commit once this many bytes of rows are not committed, or this long
- * after the oldest of them arrived (H5FS_APPEND_COMMIT_BYTES and
- * H5FS_APPEND_COMMIT_MS override both, for tests and tuning). */
+ * after the oldest of them arrived: the defaults of a new stream
+ * (H5FS_APPEND_COMMIT_BYTES and H5FS_APPEND_COMMIT_MS override both, for
+ * the tools and tests that use the engine alone); a caller with a policy
+ * of its own gives it (h5_append_set_policy: the daemon's write
+ * descriptors' kind). */
 #define COMMIT_BYTES ((uint64_t)64 << 20)
 #define COMMIT_MS 1000
 
@@ -413,6 +416,25 @@ int h5_append_open(h5_appender **out, h5_file *f, uint64_t dset_addr)
 	a->s = s;
 	*out = a;
 	return 0;
+}
+
+void h5_append_set_policy(h5_appender *a, uint64_t commit_bytes, uint64_t commit_ms)
+{
+	h5_astream *s = a->s;
+	uint64_t rows;
+
+	pthread_mutex_lock(&s->lock);
+	if (commit_bytes)
+		s->commit_bytes = commit_bytes;
+	if (commit_ms)
+		s->commit_ns = commit_ms > UINT64_MAX / 1000000 ? UINT64_MAX : commit_ms * 1000000;
+	/* the staging batch follows commit_bytes; never below the rows
+	 * buffered now (a batch completes when they reach it: push_rows) */
+	rows = s->stage_rows;
+	h5_astream_stage_rows(s);
+	if (s->stage_rows <= s->nbuf)
+		s->stage_rows = rows;
+	pthread_mutex_unlock(&s->lock);
 }
 
 uint64_t h5_append_size(const h5_appender *a)

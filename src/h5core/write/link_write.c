@@ -24,6 +24,7 @@
 #include "attr_write_int.h"
 #include "file_ws.h"
 #include "gslot.h"
+#include "fheap.h"
 
 
 /* The forms h5fs writes, by h5_lstore_kind (NULL: refused). */
@@ -95,6 +96,67 @@ static int insert(h5_file *f, uint64_t group, const char *name, size_t name_len,
 	l.target = (char *)target;
 	l.cset = h5_name_cset(name, name_len);
 	return ops->insert(f, group, &l, start, durable);
+}
+
+/* Whether the group's link storage takes a link of mlen bytes (its
+ * message with a creation order, the largest it can be) in place: a
+ * header message is at most 64 KiB (IV.A.1); a dense store's object at
+ * most its heap's largest managed object (a larger one would be a huge
+ * object, III.G, which h5fs does not write: dense_write.c). A compact
+ * group at its limit moves to dense storage only when every link fits
+ * there (link_compact.c dense_holds), and a symbol table keeps names and
+ * targets in its local heap: no bound but the message's. */
+static int fits_locked(h5_file *f, uint64_t group, size_t mlen)
+{
+	h5_ohdr *oh = NULL;
+	h5_group_storage gs;
+	h5_fheap *hp = NULL;
+	h5_fheap_params p;
+	int rc = h5_ohdr_get(&oh, f, group);
+
+	if (rc == 0)
+		rc = h5_group_storage_get(&gs, f, oh, group);
+	if (rc < 0)
+		goto out;
+	if (gs.form != H5_GROUP_STAB && mlen > 65535 - 16) {
+		rc = h5_err_set(H5_ERR_LIMIT, "a link message of %zu bytes is larger than a header message can be "
+				"(64 KiB)", mlen);
+	} else if (gs.form == H5_GROUP_DENSE && h5_addr_defined(gs.linfo.fheap_addr)) {
+		rc = h5_fheap_open(&hp, f, gs.linfo.fheap_addr);
+		if (rc == 0)
+			rc = h5_fheap_params_get(&p, hp);
+		if (rc == 0 && mlen > p.max_man_size)
+			rc = h5_err_set(H5_ERR_LIMIT, "a link message of %zu bytes is more than group 0x%llx's dense "
+					"store keeps in place (%u: a larger one is a huge object, which h5fs does not "
+					"write)", mlen, (unsigned long long)group, (unsigned)p.max_man_size);
+	}
+out:
+	h5_fheap_close(hp);
+	if (oh)
+		h5_ohdr_release(f, oh);
+	return rc;
+}
+
+int h5_link_fits(h5_file *f, uint64_t group, size_t name_len, h5_link_type type, const char *target)
+{
+	char name[256] = { 0 };
+	h5_link l = { .name = name, .name_len = name_len > 255 ? 255 : name_len, .type = type,
+		      .target = (char *)target, .has_corder = 1, .corder = INT64_MAX };
+	uint8_t *msg = NULL;
+	size_t mlen = 0;
+	int rc;
+
+	if (name_len > 255)
+		return h5_err_set(H5_ERR_LIMIT, "a name of %zu bytes", name_len);
+	memset(name, 'x', l.name_len);
+	rc = h5_link_encode(&msg, &mlen, &f->fmt, &l);
+	free(msg);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&f->write_lock);
+	rc = fits_locked(f, group, mlen);
+	pthread_mutex_unlock(&f->write_lock);
+	return rc;
 }
 
 int h5_link_insert_locked(h5_file *f, uint64_t group, const h5_link *link, const char *name, size_t name_len)
