@@ -31,6 +31,7 @@ static bool idle_for_long(const struct wfile *w, const void *arg)
  * are this kind's look's, one at a time, idle_poll). */
 static void meta_idle(h5fs *fs, int64_t now, int64_t idle)
 {
+	struct gen *g;
 	bool due, freed;
 
 	pthread_mutex_lock(&fs->wmu);
@@ -42,12 +43,16 @@ static void meta_idle(h5fs *fs, int64_t now, int64_t idle)
 	pthread_mutex_unlock(&fs->wmu);
 	if (!due || fs_meta_settle(fs) != 0)
 		return;
+	/* (FILE's name through a generation held: a live refresh may put a
+	 * new one in fs->f meanwhile, TSan) */
+	g = gen_current(fs);
 	if (freed)
 		h5fs_log(fs, LOG_INFO, "storage freed: fsync'd, its space given back to the host, %s trimmed to its "
-			 "end of allocation", h5_file_path(fs->f));
+			 "end of allocation", h5_file_path(g->f));
 	else
 		h5fs_log(fs, LOG_INFO, "attribute and link changes idle for %lld ms: fsync'd, %s trimmed to its end "
-			 "of allocation", (long long)(idle / 1000000), h5_file_path(fs->f));
+			 "of allocation", (long long)(idle / 1000000), h5_file_path(g->f));
+	gen_release(g);
 }
 
 /* The idle kind's look (the scheduler's, commit/sched.c), once a second:
