@@ -53,6 +53,29 @@ static struct idgen *u64set_find(const struct u64set *s, uint64_t id)
 	}
 }
 
+static struct idgen *u64set_add(struct u64set *s, uint64_t id, bool *made);
+
+/* s's entries moved to a table of cap slots (cap > s->n); false when out
+ * of memory (s as it was) */
+static bool u64set_resize(struct u64set *s, size_t cap)
+{
+	struct u64set ns = { .cap = cap };
+	bool m;
+
+	ns.v = calloc(ns.cap, sizeof(*ns.v));
+	if (!ns.v)
+		return false;
+	for (size_t i = 0; i < s->cap; i++)
+		if (s->v[i].id)
+			u64set_add(&ns, s->v[i].id, &m)->gen = s->v[i].gen;
+	free(s->v);
+	s->v = ns.v;
+	s->cap = ns.cap;
+	/* (n is read without the lock: export_gen's test) */
+	__atomic_store_n(&s->n, ns.n, __ATOMIC_RELAXED);
+	return true;
+}
+
 /* id's entry (id != 0), made (gen 0) when new: *made; NULL: out of
  * memory */
 static struct idgen *u64set_add(struct u64set *s, uint64_t id, bool *made)
@@ -62,22 +85,8 @@ static struct idgen *u64set_add(struct u64set *s, uint64_t id, bool *made)
 	*made = !x;
 	if (x)
 		return x;
-	if ((s->n + 1) * 2 > s->cap) {
-		struct u64set ns = { .cap = s->cap ? s->cap * 2 : 64 };
-		bool m;
-
-		ns.v = calloc(ns.cap, sizeof(*ns.v));
-		if (!ns.v)
-			return NULL;
-		for (size_t i = 0; i < s->cap; i++)
-			if (s->v[i].id)
-				u64set_add(&ns, s->v[i].id, &m)->gen = s->v[i].gen;
-		free(s->v);
-		s->v = ns.v;
-		s->cap = ns.cap;
-		/* (n is read without the lock: export_gen's test) */
-		__atomic_store_n(&s->n, ns.n, __ATOMIC_RELAXED);
-	}
+	if ((s->n + 1) * 2 > s->cap && !u64set_resize(s, s->cap ? s->cap * 2 : 64))
+		return NULL;
 	for (size_t i = id % s->cap;; i = (i + 1) % s->cap)
 		if (!s->v[i].id) {
 			s->v[i].id = id;
@@ -110,6 +119,12 @@ static void u64set_del(struct u64set *s, uint64_t id)
 		i = j;
 	}
 	__atomic_store_n(&s->n, s->n - 1, __ATOMIC_RELAXED);
+	/* halved when an eighth full (issue 82: the tags of a walk of 10 M
+	 * objects took 512 MiB of slots, kept after the kernel forgot the
+	 * ids); a quarter full then, so adds and removals around the size
+	 * do not resize it back and forth. (Out of memory: it stays.) */
+	if (s->cap > 64 && s->n * 8 < s->cap)
+		(void)u64set_resize(s, s->cap / 2);
 }
 
 void u64set_free(struct u64set *s)

@@ -60,8 +60,9 @@ static struct lshard *lobj_shard(h5fs *fs, uint64_t h)
 #define LOBJ_RES_GROWTH 8
 
 /* *out: an array of cap empty slots, the spare's when it can grow to cap
- * in place; false when out of memory */
-static bool lslots_take(struct lslots *out, h5fs *fs, size_t cap)
+ * in place (not for a shard shrinking: the spare's pages past cap, touched
+ * before, would stay); false when out of memory */
+static bool lslots_take(struct lslots *out, h5fs *fs, size_t cap, bool shrink)
 {
 	struct lslots *sp = &fs->lobj_spare;
 	size_t bytes = cap * sizeof(struct lslot);
@@ -72,7 +73,7 @@ static bool lslots_take(struct lslots *out, h5fs *fs, size_t cap)
 		out->v = calloc(cap, sizeof(struct lslot));
 		return out->v != NULL;
 	}
-	if (sp->v && sp->res >= bytes && mprotect(sp->v, bytes, PROT_READ | PROT_WRITE) == 0) {
+	if (!shrink && sp->v && sp->res >= bytes && mprotect(sp->v, bytes, PROT_READ | PROT_WRITE) == 0) {
 		*out = *sp;
 		memset(sp, 0, sizeof(*sp));
 		/* (past dirty it was never written: zero) */
@@ -152,8 +153,9 @@ static bool lshard_rebuild(h5fs *fs, struct lshard *sh, size_t ncap)
 	struct lslot *old = sh->v, *nv;
 	struct lslots o = { sh->v, sh->res, sh->dirty }, n;
 	size_t ocap = sh->cap;
+	bool shrink = ncap < ocap;
 
-	if (ncap > UINT32_MAX || !lslots_take(&n, fs, ncap))
+	if (ncap > UINT32_MAX || !lslots_take(&n, fs, ncap, shrink))
 		return false;
 	nv = n.v;
 	/* (atomic: kind_prefetch reads them without the lock) */
@@ -170,8 +172,30 @@ static bool lshard_rebuild(h5fs *fs, struct lshard *sh, size_t ncap)
 			nv[lshard_index(sh, ino, lobj_mix(ino))] = old[i];
 			sh->used++;
 		}
-	lslots_give(fs, &o);
+	if (shrink) {
+		/* its memory given back, and a spare larger than it */
+		lslots_unmap(&o);
+		if (fs->lobj_spare.dirty > ncap)
+			lslots_unmap(&fs->lobj_spare);
+	} else {
+		lslots_give(fs, &o);
+	}
 	return true;
+}
+
+/* A shard a fifth full or less (its kinds forgotten: objects removed, a
+ * live FILE's new generation) rebuilt two fifths full: the kind map's
+ * slots follow what it holds, not the most it ever held (issue 82). Not
+ * below LSHARD_SHRINK_MIN slots (each rebuild costs a pass). */
+#define LSHARD_SHRINK_MIN 4096
+
+static void lshard_shrink(h5fs *fs, struct lshard *sh)
+{
+	size_t ncap = (sh->n + 1) * 5 / 2;
+
+	if (sh->cap <= LSHARD_SHRINK_MIN || (sh->n + 1) * 5 >= sh->cap)
+		return;
+	(void)lshard_rebuild(fs, sh, ncap < LSHARD_FIRST ? LSHARD_FIRST : ncap);   /* (no memory: as it is) */
 }
 
 struct lslot *lobj_find_locked(h5fs *fs, uint64_t ino)
@@ -197,7 +221,7 @@ struct lslot *lobj_get_locked(h5fs *fs, uint64_t ino)
 	if (!sh->cap) {
 		struct lslots a;
 
-		if (!lslots_take(&a, fs, LSHARD_FIRST))
+		if (!lslots_take(&a, fs, LSHARD_FIRST, false))
 			return NULL;
 		__atomic_store_n(&sh->v, a.v, __ATOMIC_RELAXED);
 		sh->res = a.res;
@@ -207,6 +231,10 @@ struct lslot *lobj_get_locked(h5fs *fs, uint64_t ino)
 	s = &sh->v[lshard_index(sh, ino, h)];
 	if (s->key > LSLOT_TOMB)
 		return s;
+	if (sh->cap > LSHARD_SHRINK_MIN && (sh->n + 1) * 5 < sh->cap) {
+		lshard_shrink(fs, sh);
+		s = &sh->v[lshard_index(sh, ino, h)];
+	}
 	/* one more within 4/5 (a quarter larger when over 3/5 full of live
 	 * ones, else cleaned of tombstones at its size). Linear probing at
 	 * 4/5: ~3 slots read to find a key, ~13 to miss, in a row */
@@ -388,6 +416,7 @@ void kind_forget_all(h5fs *fs)
 				sh->v[i].known = 0;
 				lobj_drop_locked(fs, &sh->v[i]);
 			}
+		lshard_shrink(fs, sh);  /* (the records are what is left) */
 	}
 	pthread_mutex_unlock(&fs->lock);
 }
