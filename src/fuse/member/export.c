@@ -25,8 +25,10 @@
  * - an object h5fs made carries a random birth tag in its header
  *   (h5core format/birthtag.c, a NIL message), read where the object's
  *   node is made (h5_obj_info, which decodes the header anyway: no extra
- *   read on a lookup or READDIRPLUS), kept per node id (fs->tags, as long
- *   as the mount: a stat-only record has no room for it) and given as
+ *   read on a lookup or READDIRPLUS), kept per node id while the kernel
+ *   holds the id (fs->tags, let go at its FORGET: read again where the
+ *   node or record is made again; a stat-only record has no room for
+ *   it) and given as
  *   the generation, the same in every mount, so this holds across a
  *   remount too (xfstests generic/477, 777);
  * - one other software made has none: one more for each object removed
