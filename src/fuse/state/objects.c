@@ -423,10 +423,15 @@ void kind_forget_all(h5fs *fs)
 
 /* ---- the records' names --------------------------------------------------- */
 
-/* An entry: its parent directory's number (lname_parent's coding) and the
- * name, NUL-ended, in 4-byte units; a free one chains the next free one of
- * its size by its first unit. Unit 0 is no entry. */
-#define LNAME_UNITS(nlen) ((4 + (nlen) + 1 + 3) / 4)
+/* An entry: its parent directory's node id (8 bytes, at a 4-byte unit: read
+ * and written by memcpy) and the name, NUL-ended, in 4-byte units; a free
+ * one chains the next free one of its size by its first unit. Unit 0 is no
+ * entry. (The parent was a 4-byte code, which a group numbered by its
+ * address past FILE's first 2 GiB did not fit: every child of such a
+ * group was a struct node of ~470 bytes instead of a record, 2.8 M of
+ * them, 1.3 GB, in a walk of a 3.3 GB FILE of 10 M objects, issue 82.) */
+#define LNAME_PARENT 8
+#define LNAME_UNITS(nlen) ((LNAME_PARENT + (nlen) + 1 + 3) / 4)
 _Static_assert(LNAME_UNITS(H5FS_NAME_MAX) < 68, "names_free covers every size");
 
 static uint32_t *lname_at(h5fs *fs, uint32_t ref)
@@ -434,44 +439,38 @@ static uint32_t *lname_at(h5fs *fs, uint32_t ref)
 	return (uint32_t *)(void *)(fs->names + (size_t)ref * 4);
 }
 
-/* Codes: 0 the root, below 2^31 a (parent, name) number, else a group
- * numbered by its address (H5FS_DIRADDR_BIT) in the first 2 GiB of FILE;
- * others have no code (their names are kept in nodes) */
-#define LNAME_ADDR 0x80000000u
-bool lname_parent_code(uint64_t parent, uint32_t *code)
+/* The parents a record may name: the root, a (parent, name) number or a
+ * group numbered by its address (H5FS_DIRADDR_BIT, with H5FS_SYNTH_BIT);
+ * others have none (their names are kept in nodes). The code is the id. */
+bool lname_parent_code(uint64_t parent, uint64_t *code)
 {
 	uint64_t low = parent & ~(H5FS_SYNTH_BIT | H5FS_DIRADDR_BIT);
 
-	if (parent == FUSE_ROOT_ID) {
-		*code = 0;
-		return true;
-	}
-	if (!(parent & H5FS_SYNTH_BIT) || low == 0 || low >= LNAME_ADDR)
+	if (parent != FUSE_ROOT_ID && (!(parent & H5FS_SYNTH_BIT) || low == 0))
 		return false;
-	*code = (uint32_t)low | (parent & H5FS_DIRADDR_BIT ? LNAME_ADDR : 0);
+	*code = parent;
 	return true;
 }
 
 uint64_t lname_parent(h5fs *fs, uint32_t ref)
 {
-	uint32_t c = *lname_at(fs, ref);
+	uint64_t c;
 
-	if (c == 0)
-		return FUSE_ROOT_ID;
-	return H5FS_SYNTH_BIT | (c & LNAME_ADDR ? H5FS_DIRADDR_BIT : 0) | (c & ~LNAME_ADDR);
+	memcpy(&c, lname_at(fs, ref), sizeof(c));
+	return c;
 }
 
-void lname_set_parent(h5fs *fs, uint32_t ref, uint32_t code)
+void lname_set_parent(h5fs *fs, uint32_t ref, uint64_t code)
 {
-	*lname_at(fs, ref) = code;
+	memcpy(lname_at(fs, ref), &code, sizeof(code));
 }
 
 const char *lname_str(h5fs *fs, uint32_t ref)
 {
-	return fs->names + (size_t)ref * 4 + 4;
+	return fs->names + (size_t)ref * 4 + LNAME_PARENT;
 }
 
-uint32_t lname_new_locked(h5fs *fs, uint32_t code, const char *name)
+uint32_t lname_new_locked(h5fs *fs, uint64_t code, const char *name)
 {
 	size_t nlen = strlen(name), u = LNAME_UNITS(nlen);
 	uint32_t ref;
@@ -498,8 +497,8 @@ uint32_t lname_new_locked(h5fs *fs, uint32_t code, const char *name)
 		ref = (uint32_t)(fs->names_len / 4);
 		fs->names_len += u * 4;
 	}
-	*lname_at(fs, ref) = code;
-	memcpy(fs->names + (size_t)ref * 4 + 4, name, nlen + 1);
+	lname_set_parent(fs, ref, code);
+	memcpy(fs->names + (size_t)ref * 4 + LNAME_PARENT, name, nlen + 1);
 	return ref;
 }
 
