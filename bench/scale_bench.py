@@ -39,6 +39,11 @@ timeouts), page cache dropped, `find MNT` timed with its user+sys CPU and
 the floor daemon's; --floor-only stops there (no file, h5py or h5fs).
 The same CPU pair is printed for h5fs's find cold, and the load average
 beside each.
+--tagged MAKE_TAGGED (bench/make_tagged.c): format "tagged" in
+--formats is a file written by h5fs's own engine as a mount's mkdir and
+touch write it (h5py's default format, empty growable datasets, each
+object with h5fs's birth tag, so the mount keeps a tag per object it
+shows: issue 82 item 3's "a file h5fs wrote").
 --flat: files of one group of N links (make_many -f) instead, where
 `ls -l` of the group (a LOOKUP, or READDIRPLUS entry, and the GETXATTRs
 ls sends per name) is timed against h5py's listing of the group with
@@ -272,6 +277,8 @@ def main():
     ap.add_argument("--walks", type=int, default=3, help="more find + du rounds (RSS flat?)")
     ap.add_argument("--keep", action="store_true", help="keep the generated files")
     ap.add_argument("--no-h5py", action="store_true", help="no h5py pass (10 M objects)")
+    ap.add_argument("--tagged", default="/tmp/make_tagged",
+                    help="make_tagged (bench/make_tagged.c), for --formats tagged")
     ap.add_argument("--flat", action="store_true", help="one group of N links: ls -l of it")
     ap.add_argument("--floor", help="tree_floor (bench/tree_floor.c): find on its --synth N tree first")
     ap.add_argument("--floor-rounds", type=int, default=3, help="fresh floor mounts per N")
@@ -288,8 +295,13 @@ def main():
             path = os.path.join(a.dir, "many_%d_%s%s.h5" % (n, fmt, "_flat" if a.flat else ""))
             if not os.path.exists(path):
                 t = time.monotonic()
-                subprocess.run([a.gen] + (["-l"] if fmt == "latest" else []) + (["-f"] if a.flat else []) +
-                               [path, str(n)], check=True)
+                if fmt == "tagged":
+                    import h5py
+                    h5py.File(path, "w").close()
+                    subprocess.run([a.tagged, path, str(n)], check=True)
+                else:
+                    subprocess.run([a.gen] + (["-l"] if fmt == "latest" else []) + (["-f"] if a.flat else []) +
+                                   [path, str(n)], check=True)
                 say("wrote %s (%.0f MB) in %.1f s" % (path, os.path.getsize(path) / 1e6, time.monotonic() - t))
             try:
                 (run_flat if a.flat else run_file)(a, path, n, fmt)

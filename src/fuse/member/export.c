@@ -25,8 +25,10 @@
  * - an object h5fs made carries a random birth tag in its header
  *   (h5core format/birthtag.c, a NIL message), read where the object's
  *   node is made (h5_obj_info, which decodes the header anyway: no extra
- *   read on a lookup or READDIRPLUS), kept per node id (fs->tags, as long
- *   as the mount: a stat-only record has no room for it) and given as
+ *   read on a lookup or READDIRPLUS), kept per node id while the kernel
+ *   holds the id (fs->tags, let go at its FORGET: read again where the
+ *   node or record is made again; a stat-only record has no room for
+ *   it) and given as
  *   the generation, the same in every mount, so this holds across a
  *   remount too (xfstests generic/477, 777);
  * - one other software made has none: one more for each object removed
@@ -38,19 +40,55 @@
  */
 #include "member.h"
 
-/* ---- node ids with a number (open addressing, at most half full; id 0
- * a free slot) ---- */
+/* ---- node ids with a number (open addressing, at most three quarters
+ * full; id 0 a free slot) ---- */
+
+/* id's home slot: its bits mixed first (murmur3's finalizer), as node
+ * ids are header addresses + 2, whose low bits repeat (aligned headers),
+ * which linear probing from id % cap would pile into long runs */
+static size_t u64set_home(const struct u64set *s, uint64_t id)
+{
+	id ^= id >> 33;
+	id *= 0xff51afd7ed558ccdULL;
+	id ^= id >> 33;
+	id *= 0xc4ceb9fe1a85ec53ULL;
+	id ^= id >> 33;
+	return (size_t)(id % s->cap);
+}
 
 static struct idgen *u64set_find(const struct u64set *s, uint64_t id)
 {
 	if (!s->cap)
 		return NULL;
-	for (size_t i = id % s->cap;; i = (i + 1) % s->cap) {
+	for (size_t i = u64set_home(s, id);; i = (i + 1) % s->cap) {
 		if (s->v[i].id == id)
 			return &s->v[i];
 		if (!s->v[i].id)
 			return NULL;
 	}
+}
+
+static struct idgen *u64set_add(struct u64set *s, uint64_t id, bool *made);
+
+/* s's entries moved to a table of cap slots (cap > s->n); false when out
+ * of memory (s as it was) */
+static bool u64set_resize(struct u64set *s, size_t cap)
+{
+	struct u64set ns = { .cap = cap };
+	bool m;
+
+	ns.v = calloc(ns.cap, sizeof(*ns.v));
+	if (!ns.v)
+		return false;
+	for (size_t i = 0; i < s->cap; i++)
+		if (s->v[i].id)
+			u64set_add(&ns, s->v[i].id, &m)->gen = s->v[i].gen;
+	free(s->v);
+	s->v = ns.v;
+	s->cap = ns.cap;
+	/* (n is read without the lock: export_gen's test) */
+	__atomic_store_n(&s->n, ns.n, __ATOMIC_RELAXED);
+	return true;
 }
 
 /* id's entry (id != 0), made (gen 0) when new: *made; NULL: out of
@@ -62,23 +100,12 @@ static struct idgen *u64set_add(struct u64set *s, uint64_t id, bool *made)
 	*made = !x;
 	if (x)
 		return x;
-	if ((s->n + 1) * 2 > s->cap) {
-		struct u64set ns = { .cap = s->cap ? s->cap * 2 : 64 };
-		bool m;
-
-		ns.v = calloc(ns.cap, sizeof(*ns.v));
-		if (!ns.v)
-			return NULL;
-		for (size_t i = 0; i < s->cap; i++)
-			if (s->v[i].id)
-				u64set_add(&ns, s->v[i].id, &m)->gen = s->v[i].gen;
-		free(s->v);
-		s->v = ns.v;
-		s->cap = ns.cap;
-		/* (n is read without the lock: export_gen's test) */
-		__atomic_store_n(&s->n, ns.n, __ATOMIC_RELAXED);
-	}
-	for (size_t i = id % s->cap;; i = (i + 1) % s->cap)
+	/* (three quarters, not half: a walk of 10 M objects h5fs made keeps a
+	 * tag for each name the kernel holds, 16 bytes a slot: 256 MiB of
+	 * slots, not 512, issue 82) */
+	if ((s->n + 1) * 4 > s->cap * 3 && !u64set_resize(s, s->cap ? s->cap * 2 : 64))
+		return NULL;
+	for (size_t i = u64set_home(s, id);; i = (i + 1) % s->cap)
 		if (!s->v[i].id) {
 			s->v[i].id = id;
 			__atomic_store_n(&s->n, s->n + 1, __ATOMIC_RELAXED);
@@ -100,7 +127,7 @@ static void u64set_del(struct u64set *s, uint64_t id)
 	s->v[i].id = 0;
 	s->v[i].gen = 0;
 	for (j = (i + 1) % s->cap; s->v[j].id; j = (j + 1) % s->cap) {
-		k = s->v[j].id % s->cap;
+		k = u64set_home(s, s->v[j].id);
 		/* stays where it is while its home is in (i, j] */
 		if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
 			continue;
@@ -110,6 +137,12 @@ static void u64set_del(struct u64set *s, uint64_t id)
 		i = j;
 	}
 	__atomic_store_n(&s->n, s->n - 1, __ATOMIC_RELAXED);
+	/* halved when an eighth full (issue 82: the tags of a walk of 10 M
+	 * objects took 512 MiB of slots, kept after the kernel forgot the
+	 * ids); a quarter full then, so adds and removals around the size
+	 * do not resize it back and forth. (Out of memory: it stays.) */
+	if (s->cap > 64 && s->n * 8 < s->cap)
+		(void)u64set_resize(s, s->cap / 2);
 }
 
 void u64set_free(struct u64set *s)

@@ -177,8 +177,8 @@ struct node {
  *   every name a walk looked up while it has memory, so this is paid per
  *   object seen: a slot (32 bytes, 40-50 with the table's free slots at
  *   64-80% in use) and its name entry (its parent's number and the name:
- *   4 bytes + the name + NUL, rounded to 4: 12 for make_many's "d000") -
- *   ~58 bytes a held name at 1 M objects (it was a 96-byte slot of a slab,
+ *   8 bytes + the name + NUL, rounded to 4: 16 for make_many's "d000") -
+ *   ~62 bytes a held name at 1 M objects (it was a 96-byte slot of a slab,
  *   its hash slot and a kind map slot: ~110-130).
  * Anything else asked of a record (open, getxattr, setattr, a link change,
  * a live FILE's new generation) makes it a struct node first, from these
@@ -194,7 +194,7 @@ struct node {
  * (made a node, named again elsewhere) stays until a lookup or the
  * unmount: at most one node a directory. What does not fit the packed fields (sizes
  * of 256 TiB, 2 TiB allocated, 64 links, times before 1970 or after 2106
- * with nanoseconds of their own, a parent numbered past 2^32) is kept as
+ * with nanoseconds of their own, a parent that is no directory of FILE) is kept as
  * a struct node instead (light_fits). */
 struct lslot {
 	uint64_t key;           /* st_ino << 2 | the kind map's kind; 0: empty,
@@ -301,7 +301,7 @@ struct h5fs {
 	struct lslots lobj_spare;       /* a rebuild's last old array, kept */
 	size_t nlnodes;         /* slots holding a record */
 	/* the records' names (objects.c): 4-byte units, mmap'd; free entries
-	 * chained by size (in units: 2..66) */
+	 * chained by size (in units: 3..66) */
 	char *names;
 	size_t names_len, names_cap;
 	uint32_t names_free[68];

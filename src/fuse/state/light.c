@@ -173,7 +173,7 @@ bool light_keep(h5fs *fs, const struct node *fresh, struct gen *g, uint64_t pare
 	const char *name = strrchr(fresh->path, '/') ? strrchr(fresh->path, '/') + 1 : fresh->path;
 	struct node *p;
 	struct lslot *s;
-	uint32_t code;
+	uint64_t code;
 	bool kept = false;
 	/* (read outside fs->lock: the engine's stamp has a lock of its own) */
 	struct timespec ft = gen_file_time(g->f);
@@ -225,7 +225,7 @@ bool light_vacant(h5fs *fs, uint64_t ino)
 static bool light_rename_locked(h5fs *fs, struct lslot *s, struct node *np, const char *name)
 {
 	uint64_t oldp = lname_parent(fs, s->name);
-	uint32_t code;
+	uint64_t code;
 
 	if (!lname_parent_code(np->ino, &code))
 		return false;

@@ -60,8 +60,9 @@ static struct lshard *lobj_shard(h5fs *fs, uint64_t h)
 #define LOBJ_RES_GROWTH 8
 
 /* *out: an array of cap empty slots, the spare's when it can grow to cap
- * in place; false when out of memory */
-static bool lslots_take(struct lslots *out, h5fs *fs, size_t cap)
+ * in place (not for a shard shrinking: the spare's pages past cap, touched
+ * before, would stay); false when out of memory */
+static bool lslots_take(struct lslots *out, h5fs *fs, size_t cap, bool shrink)
 {
 	struct lslots *sp = &fs->lobj_spare;
 	size_t bytes = cap * sizeof(struct lslot);
@@ -72,7 +73,7 @@ static bool lslots_take(struct lslots *out, h5fs *fs, size_t cap)
 		out->v = calloc(cap, sizeof(struct lslot));
 		return out->v != NULL;
 	}
-	if (sp->v && sp->res >= bytes && mprotect(sp->v, bytes, PROT_READ | PROT_WRITE) == 0) {
+	if (!shrink && sp->v && sp->res >= bytes && mprotect(sp->v, bytes, PROT_READ | PROT_WRITE) == 0) {
 		*out = *sp;
 		memset(sp, 0, sizeof(*sp));
 		/* (past dirty it was never written: zero) */
@@ -152,8 +153,9 @@ static bool lshard_rebuild(h5fs *fs, struct lshard *sh, size_t ncap)
 	struct lslot *old = sh->v, *nv;
 	struct lslots o = { sh->v, sh->res, sh->dirty }, n;
 	size_t ocap = sh->cap;
+	bool shrink = ncap < ocap;
 
-	if (ncap > UINT32_MAX || !lslots_take(&n, fs, ncap))
+	if (ncap > UINT32_MAX || !lslots_take(&n, fs, ncap, shrink))
 		return false;
 	nv = n.v;
 	/* (atomic: kind_prefetch reads them without the lock) */
@@ -170,8 +172,30 @@ static bool lshard_rebuild(h5fs *fs, struct lshard *sh, size_t ncap)
 			nv[lshard_index(sh, ino, lobj_mix(ino))] = old[i];
 			sh->used++;
 		}
-	lslots_give(fs, &o);
+	if (shrink) {
+		/* its memory given back, and a spare larger than it */
+		lslots_unmap(&o);
+		if (fs->lobj_spare.dirty > ncap)
+			lslots_unmap(&fs->lobj_spare);
+	} else {
+		lslots_give(fs, &o);
+	}
 	return true;
+}
+
+/* A shard a fifth full or less (its kinds forgotten: objects removed, a
+ * live FILE's new generation) rebuilt two fifths full: the kind map's
+ * slots follow what it holds, not the most it ever held (issue 82). Not
+ * below LSHARD_SHRINK_MIN slots (each rebuild costs a pass). */
+#define LSHARD_SHRINK_MIN 4096
+
+static void lshard_shrink(h5fs *fs, struct lshard *sh)
+{
+	size_t ncap = (sh->n + 1) * 5 / 2;
+
+	if (sh->cap <= LSHARD_SHRINK_MIN || (sh->n + 1) * 5 >= sh->cap)
+		return;
+	(void)lshard_rebuild(fs, sh, ncap < LSHARD_FIRST ? LSHARD_FIRST : ncap);   /* (no memory: as it is) */
 }
 
 struct lslot *lobj_find_locked(h5fs *fs, uint64_t ino)
@@ -197,7 +221,7 @@ struct lslot *lobj_get_locked(h5fs *fs, uint64_t ino)
 	if (!sh->cap) {
 		struct lslots a;
 
-		if (!lslots_take(&a, fs, LSHARD_FIRST))
+		if (!lslots_take(&a, fs, LSHARD_FIRST, false))
 			return NULL;
 		__atomic_store_n(&sh->v, a.v, __ATOMIC_RELAXED);
 		sh->res = a.res;
@@ -207,6 +231,10 @@ struct lslot *lobj_get_locked(h5fs *fs, uint64_t ino)
 	s = &sh->v[lshard_index(sh, ino, h)];
 	if (s->key > LSLOT_TOMB)
 		return s;
+	if (sh->cap > LSHARD_SHRINK_MIN && (sh->n + 1) * 5 < sh->cap) {
+		lshard_shrink(fs, sh);
+		s = &sh->v[lshard_index(sh, ino, h)];
+	}
 	/* one more within 4/5 (a quarter larger when over 3/5 full of live
 	 * ones, else cleaned of tombstones at its size). Linear probing at
 	 * 4/5: ~3 slots read to find a key, ~13 to miss, in a row */
@@ -388,16 +416,22 @@ void kind_forget_all(h5fs *fs)
 				sh->v[i].known = 0;
 				lobj_drop_locked(fs, &sh->v[i]);
 			}
+		lshard_shrink(fs, sh);  /* (the records are what is left) */
 	}
 	pthread_mutex_unlock(&fs->lock);
 }
 
 /* ---- the records' names --------------------------------------------------- */
 
-/* An entry: its parent directory's number (lname_parent's coding) and the
- * name, NUL-ended, in 4-byte units; a free one chains the next free one of
- * its size by its first unit. Unit 0 is no entry. */
-#define LNAME_UNITS(nlen) ((4 + (nlen) + 1 + 3) / 4)
+/* An entry: its parent directory's node id (8 bytes, at a 4-byte unit: read
+ * and written by memcpy) and the name, NUL-ended, in 4-byte units; a free
+ * one chains the next free one of its size by its first unit. Unit 0 is no
+ * entry. (The parent was a 4-byte code, which a group numbered by its
+ * address past FILE's first 2 GiB did not fit: every child of such a
+ * group was a struct node of ~470 bytes instead of a record, 2.8 M of
+ * them, 1.3 GB, in a walk of a 3.3 GB FILE of 10 M objects, issue 82.) */
+#define LNAME_PARENT 8
+#define LNAME_UNITS(nlen) ((LNAME_PARENT + (nlen) + 1 + 3) / 4)
 _Static_assert(LNAME_UNITS(H5FS_NAME_MAX) < 68, "names_free covers every size");
 
 static uint32_t *lname_at(h5fs *fs, uint32_t ref)
@@ -405,44 +439,38 @@ static uint32_t *lname_at(h5fs *fs, uint32_t ref)
 	return (uint32_t *)(void *)(fs->names + (size_t)ref * 4);
 }
 
-/* Codes: 0 the root, below 2^31 a (parent, name) number, else a group
- * numbered by its address (H5FS_DIRADDR_BIT) in the first 2 GiB of FILE;
- * others have no code (their names are kept in nodes) */
-#define LNAME_ADDR 0x80000000u
-bool lname_parent_code(uint64_t parent, uint32_t *code)
+/* The parents a record may name: the root, a (parent, name) number or a
+ * group numbered by its address (H5FS_DIRADDR_BIT, with H5FS_SYNTH_BIT);
+ * others have none (their names are kept in nodes). The code is the id. */
+bool lname_parent_code(uint64_t parent, uint64_t *code)
 {
 	uint64_t low = parent & ~(H5FS_SYNTH_BIT | H5FS_DIRADDR_BIT);
 
-	if (parent == FUSE_ROOT_ID) {
-		*code = 0;
-		return true;
-	}
-	if (!(parent & H5FS_SYNTH_BIT) || low == 0 || low >= LNAME_ADDR)
+	if (parent != FUSE_ROOT_ID && (!(parent & H5FS_SYNTH_BIT) || low == 0))
 		return false;
-	*code = (uint32_t)low | (parent & H5FS_DIRADDR_BIT ? LNAME_ADDR : 0);
+	*code = parent;
 	return true;
 }
 
 uint64_t lname_parent(h5fs *fs, uint32_t ref)
 {
-	uint32_t c = *lname_at(fs, ref);
+	uint64_t c;
 
-	if (c == 0)
-		return FUSE_ROOT_ID;
-	return H5FS_SYNTH_BIT | (c & LNAME_ADDR ? H5FS_DIRADDR_BIT : 0) | (c & ~LNAME_ADDR);
+	memcpy(&c, lname_at(fs, ref), sizeof(c));
+	return c;
 }
 
-void lname_set_parent(h5fs *fs, uint32_t ref, uint32_t code)
+void lname_set_parent(h5fs *fs, uint32_t ref, uint64_t code)
 {
-	*lname_at(fs, ref) = code;
+	memcpy(lname_at(fs, ref), &code, sizeof(code));
 }
 
 const char *lname_str(h5fs *fs, uint32_t ref)
 {
-	return fs->names + (size_t)ref * 4 + 4;
+	return fs->names + (size_t)ref * 4 + LNAME_PARENT;
 }
 
-uint32_t lname_new_locked(h5fs *fs, uint32_t code, const char *name)
+uint32_t lname_new_locked(h5fs *fs, uint64_t code, const char *name)
 {
 	size_t nlen = strlen(name), u = LNAME_UNITS(nlen);
 	uint32_t ref;
@@ -469,8 +497,8 @@ uint32_t lname_new_locked(h5fs *fs, uint32_t code, const char *name)
 		ref = (uint32_t)(fs->names_len / 4);
 		fs->names_len += u * 4;
 	}
-	*lname_at(fs, ref) = code;
-	memcpy(fs->names + (size_t)ref * 4 + 4, name, nlen + 1);
+	lname_set_parent(fs, ref, code);
+	memcpy(fs->names + (size_t)ref * 4 + LNAME_PARENT, name, nlen + 1);
 	return ref;
 }
 

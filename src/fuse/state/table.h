@@ -27,12 +27,12 @@ void lobj_each_locked(h5fs *fs, void (*fn)(h5fs *fs, struct lslot *s, void *arg)
 void lobj_free_all(h5fs *fs);
 /* The records' names: an entry of (parent directory, name), by reference
  * (0: none) */
-bool lname_parent_code(uint64_t parent, uint32_t *code);       /* false: not kept */
-uint32_t lname_new_locked(h5fs *fs, uint32_t code, const char *name);   /* 0: out of memory */
+bool lname_parent_code(uint64_t parent, uint64_t *code);       /* false: not kept */
+uint32_t lname_new_locked(h5fs *fs, uint64_t code, const char *name);   /* 0: out of memory */
 void lname_free_locked(h5fs *fs, uint32_t ref);
 const char *lname_str(h5fs *fs, uint32_t ref);
 uint64_t lname_parent(h5fs *fs, uint32_t ref);
-void lname_set_parent(h5fs *fs, uint32_t ref, uint32_t code);
+void lname_set_parent(h5fs *fs, uint32_t ref, uint64_t code);
 /* The generations records hold, by index (0: none): the index of g and
  * FILE's time ft, with one more record (g held once per index); 0 when all
  * are in use */
