@@ -24,6 +24,9 @@ admit before the answer.
     ticket, or applying - showed in test_procs' mix of truncates,
     renames and O_DIRECT writes, EBUSY and ESTALE; see wfile.c
     wfile_give_back.)
+  * stream admit: np.save's streams' kind refuses a stream's first bytes
+    written out of order (EINVAL) before the answer, and makes an ordered
+    one.
   * admit: the names kind refuses, before anything moves, a rename of a
     soft link of a 4,090-byte target into a latest-format group that is
     dense (ENAMETOOLONG: more than its dense store keeps in place), with
@@ -284,12 +287,48 @@ def admit(wd):
     print("admit: a rename the dense group cannot take refused at once (ENAMETOOLONG), nothing lost")
 
 
+def stream_admit(wd):
+    """np.save's streams' kind admits a write before the answer: the
+    first bytes out of order are EINVAL at once (logged, no dataset made,
+    the descriptor's later writes answer the same); a stream written in
+    order after it is made as np.save's is."""
+    import io
+    path, mnt = os.path.join(wd, "s.h5"), os.path.join(wd, "mnt-s")
+    with h5py.File(path, "w") as f:
+        f.create_group("g")
+    buf = io.BytesIO()
+    np.save(buf, np.arange(1000, dtype="<i4"))
+    data = buf.getvalue()
+    with T.Mount(path, mnt) as m, m.watchdog(60):
+        fd = os.open(mnt + "/g/bad.npy", os.O_CREAT | os.O_WRONLY, 0o644)
+        try:
+            T.expect_err("np.save stream's first bytes out of order",
+                         lambda: os.pwrite(fd, data[200:], 200), (errno.EINVAL,))
+            T.expect_err("the same stream's write in order after its refusal",
+                         lambda: os.pwrite(fd, data, 0), (errno.EINVAL,))
+        finally:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        with open(mnt + "/g/good.npy", "wb") as fh:
+            fh.write(data)
+        log = m.output()
+    if "np.save /g/bad.npy: the stream's first bytes written out of order" not in log:
+        T.fail("stream admit: the refusal not logged: %s" % log[-1500:])
+    with h5py.File(path, "r") as f:
+        if "bad" in f["g"] or not np.array_equal(f["g/good"][()], np.arange(1000, dtype="<i4")):
+            T.fail("stream admit: h5py reads %r" % sorted(f["g"]))
+    print("stream admit: a stream's bytes out of order refused at once (EINVAL), an ordered one made")
+
+
 def main():
     wd = T.workdir("kinds")
     policy(wd)
     flush(wd)
     flush_race(wd)
     admit(wd)
+    stream_admit(wd)
     return T.finish()
 
 

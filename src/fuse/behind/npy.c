@@ -85,11 +85,13 @@ static int kind_flush(void *owner)
 	return 0;
 }
 
+static int kind_admit(h5fs *fs, const struct commit_ask *q);
+
 const struct commit_kind npy_kind_desc = {
 	.name = "np.save streams", .key = "STREAMS", .bit = COMMIT_STREAMS,
 	.policy = { .idle_ms = NPY_IDLE_MS, .max_ms = NPY_IDLE_MS },
 	.count = kind_count, .commit = kind_commit, .flush = kind_flush, .settle = fs_meta_settle,
-	.stop = npy_kind_stop,
+	.stop = npy_kind_stop, .admit = kind_admit,
 };
 
 /* s in the mount's kind, registered at the first stream (under fs->lock,
@@ -424,23 +426,47 @@ static int start(h5fs *fs, struct npy_stream *s)
 	return 0;
 }
 
-static int do_write(h5fs *fs, struct npy_stream *s, const char *buf, size_t size, off_t off)
+/* A write the stream's kind admits (commit_ask, after the pager's
+ * table; under s->mu), before anything of it is kept: a stream that
+ * failed answers its errno again; one whose dataset is made, or a
+ * negative offset, EPERM; the header written again after the data began,
+ * or the first bytes out of order, EINVAL (the stream fails with it,
+ * logged). Its space is the engine writer's, decided before the answer
+ * as each byte is placed (put: ENOSPC). */
+struct npy_ask {
+	struct npy_stream *s;
+	off_t off;
+};
+
+static int kind_admit(h5fs *fs, const struct commit_ask *q)
 {
-	char why[160];
-	int n, rc;
+	const struct npy_ask *a = q->arg;
+	struct npy_stream *s = a->s;
 
 	if (s->err)
 		return s->err;
-	if (s->done || off < 0)
+	if (s->done || a->off < 0)
 		return EPERM;
+	if (s->known && (uint64_t)a->off < s->h.data_offset)
+		return fail(fs, s, EINVAL, "the header written again after the data began");
+	if (!s->known && (size_t)a->off != s->hlen)
+		return fail(fs, s, EINVAL, "the stream's first bytes written out of order");
+	return 0;
+}
+
+static int do_write(h5fs *fs, struct npy_stream *s, const char *buf, size_t size, off_t off)
+{
+	struct npy_ask a = { s, off };
+	char why[160];
+	int n, rc = commit_ask(fs, &(struct commit_ask){ .op = PAGER_WRITE, .kind = COMMIT_STREAMS, .what = "write",
+							 .path = s->name, .arg = &a });
+
+	if (rc)
+		return rc;
 	if (s->known) {
-		if ((uint64_t)off < s->h.data_offset)
-			return fail(fs, s, EINVAL, "the header written again after the data began");
 		rc = put(s, (uint64_t)off - s->h.data_offset, buf, size);
 		return rc < 0 ? fail(fs, s, put_errno(rc), h5_err_msg()) : 0;
 	}
-	if ((size_t)off != s->hlen)
-		return fail(fs, s, EINVAL, "the stream's first bytes written out of order");
 	if (size > HEAD_MAX - s->hlen) {
 		uint8_t *nh;
 

@@ -33,7 +33,9 @@
  *              XATTR_CREATE/REPLACE, the room
  *   npy.c      np.save's streams whose every byte is in (COMMIT_STREAMS:
  *              made 1 s after their last byte, at their close, or at any
- *              sync)
+ *              sync); its admit: a failed stream's errno again, EPERM
+ *              once made, EINVAL for bytes out of order (their space is
+ *              the engine writer's, ENOSPC as each byte is placed)
  *   idle.c     the open datasets' pending bytes: write handles' rows and
  *              kept overwrites (wfile.c, wopen.c, write.c, wclose.c,
  *              wqueue.c, pending.c, overwrite.c, tail.c, csvin.c,
