@@ -103,6 +103,19 @@ static h5_overwriter *q_ow_locked(h5fs *fs, struct wqueue *q, struct node *n, in
 	return ow;
 }
 
+/* A list of retired overwriters closed, their generations let go */
+static void retired_free(struct ow_retired *r)
+{
+	while (r) {
+		struct ow_retired *next = r->next;
+
+		h5_overwrite_close(r->ow);
+		gen_release(r->g);
+		free(r);
+		r = next;
+	}
+}
+
 /* (under q->apply) the same, taking q->mu; the retired ones closed (no
  * other reader is under q->apply now) */
 static h5_overwriter *q_ow(h5fs *fs, struct wqueue *q, struct node *n, int *e)
@@ -115,27 +128,14 @@ static h5_overwriter *q_ow(h5fs *fs, struct wqueue *q, struct node *n, int *e)
 	r = q->retired;
 	q->retired = NULL;
 	pthread_mutex_unlock(&q->mu);
-	while (r) {
-		struct ow_retired *next = r->next;
-
-		h5_overwrite_close(r->ow);
-		gen_release(r->g);
-		free(r);
-		r = next;
-	}
+	retired_free(r);
 	return ow;
 }
 
 void ow_close(struct wqueue *q)
 {
-	while (q->retired) {
-		struct ow_retired *next = q->retired->next;
-
-		h5_overwrite_close(q->retired->ow);
-		gen_release(q->retired->g);
-		free(q->retired);
-		q->retired = next;
-	}
+	retired_free(q->retired);
+	q->retired = NULL;
 	h5_overwrite_close(q->ow);
 	gen_release(q->owg);
 	q->ow = NULL;
@@ -213,13 +213,14 @@ static void ow_told(h5fs *fs, struct wqueue *q, int e, bool kept, bool undurable
 int ow_commit(h5fs *fs, struct wqueue *q, struct node *n, fuse_ino_t ino, bool all, bool durable)
 {
 	h5_overwriter *ow = wq_ow(q);
-	bool any;
+	bool any, left;
 	int rc, e = 0;
 
 	if (!ow)
 		return 0;
 	any = h5_overwrite_buffered(ow) != 0;
 	rc = h5_overwrite_commit(ow, all, durable);
+	left = h5_overwrite_buffered(ow) != 0;
 	if (any)
 		ow_refresh(fs, n, ino, q->ow_pages);
 	/* the kernel's pages may hold what FILE did not take */
@@ -227,9 +228,9 @@ int ow_commit(h5fs *fs, struct wqueue *q, struct node *n, fuse_ino_t ino, bool a
 		__atomic_store_n(&n->pages_stale, true, __ATOMIC_RELEASE);
 	if (rc < 0)
 		e = h5err_logged(fs, rc, "write", n->path, NULL, n->addr);
-	else if (!h5_overwrite_buffered(ow))
+	else if (!left)
 		q->ow_pages = false;
-	ow_told(fs, q, e, h5_overwrite_buffered(ow) != 0, h5_overwrite_pending(ow) != 0);
+	ow_told(fs, q, e, left, h5_overwrite_pending(ow) != 0);
 	return e;
 }
 

@@ -138,20 +138,18 @@ void gone_closed(h5fs *fs, struct node *n)
 	gen_release(g);
 }
 
+/* (storage is kept exactly while a descriptor reads the object through
+ * one of its nodes: gone_keep, gone_closed) */
 bool gone_freed(h5fs *fs, const struct node *n)
 {
-	const h5_file *f;
-	uint64_t addr;
-	bool kept = false;
+	struct node *holder;
+	bool kept;
 
 	if (!__atomic_load_n(&n->unlinked, __ATOMIC_ACQUIRE) || n->type == NT_LINK)
 		return false;
-	f = __atomic_load_n(&n->f, __ATOMIC_ACQUIRE);
-	addr = __atomic_load_n(&n->addr, __ATOMIC_ACQUIRE);
 	pthread_mutex_lock(&fs->lock);
-	for (size_t i = 0; i < fs->nodes_cap && !kept; i++)
-		for (struct node *o = fs->nodes[i]; o && !kept; o = o->next)
-			kept = node_is_at(o, f, addr) && (o->gone || __atomic_load_n(&o->opens, __ATOMIC_ACQUIRE));
+	kept = object_open_locked(fs, __atomic_load_n(&n->f, __ATOMIC_ACQUIRE),
+				  __atomic_load_n(&n->addr, __ATOMIC_ACQUIRE), &holder) != NULL;
 	pthread_mutex_unlock(&fs->lock);
 	return !kept;
 }

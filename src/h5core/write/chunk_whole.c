@@ -126,14 +126,13 @@ static int encode_one(void *ctx, size_t i)
 	return rc;
 }
 
-/* Record x (written at addr), replacing an earlier copy of its chunk,
- * which *old gets (to be freed by the caller: referenced by nothing);
- * w->wc.amu held (and not FILE's write lock: the lock order is the write
- * lock, the pool's, amu). */
-static int note(h5_overwriter *w, const item *x, uint64_t addr, h5_chunk_rec *old)
+/* Record x as the chunk store made it (rec), replacing an earlier copy
+ * of its chunk, which *old gets (to be freed by the caller: referenced by
+ * nothing); w->wc.amu held (and not FILE's write lock: the lock order is
+ * the write lock, the pool's, amu). */
+static int note(h5_overwriter *w, const item *x, h5_chunk_rec rec, h5_chunk_rec *old)
 {
 	h5_ow_chunks *c = &w->wc;
-	h5_chunk_rec rec = { addr, c->filtered ? x->enclen : 0, x->mask };
 
 	old->addr = H5_ADDR_UNDEF;
 	if (c->n && x->s <= c->maxs)
@@ -163,23 +162,18 @@ static int note(h5_overwriter *w, const item *x, uint64_t addr, h5_chunk_rec *ol
 static int store(h5_overwriter *w, item *x, int rc)
 {
 	h5_file *f = w->f;
-	size_t n = x->enc ? x->enclen : x->alen;
-	uint64_t addr = 0;
+	h5_cstore s = { .f = f, .cb = w->chunk_bytes, .filtered = w->wc.filtered };
+	h5_cstore_item it = { .img = x->enc ? x->enc : x->a, .len = x->enc ? x->enclen : x->alen, .mask = x->mask };
 	h5_chunk_rec old = { H5_ADDR_UNDEF, 0, 0 };
 
 	/* through the chunk store (under the write lock, as a commit's
 	 * chunks: FILE has one writer at a time, file.c); recorded in the
 	 * index by the commit (h5_ow_chunked_commit's set_whole) */
-	if (rc == 0) {
-		h5_cstore s = { .f = f, .cb = w->chunk_bytes, .filtered = w->wc.filtered };
-		h5_cstore_item it = { .img = x->enc ? x->enc : x->a, .len = n, .mask = x->mask };
-
+	if (rc == 0)
 		rc = h5_cstore_put(NULL, &s, &it, 1);
-		addr = it.rec.addr;
-	}
 	if (rc == 0) {
 		pthread_mutex_lock(&w->wc.amu);
-		rc = note(w, x, addr, &old);
+		rc = note(w, x, it.rec, &old);
 		pthread_mutex_unlock(&w->wc.amu);
 	}
 	if (h5_addr_defined(old.addr)) {
@@ -476,7 +470,7 @@ static int drop_one(h5_overwriter *w, uint64_t s)
 	int rc;
 
 	pthread_mutex_lock(&w->wc.amu);
-	rc = note(w, &x, H5_ADDR_UNDEF, &old);
+	rc = note(w, &x, (h5_chunk_rec){ H5_ADDR_UNDEF, 0, 0 }, &old);
 	pthread_mutex_unlock(&w->wc.amu);
 	if (h5_addr_defined(old.addr)) {
 		pthread_mutex_lock(&w->f->write_lock);
