@@ -42,7 +42,7 @@ int csvin_open(h5fs *fs, struct wfile *w)
 	struct csv_stream *s;
 	int rc;
 
-	if (!w->a) {
+	if (!w->grows) {
 		h5fs_log(fs, LOG_NOTICE, "open %s.csv for writing: EPERM: the dataset cannot grow (rows are appended "
 			 "to a chunked dataset whose first dimension is unlimited: doc/APPEND.md)",
 			 show_path(w->n->path));

@@ -30,7 +30,8 @@ bool wfile_has_rows(const struct wfile *w)
  * One that holds nothing has nothing to commit (wfile_has_rows). */
 int wfile_commit_rows(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 {
-	int rc = w->a && wfile_has_rows(w) ? h5_append_flush(w->a) : 0;
+	h5_appender *a = wq_a(w->q);
+	int rc = a && w->grows && wfile_has_rows(w) ? h5_append_flush(a) : 0;
 
 	/* The stream is the dataset's: it may have failed with another
 	 * descriptor's rows, whose writer is told. Nothing of this handle's
@@ -44,7 +45,7 @@ int wfile_commit_rows(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 		pthread_mutex_lock(&w->q->mu);
 		end = w->rows_end;
 		pthread_mutex_unlock(&w->q->mu);
-		if (h5_append_committed(w->a) >= end) {
+		if (h5_append_committed(a) >= end) {
 			h5_err_clear();
 			rc = 0;
 		}
@@ -54,6 +55,20 @@ int wfile_commit_rows(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 		wfile_shown_drop(fs, w->n, ino, UINT64_MAX);
 	wfile_refresh(fs, w, ino);
 	return rc;
+}
+
+/* (under q->apply, its rows committed) The bytes of w's partial row in
+ * the node's appender: only q->partial's are w's (a handle that holds
+ * nothing has none: the rows pending then are other handles', issue 53) */
+size_t wfile_partial(struct wfile *w)
+{
+	struct wqueue *q = w->q;
+	bool mine;
+
+	pthread_mutex_lock(&q->mu);
+	mine = q->partial == w;
+	pthread_mutex_unlock(&q->mu);
+	return mine && wq_a(q) && wfile_has_rows(w) ? h5_append_pending(wq_a(q)) : 0;
 }
 
 /* close() (and fsync()) commit every complete row, durably. At close a trailing
@@ -76,14 +91,12 @@ static int do_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	e = rc < 0 ? 0 : wfile_err(w);
 	if (rc == 0 && !e)
 		e = wfile_ow_flush(fs, w, ino);
-	/* (a handle that holds nothing has no partial row: the stream's rows
-	 * pending then are other handles', issue 53) */
-	partial = rc < 0 || e || !w->a || !wfile_has_rows(w) ? 0 : h5_append_pending(w->a);
+	partial = rc < 0 || e ? 0 : wfile_partial(w);
 	if (partial) {
 		h5fs_log(fs, LOG_NOTICE, "append %s: %zu trailing bytes are not a whole row of %llu bytes: "
 		       "not appended", show_path(w->n->path), partial,
-		       (unsigned long long)h5_append_row_bytes(w->a));
-		h5_append_discard(w->a);
+		       (unsigned long long)w->q->row_bytes);
+		h5_append_discard(wq_a(w->q));
 		pthread_mutex_lock(&w->q->mu);
 		/* readers were shown it, last (no one appends after a partial row) */
 		wfile_shown_drop(fs, w->n, ino, w->vplen);
@@ -150,7 +163,7 @@ void wfile_show(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 
 	wq_drain(w->q);
 	pthread_mutex_lock(&w->q->apply);
-	rc = h5_append_show(w->a);
+	rc = wq_a(w->q) ? h5_append_show(wq_a(w->q)) : 0;
 	if (rc < 0) {
 		/* the stream takes no more rows (as a failed write's apply) */
 		int e = h5err_logged(fs, rc, "commit for a reader", w->n->path, NULL, w->n->addr);
@@ -207,7 +220,7 @@ static bool commit_node(h5fs *fs, struct node *n, bool show)
 				/* (a reader does not wait for the idler's or another
 				 * reader's use of a handle to end: pinned ones do
 				 * too) */
-				if (show ? w->a != NULL : !w->pins)
+				if (show ? w->grows : !w->pins)
 					pick = w;
 				else
 					busy = true;
@@ -255,7 +268,7 @@ bool wfile_show_node(h5fs *fs, struct node *n)
 
 static bool appends_to(const struct wfile *w, const void *arg)
 {
-	return w->n->addr == *(const uint64_t *)arg && w->a;
+	return w->n->addr == *(const uint64_t *)arg && w->grows;
 }
 
 static bool appends_holding(const struct wfile *w, const void *arg)

@@ -64,12 +64,14 @@ void h5fs_set_session(h5fs *fs, struct fuse_session *se)
  * operation that may have committed rows, whether or not it succeeded. */
 void wfile_refresh(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 {
+	struct wqueue *q = w->q;
+	h5_appender *a = wq_a(q);
 	h5_dataset *nd = NULL, *old;
 	uint64_t alloc;
 	struct timespec now;
 
-	/* (a handle of an old generation commits nothing: ESTALE) */
-	if (!w->a || h5_append_committed(w->a) == w->q->seen || !gen_is_current(fs, w->g))
+	/* (an appender of an old generation commits nothing: ESTALE) */
+	if (!a || h5_append_committed(a) == q->seen || !gen_is_current(fs, q->ag))
 		return;
 	/* opened under n->lk: two refreshes of one node (this handle's
 	 * commit, a reader's show of the rows, another handle's) swap in
@@ -78,7 +80,7 @@ void wfile_refresh(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	 * and the next write crossing that stale end appended its rest past
 	 * the true one (test_fsx growable in CI: size 111256, model 109241) */
 	pthread_rwlock_wrlock(&w->n->lk);
-	if (h5_dataset_open(&nd, w->g->f, w->n->addr) < 0) {
+	if (h5_dataset_open(&nd, q->ag->f, w->n->addr) < 0) {
 		pthread_rwlock_unlock(&w->n->lk);
 		h5fs_log(fs, LOG_ERR, "append %s: reopening the dataset: %s", show_path(w->n->path), h5_err_msg());
 		return;
@@ -98,7 +100,7 @@ void wfile_refresh(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	w->n->st.st_mtim = w->n->st.st_ctim = now;
 	pthread_rwlock_unlock(&w->n->lk);
 	h5_dataset_close(old);
-	w->q->seen = h5_append_committed(w->a);
+	q->seen = h5_append_committed(a);
 	/* attributes only (offset -1): invalidating pages here could wait on
 	 * pages a pending write request holds locked. A changed size makes
 	 * the kernel drop the file's cached pages itself. */
@@ -106,15 +108,48 @@ void wfile_refresh(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 		notify_inval_inode(fs->se, fs_ino_out(fs, ino), -1, 0);
 }
 
+/* (under q->mu, FILE's lock held) The node's appender in the current
+ * generation: opened again once a new generation came and it keeps
+ * nothing - one that keeps rows or a partial row has a holder of FILE's
+ * lock, under which no generation is made (live/live.c). The old one is
+ * retired, not closed: an apply or a reader under q->apply may still use
+ * it (it keeps nothing); closed under both locks (wfile_append_apply) or
+ * with the queue. 0, or the errno. */
+static int q_a_locked(h5fs *fs, struct wqueue *q, struct node *n)
+{
+	h5_appender *cur = wq_a(q), *a = NULL;
+	struct a_retired *r = NULL;
+	struct gen *g;
+	int e = 0;
+
+	if (!cur || gen_is_current(fs, q->ag) || h5_append_pending(cur))
+		return 0;
+	g = gen_current(fs);
+	if (!(r = malloc(sizeof(*r))))
+		e = ENOMEM;
+	else if (wfile_append_open(fs, &a, g->f, __atomic_load_n(&n->addr, __ATOMIC_ACQUIRE)) < 0)
+		e = ESTALE;     /* (cannot grow in FILE as it is now) */
+	h5_err_clear();
+	if (e) {
+		free(r);
+		gen_release(g);
+		return e;
+	}
+	*r = (struct a_retired){ cur, q->ag, q->a_retired };
+	q->a_retired = r;
+	q->ag = g;
+	__atomic_store_n(&q->a, a, __ATOMIC_RELEASE);
+	return 0;
+}
+
 /* w's generation was replaced by one opened anew without a change of FILE
  * (a stamp too fresh to vouch for its bytes, a failed read's doubt): w,
- * which holds nothing, writes on through the current one, its appender
- * and overwriter opened there again. Another program's change since w was
- * opened (or its object gone) is ESTALE, logged once per descriptor.
- * Under q->mu, FILE's lock held. */
+ * which holds nothing, writes on through the current one (the node's
+ * appender and overwriter follow it: q_a_locked, overwrite.c). Another
+ * program's change since w was opened (or its object gone) is ESTALE,
+ * logged once per descriptor. Under q->mu, FILE's lock held. */
 static int wfile_follow(h5fs *fs, struct wfile *w)
 {
-	h5_appender *a = NULL;
 	struct use u;
 	int e;
 
@@ -123,22 +158,14 @@ static int wfile_follow(h5fs *fs, struct wfile *w)
 	e = node_use_current(&u, fs, w->n);
 	if (!e && (u.g->ver != w->g->ver || u.f != u.g->f))
 		e = ESTALE;
-	if (!e && w->a && wfile_append_open(fs, &a, u.f, u.addr) < 0)
-		e = ESTALE;
 	h5_err_clear();
 	if (e) {
-		h5_append_drop(a);
 		if (!w->stale_logged)
 			h5fs_log(fs, LOG_ERR, "write %s: ESTALE: %s was changed by another program after this "
 				 "descriptor was opened: open it again", show_path(w->n->path), h5_file_path(fs->f));
 		w->stale_logged = true;
 		goto out;
 	}
-	/* (nothing of w waits: the old ones have nothing to write, and
-	 * could not, their FILE not holding the lock) */
-	h5_append_drop(w->a);
-	h5_err_clear();
-	w->a = a;
 	gen_release(w->g);
 	w->g = u.g;
 	u.g = NULL;
@@ -159,6 +186,13 @@ static int wfile_hold(h5fs *fs, struct wfile *w)
 	e = commit_begin(NULL, fs, NULL, COMMIT_FILE, NULL);   /* EBUSY, ESTALE: logged there */
 	if (!e && (e = wfile_follow(fs, w)) != 0)
 		commit_end(fs, NULL, false);
+	/* (w current, the node's appender maybe of an older generation: one
+	 * that kept nothing when it came) */
+	if (!e && w->grows && (e = q_a_locked(fs, w->q, w->n)) != 0) {
+		h5fs_log(fs, LOG_ERR, "write %s: ESTALE: the dataset cannot be appended to as %s is now: open it "
+			 "again", show_path(w->n->path), h5_file_path(fs->f));
+		commit_end(fs, NULL, false);
+	}
 	wfile_hold_set(w, e == 0);
 	return e;
 }
@@ -174,7 +208,7 @@ static int wfile_hold(h5fs *fs, struct wfile *w)
  * (2^64 - 64 KiB was asked of the disk: a spurious EIO, test_procs). */
 uint64_t wfile_uncommitted(struct wfile *w, uint64_t end, uint64_t add)
 {
-	uint64_t c = h5_append_committed(w->a);
+	uint64_t c = h5_append_committed(wq_a(w->q));
 
 	return end + add > c + add ? end + add - c : add;
 }
@@ -183,8 +217,8 @@ static int wfile_reserve(h5fs *fs, struct wfile *w, uint64_t append_bytes, uint6
 {
 	int rc = 0;
 
-	if (append_bytes && w->a)
-		rc = h5_append_reserve(w->a, append_bytes);
+	if (append_bytes && w->grows)
+		rc = h5_append_reserve(wq_a(w->q), append_bytes);
 	if (rc == 0 && ow_bytes && w->can_ow)
 		rc = ow_reserve(fs, w, ow_bytes);
 	if (rc == H5_ERR_NOSPC)
@@ -224,24 +258,24 @@ int wfile_admit(h5fs *fs, const struct commit_ask *cq)
 			h5fs_log(fs, LOG_NOTICE, "write %s at %lld crossing the end: EBUSY: other descriptors' writes "
 				 "kept coming", show_path(w->n->path), (long long)a->off);
 			e = EBUSY;
-		} else if (w->a && a->n < a->size && a->end != a->lim) {
+		} else if (w->grows && a->n < a->size && a->end != a->lim) {
 			/* (a partial row another descriptor wrote) */
 			h5fs_log(fs, LOG_NOTICE, "write %s at %lld crossing the end (%llu): EBUSY: %llu bytes other "
 				 "descriptors wrote are not committed yet", show_path(w->n->path), (long long)a->off,
 				 (unsigned long long)a->lim, (unsigned long long)(a->end - a->lim));
 			e = EBUSY;
-		} else if (w->a && (uint64_t)a->off > a->lim) {
+		} else if (w->grows && (uint64_t)a->off > a->lim) {
 			/* the dataset shrank meanwhile (another descriptor's truncate) */
 			h5fs_log(fs, LOG_NOTICE, "write %s at %lld: EPERM: past the end (%llu): only appending at the "
 				 "end is possible", show_path(w->n->path), (long long)a->off, (unsigned long long)a->lim);
 			e = EPERM;
-		} else if (w->a && a->n < a->size && q->partial && q->partial != w) {
+		} else if (w->grows && a->n < a->size && q->partial && q->partial != w) {
 			e = EBUSY;
 		}
 		break;
 	case WFILE_APPEND:
 		/* (overwrite() answers a fixed size's writes; it cannot grow) */
-		if (!w->a) {
+		if (!w->grows) {
 			e = EFBIG;
 		} else if (a->off < 0 || (!w->append && (uint64_t)a->off != a->end)) {
 			/* Rows only go at the end: O_APPEND writes wherever the
@@ -319,7 +353,7 @@ void wfile_give_back(h5fs *fs, struct wfile *w)
 	bool done = false;
 
 	pthread_mutex_lock(&q->mu);
-	if (w->holding && q->turn == q->next && w->vplen == 0 && (!w->a || h5_append_pending(w->a) == 0) &&
+	if (w->holding && q->turn == q->next && w->vplen == 0 && (!wq_a(q) || h5_append_pending(wq_a(q)) == 0) &&
 	    !__atomic_load_n(&w->ow_kept, __ATOMIC_ACQUIRE)) {
 		wfile_hold_set(w, false);
 		commit_end(fs, NULL, false);
@@ -347,7 +381,7 @@ int wfile_ow_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 		return e;
 	/* an overwrite commits over a stream with no rows waiting: other
 	 * handles' rows are committed first (else EBUSY, issue 53) */
-	if (w->a && wq_ow(w->q) && h5_overwrite_buffered(wq_ow(w->q)) && (rc = h5_append_show(w->a)) < 0)
+	if (wq_a(w->q) && wq_ow(w->q) && h5_overwrite_buffered(wq_ow(w->q)) && (rc = h5_append_show(wq_a(w->q))) < 0)
 		e = h5err_logged(fs, rc, "commit of rows appended", w->n->path, NULL, w->n->addr);
 	if (!e)
 		e = ow_commit(fs, w->q, w->n, ino, true, true);
@@ -421,6 +455,7 @@ int wfile_append_apply(h5fs *fs, struct wfile *w, fuse_ino_t ino, uint64_t t, co
 		       bool early)
 {
 	struct wqueue *q = w->q;
+	struct a_retired *r;
 	int rc, e = 0;
 
 	pthread_mutex_lock(&q->mu);
@@ -428,7 +463,14 @@ int wfile_append_apply(h5fs *fs, struct wfile *w, fuse_ino_t ino, uint64_t t, co
 		pthread_cond_wait(&q->cv, &q->mu);
 	pthread_mutex_unlock(&q->mu);
 	pthread_mutex_lock(&q->apply);
-	rc = h5_append_write(w->a, buf, len);
+	/* the node's earlier appenders, retired (q_a_locked), closed: no
+	 * one else is under q->apply */
+	pthread_mutex_lock(&q->mu);
+	r = q->a_retired;
+	q->a_retired = NULL;
+	pthread_mutex_unlock(&q->mu);
+	wq_a_retired_free(r);
+	rc = h5_append_write(wq_a(q), buf, len);
 	if (rc < 0) {
 		e = h5err_logged(fs, rc, early ? "append (reported by the next write, fsync or close)" : "append",
 				 w->n->path, NULL, w->n->addr);

@@ -23,6 +23,7 @@ void wfile_free(struct wfile *w)
 int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 {
 	struct wfile *w = NULL;
+	h5_appender *a = NULL;
 	h5_empty_undo undo = { 0 };
 	struct use u;
 	bool ext, conv;
@@ -102,7 +103,7 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	/* O_APPEND only appends: no overwriter (its refusal is the append's) */
 	e = fi->flags & O_APPEND ? EPERM : ow_check(fs, n);
 	w->can_ow = e == 0;
-	rc = wfile_append_open(fs, &w->a, u.f, u.addr);
+	rc = wfile_append_open(fs, &a, u.f, u.addr);
 	commit_end(fs, NULL, false);
 	node_use_end(&u);
 	if (rc < 0 && w->can_ow) {
@@ -131,9 +132,9 @@ int wfile_open(h5fs *fs, struct node *n, struct fuse_file_info *fi)
 	 * and save the kernel a copy of every byte (1 GiB of dd: 0.24-0.46x
 	 * of a plain file through the cache, bench/README.md); so does
 	 * np.save's stream. */
-	rc = wq_attach(fs, w, w->can_ow && !w->npy && (fi->flags & O_ACCMODE) == O_RDWR);
+	/* (the node's appender: a, or the one it has; wstate.h) */
+	rc = wq_attach(fs, w, w->can_ow && !w->npy && (fi->flags & O_ACCMODE) == O_RDWR, a);
 	if (rc) {
-		h5_append_drop(w->a);
 		wfile_free(w);
 		return rc;
 	}
@@ -214,15 +215,15 @@ void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 		fs_lost_set(fs, e);     /* bytes answered, not written (logged) */
 	/* A handle that holds nothing had its rows committed durably (flush,
 	 * fsync or the idler gave FILE's lock back only then): it writes
-	 * nothing now. Closing its appender would commit - at least give the
-	 * reserve back, a superblock write - without FILE's lock, after
-	 * another handle let it go: refused, and the shared stream failed for
-	 * every appender of the dataset (issue 56: three writers). */
-	if (wfile_has_rows(w)) {
-		rc = h5_append_close(w->a, &partial);
-	} else {
-		h5_append_drop(w->a);
-		rc = 0;
+	 * nothing now. A commit of the node's appender would commit - at
+	 * least give the reserve back, a superblock write - without FILE's
+	 * lock, after another handle let it go: refused, and the shared
+	 * stream failed for every appender of the dataset (issue 56: three
+	 * writers). One that holds it drops its partial row, if it has one
+	 * (the appender is the node's: closed with the queue, wqueue.c). */
+	if (rc == 0 && (partial = wfile_partial(w)) != 0) {
+		h5_append_discard(wq_a(w->q));
+		rc = H5_ERR_INVAL;
 	}
 	pthread_mutex_lock(&w->q->mu);
 	if (w->vplen)
@@ -265,10 +266,9 @@ void wfile_free_all(h5fs *fs)
 		handle_del(fs, &w->link);
 		if (w->npy)
 			npy_release(fs, w->npy);
-		if (w->holding)
-			h5_append_close(w->a, NULL);
-		else
-			h5_append_drop(w->a);
+		/* (the node's rows: its appender is dropped with the queue) */
+		if (w->holding && wq_a(w->q) && h5_append_flush(wq_a(w->q)) < 0)
+			h5_err_clear();
 		if (w->holding) {
 			wfile_hold_set(w, false);
 			commit_end(fs, NULL, false);

@@ -5,9 +5,30 @@
 #include "wstate.h"
 #include "handle.h"
 
+/* The node's retired appenders closed (nothing kept: wfile.c
+ * q_a_locked), their generations let go */
+void wq_a_retired_free(struct a_retired *r)
+{
+	while (r) {
+		struct a_retired *next = r->next;
+
+		h5_append_drop(r->a);
+		gen_release(r->g);
+		free(r);
+		r = next;
+	}
+}
+
 static void wq_free(struct wqueue *q)
 {
 	ow_close(q);    /* (each handle's release committed what it put) */
+	/* each handle's release committed its rows and dropped its partial
+	 * row: dropped, not closed - closing commits, and no handle holds
+	 * FILE's lock now (issue 56: a commit without the lock failed the
+	 * shared stream for every appender of the dataset) */
+	wq_a_retired_free(q->a_retired);
+	h5_append_drop(q->a);
+	gen_release(q->ag);
 	pthread_mutex_destroy(&q->mu);
 	pthread_mutex_destroy(&q->apply);
 	pthread_mutex_destroy(&q->grow);
@@ -38,23 +59,28 @@ void wq_quiesce(struct wqueue *q)
 	pthread_mutex_unlock(&q->mu);
 }
 
-/* w joins its node's queue, made by the node's first write handle. The rows
- * the stream holds are taken from the engine once nothing is in flight: w's
- * appender may have a fresh stream (an earlier one failed). want: w is
+/* w joins its node's queue, made by the node's first write handle, with
+ * a (NULL: the dataset cannot grow), opened in w's generation: the node's
+ * appender when it has none yet, else dropped (taken in any case). The rows
+ * the stream holds are taken from the engine once nothing is in flight:
+ * the appender may have a fresh stream (an earlier one failed). want: w is
  * opened to read and write (a mapping): it then writes through the page
  * cache, also when its dataset grows. */
-int wq_attach(h5fs *fs, struct wfile *w, bool want)
+int wq_attach(h5fs *fs, struct wfile *w, bool want, h5_appender *a)
 {
 	struct wqueue *q, *fresh = calloc(1, sizeof(*fresh));
 
-	if (!fresh)
+	if (!fresh) {
+		h5_append_drop(a);
 		return ENOMEM;
+	}
 	pthread_mutex_init(&fresh->mu, NULL);
 	pthread_mutex_init(&fresh->apply, NULL);
 	pthread_mutex_init(&fresh->grow, NULL);
 	pthread_cond_init(&fresh->cv, NULL);
-	fresh->row_bytes = w->a ? h5_append_row_bytes(w->a) : 1;
-	fresh->seen = w->a ? h5_append_committed(w->a) : 0;
+	fresh->row_bytes = a ? h5_append_row_bytes(a) : 1;
+	fresh->seen = a ? h5_append_committed(a) : 0;
+	w->grows = a != NULL;
 	pthread_mutex_lock(&fs->lock);
 	q = w->n->wq;
 	if (!q) {
@@ -84,12 +110,28 @@ int wq_attach(h5fs *fs, struct wfile *w, bool want)
 	if (fresh)
 		wq_free(fresh);
 	w->q = q;
+	/* (apply: a reader may be using the node's appender) */
+	pthread_mutex_lock(&q->apply);
 	pthread_mutex_lock(&q->mu);
-	while (q->turn < q->next)
-		pthread_cond_wait(&q->cv, &q->mu);
-	if (w->a)
-		q->vrows = h5_append_size(w->a) / q->row_bytes;   /* a new handle has no partial row */
+	while (q->turn < q->next) {
+		pthread_mutex_unlock(&q->mu);
+		pthread_mutex_unlock(&q->apply);
+		wq_drain(q);
+		pthread_mutex_lock(&q->apply);
+		pthread_mutex_lock(&q->mu);
+	}
+	if (a && !q->a) {
+		gen_hold(w->g);
+		q->ag = w->g;
+		__atomic_store_n(&q->a, a, __ATOMIC_RELEASE);
+		a = NULL;
+	}
+	/* whole rows: the partial row is q->partial's, a new handle has none */
+	if (w->grows && q->a)
+		q->vrows = h5_append_size(q->a) / q->row_bytes;
 	pthread_mutex_unlock(&q->mu);
+	pthread_mutex_unlock(&q->apply);
+	h5_append_drop(a);
 	return 0;
 }
 

@@ -130,16 +130,16 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
 		return false;
 	pthread_mutex_lock(&q->mu);
 	e = w->err;
-	end = w->a ? q->vrows * q->row_bytes + w->vplen : 0;
+	end = w->grows ? q->vrows * q->row_bytes + w->vplen : 0;
 	pthread_mutex_unlock(&q->mu);
 	pthread_rwlock_rdlock(&w->n->lk);
 	lim = tail_base(w->n);       /* committed bytes */
 	pthread_rwlock_unlock(&w->n->lk);
 	/* over rows accepted, not committed yet: they are committed first
 	 * (as for a reader), then overwritten (issue 53) */
-	if (!e && w->a && (uint64_t)off < end && (uint64_t)off + size > lim && lim < end)
+	if (!e && w->grows && (uint64_t)off < end && (uint64_t)off + size > lim && lim < end)
 		lim = wfile_show_rows(fs, w, ino);
-	if (!e && (uint64_t)off >= lim && w->a)
+	if (!e && (uint64_t)off >= lim && w->grows)
 		return false;   /* at or past the end of a dataset that grows: it appends */
 	/* wholly inside, or past the end of one that cannot grow (EFBIG):
 	 * the write descriptors' kind decides (wfile_ask) */
@@ -161,13 +161,13 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
 	}
 	e = w->err;
 	wa.others = q->turn != q->next;
-	end = w->a ? q->vrows * q->row_bytes + w->vplen : 0;
+	end = w->grows ? q->vrows * q->row_bytes + w->vplen : 0;
 	pthread_rwlock_rdlock(&w->n->lk);
 	lim = tail_base(w->n);
 	pthread_rwlock_unlock(&w->n->lk);
-	if (!e && !wa.others && w->a && end != lim) {
+	if (!e && !wa.others && w->grows && end != lim) {
 		/* rows applied, not committed: committed now (as wfile_show) */
-		int rc = h5_append_show(w->a);
+		int rc = h5_append_show(wq_a(q));
 
 		if (rc < 0)
 			e = h5err_logged(fs, rc, "commit of rows appended", w->n->path, NULL, w->n->addr);
@@ -177,7 +177,7 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
 	lim = tail_base(w->n);
 	pthread_rwlock_unlock(&w->n->lk);
 	n = (uint64_t)off >= lim ? 0 : size < lim - (uint64_t)off ? size : lim - (uint64_t)off;
-	if (!e && !wa.others && w->a && end != lim && !q->partial && h5_append_pending(w->a) == 0) {
+	if (!e && !wa.others && w->grows && end != lim && !q->partial && h5_append_pending(wq_a(q)) == 0) {
 		/* the stream holds nothing waiting: the dataset was resized
 		 * through another descriptor and wq_resized is on its way */
 		q->vrows = lim / q->row_bytes;
@@ -189,10 +189,10 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
 	wa.lim = lim;
 	wa.n = n;
 	wa.ow_bytes = n;
-	wa.append_bytes = w->a && n < size ? wfile_uncommitted(w, end, size - n) : 0;
+	wa.append_bytes = w->grows && n < size ? wfile_uncommitted(w, end, size - n) : 0;
 	if (!e)
 		e = wfile_ask(fs, &wa);
-	if (!e && w->a && n < size) {
+	if (!e && w->grows && n < size) {
 		/* the rest appends, here and now (nothing else is waiting);
 		 * accepted first, so later writes go after it */
 		if (!(e = tail_accept(w->n, buf + n, size - n, q->row_bytes)))
@@ -204,7 +204,7 @@ static bool overwrite(h5fs *fs, struct wfile *w, fuse_req_t req, fuse_ino_t ino,
 	if (!e && n)
 		e = ow_put(fs, w, ino, (uint64_t)off, buf, (size_t)n);
 	if (accepted) {
-		int rc = h5_append_write(w->a, buf + n, size - n);
+		int rc = h5_append_write(wq_a(q), buf + n, size - n);
 
 		if (rc < 0) {
 			int ae = h5err_logged(fs, rc, "append", w->n->path, NULL, w->n->addr);
@@ -278,11 +278,11 @@ static int past_end(h5fs *fs, struct wfile *w, uint64_t off)
 	int e;
 
 	pthread_mutex_lock(&q->mu);
-	e = w->a ? w->err : 0;
+	e = w->grows ? w->err : 0;
 	end = q->vrows * q->row_bytes + w->vplen;
 	vplen = w->vplen;
 	pthread_mutex_unlock(&q->mu);
-	if (e || !w->a || off <= end)
+	if (e || !w->grows || off <= end)
 		return e;
 	if (vplen % q->row_bytes) {
 		h5fs_log(fs, LOG_NOTICE, "write %s at %llu: EPERM: past the end (%llu), after part of a row",
@@ -387,7 +387,7 @@ void behind_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t
 	 * given their ticket (wfile_append_accept) */
 	e = wfile_append_accept(fs, &(struct wfile_ask){ .w = w, .stage = WFILE_APPEND, .off = off, .size = size,
 							 .end = end,
-							 .append_bytes = w->a ? wfile_uncommitted(w, end, size) : 0 },
+							 .append_bytes = w->grows ? wfile_uncommitted(w, end, size) : 0 },
 				&t, buf);
 	if (e) {
 		pthread_mutex_unlock(&q->mu);

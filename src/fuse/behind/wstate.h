@@ -24,7 +24,7 @@ struct wqueue {
 	struct wfile *partial;  /* the one handle with a partial row (behind/tail.c) */
 	uint64_t row_bytes;
 	uint64_t seen;          /* committed size the node shows (under apply) */
-	pthread_mutex_t apply;  /* engine calls on the node's appenders and wfile_refresh */
+	pthread_mutex_t apply;  /* engine calls on the node's appender and overwriter, wfile_refresh */
 	/* held from deciding where a write past or across the end goes until
 	 * its rows are accepted (write.c): taken before apply and mu, never
 	 * under them */
@@ -54,11 +54,32 @@ struct wqueue {
 		struct ow_retired *next;
 	} *retired;
 	bool ow_pages;
+	/* The node's one appender (issue 81 item 3): the rows every write
+	 * handle of the node appends and the one partial row (q->partial's),
+	 * in generation ag (held): opened by the first handle that can grow
+	 * (wq_attach), again in the current generation once it keeps nothing
+	 * (wfile.c q_a_locked; a holder of rows holds FILE's lock, under
+	 * which no generation is made), the old one retired as the
+	 * overwriter's are. Engine calls on it under apply; replaced under
+	 * mu (atomic); closed with the queue. */
+	h5_appender *a;
+	struct gen *ag;
+	struct a_retired {
+		h5_appender *a;
+		struct gen *g;
+		struct a_retired *next;
+	} *a_retired;
 };
+
+/* The node's appender (NULL: its dataset cannot grow), read under q->apply or q->mu */
+static inline h5_appender *wq_a(const struct wqueue *q)
+{
+	return __atomic_load_n(&q->a, __ATOMIC_ACQUIRE);
+}
 
 struct wfile {
 	struct hlink link;      /* first: fs->open_wfiles */
-	h5_appender *a;         /* NULL: the dataset cannot grow */
+	bool grows;             /* the dataset can grow: its rows go to q->a */
 	bool can_ow;            /* it may write inside the dataset (q->ow; behind/overwrite.c) */
 	/* (atomics) its bytes are in q->ow, not committed (kept) or not
 	 * durable (undurable): a commit that takes everything clears them
@@ -101,7 +122,8 @@ static inline h5_overwriter *wq_ow(const struct wqueue *q)
 /* wqueue.c: the node's queue joined (want: opened to read and write, a
  * mapping; sets w->cached) and left; every accepted write applied; len
  * more accepted bytes of w (under q->mu) */
-int wq_attach(h5fs *fs, struct wfile *w, bool want);
+int wq_attach(h5fs *fs, struct wfile *w, bool want, h5_appender *a);
+void wq_a_retired_free(struct a_retired *r);
 void wq_detach(h5fs *fs, struct wfile *w);
 void wq_drain(struct wqueue *q);
 /* the same, and no early write still dropping pages (release: nothing held) */
@@ -199,6 +221,7 @@ void csvin_free(struct csv_stream *s);
  * rows committed durably, under q->apply (flush, fsync, release:
  * wopen.c) */
 bool wfile_has_rows(const struct wfile *w);
+size_t wfile_partial(struct wfile *w);
 int wfile_commit_rows(h5fs *fs, struct wfile *w, fuse_ino_t ino);
 /* wclose.c: fsync's commit of w (the idler's too) */
 int wfile_fsync(h5fs *fs, struct wfile *w, fuse_ino_t ino);
