@@ -605,11 +605,15 @@ static int do_read(struct read_answer *a, h5fs *fs, fuse_ino_t ino, size_t size,
 		   pid_t tid)
 {
 	struct node *n = node_get(fs, ino);
+	const char *path;
 	bool failed;
 	int e, unlogged;
 
 	if (!n)
 		return ESTALE;
+	/* (a rename replaces it meanwhile, atomically: node/fresh.c
+	 * node_moved; the old one is retired, not freed, while we run) */
+	path = __atomic_load_n(&n->path, __ATOMIC_ACQUIRE);
 	if (off < 0)
 		return EINVAL;
 	for (int attempt = 0, shows = 0, waited_ms = 0;; attempt++) {
@@ -642,31 +646,31 @@ static int do_read(struct read_answer *a, h5fs *fs, fuse_ino_t ino, size_t size,
 		}
 		if (a->tail_wait) {
 			h5fs_log(fs, LOG_ERR, "read %s: rows written could not be committed for the read: EIO",
-				 show_path(n->path));
+				 show_path(path));
 			return EIO;
 		}
 		if (e && !failed)
 			return e;
-		c = live_read_check(fs, a->g, attempt, failed, n->path);
+		c = live_read_check(fs, a->g, attempt, failed, path);
 		if (c == 0 && unlogged)  /* no change explains it */
-			return h5err_logged(fs, unlogged, "read", n->path, NULL, n->addr);
+			return h5err_logged(fs, unlogged, "read", path, NULL, n->addr);
 		if (c == 0 && !e && a->pa.npages) {
 			/* checked: the kernel may now be given these pages */
-			c = pcache_commit(fs, n, &a->pa, n->path);
+			c = pcache_commit(fs, n, &a->pa, path);
 			if (c == EAGAIN && (attempt + 1 >= H5FS_LIVE_READ_TRIES ||
 					    (a->pa.verdict == PC_UNREADABLE && !live_retry(fs, attempt)))) {
 				h5fs_log(fs, LOG_ERR, "read %s: the pages the kernel caches could not be checked "
-					 "against FILE's new state: EIO", show_path(n->path));
+					 "against FILE's new state: EIO", show_path(path));
 				c = EIO;
 			}
 		}
 		if (c == 0 && !e && a->da.used) {
 			/* checked: a piece of a read() that began in another
 			 * generation is answered only if that is one version */
-			c = dio_commit(fs, fh_dio(fh), &a->da, n->path);
+			c = dio_commit(fs, fh_dio(fh), &a->da, path);
 			if (c == EAGAIN && (attempt + 1 >= H5FS_LIVE_READ_TRIES || !live_retry(fs, attempt))) {
 				h5fs_log(fs, LOG_ERR, "read %s: the read() under way could not be checked "
-					 "against FILE's new state: EIO", show_path(n->path));
+					 "against FILE's new state: EIO", show_path(path));
 				c = EIO;
 			}
 		}
