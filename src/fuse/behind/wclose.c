@@ -28,7 +28,7 @@ bool wfile_has_rows(const struct wfile *w)
  * committed; when that failed, the rows readers were shown will not be:
  * the size goes back (else every later read waits for them, then EIO).
  * One that holds nothing has nothing to commit (wfile_has_rows). */
-int wfile_commit_rows(h5fs *fs, struct wfile *w, fuse_ino_t ino)
+static int commit_rows(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 {
 	h5_appender *a = wq_a(w->q);
 	int rc = a && w->grows && wfile_has_rows(w) ? h5_append_flush(a) : 0;
@@ -57,10 +57,10 @@ int wfile_commit_rows(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	return rc;
 }
 
-/* (under q->apply, its rows committed) The bytes of w's partial row in
- * the node's appender: only q->partial's are w's (a handle that holds
- * nothing has none: the rows pending then are other handles', issue 53) */
-size_t wfile_partial(struct wfile *w)
+/* (under q->apply) The bytes of w's partial row in the node's appender:
+ * only q->partial's are w's (a handle that holds nothing has none: the
+ * rows pending then are other handles', issue 53) */
+static size_t partial_of(struct wfile *w)
 {
 	struct wqueue *q = w->q;
 	bool mine;
@@ -69,6 +69,59 @@ size_t wfile_partial(struct wfile *w)
 	mine = q->partial == w;
 	pthread_mutex_unlock(&q->mu);
 	return mine && wq_a(q) && wfile_has_rows(w) ? h5_append_pending(wq_a(q)) : 0;
+}
+
+/* The node's writeback committed for w, durably, as close (WB_CLOSE),
+ * fsync (WB_FSYNC) and release (WB_RELEASE) need it - the one place they
+ * commit: every write accepted applied first, then under q->apply the
+ * rows of the node's appender, then the bytes its overwriter keeps (rows
+ * first: an overwrite commits over a stream with nothing waiting). At
+ * close and release w's partial row is dropped (*partial: its size;
+ * readers were shown it, last: no one appends after a partial row); then
+ * w's hold of FILE is given back once nothing of it waits (fsync: only
+ * when everything was committed). Returns the rows' engine error (< 0),
+ * or 0 and *e: an earlier write's errno, the overwriter's (logged). */
+enum wb_how { WB_CLOSE, WB_FSYNC, WB_RELEASE };
+
+static int wb_commit(h5fs *fs, struct wfile *w, fuse_ino_t ino, enum wb_how how, int *e, size_t *partial)
+{
+	struct wqueue *q = w->q;
+	int rc;
+
+	*partial = 0;
+	if (how == WB_RELEASE)
+		wq_quiesce(q);
+	else
+		wq_drain(q);
+	pthread_mutex_lock(&q->apply);
+	rc = commit_rows(fs, w, ino);
+	/* (release: bytes inside are committed whatever the rows met) */
+	*e = rc < 0 || how == WB_RELEASE ? 0 : wfile_err(w);
+	if ((rc == 0 || how == WB_RELEASE) && !*e)
+		*e = wfile_ow_flush(fs, w, ino);
+	if (how != WB_FSYNC && rc == 0 && (how == WB_RELEASE || !*e) && (*partial = partial_of(w)) != 0)
+		h5_append_discard(wq_a(q));
+	if (how != WB_FSYNC) {
+		pthread_mutex_lock(&q->mu);
+		if (w->vplen && (*partial || how == WB_RELEASE))
+			wfile_shown_drop(fs, w->n, ino, w->vplen);
+		if (*partial || how == WB_RELEASE) {
+			w->vplen = 0;
+			if (q->partial == w)
+				q->partial = NULL;
+		}
+		pthread_mutex_unlock(&q->mu);
+	}
+	if (how == WB_CLOSE || (how == WB_FSYNC && rc == 0 && !*e))
+		wfile_give_back(fs, w);
+	pthread_mutex_unlock(&q->apply);
+	ow_pages_settle(fs, w->n, ino);
+	return rc;
+}
+
+int wfile_commit_release(h5fs *fs, struct wfile *w, fuse_ino_t ino, int *e, size_t *partial)
+{
+	return wb_commit(fs, w, ino, WB_RELEASE, e, partial);
 }
 
 /* close() (and fsync()) commit every complete row, durably. At close a trailing
@@ -85,30 +138,12 @@ static int do_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	/* a text record without its line end is the last one */
 	if (w->csv)
 		ce = csvin_flush(fs, w, ino);
-	wq_drain(w->q);
-	pthread_mutex_lock(&w->q->apply);
-	rc = wfile_commit_rows(fs, w, ino);
-	e = rc < 0 ? 0 : wfile_err(w);
-	if (rc == 0 && !e)
-		e = wfile_ow_flush(fs, w, ino);
-	partial = rc < 0 || e ? 0 : wfile_partial(w);
+	rc = wb_commit(fs, w, ino, WB_CLOSE, &e, &partial);
 	if (partial) {
 		h5fs_log(fs, LOG_NOTICE, "append %s: %zu trailing bytes are not a whole row of %llu bytes: "
-		       "not appended", show_path(w->n->path), partial,
-		       (unsigned long long)w->q->row_bytes);
-		h5_append_discard(wq_a(w->q));
-		pthread_mutex_lock(&w->q->mu);
-		/* readers were shown it, last (no one appends after a partial row) */
-		wfile_shown_drop(fs, w->n, ino, w->vplen);
-		w->vplen = 0;
-		if (w->q->partial == w)
-			w->q->partial = NULL;
-		pthread_mutex_unlock(&w->q->mu);
+		       "not appended", show_path(w->n->path), partial, (unsigned long long)w->q->row_bytes);
 		e = EINVAL;
 	}
-	wfile_give_back(fs, w);
-	pthread_mutex_unlock(&w->q->apply);
-	ow_pages_settle(fs, w->n, ino);
 	return rc < 0 ? h5err_logged(fs, rc, "append", w->n->path, NULL, w->n->addr) : e ? e : ce;
 }
 
@@ -124,6 +159,7 @@ int behind_flush(void *r, uint64_t ino, struct fuse_file_info *fi)
 
 int wfile_fsync(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 {
+	size_t partial;
 	int rc, e;
 
 	if (!w) {
@@ -133,16 +169,7 @@ int wfile_fsync(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	}
 	if (w->npy)
 		return npy_flush(fs, w->npy, false);
-	wq_drain(w->q);
-	pthread_mutex_lock(&w->q->apply);
-	rc = wfile_commit_rows(fs, w, ino);   /* committed rows are on disk (fsync'd) */
-	e = rc < 0 ? 0 : wfile_err(w);
-	if (rc == 0 && !e)
-		e = wfile_ow_flush(fs, w, ino);
-	if (rc == 0 && !e)
-		wfile_give_back(fs, w);
-	pthread_mutex_unlock(&w->q->apply);
-	ow_pages_settle(fs, w->n, ino);
+	rc = wb_commit(fs, w, ino, WB_FSYNC, &e, &partial);   /* committed rows are on disk (fsync'd) */
 	return rc < 0 ? h5err_logged(fs, rc, "fsync", w->n->path, NULL, w->n->addr) : e;
 }
 

@@ -197,9 +197,15 @@ void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 	/* (text after the last flush, through a dup'd descriptor: logged) */
 	if (w->csv && csvin_flush(fs, w, ino) != 0)
 		__atomic_store_n(&w->failed, true, __ATOMIC_RELAXED);
-	wq_quiesce(w->q);
-	pthread_mutex_lock(&w->q->apply);
-	rc = wfile_commit_rows(fs, w, ino);
+	/* its rows and bytes committed (wclose.c), its partial row dropped.
+	 * A handle that holds nothing had its rows committed durably (flush,
+	 * fsync or the idler gave FILE's lock back only then): it commits
+	 * nothing now - a commit would at least give the reserve back, a
+	 * superblock write, without FILE's lock, after another handle let it
+	 * go: refused, and the shared stream failed for every appender of
+	 * the dataset (issue 56: three writers). The node's appender is
+	 * closed with its queue (wqueue.c). */
+	rc = wfile_commit_release(fs, w, ino, &e, &partial);
 	/* Rows or bytes answered and not written: never only a log line.
 	 * When close or fsync told the caller already (ext4's model: the
 	 * error reaches the program, the file system goes on), the mount
@@ -211,27 +217,10 @@ void wfile_release(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 		if (!told)
 			fs_lost_set(fs, h5fs_errno(rc));
 	}
-	if ((e = wfile_ow_flush(fs, w, ino)) != 0 && !told)
+	if (e && !told)
 		fs_lost_set(fs, e);     /* bytes answered, not written (logged) */
-	/* A handle that holds nothing had its rows committed durably (flush,
-	 * fsync or the idler gave FILE's lock back only then): it writes
-	 * nothing now. A commit of the node's appender would commit - at
-	 * least give the reserve back, a superblock write - without FILE's
-	 * lock, after another handle let it go: refused, and the shared
-	 * stream failed for every appender of the dataset (issue 56: three
-	 * writers). One that holds it drops its partial row, if it has one
-	 * (the appender is the node's: closed with the queue, wqueue.c). */
-	if (rc == 0 && (partial = wfile_partial(w)) != 0) {
-		h5_append_discard(wq_a(w->q));
-		rc = H5_ERR_INVAL;
-	}
-	pthread_mutex_lock(&w->q->mu);
-	if (w->vplen)
-		wfile_shown_drop(fs, w->n, ino, w->vplen);
-	if (w->q->partial == w)
-		w->q->partial = NULL;
-	pthread_mutex_unlock(&w->q->mu);
-	pthread_mutex_unlock(&w->q->apply);
+	if (partial)
+		rc = H5_ERR_INVAL;      /* (a replacement's old rows come back, below) */
 	if (rc < 0 && partial)
 		h5fs_log(fs, LOG_NOTICE, "append %s: %zu trailing bytes dropped at release", show_path(w->n->path),
 		       partial);

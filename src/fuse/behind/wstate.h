@@ -217,12 +217,12 @@ int csvin_open(h5fs *fs, struct wfile *w);
 int csvin_write(h5fs *fs, struct wfile *w, fuse_ino_t ino, const char *buf, size_t size, off_t off);
 int csvin_flush(h5fs *fs, struct wfile *w, fuse_ino_t ino);
 void csvin_free(struct csv_stream *s);
-/* wclose.c: whether w has rows to commit (it holds FILE's lock); its
- * rows committed durably, under q->apply (flush, fsync, release:
- * wopen.c) */
+/* wclose.c: whether w has rows to commit (it holds FILE's lock); the
+ * node's writeback committed for w's release (wopen.c), as close commits
+ * it (wclose.c wb_commit: the rows' engine error, or 0 and *e; *partial
+ * the bytes of w's partial row dropped) */
 bool wfile_has_rows(const struct wfile *w);
-size_t wfile_partial(struct wfile *w);
-int wfile_commit_rows(h5fs *fs, struct wfile *w, fuse_ino_t ino);
+int wfile_commit_release(h5fs *fs, struct wfile *w, fuse_ino_t ino, int *e, size_t *partial);
 /* wclose.c: fsync's commit of w (the idler's too) */
 int wfile_fsync(h5fs *fs, struct wfile *w, fuse_ino_t ino);
 /* wclose.c: the whole rows of w's stream committed, not fsync'd (a reader
