@@ -75,7 +75,7 @@ int ow_check(h5fs *fs, struct node *n)
 static h5_overwriter *q_ow_locked(h5fs *fs, struct wqueue *q, struct node *n, int *e)
 {
 	struct gen *g = gen_current(fs);
-	struct ow_retired *r = NULL;
+	struct wq_retired *r = NULL;
 	h5_overwriter *cur = __atomic_load_n(&q->ow, __ATOMIC_ACQUIRE), *ow = NULL;
 
 	*e = 0;
@@ -94,48 +94,27 @@ static h5_overwriter *q_ow_locked(h5fs *fs, struct wqueue *q, struct node *n, in
 		gen_release(g);
 		return NULL;
 	}
-	if (r) {
-		*r = (struct ow_retired){ cur, q->owg, q->retired };
-		q->retired = r;
-	}
+	if (r)
+		wq_retire(q, r, cur, NULL, q->owg);
 	q->owg = g;
 	__atomic_store_n(&q->ow, ow, __ATOMIC_RELEASE);
 	return ow;
 }
 
-/* A list of retired overwriters closed, their generations let go */
-static void retired_free(struct ow_retired *r)
-{
-	while (r) {
-		struct ow_retired *next = r->next;
-
-		h5_overwrite_close(r->ow);
-		gen_release(r->g);
-		free(r);
-		r = next;
-	}
-}
-
-/* (under q->apply) the same, taking q->mu; the retired ones closed (no
- * other reader is under q->apply now) */
+/* (under q->apply) the same, taking q->mu; the retired ones closed */
 static h5_overwriter *q_ow(h5fs *fs, struct wqueue *q, struct node *n, int *e)
 {
-	struct ow_retired *r;
 	h5_overwriter *ow;
 
 	pthread_mutex_lock(&q->mu);
 	ow = q_ow_locked(fs, q, n, e);
-	r = q->retired;
-	q->retired = NULL;
 	pthread_mutex_unlock(&q->mu);
-	retired_free(r);
+	wq_retired_close(q);
 	return ow;
 }
 
 void ow_close(struct wqueue *q)
 {
-	retired_free(q->retired);
-	q->retired = NULL;
 	h5_overwrite_close(q->ow);
 	gen_release(q->owg);
 	q->ow = NULL;

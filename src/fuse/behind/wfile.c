@@ -118,7 +118,7 @@ void wfile_refresh(h5fs *fs, struct wfile *w, fuse_ino_t ino)
 static int q_a_locked(h5fs *fs, struct wqueue *q, struct node *n)
 {
 	h5_appender *cur = wq_a(q), *a = NULL;
-	struct a_retired *r = NULL;
+	struct wq_retired *r = NULL;
 	struct gen *g;
 	int e = 0;
 
@@ -135,8 +135,7 @@ static int q_a_locked(h5fs *fs, struct wqueue *q, struct node *n)
 		gen_release(g);
 		return e;
 	}
-	*r = (struct a_retired){ cur, q->ag, q->a_retired };
-	q->a_retired = r;
+	wq_retire(q, r, NULL, cur, q->ag);
 	q->ag = g;
 	__atomic_store_n(&q->a, a, __ATOMIC_RELEASE);
 	return 0;
@@ -455,7 +454,6 @@ int wfile_append_apply(h5fs *fs, struct wfile *w, fuse_ino_t ino, uint64_t t, co
 		       bool early)
 {
 	struct wqueue *q = w->q;
-	struct a_retired *r;
 	int rc, e = 0;
 
 	pthread_mutex_lock(&q->mu);
@@ -463,13 +461,7 @@ int wfile_append_apply(h5fs *fs, struct wfile *w, fuse_ino_t ino, uint64_t t, co
 		pthread_cond_wait(&q->cv, &q->mu);
 	pthread_mutex_unlock(&q->mu);
 	pthread_mutex_lock(&q->apply);
-	/* the node's earlier appenders, retired (q_a_locked), closed: no
-	 * one else is under q->apply */
-	pthread_mutex_lock(&q->mu);
-	r = q->a_retired;
-	q->a_retired = NULL;
-	pthread_mutex_unlock(&q->mu);
-	wq_a_retired_free(r);
+	wq_retired_close(q);    /* (an earlier generation's appender: q_a_locked) */
 	rc = h5_append_write(wq_a(q), buf, len);
 	if (rc < 0) {
 		e = h5err_logged(fs, rc, early ? "append (reported by the next write, fsync or close)" : "append",

@@ -5,13 +5,12 @@
 #include "wstate.h"
 #include "handle.h"
 
-/* The node's retired appenders closed (nothing kept: wfile.c
- * q_a_locked), their generations let go */
-void wq_a_retired_free(struct a_retired *r)
+static void retired_free(struct wq_retired *r)
 {
 	while (r) {
-		struct a_retired *next = r->next;
+		struct wq_retired *next = r->next;
 
+		h5_overwrite_close(r->ow);
 		h5_append_drop(r->a);
 		gen_release(r->g);
 		free(r);
@@ -19,14 +18,31 @@ void wq_a_retired_free(struct a_retired *r)
 	}
 }
 
+void wq_retire(struct wqueue *q, struct wq_retired *r, h5_overwriter *ow, h5_appender *a, struct gen *g)
+{
+	*r = (struct wq_retired){ ow, a, g, q->retired };
+	q->retired = r;
+}
+
+void wq_retired_close(struct wqueue *q)
+{
+	struct wq_retired *r;
+
+	pthread_mutex_lock(&q->mu);
+	r = q->retired;
+	q->retired = NULL;
+	pthread_mutex_unlock(&q->mu);
+	retired_free(r);
+}
+
 static void wq_free(struct wqueue *q)
 {
 	ow_close(q);    /* (each handle's release committed what it put) */
+	retired_free(q->retired);
 	/* each handle's release committed its rows and dropped its partial
 	 * row: dropped, not closed - closing commits, and no handle holds
 	 * FILE's lock now (issue 56: a commit without the lock failed the
 	 * shared stream for every appender of the dataset) */
-	wq_a_retired_free(q->a_retired);
 	h5_append_drop(q->a);
 	gen_release(q->ag);
 	pthread_mutex_destroy(&q->mu);
@@ -172,14 +188,8 @@ void vplen_add(struct wqueue *q, struct wfile *w, uint64_t len)
 
 void wq_resized(h5fs *fs, struct node *n, uint64_t bytes)
 {
-	struct wqueue *q;
-	bool last;
+	struct wqueue *q = wq_get(fs, n);
 
-	pthread_mutex_lock(&fs->lock);
-	q = n->wq;
-	if (q)
-		q->refs++;
-	pthread_mutex_unlock(&fs->lock);
 	if (!q)
 		return;
 	pthread_mutex_lock(&q->mu);
@@ -192,13 +202,7 @@ void wq_resized(h5fs *fs, struct node *n, uint64_t bytes)
 	pthread_mutex_lock(&q->apply);
 	q->seen = bytes;
 	pthread_mutex_unlock(&q->apply);
-	pthread_mutex_lock(&fs->lock);
-	last = --q->refs == 0;
-	if (last)
-		__atomic_store_n(&n->wq, NULL, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&fs->lock);
-	if (last)
-		wq_free(q);
+	wq_put(fs, n, q);
 }
 
 bool wfile_reader_cached(h5fs *fs, struct node *n)

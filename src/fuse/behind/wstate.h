@@ -48,10 +48,13 @@ struct wqueue {
 	 * admission): overwrite.c q_ow_locked says how both hold. */
 	h5_overwriter *ow;      /* (atomic: set under mu and apply both, or under mu when none) */
 	struct gen *owg;        /* (under mu) */
-	struct ow_retired {     /* (under mu) earlier generations' ones, empty */
+	/* (under mu) earlier generations' overwriters and appenders, empty
+	 * (wq_retire) */
+	struct wq_retired {
 		h5_overwriter *ow;
+		h5_appender *a;
 		struct gen *g;
-		struct ow_retired *next;
+		struct wq_retired *next;
 	} *retired;
 	bool ow_pages;
 	/* The node's one appender (issue 81 item 3): the rows every write
@@ -64,11 +67,6 @@ struct wqueue {
 	 * mu (atomic); closed with the queue. */
 	h5_appender *a;
 	struct gen *ag;
-	struct a_retired {
-		h5_appender *a;
-		struct gen *g;
-		struct a_retired *next;
-	} *a_retired;
 };
 
 /* The node's appender (NULL: its dataset cannot grow), read under q->apply or q->mu */
@@ -123,7 +121,13 @@ static inline h5_overwriter *wq_ow(const struct wqueue *q)
  * mapping; sets w->cached) and left; every accepted write applied; len
  * more accepted bytes of w (under q->mu) */
 int wq_attach(h5fs *fs, struct wfile *w, bool want, h5_appender *a);
-void wq_a_retired_free(struct a_retired *r);
+/* (under q->mu) the node's overwriter or appender of an earlier
+ * generation, which keeps nothing, retired with its generation in r
+ * (allocated before the new one was opened): a reader under q->apply may
+ * still use it. (under q->apply) The retired ones closed: no one else is
+ * under q->apply. */
+void wq_retire(struct wqueue *q, struct wq_retired *r, h5_overwriter *ow, h5_appender *a, struct gen *g);
+void wq_retired_close(struct wqueue *q);
 void wq_detach(h5fs *fs, struct wfile *w);
 void wq_drain(struct wqueue *q);
 /* the same, and no early write still dropping pages (release: nothing held) */
