@@ -671,6 +671,56 @@ static int stab_remove_many(h5_file *f, uint64_t group, char *const *names, size
 	return rc;
 }
 
+/* rename, link and unlink's batch (h5_link_change_batch, link_batch.c):
+ * names[i] afterwards a hard link to the existing object addrs[i], or
+ * gone (H5_ADDR_UNDEF), the entry there before taken out; every change in
+ * memory first (a name to remove missing: H5_ERR_NOTFOUND, nothing
+ * written), then one commit: the nodes changed and the data segment anew
+ * (s.moved, as insert_many), one stage, one write of the root. A name
+ * already naming its object is left alone; *changed: whether anything
+ * was written. */
+static int stab_change_many(bool *changed, h5_file *f, uint64_t group, char *const *names, const uint64_t *addrs,
+			    size_t n)
+{
+	stab_edit s;
+	int rc = stab_open(&s, f, group);
+
+	*changed = false;
+	if (rc == 0)
+		rc = h5_stab_heap_release(&s);
+	s.moved = true;
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		h5_snod_entry e;
+		size_t li, ei;
+		bool found;
+
+		rc = locate(&li, &ei, &found, &s, names[i]);
+		if (rc == 0 && found) {
+			e = s.lv[li].e[ei];
+			if (h5_addr_defined(addrs[i]) && e.cache_type != 2 && e.obj_addr == addrs[i])
+				continue;
+			rc = take(&s, li, ei, NULL, true);
+			*changed = true;
+		} else if (rc == 0 && !h5_addr_defined(addrs[i])) {
+			rc = h5_err_set(H5_ERR_NOTFOUND, "no link \"%s\"", names[i]);
+		}
+		if (rc == 0 && h5_addr_defined(addrs[i])) {
+			h5_link l = { .type = H5_LINK_HARD, .addr = addrs[i] };
+
+			rc = entry_of(&e, f, &l);
+			if (rc == 0)
+				rc = put_entry(&s, &e, names[i], NULL);
+			*changed = true;
+		}
+	}
+	if (rc == 0 && *changed)
+		rc = commit(&s, h5_space_end(f), false);
+	if (rc < 0)
+		*changed = false;
+	stab_close(&s);
+	return rc;
+}
+
 /* The entry keeps its object, cache and soft link value; one commit. */
 static int stab_rename(h5_file *f, uint64_t group, const char *name, size_t name_len, const char *newname,
 		       size_t newname_len, bool replace, bool durable)
@@ -812,6 +862,7 @@ const h5_lstore_ops h5_lstore_stab = {
 	.remove = stab_remove,
 	.remove_many = stab_remove_many,
 	.rename = stab_rename,
+	.change_many = stab_change_many,
 	.new_group = stab_new_group,
 	.move_down = stab_move_down,
 };
