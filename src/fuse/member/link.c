@@ -491,13 +491,16 @@ static int rename_batched(h5fs *fs, uint64_t parent, const char *name, const cha
 	if (err)
 		return err;
 	err = lbatch_rename(fs, p, name, newname);
-	if (err == 0) {
-		node_moved(fs, p, name, p, newname);
+	if (err == 0 && lbatch_moved(fs, u.f, u.addr, newname, &addr)) {
+		node_moved_file(fs, p, name, p, newname, file_ino(u.f, addr));
 		node_touch(p, true);
 		/* a dataset made again with its type set back (rsync -X),
 		 * as below */
-		if (lbatch_moved(fs, u.f, u.addr, newname, &addr) && retype_made(u.f, addr))
+		if (retype_made(u.f, addr))
 			npy_inval_after_reply(fs, p->ino, newname, NULL);
+	} else if (err == 0) {
+		node_moved(fs, p, name, p, newname);
+		node_touch(p, true);
 	}
 	end(fs, &u);
 	return err;
