@@ -161,7 +161,8 @@ static int rmdirs(h5_file *f, uint64_t group, char *list)
 /* "lchange": renames, hard links and unlinks of one group in one batch,
  * as the daemon's (behind/mbatch.c, h5_link_change_batch): items split
  * at commas, NAME=PATH (NAME afterwards a hard link to the object at
- * PATH, looked up first) or NAME=- (removed) */
+ * PATH, looked up first) or NAME=- (removed; a dataset's last name
+ * too, its storage freed after) */
 static int lchange(h5_file *f, uint64_t group, char *list)
 {
 	char *names[64], *save = NULL;
@@ -181,7 +182,17 @@ static int lchange(h5_file *f, uint64_t group, char *list)
 			rc = h5_path_lookup(&addrs[n], f, eq + 1);
 		n++;
 	}
-	return rc < 0 ? rc : h5_link_change_batch(f, group, names, addrs, n);
+	if (rc == 0) {
+		h5_link_gone gone[64];
+		size_t ng = 0;
+
+		/* (a dataset's last name taken: its storage freed at once, as
+		 * the daemon does when no descriptor reads it) */
+		rc = h5_link_change_batch(f, group, names, addrs, n, gone, &ng);
+		for (size_t i = 0; i < ng; i++)
+			h5_gone_release(gone[i].gone);
+	}
+	return rc;
 }
 
 /* "rm": a dataset's last link removed, what it stored freed at once (no

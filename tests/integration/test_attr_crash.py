@@ -338,6 +338,12 @@ LCHANGE_OPS = ["dset\t/g\tx%02d\t%d" % (i, 3 + i) for i in range(10)] + [
     # a name the batch freed taken (mv x07 x04's old name... x04 is free):
     # mv x07 x04, mv x08 x07, rm x03 (l03 keeps it), ln z02 x02
     "lchange\t/g\tx07=-,x04=/g/x07,x08=/g/x08,x03=-,x02=/g/z02",
+    # rm of two datasets' one names (their storage freed after the
+    # commit, as the daemon frees it) and of one of x06's two names;
+    # a new dataset then placed in the space freed (only once the
+    # removal is durable)
+    "lchange\t/g\tx09=-,w04=-,k06=-",
+    "dset\t/g\tnew\t40",
 ]
 COUNTS = [False]
 

@@ -13,7 +13,9 @@ back), ln (st_nlink 2 on both names at once, one st_ino), rm of one of two
 names (st_nlink 1 at once), rm then create of one name, mv to a name the
 batch freed, rm of a last name and mv over a name (the ordered path after
 the batch), refusals decided before the answer (ENOENT, EEXIST,
-RENAME_NOREPLACE's EEXIST) changing nothing; after the unmount h5py reads
+RENAME_NOREPLACE's EEXIST) changing nothing, files read through
+descriptors opened before their last name's rm, before and after the
+batch's commit; after the unmount h5py reads
 every name as the model says: values, and link counts equal to the names
 (h5py's get_objinfo).
 
@@ -131,10 +133,27 @@ def sequence(work, libver):
         model["a06"] = ("raw", b"new bytes")
         if val(p("a06")) != ("raw", b"new bytes") or val(p("l06")) != 6:
             T.fail("%s: rm then create of a06: %s" % (libver, val(p("a06"))))
-        # a last name (the ordered path), a rename over a name
+        # a last name (in the batch too in a symbol-table group: its
+        # storage freed after the commit), one read through a descriptor
+        # open before its rm, after the commit; a rename over a name (the
+        # ordered path)
         os.rename(p("a07"), p("m07"))
         os.unlink(p("m07"))
         del model["a07"]
+        if os.path.exists(p("m07")):
+            T.fail("%s: rm m07: still there" % libver)
+        fd = os.open(p("a20"), os.O_RDONLY)
+        os.unlink(p("a20"))
+        del model["a20"]
+        os.listdir(g)                               # (commits the batch)
+        if os.pread(fd, 16, 0) != np.full(4, 20, dtype="<i4").tobytes():
+            T.fail("%s: a20 read through a descriptor after its rm: not its bytes" % libver)
+        os.close(fd)
+        with open(p("a21"), "rb") as fh:
+            os.unlink(p("a21"))
+            del model["a21"]
+            if fh.read() != np.full(4, 21, dtype="<i4").tobytes():
+                T.fail("%s: a21 read through a descriptor before the commit of its rm" % libver)
         os.rename(p("a08"), p("a09"))
         model["a09"] = model.pop("a08")
         if val(p("a09")) != 8 or os.path.exists(p("a08")):
@@ -188,6 +207,8 @@ def crash(work):
         calls.append(("mv", "a%02d" % i, "r%02d" % i))
         if i % 3 == 0:
             calls.append(("rm", "l%02d" % i, None))
+        if i % 4 == 1:
+            calls.append(("rm", "a%02d" % (N // 2 + i), None))   # a last name
     models = [{"a%02d" % i: i for i in range(N)}]
     for op, a, b in calls:
         m2 = dict(models[-1])

@@ -5,7 +5,8 @@
  * removed), hard links and removals of one of two names lands in one
  * commit, the counts following the names; mv a b; mv b a nets to nothing;
  * a removal of a missing name, a name twice, or an object's last name
- * refused with nothing written; a compact group is refused whole
+ * refused with nothing written, unless the caller takes a one-name
+ * dataset's storage (h5_gone); a compact group is refused whole
  * (H5_ERR_UNSUPPORTED, h5_link_change_batchable 0). h5py reads the result:
  * the names, each dataset's values through every name, and the counts. */
 #include "testutil.h"
@@ -91,16 +92,16 @@ START_TEST(stab_mix)
 		char *nm[2] = { "a01", "zz" };
 		uint64_t ad[2] = { a[1], H5_ADDR_UNDEF };
 
-		ck_assert_int_eq(h5_link_change_batch(f, g, nm, ad, 2), H5_ERR_NOTFOUND);
+		ck_assert_int_eq(h5_link_change_batch(f, g, nm, ad, 2, NULL, NULL), H5_ERR_NOTFOUND);
 		h5_err_clear();
 		nm[1] = "a01";
 		ad[1] = a[2];
-		ck_assert_int_eq(h5_link_change_batch(f, g, nm, ad, 2), H5_ERR_INVAL);
+		ck_assert_int_eq(h5_link_change_batch(f, g, nm, ad, 2, NULL, NULL), H5_ERR_INVAL);
 		h5_err_clear();
 		nm[1] = "a03";
 		ad[0] = H5_ADDR_UNDEF;
 		ad[1] = H5_ADDR_UNDEF;
-		ck_assert_int_eq(h5_link_change_batch(f, g, nm, ad, 2), H5_ERR_INVAL);
+		ck_assert_int_eq(h5_link_change_batch(f, g, nm, ad, 2, NULL, NULL), H5_ERR_INVAL);
 		h5_err_clear();
 		ck_assert_uint_eq(at(f, g, "a01"), a[1]);
 		ck_assert_uint_eq(at(f, g, "a03"), a[3]);
@@ -111,7 +112,7 @@ START_TEST(stab_mix)
 		char *nm[] = { "a00", "b00", "l00", "a01", "c01", "a07", "m07", "l04", "x03" };
 		uint64_t ad[] = { H5_ADDR_UNDEF, a[0], a[0], H5_ADDR_UNDEF, a[1], H5_ADDR_UNDEF, a[7], a[4], a[3] };
 
-		ck_assert_int_eq(h5_link_change_batch(f, g, nm, ad, sizeof(nm) / sizeof(*nm)), 0);
+		ck_assert_int_eq(h5_link_change_batch(f, g, nm, ad, sizeof(nm) / sizeof(*nm), NULL, NULL), 0);
 	}
 	ck_assert_uint_eq(at(f, g, "b00"), a[0]);
 	ck_assert_uint_eq(at(f, g, "l00"), a[0]);
@@ -131,13 +132,13 @@ START_TEST(stab_mix)
 		char *nm[] = { "x03", "b00", "a02" };
 		uint64_t ad[] = { H5_ADDR_UNDEF, a[0], a[2] };
 
-		ck_assert_int_eq(h5_link_change_batch(f, g, nm, ad, 3), 0);
+		ck_assert_int_eq(h5_link_change_batch(f, g, nm, ad, 3, NULL, NULL), 0);
 	}
 	{
 		char *nm[] = { "a03" };
 		uint64_t ad[] = { H5_ADDR_UNDEF };
 
-		ck_assert_int_eq(h5_link_change_batch(f, g, nm, ad, 1), H5_ERR_INVAL);
+		ck_assert_int_eq(h5_link_change_batch(f, g, nm, ad, 1, NULL, NULL), H5_ERR_INVAL);
 		h5_err_clear();
 	}
 	{
@@ -145,10 +146,10 @@ START_TEST(stab_mix)
 		uint64_t ad[] = { H5_ADDR_UNDEF, a[3] };
 
 		/* a rename (its new name first in no order): one commit */
-		ck_assert_int_eq(h5_link_change_batch(f, g, nm, ad, 2), 0);
+		ck_assert_int_eq(h5_link_change_batch(f, g, nm, ad, 2, NULL, NULL), 0);
 		nm[0] = "a03x";
 		ad[0] = H5_ADDR_UNDEF;
-		ck_assert_int_eq(h5_link_change_batch(f, g, nm, ad, 1), H5_ERR_INVAL);
+		ck_assert_int_eq(h5_link_change_batch(f, g, nm, ad, 1, NULL, NULL), H5_ERR_INVAL);
 		h5_err_clear();
 	}
 	ck_assert_uint_eq(nlink(f, a[3]), 1);
@@ -162,12 +163,31 @@ START_TEST(stab_mix)
 		char *nm[] = { "a03x" };
 		uint64_t ad[] = { H5_ADDR_UNDEF };
 
-		/* (its last name: kept; the checker wants a03's object gone, so
-		 * the old way, one removal, takes it) */
-		ck_assert_int_eq(h5_link_change_batch(f, g, nm, ad, 1), H5_ERR_INVAL);
+		h5_link_gone gone[1];
+		size_t ng = 9;
+
+		/* its last name: refused unless the caller takes its storage
+		 * (as h5_link_delete_gone hands it back) */
+		ck_assert_int_eq(h5_link_change_batch(f, g, nm, ad, 1, NULL, NULL), H5_ERR_INVAL);
 		h5_err_clear();
+		ck_assert_int_eq(h5_link_change_batch(f, g, nm, ad, 1, gone, &ng), 0);
+		ck_assert_uint_eq(ng, 1);
+		ck_assert_uint_eq(gone[0].addr, a[3]);
+		ck_assert_ptr_nonnull(gone[0].gone);
+		h5_gone_release(gone[0].gone);
 	}
-	ck_assert_int_eq(h5_link_delete(f, g, "a03x", 4, 2), 0);
+	{
+		/* both names of an object named twice in FILE removed in one
+		 * batch: refused (only a dataset of one name is taken) */
+		char *nm[] = { "a04", "l04" };
+		uint64_t ad[] = { H5_ADDR_UNDEF, H5_ADDR_UNDEF };
+		h5_link_gone gone[2];
+		size_t ng = 9;
+
+		ck_assert_int_eq(h5_link_change_batch(f, g, nm, ad, 2, gone, &ng), H5_ERR_INVAL);
+		h5_err_clear();
+		ck_assert_uint_eq(ng, 0);
+	}
 	h5_file_close(f);
 	snprintf(args, sizeof(args), "'%s'", path);
 	{
@@ -185,7 +205,7 @@ START_TEST(stab_mix)
 		char *nm[] = { "a00", "b00" };
 		uint64_t ad[] = { H5_ADDR_UNDEF, at(f, g, "a00") };
 
-		ck_assert_int_eq(h5_link_change_batch(f, g, nm, ad, 2), H5_ERR_UNSUPPORTED);
+		ck_assert_int_eq(h5_link_change_batch(f, g, nm, ad, 2, NULL, NULL), H5_ERR_UNSUPPORTED);
 		h5_err_clear();
 		ck_assert_uint_eq(at(f, g, "a00"), ad[1]);
 	}

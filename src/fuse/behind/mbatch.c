@@ -12,14 +12,18 @@
  *           that is free (the batch's view: FILE and the list below);
  *   link    of one to a free name of the group;
  *   unlink  of a name whose object keeps another name (its count, FILE's
- *           and the list's, at least 2: its storage is not freed).
+ *           and the list's, at least 2), or of a dataset's one name in
+ *           FILE that the batch does not otherwise touch (not in a
+ *           netCDF-4 file: its dimensions name it), its nodes marked
+ *           unlinked at the answer and its storage freed (or kept while
+ *           a descriptor reads it: gone_keep) after the commit.
  * The list keeps each name's last change (mv a b; mv b a leaves a naming
  * its object, b removed: nothing to write for either), read by lookups
  * (lbatch_moved, lbatch_removed: member/lookup.c member_name_seen) and
  * st_nlink (lbatch_nlink_delta) from the answer on. Everything else -
  * another group's name, a name that is there (rename over it: rename_keep,
  * netCDF-4 variables, directories), directories, soft links, np.save's
- * streams, a last name, another form of group - is not for the batch:
+ * streams, another form of group - is not for the batch:
  * the caller then takes today's path, whose barrier commits the batch
  * first. Refusals decided here, before the answer: ENOENT (no such name),
  * EEXIST (link to a name taken), ENOSPC (the room the commit may take,
@@ -216,12 +220,14 @@ int mbatch_commit_locked(h5fs *fs, struct lbatch *lb, bool last)
 {
 	char **names = malloc((lb->nmv ? lb->nmv : 1) * sizeof(*names));
 	uint64_t *addrs = malloc((lb->nmv ? lb->nmv : 1) * sizeof(*addrs));
-	size_t n = 0;
+	h5_link_gone *gone = malloc((lb->nmv ? lb->nmv : 1) * sizeof(*gone));
+	size_t n = 0, ng = 0;
 	int rc = 0, err;
 
-	if (!names || !addrs) {
+	if (!names || !addrs || !gone) {
 		free(names);
 		free(addrs);
+		free(gone);
 		return ENOMEM;
 	}
 	/* the net changes: a name back to what FILE has (mv a b; mv b a's
@@ -235,9 +241,15 @@ int mbatch_commit_locked(h5fs *fs, struct lbatch *lb, bool last)
 		addrs[n++] = m->addr;
 	}
 	if (n)
-		rc = h5_link_change_batch(lb->u.f, lb->u.addr, names, addrs, n);
+		rc = h5_link_change_batch(lb->u.f, lb->u.addr, names, addrs, n, gone, &ng);
 	free(names);
 	free(addrs);
+	/* the datasets whose last name went (their nodes marked unlinked at
+	 * the answer): their storage freed now, or kept while a descriptor
+	 * reads them, as the ordered unlink does */
+	for (size_t i = 0; rc == 0 && i < ng; i++)
+		gone_keep(fs, lb->u.g, lb->u.f, gone[i].addr, gone[i].gone);
+	free(gone);
 	if (rc == 0) {
 		if (n)
 			__atomic_add_fetch(&lb->commits, 1, __ATOMIC_RELEASE);
@@ -402,7 +414,8 @@ int lbatch_link(h5fs *fs, struct node *p, uint64_t addr, const char *newname)
 	return done_locked(fs, lb, err, before);
 }
 
-int lbatch_unlink(h5fs *fs, struct node *p, const char *name, uint64_t *addr)
+int lbatch_unlink(h5fs *fs, struct node *p, const char *name, uint64_t *addr, bool *last,
+		  bool (*may_take_last)(h5_file *f))
 {
 	struct lbatch *lb;
 	uint64_t was;
@@ -410,16 +423,21 @@ int lbatch_unlink(h5fs *fs, struct node *p, const char *name, uint64_t *addr)
 	char *c = NULL;
 	unsigned nl;
 	size_t before;
-	int err = open_locked(&lb, fs, p), r;
+	int err, r;
 
+	*last = false;
+	err = open_locked(&lb, fs, p);
 	if (err)
 		return err;
 	before = lb->nmv;
 	r = resolve_locked(lb, name, addr, &in, &was);
 	if (r == 0)
 		err = ENOENT;
-	else if (r != 1 || !plain_object(lb->u.f, *addr, &nl) || (int64_t)nl + delta_locked(lb, *addr) < 2)
-		err = -1;       /* its last name (its storage freed), a symlink, a directory */
+	else if (r != 1 || !plain_object(lb->u.f, *addr, &nl))
+		err = -1;       /* a symlink, a directory */
+	else if ((*last = (int64_t)nl + delta_locked(lb, *addr) < 2) &&
+		 (nl != 1 || delta_locked(lb, *addr) != 0 || !may_take_last(lb->u.f)))
+		err = -1;       /* a last name the batch cannot take (netCDF-4: its dimensions) */
 	else if (!(c = strdup(name)))
 		err = ENOMEM;
 	else if ((err = grow(lb)) == 0 && (err = reserve_locked(fs, lb, "unlink", name)) == 0)

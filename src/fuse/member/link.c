@@ -238,14 +238,23 @@ static bool npy_quiet(h5fs *fs, const char *a, const char *b)
 	return quiet;
 }
 
-/* unlink(2) of a name whose object keeps another: in the batch
+/* unlink(2) of a name whose object keeps another, or of a dataset's one
+ * name: in the batch
  * (behind/mbatch.c, answered before its commit): 0 or an errno, or -1
  * when it is not one for the batch. */
+/* A dataset's last name may go in the batch: not in a netCDF-4 file,
+ * where a variable's removal takes it off its dimensions (nc_detach_var) */
+static bool plain_hdf5(h5_file *f)
+{
+	return own_detect(f) == OWN_HDF5;
+}
+
 static int unlink_batched(h5fs *fs, uint64_t parent, const char *name)
 {
 	struct node *p;
 	struct use u;
 	uint64_t addr = UINT64_MAX;
+	bool last = false;
 	int err;
 
 	if (!npy_quiet(fs, name, NULL))
@@ -253,11 +262,17 @@ static int unlink_batched(h5fs *fs, uint64_t parent, const char *name)
 	err = begin_change(&u, fs, &p, parent, true);
 	if (err)
 		return err;
-	err = lbatch_unlink(fs, p, name, &addr);
+	err = lbatch_unlink(fs, p, name, &addr, &last, plain_hdf5);
 	if (err == 0) {
 		synth_forget(fs, p->ino, name);
 		node_touch(p, true);
-		nlink_update(fs, u.f, addr);
+		/* its last name: its nodes matched by no later lookup, its
+		 * file handles stale, from the answer on (its storage is freed
+		 * after the batch's commit: mbatch.c, gone_keep) */
+		if (last)
+			gone_unlinked(fs, u.f, addr);
+		else
+			nlink_update(fs, u.f, addr);
 	}
 	end(fs, &u);
 	return err;

@@ -13,9 +13,11 @@
  *             write is durable (one fsync more: an edit in place has no
  *             stage, so a power cut could keep it without the root's
  *             write; a crash before leaves the count too high).
- * A removal that would leave an object with no name (its last link: its
- * storage to free, h5_link_delete_gone's business) is refused before
- * anything is written, so the batch never frees space.
+ * A removal that would leave an object with no name is refused before
+ * anything is written, unless the caller takes what it stored (gone: a
+ * dataset of one name, its only name removed: h5_gone_collect before the
+ * commit, handed back as h5_link_delete_gone hands it; its count left
+ * alone, as libhdf5 leaves a count at its last unlink).
  */
 #include "base.h"
 #include "file.h"
@@ -23,10 +25,12 @@
 #include "group.h"
 #include "link_store.h"
 
-/* The objects whose count the batch changes and by how much. */
+/* The objects whose count the batch changes and by how much (last: its
+ * last name goes). */
 struct delta {
 	uint64_t *obj;
 	int *d;
+	bool *last;
 	size_t n;
 };
 
@@ -45,7 +49,8 @@ static void delta_add(struct delta *t, uint64_t obj, int d)
 
 /* Under write_lock: each name's link in FILE now (a hard link's object,
  * or H5_ADDR_UNDEF), the deltas of the objects, the checks. */
-static int plan(struct delta *t, h5_file *f, uint64_t group, char *const *names, const uint64_t *addrs, size_t n)
+static int plan(struct delta *t, h5_file *f, uint64_t group, char *const *names, const uint64_t *addrs, size_t n,
+		bool take_last)
 {
 	int rc = 0;
 
@@ -77,21 +82,26 @@ static int plan(struct delta *t, h5_file *f, uint64_t group, char *const *names,
 		h5_obj_info info;
 
 		rc = h5_obj_info_get(&info, f, t->obj[i]);
-		if (rc == 0 && (int64_t)(info.nlink ? info.nlink : 1) + t->d[i] < 1)
+		t->last[i] = rc == 0 && (int64_t)(info.nlink ? info.nlink : 1) + t->d[i] < 1;
+		if (t->last[i] && !(take_last && (info.nlink ? info.nlink : 1) == 1 && t->d[i] == -1))
 			rc = h5_err_set(H5_ERR_INVAL, "object 0x%llx: its last link would go in a batch of links",
 					(unsigned long long)t->obj[i]);
 	}
 	return rc;
 }
 
-int h5_link_change_batch(h5_file *f, uint64_t group, char *const *names, const uint64_t *addrs, size_t n)
+int h5_link_change_batch(h5_file *f, uint64_t group, char *const *names, const uint64_t *addrs, size_t n,
+			 h5_link_gone *gone, size_t *ngone)
 {
 	const h5_lstore_ops *ops;
-	struct delta t = { calloc(2 * n + 1, sizeof(*t.obj)), calloc(2 * n + 1, sizeof(*t.d)), 0 };
-	size_t raised = 0;
+	struct delta t = { calloc(2 * n + 1, sizeof(*t.obj)), calloc(2 * n + 1, sizeof(*t.d)),
+			   calloc(2 * n + 1, sizeof(*t.last)), 0 };
+	size_t raised = 0, ng = 0;
 	bool changed = false;
-	int rc = t.obj && t.d ? 0 : h5_err_set(H5_ERR_NOMEM, "out of memory");
+	int rc = t.obj && t.d && t.last ? 0 : h5_err_set(H5_ERR_NOMEM, "out of memory");
 
+	if (ngone)
+		*ngone = 0;
 	if (rc == 0 && !h5_file_writable(f))
 		rc = h5_err_set(H5_ERR_ROFS, "the file is open read-only");
 	for (size_t i = 0; rc == 0 && i < n; i++) {
@@ -108,7 +118,16 @@ int h5_link_change_batch(h5_file *f, uint64_t group, char *const *names, const u
 		rc = h5_err_set(H5_ERR_UNSUPPORTED, "a group of %s storage changes its links one commit each",
 				ops->name);
 	if (rc == 0)
-		rc = plan(&t, f, group, names, addrs, n);
+		rc = plan(&t, f, group, names, addrs, n, gone != NULL);
+	/* the storage of objects whose last name goes, noted before the
+	 * change (as h5_link_delete_gone) */
+	for (size_t i = 0; rc == 0 && i < t.n; i++)
+		if (t.last[i]) {
+			gone[ng] = (h5_link_gone){ .addr = t.obj[i] };
+			rc = h5_gone_collect(&gone[ng].gone, f, t.obj[i]);
+			if (rc == 0)
+				ng++;
+		}
 	/* + first (their edits made durable by the commit's stage) */
 	while (rc == 0 && raised < t.n) {
 		if (t.d[raised] > 0)
@@ -126,6 +145,9 @@ int h5_link_change_batch(h5_file *f, uint64_t group, char *const *names, const u
 		for (size_t i = 0; i < raised; i++)
 			if (t.d[i] > 0)
 				(void)h5_obj_refcount_add(f, t.obj[i], -t.d[i]);
+		for (size_t i = 0; i < ng; i++)
+			h5_gone_discard(gone[i].gone);
+		ng = 0;
 		h5_err_set(rc, "%s", why ? why : "out of memory");
 		free(why);
 	} else {
@@ -136,18 +158,21 @@ int h5_link_change_batch(h5_file *f, uint64_t group, char *const *names, const u
 		bool lower = false;
 
 		for (size_t i = 0; i < t.n; i++)
-			lower |= t.d[i] < 0;
+			lower |= t.d[i] < 0 && !t.last[i];
 		if (lower && changed && h5_file_sync(f) < 0)
 			lower = false;  /* (the counts stay too high: only kept) */
 		h5_err_clear();
 		for (size_t i = 0; lower && i < t.n; i++)
-			if (t.d[i] < 0 && h5_obj_refcount_add(f, t.obj[i], t.d[i]) < 0)
+			if (t.d[i] < 0 && !t.last[i] && h5_obj_refcount_add(f, t.obj[i], t.d[i]) < 0)
 				h5_err_clear();
 	}
+	if (ngone)
+		*ngone = ng;
 	pthread_mutex_unlock(&f->write_lock);
 out:
 	free(t.obj);
 	free(t.d);
+	free(t.last);
 	return rc;
 }
 
