@@ -85,8 +85,7 @@
  *   PENDING or COMMITTED --a commit or sync fails--> LOST (fs_lost_set)
  *   A change made at once (rm, mv, utimens, truncate, a setxattr that is
  *   not batched; mkdir and rmdir go in the new files' batch, lbatch.c,
- *   and so do mv, ln and rm within a symbol-table group that keep every
- *   object named, mbatch.c) goes ADMITTED -> COMMITTED inside commit_begin /
+ *   and so do mv, ln and rm within a symbol-table group, mbatch.c) goes ADMITTED -> COMMITTED inside commit_begin /
  *   commit_end, answered after its commit.
  *
  * The rules the layer keeps (the pager asserts P1-P4 of state/pager.h;
