@@ -274,7 +274,7 @@ static int unlink_batched(h5fs *fs, uint64_t parent, const char *name)
 		else
 			nlink_update(fs, u.f, addr);
 	}
-	end(fs, &u);
+	commit_end(fs, &u, err != -1);  /* (not for the batch: nothing written) */
 	return err;
 }
 
@@ -517,7 +517,7 @@ static int rename_batched(h5fs *fs, uint64_t parent, const char *name, const cha
 		node_moved(fs, p, name, p, newname);
 		node_touch(p, true);
 	}
-	end(fs, &u);
+	commit_end(fs, &u, err != -1);  /* (not for the batch: nothing written) */
 	return err;
 }
 
@@ -713,7 +713,7 @@ int member_link(void *r, uint64_t ino, uint64_t newparent, const char *newname)
 			}
 			node_use_end(&u);
 		}
-		end(fs, &nu);
+		commit_end(fs, &nu, err != -1);        /* (not for the batch: nothing written) */
 		if (err != -1)
 			return err;
 	}
