@@ -19,6 +19,10 @@ batch's commit; after the unmount h5py reads
 every name as the model says: values, and link counts equal to the names
 (h5py's get_objinfo).
 
+4 threads of mv, ln and rm of their own names of one group at once, ls
+and stat of everything from a fifth: each answer as the thread's model
+says, FILE after the unmount the union of the models.
+
 kill -9 of the daemon after bursts of such calls (answered, the batch not
 committed: each burst is one batch, the timer's 20 ms not passed): h5py
 opens FILE, which holds the names of some prefix of the calls' batches
@@ -251,11 +255,91 @@ def crash(work):
           % (len(calls), done_before, fits[-1] if fits else "?"))
 
 
+def threads(work):
+    """4 threads at once in one symbol-table group, each mv, ln and rm of
+    its own names (last names too), with ls and stat of everything from a
+    fifth: every answer as the thread's own model says, and FILE after
+    the unmount the union of the models, counts equal to names."""
+    import threading
+    path = os.path.join(work, "threads.h5")
+    mnt = os.path.join(work, "mnt")
+    with h5py.File(path, "w") as f:
+        g = f.create_group("g")
+        for t in range(4):
+            for i in range(30):
+                g["t%d_%02d" % (t, i)] = np.full(4, 100 * t + i, dtype="<i4")
+    models = [{"t%d_%02d" % (t, i): 100 * t + i for i in range(30)} for t in range(4)]
+    errors = []
+    stop = threading.Event()
+
+    def worker(t, g):
+        mo = models[t]
+        p = lambda n: os.path.join(g, n)  # noqa: E731
+        try:
+            for r in range(3):
+                for i in range(30):
+                    a, b = "t%d_%02d" % (t, i), "t%d_r%d_%02d" % (t, r, i)
+                    src = a if r == 0 else "t%d_r%d_%02d" % (t, r - 1, i)
+                    if src not in mo:
+                        continue
+                    os.rename(p(src), p(b))
+                    mo[b] = mo.pop(src)
+                    if i % 3 == 0:
+                        os.link(p(b), p(b + "L"))
+                        mo[b + "L"] = mo[b]
+                    if i % 5 == 0 and r == 2:
+                        os.unlink(p(b))             # a last name, or one of two
+                        del mo[b]
+                    if b in mo and val(p(b)) != mo[b]:
+                        errors.append("%s reads %s, not %s" % (b, val(p(b)), mo[b]))
+        except OSError as e:
+            errors.append("thread %d: %s" % (t, e))
+
+    def looker(g):
+        while not stop.is_set():
+            for n in os.listdir(g):
+                try:
+                    os.stat(os.path.join(g, n))
+                except FileNotFoundError:
+                    pass                            # (moved meanwhile)
+
+    with T.Mount(path, mnt) as m:
+        g = os.path.join(mnt, "g")
+        ws = [threading.Thread(target=worker, args=(t, g)) for t in range(4)]
+        lk = threading.Thread(target=looker, args=(g,))
+        lk.start()
+        for w in ws:
+            w.start()
+        for w in ws:
+            w.join()
+        stop.set()
+        lk.join()
+        shown = sorted(os.listdir(g))
+    want = {}
+    for mo in models:
+        want.update(mo)
+    if errors:
+        T.fail("threads: %s" % errors[:3])
+    if shown != sorted(want):
+        T.fail("threads: ls %s" % sorted(set(shown) ^ set(want))[:5])
+    if m.returncode not in (0, None):
+        T.fail("threads: unmount exit %s: %s" % (m.returncode, m.output()[-400:]))
+    got, low = file_state(path)
+    if {k: v for k, (v, n) in got.items()} != want or low:
+        T.fail("threads: FILE after the unmount: %s %s" % (sorted(set(got) ^ set(want))[:5], low[:2]))
+    counts = {k: n for k, (v, n) in got.items()}
+    want_n = {k: sum(1 for j in want if want[j] == v) for k, v in want.items()}
+    if counts != want_n:
+        T.fail("threads: counts %s" % sorted(set(counts.items()) ^ set(want_n.items()))[:4])
+    print("threads: 4 threads of mv, ln and rm in one group with ls and stat beside: %d names as modelled" % len(got))
+
+
 def main():
     work = T.workdir("mbatch")
     for libver in ("earliest", "latest"):
         sequence(work, libver)
     crash(work)
+    threads(work)
     return T.finish()
 
 
