@@ -1124,13 +1124,35 @@ int h5_link_delete(h5_file *f, uint64_t group, const char *name, size_t name_len
  * one commit each, in order; *done removed. */
 int h5_group_rmdir_check(uint64_t *target, h5_file *f, uint64_t group, const char *name);
 int h5_link_remove_batch(size_t *done, h5_file *f, uint64_t group, char *const *names, size_t n);
+/* rename, link and unlink's write-behind (the daemon's batch, issue 82):
+ * in group, each of the distinct names[0..n) afterwards a hard link to
+ * the existing object addrs[i] (a rename's or a link's new name, over
+ * whatever the name held), or removed (H5_ADDR_UNDEF: the name must be
+ * there); one commit (its stage, the root's one write) in a group whose
+ * form has one (h5_link_change_batchable: 1, a symbol-table group; 0:
+ * H5_ERR_UNSUPPORTED here, nothing written). The count of an object
+ * named more is raised before the commit (durable before the root's
+ * write), of one named less lowered after; a batch that would take an
+ * object's last name is H5_ERR_INVAL before anything is written. A crash
+ * leaves the names as before or as after, counts >= names. */
+typedef struct h5_gone h5_gone;
+typedef struct h5_link_gone {
+	uint64_t addr;          /* an object whose last name the batch took */
+	h5_gone *gone;          /* what it stored (NULL: nothing to free) */
+} h5_link_gone;
+/* gone (NULL: refused, as above): room for n; a dataset of one name whose
+ * name the batch removes is allowed, what it stored handed back in
+ * gone[0..*ngone) as h5_link_delete_gone hands it (after the commit;
+ * discarded by the batch when it fails). */
+int h5_link_change_batch(h5_file *f, uint64_t group, char *const *names, const uint64_t *addrs, size_t n,
+			 h5_link_gone *gone, size_t *ngone);
+int h5_link_change_batchable(h5_file *f, uint64_t group);
 /* The same for want 2; when that was the object's last link, what it
  * stored (its header, attribute storage, chunk index and chunks or
  * contiguous data) is handed back in *gone (NULL: nothing): freed by
  * h5_gone_release once nothing reads the object any more (an open
  * descriptor keeps reading an unlinked file), dropped unfreed by
  * h5_gone_discard. Global heap collections are never freed (shared). */
-typedef struct h5_gone h5_gone;
 int h5_link_delete_gone(h5_file *f, uint64_t group, const char *name, size_t name_len, h5_gone **gone);
 void h5_gone_release(h5_gone *g);
 void h5_gone_discard(h5_gone *g);

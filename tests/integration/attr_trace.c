@@ -158,6 +158,43 @@ static int rmdirs(h5_file *f, uint64_t group, char *list)
 	return h5_link_remove_batch(&done, f, group, names, n);
 }
 
+/* "lchange": renames, hard links and unlinks of one group in one batch,
+ * as the daemon's (behind/mbatch.c, h5_link_change_batch): items split
+ * at commas, NAME=PATH (NAME afterwards a hard link to the object at
+ * PATH, looked up first) or NAME=- (removed; a dataset's last name
+ * too, its storage freed after) */
+static int lchange(h5_file *f, uint64_t group, char *list)
+{
+	char *names[64], *save = NULL;
+	uint64_t addrs[64];
+	size_t n = 0;
+	int rc = 0;
+
+	for (char *t = strtok_r(list, ",", &save); t && n < 64 && rc == 0; t = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(t, '=');
+
+		if (!eq)
+			return -8;
+		*eq = 0;
+		names[n] = t;
+		addrs[n] = UINT64_MAX;
+		if (strcmp(eq + 1, "-") != 0)
+			rc = h5_path_lookup(&addrs[n], f, eq + 1);
+		n++;
+	}
+	if (rc == 0) {
+		h5_link_gone gone[64];
+		size_t ng = 0;
+
+		/* (a dataset's last name taken: its storage freed at once, as
+		 * the daemon does when no descriptor reads it) */
+		rc = h5_link_change_batch(f, group, names, addrs, n, gone, &ng);
+		for (size_t i = 0; i < ng; i++)
+			h5_gone_release(gone[i].gone);
+	}
+	return rc;
+}
+
 /* "rm": a dataset's last link removed, what it stored freed at once (no
  * descriptor reads it: member/link.c gone_keep) */
 static int rm_dataset(h5_file *f, uint64_t group, const char *name)
@@ -271,6 +308,8 @@ int main(int argc, char **argv)
 			rc = h5_obj_mtime_set(f, addr, strtoll(fl[2], NULL, 10));
 		else if (strcmp(fl[0], "bytes") == 0 && n == 3)
 			rc = bytes_dset(f, addr, fl[2]);
+		else if (strcmp(fl[0], "lchange") == 0 && n == 3)
+			rc = lchange(f, addr, fl[2]);
 		else if (strcmp(fl[0], "rmdirs") == 0 && n == 3)
 			rc = rmdirs(f, addr, fl[2]);
 		else if (strcmp(fl[0], "newfiles") == 0 && n == 5)

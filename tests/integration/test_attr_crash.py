@@ -323,6 +323,31 @@ MOVE_DOWN_ATTR_STATES = ["set\t/g\tearly%03d\tearly value %d" % (i, i) for i in 
 BATCH_STATES = BATCH_OPS[:-1] + ["batch\t/d\t+x1=one", "batch\t/d\t=i=3", "batch\t/d\t+x2=two"]
 
 
+# rename, link and unlink's write-behind (issue 82 item 2, behind/mbatch.c:
+# h5_link_change_batch): many names of one symbol-table group changed in
+# one commit - counts raised first (durable at the stage), the root's one
+# write, counts lowered after; each batch all or nothing, and every
+# image's counts at least its names (COUNTS). Datasets of distinct sizes
+# (their values tell the objects apart); 10 of them and the group's
+# names split its nodes (2K = 8 entries).
+LCHANGE_OPS = ["dset\t/g\tx%02d\t%d" % (i, 3 + i) for i in range(10)] + [
+    # mv x00 y00, ln x01 l01, mv x02 z02, ln x03 l03: one commit
+    "lchange\t/g\tx00=-,y00=/g/x00,l01=/g/x01,x02=-,z02=/g/x02,l03=/g/x03",
+    # rm l01 (one of two), mv x04 w04, ln x05 k05, ln x06 k06
+    "lchange\t/g\tl01=-,x04=-,w04=/g/x04,k05=/g/x05,k06=/g/x06",
+    # a name the batch freed taken (mv x07 x04's old name... x04 is free):
+    # mv x07 x04, mv x08 x07, rm x03 (l03 keeps it), ln z02 x02
+    "lchange\t/g\tx07=-,x04=/g/x07,x08=/g/x08,x03=-,x02=/g/z02",
+    # rm of two datasets' one names (their storage freed after the
+    # commit, as the daemon frees it) and of one of x06's two names;
+    # a new dataset then placed in the space freed (only once the
+    # removal is durable)
+    "lchange\t/g\tx09=-,w04=-,k06=-",
+    "dset\t/g\tnew\t40",
+]
+COUNTS = [False]
+
+
 def norm(v):
     if isinstance(v, bytes):
         return v.rstrip(b"\0")
@@ -353,6 +378,23 @@ def state_of(path, objs=MF.OBJS):
                         if isinstance(ln, h5py.HardLink) and isinstance(g[k], h5py.Group):
                             walk(g[k], prefix + k + "/")
                 walk(f, "/")
+                if COUNTS[0]:
+                    # every object's count at least its names (a crash
+                    # never leaves one that a removal would free early)
+                    seen = {}
+
+                    def count(g, prefix):
+                        for k in g:
+                            ln = g.get(k, getlink=True)
+                            if isinstance(ln, h5py.HardLink):
+                                info = h5py.h5g.get_objinfo(g.id, k.encode())
+                                seen.setdefault(tuple(info.objno), [info.nlink, 0])[1] += 1
+                                if isinstance(g[k], h5py.Group):
+                                    count(g[k], prefix + k + "/")
+                    count(f, "/")
+                    low = [v for v in seen.values() if v[0] < v[1]]
+                    if low:
+                        return "h5py: an object's count below its names: %r" % low[:3]
                 return (("tree", tuple(sorted(tree))),) + tuple(
                     (o, tuple(sorted((k, norm(f[o].attrs[k])) for k in f[o].attrs.keys()))) for o in ("/",))
             return tuple((o, tuple(sorted((k, norm(f[o].attrs[k])) for k in f[o].attrs.keys()))) for o in objs)
@@ -678,6 +720,16 @@ def part_links(work, rng):
     return total
 
 
+def part_lchange(work, rng):
+    """Renames, links and unlinks of one group in one commit (the daemon's
+    write-behind of them): each batch all or nothing, counts >= names."""
+    COUNTS[0] = True
+    try:
+        return run_case(work, "default.h5", rng, LCHANGE_OPS, None, every_fail="last")
+    finally:
+        COUNTS[0] = False
+
+
 def part_dsets(work, rng):
     """New datasets, the write-behind of new files, modification times."""
     total = run_case(work, "default.h5", rng, DSET_OPS, None)
@@ -700,6 +752,7 @@ def part_dsets(work, rng):
 PARTS = {
     "attrs": part_attrs,
     "links": part_links,
+    "lchange": part_lchange,
     "dsets": part_dsets,
     "movedown": move_down_groups,
     "movedown_attrs": move_down_attrs,

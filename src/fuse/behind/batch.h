@@ -48,6 +48,23 @@ int lbatch_forget(h5fs *fs, h5_file *f, uint64_t addr, char **name, uint64_t *pi
  * when addr is not pending. */
 void lbatch_busy(h5fs *fs, struct node *n, bool busy);
 void lbatch_stop(h5fs *fs);
+/* behind/mbatch.c: rename, link and unlink's write-behind (issue 82
+ * item 2) in a symbol-table group: 0 when the change joins the batch
+ * (answered now, committed with it), an errno decided before the answer
+ * (ENOENT, EEXIST, ENOSPC), or -1 when it is not one for the batch (the
+ * caller takes today's path, whose barrier commits the batch first).
+ * lbatch_rename: within group p; lbatch_link: the object at addr named
+ * NEWNAME in p; lbatch_unlink: NAME of p (*addr its object), which keeps
+ * another name, or (*last) a dataset's only name when may_take_last(f)
+ * says its file allows it (the caller then marks its nodes unlinked). lbatch_moved: whether NAME of group names an object by
+ * the batch (*addr); lbatch_removed says it removed. lbatch_nlink_delta:
+ * the change of addr's count pending. */
+int lbatch_rename(h5fs *fs, struct node *p, const char *name, const char *newname);
+int lbatch_link(h5fs *fs, struct node *p, uint64_t addr, const char *newname);
+int lbatch_unlink(h5fs *fs, struct node *p, const char *name, uint64_t *addr, bool *last,
+		  bool (*may_take_last)(h5_file *f));
+bool lbatch_moved(h5fs *fs, h5_file *f, uint64_t group, const char *name, uint64_t *addr);
+int lbatch_nlink_delta(h5fs *fs, h5_file *f, uint64_t addr);
 /* The kinds (commit/commit.h struct commit_kind), registered with the
  * mount by member/setup.c: new files and directories, attribute values */
 extern const struct commit_kind lbatch_kind, xbatch_kind;

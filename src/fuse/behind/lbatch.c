@@ -35,60 +35,9 @@
 #include "commit.h"
 #include "batch.h"
 #include "handle.h"
+#include "lbatch_int.h"
 
-#define LB_IDLE_MS 20
-#define LB_MAX_MS 100
-#define LB_MAX_ITEMS 4096
-#define LB_TRIES 3      /* failed commits of one batch before its files are lost */
 #define LB_HOLD_MS 1000 /* how long the timer leaves a file being written unlinked */
-
-/* What the timer knows of a pending file beyond its name and header. */
-struct lb_item {
-	int64_t held_ns;        /* since when the timer left it pending (0: not yet) */
-	/* Between its create and its write handle's registration (the
-	 * dispatcher's lookup and open, wfile_open), and during its
-	 * handle's release until forget_refused decided on it (wclose.c):
-	 * no descriptor is seen writing it then, yet its rows are not
-	 * committed, or its name may be given up for want of space. The
-	 * timer linked such files: an empty name after a full disk's cp -r
-	 * under ASan's timing (issue 69 item 5), a name before its rows. */
-	bool busy;
-};
-
-struct lbatch {
-	struct commit_slot t;           /* its timer (commit/sched.c); t.mu: the batch, held across its commit */
-	struct use u;           /* the group, held (FILE's lock too) while pending */
-	char *path;             /* the group's, for log lines */
-	uint64_t pino;          /* the group's node (lbatch_forget) */
-	char **names;
-	uint64_t *addrs;
-	struct lb_item *items;  /* beside names and addrs */
-	size_t count, cap;
-	uint64_t name_bytes;
-	/* the room asked for (reserve_locked): names, their bytes, the need */
-	size_t room_n;
-	uint64_t room_bytes, need;
-	uint64_t reserved;      /* disk space held for its commit (h5_file_reserve) */
-	unsigned fails;         /* commits of this batch that failed */
-	/* rmdir's names removed in the batch's group, not yet in FILE (never
-	 * with new names pending: each kind flushes the other first) */
-	char **rm;
-	uint64_t *rm_addrs;     /* beside rm: each removed group's address */
-	size_t nrm, rm_cap;
-	uint64_t commits;       /* batches linked (lbatch_commits) */
-	/* names[0..committing) are being linked by a commit that let t.mu go
-	 * for its engine call (issue 70 item 3: a mkdir waited for whole
-	 * commits on t.mu): creates of the same group append behind them
-	 * meanwhile; anything else that changes or commits the batch waits
-	 * on cv (cv_made: initialized) */
-	size_t committing;      /* (or rm[0..committing): the removals') */
-	pthread_cond_t cv;
-	bool cv_made;
-	/* callers committing the batch to begin another (a create in another
-	 * group, an rmdir): while one is, creates wait on cv rather than
-	 * join the batch, which would keep it from ever emptying */
-	unsigned draining;
-};
 
 static int commit_locked(h5fs *fs, struct lbatch *lb, bool last, bool timed);
 
@@ -118,7 +67,7 @@ static void take_back(struct lbatch *lb)
  * caller's change then begins its own batch), after any other caller
  * doing so; creates of the batch's group meanwhile wait (draining)
  * instead of joining it. 0 or an errno. */
-static int drain_locked(h5fs *fs, struct lbatch *lb, bool (*want_commit)(const struct lbatch *, const struct node *),
+int lb_drain_locked(h5fs *fs, struct lbatch *lb, bool (*want_commit)(const struct lbatch *, const struct node *),
 			const struct node *p)
 {
 	int err = 0;
@@ -188,7 +137,7 @@ static void drop_linked(struct lbatch *lb, size_t done)
 }
 
 /* The batch let go: its group and FILE's lock. */
-static void release_locked(h5fs *fs, struct lbatch *lb)
+void lb_release_locked(h5fs *fs, struct lbatch *lb)
 {
 	for (size_t i = 0; i < lb->count; i++)
 		free(lb->names[i]);
@@ -224,6 +173,8 @@ static int commit_locked(h5fs *fs, struct lbatch *lb, bool last, bool timed)
 	int rc, err;
 
 	wait_commit_locked(lb);
+	if (lb->nmv)
+		return mbatch_commit_locked(fs, lb, last);
 	if (lb->nrm)
 		return commit_rm_locked(fs, lb, last);
 	if (!lb->count)
@@ -300,7 +251,7 @@ static int commit_locked(h5fs *fs, struct lbatch *lb, bool last, bool timed)
 		return 0;
 	}
 	if (rc == 0) {
-		release_locked(fs, lb);
+		lb_release_locked(fs, lb);
 		return 0;
 	}
 	err = h5fs_errno(rc);
@@ -313,9 +264,9 @@ static int commit_locked(h5fs *fs, struct lbatch *lb, bool last, bool timed)
 		fs_lost_set(fs, err);
 		for (size_t i = 0; i < lb->count; i++)
 			h5_dataset_loose_drop(lb->u.f, lb->addrs[i]);
-		release_locked(fs, lb);
+		lb_release_locked(fs, lb);
 	} else if (!lb->count) {
-		release_locked(fs, lb);
+		lb_release_locked(fs, lb);
 	}
 	/* the timer tries again LB_IDLE_MS from now */
 	lb->t.first_ns = lb->t.last_ns = h5fs_now_ns();
@@ -365,7 +316,7 @@ static int commit_rm_locked(h5fs *fs, struct lbatch *lb, bool last)
 	for (size_t i = 0; fs->se && i < done; i++)
 		notify_inval_entry(fs->se, fs_ino_out(fs, lb->pino), lb->rm[i], strlen(lb->rm[i]));
 	if (rc == 0 && n == lb->nrm) {
-		release_locked(fs, lb);
+		lb_release_locked(fs, lb);
 		return 0;
 	}
 	if (rc == 0) {
@@ -383,7 +334,7 @@ static int commit_rm_locked(h5fs *fs, struct lbatch *lb, bool last)
 	if (last || ++lb->fails >= LB_TRIES || !lb->nrm) {
 		if (lb->nrm)
 			fs_lost_set(fs, err);
-		release_locked(fs, lb);
+		lb_release_locked(fs, lb);
 	}
 	lb->t.first_ns = lb->t.last_ns = h5fs_now_ns();
 	return err;
@@ -394,7 +345,8 @@ static int lbatch_flush(h5fs *fs)
 	struct lbatch *lb = __atomic_load_n(&fs->lb, __ATOMIC_ACQUIRE);
 	int err;
 
-	if (!lb || (!__atomic_load_n(&lb->count, __ATOMIC_ACQUIRE) && !__atomic_load_n(&lb->nrm, __ATOMIC_ACQUIRE)))
+	if (!lb || (!__atomic_load_n(&lb->count, __ATOMIC_ACQUIRE) && !__atomic_load_n(&lb->nrm, __ATOMIC_ACQUIRE) &&
+		    !__atomic_load_n(&lb->nmv, __ATOMIC_ACQUIRE)))
 		return 0;
 	pthread_mutex_lock(&lb->t.mu);
 	err = commit_locked(fs, lb, false, false);
@@ -411,7 +363,7 @@ static int kind_flush(void *owner)
 /* The timer's (commit/sched.c), t.mu held. */
 static size_t pending_count(void *owner)
 {
-	return ((struct lbatch *)owner)->count + ((struct lbatch *)owner)->nrm;
+	return ((struct lbatch *)owner)->count + ((struct lbatch *)owner)->nrm + ((struct lbatch *)owner)->nmv;
 }
 
 static int timed_commit(void *owner)
@@ -421,7 +373,7 @@ static int timed_commit(void *owner)
 	return commit_locked(lb->t.fs, lb, false, true);
 }
 
-static struct lbatch *lbatch_get(h5fs *fs)
+struct lbatch *lbatch_get(h5fs *fs)
 {
 	struct lbatch *lb;
 
@@ -437,7 +389,7 @@ static struct lbatch *lbatch_get(h5fs *fs)
 
 /* The batch's group, begun (lb->t.mu held, batch empty): FILE's lock taken,
  * the group in use as the current generation shows it. */
-static int begin_locked(h5fs *fs, struct lbatch *lb, struct node *p)
+int lb_begin_locked(h5fs *fs, struct lbatch *lb, struct node *p)
 {
 	int err = commit_begin(&lb->u, fs, p, 0, "create");
 
@@ -525,12 +477,14 @@ const struct commit_kind lbatch_kind = {
 /* What a create in p, and an rmdir in p, must commit first. */
 static bool create_needs_commit(const struct lbatch *lb, const struct node *p)
 {
-	return (lb->count && (lb->u.addr != p->addr || lb->u.f != p->f || lb->count >= LB_MAX_ITEMS)) || lb->nrm;
+	return (lb->count && (lb->u.addr != p->addr || lb->u.f != p->f || lb->count >= LB_MAX_ITEMS)) || lb->nrm ||
+	       lb->nmv;
 }
 
 static bool rmdir_needs_commit(const struct lbatch *lb, const struct node *p)
 {
-	return lb->count || (lb->nrm && (lb->u.addr != p->addr || lb->u.f != p->f || lb->nrm >= LB_MAX_ITEMS));
+	return lb->count || lb->nmv ||
+	       (lb->nrm && (lb->u.addr != p->addr || lb->u.f != p->f || lb->nrm >= LB_MAX_ITEMS));
 }
 
 int lbatch_create(h5fs *fs, struct node *p, const char *name, const h5_dset_new *d)
@@ -544,9 +498,9 @@ int lbatch_create(h5fs *fs, struct node *p, const char *name, const h5_dset_new 
 	if (!lb)
 		return -1;      /* no thread to commit it: made at once */
 	pthread_mutex_lock(&lb->t.mu);
-	if ((err = drain_locked(fs, lb, create_needs_commit, p)) != 0)
+	if ((err = lb_drain_locked(fs, lb, create_needs_commit, p)) != 0)
 		goto out;
-	if (!lb->count && (err = begin_locked(fs, lb, p)) != 0)
+	if (!lb->count && (err = lb_begin_locked(fs, lb, p)) != 0)
 		goto out;
 	if (lb->count == lb->cap) {
 		size_t cap = lb->cap ? 2 * lb->cap : 64;
@@ -619,14 +573,14 @@ int lbatch_rmdir(h5fs *fs, struct node *p, const char *name, uint64_t *target, i
 	if (!lb)
 		return -1;
 	pthread_mutex_lock(&lb->t.mu);
-	if ((err = drain_locked(fs, lb, rmdir_needs_commit, p)) != 0)
+	if ((err = lb_drain_locked(fs, lb, rmdir_needs_commit, p)) != 0)
 		goto out;
 	for (size_t i = 0; i < lb->nrm; i++)
 		if (strcmp(lb->rm[i], name) == 0) {
 			err = ENOENT;
 			goto out;
 		}
-	if (!lb->nrm && (err = begin_locked(fs, lb, p)) != 0)
+	if (!lb->nrm && (err = lb_begin_locked(fs, lb, p)) != 0)
 		goto out;
 	rc = h5_group_rmdir_check(target, lb->u.f, lb->u.addr, name);
 	if (rc < 0) {
@@ -690,11 +644,14 @@ bool lbatch_removed(h5fs *fs, h5_file *f, uint64_t group, const char *name, size
 	struct lbatch *lb = __atomic_load_n(&fs->lb, __ATOMIC_ACQUIRE);
 	bool found = false;
 
-	if (!lb || !__atomic_load_n(&lb->nrm, __ATOMIC_ACQUIRE))
+	if (!lb || (!__atomic_load_n(&lb->nrm, __ATOMIC_ACQUIRE) && !__atomic_load_n(&lb->nmv, __ATOMIC_ACQUIRE)))
 		return false;
 	pthread_mutex_lock(&lb->t.mu);
 	for (size_t i = 0; lb->nrm && lb->u.f == f && lb->u.addr == group && i < lb->nrm && !found; i++)
 		found = strncmp(lb->rm[i], name, len) == 0 && lb->rm[i][len] == '\0';
+	/* (a name a batched unlink or rename took away, mbatch.c) */
+	if (!found && lb->nmv && lb->u.f == f && lb->u.addr == group)
+		found = mbatch_state_locked(lb, name, len, NULL) == 2;
 	pthread_mutex_unlock(&lb->t.mu);
 	return found;
 }
@@ -741,7 +698,7 @@ int lbatch_forget(h5fs *fs, h5_file *f, uint64_t addr, char **name, uint64_t *pi
 		__atomic_store_n(&lb->count, lb->count - 1, __ATOMIC_RELEASE);
 		h5_dataset_loose_drop(f, addr);
 		if (!lb->count)
-			release_locked(fs, lb);
+			lb_release_locked(fs, lb);
 		found = 1;
 		break;
 	}
@@ -780,7 +737,7 @@ void lbatch_stop(h5fs *fs)
 		return;
 	pthread_mutex_lock(&lb->t.mu);
 	/* (a last commit that fails lets the batch go: count 0) */
-	while (lb->count || lb->nrm)
+	while (lb->count || lb->nrm || lb->nmv)
 		commit_locked(fs, lb, true, false);
 	pthread_mutex_unlock(&lb->t.mu);
 	commit_slot_stop(&lb->t);
@@ -790,6 +747,7 @@ void lbatch_stop(h5fs *fs)
 	free(lb->items);
 	free(lb->rm);
 	free(lb->rm_addrs);
+	mbatch_free(lb);
 	if (lb->cv_made)
 		pthread_cond_destroy(&lb->cv);
 	free(lb);

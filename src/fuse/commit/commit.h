@@ -24,7 +24,9 @@
  * The kinds (src/fuse/behind/, each one file defining a struct
  * commit_kind, registered the same way by member/setup.c; nothing here
  * calls them but through it):
- *   lbatch.c   new files and directories not linked yet (COMMIT_NAMES);
+ *   lbatch.c   new files and directories not linked yet, rmdirs, and
+ *              (mbatch.c) renames, hard links and unlinks within a
+ *              symbol-table group (COMMIT_NAMES);
  *              its admit: a soft link its group's storage cannot take,
  *              a create's or mkdir's name taken (EEXIST) or its room
  *              (ENOSPC)
@@ -82,7 +84,8 @@
  *    kind)
  *   PENDING or COMMITTED --a commit or sync fails--> LOST (fs_lost_set)
  *   A change made at once (rm, mv, utimens, truncate, a setxattr that is
- *   not batched; mkdir and rmdir go in the new files' batch, lbatch.c) goes ADMITTED -> COMMITTED inside commit_begin /
+ *   not batched; mkdir and rmdir go in the new files' batch, lbatch.c,
+ *   and so do mv, ln and rm within a symbol-table group, mbatch.c) goes ADMITTED -> COMMITTED inside commit_begin /
  *   commit_end, answered after its commit.
  *
  * The rules the layer keeps (the pager asserts P1-P4 of state/pager.h;

@@ -207,12 +207,75 @@ static void nlink_update(h5fs *fs, h5_file *f, uint64_t addr)
 	h5_obj_info info;
 
 	if (n && n->type == NT_FILE && h5_obj_info_get(&info, f, addr) == 0 && info.nlink) {
+		/* (with the batch's links and unlinks not committed yet) */
+		int64_t c = (int64_t)info.nlink + lbatch_nlink_delta(fs, f, addr);
+
 		pthread_rwlock_wrlock(&n->lk);
-		n->st.st_nlink = info.nlink;
+		n->st.st_nlink = c > 0 ? (nlink_t)c : 1;
 		pthread_rwlock_unlock(&n->lk);
 		node_touch(n, false);   /* a link count changed: its ctime */
 	}
 	h5_err_clear();
+}
+
+/* Whether a name change may join the batch of link changes
+ * (behind/mbatch.c): no np.save stream or placeholder open (npy_move.c
+ * renames those with their streams), no NAME.npy involved. */
+static bool npy_quiet(h5fs *fs, const char *a, const char *b)
+{
+	bool quiet;
+
+	for (int i = 0; i < 2; i++) {
+		const char *s = i ? b : a;
+		size_t n = s ? strlen(s) : 0;
+
+		if (n > 4 && strcmp(s + n - 4, ".npy") == 0)
+			return false;
+	}
+	pthread_mutex_lock(&fs->lock);
+	quiet = !fs->npy_pending && !fs->npy_taken;
+	pthread_mutex_unlock(&fs->lock);
+	return quiet;
+}
+
+/* unlink(2) of a name whose object keeps another, or of a dataset's one
+ * name: in the batch
+ * (behind/mbatch.c, answered before its commit): 0 or an errno, or -1
+ * when it is not one for the batch. */
+/* A dataset's last name may go in the batch: not in a netCDF-4 file,
+ * where a variable's removal takes it off its dimensions (nc_detach_var) */
+static bool plain_hdf5(h5_file *f)
+{
+	return own_detect(f) == OWN_HDF5;
+}
+
+static int unlink_batched(h5fs *fs, uint64_t parent, const char *name)
+{
+	struct node *p;
+	struct use u;
+	uint64_t addr = UINT64_MAX;
+	bool last = false;
+	int err;
+
+	if (!npy_quiet(fs, name, NULL))
+		return -1;
+	err = begin_change(&u, fs, &p, parent, true);
+	if (err)
+		return err;
+	err = lbatch_unlink(fs, p, name, &addr, &last, plain_hdf5);
+	if (err == 0) {
+		synth_forget(fs, p->ino, name);
+		node_touch(p, true);
+		/* its last name: its nodes matched by no later lookup, its
+		 * file handles stale, from the answer on (its storage is freed
+		 * after the batch's commit: mbatch.c, gone_keep) */
+		if (last)
+			gone_unlinked(fs, u.f, addr);
+		else
+			nlink_update(fs, u.f, addr);
+	}
+	commit_end(fs, &u, err != -1);  /* (not for the batch: nothing written) */
+	return err;
 }
 
 static int remove_link(h5fs *fs, uint64_t parent, const char *name, int want)
@@ -227,6 +290,10 @@ static int remove_link(h5fs *fs, uint64_t parent, const char *name, int want)
 	int err, rc, rc2;
 
 	retype_names_hold(true);        /* (not while retype.c moves a name) */
+	if (want == 2 && (err = unlink_batched(fs, parent, name)) != -1) {
+		retype_names_hold(false);
+		return err;
+	}
 	/* rmdir joins the batch (lbatch.c): new names and attribute values
 	 * before it are flushed there or by the barrier */
 	err = begin_change(&u, fs, &p, parent, want == 1);
@@ -423,6 +490,37 @@ static int is_group(h5_file *f, const h5_link *l)
 	return rc < 0 ? rc : info.kind == H5_OBJ_GROUP;
 }
 
+/* rename(2) of a dataset to a free name of its group: in the batch
+ * (behind/mbatch.c, answered before its commit): 0 or an errno, or -1
+ * when it is not one for the batch (over a name, a directory, ...). */
+static int rename_batched(h5fs *fs, uint64_t parent, const char *name, const char *newname)
+{
+	struct node *p;
+	struct use u;
+	uint64_t addr;
+	int err;
+
+	if (strcmp(name, newname) == 0 || !npy_quiet(fs, name, newname))
+		return -1;
+	err = begin_change(&u, fs, &p, parent, true);
+	if (err)
+		return err;
+	err = lbatch_rename(fs, p, name, newname);
+	if (err == 0 && lbatch_moved(fs, u.f, u.addr, newname, &addr)) {
+		node_moved_file(fs, p, name, p, newname, file_ino(u.f, addr));
+		node_touch(p, true);
+		/* a dataset made again with its type set back (rsync -X),
+		 * as below */
+		if (retype_made(u.f, addr))
+			npy_inval_after_reply(fs, p->ino, newname, NULL);
+	} else if (err == 0) {
+		node_moved(fs, p, name, p, newname);
+		node_touch(p, true);
+	}
+	commit_end(fs, &u, err != -1);  /* (not for the batch: nothing written) */
+	return err;
+}
+
 /* rename(2) as H5Lmove: what may replace what is rename(2)'s rule, checked
  * here; the engine moves the link (write/link_move.c: its crash states).
  * Both directories are groups of FILE (the dispatcher gives EXDEV across
@@ -444,6 +542,10 @@ int member_rename(void *r, uint64_t parent, const char *name, uint64_t newparent
 	if (flags & ~(unsigned)RENAME_NOREPLACE)
 		return EINVAL;          /* RENAME_EXCHANGE, RENAME_WHITEOUT */
 	retype_names_hold(true);        /* (not while retype.c moves a name) */
+	if (parent == newparent && (err = rename_batched(fs, parent, name, newname)) != -1) {
+		retype_names_hold(false);
+		return err;
+	}
 	err = begin(&u, fs, &p, parent);
 	if (err) {
 		retype_names_hold(false);
@@ -596,6 +698,25 @@ int member_link(void *r, uint64_t ino, uint64_t newparent, const char *newname)
 		return ESTALE;
 	if (n->type != NT_FILE)
 		return EPERM;
+	if (npy_quiet(fs, newname, NULL)) {
+		/* in the batch (behind/mbatch.c), answered before its commit */
+		err = begin_change(&nu, fs, &np, newparent, true);
+		if (err)
+			return err;
+		err = node_use_current(&u, fs, n);
+		if (!err) {
+			err = u.addr != UINT64_MAX && u.f == nu.f && u.f == fs->f ? lbatch_link(fs, np, u.addr, newname)
+										 : -1;
+			if (err == 0) {
+				nlink_update(fs, u.f, u.addr);
+				node_touch(np, true);
+			}
+			node_use_end(&u);
+		}
+		commit_end(fs, &nu, err != -1);        /* (not for the batch: nothing written) */
+		if (err != -1)
+			return err;
+	}
 	err = begin(&nu, fs, &np, newparent);
 	if (err)
 		return err;

@@ -304,6 +304,28 @@ static int show_symlink(struct node **out, h5fs *fs, const struct node *p, const
 	return 0;
 }
 
+/* st_nlink with the batch's links and unlinks not committed yet
+ * (behind/mbatch.c): FILE's count and the change pending */
+static void pending_nlink(h5fs *fs, struct node *n, struct stat *lst, h5_file *f, uint64_t addr)
+{
+	int d = lbatch_nlink_delta(fs, f, addr);
+	h5_obj_info info;
+	int64_t c;
+
+	if (!d || (n && n->type != NT_FILE) || h5_obj_info_get(&info, f, addr) < 0) {
+		h5_err_clear();
+		return;
+	}
+	c = (int64_t)(info.nlink ? info.nlink : 1) + d;
+	if (n) {
+		pthread_rwlock_wrlock(&n->lk);
+		n->st.st_nlink = c > 0 ? (nlink_t)c : 1;
+		pthread_rwlock_unlock(&n->lk);
+	} else if (!S_ISDIR(lst->st_mode)) {
+		lst->st_nlink = c > 0 ? (nlink_t)c : 1;
+	}
+}
+
 /* The node a name of a directory leads to: 0 and *out (referenced; NULL:
  * a stat-only object, *lst), or an errno (EIO logged). hint: what a
  * listing knew of the name (NULL: nothing) */
@@ -409,6 +431,8 @@ hard:
 
 			e = show_object(out, lst, fs, p, &u, name, path, tf, taddr, fpath, quiet,
 					listed ? hint->group : -1, listed && hint->has_st ? hint : NULL);
+			if (!e && tf == u.f)
+				pending_nlink(fs, *out, lst, tf, taddr);
 			goto out;
 		}
 	}
@@ -553,6 +577,9 @@ int member_name_seen(h5_link *l, bool *removed, bool *pending, uint64_t *taddr, 
 		rc = h5_group_lookup(l, f, group, name);
 		*removed = rc == 0 && lbatch_removed(fs, f, group, name, strlen(name));
 		*pending = rc == H5_ERR_NOTFOUND && lbatch_lookup(fs, f, group, name, taddr);
+		/* a name a batched rename or link gave (behind/mbatch.c) */
+		if (!*pending && lbatch_moved(fs, f, group, name, taddr))
+			*pending = true, *removed = false;
 		if (lbatch_commits(fs) == seen)
 			return rc;
 		h5_link_clear(l);

@@ -117,6 +117,9 @@ void node_sweep(h5fs *fs);
  * the old path and below take the new one (the moved directory its new
  * (parent, name) number too), symlinks among them resolved again */
 void node_moved(h5fs *fs, const struct node *p, const char *name, const struct node *np, const char *newname);
+/* The same for a file (no names below it) whose node id is ino */
+void node_moved_file(h5fs *fs, const struct node *p, const char *name, const struct node *np, const char *newname,
+		     uint64_t ino);
 
 /* ---- view_node.c ---- */
 /* Make n (a dataset's node, just made) the view kind/frame numbered ino:

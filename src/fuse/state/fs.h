@@ -511,6 +511,9 @@ char *light_path_locked(h5fs *fs, const struct lslot *s);
 /* Every record whose path is prefix or below made a struct node
  * (a rename moves them: node_moved updates nodes' paths) */
 void light_promote_under_locked(h5fs *fs, const char *prefix);
+/* The record of node id ino, if any, made a struct node (a rename of a
+ * file moves one name: node_moved_file) */
+void light_promote_ino_locked(h5fs *fs, uint64_t ino);
 /* A live FILE's sweep, first: the records not of generation g,
  * by node id and path (malloc'd, each path too), *n of them */
 struct light_old {

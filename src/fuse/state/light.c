@@ -337,6 +337,14 @@ static void promote_under(h5fs *fs, struct lslot *s, void *arg)
 		(void)light_promote_locked(fs, s);
 }
 
+void light_promote_ino_locked(h5fs *fs, uint64_t ino)
+{
+	struct lslot *s = fs->nlnodes && !node_full_find_locked(fs, ino) ? light_find_locked(fs, ino) : NULL;
+
+	if (s)
+		(void)light_promote_locked(fs, s);
+}
+
 void light_promote_under_locked(h5fs *fs, const char *prefix)
 {
 	struct under u = { prefix, strlen(prefix) };

@@ -164,7 +164,7 @@ static int find_entry(size_t *pos, bool *found, const stab_edit *s, const stab_l
 }
 
 /* Where name is: node *li, entry *ei (li == nl: no node could hold it). */
-static int locate(size_t *li, size_t *ei, bool *found, stab_edit *s, const char *name)
+int h5_stab_locate(size_t *li, size_t *ei, bool *found, stab_edit *s, const char *name)
 {
 	int rc = find_leaf(li, s, name);
 
@@ -304,7 +304,7 @@ static int build_tree(uint8_t *root_buf, size_t root_len, stab_edit *s, bool one
 /* Steps 1-4 of the header comment, once the nodes and the heap are
  * changed in memory. start: the allocation end before the caller's new
  * space (UINT64_MAX: none). */
-static int commit(stab_edit *s, uint64_t start, bool durable)
+int h5_stab_commit(stab_edit *s, uint64_t start, bool durable)
 {
 	h5_file *f = s->f;
 	size_t rlen = h5_bt1_group_size(&f->fmt, s->k_int);
@@ -353,7 +353,7 @@ static int commit(stab_edit *s, uint64_t start, bool durable)
 	return rc;
 }
 
-static void stab_close(stab_edit *s)
+void h5_stab_close(stab_edit *s)
 {
 	for (size_t i = 0; i < s->nl; i++)
 		free(s->lv[i].e);
@@ -363,7 +363,7 @@ static void stab_close(stab_edit *s)
 	h5_freesp_clear(&s->names);
 }
 
-static int stab_open(stab_edit *s, h5_file *f, uint64_t group)
+int h5_stab_open(stab_edit *s, h5_file *f, uint64_t group)
 {
 	h5_ohdr *oh = NULL;
 	h5_group_storage gs;
@@ -395,7 +395,7 @@ static int stab_open(stab_edit *s, h5_file *f, uint64_t group)
 
 /* Entry re of node ri taken out (*out: a copy); a node left empty goes,
  * and nothing names it after the commit: its space is noted gone. */
-static int take(stab_edit *s, size_t ri, size_t re, h5_snod_entry *out, bool drop_soft)
+int h5_stab_take(stab_edit *s, size_t ri, size_t re, h5_snod_entry *out, bool drop_soft)
 {
 	stab_leaf *l = &s->lv[ri];
 	h5_snod_entry e = l->e[re];
@@ -426,7 +426,7 @@ static int take(stab_edit *s, size_t ri, size_t re, h5_snod_entry *out, bool dro
 
 /* add (its name_off set here from add_name; soft: a soft link's value)
  * put in its place, once the change's checks are done. */
-static int put_entry(stab_edit *s, const h5_snod_entry *add, const char *add_name, const char *soft)
+int h5_stab_put(stab_edit *s, const h5_snod_entry *add, const char *add_name, const char *soft)
 {
 	h5_snod_entry e = *add, *ne;
 	size_t ai = 0, ae = 0;
@@ -443,7 +443,7 @@ static int put_entry(stab_edit *s, const h5_snod_entry *add, const char *add_nam
 	if (rc < 0)
 		return rc;
 	/* a removal in the same change may have changed the list: look again */
-	rc = locate(&ai, &ae, &found, s, add_name);
+	rc = h5_stab_locate(&ai, &ae, &found, s, add_name);
 	if (rc == 0 && ai == s->nl && s->nl > 0) {
 		ai = s->nl - 1;
 		rc = leaf_load(s, &s->lv[ai]);
@@ -478,17 +478,17 @@ static int stab_change(h5_file *f, uint64_t group, const char *name_rm, h5_snod_
 	stab_edit s;
 	size_t ri = 0, re = 0, ai = 0, ae = 0;
 	bool found, clash = false;
-	int rc = stab_open(&s, f, group);
+	int rc = h5_stab_open(&s, f, group);
 
 	if (rc == 0)
 		rc = h5_stab_heap_release(&s);
 	if (rc == 0 && name_rm) {
-		rc = locate(&ri, &re, &found, &s, name_rm);
+		rc = h5_stab_locate(&ri, &re, &found, &s, name_rm);
 		if (rc == 0 && !found)
 			rc = h5_err_set(H5_ERR_NOTFOUND, "no link \"%s\"", name_rm);
 	}
 	if (rc == 0 && add) {
-		rc = locate(&ai, &ae, &found, &s, add_name);
+		rc = h5_stab_locate(&ai, &ae, &found, &s, add_name);
 		if (rc == 0 && found && !replace)
 			rc = h5_err_set(H5_ERR_INVAL, "group 0x%llx has a link \"%s\" already",
 					(unsigned long long)group, add_name);
@@ -496,31 +496,31 @@ static int stab_change(h5_file *f, uint64_t group, const char *name_rm, h5_snod_
 	}
 	if (rc < 0)
 		goto out;
-	if (name_rm && (rc = take(&s, ri, re, removed, !add)) < 0)
+	if (name_rm && (rc = h5_stab_take(&s, ri, re, removed, !add)) < 0)
 		goto out;
 	if (clash) {
 		/* (the removal may have moved it) */
-		rc = locate(&ai, &ae, &found, &s, add_name);
+		rc = h5_stab_locate(&ai, &ae, &found, &s, add_name);
 		if (rc == 0 && !found)
 			rc = h5_err_set(H5_ERR_FORMAT, "symbol table: \"%s\" lost while replacing it", add_name);
 		if (rc == 0)
-			rc = take(&s, ai, ae, NULL, true);
+			rc = h5_stab_take(&s, ai, ae, NULL, true);
 		if (rc < 0)
 			goto out;
 	}
 	if (add)
-		rc = put_entry(&s, add, add_name, soft);
+		rc = h5_stab_put(&s, add, add_name, soft);
 	if (rc < 0)
 		goto out;
-	rc = commit(&s, start, durable);
+	rc = h5_stab_commit(&s, start, durable);
 out:
-	stab_close(&s);
+	h5_stab_close(&s);
 	return rc;
 }
 
 /* libhdf5 caches a group's symbol table in the entry that names it
  * (cache type 1) when it makes the group; both addresses never move. */
-static int entry_of(h5_snod_entry *e, h5_file *f, const h5_link *l)
+int h5_stab_entry_of(h5_snod_entry *e, h5_file *f, const h5_link *l)
 {
 	memset(e, 0, sizeof(*e));
 	e->obj_addr = H5_ADDR_UNDEF;
@@ -566,72 +566,12 @@ static int stab_insert(h5_file *f, uint64_t group, const h5_link *l, uint64_t st
 {
 	h5_snod_entry e;
 	char *name = cstr(l->name, l->name_len);
-	int rc = name ? entry_of(&e, f, l) : H5_ERR_NOMEM;
+	int rc = name ? h5_stab_entry_of(&e, f, l) : H5_ERR_NOMEM;
 
 	if (rc == 0)
 		rc = stab_change(f, group, NULL, NULL, &e, name, l->type == H5_LINK_SOFT ? l->target : NULL, false,
 				 start == UINT64_MAX ? h5_space_end(f) : start, durable);
 	free(name);
-	return rc;
-}
-
-/* Many new hard links in one change (the daemon's write-behind of new
- * files, h5_link_insert_batch): every name checked first; the data
- * segment is written anew (s.moved: however many names, none is written
- * into the old segment in place, and the heap header's one write follows
- * the stage), the nodes they fall in anew, then one commit: one stage, one
- * write of the root. */
-static int stab_insert_many(h5_file *f, uint64_t group, const h5_link *l, size_t n, uint64_t start)
-{
-	stab_edit s;
-	int rc = stab_open(&s, f, group);
-
-	if (rc == 0)
-		rc = h5_stab_heap_release(&s);
-	s.moved = true;
-	for (size_t i = 0; rc == 0 && i < n; i++) {
-		h5_snod_entry e;
-		size_t li, ei;
-		bool found;
-		char *name = cstr(l[i].name, l[i].name_len);
-
-		rc = name ? locate(&li, &ei, &found, &s, name) : H5_ERR_NOMEM;
-		if (rc == 0 && found)
-			rc = h5_err_set(H5_ERR_INVAL, "group 0x%llx has a link \"%s\" already",
-					(unsigned long long)group, name);
-		if (rc == 0 && l[i].type != H5_LINK_HARD)
-			rc = h5_err_set(H5_ERR_INVAL, "a batch of links holds hard links only");
-		if (rc == 0)
-			rc = entry_of(&e, f, &l[i]);
-		if (rc == 0)
-			rc = put_entry(&s, &e, name, NULL);
-		free(name);
-	}
-	if (rc == 0)
-		rc = commit(&s, start == UINT64_MAX ? h5_space_end(f) : start, false);
-	stab_close(&s);
-	return rc;
-}
-
-/* What stab_insert_many of n names of name_bytes may take: the data
- * segment anew (doubled when the names do not fit: twice the old one and
- * the names), every node rewritten and each name a node more at most, the
- * B-tree below the root anew over them. */
-static int stab_room_many(uint64_t *need, h5_file *f, uint64_t group, size_t n, uint64_t name_bytes)
-{
-	stab_edit s;
-	int rc = stab_open(&s, f, group);
-
-	if (rc == 0) {
-		uint64_t leaves = s.nl + 2 * (uint64_t)n + 1;
-		uint64_t twok = 2 * (uint64_t)s.k_int, inner = 0;
-
-		for (uint64_t m = leaves; m > twok; m = (m + twok - 1) / twok)
-			inner += (m + twok - 1) / twok;
-		*need = 2 * (s.hsize + name_bytes + 24 * (uint64_t)n) + leaves * h5_snod_size(&f->fmt, f->sym_leaf_k) +
-			inner * h5_bt1_group_size(&f->fmt, s.k_int);
-	}
-	stab_close(&s);
 	return rc;
 }
 
@@ -641,33 +581,6 @@ static int stab_remove(h5_file *f, uint64_t group, const char *name, size_t name
 	int rc = n ? stab_change(f, group, n, NULL, NULL, NULL, NULL, false, h5_space_end(f), durable) : H5_ERR_NOMEM;
 
 	free(n);
-	return rc;
-}
-
-/* Many links removed in one change (the daemon's rmdir batch,
- * h5_link_remove_batch): the nodes they leave anew, then one commit: one
- * stage, one write of the root; their names back to the heap later, as
- * one removal's. */
-static int stab_remove_many(h5_file *f, uint64_t group, char *const *names, size_t n)
-{
-	stab_edit s;
-	int rc = stab_open(&s, f, group);
-
-	if (rc == 0)
-		rc = h5_stab_heap_release(&s);
-	for (size_t i = 0; rc == 0 && i < n; i++) {
-		size_t li, ei;
-		bool found;
-
-		rc = locate(&li, &ei, &found, &s, names[i]);
-		if (rc == 0 && !found)
-			rc = h5_err_set(H5_ERR_NOTFOUND, "no link \"%s\"", names[i]);
-		if (rc == 0)
-			rc = take(&s, li, ei, NULL, true);
-	}
-	if (rc == 0)
-		rc = commit(&s, h5_space_end(f), false);
-	stab_close(&s);
 	return rc;
 }
 
@@ -684,14 +597,14 @@ static int stab_rename(h5_file *f, uint64_t group, const char *name, size_t name
 
 	/* the entry first, read-only, so that the one change carries it */
 	if (rc == 0) {
-		rc = stab_open(&s, f, group);
+		rc = h5_stab_open(&s, f, group);
 		if (rc == 0)
-			rc = locate(&li, &ei, &found, &s, o);
+			rc = h5_stab_locate(&li, &ei, &found, &s, o);
 		if (rc == 0 && !found)
 			rc = h5_err_set(H5_ERR_NOTFOUND, "no link \"%s\"", o);
 		if (rc == 0)
 			e = s.lv[li].e[ei];
-		stab_close(&s);
+		h5_stab_close(&s);
 	}
 	if (rc == 0)
 		rc = stab_change(f, group, o, NULL, &e, n, NULL, replace, h5_space_end(f), durable);
@@ -770,7 +683,7 @@ static int stab_move_down(h5_file *f, uint64_t group)
 	size_t nlen = h5_snod_size(&f->fmt, f->sym_leaf_k);
 	uint64_t total, top, end = h5_space_end(f);
 	stab_edit s;
-	int rc = stab_open(&s, f, group);
+	int rc = h5_stab_open(&s, f, group);
 
 	if (rc < 0)
 		goto out;
@@ -795,23 +708,24 @@ static int stab_move_down(h5_file *f, uint64_t group)
 	s.moved = true;         /* the same size, written whole */
 	ws->freesp.low = true;
 	if (rc == 0)
-		rc = commit(&s, h5_space_end(f), true);
+		rc = h5_stab_commit(&s, h5_space_end(f), true);
 	ws->freesp.low = false;
 	if (rc == 0)
 		rc = 1;
 out:
-	stab_close(&s);
+	h5_stab_close(&s);
 	return rc;
 }
 
 const h5_lstore_ops h5_lstore_stab = {
 	.name = "symbol table",
 	.insert = stab_insert,
-	.insert_many = stab_insert_many,
-	.room_many = stab_room_many,
+	.insert_many = h5_stab_insert_many,
+	.room_many = h5_stab_room_many,
 	.remove = stab_remove,
-	.remove_many = stab_remove_many,
+	.remove_many = h5_stab_remove_many,
 	.rename = stab_rename,
+	.change_many = h5_stab_change_many,
 	.new_group = stab_new_group,
 	.move_down = stab_move_down,
 };

@@ -1,6 +1,6 @@
 /* link_stab_int.h - what link_stab.c (the symbol table's nodes, the
- * commit) and link_stab_heap.c (its local heap: names in, names given
- * back) share: one change of a symbol-table group as it is edited in
+ * commit), link_stab_heap.c (its local heap: names in, names given
+ * back) and link_stab_many.c (the batches' changes) share: one change of a symbol-table group as it is edited in
  * memory. Every call runs under f->write_lock. */
 #ifndef H5_WRITE_LINK_STAB_INT_H
 #define H5_WRITE_LINK_STAB_INT_H
@@ -54,5 +54,29 @@ void h5_stab_name_gone(stab_edit *s, uint64_t off);
 /* The commit returned: the names it removed into h5_ws(f)->lheap_names with its
  * ticket, at the data segment's address seg. */
 void h5_stab_names_commit(stab_edit *s, uint64_t seg, uint64_t ticket);
+
+/* (link_stab.c) The group's list of nodes read (h5_stab_open) and let go;
+ * where name is (node *li, entry *ei; li == nl: no node could hold it);
+ * entry re of node ri taken out (*out: a copy; drop_soft: a soft link's
+ * value goes back to the heap too); add put in its place as add_name
+ * (soft: a soft link's value); the entry a hard link l gets (a group's
+ * cached symbol table); the change committed (the nodes changed written
+ * anew, one stage, the root's one write; start: the allocation end before
+ * new space it makes visible). */
+int h5_stab_open(stab_edit *s, h5_file *f, uint64_t group);
+void h5_stab_close(stab_edit *s);
+int h5_stab_locate(size_t *li, size_t *ei, bool *found, stab_edit *s, const char *name);
+int h5_stab_take(stab_edit *s, size_t ri, size_t re, h5_snod_entry *out, bool drop_soft);
+int h5_stab_put(stab_edit *s, const h5_snod_entry *add, const char *add_name, const char *soft);
+int h5_stab_entry_of(h5_snod_entry *e, h5_file *f, const h5_link *l);
+int h5_stab_commit(stab_edit *s, uint64_t start, bool durable);
+
+/* (link_stab_many.c) link_store.h's insert_many, room_many, remove_many,
+ * change_many of this form */
+int h5_stab_insert_many(h5_file *f, uint64_t group, const h5_link *l, size_t n, uint64_t start);
+int h5_stab_room_many(uint64_t *need, h5_file *f, uint64_t group, size_t n, uint64_t name_bytes);
+int h5_stab_remove_many(h5_file *f, uint64_t group, char *const *names, size_t n);
+int h5_stab_change_many(bool *changed, h5_file *f, uint64_t group, char *const *names, const uint64_t *addrs,
+			size_t n);
 
 #endif

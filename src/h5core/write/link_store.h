@@ -66,6 +66,13 @@ typedef struct h5_lstore_ops {
 	 * then a remove (link_move.c). */
 	int (*rename)(h5_file *f, uint64_t group, const char *name, size_t name_len, const char *newname,
 		      size_t newname_len, bool replace, bool durable);
+	/* Optional: names[0..n) (distinct) afterwards hard links to the
+	 * existing objects addrs[i], or removed (H5_ADDR_UNDEF: the name must
+	 * be there), all in one commit, not durable; no counts changed here
+	 * (link_batch.c orders them around it). *changed: anything written.
+	 * NULL: the form has no such commit (h5_link_change_batch refuses). */
+	int (*change_many)(bool *changed, h5_file *f, uint64_t group, char *const *names, const uint64_t *addrs,
+			   size_t n);
 	/* An empty group of the form a group of this form gets for its
 	 * children (mkdir): b NULL: *len, its size (fixed for a given f and
 	 * crt); else encoded into b (*len bytes) for address addr, with a
