@@ -43,21 +43,12 @@
 
 /* ---- the list and its index ----------------------------------------------- */
 
-static uint64_t name_hash(const char *s, size_t len)
-{
-	uint64_t h = 1469598103934665603ULL;
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (uint8_t)s[i]) * 1099511628211ULL;
-	return h;
-}
-
 /* t.mu held: the entry of NAME (len bytes), or SIZE_MAX */
 static size_t find_locked(const struct lbatch *lb, const char *name, size_t len)
 {
 	if (!lb->mv_idx_cap)
 		return SIZE_MAX;
-	for (size_t b = hash_u64(name_hash(name, len), lb->mv_idx_cap);; b = (b + 1) & (lb->mv_idx_cap - 1)) {
+	for (size_t b = hash_name_n(0, name, len, lb->mv_idx_cap);; b = (b + 1) & (lb->mv_idx_cap - 1)) {
 		uint32_t v = lb->mv_idx[b];
 		const char *k;
 
@@ -72,7 +63,7 @@ static size_t find_locked(const struct lbatch *lb, const char *name, size_t len)
 static void index_put(struct lbatch *lb, size_t i)
 {
 	const char *k = lb->mv[i].name;
-	size_t b = hash_u64(name_hash(k, strlen(k)), lb->mv_idx_cap);
+	size_t b = hash_name(0, k, lb->mv_idx_cap);
 
 	while (lb->mv_idx[b])
 		b = (b + 1) & (lb->mv_idx_cap - 1);

@@ -17,7 +17,17 @@ static inline size_t hash_u64(uint64_t v, size_t cap)
 	return (size_t)(v & (cap - 1));
 }
 
-/* A string's bucket, seeded (a parent's id, or 0): FNV-1a, mixed. */
+/* The bucket of a string of len bytes, seeded (a parent's id, or 0):
+ * FNV-1a, mixed; and of a NUL-terminated one. */
+static inline size_t hash_name_n(uint64_t seed, const char *s, size_t len, size_t cap)
+{
+	uint64_t h = 1469598103934665603ULL ^ seed;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (uint8_t)s[i]) * 1099511628211ULL;
+	return hash_u64(h, cap);
+}
+
 static inline size_t hash_name(uint64_t seed, const char *s, size_t cap)
 {
 	uint64_t h = 1469598103934665603ULL ^ seed;
