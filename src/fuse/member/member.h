@@ -40,6 +40,11 @@ struct listed {
 	h5_obj_kind kind;
 	uint32_t tag;
 	struct stat st;
+	/* a mount that writes: the listing was read with none of its
+	 * changes under way (quiet), after chg of them had begun
+	 * (node.h fs_change_mark): its word holds while none began since */
+	bool quiet;
+	uint64_t chg;
 };
 /* lookup.c: NAME in group (f, group) as lookup and mkdir see it: FILE's link (*l,
  * the h5_group_lookup's rc returned) less an rmdir's answered and not

@@ -376,6 +376,12 @@ struct h5fs {
 	/* write_begin calls granted (under wmu): a sync that saw no other
 	 * writer begin meanwhile may keep FILE's mtime (commit/durable.c) */
 	uint64_t wbegins;
+	/* atomic: this mount's changes begun and ended (node/hold.c
+	 * fs_change_begin: every FILE write, and every request that may
+	 * change what a name or stat shows): a listing taken while none
+	 * was under way stays what a lookup reads until the next begins
+	 * (member/read.c, issue 82) */
+	uint64_t chg_begun, chg_done;
 	/* setfattr's write-behind (behind/xbatch.c; made at its first use) */
 	struct xbatch *xb;
 	struct lbatch *lb;      /* behind/lbatch.c: new files not linked yet */
