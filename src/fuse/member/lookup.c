@@ -85,7 +85,8 @@ static bool show_listed(struct stat *lst, h5fs *fs, const struct use *u, uint64_
 	tmp.ino = id;
 	tmp.st = sh->st;
 	tmp.path = (char *)path;
-	if (!export_tag(fs, id, sh->tag) || !light_keep(fs, &tmp, u->g, parent))
+	export_tag(fs, sh->tag);
+	if (!light_keep(fs, &tmp, u->g, parent))
 		return false;
 	*lst = sh->st;
 	return true;
@@ -232,11 +233,9 @@ again:
 		}
 		if (id & H5FS_SYNTH_BIT)
 			fresh->parent = p->ino;     /* its number is (parent, name)'s */
-		/* the generation its entries carry from now on (export.c) */
-		if (!export_tag(fs, id, fresh->tag)) {
-			node_free(fresh);
-			return ENOMEM;
-		}
+		/* the generation its entries carry from now on: its tag, kept
+		 * by the node or record (export.c) */
+		export_tag(fs, fresh->tag);
 		fresh->gen = u->g;
 		fresh->checked = u->g->num;
 		gen_hold(u->g);

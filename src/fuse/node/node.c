@@ -409,8 +409,6 @@ void node_unref(h5fs *fs, uint64_t ino, uint64_t count)
 		n->kids_hold = n->nlookup == 0 && n->lkids;
 		if (n->nlookup == 0 && n->ino != FUSE_ROOT_ID && !n->kids_hold) {
 			node_remove_locked(fs, n);
-			if (fs->forgot_locked)
-				fs->forgot_locked(fs, n->ino);
 			/* a directory's number, or a dataset's shown under its
 			 * (parent, name) number (member/lookup.c show_object); a symlink
 			 * keeps its number */
