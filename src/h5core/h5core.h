@@ -456,6 +456,11 @@ void h5_dataset_close(h5_dataset *d);
 uint64_t h5_dataset_size(const h5_dataset *d);
 /* Bytes of storage allocated in the file for this dataset. */
 uint64_t h5_dataset_allocated(const h5_dataset *d);
+/* 1 when its layout is chunked (IV.A.2.i), else 0: no error set; asked
+ * before h5_append_check, whose refusal of the other layouts formats a
+ * message (the stat of every dataset of a read-write mount asks: 4% of
+ * a cold walk's CPU, issue 82) */
+int h5_dataset_chunked(const h5_dataset *d);
 int h5_dataset_mtime(const h5_dataset *d, int64_t *mtime);
 /* The files other than FILE that d's bytes are read from, each with its
  * stat: the file holding d when an external link led there, each external

@@ -23,10 +23,24 @@ caches no type) and a group of 300 datasets. Through real -o ro mounts:
   * after FILE is changed by h5py while mounted (a live mount: a new
     generation; objects added, one removed, one rewritten) the same holds
     between the mount that saw both generations and a fresh one.
+A read-write mount's listing is taken at its word too while none of its
+own changes began since it was read (node/hold.c fs_change_begin): the
+same through -o rw mounts, against a fresh -o rw mount's lookups, of
+  * a cold walk;
+  * a walk after the mount's own changes (mkdir, create and write, a
+    write that grows a dataset, rename, rename over a name, rm, setfattr,
+    utime);
+  * a walk of a group of 1,000 names read by getdents64(2) a page at a
+    time, with those changes made to names not read yet between two of
+    its reads, the kernel's dentries dropped then (as root): every name
+    the listing gives has what a lookup of it gives now, or is gone.
 """
+import ctypes
 import os
+import platform
 import stat
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import h5fs_testlib as T  # noqa: E402
@@ -95,13 +109,21 @@ def listed(mnt):
     return out
 
 
+def lstat_of(mnt, rel):
+    """what looked_up gives of one name, None when it is gone"""
+    try:
+        s = os.lstat(os.path.join(mnt, rel))
+    except FileNotFoundError:
+        return None
+    return (kind(s.st_mode), s.st_ino, tuple(getattr(s, k) for k in FIELDS))
+
+
 def looked_up(mnt, rels):
     """the same of each of rels by a lookup of its path alone, deepest
     first (nothing listed)"""
     out = {}
     for rel in sorted(rels, key=lambda r: (-r.count("/"), r)):
-        s = os.lstat(os.path.join(mnt, rel))
-        out[rel] = (kind(s.st_mode), s.st_ino, tuple(getattr(s, k) for k in FIELDS))
+        out[rel] = lstat_of(mnt, rel)
     return out
 
 
@@ -113,17 +135,162 @@ def shown(v):
     return (v[0], None, (v[2][0], None) + v[2][2:])
 
 
-def compare(tag, a, b):
+def shown_rw(v):
+    """shown, and a symlink's times not either: a symlink shows FILE's
+    time as the mount found it (node.c node_make_link: fs->file_mtime),
+    the fresh mount's a second later where this mount's changes moved it"""
+    v = shown(v)
+    if v is None or v[0] != "l":
+        return v
+    return (v[0], None, v[2][:8])
+
+
+def compare(tag, a, b, show=shown):
     if not a:
         T.fail("%s: nothing listed" % tag)
     for rel in sorted(set(a) | set(b)):
-        if shown(a.get(rel)) != shown(b.get(rel)):
+        if show(a.get(rel)) != show(b.get(rel)):
             T.fail("%s: %s: listed %s, looked up %s" % (tag, rel, a.get(rel), b.get(rel)))
 
 
-def fresh_lookups(path, mnt, rels):
-    with T.Mount(path, mnt, ["-o", "ro"]) as m, m.watchdog(60):
+def fresh_lookups(path, mnt, rels, mode="ro"):
+    with T.Mount(path, mnt, ["-o", mode]) as m, m.watchdog(60):
         return looked_up(mnt, rels)
+
+
+SYS_GETDENTS64 = {"x86_64": 217, "aarch64": 61}.get(platform.machine())
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def getdents(fd, size=4096):
+    """the names one getdents64(2) of a size-byte buffer gives (a page:
+    one READDIRPLUS, so the rest of the listing is read after what the
+    caller does next)"""
+    buf = ctypes.create_string_buffer(size)
+    n = _libc.syscall(SYS_GETDENTS64, fd, buf, size)
+    if n < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+    names, i, raw = [], 0, buf.raw[:n]
+    while i < n:
+        reclen = int.from_bytes(raw[i + 16:i + 18], "little")
+        names.append(raw[i + 19:i + reclen].split(b"\0", 1)[0].decode())
+        i += reclen
+    return names
+
+
+def drop_dentries():
+    """the kernel's dentries and inodes dropped, and its FORGETs (sent
+    after) given the daemon a moment to arrive"""
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as fh:
+            fh.write("2")
+    except OSError:
+        return      # (not root: the kernel keeps what it holds; still compared)
+    time.sleep(0.3)
+
+
+def walk_interleaved(mnt, rel, changes, ahead):
+    """rel path -> lstat_of of the names directory rel's listing gives
+    after changes() ran: read a page at a time, the first `ahead` names
+    (or more: a page's) before it, the kernel's dentries dropped after it.
+    (What was read before shows FILE's time then, an object's own where
+    it has none: every change moves it.)"""
+    out, before = {}, 0
+    fd = os.open(os.path.join(mnt, rel), os.O_RDONLY | os.O_DIRECTORY)
+    changed = False
+    try:
+        while True:
+            names = getdents(fd)
+            if not names:
+                break
+            for nm in names:
+                if nm in (".", ".."):
+                    continue
+                s = lstat_of(mnt, os.path.join(rel, nm))
+                if changed:
+                    out[os.path.join(rel, nm)] = s
+                else:
+                    before += 1
+            if not changed and before >= ahead:
+                changes()
+                drop_dentries()
+                changed = True
+    finally:
+        os.close(fd)
+    if not changed or before + len(out) < 1000:
+        T.fail("rw interleaved: %d names before the changes, %d after" % (before, len(out)))
+    return out
+
+
+def compare_now(tag, a, b):
+    """a (names that may be gone: None) against b"""
+    if not any(a.values()):
+        T.fail("%s: nothing listed" % tag)
+    for rel in sorted(a):
+        if shown(a[rel]) != shown(b.get(rel)):
+            T.fail("%s: %s: listed %s, looked up %s" % (tag, rel, a[rel], b.get(rel)))
+
+
+def make_rw(d):
+    path = make(d, "earliest")
+    with h5py.File(path, "a") as f:
+        g = f.create_group("g/grow")
+        g.create_dataset("log", data=np.arange(10, dtype="u1"), maxshape=(None,), chunks=(16,))
+        # (times of their own: a stat-only record keeps only those, or
+        # FILE's current one, so a stale size or time would be kept)
+        w = f.create_group("wide")
+        for i in range(1000):
+            w.create_dataset("d%03d" % i, data=np.arange(i % 5, dtype="i1"), track_times=True)
+        w.create_dataset("tail", data=np.arange(4, dtype="u1"), maxshape=(None,), chunks=(8,), track_times=True)
+    return path
+
+
+def own_changes(mnt, top, names):
+    """a read-write mount's own changes in directory top, of the listed
+    names names[0..5] (datasets) and of new ones"""
+    a, b, c, d, e, grow = names
+    os.mkdir(os.path.join(mnt, top, "newdir"))
+    with open(os.path.join(mnt, top, "newfile"), "wb") as fh:
+        fh.write(b"abc")
+    with open(os.path.join(mnt, top, grow), "ab") as fh:
+        fh.write(bytes(range(40)))
+    os.rename(os.path.join(mnt, top, a), os.path.join(mnt, top, "moved"))
+    os.rename(os.path.join(mnt, top, b), os.path.join(mnt, top, c))
+    os.unlink(os.path.join(mnt, top, d))
+    os.setxattr(os.path.join(mnt, top, e), "user.note", b"set while walking")
+    os.utime(os.path.join(mnt, top, e), (1000000000, 1000000000))
+
+
+def run_rw():
+    if SYS_GETDENTS64 is None:
+        T.skip("getdents64's number on %s not known" % platform.machine())
+    wd = T.workdir("walk_stat_rw")
+    path = make_rw(wd)
+    mnt, mnt2 = os.path.join(wd, "mnt"), os.path.join(wd, "mnt2")
+    rw = ["-o", "rw"]
+    with T.Mount(path, mnt, rw) as m, m.watchdog(120):
+        first = listed(mnt)
+        if "wide/d999" not in first or first["g/grow/log"][2][0] & 0o200 == 0:
+            T.fail("rw: the walk: %d names, g/grow/log %s" % (len(first), first.get("g/grow/log")))
+    compare("rw", first, fresh_lookups(path, mnt2, first, "rw"))
+    # the mount's own changes, then a walk: its listings read after them
+    with T.Mount(path, mnt, rw) as m, m.watchdog(120):
+        own_changes(mnt, "g", ("contig", "chunked", "empty", "scalar", "timed", "grow/log"))
+        drop_dentries()
+        second = listed(mnt)
+        if "g/moved" not in second or "g/scalar" in second or "g/newdir" not in second:
+            T.fail("rw changed: the walk: %s" % sorted(second)[:20])
+    compare("rw changed", second, fresh_lookups(path, mnt2, second, "rw"), shown_rw)
+    # the same changes between two reads of one listing (the names
+    # changed are read after them)
+    with T.Mount(path, mnt, rw) as m, m.watchdog(120):
+        third = walk_interleaved(mnt, "wide", lambda: own_changes(
+            mnt, "wide", ("d750", "d780", "d790", "d760", "d770", "tail")), 100)
+        if "wide/d760" not in third or third["wide/d760"] is not None or third["wide/d750"] is not None:
+            T.fail("rw interleaved: %d names, d760 %s, d750 %s" % (len(third), third.get("wide/d760"),
+                                                                     third.get("wide/d750")))
+    compare_now("rw interleaved", third, fresh_lookups(path, mnt2, third, "rw"))
 
 
 def run(libver):
@@ -159,4 +326,5 @@ def run(libver):
 
 for lv in ("earliest", "latest"):
     run(lv)
+run_rw()
 T.finish()

@@ -583,6 +583,37 @@ START_TEST(append_refusals)
 }
 END_TEST
 
+/* h5_dataset_chunked: the question the daemon asks before h5_append_check
+ * (node.c obj_fill) sets no error, and a dataset it says no to is one
+ * h5_append_check refuses (so asking it first changes no answer) */
+START_TEST(append_chunked_first)
+{
+	tbuf ok = build_file(DS_UNLIMITED, 0, 4, 0);
+	char *p = write_file("chunked.h5", &ok);
+	h5_file *f = open_file(p, 1);
+	h5_dataset *d;
+
+	ck_assert_msg(h5_dataset_open(&d, f, DS_ADDR) == 0, "%s", h5_err_msg());
+	h5_err_clear();
+	ck_assert_int_eq(h5_dataset_chunked(d), 1);
+	ck_assert_int_eq(h5_err_code(), 0);
+	ck_assert_int_eq(h5_append_check(d), 0);
+	d->layout.cls = H5_LAYOUT_CONTIGUOUS;
+	ck_assert_int_eq(h5_dataset_chunked(d), 0);
+	ck_assert_int_eq(h5_err_code(), 0);
+	ck_assert_int_eq(h5_append_check(d), H5_ERR_PERM);
+	d->layout.cls = H5_LAYOUT_COMPACT;
+	ck_assert_int_eq(h5_dataset_chunked(d), 0);
+	ck_assert_int_eq(h5_append_check(d), H5_ERR_PERM);
+	d->layout.cls = H5_LAYOUT_CHUNKED;
+	h5_err_clear();
+	h5_dataset_close(d);
+	h5_file_close(f);
+	free(p);
+	tb_free(&ok);
+}
+END_TEST
+
 /* ---- streaming: staged rows, periodic commits, shared streams ---------------- */
 
 /* Rows dims[0] holds on disk, as another reader opening the file sees it. */
@@ -866,6 +897,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, append_rows_in_odd_pieces);
 	tcase_add_test(tc, append_updates_superblock_and_mtime);
 	tcase_add_test(tc, append_refusals);
+	tcase_add_test(tc, append_chunked_first);
 	tcase_add_test(tc, append_h5py_roundtrip);
 	tcase_add_test(tc, append_stream_then_commit);
 	tcase_add_test(tc, append_two_handles);

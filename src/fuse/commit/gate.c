@@ -136,12 +136,18 @@ void commit_rd_end(struct rd *x)
 
 void commit_rd_change_begin(h5fs *fs, struct rd *x)
 {
+	/* (also a change of what is kept in memory to be written: an rmdir
+	 * answered, a name not linked yet; node/hold.c fs_change_begin) */
+	fs_change_begin(fs);
 	*x = commit_rd_begin(fs);
 	rd_mine = (struct rd_change){ fs, x, 0 };
 }
 
 void commit_rd_change_end(struct rd *x)
 {
+	h5fs *fs = rd_mine.fs;
+
 	rd_mine = (struct rd_change){ NULL, NULL, 0 };
 	commit_rd_end(x);
+	fs_change_end(fs);
 }

@@ -25,10 +25,10 @@
  * - an object h5fs made carries a random birth tag in its header
  *   (h5core format/birthtag.c, a NIL message), read where the object's
  *   node is made (h5_obj_info, which decodes the header anyway: no extra
- *   read on a lookup or READDIRPLUS), kept per node id while the kernel
- *   holds the id (fs->tags, let go at its FORGET: read again where the
- *   node or record is made again; a stat-only record has no room for
- *   it) and given as
+ *   read on a lookup or READDIRPLUS), kept by its node (n->tag) or
+ *   stat-only record (its name entry, state/objects.c lname_tag) while
+ *   the kernel holds the id (read again where the node or record is
+ *   made again) and given as
  *   the generation, the same in every mount, so this holds across a
  *   remount too (xfstests generic/477, 777);
  * - one other software made has none: one more for each object removed
@@ -39,6 +39,7 @@
  * possible, and harmless but for that one pair.)
  */
 #include "member.h"
+#include "table.h"
 
 /* ---- node ids with a number (open addressing, at most three quarters
  * full; id 0 a free slot) ---- */
@@ -100,9 +101,7 @@ static struct idgen *u64set_add(struct u64set *s, uint64_t id, bool *made)
 	*made = !x;
 	if (x)
 		return x;
-	/* (three quarters, not half: a walk of 10 M objects h5fs made keeps a
-	 * tag for each name the kernel holds, 16 bytes a slot: 256 MiB of
-	 * slots, not 512, issue 82) */
+	/* (three quarters, not half: 16 bytes a slot) */
 	if ((s->n + 1) * 4 > s->cap * 3 && !u64set_resize(s, s->cap ? s->cap * 2 : 64))
 		return NULL;
 	for (size_t i = u64set_home(s, id);; i = (i + 1) % s->cap)
@@ -111,38 +110,6 @@ static struct idgen *u64set_add(struct u64set *s, uint64_t id, bool *made)
 			__atomic_store_n(&s->n, s->n + 1, __ATOMIC_RELAXED);
 			return &s->v[i];
 		}
-}
-
-/* id's entry removed, if there is one: the entries after it on its
- * probe moved back into the hole where their home allows (linear
- * probing's deletion, Knuth 6.4 algorithm R: no tombstones) */
-static void u64set_del(struct u64set *s, uint64_t id)
-{
-	struct idgen *x = u64set_find(s, id);
-	size_t i, j, k;
-
-	if (!x)
-		return;
-	i = (size_t)(x - s->v);
-	s->v[i].id = 0;
-	s->v[i].gen = 0;
-	for (j = (i + 1) % s->cap; s->v[j].id; j = (j + 1) % s->cap) {
-		k = u64set_home(s, s->v[j].id);
-		/* stays where it is while its home is in (i, j] */
-		if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
-			continue;
-		s->v[i] = s->v[j];
-		s->v[j].id = 0;
-		s->v[j].gen = 0;
-		i = j;
-	}
-	__atomic_store_n(&s->n, s->n - 1, __ATOMIC_RELAXED);
-	/* halved when an eighth full (issue 82: the tags of a walk of 10 M
-	 * objects took 512 MiB of slots, kept after the kernel forgot the
-	 * ids); a quarter full then, so adds and removals around the size
-	 * do not resize it back and forth. (Out of memory: it stays.) */
-	if (s->cap > 64 && s->n * 8 < s->cap)
-		(void)u64set_resize(s, s->cap / 2);
 }
 
 void u64set_free(struct u64set *s)
@@ -162,42 +129,22 @@ void export_freed_locked(h5fs *fs, uint64_t ino)
 		x->gen++;
 }
 
-bool export_tag(h5fs *fs, uint64_t ino, uint32_t tag)
+void export_tag(h5fs *fs, uint32_t tag)
 {
-	struct idgen *x;
-	bool made, ok = true;
-
-	/* an object without a tag where none was shown: nothing to undo
-	 * (the common case of files other software made: no lock) */
-	if (!tag && !__atomic_load_n(&fs->tags.n, __ATOMIC_RELAXED))
-		return true;
-	pthread_mutex_lock(&fs->lock);
-	if (tag) {
-		x = u64set_add(&fs->tags, ino, &made);
-		if (x)
-			x->gen = tag;
-		ok = x != NULL;
-	} else if ((x = u64set_find(&fs->tags, ino))) {
-		x->gen = 0;
-	}
-	pthread_mutex_unlock(&fs->lock);
-	return ok;
-}
-
-void export_forgot_locked(h5fs *fs, uint64_t ino)
-{
-	if (fs->tags.n)
-		u64set_del(&fs->tags, ino);
+	if (tag && !__atomic_load_n(&fs->tagged, __ATOMIC_RELAXED))
+		__atomic_store_n(&fs->tagged, true, __ATOMIC_RELAXED);
 }
 
 uint64_t export_gen(h5fs *fs, uint64_t ino)
 {
 	const struct idgen *x;
+	const struct node *n;
+	const struct lslot *s;
 	uint64_t g = 0, key = ino;
 
 	/* no tag shown and nothing removed in this mount: no lock (a mount
 	 * of files other software made) */
-	if (!__atomic_load_n(&fs->freed.n, __ATOMIC_RELAXED) && !__atomic_load_n(&fs->tags.n, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&fs->freed.n, __ATOMIC_RELAXED) && !__atomic_load_n(&fs->tagged, __ATOMIC_RELAXED))
 		return 0;
 	/* a group numbered by its address is known by that address */
 	if (ino & H5FS_DIRADDR_BIT)
@@ -205,10 +152,14 @@ uint64_t export_gen(h5fs *fs, uint64_t ino)
 	else if (ino & H5FS_SYNTH_BIT)
 		key = 0;
 	pthread_mutex_lock(&fs->lock);
-	x = u64set_find(&fs->tags, ino);
-	if (x && x->gen)
-		g = x->gen;
-	else if (key && (x = u64set_find(&fs->freed, key)))
+	/* the tag of the object the id shows (its node's, or its record's) */
+	if (__atomic_load_n(&fs->tagged, __ATOMIC_RELAXED)) {
+		if ((n = node_full_find_locked(fs, ino)))
+			g = n->tag;
+		else if ((s = light_find_locked(fs, ino)))
+			g = lname_tag(fs, s->name);
+	}
+	if (!g && key && (x = u64set_find(&fs->freed, key)))
 		g = x->gen;
 	pthread_mutex_unlock(&fs->lock);
 	return g;

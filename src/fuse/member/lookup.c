@@ -85,7 +85,8 @@ static bool show_listed(struct stat *lst, h5fs *fs, const struct use *u, uint64_
 	tmp.ino = id;
 	tmp.st = sh->st;
 	tmp.path = (char *)path;
-	if (!export_tag(fs, id, sh->tag) || !light_keep(fs, &tmp, u->g, parent))
+	export_tag(fs, sh->tag);
+	if (!light_keep(fs, &tmp, u->g, parent))
 		return false;
 	*lst = sh->st;
 	return true;
@@ -232,11 +233,9 @@ again:
 		}
 		if (id & H5FS_SYNTH_BIT)
 			fresh->parent = p->ino;     /* its number is (parent, name)'s */
-		/* the generation its entries carry from now on (export.c) */
-		if (!export_tag(fs, id, fresh->tag)) {
-			node_free(fresh);
-			return ENOMEM;
-		}
+		/* the generation its entries carry from now on: its tag, kept
+		 * by the node or record (export.c) */
+		export_tag(fs, fresh->tag);
 		fresh->gen = u->g;
 		fresh->checked = u->g->num;
 		gen_hold(u->g);
@@ -339,7 +338,7 @@ static int do_lookup(struct node **out, struct stat *lst, h5fs *fs, fuse_ino_t p
 	uint64_t taddr = UINT64_MAX;
 	char *path = NULL, *fpath = NULL;
 	int rc, e = 0, depth = -1;
-	bool pending = false, removed = false;
+	bool pending = false, removed = false, listed_now;
 
 	memset(&l, 0, sizeof(l));
 	if (!p)
@@ -352,11 +351,16 @@ static int do_lookup(struct node **out, struct stat *lst, h5fs *fs, fuse_ino_t p
 	e = node_use(&u, fs, p);
 	if (e)
 		return e == ESTALE ? ENOENT : e;
-	/* the object a listing of this generation found: its name needs no
-	 * second look in the group's B-tree. Only where names change with
-	 * the generation alone (a mount that does not write: no rename,
-	 * unlink or batch since the listing) */
-	if (hint && hint->addr != UINT64_MAX && hint->gen == u.g && !pager_writes(&fs->pg)) {
+	/* what a listing of this generation read is what a lookup reads now
+	 * where names change with the generation alone (a mount that does
+	 * not write), or none of this mount's changes (a rename, unlink,
+	 * write, batch: node.h fs_change_begin) began since it was read with
+	 * none under way (issue 82) */
+	listed_now = hint && hint->gen == u.g &&
+		     (!pager_writes(&fs->pg) || (hint->quiet && !fs_change_since(fs, hint->chg)));
+	/* the object it found: its name needs no second look in the group's
+	 * B-tree */
+	if (listed_now && hint->addr != UINT64_MAX) {
 		l.type = H5_LINK_HARD;
 		l.addr = hint->addr;
 		path = h5_path_join(p->path, name);
@@ -430,7 +434,7 @@ hard:
 			bool listed = hint && hint->addr == taddr && tf == u.f;
 
 			e = show_object(out, lst, fs, p, &u, name, path, tf, taddr, fpath, quiet,
-					listed ? hint->group : -1, listed && hint->has_st ? hint : NULL);
+					listed ? hint->group : -1, listed && listed_now && hint->has_st ? hint : NULL);
 			if (!e && tf == u.f)
 				pending_nlink(fs, *out, lst, tf, taddr);
 			goto out;

@@ -40,6 +40,11 @@ struct listed {
 	h5_obj_kind kind;
 	uint32_t tag;
 	struct stat st;
+	/* a mount that writes: the listing was read with none of its
+	 * changes under way (quiet), after chg of them had begun
+	 * (node.h fs_change_mark): its word holds while none began since */
+	bool quiet;
+	uint64_t chg;
 };
 /* lookup.c: NAME in group (f, group) as lookup and mkdir see it: FILE's link (*l,
  * the h5_group_lookup's rc returned) less an rmdir's answered and not
@@ -61,11 +66,9 @@ void export_freed_locked(h5fs *fs, uint64_t ino);
 /* the generation of node id ino: its object's birth tag (export_tag),
  * else 0, or one more per object removed there in this mount */
 uint64_t export_gen(h5fs *fs, uint64_t ino);
-/* node id ino is shown for a newly read object whose birth tag is tag
- * (0: none); false: out of memory */
-bool export_tag(h5fs *fs, uint64_t ino, uint32_t tag);
-/* the kernel forgot node id ino (under fs->lock): its tag let go */
-void export_forgot_locked(h5fs *fs, uint64_t ino);
+/* an object whose birth tag is tag (0: none) is shown: export_gen looks
+ * for tags from now on (the node or record made keeps it) */
+void export_tag(h5fs *fs, uint32_t tag);
 void u64set_free(struct u64set *s);
 int member_getattr(void *r, struct stat *st, double *timeout, uint64_t ino);
 int member_readlink(void *r, char **target, uint64_t ino);

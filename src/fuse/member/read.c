@@ -49,6 +49,12 @@ struct dirsnap {
 	bool built;
 	int err;                /* the listing's errno, once built */
 	fuse_ino_t ino;
+	/* a mount that writes: none of its changes under way as the
+	 * listing was read (after chg_mark of them had begun: node.h
+	 * fs_change_mark), so its entries are what a lookup reads while
+	 * none began since (issue 82) */
+	bool quiet;
+	uint64_t chg_mark;
 	struct gen *gen;        /* the generation listed (held), */
 	bool told;              /* and the kernel told to drop the copy of it it
 				 * may take from this handle once it is old */
@@ -186,11 +192,7 @@ static int do_listing(struct dirsnap *d, h5fs *fs, fuse_ino_t ino)
 	uint8_t *kinds = NULL;
 	struct kind_at *kat = NULL;     /* (the slots kind_lookup_many made) */
 	int rc, err = 0;
-	/* READDIRPLUS's entries are answered from the listing's read where
-	 * its lookup takes the listing's word for the name (do_lookup: a
-	 * mount that does not write) and a dataset's mode does not depend
-	 * on its dataset's state (write_busy: node.c obj_fill) */
-	bool want_st = !fs_writable(fs) && !fs->write_busy;
+	bool want_st;
 	/* the children's headers, read a window at a time (h5_window) */
 	h5_window win = { 0 };
 
@@ -201,6 +203,14 @@ static int do_listing(struct dirsnap *d, h5fs *fs, fuse_ino_t ino)
 	err = commit_barrier(fs, COMMIT_NAMES);    /* new files not linked yet are listed too */
 	if (err)
 		return err;
+	/* (after the barrier's own commit: marked before anything is read) */
+	d->quiet = fs_change_mark(fs, &d->chg_mark);
+	/* READDIRPLUS's entries are answered from the listing's read where
+	 * its lookup takes the listing's word for the name (do_lookup: a
+	 * mount that does not write, or one none of whose changes ran
+	 * since the mark) and a dataset's mode does not depend on its
+	 * dataset's state (write_busy: node.c obj_fill) */
+	want_st = (!fs_writable(fs) || d->quiet) && !fs->write_busy;
 	err = node_use(&u, fs, n);
 	if (err)
 		return err;
@@ -421,6 +431,8 @@ void member_listed(struct listed *out, void *r, void *dh, size_t i)
 			out->addr = e->addr;
 			out->group = e->dtype == DT_UNKNOWN ? -1 : e->dtype == DT_DIR;
 			out->has_st = e->has_st;
+			out->quiet = d->quiet;
+			out->chg = d->chg_mark;
 			if (e->has_st) {
 				out->st = d->st[i].st;
 				out->kind = d->st[i].kind;

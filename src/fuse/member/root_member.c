@@ -271,6 +271,79 @@ static int rd_link(void *r, uint64_t ino, uint64_t newparent, const char *newnam
 	return err;
 }
 
+/* ---- changes counted (node/hold.c fs_change_begin) ---- */
+/* The requests on a descriptor or a node that may change what a stat
+ * shows or what is kept to be written (the changes by name are counted
+ * by their reader sections above: commit_rd_change_begin) */
+static int chg_open(void *r, struct fuse_file_info *fi, uint64_t ino)
+{
+	int err;
+
+	fs_change_begin(r);
+	err = views_open(r, fi, ino);
+	fs_change_end(r);
+	return err;
+}
+
+static int chg_release(void *r, uint64_t ino, struct fuse_file_info *fi)
+{
+	int err;
+
+	fs_change_begin(r);
+	err = member_release(r, ino, fi);
+	fs_change_end(r);
+	return err;
+}
+
+static void chg_write(void *r, fuse_req_t req, uint64_t ino, const char *buf, size_t size, off_t off,
+		      struct fuse_file_info *fi)
+{
+	fs_change_begin(r);
+	behind_write(r, req, ino, buf, size, off, fi);
+	fs_change_end(r);
+}
+
+static int chg_flush(void *r, uint64_t ino, struct fuse_file_info *fi)
+{
+	int err;
+
+	fs_change_begin(r);
+	err = behind_flush(r, ino, fi);
+	fs_change_end(r);
+	return err;
+}
+
+static int chg_fsync(void *r, uint64_t ino, struct fuse_file_info *fi)
+{
+	int err;
+
+	fs_change_begin(r);
+	err = behind_fsync(r, ino, fi);
+	fs_change_end(r);
+	return err;
+}
+
+static int chg_fallocate(void *r, uint64_t ino, int mode, uint64_t off, uint64_t len)
+{
+	int err;
+
+	fs_change_begin(r);
+	err = member_fallocate(r, ino, mode, off, len);
+	fs_change_end(r);
+	return err;
+}
+
+static int chg_setattr(void *r, struct stat *out, double *timeout, uint64_t ino, const struct stat *attr,
+		       int to_set)
+{
+	int err;
+
+	fs_change_begin(r);
+	err = member_setattr(r, out, timeout, ino, attr, to_set);
+	fs_change_end(r);
+	return err;
+}
+
 const struct root_ops h5fs_member_ops = {
 	.name = "member",
 	.lookup = rd_lookup,
@@ -281,15 +354,15 @@ const struct root_ops h5fs_member_ops = {
 	.opendir = rd_opendir,
 	.readdir = rd_readdir,
 	.releasedir = views_releasedir,
-	.open = views_open,
+	.open = chg_open,
 	.read = member_read,
 	.read_done = member_read_done,
-	.release = member_release,
-	.write = behind_write,
-	.flush = behind_flush,
-	.fsync = behind_fsync,
+	.release = chg_release,
+	.write = chg_write,
+	.flush = chg_flush,
+	.fsync = chg_fsync,
 	.fsyncdir = member_fsyncdir,
-	.fallocate = member_fallocate,
+	.fallocate = chg_fallocate,
 	.listxattr = rd_listxattr,
 	.getxattr = rd_getxattr,
 	.setxattr = rd_setxattr,
@@ -301,7 +374,7 @@ const struct root_ops h5fs_member_ops = {
 	.create = rd_create,
 	.rename = rd_rename,
 	.link = rd_link,
-	.setattr = member_setattr,
+	.setattr = chg_setattr,
 	.writable = member_writable,
 	.usage = member_usage,
 	.idle = member_idle,

@@ -73,7 +73,6 @@ int h5fs_new(h5fs **out, h5_file *f, const h5fs_config *cfg)
 	fs->open_dirs.prev = fs->open_dirs.next = &fs->open_dirs;
 	fs->open_wfiles.prev = fs->open_wfiles.next = &fs->open_wfiles;
 	fs->freed_locked = export_freed_locked;     /* (node/gone.c is below export.c) */
-	fs->forgot_locked = export_forgot_locked;   /* (node/node.c, state/light.c) */
 	fs->nodes_cap = fs->synth_cap = 1024;
 	fs->nodes = calloc(fs->nodes_cap, sizeof(*fs->nodes));
 	fs->synth = calloc(fs->synth_cap, sizeof(*fs->synth));
@@ -151,7 +150,6 @@ void h5fs_free(h5fs *fs)
 	light_free_all(fs);     /* (records hold generations; the kind map too) */
 	free(fs->synth);
 	u64set_free(&fs->freed);
-	u64set_free(&fs->tags);
 	pthread_mutex_destroy(&fs->lock);
 	pthread_cond_destroy(&fs->idle_cv);
 	pthread_mutex_destroy(&fs->wmu);

@@ -177,14 +177,53 @@ void fs_meta_synced(h5fs *fs, uint64_t seq)
 	pthread_mutex_unlock(&fs->wmu);
 }
 
+/* (a change counted from before the lock is asked for: FILE is written
+ * only after it, and fs_write_end ends it) */
+static int change_write_begin(h5fs *fs, bool undo)
+{
+	int e;
+
+	fs_change_begin(fs);
+	e = write_begin(fs, undo);
+	if (e)
+		fs_change_end(fs);
+	return e;
+}
+
 int fs_write_begin(h5fs *fs)
 {
-	return write_begin(fs, false);
+	return change_write_begin(fs, false);
 }
 
 int fs_write_begin_undo(h5fs *fs)
 {
-	return write_begin(fs, true);
+	return change_write_begin(fs, true);
+}
+
+/* Sequentially consistent: a listing reads chg_begun then chg_done, a
+ * change adds to chg_begun before it touches anything */
+void fs_change_begin(h5fs *fs)
+{
+	__atomic_add_fetch(&fs->chg_begun, 1, __ATOMIC_SEQ_CST);
+}
+
+void fs_change_end(h5fs *fs)
+{
+	__atomic_add_fetch(&fs->chg_done, 1, __ATOMIC_SEQ_CST);
+}
+
+/* done == begun read after it: every change begun up to mark has ended
+ * (one begun after mark and ended already may hide one of them still
+ * under way, but then chg_begun moved past mark: fs_change_since) */
+bool fs_change_mark(h5fs *fs, uint64_t *mark)
+{
+	*mark = __atomic_load_n(&fs->chg_begun, __ATOMIC_SEQ_CST);
+	return __atomic_load_n(&fs->chg_done, __ATOMIC_SEQ_CST) == *mark;
+}
+
+bool fs_change_since(h5fs *fs, uint64_t mark)
+{
+	return __atomic_load_n(&fs->chg_begun, __ATOMIC_SEQ_CST) != mark;
 }
 
 void fs_lost_set(h5fs *fs, int err)
@@ -215,4 +254,5 @@ void fs_write_end(h5fs *fs)
 	}
 	pager_logged(fs);
 	pthread_mutex_unlock(&fs->wmu);
+	fs_change_end(fs);
 }

@@ -138,7 +138,8 @@ static int obj_fill(struct node *n, h5fs *fs, h5_file *f, uint64_t addr, const h
 		 * writable mount (where the owner may read), also while
 		 * another process holds FILE (write_busy): what is shown does
 		 * not depend on who holds the lock */
-		if ((pager_writes(&fs->pg) || fs->write_busy) && f == fs_file(fs) && h5_append_check(n->ds) == 0) {
+		if ((pager_writes(&fs->pg) || fs->write_busy) && f == fs_file(fs) && h5_dataset_chunked(n->ds) &&
+		    h5_append_check(n->ds) == 0) {
 			n->st.st_mode |= fs->write_mode | (fs->write_busy ? (fs->file_mode & S_IRUSR) >> 1 : 0);
 			/* cat and cp size their writes by st_blksize: one
 			 * FUSE write of the largest size (max_write) */
@@ -408,8 +409,6 @@ void node_unref(h5fs *fs, uint64_t ino, uint64_t count)
 		n->kids_hold = n->nlookup == 0 && n->lkids;
 		if (n->nlookup == 0 && n->ino != FUSE_ROOT_ID && !n->kids_hold) {
 			node_remove_locked(fs, n);
-			if (fs->forgot_locked)
-				fs->forgot_locked(fs, n->ino);
 			/* a directory's number, or a dataset's shown under its
 			 * (parent, name) number (member/lookup.c show_object); a symlink
 			 * keeps its number */

@@ -40,6 +40,17 @@ int fs_write_begin(h5fs *fs);
  * mount that lost a change (fs_lost) */
 int fs_write_begin_undo(h5fs *fs);
 void fs_write_end(h5fs *fs);
+/* A change of this mount (a FILE write, a request that changes a name,
+ * a stat or what is kept in memory to be written) runs between these
+ * two. fs_change_mark: the changes begun so far (*mark), and true when
+ * none is under way; fs_change_since: one began after mark. What a
+ * listing read after a quiet mark is what a lookup would read while
+ * none began since (member/read.c: a read-write mount's cold walk,
+ * issue 82). */
+void fs_change_begin(h5fs *fs);
+void fs_change_end(h5fs *fs);
+bool fs_change_mark(h5fs *fs, uint64_t *mark);
+bool fs_change_since(h5fs *fs, uint64_t mark);
 /* After an attribute or link change committed, or storage freed (an
  * unlinked dataset's, released at its last close): remembered until
  * fs_meta_sync (commit/durable.c) makes it durable and cuts FILE to its

@@ -318,18 +318,12 @@ struct h5fs {
 	 * root's export.c (export_freed_locked, set by setup.c), called by
 	 * node/gone.c, which is below it */
 	void (*freed_locked)(h5fs *fs, uint64_t ino);
-	/* node ids shown of objects whose header has a birth tag (h5_obj_info
-	 * tag: every one h5fs made), with it (under lock): their generation,
-	 * the same in every mount (member/export.c); set again (or to 0, no
-	 * tag) whenever the id is shown for a newly read object, and let go
-	 * when the kernel forgets the id (forgot_locked): an entry the kernel
-	 * gets again is a lookup's, which reads the header again (issue 82:
-	 * only the ids the kernel holds, not every one it was ever shown) */
-	struct u64set tags;
-	/* the kernel forgot node id ino (its node or stat-only record gone,
-	 * under lock): export.c's export_forgot_locked, set by setup.c
-	 * (node/node.c is below it) */
-	void (*forgot_locked)(h5fs *fs, uint64_t ino);
+	/* atomic: an object with a birth tag (h5_obj_info tag: every one h5fs
+	 * made) was shown: its generation, the same in every mount, is the
+	 * tag its node (n->tag) or stat-only record (its name entry: objects.c
+	 * lname_tag) keeps while the kernel holds the id (member/export.c
+	 * export_gen); false: none to look for (no lock) */
+	bool tagged;
 	/* Open directory snapshots and write handles (under lock): when FILE
 	 * is unmounted while some are open, the kernel drops their pending
 	 * RELEASE requests, so h5fs_free() frees what is left. */
@@ -376,6 +370,12 @@ struct h5fs {
 	/* write_begin calls granted (under wmu): a sync that saw no other
 	 * writer begin meanwhile may keep FILE's mtime (commit/durable.c) */
 	uint64_t wbegins;
+	/* atomic: this mount's changes begun and ended (node/hold.c
+	 * fs_change_begin: every FILE write, and every request that may
+	 * change what a name or stat shows): a listing taken while none
+	 * was under way stays what a lookup reads until the next begins
+	 * (member/read.c, issue 82) */
+	uint64_t chg_begun, chg_done;
 	/* setfattr's write-behind (behind/xbatch.c; made at its first use) */
 	struct xbatch *xb;
 	struct lbatch *lb;      /* behind/lbatch.c: new files not linked yet */

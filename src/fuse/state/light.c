@@ -109,6 +109,7 @@ struct node *light_promote_locked(h5fs *fs, struct lslot *s)
 	n->addr = n->ino - 2;
 	n->parent = lname_parent(fs, s->name);
 	n->kind = (h5_obj_kind)s->kind;
+	n->tag = lname_tag(fs, s->name);        /* (export_gen reads it there now) */
 	n->type = NT_FILE;
 	light_stat(fs, s, &n->st);
 	n->unlinked = s->unlinked;
@@ -193,6 +194,7 @@ bool light_keep(h5fs *fs, const struct node *fresh, struct gen *g, uint64_t pare
 
 		if (gi) {
 			s->name = ref;
+			lname_set_tag(fs, ref, fresh->tag);
 			s->gen = gi;
 			s->nlookup = 1;
 			light_set_stat(s, fresh, ft);
@@ -234,6 +236,7 @@ static bool light_rename_locked(h5fs *fs, struct lslot *s, struct node *np, cons
 
 		if (!ref)
 			return false;
+		lname_set_tag(fs, ref, lname_tag(fs, s->name));
 		lname_free_locked(fs, s->name);
 		s->name = ref;
 	} else if (oldp != np->ino) {
@@ -305,8 +308,6 @@ bool light_unref_locked(h5fs *fs, uint64_t ino, uint64_t count, struct gen **rel
 	if (s->nlookup == 0) {
 		p = node_full_find_locked(fs, lname_parent(fs, s->name));
 		*release = light_drop_locked(fs, s, false);
-		if (fs->forgot_locked)
-			fs->forgot_locked(fs, ino);     /* (export.c) */
 		if (p && p->kids_hold && p->nlookup == 0 && p->lkids == 0)
 			*dir = p;
 	}

@@ -33,6 +33,9 @@ void lname_free_locked(h5fs *fs, uint32_t ref);
 const char *lname_str(h5fs *fs, uint32_t ref);
 uint64_t lname_parent(h5fs *fs, uint32_t ref);
 void lname_set_parent(h5fs *fs, uint32_t ref, uint64_t code);
+/* the record's birth tag (0 none; a new entry's is 0) */
+uint32_t lname_tag(h5fs *fs, uint32_t ref);
+void lname_set_tag(h5fs *fs, uint32_t ref, uint32_t tag);
 /* The generations records hold, by index (0: none): the index of g and
  * FILE's time ft, with one more record (g held once per index); 0 when all
  * are in use */

@@ -238,6 +238,11 @@ uint64_t h5_dataset_allocated(const h5_dataset *d)
 	return d->lops->allocated(d);
 }
 
+int h5_dataset_chunked(const h5_dataset *d)
+{
+	return d->layout.cls == H5_LAYOUT_CHUNKED;
+}
+
 /* An absence, not a failure: no message is set, so that it never stands
  * for the cause of a later error that set none (issue 56: a failed dd into
  * an lz4 dataset was logged as "records no modification time"). */
