@@ -155,6 +155,23 @@ def sequence(work, libver):
             del model["a21"]
             if fh.read() != np.full(4, 21, dtype="<i4").tobytes():
                 T.fail("%s: a21 read through a descriptor before the commit of its rm" % libver)
+        # a descriptor writing after the rm of its last name, at once
+        # (stress-ng --seek: create, unlink, pwrite past the end, pread):
+        # the ordered path, whose storage is kept from the answer on - in
+        # the batch the write found it gone until the commit, ESTALE
+        fd = os.open(p("t22"), os.O_CREAT | os.O_RDWR, 0o644)
+        try:
+            os.write(fd, b"x" * 100)
+            os.unlink(p("t22"))
+            os.pwrite(fd, b"y" * 100, 50)
+            os.pwrite(fd, b"z" * 10, 1000)
+            got = os.pread(fd, 2000, 0)
+            if got != b"x" * 50 + b"y" * 100 + bytes(850) + b"z" * 10:
+                T.fail("%s: t22 read back through its descriptor after its rm (%d bytes)" % (libver, len(got)))
+        except OSError as e:
+            T.fail("%s: t22 written through a descriptor after its rm: %s" % (libver, e))
+        finally:
+            os.close(fd)
         os.rename(p("a08"), p("a09"))
         model["a09"] = model.pop("a08")
         if val(p("a09")) != 8 or os.path.exists(p("a08")):

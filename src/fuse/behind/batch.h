@@ -55,14 +55,14 @@ void lbatch_stop(h5fs *fs);
  * caller takes today's path, whose barrier commits the batch first).
  * lbatch_rename: within group p; lbatch_link: the object at addr named
  * NEWNAME in p; lbatch_unlink: NAME of p (*addr its object), which keeps
- * another name, or (*last) a dataset's only name when may_take_last(f)
- * says its file allows it (the caller then marks its nodes unlinked). lbatch_moved: whether NAME of group names an object by
+ * another name, or (*last) a dataset's only name when may_take_last(fs, f, addr)
+ * says its file allows it and no descriptor reads it (the caller then marks its nodes unlinked). lbatch_moved: whether NAME of group names an object by
  * the batch (*addr); lbatch_removed says it removed. lbatch_nlink_delta:
  * the change of addr's count pending. */
 int lbatch_rename(h5fs *fs, struct node *p, const char *name, const char *newname);
 int lbatch_link(h5fs *fs, struct node *p, uint64_t addr, const char *newname);
 int lbatch_unlink(h5fs *fs, struct node *p, const char *name, uint64_t *addr, bool *last,
-		  bool (*may_take_last)(h5_file *f));
+		  bool (*may_take_last)(h5fs *fs, h5_file *f, uint64_t addr));
 bool lbatch_moved(h5fs *fs, h5_file *f, uint64_t group, const char *name, uint64_t *addr);
 int lbatch_nlink_delta(h5fs *fs, h5_file *f, uint64_t addr);
 /* The kinds (commit/commit.h struct commit_kind), registered with the

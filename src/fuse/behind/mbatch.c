@@ -13,10 +13,12 @@
  *   link    of one to a free name of the group;
  *   unlink  of a name whose object keeps another name (its count, FILE's
  *           and the list's, at least 2), or of a dataset's one name in
- *           FILE that the batch does not otherwise touch (not in a
- *           netCDF-4 file: its dimensions name it), its nodes marked
- *           unlinked at the answer and its storage freed (or kept while
- *           a descriptor reads it: gone_keep) after the commit.
+ *           FILE that the batch does not otherwise touch and no
+ *           descriptor has open (not in a netCDF-4 file: its dimensions
+ *           name it; an open one takes the ordered unlink, whose
+ *           gone_keep keeps its storage from the answer on), its nodes
+ *           marked unlinked at the answer and its storage freed after
+ *           the commit.
  * The list keeps each name's last change (mv a b; mv b a leaves a naming
  * its object, b removed: nothing to write for either), read by lookups
  * (lbatch_moved, lbatch_removed: member/lookup.c member_name_seen) and
@@ -406,7 +408,7 @@ int lbatch_link(h5fs *fs, struct node *p, uint64_t addr, const char *newname)
 }
 
 int lbatch_unlink(h5fs *fs, struct node *p, const char *name, uint64_t *addr, bool *last,
-		  bool (*may_take_last)(h5_file *f))
+		  bool (*may_take_last)(h5fs *fs, h5_file *f, uint64_t addr))
 {
 	struct lbatch *lb;
 	uint64_t was;
@@ -427,7 +429,7 @@ int lbatch_unlink(h5fs *fs, struct node *p, const char *name, uint64_t *addr, bo
 	else if (r != 1 || !plain_object(lb->u.f, *addr, &nl))
 		err = -1;       /* a symlink, a directory */
 	else if ((*last = (int64_t)nl + delta_locked(lb, *addr) < 2) &&
-		 (nl != 1 || delta_locked(lb, *addr) != 0 || !may_take_last(lb->u.f)))
+		 (nl != 1 || delta_locked(lb, *addr) != 0 || !may_take_last(fs, lb->u.f, *addr)))
 		err = -1;       /* a last name the batch cannot take (netCDF-4: its dimensions) */
 	else if (!(c = strdup(name)))
 		err = ENOMEM;

@@ -243,10 +243,15 @@ static bool npy_quiet(h5fs *fs, const char *a, const char *b)
  * (behind/mbatch.c, answered before its commit): 0 or an errno, or -1
  * when it is not one for the batch. */
 /* A dataset's last name may go in the batch: not in a netCDF-4 file,
- * where a variable's removal takes it off its dimensions (nc_detach_var) */
-static bool plain_hdf5(h5_file *f)
+ * where a variable's removal takes it off its dimensions (nc_detach_var),
+ * and not while a descriptor reads or writes it: the ordered path keeps
+ * its storage for them at once (gone_keep), where the batch would keep
+ * it only after its commit, and the descriptor's reads and writes
+ * meanwhile found its storage gone, ESTALE (stress-ng --seek: open,
+ * unlink, write) */
+static bool last_takeable(h5fs *fs, h5_file *f, uint64_t addr)
 {
-	return own_detect(f) == OWN_HDF5;
+	return own_detect(f) == OWN_HDF5 && !gone_object_open(fs, f, addr);
 }
 
 static int unlink_batched(h5fs *fs, uint64_t parent, const char *name)
@@ -262,7 +267,7 @@ static int unlink_batched(h5fs *fs, uint64_t parent, const char *name)
 	err = begin_change(&u, fs, &p, parent, true);
 	if (err)
 		return err;
-	err = lbatch_unlink(fs, p, name, &addr, &last, plain_hdf5);
+	err = lbatch_unlink(fs, p, name, &addr, &last, last_takeable);
 	if (err == 0) {
 		synth_forget(fs, p->ino, name);
 		node_touch(p, true);

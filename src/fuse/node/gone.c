@@ -39,6 +39,17 @@ static struct node *object_open_locked(h5fs *fs, h5_file *f, uint64_t addr, stru
 	return open;
 }
 
+bool gone_object_open(h5fs *fs, h5_file *f, uint64_t addr)
+{
+	struct node *holder;
+	bool open;
+
+	pthread_mutex_lock(&fs->lock);
+	open = object_open_locked(fs, f, addr, &holder) != NULL;
+	pthread_mutex_unlock(&fs->lock);
+	return open;
+}
+
 /* An unlinked or replaced dataset's storage: freed now when no
  * descriptor reads the object, else kept with a node of it that one
  * does, and freed when the last such closes (gone_closed) or the node

@@ -168,6 +168,9 @@ void gone_unlinked(h5fs *fs, h5_file *f, uint64_t addr);
 void gone_keep(h5fs *fs, struct gen *g, h5_file *f, uint64_t addr, struct h5_gone *gone);
 /* A descriptor of n closed (storage kept for it freed when last). */
 void gone_closed(h5fs *fs, struct node *n);
+/* Whether a descriptor reads the object at addr of f (through any node
+ * of it). Takes fs->lock. */
+bool gone_object_open(h5fs *fs, h5_file *f, uint64_t addr);
 /* Whether n's object lost its last link and no node of it keeps its
  * storage (no descriptor reads it): its space may hold another object
  * now, so a change must not read it (fresh.c node_use_current: ENOENT) */
