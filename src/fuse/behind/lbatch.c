@@ -36,6 +36,7 @@
 #include "batch.h"
 #include "handle.h"
 #include "lbatch_int.h"
+#include "hash.h"
 
 #define LB_HOLD_MS 1000 /* how long the timer leaves a file being written unlinked */
 
@@ -91,6 +92,7 @@ static void drop_first(struct lbatch *lb, size_t n)
 		lb->name_bytes -= strlen(lb->names[i]);
 		free(lb->names[i]);
 	}
+	lb->nm_idx_ok = false;
 	memmove(lb->names, lb->names + n, (lb->count - n) * sizeof(*lb->names));
 	memmove(lb->addrs, lb->addrs + n, (lb->count - n) * sizeof(*lb->addrs));
 	memmove(lb->items, lb->items + n, (lb->count - n) * sizeof(*lb->items));
@@ -113,6 +115,7 @@ static void drop_linked(struct lbatch *lb, size_t done)
 {
 	size_t k = 0;
 
+	lb->nm_idx_ok = false;
 	for (size_t i = 0; i < lb->count; i++) {
 		bool linked = i < done;
 
@@ -145,6 +148,7 @@ void lb_release_locked(h5fs *fs, struct lbatch *lb)
 		free(lb->rm[i]);
 	__atomic_store_n(&lb->nrm, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&lb->count, 0, __ATOMIC_RELEASE);
+	lb->nm_idx_ok = false;
 	lb->name_bytes = 0;
 	lb->room_n = 0;
 	lb->fails = 0;
@@ -209,6 +213,8 @@ static int commit_locked(h5fs *fs, struct lbatch *lb, bool last, bool timed)
 		}
 		if (i != n) {
 			char *nm = lb->names[n];
+
+			lb->nm_idx_ok = false;
 			uint64_t a = lb->addrs[n];
 			struct lb_item t = lb->items[n];
 
@@ -401,15 +407,61 @@ int lb_begin_locked(h5fs *fs, struct lbatch *lb, struct node *p)
 	return err;
 }
 
-static bool pending_locked(const struct lbatch *lb, const char *name, uint64_t *addr)
+/* t.mu held: names indexed up to count (nm_idx), or false (out of
+ * memory: the caller scans) */
+static bool names_index_locked(struct lbatch *lb)
 {
-	for (size_t i = 0; i < lb->count; i++)
-		if (strcmp(lb->names[i], name) == 0) {
-			if (addr)
-				*addr = lb->addrs[i];
-			return true;
+	size_t cap = lb->nm_idx_cap ? lb->nm_idx_cap : 256;
+
+	if (lb->nm_idx_ok && (2 * lb->count > lb->nm_idx_cap || lb->nm_indexed > lb->count))
+		lb->nm_idx_ok = false;
+	if (!lb->nm_idx_ok) {
+		while (2 * lb->count > cap)
+			cap *= 2;
+		if (cap != lb->nm_idx_cap) {
+			uint32_t *ni = calloc(cap, sizeof(*ni));
+
+			if (!ni)
+				return false;
+			free(lb->nm_idx);
+			lb->nm_idx = ni;
+			lb->nm_idx_cap = cap;
+		} else {
+			memset(lb->nm_idx, 0, cap * sizeof(*lb->nm_idx));
 		}
-	return false;
+		lb->nm_indexed = 0;
+		lb->nm_idx_ok = true;
+	}
+	for (; lb->nm_indexed < lb->count; lb->nm_indexed++) {
+		size_t b = hash_name(0, lb->names[lb->nm_indexed], lb->nm_idx_cap);
+
+		while (lb->nm_idx[b])
+			b = (b + 1) & (lb->nm_idx_cap - 1);
+		lb->nm_idx[b] = (uint32_t)(lb->nm_indexed + 1);
+	}
+	return true;
+}
+
+static bool pending_locked(struct lbatch *lb, const char *name, uint64_t *addr)
+{
+	size_t first = SIZE_MAX;
+
+	if (!names_index_locked(lb)) {
+		for (size_t i = 0; i < lb->count && first == SIZE_MAX; i++)
+			if (strcmp(lb->names[i], name) == 0)
+				first = i;
+	} else {
+		/* (the first of its name, as the list's scan gave it) */
+		for (size_t b = hash_name(0, name, lb->nm_idx_cap); lb->nm_idx[b]; b = (b + 1) & (lb->nm_idx_cap - 1)) {
+			size_t i = lb->nm_idx[b] - 1;
+
+			if (i < first && strcmp(lb->names[i], name) == 0)
+				first = i;
+		}
+	}
+	if (first != SIZE_MAX && addr)
+		*addr = lb->addrs[first];
+	return first != SIZE_MAX;
 }
 
 /* The room the batch's commit may take (h5_link_batch_room, asked again
@@ -692,6 +744,7 @@ int lbatch_forget(h5fs *fs, h5_file *f, uint64_t addr, char **name, uint64_t *pi
 		*name = lb->names[i];
 		*pino = lb->pino;
 		lb->name_bytes -= strlen(lb->names[i]);
+		lb->nm_idx_ok = false;
 		memmove(&lb->names[i], &lb->names[i + 1], (lb->count - i - 1) * sizeof(*lb->names));
 		memmove(&lb->addrs[i], &lb->addrs[i + 1], (lb->count - i - 1) * sizeof(*lb->addrs));
 		memmove(&lb->items[i], &lb->items[i + 1], (lb->count - i - 1) * sizeof(*lb->items));
@@ -743,6 +796,7 @@ void lbatch_stop(h5fs *fs)
 	commit_slot_stop(&lb->t);
 	__atomic_store_n(&fs->lb, NULL, __ATOMIC_RELEASE);
 	free(lb->names);
+	free(lb->nm_idx);
 	free(lb->addrs);
 	free(lb->items);
 	free(lb->rm);

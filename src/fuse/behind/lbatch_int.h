@@ -43,6 +43,14 @@ struct lbatch {
 	uint64_t *addrs;
 	struct lb_item *items;  /* beside names and addrs */
 	size_t count, cap;
+	/* open-addressed index of names (index + 1; 0: empty; at most half
+	 * full): names[0..nm_indexed) while nm_idx_ok, which a reorder or a
+	 * removal of names clears (made again at the next look); appended
+	 * names are indexed at the next look (pending_locked: a create's
+	 * lookups scanned up to LB_MAX_ITEMS names each, issue 82) */
+	uint32_t *nm_idx;
+	size_t nm_idx_cap, nm_indexed;
+	bool nm_idx_ok;
 	uint64_t name_bytes;
 	/* the room asked for (reserve_locked): names, their bytes, the need */
 	size_t room_n;
