@@ -36,7 +36,6 @@
 #include "batch.h"
 #include "handle.h"
 #include "lbatch_int.h"
-#include "hash.h"
 
 #define LB_HOLD_MS 1000 /* how long the timer leaves a file being written unlinked */
 
@@ -407,63 +406,6 @@ int lb_begin_locked(h5fs *fs, struct lbatch *lb, struct node *p)
 	return err;
 }
 
-/* t.mu held: names indexed up to count (nm_idx), or false (out of
- * memory: the caller scans) */
-static bool names_index_locked(struct lbatch *lb)
-{
-	size_t cap = lb->nm_idx_cap ? lb->nm_idx_cap : 256;
-
-	if (lb->nm_idx_ok && (2 * lb->count > lb->nm_idx_cap || lb->nm_indexed > lb->count))
-		lb->nm_idx_ok = false;
-	if (!lb->nm_idx_ok) {
-		while (2 * lb->count > cap)
-			cap *= 2;
-		if (cap != lb->nm_idx_cap) {
-			uint32_t *ni = calloc(cap, sizeof(*ni));
-
-			if (!ni)
-				return false;
-			free(lb->nm_idx);
-			lb->nm_idx = ni;
-			lb->nm_idx_cap = cap;
-		} else {
-			memset(lb->nm_idx, 0, cap * sizeof(*lb->nm_idx));
-		}
-		lb->nm_indexed = 0;
-		lb->nm_idx_ok = true;
-	}
-	for (; lb->nm_indexed < lb->count; lb->nm_indexed++) {
-		size_t b = hash_name(0, lb->names[lb->nm_indexed], lb->nm_idx_cap);
-
-		while (lb->nm_idx[b])
-			b = (b + 1) & (lb->nm_idx_cap - 1);
-		lb->nm_idx[b] = (uint32_t)(lb->nm_indexed + 1);
-	}
-	return true;
-}
-
-static bool pending_locked(struct lbatch *lb, const char *name, uint64_t *addr)
-{
-	size_t first = SIZE_MAX;
-
-	if (!names_index_locked(lb)) {
-		for (size_t i = 0; i < lb->count && first == SIZE_MAX; i++)
-			if (strcmp(lb->names[i], name) == 0)
-				first = i;
-	} else {
-		/* (the first of its name, as the list's scan gave it) */
-		for (size_t b = hash_name(0, name, lb->nm_idx_cap); lb->nm_idx[b]; b = (b + 1) & (lb->nm_idx_cap - 1)) {
-			size_t i = lb->nm_idx[b] - 1;
-
-			if (i < first && strcmp(lb->names[i], name) == 0)
-				first = i;
-		}
-	}
-	if (first != SIZE_MAX && addr)
-		*addr = lb->addrs[first];
-	return first != SIZE_MAX;
-}
-
 /* The room the batch's commit may take (h5_link_batch_room, asked again
  * when the batch outgrows what it was asked for: twice the names and
  * bytes), allocated from the allocation end at every create (twice it:
@@ -500,7 +442,7 @@ static int kind_admit(h5fs *fs, const struct commit_ask *q)
 	int rc, e;
 
 	if (a->lb) {
-		if (pending_locked(a->lb, a->name, NULL))
+		if (lb_pending_locked(a->lb, a->name, NULL))
 			return EEXIST;
 		/* linked by a batch since the caller looked (commits hold mu) */
 		rc = h5_group_lookup(&l, a->f, a->group, a->name);
@@ -724,7 +666,7 @@ bool lbatch_lookup(h5fs *fs, h5_file *f, uint64_t group, const char *name, uint6
 		return false;
 	pthread_mutex_lock(&lb->t.mu);
 	if (lb->count && lb->u.f == f && lb->u.addr == group)
-		found = pending_locked(lb, name, addr);
+		found = lb_pending_locked(lb, name, addr);
 	pthread_mutex_unlock(&lb->t.mu);
 	return found;
 }

@@ -93,6 +93,9 @@ struct lbatch {
 int lb_drain_locked(h5fs *fs, struct lbatch *lb, bool (*want_commit)(const struct lbatch *, const struct node *),
 		    const struct node *p);
 void lb_release_locked(h5fs *fs, struct lbatch *lb);
+/* t.mu held: NAME among the pending new names (*addr: its header's, when
+ * addr is not NULL); the first of it (lbatch_names.c) */
+bool lb_pending_locked(struct lbatch *lb, const char *name, uint64_t *addr);
 int lb_begin_locked(h5fs *fs, struct lbatch *lb, struct node *p);
 struct lbatch *lbatch_get(h5fs *fs);
 /* (mbatch.c) the moves committed (t.mu held), as commit_locked's lists;
