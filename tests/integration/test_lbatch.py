@@ -24,7 +24,10 @@ libver="latest" one (compact storage: a commit a link; then dense: one a batch):
 - on a disk that fills (a 3 MB tmpfs), creates of 20 KiB files until one
   is refused: each answered file is in FILE after the unmount with its
   bytes (the commit's space was reserved before the answer), the refusal
-  is ENOSPC, and the mount is not marked lost (the unmount exits 0).
+  is ENOSPC, and the mount is not marked lost (the unmount exits 0);
+- 700 names pending at once, one of them held open through the timer's
+  commit: each found by the daemon's lookup, EEXIST again (the pending
+  names' index).
 """
 import errno
 import os
@@ -234,11 +237,58 @@ def full_disk(work):
         print("full disk: %d files of 20 KB answered and kept, then ENOSPC" % len(made))
 
 
+def pending_index(work):
+    """The pending names' index (lbatch.c names_index_locked): 700
+    names pending at once (the index grown twice), a file held open for
+    writing in the middle of them, so that the timer's commit links the
+    others and keeps it (the names reordered, then dropped: the index
+    made again); each looked up by the daemon once the kernel's entries
+    expired (1 s): found, its mkdir EEXIST, a name never made ENOENT."""
+    path = os.path.join(work, "index.h5")
+    mnt = os.path.join(work, "mnt")
+    with h5py.File(path, "w", libver="earliest") as f:
+        f.create_group("g")
+    env = {"H5FS_COMMIT_NAMES_IDLE_MS": "1500", "H5FS_COMMIT_NAMES_MS": "1500"}
+    with T.Mount(path, mnt, env=env):
+        g = os.path.join(mnt, "g")
+        names = ["d%03d" % i for i in range(700)]
+        for nm in names[:350]:
+            os.mkdir(os.path.join(g, nm))
+        fh = open(os.path.join(g, "w"), "wb")
+        for nm in names[350:]:
+            os.mkdir(os.path.join(g, nm))
+        time.sleep(1.2)         # the kernel's entries expired; all pending
+        for nm in names[::7] + [names[-1], "w"]:
+            if not os.path.exists(os.path.join(g, nm)):
+                T.fail("index: %s pending is not found" % nm)
+        T.expect_err("index: mkdir of a pending name", lambda: os.mkdir(os.path.join(g, "d349")), errno.EEXIST)
+        T.expect_err("index: a name never made", lambda: os.stat(os.path.join(g, "d700")), errno.ENOENT)
+        time.sleep(1.0)         # the timer's commit: all but w linked
+        fh.write(b"held")
+        os.mkdir(os.path.join(g, "late"))
+        time.sleep(1.1)
+        for nm in ("w", "late", "d000", "d351", "d699"):
+            if not os.path.exists(os.path.join(g, nm)):
+                T.fail("index: %s is not found after the commit" % nm)
+        T.expect_err("index: O_EXCL create of w", lambda: os.open(os.path.join(g, "w"), os.O_WRONLY | os.O_CREAT | os.O_EXCL),
+                     errno.EEXIST)
+        fh.close()
+    with h5py.File(path, "r") as f:
+        got = sorted(f["g"].keys())
+        want = sorted(names + ["w", "late"])
+        if got != want:
+            T.fail("index: FILE holds %d names of %d" % (len(got), len(want)))
+        if f["g/w"][()].tobytes() != b"held":
+            T.fail("index: w holds %r" % f["g/w"][()].tobytes())
+    print("index: 700 names pending, one held through the timer's commit, all found")
+
+
 def main():
     work = T.workdir("lbatch")
     for libver in ("earliest", "latest"):
         run(work, libver)
     full_disk(work)
+    pending_index(work)
     return T.finish()
 
 

@@ -1045,7 +1045,49 @@ START_TEST(e2e_which)
 	f = open_py("dense.h5");
 	ck_assert_int_eq(h5_attr_which(&mask, f, resolve(f, "/nine"), dense, 5), 0);
 	ck_assert_uint_eq(mask, 2u | 4u | 8u);
+	ck_assert_int_eq(h5_attr_which(&mask, f, resolve(f, "/nine"), dense, 5), 0);
+	ck_assert_uint_eq(mask, 2u | 4u | 8u);
 	h5_file_close(f);
+}
+END_TEST
+
+/* h5_attr_which's answer kept with the cached header (h5_ohdr.which):
+ * asked again, the same; other names (one of them a prefix of a kept
+ * one, or one name fewer) not given the kept answer; an attribute
+ * written since (the header edited, the cached one dropped) seen. */
+START_TEST(e2e_which_kept)
+{
+	static const char *const a[] = { "i1", "nope", "be" };
+	static const char *const b[] = { "i1", "nop", "be" };
+	static const char *const c[] = { "i1", "nope" };
+	char src[128], path[128], cmd[300];
+	h5_file *f;
+	uint32_t mask = 99;
+	uint64_t root;
+
+	if (!py_ok)
+		return;
+	snprintf(src, sizeof(src), "%s/compact.h5", py_dir);
+	snprintf(path, sizeof(path), "%s/which_kept.h5", py_dir);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", src, path);
+	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_msg(h5_file_open(&f, path, &(h5_open_opts){ .writable = 1 }) == 0, "%s", h5_err_msg());
+	root = h5_file_root(f);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(h5_attr_which(&mask, f, root, a, 3), 0);
+		ck_assert_uint_eq(mask, 1u | 4u);
+	}
+	ck_assert_int_eq(h5_attr_which(&mask, f, root, b, 3), 0);
+	ck_assert_uint_eq(mask, 1u | 4u);
+	ck_assert_int_eq(h5_attr_which(&mask, f, root, c, 2), 0);
+	ck_assert_uint_eq(mask, 1u);
+	ck_assert_msg(h5_attr_write(f, root, "nope", 4, "x", 1, 0) == 0, "%s", h5_err_msg());
+	ck_assert_int_eq(h5_attr_which(&mask, f, root, a, 3), 0);
+	ck_assert_uint_eq(mask, 1u | 2u | 4u);
+	ck_assert_int_eq(h5_attr_which(&mask, f, root, b, 3), 0);
+	ck_assert_uint_eq(mask, 1u | 4u);
+	h5_file_close(f);
+	unlink(path);
 }
 END_TEST
 
@@ -2107,6 +2149,7 @@ static Suite *attr_suite(void)
 	tcase_add_test(te, e2e_compact_list);
 	tcase_add_test(te, e2e_dense);
 	tcase_add_test(te, e2e_which);
+	tcase_add_test(te, e2e_which_kept);
 	tcase_add_test(te, e2e_ten_thousand);
 	tcase_add_test(te, e2e_xattr_all);
 	tcase_add_test(te, corpus_values);

@@ -91,6 +91,7 @@ static void drop_first(struct lbatch *lb, size_t n)
 		lb->name_bytes -= strlen(lb->names[i]);
 		free(lb->names[i]);
 	}
+	lb->nm_idx_ok = false;
 	memmove(lb->names, lb->names + n, (lb->count - n) * sizeof(*lb->names));
 	memmove(lb->addrs, lb->addrs + n, (lb->count - n) * sizeof(*lb->addrs));
 	memmove(lb->items, lb->items + n, (lb->count - n) * sizeof(*lb->items));
@@ -113,6 +114,7 @@ static void drop_linked(struct lbatch *lb, size_t done)
 {
 	size_t k = 0;
 
+	lb->nm_idx_ok = false;
 	for (size_t i = 0; i < lb->count; i++) {
 		bool linked = i < done;
 
@@ -145,6 +147,7 @@ void lb_release_locked(h5fs *fs, struct lbatch *lb)
 		free(lb->rm[i]);
 	__atomic_store_n(&lb->nrm, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&lb->count, 0, __ATOMIC_RELEASE);
+	lb->nm_idx_ok = false;
 	lb->name_bytes = 0;
 	lb->room_n = 0;
 	lb->fails = 0;
@@ -209,6 +212,8 @@ static int commit_locked(h5fs *fs, struct lbatch *lb, bool last, bool timed)
 		}
 		if (i != n) {
 			char *nm = lb->names[n];
+
+			lb->nm_idx_ok = false;
 			uint64_t a = lb->addrs[n];
 			struct lb_item t = lb->items[n];
 
@@ -401,17 +406,6 @@ int lb_begin_locked(h5fs *fs, struct lbatch *lb, struct node *p)
 	return err;
 }
 
-static bool pending_locked(const struct lbatch *lb, const char *name, uint64_t *addr)
-{
-	for (size_t i = 0; i < lb->count; i++)
-		if (strcmp(lb->names[i], name) == 0) {
-			if (addr)
-				*addr = lb->addrs[i];
-			return true;
-		}
-	return false;
-}
-
 /* The room the batch's commit may take (h5_link_batch_room, asked again
  * when the batch outgrows what it was asked for: twice the names and
  * bytes), allocated from the allocation end at every create (twice it:
@@ -448,7 +442,7 @@ static int kind_admit(h5fs *fs, const struct commit_ask *q)
 	int rc, e;
 
 	if (a->lb) {
-		if (pending_locked(a->lb, a->name, NULL))
+		if (lb_pending_locked(a->lb, a->name, NULL))
 			return EEXIST;
 		/* linked by a batch since the caller looked (commits hold mu) */
 		rc = h5_group_lookup(&l, a->f, a->group, a->name);
@@ -672,7 +666,7 @@ bool lbatch_lookup(h5fs *fs, h5_file *f, uint64_t group, const char *name, uint6
 		return false;
 	pthread_mutex_lock(&lb->t.mu);
 	if (lb->count && lb->u.f == f && lb->u.addr == group)
-		found = pending_locked(lb, name, addr);
+		found = lb_pending_locked(lb, name, addr);
 	pthread_mutex_unlock(&lb->t.mu);
 	return found;
 }
@@ -692,6 +686,7 @@ int lbatch_forget(h5fs *fs, h5_file *f, uint64_t addr, char **name, uint64_t *pi
 		*name = lb->names[i];
 		*pino = lb->pino;
 		lb->name_bytes -= strlen(lb->names[i]);
+		lb->nm_idx_ok = false;
 		memmove(&lb->names[i], &lb->names[i + 1], (lb->count - i - 1) * sizeof(*lb->names));
 		memmove(&lb->addrs[i], &lb->addrs[i + 1], (lb->count - i - 1) * sizeof(*lb->addrs));
 		memmove(&lb->items[i], &lb->items[i + 1], (lb->count - i - 1) * sizeof(*lb->items));
@@ -743,6 +738,7 @@ void lbatch_stop(h5fs *fs)
 	commit_slot_stop(&lb->t);
 	__atomic_store_n(&fs->lb, NULL, __ATOMIC_RELEASE);
 	free(lb->names);
+	free(lb->nm_idx);
 	free(lb->addrs);
 	free(lb->items);
 	free(lb->rm);

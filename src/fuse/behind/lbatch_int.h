@@ -43,6 +43,14 @@ struct lbatch {
 	uint64_t *addrs;
 	struct lb_item *items;  /* beside names and addrs */
 	size_t count, cap;
+	/* open-addressed index of names (index + 1; 0: empty; at most half
+	 * full): names[0..nm_indexed) while nm_idx_ok, which a reorder or a
+	 * removal of names clears (made again at the next look); appended
+	 * names are indexed at the next look (pending_locked: a create's
+	 * lookups scanned up to LB_MAX_ITEMS names each, issue 82) */
+	uint32_t *nm_idx;
+	size_t nm_idx_cap, nm_indexed;
+	bool nm_idx_ok;
 	uint64_t name_bytes;
 	/* the room asked for (reserve_locked): names, their bytes, the need */
 	size_t room_n;
@@ -85,6 +93,9 @@ struct lbatch {
 int lb_drain_locked(h5fs *fs, struct lbatch *lb, bool (*want_commit)(const struct lbatch *, const struct node *),
 		    const struct node *p);
 void lb_release_locked(h5fs *fs, struct lbatch *lb);
+/* t.mu held: NAME among the pending new names (*addr: its header's, when
+ * addr is not NULL); the first of it (lbatch_names.c) */
+bool lb_pending_locked(struct lbatch *lb, const char *name, uint64_t *addr);
 int lb_begin_locked(h5fs *fs, struct lbatch *lb, struct node *p);
 struct lbatch *lbatch_get(h5fs *fs);
 /* (mbatch.c) the moves committed (t.mu held), as commit_locked's lists;

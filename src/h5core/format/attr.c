@@ -518,11 +518,63 @@ int h5_attr_find(h5_attr_msg *out, h5_file *f, uint64_t addr, const char *name, 
 	return rc;
 }
 
+/* h5_attr_which's answer for a header's compact attributes, kept with
+ * the header (h5_ohdr.which): create(2) asks own_detect, which asks this
+ * of each of the root's first objects; one of 2,000 attributes was a
+ * pass over all of them per create (issue 82 item 2). The names asked
+ * are kept whole, so another set of names is told apart exactly; the
+ * first set asked of a header is the one kept. */
+struct which_memo {
+	uint32_t mask;
+	size_t n, len;
+	char names[];           /* the names, each with its NUL */
+};
+
+static bool which_memo_get(uint32_t *mask, const h5_ohdr *oh, const char *const *names, const size_t *lens,
+			   size_t n)
+{
+	const struct which_memo *w = __atomic_load_n(&oh->which, __ATOMIC_ACQUIRE);
+	size_t off = 0;
+
+	if (!w || w->n != n)
+		return false;
+	for (size_t k = 0; k < n; k++) {
+		if (w->len - off < lens[k] + 1 || memcmp(w->names + off, names[k], lens[k] + 1) != 0)
+			return false;
+		off += lens[k] + 1;
+	}
+	*mask = w->mask;
+	return true;
+}
+
+static void which_memo_put(h5_ohdr *oh, const char *const *names, const size_t *lens, size_t n, uint32_t mask)
+{
+	struct which_memo *w;
+	void *none = NULL;
+	size_t len = 0, off = 0;
+
+	for (size_t k = 0; k < n; k++)
+		len += lens[k] + 1;
+	w = malloc(sizeof(*w) + len);
+	if (!w)
+		return;         /* (only not kept) */
+	w->mask = mask;
+	w->n = n;
+	w->len = len;
+	for (size_t k = 0; k < n; k++) {
+		memcpy(w->names + off, names[k], lens[k] + 1);
+		off += lens[k] + 1;
+	}
+	if (!__atomic_compare_exchange_n(&oh->which, &none, w, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		free(w);        /* another set was kept first */
+}
+
 int h5_attr_which(uint32_t *mask, h5_file *f, uint64_t addr, const char *const *names, size_t n)
 {
 	h5_ohdr *oh = NULL;
 	size_t lens[32];
 	ainfo ai;
+	bool known, shared = false;
 	int rc;
 
 	*mask = 0;
@@ -534,7 +586,8 @@ int h5_attr_which(uint32_t *mask, h5_file *f, uint64_t addr, const char *const *
 	if (rc < 0)
 		return rc;
 	rc = ainfo_get(&ai, f, oh);
-	for (size_t i = 0; rc == 0 && i < oh->nmsgs; i++) {
+	known = rc == 0 && which_memo_get(mask, oh, names, lens, n);
+	for (size_t i = 0; rc == 0 && !known && i < oh->nmsgs; i++) {
 		const h5_msg *m = &oh->msgs[i];
 		const uint8_t *data = NULL;
 		size_t len = 0, size;
@@ -544,6 +597,8 @@ int h5_attr_which(uint32_t *mask, h5_file *f, uint64_t addr, const char *const *
 
 		if (m->type != H5_MSG_ATTR)
 			continue;
+		/* (a shared message's bytes are elsewhere: not kept) */
+		shared = shared || (m->flags & H5_MSG_FLAG_SHARED);
 		rc = h5_msg_read(&data, &len, &owned, f, m);
 		/* decoded only when its name size (where every version has it,
 		 * as find_in) is one of the names' (or too short: the decoder
@@ -565,6 +620,8 @@ int h5_attr_which(uint32_t *mask, h5_file *f, uint64_t addr, const char *const *
 			rc = h5_err_wrap(rc, "object 0x%llx: attribute message at 0x%llx: ", (unsigned long long)oh->addr,
 					 (unsigned long long)m->addr);
 	}
+	if (rc == 0 && !known && !shared)
+		which_memo_put(oh, names, lens, n, *mask);
 	for (size_t k = 0; rc == 0 && ainfo_dense(&ai) && k < n; k++) {
 		h5_attr_msg a;
 

@@ -72,26 +72,15 @@ static int linfo_decode_v(void *out, const h5_fmt *fmt, const uint8_t *b, size_t
 
 int h5_group_storage_get(h5_group_storage *gs, h5_file *f, const h5_ohdr *oh, uint64_t addr)
 {
-	const h5_msg *m;
-
-	const h5_msg *stab = NULL, *link = NULL;
+	const h5_msg *m, *stab;
 
 	memset(gs, 0, sizeof(*gs));
 	/* libhdf5 (H5G__obj_iterate) asks for the Link Info message first: a
 	 * new-style group is compact or dense according to its heap address.
-	 * One pass for the three (a group of 2,000 attributes was scanned
-	 * three times by every lookup of a name in it: issue 82) */
-	m = NULL;
-	for (size_t i = 0; i < oh->nmsgs && !m; i++) {
-		const h5_msg *x = &oh->msgs[i];
-
-		if (x->type == H5_MSG_LINFO)
-			m = x;
-		else if (x->type == H5_MSG_STAB && !stab)
-			stab = x;
-		else if (x->type == H5_MSG_LINK && !link)
-			link = x;
-	}
+	 * (h5_ohdr_find knows an absent type without a pass: a group of
+	 * 2,000 attributes was scanned whole by every lookup of a name in
+	 * it, issue 82) */
+	m = h5_ohdr_find(oh, H5_MSG_LINFO);
 	if (m) {
 		int rc = group_read_msg(f, m, &gs->linfo, linfo_decode_v);
 
@@ -100,11 +89,12 @@ int h5_group_storage_get(h5_group_storage *gs, h5_file *f, const h5_ohdr *oh, ui
 		gs->form = h5_addr_defined(gs->linfo.fheap_addr) ? H5_GROUP_DENSE : H5_GROUP_COMPACT;
 		return 0;
 	}
+	stab = h5_ohdr_find(oh, H5_MSG_STAB);
 	if (stab) {
 		gs->form = H5_GROUP_STAB;
 		return group_read_msg(f, stab, &gs->stab, stab_decode_v);
 	}
-	if (link) {
+	if (h5_ohdr_find(oh, H5_MSG_LINK)) {
 		gs->form = H5_GROUP_COMPACT;
 		return 0;
 	}

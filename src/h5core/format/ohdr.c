@@ -83,6 +83,7 @@ void h5_ohdr_free(h5_ohdr *oh)
 		free(oh->chunks);
 	if (!ohdr_in_block(o, oh->msgs))
 		free(oh->msgs);
+	free(__atomic_load_n(&oh->which, __ATOMIC_ACQUIRE));
 	free(o);
 }
 
@@ -252,6 +253,8 @@ static int ohdr_parse_chunk(ohdr_build *b, uint32_t ci, size_t start, size_t end
 		if (rc < 0)
 			return rc;
 		oh->msgs[oh->nmsgs++] = m;
+		if (m.type < 64)
+			oh->types |= (uint64_t)1 << m.type;
 		if (m.type == H5_MSG_CONT) {
 			rc = ohdr_queue_cont(b, &m);
 			if (rc < 0)
@@ -634,6 +637,8 @@ void h5_ohdr_release(h5_file *f, h5_ohdr *oh)
 
 const h5_msg *h5_ohdr_find(const h5_ohdr *oh, uint16_t type)
 {
+	if (type < 64 && !(oh->types & (uint64_t)1 << type))
+		return NULL;
 	for (size_t i = 0; i < oh->nmsgs; i++)
 		if (oh->msgs[i].type == type)
 			return &oh->msgs[i];
@@ -643,6 +648,9 @@ const h5_msg *h5_ohdr_find(const h5_ohdr *oh, uint16_t type)
 size_t h5_ohdr_count(const h5_ohdr *oh, uint16_t type)
 {
 	size_t n = 0;
+
+	if (type < 64 && !(oh->types & (uint64_t)1 << type))
+		return 0;
 
 	for (size_t i = 0; i < oh->nmsgs; i++)
 		n += oh->msgs[i].type == type;

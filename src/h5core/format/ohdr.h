@@ -64,6 +64,16 @@ typedef struct h5_ohdr {
 	uint32_t atime, mtime, ctime, btime;
 	size_t nmsgs;
 	h5_msg *msgs;         /* in header order, continuation and NIL messages included */
+	/* bit t (t < 64): a message of type t is among msgs, so that a type
+	 * absent is known without a pass over them (h5_ohdr_find: a group of
+	 * 2,000 attributes was scanned whole for its Link Info and
+	 * Attribute Info messages by every lookup of a name in it, issue 82) */
+	uint64_t types;
+	/* atomic: h5_attr_which's answer for the header's compact
+	 * attributes (attr.c), one malloc'd block made at its first use and
+	 * freed with the header, which is never changed once loaded (an edit
+	 * changes a private copy, then the cache drops this one) */
+	void *which;
 	size_t nchunks;
 	h5_ohdr_chunk *chunks;
 } h5_ohdr;
