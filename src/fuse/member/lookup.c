@@ -429,10 +429,14 @@ hard:
 	if (rc == 0) {
 		/* a link up to this group or one of its ancestors on this path:
 		 * a symlink there */
-		depth = ancestor_depth(fs, p, file_ino(tf, taddr));
-		if (depth < 0) {
-			bool listed = hint && hint->addr == taddr && tf == u.f;
+		bool listed = hint && hint->addr == taddr && tf == u.f;
 
+		/* (what the listing of this generation read as no group is
+		 * none of the directories above: those are groups, numbered
+		 * by their own headers' addresses) */
+		depth = listed && listed_now && hint->has_st && hint->kind != H5_OBJ_GROUP
+				? -1 : ancestor_depth(fs, p, file_ino(tf, taddr));
+		if (depth < 0) {
 			e = show_object(out, lst, fs, p, &u, name, path, tf, taddr, fpath, quiet,
 					listed ? hint->group : -1, listed && listed_now && hint->has_st ? hint : NULL);
 			if (!e && tf == u.f)
