@@ -252,6 +252,8 @@ static int ohdr_parse_chunk(ohdr_build *b, uint32_t ci, size_t start, size_t end
 		if (rc < 0)
 			return rc;
 		oh->msgs[oh->nmsgs++] = m;
+		if (m.type < 32)
+			oh->types |= (uint32_t)1 << m.type;
 		if (m.type == H5_MSG_CONT) {
 			rc = ohdr_queue_cont(b, &m);
 			if (rc < 0)
@@ -638,6 +640,8 @@ void h5_ohdr_release(h5_file *f, h5_ohdr *oh)
 
 const h5_msg *h5_ohdr_find(const h5_ohdr *oh, uint16_t type)
 {
+	if (type < 32 && !(oh->types >> type & 1))
+		return NULL;
 	for (size_t i = 0; i < oh->nmsgs; i++)
 		if (oh->msgs[i].type == type)
 			return &oh->msgs[i];

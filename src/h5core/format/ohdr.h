@@ -64,6 +64,10 @@ typedef struct h5_ohdr {
 	uint32_t atime, mtime, ctime, btime;
 	size_t nmsgs;
 	h5_msg *msgs;         /* in header order, continuation and NIL messages included */
+	uint32_t types;       /* bit t: msgs hold one of type t (t < 32: all of
+			       * IV.A.2's), h5_ohdr_find's answer for the absent
+			       * ones without a pass (a dataset's stat asked for
+			       * four absent types, issue 82) */
 	size_t nchunks;
 	h5_ohdr_chunk *chunks;
 } h5_ohdr;
