@@ -133,9 +133,10 @@ again:
 		return ENOMEM;
 	*out = NULL;
 	/* what the listing read, of an object shown by nothing yet: its
-	 * record kept at once (a cold walk's every dataset, issue 82) */
-	if (sh && k != H5_OBJ_GROUP && tries == 0 && light_vacant(fs, id) &&
-	    show_listed(lst, fs, u, p->ino, path, tf, taddr, id, sh))
+	 * record kept at once (a cold walk's every dataset, issue 82;
+	 * light_keep keeps none where a node or record shows it already,
+	 * under the same lock it looks with) */
+	if (sh && k != H5_OBJ_GROUP && tries == 0 && show_listed(lst, fs, u, p->ino, path, tf, taddr, id, sh))
 		return 0;
 	/* shown before, and still stat-only and current (state/light.c) */
 	if (k != H5_OBJ_GROUP && (light_ref(fs, id, taddr, tf, p->ino, name, lst) ||
