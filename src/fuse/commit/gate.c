@@ -113,6 +113,12 @@ int commit_refuse(h5fs *fs, int rc, const char *op, const char *path, const char
  * not reused under them (a listxattr walking a dense store that a setfattr
  * replaced; a read() whose extents are spliced after n->lk is dropped,
  * issue 56). */
+/* this thread's READDIRPLUS section (commit_rd_batch_begin), fs NULL: none */
+static __thread struct rd_batch {
+	h5fs *fs;
+	struct rd x;
+} rd_batch;
+
 struct rd commit_rd_begin(h5fs *fs)
 {
 	struct rd x = { NULL, 0 };
@@ -121,8 +127,30 @@ struct rd commit_rd_begin(h5fs *fs)
 	if (!pager_writes(&fs->pg))
 		return x;
 	x.g = gen_current(fs);
+	if (rd_batch.fs == fs && rd_batch.x.g == x.g && rd_batch.x.t) {
+		/* inside this thread's section of the same generation */
+		gen_release(x.g);
+		x.g = NULL;
+		return x;
+	}
 	x.t = h5_file_read_begin(x.g->f);
 	return x;
+}
+
+void commit_rd_batch_begin(h5fs *fs)
+{
+	if (rd_batch.fs)
+		return;         /* (one at a time; none nests) */
+	rd_batch.x = commit_rd_begin(fs);
+	rd_batch.fs = rd_batch.x.g ? fs : NULL;
+}
+
+void commit_rd_batch_end(h5fs *fs)
+{
+	if (rd_batch.fs != fs)
+		return;
+	rd_batch.fs = NULL;
+	commit_rd_end(&rd_batch.x);
 }
 
 void commit_rd_end(struct rd *x)

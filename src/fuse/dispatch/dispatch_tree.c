@@ -292,6 +292,8 @@ static void op_readdirplus_gated(fuse_req_t req, fuse_ino_t ino, size_t size, of
 	}
 	t.s = h->s;
 	t.local = h->local;
+	if (h->s->ops->batch_begin)
+		h->s->ops->batch_begin(h->s->r);
 	for (i = off < 0 ? 0 : (uint64_t)off;; i++) {
 		struct fuse_entry_param fe;
 		struct root_dirent d;
@@ -329,6 +331,8 @@ static void op_readdirplus_gated(fuse_req_t req, fuse_ino_t ino, size_t size, of
 		}
 		pos += len;
 	}
+	if (h->s->ops->batch_end)
+		h->s->ops->batch_end(h->s->r);
 	disp_target_end(m, &t);
 	if (err)
 		fuse_reply_err(req, err);

@@ -72,6 +72,11 @@ struct root_ops {
 	 * what the listing knew of the entry may answer without looking the
 	 * name up again; NULL: lookup */
 	int (*lookup_listed)(void *r, struct root_entry *e, uint64_t parent, const char *name, void *dh, size_t i);
+	/* around one READDIRPLUS reply's readdir and lookup_listed calls,
+	 * by the thread that makes them (the member root: one reader
+	 * section for them all); NULL: none */
+	void (*batch_begin)(void *r);
+	void (*batch_end)(void *r);
 	void (*forget)(void *r, uint64_t ino, uint64_t nlookup);
 	int (*getattr)(void *r, struct stat *st, double *timeout, uint64_t ino);
 	/* *target malloc'd, the caller frees it */

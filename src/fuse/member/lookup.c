@@ -133,9 +133,10 @@ again:
 		return ENOMEM;
 	*out = NULL;
 	/* what the listing read, of an object shown by nothing yet: its
-	 * record kept at once (a cold walk's every dataset, issue 82) */
-	if (sh && k != H5_OBJ_GROUP && tries == 0 && light_vacant(fs, id) &&
-	    show_listed(lst, fs, u, p->ino, path, tf, taddr, id, sh))
+	 * record kept at once (a cold walk's every dataset, issue 82;
+	 * light_keep keeps none where a node or record shows it already,
+	 * under the same lock it looks with) */
+	if (sh && k != H5_OBJ_GROUP && tries == 0 && show_listed(lst, fs, u, p->ino, path, tf, taddr, id, sh))
 		return 0;
 	/* shown before, and still stat-only and current (state/light.c) */
 	if (k != H5_OBJ_GROUP && (light_ref(fs, id, taddr, tf, p->ino, name, lst) ||
@@ -429,10 +430,14 @@ hard:
 	if (rc == 0) {
 		/* a link up to this group or one of its ancestors on this path:
 		 * a symlink there */
-		depth = ancestor_depth(fs, p, file_ino(tf, taddr));
-		if (depth < 0) {
-			bool listed = hint && hint->addr == taddr && tf == u.f;
+		bool listed = hint && hint->addr == taddr && tf == u.f;
 
+		/* (what the listing of this generation read as no group is
+		 * none of the directories above: those are groups, numbered
+		 * by their own headers' addresses) */
+		depth = listed && listed_now && hint->has_st && hint->kind != H5_OBJ_GROUP
+				? -1 : ancestor_depth(fs, p, file_ino(tf, taddr));
+		if (depth < 0) {
 			e = show_object(out, lst, fs, p, &u, name, path, tf, taddr, fpath, quiet,
 					listed ? hint->group : -1, listed && listed_now && hint->has_st ? hint : NULL);
 			if (!e && tf == u.f)

@@ -181,6 +181,21 @@ static bool listing_stat(struct dirsnap *d, size_t i, h5fs *fs, h5_file *f, h5_w
 	return true;
 }
 
+#define LISTING_UP 64
+
+/* ino is the directory n or one above it on its path: in up (its nup
+ * ancestors' numbers, ancestor_chain), or walked up to when they were too
+ * many to keep (nup < 0) */
+static bool listing_up(h5fs *fs, const struct node *n, const uint64_t *up, int nup, uint64_t ino)
+{
+	if (nup < 0)
+		return ancestor_depth(fs, n, ino) >= 0;
+	for (int k = 0; k < nup; k++)
+		if (up[k] == ino)
+			return true;
+	return false;
+}
+
 /* A snapshot of the directory's entries (the kinds and inode numbers of
  * what they lead to): 0 and *out, or an errno (EIO logged). */
 static int do_listing(struct dirsnap *d, h5fs *fs, fuse_ino_t ino)
@@ -191,7 +206,8 @@ static int do_listing(struct dirsnap *d, h5fs *fs, fuse_ino_t ino)
 	size_t *at = NULL, nk = 0, i;
 	uint8_t *kinds = NULL;
 	struct kind_at *kat = NULL;     /* (the slots kind_lookup_many made) */
-	int rc, err = 0;
+	uint64_t up[LISTING_UP];        /* n and the directories above it */
+	int rc, err = 0, nup = -1;
 	bool want_st;
 	/* the children's headers, read a window at a time (h5_window) */
 	h5_window win = { 0 };
@@ -248,6 +264,7 @@ static int do_listing(struct dirsnap *d, h5fs *fs, fuse_ino_t ino)
 		kat = (struct kind_at *)(keys + d->n);
 		at = (size_t *)(kat + d->n);
 		kinds = (uint8_t *)(at + d->n);
+		nup = ancestor_chain(fs, n, up, LISTING_UP);
 	}
 	for (i = 0; i < d->n; i++) {
 		struct dent *e = &d->e[i];
@@ -266,7 +283,7 @@ static int do_listing(struct dirsnap *d, h5fs *fs, fuse_ino_t ino)
 			}
 			free(fp);
 		}
-		if (taddr != UINT64_MAX && ancestor_depth(fs, n, file_ino(tf, taddr)) >= 0) {
+		if (taddr != UINT64_MAX && listing_up(fs, n, up, nup, file_ino(tf, taddr))) {
 			taddr = UINT64_MAX;      /* a link up the tree: a symlink */
 			e->dtype = DT_LNK;
 		}

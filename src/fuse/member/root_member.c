@@ -119,6 +119,16 @@ static int rd_lookup_listed(void *r, struct root_entry *e, uint64_t parent, cons
 	return err;
 }
 
+static void rd_batch_begin(void *r)
+{
+	commit_rd_batch_begin(r);
+}
+
+static void rd_batch_end(void *r)
+{
+	commit_rd_batch_end(r);
+}
+
 static int rd_getattr(void *r, struct stat *st, double *timeout, uint64_t ino)
 {
 	struct rd x = commit_rd_begin(r);
@@ -348,6 +358,8 @@ const struct root_ops h5fs_member_ops = {
 	.name = "member",
 	.lookup = rd_lookup,
 	.lookup_listed = rd_lookup_listed,
+	.batch_begin = rd_batch_begin,
+	.batch_end = rd_batch_end,
 	.forget = member_forget,
 	.getattr = rd_getattr,
 	.readlink = member_readlink,

@@ -51,6 +51,20 @@ int ancestor_depth(h5fs *fs, const struct node *dir, uint64_t ino)
 	return cur && depth < 4096 ? depth : -1;
 }
 
+int ancestor_chain(h5fs *fs, const struct node *dir, uint64_t *inos, int max)
+{
+	const struct node *cur = dir;
+	int n = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	while (cur && n < max) {
+		inos[n++] = (uint64_t)__atomic_load_n(&cur->st.st_ino, __ATOMIC_ACQUIRE);
+		cur = cur->ino == FUSE_ROOT_ID ? NULL : node_find_locked(fs, cur->parent);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return cur ? -1 : n;
+}
+
 /* "." for depth 0, else ".." repeated depth times. */
 char *updirs(int depth)
 {

@@ -226,8 +226,7 @@ int node_obj_stat(struct stat *st, h5_obj_kind *kind, uint32_t *tag, h5fs *fs, h
 	rc = h5_obj_open_once(&info, &n.ds, f, addr, w);
 	if (rc == 0)
 		rc = obj_fill(&n, fs, f, addr, &info);
-	if (n.ds)
-		h5_dataset_close(n.ds);
+	h5_dataset_close_once(n.ds, w);
 	if (rc < 0)
 		return rc;
 	*st = n.st;

@@ -93,6 +93,11 @@ void node_unref(h5fs *fs, uint64_t ino, uint64_t count);
 
 /* ---- names.c ---- */
 int ancestor_depth(h5fs *fs, const struct node *dir, uint64_t ino);
+/* The st_ino of dir and of each directory above it on its path, dir's
+ * first (inos[d]: ancestor_depth d), read at once under one lock: how
+ * many, or -1 when there are more than max (a listing's children are
+ * compared with them, not walked up to each: issue 82) */
+int ancestor_chain(h5fs *fs, const struct node *dir, uint64_t *inos, int max);
 uint64_t file_ino(const h5_file *f, uint64_t addr);
 uint64_t file_nodeid(const h5fs *fs, h5_file *f, uint64_t addr);
 char *mount_target(const struct node *dir, const char *target);

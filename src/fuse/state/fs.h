@@ -486,11 +486,6 @@ struct node *node_find_locked(h5fs *fs, uint64_t ino);
  * true, and the caller frees fresh and answers with its st; false: the
  * caller publishes it (node_publish) */
 bool light_keep(h5fs *fs, const struct node *fresh, struct gen *g, uint64_t parent);
-/* Whether node id ino has neither a node nor a stat-only record (a
- * lookup may then keep the record its listing read, member/lookup.c
- * show_listed, without the checks of what a node or record shown before
- * needs) */
-bool light_vacant(h5fs *fs, uint64_t ino);
 /* ino's record, when it shows object addr of generation g's file
  * and is still current: one more lookup of it (now in parent), *st its
  * stat, true; else false (node_ref_existing then makes it a node) */

@@ -212,16 +212,6 @@ bool light_keep(h5fs *fs, const struct node *fresh, struct gen *g, uint64_t pare
 	return kept;
 }
 
-bool light_vacant(h5fs *fs, uint64_t ino)
-{
-	bool v;
-
-	pthread_mutex_lock(&fs->lock);
-	v = !node_full_find_locked(fs, ino) && !light_find_locked(fs, ino);
-	pthread_mutex_unlock(&fs->lock);
-	return v;
-}
-
 /* s named name in directory node np now (a hard link's other name):
  * false when out of memory (unchanged) */
 static bool light_rename_locked(h5fs *fs, struct lslot *s, struct node *np, const char *name)

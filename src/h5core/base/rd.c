@@ -2,10 +2,30 @@
 #include "base.h"
 #include "rd.h"
 
+/* The widths fields have (addresses and lengths of 8 and 4 bytes, the
+ * rest 1, 2, 4) spelled out: gcc makes each one load, where the loop was
+ * a byte at a time (4% of a cold walk's daemon instructions, issue 82) */
+static uint64_t le4(const uint8_t *p)
+{
+	return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24;
+}
+
 uint64_t h5_le_decode(const uint8_t *p, unsigned n)
 {
 	uint64_t v = 0;
 
+	switch (n) {
+	case 8:
+		return le4(p) | le4(p + 4) << 32;
+	case 4:
+		return le4(p);
+	case 2:
+		return (uint64_t)p[0] | (uint64_t)p[1] << 8;
+	case 1:
+		return p[0];
+	default:
+		break;
+	}
 	for (unsigned i = n; i > 0; i--)
 		v = (v << 8) | p[i - 1];
 	return v;

@@ -184,13 +184,20 @@ static int ds_open(h5_dataset *d, const h5_ohdr *oh)
 	return ds_init_layout(d);
 }
 
-int h5_dataset_open_oh(h5_dataset **out, h5_file *f, uint64_t addr, const h5_ohdr *oh)
+/* h5_dataset_open_oh into w's spare memory when it has one */
+static int ds_open_oh_in(h5_dataset **out, h5_file *f, uint64_t addr, const h5_ohdr *oh, h5_window *w)
 {
 	h5_dataset *d = NULL;
 	int rc;
 
 	*out = NULL;
-	d = calloc(1, sizeof(*d));
+	if (w && w->spare) {
+		d = w->spare;
+		w->spare = NULL;
+		memset(d, 0, sizeof(*d));
+	} else {
+		d = calloc(1, sizeof(*d));
+	}
 	if (!d)
 		return h5_err_set(H5_ERR_NOMEM, "out of memory opening dataset");
 	d->f = f;
@@ -198,11 +205,16 @@ int h5_dataset_open_oh(h5_dataset **out, h5_file *f, uint64_t addr, const h5_ohd
 	rc = ds_open(d, oh);
 	if (rc < 0) {
 		h5_err_wrap(rc, "dataset at 0x%llx: ", (unsigned long long)addr);
-		h5_dataset_close(d);
+		h5_dataset_close_once(d, w);
 		return rc;
 	}
 	*out = d;
 	return 0;
+}
+
+int h5_dataset_open_oh(h5_dataset **out, h5_file *f, uint64_t addr, const h5_ohdr *oh)
+{
+	return ds_open_oh_in(out, f, addr, oh, NULL);
 }
 
 int h5_dataset_open(h5_dataset **out, h5_file *f, uint64_t addr)
@@ -219,10 +231,9 @@ int h5_dataset_open(h5_dataset **out, h5_file *f, uint64_t addr)
 	return rc;
 }
 
-void h5_dataset_close(h5_dataset *d)
+/* what d holds let go, not d itself */
+static void ds_release(h5_dataset *d)
 {
-	if (!d)
-		return;
 	if (d->lops && d->lops->close)
 		d->lops->close(d);
 	h5_dataset_msgs_clear(d);
@@ -230,7 +241,25 @@ void h5_dataset_close(h5_dataset *d)
 	h5_vtext_free(d->vtext);        /* the text view's state (vlen.c) */
 	if (d->vstate_free)             /* another view's (view.c) */
 		d->vstate_free(d->vstate);
+}
+
+void h5_dataset_close(h5_dataset *d)
+{
+	if (!d)
+		return;
+	ds_release(d);
 	free(d);
+}
+
+void h5_dataset_close_once(h5_dataset *d, h5_window *w)
+{
+	if (!d)
+		return;
+	ds_release(d);
+	if (w && !w->spare)
+		w->spare = d;
+	else
+		free(d);
 }
 
 uint64_t h5_dataset_allocated(const h5_dataset *d)
@@ -310,7 +339,7 @@ int h5_obj_open_once(h5_obj_info *info, h5_dataset **ds, h5_file *f, uint64_t ad
 		return rc;
 	rc = h5_obj_info_of(info, f, oh, addr);
 	if (rc == 0 && info->kind == H5_OBJ_DATASET)
-		rc = h5_dataset_open_oh(ds, f, addr, oh);
+		rc = ds_open_oh_in(ds, f, addr, oh, w);
 	h5_ohdr_release(f, oh);
 	return rc;
 }

@@ -40,6 +40,7 @@ int h5_file_read(h5_file *f, uint64_t addr, void *buf, size_t len)
 void h5_window_clear(h5_window *w)
 {
 	free(w->buf);
+	free(w->spare);         /* (a dataset's memory, nothing it held) */
 	memset(w, 0, sizeof(*w));
 }
 
