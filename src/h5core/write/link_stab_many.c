@@ -15,6 +15,20 @@
 #include "link_store.h"
 #include "link_stab_int.h"
 
+/* The group's edit for a change of many names: its data segment let go
+ * and written anew (s.moved), whatever the names, so that none is written
+ * into the old segment in place and the heap header's one write follows
+ * the stage */
+static int open_many(stab_edit *s, h5_file *f, uint64_t group)
+{
+	int rc = h5_stab_open(s, f, group);
+
+	if (rc == 0)
+		rc = h5_stab_heap_release(s);
+	s->moved = true;
+	return rc;
+}
+
 /* Many new hard links in one change (the daemon's write-behind of new
  * files, h5_link_insert_batch): every name checked first; the data
  * segment is written anew (s.moved: however many names, none is written
@@ -24,11 +38,8 @@
 int h5_stab_insert_many(h5_file *f, uint64_t group, const h5_link *l, size_t n, uint64_t start)
 {
 	stab_edit s;
-	int rc = h5_stab_open(&s, f, group);
+	int rc = open_many(&s, f, group);
 
-	if (rc == 0)
-		rc = h5_stab_heap_release(&s);
-	s.moved = true;
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		h5_snod_entry e;
 		size_t li, ei;
@@ -114,12 +125,9 @@ int h5_stab_change_many(bool *changed, h5_file *f, uint64_t group, char *const *
 			    size_t n)
 {
 	stab_edit s;
-	int rc = h5_stab_open(&s, f, group);
+	int rc = open_many(&s, f, group);
 
 	*changed = false;
-	if (rc == 0)
-		rc = h5_stab_heap_release(&s);
-	s.moved = true;
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		h5_snod_entry e;
 		size_t li, ei;
