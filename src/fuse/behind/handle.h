@@ -82,8 +82,6 @@ int ow_commit(h5fs *fs, struct wqueue *q, struct node *n, fuse_ino_t ino, bool a
 /* the space a put of len bytes at the node's overwriter may take at its
  * commit, reserved (under the node's queue's mu): 0 or a negative h5_err */
 int ow_reserve(h5fs *fs, struct wfile *w, uint64_t len);
-/* (wqueue.c) the queue's overwriter closed with it */
-void ow_close(struct wqueue *q);
 /* fallocate(PUNCH_HOLE | KEEP_SIZE) of [off, off + len), inside n's
  * dataset u: one durable commit of an overwriter of its own (engine
  * h5_overwrite_punch), the node reopened. The caller holds FILE and n's

@@ -177,7 +177,7 @@ static int commit_locked(h5fs *fs, struct lbatch *lb, bool last, bool timed)
 
 	wait_commit_locked(lb);
 	if (lb->nmv)
-		return mbatch_commit_locked(fs, lb, last);
+		return lb->mv_ops->commit_locked(fs, lb, last);
 	if (lb->nrm)
 		return commit_rm_locked(fs, lb, last);
 	if (!lb->count)
@@ -645,7 +645,7 @@ bool lbatch_removed(h5fs *fs, h5_file *f, uint64_t group, const char *name, size
 		found = strncmp(lb->rm[i], name, len) == 0 && lb->rm[i][len] == '\0';
 	/* (a name a batched unlink or rename took away, mbatch.c) */
 	if (!found && lb->nmv && lb->u.f == f && lb->u.addr == group)
-		found = mbatch_state_locked(lb, name, len, NULL) == 2;
+		found = lb->mv_ops->state_locked(lb, name, len, NULL) == 2;
 	pthread_mutex_unlock(&lb->t.mu);
 	return found;
 }
@@ -743,7 +743,8 @@ void lbatch_stop(h5fs *fs)
 	free(lb->items);
 	free(lb->rm);
 	free(lb->rm_addrs);
-	mbatch_free(lb);
+	if (lb->mv_ops)
+		lb->mv_ops->free(lb);
 	if (lb->cv_made)
 		pthread_cond_destroy(&lb->cv);
 	free(lb);

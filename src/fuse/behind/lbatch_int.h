@@ -84,6 +84,20 @@ struct lbatch {
 	size_t mv_adds;         /* entries naming an object (room) */
 	uint32_t *mv_idx;       /* open-addressed index of mv by name (index + 1; 0: empty) */
 	size_t mv_idx_cap;
+	/* the moves' list's own operations, set by mbatch.c when it first
+	 * keeps an entry: the batch's core (lbatch.c) commits, looks into
+	 * and frees that list through them, so neither file takes names of
+	 * the other's (the list registers itself, as the commit kinds do) */
+	const struct lb_moves_ops *mv_ops;
+};
+
+/* The moves' list, as lbatch.c asks it (t.mu held): committed as
+ * commit_locked's lists; NAME (len bytes) in it: 1 naming *addr, 2
+ * removed, 0 not there; its memory freed (stop) */
+struct lb_moves_ops {
+	int (*commit_locked)(h5fs *fs, struct lbatch *lb, bool last);
+	int (*state_locked)(const struct lbatch *lb, const char *name, size_t len, uint64_t *addr);
+	void (*free)(struct lbatch *lb);
 };
 
 /* t.mu held: until no commit is under way outside it; the batch
@@ -98,12 +112,5 @@ void lb_release_locked(h5fs *fs, struct lbatch *lb);
 bool lb_pending_locked(struct lbatch *lb, const char *name, uint64_t *addr);
 int lb_begin_locked(h5fs *fs, struct lbatch *lb, struct node *p);
 struct lbatch *lbatch_get(h5fs *fs);
-/* (mbatch.c) the moves committed (t.mu held), as commit_locked's lists;
- * the moves' memory freed (stop) */
-int mbatch_commit_locked(h5fs *fs, struct lbatch *lb, bool last);
-void mbatch_free(struct lbatch *lb);
-/* t.mu held: NAME (len bytes) in the moves' list: 1 naming *addr, 2
- * removed, 0 not there */
-int mbatch_state_locked(const struct lbatch *lb, const char *name, size_t len, uint64_t *addr);
 
 #endif

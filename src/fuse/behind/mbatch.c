@@ -72,9 +72,22 @@ static void index_put(struct lbatch *lb, size_t i)
 	lb->mv_idx[b] = (uint32_t)(i + 1);
 }
 
-/* Room for two more entries (the list and an index at most half full) */
+static int mbatch_state_locked(const struct lbatch *lb, const char *name, size_t len, uint64_t *addr);
+static void mbatch_free(struct lbatch *lb);
+static int mbatch_commit_locked(h5fs *fs, struct lbatch *lb, bool last);
+
+/* how the batch's core (lbatch.c) reaches this list (lbatch_int.h) */
+static const struct lb_moves_ops moves_ops = {
+	.commit_locked = mbatch_commit_locked,
+	.state_locked = mbatch_state_locked,
+	.free = mbatch_free,
+};
+
+/* Room for two more entries (the list and an index at most half full);
+ * the list's operations registered with the batch */
 static int grow(struct lbatch *lb)
 {
+	lb->mv_ops = &moves_ops;
 	if (lb->nmv + 2 > lb->mv_cap) {
 		size_t cap = lb->mv_cap ? 2 * lb->mv_cap : 64;
 		struct lb_move *nv = realloc(lb->mv, cap * sizeof(*nv));
@@ -99,7 +112,7 @@ static int grow(struct lbatch *lb)
 	return 0;
 }
 
-int mbatch_state_locked(const struct lbatch *lb, const char *name, size_t len, uint64_t *addr)
+static int mbatch_state_locked(const struct lbatch *lb, const char *name, size_t len, uint64_t *addr)
 {
 	size_t i = find_locked(lb, name, len);
 
@@ -185,7 +198,7 @@ static int reserve_locked(h5fs *fs, struct lbatch *lb, const char *op, const cha
 	return 0;
 }
 
-void mbatch_free(struct lbatch *lb)
+static void mbatch_free(struct lbatch *lb)
 {
 	for (size_t i = 0; i < lb->nmv; i++)
 		free(lb->mv[i].name);
@@ -209,7 +222,7 @@ static void clear_locked(struct lbatch *lb)
 
 /* ---- the commit ------------------------------------------------------------- */
 
-int mbatch_commit_locked(h5fs *fs, struct lbatch *lb, bool last)
+static int mbatch_commit_locked(h5fs *fs, struct lbatch *lb, bool last)
 {
 	char **names = malloc((lb->nmv ? lb->nmv : 1) * sizeof(*names));
 	uint64_t *addrs = malloc((lb->nmv ? lb->nmv : 1) * sizeof(*addrs));

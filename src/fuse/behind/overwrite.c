@@ -113,14 +113,6 @@ static h5_overwriter *q_ow(h5fs *fs, struct wqueue *q, struct node *n, int *e)
 	return ow;
 }
 
-void ow_close(struct wqueue *q)
-{
-	h5_overwrite_close(q->ow);
-	gen_release(q->owg);
-	q->ow = NULL;
-	q->owg = NULL;
-}
-
 /* Show what a commit changed: the node's dataset reopened (a chunk index
  * may have a new root), its allocation and mtime; cached attributes
  * dropped, and the pages of read handles when the writer bypassed them

@@ -37,7 +37,9 @@ void wq_retired_close(struct wqueue *q)
 
 static void wq_free(struct wqueue *q)
 {
-	ow_close(q);    /* (each handle's release committed what it put) */
+	/* the node's overwriter (each handle's release committed what it put) */
+	h5_overwrite_close(q->ow);
+	gen_release(q->owg);
 	retired_free(q->retired);
 	/* each handle's release committed its rows and dropped its partial
 	 * row: dropped, not closed - closing commits, and no handle holds
