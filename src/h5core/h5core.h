@@ -1142,9 +1142,11 @@ int h5_link_remove_batch(size_t *done, h5_file *f, uint64_t group, char *const *
  * in group, each of the distinct names[0..n) afterwards a hard link to
  * the existing object addrs[i] (a rename's or a link's new name, over
  * whatever the name held), or removed (H5_ADDR_UNDEF: the name must be
- * there); one commit (its stage, the root's one write) in a group whose
- * form has one (h5_link_change_batchable: 1, a symbol-table group; 0:
- * H5_ERR_UNSUPPORTED here, nothing written). The count of an object
+ * there); one commit in a group whose form has one
+ * (h5_link_change_batchable: 1, every form h5fs writes - a symbol-table
+ * group's stage and root write, a dense store written anew, a compact
+ * group's one header change; 0: H5_ERR_UNSUPPORTED here, nothing
+ * written). The count of an object
  * named more is raised before the commit (durable before the root's
  * write), of one named less lowered after; a batch that would take an
  * object's last name is H5_ERR_INVAL before anything is written. A crash

@@ -345,6 +345,17 @@ LCHANGE_OPS = ["dset\t/g\tx%02d\t%d" % (i, 3 + i) for i in range(10)] + [
     "lchange\t/g\tx09=-,w04=-,k06=-",
     "dset\t/g\tnew\t40",
 ]
+# The same in a latest-format file: /g's ten names make it dense (its
+# store written anew per batch, the Link Info message switched), and a
+# group of five stays compact (one header change per batch: names that
+# go NIL, the new ones put together, one write of the chunk or copies of
+# the chunks changed and chunk 0's write).
+LCHANGE_OPS_COMPACT = ["dset\t/g\tx%02d\t%d" % (i, 3 + i) for i in range(5)] + [
+    "lchange\t/g\tx00=-,y00=/g/x00,l01=/g/x01",
+    "lchange\t/g\tl01=-,x02=-,w02=/g/x02,k03=/g/x03",
+    "lchange\t/g\tx04=-,k03=-,x02=/g/w02",
+    "dset\t/g\tnew\t40",
+]
 COUNTS = [False]
 
 
@@ -725,7 +736,9 @@ def part_lchange(work, rng):
     write-behind of them): each batch all or nothing, counts >= names."""
     COUNTS[0] = True
     try:
-        return run_case(work, "default.h5", rng, LCHANGE_OPS, None, every_fail="last")
+        total = run_case(work, "default.h5", rng, LCHANGE_OPS, None, every_fail="last")
+        total += run_case(work, "latest.h5", rng, LCHANGE_OPS, None, every_fail="last")
+        return total + run_case(work, "latest.h5", rng, LCHANGE_OPS_COMPACT, None, every_fail="last")
     finally:
         COUNTS[0] = False
 

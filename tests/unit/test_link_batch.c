@@ -6,9 +6,15 @@
  * commit, the counts following the names; mv a b; mv b a nets to nothing;
  * a removal of a missing name, a name twice, or an object's last name
  * refused with nothing written, unless the caller takes a one-name
- * dataset's storage (h5_gone); a compact group is refused whole
- * (H5_ERR_UNSUPPORTED, h5_link_change_batchable 0). h5py reads the result:
- * the names, each dataset's values through every name, and the counts. */
+ * dataset's storage (h5_gone). The same sequence in every form a group
+ * keeps its links in: a symbol-table group (h5py's default), a
+ * latest-format group's dense storage (creation order tracked and
+ * indexed, as netCDF-4 makes groups) and compact storage (a group whose
+ * compact limit is 64); a compact group at its limit of 8 given three
+ * more hard links stays compact past it, which libhdf5 reads and changes
+ * (it moves the group to dense storage at its next insert). h5py reads
+ * each result: the names, each dataset's values through every name, and
+ * the counts. */
 #include "testutil.h"
 #include "h5core.h"
 
@@ -21,6 +27,19 @@ static const char gen[] =
 	"d = sys.argv[1]\n"
 	"if len(sys.argv) > 2:\n"
 	"    # the check after the batches: names, values, counts\n"
+	"    if sys.argv[2] == 'full':\n"
+	"        with h5py.File(sys.argv[3], 'a') as f:\n"
+	"            g = f['g']\n"
+	"            if sorted(g.keys()) != sorted(['a%02d' % i for i in range(7)] + ['l1', 'l2', 'l3']):\n"
+	"                print('names', sorted(g.keys())); sys.exit(1)\n"
+	"            g['n'] = np.arange(2)\n"
+	"            for k, v in (('l1', 0), ('l2', 1), ('l3', 2), ('a06', 6)):\n"
+	"                if g[k][()].tolist() != [v] * 3:\n"
+	"                    print('value', k); sys.exit(1)\n"
+	"        with h5py.File(sys.argv[3], 'r') as f:\n"
+	"            if len(f['g']) != 11 or f['g/n'][()].tolist() != [0, 1]:\n"
+	"                print('after an insert by libhdf5'); sys.exit(1)\n"
+	"        sys.exit(0)\n"
 	"    with h5py.File(sys.argv[2], 'r') as f:\n"
 	"        g = f['g']\n"
 	"        want = {'b00': 0, 'l00': 0, 'c01': 1, 'a02': 2, 'a04': 4, 'l04': 4, 'a05': 5, 'a06': 6,\n"
@@ -40,9 +59,27 @@ static const char gen[] =
 	"    g = f.create_group('g')\n"
 	"    for i in range(10):\n"
 	"        g['a%02d' % i] = np.full(3, i)\n"
-	"with h5py.File(os.path.join(d, 'new.h5'), 'w', libver='latest') as f:\n"
+	"with h5py.File(os.path.join(d, 'dense.h5'), 'w', libver='latest') as f:\n"
+	"    g = f.create_group('g', track_order=True)\n"
+	"    for i in range(10):\n"
+	"        g['a%02d' % i] = np.full(3, i)\n"
+	"with h5py.File(os.path.join(d, 'compact.h5'), 'w', libver='latest') as f:\n"
+	"    gcpl = h5py.h5p.create(h5py.h5p.GROUP_CREATE)\n"
+	"    # (h5py has no set_link_phase_change: libhdf5's own, the one h5py loaded)\n"
+	"    import ctypes\n"
+	"    lib = [l.split()[-1] for l in open('/proc/self/maps') if '/libhdf5' in l and '_hl' not in l][0]\n"
+	"    pc = ctypes.CDLL(lib).H5Pset_link_phase_change\n"
+	"    pc.argtypes = [ctypes.c_int64, ctypes.c_uint, ctypes.c_uint]\n"
+	"    if pc(gcpl.id, 64, 32) < 0:\n"
+	"        sys.exit(1)\n"
+	"    gcpl.set_link_creation_order(h5py.h5p.CRT_ORDER_TRACKED | h5py.h5p.CRT_ORDER_INDEXED)\n"
+	"    g = h5py.Group(h5py.h5g.create(f.id, b'g', gcpl=gcpl))\n"
+	"    for i in range(10):\n"
+	"        g['a%02d' % i] = np.full(3, i)\n"
+	"with h5py.File(os.path.join(d, 'full.h5'), 'w', libver='latest') as f:\n"
 	"    g = f.create_group('g')\n"
-	"    g['a00'] = np.zeros(3)\n";
+	"    for i in range(7):\n"
+	"        g['a%02d' % i] = np.full(3, i)\n";
 
 static uint64_t at(h5_file *f, uint64_t g, const char *name)
 {
@@ -63,20 +100,15 @@ static unsigned nlink(h5_file *f, uint64_t addr)
 	return info.nlink ? info.nlink : 1;
 }
 
-START_TEST(stab_mix)
+/* The sequence in dir's file name (its group g: a00..a09), then h5py's check */
+static void mix(const char *dir, const char *name)
 {
-	char dir[64] = "/tmp/h5fs-test-lbatch-XXXXXX", path[128], args[200];
+	char path[128], args[200];
 	h5_file *f = NULL;
 	h5_link l;
 	uint64_t g, a[10];
-	int rc = test_py_run(dir, gen, NULL);
 
-	if (rc == 77 || rc == TEST_PY_NO_PYTHON) {
-		test_py_rmdir(dir);
-		return;
-	}
-	ck_assert_int_eq(rc, 0);
-	snprintf(path, sizeof(path), "%s/old.h5", dir);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	ck_assert_int_eq(h5_file_open(&f, path, &(h5_open_opts){ .writable = 1 }), 0);
 	ck_assert_int_eq(h5_path_lookup(&g, f, "/g"), 0);
 	ck_assert_int_eq(h5_link_change_batchable(f, g), 1);
@@ -196,20 +228,46 @@ START_TEST(stab_mix)
 		ck_assert_int_eq(test_py_run(vdir, gen, args), 0);
 		test_py_rmdir(vdir);
 	}
-	/* compact storage: no such commit, nothing written */
-	snprintf(path, sizeof(path), "%s/new.h5", dir);
+}
+
+START_TEST(forms_mix)
+{
+	char dir[64] = "/tmp/h5fs-test-lbatch-XXXXXX", path[128], args[200];
+	h5_file *f = NULL;
+	uint64_t g, ad[3];
+	int rc = test_py_run(dir, gen, NULL);
+
+	if (rc == 77 || rc == TEST_PY_NO_PYTHON) {
+		test_py_rmdir(dir);
+		return;
+	}
+	ck_assert_int_eq(rc, 0);
+	mix(dir, "old.h5");
+	mix(dir, "dense.h5");
+	mix(dir, "compact.h5");
+	/* a compact group at its limit: three more names in one commit */
+	snprintf(path, sizeof(path), "%s/full.h5", dir);
 	ck_assert_int_eq(h5_file_open(&f, path, &(h5_open_opts){ .writable = 1 }), 0);
 	ck_assert_int_eq(h5_path_lookup(&g, f, "/g"), 0);
-	ck_assert_int_eq(h5_link_change_batchable(f, g), 0);
+	ck_assert_int_eq(h5_link_change_batchable(f, g), 1);
+	ad[0] = at(f, g, "a00");
+	ad[1] = at(f, g, "a01");
+	ad[2] = at(f, g, "a02");
 	{
-		char *nm[] = { "a00", "b00" };
-		uint64_t ad[] = { H5_ADDR_UNDEF, at(f, g, "a00") };
+		char *nm[] = { "l1", "l2", "l3" };
 
-		ck_assert_int_eq(h5_link_change_batch(f, g, nm, ad, 2, NULL, NULL), H5_ERR_UNSUPPORTED);
-		h5_err_clear();
-		ck_assert_uint_eq(at(f, g, "a00"), ad[1]);
+		ck_assert_int_eq(h5_link_change_batch(f, g, nm, ad, 3, NULL, NULL), 0);
 	}
+	ck_assert_uint_eq(at(f, g, "l3"), ad[2]);
+	ck_assert_uint_eq(nlink(f, ad[0]), 2);
 	h5_file_close(f);
+	snprintf(args, sizeof(args), "full '%s'", path);
+	{
+		char vdir[64] = "/tmp/h5fs-test-lbatch-v-XXXXXX";
+
+		ck_assert_int_eq(test_py_run(vdir, gen, args), 0);
+		test_py_rmdir(vdir);
+	}
 	test_py_rmdir(dir);
 }
 END_TEST
@@ -220,7 +278,7 @@ static Suite *make_suite(void)
 	TCase *tc = tcase_create("link_batch");
 
 	tcase_set_timeout(tc, 30);
-	tcase_add_test(tc, stab_mix);
+	tcase_add_test(tc, forms_mix);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -4,8 +4,8 @@
  * an ordered commit answered after its fsyncs, 0.5-1 ms a call on a disk
  * where a FUSE round trip is 0.03 ms.
  *
- * In a group whose form changes many names in one commit (a symbol-table
- * group, h5py's default: h5_link_change_batchable), these join the batch
+ * In a group whose form changes many names in one commit (every form h5fs
+ * writes: symbol table, compact, dense; h5_link_change_batchable), these join the batch
  * of link changes (lbatch.c: its timer, its group, FILE's lock held while
  * pending), answered before the commit:
  *   rename  of a dataset or named datatype within one group, to a name
@@ -25,7 +25,7 @@
  * st_nlink (lbatch_nlink_delta) from the answer on. Everything else -
  * another group's name, a name that is there (rename over it: rename_keep,
  * netCDF-4 variables, directories), directories, soft links, np.save's
- * streams, another form of group - is not for the batch:
+ * streams - is not for the batch:
  * the caller then takes today's path, whose barrier commits the batch
  * first. Refusals decided here, before the answer: ENOENT (no such name),
  * EEXIST (link to a name taken), ENOSPC (the room the commit may take,

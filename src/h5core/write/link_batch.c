@@ -3,7 +3,8 @@
  * in one commit (h5core.h h5_link_change_batch; the daemon's write-behind
  * of them, issue 82 item 2): the net change of each name, in the group's
  * one commit (link_store.h change_many: a symbol-table group's stage and
- * its root's one write), with the reference counts of the objects whose
+ * its root's one write, a dense store written anew, a compact group's one
+ * header change), with the reference counts of the objects whose
  * number of names changed in the order link_move.c keeps for one:
  *   + first   an object named more after the batch: its count raised
  *             (one header edit each) before the commit, whose stage

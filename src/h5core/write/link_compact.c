@@ -27,6 +27,7 @@
 #include "dense_write.h"
 #include "checksum.h"
 #include "space.h"
+#include "txn.h"
 
 #include <time.h>
 
@@ -219,6 +220,121 @@ out:
 	return rc;
 }
 
+/* ---- many names in one commit (link_batch.c h5_link_change_batch) ---------------
+ * The net change of each name of a batch of renames, hard links and
+ * unlinks (names distinct; addrs[i] H5_ADDR_UNDEF: NAME goes, else it
+ * names that object afterwards) as one change of the group's header: the
+ * messages of names that go become NIL, those of names that stay and name
+ * another object are rewritten in place (the same name, creation order
+ * and size), the new names' messages are put together (h5_ohdr_put_new:
+ * free space of one chunk, or one new continuation chunk), the Link Info
+ * message's maximum creation order moved past theirs, all committed by
+ * h5_ohdr_commit_cow: one write of one chunk, or the changed continuation
+ * chunks copied and made durable, then chunk 0's one write - the old
+ * links or the new ones after a crash, never a mix. A new name takes the
+ * next creation order, as H5Lmove and H5Lcreate_hard give it. The group
+ * stays compact past its limit when the batch adds more names than it
+ * removes (as for a link too large for dense storage, above: the format
+ * bounds no header's Link messages, and libhdf5 moves the group to dense
+ * storage at its next insert): a commit after the answer refuses nothing
+ * it could have refused before. */
+static int hard_msg(uint8_t **msg, size_t *len, const h5_fmt *fmt, const char *name, uint64_t addr, bool corder,
+		    int64_t order)
+{
+	size_t nlen = strlen(name);
+	h5_link l = { .name = (char *)name, .name_len = nlen, .type = H5_LINK_HARD, .addr = addr,
+		      .cset = h5_name_cset(name, nlen), .has_corder = corder, .corder = corder ? order : 0 };
+
+	return h5_link_encode(msg, len, fmt, &l);
+}
+
+static int compact_change_many(bool *changed, h5_file *f, uint64_t group, char *const *names, const uint64_t *addrs,
+			       size_t n)
+{
+	h5_ohdr_change c;
+	h5_linfo li = { 0 };
+	size_t nlinks, found, linfo = SIZE_MAX, nnew = 0;
+	unsigned max_compact;
+	int64_t order = 0;
+	h5_ohdr_new_msg *m = calloc(n ? n : 1, sizeof(*m));
+	uint8_t **bodies = calloc(n ? n : 1, sizeof(*bodies));
+	int64_t *keep = calloc(n ? n : 1, sizeof(*keep));      /* a name that stays: its creation order, else -1 */
+	int rc = m && bodies && keep ? h5_ohdr_change_open(&c, f, group) : h5_err_set(H5_ERR_NOMEM, "out of memory");
+	bool opened = rc == 0;
+
+	*changed = false;
+	if (rc == 0)
+		rc = scan(&nlinks, &found, &linfo, &li, &max_compact, f, c.e.oh, NULL, 0);
+	if (rc == 0)
+		order = li.max_corder;
+	/* names there now: their messages become NIL (the edits are patches:
+	 * the decoded header stays as loaded, so each name is found in it) */
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		const h5_msg *msg;
+		h5_link old = { 0 };
+
+		keep[i] = -1;
+		rc = scan(&nlinks, &found, &linfo, &li, &max_compact, f, c.e.oh, names[i], strlen(names[i]));
+		if (rc == 0 && found == SIZE_MAX && !h5_addr_defined(addrs[i]))
+			rc = h5_err_set(H5_ERR_NOTFOUND, "no link \"%s\"", names[i]);
+		if (rc < 0 || found == SIZE_MAX)
+			continue;
+		msg = &c.e.oh->msgs[found];
+		if (h5_addr_defined(addrs[i]))
+			rc = h5_link_decode(&old, msg->data, msg->size, &f->fmt);
+		if (rc == 0 && h5_addr_defined(addrs[i]))
+			keep[i] = old.has_corder ? old.corder : 0;
+		h5_link_clear(&old);
+		if (rc == 0)
+			rc = h5_ohdr_nil(&c, found);
+	}
+	/* the names afterwards, put at once: one that stays keeps its
+	 * creation order, a new one takes the next */
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		size_t len = 0;
+		int64_t o = keep[i] >= 0 ? keep[i] : order;
+
+		if (!h5_addr_defined(addrs[i]))
+			continue;
+		rc = hard_msg(&bodies[i], &len, &f->fmt, names[i], addrs[i], li.track_corder, o);
+		if (rc == 0 && li.track_corder && keep[i] < 0)
+			order++;
+		m[nnew++] = (h5_ohdr_new_msg){ .type = H5_MSG_LINK, .body = bodies[i], .len = len };
+	}
+	if (rc == 0 && li.track_corder && order != li.max_corder) {
+		uint8_t v[8];
+
+		h5_le_encode(v, (uint64_t)order, 8);
+		rc = h5_ohdr_aux(&c, c.e.oh->msgs[linfo].addr + 2, v, 8);
+	}
+	if (rc == 0 && nnew)
+		rc = h5_ohdr_put_new(&c, f, m, nnew);
+	/* the counts link_batch.c raised for the new names made durable
+	 * before the write that adds them: a symbol-table group's or a dense
+	 * store's commit has a stage that does it, this one's single write
+	 * may have none (no new space), and a power cut could keep it
+	 * without a count it needs (the object freed at the unlink of its
+	 * other name) */
+	if (rc == 0 && nnew) {
+		h5_txn t;
+
+		h5_txn_begin(&t, f, false, NULL, NULL);
+		rc = h5_txn_order(&t);
+	}
+	if (rc == 0 && n)
+		rc = h5_ohdr_commit_cow(&c, f, false);
+	if (rc == 0 && n)
+		*changed = true;
+	if (opened)
+		h5_ohdr_change_close(&c);
+	for (size_t i = 0; bodies && i < n; i++)
+		free(bodies[i]);
+	free(bodies);
+	free(keep);
+	free(m);
+	return rc;
+}
+
 /* ---- a new group ----------------------------------------------------------------
  * A version 2 object header as libhdf5 makes for a group of the latest
  * format (IV.A.1.b; times stored): an empty Link Info message (compact
@@ -310,5 +426,6 @@ const h5_lstore_ops h5_lstore_compact = {
 	.insert = compact_insert,
 	.remove = compact_remove,
 	.rename = compact_rename,
+	.change_many = compact_change_many,
 	.new_group = compact_new_group,
 };

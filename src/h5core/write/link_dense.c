@@ -28,6 +28,7 @@ typedef struct dense_edit {
 	const h5_link *link;            /* insert: the new link (insert_many: n of them) */
 	size_t n;
 	char *const *names;             /* remove_many: n of them */
+	const uint64_t *addrs;          /* change_many: beside names */
 	const char *name, *newname;     /* remove, rename */
 	size_t name_len, newname_len;
 	bool replace;                   /* rename over newname */
@@ -97,6 +98,42 @@ static int edit_remove_many(h5_file *f, h5_dense_set *s, h5_linfo *li, const den
 		dense_edit one = { .name = names[i], .name_len = strlen(names[i]) };
 
 		rc = edit_remove(f, s, li, &one);
+	}
+	return rc;
+}
+
+/* A batch's net change of its names (link_batch.c h5_link_change_batch):
+ * names[i] removed (addrs[i] undefined: it must be there), or a hard link
+ * to addrs[i] afterwards - a name there keeps its creation order, a new
+ * one takes the next (as H5Lmove, H5Lcreate_hard). */
+static int edit_change_many(h5_file *f, h5_dense_set *s, h5_linfo *li, const dense_edit *e)
+{
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < e->n; i++) {
+		const char *name = e->names[i];
+		size_t len = strlen(name), at = h5_dense_set_find(s, name, len);
+		h5_link l = { .name = (char *)name, .name_len = len, .type = H5_LINK_HARD, .addr = e->addrs[i],
+			      .cset = h5_name_cset(name, len) };
+
+		if (!h5_addr_defined(e->addrs[i])) {
+			dense_edit one = { .name = name, .name_len = len };
+
+			rc = edit_remove(f, s, li, &one);
+		} else if (at == SIZE_MAX) {
+			dense_edit one = { .link = &l };
+
+			rc = edit_insert(f, s, li, &one);
+		} else {
+			h5_link old = { 0 };
+
+			rc = h5_link_decode(&old, s->o[at].msg, s->o[at].len, &f->fmt);
+			l.has_corder = old.has_corder;
+			l.corder = old.corder;
+			h5_link_clear(&old);
+			if (rc == 0)
+				rc = link_put(s, at, &f->fmt, &l);
+		}
 	}
 	return rc;
 }
@@ -218,7 +255,8 @@ static int dense_change(h5_file *f, uint64_t group, uint64_t start, bool durable
 		rc = h5_dense_set_load(&s, f, H5_DENSE_LINKS, li.fheap_addr, li.name_bt2_addr, li.corder_bt2_addr);
 	if (rc == 0)
 		rc = fn(f, &s, &li, e);
-	if (rc == 0 && (fn == edit_remove || fn == edit_remove_many) && s.n < min_dense(c.e.oh))
+	if (rc == 0 && (fn == edit_remove || fn == edit_remove_many || fn == edit_change_many) &&
+	    s.n < min_dense(c.e.oh))
 		rc = h5_dense_set_to_header(&moved, &c, f, &s, idx, li.max_corder);
 	if (rc == 0 && !moved)
 		rc = h5_dense_set_switch(&c, f, &s, idx, li.max_corder);
@@ -311,6 +349,19 @@ static int dense_remove_many(h5_file *f, uint64_t group, char *const *names, siz
 	return dense_change(f, group, UINT64_MAX, false, edit_remove_many, &e);
 }
 
+/* A batch of renames, hard links and unlinks (link_store.h change_many):
+ * the store loaded once, every name changed, written anew once, one
+ * commit, not durable. */
+static int dense_change_many(bool *changed, h5_file *f, uint64_t group, char *const *names, const uint64_t *addrs,
+			     size_t n)
+{
+	dense_edit e = { .names = names, .addrs = addrs, .n = n };
+	int rc = n ? dense_change(f, group, UINT64_MAX, false, edit_change_many, &e) : 0;
+
+	*changed = rc == 0 && n;
+	return rc;
+}
+
 static int dense_rename(h5_file *f, uint64_t group, const char *name, size_t name_len, const char *newname,
 			size_t newname_len, bool replace, bool durable)
 {
@@ -366,6 +417,7 @@ const h5_lstore_ops h5_lstore_dense = {
 	.insert = dense_insert,
 	.insert_many = dense_insert_many,
 	.room_many = dense_room_many,
+	.change_many = dense_change_many,
 	.remove = dense_remove,
 	.remove_many = dense_remove_many,
 	.rename = dense_rename,
