@@ -407,9 +407,13 @@ static char *resolve(const char *dir, const char *target)
 	return out;
 }
 
-/* Whether target is relative and names only links (no ".", "..", empty
- * component): HDF5 resolves such a soft link from its own group, as the
- * kernel does, so it is stored as written (h5py's SoftLink("x/y")). */
+/* Whether target is relative and has no ".." component: HDF5 resolves
+ * such a soft link from its own group as the kernel resolves the symlink
+ * from its directory - "." components, repeated and trailing slashes
+ * included (libhdf5's traversal passes over them) - so it is stored as
+ * written (h5py's SoftLink("x/y")) and reads back so (node/names.c
+ * symlink_text): ln -s ./a/./b gives readlink ./a/./b, as rsync and
+ * stress-ng --symlink compare it. */
 static bool plain_relative(const char *target)
 {
 	const char *c = target;
@@ -419,7 +423,7 @@ static bool plain_relative(const char *target)
 	for (;;) {
 		size_t n = strcspn(c, "/");
 
-		if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+		if (n == 2 && c[0] == '.' && c[1] == '.')
 			return false;
 		if (!c[n])
 			return true;
@@ -427,8 +431,8 @@ static bool plain_relative(const char *target)
 	}
 }
 
-/* What a soft link made by symlink(2) stores: a plain relative target as
- * written, any other resolved to the absolute HDF5 path from group dir
+/* What a soft link made by symlink(2) stores: a relative target without
+ * ".." as written, any other resolved to the absolute HDF5 path from group dir
  * (libhdf5 has no ".."). A target NAME.npy is kept so (it reads back as
  * written, so a second rsync finds it equal), though a NAME.npy file
  * holding an NPY stream became dataset NAME: through the mount it leads

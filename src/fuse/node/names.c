@@ -130,15 +130,35 @@ static int comps_add_path(struct comps *c, const char *p)
 	return 0;
 }
 
+/* Whether a relative soft link value has a ".." component (HDF5 has
+ * none: libhdf5 looks for a link of that name) */
+static bool has_dotdot(const char *t)
+{
+	for (;;) {
+		size_t n = strcspn(t, "/");
+
+		if (n == 2 && t[0] == '.' && t[1] == '.')
+			return true;
+		if (!t[n])
+			return false;
+		t += n + 1;
+	}
+}
+
 /* The symlink text for HDF5 soft link `target` stored in the group shown
  * at mount path `dir`: absolute targets are relative to the file's root,
- * relative ones to the link's group; the result is relative to dir. */
+ * relative ones to the link's group; the result is relative to dir. A
+ * relative value without ".." means the same to the kernel from dir as
+ * to libhdf5 from the group: it is the text, as written (ln -s ./a/./b
+ * reads back ./a/./b: member/link.c stores it so). */
 char *symlink_text(const char *dir, const char *target)
 {
 	struct comps d = { 0 }, t = { 0 };
 	size_t common = 0, i, len = 0;
 	char *out = NULL, *p;
 
+	if (target[0] && target[0] != '/' && !has_dotdot(target))
+		return strdup(target);
 	if (comps_add_path(&d, dir) < 0)
 		goto out;
 	if (target[0] != '/' && comps_add_path(&t, dir) < 0)
