@@ -416,19 +416,7 @@ static char *resolve(const char *dir, const char *target)
  * stress-ng --symlink compare it. */
 static bool plain_relative(const char *target)
 {
-	const char *c = target;
-
-	if (!*target || *target == '/')
-		return false;
-	for (;;) {
-		size_t n = strcspn(c, "/");
-
-		if (n == 2 && c[0] == '.' && c[1] == '.')
-			return false;
-		if (!c[n])
-			return true;
-		c += n + 1;
-	}
+	return *target && *target != '/' && !path_has_dotdot(target);
 }
 
 /* What a soft link made by symlink(2) stores: a relative target without

@@ -130,9 +130,7 @@ static int comps_add_path(struct comps *c, const char *p)
 	return 0;
 }
 
-/* Whether a relative soft link value has a ".." component (HDF5 has
- * none: libhdf5 looks for a link of that name) */
-static bool has_dotdot(const char *t)
+bool path_has_dotdot(const char *t)
 {
 	for (;;) {
 		size_t n = strcspn(t, "/");
@@ -157,7 +155,7 @@ char *symlink_text(const char *dir, const char *target)
 	size_t common = 0, i, len = 0;
 	char *out = NULL, *p;
 
-	if (target[0] && target[0] != '/' && !has_dotdot(target))
+	if (target[0] && target[0] != '/' && !path_has_dotdot(target))
 		return strdup(target);
 	if (comps_add_path(&d, dir) < 0)
 		goto out;

@@ -110,6 +110,9 @@ unsigned path_ncomps(const char *p);
 char *updirs(int depth);
 /* a soft link's target, relative to dir, as the mount shows it */
 char *symlink_text(const char *dir, const char *target);
+/* Whether path t has a ".." component (HDF5 paths have none: libhdf5
+ * looks for a link of that name; names.c) */
+bool path_has_dotdot(const char *t);
 
 /* ---- fresh.c: n re-resolved by its path in the current generation when
  * a newer one exists; its object held for a request (node_use) ---- */
