@@ -1163,6 +1163,12 @@ typedef struct h5_link_gone {
 int h5_link_change_batch(h5_file *f, uint64_t group, char *const *names, const uint64_t *addrs, size_t n,
 			 h5_link_gone *gone, size_t *ngone);
 int h5_link_change_batchable(h5_file *f, uint64_t group);
+/* How many names (net) one h5_link_change_batch may add to group while
+ * it keeps its form (*room; UINT64_MAX: no bound): a compact group's
+ * limit less its links. Past it the batch still commits (the group stays
+ * compact, which libhdf5 reads), but a caller may rather leave the next
+ * name to h5_link_insert, which moves the group to dense storage. */
+int h5_link_change_room(uint64_t *room, h5_file *f, uint64_t group);
 /* The same for want 2; when that was the object's last link, what it
  * stored (its header, attribute storage, chunk index and chunks or
  * contiguous data) is handed back in *gone (NULL: nothing): freed by

@@ -348,10 +348,52 @@ def threads(work):
     print("threads: 4 threads of mv, ln and rm in one group with ls and stat beside: %d names as modelled" % len(got))
 
 
+def group_storage(path, name):
+    """libhdf5's H5Gget_info storage type of group name (0 symbol table,
+    1 compact, 2 dense): h5py has no call for it, libhdf5 it loaded has"""
+    class Info(ctypes.Structure):
+        _fields_ = [("storage_type", ctypes.c_int), ("nlinks", ctypes.c_uint64),
+                    ("max_corder", ctypes.c_int64), ("mounted", ctypes.c_uint)]
+    with h5py.File(path, "r") as f:
+        lib = [ln.split()[-1] for ln in open("/proc/self/maps") if "/libhdf5" in ln and "_hl" not in ln][0]
+        get = ctypes.CDLL(lib).H5Gget_info
+        get.argtypes = [ctypes.c_int64, ctypes.POINTER(Info)]
+        info = Info()
+        gid = f[name].id        # (held: a temporary's id is closed at once)
+        if get(gid.id, ctypes.byref(info)) < 0:
+            T.fail("H5Gget_info %s failed" % name)
+        return info.storage_type, info.nlinks
+
+
+def compact_limit(work):
+    """Hard links into a compact group (a latest-format group, as cp -al
+    makes them): batched up to its limit of 8, then the ordered link moves
+    the group to dense storage, as libhdf5 would, and the rest batch there
+    (a batch past the limit would leave a compact group of every link)"""
+    path = os.path.join(work, "limit.h5")
+    mnt = os.path.join(work, "mnt")
+    make(path, "latest")
+    with T.Mount(path, mnt) as m, m.watchdog(60):
+        for i in range(20):
+            os.link(os.path.join(mnt, "g", "a00"), os.path.join(mnt, "h", "l%02d" % i))
+        if os.stat(os.path.join(mnt, "g", "a00")).st_nlink != 21:
+            T.fail("limit: a00's st_nlink %d after 20 links" % os.stat(os.path.join(mnt, "g", "a00")).st_nlink)
+        if not m.alive():
+            T.fail("limit: daemon died")
+    st, n = group_storage(path, "h")
+    if (st, n) != (2, 20):
+        T.fail("limit: group h is of storage type %d with %d links, not dense with 20" % (st, n))
+    with h5py.File(path, "r") as f:
+        if h5py.h5g.get_objinfo(f["g"].id, b"a00").nlink != 21 or f["h/l19"][()].tolist() != [0] * 4:
+            T.fail("limit: h5py reads a00's count %d" % h5py.h5g.get_objinfo(f["g"].id, b"a00").nlink)
+    print("limit: 20 hard links into a compact group: dense after its 8th, count 21, as libhdf5 reads them")
+
+
 def main():
     work = T.workdir("mbatch")
     for libver in ("earliest", "latest"):
         sequence(work, libver)
+    compact_limit(work)
     crash(work)
     threads(work)
     return T.finish()

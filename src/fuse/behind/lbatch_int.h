@@ -81,7 +81,13 @@ struct lbatch {
 	struct lb_move *mv;
 	size_t nmv, mv_cap;
 	uint64_t mv_bytes;      /* the names' bytes that join (room) */
-	size_t mv_adds;         /* entries naming an object (room) */
+	/* names the list adds to the group's in FILE, less those it takes
+	 * (each entry: whether it names an object, less whether FILE has the
+	 * name), and how many one commit may add while the group keeps its
+	 * form (h5_link_change_room, asked when the list begins: a compact
+	 * group's limit less its links; UINT64_MAX: no bound) */
+	int64_t mv_net;
+	uint64_t mv_room;
 	uint32_t *mv_idx;       /* open-addressed index of mv by name (index + 1; 0: empty) */
 	size_t mv_idx_cap;
 	/* the moves' list's own operations, set by mbatch.c when it first

@@ -163,9 +163,11 @@ static void set_locked(struct lbatch *lb, const char *name, uint64_t addr, bool 
 	size_t i = find_locked(lb, name, strlen(name));
 
 	if (i != SIZE_MAX) {
+		lb->mv_net += (addr != UINT64_MAX) - (lb->mv[i].addr != UINT64_MAX);
 		lb->mv[i].addr = addr;
 		return;
 	}
+	lb->mv_net += (addr != UINT64_MAX) - in_file;
 	lb->mv[lb->nmv] = (struct lb_move){ .name = *copy, .addr = addr, .was = was, .in_file = in_file };
 	*copy = NULL;
 	lb->mv_bytes += strlen(name);
@@ -217,6 +219,7 @@ static void clear_locked(struct lbatch *lb)
 	if (lb->mv_idx)
 		memset(lb->mv_idx, 0, lb->mv_idx_cap * sizeof(*lb->mv_idx));
 	lb->mv_bytes = 0;
+	lb->mv_net = 0;
 	__atomic_store_n(&lb->nmv, 0, __ATOMIC_RELEASE);
 }
 
@@ -319,11 +322,13 @@ static int open_locked(struct lbatch **out, h5fs *fs, struct node *p)
 		return 0;
 	if ((err = lb_begin_locked(fs, lb, p)) != 0)
 		goto fail;
-	if (lb->u.f != fs_file(fs) || h5_link_change_batchable(lb->u.f, lb->u.addr) != 1) {
+	if (lb->u.f != fs_file(fs) || h5_link_change_batchable(lb->u.f, lb->u.addr) != 1 ||
+	    h5_link_change_room(&lb->mv_room, lb->u.f, lb->u.addr) < 0) {
 		h5_err_clear();
 		err = -1;
 		goto fail;
 	}
+	lb->mv_net = 0;
 	return 0;
 fail:
 	close_locked(fs, lb);
@@ -412,6 +417,8 @@ int lbatch_link(h5fs *fs, struct node *p, uint64_t addr, const char *newname)
 		err = -1;
 	else if (r)
 		err = EEXIST;
+	else if (lb->mv_room != UINT64_MAX && lb->mv_net + 1 > (int64_t)lb->mv_room)
+		err = -1;       /* a compact group at its limit: the ordered link moves it to dense storage */
 	else if (!(c = strdup(newname)))
 		err = ENOMEM;
 	else if ((err = grow(lb)) == 0 && (err = reserve_locked(fs, lb, "link", newname)) == 0)

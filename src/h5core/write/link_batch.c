@@ -177,6 +177,20 @@ out:
 	return rc;
 }
 
+int h5_link_change_room(uint64_t *room, h5_file *f, uint64_t group)
+{
+	const h5_lstore_ops *ops;
+	int rc;
+
+	*room = UINT64_MAX;
+	pthread_mutex_lock(&f->write_lock);
+	rc = h5_lstore_at(&ops, f, group);
+	if (rc == 0 && ops->names_room)
+		rc = ops->names_room(room, f, group);
+	pthread_mutex_unlock(&f->write_lock);
+	return rc;
+}
+
 int h5_link_change_batchable(h5_file *f, uint64_t group)
 {
 	const h5_lstore_ops *ops;

@@ -335,6 +335,23 @@ static int compact_change_many(bool *changed, h5_file *f, uint64_t group, char *
 	return rc;
 }
 
+/* link_store.h names_room: the compact limit less the links */
+static int compact_names_room(uint64_t *room, h5_file *f, uint64_t group)
+{
+	h5_ohdr *oh = NULL;
+	h5_linfo li = { 0 };
+	size_t nlinks = 0, found, linfo;
+	unsigned max_compact = 0;
+	int rc = h5_ohdr_get(&oh, f, group);
+
+	if (rc == 0)
+		rc = scan(&nlinks, &found, &linfo, &li, &max_compact, f, oh, NULL, 0);
+	*room = rc == 0 && max_compact > nlinks ? max_compact - nlinks : 0;
+	if (oh)
+		h5_ohdr_release(f, oh);
+	return rc;
+}
+
 /* ---- a new group ----------------------------------------------------------------
  * A version 2 object header as libhdf5 makes for a group of the latest
  * format (IV.A.1.b; times stored): an empty Link Info message (compact
@@ -427,5 +444,6 @@ const h5_lstore_ops h5_lstore_compact = {
 	.remove = compact_remove,
 	.rename = compact_rename,
 	.change_many = compact_change_many,
+	.names_room = compact_names_room,
 	.new_group = compact_new_group,
 };

@@ -73,6 +73,12 @@ typedef struct h5_lstore_ops {
 	 * NULL: the form has no such commit (h5_link_change_batch refuses). */
 	int (*change_many)(bool *changed, h5_file *f, uint64_t group, char *const *names, const uint64_t *addrs,
 			   size_t n);
+	/* Optional, with change_many: how many names (net) one change_many
+	 * may add to the group before it would keep them in a form not its
+	 * own (compact storage: its limit less its links; past it, it stays
+	 * compact, which a caller may rather leave to an insert that moves
+	 * the group to dense storage). NULL: no bound. */
+	int (*names_room)(uint64_t *room, h5_file *f, uint64_t group);
 	/* An empty group of the form a group of this form gets for its
 	 * children (mkdir): b NULL: *len, its size (fixed for a given f and
 	 * crt); else encoded into b (*len bytes) for address addr, with a
