@@ -224,20 +224,21 @@ out:
  * The net change of each name of a batch of renames, hard links and
  * unlinks (names distinct; addrs[i] H5_ADDR_UNDEF: NAME goes, else it
  * names that object afterwards) as one change of the group's header: the
- * messages of names that go become NIL, those of names that stay and name
- * another object are rewritten in place (the same name, creation order
- * and size), the new names' messages are put together (h5_ohdr_put_new:
- * free space of one chunk, or one new continuation chunk), the Link Info
- * message's maximum creation order moved past theirs, all committed by
+ * messages of names there now become NIL, every name afterwards is put
+ * anew, all together (h5_ohdr_put_new: free space of one chunk, or one
+ * new continuation chunk; a name that stays keeps its creation order),
+ * the Link Info message's maximum creation order moved past the new
+ * ones', all committed by
  * h5_ohdr_commit_cow: one write of one chunk, or the changed continuation
  * chunks copied and made durable, then chunk 0's one write - the old
  * links or the new ones after a crash, never a mix. A new name takes the
- * next creation order, as H5Lmove and H5Lcreate_hard give it. The group
- * stays compact past its limit when the batch adds more names than it
- * removes (as for a link too large for dense storage, above: the format
- * bounds no header's Link messages, and libhdf5 moves the group to dense
- * storage at its next insert): a commit after the answer refuses nothing
- * it could have refused before. */
+ * next creation order, as H5Lmove and H5Lcreate_hard give it. The daemon
+ * adds no more names in one batch than the compact limit leaves
+ * (compact_names_room below); were there more, the group would stay
+ * compact past its limit (as for a link too large for dense storage,
+ * above: the format bounds no header's Link messages, and libhdf5 moves
+ * the group to dense storage at its next insert), never a refusal after
+ * the answer. */
 static int hard_msg(uint8_t **msg, size_t *len, const h5_fmt *fmt, const char *name, uint64_t addr, bool corder,
 		    int64_t order)
 {
