@@ -339,10 +339,11 @@ LCHANGE_OPS = ["dset\t/g\tx%02d\t%d" % (i, 3 + i) for i in range(10)] + [
     # mv x07 x04, mv x08 x07, rm x03 (l03 keeps it), ln z02 x02
     "lchange\t/g\tx07=-,x04=/g/x07,x08=/g/x08,x03=-,x02=/g/z02",
     # rm of two datasets' one names (their storage freed after the
-    # commit, as the daemon frees it) and of one of x06's two names;
-    # a new dataset then placed in the space freed (only once the
-    # removal is durable)
-    "lchange\t/g\tx09=-,w04=-,k06=-",
+    # commit, as the daemon frees it), of one of x06's two names and of
+    # a soft link; a new dataset then placed in the space freed (only
+    # once the removal is durable)
+    "symlink\t/g\tsl\tx09",
+    "lchange\t/g\tx09=-,w04=-,k06=-,sl=-",
     "dset\t/g\tnew\t40",
 ]
 # The same in a latest-format file: /g's ten names make it dense (its
@@ -353,7 +354,8 @@ LCHANGE_OPS = ["dset\t/g\tx%02d\t%d" % (i, 3 + i) for i in range(10)] + [
 LCHANGE_OPS_COMPACT = ["dset\t/g\tx%02d\t%d" % (i, 3 + i) for i in range(5)] + [
     "lchange\t/g\tx00=-,y00=/g/x00,l01=/g/x01",
     "lchange\t/g\tl01=-,x02=-,w02=/g/x02,k03=/g/x03",
-    "lchange\t/g\tx04=-,k03=-,x02=/g/w02",
+    "symlink\t/g\tsl\tx04",
+    "lchange\t/g\tx04=-,k03=-,x02=/g/w02,sl=-",
     "dset\t/g\tnew\t40",
 ]
 COUNTS = [False]

@@ -389,11 +389,52 @@ def compact_limit(work):
     print("limit: 20 hard links into a compact group: dense after its 8th, count 21, as libhdf5 reads them")
 
 
+def soft_unlink(work):
+    """rm of soft links joins the batch (each was an ordered commit): gone
+    at once, ENOENT after, a name taken again by a new symlink and by a
+    hard link in the same burst, FILE as h5py reads it after, in both
+    formats"""
+    for libver in ("earliest", "latest"):
+        path = os.path.join(work, "soft-" + libver + ".h5")
+        mnt = os.path.join(work, "mnt")
+        make(path, libver)
+        with T.Mount(path, mnt) as m, m.watchdog(60):
+            g = os.path.join(mnt, "g")
+            for i in range(12):
+                os.symlink("a%02d" % i, os.path.join(g, "s%02d" % i))
+            os.listdir(g)                       # (their ordered commits done)
+            for i in range(12):
+                os.unlink(os.path.join(g, "s%02d" % i))
+                if os.path.lexists(os.path.join(g, "s%02d" % i)):
+                    T.fail("%s: s%02d still there after rm" % (libver, i))
+            expect_enoent = False
+            try:
+                os.readlink(os.path.join(g, "s00"))
+            except FileNotFoundError:
+                expect_enoent = True
+            if not expect_enoent:
+                T.fail("%s: readlink of a removed symlink did not give ENOENT" % libver)
+            os.symlink("a03", os.path.join(g, "s01"))
+            os.link(os.path.join(g, "a04"), os.path.join(g, "s02"))
+            if os.readlink(os.path.join(g, "s01")) != "a03" or val(os.path.join(g, "s02")) != 4:
+                T.fail("%s: names taken again: %r %r" % (libver, os.readlink(os.path.join(g, "s01")),
+                                                         val(os.path.join(g, "s02"))))
+            if not m.alive():
+                T.fail("%s: daemon died" % libver)
+        with h5py.File(path, "r") as f:
+            names = sorted(k for k in f["g"] if k.startswith("s"))
+            if names != ["s01", "s02"] or f["g"].get("s01", getlink=True).path != "a03" or \
+                    f["g/s02"][()].tolist() != [4] * 4:
+                T.fail("%s: h5py reads %r" % (libver, names))
+    print("soft links: rm of 12 in a burst, names taken again after, both formats, as h5py reads them")
+
+
 def main():
     work = T.workdir("mbatch")
     for libver in ("earliest", "latest"):
         sequence(work, libver)
     compact_limit(work)
+    soft_unlink(work)
     crash(work)
     threads(work)
     return T.finish()

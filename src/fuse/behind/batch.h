@@ -49,12 +49,13 @@ int lbatch_forget(h5fs *fs, h5_file *f, uint64_t addr, char **name, uint64_t *pi
 void lbatch_busy(h5fs *fs, struct node *n, bool busy);
 void lbatch_stop(h5fs *fs);
 /* behind/mbatch.c: rename, link and unlink's write-behind (issue 82
- * item 2) in a symbol-table group: 0 when the change joins the batch
+ * item 2) in a group of any form: 0 when the change joins the batch
  * (answered now, committed with it), an errno decided before the answer
  * (ENOENT, EEXIST, ENOSPC), or -1 when it is not one for the batch (the
  * caller takes today's path, whose barrier commits the batch first).
  * lbatch_rename: within group p; lbatch_link: the object at addr named
- * NEWNAME in p; lbatch_unlink: NAME of p (*addr its object), which keeps
+ * NEWNAME in p; lbatch_unlink: NAME of p - a soft or external link
+ * (*addr UINT64_MAX), or a name of the object *addr which keeps
  * another name, or (*last) a dataset's only name when may_take_last(fs, f, addr)
  * says its file allows it and no descriptor reads it (the caller then marks its nodes unlinked). lbatch_moved: whether NAME of group names an object by
  * the batch (*addr); lbatch_removed says it removed. lbatch_nlink_delta:

@@ -11,7 +11,8 @@
  *   rename  of a dataset or named datatype within one group, to a name
  *           that is free (the batch's view: FILE and the list below);
  *   link    of one to a free name of the group;
- *   unlink  of a name whose object keeps another name (its count, FILE's
+ *   unlink  of a soft or external link FILE has; of a name whose object
+ *           keeps another name (its count, FILE's
  *           and the list's, at least 2), or of a dataset's one name in
  *           FILE that the batch does not otherwise touch and no
  *           descriptor has open (not in a netCDF-4 file: its dimensions
@@ -436,6 +437,7 @@ int lbatch_unlink(h5fs *fs, struct node *p, const char *name, uint64_t *addr, bo
 	char *c = NULL;
 	unsigned nl;
 	size_t before;
+	bool soft;
 	int err, r;
 
 	*last = false;
@@ -444,11 +446,15 @@ int lbatch_unlink(h5fs *fs, struct node *p, const char *name, uint64_t *addr, bo
 		return err;
 	before = lb->nmv;
 	r = resolve_locked(lb, name, addr, &in, &was);
+	/* a soft or external link FILE has (no object counts it: *addr
+	 * UINT64_MAX) goes as a name does (rm of symlinks was an ordered
+	 * commit each, 1 ms) */
+	soft = r == 2 && in;
 	if (r == 0)
 		err = ENOENT;
-	else if (r != 1 || !plain_object(lb->u.f, *addr, &nl))
-		err = -1;       /* a symlink, a directory */
-	else if ((*last = (int64_t)nl + delta_locked(lb, *addr) < 2) &&
+	else if (!soft && (r != 1 || !plain_object(lb->u.f, *addr, &nl)))
+		err = -1;       /* a directory */
+	else if (!soft && (*last = (int64_t)nl + delta_locked(lb, *addr) < 2) &&
 		 (nl != 1 || delta_locked(lb, *addr) != 0 || !may_take_last(fs, lb->u.f, *addr)))
 		err = -1;       /* a last name the batch cannot take (netCDF-4: its dimensions) */
 	else if (!(c = strdup(name)))

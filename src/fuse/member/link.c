@@ -276,7 +276,7 @@ static int unlink_batched(h5fs *fs, uint64_t parent, const char *name)
 		 * after the batch's commit: mbatch.c, gone_keep) */
 		if (last)
 			gone_unlinked(fs, u.f, addr);
-		else
+		else if (addr != UINT64_MAX)    /* (a soft link: no count) */
 			nlink_update(fs, u.f, addr);
 	}
 	commit_end(fs, &u, err != -1);  /* (not for the batch: nothing written) */
