@@ -8,7 +8,7 @@ trip each) in the same run. Run by hand, never in CI; see bench/README.md
 
     bench/meta_ops_bench.py [--h5fs PATH] [--base OLD_H5FS] [-n N]
                             [--rounds R] [--load CPUS] [--dir DIR]
-                            [--format default|latest] [--no-floor]
+                            [--format default|latest] [--root N] [--no-floor]
                             [--ops mkdir,setfattr,...]
 
 The calls, in this order, N each in the group g: mkdir g/dNNNNN,
@@ -50,10 +50,15 @@ import benchlib as B  # noqa: E402
 OPS = ("mkdir", "setfattr", "rmdir", "create", "utime", "rename", "link", "unlink")
 
 
-def fixture(path, fmt):
+def fixture(path, fmt, root=0):
     import h5py
+    import numpy as np
     with h5py.File(path, "w", libver="latest" if fmt == "latest" else "earliest") as f:
         f.create_group("g")
+        # (--root: datasets beside g, which own_detect's walk of the
+        # root's first objects passes over, src/common/owner.c)
+        for i in range(root):
+            f["r%04d" % i] = np.zeros(4, dtype="<i4")
 
 
 def stats(ts):
@@ -154,6 +159,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--load", type=int, default=0, help="stress-ng --cpu LOAD during the run")
     ap.add_argument("--format", default="default", choices=("default", "latest"))
+    ap.add_argument("--root", type=int, default=0, help="datasets in the root beside g (none)")
     ap.add_argument("--no-floor", action="store_true", help="skip bench/fuse_meta_floor.c")
     ap.add_argument("--ops", default=",".join(OPS),
                     help="comma-separated subset (the later calls need the names the earlier made)")
@@ -164,7 +170,7 @@ def main():
             raise SystemExit("unknown op %s" % op)
     os.makedirs(a.dir, exist_ok=True)
     base = os.path.join(a.dir, "fixture.h5")
-    fixture(base, a.format)
+    fixture(base, a.format, a.root)
     mnt = os.path.join(a.dir, "mnt")
     log = os.path.join(a.dir, "h5fs.log")
     sides = [("cur", a.h5fs)] + ([("base", a.base)] if a.base else [])

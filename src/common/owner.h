@@ -21,7 +21,9 @@ enum own_kind {
  * _NCProperties went, a variable or dimension of netCDF's among the
  * root's first links (_Netcdf4Dimid, _Netcdf4Coordinates, or the NAME of
  * a dimension without a variable); its classic model by the root's
- * _nc3_strict. Errors reading say OWN_HDF5. */
+ * _nc3_strict. Errors reading say OWN_HDF5. The answer is kept per file
+ * while its h5_file_attr_epoch stays (no attribute written, no link of
+ * the root changed): asked again, it costs a lock and a compare. */
 enum own_kind own_detect(h5_file *f);
 /* Whether own_detect(f) is OWN_NC4_CLASSIC, without its walk of the
  * root's links (up to 64 objects' attributes read: per mkdir, the cost of

@@ -1334,6 +1334,15 @@ size_t h5_append_pending(const h5_appender *a);     /* bytes received, not commi
 uint64_t h5_append_row_bytes(const h5_appender *a);
 /* Whether FILE was opened for writing. */
 int h5_file_writable(const h5_file *f);
+/* A number that differs from every one f had before once an attribute of
+ * any of its objects or a link of its root group was written or removed
+ * since (and from every other file's: drawn from one counter of the
+ * process, so a file opened where a closed one was gets a new one).
+ * What was derived from those alone (src/common/owner.c own_detect) holds
+ * while it stays the same. Moved after each such change is in place: a
+ * number taken, then the file read, reads at least that state. Another
+ * program's changes are a new h5_file (the daemon's generations). */
+uint64_t h5_file_attr_epoch(const h5_file *f);
 
 /* ---- overwriting bytes of datasets (overwrite.c, chunk_rewrite.c;
  * doc/OVERWRITE.md) ------------------------------------------------------ */

@@ -19,6 +19,11 @@ commit; after the unmount h5py reads
 every name as the model says: values, and link counts equal to the names
 (h5py's get_objinfo).
 
+st_nlink at once while the batch is committed beside (60 rounds of mv
+over a dataset, which frees its storage so that the next call wakes the
+scheduler's idle look that commits the batch; ln a b, stat both: 2;
+rm b, stat a: 1).
+
 4 threads of mv, ln and rm of their own names of one group at once, ls
 and stat of everything from a fifth: each answer as the thread's model
 says, FILE after the unmount the union of the models.
@@ -429,6 +434,42 @@ def soft_unlink(work):
     print("soft links: rm of 12 in a burst, names taken again after, both formats, as h5py reads them")
 
 
+def nlink_now(work):
+    """st_nlink right after ln and rm while the batch is committed at the
+    same moment: each mv over a dataset frees its storage at once (the
+    ordered path), so the next call's first change wakes the scheduler,
+    whose idle look makes the changes durable (behind/idle.c meta_idle:
+    the batch flushed) while the call reads the object's count. FILE's count and the change pending were
+    read apart: a commit between them showed the other name st_nlink 2
+    after the unlink (test_mv_ln, with the scheduler not woken by every
+    barrier, sched.c `left`); mbatch.c lbatch_nlink reads both under the
+    batch's lock."""
+    path = os.path.join(work, "nlink.h5")
+    mnt = os.path.join(work, "mnt")
+    n = 60
+    with h5py.File(path, "w") as f:
+        g = f.create_group("g")
+        g["a"] = np.arange(4, dtype="<i4")
+        for i in range(4 * n):
+            g["x%03d" % i] = np.full(2, i, dtype="<i4")
+    bad = []
+    with T.Mount(path, mnt) as m, m.watchdog(60):
+        p = lambda x: os.path.join(mnt, "g", x)  # noqa: E731
+        for i in range(n):
+            os.rename(p("x%03d" % (4 * i)), p("x%03d" % (4 * i + 1)))      # storage freed
+            os.link(p("a"), p("b"))
+            got = (os.stat(p("a")).st_nlink, os.stat(p("b")).st_nlink)
+            os.rename(p("x%03d" % (4 * i + 2)), p("x%03d" % (4 * i + 3)))
+            os.unlink(p("b"))
+            got += (os.stat(p("a")).st_nlink,)
+            if got != (2, 2, 1):
+                bad.append((i, got))
+    if bad:
+        T.fail("nlink at once: (ln a, b; rm b: a) %d of %d wrong: %s" % (len(bad), n, bad[:4]))
+        return
+    print("nlink at once: %d rounds of ln and rm beside the batch's commits: 2, 2, 1 each" % n)
+
+
 def main():
     work = T.workdir("mbatch")
     for libver in ("earliest", "latest"):
@@ -437,6 +478,7 @@ def main():
     soft_unlink(work)
     crash(work)
     threads(work)
+    nlink_now(work)
     return T.finish()
 
 

@@ -15,7 +15,10 @@ the wrong count (EINVAL), user.h5.* (EPERM), removing an absent name
 (ENODATA). A v2 header's compact storage full moves to dense storage
 with the next new name (test_dense.py for dense storage at length). Also -o xattr=raw
 writes, a getfattr right after each change sees it, and a file changed by
-the mount, then by h5py 'r+', re-mounts with both changes.
+the mount, then by h5py 'r+', re-mounts with both changes. A new text
+attribute follows the file's owner as it is at that moment: an HDF5 file
+made netCDF-4 by setfattr of the root's _NCProperties and made HDF5 again
+by its removal (own_detect's kept answer asked anew after each).
 """
 import errno
 import os
@@ -314,6 +317,43 @@ def check_reopen(work, src):
             T.fail("reopen: h5py reads %r" % dict(f["g"].attrs))
 
 
+def check_owner_change(work, src):
+    """The file's owner as it is at each change (src/common/owner.c keeps
+    own_detect's answer while no attribute and no link of the root was
+    written): a new text attribute is a variable-length string in an HDF5
+    file, NC_CHAR (fixed-length, null-terminated) once the root has
+    _NCProperties (a netCDF-4 file), variable-length again once it went.
+    fsyncdir commits the attributes' batch between (its owner is read when
+    a batch begins)."""
+    path = os.path.join(work, "owner.h5")
+    shutil.copy(src, path)
+    mnt = os.path.join(work, "mnt")
+
+    def settle():
+        fd = os.open(mnt, os.O_RDONLY | os.O_DIRECTORY)
+        os.fsync(fd)
+        os.close(fd)
+
+    with T.Mount(path, mnt) as m, m.watchdog(60):
+        os.setxattr(mnt + "/g", "user.t1", b"one")
+        settle()
+        os.setxattr(mnt, "user._NCProperties", b"version=2,netcdf=4.9.2,hdf5=1.14.0")
+        settle()
+        os.setxattr(mnt + "/g", "user.t2", b"two")
+        settle()
+        os.removexattr(mnt, "user._NCProperties")
+        settle()
+        os.setxattr(mnt + "/g", "user.t3", b"three")
+    with h5py.File(path, "r") as f:
+        kinds = []
+        for n in ("t1", "t2", "t3"):
+            t = h5py.h5a.open(f["g"].id, n.encode()).get_type()
+            kinds.append("vlen" if t.is_variable_str() else "nullterm" if t.get_strpad() == h5py.h5t.STR_NULLTERM
+                         else "pad %d" % t.get_strpad())
+    if kinds != ["vlen", "nullterm", "vlen"]:
+        T.fail("owner change: new text attributes %s, want vlen (HDF5), nullterm (netCDF-4), vlen" % kinds)
+
+
 def main():
     work = T.workdir("setfattr")
     fxdir = os.path.join(work, "fx")
@@ -343,6 +383,7 @@ def main():
         check_refusals(work, fx, src)
     check_raw(work, os.path.join(fxdir, "default.h5"))
     check_reopen(work, os.path.join(fxdir, "latest.h5"))
+    check_owner_change(work, os.path.join(fxdir, "default.h5"))
     shutil.rmtree(work, ignore_errors=True)
     return T.finish()
 

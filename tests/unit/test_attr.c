@@ -1091,6 +1091,51 @@ START_TEST(e2e_which_kept)
 }
 END_TEST
 
+/* h5_file_attr_epoch (what src/common/owner.c keeps own_detect's answer
+ * by): moved by an attribute written or removed on any object and by a
+ * link change of the root group, not by one of another group; never
+ * another file's (a second open of the same FILE gets its own). */
+START_TEST(e2e_attr_epoch)
+{
+	char src[128], path[128], cmd[300];
+	h5_file *f, *g;
+	uint64_t root, sub, x, e;
+
+	if (!py_ok)
+		return;
+	snprintf(src, sizeof(src), "%s/compact.h5", py_dir);
+	snprintf(path, sizeof(path), "%s/epoch.h5", py_dir);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", src, path);
+	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_msg(h5_file_open(&f, path, &(h5_open_opts){ .writable = 1 }) == 0, "%s", h5_err_msg());
+	ck_assert_msg(h5_file_open(&g, path, NULL) == 0, "%s", h5_err_msg());
+	ck_assert_uint_ne(h5_file_attr_epoch(f), h5_file_attr_epoch(g));
+	root = h5_file_root(f);
+	e = h5_file_attr_epoch(f);
+	ck_assert_msg(h5_group_create(&sub, f, root, "sub", 3) == 0, "%s", h5_err_msg());
+	ck_assert_uint_ne(h5_file_attr_epoch(f), e);            /* the root's links */
+	e = h5_file_attr_epoch(f);
+	ck_assert_msg(h5_group_create(&x, f, sub, "x", 1) == 0, "%s", h5_err_msg());
+	ck_assert_uint_eq(h5_file_attr_epoch(f), e);            /* another group's */
+	ck_assert_msg(h5_attr_write(f, x, "a", 1, "1", 1, 0) == 0, "%s", h5_err_msg());
+	ck_assert_uint_ne(h5_file_attr_epoch(f), e);            /* any object's attribute */
+	e = h5_file_attr_epoch(f);
+	ck_assert_msg(h5_attr_delete(f, x, "a", 1) == 0, "%s", h5_err_msg());
+	ck_assert_uint_ne(h5_file_attr_epoch(f), e);
+	e = h5_file_attr_epoch(f);
+	ck_assert_msg(h5_link_delete(f, sub, "x", 1, 1) == 0, "%s", h5_err_msg());
+	ck_assert_uint_eq(h5_file_attr_epoch(f), e);
+	ck_assert_msg(h5_link_move(f, root, "sub", 3, root, "sub2", 4) == 0, "%s", h5_err_msg());
+	ck_assert_uint_ne(h5_file_attr_epoch(f), e);
+	e = h5_file_attr_epoch(f);
+	ck_assert_msg(h5_link_delete(f, root, "sub2", 4, 1) == 0, "%s", h5_err_msg());
+	ck_assert_uint_ne(h5_file_attr_epoch(f), e);
+	h5_file_close(g);
+	h5_file_close(f);
+	unlink(path);
+}
+END_TEST
+
 /* The engine's data behind user.h5.* and the attribute xattrs, before any
  * naming or formatting (src/common/xattrs.c makes those). */
 START_TEST(dataset_meta_data)
@@ -2150,6 +2195,7 @@ static Suite *attr_suite(void)
 	tcase_add_test(te, e2e_dense);
 	tcase_add_test(te, e2e_which);
 	tcase_add_test(te, e2e_which_kept);
+	tcase_add_test(te, e2e_attr_epoch);
 	tcase_add_test(te, e2e_ten_thousand);
 	tcase_add_test(te, e2e_xattr_all);
 	tcase_add_test(te, corpus_values);

@@ -743,6 +743,52 @@ START_TEST(group_batches)
 }
 END_TEST
 
+/* A new dataset's header is in the cache from its write on
+ * (h5_ohdr_prime, write/dset_create.c: create(2)'s entry read it back),
+ * decoded as a read of FILE decodes it: every field and message the
+ * same as h5_ohdr_load's from FILE; the data written after (the first
+ * rows) read as a fresh open reads them. */
+static void primed_headers(const char *hpath)
+{
+	h5_dset_new d = { .rank = 1, .kind = 'u', .size = 1, .chunked = 1, .growable = 1, .chunk = { 4096 } };
+	h5_file *f = NULL;
+	h5_ohdr *a = NULL, *b = NULL;
+	uint64_t addr;
+
+	ck_assert_int_eq(h5_file_open(&f, hpath, &(h5_open_opts){ .writable = 1 }), 0);
+	ck_assert_msg(h5_dataset_create_loose(&addr, f, &d) == 0, "%s", h5_err_msg());
+	ck_assert(h5_cache_holds(f->meta, H5_CK_OHDR, addr));
+	ck_assert_int_eq(h5_ohdr_get(&a, f, addr), 0);
+	ck_assert_int_eq(h5_ohdr_load(&b, f, addr), 0);
+	ck_assert_uint_eq(a->version, b->version);
+	ck_assert_uint_eq(a->flags, b->flags);
+	ck_assert_uint_eq(a->refcount, b->refcount);
+	ck_assert_uint_eq(a->types, b->types);
+	ck_assert_uint_eq(a->nchunks, b->nchunks);
+	ck_assert_uint_eq(a->nmsgs, b->nmsgs);
+	for (size_t i = 0; i < a->nmsgs; i++) {
+		ck_assert_uint_eq(a->msgs[i].type, b->msgs[i].type);
+		ck_assert_uint_eq(a->msgs[i].flags, b->msgs[i].flags);
+		ck_assert_uint_eq(a->msgs[i].size, b->msgs[i].size);
+		ck_assert_uint_eq(a->msgs[i].addr, b->msgs[i].addr);
+		ck_assert_int_eq(memcmp(a->msgs[i].data, b->msgs[i].data, a->msgs[i].size), 0);
+	}
+	h5_ohdr_release(f, a);
+	h5_ohdr_free(b);
+	h5_dataset_loose_drop(f, addr);
+	h5_file_close(f);
+}
+
+START_TEST(dataset_header_primed)
+{
+	char dir[64] = "/tmp/h5fs-test-primed-XXXXXX";
+
+	/* a v1 header (h5py's default format) in both files: the engine
+	 * writes its new datasets' headers so in either */
+	on_link_files(dir, primed_headers);
+}
+END_TEST
+
 /* mkdir's slots taken ahead (write/gslot.c, issue 70 item 3): the first
  * loose group is made under write_lock and fills the pool; the next are
  * written into its slots: distinct addresses, each a group with a birth
@@ -929,6 +975,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, link_insert_compact);
 	tcase_add_test(tc, group_batches);
 	tcase_add_test(tc, group_slots);
+	tcase_add_test(tc, dataset_header_primed);
 	tcase_add_test(tc, notes_ring);
 	suite_add_tcase(s, tc);
 	return s;

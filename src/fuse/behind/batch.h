@@ -58,14 +58,21 @@ void lbatch_stop(h5fs *fs);
  * (*addr UINT64_MAX), or a name of the object *addr which keeps
  * another name, or (*last) a dataset's only name when may_take_last(fs, f, addr)
  * says its file allows it and no descriptor reads it (the caller then marks its nodes unlinked). lbatch_moved: whether NAME of group names an object by
- * the batch (*addr); lbatch_removed says it removed. lbatch_nlink_delta:
- * the change of addr's count pending. */
+ * the batch (*addr); lbatch_removed says it removed. */
 int lbatch_rename(h5fs *fs, struct node *p, const char *name, const char *newname);
 int lbatch_link(h5fs *fs, struct node *p, uint64_t addr, const char *newname);
 int lbatch_unlink(h5fs *fs, struct node *p, const char *name, uint64_t *addr, bool *last,
 		  bool (*may_take_last)(h5fs *fs, h5_file *f, uint64_t addr));
 bool lbatch_moved(h5fs *fs, h5_file *f, uint64_t group, const char *name, uint64_t *addr);
-int lbatch_nlink_delta(h5fs *fs, h5_file *f, uint64_t addr);
+/* The count st_nlink shows for the object at addr of f (*nlink, at least
+ * 1; 0 when its header counts none): FILE's with the change of it the
+ * batch holds, both read under the batch's lock so that a commit
+ * meanwhile is counted once; 0, or the h5_err of its header's read. */
+int lbatch_nlink(h5fs *fs, h5_file *f, uint64_t addr, unsigned *nlink);
+/* Whether a count of addr read from FILE when lbatch_commits said
+ * commits may be off (a change of it pending, or a commit since): ask
+ * lbatch_nlink then */
+bool lbatch_nlink_moved(h5fs *fs, h5_file *f, uint64_t addr, uint64_t commits);
 /* The kinds (commit/commit.h struct commit_kind), registered with the
  * mount by member/setup.c: new files and directories, attribute values */
 extern const struct commit_kind lbatch_kind, xbatch_kind;

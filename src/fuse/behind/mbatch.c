@@ -23,7 +23,7 @@
  * The list keeps each name's last change (mv a b; mv b a leaves a naming
  * its object, b removed: nothing to write for either), read by lookups
  * (lbatch_moved, lbatch_removed: member/lookup.c member_name_seen) and
- * st_nlink (lbatch_nlink_delta) from the answer on. Everything else -
+ * st_nlink (lbatch_nlink) from the answer on. Everything else -
  * another group's name, a name that is there (rename over it: rename_keep,
  * netCDF-4 variables, directories), directories, soft links, np.save's
  * streams - is not for the batch:
@@ -479,16 +479,45 @@ bool lbatch_moved(h5fs *fs, h5_file *f, uint64_t group, const char *name, uint64
 	return found;
 }
 
-int lbatch_nlink_delta(h5fs *fs, h5_file *f, uint64_t addr)
+int lbatch_nlink(h5fs *fs, h5_file *f, uint64_t addr, unsigned *nlink)
 {
 	struct lbatch *lb = __atomic_load_n(&fs->lb, __ATOMIC_ACQUIRE);
-	int d = 0;
+	h5_obj_info info;
+	int64_t c;
+	int rc;
 
-	if (!lb || !__atomic_load_n(&lb->nmv, __ATOMIC_ACQUIRE))
-		return 0;
+	/* FILE's count and the change pending read under t.mu, which a
+	 * commit of the list holds from its first write to the list's
+	 * clearing: read apart, a commit between them (the scheduler's
+	 * timer, another request's barrier) gave the count before it and
+	 * no change pending: an unlink's other name showed st_nlink 2 */
+	if (lb)
+		pthread_mutex_lock(&lb->t.mu);
+	rc = h5_obj_info_get(&info, f, addr);
+	c = rc < 0 ? 0 : (int64_t)info.nlink;
+	if (c && lb && lb->nmv && lb->u.f == f)
+		c += delta_locked(lb, addr);
+	if (lb)
+		pthread_mutex_unlock(&lb->t.mu);
+	/* (a header that counts none says nothing: 0) */
+	*nlink = rc < 0 || !info.nlink ? 0 : c > 0 ? (unsigned)c : 1;
+	return rc < 0 ? rc : 0;
+}
+
+bool lbatch_nlink_moved(h5fs *fs, h5_file *f, uint64_t addr, uint64_t commits)
+{
+	struct lbatch *lb = __atomic_load_n(&fs->lb, __ATOMIC_ACQUIRE);
+	bool moved;
+
+	if (!lb)
+		return false;
+	if (__atomic_load_n(&lb->commits, __ATOMIC_ACQUIRE) != commits)
+		return true;
+	if (!__atomic_load_n(&lb->nmv, __ATOMIC_ACQUIRE))
+		return false;
 	pthread_mutex_lock(&lb->t.mu);
-	if (lb->nmv && lb->u.f == f)
-		d = delta_locked(lb, addr);
+	/* (a commit that held t.mu meanwhile counted itself by now) */
+	moved = lb->commits != commits || (lb->nmv && lb->u.f == f && delta_locked(lb, addr) != 0);
 	pthread_mutex_unlock(&lb->t.mu);
-	return d;
+	return moved;
 }

@@ -36,6 +36,12 @@ struct commit_kinds {
 struct commit_sched {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;      /* a slot changed, left, or the stop */
+	/* a slot's busy or flushing went down (commit_slot_stop waits for
+	 * both): apart from cv, so that a barrier's flush, which every
+	 * create and mkdir asks for, does not wake the thread for nothing
+	 * (a context switch and its lock taken against the request's, 10
+	 * futex calls a create: issue 82 item 2) */
+	pthread_cond_t left;
 	pthread_t thread;
 	bool stop, kicked;
 	unsigned n;
@@ -93,7 +99,7 @@ static void *loop(void *arg)
 			due = s->k->poll ? s->k->poll(s->owner, now) : run_batch(s, now);
 			pthread_mutex_lock(&cs->mu);
 			s->busy = false;
-			pthread_cond_broadcast(&cs->cv);
+			pthread_cond_broadcast(&cs->left);
 			if (due < next)
 				next = due;
 		}
@@ -127,9 +133,11 @@ static struct commit_sched *sched_new(void)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&cs->cv, &ca);
 	pthread_condattr_destroy(&ca);
+	pthread_cond_init(&cs->left, NULL);
 	if (pthread_create(&cs->thread, NULL, loop, cs) != 0) {
 		pthread_mutex_destroy(&cs->mu);
 		pthread_cond_destroy(&cs->cv);
+		pthread_cond_destroy(&cs->left);
 		free(cs);
 		return NULL;
 	}
@@ -209,7 +217,7 @@ void commit_slot_stop(struct commit_slot *s)
 		 * run_batch writes under s->mu, not cs->mu: TSan, an lbatch
 		 * commit letting s->mu go at the unmount) */
 		while (__atomic_load_n(&s->busy, __ATOMIC_RELAXED) || __atomic_load_n(&s->flushing, __ATOMIC_RELAXED))
-			pthread_cond_wait(&cs->cv, &cs->mu);
+			pthread_cond_wait(&cs->left, &cs->mu);
 		for (unsigned i = 0; i < cs->n; i++) {
 			if (cs->slot[i] != s)
 				continue;
@@ -254,7 +262,7 @@ int commit_barrier(h5fs *fs, unsigned mask)
 			err = s[i]->k->flush(s[i]->owner);
 		pthread_mutex_lock(&cs->mu);
 		s[i]->flushing--;
-		pthread_cond_broadcast(&cs->cv);
+		pthread_cond_broadcast(&cs->left);      /* (not cv: the thread) */
 		pthread_mutex_unlock(&cs->mu);
 	}
 	return err;
@@ -285,6 +293,7 @@ void commit_sched_stop(h5fs *fs)
 	pthread_join(cs->thread, NULL);
 	pthread_mutex_destroy(&cs->mu);
 	pthread_cond_destroy(&cs->cv);
+	pthread_cond_destroy(&cs->left);
 	free(cs);
 }
 

@@ -204,14 +204,13 @@ out:
 static void nlink_update(h5fs *fs, h5_file *f, uint64_t addr)
 {
 	struct node *n = node_get(fs, file_ino(f, addr));
-	h5_obj_info info;
+	unsigned c;
 
-	if (n && n->type == NT_FILE && h5_obj_info_get(&info, f, addr) == 0 && info.nlink) {
-		/* (with the batch's links and unlinks not committed yet) */
-		int64_t c = (int64_t)info.nlink + lbatch_nlink_delta(fs, f, addr);
-
+	/* (with the batch's links and unlinks not committed yet, read with
+	 * FILE's count under the batch's lock: lbatch_nlink) */
+	if (n && n->type == NT_FILE && lbatch_nlink(fs, f, addr, &c) == 0 && c) {
 		pthread_rwlock_wrlock(&n->lk);
-		n->st.st_nlink = c > 0 ? (nlink_t)c : 1;
+		n->st.st_nlink = c;
 		pthread_rwlock_unlock(&n->lk);
 		node_touch(n, false);   /* a link count changed: its ctime */
 	}

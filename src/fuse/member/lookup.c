@@ -305,25 +305,33 @@ static int show_symlink(struct node **out, h5fs *fs, const struct node *p, const
 }
 
 /* st_nlink with the batch's links and unlinks not committed yet
- * (behind/mbatch.c): FILE's count and the change pending */
-static void pending_nlink(h5fs *fs, struct node *n, struct stat *lst, h5_file *f, uint64_t addr)
+ * (behind/mbatch.c): FILE's count and the change pending, read again
+ * together when the count the node was made with, read from FILE when
+ * the batch had made `commits` commits, may be off (a change pending, or
+ * a commit since whose change the batch no longer holds) */
+static void pending_nlink(h5fs *fs, struct node *n, struct stat *lst, h5_file *f, uint64_t addr, uint64_t commits)
 {
-	int d = lbatch_nlink_delta(fs, f, addr);
-	h5_obj_info info;
-	int64_t c;
+	unsigned c;
 
-	if (!d || (n && n->type != NT_FILE) || h5_obj_info_get(&info, f, addr) < 0) {
+	if (n ? n->type != NT_FILE : S_ISDIR(lst->st_mode))
+		return;
+	if (!lbatch_nlink_moved(fs, f, addr, commits))
+		return;
+	if (lbatch_nlink(fs, f, addr, &c) < 0 || !c) {
 		h5_err_clear();
 		return;
 	}
-	c = (int64_t)(info.nlink ? info.nlink : 1) + d;
-	if (n) {
-		pthread_rwlock_wrlock(&n->lk);
-		n->st.st_nlink = c > 0 ? (nlink_t)c : 1;
-		pthread_rwlock_unlock(&n->lk);
-	} else if (!S_ISDIR(lst->st_mode)) {
-		lst->st_nlink = c > 0 ? (nlink_t)c : 1;
+	/* a stat-only record keeps the count its lookup read: a node now,
+	 * which keeps this one (nlink_update, member/link.c, moves it) */
+	if (!n) {
+		lst->st_nlink = c;
+		n = node_get(fs, lst->st_ino);
+		if (!n)
+			return;
 	}
+	pthread_rwlock_wrlock(&n->lk);
+	n->st.st_nlink = c;
+	pthread_rwlock_unlock(&n->lk);
 }
 
 /* The node a name of a directory leads to: 0 and *out (referenced; NULL:
@@ -340,6 +348,8 @@ static int do_lookup(struct node **out, struct stat *lst, h5fs *fs, fuse_ino_t p
 	char *path = NULL, *fpath = NULL;
 	int rc, e = 0, depth = -1;
 	bool pending = false, removed = false, listed_now;
+	/* (before any count is read from FILE: pending_nlink) */
+	uint64_t commits = lbatch_commits(fs);
 
 	memset(&l, 0, sizeof(l));
 	if (!p)
@@ -441,7 +451,7 @@ hard:
 			e = show_object(out, lst, fs, p, &u, name, path, tf, taddr, fpath, quiet,
 					listed ? hint->group : -1, listed && listed_now && hint->has_st ? hint : NULL);
 			if (!e && tf == u.f)
-				pending_nlink(fs, *out, lst, tf, taddr);
+				pending_nlink(fs, *out, lst, tf, taddr, commits);
 			goto out;
 		}
 	}

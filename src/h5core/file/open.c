@@ -96,6 +96,7 @@ static int file_open_source(h5_file **out, h5_source *src, const char *name, boo
 		return h5_err_set(H5_ERR_NOMEM, "out of memory");
 	}
 	f->src = src;
+	h5_file_attr_epoch_init(f);
 	f->writable = src->writable;
 	f->lazy_lock = src->writable && opts && opts->lazy_lock;
 	if (src->writable && opts) {

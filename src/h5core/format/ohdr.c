@@ -457,8 +457,10 @@ static int ohdr_pack(struct ohdr_obj **out, const struct ohdr_obj *o)
 	return 0;
 }
 
-/* h5_ohdr_load, the header's first read through window w (NULL: none) */
-static int ohdr_load_in(h5_ohdr **out, h5_file *f, uint64_t addr, h5_window *w)
+/* h5_ohdr_load, the header's first read through window w (NULL: none),
+ * or from img (img_len bytes, its writer's: h5_ohdr_prime) */
+static int ohdr_load_in(h5_ohdr **out, h5_file *f, uint64_t addr, h5_window *w, const uint8_t *img,
+			size_t img_len)
 {
 	uint8_t pfx[OHDR_FIRST_READ];
 	struct ohdr_obj so, *o = NULL;
@@ -490,7 +492,15 @@ static int ohdr_load_in(h5_ohdr **out, h5_file *f, uint64_t addr, h5_window *w)
 	/* Read what the longest prefix could need, short near the end of file;
 	 * the per-version code checks it got enough. */
 	pfx_len = eof - addr < sizeof(pfx) ? (size_t)(eof - addr) : sizeof(pfx);
-	rc = h5_file_read_window(w, f, addr, pfx, pfx_len);
+	if (img) {
+		/* FILE's bytes there, just written: only the header's own are
+		 * decoded (a longer one's rest is read from FILE, chunk0_read) */
+		pfx_len = img_len < sizeof(pfx) ? img_len : sizeof(pfx);
+		memcpy(pfx, img, pfx_len);
+		rc = 0;
+	} else {
+		rc = h5_file_read_window(w, f, addr, pfx, pfx_len);
+	}
 	if (rc < 0 && pfx_len > OHDR_V2_MAX_PREFIX) {
 		/* FILE may end before its end of allocation while a writer's
 		 * space past the header is not written yet (or was given back
@@ -545,7 +555,7 @@ out:
 
 int h5_ohdr_load(h5_ohdr **out, h5_file *f, uint64_t addr)
 {
-	return ohdr_load_in(out, f, addr, NULL);
+	return ohdr_load_in(out, f, addr, NULL, NULL, 0);
 }
 
 #define OHDR_CACHE_OVERHEAD 160
@@ -553,6 +563,8 @@ int h5_ohdr_load(h5_ohdr **out, h5_file *f, uint64_t addr)
 struct ohdr_load_ud {
 	h5_file *f;
 	uint64_t addr;
+	const uint8_t *img;     /* h5_ohdr_prime's (NULL: read from FILE) */
+	size_t img_len;
 };
 
 static int ohdr_cache_load(void **obj, size_t *cost, void *udp)
@@ -562,7 +574,7 @@ static int ohdr_cache_load(void **obj, size_t *cost, void *udp)
 	size_t c;
 	int rc;
 
-	rc = h5_ohdr_load(&oh, ud->f, ud->addr);
+	rc = ohdr_load_in(&oh, ud->f, ud->addr, NULL, ud->img, ud->img_len);
 	if (rc < 0)
 		return rc;
 	/* what it holds, and what holding it costs beside: the cache's entry
@@ -583,7 +595,7 @@ static void ohdr_cache_free(void *obj)
 
 int h5_ohdr_get(h5_ohdr **out, h5_file *f, uint64_t addr)
 {
-	struct ohdr_load_ud ud = { f, addr };
+	struct ohdr_load_ud ud = { f, addr, NULL, 0 };
 	struct ohdr_obj *o;
 	h5_cache_ref ref;
 	int rc;
@@ -602,6 +614,23 @@ int h5_ohdr_get(h5_ohdr **out, h5_file *f, uint64_t addr)
 	return 0;
 }
 
+void h5_ohdr_prime(h5_file *f, uint64_t addr, const uint8_t *img, size_t len)
+{
+	struct ohdr_load_ud ud = { f, addr, img, len };
+	struct ohdr_obj *o;
+	h5_cache_ref ref;
+
+	/* (one the cache holds already is left as it is: what a read would
+	 * have found) */
+	if (h5_cache_get(&ref, f->meta, H5_CK_OHDR, addr, ohdr_cache_load, ohdr_cache_free, &ud) < 0) {
+		h5_err_clear();         /* read from FILE when asked, as before */
+		return;
+	}
+	o = ref.obj;
+	__atomic_store_n(&o->ent, ref.ent, __ATOMIC_RELEASE);
+	h5_ohdr_release(f, &o->pub);
+}
+
 void h5_ohdr_prefetch(h5_file *f, uint64_t addr)
 {
 	if (h5_addr_defined(addr))
@@ -618,7 +647,7 @@ void h5_ohdr_prefetch(h5_file *f, uint64_t addr)
  * window a fraction of it. */
 int h5_ohdr_get_once(h5_ohdr **out, h5_file *f, uint64_t addr, h5_window *w)
 {
-	return ohdr_load_in(out, f, addr, w);
+	return ohdr_load_in(out, f, addr, w, NULL, 0);
 }
 
 void h5_ohdr_release(h5_file *f, h5_ohdr *oh)

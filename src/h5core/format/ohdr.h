@@ -82,6 +82,13 @@ typedef struct h5_ohdr {
  * checksums verified). Goes through f->meta; release with h5_ohdr_release. */
 int h5_ohdr_get(h5_ohdr **out, h5_file *f, uint64_t addr);
 void h5_ohdr_release(h5_file *f, h5_ohdr *oh);
+/* The header its writer just wrote at addr (img: all its len bytes, as
+ * FILE now holds them) decoded into the cache as h5_ohdr_get would read
+ * it, so that the first look at it reads nothing (create(2)'s entry read
+ * back the new dataset's header: a pread and a decode, 10% of the call's
+ * daemon time, issue 82 item 2). Nothing when the cache holds one or the
+ * decode fails (a later h5_ohdr_get reads FILE and says why). */
+void h5_ohdr_prime(h5_file *f, uint64_t addr, const uint8_t *img, size_t len);
 /* h5_ohdr_get, but the header is read from FILE for the caller alone and
  * not kept (freed by h5_ohdr_release), whether or not the cache holds it:
  * for headers read once (a listing's children, h5_obj_open_once); its

@@ -225,6 +225,31 @@ int h5_file_writable(const h5_file *f)
 	return f->writable && f->src->ops->write != NULL;
 }
 
+/* one counter for every file of the process: a number is never two
+ * files' (h5core.h h5_file_attr_epoch) */
+static uint64_t attr_epochs;
+
+void h5_file_attr_epoch_init(h5_file *f)
+{
+	__atomic_store_n(&f->attr_epoch, __atomic_add_fetch(&attr_epochs, 1, __ATOMIC_RELAXED), __ATOMIC_RELEASE);
+}
+
+uint64_t h5_file_attr_epoch(const h5_file *f)
+{
+	return __atomic_load_n(&f->attr_epoch, __ATOMIC_ACQUIRE);
+}
+
+void h5_file_attr_moved(h5_file *f)
+{
+	h5_file_attr_epoch_init(f);
+}
+
+void h5_file_links_moved(h5_file *f, uint64_t group)
+{
+	if (group == f->root_addr)
+		h5_file_attr_epoch_init(f);
+}
+
 int h5_file_write(h5_file *f, uint64_t addr, const void *buf, size_t len)
 {
 	uint64_t abs, end;

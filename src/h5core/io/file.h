@@ -171,6 +171,8 @@ struct h5_file {
 	/* a remote FILE (its URL is path): the class that opened it, which
 	 * says where its related files are (its resolve op), and how they
 	 * are opened: the same class options (related.c) */
+	/* atomic: h5_file_attr_epoch's number (h5_file_attr_moved) */
+	uint64_t attr_epoch;
 	struct h5_remote_opts {
 		const h5_source_class *cls;     /* NULL: not remote */
 		char **params;          /* h5_open_opts.source_params, copied */
@@ -259,6 +261,17 @@ int h5_file_write(h5_file *f, uint64_t addr, const void *buf, size_t len);
 /* Whether FILE was opened for writing and its source writes (h5core.h;
  * beneath every writer, so that none asks a higher one). */
 int h5_file_writable(const h5_file *f);
+/* An attribute of any object written or removed: h5_file_attr_epoch
+ * moves. Called by the writers after the change is in place
+ * (attr_write.c; links: the link forms' callers in link_write.c,
+ * link_move.c, link_batch.c), so that what is read after a number was
+ * taken is at least that new. */
+void h5_file_attr_moved(h5_file *f);
+/* A new number from the process's counter (the open's, file/open.c) */
+void h5_file_attr_epoch_init(h5_file *f);
+/* The same for a link change of the group at group: moved when it is
+ * the root */
+void h5_file_links_moved(h5_file *f, uint64_t group);
 /* fsync of FILE (called by write/txn.c alone, whose steps each commit
  * names, write/txn.h; and by io/ordered.c's ordered copy of one in-place
  * write, beneath every commit) */

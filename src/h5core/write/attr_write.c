@@ -188,6 +188,7 @@ static int apply(h5_file *f, uint64_t addr, const h5_attr_change *ch)
 	if (rc == 0)
 		rc = apply_open(&c, &fd, f, addr, ch);
 	h5_ohdr_change_close(&c);
+	h5_file_attr_moved(f);  /* (after: h5core.h h5_file_attr_epoch) */
 	return rc;
 }
 
@@ -551,6 +552,7 @@ int h5_attr_batch_locked(size_t *done, h5_file *f, uint64_t addr, const h5_attr_
 		if (rc == 0)
 			i += k;
 	}
+	h5_file_attr_moved(f);
 	*done = i;
 	return rc;
 }

@@ -245,6 +245,8 @@ static int new_header(uint64_t *addr, h5_file *f, const h5_dset_new *d)
 	rc = h5_space_alloc_page(addr, f, 16 + msgs);    /* rewritten in place later: within a page */
 	if (rc == 0)
 		rc = h5_file_write(f, *addr, b, 16 + msgs);
+	if (rc == 0)
+		h5_ohdr_prime(f, *addr, b, 16 + msgs);  /* (the caller's entry reads it next) */
 	free(b);
 	free(ty);
 	return rc;

@@ -136,8 +136,10 @@ int h5_link_change_batch(h5_file *f, uint64_t group, char *const *names, const u
 		if (rc == 0)
 			raised++;
 	}
-	if (rc == 0)
+	if (rc == 0) {
 		rc = ops->change_many(&changed, f, group, names, addrs, n);
+		h5_file_links_moved(f, group);
+	}
 	if (rc < 0) {
 		/* nothing linked: the counts raised go back (a failure here
 		 * only leaves one too high; the first error is the one said) */

@@ -122,6 +122,7 @@ static int move_locked(h5_file *f, uint64_t sgroup, const char *sname, size_t sl
 		goto out;
 	if (sgroup == dgroup && (rc = h5_lstore_at(&ops, f, sgroup)) == 0 && ops->rename) {
 		rc = ops->rename(f, sgroup, sname, slen, dname, dlen, has_dst, false);
+		h5_file_links_moved(f, sgroup);
 		/* the replaced object: one link fewer (a crash before leaves the
 		 * count too high, which only keeps it) */
 		if (rc == 0 && has_dst && dst.type == H5_LINK_HARD) {

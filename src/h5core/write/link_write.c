@@ -95,7 +95,9 @@ static int insert(h5_file *f, uint64_t group, const char *name, size_t name_len,
 	l.addr = addr;
 	l.target = (char *)target;
 	l.cset = h5_name_cset(name, name_len);
-	return ops->insert(f, group, &l, start, durable);
+	rc = ops->insert(f, group, &l, start, durable);
+	h5_file_links_moved(f, group);
+	return rc;
 }
 
 /* Whether the group's link storage takes a link of mlen bytes (its
@@ -173,7 +175,9 @@ int h5_link_insert_locked(h5_file *f, uint64_t group, const h5_link *link, const
 	l.name_len = name_len;
 	l.cset = h5_name_cset(name, name_len);
 	l.has_corder = 0;
-	return ops->insert(f, group, &l, UINT64_MAX, false);
+	rc = ops->insert(f, group, &l, UINT64_MAX, false);
+	h5_file_links_moved(f, group);
+	return rc;
 }
 
 int h5_link_insert_new_locked(h5_file *f, uint64_t group, const char *name, size_t name_len, uint64_t addr,
@@ -250,6 +254,7 @@ int h5_link_insert_batch(size_t *done, h5_file *f, uint64_t group, char *const *
 				++*done;
 		}
 	}
+	h5_file_links_moved(f, group);
 	for (size_t i = 0; i < *done; i++)
 		h5_loose_drop(f, addrs[i]);
 	if (ws->nloose == 0)
@@ -538,8 +543,10 @@ int h5_link_remove_locked(h5_file *f, uint64_t group, const char *name, size_t n
 		rc = check_want(f, target, name, name_len, want);
 	if (rc == 0 && want == 1)
 		group_blocks(&gone, f, target);
-	if (rc == 0)
+	if (rc == 0) {
 		rc = ops->remove(f, group, name, name_len, false);
+		h5_file_links_moved(f, group);
+	}
 	/* the removed group's space: referenced by nothing once the removal
 	 * is durable (the next fsync to begin from now), and its attributes'
 	 * values this session wrote */
@@ -752,6 +759,7 @@ int h5_link_remove_batch(size_t *done, h5_file *f, uint64_t group, char *const *
 				++*done;
 		}
 	}
+	h5_file_links_moved(f, group);
 	/* the removed groups' space, and counts of objects with other
 	 * links, as h5_link_remove_locked after its one removal */
 	for (size_t i = 0; i < *done; i++) {
