@@ -516,14 +516,26 @@ static const struct fuse_lowlevel_ops syn_ops = {
 
 int main(int argc, char **argv)
 {
+	/* --rw: mounted read-write, the floor of h5fs's -o rw (the kernel
+	 * marks a directory's atime stale after each readdir it sends on a
+	 * writable mount, so the next stat of it is a GETATTR: fuse's
+	 * fuse_invalidate_atime) */
+	const char *opts = "ro,default_permissions";
+
+	if (argc > 1 && strcmp(argv[1], "--rw") == 0) {
+		opts = "rw,default_permissions";
+		argv[1] = argv[0];
+		argv++;
+		argc--;
+	}
 	if (argc == 4 && strcmp(argv[1], "--synth") == 0) {
 		syn_n = strtoull(argv[2], NULL, 10);
 		syn_groups = (syn_n + SYN_PER - 1) / SYN_PER;
-		return floor_run(argv[0], &syn_ops, "ro,default_permissions", argv[3], NULL);
+		return floor_run(argv[0], &syn_ops, opts, argv[3], NULL);
 	}
 	if (argc != 3 || load(argv[1]) != 0) {
-		fprintf(stderr, "usage: tree_floor DUMP MNT | tree_floor --synth N MNT\n");
+		fprintf(stderr, "usage: tree_floor [--rw] DUMP MNT | tree_floor [--rw] --synth N MNT\n");
 		return 2;
 	}
-	return floor_run(argv[0], &ops, "ro,default_permissions", argv[2], NULL);
+	return floor_run(argv[0], &ops, opts, argv[2], NULL);
 }
