@@ -408,6 +408,10 @@ struct stab_walk {
 	h5_link_cb cb;          /* each link, or NULL */
 	h5_block_cb blk;        /* each node and SNOD, or NULL */
 	void *ud;
+	/* the SNODs not cached are read through it: a group's lie near each
+	 * other. Only for this walk, whose callbacks write nothing, in
+	 * FILE's one version the caller reads (a commit excludes it) */
+	h5_window win;
 };
 
 static int stab_walk_snod(struct stab_walk *w, uint64_t addr)
@@ -419,7 +423,7 @@ static int stab_walk_snod(struct stab_walk *w, uint64_t addr)
 	rc = addr_set_add(&w->seen, addr, "symbol table node");
 	if (rc < 0)
 		return rc;
-	rc = h5_snod_get(&sn, w->f, addr);
+	rc = h5_snod_get_in(&sn, w->f, addr, &w->win);
 	if (rc < 0)
 		return rc;
 	if (w->blk) {
@@ -506,6 +510,7 @@ static int stab_walk(h5_file *f, const h5_stab *st, h5_link_cb cb, h5_block_cb b
 	if (rc == 0)
 		rc = stab_walk_node(&w, st->btree_addr, -1);
 	h5_addrset_free(&w.seen);
+	h5_window_clear(&w.win);
 	h5_lheap_release(f, w.heap);
 	return rc;
 }
