@@ -408,28 +408,28 @@ struct stab_walk {
 	h5_link_cb cb;          /* each link, or NULL */
 	h5_block_cb blk;        /* each node and SNOD, or NULL */
 	void *ud;
-	/* the SNODs not cached are read through it: a group's lie near each
-	 * other. Only for this walk, whose callbacks write nothing, in
-	 * FILE's one version the caller reads (a commit excludes it) */
+	/* the SNODs not cached are read through it, not cached
+	 * (h5_snod_walk_get). Only for this walk, whose callbacks write
+	 * nothing, in the one version of FILE the caller reads */
 	h5_window win;
 };
 
 static int stab_walk_snod(struct stab_walk *w, uint64_t addr)
 {
-	h5_snod *sn = NULL;
+	h5_snod *sn = NULL, tmp;
 	h5_link lnk;
 	int rc;
 
 	rc = addr_set_add(&w->seen, addr, "symbol table node");
 	if (rc < 0)
 		return rc;
-	rc = h5_snod_get_in(&sn, w->f, addr, &w->win);
+	rc = h5_snod_walk_get(&sn, &tmp, w->f, addr, &w->win);
 	if (rc < 0)
 		return rc;
 	if (w->blk) {
 		/* III.B: a node is allocated for 2K entries, however many it holds */
 		rc = w->blk(addr, h5_snod_size(&w->f->fmt, w->f->sym_leaf_k), w->ud);
-		h5_snod_release(w->f, sn);
+		h5_snod_walk_release(w->f, sn, &tmp);
 		return rc;
 	}
 	{
@@ -453,7 +453,7 @@ static int stab_walk_snod(struct stab_walk *w, uint64_t addr)
 		if (rc)
 			break;
 	}
-	h5_snod_release(w->f, sn);
+	h5_snod_walk_release(w->f, sn, &tmp);
 	return rc;
 }
 

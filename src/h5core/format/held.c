@@ -8,13 +8,7 @@
 int h5_held_get(void **out, h5_file *f, uint32_t kind, uint64_t addr, const char *what, size_t ent_off,
 		h5_cache_load_fn load, h5_cache_free_fn free_fn)
 {
-	return h5_held_get_in(out, f, kind, addr, what, ent_off, load, free_fn, NULL);
-}
-
-int h5_held_get_in(void **out, h5_file *f, uint32_t kind, uint64_t addr, const char *what, size_t ent_off,
-		   h5_cache_load_fn load, h5_cache_free_fn free_fn, h5_window *w)
-{
-	h5_held_load ud = { f, addr, w };
+	h5_held_load ud = { f, addr };
 	h5_cache_ref ref;
 	int rc;
 

@@ -12,7 +12,6 @@
 typedef struct h5_held_load {
 	h5_file *f;
 	uint64_t addr;
-	h5_window *w;   /* the bytes read through it (NULL: a plain read) */
 } h5_held_load;
 
 /* The object at addr, cached under kind and loaded by load() when
@@ -20,9 +19,6 @@ typedef struct h5_held_load {
  * what names the structure in errors ("local heap"). */
 int h5_held_get(void **out, h5_file *f, uint32_t kind, uint64_t addr, const char *what, size_t ent_off,
 		h5_cache_load_fn load, h5_cache_free_fn free_fn);
-/* The same, a load reading through w (h5_file_read_window) */
-int h5_held_get_in(void **out, h5_file *f, uint32_t kind, uint64_t addr, const char *what, size_t ent_off,
-		   h5_cache_load_fn load, h5_cache_free_fn free_fn, h5_window *w);
 /* Gives back what h5_held_get handed out (NULL: nothing). */
 void h5_held_release(h5_file *f, void *obj, size_t ent_off);
 

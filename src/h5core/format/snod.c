@@ -189,18 +189,7 @@ static int snod_load(void **obj, size_t *cost, void *udp)
 	/* The node always occupies room for 2K entries (III.B); reading it whole
 	 * is one I/O and h5_file_read_alloc bounds it by the file. */
 	len = 8 + 2 * (size_t)f->sym_leaf_k * symentry_size(&f->fmt);
-	if (ud->w) {
-		/* a group's walk reads its nodes one after the other: through
-		 * its window, one read of 64 KiB answers those near each
-		 * other (h5py's default K of 4: 328-byte nodes, 249,249 of
-		 * them for 1 M objects, a pread each was 14% of a cold walk's
-		 * daemon CPU, issue 82) */
-		buf = malloc(len);
-		rc = !buf ? h5_err_set(H5_ERR_NOMEM, "out of memory reading %zu bytes", len)
-			  : h5_file_read_window(ud->w, f, ud->addr, buf, len);
-	} else {
-		rc = h5_file_read_alloc(&buf, f, ud->addr, len);
-	}
+	rc = h5_file_read_alloc(&buf, f, ud->addr, len);
 	if (rc < 0)
 		goto out;
 	o = calloc(1, sizeof(*o));
@@ -224,17 +213,51 @@ out:
 
 int h5_snod_get(h5_snod **out, h5_file *f, uint64_t addr)
 {
-	return h5_snod_get_in(out, f, addr, NULL);
-}
-
-int h5_snod_get_in(h5_snod **out, h5_file *f, uint64_t addr, h5_window *w)
-{
 	struct snod_obj *o;
-	int rc = h5_held_get_in((void **)&o, f, H5_CK_SNOD, addr, "SNOD", offsetof(struct snod_obj, ent),
-				snod_load, snod_free, w);
+	int rc = h5_held_get((void **)&o, f, H5_CK_SNOD, addr, "SNOD", offsetof(struct snod_obj, ent), snod_load,
+			     snod_free);
 
 	*out = rc < 0 ? NULL : &o->pub;
 	return rc;
+}
+
+/* Why a walk's nodes are not cached: h5py's default K of 4 makes 328-byte
+ * nodes, 249,249 of them for 1 M objects; read one pread each and each
+ * put in the cache (its table probed, an entry made, others evicted at
+ * the budget), they were ~22% of a cold walk's daemon CPU (issue 82). A
+ * group's nodes lie near each other: one read of the window answers tens
+ * of them. A node is never changed in place (write/link_stab.c
+ * write_leaf writes a changed one anew elsewhere), so FILE's bytes are
+ * what the cache would hold. */
+int h5_snod_walk_get(h5_snod **out, h5_snod *tmp, h5_file *f, uint64_t addr, h5_window *w)
+{
+	size_t len = 8 + 2 * (size_t)f->sym_leaf_k * symentry_size(&f->fmt);
+	uint8_t *buf;
+	int rc;
+
+	*out = NULL;
+	memset(tmp, 0, sizeof(*tmp));
+	if (!w)
+		return h5_snod_get(out, f, addr);
+	buf = malloc(len);
+	if (!buf)
+		return h5_err_set(H5_ERR_NOMEM, "out of memory reading %zu bytes", len);
+	rc = h5_file_read_window(w, f, addr, buf, len);
+	if (rc == 0)
+		rc = h5_snod_decode(tmp, &f->fmt, f->sym_leaf_k, buf, len);
+	free(buf);
+	if (rc < 0)
+		return h5_err_wrap(rc, "SNOD at 0x%llx: ", (unsigned long long)addr);
+	*out = tmp;
+	return 0;
+}
+
+void h5_snod_walk_release(h5_file *f, h5_snod *s, h5_snod *tmp)
+{
+	if (s == tmp)
+		h5_snod_clear(tmp);
+	else
+		h5_snod_release(f, s);
 }
 
 void h5_snod_release(h5_file *f, h5_snod *s)

@@ -27,8 +27,11 @@ int h5_snod_decode(h5_snod *out, const h5_fmt *fmt, unsigned leaf_k, const uint8
 void h5_snod_clear(h5_snod *s);
 /* Load the SNOD at addr (2 * f->sym_leaf_k entries), cached (H5_CK_SNOD). */
 int h5_snod_get(h5_snod **out, h5_file *f, uint64_t addr);
-/* The same, read (when not cached) through w: a walk of a group's nodes */
-int h5_snod_get_in(h5_snod **out, h5_file *f, uint64_t addr, h5_window *w);
+/* A walk's node at addr, read through w and decoded into *tmp, which the
+ * cache does not keep (w NULL: as h5_snod_get); given back by
+ * h5_snod_walk_release(f, *out, tmp) */
+int h5_snod_walk_get(h5_snod **out, h5_snod *tmp, h5_file *f, uint64_t addr, h5_window *w);
+void h5_snod_walk_release(h5_file *f, h5_snod *s, h5_snod *tmp);
 void h5_snod_release(h5_file *f, h5_snod *s);
 /* Decode a symbol table entry (also used by the v0/v1 superblock). */
 int h5_symentry_decode(h5_snod_entry *out, h5_rd *r, const h5_fmt *fmt);
