@@ -34,6 +34,11 @@ same through -o rw mounts, against a fresh -o rw mount's lookups, of
     time, with those changes made to names not read yet between two of
     its reads, the kernel's dentries dropped then (as root): every name
     the listing gives has what a lookup of it gives now, or is gone.
+The next directory's listing is made ahead of its readdir (member/ahead.c:
+after a listing of several groups, the readdir of one asks for the one
+after it): one made ahead and then changed, through the -o rw mount
+(create, rm, rename) or by h5py while an -o ro mount watches FILE (a new
+generation), lists what a fresh mount lists, not what was made ahead.
 """
 import ctypes
 import os
@@ -293,6 +298,54 @@ def run_rw():
     compare_now("rw interleaved", third, fresh_lookups(path, mnt2, third, "rw"))
 
 
+def make_ahead(d):
+    path = os.path.join(d, "ahead.h5")
+    with h5py.File(path, "w") as f:
+        for g in range(6):
+            for i in range(5):
+                f["s%d/d%d" % (g, i)] = np.arange(i + 1, dtype="i4")
+    return path
+
+
+def ahead_case(tag, path, mnt, opts, change, ready):
+    """s1's listing made ahead (s0's readdir asks for it), then change():
+    s1 lists what a fresh mount lists"""
+    with T.Mount(path, mnt, opts) as m, m.watchdog(60):
+        os.listdir(mnt)                          # several groups: s0, s1, ...
+        os.listdir(os.path.join(mnt, "s0"))      # s1's made ahead now
+        time.sleep(0.5)
+        change()
+        if not T.wait_until(ready, 15):
+            T.fail("%s: the change never showed" % tag)
+            return
+        got = sorted(os.listdir(os.path.join(mnt, "s1")))
+    with T.Mount(path, mnt, ["-o", "ro"]) as m, m.watchdog(60):
+        want = sorted(os.listdir(os.path.join(mnt, "s1")))
+    if got != want:
+        T.fail("%s: s1 listed %s, a fresh mount lists %s" % (tag, got, want))
+
+
+def run_ahead():
+    wd = T.workdir("walk_stat_ahead")
+    mnt = os.path.join(wd, "mnt")
+    path = make_ahead(wd)
+
+    def own():
+        s1 = os.path.join(mnt, "s1")
+        with open(os.path.join(s1, "new"), "wb") as fh:
+            fh.write(b"abc")
+        os.unlink(os.path.join(s1, "d1"))
+        os.rename(os.path.join(s1, "d2"), os.path.join(s1, "moved"))
+    ahead_case("ahead rw", path, mnt, ["-o", "rw"], own, lambda: True)
+
+    def other():
+        with h5py.File(path, "a") as f:
+            f["s1/ext"] = np.arange(3)
+            del f["s1/d3"]
+    ahead_case("ahead live", path, mnt, ["-o", "ro"], other,
+               lambda: os.path.exists(os.path.join(mnt, "s1", "ext")))
+
+
 def run(libver):
     wd = T.workdir("walk_stat")
     path = make(wd, libver)
@@ -327,4 +380,5 @@ def run(libver):
 for lv in ("earliest", "latest"):
     run(lv)
 run_rw()
+run_ahead()
 T.finish()

@@ -21,6 +21,9 @@
 /* read.c: a directory snapshot freed (setup.c: one never released) */
 struct dirsnap;
 void dirsnap_free(struct dirsnap *d);
+/* ahead.c: its thread stopped and what it holds freed, for good (the
+ * unmount; again: nothing) */
+void ahead_stop(h5fs *fs);
 /* setup.c: handles whose release never came, freed at exit */
 void handles_free(h5fs *fs);
 /* member/read.c: the member root's reads (root.h) */

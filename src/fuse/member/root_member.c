@@ -56,6 +56,7 @@ static void member_stop(void *r)
 
 	int err;
 
+	ahead_stop(fs);         /* (it lists: reads FILE, waits for barriers) */
 	h5fs_stop_watching(r);
 	/* from here the last commits wait for FILE's lock (node/hold.c) */
 	__atomic_store_n(&fs->final_commit, true, __ATOMIC_RELEASE);

@@ -119,6 +119,7 @@ void h5fs_free(h5fs *fs)
 
 	if (!fs)
 		return;
+	ahead_stop(fs);         /* (its thread reads the tables too) */
 	live_free(fs);       /* the watcher stops first: it reads the tables */
 	commit_sched_stop(fs);  /* (every kind's stop, then the thread) */
 	commit_kinds_free(fs);

@@ -379,6 +379,9 @@ struct h5fs {
 	/* setfattr's write-behind (behind/xbatch.c; made at its first use) */
 	struct xbatch *xb;
 	struct lbatch *lb;      /* behind/lbatch.c: new files not linked yet */
+	/* member/ahead.c: the next directory's listing made ahead (made at
+	 * the first listing of several directories; atomic) */
+	struct ahead *ahead;
 	/* the write-behind kinds and their scheduler (commit/sched.c; made at
 	 * the first registration, under lock), stopped at the unmount */
 	struct commit_sched *sched;
