@@ -251,6 +251,8 @@ bool ahead_take(h5fs *fs, struct dirsnap *d)
 		p = a->ready;
 		a->ready = NULL;
 	}
+	if (a->want == d->ino)
+		a->want = 0;    /* (asked for, not begun: listed here, not twice) */
 	pthread_mutex_unlock(&a->mu);
 	if (!p)
 		return false;
