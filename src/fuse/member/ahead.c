@@ -17,7 +17,11 @@
  * listing of one of them asks for the next one's (ahead_listed). The
  * thread makes it as a readdir would (dirsnap_list, in a reader section,
  * with a reference on the directory's node so that a FORGET cannot free
- * it meanwhile) and keeps it until it is taken or the next is made.
+ * it meanwhile) and keeps it until it is taken or the next is made. A
+ * directory the kernel has not looked up yet (the entries of the parent's
+ * listing past its READDIRPLUS reply come by plain READDIR: 183 of 1,000
+ * groups in make_many's root) is looked up by the thread first, its
+ * reference given back after, the parent's node referenced meanwhile.
  *
  * A listing made ahead is taken only where it reads as one made at its
  * readdir would (ahead_fits): of the current generation (a live FILE's
@@ -41,7 +45,10 @@ struct ahead {
 	bool stop;
 	uint64_t *dirs;         /* the last listing of several directories': */
 	size_t ndirs, at;       /* their ids in its order; at: the last taken */
-	uint64_t want;          /* to make next (0: none) */
+	uint64_t parent;        /* that listing's directory, */
+	char **names;           /* and the names of dirs there */
+	uint64_t want;          /* to make next (0: none), */
+	size_t want_i;          /* its index in dirs */
 	uint64_t busy;          /* being made (0: none) */
 	struct dirsnap *ready;  /* made, not taken */
 };
@@ -53,22 +60,63 @@ static struct ahead ahead_off;
  * (then it lists on its own) */
 #define AHEAD_WAIT_MS 2000
 
-/* The listing of ino read as a readdir would, or NULL (its node not held
- * by the kernel, not a plain directory, an error: the readdir says) */
-static struct dirsnap *ahead_make(h5fs *fs, uint64_t ino)
+/* A reference on ino's node (a directory the kernel holds, or one it has
+ * not looked up yet: looked up here, name in parent), for ahead_make to
+ * give back with node_unref; false: none taken */
+static bool ahead_ref(h5fs *fs, uint64_t ino, uint64_t parent, const char *name)
+{
+	struct root_entry e;
+	struct node *n, *p = NULL;
+	struct rd x;
+	int err;
+
+	pthread_mutex_lock(&fs->lock);
+	n = node_full_find_locked(fs, ino);
+	if (n && n->nlookup) {
+		n->nlookup++;
+		pthread_mutex_unlock(&fs->lock);
+		return true;
+	}
+	/* (a node the kernel let go, kept for its records: not looked up
+	 * here again) */
+	if (!n && name && parent != FUSE_ROOT_ID)
+		p = node_full_find_locked(fs, parent);
+	if (n || !name || (parent != FUSE_ROOT_ID && (!p || !p->nlookup))) {
+		pthread_mutex_unlock(&fs->lock);
+		return false;
+	}
+	if (p)
+		p->nlookup++;
+	pthread_mutex_unlock(&fs->lock);
+	x = commit_rd_begin(fs);
+	err = member_lookup(fs, &e, parent, name);
+	commit_rd_end(&x);
+	h5_err_clear();
+	if (p)
+		node_unref(fs, parent, 1);
+	if (!err && e.ino != ino)
+		node_unref(fs, e.ino, 1);       /* (another number: not made ahead) */
+	return !err && e.ino == ino;
+}
+
+/* The listing of ino read as a readdir would, or NULL (not a plain
+ * directory, an error: the readdir says) */
+static struct dirsnap *ahead_make(h5fs *fs, uint64_t ino, uint64_t parent, const char *name)
 {
 	struct dirsnap *d = NULL;
 	struct node *n;
 	struct rd x;
 	int err;
 
+	if (!ahead_ref(fs, ino, parent, name))
+		return NULL;
 	pthread_mutex_lock(&fs->lock);
 	n = node_full_find_locked(fs, ino);
-	if (!n || n->type != NT_DIR || n->vkind || !n->nlookup) {
+	if (!n || n->type != NT_DIR || n->vkind) {
 		pthread_mutex_unlock(&fs->lock);
+		node_unref(fs, ino, 1);
 		return NULL;
 	}
-	n->nlookup++;           /* (given back below: node_unref) */
 	pthread_mutex_unlock(&fs->lock);
 	d = calloc(1, sizeof(*d));
 	if (d) {
@@ -97,7 +145,8 @@ static void *ahead_run(void *arg)
 	pthread_mutex_lock(&a->mu);
 	for (;;) {
 		struct dirsnap *d, *old = NULL;
-		uint64_t ino;
+		uint64_t ino, parent = 0;
+		char *name = NULL;
 
 		while (!a->stop && !a->want)
 			pthread_cond_wait(&a->cv, &a->mu);
@@ -108,8 +157,13 @@ static void *ahead_run(void *arg)
 		if (a->ready && a->ready->ino == ino)
 			continue;
 		a->busy = ino;
+		if (a->want_i < a->ndirs && a->dirs[a->want_i] == ino) {
+			parent = a->parent;
+			name = strdup(a->names[a->want_i]);     /* (NULL: not looked up) */
+		}
 		pthread_mutex_unlock(&a->mu);
-		d = ahead_make(fs, ino);
+		d = ahead_make(fs, ino, parent, name);
+		free(name);
 		pthread_mutex_lock(&a->mu);
 		a->busy = 0;
 		if (d) {
@@ -173,33 +227,53 @@ void ahead_listed(h5fs *fs, const struct dirsnap *d)
 {
 	struct ahead *a;
 	uint64_t *dirs = NULL, *old = NULL;
-	size_t nd = 0;
+	char **names = NULL, **old_names = NULL, *at;
+	size_t nd = 0, bytes = 0;
 
 	if (fs->shared_watch)
 		return;
 	for (size_t i = 0; i < d->n; i++)
-		nd += ahead_dir(&d->e[i]);
+		if (ahead_dir(&d->e[i])) {
+			nd++;
+			bytes += strlen(d->names + d->e[i].name) + 1;
+		}
 	if (nd >= 2) {
+		/* (the names after their pointers, in one block) */
 		dirs = malloc(nd * sizeof(*dirs));
-		if (!dirs)
+		names = malloc(nd * sizeof(*names) + bytes);
+		if (!dirs || !names) {
+			free(dirs);
+			free(names);
 			return;         /* (out of memory: nothing made ahead) */
+		}
+		at = (char *)(names + nd);
 		nd = 0;
 		for (size_t i = 0; i < d->n; i++)
-			if (ahead_dir(&d->e[i]))
+			if (ahead_dir(&d->e[i])) {
+				size_t len = strlen(d->names + d->e[i].name) + 1;
+
+				names[nd] = memcpy(at, d->names + d->e[i].name, len);
+				at += len;
 				dirs[nd++] = ahead_id(&d->e[i]);
+			}
 	}
 	a = ahead_get(fs, dirs != NULL);
 	if (!a) {
 		free(dirs);
+		free(names);
 		return;
 	}
 	pthread_mutex_lock(&a->mu);
 	if (dirs) {
 		old = a->dirs;
+		old_names = a->names;
 		a->dirs = dirs;
+		a->names = names;
 		a->ndirs = nd;
+		a->parent = d->ino;
 		a->at = 0;
 		a->want = dirs[0];
+		a->want_i = 0;
 	} else {
 		/* one of the listed: the one after it (a walk goes in order:
 		 * where the last one taken was, or the next, is looked at first) */
@@ -216,12 +290,14 @@ void ahead_listed(h5fs *fs, const struct dirsnap *d)
 		if (k + 1 < a->ndirs) {
 			a->at = k;
 			a->want = a->dirs[k + 1];
+			a->want_i = k + 1;
 		}
 	}
 	if (a->want)
 		pthread_cond_signal(&a->cv);
 	pthread_mutex_unlock(&a->mu);
 	free(old);
+	free(old_names);
 }
 
 /* p (made ahead) reads as a listing made now would: see the header */
@@ -304,6 +380,7 @@ void ahead_stop(h5fs *fs)
 	pthread_join(a->th, NULL);
 	dirsnap_free(a->ready);
 	free(a->dirs);
+	free(a->names);
 	pthread_cond_destroy(&a->cv);
 	pthread_mutex_destroy(&a->mu);
 	free(a);
