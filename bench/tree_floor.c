@@ -8,6 +8,7 @@
  *
  *   tree_floor DUMP MNT       (foreground; fusermount3 -u MNT stops it)
  *   tree_floor --synth N MNT  (the same, a synthetic tree: below)
+ *   tree_floor --rw ...       (either, mounted read-write: h5fs's -o rw)
  *
  * DUMP, one line per entry in walk order, parents first (the bench writes
  * it from a walk of the h5fs mount):
