@@ -877,6 +877,59 @@ START_TEST(img_iterate_and_lookup)
 }
 END_TEST
 
+/* fake_file over the image written to a file at path: a byte source with
+ * a descriptor, which a group's walk reads its nodes through a window of
+ * (snod.c h5_snod_walk_get); the memory image's has none (plain reads) */
+static h5_file *fake_file_at(const char *path, const uint8_t *buf, size_t len)
+{
+	h5_file *f = fake_file(buf, len);
+	FILE *fp = fopen(path, "wb");
+
+	ck_assert_ptr_nonnull(fp);
+	ck_assert_uint_eq(fwrite(buf, 1, len, fp), len);
+	ck_assert_int_eq(fclose(fp), 0);
+	h5_source_close(f->src);
+	ck_assert_int_eq(h5_source_open(&f->src, path, NULL), 0);
+	ck_assert_int_ge(h5_file_fd(f), 0);
+	return f;
+}
+
+/* A walk through the window lists what the plain reads list, one and two
+ * levels; a node cut short by the file's end is an error naming it, and
+ * nothing is read past the end */
+START_TEST(img_iterate_window)
+{
+	char path[] = "/tmp/h5fs_test_group_win_XXXXXX";
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	for (int two = 0; two < 2; two++) {
+		struct img im;
+		struct collect c = { 0 };
+		h5_file *f;
+
+		img_build(&im, two);
+		f = fake_file_at(path, im.b.p, im.b.len);
+		ck_assert_msg(h5_group_iterate(f, IMG_OHDR, collect_cb, &c) == 0, "%s", h5_err_msg());
+		ck_assert_str_eq(c.buf, img_expected());
+		h5_file_close(f);
+		/* the second node cut 100 bytes in (one level: the leaves
+		 * past it are the two-level image's) */
+		if (!two) {
+			f = fake_file_at(path, im.b.p, IMG_SNOD2 + 100);
+			memset(&c, 0, sizeof(c));
+			ck_assert_int_eq(h5_group_iterate(f, IMG_OHDR, collect_cb, &c), H5_ERR_FORMAT);
+			ck_assert_msg(strstr(h5_err_msg(), "SNOD at 0x800") != NULL, "%s", h5_err_msg());
+			ck_assert_uint_eq(c.n, 6);      /* (the first node's links) */
+			h5_file_close(f);
+		}
+		tb_free(&im.b);
+	}
+	unlink(path);
+}
+END_TEST
+
 /* The v0/v1 root whose header lacks a STAB message: use the superblock's
  * cached scratch-pad addresses. */
 START_TEST(img_root_cached_stab)
@@ -1752,6 +1805,7 @@ static Suite *make_suite(void)
 
 	tcase_add_test(ti, img_loaders);
 	tcase_add_test(ti, img_iterate_and_lookup);
+	tcase_add_test(ti, img_iterate_window);
 	tcase_add_test(ti, img_root_cached_stab);
 	tcase_add_test(ti, img_hostile);
 	suite_add_tcase(s, ti);
