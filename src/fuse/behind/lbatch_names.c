@@ -37,13 +37,8 @@ static bool names_index_locked(struct lbatch *lb)
 		lb->nm_indexed = 0;
 		lb->nm_idx_ok = true;
 	}
-	for (; lb->nm_indexed < lb->count; lb->nm_indexed++) {
-		size_t b = hash_name(0, lb->names[lb->nm_indexed], lb->nm_idx_cap);
-
-		while (lb->nm_idx[b])
-			b = (b + 1) & (lb->nm_idx_cap - 1);
-		lb->nm_idx[b] = (uint32_t)(lb->nm_indexed + 1);
-	}
+	for (; lb->nm_indexed < lb->count; lb->nm_indexed++)
+		hash_slot_put(lb->nm_idx, lb->nm_idx_cap, lb->names[lb->nm_indexed], lb->nm_indexed);
 	return true;
 }
 

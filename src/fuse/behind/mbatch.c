@@ -65,12 +65,7 @@ static size_t find_locked(const struct lbatch *lb, const char *name, size_t len)
 
 static void index_put(struct lbatch *lb, size_t i)
 {
-	const char *k = lb->mv[i].name;
-	size_t b = hash_name(0, k, lb->mv_idx_cap);
-
-	while (lb->mv_idx[b])
-		b = (b + 1) & (lb->mv_idx_cap - 1);
-	lb->mv_idx[b] = (uint32_t)(i + 1);
+	hash_slot_put(lb->mv_idx, lb->mv_idx_cap, lb->mv[i].name, i);
 }
 
 static int mbatch_state_locked(const struct lbatch *lb, const char *name, size_t len, uint64_t *addr);

@@ -37,4 +37,17 @@ static inline size_t hash_name(uint64_t seed, const char *s, size_t cap)
 	return hash_u64(h, cap);
 }
 
+/* The open-addressed tables of names (behind/lbatch_names.c's pending
+ * names, mbatch.c's moves): slots hold an index + 1 (0: empty), probed
+ * linearly from the name's bucket, at most half full. Index i of name
+ * put in its slot. */
+static inline void hash_slot_put(uint32_t *slots, size_t cap, const char *name, size_t i)
+{
+	size_t b = hash_name(0, name, cap);
+
+	while (slots[b])
+		b = (b + 1) & (cap - 1);
+	slots[b] = (uint32_t)(i + 1);
+}
+
 #endif
