@@ -493,6 +493,10 @@ static int npy_over(h5fs *fs, struct fuse_file_info *fi, struct node *v)
 		if (npy_made_where(fs, &parent, &base))
 			e = member_lookup(fs, &ent, parent, base);
 		free(base);
+		/* replaced by a rename over it before this open took it: the
+		 * kernel looks the name up again (ESTALE, as member_open's) */
+		if (e == ENOENT)
+			e = ESTALE;
 	}
 	if (e)
 		return e;
