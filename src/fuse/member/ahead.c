@@ -305,7 +305,7 @@ static bool ahead_fits(h5fs *fs, const struct dirsnap *p)
 {
 	if (p->err || p->nomem || (p->gen && !gen_is_current(fs, p->gen)))
 		return false;
-	if (!fs_writable(fs))
+	if (!pager_writes(&fs->pg))
 		return true;
 	return p->quiet && commit_barrier(fs, COMMIT_NAMES) == 0 && !fs_change_since(fs, p->chg_mark);
 }

@@ -173,7 +173,7 @@ int dirsnap_list(struct dirsnap *d, h5fs *fs, fuse_ino_t ino, bool ahead)
 	 * mount that does not write, or one none of whose changes ran
 	 * since the mark) and a dataset's mode does not depend on its
 	 * dataset's state (write_busy: node.c obj_fill) */
-	want_st = (!fs_writable(fs) || d->quiet) && !fs->write_busy;
+	want_st = (!pager_writes(&fs->pg) || d->quiet) && !fs->write_busy;
 	err = node_use(&u, fs, n);
 	if (err)
 		return err;
