@@ -66,12 +66,17 @@ void member_forget(void *r, uint64_t ino, uint64_t nlookup);
  * link (under fs->lock; gone.c), its generation one more */
 int member_lookup_dot(void *r, struct root_entry *e, uint64_t ino, bool dotdot);
 void export_freed_locked(h5fs *fs, uint64_t ino);
-/* the generation of node id ino: its object's birth tag (export_tag),
+/* idgen.c: the generation of node id ino: its object's birth tag (export_tag),
  * else 0, or one more per object removed there in this mount */
 uint64_t export_gen(h5fs *fs, uint64_t ino);
 /* an object whose birth tag is tag (0: none) is shown: export_gen looks
  * for tags from now on (the node or record made keeps it) */
 void export_tag(h5fs *fs, uint32_t tag);
+/* idgen.c: a table of node ids (fs->freed; export.c's search): id's
+ * entry or NULL; id's entry made (gen 0) when new (*made), NULL: out of
+ * memory */
+struct idgen *u64set_find(const struct u64set *s, uint64_t id);
+struct idgen *u64set_add(struct u64set *s, uint64_t id, bool *made);
 void u64set_free(struct u64set *s);
 int member_getattr(void *r, struct stat *st, double *timeout, uint64_t ino);
 int member_readlink(void *r, char **target, uint64_t ino);
