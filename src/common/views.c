@@ -303,47 +303,6 @@ out:
 	return rc;
 }
 
-int vw_buf_put(char **buf, size_t *len, size_t *cap, const void *s, size_t n)
-{
-	if (*len + n + 1 > *cap) {
-		size_t nc = *cap ? *cap : 256;
-		char *nb;
-
-		while (nc < *len + n + 1)
-			nc *= 2;
-		nb = realloc(*buf, nc);
-		if (!nb)
-			return h5_err_set(H5_ERR_NOMEM, "out of memory");
-		*buf = nb;
-		*cap = nc;
-	}
-	memcpy(*buf + *len, s, n);
-	*len += n;
-	(*buf)[*len] = '\0';
-	return 0;
-}
-
-int vw_csv_cell(char **buf, size_t *len, size_t *cap, const char *cell, size_t n)
-{
-	size_t i, from = 0;
-	int rc;
-
-	for (i = 0; i < n; i++)
-		if (cell[i] == ',' || cell[i] == '"' || cell[i] == '\n' || cell[i] == '\r')
-			break;
-	if (i == n)
-		return vw_buf_put(buf, len, cap, cell, n);
-	rc = vw_buf_put(buf, len, cap, "\"", 1);
-	for (i = 0; i < n && rc == 0; i++)
-		if (cell[i] == '"') {
-			rc = vw_buf_put(buf, len, cap, cell + from, i + 1 - from);
-			from = i;   /* the quote again: doubled */
-		}
-	if (rc == 0)
-		rc = vw_buf_put(buf, len, cap, cell + from, n - from);
-	return rc ? rc : vw_buf_put(buf, len, cap, "\"", 1);
-}
-
 /* ---- which views a dataset has ------------------------------------------------ */
 
 /* A number TIFF holds: its sample bytes, SampleFormat and byte order. */

@@ -17,6 +17,27 @@
 #define CSV_STEP 64u     /* a 128 KiB request spans some 800 rows of 8 doubles */
 #define CSV_BATCH (1u << 20)    /* raw bytes read at once */
 
+int vw_csv_cell(char **buf, size_t *len, size_t *cap, const char *cell, size_t n)
+{
+	size_t i, from = 0;
+	int rc;
+
+	for (i = 0; i < n; i++)
+		if (cell[i] == ',' || cell[i] == '"' || cell[i] == '\n' || cell[i] == '\r')
+			break;
+	if (i == n)
+		return vw_buf_put(buf, len, cap, cell, n);
+	rc = vw_buf_put(buf, len, cap, "\"", 1);
+	for (i = 0; i < n && rc == 0; i++)
+		if (cell[i] == '"') {
+			rc = vw_buf_put(buf, len, cap, cell + from, i + 1 - from);
+			from = i;   /* the quote again: doubled */
+		}
+	if (rc == 0)
+		rc = vw_buf_put(buf, len, cap, cell + from, n - from);
+	return rc ? rc : vw_buf_put(buf, len, cap, "\"", 1);
+}
+
 struct csv {
 	uint64_t rows;
 	uint64_t cells;         /* per row: columns, or compound members */
