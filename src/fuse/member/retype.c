@@ -69,6 +69,7 @@ struct retype {
 	uint64_t chunk[NPY_MAX_RANK];
 	bool deflate;
 	bool settled;           /* made, or refused (logged): nothing more to do */
+	bool deciding;          /* a setxattr waits for the last close's RELEASE to decide it (retype_note) */
 	unsigned rank;
 	uint64_t dims[NPY_MAX_RANK];
 	char dtype[64];
@@ -437,12 +438,12 @@ static bool complete(const struct retype *rq)
 
 /* Take the request once it is complete, or NULL when there is none to
  * make yet or left to make. */
-static struct retype *take(struct node *n)
+static struct retype *take(struct node *n, bool closing)
 {
 	struct retype *rq = NULL;
 
 	pthread_mutex_lock(&rt_mu);
-	if (n->retype && !n->retype->settled && complete(n->retype)) {
+	if (n->retype && !n->retype->settled && !(closing && n->retype->deciding) && complete(n->retype)) {
 		rq = malloc(sizeof(*rq));
 		if (rq) {
 			memcpy(rq, n->retype, sizeof(*rq));
@@ -567,11 +568,47 @@ static int fits_now(const struct retype *rq, uint64_t size, char *why, size_t wl
 	return e;
 }
 
+/* Fewer bytes than rq's type and shape take (and some): the case a
+ * descriptor still open lets wait for its close. Under rt_mu. */
+static bool short_now(const struct retype *rq, uint64_t size)
+{
+	npy_header *h = calloc(1, sizeof(*h));
+	char why[240];
+	bool s = false;
+
+	if (!h)
+		return false;
+	if (size && rq->dtype[0] && strcmp(rq->dtype, "|O") != 0 && header_of(h, rq, size, why, sizeof(why)) < 0 &&
+	    h->nbytes > size)
+		s = true;
+	free(h);
+	return s;
+}
+
+/* The kernel sends a descriptor's RELEASE after close(2) has returned
+ * (FLUSH is the close's request), and another worker may take the
+ * setxattr that came after it first: `cat > bad; setfattr -n
+ * user.h5.shape` then found the bytes "open" under load and was deferred
+ * to that close, instead of refused (ASan CI, test_rename_keep). A
+ * setxattr that completes a request the bytes do not fill waits this long
+ * for the node's descriptors to go: true if one is still open. */
+#define RELEASE_WAIT_MS 100
+
+static bool still_open(struct node *n)
+{
+	for (int i = 0; i < RELEASE_WAIT_MS; i++) {
+		if (!__atomic_load_n(&n->opens, __ATOMIC_ACQUIRE))
+			return false;
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	}
+	return __atomic_load_n(&n->opens, __ATOMIC_ACQUIRE) != 0;
+}
+
 int retype_note(h5fs *fs, struct node *n, const char *key, const char *value, size_t size, bool bytes)
 {
 	struct retype *rq, *fresh = NULL;
 	char why[240] = "";
-	bool open_now, done, stays;
+	bool open_now, done, stays, wait;
 	uint64_t bytes_now;
 	int e = 0;
 
@@ -613,7 +650,21 @@ int retype_note(h5fs *fs, struct node *n, const char *key, const char *value, si
 	if (done && open_now && (e = fits_now(rq, bytes_now, why, sizeof(why))) != 0)
 		rq->settled = true;
 	stays = rq->settled;
+	wait = done && !e && open_now && short_now(rq, bytes_now);
+	if (wait)
+		rq->deciding = true;    /* (retype_closed leaves it to us meanwhile) */
 	pthread_mutex_unlock(&rt_mu);
+	if (wait) {
+		open_now = still_open(n);
+		pthread_mutex_lock(&rt_mu);
+		n->retype->deciding = false;
+		pthread_mutex_unlock(&rt_mu);
+		if (open_now) {
+			/* (its RELEASE since the last look: decided at close) */
+			retype_closed(fs, n);
+			return 0;
+		}
+	}
 	if (e) {
 		h5fs_log(fs, LOG_NOTICE, "setxattr %s user.h5.%s %.*s: %s: %s%s", show_path(n->path), key,
 			 (int)(size < 64 ? size : 64), value, e == EPERM ? "EPERM" : strerror(e), why,
@@ -626,7 +677,7 @@ int retype_note(h5fs *fs, struct node *n, const char *key, const char *value, si
 	 * fit for its dtype); else at the last close (retype_closed): cp -a
 	 * sets them through its descriptor, and every user.* name after
 	 * them must reach the bytes' dataset first */
-	if (done && !open_now && (rq = take(n)) != NULL) {
+	if (done && !open_now && (rq = take(n, false)) != NULL) {
 		e = make(fs, n, rq, true);
 		free(rq);
 	}
@@ -658,7 +709,7 @@ void retype_closed(h5fs *fs, struct node *n)
 	struct retype *rq;
 
 	if (!__atomic_load_n(&n->retype, __ATOMIC_ACQUIRE) || __atomic_load_n(&n->opens, __ATOMIC_ACQUIRE) ||
-	    wfile_writing_addr(fs, n->addr) || !(rq = take(n)))
+	    wfile_writing_addr(fs, n->addr) || !(rq = take(n, true)))
 		return;
 	(void)make(fs, n, rq, false);
 	free(rq);
