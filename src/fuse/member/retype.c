@@ -550,10 +550,10 @@ static int record(struct retype *rq, const char *key, const char *value, size_t 
  * (cp -a sets the xattrs after its last write, before its close): more
  * bytes there already than its type and shape take, or a descr that does
  * not parse, are refused now, not at the close (which cannot fail any
- * more): 0 or EPERM with why. An empty dataset (tar writes after setting
- * them), fewer bytes than it takes (a writer not done) and a shape
- * without its dtype yet (cp -a in tmpfs's order) wait for the close.
- * Under rt_mu. */
+ * more): EPERM with why. Fewer bytes than it takes (a writer not done):
+ * -1, which waits for the close (still_open first). An empty dataset (tar
+ * writes after setting them) and a shape without its dtype yet (cp -a in
+ * tmpfs's order) wait for the close too: 0. Under rt_mu. */
 static int fits_now(const struct retype *rq, uint64_t size, char *why, size_t wlen)
 {
 	npy_header *h = calloc(1, sizeof(*h));
@@ -561,28 +561,10 @@ static int fits_now(const struct retype *rq, uint64_t size, char *why, size_t wl
 
 	if (!h)
 		return 0;
-	if (size && rq->dtype[0] && strcmp(rq->dtype, "|O") != 0 && header_of(h, rq, size, why, wlen) < 0 &&
-	    h->nbytes <= size)
-		e = EPERM;
+	if (size && rq->dtype[0] && strcmp(rq->dtype, "|O") != 0 && header_of(h, rq, size, why, wlen) < 0)
+		e = h->nbytes <= size ? EPERM : -1;
 	free(h);
 	return e;
-}
-
-/* Fewer bytes than rq's type and shape take (and some): the case a
- * descriptor still open lets wait for its close. Under rt_mu. */
-static bool short_now(const struct retype *rq, uint64_t size)
-{
-	npy_header *h = calloc(1, sizeof(*h));
-	char why[240];
-	bool s = false;
-
-	if (!h)
-		return false;
-	if (size && rq->dtype[0] && strcmp(rq->dtype, "|O") != 0 && header_of(h, rq, size, why, sizeof(why)) < 0 &&
-	    h->nbytes > size)
-		s = true;
-	free(h);
-	return s;
 }
 
 /* The kernel sends a descriptor's RELEASE after close(2) has returned
@@ -590,8 +572,9 @@ static bool short_now(const struct retype *rq, uint64_t size)
  * setxattr that came after it first: `cat > bad; setfattr -n
  * user.h5.shape` then found the bytes "open" under load and was deferred
  * to that close, instead of refused (ASan CI, test_rename_keep). A
- * setxattr that completes a request the bytes do not fill waits this long
- * for the node's descriptors to go: true if one is still open. */
+ * setxattr that completes a request the bytes do not fill (fits_now -1)
+ * waits this long for the node's descriptors to go: true if one is still
+ * open. */
 #define RELEASE_WAIT_MS 100
 
 static bool still_open(struct node *n)
@@ -610,7 +593,7 @@ int retype_note(h5fs *fs, struct node *n, const char *key, const char *value, si
 	char why[240] = "";
 	bool open_now, done, stays, wait;
 	uint64_t bytes_now;
-	int e = 0;
+	int e = 0, fit;
 
 	while (value && size && (value[size - 1] == '\0' || value[size - 1] == '\n'))
 		size--;
@@ -647,10 +630,13 @@ int retype_note(h5fs *fs, struct node *n, const char *key, const char *value, si
 		rq->settled = true;
 		done = false;
 	}
-	if (done && open_now && (e = fits_now(rq, bytes_now, why, sizeof(why))) != 0)
+	fit = done && open_now ? fits_now(rq, bytes_now, why, sizeof(why)) : 0;
+	wait = fit < 0;
+	if (fit > 0) {
 		rq->settled = true;
+		e = fit;
+	}
 	stays = rq->settled;
-	wait = done && !e && open_now && short_now(rq, bytes_now);
 	if (wait)
 		rq->deciding = true;    /* (retype_closed leaves it to us meanwhile) */
 	pthread_mutex_unlock(&rt_mu);
