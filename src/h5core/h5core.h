@@ -1299,9 +1299,6 @@ int h5_append_write(h5_appender *a, const void *buf, size_t len);
  * _MS override them); the stream is the dataset's, shared by its
  * appenders: the last policy given is every one's. */
 void h5_append_set_policy(h5_appender *a, uint64_t commit_bytes, uint64_t commit_ms);
-/* len bytes (whole rows, no partial row buffered) of the fill value
- * appended sparsely: whole chunk rows get no storage (truncate up). */
-int h5_append_grow(h5_appender *a, uint64_t len);
 /* Commit every whole row received, durably (fsync'd); a partial row stays. */
 int h5_append_flush(h5_appender *a);
 /* Commit every whole row received now, ordered as every commit, without
@@ -1401,19 +1398,27 @@ int h5_overwrite_reserve(h5_overwriter *w, uint64_t len);
  * Contiguous and compact: zeros written (contiguous storage never
  * allocated with a zero fill: nothing). (write/chunk_whole.c) */
 int h5_overwrite_punch(h5_overwriter *w, uint64_t off, uint64_t len);
-/* truncate(2) to fewer rows of a chunked dataset (size: whole rows, below
- * its size; the caller asks h5_append_check whether it may change size):
- * at the next commit, as libhdf5's H5D__set_extent, dims[0] becomes
- * size's rows, the chunks wholly past it leave the index where it can
- * drop them (v1 B-tree, fixed and extensible arrays; their space freed)
- * or get the fill value, and the boundary chunk's bytes past it get the
- * fill value (a later growth reads it there). Kept bytes past it go. One
- * ordered commit: the new index, fsync, then dims[0] (a crash between
- * shows the old size, the rows past the new one reading the fill value).
- * Open append streams of the dataset go on from the new end.
- * H5_ERR_UNSUPPORTED: not chunked, or chunks not runs of whole rows;
- * H5_ERR_INVAL: not whole rows. (write/chunk_whole.c) */
-int h5_overwrite_shrink(h5_overwriter *w, uint64_t size);
+/* truncate(2) of a chunked dataset to size (whole rows; the caller asks
+ * h5_append_check whether it may change size), at the next commit, as
+ * libhdf5's H5D__set_extent:
+ *   - fewer rows: dims[0] becomes size's rows, the chunks wholly past it
+ *     leave the index where it can drop them (v1 B-tree, fixed and
+ *     extensible arrays; their space freed) or get the fill value, and
+ *     the boundary chunk's bytes past it get the fill value (a later
+ *     growth reads it there). Kept bytes past it go.
+ *     H5_ERR_UNSUPPORTED: chunks not runs of whole rows.
+ *   - more rows (up to maxdims[0]): dims[0] raised and nothing written -
+ *     the rows past the old end read the fill value: chunks never stored
+ *     do, and the old edge chunk's part past dims[0] holds it (every
+ *     writer leaves it so: libhdf5's H5D__chunk_prune_by_extent, and
+ *     ours), so FILE grows by no chunk (`truncate -s 1G` writes nothing).
+ *     H5_ERR_PERM (h5_append_check's reason): the dataset cannot grow.
+ * One ordered commit (dset_commit.c): the new index, fsync, then dims[0]
+ * (a crash between shows the old size; after a shrink's the rows past
+ * the new one read the fill value). Open append streams of the dataset
+ * go on from the new end. H5_ERR_UNSUPPORTED: not chunked; H5_ERR_INVAL:
+ * not whole rows. (write/overwrite.c, write/chunk_whole.c) */
+int h5_overwrite_resize(h5_overwriter *w, uint64_t size);
 /* Make the bytes taken visible in one commit. all: every byte (else a
  * trailing partial element waits for the rest); durable: fsync'd before
  * returning. The bytes are dropped whatever the result. */

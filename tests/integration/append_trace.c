@@ -12,7 +12,7 @@
  * periodic (non-durable) commits happen in between. H5FS_TRACE_EMPTY set:
  * the dataset is emptied first (h5_dataset_empty: O_TRUNC through the
  * mount), for test_truncate_crash.py. H5FS_TRACE_GROW=BYTES: the dataset
- * grown by that many bytes of the fill value first (h5_append_grow:
+ * grown by that many bytes of the fill value first (h5_overwrite_resize:
  * truncate(2) up through the mount), and committed durably.
  */
 #include <stdio.h>
@@ -55,13 +55,22 @@ int main(int argc, char **argv)
 		rc = h5_path_lookup(&addr, f, argv[2]);
 	if (rc == 0 && getenv("H5FS_TRACE_EMPTY"))
 		rc = h5_dataset_empty(f, addr);
+	if (rc == 0 && getenv("H5FS_TRACE_GROW")) {
+		h5_overwriter *w = NULL;
+		h5_dataset *d = NULL;
+
+		rc = h5_dataset_open(&d, f, addr);
+		if (rc == 0)
+			rc = h5_overwrite_open(&w, f, addr);
+		if (rc == 0)
+			rc = h5_overwrite_resize(w, h5_dataset_size(d) + strtoull(getenv("H5FS_TRACE_GROW"), NULL, 10));
+		if (rc == 0)
+			rc = h5_overwrite_commit(w, 1, 1);
+		h5_overwrite_close(w);
+		h5_dataset_close(d);
+	}
 	if (rc == 0)
 		rc = h5_append_open(&a, f, addr);
-	if (rc == 0 && getenv("H5FS_TRACE_GROW")) {
-		rc = h5_append_grow(a, strtoull(getenv("H5FS_TRACE_GROW"), NULL, 10));
-		if (rc == 0)
-			rc = h5_append_flush(a);
-	}
 	for (long off = 0; rc == 0 && off < len; off += piece) {
 		rc = h5_append_write(a, rows + off, (size_t)(len - off < piece ? len - off : piece));
 		if (rc == 0 && every && ++n % every == 0)

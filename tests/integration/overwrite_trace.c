@@ -12,7 +12,7 @@
  * 2^64-3 the writer closed and opened again (what it replaced freed, as
  * after a dd), 2^64-4 h5_file_compact (unmount's move of the last chunk),
  * 2^64-5 a punched hole (a u64 length follows), 2^64-6 a shrink to
- * `offset` bytes (h5_overwrite_shrink: truncate(2) to fewer rows).
+ * `offset` bytes (h5_overwrite_resize: truncate(2) to fewer rows).
  * Whatever is left is committed durably at the end. FAIL_AT > 0: the
  * FAIL_AT-th write or sync fails (io_fail_at) and the writes stop there.
  */
@@ -90,7 +90,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		if (n == UINT64_MAX - 5) {
-			rc = h5_overwrite_shrink(w, off);
+			rc = h5_overwrite_resize(w, off);
 			continue;
 		}
 		if (n > (uint64_t)(len - p)) {

@@ -44,10 +44,11 @@ CASES = [
     ("earray-1d", "latest", (7,), (None,), (2,), "<i4", {}, 3, 1500, 1000, 3),
     ("earray-3d-filt", "latest", (3, 2, 3), (None, 2, 3), (2, 2, 2), "<i2", FILT, 0, 300, 777, 2),
 ]
-# Sparse growth (truncate(2) up: h5_append_grow), then appended rows, not
-# emptied: grown by GROW rows - the begun chunk row filled, whole chunk
-# rows left unwritten - each image holds the old rows, then between 0 and
-# GROW rows of the fill value (0 or GROW: one commit), then new rows.
+# Sparse growth (truncate(2) up: h5_overwrite_resize), then appended rows,
+# not emptied: grown by GROW rows - dims[0] raised, no chunk written: the
+# old edge chunk's part past the old end holds the fill value already -
+# each image holds the old rows, then 0 or GROW rows of the fill value
+# (one commit), then new rows.
 GROW = 11
 GROW_CASES = [
     ("grow-btree1-1d", "earliest", (9,), (None,), (4,), "<i4", {}, 5, 300, 400, 2),

@@ -5,15 +5,15 @@
  *   - to 0: the dataset emptied (engine h5_dataset_empty: its index and
  *     rows gone, its header, attributes, type, chunk shape and filters
  *     kept);
- *   - larger: rows of the fill value appended (the append path's commit),
- *     sparsely: whole chunk rows get no storage (they read as the fill
- *     value), so FILE grows by at most two chunk rows and the index;
+ *   - larger: dims[0] raised, nothing written (engine
+ *     h5_overwrite_resize): the new rows read the fill value, so FILE
+ *     grows by no chunk;
  *   - smaller, but not 0 (issue 65: fsx, pjdfstest, h5py's resize):
  *     as libhdf5's H5Dset_extent, the chunks wholly past the new end
  *     leave the index (their space freed), the boundary chunk's part
  *     past it becomes the fill value (a later growth reads the fill
  *     value there), then dims[0]: one ordered commit (engine
- *     h5_overwrite_shrink; shrink below);
+ *     h5_overwrite_resize; resize below);
  *   - not whole rows, or a dataset that cannot grow (fixed size,
  *     contiguous, another index): EINVAL or EPERM, logged.
  * Rows other descriptors of the dataset wrote are committed first
@@ -58,55 +58,26 @@ static void node_reload(h5fs *fs, struct node *n, const struct use *u)
 	h5_dataset_close(old);
 }
 
-/* Rows of the fill value appended until the dataset holds `size` bytes,
- * sparsely (engine h5_append_grow: whole chunk rows get no storage, they
- * read as the fill value; issue 65: `truncate -s 1G` wrote its fill). */
-static int grow(h5fs *fs, struct node *n, const struct use *u, uint64_t size, uint64_t cur, const char *op)
-{
-	h5_appender *a = NULL;
-	uint64_t rb;
-	int rc, e = 0;
-
-	rc = wfile_append_open(fs, &a, u->f, u->addr);
-	if (rc < 0)
-		goto out;
-	rb = h5_append_row_bytes(a);
-	if (!rb || (size - cur) % rb) {
-		h5fs_log(fs, LOG_NOTICE, "%s %s to %llu bytes: EINVAL: not whole rows of %llu bytes", op,
-			 show_path(n->path), (unsigned long long)size, (unsigned long long)rb);
-		e = EINVAL;
-		goto out;
-	}
-	rc = h5_append_grow(a, size - cur);
-out:
-	if (a) {
-		int rc2 = h5_append_close(a, NULL);
-
-		if (rc == 0 && !e)
-			rc = rc2;
-	}
-	if (rc < 0 && !e)
-		e = h5err_logged(fs, rc, op, n->path, NULL, u->addr);
-	return e;
-}
-
-/* Fewer rows: the chunks past them dropped or the fill value, then
- * dims[0], one durable commit through an overwriter of its own (the
- * handles' rows and kept bytes were committed before: setattr.c; bytes
- * a handle keeps past the new end later are cut at its commit). *ow is
+/* More or fewer rows (not none), one durable commit through an
+ * overwriter of its own (the handles' rows and kept bytes were committed
+ * before: wclose.c trunc_set_size; bytes a handle keeps past a new
+ * smaller end later are cut at its commit): growing raises dims[0] and
+ * writes nothing (the new rows read the fill value; issue 65: `truncate
+ * -s 1G` wrote its fill); shrinking drops the chunks past the new end or
+ * gives them the fill value first (engine h5_overwrite_resize). *ow is
  * closed by the caller once the node was reopened: the close frees what
  * the commit replaced, and no reader may follow an old address there. */
-static int shrink(h5fs *fs, struct node *n, const struct use *u, uint64_t size, h5_overwriter **ow, const char *op)
+static int resize(h5fs *fs, struct node *n, const struct use *u, uint64_t size, h5_overwriter **ow, const char *op)
 {
 	int rc = h5_overwrite_open(ow, u->f, u->addr);
 
 	if (rc == 0)
 		rc = h5_overwrite_reserve(*ow, 0);     /* the index blocks it copies */
 	if (rc == 0)
-		rc = h5_overwrite_shrink(*ow, size);
+		rc = h5_overwrite_resize(*ow, size);
 	if (rc == 0)
 		rc = h5_overwrite_commit(*ow, 1, 1);
-	if (rc == H5_ERR_INVAL || rc == H5_ERR_UNSUPPORTED) {
+	if (rc == H5_ERR_INVAL || rc == H5_ERR_UNSUPPORTED || rc == H5_ERR_PERM) {
 		int e = rc == H5_ERR_INVAL ? EINVAL : EPERM;
 
 		h5fs_log(fs, LOG_NOTICE, "%s %s to %llu bytes: %s: %s", op, show_path(n->path),
@@ -139,10 +110,8 @@ int trunc_resize_undoable(h5fs *fs, struct node *n, const struct use *u, uint64_
 	}
 	if (size == cur)
 		return 0;
-	if (size > cur) {
-		e = grow(fs, n, u, size, cur, op);
-	} else if (size != 0) {
-		e = shrink(fs, n, u, size, &ow, op);
+	if (size != 0) {
+		e = resize(fs, n, u, size, &ow, op);
 	} else {
 		rc = h5_dataset_empty_undoable(u->f, u->addr, undo);
 		e = rc < 0 ? h5err_logged(fs, rc, op, n->path, NULL, u->addr) : 0;

@@ -41,6 +41,7 @@
 #include "space.h"
 #include "txn.h"
 #include "append_int.h"
+#include "dset_commit.h"
 #include "file_ws.h"
 
 #include <errno.h>
@@ -189,8 +190,10 @@ int h5_astream_cut(h5_astream *s, uint64_t rows)
 {
 	int rc = 0;
 
-	if (rows >= s->committed)
+	if (rows == s->committed)
 		return 0;
+	/* (a growth: the rows past the old end read the fill value, the
+	 * partly filled chunk row they end in is read again by the caller) */
 	stream_set_row0(s, rows - rows % s->chunk[0]);
 	s->nbuf = rows - s->row0;
 	if (s->nbuf)
@@ -224,7 +227,7 @@ static int stream_new(h5_astream **out, h5_file *f, uint64_t addr)
 	if (rc == 0)
 		rc = h5_ohdr_get(&oh, f, addr);
 	if (rc == 0)
-		rc = h5_astream_msgs(&ds, &lay, oh);
+		rc = h5_dset_commit_msgs(&ds, &lay, oh);
 	if (oh)
 		h5_ohdr_release(f, oh);
 	if (rc < 0) {
@@ -533,82 +536,6 @@ out:
 	pthread_mutex_unlock(&s->lock);
 	if (rc < 0)
 		return h5_err_wrap(rc, "append to dataset at 0x%llx: ", (unsigned long long)s->addr);
-	return 0;
-}
-
-/* Fill rows pushed from one row of the fill value, in pieces. */
-static int push_fill(h5_astream *s, uint64_t n)
-{
-	uint64_t per = WINDOW_BYTES / s->row_bytes ? WINDOW_BYTES / s->row_bytes : 1;
-	uint8_t *fill;
-	int rc = 0;
-
-	if (!n)
-		return 0;
-	if (per > n)
-		per = n;
-	fill = malloc((size_t)(per * s->row_bytes));
-	if (!fill)
-		return h5_err_set(H5_ERR_NOMEM, "out of memory growing a dataset");
-	h5_dataset_fill(s->d, fill, 0, (size_t)(per * s->row_bytes));
-	while (n && rc == 0) {
-		uint64_t m = n < per ? n : per;
-
-		rc = push_rows(s, fill, m);
-		n -= m;
-	}
-	free(fill);
-	return rc;
-}
-
-/* Sparse growth (truncate(2) up, fallocate; issue 65: `truncate -s 20M`
- * wrote 20 MiB of fill, and `truncate -s 1G` filled the disk): the chunk
- * row begun at the end is completed with fill rows (buffered, written
- * with it as appends are), the whole chunk rows after it get no chunk and
- * no index entry (the fill value, as after libhdf5's H5Dset_extent), and
- * the rows of the chunk row begun at the new end are buffered as fill.
- * FILE grows by at most two chunk rows and the index, whatever len. */
-int h5_append_grow(h5_appender *a, uint64_t len)
-{
-	h5_astream *s = a->s;
-	uint64_t rows, head, skip, c0 = s->chunk[0];
-	int rc;
-
-	pthread_mutex_lock(&s->lock);
-	if (h5_astream_failed(s)) {
-		rc = h5_astream_refuse(s);
-		goto out;
-	}
-	if (a->plen || len % s->row_bytes) {
-		rc = h5_err_set(H5_ERR_INVAL, "growth by %llu bytes: not whole rows of %llu bytes",
-				(unsigned long long)len, (unsigned long long)s->row_bytes);
-		goto out;
-	}
-	rows = len / s->row_bytes;
-	rc = check_rows(s, rows);
-	if (rc < 0)
-		goto out;
-	head = (c0 - (s->row0 + s->nbuf) % c0) % c0;
-	if (head > rows)
-		head = rows;
-	rc = push_fill(s, head);
-	rows -= head;
-	skip = rows - rows % c0;
-	if (rc == 0 && skip) {
-		rc = h5_astage_complete(s);     /* the begun chunk row, now whole */
-		if (rc == 0)
-			rc = h5_astage_skip(s, skip);
-		if (rc < 0)
-			rc = h5_astream_fail(s, rc);
-	}
-	if (rc == 0)
-		rc = push_fill(s, rows - skip);
-	if (rc == 0)
-		rc = h5_astream_maybe_commit(s);
-out:
-	pthread_mutex_unlock(&s->lock);
-	if (rc < 0)
-		return h5_err_wrap(rc, "grow dataset at 0x%llx: ", (unsigned long long)s->addr);
 	return 0;
 }
 

@@ -17,6 +17,7 @@
 #include "txn.h"
 #include "loose.h"
 #include "append_int.h"
+#include "dset_commit.h"
 #include "file_ws.h"
 
 #include <pthread.h>
@@ -24,24 +25,6 @@
 
 /* ... or once this many array elements are set (bounds the EA writer) */
 #define COMMIT_MAX_ELMTS ((uint64_t)1 << 20)
-
-/* The dataspace and layout messages must be unshared and stored in this
- * header, because they are rewritten in place. */
-int h5_astream_msgs(const h5_msg **ds, const h5_msg **lay, const h5_ohdr *oh)
-{
-	*ds = h5_ohdr_find(oh, H5_MSG_DSPACE);
-	*lay = h5_ohdr_find(oh, H5_MSG_LAYOUT);
-	if (!*ds || !*lay)
-		return h5_err_set(H5_ERR_FORMAT, "object header 0x%llx: no dataspace or layout message",
-				  (unsigned long long)oh->addr);
-	if (((*ds)->flags | (*lay)->flags) & H5_MSG_FLAG_SHARED)
-		return h5_err_set(H5_ERR_PERM, "object header 0x%llx: shared dataspace or layout message: cannot grow",
-				  (unsigned long long)oh->addr);
-	if ((*ds)->size < 4 || ((*ds)->data[0] != 1 && (*ds)->data[0] != 2))
-		return h5_err_set(H5_ERR_FORMAT, "object header 0x%llx: bad dataspace message",
-				  (unsigned long long)oh->addr);
-	return 0;
-}
 
 /* ---- committing ---------------------------------------------------------------- */
 
@@ -87,7 +70,7 @@ static int rechunk_small(h5_astream *s)
 	d = NULL;
 	rc = h5_ohdr_load(&e.oh, f, s->addr);
 	if (rc == 0)
-		rc = h5_astream_msgs(&ds, &lay, e.oh);
+		rc = h5_dset_commit_msgs(&ds, &lay, e.oh);
 	if (rc < 0 || lay->size < 3 + (uint32_t)f->fmt.sizeof_addr + 8 || lay->data[0] != 3 || lay->data[1] != 2 ||
 	    lay->data[2] != 2)
 		goto out;       /* (an error: the commit below reports it) */
@@ -187,11 +170,8 @@ static void partial_settle(h5_astream *s, uint64_t n1, uint64_t ticket)
 int h5_astream_commit(h5_astream *s, bool partial, bool durable)
 {
 	h5_file *f = s->f;
-	h5_ohdr_edit e = { 0 };
 	h5_txn t = { 0 };
-	const h5_msg *ds, *lay;
 	uint64_t n1;
-	size_t dsc;
 	bool loose = false;
 	int rc;
 
@@ -221,41 +201,15 @@ int h5_astream_commit(h5_astream *s, bool partial, bool durable)
 	/* a new file not linked yet: nothing to order (loose.h) */
 	loose = h5_loose_enter(f, s->addr);
 	h5_space_free_all(f, &s->gone);
-	rc = h5_ohdr_load(&e.oh, f, s->addr);
-	if (rc == 0)
-		rc = h5_astream_msgs(&ds, &lay, e.oh);
-	if (rc < 0)
-		goto out;
-	rc = h5_ohdr_edit_ranges(&e);
-	if (rc < 0)
-		goto out;
-
-	/* 1. the changed index blocks, new, after the staged chunks; fsync;
-	 * 2. the superblock covers the new space; fsync (txn.c) */
 	if (!s->ea) {
 		rc = h5_err_set(H5_ERR_INVAL, "append: rows staged without index entries");
 		goto out;
 	}
+	/* the dataset's one ordered commit (dset_commit.c), dims[0] last;
+	 * its last fsync after write_lock, below: shared with other writers */
 	h5_txn_begin(&t, f, durable, s->wops, s->ea);
-	t.sync_later = true;    /* after write_lock, below: shared with other writers */
-	rc = h5_txn_stage(&t, s->last_end);
-	/* 3. the switch to the new index; fsync */
-	if (rc == 0)
-		rc = h5_txn_switch(&t, &e, lay);
-	if (rc < 0)
-		goto out;
-	/* 4. modification time, then dims[0] last: the dataspace's chunk is
-	 * written after every other chunk */
-	rc = h5_ohdr_touch(&e, (uint32_t)time(NULL));
-	dsc = h5_ohdr_chunk_of(e.oh, ds->addr);
-	for (size_t c = 0; rc == 0 && c < e.oh->nchunks; c++)
-		if (c != dsc)
-			rc = h5_ohdr_write_chunk(f, &e, c);
-	if (rc == 0) {
-		rc = h5_dspace_patch_dim0(&e, ds, &f->fmt, n1);
-	}
-	if (rc == 0)
-		rc = h5_txn_last(&t, &e, dsc);
+	t.sync_later = true;
+	rc = h5_dset_commit(&t, s->addr, n1, s->last_end);
 	if (rc < 0)
 		goto out;
 	s->ea_addr = s->wops->addr(s->ea);
@@ -266,8 +220,6 @@ int h5_astream_commit(h5_astream *s, bool partial, bool durable)
 	s->unsynced = !durable;
 	__atomic_store_n(&s->committed, n1, __ATOMIC_RELEASE);
 out:
-	/* whatever happened, cached copies of what may have changed go */
-	h5_cache_invalidate(f->meta, H5_CK_OHDR, s->addr);
 	if (s->ea)
 		s->wops->invalidate(s->ea);
 	h5_loose_leave(f, loose);
@@ -280,10 +232,6 @@ out:
 	s->ea = NULL;
 	s->nset = 0;
 	s->nstaged = 0;
-	if (e.oh)
-		h5_ohdr_free(e.oh);
-	free(e.lo);
-	free(e.hi);
 	/* the last write durable (a loose dataset: with the commit linking it) */
 	if (rc == 0)
 		rc = h5_txn_done(&t);

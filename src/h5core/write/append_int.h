@@ -122,11 +122,9 @@ static inline uint64_t h5_astream_now_ns(void)
  * setup, and a new file's chunks made smaller: append_commit.c
  * rechunk_small). */
 void h5_astream_stage_rows(h5_astream *s);
-/* append_commit.c: the dataspace and layout messages of oh, unshared (a
- * stream rewrites them in place); staged rows made visible (partial: the
+/* append_commit.c: staged rows made visible (partial: the
  * incomplete chunk row staged with fill first; durable: fsync'd); a
  * commit when enough rows wait or the oldest waited long enough */
-int h5_astream_msgs(const h5_msg **ds, const h5_msg **lay, const h5_ohdr *oh);
 int h5_astream_commit(h5_astream *s, bool partial, bool durable);
 int h5_astream_maybe_commit(h5_astream *s);
 
@@ -136,8 +134,8 @@ int h5_astream_maybe_commit(h5_astream *s);
 h5_astream *h5_astream_hold(h5_file *f, uint64_t addr);
 void h5_astream_release(h5_file *f, h5_astream *s);
 
-/* An idle stream (nothing staged) after its dataset shrank to rows
- * (overwrite.c h5_overwrite_shrink): it goes on from there, its partly
+/* An idle stream (nothing staged) after its dataset shrank or grew to
+ * rows (overwrite.c h5_overwrite_resize): it goes on from there, its partly
  * filled chunk row read again by the caller (s->buf's room made for it;
  * out of memory fails the stream). Under s->lock and f->write_lock. */
 int h5_astream_cut(h5_astream *s, uint64_t rows);
@@ -150,9 +148,6 @@ int h5_astage_complete(h5_astream *s);
 /* Stage chunk rows [r0, r1) from the buffer, rows below hi being data
  * (the last chunk row may be partial: filled). */
 int h5_astage_chunks(h5_astream *s, uint64_t r0, uint64_t r1, uint64_t hi);
-/* n rows, whole chunk rows, left unwritten (they read as the fill value:
- * sparse growth); nothing may be buffered. */
-int h5_astage_skip(h5_astream *s, uint64_t n);
 /* Whole chunk rows r.. of a simple unfiltered dataset straight from src:
  * n chunk images of len bytes each. */
 int h5_astage_contiguous(h5_astream *s, const uint8_t *src, uint64_t r, uint64_t n, uint64_t len);

@@ -355,24 +355,6 @@ int h5_astage_complete(h5_astream *s)
 	return 0;
 }
 
-/* n rows (whole chunk rows, nothing buffered) that no chunk is staged for:
- * the index gets no entries for them, so they read as the fill value, as
- * the chunks libhdf5's H5Dset_extent leaves unallocated (spec III.C
- * "Data Storage - Fill Value": storage never written holds the fill
- * value). The index writer is opened so that the commit has one. */
-int h5_astage_skip(h5_astream *s, uint64_t n)
-{
-	int rc;
-
-	if (s->nbuf || n % s->chunk[0])
-		return h5_err_set(H5_ERR_INVAL, "append: rows skipped inside a chunk row");
-	rc = writer_open(s);
-	if (rc < 0)
-		return rc;
-	stream_set_row0(s, s->row0 + n);
-	return 0;
-}
-
 /* A stream opened on a dataset whose last chunk row is partly filled:
  * that row's chunks as the index has them now, freed once the row is
  * staged anew and committed (append.c partial_settle). A lookup that

@@ -37,6 +37,7 @@
 #include "file_ws.h"
 #include "gslot.h"
 #include "chunk_store.h"
+#include "dset_commit.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -426,61 +427,20 @@ static void rw_free(rw *r)
 
 /* ---- the commit ---------------------------------------------------------------- */
 
+/* The dataset's one ordered commit (dset_commit.c): the index writer's
+ * blocks, the switch, then dims[0] (a size change) or the modification
+ * time last. */
 static int commit(rw *r, bool durable, uint64_t rows, uint64_t *last_end, uint64_t *ticket)
 {
-	h5_file *f = r->f;
-	h5_ohdr_edit e = { 0 };
-	const h5_msg *lay;
 	h5_txn t;
-	size_t lc;
-	int rc = h5_ohdr_load(&e.oh, f, r->d->addr);
+	int rc;
 
-	if (rc < 0)
-		return rc;
-	lay = h5_ohdr_find(e.oh, H5_MSG_LAYOUT);
-	if (!lay || (lay->flags & H5_MSG_FLAG_SHARED)) {
-		rc = h5_err_set(H5_ERR_UNSUPPORTED, "object header 0x%llx: no layout message of its own",
-				(unsigned long long)r->d->addr);
-		goto out;
-	}
-	rc = h5_ohdr_edit_ranges(&e);
-	if (rc < 0)
-		goto out;
-	/* 1. new index blocks; fsync; 2. the end of allocated space; fsync */
-	h5_txn_begin(&t, f, durable, r->wops, r->w);
-	rc = h5_txn_stage(&t, *last_end);
-	/* 3. the one switch; fsync */
-	if (rc == 0)
-		rc = h5_txn_switch(&t, &e, lay);
-	if (rc < 0)
-		goto out;
-	/* 4. the modification time the header records, as appends set it;
-	 * a shrink's dims[0] (IV.A.2.b), after the switch: the chunks past
-	 * it are gone or the fill value before the size says so */
-	rc = h5_ohdr_touch(&e, (uint32_t)time(NULL));
-	if (rc == 0 && rows != UINT64_MAX) {
-		const h5_msg *ds = h5_ohdr_find(e.oh, H5_MSG_DSPACE);
-
-		rc = ds && !(ds->flags & H5_MSG_FLAG_SHARED) ?
-			     h5_dspace_patch_dim0(&e, ds, &f->fmt, rows) :
-			     h5_err_set(H5_ERR_UNSUPPORTED, "object header 0x%llx: no dataspace message of its own",
-					(unsigned long long)r->d->addr);
-	}
-	lc = h5_ohdr_chunk_of(e.oh, lay->addr);
-	for (size_t c = 0; rc == 0 && c < e.oh->nchunks; c++)
-		if (c != lc)
-			rc = h5_ohdr_write_chunk(f, &e, c);
-	if (rc == 0)
-		rc = h5_txn_last(&t, &e, lc);
+	h5_txn_begin(&t, r->f, durable, r->wops, r->w);
+	rc = h5_dset_commit(&t, r->d->addr, rows, *last_end);
 	if (rc == 0) {
 		*last_end = t.end;
 		*ticket = t.ticket;
 	}
-out:
-	h5_cache_invalidate(f->meta, H5_CK_OHDR, r->d->addr);
-	h5_ohdr_free(e.oh);
-	free(e.lo);
-	free(e.hi);
 	return rc;
 }
 
@@ -571,7 +531,25 @@ int h5_ow_chunked_commit(h5_dataset *d, const h5_ow_whole *whole, size_t nwhole,
 	uint64_t ticket = 0;
 	h5_ow_ext *m = NULL;
 	size_t nm = 0;
-	int rc = rw_init(&r, d);
+	int rc;
+
+	/* a growth: the chunk grid the extents map onto is the new one
+	 * (d is this commit's own copy; chunks past the old end are not
+	 * stored, and read the fill value) */
+	if (rows != UINT64_MAX && rows > d->space.dims[0]) {
+		if (d->space.maxdims[0] != H5_UNLIMITED && rows > d->space.maxdims[0])
+			return h5_err_set(H5_ERR_RANGE, "%llu rows: past the maximum, %llu", (unsigned long long)rows,
+					  (unsigned long long)d->space.maxdims[0]);
+		uint64_t rb = d->dtype->size;
+
+		for (unsigned i = 1; i < d->space.rank; i++)
+			if (h5_mul_overflow(rb, d->space.dims[i], &rb))
+				return h5_err_set(H5_ERR_RANGE, "rows overflow");
+		if (h5_mul_overflow(rb, rows, &d->nbytes))
+			return h5_err_set(H5_ERR_RANGE, "%llu rows overflow", (unsigned long long)rows);
+		d->space.dims[0] = rows;
+	}
+	rc = rw_init(&r, d);
 
 	if (rc < 0)
 		return rc;
@@ -781,7 +759,7 @@ static int chunked_need(uint64_t *need, const h5_overwriter *w, uint64_t len)
 static int chunked_commit(h5_overwriter *w, h5_dataset *d, size_t n, bool durable)
 {
 	return h5_ow_chunked_commit(d, w->wc.v, w->wc.n, w->ext, n, durable,
-				    w->shrink == UINT64_MAX ? UINT64_MAX : w->shrink / (d->nbytes / d->space.dims[0]),
+				    w->resize == UINT64_MAX ? UINT64_MAX : w->resize / w->row_bytes,
 				    &w->last_end, &w->gone);
 }
 

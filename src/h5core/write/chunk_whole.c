@@ -597,6 +597,6 @@ int h5_ow_shrink_chunked(h5_overwriter *w, uint64_t size)
 			rc = put_fill(w, w->wc.d, s * cb, ((s + 1) * cb < nb ? (s + 1) * cb : nb) - s * cb);
 	}
 	if (rc == 0)
-		w->shrink = size;
+		w->resize = size;
 	return rc;
 }

@@ -114,11 +114,15 @@ int h5_overwrite_open(h5_overwriter **out, h5_file *f, uint64_t dset_addr)
 	w->relayouts = __atomic_load_n(&h5_ws(f)->relayouts, __ATOMIC_ACQUIRE);
 	w->nbytes = d->nbytes;
 	w->esize = d->dtype->size;
+	w->row_bytes = d->dtype->size;
+	for (unsigned i = 1; i < d->space.rank; i++)
+		if (h5_mul_overflow(w->row_bytes, d->space.dims[i], &w->row_bytes))
+			w->row_bytes = 0;       /* (no resize: its rows cannot be counted) */
 	w->cls = d->layout.cls;
 	w->lops = h5_ow_layout_of(d->layout.cls);
 	w->caddr = d->layout.cls == H5_LAYOUT_CONTIGUOUS ? d->layout.addr : H5_ADDR_UNDEF;
 	w->chunk_bytes = d->layout.cls == H5_LAYOUT_CHUNKED ? d->chunk_bytes : 0;
-	w->shrink = UINT64_MAX;
+	w->resize = UINT64_MAX;
 	dirty_init(w, d);
 	h5_ow_whole_init(w, d);
 	h5_dataset_close(d);
@@ -264,24 +268,49 @@ int h5_overwrite_punch(h5_overwriter *w, uint64_t off, uint64_t len)
 	return w->lops->punch ? w->lops->punch(w, off, len) : h5_ow_put_zeros(w, off, len, w->lops->put);
 }
 
-int h5_overwrite_shrink(h5_overwriter *w, uint64_t size)
+/* A growth (h5core.h): dims[0] raised at the commit, nothing written -
+ * whether the dataset may grow to it is the append path's question
+ * (h5_append_check: its index can take the new chunks, its filters
+ * encode, dimension 0 below its maximum). */
+static int grow(h5_overwriter *w, uint64_t size)
+{
+	h5_dataset *d = NULL;
+	int rc = h5_dataset_open(&d, w->f, w->addr);
+
+	if (rc == 0)
+		rc = h5_append_check(d);
+	if (rc == 0 && d->space.maxdims[0] != H5_UNLIMITED && size / w->row_bytes > d->space.maxdims[0])
+		rc = h5_err_set(H5_ERR_PERM, "%llu rows: dimension 0's maximum is %llu",
+				(unsigned long long)(size / w->row_bytes), (unsigned long long)d->space.maxdims[0]);
+	h5_dataset_close(d);
+	if (rc == 0) {
+		w->resize = size;
+		w->grow = true;
+	}
+	return rc;
+}
+
+int h5_overwrite_resize(h5_overwriter *w, uint64_t size)
 {
 	int rc = geometry_refresh(w);
 
-	if (rc < 0)
+	if (rc < 0 || size == w->nbytes)
 		return rc;
-	if (size >= w->nbytes)
-		return h5_err_set(H5_ERR_RANGE, "shrinking to %llu bytes: the dataset has %llu",
-				  (unsigned long long)size, (unsigned long long)w->nbytes);
 	/* contiguous and compact storage is as large as the dataspace was
 	 * made (IV.A.2.i): only a chunked dataset's dims change */
 	if (w->cls != H5_LAYOUT_CHUNKED)
 		return h5_err_set(H5_ERR_UNSUPPORTED, "the %s layout's size cannot change", w->lops->name);
+	if (!w->row_bytes || size % w->row_bytes)
+		return h5_err_set(H5_ERR_INVAL, "%s to %llu bytes: not whole rows", size < w->nbytes ? "shrinking" :
+				  "growing", (unsigned long long)size);
+	if (size > w->nbytes)
+		return grow(w, size);
 	/* bytes kept past the new end go (the later change wins); the fill
 	 * value the shrink puts after them is its own */
 	for (size_t i = 0; i < w->n; i++)
 		if (w->ext[i].off + w->ext[i].len > size)
 			w->ext[i].len = w->ext[i].off >= size ? 0 : (size_t)(size - w->ext[i].off);
+	w->grow = false;
 	return h5_ow_shrink_chunked(w, size);
 }
 
@@ -343,7 +372,7 @@ static void streams_show(h5_file *f, uint64_t addr)
 	pthread_mutex_lock(&f->write_lock);
 }
 
-/* The streams held, after a shrink to rows: on from there (their partly
+/* The streams held, after a resize to rows: on from there (their partly
  * filled chunk row read again by streams_reload). */
 static void streams_cut(h5_file *f, uint64_t addr, uint64_t rows)
 {
@@ -392,6 +421,7 @@ int h5_overwrite_commit(h5_overwriter *w, int all, int durable)
 	h5_dataset *d = NULL;
 	size_t n, keep_n = 0;
 	h5_ow_ext keep = { 0 };
+	uint64_t lim;
 	bool held = false;
 	int rc = 0, arc;
 
@@ -421,7 +451,7 @@ int h5_overwrite_commit(h5_overwriter *w, int all, int durable)
 	pthread_mutex_lock(&w->f->write_lock);
 	h5_space_free_all(w->f, &w->gone);
 	rc = arc;
-	if (rc == 0 && (n || durable || w->direct || w->wc.n || w->shrink != UINT64_MAX))
+	if (rc == 0 && (n || durable || w->direct || w->wc.n || w->resize != UINT64_MAX))
 		rc = h5_dataset_open(&d, w->f, w->addr);
 	/* the streams held first (rows they have not committed are
 	 * committed and the dataset opened again: the bytes over them are
@@ -440,26 +470,31 @@ int h5_overwrite_commit(h5_overwriter *w, int all, int durable)
 	held = rc == 0 && d;
 	if (rc == 0 && d)
 		w->nbytes = d->nbytes;  /* appends may have grown it */
+	/* the size changed since the resize was asked, past it (appends of
+	 * another descriptor): the later change wins, as in a plain file */
+	if (rc == 0 && d && w->resize != UINT64_MAX &&
+	    (w->grow ? w->resize <= d->nbytes : !d->space.dims[0] || w->resize >= d->nbytes))
+		rc = h5_err_set(H5_ERR_RANGE, "%s to %llu bytes: the dataset has %llu", w->grow ? "growing" : "shrinking",
+				(unsigned long long)w->resize, (unsigned long long)d->nbytes);
+	lim = rc == 0 && d && w->resize != UINT64_MAX && w->grow ? w->resize : d ? d->nbytes : 0;
 	/* Bytes past the end were taken before the dataset was emptied or
 	 * shrunk (a truncate through another descriptor: the later change
 	 * wins, as in a plain file); they go. (A put past
 	 * the end is refused by the caller before it is taken: issue 53.) */
 	for (size_t i = 0; rc == 0 && d && i < n; i++)
-		if (w->ext[i].off + w->ext[i].len > d->nbytes)
-			w->ext[i].len = w->ext[i].off >= d->nbytes ? 0 : (size_t)(d->nbytes - w->ext[i].off);
-	if (rc == 0 && d && w->shrink != UINT64_MAX && (!d->space.dims[0] || w->shrink >= d->nbytes))
-		rc = h5_err_set(H5_ERR_RANGE, "shrinking to %llu bytes: the dataset has %llu",
-				(unsigned long long)w->shrink, (unsigned long long)d->nbytes);
+		if (w->ext[i].off + w->ext[i].len > lim)
+			w->ext[i].len = w->ext[i].off >= lim ? 0 : (size_t)(lim - w->ext[i].off);
 	if (rc == 0 && d) {
 		rc = w->lops->commit(w, d, n, durable);
 	}
-	if (held && rc == 0 && w->shrink != UINT64_MAX)
-		streams_cut(w->f, w->addr, w->shrink / (d->nbytes / d->space.dims[0]));
+	if (held && rc == 0 && w->resize != UINT64_MAX)
+		streams_cut(w->f, w->addr, w->resize / w->row_bytes);
 	if (held)
 		streams_reload(w->f, w->addr, rc == 0);
-	if (rc == 0 && w->shrink != UINT64_MAX)
-		w->nbytes = w->shrink;
-	w->shrink = UINT64_MAX;
+	if (rc == 0 && w->resize != UINT64_MAX)
+		w->nbytes = w->resize;
+	w->resize = UINT64_MAX;
+	w->grow = false;
 	if (rc == 0 && durable)
 		w->unsynced = false;
 	else if (rc == 0 && (n || w->direct))

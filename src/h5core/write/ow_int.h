@@ -66,6 +66,7 @@ struct h5_overwriter {
 	uint64_t nbytes;        /* the dataset's bytes at the last commit */
 	uint64_t relayouts;     /* h5_ws(f)->relayouts its chunk geometry was taken at */
 	uint64_t esize;
+	uint64_t row_bytes;     /* one row of dimension 0 (dims[1:] never change) */
 	uint8_t cls;            /* H5_LAYOUT_* */
 	const struct h5_ow_layout_ops *lops;    /* its entry of the table below */
 	h5_ow_ext *ext;
@@ -84,9 +85,11 @@ struct h5_overwriter {
 	 * into reused space */
 	h5_freesp gone;
 	h5_ow_chunks wc;        /* chunks taken whole (chunk_whole.c) */
-	/* h5_overwrite_shrink: the dataset's bytes after the next commit,
-	 * which sets dims[0] (UINT64_MAX: the size stays) */
-	uint64_t shrink;
+	/* h5_overwrite_resize: the dataset's bytes after the next commit,
+	 * which sets dims[0] (UINT64_MAX: the size stays), and whether that
+	 * is a growth */
+	uint64_t resize;
+	bool grow;
 	/* The chunks the kept extents touch (a chunked dataset whose chunks
 	 * are runs of the byte stream: dset_key), each rewritten once by the
 	 * next commit however many writes it took: what that commit needs
@@ -161,7 +164,7 @@ void h5_ow_whole_drop(h5_overwriter *w);
  * H5_ERR_UNSUPPORTED when a chunk is not one run of the stream. */
 int h5_ow_punch_chunked(h5_overwriter *w, uint64_t off, uint64_t len);
 /* The chunks past `size` bytes (whole rows, below the dataset's size)
- * made to read the fill value, w->shrink set: chunks wholly past it
+ * made to read the fill value, w->resize set: chunks wholly past it
  * dropped where the index can drop them (their space freed by the
  * commit), else given the fill value where stored; the part of the
  * boundary chunk past it given the fill value. H5_ERR_UNSUPPORTED when a
@@ -186,10 +189,11 @@ void h5_ow_free(h5_ow_ext *r, size_t m);
  * allocation end after the previous commit of this writer (reserve
  * sizing), updated. What the commit replaced (chunks, index blocks) is
  * added to gone with the commit's ticket (space.h h5_space_free_all).
- * rows (UINT64_MAX: unchanged): dims[0] after the commit, patched after
- * the switch to the new index (a crash between: the old row count, the
- * rows past the new one reading the fill value, as emptying's first
- * step leaves them: dset_empty.c).
+ * rows (UINT64_MAX: unchanged): dims[0] after the commit (fewer, or
+ * more up to maxdims[0]: extents may then reach past the old end),
+ * patched after the switch to the new index (a crash between: the old
+ * row count, the rows past a smaller one reading the fill value, as
+ * emptying's first step leaves them: dset_empty.c).
  * Returns 0 or a negative h5_err; on an error FILE holds the old state or
  * the complete new one (and nothing is added to gone). */
 int h5_ow_chunked_commit(h5_dataset *d, const h5_ow_whole *whole, size_t nwhole, const h5_ow_ext *ext, size_t n,
