@@ -12,7 +12,11 @@
  * 2^64-3 the writer closed and opened again (what it replaced freed, as
  * after a dd), 2^64-4 h5_file_compact (unmount's move of the last chunk),
  * 2^64-5 a punched hole (a u64 length follows), 2^64-6 a shrink to
- * `offset` bytes (h5_overwrite_resize: truncate(2) to fewer rows).
+ * `offset` bytes (h5_overwrite_resize: truncate(2) to fewer rows),
+ * 2^64-7 `offset` bytes that follow appended as rows (h5_append_write,
+ * an appender opened at the first, closed at the end, after the last
+ * commit): not committed by their stream, the next overwrite commit
+ * takes them (issue 81 item 3).
  * Whatever is left is committed durably at the end. FAIL_AT > 0: the
  * FAIL_AT-th write or sync fails (io_fail_at) and the writes stop there.
  */
@@ -38,6 +42,7 @@ int main(int argc, char **argv)
 	h5_test_hooks hooks = { 0 };
 	h5_file *f = NULL;
 	h5_overwriter *w = NULL;
+	h5_appender *a = NULL;
 	uint64_t addr;
 	unsigned char *buf = NULL;
 	long len, p = 0;
@@ -93,6 +98,19 @@ int main(int argc, char **argv)
 			rc = h5_overwrite_resize(w, off);
 			continue;
 		}
+		if (n == UINT64_MAX - 6) {
+			if (off > (uint64_t)(len - p)) {
+				fprintf(stderr, "overwrite_trace: truncated record\n");
+				rc = -1;
+				break;
+			}
+			if (!a)
+				rc = h5_append_open(&a, f, addr);
+			if (rc == 0)
+				rc = h5_append_write(a, buf + p, (size_t)off);
+			p += (long)off;
+			continue;
+		}
 		if (n > (uint64_t)(len - p)) {
 			fprintf(stderr, "overwrite_trace: truncated record\n");
 			rc = -1;
@@ -103,6 +121,12 @@ int main(int argc, char **argv)
 	}
 	if (rc == 0)
 		rc = h5_overwrite_commit(w, 1, 1);
+	if (a) {
+		int rc2 = h5_append_close(a, NULL);
+
+		if (rc == 0)
+			rc = rc2;
+	}
 	if (rc < 0)
 		fprintf(stderr, "overwrite_trace: %s\n", h5_err_msg());
 	h5_overwrite_close(w);

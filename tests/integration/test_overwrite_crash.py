@@ -35,12 +35,19 @@ extensible and a filtered fixed array with a zero fill (whole chunks
 dropped from the index, partial ones zeroed) and a v1 B-tree (zeroed):
 every image is the old dataset or the punched one.
 
-A shrink (truncate(2) to fewer rows, issue 65: h5_overwrite_shrink) on an
+A shrink (truncate(2) to fewer rows, issue 65: h5_overwrite_resize) on an
 extensible array, a filtered fixed array and v1 B-trees, with a fill
 value: the chunks past the new end dropped, the boundary chunk's tail
 the fill value, then dims[0]; every image is the old dataset, the old
 number of rows with those past the new end reading the fill value (the
 index switched, dims[0] not yet), or the shorter one.
+
+Rows an append stream has not committed, met by an overwrite's commit
+(issue 81 item 3), on extensible arrays and v1 B-trees, filtered or not:
+bytes written over those rows only go with the rows in one ordered commit
+(every image the old dataset or the new); bytes over old rows too, and
+across the old end, follow the rows' own commit (the old, the rows, or
+all).
 """
 import os
 import random
@@ -62,7 +69,7 @@ from crash_replay import crash_images, straddling, traced  # noqa: E402
 HELPER = os.path.join(T.BUILDDIR, "tests", "integration", "overwrite_trace")
 SUBSETS = 30
 FILT = dict(compression="gzip", shuffle=True, fletcher32=True)
-DURABLE, PERIODIC, PUNCH, SHRINK = (1 << 64) - 1, (1 << 64) - 2, (1 << 64) - 5, (1 << 64) - 6
+DURABLE, PERIODIC, PUNCH, SHRINK, APPEND = (1 << 64) - 1, (1 << 64) - 2, (1 << 64) - 5, (1 << 64) - 6, (1 << 64) - 7
 
 # name (index first), libver, shape, maxshape, chunks (None: contiguous,
 # "compact"), dtype, filters, rows written at creation (None: all), in place
@@ -397,6 +404,65 @@ def shrink_case(work, case, rng):
     return count
 
 
+# name, libver, maxshape, filters, elements a chunk
+JOIN_CASES = [
+    ("join-earray", "latest", (None,), {}, 16),
+    ("join-earray-filt", "latest", (None,), FILT, 16),
+    ("join-btree1", "earliest", (None,), {}, 16),
+    ("join-btree1-filt", "earliest", (None,), FILT, 16),
+]
+
+
+def join_case(work, case, rng):
+    """Rows appended and not committed by their stream, then a durable
+    commit of the overwriter (issue 81 item 3): with bytes written over
+    those rows only, the commit takes the rows into its one ordered
+    commit (the old dataset or the new, nothing between); with bytes over
+    old rows too, and across the old end, the rows are committed first,
+    then the bytes (the old, the rows with what they held, or the new)."""
+    name, libver, maxshape, filt, ce = case
+    path, v, ohdr, _ = one_dataset(work, name, libver, maxshape, filt, ce, fillvalue=-3)
+    cur = bytearray(v.tobytes())
+    states = [bytes(cur)]
+    rec = b""
+    # a chunk row left partly filled, bytes written over the new rows only
+    # (one commit: the rows with them); then completed, bytes written over
+    # old rows too (the rows committed first, then the overwrite)
+    for k, spans in ((37, "new"), (21, "old new across")):
+        rows = ((np.arange(k) * 7 + len(cur) // 4) % 30000).astype("<i4").tobytes()
+        rec += struct.pack("<QQ", len(rows), APPEND) + rows
+        old_end = len(cur)
+        cur += rows
+        if "old" in spans:
+            states.append(bytes(cur))
+        ranges = {"old": (0, old_end), "new": (old_end, len(cur)), "across": (old_end - 24, old_end + 24)}
+        for lo, hi in (ranges[x] for x in spans.split()):
+            off = rng.randrange(lo // 4, (hi - 8) // 4) * 4
+            b = bytes(rng.randrange(256) for _ in range(4 * rng.randint(1, 2)))
+            rec += struct.pack("<QQ", off, len(b)) + b
+            cur[off:off + len(b)] = b
+        rec += struct.pack("<QQ", 0, DURABLE)
+        states.append(bytes(cur))
+    os.environ["H5FS_APPEND_COMMIT_MS"] = "600000"    # the stream commits nothing itself
+    try:
+        tr = trace_op(work, name, path, rec)
+    finally:
+        del os.environ["H5FS_APPEND_COMMIT_MS"]
+    if tr is None:
+        return 0
+    with h5py.File(path, "r") as f:
+        got = f["g/x"][()].tobytes()
+    if got != states[-1]:
+        T.fail("%s: the final file does not hold the rows and the writes (%d bytes, want %d)" % (
+            name, len(got), len(states[-1])))
+        return 0
+    count = crashes_checked(work, name, tr[0], tr[1], rng, ohdr, states)
+    syncs = sum(op[0] == "S" for op in tr[1])
+    print("%s: %d writes/syncs traced, %d syncs, %d crash states checked" % (name, len(tr[1]), syncs, count),
+          flush=True)
+    return count
+
+
 def main():
     if not os.path.exists(HELPER):
         T.skip("overwrite_trace not built")
@@ -415,6 +481,9 @@ def main():
         for case in SHRINK_CASES:
             if len(sys.argv) < 2 or case[0] in sys.argv[1:]:
                 total += shrink_case(work, case, random.Random("%s %s" % (seed, case[0])))
+        for case in JOIN_CASES:
+            if len(sys.argv) < 2 or case[0] in sys.argv[1:]:
+                total += join_case(work, case, random.Random("%s %s" % (seed, case[0])))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("%d crash states checked in all" % total)

@@ -157,9 +157,12 @@ static void partial_settle(h5_astream *s, uint64_t n1, uint64_t ticket)
 		if (s->prow != r)
 			h5_freesp_clear(&s->partial);
 		s->prow = r;
-		for (size_t i = 0; i < s->nstaged; i++)
-			if (s->staged[i].r == r && h5_freesp_add(&s->partial, s->staged[i].addr, s->staged[i].len, 0) < 0)
+		for (size_t i = 0; i < s->nstaged; i++) {
+			const h5_chunk_rec *c = &s->staged[i].rec;
+
+			if (s->staged[i].r == r && h5_freesp_add(&s->partial, c->addr, c->size ? c->size : s->chunk_bytes, 0) < 0)
 				break;
+		}
 	}
 	s->nstaged = 0;
 }
@@ -241,6 +244,67 @@ out:
 		return h5_astream_fail(s, rc);
 	s->since = s->row0 + s->nbuf > n1 ? h5_astream_now_ns() : 0;
 	return 0;
+}
+
+/* ---- a commit another writer of the dataset makes -------------------------------
+ * An overwrite that meets rows not committed yet (overwrite.c) commits
+ * them with its own bytes, in its one ordered commit: the stream stages
+ * them as its own commit would, lends its index writer, and hears how it
+ * went (append_int.h). */
+int h5_astream_join(h5_astream *s, uint64_t *rows)
+{
+	int rc;
+
+	*rows = __atomic_load_n(&s->committed, __ATOMIC_ACQUIRE);
+	if (h5_astream_failed(s))
+		return h5_astream_refuse(s);
+	rc = h5_astage_complete(s);
+	if (rc == 0 && s->nbuf && s->row0 + s->nbuf > s->committed)
+		rc = h5_astage_chunks(s, s->row0 / s->chunk[0], s->row0 / s->chunk[0] + 1, s->row0 + s->nbuf);
+	if (rc < 0)
+		return h5_astream_fail(s, rc);
+	if (s->row0 + s->nbuf > *rows)
+		*rows = s->row0 + s->nbuf;
+	return 0;
+}
+
+void h5_astream_joined(h5_astream *s, int rc, uint64_t rows, uint64_t ticket, uint64_t end, bool durable)
+{
+	if (rc == 0 && s->ea) {
+		bool again = false;
+
+		/* the chunks a previous commit wrote for the partly filled
+		 * chunk row, when this one staged that row anew: referenced no
+		 * more; the row's chunks now are found again by the caller's
+		 * reload (the overwrite may have replaced what was staged) */
+		for (size_t i = 0; i < s->nstaged && !again; i++)
+			again = s->staged[i].r == s->prow;
+		for (size_t i = 0; again && i < s->partial.n; i++)
+			if (h5_freesp_add(&s->gone, s->partial.v[i].addr, s->partial.v[i].len, ticket) < 0)
+				break;  /* (out of memory: left unreferenced) */
+		h5_freesp_clear(&s->partial);
+		s->prow = UINT64_MAX;
+		s->last_end = end;
+		s->unsynced = !durable;
+		__atomic_store_n(&s->committed, rows, __ATOMIC_RELEASE);
+		s->since = 0;
+	}
+	if (s->ea) {
+		s->wops->invalidate(s->ea);
+		s->wops->free(s->ea);
+		s->ea = NULL;
+	}
+	s->nset = 0;
+	s->nstaged = 0;
+	/* the file holds the old state or the complete new one; which, the
+	 * stream cannot tell: it takes no more rows */
+	if (rc < 0)
+		h5_astream_fail(s, rc);
+}
+
+void h5_astream_joined_end(h5_astream *s)
+{
+	h5_file_unreserve(s->f, &s->reserved);
 }
 
 /* After rows arrived: commit when enough wait or the oldest waited long

@@ -73,7 +73,7 @@ typedef struct h5_astream {
 	 * since the last commit, with their chunk row. */
 	uint64_t prow;
 	h5_freesp partial;
-	struct astage_rec { uint64_t r, addr, len; } *staged;
+	struct astage_rec { uint64_t r, cell; h5_chunk_rec rec; } *staged;
 	size_t nstaged, cstaged;
 	int failed;             /* sticky: set under lock, read under write_lock too (atomic) */
 	char why[256];          /* the first failure's message, set with failed (issue 56: the cause logged) */
@@ -122,6 +122,21 @@ static inline uint64_t h5_astream_now_ns(void)
  * setup, and a new file's chunks made smaller: append_commit.c
  * rechunk_small). */
 void h5_astream_stage_rows(h5_astream *s);
+/* append_commit.c, a commit another writer of the dataset makes
+ * (overwrite.c, under s->lock, write_lock not held): every whole row
+ * received staged, the incomplete chunk row with fill (*rows: dims[0]
+ * once they are committed), their records on the stream's index writer
+ * (s->ea, s->wops: NULL when nothing was staged), each staged chunk's
+ * scaled coordinates and record (h5_astream_staged, i < s->nstaged; an
+ * index that places chunks itself keeps none: they are where it says).
+ * Then, after that commit, under write_lock too: h5_astream_joined (rc:
+ * its result; what it made stops being the stream's to commit; the
+ * caller reloads the stream's view of the dataset); and with write_lock
+ * given back, h5_astream_joined_end. */
+int h5_astream_join(h5_astream *s, uint64_t *rows);
+void h5_astream_staged(const h5_astream *s, size_t i, uint64_t *scaled, h5_chunk_rec *rec);
+void h5_astream_joined(h5_astream *s, int rc, uint64_t rows, uint64_t ticket, uint64_t end, bool durable);
+void h5_astream_joined_end(h5_astream *s);
 /* append_commit.c: staged rows made visible (partial: the
  * incomplete chunk row staged with fill first; durable: fsync'd); a
  * commit when enough rows wait or the oldest waited long enough */

@@ -86,13 +86,25 @@ static bool staged_grow(h5_astream *s)
 }
 
 /* Chunk (r, cell)'s record, set on the index by the chunk store: counted,
- * and where it went kept (append.c frees a partial row's chunks once
- * staged anew; a record not kept only leaves that chunk unreferenced). */
-static void noted(h5_astream *s, uint64_t r, const h5_chunk_rec *rec)
+ * and where it went kept - append_commit.c frees a partial row's chunks
+ * once staged anew, and a commit another writer makes reads the staged
+ * chunks from there (h5_astream_staged): out of memory fails the stage. */
+static int noted(h5_astream *s, uint64_t r, uint64_t cell, const h5_chunk_rec *rec)
 {
 	s->nset++;
-	if (!stage_in_place(s) && (s->nstaged < s->cstaged || staged_grow(s)))
-		s->staged[s->nstaged++] = (struct astage_rec){ r, rec->addr, rec->size ? rec->size : s->chunk_bytes };
+	if (stage_in_place(s))
+		return 0;
+	if (s->nstaged == s->cstaged && !staged_grow(s))
+		return h5_err_set(H5_ERR_NOMEM, "out of memory noting staged chunks");
+	s->staged[s->nstaged++] = (struct astage_rec){ r, cell, *rec };
+	return 0;
+}
+
+void h5_astream_staged(const h5_astream *s, size_t i, uint64_t *scaled, h5_chunk_rec *rec)
+{
+	cell_coords(s, s->staged[i].cell, scaled);
+	scaled[0] = s->staged[i].r;
+	*rec = s->staged[i].rec;
 }
 
 /* Items [0, n) - chunk images of chunk rows rows[i], cells cells[i] -
@@ -117,8 +129,12 @@ static int stage_items(h5_astream *s, h5_cstore_item *it, const uint64_t *rows, 
 	c.w = s->ea;
 	if (rc == 0)
 		rc = h5_cstore_put(&done, &c, it, n);
-	for (size_t i = 0; i < done; i++)
-		noted(s, rows[i], &it[i].rec);
+	for (size_t i = 0; i < done; i++) {
+		int rn = noted(s, rows[i], cells[i], &it[i].rec);
+
+		if (rc == 0)
+			rc = rn;
+	}
 	free(j);
 	return rc;
 }

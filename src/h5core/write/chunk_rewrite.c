@@ -75,6 +75,7 @@ typedef struct rw {
 	uint64_t dirty;                 /* bytes of loaded images */
 	const h5_cidx_write_ops *wops;
 	void *w;
+	bool lent;                      /* w is an append stream's (h5_ow_join): not freed here */
 	h5_chunk_rec *gone;             /* chunks the commit leaves unreferenced */
 	size_t ngone, capgone;
 	struct {                        /* the new chunk at the highest address */
@@ -419,7 +420,7 @@ static void rw_free(rw *r)
 	}
 	h5_keytab_free(&r->tab);
 	free(r->gone);
-	if (r->w) {
+	if (r->w && !r->lent) {
 		r->wops->invalidate(r->w);
 		r->wops->free(r->w);
 	}
@@ -524,8 +525,39 @@ static int set_whole(rw *r, const h5_ow_whole *whole, size_t nwhole, uint64_t ro
 	return rc;
 }
 
-int h5_ow_chunked_commit(h5_dataset *d, const h5_ow_whole *whole, size_t nwhole, const h5_ow_ext *ext, size_t n,
-			 bool durable, uint64_t rows, uint64_t *last_end, h5_freesp *gone)
+/* An append stream's rows taken (h5_ow_join): its index writer used, and
+ * each chunk it staged noted as staged already - a later extent over it
+ * reads it from there, not through the index on disk, which has none of
+ * them - and replaced like any chunk this commit wrote (note_gone). */
+static int join_rows(rw *r, const h5_ow_join *j)
+{
+	if (!j->w)
+		return 0;
+	r->w = j->w;
+	r->wops = j->wops;
+	r->lent = true;
+	for (size_t i = 0; i < j->n; i++) {
+		uint64_t scaled[H5_MAX_RANK] = { 0 };
+		h5_chunk_rec rec;
+		cent *e;
+		int rc;
+
+		j->chunk(j->ctx, i, scaled, &rec);
+		if (scaled[0] >= r->nch[0])
+			return h5_err_set(H5_ERR_RANGE, "appended chunk row %llu: past the rows committed",
+					  (unsigned long long)scaled[0]);
+		rc = tab_get(&e, r, scaled);
+		if (rc < 0)
+			return rc;
+		e->rec = rec;
+		e->staged = true;
+	}
+	return 0;
+}
+
+int h5_ow_chunked_commit(h5_dataset *d, h5_ow_join *join, const h5_ow_whole *whole, size_t nwhole,
+			 const h5_ow_ext *ext, size_t n, bool durable, uint64_t rows, uint64_t *last_end,
+			 h5_freesp *gone)
 {
 	rw r;
 	uint64_t ticket = 0;
@@ -533,15 +565,20 @@ int h5_ow_chunked_commit(h5_dataset *d, const h5_ow_whole *whole, size_t nwhole,
 	size_t nm = 0;
 	int rc;
 
+	/* the stream's rows: dims[0] they make, unless a resize says
+	 * otherwise (the caller committed the stream's rows first then) */
+	if (join && rows == UINT64_MAX && join->rows > d->space.dims[0])
+		rows = join->rows;
+
 	/* a growth: the chunk grid the extents map onto is the new one
 	 * (d is this commit's own copy; chunks past the old end are not
 	 * stored, and read the fill value) */
 	if (rows != UINT64_MAX && rows > d->space.dims[0]) {
+		uint64_t rb = d->dtype->size;
+
 		if (d->space.maxdims[0] != H5_UNLIMITED && rows > d->space.maxdims[0])
 			return h5_err_set(H5_ERR_RANGE, "%llu rows: past the maximum, %llu", (unsigned long long)rows,
 					  (unsigned long long)d->space.maxdims[0]);
-		uint64_t rb = d->dtype->size;
-
 		for (unsigned i = 1; i < d->space.rank; i++)
 			if (h5_mul_overflow(rb, d->space.dims[i], &rb))
 				return h5_err_set(H5_ERR_RANGE, "rows overflow");
@@ -550,9 +587,12 @@ int h5_ow_chunked_commit(h5_dataset *d, const h5_ow_whole *whole, size_t nwhole,
 		d->space.dims[0] = rows;
 	}
 	rc = rw_init(&r, d);
-
-	if (rc < 0)
+	if (rc == 0 && join)
+		rc = join_rows(&r, join);
+	if (rc < 0) {
+		rw_free(&r);
 		return rc;
+	}
 	rc = set_whole(&r, whole, nwhole, rows);
 	/* a shrink commits its dims[0] even when no chunk changed */
 	if (rc == 0 && rows != UINT64_MAX)
@@ -581,6 +621,10 @@ int h5_ow_chunked_commit(h5_dataset *d, const h5_ow_whole *whole, size_t nwhole,
 		r.wops->freed(r.w, gone, ticket);
 	if (rc == 0 && r.w)
 		note_top(&r);
+	if (rc == 0 && join) {
+		join->ticket = ticket;
+		join->end = *last_end;
+	}
 	else if (rc == 0 && durable) {
 		h5_txn t;
 
@@ -758,7 +802,7 @@ static int chunked_need(uint64_t *need, const h5_overwriter *w, uint64_t len)
 
 static int chunked_commit(h5_overwriter *w, h5_dataset *d, size_t n, bool durable)
 {
-	return h5_ow_chunked_commit(d, w->wc.v, w->wc.n, w->ext, n, durable,
+	return h5_ow_chunked_commit(d, w->join, w->wc.v, w->wc.n, w->ext, n, durable,
 				    w->resize == UINT64_MAX ? UINT64_MAX : w->resize / w->row_bytes,
 				    &w->last_end, &w->gone);
 }

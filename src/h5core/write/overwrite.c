@@ -29,6 +29,7 @@
 #include "h5core.h"
 #include "append_int.h"
 #include "file_ws.h"
+#include "loose.h"
 
 #include <sys/mman.h>
 #include <time.h>
@@ -314,106 +315,103 @@ int h5_overwrite_resize(h5_overwriter *w, uint64_t size)
 	return h5_ow_shrink_chunked(w, size);
 }
 
-/* ---- append streams of the same dataset ---------------------------------------
- * An append stream (append.c) keeps the rows of a partly filled last chunk
- * row and the index address it builds on. An overwrite commits only while
- * every stream of the dataset is idle (nothing staged: its appenders
- * flushed), holding their locks (tried: append commits take them before
- * f->write_lock), and reloads them after it. */
-static int streams_hold(h5_file *f, uint64_t addr)
+/* ---- the append stream of the same dataset ---------------------------------------
+ * An append stream (append.c) keeps rows not committed yet, a partly
+ * filled last chunk row and the index address it builds on. A commit
+ * holds the dataset's stream (its lock, taken before f->write_lock, the
+ * order of the stream's own commits) and takes the rows it has not
+ * committed into its own one ordered commit: the stream stages them as
+ * its commit would and lends its index writer (h5_astream_join), so that
+ * rows appended and bytes written over them become visible together, in
+ * the commit's last write (issue 81 item 3). When the commit also changes
+ * committed rows (only_past), or resizes, the rows are committed first
+ * by the stream, then the overwrite: two ordered commits, in the order
+ * the rows came first (before, the held stream was let go and taken
+ * again around its commit, and an O_APPEND writer's rows arriving in
+ * between made the close EBUSY: test_procs). After the commit the stream
+ * goes on from the dataset as it is now. */
+
+/* The stream's view after a commit of the dataset (changed: it was made):
+ * the dataset opened again, its buffered rows - a partly filled chunk row,
+ * committed - read again, and that row's chunks found again where the new
+ * index has them (the rewrite may have moved them and freed the old
+ * copies itself: forgetting them leaked one chunk per periodic commit of
+ * a rewrite below a growing end - a 100 MB truncate(2) up, then written
+ * over, kept FILE at 100 MB after rm). Under s->lock and write_lock. */
+static void stream_reload(h5_file *f, h5_astream *s, uint64_t addr, bool changed)
 {
-	for (h5_astream *s = h5_ws(f)->astreams; s; s = s->next) {
-		if (s->addr != addr || s->unlinked)
-			continue;
-		if (pthread_mutex_trylock(&s->lock) == 0) {
-			/* (a failed stream commits nothing more, its writers are
-			 * told: it holds no overwrite back - else every later
-			 * overwrite of the dataset was EBUSY, and a release that
-			 * met it marked the mount lost: test_concurrent_fault) */
-			if (s->failed || (!s->ea && s->row0 + s->nbuf == s->committed))
-				continue;
-			pthread_mutex_unlock(&s->lock);
-		}
-		for (h5_astream *t = h5_ws(f)->astreams; t != s; t = t->next)
-			if (t->addr == addr && !t->unlinked)
-				pthread_mutex_unlock(&t->lock);
-		return h5_err_set(H5_ERR_BUSY, "rows appended to the dataset are not committed yet");
+	h5_dataset *nd = NULL;
+	int rc;
+
+	if (!changed || h5_astream_failed(s))
+		return;
+	rc = h5_dataset_open(&nd, f, addr);
+	if (rc == 0 && s->nbuf)
+		rc = h5_dataset_read(nd, s->buf, s->row0 * s->row_bytes, (size_t)(s->nbuf * s->row_bytes));
+	if (rc == 0) {
+		h5_dataset_close(s->d);
+		s->d = nd;
+		s->ea_addr = nd->layout.idx_addr;
+		h5_freesp_clear(&s->partial);
+		s->prow = UINT64_MAX;
+		h5_astage_partial_find(s);
+	} else {
+		h5_dataset_close(nd);
+		h5_astream_fail(s, rc);
 	}
-	return 0;
 }
 
-/* The rows other descriptors appended and this commit met (streams_hold
- * refused): committed now, ordered as every commit and not fsync'd, as a
- * reader's h5_append_show does. Called with f->write_lock held: the
- * dataset's streams are held, the lock let go (a stream's commit takes
- * its own lock, then f->write_lock), each committed, and the lock taken
- * again. Four processes writing one name (test_procs) met EBUSY at a
- * close: an O_APPEND writer's rows came in between this handle's show
- * and its commit. */
-#define SHOW_MAX 8
-static void streams_show(h5_file *f, uint64_t addr)
+static void join_chunk(const void *ctx, size_t i, uint64_t *scaled, h5_chunk_rec *rec)
 {
-	h5_astream *v[SHOW_MAX];
-	size_t n = 0;
+	h5_astream_staged(ctx, i, scaled, rec);
+}
 
-	for (h5_astream *s = h5_ws(f)->astreams; s && n < SHOW_MAX; s = s->next)
-		if (s->addr == addr && !s->unlinked) {
-			s->refs++;      /* (h5_astream_hold's, under the same lock) */
-			v[n++] = s;
-		}
-	pthread_mutex_unlock(&f->write_lock);
-	for (size_t i = 0; i < n; i++) {
-		pthread_mutex_lock(&v[i]->lock);
-		if (!h5_astream_failed(v[i]) && h5_astream_commit(v[i], true, false) < 0)
+/* Whether this commit changes nothing the dataset shows now (rows
+ * committed: below end): then the rows appended after them and the bytes
+ * written over those rows become visible in the commit's one last write,
+ * dims[0]. Bytes written over committed rows become visible at the
+ * switch to the new index instead, before dims[0]: the rows are then
+ * committed first, in order (a crash shows the rows with what they held
+ * before, never those bytes without the rows appended before them). */
+static bool only_past(const h5_overwriter *w, uint64_t end)
+{
+	if (w->wc.n)
+		return false;   /* (chunks taken whole lie below the end) */
+	for (size_t i = 0; i < w->n; i++)
+		if (w->ext[i].len && w->ext[i].off < end)
+			return false;
+	return true;
+}
+
+/* The dataset's stream held (its lock taken; NULL: none, or failed: its
+ * rows are its writers' error and hold nothing back) and its rows staged
+ * for this commit (*j), or - a resize, or bytes over committed rows
+ * (only_past) - committed first. Not under write_lock. */
+static h5_astream *stream_take(h5_overwriter *w, h5_ow_join *j)
+{
+	h5_astream *s = h5_astream_hold(w->f, w->addr);
+
+	if (!s)
+		return NULL;
+	pthread_mutex_lock(&s->lock);
+	if (h5_astream_failed(s))
+		return s;
+	if (w->resize != UINT64_MAX || w->cls != H5_LAYOUT_CHUNKED ||
+	    !only_past(w, __atomic_load_n(&s->committed, __ATOMIC_ACQUIRE) * w->row_bytes)) {
+		if (h5_astream_commit(s, true, false) < 0)
 			h5_err_clear();         /* the stream's own error, its writers' */
-		pthread_mutex_unlock(&v[i]->lock);
-		h5_astream_release(f, v[i]);
+		return s;
 	}
-	pthread_mutex_lock(&f->write_lock);
-}
-
-/* The streams held, after a resize to rows: on from there (their partly
- * filled chunk row read again by streams_reload). */
-static void streams_cut(h5_file *f, uint64_t addr, uint64_t rows)
-{
-	for (h5_astream *s = h5_ws(f)->astreams; s; s = s->next)
-		if (s->addr == addr && !s->unlinked && !h5_astream_failed(s) && h5_astream_cut(s, rows) < 0)
-			h5_err_clear();         /* (the stream's failure, its writers') */
-}
-
-static void streams_reload(h5_file *f, uint64_t addr, bool changed)
-{
-	for (h5_astream *s = h5_ws(f)->astreams; s; s = s->next) {
-		h5_dataset *nd = NULL;
-		int rc;
-
-		if (s->addr != addr || s->unlinked)
-			continue;
-		if (changed && !h5_astream_failed(s)) {
-			rc = h5_dataset_open(&nd, f, addr);
-			if (rc == 0 && s->nbuf)
-				rc = h5_dataset_read(nd, s->buf, s->row0 * s->row_bytes, (size_t)(s->nbuf * s->row_bytes));
-			if (rc == 0) {
-				h5_dataset_close(s->d);
-				s->d = nd;
-				s->ea_addr = nd->layout.idx_addr;
-				/* the rewrite may have moved its partial chunk row's
-				 * chunks (and freed the old copies itself): that row's
-				 * chunks found again where the new index has them
-				 * (forgetting them leaked one chunk per periodic
-				 * commit of a rewrite below a growing end: a 100 MB
-				 * truncate(2) up, then written over, kept FILE at
-				 * 100 MB after rm - the chunk sat above the rest) */
-				h5_freesp_clear(&s->partial);
-				s->prow = UINT64_MAX;
-				h5_astage_partial_find(s);
-			} else {
-				h5_dataset_close(nd);
-				__atomic_store_n(&s->failed, rc, __ATOMIC_RELEASE);
-			}
-		}
-		pthread_mutex_unlock(&s->lock);
+	if (h5_astream_join(s, &j->rows) < 0) {
+		h5_err_clear();                 /* (failed: the same) */
+		return s;
 	}
+	j->wops = s->wops;
+	j->w = s->ea;
+	j->n = s->nstaged;
+	j->chunk = join_chunk;
+	j->ctx = s;
+	return s;
 }
 
 int h5_overwrite_commit(h5_overwriter *w, int all, int durable)
@@ -421,8 +419,10 @@ int h5_overwrite_commit(h5_overwriter *w, int all, int durable)
 	h5_dataset *d = NULL;
 	size_t n, keep_n = 0;
 	h5_ow_ext keep = { 0 };
+	h5_ow_join join = { 0 };
+	h5_astream *s;
 	uint64_t lim;
-	bool held = false;
+	bool loose, tried = false;
 	int rc = 0, arc;
 
 	if (!w)
@@ -448,26 +448,12 @@ int h5_overwrite_commit(h5_overwriter *w, int all, int durable)
 			keep_n = 1;
 		}
 	}
+	s = stream_take(w, &join);
 	pthread_mutex_lock(&w->f->write_lock);
 	h5_space_free_all(w->f, &w->gone);
 	rc = arc;
-	if (rc == 0 && (n || durable || w->direct || w->wc.n || w->resize != UINT64_MAX))
+	if (rc == 0 && (n || durable || w->direct || w->wc.n || w->resize != UINT64_MAX || join.w))
 		rc = h5_dataset_open(&d, w->f, w->addr);
-	/* the streams held first (rows they have not committed are
-	 * committed and the dataset opened again: the bytes over them are
-	 * kept below, not cut as past the end) */
-	for (int tries = 0; rc == 0 && d; tries++) {
-		rc = streams_hold(w->f, w->addr);
-		if (rc != H5_ERR_BUSY || tries >= 8)
-			break;
-		h5_err_clear();
-		streams_show(w->f, w->addr);
-		/* the dataset as the rows' commit left it */
-		h5_dataset_close(d);
-		d = NULL;
-		rc = h5_dataset_open(&d, w->f, w->addr);
-	}
-	held = rc == 0 && d;
 	if (rc == 0 && d)
 		w->nbytes = d->nbytes;  /* appends may have grown it */
 	/* the size changed since the resize was asked, past it (appends of
@@ -476,30 +462,50 @@ int h5_overwrite_commit(h5_overwriter *w, int all, int durable)
 	    (w->grow ? w->resize <= d->nbytes : !d->space.dims[0] || w->resize >= d->nbytes))
 		rc = h5_err_set(H5_ERR_RANGE, "%s to %llu bytes: the dataset has %llu", w->grow ? "growing" : "shrinking",
 				(unsigned long long)w->resize, (unsigned long long)d->nbytes);
-	lim = rc == 0 && d && w->resize != UINT64_MAX && w->grow ? w->resize : d ? d->nbytes : 0;
+	lim = !d ? 0 : w->resize != UINT64_MAX && w->grow ? w->resize :
+		join.w && join.rows > d->space.dims[0] ? join.rows * w->row_bytes : d->nbytes;
 	/* Bytes past the end were taken before the dataset was emptied or
 	 * shrunk (a truncate through another descriptor: the later change
-	 * wins, as in a plain file); they go. (A put past
-	 * the end is refused by the caller before it is taken: issue 53.) */
+	 * wins, as in a plain file); they go. (A put past the end of the
+	 * rows appended is refused by the caller before it is taken: issue
+	 * 53.) */
 	for (size_t i = 0; rc == 0 && d && i < n; i++)
 		if (w->ext[i].off + w->ext[i].len > lim)
 			w->ext[i].len = w->ext[i].off >= lim ? 0 : (size_t)(lim - w->ext[i].off);
 	if (rc == 0 && d) {
+		/* a new file not linked yet: nothing to order (loose.h) */
+		loose = h5_loose_enter(w->f, w->addr);
+		w->join = join.w ? &join : NULL;
 		rc = w->lops->commit(w, d, n, durable);
+		w->join = NULL;
+		h5_loose_leave(w->f, loose);
+		tried = true;
 	}
-	if (held && rc == 0 && w->resize != UINT64_MAX)
-		streams_cut(w->f, w->addr, w->resize / w->row_bytes);
-	if (held)
-		streams_reload(w->f, w->addr, rc == 0);
+	/* (a commit not tried leaves the stream's rows staged: its own
+	 * commit makes them visible later) */
+	if (s && join.w && tried)
+		h5_astream_joined(s, rc, join.rows, join.ticket, join.end, durable);
+	if (s && rc == 0 && w->resize != UINT64_MAX && !h5_astream_failed(s) &&
+	    h5_astream_cut(s, w->resize / w->row_bytes) < 0)
+		h5_err_clear();         /* (the stream's failure, its writers') */
+	if (s)
+		stream_reload(w->f, s, w->addr, rc == 0 && d);
 	if (rc == 0 && w->resize != UINT64_MAX)
 		w->nbytes = w->resize;
+	else if (rc == 0 && d && lim > w->nbytes)
+		w->nbytes = lim;        /* the stream's rows */
 	w->resize = UINT64_MAX;
 	w->grow = false;
 	if (rc == 0 && durable)
 		w->unsynced = false;
-	else if (rc == 0 && (n || w->direct))
+	else if (rc == 0 && (n || w->direct || join.w))
 		w->unsynced = true;
 	pthread_mutex_unlock(&w->f->write_lock);
+	if (s) {
+		h5_astream_joined_end(s);
+		pthread_mutex_unlock(&s->lock);
+		h5_astream_release(w->f, s);
+	}
 	h5_dataset_close(d);
 	/* committed or not, the extents go: on an error FILE holds the old
 	 * state or the new one, and the caller reports it */

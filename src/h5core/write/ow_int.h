@@ -14,6 +14,7 @@
 #include "freesp.h"
 #include "keytab.h"
 #include "chunk_rec.h"
+#include "cidx_write.h"
 #include "h5core.h"
 
 #include <pthread.h>
@@ -60,6 +61,22 @@ typedef struct h5_ow_chunks {
 } h5_ow_chunks;
 
 
+/* The rows an append stream of the dataset had not committed, committed
+ * with the overwrite in its one ordered commit (overwrite.c; append_int.h
+ * h5_astream_join): the stream's index writer, their records set (NULL:
+ * none), its n staged chunks (chunk(ctx, i, ...): scaled coordinates and
+ * record), and dims[0] they make; out: the commit's ticket and allocation
+ * end. */
+typedef struct h5_ow_join {
+	const h5_cidx_write_ops *wops;
+	void *w;
+	size_t n;
+	void (*chunk)(const void *ctx, size_t i, uint64_t *scaled, h5_chunk_rec *rec);
+	const void *ctx;
+	uint64_t rows;
+	uint64_t ticket, end;
+} h5_ow_join;
+
 struct h5_overwriter {
 	h5_file *f;
 	uint64_t addr;          /* object header */
@@ -100,6 +117,9 @@ struct h5_overwriter {
 	bool dset_key;
 	h5_keytab dirty;
 	size_t ndirty;
+	/* the append stream's rows its commit takes (NULL: none; set by
+	 * h5_overwrite_commit for its layout's commit) */
+	h5_ow_join *join;
 };
 
 /* ow_ext.c: the touched chunks forgotten (after a commit); the chunks of
@@ -182,7 +202,9 @@ int h5_ow_whole_wait(h5_overwriter *w);
 int h5_ow_merge(h5_ow_ext **out, size_t *m, const h5_ow_ext *ext, size_t n);
 void h5_ow_free(h5_ow_ext *r, size_t m);
 
-/* Chunked: set the records of the chunks taken whole, whole[0..nwhole),
+/* Chunked: an append stream's rows first (join, NULL: none; its staged
+ * chunks read through their records, dims[0] its rows), then set the
+ * records of the chunks taken whole, whole[0..nwhole),
  * then apply the extents ext[0..n) in order (a later one over an
  * earlier one wins) to the chunks they touch and commit them in one
  * ordered commit (txn.c); called under f->write_lock. *last_end: the
@@ -196,8 +218,9 @@ void h5_ow_free(h5_ow_ext *r, size_t m);
  * emptying's first step leaves them: dset_empty.c).
  * Returns 0 or a negative h5_err; on an error FILE holds the old state or
  * the complete new one (and nothing is added to gone). */
-int h5_ow_chunked_commit(h5_dataset *d, const h5_ow_whole *whole, size_t nwhole, const h5_ow_ext *ext, size_t n,
-			 bool durable, uint64_t rows, uint64_t *last_end, h5_freesp *gone);
+int h5_ow_chunked_commit(h5_dataset *d, h5_ow_join *join, const h5_ow_whole *whole, size_t nwhole,
+			 const h5_ow_ext *ext, size_t n, bool durable, uint64_t rows, uint64_t *last_end,
+			 h5_freesp *gone);
 
 /* Whether chunked d can be rewritten (its index has writers, its filters
  * encoders): 0 or H5_ERR_UNSUPPORTED with the reason. */
