@@ -525,18 +525,41 @@ static int set_whole(rw *r, const h5_ow_whole *whole, size_t nwhole, uint64_t ro
 	return rc;
 }
 
-/* An append stream's rows taken (h5_ow_join): its index writer used, and
- * each chunk it staged noted as staged already - a later extent over it
- * reads it from there, not through the index on disk, which has none of
- * them - and replaced like any chunk this commit wrote (note_gone). */
-static int join_rows(rw *r, const h5_ow_join *j)
+/* Whether bytes [lo, hi) of the dataset's stream meet one of the
+ * disjoint ranges m[0, nm), in offset order. */
+static bool meets(const h5_ow_ext *m, size_t nm, uint64_t lo, uint64_t hi)
 {
+	size_t a = 0, b = nm;
+
+	while (a < b) {         /* the first range ending past lo */
+		size_t c = a + (b - a) / 2;
+
+		if (m[c].off + m[c].len <= lo)
+			a = c + 1;
+		else
+			b = c;
+	}
+	return a < nm && m[a].off < hi;
+}
+
+/* An append stream's rows taken (h5_ow_join): its index writer used, and
+ * each chunk it staged that the extents m[0, nm) meet noted as staged
+ * already - the extents read it from there, not through the index on
+ * disk, which has none of them - and replaced like any chunk this commit
+ * writes (note_gone). (Only those: a stream may have staged a million
+ * chunks, and an entry of the table is some hundred bytes.) */
+static int join_rows(rw *r, const h5_ow_join *j, const h5_ow_ext *m, size_t nm)
+{
+	uint64_t crow = r->d->layout.chunk[0], rb = r->esize;
+
 	if (!j->w)
 		return 0;
 	r->w = j->w;
 	r->wops = j->wops;
 	r->lent = true;
-	for (size_t i = 0; i < j->n; i++) {
+	for (unsigned i = 1; i < r->rank; i++)
+		rb *= r->d->space.dims[i];      /* (rw_init: the dataset's bytes fit) */
+	for (size_t i = 0; i < j->n && nm; i++) {
 		uint64_t scaled[H5_MAX_RANK] = { 0 };
 		h5_chunk_rec rec;
 		cent *e;
@@ -546,6 +569,9 @@ static int join_rows(rw *r, const h5_ow_join *j)
 		if (scaled[0] >= r->nch[0])
 			return h5_err_set(H5_ERR_RANGE, "appended chunk row %llu: past the rows committed",
 					  (unsigned long long)scaled[0]);
+		/* its chunk row's bytes: rows [s * c0, (s + 1) * c0) */
+		if (!meets(m, nm, scaled[0] * crow * rb, (scaled[0] + 1) * crow * rb))
+			continue;
 		rc = tab_get(&e, r, scaled);
 		if (rc < 0)
 			return rc;
@@ -587,9 +613,13 @@ int h5_ow_chunked_commit(h5_dataset *d, h5_ow_join *join, const h5_ow_whole *who
 		d->space.dims[0] = rows;
 	}
 	rc = rw_init(&r, d);
+	/* disjoint ranges: a chunk every byte of which is new is not read */
+	if (rc == 0)
+		rc = h5_ow_merge(&m, &nm, ext, n);
 	if (rc == 0 && join)
-		rc = join_rows(&r, join);
+		rc = join_rows(&r, join, m, nm);
 	if (rc < 0) {
+		h5_ow_free(m, nm);
 		rw_free(&r);
 		return rc;
 	}
@@ -598,11 +628,10 @@ int h5_ow_chunked_commit(h5_dataset *d, h5_ow_join *join, const h5_ow_whole *who
 	if (rc == 0 && rows != UINT64_MAX)
 		rc = writer_open(&r);
 	if (rc < 0) {
+		h5_ow_free(m, nm);
 		rw_free(&r);
 		return rc;
 	}
-	/* disjoint ranges: a chunk every byte of which is new is not read */
-	rc = h5_ow_merge(&m, &nm, ext, n);
 	for (size_t i = 0; i < nm && rc == 0; i++)
 		rc = apply(&r, m[i].off, m[i].p, m[i].len, true);
 	for (size_t i = 0; i < nm && rc == 0; i++)
@@ -619,12 +648,12 @@ int h5_ow_chunked_commit(h5_dataset *d, h5_ow_join *join, const h5_ow_whole *who
 			h5_err_clear();         /* leaked */
 	if (rc == 0 && r.w && r.wops->freed)
 		r.wops->freed(r.w, gone, ticket);
-	if (rc == 0 && r.w)
-		note_top(&r);
 	if (rc == 0 && join) {
 		join->ticket = ticket;
 		join->end = *last_end;
 	}
+	if (rc == 0 && r.w)
+		note_top(&r);
 	else if (rc == 0 && durable) {
 		h5_txn t;
 
