@@ -448,7 +448,8 @@ int h5_overwrite_commit(h5_overwriter *w, int all, int durable)
 			keep_n = 1;
 		}
 	}
-	s = stream_take(w, &join);
+	/* (a commit with nothing to make leaves the stream to its policy) */
+	s = n || durable || w->direct || w->wc.n || w->resize != UINT64_MAX ? stream_take(w, &join) : NULL;
 	pthread_mutex_lock(&w->f->write_lock);
 	h5_space_free_all(w->f, &w->gone);
 	rc = arc;
