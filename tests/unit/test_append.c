@@ -749,6 +749,95 @@ START_TEST(append_two_handles)
 }
 END_TEST
 
+/* An overwrite's commit that meets rows the dataset's stream has not
+ * committed takes them into its own commit (issue 81 item 3): the bytes
+ * written over those rows land on them, dims[0] says every row, and the
+ * stream holds nothing after it and goes on from there. */
+START_TEST(overwrite_joins_stream_rows)
+{
+	tbuf b = build_file(DS_UNLIMITED, 3, 4, 0);
+	char *path = write_file("join.h5", &b);
+	h5_file *f;
+	h5_appender *a;
+	h5_overwriter *w;
+	int32_t rows[10], got[12], want[12] = { 0 }, patch[2] = { -5, -6 }, more = 77;
+
+	for (int i = 0; i < 10; i++)
+		want[3 + i < 12 ? 3 + i : 11] = rows[i] = 100 + i;
+	setenv("H5FS_APPEND_COMMIT_MS", "100000", 1);
+	f = open_file(path, 1);
+	ck_assert_int_eq(h5_append_open(&a, f, DS_ADDR), 0);
+	unsetenv("H5FS_APPEND_COMMIT_MS");
+	ck_assert_int_eq(h5_append_write(a, rows, 8 * 4), 0);          /* rows 3..10 */
+	ck_assert_uint_eq(rows_on_disk(path), 3);
+	ck_assert_int_eq(h5_overwrite_open(&w, f, DS_ADDR), 0);
+	/* over rows 6 and 9, appended, not committed: kept past the end (9
+	 * in the chunk row left partly filled, which the stream holds) */
+	ck_assert_int_eq(h5_overwrite_put(w, 6 * 4, &patch[0], 4), 0);
+	ck_assert_int_eq(h5_overwrite_put(w, 9 * 4, &patch[1], 4), 0);
+	ck_assert_msg(h5_overwrite_commit(w, 1, 1) == 0, "%s", h5_err_msg());
+	ck_assert_uint_eq(rows_on_disk(path), 11);
+	ck_assert_uint_eq(h5_append_committed(a), 11 * 4);
+	ck_assert_uint_eq(h5_append_pending(a), 0);
+	want[6] = -5;
+	want[9] = -6;
+	read_back(path, got, 11);
+	ck_assert_mem_eq(got, want, 11 * 4);
+	/* the stream goes on from the new end (its partly filled chunk row
+	 * read again, the patched bytes among them) */
+	ck_assert_int_eq(h5_append_write(a, &more, 4), 0);
+	ck_assert_int_eq(h5_append_close(a, NULL), 0);
+	h5_overwrite_close(w);
+	h5_file_close(f);
+	want[11] = 77;
+	read_back(path, got, 12);
+	ck_assert_mem_eq(got, want, sizeof(want));
+	free(path);
+	tb_free(&b);
+}
+END_TEST
+
+/* truncate(2) up through the overwriter: dims[0] raised at the commit,
+ * nothing written (FILE keeps its length), the new rows the fill value;
+ * not whole rows, EINVAL; a dataset that cannot grow, refused. */
+START_TEST(overwrite_resize_grows)
+{
+	tbuf b = build_file(DS_UNLIMITED, 3, 4, 0), fx = build_file(DS_FIXEDMAX, 3, 4, 0);
+	char *path = write_file("grow.h5", &b), *pfx = write_file("growfx.h5", &fx);
+	uint64_t len0 = file_len(path);
+	h5_file *f = open_file(path, 1);
+	h5_overwriter *w;
+	int32_t got[1000];
+
+	ck_assert_int_eq(h5_overwrite_open(&w, f, DS_ADDR), 0);
+	ck_assert_int_eq(h5_overwrite_resize(w, 1000 * 4 + 2), H5_ERR_INVAL);
+	h5_err_clear();
+	ck_assert_msg(h5_overwrite_resize(w, 1000 * 4) == 0, "%s", h5_err_msg());
+	ck_assert_msg(h5_overwrite_commit(w, 1, 1) == 0, "%s", h5_err_msg());
+	h5_overwrite_close(w);
+	h5_file_close(f);
+	ck_assert_uint_eq(rows_on_disk(path), 1000);
+	ck_assert_uint_eq(file_len(path), len0);
+	read_back(path, got, 1000);
+	for (int i = 0; i < 1000; i++)
+		ck_assert_int_eq(got[i], 0);
+	/* an extensible array over a dimension 0 with a fixed maximum cannot
+	 * grow (h5_append_check): refused before anything is written */
+	f = open_file(pfx, 1);
+	ck_assert_int_eq(h5_overwrite_open(&w, f, DS_ADDR), 0);
+	ck_assert_int_eq(h5_overwrite_resize(w, 50 * 4), H5_ERR_PERM);
+	h5_err_clear();
+	ck_assert_msg(h5_overwrite_commit(w, 1, 1) == 0, "%s", h5_err_msg());
+	h5_overwrite_close(w);
+	h5_file_close(f);
+	ck_assert_uint_eq(rows_on_disk(pfx), 3);
+	free(path);
+	free(pfx);
+	tb_free(&b);
+	tb_free(&fx);
+}
+END_TEST
+
 /* A process that dies with rows staged and a periodic commit behind it
  * (space reserved, dims[0] not fsync'd) leaves a file that reads the
  * committed rows exactly; the next appender continues after them. */
@@ -901,6 +990,8 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, append_h5py_roundtrip);
 	tcase_add_test(tc, append_stream_then_commit);
 	tcase_add_test(tc, append_two_handles);
+	tcase_add_test(tc, overwrite_joins_stream_rows);
+	tcase_add_test(tc, overwrite_resize_grows);
 	tcase_add_test(tc, append_killed_while_streaming);
 	tcase_add_test(tc, append_filtered_threads);
 	suite_add_tcase(s, tc);
