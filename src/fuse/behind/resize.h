@@ -9,8 +9,8 @@
 #include "commit.h"
 
 /* truncate.c: n's dataset (u: as the current generation shows it, FILE
- * held for writing) made size bytes: emptied, rows of the fill value
- * appended, or refused (logged), keeping what emptying replaced in *undo
+ * held for writing) made size bytes: emptied, grown (dims[0] raised, the
+ * new rows reading the fill value), shrunk, or refused (logged), keeping what emptying replaced in *undo
  * (NULL: not kept; O_TRUNC: a replacement); trunc_unempty puts it back
  * after the replacement failed (FILE's lock taken there; g: the
  * generation the handle wrote through). */

@@ -255,7 +255,7 @@ static bool commit_node(h5fs *fs, struct node *n, bool show)
 			/* A commit before a size change waits for a pinned
 			 * handle (a reader's show, the idler): skipping it let
 			 * truncate count the rows from before that handle's
-			 * commit, and its rows landed after the fill rows -
+			 * commit, and its rows landed after the new end -
 			 * fsx: append, mapread (readahead reads it shows them
 			 * for), ftruncate up left the dataset larger (issue 65) */
 			if (!pick && busy)

@@ -263,9 +263,9 @@ static int npy_bytes(h5fs *fs, struct wfile *w, fuse_ino_t ino, const char *buf,
 }
 
 /* A write past the end (a hole, as a plain file allows: stress-ng's seek,
- * dd seek=): the dataset grows to the write's offset first, rows of the
- * fill value appended as truncate(2) up does (truncate.c: whole rows, its
- * own commit), then the write appends at the new end. The handle's bytes
+ * dd seek=): the dataset grows to the write's offset first, as truncate(2)
+ * up does (truncate.c: whole rows, dims[0] raised in its own commit, the
+ * new rows reading the fill value), then the write appends at the new end. The handle's bytes
  * written before go first (trunc_set_size commits them). 0, or an errno
  * (logged): EPERM while another descriptor's appended rows stay
  * uncommitted or after a partial row of this one, EINVAL for not whole
