@@ -54,6 +54,8 @@ def make(path, libver):
                              chunks=(5, 2), fillvalue=-7, compression="gzip", shuffle=True)
         d.attrs["units"] = "m"
         f.create_dataset("bytes", data=np.frombuffer(b"hello world", dtype="u1"), maxshape=(None,), chunks=(4,))
+        f.create_dataset("e", data=np.frombuffer(b"abcdefgh", dtype="u1"), maxshape=(None,), chunks=(4,),
+                         fillvalue=7)
         f.create_dataset("two", data=np.ones((3, 4), "<f8"), maxshape=(None, None), chunks=(2, 2))
         f.create_dataset("fixed", data=np.arange(10, dtype="<f8"))
         f.create_dataset("arr", data=np.arange(5))
@@ -113,6 +115,12 @@ def case(wd, libver):
             fh.seek(0, 2)
             fh.write(b"ond")
         os.truncate(mnt + "/bytes", 9)
+        # emptied (no index left), then more rows: the fill value, no chunk
+        # written (h5_overwrite_resize); then rows appended after them
+        os.truncate(mnt + "/e", 0)
+        os.truncate(mnt + "/e", 5)
+        with open(mnt + "/e", "ab") as fh:
+            fh.write(b"xyz")
         # cp -r twice: the second writes over the files the first made
         sh(["cp", "-r", src, mnt + "/tree"], tag)
         sh(["cp", "-r", src + "/.", mnt + "/tree"], tag)
@@ -155,6 +163,7 @@ def case(wd, libver):
     want_rows = np.concatenate([new[:3], np.full((4, 2), -7, "<i4")])
     check(path, "rows", want_rows, tag, {"units": "m"}, "<i4")
     check(path, "bytes", np.frombuffer(b"second\0\0\0", "u1"), tag, dtype="u1")
+    check(path, "e", np.frombuffer(b"\7\7\7\7\7xyz", "u1"), tag, dtype="u1")
     two = np.ones((3, 4), "<f8")
     check(path, "two", np.concatenate([two, np.zeros((2, 4))]), tag)
     check(path, "fixed", np.arange(10, dtype="<f8"), tag)
