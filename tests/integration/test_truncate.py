@@ -16,7 +16,8 @@ two unlimited dimensions) and a netCDF-4 style unlimited variable:
 - truncate -s to more whole rows appends rows of the fill value (h5py's
   resize); to 0 empties; to fewer rows (issue 65): the rows past them go
   and a later growth reads the fill value there (gzip with a fill value,
-  a boundary chunk cut; a descriptor that shrinks and appends), but a
+  a boundary chunk cut; a descriptor that shrinks and appends; an
+  emptied dataset, with no index, grown then appended to), but a
   dataset whose chunks are not runs of whole rows: EPERM; not whole rows:
   EINVAL; a fixed-size dataset (contiguous, np.save's): truncate and
   O_TRUNC are EPERM; each refusal is one log line, and FILE is unchanged
