@@ -67,12 +67,18 @@ static void node_reload(h5fs *fs, struct node *n, const struct use *u)
  * gives them the fill value first (engine h5_overwrite_resize). *ow is
  * closed by the caller once the node was reopened: the close frees what
  * the commit replaced, and no reader may follow an old address there. */
-static int resize(h5fs *fs, struct node *n, const struct use *u, uint64_t size, h5_overwriter **ow, const char *op)
+static int resize(h5fs *fs, struct node *n, const struct use *u, uint64_t size, uint64_t cur, h5_overwriter **ow,
+		  const char *op)
 {
 	int rc = h5_overwrite_open(ow, u->f, u->addr);
 
-	if (rc == 0)
-		rc = h5_overwrite_reserve(*ow, 0);     /* the index blocks it copies */
+	/* a shrink: the index blocks it copies, the boundary chunk it
+	 * rewrites, reserved before the answer; a growth writes no chunk
+	 * (at most an index header, within the share of the margin a commit
+	 * may use, as the appends' growth it replaced: `truncate -s 1G` on
+	 * a full disk fits, test_long_runs) */
+	if (rc == 0 && size < cur)
+		rc = h5_overwrite_reserve(*ow, 0);
 	if (rc == 0)
 		rc = h5_overwrite_resize(*ow, size);
 	if (rc == 0)
@@ -111,7 +117,7 @@ int trunc_resize_undoable(h5fs *fs, struct node *n, const struct use *u, uint64_
 	if (size == cur)
 		return 0;
 	if (size != 0) {
-		e = resize(fs, n, u, size, &ow, op);
+		e = resize(fs, n, u, size, cur, &ow, op);
 	} else {
 		rc = h5_dataset_empty_undoable(u->f, u->addr, undo);
 		e = rc < 0 ? h5err_logged(fs, rc, op, n->path, NULL, u->addr) : 0;
