@@ -212,6 +212,15 @@ static int ds_open_oh_in(h5_dataset **out, h5_file *f, uint64_t addr, const h5_o
 	return 0;
 }
 
+int h5_dataset_row_bytes(uint64_t *rb, const h5_dataset *d)
+{
+	*rb = d->dtype->size;
+	for (unsigned i = 1; i < d->space.rank; i++)
+		if (h5_mul_overflow(*rb, d->space.dims[i], rb))
+			return h5_err_set(H5_ERR_LIMIT, "rows of dimension 0 overflow");
+	return 0;
+}
+
 int h5_dataset_open_oh(h5_dataset **out, h5_file *f, uint64_t addr, const h5_ohdr *oh)
 {
 	return ds_open_oh_in(out, f, addr, oh, NULL);

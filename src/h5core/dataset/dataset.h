@@ -67,6 +67,10 @@ int h5_dataset_msgs_decode(h5_dataset *d, const h5_ohdr *oh, bool efl);
 /* h5_dataset_open of the header oh the caller holds (at addr). dataset.c */
 int h5_dataset_open_oh(h5_dataset **out, h5_file *f, uint64_t addr, const h5_ohdr *oh);
 void h5_dataset_msgs_clear(h5_dataset *d);
+/* *rb: the bytes of one row along dimension 0 (the element size times
+ * dims[1:]), which the writers that change dims[0] count in: 0, or
+ * H5_ERR_LIMIT when it overflows. dataset.c */
+int h5_dataset_row_bytes(uint64_t *rb, const h5_dataset *d);
 /* Read [off, off+len) of the stored bytes (what the layout holds, before
  * any text rendering); the caller checked the bounds. */
 int h5_dataset_read_raw(h5_dataset *d, uint8_t *buf, uint64_t off, size_t len);

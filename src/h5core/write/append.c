@@ -100,10 +100,8 @@ static int check_layout(const h5_dataset *d, uint64_t *row_bytes)
 			return h5_err_set(H5_ERR_PERM, "dimension %u is unlimited too: cannot grow", i);
 	if (d->has_vlen || !d->dtype || d->dtype->size == 0)
 		return h5_err_set(H5_ERR_PERM, "variable-length datatype: cannot append raw rows");
-	rb = d->dtype->size;
-	for (unsigned i = 1; i < d->space.rank; i++)
-		if (h5_mul_overflow(rb, d->space.dims[i], &rb))
-			return h5_err_set(H5_ERR_PERM, "row size overflows");
+	if (h5_dataset_row_bytes(&rb, d) < 0)
+		return h5_err_set(H5_ERR_PERM, "row size overflows");
 	if (rb == 0 || rb > (uint64_t)1 << 40)
 		return h5_err_set(H5_ERR_PERM, "rows of %llu bytes cannot be appended", (unsigned long long)rb);
 	*row_bytes = rb;

@@ -134,25 +134,33 @@ static int commit_sync(h5_astream *s)
 	return rc;
 }
 
-/* After a commit that made n1 rows visible: when it staged the chunk row
- * a previous commit left partly filled, the chunks that commit wrote for
- * it are referenced no more (freed, as the index blocks it copied, at the
- * next commit or the close, with this commit's ticket); a chunk row left
- * partly filled now remembers its chunks. */
-static void partial_settle(h5_astream *s, uint64_t n1, uint64_t ticket)
+/* After a commit of the stream's staged rows: when it staged the chunk
+ * row a previous commit left partly filled, the chunks that commit wrote
+ * for it are referenced no more (freed, as the index blocks it copied, at
+ * the next commit or the close, with this commit's ticket). */
+static void partial_release(h5_astream *s, uint64_t ticket)
 {
-	uint64_t r = n1 % s->chunk[0] ? n1 / s->chunk[0] : UINT64_MAX;
 	bool again = false;
 
 	for (size_t i = 0; i < s->nstaged && !again; i++)
 		again = s->staged[i].r == s->prow;
-	if (again) {
-		for (size_t i = 0; i < s->partial.n; i++)
-			if (h5_freesp_add(&s->gone, s->partial.v[i].addr, s->partial.v[i].len, ticket) < 0)
-				break;  /* (out of memory: left unreferenced) */
-		h5_freesp_clear(&s->partial);
-		s->prow = UINT64_MAX;
-	}
+	if (!again)
+		return;
+	for (size_t i = 0; i < s->partial.n; i++)
+		if (h5_freesp_add(&s->gone, s->partial.v[i].addr, s->partial.v[i].len, ticket) < 0)
+			break;  /* (out of memory: left unreferenced) */
+	h5_freesp_clear(&s->partial);
+	s->prow = UINT64_MAX;
+}
+
+/* After the stream's own commit that made n1 rows visible: the old
+ * partial chunks released (partial_release); a chunk row left partly
+ * filled now remembers its chunks. */
+static void partial_settle(h5_astream *s, uint64_t n1, uint64_t ticket)
+{
+	uint64_t r = n1 % s->chunk[0] ? n1 / s->chunk[0] : UINT64_MAX;
+
+	partial_release(s, ticket);
 	if (r != UINT64_MAX) {
 		if (s->prow != r)
 			h5_freesp_clear(&s->partial);
@@ -165,6 +173,18 @@ static void partial_settle(h5_astream *s, uint64_t n1, uint64_t ticket)
 		}
 	}
 	s->nstaged = 0;
+}
+
+/* Every complete chunk row in the buffer staged, and (partial) the
+ * incomplete one with fill, unless its rows are all committed: the
+ * staging of the stream's own commit and of one another writer makes. */
+static int stage_all(h5_astream *s, bool partial)
+{
+	int rc = h5_astage_complete(s);
+
+	if (rc == 0 && partial && s->nbuf && s->row0 + s->nbuf > s->committed)
+		rc = h5_astage_chunks(s, s->row0 / s->chunk[0], s->row0 / s->chunk[0] + 1, s->row0 + s->nbuf);
+	return rc < 0 ? h5_astream_fail(s, rc) : 0;
 }
 
 /* Make the staged rows visible: all whole rows received (partial: the
@@ -187,11 +207,9 @@ int h5_astream_commit(h5_astream *s, bool partial, bool durable)
 		if (rc < 0)
 			return h5_astream_fail(s, rc);
 	}
-	rc = h5_astage_complete(s);
-	if (rc == 0 && partial && s->nbuf && s->row0 + s->nbuf > s->committed)
-		rc = h5_astage_chunks(s, s->row0 / s->chunk[0], s->row0 / s->chunk[0] + 1, s->row0 + s->nbuf);
+	rc = stage_all(s, partial);
 	if (rc < 0)
-		return h5_astream_fail(s, rc);
+		return rc;
 	n1 = partial ? s->row0 + s->nbuf : s->row0 > s->committed ? s->row0 : s->committed;
 	if (n1 == s->committed) {
 		rc = durable ? commit_sync(s) : 0;
@@ -258,11 +276,9 @@ int h5_astream_join(h5_astream *s, uint64_t *rows)
 	*rows = __atomic_load_n(&s->committed, __ATOMIC_ACQUIRE);
 	if (h5_astream_failed(s))
 		return h5_astream_refuse(s);
-	rc = h5_astage_complete(s);
-	if (rc == 0 && s->nbuf && s->row0 + s->nbuf > s->committed)
-		rc = h5_astage_chunks(s, s->row0 / s->chunk[0], s->row0 / s->chunk[0] + 1, s->row0 + s->nbuf);
+	rc = stage_all(s, true);
 	if (rc < 0)
-		return h5_astream_fail(s, rc);
+		return rc;
 	if (s->row0 + s->nbuf > *rows)
 		*rows = s->row0 + s->nbuf;
 	return 0;
@@ -271,17 +287,10 @@ int h5_astream_join(h5_astream *s, uint64_t *rows)
 void h5_astream_joined(h5_astream *s, int rc, uint64_t rows, uint64_t ticket, uint64_t end, bool durable)
 {
 	if (rc == 0 && s->ea) {
-		bool again = false;
-
-		/* the chunks a previous commit wrote for the partly filled
-		 * chunk row, when this one staged that row anew: referenced no
-		 * more; the row's chunks now are found again by the caller's
-		 * reload (the overwrite may have replaced what was staged) */
-		for (size_t i = 0; i < s->nstaged && !again; i++)
-			again = s->staged[i].r == s->prow;
-		for (size_t i = 0; again && i < s->partial.n; i++)
-			if (h5_freesp_add(&s->gone, s->partial.v[i].addr, s->partial.v[i].len, ticket) < 0)
-				break;  /* (out of memory: left unreferenced) */
+		/* the old partial chunks released; the partly filled chunk
+		 * row's chunks now are found again by the caller's reload (the
+		 * overwrite may have replaced what was staged) */
+		partial_release(s, ticket);
 		h5_freesp_clear(&s->partial);
 		s->prow = UINT64_MAX;
 		s->last_end = end;

@@ -550,20 +550,20 @@ static bool meets(const h5_ow_ext *m, size_t nm, uint64_t lo, uint64_t hi)
  * chunks, and an entry of the table is some hundred bytes.) */
 static int join_rows(rw *r, const h5_ow_join *j, const h5_ow_ext *m, size_t nm)
 {
-	uint64_t crow = r->d->layout.chunk[0], rb = r->esize;
+	uint64_t crow = r->d->layout.chunk[0], rb;
+	int rc;
 
 	if (!j->w)
 		return 0;
+	/* (lent first: rw_free never frees it, whatever fails below) */
 	r->w = j->w;
 	r->wops = j->wops;
 	r->lent = true;
-	for (unsigned i = 1; i < r->rank; i++)
-		rb *= r->d->space.dims[i];      /* (rw_init: the dataset's bytes fit) */
-	for (size_t i = 0; i < j->n && nm; i++) {
+	rc = h5_dataset_row_bytes(&rb, r->d);
+	for (size_t i = 0; rc == 0 && i < j->n && nm; i++) {
 		uint64_t scaled[H5_MAX_RANK] = { 0 };
 		h5_chunk_rec rec;
 		cent *e;
-		int rc;
 
 		j->chunk(j->ctx, i, scaled, &rec);
 		if (scaled[0] >= r->nch[0])
@@ -573,12 +573,12 @@ static int join_rows(rw *r, const h5_ow_join *j, const h5_ow_ext *m, size_t nm)
 		if (!meets(m, nm, scaled[0] * crow * rb, (scaled[0] + 1) * crow * rb))
 			continue;
 		rc = tab_get(&e, r, scaled);
-		if (rc < 0)
-			return rc;
-		e->rec = rec;
-		e->staged = true;
+		if (rc == 0) {
+			e->rec = rec;
+			e->staged = true;
+		}
 	}
-	return 0;
+	return rc;
 }
 
 int h5_ow_chunked_commit(h5_dataset *d, h5_ow_join *join, const h5_ow_whole *whole, size_t nwhole,
@@ -600,15 +600,12 @@ int h5_ow_chunked_commit(h5_dataset *d, h5_ow_join *join, const h5_ow_whole *who
 	 * (d is this commit's own copy; chunks past the old end are not
 	 * stored, and read the fill value) */
 	if (rows != UINT64_MAX && rows > d->space.dims[0]) {
-		uint64_t rb = d->dtype->size;
+		uint64_t rb;
 
 		if (d->space.maxdims[0] != H5_UNLIMITED && rows > d->space.maxdims[0])
 			return h5_err_set(H5_ERR_RANGE, "%llu rows: past the maximum, %llu", (unsigned long long)rows,
 					  (unsigned long long)d->space.maxdims[0]);
-		for (unsigned i = 1; i < d->space.rank; i++)
-			if (h5_mul_overflow(rb, d->space.dims[i], &rb))
-				return h5_err_set(H5_ERR_RANGE, "rows overflow");
-		if (h5_mul_overflow(rb, rows, &d->nbytes))
+		if (h5_dataset_row_bytes(&rb, d) < 0 || h5_mul_overflow(rb, rows, &d->nbytes))
 			return h5_err_set(H5_ERR_RANGE, "%llu rows overflow", (unsigned long long)rows);
 		d->space.dims[0] = rows;
 	}

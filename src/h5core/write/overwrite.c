@@ -115,10 +115,10 @@ int h5_overwrite_open(h5_overwriter **out, h5_file *f, uint64_t dset_addr)
 	w->relayouts = __atomic_load_n(&h5_ws(f)->relayouts, __ATOMIC_ACQUIRE);
 	w->nbytes = d->nbytes;
 	w->esize = d->dtype->size;
-	w->row_bytes = d->dtype->size;
-	for (unsigned i = 1; i < d->space.rank; i++)
-		if (h5_mul_overflow(w->row_bytes, d->space.dims[i], &w->row_bytes))
-			w->row_bytes = 0;       /* (no resize: its rows cannot be counted) */
+	if (h5_dataset_row_bytes(&w->row_bytes, d) < 0) {
+		h5_err_clear();
+		w->row_bytes = 0;       /* (no resize: its rows cannot be counted) */
+	}
 	w->cls = d->layout.cls;
 	w->lops = h5_ow_layout_of(d->layout.cls);
 	w->caddr = d->layout.cls == H5_LAYOUT_CONTIGUOUS ? d->layout.addr : H5_ADDR_UNDEF;
